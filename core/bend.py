@@ -1,0 +1,240 @@
+"""World bend ("rolling world") math, pure numpy.
+
+The write-up (Kweetet / Deathspank) displaces every vertex in the vertex shader after moving it to world
+space: ``z -= a * max(0, |f - h| - s)^2`` where ``f`` is the world coordinate along the forward axis, ``h``
+the horizon (pivot position plus an offset), ``s`` the flat spread around the pivot and ``a`` the strength.
+
+Blender is Z-up, so the drop is along world -Z and the forward axis is a horizontal axis (+/-X, +/-Y).
+Modes:
+
+RUNNER        drop = a * max(0, |f - h| - s)^2
+RUNNER_2AXIS  drop = a * max(0, |f - h| - s)^2 + a_side * max(0, |g - g0| - s_side)^2
+PLANET        drop = a * max(0, r - s)^2, r the horizontal distance from the centre
+CYLINDER      drop = a * max(0, |g - g0| - s)^2 (roll-off across the forward axis only)
+
+``g`` is the sideways coordinate (the axis 90 degrees to the left of forward), ``g0`` and the planet's centre
+come from the pivot; the horizon offset moves the centre along the forward axis in every mode.
+
+The drop depends on the horizontal position only, so the mapping physical -> visual is one-to-one everywhere
+and the inverse is exact: add the drop back.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+MODES = ("RUNNER", "RUNNER_2AXIS", "PLANET", "CYLINDER")
+AXES = ("POS_X", "NEG_X", "POS_Y", "NEG_Y")
+
+# |strength| above this folds a 10 m scene by kilometres: refused as a typing mistake.
+MAX_STRENGTH = 100.0
+
+_AXIS_VECTORS = {
+    "POS_X": (1.0, 0.0, 0.0),
+    "NEG_X": (-1.0, 0.0, 0.0),
+    "POS_Y": (0.0, 1.0, 0.0),
+    "NEG_Y": (0.0, -1.0, 0.0),
+}
+
+
+class BendError(ValueError):
+    """Invalid bend parameters; the message says what is wrong and what to do."""
+
+
+@dataclass(frozen=True)
+class BendParams:
+    mode: str = "RUNNER"
+    axis: str = "POS_Y"
+    pivot: tuple = (0.0, 0.0, 0.0)
+    horizon_offset: float = 0.0
+    strength: float = 0.01
+    spread: float = 2.0
+    side_strength: float = 0.01
+    side_spread: float = 2.0
+    enabled: bool = True
+
+    def validate(self) -> "BendParams":
+        if self.mode not in MODES:
+            raise BendError(f"Unknown bend mode {self.mode!r}: use one of {', '.join(MODES)}")
+        if self.axis not in AXES:
+            raise BendError(f"Unknown bend axis {self.axis!r}: use one of {', '.join(AXES)}")
+        for name in ("horizon_offset", "strength", "spread", "side_strength", "side_spread"):
+            value = float(getattr(self, name))
+            if not np.isfinite(value):
+                raise BendError(f"Bend {name} is {value}: set a finite number")
+        for name in ("spread", "side_spread"):
+            if getattr(self, name) < 0.0:
+                raise BendError(
+                    f"Bend {name} is {getattr(self, name)}: the flat zone cannot be negative, use 0 or more"
+                )
+        for name in ("strength", "side_strength"):
+            if abs(getattr(self, name)) > MAX_STRENGTH:
+                raise BendError(
+                    f"Bend {name} {getattr(self, name)} is enormous (limit {MAX_STRENGTH}): the world would fold "
+                    f"out of sight; use a value like 0.01 per metre"
+                )
+        pivot = np.asarray(self.pivot, dtype=np.float64)
+        if pivot.shape != (3,) or not np.all(np.isfinite(pivot)):
+            raise BendError(f"Bend pivot {self.pivot!r} must be three finite numbers")
+        return self
+
+
+def axis_vectors(axis: str) -> tuple[np.ndarray, np.ndarray]:
+    """(forward, side) unit vectors in world space; side is forward turned 90 degrees left about +Z."""
+    if axis not in _AXIS_VECTORS:
+        raise BendError(f"Unknown bend axis {axis!r}: use one of {', '.join(AXES)}")
+    f = np.array(_AXIS_VECTORS[axis])
+    side = np.array([-f[1], f[0], 0.0])
+    return f, side
+
+
+def centre(params: BendParams) -> np.ndarray:
+    """World point the bend is centred on: the pivot moved by the horizon offset along forward."""
+    f, _ = axis_vectors(params.axis)
+    return np.asarray(params.pivot, dtype=np.float64) + params.horizon_offset * f
+
+
+def _falloff(coord, spread):
+    d = np.maximum(np.abs(coord) - spread, 0.0)
+    return d * d
+
+
+def drop(points: np.ndarray, params: BendParams) -> np.ndarray:
+    """How far each world point moves down (negative moves it up). points: (N, 3) or (N, 2)."""
+    params.validate()
+    p = np.asarray(points, dtype=np.float64)
+    if not params.enabled:
+        return np.zeros(p.shape[0])
+    f, side = axis_vectors(params.axis)
+    c = centre(params)
+    rel_x = p[:, 0] - c[0]
+    rel_y = p[:, 1] - c[1]
+    along = rel_x * f[0] + rel_y * f[1]
+    across = rel_x * side[0] + rel_y * side[1]
+    if params.mode == "RUNNER":
+        return params.strength * _falloff(along, params.spread)
+    if params.mode == "RUNNER_2AXIS":
+        return params.strength * _falloff(along, params.spread) + params.side_strength * _falloff(
+            across, params.side_spread
+        )
+    if params.mode == "PLANET":
+        r = np.sqrt(rel_x * rel_x + rel_y * rel_y)
+        return params.strength * _falloff(r, params.spread)
+    # CYLINDER
+    return params.strength * _falloff(across, params.spread)
+
+
+def forward(points: np.ndarray, params: BendParams) -> np.ndarray:
+    """Physical world points -> where they are drawn (visual)."""
+    p = np.array(points, dtype=np.float64, copy=True)
+    if p.size == 0:
+        return p.reshape(-1, 3)
+    p[:, 2] -= drop(p, params)
+    return p
+
+
+def inverse(points: np.ndarray, params: BendParams) -> np.ndarray:
+    """Visual world points -> the physical points that are drawn there. Exact: the drop depends on x, y only."""
+    p = np.array(points, dtype=np.float64, copy=True)
+    if p.size == 0:
+        return p.reshape(-1, 3)
+    p[:, 2] += drop(p, params)
+    return p
+
+
+def forward_local(local: np.ndarray, matrix_world: np.ndarray, params: BendParams) -> np.ndarray:
+    """What the bend modifier outputs: object-space points of an object with ``matrix_world`` (4x4),
+    bent in world space and brought back to object space. Works for any invertible matrix (rotation,
+    non-uniform or negative scale, parents)."""
+    m = np.asarray(matrix_world, dtype=np.float64)
+    lin = m[:3, :3]
+    p = np.asarray(local, dtype=np.float64).reshape(-1, 3)
+    world = p @ lin.T + m[:3, 3]
+    d = drop(world, params)
+    # moving the world point down by d is moving the local point by d * (L^-1 @ -Z)
+    down_local = np.linalg.solve(lin, np.array([0.0, 0.0, -1.0]))
+    return p + d[:, None] * down_local[None, :]
+
+
+def pick(
+    origins: np.ndarray,
+    directions: np.ndarray,
+    params: BendParams,
+    ground_z: float = 0.0,
+    max_distance: float = 1.0e4,
+):
+    """Where camera rays meet the bent ground, and which physical point that is.
+
+    The ground is the physical plane ``z = ground_z``; it is drawn at ``ground_z - drop(x, y)``.
+    Returns ``(hit, visual, physical, t)``: a bool mask of rays that hit within ``max_distance``,
+    the visual hit points, the physical points (where the game should act), and the ray parameters.
+    Rays that miss have NaN points and t.
+
+    Along a ray the signed height above the drawn ground, h(t) = o_z + t d_z - ground_z + drop(x(t), y(t)),
+    is convex for a downward bend (drop is a convex function of the horizontal position) and concave for an
+    upward one, so the first hit is found exactly: minimise (convex case) or grow a bracket (concave case),
+    then bisect.
+    """
+    params.validate()
+    o = np.atleast_2d(np.asarray(origins, dtype=np.float64))
+    d = np.atleast_2d(np.asarray(directions, dtype=np.float64))
+    o, d = np.broadcast_arrays(o, d)
+    n = o.shape[0]
+    norms = np.linalg.norm(d, axis=1)
+    if np.any(norms == 0.0):
+        raise BendError("A pick ray has zero direction: pass a non-zero direction vector")
+    d = d / norms[:, None]
+
+    def height(t):
+        pts = o + t[:, None] * d
+        return pts[:, 2] - ground_z + drop(pts, params)
+
+    t_hi = np.full(n, float(max_distance))
+    h0 = height(np.zeros(n))
+    convex = (params.strength >= 0.0 and params.side_strength >= 0.0) or not params.enabled
+
+    if convex:
+        # golden-section search for the minimum of a convex h on [0, max_distance]
+        lo = np.zeros(n)
+        hi = t_hi.copy()
+        g = (np.sqrt(5.0) - 1.0) / 2.0
+        for _ in range(90):
+            a = hi - g * (hi - lo)
+            b = lo + g * (hi - lo)
+            left = height(a) < height(b)
+            hi = np.where(left, b, hi)
+            lo = np.where(left, lo, a)
+        t_min = 0.5 * (lo + hi)
+        h_min = height(t_min)
+        hit = (h0 >= 0.0) & (h_min <= 0.0)
+        bracket_hi = t_min
+    else:
+        h_end = height(t_hi)
+        hit = (h0 >= 0.0) & (h_end <= 0.0)
+        bracket_hi = t_hi
+
+    lo = np.zeros(n)
+    hi = np.where(hit, bracket_hi, 0.0)
+    for _ in range(80):
+        mid = 0.5 * (lo + hi)
+        above = height(mid) > 0.0
+        lo = np.where(above, mid, lo)
+        hi = np.where(above, hi, mid)
+    t = np.where(hit, 0.5 * (lo + hi), np.nan)
+    visual = o + t[:, None] * d
+    physical = visual.copy()
+    physical[:, 2] = np.where(hit, ground_z, np.nan)
+    return hit, visual, physical, t
+
+
+def max_drop_over_box(bmin, bmax, params: BendParams) -> float:
+    """Largest absolute drop over the corners and mid-edges of a world-space bounding box (warning helper)."""
+    xs = np.linspace(bmin[0], bmax[0], 5)
+    ys = np.linspace(bmin[1], bmax[1], 5)
+    gx, gy = np.meshgrid(xs, ys)
+    pts = np.stack([gx.ravel(), gy.ravel(), np.zeros(gx.size)], axis=1)
+    c = centre(params)
+    pts = np.concatenate([pts, c[None, :]])
+    return float(np.max(np.abs(drop(pts, params))))

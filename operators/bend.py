@@ -1,0 +1,306 @@
+"""World bend operators: thin wrappers around plain functions that scripts can call too."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import bpy
+import numpy as np
+from bpy.props import BoolProperty, StringProperty
+
+from .. import bridge
+from ..core import bend as core_bend
+from ..shader_nodes import bend as bend_nodes
+from ..shader_nodes import common
+
+MODIFIER_NAME = "EnvFX Bend"
+
+
+@dataclass
+class BendResult:
+    changed: list = field(default_factory=list)
+    unchanged: list = field(default_factory=list)
+    skipped: dict = field(default_factory=dict)  # name -> reason
+    warnings: list = field(default_factory=list)
+
+    def skipped_text(self) -> str:
+        return "; ".join(f"{name} ({why})" for name, why in self.skipped.items())
+
+
+class BendInputError(ValueError):
+    """Nothing could be done; the scene is unchanged."""
+
+
+def gather_targets(context, collection_name: str = "") -> list:
+    """The objects an operator acts on: the named collection's (recursively), else the selection."""
+    if collection_name:
+        coll = bpy.data.collections.get(collection_name)
+        if coll is None:
+            names = ", ".join(sorted(c.name for c in bpy.data.collections)) or "none"
+            raise BendInputError(f"No collection named {collection_name!r} (collections: {names})")
+        objects = list(coll.all_objects)
+        if not objects:
+            raise BendInputError(f"Collection {collection_name!r} has no objects: add objects to it first")
+        return objects
+    objects = list(context.selected_objects) if hasattr(context, "selected_objects") else []
+    if not objects:
+        raise BendInputError("Nothing selected: select the objects to bend, or pass collection=\"Name\"")
+    return objects
+
+
+def bend_modifiers(obj):
+    tree = bpy.data.node_groups.get(bend_nodes.GROUP_NAME)
+    if tree is None:
+        return []
+    return [m for m in obj.modifiers if m.type == "NODES" and m.node_group == tree]
+
+
+def _skip_reason(obj) -> str | None:
+    if obj.type not in bridge.GEOMETRY_TYPES:
+        return f"{obj.type.lower()} objects cannot take a geometry modifier"
+    if obj.library is not None:
+        return f"linked from library {obj.library.filepath!r}; make it local or an override first"
+    return None
+
+
+def add_bend(scene, objects) -> BendResult:
+    """Bend ``objects`` with the scene's shared bend. Objects already bent are left alone (never two bends);
+    excluded objects, non-geometry objects and linked objects are skipped and named."""
+    result = BendResult()
+    todo = []
+    for obj in objects:
+        reason = _skip_reason(obj)
+        if reason is None and obj.envfx.bend_exclude:
+            reason = "excluded from the bend (object.envfx.bend_exclude)"
+        if reason is not None:
+            result.skipped[obj.name] = reason
+        elif bend_modifiers(obj):
+            result.unchanged.append(obj.name)
+        else:
+            todo.append(obj)
+    if not todo and not result.unchanged:
+        raise BendInputError(f"Nothing to bend: {result.skipped_text()}")
+    core_params = bend_nodes.params_from_scene(scene)
+    core_params.validate()
+
+    tree = bend_nodes.ensure_bend(scene)
+    for obj in todo:
+        mod = obj.modifiers.new(MODIFIER_NAME, "NODES")
+        mod.node_group = tree
+        result.changed.append(obj.name)
+
+    settings = scene.envfx.bend
+    if settings.pivot is None:
+        result.warnings.append("No pivot set: the bend is centred on the world origin; choose a pivot "
+                               "(player or camera) in the EnvFX panel")
+    elif settings.pivot.name not in scene.objects:
+        result.warnings.append(f"Pivot {settings.pivot.name!r} is not in this scene (deleted?): choose another pivot")
+    extent, worst = _scene_extent_and_drop([bpy.data.objects[n] for n in result.changed + result.unchanged],
+                                           core_params)
+    if extent > 0 and worst > 10.0 * extent:
+        result.warnings.append(
+            f"Strength {settings.strength:g} drops these objects by up to {worst:.3g} m over {extent:.3g} m: "
+            f"they fold out of sight; lower the strength"
+        )
+    return result
+
+
+def _scene_extent_and_drop(objects, params):
+    corners = []
+    for obj in objects:
+        m = bridge.matrix_to_numpy(obj.matrix_world)
+        box = np.array([list(c) for c in obj.bound_box], dtype=np.float64)
+        corners.append(box @ m[:3, :3].T + m[:3, 3])
+    if not corners:
+        return 0.0, 0.0
+    pts = np.concatenate(corners)
+    bmin, bmax = pts.min(axis=0), pts.max(axis=0)
+    extent = float(np.linalg.norm(bmax - bmin))
+    return extent, core_bend.max_drop_over_box(bmin, bmax, params)
+
+
+def remove_bend(objects) -> BendResult:
+    result = BendResult()
+    for obj in objects:
+        if obj.library is not None:
+            result.skipped[obj.name] = "linked from a library"
+            continue
+        mods = bend_modifiers(obj)
+        if not mods:
+            result.unchanged.append(obj.name)
+            continue
+        for mod in mods:
+            obj.modifiers.remove(mod)
+        result.changed.append(obj.name)
+    return result
+
+
+def apply_bend(scene, objects, depsgraph) -> BendResult:
+    """Bake the bend into the mesh data of bent mesh objects and remove their bend modifier.
+
+    The bend of the base mesh (and of every shape key) is written with ``core.bend``, using the object's
+    current world matrix and the pivot's current position; meshes shared with other objects are made
+    single-user first so the others are not bent with the wrong transform.
+    """
+    result = BendResult()
+    params = bend_nodes.params_from_scene(scene).validate()
+    candidates = []
+    for obj in objects:
+        mods = bend_modifiers(obj)
+        if not mods:
+            result.unchanged.append(obj.name)
+            continue
+        if obj.type != "MESH":
+            result.skipped[obj.name] = f"{obj.type.lower()} objects cannot be baked; convert to a mesh first"
+            continue
+        if obj.library is not None or obj.data.library is not None:
+            result.skipped[obj.name] = "linked from a library; make it local first"
+            continue
+        candidates.append((obj, mods))
+    if not candidates:
+        raise BendInputError(
+            "Nothing to apply: select bent mesh objects" + (f" ({result.skipped_text()})" if result.skipped else "")
+        )
+    for obj, mods in candidates:
+        first = list(obj.modifiers).index(mods[0])
+        before = [m.name for m in list(obj.modifiers)[:first]]
+        if before:
+            result.warnings.append(
+                f"{obj.name}: the bend was baked into the base mesh; modifiers {', '.join(before)} now work on "
+                f"the bent mesh"
+            )
+        if obj.data.users > 1:
+            obj.data = obj.data.copy()
+        matrix = bridge.matrix_to_numpy(obj.matrix_world)
+        mesh = obj.data
+        if mesh.shape_keys is not None:
+            for key in mesh.shape_keys.key_blocks:
+                co = bridge.get_shape_key_positions(key)
+                bridge.set_shape_key_positions(key, core_bend.forward_local(co, matrix, params))
+        co = bridge.get_positions(mesh)
+        bridge.set_positions(mesh, core_bend.forward_local(co, matrix, params))
+        for mod in mods:
+            obj.modifiers.remove(mod)
+        result.changed.append(obj.name)
+    return result
+
+
+def set_exclude(objects, exclude: bool) -> BendResult:
+    result = BendResult()
+    for obj in objects:
+        if obj.library is not None:
+            result.skipped[obj.name] = "linked from a library"
+            continue
+        obj.envfx.bend_exclude = exclude
+        result.changed.append(obj.name)
+    return result
+
+
+def _report(op, result: BendResult, verb: str):
+    for warning in result.warnings:
+        op.report({"WARNING"}, warning)
+    if result.skipped:
+        op.report({"WARNING"}, f"Skipped: {result.skipped_text()}")
+    text = f"{verb} {len(result.changed)} object(s)"
+    if result.unchanged:
+        text += f", {len(result.unchanged)} unchanged"
+    op.report({"INFO"}, text)
+
+
+class ENVFX_OT_bend_add(bpy.types.Operator):
+    """Bend the selected objects (or a collection's) with the scene's shared world bend"""
+
+    bl_idname = "envfx.bend_add"
+    bl_label = "Add Bend"
+    bl_options = {"REGISTER", "UNDO"}
+
+    collection: StringProperty(
+        name="Collection",
+        description="Bend every object of this collection instead of the selection",
+        default="",
+    )
+
+    @classmethod
+    def poll(cls, context):
+        if context.scene is None:
+            cls.poll_message_set("Needs a scene")
+            return False
+        return True
+
+    def execute(self, context):
+        try:
+            objects = gather_targets(context, self.collection)
+            result = add_bend(context.scene, objects)
+        except (BendInputError, core_bend.BendError) as exc:
+            self.report({"ERROR"}, str(exc))
+            return {"CANCELLED"}
+        _report(self, result, "Bent")
+        return {"FINISHED"}
+
+
+class ENVFX_OT_bend_remove(bpy.types.Operator):
+    """Remove the world bend from the selected objects (or a collection's)"""
+
+    bl_idname = "envfx.bend_remove"
+    bl_label = "Remove Bend"
+    bl_options = {"REGISTER", "UNDO"}
+
+    collection: StringProperty(name="Collection", description="Act on this collection's objects", default="")
+
+    def execute(self, context):
+        try:
+            objects = gather_targets(context, self.collection)
+        except BendInputError as exc:
+            self.report({"ERROR"}, str(exc))
+            return {"CANCELLED"}
+        result = remove_bend(objects)
+        _report(self, result, "Removed the bend from")
+        return {"FINISHED"}
+
+
+class ENVFX_OT_bend_apply(bpy.types.Operator):
+    """Bake the current bend into the mesh of the selected bent objects (the meshes become bent for real)"""
+
+    bl_idname = "envfx.bend_apply"
+    bl_label = "Apply Bend"
+    bl_options = {"REGISTER", "UNDO"}
+
+    collection: StringProperty(name="Collection", description="Act on this collection's objects", default="")
+
+    def execute(self, context):
+        try:
+            objects = gather_targets(context, self.collection)
+            context.view_layer.update()
+            result = apply_bend(context.scene, objects, context.evaluated_depsgraph_get())
+        except (BendInputError, core_bend.BendError) as exc:
+            self.report({"ERROR"}, str(exc))
+            return {"CANCELLED"}
+        _report(self, result, "Baked the bend into")
+        return {"FINISHED"}
+
+
+class ENVFX_OT_bend_exclude(bpy.types.Operator):
+    """Exclude the selected objects from the bend (or include them again)"""
+
+    bl_idname = "envfx.bend_exclude"
+    bl_label = "Exclude from Bend"
+    bl_options = {"REGISTER", "UNDO"}
+
+    exclude: BoolProperty(name="Exclude", description="Exclude (on) or include again (off)", default=True)
+
+    def execute(self, context):
+        objects = list(getattr(context, "selected_objects", []) or [])
+        if not objects:
+            self.report({"ERROR"}, "Nothing selected: select the objects to exclude from the bend")
+            return {"CANCELLED"}
+        result = set_exclude(objects, self.exclude)
+        _report(self, result, "Excluded" if self.exclude else "Included")
+        return {"FINISHED"}
+
+
+classes = (
+    ENVFX_OT_bend_add,
+    ENVFX_OT_bend_remove,
+    ENVFX_OT_bend_apply,
+    ENVFX_OT_bend_exclude,
+)

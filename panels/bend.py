@@ -1,0 +1,43 @@
+"""World Bend sub-panel: scene settings, actions, the active object's opt-out. draw() only reads state."""
+
+import bpy
+
+from .main import EnvFXSubPanel
+
+
+class VIEW3D_PT_envfx_bend(EnvFXSubPanel, bpy.types.Panel):
+    bl_label = "World Bend"
+
+    def draw_header(self, context):
+        self.layout.prop(context.scene.envfx.bend, "enabled", text="")
+
+    def draw(self, context):
+        layout = self.layout
+        layout.use_property_split = True
+        layout.use_property_decorate = True
+        s = context.scene.envfx.bend
+        col = layout.column()
+        col.active = s.enabled
+        col.prop(s, "mode")
+        col.prop(s, "axis")
+        col.prop(s, "pivot")
+        col.prop(s, "horizon_offset")
+        col.prop(s, "strength")
+        col.prop(s, "spread")
+        if s.mode == "RUNNER_2AXIS":
+            col.prop(s, "side_strength")
+            col.prop(s, "side_spread")
+
+        row = layout.row(align=True)
+        row.operator("envfx.bend_add", icon="ADD")
+        row.operator("envfx.bend_remove", icon="REMOVE", text="Remove")
+        layout.operator("envfx.bend_apply", icon="CHECKMARK")
+
+        obj = context.active_object
+        if obj is not None and hasattr(obj, "envfx"):
+            box = layout.box()
+            box.label(text=obj.name, icon="OBJECT_DATA")
+            box.prop(obj.envfx, "bend_exclude")
+
+
+classes = (VIEW3D_PT_envfx_bend,)

@@ -1,0 +1,171 @@
+"""Progress and cancelling for long work (bakes), shared by every feature.
+
+Long work is written as a generator that ``yield``s a fraction in [0, 1] between chunks of work and
+returns its result. Cleanup lives in the generator's ``try/finally`` (or ``except GeneratorExit``): closing
+the generator on cancel runs it, so nothing half-made is left behind.
+
+- ``run(job, label)`` drives it to the end in scripts, the CLI and operators' ``execute``; progress goes to
+  the window-manager progress indicator when there is a UI, or to stdout as ``EnvFX <label>: 42%`` lines in
+  background mode. Ctrl-C (KeyboardInterrupt) cancels and cleans up.
+- ``ModalJobOperator`` runs the same generator one step per timer tick from ``invoke`` so the UI stays
+  responsive; Esc cancels.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import bpy
+
+
+class Cancelled(Exception):
+    """The user cancelled long work; everything it made has been removed."""
+
+
+class Reporter:
+    """Shows progress in the UI (window manager) or on stdout in background mode."""
+
+    def __init__(self, label: str, stream=None, min_interval: float = 0.5):
+        self.label = label
+        self.stream = stream or sys.stdout
+        self.min_interval = min_interval
+        self._wm = None
+        self._last_print = -1.0
+        self._last_percent = -1
+        wm = getattr(bpy.context, "window_manager", None)
+        if not bpy.app.background and wm is not None and wm.windows:
+            self._wm = wm
+
+    def __enter__(self):
+        if self._wm is not None:
+            self._wm.progress_begin(0, 100)
+        else:
+            self._print(0)
+        return self
+
+    def update(self, fraction: float):
+        percent = int(round(max(0.0, min(1.0, float(fraction))) * 100))
+        if self._wm is not None:
+            self._wm.progress_update(percent)
+            return
+        now = time.monotonic()
+        if percent != self._last_percent and (now - self._last_print >= self.min_interval or percent == 100):
+            self._print(percent)
+
+    def _print(self, percent: int):
+        self._last_print = time.monotonic()
+        self._last_percent = percent
+        print(f"EnvFX {self.label}: {percent:3d}%", file=self.stream, flush=True)
+
+    def __exit__(self, exc_type, exc, tb):
+        if self._wm is not None:
+            self._wm.progress_end()
+        elif exc_type is None and self._last_percent != 100:
+            self._print(100)
+        elif exc_type is not None:
+            print(f"EnvFX {self.label}: stopped ({exc_type.__name__})", file=self.stream, flush=True)
+        return False
+
+
+def run(job, label: str, should_cancel=None, stream=None):
+    """Drive a job generator to the end and return its result.
+
+    ``should_cancel`` is an optional callable polled between steps; when it returns True (or on Ctrl-C)
+    the generator is closed, its cleanup runs and ``Cancelled`` is raised.
+    """
+    with Reporter(label, stream=stream) as reporter:
+        try:
+            while True:
+                fraction = next(job)
+                reporter.update(fraction)
+                if should_cancel is not None and should_cancel():
+                    job.close()
+                    raise Cancelled(f"{label} cancelled; nothing was written")
+        except StopIteration as stop:
+            return stop.value
+        except KeyboardInterrupt:
+            job.close()
+            raise Cancelled(f"{label} cancelled; nothing was written") from None
+
+
+class ModalJobOperator:
+    """Mixin for operators whose work is a job generator.
+
+    Subclasses implement ``make_job(context)`` (return a generator, or None after reporting an error)
+    and ``finish(context, result)``; ``job_label`` names the work in progress lines.
+    """
+
+    job_label = "Working"
+    _timer = None
+    _job = None
+
+    def make_job(self, context):  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def finish(self, context, result):  # pragma: no cover - interface
+        return {"FINISHED"}
+
+    def execute(self, context):
+        job = self.make_job(context)
+        if job is None:
+            return {"CANCELLED"}
+        try:
+            result = run(job, self.job_label)
+        except Cancelled as exc:
+            self.report({"WARNING"}, str(exc))
+            return {"CANCELLED"}
+        except (ValueError, OSError, RuntimeError) as exc:
+            self.report({"ERROR"}, str(exc))
+            return {"CANCELLED"}
+        return self.finish(context, result)
+
+    def invoke(self, context, event):
+        if bpy.app.background or context.window is None:
+            return self.execute(context)
+        job = self.make_job(context)
+        if job is None:
+            return {"CANCELLED"}
+        self._job = job
+        wm = context.window_manager
+        wm.progress_begin(0, 100)
+        self._timer = wm.event_timer_add(0.001, window=context.window)
+        wm.modal_handler_add(self)
+        return {"RUNNING_MODAL"}
+
+    def _end(self, context):
+        wm = context.window_manager
+        if self._timer is not None:
+            wm.event_timer_remove(self._timer)
+            self._timer = None
+        wm.progress_end()
+        if context.area is not None:
+            context.area.header_text_set(None)
+        self._job = None
+
+    def modal(self, context, event):
+        if event.type == "ESC":
+            self._job.close()
+            self._end(context)
+            self.report({"WARNING"}, f"{self.job_label} cancelled; nothing was written")
+            return {"CANCELLED"}
+        if event.type != "TIMER":
+            return {"PASS_THROUGH"}
+        try:
+            fraction = next(self._job)
+        except StopIteration as stop:
+            self._end(context)
+            return self.finish(context, stop.value)
+        except (ValueError, OSError, RuntimeError) as exc:
+            self._end(context)
+            self.report({"ERROR"}, str(exc))
+            return {"CANCELLED"}
+        context.window_manager.progress_update(int(max(0.0, min(1.0, fraction)) * 100))
+        if context.area is not None:
+            context.area.header_text_set(f"{self.job_label}: {int(fraction * 100)}% (Esc to cancel)")
+        return {"RUNNING_MODAL"}
+
+    def cancel(self, context):
+        if self._job is not None:
+            self._job.close()
+        self._end(context)

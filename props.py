@@ -1,0 +1,152 @@
+"""All user-facing settings: ``Scene.envfx`` (global) and ``Object.envfx`` (per object)."""
+
+from __future__ import annotations
+
+import bpy
+from bpy.props import BoolProperty, EnumProperty, FloatProperty, PointerProperty
+from bpy.types import PropertyGroup
+
+from .core import bend as core_bend
+
+
+# --- Bend -------------------------------------------------------------------------------------------------
+
+def _bend_structure_changed(self, context):
+    # mode, axis and pivot change the group's nodes; numbers reach it through drivers
+    from .shader_nodes import bend as bend_nodes
+
+    scene = self.id_data
+    if bpy.data.node_groups.get(bend_nodes.GROUP_NAME) is not None:
+        bend_nodes.sync(scene)
+
+
+class EnvFXBendSettings(PropertyGroup):
+    enabled: BoolProperty(
+        name="Enabled",
+        description="Bend every bent object of the scene (off shows the flat, physical world)",
+        default=True,
+    )
+    mode: EnumProperty(
+        name="Mode",
+        description="Shape of the bend",
+        items=(
+            ("RUNNER", "Runner", "The world drops away ahead of and behind the pivot along the forward axis"),
+            ("RUNNER_2AXIS", "Runner, Two Axes", "Drops along the forward and the sideways axis, each with its own "
+             "strength and spread"),
+            ("PLANET", "Little Planet", "Drops with horizontal distance from the pivot in every direction"),
+            ("CYLINDER", "Cylinder", "Rolls off sideways only, like walking along a log or around a tower"),
+        ),
+        default="RUNNER",
+        update=_bend_structure_changed,
+    )
+    axis: EnumProperty(
+        name="Forward Axis",
+        description="World axis the world bends along (the write-up's Z is Blender's Y)",
+        items=tuple((a, a.replace("POS_", "+").replace("NEG_", "-"), f"Bend along world {a}") for a in core_bend.AXES),
+        default="POS_Y",
+        update=_bend_structure_changed,
+    )
+    pivot: PointerProperty(
+        name="Pivot",
+        description="Object the bend is centred on (player or camera); moving it moves the horizon live. "
+        "Without one the world origin is used",
+        type=bpy.types.Object,
+        update=_bend_structure_changed,
+    )
+    horizon_offset: FloatProperty(
+        name="Horizon Offset",
+        description="Moves the top of the bend ahead of the pivot along the forward axis",
+        default=0.0,
+        soft_min=-100.0,
+        soft_max=100.0,
+        subtype="DISTANCE",
+    )
+    strength: FloatProperty(
+        name="Strength",
+        description="How fast the world drops beyond the flat zone (drop = strength * distance^2); "
+        "negative bends up",
+        default=0.01,
+        min=-core_bend.MAX_STRENGTH,
+        max=core_bend.MAX_STRENGTH,
+        soft_min=-0.2,
+        soft_max=0.2,
+        step=0.1,
+        precision=4,
+    )
+    spread: FloatProperty(
+        name="Spread",
+        description="Half-width of the flat zone around the horizon where the world is not bent "
+        "(clicks and physics match the picture there)",
+        default=2.0,
+        min=0.0,
+        soft_max=50.0,
+        subtype="DISTANCE",
+    )
+    side_strength: FloatProperty(
+        name="Side Strength",
+        description="Strength across the forward axis (Runner, Two Axes)",
+        default=0.01,
+        min=-core_bend.MAX_STRENGTH,
+        max=core_bend.MAX_STRENGTH,
+        soft_min=-0.2,
+        soft_max=0.2,
+        step=0.1,
+        precision=4,
+    )
+    side_spread: FloatProperty(
+        name="Side Spread",
+        description="Half-width of the flat zone across the forward axis (Runner, Two Axes)",
+        default=2.0,
+        min=0.0,
+        soft_max=50.0,
+        subtype="DISTANCE",
+    )
+
+
+def _bend_exclude_changed(self, context):
+    from .shader_nodes import bend as bend_nodes
+
+    obj = self.id_data
+    tree = bpy.data.node_groups.get(bend_nodes.GROUP_NAME)
+    if tree is None:
+        return
+    for mod in obj.modifiers:
+        if mod.type == "NODES" and mod.node_group == tree:
+            mod.show_viewport = not self.bend_exclude
+            mod.show_render = not self.bend_exclude
+
+
+# --- Roots ------------------------------------------------------------------------------------------------
+
+class EnvFXSceneSettings(PropertyGroup):
+    bend: PointerProperty(type=EnvFXBendSettings)
+
+
+class EnvFXObjectSettings(PropertyGroup):
+    bend_exclude: BoolProperty(
+        name="Exclude from Bend",
+        description="Never bend this object (the write-up's BEND_OFF), even when its collection is bent",
+        default=False,
+        update=_bend_exclude_changed,
+    )
+
+
+classes = (
+    EnvFXBendSettings,
+    EnvFXSceneSettings,
+    EnvFXObjectSettings,
+)
+
+
+def register():
+    for cls in classes:
+        bpy.utils.register_class(cls)
+    bpy.types.Scene.envfx = PointerProperty(type=EnvFXSceneSettings)
+    bpy.types.Object.envfx = PointerProperty(type=EnvFXObjectSettings)
+
+
+def unregister():
+    del bpy.types.Object.envfx
+    del bpy.types.Scene.envfx
+    for cls in reversed(classes):
+        bpy.utils.unregister_class(cls)

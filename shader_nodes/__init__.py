@@ -1,0 +1,1 @@
+"""ensure_*() builders for the geometry-node and shader-node groups of every effect."""

@@ -1,0 +1,175 @@
+"""Geometry-nodes group "EnvFX Bend": the world bend of ``core.bend`` evaluated per frame.
+
+One group is shared by every bent object, so the scene's settings change every bent object at once:
+strength, spreads, horizon offset and the on/off switch are Value nodes driven by ``scene.envfx.bend``
+(plain drivers, so they follow keyframes during playback), the pivot is an Object Info node pointing at the
+pivot object (moving or animating it re-evaluates the bend at once).
+
+The math runs in world space without moving every vertex to world space and back: per object (single values)
+the group computes the forward axis in object space ``A = L^T f``, the constant ``c0 = f.(t - pivot) - offset``
+and the object-space "down" vector ``U = L^-1 (0, 0, -1)``; per vertex it is then a dot product and a handful
+of scalar operations: ``offset = U * a * max(0, |A.p + c0| - s)^2``. Mode and axis choose which chain is built
+(the group is rebuilt in place when they change), so no vertex pays for a mode it does not use.
+"""
+
+from __future__ import annotations
+
+import bpy
+
+from ..core import bend as core_bend
+from . import common
+
+GROUP_NAME = "EnvFX Bend"
+VERSION = 3
+
+# Value nodes driven from scene.envfx.bend.<prop>
+DRIVEN = {
+    "Strength": "strength",
+    "Spread": "spread",
+    "Side Strength": "side_strength",
+    "Side Spread": "side_spread",
+    "Horizon Offset": "horizon_offset",
+    "Enabled": "enabled",
+}
+
+
+def _stamp(mode: str, axis: str) -> str:
+    return f"{VERSION}:{mode}:{axis}"
+
+
+def _build(tree, mode: str, axis: str):
+    b = common.Builder(tree)
+    common.socket(tree, "Geometry", "INPUT", "NodeSocketGeometry")
+    common.socket(tree, "Geometry", "OUTPUT", "NodeSocketGeometry")
+    group_in = b.node("NodeGroupInput", "Group Input", location=(-1400, 0))
+    group_out = b.node("NodeGroupOutput", "Group Output", location=(1800, 0))
+
+    values = {label: b.value(label, 0.0) for label in DRIVEN}
+    for i, label in enumerate(DRIVEN):
+        values[label].node.location = (-1400, -200 - 90 * i)
+
+    self_obj = b.node("GeometryNodeSelfObject", "Self", location=(-1200, 300))
+    self_info = b.node("GeometryNodeObjectInfo", "Self Info", location=(-1000, 300), transform_space="ORIGINAL")
+    b.link(self_obj.outputs[0], self_info.inputs["Object"])
+    matrix = self_info.outputs["Transform"]
+    pivot_info = b.node("GeometryNodeObjectInfo", "Pivot", location=(-1000, 600), transform_space="ORIGINAL")
+    pivot_loc = pivot_info.outputs["Location"]
+
+    transpose = b.node("FunctionNodeTransposeMatrix", "Transpose", location=(-800, 300))
+    b.link(matrix, transpose.inputs[0])
+    invert = b.node("FunctionNodeInvertMatrix", "Invert", location=(-800, 150))
+    b.link(matrix, invert.inputs[0])
+
+    def to_local_direction(vec, label):
+        node = b.node("FunctionNodeTransformDirection", label)
+        b.link(transpose.outputs[0], node.inputs["Transform"])
+        node.inputs["Direction"].default_value = vec
+        return node.outputs[0]
+
+    origin = b.node("FunctionNodeTransformPoint", "Object Origin")
+    origin.inputs["Vector"].default_value = (0.0, 0.0, 0.0)
+    b.link(matrix, origin.inputs["Transform"])
+    down = b.node("FunctionNodeTransformDirection", "Down Local")
+    down.inputs["Direction"].default_value = (0.0, 0.0, -1.0)
+    b.link(invert.outputs[0], down.inputs["Transform"])
+
+    f_vec, side_vec = core_bend.axis_vectors(axis)
+    f_vec = tuple(float(v) for v in f_vec)
+    side_vec = tuple(float(v) for v in side_vec)
+    # centre = pivot + offset * forward; rel_origin = object origin - centre (world)
+    offset_vec = b.vmath("SCALE", b.vector("Forward", f_vec), scale=values["Horizon Offset"], label="Offset Vec")
+    centre = b.vmath("ADD", pivot_loc, offset_vec, label="Centre")
+    rel_origin = b.vmath("SUBTRACT", origin.outputs[0], centre, label="Origin Rel")
+
+    strength = b.math("MULTIPLY", values["Strength"], values["Enabled"], label="Strength On")
+    side_strength = b.math("MULTIPLY", values["Side Strength"], values["Enabled"], label="Side Strength On")
+    position = b.node("GeometryNodeInputPosition", "Position").outputs[0]
+
+    def axis_falloff(vec, spread, tag):
+        """max(0, |dot(world - centre, vec)| - spread)^2 per vertex, with the object-space axis."""
+        a_local = to_local_direction(vec, f"{tag} Axis Local")
+        c0 = b.vmath("DOT_PRODUCT", rel_origin, b.vector(f"{tag} Axis", vec), label=f"{tag} C0")
+        coord = b.math("ADD", b.vmath("DOT_PRODUCT", position, a_local, label=f"{tag} Dot"), c0, label=f"{tag} Coord")
+        d = b.math("MAXIMUM", b.math("SUBTRACT", b.math("ABSOLUTE", coord), spread), 0.0, label=f"{tag} Beyond")
+        return b.math("MULTIPLY", d, d, label=f"{tag} Sq")
+
+    if mode == "RUNNER":
+        amount = axis_falloff(f_vec, values["Spread"], "Fwd")
+        down_scaled = b.vmath("SCALE", down.outputs[0], scale=strength, label="Down Scaled")
+    elif mode == "CYLINDER":
+        amount = axis_falloff(side_vec, values["Spread"], "Side")
+        down_scaled = b.vmath("SCALE", down.outputs[0], scale=strength, label="Down Scaled")
+    elif mode == "RUNNER_2AXIS":
+        fwd = axis_falloff(f_vec, values["Spread"], "Fwd")
+        side = axis_falloff(side_vec, values["Side Spread"], "Side")
+        amount = b.math("MULTIPLY_ADD", fwd, strength, b.math("MULTIPLY", side, side_strength), label="Sum")
+        down_scaled = down.outputs[0]
+    elif mode == "PLANET":
+        to_world = b.node("FunctionNodeTransformPoint", "To World")
+        b.link(position, to_world.inputs["Vector"])
+        b.link(matrix, to_world.inputs["Transform"])
+        rel = b.vmath("SUBTRACT", to_world.outputs[0], centre, label="Rel")
+        flat = b.vmath("MULTIPLY", rel, b.vector("Flatten", (1.0, 1.0, 0.0)), label="Horizontal")
+        r = b.vmath("LENGTH", flat, label="Radius")
+        d = b.math("MAXIMUM", b.math("SUBTRACT", r, values["Spread"]), 0.0, label="Beyond")
+        amount = b.math("MULTIPLY", d, d, label="Sq")
+        down_scaled = b.vmath("SCALE", down.outputs[0], scale=strength, label="Down Scaled")
+    else:
+        raise core_bend.BendError(f"Unknown bend mode {mode!r}")
+
+    offset = b.vmath("SCALE", down_scaled, scale=amount, label="Offset")
+    set_pos = b.node("GeometryNodeSetPosition", "Set Position", location=(1600, 0))
+    b.link(group_in.outputs[0], set_pos.inputs["Geometry"])
+    b.link(offset, set_pos.inputs["Offset"])
+    b.link(set_pos.outputs[0], group_out.inputs[0])
+
+
+def ensure_bend(scene) -> bpy.types.NodeTree:
+    """The shared "EnvFX Bend" group, built for the scene's mode and axis and wired to its settings."""
+    settings = scene.envfx.bend
+    mode, axis = settings.mode, settings.axis
+    tree = common.ensure_tree(GROUP_NAME, "GeometryNodeTree", _stamp(mode, axis), lambda t: _build(t, mode, axis))
+    sync(scene, tree)
+    return tree
+
+
+def sync(scene, tree=None):
+    """Point the group's drivers at ``scene`` and its pivot node at the scene's pivot object."""
+    tree = tree or bpy.data.node_groups.get(GROUP_NAME)
+    if tree is None:
+        return None
+    settings = scene.envfx.bend
+    if tree.get(common.STAMP_KEY) != _stamp(settings.mode, settings.axis):
+        return ensure_bend(scene)
+    pivot = settings.pivot
+    node = tree.nodes.get("Pivot")
+    if node is not None and node.inputs["Object"].default_value != pivot:
+        node.inputs["Object"].default_value = pivot
+    drivers = {fc.data_path: fc for fc in tree.animation_data.drivers} if tree.animation_data else {}
+    for label, prop in DRIVEN.items():
+        path = f'nodes["{label}"].outputs[0].default_value'
+        fcurve = drivers.get(path)
+        target = fcurve.driver.variables[0].targets[0] if fcurve and fcurve.driver.variables else None
+        if target is None or target.id != scene or target.data_path != f"envfx.bend.{prop}":
+            tree.nodes[label].outputs[0].default_value = float(getattr(settings, prop))
+            common.add_scene_driver(tree, path, scene, f"envfx.bend.{prop}")
+    return tree
+
+
+def params_from_scene(scene) -> core_bend.BendParams:
+    """The scene's bend settings as ``core.bend.BendParams`` (pivot location read from the evaluated pivot)."""
+    s = scene.envfx.bend
+    pivot = (0.0, 0.0, 0.0)
+    if s.pivot is not None:
+        pivot = tuple(s.pivot.matrix_world.translation)
+    return core_bend.BendParams(
+        mode=s.mode,
+        axis=s.axis,
+        pivot=pivot,
+        horizon_offset=s.horizon_offset,
+        strength=s.strength,
+        spread=s.spread,
+        side_strength=s.side_strength,
+        side_spread=s.side_spread,
+        enabled=s.enabled,
+    )

@@ -1,0 +1,148 @@
+"""Helpers for building node groups from Python, shared by every feature.
+
+Every group is built by an idempotent ``ensure_<group>()``: look the group up by its prefixed name, build it
+if missing, rebuild it in place when its stored stamp differs from the code's (so links from modifiers and
+materials to the group survive), and return it.
+"""
+
+from __future__ import annotations
+
+import bpy
+
+STAMP_KEY = "envfx_stamp"
+
+
+def ensure_tree(name: str, tree_type: str, stamp: str, build) -> bpy.types.NodeTree:
+    """Return node group ``name`` of ``tree_type``, (re)building it with ``build(tree)`` when its stamp is not
+    ``stamp``. A group of that name but another type is renamed out of the way, never overwritten."""
+    tree = bpy.data.node_groups.get(name)
+    if tree is not None and (tree.bl_idname != tree_type or tree.library is not None):
+        tree.name = name + ".user"
+        tree = None
+    if tree is not None and tree.get(STAMP_KEY) == stamp:
+        return tree
+    if tree is None:
+        tree = bpy.data.node_groups.new(name, tree_type)
+    clear_tree(tree)
+    build(tree)
+    tree[STAMP_KEY] = stamp
+    return tree
+
+
+def clear_tree(tree):
+    if tree.animation_data is not None:
+        tree.animation_data_clear()
+    tree.nodes.clear()
+    tree.interface.clear()
+
+
+def socket(tree, name: str, in_out: str, socket_type: str, default=None, min_value=None, max_value=None,
+           description: str = ""):
+    """Add an interface socket; ``in_out`` is 'INPUT' or 'OUTPUT'."""
+    item = tree.interface.new_socket(name=name, in_out=in_out, socket_type=socket_type, description=description)
+    if default is not None and hasattr(item, "default_value"):
+        item.default_value = default
+    if min_value is not None and hasattr(item, "min_value"):
+        item.min_value = min_value
+    if max_value is not None and hasattr(item, "max_value"):
+        item.max_value = max_value
+    return item
+
+
+def input_identifier(tree, name: str) -> str:
+    """Identifier of the group input called ``name`` (what modifiers are keyed by)."""
+    for item in tree.interface.items_tree:
+        if getattr(item, "item_type", "SOCKET") == "SOCKET" and item.in_out == "INPUT" and item.name == name:
+            return item.identifier
+    raise KeyError(f"node group {tree.name!r} has no input {name!r}")
+
+
+class Builder:
+    """Small fluent helper: create nodes, set inputs by name, link by socket name."""
+
+    def __init__(self, tree):
+        self.tree = tree
+        self.x = 0
+
+    def node(self, node_type: str, label: str = "", location=None, **props):
+        node = self.tree.nodes.new(node_type)
+        if label:
+            node.label = label
+            node.name = label
+        for key, value in props.items():
+            setattr(node, key, value)
+        if location is None:
+            self.x += 180
+            location = (self.x, 0)
+        node.location = location
+        return node
+
+    def link(self, from_socket, to_socket):
+        return self.tree.links.new(from_socket, to_socket)
+
+    def value(self, label: str, value: float = 0.0):
+        node = self.node("ShaderNodeValue", label)
+        node.outputs[0].default_value = value
+        return node.outputs[0]
+
+    def math(self, operation: str, a, b=None, c=None, label: str = "", use_clamp: bool = False):
+        node = self.node("ShaderNodeMath", label, operation=operation, use_clamp=use_clamp)
+        self._feed(node.inputs[0], a)
+        if b is not None:
+            self._feed(node.inputs[1], b)
+        if c is not None:
+            self._feed(node.inputs[2], c)
+        return node.outputs[0]
+
+    def vmath(self, operation: str, a, b=None, scale=None, label: str = ""):
+        node = self.node("ShaderNodeVectorMath", label, operation=operation)
+        self._feed(node.inputs[0], a)
+        if b is not None:
+            self._feed(node.inputs[1], b)
+        if scale is not None:
+            self._feed(node.inputs["Scale"], scale)
+        out = "Value" if operation in {"DOT_PRODUCT", "LENGTH", "DISTANCE"} else "Vector"
+        return node.outputs[out]
+
+    def vector(self, label: str, vec):
+        node = self.node("FunctionNodeInputVector", label)
+        node.vector = vec
+        return node.outputs[0]
+
+    def combine_xyz(self, x=0.0, y=0.0, z=0.0, label: str = ""):
+        node = self.node("ShaderNodeCombineXYZ", label)
+        for sock, value in zip(node.inputs, (x, y, z)):
+            self._feed(sock, value)
+        return node.outputs[0]
+
+    def _feed(self, sock, value):
+        if isinstance(value, bpy.types.NodeSocket):
+            self.tree.links.new(value, sock)
+        else:
+            sock.default_value = value
+
+
+def add_scene_driver(id_data, data_path: str, scene, prop_path: str, index: int = -1):
+    """Drive ``id_data.<data_path>`` with ``scene.<prop_path>`` (a plain single-property driver, which needs
+    no Python and so also works with auto-run scripts disabled)."""
+    fcurve = id_data.driver_add(data_path, index) if index >= 0 else id_data.driver_add(data_path)
+    driver = fcurve.driver
+    driver.type = "AVERAGE"
+    while driver.variables:
+        driver.variables.remove(driver.variables[0])
+    var = driver.variables.new()
+    var.name = "v"
+    var.type = "SINGLE_PROP"
+    target = var.targets[0]
+    target.id_type = "SCENE"
+    target.id = scene
+    target.data_path = prop_path
+    return fcurve
+
+
+def modifier_for(obj, tree):
+    """The first nodes modifier of ``obj`` that uses ``tree``, or None."""
+    for mod in obj.modifiers:
+        if mod.type == "NODES" and mod.node_group == tree:
+            return mod
+    return None

@@ -1,0 +1,8 @@
+"""Shared test set-up: the repository root is importable (``core`` needs no Blender)."""
+
+import os
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if ROOT not in sys.path:
+    sys.path.insert(0, ROOT)

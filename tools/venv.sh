@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Create (once) the virtual environment for one Blender version and print its python.
+# usage: tools/venv.sh 5.0|4.2
+set -euo pipefail
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+VENVS="${ENVFX_VENV_DIR:-$ROOT/.venvs}"
+case "$1" in
+  5.0) BPY="bpy==5.0.1" ;;
+  4.2) BPY="bpy==4.2.*" ;;
+  *) echo "tools/venv.sh: unknown Blender version '$1' (use 5.0 or 4.2)" >&2; exit 2 ;;
+esac
+VENV="$VENVS/blender-$1"
+PY="$VENV/bin/python"
+STAMP="$VENV/.envfx-ready-2"
+if [ ! -f "$STAMP" ]; then
+  mkdir -p "$VENVS"
+  echo "Setting up $VENV ($BPY, a few minutes the first time)..." >&2
+  PYTHON="${PYTHON:-python3.11}"
+  command -v "$PYTHON" >/dev/null 2>&1 || PYTHON=python3
+  "$PYTHON" -c 'import sys; assert sys.version_info[:2] == (3, 11), "bpy needs Python 3.11, found %s" % sys.version.split()[0]'
+  "$PYTHON" -m venv "$VENV"
+  "$PY" -m pip install --quiet --disable-pip-version-check "$BPY" pytest pillow >&2
+  touch "$STAMP"
+fi
+echo "$PY"
