@@ -61,3 +61,18 @@ def set_shape_key_positions(key_block, positions: np.ndarray):
 def is_linked(obj) -> bool:
     """Library data (or an override of it) cannot take new modifiers here."""
     return obj.library is not None or obj.override_library is not None
+
+
+def add_modifier_before_bend(obj, name: str, node_group):
+    """Add a geometry-nodes modifier using ``node_group`` to ``obj``, placed before the world bend (the bend
+    is always the last deformation, as in the write-up's vertex shader). Returns the modifier."""
+    mod = obj.modifiers.new(name, "NODES")
+    mod.node_group = node_group
+    bend_index = next(
+        (i for i, m in enumerate(obj.modifiers)
+         if m.type == "NODES" and m.node_group is not None and m.node_group.name == "EnvFX Bend"),
+        None,
+    )
+    if bend_index is not None and bend_index < len(obj.modifiers) - 1:
+        obj.modifiers.move(len(obj.modifiers) - 1, bend_index)
+    return mod

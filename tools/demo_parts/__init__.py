@@ -1,0 +1,1 @@
+"""One module per feature: build(ctx) adds that feature's area to the demo scene and returns files written."""
