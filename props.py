@@ -11,6 +11,12 @@ from .core import bend as core_bend
 
 # --- Bend -------------------------------------------------------------------------------------------------
 
+def _bend_value_changed(self, context):
+    # The group reads these through drivers; a value set from Python does not tag the scene for the
+    # dependency graph by itself, so tag it (the viewport and renders then see the new value at once).
+    self.id_data.update_tag()
+
+
 def _bend_structure_changed(self, context):
     # mode, axis and pivot change the group's nodes; numbers reach it through drivers
     from .shader_nodes import bend as bend_nodes
@@ -25,6 +31,7 @@ class EnvFXBendSettings(PropertyGroup):
         name="Enabled",
         description="Bend every bent object of the scene (off shows the flat, physical world)",
         default=True,
+        update=_bend_value_changed,
     )
     mode: EnumProperty(
         name="Mode",
@@ -60,6 +67,7 @@ class EnvFXBendSettings(PropertyGroup):
         soft_min=-100.0,
         soft_max=100.0,
         subtype="DISTANCE",
+        update=_bend_value_changed,
     )
     strength: FloatProperty(
         name="Strength",
@@ -72,6 +80,7 @@ class EnvFXBendSettings(PropertyGroup):
         soft_max=0.2,
         step=0.1,
         precision=4,
+        update=_bend_value_changed,
     )
     spread: FloatProperty(
         name="Spread",
@@ -81,6 +90,7 @@ class EnvFXBendSettings(PropertyGroup):
         min=0.0,
         soft_max=50.0,
         subtype="DISTANCE",
+        update=_bend_value_changed,
     )
     side_strength: FloatProperty(
         name="Side Strength",
@@ -92,6 +102,7 @@ class EnvFXBendSettings(PropertyGroup):
         soft_max=0.2,
         step=0.1,
         precision=4,
+        update=_bend_value_changed,
     )
     side_spread: FloatProperty(
         name="Side Spread",
@@ -100,6 +111,7 @@ class EnvFXBendSettings(PropertyGroup):
         min=0.0,
         soft_max=50.0,
         subtype="DISTANCE",
+        update=_bend_value_changed,
     )
 
 

@@ -1,0 +1,369 @@
+"""World bend in real Blender: the "EnvFX Bend" node group against core.bend, operators, bad input."""
+
+import math
+import os
+
+import bpy
+import numpy as np
+import pytest
+from mathutils import Matrix, Vector
+
+MODES = ("RUNNER", "RUNNER_2AXIS", "PLANET", "CYLINDER")
+AXES = ("POS_X", "NEG_X", "POS_Y", "NEG_Y")
+
+
+def random_mesh(name, rng, n=60):
+    mesh = bpy.data.meshes.new(name)
+    verts = rng.uniform(-2.0, 2.0, size=(n, 3))
+    faces = [(i, i + 1, i + 2) for i in range(0, n - 2, 3)]
+    mesh.from_pydata(verts.tolist(), [], faces)
+    obj = bpy.data.objects.new(name, mesh)
+    bpy.context.scene.collection.objects.link(obj)
+    return obj
+
+
+def evaluated_local(envfx, obj):
+    dg = bpy.context.evaluated_depsgraph_get()
+    dg.update()
+    return envfx.bridge.evaluated_positions(obj, dg)
+
+
+def expected_local(envfx, obj):
+    params = envfx.shader_nodes.bend.params_from_scene(bpy.context.scene)
+    base = envfx.bridge.get_positions(obj.data)
+    return envfx.core.bend.forward_local(base, envfx.bridge.matrix_to_numpy(obj.matrix_world), params)
+
+
+def select_only(objects):
+    for obj in bpy.context.scene.objects:
+        obj.select_set(False)
+    for obj in objects:
+        obj.select_set(True)
+    if objects:
+        bpy.context.view_layer.objects.active = objects[0]
+
+
+def scene_setup(mode, axis, pivot=None):
+    s = bpy.context.scene.envfx.bend
+    s.mode, s.axis = mode, axis
+    s.pivot = pivot
+    s.horizon_offset = 1.25
+    s.strength = 0.04
+    s.spread = 1.5
+    s.side_strength = -0.03
+    s.side_spread = 0.5
+    return s
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_node_group_equals_core_under_random_transforms_and_parents(envfx, mode):
+    rng = np.random.default_rng(hash(mode) % 1000)
+    pivot = bpy.data.objects.new("Pivot", None)
+    bpy.context.scene.collection.objects.link(pivot)
+    pivot.location = (2.0, -3.0, 1.0)
+    objs = []
+    parent = None
+    for i in range(4):
+        obj = random_mesh(f"M{i}", rng)
+        obj.location = rng.uniform(-15, 15, 3)
+        obj.rotation_euler = rng.uniform(-math.pi, math.pi, 3)
+        obj.scale = rng.uniform(0.3, 2.0, 3) * rng.choice([-1.0, 1.0], 3)  # non-uniform and negative
+        if parent is not None:
+            obj.parent = parent
+        parent = obj
+        objs.append(obj)
+    select_only(objs)
+    for axis in AXES:
+        moved = 0.0
+        scene_setup(mode, axis, pivot)
+        if axis == AXES[0]:
+            assert bpy.ops.envfx.bend_add() == {"FINISHED"}
+        bpy.context.view_layer.update()
+        extent = max(np.abs(envfx.bridge.matrix_to_numpy(o.matrix_world)[:3, 3]).max() for o in objs) + 2.0
+        for obj in objs:
+            got = evaluated_local(envfx, obj)
+            want = expected_local(envfx, obj)
+            assert np.abs(got - want).max() <= 1e-4 * extent, (mode, axis, obj.name)
+            moved = max(moved, np.abs(got - envfx.bridge.get_positions(obj.data)).max())
+        assert moved > 0.1  # it really bends
+
+
+def test_changing_scene_settings_changes_every_bent_object_and_keyframes_play(envfx):
+    rng = np.random.default_rng(2)
+    a, b = random_mesh("A", rng), random_mesh("B", rng)
+    a.location, b.location = (0, 12, 0), (3, -14, 0)
+    select_only([a, b])
+    scene_setup("RUNNER", "POS_Y")
+    bpy.ops.envfx.bend_add()
+    s = bpy.context.scene.envfx.bend
+    before = [evaluated_local(envfx, o) for o in (a, b)]
+    s.strength = 0.2
+    for obj, old in zip((a, b), before):
+        now = evaluated_local(envfx, obj)
+        assert np.abs(now - old).max() > 0.1
+        np.testing.assert_allclose(now, expected_local(envfx, obj), atol=1e-4)
+    # keyframed strength follows playback (the group reads the scene through drivers)
+    scene = bpy.context.scene
+    s.strength = 0.0
+    s.keyframe_insert("strength", frame=1)
+    s.strength = 0.1
+    s.keyframe_insert("strength", frame=10)
+    scene.frame_set(1)
+    np.testing.assert_allclose(evaluated_local(envfx, a), envfx.bridge.get_positions(a.data), atol=1e-6)
+    scene.frame_set(10)
+    assert s.strength == pytest.approx(0.1)
+    np.testing.assert_allclose(evaluated_local(envfx, a), expected_local(envfx, a), atol=1e-4)
+    # the global switch
+    s.enabled = False
+    np.testing.assert_allclose(evaluated_local(envfx, a), envfx.bridge.get_positions(a.data), atol=1e-6)
+
+
+def test_moving_the_pivot_between_frames_moves_the_bend(envfx):
+    rng = np.random.default_rng(4)
+    ground = random_mesh("Ground", rng, 300)
+    ground.scale = (10, 10, 0.1)
+    pivot = bpy.data.objects.new("Player", None)
+    bpy.context.scene.collection.objects.link(pivot)
+    select_only([ground])
+    scene_setup("PLANET", "POS_Y", pivot)
+    bpy.ops.envfx.bend_add()
+    scene = bpy.context.scene
+    pivot.location = (0, 0, 0)
+    pivot.keyframe_insert("location", frame=1)
+    pivot.location = (8, 5, 0)
+    pivot.keyframe_insert("location", frame=20)
+    results = []
+    for frame in (1, 20):
+        scene.frame_set(frame)
+        got = evaluated_local(envfx, ground)
+        np.testing.assert_allclose(got, expected_local(envfx, ground), atol=1e-4 * 20)
+        results.append(got)
+    assert np.abs(results[0] - results[1]).max() > 0.5
+
+
+def test_adding_twice_does_not_stack_and_remove_undoes_it(envfx):
+    cube = bpy.data.objects["Cube"]
+    select_only([cube])
+    bpy.ops.envfx.bend_add()
+    bpy.ops.envfx.bend_add()
+    bpy.ops.envfx.bend_add(collection="Collection")
+    assert sum(m.type == "NODES" for m in cube.modifiers) == 1
+    bpy.ops.envfx.bend_remove()
+    assert len(cube.modifiers) == 0
+
+
+def test_bend_stays_the_last_modifier(envfx):
+    cube = bpy.data.objects["Cube"]
+    select_only([cube])
+    bpy.ops.envfx.bend_add()
+    group = bpy.data.node_groups.new("Other", "GeometryNodeTree")
+    envfx.bridge.add_modifier_before_bend(cube, "Other", group)
+    assert cube.modifiers[-1].node_group.name == "EnvFX Bend"
+
+
+def test_collection_bend_and_per_object_opt_out(envfx):
+    rng = np.random.default_rng(6)
+    coll = bpy.data.collections.new("World")
+    bpy.context.scene.collection.children.link(coll)
+    objs = []
+    for i in range(3):
+        obj = random_mesh(f"W{i}", rng)
+        bpy.context.scene.collection.objects.unlink(obj)
+        coll.objects.link(obj)
+        obj.location = (0, 10 + i, 0)
+        objs.append(obj)
+    objs[1].envfx.bend_exclude = True
+    scene_setup("RUNNER", "POS_Y")
+    assert bpy.ops.envfx.bend_add(collection="World") == {"FINISHED"}
+    assert envfx.operators.bend.bend_modifiers(objs[0])
+    assert not envfx.operators.bend.bend_modifiers(objs[1])
+    np.testing.assert_allclose(evaluated_local(envfx, objs[1]), envfx.bridge.get_positions(objs[1].data))
+    # excluding an object that is already bent switches its bend off, including it again switches it on
+    select_only([objs[0]])
+    bpy.ops.envfx.bend_exclude(exclude=True)
+    np.testing.assert_allclose(evaluated_local(envfx, objs[0]), envfx.bridge.get_positions(objs[0].data))
+    bpy.ops.envfx.bend_exclude(exclude=False)
+    np.testing.assert_allclose(evaluated_local(envfx, objs[0]), expected_local(envfx, objs[0]), atol=1e-4)
+
+
+def test_apply_bakes_the_bend_into_mesh_shape_keys_and_shared_meshes(envfx):
+    rng = np.random.default_rng(8)
+    a = random_mesh("A", rng)
+    a.location = (0, 9, 1)
+    a.rotation_euler = (0.3, 0.2, 0.1)
+    a.shape_key_add(name="Basis")
+    key = a.shape_key_add(name="Up")
+    co = envfx.bridge.get_shape_key_positions(key)
+    envfx.bridge.set_shape_key_positions(key, co + np.array([0, 0, 0.5], dtype=np.float32))
+    b = bpy.data.objects.new("B", a.data)  # shares A's mesh, placed elsewhere
+    bpy.context.scene.collection.objects.link(b)
+    b.location = (0, -20, 0)
+    select_only([a])
+    scene_setup("RUNNER", "POS_Y")
+    bpy.ops.envfx.bend_add()
+    evaluated = evaluated_local(envfx, a)
+    b_before = envfx.bridge.get_positions(b.data).copy()
+    assert bpy.ops.envfx.bend_apply() == {"FINISHED"}
+    assert not envfx.operators.bend.bend_modifiers(a)
+    # what the user sees is unchanged: every shape key was bent, and the mix of bent keys is the bent mix
+    np.testing.assert_allclose(evaluated_local(envfx, a), evaluated, atol=1e-4)
+    np.testing.assert_allclose(envfx.bridge.get_positions(b.data), b_before)  # B not bent with A's transform
+    assert a.data != b.data
+    params = envfx.shader_nodes.bend.params_from_scene(bpy.context.scene)
+    matrix = envfx.bridge.matrix_to_numpy(a.matrix_world)
+    basis = envfx.bridge.get_shape_key_positions(a.data.shape_keys.key_blocks["Basis"])
+    np.testing.assert_allclose(basis, envfx.core.bend.forward_local(b_before, matrix, params), atol=1e-4)
+    np.testing.assert_allclose(envfx.bridge.get_positions(a.data), basis, atol=1e-6)
+
+
+def test_pick_hit_lies_on_the_evaluated_bent_ground(envfx):
+    bpy.data.objects.remove(bpy.data.objects["Cube"])
+    bpy.ops.mesh.primitive_grid_add(x_subdivisions=200, y_subdivisions=200, size=60.0, location=(0, 0, 0.5))
+    ground = bpy.context.active_object
+    pivot = bpy.data.objects.new("Player", None)
+    bpy.context.scene.collection.objects.link(pivot)
+    pivot.location = (1.0, -2.0, 0.5)
+    select_only([ground])
+    for mode in MODES:
+        s = scene_setup(mode, "POS_Y", pivot)
+        s.side_strength = 0.02
+        bpy.ops.envfx.bend_add()
+        dg = bpy.context.evaluated_depsgraph_get()
+        dg.update()
+        params = envfx.shader_nodes.bend.params_from_scene(bpy.context.scene)
+        rng = np.random.default_rng(1)
+        origin = np.array([0.5, -10.0, 6.0])
+        dirs = np.stack([rng.uniform(-0.6, 0.6, 40), np.ones(40), rng.uniform(-1.2, -0.35, 40)], axis=1)
+        hit, visual, physical, t = envfx.core.bend.pick(np.tile(origin, (40, 1)), dirs, params, ground_z=0.5)
+        inside = hit & np.all(np.abs(np.nan_to_num(visual[:, :2], nan=1e9)) < 29.0, axis=1)
+        assert inside.sum() >= 30, mode
+        for i in np.flatnonzero(inside):
+            ok, loc, *_ = bpy.context.scene.ray_cast(dg, Vector(origin), Vector(dirs[i]).normalized())
+            assert ok
+            # within the faceting error of a 0.3 m grid
+            assert (Vector(visual[i]) - loc).length < 0.05, (mode, i)
+        np.testing.assert_allclose(physical[hit, 2], 0.5)
+
+
+# --- bad input: clear message, scene unchanged --------------------------------------------------------------
+
+def test_nothing_selected_is_refused_and_changes_nothing(envfx):
+    select_only([])
+    with pytest.raises(RuntimeError, match="Nothing selected"):
+        bpy.ops.envfx.bend_add()
+    assert "EnvFX Bend" not in bpy.data.node_groups
+    with pytest.raises(RuntimeError, match="No collection named 'Nope'"):
+        bpy.ops.envfx.bend_add(collection="Nope")
+    assert "EnvFX Bend" not in bpy.data.node_groups
+
+
+def test_objects_without_geometry_are_skipped_and_named(envfx):
+    cube = bpy.data.objects["Cube"]
+    text = bpy.data.objects.new("Label", bpy.data.curves.new("Label", "FONT"))
+    empty = bpy.data.objects.new("Marker", None)
+    for obj in (text, empty):
+        bpy.context.scene.collection.objects.link(obj)
+    light, camera = bpy.data.objects["Light"], bpy.data.objects["Camera"]
+    select_only([cube, text, empty, light, camera])
+    result = envfx.operators.bend.add_bend(bpy.context.scene, list(bpy.context.selected_objects))
+    assert result.changed == ["Cube"]
+    assert set(result.skipped) == {"Label", "Marker", "Light", "Camera"}
+    assert "font objects cannot take a geometry modifier" in result.skipped_text()
+    for obj in (text, light, camera):
+        assert len(obj.modifiers) == 0 if hasattr(obj, "modifiers") else True
+    # only non-geometry objects: an error, nothing created
+    bpy.ops.envfx.bend_remove(collection="")
+    select_only([light, camera])
+    bpy.data.node_groups.remove(bpy.data.node_groups["EnvFX Bend"])
+    with pytest.raises(RuntimeError, match="Nothing to bend: Light .*cannot take a geometry modifier"):
+        bpy.ops.envfx.bend_add()
+    assert "EnvFX Bend" not in bpy.data.node_groups
+
+
+def test_linked_library_objects_are_skipped(envfx, tmp_path):
+    lib = str(tmp_path / "lib.blend")
+    mesh = bpy.data.meshes.new("LibMesh")
+    mesh.from_pydata([(0, 0, 0), (1, 0, 0), (0, 1, 0)], [], [(0, 1, 2)])
+    obj = bpy.data.objects.new("LibTri", mesh)
+    bpy.data.libraries.write(lib, {obj})
+    bpy.ops.wm.read_homefile(app_template="")
+    with bpy.data.libraries.load(lib, link=True) as (src, dst):
+        dst.objects = ["LibTri"]
+    linked = dst.objects[0]
+    bpy.context.scene.collection.objects.link(linked)
+    cube = bpy.data.objects["Cube"]
+    result = envfx.operators.bend.add_bend(bpy.context.scene, [cube, linked])
+    assert result.changed == ["Cube"]
+    assert "linked from library" in result.skipped["LibTri"]
+    assert len(linked.modifiers) == 0
+
+
+def test_deleted_pivot_falls_back_to_the_origin_with_a_warning(envfx):
+    cube = bpy.data.objects["Cube"]
+    pivot = bpy.data.objects.new("Player", None)
+    bpy.context.scene.collection.objects.link(pivot)
+    pivot.location = (0, 30, 0)
+    scene_setup("RUNNER", "POS_Y", pivot)
+    cube.location = (0, 10, 0)
+    select_only([cube])
+    bpy.ops.envfx.bend_add()
+    bpy.data.objects.remove(pivot)
+    s = bpy.context.scene.envfx.bend
+    assert s.pivot is None
+    np.testing.assert_allclose(evaluated_local(envfx, cube), expected_local(envfx, cube), atol=1e-4)
+    result = envfx.operators.bend.add_bend(bpy.context.scene, [cube])
+    assert any("No pivot set" in w for w in result.warnings)
+
+
+def test_pivot_outside_the_scene_is_named(envfx):
+    pivot = bpy.data.objects.new("Ghost", None)  # never linked to the scene
+    scene_setup("RUNNER", "POS_Y", pivot)
+    result = envfx.operators.bend.add_bend(bpy.context.scene, [bpy.data.objects["Cube"]])
+    assert any("'Ghost' is not in this scene" in w for w in result.warnings)
+
+
+def test_enormous_strength_is_clamped_and_warned(envfx):
+    s = bpy.context.scene.envfx.bend
+    s.strength = 1e9
+    assert s.strength == pytest.approx(envfx.core.bend.MAX_STRENGTH)
+    s.spread = -5.0
+    assert s.spread == 0.0
+    cube = bpy.data.objects["Cube"]
+    cube.location = (0, 40, 0)
+    result = envfx.operators.bend.add_bend(bpy.context.scene, [cube])
+    assert any("fold out of sight" in w for w in result.warnings)
+
+
+def test_mesh_without_vertices(envfx):
+    empty_mesh = bpy.data.objects.new("Nothing", bpy.data.meshes.new("Nothing"))
+    bpy.context.scene.collection.objects.link(empty_mesh)
+    select_only([empty_mesh])
+    assert bpy.ops.envfx.bend_add() == {"FINISHED"}
+    assert evaluated_local(envfx, empty_mesh).shape == (0, 3)
+    assert bpy.ops.envfx.bend_apply() == {"FINISHED"}
+
+
+def test_apply_without_bent_objects_is_refused(envfx):
+    select_only([bpy.data.objects["Cube"]])
+    before = envfx.bridge.get_positions(bpy.data.objects["Cube"].data).copy()
+    with pytest.raises(RuntimeError, match="Nothing to apply"):
+        bpy.ops.envfx.bend_apply()
+    np.testing.assert_array_equal(envfx.bridge.get_positions(bpy.data.objects["Cube"].data), before)
+
+
+def test_node_group_is_rebuilt_when_outdated_and_survives_save_and_reload(envfx, tmp_path):
+    cube = bpy.data.objects["Cube"]
+    select_only([cube])
+    scene_setup("RUNNER", "POS_Y")
+    bpy.ops.envfx.bend_add()
+    tree = bpy.data.node_groups["EnvFX Bend"]
+    tree["envfx_stamp"] = "old"
+    envfx.shader_nodes.bend.ensure_bend(bpy.context.scene)
+    assert cube.modifiers[0].node_group == tree  # rebuilt in place: the modifier still points at it
+    path = str(tmp_path / "bent.blend")
+    bpy.ops.wm.save_as_mainfile(filepath=path)
+    bpy.ops.wm.open_mainfile(filepath=path)
+    cube = bpy.data.objects["Cube"]
+    bpy.context.scene.envfx.bend.strength = 0.3
+    np.testing.assert_allclose(evaluated_local(envfx, cube), expected_local(envfx, cube), atol=1e-4)
+    assert os.path.exists(path)

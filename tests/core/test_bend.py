@@ -1,0 +1,169 @@
+"""World bend math (core.bend), no Blender."""
+
+import numpy as np
+import pytest
+
+from core import bend as cb
+
+MODES = cb.MODES
+
+
+def params(**kw):
+    base = dict(mode="RUNNER", axis="POS_Y", pivot=(1.0, -2.0, 0.5), horizon_offset=1.5, strength=0.05,
+                spread=2.0, side_strength=0.03, side_spread=1.0)
+    base.update(kw)
+    return cb.BendParams(**base)
+
+
+def test_runner_matches_the_write_up_formula():
+    p = params(mode="RUNNER", axis="POS_Y")
+    pts = np.array([[0.0, y, 0.0] for y in np.linspace(-20, 20, 81)])
+    h = -2.0 + 1.5
+    expected = 0.05 * np.maximum(0.0, np.abs(pts[:, 1] - h) - 2.0) ** 2
+    out = cb.forward(pts, p)
+    np.testing.assert_allclose(out[:, 2], -expected, atol=1e-12)
+    np.testing.assert_array_equal(out[:, :2], pts[:, :2])
+
+
+@pytest.mark.parametrize("axis,coord", [("POS_X", 0), ("NEG_X", 0), ("POS_Y", 1), ("NEG_Y", 1)])
+def test_axis_and_sign_of_horizon_offset(axis, coord):
+    p = params(axis=axis, pivot=(0.0, 0.0, 0.0), horizon_offset=3.0, spread=0.0)
+    sign = -1.0 if axis.startswith("NEG") else 1.0
+    top = np.zeros((1, 3))
+    top[0, coord] = 3.0 * sign
+    assert cb.drop(top, p)[0] == pytest.approx(0.0, abs=1e-12)  # the top of the parabola is ahead of the pivot
+    behind = np.zeros((1, 3))
+    assert cb.drop(behind, p)[0] == pytest.approx(0.05 * 9.0)
+
+
+def test_flat_zone_is_flat_and_edges_are_continuous():
+    p = params(mode="RUNNER_2AXIS", pivot=(0.0, 0.0, 0.0), horizon_offset=0.0)
+    inside = np.array([[0.9, 1.9, 3.0], [-0.99, -1.99, 0.0]])
+    assert np.all(cb.drop(inside, p) == 0.0)
+    eps = 1e-7
+    edge = np.array([[0.0, 2.0 + eps, 0.0], [1.0 + eps, 0.0, 0.0]])
+    assert np.all(cb.drop(edge, p) < 1e-12)  # C1 at the flat-zone edge: no step
+    # both sides of the horizon are symmetric
+    a = cb.drop(np.array([[0.0, 7.0, 0.0]]), p)
+    b = cb.drop(np.array([[0.0, -7.0, 0.0]]), p)
+    assert a[0] == pytest.approx(b[0]) and a[0] > 0
+
+
+def test_planet_is_radial_and_cylinder_is_sideways_only():
+    planet = params(mode="PLANET", pivot=(0.0, 0.0, 0.0), horizon_offset=0.0, spread=1.0)
+    ang = np.linspace(0, 2 * np.pi, 17)
+    ring = np.stack([5 * np.cos(ang), 5 * np.sin(ang), np.zeros_like(ang)], axis=1)
+    d = cb.drop(ring, planet)
+    np.testing.assert_allclose(d, 0.05 * 16.0)
+    cyl = params(mode="CYLINDER", axis="POS_Y", pivot=(0.0, 0.0, 0.0), horizon_offset=0.0, spread=1.0)
+    along = np.array([[0.0, y, 0.0] for y in (-50.0, 0.0, 50.0)])
+    assert np.all(cb.drop(along, cyl) == 0.0)
+    across = np.array([[4.0, 10.0, 0.0]])
+    assert cb.drop(across, cyl)[0] == pytest.approx(0.05 * 9.0)
+
+
+def test_negative_strength_bends_up():
+    p = params(strength=-0.05)
+    assert cb.forward(np.array([[0.0, 30.0, 0.0]]), p)[0, 2] > 0.0
+
+
+def test_disabled_is_identity():
+    p = params(enabled=False)
+    pts = np.random.default_rng(1).normal(size=(50, 3)) * 30
+    np.testing.assert_array_equal(cb.forward(pts, p), pts)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_inverse_of_forward_is_identity(mode):
+    rng = np.random.default_rng(3)
+    pts = rng.uniform(-40, 40, size=(2000, 3))
+    p = params(mode=mode)
+    np.testing.assert_allclose(cb.inverse(cb.forward(pts, p), p), pts, atol=1e-9)
+    np.testing.assert_allclose(cb.forward(cb.inverse(pts, p), p), pts, atol=1e-9)
+
+
+def test_forward_local_matches_world_space_for_any_matrix():
+    rng = np.random.default_rng(5)
+    p = params(mode="PLANET")
+    for _ in range(10):
+        m = np.eye(4)
+        m[:3, :3] = rng.normal(size=(3, 3))  # shear, non-uniform and negative scale
+        m[:3, 3] = rng.normal(size=3) * 10
+        local = rng.normal(size=(100, 3)) * 3
+        world = local @ m[:3, :3].T + m[:3, 3]
+        bent_local = cb.forward_local(local, m, p)
+        bent_world = bent_local @ m[:3, :3].T + m[:3, 3]
+        np.testing.assert_allclose(bent_world, cb.forward(world, p), atol=1e-8)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("strength", [0.05, -0.02])
+def test_pick_hits_the_bent_ground_and_returns_the_physical_point(mode, strength):
+    rng = np.random.default_rng(11)
+    p = params(mode=mode, strength=strength, side_strength=strength * 0.5)
+    n = 400
+    # camera above the ground near the pivot, looking down and forward in all directions
+    origins = np.tile(np.array([1.0, -8.0, 6.0]), (n, 1))
+    dirs = np.stack([rng.uniform(-1, 1, n), rng.uniform(-0.2, 1.0, n), rng.uniform(-1.0, -0.05, n)], axis=1)
+    hit, visual, physical, t = cb.pick(origins, dirs, p, ground_z=0.5)
+    assert hit.sum() > n // 3
+    # hits lie on the drawn ground ...
+    np.testing.assert_allclose(visual[hit, 2], 0.5 - cb.drop(visual[hit], p), atol=1e-6)
+    # ... and the physical point is the same place on the flat ground
+    np.testing.assert_allclose(cb.forward(physical[hit], p), visual[hit], atol=1e-6)
+    # it is the FIRST hit: no sample of the ray before t is under the ground
+    for i in np.flatnonzero(hit)[:50]:
+        ts = np.linspace(0.0, t[i], 200)[:-1]
+        pts = origins[i] + ts[:, None] * dirs[i] / np.linalg.norm(dirs[i])
+        assert np.all(pts[:, 2] - (0.5 - cb.drop(pts, p)) > -1e-9)
+    assert np.all(np.isnan(visual[~hit]))
+
+
+def test_pick_in_the_flat_zone_is_the_plain_plane_hit():
+    p = params(mode="RUNNER", pivot=(0.0, 0.0, 0.0), horizon_offset=0.0, spread=5.0)
+    hit, visual, physical, t = cb.pick(np.array([[0.0, -1.0, 2.0]]), np.array([[0.0, 1.0, -1.0]]), p)
+    assert hit[0]
+    np.testing.assert_allclose(visual[0], [0.0, 1.0, 0.0], atol=1e-9)
+    np.testing.assert_allclose(physical[0], [0.0, 1.0, 0.0], atol=1e-9)
+
+
+def test_pick_ray_above_the_horizon_misses_when_bent_down():
+    p = params(mode="RUNNER", pivot=(0.0, 0.0, 0.0), horizon_offset=0.0, spread=1.0, strength=0.1)
+    hit, visual, _, _ = cb.pick(np.array([[0.0, 0.0, 2.0]]), np.array([[0.0, 1.0, 0.0]]), p)
+    assert not hit[0]
+    # a flat world would be missed too, but a slightly downward ray hits the flat world only far away;
+    # the bent world curves away from it: a miss within reach.
+    hit2, _, _, _ = cb.pick(np.array([[0.0, 0.0, 2.0]]), np.array([[0.0, 1.0, -0.01]]), p, max_distance=1e4)
+    assert not hit2[0]
+
+
+@pytest.mark.parametrize(
+    "kw,match",
+    [
+        (dict(spread=-1.0), "cannot be negative"),
+        (dict(side_spread=-0.1), "cannot be negative"),
+        (dict(strength=1e6), "enormous"),
+        (dict(strength=float("nan")), "finite"),
+        (dict(mode="SPHERE"), "Unknown bend mode"),
+        (dict(axis="POS_Z"), "Unknown bend axis"),
+        (dict(pivot=(0.0, float("inf"), 0.0)), "pivot"),
+    ],
+)
+def test_bad_parameters_are_refused_with_a_clear_message(kw, match):
+    with pytest.raises(cb.BendError, match=match):
+        cb.forward(np.zeros((1, 3)), params(**kw))
+
+
+def test_zero_spread_is_the_pure_parabola():
+    p = params(spread=0.0, pivot=(0.0, 0.0, 0.0), horizon_offset=0.0)
+    assert cb.drop(np.array([[0.0, 2.0, 0.0]]), p)[0] == pytest.approx(0.05 * 4.0)
+
+
+def test_empty_input():
+    assert cb.forward(np.zeros((0, 3)), params()).shape == (0, 3)
+    assert cb.inverse(np.zeros((0, 3)), params()).shape == (0, 3)
+
+
+def test_zero_direction_ray_is_refused():
+    with pytest.raises(cb.BendError, match="zero direction"):
+        cb.pick(np.zeros((1, 3)), np.zeros((1, 3)), params())
