@@ -126,6 +126,16 @@ def run_bend(args) -> int:
             raise CliError(f"--{attr.replace('_', '-')} {value}: the flat zone cannot be negative, use 0 or more")
         if attr.endswith("strength") and abs(value) > core_bend.MAX_STRENGTH:
             raise CliError(f"--{attr.replace('_', '-')} {value} is enormous (limit {core_bend.MAX_STRENGTH})")
+    if args.collection:
+        try:
+            objects = bend_ops.gather_targets(_Context(scene, []), args.collection)
+        except bend_ops.BendInputError as exc:
+            raise CliError(str(exc)) from None
+    elif args.objects:
+        objects = _resolve_objects(scene, args.objects)
+    else:
+        pivot_name = args.pivot or (settings.pivot.name if settings.pivot else None)
+        objects = [o for o in scene.objects if o.type == "MESH" and o.name != pivot_name]
     # all arguments checked: now change the scene
     for attr in ("mode", "axis"):
         if getattr(args, attr) is not None:
@@ -136,12 +146,6 @@ def run_bend(args) -> int:
         if getattr(args, attr) is not None:
             setattr(settings, attr, getattr(args, attr))
 
-    if args.collection:
-        objects = bend_ops.gather_targets(_Context(scene, []), args.collection)
-    elif args.objects:
-        objects = _resolve_objects(scene, args.objects)
-    else:
-        objects = [o for o in scene.objects if o.type == "MESH" and o is not settings.pivot]
     try:
         if args.remove:
             result = bend_ops.remove_bend(objects)

@@ -61,3 +61,9 @@ def envfx():
 def fresh_file(envfx):
     bpy.ops.wm.read_homefile(app_template="", use_empty=False)
     yield
+
+
+@pytest.fixture
+def addon_switch():
+    """(enable, disable) functions for tests that unregister and register the add-on again."""
+    return enable_addon, disable_addon

@@ -1,0 +1,92 @@
+"""`blender -c envfx ...`: the registered handler calls cli.main(argv); tested directly."""
+
+import os
+
+import bpy
+import pytest
+
+
+@pytest.fixture
+def scene_file(tmp_path):
+    bpy.ops.wm.read_homefile(app_template="")
+    cube = bpy.data.objects["Cube"]
+    cube.location = (0.0, 12.0, 0.0)
+    player = bpy.data.objects.new("Player", None)
+    bpy.context.scene.collection.objects.link(player)
+    path = str(tmp_path / "scene.blend")
+    bpy.ops.wm.save_as_mainfile(filepath=path)
+    return path
+
+
+def test_help_lists_the_commands(envfx, capsys):
+    assert envfx.cli.main(["--help"]) == 0
+    out = capsys.readouterr().out
+    assert "blender -c envfx" in out and "bend" in out and "info" in out
+    assert envfx.cli.main(["bend", "--help"]) == 0
+    assert "--pivot" in capsys.readouterr().out
+
+
+def test_no_command_prints_help_and_fails(envfx, capsys):
+    assert envfx.cli.main([]) == 2
+    assert "usage" in capsys.readouterr().out
+
+
+def test_info(envfx, capsys):
+    assert envfx.cli.main(["info"]) == 0
+    out = capsys.readouterr().out
+    assert f"EnvFX {envfx.cli.manifest()['version']}" in out
+    assert "bend" in out and bpy.app.version_string in out
+
+
+def test_bend_adds_the_bend_and_saves(envfx, scene_file, tmp_path, capsys):
+    out = str(tmp_path / "bent.blend")
+    code = envfx.cli.main(["bend", scene_file, "--collection", "Collection", "--pivot", "Player", "--mode",
+                           "PLANET", "--strength", "0.05", "--spread", "1", "-o", out])
+    assert code == 0, capsys.readouterr()
+    assert "skipped" in capsys.readouterr().out  # the light and the camera are named
+    bpy.ops.wm.open_mainfile(filepath=out)
+    s = bpy.context.scene.envfx.bend
+    assert (s.mode, s.pivot.name, round(s.strength, 6), s.spread) == ("PLANET", "Player", 0.05, 1.0)
+    cube = bpy.data.objects["Cube"]
+    assert [m.node_group.name for m in cube.modifiers] == ["EnvFX Bend"]
+    dg = bpy.context.evaluated_depsgraph_get()
+    got = envfx.bridge.evaluated_positions(cube, dg)
+    want = envfx.core.bend.forward_local(envfx.bridge.get_positions(cube.data),
+                                         envfx.bridge.matrix_to_numpy(cube.matrix_world),
+                                         envfx.shader_nodes.bend.params_from_scene(bpy.context.scene))
+    assert abs(got - want).max() < 1e-4
+
+
+def test_bend_apply_bakes_into_the_mesh_in_place(envfx, scene_file):
+    assert envfx.cli.main(["bend", scene_file, "--objects", "Cube", "--strength", "0.1", "--apply"]) == 0
+    bpy.ops.wm.open_mainfile(filepath=scene_file)
+    cube = bpy.data.objects["Cube"]
+    assert len(cube.modifiers) == 0
+    assert envfx.bridge.get_positions(cube.data)[:, 2].min() < -5.0  # baked: the far end dropped
+
+
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["bend", "/nonexistent/scene.blend"], "No such file"),
+        (["bend", "{dir}/notes.txt"], "is not a .blend file"),
+        (["bend", "{scene}", "--collection", "Nope"], "No collection named 'Nope'"),
+        (["bend", "{scene}", "--objects", "Cube,Ghost"], "No object(s) named Ghost"),
+        (["bend", "{scene}", "--pivot", "Ghost"], "No pivot object named 'Ghost'"),
+        (["bend", "{scene}", "--spread", "-1"], "cannot be negative"),
+        (["bend", "{scene}", "--strength", "1e9"], "enormous"),
+        (["bend", "{scene}", "-o", "/nonexistent/dir/out.blend"], "does not exist"),
+        (["bend", "{scene}", "--mode", "SPHERE"], "invalid choice"),
+    ],
+)
+def test_bad_input_exits_2_with_a_clear_message_and_leaves_files_alone(envfx, scene_file, tmp_path, capsys,
+                                                                     args, message):
+    with open(scene_file, "rb") as fh:
+        before = fh.read()
+    argv = [a.format(scene=scene_file, dir=tmp_path) for a in args]
+    assert envfx.cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err
+    with open(scene_file, "rb") as fh:
+        assert fh.read() == before
+    assert sorted(os.listdir(tmp_path)) == ["scene.blend"]
