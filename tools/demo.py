@@ -78,7 +78,8 @@ def setup_world(scene):
 
     world = scene.world or bpy.data.worlds.new("World")
     scene.world = world
-    world.use_nodes = True
+    if bpy.app.version < (5, 0, 0):  # always on (and deprecated) from 5.0
+        world.use_nodes = True
     bg = world.node_tree.nodes.get("Background")
     if bg is not None:
         bg.inputs["Color"].default_value = (0.55, 0.7, 0.95, 1.0)
