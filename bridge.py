@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import bpy
 import numpy as np
 
 # Object types that can carry a geometry-nodes modifier and hold geometry worth deforming.

@@ -11,7 +11,6 @@ from bpy.props import BoolProperty, StringProperty
 from .. import bridge
 from ..core import bend as core_bend
 from ..shader_nodes import bend as bend_nodes
-from ..shader_nodes import common
 
 MODIFIER_NAME = "EnvFX Bend"
 

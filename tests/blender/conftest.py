@@ -8,7 +8,6 @@ preferences entry and is imported as ``bl_ext.<repo>.envfx``). Every test starts
 import importlib
 import os
 import shutil
-import sys
 import tempfile
 
 import pytest

@@ -6,7 +6,7 @@ import os
 import bpy
 import numpy as np
 import pytest
-from mathutils import Matrix, Vector
+from mathutils import Vector
 
 MODES = ("RUNNER", "RUNNER_2AXIS", "PLANET", "CYLINDER")
 AXES = ("POS_X", "NEG_X", "POS_Y", "NEG_Y")
