@@ -2,12 +2,12 @@
 
 import bpy
 
-from . import cli, operators, panels, props
+from . import cli, handlers, operators, panels, props
 
 # Features that exist, in the order they appear in the panel and in `envfx info`.
 FEATURES = ("bend",)
 
-_modules = (props, operators, panels)
+_modules = (props, operators, panels, handlers)
 _cli_handle = None
 
 

@@ -178,3 +178,22 @@ def params_from_scene(scene) -> core_bend.BendParams:
         side_spread=s.side_spread,
         enabled=s.enabled,
     )
+
+
+def refresh_after_load():
+    """Rebuild an outdated "EnvFX Bend" (saved by an older EnvFX) for the scene whose drivers it uses."""
+    tree = bpy.data.node_groups.get(GROUP_NAME)
+    if tree is None or tree.library is not None:
+        return
+    scene = None
+    if tree.animation_data is not None:
+        for fcurve in tree.animation_data.drivers:
+            for var in fcurve.driver.variables:
+                if isinstance(var.targets[0].id, bpy.types.Scene):
+                    scene = var.targets[0].id
+                    break
+            if scene is not None:
+                break
+    scene = scene or (bpy.context.scene if bpy.context.scene is not None else None)
+    if scene is not None:
+        sync(scene, tree)

@@ -360,9 +360,14 @@ def test_node_group_is_rebuilt_when_outdated_and_survives_save_and_reload(envfx,
     tree["envfx_stamp"] = "old"
     envfx.shader_nodes.bend.ensure_bend(bpy.context.scene)
     assert cube.modifiers[0].node_group == tree  # rebuilt in place: the modifier still points at it
+    # a file saved by an older EnvFX is brought up to date when it is opened
+    tree["envfx_stamp"] = "old"
+    tree.nodes.remove(tree.nodes["Set Position"])
     path = str(tmp_path / "bent.blend")
     bpy.ops.wm.save_as_mainfile(filepath=path)
     bpy.ops.wm.open_mainfile(filepath=path)
+    tree = bpy.data.node_groups["EnvFX Bend"]
+    assert tree["envfx_stamp"] != "old" and "Set Position" in tree.nodes
     cube = bpy.data.objects["Cube"]
     bpy.context.scene.envfx.bend.strength = 0.3
     np.testing.assert_allclose(evaluated_local(envfx, cube), expected_local(envfx, cube), atol=1e-4)

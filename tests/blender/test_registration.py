@@ -10,6 +10,9 @@ def _envfx_state():
         "operators": sorted(name for name in dir(bpy.ops.envfx)),
         "panels": sorted(name for name in dir(bpy.types) if name.startswith("VIEW3D_PT_envfx")),
         "types": sorted(name for name in dir(bpy.types) if name.startswith(("ENVFX_", "EnvFX"))),
+        "handlers": sorted(f"{name}:{h.__module__}" for name in ("load_post", "frame_change_post", "depsgraph_update_post",
+                                                                   "save_pre", "load_pre")
+                           for h in getattr(bpy.app.handlers, name) if ".envfx" in h.__module__),
     }
 
 
@@ -18,6 +21,7 @@ def test_unregister_removes_everything_and_register_restores_it(envfx, addon_swi
     before = _envfx_state()
     assert before["scene_prop"] and before["object_prop"]
     assert "bend_add" in before["operators"]
+    assert any(h.startswith("load_post:") for h in before["handlers"])
     assert "VIEW3D_PT_envfx" in before["panels"] and "VIEW3D_PT_envfx_bend" in before["panels"]
     assert envfx._cli_handle is not None
 
@@ -26,7 +30,7 @@ def test_unregister_removes_everything_and_register_restores_it(envfx, addon_swi
         gone = _envfx_state()
         assert not gone["scene_prop"] and not gone["object_prop"]
         assert gone["operators"] == []
-        assert gone["panels"] == [] and gone["types"] == []
+        assert gone["panels"] == [] and gone["types"] == [] and gone["handlers"] == []
         assert envfx._cli_handle is None
     finally:
         module = enable_addon()
