@@ -3,6 +3,10 @@
 import bpy
 
 
+HANDLER_LISTS = ("load_post", "load_pre", "save_pre", "frame_change_pre", "frame_change_post",
+                 "depsgraph_update_post", "render_pre", "render_post")
+
+
 def _envfx_state():
     return {
         "scene_prop": hasattr(bpy.types.Scene, "envfx"),
@@ -10,8 +14,7 @@ def _envfx_state():
         "operators": sorted(name for name in dir(bpy.ops.envfx)),
         "panels": sorted(name for name in dir(bpy.types) if name.startswith("VIEW3D_PT_envfx")),
         "types": sorted(name for name in dir(bpy.types) if name.startswith(("ENVFX_", "EnvFX"))),
-        "handlers": sorted(f"{name}:{h.__module__}" for name in ("load_post", "frame_change_post", "depsgraph_update_post",
-                                                                   "save_pre", "load_pre")
+        "handlers": sorted(f"{name}:{h.__module__}" for name in HANDLER_LISTS
                            for h in getattr(bpy.app.handlers, name) if ".envfx" in h.__module__),
     }
 
