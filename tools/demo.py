@@ -64,6 +64,29 @@ class DemoContext:
         return path
 
 
+def side_by_side(paths, out_path):
+    """Join same-sized PNG renders left to right into one PNG (for comparisons)."""
+    import bpy
+    import numpy as np
+
+    images = [bpy.data.images.load(p) for p in paths]
+    w, h = images[0].size
+    arrays = []
+    for img in images:
+        px = np.empty(w * h * 4, dtype=np.float32)
+        img.pixels.foreach_get(px)
+        arrays.append(px.reshape(h, w, 4))
+        bpy.data.images.remove(img)
+    joined = np.concatenate(arrays, axis=1)
+    out = bpy.data.images.new("envfx_side_by_side", joined.shape[1], h, alpha=True)
+    out.pixels.foreach_set(joined.ravel())
+    out.filepath_raw = out_path
+    out.file_format = "PNG"
+    out.save()
+    bpy.data.images.remove(out)
+    return out_path
+
+
 def install_extension(zip_path):
     import bpy
 

@@ -93,4 +93,7 @@ def build(ctx):
     settings.enabled = False
     files.append(ctx.render(cam, "bend_flat"))
     settings.enabled = True
+    from demo import side_by_side
+
+    files.append(side_by_side([files[1], files[0]], f"{ctx.out_dir}/bend_compare.png"))
     return files
