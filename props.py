@@ -26,6 +26,28 @@ def _bend_structure_changed(self, context):
         bend_nodes.sync(scene)
 
 
+def _strength(name, description):
+    return FloatProperty(
+        name=name,
+        description=description,
+        default=0.01,
+        min=-core_bend.MAX_STRENGTH,
+        max=core_bend.MAX_STRENGTH,
+        soft_min=-0.2,
+        soft_max=0.2,
+        step=0.1,
+        precision=4,
+        update=_bend_value_changed,
+    )
+
+
+def _spread(name, description):
+    return FloatProperty(
+        name=name, description=description, default=2.0, min=0.0, soft_max=50.0, subtype="DISTANCE",
+        update=_bend_value_changed,
+    )
+
+
 class EnvFXBendSettings(PropertyGroup):
     enabled: BoolProperty(
         name="Enabled",
@@ -69,50 +91,17 @@ class EnvFXBendSettings(PropertyGroup):
         subtype="DISTANCE",
         update=_bend_value_changed,
     )
-    strength: FloatProperty(
-        name="Strength",
-        description="How fast the world drops beyond the flat zone (drop = strength * distance^2); "
-        "negative bends up",
-        default=0.01,
-        min=-core_bend.MAX_STRENGTH,
-        max=core_bend.MAX_STRENGTH,
-        soft_min=-0.2,
-        soft_max=0.2,
-        step=0.1,
-        precision=4,
-        update=_bend_value_changed,
+    strength: _strength(
+        "Strength",
+        "How fast the world drops beyond the flat zone (drop = strength * distance^2); negative bends up",
     )
-    spread: FloatProperty(
-        name="Spread",
-        description="Half-width of the flat zone around the horizon where the world is not bent "
+    spread: _spread(
+        "Spread",
+        "Half-width of the flat zone around the horizon where the world is not bent "
         "(clicks and physics match the picture there)",
-        default=2.0,
-        min=0.0,
-        soft_max=50.0,
-        subtype="DISTANCE",
-        update=_bend_value_changed,
     )
-    side_strength: FloatProperty(
-        name="Side Strength",
-        description="Strength across the forward axis (Runner, Two Axes)",
-        default=0.01,
-        min=-core_bend.MAX_STRENGTH,
-        max=core_bend.MAX_STRENGTH,
-        soft_min=-0.2,
-        soft_max=0.2,
-        step=0.1,
-        precision=4,
-        update=_bend_value_changed,
-    )
-    side_spread: FloatProperty(
-        name="Side Spread",
-        description="Half-width of the flat zone across the forward axis (Runner, Two Axes)",
-        default=2.0,
-        min=0.0,
-        soft_max=50.0,
-        subtype="DISTANCE",
-        update=_bend_value_changed,
-    )
+    side_strength: _strength("Side Strength", "Strength across the forward axis (Runner, Two Axes)")
+    side_spread: _spread("Side Spread", "Half-width of the flat zone across the forward axis (Runner, Two Axes)")
 
 
 def _bend_exclude_changed(self, context):

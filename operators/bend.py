@@ -206,16 +206,15 @@ def _report(op, result: BendResult, verb: str):
     op.report({"INFO"}, text)
 
 
-class ENVFX_OT_bend_add(bpy.types.Operator):
-    """Bend the selected objects (or a collection's) with the scene's shared world bend"""
+class _BendTargetsOperator:
+    """Shared shape of the operators that act on the selection or on a collection's objects."""
 
-    bl_idname = "envfx.bend_add"
-    bl_label = "Add Bend"
     bl_options = {"REGISTER", "UNDO"}
+    verb = ""
 
     collection: StringProperty(
         name="Collection",
-        description="Bend every object of this collection instead of the selection",
+        description="Act on every object of this collection instead of the selection",
         default="",
     )
 
@@ -226,56 +225,51 @@ class ENVFX_OT_bend_add(bpy.types.Operator):
             return False
         return True
 
+    def run(self, context, objects) -> BendResult:  # pragma: no cover - interface
+        raise NotImplementedError
+
     def execute(self, context):
         try:
-            objects = gather_targets(context, self.collection)
-            result = add_bend(context.scene, objects)
+            result = self.run(context, gather_targets(context, self.collection))
         except (BendInputError, core_bend.BendError) as exc:
             self.report({"ERROR"}, str(exc))
             return {"CANCELLED"}
-        _report(self, result, "Bent")
+        _report(self, result, self.verb)
         return {"FINISHED"}
 
 
-class ENVFX_OT_bend_remove(bpy.types.Operator):
+class ENVFX_OT_bend_add(_BendTargetsOperator, bpy.types.Operator):
+    """Bend the selected objects (or a collection's) with the scene's shared world bend"""
+
+    bl_idname = "envfx.bend_add"
+    bl_label = "Add Bend"
+    verb = "Bent"
+
+    def run(self, context, objects):
+        return add_bend(context.scene, objects)
+
+
+class ENVFX_OT_bend_remove(_BendTargetsOperator, bpy.types.Operator):
     """Remove the world bend from the selected objects (or a collection's)"""
 
     bl_idname = "envfx.bend_remove"
     bl_label = "Remove Bend"
-    bl_options = {"REGISTER", "UNDO"}
+    verb = "Removed the bend from"
 
-    collection: StringProperty(name="Collection", description="Act on this collection's objects", default="")
-
-    def execute(self, context):
-        try:
-            objects = gather_targets(context, self.collection)
-        except BendInputError as exc:
-            self.report({"ERROR"}, str(exc))
-            return {"CANCELLED"}
-        result = remove_bend(objects)
-        _report(self, result, "Removed the bend from")
-        return {"FINISHED"}
+    def run(self, context, objects):
+        return remove_bend(objects)
 
 
-class ENVFX_OT_bend_apply(bpy.types.Operator):
+class ENVFX_OT_bend_apply(_BendTargetsOperator, bpy.types.Operator):
     """Bake the current bend into the mesh of the selected bent objects (the meshes become bent for real)"""
 
     bl_idname = "envfx.bend_apply"
     bl_label = "Apply Bend"
-    bl_options = {"REGISTER", "UNDO"}
+    verb = "Baked the bend into"
 
-    collection: StringProperty(name="Collection", description="Act on this collection's objects", default="")
-
-    def execute(self, context):
-        try:
-            objects = gather_targets(context, self.collection)
-            context.view_layer.update()
-            result = apply_bend(context.scene, objects, context.evaluated_depsgraph_get())
-        except (BendInputError, core_bend.BendError) as exc:
-            self.report({"ERROR"}, str(exc))
-            return {"CANCELLED"}
-        _report(self, result, "Baked the bend into")
-        return {"FINISHED"}
+    def run(self, context, objects):
+        context.view_layer.update()
+        return apply_bend(context.scene, objects, context.evaluated_depsgraph_get())
 
 
 class ENVFX_OT_bend_exclude(bpy.types.Operator):

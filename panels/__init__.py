@@ -8,11 +8,4 @@ modules = (main, bend)
 classes = tuple(cls for module in modules for cls in module.classes)
 
 
-def register():
-    for cls in classes:
-        bpy.utils.register_class(cls)
-
-
-def unregister():
-    for cls in reversed(classes):
-        bpy.utils.unregister_class(cls)
+register, unregister = bpy.utils.register_classes_factory(classes)
