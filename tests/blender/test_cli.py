@@ -90,3 +90,10 @@ def test_bad_input_exits_2_with_a_clear_message_and_leaves_files_alone(envfx, sc
     with open(scene_file, "rb") as fh:
         assert fh.read() == before
     assert sorted(os.listdir(tmp_path)) == ["scene.blend"]
+
+
+def test_bend_remove(envfx, scene_file):
+    assert envfx.cli.main(["bend", scene_file, "--objects", "Cube"]) == 0
+    assert envfx.cli.main(["bend", scene_file, "--objects", "Cube", "--remove"]) == 0
+    bpy.ops.wm.open_mainfile(filepath=scene_file)
+    assert len(bpy.data.objects["Cube"].modifiers) == 0
