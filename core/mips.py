@@ -626,56 +626,98 @@ def output_names(stem: str, n_levels: int, formats, compare: bool = True) -> lis
     return names
 
 
-def write_outputs_job(items, out_dir: str, formats=FORMATS, compare: bool = True):
-    """Write every (stem, source, MipChain) of ``items`` into ``out_dir``; job generator returning the paths.
+class StagedOutput:
+    """Files written into a temporary folder inside ``out_dir`` and moved into place only by ``commit()``;
+    ``abort()`` (or leaving the ``with`` block by an exception) removes everything, so a failure or a cancel
+    leaves ``out_dir`` as it was."""
 
-    Files are written into a temporary folder inside ``out_dir`` and moved into place only when all are done,
-    so a failure or a cancel leaves ``out_dir`` as it was."""
-    formats = parse_formats(formats)
-    check_output_dir(out_dir)
-    stems = [stem for stem, _, _ in items]
-    if len(set(stems)) != len(stems):
-        raise MipsError("Two inputs have the same name: " + ", ".join(sorted({s for s in stems if stems.count(s) > 1}))
-                        + "; rename one")
-    created_dir = not os.path.exists(out_dir)
-    try:
-        os.makedirs(out_dir, exist_ok=True)
-        tmp = tempfile.mkdtemp(prefix=".envfx-mips-", dir=out_dir)
-    except OSError as exc:
-        raise MipsError(f"Output folder {out_dir!r} cannot be written ({exc.strerror}): choose another folder") from None
-    moved = []
-    try:
-        for n, (stem, source, chain) in enumerate(items):
+    def __init__(self, out_dir: str, formats=FORMATS, compare: bool = True):
+        self.formats = parse_formats(formats)
+        self.compare = compare
+        check_output_dir(out_dir)
+        self.out_dir = out_dir
+        self.created_dir = not os.path.exists(out_dir)
+        try:
+            os.makedirs(out_dir, exist_ok=True)
+            self.tmp = tempfile.mkdtemp(prefix=".envfx-mips-", dir=out_dir)
+        except OSError as exc:
+            if self.created_dir:
+                shutil.rmtree(out_dir, ignore_errors=True)
+            raise MipsError(f"Output folder {out_dir!r} cannot be written ({exc.strerror or exc}): "
+                            f"choose another folder") from None
+        self.names = []
+        self.done = False
+
+    def add(self, stem: str, source: str, chain: MipChain) -> list:
+        """Encode and stage one chain's files; returns their names."""
+        names = output_names(stem, len(chain.levels), self.formats, self.compare)
+        clash = [n for n in names if n in self.names]
+        if clash:
+            raise MipsError(f"Two inputs are both named {stem!r}: rename one")
+        try:
             files = {}
-            if "dds" in formats:
+            if "dds" in self.formats:
                 files[f"{stem}.dds"] = encode_dds(chain.levels)
-            if "png" in formats:
+            if "png" in self.formats:
                 for i, lv in enumerate(chain.levels):
                     files[f"{stem}_mip{i:02d}.png"] = encode_png(lv)
             files[f"{stem}_mips.json"] = json.dumps(report_dict(chain, source), indent=2).encode()
-            if compare:
+            if self.compare:
                 files[f"{stem}_compare.png"] = encode_png(compare_picture(chain))
             for name, data in files.items():
-                with open(os.path.join(tmp, name), "wb") as fh:
+                with open(os.path.join(self.tmp, name), "wb") as fh:
                     fh.write(data)
-            yield (n + 1) / len(items)
-        for stem, _, chain in items:
-            for name in output_names(stem, len(chain.levels), formats, compare):
-                dst = os.path.join(out_dir, name)
-                os.replace(os.path.join(tmp, name), dst)
+        except OSError as exc:
+            raise MipsError(f"Writing into {self.out_dir!r} failed ({exc.strerror or exc}): "
+                            f"nothing was written") from None
+        self.names.extend(names)
+        return names
+
+    def commit(self) -> list:
+        moved = []
+        try:
+            for name in self.names:
+                dst = os.path.join(self.out_dir, name)
+                os.replace(os.path.join(self.tmp, name), dst)
                 moved.append(dst)
-    except OSError as exc:
-        for path in moved:
-            try:
-                os.remove(path)
-            except OSError:
-                pass
-        raise MipsError(f"Writing into {out_dir!r} failed ({exc.strerror or exc}): nothing was written") from None
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-        if created_dir and not moved:
-            shutil.rmtree(out_dir, ignore_errors=True)
-    return moved
+        except OSError as exc:
+            for path in moved:
+                try:
+                    os.remove(path)
+                except OSError:
+                    pass
+            self.abort()
+            raise MipsError(f"Writing into {self.out_dir!r} failed ({exc.strerror or exc}): "
+                            f"nothing was written") from None
+        shutil.rmtree(self.tmp, ignore_errors=True)
+        self.done = True
+        return moved
+
+    def abort(self):
+        if self.done:
+            return
+        shutil.rmtree(self.tmp, ignore_errors=True)
+        if self.created_dir:
+            shutil.rmtree(self.out_dir, ignore_errors=True)
+        self.done = True
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc_type is not None or not self.done:
+            self.abort()
+        return False
+
+
+def write_outputs_job(items, out_dir: str, formats=FORMATS, compare: bool = True):
+    """Write every (stem, source, MipChain) of ``items`` into ``out_dir``; job generator returning the paths.
+    Nothing appears in ``out_dir`` unless every file was written (see StagedOutput)."""
+    with StagedOutput(out_dir, formats, compare) as staged:
+        for n, (stem, source, chain) in enumerate(items):
+            staged.add(stem, source, chain)
+            yield (n + 1) / len(items)
+        return staged.commit()
 
 
 def write_outputs(items, out_dir: str, formats=FORMATS, compare: bool = True) -> list:
