@@ -537,7 +537,7 @@ def _resize_bilinear(img: np.ndarray, oh: int, ow: int) -> np.ndarray:
 def compare_picture(chain: MipChain, tile: int = 128, max_levels: int = 10) -> np.ndarray:
     """uint8 RGBA picture: every level magnified to ``tile`` px (bilinear, as a GPU samples it) and alpha-tested;
     top row the naive chain, bottom row the coverage-preserving chain, each tile with a coverage bar under it
-    (green: this level's coverage, white tick: level 0's)."""
+    (red naive / green preserved: this level's coverage; white tick: level 0's, at 80% of the tile width)."""
     n = min(len(chain.levels), max_levels)
     pad, bar = 6, 8
     h0, w0 = chain.levels[0].shape[:2]
@@ -562,9 +562,10 @@ def compare_picture(chain: MipChain, tile: int = 128, max_levels: int = 10) -> n
             cov = rep.coverage_naive if use_naive else rep.coverage
             by = y + th + pad // 2
             out[by:by + bar, x:x + tw, :3] = (70, 70, 70)
-            fill = int(round(cov * tw))
+            scale = 0.8 * tw / max(chain.target, 1e-9)
+            fill = int(round(min(cov * scale, tw)))
             out[by:by + bar, x:x + fill, :3] = (200, 80, 60) if use_naive else (90, 200, 90)
-            tick = min(tw - 1, int(round(chain.target * tw)))
+            tick = min(tw - 1, int(round(chain.target * scale)))
             out[by - 2:by + bar + 2, x + tick, :3] = 255
     return out
 
@@ -731,11 +732,12 @@ def write_outputs(items, out_dir: str, formats=FORMATS, compare: bool = True) ->
 
 # --- a test card ------------------------------------------------------------------------------------------
 
-def make_leaf_card(height: int = 256, width: int = None, leaves: int = 24, seed: int = 0) -> np.ndarray:
+def make_leaf_card(height: int = 256, width: int = None, leaves: int = 24, seed: int = 0,
+                   slender: float = 1.0) -> np.ndarray:
     """A procedural leaf-card texture (uint8 RGBA, sRGB colour): a twig with leaves, anti-aliased alpha edges.
 
     Deterministic for a seed. Leaves are ellipses along a stem with a vein; alpha falls off over ~1.5 texels at
-    the edge, like a painted or baked leaf card."""
+    the edge, like a painted or baked leaf card. ``slender`` < 1 narrows the leaves (needles, grass-like)."""
     width = height if width is None else width
     rng = np.random.default_rng(seed)
     s = float(max(height, width))
@@ -752,7 +754,7 @@ def make_leaf_card(height: int = 256, width: int = None, leaves: int = 24, seed:
     t = rng.uniform(0.08, height / s - 0.08, leaves).astype(np.float32)
     side = np.where(np.arange(leaves) % 2 == 0, 1.0, -1.0).astype(np.float32)
     length = rng.uniform(0.10, 0.2, leaves).astype(np.float32)
-    breadth = length * rng.uniform(0.22, 0.35, leaves).astype(np.float32)
+    breadth = length * rng.uniform(0.22, 0.35, leaves).astype(np.float32) * np.float32(slender)
     angle = (np.pi / 2 - side * rng.uniform(0.5, 1.1, leaves)).astype(np.float32)  # from +y (down)
     for i in range(leaves):  # a handful of leaves; each is a vectorised image operation
         bx = cx_mid + 0.03 * np.sin(t[i] * 5.0)
