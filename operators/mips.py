@@ -207,13 +207,15 @@ def _foreach_pixels(image) -> np.ndarray:
 
 
 def read_image(image, colour: str = "AUTO", settings: core_mips.MipSettings = core_mips.MipSettings(),
-               straight_float: bool = False) -> tuple:
+               premultiplied: bool = None) -> tuple:
     """Pixels of a Blender image for core.mips: (array (H, W, C) top row first, srgb flag, warnings).
 
     8-bit images give their bytes (``image.pixels`` of a byte image is the stored value / 255, straight alpha).
     Float images (16-bit PNG, EXR, float generated) hold scene-linear colour, premultiplied unless the alpha mode
-    is Channel Packed or None; ``straight_float`` says the buffer is known to be straight. Colour is re-encoded to
-    sRGB so core.mips filters it in linear light and writes 8-bit sRGB."""
+    is Channel Packed or None; ``premultiplied`` overrides that guess (EXR files hold premultiplied colour even
+    when read Channel Packed). Colour is re-encoded to sRGB so core.mips filters it in linear light and writes
+    8-bit sRGB. Alpha: 8-bit images with 4 stored channels (RGBA, grey+alpha, palette with transparency),
+    float images with 4."""
     w, h = image.size
     if w == 0 or h == 0:
         raise MipsInputError(f"Image {image.name!r} cannot be read (not an image, or damaged): fix or replace it")
@@ -223,7 +225,7 @@ def read_image(image, colour: str = "AUTO", settings: core_mips.MipSettings = co
         raise MipsInputError(f"Image {image.name!r}: {exc}") from None
     warnings = []
     px = _foreach_pixels(image)
-    has_alpha = image.depth in (16, 32, 64, 128) and image.alpha_mode != "NONE"
+    has_alpha = image.depth in ((64, 128) if image.is_float else (32,)) and image.alpha_mode != "NONE"
     is_data = image.colorspace_settings.is_data
     if not image.is_float:
         arr = np.floor(px * 255.0 + 0.5).astype(np.uint8)
@@ -231,7 +233,9 @@ def read_image(image, colour: str = "AUTO", settings: core_mips.MipSettings = co
     else:
         warnings.append(f"{image.name}: float or 16-bit image, its chain is written with 8 bits per channel")
         arr = np.ascontiguousarray(px)
-        if not straight_float and image.alpha_mode not in {"CHANNEL_PACKED", "NONE"}:
+        if premultiplied is None:
+            premultiplied = image.alpha_mode not in {"CHANNEL_PACKED", "NONE"}
+        if premultiplied and has_alpha:
             a = arr[..., 3:4]
             arr[..., :3] = np.where(a > 0, arr[..., :3] / np.maximum(a, 1e-8), 0.0)
         srgb = (colour == "SRGB") or (colour == "AUTO" and not is_data)
@@ -241,6 +245,11 @@ def read_image(image, colour: str = "AUTO", settings: core_mips.MipSettings = co
     if not has_alpha:
         arr = arr[..., :3]
     return arr, srgb, warnings
+
+
+def _premultiplied_file(path: str) -> bool:
+    """OpenEXR stores premultiplied colour; PNG, TIFF and TGA store straight colour."""
+    return os.path.splitext(path)[1].lower() == ".exr"
 
 
 def read_input(inp: MipsInput, colour: str, settings: core_mips.MipSettings) -> tuple:
@@ -253,7 +262,7 @@ def read_input(inp: MipsInput, colour: str, settings: core_mips.MipSettings) -> 
             raise MipsInputError(f"Image file {inp.path!r} cannot be read (not an image, or damaged)") from None
         try:
             temp.alpha_mode = "CHANNEL_PACKED"
-            return read_image(temp, colour, settings, straight_float=True)
+            return read_image(temp, colour, settings, premultiplied=_premultiplied_file(inp.path))
         finally:
             bpy.data.images.remove(temp)
     image = bpy.data.images.get(inp.image_name)
@@ -261,11 +270,12 @@ def read_input(inp: MipsInput, colour: str, settings: core_mips.MipSettings) -> 
         raise MipsInputError(f"Image {inp.image_name!r} no longer exists")
     if image.is_float and image.source == "FILE" and image.packed_file is None \
             and image.alpha_mode not in {"CHANNEL_PACKED", "NONE"}:
-        temp = bpy.data.images.load(bpy.path.abspath(image.filepath, library=image.library), check_existing=False)
+        path = bpy.path.abspath(image.filepath, library=image.library)
+        temp = bpy.data.images.load(path, check_existing=False)
         try:
             temp.alpha_mode = "CHANNEL_PACKED"
             temp.colorspace_settings.name = image.colorspace_settings.name
-            arr, srgb, warnings = read_image(temp, colour, settings, straight_float=True)
+            arr, srgb, warnings = read_image(temp, colour, settings, premultiplied=_premultiplied_file(path))
             return arr, srgb, [w.replace(temp.name, image.name) for w in warnings]
         finally:
             bpy.data.images.remove(temp)

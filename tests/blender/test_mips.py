@@ -314,3 +314,25 @@ def test_panels_and_operator_registered(envfx):
     assert hasattr(bpy.types, "IMAGE_PT_envfx_mips") and hasattr(bpy.types, "VIEW3D_PT_envfx_mips")
     assert bpy.types.IMAGE_PT_envfx_mips.bl_space_type == "IMAGE_EDITOR"
     assert "mips" in envfx.FEATURES
+
+
+def test_grey_16bit_without_alpha(core, ops, tmp_path):
+    g = (np.arange(64, dtype=np.uint16).reshape(8, 8) * 1000)
+    path = write_png(core, tmp_path / "grey16.png", g)
+    arr, srgb, warnings = ops.read_input(ops.inputs_from_paths([path])[0], "AUTO", core.MipSettings())
+    assert arr.shape[2] == 3 and srgb
+    assert np.abs(arr[..., 0] - g / 65535.0).max() < 2e-3
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (1, 9), (9, 1)])
+def test_1x1_and_1xn_images(core, ops, tmp_path, shape):
+    img = np.zeros(shape + (4,), np.uint8)
+    img[..., 1] = 200
+    img[..., 3] = np.where(np.arange(img[..., 3].size).reshape(shape) % 2 == 0, 255, 0)
+    path = write_png(core, tmp_path / "line.png", img)
+    image = bpy.data.images.load(path)
+    out = tmp_path / "out"
+    assert bake_scene_image(image, out) == {"FINISHED"}
+    levels = dds_reader.read_dds((out / "line.dds").read_bytes())["levels"]
+    assert [lv.shape[:2] for lv in levels] == core.level_sizes(*shape)
+    np.testing.assert_array_equal(levels[0], img)
