@@ -274,9 +274,10 @@ class _Field:
         iy, ix = np.divmod(idx, self.w)
         ys = [np.clip(iy + d, 0, self.h - 1) for d in (-1, 0, 1)]
         xs = [np.clip(ix + d, 0, self.w - 1) for d in (-1, 0, 1)]
-        return np.stack([np.stack([self.a[y, x] for x in xs]) for y in ys]).astype(np.float64)  # (3, 3, n)
+        return np.stack([np.stack([self.a[y, x] for x in xs]) for y in ys])  # (3, 3, n), the level's dtype
 
     def _sample_count(self, nb, thr):
+        nb = nb.astype(np.float64)  # transform in the level's precision (as stored), interpolate in float64
         s2 = 0
         for ky, wy in self.phases:
             rows = nb[1] + wy * (nb[ky] - nb[1])  # (3, n) over x

@@ -268,8 +268,8 @@ def read_input(inp: MipsInput, colour: str, settings: core_mips.MipSettings) -> 
     image = bpy.data.images.get(inp.image_name)
     if image is None:
         raise MipsInputError(f"Image {inp.image_name!r} no longer exists")
-    if image.is_float and image.source == "FILE" and image.packed_file is None \
-            and image.alpha_mode not in {"CHANNEL_PACKED", "NONE"}:
+    if image.is_float and image.source == "FILE" and image.packed_file is None and not image.is_dirty \
+            and image.alpha_mode not in {"CHANNEL_PACKED", "NONE"}:  # unsaved paint is read from memory
         path = bpy.path.abspath(image.filepath, library=image.library)
         temp = bpy.data.images.load(path, check_existing=False)
         try:
