@@ -71,6 +71,14 @@ def main(argv=None):
     print(json.dumps({**common, "what": "memory", "estimate_bytes": mips.memory_estimate(n, n),
                       "measured_peak_bytes": peak, "estimate_over_peak": round(mips.memory_estimate(n, n) / peak, 3)}),
           flush=True)
+    # worst case: uniform noise alpha, every texel sits on an alpha edge, so every texel is supersampled
+    import numpy as np
+
+    noise = np.random.default_rng(0).integers(0, 256, (n, n, 4), dtype=np.uint8)
+    t_nn, _ = timed(lambda: mips.build_chain(noise, mips.MipSettings(preserve=False)), 1)
+    t_nk, _ = timed(lambda: mips.build_chain(noise), 1)
+    print(json.dumps({**common, "what": "worst_case_noise_alpha", "repeat": 1, "naive_seconds": round(t_nn, 4),
+                      "seconds": round(t_nk, 4), "overhead_ratio_vs_naive": round(t_nk / t_nn, 3)}), flush=True)
     print(json.dumps({**common, "what": "load_avg_after", "load_avg_1min": os.getloadavg()[0]}), flush=True)
 
 

@@ -43,6 +43,8 @@ FORMATS = ("dds", "png")
 BYTES_PER_PIXEL = 48
 DEFAULT_MAX_MEMORY_GB = 8.0
 MAX_SUPERSAMPLE = 8
+# the scale search stops when a level's coverage is this close to level 0's (far inside the 1% acceptance)
+SEARCH_TOLERANCE = 1e-4
 
 
 class MipsError(ValueError):
@@ -79,7 +81,8 @@ class LevelReport:
     coverage_naive: float
     coverage: float
     alpha_scale: float
-    step: float  # finest coverage change this level allows near the target (quantisation of its texel count)
+    step: float  # coverage gap between the two closest scales tried (the level's quantisation step when the
+                 # search had to stop there; 0 when the target was hit within the search tolerance)
 
 
 @dataclass
@@ -253,6 +256,9 @@ def _phases(s: int):
     return out
 
 
+_CHUNK = 1 << 18  # texels supersampled at once (~20 MB of float64 neighbourhoods)
+
+
 class _Field:
     """Coverage of one level's alpha under a monotone transform, counted in sub-samples."""
 
@@ -295,7 +301,8 @@ class _Field:
         if unsure.any():
             pos = np.flatnonzero(unsure)
             idx = pos if self.idx is None else self.idx[pos]
-            n += self._sample_count(f(self._neighbours(idx)), thr - 1e-7)
+            for start in range(0, idx.size, _CHUNK):  # bounded memory when most texels sit on an edge
+                n += self._sample_count(f(self._neighbours(idx[start:start + _CHUNK])), thr - 1e-7)
         return n
 
     def restrict(self, f_lo, f_hi, thr):
@@ -338,7 +345,8 @@ def _quantiser(k: float):
 def solve_scale(a: np.ndarray, target: float, ref: float, supersample: int):
     """Scale k for float alpha ``a`` whose 8-bit quantised result has coverage closest to ``target``.
 
-    Returns (k, coverage at k, naive coverage at k = 1, step: coverage gap of the final bracket)."""
+    Returns (k, coverage at k, naive coverage at k = 1, step: coverage gap of the final bracket). The search
+    stops once the coverage is within SEARCH_TOLERANCE of the target or the bracket cannot shrink further."""
     fld = _Field(a, supersample)
     thr = 255.0 * ref
     total = fld.total
@@ -354,9 +362,10 @@ def solve_scale(a: np.ndarray, target: float, ref: float, supersample: int):
     kmax = ((math.ceil(255.0 * ref) - 0.5) / 255.0) / max(float(a[a > 0].min()), 1e-12) * 1.001
     if c1 < want:
         klo, clo, khi, chi = 1.0, c1, None, None
-        k = 1.0
+        k, grow = 1.0, 1.05  # big levels need scales near 1: start close, widen geometrically
         while k < kmax:
-            k = min(k * 2.0, kmax)
+            k = min(k * grow, kmax)
+            grow *= grow
             c = cov(k)
             if c >= want:
                 khi, chi = k, c
@@ -366,9 +375,10 @@ def solve_scale(a: np.ndarray, target: float, ref: float, supersample: int):
             return klo, clo / total, naive, 0.0
     else:
         khi, chi, klo, clo = 1.0, c1, None, None
-        k = 1.0
+        k, grow = 1.0, 1.05
         for _ in range(64):
-            k *= 0.5
+            k /= grow
+            grow = min(grow * grow, 2.0)
             c = cov(k)
             if c <= want:
                 klo, clo = k, c
@@ -376,11 +386,16 @@ def solve_scale(a: np.ndarray, target: float, ref: float, supersample: int):
             khi, chi = k, c
         if klo is None:
             return khi, chi / total, naive, 0.0
-    for _ in range(40):
+    tol = max(0.5, SEARCH_TOLERANCE * total)
+    for it in range(64):
         fld.restrict(_quantiser(klo), _quantiser(khi), thr)
-        if chi - clo <= 1 or khi / klo - 1.0 < 1e-6:
+        # stop: no sample between, the target hit closely enough, or k pinned to 1e-4 (a jump in coverage)
+        if chi - clo <= 1 or khi / klo - 1.0 < 1e-4 or min(want - clo, chi - want) <= tol:
             break
-        km = math.sqrt(klo * khi)
+        lo, hi = math.log(klo), math.log(khi)
+        # safeguarded regula falsi in log k: interpolate on even steps, bisect on odd ones
+        frac = 0.5 if it % 2 else min(0.9, max(0.1, (want - clo) / (chi - clo)))
+        km = math.exp(lo + frac * (hi - lo))
         c = cov(km)
         if c < want:
             klo, clo = km, c
