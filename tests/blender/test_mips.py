@@ -336,3 +336,56 @@ def test_1x1_and_1xn_images(core, ops, tmp_path, shape):
     levels = dds_reader.read_dds((out / "line.dds").read_bytes())["levels"]
     assert [lv.shape[:2] for lv in levels] == core.level_sizes(*shape)
     np.testing.assert_array_equal(levels[0], img)
+
+
+def test_image_editor_active_image_and_cancel(core, ops, tmp_path):
+    src = leaf(core, 64)
+    image = bpy.data.images.load(write_png(core, tmp_path / "shown.png", src))
+    s = bpy.context.scene.envfx.mips
+    s.source = "ACTIVE"
+    s.image = None
+    s.output_dir = str(tmp_path / "out")
+    with bpy.context.temp_override(edit_image=image):  # what the Image Editor gives the operator
+        assert bpy.ops.envfx.mips_bake() == {"FINISHED"}
+    assert (tmp_path / "out" / "shown.dds").is_file()
+    # cancelling half-way (Esc in the UI, Ctrl-C in the CLI) leaves no file and no temporary image behind
+    before = state()
+    job = ops.bake_mips_job(ops.inputs_from_paths([str(tmp_path / "shown.png")] * 2), str(tmp_path / "cancel"))
+    next(job)
+    next(job)
+    job.close()
+    assert not (tmp_path / "cancel").exists() and state() == before
+
+
+class _Layout:
+    """Stands in for a UILayout (no UI in background mode): records what draw() shows, checks property names."""
+
+    def __init__(self, log):
+        self.log = log
+        self.use_property_split = self.use_property_decorate = self.active = False
+
+    def column(self, **kw):
+        return _Layout(self.log)
+
+    row = box = column
+
+    def prop(self, data, name, **kw):
+        assert name in data.bl_rna.properties, name
+        self.log.append(name)
+
+    def label(self, **kw):
+        self.log.append("label")
+
+    def operator(self, idname, **kw):
+        module, name = idname.split(".")
+        assert hasattr(getattr(bpy.ops, module), name)
+        self.log.append(idname)
+
+
+@pytest.mark.parametrize("source", ["ACTIVE", "SELECTED", "FOLDER"])
+def test_panel_draws_every_setting(envfx, source):
+    bpy.context.scene.envfx.mips.source = source
+    log = []
+    envfx.panels.mips.draw_mips(_Layout(log), bpy.context, in_image_editor=False)
+    assert "envfx.mips_bake" in log and "ref" in log and "output_dir" in log
+    assert ("folder" in log) == (source == "FOLDER") and ("image" in log) == (source == "ACTIVE")

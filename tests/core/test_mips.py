@@ -377,3 +377,12 @@ def test_coverage_matches_a_brute_force_bilinear_upsample(h, w, s, seed):
     for ref in (0.3, 0.5, 0.8):
         expect = np.count_nonzero(up >= ref - 1e-7) / up.size
         assert mips.coverage(a, ref, s) == pytest.approx(expect, abs=1e-12)
+
+
+@pytest.mark.parametrize("h,w,seed,slender", [(300, 200, 0, 1.0), (127, 255, 1, 0.3), (512, 512, 2, 0.3),
+                                              (99, 101, 3, 0.5)])
+def test_leaf_cards_of_odd_sizes_keep_coverage(h, w, seed, slender):
+    chain = mips.build_chain(mips.make_leaf_card(h, w, leaves=32, seed=seed, slender=slender))
+    for rep, lv in zip(chain.reports, chain.levels):
+        assert abs(mips.coverage(lv[..., 3]) - chain.target) <= tolerance(rep), rep
+    assert max(chain.target - r.coverage_naive for r in chain.reports) > 0.02
