@@ -169,6 +169,18 @@ def gather_inputs(context, source: str = "", image_name: str = "") -> list:
     raise MipsInputError(f"Unknown source {source!r}: use ACTIVE, SELECTED or FOLDER")
 
 
+def png_size(path: str):
+    """(width, height) from a PNG file's header without loading it, or None for other files."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(24)
+    except OSError:
+        return None
+    if len(head) == 24 and head[:8] == b"\x89PNG\r\n\x1a\n" and head[12:16] == b"IHDR":
+        return int.from_bytes(head[16:20], "big"), int.from_bytes(head[20:24], "big")
+    return None
+
+
 def check_input(inp: MipsInput, settings: core_mips.MipSettings):
     """Everything that can be checked without reading pixels: the image exists, is a still image, its file is
     there, and its chain fits the memory limit."""
@@ -177,6 +189,12 @@ def check_input(inp: MipsInput, settings: core_mips.MipSettings):
             raise MipsInputError(f"Image file {inp.path!r} is missing: check the path")
         if not os.access(inp.path, os.R_OK):
             raise MipsInputError(f"Image file {inp.path!r} cannot be read (permissions)")
+        size = png_size(inp.path)
+        if size is not None:  # other formats are checked once loaded, before their pixels are read
+            try:
+                core_mips.check_size(size[1], size[0], settings)
+            except core_mips.MipsError as exc:
+                raise MipsInputError(f"{os.path.basename(inp.path)}: {exc}") from None
         return
     image = bpy.data.images.get(inp.image_name)
     if image is None:

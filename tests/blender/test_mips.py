@@ -389,3 +389,17 @@ def test_panel_draws_every_setting(envfx, source):
     envfx.panels.mips.draw_mips(_Layout(log), bpy.context, in_image_editor=False)
     assert "envfx.mips_bake" in log and "ref" in log and "output_dir" in log
     assert ("folder" in log) == (source == "FOLDER") and ("image" in log) == (source == "ACTIVE")
+
+
+def test_16k_png_in_a_batch_is_refused_from_its_header(core, ops, tmp_path):
+    good = write_png(core, tmp_path / "a_good.png", leaf(core, 16))
+    huge = tmp_path / "huge.png"
+    # a real PNG header for 16384 x 16384 RGBA; the data would be 1 GB, the header alone is enough to refuse it
+    header = core.encode_png(np.zeros((1, 1, 4), np.uint8))
+    ihdr = (16384).to_bytes(4, "big") * 2
+    huge.write_bytes(header[:16] + ihdr + header[24:])
+    assert ops.png_size(str(huge)) == (16384, 16384)
+    before = state()
+    out = str(tmp_path / "out")
+    _expect_error(None, lambda: ops.bake_mips_job(ops.inputs_from_paths([good, str(huge)]), out),
+                  r"huge.png: A 16384x16384 image needs about 12.0 GB .* limit of 8 GB", out, before)
