@@ -762,7 +762,8 @@ def make_leaf_card(height: int = 256, width: int = None, leaves: int = 24, seed:
     x = (x + 0.5) / s
     cx_mid = width / s * 0.5
     alpha = np.zeros((height, width), np.float32)
-    shade = np.zeros((height, width), np.float32)
+    # the transparent background keeps a leaf colour (no dark halo where an engine filters colour)
+    shade = np.full((height, width), 0.7, np.float32)
     # stem: a thin slightly curved line down the middle
     stem_x = cx_mid + 0.03 * np.sin(y * 5.0)
     stem_d = np.abs(x - stem_x) * s
@@ -786,11 +787,10 @@ def make_leaf_card(height: int = 256, width: int = None, leaves: int = 24, seed:
         shade = np.where(a > alpha, light, shade)
         alpha = np.maximum(alpha, a)
     alpha = np.maximum(alpha, stem_a)
-    shade = np.where(stem_a >= alpha, 0.5, shade)
+    shade = np.where((stem_a >= alpha) & (stem_a > 0), 0.5, shade)
     img = np.empty((height, width, 4), np.uint8)
     img[..., 0] = to_u8(0.22 * shade + 0.05)
     img[..., 1] = to_u8(0.55 * shade + 0.1)
     img[..., 2] = to_u8(0.12 * shade)
     img[..., 3] = to_u8(alpha)
-    # the transparent background keeps the leaf colour (no dark halo when the engine filters colour)
     return img
