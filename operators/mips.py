@@ -20,6 +20,7 @@ from ..core import mips as core_mips
 
 IMAGE_EXTENSIONS = (".png", ".tga", ".tif", ".tiff", ".jpg", ".jpeg", ".bmp", ".exr", ".webp", ".hdr")
 COLOUR_MODES = ("AUTO", "SRGB", "LINEAR")
+DEFAULT_SETTINGS = core_mips.MipSettings()
 
 
 class MipsInputError(ValueError):
@@ -224,7 +225,7 @@ def _foreach_pixels(image) -> np.ndarray:
     return buf.reshape(h, w, 4)[::-1]  # Blender stores the bottom row first
 
 
-def read_image(image, colour: str = "AUTO", settings: core_mips.MipSettings = core_mips.MipSettings(),
+def read_image(image, colour: str = "AUTO", settings: core_mips.MipSettings = DEFAULT_SETTINGS,
                premultiplied: bool = None) -> tuple:
     """Pixels of a Blender image for core.mips: (array (H, W, C) top row first, srgb flag, warnings).
 
@@ -319,7 +320,7 @@ def validate(inputs, out_dir: str, settings: core_mips.MipSettings, formats, col
     return settings, formats
 
 
-def bake_mips_job(inputs, out_dir: str, settings: core_mips.MipSettings = core_mips.MipSettings(),
+def bake_mips_job(inputs, out_dir: str, settings: core_mips.MipSettings = DEFAULT_SETTINGS,
                   formats=core_mips.FORMATS, compare: bool = True, colour: str = "AUTO"):
     """Validate (raises MipsInputError at once), then return a job generator that bakes every input into
     ``out_dir`` and returns a MipsResult. Nothing appears in ``out_dir`` unless every image succeeded."""
@@ -353,7 +354,7 @@ def _bake(inputs, out_dir, settings, formats, compare, colour):
     return result
 
 
-def bake_mips(inputs, out_dir: str, settings: core_mips.MipSettings = core_mips.MipSettings(),
+def bake_mips(inputs, out_dir: str, settings: core_mips.MipSettings = DEFAULT_SETTINGS,
               formats=core_mips.FORMATS, compare: bool = True, colour: str = "AUTO") -> MipsResult:
     """Bake and return the MipsResult (progress lines in background mode)."""
     return progress.run(bake_mips_job(inputs, out_dir, settings, formats, compare, colour), "Mips")
