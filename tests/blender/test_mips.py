@@ -403,3 +403,24 @@ def test_16k_png_in_a_batch_is_refused_from_its_header(core, ops, tmp_path):
     out = str(tmp_path / "out")
     _expect_error(None, lambda: ops.bake_mips_job(ops.inputs_from_paths([good, str(huge)]), out),
                   r"huge.png: A 16384x16384 image needs about 12.0 GB .* limit of 8 GB", out, before)
+
+
+def test_operator_image_argument_and_name_clashes(core, ops, tmp_path):
+    src = leaf(core, 32)
+    a = write_png(core, tmp_path / "twig.png", src)
+    Image.fromarray(src).save(tmp_path / "twig.tga")
+    s = bpy.context.scene.envfx.mips
+    s.output_dir = str(tmp_path / "out")
+    with pytest.raises(RuntimeError, match="No image named 'Nope'"):
+        bpy.ops.envfx.mips_bake(image="Nope")
+    bpy.data.images.load(a)
+    assert bpy.ops.envfx.mips_bake(image="twig.png") == {"FINISHED"}
+    assert (tmp_path / "out" / "twig.dds").is_file()
+    inputs = ops.inputs_from_paths([str(tmp_path)])
+    assert [i.stem for i in inputs] == ["twig", "twig_2"]
+    result = ops.bake_mips(inputs, str(tmp_path / "both"), formats="dds", compare=False)
+    levels = [dds_reader.read_dds((tmp_path / "both" / f"{stem}.dds").read_bytes())["levels"][0]
+              for stem in ("twig", "twig_2")]
+    for lv in levels:  # the TGA reads the same as the PNG (Blender's loader, straight alpha)
+        np.testing.assert_array_equal(lv, src)
+    assert set(result.reports) == {"twig", "twig_2"}
