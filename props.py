@@ -122,6 +122,10 @@ from bpy.props import IntProperty, StringProperty  # noqa: E402  (mips)
 
 from .core import mips as core_mips  # noqa: E402
 
+# Blender 5.0 warns about "//" paths unless a path property says it supports them (4.2 has no such option;
+# gated on 5.0, the version this was checked on: at worst an in-between version prints that warning)
+_MIPS_PATH_OPTIONS = {"PATH_SUPPORTS_BLEND_RELATIVE"} if bpy.app.version >= (5, 0, 0) else set()
+
 
 class EnvFXMipsSettings(PropertyGroup):
     source: EnumProperty(
@@ -143,12 +147,14 @@ class EnvFXMipsSettings(PropertyGroup):
         name="Input Folder",
         description="Folder whose image files (PNG, TGA, TIFF, JPEG, EXR, ...) are baked",
         subtype="DIR_PATH",
+        options=_MIPS_PATH_OPTIONS,
         default="",
     )
     output_dir: StringProperty(
         name="Output Folder",
         description="Where the DDS files, PNG levels, JSON reports and comparison pictures are written",
         subtype="DIR_PATH",
+        options=_MIPS_PATH_OPTIONS,
         default="//mips",
     )
     ref: FloatProperty(

@@ -167,7 +167,8 @@ def test_srgb_checker_in_blender_mips_to_the_linear_average(core, ops, tmp_path)
 def test_selected_objects_material_images_and_folder_source(core, tmp_path):
     paths = [write_png(core, tmp_path / f"leaf{i}.png", leaf(core, 32, seed=i)) for i in range(3)]
     mat = bpy.data.materials.new("Leaves")
-    mat.use_nodes = True
+    if bpy.app.version < (5, 0, 0):  # always on (and deprecated) from 5.0
+        mat.use_nodes = True
     tex = mat.node_tree.nodes.new("ShaderNodeTexImage")
     tex.image = bpy.data.images.load(paths[0])
     group = bpy.data.node_groups.new("Inner", "ShaderNodeTree")

@@ -17,7 +17,8 @@ def _envfx_module(name):
 
 def _card(bpy, coll, image):
     mat = bpy.data.materials.new("Demo Leaf Card")
-    mat.use_nodes = True
+    if bpy.app.version < (5, 0, 0):  # always on (and deprecated) from 5.0
+        mat.use_nodes = True
     nt = mat.node_tree
     nt.nodes.clear()
     tex = nt.nodes.new("ShaderNodeTexImage")
