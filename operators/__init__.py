@@ -2,9 +2,9 @@
 
 import bpy
 
-from . import bend
+from . import bend, mips
 
-modules = (bend,)
+modules = (bend, mips)
 classes = tuple(cls for module in modules for cls in module.classes)
 
 

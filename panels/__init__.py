@@ -2,9 +2,9 @@
 
 import bpy
 
-from . import bend, main
+from . import bend, main, mips
 
-modules = (main, bend)
+modules = (main, bend, mips)
 classes = tuple(cls for module in modules for cls in module.classes)
 
 

@@ -1,0 +1,412 @@
+"""Alpha-coverage mip chain operators: gather images, read their pixels through bpy, call core.mips, write files.
+
+Scripts call ``gather_inputs`` / ``inputs_from_paths`` and ``bake_mips`` (or ``bake_mips_job`` for progress);
+the operator and the CLI do exactly that.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+from dataclasses import dataclass, field
+
+import bpy
+import numpy as np
+from bpy.props import StringProperty
+
+from .. import progress
+from ..core import mips as core_mips
+
+IMAGE_EXTENSIONS = (".png", ".tga", ".tif", ".tiff", ".jpg", ".jpeg", ".bmp", ".exr", ".webp", ".hdr")
+COLOUR_MODES = ("AUTO", "SRGB", "LINEAR")
+DEFAULT_SETTINGS = core_mips.MipSettings()
+
+
+class MipsInputError(ValueError):
+    """Nothing could be baked; nothing was written and the file is unchanged."""
+
+
+@dataclass
+class MipsInput:
+    """One image to bake: an image datablock (by name, never the object) or a file loaded only while reading."""
+    stem: str
+    label: str
+    image_name: str = ""
+    path: str = ""
+
+
+@dataclass
+class MipsResult:
+    files: list = field(default_factory=list)
+    reports: dict = field(default_factory=dict)   # stem -> core_mips.report_dict(...)
+    warnings: list = field(default_factory=list)
+
+
+# --- settings ---------------------------------------------------------------------------------------------
+
+def settings_from_scene(scene) -> tuple:
+    """(MipSettings, formats, compare, colour mode, output folder) from ``scene.envfx.mips``."""
+    s = scene.envfx.mips
+    settings = core_mips.MipSettings(ref=round(float(s.ref), 6), alpha_channel=s.alpha_channel,
+                                     preserve=s.preserve, supersample=int(s.supersample),
+                                     max_memory_gb=float(s.max_memory_gb))
+    formats = tuple(sorted(f.lower() for f in s.formats))
+    return settings, formats, s.compare, s.colour, s.output_dir
+
+
+def resolve_output_dir(path: str) -> str:
+    if not path:
+        raise MipsInputError("No output folder: set the Output Folder in the EnvFX mips panel")
+    if path.startswith("//") and not bpy.data.filepath:
+        raise MipsInputError(f"Output folder {path!r} is relative to the .blend, which is not saved yet: save the "
+                             "file first or choose an absolute folder")
+    return os.path.normpath(bpy.path.abspath(path))
+
+
+# --- gathering inputs -------------------------------------------------------------------------------------
+
+def _stem(name: str) -> str:
+    base = name
+    root, ext = os.path.splitext(name)
+    if ext.lower() in IMAGE_EXTENSIONS:
+        base = root
+    base = re.sub(r"[^A-Za-z0-9._-]+", "_", base).strip("._") or "image"
+    return base
+
+
+def _unique(inputs: list) -> list:
+    seen = {}
+    for inp in inputs:
+        n = seen.get(inp.stem.lower(), 0)
+        seen[inp.stem.lower()] = n + 1
+        if n:
+            inp.stem = f"{inp.stem}_{n + 1}"
+    return inputs
+
+
+def input_from_image(image) -> MipsInput:
+    return MipsInput(stem=_stem(image.name), label=image.filepath or f"<{image.name}>", image_name=image.name)
+
+
+def material_images(objects) -> list:
+    """Images of the image-texture nodes in the materials of ``objects`` (nested groups included), in order."""
+    found = []
+
+    def walk(tree, seen_trees):
+        if tree is None or tree.name in seen_trees:
+            return
+        seen_trees.add(tree.name)
+        for node in tree.nodes:
+            if node.type == "TEX_IMAGE" and node.image is not None and node.image not in found:
+                found.append(node.image)
+            elif node.type == "GROUP":
+                walk(node.node_tree, seen_trees)
+
+    for obj in objects:
+        for slot in getattr(obj, "material_slots", []):
+            mat = slot.material
+            if mat is not None and mat.node_tree is not None:
+                walk(mat.node_tree, set())
+    return found
+
+
+def folder_files(folder: str) -> list:
+    if not folder:
+        raise MipsInputError("No input folder: set the Input Folder in the EnvFX mips panel")
+    path = bpy.path.abspath(folder)
+    if not os.path.isdir(path):
+        raise MipsInputError(f"Input folder {path!r} does not exist: choose an existing folder")
+    files = sorted(os.path.join(path, f) for f in os.listdir(path)
+                   if f.lower().endswith(IMAGE_EXTENSIONS) and os.path.isfile(os.path.join(path, f)))
+    if not files:
+        raise MipsInputError(f"Input folder {path!r} has no image files ({', '.join(IMAGE_EXTENSIONS)})")
+    return files
+
+
+def inputs_from_paths(paths) -> list:
+    """Image files, or folders of image files, as inputs (CLI, scripts)."""
+    inputs = []
+    for p in paths:
+        p = os.path.abspath(bpy.path.abspath(p))
+        if os.path.isdir(p):
+            inputs.extend(MipsInput(stem=_stem(os.path.basename(f)), label=f, path=f) for f in folder_files(p))
+        elif os.path.isfile(p):
+            inputs.append(MipsInput(stem=_stem(os.path.basename(p)), label=p, path=p))
+        else:
+            raise MipsInputError(f"No such file or folder {p!r}: check the path")
+    if not inputs:
+        raise MipsInputError("No images given: pass image files or folders")
+    return _unique(inputs)
+
+
+def gather_inputs(context, source: str = "", image_name: str = "") -> list:
+    """The images the operator acts on: an image by name, else the scene setting's source."""
+    scene = context.scene
+    s = scene.envfx.mips
+    if image_name:
+        image = bpy.data.images.get(image_name)
+        if image is None:
+            raise MipsInputError(f"No image named {image_name!r} in this file")
+        return [input_from_image(image)]
+    source = source or s.source
+    if source == "ACTIVE":
+        image = getattr(context, "edit_image", None) or s.image
+        if image is None:
+            raise MipsInputError("No active image: open one in the Image Editor or pick an Image in the EnvFX mips "
+                                 "panel")
+        return [input_from_image(image)]
+    if source == "SELECTED":
+        objects = list(getattr(context, "selected_objects", None) or [])
+        if not objects:
+            raise MipsInputError("Nothing selected: select the objects whose material images should get mip chains")
+        images = material_images(objects)
+        if not images:
+            raise MipsInputError("The selected objects' materials use no image textures: add an Image Texture node "
+                                 "or choose another source")
+        return _unique([input_from_image(im) for im in images])
+    if source == "FOLDER":
+        return inputs_from_paths([s.folder]) if s.folder else folder_files(s.folder)
+    raise MipsInputError(f"Unknown source {source!r}: use ACTIVE, SELECTED or FOLDER")
+
+
+def png_size(path: str):
+    """(width, height) from a PNG file's header without loading it, or None for other files."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(24)
+    except OSError:
+        return None
+    if len(head) == 24 and head[:8] == b"\x89PNG\r\n\x1a\n" and head[12:16] == b"IHDR":
+        return int.from_bytes(head[16:20], "big"), int.from_bytes(head[20:24], "big")
+    return None
+
+
+def check_input(inp: MipsInput, settings: core_mips.MipSettings):
+    """Everything that can be checked without reading pixels: the image exists, is a still image, its file is
+    there, and its chain fits the memory limit."""
+    if inp.path:
+        if not os.path.isfile(inp.path):
+            raise MipsInputError(f"Image file {inp.path!r} is missing: check the path")
+        if not os.access(inp.path, os.R_OK):
+            raise MipsInputError(f"Image file {inp.path!r} cannot be read (permissions)")
+        size = png_size(inp.path)
+        if size is not None:  # other formats are checked once loaded, before their pixels are read
+            try:
+                core_mips.check_size(size[1], size[0], settings)
+            except core_mips.MipsError as exc:
+                raise MipsInputError(f"{os.path.basename(inp.path)}: {exc}") from None
+        return
+    image = bpy.data.images.get(inp.image_name)
+    if image is None:
+        raise MipsInputError(f"Image {inp.image_name!r} no longer exists")
+    if image.source not in {"FILE", "GENERATED"}:
+        raise MipsInputError(f"Image {image.name!r} is a {image.source.lower()} image: only still images (files, "
+                             "packed or generated) get mip chains")
+    if image.source == "FILE" and image.packed_file is None:
+        path = bpy.path.abspath(image.filepath, library=image.library)
+        if not os.path.isfile(path):
+            raise MipsInputError(f"Image {image.name!r}: its file {path!r} is missing; relink or pack it")
+    w, h = image.size
+    if w == 0 or h == 0:
+        raise MipsInputError(f"Image {image.name!r} cannot be read (not an image, or damaged): fix or replace it")
+    try:
+        core_mips.check_size(h, w, settings)
+    except core_mips.MipsError as exc:
+        raise MipsInputError(f"Image {image.name!r}: {exc}") from None
+
+
+# --- reading pixels ---------------------------------------------------------------------------------------
+
+def _foreach_pixels(image) -> np.ndarray:
+    w, h = image.size
+    buf = np.empty(w * h * 4, dtype=np.float32)
+    image.pixels.foreach_get(buf)
+    return buf.reshape(h, w, 4)[::-1]  # Blender stores the bottom row first
+
+
+def read_image(image, colour: str = "AUTO", settings: core_mips.MipSettings = DEFAULT_SETTINGS,
+               premultiplied: bool = None) -> tuple:
+    """Pixels of a Blender image for core.mips: (array (H, W, C) top row first, srgb flag, warnings).
+
+    8-bit images give their bytes (``image.pixels`` of a byte image is the stored value / 255, straight alpha).
+    Float images (16-bit PNG, EXR, float generated) hold scene-linear colour, premultiplied unless the alpha mode
+    is Channel Packed or None; ``premultiplied`` overrides that guess (EXR files hold premultiplied colour even
+    when read Channel Packed). Colour is re-encoded to sRGB so core.mips filters it in linear light and writes
+    8-bit sRGB. Alpha: 8-bit images with 4 stored channels (RGBA, grey+alpha, palette with transparency),
+    float images with 4."""
+    w, h = image.size
+    if w == 0 or h == 0:
+        raise MipsInputError(f"Image {image.name!r} cannot be read (not an image, or damaged): fix or replace it")
+    try:
+        core_mips.check_size(h, w, settings)
+    except core_mips.MipsError as exc:
+        raise MipsInputError(f"Image {image.name!r}: {exc}") from None
+    warnings = []
+    px = _foreach_pixels(image)
+    has_alpha = image.depth in ((64, 128) if image.is_float else (32,)) and image.alpha_mode != "NONE"
+    is_data = image.colorspace_settings.is_data
+    if not image.is_float:
+        arr = np.floor(px * 255.0 + 0.5).astype(np.uint8)
+        srgb = {"AUTO": image.colorspace_settings.name == "sRGB", "SRGB": True, "LINEAR": False}[colour]
+    else:
+        warnings.append(f"{image.name}: float or 16-bit image, its chain is written with 8 bits per channel")
+        arr = np.ascontiguousarray(px)
+        if premultiplied is None:
+            premultiplied = image.alpha_mode not in {"CHANNEL_PACKED", "NONE"}
+        if premultiplied and has_alpha:
+            a = arr[..., 3:4]
+            arr[..., :3] = np.where(a > 0, arr[..., :3] / np.maximum(a, 1e-8), 0.0)
+        srgb = (colour == "SRGB") or (colour == "AUTO" and not is_data)
+        if srgb:
+            arr[..., :3] = core_mips.linear_to_srgb(arr[..., :3])
+        arr = np.clip(arr, 0.0, 1.0)
+    if not has_alpha:
+        arr = arr[..., :3]
+    return arr, srgb, warnings
+
+
+def _premultiplied_file(path: str) -> bool:
+    """OpenEXR stores premultiplied colour; PNG, TIFF and TGA store straight colour."""
+    return os.path.splitext(path)[1].lower() == ".exr"
+
+
+def read_input(inp: MipsInput, colour: str, settings: core_mips.MipSettings) -> tuple:
+    """Read one input; files and unpacked float images are loaded into a temporary datablock (alpha mode
+    Channel Packed, so colour is not premultiplied) that is removed again."""
+    if inp.path:
+        try:
+            temp = bpy.data.images.load(inp.path, check_existing=False)
+        except RuntimeError:
+            raise MipsInputError(f"Image file {inp.path!r} cannot be read (not an image, or damaged)") from None
+        try:
+            temp.alpha_mode = "CHANNEL_PACKED"
+            return read_image(temp, colour, settings, premultiplied=_premultiplied_file(inp.path))
+        finally:
+            bpy.data.images.remove(temp)
+    image = bpy.data.images.get(inp.image_name)
+    if image is None:
+        raise MipsInputError(f"Image {inp.image_name!r} no longer exists")
+    if image.is_float and image.source == "FILE" and image.packed_file is None and not image.is_dirty \
+            and image.alpha_mode not in {"CHANNEL_PACKED", "NONE"}:  # unsaved paint is read from memory
+        path = bpy.path.abspath(image.filepath, library=image.library)
+        temp = bpy.data.images.load(path, check_existing=False)
+        try:
+            temp.alpha_mode = "CHANNEL_PACKED"
+            temp.colorspace_settings.name = image.colorspace_settings.name
+            arr, srgb, warnings = read_image(temp, colour, settings, premultiplied=_premultiplied_file(path))
+            return arr, srgb, [w.replace(temp.name, image.name) for w in warnings]
+        finally:
+            bpy.data.images.remove(temp)
+    return read_image(image, colour, settings)
+
+
+# --- baking -----------------------------------------------------------------------------------------------
+
+def validate(inputs, out_dir: str, settings: core_mips.MipSettings, formats, colour: str = "AUTO") -> tuple:
+    """Check everything before any work; returns (settings, formats)."""
+    try:
+        settings = settings.validate()
+        formats = core_mips.parse_formats(formats)
+        core_mips.check_output_dir(out_dir)
+    except core_mips.MipsError as exc:
+        raise MipsInputError(str(exc)) from None
+    if colour not in COLOUR_MODES:
+        raise MipsInputError(f"Unknown colour mode {colour!r}: use one of {', '.join(COLOUR_MODES)}")
+    if not inputs:
+        raise MipsInputError("No images to bake")
+    for inp in inputs:
+        check_input(inp, settings)
+    return settings, formats
+
+
+def bake_mips_job(inputs, out_dir: str, settings: core_mips.MipSettings = DEFAULT_SETTINGS,
+                  formats=core_mips.FORMATS, compare: bool = True, colour: str = "AUTO"):
+    """Validate (raises MipsInputError at once), then return a job generator that bakes every input into
+    ``out_dir`` and returns a MipsResult. Nothing appears in ``out_dir`` unless every image succeeded."""
+    inputs = _unique([dataclasses.replace(i) for i in inputs])
+    settings, formats = validate(inputs, out_dir, settings, formats, colour)
+    return _bake(inputs, out_dir, settings, formats, compare, colour)
+
+
+def _bake(inputs, out_dir, settings, formats, compare, colour):
+    result = MipsResult()
+    n = len(inputs)
+    with core_mips.StagedOutput(out_dir, formats, compare) as staged:
+        for i, inp in enumerate(inputs):
+            arr, srgb, warnings = read_input(inp, colour, settings)
+            job = core_mips.build_chain_job(arr, dataclasses.replace(settings, srgb=srgb))
+            del arr
+            while True:
+                try:
+                    fraction = next(job)
+                except StopIteration as stop:
+                    chain = stop.value
+                    break
+                yield (i + 0.9 * fraction) / n
+            chain.warnings = warnings + [f"{inp.stem}: {w}" for w in chain.warnings]
+            staged.add(inp.stem, inp.label, chain)
+            result.reports[inp.stem] = core_mips.report_dict(chain, inp.label)
+            result.warnings.extend(chain.warnings)
+            del chain
+            yield (i + 1.0) / n
+        result.files = staged.commit()
+    return result
+
+
+def bake_mips(inputs, out_dir: str, settings: core_mips.MipSettings = DEFAULT_SETTINGS,
+              formats=core_mips.FORMATS, compare: bool = True, colour: str = "AUTO") -> MipsResult:
+    """Bake and return the MipsResult (progress lines in background mode)."""
+    return progress.run(bake_mips_job(inputs, out_dir, settings, formats, compare, colour), "Mips")
+
+
+# --- operator ---------------------------------------------------------------------------------------------
+
+class ENVFX_OT_mips_bake(progress.ModalJobOperator, bpy.types.Operator):
+    """Write alpha-coverage preserving mip chains (DDS, PNG levels, report, comparison) for the chosen images"""
+
+    bl_idname = "envfx.mips_bake"
+    bl_label = "Bake Mip Chains"
+    bl_options = {"REGISTER", "UNDO"}
+
+    job_label = "Mips"
+
+    image: StringProperty(
+        name="Image",
+        description="Bake this image (by name) instead of the panel's source",
+        default="",
+    )
+
+    @classmethod
+    def poll(cls, context):
+        if context.scene is None:
+            cls.poll_message_set("Needs a scene")
+            return False
+        return True
+
+    def make_job(self, context):
+        try:
+            settings, formats, compare, colour, out = settings_from_scene(context.scene)
+            if not formats:
+                raise MipsInputError("No output format chosen: tick DDS and/or PNG")
+            inputs = gather_inputs(context, image_name=self.image)
+            return bake_mips_job(inputs, resolve_output_dir(out), settings, formats, compare, colour)
+        except (MipsInputError, core_mips.MipsError) as exc:
+            self.report({"ERROR"}, str(exc))
+            return None
+
+    def finish(self, context, result):
+        for warning in result.warnings:
+            self.report({"WARNING"}, warning)
+        worst = []
+        for stem, rep in result.reports.items():
+            levels = rep["per_level"]
+            worst.append(f"{stem}: coverage {rep['target_coverage']:.3f}, naive worst "
+                         f"{min(lv['coverage_naive'] for lv in levels):.3f}, kept worst "
+                         f"{min(lv['coverage'] for lv in levels):.3f}")
+        self.report({"INFO"}, f"Wrote {len(result.files)} file(s) for {len(result.reports)} image(s); "
+                    + "; ".join(worst))
+        return {"FINISHED"}
+
+
+classes = (ENVFX_OT_mips_bake,)

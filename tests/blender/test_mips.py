@@ -1,0 +1,427 @@
+"""Mip chains in real Blender: image loading (8/16-bit, grey+alpha, palette, packed, generated), the operator,
+the CLI, and every bad input of the issue (message + nothing written + file unchanged)."""
+
+import importlib.util
+import io
+import json
+import os
+
+import bpy
+import numpy as np
+import pytest
+from PIL import Image
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+_spec = importlib.util.spec_from_file_location("mips_dds_reader", os.path.join(ROOT, "tests", "core",
+                                                                                "mips_dds_reader.py"))
+dds_reader = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(dds_reader)
+
+
+@pytest.fixture
+def core(envfx):
+    return envfx.core.mips
+
+
+@pytest.fixture
+def ops(envfx):
+    return envfx.operators.mips
+
+
+def leaf(core, size=96, seed=2):
+    return core.make_leaf_card(size, seed=seed)
+
+
+def write_png(core, path, arr):
+    with open(path, "wb") as fh:
+        fh.write(core.encode_png(arr))
+    return str(path)
+
+
+def tol(entry):
+    return max(0.01, 1.0 / (entry["width"] * entry["height"])) + 1e-9
+
+
+def check_report(rep):
+    for entry in rep["per_level"]:
+        assert abs(entry["coverage"] - rep["target_coverage"]) <= tol(entry), entry
+
+
+def state():
+    return sorted(im.name for im in bpy.data.images), sorted(o.name for o in bpy.data.objects)
+
+
+def bake_scene_image(image, out):
+    s = bpy.context.scene.envfx.mips
+    s.source = "ACTIVE"
+    s.image = image
+    s.output_dir = str(out)
+    return bpy.ops.envfx.mips_bake()
+
+
+def test_operator_bakes_the_active_image(core, tmp_path):
+    src = leaf(core)
+    path = write_png(core, tmp_path / "Leaf Card.png", src)
+    image = bpy.data.images.load(path)
+    out = tmp_path / "out"
+    assert bake_scene_image(image, out) == {"FINISHED"}
+    names = sorted(os.listdir(out))
+    assert "Leaf_Card.dds" in names and "Leaf_Card_mips.json" in names and "Leaf_Card_compare.png" in names
+    data = (out / "Leaf_Card.dds").read_bytes()
+    with Image.open(io.BytesIO(data)) as im:
+        np.testing.assert_array_equal(np.asarray(im), src)  # level 0 = the file's pixels, top row first
+    levels = dds_reader.read_dds(data)["levels"]
+    assert [lv.shape[:2] for lv in levels] == core.level_sizes(96, 96)
+    for i, lv in enumerate(levels):
+        with Image.open(out / f"Leaf_Card_mip{i:02d}.png") as im:
+            np.testing.assert_array_equal(np.asarray(im), lv)
+    rep = json.loads((out / "Leaf_Card_mips.json").read_text())
+    check_report(rep)
+    assert min(e["coverage_naive"] for e in rep["per_level"]) < 0.5 * rep["target_coverage"]
+    # the same chain as the numpy entry point
+    chain = core.build_chain(src)
+    for a, b in zip(levels, chain.levels):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_16bit_png_reads_straight_colour(core, ops, tmp_path):
+    src = leaf(core, 64)
+    src[..., 0] = np.arange(64, dtype=np.uint8)[None, :] * 4  # colour under partly transparent texels too
+    path = write_png(core, tmp_path / "deep.png", src.astype(np.uint16) * 257)
+    arr, srgb, warnings = ops.read_input(ops.inputs_from_paths([path])[0], "AUTO", core.MipSettings())
+    assert srgb and any("16-bit" in w for w in warnings)
+    back = core.to_u8(arr)
+    assert np.abs(back.astype(int) - src).max() <= 1  # not premultiplied, not linear
+    image = bpy.data.images.load(path)  # an image of the file, default alpha mode (premultiplied float)
+    arr2, _, _ = ops.read_input(ops.input_from_image(image), "AUTO", core.MipSettings())
+    assert np.abs(core.to_u8(arr2).astype(int) - src).max() <= 1
+
+
+@pytest.mark.parametrize("kind", ["LA", "P"])
+def test_grey_alpha_and_palette_pngs(core, ops, tmp_path, kind):
+    src = leaf(core, 64)
+    if kind == "LA":
+        pil = Image.fromarray(np.stack([src[..., 1], src[..., 3]], axis=-1), "LA")
+        want_alpha = src[..., 3]
+    else:
+        a = np.where(src[..., 3] >= 128, 255, 0).astype(np.uint8)
+        rgb = np.where(a[..., None] > 0, src[..., :3], 0).astype(np.uint8)
+        pil = Image.fromarray(rgb).quantize(colors=16)
+        idx = np.asarray(pil)
+        trans = int(idx[a == 0][0])
+        pil.info["transparency"] = trans
+        want_alpha = np.where(idx == trans, 0, 255)
+    path = str(tmp_path / f"img_{kind}.png")
+    pil.save(path, transparency=pil.info.get("transparency")) if kind == "P" else pil.save(path)
+    with Image.open(path) as check:
+        assert check.mode == kind
+    arr, _, _ = ops.read_input(ops.inputs_from_paths([path])[0], "AUTO", core.MipSettings())
+    assert arr.shape[2] == 4
+    np.testing.assert_array_equal(arr[..., 3], want_alpha)
+    out = tmp_path / "out"
+    result = ops.bake_mips(ops.inputs_from_paths([path]), str(out))
+    check_report(result.reports[f"img_{kind}"])
+
+
+def test_image_without_alpha_says_so_and_still_bakes(core, ops, tmp_path):
+    path = write_png(core, tmp_path / "rgb.png", leaf(core, 32)[..., :3])
+    result = ops.bake_mips(ops.inputs_from_paths([path]), str(tmp_path / "out"))
+    assert any("no alpha" in w for w in result.warnings)
+    levels = dds_reader.read_dds((tmp_path / "out" / "rgb.dds").read_bytes())["levels"]
+    assert len(levels) == 6 and all(np.all(lv[..., 3] == 255) for lv in levels)
+
+
+def test_packed_and_generated_images(core, ops, tmp_path):
+    src = leaf(core, 48)
+    path = write_png(core, tmp_path / "packme.png", src)
+    packed = bpy.data.images.load(path)
+    packed.pack()
+    os.remove(path)  # only the packed copy is left
+    gen = bpy.data.images.new("Generated Leaf", 48, 48, alpha=True)
+    gen.pixels.foreach_set((src[::-1].astype(np.float32) / 255.0).ravel())
+    before = state()
+    result = ops.bake_mips([ops.input_from_image(packed), ops.input_from_image(gen)], str(tmp_path / "out"))
+    assert state() == before
+    for stem in ("packme", "Generated_Leaf"):
+        data = (tmp_path / "out" / f"{stem}.dds").read_bytes()
+        with Image.open(io.BytesIO(data)) as im:
+            assert np.abs(np.asarray(im).astype(int) - src).max() <= 1
+        check_report(result.reports[stem])
+
+
+def test_srgb_checker_in_blender_mips_to_the_linear_average(core, ops, tmp_path):
+    img = np.full((8, 8, 4), 255, np.uint8)
+    yy, xx = np.mgrid[0:8, 0:8]
+    img[..., :3] = np.where(((yy + xx) % 2 == 0)[..., None], 0, 255)
+    path = write_png(core, tmp_path / "checker.png", img)
+    ops.bake_mips(ops.inputs_from_paths([path]), str(tmp_path / "out"), formats="dds", compare=False)
+    levels = dds_reader.read_dds((tmp_path / "out" / "checker.dds").read_bytes())["levels"]
+    assert np.all(np.abs(levels[1][..., :3].astype(int) - 188) <= 1)
+    image = bpy.data.images.load(path)
+    image.colorspace_settings.name = "Non-Color"  # data: filtered as plain numbers
+    ops.bake_mips([ops.input_from_image(image)], str(tmp_path / "out2"), formats="dds", compare=False)
+    levels = dds_reader.read_dds((tmp_path / "out2" / "checker.dds").read_bytes())["levels"]
+    assert np.all(np.abs(levels[1][..., :3].astype(int) - 128) <= 1)
+
+
+def test_selected_objects_material_images_and_folder_source(core, tmp_path):
+    paths = [write_png(core, tmp_path / f"leaf{i}.png", leaf(core, 32, seed=i)) for i in range(3)]
+    mat = bpy.data.materials.new("Leaves")
+    if bpy.app.version < (5, 0, 0):  # always on (and deprecated) from 5.0
+        mat.use_nodes = True
+    tex = mat.node_tree.nodes.new("ShaderNodeTexImage")
+    tex.image = bpy.data.images.load(paths[0])
+    group = bpy.data.node_groups.new("Inner", "ShaderNodeTree")
+    gtex = group.nodes.new("ShaderNodeTexImage")
+    gtex.image = bpy.data.images.load(paths[1])
+    gnode = mat.node_tree.nodes.new("ShaderNodeGroup")
+    gnode.node_tree = group
+    cube = bpy.data.objects["Cube"]
+    cube.data.materials.append(mat)
+    bpy.ops.object.select_all(action="DESELECT")
+    cube.select_set(True)
+    s = bpy.context.scene.envfx.mips
+    s.source = "SELECTED"
+    s.output_dir = str(tmp_path / "sel")
+    assert bpy.ops.envfx.mips_bake() == {"FINISHED"}
+    assert sorted(f for f in os.listdir(tmp_path / "sel") if f.endswith(".dds")) == ["leaf0.dds", "leaf1.dds"]
+    s.source = "FOLDER"
+    s.folder = str(tmp_path)
+    s.output_dir = str(tmp_path / "fold")
+    assert bpy.ops.envfx.mips_bake() == {"FINISHED"}
+    assert sorted(f for f in os.listdir(tmp_path / "fold") if f.endswith(".dds")) == [
+        "leaf0.dds", "leaf1.dds", "leaf2.dds"]
+
+
+# --- bad input: clear message, nothing written, file unchanged ---------------------------------------------
+
+def _expect_error(capsys_or_none, fn, pattern, out_dir, before):
+    with pytest.raises((RuntimeError, ValueError), match=pattern):
+        fn()
+    assert not os.path.exists(out_dir) or os.listdir(out_dir) == []
+    assert state() == before
+
+
+def test_missing_file(core, ops, tmp_path):
+    path = write_png(core, tmp_path / "gone.png", leaf(core, 16))
+    image = bpy.data.images.load(path)
+    os.remove(path)
+    before = state()
+    out = str(tmp_path / "out")
+    _expect_error(None, lambda: bake_scene_image(image, out), "file .* is missing; relink or pack it", out, before)
+    _expect_error(None, lambda: ops.inputs_from_paths([path]), "No such file or folder", out, before)
+
+
+def test_unreadable_file(core, ops, tmp_path):
+    bad = tmp_path / "broken.png"
+    bad.write_bytes(b"\x89PNG\r\n\x1a\nthis is not an image")
+    good = write_png(core, tmp_path / "good.png", leaf(core, 16))
+    before = state()
+    out = str(tmp_path / "out")
+    _expect_error(None, lambda: ops.bake_mips(ops.inputs_from_paths([good, str(bad)]), out),
+                  "cannot be read", out, before)
+
+
+def test_output_folder_that_cannot_be_written(core, ops, tmp_path):
+    good = write_png(core, tmp_path / "good.png", leaf(core, 16))
+    blocker = tmp_path / "blocker"
+    blocker.write_text("a file where the folder should be")
+    before = state()
+    for out in (str(blocker), str(blocker / "sub"), "/proc/envfx-mips-out"):
+        with pytest.raises(ValueError, match="is a file|cannot be written"):
+            ops.bake_mips(ops.inputs_from_paths([good]), out)
+    assert blocker.read_text().startswith("a file") and state() == before
+    image = bpy.data.images.load(good)
+    before = state()
+    with pytest.raises(RuntimeError, match="cannot be written|is a file"):
+        bake_scene_image(image, str(blocker / "sub"))
+    assert state() == before
+
+
+def test_memory_estimate_refuses_before_reading(core, ops, tmp_path):
+    image = bpy.data.images.new("Big", 2048, 2048, alpha=True)
+    bpy.context.scene.envfx.mips.max_memory_gb = 0.1
+    before = state()
+    out = str(tmp_path / "out")
+    _expect_error(None, lambda: bake_scene_image(image, out), r"2048x2048 image needs about .* GB", out, before)
+
+
+def test_nothing_to_bake_messages(core, tmp_path):
+    s = bpy.context.scene.envfx.mips
+    s.output_dir = str(tmp_path / "out")
+    s.source = "ACTIVE"
+    with pytest.raises(RuntimeError, match="No active image"):
+        bpy.ops.envfx.mips_bake()
+    s.source = "SELECTED"
+    bpy.ops.object.select_all(action="DESELECT")
+    with pytest.raises(RuntimeError, match="Nothing selected"):
+        bpy.ops.envfx.mips_bake()
+    bpy.data.objects["Cube"].select_set(True)
+    with pytest.raises(RuntimeError, match="use no image textures"):
+        bpy.ops.envfx.mips_bake()
+    s.source = "FOLDER"
+    s.folder = str(tmp_path / "nope")
+    with pytest.raises(RuntimeError, match="No such file or folder|does not exist"):
+        bpy.ops.envfx.mips_bake()
+    s.source = "ACTIVE"
+    s.image = bpy.data.images.new("G", 8, 8)
+    s.formats = set()
+    with pytest.raises(RuntimeError, match="No output format"):
+        bpy.ops.envfx.mips_bake()
+    assert not os.path.exists(tmp_path / "out")
+
+
+def test_unsaved_blend_relative_output(core):
+    s = bpy.context.scene.envfx.mips
+    s.image = bpy.data.images.new("G", 8, 8)
+    s.output_dir = "//mips"
+    with pytest.raises(RuntimeError, match="not saved yet"):
+        bpy.ops.envfx.mips_bake()
+
+
+# --- CLI ---------------------------------------------------------------------------------------------------
+
+def test_cli_mips(envfx, core, tmp_path, capsys):
+    paths = [write_png(core, tmp_path / f"c{i}.png", leaf(core, 32, seed=i)) for i in range(2)]
+    out = tmp_path / "cli"
+    assert envfx.cli.main(["mips", *paths, "--out", str(out), "--ref", "0.4", "--format", "dds"]) == 0
+    assert sorted(os.listdir(out)) == ["c0.dds", "c0_compare.png", "c0_mips.json", "c1.dds", "c1_compare.png",
+                                       "c1_mips.json"]
+    rep = json.loads((out / "c0_mips.json").read_text())
+    assert rep["ref"] == 0.4
+    check_report(rep)
+    assert "wrote 6 file(s)" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("args,msg", [
+    (["--format", "dds,bmp"], "Unknown output format"),
+    (["--ref", "1.2"], "outside"),
+    (["--supersample", "0"], "Supersample"),
+])
+def test_cli_bad_arguments(envfx, core, tmp_path, capsys, args, msg):
+    path = write_png(core, tmp_path / "x.png", leaf(core, 16))
+    out = tmp_path / "cli"
+    assert envfx.cli.main(["mips", path, "--out", str(out), *args]) == 2
+    assert msg in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_cli_missing_input(envfx, tmp_path, capsys):
+    assert envfx.cli.main(["mips", str(tmp_path / "nothing.png"), "--out", str(tmp_path / "o")]) == 2
+    assert "No such file or folder" in capsys.readouterr().err
+
+
+def test_panels_and_operator_registered(envfx):
+    assert hasattr(bpy.types, "IMAGE_PT_envfx_mips") and hasattr(bpy.types, "VIEW3D_PT_envfx_mips")
+    assert bpy.types.IMAGE_PT_envfx_mips.bl_space_type == "IMAGE_EDITOR"
+    assert "mips" in envfx.FEATURES
+
+
+def test_grey_16bit_without_alpha(core, ops, tmp_path):
+    g = (np.arange(64, dtype=np.uint16).reshape(8, 8) * 1000)
+    path = write_png(core, tmp_path / "grey16.png", g)
+    arr, srgb, warnings = ops.read_input(ops.inputs_from_paths([path])[0], "AUTO", core.MipSettings())
+    assert arr.shape[2] == 3 and srgb
+    assert np.abs(arr[..., 0] - g / 65535.0).max() < 2e-3
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (1, 9), (9, 1)])
+def test_1x1_and_1xn_images(core, ops, tmp_path, shape):
+    img = np.zeros(shape + (4,), np.uint8)
+    img[..., 1] = 200
+    img[..., 3] = np.where(np.arange(img[..., 3].size).reshape(shape) % 2 == 0, 255, 0)
+    path = write_png(core, tmp_path / "line.png", img)
+    image = bpy.data.images.load(path)
+    out = tmp_path / "out"
+    assert bake_scene_image(image, out) == {"FINISHED"}
+    levels = dds_reader.read_dds((out / "line.dds").read_bytes())["levels"]
+    assert [lv.shape[:2] for lv in levels] == core.level_sizes(*shape)
+    np.testing.assert_array_equal(levels[0], img)
+
+
+def test_image_editor_active_image_and_cancel(core, ops, tmp_path):
+    src = leaf(core, 64)
+    image = bpy.data.images.load(write_png(core, tmp_path / "shown.png", src))
+    s = bpy.context.scene.envfx.mips
+    s.source = "ACTIVE"
+    s.image = None
+    s.output_dir = str(tmp_path / "out")
+    with bpy.context.temp_override(edit_image=image):  # what the Image Editor gives the operator
+        assert bpy.ops.envfx.mips_bake() == {"FINISHED"}
+    assert (tmp_path / "out" / "shown.dds").is_file()
+    # cancelling half-way (Esc in the UI, Ctrl-C in the CLI) leaves no file and no temporary image behind
+    before = state()
+    job = ops.bake_mips_job(ops.inputs_from_paths([str(tmp_path / "shown.png")] * 2), str(tmp_path / "cancel"))
+    next(job)
+    next(job)
+    job.close()
+    assert not (tmp_path / "cancel").exists() and state() == before
+
+
+class _Layout:
+    """Stands in for a UILayout (no UI in background mode): records what draw() shows, checks property names."""
+
+    def __init__(self, log):
+        self.log = log
+        self.use_property_split = self.use_property_decorate = self.active = False
+
+    def column(self, **kw):
+        return _Layout(self.log)
+
+    row = box = column
+
+    def prop(self, data, name, **kw):
+        assert name in data.bl_rna.properties, name
+        self.log.append(name)
+
+    def label(self, **kw):
+        self.log.append("label")
+
+    def operator(self, idname, **kw):
+        module, name = idname.split(".")
+        assert hasattr(getattr(bpy.ops, module), name)
+        self.log.append(idname)
+
+
+@pytest.mark.parametrize("source", ["ACTIVE", "SELECTED", "FOLDER"])
+def test_panel_draws_every_setting(envfx, source):
+    bpy.context.scene.envfx.mips.source = source
+    log = []
+    envfx.panels.mips.draw_mips(_Layout(log), bpy.context, in_image_editor=False)
+    assert "envfx.mips_bake" in log and "ref" in log and "output_dir" in log
+    assert ("folder" in log) == (source == "FOLDER") and ("image" in log) == (source == "ACTIVE")
+
+
+def test_16k_png_in_a_batch_is_refused_from_its_header(core, ops, tmp_path):
+    good = write_png(core, tmp_path / "a_good.png", leaf(core, 16))
+    huge = tmp_path / "huge.png"
+    # a real PNG header for 16384 x 16384 RGBA; the data would be 1 GB, the header alone is enough to refuse it
+    header = core.encode_png(np.zeros((1, 1, 4), np.uint8))
+    ihdr = (16384).to_bytes(4, "big") * 2
+    huge.write_bytes(header[:16] + ihdr + header[24:])
+    assert ops.png_size(str(huge)) == (16384, 16384)
+    before = state()
+    out = str(tmp_path / "out")
+    _expect_error(None, lambda: ops.bake_mips_job(ops.inputs_from_paths([good, str(huge)]), out),
+                  r"huge.png: A 16384x16384 image needs about 12.0 GB .* limit of 8 GB", out, before)
+
+
+def test_operator_image_argument_and_name_clashes(core, ops, tmp_path):
+    src = leaf(core, 32)
+    a = write_png(core, tmp_path / "twig.png", src)
+    Image.fromarray(src).save(tmp_path / "twig.tga")
+    s = bpy.context.scene.envfx.mips
+    s.output_dir = str(tmp_path / "out")
+    with pytest.raises(RuntimeError, match="No image named 'Nope'"):
+        bpy.ops.envfx.mips_bake(image="Nope")
+    bpy.data.images.load(a)
+    assert bpy.ops.envfx.mips_bake(image="twig.png") == {"FINISHED"}
+    assert (tmp_path / "out" / "twig.dds").is_file()
+    inputs = ops.inputs_from_paths([str(tmp_path)])
+    assert [i.stem for i in inputs] == ["twig", "twig_2"]
+    result = ops.bake_mips(inputs, str(tmp_path / "both"), formats="dds", compare=False)
+    levels = [dds_reader.read_dds((tmp_path / "both" / f"{stem}.dds").read_bytes())["levels"][0]
+              for stem in ("twig", "twig_2")]
+    for lv in levels:  # the TGA reads the same as the PNG (Blender's loader, straight alpha)
+        np.testing.assert_array_equal(lv, src)
+    assert set(result.reports) == {"twig", "twig_2"}

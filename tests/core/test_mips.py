@@ -1,0 +1,388 @@
+"""Alpha-coverage mip chains (core/mips.py): coverage, filtering, sRGB, files read back by real readers."""
+
+import importlib.util
+import io
+import json
+import os
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from core import mips
+
+_spec = importlib.util.spec_from_file_location("mips_dds_reader", os.path.join(os.path.dirname(__file__),
+                                                                                "mips_dds_reader.py"))
+dds_reader = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(dds_reader)
+
+
+def tolerance(rep):
+    """The acceptance bound: 1% absolute, or one texel's share where the level is too small for 1%."""
+    return max(0.01, 1.0 / (rep.width * rep.height)) + 1e-9
+
+
+def blobs(h, w, seed=0, n=12):
+    """Soft-edged blobs of varied size: an asymmetric alpha-tested texture."""
+    rng = np.random.default_rng(seed)
+    y, x = np.mgrid[0:h, 0:w].astype(np.float32)
+    a = np.zeros((h, w), np.float32)
+    for _ in range(n):
+        cy, cx = rng.uniform(0, h), rng.uniform(0, w)
+        r = rng.uniform(0.03, 0.12) * max(h, w)
+        d = np.hypot((y - cy) / r, (x - cx) / (0.5 * r))
+        a = np.maximum(a, np.clip(2.0 - 2.0 * d, 0.0, 1.0))
+    img = np.zeros((h, w, 4), np.uint8)
+    img[..., 0] = rng.integers(0, 256, (h, w))
+    img[..., 1] = 120
+    img[..., 2] = (x * 255 / max(w - 1, 1)).astype(np.uint8)
+    img[..., 3] = mips.to_u8(a)
+    return img
+
+
+# --- sizes and filtering -----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("h,w,n", [(256, 256, 9), (255, 173, 8), (1, 37, 6), (37, 1, 6), (1, 1, 1), (3, 5, 3),
+                                   (1000, 600, 10)])
+def test_level_sizes_reach_1x1_with_floor_halving(h, w, n):
+    sizes = mips.level_sizes(h, w)
+    assert len(sizes) == n and sizes[-1] == (1, 1)
+    assert all(b == (max(1, a[0] // 2), max(1, a[1] // 2)) for a, b in zip(sizes, sizes[1:]))
+    chain = mips.build_chain(blobs(h, w) if min(h, w) > 1 else np.full((h, w, 4), 200, np.uint8))
+    assert [lv.shape[:2] for lv in chain.levels] == sizes
+
+
+@pytest.mark.parametrize("h,w", [(37, 23), (9, 16), (1, 15), (64, 64)])
+def test_box_filter_keeps_the_mean_for_odd_and_npot_sizes(h, w):
+    rng = np.random.default_rng(3)
+    img = rng.random((h, w, 4)).astype(np.float32)
+    level = img
+    while level.shape[:2] != (1, 1):
+        nxt = mips.downsample(level)
+        np.testing.assert_allclose(nxt.mean(axis=(0, 1)), level.mean(axis=(0, 1)), rtol=0, atol=1e-5)
+        level = nxt
+    const = np.full((h, w, 4), 0.3, np.float32)
+    np.testing.assert_allclose(mips.downsample(const), 0.3, atol=1e-6)
+
+
+def test_odd_filter_weights_are_the_exact_box():
+    # 5 texels -> 2: each output covers 2.5 inputs: weights (2, 2, 1)/5 and (1, 2, 2)/5
+    x = np.array([1, 2, 3, 4, 5], np.float32).reshape(1, 5, 1)
+    out = mips.downsample(x)
+    np.testing.assert_allclose(out.ravel(), [(2 * 1 + 2 * 2 + 1 * 3) / 5, (1 * 3 + 2 * 4 + 2 * 5) / 5], atol=1e-6)
+
+
+# --- coverage ----------------------------------------------------------------------------------------------
+
+def test_coverage_measure_counts_bilinear_subsamples():
+    assert mips.coverage(np.full((4, 4), 255, np.uint8)) == 1.0
+    assert mips.coverage(np.zeros((4, 4), np.uint8)) == 0.0
+    # a hard edge between columns: the sub-samples left of the midpoint between texel centres pass
+    a = np.zeros((2, 4), np.float32)
+    a[:, :2] = 1.0
+    assert mips.coverage(a, 0.5, 4) == pytest.approx(0.5)
+    # a single texel of alpha 1 among 0: the samples within 0.5 texel of its centre pass (bilinear)
+    a = np.zeros((5, 5), np.float32)
+    a[2, 2] = 1.0
+    s = 8
+    offs = (np.arange(-s, 2 * s) + 0.5) / s - 1.0  # sub-sample positions over 3 texels, relative to the centre
+    tent = np.clip(1 - np.abs(offs), 0, None)
+    expect = np.count_nonzero(np.outer(tent, tent) >= 0.5) / (25 * s * s)
+    assert mips.coverage(a, 0.5, s) == pytest.approx(expect)
+
+
+@pytest.mark.parametrize("h,w,seed", [(256, 256, 0), (255, 173, 1), (200, 120, 2), (64, 512, 3)])
+def test_coverage_of_every_level_matches_level0(h, w, seed):
+    chain = mips.build_chain(blobs(h, w, seed))
+    worst_naive = 0.0
+    for rep, lv in zip(chain.reports, chain.levels):
+        measured = mips.coverage(lv[..., 3], 0.5, 4)  # re-measured on the stored 8-bit level
+        assert measured == pytest.approx(rep.coverage, abs=1e-12)
+        assert abs(measured - chain.target) <= tolerance(rep), (rep, chain.target)
+        worst_naive = max(worst_naive, abs(rep.coverage_naive - chain.target))
+        print(f"level {rep.level} {rep.width}x{rep.height}: target {chain.target:.4f} naive "
+              f"{rep.coverage_naive:.4f} preserved {rep.coverage:.4f} scale {rep.alpha_scale:.3f}")
+    assert worst_naive > 0.05  # the naive chain loses coverage: the test image does exercise the fix
+
+
+def test_leaf_card_keeps_coverage_and_the_naive_chain_thins_out():
+    chain = mips.build_chain(mips.make_leaf_card(256, seed=0))
+    naive_loss = [chain.target - r.coverage_naive for r in chain.reports]
+    assert max(naive_loss) > 0.5 * chain.target
+    for rep in chain.reports:
+        assert abs(rep.coverage - chain.target) <= tolerance(rep)
+    assert chain.reports[-2].alpha_scale > 2.0  # the small levels need their alpha scaled up a lot
+
+
+def test_other_references_are_honoured():
+    img = blobs(128, 96, 5)
+    for ref in (0.25, 0.75):
+        chain = mips.build_chain(img, mips.MipSettings(ref=ref))
+        assert chain.target == pytest.approx(mips.coverage(img[..., 3], ref))
+        for rep, lv in zip(chain.reports, chain.levels):
+            assert abs(mips.coverage(lv[..., 3], ref) - chain.target) <= tolerance(rep)
+
+
+@pytest.mark.parametrize("value", [0, 255])
+def test_opaque_and_transparent_images_come_out_unchanged_in_alpha(value):
+    img = blobs(97, 64, 4)
+    img[..., 3] = value
+    chain = mips.build_chain(img)
+    for rep, lv in zip(chain.reports, chain.levels):
+        assert np.all(lv[..., 3] == value)
+        assert rep.alpha_scale == 1.0
+
+
+def test_colour_is_never_scaled():
+    img = blobs(130, 77, 6)
+    kept = mips.build_chain(img)
+    naive = mips.build_chain(img, mips.MipSettings(preserve=False))
+    assert any(r.alpha_scale > 1.2 for r in kept.reports)
+    for a, b, na in zip(kept.levels, naive.levels, kept.naive_alpha):
+        np.testing.assert_array_equal(a[..., :3], b[..., :3])
+        np.testing.assert_array_equal(b[..., 3], na)  # the stored naive alpha is the naive chain's
+
+
+def test_level0_is_written_back_bit_exact():
+    img = blobs(64, 48, 7)
+    np.testing.assert_array_equal(mips.build_chain(img).levels[0], img)
+
+
+def test_alpha_channel_choice():
+    img = blobs(128, 128, 8)
+    packed = img.copy()
+    packed[..., 0] = img[..., 3]  # coverage in red, alpha holds something else
+    packed[..., 3] = 77
+    chain = mips.build_chain(packed, mips.MipSettings(alpha_channel="R"))
+    ref_chain = mips.build_chain(img, mips.MipSettings(srgb=True))
+    for a, b in zip(chain.levels, ref_chain.levels):
+        np.testing.assert_array_equal(a[..., 0], b[..., 3])  # red handled like alpha (linear, scaled)
+        assert np.all(a[..., 3] == 77)                       # real alpha just filtered
+
+
+def test_deterministic():
+    img = mips.make_leaf_card(96, seed=3)
+    a, b = mips.build_chain(img), mips.build_chain(img)
+    for x, y in zip(a.levels, b.levels):
+        np.testing.assert_array_equal(x, y)
+    np.testing.assert_array_equal(mips.make_leaf_card(96, seed=3), img)
+    assert not np.array_equal(mips.make_leaf_card(96, seed=4), img)
+
+
+# --- sRGB --------------------------------------------------------------------------------------------------
+
+def test_black_white_checker_mips_to_the_linear_average():
+    img = np.zeros((8, 8, 4), np.uint8)
+    img[..., 3] = 255
+    yy, xx = np.mgrid[0:8, 0:8]
+    img[(yy + xx) % 2 == 0, :3] = 255
+    chain = mips.build_chain(img)
+    expect = round(float(mips.linear_to_srgb(0.5)) * 255)  # 188, not the gamma-space 128
+    for lv in chain.levels[1:]:
+        assert np.all(np.abs(lv[..., :3].astype(int) - expect) <= 1)
+    linear = mips.build_chain(img, mips.MipSettings(srgb=False))
+    assert np.all(np.abs(linear.levels[-1][..., :3].astype(int) - 128) <= 1)
+
+
+def test_mid_grey_checker_averages_in_linear_light():
+    # a checker of two greys around mid grey (sRGB 64 and 192): the mips show the linear average
+    img = np.full((16, 16, 4), 255, np.uint8)
+    yy, xx = np.mgrid[0:16, 0:16]
+    img[..., :3] = np.where(((yy + xx) % 2 == 0)[..., None], 64, 192)
+    lin = (mips.srgb_to_linear(64 / 255) + mips.srgb_to_linear(192 / 255)) / 2
+    expect = float(mips.linear_to_srgb(lin)) * 255
+    top = mips.build_chain(img).levels[-1][0, 0, :3].astype(float)
+    assert np.all(np.abs(top - expect) <= 1.0)
+    assert np.all(np.abs(top - 128) > 10)
+
+
+# --- inputs ------------------------------------------------------------------------------------------------
+
+def test_image_without_alpha_says_so_and_still_makes_the_chain():
+    rgb = blobs(64, 64)[..., :3]
+    chain = mips.build_chain(rgb)
+    assert not chain.has_alpha
+    assert any("no alpha" in w for w in chain.warnings)
+    assert len(chain.levels) == 7 and all(np.all(lv[..., 3] == 255) for lv in chain.levels)
+
+
+def test_grey_alpha_and_16bit_inputs():
+    g = blobs(64, 64)
+    la = np.stack([g[..., 0], g[..., 3]], axis=-1)
+    chain = mips.build_chain(la)
+    assert chain.has_alpha and np.array_equal(chain.levels[0][..., 0], chain.levels[0][..., 2])
+    for rep in chain.reports:
+        assert abs(rep.coverage - chain.target) <= tolerance(rep)
+    img16 = g.astype(np.uint16) * 257
+    chain16 = mips.build_chain(img16)
+    assert any("16-bit" in w for w in chain16.warnings)
+    np.testing.assert_array_equal(chain16.levels[0], g)
+
+
+@pytest.mark.parametrize("shape", [(1, 1, 4), (1, 40, 4), (40, 1, 4), (1, 1, 3)])
+def test_tiny_and_line_images(shape):
+    img = np.zeros(shape, np.uint8)
+    img[..., :3] = 90
+    if shape[2] == 4:
+        img[..., 3] = np.where(np.arange(shape[0] * shape[1]).reshape(shape[:2]) % 3 == 0, 255, 0)
+    chain = mips.build_chain(img)
+    assert chain.levels[-1].shape == (1, 1, 4)
+    data = mips.encode_dds(chain.levels)
+    back = dds_reader.read_dds(data)
+    assert len(back["levels"]) == len(chain.levels)
+
+
+def test_huge_image_is_refused_before_any_work():
+    huge = np.broadcast_to(np.zeros((1, 1, 4), np.uint8), (16384, 16384, 4))  # no memory behind it
+    assert mips.memory_estimate(16384, 16384) > 8 * 1024 ** 3
+    with pytest.raises(mips.MipsError, match=r"16384x16384 image needs about .* GB.*limit"):
+        mips.build_chain(huge)
+
+
+@pytest.mark.parametrize("settings,msg", [
+    (mips.MipSettings(ref=0.0), "outside"), (mips.MipSettings(ref=1.5), "outside"),
+    (mips.MipSettings(alpha_channel="X"), "alpha channel"), (mips.MipSettings(supersample=0), "Supersample"),
+])
+def test_bad_settings(settings, msg):
+    with pytest.raises(mips.MipsError, match=msg):
+        mips.build_chain(blobs(8, 8), settings)
+
+
+@pytest.mark.parametrize("arr,msg", [
+    (np.zeros((4, 4, 5), np.uint8), "1 to 4 channels"), (np.zeros((0, 4, 4), np.uint8), "no pixels"),
+    (np.full((4, 4, 4), np.nan, np.float32), "NaN"), (np.zeros((4, 4, 4), np.int64), "Unsupported"),
+])
+def test_bad_arrays(arr, msg):
+    with pytest.raises(mips.MipsError, match=msg):
+        mips.build_chain(arr)
+
+
+# --- files -------------------------------------------------------------------------------------------------
+
+def test_dds_read_back_by_pillow_and_an_independent_level_walker():
+    chain = mips.build_chain(blobs(200, 120, 9))
+    data = mips.encode_dds(chain.levels)
+    with Image.open(io.BytesIO(data)) as im:
+        assert im.size == (120, 200) and im.mode == "RGBA"
+        np.testing.assert_array_equal(np.asarray(im), chain.levels[0])
+    back = dds_reader.read_dds(data)
+    assert back["mip_count"] == len(chain.levels) == 8
+    assert back["pitch"] == 120 * 4
+    assert back["flags"] & 0x20000 and back["flags"] & 0x8 and back["flags"] & 0x1007 == 0x1007
+    assert back["caps"] == 0x401008
+    assert back["trailing"] == 0
+    for got, want in zip(back["levels"], chain.levels):
+        np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("arr", [np.zeros((5, 7, 4), np.uint8) + 9, np.arange(5 * 7 * 2, dtype=np.uint16)
+                                 .reshape(5, 7, 2) * 300, np.arange(35, dtype=np.uint8).reshape(5, 7),
+                                 np.arange(105, dtype=np.uint8).reshape(5, 7, 3)])
+def test_png_writer_read_back_by_pillow(arr):
+    with Image.open(io.BytesIO(mips.encode_png(arr))) as im:
+        got = np.asarray(im)
+    if arr.dtype == np.uint16 and arr.shape[2] == 2:
+        got16 = np.asarray(Image.open(io.BytesIO(mips.encode_png(arr[..., 0]))))
+        np.testing.assert_array_equal(got16.astype(np.uint16), arr[..., 0])
+        return
+    np.testing.assert_array_equal(got.reshape(arr.shape), arr)
+
+
+def test_write_outputs_files_report_and_comparison(tmp_path):
+    img = mips.make_leaf_card(128, seed=1)
+    chain = mips.build_chain(img)
+    out = tmp_path / "out"
+    files = mips.write_outputs([("leaf", "leaf.png", chain)], str(out))
+    names = sorted(os.listdir(out))
+    assert names == sorted(os.path.basename(f) for f in files)
+    assert "leaf.dds" in names and "leaf_mips.json" in names and "leaf_compare.png" in names
+    for i, lv in enumerate(chain.levels):
+        with Image.open(out / f"leaf_mip{i:02d}.png") as im:
+            np.testing.assert_array_equal(np.asarray(im), lv)
+    report = json.loads((out / "leaf_mips.json").read_text())
+    assert report["levels"] == len(chain.levels) and report["ref"] == 0.5
+    for entry, rep in zip(report["per_level"], chain.reports):
+        assert entry["coverage"] == pytest.approx(rep.coverage) and "coverage_naive" in entry
+    with Image.open(out / "leaf_compare.png") as im:
+        pic = np.asarray(im)
+    # the two rows of the picture: the preserved (bottom) row shows more leaf than the naive one (top)
+    green = (pic[..., 1].astype(int) - pic[..., 0] > 40) & (pic[..., 1] > 60)
+    half = pic.shape[0] // 2
+    assert green[half:].sum() > 1.2 * green[:half].sum()
+
+
+def test_formats_option_and_bad_formats(tmp_path):
+    chain = mips.build_chain(blobs(16, 16))
+    mips.write_outputs([("a", "", chain)], str(tmp_path), formats="dds", compare=False)
+    assert sorted(os.listdir(tmp_path)) == ["a.dds", "a_mips.json"]
+    with pytest.raises(mips.MipsError, match="Unknown output format"):
+        mips.write_outputs([("b", "", chain)], str(tmp_path), formats="dds,tga")
+    assert sorted(os.listdir(tmp_path)) == ["a.dds", "a_mips.json"]
+
+
+def test_unwritable_output_folder_leaves_nothing(tmp_path):
+    chain = mips.build_chain(blobs(16, 16))
+    a_file = tmp_path / "file.txt"
+    a_file.write_text("x")
+    for bad in (str(a_file), str(a_file / "sub"), "/proc/envfx-mips-test"):
+        with pytest.raises(mips.MipsError, match="cannot be written|is a file"):
+            mips.write_outputs([("a", "", chain)], bad)
+    assert sorted(os.listdir(tmp_path)) == ["file.txt"]
+
+
+def test_failure_midway_leaves_the_folder_as_it_was(tmp_path, monkeypatch):
+    chain = mips.build_chain(blobs(16, 16))
+    (tmp_path / "keep.txt").write_text("old")
+    calls = {"n": 0}
+    real = mips.encode_png
+
+    def flaky(arr, level=6):
+        calls["n"] += 1
+        if calls["n"] > 3:
+            raise OSError(28, "No space left on device")
+        return real(arr, level)
+
+    monkeypatch.setattr(mips, "encode_png", flaky)
+    with pytest.raises(mips.MipsError, match="nothing was written"):
+        mips.write_outputs([("a", "", chain), ("b", "", chain)], str(tmp_path))
+    assert sorted(os.listdir(tmp_path)) == ["keep.txt"]
+
+
+def test_cancelled_write_leaves_nothing(tmp_path):
+    chain = mips.build_chain(blobs(16, 16))
+    job = mips.write_outputs_job([("a", "", chain), ("b", "", chain)], str(tmp_path / "new"))
+    next(job)
+    job.close()
+    assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.parametrize("h,w,s,seed", [(17, 23, 4, 0), (8, 5, 3, 1), (1, 12, 4, 2), (30, 30, 2, 3)])
+def test_coverage_matches_a_brute_force_bilinear_upsample(h, w, s, seed):
+    """Independent check of the adaptive measure: upsample every texel densely, count."""
+    rng = np.random.default_rng(seed)
+    a = np.clip(rng.random((h, w)) * 1.4 - 0.2, 0, 1).astype(np.float32)
+
+    def positions(n):
+        p = (np.arange(n * s) + 0.5) / s - 0.5  # sub-sample centres in texel coordinates
+        p = np.clip(p, 0, n - 1)
+        i0 = np.floor(p).astype(int)
+        i1 = np.minimum(i0 + 1, n - 1)
+        return i0, i1, p - i0
+
+    y0, y1, fy = positions(h)
+    x0, x1, fx = positions(w)
+    fy, fx = fy[:, None], fx[None, :]
+    up = (a[y0][:, x0] * (1 - fy) * (1 - fx) + a[y0][:, x1] * (1 - fy) * fx
+          + a[y1][:, x0] * fy * (1 - fx) + a[y1][:, x1] * fy * fx)
+    for ref in (0.3, 0.5, 0.8):
+        expect = np.count_nonzero(up >= ref - 1e-7) / up.size
+        assert mips.coverage(a, ref, s) == pytest.approx(expect, abs=1e-12)
+
+
+@pytest.mark.parametrize("h,w,seed,slender", [(300, 200, 0, 1.0), (127, 255, 1, 0.3), (512, 512, 2, 0.3),
+                                              (99, 101, 3, 0.5)])
+def test_leaf_cards_of_odd_sizes_keep_coverage(h, w, seed, slender):
+    chain = mips.build_chain(mips.make_leaf_card(h, w, leaves=32, seed=seed, slender=slender))
+    for rep, lv in zip(chain.reports, chain.levels):
+        assert abs(mips.coverage(lv[..., 3]) - chain.target) <= tolerance(rep), rep
+    assert max(chain.target - r.coverage_naive for r in chain.reports) > 0.02
