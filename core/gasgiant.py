@@ -72,17 +72,16 @@ class GasGiantError(ValueError):
     """Invalid gas giant settings or input; the message says what is wrong and what to do."""
 
 
-DEFAULT_RAMP = (
-    (0.00, (0.55, 0.50, 0.45)),
-    (0.15, (0.80, 0.68, 0.52)),
-    (0.30, (0.93, 0.88, 0.78)),
-    (0.42, (0.72, 0.50, 0.34)),
-    (0.50, (0.96, 0.92, 0.84)),
-    (0.58, (0.70, 0.46, 0.30)),
-    (0.70, (0.92, 0.86, 0.74)),
-    (0.85, (0.78, 0.64, 0.50)),
-    (1.00, (0.55, 0.50, 0.46)),
-)
+def symmetric_ramp(colors) -> tuple:
+    """A latitude colour ramp from five colours (pole, high, middle, tropic, equator), mirrored at the equator."""
+    pole, high, mid, tropic, equator = (tuple(float(x) for x in c[:3]) for c in colors)
+    return ((0.0, pole), (0.12, high), (0.28, mid), (0.4, tropic), (0.5, equator), (0.6, tropic), (0.72, mid),
+            (0.88, high), (1.0, pole))
+
+
+DEFAULT_RAMP_COLORS = ((0.55, 0.50, 0.45), (0.80, 0.68, 0.52), (0.93, 0.88, 0.78), (0.72, 0.50, 0.34),
+                       (0.96, 0.92, 0.84))
+DEFAULT_RAMP = symmetric_ramp(DEFAULT_RAMP_COLORS)
 
 
 @dataclass(frozen=True)
@@ -183,20 +182,21 @@ class GasGiantParams:
 
 
 PRESETS = {
-    "JUPITER": dict(bands=12.0, band_speed=1.6, band_power=1, pole_attenuation=1.0, noise_scale=2.2, octaves=4,
-                    falloff=0.5, noise_speed=1.0, vortices=6, vortex_size=0.08, vortex_size_variance=0.04,
-                    vortex_strength=2.0, opacity=0.2, ramp=DEFAULT_RAMP),
+    "JUPITER": dict(bands=12.0, band_speed=2.0, band_power=1, pole_attenuation=1.0, noise_scale=2.2, octaves=4,
+                    falloff=0.42, noise_speed=0.6, vortices=6, vortex_size=0.08, vortex_size_variance=0.04,
+                    vortex_strength=2.0, opacity=0.2,
+                    ramp_colors=((0.45, 0.40, 0.36), (0.78, 0.62, 0.46), (0.95, 0.90, 0.80), (0.70, 0.42, 0.26),
+                                 (0.97, 0.93, 0.86))),
     "NEPTUNE": dict(bands=4.0, band_speed=2.2, band_power=3, pole_attenuation=0.8, noise_scale=1.6, octaves=3,
-                    falloff=0.45, noise_speed=0.6, vortices=2, vortex_size=0.1, vortex_size_variance=0.03,
+                    falloff=0.45, noise_speed=0.5, vortices=2, vortex_size=0.1, vortex_size_variance=0.03,
                     vortex_strength=2.5, opacity=0.25,
-                    ramp=((0.0, (0.35, 0.55, 0.85)), (0.2, (0.22, 0.40, 0.80)), (0.4, (0.40, 0.62, 0.92)),
-                          (0.5, (0.25, 0.45, 0.85)), (0.6, (0.45, 0.68, 0.95)), (0.8, (0.20, 0.38, 0.78)),
-                          (1.0, (0.35, 0.55, 0.85)))),
+                    ramp_colors=((0.30, 0.48, 0.80), (0.22, 0.38, 0.78), (0.45, 0.66, 0.95), (0.20, 0.36, 0.76),
+                                 (0.38, 0.58, 0.90))),
     "STORMY": dict(bands=8.0, band_speed=0.8, band_power=1, pole_attenuation=0.6, noise_scale=3.5, octaves=5,
-                   falloff=0.55, noise_speed=1.8, vortices=30, vortex_size=0.05, vortex_size_variance=0.03,
+                   falloff=0.55, noise_speed=1.5, vortices=30, vortex_size=0.05, vortex_size_variance=0.03,
                    vortex_strength=3.0, opacity=0.3,
-                   ramp=((0.0, (0.30, 0.25, 0.35)), (0.25, (0.65, 0.45, 0.40)), (0.45, (0.90, 0.80, 0.65)),
-                         (0.55, (0.55, 0.30, 0.25)), (0.75, (0.85, 0.70, 0.55)), (1.0, (0.30, 0.25, 0.35)))),
+                   ramp_colors=((0.30, 0.25, 0.35), (0.65, 0.45, 0.40), (0.90, 0.80, 0.65), (0.55, 0.30, 0.25),
+                                (0.85, 0.70, 0.55))),
 }
 
 
@@ -204,7 +204,9 @@ def preset(name: str, **overrides) -> GasGiantParams:
     key = name.upper()
     if key not in PRESETS:
         raise GasGiantError(f"Unknown preset {name!r}: use one of {', '.join(PRESETS)}")
-    return GasGiantParams(**{**PRESETS[key], **overrides})
+    values = dict(PRESETS[key])
+    values["ramp"] = symmetric_ramp(values.pop("ramp_colors"))
+    return GasGiantParams(**{**values, **overrides})
 
 
 def estimate_memory(params: GasGiantParams) -> int:

@@ -2,9 +2,9 @@
 
 import bpy
 
-from . import bend
+from . import bend, gasgiant
 
-modules = (bend,)
+modules = (bend, gasgiant)
 classes = tuple(cls for module in modules for cls in module.classes)
 
 

@@ -2,9 +2,9 @@
 
 import bpy
 
-from . import bend, main
+from . import bend, gasgiant, main
 
-modules = (main, bend)
+modules = (main, bend, gasgiant)
 classes = tuple(cls for module in modules for cls in module.classes)
 
 
