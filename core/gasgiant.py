@@ -62,10 +62,11 @@ EQUIRECT_WIDTHS = (0, 128, 256, 512, 1024, 2048, 4096, 8192)
 MAX_PARTICLES = 200_000_000
 POLE_TAPER_DEG = 3.0
 CHUNK = 1 << 17  # particles per work item (fixed: results do not depend on the thread count)
+SORT_INTERVAL = 16  # steps between sorting particles by texel (fixed: part of the result)
 WAVE = 8  # chunks that read the texture before it is written back (fixed, like CHUNK)
 
-# bytes per particle: uv 8 + face offset 8 + colour 16
-BYTES_PER_PARTICLE = 32
+# bytes per particle: uv 8 + face 1 + colour 16
+BYTES_PER_PARTICLE = 25
 
 
 class GasGiantError(ValueError):
@@ -213,7 +214,7 @@ def estimate_memory(params: GasGiantParams) -> int:
     """Peak bytes of a bake: particles, field, texture (+ blur and palette copies), equirect output."""
     n, f, r = params.particles, params.field_size, params.cubemap_size
     particles = n * BYTES_PER_PARTICLE
-    fld = 6 * (2 << face_shift(f)) * 8 + 6 * (f + 2) ** 2 * 8 * 12  # chart field + 3D field + build temps
+    fld = 6 * (f + 2) ** 2 * (16 + 12 + 8 * 10)  # chart pairs + 3D field + build temporaries
     tex = 6 * (r + 2) ** 2 * 16 * (3 if params.fade_to_palette else 2)
     eq = params.equirect_width ** 2 // 2 * (3 * 8 + 16)
     scratch = min(n, CHUNK * WAVE) * 24 + min(n, CHUNK) * params.threads * 120
@@ -234,13 +235,14 @@ def available_memory() -> int | None:
 
 # --- cube map geometry ------------------------------------------------------------------------------------
 
-def face_directions(size: int, pad: int = 0) -> np.ndarray:
-    """(6, size+2pad, size+2pad, 3) unit directions of texel centres (rows along the face's down axis)."""
+def face_directions(size: int, pad: int = 0, faces=slice(None)) -> np.ndarray:
+    """(6, size+2pad, size+2pad, 3) unit directions of texel centres (rows along the face's down axis);
+    ``faces`` selects some faces only."""
     j = np.arange(-pad, size + pad, dtype=np.float64)
     c = (2.0 * j + 1.0) / size - 1.0
     v, u = np.meshgrid(c, c, indexing="ij")
-    d = (_FACE_N[:, None, None, :] + u[None, :, :, None] * _FACE_A[:, None, None, :]
-         + v[None, :, :, None] * _FACE_B[:, None, None, :])
+    d = (_FACE_N[faces, None, None, :] + u[None, :, :, None] * _FACE_A[faces, None, None, :]
+         + v[None, :, :, None] * _FACE_B[faces, None, None, :])
     return d / np.linalg.norm(d, axis=-1, keepdims=True)
 
 
@@ -261,12 +263,24 @@ def face_uv_to_dir(face, u, v) -> np.ndarray:
     return d / np.linalg.norm(d, axis=-1, keepdims=True)
 
 
+def _ring(size: int):
+    """Boolean (size+2, size+2) mask of the one-texel border around a face."""
+    edge = np.ones((size + 2, size + 2), dtype=bool)
+    edge[1:-1, 1:-1] = False
+    return edge
+
+
 def _border_index(size: int) -> np.ndarray:
-    """Flat indices into a (6*size*size) cube of the texel nearest to each texel of the padded layout."""
-    d = face_directions(size, pad=1)
-    face, u, v = dir_to_face_uv(d)
-    col = np.clip(np.floor((u + 1.0) * 0.5 * size), 0, size - 1).astype(np.int64)
-    row = np.clip(np.floor((v + 1.0) * 0.5 * size), 0, size - 1).astype(np.int64)
+    """(6, 4 * size + 4) flat indices into a (6 * size * size) cube: for each texel of the border around each
+    face (row-major order of ``_ring``), the texel of the neighbouring face under its direction."""
+    rows, cols = np.nonzero(_ring(size))
+    u = (2.0 * (cols - 1) + 1.0) / size - 1.0
+    v = (2.0 * (rows - 1) + 1.0) / size - 1.0
+    d = _FACE_N[:, None, :] + u[None, :, None] * _FACE_A[:, None, :] + v[None, :, None] * _FACE_B[:, None, :]
+    d /= np.linalg.norm(d, axis=-1, keepdims=True)
+    face, fu, fv = dir_to_face_uv(d)
+    col = np.clip(np.floor((fu + 1.0) * 0.5 * size), 0, size - 1).astype(np.int64)
+    row = np.clip(np.floor((fv + 1.0) * 0.5 * size), 0, size - 1).astype(np.int64)
     return (face.astype(np.int64) * size + row) * size + col
 
 
@@ -278,9 +292,7 @@ def pad_cube(cube: np.ndarray, border_index: np.ndarray | None = None) -> np.nda
     flat = cube.reshape(6 * n * n, -1)
     out = np.empty((6, n + 2, n + 2, flat.shape[1]), dtype=cube.dtype)
     out[:, 1:-1, 1:-1] = cube
-    edge = np.ones((n + 2, n + 2), dtype=bool)
-    edge[1:-1, 1:-1] = False
-    out[:, edge] = flat[border_index[:, edge]]
+    out[:, _ring(n)] = flat[border_index]
     return out
 
 
@@ -302,11 +314,12 @@ def sample_cube(padded: np.ndarray, d: np.ndarray) -> np.ndarray:
     return top * (1 - fy) + bot * fy
 
 
-def equirect_directions(width: int) -> np.ndarray:
-    """(width/2, width, 3) directions of an equirectangular image: row 0 = north, column 0 = longitude -180."""
+def equirect_directions(width: int, rows=slice(None)) -> np.ndarray:
+    """(width/2, width, 3) directions of an equirectangular image: row 0 = north, column 0 = longitude -180;
+    ``rows`` selects some rows only."""
     h = width // 2
     lon = (np.arange(width) + 0.5) / width * 2.0 * np.pi - np.pi
-    lat = np.pi / 2 - (np.arange(h) + 0.5) / h * np.pi
+    lat = np.pi / 2 - (np.arange(h)[rows] + 0.5) / h * np.pi
     cl = np.cos(lat)[:, None]
     return np.stack(np.broadcast_arrays(cl * np.cos(lon)[None, :], cl * np.sin(lon)[None, :],
                                         np.sin(lat)[:, None]), axis=-1)
@@ -453,11 +466,10 @@ class Field:
     """A velocity field on a padded cube map."""
 
     size: int
-    velocity: np.ndarray  # (6, size+2, size+2, 3) float64, radians per iteration, tangent
-    chart: np.ndarray  # complex64 du + i dv per iteration in face-chart units; face f's (size+2)^2 texels
-    #                    (rows of size+2) start at f << face_shift
+    velocity: np.ndarray  # (6, size+2, size+2, 3) float32, radians per iteration, tangent
+    chart: np.ndarray  # (6 * (size+2)^2,) complex128: each item packs two complex64 du + i dv (per iteration,
+    #                    face-chart units): the texel and its right neighbour, so one gather reads both
     noise_norm: float  # scale that brought the noise part to unit RMS (kept across frames)
-    face_shift: int = 0
 
 
 def _noise_norm(params, perm, vort):
@@ -507,15 +519,12 @@ def build_field(params: GasGiantParams, time: float = 0.0, noise_norm: float | N
     vn = np.sum(vel * fn, axis=-1)
     du = (np.sum(vel * fa, axis=-1) * pn - pa * vn) / (pn * pn)
     dv = (np.sum(vel * fb, axis=-1) * pn - pb * vn) / (pn * pn)
-    shift = face_shift(n)
-    chart = np.zeros((6, 1 << shift), dtype=np.complex64)
-    chart[:, :(n + 2) ** 2] = (du + 1j * dv).reshape(6, -1)
-    return Field(n, vel, chart.reshape(-1), noise_norm, shift)
-
-
-def face_shift(size: int) -> int:
-    """log2 of the power-of-two block holding one padded face (face index = offset >> shift)."""
-    return int(math.ceil(math.log2((size + 2) ** 2)))
+    c = np.zeros(6 * (n + 2) ** 2 + 1, dtype=np.complex64)
+    c[:-1] = (du + 1j * dv).reshape(-1)
+    pairs = np.empty((len(c) - 1, 2), dtype=np.complex64)
+    pairs[:, 0] = c[:-1]
+    pairs[:, 1] = c[1:]
+    return Field(n, vel.astype(np.float32), pairs.view(np.complex128).reshape(-1), noise_norm)
 
 
 def surface_divergence(fn, p: np.ndarray, h: float = 1e-3) -> np.ndarray:
@@ -578,8 +587,9 @@ def colors_at(p: np.ndarray, params: GasGiantParams) -> np.ndarray:
 class Simulation:
     """Particles on the sphere painting a cube map. ``step(k)`` runs k iterations.
 
-    Per particle: ``uv`` complex64 (u + i v in its face's chart), ``fb`` int64 (its face's offset in the field,
-    ``face << field.face_shift``) and ``col`` float32 RGBA, 32 bytes in all.
+    Per particle: ``uv`` complex64 (u + i v in its face's chart), ``face`` int8 and ``col`` float32 RGBA,
+    25 bytes in all. Every ``SORT_INTERVAL`` steps each chunk is sorted by texel so that the gathers from the
+    field and the texture walk memory in order (several times faster than random order).
     """
 
     def __init__(self, params: GasGiantParams, time: float = 0.0):
@@ -590,11 +600,9 @@ class Simulation:
         self.time = time
         self.field = build_field(p, time)
         self.fsize = p.field_size
-        self.shift = self.field.face_shift
         self.res = p.cubemap_size
-        self.rshift = 2 * int(round(math.log2(self.res)))
         self.uv = np.empty(self.n, dtype=np.complex64)
-        self.fb = np.empty(self.n, dtype=np.int64)
+        self.face = np.empty(self.n, dtype=np.int8)
         self.col = np.empty((self.n, 4), dtype=np.float32)
         self.batches = self._batch_ranges()
         for b, (s, e) in enumerate(self.batches):
@@ -608,13 +616,15 @@ class Simulation:
         # texture: start from the palette colours of every texel (full coverage from the first step)
         r = self.res
         self._border = _border_index(r)
-        base = colors_at(face_directions(r).reshape(-1, 3), p)
         self.image = np.empty((6 * r * r, 4), dtype=np.float32)
-        self.image[:, :3] = base
+        for f in range(6):  # a loop over the six faces, each vectorised
+            d = face_directions(r, faces=slice(f, f + 1)).reshape(-1, 3)
+            self.image[f * r * r:(f + 1) * r * r, :3] = colors_at(d, p)
         self.image[:, 3] = 1.0
+        base = self.image[:, :3].copy() if p.fade_to_palette else None
         self._image_c = self.image.view(np.complex128).reshape(-1)
-        self.base = base if p.fade_to_palette else None
-        self.centre = base.mean(axis=0).astype(np.float32)
+        self.base = base
+        self.centre = self.image[:, :3].mean(axis=0, dtype=np.float64).astype(np.float32)
         self._pool = ThreadPoolExecutor(p.threads) if p.threads > 1 else None
 
     def close(self):
@@ -644,13 +654,15 @@ class Simulation:
 
     def _spawn(self, batch, s, e, generation):
         rng = np.random.default_rng([self.params.seed & 0xFFFFFFFF, batch, generation])
-        d = rng.standard_normal((e - s, 3))
-        d /= np.linalg.norm(d, axis=-1, keepdims=True)
-        face, u, v = dir_to_face_uv(d)
-        self.uv[s:e] = (u + 1j * v).astype(np.complex64)
-        self.fb[s:e] = face.astype(np.int64) << self.shift
-        self.col[s:e, :3] = colors_at(d, self.params)
-        self.col[s:e, 3] = 1.0
+        for s0 in range(s, e, CHUNK):  # bounded memory; each block vectorised
+            e0 = min(e, s0 + CHUNK)
+            d = rng.standard_normal((e0 - s0, 3))
+            d /= np.linalg.norm(d, axis=-1, keepdims=True)
+            face, u, v = dir_to_face_uv(d)
+            self.uv[s0:e0] = (u + 1j * v).astype(np.complex64)
+            self.face[s0:e0] = face
+            self.col[s0:e0, :3] = colors_at(d, self.params)
+            self.col[s0:e0, 3] = 1.0
 
     def batch_age(self, batch: int, iteration: int | None = None) -> int:
         L = self.params.lifetime
@@ -677,10 +689,9 @@ class Simulation:
     # -- one step of one chunk: move, then read the texel under the particle and blend (no texture writes)
     def _move_chunk(self, s, e, o, alpha):
         uv = self.uv[s:e]
-        fb = self.fb[s:e]
+        face = self.face[s:e]
         n = self.fsize
         w = n + 2
-        chart = self.field.chart
         half = np.float32(0.5 * n)
         x = uv.real * half
         x += half + np.float32(0.5)
@@ -688,29 +699,28 @@ class Simulation:
         y += half + np.float32(0.5)
         fx = np.floor(x)
         fy = np.floor(y)
-        b = fy.astype(np.int64)
+        b = face.astype(np.int64)
+        b *= w
+        b += fy.astype(np.int64)
         b *= w
         b += fx.astype(np.int64)
-        b += fb
         x -= fx
         y -= fy
-        c00 = chart.take(b)
-        b += 1
-        c01 = chart.take(b)
+        top = self.field.chart.take(b).view(np.complex64)  # (c00, c01) interleaved
         b += w
-        c11 = chart.take(b)
-        b -= 1
-        c10 = chart.take(b)
-        c01 -= c00
-        c01 *= x
-        c00 += c01  # top row
-        c11 -= c10
-        c11 *= x
-        c10 += c11  # bottom row
-        c10 -= c00
-        c10 *= y
-        c00 += c10
-        uv += c00
+        bot = self.field.chart.take(b).view(np.complex64)  # (c10, c11)
+        c00, c01 = top[0::2], top[1::2]
+        c10, c11 = bot[0::2], bot[1::2]
+        d = c01 - c00
+        d *= x
+        d += c00  # top row
+        g = c11 - c10
+        g *= x
+        g += c10  # bottom row
+        g -= d
+        g *= y
+        d += g
+        uv += d
         # particles that left their face: re-project onto the face they are over now
         u = uv.real
         v = uv.imag
@@ -718,33 +728,50 @@ class Simulation:
         m |= np.abs(v) > 1.0
         out = np.flatnonzero(m)
         if out.size:
-            face = fb[out] >> self.shift
-            d = face_uv_to_dir(face, u[out].astype(np.float64), v[out].astype(np.float64))
-            f2, u2, v2 = dir_to_face_uv(d)
+            dirs = face_uv_to_dir(face[out], u[out].astype(np.float64), v[out].astype(np.float64))
+            f2, u2, v2 = dir_to_face_uv(dirs)
             uv[out] = (np.clip(u2, -1.0, 1.0) + 1j * np.clip(v2, -1.0, 1.0)).astype(np.complex64)
-            fb[out] = f2.astype(np.int64) << self.shift
+            face[out] = f2
         # paint: the texel under each particle, blended toward the particle colour
-        r = self.res
-        hr = np.float32(0.5 * r)
-        px = u * hr
-        px += hr
-        py = v * hr
-        py += hr
         idx = self._pidx[s - o:e - o]
-        np.right_shift(fb, self.shift, out=idx)
-        idx <<= self.rshift
-        iy = py.astype(np.int64)
-        np.minimum(iy, r - 1, out=iy)
-        iy *= r
-        idx += iy
-        ix = px.astype(np.int64)
-        np.minimum(ix, r - 1, out=ix)
-        idx += ix
+        self._texel_index(uv, face, out=idx)
         vals = self._vals[s - o:e - o]
         self._image_c.take(idx, out=vals.view(np.complex128).reshape(-1))
         tmp = self.col[s:e] - vals
         tmp *= np.float32(alpha)
         vals += tmp
+
+    def _texel_index(self, uv, face, out=None):
+        """Flat texel index in the output cube of particles at ``uv`` on ``face``."""
+        r = self.res
+        hr = np.float32(0.5 * r)
+        idx = np.multiply(face, r * r, out=out, dtype=np.int64) if out is not None else face.astype(np.int64) * (r * r)
+        p = uv.imag * hr
+        p += hr
+        q = p.astype(np.int64)
+        np.minimum(q, r - 1, out=q)
+        q *= r
+        idx += q
+        p = uv.real * hr
+        p += hr
+        q = p.astype(np.int64)
+        np.minimum(q, r - 1, out=q)
+        idx += q
+        return idx
+
+    def _sort_chunk(self, s, e):
+        """Order a chunk's particles by the texel they are on (memory locality for the gathers)."""
+        order = np.argsort(self._texel_index(self.uv[s:e], self.face[s:e]), kind="stable")
+        self.uv[s:e] = self.uv[s:e][order]
+        self.face[s:e] = self.face[s:e][order]
+        self.col[s:e] = self.col[s:e][order]
+
+    def _map(self, fn, items):
+        if self._pool is not None and len(items) > 1:
+            list(self._pool.map(fn, items))
+        else:
+            for item in items:
+                fn(item)
 
     def step(self, count: int = 1):
         p = self.params
@@ -753,6 +780,8 @@ class Simulation:
                 for b, (s, e) in enumerate(self.batches):
                     if self.batch_age(b) == 0:
                         self._spawn(b, s, e, generation=self.iteration)
+            if self.iteration % SORT_INTERVAL == 0:
+                self._map(lambda c: self._sort_chunk(c[1], c[2]), self.chunks)
             alphas = [self.batch_alpha(b) for b in range(len(self.batches))]
             for wave in self.waves:
                 o, end = wave[0][1], wave[-1][2]
@@ -771,30 +800,42 @@ class Simulation:
         p = self.params
         r = self.res
         if p.blur > 0:
-            cube = self.image[:, :3].reshape(6, r, r, 3)  # a copy (the alpha column is skipped)
-            pad = pad_cube(cube, self._border)
-            h = pad[:, :, :-2] * 0.25 + pad[:, :, 1:-1] * 0.5 + pad[:, :, 2:] * 0.25
+            pad = self._padded_rgb()
+            k = np.float32(p.blur)
+            for f in range(6):  # per face (bounded memory), each vectorised
+                q = pad[f]
+                h = q[:, :-2] * 0.25 + q[:, 1:-1] * 0.5 + q[:, 2:] * 0.25
+                bl = h[:-2] * 0.25 + h[1:-1] * 0.5 + h[2:] * 0.25
+                bl -= q[1:-1, 1:-1]
+                bl *= k
+                bl += q[1:-1, 1:-1]
+                self.image[f * r * r:(f + 1) * r * r, :3] = bl.reshape(-1, 3)
             del pad
-            bl = h[:, :-2] * 0.25 + h[:, 1:-1] * 0.5 + h[:, 2:] * 0.25
-            del h
-            bl -= cube
-            bl *= np.float32(p.blur)
-            cube += bl
-            del bl
-            self.image[:, :3] = cube.reshape(-1, 3)
         if p.fade_rate > 0:
             target = self.base if self.base is not None else self.centre
             self.image[:, :3] += (target - self.image[:, :3]) * np.float32(p.fade_rate)
 
     # -- outputs
+    def _padded_rgb(self) -> np.ndarray:
+        """(6, res+2, res+2, 3) float32 RGB with each face's border from its neighbours."""
+        r = self.res
+        pad = np.empty((6, r + 2, r + 2, 3), dtype=np.float32)
+        pad[:, 1:-1, 1:-1] = self.image[:, :3].reshape(6, r, r, 3)
+        pad[:, _ring(r)] = self.image[self._border, :3]
+        return pad
+
+    def face_rgb(self, f: int) -> np.ndarray:
+        """(res, res, 3) float32 copy of face ``f`` (``FACES`` order), row 0 at the top."""
+        r = self.res
+        return self.image[f * r * r:(f + 1) * r * r, :3].reshape(r, r, 3)
+
     def cube_faces(self) -> np.ndarray:
         """(6, res, res, 3) float32 RGB in 0..1, faces in ``FACES`` order, row 0 at the top."""
         return self.image[:, :3].reshape(6, self.res, self.res, 3).copy()
 
     def equirect(self, width: int | None = None) -> np.ndarray:
         width = width or self.params.equirect_width
-        pad = pad_cube(self.cube_faces(), self._border)
-        return equirect_from_cube(pad, width)
+        return equirect_from_cube(self._padded_rgb(), width)
 
     def flow_equirect(self, width: int) -> np.ndarray:
         """(width/2, width, 3) flow map: R east, G north velocity (0.5 = still, 0/1 = the fastest), B speed."""
@@ -812,7 +853,7 @@ class Simulation:
 
     def directions(self) -> np.ndarray:
         """(n, 3) float64 unit directions of all particles."""
-        return face_uv_to_dir(self.fb >> self.shift, self.uv.real.astype(np.float64),
+        return face_uv_to_dir(self.face, self.uv.real.astype(np.float64),
                               self.uv.imag.astype(np.float64))
 
     def density_by_latitude(self, bands: int) -> np.ndarray:
@@ -823,11 +864,11 @@ class Simulation:
 
 
 def equirect_from_cube(padded: np.ndarray, width: int) -> np.ndarray:
-    d = equirect_directions(width)
-    out = np.empty(d.shape[:2] + (padded.shape[-1],), dtype=np.float32)
-    rows = max(1, (1 << 20) // width)
-    for r0 in range(0, d.shape[0], rows):  # bounded memory, each block vectorised
-        blk = d[r0:r0 + rows]
+    h = width // 2
+    out = np.empty((h, width, padded.shape[-1]), dtype=np.float32)
+    rows = max(1, (1 << 18) // width)
+    for r0 in range(0, h, rows):  # bounded memory, each block vectorised
+        blk = equirect_directions(width, slice(r0, r0 + rows))
         out[r0:r0 + rows] = sample_cube(padded, blk.reshape(-1, 3)).reshape(blk.shape[:2] + (-1,))
     return out
 
@@ -922,9 +963,8 @@ def bake(params: GasGiantParams, folder: str, check_memory: bool = True):
                 todo -= k
                 yield 0.95 * sim.iteration / total
             names = output_names(params, f + 1 if animated else None)
-            faces = sim.cube_faces()
             for i, face in enumerate(FACES):
-                write_png(os.path.join(tmp, names[f"cube_{face}"]), faces[i])
+                write_png(os.path.join(tmp, names[f"cube_{face}"]), sim.face_rgb(i))
             if params.equirect_width:
                 write_png(os.path.join(tmp, names["equirect"]), sim.equirect())
                 write_png(os.path.join(tmp, names["flow"]), sim.flow_equirect(min(params.equirect_width, 1024)))
