@@ -211,14 +211,16 @@ def preset(name: str, **overrides) -> GasGiantParams:
 
 
 def estimate_memory(params: GasGiantParams) -> int:
-    """Peak bytes of a bake: particles, field, texture (+ blur and palette copies), equirect output."""
+    """Peak bytes of a bake (measured: 8M particles, 512 field, 6x1024 cube, 4096 equirect peak at ~0.63 GB):
+    particles, the stored field, the texture, the largest transient (blur / equirect / palette copy), the
+    per-step scratch and a fixed baseline (Python, numpy, field building)."""
     n, f, r = params.particles, params.field_size, params.cubemap_size
     particles = n * BYTES_PER_PARTICLE
-    fld = 6 * (f + 2) ** 2 * (16 + 12 + 8 * 10)  # chart pairs + 3D field + build temporaries
-    tex = 6 * (r + 2) ** 2 * 16 * (3 if params.fade_to_palette else 2)
-    eq = params.equirect_width ** 2 // 2 * (3 * 8 + 16)
-    scratch = min(n, CHUNK * WAVE) * 24 + min(n, CHUNK) * params.threads * 120
-    return int(particles + fld + tex + eq + scratch + 64 * 2**20)
+    fld = 6 * (f + 2) ** 2 * (16 + 12)
+    tex = 6 * r * r * 16 + (6 * r * r * 12 if params.fade_to_palette else 0)
+    transient = max(6 * (r + 2) ** 2 * 12 + r * r * 36, 6 * (f + 2) ** 2 * 40)
+    scratch = min(n, CHUNK * WAVE) * 24 + min(n, CHUNK) * params.threads * 100
+    return int(particles + fld + tex + transient + scratch + 150 * 2**20)
 
 
 def available_memory() -> int | None:
