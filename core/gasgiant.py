@@ -62,7 +62,8 @@ EQUIRECT_WIDTHS = (0, 128, 256, 512, 1024, 2048, 4096, 8192)
 MAX_PARTICLES = 200_000_000
 POLE_TAPER_DEG = 3.0
 CHUNK = 1 << 17  # particles per work item (fixed: results do not depend on the thread count)
-SORT_INTERVAL = 16  # steps between sorting particles by texel (fixed: part of the result)
+SORT_INTERVAL = 32  # steps between sorting particles by cube cell (fixed: part of the result); 0 = never
+SORT_CELLS = 64  # cells per cube face side for that sort (6 * 64 * 64 < 2**16)
 WAVE = 8  # chunks that read the texture before it is written back (fixed, like CHUNK)
 
 # bytes per particle: uv 8 + face 1 + colour 16
@@ -761,12 +762,30 @@ class Simulation:
         idx += q
         return idx
 
-    def _sort_chunk(self, s, e):
-        """Order a chunk's particles by the texel they are on (memory locality for the gathers)."""
-        order = np.argsort(self._texel_index(self.uv[s:e], self.face[s:e]), kind="stable")
+    def _sort_batch(self, s, e):
+        """Order a batch's particles by coarse cube cell (16-bit keys: a linear-time radix sort), so each chunk
+        covers a compact patch of the sphere and its gathers from the field and the texture stay in cache."""
+        cells = SORT_CELLS
+        key = np.empty(e - s, dtype=np.uint16)
+        for s0 in range(s, e, CHUNK):
+            e0 = min(e, s0 + CHUNK)
+            uv = self.uv[s0:e0]
+            k = self.face[s0:e0].astype(np.int32)
+            k *= cells
+            q = ((uv.imag + np.float32(1.0)) * np.float32(0.5 * cells)).astype(np.int32)
+            np.clip(q, 0, cells - 1, out=q)
+            k += q
+            k *= cells
+            q = ((uv.real + np.float32(1.0)) * np.float32(0.5 * cells)).astype(np.int32)
+            np.clip(q, 0, cells - 1, out=q)
+            k += q
+            key[s0 - s:e0 - s] = k
+        order = np.argsort(key, kind="stable")
+        del key
         self.uv[s:e] = self.uv[s:e][order]
         self.face[s:e] = self.face[s:e][order]
-        self.col[s:e] = self.col[s:e][order]
+        for c in range(3):  # one channel at a time (bounded memory); alpha is always 1
+            self.col[s:e, c] = self.col[s:e, c][order]
 
     def _map(self, fn, items):
         if self._pool is not None and len(items) > 1:
@@ -782,8 +801,8 @@ class Simulation:
                 for b, (s, e) in enumerate(self.batches):
                     if self.batch_age(b) == 0:
                         self._spawn(b, s, e, generation=self.iteration)
-            if self.iteration % SORT_INTERVAL == 0:
-                self._map(lambda c: self._sort_chunk(c[1], c[2]), self.chunks)
+            if SORT_INTERVAL and self.iteration % SORT_INTERVAL == 0:
+                self._map(lambda b: self._sort_batch(*b), self.batches)
             alphas = [self.batch_alpha(b) for b in range(len(self.batches))]
             for wave in self.waves:
                 o, end = wave[0][1], wave[-1][2]
