@@ -962,7 +962,11 @@ def bake(params: GasGiantParams, folder: str, check_memory: bool = True):
     check_output_folder(folder)
     folder = os.path.abspath(folder)
     t0 = _time.perf_counter()
-    existed = os.path.isdir(folder)
+    created = []  # folders this bake makes (removed again unless it finishes)
+    probe = folder
+    while not os.path.isdir(probe):
+        created.append(probe)
+        probe = os.path.dirname(probe)
     os.makedirs(folder, exist_ok=True)
     tmp = tempfile.mkdtemp(prefix=".envfx_gasgiant_", dir=folder)
     sim = None
@@ -1000,11 +1004,12 @@ def bake(params: GasGiantParams, folder: str, check_memory: bool = True):
         if sim is not None:
             sim.close()
         shutil.rmtree(tmp, ignore_errors=True)
-        if not done and not existed:
-            try:
-                os.rmdir(folder)
-            except OSError:
-                pass
+        if not done:
+            for path in created:  # leaf first
+                try:
+                    os.rmdir(path)
+                except OSError:
+                    break
 
 
 def run_bake(params: GasGiantParams, folder: str, check_memory: bool = True) -> BakeResult:

@@ -302,11 +302,12 @@ def test_cancel_halfway_leaves_no_files(tmp_path):
     assert any(n.startswith(".envfx_gasgiant_") for n in os.listdir(out))
     job.close()
     assert os.listdir(out) == ["keep.txt"]
-    job = gg.bake(gg.GasGiantParams(**SMALL), str(tmp_path / "new"))
+    job = gg.bake(gg.GasGiantParams(**SMALL), str(tmp_path / "new" / "deeper"))
     next(job)
     next(job)
+    assert (tmp_path / "new" / "deeper").is_dir()
     job.close()
-    assert not (tmp_path / "new").exists()
+    assert sorted(os.listdir(tmp_path)) == ["existing"]  # the folders it made are gone too
 
 
 def test_presets():
