@@ -818,23 +818,43 @@ class Simulation:
                 self.blur_and_fade()
 
     def blur_and_fade(self):
+        """Blend toward a 3x3 binomial blur (across face edges) by ``blur``, then fade toward the centre colour
+        (or each texel's start colour) by ``fade_rate``: one pass per face, in place."""
         p = self.params
         r = self.res
-        if p.blur > 0:
-            pad = self._padded_rgb()
-            k = np.float32(p.blur)
-            for f in range(6):  # per face (bounded memory), each vectorised
-                q = pad[f]
-                h = q[:, :-2] * 0.25 + q[:, 1:-1] * 0.5 + q[:, 2:] * 0.25
-                bl = h[:-2] * 0.25 + h[1:-1] * 0.5 + h[2:] * 0.25
-                bl -= q[1:-1, 1:-1]
-                bl *= k
-                bl += q[1:-1, 1:-1]
-                self.image[f * r * r:(f + 1) * r * r, :3] = bl.reshape(-1, 3)
-            del pad
-        if p.fade_rate > 0:
-            target = self.base if self.base is not None else self.centre
-            self.image[:, :3] += (target - self.image[:, :3]) * np.float32(p.fade_rate)
+        k = np.float32(p.blur)
+        fr = np.float32(p.fade_rate)
+        if k == 0 and fr == 0:
+            return
+        img = self.image.reshape(6, r, r, 4)
+        target = np.append(self.centre, np.float32(1.0)).astype(np.float32)
+        if k > 0:
+            ring = _ring(r)
+            border = self.image[self._border]  # every face's border, read before any face changes
+            q = np.empty((r + 2, r + 2, 4), dtype=np.float32)
+        for f in range(6):  # per face (bounded memory), each vectorised
+            face = img[f]
+            if k > 0:
+                q[1:-1, 1:-1] = face
+                q[ring] = border[f]
+                h = q[:, :-2] + q[:, 2:]
+                h += q[:, 1:-1]
+                h += q[:, 1:-1]
+                bl = h[:-2] + h[2:]
+                bl += h[1:-1]
+                bl += h[1:-1]  # 16 x the blur
+                bl *= k / np.float32(16.0) * (np.float32(1.0) - fr)
+                face *= (np.float32(1.0) - k) * (np.float32(1.0) - fr)
+                face += bl
+                del h, bl
+            else:
+                face *= np.float32(1.0) - fr
+            if fr > 0:
+                if self.base is not None:
+                    face[..., :3] += fr * self.base[f * r * r:(f + 1) * r * r].reshape(r, r, 3)
+                    face[..., 3] += fr
+                else:
+                    face += fr * target
 
     # -- outputs
     def _padded_rgb(self) -> np.ndarray:

@@ -317,3 +317,13 @@ def test_presets():
     assert gg.preset("stormy").vortices > gg.preset("jupiter").vortices
     with pytest.raises(gg.GasGiantError, match="Unknown preset"):
         gg.preset("saturnish")
+
+
+def test_fade_to_start_colours():
+    params = gg.GasGiantParams(**{**SMALL, "blur": 0.0, "fade_rate": 1.0, "fade_to_palette": True})
+    with gg.Simulation(params) as sim:
+        start = sim.image.copy()
+        sim.step(10)
+        assert np.abs(sim.image - start).max() > 0.01  # particles painted something
+        sim.blur_and_fade()
+        np.testing.assert_allclose(sim.image, start, atol=1e-6)
