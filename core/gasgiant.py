@@ -806,11 +806,7 @@ class Simulation:
             alphas = [self.batch_alpha(b) for b in range(len(self.batches))]
             for wave in self.waves:
                 o, end = wave[0][1], wave[-1][2]
-                if self._pool is not None and len(wave) > 1:
-                    list(self._pool.map(lambda c: self._move_chunk(c[1], c[2], o, alphas[c[0]]), wave))
-                else:
-                    for b, s, e in wave:
-                        self._move_chunk(s, e, o, alphas[b])
+                self._map(lambda c, o=o, alphas=alphas: self._move_chunk(c[1], c[2], o, alphas[c[0]]), wave)
                 # write back in particle order: the last particle on a texel wins (deterministic)
                 np.put(self._image_c, self._pidx[:end - o], self._vals[:end - o].view(np.complex128).reshape(-1))
             self.iteration += 1

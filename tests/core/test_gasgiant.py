@@ -135,7 +135,6 @@ def _neighbour_diffs(img):
 def test_seams_at_cube_edges_and_longitude_wrap():
     sim = _small_sim(seed=1, iterations=60)
     sim.close()
-    r = sim.res
     faces = sim.cube_faces()
     pad = gg.pad_cube(faces)
     edge_diffs = []
