@@ -500,6 +500,30 @@ def _scaled_velocity(p, params, time, perm, vort, norm):
 
 
 def build_field(params: GasGiantParams, time: float = 0.0, noise_norm: float | None = None) -> Field:
+    """The velocity field at noise time ``time`` on a padded cube map of ``params.field_size``."""
+    return _drive_to_end(build_field_steps(params, time, noise_norm))
+
+
+def _drive_to_end(job):
+    while True:
+        try:
+            next(job)
+        except StopIteration as stop:
+            return stop.value
+
+
+def _scaled_progress(job, lo: float, hi: float):
+    """Run a sub-job, re-yielding its progress mapped into [lo, hi]; returns its result."""
+    while True:
+        try:
+            f = next(job)
+        except StopIteration as stop:
+            return stop.value
+        yield lo + (hi - lo) * f
+
+
+def build_field_steps(params: GasGiantParams, time: float = 0.0, noise_norm: float | None = None):
+    """``build_field`` as a job: yields its progress (0..1) between blocks, returns the ``Field``."""
     n = params.field_size
     perm = _perm(params.seed)
     vort = vortex_set(params)
@@ -511,6 +535,7 @@ def build_field(params: GasGiantParams, time: float = 0.0, noise_norm: float | N
     step = 1 << 16
     for s in range(0, len(flat), step):  # bounded memory; each block vectorised
         vel[s:s + step] = _scaled_velocity(flat[s:s + step], params, time, perm, vort, noise_norm)
+        yield min(1.0, (s + step) / len(flat))
     vel = vel.reshape(d.shape)
     # chart velocity: u = p.a / p.n  ->  du = (V.a (p.n) - (p.a)(V.n)) / (p.n)^2
     fn = _FACE_N[:, None, None, :]
@@ -595,13 +620,13 @@ class Simulation:
     field and the texture walk memory in order (several times faster than random order).
     """
 
-    def __init__(self, params: GasGiantParams, time: float = 0.0):
+    def __init__(self, params: GasGiantParams, time: float = 0.0, field: Field | None = None):
         self.params = params.validate()
         p = params
         self.n = p.particles
         self.iteration = 0
         self.time = time
-        self.field = build_field(p, time)
+        self.field = field if field is not None else build_field(p, time)
         self.fsize = p.field_size
         self.res = p.cubemap_size
         self.uv = np.empty(self.n, dtype=np.complex64)
@@ -684,10 +709,11 @@ class Simulation:
             a = min(a, (1.0 - x) / p.fade_out)
         return p.opacity * max(0.0, min(1.0, a))
 
-    def set_time(self, time: float):
-        """Move the noise's 4th dimension and rebuild the field (keeps the noise normalisation)."""
+    def set_time(self, time: float, field: Field | None = None):
+        """Move the noise's 4th dimension and rebuild the field (keeps the noise normalisation); ``field``:
+        one already built with ``build_field_steps(params, time, sim.field.noise_norm)``."""
         self.time = time
-        self.field = build_field(self.params, time, noise_norm=self.field.noise_norm)
+        self.field = field if field is not None else build_field(self.params, time, self.field.noise_norm)
 
     # -- one step of one chunk: move, then read the texel under the particle and blend (no texture writes)
     def _move_chunk(self, s, e, o, alpha):
@@ -989,7 +1015,8 @@ def bake(params: GasGiantParams, folder: str, check_memory: bool = True):
     done = False
     try:
         yield 0.0
-        sim = Simulation(params, time=0.0)
+        fld = yield from _scaled_progress(build_field_steps(params, 0.0), 0.0, 0.05)
+        sim = Simulation(params, time=0.0, field=fld)
         total = params.iterations + (params.frames - 1) * params.frame_iterations
         chunk = max(1, min(10, 2_000_000 // max(1, params.particles)))
         written, equis = [], []
@@ -997,12 +1024,15 @@ def bake(params: GasGiantParams, folder: str, check_memory: bool = True):
         for f in range(params.frames):
             todo = params.iterations if f == 0 else params.frame_iterations
             if f > 0:
-                sim.set_time(f * params.time_step)
+                done_frac = 0.05 + 0.9 * sim.iteration / total
+                fld = yield from _scaled_progress(build_field_steps(params, f * params.time_step,
+                                                                    sim.field.noise_norm), done_frac, done_frac)
+                sim.set_time(f * params.time_step, fld)
             while todo > 0:
                 k = min(chunk, todo)
                 sim.step(k)
                 todo -= k
-                yield 0.95 * sim.iteration / total
+                yield 0.05 + 0.9 * sim.iteration / total
             names = output_names(params, f + 1 if animated else None)
             for i, face in enumerate(FACES):
                 write_png(os.path.join(tmp, names[f"cube_{face}"]), sim.face_rgb(i))
@@ -1011,7 +1041,7 @@ def bake(params: GasGiantParams, folder: str, check_memory: bool = True):
                 write_png(os.path.join(tmp, names["flow"]), sim.flow_equirect(min(params.equirect_width, 1024)))
                 equis.append(os.path.join(folder, names["equirect"]))
             written.extend(os.path.join(folder, n) for n in names.values())
-            yield 0.95 * sim.iteration / total
+            yield 0.05 + 0.9 * sim.iteration / total
         for name in sorted(os.listdir(tmp)):
             os.replace(os.path.join(tmp, name), os.path.join(folder, name))
         done = True
