@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import bpy
 
-MATERIAL_STAMP = "gasgiant-material-1"
+MATERIAL_STAMP = "gasgiant-material-2"
 STAMP_KEY = "envfx_stamp"
 
 
@@ -19,7 +19,9 @@ def _build(mat):
     bsdf = nt.nodes.new("ShaderNodeBsdfPrincipled")
     bsdf.name = bsdf.label = "Planet BSDF"
     bsdf.location = (300, 0)
-    bsdf.inputs["Roughness"].default_value = 0.65
+    bsdf.inputs["Roughness"].default_value = 0.8
+    if "Specular IOR Level" in bsdf.inputs:  # a cloud deck barely reflects the sun
+        bsdf.inputs["Specular IOR Level"].default_value = 0.15
     tex = nt.nodes.new("ShaderNodeTexImage")
     tex.name = tex.label = "Gas Giant Texture"
     tex.location = (-300, 0)
