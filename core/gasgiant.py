@@ -343,6 +343,9 @@ def _perm(seed: int) -> np.ndarray:
     return np.concatenate([p, p])
 
 
+_GX, _GY, _GZ, _GW = (np.ascontiguousarray(_GRAD4[:, k]) for k in range(4))
+
+
 def simplex4_grad(x, y, z, w, perm):
     """4D simplex noise value and its (x, y, z) gradient, vectorised (float64 arrays of one shape)."""
     s = (x + y + z + w) * _F4
@@ -351,15 +354,23 @@ def simplex4_grad(x, y, z, w, perm):
     k = np.floor(z + s)
     l_ = np.floor(w + s)
     t = (i + j + k + l_) * _G4
-    x0 = x - (i - t)
-    y0 = y - (j - t)
-    z0 = z - (k - t)
-    w0 = w - (l_ - t)
+    x0 = x - i + t
+    y0 = y - j + t
+    z0 = z - k + t
+    w0 = w - l_ + t
     # rank of each coordinate among the four (ties broken consistently)
-    rx = (x0 > y0).astype(np.int8) + (x0 > z0) + (x0 > w0)
-    ry = (y0 >= x0).astype(np.int8) + (y0 > z0) + (y0 > w0)
-    rz = (z0 >= x0).astype(np.int8) + (z0 >= y0) + (z0 > w0)
-    rw = (w0 >= x0).astype(np.int8) + (w0 >= y0) + (w0 >= z0)
+    rx = (x0 > y0).astype(np.int8)
+    rx += x0 > z0
+    rx += x0 > w0
+    ry = (y0 >= x0).astype(np.int8)
+    ry += y0 > z0
+    ry += y0 > w0
+    rz = (z0 >= x0).astype(np.int8)
+    rz += z0 >= y0
+    rz += z0 > w0
+    rw = (w0 >= x0).astype(np.int8)
+    rw += w0 >= y0
+    rw += w0 >= z0
     ii = i.astype(np.int64) & 255
     jj = j.astype(np.int64) & 255
     kk = k.astype(np.int64) & 255
@@ -370,30 +381,57 @@ def simplex4_grad(x, y, z, w, perm):
     gz = np.zeros_like(x)
     for c in range(5):  # the five corners of the simplex (a loop over corners, not points)
         if c == 0:
-            oi = oj = ok = ol = 0
+            oi = oj = ok = ol = False
         elif c == 4:
-            oi = oj = ok = ol = 1
+            oi = oj = ok = ol = True
         else:
-            oi = (rx >= 3 - c + 1).astype(np.int64)
-            oj = (ry >= 3 - c + 1).astype(np.int64)
-            ok = (rz >= 3 - c + 1).astype(np.int64)
-            ol = (rw >= 3 - c + 1).astype(np.int64)
-        dx = x0 - oi + c * _G4
-        dy = y0 - oj + c * _G4
-        dz = z0 - ok + c * _G4
-        dw = w0 - ol + c * _G4
-        h = perm[ii + oi + perm[jj + oj + perm[kk + ok + perm[ll + ol]]]] & 31
-        g = _GRAD4[h]
-        tt = 0.6 - dx * dx - dy * dy - dz * dz - dw * dw
+            oi, oj, ok, ol = rx >= 4 - c, ry >= 4 - c, rz >= 4 - c, rw >= 4 - c
+        off = c * _G4
+        dx = x0 - oi
+        dx += off
+        dy = y0 - oj
+        dy += off
+        dz = z0 - ok
+        dz += off
+        dw = w0 - ol
+        dw += off
+        h = perm.take(ll + ol)
+        h += kk
+        h += ok
+        h = perm.take(h)
+        h += jj
+        h += oj
+        h = perm.take(h)
+        h += ii
+        h += oi
+        h = perm.take(h)
+        h &= 31
+        ga, gb, gc, gd = _GX.take(h), _GY.take(h), _GZ.take(h), _GW.take(h)
+        tt = dx * dx
+        tt += dy * dy
+        tt += dz * dz
+        tt += dw * dw
+        np.subtract(0.6, tt, out=tt)
         np.maximum(tt, 0.0, out=tt)
         t2 = tt * tt
         t4 = t2 * t2
-        gd = g[..., 0] * dx + g[..., 1] * dy + g[..., 2] * dz + g[..., 3] * dw
-        val += t4 * gd
-        f = 8.0 * t2 * tt * gd
-        gx += t4 * g[..., 0] - f * dx
-        gy += t4 * g[..., 1] - f * dy
-        gz += t4 * g[..., 2] - f * dz
+        gd_ = ga * dx
+        gd_ += gb * dy
+        gd_ += gc * dz
+        gd_ += gd * dw
+        val += t4 * gd_
+        f = t2 * tt
+        f *= gd_
+        f *= 8.0
+        ga *= t4
+        gx += ga
+        gx -= f * dx
+        gb *= t4
+        gy += gb
+        gy -= f * dy
+        gc *= t4
+        gz += gc
+        gz -= f * dz
     return 27.0 * val, 27.0 * gx, 27.0 * gy, 27.0 * gz
 
 
@@ -538,15 +576,13 @@ def build_field_steps(params: GasGiantParams, time: float = 0.0, noise_norm: flo
         yield min(1.0, (s + step) / len(flat))
     vel = vel.reshape(d.shape)
     # chart velocity: u = p.a / p.n  ->  du = (V.a (p.n) - (p.a)(V.n)) / (p.n)^2
-    fn = _FACE_N[:, None, None, :]
-    fa = _FACE_A[:, None, None, :]
-    fb = _FACE_B[:, None, None, :]
-    pn = np.sum(d * fn, axis=-1)
-    pa = np.sum(d * fa, axis=-1)
-    pb = np.sum(d * fb, axis=-1)
-    vn = np.sum(vel * fn, axis=-1)
-    du = (np.sum(vel * fa, axis=-1) * pn - pa * vn) / (pn * pn)
-    dv = (np.sum(vel * fb, axis=-1) * pn - pb * vn) / (pn * pn)
+    def dot(arr, axes):
+        return np.einsum("fijk,fk->fij", arr, axes)
+
+    pn = dot(d, _FACE_N)
+    vn = dot(vel, _FACE_N)
+    du = (dot(vel, _FACE_A) * pn - dot(d, _FACE_A) * vn) / (pn * pn)
+    dv = (dot(vel, _FACE_B) * pn - dot(d, _FACE_B) * vn) / (pn * pn)
     c = np.zeros(6 * (n + 2) ** 2 + 1, dtype=np.complex64)
     c[:-1] = (du + 1j * dv).reshape(-1)
     pairs = np.empty((len(c) - 1, 2), dtype=np.complex64)
