@@ -45,7 +45,7 @@ import struct
 import tempfile
 import zlib
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -483,7 +483,7 @@ def _psi_grad(p: np.ndarray, params: GasGiantParams, time: float, perm: np.ndarr
         gnoise += (amp * freq) * np.stack([gx, gy, gz], axis=-1)
     gvort = np.zeros_like(p)
     centres, radii, strengths = vort
-    for c, r, s in zip(centres, radii, strengths):  # a handful of vortices, each vectorised over all points
+    for c, r, s in zip(centres, radii, strengths, strict=True):  # a handful of vortices, each vectorised over all points
         dvec = p - c
         e = np.exp(-np.einsum("ij,ij->i", dvec, dvec) / (r * r))
         # psi_v = s * r * exp(-d^2/r^2)  ->  peak speed ~ s, independent of the radius
@@ -1104,14 +1104,7 @@ def run_bake(params: GasGiantParams, folder: str, check_memory: bool = True) -> 
             return stop.value
 
 
-def params_dict(params: GasGiantParams) -> dict:
-    d = asdict(params)
-    d.pop("palette", None)
-    return d
-
-
 __all__ = [
     "FACES", "GasGiantParams", "GasGiantError", "PRESETS", "preset", "Simulation", "build_field", "band_profile",
     "velocity_at", "surface_divergence", "sample_field", "bake", "run_bake", "write_png", "estimate_memory",
-    "replace",
 ]
