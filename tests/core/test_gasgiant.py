@@ -326,3 +326,17 @@ def test_fade_to_start_colours():
         assert np.abs(sim.image - start).max() > 0.01  # particles painted something
         sim.blur_and_fade()
         np.testing.assert_allclose(sim.image, start, atol=1e-6)
+
+
+def test_flow_map_encodes_the_band_velocities():
+    params = gg.GasGiantParams(**{**SMALL, "noise_speed": 0.0, "vortices": 0, "bands": 3.0, "band_power": 1})
+    with gg.Simulation(params) as sim:
+        flow = sim.flow_equirect(256)
+    h = flow.shape[0]
+    lat = math.pi / 2 - (np.arange(h) + 0.5) / h * math.pi
+    band = gg.band_profile(lat, params)
+    east = flow[:, :, 0].mean(axis=1) - 0.5
+    strong = np.abs(band) > 0.3 * np.abs(band).max()
+    assert np.all(np.sign(east[strong]) == np.sign(band[strong]))
+    np.testing.assert_allclose(flow[:, :, 1], 0.5, atol=0.01)  # no north-south flow
+    np.testing.assert_allclose(east / np.abs(east).max(), band / np.abs(band).max(), atol=0.05)
