@@ -570,10 +570,20 @@ def build_field_steps(params: GasGiantParams, time: float = 0.0, noise_norm: flo
     d = face_directions(n, pad=1)
     flat = d.reshape(-1, 3)
     vel = np.empty_like(flat)
-    step = 1 << 16
-    for s in range(0, len(flat), step):  # bounded memory; each block vectorised
+    step = 1 << 15
+    starts = range(0, len(flat), step)
+
+    def block(s):  # bounded memory; each block vectorised (numpy releases the GIL: blocks run on threads)
         vel[s:s + step] = _scaled_velocity(flat[s:s + step], params, time, perm, vort, noise_norm)
-        yield min(1.0, (s + step) / len(flat))
+
+    if params.threads > 1 and len(starts) > 1:
+        with ThreadPoolExecutor(params.threads) as pool:
+            for k, _ in enumerate(pool.map(block, starts)):
+                yield (k + 1) / len(starts)
+    else:
+        for k, s in enumerate(starts):
+            block(s)
+            yield (k + 1) / len(starts)
     vel = vel.reshape(d.shape)
     # chart velocity: u = p.a / p.n  ->  du = (V.a (p.n) - (p.a)(V.n)) / (p.n)^2
     def dot(arr, axes):
