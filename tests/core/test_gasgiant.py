@@ -340,3 +340,9 @@ def test_flow_map_encodes_the_band_velocities():
     assert np.all(np.sign(east[strong]) == np.sign(band[strong]))
     np.testing.assert_allclose(flow[:, :, 1], 0.5, atol=0.01)  # no north-south flow
     np.testing.assert_allclose(east / np.abs(east).max(), band / np.abs(band).max(), atol=0.05)
+
+
+def test_field_build_does_not_depend_on_the_thread_count():
+    a = gg.build_field(gg.GasGiantParams(field_size=128, threads=1, vortices=2))
+    b = gg.build_field(gg.GasGiantParams(field_size=128, threads=2, vortices=2))
+    np.testing.assert_array_equal(a.chart, b.chart)
