@@ -82,6 +82,14 @@ class VIEW3D_PT_envfx_gasgiant(EnvFXSubPanel, bpy.types.Panel):
         sub.active = s.make_planet
         sub.prop(s, "planet_name")
 
+        from ..core import gasgiant as core_gasgiant
+
+        est = core_gasgiant.estimate_memory(core_gasgiant.GasGiantParams(
+            particles=s.particles, field_size=int(s.field_size), cubemap_size=int(s.cubemap_size),
+            equirect_width=int(s.equirect_width), threads=s.threads, fade_to_palette=s.fade_to_palette))
+        steps = s.particles * (s.iterations + (s.frames - 1) * s.frame_iterations)
+        layout.label(text=f"Needs about {est / 2**30:.2f} GB, {steps / 1e9:.2f} billion particle-steps",
+                     icon="INFO")
         layout.operator("envfx.gasgiant_bake", icon="RENDER_STILL")
 
 

@@ -244,3 +244,27 @@ def test_cli_unwritable_out(envfx, tmp_path, capsys):
     assert envfx.cli.main(["gas-giant", "--out", str(tmp_path / "f" / "x"), "--particles", "10"]) == 2
     assert "cannot be written" in capsys.readouterr().err
     assert os.listdir(tmp_path) == ["f"]
+
+
+def test_panel_draws(envfx):
+    """The panel's draw() runs on the scene's settings (with a stand-in layout: no UI in background mode)."""
+    shown = []
+
+    class Layout:
+        def __getattr__(self, name):
+            return lambda *a, **k: self
+
+        def __setattr__(self, name, value):
+            pass
+
+        def prop(self, data, name, **kw):
+            assert name in data.bl_rna.properties, name  # every drawn setting exists
+            shown.append(name)
+            return self
+
+    panel_cls = envfx.panels.gasgiant.VIEW3D_PT_envfx_gasgiant
+    stand_in = type("P", (), {"layout": Layout()})()
+    for source in ("RAMP", "PALETTE"):
+        bpy.context.scene.envfx.gasgiant.color_source = source
+        panel_cls.draw(stand_in, bpy.context)
+    assert {"palette_path", "ramp_color_1", "particles", "output_dir", "frames", "vortices"} <= set(shown)
