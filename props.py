@@ -122,8 +122,8 @@ from bpy.props import FloatVectorProperty, IntProperty, StringProperty  # noqa: 
 
 from .core import gasgiant as core_gasgiant  # noqa: E402
 
-# Blender 4.5+ warns about "//" paths unless the property says it supports them (4.2 does not know the option)
-_GG_PATH_OPTIONS = {"PATH_SUPPORTS_BLEND_RELATIVE"} if bpy.app.version >= (4, 5, 0) else set()
+# Blender 5.0 warns about "//" paths unless the property says it supports them (4.2 does not know the option)
+_GG_PATH_OPTIONS = {"PATH_SUPPORTS_BLEND_RELATIVE"} if bpy.app.version >= (5, 0, 0) else set()
 
 _GG_PRESET_KEYS = ("bands", "band_speed", "band_power", "pole_attenuation", "noise_scale", "octaves", "falloff",
                    "noise_speed", "vortices", "vortex_size", "vortex_size_variance", "vortex_strength", "opacity")

@@ -483,7 +483,7 @@ def _psi_grad(p: np.ndarray, params: GasGiantParams, time: float, perm: np.ndarr
         gnoise += (amp * freq) * np.stack([gx, gy, gz], axis=-1)
     gvort = np.zeros_like(p)
     centres, radii, strengths = vort
-    for c, r, s in zip(centres, radii, strengths, strict=True):  # a handful of vortices, each vectorised over all points
+    for c, r, s in zip(centres, radii, strengths, strict=True):  # a few vortices, each vectorised over all points
         dvec = p - c
         e = np.exp(-np.einsum("ij,ij->i", dvec, dvec) / (r * r))
         # psi_v = s * r * exp(-d^2/r^2)  ->  peak speed ~ s, independent of the radius
