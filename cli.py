@@ -221,6 +221,108 @@ def run_mips(args) -> int:
     return 0
 
 
+# --- envfx gas-giant -------------------------------------------------------------------------------------
+
+def _add_gasgiant(sub):
+    from .core import gasgiant as core_gasgiant
+
+    p = sub.add_parser(
+        "gas-giant",
+        help="Bake a gas giant texture (6 cube faces, equirectangular image, flow map) into a folder",
+        description="Bake a gas giant texture: particles advected over a sphere by curl noise. Writes "
+        "gasgiant_{px,nx,py,ny,pz,nz}.png, gasgiant_equirect.png and gasgiant_flow.png (with _0001... per frame "
+        "when --frames > 1). With --save, also adds a planet wearing the texture and saves that .blend.",
+    )
+    p.add_argument("--out", required=True, help="output folder (created if missing)")
+    p.add_argument("--preset", choices=[k.lower() for k in core_gasgiant.PRESETS], help="look preset")
+    p.add_argument("--particles", type=int)
+    p.add_argument("--iterations", type=int)
+    p.add_argument("--seed", type=int)
+    p.add_argument("--equirect", type=int, help="equirectangular width (height is half; 0 = none)")
+    p.add_argument("--cubemap", type=int, help="pixels per cube face side")
+    p.add_argument("--field", type=int, help="velocity field texels per cube face side")
+    p.add_argument("--threads", type=int)
+    p.add_argument("--frames", type=int, help="images in the sequence (1 = a still)")
+    p.add_argument("--frame-iterations", type=int, help="iterations between frames")
+    p.add_argument("--time-step", type=float, help="noise time per frame")
+    p.add_argument("--palette", help="palette image (RGB/RGBA); default: a latitude colour ramp")
+    p.add_argument("--mapping", choices=[m.lower() for m in core_gasgiant.MAPPINGS])
+    for name in ("bands", "band-speed", "pole-attenuation", "noise-scale", "falloff", "gain", "turbulence",
+                 "velocity-factor", "vortex-size", "vortex-size-variance", "vortex-strength", "opacity", "blur",
+                 "fade-rate", "w-offset"):
+        p.add_argument(f"--{name}", type=float)
+    for name in ("band-power", "octaves", "vortices", "lifetime", "respawn-batches", "blur-interval"):
+        p.add_argument(f"--{name}", type=int)
+    p.add_argument("--save", help="also add a planet wearing the texture to the current file and save it here")
+    p.add_argument("--planet", default="Gas Giant", help="name of the planet object (with --save)")
+    p.set_defaults(func=run_gasgiant)
+
+
+def gasgiant_params(args):
+    """The core parameters from the command line (raises CliError for bad input)."""
+    from dataclasses import replace
+
+    from .core import gasgiant as core_gasgiant
+    from .operators import gasgiant as gasgiant_ops
+
+    params = core_gasgiant.preset(args.preset) if args.preset else core_gasgiant.GasGiantParams()
+    mapping = {"particles": "particles", "iterations": "iterations", "seed": "seed", "equirect": "equirect_width",
+               "cubemap": "cubemap_size", "field": "field_size", "threads": "threads", "frames": "frames",
+               "frame_iterations": "frame_iterations", "time_step": "time_step", "bands": "bands",
+               "band_speed": "band_speed", "pole_attenuation": "pole_attenuation", "noise_scale": "noise_scale",
+               "falloff": "falloff", "gain": "gain", "turbulence": "noise_speed",
+               "velocity_factor": "velocity_factor", "vortex_size": "vortex_size",
+               "vortex_size_variance": "vortex_size_variance", "vortex_strength": "vortex_strength",
+               "opacity": "opacity", "blur": "blur", "fade_rate": "fade_rate", "w_offset": "w_offset",
+               "band_power": "band_power", "octaves": "octaves", "vortices": "vortices", "lifetime": "lifetime",
+               "respawn_batches": "respawn_batches", "blur_interval": "blur_interval"}
+    changes = {field: getattr(args, arg) for arg, field in mapping.items() if getattr(args, arg) is not None}
+    if args.mapping:
+        changes["mapping"] = args.mapping.upper()
+    if args.palette:
+        try:
+            changes["palette"] = gasgiant_ops.load_palette(args.palette)
+        except gasgiant_ops.GasGiantInputError as exc:
+            raise CliError(str(exc)) from None
+    params = replace(params, **changes)
+    try:
+        params.validate(core_gasgiant.available_memory())
+        core_gasgiant.check_output_folder(args.out)
+    except core_gasgiant.GasGiantError as exc:
+        raise CliError(str(exc)) from None
+    if args.save:
+        if not args.save.lower().endswith(".blend"):
+            raise CliError(f"--save {args.save!r}: give a .blend path")
+        folder = os.path.dirname(os.path.abspath(args.save))
+        if not os.path.isdir(folder) or not os.access(folder, os.W_OK):
+            raise CliError(f"--save folder {folder!r} does not exist or is not writable: choose another")
+        if not params.equirect_width:
+            raise CliError("--save needs the equirectangular image for the planet: do not pass --equirect 0")
+    return params
+
+
+def run_gasgiant(args) -> int:
+    from . import progress
+    from .core import gasgiant as core_gasgiant
+    from .operators import gasgiant as gasgiant_ops
+
+    params = gasgiant_params(args)
+    try:
+        result = progress.run(core_gasgiant.bake(params, args.out), "Gas giant bake")
+    except progress.Cancelled as exc:
+        print(f"envfx gas-giant: {exc}", file=sys.stderr)
+        return 1
+    steps = params.particles * (params.iterations + (params.frames - 1) * params.frame_iterations)
+    print(f"envfx gas-giant: wrote {len(result.files)} image(s) to {result.folder} in {result.seconds:.1f} s "
+          f"({steps / max(result.seconds, 1e-9) / 1e6:.1f}M particle-steps/s overall)")
+    if args.save:
+        scene = bpy.context.scene
+        gasgiant_ops.make_planet(scene, args.planet, result.equirect, frames=params.frames)
+        save_blend(args.save)
+        print(f"envfx gas-giant: added planet {args.planet!r}; saved {args.save}")
+    return 0
+
+
 # --- entry points -----------------------------------------------------------------------------------------
 
 def build_parser() -> argparse.ArgumentParser:
@@ -229,6 +331,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_info(sub)
     _add_bend(sub)
     _add_mips(sub)
+    _add_gasgiant(sub)
     return parser
 
 

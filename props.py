@@ -3,10 +3,23 @@
 from __future__ import annotations
 
 import bpy
-from bpy.props import BoolProperty, EnumProperty, FloatProperty, PointerProperty
+from bpy.props import (
+    BoolProperty,
+    EnumProperty,
+    FloatProperty,
+    FloatVectorProperty,
+    IntProperty,
+    PointerProperty,
+    StringProperty,
+)
 from bpy.types import PropertyGroup
 
 from .core import bend as core_bend
+from .core import gasgiant as core_gasgiant
+from .core import mips as core_mips
+
+# Blender 5.0 warns about "//" paths unless a path property says it supports them; 4.2 has no such option.
+PATH_OPTIONS = {"PATH_SUPPORTS_BLEND_RELATIVE"} if bpy.app.version >= (5, 0, 0) else set()
 
 
 # --- Bend -------------------------------------------------------------------------------------------------
@@ -119,14 +132,6 @@ def _bend_exclude_changed(self, context):
 
 # --- Mips -------------------------------------------------------------------------------------------------
 
-from bpy.props import IntProperty, StringProperty  # noqa: E402  (mips)
-
-from .core import mips as core_mips  # noqa: E402
-
-# Blender 5.0 warns about "//" paths unless a path property says it supports them (4.2 has no such option;
-# gated on 5.0, the version this was checked on: at worst an in-between version prints that warning)
-_MIPS_PATH_OPTIONS = {"PATH_SUPPORTS_BLEND_RELATIVE"} if bpy.app.version >= (5, 0, 0) else set()
-
 
 class EnvFXMipsSettings(PropertyGroup):
     source: EnumProperty(
@@ -148,14 +153,14 @@ class EnvFXMipsSettings(PropertyGroup):
         name="Input Folder",
         description="Folder whose image files (PNG, TGA, TIFF, JPEG, EXR, ...) are baked",
         subtype="DIR_PATH",
-        options=_MIPS_PATH_OPTIONS,
+        options=PATH_OPTIONS,
         default="",
     )
     output_dir: StringProperty(
         name="Output Folder",
         description="Where the DDS files, PNG levels, JSON reports and comparison pictures are written",
         subtype="DIR_PATH",
-        options=_MIPS_PATH_OPTIONS,
+        options=PATH_OPTIONS,
         default="//mips",
     )
     ref: FloatProperty(
@@ -219,11 +224,149 @@ class EnvFXMipsSettings(PropertyGroup):
     )
 
 
+# --- Gas Giant ---------------------------------------------------------------------------------------------
+
+
+_GG_PRESET_KEYS = ("bands", "band_speed", "band_power", "pole_attenuation", "noise_scale", "octaves", "falloff",
+                   "noise_speed", "vortices", "vortex_size", "vortex_size_variance", "vortex_strength", "opacity")
+
+
+def _gasgiant_preset_changed(self, context):
+    from .core import gasgiant as core_gasgiant
+
+    if self.preset == "CUSTOM":
+        return
+    values = core_gasgiant.PRESETS[self.preset]
+    for key in _GG_PRESET_KEYS:
+        setattr(self, key, values[key])
+    for i, color in enumerate(values["ramp_colors"]):
+        setattr(self, f"ramp_color_{i + 1}", color)
+
+
+def _size_items(sizes, none_label=None):
+    return tuple((str(s), none_label if (s == 0 and none_label) else str(s), f"{s}") for s in sizes)
+
+
+class EnvFXGasGiantSettings(PropertyGroup):
+    preset: EnumProperty(
+        name="Preset",
+        description="Fill the look settings from a preset (they stay editable)",
+        items=(("CUSTOM", "Custom", "Keep the current settings"),
+               ("JUPITER", "Jupiter-like", "Many narrow cream and rust bands, a few vortices"),
+               ("NEPTUNE", "Neptune-like", "Few broad blue bands, calm, one or two dark spots"),
+               ("STORMY", "Stormy", "Strong turbulence and many vortices")),
+        default="CUSTOM",
+        update=_gasgiant_preset_changed,
+    )
+    output_dir: StringProperty(
+        name="Output Folder",
+        description="Folder the textures are written to (cube faces, equirectangular image, flow map); "
+        "'//' is the .blend file's folder",
+        default="//gasgiant/",
+        subtype="DIR_PATH",
+        options=PATH_OPTIONS,
+    )
+    particles: IntProperty(name="Particles", description="How many particles paint the texture (more = smoother)",
+                           default=8_000_000, min=1, soft_max=20_000_000)
+    iterations: IntProperty(name="Iterations", description="Simulation steps before the (first) image is saved",
+                            default=1000, min=1, soft_max=5000)
+    seed: IntProperty(name="Seed", description="Random seed of the noise, vortices and particles", default=0, min=0)
+    field_size: EnumProperty(name="Velocity Field", description="Texels per cube face of the velocity field",
+                             items=_size_items(core_gasgiant.FIELD_SIZES), default="512")
+    cubemap_size: EnumProperty(name="Cube Face Size", description="Pixels per side of each output cube face",
+                               items=_size_items(core_gasgiant.CUBEMAP_SIZES), default="1024")
+    equirect_width: EnumProperty(name="Equirect Width",
+                                 description="Width of the equirectangular image (height is half); the planet "
+                                 "object uses it. None writes only the cube faces",
+                                 items=_size_items(core_gasgiant.EQUIRECT_WIDTHS, "None"), default="2048")
+    threads: IntProperty(name="Threads", description="CPU threads moving particles", default=2, min=1, max=64)
+    velocity_factor: FloatProperty(name="Velocity Factor",
+                                   description="How far particles travel: degrees of arc per 20 iterations at "
+                                   "relative speed 1", default=1.0, min=0.0, soft_max=10.0)
+    bands: FloatProperty(name="Bands", description="Number of counter-rotating bands", default=6.0, min=0.0,
+                         soft_max=30.0)
+    band_speed: FloatProperty(name="Band Speed", description="Speed of the bands relative to the turbulence",
+                              default=1.0, soft_min=-10.0, soft_max=10.0)
+    band_power: IntProperty(name="Band Speed Power",
+                            description="Odd power of cos(bands * latitude): higher makes the fast parts narrow",
+                            default=1, min=1, max=9, step=2)
+    pole_attenuation: FloatProperty(name="Pole Attenuation", description="How much the bands slow toward the poles",
+                                    default=0.5, min=0.0, max=1.0, subtype="FACTOR")
+    noise_scale: FloatProperty(name="Noise Scale", description="Size of the turbulence (higher = smaller swirls)",
+                               default=2.6, min=0.01, soft_max=10.0)
+    octaves: IntProperty(name="Octaves", description="Levels of fractal noise", default=4, min=1, max=12)
+    falloff: FloatProperty(name="Falloff", description="Weight of each further octave (fBm falloff)", default=0.5,
+                           min=0.0, max=1.0, subtype="FACTOR")
+    gain: FloatProperty(name="Gain", description="Octave k is weighted falloff^(k * gain)", default=1.0, min=0.0,
+                        soft_max=4.0)
+    noise_speed: FloatProperty(name="Turbulence", description="Strength of the curl-noise turbulence", default=1.0,
+                               min=0.0, soft_max=5.0)
+    w_offset: FloatProperty(name="W Offset", description="Offset in the noise's 4th dimension (another pattern)",
+                            default=0.0)
+    time_step: FloatProperty(name="Time Step", description="How far the noise moves per animation frame",
+                             default=0.05, min=0.0, soft_max=1.0)
+    vortices: IntProperty(name="Vortices", description="Artificial vortices placed between bands", default=0,
+                          min=0, soft_max=200)
+    vortex_size: FloatProperty(name="Vortex Size", description="Vortex radius as a fraction of the planet radius",
+                               default=0.04, min=0.001, soft_max=0.5)
+    vortex_size_variance: FloatProperty(name="Size Variance", description="Random extra vortex radius",
+                                        default=0.02, min=0.0, soft_max=0.5)
+    vortex_strength: FloatProperty(name="Vortex Strength", description="Peak vortex speed (relative)", default=1.0,
+                                   min=0.0, soft_max=10.0)
+    color_source: EnumProperty(name="Colours", description="Where particle colours come from",
+                               items=(("RAMP", "Latitude Ramp", "Five colours from pole to equator, mirrored"),
+                                      ("PALETTE", "Palette Image", "Colours from an input image")),
+                               default="RAMP")
+    palette_path: StringProperty(name="Palette Image", description="RGB or RGBA image the colours come from",
+                                 default="", subtype="FILE_PATH", options=PATH_OPTIONS)
+    mapping: EnumProperty(name="Mapping", description="How the palette image is laid over the sphere",
+                          items=(("SINUSOIDAL", "Sinusoidal", "Sinusoidal projection, mirrored at the back"),
+                                 ("STRIPES", "Stripes", "The image's centre column: colour by latitude only")),
+                          default="SINUSOIDAL")
+    ramp_color_1: FloatVectorProperty(name="Pole", subtype="COLOR", size=3, min=0.0, max=1.0,
+                                      default=core_gasgiant.DEFAULT_RAMP_COLORS[0])
+    ramp_color_2: FloatVectorProperty(name="High Latitude", subtype="COLOR", size=3, min=0.0, max=1.0,
+                                      default=core_gasgiant.DEFAULT_RAMP_COLORS[1])
+    ramp_color_3: FloatVectorProperty(name="Mid Latitude", subtype="COLOR", size=3, min=0.0, max=1.0,
+                                      default=core_gasgiant.DEFAULT_RAMP_COLORS[2])
+    ramp_color_4: FloatVectorProperty(name="Tropics", subtype="COLOR", size=3, min=0.0, max=1.0,
+                                      default=core_gasgiant.DEFAULT_RAMP_COLORS[3])
+    ramp_color_5: FloatVectorProperty(name="Equator", subtype="COLOR", size=3, min=0.0, max=1.0,
+                                      default=core_gasgiant.DEFAULT_RAMP_COLORS[4])
+    opacity: FloatProperty(name="Opacity", description="How strongly a particle paints its colour each step",
+                           default=0.2, min=0.001, max=1.0, subtype="FACTOR")
+    lifetime: IntProperty(name="Lifetime", description="Iterations a particle lives before it respawns "
+                          "(0 = for ever)", default=0, min=0, soft_max=2000)
+    respawn_batches: IntProperty(name="Respawn Batches", description="Particles respawn in this many staggered "
+                                 "batches, not all at once", default=8, min=1, max=256)
+    fade_in: FloatProperty(name="Fade In", description="Part of the lifetime over which a particle fades in",
+                           default=0.2, min=0.0, max=1.0, subtype="FACTOR")
+    fade_out: FloatProperty(name="Fade Out", description="Part of the lifetime over which a particle fades out",
+                            default=0.2, min=0.0, max=1.0, subtype="FACTOR")
+    blur_interval: IntProperty(name="Blur Interval", description="Iterations between blur and fade passes "
+                               "(0 = never)", default=20, min=0, soft_max=200)
+    blur: FloatProperty(name="Blur", description="Strength of each blur pass", default=0.5, min=0.0, max=1.0,
+                        subtype="FACTOR")
+    fade_rate: FloatProperty(name="Fade", description="How far each pass fades the texture back to the centre "
+                             "colour", default=0.01, min=0.0, max=1.0, subtype="FACTOR")
+    fade_to_palette: BoolProperty(name="Fade to Start Colours", description="Fade each texel toward its starting "
+                                  "colour instead of the mean colour", default=False)
+    frames: IntProperty(name="Frames", description="Images in the sequence (1 = a still)", default=1, min=1,
+                        soft_max=500)
+    frame_iterations: IntProperty(name="Iterations per Frame", description="Simulation steps between frames",
+                                  default=20, min=1, soft_max=500)
+    make_planet: BoolProperty(name="Make Planet", description="Add (or update) a planet sphere wearing the result",
+                              default=True)
+    planet_name: StringProperty(name="Planet Object", description="Name of the planet object to add or update",
+                                default="Gas Giant")
+
+
 # --- Roots ------------------------------------------------------------------------------------------------
 
 class EnvFXSceneSettings(PropertyGroup):
     bend: PointerProperty(type=EnvFXBendSettings)
     mips: PointerProperty(type=EnvFXMipsSettings)
+    gasgiant: PointerProperty(type=EnvFXGasGiantSettings)
 
 
 class EnvFXObjectSettings(PropertyGroup):
@@ -238,6 +381,7 @@ class EnvFXObjectSettings(PropertyGroup):
 classes = (
     EnvFXBendSettings,
     EnvFXMipsSettings,
+    EnvFXGasGiantSettings,
     EnvFXSceneSettings,
     EnvFXObjectSettings,
 )

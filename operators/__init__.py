@@ -2,9 +2,9 @@
 
 import bpy
 
-from . import bend, mips
+from . import bend, gasgiant, mips
 
-modules = (bend, mips)
+modules = (bend, gasgiant, mips)
 classes = tuple(cls for module in modules for cls in module.classes)
 
 

@@ -2,9 +2,9 @@
 
 import bpy
 
-from . import bend, main, mips
+from . import bend, gasgiant, main, mips
 
-modules = (main, bend, mips)
+modules = (main, bend, gasgiant, mips)
 classes = tuple(cls for module in modules for cls in module.classes)
 
 

@@ -1,0 +1,1120 @@
+"""Gas giant textures from particles advected over a sphere by curl noise, pure numpy.
+
+After Stephen Cameron's "gaseous-giganticus" and the GPU write-up in ``gas-giant-curl-noise-particles.txt``:
+
+Velocity field (``build_field``)
+    v(p) = band(lat) * east(p) + p x grad(psi)(p), on the unit sphere (Z is the planet's axis).
+    ``band(lat) = B * ((1 - a) + a cos(lat)) * spow(cos(K lat), e) * taper(lat)`` are the counter-rotating bands
+    (K bands, speed factor B, odd power e, pole attenuation a; ``taper`` brings the speed to zero in the last
+    ``POLE_TAPER_DEG`` degrees so the field is continuous at the poles). ``psi`` is fractal 4D simplex noise of
+    (noise_scale * p, w) plus Gaussian vortices placed between bands; ``w`` moves with time. ``p x grad psi``
+    is the surface curl of a stream function: tangent to the sphere and divergence-free. The field is
+    evaluated analytically on a cube map (``field_size`` texels per face plus a one-texel border taken from the
+    neighbouring faces' directions, so bilinear lookups never cross a face and there is no seam) and stored as
+    velocities in each face's chart coordinates.
+
+Particles
+    Stored as (face, u, v) in cube-face charts ([-1, 1]^2), moved by bilinear lookups of the chart velocity
+    (Euler steps, a handful of float32 array passes per step), re-projected to the neighbouring face when they
+    leave their chart. Colours come from a palette image (sinusoidal mapping mirrored at the back so the
+    longitude wrap has no seam, or stripes: the centre column, latitude only) or from a latitude colour ramp.
+    With a lifetime, particles live in ``respawn_batches`` contiguous batches with staggered ages: one batch at
+    a time respawns at random places with fresh colours, and every particle's opacity fades in and out over its
+    life.
+
+Painting
+    Every step each particle blends its colour into the output cube map texel under it with its opacity
+    (``texel += (colour - texel) * alpha``). Steps run in chunks (optionally on several threads: numpy releases
+    the GIL); all chunks read the texture as it was at the start of the step and write back in chunk order, so
+    the result does not depend on the thread count. Every ``blur_interval`` steps the texture is blurred (3x3
+    binomial across face edges) and faded toward the centre colour (the palette's mean, or each texel's palette
+    colour).
+
+Outputs: six cube faces (``FACES`` order, seen from outside, top of the side faces is +Z), an equirectangular
+image (bilinear from the cube, seamless at the wrap, no pinching at the poles), and the flow map (east and
+north velocity, 0.5 = still). ``bake()`` is the whole job as a generator: it writes PNGs through a temporary
+folder and moves them into place at the end, so a cancelled bake leaves nothing behind.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import shutil
+import struct
+import tempfile
+import zlib
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+import numpy as np
+
+FACES = ("px", "nx", "py", "ny", "pz", "nz")
+# per face: normal n, right axis a (image columns), down axis b (image rows); a x b = -n (seen from outside)
+_FACE_N = np.array([[1, 0, 0], [-1, 0, 0], [0, 1, 0], [0, -1, 0], [0, 0, 1], [0, 0, -1]], dtype=np.float64)
+_FACE_A = np.array([[0, 1, 0], [0, -1, 0], [-1, 0, 0], [1, 0, 0], [0, 1, 0], [0, 1, 0]], dtype=np.float64)
+_FACE_B = np.array([[0, 0, -1], [0, 0, -1], [0, 0, -1], [0, 0, -1], [1, 0, 0], [-1, 0, 0]], dtype=np.float64)
+
+MAPPINGS = ("SINUSOIDAL", "STRIPES")
+FIELD_SIZES = (16, 32, 64, 128, 256, 512, 1024, 2048)
+CUBEMAP_SIZES = (64, 128, 256, 512, 1024, 2048, 4096)
+EQUIRECT_WIDTHS = (0, 128, 256, 512, 1024, 2048, 4096, 8192)
+MAX_PARTICLES = 200_000_000
+POLE_TAPER_DEG = 3.0
+CHUNK = 1 << 17  # particles per work item (fixed: results do not depend on the thread count)
+SORT_INTERVAL = 32  # steps between sorting particles by cube cell (fixed: part of the result); 0 = never
+SORT_CELLS = 64  # cells per cube face side for that sort (6 * 64 * 64 < 2**16)
+WAVE = 8  # chunks that read the texture before it is written back (fixed, like CHUNK)
+
+# bytes per particle: uv 8 + face 1 + colour 16
+BYTES_PER_PARTICLE = 25
+
+
+class GasGiantError(ValueError):
+    """Invalid gas giant settings or input; the message says what is wrong and what to do."""
+
+
+def symmetric_ramp(colors) -> tuple:
+    """A latitude colour ramp from five colours (pole, high, middle, tropic, equator), mirrored at the equator."""
+    pole, high, mid, tropic, equator = (tuple(float(x) for x in c[:3]) for c in colors)
+    return ((0.0, pole), (0.12, high), (0.28, mid), (0.4, tropic), (0.5, equator), (0.6, tropic), (0.72, mid),
+            (0.88, high), (1.0, pole))
+
+
+DEFAULT_RAMP_COLORS = ((0.55, 0.50, 0.45), (0.80, 0.68, 0.52), (0.93, 0.88, 0.78), (0.72, 0.50, 0.34),
+                       (0.96, 0.92, 0.84))
+DEFAULT_RAMP = symmetric_ramp(DEFAULT_RAMP_COLORS)
+
+
+@dataclass(frozen=True)
+class GasGiantParams:
+    # simulation
+    particles: int = 8_000_000
+    iterations: int = 1000
+    seed: int = 0
+    field_size: int = 512
+    cubemap_size: int = 1024
+    equirect_width: int = 2048  # 0: no equirectangular image
+    threads: int = 2
+    velocity_factor: float = 1.0  # degrees of arc per 20 iterations at relative speed 1
+    # bands
+    bands: float = 6.0
+    band_speed: float = 1.0
+    band_power: int = 1
+    pole_attenuation: float = 0.5
+    # noise
+    noise_scale: float = 2.6
+    octaves: int = 4
+    falloff: float = 0.5
+    gain: float = 1.0
+    noise_speed: float = 1.0
+    w_offset: float = 0.0
+    time_step: float = 0.05  # w advance per animation frame
+    # vortices
+    vortices: int = 0
+    vortex_size: float = 0.04
+    vortex_size_variance: float = 0.02
+    vortex_strength: float = 1.0
+    # colour
+    palette: np.ndarray | None = field(default=None, repr=False, compare=False)
+    mapping: str = "SINUSOIDAL"
+    ramp: tuple = DEFAULT_RAMP
+    opacity: float = 0.2
+    lifetime: int = 0  # iterations; 0 = particles live for ever
+    respawn_batches: int = 8
+    fade_in: float = 0.2  # fraction of the lifetime
+    fade_out: float = 0.2
+    blur_interval: int = 20  # iterations between blur + fade passes; 0 = never
+    blur: float = 0.5  # 0..1 mix of the 3x3 binomial blur
+    fade_rate: float = 0.01  # 0..1 toward the centre colour per blur pass
+    fade_to_palette: bool = False  # fade toward each texel's palette colour instead of the mean colour
+    # animation
+    frames: int = 1
+    frame_iterations: int = 20
+
+    def validate(self, available_bytes: int | None = None) -> "GasGiantParams":
+        def need(ok, msg):
+            if not ok:
+                raise GasGiantError(msg)
+
+        need(isinstance(self.particles, (int, np.integer)) and self.particles > 0,
+             f"Particles {self.particles}: use a positive number of particles (8000000 is the classic)")
+        need(self.particles <= MAX_PARTICLES, f"Particles {self.particles}: at most {MAX_PARTICLES}")
+        need(self.iterations > 0, f"Iterations {self.iterations}: use a positive number of iterations")
+        need(self.field_size in FIELD_SIZES,
+             f"Velocity field size {self.field_size} is not supported: use one of {FIELD_SIZES}")
+        need(self.cubemap_size in CUBEMAP_SIZES,
+             f"Cube map size {self.cubemap_size} is not supported: use one of {CUBEMAP_SIZES}")
+        need(self.equirect_width in EQUIRECT_WIDTHS,
+             f"Equirectangular width {self.equirect_width} is not supported: use one of {EQUIRECT_WIDTHS} "
+             f"(0 = none; the height is half the width)")
+        need(self.threads >= 1, f"Threads {self.threads}: use 1 or more")
+        need(self.frames >= 1, f"Frames {self.frames}: use 1 or more")
+        need(self.frame_iterations >= 1, f"Iterations per frame {self.frame_iterations}: use 1 or more")
+        need(self.octaves >= 1 and self.octaves <= 12, f"Octaves {self.octaves}: use 1 to 12")
+        need(self.noise_scale > 0, f"Noise scale {self.noise_scale}: use a positive scale")
+        need(0.0 <= self.pole_attenuation <= 1.0, f"Pole attenuation {self.pole_attenuation}: use 0 to 1")
+        need(self.band_power >= 1 and self.band_power % 2 == 1,
+             f"Band speed power {self.band_power}: use an odd whole number (1, 3, 5, ...)")
+        need(self.bands >= 0, f"Bands {self.bands}: use 0 or more")
+        need(0.0 < self.opacity <= 1.0, f"Opacity {self.opacity}: use a value in (0, 1]")
+        need(self.lifetime >= 0, f"Lifetime {self.lifetime}: use 0 (for ever) or more iterations")
+        need(self.respawn_batches >= 1, f"Respawn batches {self.respawn_batches}: use 1 or more")
+        need(0.0 <= self.fade_in <= 1.0 and 0.0 <= self.fade_out <= 1.0 and self.fade_in + self.fade_out <= 1.0,
+             "Fade in + fade out are fractions of the lifetime: each 0..1 and together at most 1")
+        need(0.0 <= self.blur <= 1.0 and 0.0 <= self.fade_rate <= 1.0, "Blur and fade rate: use 0 to 1")
+        need(self.blur_interval >= 0, f"Blur interval {self.blur_interval}: use 0 (never) or more")
+        need(self.vortices >= 0, f"Vortices {self.vortices}: use 0 or more")
+        need(self.vortex_size > 0 and self.vortex_size_variance >= 0, "Vortex size must be positive")
+        need(self.mapping in MAPPINGS, f"Mapping {self.mapping!r}: use one of {MAPPINGS}")
+        need(math.isfinite(self.velocity_factor) and self.velocity_factor >= 0,
+             f"Velocity factor {self.velocity_factor}: use 0 or more")
+        if self.palette is not None:
+            pal = np.asarray(self.palette)
+            need(pal.ndim == 3 and pal.shape[2] in (3, 4) and pal.shape[0] >= 1 and pal.shape[1] >= 1,
+                 f"Palette image of shape {pal.shape}: need an RGB or RGBA image")
+        else:
+            need(len(self.ramp) >= 1, "Colour ramp needs at least one colour")
+        if available_bytes is not None:
+            est = estimate_memory(self)
+            need(est <= available_bytes,
+                 f"{self.particles} particles need about {est / 2**30:.2f} GB but only "
+                 f"{available_bytes / 2**30:.2f} GB is available: use fewer particles or smaller images")
+        return self
+
+
+PRESETS = {
+    "JUPITER": dict(bands=12.0, band_speed=2.0, band_power=1, pole_attenuation=1.0, noise_scale=2.2, octaves=4,
+                    falloff=0.42, noise_speed=0.6, vortices=6, vortex_size=0.08, vortex_size_variance=0.04,
+                    vortex_strength=2.0, opacity=0.2,
+                    ramp_colors=((0.45, 0.40, 0.36), (0.78, 0.62, 0.46), (0.95, 0.90, 0.80), (0.70, 0.42, 0.26),
+                                 (0.97, 0.93, 0.86))),
+    "NEPTUNE": dict(bands=4.0, band_speed=2.2, band_power=3, pole_attenuation=0.8, noise_scale=1.6, octaves=3,
+                    falloff=0.45, noise_speed=0.5, vortices=2, vortex_size=0.1, vortex_size_variance=0.03,
+                    vortex_strength=2.5, opacity=0.25,
+                    ramp_colors=((0.30, 0.48, 0.80), (0.22, 0.38, 0.78), (0.45, 0.66, 0.95), (0.20, 0.36, 0.76),
+                                 (0.38, 0.58, 0.90))),
+    "STORMY": dict(bands=8.0, band_speed=0.8, band_power=1, pole_attenuation=0.6, noise_scale=3.5, octaves=5,
+                   falloff=0.55, noise_speed=1.5, vortices=30, vortex_size=0.05, vortex_size_variance=0.03,
+                   vortex_strength=3.0, opacity=0.3,
+                   ramp_colors=((0.30, 0.25, 0.35), (0.65, 0.45, 0.40), (0.90, 0.80, 0.65), (0.55, 0.30, 0.25),
+                                (0.85, 0.70, 0.55))),
+}
+
+
+def preset(name: str, **overrides) -> GasGiantParams:
+    key = name.upper()
+    if key not in PRESETS:
+        raise GasGiantError(f"Unknown preset {name!r}: use one of {', '.join(PRESETS)}")
+    values = dict(PRESETS[key])
+    values["ramp"] = symmetric_ramp(values.pop("ramp_colors"))
+    return GasGiantParams(**{**values, **overrides})
+
+
+def estimate_memory(params: GasGiantParams) -> int:
+    """Peak bytes of a bake (measured: 8M particles, 512 field, 6x1024 cube, 4096 equirect peak at ~0.63 GB):
+    particles, the stored field, the texture, the largest transient (blur / equirect / palette copy), the
+    per-step scratch and a fixed baseline (Python, numpy, field building)."""
+    n, f, r = params.particles, params.field_size, params.cubemap_size
+    particles = n * BYTES_PER_PARTICLE
+    fld = 6 * (f + 2) ** 2 * (16 + 12)
+    tex = 6 * r * r * 16 + (6 * r * r * 12 if params.fade_to_palette else 0)
+    transient = max(6 * (r + 2) ** 2 * 12 + r * r * 36, 6 * (f + 2) ** 2 * 40)
+    scratch = min(n, CHUNK * WAVE) * 24 + min(n, CHUNK) * params.threads * 100
+    return int(particles + fld + tex + transient + scratch + 150 * 2**20)
+
+
+def available_memory() -> int | None:
+    """MemAvailable from /proc/meminfo (Linux), else None (no check)."""
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        return None
+    return None
+
+
+# --- cube map geometry ------------------------------------------------------------------------------------
+
+def face_directions(size: int, pad: int = 0, faces=slice(None)) -> np.ndarray:
+    """(6, size+2pad, size+2pad, 3) unit directions of texel centres (rows along the face's down axis);
+    ``faces`` selects some faces only."""
+    j = np.arange(-pad, size + pad, dtype=np.float64)
+    c = (2.0 * j + 1.0) / size - 1.0
+    v, u = np.meshgrid(c, c, indexing="ij")
+    d = (_FACE_N[faces, None, None, :] + u[None, :, :, None] * _FACE_A[faces, None, None, :]
+         + v[None, :, :, None] * _FACE_B[faces, None, None, :])
+    return d / np.linalg.norm(d, axis=-1, keepdims=True)
+
+
+def dir_to_face_uv(d: np.ndarray):
+    """Directions (..., 3) -> (face int, u, v) with |u|, |v| <= 1 on the face of the largest component."""
+    a = np.abs(d)
+    ax = np.argmax(a, axis=-1)
+    comp = np.take_along_axis(d, ax[..., None], axis=-1)[..., 0]
+    face = 2 * ax + (comp < 0)
+    m = np.abs(comp)
+    u = np.einsum("...k,...k->...", d, _FACE_A[face]) / m
+    v = np.einsum("...k,...k->...", d, _FACE_B[face]) / m
+    return face.astype(np.int32), u, v
+
+
+def face_uv_to_dir(face, u, v) -> np.ndarray:
+    d = _FACE_N[face] + u[..., None] * _FACE_A[face] + v[..., None] * _FACE_B[face]
+    return d / np.linalg.norm(d, axis=-1, keepdims=True)
+
+
+def _ring(size: int):
+    """Boolean (size+2, size+2) mask of the one-texel border around a face."""
+    edge = np.ones((size + 2, size + 2), dtype=bool)
+    edge[1:-1, 1:-1] = False
+    return edge
+
+
+def _border_index(size: int) -> np.ndarray:
+    """(6, 4 * size + 4) flat indices into a (6 * size * size) cube: for each texel of the border around each
+    face (row-major order of ``_ring``), the texel of the neighbouring face under its direction."""
+    rows, cols = np.nonzero(_ring(size))
+    u = (2.0 * (cols - 1) + 1.0) / size - 1.0
+    v = (2.0 * (rows - 1) + 1.0) / size - 1.0
+    d = _FACE_N[:, None, :] + u[None, :, None] * _FACE_A[:, None, :] + v[None, :, None] * _FACE_B[:, None, :]
+    d /= np.linalg.norm(d, axis=-1, keepdims=True)
+    face, fu, fv = dir_to_face_uv(d)
+    col = np.clip(np.floor((fu + 1.0) * 0.5 * size), 0, size - 1).astype(np.int64)
+    row = np.clip(np.floor((fv + 1.0) * 0.5 * size), 0, size - 1).astype(np.int64)
+    return (face.astype(np.int64) * size + row) * size + col
+
+
+def pad_cube(cube: np.ndarray, border_index: np.ndarray | None = None) -> np.ndarray:
+    """(6, n, n, C) -> (6, n+2, n+2, C): each face with a one-texel border from its neighbours."""
+    n = cube.shape[1]
+    if border_index is None:
+        border_index = _border_index(n)
+    flat = cube.reshape(6 * n * n, -1)
+    out = np.empty((6, n + 2, n + 2, flat.shape[1]), dtype=cube.dtype)
+    out[:, 1:-1, 1:-1] = cube
+    out[:, _ring(n)] = flat[border_index]
+    return out
+
+
+def sample_cube(padded: np.ndarray, d: np.ndarray) -> np.ndarray:
+    """Bilinear lookup of a padded cube (6, n+2, n+2, C) at directions (..., 3) -> (..., C)."""
+    n = padded.shape[1] - 2
+    face, u, v = dir_to_face_uv(d)
+    x = (u + 1.0) * 0.5 * n + 0.5
+    y = (v + 1.0) * 0.5 * n + 0.5
+    ix = np.clip(np.floor(x).astype(np.int64), 0, n)
+    iy = np.clip(np.floor(y).astype(np.int64), 0, n)
+    fx = (x - ix)[..., None]
+    fy = (y - iy)[..., None]
+    flat = padded.reshape(-1, padded.shape[-1])
+    w = n + 2
+    b = (face.astype(np.int64) * w + iy) * w + ix
+    top = flat[b] * (1 - fx) + flat[b + 1] * fx
+    bot = flat[b + w] * (1 - fx) + flat[b + w + 1] * fx
+    return top * (1 - fy) + bot * fy
+
+
+def equirect_directions(width: int, rows=slice(None)) -> np.ndarray:
+    """(width/2, width, 3) directions of an equirectangular image: row 0 = north, column 0 = longitude -180;
+    ``rows`` selects some rows only."""
+    h = width // 2
+    lon = (np.arange(width) + 0.5) / width * 2.0 * np.pi - np.pi
+    lat = np.pi / 2 - (np.arange(h)[rows] + 0.5) / h * np.pi
+    cl = np.cos(lat)[:, None]
+    return np.stack(np.broadcast_arrays(cl * np.cos(lon)[None, :], cl * np.sin(lon)[None, :],
+                                        np.sin(lat)[:, None]), axis=-1)
+
+
+# --- 4D simplex noise with its spatial gradient -----------------------------------------------------------
+
+_F4 = (math.sqrt(5.0) - 1.0) / 4.0
+_G4 = (5.0 - math.sqrt(5.0)) / 20.0
+_GRAD4 = np.array([[a, b, c, 0] for a in (-1, 1) for b in (-1, 1) for c in (-1, 1)]
+                  + [[a, b, 0, c] for a in (-1, 1) for b in (-1, 1) for c in (-1, 1)]
+                  + [[a, 0, b, c] for a in (-1, 1) for b in (-1, 1) for c in (-1, 1)]
+                  + [[0, a, b, c] for a in (-1, 1) for b in (-1, 1) for c in (-1, 1)], dtype=np.float64)
+
+
+def _perm(seed: int) -> np.ndarray:
+    p = np.random.default_rng([int(seed) & 0xFFFFFFFF, 0x6A5]).permutation(256).astype(np.int64)
+    return np.concatenate([p, p])
+
+
+_GX, _GY, _GZ, _GW = (np.ascontiguousarray(_GRAD4[:, k]) for k in range(4))
+
+
+def simplex4_grad(x, y, z, w, perm):
+    """4D simplex noise value and its (x, y, z) gradient, vectorised (float64 arrays of one shape)."""
+    s = (x + y + z + w) * _F4
+    i = np.floor(x + s)
+    j = np.floor(y + s)
+    k = np.floor(z + s)
+    l_ = np.floor(w + s)
+    t = (i + j + k + l_) * _G4
+    x0 = x - i + t
+    y0 = y - j + t
+    z0 = z - k + t
+    w0 = w - l_ + t
+    # rank of each coordinate among the four (ties broken consistently)
+    rx = (x0 > y0).astype(np.int8)
+    rx += x0 > z0
+    rx += x0 > w0
+    ry = (y0 >= x0).astype(np.int8)
+    ry += y0 > z0
+    ry += y0 > w0
+    rz = (z0 >= x0).astype(np.int8)
+    rz += z0 >= y0
+    rz += z0 > w0
+    rw = (w0 >= x0).astype(np.int8)
+    rw += w0 >= y0
+    rw += w0 >= z0
+    ii = i.astype(np.int64) & 255
+    jj = j.astype(np.int64) & 255
+    kk = k.astype(np.int64) & 255
+    ll = l_.astype(np.int64) & 255
+    val = np.zeros_like(x)
+    gx = np.zeros_like(x)
+    gy = np.zeros_like(x)
+    gz = np.zeros_like(x)
+    for c in range(5):  # the five corners of the simplex (a loop over corners, not points)
+        if c == 0:
+            oi = oj = ok = ol = False
+        elif c == 4:
+            oi = oj = ok = ol = True
+        else:
+            oi, oj, ok, ol = rx >= 4 - c, ry >= 4 - c, rz >= 4 - c, rw >= 4 - c
+        off = c * _G4
+        dx = x0 - oi
+        dx += off
+        dy = y0 - oj
+        dy += off
+        dz = z0 - ok
+        dz += off
+        dw = w0 - ol
+        dw += off
+        h = perm.take(ll + ol)
+        h += kk
+        h += ok
+        h = perm.take(h)
+        h += jj
+        h += oj
+        h = perm.take(h)
+        h += ii
+        h += oi
+        h = perm.take(h)
+        h &= 31
+        ga, gb, gc, gd = _GX.take(h), _GY.take(h), _GZ.take(h), _GW.take(h)
+        tt = dx * dx
+        tt += dy * dy
+        tt += dz * dz
+        tt += dw * dw
+        np.subtract(0.6, tt, out=tt)
+        np.maximum(tt, 0.0, out=tt)
+        t2 = tt * tt
+        t4 = t2 * t2
+        gd_ = ga * dx
+        gd_ += gb * dy
+        gd_ += gc * dz
+        gd_ += gd * dw
+        val += t4 * gd_
+        f = t2 * tt
+        f *= gd_
+        f *= 8.0
+        ga *= t4
+        gx += ga
+        gx -= f * dx
+        gb *= t4
+        gy += gb
+        gy -= f * dy
+        gc *= t4
+        gz += gc
+        gz -= f * dz
+    return 27.0 * val, 27.0 * gx, 27.0 * gy, 27.0 * gz
+
+
+# --- the velocity field -----------------------------------------------------------------------------------
+
+def band_profile(lat, params: GasGiantParams) -> np.ndarray:
+    """Eastward band speed (relative units) at latitude ``lat`` (radians)."""
+    lat = np.asarray(lat, dtype=np.float64)
+    c = np.cos(lat * params.bands)
+    speed = params.band_speed * ((1.0 - params.pole_attenuation) + params.pole_attenuation * np.cos(lat))
+    speed = speed * np.sign(c) * np.abs(c) ** params.band_power
+    taper = np.clip((math.pi / 2 - np.abs(lat)) / math.radians(POLE_TAPER_DEG), 0.0, 1.0)
+    return speed * (3 * taper ** 2 - 2 * taper ** 3)
+
+
+def vortex_set(params: GasGiantParams):
+    """(centres (V, 3), radii (V,), signed strengths (V,)) of the vortices, placed between bands."""
+    nv = params.vortices
+    if nv == 0:
+        return np.zeros((0, 3)), np.zeros(0), np.zeros(0)
+    rng = np.random.default_rng([params.seed & 0xFFFFFFFF, 0x7057])
+    bands = max(params.bands, 1.0)
+    # band boundaries: cos(bands * lat) = 0, away from the poles
+    ks = np.arange(-int(bands) - 1, int(bands) + 1)
+    lats = (ks + 0.5) * math.pi / bands
+    lats = lats[np.abs(lats) < math.radians(75)]
+    if lats.size == 0:
+        lats = np.array([0.0])
+    lat = lats[rng.integers(0, lats.size, nv)] + rng.normal(0.0, 0.15 / bands, nv)
+    lon = rng.uniform(-math.pi, math.pi, nv)
+    centres = np.stack([np.cos(lat) * np.cos(lon), np.cos(lat) * np.sin(lon), np.sin(lat)], axis=-1)
+    radii = params.vortex_size + rng.random(nv) * rng.random(nv) * params.vortex_size_variance
+    # turn with the local shear of the bands (d band / d lat) so the vortices sit naturally between them
+    h = 1e-4
+    shear = (band_profile(lat + h, params) - band_profile(lat - h, params)) / (2 * h)
+    sign = np.where(shear >= 0, 1.0, -1.0)
+    return centres, radii, sign * params.vortex_strength
+
+
+def _psi_grad(p: np.ndarray, params: GasGiantParams, time: float, perm: np.ndarray, vort) -> np.ndarray:
+    """3D gradient of the stream function's noise part and vortex part at unit directions p (n, 3)."""
+    gnoise = np.zeros_like(p)
+    w = params.w_offset + time
+    for o in range(params.octaves):
+        freq = params.noise_scale * 2.0 ** o
+        amp = 1.0 if o == 0 else params.falloff ** ((o) * params.gain)
+        q = p * freq
+        _, gx, gy, gz = simplex4_grad(q[:, 0], q[:, 1], q[:, 2], np.full(len(p), w + 17.0 * o), perm)
+        gnoise += (amp * freq) * np.stack([gx, gy, gz], axis=-1)
+    gvort = np.zeros_like(p)
+    centres, radii, strengths = vort
+    for c, r, s in zip(centres, radii, strengths, strict=True):  # a few vortices, each vectorised over all points
+        dvec = p - c
+        e = np.exp(-np.einsum("ij,ij->i", dvec, dvec) / (r * r))
+        # psi_v = s * r * exp(-d^2/r^2)  ->  peak speed ~ s, independent of the radius
+        gvort += (-2.0 * s / r * e)[:, None] * dvec
+    return gnoise, gvort
+
+
+def _velocity_raw(p, params, time, perm, vort):
+    """Band part and curl parts (unscaled) of the 3D velocity at unit directions p (n, 3)."""
+    gnoise, gvort = _psi_grad(p, params, time, perm, vort)
+    lat = np.arcsin(np.clip(p[:, 2], -1.0, 1.0))
+    east = np.stack([-p[:, 1], p[:, 0], np.zeros(len(p))], axis=-1)
+    norm = np.linalg.norm(east, axis=-1, keepdims=True)
+    east = np.divide(east, norm, out=np.zeros_like(east), where=norm > 1e-12)
+    band = band_profile(lat, params)[:, None] * east
+    return band, np.cross(p, gnoise), np.cross(p, gvort)
+
+
+@dataclass
+class Field:
+    """A velocity field on a padded cube map."""
+
+    size: int
+    velocity: np.ndarray  # (6, size+2, size+2, 3) float32, radians per iteration, tangent
+    chart: np.ndarray  # (6 * (size+2)^2,) complex128: each item packs two complex64 du + i dv (per iteration,
+    #                    face-chart units): the texel and its right neighbour, so one gather reads both
+    noise_norm: float  # scale that brought the noise part to unit RMS (kept across frames)
+
+
+def _noise_norm(params, perm, vort):
+    """1 / RMS of the noise curl over a fixed set of sphere points at time 0 (keeps frames consistent)."""
+    rng = np.random.default_rng([params.seed & 0xFFFFFFFF, 0x4E4F])
+    p = rng.normal(size=(4096, 3))
+    p /= np.linalg.norm(p, axis=-1, keepdims=True)
+    _, curl, _ = _velocity_raw(p, params, 0.0, perm, vort)
+    rms = float(np.sqrt(np.mean(np.sum(curl ** 2, axis=-1))))
+    return 1.0 / rms if rms > 0 else 0.0
+
+
+def velocity_at(p: np.ndarray, params: GasGiantParams, time: float = 0.0) -> np.ndarray:
+    """Analytic 3D velocity (radians per iteration) at unit directions p (n, 3): the field's exact twin."""
+    perm = _perm(params.seed)
+    vort = vortex_set(params)
+    norm = _noise_norm(params, perm, vort)
+    return _scaled_velocity(np.asarray(p, dtype=np.float64), params, time, perm, vort, norm)
+
+
+def _scaled_velocity(p, params, time, perm, vort, norm):
+    band, curl, cvort = _velocity_raw(p, params, time, perm, vort)
+    k = math.radians(params.velocity_factor) / 20.0
+    return k * (band + params.noise_speed * norm * curl + cvort)
+
+
+def build_field(params: GasGiantParams, time: float = 0.0, noise_norm: float | None = None) -> Field:
+    """The velocity field at noise time ``time`` on a padded cube map of ``params.field_size``."""
+    return _drive_to_end(build_field_steps(params, time, noise_norm))
+
+
+def _drive_to_end(job):
+    while True:
+        try:
+            next(job)
+        except StopIteration as stop:
+            return stop.value
+
+
+def _scaled_progress(job, lo: float, hi: float):
+    """Run a sub-job, re-yielding its progress mapped into [lo, hi]; returns its result."""
+    while True:
+        try:
+            f = next(job)
+        except StopIteration as stop:
+            return stop.value
+        yield lo + (hi - lo) * f
+
+
+def build_field_steps(params: GasGiantParams, time: float = 0.0, noise_norm: float | None = None):
+    """``build_field`` as a job: yields its progress (0..1) between blocks, returns the ``Field``."""
+    n = params.field_size
+    perm = _perm(params.seed)
+    vort = vortex_set(params)
+    if noise_norm is None:
+        noise_norm = _noise_norm(params, perm, vort)
+    d = face_directions(n, pad=1)
+    flat = d.reshape(-1, 3)
+    vel = np.empty_like(flat)
+    step = 1 << 15
+    starts = range(0, len(flat), step)
+
+    def block(s):  # bounded memory; each block vectorised (numpy releases the GIL: blocks run on threads)
+        vel[s:s + step] = _scaled_velocity(flat[s:s + step], params, time, perm, vort, noise_norm)
+
+    if params.threads > 1 and len(starts) > 1:
+        with ThreadPoolExecutor(params.threads) as pool:
+            for k, _ in enumerate(pool.map(block, starts)):
+                yield (k + 1) / len(starts)
+    else:
+        for k, s in enumerate(starts):
+            block(s)
+            yield (k + 1) / len(starts)
+    vel = vel.reshape(d.shape)
+    # chart velocity: u = p.a / p.n  ->  du = (V.a (p.n) - (p.a)(V.n)) / (p.n)^2
+    def dot(arr, axes):
+        return np.einsum("fijk,fk->fij", arr, axes)
+
+    pn = dot(d, _FACE_N)
+    vn = dot(vel, _FACE_N)
+    du = (dot(vel, _FACE_A) * pn - dot(d, _FACE_A) * vn) / (pn * pn)
+    dv = (dot(vel, _FACE_B) * pn - dot(d, _FACE_B) * vn) / (pn * pn)
+    c = np.zeros(6 * (n + 2) ** 2 + 1, dtype=np.complex64)
+    c[:-1] = (du + 1j * dv).reshape(-1)
+    pairs = np.empty((len(c) - 1, 2), dtype=np.complex64)
+    pairs[:, 0] = c[:-1]
+    pairs[:, 1] = c[1:]
+    return Field(n, vel.astype(np.float32), pairs.view(np.complex128).reshape(-1), noise_norm)
+
+
+def surface_divergence(fn, p: np.ndarray, h: float = 1e-3) -> np.ndarray:
+    """Numerical surface divergence of a tangent field ``fn(points) -> vectors`` at unit points p (n, 3):
+    the outward flux through a small circle of angular radius h, over its area (16-point rule)."""
+    p = np.asarray(p, dtype=np.float64)
+    t1 = np.cross(p, np.where(np.abs(p[:, 2:3]) < 0.9, [[0, 0, 1.0]], [[1.0, 0, 0]]))
+    t1 /= np.linalg.norm(t1, axis=-1, keepdims=True)
+    t2 = np.cross(p, t1)
+    total = np.zeros(len(p))
+    m = 16
+    for k in range(m):  # quadrature points on the circle
+        a = 2 * math.pi * k / m
+        out = math.cos(a) * t1 + math.sin(a) * t2
+        q = math.cos(h) * p + math.sin(h) * out
+        # outward conormal at q: tangent at q, pointing away from p
+        nrm = out * math.cos(h) - p * math.sin(h)
+        total += np.einsum("ij,ij->i", fn(q), nrm)
+    length = 2 * math.pi * math.sin(h)
+    area = 2 * math.pi * (1 - math.cos(h))
+    return total / m * length / area
+
+
+def sample_field(fld: Field, p: np.ndarray) -> np.ndarray:
+    """Bilinear lookup of the stored 3D velocity at unit directions (what the particles see)."""
+    return sample_cube(fld.velocity, p)
+
+
+# --- colours ----------------------------------------------------------------------------------------------
+
+def _ramp_colors(t: np.ndarray, ramp) -> np.ndarray:
+    stops = np.array([s for s, _ in ramp], dtype=np.float64)
+    cols = np.array([c for _, c in ramp], dtype=np.float64).reshape(len(ramp), -1)[:, :3]
+    order = np.argsort(stops, kind="stable")
+    stops, cols = stops[order], cols[order]
+    return np.stack([np.interp(t, stops, cols[:, c]) for c in range(3)], axis=-1)
+
+
+def colors_at(p: np.ndarray, params: GasGiantParams) -> np.ndarray:
+    """(n, 3) float32 start colours at unit directions p: palette image (sinusoidal/stripes) or latitude ramp."""
+    lat = np.arcsin(np.clip(p[:, 2], -1.0, 1.0))
+    t = lat / math.pi + 0.5  # 0 south pole .. 1 north pole
+    if params.palette is None:
+        return _ramp_colors(t, params.ramp).astype(np.float32)
+    pal = np.asarray(params.palette)
+    h, w = pal.shape[:2]
+    row = np.clip(((1.0 - t) * h).astype(np.int64), 0, h - 1)  # image row 0 = top = north
+    if params.mapping == "STRIPES":
+        col = np.full(len(p), w // 2, dtype=np.int64)
+    else:
+        # sinusoidal, mirrored at the back (|longitude|) so the wrap is continuous
+        lon = np.arctan2(p[:, 1], p[:, 0])
+        x = 0.5 + 0.5 * np.cos(lat) * (np.abs(lon) / math.pi * 2.0 - 1.0)
+        col = np.clip((x * w).astype(np.int64), 0, w - 1)
+    return np.asarray(pal[row, col, :3], dtype=np.float32)
+
+
+# --- the simulation ---------------------------------------------------------------------------------------
+
+class Simulation:
+    """Particles on the sphere painting a cube map. ``step(k)`` runs k iterations.
+
+    Per particle: ``uv`` complex64 (u + i v in its face's chart), ``face`` int8 and ``col`` float32 RGBA,
+    25 bytes in all. Every ``SORT_INTERVAL`` steps each chunk is sorted by texel so that the gathers from the
+    field and the texture walk memory in order (several times faster than random order).
+    """
+
+    def __init__(self, params: GasGiantParams, time: float = 0.0, field: Field | None = None):
+        self.params = params.validate()
+        p = params
+        self.n = p.particles
+        self.iteration = 0
+        self.time = time
+        self.field = field if field is not None else build_field(p, time)
+        self.fsize = p.field_size
+        self.res = p.cubemap_size
+        self.uv = np.empty(self.n, dtype=np.complex64)
+        self.face = np.empty(self.n, dtype=np.int8)
+        self.col = np.empty((self.n, 4), dtype=np.float32)
+        self.batches = self._batch_ranges()
+        for b, (s, e) in enumerate(self.batches):
+            self._spawn(b, s, e, generation=0)
+        self.chunks = self._chunk_ranges()
+        # waves: fixed groups of chunks that read the texture, then write it back in order
+        self.waves = [self.chunks[i:i + WAVE] for i in range(0, len(self.chunks), WAVE)]
+        wave_n = max(e - s for w in self.waves for _, s, e in [(0, w[0][1], w[-1][2])])
+        self._pidx = np.empty(wave_n, dtype=np.int64)
+        self._vals = np.empty((wave_n, 4), dtype=np.float32)
+        # texture: start from the palette colours of every texel (full coverage from the first step)
+        r = self.res
+        self._border = _border_index(r)
+        self.image = np.empty((6 * r * r, 4), dtype=np.float32)
+        for f in range(6):  # a loop over the six faces, each vectorised
+            d = face_directions(r, faces=slice(f, f + 1)).reshape(-1, 3)
+            self.image[f * r * r:(f + 1) * r * r, :3] = colors_at(d, p)
+        self.image[:, 3] = 1.0
+        base = self.image[:, :3].copy() if p.fade_to_palette else None
+        self._image_c = self.image.view(np.complex128).reshape(-1)
+        self.base = base
+        self.centre = self.image[:, :3].mean(axis=0, dtype=np.float64).astype(np.float32)
+        self._pool = ThreadPoolExecutor(p.threads) if p.threads > 1 else None
+
+    def close(self):
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    # -- particle bookkeeping
+    def _batch_ranges(self):
+        nb = min(self.params.respawn_batches, self.n) if self.params.lifetime > 0 else 1
+        edges = np.linspace(0, self.n, nb + 1).astype(np.int64)
+        return [(int(edges[i]), int(edges[i + 1])) for i in range(nb)]
+
+    def _chunk_ranges(self):
+        out = []
+        for b, (s, e) in enumerate(self.batches):
+            for c in range(s, e, CHUNK):
+                out.append((b, c, min(e, c + CHUNK)))
+        return out
+
+    def _spawn(self, batch, s, e, generation):
+        rng = np.random.default_rng([self.params.seed & 0xFFFFFFFF, batch, generation])
+        for s0 in range(s, e, CHUNK):  # bounded memory; each block vectorised
+            e0 = min(e, s0 + CHUNK)
+            d = rng.standard_normal((e0 - s0, 3))
+            d /= np.linalg.norm(d, axis=-1, keepdims=True)
+            face, u, v = dir_to_face_uv(d)
+            self.uv[s0:e0] = (u + 1j * v).astype(np.complex64)
+            self.face[s0:e0] = face
+            self.col[s0:e0, :3] = colors_at(d, self.params)
+            self.col[s0:e0, 3] = 1.0
+
+    def batch_age(self, batch: int, iteration: int | None = None) -> int:
+        L = self.params.lifetime
+        it = self.iteration if iteration is None else iteration
+        return (it + batch * L // len(self.batches)) % L
+
+    def batch_alpha(self, batch: int) -> float:
+        p = self.params
+        if p.lifetime <= 0:
+            return p.opacity
+        x = (self.batch_age(batch) + 0.5) / p.lifetime
+        a = 1.0
+        if p.fade_in > 0:
+            a = min(a, x / p.fade_in)
+        if p.fade_out > 0:
+            a = min(a, (1.0 - x) / p.fade_out)
+        return p.opacity * max(0.0, min(1.0, a))
+
+    def set_time(self, time: float, field: Field | None = None):
+        """Move the noise's 4th dimension and rebuild the field (keeps the noise normalisation); ``field``:
+        one already built with ``build_field_steps(params, time, sim.field.noise_norm)``."""
+        self.time = time
+        self.field = field if field is not None else build_field(self.params, time, self.field.noise_norm)
+
+    # -- one step of one chunk: move, then read the texel under the particle and blend (no texture writes)
+    def _move_chunk(self, s, e, o, alpha):
+        uv = self.uv[s:e]
+        face = self.face[s:e]
+        n = self.fsize
+        w = n + 2
+        half = np.float32(0.5 * n)
+        x = uv.real * half
+        x += half + np.float32(0.5)
+        y = uv.imag * half
+        y += half + np.float32(0.5)
+        fx = np.floor(x)
+        fy = np.floor(y)
+        b = face.astype(np.int64)
+        b *= w
+        b += fy.astype(np.int64)
+        b *= w
+        b += fx.astype(np.int64)
+        x -= fx
+        y -= fy
+        top = self.field.chart.take(b).view(np.complex64)  # (c00, c01) interleaved
+        b += w
+        bot = self.field.chart.take(b).view(np.complex64)  # (c10, c11)
+        c00, c01 = top[0::2], top[1::2]
+        c10, c11 = bot[0::2], bot[1::2]
+        d = c01 - c00
+        d *= x
+        d += c00  # top row
+        g = c11 - c10
+        g *= x
+        g += c10  # bottom row
+        g -= d
+        g *= y
+        d += g
+        uv += d
+        # particles that left their face: re-project onto the face they are over now
+        u = uv.real
+        v = uv.imag
+        m = np.abs(u) > 1.0
+        m |= np.abs(v) > 1.0
+        out = np.flatnonzero(m)
+        if out.size:
+            dirs = face_uv_to_dir(face[out], u[out].astype(np.float64), v[out].astype(np.float64))
+            f2, u2, v2 = dir_to_face_uv(dirs)
+            uv[out] = (np.clip(u2, -1.0, 1.0) + 1j * np.clip(v2, -1.0, 1.0)).astype(np.complex64)
+            face[out] = f2
+        # paint: the texel under each particle, blended toward the particle colour
+        idx = self._pidx[s - o:e - o]
+        self._texel_index(uv, face, out=idx)
+        vals = self._vals[s - o:e - o]
+        self._image_c.take(idx, out=vals.view(np.complex128).reshape(-1))
+        tmp = self.col[s:e] - vals
+        tmp *= np.float32(alpha)
+        vals += tmp
+
+    def _texel_index(self, uv, face, out=None):
+        """Flat texel index in the output cube of particles at ``uv`` on ``face``."""
+        r = self.res
+        hr = np.float32(0.5 * r)
+        idx = np.multiply(face, r * r, out=out, dtype=np.int64) if out is not None else face.astype(np.int64) * (r * r)
+        p = uv.imag * hr
+        p += hr
+        q = p.astype(np.int64)
+        np.minimum(q, r - 1, out=q)
+        q *= r
+        idx += q
+        p = uv.real * hr
+        p += hr
+        q = p.astype(np.int64)
+        np.minimum(q, r - 1, out=q)
+        idx += q
+        return idx
+
+    def _sort_batch(self, s, e):
+        """Order a batch's particles by coarse cube cell (16-bit keys: a linear-time radix sort), so each chunk
+        covers a compact patch of the sphere and its gathers from the field and the texture stay in cache."""
+        cells = SORT_CELLS
+        key = np.empty(e - s, dtype=np.uint16)
+        for s0 in range(s, e, CHUNK):
+            e0 = min(e, s0 + CHUNK)
+            uv = self.uv[s0:e0]
+            k = self.face[s0:e0].astype(np.int32)
+            k *= cells
+            q = ((uv.imag + np.float32(1.0)) * np.float32(0.5 * cells)).astype(np.int32)
+            np.clip(q, 0, cells - 1, out=q)
+            k += q
+            k *= cells
+            q = ((uv.real + np.float32(1.0)) * np.float32(0.5 * cells)).astype(np.int32)
+            np.clip(q, 0, cells - 1, out=q)
+            k += q
+            key[s0 - s:e0 - s] = k
+        order = np.argsort(key, kind="stable")
+        del key
+        self.uv[s:e] = self.uv[s:e][order]
+        self.face[s:e] = self.face[s:e][order]
+        for c in range(3):  # one channel at a time (bounded memory); alpha is always 1
+            self.col[s:e, c] = self.col[s:e, c][order]
+
+    def _map(self, fn, items):
+        if self._pool is not None and len(items) > 1:
+            list(self._pool.map(fn, items))
+        else:
+            for item in items:
+                fn(item)
+
+    def step(self, count: int = 1):
+        p = self.params
+        for _ in range(count):
+            if p.lifetime > 0 and self.iteration > 0:
+                for b, (s, e) in enumerate(self.batches):
+                    if self.batch_age(b) == 0:
+                        self._spawn(b, s, e, generation=self.iteration)
+            if SORT_INTERVAL and self.iteration % SORT_INTERVAL == 0:
+                self._map(lambda b: self._sort_batch(*b), self.batches)
+            alphas = [self.batch_alpha(b) for b in range(len(self.batches))]
+            for wave in self.waves:
+                o, end = wave[0][1], wave[-1][2]
+                self._map(lambda c, o=o, alphas=alphas: self._move_chunk(c[1], c[2], o, alphas[c[0]]), wave)
+                # write back in particle order: the last particle on a texel wins (deterministic)
+                np.put(self._image_c, self._pidx[:end - o], self._vals[:end - o].view(np.complex128).reshape(-1))
+            self.iteration += 1
+            if p.blur_interval and self.iteration % p.blur_interval == 0:
+                self.blur_and_fade()
+
+    def blur_and_fade(self):
+        """Blend toward a 3x3 binomial blur (across face edges) by ``blur``, then fade toward the centre colour
+        (or each texel's start colour) by ``fade_rate``: one pass per face, in place."""
+        p = self.params
+        r = self.res
+        k = np.float32(p.blur)
+        fr = np.float32(p.fade_rate)
+        if k == 0 and fr == 0:
+            return
+        img = self.image.reshape(6, r, r, 4)
+        target = np.append(self.centre, np.float32(1.0)).astype(np.float32)
+        if k > 0:
+            ring = _ring(r)
+            border = self.image[self._border]  # every face's border, read before any face changes
+            q = np.empty((r + 2, r + 2, 4), dtype=np.float32)
+        for f in range(6):  # per face (bounded memory), each vectorised
+            face = img[f]
+            if k > 0:
+                q[1:-1, 1:-1] = face
+                q[ring] = border[f]
+                h = q[:, :-2] + q[:, 2:]
+                h += q[:, 1:-1]
+                h += q[:, 1:-1]
+                bl = h[:-2] + h[2:]
+                bl += h[1:-1]
+                bl += h[1:-1]  # 16 x the blur
+                bl *= k / np.float32(16.0) * (np.float32(1.0) - fr)
+                face *= (np.float32(1.0) - k) * (np.float32(1.0) - fr)
+                face += bl
+                del h, bl
+            else:
+                face *= np.float32(1.0) - fr
+            if fr > 0:
+                if self.base is not None:
+                    face[..., :3] += fr * self.base[f * r * r:(f + 1) * r * r].reshape(r, r, 3)
+                    face[..., 3] += fr
+                else:
+                    face += fr * target
+
+    # -- outputs
+    def _padded_rgb(self) -> np.ndarray:
+        """(6, res+2, res+2, 3) float32 RGB with each face's border from its neighbours."""
+        r = self.res
+        pad = np.empty((6, r + 2, r + 2, 3), dtype=np.float32)
+        pad[:, 1:-1, 1:-1] = self.image[:, :3].reshape(6, r, r, 3)
+        pad[:, _ring(r)] = self.image[self._border, :3]
+        return pad
+
+    def face_rgb(self, f: int) -> np.ndarray:
+        """(res, res, 3) float32 copy of face ``f`` (``FACES`` order), row 0 at the top."""
+        r = self.res
+        return self.image[f * r * r:(f + 1) * r * r, :3].reshape(r, r, 3)
+
+    def cube_faces(self) -> np.ndarray:
+        """(6, res, res, 3) float32 RGB in 0..1, faces in ``FACES`` order, row 0 at the top."""
+        return self.image[:, :3].reshape(6, self.res, self.res, 3).copy()
+
+    def equirect(self, width: int | None = None) -> np.ndarray:
+        width = width or self.params.equirect_width
+        return equirect_from_cube(self._padded_rgb(), width)
+
+    def flow_equirect(self, width: int) -> np.ndarray:
+        """(width/2, width, 3) flow map: R east, G north velocity (0.5 = still, 0/1 = the fastest), B speed."""
+        d = equirect_directions(width)
+        vel = sample_cube(self.field.velocity, d.reshape(-1, 3)).reshape(d.shape)
+        east = np.stack([-d[..., 1], d[..., 0], np.zeros(d.shape[:2])], axis=-1)
+        en = np.linalg.norm(east, axis=-1, keepdims=True)
+        east = np.divide(east, en, out=np.zeros_like(east), where=en > 1e-9)
+        north = np.cross(d, east)
+        ve = np.sum(vel * east, axis=-1)
+        vn = np.sum(vel * north, axis=-1)
+        sp = np.sqrt(ve * ve + vn * vn)
+        m = float(sp.max()) or 1.0
+        return np.stack([0.5 + 0.5 * ve / m, 0.5 + 0.5 * vn / m, sp / m], axis=-1).astype(np.float32)
+
+    def directions(self) -> np.ndarray:
+        """(n, 3) float64 unit directions of all particles."""
+        return face_uv_to_dir(self.face, self.uv.real.astype(np.float64),
+                              self.uv.imag.astype(np.float64))
+
+    def density_by_latitude(self, bands: int) -> np.ndarray:
+        """Particle counts in ``bands`` equal-area latitude bands (south to north)."""
+        z = self.directions()[:, 2]
+        k = np.clip(((z + 1.0) * 0.5 * bands).astype(np.int64), 0, bands - 1)
+        return np.bincount(k, minlength=bands)
+
+
+def equirect_from_cube(padded: np.ndarray, width: int) -> np.ndarray:
+    h = width // 2
+    out = np.empty((h, width, padded.shape[-1]), dtype=np.float32)
+    rows = max(1, (1 << 18) // width)
+    for r0 in range(0, h, rows):  # bounded memory, each block vectorised
+        blk = equirect_directions(width, slice(r0, r0 + rows))
+        out[r0:r0 + rows] = sample_cube(padded, blk.reshape(-1, 3)).reshape(blk.shape[:2] + (-1,))
+    return out
+
+
+# --- PNG ----------------------------------------------------------------------------------------------------
+
+def write_png(path: str, rgb: np.ndarray, level: int = 4):
+    """Write an (h, w, 3|4) float image in 0..1 (or uint8) as an 8-bit PNG (pure numpy + zlib)."""
+    img = np.asarray(rgb)
+    if img.dtype != np.uint8:
+        img = (np.clip(img, 0.0, 1.0) * 255.0 + 0.5).astype(np.uint8)
+    h, w, c = img.shape
+    if c not in (3, 4):
+        raise ValueError(f"PNG needs 3 or 4 channels, got {c}")
+    raw = np.empty((h, 1 + w * c), dtype=np.uint8)
+    raw[:, 0] = 0
+    raw[:, 1:] = img.reshape(h, w * c)
+
+    def chunk(tag, data):
+        return struct.pack(">I", len(data)) + tag + data + struct.pack(">I", zlib.crc32(tag + data) & 0xFFFFFFFF)
+
+    ihdr = struct.pack(">IIBBBBB", w, h, 8, 6 if c == 4 else 2, 0, 0, 0)
+    with open(path, "wb") as fh:
+        fh.write(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(raw.tobytes(), level))
+                 + chunk(b"IEND", b""))
+
+
+# --- the bake job -------------------------------------------------------------------------------------------
+
+@dataclass
+class BakeResult:
+    folder: str
+    files: list
+    frames: int
+    equirect: list  # equirect files in frame order (the planet's texture)
+    seconds: float = 0.0
+
+
+def output_names(params: GasGiantParams, frame: int | None):
+    sfx = "" if frame is None else f"_{frame:04d}"
+    names = {f"cube_{f}": f"gasgiant_{f}{sfx}.png" for f in FACES}
+    if params.equirect_width:
+        names["equirect"] = f"gasgiant_equirect{sfx}.png"
+        names["flow"] = f"gasgiant_flow{sfx}.png"
+    return names
+
+
+def check_output_folder(folder: str):
+    if not folder:
+        raise GasGiantError("No output folder: choose where the textures go")
+    folder = os.path.abspath(folder)
+    if os.path.exists(folder) and not os.path.isdir(folder):
+        raise GasGiantError(f"Output {folder!r} is a file, not a folder: choose a folder")
+    probe = folder
+    while not os.path.exists(probe):
+        probe = os.path.dirname(probe)
+    if not os.path.isdir(probe) or not os.access(probe, os.W_OK | os.X_OK):
+        raise GasGiantError(f"Output folder {folder!r} cannot be written: choose a folder you can write to")
+
+
+def bake(params: GasGiantParams, folder: str, check_memory: bool = True):
+    """The whole bake as a job generator (yields progress 0..1, returns a ``BakeResult``).
+
+    Validates everything first; writes every file into a temporary folder next to ``folder`` and moves them
+    in only at the end, so closing the generator (cancel) leaves nothing behind.
+    """
+    import time as _time
+
+    params.validate(available_memory() if check_memory else None)
+    check_output_folder(folder)
+    folder = os.path.abspath(folder)
+    t0 = _time.perf_counter()
+    created = []  # folders this bake makes (removed again unless it finishes)
+    probe = folder
+    while not os.path.isdir(probe):
+        created.append(probe)
+        probe = os.path.dirname(probe)
+    os.makedirs(folder, exist_ok=True)
+    tmp = tempfile.mkdtemp(prefix=".envfx_gasgiant_", dir=folder)
+    sim = None
+    done = False
+    try:
+        yield 0.0
+        fld = yield from _scaled_progress(build_field_steps(params, 0.0), 0.0, 0.05)
+        sim = Simulation(params, time=0.0, field=fld)
+        total = params.iterations + (params.frames - 1) * params.frame_iterations
+        chunk = max(1, min(10, 2_000_000 // max(1, params.particles)))
+        written, equis = [], []
+        animated = params.frames > 1
+        for f in range(params.frames):
+            todo = params.iterations if f == 0 else params.frame_iterations
+            if f > 0:
+                done_frac = 0.05 + 0.9 * sim.iteration / total
+                fld = yield from _scaled_progress(build_field_steps(params, f * params.time_step,
+                                                                    sim.field.noise_norm), done_frac, done_frac)
+                sim.set_time(f * params.time_step, fld)
+            while todo > 0:
+                k = min(chunk, todo)
+                sim.step(k)
+                todo -= k
+                yield 0.05 + 0.9 * sim.iteration / total
+            names = output_names(params, f + 1 if animated else None)
+            for i, face in enumerate(FACES):
+                write_png(os.path.join(tmp, names[f"cube_{face}"]), sim.face_rgb(i))
+            if params.equirect_width:
+                write_png(os.path.join(tmp, names["equirect"]), sim.equirect())
+                write_png(os.path.join(tmp, names["flow"]), sim.flow_equirect(min(params.equirect_width, 1024)))
+                equis.append(os.path.join(folder, names["equirect"]))
+            written.extend(os.path.join(folder, n) for n in names.values())
+            yield 0.05 + 0.9 * sim.iteration / total
+        for name in sorted(os.listdir(tmp)):
+            os.replace(os.path.join(tmp, name), os.path.join(folder, name))
+        done = True
+        return BakeResult(folder, written, params.frames, equis, _time.perf_counter() - t0)
+    finally:
+        if sim is not None:
+            sim.close()
+        shutil.rmtree(tmp, ignore_errors=True)
+        if not done:
+            for path in created:  # leaf first
+                try:
+                    os.rmdir(path)
+                except OSError:
+                    break
+
+
+def run_bake(params: GasGiantParams, folder: str, check_memory: bool = True) -> BakeResult:
+    """Drive ``bake`` to the end without progress output (scripts and tests)."""
+    job = bake(params, folder, check_memory=check_memory)
+    while True:
+        try:
+            next(job)
+        except StopIteration as stop:
+            return stop.value
+
+
+__all__ = [
+    "FACES", "GasGiantParams", "GasGiantError", "PRESETS", "preset", "Simulation", "build_field", "band_profile",
+    "velocity_at", "surface_divergence", "sample_field", "bake", "run_bake", "write_png", "estimate_memory",
+]

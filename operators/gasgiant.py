@@ -1,0 +1,249 @@
+"""Gas giant bake: settings -> ``core.gasgiant.bake`` (a job with progress and cancel) -> a planet wearing it.
+
+``bake_job(scene)`` validates everything first (settings, memory, palette image, output folder) and raises
+``GasGiantInputError`` before anything is changed; the job it returns writes the textures through a temporary
+folder (nothing is left on cancel) and then adds or updates the planet object. ``bake(scene)`` runs it to the
+end for scripts; the operator runs it modally with a progress bar (Esc cancels).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+
+import bpy
+import numpy as np
+
+from .. import progress
+from ..core import gasgiant as core_gasgiant
+from ..shader_nodes import gasgiant as gasgiant_nodes
+
+MATERIAL_PREFIX = "EnvFX Gas Giant"
+
+
+class GasGiantInputError(ValueError):
+    """Bad settings or input; nothing was changed."""
+
+
+def output_folder(path: str) -> str:
+    if not path.strip():
+        raise GasGiantInputError("No output folder: set Output Folder in the Gas Giant panel")
+    if path.startswith("//") and not bpy.data.filepath:
+        raise GasGiantInputError(f"Output folder {path!r} is relative to the .blend file, which is not saved yet: "
+                                 f"save the file first or choose an absolute folder")
+    return os.path.normpath(bpy.path.abspath(path))
+
+
+def load_palette(path: str) -> np.ndarray:
+    """(h, w, 4) float32 pixels of an image file, row 0 at the top; the temporary image data-block is removed."""
+    if not path.strip():
+        raise GasGiantInputError("No palette image: choose one, or use the latitude ramp")
+    full = bpy.path.abspath(path)
+    if not os.path.isfile(full):
+        raise GasGiantInputError(f"Palette image {full!r} does not exist: choose an existing image")
+    try:
+        image = bpy.data.images.load(full, check_existing=False)
+    except RuntimeError as exc:
+        raise GasGiantInputError(f"Palette image {full!r} cannot be read ({exc}): use a PNG or JPEG") from None
+    try:
+        w, h = image.size
+        channels = image.channels
+        if w == 0 or h == 0 or channels == 0:
+            raise GasGiantInputError(f"Palette image {full!r} cannot be read (no pixels): use a PNG or JPEG")
+        buf = np.empty(w * h * channels, dtype=np.float32)
+        image.pixels.foreach_get(buf)
+    finally:
+        bpy.data.images.remove(image)
+    pix = buf.reshape(h, w, channels)[::-1]
+    if channels < 3:
+        pix = np.repeat(pix[..., :1], 3, axis=-1)
+    return np.ascontiguousarray(pix[..., :3])
+
+
+def params_from_settings(s, palette=None) -> core_gasgiant.GasGiantParams:
+    ramp = core_gasgiant.symmetric_ramp([tuple(getattr(s, f"ramp_color_{i}")) for i in range(1, 6)])
+    return core_gasgiant.GasGiantParams(
+        particles=s.particles, iterations=s.iterations, seed=s.seed, field_size=int(s.field_size),
+        cubemap_size=int(s.cubemap_size), equirect_width=int(s.equirect_width), threads=s.threads,
+        velocity_factor=s.velocity_factor, bands=s.bands, band_speed=s.band_speed, band_power=s.band_power,
+        pole_attenuation=s.pole_attenuation, noise_scale=s.noise_scale, octaves=s.octaves, falloff=s.falloff,
+        gain=s.gain, noise_speed=s.noise_speed, w_offset=s.w_offset, time_step=s.time_step, vortices=s.vortices,
+        vortex_size=s.vortex_size, vortex_size_variance=s.vortex_size_variance, vortex_strength=s.vortex_strength,
+        palette=palette, mapping=s.mapping, ramp=ramp, opacity=s.opacity, lifetime=s.lifetime,
+        respawn_batches=s.respawn_batches, fade_in=s.fade_in, fade_out=s.fade_out, blur_interval=s.blur_interval,
+        blur=s.blur, fade_rate=s.fade_rate, fade_to_palette=s.fade_to_palette, frames=s.frames,
+        frame_iterations=s.frame_iterations)
+
+
+def prepare(scene, settings=None):
+    """Everything checked, nothing changed: (params, folder)."""
+    s = settings or scene.envfx.gasgiant
+    palette = load_palette(s.palette_path) if s.color_source == "PALETTE" else None
+    params = params_from_settings(s, palette)
+    try:
+        params.validate(core_gasgiant.available_memory())
+        folder = output_folder(s.output_dir)
+        core_gasgiant.check_output_folder(folder)
+    except core_gasgiant.GasGiantError as exc:
+        raise GasGiantInputError(str(exc)) from None
+    if s.make_planet and not params.equirect_width:
+        raise GasGiantInputError("The planet needs the equirectangular image: choose an Equirect Width, or turn "
+                                 "off Make Planet")
+    if s.make_planet and not s.planet_name.strip():
+        raise GasGiantInputError("No planet object name: set Planet Object, or turn off Make Planet")
+    return params, folder
+
+
+def bake_job(scene, settings=None):
+    """Validate now (raises ``GasGiantInputError``), return the job generator (its result: ``BakeResult``)."""
+    s = settings or scene.envfx.gasgiant
+    params, folder = prepare(scene, s)
+    make, planet_name = s.make_planet, s.planet_name
+
+    def job():
+        result = yield from core_gasgiant.bake(params, folder)
+        if make:
+            make_planet(scene, planet_name, result.equirect, frames=params.frames)
+        return result
+
+    return job()
+
+
+def bake(scene, settings=None, label: str = "Gas giant bake"):
+    """Bake with the scene's settings, reporting progress; returns ``core.gasgiant.BakeResult``."""
+    return progress.run(bake_job(scene, settings), label)
+
+
+# --- the planet -------------------------------------------------------------------------------------------
+
+def sphere_mesh(name: str, segments: int = 128, rings: int = 64):
+    """A UV sphere whose UVs are exactly the equirectangular mapping of the bake (u = longitude from -180,
+    v = latitude, north up), with a UV seam at the back, triangle fans at the poles and true sphere normals."""
+    nlon, nlat = segments, rings
+    lon = -math.pi + 2 * math.pi * np.arange(nlon + 1) / nlon
+    lat = math.pi / 2 - math.pi * np.arange(1, nlat) / nlat
+    cl = np.cos(lat)[:, None]
+    ring = np.stack(np.broadcast_arrays(cl * np.cos(lon), cl * np.sin(lon), np.sin(lat)[:, None]), -1)
+    ring_uv = np.stack(np.broadcast_arrays(np.arange(nlon + 1)[None, :] / nlon,
+                                           (0.5 + lat / math.pi)[:, None]), -1)
+    pole_u = (np.arange(nlon) + 0.5) / nlon
+    verts = np.concatenate([np.tile([0.0, 0.0, 1.0], (nlon, 1)), ring.reshape(-1, 3),
+                            np.tile([0.0, 0.0, -1.0], (nlon, 1))])
+    vuv = np.concatenate([np.stack([pole_u, np.ones(nlon)], -1), ring_uv.reshape(-1, 2),
+                          np.stack([pole_u, np.zeros(nlon)], -1)])
+    w = nlon + 1
+    r0 = nlon  # first ring vertex
+    j = np.arange(nlon)
+    top = np.stack([j, r0 + j, r0 + j + 1], -1)
+    i = np.arange(nlat - 2)[:, None]
+    a = r0 + i * w + j
+    quads = np.stack([a, a + w, a + w + 1, a + 1], -1).reshape(-1, 4)
+    last = r0 + (nlat - 2) * w
+    south = r0 + (nlat - 1) * w
+    bottom = np.stack([last + j, south + j, last + j + 1], -1)
+
+    mesh = bpy.data.meshes.new(name)
+    nverts = len(verts)
+    sizes = np.concatenate([np.full(nlon, 3), np.full(len(quads), 4), np.full(nlon, 3)])
+    loops = np.concatenate([top.ravel(), quads.ravel(), bottom.ravel()]).astype(np.int32)
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int32)
+    mesh.vertices.add(nverts)
+    mesh.vertices.foreach_set("co", verts.astype(np.float32).ravel())
+    mesh.loops.add(len(loops))
+    mesh.loops.foreach_set("vertex_index", loops)
+    mesh.polygons.add(len(sizes))
+    mesh.polygons.foreach_set("loop_start", starts)
+    mesh.update(calc_edges=True)
+    mesh.validate(clean_customdata=False)
+    uv_layer = mesh.uv_layers.new(name="UVMap")
+    uv_layer.data.foreach_set("uv", vuv[loops].astype(np.float32).ravel())
+    mesh.polygons.foreach_set("use_smooth", np.ones(len(sizes), dtype=bool))
+    mesh.normals_split_custom_set_from_vertices([tuple(v) for v in verts])
+    mesh.update()
+    return mesh
+
+
+def make_planet(scene, name: str, equirect_files: list, frames: int = 1, radius: float = 1.0):
+    """Add the planet object ``name`` (or update it) with a material showing the bake; returns the object."""
+    if not equirect_files:
+        raise GasGiantInputError("No equirectangular image was baked: choose an Equirect Width")
+    first = equirect_files[0]
+    image = None
+    for img in bpy.data.images:
+        if img.library is None and os.path.normpath(bpy.path.abspath(img.filepath)) == os.path.normpath(first):
+            image = img
+            break
+    if image is None:
+        image = bpy.data.images.load(first, check_existing=False)
+        image.name = f"{name} Texture"
+    image.source = "SEQUENCE" if frames > 1 else "FILE"
+    image.reload()
+    mat = gasgiant_nodes.ensure_planet_material(f"{MATERIAL_PREFIX} {name}", image, frames, scene.frame_start)
+    obj = bpy.data.objects.get(name)
+    if obj is None or obj.type != "MESH" or obj.library is not None:
+        mesh = sphere_mesh(name)
+        obj = bpy.data.objects.new(name, mesh)
+        obj.scale = (radius, radius, radius)
+        scene.collection.objects.link(obj)
+    elif obj.name not in scene.objects:
+        scene.collection.objects.link(obj)
+    if not obj.data.materials:
+        obj.data.materials.append(mat)
+    else:
+        obj.data.materials[0] = mat
+    obj["envfx_gasgiant"] = {"frames": frames, "files": len(equirect_files)}
+    return obj
+
+
+# --- operators --------------------------------------------------------------------------------------------
+
+class ENVFX_OT_gasgiant_bake(progress.ModalJobOperator, bpy.types.Operator):
+    """Bake a gas giant texture (cube faces, equirectangular image, flow map) with the scene's Gas Giant
+    settings and put it on a planet sphere. Esc cancels; a cancelled bake leaves no files"""
+
+    bl_idname = "envfx.gasgiant_bake"
+    bl_label = "Bake Gas Giant"
+    bl_options = {"REGISTER", "UNDO"}
+    job_label = "Gas giant bake"
+
+    @classmethod
+    def poll(cls, context):
+        if context.scene is None or not hasattr(context.scene, "envfx"):
+            cls.poll_message_set("Needs a scene")
+            return False
+        return True
+
+    def make_job(self, context):
+        try:
+            return bake_job(context.scene)
+        except GasGiantInputError as exc:
+            self.report({"ERROR"}, str(exc))
+            return None
+
+    def finish(self, context, result):
+        self.report({"INFO"}, f"Baked {len(result.files)} image(s) into {result.folder} in {result.seconds:.1f} s")
+        return {"FINISHED"}
+
+
+class ENVFX_OT_gasgiant_preset(bpy.types.Operator):
+    """Fill the gas giant look settings from a preset"""
+
+    bl_idname = "envfx.gasgiant_preset"
+    bl_label = "Gas Giant Preset"
+    bl_options = {"REGISTER", "UNDO"}
+
+    preset: bpy.props.EnumProperty(
+        name="Preset",
+        items=(("JUPITER", "Jupiter-like", ""), ("NEPTUNE", "Neptune-like", ""), ("STORMY", "Stormy", "")),
+    )
+
+    def execute(self, context):
+        from ..props import _gasgiant_preset_changed
+
+        settings = context.scene.envfx.gasgiant
+        settings.preset = self.preset
+        _gasgiant_preset_changed(settings, context)  # also when the preset was already chosen
+        return {"FINISHED"}
+
+
+classes = (ENVFX_OT_gasgiant_bake, ENVFX_OT_gasgiant_preset)

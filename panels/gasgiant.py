@@ -1,0 +1,96 @@
+"""Gas Giant sub-panel: presets, look, particles, outputs, the bake button. draw() only reads state."""
+
+import bpy
+
+from .main import EnvFXSubPanel
+
+
+class VIEW3D_PT_envfx_gasgiant(EnvFXSubPanel, bpy.types.Panel):
+    bl_label = "Gas Giant"
+    bl_options = {"DEFAULT_CLOSED"}
+
+    def draw(self, context):
+        layout = self.layout
+        layout.use_property_split = True
+        layout.use_property_decorate = False
+        s = context.scene.envfx.gasgiant
+        layout.prop(s, "preset")
+
+        col = layout.column(heading="Bands")
+        col.prop(s, "bands")
+        col.prop(s, "band_speed")
+        col.prop(s, "band_power")
+        col.prop(s, "pole_attenuation")
+
+        col = layout.column(heading="Turbulence")
+        col.prop(s, "noise_speed")
+        col.prop(s, "noise_scale")
+        col.prop(s, "octaves")
+        col.prop(s, "falloff")
+        col.prop(s, "gain")
+        col.prop(s, "w_offset")
+
+        col = layout.column(heading="Vortices")
+        col.prop(s, "vortices")
+        sub = col.column()
+        sub.active = s.vortices > 0
+        sub.prop(s, "vortex_size")
+        sub.prop(s, "vortex_size_variance")
+        sub.prop(s, "vortex_strength")
+
+        col = layout.column(heading="Colour")
+        col.prop(s, "color_source")
+        if s.color_source == "PALETTE":
+            col.prop(s, "palette_path")
+            col.prop(s, "mapping")
+        else:
+            for i in range(1, 6):
+                col.prop(s, f"ramp_color_{i}")
+        col.prop(s, "opacity")
+        col.prop(s, "blur_interval")
+        sub = col.column()
+        sub.active = s.blur_interval > 0
+        sub.prop(s, "blur")
+        sub.prop(s, "fade_rate")
+        sub.prop(s, "fade_to_palette")
+
+        col = layout.column(heading="Particles")
+        col.prop(s, "particles")
+        col.prop(s, "iterations")
+        col.prop(s, "velocity_factor")
+        col.prop(s, "lifetime")
+        sub = col.column()
+        sub.active = s.lifetime > 0
+        sub.prop(s, "respawn_batches")
+        sub.prop(s, "fade_in")
+        sub.prop(s, "fade_out")
+        col.prop(s, "seed")
+        col.prop(s, "threads")
+
+        col = layout.column(heading="Output")
+        col.prop(s, "output_dir")
+        col.prop(s, "field_size")
+        col.prop(s, "cubemap_size")
+        col.prop(s, "equirect_width")
+        col.prop(s, "frames")
+        sub = col.column()
+        sub.active = s.frames > 1
+        sub.prop(s, "frame_iterations")
+        sub.prop(s, "time_step")
+        col.prop(s, "make_planet")
+        sub = col.column()
+        sub.active = s.make_planet
+        sub.prop(s, "planet_name")
+
+        from ..core import gasgiant as core_gasgiant
+
+        est = core_gasgiant.estimate_memory(core_gasgiant.GasGiantParams(
+            particles=s.particles, field_size=int(s.field_size), cubemap_size=int(s.cubemap_size),
+            equirect_width=int(s.equirect_width), threads=s.threads, fade_to_palette=s.fade_to_palette))
+        steps = s.particles * (s.iterations + (s.frames - 1) * s.frame_iterations)
+        layout.label(text=f"Needs about {est / 2**30:.2f} GB, {steps / 1e9:.2f} billion particle-steps",
+                     icon="INFO")
+        layout.operator("envfx.gasgiant_bake", icon="RENDER_STILL")
+
+
+classes = (VIEW3D_PT_envfx_gasgiant,)

@@ -1,0 +1,69 @@
+"""The gas giant's planet material: the baked equirectangular texture (a still or an image sequence) on the
+planet sphere's UVs, through a Principled BSDF with a soft atmospheric rim. Built by ``ensure_planet_material``."""
+
+from __future__ import annotations
+
+import bpy
+
+MATERIAL_STAMP = "gasgiant-material-2"
+STAMP_KEY = "envfx_stamp"
+
+
+def _build(mat):
+    if bpy.app.version < (5, 0, 0) or mat.node_tree is None:
+        mat.use_nodes = True
+    nt = mat.node_tree
+    nt.nodes.clear()
+    out = nt.nodes.new("ShaderNodeOutputMaterial")
+    out.location = (600, 0)
+    bsdf = nt.nodes.new("ShaderNodeBsdfPrincipled")
+    bsdf.name = bsdf.label = "Planet BSDF"
+    bsdf.location = (300, 0)
+    bsdf.inputs["Roughness"].default_value = 0.8
+    if "Specular IOR Level" in bsdf.inputs:  # a cloud deck barely reflects the sun
+        bsdf.inputs["Specular IOR Level"].default_value = 0.15
+    tex = nt.nodes.new("ShaderNodeTexImage")
+    tex.name = tex.label = "Gas Giant Texture"
+    tex.location = (-300, 0)
+    tex.interpolation = "Linear"
+    tex.extension = "EXTEND"
+    uv = nt.nodes.new("ShaderNodeTexCoord")
+    uv.location = (-550, 0)
+    # a thin bright rim (atmosphere): the texture's colour, brighter at grazing angles
+    weight = nt.nodes.new("ShaderNodeLayerWeight")
+    weight.location = (-300, -300)
+    weight.inputs["Blend"].default_value = 0.15
+    mix = nt.nodes.new("ShaderNodeMix")
+    mix.name = mix.label = "Rim"
+    mix.data_type = "RGBA"
+    mix.blend_type = "SCREEN"
+    mix.location = (50, 0)
+    links = nt.links
+    links.new(uv.outputs["UV"], tex.inputs["Vector"])
+    links.new(weight.outputs["Facing"], mix.inputs["Factor"])
+    links.new(tex.outputs["Color"], mix.inputs["A"])
+    links.new(tex.outputs["Color"], mix.inputs["B"])
+    links.new(mix.outputs["Result"], bsdf.inputs["Base Color"])
+    links.new(bsdf.outputs["BSDF"], out.inputs["Surface"])
+    mat[STAMP_KEY] = MATERIAL_STAMP
+
+
+def ensure_planet_material(name: str, image, frames: int = 1, frame_start: int = 1):
+    """Material ``name`` showing ``image`` (rebuilt if its stamp is old); an image sequence plays ``frames``
+    frames from ``frame_start`` and loops."""
+    mat = bpy.data.materials.get(name)
+    if mat is None or mat.library is not None:
+        mat = bpy.data.materials.new(name)
+    if mat.get(STAMP_KEY) != MATERIAL_STAMP or mat.node_tree is None or \
+            mat.node_tree.nodes.get("Gas Giant Texture") is None:
+        _build(mat)
+    tex = mat.node_tree.nodes["Gas Giant Texture"]
+    tex.image = image
+    user = tex.image_user
+    if frames > 1:
+        user.frame_duration = frames
+        user.frame_start = frame_start
+        user.frame_offset = 0
+        user.use_auto_refresh = True
+        user.use_cyclic = True
+    return mat

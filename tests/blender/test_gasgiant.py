@@ -1,0 +1,270 @@
+"""Gas giant in Blender: operator, planet and material, Eevee look, CLI, bad input leaves everything as it was."""
+
+import math
+import os
+
+import bpy
+import numpy as np
+import pytest
+from PIL import Image
+
+
+def _small(s, out, **kw):
+    values = dict(particles=30_000, iterations=20, field_size="64", cubemap_size="128", equirect_width="256",
+                  threads=1, output_dir=str(out), seed=3)
+    values.update(kw)
+    for k, v in values.items():
+        setattr(s, k, v)
+    return s
+
+
+def _state(folder=None):
+    files = sorted(os.listdir(folder)) if folder is not None and os.path.isdir(folder) else None
+    return (sorted(bpy.data.objects.keys()), sorted(bpy.data.images.keys()), sorted(bpy.data.materials.keys()),
+            sorted(bpy.data.meshes.keys()), files)
+
+
+def test_registered_with_settings_and_presets(envfx):
+    s = bpy.context.scene.envfx.gasgiant
+    assert s.particles == 8_000_000 and s.iterations == 1000 and s.field_size == "512"
+    assert "gasgiant" in envfx.FEATURES
+    assert bpy.ops.envfx.gasgiant_preset(preset="STORMY") == {"FINISHED"}
+    assert s.vortices == envfx.core.gasgiant.PRESETS["STORMY"]["vortices"]
+    s.preset = "NEPTUNE"
+    assert s.bands == envfx.core.gasgiant.PRESETS["NEPTUNE"]["bands"]
+    assert tuple(s.ramp_color_5) == pytest.approx(envfx.core.gasgiant.PRESETS["NEPTUNE"]["ramp_colors"][4])
+
+
+def test_bake_operator_writes_files_matching_the_core_and_makes_a_planet(envfx, tmp_path):
+    gg = envfx.core.gasgiant
+    ops = envfx.operators.gasgiant
+    s = _small(bpy.context.scene.envfx.gasgiant, tmp_path / "tex", vortices=3)
+    assert bpy.ops.envfx.gasgiant_bake() == {"FINISHED"}
+    names = sorted(os.listdir(tmp_path / "tex"))
+    assert names == sorted(gg.output_names(ops.params_from_settings(s), None).values())
+    # the numpy entry point with the same settings gives the same pixels
+    twin = gg.run_bake(ops.params_from_settings(s), str(tmp_path / "twin"))
+    for name in names:
+        a = np.asarray(Image.open(tmp_path / "tex" / name))
+        b = np.asarray(Image.open(os.path.join(twin.folder, name)))
+        np.testing.assert_array_equal(a, b)
+    planet = bpy.data.objects["Gas Giant"]
+    mat = planet.data.materials[0]
+    tex = mat.node_tree.nodes["Gas Giant Texture"]
+    assert os.path.normpath(bpy.path.abspath(tex.image.filepath)) == str(tmp_path / "tex" / "gasgiant_equirect.png")
+    assert tex.image.size[:] == (256, 128)
+    # baking again updates the same planet, material and image
+    assert bpy.ops.envfx.gasgiant_bake() == {"FINISHED"}
+    assert [o.name for o in bpy.data.objects if o.name.startswith("Gas Giant")] == ["Gas Giant"]
+    assert len([m for m in bpy.data.materials if m.name.startswith("EnvFX Gas Giant")]) == 1
+
+
+def test_planet_uvs_are_the_equirect_mapping(envfx):
+    mesh = envfx.operators.gasgiant.sphere_mesh("probe", segments=32, rings=16)
+    n = len(mesh.loops)
+    vi = np.empty(n, np.int32)
+    mesh.loops.foreach_get("vertex_index", vi)
+    co = np.empty(len(mesh.vertices) * 3, np.float32)
+    mesh.vertices.foreach_get("co", co)
+    co = co.reshape(-1, 3)[vi]
+    uv = np.empty(n * 2, np.float32)
+    mesh.uv_layers["UVMap"].data.foreach_get("uv", uv)
+    uv = uv.reshape(-1, 2)
+    np.testing.assert_allclose(uv[:, 1], np.arcsin(np.clip(co[:, 2], -1, 1)) / math.pi + 0.5, atol=1e-5)
+    inner = np.abs(co[:, 2]) < 0.999
+    lon = np.arctan2(co[inner, 1], co[inner, 0])
+    u_expected = (lon + math.pi) / (2 * math.pi)
+    diff = np.abs(uv[inner, 0] - u_expected)
+    assert np.all((diff < 1e-5) | (np.abs(diff - 1) < 1e-5))  # the seam column may carry u = 0 or 1
+    # outward faces, sphere normals
+    mesh.polygons.foreach_get("normal", nrm := np.empty(len(mesh.polygons) * 3, np.float32))
+    ctr = np.empty(len(mesh.polygons) * 3, np.float32)
+    mesh.polygons.foreach_get("center", ctr)
+    assert np.all(np.sum(nrm.reshape(-1, 3) * ctr.reshape(-1, 3), axis=1) > 0)
+    bpy.data.meshes.remove(mesh)
+
+
+def test_animated_bake_makes_an_image_sequence(envfx, tmp_path):
+    s = _small(bpy.context.scene.envfx.gasgiant, tmp_path / "seq", frames=3, frame_iterations=4)
+    assert bpy.ops.envfx.gasgiant_bake() == {"FINISHED"}
+    assert "gasgiant_equirect_0003.png" in os.listdir(tmp_path / "seq")
+    tex = bpy.data.objects["Gas Giant"].data.materials[0].node_tree.nodes["Gas Giant Texture"]
+    assert tex.image.source == "SEQUENCE"
+    assert tex.image_user.frame_duration == 3 and tex.image_user.use_auto_refresh
+    assert s.frames == 3
+
+
+def test_planet_looks_right_in_eevee(envfx, tmp_path):
+    scene = bpy.context.scene
+    _small(scene.envfx.gasgiant, tmp_path / "look", particles=50_000, iterations=30)
+    scene.envfx.gasgiant.preset = "JUPITER"
+    assert bpy.ops.envfx.gasgiant_bake() == {"FINISHED"}
+    for name in ("Cube", "Light"):
+        if name in bpy.data.objects:
+            bpy.data.objects.remove(bpy.data.objects[name])
+    sun = bpy.data.objects.new("Sun", bpy.data.lights.new("Sun", "SUN"))
+    sun.data.energy = 4.0
+    sun.rotation_euler = (0.0, math.radians(60), 0.0)  # from +X side, like the camera
+    scene.collection.objects.link(sun)
+    cam = scene.camera
+    cam.location = (4.0, 0.0, 0.0)
+    cam.rotation_euler = (math.radians(90), 0.0, math.radians(90))
+    cam.data.lens = 50
+    scene.render.engine = "BLENDER_EEVEE_NEXT" if bpy.app.version < (5, 0, 0) else "BLENDER_EEVEE"
+    scene.eevee.taa_render_samples = 1
+    scene.render.resolution_x = scene.render.resolution_y = 96
+    scene.render.resolution_percentage = 100
+    scene.render.filepath = str(tmp_path / "planet.png")
+    scene.world = scene.world or bpy.data.worlds.new("W")
+    if bpy.app.version < (5, 0, 0):
+        scene.world.use_nodes = True
+    scene.world.node_tree.nodes["Background"].inputs["Color"].default_value = (0, 0, 0, 1)
+    bpy.ops.render.render(write_still=True)
+    img = np.asarray(Image.open(tmp_path / "planet.png").convert("RGB")).astype(float)
+    centre = img[38:58, 38:58]
+    corner = img[:8, :8]
+    assert corner.mean() < 10  # space is black
+    assert centre.mean() > 60  # the lit planet fills the middle
+    # warm, Jupiter-like colours (red > blue) and visible bands (variation from row to row)
+    assert centre[..., 0].mean() > centre[..., 2].mean() + 10
+    assert centre.mean(axis=(1, 2)).std() > 0.5
+
+
+def test_cancel_halfway_leaves_no_files_and_no_planet(envfx, tmp_path):
+    out = tmp_path / "cancel"
+    out.mkdir()
+    (out / "mine.txt").write_text("keep")
+    _small(bpy.context.scene.envfx.gasgiant, out, iterations=400)
+    before = _state(out)
+    job = envfx.operators.gasgiant.bake_job(bpy.context.scene)
+    for _ in range(4):
+        next(job)
+    assert len(os.listdir(out)) == 2  # the temporary folder exists while baking
+    job.close()
+    assert _state(out) == before
+
+
+def test_cancel_through_progress_run(envfx, tmp_path):
+    _small(bpy.context.scene.envfx.gasgiant, tmp_path / "c2", iterations=400)
+    before = _state(tmp_path / "c2")
+    calls = iter(range(100))
+    with pytest.raises(envfx.progress.Cancelled, match="nothing was written"):
+        envfx.progress.run(envfx.operators.gasgiant.bake_job(bpy.context.scene), "Gas giant bake",
+                           should_cancel=lambda: next(calls) >= 3)
+    assert _state(tmp_path / "c2") == before and not (tmp_path / "c2").exists()
+
+
+def _expect_error(tmp_path, folder, match):
+    before = _state(folder)
+    with pytest.raises(RuntimeError, match=match):
+        bpy.ops.envfx.gasgiant_bake()
+    assert _state(folder) == before
+
+
+def test_bad_input_missing_or_unreadable_palette(envfx, tmp_path):
+    s = _small(bpy.context.scene.envfx.gasgiant, tmp_path / "p", color_source="PALETTE",
+               palette_path=str(tmp_path / "nope.png"))
+    _expect_error(tmp_path, tmp_path / "p", "Palette image .* does not exist")
+    bad = tmp_path / "bad.png"
+    bad.write_text("not an image")
+    s.palette_path = str(bad)
+    _expect_error(tmp_path, tmp_path / "p", "Palette image .* cannot be read")
+    s.palette_path = ""
+    _expect_error(tmp_path, tmp_path / "p", "No palette image")
+
+
+def test_palette_image_colours_the_planet(envfx, tmp_path):
+    pal = np.zeros((16, 32, 3), np.uint8)
+    pal[:8] = (200, 30, 30)  # north red
+    pal[8:] = (30, 30, 200)  # south blue
+    Image.fromarray(pal).save(tmp_path / "pal.png")
+    _small(bpy.context.scene.envfx.gasgiant, tmp_path / "pp", color_source="PALETTE",
+           palette_path=str(tmp_path / "pal.png"), mapping="STRIPES", noise_speed=0.0, vortices=0)
+    assert bpy.ops.envfx.gasgiant_bake() == {"FINISHED"}
+    eq = np.asarray(Image.open(tmp_path / "pp" / "gasgiant_equirect.png")).astype(int)
+    assert eq[:40, :, 0].mean() > 150 and eq[-40:, :, 2].mean() > 150
+    assert not [i for i in bpy.data.images if i.name.startswith("pal")]  # the palette was not kept
+
+
+def test_bad_input_memory_output_folder_and_unsaved_file(envfx, tmp_path, monkeypatch):
+    s = _small(bpy.context.scene.envfx.gasgiant, tmp_path / "m", particles=50_000_000)
+    monkeypatch.setattr(envfx.core.gasgiant, "available_memory", lambda: 512 * 2**20)
+    _expect_error(tmp_path, tmp_path / "m", r"50000000 particles need about \d+\.\d\d GB but only 0\.50 GB")
+    monkeypatch.undo()
+    s.particles = 10_000
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    s.output_dir = str(afile)
+    _expect_error(tmp_path, afile, "is a file")
+    s.output_dir = str(afile / "below")
+    _expect_error(tmp_path, tmp_path, "cannot be written")
+    s.output_dir = "//textures/"
+    _expect_error(tmp_path, tmp_path, "not saved yet")
+    s.output_dir = ""
+    _expect_error(tmp_path, tmp_path, "No output folder")
+    s.output_dir = str(tmp_path / "ok")
+    s.equirect_width = "0"
+    _expect_error(tmp_path, tmp_path / "ok", "needs the equirectangular image")
+    s.particles = -4  # clamped by the property: the UI cannot ask for zero or negative particles
+    assert s.particles == 1
+
+
+def test_cli_gas_giant(envfx, tmp_path, capsys):
+    out = tmp_path / "cli"
+    code = envfx.cli.main(["gas-giant", "--out", str(out), "--particles", "20000", "--iterations", "10", "--seed",
+                           "2", "--equirect", "256", "--cubemap", "128", "--field", "64", "--preset", "neptune",
+                           "--threads", "1", "--save", str(tmp_path / "planet.blend")])
+    assert code == 0, capsys.readouterr().err
+    assert len(os.listdir(out)) == 8
+    eq = np.asarray(Image.open(out / "gasgiant_equirect.png")).astype(int)
+    assert eq.shape == (128, 256, 3) and eq[..., 2].mean() > eq[..., 0].mean()  # Neptune is blue
+    assert (tmp_path / "planet.blend").exists() and "Gas Giant" in bpy.data.objects
+
+
+@pytest.mark.parametrize("args, msg", [
+    (["--particles", "0"], "positive number of particles"),
+    (["--particles", "-3"], "positive number of particles"),
+    (["--iterations", "0"], "positive number of iterations"),
+    (["--cubemap", "1000"], "Cube map size 1000 is not supported"),
+    (["--equirect", "3000"], "Equirectangular width 3000 is not supported"),
+    (["--field", "100"], "Velocity field size 100 is not supported"),
+    (["--palette", "/nonexistent/pal.png"], "does not exist"),
+    (["--particles", "150000000"], "particles need about"),
+])
+def test_cli_bad_input(envfx, tmp_path, capsys, args, msg, monkeypatch):
+    monkeypatch.setattr(envfx.core.gasgiant, "available_memory", lambda: 2 * 2**30)
+    out = tmp_path / "never"
+    assert envfx.cli.main(["gas-giant", "--out", str(out)] + args) == 2
+    assert msg in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_cli_unwritable_out(envfx, tmp_path, capsys):
+    (tmp_path / "f").write_text("x")
+    assert envfx.cli.main(["gas-giant", "--out", str(tmp_path / "f" / "x"), "--particles", "10"]) == 2
+    assert "cannot be written" in capsys.readouterr().err
+    assert os.listdir(tmp_path) == ["f"]
+
+
+def test_panel_draws(envfx):
+    """The panel's draw() runs on the scene's settings (with a stand-in layout: no UI in background mode)."""
+    shown = []
+
+    class Layout:
+        def __getattr__(self, name):
+            return lambda *a, **k: self
+
+        def __setattr__(self, name, value):
+            pass
+
+        def prop(self, data, name, **kw):
+            assert name in data.bl_rna.properties, name  # every drawn setting exists
+            shown.append(name)
+            return self
+
+    panel_cls = envfx.panels.gasgiant.VIEW3D_PT_envfx_gasgiant
+    stand_in = type("P", (), {"layout": Layout()})()
+    for source in ("RAMP", "PALETTE"):
+        bpy.context.scene.envfx.gasgiant.color_source = source
+        panel_cls.draw(stand_in, bpy.context)
+    assert {"palette_path", "ramp_color_1", "particles", "output_dir", "frames", "vortices"} <= set(shown)

@@ -1,0 +1,348 @@
+"""Gas giant core: the field's physics, particle transport, seams, determinism, files, bad input."""
+
+import math
+import os
+import stat
+
+import numpy as np
+import pytest
+
+from core import gasgiant as gg
+
+SMALL = dict(particles=60_000, iterations=40, field_size=64, cubemap_size=128, equirect_width=256, threads=1)
+
+
+def _unit(n, seed=0):
+    p = np.random.default_rng(seed).normal(size=(n, 3))
+    return p / np.linalg.norm(p, axis=1, keepdims=True)
+
+
+def _circulation(fn, p, h):
+    """Vorticity by circulation around a small circle (the scale the divergence is judged against)."""
+    t1 = np.cross(p, np.where(np.abs(p[:, 2:3]) < 0.9, [[0, 0, 1.0]], [[1.0, 0, 0]]))
+    t1 /= np.linalg.norm(t1, axis=1, keepdims=True)
+    t2 = np.cross(p, t1)
+    total = np.zeros(len(p))
+    for k in range(16):
+        a = 2 * math.pi * k / 16
+        q = math.cos(h) * p + math.sin(h) * (math.cos(a) * t1 + math.sin(a) * t2)
+        tang = np.cross(q, math.cos(a) * t1 + math.sin(a) * t2)
+        tang -= q * np.sum(tang * q, axis=1, keepdims=True)
+        tang /= np.linalg.norm(tang, axis=1, keepdims=True)
+        total += np.sum(fn(q) * tang, axis=1)
+    return total / 16 * (2 * math.pi * math.sin(h)) / (2 * math.pi * (1 - math.cos(h)))
+
+
+def test_field_is_tangent_and_divergence_free():
+    params = gg.GasGiantParams(vortices=8, vortex_size=0.1, field_size=64, seed=3)
+    p = _unit(400)
+    v = gg.velocity_at(p, params)
+    speed = np.linalg.norm(v, axis=1)
+    assert np.all(np.abs(np.sum(v * p, axis=1)) <= 1e-9 * (speed + 1e-12))
+    fn = lambda q: gg.velocity_at(q, params)  # noqa: E731
+    div = gg.surface_divergence(fn, p, h=2e-3)
+    vort = _circulation(fn, p, h=2e-3)
+    assert np.sqrt(np.mean(vort ** 2)) > 0
+    assert np.sqrt(np.mean(div ** 2)) < 1e-2 * np.sqrt(np.mean(vort ** 2))
+
+
+def test_stored_field_matches_analytic_and_is_nearly_divergence_free():
+    params = gg.GasGiantParams(field_size=256, seed=5, vortices=3, vortex_size=0.12)
+    fld = gg.build_field(params)
+    p = _unit(500, seed=1)
+    exact = gg.velocity_at(p, params)
+    grid = gg.sample_field(fld, p)
+    err = np.linalg.norm(grid - exact, axis=1)
+    assert np.sqrt(np.mean(err ** 2)) < 0.06 * np.sqrt(np.mean(np.sum(exact ** 2, axis=1)))
+    fn = lambda q: gg.sample_field(fld, q)  # noqa: E731
+    h = 4 * (math.pi / 2) / 256
+    div = gg.surface_divergence(fn, p, h=h)
+    vort = _circulation(fn, p, h=h)
+    assert np.sqrt(np.mean(div ** 2)) < 0.05 * np.sqrt(np.mean(vort ** 2))
+
+
+def test_band_velocities_follow_the_profile():
+    params = gg.GasGiantParams(bands=5.0, band_speed=2.0, band_power=3, pole_attenuation=0.7, noise_speed=0.0,
+                               vortices=0)
+    lat = np.linspace(-1.45, 1.45, 301)
+    lon = np.linspace(-3, 3, 301)
+    p = np.stack([np.cos(lat) * np.cos(lon), np.cos(lat) * np.sin(lon), np.sin(lat)], axis=1)
+    v = gg.velocity_at(p, params)
+    east = np.stack([-np.sin(lon), np.cos(lon), np.zeros_like(lon)], axis=1)
+    k = math.radians(params.velocity_factor) / 20.0
+    expected = k * params.band_speed * (0.3 + 0.7 * np.cos(lat)) * np.cos(5 * lat) ** 3
+    np.testing.assert_allclose(np.sum(v * east, axis=1), expected, atol=1e-12)
+    np.testing.assert_allclose(np.linalg.norm(v - np.sum(v * east, axis=1)[:, None] * east, axis=1), 0, atol=1e-12)
+    # counter-rotating: the sign alternates from band to band
+    centres = np.arange(-2, 3) * math.pi / 5
+    assert list(np.sign(gg.band_profile(centres, params))) == [1, -1, 1, -1, 1]
+    # no pole singularity: zero at the poles
+    assert gg.band_profile(np.array([math.pi / 2, -math.pi / 2]), params).tolist() == [0.0, 0.0]
+
+
+def test_particles_stay_uniform_per_latitude_band():
+    params = gg.GasGiantParams(particles=200_000, field_size=64, cubemap_size=64, equirect_width=0,
+                               velocity_factor=6.0, vortices=6, vortex_size=0.1, seed=2, threads=1,
+                               lifetime=60, respawn_batches=4, blur_interval=0)
+    with gg.Simulation(params) as sim:
+        sim.step(150)
+        counts = sim.density_by_latitude(10)
+        moved = sim.directions()
+    mean = params.particles / 10
+    assert np.all(np.abs(counts - mean) <= 0.05 * mean), counts
+    np.testing.assert_allclose(np.linalg.norm(moved, axis=1), 1.0, atol=1e-6)
+
+
+def test_particles_move_with_the_bands(monkeypatch):
+    monkeypatch.setattr(gg, "SORT_INTERVAL", 1000)  # keep particle order (identities) over the measured steps
+    params = gg.GasGiantParams(particles=5000, field_size=64, cubemap_size=64, noise_speed=0.0, vortices=0,
+                               bands=3.0, pole_attenuation=0.0, seed=1, threads=1)
+    with gg.Simulation(params) as sim:
+        sim.step(1)  # the first step sorts the particles by texel
+        p0 = sim.directions()
+        sim.step(20)
+        p1 = sim.directions()
+    lat0 = np.arcsin(p0[:, 2])
+    dlon = np.angle(np.exp(1j * (np.arctan2(p1[:, 1], p1[:, 0]) - np.arctan2(p0[:, 1], p0[:, 0]))))
+    sel = np.abs(lat0) < 1.3
+    expected = 20 * math.radians(params.velocity_factor) / 20 * gg.band_profile(lat0[sel], params) / np.cos(lat0[sel])
+    np.testing.assert_allclose(dlon[sel], expected, atol=2e-3)
+    np.testing.assert_allclose(np.arcsin(p1[:, 2]), lat0, atol=2e-3)  # latitude kept
+
+
+def _small_sim(**kw):
+    params = gg.GasGiantParams(**{**SMALL, **kw})
+    sim = gg.Simulation(params)
+    sim.step(params.iterations)
+    return sim
+
+
+def test_same_seed_same_result_and_thread_count_does_not_matter():
+    a = _small_sim(seed=4)
+    b = _small_sim(seed=4, threads=2)
+    c = _small_sim(seed=5)
+    for s in (a, b, c):
+        s.close()
+    np.testing.assert_array_equal(a.image, b.image)
+    np.testing.assert_array_equal(a.uv, b.uv)
+    assert np.abs(a.image - c.image).mean() > 1e-3
+
+
+def _neighbour_diffs(img):
+    return np.abs(np.diff(img, axis=1)).mean()
+
+
+def test_seams_at_cube_edges_and_longitude_wrap():
+    sim = _small_sim(seed=1, iterations=60)
+    sim.close()
+    faces = sim.cube_faces()
+    pad = gg.pad_cube(faces)
+    edge_diffs = []
+    for f in range(6):
+        edge_diffs += [np.abs(pad[f, 0, 1:-1] - pad[f, 1, 1:-1]), np.abs(pad[f, -1, 1:-1] - pad[f, -2, 1:-1]),
+                       np.abs(pad[f, 1:-1, 0] - pad[f, 1:-1, 1]), np.abs(pad[f, 1:-1, -1] - pad[f, 1:-1, -2])]
+    across = np.mean([d.mean() for d in edge_diffs])
+    inside = np.mean([_neighbour_diffs(faces[f, 1:-1, 1:-1]) for f in range(6)])
+    assert across < 1.5 * inside, (across, inside)
+    # every edge on its own, too (no single bad edge hidden by the mean)
+    assert max(d.mean() for d in edge_diffs) < 3.0 * inside
+    eq = sim.equirect(256)
+    wrap = np.abs(eq[:, 0] - eq[:, -1]).mean()
+    assert wrap < 1.5 * _neighbour_diffs(eq), (wrap, _neighbour_diffs(eq))
+    # no pinching: the top row is nearly one colour (all columns look at the same small cap)
+    assert eq[0].std(axis=0).max() < 0.05
+
+
+def test_pad_cube_border_is_the_neighbour_texel():
+    r = 8
+    cube = np.arange(6 * r * r, dtype=np.float64).reshape(6, r, r, 1)
+    pad = gg.pad_cube(cube)
+    d_border = gg.face_directions(r, pad=1)[0, 0, 4]  # above row 0 of +X
+    face, u, v = gg.dir_to_face_uv(d_border[None])
+    assert gg.FACES[face[0]] == "pz"
+    col = int((u[0] + 1) / 2 * r)
+    row = int((v[0] + 1) / 2 * r)
+    assert pad[0, 0, 4, 0] == cube[face[0], row, col, 0]
+
+
+def test_palette_mappings():
+    h, w = 32, 64
+    pal = np.zeros((h, w, 3), np.float32)
+    pal[..., 0] = np.linspace(0, 1, h)[:, None]  # red by row (latitude)
+    pal[..., 1] = np.linspace(0, 1, w)[None, :]  # green by column
+    p = _unit(2000, seed=9)
+    stripes = gg.colors_at(p, gg.GasGiantParams(palette=pal, mapping="STRIPES"))
+    assert np.ptp(stripes[:, 1]) == 0.0  # one column: colour by latitude only
+    north = gg.colors_at(np.array([[0, 0, 1.0], [0, 0, -1.0]]), gg.GasGiantParams(palette=pal))
+    assert north[0, 0] == 0.0 and north[1, 0] == 1.0  # row 0 (top) is the north pole
+    sin = gg.colors_at(p, gg.GasGiantParams(palette=pal))
+    assert np.ptp(sin[:, 1]) > 0.5
+    # sinusoidal wraps without a jump at longitude +-180
+    eps = 1e-4
+    lat = np.linspace(-1.2, 1.2, 50)
+    a = np.stack([np.cos(lat) * math.cos(math.pi - eps), np.cos(lat) * math.sin(math.pi - eps), np.sin(lat)], 1)
+    b = np.stack([np.cos(lat) * math.cos(-math.pi + eps), np.cos(lat) * math.sin(-math.pi + eps), np.sin(lat)], 1)
+    par = gg.GasGiantParams(palette=pal)
+    assert np.abs(gg.colors_at(a, par) - gg.colors_at(b, par)).max() <= 1.0 / w + 1e-6
+    ramp = gg.colors_at(p, gg.GasGiantParams(ramp=((0.0, (1, 0, 0)), (1.0, (0, 0, 1)))))
+    np.testing.assert_allclose(ramp[:, 0], 1 - (np.arcsin(p[:, 2]) / math.pi + 0.5), atol=1e-6)
+
+
+def test_lifetime_respawns_one_batch_at_a_time_and_fades():
+    params = gg.GasGiantParams(**{**SMALL, "lifetime": 20, "respawn_batches": 4, "fade_in": 0.25,
+                                  "fade_out": 0.25, "opacity": 0.5, "velocity_factor": 0.0})
+    with gg.Simulation(params) as sim:
+        ages = [sim.batch_age(b) for b in range(4)]
+        assert sorted(ages) == [0, 5, 10, 15]
+        before = sim.uv.copy()
+        sim.step(5)  # batch 3 (age 15) reaches 20 at iteration 5 and respawns at the next step
+        sim.step(1)
+        # particles are re-ordered by texel inside their batch: compare each batch's set of positions
+        per_batch = [(np.sort(before[s:e]) != np.sort(sim.uv[s:e])).mean() for s, e in sim.batches]
+    assert per_batch[3] > 0.99 and max(per_batch[:3]) == 0.0  # the field is still: only respawn moves
+    assert sim.batch_alpha(3) < 0.5 * params.opacity  # just born: fading in
+    alphas = [gg.Simulation.batch_alpha(sim, b) for b in range(4)]
+    assert max(alphas) == pytest.approx(params.opacity)
+
+
+def test_blur_and_fade_toward_centre_colour():
+    params = gg.GasGiantParams(**{**SMALL, "blur": 1.0, "fade_rate": 0.5, "blur_interval": 1})
+    with gg.Simulation(params) as sim:
+        sim.image[:, :3] = np.random.default_rng(0).random((len(sim.image), 3))
+        v0 = sim.image[:, :3].std()
+        sim.blur_and_fade()
+        assert sim.image[:, :3].std() < 0.5 * v0
+        for _ in range(30):
+            sim.blur_and_fade()
+        np.testing.assert_allclose(sim.image[:, :3].mean(axis=0), sim.centre, atol=1e-3)
+
+
+def test_bake_writes_readable_pngs_and_sequences(tmp_path):
+    Image = pytest.importorskip("PIL.Image")
+    params = gg.GasGiantParams(**{**SMALL, "frames": 3, "frame_iterations": 5})
+    result = gg.run_bake(params, str(tmp_path / "out"))
+    names = sorted(os.listdir(tmp_path / "out"))
+    assert len(names) == 3 * 8 and "gasgiant_equirect_0002.png" in names
+    assert [os.path.basename(f) for f in result.equirect] == [f"gasgiant_equirect_000{i}.png" for i in (1, 2, 3)]
+    eq = [np.asarray(Image.open(f)) for f in result.equirect]
+    assert eq[0].shape == (128, 256, 3)
+    assert np.abs(eq[0].astype(int) - eq[2]).mean() > 0.5  # the planet keeps changing
+    face = np.asarray(Image.open(tmp_path / "out" / "gasgiant_px_0003.png"))
+    assert face.shape == (128, 128, 3) and face.std() > 1
+
+
+def test_png_writer_round_trip(tmp_path):
+    Image = pytest.importorskip("PIL.Image")
+    img = np.random.default_rng(0).random((17, 23, 3)).astype(np.float32)
+    gg.write_png(str(tmp_path / "a.png"), img)
+    back = np.asarray(Image.open(tmp_path / "a.png"))
+    np.testing.assert_array_equal(back, (img * 255 + 0.5).astype(np.uint8))
+    rgba = np.random.default_rng(1).integers(0, 256, (5, 7, 4)).astype(np.uint8)
+    gg.write_png(str(tmp_path / "b.png"), rgba)
+    np.testing.assert_array_equal(np.asarray(Image.open(tmp_path / "b.png")), rgba)
+
+
+@pytest.mark.parametrize("kw, msg", [
+    (dict(particles=0), "positive number of particles"),
+    (dict(particles=-5), "positive number of particles"),
+    (dict(iterations=0), "positive number of iterations"),
+    (dict(iterations=-1), "positive number of iterations"),
+    (dict(field_size=100), "Velocity field size 100 is not supported"),
+    (dict(cubemap_size=1000), "Cube map size 1000 is not supported"),
+    (dict(equirect_width=3000), "Equirectangular width 3000 is not supported"),
+    (dict(band_power=2), "odd whole number"),
+    (dict(palette=np.zeros((4, 4))), "RGB or RGBA"),
+])
+def test_bad_settings(kw, msg, tmp_path):
+    with pytest.raises(gg.GasGiantError, match=msg):
+        gg.run_bake(gg.GasGiantParams(**{**SMALL, **kw}), str(tmp_path / "out"))
+    assert not (tmp_path / "out").exists()
+
+
+def test_too_many_particles_for_the_memory_is_refused_with_the_estimate():
+    params = gg.GasGiantParams(particles=8_000_000)
+    est = gg.estimate_memory(params)
+    assert est < 1 * 2**30  # the target: 8M particles in at most 1 GB
+    with pytest.raises(gg.GasGiantError, match=r"need about 0\.\d\d GB but only 0\.10 GB"):
+        params.validate(available_bytes=int(0.1 * 2**30))
+    params.validate(available_bytes=est)
+
+
+def test_unwritable_output_folder(tmp_path):
+    params = gg.GasGiantParams(**SMALL)
+    afile = tmp_path / "file.txt"
+    afile.write_text("x")
+    with pytest.raises(gg.GasGiantError, match="is a file"):
+        gg.run_bake(params, str(afile))
+    with pytest.raises(gg.GasGiantError, match="cannot be written"):
+        gg.run_bake(params, str(afile / "sub"))  # below a file: no one can create it
+    assert afile.read_text() == "x"
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    ro.chmod(stat.S_IRUSR | stat.S_IXUSR)
+    try:
+        if not os.access(ro, os.W_OK):  # (root can write anywhere)
+            with pytest.raises(gg.GasGiantError, match="cannot be written"):
+                gg.run_bake(params, str(ro / "sub"))
+        assert os.listdir(ro) == []
+    finally:
+        ro.chmod(stat.S_IRWXU)
+    assert sorted(os.listdir(tmp_path)) == ["file.txt", "ro"]
+
+
+def test_cancel_halfway_leaves_no_files(tmp_path):
+    out = tmp_path / "existing"
+    out.mkdir()
+    (out / "keep.txt").write_text("mine")
+    job = gg.bake(gg.GasGiantParams(**{**SMALL, "iterations": 200}), str(out))
+    for _ in range(5):
+        fraction = next(job)
+    assert 0 < fraction < 0.9
+    assert any(n.startswith(".envfx_gasgiant_") for n in os.listdir(out))
+    job.close()
+    assert os.listdir(out) == ["keep.txt"]
+    job = gg.bake(gg.GasGiantParams(**SMALL), str(tmp_path / "new" / "deeper"))
+    next(job)
+    next(job)
+    assert (tmp_path / "new" / "deeper").is_dir()
+    job.close()
+    assert sorted(os.listdir(tmp_path)) == ["existing"]  # the folders it made are gone too
+
+
+def test_presets():
+    for name in ("jupiter", "Neptune", "STORMY"):
+        p = gg.preset(name, particles=10)
+        p.validate()
+    assert gg.preset("stormy").vortices > gg.preset("jupiter").vortices
+    with pytest.raises(gg.GasGiantError, match="Unknown preset"):
+        gg.preset("saturnish")
+
+
+def test_fade_to_start_colours():
+    params = gg.GasGiantParams(**{**SMALL, "blur": 0.0, "fade_rate": 1.0, "fade_to_palette": True})
+    with gg.Simulation(params) as sim:
+        start = sim.image.copy()
+        sim.step(10)
+        assert np.abs(sim.image - start).max() > 0.01  # particles painted something
+        sim.blur_and_fade()
+        np.testing.assert_allclose(sim.image, start, atol=1e-6)
+
+
+def test_flow_map_encodes_the_band_velocities():
+    params = gg.GasGiantParams(**{**SMALL, "noise_speed": 0.0, "vortices": 0, "bands": 3.0, "band_power": 1})
+    with gg.Simulation(params) as sim:
+        flow = sim.flow_equirect(256)
+    h = flow.shape[0]
+    lat = math.pi / 2 - (np.arange(h) + 0.5) / h * math.pi
+    band = gg.band_profile(lat, params)
+    east = flow[:, :, 0].mean(axis=1) - 0.5
+    strong = np.abs(band) > 0.3 * np.abs(band).max()
+    assert np.all(np.sign(east[strong]) == np.sign(band[strong]))
+    np.testing.assert_allclose(flow[:, :, 1], 0.5, atol=0.01)  # no north-south flow
+    np.testing.assert_allclose(east / np.abs(east).max(), band / np.abs(band).max(), atol=0.05)
+
+
+def test_field_build_does_not_depend_on_the_thread_count():
+    a = gg.build_field(gg.GasGiantParams(field_size=128, threads=1, vortices=2))
+    b = gg.build_field(gg.GasGiantParams(field_size=128, threads=2, vortices=2))
+    np.testing.assert_array_equal(a.chart, b.chart)
