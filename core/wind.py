@@ -63,6 +63,15 @@ SOURCES = ("LEAF", "BRANCH_PHASE", "BRANCH", "AO", "HEIGHT", "LEAF_PHASE", "ZERO
 HZD_LAYOUT = ("LEAF", "BRANCH_PHASE", "BRANCH", "AO")
 CRYENGINE_LAYOUT = ("LEAF", "LEAF_PHASE", "BRANCH", "AO")
 
+# per-asset presets for common asset types (object.envfx.wind values)
+PRESETS = {
+    "TREE": dict(category="TREE", rigidity=1.0, bend=1.0, sway=1.0, lift=0.5, micro=1.0, ramp=0.0, main_bend=True),
+    "BUSH": dict(category="PLANT", rigidity=1.5, bend=1.2, sway=1.0, lift=0.6, micro=1.2, ramp=1.0, main_bend=False),
+    "GRASS": dict(category="GRASS", rigidity=1.0, bend=1.5, sway=0.5, lift=0.2, micro=0.5, ramp=2.0, main_bend=True),
+    "BANNER": dict(category="SPECIAL", rigidity=0.5, bend=2.0, sway=2.0, lift=1.5, micro=2.0, ramp=1.0,
+                   main_bend=False),
+}
+
 LABEL_AUTO, LABEL_TRUNK, LABEL_BRANCH, LABEL_LEAF = 0, 1, 2, 3
 GOLDEN = 0.6180339887498949
 
@@ -129,14 +138,20 @@ class BakeResult:
 
 
 def bake_wind_data(positions, edges, labels=None, leaf_fraction: float = 0.2, slices: int = 24,
-                   max_samples: int = 20000, seed: int = 0, progress=None) -> BakeResult:
+                   max_samples: int = 20000, seed: int = 0) -> BakeResult:
     """Wind data of one asset. ``positions`` (N, 3) world space, ``edges`` (E, 2) vertex indices (faces' edges),
-    ``labels`` optional (N,) overrides (0 auto, 1 trunk, 2 branch, 3 leaf). ``progress(fraction)`` is called
-    between stages."""
-    def step(f):
-        if progress is not None:
-            progress(f)
+    ``labels`` optional (N,) overrides (0 auto, 1 trunk, 2 branch, 3 leaf)."""
+    job = bake_steps(positions, edges, labels, leaf_fraction, slices, max_samples, seed)
+    while True:
+        try:
+            next(job)
+        except StopIteration as stop:
+            return stop.value
 
+
+def bake_steps(positions, edges, labels=None, leaf_fraction: float = 0.2, slices: int = 24,
+               max_samples: int = 20000, seed: int = 0):
+    """``bake_wind_data`` as a job generator: yields progress fractions, returns the ``BakeResult``."""
     p = np.asarray(positions, dtype=np.float64).reshape(-1, 3)
     n = len(p)
     if n == 0:
@@ -158,14 +173,14 @@ def bake_wind_data(positions, edges, labels=None, leaf_fraction: float = 0.2, sl
         raise WindError("The asset is flat (no height along world Z): wind data needs an upright asset; "
                         "if it was imported lying down, rotate it upright first")
     height = ((z - zmin) / hgt).astype(np.float32)
-    step(0.05)
+    yield 0.05
 
     # islands
     comp = connected_components(n, edges)
     roots, inv = np.unique(comp, return_inverse=True)
     k = len(roots)
     order, starts, counts = _segments(inv, k)
-    step(0.3)
+    yield 0.3
     lo = np.stack([_seg_reduce(np.minimum, p[:, i], order, starts, counts) for i in range(3)], 1)
     hi = np.stack([_seg_reduce(np.maximum, p[:, i], order, starts, counts) for i in range(3)], 1)
     size = np.linalg.norm(hi - lo, axis=1)
@@ -226,7 +241,7 @@ def bake_wind_data(positions, edges, labels=None, leaf_fraction: float = 0.2, sl
     b_raw = np.maximum(radial - ar, 0.0)
     core = vtrunk & ((radial <= 1.5 * ar + 1e-3 * hgt) | (labels == LABEL_TRUNK))
     b_raw[core] = 0.0
-    step(0.5)
+    yield 0.5
 
     # branches: separate branch islands + pieces of the trunk island outside its core
     vleaf = leaf_isl[inv]
@@ -241,7 +256,7 @@ def bake_wind_data(positions, edges, labels=None, leaf_fraction: float = 0.2, sl
         keys, kinv = np.unique(branch_key[is_branch], return_inverse=True)
         n_branches = len(keys)
         phase[is_branch] = np.mod((kinv + 1) * GOLDEN, 1.0)
-    step(0.6)
+    yield 0.6
 
     # leaves: attach at the vertex nearest the branch / trunk geometry
     leaf = np.zeros(n, np.float64)
@@ -263,7 +278,7 @@ def bake_wind_data(positions, edges, labels=None, leaf_fraction: float = 0.2, sl
             c = centre[i:i + chunk]
             d2 = sp_sq[None, :] - 2.0 * c @ sp.T
             knn[i:i + chunk] = np.argpartition(d2, kn - 1, axis=1)[:, :kn] if kn < len(sp) else np.arange(kn)
-            step(0.6 + 0.3 * min(1.0, (i + chunk) / n_leaves))
+            yield 0.6 + 0.3 * min(1.0, (i + chunk) / n_leaves)
         leaf_row = np.zeros(k, np.int64)
         leaf_row[leaf_ids] = np.arange(n_leaves)
         lv = np.nonzero(vleaf)[0]
@@ -285,8 +300,9 @@ def bake_wind_data(positions, edges, labels=None, leaf_fraction: float = 0.2, sl
         dmax = np.zeros(k)
         np.maximum.at(dmax, li, d_att)
         leaf[lv] = np.where(dmax[li] > 0, d_att / np.maximum(dmax[li], 1e-12), 0.0)
-        # inherit B and G from the branch point the leaf attaches to
-        b_raw[lv] = b_raw[src[li]]
+        # B from the attachment point, G from the branch it attaches to
+        # the attachment's own distance (smooth, no nearest-vertex ties); 0 for a leaf stuck on the trunk
+        b_raw[lv] = np.where(core[src[li]], 0.0, b_raw[attach_v[li]])
         phase[lv] = phase[src[li]]
         leaf_phase[lv] = np.mod((leaf_row[li] + 1) * GOLDEN, 1.0)
         far = gap[leaf_ids] > np.maximum(2.0 * size[leaf_ids], 0.05 * hgt)
@@ -298,7 +314,7 @@ def bake_wind_data(positions, edges, labels=None, leaf_fraction: float = 0.2, sl
     bmax = float(b_raw.max())
     branch = b_raw / bmax if bmax > 0 else b_raw
     kind = np.where(vleaf, LABEL_LEAF, np.where(core, LABEL_TRUNK, LABEL_BRANCH)).astype(np.int8)
-    step(1.0)
+    yield 1.0
     return BakeResult(
         height=height, branch=branch.astype(np.float32), leaf=leaf.astype(np.float32),
         phase=phase.astype(np.float32), leaf_phase=leaf_phase.astype(np.float32), kind=kind,
@@ -360,7 +376,8 @@ def quantize(freq, loop_frames: int, fps: float):
     if loop_frames <= 0:
         return freq
     period = loop_frames / fps
-    return np.maximum(np.round(np.asarray(freq, np.float64) * period), 1.0) / period
+    # floor(x + 0.5): rounds halves up like the Math node's Round (np.round rounds halves to even)
+    return np.maximum(np.floor(np.asarray(freq, np.float64) * period + 0.5), 1.0) / period
 
 
 def horizontal_dir(direction) -> np.ndarray:

@@ -2,9 +2,9 @@
 
 import bpy
 
-from . import bend
+from . import bend, wind
 
-modules = (bend,)
+modules = (bend, wind)
 classes = tuple(cls for module in modules for cls in module.classes)
 
 

@@ -2,9 +2,9 @@
 
 import bpy
 
-from . import bend, main
+from . import bend, main, wind
 
-modules = (main, bend)
+modules = (main, bend, wind)
 classes = tuple(cls for module in modules for cls in module.classes)
 
 
