@@ -368,3 +368,30 @@ def _read_glb(path):
             pos.append(accessor(prim["attributes"]["POSITION"]))
             col.append(accessor(prim["attributes"]["COLOR_0"]))
     return np.concatenate(pos), np.concatenate(col)
+
+
+def test_cli_batch_bake(mods, tmp_path, capsys):
+    tree, (obj,) = _tree(mods, n_branches=2, leaves_per_branch=2)
+    cam = bpy.data.objects.new("Cam", bpy.data.cameras.new("Cam"))
+    bpy.context.scene.collection.objects.link(cam)
+    for o in list(bpy.data.objects):
+        if o.type == "MESH" and o is not obj:
+            bpy.data.objects.remove(o)
+    path = str(tmp_path / "asset.blend")
+    bpy.ops.wm.save_as_mainfile(filepath=path)
+    before = open(path, "rb").read()
+    # bad input: exit code 2, message, the file untouched
+    assert mods.cli.main(["wind", path, "--custom", "LEAF,NOPE"]) == 2
+    assert mods.cli.main(["wind", path, "--ao-samples", "-1"]) == 2
+    assert mods.cli.main(["wind", path, "--objects", "Cam"]) == 2
+    assert mods.cli.main(["wind", path, str(tmp_path / "missing.blend")]) == 2
+    err = capsys.readouterr().err
+    assert "four of" in err and "use 0 (no AO)" in err and "camera object, not a mesh" in err
+    assert "not an existing .blend" in err
+    assert open(path, "rb").read() == before
+    out = str(tmp_path / "out.blend")
+    assert mods.cli.main(["wind", path, "--ao-samples", "0", "--preset", "BUSH", "--add", "-o", out]) == 0
+    bpy.ops.wm.open_mainfile(filepath=out)
+    obj = bpy.data.objects["Tree"]
+    assert "EnvFX_Wind" in obj.data.attributes and "EnvFX_Height" in obj.data.attributes
+    assert obj.envfx.wind.category == "PLANT" and mods.ops.wind_modifiers(obj)
