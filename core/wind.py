@@ -138,7 +138,7 @@ class BakeResult:
 
 
 def bake_wind_data(positions, edges, labels=None, leaf_fraction: float = 0.2, slices: int = 24,
-                   max_samples: int = 20000, seed: int = 0) -> BakeResult:
+                   max_samples: int = 8192, seed: int = 0) -> BakeResult:
     """Wind data of one asset. ``positions`` (N, 3) world space, ``edges`` (E, 2) vertex indices (faces' edges),
     ``labels`` optional (N,) overrides (0 auto, 1 trunk, 2 branch, 3 leaf)."""
     job = bake_steps(positions, edges, labels, leaf_fraction, slices, max_samples, seed)
@@ -150,7 +150,7 @@ def bake_wind_data(positions, edges, labels=None, leaf_fraction: float = 0.2, sl
 
 
 def bake_steps(positions, edges, labels=None, leaf_fraction: float = 0.2, slices: int = 24,
-               max_samples: int = 20000, seed: int = 0):
+               max_samples: int = 8192, seed: int = 0):
     """``bake_wind_data`` as a job generator: yields progress fractions, returns the ``BakeResult``."""
     p = np.asarray(positions, dtype=np.float64).reshape(-1, 3)
     n = len(p)
@@ -270,13 +270,14 @@ def bake_steps(positions, edges, labels=None, leaf_fraction: float = 0.2, slices
             solid = np.sort(rng.choice(solid, max_samples, replace=False))
         sp = p[solid]
         centre = 0.5 * (lo[leaf_ids] + hi[leaf_ids])
-        kn = min(8, len(sp))
+        kn = min(4, len(sp))
         knn = np.empty((n_leaves, kn), np.int64)
-        sp_sq = (sp * sp).sum(1)
+        sp32 = sp.astype(np.float32)
+        sp_sq = (sp32 * sp32).sum(1)
         chunk = max(1, 4_000_000 // max(len(sp), 1))
         for i in range(0, n_leaves, chunk):  # chunks of leaves (memory bound), not a loop over vertices
-            c = centre[i:i + chunk]
-            d2 = sp_sq[None, :] - 2.0 * c @ sp.T
+            c = centre[i:i + chunk].astype(np.float32)
+            d2 = sp_sq[None, :] - 2.0 * (c @ sp32.T)
             knn[i:i + chunk] = np.argpartition(d2, kn - 1, axis=1)[:, :kn] if kn < len(sp) else np.arange(kn)
             yield 0.6 + 0.3 * min(1.0, (i + chunk) / n_leaves)
         leaf_row = np.zeros(k, np.int64)
@@ -284,18 +285,22 @@ def bake_steps(positions, edges, labels=None, leaf_fraction: float = 0.2, slices
         lv = np.nonzero(vleaf)[0]
         li = inv[lv]
         cand = knn[leaf_row[li]]                                   # (nl, kn) solid sample indices
-        dc = np.linalg.norm(p[lv][:, None, :] - sp[cand], axis=2)  # distance to each candidate
+        plv = p[lv].astype(np.float32)
+        dc = np.empty((len(lv), kn), np.float32)
+        for j in range(kn):  # distance to each of the few candidates
+            dc[:, j] = np.linalg.norm(plv - sp32[cand[:, j]], axis=1)
         best = np.argmin(dc, axis=1)
-        dist_t = dc[np.arange(len(lv)), best]
-        o = np.lexsort((dist_t, li))
-        first = np.ones(len(o), bool)
-        first[1:] = li[o][1:] != li[o][:-1]
-        attach_v = np.zeros(k, np.int64)
-        attach_v[li[o][first]] = lv[o][first]
-        gap = np.zeros(k)
-        gap[li[o][first]] = dist_t[o][first]
+        dist_t = dc[np.arange(len(lv)), best].astype(np.float64)
+        # per leaf island: the vertex nearest the branch (ties: the lowest index) is the attachment
+        gap = np.full(k, np.inf)
+        np.minimum.at(gap, li, dist_t)
+        is_min = dist_t <= gap[li]
+        attach_v = np.full(k, n, np.int64)
+        np.minimum.at(attach_v, li[is_min], lv[is_min])
+        first = np.zeros(len(lv), bool)
+        first[is_min] = lv[is_min] == attach_v[li[is_min]]
         src = np.zeros(k, np.int64)
-        src[li[o][first]] = solid[cand[o[first], best[o[first]]]]
+        src[li[first]] = solid[cand[first, best[first]]]
         d_att = np.linalg.norm(p[lv] - p[attach_v[li]], axis=1)
         dmax = np.zeros(k)
         np.maximum.at(dmax, li, d_att)
@@ -380,6 +385,15 @@ def quantize(freq, loop_frames: int, fps: float):
     return np.maximum(np.floor(np.asarray(freq, np.float64) * period + 0.5), 1.0) / period
 
 
+def wave(turns):
+    """The periodic shape of every per-vertex motion: a parabolic sine (period 1, peaks +-1 at 1/4 and 3/4,
+    C1-continuous), ``8 w (1 - 2|w|)`` with ``w = turns - floor(turns + 0.5)``. Four cheap vector operations in
+    geometry nodes where a true sine costs as much as the rest of the group."""
+    x = np.asarray(turns, np.float64)
+    w = x - np.floor(x + 0.5)
+    return 8.0 * w * (1.0 - 2.0 * np.abs(w))
+
+
 def horizontal_dir(direction) -> np.ndarray:
     d = np.array([direction[0], direction[1], 0.0], np.float64)
     length = np.linalg.norm(d)
@@ -425,8 +439,7 @@ def wind_offsets(positions, height, wind_color, normals, matrix_world, frame: fl
 
     main = (1.0 if asset.main_bend else 0.0) * c * eff * MAIN_SCALE * hs * h * h
     fb = [float(quantize(BRANCH_HZ[asset.category] * mult, scene.loop_frames, scene.fps)) for mult in BRANCH_MULTS]
-    psi = two_pi * g_phase
-    osc = [np.sin(two_pi * f * t + (i + 1) * psi + BRANCH_PHASES[i]) for i, f in enumerate(fb)]
+    osc = [wave(f * t + (i + 1) * g_phase + BRANCH_PHASES[i] / two_pi) for i, f in enumerate(fb)]
     bamp = c * eff * BRANCH_SCALE * hs * b_branch
     along = main + asset.bend * bamp * (1.0 + 0.3 * osc[0])
     side = asset.sway * bamp * 0.5 * osc[1]
@@ -434,9 +447,9 @@ def wind_offsets(positions, height, wind_color, normals, matrix_world, frame: fl
     off = along[:, None] * d + side[:, None] * across + lift[:, None] * up
 
     mamp = asset.micro * c * eff * MICRO_SCALE * hs * r_leaf
-    for i, (fm, wave) in enumerate(zip(MICRO_HZ, MICRO_WAVES)):
+    for i, (fm, waves) in enumerate(zip(MICRO_HZ, MICRO_WAVES)):
         f = float(quantize(fm, scene.loop_frames, scene.fps))
-        off[:, i] += mamp * np.sin(p @ np.asarray(wave) + two_pi * f * t + psi)
+        off[:, i] += mamp * wave(p @ (np.asarray(waves) / two_pi) + f * t + g_phase)
 
     if asset.category == "GRASS":
         fa = float(quantize(AMBIENT_HZ, scene.loop_frames, scene.fps))
@@ -452,6 +465,6 @@ def wind_offsets(positions, height, wind_color, normals, matrix_world, frame: fl
     if asset.category == "GRASS":
         nrm = np.asarray(normals, np.float64).reshape(-1, 3)
         fw = float(quantize(WOBBLE_HZ, scene.loop_frames, scene.fps))
-        wamp = scene.ambient * WOBBLE_SCALE * hs * h * np.sin(p @ np.asarray(WOBBLE_WAVE) + two_pi * fw * t)
+        wamp = scene.ambient * WOBBLE_SCALE * hs * h * wave(p @ (np.asarray(WOBBLE_WAVE) / two_pi) + fw * t)
         local = local + wamp[:, None] * nrm
     return local.astype(np.float32)

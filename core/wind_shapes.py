@@ -42,7 +42,8 @@ def faces_to_edges(faces: np.ndarray) -> np.ndarray:
 
 
 def make_tree(height=8.0, n_branches=6, leaves_per_branch=5, lean=(0.0, 0.0), origin=(0.0, 0.0, 0.0),
-              welded=False, seed=0, trunk_sides=12, trunk_rings=24, branch_sides=5, leaf_size=None):
+              welded=False, seed=0, trunk_sides=12, trunk_rings=24, branch_sides=5, leaf_size=None,
+              leaf_grid=2):
     rng = np.random.default_rng(seed)
     origin = np.asarray(origin, float)
     top = origin + np.array([lean[0], lean[1], height])
@@ -96,7 +97,17 @@ def make_tree(height=8.0, n_branches=6, leaves_per_branch=5, lean=(0.0, 0.0), or
                            point + tip_dir * leaf_size, point + tip_dir * leaf_size * 0.5 - w * leaf_size * 0.25])
             lf = np.array([[0, 1, 2], [0, 2, 3]])
             at = np.array([True, False, False, False])
-            add(lv, lf, 3, b, leaf_no, np.full(4, s), at)
+            if leaf_grid > 2:  # a denser card: a bilinear grid over the same four corners (attachment first)
+                g = leaf_grid
+                uu, vv = np.meshgrid(np.linspace(0, 1, g), np.linspace(0, 1, g), indexing="ij")
+                uu, vv = uu.ravel()[:, None], vv.ravel()[:, None]
+                lv = (1 - uu) * (1 - vv) * lv[0] + uu * (1 - vv) * lv[1] + uu * vv * lv[2] + (1 - uu) * vv * lv[3]
+                r, c = np.meshgrid(np.arange(g - 1), np.arange(g - 1), indexing="ij")
+                a = (r * g + c).ravel()
+                lf = np.concatenate([np.stack([a, a + g, a + g + 1], 1), np.stack([a, a + g + 1, a + 1], 1)])
+                at = np.zeros(len(lv), bool)
+                at[0] = True
+            add(lv, lf, 3, b, leaf_no, np.full(len(lv), s), at)
             leaf_no += 1
     positions = np.concatenate(parts_v).astype(np.float32)
     faces = np.concatenate(parts_f)

@@ -23,7 +23,7 @@ from ..core import wind as core_wind
 from . import common
 
 GROUP_NAME = "EnvFX Wind"
-VERSION = 1
+VERSION = 3
 
 # Value nodes driven from the scene: label -> data path on the scene
 DRIVEN = {
@@ -155,40 +155,98 @@ def _build(tree):
     r_leaf, g_phase, b_branch = sep_c.outputs["Red"], sep_c.outputs["Green"], sep_c.outputs["Blue"]
     position = b.node("GeometryNodeInputPosition", "Position").outputs[0]
 
-    main = mul(inp["Main Bend"], ceh, core_wind.MAIN_SCALE, h, h)
-    psi = mul(g_phase, TWO_PI)
-    osc = []
-    for i, mult in enumerate(core_wind.BRANCH_MULTS):
-        fb = quant(mul(inp["Branch Hz"], mult))
-        osc.append(wave(fb, add(mul(psi, float(i + 1)), core_wind.BRANCH_PHASES[i])))
-    bamp = mul(ceh, core_wind.BRANCH_SCALE, b_branch)
-    along = add(main, mul(inp["Bend"], bamp, add(mul(osc[0], 0.3), 1.0)))
-    side = mul(inp["Sway"], bamp, 0.5, osc[1])
-    lift = mul(inp["Lift"], bamp, 0.4, osc[2])
-    off = b.vmath("ADD", b.vmath("SCALE", d, scale=along), b.vmath("SCALE", across, scale=side))
+    # Per-vertex work is kept to a few vector / matrix operations (every per-asset number is folded into
+    # single values first): the three branch oscillations and the three micro-noise waves are each one vector
+    # SINE, mapped to world space by one 3x3 matrix.
+    def combine_matrix(label, columns):
+        node = b.node("FunctionNodeCombineMatrix", label)
+        for ci, col in enumerate(columns):
+            for ri, value in enumerate(col):
+                b._feed(node.inputs[f"Column {ci + 1} Row {ri + 1}"], value)
+        return node.outputs[0]
 
-    mamp = mul(inp["Micro"], ceh, core_wind.MICRO_SCALE, r_leaf)
-    micro = []
-    for fm, wv in zip(core_wind.MICRO_HZ, core_wind.MICRO_WAVES):
-        dot = b.vmath("DOT_PRODUCT", position, b.vector("Micro Wave", wv))
-        micro.append(mul(mamp, wave(quant(fm), add(dot, psi))))
+    def sep3(vec, label):
+        node = b.node("ShaderNodeSeparateXYZ", label)
+        b.link(vec, node.inputs[0])
+        return node.outputs["X"], node.outputs["Y"], node.outputs["Z"]
 
-    # grass ambient figure-eight, per asset
-    grass_amp = mul(inp["Grass"], val["Ambient"], core_wind.AMBIENT_SCALE, hs, h)
+    def transform_dir(matrix, vec, label):
+        node = b.node("FunctionNodeTransformDirection", label)
+        b.link(vec, node.inputs["Direction"])
+        b.link(matrix, node.inputs["Transform"])
+        return node.outputs[0]
+
+    def vwave(vec, label):
+        """core.wind.wave / 8 on a vector: w (1 - 2|w|), w = wrap(x, -0.5, 0.5) (the 8 is folded into constants)."""
+        node = b.node("ShaderNodeVectorMath", label + " Wrap", operation="WRAP")
+        b._feed(node.inputs[0], vec)
+        node.inputs[1].default_value = (0.5, 0.5, 0.5)
+        node.inputs[2].default_value = (-0.5, -0.5, -0.5)
+        w = node.outputs["Vector"]
+        mad = b.node("ShaderNodeVectorMath", label + " Shape", operation="MULTIPLY_ADD")
+        b.link(b.vmath("ABSOLUTE", w), mad.inputs[0])
+        mad.inputs[1].default_value = (-2.0, -2.0, -2.0)
+        mad.inputs[2].default_value = (1.0, 1.0, 1.0)
+        return b.vmath("MULTIPLY", w, mad.outputs["Vector"], label=label)
+
+    dx, dy, _dz = sep3(d, "D XYZ")
+    ax_, ay_, _az = sep3(across, "Across XYZ")
+    bend_k = mul(inp["Bend"], 0.3 * 8.0)
+    sway_k = mul(inp["Sway"], 0.5 * 8.0)
+    lift_k = mul(inp["Lift"], 0.4 * 8.0)
+    osc_matrix = combine_matrix("Branch Matrix", (
+        (mul(dx, bend_k), mul(dy, bend_k), 0.0, 0.0),
+        (mul(ax_, sway_k), mul(ay_, sway_k), 0.0, 0.0),
+        (0.0, 0.0, lift_k, 0.0),
+        (0.0, 0.0, 0.0, 1.0)))
+    bend_dir = b.vmath("SCALE", d, scale=inp["Bend"], label="Bend Dir")
+    fb = [quant(mul(inp["Branch Hz"], mult)) for mult in core_wind.BRANCH_MULTS]
+    osc_t = b.combine_xyz(*[add(mul(f, t), ph / TWO_PI) for f, ph in zip(fb, core_wind.BRANCH_PHASES)],
+                          label="Branch Time Phase")
+    osc_arg = b.vmath("ADD", b.vmath("SCALE", b.vector("Branch Phase Mult", (1.0, 2.0, 3.0)), scale=g_phase),
+                      osc_t)
+    osc = vwave(osc_arg, "Branch Osc")
+    # branch: bamp * (bend d (1 + 0.3 osc0) + sway across 0.5 osc1 + lift up 0.4 osc2)
+    branch_vec = b.vmath("ADD", transform_dir(osc_matrix, osc, "Branch Map"), bend_dir)
+    bamp = mul(b_branch, mul(ceh, core_wind.BRANCH_SCALE))
+    # whole-asset bend: d * k h^2
+    main_k = mul(inp["Main Bend"], ceh, core_wind.MAIN_SCALE)
+    main = mul(mul(h, h), main_k)
+    off = b.vmath("ADD", b.vmath("SCALE", branch_vec, scale=bamp), b.vmath("SCALE", d, scale=main))
+
+    # leaf micro motion: mamp * wave(W p / 2 pi + f t + G), W's rows the three wave vectors
+    waves = core_wind.MICRO_WAVES
+    wave_matrix = combine_matrix("Micro Waves", tuple(
+        tuple(waves[r][c] / TWO_PI for r in range(3)) + (0.0,) for c in range(3)) + ((0.0, 0.0, 0.0, 1.0),))
+    micro_t = b.combine_xyz(*[mul(quant(fm), t) for fm in core_wind.MICRO_HZ], label="Micro Time Phase")
+    micro_arg = b.vmath("ADD", b.vmath("ADD", transform_dir(wave_matrix, position, "Micro Dot"), micro_t), g_phase)
+    mamp = mul(r_leaf, mul(inp["Micro"], ceh, core_wind.MICRO_SCALE * 8.0))
+    micro = b.vmath("SCALE", vwave(micro_arg, "Micro Wave"), scale=mamp, label="Micro")
+    world_off = b.vmath("ADD", off, micro, label="World Offset")
+    local_tree = transform_dir(invert.outputs[0], world_off, "To Object")
+
+    # grass: ambient figure-eight (per asset) and wobble along the normal, only built into the result for grass
+    grass_amp = mul(val["Ambient"], core_wind.AMBIENT_SCALE, hs)
     po = add(mul(ox, core_wind.OBJECT_PHASE[0]), mul(oy, core_wind.OBJECT_PHASE[1]))
-    e8x = mul(grass_amp, wave(quant(core_wind.AMBIENT_HZ), po))
-    e8y = mul(grass_amp, 0.5, wave(quant(2.0 * core_wind.AMBIENT_HZ), mul(po, 2.0)))
-    extra = b.combine_xyz(add(micro[0], e8x), add(micro[1], e8y), add(micro[2], lift), label="Extra")
-    world_off = b.vmath("ADD", off, extra, label="World Offset")
-    to_local = b.node("FunctionNodeTransformDirection", "To Object")
-    b.link(world_off, to_local.inputs["Direction"])
-    b.link(invert.outputs[0], to_local.inputs["Transform"])
-
-    # grass wobble along the normal (object space)
+    e8 = b.combine_xyz(mul(grass_amp, wave(quant(core_wind.AMBIENT_HZ), po)),
+                       mul(grass_amp, 0.5, wave(quant(2.0 * core_wind.AMBIENT_HZ), mul(po, 2.0))), 0.0,
+                       label="Figure Eight")
+    grass_world = b.vmath("ADD", world_off, b.vmath("SCALE", e8, scale=h), label="Grass World Offset")
     normal = b.node("GeometryNodeInputNormal", "Normal").outputs[0]
-    wdot = b.vmath("DOT_PRODUCT", position, b.vector("Wobble Wave", core_wind.WOBBLE_WAVE))
-    wamp = mul(inp["Grass"], val["Ambient"], core_wind.WOBBLE_SCALE, hs, h, wave(quant(core_wind.WOBBLE_HZ), wdot))
-    local = b.vmath("ADD", to_local.outputs[0], b.vmath("SCALE", normal, scale=wamp), label="Local Offset")
+    wdot = b.vmath("DOT_PRODUCT", position, b.vector("Wobble Wave", tuple(v / TWO_PI for v in core_wind.WOBBLE_WAVE)))
+    wobble_k = mul(val["Ambient"], core_wind.WOBBLE_SCALE * 8.0, hs)
+    ww = m("WRAP", add(wdot, mul(quant(core_wind.WOBBLE_HZ), t)), 0.5, -0.5)
+    wamp = mul(mul(h, wobble_k), mul(ww, m("MULTIPLY_ADD", m("ABSOLUTE", ww), -2.0, 1.0)))
+    local_grass = b.vmath("ADD", transform_dir(invert.outputs[0], grass_world, "Grass To Object"),
+                          b.vmath("SCALE", normal, scale=wamp), label="Grass Local Offset")
+    is_grass = b.node("FunctionNodeCompare", "Is Grass", data_type="FLOAT", operation="GREATER_THAN")
+    b.link(inp["Grass"], is_grass.inputs[0])
+    is_grass.inputs[1].default_value = 0.5
+    switch = b.node("GeometryNodeSwitch", "Grass Switch", input_type="VECTOR")
+    b.link(is_grass.outputs[0], switch.inputs["Switch"])
+    b.link(local_tree, switch.inputs["False"])
+    b.link(local_grass, switch.inputs["True"])
+    local = switch.outputs[0]
 
     set_pos = b.node("GeometryNodeSetPosition", "Set Position", location=(2800, 0))
     b.link(gi.outputs["Geometry"], set_pos.inputs["Geometry"])
