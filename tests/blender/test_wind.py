@@ -395,3 +395,52 @@ def test_cli_batch_bake(mods, tmp_path, capsys):
     obj = bpy.data.objects["Tree"]
     assert "EnvFX_Wind" in obj.data.attributes and "EnvFX_Height" in obj.data.attributes
     assert obj.envfx.wind.category == "PLANT" and mods.ops.wind_modifiers(obj)
+
+
+def test_overrides_from_vertex_groups_and_materials(mods):
+    scene = bpy.context.scene
+    tree, (obj,) = _tree(mods, n_branches=3, leaves_per_branch=2)
+    branch0 = np.nonzero((tree["branch_id"] == 0) & (tree["kind"] == 2))[0]
+    vg = obj.vertex_groups.new(name="EnvFX_Leaf")
+    vg.add([int(i) for i in branch0], 1.0, "REPLACE")
+    # a leaf card put in a "Branch" material is no longer a leaf
+    leaf0 = np.nonzero(tree["leaf_id"] == 0)[0]
+    obj.data.materials.append(bpy.data.materials.new("Plain"))
+    obj.data.materials.append(bpy.data.materials.new("Oak Branch"))
+    index = np.zeros(len(obj.data.polygons), np.int32)
+    index[np.isin(tree["faces"], leaf0).all(1)] = 1
+    obj.data.polygons.foreach_set("material_index", index)
+    n_objects, n_groups = len(bpy.data.objects), len(bpy.data.node_groups)
+    mods.ops.bake(scene, [obj], ao_samples=0)
+    rgba = _read(obj.data, "EnvFX_Wind", 4)
+    assert rgba[branch0, 0].max() == pytest.approx(1.0)   # the marked branch flutters like a leaf
+    assert np.all(rgba[leaf0, 0] == 0.0)                    # the marked leaf does not
+    assert len(bpy.data.objects) == n_objects and len(bpy.data.node_groups) == n_groups  # temporaries gone
+
+
+def test_negative_scale_warns_and_bakes(mods):
+    scene = bpy.context.scene
+    tree, (obj,) = _tree(mods, matrix=Matrix.Diagonal((-1.0, 1.0, 1.0, 1.0)), n_branches=2, leaves_per_branch=2)
+    result = mods.ops.bake(scene, [obj], ao_samples=0)
+    assert any("negative scale" in w for w in result.warnings)
+    ref = mods.core.bake_wind_data(tree["positions"], tree["edges"])
+    np.testing.assert_allclose(_read(obj.data, "EnvFX_Height", 1), ref.height, atol=1e-5)
+
+
+def test_large_bake_progress_and_cancel(mods, capsys):
+    scene = bpy.context.scene
+    progress = importlib.import_module(mods.ops.__name__.rsplit(".", 2)[0] + ".progress")
+    tree, (obj,) = _tree(mods, n_branches=30, leaves_per_branch=10, leaf_grid=8)
+    steps = []
+
+    def cancel_after_three():
+        steps.append(1)
+        return len(steps) >= 3
+
+    with pytest.raises(progress.Cancelled):
+        progress.run(mods.ops.bake_job(scene, [obj], ao_samples=0), "Wind bake", should_cancel=cancel_after_three)
+    assert "EnvFX_Wind" not in obj.data.attributes and "EnvFX_Height" not in obj.data.attributes
+    mods.ops.bake(scene, [obj], ao_samples=0)
+    out = capsys.readouterr().out
+    assert "EnvFX Wind bake:   0%" in out and "EnvFX Wind bake: 100%" in out
+    assert "EnvFX_Wind" in obj.data.attributes
