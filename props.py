@@ -181,6 +181,28 @@ class EnvFXWindSettings(PropertyGroup):
         "0 turns it off",
         default=1.0, min=0.0, soft_max=2.0, max=10.0, update=_wind_scene_changed,
     )
+    grass_tilt: FloatProperty(
+        name="Grass Tilt",
+        description="Grass leans away from a camera that looks down on it, so blades do not read as flat cards",
+        default=0.5, min=0.0, soft_max=2.0, max=10.0, update=_wind_scene_changed,
+    )
+    grass_fade_start: FloatProperty(
+        name="Fade Start",
+        description="Distance from the active camera where grass starts to shrink and calm down",
+        default=40.0, min=0.0, soft_max=500.0, subtype="DISTANCE", update=_wind_scene_changed,
+    )
+    grass_fade_end: FloatProperty(
+        name="Fade End",
+        description="Distance from the active camera where grass is gone and still (at or below Fade Start: no fade)",
+        default=80.0, min=0.0, soft_max=1000.0, subtype="DISTANCE", update=_wind_scene_changed,
+    )
+    terrain_object: PointerProperty(
+        name="Terrain",
+        description="Grass follows this mesh's surface (vertical rays from above each grass vertex)",
+        type=bpy.types.Object,
+        poll=lambda self, obj: obj.type == "MESH",
+        update=_wind_scene_changed,
+    )
     # bake settings
     ao_samples: IntProperty(
         name="AO Samples",

@@ -57,6 +57,8 @@ WOBBLE_HZ = 1.7
 WOBBLE_SCALE = 0.015
 WOBBLE_WAVE = (2.0, 2.0, 0.0)
 OBJECT_PHASE = (0.37, 0.59)
+TILT_SCALE = 0.15      # grass tilt at the top, in asset heights, for a camera looking straight down
+TERRAIN_RAY = 100.0    # terrain rays start this far above each vertex (object units)
 
 LAYOUTS = ("HZD", "CRYENGINE", "CUSTOM")
 SOURCES = ("LEAF", "BRANCH_PHASE", "BRANCH", "AO", "HEIGHT", "LEAF_PHASE", "ZERO", "ONE")
@@ -361,6 +363,9 @@ class SceneWind:
     loop_frames: int = 0                # 0: no loop
     fps: float = 24.0
     ambient: float = 1.0                # grass ambient motion (0 = off)
+    grass_tilt: float = 0.5             # grass leans away from a camera that looks down
+    fade_start: float = 40.0            # grass animation and size fade from here (m from the camera) ...
+    fade_end: float = 80.0              # ... to nothing here; fade_end <= fade_start: no fade
 
 
 @dataclass(frozen=True)
@@ -419,9 +424,22 @@ def effective_wind(t: float, origin, scene: SceneWind, asset: AssetWind) -> floa
     return w * (1.0 + k) / (1.0 + k * w)
 
 
+def grass_fade(camera_matrix, origin, scene: SceneWind) -> float:
+    """1 near the camera, falling to 0 between ``fade_start`` and ``fade_end`` (always 1 without a camera or
+    with ``fade_end <= fade_start``)."""
+    if camera_matrix is None or scene.fade_end <= scene.fade_start:
+        return 1.0
+    dist = float(np.linalg.norm(np.asarray(camera_matrix, np.float64)[:3, 3] - np.asarray(origin)))
+    return float(np.clip((scene.fade_end - dist) / (scene.fade_end - scene.fade_start), 0.0, 1.0))
+
+
 def wind_offsets(positions, height, wind_color, normals, matrix_world, frame: float, scene: SceneWind,
-                 asset: AssetWind) -> np.ndarray:
-    """(N, 3) object-space offsets of the live wind at ``frame`` (the twin of the "EnvFX Wind" node group)."""
+                 asset: AssetWind, camera_matrix=None, terrain_z=None) -> np.ndarray:
+    """(N, 3) object-space offsets of the live wind at ``frame`` (the twin of the "EnvFX Wind" node group).
+
+    Grass only: ``camera_matrix`` (4x4 world matrix of the active camera, or None) drives the tilt away from a
+    camera looking down and the distance fade; ``terrain_z`` (N,) is the world Z of the terrain under each rest
+    vertex (NaN where there is none), or None."""
     p = np.asarray(positions, np.float64).reshape(-1, 3)
     h = np.asarray(height, np.float64).reshape(-1)
     col = np.asarray(wind_color, np.float64).reshape(-1, 4)
@@ -459,12 +477,28 @@ def wind_offsets(positions, height, wind_color, normals, matrix_world, frame: fl
         off[:, 0] += aamp * math.sin(two_pi * fa * t + po)
         off[:, 1] += aamp * 0.5 * math.sin(two_pi * fa2 * t + 2 * po)
 
+    fade = 1.0
+    if asset.category == "GRASS" and camera_matrix is not None:
+        cam = np.asarray(camera_matrix, np.float64)
+        look = -cam[:3, 2] / max(np.linalg.norm(cam[:3, 2]), 1e-12)
+        down = max(0.0, -look[2])
+        away = horizontal_dir(origin - cam[:3, 3])
+        off += (scene.grass_tilt * down * TILT_SCALE * hs * h)[:, None] * away
+        fade = grass_fade(cam, origin, scene)
+
     # world offset -> object space (inverse of the linear part)
-    local = off @ np.linalg.inv(m[:3, :3]).T
+    inv3 = np.linalg.inv(m[:3, :3])
+    local = off @ inv3.T
 
     if asset.category == "GRASS":
         nrm = np.asarray(normals, np.float64).reshape(-1, 3)
         fw = float(quantize(WOBBLE_HZ, scene.loop_frames, scene.fps))
         wamp = scene.ambient * WOBBLE_SCALE * hs * h * wave(p @ (np.asarray(WOBBLE_WAVE) / two_pi) + fw * t)
         local = local + wamp[:, None] * nrm
+        # scale down and stop animating with distance; follow the terrain (placement, not faded)
+        local = fade * local + (fade - 1.0) * p
+        if terrain_z is not None:
+            tz = np.asarray(terrain_z, np.float64).reshape(-1)
+            dz = np.where(np.isfinite(tz), tz - origin[2], 0.0)
+            local = local + dz[:, None] * inv3[:, 2][None, :]
     return local.astype(np.float32)

@@ -26,6 +26,11 @@ class VIEW3D_PT_envfx_wind(EnvFXSubPanel, bpy.types.Panel):
         col.prop(s, "gust_frequency")
         col.prop(s, "loop_frames")
         col.prop(s, "ambient")
+        grass = layout.column(heading="Grass")
+        grass.prop(s, "grass_tilt")
+        grass.prop(s, "grass_fade_start")
+        grass.prop(s, "grass_fade_end")
+        grass.prop(s, "terrain_object")
 
         box = layout.box()
         box.label(text="Wind Data", icon="MOD_VERTEX_WEIGHT")

@@ -23,7 +23,7 @@ from ..core import wind as core_wind
 from . import common
 
 GROUP_NAME = "EnvFX Wind"
-VERSION = 3
+VERSION = 4
 
 # Value nodes driven from the scene: label -> data path on the scene
 DRIVEN = {
@@ -33,6 +33,9 @@ DRIVEN = {
     "Gust Frequency": "envfx.wind.gust_frequency",
     "Loop Frames": "envfx.wind.loop_frames",
     "Ambient": "envfx.wind.ambient",
+    "Grass Tilt": "envfx.wind.grass_tilt",
+    "Fade Start": "envfx.wind.grass_fade_start",
+    "Fade End": "envfx.wind.grass_fade_end",
     "FPS": "render.fps",
     "FPS Base": "render.fps_base",
 }
@@ -231,14 +234,52 @@ def _build(tree):
     e8 = b.combine_xyz(mul(grass_amp, wave(quant(core_wind.AMBIENT_HZ), po)),
                        mul(grass_amp, 0.5, wave(quant(2.0 * core_wind.AMBIENT_HZ), mul(po, 2.0))), 0.0,
                        label="Figure Eight")
-    grass_world = b.vmath("ADD", world_off, b.vmath("SCALE", e8, scale=h), label="Grass World Offset")
+    # tilt away from a camera that looks down, distance fade (the active camera; none: no tilt, no fade)
+    cam = b.node("GeometryNodeInputActiveCamera", "Active Camera")
+    cam_info = b.node("GeometryNodeObjectInfo", "Camera Info", transform_space="ORIGINAL")
+    b.link(cam.outputs[0], cam_info.inputs["Object"])
+    has_cam = m("GREATER_THAN", b.vmath("LENGTH", cam_info.outputs["Scale"]), 0.0)
+    cam_z = b.node("FunctionNodeTransformDirection", "Camera Z")
+    cam_z.inputs["Direction"].default_value = (0.0, 0.0, 1.0)
+    b.link(cam_info.outputs["Transform"], cam_z.inputs["Transform"])
+    _cx, _cy, cam_zz = sep3(b.vmath("NORMALIZE", cam_z.outputs[0]), "Camera Z XYZ")
+    down = m("MAXIMUM", cam_zz, 0.0)
+    to_asset = b.vmath("SUBTRACT", self_info.outputs["Location"], cam_info.outputs["Location"])
+    away = b.vmath("NORMALIZE", b.vmath("MULTIPLY", to_asset, b.vector("Flatten Away", (1.0, 1.0, 0.0))))
+    tilt = b.vmath("SCALE", away, scale=mul(val["Grass Tilt"], down, core_wind.TILT_SCALE, hs, has_cam))
+    dist = b.vmath("LENGTH", to_asset)
+    fade_raw = b.math("DIVIDE", m("SUBTRACT", val["Fade End"], dist), m("SUBTRACT", val["Fade End"],
+                                                                        val["Fade Start"]), use_clamp=True)
+    fade_on = mul(m("GREATER_THAN", val["Fade End"], val["Fade Start"]), has_cam)
+    fade = m("SUBTRACT", 1.0, mul(fade_on, m("SUBTRACT", 1.0, fade_raw)))
+    grass_world = b.vmath("ADD", world_off, b.vmath("SCALE", b.vmath("ADD", e8, tilt), scale=h),
+                          label="Grass World Offset")
     normal = b.node("GeometryNodeInputNormal", "Normal").outputs[0]
     wdot = b.vmath("DOT_PRODUCT", position, b.vector("Wobble Wave", tuple(v / TWO_PI for v in core_wind.WOBBLE_WAVE)))
     wobble_k = mul(val["Ambient"], core_wind.WOBBLE_SCALE * 8.0, hs)
     ww = m("WRAP", add(wdot, mul(quant(core_wind.WOBBLE_HZ), t)), 0.5, -0.5)
     wamp = mul(mul(h, wobble_k), mul(ww, m("MULTIPLY_ADD", m("ABSOLUTE", ww), -2.0, 1.0)))
-    local_grass = b.vmath("ADD", transform_dir(invert.outputs[0], grass_world, "Grass To Object"),
-                          b.vmath("SCALE", normal, scale=wamp), label="Grass Local Offset")
+    grass_anim = b.vmath("ADD", transform_dir(invert.outputs[0], grass_world, "Grass To Object"),
+                         b.vmath("SCALE", normal, scale=wamp), label="Grass Anim")
+    faded = b.vmath("ADD", b.vmath("SCALE", grass_anim, scale=fade),
+                    b.vmath("SCALE", position, scale=m("SUBTRACT", fade, 1.0)), label="Grass Faded")
+    # follow the terrain: a vertical ray (world down) from above each vertex onto the terrain object
+    terrain = b.node("GeometryNodeObjectInfo", "Terrain", transform_space="RELATIVE")
+    up_local = b.vmath("NORMALIZE", transform_dir(invert.outputs[0], b.vector("Up", (0.0, 0.0, 1.0)), "Up Local"))
+    ray = b.node("GeometryNodeRaycast", "Terrain Ray")
+    b.link(terrain.outputs["Geometry"], ray.inputs["Target Geometry"])
+    b.link(b.vmath("ADD", position, b.vmath("SCALE", up_local, scale=core_wind.TERRAIN_RAY)),
+           ray.inputs["Source Position"])
+    b.link(b.vmath("SCALE", up_local, scale=-1.0), ray.inputs["Ray Direction"])
+    ray.inputs["Ray Length"].default_value = 2.0 * core_wind.TERRAIN_RAY
+    hit_world = b.node("FunctionNodeTransformPoint", "Hit World")
+    b.link(ray.outputs["Hit Position"], hit_world.inputs["Vector"])
+    b.link(self_info.outputs["Transform"], hit_world.inputs["Transform"])
+    _hx, _hy, hz = sep3(hit_world.outputs[0], "Hit XYZ")
+    _ox, _oy, oz = sep3(self_info.outputs["Location"], "Origin Z")
+    dz = mul(m("SUBTRACT", hz, oz), ray.outputs["Is Hit"])
+    terrain_local = transform_dir(invert.outputs[0], b.combine_xyz(0.0, 0.0, dz, label="Terrain Lift"), "Terrain Local")
+    local_grass = b.vmath("ADD", faded, terrain_local, label="Grass Local Offset")
     is_grass = b.node("FunctionNodeCompare", "Is Grass", data_type="FLOAT", operation="GREATER_THAN")
     b.link(inp["Grass"], is_grass.inputs[0])
     is_grass.inputs[1].default_value = 0.5
@@ -293,6 +334,11 @@ def sync(scene, tree=None):
     if node.inputs["Object"].default_value != source:
         node.inputs["Object"].default_value = source
     tree.nodes["Use Source"].outputs[0].default_value = 1.0 if source is not None else 0.0
+    terrain = scene.envfx.wind.terrain_object
+    if terrain is not None and scene.objects.get(terrain.name) is not terrain:
+        terrain = None
+    if tree.nodes["Terrain"].inputs["Object"].default_value != terrain:
+        tree.nodes["Terrain"].inputs["Object"].default_value = terrain
     path = 'nodes["Source Strength"].outputs[0].default_value'
     if source is not None:
         fcurve = drivers.get(path)
@@ -326,7 +372,8 @@ def params_from_scene(scene) -> core_wind.SceneWind:
         direction, strength = (math.cos(s.direction), math.sin(s.direction), 0.0), s.strength
     return core_wind.SceneWind(
         direction=direction, strength=strength, gust_strength=s.gust_strength, gust_frequency=s.gust_frequency,
-        loop_frames=s.loop_frames, fps=scene.render.fps / scene.render.fps_base, ambient=s.ambient)
+        loop_frames=s.loop_frames, fps=scene.render.fps / scene.render.fps_base, ambient=s.ambient,
+        grass_tilt=s.grass_tilt, fade_start=s.grass_fade_start, fade_end=s.grass_fade_end)
 
 
 def asset_params(obj) -> core_wind.AssetWind:

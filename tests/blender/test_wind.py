@@ -102,7 +102,7 @@ def test_multi_object_asset_bakes_together(mods):
     assert _read(branches.data, "EnvFX_Wind", 4)[:, 2].max() == pytest.approx(1.0)
 
 
-def _gn_vs_core(mods, obj, frames):
+def _gn_vs_core(mods, obj, frames, terrain_z=None):
     scene = bpy.context.scene
     tree = bpy.data.node_groups["EnvFX Wind"]
     mesh = obj.data
@@ -116,9 +116,11 @@ def _gn_vs_core(mods, obj, frames):
         scene.frame_set(frame)
         dg = bpy.context.evaluated_depsgraph_get()
         got = mods.bridge.evaluated_positions(obj, dg)
+        cam = mods.bridge.matrix_to_numpy(scene.camera.matrix_world) if scene.camera else None
         expect = rest + mods.core.wind_offsets(rest, h, rgba, normals.reshape(-1, 3),
                                                mods.bridge.matrix_to_numpy(obj.matrix_world), frame,
-                                               mods.nodes.params_from_scene(scene), mods.nodes.asset_params(obj))
+                                               mods.nodes.params_from_scene(scene), mods.nodes.asset_params(obj),
+                                               camera_matrix=cam, terrain_z=terrain_z)
         worst = max(worst, float(np.abs(got - expect).max()))
     assert tree is not None
     return worst
@@ -444,3 +446,47 @@ def test_large_bake_progress_and_cancel(mods, capsys):
     out = capsys.readouterr().out
     assert "EnvFX Wind bake:   0%" in out and "EnvFX Wind bake: 100%" in out
     assert "EnvFX_Wind" in obj.data.attributes
+
+
+@pytest.mark.parametrize("with_camera", [True, False])
+def test_grass_tilt_fade_terrain_match_core(mods, with_camera):
+    scene = bpy.context.scene
+    w = scene.envfx.wind
+    g = mods.shapes.make_grass(blades=10, height=0.8, seed=2)
+    obj = _mesh_object("Grass", g["positions"], g["faces"],
+                       Matrix.Translation((2.0, 3.0, 0.4)) @ Matrix.Rotation(0.7, 4, "Z"))
+    mods.ops.bake(scene, [obj], ao_samples=0)
+    mods.ops.apply_preset([obj], "GRASS")
+    # a tilted terrain plane: z = 0.2 x - 0.1 y + 0.3
+    bpy.ops.mesh.primitive_plane_add(size=400.0, location=(0.0, 0.0, 0.3))
+    terrain = bpy.context.active_object
+    terrain.rotation_euler = (math.atan(-0.1), -math.atan(0.2), 0.0)
+    bpy.context.view_layer.update()
+    nrm = np.array(terrain.matrix_world.to_3x3().col[2])
+    w.terrain_object = terrain
+    w.grass_tilt, w.grass_fade_start, w.grass_fade_end = 0.8, 4.0, 30.0
+    cam = scene.camera
+    if with_camera:
+        cam.location = (2.0, -8.0, 9.0)
+        cam.rotation_euler = (math.radians(35), 0.0, 0.0)
+    else:
+        bpy.data.objects.remove(cam)
+    mods.ops.add_wind(scene, [obj])
+    rest = mods.bridge.get_positions(obj.data).astype(np.float64)
+    m = mods.bridge.matrix_to_numpy(obj.matrix_world)
+    world = rest @ m[:3, :3].T + m[:3, 3]
+    p0 = np.array(terrain.matrix_world.translation)
+    tz = p0[2] - (nrm[0] * (world[:, 0] - p0[0]) + nrm[1] * (world[:, 1] - p0[1])) / nrm[2]
+    worst = _gn_vs_core(mods, obj, (1, 23, 77), terrain_z=tz)
+    assert worst < 1e-4, worst
+    fade = mods.core.grass_fade(mods.bridge.matrix_to_numpy(cam.matrix_world) if with_camera else None,
+                                m[:3, 3], mods.nodes.params_from_scene(scene))
+    assert (0.0 < fade < 1.0) if with_camera else fade == 1.0
+    # still air, no ambient, no tilt, no fade: the grass only follows the terrain; its base sits on the plane
+    w.strength, w.ambient, w.grass_tilt, w.grass_fade_end = 0.0, 0.0, 0.0, 0.0
+    scene.frame_set(5)
+    got = mods.bridge.evaluated_positions(obj, bpy.context.evaluated_depsgraph_get())
+    got_world = got @ m[:3, :3].T + m[:3, 3]
+    base = rest[:, 2] <= 1e-6
+    np.testing.assert_allclose(got_world[base, 2], tz[base], atol=1e-4)
+    np.testing.assert_allclose(got_world[:, :2], world[:, :2], atol=1e-5)

@@ -224,3 +224,37 @@ def test_rotated_object_moves_along_world_wind():
     world = off @ m[:3, :3].T
     assert np.abs(world[:, 1]).max() < 1e-6 and np.abs(world[:, 2]).max() < 1e-6
     assert world[:, 0].max() > 0.1
+
+
+def _cam(location, pitch_deg):
+    """Camera world matrix: looks along -Z rotated by pitch around X (0 = straight down, 90 = horizontal, +Y)."""
+    a = math.radians(pitch_deg)
+    m = np.eye(4)
+    m[:3, :3] = np.array([[1, 0, 0], [0, math.cos(a), -math.sin(a)], [0, math.sin(a), math.cos(a)]])
+    m[:3, 3] = location
+    return m
+
+
+def test_grass_tilts_away_from_a_camera_looking_down_and_fades_with_distance():
+    g = wind_shapes.make_grass()
+    res = wind.bake_wind_data(g["positions"], g["edges"])
+    col = wind.pack_channels(res)
+    normals = np.zeros_like(g["positions"])
+    still = wind.SceneWind(strength=0.0, ambient=0.0, grass_tilt=1.0, fade_start=10.0, fade_end=20.0)
+    asset = wind.AssetWind(category="GRASS", asset_height=res.asset_height)
+    top = res.height > 0.99
+
+    def offsets(cam, scene=still, matrix=np.eye(4)):
+        return wind.wind_offsets(g["positions"], res.height, col, normals, matrix, 1, scene, asset, camera_matrix=cam)
+
+    # camera south of the clump looking down at 40 degrees: the tops lean north (+Y), away from it
+    off = offsets(_cam((0.0, -3.0, 3.0), 40.0))
+    assert np.all(off[top, 1] > 0) and np.allclose(off[top, 0], 0.0, atol=1e-7)
+    # a horizontal camera does not tilt; no camera: nothing at all
+    assert np.abs(offsets(_cam((0.0, -3.0, 0.5), 90.0))).max() < 1e-7
+    assert np.all(offsets(None) == 0.0)
+    # beyond fade_end the clump is scaled to nothing (offset = -position), before fade_start untouched
+    far = offsets(_cam((0.0, -30.0, 0.5), 90.0))
+    np.testing.assert_allclose(far, -g["positions"], atol=1e-6)
+    halfway = offsets(_cam((0.0, -15.0, 0.0), 90.0))
+    np.testing.assert_allclose(halfway, -0.5 * g["positions"], atol=1e-5)
