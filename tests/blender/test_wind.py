@@ -490,3 +490,36 @@ def test_grass_tilt_fade_terrain_match_core(mods, with_camera):
     base = rest[:, 2] <= 1e-6
     np.testing.assert_allclose(got_world[base, 2], tz[base], atol=1e-4)
     np.testing.assert_allclose(got_world[:, :2], world[:, :2], atol=1e-5)
+
+
+@pytest.mark.parametrize("engine", ["CYCLES", "EEVEE"])
+def test_wind_animates_in_renders(mods, tmp_path, engine):
+    from PIL import Image
+
+    scene = bpy.context.scene
+    for o in list(bpy.data.objects):
+        if o.type == "MESH":
+            bpy.data.objects.remove(o)
+    tree, (obj,) = _tree(mods, n_branches=6, leaves_per_branch=4)
+    mods.ops.bake(scene, [obj], ao_samples=0)
+    scene.envfx.wind.strength = 2.0
+    mods.ops.add_wind(scene, [obj])
+    cam = scene.camera
+    cam.location, cam.rotation_euler = (0.0, -16.0, 4.0), (math.radians(90), 0.0, 0.0)
+    if engine == "EEVEE":
+        scene.render.engine = "BLENDER_EEVEE_NEXT" if bpy.app.version < (5, 0, 0) else "BLENDER_EEVEE"
+        scene.eevee.taa_render_samples = 1
+    else:
+        scene.render.engine = "CYCLES"
+        scene.cycles.samples = 1
+        scene.cycles.use_denoising = False
+    scene.render.resolution_x, scene.render.resolution_y, scene.render.resolution_percentage = 64, 48, 100
+    images = []
+    for frame in (1, 31):
+        scene.frame_set(frame)
+        scene.render.filepath = str(tmp_path / f"f{frame}.png")
+        bpy.ops.render.render(write_still=True)
+        images.append(np.asarray(Image.open(scene.render.filepath).convert("L"), np.float32))
+    # the tree is in the picture (darker than the sky) and it moved between the frames
+    assert images[0].min() < images[0].max() - 30
+    assert np.abs(images[0] - images[1]).max() > 30
