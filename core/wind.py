@@ -464,18 +464,21 @@ def wind_offsets(positions, height, wind_color, normals, matrix_world, frame: fl
     lift = asset.lift * bamp * 0.4 * osc[2]
     off = along[:, None] * d + side[:, None] * across + lift[:, None] * up
 
+    # leaf micro motion: a wave field in object space (the talk moves a small 3D noise through object space)
     mamp = asset.micro * c * eff * MICRO_SCALE * hs * r_leaf
+    micro = np.zeros_like(p)
     for i, (fm, waves) in enumerate(zip(MICRO_HZ, MICRO_WAVES)):
         f = float(quantize(fm, scene.loop_frames, scene.fps))
-        off[:, i] += mamp * wave(p @ (np.asarray(waves) / two_pi) + f * t + g_phase)
+        micro[:, i] = mamp * wave(p @ (np.asarray(waves) / two_pi) + f * t + g_phase)
 
+    extra = np.zeros(3)  # grass: per-asset figure-eight and camera tilt, times h (world)
     if asset.category == "GRASS":
         fa = float(quantize(AMBIENT_HZ, scene.loop_frames, scene.fps))
         fa2 = float(quantize(2 * AMBIENT_HZ, scene.loop_frames, scene.fps))
         po = OBJECT_PHASE[0] * origin[0] + OBJECT_PHASE[1] * origin[1]
-        aamp = scene.ambient * AMBIENT_SCALE * hs * h
-        off[:, 0] += aamp * math.sin(two_pi * fa * t + po)
-        off[:, 1] += aamp * 0.5 * math.sin(two_pi * fa2 * t + 2 * po)
+        aamp = scene.ambient * AMBIENT_SCALE * hs
+        extra += np.array([aamp * math.sin(two_pi * fa * t + po),
+                           aamp * 0.5 * math.sin(two_pi * fa2 * t + 2 * po), 0.0])
 
     fade = 1.0
     if asset.category == "GRASS" and camera_matrix is not None:
@@ -483,12 +486,12 @@ def wind_offsets(positions, height, wind_color, normals, matrix_world, frame: fl
         look = -cam[:3, 2] / max(np.linalg.norm(cam[:3, 2]), 1e-12)
         down = max(0.0, -look[2])
         away = horizontal_dir(origin - cam[:3, 3])
-        off += (scene.grass_tilt * down * TILT_SCALE * hs * h)[:, None] * away
+        extra += scene.grass_tilt * down * TILT_SCALE * hs * away
         fade = grass_fade(cam, origin, scene)
 
     # world offset -> object space (inverse of the linear part)
     inv3 = np.linalg.inv(m[:3, :3])
-    local = off @ inv3.T
+    local = (off + h[:, None] * extra) @ inv3.T + micro
 
     if asset.category == "GRASS":
         nrm = np.asarray(normals, np.float64).reshape(-1, 3)

@@ -23,7 +23,7 @@ from ..core import wind as core_wind
 from . import common
 
 GROUP_NAME = "EnvFX Wind"
-VERSION = 4
+VERSION = 5
 
 # Value nodes driven from the scene: label -> data path on the scene
 DRIVEN = {
@@ -192,41 +192,47 @@ def _build(tree):
         mad.inputs[2].default_value = (1.0, 1.0, 1.0)
         return b.vmath("MULTIPLY", w, mad.outputs["Vector"], label=label)
 
-    dx, dy, _dz = sep3(d, "D XYZ")
-    ax_, ay_, _az = sep3(across, "Across XYZ")
+    # world directions to object space once per asset (single values), so no vertex pays for a transform
+    inv_m = invert.outputs[0]
+    d_loc = transform_dir(inv_m, d, "Dir Local")
+    across_loc = transform_dir(inv_m, across, "Across Local")
+    up_loc = transform_dir(inv_m, b.vector("World Up", (0.0, 0.0, 1.0)), "Up Local Dir")
     bend_k = mul(inp["Bend"], 0.3 * 8.0)
     sway_k = mul(inp["Sway"], 0.5 * 8.0)
     lift_k = mul(inp["Lift"], 0.4 * 8.0)
-    osc_matrix = combine_matrix("Branch Matrix", (
-        (mul(dx, bend_k), mul(dy, bend_k), 0.0, 0.0),
-        (mul(ax_, sway_k), mul(ay_, sway_k), 0.0, 0.0),
-        (0.0, 0.0, lift_k, 0.0),
-        (0.0, 0.0, 0.0, 1.0)))
-    bend_dir = b.vmath("SCALE", d, scale=inp["Bend"], label="Bend Dir")
+    c1 = sep3(b.vmath("SCALE", d_loc, scale=bend_k), "Branch C1")
+    c2 = sep3(b.vmath("SCALE", across_loc, scale=sway_k), "Branch C2")
+    c3 = sep3(b.vmath("SCALE", up_loc, scale=lift_k), "Branch C3")
+    c4 = sep3(b.vmath("SCALE", d_loc, scale=inp["Bend"]), "Branch C4")
+    osc_matrix = combine_matrix("Branch Matrix", (c1 + (0.0,), c2 + (0.0,), c3 + (0.0,), c4 + (1.0,)))
     fb = [quant(mul(inp["Branch Hz"], mult)) for mult in core_wind.BRANCH_MULTS]
     osc_t = b.combine_xyz(*[add(mul(f, t), ph / TWO_PI) for f, ph in zip(fb, core_wind.BRANCH_PHASES)],
                           label="Branch Time Phase")
     osc_arg = b.vmath("ADD", b.vmath("SCALE", b.vector("Branch Phase Mult", (1.0, 2.0, 3.0)), scale=g_phase),
                       osc_t)
     osc = vwave(osc_arg, "Branch Osc")
-    # branch: bamp * (bend d (1 + 0.3 osc0) + sway across 0.5 osc1 + lift up 0.4 osc2)
-    branch_vec = b.vmath("ADD", transform_dir(osc_matrix, osc, "Branch Map"), bend_dir)
+    # branch: bamp * (bend d (1 + 0.3 osc0) + sway across 0.5 osc1 + lift up 0.4 osc2), d/across/up local
+    branch_map = b.node("FunctionNodeTransformPoint", "Branch Map")
+    b.link(osc, branch_map.inputs["Vector"])
+    b.link(osc_matrix, branch_map.inputs["Transform"])
     bamp = mul(b_branch, mul(ceh, core_wind.BRANCH_SCALE))
     # whole-asset bend: d * k h^2
     main_k = mul(inp["Main Bend"], ceh, core_wind.MAIN_SCALE)
     main = mul(mul(h, h), main_k)
-    off = b.vmath("ADD", b.vmath("SCALE", branch_vec, scale=bamp), b.vmath("SCALE", d, scale=main))
+    off = b.vmath("ADD", b.vmath("SCALE", branch_map.outputs[0], scale=bamp), b.vmath("SCALE", d_loc, scale=main))
 
-    # leaf micro motion: mamp * wave(W p / 2 pi + f t + G), W's rows the three wave vectors
+    # leaf micro motion, in object space: mamp * wave(W p / 2 pi + f t + G), W's rows the three wave vectors
     waves = core_wind.MICRO_WAVES
+    micro_t = [mul(quant(fm), t) for fm in core_wind.MICRO_HZ]
     wave_matrix = combine_matrix("Micro Waves", tuple(
-        tuple(waves[r][c] / TWO_PI for r in range(3)) + (0.0,) for c in range(3)) + ((0.0, 0.0, 0.0, 1.0),))
-    micro_t = b.combine_xyz(*[mul(quant(fm), t) for fm in core_wind.MICRO_HZ], label="Micro Time Phase")
-    micro_arg = b.vmath("ADD", b.vmath("ADD", transform_dir(wave_matrix, position, "Micro Dot"), micro_t), g_phase)
+        tuple(waves[r][c] / TWO_PI for r in range(3)) + (0.0,) for c in range(3)) + (tuple(micro_t) + (1.0,),))
+    micro_dot = b.node("FunctionNodeTransformPoint", "Micro Dot")
+    b.link(position, micro_dot.inputs["Vector"])
+    b.link(wave_matrix, micro_dot.inputs["Transform"])
+    micro_arg = b.vmath("ADD", micro_dot.outputs[0], g_phase)
     mamp = mul(r_leaf, mul(inp["Micro"], ceh, core_wind.MICRO_SCALE * 8.0))
     micro = b.vmath("SCALE", vwave(micro_arg, "Micro Wave"), scale=mamp, label="Micro")
-    world_off = b.vmath("ADD", off, micro, label="World Offset")
-    local_tree = transform_dir(invert.outputs[0], world_off, "To Object")
+    local_tree = b.vmath("ADD", off, micro, label="Tree Local Offset")
 
     # grass: ambient figure-eight (per asset) and wobble along the normal, only built into the result for grass
     grass_amp = mul(val["Ambient"], core_wind.AMBIENT_SCALE, hs)
@@ -252,14 +258,13 @@ def _build(tree):
                                                                         val["Fade Start"]), use_clamp=True)
     fade_on = mul(m("GREATER_THAN", val["Fade End"], val["Fade Start"]), has_cam)
     fade = m("SUBTRACT", 1.0, mul(fade_on, m("SUBTRACT", 1.0, fade_raw)))
-    grass_world = b.vmath("ADD", world_off, b.vmath("SCALE", b.vmath("ADD", e8, tilt), scale=h),
-                          label="Grass World Offset")
+    grass_extra = transform_dir(inv_m, b.vmath("ADD", e8, tilt), "Grass Extra Local")
     normal = b.node("GeometryNodeInputNormal", "Normal").outputs[0]
     wdot = b.vmath("DOT_PRODUCT", position, b.vector("Wobble Wave", tuple(v / TWO_PI for v in core_wind.WOBBLE_WAVE)))
     wobble_k = mul(val["Ambient"], core_wind.WOBBLE_SCALE * 8.0, hs)
     ww = m("WRAP", add(wdot, mul(quant(core_wind.WOBBLE_HZ), t)), 0.5, -0.5)
     wamp = mul(mul(h, wobble_k), mul(ww, m("MULTIPLY_ADD", m("ABSOLUTE", ww), -2.0, 1.0)))
-    grass_anim = b.vmath("ADD", transform_dir(invert.outputs[0], grass_world, "Grass To Object"),
+    grass_anim = b.vmath("ADD", b.vmath("ADD", local_tree, b.vmath("SCALE", grass_extra, scale=h)),
                          b.vmath("SCALE", normal, scale=wamp), label="Grass Anim")
     faded = b.vmath("ADD", b.vmath("SCALE", grass_anim, scale=fade),
                     b.vmath("SCALE", position, scale=m("SUBTRACT", fade, 1.0)), label="Grass Faded")
