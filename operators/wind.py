@@ -244,8 +244,11 @@ def bake_job(scene, objects, depsgraph=None, ao_samples=None, leaf_size=None, la
         sl = slice(start, start + count)
         start += count
         _write(obj.data, res.height[sl], hzd[sl], None if export is None else export[sl])
-        obj.envfx.wind.asset_height = res.asset_height
         result.changed.append(obj.name)
+    baked = {obj.data.name for obj in meshes}
+    for obj in bpy.data.objects:  # instances sharing a baked mesh (e.g. grass clumps) get its height too
+        if obj.type == "MESH" and obj.data is not None and obj.data.name in baked and obj.library is None:
+            obj.envfx.wind.asset_height = res.asset_height
     result.stats = dict(vertices=n, islands=res.n_islands, leaves=res.n_leaves, branches=res.n_branches,
                         height=res.asset_height)
     yield 1.0
