@@ -312,7 +312,8 @@ def test_ao_bake_and_cancel_leaves_nothing(mods):
     assert scene.render.engine == engine
 
 
-def test_export_layout_and_gltf_round_trip(mods, tmp_path):
+@pytest.mark.parametrize("layout", ["HZD", "CRYENGINE"])
+def test_export_layout_and_gltf_round_trip(mods, tmp_path, layout):
     scene = bpy.context.scene
     tree, (obj,) = _tree(mods, n_branches=3, leaves_per_branch=2)
     result = mods.ops.bake(scene, [obj], ao_samples=0, layout="CRYENGINE")
@@ -320,9 +321,13 @@ def test_export_layout_and_gltf_round_trip(mods, tmp_path):
     exported = _read(obj.data, "EnvFX_Wind_Export", 4)
     ref = mods.core.bake_wind_data(tree["positions"], tree["edges"])
     np.testing.assert_allclose(exported[:, 1], ref.leaf_phase, atol=1e-6)
-    mods.ops.bake(scene, [obj], ao_samples=0)  # back to HZD: the export attribute goes away
-    assert "EnvFX_Wind_Export" not in obj.data.attributes
-    baked = _read(obj.data, "EnvFX_Wind", 4)
+    np.testing.assert_allclose(exported[:, 0], ref.leaf, atol=1e-6)
+    if layout == "HZD":
+        mods.ops.bake(scene, [obj], ao_samples=0)  # back to HZD: the export attribute goes away
+        assert "EnvFX_Wind_Export" not in obj.data.attributes
+        baked = _read(obj.data, "EnvFX_Wind", 4)
+    else:
+        baked = exported
     pos = mods.bridge.get_positions(obj.data)
     path = str(tmp_path / "tree.glb")
     _select([obj])
