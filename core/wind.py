@@ -13,7 +13,8 @@ asset's lowest vertex (or the islands marked trunk); its axis is the per-height-
 vertices (so leaning trunks and assets away from the origin work) and its radius a low percentile of the
 distances to that axis. Islands small against the asset's height are leaves (cards, needles, blades); the
 others are branches. Branches welded to the trunk are the connected pieces of the trunk island outside the
-trunk's core. A leaf attaches at its vertex nearest the branch/trunk geometry and inherits B and G from there.
+trunk's core; other islands standing on the ground are stems (multi-stem bushes, grass blades) whose B grows from
+their own root. A leaf attaches at its vertex nearest the branch/trunk geometry and inherits B and G from there.
 Overrides (vertex groups / material slots, resolved by the bridge) label vertices trunk / branch / leaf.
 
 Live wind (``wind_offsets``): the reference the geometry-nodes group "EnvFX Wind" must match to 1e-4. All
@@ -243,6 +244,25 @@ def bake_steps(positions, edges, labels=None, leaf_fraction: float = 0.2, slices
     b_raw = np.maximum(radial - ar, 0.0)
     core = vtrunk & ((radial <= 1.5 * ar + 1e-3 * hgt) | (labels == LABEL_TRUNK))
     b_raw[core] = 0.0
+    # stems: other non-leaf islands standing on the ground (multi-stem bushes, grass blades): B grows from
+    # their own root (lowest vertex), so their bases stay put like the trunk's
+    stem_isl = ~trunk_isl & ~leaf_isl & (lo[:, 2] <= zmin + 0.03 * hgt)
+    vstem = stem_isl[inv]
+    root = np.zeros(k, np.int64)
+    ring = np.zeros(k)
+    if vstem.any():
+        sv = np.nonzero(vstem)[0]
+        si = inv[sv]
+        low = np.full(k, np.inf)
+        np.minimum.at(low, si, z[sv])
+        at_low = z[sv] <= low[si]
+        root[stem_isl] = n
+        np.minimum.at(root, si[at_low], sv[at_low])
+        dist = np.linalg.norm(p[sv] - p[root[si]], axis=1)
+        # the root's own ring (vertices within 1% of the height above the root) stays put
+        near = z[sv] <= low[si] + 0.01 * hgt
+        np.maximum.at(ring, si[near], dist[near])
+        b_raw[sv] = np.maximum(dist - ring[si], 0.0)
     yield 0.5
 
     # branches: separate branch islands + pieces of the trunk island outside its core
@@ -308,8 +328,12 @@ def bake_steps(positions, edges, labels=None, leaf_fraction: float = 0.2, slices
         np.maximum.at(dmax, li, d_att)
         leaf[lv] = np.where(dmax[li] > 0, d_att / np.maximum(dmax[li], 1e-12), 0.0)
         # B from the attachment point, G from the branch it attaches to
-        # the attachment's own distance (smooth, no nearest-vertex ties); 0 for a leaf stuck on the trunk
-        b_raw[lv] = np.where(core[src[li]], 0.0, b_raw[attach_v[li]])
+        # B at the attachment, measured like the structure it hangs from (0 on the trunk's core; from the root on
+        # a stem; from the trunk axis otherwise), at the leaf's own attachment vertex: no nearest-vertex ties
+        sk = inv[src[li]]
+        p_att = p[attach_v[li]]
+        from_root = np.maximum(np.linalg.norm(p_att - p[root[sk]], axis=1) - ring[sk], 0.0)
+        b_raw[lv] = np.where(core[src[li]], 0.0, np.where(stem_isl[sk], from_root, b_raw[attach_v[li]]))
         phase[lv] = phase[src[li]]
         leaf_phase[lv] = np.mod((leaf_row[li] + 1) * GOLDEN, 1.0)
         far = gap[leaf_ids] > np.maximum(2.0 * size[leaf_ids], 0.05 * hgt)

@@ -146,3 +146,54 @@ def make_grass(blades=12, height=0.6, seed=0, origin=(0.0, 0.0, 0.0)):
     positions = np.concatenate(verts).astype(np.float32)
     faces = np.array(faces, np.int64)
     return {"positions": positions, "faces": faces, "edges": faces_to_edges(faces)}
+
+
+def make_bush(stems=4, height=1.5, leaves_per_stem=6, seed=0, origin=(0.0, 0.0, 0.0)):
+    """A multi-stem bush: ``stems`` separate tubes rising from the ground, leaning out, each with leaf cards.
+    Ground truth like ``make_tree`` (``branch_id`` = stem index, ``along`` = distance from the stem's root)."""
+    rng = np.random.default_rng(seed)
+    origin = np.asarray(origin, float)
+    parts_v, parts_f, kind, bid, lid, along, attach = [], [], [], [], [], [], []
+    count = 0
+    leaf_no = 0
+    for s in range(stems):
+        ang = 2 * np.pi * s / stems + rng.uniform(-0.2, 0.2)
+        base = origin + 0.15 * np.array([np.cos(ang), np.sin(ang), 0.0])
+        top = base + np.array([0.4 * np.cos(ang), 0.4 * np.sin(ang), height * rng.uniform(0.8, 1.0)])
+        v, f, al = _tube(base, top, 0.02, 5, leaves_per_stem + 1)
+        parts_v.append(v)
+        parts_f.append(f + count)
+        kind.append(np.full(len(v), 2, np.int8))
+        bid.append(np.full(len(v), s))
+        lid.append(np.full(len(v), -1))
+        along.append(al)
+        attach.append(np.zeros(len(v), bool))
+        count += len(v)
+        axis = (top - base) / np.linalg.norm(top - base)
+        side = np.cross(axis, [0.0, 0.0, 1.0])
+        side /= np.linalg.norm(side)
+        for j in range(leaves_per_stem):
+            a = al[(j + 1) * 5]
+            point = base + axis * a
+            tip = side * (-1) ** j * 0.8 + np.array([0.0, 0.0, -0.3])
+            tip /= np.linalg.norm(tip)
+            w = np.cross(tip, axis)
+            w /= np.linalg.norm(w)
+            size = 0.12 * height
+            lv = np.array([point, point + tip * size * 0.5 + w * size * 0.25, point + tip * size,
+                           point + tip * size * 0.5 - w * size * 0.25])
+            parts_v.append(lv)
+            parts_f.append(np.array([[0, 1, 2], [0, 2, 3]]) + count)
+            kind.append(np.full(4, 3, np.int8))
+            bid.append(np.full(4, s))
+            lid.append(np.full(4, leaf_no))
+            along.append(np.full(4, a))
+            attach.append(np.array([True, False, False, False]))
+            count += 4
+            leaf_no += 1
+    faces = np.concatenate(parts_f)
+    return {
+        "positions": np.concatenate(parts_v).astype(np.float32), "faces": faces, "edges": faces_to_edges(faces),
+        "kind": np.concatenate(kind), "branch_id": np.concatenate(bid), "leaf_id": np.concatenate(lid),
+        "along": np.concatenate(along), "attach": np.concatenate(attach),
+    }

@@ -258,3 +258,23 @@ def test_grass_tilts_away_from_a_camera_looking_down_and_fades_with_distance():
     np.testing.assert_allclose(far, -g["positions"], atol=1e-6)
     halfway = offsets(_cam((0.0, -15.0, 0.0), 90.0))
     np.testing.assert_allclose(halfway, -0.5 * g["positions"], atol=1e-5)
+
+
+def test_multi_stem_bush_stems_root_at_the_ground():
+    bush = wind_shapes.make_bush()
+    res = wind.bake_wind_data(bush["positions"], bush["edges"])
+    ground = (bush["kind"] == 2) & (bush["along"] == 0.0)  # every stem's root ring
+    assert ground.sum() == 4 * 5
+    assert np.all(res.branch[ground] == 0.0)  # no stem base moves with the branch motion
+    for s in range(bush["branch_id"].max() + 1):
+        m = (bush["kind"] == 2) & (bush["branch_id"] == s)
+        ring = np.array([res.branch[m][bush["along"][m] == a].mean() for a in np.unique(bush["along"][m])])
+        assert np.all(np.diff(ring) >= 0)
+    assert res.n_leaves == bush["leaf_id"].max() + 1
+    assert np.all(res.leaf[bush["attach"]] == 0.0)
+    # the live wind keeps every stem's base in place
+    col = wind.pack_channels(res)
+    off = wind.wind_offsets(bush["positions"], res.height, col, np.zeros_like(bush["positions"]), np.eye(4), 30,
+                            wind.SceneWind(strength=2.0), wind.AssetWind(asset_height=res.asset_height,
+                                                                         main_bend=False))
+    assert np.all(off[ground] == 0.0) and np.abs(off).max() > 0.01
