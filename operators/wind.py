@@ -202,6 +202,12 @@ def bake_job(scene, objects, depsgraph=None, ao_samples=None, leaf_size=None, la
     meshes, skipped, warnings = validate(scene, objects, layout, custom)
     if ao_samples < 0:
         raise WindInputError(f"AO samples {ao_samples} must be 0 (no AO) or more")
+    if ao_samples > 0:
+        view_layer = bpy.context.view_layer
+        for obj in meshes:
+            if view_layer.objects.get(obj.name) is not obj or obj.hide_render:
+                raise WindInputError(f"{obj.name} is hidden from rendering or not in the view layer, so Cycles "
+                                     f"cannot bake its AO: show it, or set AO Samples to 0")
     result = WindResult(skipped=skipped, warnings=warnings)
     if depsgraph is not None:
         result.warnings += _modifier_warnings(meshes, depsgraph)

@@ -262,6 +262,13 @@ def test_bad_inputs_leave_scene_unchanged(mods):
         mods.ops.bake(scene, [obj], custom=("LEAF",))
     assert _snapshot() == before
     scene.envfx.wind.channel_layout = "HZD"
+    # AO needs the object renderable
+    obj.hide_render = True
+    before = _snapshot()
+    with pytest.raises(ValueError, match="hidden from rendering"):
+        mods.ops.bake(scene, [obj], ao_samples=4)
+    assert _snapshot() == before
+    obj.hide_render = False
     # a mix: the camera is skipped with a warning, the tree is baked
     result = mods.ops.bake(scene, [obj, cam], ao_samples=0)
     assert "Cam" in result.skipped and result.changed == ["Tree"]
