@@ -169,12 +169,16 @@ def validate(scene, objects, layout="HZD", custom=None):
     if not objects:
         raise WindInputError("Nothing selected: select the objects of one asset (trunk, branches, leaves)")
     meshes, skipped, warnings = [], {}, []
+    seen = {}
     for obj in objects:
         reason = _skip_reason(obj)
+        if reason is None and obj.data.name in seen:
+            reason = f"shares its mesh with {seen[obj.data.name]}, which is baked (one bake per mesh)"
         if reason is not None:
             skipped[obj.name] = reason
         else:
             meshes.append(obj)
+            seen[obj.data.name] = obj.name
     if not meshes:
         raise WindInputError("Nothing to bake: " + "; ".join(f"{n} ({w})" for n, w in skipped.items()))
     if layout not in core_wind.LAYOUTS:

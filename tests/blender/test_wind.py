@@ -88,7 +88,8 @@ def test_bake_writes_attributes_matching_core(mods):
     # an instance sharing the mesh gets the asset height too
     twin = bpy.data.objects.new("Tree Instance", obj.data)
     bpy.context.scene.collection.objects.link(twin)
-    assert mods.ops.bake(bpy.context.scene, [obj], ao_samples=0).changed == ["Tree"]
+    result = mods.ops.bake(bpy.context.scene, [obj, twin], ao_samples=0)
+    assert result.changed == ["Tree"] and "shares its mesh with Tree" in result.skipped["Tree Instance"]
     assert twin.envfx.wind.asset_height == pytest.approx(ref.asset_height, rel=1e-4)
 
 
