@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 
 import bpy
+from bpy.app.handlers import persistent
 
 from ..core import wind as core_wind
 from . import common
@@ -354,6 +355,34 @@ def sync(scene, tree=None):
     elif path in drivers:
         tree.driver_remove(path)
     return tree
+
+
+@persistent
+def keep_in_sync(scene, depsgraph=None):
+    """depsgraph_update_post handler: when the wind object was deleted or unlinked (or a terrain object), point
+    the group back at the scene's own settings, so the live wind and ``params_from_scene`` agree."""
+    tree = bpy.data.node_groups.get(GROUP_NAME)
+    if tree is None or tree.library is not None or tree.nodes.get("Source") is None:
+        return
+    source = source_object(scene)
+    use = 1.0 if source is not None else 0.0
+    terrain = scene.envfx.wind.terrain_object
+    if terrain is not None and scene.objects.get(terrain.name) is not terrain:
+        terrain = None
+    if (tree.nodes["Source"].inputs["Object"].default_value != source
+            or tree.nodes["Use Source"].outputs[0].default_value != use
+            or tree.nodes["Terrain"].inputs["Object"].default_value != terrain):
+        sync(scene, tree)
+
+
+def register_handlers():
+    if keep_in_sync not in bpy.app.handlers.depsgraph_update_post:
+        bpy.app.handlers.depsgraph_update_post.append(keep_in_sync)
+
+
+def unregister_handlers():
+    while keep_in_sync in bpy.app.handlers.depsgraph_update_post:
+        bpy.app.handlers.depsgraph_update_post.remove(keep_in_sync)
 
 
 def source_object(scene):

@@ -556,3 +556,21 @@ def test_wind_animates_in_renders(mods, tmp_path, engine):
     # the tree is in the picture (darker than the sky) and it moved between the frames
     assert images[0].min() < images[0].max() - 30
     assert np.abs(images[0] - images[1]).max() > 30
+
+
+def test_deleted_wind_object_falls_back_to_scene_settings(mods):
+    scene = bpy.context.scene
+    w = scene.envfx.wind
+    tree, (obj,) = _tree(mods, n_branches=3, leaves_per_branch=2)
+    mods.ops.bake(scene, [obj], ao_samples=0)
+    bpy.ops.object.effector_add(type="WIND", rotation=(math.radians(90), 0.0, 1.2))
+    field = bpy.context.active_object
+    field.field.strength = 3.0
+    w.source_object = field
+    w.direction, w.strength = math.radians(200), 0.8
+    mods.ops.add_wind(scene, [obj])
+    assert _gn_vs_core(mods, obj, (7, 40)) < 1e-4
+    bpy.data.objects.remove(field)  # deleted: the pointer clears, the group follows the scene settings
+    bpy.context.view_layer.update()
+    assert mods.nodes.params_from_scene(scene).strength == pytest.approx(0.8)
+    assert _gn_vs_core(mods, obj, (7, 40)) < 1e-4
