@@ -24,7 +24,7 @@ from ..core import wind as core_wind
 from . import common
 
 GROUP_NAME = "EnvFX Wind"
-VERSION = 5
+VERSION = 6
 
 # Value nodes driven from the scene: label -> data path on the scene
 DRIVEN = {
@@ -180,6 +180,14 @@ def _build(tree):
         b.link(matrix, node.inputs["Transform"])
         return node.outputs[0]
 
+    def vmad(a, scale, c, label):
+        """a * scale + c in one vector node (``scale`` a float, broadcast to a vector)."""
+        node = b.node("ShaderNodeVectorMath", label, operation="MULTIPLY_ADD")
+        b._feed(node.inputs[0], a)
+        b._feed(node.inputs[1], scale)
+        b._feed(node.inputs[2], c)
+        return node.outputs["Vector"]
+
     def vwave(vec, label):
         """core.wind.wave / 8 on a vector: w (1 - 2|w|), w = wrap(x, -0.5, 0.5) (the 8 is folded into constants)."""
         node = b.node("ShaderNodeVectorMath", label + " Wrap", operation="WRAP")
@@ -209,8 +217,7 @@ def _build(tree):
     fb = [quant(mul(inp["Branch Hz"], mult)) for mult in core_wind.BRANCH_MULTS]
     osc_t = b.combine_xyz(*[add(mul(f, t), ph / TWO_PI) for f, ph in zip(fb, core_wind.BRANCH_PHASES)],
                           label="Branch Time Phase")
-    osc_arg = b.vmath("ADD", b.vmath("SCALE", b.vector("Branch Phase Mult", (1.0, 2.0, 3.0)), scale=g_phase),
-                      osc_t)
+    osc_arg = vmad(b.vector("Branch Phase Mult", (1.0, 2.0, 3.0)), g_phase, osc_t, "Branch Arg")
     osc = vwave(osc_arg, "Branch Osc")
     # branch: bamp * (bend d (1 + 0.3 osc0) + sway across 0.5 osc1 + lift up 0.4 osc2), d/across/up local
     branch_map = b.node("FunctionNodeTransformPoint", "Branch Map")
@@ -219,8 +226,8 @@ def _build(tree):
     bamp = mul(b_branch, mul(ceh, core_wind.BRANCH_SCALE))
     # whole-asset bend: d * k h^2
     main_k = mul(inp["Main Bend"], ceh, core_wind.MAIN_SCALE)
-    main = mul(mul(h, h), main_k)
-    off = b.vmath("ADD", b.vmath("SCALE", branch_map.outputs[0], scale=bamp), b.vmath("SCALE", d_loc, scale=main))
+    main_vec = b.vmath("SCALE", b.vmath("SCALE", d_loc, scale=main_k), scale=mul(h, h), label="Main Bend Offset")
+    off = vmad(branch_map.outputs[0], bamp, main_vec, "Branch Offset")
 
     # leaf micro motion, in object space: mamp * wave(W p / 2 pi + f t + G), W's rows the three wave vectors
     waves = core_wind.MICRO_WAVES
@@ -232,8 +239,7 @@ def _build(tree):
     b.link(wave_matrix, micro_dot.inputs["Transform"])
     micro_arg = b.vmath("ADD", micro_dot.outputs[0], g_phase)
     mamp = mul(r_leaf, mul(inp["Micro"], ceh, core_wind.MICRO_SCALE * 8.0))
-    micro = b.vmath("SCALE", vwave(micro_arg, "Micro Wave"), scale=mamp, label="Micro")
-    local_tree = b.vmath("ADD", off, micro, label="Tree Local Offset")
+    local_tree = vmad(vwave(micro_arg, "Micro Wave"), mamp, off, "Tree Local Offset")
 
     # grass: ambient figure-eight (per asset) and wobble along the normal, only built into the result for grass
     grass_amp = mul(val["Ambient"], core_wind.AMBIENT_SCALE, hs)
