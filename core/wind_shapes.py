@@ -53,13 +53,13 @@ def make_tree(height=8.0, n_branches=6, leaves_per_branch=5, lean=(0.0, 0.0), or
     parts_v, parts_f, kind, bid, lid, along, attach = [], [], [], [], [], [], []
     count = 0
 
-    def add(v, f, k, b, l, al, at):
+    def add(v, f, k, b, leaf, al, at):
         nonlocal count
         parts_v.append(v)
         parts_f.append(f + count)
         kind.append(np.full(len(v), k, np.int8))
         bid.append(np.full(len(v), b, np.int64))
-        lid.append(np.full(len(v), l, np.int64))
+        lid.append(np.full(len(v), leaf, np.int64))
         along.append(al)
         attach.append(at)
         count += len(v)
@@ -125,13 +125,12 @@ def make_grass(blades=12, height=0.6, seed=0, origin=(0.0, 0.0, 0.0)):
     """A grass clump: ``blades`` thin triangle strips (3 segments each) standing on the ground."""
     rng = np.random.default_rng(seed)
     verts, faces = [], []
-    for i in range(blades):
+    for _ in range(blades):
         base = np.asarray(origin, float) + np.array([*rng.uniform(-0.2, 0.2, 2), 0.0])
         ang = rng.uniform(0, np.pi)
         w = 0.02 * np.array([np.cos(ang), np.sin(ang), 0.0])
         lean = rng.uniform(-0.1, 0.1, 2)
         h = height * rng.uniform(0.7, 1.0)
-        off = len(verts) * 0
         start = sum(len(v) for v in verts)
         pts = []
         for s in range(4):
@@ -142,7 +141,6 @@ def make_grass(blades=12, height=0.6, seed=0, origin=(0.0, 0.0, 0.0)):
         for s in range(3):
             a = start + 2 * s
             faces += [[a, a + 1, a + 3], [a, a + 3, a + 2]]
-        del off
     positions = np.concatenate(verts).astype(np.float32)
     faces = np.array(faces, np.int64)
     return {"positions": positions, "faces": faces, "edges": faces_to_edges(faces)}

@@ -185,7 +185,6 @@ def test_zero_wind_rest_pose_base_still_and_loop(mods):
 
 
 def test_add_remove_and_settings_reach_modifier(mods):
-    scene = bpy.context.scene
     tree, (obj,) = _tree(mods, n_branches=2, leaves_per_branch=1)
     _select([obj])
     assert bpy.ops.envfx.wind_bake_data() == {"FINISHED"}
@@ -205,7 +204,6 @@ def test_add_remove_and_settings_reach_modifier(mods):
 
 
 def test_wind_stays_before_bend(mods):
-    scene = bpy.context.scene
     tree, (obj,) = _tree(mods, n_branches=2, leaves_per_branch=1)
     _select([obj])
     assert bpy.ops.envfx.bend_add() == {"FINISHED"}

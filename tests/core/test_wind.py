@@ -244,8 +244,9 @@ def test_grass_tilts_away_from_a_camera_looking_down_and_fades_with_distance():
     asset = wind.AssetWind(category="GRASS", asset_height=res.asset_height)
     top = res.height > 0.99
 
-    def offsets(cam, scene=still, matrix=np.eye(4)):
-        return wind.wind_offsets(g["positions"], res.height, col, normals, matrix, 1, scene, asset, camera_matrix=cam)
+    def offsets(cam):
+        return wind.wind_offsets(g["positions"], res.height, col, normals, np.eye(4), 1, still, asset,
+                                 camera_matrix=cam)
 
     # camera south of the clump looking down at 40 degrees: the tops lean north (+Y), away from it
     off = offsets(_cam((0.0, -3.0, 3.0), 40.0))
