@@ -309,9 +309,24 @@ def _build(tree):
 
 def ensure_wind(scene) -> bpy.types.NodeTree:
     """The shared "EnvFX Wind" group, wired to the scene's wind settings and source object."""
+    old = bpy.data.node_groups.get(GROUP_NAME)
+    rebuilt = old is None or old.get(common.STAMP_KEY) != str(VERSION)
     tree = common.ensure_tree(GROUP_NAME, "GeometryNodeTree", str(VERSION), _build)
     sync(scene, tree)
+    if rebuilt:  # a rebuilt interface forgets the modifiers' input values: restore them from the objects
+        for obj in bpy.data.objects:
+            if obj.library is None and common.modifier_for(obj, tree) is not None:
+                sync_object(obj, tree)
     return tree
+
+
+def refresh_after_load():
+    """For a load_post handler: a file saved with an older EnvFX gets its "EnvFX Wind" group rebuilt in place
+    (modifiers keep pointing at it) and wired to the current scene."""
+    tree = bpy.data.node_groups.get(GROUP_NAME)
+    scene = bpy.context.scene
+    if tree is not None and tree.library is None and scene is not None and tree.get(common.STAMP_KEY) != str(VERSION):
+        ensure_wind(scene)
 
 
 def _driver(tree, label, id_type, target_id, data_path):

@@ -572,3 +572,21 @@ def test_deleted_wind_object_falls_back_to_scene_settings(mods):
     bpy.context.view_layer.update()
     assert mods.nodes.params_from_scene(scene).strength == pytest.approx(0.8)
     assert _gn_vs_core(mods, obj, (7, 40)) < 1e-4
+
+
+def test_outdated_group_is_rebuilt_after_load(mods, tmp_path):
+    scene = bpy.context.scene
+    tree, (obj,) = _tree(mods, n_branches=2, leaves_per_branch=2)
+    mods.ops.bake(scene, [obj], ao_samples=0)
+    mods.ops.add_wind(scene, [obj])
+    group = bpy.data.node_groups["EnvFX Wind"]
+    group["envfx_stamp"] = "0"  # as saved by an older version
+    path = str(tmp_path / "old.blend")
+    bpy.ops.wm.save_as_mainfile(filepath=path)
+    bpy.ops.wm.open_mainfile(filepath=path)
+    mods.nodes.refresh_after_load()
+    group = bpy.data.node_groups["EnvFX Wind"]
+    assert group["envfx_stamp"] == str(mods.nodes.VERSION)
+    obj = bpy.data.objects["Tree"]
+    assert mods.ops.wind_modifiers(obj)
+    assert _gn_vs_core(mods, obj, (3, 50)) < 1e-4
