@@ -590,3 +590,54 @@ def test_outdated_group_is_rebuilt_after_load(mods, tmp_path):
     obj = bpy.data.objects["Tree"]
     assert mods.ops.wind_modifiers(obj)
     assert _gn_vs_core(mods, obj, (3, 50)) < 1e-4
+
+
+class _Layout:
+    """Stands in for a UILayout (no UI in background mode): records what draw() shows, checks names exist."""
+
+    def __init__(self, log):
+        self.log = log
+        self.use_property_split = self.use_property_decorate = self.active = False
+
+    def column(self, **kw):
+        return _Layout(self.log)
+
+    row = box = column
+
+    def prop(self, data, name, **kw):
+        assert name in data.bl_rna.properties, name
+        self.log.append(name)
+
+    def label(self, **kw):
+        self.log.append("label:" + kw.get("text", ""))
+
+    def operator(self, idname, **kw):
+        module, name = idname.split(".")
+        assert hasattr(getattr(bpy.ops, module), name)
+        self.log.append(idname)
+
+    def operator_menu_enum(self, idname, prop, **kw):
+        self.operator(idname)
+        self.log.append(prop)
+
+
+@pytest.mark.parametrize("layout", ["HZD", "CUSTOM"])
+def test_panel_draws_every_setting(envfx, layout):
+    scene = bpy.context.scene
+    scene.envfx.wind.channel_layout = layout
+    bpy.ops.object.effector_add(type="WIND")
+    field = bpy.context.active_object
+    scene.envfx.wind.source_object = field
+    for coll in field.users_collection:
+        coll.objects.unlink(field)  # a wind object that left the scene is called out
+    log = []
+    panel = type("P", (), {"layout": _Layout(log)})()
+    bpy.context.view_layer.objects.active = bpy.data.objects["Cube"]
+    envfx.panels.wind.VIEW3D_PT_envfx_wind.draw(panel, bpy.context)
+    for name in ("source_object", "direction", "strength", "gust_strength", "gust_frequency", "loop_frames",
+                 "ambient", "grass_tilt", "grass_fade_start", "grass_fade_end", "terrain_object", "ao_samples",
+                 "leaf_size", "channel_layout", "category", "rigidity", "bend", "sway", "lift", "micro", "ramp",
+                 "main_bend", "envfx.wind_bake_data", "envfx.wind_add", "envfx.wind_remove", "envfx.wind_preset"):
+        assert name in log, name
+    assert ("custom_r" in log) == (layout == "CUSTOM")
+    assert any("not in this scene" in entry for entry in log)
