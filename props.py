@@ -167,7 +167,7 @@ class EnvFXWindSettings(PropertyGroup):
     gust_frequency: FloatProperty(
         name="Gust Frequency",
         description="How often gusts come (cycles per second of the slowest gust wave)",
-        default=0.2, min=0.0, soft_max=2.0, max=20.0, subtype="FACTOR", unit="NONE", update=_wind_scene_changed,
+        default=0.2, min=0.0, soft_max=2.0, max=20.0, update=_wind_scene_changed,
     )
     loop_frames: IntProperty(
         name="Loop Frames",
