@@ -169,6 +169,101 @@ def run_bend(args) -> int:
     return 0
 
 
+# --- envfx wind -------------------------------------------------------------------------------------------
+
+def _add_wind(sub):
+    from .core import wind as core_wind
+
+    p = sub.add_parser(
+        "wind",
+        help="Open .blend files, bake vegetation wind data (and add the live wind), save",
+        description="For each .blend: bake the wind data of the named objects / collection as one asset (default: "
+        "every mesh of the scene as one asset, or each mesh on its own with --each), optionally add the live "
+        "wind, save. Bad input is reported before any file is changed.",
+    )
+    p.add_argument("blend", nargs="+", help=".blend file(s) to open")
+    p.add_argument("--output", "-o", help="where to save (only with one input; default: overwrite the input)")
+    target = p.add_mutually_exclusive_group()
+    target.add_argument("--collection", help="bake every mesh of this collection as one asset")
+    target.add_argument("--objects", help="comma-separated object names forming one asset")
+    target.add_argument("--each", action="store_true", help="bake every mesh of the scene as its own asset")
+    p.add_argument("--ao-samples", type=int, help="Cycles AO samples (0 = no AO)")
+    p.add_argument("--leaf-size", type=float, help="leaf island size as a fraction of the asset height")
+    p.add_argument("--layout", choices=core_wind.LAYOUTS, help="export channel layout")
+    p.add_argument("--custom", help="four comma-separated channel sources for --layout CUSTOM "
+                   f"({', '.join(core_wind.SOURCES)})")
+    p.add_argument("--preset", choices=tuple(core_wind.PRESETS), help="per-asset wind preset to set")
+    p.add_argument("--add", action="store_true", help="also put the baked objects in the live wind")
+    p.add_argument("--remove", action="store_true", help="only remove the live wind (no bake)")
+    p.set_defaults(func=run_wind)
+
+
+def run_wind(args) -> int:
+    from .core import wind as core_wind
+    from .operators import wind as wind_ops
+
+    if args.output and len(args.blend) > 1:
+        raise CliError("--output works with one input file; with several, each file is saved in place")
+    for path in args.blend:
+        if not path.lower().endswith(".blend") or not os.path.isfile(path):
+            raise CliError(f"{path!r} is not an existing .blend file: check the path")
+    if args.ao_samples is not None and args.ao_samples < 0:
+        raise CliError(f"--ao-samples {args.ao_samples}: use 0 (no AO) or more")
+    if args.leaf_size is not None and not 0.0 < args.leaf_size < 1.0:
+        raise CliError(f"--leaf-size {args.leaf_size}: use a fraction between 0 and 1")
+    custom = None
+    if args.custom is not None:
+        custom = tuple(c.strip().upper() for c in args.custom.split(","))
+        if len(custom) != 4 or any(c not in core_wind.SOURCES for c in custom):
+            raise CliError(f"--custom {args.custom!r}: give four of {', '.join(core_wind.SOURCES)}")
+    if args.layout == "CUSTOM" and custom is None:
+        raise CliError("--layout CUSTOM needs --custom R,G,B,A")
+    for path in args.blend:
+        open_blend(path)
+        scene = bpy.context.scene
+        if args.collection:
+            coll = bpy.data.collections.get(args.collection)
+            if coll is None:
+                raise CliError(f"No collection named {args.collection!r} in {path}")
+            assets = [list(coll.all_objects)]
+        elif args.objects:
+            assets = [_resolve_objects(scene, args.objects)]
+        else:
+            meshes = [o for o in scene.objects if o.type == "MESH"]
+            if not meshes:
+                raise CliError(f"{path} has no mesh objects to bake")
+            assets = [[o] for o in meshes] if args.each else [meshes]
+        try:
+            if args.remove:
+                result = wind_ops.remove_wind([o for a in assets for o in a])
+                print(f"envfx wind: removed the wind from {len(result.changed)} object(s)")
+            else:
+                for asset in assets:  # validate every asset before changing anything
+                    wind_ops.validate(scene, asset, args.layout or scene.envfx.wind.channel_layout, custom)
+                for asset in assets:
+                    if args.preset:
+                        wind_ops.apply_preset(asset, args.preset)
+                    bpy.context.view_layer.update()
+                    result = wind_ops.bake(scene, asset, bpy.context.evaluated_depsgraph_get(),
+                                           ao_samples=args.ao_samples, leaf_size=args.leaf_size,
+                                           layout=args.layout, custom=custom)
+                    for warning in result.warnings:
+                        print(f"warning: {warning}")
+                    if result.skipped:
+                        print(f"warning: skipped {result.skipped_text()}")
+                    st = result.stats
+                    print(f"envfx wind: baked {', '.join(result.changed)}: {st['vertices']} vertices, "
+                          f"{st['branches']} branches, {st['leaves']} leaves, height {st['height']:.3g} m")
+                    if args.add:
+                        wind_ops.add_wind(scene, [bpy.data.objects[n] for n in result.changed])
+        except (wind_ops.WindInputError, core_wind.WindError) as exc:
+            raise CliError(f"{path}: {exc}") from None
+        out = args.output or path
+        save_blend(out)
+        print(f"envfx wind: saved {out}")
+    return 0
+
+
 # --- envfx mips -------------------------------------------------------------------------------------------
 
 def _add_mips(sub):
@@ -330,6 +425,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     _add_info(sub)
     _add_bend(sub)
+    _add_wind(sub)
     _add_mips(sub)
     _add_gasgiant(sub)
     return parser

@@ -8,8 +8,10 @@ from bpy.app.handlers import persistent
 def on_load_post(*_args):
     """Files saved with an older EnvFX keep working: outdated node groups are rebuilt in place."""
     from .shader_nodes import bend as bend_nodes
+    from .shader_nodes import wind as wind_nodes
 
     bend_nodes.refresh_after_load()
+    wind_nodes.refresh_after_load()
 
 
 def register():

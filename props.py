@@ -17,6 +17,7 @@ from bpy.types import PropertyGroup
 from .core import bend as core_bend
 from .core import gasgiant as core_gasgiant
 from .core import mips as core_mips
+from .core import wind as core_wind
 
 # Blender 5.0 warns about "//" paths unless a path property says it supports them; 4.2 has no such option.
 PATH_OPTIONS = {"PATH_SUPPORTS_BLEND_RELATIVE"} if bpy.app.version >= (5, 0, 0) else set()
@@ -128,6 +129,152 @@ def _bend_exclude_changed(self, context):
         if mod.type == "NODES" and mod.node_group == tree:
             mod.show_viewport = not self.bend_exclude
             mod.show_render = not self.bend_exclude
+
+
+# --- Wind -------------------------------------------------------------------------------------------------
+
+def _wind_scene_changed(self, context):
+    from .shader_nodes import wind as wind_nodes
+
+    if bpy.data.node_groups.get(wind_nodes.GROUP_NAME) is not None:
+        wind_nodes.sync(self.id_data)
+
+
+def _wind_object_changed(self, context):
+    from .shader_nodes import wind as wind_nodes
+
+    wind_nodes.sync_object(self.id_data)
+
+
+def _poll_wind_field(self, obj):
+    return obj.field is not None and obj.field.type == "WIND"
+
+
+_WIND_SOURCES = tuple((s, s.replace("_", " ").title(), f"Channel gets {s.lower().replace('_', ' ')}")
+                      for s in core_wind.SOURCES)
+
+
+class EnvFXWindSettings(PropertyGroup):
+    source_object: PointerProperty(
+        name="Wind Object",
+        description="Wind force-field object that sets the direction (its Z axis, live) and strength (its field "
+        "strength); without one the direction and strength below are used",
+        type=bpy.types.Object,
+        poll=_poll_wind_field,
+        update=_wind_scene_changed,
+    )
+    direction: FloatProperty(
+        name="Direction",
+        description="Direction the wind blows towards, as an angle from world +X around Z",
+        default=0.0, subtype="ANGLE", update=_wind_scene_changed,
+    )
+    strength: FloatProperty(
+        name="Strength",
+        description="Wind strength (1 = a strong breeze; 0 = still, only grass ambient motion remains)",
+        default=1.0, min=0.0, soft_max=3.0, max=100.0, update=_wind_scene_changed,
+    )
+    gust_strength: FloatProperty(
+        name="Gust Strength",
+        description="How much gusts add to and take from the wind (fraction of the strength)",
+        default=0.5, min=0.0, soft_max=2.0, max=10.0, update=_wind_scene_changed,
+    )
+    gust_frequency: FloatProperty(
+        name="Gust Frequency",
+        description="How often gusts come (cycles per second of the slowest gust wave)",
+        default=0.2, min=0.0, soft_max=2.0, max=20.0, update=_wind_scene_changed,
+    )
+    loop_frames: IntProperty(
+        name="Loop Frames",
+        description="Length of a seamless loop in frames: every periodic motion repeats exactly after this many "
+        "frames (0 = no loop)",
+        default=0, min=0, soft_max=1000, update=_wind_scene_changed,
+    )
+    ambient: FloatProperty(
+        name="Ambient",
+        description="Grass ambient motion (figure-eight sway and wobble along the normal), even without wind; "
+        "0 turns it off",
+        default=1.0, min=0.0, soft_max=2.0, max=10.0, update=_wind_scene_changed,
+    )
+    grass_tilt: FloatProperty(
+        name="Grass Tilt",
+        description="Grass leans away from a camera that looks down on it, so blades do not read as flat cards",
+        default=0.5, min=0.0, soft_max=2.0, max=10.0, update=_wind_scene_changed,
+    )
+    grass_fade_start: FloatProperty(
+        name="Fade Start",
+        description="Distance from the active camera where grass starts to shrink and calm down",
+        default=40.0, min=0.0, soft_max=500.0, subtype="DISTANCE", update=_wind_scene_changed,
+    )
+    grass_fade_end: FloatProperty(
+        name="Fade End",
+        description="Distance from the active camera where grass is gone and still (at or below Fade Start: no fade)",
+        default=80.0, min=0.0, soft_max=1000.0, subtype="DISTANCE", update=_wind_scene_changed,
+    )
+    terrain_object: PointerProperty(
+        name="Terrain",
+        description="Grass follows this mesh's surface (vertical rays from above each grass vertex)",
+        type=bpy.types.Object,
+        poll=lambda self, obj: obj.type == "MESH",
+        update=_wind_scene_changed,
+    )
+    # bake settings
+    ao_samples: IntProperty(
+        name="AO Samples",
+        description="Cycles samples for the ambient occlusion baked into the alpha channel (0 = no AO bake, "
+        "alpha is 1)",
+        default=16, min=0, soft_max=256, max=4096,
+    )
+    leaf_size: FloatProperty(
+        name="Leaf Size",
+        description="Islands smaller than this fraction of the asset height are leaves (cards, needles, blades)",
+        default=0.2, min=0.01, max=0.99, subtype="FACTOR",
+    )
+    channel_layout: EnumProperty(
+        name="Export Layout",
+        description="Channel layout of the exported colour attribute",
+        items=(
+            ("HZD", "Horizon Zero Dawn", "R leaf distance, G branch phase, B branch distance, A AO"),
+            ("CRYENGINE", "CryEngine / GPU Gems 3", "R edge stiffness, G per-leaf phase, B overall stiffness, A AO"),
+            ("CUSTOM", "Custom", "Choose what each channel holds"),
+        ),
+        default="HZD",
+    )
+    custom_r: EnumProperty(name="R", items=_WIND_SOURCES, default="LEAF", description="Red channel content")
+    custom_g: EnumProperty(name="G", items=_WIND_SOURCES, default="BRANCH_PHASE", description="Green channel content")
+    custom_b: EnumProperty(name="B", items=_WIND_SOURCES, default="BRANCH", description="Blue channel content")
+    custom_a: EnumProperty(name="A", items=_WIND_SOURCES, default="AO", description="Alpha channel content")
+
+
+class EnvFXObjectWindSettings(PropertyGroup):
+    category: EnumProperty(
+        name="Category",
+        description="Spring response to gusts (the talk's four spring categories)",
+        items=(
+            ("TREE", "Tree", "Slow, heavy spring: gusts rise and settle slowly"),
+            ("PLANT", "Plant", "Bushes and plants: a quicker spring"),
+            ("GRASS", "Grass", "Fast spring plus grass ambient motion (figure-eight, wobble)"),
+            ("SPECIAL", "Special", "Banners, tarps, cloth-like assets"),
+        ),
+        default="TREE", update=_wind_object_changed,
+    )
+    rigidity: FloatProperty(name="Rigidity", description="Divides all wind motion of this asset (2 = half as much)",
+                            default=1.0, min=0.01, soft_max=10.0, max=100.0, update=_wind_object_changed)
+    bend: FloatProperty(name="Bend", description="Branch motion along the wind", default=1.0, soft_min=0.0,
+                        soft_max=3.0, min=-10.0, max=10.0, update=_wind_object_changed)
+    sway: FloatProperty(name="Sway", description="Branch motion across the wind", default=1.0, soft_min=0.0,
+                        soft_max=3.0, min=-10.0, max=10.0, update=_wind_object_changed)
+    lift: FloatProperty(name="Lift", description="Branch motion up and down", default=1.0, soft_min=0.0,
+                        soft_max=3.0, min=-10.0, max=10.0, update=_wind_object_changed)
+    micro: FloatProperty(name="Micro", description="Leaf flutter (3D noise moving the leaves, driven by R)",
+                         default=1.0, min=0.0, soft_max=3.0, max=10.0, update=_wind_object_changed)
+    ramp: FloatProperty(name="Ramp", description="Respond earlier at low wind speeds (0 = linear; 3 = four times "
+                        "the response at light wind, same at full wind)", default=0.0, min=0.0, soft_max=10.0,
+                        max=100.0, update=_wind_object_changed)
+    main_bend: BoolProperty(name="Main Bend", description="Bend the whole asset with height (plants can switch "
+                            "it off)", default=True, update=_wind_object_changed)
+    asset_height: FloatProperty(name="Asset Height", description="Height of the asset, set by the wind-data bake "
+                                "(scales every motion)", default=1.0, min=0.0, subtype="DISTANCE",
+                                update=_wind_object_changed)
 
 
 # --- Mips -------------------------------------------------------------------------------------------------
@@ -365,6 +512,7 @@ class EnvFXGasGiantSettings(PropertyGroup):
 
 class EnvFXSceneSettings(PropertyGroup):
     bend: PointerProperty(type=EnvFXBendSettings)
+    wind: PointerProperty(type=EnvFXWindSettings)
     mips: PointerProperty(type=EnvFXMipsSettings)
     gasgiant: PointerProperty(type=EnvFXGasGiantSettings)
 
@@ -376,10 +524,13 @@ class EnvFXObjectSettings(PropertyGroup):
         default=False,
         update=_bend_exclude_changed,
     )
+    wind: PointerProperty(type=EnvFXObjectWindSettings)
 
 
 classes = (
     EnvFXBendSettings,
+    EnvFXWindSettings,
+    EnvFXObjectWindSettings,
     EnvFXMipsSettings,
     EnvFXGasGiantSettings,
     EnvFXSceneSettings,

@@ -2,9 +2,9 @@
 
 import bpy
 
-from . import bend, gasgiant, mips
+from . import bend, gasgiant, mips, wind
 
-modules = (bend, gasgiant, mips)
+modules = (bend, wind, gasgiant, mips)
 classes = tuple(cls for module in modules for cls in module.classes)
 
 

@@ -2,9 +2,9 @@
 
 import bpy
 
-from . import bend, gasgiant, main, mips
+from . import bend, gasgiant, main, mips, wind
 
-modules = (main, bend, gasgiant, mips)
+modules = (main, bend, wind, gasgiant, mips)
 classes = tuple(cls for module in modules for cls in module.classes)
 
 

@@ -1,0 +1,115 @@
+"""Wind benchmarks (JSON lines). Run with a venv python: ``python benchmarks/bench_wind.py [--vertices-scale 1]``.
+
+1. Wind-data bake (AO excluded) of a ~1.09M-vertex tree with 5000 leaf cards: the numpy core alone, and the full
+   script path (``operators.wind.bake``: read meshes, bake, write attributes). Target: at most 5 s.
+2. Per-frame evaluation of the live wind on the same mesh against a bare Set Position (offset by the frame, so
+   it re-evaluates every frame) in the same run. Target: at most 3x on Blender 5.0.
+"""
+
+import argparse
+import importlib
+import json
+import os
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "tests", "blender"))
+
+
+def emit(**kw):
+    print(json.dumps(kw), flush=True)
+
+
+def main(argv):
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--frames", type=int, default=12)
+    parser.add_argument("--branches", type=int, default=200)
+    parser.add_argument("--leaves-per-branch", type=int, default=25)
+    parser.add_argument("--leaf-grid", type=int, default=14)
+    args = parser.parse_args(argv)
+
+    import bpy
+    import numpy as np
+
+    import conftest  # enables the add-on from this checkout the way the tests do
+
+    envfx = conftest.enable_addon()
+    core = importlib.import_module(envfx.__name__ + ".core.wind")
+    shapes = importlib.import_module(envfx.__name__ + ".core.wind_shapes")
+    ops = importlib.import_module(envfx.__name__ + ".operators.wind")
+    common = importlib.import_module(envfx.__name__ + ".shader_nodes.common")
+    version = bpy.app.version_string
+    load = os.getloadavg()[0]
+
+    tree = shapes.make_tree(height=12.0, n_branches=args.branches, leaves_per_branch=args.leaves_per_branch,
+                            leaf_grid=args.leaf_grid, trunk_sides=64, trunk_rings=400, branch_sides=16)
+    n = len(tree["positions"])
+    t0 = time.perf_counter()
+    res = core.bake_wind_data(tree["positions"], tree["edges"])
+    t_core = time.perf_counter() - t0
+    emit(bench="wind_bake_core", blender=version, vertices=n, leaves=res.n_leaves, branches=res.n_branches,
+         seconds=round(t_core, 3), target_seconds=5.0, load_avg=load)
+
+    bpy.ops.wm.read_homefile(app_template="", use_empty=True)
+    scene = bpy.context.scene
+    mesh = bpy.data.meshes.new("Bench Tree")
+    faces = tree["faces"]
+    mesh.vertices.add(n)
+    mesh.vertices.foreach_set("co", tree["positions"].ravel())
+    mesh.loops.add(len(faces) * 3)
+    mesh.loops.foreach_set("vertex_index", faces.astype(np.int32).ravel())
+    mesh.polygons.add(len(faces))
+    mesh.polygons.foreach_set("loop_start", (np.arange(len(faces)) * 3).astype(np.int32))
+    mesh.polygons.foreach_set("loop_total", np.full(len(faces), 3, np.int32))
+    mesh.update(calc_edges=True)
+    obj = bpy.data.objects.new("Bench Tree", mesh)
+    scene.collection.objects.link(obj)
+    bpy.context.view_layer.update()
+    t0 = time.perf_counter()
+    ops.bake(scene, [obj], ao_samples=0)
+    t_full = time.perf_counter() - t0
+    emit(bench="wind_bake_blender", blender=version, vertices=n, seconds=round(t_full, 3), target_seconds=5.0,
+         load_avg=load)
+
+    # per-frame: the live wind, then a bare Set Position on the same mesh
+    def time_frames():
+        scene.frame_set(1)
+        bpy.context.evaluated_depsgraph_get()
+        times = []
+        for f in range(2, 2 + args.frames):
+            t0 = time.perf_counter()
+            scene.frame_set(f)
+            bpy.context.evaluated_depsgraph_get()
+            times.append(time.perf_counter() - t0)
+        return float(np.median(times))
+
+    ops.add_wind(scene, [obj])
+    t_wind = time_frames()
+    ops.remove_wind([obj])
+
+    def build_bare(tree_):
+        b = common.Builder(tree_)
+        common.socket(tree_, "Geometry", "INPUT", "NodeSocketGeometry")
+        common.socket(tree_, "Geometry", "OUTPUT", "NodeSocketGeometry")
+        gi = b.node("NodeGroupInput", "In")
+        go = b.node("NodeGroupOutput", "Out")
+        st = b.node("GeometryNodeInputSceneTime", "Time")
+        off = b.combine_xyz(0.0, 0.0, b.math("MULTIPLY", st.outputs["Frame"], 1e-3))
+        sp = b.node("GeometryNodeSetPosition", "Set Position")
+        b.link(gi.outputs[0], sp.inputs["Geometry"])
+        b.link(off, sp.inputs["Offset"])
+        b.link(sp.outputs[0], go.inputs[0])
+
+    bare = common.ensure_tree("Bench Bare Set Position", "GeometryNodeTree", "1", build_bare)
+    mod = obj.modifiers.new("Bare", "NODES")
+    mod.node_group = bare
+    t_bare = time_frames()
+    emit(bench="wind_frame", blender=version, vertices=n, wind_ms=round(t_wind * 1e3, 2),
+         bare_set_position_ms=round(t_bare * 1e3, 2), ratio=round(t_wind / t_bare, 2), target_ratio=3.0,
+         frames=args.frames, load_avg=load)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,531 @@
+"""Vegetation wind (Horizon Zero Dawn talk), pure numpy: the wind-data bake and the live-wind reference.
+
+Bake (``bake_wind_data``), per vertex of an asset made of one or more objects, in world space (Z up):
+
+- height  0 at the asset's base, 1 at its top (whole-asset bend);
+- B       distance from the trunk along the branch structure, normalised over the asset (branch motion);
+- R       distance from the point where a leaf island attaches to its branch, normalised per leaf (flutter);
+- G       a stable per-branch index in 0..1 (phase offset, so branches do not move in unison);
+- A       ambient occlusion (baked by Cycles in the bridge; 1.0 here).
+
+Structure detection: islands (connected components of the edge graph); the trunk is the island holding the
+asset's lowest vertex (or the islands marked trunk); its axis is the per-height-slice median of the trunk's
+vertices (so leaning trunks and assets away from the origin work) and its radius a low percentile of the
+distances to that axis. Islands small against the asset's height are leaves (cards, needles, blades); the
+others are branches. Branches welded to the trunk are the connected pieces of the trunk island outside the
+trunk's core; other islands standing on the ground are stems (multi-stem bushes, grass blades) whose B grows from
+their own root. A leaf attaches at its vertex nearest the branch/trunk geometry and inherits B and G from there.
+Overrides (vertex groups / material slots, resolved by the bridge) label vertices trunk / branch / leaf.
+
+Live wind (``wind_offsets``): the reference the geometry-nodes group "EnvFX Wind" must match to 1e-4. All
+periodic terms are sines of ``2 pi f t + phase``; with a loop length every frequency is rounded to a whole
+number of cycles per loop, so frame ``s`` and ``s + loop`` are identical. Gusts are a sum of three sines in time
+and space (sampled at the asset's origin); the spring response per category is the exact steady-state response
+of a critically damped spring (natural frequency ``f0``) to each gust sine: gain ``f0^2 / (f0^2 + f^2)`` and
+phase lag ``2 atan(f / f0)``. That is a closed form in time, so any frame can be evaluated on its own (scrub,
+render farm, loop) and a gust rises and settles instead of snapping.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+# --- constants shared with shader_nodes/wind.py ----------------------------------------------------------
+
+CATEGORIES = ("TREE", "PLANT", "GRASS", "SPECIAL")
+# spring natural frequency (Hz) and branch oscillation frequency (Hz) per category
+SPRING_HZ = {"TREE": 0.35, "PLANT": 0.8, "GRASS": 1.5, "SPECIAL": 0.6}
+BRANCH_HZ = {"TREE": 0.45, "PLANT": 0.9, "GRASS": 1.3, "SPECIAL": 1.1}
+
+GUST_AMPS = (0.6, 0.3, 0.1)
+GUST_MULTS = (1.0, 2.13, 3.71)
+GUST_PHASES = (0.0, 1.7, 4.1)
+GUST_WAVES = ((0.11, 0.07), (-0.05, 0.13), (0.17, -0.09))  # rad per metre of the asset's origin (x, y)
+
+MAIN_SCALE = 0.08      # whole-asset bend at the top per unit of wind, in asset heights
+BRANCH_SCALE = 0.06    # branch motion at B = 1 per unit of wind, in asset heights
+MICRO_SCALE = 0.006    # leaf flutter at R = 1 per unit of wind, in asset heights
+MICRO_HZ = (2.5, 3.25, 1.925)
+MICRO_WAVES = ((3.1, 1.3, 0.7), (-1.1, 2.9, 1.7), (0.9, -2.3, 3.3))  # rad per metre, object space
+BRANCH_MULTS = (1.0, 1.37, 0.83)
+BRANCH_PHASES = (0.0, 1.0, 2.0)
+AMBIENT_HZ = 0.3       # grass figure-eight
+AMBIENT_SCALE = 0.05
+WOBBLE_HZ = 1.7
+WOBBLE_SCALE = 0.015
+WOBBLE_WAVE = (2.0, 2.0, 0.0)
+OBJECT_PHASE = (0.37, 0.59)
+TILT_SCALE = 0.15      # grass tilt at the top, in asset heights, for a camera looking straight down
+TERRAIN_RAY = 100.0    # terrain rays start this far above each vertex (object units)
+
+LAYOUTS = ("HZD", "CRYENGINE", "CUSTOM")
+SOURCES = ("LEAF", "BRANCH_PHASE", "BRANCH", "AO", "HEIGHT", "LEAF_PHASE", "ZERO", "ONE")
+HZD_LAYOUT = ("LEAF", "BRANCH_PHASE", "BRANCH", "AO")
+CRYENGINE_LAYOUT = ("LEAF", "LEAF_PHASE", "BRANCH", "AO")
+
+# per-asset presets for common asset types (object.envfx.wind values)
+PRESETS = {
+    "TREE": dict(category="TREE", rigidity=1.0, bend=1.0, sway=1.0, lift=0.5, micro=1.0, ramp=0.0, main_bend=True),
+    "BUSH": dict(category="PLANT", rigidity=1.5, bend=1.2, sway=1.0, lift=0.6, micro=1.2, ramp=1.0, main_bend=False),
+    "GRASS": dict(category="GRASS", rigidity=1.0, bend=1.5, sway=0.5, lift=0.2, micro=0.5, ramp=2.0, main_bend=True),
+    "BANNER": dict(category="SPECIAL", rigidity=0.5, bend=2.0, sway=2.0, lift=1.5, micro=2.0, ramp=1.0,
+                   main_bend=False),
+}
+
+LABEL_AUTO, LABEL_TRUNK, LABEL_BRANCH, LABEL_LEAF = 0, 1, 2, 3
+GOLDEN = 0.6180339887498949
+
+
+class WindError(ValueError):
+    """Invalid input for the wind bake or the live wind; the message says what is wrong and what to do."""
+
+
+# --- graph helpers ----------------------------------------------------------------------------------------
+
+def connected_components(n: int, edges: np.ndarray) -> np.ndarray:
+    """Label of every vertex's component: the smallest vertex index in it (vectorised hook + pointer jump)."""
+    labels = np.arange(n, dtype=np.int64)
+    edges = np.asarray(edges, dtype=np.int64).reshape(-1, 2)
+    if n == 0 or len(edges) == 0:
+        return labels
+    a, b = edges[:, 0], edges[:, 1]
+    while True:
+        la, lb = labels[a], labels[b]
+        diff = la != lb
+        if not diff.any():
+            return labels
+        la, lb = la[diff], lb[diff]
+        a, b = a[diff], b[diff]
+        np.minimum.at(labels, np.maximum(la, lb), np.minimum(la, lb))
+        while True:
+            nxt = labels[labels]
+            if np.array_equal(nxt, labels):
+                break
+            labels = nxt
+
+
+def _segments(inv: np.ndarray, k: int):
+    order = np.argsort(inv, kind="stable")
+    counts = np.bincount(inv, minlength=k)
+    starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
+    return order, starts, counts
+
+
+def _seg_reduce(ufunc, values, order, starts, counts, empty=0.0):
+    out = np.full(len(starts), empty, dtype=np.float64)
+    nz = counts > 0
+    if nz.any():
+        out[nz] = ufunc.reduceat(values[order], starts[nz])
+    return out
+
+
+# --- bake -------------------------------------------------------------------------------------------------
+
+@dataclass
+class BakeResult:
+    height: np.ndarray          # (N,) float32
+    branch: np.ndarray          # B (N,) float32
+    leaf: np.ndarray            # R (N,) float32
+    phase: np.ndarray           # G (N,) float32
+    leaf_phase: np.ndarray      # per-leaf phase (CryEngine G) (N,) float32
+    kind: np.ndarray            # per vertex 1 trunk, 2 branch, 3 leaf (int8)
+    asset_height: float         # metres
+    base_z: float
+    n_islands: int
+    n_leaves: int
+    n_branches: int
+    warnings: list = field(default_factory=list)
+
+
+def bake_wind_data(positions, edges, labels=None, leaf_fraction: float = 0.2, slices: int = 24,
+                   max_samples: int = 8192, seed: int = 0) -> BakeResult:
+    """Wind data of one asset. ``positions`` (N, 3) world space, ``edges`` (E, 2) vertex indices (faces' edges),
+    ``labels`` optional (N,) overrides (0 auto, 1 trunk, 2 branch, 3 leaf)."""
+    job = bake_steps(positions, edges, labels, leaf_fraction, slices, max_samples, seed)
+    while True:
+        try:
+            next(job)
+        except StopIteration as stop:
+            return stop.value
+
+
+def bake_steps(positions, edges, labels=None, leaf_fraction: float = 0.2, slices: int = 24,
+               max_samples: int = 8192, seed: int = 0):
+    """``bake_wind_data`` as a job generator: yields progress fractions, returns the ``BakeResult``."""
+    p = np.asarray(positions, dtype=np.float64).reshape(-1, 3)
+    n = len(p)
+    if n == 0:
+        raise WindError("The asset has no vertices: select meshes with geometry")
+    if not np.all(np.isfinite(p)):
+        raise WindError("The asset has non-finite vertex positions (NaN or inf): fix the mesh first")
+    if not 0.0 < leaf_fraction < 1.0:
+        raise WindError(f"Leaf size {leaf_fraction} must be between 0 and 1 (fraction of the asset height)")
+    edges = np.asarray(edges, dtype=np.int64).reshape(-1, 2)
+    if edges.size and (edges.min() < 0 or edges.max() >= n):
+        raise WindError("Edge indices out of range for the given positions")
+    labels = np.zeros(n, np.int8) if labels is None else np.asarray(labels, dtype=np.int8).reshape(n)
+    warnings = []
+
+    z = p[:, 2]
+    zmin, zmax = float(z.min()), float(z.max())
+    hgt = zmax - zmin
+    if hgt <= 1e-9:
+        raise WindError("The asset is flat (no height along world Z): wind data needs an upright asset; "
+                        "if it was imported lying down, rotate it upright first")
+    height = ((z - zmin) / hgt).astype(np.float32)
+    yield 0.05
+
+    # islands
+    comp = connected_components(n, edges)
+    roots, inv = np.unique(comp, return_inverse=True)
+    k = len(roots)
+    order, starts, counts = _segments(inv, k)
+    yield 0.3
+    lo = np.stack([_seg_reduce(np.minimum, p[:, i], order, starts, counts) for i in range(3)], 1)
+    hi = np.stack([_seg_reduce(np.maximum, p[:, i], order, starts, counts) for i in range(3)], 1)
+    size = np.linalg.norm(hi - lo, axis=1)
+    isl_label = np.zeros(k, np.int8)
+    np.maximum.at(isl_label, inv, np.where(labels == LABEL_TRUNK, 0, labels).astype(np.int8))
+    has_trunk = np.zeros(k, bool)
+    has_trunk[inv[labels == LABEL_TRUNK]] = True
+
+    if has_trunk.any():
+        trunk_isl = has_trunk
+    else:
+        trunk_isl = np.zeros(k, bool)
+        trunk_isl[inv[int(np.argmin(z))]] = True
+    leaf_isl = np.where(isl_label == LABEL_LEAF, True,
+                        np.where(isl_label == LABEL_BRANCH, False, size < leaf_fraction * hgt)) & ~trunk_isl
+    if k == 1:
+        warnings.append("The asset is a single island: height gradient and B come from the geometry alone "
+                        "(no separate leaves); mark leaves with an EnvFX_Leaf vertex group or material if needed")
+
+    # trunk axis and radius per height slice
+    vtrunk = trunk_isl[inv]
+    tp = p[vtrunk]
+    tz0, tz1 = float(tp[:, 2].min()), float(tp[:, 2].max())
+    edges_z = np.linspace(tz0, tz1, slices + 1)
+    centres_z = 0.5 * (edges_z[:-1] + edges_z[1:])
+    sl = np.clip(((tp[:, 2] - tz0) / max(tz1 - tz0, 1e-12) * slices).astype(np.int64), 0, slices - 1)
+    # robust axis: a cubic x(z), y(z) fitted to the trunk island's vertices, re-fitted without the vertices
+    # far from it (welded branches), its radius per slice from the kept vertices
+    zn = (tp[:, 2] - tz0) / max(tz1 - tz0, 1e-12)
+    vand = np.vander(zn, 4)
+    w = np.ones(len(tp), bool)
+    for _ in range(6):
+        coef, *_ = np.linalg.lstsq(vand[w], tp[w, :2], rcond=None)
+        fit = vand @ coef
+        d = np.hypot(tp[:, 0] - fit[:, 0], tp[:, 1] - fit[:, 1])
+        r_est = np.median(d[w])
+        w_new = d <= 1.5 * r_est + 1e-9 * hgt
+        if np.array_equal(w_new, w) or w_new.sum() < 4:
+            break
+        w = w_new
+    cx = np.full(slices, np.nan)
+    cy = np.full(slices, np.nan)
+    rad = np.full(slices, np.nan)
+    fit_c = np.vander((centres_z - tz0) / max(tz1 - tz0, 1e-12), 4) @ coef
+    for s in range(slices):  # a loop over slices, not vertices
+        m = (sl == s) & w
+        if m.any():
+            cx[s], cy[s] = fit_c[s]
+            rad[s] = np.percentile(d[m], 70)
+    ok = ~np.isnan(cx)
+    cx = np.interp(centres_z, centres_z[ok], cx[ok])
+    cy = np.interp(centres_z, centres_z[ok], cy[ok])
+    rad = np.interp(centres_z, centres_z[ok], rad[ok])
+    ax = np.interp(z, centres_z, cx)
+    ay = np.interp(z, centres_z, cy)
+    ar = np.interp(z, centres_z, rad)
+    radial = np.hypot(p[:, 0] - ax, p[:, 1] - ay)
+    b_raw = np.maximum(radial - ar, 0.0)
+    core = vtrunk & ((radial <= 1.5 * ar + 1e-3 * hgt) | (labels == LABEL_TRUNK))
+    b_raw[core] = 0.0
+    # stems: other non-leaf islands standing on the ground (multi-stem bushes, grass blades): B grows from
+    # their own root (lowest vertex), so their bases stay put like the trunk's
+    stem_isl = ~trunk_isl & ~leaf_isl & (lo[:, 2] <= zmin + 0.03 * hgt)
+    vstem = stem_isl[inv]
+    root = np.zeros(k, np.int64)
+    ring = np.zeros(k)
+    if vstem.any():
+        sv = np.nonzero(vstem)[0]
+        si = inv[sv]
+        low = np.full(k, np.inf)
+        np.minimum.at(low, si, z[sv])
+        at_low = z[sv] <= low[si]
+        root[stem_isl] = n
+        np.minimum.at(root, si[at_low], sv[at_low])
+        dist = np.linalg.norm(p[sv] - p[root[si]], axis=1)
+        # the root's own ring (vertices within 1% of the height above the root) stays put
+        near = z[sv] <= low[si] + 0.01 * hgt
+        np.maximum.at(ring, si[near], dist[near])
+        b_raw[sv] = np.maximum(dist - ring[si], 0.0)
+    yield 0.5
+
+    # branches: separate branch islands + pieces of the trunk island outside its core
+    vleaf = leaf_isl[inv]
+    outside = vtrunk & ~core
+    e_out = edges[outside[edges[:, 0]] & outside[edges[:, 1]]] if edges.size else edges
+    sub = connected_components(n, e_out)
+    branch_key = np.where(outside, sub, np.where(~vtrunk & ~vleaf, n + comp, -1))
+    phase = np.zeros(n, np.float64)
+    is_branch = branch_key >= 0
+    n_branches = 0
+    if is_branch.any():
+        keys, kinv = np.unique(branch_key[is_branch], return_inverse=True)
+        n_branches = len(keys)
+        phase[is_branch] = np.mod((kinv + 1) * GOLDEN, 1.0)
+    yield 0.6
+
+    # leaves: attach at the vertex nearest the branch / trunk geometry
+    leaf = np.zeros(n, np.float64)
+    leaf_phase = np.zeros(n, np.float64)
+    leaf_ids = np.nonzero(leaf_isl)[0]
+    n_leaves = len(leaf_ids)
+    if n_leaves:
+        solid = np.nonzero(~vleaf)[0]
+        rng = np.random.default_rng(seed)
+        if len(solid) > max_samples:
+            solid = np.sort(rng.choice(solid, max_samples, replace=False))
+        sp = p[solid]
+        centre = 0.5 * (lo[leaf_ids] + hi[leaf_ids])
+        kn = min(4, len(sp))
+        knn = np.empty((n_leaves, kn), np.int64)
+        sp32 = sp.astype(np.float32)
+        sp_sq = (sp32 * sp32).sum(1)
+        chunk = max(1, 4_000_000 // max(len(sp), 1))
+        for i in range(0, n_leaves, chunk):  # chunks of leaves (memory bound), not a loop over vertices
+            c = centre[i:i + chunk].astype(np.float32)
+            d2 = sp_sq[None, :] - 2.0 * (c @ sp32.T)
+            knn[i:i + chunk] = np.argpartition(d2, kn - 1, axis=1)[:, :kn] if kn < len(sp) else np.arange(kn)
+            yield 0.6 + 0.3 * min(1.0, (i + chunk) / n_leaves)
+        leaf_row = np.zeros(k, np.int64)
+        leaf_row[leaf_ids] = np.arange(n_leaves)
+        lv = np.nonzero(vleaf)[0]
+        li = inv[lv]
+        cand = knn[leaf_row[li]]                                   # (nl, kn) solid sample indices
+        plv = p[lv].astype(np.float32)
+        dc = np.empty((len(lv), kn), np.float32)
+        for j in range(kn):  # distance to each of the few candidates
+            dc[:, j] = np.linalg.norm(plv - sp32[cand[:, j]], axis=1)
+        best = np.argmin(dc, axis=1)
+        dist_t = dc[np.arange(len(lv)), best].astype(np.float64)
+        # per leaf island: the vertex nearest the branch (ties: the lowest index) is the attachment
+        gap = np.full(k, np.inf)
+        np.minimum.at(gap, li, dist_t)
+        is_min = dist_t <= gap[li]
+        attach_v = np.full(k, n, np.int64)
+        np.minimum.at(attach_v, li[is_min], lv[is_min])
+        first = np.zeros(len(lv), bool)
+        first[is_min] = lv[is_min] == attach_v[li[is_min]]
+        src = np.zeros(k, np.int64)
+        src[li[first]] = solid[cand[first, best[first]]]
+        d_att = np.linalg.norm(p[lv] - p[attach_v[li]], axis=1)
+        dmax = np.zeros(k)
+        np.maximum.at(dmax, li, d_att)
+        leaf[lv] = np.where(dmax[li] > 0, d_att / np.maximum(dmax[li], 1e-12), 0.0)
+        # B from the attachment point, G from the branch it attaches to
+        # B at the attachment, measured like the structure it hangs from (0 on the trunk's core; from the root on
+        # a stem; from the trunk axis otherwise), at the leaf's own attachment vertex: no nearest-vertex ties
+        sk = inv[src[li]]
+        p_att = p[attach_v[li]]
+        from_root = np.maximum(np.linalg.norm(p_att - p[root[sk]], axis=1) - ring[sk], 0.0)
+        b_raw[lv] = np.where(core[src[li]], 0.0, np.where(stem_isl[sk], from_root, b_raw[attach_v[li]]))
+        phase[lv] = phase[src[li]]
+        leaf_phase[lv] = np.mod((leaf_row[li] + 1) * GOLDEN, 1.0)
+        far = gap[leaf_ids] > np.maximum(2.0 * size[leaf_ids], 0.05 * hgt)
+        if far.any():
+            warnings.append(f"{int(far.sum())} leaf island(s) are far from any branch or trunk (up to "
+                            f"{gap[leaf_ids].max():.3g} m): they flutter from their own nearest point; mark them "
+                            f"with vertex groups or move them onto a branch")
+
+    bmax = float(b_raw.max())
+    branch = b_raw / bmax if bmax > 0 else b_raw
+    kind = np.where(vleaf, LABEL_LEAF, np.where(core, LABEL_TRUNK, LABEL_BRANCH)).astype(np.int8)
+    yield 1.0
+    return BakeResult(
+        height=height, branch=branch.astype(np.float32), leaf=leaf.astype(np.float32),
+        phase=phase.astype(np.float32), leaf_phase=leaf_phase.astype(np.float32), kind=kind,
+        asset_height=hgt, base_z=zmin, n_islands=k, n_leaves=n_leaves, n_branches=n_branches, warnings=warnings)
+
+
+def pack_channels(result: BakeResult, ao=None, layout: str = "HZD", custom=None) -> np.ndarray:
+    """(N, 4) float32 RGBA in an export layout: HZD (R leaf, G branch phase, B branch, A AO), CRYENGINE
+    (R edge stiffness = leaf, G per-leaf phase, B overall stiffness = branch, A AO) or CUSTOM (four names
+    from ``SOURCES``)."""
+    n = len(result.height)
+    ao = np.ones(n, np.float32) if ao is None else np.asarray(ao, np.float32).reshape(n)
+    if layout == "HZD":
+        names = HZD_LAYOUT
+    elif layout == "CRYENGINE":
+        names = CRYENGINE_LAYOUT
+    elif layout == "CUSTOM":
+        names = tuple(custom or ())
+        if len(names) != 4 or any(s not in SOURCES for s in names):
+            raise WindError(f"Custom channel mapping {names!r} needs four of {', '.join(SOURCES)}")
+    else:
+        raise WindError(f"Unknown channel layout {layout!r}: use one of {', '.join(LAYOUTS)}")
+    src = {
+        "LEAF": result.leaf, "BRANCH_PHASE": result.phase, "BRANCH": result.branch, "AO": ao,
+        "HEIGHT": result.height, "LEAF_PHASE": result.leaf_phase,
+        "ZERO": np.zeros(n, np.float32), "ONE": np.ones(n, np.float32),
+    }
+    return np.stack([src[s] for s in names], axis=1).astype(np.float32)
+
+
+# --- live wind --------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class SceneWind:
+    direction: tuple = (1.0, 0.0, 0.0)   # world wind direction (made horizontal and unit here)
+    strength: float = 1.0
+    gust_strength: float = 0.5
+    gust_frequency: float = 0.2         # Hz
+    loop_frames: int = 0                # 0: no loop
+    fps: float = 24.0
+    ambient: float = 1.0                # grass ambient motion (0 = off)
+    grass_tilt: float = 0.5             # grass leans away from a camera that looks down
+    fade_start: float = 40.0            # grass animation and size fade from here (m from the camera) ...
+    fade_end: float = 80.0              # ... to nothing here; fade_end <= fade_start: no fade
+
+
+@dataclass(frozen=True)
+class AssetWind:
+    category: str = "TREE"
+    rigidity: float = 1.0
+    bend: float = 1.0
+    sway: float = 1.0
+    lift: float = 1.0
+    micro: float = 1.0
+    ramp: float = 0.0
+    main_bend: bool = True
+    asset_height: float = 1.0
+
+
+def quantize(freq, loop_frames: int, fps: float):
+    """Frequency (Hz) rounded to a whole number (at least 1) of cycles per loop, when a loop is set."""
+    if loop_frames <= 0:
+        return freq
+    period = loop_frames / fps
+    # floor(x + 0.5): rounds halves up like the Math node's Round (np.round rounds halves to even)
+    return np.maximum(np.floor(np.asarray(freq, np.float64) * period + 0.5), 1.0) / period
+
+
+def wave(turns):
+    """The periodic shape of every per-vertex motion: a parabolic sine (period 1, peaks +-1 at 1/4 and 3/4,
+    C1-continuous), ``8 w (1 - 2|w|)`` with ``w = turns - floor(turns + 0.5)``. Four cheap vector operations in
+    geometry nodes where a true sine costs as much as the rest of the group."""
+    x = np.asarray(turns, np.float64)
+    w = x - np.floor(x + 0.5)
+    return 8.0 * w * (1.0 - 2.0 * np.abs(w))
+
+
+def horizontal_dir(direction) -> np.ndarray:
+    d = np.array([direction[0], direction[1], 0.0], np.float64)
+    length = np.linalg.norm(d)
+    return d / length if length > 1e-12 else np.zeros(3)
+
+
+def gust(t: float, origin, scene: SceneWind, category: str) -> float:
+    """Spring-filtered gust signal at time ``t`` (s) for an asset at world ``origin``."""
+    f0 = SPRING_HZ[category]
+    total = 0.0
+    for amp, mult, ph, wave in zip(GUST_AMPS, GUST_MULTS, GUST_PHASES, GUST_WAVES):
+        f = float(quantize(scene.gust_frequency * mult, scene.loop_frames, scene.fps))
+        gain = f0 * f0 / (f0 * f0 + f * f)
+        lag = 2.0 * math.atan(f / f0)
+        arg = 2 * math.pi * f * t + wave[0] * origin[0] + wave[1] * origin[1] + ph - lag
+        total += amp * gain * math.sin(arg)
+    return total
+
+
+def effective_wind(t: float, origin, scene: SceneWind, asset: AssetWind) -> float:
+    w = max(0.0, scene.strength * (1.0 + scene.gust_strength * gust(t, origin, scene, asset.category)))
+    k = asset.ramp
+    return w * (1.0 + k) / (1.0 + k * w)
+
+
+def grass_fade(camera_matrix, origin, scene: SceneWind) -> float:
+    """1 near the camera, falling to 0 between ``fade_start`` and ``fade_end`` (always 1 without a camera or
+    with ``fade_end <= fade_start``)."""
+    if camera_matrix is None or scene.fade_end <= scene.fade_start:
+        return 1.0
+    dist = float(np.linalg.norm(np.asarray(camera_matrix, np.float64)[:3, 3] - np.asarray(origin)))
+    return float(np.clip((scene.fade_end - dist) / (scene.fade_end - scene.fade_start), 0.0, 1.0))
+
+
+def wind_offsets(positions, height, wind_color, normals, matrix_world, frame: float, scene: SceneWind,
+                 asset: AssetWind, camera_matrix=None, terrain_z=None) -> np.ndarray:
+    """(N, 3) object-space offsets of the live wind at ``frame`` (the twin of the "EnvFX Wind" node group).
+
+    Grass only: ``camera_matrix`` (4x4 world matrix of the active camera, or None) drives the tilt away from a
+    camera looking down and the distance fade; ``terrain_z`` (N,) is the world Z of the terrain under each rest
+    vertex (NaN where there is none), or None."""
+    p = np.asarray(positions, np.float64).reshape(-1, 3)
+    h = np.asarray(height, np.float64).reshape(-1)
+    col = np.asarray(wind_color, np.float64).reshape(-1, 4)
+    r_leaf, g_phase, b_branch = col[:, 0], col[:, 1], col[:, 2]
+    m = np.asarray(matrix_world, np.float64).reshape(4, 4)
+    origin = m[:3, 3]
+    t = frame / scene.fps
+    d = horizontal_dir(scene.direction)
+    across = np.array([-d[1], d[0], 0.0])
+    up = np.array([0.0, 0.0, 1.0])
+    eff = effective_wind(t, origin, scene, asset)
+    c = 1.0 / asset.rigidity
+    hs = asset.asset_height
+    two_pi = 2 * math.pi
+
+    main = (1.0 if asset.main_bend else 0.0) * c * eff * MAIN_SCALE * hs * h * h
+    fb = [float(quantize(BRANCH_HZ[asset.category] * mult, scene.loop_frames, scene.fps)) for mult in BRANCH_MULTS]
+    osc = [wave(f * t + (i + 1) * g_phase + BRANCH_PHASES[i] / two_pi) for i, f in enumerate(fb)]
+    bamp = c * eff * BRANCH_SCALE * hs * b_branch
+    along = main + asset.bend * bamp * (1.0 + 0.3 * osc[0])
+    side = asset.sway * bamp * 0.5 * osc[1]
+    lift = asset.lift * bamp * 0.4 * osc[2]
+    off = along[:, None] * d + side[:, None] * across + lift[:, None] * up
+
+    # leaf micro motion: a wave field in object space (the talk moves a small 3D noise through object space)
+    mamp = asset.micro * c * eff * MICRO_SCALE * hs * r_leaf
+    micro = np.zeros_like(p)
+    for i, (fm, waves) in enumerate(zip(MICRO_HZ, MICRO_WAVES)):
+        f = float(quantize(fm, scene.loop_frames, scene.fps))
+        micro[:, i] = mamp * wave(p @ (np.asarray(waves) / two_pi) + f * t + g_phase)
+
+    extra = np.zeros(3)  # grass: per-asset figure-eight and camera tilt, times h (world)
+    if asset.category == "GRASS":
+        fa = float(quantize(AMBIENT_HZ, scene.loop_frames, scene.fps))
+        fa2 = float(quantize(2 * AMBIENT_HZ, scene.loop_frames, scene.fps))
+        po = OBJECT_PHASE[0] * origin[0] + OBJECT_PHASE[1] * origin[1]
+        aamp = scene.ambient * AMBIENT_SCALE * hs
+        extra += np.array([aamp * math.sin(two_pi * fa * t + po),
+                           aamp * 0.5 * math.sin(two_pi * fa2 * t + 2 * po), 0.0])
+
+    fade = 1.0
+    if asset.category == "GRASS" and camera_matrix is not None:
+        cam = np.asarray(camera_matrix, np.float64)
+        look = -cam[:3, 2] / max(np.linalg.norm(cam[:3, 2]), 1e-12)
+        down = max(0.0, -look[2])
+        away = horizontal_dir(origin - cam[:3, 3])
+        extra += scene.grass_tilt * down * TILT_SCALE * hs * away
+        fade = grass_fade(cam, origin, scene)
+
+    # world offset -> object space (inverse of the linear part)
+    inv3 = np.linalg.inv(m[:3, :3])
+    local = (off + h[:, None] * extra) @ inv3.T + micro
+
+    if asset.category == "GRASS":
+        nrm = np.asarray(normals, np.float64).reshape(-1, 3)
+        fw = float(quantize(WOBBLE_HZ, scene.loop_frames, scene.fps))
+        wamp = scene.ambient * WOBBLE_SCALE * hs * h * wave(p @ (np.asarray(WOBBLE_WAVE) / two_pi) + fw * t)
+        local = local + wamp[:, None] * nrm
+        # scale down and stop animating with distance; follow the terrain (placement, not faded)
+        local = fade * local + (fade - 1.0) * p
+        if terrain_z is not None:
+            tz = np.asarray(terrain_z, np.float64).reshape(-1)
+            dz = np.where(np.isfinite(tz), tz - origin[2], 0.0)
+            local = local + dz[:, None] * inv3[:, 2][None, :]
+    return local.astype(np.float32)

@@ -1,0 +1,197 @@
+"""Constructed vegetation with known structure (numpy): test trees, benchmark assets, demo meshes.
+
+``make_tree`` returns a dict of arrays: ``positions`` (N, 3), ``faces`` (F, 3) triangles, ``edges`` (E, 2), and
+the ground truth per vertex: ``kind`` (1 trunk, 2 branch, 3 leaf), ``branch_id`` (-1 on the trunk), ``leaf_id``
+(-1 off leaves), ``along`` (distance from the trunk along the branch), ``attach`` (True at each leaf's
+attachment vertex).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def _tube(p0, p1, radius, sides, rings):
+    """Vertices and triangles of an open tube from p0 to p1 (rings x sides vertices)."""
+    p0, p1 = np.asarray(p0, float), np.asarray(p1, float)
+    axis = p1 - p0
+    length = np.linalg.norm(axis)
+    a = axis / length
+    helper = np.array([1.0, 0.0, 0.0]) if abs(a[0]) < 0.9 else np.array([0.0, 1.0, 0.0])
+    u = np.cross(a, helper)
+    u /= np.linalg.norm(u)
+    v = np.cross(a, u)
+    t = np.linspace(0.0, 1.0, rings)
+    ang = np.linspace(0.0, 2 * np.pi, sides, endpoint=False)
+    ring = radius * (np.cos(ang)[:, None] * u + np.sin(ang)[:, None] * v)
+    verts = (p0 + t[:, None, None] * axis + ring[None, :, :]).reshape(-1, 3)
+    r, s = np.meshgrid(np.arange(rings - 1), np.arange(sides), indexing="ij")
+    i00 = r * sides + s
+    i01 = r * sides + (s + 1) % sides
+    i10 = i00 + sides
+    i11 = i01 + sides
+    tris = np.concatenate([np.stack([i00, i01, i11], -1).reshape(-1, 3), np.stack([i00, i11, i10], -1).reshape(-1, 3)])
+    return verts, tris, np.repeat(t * length, sides)
+
+
+def faces_to_edges(faces: np.ndarray) -> np.ndarray:
+    f = np.asarray(faces, np.int64)
+    e = np.concatenate([f[:, [0, 1]], f[:, [1, 2]], f[:, [2, 0]]])
+    e.sort(axis=1)
+    return np.unique(e, axis=0)
+
+
+def make_tree(height=8.0, n_branches=6, leaves_per_branch=5, lean=(0.0, 0.0), origin=(0.0, 0.0, 0.0),
+              welded=False, seed=0, trunk_sides=12, trunk_rings=24, branch_sides=5, leaf_size=None,
+              leaf_grid=2):
+    rng = np.random.default_rng(seed)
+    origin = np.asarray(origin, float)
+    top = origin + np.array([lean[0], lean[1], height])
+    trunk_r = 0.04 * height
+    leaf_size = 0.08 * height if leaf_size is None else leaf_size
+    branch_rings = leaves_per_branch + 1
+    parts_v, parts_f, kind, bid, lid, along, attach = [], [], [], [], [], [], []
+    count = 0
+
+    def add(v, f, k, b, leaf, al, at):
+        nonlocal count
+        parts_v.append(v)
+        parts_f.append(f + count)
+        kind.append(np.full(len(v), k, np.int8))
+        bid.append(np.full(len(v), b, np.int64))
+        lid.append(np.full(len(v), leaf, np.int64))
+        along.append(al)
+        attach.append(at)
+        count += len(v)
+        return count - len(v)
+
+    tv, tf, _ = _tube(origin, top, trunk_r, trunk_sides, trunk_rings)
+    add(tv, tf, 1, -1, -1, np.zeros(len(tv)), np.zeros(len(tv), bool))
+    weld_edges = []
+    leaf_no = 0
+    for b in range(n_branches):
+        frac = 0.35 + 0.55 * b / max(n_branches - 1, 1)
+        base = origin + frac * (top - origin)
+        ang = 2 * np.pi * (b * 0.382 + rng.uniform(-0.05, 0.05))
+        out = np.array([np.cos(ang), np.sin(ang), 0.45])
+        out /= np.linalg.norm(out)
+        blen = height * (0.45 - 0.25 * frac)
+        start = base + out * trunk_r * 0.5
+        bv, bf, bal = _tube(start, start + out * blen, trunk_r * 0.35, branch_sides, branch_rings)
+        first = add(bv, bf, 2, b, -1, bal, np.zeros(len(bv), bool))
+        if welded:
+            # weld: connect the branch's first ring to the nearest trunk vertices with edges
+            d = np.linalg.norm(tv[None, :, :] - bv[:branch_sides, None, :], axis=2)
+            weld_edges.append(np.stack([first + np.arange(branch_sides), np.argmin(d, axis=1)], 1))
+        for j in range(leaves_per_branch):
+            s = bal[(j + 1) * branch_sides]  # leaves sit at the branch's rings, stuck into its axis
+            point = start + out * s
+            side = np.cross(out, [0.0, 0.0, 1.0])
+            side /= np.linalg.norm(side)
+            side *= (-1) ** j
+            tip_dir = side * 0.8 + np.array([0.0, 0.0, -0.6])
+            tip_dir /= np.linalg.norm(tip_dir)
+            w = np.cross(tip_dir, out)
+            w /= np.linalg.norm(w)
+            lv = np.array([point, point + tip_dir * leaf_size * 0.5 + w * leaf_size * 0.25,
+                           point + tip_dir * leaf_size, point + tip_dir * leaf_size * 0.5 - w * leaf_size * 0.25])
+            lf = np.array([[0, 1, 2], [0, 2, 3]])
+            at = np.array([True, False, False, False])
+            if leaf_grid > 2:  # a denser card: a bilinear grid over the same four corners (attachment first)
+                g = leaf_grid
+                uu, vv = np.meshgrid(np.linspace(0, 1, g), np.linspace(0, 1, g), indexing="ij")
+                uu, vv = uu.ravel()[:, None], vv.ravel()[:, None]
+                lv = (1 - uu) * (1 - vv) * lv[0] + uu * (1 - vv) * lv[1] + uu * vv * lv[2] + (1 - uu) * vv * lv[3]
+                r, c = np.meshgrid(np.arange(g - 1), np.arange(g - 1), indexing="ij")
+                a = (r * g + c).ravel()
+                lf = np.concatenate([np.stack([a, a + g, a + g + 1], 1), np.stack([a, a + g + 1, a + 1], 1)])
+                at = np.zeros(len(lv), bool)
+                at[0] = True
+            add(lv, lf, 3, b, leaf_no, np.full(len(lv), s), at)
+            leaf_no += 1
+    positions = np.concatenate(parts_v).astype(np.float32)
+    faces = np.concatenate(parts_f)
+    edges = faces_to_edges(faces)
+    if weld_edges:
+        edges = np.concatenate([edges] + weld_edges)
+    return {
+        "positions": positions, "faces": faces, "edges": edges, "kind": np.concatenate(kind),
+        "branch_id": np.concatenate(bid), "leaf_id": np.concatenate(lid), "along": np.concatenate(along),
+        "attach": np.concatenate(attach),
+    }
+
+
+def make_grass(blades=12, height=0.6, seed=0, origin=(0.0, 0.0, 0.0)):
+    """A grass clump: ``blades`` thin triangle strips (3 segments each) standing on the ground."""
+    rng = np.random.default_rng(seed)
+    verts, faces = [], []
+    for _ in range(blades):
+        base = np.asarray(origin, float) + np.array([*rng.uniform(-0.2, 0.2, 2), 0.0])
+        ang = rng.uniform(0, np.pi)
+        w = 0.02 * np.array([np.cos(ang), np.sin(ang), 0.0])
+        lean = rng.uniform(-0.1, 0.1, 2)
+        h = height * rng.uniform(0.7, 1.0)
+        start = sum(len(v) for v in verts)
+        pts = []
+        for s in range(4):
+            f = s / 3
+            c = base + np.array([lean[0] * f, lean[1] * f, h * f])
+            pts += [c - w * (1 - f), c + w * (1 - f)]
+        verts.append(np.array(pts))
+        for s in range(3):
+            a = start + 2 * s
+            faces += [[a, a + 1, a + 3], [a, a + 3, a + 2]]
+    positions = np.concatenate(verts).astype(np.float32)
+    faces = np.array(faces, np.int64)
+    return {"positions": positions, "faces": faces, "edges": faces_to_edges(faces)}
+
+
+def make_bush(stems=4, height=1.5, leaves_per_stem=6, seed=0, origin=(0.0, 0.0, 0.0)):
+    """A multi-stem bush: ``stems`` separate tubes rising from the ground, leaning out, each with leaf cards.
+    Ground truth like ``make_tree`` (``branch_id`` = stem index, ``along`` = distance from the stem's root)."""
+    rng = np.random.default_rng(seed)
+    origin = np.asarray(origin, float)
+    parts_v, parts_f, kind, bid, lid, along, attach = [], [], [], [], [], [], []
+    count = 0
+    leaf_no = 0
+    for s in range(stems):
+        ang = 2 * np.pi * s / stems + rng.uniform(-0.2, 0.2)
+        base = origin + 0.15 * np.array([np.cos(ang), np.sin(ang), 0.0])
+        top = base + np.array([0.4 * np.cos(ang), 0.4 * np.sin(ang), height * rng.uniform(0.8, 1.0)])
+        v, f, al = _tube(base, top, 0.02, 5, leaves_per_stem + 1)
+        parts_v.append(v)
+        parts_f.append(f + count)
+        kind.append(np.full(len(v), 2, np.int8))
+        bid.append(np.full(len(v), s))
+        lid.append(np.full(len(v), -1))
+        along.append(al)
+        attach.append(np.zeros(len(v), bool))
+        count += len(v)
+        axis = (top - base) / np.linalg.norm(top - base)
+        side = np.cross(axis, [0.0, 0.0, 1.0])
+        side /= np.linalg.norm(side)
+        for j in range(leaves_per_stem):
+            a = al[(j + 1) * 5]
+            point = base + axis * a
+            tip = side * (-1) ** j * 0.8 + np.array([0.0, 0.0, -0.3])
+            tip /= np.linalg.norm(tip)
+            w = np.cross(tip, axis)
+            w /= np.linalg.norm(w)
+            size = 0.12 * height
+            lv = np.array([point, point + tip * size * 0.5 + w * size * 0.25, point + tip * size,
+                           point + tip * size * 0.5 - w * size * 0.25])
+            parts_v.append(lv)
+            parts_f.append(np.array([[0, 1, 2], [0, 2, 3]]) + count)
+            kind.append(np.full(4, 3, np.int8))
+            bid.append(np.full(4, s))
+            lid.append(np.full(4, leaf_no))
+            along.append(np.full(4, a))
+            attach.append(np.array([True, False, False, False]))
+            count += 4
+            leaf_no += 1
+    faces = np.concatenate(parts_f)
+    return {
+        "positions": np.concatenate(parts_v).astype(np.float32), "faces": faces, "edges": faces_to_edges(faces),
+        "kind": np.concatenate(kind), "branch_id": np.concatenate(bid), "leaf_id": np.concatenate(lid),
+        "along": np.concatenate(along), "attach": np.concatenate(attach),
+    }

@@ -1,0 +1,571 @@
+"""Wind operators: bake wind data, add / remove the live wind, presets. Thin wrappers around plain functions
+(``bake_job``, ``bake``, ``add_wind``, ``remove_wind``, ``apply_preset``) that scripts and the CLI call too."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import bpy
+import numpy as np
+from bpy.props import EnumProperty
+
+from .. import bridge, progress
+from ..core import wind as core_wind
+from ..shader_nodes import wind as wind_nodes
+
+MODIFIER_NAME = "EnvFX Wind"
+HEIGHT_ATTR = "EnvFX_Height"
+WIND_ATTR = "EnvFX_Wind"
+EXPORT_ATTR = "EnvFX_Wind_Export"
+AO_TMP_ATTR = "EnvFX_AO_tmp"
+
+# material-slot overrides: a material whose name contains one of these words marks its faces
+MATERIAL_WORDS = (
+    (core_wind.LABEL_TRUNK, ("trunk", "bark")),
+    (core_wind.LABEL_BRANCH, ("branch",)),
+    (core_wind.LABEL_LEAF, ("leaf", "leaves", "needle", "frond")),
+)
+
+
+class WindInputError(ValueError):
+    """Nothing could be done; the scene is unchanged."""
+
+
+@dataclass
+class WindResult:
+    changed: list = field(default_factory=list)
+    unchanged: list = field(default_factory=list)
+    skipped: dict = field(default_factory=dict)
+    warnings: list = field(default_factory=list)
+    stats: dict = field(default_factory=dict)
+
+    def skipped_text(self) -> str:
+        return "; ".join(f"{name} ({why})" for name, why in self.skipped.items())
+
+
+def _skip_reason(obj) -> str | None:
+    if obj.type != "MESH":
+        return f"{obj.type.lower()} object, not a mesh"
+    if obj.library is not None or obj.data.library is not None:
+        return "linked from a library; make it local first"
+    mesh = obj.data
+    if len(mesh.vertices) == 0:
+        return "has no vertices"
+    if len(mesh.polygons) == 0:
+        what = "loose edges" if len(mesh.edges) else "points"
+        return f"has no faces ({what} only); wind data needs a mesh with faces"
+    return None
+
+
+def material_labels(obj) -> np.ndarray:
+    """Per-vertex override labels from the object's material slots (0 where no slot marks it)."""
+    mesh = obj.data
+    nv, nf = len(mesh.vertices), len(mesh.polygons)
+    slot_label = np.zeros(max(len(obj.material_slots), 1), np.int8)
+    for i, slot in enumerate(obj.material_slots):
+        name = slot.material.name.lower() if slot.material is not None else ""
+        for label, words in MATERIAL_WORDS:
+            if any(w in name for w in words):
+                slot_label[i] = label
+                break
+    labels = np.zeros(nv, np.int8)
+    if not slot_label.any():
+        return labels
+    mat = np.empty(nf, np.int32)
+    mesh.polygons.foreach_get("material_index", mat)
+    totals = np.empty(nf, np.int32)
+    mesh.polygons.foreach_get("loop_total", totals)
+    loop_verts = np.empty(len(mesh.loops), np.int32)
+    mesh.loops.foreach_get("vertex_index", loop_verts)
+    face_label = slot_label[np.clip(mat, 0, len(slot_label) - 1)]
+    np.maximum.at(labels, loop_verts, np.repeat(face_label, totals))
+    return labels
+
+
+VERTEX_GROUPS = (
+    (core_wind.LABEL_TRUNK, "EnvFX_Trunk"),
+    (core_wind.LABEL_BRANCH, "EnvFX_Branch"),
+    (core_wind.LABEL_LEAF, "EnvFX_Leaf"),
+)
+
+
+def vertex_group_labels(obj, scene) -> np.ndarray:
+    """Per-vertex override labels from vertex groups ``EnvFX_Trunk`` / ``EnvFX_Branch`` / ``EnvFX_Leaf`` (weight
+    above 0.5). Read in bulk: a throw-away object sharing the mesh gets a geometry-nodes modifier that stores each
+    group as a float attribute; the evaluated mesh is read with foreach_get; everything temporary is removed."""
+    n = len(obj.data.vertices)
+    labels = np.zeros(n, np.int8)
+    present = [(label, name) for label, name in VERTEX_GROUPS if obj.vertex_groups.get(name) is not None]
+    if not present:
+        return labels
+    group = bpy.data.node_groups.new("EnvFX Wind Read Groups (temporary)", "GeometryNodeTree")
+    tmp = bpy.data.objects.new("EnvFX Wind Read Groups (temporary)", obj.data)
+    try:
+        group.interface.new_socket(name="Geometry", in_out="INPUT", socket_type="NodeSocketGeometry")
+        group.interface.new_socket(name="Geometry", in_out="OUTPUT", socket_type="NodeSocketGeometry")
+        gi = group.nodes.new("NodeGroupInput")
+        go = group.nodes.new("NodeGroupOutput")
+        geo = gi.outputs[0]
+        for _label, name in present:
+            read = group.nodes.new("GeometryNodeInputNamedAttribute")
+            read.data_type = "FLOAT"
+            read.inputs["Name"].default_value = name
+            store = group.nodes.new("GeometryNodeStoreNamedAttribute")
+            store.data_type = "FLOAT"
+            store.domain = "POINT"
+            store.inputs["Name"].default_value = "envfx_tmp_" + name
+            group.links.new(geo, store.inputs["Geometry"])
+            group.links.new(read.outputs["Attribute"], store.inputs["Value"])
+            geo = store.outputs["Geometry"]
+        group.links.new(geo, go.inputs[0])
+        scene.collection.objects.link(tmp)
+        mod = tmp.modifiers.new("read", "NODES")
+        mod.node_group = group
+        depsgraph = bpy.context.evaluated_depsgraph_get()
+        depsgraph.update()
+        ev = tmp.evaluated_get(depsgraph)
+        mesh = ev.to_mesh()
+        try:
+            for label, name in present:
+                buf = np.empty(n, np.float32)
+                mesh.attributes["envfx_tmp_" + name].data.foreach_get("value", buf)
+                labels[buf > 0.5] = np.maximum(labels[buf > 0.5], label)
+        finally:
+            ev.to_mesh_clear()
+    finally:
+        bpy.data.objects.remove(tmp)
+        bpy.data.node_groups.remove(group)
+    return labels
+
+
+def _mesh_edges(mesh) -> np.ndarray:
+    buf = np.empty(len(mesh.edges) * 2, np.int32)
+    mesh.edges.foreach_get("vertices", buf)
+    return buf.reshape(-1, 2)
+
+
+def _modifier_warnings(objects, depsgraph) -> list:
+    out = []
+    for obj in objects:
+        changing = [m.name for m in obj.modifiers if m.show_viewport and not (
+            m.type == "NODES" and m.node_group is not None and m.node_group.name in (wind_nodes.GROUP_NAME,
+                                                                                     "EnvFX Bend"))]
+        if not changing:
+            continue
+        ev = obj.evaluated_get(depsgraph)
+        try:
+            count = len(ev.data.vertices) if ev.data is not None else len(obj.data.vertices)
+        except AttributeError:
+            continue
+        if count != len(obj.data.vertices):
+            out.append(f"{obj.name}: modifiers {', '.join(changing)} change the vertex count "
+                       f"({len(obj.data.vertices)} -> {count}); the base mesh was baked and the modifiers' output "
+                       f"gets interpolated wind data")
+    return out
+
+
+def validate(scene, objects, layout="HZD", custom=None):
+    """Check everything before changing anything; returns (meshes, skipped, warnings)."""
+    if not objects:
+        raise WindInputError("Nothing selected: select the objects of one asset (trunk, branches, leaves)")
+    meshes, skipped, warnings = [], {}, []
+    seen = {}
+    for obj in objects:
+        reason = _skip_reason(obj)
+        if reason is None and obj.data.name in seen:
+            reason = f"shares its mesh with {seen[obj.data.name]}, which is baked (one bake per mesh)"
+        if reason is not None:
+            skipped[obj.name] = reason
+        else:
+            meshes.append(obj)
+            seen[obj.data.name] = obj.name
+    if not meshes:
+        raise WindInputError("Nothing to bake: " + "; ".join(f"{n} ({w})" for n, w in skipped.items()))
+    if layout not in core_wind.LAYOUTS:
+        raise WindInputError(f"Unknown channel layout {layout!r}: use one of {', '.join(core_wind.LAYOUTS)}")
+    if layout == "CUSTOM":
+        names = tuple(custom or ())
+        if len(names) != 4 or any(c not in core_wind.SOURCES for c in names):
+            raise WindInputError(f"Custom channel mapping {names!r} needs four of {', '.join(core_wind.SOURCES)}")
+    for obj in meshes:
+        m = obj.matrix_world
+        if m.determinant() < 0:
+            warnings.append(f"{obj.name} has a negative scale (mirrored): baked as it stands in the scene")
+    return meshes, skipped, warnings
+
+
+def bake_job(scene, objects, depsgraph=None, ao_samples=None, leaf_size=None, layout=None, custom=None):
+    """Job generator: bake the wind data of ``objects`` (one asset) and write the attributes at the very end.
+    Returns a ``WindResult``. Closing it early (cancel) leaves every mesh as it was."""
+    s = scene.envfx.wind
+    ao_samples = s.ao_samples if ao_samples is None else ao_samples
+    leaf_size = s.leaf_size if leaf_size is None else leaf_size
+    layout = s.channel_layout if layout is None else layout
+    if custom is None:
+        custom = (s.custom_r, s.custom_g, s.custom_b, s.custom_a)
+    meshes, skipped, warnings = validate(scene, objects, layout, custom)
+    if ao_samples < 0:
+        raise WindInputError(f"AO samples {ao_samples} must be 0 (no AO) or more")
+    if ao_samples > 0:
+        view_layer = bpy.context.view_layer
+        for obj in meshes:
+            if view_layer.objects.get(obj.name) is not obj or obj.hide_render:
+                raise WindInputError(f"{obj.name} is hidden from rendering or not in the view layer, so Cycles "
+                                     f"cannot bake its AO: show it, or set AO Samples to 0")
+    result = WindResult(skipped=skipped, warnings=warnings)
+    if depsgraph is not None:
+        result.warnings += _modifier_warnings(meshes, depsgraph)
+
+    positions, edges, labels, counts = [], [], [], []
+    offset = 0
+    for obj in meshes:
+        co = bridge.get_positions(obj.data).astype(np.float64)
+        m = bridge.matrix_to_numpy(obj.matrix_world)
+        positions.append(co @ m[:3, :3].T + m[:3, 3])
+        edges.append(_mesh_edges(obj.data).astype(np.int64) + offset)
+        labels.append(np.maximum(material_labels(obj), vertex_group_labels(obj, scene)))
+        counts.append(len(co))
+        offset += len(co)
+    yield 0.05
+    core_job = core_wind.bake_steps(np.concatenate(positions), np.concatenate(edges), np.concatenate(labels),
+                                    leaf_fraction=leaf_size)
+    try:
+        while True:
+            yield 0.05 + 0.6 * next(core_job)
+    except StopIteration as stop:
+        res = stop.value
+    except core_wind.WindError as exc:
+        raise WindInputError(str(exc)) from None
+    result.warnings += res.warnings
+    n = len(res.height)
+    ao = np.ones(n, np.float32)
+    if ao_samples > 0:
+        ao_job = _bake_ao(scene, meshes, ao_samples)
+        try:
+            while True:
+                yield 0.7 + 0.25 * next(ao_job)
+        except StopIteration as stop:
+            ao = np.concatenate(stop.value).astype(np.float32)
+    hzd = core_wind.pack_channels(res, ao, "HZD")
+    export = core_wind.pack_channels(res, ao, layout, custom) if layout != "HZD" else None
+    # all computed: write
+    start = 0
+    for obj, count in zip(meshes, counts):
+        sl = slice(start, start + count)
+        start += count
+        _write(obj.data, res.height[sl], hzd[sl], None if export is None else export[sl])
+        result.changed.append(obj.name)
+    baked = {obj.data.name for obj in meshes}
+    for obj in bpy.data.objects:  # instances sharing a baked mesh (e.g. grass clumps) get its height too
+        if obj.type == "MESH" and obj.data is not None and obj.data.name in baked and obj.library is None:
+            obj.envfx.wind.asset_height = res.asset_height
+    result.stats = dict(vertices=n, islands=res.n_islands, leaves=res.n_leaves, branches=res.n_branches,
+                        height=res.asset_height)
+    yield 1.0
+    return result
+
+
+def _write(mesh, height, rgba, export):
+    attrs = mesh.attributes
+    for name, kind, data, key in ((HEIGHT_ATTR, "FLOAT", height, "value"), (WIND_ATTR, "FLOAT_COLOR", rgba, "color"),
+                                  (EXPORT_ATTR, "FLOAT_COLOR", export, "color")):
+        old = attrs.get(name)
+        if old is not None and (old.domain != "POINT" or old.data_type != kind or data is None):
+            attrs.remove(old)
+            old = None
+        if data is None:
+            continue
+        attr = old or attrs.new(name, kind, "POINT")
+        attr.data.foreach_set(key, np.ascontiguousarray(data, np.float32).reshape(-1))
+    colors = mesh.color_attributes
+    default = EXPORT_ATTR if export is not None else WIND_ATTR
+    colors.active_color_name = default
+    colors.default_color_name = default
+    mesh.update()
+
+
+def _bake_ao(scene, meshes, samples):
+    """Cycles AO bake into a temporary colour attribute per mesh; returns the per-vertex AO arrays. Everything
+    it changes (engine, samples, selection, temporary attributes) is restored in ``finally``."""
+    view_layer = bpy.context.view_layer
+    state = dict(engine=scene.render.engine, samples=scene.cycles.samples,
+                 selected=[o.name for o in view_layer.objects if o.select_get()],
+                 active=view_layer.objects.active.name if view_layer.objects.active else None)
+    colors_before = {obj.name: (obj.data.color_attributes.active_color_name,
+                                obj.data.color_attributes.default_color_name) for obj in meshes}
+    try:
+        scene.render.engine = "CYCLES"
+        scene.cycles.samples = samples
+        for obj in view_layer.objects:
+            obj.select_set(False)
+        for obj in meshes:
+            mesh = obj.data
+            old = mesh.attributes.get(AO_TMP_ATTR)
+            if old is not None:
+                mesh.attributes.remove(old)
+            attr = mesh.color_attributes.new(AO_TMP_ATTR, "FLOAT_COLOR", "POINT")
+            mesh.color_attributes.active_color_name = attr.name
+            obj.select_set(True)
+        view_layer.objects.active = meshes[0]
+        yield 0.1
+        result = bpy.ops.object.bake(type="AO", target="VERTEX_COLORS", use_selected_to_active=False)
+        if result != {"FINISHED"}:
+            raise RuntimeError("Cycles AO bake failed: set AO Samples to 0 to bake without AO")
+        yield 0.9
+        out = []
+        for obj in meshes:
+            buf = np.empty(len(obj.data.vertices) * 4, np.float32)
+            obj.data.attributes[AO_TMP_ATTR].data.foreach_get("color", buf)
+            out.append(buf.reshape(-1, 4)[:, 0].copy())
+        return out
+    finally:
+        for obj in meshes:
+            attr = obj.data.attributes.get(AO_TMP_ATTR)
+            if attr is not None:
+                obj.data.attributes.remove(attr)
+            active, default = colors_before[obj.name]
+            if active and obj.data.color_attributes.get(active) is not None:
+                obj.data.color_attributes.active_color_name = active
+            if default and obj.data.color_attributes.get(default) is not None:
+                obj.data.color_attributes.default_color_name = default
+        scene.render.engine = state["engine"]
+        scene.cycles.samples = state["samples"]
+        for obj in view_layer.objects:
+            obj.select_set(obj.name in state["selected"])
+        if state["active"] is not None and state["active"] in view_layer.objects:
+            view_layer.objects.active = view_layer.objects[state["active"]]
+
+
+def bake(scene, objects, depsgraph=None, **kw) -> WindResult:
+    """Bake wind data now (scripts); progress lines in background mode."""
+    return progress.run(bake_job(scene, objects, depsgraph, **kw), "Wind bake")
+
+
+# --- live wind --------------------------------------------------------------------------------------------
+
+def wind_modifiers(obj):
+    tree = bpy.data.node_groups.get(wind_nodes.GROUP_NAME)
+    if tree is None:
+        return []
+    return [m for m in obj.modifiers if m.type == "NODES" and m.node_group == tree]
+
+
+def check_source(scene):
+    obj = scene.envfx.wind.source_object
+    if obj is None:
+        return
+    if scene.objects.get(obj.name) is not obj:
+        raise WindInputError(f"Wind object {obj.name!r} was deleted or is not in this scene: choose another wind "
+                             f"object or clear it to use the scene's direction and strength")
+    if obj.field is None or obj.field.type != "WIND":
+        raise WindInputError(f"Wind object {obj.name!r} is not a Wind force field: choose a Wind field or clear it")
+
+
+def add_wind(scene, objects) -> WindResult:
+    """Put the live wind on ``objects`` (objects already in wind are left alone)."""
+    check_source(scene)
+    result = WindResult()
+    todo = []
+    for obj in objects:
+        if obj.type not in bridge.GEOMETRY_TYPES:
+            result.skipped[obj.name] = f"{obj.type.lower()} objects cannot take a geometry modifier"
+        elif bridge.is_linked(obj):
+            result.skipped[obj.name] = "linked from a library; make it local first"
+        elif wind_modifiers(obj):
+            result.unchanged.append(obj.name)
+        else:
+            todo.append(obj)
+    if not todo and not result.unchanged:
+        raise WindInputError(f"Nothing to put in wind: {result.skipped_text() or 'select objects'}")
+    tree = wind_nodes.ensure_wind(scene)
+    for obj in todo:
+        bridge.add_modifier_before_bend(obj, MODIFIER_NAME, tree)
+        wind_nodes.sync_object(obj, tree)
+        result.changed.append(obj.name)
+        if obj.type == "MESH" and obj.data.attributes.get(HEIGHT_ATTR) is None:
+            result.warnings.append(f"{obj.name} has no baked wind data: it will not move until you bake it "
+                                   f"(Bake Wind Data)")
+    return result
+
+
+def remove_wind(objects) -> WindResult:
+    result = WindResult()
+    for obj in objects:
+        mods = wind_modifiers(obj)
+        if not mods:
+            result.unchanged.append(obj.name)
+            continue
+        for mod in mods:
+            obj.modifiers.remove(mod)
+        result.changed.append(obj.name)
+    return result
+
+
+def apply_preset(objects, preset: str) -> WindResult:
+    if preset not in core_wind.PRESETS:
+        raise WindInputError(f"Unknown wind preset {preset!r}: use one of {', '.join(core_wind.PRESETS)}")
+    result = WindResult()
+    for obj in objects:
+        for key, value in core_wind.PRESETS[preset].items():
+            setattr(obj.envfx.wind, key, value)
+        result.changed.append(obj.name)
+    return result
+
+
+def _selected(context):
+    objects = list(getattr(context, "selected_objects", []) or [])
+    if not objects:
+        raise WindInputError("Nothing selected: select the objects of the asset first")
+    return objects
+
+
+def _report(op, result: WindResult, verb: str):
+    for warning in result.warnings:
+        op.report({"WARNING"}, warning)
+    if result.skipped:
+        op.report({"WARNING"}, f"Skipped: {result.skipped_text()}")
+    text = f"{verb} {len(result.changed)} object(s)"
+    if result.unchanged:
+        text += f", {len(result.unchanged)} unchanged"
+    if result.stats:
+        st = result.stats
+        text += (f" ({st['vertices']} vertices, {st['islands']} islands, {st['branches']} branches, "
+                 f"{st['leaves']} leaves, height {st['height']:.3g} m)")
+    op.report({"INFO"}, text)
+
+
+def _poll_selection(cls, context):
+    if context.scene is None:
+        cls.poll_message_set("Needs a scene")
+        return False
+    if not getattr(context, "selected_objects", None):
+        cls.poll_message_set("Select the objects of an asset first")
+        return False
+    return True
+
+
+class ENVFX_OT_wind_bake_data(progress.ModalJobOperator, bpy.types.Operator):
+    """Bake wind data (height, branch and leaf distances, branch phase, AO) of the selected objects as one asset"""
+
+    bl_idname = "envfx.wind_bake_data"
+    bl_label = "Bake Wind Data"
+    bl_options = {"REGISTER", "UNDO"}
+    job_label = "Wind bake"
+
+    @classmethod
+    def poll(cls, context):
+        return _poll_selection(cls, context)
+
+    def make_job(self, context):
+        try:
+            objects = _selected(context)
+            scene = context.scene
+            s = scene.envfx.wind
+            validate(scene, objects, s.channel_layout, (s.custom_r, s.custom_g, s.custom_b, s.custom_a))
+        except (WindInputError, core_wind.WindError) as exc:
+            self.report({"ERROR"}, str(exc))
+            return None
+        return self._guard(bake_job(scene, objects, context.evaluated_depsgraph_get()))
+
+    @staticmethod
+    def _guard(job):
+        try:
+            result = yield from job
+        except core_wind.WindError as exc:
+            raise WindInputError(str(exc)) from None
+        return result
+
+    def finish(self, context, result):
+        _report(self, result, "Baked wind data of")
+        return {"FINISHED"}
+
+
+class ENVFX_OT_wind_add(bpy.types.Operator):
+    """Put the selected objects in the scene's live wind (geometry nodes, animates on playback)"""
+
+    bl_idname = "envfx.wind_add"
+    bl_label = "Add Wind"
+    bl_options = {"REGISTER", "UNDO"}
+
+    # the wind's depsgraph handler lives and dies with this operator's registration
+    @classmethod
+    def register(cls):
+        wind_nodes.register_handlers()
+
+    @classmethod
+    def unregister(cls):
+        wind_nodes.unregister_handlers()
+
+    @classmethod
+    def poll(cls, context):
+        return _poll_selection(cls, context)
+
+    def execute(self, context):
+        try:
+            result = add_wind(context.scene, _selected(context))
+        except WindInputError as exc:
+            self.report({"ERROR"}, str(exc))
+            return {"CANCELLED"}
+        _report(self, result, "Put in wind")
+        return {"FINISHED"}
+
+
+class ENVFX_OT_wind_remove(bpy.types.Operator):
+    """Take the selected objects out of the live wind"""
+
+    bl_idname = "envfx.wind_remove"
+    bl_label = "Remove Wind"
+    bl_options = {"REGISTER", "UNDO"}
+
+    @classmethod
+    def poll(cls, context):
+        return _poll_selection(cls, context)
+
+    def execute(self, context):
+        try:
+            result = remove_wind(_selected(context))
+        except WindInputError as exc:
+            self.report({"ERROR"}, str(exc))
+            return {"CANCELLED"}
+        _report(self, result, "Removed the wind from")
+        return {"FINISHED"}
+
+
+class ENVFX_OT_wind_preset(bpy.types.Operator):
+    """Set the selected assets' wind response for a common asset type"""
+
+    bl_idname = "envfx.wind_preset"
+    bl_label = "Wind Preset"
+    bl_options = {"REGISTER", "UNDO"}
+
+    preset: EnumProperty(
+        name="Preset",
+        items=(("TREE", "Tree", "Whole-asset bend, slow tree spring"),
+               ("BUSH", "Bush", "No whole-asset bend, quicker plant spring, responds early"),
+               ("GRASS", "Grass", "Grass spring and ambient motion"),
+               ("BANNER", "Hanging Banner", "Loose, cloth-like, large sway and lift")),
+        default="TREE",
+        description="Asset type",
+    )
+
+    @classmethod
+    def poll(cls, context):
+        return _poll_selection(cls, context)
+
+    def execute(self, context):
+        try:
+            result = apply_preset(_selected(context), self.preset)
+        except WindInputError as exc:
+            self.report({"ERROR"}, str(exc))
+            return {"CANCELLED"}
+        _report(self, result, f"Applied the {self.preset.lower()} preset to")
+        return {"FINISHED"}
+
+
+classes = (
+    ENVFX_OT_wind_bake_data,
+    ENVFX_OT_wind_add,
+    ENVFX_OT_wind_remove,
+    ENVFX_OT_wind_preset,
+)
+

@@ -1,0 +1,61 @@
+"""Wind sub-panel: scene wind, bake settings, actions, the active asset's response. draw() only reads state."""
+
+import bpy
+
+from .main import EnvFXSubPanel
+
+
+class VIEW3D_PT_envfx_wind(EnvFXSubPanel, bpy.types.Panel):
+    bl_label = "Wind"
+
+    def draw(self, context):
+        layout = self.layout
+        layout.use_property_split = True
+        layout.use_property_decorate = True
+        s = context.scene.envfx.wind
+        col = layout.column()
+        col.prop(s, "source_object")
+        source = s.source_object
+        if source is not None and context.scene.objects.get(source.name) is not source:
+            col.label(text=f"{source.name} is not in this scene: scene settings are used", icon="ERROR")
+        sub = col.column()
+        sub.active = source is None
+        sub.prop(s, "direction")
+        sub.prop(s, "strength")
+        col.prop(s, "gust_strength")
+        col.prop(s, "gust_frequency")
+        col.prop(s, "loop_frames")
+        col.prop(s, "ambient")
+        grass = layout.column(heading="Grass")
+        grass.prop(s, "grass_tilt")
+        grass.prop(s, "grass_fade_start")
+        grass.prop(s, "grass_fade_end")
+        grass.prop(s, "terrain_object")
+
+        box = layout.box()
+        box.label(text="Wind Data", icon="MOD_VERTEX_WEIGHT")
+        box.prop(s, "leaf_size")
+        box.prop(s, "ao_samples")
+        box.prop(s, "channel_layout")
+        if s.channel_layout == "CUSTOM":
+            row = box.row(align=True)
+            for name in ("custom_r", "custom_g", "custom_b", "custom_a"):
+                row.prop(s, name, text="")
+        box.operator("envfx.wind_bake_data", icon="RENDER_STILL")
+
+        row = layout.row(align=True)
+        row.operator("envfx.wind_add", icon="ADD")
+        row.operator("envfx.wind_remove", icon="REMOVE", text="Remove")
+
+        obj = context.active_object
+        if obj is not None and hasattr(obj, "envfx"):
+            w = obj.envfx.wind
+            box = layout.box()
+            box.label(text=obj.name, icon="OUTLINER_OB_MESH")
+            box.operator_menu_enum("envfx.wind_preset", "preset", text="Preset")
+            for name in ("category", "rigidity", "bend", "sway", "lift", "micro", "ramp", "main_bend",
+                         "asset_height"):
+                box.prop(w, name)
+
+
+classes = (VIEW3D_PT_envfx_wind,)

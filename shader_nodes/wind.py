@@ -1,0 +1,464 @@
+"""Geometry-nodes group "EnvFX Wind": the live vegetation wind of ``core.wind.wind_offsets``, per frame.
+
+One group is shared by every asset in wind. Scene settings reach it through Value nodes driven by
+``scene.envfx.wind`` and the render frame rate (plain drivers: they follow keyframes during playback); the wind
+source object is an Object Info node (its rotation gives the direction live) and its field strength a driver.
+Per-asset settings (rigidity, bend, sway, lift, micro, ramp, main bend, the category's spring and branch
+frequencies, the asset's height, grass mode) are inputs of each object's modifier, kept in sync with
+``object.envfx.wind`` by ``sync_object``.
+
+Per asset (single values) the group computes the spring-filtered gust at the asset's origin and the effective
+wind; per vertex it reads ``EnvFX_Height`` and ``EnvFX_Wind`` (R leaf, G branch phase, B branch) and sums the
+whole-asset bend, the branch bend/sway/lift and the leaf micro motion (plus grass ambient motion), in world
+space, then turns the offset into object space. Every number and formula mirrors ``core.wind``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import bpy
+from bpy.app.handlers import persistent
+
+from ..core import wind as core_wind
+from . import common
+
+GROUP_NAME = "EnvFX Wind"
+VERSION = 6
+
+# Value nodes driven from the scene: label -> data path on the scene
+DRIVEN = {
+    "Direction": "envfx.wind.direction",
+    "Strength": "envfx.wind.strength",
+    "Gust Strength": "envfx.wind.gust_strength",
+    "Gust Frequency": "envfx.wind.gust_frequency",
+    "Loop Frames": "envfx.wind.loop_frames",
+    "Ambient": "envfx.wind.ambient",
+    "Grass Tilt": "envfx.wind.grass_tilt",
+    "Fade Start": "envfx.wind.grass_fade_start",
+    "Fade End": "envfx.wind.grass_fade_end",
+    "FPS": "render.fps",
+    "FPS Base": "render.fps_base",
+}
+
+# modifier inputs: name -> (default, min, max)
+ASSET_INPUTS = {
+    "Rigidity": (1.0, 0.01, 100.0),
+    "Bend": (1.0, -10.0, 10.0),
+    "Sway": (1.0, -10.0, 10.0),
+    "Lift": (1.0, -10.0, 10.0),
+    "Micro": (1.0, 0.0, 10.0),
+    "Ramp": (0.0, 0.0, 100.0),
+    "Main Bend": (1.0, 0.0, 1.0),
+    "Spring Hz": (core_wind.SPRING_HZ["TREE"], 0.01, 100.0),
+    "Branch Hz": (core_wind.BRANCH_HZ["TREE"], 0.0, 100.0),
+    "Asset Height": (1.0, 0.0, 1e6),
+    "Grass": (0.0, 0.0, 1.0),
+}
+
+TWO_PI = 2.0 * math.pi
+
+
+def _build(tree):
+    b = common.Builder(tree)
+    common.socket(tree, "Geometry", "INPUT", "NodeSocketGeometry")
+    for name, (default, lo, hi) in ASSET_INPUTS.items():
+        common.socket(tree, name, "INPUT", "NodeSocketFloat", default, lo, hi)
+    common.socket(tree, "Geometry", "OUTPUT", "NodeSocketGeometry")
+    gi = b.node("NodeGroupInput", "Group Input", location=(-2400, 0))
+    go = b.node("NodeGroupOutput", "Group Output", location=(3000, 0))
+    inp = {name: gi.outputs[name] for name in ASSET_INPUTS}
+
+    val = {label: b.value(label, 0.0) for label in DRIVEN}
+    use_source = b.value("Use Source", 0.0)
+    source_strength = b.value("Source Strength", 0.0)
+    for i, label in enumerate(list(DRIVEN) + ["Use Source", "Source Strength"]):
+        tree.nodes[label].location = (-2400, -600 - 90 * i)
+
+    def m(op, x, y=None, z=None):
+        return b.math(op, x, y, z)
+
+    def mul(*xs):
+        out = xs[0]
+        for x in xs[1:]:
+            out = m("MULTIPLY", out, x)
+        return out
+
+    def add(*xs):
+        out = xs[0]
+        for x in xs[1:]:
+            out = m("ADD", out, x)
+        return out
+
+    # time and loop quantisation
+    scene_time = b.node("GeometryNodeInputSceneTime", "Scene Time")
+    t = m("DIVIDE", mul(scene_time.outputs["Frame"], val["FPS Base"]), val["FPS"])
+    period = m("DIVIDE", mul(val["Loop Frames"], val["FPS Base"]), val["FPS"])
+    looped = m("GREATER_THAN", val["Loop Frames"], 0.5)
+
+    def quant(f):
+        fq = m("DIVIDE", m("MAXIMUM", m("ROUND", mul(f, period)), 1.0), period)
+        return add(f, mul(looped, m("SUBTRACT", fq, f)))
+
+    def wave(f, phase):
+        """sin(2 pi f t + phase) with f already quantised."""
+        return m("SINE", add(mul(f, t, TWO_PI), phase))
+
+    # asset origin and matrix
+    self_obj = b.node("GeometryNodeSelfObject", "Self")
+    self_info = b.node("GeometryNodeObjectInfo", "Self Info", transform_space="ORIGINAL")
+    b.link(self_obj.outputs[0], self_info.inputs["Object"])
+    sep_o = b.node("ShaderNodeSeparateXYZ", "Origin XYZ")
+    b.link(self_info.outputs["Location"], sep_o.inputs[0])
+    ox, oy = sep_o.outputs["X"], sep_o.outputs["Y"]
+    invert = b.node("FunctionNodeInvertMatrix", "Invert")
+    b.link(self_info.outputs["Transform"], invert.inputs[0])
+
+    # wind direction (horizontal, unit) and strength: scene settings or the source object
+    a = val["Direction"]
+    d_scene = b.combine_xyz(m("COSINE", a), m("SINE", a), 0.0, label="Scene Dir")
+    src_info = b.node("GeometryNodeObjectInfo", "Source", transform_space="ORIGINAL")
+    d_field = b.node("FunctionNodeTransformDirection", "Source Z")
+    d_field.inputs["Direction"].default_value = (0.0, 0.0, 1.0)
+    b.link(src_info.outputs["Transform"], d_field.inputs["Transform"])
+    mix = b.vmath("ADD", d_scene, b.vmath("SCALE", b.vmath("SUBTRACT", d_field.outputs[0], d_scene), scale=use_source))
+    flat = b.vmath("MULTIPLY", mix, b.vector("Flatten", (1.0, 1.0, 0.0)))
+    d = b.vmath("NORMALIZE", flat, label="Wind Dir")
+    sep_d = b.node("ShaderNodeSeparateXYZ", "Dir XYZ")
+    b.link(d, sep_d.inputs[0])
+    across = b.combine_xyz(m("MULTIPLY", sep_d.outputs["Y"], -1.0), sep_d.outputs["X"], 0.0, label="Across")
+    strength = add(val["Strength"], mul(use_source, m("SUBTRACT", source_strength, val["Strength"])))
+
+    # spring-filtered gust at the origin and the effective wind
+    f0 = inp["Spring Hz"]
+    f0sq = mul(f0, f0)
+    gust = None
+    for amp, mult, ph, (wx, wy) in zip(core_wind.GUST_AMPS, core_wind.GUST_MULTS, core_wind.GUST_PHASES,
+                                        core_wind.GUST_WAVES):
+        f = quant(mul(val["Gust Frequency"], mult))
+        gain = m("DIVIDE", f0sq, add(f0sq, mul(f, f)))
+        lag = mul(m("ARCTANGENT", m("DIVIDE", f, f0)), 2.0)
+        phase = m("SUBTRACT", add(mul(ox, wx), mul(oy, wy), ph), lag)
+        term = mul(wave(f, phase), amp, gain)
+        gust = term if gust is None else add(gust, term)
+    w = m("MAXIMUM", mul(strength, add(mul(val["Gust Strength"], gust), 1.0)), 0.0)
+    k = inp["Ramp"]
+    eff = m("DIVIDE", mul(w, add(k, 1.0)), add(mul(k, w), 1.0))
+    c = m("DIVIDE", 1.0, inp["Rigidity"])
+    hs = inp["Asset Height"]
+    ceh = mul(c, eff, hs)
+
+    # per vertex
+    h_attr = b.node("GeometryNodeInputNamedAttribute", "Height Attr", data_type="FLOAT")
+    h_attr.inputs["Name"].default_value = "EnvFX_Height"
+    h = h_attr.outputs["Attribute"]
+    col_attr = b.node("GeometryNodeInputNamedAttribute", "Wind Attr", data_type="FLOAT_COLOR")
+    col_attr.inputs["Name"].default_value = "EnvFX_Wind"
+    sep_c = b.node("FunctionNodeSeparateColor", "Wind RGBA")
+    b.link(col_attr.outputs["Attribute"], sep_c.inputs[0])
+    r_leaf, g_phase, b_branch = sep_c.outputs["Red"], sep_c.outputs["Green"], sep_c.outputs["Blue"]
+    position = b.node("GeometryNodeInputPosition", "Position").outputs[0]
+
+    # Per-vertex work is kept to a few vector / matrix operations (every per-asset number is folded into
+    # single values first): the three branch oscillations and the three micro-noise waves are each one vector
+    # SINE, mapped to world space by one 3x3 matrix.
+    def combine_matrix(label, columns):
+        node = b.node("FunctionNodeCombineMatrix", label)
+        for ci, col in enumerate(columns):
+            for ri, value in enumerate(col):
+                b._feed(node.inputs[f"Column {ci + 1} Row {ri + 1}"], value)
+        return node.outputs[0]
+
+    def sep3(vec, label):
+        node = b.node("ShaderNodeSeparateXYZ", label)
+        b.link(vec, node.inputs[0])
+        return node.outputs["X"], node.outputs["Y"], node.outputs["Z"]
+
+    def transform_dir(matrix, vec, label):
+        node = b.node("FunctionNodeTransformDirection", label)
+        b.link(vec, node.inputs["Direction"])
+        b.link(matrix, node.inputs["Transform"])
+        return node.outputs[0]
+
+    def vmad(a, scale, c, label):
+        """a * scale + c in one vector node (``scale`` a float, broadcast to a vector)."""
+        node = b.node("ShaderNodeVectorMath", label, operation="MULTIPLY_ADD")
+        b._feed(node.inputs[0], a)
+        b._feed(node.inputs[1], scale)
+        b._feed(node.inputs[2], c)
+        return node.outputs["Vector"]
+
+    def vwave(vec, label):
+        """core.wind.wave / 8 on a vector: w (1 - 2|w|), w = wrap(x, -0.5, 0.5) (the 8 is folded into constants)."""
+        node = b.node("ShaderNodeVectorMath", label + " Wrap", operation="WRAP")
+        b._feed(node.inputs[0], vec)
+        node.inputs[1].default_value = (0.5, 0.5, 0.5)
+        node.inputs[2].default_value = (-0.5, -0.5, -0.5)
+        w = node.outputs["Vector"]
+        mad = b.node("ShaderNodeVectorMath", label + " Shape", operation="MULTIPLY_ADD")
+        b.link(b.vmath("ABSOLUTE", w), mad.inputs[0])
+        mad.inputs[1].default_value = (-2.0, -2.0, -2.0)
+        mad.inputs[2].default_value = (1.0, 1.0, 1.0)
+        return b.vmath("MULTIPLY", w, mad.outputs["Vector"], label=label)
+
+    # world directions to object space once per asset (single values), so no vertex pays for a transform
+    inv_m = invert.outputs[0]
+    d_loc = transform_dir(inv_m, d, "Dir Local")
+    across_loc = transform_dir(inv_m, across, "Across Local")
+    up_loc = transform_dir(inv_m, b.vector("World Up", (0.0, 0.0, 1.0)), "Up Local Dir")
+    bend_k = mul(inp["Bend"], 0.3 * 8.0)
+    sway_k = mul(inp["Sway"], 0.5 * 8.0)
+    lift_k = mul(inp["Lift"], 0.4 * 8.0)
+    c1 = sep3(b.vmath("SCALE", d_loc, scale=bend_k), "Branch C1")
+    c2 = sep3(b.vmath("SCALE", across_loc, scale=sway_k), "Branch C2")
+    c3 = sep3(b.vmath("SCALE", up_loc, scale=lift_k), "Branch C3")
+    c4 = sep3(b.vmath("SCALE", d_loc, scale=inp["Bend"]), "Branch C4")
+    osc_matrix = combine_matrix("Branch Matrix", (c1 + (0.0,), c2 + (0.0,), c3 + (0.0,), c4 + (1.0,)))
+    fb = [quant(mul(inp["Branch Hz"], mult)) for mult in core_wind.BRANCH_MULTS]
+    osc_t = b.combine_xyz(*[add(mul(f, t), ph / TWO_PI) for f, ph in zip(fb, core_wind.BRANCH_PHASES)],
+                          label="Branch Time Phase")
+    osc_arg = vmad(b.vector("Branch Phase Mult", (1.0, 2.0, 3.0)), g_phase, osc_t, "Branch Arg")
+    osc = vwave(osc_arg, "Branch Osc")
+    # branch: bamp * (bend d (1 + 0.3 osc0) + sway across 0.5 osc1 + lift up 0.4 osc2), d/across/up local
+    branch_map = b.node("FunctionNodeTransformPoint", "Branch Map")
+    b.link(osc, branch_map.inputs["Vector"])
+    b.link(osc_matrix, branch_map.inputs["Transform"])
+    bamp = mul(b_branch, mul(ceh, core_wind.BRANCH_SCALE))
+    # whole-asset bend: d * k h^2
+    main_k = mul(inp["Main Bend"], ceh, core_wind.MAIN_SCALE)
+    main_vec = b.vmath("SCALE", b.vmath("SCALE", d_loc, scale=main_k), scale=mul(h, h), label="Main Bend Offset")
+    off = vmad(branch_map.outputs[0], bamp, main_vec, "Branch Offset")
+
+    # leaf micro motion, in object space: mamp * wave(W p / 2 pi + f t + G), W's rows the three wave vectors
+    waves = core_wind.MICRO_WAVES
+    micro_t = [mul(quant(fm), t) for fm in core_wind.MICRO_HZ]
+    wave_matrix = combine_matrix("Micro Waves", tuple(
+        tuple(waves[r][c] / TWO_PI for r in range(3)) + (0.0,) for c in range(3)) + (tuple(micro_t) + (1.0,),))
+    micro_dot = b.node("FunctionNodeTransformPoint", "Micro Dot")
+    b.link(position, micro_dot.inputs["Vector"])
+    b.link(wave_matrix, micro_dot.inputs["Transform"])
+    micro_arg = b.vmath("ADD", micro_dot.outputs[0], g_phase)
+    mamp = mul(r_leaf, mul(inp["Micro"], ceh, core_wind.MICRO_SCALE * 8.0))
+    local_tree = vmad(vwave(micro_arg, "Micro Wave"), mamp, off, "Tree Local Offset")
+
+    # grass: ambient figure-eight (per asset) and wobble along the normal, only built into the result for grass
+    grass_amp = mul(val["Ambient"], core_wind.AMBIENT_SCALE, hs)
+    po = add(mul(ox, core_wind.OBJECT_PHASE[0]), mul(oy, core_wind.OBJECT_PHASE[1]))
+    e8 = b.combine_xyz(mul(grass_amp, wave(quant(core_wind.AMBIENT_HZ), po)),
+                       mul(grass_amp, 0.5, wave(quant(2.0 * core_wind.AMBIENT_HZ), mul(po, 2.0))), 0.0,
+                       label="Figure Eight")
+    # tilt away from a camera that looks down, distance fade (the active camera; none: no tilt, no fade)
+    cam = b.node("GeometryNodeInputActiveCamera", "Active Camera")
+    cam_info = b.node("GeometryNodeObjectInfo", "Camera Info", transform_space="ORIGINAL")
+    b.link(cam.outputs[0], cam_info.inputs["Object"])
+    has_cam = m("GREATER_THAN", b.vmath("LENGTH", cam_info.outputs["Scale"]), 0.0)
+    cam_z = b.node("FunctionNodeTransformDirection", "Camera Z")
+    cam_z.inputs["Direction"].default_value = (0.0, 0.0, 1.0)
+    b.link(cam_info.outputs["Transform"], cam_z.inputs["Transform"])
+    _cx, _cy, cam_zz = sep3(b.vmath("NORMALIZE", cam_z.outputs[0]), "Camera Z XYZ")
+    down = m("MAXIMUM", cam_zz, 0.0)
+    to_asset = b.vmath("SUBTRACT", self_info.outputs["Location"], cam_info.outputs["Location"])
+    away = b.vmath("NORMALIZE", b.vmath("MULTIPLY", to_asset, b.vector("Flatten Away", (1.0, 1.0, 0.0))))
+    tilt = b.vmath("SCALE", away, scale=mul(val["Grass Tilt"], down, core_wind.TILT_SCALE, hs, has_cam))
+    dist = b.vmath("LENGTH", to_asset)
+    fade_raw = b.math("DIVIDE", m("SUBTRACT", val["Fade End"], dist), m("SUBTRACT", val["Fade End"],
+                                                                        val["Fade Start"]), use_clamp=True)
+    fade_on = mul(m("GREATER_THAN", val["Fade End"], val["Fade Start"]), has_cam)
+    fade = m("SUBTRACT", 1.0, mul(fade_on, m("SUBTRACT", 1.0, fade_raw)))
+    grass_extra = transform_dir(inv_m, b.vmath("ADD", e8, tilt), "Grass Extra Local")
+    normal = b.node("GeometryNodeInputNormal", "Normal").outputs[0]
+    wdot = b.vmath("DOT_PRODUCT", position, b.vector("Wobble Wave", tuple(v / TWO_PI for v in core_wind.WOBBLE_WAVE)))
+    wobble_k = mul(val["Ambient"], core_wind.WOBBLE_SCALE * 8.0, hs)
+    ww = m("WRAP", add(wdot, mul(quant(core_wind.WOBBLE_HZ), t)), 0.5, -0.5)
+    wamp = mul(mul(h, wobble_k), mul(ww, m("MULTIPLY_ADD", m("ABSOLUTE", ww), -2.0, 1.0)))
+    grass_anim = b.vmath("ADD", b.vmath("ADD", local_tree, b.vmath("SCALE", grass_extra, scale=h)),
+                         b.vmath("SCALE", normal, scale=wamp), label="Grass Anim")
+    faded = b.vmath("ADD", b.vmath("SCALE", grass_anim, scale=fade),
+                    b.vmath("SCALE", position, scale=m("SUBTRACT", fade, 1.0)), label="Grass Faded")
+    # follow the terrain: a vertical ray (world down) from above each vertex onto the terrain object
+    terrain = b.node("GeometryNodeObjectInfo", "Terrain", transform_space="RELATIVE")
+    up_local = b.vmath("NORMALIZE", transform_dir(invert.outputs[0], b.vector("Up", (0.0, 0.0, 1.0)), "Up Local"))
+    ray = b.node("GeometryNodeRaycast", "Terrain Ray")
+    b.link(terrain.outputs["Geometry"], ray.inputs["Target Geometry"])
+    b.link(b.vmath("ADD", position, b.vmath("SCALE", up_local, scale=core_wind.TERRAIN_RAY)),
+           ray.inputs["Source Position"])
+    b.link(b.vmath("SCALE", up_local, scale=-1.0), ray.inputs["Ray Direction"])
+    ray.inputs["Ray Length"].default_value = 2.0 * core_wind.TERRAIN_RAY
+    hit_world = b.node("FunctionNodeTransformPoint", "Hit World")
+    b.link(ray.outputs["Hit Position"], hit_world.inputs["Vector"])
+    b.link(self_info.outputs["Transform"], hit_world.inputs["Transform"])
+    _hx, _hy, hz = sep3(hit_world.outputs[0], "Hit XYZ")
+    _ox, _oy, oz = sep3(self_info.outputs["Location"], "Origin Z")
+    dz = mul(m("SUBTRACT", hz, oz), ray.outputs["Is Hit"])
+    terrain_local = transform_dir(invert.outputs[0], b.combine_xyz(0.0, 0.0, dz, label="Terrain Lift"), "Terrain Local")
+    local_grass = b.vmath("ADD", faded, terrain_local, label="Grass Local Offset")
+    is_grass = b.node("FunctionNodeCompare", "Is Grass", data_type="FLOAT", operation="GREATER_THAN")
+    b.link(inp["Grass"], is_grass.inputs[0])
+    is_grass.inputs[1].default_value = 0.5
+    switch = b.node("GeometryNodeSwitch", "Grass Switch", input_type="VECTOR")
+    b.link(is_grass.outputs[0], switch.inputs["Switch"])
+    b.link(local_tree, switch.inputs["False"])
+    b.link(local_grass, switch.inputs["True"])
+    local = switch.outputs[0]
+
+    set_pos = b.node("GeometryNodeSetPosition", "Set Position", location=(2800, 0))
+    b.link(gi.outputs["Geometry"], set_pos.inputs["Geometry"])
+    b.link(local, set_pos.inputs["Offset"])
+    b.link(set_pos.outputs[0], go.inputs["Geometry"])
+
+
+def ensure_wind(scene) -> bpy.types.NodeTree:
+    """The shared "EnvFX Wind" group, wired to the scene's wind settings and source object."""
+    old = bpy.data.node_groups.get(GROUP_NAME)
+    rebuilt = old is None or old.get(common.STAMP_KEY) != str(VERSION)
+    tree = common.ensure_tree(GROUP_NAME, "GeometryNodeTree", str(VERSION), _build)
+    sync(scene, tree)
+    if rebuilt:  # a rebuilt interface forgets the modifiers' input values: restore them from the objects
+        for obj in bpy.data.objects:
+            if obj.library is None and common.modifier_for(obj, tree) is not None:
+                sync_object(obj, tree)
+    return tree
+
+
+def refresh_after_load():
+    """For a load_post handler: a file saved with an older EnvFX gets its "EnvFX Wind" group rebuilt in place
+    (modifiers keep pointing at it) and wired to the current scene."""
+    tree = bpy.data.node_groups.get(GROUP_NAME)
+    scene = bpy.context.scene
+    if tree is not None and tree.library is None and scene is not None and tree.get(common.STAMP_KEY) != str(VERSION):
+        ensure_wind(scene)
+
+
+def _driver(tree, label, id_type, target_id, data_path):
+    path = f'nodes["{label}"].outputs[0].default_value'
+    fcurve = tree.driver_add(path)
+    driver = fcurve.driver
+    driver.type = "AVERAGE"
+    while driver.variables:
+        driver.variables.remove(driver.variables[0])
+    var = driver.variables.new()
+    var.name = "v"
+    var.type = "SINGLE_PROP"
+    var.targets[0].id_type = id_type
+    var.targets[0].id = target_id
+    var.targets[0].data_path = data_path
+
+
+def sync(scene, tree=None):
+    """Point the group's drivers at ``scene`` and its Source node at the scene's wind object."""
+    tree = tree or bpy.data.node_groups.get(GROUP_NAME)
+    if tree is None:
+        return None
+    drivers = {fc.data_path: fc for fc in tree.animation_data.drivers} if tree.animation_data else {}
+    for label, prop in DRIVEN.items():
+        fcurve = drivers.get(f'nodes["{label}"].outputs[0].default_value')
+        target = fcurve.driver.variables[0].targets[0] if fcurve and fcurve.driver.variables else None
+        if target is None or target.id != scene or target.data_path != prop:
+            tree.nodes[label].outputs[0].default_value = float(scene.path_resolve(prop))
+            _driver(tree, label, "SCENE", scene, prop)
+    source = source_object(scene)
+    node = tree.nodes["Source"]
+    if node.inputs["Object"].default_value != source:
+        node.inputs["Object"].default_value = source
+    tree.nodes["Use Source"].outputs[0].default_value = 1.0 if source is not None else 0.0
+    terrain = scene.envfx.wind.terrain_object
+    if terrain is not None and scene.objects.get(terrain.name) is not terrain:
+        terrain = None
+    if tree.nodes["Terrain"].inputs["Object"].default_value != terrain:
+        tree.nodes["Terrain"].inputs["Object"].default_value = terrain
+    path = 'nodes["Source Strength"].outputs[0].default_value'
+    if source is not None:
+        fcurve = drivers.get(path)
+        target = fcurve.driver.variables[0].targets[0] if fcurve and fcurve.driver.variables else None
+        if target is None or target.id != source:
+            tree.nodes["Source Strength"].outputs[0].default_value = float(source.field.strength)
+            _driver(tree, "Source Strength", "OBJECT", source, "field.strength")
+    elif path in drivers:
+        tree.driver_remove(path)
+    return tree
+
+
+@persistent
+def keep_in_sync(scene, depsgraph=None):
+    """depsgraph_update_post handler: when the wind object was deleted or unlinked (or a terrain object), point
+    the group back at the scene's own settings, so the live wind and ``params_from_scene`` agree."""
+    tree = bpy.data.node_groups.get(GROUP_NAME)
+    if tree is None or tree.library is not None or tree.nodes.get("Source") is None:
+        return
+    source = source_object(scene)
+    use = 1.0 if source is not None else 0.0
+    terrain = scene.envfx.wind.terrain_object
+    if terrain is not None and scene.objects.get(terrain.name) is not terrain:
+        terrain = None
+    if (tree.nodes["Source"].inputs["Object"].default_value != source
+            or tree.nodes["Use Source"].outputs[0].default_value != use
+            or tree.nodes["Terrain"].inputs["Object"].default_value != terrain):
+        sync(scene, tree)
+
+
+def register_handlers():
+    if keep_in_sync not in bpy.app.handlers.depsgraph_update_post:
+        bpy.app.handlers.depsgraph_update_post.append(keep_in_sync)
+
+
+def unregister_handlers():
+    while keep_in_sync in bpy.app.handlers.depsgraph_update_post:
+        bpy.app.handlers.depsgraph_update_post.remove(keep_in_sync)
+
+
+def source_object(scene):
+    """The scene's wind object when it is set, still in the scene and a Wind force field; else None."""
+    obj = scene.envfx.wind.source_object
+    if obj is None or scene.objects.get(obj.name) is not obj:
+        return None
+    if obj.field is None or obj.field.type != "WIND":
+        return None
+    return obj
+
+
+def params_from_scene(scene) -> core_wind.SceneWind:
+    """The scene's wind as ``core.wind.SceneWind`` (direction and strength from the source object if any)."""
+    s = scene.envfx.wind
+    source = source_object(scene)
+    if source is not None:
+        z_axis = source.matrix_world.to_3x3().col[2]
+        direction, strength = (z_axis[0], z_axis[1], 0.0), source.field.strength
+    else:
+        direction, strength = (math.cos(s.direction), math.sin(s.direction), 0.0), s.strength
+    return core_wind.SceneWind(
+        direction=direction, strength=strength, gust_strength=s.gust_strength, gust_frequency=s.gust_frequency,
+        loop_frames=s.loop_frames, fps=scene.render.fps / scene.render.fps_base, ambient=s.ambient,
+        grass_tilt=s.grass_tilt, fade_start=s.grass_fade_start, fade_end=s.grass_fade_end)
+
+
+def asset_params(obj) -> core_wind.AssetWind:
+    w = obj.envfx.wind
+    return core_wind.AssetWind(
+        category=w.category, rigidity=w.rigidity, bend=w.bend, sway=w.sway, lift=w.lift, micro=w.micro,
+        ramp=w.ramp, main_bend=w.main_bend, asset_height=w.asset_height)
+
+
+def asset_input_values(obj) -> dict:
+    """Modifier input values for ``obj`` from ``object.envfx.wind``."""
+    w = obj.envfx.wind
+    return {
+        "Rigidity": w.rigidity, "Bend": w.bend, "Sway": w.sway, "Lift": w.lift, "Micro": w.micro, "Ramp": w.ramp,
+        "Main Bend": 1.0 if w.main_bend else 0.0,
+        "Spring Hz": core_wind.SPRING_HZ[w.category], "Branch Hz": core_wind.BRANCH_HZ[w.category],
+        "Asset Height": w.asset_height, "Grass": 1.0 if w.category == "GRASS" else 0.0,
+    }
+
+
+def sync_object(obj, tree=None):
+    """Copy ``object.envfx.wind`` into the object's wind modifier inputs."""
+    tree = tree or bpy.data.node_groups.get(GROUP_NAME)
+    if tree is None:
+        return
+    mod = common.modifier_for(obj, tree)
+    if mod is None:
+        return
+    for name, value in asset_input_values(obj).items():
+        ident = common.input_identifier(tree, name)
+        if mod[ident] != value:
+            mod[ident] = float(value)
+    obj.update_tag()

@@ -1,0 +1,643 @@
+"""Wind in real Blender: the bake writes the attributes, the geometry-nodes wind equals the numpy twin, operators,
+bad inputs leave the scene unchanged, the glTF round trip carries the channels."""
+
+import math
+import os
+import importlib
+
+import bpy
+import numpy as np
+import pytest
+from mathutils import Matrix
+
+
+@pytest.fixture
+def mods(envfx):
+    class M:
+        core = importlib.import_module(envfx.__name__ + ".core.wind")
+        shapes = importlib.import_module(envfx.__name__ + ".core.wind_shapes")
+        ops = importlib.import_module(envfx.__name__ + ".operators.wind")
+        nodes = importlib.import_module(envfx.__name__ + ".shader_nodes.wind")
+        bridge = importlib.import_module(envfx.__name__ + ".bridge")
+        cli = importlib.import_module(envfx.__name__ + ".cli")
+    return M
+
+
+def _mesh_object(name, positions, faces, matrix=None, edges=()):
+    mesh = bpy.data.meshes.new(name)
+    mesh.from_pydata([tuple(map(float, p)) for p in positions], [tuple(map(int, e)) for e in edges],
+                     [tuple(map(int, f)) for f in faces])
+    mesh.update()
+    obj = bpy.data.objects.new(name, mesh)
+    bpy.context.scene.collection.objects.link(obj)
+    if matrix is not None:
+        obj.matrix_world = matrix
+    return obj
+
+
+def _tree(mods, matrix=None, split=False, **kw):
+    """The constructed tree as one object (or trunk / branches / leaves objects) standing upright in the world
+    with ``matrix`` on its object(s) (the mesh data carries the inverse, like an imported Y-up file)."""
+    tree = mods.shapes.make_tree(**kw)
+    m = np.eye(4) if matrix is None else np.array(matrix)
+    inv = np.linalg.inv(m)
+    local = tree["positions"] @ inv[:3, :3].T + inv[:3, 3]
+    mat = Matrix(m.tolist())
+    if not split:
+        return tree, [_mesh_object("Tree", local, tree["faces"], mat, tree["edges"])]
+    objects = []
+    for kind, name in ((1, "Trunk"), (2, "Branches"), (3, "Leaves")):
+        keep = tree["kind"] == kind
+        remap = -np.ones(len(keep), np.int64)
+        remap[keep] = np.arange(keep.sum())
+        faces = tree["faces"][keep[tree["faces"]].all(1)]
+        objects.append(_mesh_object(name, local[keep], remap[faces], mat))
+    return tree, objects
+
+
+def _read(mesh, name, width):
+    attr = mesh.attributes[name]
+    buf = np.empty(len(mesh.vertices) * width, np.float32)
+    attr.data.foreach_get("color" if width == 4 else "value", buf)
+    return buf.reshape(-1, width) if width > 1 else buf
+
+
+def _select(objects):
+    for o in bpy.context.view_layer.objects:
+        o.select_set(False)
+    for o in objects:
+        o.select_set(True)
+    bpy.context.view_layer.objects.active = objects[0]
+
+
+def test_bake_writes_attributes_matching_core(mods):
+    rot = Matrix.Translation((4.0, -2.0, 0.5)) @ Matrix.Rotation(math.radians(90), 4, "X") @ Matrix.Diagonal(
+        (2.0, 2.0, 2.0, 1.0))
+    tree, (obj,) = _tree(mods, matrix=rot, welded=True)
+    _select([obj])
+    assert bpy.ops.envfx.wind_bake_data() == {"FINISHED"}
+    ref = mods.core.bake_wind_data(tree["positions"], tree["edges"])
+    h = _read(obj.data, "EnvFX_Height", 1)
+    rgba = _read(obj.data, "EnvFX_Wind", 4)
+    # vertex order is kept; world positions equal up to float error
+    np.testing.assert_allclose(h, ref.height, atol=1e-4)
+    np.testing.assert_allclose(rgba[:, 2], ref.branch, atol=2e-3)
+    np.testing.assert_allclose(rgba[:, 0], ref.leaf, atol=2e-3)
+    assert obj.envfx.wind.asset_height == pytest.approx(ref.asset_height, rel=1e-4)
+    assert obj.data.color_attributes.default_color_name == "EnvFX_Wind"
+    # an instance sharing the mesh gets the asset height too
+    twin = bpy.data.objects.new("Tree Instance", obj.data)
+    bpy.context.scene.collection.objects.link(twin)
+    result = mods.ops.bake(bpy.context.scene, [obj, twin], ao_samples=0)
+    assert result.changed == ["Tree"] and "shares its mesh with Tree" in result.skipped["Tree Instance"]
+    assert twin.envfx.wind.asset_height == pytest.approx(ref.asset_height, rel=1e-4)
+
+
+def test_multi_object_asset_bakes_together(mods):
+    tree, objects = _tree(mods, split=True)
+    _select(objects)
+    assert bpy.ops.envfx.wind_bake_data() == {"FINISHED"}
+    trunk, branches, leaves = objects
+    # height over the whole asset: the trunk's base is 0, the top of everything is 1
+    hs = [_read(o.data, "EnvFX_Height", 1) for o in objects]
+    assert min(h.min() for h in hs) == pytest.approx(0.0, abs=1e-6)
+    assert max(h.max() for h in hs) == pytest.approx(1.0, abs=1e-6)
+    assert np.all(_read(trunk.data, "EnvFX_Wind", 4)[:, 2] == 0.0)
+    leaf_rgba = _read(leaves.data, "EnvFX_Wind", 4)
+    assert leaf_rgba[:, 0].max() == pytest.approx(1.0) and leaf_rgba[:, 2].min() >= 0.0
+    assert _read(branches.data, "EnvFX_Wind", 4)[:, 2].max() == pytest.approx(1.0)
+
+
+def _gn_vs_core(mods, obj, frames, terrain_z=None):
+    scene = bpy.context.scene
+    tree = bpy.data.node_groups["EnvFX Wind"]
+    mesh = obj.data
+    rest = mods.bridge.get_positions(mesh).astype(np.float64)
+    h = _read(mesh, "EnvFX_Height", 1)
+    rgba = _read(mesh, "EnvFX_Wind", 4)
+    normals = np.empty(len(mesh.vertices) * 3, np.float32)
+    mesh.vertex_normals.foreach_get("vector", normals)
+    worst = 0.0
+    for frame in frames:
+        scene.frame_set(frame)
+        dg = bpy.context.evaluated_depsgraph_get()
+        got = mods.bridge.evaluated_positions(obj, dg)
+        cam = mods.bridge.matrix_to_numpy(scene.camera.matrix_world) if scene.camera else None
+        expect = rest + mods.core.wind_offsets(rest, h, rgba, normals.reshape(-1, 3),
+                                               mods.bridge.matrix_to_numpy(obj.matrix_world), frame,
+                                               mods.nodes.params_from_scene(scene), mods.nodes.asset_params(obj),
+                                               camera_matrix=cam, terrain_z=terrain_z)
+        worst = max(worst, float(np.abs(got - expect).max()))
+    assert tree is not None
+    return worst
+
+
+@pytest.mark.parametrize("case", ["tree", "bush_loop", "grass_source"])
+def test_geometry_nodes_wind_matches_core(mods, case):
+    scene = bpy.context.scene
+    w = scene.envfx.wind
+    matrix = Matrix.Translation((3.0, 1.0, 0.0)) @ Matrix.Rotation(0.4, 4, "Z")
+    tree, (obj,) = _tree(mods, matrix=matrix, n_branches=4, leaves_per_branch=3)
+    _select([obj])
+    mods.ops.bake(scene, [obj], ao_samples=0)
+    w.strength, w.gust_strength, w.gust_frequency, w.direction = 1.3, 0.7, 0.31, math.radians(35)
+    if case == "bush_loop":
+        mods.ops.apply_preset([obj], "BUSH")
+        w.loop_frames = 48
+        obj.envfx.wind.ramp = 2.5
+    elif case == "grass_source":
+        mods.ops.apply_preset([obj], "GRASS")
+        bpy.ops.object.effector_add(type="WIND", location=(0, 0, 0), rotation=(math.radians(90), 0, 0.6))
+        field = bpy.context.active_object
+        field.field.strength = 2.2
+        w.source_object = field
+        _select([obj])
+    mods.ops.add_wind(scene, [obj])
+    worst = _gn_vs_core(mods, obj, (1, 17, 60, 133))
+    assert worst < 1e-4, worst
+    # and it does move
+    scene.frame_set(30)
+    moved = mods.bridge.evaluated_positions(obj, bpy.context.evaluated_depsgraph_get())
+    assert np.abs(moved - mods.bridge.get_positions(obj.data)).max() > 0.05
+
+
+def test_zero_wind_rest_pose_base_still_and_loop(mods):
+    scene = bpy.context.scene
+    w = scene.envfx.wind
+    tree, (obj,) = _tree(mods, n_branches=3, leaves_per_branch=2)
+    mods.ops.bake(scene, [obj], ao_samples=0)
+    mods.ops.add_wind(scene, [obj])
+    rest = mods.bridge.get_positions(obj.data)
+    w.strength, w.ambient = 0.0, 0.0
+    for frame in (1, 40, 99):
+        scene.frame_set(frame)
+        got = mods.bridge.evaluated_positions(obj, bpy.context.evaluated_depsgraph_get())
+        np.testing.assert_array_equal(got, rest)
+    w.strength, w.loop_frames = 1.5, 50
+    base = rest[:, 2] <= rest[:, 2].min() + 1e-6
+    frames = {}
+    for frame in (1, 26, 51):
+        scene.frame_set(frame)
+        frames[frame] = mods.bridge.evaluated_positions(obj, bpy.context.evaluated_depsgraph_get())
+        np.testing.assert_array_equal(frames[frame][base], rest[base])
+    np.testing.assert_allclose(frames[1], frames[51], atol=1e-4)
+    assert np.abs(frames[1] - frames[26]).max() > 1e-2
+
+
+def test_add_remove_and_settings_reach_modifier(mods):
+    tree, (obj,) = _tree(mods, n_branches=2, leaves_per_branch=1)
+    _select([obj])
+    assert bpy.ops.envfx.wind_bake_data() == {"FINISHED"}
+    assert bpy.ops.envfx.wind_add() == {"FINISHED"}
+    assert bpy.ops.envfx.wind_add() == {"FINISHED"}  # idempotent: still one modifier
+    assert len(mods.ops.wind_modifiers(obj)) == 1
+    obj.envfx.wind.rigidity = 4.0
+    mod = mods.ops.wind_modifiers(obj)[0]
+    tree_ng = mod.node_group
+    ident = next(i.identifier for i in tree_ng.interface.items_tree
+                 if getattr(i, "in_out", "") == "INPUT" and i.name == "Rigidity")
+    assert mod[ident] == pytest.approx(4.0)
+    assert bpy.ops.envfx.wind_preset(preset="BANNER") == {"FINISHED"}
+    assert obj.envfx.wind.category == "SPECIAL"
+    assert bpy.ops.envfx.wind_remove() == {"FINISHED"}
+    assert not mods.ops.wind_modifiers(obj)
+
+
+def test_wind_stays_before_bend(mods):
+    tree, (obj,) = _tree(mods, n_branches=2, leaves_per_branch=1)
+    _select([obj])
+    assert bpy.ops.envfx.bend_add() == {"FINISHED"}
+    assert bpy.ops.envfx.wind_add() == {"FINISHED"}
+    assert [m.name for m in obj.modifiers] == ["EnvFX Wind", "EnvFX Bend"]
+
+
+def _snapshot():
+    out = {}
+    for o in bpy.data.objects:
+        attrs = sorted(a.name for a in o.data.attributes) if o.type == "MESH" else []
+        out[o.name] = (tuple(m.name for m in o.modifiers), tuple(attrs))
+    return out, len(bpy.data.node_groups)
+
+
+def _expect_error(op, match, **kw):
+    before = _snapshot()
+    with pytest.raises(RuntimeError, match=match):
+        op(**kw)
+    assert _snapshot() == before
+
+
+def test_bad_inputs_leave_scene_unchanged(mods):
+    scene = bpy.context.scene
+    for o in list(bpy.data.objects):
+        bpy.data.objects.remove(o)
+    # nothing selected
+    with pytest.raises(RuntimeError, match="poll"):
+        bpy.ops.envfx.wind_bake_data()
+    # non-mesh objects only
+    cam = bpy.data.objects.new("Cam", bpy.data.cameras.new("Cam"))
+    scene.collection.objects.link(cam)
+    _select([cam])
+    _expect_error(bpy.ops.envfx.wind_bake_data, "camera object, not a mesh")
+    # points only / loose edges only
+    pts = _mesh_object("Points", [(0, 0, 0), (0, 0, 1)], [])
+    _select([pts])
+    _expect_error(bpy.ops.envfx.wind_bake_data, "no faces \\(points only\\)")
+    edge_mesh = bpy.data.meshes.new("Edges")
+    edge_mesh.from_pydata([(0, 0, 0), (0, 0, 1)], [(0, 1)], [])
+    edges = bpy.data.objects.new("Edges", edge_mesh)
+    scene.collection.objects.link(edges)
+    _select([edges])
+    _expect_error(bpy.ops.envfx.wind_bake_data, "no faces \\(loose edges only\\)")
+    # flat asset
+    flat = _mesh_object("Flat", [(0, 0, 0), (1, 0, 0), (0, 1, 0)], [(0, 1, 2)])
+    _select([flat])
+    _expect_error(bpy.ops.envfx.wind_bake_data, "flat")
+    # a bad custom layout
+    tree, (obj,) = _tree(mods, n_branches=2, leaves_per_branch=1)
+    _select([obj, cam])
+    scene.envfx.wind.channel_layout = "CUSTOM"
+    before = _snapshot()
+    with pytest.raises(ValueError, match="four of"):
+        mods.ops.bake(scene, [obj], custom=("LEAF",))
+    assert _snapshot() == before
+    scene.envfx.wind.channel_layout = "HZD"
+    # AO needs the object renderable
+    obj.hide_render = True
+    before = _snapshot()
+    with pytest.raises(ValueError, match="hidden from rendering"):
+        mods.ops.bake(scene, [obj], ao_samples=4)
+    assert _snapshot() == before
+    obj.hide_render = False
+    # a mix: the camera is skipped with a warning, the tree is baked
+    result = mods.ops.bake(scene, [obj, cam], ao_samples=0)
+    assert "Cam" in result.skipped and result.changed == ["Tree"]
+    # a deleted wind object
+    bpy.ops.object.effector_add(type="WIND")
+    field = bpy.context.active_object
+    scene.envfx.wind.source_object = field
+    for coll in field.users_collection:
+        coll.objects.unlink(field)
+    _select([obj])
+    _expect_error(bpy.ops.envfx.wind_add, "was deleted or is not in this scene")
+
+
+def test_single_island_and_vertex_count_modifier_warn(mods):
+    scene = bpy.context.scene
+    bpy.ops.mesh.primitive_cylinder_add(depth=4.0, location=(0, 0, 2))
+    obj = bpy.context.active_object
+    sub = obj.modifiers.new("Sub", "SUBSURF")
+    sub.levels = 1
+    bpy.context.view_layer.update()
+    result = mods.ops.bake(scene, [obj], bpy.context.evaluated_depsgraph_get(), ao_samples=0)
+    text = " ".join(result.warnings)
+    assert "single island" in text
+    assert "Sub change the vertex count" in text and "base mesh was baked" in text
+
+
+def test_ao_bake_and_cancel_leaves_nothing(mods):
+    scene = bpy.context.scene
+    for o in list(bpy.data.objects):  # the factory cube would enclose ours
+        bpy.data.objects.remove(o)
+    bpy.ops.mesh.primitive_plane_add(size=6.0)
+    bpy.ops.mesh.primitive_cube_add(size=1.0, location=(0, 0, 0.5))
+    cube = bpy.context.active_object
+    bpy.ops.object.transform_apply(location=True)
+    job = mods.ops.bake_job(scene, [cube], ao_samples=4)
+    next(job)
+    next(job)
+    job.close()  # cancelled half way: nothing written
+    assert "EnvFX_Wind" not in cube.data.attributes and "EnvFX_AO_tmp" not in cube.data.attributes
+    engine = scene.render.engine
+    result = mods.ops.bake(scene, [cube], ao_samples=4)
+    assert result.changed == [cube.name]
+    ao = _read(cube.data, "EnvFX_Wind", 4)[:, 3]
+    z = mods.bridge.get_positions(cube.data)[:, 2]
+    # vertices on the ground are occluded by the plane, the top ones are open to the sky
+    assert ao[z < 0.01].mean() < ao[z > 0.99].mean() - 0.1
+    assert "EnvFX_AO_tmp" not in cube.data.attributes
+    assert scene.render.engine == engine
+
+
+@pytest.mark.parametrize("layout", ["HZD", "CRYENGINE"])
+def test_export_layout_and_gltf_round_trip(mods, tmp_path, layout):
+    scene = bpy.context.scene
+    tree, (obj,) = _tree(mods, n_branches=3, leaves_per_branch=2)
+    result = mods.ops.bake(scene, [obj], ao_samples=0, layout="CRYENGINE")
+    assert result.changed == ["Tree"]
+    exported = _read(obj.data, "EnvFX_Wind_Export", 4)
+    ref = mods.core.bake_wind_data(tree["positions"], tree["edges"])
+    np.testing.assert_allclose(exported[:, 1], ref.leaf_phase, atol=1e-6)
+    np.testing.assert_allclose(exported[:, 0], ref.leaf, atol=1e-6)
+    if layout == "HZD":
+        mods.ops.bake(scene, [obj], ao_samples=0)  # back to HZD: the export attribute goes away
+        assert "EnvFX_Wind_Export" not in obj.data.attributes
+        baked = _read(obj.data, "EnvFX_Wind", 4)
+    else:
+        baked = exported
+    pos = mods.bridge.get_positions(obj.data)
+    path = str(tmp_path / "tree.glb")
+    _select([obj])
+    _export_gltf(str(tmp_path / "tree.blend"), path)
+    assert os.path.getsize(path) > 0
+    # read the GLB back (its JSON and binary chunks, as any engine's loader does)
+    positions, colors = _read_glb(path)
+    # match each exported vertex to the original by position (glTF splits vertices, never moves them)
+    m = mods.bridge.matrix_to_numpy(obj.matrix_world)
+    world = pos @ m[:3, :3].T + m[:3, 3]
+    # glTF is Y-up: Blender (x, y, z) is exported as (x, z, -y)
+    gl = np.stack([world[:, 0], world[:, 2], -world[:, 1]], 1)
+    d = ((positions[:, None, :] - gl[None, :, :]) ** 2).sum(-1)
+    nearest = np.argmin(d, axis=1)
+    assert np.sqrt(d[np.arange(len(positions)), nearest]).max() < 1e-4
+    assert len(np.unique(nearest)) == len(gl)
+    np.testing.assert_allclose(colors, baked[nearest], atol=1e-4)
+
+
+def _export_gltf(blend, path):
+    """Blender's own glTF exporter on the saved file, in a separate Blender process: the 4.2 bpy module crashes
+    at interpreter exit once the exporter has run, so the export runs where that cannot take the test run down."""
+    import subprocess
+    import sys
+
+    bpy.ops.wm.save_as_mainfile(filepath=blend, copy=True)
+    script = (
+        "import bpy, os\n"
+        f"bpy.ops.wm.open_mainfile(filepath={blend!r})\n"
+        f"bpy.ops.export_scene.gltf(filepath={path!r}, use_selection=True, export_format='GLB', "
+        "export_apply=False, export_vertex_color='ACTIVE')\n"
+        "os._exit(0)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+
+
+def _read_glb(path):
+    import json
+    import struct
+
+    with open(path, "rb") as fh:
+        data = fh.read()
+    magic, _version, _length = struct.unpack_from("<III", data, 0)
+    assert magic == 0x46546C67
+    jlen, _ = struct.unpack_from("<II", data, 12)
+    doc = json.loads(data[20:20 + jlen])
+    blen, _ = struct.unpack_from("<II", data, 20 + jlen)
+    binary = data[28 + jlen:28 + jlen + blen]
+    comp = {5126: (np.float32, 1.0), 5123: (np.uint16, 65535.0), 5121: (np.uint8, 255.0)}
+    width = {"VEC3": 3, "VEC4": 4}
+
+    def accessor(i):
+        acc = doc["accessors"][i]
+        view = doc["bufferViews"][acc["bufferView"]]
+        dtype, scale = comp[acc["componentType"]]
+        start = view.get("byteOffset", 0) + acc.get("byteOffset", 0)
+        arr = np.frombuffer(binary, dtype, acc["count"] * width[acc["type"]], start)
+        arr = arr.reshape(acc["count"], width[acc["type"]]).astype(np.float64)
+        return arr / scale if acc.get("normalized") or dtype is not np.float32 else arr
+
+    pos, col = [], []
+    for mesh in doc["meshes"]:
+        for prim in mesh["primitives"]:
+            pos.append(accessor(prim["attributes"]["POSITION"]))
+            col.append(accessor(prim["attributes"]["COLOR_0"]))
+    return np.concatenate(pos), np.concatenate(col)
+
+
+def test_cli_batch_bake(mods, tmp_path, capsys):
+    tree, (obj,) = _tree(mods, n_branches=2, leaves_per_branch=2)
+    cam = bpy.data.objects.new("Cam", bpy.data.cameras.new("Cam"))
+    bpy.context.scene.collection.objects.link(cam)
+    for o in list(bpy.data.objects):
+        if o.type == "MESH" and o is not obj:
+            bpy.data.objects.remove(o)
+    path = str(tmp_path / "asset.blend")
+    bpy.ops.wm.save_as_mainfile(filepath=path)
+    before = open(path, "rb").read()
+    # bad input: exit code 2, message, the file untouched
+    assert mods.cli.main(["wind", path, "--custom", "LEAF,NOPE"]) == 2
+    assert mods.cli.main(["wind", path, "--ao-samples", "-1"]) == 2
+    assert mods.cli.main(["wind", path, "--objects", "Cam"]) == 2
+    assert mods.cli.main(["wind", path, str(tmp_path / "missing.blend")]) == 2
+    err = capsys.readouterr().err
+    assert "four of" in err and "use 0 (no AO)" in err and "camera object, not a mesh" in err
+    assert "not an existing .blend" in err
+    assert open(path, "rb").read() == before
+    out = str(tmp_path / "out.blend")
+    assert mods.cli.main(["wind", path, "--ao-samples", "0", "--preset", "BUSH", "--add", "-o", out]) == 0
+    bpy.ops.wm.open_mainfile(filepath=out)
+    obj = bpy.data.objects["Tree"]
+    assert "EnvFX_Wind" in obj.data.attributes and "EnvFX_Height" in obj.data.attributes
+    assert obj.envfx.wind.category == "PLANT" and mods.ops.wind_modifiers(obj)
+
+
+def test_overrides_from_vertex_groups_and_materials(mods):
+    scene = bpy.context.scene
+    tree, (obj,) = _tree(mods, n_branches=3, leaves_per_branch=2)
+    branch0 = np.nonzero((tree["branch_id"] == 0) & (tree["kind"] == 2))[0]
+    vg = obj.vertex_groups.new(name="EnvFX_Leaf")
+    vg.add([int(i) for i in branch0], 1.0, "REPLACE")
+    # a leaf card put in a "Branch" material is no longer a leaf
+    leaf0 = np.nonzero(tree["leaf_id"] == 0)[0]
+    obj.data.materials.append(bpy.data.materials.new("Plain"))
+    obj.data.materials.append(bpy.data.materials.new("Oak Branch"))
+    index = np.zeros(len(obj.data.polygons), np.int32)
+    index[np.isin(tree["faces"], leaf0).all(1)] = 1
+    obj.data.polygons.foreach_set("material_index", index)
+    n_objects, n_groups = len(bpy.data.objects), len(bpy.data.node_groups)
+    mods.ops.bake(scene, [obj], ao_samples=0)
+    rgba = _read(obj.data, "EnvFX_Wind", 4)
+    assert rgba[branch0, 0].max() == pytest.approx(1.0)   # the marked branch flutters like a leaf
+    assert np.all(rgba[leaf0, 0] == 0.0)                    # the marked leaf does not
+    assert len(bpy.data.objects) == n_objects and len(bpy.data.node_groups) == n_groups  # temporaries gone
+
+
+def test_negative_scale_warns_and_bakes(mods):
+    scene = bpy.context.scene
+    tree, (obj,) = _tree(mods, matrix=Matrix.Diagonal((-1.0, 1.0, 1.0, 1.0)), n_branches=2, leaves_per_branch=2)
+    result = mods.ops.bake(scene, [obj], ao_samples=0)
+    assert any("negative scale" in w for w in result.warnings)
+    ref = mods.core.bake_wind_data(tree["positions"], tree["edges"])
+    np.testing.assert_allclose(_read(obj.data, "EnvFX_Height", 1), ref.height, atol=1e-5)
+
+
+def test_large_bake_progress_and_cancel(mods, capsys):
+    scene = bpy.context.scene
+    progress = importlib.import_module(mods.ops.__name__.rsplit(".", 2)[0] + ".progress")
+    tree, (obj,) = _tree(mods, n_branches=30, leaves_per_branch=10, leaf_grid=8)
+    steps = []
+
+    def cancel_after_three():
+        steps.append(1)
+        return len(steps) >= 3
+
+    with pytest.raises(progress.Cancelled):
+        progress.run(mods.ops.bake_job(scene, [obj], ao_samples=0), "Wind bake", should_cancel=cancel_after_three)
+    assert "EnvFX_Wind" not in obj.data.attributes and "EnvFX_Height" not in obj.data.attributes
+    mods.ops.bake(scene, [obj], ao_samples=0)
+    out = capsys.readouterr().out
+    assert "EnvFX Wind bake:   0%" in out and "EnvFX Wind bake: 100%" in out
+    assert "EnvFX_Wind" in obj.data.attributes
+
+
+@pytest.mark.parametrize("with_camera", [True, False])
+def test_grass_tilt_fade_terrain_match_core(mods, with_camera):
+    scene = bpy.context.scene
+    w = scene.envfx.wind
+    g = mods.shapes.make_grass(blades=10, height=0.8, seed=2)
+    obj = _mesh_object("Grass", g["positions"], g["faces"],
+                       Matrix.Translation((2.0, 3.0, 0.4)) @ Matrix.Rotation(0.7, 4, "Z"))
+    mods.ops.bake(scene, [obj], ao_samples=0)
+    mods.ops.apply_preset([obj], "GRASS")
+    # a tilted terrain plane: z = 0.2 x - 0.1 y + 0.3
+    bpy.ops.mesh.primitive_plane_add(size=400.0, location=(0.0, 0.0, 0.3))
+    terrain = bpy.context.active_object
+    terrain.rotation_euler = (math.atan(-0.1), -math.atan(0.2), 0.0)
+    bpy.context.view_layer.update()
+    nrm = np.array(terrain.matrix_world.to_3x3().col[2])
+    w.terrain_object = terrain
+    w.grass_tilt, w.grass_fade_start, w.grass_fade_end = 0.8, 4.0, 30.0
+    cam = scene.camera
+    if with_camera:
+        cam.location = (2.0, -8.0, 9.0)
+        cam.rotation_euler = (math.radians(35), 0.0, 0.0)
+    else:
+        bpy.data.objects.remove(cam)
+    mods.ops.add_wind(scene, [obj])
+    rest = mods.bridge.get_positions(obj.data).astype(np.float64)
+    m = mods.bridge.matrix_to_numpy(obj.matrix_world)
+    world = rest @ m[:3, :3].T + m[:3, 3]
+    p0 = np.array(terrain.matrix_world.translation)
+    tz = p0[2] - (nrm[0] * (world[:, 0] - p0[0]) + nrm[1] * (world[:, 1] - p0[1])) / nrm[2]
+    worst = _gn_vs_core(mods, obj, (1, 23, 77), terrain_z=tz)
+    assert worst < 1e-4, worst
+    fade = mods.core.grass_fade(mods.bridge.matrix_to_numpy(cam.matrix_world) if with_camera else None,
+                                m[:3, 3], mods.nodes.params_from_scene(scene))
+    assert (0.0 < fade < 1.0) if with_camera else fade == 1.0
+    # still air, no ambient, no tilt, no fade: the grass only follows the terrain; its base sits on the plane
+    w.strength, w.ambient, w.grass_tilt, w.grass_fade_end = 0.0, 0.0, 0.0, 0.0
+    scene.frame_set(5)
+    got = mods.bridge.evaluated_positions(obj, bpy.context.evaluated_depsgraph_get())
+    got_world = got @ m[:3, :3].T + m[:3, 3]
+    base = rest[:, 2] <= 1e-6
+    np.testing.assert_allclose(got_world[base, 2], tz[base], atol=1e-4)
+    np.testing.assert_allclose(got_world[:, :2], world[:, :2], atol=1e-5)
+
+
+@pytest.mark.parametrize("engine", ["CYCLES", "EEVEE"])
+def test_wind_animates_in_renders(mods, tmp_path, engine):
+    from PIL import Image
+
+    scene = bpy.context.scene
+    for o in list(bpy.data.objects):
+        if o.type == "MESH":
+            bpy.data.objects.remove(o)
+    tree, (obj,) = _tree(mods, n_branches=6, leaves_per_branch=4)
+    mods.ops.bake(scene, [obj], ao_samples=0)
+    scene.envfx.wind.strength = 2.0
+    mods.ops.add_wind(scene, [obj])
+    cam = scene.camera
+    cam.location, cam.rotation_euler = (0.0, -16.0, 4.0), (math.radians(90), 0.0, 0.0)
+    if engine == "EEVEE":
+        scene.render.engine = "BLENDER_EEVEE_NEXT" if bpy.app.version < (5, 0, 0) else "BLENDER_EEVEE"
+        scene.eevee.taa_render_samples = 1
+    else:
+        scene.render.engine = "CYCLES"
+        scene.cycles.samples = 1
+        scene.cycles.use_denoising = False
+    scene.render.resolution_x, scene.render.resolution_y, scene.render.resolution_percentage = 64, 48, 100
+    images = []
+    for frame in (1, 31):
+        scene.frame_set(frame)
+        scene.render.filepath = str(tmp_path / f"f{frame}.png")
+        bpy.ops.render.render(write_still=True)
+        images.append(np.asarray(Image.open(scene.render.filepath).convert("L"), np.float32))
+    # the tree is in the picture (darker than the sky) and it moved between the frames
+    assert images[0].min() < images[0].max() - 30
+    assert np.abs(images[0] - images[1]).max() > 30
+
+
+def test_deleted_wind_object_falls_back_to_scene_settings(mods):
+    scene = bpy.context.scene
+    w = scene.envfx.wind
+    tree, (obj,) = _tree(mods, n_branches=3, leaves_per_branch=2)
+    mods.ops.bake(scene, [obj], ao_samples=0)
+    bpy.ops.object.effector_add(type="WIND", rotation=(math.radians(90), 0.0, 1.2))
+    field = bpy.context.active_object
+    field.field.strength = 3.0
+    w.source_object = field
+    w.direction, w.strength = math.radians(200), 0.8
+    mods.ops.add_wind(scene, [obj])
+    assert _gn_vs_core(mods, obj, (7, 40)) < 1e-4
+    bpy.data.objects.remove(field)  # deleted: the pointer clears, the group follows the scene settings
+    bpy.context.view_layer.update()
+    assert mods.nodes.params_from_scene(scene).strength == pytest.approx(0.8)
+    assert _gn_vs_core(mods, obj, (7, 40)) < 1e-4
+
+
+def test_outdated_group_is_rebuilt_after_load(mods, tmp_path):
+    scene = bpy.context.scene
+    tree, (obj,) = _tree(mods, n_branches=2, leaves_per_branch=2)
+    mods.ops.bake(scene, [obj], ao_samples=0)
+    mods.ops.add_wind(scene, [obj])
+    group = bpy.data.node_groups["EnvFX Wind"]
+    group["envfx_stamp"] = "0"  # as saved by an older version
+    path = str(tmp_path / "old.blend")
+    bpy.ops.wm.save_as_mainfile(filepath=path)
+    bpy.ops.wm.open_mainfile(filepath=path)
+    mods.nodes.refresh_after_load()
+    group = bpy.data.node_groups["EnvFX Wind"]
+    assert group["envfx_stamp"] == str(mods.nodes.VERSION)
+    obj = bpy.data.objects["Tree"]
+    assert mods.ops.wind_modifiers(obj)
+    assert _gn_vs_core(mods, obj, (3, 50)) < 1e-4
+
+
+class _Layout:
+    """Stands in for a UILayout (no UI in background mode): records what draw() shows, checks names exist."""
+
+    def __init__(self, log):
+        self.log = log
+        self.use_property_split = self.use_property_decorate = self.active = False
+
+    def column(self, **kw):
+        return _Layout(self.log)
+
+    row = box = column
+
+    def prop(self, data, name, **kw):
+        assert name in data.bl_rna.properties, name
+        self.log.append(name)
+
+    def label(self, **kw):
+        self.log.append("label:" + kw.get("text", ""))
+
+    def operator(self, idname, **kw):
+        module, name = idname.split(".")
+        assert hasattr(getattr(bpy.ops, module), name)
+        self.log.append(idname)
+
+    def operator_menu_enum(self, idname, prop, **kw):
+        self.operator(idname)
+        self.log.append(prop)
+
+
+@pytest.mark.parametrize("layout", ["HZD", "CUSTOM"])
+def test_panel_draws_every_setting(envfx, layout):
+    scene = bpy.context.scene
+    scene.envfx.wind.channel_layout = layout
+    bpy.ops.object.effector_add(type="WIND")
+    field = bpy.context.active_object
+    scene.envfx.wind.source_object = field
+    for coll in field.users_collection:
+        coll.objects.unlink(field)  # a wind object that left the scene is called out
+    log = []
+    panel = type("P", (), {"layout": _Layout(log)})()
+    bpy.context.view_layer.objects.active = bpy.data.objects["Cube"]
+    envfx.panels.wind.VIEW3D_PT_envfx_wind.draw(panel, bpy.context)
+    for name in ("source_object", "direction", "strength", "gust_strength", "gust_frequency", "loop_frames",
+                 "ambient", "grass_tilt", "grass_fade_start", "grass_fade_end", "terrain_object", "ao_samples",
+                 "leaf_size", "channel_layout", "category", "rigidity", "bend", "sway", "lift", "micro", "ramp",
+                 "main_bend", "envfx.wind_bake_data", "envfx.wind_add", "envfx.wind_remove", "envfx.wind_preset"):
+        assert name in log, name
+    assert ("custom_r" in log) == (layout == "CUSTOM")
+    assert any("not in this scene" in entry for entry in log)

@@ -1,0 +1,281 @@
+"""Wind core: the bake on constructed trees with known structure, and the live-wind reference's guarantees."""
+
+import math
+
+import numpy as np
+import pytest
+
+from core import wind
+from core import wind_shapes
+
+
+def _bake(tree, **kw):
+    return wind.bake_wind_data(tree["positions"], tree["edges"], **kw)
+
+
+def _rotz(a):
+    c, s = math.cos(a), math.sin(a)
+    return np.array([[c, -s, 0], [s, c, 0], [0, 0, 1.0]])
+
+
+@pytest.mark.parametrize("welded", [False, True])
+@pytest.mark.parametrize("lean,origin", [((0.0, 0.0), (0.0, 0.0, 0.0)), ((1.5, -0.8), (30.0, -12.0, 4.0))])
+def test_bake_structure(welded, lean, origin):
+    tree = wind_shapes.make_tree(lean=lean, origin=origin, welded=welded)
+    res = _bake(tree)
+    kind, bid, lid = tree["kind"], tree["branch_id"], tree["leaf_id"]
+    # height gradient 0 at the base, 1 at the top
+    z = tree["positions"][:, 2]
+    assert res.height[np.argmin(z)] == pytest.approx(0.0)
+    assert res.height[np.argmax(z)] == pytest.approx(1.0)
+    assert res.asset_height == pytest.approx(float(z.max() - z.min()), rel=1e-5)
+    # B is 0 on the trunk, grows monotonically along each branch and stays in 0..1
+    assert np.all(res.branch[kind == 1] == 0.0)
+    assert res.branch.min() >= 0.0 and res.branch.max() == pytest.approx(1.0)
+    for b in range(bid.max() + 1):
+        m = (kind == 2) & (bid == b)
+        along = tree["along"][m]
+        order = np.argsort(along, kind="stable")
+        ring_mean = np.array([res.branch[m][along == a].mean() for a in np.unique(along)])
+        # rings still inside the trunk's core (welded base) are 0, then B grows strictly
+        assert np.all(np.diff(ring_mean) >= 0), (b, ring_mean)
+        assert np.all(np.diff(ring_mean[ring_mean > 0]) > 0), (b, ring_mean)
+        assert res.branch[m][order][-1] > 0.2
+    # R is 0 at each leaf's attachment and maximal (1) at its tip
+    assert res.n_leaves == lid.max() + 1
+    assert np.all(res.leaf[kind != 3] == 0.0)
+    assert np.all(res.leaf[tree["attach"]] == 0.0)
+    for leaf in range(lid.max() + 1):
+        m = lid == leaf
+        assert res.leaf[m].max() == pytest.approx(1.0)
+        tip = np.nonzero(m)[0][2]
+        assert res.leaf[tip] == pytest.approx(1.0)
+    # G constant per branch (with its leaves), different between branches
+    g_per_branch = []
+    for b in range(bid.max() + 1):
+        # a welded base inside the trunk (and a leaf stuck there) belongs to the trunk: B = 0, G = 0
+        g = res.phase[(bid == b) & (res.branch > 0)]
+        assert len(g) >= 0.7 * (bid == b).sum()
+        assert np.ptp(g) == 0.0
+        g_per_branch.append(g[0])
+    assert len(set(np.round(g_per_branch, 6))) == len(g_per_branch)
+    assert np.all((res.phase >= 0) & (res.phase < 1))
+    assert res.n_branches == bid.max() + 1
+    # leaves inherit their branch's B at the attachment
+    assert np.mean(res.branch[kind == 3] > 0) > 0.95
+    assert not any("far" in w for w in res.warnings)
+
+
+def test_bake_is_rotation_and_translation_invariant_about_z():
+    tree = wind_shapes.make_tree()
+    a = _bake(tree)
+    p = tree["positions"] @ _rotz(0.7).T + np.array([5.0, 3.0, 1.0])
+    b = wind.bake_wind_data(p, tree["edges"])
+    for name in ("height", "branch", "leaf"):
+        np.testing.assert_allclose(getattr(a, name), getattr(b, name), atol=2e-3)
+    np.testing.assert_array_equal(a.phase, b.phase)
+
+
+def test_bake_overrides():
+    tree = wind_shapes.make_tree()
+    labels = np.zeros(len(tree["positions"]), np.int8)
+    first_leaf = tree["leaf_id"] == 0
+    labels[first_leaf] = wind.LABEL_BRANCH  # a leaf marked as branch is no longer a leaf
+    branch0 = (tree["branch_id"] == 0) & (tree["kind"] == 2)
+    labels[branch0] = wind.LABEL_LEAF
+    res = _bake(tree, labels=labels)
+    assert np.all(res.leaf[first_leaf] == 0.0)
+    assert res.leaf[branch0].max() == pytest.approx(1.0)
+    assert np.all(res.kind[branch0] == wind.LABEL_LEAF)
+
+
+def test_single_island_warns_and_far_leaf_warns():
+    tree = wind_shapes.make_tree(n_branches=0, leaves_per_branch=0)
+    res = _bake(tree)
+    assert any("single island" in w for w in res.warnings)
+    assert np.all(res.branch == 0.0)
+    tree = wind_shapes.make_tree()
+    p = tree["positions"].copy()
+    p[tree["leaf_id"] == 0] += np.array([0.0, 0.0, 2.0]) + np.array([6.0, 6.0, 0.0])
+    res = wind.bake_wind_data(p, tree["edges"])
+    assert any("far from any branch" in w for w in res.warnings)
+
+
+def test_bad_bake_inputs():
+    with pytest.raises(wind.WindError, match="no vertices"):
+        wind.bake_wind_data(np.zeros((0, 3)), np.zeros((0, 2)))
+    with pytest.raises(wind.WindError, match="flat"):
+        wind.bake_wind_data(np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0.0]]), np.array([[0, 1], [1, 2]]))
+    with pytest.raises(wind.WindError, match="non-finite"):
+        wind.bake_wind_data(np.array([[0, 0, 0], [1, 0, np.nan]]), np.zeros((0, 2)))
+    with pytest.raises(wind.WindError, match="out of range"):
+        wind.bake_wind_data(np.array([[0, 0, 0], [1, 0, 1.0]]), np.array([[0, 5]]))
+
+
+def test_connected_components():
+    lab = wind.connected_components(7, np.array([[6, 5], [5, 4], [0, 1], [3, 2], [2, 1]]))
+    assert list(lab) == [0, 0, 0, 0, 4, 4, 4]
+
+
+def test_pack_channels_layouts():
+    tree = wind_shapes.make_tree()
+    res = _bake(tree)
+    ao = np.linspace(0, 1, len(res.height))
+    hzd = wind.pack_channels(res, ao)
+    np.testing.assert_array_equal(hzd[:, 0], res.leaf)
+    np.testing.assert_array_equal(hzd[:, 1], res.phase)
+    np.testing.assert_array_equal(hzd[:, 2], res.branch)
+    np.testing.assert_allclose(hzd[:, 3], ao, atol=1e-7)
+    cry = wind.pack_channels(res, ao, "CRYENGINE")
+    np.testing.assert_array_equal(cry[:, 1], res.leaf_phase)
+    custom = wind.pack_channels(res, ao, "CUSTOM", ("HEIGHT", "ZERO", "ONE", "BRANCH"))
+    np.testing.assert_array_equal(custom[:, 0], res.height)
+    assert np.all(custom[:, 2] == 1.0)
+    with pytest.raises(wind.WindError, match="four of"):
+        wind.pack_channels(res, ao, "CUSTOM", ("HEIGHT",))
+    with pytest.raises(wind.WindError, match="Unknown channel layout"):
+        wind.pack_channels(res, ao, "UNREAL")
+
+
+def _live(tree, frame, scene, asset, matrix=None):
+    res = _bake(tree)
+    col = wind.pack_channels(res)
+    m = np.eye(4) if matrix is None else matrix
+    normals = np.zeros_like(tree["positions"])
+    normals[:, 2] = 1.0
+    return res, wind.wind_offsets(tree["positions"], res.height, col, normals, m, frame, scene, asset)
+
+
+def test_zero_wind_is_rest_pose():
+    tree = wind_shapes.make_tree()
+    scene = wind.SceneWind(strength=0.0, gust_strength=1.0, ambient=0.0)
+    for cat in wind.CATEGORIES:
+        for frame in (1, 17, 123):
+            _, off = _live(tree, frame, scene, wind.AssetWind(category=cat, asset_height=8.0))
+            assert np.all(off == 0.0)
+
+
+def _leaf_vs_trunk(tree, res, off):
+    mag = np.linalg.norm(off, axis=1)
+    trunk = tree["kind"] == 1
+    leaves = np.nonzero(tree["kind"] == 3)[0]
+    tz, tm = res.height[trunk], mag[trunk]
+    o = np.argsort(tz)
+    return mag[leaves], np.interp(res.height[leaves], tz[o], tm[o])  # trunk motion at each leaf's height
+
+
+@pytest.mark.parametrize("micro", [0.0, 1.0])
+def test_trunk_base_never_moves_and_leaves_move_more(micro):
+    tree = wind_shapes.make_tree()
+    scene = wind.SceneWind(direction=(0.3, 0.8, 0.0), strength=1.5, gust_strength=0.8)
+    asset = wind.AssetWind(asset_height=8.0, micro=micro)
+    z = tree["positions"][:, 2]
+    base = z <= z.min() + 1e-6
+    leaf_sum = trunk_sum = 0.0
+    for frame in range(1, 200, 13):
+        res, off = _live(tree, frame, scene, asset)
+        assert np.all(off[base] == 0.0)
+        leaf, trunk = _leaf_vs_trunk(tree, res, off)
+        leaf_sum, trunk_sum = leaf_sum + leaf, trunk_sum + trunk
+        if micro == 0.0:  # without flutter a leaf is never behind the trunk at its height
+            assert np.all(leaf > trunk), frame
+    # with flutter a leaf can swing against the wind for a moment, but over time it moves more
+    assert np.all(leaf_sum > trunk_sum)
+
+
+def test_loop_first_and_last_frame_match():
+    tree = wind_shapes.make_tree()
+    scene = wind.SceneWind(strength=1.0, gust_strength=0.9, gust_frequency=0.23, loop_frames=96, fps=24.0)
+    for cat in wind.CATEGORIES:
+        asset = wind.AssetWind(category=cat, asset_height=8.0)
+        _, a = _live(tree, 1, scene, asset)
+        _, b = _live(tree, 97, scene, asset)
+        _, mid = _live(tree, 49, scene, asset)
+        np.testing.assert_allclose(a, b, atol=1e-5)
+        assert np.abs(a - mid).max() > 1e-3
+
+
+def test_spring_response_smooths_gusts():
+    # a stiffer spring category follows the gust more closely than the soft tree spring
+    o = (0.0, 0.0, 0.0)
+    scene = wind.SceneWind(gust_frequency=1.0)
+    ts = np.linspace(0, 10, 400)
+    tree = np.array([wind.gust(t, o, scene, "TREE") for t in ts])
+    grass = np.array([wind.gust(t, o, scene, "GRASS") for t in ts])
+    assert np.ptp(tree) < np.ptp(grass)
+
+
+def test_ramp_responds_earlier_at_low_wind():
+    o = (0.0, 0.0, 0.0)
+    low = wind.SceneWind(strength=0.2, gust_strength=0.0)
+    assert wind.effective_wind(0.0, o, low, wind.AssetWind(ramp=3.0)) > \
+        2 * wind.effective_wind(0.0, o, low, wind.AssetWind(ramp=0.0))
+    full = wind.SceneWind(strength=1.0, gust_strength=0.0)
+    assert wind.effective_wind(0.0, o, full, wind.AssetWind(ramp=3.0)) == pytest.approx(1.0)
+
+
+def test_rotated_object_moves_along_world_wind():
+    tree = wind_shapes.make_tree()
+    scene = wind.SceneWind(direction=(1.0, 0.0, 0.0), strength=1.0, gust_strength=0.0)
+    asset = wind.AssetWind(asset_height=8.0, sway=0.0, lift=0.0, micro=0.0)
+    m = np.eye(4)
+    m[:3, :3] = _rotz(math.pi / 2)
+    _, off = _live(tree, 10, scene, asset, m)
+    world = off @ m[:3, :3].T
+    assert np.abs(world[:, 1]).max() < 1e-6 and np.abs(world[:, 2]).max() < 1e-6
+    assert world[:, 0].max() > 0.1
+
+
+def _cam(location, pitch_deg):
+    """Camera world matrix: looks along -Z rotated by pitch around X (0 = straight down, 90 = horizontal, +Y)."""
+    a = math.radians(pitch_deg)
+    m = np.eye(4)
+    m[:3, :3] = np.array([[1, 0, 0], [0, math.cos(a), -math.sin(a)], [0, math.sin(a), math.cos(a)]])
+    m[:3, 3] = location
+    return m
+
+
+def test_grass_tilts_away_from_a_camera_looking_down_and_fades_with_distance():
+    g = wind_shapes.make_grass()
+    res = wind.bake_wind_data(g["positions"], g["edges"])
+    col = wind.pack_channels(res)
+    normals = np.zeros_like(g["positions"])
+    still = wind.SceneWind(strength=0.0, ambient=0.0, grass_tilt=1.0, fade_start=10.0, fade_end=20.0)
+    asset = wind.AssetWind(category="GRASS", asset_height=res.asset_height)
+    top = res.height > 0.99
+
+    def offsets(cam):
+        return wind.wind_offsets(g["positions"], res.height, col, normals, np.eye(4), 1, still, asset,
+                                 camera_matrix=cam)
+
+    # camera south of the clump looking down at 40 degrees: the tops lean north (+Y), away from it
+    off = offsets(_cam((0.0, -3.0, 3.0), 40.0))
+    assert np.all(off[top, 1] > 0) and np.allclose(off[top, 0], 0.0, atol=1e-7)
+    # a horizontal camera does not tilt; no camera: nothing at all
+    assert np.abs(offsets(_cam((0.0, -3.0, 0.5), 90.0))).max() < 1e-7
+    assert np.all(offsets(None) == 0.0)
+    # beyond fade_end the clump is scaled to nothing (offset = -position), before fade_start untouched
+    far = offsets(_cam((0.0, -30.0, 0.5), 90.0))
+    np.testing.assert_allclose(far, -g["positions"], atol=1e-6)
+    halfway = offsets(_cam((0.0, -15.0, 0.0), 90.0))
+    np.testing.assert_allclose(halfway, -0.5 * g["positions"], atol=1e-5)
+
+
+def test_multi_stem_bush_stems_root_at_the_ground():
+    bush = wind_shapes.make_bush()
+    res = wind.bake_wind_data(bush["positions"], bush["edges"])
+    ground = (bush["kind"] == 2) & (bush["along"] == 0.0)  # every stem's root ring
+    assert ground.sum() == 4 * 5
+    assert np.all(res.branch[ground] == 0.0)  # no stem base moves with the branch motion
+    for s in range(bush["branch_id"].max() + 1):
+        m = (bush["kind"] == 2) & (bush["branch_id"] == s)
+        ring = np.array([res.branch[m][bush["along"][m] == a].mean() for a in np.unique(bush["along"][m])])
+        assert np.all(np.diff(ring) >= 0)
+    assert res.n_leaves == bush["leaf_id"].max() + 1
+    assert np.all(res.leaf[bush["attach"]] == 0.0)
+    # the live wind keeps every stem's base in place
+    col = wind.pack_channels(res)
+    off = wind.wind_offsets(bush["positions"], res.height, col, np.zeros_like(bush["positions"]), np.eye(4), 30,
+                            wind.SceneWind(strength=2.0), wind.AssetWind(asset_height=res.asset_height,
+                                                                         main_bend=False))
+    assert np.all(off[ground] == 0.0) and np.abs(off).max() > 0.01

@@ -1,0 +1,127 @@
+"""Demo part: a small forest and a grass field in wind. Trees and grass clumps are built from numpy meshes with
+bark / leaf materials (the material names double as the bake's trunk / leaf overrides), their wind data is baked
+with the add-on's operator, a Wind force field drives the scene wind, and two frames of a seamless loop render."""
+
+import math
+
+X0 = 200.0  # away from the other parts
+
+
+def _material(bpy, name, color):
+    mat = bpy.data.materials.new(name)
+    mat.use_nodes = True
+    bsdf = mat.node_tree.nodes.get("Principled BSDF")
+    bsdf.inputs["Base Color"].default_value = (*color, 1.0)
+    bsdf.inputs["Roughness"].default_value = 0.8
+    return mat
+
+
+def _mesh(bpy, name, positions, faces, material_index=None, materials=()):
+    mesh = bpy.data.meshes.new(name)
+    mesh.vertices.add(len(positions))
+    mesh.vertices.foreach_set("co", positions.astype("float32").ravel())
+    mesh.loops.add(len(faces) * 3)
+    mesh.loops.foreach_set("vertex_index", faces.astype("int32").ravel())
+    mesh.polygons.add(len(faces))
+    import numpy as np
+
+    mesh.polygons.foreach_set("loop_start", (np.arange(len(faces)) * 3).astype("int32"))
+    mesh.polygons.foreach_set("loop_total", np.full(len(faces), 3, "int32"))
+    for mat in materials:
+        mesh.materials.append(mat)
+    if material_index is not None:
+        mesh.polygons.foreach_set("material_index", material_index.astype("int32"))
+    mesh.update(calc_edges=True)
+    mesh.validate()
+    return mesh
+
+
+def _select(bpy, objects):
+    for o in bpy.context.view_layer.objects:
+        o.select_set(False)
+    for o in objects:
+        o.select_set(True)
+    bpy.context.view_layer.objects.active = objects[0]
+
+
+def build(ctx):
+    import importlib
+
+    import numpy as np
+
+    bpy = ctx.bpy
+    scene = ctx.scene
+    pkg = next(name for name in bpy.context.preferences.addons.keys() if name.endswith(".envfx"))
+    shapes = importlib.import_module(pkg + ".core.wind_shapes")
+    coll = ctx.collection("Wind Forest")
+    bark = _material(bpy, "Wind Bark", (0.28, 0.18, 0.1))
+    leaf = _material(bpy, "Wind Leaf", (0.12, 0.42, 0.1))
+    grass_mat = _material(bpy, "Wind Grass Leaf", (0.3, 0.55, 0.12))
+    ground_mat = _material(bpy, "Wind Ground", (0.25, 0.2, 0.12))
+
+    ground = bpy.data.objects.new("Wind Ground", _mesh(
+        bpy, "Wind Ground", np.array([[-30, -30, 0], [30, -30, 0], [30, 30, 0], [-30, 30, 0.0]]),
+        np.array([[0, 1, 2], [0, 2, 3]]), materials=(ground_mat,)))
+    ground.location = (X0, 10.0, 0.0)
+    coll.objects.link(ground)
+
+    trees = []
+    rng = np.random.default_rng(3)
+    for i in range(5):
+        t = shapes.make_tree(height=rng.uniform(5.0, 7.0), n_branches=10, leaves_per_branch=8, seed=i,
+                             lean=tuple(rng.uniform(-0.4, 0.4, 2)), leaf_size=0.9)
+        index = (t["kind"][t["faces"][:, 0]] == 3).astype(np.int32)
+        obj = bpy.data.objects.new(f"Wind Tree {i}", _mesh(bpy, f"Wind Tree {i}", t["positions"], t["faces"],
+                                                            index, (bark, leaf)))
+        obj.location = (X0 - 8.0 + 4.0 * i, 14.0 + rng.uniform(-2, 4), 0.0)
+        obj.rotation_euler = (0.0, 0.0, rng.uniform(0, 2 * math.pi))
+        coll.objects.link(obj)
+        trees.append(obj)
+    bpy.context.view_layer.update()
+    for obj in trees:  # each tree is its own asset
+        _select(bpy, [obj])
+        assert bpy.ops.envfx.wind_bake_data() == {"FINISHED"}
+    _select(bpy, trees)
+    assert bpy.ops.envfx.wind_preset(preset="TREE") == {"FINISHED"}
+
+    g = shapes.make_grass(blades=14, height=0.7, seed=1)
+    grass_mesh = _mesh(bpy, "Wind Grass", g["positions"], g["faces"], materials=(grass_mat,))
+    grass = []
+    for i in range(120):  # instances share one mesh; each moves with its own phase and gust
+        obj = bpy.data.objects.new(f"Wind Grass {i}", grass_mesh)
+        obj.location = (X0 + rng.uniform(-9, 9), rng.uniform(-1.0, 9.0), 0.0) if i else (X0, 4.0, 0.0)
+        obj.rotation_euler = (0.0, 0.0, rng.uniform(0, 2 * math.pi))
+        coll.objects.link(obj)
+        grass.append(obj)
+    bpy.context.view_layer.update()
+    _select(bpy, [grass[0]])
+    assert bpy.ops.envfx.wind_bake_data() == {"FINISHED"}  # baking one clump bakes the shared mesh
+    _select(bpy, grass)
+    assert bpy.ops.envfx.wind_preset(preset="GRASS") == {"FINISHED"}
+
+    field = bpy.data.objects.new("Wind Field", None)
+    coll.objects.link(field)
+    field.location = (X0 - 10.0, 0.0, 3.0)
+    _select(bpy, [field])
+    bpy.ops.object.forcefield_toggle()
+    field.field.type = "WIND"
+    field.field.strength = 1.6
+    field.rotation_euler = (math.radians(90), 0.0, math.radians(-70))
+    w = scene.envfx.wind
+    w.source_object = field
+    w.gust_strength = 0.7
+    w.gust_frequency = 0.25
+    w.loop_frames = 96
+    _select(bpy, trees + grass)
+    assert bpy.ops.envfx.wind_add() == {"FINISHED"}
+
+    cam_data = bpy.data.cameras.new("Wind Camera")
+    cam_data.lens = 28
+    cam = bpy.data.objects.new("Wind Camera", cam_data)
+    coll.objects.link(cam)
+    cam.location = (X0, -9.0, 3.2)
+    cam.rotation_euler = (math.radians(80), 0.0, 0.0)
+    ctx.only_visible(coll)
+    files = [ctx.render(cam, "wind", frame=1), ctx.render(cam, "wind_gust", frame=40)]
+    scene.frame_set(1)
+    return files
