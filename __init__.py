@@ -5,7 +5,7 @@ import bpy
 from . import cli, operators, panels, props
 
 # Features that exist, in the order they appear in the panel and in `envfx info`.
-FEATURES = ("bend",)
+FEATURES = ("bend", "snow")
 
 _modules = (props, operators, panels)
 _cli_handle = None

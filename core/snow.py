@@ -15,7 +15,7 @@ snow point ``p`` is stamped by the segment ``a -> b`` (a capsule, so fast actors
     rim(u)   = rim_height * depth * max(0, 1 - ((u - 1) / rim_width)^2)^2 * w
 
 ``w`` is the vertical fade: with ``h`` the height of the actor's bottom (at ``t``) above the snow point,
-``w = clamp(1 - max(0, h, -h - 2 depth) / fade_height, 0, 1)``: an actor far above (or far below, under a
+``w = clamp(1 - max(0, h, -h - 2 radius) / fade_height, 0, 1)``: an actor far above (or far below, under a
 land bridge) does not stamp.
 
 Which actor stamps a point: the actor whose path segment is nearest to the point in XY (what the geometry
@@ -108,9 +108,10 @@ def _segment_closest(pxy, a, b):
     return t, np.sqrt(dx * dx + dy * dy)
 
 
-def vertical_fade(h, depth, fade_height):
+def vertical_fade(h, radius, fade_height):
+    """Weight of a stamp whose actor bottom is ``h`` above the snow surface (negative: inside the snow)."""
     h = np.asarray(h, dtype=np.float64)
-    beyond = np.maximum(np.maximum(h, -h - 2.0 * depth), 0.0)
+    beyond = np.maximum(np.maximum(h, -h - 2.0 * radius), 0.0)
     return np.clip(1.0 - beyond / fade_height, 0.0, 1.0)
 
 
@@ -151,7 +152,7 @@ def _stamp_from_nearest(surface_z, idx, t, d, prev, cur, radius, depth, params):
     u = np.where(valid, d / np.maximum(r, 1e-12), np.inf)
     down, rim, cover = stamp_profile(np.where(np.isfinite(u), u, 1e9), dep, params.rim_height, params.rim_width)
     zc = prev[i, 2] + t * (cur[i, 2] - prev[i, 2])
-    w = vertical_fade(zc - surface_z, dep, params.fade_height)
+    w = vertical_fade(zc - surface_z, r, params.fade_height)
     w = np.where(valid & np.isfinite(surface_z), w, 0.0)
     return down * w, rim * w, cover * w, np.where(valid, dep, 0.0)
 
@@ -314,10 +315,10 @@ def rasterize_top(tris, origin, texel, shape, values=None):
     xs = tris[:, :, 0]
     ys = tris[:, :, 1]
     # texel centre j sits at ox + (j + 0.5) texel
-    ix0 = np.maximum(np.ceil((xs.min(1) - ox) / texel - 0.5 - 1e-9), 0).astype(np.int64)
-    ix1 = np.minimum(np.floor((xs.max(1) - ox) / texel - 0.5 + 1e-9), w - 1).astype(np.int64)
-    iy0 = np.maximum(np.ceil((ys.min(1) - oy) / texel - 0.5 - 1e-9), 0).astype(np.int64)
-    iy1 = np.minimum(np.floor((ys.max(1) - oy) / texel - 0.5 + 1e-9), h - 1).astype(np.int64)
+    ix0 = np.maximum(np.ceil((xs.min(1) - ox) / texel - 0.5 - 1e-6), 0).astype(np.int64)
+    ix1 = np.minimum(np.floor((xs.max(1) - ox) / texel - 0.5 + 1e-6), w - 1).astype(np.int64)
+    iy0 = np.maximum(np.ceil((ys.min(1) - oy) / texel - 0.5 - 1e-6), 0).astype(np.int64)
+    iy1 = np.minimum(np.floor((ys.max(1) - oy) / texel - 0.5 + 1e-6), h - 1).astype(np.int64)
     nx = np.maximum(ix1 - ix0 + 1, 0)
     ny = np.maximum(iy1 - iy0 + 1, 0)
     counts = nx * ny
@@ -349,7 +350,7 @@ def rasterize_top(tris, origin, texel, shape, values=None):
         l0 = ((y1 - y2) * (cx - x2) + (x2 - x1) * (cy - y2)) / den
         l1 = ((y2 - y0) * (cx - x2) + (x0 - x2) * (cy - y2)) / den
         l2 = 1.0 - l0 - l1
-        eps = -1e-9
+        eps = -1e-6
         inside = ok & (l0 >= eps) & (l1 >= eps) & (l2 >= eps)
         if not inside.any():
             continue
@@ -840,8 +841,8 @@ def generate_cover(tris, params: CoverParams, occluder_tris=None, mask_weights=N
     s = float(params.spacing)
     lo = kept[:, :, :2].reshape(-1, 2).min(0)
     hi = kept[:, :, :2].reshape(-1, 2).max(0)
-    w = int(math.floor((hi[0] - lo[0]) / s)) + 1
-    h = int(math.floor((hi[1] - lo[1]) / s)) + 1
+    w = int(math.floor((hi[0] - lo[0]) / s + 1e-6)) + 1   # a size of exactly n spacings gets n + 1 points
+    h = int(math.floor((hi[1] - lo[1]) / s + 1e-6)) + 1
     if w * h > 4 * max(params.vertex_budget, 1024) + 1_000_000:
         raise SnowError(
             f"The snow area spans {w} x {h} grid points at a spacing of {s:g}: use a larger spacing"

@@ -2,9 +2,9 @@
 
 import bpy
 
-from . import bend
+from . import bend, snow
 
-modules = (bend,)
+modules = (bend, snow)
 classes = tuple(cls for module in modules for cls in module.classes)
 
 

@@ -2,9 +2,9 @@
 
 import bpy
 
-from . import bend, main
+from . import bend, main, snow
 
-modules = (main, bend)
+modules = (main, bend, snow)
 classes = tuple(cls for module in modules for cls in module.classes)
 
 

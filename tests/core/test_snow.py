@@ -65,7 +65,7 @@ def test_straight_fast_trail_has_constant_depth_no_beads():
 def test_vertical_fade_actor_far_above_does_not_stamp():
     params = snow.StampParams(fade_height=0.5)
     pts = np.array([[0.0, 0.0, 0.0]])
-    for z, expected in ((0.0, 1.0), (0.25, 0.5), (0.6, 0.0), (5.0, 0.0)):
+    for z, expected in ((0.0, 1.0), (0.25, 0.5), (0.6, 0.0), (5.0, 0.0), (-2.0, 1.0), (-2.25, 0.5), (-9, 0.0)):
         ds, rs, cw, dep = snow.stamp_points(pts, [[0, 0, z]], [[0, 0, z]], [1.0], [0.2], params)
         assert cw[0] == pytest.approx(expected)
 

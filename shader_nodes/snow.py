@@ -1,0 +1,330 @@
+"""Node groups of the snow: "EnvFX Snow Trails" (geometry nodes, live trails) and the "EnvFX Snow" material.
+
+"EnvFX Snow Trails" is ``core.snow``'s trail state evaluated per frame in a simulation zone:
+
+- the actors are one point each (Object Info of each actor of ``scene.envfx.snow.actors``: its world location
+  minus its bottom offset, radius and depth as point attributes); the group is rebuilt in place by ``sync``
+  when the actors or their sizes change (the stamp records them);
+- inside the zone the previous frame's actor points are the state "Actors"; a mesh of one edge per actor
+  (previous -> current bottom point, flattened to z = 0) is the path; Sample Nearest on its edges picks the
+  actor whose path is nearest to each snow vertex (as ``core.snow.stamp_points`` does), then the stamp,
+  vertical fade, persistence (``snow_down``, ``snow_rim`` point attributes) and occluders follow the core's
+  formulas node for node;
+- after the zone the surface moves by ``max(rim - down, -snow_thickness)`` along world Z, faded out with the
+  distance to the active camera.
+
+Numbers the user tweaks (rim, fades, refill) are Value nodes driven by ``scene.envfx.snow``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+import bpy
+
+from . import common
+
+GROUP_NAME = "EnvFX Snow Trails"
+MATERIAL_NAME = "EnvFX Snow"
+VERSION = 3
+
+DRIVEN = {
+    "Rim Height": "rim_height",
+    "Rim Width": "rim_width",
+    "Fade Height": "fade_height",
+    "Refill Rate": "refill_rate",
+    "Camera Fade Start": "camera_fade_start",
+    "Camera Fade End": "camera_fade_end",
+}
+
+
+def actor_specs(scene):
+    """[(object name, radius, depth, bottom offset)] for the scene's actor collection (lights are skipped)."""
+    from ..operators import snow as snow_ops
+
+    return snow_ops.actor_specs(scene)[0]
+
+
+def _stamp(specs, occluders_name: str) -> str:
+    text = repr([(n, round(r, 6), round(d, 6), round(o, 6)) for n, r, d, o in specs]) + "|" + occluders_name
+    return f"{VERSION}:" + hashlib.sha1(text.encode()).hexdigest()[:16]
+
+
+class _B(common.Builder):
+    def sample_index(self, geometry, value, index, data_type="FLOAT", domain="POINT", label=""):
+        node = self.node("GeometryNodeSampleIndex", label, data_type=data_type, domain=domain)
+        self.link(geometry, node.inputs["Geometry"])
+        self._feed(node.inputs["Value"], value)
+        self._feed(node.inputs["Index"], index)
+        return node.outputs["Value"]
+
+    def named(self, name, data_type="FLOAT", label=""):
+        node = self.node("GeometryNodeInputNamedAttribute", label or f"Read {name}", data_type=data_type)
+        node.inputs["Name"].default_value = name
+        return node
+
+    def store(self, geometry, name, value, data_type="FLOAT", domain="POINT", label=""):
+        node = self.node("GeometryNodeStoreNamedAttribute", label or f"Store {name}", data_type=data_type,
+                         domain=domain)
+        self.link(geometry, node.inputs["Geometry"])
+        node.inputs["Name"].default_value = name
+        self._feed(node.inputs["Value"], value)
+        return node.outputs["Geometry"]
+
+    def clamp01(self, value, label=""):
+        return self.math("ADD", value, 0.0, label=label, use_clamp=True)
+
+    def flat(self, vec, label=""):
+        return self.vmath("MULTIPLY", vec, self.vector(label + " Flatten", (1.0, 1.0, 0.0)), label=label)
+
+
+def _build(tree, specs, occluders):
+    b = _B(tree)
+    common.socket(tree, "Geometry", "INPUT", "NodeSocketGeometry")
+    common.socket(tree, "Geometry", "OUTPUT", "NodeSocketGeometry")
+    group_in = b.node("NodeGroupInput", "Group Input", location=(-2000, 0))
+    group_out = b.node("NodeGroupOutput", "Group Output", location=(3000, 0))
+    values = {label: b.value(label, 0.0) for label in DRIVEN}
+    for i, label in enumerate(DRIVEN):
+        values[label].node.location = (-2000, -200 - 90 * i)
+
+    # actors: one point per actor at its bottom, with radius and depth
+    joined = b.node("GeometryNodeJoinGeometry", "Actors", location=(-1400, 600))
+    for i, (name, radius, depth, offset) in enumerate(specs):
+        info = b.node("GeometryNodeObjectInfo", f"Actor {i}", location=(-1900, 800 + 200 * i),
+                      transform_space="ORIGINAL")
+        info.inputs["Object"].default_value = bpy.data.objects.get(name)
+        bottom = b.vmath("SUBTRACT", info.outputs["Location"], b.vector(f"Actor {i} Offset", (0.0, 0.0, offset)),
+                         label=f"Actor {i} Bottom")
+        pts = b.node("GeometryNodePoints", f"Actor {i} Point")
+        pts.inputs["Count"].default_value = 1
+        b.link(bottom, pts.inputs["Position"])
+        pts.inputs["Radius"].default_value = radius
+        geo = b.store(pts.outputs[0], "depth", depth, label=f"Actor {i} Depth")
+        b.link(geo, joined.inputs[0])
+    actors_now = joined.outputs[0]
+
+    # occluders: their top-down footprint (flattened to z = 0)
+    occ_info = b.node("GeometryNodeCollectionInfo", "Occluders", transform_space="ORIGINAL")
+    occ_info.inputs["Collection"].default_value = bpy.data.collections.get(occluders) if occluders else None
+    occ_info.inputs["Separate Children"].default_value = False
+    occ_info.inputs["Reset Children"].default_value = False
+    realize = b.node("GeometryNodeRealizeInstances", "Occluders Real")
+    b.link(occ_info.outputs[0], realize.inputs[0])
+    occ_flat = b.node("GeometryNodeSetPosition", "Occluders Flat")
+    b.link(realize.outputs[0], occ_flat.inputs["Geometry"])
+    b.link(b.flat(b.node("GeometryNodeInputPosition", "Occ Pos").outputs[0], "Occ"), occ_flat.inputs["Position"])
+
+    # world transform of the snow object
+    self_obj = b.node("GeometryNodeSelfObject", "Self")
+    self_info = b.node("GeometryNodeObjectInfo", "Self Info", transform_space="ORIGINAL")
+    b.link(self_obj.outputs[0], self_info.inputs["Object"])
+    matrix = self_info.outputs["Transform"]
+    position = b.node("GeometryNodeInputPosition", "Position").outputs[0]
+    to_world = b.node("FunctionNodeTransformPoint", "To World")
+    b.link(position, to_world.inputs["Vector"])
+    b.link(matrix, to_world.inputs["Transform"])
+    P = to_world.outputs[0]
+
+    # --- simulation zone ---
+    sim_in = b.node("GeometryNodeSimulationInput", "Sim In", location=(-600, 0))
+    sim_out = b.node("GeometryNodeSimulationOutput", "Sim Out", location=(2200, 0))
+    sim_in.pair_with_output(sim_out)
+    sim_out.state_items.new("GEOMETRY", "Actors")
+    b.link(group_in.outputs[0], sim_in.inputs["Geometry"])
+    b.link(actors_now, sim_in.inputs["Actors"])
+    snow_geo = sim_in.outputs["Geometry"]
+    actors_prev = sim_in.outputs["Actors"]
+    dt = sim_in.outputs["Delta Time"]
+
+    # path mesh: vertex 2i = previous bottom of actor i, 2i+1 = current; edge i joins them
+    size = b.node("GeometryNodeAttributeDomainSize", "Actor Count", component="POINTCLOUD")
+    b.link(actors_now, size.inputs[0])
+    line = b.node("GeometryNodeMeshLine", "Path Line", mode="OFFSET")
+    b.link(b.math("MULTIPLY", size.outputs["Point Count"], 2.0, label="Twice"), line.inputs["Count"])
+    index = b.node("GeometryNodeInputIndex", "Index").outputs[0]
+    actor_of_vertex = b.math("FLOOR", b.math("DIVIDE", index, 2.0), label="Actor Of Vertex")
+    is_cur = b.math("FLOORED_MODULO", index, 2.0, label="Is Current")
+    pos_in = b.node("GeometryNodeInputPosition", "Actor Pos").outputs[0]
+    prev_v = b.sample_index(actors_prev, pos_in, actor_of_vertex, "FLOAT_VECTOR", label="Path Prev")
+    cur_v = b.sample_index(actors_now, pos_in, actor_of_vertex, "FLOAT_VECTOR", label="Path Cur")
+    path_pos = b.vmath("ADD", prev_v, b.vmath("SCALE", b.vmath("SUBTRACT", cur_v, prev_v), scale=is_cur), label="Path")
+    set_path = b.node("GeometryNodeSetPosition", "Path Set")
+    b.link(line.outputs[0], set_path.inputs["Geometry"])
+    b.link(b.flat(path_pos, "Path"), set_path.inputs["Position"])
+    delete = b.node("GeometryNodeDeleteGeometry", "Odd Edges", domain="EDGE", mode="EDGE_FACE")
+    b.link(set_path.outputs[0], delete.inputs["Geometry"])
+    b.link(b.math("FLOORED_MODULO", index, 2.0, label="Odd"), delete.inputs["Selection"])
+    paths = delete.outputs[0]
+
+    nearest = b.node("GeometryNodeSampleNearest", "Nearest Path", domain="EDGE")
+    b.link(paths, nearest.inputs["Geometry"])
+    b.link(b.flat(P, "P"), nearest.inputs["Sample Position"])
+    e = nearest.outputs["Index"]
+    A = b.sample_index(actors_prev, pos_in, e, "FLOAT_VECTOR", label="A")
+    B = b.sample_index(actors_now, pos_in, e, "FLOAT_VECTOR", label="B")
+    R = b.sample_index(actors_now, b.node("GeometryNodeInputRadius", "Radius").outputs[0], e, label="R")
+    D = b.sample_index(actors_now, b.named("depth").outputs["Attribute"], e, label="D")
+
+    ab = b.flat(b.vmath("SUBTRACT", B, A), "AB")
+    ap = b.flat(b.vmath("SUBTRACT", P, A), "AP")
+    den = b.math("MAXIMUM", b.vmath("DOT_PRODUCT", ab, ab), 1e-20, label="Den")
+    t = b.clamp01(b.math("DIVIDE", b.vmath("DOT_PRODUCT", ap, ab), den), label="T")
+    d = b.vmath("LENGTH", b.vmath("SUBTRACT", ap, b.vmath("SCALE", ab, scale=t)), label="Dist")
+    u = b.math("DIVIDE", d, b.math("MAXIMUM", R, 1e-12), label="U")
+    cover = b.math("MAXIMUM", b.math("SUBTRACT", 1.0, b.math("MULTIPLY", u, u)), 0.0, label="Cover")
+    qa = b.math("DIVIDE", b.math("SUBTRACT", u, 1.0), values["Rim Width"], label="Rim X")
+    q = b.math("MAXIMUM", b.math("SUBTRACT", 1.0, b.math("MULTIPLY", qa, qa)), 0.0, label="Rim Q")
+    rim = b.math("MULTIPLY", b.math("MULTIPLY", values["Rim Height"], D), b.math("MULTIPLY", q, q), label="Rim")
+    sep_a = b.node("ShaderNodeSeparateXYZ", "A Sep")
+    b.link(A, sep_a.inputs[0])
+    sep_b = b.node("ShaderNodeSeparateXYZ", "B Sep")
+    b.link(B, sep_b.inputs[0])
+    sep_p = b.node("ShaderNodeSeparateXYZ", "P Sep")
+    b.link(P, sep_p.inputs[0])
+    zc = b.math("MULTIPLY_ADD", t, b.math("SUBTRACT", sep_b.outputs["Z"], sep_a.outputs["Z"]), sep_a.outputs["Z"],
+                label="Zc")
+    h = b.math("SUBTRACT", zc, sep_p.outputs["Z"], label="H")
+    below = b.math("SUBTRACT", b.math("MULTIPLY", h, -1.0), b.math("MULTIPLY", R, 2.0), label="Below")
+    beyond = b.math("MAXIMUM", b.math("MAXIMUM", h, below), 0.0, label="Beyond")
+    w = b.clamp01(b.math("SUBTRACT", 1.0, b.math("DIVIDE", beyond, values["Fade Height"])), label="W")
+    down_s = b.math("MULTIPLY", b.math("MULTIPLY", D, cover), w, label="Down S")
+    rim_s = b.math("MULTIPLY", rim, w, label="Rim S")
+    cw = b.math("MULTIPLY", cover, w, label="Cover W")
+
+    keep = b.clamp01(b.math("SUBTRACT", 1.0, b.math("MULTIPLY", values["Refill Rate"], dt)), label="Keep")
+    old_down = b.named("snow_down").outputs["Attribute"]
+    old_rim = b.named("snow_rim").outputs["Attribute"]
+    kd = b.math("MULTIPLY", keep, old_down, label="Kept Down")
+    new_down = b.math("MAXIMUM", kd, down_s, label="New Down")
+    inside = b.clamp01(b.math("SUBTRACT", 1.0, b.math("DIVIDE", kd, b.math("MAXIMUM", D, 1e-12))), label="Inside")
+    kept_rim = b.math("MULTIPLY", b.math("MULTIPLY", keep, old_rim), b.math("SUBTRACT", 1.0, cw), label="Kept Rim")
+    new_rim = b.math("MAXIMUM", kept_rim, b.math("MULTIPLY", rim_s, inside), label="New Rim")
+
+    thick_node = b.named("snow_thickness")
+    no_attr = b.math("SUBTRACT", 1.0, thick_node.outputs["Exists"], label="No Thickness")
+    thickness = b.math("MULTIPLY_ADD", no_attr, 1.0e6, thick_node.outputs["Attribute"], label="Thickness")
+    ray = b.node("GeometryNodeRaycast", "Occluded")
+    b.link(occ_flat.outputs[0], ray.inputs["Target Geometry"])
+    b.link(b.vmath("ADD", b.flat(P, "Ray"), b.vector("Up", (0.0, 0.0, 1.0))), ray.inputs["Source Position"])
+    ray.inputs["Ray Direction"].default_value = (0.0, 0.0, -1.0)
+    ray.inputs["Ray Length"].default_value = 2.0
+    occ = ray.outputs["Is Hit"]
+    occ_thick = b.math("MULTIPLY", occ, thick_node.outputs["Attribute"], label="Occ Depth")
+    new_down = b.math("MAXIMUM", new_down, occ_thick, label="Down Occ")
+    new_rim = b.math("MULTIPLY", new_rim, b.math("SUBTRACT", 1.0, occ), label="Rim Occ")
+
+    # the rim first: its field reads the old snow_down, which the second store then replaces
+    geo = b.store(snow_geo, "snow_rim", new_rim)
+    geo = b.store(geo, "snow_down", new_down)
+    b.link(geo, sim_out.inputs["Geometry"])
+    b.link(actors_now, sim_out.inputs["Actors"])
+
+    # --- display: offset along world Z, clamped to the ground, faded with the camera distance ---
+    out_down = b.named("snow_down", label="Out Down").outputs["Attribute"]
+    out_rim = b.named("snow_rim", label="Out Rim").outputs["Attribute"]
+    disp = b.math("MAXIMUM", b.math("SUBTRACT", out_rim, out_down), b.math("MULTIPLY", thickness, -1.0),
+                  label="Displacement")
+    cam = b.node("GeometryNodeInputActiveCamera", "Camera")
+    cam_info = b.node("GeometryNodeObjectInfo", "Camera Info", transform_space="ORIGINAL")
+    b.link(cam.outputs[0], cam_info.inputs["Object"])
+    dist = b.vmath("DISTANCE", P, cam_info.outputs["Location"], label="Camera Distance")
+    span = b.math("MAXIMUM", b.math("SUBTRACT", values["Camera Fade End"], values["Camera Fade Start"]), 1e-6)
+    cam_fade = b.clamp01(b.math("SUBTRACT", 1.0, b.math("DIVIDE", b.math("SUBTRACT", dist, values["Camera Fade Start"]),
+                                                        span)), label="Camera Fade")
+    disp = b.math("MULTIPLY", disp, cam_fade, label="Faded")
+    invert = b.node("FunctionNodeInvertMatrix", "Invert")
+    b.link(matrix, invert.inputs[0])
+    local = b.node("FunctionNodeTransformDirection", "Offset Local")
+    b.link(invert.outputs[0], local.inputs["Transform"])
+    b.link(b.combine_xyz(0.0, 0.0, disp, label="Offset World"), local.inputs["Direction"])
+    set_pos = b.node("GeometryNodeSetPosition", "Set Position", location=(2700, 0))
+    b.link(sim_out.outputs["Geometry"], set_pos.inputs["Geometry"])
+    b.link(local.outputs[0], set_pos.inputs["Offset"])
+    smooth = b.node("GeometryNodeSetShadeSmooth", "Smooth")
+    b.link(set_pos.outputs[0], smooth.inputs["Geometry"])
+    b.link(smooth.outputs[0], group_out.inputs[0])
+
+
+def ensure_trails(scene, specs=None) -> bpy.types.NodeTree:
+    """The shared "EnvFX Snow Trails" group, built for the scene's actors and occluders and driven by its
+    settings. Rebuilt in place when the actors, their sizes or the occluder collection change."""
+    if specs is None:
+        specs = actor_specs(scene)
+    occ = scene.envfx.snow.occluders
+    occ_name = occ.name if occ is not None else ""
+    tree = common.ensure_tree(GROUP_NAME, "GeometryNodeTree", _stamp(specs, occ_name),
+                              lambda t: _build(t, specs, occ_name))
+    _drive(scene, tree)
+    return tree
+
+
+def _drive(scene, tree):
+    settings = scene.envfx.snow
+    drivers = {fc.data_path: fc for fc in tree.animation_data.drivers} if tree.animation_data else {}
+    for label, prop in DRIVEN.items():
+        path = f'nodes["{label}"].outputs[0].default_value'
+        fcurve = drivers.get(path)
+        target = fcurve.driver.variables[0].targets[0] if fcurve and fcurve.driver.variables else None
+        if target is None or target.id != scene or target.data_path != f"envfx.snow.{prop}":
+            common.add_scene_driver(tree, path, scene, f"envfx.snow.{prop}")
+        tree.nodes[label].outputs[0].default_value = float(getattr(settings, prop))
+
+
+# --- material ---------------------------------------------------------------------------------------------
+
+MATERIAL_VERSION = 1
+
+
+def ensure_material() -> bpy.types.Material:
+    """The "EnvFX Snow" material: bright, soft subsurface snow with sparkle; the trails shade through the
+    deformed normals (the mesh is smooth-shaded by the trails group). Works in Eevee and Cycles."""
+    mat = bpy.data.materials.get(MATERIAL_NAME)
+    if mat is not None and mat.get(common.STAMP_KEY) == MATERIAL_VERSION:
+        return mat
+    if mat is None:
+        mat = bpy.data.materials.new(MATERIAL_NAME)
+    mat.use_nodes = True
+    nt = mat.node_tree
+    nt.nodes.clear()
+    b = common.Builder(nt)
+    out = b.node("ShaderNodeOutputMaterial", "Output", location=(900, 0))
+    bsdf = b.node("ShaderNodeBsdfPrincipled", "Snow BSDF", location=(500, 0))
+    bsdf.inputs["Base Color"].default_value = (0.9, 0.93, 0.97, 1.0)
+    bsdf.inputs["Subsurface Weight"].default_value = 0.25
+    bsdf.inputs["Subsurface Radius"].default_value = (0.6, 0.8, 1.0)
+    bsdf.inputs["Subsurface Scale"].default_value = 0.05
+    bsdf.inputs["Roughness"].default_value = 0.55
+    # sparkle: tiny bright cells with a low roughness
+    coord = b.node("ShaderNodeTexCoord", "Coords", location=(-700, 0))
+    vor = b.node("ShaderNodeTexVoronoi", "Sparkle Cells", location=(-500, 0))
+    vor.inputs["Scale"].default_value = 400.0
+    b.link(coord.outputs["Object"], vor.inputs["Vector"])
+    ramp = b.node("ShaderNodeMapRange", "Sparkle", location=(-300, 0))
+    ramp.inputs["From Min"].default_value = 0.0
+    ramp.inputs["From Max"].default_value = 0.08
+    ramp.inputs["To Min"].default_value = 1.0
+    ramp.inputs["To Max"].default_value = 0.0
+    ramp.clamp = True
+    b.link(vor.outputs["Distance"], ramp.inputs["Value"])
+    spec = b.node("ShaderNodeMath", "Specular", location=(-100, 0), operation="MULTIPLY_ADD")
+    b.link(ramp.outputs[0], spec.inputs[0])
+    spec.inputs[1].default_value = 1.5
+    spec.inputs[2].default_value = 0.5
+    b.link(spec.outputs[0], bsdf.inputs["Specular IOR Level"])
+    rough = b.node("ShaderNodeMath", "Sparkle Roughness", location=(100, -200), operation="MULTIPLY_ADD")
+    b.link(ramp.outputs[0], rough.inputs[0])
+    rough.inputs[1].default_value = -0.45
+    rough.inputs[2].default_value = 0.55
+    b.link(rough.outputs[0], bsdf.inputs["Roughness"])
+    # fine grain bump on top of the deformation normals
+    noise = b.node("ShaderNodeTexNoise", "Grain", location=(-300, -300))
+    noise.inputs["Scale"].default_value = 60.0
+    b.link(coord.outputs["Object"], noise.inputs["Vector"])
+    bump = b.node("ShaderNodeBump", "Grain Bump", location=(200, -400))
+    bump.inputs["Strength"].default_value = 0.08
+    b.link(noise.outputs["Fac"], bump.inputs["Height"])
+    b.link(bump.outputs["Normal"], bsdf.inputs["Normal"])
+    b.link(bsdf.outputs[0], out.inputs["Surface"])
+    mat[common.STAMP_KEY] = MATERIAL_VERSION
+    return mat

@@ -1,0 +1,414 @@
+"""Snow in real Blender: cover generation, live trails (geometry nodes) against core.snow, buffer bake."""
+
+import json
+import math
+import os
+
+import bmesh
+import bpy
+import numpy as np
+import pytest
+
+
+def clear_scene():
+    for o in list(bpy.context.scene.objects):
+        bpy.data.objects.remove(o)
+
+
+def grid_object(name, size=10.0, segments=10, location=(0, 0, 0), tilt=0.0):
+    me = bpy.data.meshes.new(name)
+    bm = bmesh.new()
+    bmesh.ops.create_grid(bm, x_segments=segments, y_segments=segments, size=size / 2)
+    if tilt:
+        for v in bm.verts:
+            v.co.z += tilt * v.co.x
+    bm.to_mesh(me)
+    bm.free()
+    obj = bpy.data.objects.new(name, me)
+    obj.location = location
+    bpy.context.scene.collection.objects.link(obj)
+    return obj
+
+
+def sphere_object(name, radius=0.5, coll=None):
+    me = bpy.data.meshes.new(name)
+    bm = bmesh.new()
+    bmesh.ops.create_uvsphere(bm, u_segments=8, v_segments=6, radius=radius)
+    bm.to_mesh(me)
+    bm.free()
+    obj = bpy.data.objects.new(name, me)
+    (coll or bpy.context.scene.collection).objects.link(obj)
+    return obj
+
+
+def select_only(*objs):
+    for o in bpy.context.scene.objects:
+        o.select_set(False)
+    for o in objs:
+        o.select_set(True)
+    bpy.context.view_layer.objects.active = objs[0] if objs else None
+
+
+def snow_scene(envfx, spacing=0.1, size=8.0, thickness=0.3, border=0.3):
+    scene = bpy.context.scene
+    clear_scene()
+    ground = grid_object("Ground", size=size, segments=8)
+    s = scene.envfx.snow
+    s.spacing, s.thickness, s.border_width = spacing, thickness, border
+    select_only(ground)
+    assert bpy.ops.envfx.snow_generate() == {"FINISHED"}
+    snow = [o for o in scene.objects if o.get("envfx_snow") == 0][0]
+    actors = bpy.data.collections.new("Actors")
+    scene.collection.children.link(actors)
+    s.actors = actors
+    return scene, snow, actors
+
+
+def animate(obj, keys):
+    for frame, loc in keys:
+        obj.location = loc
+        obj.keyframe_insert("location", frame=frame)
+
+
+def _linear(obj):
+    action = obj.animation_data.action
+    fcurves = getattr(action, "fcurves", None)
+    if fcurves is None:  # Blender 5: layered actions
+        fcurves = [fc for layer in action.layers for strip in layer.strips for bag in strip.channelbags
+                   for fc in bag.fcurves]
+    for fc in fcurves:
+        for kp in fc.keyframe_points:
+            kp.interpolation = "LINEAR"
+
+
+def run_frames(scene, start, end, actor_names, offsets):
+    """Step the scene frame by frame (the simulation needs every frame) and record the actors' bottoms."""
+    tracks = []
+    for f in range(start, end + 1):
+        scene.frame_set(f)
+        tracks.append([np.array(bpy.data.objects[n].matrix_world.translation) - (0, 0, off)
+                       for n, off in zip(actor_names, offsets)])
+    return np.array(tracks)
+
+
+def evaluated_offset(envfx, obj):
+    dg = bpy.context.evaluated_depsgraph_get()
+    ev = obj.evaluated_get(dg)
+    mesh = ev.to_mesh()
+    try:
+        p = envfx.bridge.get_positions(mesh).astype(np.float64)
+    finally:
+        ev.to_mesh_clear()
+    rest = envfx.bridge.get_positions(obj.data).astype(np.float64)
+    return rest, p[:, 2] - rest[:, 2]
+
+
+def thickness_of(obj):
+    buf = np.empty(len(obj.data.vertices), dtype=np.float32)
+    obj.data.attributes["snow_thickness"].data.foreach_get("value", buf)
+    return buf.astype(np.float64)
+
+
+def core_expected(envfx, scene, snow, tracks, specs, occluded=None):
+    core = envfx.core.snow
+    rest = envfx.bridge.get_positions(snow.data).astype(np.float64)
+    params = envfx.operators.snow.stamp_params(scene)
+    thick = thickness_of(snow)
+    down, rim = core.simulate_points(rest, tracks, [r for _, r, _, _ in specs], [d for _, _, d, _ in specs],
+                                     params, occluded=occluded, occluder_depth=thick)
+    return np.maximum(rim - down, -thick)
+
+
+# --- live trails vs core ----------------------------------------------------------------------------------
+
+def test_trails_match_core_stamp_and_persistence(envfx):
+    scene, snow, actors = snow_scene(envfx)
+    a = sphere_object("A", 0.5, actors)
+    b = sphere_object("B", 0.35, actors)
+    b.envfx.snow.depth = 0.12
+    animate(a, [(1, (-3, -1, 0.5)), (8, (2.5, 0.5, 0.45))])
+    animate(b, [(1, (0, 3, 0.38)), (8, (0.3, -3, 0.3))])
+    _linear(a)
+    _linear(b)
+    scene.frame_set(1)
+    scene.envfx.snow.refill_rate = 0.3
+    assert bpy.ops.envfx.snow_trails_add() == {"FINISHED"}
+    specs, _ = envfx.operators.snow.actor_specs(scene)
+    tracks = run_frames(scene, 1, 8, [n for n, *_ in specs], [o for *_, o in specs])
+    rest, got = evaluated_offset(envfx, snow)
+    expected = core_expected(envfx, scene, snow, tracks, specs)
+    assert np.abs(got - expected).max() < 1e-4
+    assert got.min() < -0.2 and got.max() > 0.04       # trails and rims are there
+
+
+def test_single_stamp_profile_matches_core(envfx):
+    scene, snow, actors = snow_scene(envfx, spacing=0.05, size=4.0)
+    a = sphere_object("A", 0.6, actors)
+    a.location = (0.13, -0.07, 0.6)
+    scene.frame_set(1)
+    assert bpy.ops.envfx.snow_trails_add() == {"FINISHED"}
+    specs, _ = envfx.operators.snow.actor_specs(scene)
+    tracks = run_frames(scene, 1, 1, ["A"], [specs[0][3]])
+    rest, got = evaluated_offset(envfx, snow)
+    core = envfx.core.snow
+    r, dep = specs[0][1], specs[0][2]
+    u = np.hypot(rest[:, 0] - 0.13, rest[:, 1] + 0.07) / r
+    down, rim, _ = core.stamp_profile(u, dep, 0.35, 0.5)
+    expected = np.maximum(rim - down, -thickness_of(snow))
+    assert np.abs(got - expected).max() < 1e-4
+    assert got.min() == pytest.approx(expected.min(), abs=1e-4) and expected.min() < -0.95 * dep
+
+
+def test_fast_straight_trail_is_continuous(envfx):
+    scene, snow, actors = snow_scene(envfx, spacing=0.05, size=8.0, thickness=0.5)
+    a = sphere_object("A", 0.3, actors)
+    animate(a, [(1, (-3.5, 0.0, 0.3)), (6, (3.5, 0.0, 0.3))])  # 1.4 per frame = 4.7 radii
+    _linear(a)
+    scene.frame_set(1)
+    assert bpy.ops.envfx.snow_trails_add() == {"FINISHED"}
+    for f in range(1, 7):
+        scene.frame_set(f)
+    rest, got = evaluated_offset(envfx, snow)
+    line = (np.abs(rest[:, 1]) < 1e-6) & (np.abs(rest[:, 0]) < 3.0)
+    assert line.sum() > 50
+    depth = -got[line]
+    assert depth.min() > 0.95 * depth.max()
+    assert depth.max() == pytest.approx(0.15, rel=1e-3)
+
+
+def test_occluders_hold_snow_down_and_vertical_fade(envfx):
+    scene, snow, actors = snow_scene(envfx)
+    high = sphere_object("High", 0.5, actors)
+    high.location = (2, 2, 3.0)                       # far above the snow: no stamp
+    occ_coll = bpy.data.collections.new("Occluders")
+    scene.collection.children.link(occ_coll)
+    quad = grid_object("Quad", size=1.0, segments=1, location=(-2, -2, 0.1))
+    scene.collection.objects.unlink(quad)
+    occ_coll.objects.link(quad)
+    scene.envfx.snow.occluders = occ_coll
+    scene.frame_set(1)
+    assert bpy.ops.envfx.snow_trails_add() == {"FINISHED"}
+    for f in range(1, 3):
+        scene.frame_set(f)
+    rest, got = evaluated_offset(envfx, snow)
+    thick = thickness_of(snow)
+    under = (np.abs(rest[:, 0] + 2) < 0.45) & (np.abs(rest[:, 1] + 2) < 0.45)
+    np.testing.assert_allclose(got[under], -thick[under], atol=1e-5)   # down to the ground
+    near_high = np.hypot(rest[:, 0] - 2, rest[:, 1] - 2) < 0.7
+    assert np.abs(got[near_high]).max() == 0.0
+
+
+def test_live_trails_equal_bake_within_a_texel(envfx, tmp_path):
+    scene, snow, actors = snow_scene(envfx, spacing=0.1, size=8.0)
+    a = sphere_object("A", 0.6, actors)
+    animate(a, [(1, (-2.5, -1.0, 0.55)), (10, (2.0, 1.5, 0.5))])
+    _linear(a)
+    s = scene.envfx.snow
+    s.frame_start, s.frame_end = 1, 10
+    s.buffer_resolution = 128
+    s.output_dir = str(tmp_path)
+    s.sequence = False
+    scene.frame_set(1)
+    assert bpy.ops.envfx.snow_trails_add() == {"FINISHED"}
+    for f in range(1, 11):
+        scene.frame_set(f)
+    rest, got = evaluated_offset(envfx, snow)
+    assert bpy.ops.envfx.snow_bake_buffer() == {"FINISHED"}
+    core = envfx.core.snow
+    meta = json.loads((tmp_path / "snow_buffer.json").read_text())
+    buf = core.read_exr(str(tmp_path / "snow_buffer.exr"))
+    texel = meta["texel_size"]
+    origin = meta["frames"][-1]["origin"]
+    sampled = core.sample_buffer(buf, origin, texel, rest[:, :2], 0)
+    sampled = np.maximum(sampled, -thickness_of(snow))
+    # the profile's steepest slope times one texel bounds the sampling error
+    specs, _ = envfx.operators.snow.actor_specs(scene)
+    r, dep = specs[0][1], specs[0][2]
+    slope = 2.0 * dep / r
+    assert np.abs(got - sampled).max() <= slope * texel
+    assert got.min() < -0.2
+
+
+# --- buffer bake ------------------------------------------------------------------------------------------
+
+def test_bake_writes_exr_blender_reads_back(envfx, tmp_path):
+    scene, snow, actors = snow_scene(envfx, spacing=0.2)
+    a = sphere_object("A", 0.5, actors)
+    animate(a, [(1, (-2, 0, 0.5)), (5, (2, 0, 0.5))])
+    s = scene.envfx.snow
+    s.frame_start, s.frame_end = 1, 5
+    s.buffer_resolution = 64
+    s.output_dir = str(tmp_path / "out")
+    assert bpy.ops.envfx.snow_bake_buffer() == {"FINISHED"}
+    names = sorted(os.listdir(tmp_path / "out"))
+    assert names == ["snow_buffer.json"] + [f"snow_buffer_{f:04d}.exr" for f in range(1, 6)]
+    img = bpy.data.images.load(str(tmp_path / "out" / "snow_buffer_0005.exr"))
+    assert tuple(img.size) == (64, 64) and img.is_float
+    px = np.empty(64 * 64 * 4, dtype=np.float32)
+    img.pixels.foreach_get(px)
+    px = px.reshape(64, 64, 4)                       # Blender rows start at the bottom (min world y)
+    ours = envfx.core.snow.read_exr(str(tmp_path / "out" / "snow_buffer_0005.exr"))
+    np.testing.assert_allclose(px, ours, atol=1e-6)
+    assert px[..., 0].min() < -0.2 and px[..., 3].max() > 0.9
+    assert scene.frame_current == 1
+
+
+def test_follow_pivot_bake(envfx, tmp_path):
+    scene, snow, actors = snow_scene(envfx, spacing=0.2)
+    a = sphere_object("A", 0.5, actors)
+    animate(a, [(1, (-2, 0, 0.5)), (6, (2, 0, 0.5))])
+    s = scene.envfx.snow
+    s.framing = "FOLLOW"
+    s.pivot = a
+    s.buffer_size = 6.0
+    s.buffer_resolution = 48
+    s.frame_start, s.frame_end = 1, 6
+    s.output_dir = str(tmp_path)
+    assert bpy.ops.envfx.snow_bake_buffer() == {"FINISHED"}
+    meta = json.loads((tmp_path / "snow_buffer.json").read_text())
+    t = meta["texel_size"]
+    for fr in meta["frames"]:
+        k = np.array(fr["origin"]) / t
+        np.testing.assert_allclose(k, np.round(k), atol=1e-6)
+    assert len({tuple(f["origin"]) for f in meta["frames"]}) > 1
+
+
+@pytest.mark.parametrize("change,msg", [
+    (lambda s, tmp: setattr(s, "frame_end", 0), "reversed"),
+    (lambda s, tmp: setattr(s, "output_dir", ""), "No output folder"),
+    (lambda s, tmp: setattr(s, "output_dir", str(tmp / "file.txt" / "sub")), "cannot be written"),
+    (lambda s, tmp: setattr(s, "actors", None), "No actor collection"),
+])
+def test_bake_bad_input(envfx, tmp_path, change, msg, capsys):
+    scene, snow, actors = snow_scene(envfx, spacing=0.2)
+    sphere_object("A", 0.5, actors)
+    (tmp_path / "file.txt").write_text("x")
+    s = scene.envfx.snow
+    s.frame_start, s.frame_end, s.output_dir = 1, 3, str(tmp_path)
+    change(s, tmp_path)
+    with pytest.raises(RuntimeError, match=msg):
+        bpy.ops.envfx.snow_bake_buffer()
+    assert sorted(os.listdir(tmp_path)) == ["file.txt"]
+
+
+# --- cover generation -------------------------------------------------------------------------------------
+
+def test_generate_slope_occlusion_taper_spacing(envfx):
+    scene = bpy.context.scene
+    clear_scene()
+    flat = grid_object("Flat", size=6.0, segments=6, tilt=0.3)      # ~17 deg
+    steep = grid_object("Steep", size=3.0, segments=3, location=(10, 0, 0), tilt=3.0)  # ~72 deg
+    box = bpy.data.objects.new("Rock", bpy.data.meshes.new("Rock"))
+    bm = bmesh.new()
+    bmesh.ops.create_cube(bm, size=1.0)
+    bm.to_mesh(box.data)
+    bm.free()
+    box.location = (0.5, 0.5, 1.5)                  # floats above the slope
+    scene.collection.objects.link(box)
+    s = scene.envfx.snow
+    s.spacing, s.thickness, s.border_width = 0.1, 0.25, 0.4
+    select_only(flat, steep)
+    bpy.context.view_layer.update()
+    assert bpy.ops.envfx.snow_generate() == {"FINISHED"}
+    snow = [o for o in scene.objects if o.get("envfx_snow") == 0]
+    assert len(snow) == 1
+    v = envfx.bridge.get_positions(snow[0].data)
+    assert v[:, 0].max() <= 3.0 + 1e-5                      # nothing on the steep patch
+    assert not ((np.abs(v[:, 0] - 0.5) < 0.45) & (np.abs(v[:, 1] - 0.5) < 0.45)).any()
+    thick = thickness_of(snow[0])
+    on_edge = (np.abs(np.abs(v[:, 0]) - 3.0) < 1e-4) | (np.abs(np.abs(v[:, 1]) - 3.0) < 1e-4)
+    assert on_edge.any() and np.abs(thick[on_edge]).max() == 0.0
+    assert thick.max() == pytest.approx(0.25, rel=1e-5)
+    me = snow[0].data
+    e = np.empty(len(me.edges) * 2, dtype=np.int32)
+    me.edges.foreach_get("vertices", e)
+    e = e.reshape(-1, 2)
+    length = np.linalg.norm(v[e[:, 0]] - v[e[:, 1]], axis=1)
+    assert abs(np.median(length) / 0.1 - 1.0) < 0.2
+    assert snow[0].data.materials[0].name == "EnvFX Snow"
+
+
+def test_generate_lods(envfx):
+    clear_scene()
+    ground = grid_object("Ground", size=4.0, segments=4)
+    bpy.context.scene.envfx.snow.lods = 3
+    bpy.context.scene.envfx.snow.spacing = 0.1
+    select_only(ground)
+    assert bpy.ops.envfx.snow_generate() == {"FINISHED"}
+    levels = sorted((o["envfx_snow"], len(o.data.vertices)) for o in bpy.context.scene.objects
+                    if o.get("envfx_snow") is not None)
+    assert [lv for lv, _ in levels] == [0, 1, 2]
+    assert levels[0][1] > levels[1][1] > levels[2][1]
+
+
+@pytest.mark.parametrize("scale_length", [0.01, 1000.0])
+def test_generate_any_unit_scale(envfx, scale_length):
+    scene = bpy.context.scene
+    scene.unit_settings.scale_length = scale_length
+    clear_scene()
+    ground = grid_object("Ground", size=4.0, segments=4)
+    scene.envfx.snow.spacing = 0.1
+    select_only(ground)
+    assert bpy.ops.envfx.snow_generate() == {"FINISHED"}
+    snow = [o for o in scene.objects if o.get("envfx_snow") == 0][0]
+    assert len(snow.data.vertices) == 41 * 41
+
+
+def _state():
+    return (sorted(o.name for o in bpy.data.objects), sorted(m.name for m in bpy.data.meshes),
+            sorted(c.name for c in bpy.data.collections))
+
+
+def test_generate_bad_input_leaves_scene(envfx):
+    scene = bpy.context.scene
+    wall = grid_object("Wall", size=2.0, segments=2, tilt=20.0)
+    select_only(wall)
+    before = _state()
+    with pytest.raises(RuntimeError, match="No face of the selection looks up"):
+        bpy.ops.envfx.snow_generate()
+    assert _state() == before
+    big = grid_object("Big", size=1000.0, segments=2)
+    select_only(big)
+    scene.envfx.snow.spacing = 0.001
+    before = _state()
+    with pytest.raises(RuntimeError, match=r"about [0-9,]+ vertices, over the budget"):
+        bpy.ops.envfx.snow_generate()
+    assert _state() == before
+    select_only()
+    with pytest.raises(RuntimeError, match="select the terrain"):
+        bpy.ops.envfx.snow_generate()
+    assert _state() == before
+
+
+# --- actors -----------------------------------------------------------------------------------------------
+
+def test_trails_bad_actors(envfx):
+    scene, snow, actors = snow_scene(envfx, spacing=0.2)
+    before = [m.name for m in snow.modifiers]
+    with pytest.raises(RuntimeError, match="has no usable actors"):  # empty collection
+        bpy.ops.envfx.snow_trails_add()
+    lamp = bpy.data.objects.new("Lamp", bpy.data.lights.new("Lamp", "POINT"))
+    actors.objects.link(lamp)
+    with pytest.raises(RuntimeError, match=r"Lamp \(light objects do not touch snow\)"):
+        bpy.ops.envfx.snow_trails_add()
+    scene.envfx.snow.actors = None
+    with pytest.raises(RuntimeError, match="No actor collection"):
+        bpy.ops.envfx.snow_trails_add()
+    assert [m.name for m in snow.modifiers] == before
+    assert bpy.data.node_groups.get("EnvFX Snow Trails") is None
+
+
+def test_empty_actor_uses_its_radius_setting_and_lights_skipped(envfx):
+    scene, snow, actors = snow_scene(envfx, spacing=0.2)
+    empty = bpy.data.objects.new("Marker", None)
+    actors.objects.link(empty)
+    empty.envfx.snow.radius = 0.8
+    empty.envfx.snow.depth = 0.1
+    actors.objects.link(bpy.data.objects.new("Lamp", bpy.data.lights.new("Lamp", "POINT")))
+    specs, skipped = envfx.operators.snow.actor_specs(scene)
+    assert [(n, round(r, 5), round(d, 5), o) for n, r, d, o in specs] == [("Marker", 0.8, 0.1, 0.0)]
+    assert "Lamp" in skipped
+    assert bpy.ops.envfx.snow_trails_add() == {"FINISHED"}
+    assert envfx.operators.snow.trails_modifiers(snow)
+    assert bpy.ops.envfx.snow_trails_remove() == {"FINISHED"}
+    assert not envfx.operators.snow.trails_modifiers(snow)
