@@ -412,3 +412,70 @@ def test_empty_actor_uses_its_radius_setting_and_lights_skipped(envfx):
     assert envfx.operators.snow.trails_modifiers(snow)
     assert bpy.ops.envfx.snow_trails_remove() == {"FINISHED"}
     assert not envfx.operators.snow.trails_modifiers(snow)
+
+
+# --- CLI --------------------------------------------------------------------------------------------------
+
+def _cli_file(envfx, tmp_path):
+    scene = bpy.context.scene
+    clear_scene()
+    grid_object("Ground", size=6.0, segments=6)
+    actors = bpy.data.collections.new("Walkers")
+    scene.collection.children.link(actors)
+    a = sphere_object("Walker", 0.5, actors)
+    animate(a, [(1, (-2, 0, 0.5)), (6, (2, 0, 0.5))])
+    path = str(tmp_path / "scene.blend")
+    bpy.ops.wm.save_as_mainfile(filepath=path)
+    return path
+
+
+def test_cli_generate_trails_bake(envfx, tmp_path, capsys):
+    path = _cli_file(envfx, tmp_path)
+    out = tmp_path / "buffer"
+    code = envfx.cli.main(["snow", path, "--generate", "--objects", "Ground", "--spacing", "0.2", "--trails",
+                           "--actors", "Walkers", "--bake", "--out-dir", str(out), "--resolution", "32",
+                           "--frames", "1:6", "--final-only"])
+    assert code == 0, capsys.readouterr()
+    assert sorted(os.listdir(out)) == ["snow_buffer.exr", "snow_buffer.json"]
+    bpy.ops.wm.open_mainfile(filepath=path)
+    snow = [o for o in bpy.context.scene.objects if o.get("envfx_snow") == 0]
+    assert snow and envfx.operators.snow.trails_modifiers(snow[0])
+    assert envfx.core.snow.read_exr(str(out / "snow_buffer.exr"))[..., 0].min() < -0.1
+
+
+@pytest.mark.parametrize("args,msg", [
+    (["--bake", "--out-dir", "X", "--frames", "10:1"], "reversed"),
+    (["--bake", "--out-dir", "X", "--resolution", "0"], "between 1 and"),
+    (["--bake", "--out-dir", "X", "--resolution", "100000"], "between 1 and"),
+    (["--generate", "--objects", "Ground", "--spacing", "0.0001", "--budget", "1000"], "over the budget"),
+    (["--trails", "--actors", "Nope"], "No collection named 'Nope'"),
+    (["--bake", "--actors", "Walkers", "--out-dir", "F/sub"], "cannot be written"),
+])
+def test_cli_bad_input(envfx, tmp_path, capsys, args, msg):
+    path = _cli_file(envfx, tmp_path)
+    stamp = os.path.getmtime(path), os.path.getsize(path)
+    (tmp_path / "F").write_text("a file, not a folder")
+    args = [str(tmp_path / "out") if a == "X" else str(tmp_path / "F" / "sub") if a == "F/sub" else a
+            for a in args]
+    code = envfx.cli.main(["snow", path] + args)
+    assert code == 2
+    assert msg in capsys.readouterr().err
+    assert (os.path.getmtime(path), os.path.getsize(path)) == stamp
+    assert not os.path.exists(tmp_path / "out")
+
+
+def test_bake_cancel_leaves_nothing_and_restores_scene(envfx, tmp_path):
+    scene, snow, actors = snow_scene(envfx, spacing=0.2)
+    a = sphere_object("A", 0.5, actors)
+    animate(a, [(1, (-2, 0, 0.5)), (20, (2, 0, 0.5))])
+    s = scene.envfx.snow
+    s.frame_start, s.frame_end, s.buffer_resolution, s.output_dir = 1, 20, 32, str(tmp_path)
+    assert bpy.ops.envfx.snow_trails_add() == {"FINISHED"}
+    scene.frame_set(3)
+    job = envfx.operators.snow.bake_job(scene)
+    for _ in range(25):  # past the path gathering, into the bake
+        next(job)
+    job.close()
+    assert os.listdir(tmp_path) == []
+    assert scene.frame_current == 3
+    assert all(m.show_viewport for m in envfx.operators.snow.trails_modifiers(snow))
