@@ -209,7 +209,7 @@ class BufferParams:
     grass_frequency: float = 1.5       # Hz of the grass wobble
     grass_damping: float = 0.25        # damping ratio of the wobble (0..1)
     grass_recover: float = 1.0         # fraction of the grass push-down recovering per second
-    ripple_speed: float = 2.0          # scene units per second
+    ripple_speed: float = 1.0          # scene units per second
     ripple_damping: float = 1.0        # amplitude decay per second (exponential rate)
     occluder_depth: float = 0.0        # how far occluders hold the snow down (R = -occluder_depth)
 
@@ -421,19 +421,25 @@ def bake_job(tracks, radius, depth, stamp: StampParams, buf: BufferParams, frame
             raise SnowError(f"The output folder {out_dir!r} is not writable: choose another folder")
     tmp = tempfile.mkdtemp(prefix=".envfx_snow_", dir=out_dir) if out_dir is not None else None
     try:
-        down = np.zeros((res, res), dtype=np.float32)
-        rim = np.zeros((res, res), dtype=np.float32)
-        push = np.zeros((res, res), dtype=np.float32)          # A: grass push-down (coverage)
-        sway = np.zeros((2, res, res), dtype=np.float32)        # G: oscillator (x, v)
-        wave = np.zeros((2, res, res), dtype=np.float32)        # B: wave field (now, before)
+        n = res * res
+        down = np.zeros(n, dtype=np.float32)
+        rim = np.zeros(n, dtype=np.float32)
+        push = np.zeros(n, dtype=np.float32)         # A: grass push-down (coverage)
+        sway_x = np.zeros((res, res), dtype=np.float32)  # G: damped oscillator (position, velocity)
+        sway_v = np.zeros((res, res), dtype=np.float32)
+        wave = np.zeros((res, res), dtype=np.float32)    # B: wave field now and one step before
+        wave_old = np.zeros((res, res), dtype=np.float32)
+        lap = np.empty((res, res), dtype=np.float32)
+        tmp_a = np.empty((res, res), dtype=np.float32)
         dt = 1.0 / stamp.fps
-        osc = _oscillator_matrix(buf.grass_frequency, buf.grass_damping, dt).astype(np.float32)
+        osc = _oscillator_matrix(buf.grass_frequency, buf.grass_damping, dt)
         omega = 2.0 * math.pi * buf.grass_frequency
-        grass_keep = float(np.clip(1.0 - buf.grass_recover * dt, 0.0, 1.0))
-        # ripple substeps keep the wave equation stable (Courant number <= 0.5)
-        substeps = max(1, int(math.ceil(buf.ripple_speed * dt / (0.5 * texel)))) if buf.ripple_speed > 0 else 1
-        c2 = (buf.ripple_speed * dt / substeps / texel) ** 2
-        wave_keep = math.exp(-buf.ripple_damping * dt / substeps)
+        grass_keep = np.float32(np.clip(1.0 - buf.grass_recover * dt, 0.0, 1.0))
+        keep = np.float32(stamp.keep)
+        # ripple substeps keep the wave equation stable (Courant number <= 0.6; the limit is 0.707)
+        substeps = max(1, int(math.ceil(buf.ripple_speed * dt / (0.6 * texel)))) if buf.ripple_speed > 0 else 1
+        c2 = np.float32((buf.ripple_speed * dt / substeps / texel) ** 2)
+        wave_keep = np.float32(math.exp(-buf.ripple_damping * dt / substeps))
         fade = edge_fade_mask(res, buf.edge_fade) if buf.framing == "FOLLOW" else None
         reach_max = float(reach(radius, stamp.rim_width).max()) if n_actors else 0.0
         origins = np.zeros((n_frames, 2))
@@ -441,6 +447,7 @@ def bake_job(tracks, radius, depth, stamp: StampParams, buf: BufferParams, frame
         origin = None
         final = None
         occ_tris = None if occluder_tris is None or len(occluder_tris) == 0 else np.asarray(occluder_tris)
+        occ_idx, occ_origin = None, None
         for f in range(n_frames):
             if buf.framing == "FOLLOW":
                 new_origin = snap_origin(pivot_track[f], buf.size, texel)
@@ -448,46 +455,73 @@ def bake_job(tracks, radius, depth, stamp: StampParams, buf: BufferParams, frame
                 new_origin = np.asarray(buf.origin, dtype=np.float64)[:2]
             if origin is not None and buf.framing == "FOLLOW":
                 dx, dy = np.rint((new_origin - origin) / texel).astype(int)
-                down, rim, push = _shift(down, dx, dy), _shift(rim, dx, dy), _shift(push, dx, dy)
-                sway, wave = _shift(sway, dx, dy), _shift(wave, dx, dy)
+                if dx or dy:
+                    down = _shift(down.reshape(res, res), dx, dy).ravel()
+                    rim = _shift(rim.reshape(res, res), dx, dy).ravel()
+                    push = _shift(push.reshape(res, res), dx, dy).ravel()
+                    sway_x, sway_v = _shift(sway_x, dx, dy), _shift(sway_v, dx, dy)
+                    wave, wave_old = _shift(wave, dx, dy), _shift(wave_old, dx, dy)
             origin = new_origin
             origins[f] = origin
             prev = tracks[max(f - 1, 0)]
             cur = tracks[f]
-            ds, rs, cw, dep = _stamp_grid(origin, texel, res, prev, cur, radius, depth, stamp, surface, reach_max)
-            occ = None
+            idx, ds, rs, cw, dep = _stamp_sparse(origin, texel, res, prev, cur, radius, depth, stamp, surface,
+                                                 reach_max)
+            # trails (R): decay everywhere, stamp where an actor is (see trail_update)
+            if keep != 1.0:
+                down *= keep
+                rim *= keep
+            kd = down[idx]
+            inside = np.clip(1.0 - kd / np.maximum(dep, 1e-12), 0.0, 1.0)
+            down[idx] = np.maximum(kd, ds)
+            rim[idx] = np.maximum(rim[idx] * (1.0 - cw), rs * inside)
             if occ_tris is not None:
-                zocc, _, _ = rasterize_top(occ_tris, origin, texel, (res, res))
-                occ = np.isfinite(zocc)
-            down, rim = trail_update(down, rim, ds, rs, cw, dep, stamp.keep, occ, buf.occluder_depth)
-            down = down.astype(np.float32)
-            rim = rim.astype(np.float32)
-            # grass: a rise in coverage nudges the oscillator; push-down follows coverage and recovers
-            cwf = cw.astype(np.float32)
-            nudge = np.maximum(cwf - push, 0.0)
-            sway[1] += nudge * omega
-            sway = np.einsum("ij,jyx->iyx", osc, sway).astype(np.float32)
-            push = np.maximum(push * grass_keep, cwf)
-            # water: the same nudges drop into a damped wave field
-            wave[0] -= nudge * 0.5
+                if occ_idx is None or not np.array_equal(origin, occ_origin):
+                    zocc, _, _ = rasterize_top(occ_tris, origin, texel, (res, res))
+                    occ_idx, occ_origin = np.flatnonzero(np.isfinite(zocc)), origin.copy()
+                down[occ_idx] = np.maximum(down[occ_idx], np.float32(buf.occluder_depth))
+                rim[occ_idx] = 0.0
+            # grass (G, A): a rise in coverage nudges the oscillator; push-down follows coverage and recovers
+            nudge = np.maximum(cw - push[idx], 0.0).astype(np.float32)
+            push *= grass_keep
+            push[idx] = np.maximum(push[idx], cw)
+            sv = sway_v.reshape(-1)
+            sv[idx] += nudge * np.float32(omega)
+            np.multiply(sway_x, np.float32(osc[0, 0]), out=tmp_a)
+            tmp_a += np.float32(osc[0, 1]) * sway_v
+            sway_v *= np.float32(osc[1, 1])
+            sway_v += np.float32(osc[1, 0]) * sway_x
+            sway_x, tmp_a = tmp_a, sway_x
+            # water (B): the same nudges drop into a damped wave field
+            wave.reshape(-1)[idx] -= nudge * np.float32(0.5)
             for _ in range(substeps):
-                lap = -4.0 * wave[0]
-                lap[1:, :] += wave[0][:-1, :]
-                lap[:-1, :] += wave[0][1:, :]
-                lap[:, 1:] += wave[0][:, :-1]
-                lap[:, :-1] += wave[0][:, 1:]
-                nxt = (2.0 * wave[0] - wave[1] + c2 * lap) * wave_keep
-                wave = np.stack([nxt, wave[0]]).astype(np.float32)
-            out = np.stack([rim - down, sway[0], wave[0], push], axis=-1).astype(np.float32)
-            if fade is not None:
-                out *= fade[..., None]
-            final = out
-            if tmp is not None and (sequence or f == n_frames - 1):
-                frame = frame_start + f
-                name = f"{basename}_{frame:04d}.exr" if sequence else f"{basename}.exr"
-                write_exr(os.path.join(tmp, name), out)
-                files.append(name)
-                frames.append(frame)
+                np.multiply(wave, np.float32(-4.0), out=lap)
+                lap[1:, :] += wave[:-1, :]
+                lap[:-1, :] += wave[1:, :]
+                lap[:, 1:] += wave[:, :-1]
+                lap[:, :-1] += wave[:, 1:]
+                lap *= c2
+                lap += wave
+                lap += wave
+                lap -= wave_old
+                lap *= wave_keep
+                wave_old, wave, lap = wave, lap, wave_old
+            write = tmp is not None and (sequence or f == n_frames - 1)
+            if write or f == n_frames - 1:
+                out = np.empty((res, res, 4), dtype=np.float32)
+                out[..., 0] = (rim - down).reshape(res, res)
+                out[..., 1] = sway_x
+                out[..., 2] = wave
+                out[..., 3] = push.reshape(res, res)
+                if fade is not None:
+                    out *= fade[..., None]
+                final = out
+                if write:
+                    frame = frame_start + f
+                    name = f"{basename}_{frame:04d}.exr" if sequence else f"{basename}.exr"
+                    write_exr(os.path.join(tmp, name), out)
+                    files.append(name)
+                    frames.append(frame)
             yield (f + 1) / (n_frames + 1)
         meta_path = None
         paths = []
@@ -516,13 +550,15 @@ def bake(*args, **kwargs) -> BakeResult:
             return stop.value
 
 
-def _stamp_grid(origin, texel, res, prev, cur, radius, depth, stamp, surface, reach_max):
-    """The stamp on the buffer's texel centres; each actor only touches the texels within the largest reach
-    of its path (the nearest-path choice is exact there, and nothing stamps beyond it)."""
-    best_d = np.full((res, res), np.inf)
-    best_i = np.full((res, res), -1, dtype=np.int64)
-    best_t = np.zeros((res, res))
+def _stamp_sparse(origin, texel, res, prev, cur, radius, depth, stamp, surface, reach_max):
+    """The stamp on the buffer's texel centres, only where some actor's path is within the largest reach.
+
+    Each actor lists the texels of its path's box grown by the largest reach; per texel the nearest path wins
+    (exact there: beyond the largest reach nothing stamps). Returns (flat texel indices, down_s, rim_s,
+    coverw, dep) with float32 values.
+    """
     x0, y0 = float(origin[0]), float(origin[1])
+    cand_idx, cand_d, cand_t, cand_a = [], [], [], []
     for i in range(prev.shape[0]):  # loop over actors (few), vectorised over texels
         a, b = prev[i], cur[i]
         lo = np.minimum(a[:2], b[:2]) - reach_max
@@ -533,34 +569,37 @@ def _stamp_grid(origin, texel, res, prev, cur, radius, depth, stamp, surface, re
         jy1 = min(int(np.ceil((hi[1] - y0) / texel - 0.5)), res - 1)
         if jx1 < jx0 or jy1 < jy0:
             continue
-        cx = x0 + (np.arange(jx0, jx1 + 1) + 0.5) * texel
-        cy = y0 + (np.arange(jy0, jy1 + 1) + 0.5) * texel
+        jx = np.arange(jx0, jx1 + 1)
+        jy = np.arange(jy0, jy1 + 1)
+        cx = x0 + (jx + 0.5) * texel
+        cy = y0 + (jy + 0.5) * texel
         pxy = np.stack(np.broadcast_arrays(cx[None, :], cy[:, None]), axis=-1)
         t, d = _segment_closest(pxy, a, b)
-        win = (slice(jy0, jy1 + 1), slice(jx0, jx1 + 1))
-        better = d < best_d[win]
-        best_d[win] = np.where(better, d, best_d[win])
-        best_i[win] = np.where(better, i, best_i[win])
-        best_t[win] = np.where(better, t, best_t[win])
-    hit = best_i >= 0
-    zeros = np.zeros((res, res), dtype=np.float32)
-    if not hit.any():
-        return zeros, zeros.copy(), zeros.copy(), zeros.copy()
-    ys, xs = np.nonzero(hit)
+        near = d <= reach_max
+        cand_idx.append((jy[:, None] * res + jx[None, :])[near])
+        cand_d.append(d[near])
+        cand_t.append(t[near])
+        cand_a.append(np.full(int(near.sum()), i, dtype=np.int64))
+    empty = np.zeros(0, dtype=np.float32)
+    if not cand_idx or sum(c.size for c in cand_idx) == 0:
+        return np.zeros(0, dtype=np.int64), empty, empty, empty, empty
+    idx = np.concatenate(cand_idx)
+    d = np.concatenate(cand_d)
+    t = np.concatenate(cand_t)
+    act = np.concatenate(cand_a)
+    # nearest path per texel; ties go to the lower actor index, as in the point version
+    order = np.lexsort((act, d, idx))
+    idx, d, t, act = idx[order], d[order], t[order], act[order]
+    first = np.r_[True, idx[1:] != idx[:-1]]
+    idx, d, t, act = idx[first], d[first], t[first], act[first]
+    ys, xs = np.divmod(idx, res)
     if surface is not None:
         sz = surface.sample(x0 + (xs + 0.5) * texel, y0 + (ys + 0.5) * texel)
     else:
         # no surface given: the snow is where the actor is (no vertical fade)
-        i = best_i[ys, xs]
-        sz = prev[i, 2] + best_t[ys, xs] * (cur[i, 2] - prev[i, 2])
-    stamped = _stamp_from_nearest(sz, best_i[ys, xs], best_t[ys, xs], best_d[ys, xs], prev, cur, radius, depth,
-                                  stamp)
-    out = []
-    for v in stamped:
-        g = zeros.copy()
-        g[ys, xs] = v
-        out.append(g)
-    return tuple(out)
+        sz = prev[act, 2] + t * (cur[act, 2] - prev[act, 2])
+    stamped = _stamp_from_nearest(sz, act, t, d, prev, cur, radius, depth, stamp)
+    return (idx,) + tuple(v.astype(np.float32) for v in stamped)
 
 
 def sample_buffer(buffer, origin, texel, xy, channel=0):
