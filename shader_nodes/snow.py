@@ -10,7 +10,7 @@
   actor whose path is nearest to each snow vertex (as ``core.snow.stamp_points`` does), then the stamp,
   vertical fade, persistence (``snow_down``, ``snow_rim`` point attributes) and occluders follow the core's
   formulas node for node;
-- after the zone the surface moves by ``max(rim - down, -snow_thickness)`` along world Z, faded out with the
+- after the zone the surface moves by ``max(rim - down, -0.98 snow_thickness)`` along world Z, faded out with the
   distance to the active camera.
 
 Numbers the user tweaks (rim, fades, refill) are Value nodes driven by ``scene.envfx.snow``.
@@ -26,7 +26,11 @@ from . import common
 
 GROUP_NAME = "EnvFX Snow Trails"
 MATERIAL_NAME = "EnvFX Snow"
-VERSION = 3
+VERSION = 4
+
+# the displayed snow never goes below this fraction of its thickness (a thin layer stays on the ground, so the
+# snow and the terrain under it never fight for the same depth)
+GROUND_KEEP = 0.98
 
 DRIVEN = {
     "Rim Height": "rim_height",
@@ -223,7 +227,7 @@ def _build(tree, specs, occluders):
     # --- display: offset along world Z, clamped to the ground, faded with the camera distance ---
     out_down = b.named("snow_down", label="Out Down").outputs["Attribute"]
     out_rim = b.named("snow_rim", label="Out Rim").outputs["Attribute"]
-    disp = b.math("MAXIMUM", b.math("SUBTRACT", out_rim, out_down), b.math("MULTIPLY", thickness, -1.0),
+    disp = b.math("MAXIMUM", b.math("SUBTRACT", out_rim, out_down), b.math("MULTIPLY", thickness, -GROUND_KEEP),
                   label="Displacement")
     cam = b.node("GeometryNodeInputActiveCamera", "Camera")
     cam_info = b.node("GeometryNodeObjectInfo", "Camera Info", transform_space="ORIGINAL")

@@ -116,7 +116,7 @@ def core_expected(envfx, scene, snow, tracks, specs, occluded=None):
     thick = thickness_of(snow)
     down, rim = core.simulate_points(rest, tracks, [r for _, r, _, _ in specs], [d for _, _, d, _ in specs],
                                      params, occluded=occluded, occluder_depth=thick)
-    return np.maximum(rim - down, -thick)
+    return np.maximum(rim - down, -envfx.shader_nodes.snow.GROUND_KEEP * thick)
 
 
 # --- live trails vs core ----------------------------------------------------------------------------------
@@ -154,7 +154,7 @@ def test_single_stamp_profile_matches_core(envfx):
     r, dep = specs[0][1], specs[0][2]
     u = np.hypot(rest[:, 0] - 0.13, rest[:, 1] + 0.07) / r
     down, rim, _ = core.stamp_profile(u, dep, 0.35, 0.5)
-    expected = np.maximum(rim - down, -thickness_of(snow))
+    expected = np.maximum(rim - down, -envfx.shader_nodes.snow.GROUND_KEEP * thickness_of(snow))
     assert np.abs(got - expected).max() < 1e-4
     assert got.min() == pytest.approx(expected.min(), abs=1e-4) and expected.min() < -0.95 * dep
 
@@ -193,7 +193,8 @@ def test_occluders_hold_snow_down_and_vertical_fade(envfx):
     rest, got = evaluated_offset(envfx, snow)
     thick = thickness_of(snow)
     under = (np.abs(rest[:, 0] + 2) < 0.45) & (np.abs(rest[:, 1] + 2) < 0.45)
-    np.testing.assert_allclose(got[under], -thick[under], atol=1e-5)   # down to the ground
+    keep = envfx.shader_nodes.snow.GROUND_KEEP
+    np.testing.assert_allclose(got[under], -keep * thick[under], atol=1e-5)   # down to the ground
     near_high = np.hypot(rest[:, 0] - 2, rest[:, 1] - 2) < 0.7
     assert np.abs(got[near_high]).max() == 0.0
 
@@ -220,7 +221,7 @@ def test_live_trails_equal_bake_within_a_texel(envfx, tmp_path):
     texel = meta["texel_size"]
     origin = meta["frames"][-1]["origin"]
     sampled = core.sample_buffer(buf, origin, texel, rest[:, :2], 0)
-    sampled = np.maximum(sampled, -thickness_of(snow))
+    sampled = np.maximum(sampled, -envfx.shader_nodes.snow.GROUND_KEEP * thickness_of(snow))
     # the profile's steepest slope times one texel bounds the sampling error
     specs, _ = envfx.operators.snow.actor_specs(scene)
     r, dep = specs[0][1], specs[0][2]

@@ -99,6 +99,11 @@ def build(ctx):
     assert result == {"FINISHED"}, result
     result = bpy.ops.envfx.snow_trails_add()
     assert result == {"FINISHED"}, result
+    # keep the part in its own collection (renders show one part at a time)
+    for obj in [o for o in scene.objects if o.get("envfx_snow") is not None]:
+        for c in list(obj.users_collection):
+            c.objects.unlink(obj)
+        coll.objects.link(obj)
 
     cam_data = bpy.data.cameras.new("Snow Camera")
     cam_data.lens = 32
