@@ -26,7 +26,8 @@ from . import common
 
 GROUP_NAME = "EnvFX Snow Trails"
 MATERIAL_NAME = "EnvFX Snow"
-VERSION = 4
+VERSION = 7
+CELLS = 128  # the lookup table that limits the nearest-path search to vertices near a path
 
 # the displayed snow never goes below this fraction of its thickness (a thin layer stays on the ground, so the
 # snow and the terrain under it never fight for the same depth)
@@ -67,10 +68,12 @@ class _B(common.Builder):
         node.inputs["Name"].default_value = name
         return node
 
-    def store(self, geometry, name, value, data_type="FLOAT", domain="POINT", label=""):
+    def store(self, geometry, name, value, data_type="FLOAT", domain="POINT", label="", selection=None):
         node = self.node("GeometryNodeStoreNamedAttribute", label or f"Store {name}", data_type=data_type,
                          domain=domain)
         self.link(geometry, node.inputs["Geometry"])
+        if selection is not None:
+            self._feed(node.inputs["Selection"], selection)
         node.inputs["Name"].default_value = name
         self._feed(node.inputs["Value"], value)
         return node.outputs["Geometry"]
@@ -208,20 +211,95 @@ def _build(tree, specs, occluders):
     thick_node = b.named("snow_thickness")
     no_attr = b.math("SUBTRACT", 1.0, thick_node.outputs["Exists"], label="No Thickness")
     thickness = b.math("MULTIPLY_ADD", no_attr, 1.0e6, thick_node.outputs["Attribute"], label="Thickness")
-    ray = b.node("GeometryNodeRaycast", "Occluded")
-    b.link(occ_flat.outputs[0], ray.inputs["Target Geometry"])
-    b.link(b.vmath("ADD", b.flat(P, "Ray"), b.vector("Up", (0.0, 0.0, 1.0))), ray.inputs["Source Position"])
-    ray.inputs["Ray Direction"].default_value = (0.0, 0.0, -1.0)
-    ray.inputs["Ray Length"].default_value = 2.0
-    occ = ray.outputs["Is Hit"]
-    occ_thick = b.math("MULTIPLY", occ, thick_node.outputs["Attribute"], label="Occ Depth")
-    new_down = b.math("MAXIMUM", new_down, occ_thick, label="Down Occ")
-    new_rim = b.math("MULTIPLY", new_rim, b.math("SUBTRACT", 1.0, occ), label="Rim Occ")
 
-    # the rim first: its field reads the old snow_down, which the second store then replaces
-    geo = b.store(snow_geo, "snow_rim", new_rim)
-    geo = b.store(geo, "snow_down", new_down)
-    b.link(geo, sim_out.inputs["Geometry"])
+    # coarse lookup table: CELLS x CELLS cells over the snow's bounding box, flagging the cells a path (or an
+    # occluder) may reach; only the snow vertices in flagged cells evaluate the nearest-path search and the
+    # occluder ray (a store's value field is evaluated for its selection only). Conservative by half a cell
+    # diagonal, so the result is exactly that of evaluating every vertex.
+    bbox = b.node("GeometryNodeBoundBox", "Snow Bounds")
+    b.link(snow_geo, bbox.inputs["Geometry"])
+    to_world_min = b.node("FunctionNodeTransformPoint", "Bounds Min World")
+    b.link(bbox.outputs["Min"], to_world_min.inputs["Vector"])
+    b.link(matrix, to_world_min.inputs["Transform"])
+    to_world_max = b.node("FunctionNodeTransformPoint", "Bounds Max World")
+    b.link(bbox.outputs["Max"], to_world_max.inputs["Vector"])
+    b.link(matrix, to_world_max.inputs["Transform"])
+    lo = b.vmath("MINIMUM", to_world_min.outputs[0], to_world_max.outputs[0], label="Lo")
+    hi = b.vmath("MAXIMUM", to_world_min.outputs[0], to_world_max.outputs[0], label="Hi")
+    ext = b.node("ShaderNodeSeparateXYZ", "Extent")
+    b.link(b.vmath("SUBTRACT", hi, lo), ext.inputs[0])
+    cell = b.math("MAXIMUM", b.math("DIVIDE", b.math("MAXIMUM", ext.outputs["X"], ext.outputs["Y"]), float(CELLS)),
+                  1e-6, label="Cell Size")
+    lo_sep = b.node("ShaderNodeSeparateXYZ", "Lo Sep")
+    b.link(lo, lo_sep.inputs[0])
+    table = b.node("GeometryNodePoints", "Cell Table")
+    table.inputs["Count"].default_value = CELLS * CELLS
+    cx = b.math("FLOORED_MODULO", index, float(CELLS), label="Cell X")
+    cy = b.math("FLOOR", b.math("DIVIDE", index, float(CELLS)), label="Cell Y")
+    centre = b.combine_xyz(b.math("MULTIPLY_ADD", b.math("ADD", cx, 0.5), cell, lo_sep.outputs["X"]),
+                           b.math("MULTIPLY_ADD", b.math("ADD", cy, 0.5), cell, lo_sep.outputs["Y"]), 0.0,
+                           label="Cell Centre")
+    b.link(centre, table.inputs["Position"])
+    stat = b.node("GeometryNodeAttributeStatistic", "Max Radius", data_type="FLOAT", domain="POINT")
+    b.link(actors_now, stat.inputs["Geometry"])
+    b.link(b.node("GeometryNodeInputRadius", "Actor Radius").outputs[0], stat.inputs["Attribute"])
+    half_diag = b.math("MULTIPLY", cell, 0.7072, label="Half Diagonal")
+    reach_max = b.math("MULTIPLY_ADD", stat.outputs["Max"], b.math("ADD", values["Rim Width"], 1.0), half_diag,
+                       label="Reach + Half Cell")
+    prox = b.node("GeometryNodeProximity", "Path Proximity", target_element="EDGES")
+    b.link(paths, prox.inputs[0])
+    b.link(b.node("GeometryNodeInputPosition", "Cell Pos").outputs[0],
+           prox.inputs["Source Position" if "Source Position" in prox.inputs else "Sample Position"])
+    near_cell = b.math("LESS_THAN", prox.outputs["Distance"], reach_max, label="Near Cell")
+    occ_prox = b.node("GeometryNodeProximity", "Occluder Proximity", target_element="FACES")
+    b.link(occ_flat.outputs[0], occ_prox.inputs[0])
+    b.link(b.node("GeometryNodeInputPosition", "Cell Pos 2").outputs[0],
+           occ_prox.inputs["Source Position" if "Source Position" in occ_prox.inputs else "Sample Position"])
+    occ_cell = b.math("LESS_THAN", occ_prox.outputs["Distance"], b.math("ADD", half_diag, 1e-6), label="Occ Cell")
+    table_geo = b.store(table.outputs[0], "near", near_cell, label="Store Near Cell")
+    table_geo = b.store(table_geo, "occ", occ_cell, label="Store Occ Cell")
+    p_sep = b.node("ShaderNodeSeparateXYZ", "P Cell Sep")
+    b.link(P, p_sep.inputs[0])
+
+    def cell_of(axis_value, lo_value):
+        c = b.math("FLOOR", b.math("DIVIDE", b.math("SUBTRACT", axis_value, lo_value), cell))
+        return b.math("MINIMUM", b.math("MAXIMUM", c, 0.0), float(CELLS - 1))
+
+    vertex_cell = b.math("MULTIPLY_ADD", cell_of(p_sep.outputs["Y"], lo_sep.outputs["Y"]), float(CELLS),
+                         cell_of(p_sep.outputs["X"], lo_sep.outputs["X"]), label="Vertex Cell")
+    # 1 = near a path, 2 = may be under an occluder, 3 = both; evaluated once per vertex, stored, then read
+    flags = b.math("MULTIPLY_ADD",
+                   b.sample_index(table_geo, b.named("occ", label="Read Occ Cell").outputs["Attribute"], vertex_cell,
+                                  label="Occ Candidate"), 2.0,
+                   b.sample_index(table_geo, b.named("near", label="Read Near Cell").outputs["Attribute"],
+                                  vertex_cell, label="Near"), label="Flags")
+    snow_geo = b.store(snow_geo, "snow_cell_flags", flags, data_type="INT", label="Store Flags")
+    flag_attr = b.named("snow_cell_flags", data_type="INT", label="Read Flags").outputs["Attribute"]
+    near = b.math("FLOORED_MODULO", flag_attr, 2.0, label="Is Near")
+    far = b.math("SUBTRACT", 1.0, near, label="Far")
+    occ_here = b.math("GREATER_THAN", flag_attr, 1.5, label="Is Occ Candidate")
+
+    # trails near the paths (the rim first: its field reads the old snow_down, which the next store replaces);
+    # far from every path only the refill applies (the stamp is 0 there)
+    geo = b.store(snow_geo, "snow_rim", new_rim, selection=near)
+    geo = b.store(geo, "snow_down", new_down, selection=near)
+    decayed = b.store(geo, "snow_rim", b.math("MULTIPLY", keep, old_rim, label="Far Rim"), selection=far,
+                      label="Store Far Rim")
+    decayed = b.store(decayed, "snow_down", b.math("MULTIPLY", keep, old_down, label="Far Down"), selection=far,
+                      label="Store Far Down")
+    refilling = b.node("GeometryNodeSwitch", "Refilling", input_type="GEOMETRY")  # lazy: no refill, no work
+    b.link(b.math("GREATER_THAN", values["Refill Rate"], 0.0), refilling.inputs["Switch"])
+    b.link(geo, refilling.inputs["False"])
+    b.link(decayed, refilling.inputs["True"])
+    geo = refilling.outputs[0]
+    # occluders hold the snow down to the ground (rim first again); without an occluder collection the group
+    # is built without this part
+    if occluders:
+        geo = _occluder_stores(b, geo, occ_flat, P, thick_node, occ_here)
+    remove = b.node("GeometryNodeRemoveAttribute", "Drop Flags")
+    b.link(geo, remove.inputs["Geometry"])
+    remove.inputs["Name"].default_value = "snow_cell_flags"
+    b.link(remove.outputs[0], sim_out.inputs["Geometry"])
     b.link(actors_now, sim_out.inputs["Actors"])
 
     # --- display: offset along world Z, clamped to the ground, faded with the camera distance ---
@@ -245,9 +323,24 @@ def _build(tree, specs, occluders):
     set_pos = b.node("GeometryNodeSetPosition", "Set Position", location=(2700, 0))
     b.link(sim_out.outputs["Geometry"], set_pos.inputs["Geometry"])
     b.link(local.outputs[0], set_pos.inputs["Offset"])
-    smooth = b.node("GeometryNodeSetShadeSmooth", "Smooth")
-    b.link(set_pos.outputs[0], smooth.inputs["Geometry"])
-    b.link(smooth.outputs[0], group_out.inputs[0])
+    b.link(set_pos.outputs[0], group_out.inputs[0])
+
+
+def _occluder_stores(b, geo, occ_flat, P, thick_node, occ_here):
+    ray = b.node("GeometryNodeRaycast", "Occluded")
+    b.link(occ_flat.outputs[0], ray.inputs["Target Geometry"])
+    b.link(b.vmath("ADD", b.flat(P, "Ray"), b.vector("Up", (0.0, 0.0, 1.0))), ray.inputs["Source Position"])
+    ray.inputs["Ray Direction"].default_value = (0.0, 0.0, -1.0)
+    ray.inputs["Ray Length"].default_value = 2.0
+    occ = ray.outputs["Is Hit"]
+    cur_down = b.named("snow_down", label="Down After Trails").outputs["Attribute"]
+    cur_rim = b.named("snow_rim", label="Rim After Trails").outputs["Attribute"]
+    occ_thick = b.math("MULTIPLY", occ, thick_node.outputs["Attribute"], label="Occ Depth")
+    geo = b.store(geo, "snow_rim", b.math("MULTIPLY", cur_rim, b.math("SUBTRACT", 1.0, occ), label="Rim Occ"),
+                  selection=occ_here, label="Store Occ Rim")
+    geo = b.store(geo, "snow_down", b.math("MAXIMUM", cur_down, occ_thick, label="Down Occ"), selection=occ_here,
+                  label="Store Occ Down")
+    return geo
 
 
 def ensure_trails(scene, specs=None) -> bpy.types.NodeTree:
@@ -282,13 +375,14 @@ MATERIAL_VERSION = 1
 
 def ensure_material() -> bpy.types.Material:
     """The "EnvFX Snow" material: bright, soft subsurface snow with sparkle; the trails shade through the
-    deformed normals (the mesh is smooth-shaded by the trails group). Works in Eevee and Cycles."""
+    deformed normals (generated snow meshes are smooth-shaded). Works in Eevee and Cycles."""
     mat = bpy.data.materials.get(MATERIAL_NAME)
     if mat is not None and mat.get(common.STAMP_KEY) == MATERIAL_VERSION:
         return mat
     if mat is None:
         mat = bpy.data.materials.new(MATERIAL_NAME)
-    mat.use_nodes = True
+    if bpy.app.version < (5, 0, 0) or mat.node_tree is None:  # Blender 5 materials always have nodes
+        mat.use_nodes = True
     nt = mat.node_tree
     nt.nodes.clear()
     b = common.Builder(nt)
