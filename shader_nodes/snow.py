@@ -26,7 +26,7 @@ from . import common
 
 GROUP_NAME = "EnvFX Snow Trails"
 MATERIAL_NAME = "EnvFX Snow"
-VERSION = 7
+VERSION = 8
 CELLS = 128  # the lookup table that limits the nearest-path search to vertices near a path
 
 # the displayed snow never goes below this fraction of its thickness (a thin layer stays on the ground, so the
@@ -317,12 +317,12 @@ def _build(tree, specs, occluders):
     disp = b.math("MULTIPLY", disp, cam_fade, label="Faded")
     invert = b.node("FunctionNodeInvertMatrix", "Invert")
     b.link(matrix, invert.inputs[0])
-    local = b.node("FunctionNodeTransformDirection", "Offset Local")
-    b.link(invert.outputs[0], local.inputs["Transform"])
-    b.link(b.combine_xyz(0.0, 0.0, disp, label="Offset World"), local.inputs["Direction"])
+    local_up = b.node("FunctionNodeTransformDirection", "Up Local")  # one value per object
+    b.link(invert.outputs[0], local_up.inputs["Transform"])
+    local_up.inputs["Direction"].default_value = (0.0, 0.0, 1.0)
     set_pos = b.node("GeometryNodeSetPosition", "Set Position", location=(2700, 0))
     b.link(sim_out.outputs["Geometry"], set_pos.inputs["Geometry"])
-    b.link(local.outputs[0], set_pos.inputs["Offset"])
+    b.link(b.vmath("SCALE", local_up.outputs[0], scale=disp, label="Offset Local"), set_pos.inputs["Offset"])
     b.link(set_pos.outputs[0], group_out.inputs[0])
 
 
