@@ -18,6 +18,8 @@ from ..shader_nodes import common
 from ..shader_nodes import snow as snow_nodes
 
 MODIFIER_NAME = "EnvFX Snow Trails"
+COVERAGE_MODIFIER = "EnvFX Snow Coverage"
+COVERAGE_TYPES = {"MESH", "CURVES", "POINTCLOUD"}
 SNOW_TAG = "envfx_snow"            # custom property on generated snow objects (value: the LOD level)
 COLLECTION_NAME = "EnvFX Snow"
 ACTOR_TYPES = {"MESH", "CURVE", "CURVES", "POINTCLOUD", "SURFACE", "META", "FONT", "EMPTY", "ARMATURE", "VOLUME"}
@@ -223,17 +225,30 @@ def add_trails(scene, objects) -> tuple[list, dict]:
     tree = snow_nodes.ensure_trails(scene, specs)
     for obj in targets:
         bridge.add_modifier_before_bend(obj, MODIFIER_NAME, tree)
+    surfaces = snow_nodes.ensure_surfaces_collection()
+    for obj in objects:
+        if trails_modifiers(obj) and obj.name not in surfaces.objects:
+            surfaces.objects.link(obj)
+    # actors get the snow_coverage attribute where they are in the snow
+    coverage = snow_nodes.ensure_coverage()
+    for name, *_ in specs:
+        actor = bpy.data.objects[name]
+        if actor.type in COVERAGE_TYPES and actor.library is None and common.modifier_for(actor, coverage) is None:
+            bridge.add_modifier_before_bend(actor, COVERAGE_MODIFIER, coverage)
     return [o.name for o in targets], skipped
 
 
 def remove_trails(objects) -> list:
     changed = []
+    surfaces = bpy.data.collections.get(snow_nodes.SURFACES_COLLECTION)
     for obj in objects:
         mods = trails_modifiers(obj)
         for mod in mods:
             obj.modifiers.remove(mod)
         if mods:
             changed.append(obj.name)
+            if surfaces is not None and obj.name in surfaces.objects:
+                surfaces.objects.unlink(obj)
     return changed
 
 

@@ -2,8 +2,8 @@
 
 "EnvFX Snow Trails" is ``core.snow``'s trail state evaluated per frame in a simulation zone:
 
-- the actors are one point each (Object Info of each actor of ``scene.envfx.snow.actors``: its world location
-  minus its bottom offset, radius and depth as point attributes); the group is rebuilt in place by ``sync``
+- the actors are one point each (each actor of ``scene.envfx.snow.actors``: its world location through
+  transform drivers, minus its bottom offset; radius and depth as point attributes); the group is rebuilt in place by ``sync``
   when the actors or their sizes change (the stamp records them);
 - inside the zone the previous frame's actor points are the state "Actors"; a mesh of one edge per actor
   (previous -> current bottom point, flattened to z = 0) is the path; Sample Nearest on its edges picks the
@@ -26,7 +26,7 @@ from . import common
 
 GROUP_NAME = "EnvFX Snow Trails"
 MATERIAL_NAME = "EnvFX Snow"
-VERSION = 8
+VERSION = 9
 CELLS = 128  # the lookup table that limits the nearest-path search to vertices near a path
 
 # the displayed snow never goes below this fraction of its thickness (a thin layer stays on the ground, so the
@@ -98,10 +98,10 @@ def _build(tree, specs, occluders):
     # actors: one point per actor at its bottom, with radius and depth
     joined = b.node("GeometryNodeJoinGeometry", "Actors", location=(-1400, 600))
     for i, (name, radius, depth, offset) in enumerate(specs):
-        info = b.node("GeometryNodeObjectInfo", f"Actor {i}", location=(-1900, 800 + 200 * i),
-                      transform_space="ORIGINAL")
-        info.inputs["Object"].default_value = bpy.data.objects.get(name)
-        bottom = b.vmath("SUBTRACT", info.outputs["Location"], b.vector(f"Actor {i} Offset", (0.0, 0.0, offset)),
+        # the location comes through drivers (transform only): an Object Info node would make the snow depend
+        # on the actor's geometry, and the actor's snow coverage depends on the snow
+        loc = b.combine_xyz(*(b.value(f"Actor {i} {axis}") for axis in "XYZ"), label=f"Actor {i} Location")
+        bottom = b.vmath("SUBTRACT", loc, b.vector(f"Actor {i} Offset", (0.0, 0.0, offset)),
                          label=f"Actor {i} Bottom")
         pts = b.node("GeometryNodePoints", f"Actor {i} Point")
         pts.inputs["Count"].default_value = 1
@@ -353,7 +353,35 @@ def ensure_trails(scene, specs=None) -> bpy.types.NodeTree:
     tree = common.ensure_tree(GROUP_NAME, "GeometryNodeTree", _stamp(specs, occ_name),
                               lambda t: _build(t, specs, occ_name))
     _drive(scene, tree)
+    _drive_actors(tree, specs)
     return tree
+
+
+def _drive_actors(tree, specs):
+    """Drive each actor's location Value nodes with its world location (transform channels, no Python)."""
+    drivers = {fc.data_path: fc for fc in tree.animation_data.drivers} if tree.animation_data else {}
+    for i, (name, *_) in enumerate(specs):
+        obj = bpy.data.objects.get(name)
+        for k, axis in enumerate("XYZ"):
+            path = f'nodes["Actor {i} {axis}"].outputs[0].default_value'
+            fcurve = drivers.get(path)
+            var = fcurve.driver.variables[0] if fcurve and fcurve.driver.variables else None
+            if var is not None and var.type == "TRANSFORMS" and var.targets[0].id == obj:
+                continue
+            if fcurve is None:
+                fcurve = tree.driver_add(path)
+            driver = fcurve.driver
+            driver.type = "AVERAGE"
+            while driver.variables:
+                driver.variables.remove(driver.variables[0])
+            var = driver.variables.new()
+            var.name = "loc"
+            var.type = "TRANSFORMS"
+            target = var.targets[0]
+            target.id = obj
+            target.transform_type = f"LOC_{axis}"
+            target.transform_space = "WORLD_SPACE"
+            tree.nodes[f"Actor {i} {axis}"].outputs[0].default_value = obj.matrix_world.translation[k]
 
 
 def _drive(scene, tree):
@@ -426,3 +454,61 @@ def ensure_material() -> bpy.types.Material:
     b.link(bsdf.outputs[0], out.inputs["Surface"])
     mat[common.STAMP_KEY] = MATERIAL_VERSION
     return mat
+
+
+# --- actor snow coverage ----------------------------------------------------------------------------------
+
+COVERAGE_GROUP = "EnvFX Snow Coverage"
+COVERAGE_VERSION = 1
+SURFACES_COLLECTION = "EnvFX Snow Surfaces"  # not linked to a scene: the snow meshes the actors sink into
+
+
+def ensure_surfaces_collection():
+    coll = bpy.data.collections.get(SURFACES_COLLECTION)
+    if coll is None:
+        coll = bpy.data.collections.new(SURFACES_COLLECTION)
+    return coll
+
+
+def _build_coverage(tree):
+    b = _B(tree)
+    common.socket(tree, "Geometry", "INPUT", "NodeSocketGeometry")
+    common.socket(tree, "Band", "INPUT", "NodeSocketFloat", default=0.1, min_value=1e-6,
+                  description="Height over which the coverage fades from 1 (in the snow) to 0 (above it)")
+    common.socket(tree, "Geometry", "OUTPUT", "NodeSocketGeometry")
+    group_in = b.node("NodeGroupInput", "Group Input", location=(-1400, 0))
+    group_out = b.node("NodeGroupOutput", "Group Output", location=(1400, 0))
+    info = b.node("GeometryNodeCollectionInfo", "Snow Surfaces", transform_space="ORIGINAL")
+    info.inputs["Collection"].default_value = ensure_surfaces_collection()
+    info.inputs["Separate Children"].default_value = False
+    info.inputs["Reset Children"].default_value = False
+    realize = b.node("GeometryNodeRealizeInstances", "Snow Real")
+    b.link(info.outputs[0], realize.inputs[0])
+    self_info = b.node("GeometryNodeObjectInfo", "Self Info", transform_space="ORIGINAL")
+    b.link(b.node("GeometryNodeSelfObject", "Self").outputs[0], self_info.inputs["Object"])
+    to_world = b.node("FunctionNodeTransformPoint", "To World")
+    b.link(b.node("GeometryNodeInputPosition", "Position").outputs[0], to_world.inputs["Vector"])
+    b.link(self_info.outputs["Transform"], to_world.inputs["Transform"])
+    P = to_world.outputs[0]
+    # the snow surface straight below (or above) the vertex: a ray down from far above
+    ray = b.node("GeometryNodeRaycast", "Snow Below")
+    b.link(realize.outputs[0], ray.inputs["Target Geometry"])
+    b.link(b.vmath("ADD", P, b.vector("High", (0.0, 0.0, 1.0e4))), ray.inputs["Source Position"])
+    ray.inputs["Ray Direction"].default_value = (0.0, 0.0, -1.0)
+    ray.inputs["Ray Length"].default_value = 2.0e4
+    hit = b.node("ShaderNodeSeparateXYZ", "Hit Sep")
+    b.link(ray.outputs["Hit Position"], hit.inputs[0])
+    pz = b.node("ShaderNodeSeparateXYZ", "P Sep")
+    b.link(P, pz.inputs[0])
+    band = group_in.outputs["Band"]
+    cover = b.clamp01(b.math("DIVIDE", b.math("ADD", b.math("SUBTRACT", hit.outputs["Z"], pz.outputs["Z"]), band),
+                             band), label="Coverage")
+    cover = b.math("MULTIPLY", cover, ray.outputs["Is Hit"], label="Coverage Hit")
+    geo = b.store(group_in.outputs["Geometry"], "snow_coverage", cover)
+    b.link(geo, group_out.inputs[0])
+
+
+def ensure_coverage() -> bpy.types.NodeTree:
+    """"EnvFX Snow Coverage": the point attribute ``snow_coverage`` (0..1) on an actor, 1 where it is in the
+    snow (below the trail-deformed snow surface), fading to 0 over Band above it."""
+    return common.ensure_tree(COVERAGE_GROUP, "GeometryNodeTree", str(COVERAGE_VERSION), _build_coverage)

@@ -480,3 +480,28 @@ def test_bake_cancel_leaves_nothing_and_restores_scene(envfx, tmp_path):
     assert os.listdir(tmp_path) == []
     assert scene.frame_current == 3
     assert all(m.show_viewport for m in envfx.operators.snow.trails_modifiers(snow))
+
+
+def test_actor_gets_snow_coverage_where_immersed(envfx):
+    scene, snow, actors = snow_scene(envfx, spacing=0.1, thickness=0.3)
+    a = sphere_object("A", 0.5, actors)
+    a.location = (0.0, 0.0, 0.45)            # bottom at -0.05, snow top at 0.3, trail pushes it to ~0.05
+    scene.frame_set(1)
+    assert bpy.ops.envfx.snow_trails_add() == {"FINISHED"}
+    scene.frame_set(1)
+    dg = bpy.context.evaluated_depsgraph_get()
+    ev = a.evaluated_get(dg)
+    mesh = ev.to_mesh()
+    try:
+        cov = np.empty(len(mesh.vertices), dtype=np.float32)
+        mesh.attributes["snow_coverage"].data.foreach_get("value", cov)
+        z = envfx.bridge.get_positions(mesh)[:, 2] + a.location.z
+    finally:
+        ev.to_mesh_clear()
+    rest, off = evaluated_offset(envfx, snow)
+    highest_snow = float((rest[:, 2] + off).max())
+    assert np.all(cov[z <= z.min() + 0.1] == 1.0)          # the part down in the trail
+    assert np.all(cov[z > highest_snow + 0.1 + 1e-4] == 0.0)  # above the snow + band
+    assert 0 < cov.mean() < 1
+    envfx.operators.snow.remove_trails([snow])
+    assert snow.name not in bpy.data.collections["EnvFX Snow Surfaces"].objects
