@@ -178,6 +178,10 @@ class EnvFXSnowSettings(PropertyGroup):
         subtype="DISTANCE",
     )
     seed: IntProperty(name="Seed", description="Random seed of the noise", default=0, min=0)
+    density_mask: StringProperty(
+        name="Density Mask", description="Vertex group of the terrain that scales the snow (0 = no snow); "
+        "empty for none", default="",
+    )
     lods: IntProperty(
         name="Levels of Detail", description="How many meshes to make, each with twice the spacing of the last",
         default=1, min=1, max=8,

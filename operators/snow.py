@@ -32,8 +32,8 @@ class SnowInputError(ValueError):
 # --- geometry from Blender --------------------------------------------------------------------------------
 
 def world_triangles(obj, depsgraph, with_weights: str = "") -> tuple[np.ndarray, np.ndarray | None]:
-    """(T, 3, 3) world-space triangles of the evaluated object, and (T, 3) weights of vertex group
-    ``with_weights`` (None without one)."""
+    """(T, 3, 3) world-space triangles of the evaluated object, and (T, 3) weights of the point attribute
+    ``with_weights`` of the evaluated mesh (None without one, or when the mesh has no such attribute)."""
     ev = obj.evaluated_get(depsgraph)
     try:
         mesh = ev.to_mesh()
@@ -52,26 +52,63 @@ def world_triangles(obj, depsgraph, with_weights: str = "") -> tuple[np.ndarray,
             mesh.loop_triangles.foreach_get("vertices", idx)
         idx = idx.reshape(nt, 3)
         weights = None
-        if with_weights:
-            group = obj.vertex_groups.get(with_weights)
-            if group is not None:
-                w = np.zeros(len(mesh.vertices))
-                gi = group.index
-                # vertex group weights have no bulk accessor; read them through the evaluated mesh's attribute
-                attr = mesh.attributes.get(with_weights)
-                if attr is not None and attr.domain == "POINT":
-                    buf = np.empty(len(mesh.vertices), dtype=np.float32)
-                    attr.data.foreach_get("value", buf)
-                    w = buf.astype(np.float64)
-                else:
-                    for v in mesh.vertices:  # fallback (original mesh data)
-                        for g in v.groups:
-                            if g.group == gi:
-                                w[v.index] = g.weight
-                weights = w[idx]
+        attr = mesh.attributes.get(with_weights) if with_weights else None
+        if attr is not None and attr.domain == "POINT" and attr.data_type == "FLOAT":
+            buf = np.empty(len(mesh.vertices), dtype=np.float32)
+            attr.data.foreach_get("value", buf)
+            weights = buf.astype(np.float64)[idx]
         return pos[idx], weights
     finally:
         ev.to_mesh_clear()
+
+
+MASK_ATTRIBUTE = "envfx_snow_mask"
+
+
+def _mask_reader(group_name: str):
+    """A throw-away node group copying vertex group ``group_name`` into the point attribute MASK_ATTRIBUTE
+    (vertex groups have no bulk accessor; attributes do)."""
+    tree = bpy.data.node_groups.new("EnvFX Snow Mask Reader", "GeometryNodeTree")
+    common.socket(tree, "Geometry", "INPUT", "NodeSocketGeometry")
+    common.socket(tree, "Geometry", "OUTPUT", "NodeSocketGeometry")
+    b = snow_nodes._B(tree)
+    gi = b.node("NodeGroupInput", "In")
+    go = b.node("NodeGroupOutput", "Out")
+    geo = b.store(gi.outputs[0], MASK_ATTRIBUTE, b.named(group_name).outputs["Attribute"])
+    b.link(geo, go.inputs[0])
+    return tree
+
+
+def terrain_triangles(objects, depsgraph, mask_group: str = ""):
+    """World triangles of all ``objects`` and, with ``mask_group``, per-corner weights of that vertex group
+    (objects without the group count as weight 1). Temporary modifiers are removed again."""
+    if not mask_group:
+        tris = [world_triangles(o, depsgraph)[0] for o in objects]
+        return np.concatenate(tris), None
+    with_group = [o for o in objects if o.vertex_groups.get(mask_group) is not None]
+    if not with_group:
+        raise SnowInputError(f"No vertex group named {mask_group!r} on {', '.join(o.name for o in objects)}: "
+                             f"pick the density mask's vertex group or clear it")
+    tree = _mask_reader(mask_group)
+    added = []
+    try:
+        for obj in with_group:
+            mod = obj.modifiers.new("EnvFX Snow Mask Reader", "NODES")
+            mod.node_group = tree
+            added.append((obj, mod))
+        bpy.context.view_layer.update()
+        depsgraph = bpy.context.evaluated_depsgraph_get()
+        tris, weights = [], []
+        for obj in objects:
+            t, w = world_triangles(obj, depsgraph, MASK_ATTRIBUTE if obj in with_group else "")
+            tris.append(t)
+            weights.append(w if w is not None else np.ones((t.shape[0], 3)))
+        return np.concatenate(tris), np.concatenate(weights)
+    finally:
+        for obj, mod in added:
+            obj.modifiers.remove(mod)
+        bpy.data.node_groups.remove(tree)
+        bpy.context.view_layer.update()
 
 
 def is_snow_object(obj) -> bool:
@@ -109,13 +146,8 @@ def generate_snow(scene, objects, depsgraph, mask_group: str = "") -> list:
     terrain = [o for o in objects if o.type in {"MESH", "CURVE", "SURFACE", "META", "FONT"}]
     if not terrain:
         raise SnowInputError("Nothing to cover: select the terrain meshes to put snow on")
-    tris, weights = [], []
-    for obj in terrain:
-        t, w = world_triangles(obj, depsgraph, mask_group)
-        tris.append(t)
-        weights.append(w if w is not None else np.ones((t.shape[0], 3)))
-    tris = np.concatenate(tris)
-    mask = np.concatenate(weights) if mask_group else None
+    tris, mask = terrain_triangles(terrain, depsgraph, mask_group)
+    depsgraph = bpy.context.evaluated_depsgraph_get()
     occ = [world_triangles(o, depsgraph)[0] for o in _occluder_objects(scene, {o.name for o in terrain})]
     occ = np.concatenate(occ) if occ else None
     cover = core_snow.generate_cover(tris, cover_params(scene), occluder_tris=occ, mask_weights=mask)
@@ -377,7 +409,8 @@ class ENVFX_OT_snow_generate(bpy.types.Operator):
         objects = [o for o in getattr(context, "selected_objects", []) or [] if not is_snow_object(o)]
         try:
             context.view_layer.update()
-            made = generate_snow(context.scene, objects, context.evaluated_depsgraph_get())
+            made = generate_snow(context.scene, objects, context.evaluated_depsgraph_get(),
+                                 context.scene.envfx.snow.density_mask)
         except (SnowInputError, core_snow.SnowError) as exc:
             self.report({"ERROR"}, str(exc))
             return {"CANCELLED"}

@@ -20,6 +20,11 @@ class VIEW3D_PT_envfx_snow(EnvFXSubPanel, bpy.types.Panel):
         for prop in ("spacing", "thickness", "max_slope", "border_width", "drift", "drift_direction", "noise",
                      "noise_scale", "seed", "lods", "vertex_budget"):
             col.prop(s, prop)
+        obj = context.active_object
+        if obj is not None and obj.type == "MESH":
+            col.prop_search(s, "density_mask", obj, "vertex_groups")
+        else:
+            col.prop(s, "density_mask")
         box.operator("envfx.snow_generate", icon="ADD")
 
         box = layout.box()

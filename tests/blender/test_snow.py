@@ -505,3 +505,26 @@ def test_actor_gets_snow_coverage_where_immersed(envfx):
     assert 0 < cov.mean() < 1
     envfx.operators.snow.remove_trails([snow])
     assert snow.name not in bpy.data.collections["EnvFX Snow Surfaces"].objects
+
+
+def test_density_mask_vertex_group(envfx):
+    clear_scene()
+    ground = grid_object("Ground", size=4.0, segments=8)
+    group = ground.vertex_groups.new(name="Snowy")
+    right = [v.index for v in ground.data.vertices if v.co.x > 0.01]
+    group.add(right, 1.0, "REPLACE")
+    s = bpy.context.scene.envfx.snow
+    s.spacing, s.border_width = 0.1, 0.0
+    s.density_mask = "Snowy"
+    select_only(ground)
+    assert bpy.ops.envfx.snow_generate() == {"FINISHED"}
+    snow = [o for o in bpy.context.scene.objects if o.get("envfx_snow") == 0][0]
+    v = envfx.bridge.get_positions(snow.data)
+    assert v[:, 0].min() > -1e-6                            # the unweighted half has no snow
+    assert [m.name for m in ground.modifiers] == []          # the temporary reader is gone
+    assert bpy.data.node_groups.get("EnvFX Snow Mask Reader") is None
+    s.density_mask = "Nope"
+    before = _state()
+    with pytest.raises(RuntimeError, match="No vertex group named 'Nope'"):
+        bpy.ops.envfx.snow_generate()
+    assert _state() == before
