@@ -18,6 +18,21 @@ def _material(bpy, name, color, roughness=0.7):
     return mat
 
 
+def _snow_covered(bpy, mat):
+    """Mix white into a material where the actor is in the snow (the snow_coverage attribute)."""
+    nt = mat.node_tree
+    bsdf = nt.nodes.get("Principled BSDF")
+    attr = nt.nodes.new("ShaderNodeAttribute")
+    attr.attribute_name = "snow_coverage"
+    mix = nt.nodes.new("ShaderNodeMix")
+    mix.data_type = "RGBA"
+    mix.inputs["A"].default_value = bsdf.inputs["Base Color"].default_value
+    mix.inputs["B"].default_value = (0.92, 0.95, 1.0, 1.0)
+    nt.links.new(attr.outputs["Fac"], mix.inputs["Factor"])
+    nt.links.new(mix.outputs["Result"], bsdf.inputs["Base Color"])
+    return mat
+
+
 def _mesh_object(bpy, coll, name, build, mat, location=(0, 0, 0)):
     import bmesh
 
@@ -40,7 +55,7 @@ def build(ctx):
     coll = ctx.collection("Snow World")
     ground_mat = _material(bpy, "Demo Frozen Ground", (0.25, 0.22, 0.2))
     rock_mat = _material(bpy, "Demo Rock", (0.35, 0.35, 0.38))
-    body_mats = [_material(bpy, f"Demo Walker {i}", c, 0.4) for i, c in
+    body_mats = [_snow_covered(bpy, _material(bpy, f"Demo Walker {i}", c, 0.4)) for i, c in
                  enumerate([(0.9, 0.3, 0.5), (0.2, 0.6, 0.9), (0.95, 0.7, 0.1)])]
 
     def slope(bmesh, bm):
