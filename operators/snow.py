@@ -388,6 +388,57 @@ def bake_job(scene, depsgraph=None):
         job.close()
 
 
+# --- snow driven by the bake -----------------------------------------------------------------------------
+
+BUFFER_MODIFIER = "EnvFX Snow Buffer"
+
+
+def drive_from_bake(scene, objects, out_dir: str = "") -> list:
+    """Offset ``objects`` (snow meshes) by the baked buffer in ``out_dir`` (default: the scene's output
+    folder) instead of the live trails, which are switched off. Returns the names changed."""
+    import json
+
+    out_dir = bpy.path.abspath(out_dir or scene.envfx.snow.output_dir)
+    meta_path = os.path.join(out_dir, "snow_buffer.json")
+    if not os.path.isfile(meta_path):
+        raise SnowInputError(f"No baked buffer in {out_dir!r}: bake the interaction buffer first")
+    with open(meta_path) as fh:
+        meta = json.load(fh)
+    files = [f["file"] for f in meta["frames"] if "file" in f]
+    if not files or not all(os.path.isfile(os.path.join(out_dir, f)) for f in files):
+        raise SnowInputError(f"The bake in {out_dir!r} is incomplete (images missing): bake it again")
+    targets = [o for o in objects if o.type == "MESH" and is_snow_object(o)]
+    if not targets:
+        raise SnowInputError("No snow mesh to drive: generate snow first or select snow meshes")
+    image = bpy.data.images.load(os.path.join(out_dir, files[0]), check_existing=True)
+    image.reload()
+    image.source = "SEQUENCE" if meta["sequence"] else "FILE"
+    image.colorspace_settings.name = "Non-Color"
+    image.alpha_mode = "CHANNEL_PACKED"
+    tree = snow_nodes.ensure_buffer_group(image, meta)
+    for obj in targets:
+        for mod in trails_modifiers(obj):
+            mod.show_viewport = mod.show_render = False
+        if common.modifier_for(obj, tree) is None:
+            bridge.add_modifier_before_bend(obj, BUFFER_MODIFIER, tree)
+    return [o.name for o in targets]
+
+
+def drive_from_trails(objects) -> list:
+    """Back to the live trails: remove the buffer modifiers, switch the trails on again."""
+    tree = bpy.data.node_groups.get(snow_nodes.BUFFER_GROUP)
+    changed = []
+    for obj in objects:
+        mods = [m for m in obj.modifiers if m.type == "NODES" and tree is not None and m.node_group == tree]
+        for mod in mods:
+            obj.modifiers.remove(mod)
+        for mod in trails_modifiers(obj):
+            mod.show_viewport = mod.show_render = True
+        if mods:
+            changed.append(obj.name)
+    return changed
+
+
 # --- operators --------------------------------------------------------------------------------------------
 
 class ENVFX_OT_snow_generate(bpy.types.Operator):
@@ -477,8 +528,36 @@ class ENVFX_OT_snow_bake_buffer(progress.ModalJobOperator, bpy.types.Operator):
         return {"FINISHED"}
 
 
+class ENVFX_OT_snow_drive_from_bake(bpy.types.Operator):
+    """Offset the snow meshes by the baked interaction buffer (in the Output Folder) instead of the live trails,
+    or back to the live trails"""
+
+    bl_idname = "envfx.snow_drive_from_bake"
+    bl_label = "Snow from Bake"
+    bl_options = {"REGISTER", "UNDO"}
+
+    use_bake: BoolProperty(name="Use Bake", description="On: the bake drives the snow; off: the live trails",
+                           default=True)
+
+    def execute(self, context):
+        selected = [o for o in getattr(context, "selected_objects", []) or [] if is_snow_object(o)]
+        objects = selected or snow_objects(context.scene)
+        if not self.use_bake:
+            changed = drive_from_trails(objects)
+            self.report({"INFO"}, f"{len(changed)} snow mesh(es) back on the live trails")
+            return {"FINISHED"}
+        try:
+            changed = drive_from_bake(context.scene, objects)
+        except (SnowInputError, OSError, RuntimeError) as exc:
+            self.report({"ERROR"}, str(exc))
+            return {"CANCELLED"}
+        self.report({"INFO"}, f"{len(changed)} snow mesh(es) now follow the bake")
+        return {"FINISHED"}
+
+
 classes = (
     ENVFX_OT_snow_generate,
+    ENVFX_OT_snow_drive_from_bake,
     ENVFX_OT_snow_trails_add,
     ENVFX_OT_snow_trails_remove,
     ENVFX_OT_snow_bake_buffer,

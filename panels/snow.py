@@ -53,6 +53,9 @@ class VIEW3D_PT_envfx_snow(EnvFXSubPanel, bpy.types.Panel):
         col.prop(s, "sequence")
         col.prop(s, "output_dir")
         box.operator("envfx.snow_bake_buffer", icon="RENDER_ANIMATION")
+        row = box.row(align=True)
+        row.operator("envfx.snow_drive_from_bake", icon="IMAGE_DATA").use_bake = True
+        row.operator("envfx.snow_drive_from_bake", text="Live Trails", icon="MOD_DISPLACE").use_bake = False
 
         obj = context.active_object
         if obj is not None and hasattr(obj, "envfx"):

@@ -512,3 +512,80 @@ def ensure_coverage() -> bpy.types.NodeTree:
     """"EnvFX Snow Coverage": the point attribute ``snow_coverage`` (0..1) on an actor, 1 where it is in the
     snow (below the trail-deformed snow surface), fading to 0 over Band above it."""
     return common.ensure_tree(COVERAGE_GROUP, "GeometryNodeTree", str(COVERAGE_VERSION), _build_coverage)
+
+
+# --- snow driven by a baked buffer ------------------------------------------------------------------------
+
+BUFFER_GROUP = "EnvFX Snow Buffer"
+BUFFER_VERSION = 1
+
+
+def _build_buffer(tree):
+    b = _B(tree)
+    common.socket(tree, "Geometry", "INPUT", "NodeSocketGeometry")
+    common.socket(tree, "Geometry", "OUTPUT", "NodeSocketGeometry")
+    group_in = b.node("NodeGroupInput", "Group Input", location=(-1400, 0))
+    group_out = b.node("NodeGroupOutput", "Group Output", location=(1400, 0))
+    origin_x, origin_y, size = b.value("Origin X"), b.value("Origin Y"), b.value("Size", 1.0)
+    self_info = b.node("GeometryNodeObjectInfo", "Self Info", transform_space="ORIGINAL")
+    b.link(b.node("GeometryNodeSelfObject", "Self").outputs[0], self_info.inputs["Object"])
+    matrix = self_info.outputs["Transform"]
+    to_world = b.node("FunctionNodeTransformPoint", "To World")
+    b.link(b.node("GeometryNodeInputPosition", "Position").outputs[0], to_world.inputs["Vector"])
+    b.link(matrix, to_world.inputs["Transform"])
+    sep = b.node("ShaderNodeSeparateXYZ", "P Sep")
+    b.link(to_world.outputs[0], sep.inputs[0])
+    u = b.math("DIVIDE", b.math("SUBTRACT", sep.outputs["X"], origin_x), size, label="U")
+    v = b.math("DIVIDE", b.math("SUBTRACT", sep.outputs["Y"], origin_y), size, label="V")
+    tex = b.node("GeometryNodeImageTexture", "Buffer", interpolation="Linear", extension="EXTEND")
+    b.link(b.combine_xyz(u, v, 0.0, label="UV"), tex.inputs["Vector"])
+    time = b.node("GeometryNodeInputSceneTime", "Time")
+    b.link(time.outputs["Frame"], tex.inputs["Frame"])
+    rgb = b.node("FunctionNodeSeparateColor", "Channels")
+    b.link(tex.outputs["Color"], rgb.inputs[0])
+    thick_node = b.named("snow_thickness")
+    no_attr = b.math("SUBTRACT", 1.0, thick_node.outputs["Exists"], label="No Thickness")
+    thickness = b.math("MULTIPLY_ADD", no_attr, 1.0e6, thick_node.outputs["Attribute"], label="Thickness")
+    disp = b.math("MAXIMUM", rgb.outputs["Red"], b.math("MULTIPLY", thickness, -GROUND_KEEP), label="Displacement")
+    invert = b.node("FunctionNodeInvertMatrix", "Invert")
+    b.link(matrix, invert.inputs[0])
+    local_up = b.node("FunctionNodeTransformDirection", "Up Local")
+    b.link(invert.outputs[0], local_up.inputs["Transform"])
+    local_up.inputs["Direction"].default_value = (0.0, 0.0, 1.0)
+    set_pos = b.node("GeometryNodeSetPosition", "Set Position")
+    b.link(group_in.outputs[0], set_pos.inputs["Geometry"])
+    b.link(b.vmath("SCALE", local_up.outputs[0], scale=disp, label="Offset Local"), set_pos.inputs["Offset"])
+    b.link(set_pos.outputs[0], group_out.inputs[0])
+
+
+def ensure_buffer_group(image, meta: dict) -> bpy.types.NodeTree:
+    """"EnvFX Snow Buffer": the snow offset by the R channel of a baked buffer ``image`` (one image or the
+    sequence), placed with the bake's metadata (the follow window's origin is keyframed per frame)."""
+    tree = common.ensure_tree(BUFFER_GROUP, "GeometryNodeTree", str(BUFFER_VERSION), _build_buffer)
+    tree.nodes["Buffer"].inputs["Image"].default_value = image
+    tree.nodes["Size"].outputs[0].default_value = float(meta["world_size"])
+    if tree.animation_data is not None:
+        tree.animation_data_clear()
+    frames = meta["frames"]
+    origins = {tuple(f["origin"]) for f in frames}
+    for k, label in enumerate(("Origin X", "Origin Y")):
+        sock = tree.nodes[label].outputs[0]
+        sock.default_value = float(frames[-1]["origin"][k])
+        if len(origins) > 1:
+            for f in frames:
+                sock.default_value = float(f["origin"][k])
+                sock.keyframe_insert("default_value", frame=f["frame"])
+            for fc in _fcurves(tree):
+                for kp in fc.keyframe_points:
+                    kp.interpolation = "CONSTANT"
+    return tree
+
+
+def _fcurves(id_data):
+    action = id_data.animation_data.action if id_data.animation_data else None
+    if action is None:
+        return []
+    if hasattr(action, "fcurves") and bpy.app.version < (5, 0, 0):
+        return list(action.fcurves)
+    return [fc for layer in action.layers for strip in layer.strips for bag in strip.channelbags
+            for fc in bag.fcurves]

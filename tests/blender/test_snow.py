@@ -528,3 +528,44 @@ def test_density_mask_vertex_group(envfx):
     with pytest.raises(RuntimeError, match="No vertex group named 'Nope'"):
         bpy.ops.envfx.snow_generate()
     assert _state() == before
+
+
+@pytest.mark.parametrize("sequence", [False, True])
+def test_bake_drives_the_snow_like_the_live_trails(envfx, tmp_path, sequence):
+    scene, snow, actors = snow_scene(envfx, spacing=0.1, size=8.0)
+    a = sphere_object("A", 0.6, actors)
+    animate(a, [(1, (-2.5, -1.0, 0.55)), (10, (2.0, 1.5, 0.5))])
+    s = scene.envfx.snow
+    s.frame_start, s.frame_end = 1, 10
+    s.buffer_resolution = 128
+    s.output_dir = str(tmp_path)
+    s.sequence = sequence
+    scene.frame_set(1)
+    assert bpy.ops.envfx.snow_trails_add() == {"FINISHED"}
+    for f in range(1, 11):
+        scene.frame_set(f)
+    rest, live = evaluated_offset(envfx, snow)
+    assert bpy.ops.envfx.snow_bake_buffer() == {"FINISHED"}
+    assert bpy.ops.envfx.snow_drive_from_bake() == {"FINISHED"}
+    scene.frame_set(10)
+    _, baked = evaluated_offset(envfx, snow)
+    specs, _ = envfx.operators.snow.actor_specs(scene)
+    slope = 2.0 * specs[0][2] / specs[0][1]
+    texel = json.loads((tmp_path / "snow_buffer.json").read_text())["texel_size"]
+    assert np.abs(baked - live).max() <= slope * texel
+    assert baked.min() < -0.2
+    if sequence:  # an earlier frame shows the earlier buffer
+        scene.frame_set(4)
+        _, early = evaluated_offset(envfx, snow)
+        assert early.min() < -0.2 and np.abs(early - baked).max() > 0.1
+    assert bpy.ops.envfx.snow_drive_from_bake(use_bake=False) == {"FINISHED"}
+    assert all(m.show_viewport for m in envfx.operators.snow.trails_modifiers(snow))
+    assert "EnvFX Snow Buffer" not in [m.name for m in snow.modifiers]
+
+
+def test_drive_from_bake_without_bake(envfx, tmp_path):
+    scene, snow, actors = snow_scene(envfx, spacing=0.2)
+    scene.envfx.snow.output_dir = str(tmp_path)
+    with pytest.raises(RuntimeError, match="No baked buffer"):
+        bpy.ops.envfx.snow_drive_from_bake()
+    assert [m.name for m in snow.modifiers] == []
