@@ -569,3 +569,62 @@ def test_drive_from_bake_without_bake(envfx, tmp_path):
     with pytest.raises(RuntimeError, match="No baked buffer"):
         bpy.ops.envfx.snow_drive_from_bake()
     assert [m.name for m in snow.modifiers] == []
+
+
+def test_deformation_fades_with_camera_distance(envfx):
+    scene, snow, actors = snow_scene(envfx, spacing=0.1, size=8.0)
+    near = sphere_object("Near", 0.5, actors)
+    near.location = (-3.0, 0.0, 0.5)
+    far = sphere_object("Far", 0.5, actors)
+    far.location = (3.0, 0.0, 0.5)
+    cam = bpy.data.objects.new("Cam", bpy.data.cameras.new("Cam"))
+    scene.collection.objects.link(cam)
+    cam.location = (-3.0, 0.0, 2.0)
+    scene.camera = cam
+    s = scene.envfx.snow
+    s.camera_fade_start, s.camera_fade_end = 3.0, 5.0
+    scene.frame_set(1)
+    assert bpy.ops.envfx.snow_trails_add() == {"FINISHED"}
+    scene.frame_set(1)
+    rest, got = evaluated_offset(envfx, snow)
+    dist = np.linalg.norm(rest - np.array([-3.0, 0.0, 2.0]), axis=1)
+    assert got[dist > 5.0].min() == 0.0 and got[dist > 5.0].max() == 0.0   # flat far away
+    assert got[dist < 3.0].min() < -0.2                                      # full trail nearby
+    mid = (dist > 3.2) & (dist < 4.8) & (np.abs(rest[:, 0] + 3.0) < 0.2)
+    assert mid.any()
+
+
+def test_snow_material_renders_trails_in_eevee(envfx, tmp_path):
+    scene, snow, actors = snow_scene(envfx, spacing=0.05, size=4.0)
+    a = sphere_object("A", 0.5, actors)
+    animate(a, [(1, (-1.5, 0.0, 0.5)), (4, (1.5, 0.0, 0.5))])
+    a.hide_render = True
+    scene.frame_set(1)
+    assert bpy.ops.envfx.snow_trails_add() == {"FINISHED"}
+    for f in range(1, 5):
+        scene.frame_set(f)
+    sun = bpy.data.objects.new("Sun", bpy.data.lights.new("Sun", "SUN"))
+    sun.data.energy = 4.0
+    sun.rotation_euler = (math.radians(60), 0.0, 0.0)   # light across the trail: its walls shade differently
+    scene.collection.objects.link(sun)
+    cam = bpy.data.objects.new("Cam", bpy.data.cameras.new("Cam"))
+    cam.data.type = "ORTHO"
+    cam.data.ortho_scale = 4.0
+    cam.location = (0.0, 0.0, 5.0)
+    scene.collection.objects.link(cam)
+    scene.camera = cam
+    scene.render.engine = "BLENDER_EEVEE_NEXT" if bpy.app.version < (5, 0, 0) else "BLENDER_EEVEE"
+    scene.eevee.taa_render_samples = 1
+    scene.render.resolution_x = scene.render.resolution_y = 80
+    scene.render.filepath = str(tmp_path / "snow.png")
+    bpy.ops.render.render(write_still=True)
+    img = bpy.data.images.load(str(tmp_path / "snow.png"))
+    px = np.empty(80 * 80 * 4, dtype=np.float32)
+    img.pixels.foreach_get(px)
+    lum = px.reshape(80, 80, 4)[..., :3].mean(-1)
+    rows = slice(36, 44)                       # the trail runs along the middle row (world y = 0)
+    trail = lum[rows, 20:60]
+    flat = lum[8:16, 20:60]
+    assert flat.mean() > 0.5                    # bright snow
+    assert trail.std() > 5 * flat.std()          # the trail's walls: one side lit, one in shade
+    assert trail.min() < flat.mean() - 0.2
