@@ -26,7 +26,7 @@ from . import common
 
 GROUP_NAME = "EnvFX Snow Trails"
 MATERIAL_NAME = "EnvFX Snow"
-VERSION = 9
+VERSION = 10
 CELLS = 128  # the lookup table that limits the nearest-path search to vertices near a path
 
 # the displayed snow never goes below this fraction of its thickness (a thin layer stays on the ground, so the
@@ -212,39 +212,66 @@ def _build(tree, specs, occluders):
     no_attr = b.math("SUBTRACT", 1.0, thick_node.outputs["Exists"], label="No Thickness")
     thickness = b.math("MULTIPLY_ADD", no_attr, 1.0e6, thick_node.outputs["Attribute"], label="Thickness")
 
-    # coarse lookup table: CELLS x CELLS cells over the snow's bounding box, flagging the cells a path (or an
-    # occluder) may reach; only the snow vertices in flagged cells evaluate the nearest-path search and the
-    # occluder ray (a store's value field is evaluated for its selection only). Conservative by half a cell
-    # diagonal, so the result is exactly that of evaluating every vertex.
-    bbox = b.node("GeometryNodeBoundBox", "Snow Bounds")
-    b.link(snow_geo, bbox.inputs["Geometry"])
-    to_world_min = b.node("FunctionNodeTransformPoint", "Bounds Min World")
-    b.link(bbox.outputs["Min"], to_world_min.inputs["Vector"])
-    b.link(matrix, to_world_min.inputs["Transform"])
-    to_world_max = b.node("FunctionNodeTransformPoint", "Bounds Max World")
-    b.link(bbox.outputs["Max"], to_world_max.inputs["Vector"])
-    b.link(matrix, to_world_max.inputs["Transform"])
-    lo = b.vmath("MINIMUM", to_world_min.outputs[0], to_world_max.outputs[0], label="Lo")
-    hi = b.vmath("MAXIMUM", to_world_min.outputs[0], to_world_max.outputs[0], label="Hi")
-    ext = b.node("ShaderNodeSeparateXYZ", "Extent")
-    b.link(b.vmath("SUBTRACT", hi, lo), ext.inputs[0])
-    cell = b.math("MAXIMUM", b.math("DIVIDE", b.math("MAXIMUM", ext.outputs["X"], ext.outputs["Y"]), float(CELLS)),
-                  1e-6, label="Cell Size")
-    lo_sep = b.node("ShaderNodeSeparateXYZ", "Lo Sep")
-    b.link(lo, lo_sep.inputs[0])
+    # coarse lookup table: CELLS x CELLS cells over the snow's bounding box (object space), flagging the cells
+    # a path (or an occluder) may reach; only the snow vertices in flagged cells evaluate the nearest-path
+    # search and the occluder ray (a store's value field is evaluated for its selection only). The bound is
+    # conservative, so the result is exactly that of evaluating every vertex. Each vertex's cell is computed
+    # once, when the simulation starts (attribute snow_cell).
+    def grid(geometry, tag):
+        bbox = b.node("GeometryNodeBoundBox", f"{tag} Bounds")
+        b.link(geometry, bbox.inputs["Geometry"])
+        ext = b.node("ShaderNodeSeparateXYZ", f"{tag} Extent")
+        b.link(b.vmath("SUBTRACT", bbox.outputs["Max"], bbox.outputs["Min"]), ext.inputs[0])
+        cell = b.math("MAXIMUM", b.math("DIVIDE", b.math("MAXIMUM", ext.outputs["X"], ext.outputs["Y"]),
+                                        float(CELLS)), 1e-9, label=f"{tag} Cell Size")
+        lo = b.node("ShaderNodeSeparateXYZ", f"{tag} Lo")
+        b.link(bbox.outputs["Min"], lo.inputs[0])
+        mid_z = b.math("MULTIPLY_ADD", ext.outputs["Z"], 0.5, lo.outputs["Z"], label=f"{tag} Mid Z")
+        return lo, cell, ext.outputs["Z"], mid_z
+
+    lo0, cell0, _, _ = grid(group_in.outputs[0], "Start")
+    p_obj = b.node("ShaderNodeSeparateXYZ", "P Object")
+    b.link(b.node("GeometryNodeInputPosition", "Start Pos").outputs[0], p_obj.inputs[0])
+
+    def cell_of(axis_value, lo_value):
+        c = b.math("FLOOR", b.math("DIVIDE", b.math("SUBTRACT", axis_value, lo_value), cell0))
+        return b.math("MINIMUM", b.math("MAXIMUM", c, 0.0), float(CELLS - 1))
+
+    vertex_cell = b.math("MULTIPLY_ADD", cell_of(p_obj.outputs["Y"], lo0.outputs["Y"]), float(CELLS),
+                         cell_of(p_obj.outputs["X"], lo0.outputs["X"]), label="Vertex Cell")
+    start_geo = b.store(group_in.outputs[0], "snow_cell", vertex_cell, data_type="INT", label="Store Cell")
+    for link in list(tree.links):
+        if link.to_node == sim_in and link.to_socket.name == "Geometry":
+            tree.links.remove(link)
+    b.link(start_geo, sim_in.inputs["Geometry"])
+
+    lo, cell, ext_z, mid_z = grid(snow_geo, "Snow")
     table = b.node("GeometryNodePoints", "Cell Table")
     table.inputs["Count"].default_value = CELLS * CELLS
     cx = b.math("FLOORED_MODULO", index, float(CELLS), label="Cell X")
     cy = b.math("FLOOR", b.math("DIVIDE", index, float(CELLS)), label="Cell Y")
-    centre = b.combine_xyz(b.math("MULTIPLY_ADD", b.math("ADD", cx, 0.5), cell, lo_sep.outputs["X"]),
-                           b.math("MULTIPLY_ADD", b.math("ADD", cy, 0.5), cell, lo_sep.outputs["Y"]), 0.0,
-                           label="Cell Centre")
-    b.link(centre, table.inputs["Position"])
+    centre_obj = b.combine_xyz(b.math("MULTIPLY_ADD", b.math("ADD", cx, 0.5), cell, lo.outputs["X"]),
+                               b.math("MULTIPLY_ADD", b.math("ADD", cy, 0.5), cell, lo.outputs["Y"]), mid_z,
+                               label="Cell Centre")
+    centre_world = b.node("FunctionNodeTransformPoint", "Cell Centre World")
+    b.link(centre_obj, centre_world.inputs["Vector"])
+    b.link(matrix, centre_world.inputs["Transform"])
+    b.link(b.flat(centre_world.outputs[0], "Cell"), table.inputs["Position"])
+
+    def axis_length(vec, label):
+        node = b.node("FunctionNodeTransformDirection", label)
+        b.link(matrix, node.inputs["Transform"])
+        node.inputs["Direction"].default_value = vec
+        return b.vmath("LENGTH", node.outputs[0])
+
+    # how far (world XY) a point of a cell can be from the cell's centre
+    half_cell = b.math("MULTIPLY", b.math("ADD", b.math(
+        "MULTIPLY", cell, b.math("ADD", axis_length((1.0, 0.0, 0.0), "Axis X"), axis_length((0.0, 1.0, 0.0), "Axis Y"))),
+        b.math("MULTIPLY", ext_z, axis_length((0.0, 0.0, 1.0), "Axis Z"))), 0.5001, label="Half Cell")
     stat = b.node("GeometryNodeAttributeStatistic", "Max Radius", data_type="FLOAT", domain="POINT")
     b.link(actors_now, stat.inputs["Geometry"])
     b.link(b.node("GeometryNodeInputRadius", "Actor Radius").outputs[0], stat.inputs["Attribute"])
-    half_diag = b.math("MULTIPLY", cell, 0.7072, label="Half Diagonal")
-    reach_max = b.math("MULTIPLY_ADD", stat.outputs["Max"], b.math("ADD", values["Rim Width"], 1.0), half_diag,
+    reach_max = b.math("MULTIPLY_ADD", stat.outputs["Max"], b.math("ADD", values["Rim Width"], 1.0), half_cell,
                        label="Reach + Half Cell")
     prox = b.node("GeometryNodeProximity", "Path Proximity", target_element="EDGES")
     b.link(paths, prox.inputs[0])
@@ -255,29 +282,15 @@ def _build(tree, specs, occluders):
     b.link(occ_flat.outputs[0], occ_prox.inputs[0])
     b.link(b.node("GeometryNodeInputPosition", "Cell Pos 2").outputs[0],
            occ_prox.inputs["Source Position" if "Source Position" in occ_prox.inputs else "Sample Position"])
-    occ_cell = b.math("LESS_THAN", occ_prox.outputs["Distance"], b.math("ADD", half_diag, 1e-6), label="Occ Cell")
+    occ_cell = b.math("LESS_THAN", occ_prox.outputs["Distance"], b.math("ADD", half_cell, 1e-6), label="Occ Cell")
     table_geo = b.store(table.outputs[0], "near", near_cell, label="Store Near Cell")
     table_geo = b.store(table_geo, "occ", occ_cell, label="Store Occ Cell")
-    p_sep = b.node("ShaderNodeSeparateXYZ", "P Cell Sep")
-    b.link(P, p_sep.inputs[0])
-
-    def cell_of(axis_value, lo_value):
-        c = b.math("FLOOR", b.math("DIVIDE", b.math("SUBTRACT", axis_value, lo_value), cell))
-        return b.math("MINIMUM", b.math("MAXIMUM", c, 0.0), float(CELLS - 1))
-
-    vertex_cell = b.math("MULTIPLY_ADD", cell_of(p_sep.outputs["Y"], lo_sep.outputs["Y"]), float(CELLS),
-                         cell_of(p_sep.outputs["X"], lo_sep.outputs["X"]), label="Vertex Cell")
-    # 1 = near a path, 2 = may be under an occluder, 3 = both; evaluated once per vertex, stored, then read
-    flags = b.math("MULTIPLY_ADD",
-                   b.sample_index(table_geo, b.named("occ", label="Read Occ Cell").outputs["Attribute"], vertex_cell,
-                                  label="Occ Candidate"), 2.0,
-                   b.sample_index(table_geo, b.named("near", label="Read Near Cell").outputs["Attribute"],
-                                  vertex_cell, label="Near"), label="Flags")
-    snow_geo = b.store(snow_geo, "snow_cell_flags", flags, data_type="INT", label="Store Flags")
-    flag_attr = b.named("snow_cell_flags", data_type="INT", label="Read Flags").outputs["Attribute"]
-    near = b.math("FLOORED_MODULO", flag_attr, 2.0, label="Is Near")
+    my_cell = b.named("snow_cell", data_type="INT", label="Read Cell").outputs["Attribute"]
+    near = b.sample_index(table_geo, b.named("near", label="Read Near Cell").outputs["Attribute"], my_cell,
+                          label="Near")
+    occ_here = b.sample_index(table_geo, b.named("occ", label="Read Occ Cell").outputs["Attribute"], my_cell,
+                              label="Occ Candidate")
     far = b.math("SUBTRACT", 1.0, near, label="Far")
-    occ_here = b.math("GREATER_THAN", flag_attr, 1.5, label="Is Occ Candidate")
 
     # trails near the paths (the rim first: its field reads the old snow_down, which the next store replaces);
     # far from every path only the refill applies (the stamp is 0 there)
@@ -296,10 +309,7 @@ def _build(tree, specs, occluders):
     # is built without this part
     if occluders:
         geo = _occluder_stores(b, geo, occ_flat, P, thick_node, occ_here)
-    remove = b.node("GeometryNodeRemoveAttribute", "Drop Flags")
-    b.link(geo, remove.inputs["Geometry"])
-    remove.inputs["Name"].default_value = "snow_cell_flags"
-    b.link(remove.outputs[0], sim_out.inputs["Geometry"])
+    b.link(geo, sim_out.inputs["Geometry"])
     b.link(actors_now, sim_out.inputs["Actors"])
 
     # --- display: offset along world Z, clamped to the ground, faded with the camera distance ---

@@ -628,3 +628,35 @@ def test_snow_material_renders_trails_in_eevee(envfx, tmp_path):
     assert flat.mean() > 0.5                    # bright snow
     assert trail.std() > 5 * flat.std()          # the trail's walls: one side lit, one in shade
     assert trail.min() < flat.mean() - 0.2
+
+
+def test_trails_on_a_moved_rotated_scaled_snow_object(envfx):
+    scene, snow, actors = snow_scene(envfx, spacing=0.1, size=6.0)
+    snow.location = (1.0, -0.5, 0.2)
+    snow.rotation_euler = (0.0, 0.0, math.radians(30))
+    snow.scale = (1.5, 1.5, 1.5)
+    a = sphere_object("A", 0.5, actors)
+    animate(a, [(1, (-3, -1, 0.9)), (6, (3.5, 1.0, 0.85))])
+    _linear(a)
+    scene.frame_set(1)
+    assert bpy.ops.envfx.snow_trails_add() == {"FINISHED"}
+    specs, _ = envfx.operators.snow.actor_specs(scene)
+    tracks = run_frames(scene, 1, 6, ["A"], [specs[0][3]])
+    m = np.array(snow.matrix_world)
+    dg = bpy.context.evaluated_depsgraph_get()
+    ev = snow.evaluated_get(dg)
+    mesh = ev.to_mesh()
+    try:
+        got_local = envfx.bridge.get_positions(mesh).astype(np.float64)
+    finally:
+        ev.to_mesh_clear()
+    rest_local = envfx.bridge.get_positions(snow.data).astype(np.float64)
+    to_world = lambda p: p @ m[:3, :3].T + m[:3, 3]  # noqa: E731
+    rest = to_world(rest_local)
+    got = to_world(got_local)[:, 2] - rest[:, 2]
+    params = envfx.operators.snow.stamp_params(scene)
+    down, rim = envfx.core.snow.simulate_points(rest, tracks, [specs[0][1]], [specs[0][2]], params)
+    thick = thickness_of(snow)  # world units at generation; the clamp is applied in world Z
+    expected = np.maximum(rim - down, -envfx.shader_nodes.snow.GROUND_KEEP * thick)
+    assert np.abs(got - expected).max() < 1e-4
+    assert got.min() < -0.2
