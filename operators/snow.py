@@ -71,7 +71,7 @@ def _mask_reader(group_name: str):
     tree = bpy.data.node_groups.new("EnvFX Snow Mask Reader", "GeometryNodeTree")
     common.socket(tree, "Geometry", "INPUT", "NodeSocketGeometry")
     common.socket(tree, "Geometry", "OUTPUT", "NodeSocketGeometry")
-    b = snow_nodes._B(tree)
+    b = snow_nodes.SnowBuilder(tree)
     gi = b.node("NodeGroupInput", "In")
     go = b.node("NodeGroupOutput", "Out")
     geo = b.store(gi.outputs[0], MASK_ATTRIBUTE, b.named(group_name).outputs["Attribute"])

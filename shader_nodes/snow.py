@@ -3,8 +3,8 @@
 "EnvFX Snow Trails" is ``core.snow``'s trail state evaluated per frame in a simulation zone:
 
 - the actors are one point each (each actor of ``scene.envfx.snow.actors``: its world location through
-  transform drivers, minus its bottom offset; radius and depth as point attributes); the group is rebuilt in place by ``sync``
-  when the actors or their sizes change (the stamp records them);
+  transform drivers, minus its bottom offset; radius and depth as point attributes); ``ensure_trails`` rebuilds
+  the group in place when the actors or their sizes change (the stamp records them);
 - inside the zone the previous frame's actor points are the state "Actors"; a mesh of one edge per actor
   (previous -> current bottom point, flattened to z = 0) is the path; Sample Nearest on its edges picks the
   actor whose path is nearest to each snow vertex (as ``core.snow.stamp_points`` does), then the stamp,
@@ -55,7 +55,7 @@ def _stamp(specs, occluders_name: str) -> str:
     return f"{VERSION}:" + hashlib.sha1(text.encode()).hexdigest()[:16]
 
 
-class _B(common.Builder):
+class SnowBuilder(common.Builder):
     def sample_index(self, geometry, value, index, data_type="FLOAT", domain="POINT", label=""):
         node = self.node("GeometryNodeSampleIndex", label, data_type=data_type, domain=domain)
         self.link(geometry, node.inputs["Geometry"])
@@ -86,7 +86,7 @@ class _B(common.Builder):
 
 
 def _build(tree, specs, occluders):
-    b = _B(tree)
+    b = SnowBuilder(tree)
     common.socket(tree, "Geometry", "INPUT", "NodeSocketGeometry")
     common.socket(tree, "Geometry", "OUTPUT", "NodeSocketGeometry")
     group_in = b.node("NodeGroupInput", "Group Input", location=(-2000, 0))
@@ -265,9 +265,10 @@ def _build(tree, specs, occluders):
         return b.vmath("LENGTH", node.outputs[0])
 
     # how far (world XY) a point of a cell can be from the cell's centre
-    half_cell = b.math("MULTIPLY", b.math("ADD", b.math(
-        "MULTIPLY", cell, b.math("ADD", axis_length((1.0, 0.0, 0.0), "Axis X"), axis_length((0.0, 1.0, 0.0), "Axis Y"))),
-        b.math("MULTIPLY", ext_z, axis_length((0.0, 0.0, 1.0), "Axis Z"))), 0.5001, label="Half Cell")
+    xy_scale = b.math("ADD", axis_length((1.0, 0.0, 0.0), "Axis X"), axis_length((0.0, 1.0, 0.0), "Axis Y"))
+    half_cell = b.math("MULTIPLY", b.math("ADD", b.math("MULTIPLY", cell, xy_scale),
+                                          b.math("MULTIPLY", ext_z, axis_length((0.0, 0.0, 1.0), "Axis Z"))),
+                       0.5001, label="Half Cell")
     stat = b.node("GeometryNodeAttributeStatistic", "Max Radius", data_type="FLOAT", domain="POINT")
     b.link(actors_now, stat.inputs["Geometry"])
     b.link(b.node("GeometryNodeInputRadius", "Actor Radius").outputs[0], stat.inputs["Attribute"])
@@ -481,7 +482,7 @@ def ensure_surfaces_collection():
 
 
 def _build_coverage(tree):
-    b = _B(tree)
+    b = SnowBuilder(tree)
     common.socket(tree, "Geometry", "INPUT", "NodeSocketGeometry")
     common.socket(tree, "Band", "INPUT", "NodeSocketFloat", default=0.1, min_value=1e-6,
                   description="Height over which the coverage fades from 1 (in the snow) to 0 (above it)")
@@ -531,7 +532,7 @@ BUFFER_VERSION = 1
 
 
 def _build_buffer(tree):
-    b = _B(tree)
+    b = SnowBuilder(tree)
     common.socket(tree, "Geometry", "INPUT", "NodeSocketGeometry")
     common.socket(tree, "Geometry", "OUTPUT", "NodeSocketGeometry")
     group_in = b.node("NodeGroupInput", "Group Input", location=(-1400, 0))

@@ -148,7 +148,7 @@ def test_single_stamp_profile_matches_core(envfx):
     scene.frame_set(1)
     assert bpy.ops.envfx.snow_trails_add() == {"FINISHED"}
     specs, _ = envfx.operators.snow.actor_specs(scene)
-    tracks = run_frames(scene, 1, 1, ["A"], [specs[0][3]])
+    run_frames(scene, 1, 1, ["A"], [specs[0][3]])
     rest, got = evaluated_offset(envfx, snow)
     core = envfx.core.snow
     r, dep = specs[0][1], specs[0][2]

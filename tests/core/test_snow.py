@@ -1,7 +1,6 @@
 """core.snow: stamp profile, trails, interaction buffer bake, EXR output and snow-cover generation."""
 
 import json
-import math
 import os
 
 import numpy as np

@@ -4,8 +4,6 @@ snow, leaving trails with rims; the interaction buffer is baked next to the rend
 import math
 import os
 
-import numpy as np
-
 ORIGIN = (0.0, 200.0)  # away from the other parts
 
 
