@@ -182,6 +182,11 @@ class EnvFXSnowSettings(PropertyGroup):
         name="Density Mask", description="Vertex group of the terrain that scales the snow (0 = no snow); "
         "empty for none", default="",
     )
+    density_texture: PointerProperty(
+        name="Density Texture", description="Image whose brightness at the terrain's UVs scales the snow "
+        "(black = no snow); none for no texture mask",
+        type=bpy.types.Image,
+    )
     lods: IntProperty(
         name="Levels of Detail", description="How many meshes to make, each with twice the spacing of the last",
         default=1, min=1, max=8,

@@ -825,6 +825,27 @@ def value_noise(x, y, scale, seed):
     return total / norm
 
 
+def sample_image(pixels, uv) -> np.ndarray:
+    """Bilinear sample of an image's brightness (mean of R, G, B) at UVs (N, 2), clamped at the edges.
+
+    ``pixels`` is (H, W, C) with row 0 at the bottom (as Blender stores images); texel centres sit at
+    (i + 0.5) / W."""
+    img = np.asarray(pixels, dtype=np.float32)
+    lum = img[..., :3].mean(-1) if img.shape[-1] >= 3 else img[..., 0]
+    h, w = lum.shape
+    uv = np.asarray(uv, dtype=np.float64).reshape(-1, 2)
+    fx = uv[:, 0] * w - 0.5
+    fy = uv[:, 1] * h - 0.5
+    x0 = np.floor(fx).astype(np.int64)
+    y0 = np.floor(fy).astype(np.int64)
+    tx = fx - x0
+    ty = fy - y0
+    x0m, x1m = np.clip(x0, 0, w - 1), np.clip(x0 + 1, 0, w - 1)
+    y0m, y1m = np.clip(y0, 0, h - 1), np.clip(y0 + 1, 0, h - 1)
+    return ((lum[y0m, x0m] * (1 - tx) + lum[y0m, x1m] * tx) * (1 - ty)
+            + (lum[y1m, x0m] * (1 - tx) + lum[y1m, x1m] * tx) * ty)
+
+
 def _border_distance(covered, spacing, limit):
     """Distance from each covered cell to the nearest uncovered cell (chamfer, up to ``limit``)."""
     h, w = covered.shape
@@ -846,7 +867,8 @@ def _border_distance(covered, spacing, limit):
     return pad[1:-1, 1:-1]
 
 
-def generate_cover(tris, params: CoverParams, occluder_tris=None, mask_weights=None, bounds=None) -> SnowCover:
+def generate_cover(tris, params: CoverParams, occluder_tris=None, mask_weights=None, mask_uvs=None,
+                   mask_pixels=None) -> SnowCover:
     """Snow cover over terrain triangles (T, 3, 3, world space).
 
     - only faces within ``max_slope`` of up get snow;
@@ -854,7 +876,8 @@ def generate_cover(tris, params: CoverParams, occluder_tris=None, mask_weights=N
     - no snow where any geometry (``occluder_tris``, and the terrain itself, e.g. overhangs) is above;
     - thickness tapers to zero over ``border_width`` towards the edge of the covered area;
     - drift along ``drift_direction`` and noise vary the thickness; ``mask_weights`` (T, 3) per-corner weights
-      (a vertex group) scale it and drop the snow where they are 0;
+      (a vertex group) scale it and drop the snow where they are 0, and so does the brightness of the image
+      ``mask_pixels`` (H, W, C) at the UVs ``mask_uvs`` (T, 3, 2) interpolated to each grid point;
     - ``lods`` meshes, each with twice the spacing of the previous.
     Raises ``SnowError`` (before building anything big) when there are no up-facing faces or the spacing
     would make more than ``vertex_budget`` vertices.
@@ -903,6 +926,13 @@ def generate_cover(tris, params: CoverParams, occluder_tris=None, mask_weights=N
         covered &= mask > 1e-6
     else:
         mask = np.ones((h, w))
+    if mask_uvs is not None and mask_pixels is not None:
+        uvs = np.asarray(mask_uvs, dtype=np.float64).reshape(-1, 3, 2)[keep]
+        ti = np.where(tri_idx >= 0, tri_idx, 0)
+        cell_uv = np.einsum("hwkc,hwk->hwc", uvs[ti], bary)
+        tex = sample_image(mask_pixels, cell_uv.reshape(-1, 2)).reshape(h, w)
+        mask = mask * np.where(tri_idx >= 0, tex, 0.0)
+        covered &= mask > 1e-6
     if not covered.any():
         raise SnowError("Nothing is left to cover: every up-facing face is under other geometry or masked out")
     gx = lo[0] + np.arange(w) * s

@@ -31,6 +31,44 @@ class SnowInputError(ValueError):
 
 # --- geometry from Blender --------------------------------------------------------------------------------
 
+def triangle_uvs(obj, depsgraph):
+    """(T, 3, 2) UVs (active UV map) of the evaluated object's triangles, or None without a UV map."""
+    ev = obj.evaluated_get(depsgraph)
+    mesh = ev.to_mesh()
+    try:
+        if mesh is None or mesh.uv_layers.active is None:
+            return None
+        mesh.calc_loop_triangles()
+        nt = len(mesh.loop_triangles)
+        loops = np.empty(nt * 3, dtype=np.int32)
+        if nt:
+            mesh.loop_triangles.foreach_get("loops", loops)
+        uv = np.empty(len(mesh.loops) * 2, dtype=np.float32)
+        if len(mesh.loops):
+            mesh.uv_layers.active.uv.foreach_get("vector", uv)
+        return uv.reshape(-1, 2)[loops].reshape(nt, 3, 2)
+    finally:
+        ev.to_mesh_clear()
+
+
+def image_and_uvs(objects, depsgraph, image):
+    """(pixels (H, W, C), UVs (T, 3, 2) of every triangle of ``objects``) for a density texture."""
+    w, h = image.size
+    if w == 0 or h == 0:
+        raise SnowInputError(f"The density texture {image.name!r} has no pixels (missing file?): load an image")
+    pixels = np.empty(w * h * image.channels, dtype=np.float32)
+    image.pixels.foreach_get(pixels)
+    pixels = pixels.reshape(h, w, image.channels)
+    out = []
+    for obj in objects:
+        uvs = triangle_uvs(obj, depsgraph)
+        if uvs is None:
+            raise SnowInputError(f"{obj.name} has no UV map: the density texture needs one (unwrap it, or clear "
+                                 f"the texture)")
+        out.append(uvs)
+    return pixels, np.concatenate(out)
+
+
 def world_triangles(obj, depsgraph, with_weights: str = "") -> tuple[np.ndarray, np.ndarray | None]:
     """(T, 3, 3) world-space triangles of the evaluated object, and (T, 3) weights of the point attribute
     ``with_weights`` of the evaluated mesh (None without one, or when the mesh has no such attribute)."""
@@ -140,7 +178,7 @@ def cover_params(scene) -> core_snow.CoverParams:
     )
 
 
-def generate_snow(scene, objects, depsgraph, mask_group: str = "") -> list:
+def generate_snow(scene, objects, depsgraph, mask_group: str = "", mask_image=None) -> list:
     """Generate snow cover meshes over ``objects`` (their evaluated geometry, world space). Returns the new
     objects (finest level first). Everything is checked before the scene changes."""
     terrain = [o for o in objects if o.type in {"MESH", "CURVE", "SURFACE", "META", "FONT"}]
@@ -148,9 +186,13 @@ def generate_snow(scene, objects, depsgraph, mask_group: str = "") -> list:
         raise SnowInputError("Nothing to cover: select the terrain meshes to put snow on")
     tris, mask = terrain_triangles(terrain, depsgraph, mask_group)
     depsgraph = bpy.context.evaluated_depsgraph_get()
+    pixels = uvs = None
+    if mask_image is not None:
+        pixels, uvs = image_and_uvs(terrain, depsgraph, mask_image)
     occ = [world_triangles(o, depsgraph)[0] for o in _occluder_objects(scene, {o.name for o in terrain})]
     occ = np.concatenate(occ) if occ else None
-    cover = core_snow.generate_cover(tris, cover_params(scene), occluder_tris=occ, mask_weights=mask)
+    cover = core_snow.generate_cover(tris, cover_params(scene), occluder_tris=occ, mask_weights=mask,
+                                     mask_uvs=uvs, mask_pixels=pixels)
     # all checks passed: build the meshes
     coll = bpy.data.collections.get(COLLECTION_NAME)
     if coll is None:
@@ -460,8 +502,9 @@ class ENVFX_OT_snow_generate(bpy.types.Operator):
         objects = [o for o in getattr(context, "selected_objects", []) or [] if not is_snow_object(o)]
         try:
             context.view_layer.update()
-            made = generate_snow(context.scene, objects, context.evaluated_depsgraph_get(),
-                                 context.scene.envfx.snow.density_mask)
+            s = context.scene.envfx.snow
+            made = generate_snow(context.scene, objects, context.evaluated_depsgraph_get(), s.density_mask,
+                                 s.density_texture)
         except (SnowInputError, core_snow.SnowError) as exc:
             self.report({"ERROR"}, str(exc))
             return {"CANCELLED"}

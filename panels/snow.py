@@ -25,6 +25,7 @@ class VIEW3D_PT_envfx_snow(EnvFXSubPanel, bpy.types.Panel):
             col.prop_search(s, "density_mask", obj, "vertex_groups")
         else:
             col.prop(s, "density_mask")
+        col.template_ID(s, "density_texture", open="image.open")
         box.operator("envfx.snow_generate", icon="ADD")
 
         box = layout.box()

@@ -660,3 +660,31 @@ def test_trails_on_a_moved_rotated_scaled_snow_object(envfx):
     expected = np.maximum(rim - down, -envfx.shader_nodes.snow.GROUND_KEEP * thick)
     assert np.abs(got - expected).max() < 1e-4
     assert got.min() < -0.2
+
+
+def test_density_mask_texture(envfx):
+    clear_scene()
+    ground = grid_object("Ground", size=4.0, segments=8)
+    ground.data.uv_layers.new(name="UVMap")
+    # planar UVs from x, y
+    uv = ground.data.uv_layers.active.uv
+    vidx = np.empty(len(ground.data.loops), dtype=np.int32)
+    ground.data.loops.foreach_get("vertex_index", vidx)
+    co = envfx.bridge.get_positions(ground.data)[vidx]
+    uv.foreach_set("vector", ((co[:, :2] + 2.0) / 4.0).astype(np.float32).ravel())
+    img = bpy.data.images.new("Mask", 16, 16, float_buffer=True)
+    px = np.zeros((16, 16, 4), dtype=np.float32)
+    px[:, :8, :] = 1.0                                        # left half white = snow
+    img.pixels.foreach_set(px.ravel())
+    s = bpy.context.scene.envfx.snow
+    s.spacing, s.border_width, s.density_texture = 0.1, 0.0, img
+    select_only(ground)
+    assert bpy.ops.envfx.snow_generate() == {"FINISHED"}
+    snow = [o for o in bpy.context.scene.objects if o.get("envfx_snow") == 0][0]
+    v = envfx.bridge.get_positions(snow.data)
+    assert v[:, 0].max() < 0.125 and v[:, 0].min() < -1.8    # bilinear: black from the texel centre u = 0.53
+    ground.data.uv_layers.remove(ground.data.uv_layers[0])
+    before = _state()
+    with pytest.raises(RuntimeError, match="no UV map"):
+        bpy.ops.envfx.snow_generate()
+    assert _state() == before
