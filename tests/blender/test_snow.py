@@ -684,6 +684,7 @@ def test_density_mask_texture(envfx):
     v = envfx.bridge.get_positions(snow.data)
     assert v[:, 0].max() < 0.125 and v[:, 0].min() < -1.8    # bilinear: black from the texel centre u = 0.53
     ground.data.uv_layers.remove(ground.data.uv_layers[0])
+    ground.data.update()
     before = _state()
     with pytest.raises(RuntimeError, match="no UV map"):
         bpy.ops.envfx.snow_generate()
