@@ -26,7 +26,7 @@ from . import common
 
 GROUP_NAME = "EnvFX Snow Trails"
 MATERIAL_NAME = "EnvFX Snow"
-VERSION = 10
+VERSION = 11
 CELLS = 128  # the lookup table that limits the nearest-path search to vertices near a path
 
 # the displayed snow never goes below this fraction of its thickness (a thin layer stays on the ground, so the
@@ -321,7 +321,19 @@ def _build(tree, specs, occluders):
     cam = b.node("GeometryNodeInputActiveCamera", "Camera")
     cam_info = b.node("GeometryNodeObjectInfo", "Camera Info", transform_space="ORIGINAL")
     b.link(cam.outputs[0], cam_info.inputs["Object"])
-    dist = b.vmath("DISTANCE", P, cam_info.outputs["Location"], label="Camera Distance")
+    # in object space (the camera moved there once per object, not every vertex to world space); exact for
+    # uniform scale, an approximation for non-uniform scale
+    cam_inv = b.node("FunctionNodeInvertMatrix", "Invert For Camera")
+    b.link(matrix, cam_inv.inputs[0])
+    cam_local = b.node("FunctionNodeTransformPoint", "Camera Local")
+    b.link(cam_info.outputs["Location"], cam_local.inputs["Vector"])
+    b.link(cam_inv.outputs[0], cam_local.inputs["Transform"])
+    scale_x = b.node("FunctionNodeTransformDirection", "Scale X")
+    b.link(matrix, scale_x.inputs["Transform"])
+    scale_x.inputs["Direction"].default_value = (1.0, 0.0, 0.0)
+    dist = b.math("MULTIPLY", b.vmath("DISTANCE", b.node("GeometryNodeInputPosition", "Display Pos").outputs[0],
+                                      cam_local.outputs[0]), b.vmath("LENGTH", scale_x.outputs[0]),
+                  label="Camera Distance")
     span = b.math("MAXIMUM", b.math("SUBTRACT", values["Camera Fade End"], values["Camera Fade Start"]), 1e-6)
     cam_fade = b.clamp01(b.math("SUBTRACT", 1.0, b.math("DIVIDE", b.math("SUBTRACT", dist, values["Camera Fade Start"]),
                                                         span)), label="Camera Fade")
