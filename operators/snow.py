@@ -100,6 +100,20 @@ def world_triangles(obj, depsgraph, with_weights: str = "") -> tuple[np.ndarray,
         ev.to_mesh_clear()
 
 
+def rest_triangles(obj) -> np.ndarray:
+    """(T, 3, 3) world-space triangles of a mesh object's own data (no modifiers)."""
+    mesh = obj.data
+    mesh.calc_loop_triangles()
+    nt = len(mesh.loop_triangles)
+    idx = np.empty(nt * 3, dtype=np.int32)
+    if nt:
+        mesh.loop_triangles.foreach_get("vertices", idx)
+    pos = bridge.get_positions(mesh).astype(np.float64)
+    m = bridge.matrix_to_numpy(obj.matrix_world)
+    pos = pos @ m[:3, :3].T + m[:3, 3]
+    return pos[idx.reshape(nt, 3)]
+
+
 MASK_ATTRIBUTE = "envfx_snow_mask"
 
 
@@ -389,7 +403,8 @@ def bake_job(scene, depsgraph=None):
             bpy.data.objects[on].modifiers[mn].show_viewport = True
     depsgraph = bpy.context.evaluated_depsgraph_get()
     snow = snow_objects(scene)
-    snow_tris = [world_triangles(o, depsgraph)[0] for o in snow if o.get(SNOW_TAG) == 0]
+    # the snow at rest (its mesh data, no trails or bend), as the live trails' vertical fade sees it
+    snow_tris = [rest_triangles(o) for o in snow if o.get(SNOW_TAG) == 0 and o.type == "MESH"]
     snow_tris = np.concatenate(snow_tris) if snow_tris else np.zeros((0, 3, 3))
     occ_tris = None
     if s.occluders is not None:
