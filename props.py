@@ -120,6 +120,12 @@ def _bend_exclude_changed(self, context):
 
 from bpy.props import IntProperty, StringProperty  # noqa: E402  (kept in this section for easy merges)
 
+def _snow_value_changed(self, context):
+    # the trails group reads these through drivers; a value set from Python does not tag the scene for the
+    # dependency graph by itself, so tag it
+    self.id_data.update_tag()
+
+
 def _snow_trails_changed(self, context):
     # the actors/occluders collections change the trails group's nodes
     from .shader_nodes import snow as snow_nodes
@@ -198,26 +204,32 @@ class EnvFXSnowSettings(PropertyGroup):
     rim_height: FloatProperty(
         name="Rim Height", description="Height of the rim pushed up around a trail, as a fraction of its depth",
         default=0.35, min=0.0, soft_max=2.0,
+        update=_snow_value_changed,
     )
     rim_width: FloatProperty(
         name="Rim Width", description="Half-width of the rim, as a fraction of the actor's radius",
         default=0.5, min=0.01, soft_max=2.0,
+        update=_snow_value_changed,
     )
     fade_height: FloatProperty(
         name="Vertical Fade", description="Actors higher than this above the snow (beyond their depth) do not "
         "stamp", default=0.5, min=1e-6, soft_max=5.0, subtype="DISTANCE",
+        update=_snow_value_changed,
     )
     refill_rate: FloatProperty(
         name="Refill Rate", description="Fraction of a trail that fills up again per second (0 = trails stay)",
         default=0.0, min=0.0, soft_max=2.0,
+        update=_snow_value_changed,
     )
     camera_fade_start: FloatProperty(
         name="Camera Fade Start", description="Deformation is full up to this distance from the active camera",
         default=50.0, min=0.0, subtype="DISTANCE",
+        update=_snow_value_changed,
     )
     camera_fade_end: FloatProperty(
         name="Camera Fade End", description="Beyond this distance from the active camera the snow lies flat",
         default=100.0, min=0.0, subtype="DISTANCE",
+        update=_snow_value_changed,
     )
     framing: EnumProperty(
         name="Framing", description="What the interaction buffer covers",

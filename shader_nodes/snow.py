@@ -97,7 +97,7 @@ def _build(tree, specs, occluders):
 
     # actors: one point per actor at its bottom, with radius and depth
     joined = b.node("GeometryNodeJoinGeometry", "Actors", location=(-1400, 600))
-    for i, (name, radius, depth, offset) in enumerate(specs):
+    for i, (_name, radius, depth, offset) in enumerate(specs):
         # the location comes through drivers (transform only): an Object Info node would make the snow depend
         # on the actor's geometry, and the actor's snow coverage depends on the snow
         loc = b.combine_xyz(*(b.value(f"Actor {i} {axis}") for axis in "XYZ"), label=f"Actor {i} Location")
