@@ -374,7 +374,7 @@ def bake_inputs(scene):
     return out, specs, skipped
 
 
-def bake_job(scene, depsgraph=None):
+def bake_job(scene):
     """Generator: gather the actors' paths over the frame range, bake the buffer into the output folder.
     Yields progress; returns a ``core.snow.BakeResult``. The scene's frame and modifiers are restored."""
     out, specs, _ = bake_inputs(scene)
