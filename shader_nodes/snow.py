@@ -8,7 +8,7 @@
 - inside the zone the previous frame's actor points are the state "Actors"; a mesh of one edge per actor
   (previous -> current bottom point, flattened to z = 0) is the path; Sample Nearest on its edges picks the
   actor whose path is nearest to each snow vertex (as ``core.snow.stamp_points`` does), then the stamp,
-  vertical fade, persistence (``snow_down``, ``snow_rim`` point attributes) and occluders follow the core's
+  vertical fade, persistence (the point attribute ``snow_trail`` = (down, rim)) and occluders follow the core's
   formulas node for node;
 - after the zone the surface moves by ``max(rim - down, -0.98 snow_thickness)`` along world Z, faded out with the
   distance to the active camera.
@@ -26,7 +26,8 @@ from . import common
 
 GROUP_NAME = "EnvFX Snow Trails"
 MATERIAL_NAME = "EnvFX Snow"
-VERSION = 11
+VERSION = 12
+STATE = "snow_trail"  # FLOAT2 point attribute: (down, rim) of core.snow's trail state
 CELLS = 128  # the lookup table that limits the nearest-path search to vertices near a path
 
 # the displayed snow never goes below this fraction of its thickness (a thin layer stays on the ground, so the
@@ -200,8 +201,9 @@ def _build(tree, specs, occluders):
     cw = b.math("MULTIPLY", cover, w, label="Cover W")
 
     keep = b.clamp01(b.math("SUBTRACT", 1.0, b.math("MULTIPLY", values["Refill Rate"], dt)), label="Keep")
-    old_down = b.named("snow_down").outputs["Attribute"]
-    old_rim = b.named("snow_rim").outputs["Attribute"]
+    old = b.node("ShaderNodeSeparateXYZ", "Old State")
+    b.link(b.named(STATE, data_type="FLOAT_VECTOR").outputs["Attribute"], old.inputs[0])
+    old_down, old_rim = old.outputs["X"], old.outputs["Y"]
     kd = b.math("MULTIPLY", keep, old_down, label="Kept Down")
     new_down = b.math("MAXIMUM", kd, down_s, label="New Down")
     inside = b.clamp01(b.math("SUBTRACT", 1.0, b.math("DIVIDE", kd, b.math("MAXIMUM", D, 1e-12))), label="Inside")
@@ -293,20 +295,19 @@ def _build(tree, specs, occluders):
                               label="Occ Candidate")
     far = b.math("SUBTRACT", 1.0, near, label="Far")
 
-    # trails near the paths (the rim first: its field reads the old snow_down, which the next store replaces);
+    # trails near the paths (down and rim stored together, both from the old state);
     # far from every path only the refill applies (the stamp is 0 there)
-    geo = b.store(snow_geo, "snow_rim", new_rim, selection=near)
-    geo = b.store(geo, "snow_down", new_down, selection=near)
-    decayed = b.store(geo, "snow_rim", b.math("MULTIPLY", keep, old_rim, label="Far Rim"), selection=far,
-                      label="Store Far Rim")
-    decayed = b.store(decayed, "snow_down", b.math("MULTIPLY", keep, old_down, label="Far Down"), selection=far,
-                      label="Store Far Down")
+    geo = b.store(snow_geo, STATE, b.combine_xyz(new_down, new_rim, 0.0, label="New State"), data_type="FLOAT2",
+                  selection=near)
+    decayed = b.store(geo, STATE, b.combine_xyz(b.math("MULTIPLY", keep, old_down, label="Far Down"),
+                                                b.math("MULTIPLY", keep, old_rim, label="Far Rim"), 0.0),
+                      data_type="FLOAT2", selection=far, label="Store Far State")
     refilling = b.node("GeometryNodeSwitch", "Refilling", input_type="GEOMETRY")  # lazy: no refill, no work
     b.link(b.math("GREATER_THAN", values["Refill Rate"], 0.0), refilling.inputs["Switch"])
     b.link(geo, refilling.inputs["False"])
     b.link(decayed, refilling.inputs["True"])
     geo = refilling.outputs[0]
-    # occluders hold the snow down to the ground (rim first again); without an occluder collection the group
+    # occluders hold the snow down to the ground; without an occluder collection the group
     # is built without this part
     if occluders:
         geo = _occluder_stores(b, geo, occ_flat, P, thick_node, occ_here)
@@ -314,8 +315,9 @@ def _build(tree, specs, occluders):
     b.link(actors_now, sim_out.inputs["Actors"])
 
     # --- display: offset along world Z, clamped to the ground, faded with the camera distance ---
-    out_down = b.named("snow_down", label="Out Down").outputs["Attribute"]
-    out_rim = b.named("snow_rim", label="Out Rim").outputs["Attribute"]
+    out = b.node("ShaderNodeSeparateXYZ", "Out State")
+    b.link(b.named(STATE, data_type="FLOAT_VECTOR", label="Read Out State").outputs["Attribute"], out.inputs[0])
+    out_down, out_rim = out.outputs["X"], out.outputs["Y"]
     disp = b.math("MAXIMUM", b.math("SUBTRACT", out_rim, out_down), b.math("MULTIPLY", thickness, -GROUND_KEEP),
                   label="Displacement")
     cam = b.node("GeometryNodeInputActiveCamera", "Camera")
@@ -356,13 +358,14 @@ def _occluder_stores(b, geo, occ_flat, P, thick_node, occ_here):
     ray.inputs["Ray Direction"].default_value = (0.0, 0.0, -1.0)
     ray.inputs["Ray Length"].default_value = 2.0
     occ = ray.outputs["Is Hit"]
-    cur_down = b.named("snow_down", label="Down After Trails").outputs["Attribute"]
-    cur_rim = b.named("snow_rim", label="Rim After Trails").outputs["Attribute"]
+    cur = b.node("ShaderNodeSeparateXYZ", "State After Trails")
+    b.link(b.named(STATE, data_type="FLOAT_VECTOR", label="Read State After Trails").outputs["Attribute"],
+           cur.inputs[0])
+    cur_down, cur_rim = cur.outputs["X"], cur.outputs["Y"]
     occ_thick = b.math("MULTIPLY", occ, thick_node.outputs["Attribute"], label="Occ Depth")
-    geo = b.store(geo, "snow_rim", b.math("MULTIPLY", cur_rim, b.math("SUBTRACT", 1.0, occ), label="Rim Occ"),
-                  selection=occ_here, label="Store Occ Rim")
-    geo = b.store(geo, "snow_down", b.math("MAXIMUM", cur_down, occ_thick, label="Down Occ"), selection=occ_here,
-                  label="Store Occ Down")
+    geo = b.store(geo, STATE, b.combine_xyz(b.math("MAXIMUM", cur_down, occ_thick, label="Down Occ"),
+                                            b.math("MULTIPLY", cur_rim, b.math("SUBTRACT", 1.0, occ), label="Rim Occ"),
+                                            0.0), data_type="FLOAT2", selection=occ_here, label="Store Occ State")
     return geo
 
 
