@@ -418,6 +418,129 @@ def run_gasgiant(args) -> int:
     return 0
 
 
+# --- envfx snow -------------------------------------------------------------------------------------------
+
+def _add_snow(sub):
+    p = sub.add_parser(
+        "snow",
+        help="Open a .blend, generate snow cover, add live trails and/or bake the interaction buffer, save",
+        description="Open a .blend and do any of: --generate a snow cover over --objects, --trails (live trails "
+        "from the --actors collection), --bake the interaction buffer into --out-dir. Saves the .blend when it "
+        "changed it (to --output, default the input).",
+    )
+    p.add_argument("blend", help=".blend file to open")
+    p.add_argument("--output", "-o", help="where to save (default: overwrite the input)")
+    p.add_argument("--generate", action="store_true", help="generate snow cover over --objects")
+    p.add_argument("--objects", help="comma-separated terrain object names (for --generate)")
+    p.add_argument("--spacing", type=float, help="snow vertex spacing (scene units)")
+    p.add_argument("--thickness", type=float, help="snow thickness (scene units)")
+    p.add_argument("--max-slope", type=float, help="max slope in degrees")
+    p.add_argument("--lods", type=int, help="levels of detail (1-8)")
+    p.add_argument("--budget", type=int, help="vertex budget")
+    p.add_argument("--trails", action="store_true", help="add live trails to every snow mesh of the scene")
+    p.add_argument("--actors", help="name of the actor collection")
+    p.add_argument("--occluders", help="name of the occluder collection")
+    p.add_argument("--bake", action="store_true", help="bake the interaction buffer into --out-dir")
+    p.add_argument("--out-dir", help="folder for the EXR images and JSON (for --bake)")
+    p.add_argument("--resolution", type=int, help="buffer resolution in texels")
+    p.add_argument("--size", type=float, help="world size of the follow window")
+    p.add_argument("--frames", help="frame range START:END")
+    p.add_argument("--framing", choices=("AREA", "FOLLOW"))
+    p.add_argument("--pivot", help="object the FOLLOW window follows")
+    p.add_argument("--final-only", action="store_true", help="write only the final frame's image")
+    p.set_defaults(func=run_snow)
+
+
+def run_snow(args) -> int:
+    import math
+
+    from . import progress
+    from .core import snow as core_snow
+    from .operators import snow as snow_ops
+
+    if not (args.generate or args.trails or args.bake):
+        raise CliError("Nothing to do: pass --generate, --trails and/or --bake")
+    if args.generate and not args.objects:
+        raise CliError("--generate needs --objects: the terrain objects to cover")
+    if args.bake and not args.out_dir:
+        raise CliError("--bake needs --out-dir: the folder to write the buffer to")
+    for name in ("spacing", "thickness", "size"):
+        value = getattr(args, name)
+        if value is not None and not (math.isfinite(value) and value > 0 or (name == "thickness" and value == 0)):
+            raise CliError(f"--{name} {value} must be a positive number")
+    if args.resolution is not None and not 1 <= args.resolution <= core_snow.MAX_RESOLUTION:
+        raise CliError(f"--resolution {args.resolution} must be between 1 and {core_snow.MAX_RESOLUTION} texels")
+    if args.max_slope is not None and not 0 <= args.max_slope < 90:
+        raise CliError(f"--max-slope {args.max_slope} must be between 0 and 90 degrees")
+    if args.lods is not None and not 1 <= args.lods <= 8:
+        raise CliError(f"--lods {args.lods} must be between 1 and 8")
+    if args.budget is not None and args.budget < 1:
+        raise CliError("--budget must be at least 1")
+    frames = None
+    if args.frames:
+        try:
+            start, end = (int(x) for x in args.frames.split(":"))
+        except ValueError:
+            raise CliError(f"--frames {args.frames!r}: use START:END, e.g. 1:250") from None
+        if end < start:
+            raise CliError(f"--frames {args.frames}: the range is reversed, use START <= END")
+        frames = (start, end)
+    open_blend(args.blend)
+    scene = bpy.context.scene
+    s = scene.envfx.snow
+    objects = _resolve_objects(scene, args.objects) if args.objects else []
+    for name in ("actors", "occluders"):
+        value = getattr(args, name)
+        if value and bpy.data.collections.get(value) is None:
+            raise CliError(f"No collection named {value!r}")
+    if args.pivot and scene.objects.get(args.pivot) is None:
+        raise CliError(f"No pivot object named {args.pivot!r} in scene {scene.name!r}")
+    # all arguments checked: now change the settings
+    for name, prop in (("spacing", "spacing"), ("thickness", "thickness"), ("lods", "lods"),
+                       ("budget", "vertex_budget"), ("resolution", "buffer_resolution"), ("size", "buffer_size"),
+                       ("framing", "framing")):
+        if getattr(args, name) is not None:
+            setattr(s, prop, getattr(args, name))
+    if args.max_slope is not None:
+        s.max_slope = math.radians(args.max_slope)
+    if args.actors:
+        s.actors = bpy.data.collections[args.actors]
+    if args.occluders:
+        s.occluders = bpy.data.collections[args.occluders]
+    if args.pivot:
+        s.pivot = scene.objects[args.pivot]
+    if frames:
+        s.frame_start, s.frame_end = frames
+    if args.out_dir:
+        s.output_dir = os.path.abspath(args.out_dir)
+    if args.final_only:
+        s.sequence = False
+    try:
+        if args.generate:
+            bpy.context.view_layer.update()
+            made = snow_ops.generate_snow(scene, objects, bpy.context.evaluated_depsgraph_get())
+            print(f"envfx snow: made {len(made)} snow mesh(es), {len(made[0].data.vertices):,} vertices")
+        if args.trails:
+            changed, skipped = snow_ops.add_trails(scene, snow_ops.snow_objects(scene))
+            for name, why in skipped.items():
+                print(f"warning: skipped {name} ({why})")
+            print(f"envfx snow: trails on {len(changed)} snow mesh(es)")
+        if args.bake:
+            snow_ops.bake_inputs(scene)
+            result = progress.run(snow_ops.bake_job(scene), "Snow buffer bake")
+            print(f"envfx snow: wrote {len(result.files)} image(s) and {result.metadata_path}")
+    except (snow_ops.SnowInputError, core_snow.SnowError) as exc:
+        raise CliError(str(exc)) from None
+    except progress.Cancelled as exc:
+        print(f"envfx snow: {exc}", file=sys.stderr)
+        return 1
+    if args.generate or args.trails or args.output:
+        out = args.output or args.blend
+        save_blend(out)
+        print(f"envfx snow: saved {out}")
+    return 0
+
+
 # --- entry points -----------------------------------------------------------------------------------------
 
 def build_parser() -> argparse.ArgumentParser:
@@ -428,6 +551,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_wind(sub)
     _add_mips(sub)
     _add_gasgiant(sub)
+    _add_snow(sub)
     return parser
 
 

@@ -508,6 +508,160 @@ class EnvFXGasGiantSettings(PropertyGroup):
                                 default="Gas Giant")
 
 
+# --- Snow -------------------------------------------------------------------------------------------------
+
+def _snow_value_changed(self, context):
+    # the trails group reads these through drivers; a value set from Python does not tag the scene for the
+    # dependency graph by itself, so tag it
+    self.id_data.update_tag()
+
+
+def _snow_trails_changed(self, context):
+    # the actors/occluders collections change the trails group's nodes
+    from .shader_nodes import snow as snow_nodes
+
+    scene = self.id_data
+    if bpy.data.node_groups.get(snow_nodes.GROUP_NAME) is not None:
+        try:
+            snow_nodes.ensure_trails(scene)
+        except ValueError:
+            pass
+
+
+class EnvFXSnowSettings(PropertyGroup):
+    actors: PointerProperty(
+        name="Actors",
+        description="Collection whose objects carve trails into the snow (characters, slimes, vehicles)",
+        type=bpy.types.Collection,
+        update=_snow_trails_changed,
+    )
+    occluders: PointerProperty(
+        name="Occluders",
+        description="Collection whose objects hold the snow down where they are, seen from above "
+        "(the write-up's snow-occlusion quads around nests, patches, teleporters)",
+        type=bpy.types.Collection,
+        update=_snow_trails_changed,
+    )
+    spacing: FloatProperty(
+        name="Spacing", description="Distance between snow vertices (the detail the trails need)",
+        default=0.1, min=1e-6, soft_min=0.01, soft_max=2.0, subtype="DISTANCE", precision=3,
+    )
+    thickness: FloatProperty(
+        name="Thickness", description="Depth of the snow cover away from its borders",
+        default=0.2, min=0.0, soft_max=2.0, subtype="DISTANCE",
+    )
+    max_slope: FloatProperty(
+        name="Max Slope", description="Faces steeper than this get no snow",
+        default=0.7853981, min=0.0, max=1.5690, subtype="ANGLE",
+    )
+    border_width: FloatProperty(
+        name="Border Width", description="Distance over which the snow tapers to nothing at its edges",
+        default=0.3, min=0.0, soft_max=5.0, subtype="DISTANCE",
+    )
+    drift: FloatProperty(
+        name="Drift", description="Extra snow on slopes facing away from the wind (0 = none)",
+        default=0.0, min=0.0, soft_max=2.0,
+    )
+    drift_direction: FloatProperty(
+        name="Wind Direction", description="Direction the wind blows towards, measured from +X",
+        default=0.0, subtype="ANGLE",
+    )
+    noise: FloatProperty(
+        name="Noise", description="Relative random variation of the thickness", default=0.0, min=0.0, soft_max=1.0,
+    )
+    noise_scale: FloatProperty(
+        name="Noise Scale", description="Size of the thickness variations", default=2.0, min=1e-6,
+        subtype="DISTANCE",
+    )
+    seed: IntProperty(name="Seed", description="Random seed of the noise", default=0, min=0)
+    density_mask: StringProperty(
+        name="Density Mask", description="Vertex group of the terrain that scales the snow (0 = no snow); "
+        "empty for none", default="",
+    )
+    density_texture: PointerProperty(
+        name="Density Texture", description="Image whose brightness at the terrain's UVs scales the snow "
+        "(black = no snow); none for no texture mask",
+        type=bpy.types.Image,
+    )
+    lods: IntProperty(
+        name="Levels of Detail", description="How many meshes to make, each with twice the spacing of the last",
+        default=1, min=1, max=8,
+    )
+    vertex_budget: IntProperty(
+        name="Vertex Budget", description="Refuse to make more snow vertices than this (estimate shown)",
+        default=2_000_000, min=1,
+    )
+    rim_height: FloatProperty(
+        name="Rim Height", description="Height of the rim pushed up around a trail, as a fraction of its depth",
+        default=0.35, min=0.0, soft_max=2.0,
+        update=_snow_value_changed,
+    )
+    rim_width: FloatProperty(
+        name="Rim Width", description="Half-width of the rim, as a fraction of the actor's radius",
+        default=0.5, min=0.01, soft_max=2.0,
+        update=_snow_value_changed,
+    )
+    fade_height: FloatProperty(
+        name="Vertical Fade", description="Actors higher than this above the snow (beyond their depth) do not "
+        "stamp", default=0.5, min=1e-6, soft_max=5.0, subtype="DISTANCE",
+        update=_snow_value_changed,
+    )
+    refill_rate: FloatProperty(
+        name="Refill Rate", description="Fraction of a trail that fills up again per second (0 = trails stay)",
+        default=0.0, min=0.0, soft_max=2.0,
+        update=_snow_value_changed,
+    )
+    camera_fade_start: FloatProperty(
+        name="Camera Fade Start", description="Deformation is full up to this distance from the active camera",
+        default=50.0, min=0.0, subtype="DISTANCE",
+        update=_snow_value_changed,
+    )
+    camera_fade_end: FloatProperty(
+        name="Camera Fade End", description="Beyond this distance from the active camera the snow lies flat",
+        default=100.0, min=0.0, subtype="DISTANCE",
+        update=_snow_value_changed,
+    )
+    framing: EnumProperty(
+        name="Framing", description="What the interaction buffer covers",
+        items=(("AREA", "Whole Area", "One fixed window over every snow object"),
+               ("FOLLOW", "Follow Pivot", "A window of Buffer Size that follows the pivot, snapped to whole "
+                "texels, fading towards its edge")),
+        default="AREA",
+    )
+    pivot: PointerProperty(
+        name="Pivot", description="Object the follow window is centred on (player or camera)",
+        type=bpy.types.Object,
+    )
+    buffer_resolution: IntProperty(
+        name="Resolution", description="Texels along each side of the interaction buffer",
+        default=512, min=1, max=8192, soft_max=4096,
+    )
+    buffer_size: FloatProperty(
+        name="Buffer Size", description="World size of the follow window (Whole Area uses the snow's extent)",
+        default=32.0, min=1e-6, subtype="DISTANCE",
+    )
+    frame_start: IntProperty(name="Start", description="First frame of the bake", default=1)
+    frame_end: IntProperty(name="End", description="Last frame of the bake", default=100)
+    sequence: BoolProperty(
+        name="Image Sequence", description="Write every frame (off: only the final state)", default=True,
+    )
+    output_dir: StringProperty(
+        name="Output Folder", description="Folder the EXR images and the JSON metadata are written to",
+        default="", subtype="DIR_PATH",
+    )
+
+
+class EnvFXSnowObjectSettings(PropertyGroup):
+    radius: FloatProperty(
+        name="Snow Radius", description="Radius of the trail this actor carves (0 = from its size)",
+        default=0.0, min=0.0, subtype="DISTANCE",
+    )
+    depth: FloatProperty(
+        name="Snow Depth", description="How deep this actor pushes the snow (0 = half its radius)",
+        default=0.0, min=0.0, subtype="DISTANCE",
+    )
+
+
 # --- Roots ------------------------------------------------------------------------------------------------
 
 class EnvFXSceneSettings(PropertyGroup):
@@ -515,6 +669,7 @@ class EnvFXSceneSettings(PropertyGroup):
     wind: PointerProperty(type=EnvFXWindSettings)
     mips: PointerProperty(type=EnvFXMipsSettings)
     gasgiant: PointerProperty(type=EnvFXGasGiantSettings)
+    snow: PointerProperty(type=EnvFXSnowSettings)
 
 
 class EnvFXObjectSettings(PropertyGroup):
@@ -525,6 +680,7 @@ class EnvFXObjectSettings(PropertyGroup):
         update=_bend_exclude_changed,
     )
     wind: PointerProperty(type=EnvFXObjectWindSettings)
+    snow: PointerProperty(type=EnvFXSnowObjectSettings)
 
 
 classes = (
@@ -533,6 +689,8 @@ classes = (
     EnvFXObjectWindSettings,
     EnvFXMipsSettings,
     EnvFXGasGiantSettings,
+    EnvFXSnowSettings,
+    EnvFXSnowObjectSettings,
     EnvFXSceneSettings,
     EnvFXObjectSettings,
 )

@@ -2,9 +2,9 @@
 
 import bpy
 
-from . import bend, gasgiant, mips, wind
+from . import bend, gasgiant, mips, snow, wind
 
-modules = (bend, wind, gasgiant, mips)
+modules = (bend, wind, snow, gasgiant, mips)
 classes = tuple(cls for module in modules for cls in module.classes)
 
 

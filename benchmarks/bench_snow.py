@@ -1,0 +1,173 @@
+"""Snow benchmarks (JSON lines): live trails per frame vs a bare Set Position, buffer bake, cover generation.
+
+Run with a venv python that has bpy: ``python benchmarks/bench_snow.py [--quick]``.
+"""
+
+import argparse
+import json
+import os
+import sys
+import time
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.join(ROOT, "tests", "blender"))
+
+
+def emit(**kw):
+    import bpy
+
+    kw.setdefault("blender", bpy.app.version_string)
+    kw["load"] = os.getloadavg()[0]
+    print(json.dumps(kw), flush=True)
+
+
+def grid_mesh(bpy, name, n, size):
+    """An n x n vertex grid mesh built through foreach_set."""
+    from core import snow as core_snow
+
+    xs = np.linspace(-size / 2, size / 2, n, dtype=np.float32)
+    X, Y = np.meshgrid(xs, xs)
+    verts = np.stack([X.ravel(), Y.ravel(), np.zeros(X.size, np.float32)], 1)
+    ids = np.arange(n * n).reshape(n, n)
+    faces = np.stack([ids[:-1, :-1], ids[:-1, 1:], ids[1:, 1:], ids[1:, :-1]], -1).reshape(-1, 4)
+    lod = core_snow.CoverMesh(vertices=verts, faces=faces.astype(np.int32),
+                              thickness=np.full(n * n, 0.3, np.float32), ground=np.zeros(n * n, np.float32))
+    from importlib import import_module
+
+    ops = import_module("bl_ext.envfx_dev.envfx.operators.snow")
+    return ops.mesh_from_cover(name, lod)
+
+
+def bench_trails(n_side, n_actors, frames):
+    import bpy
+    import conftest
+
+    envfx = conftest.enable_addon()
+    bpy.ops.wm.read_homefile(app_template="", use_empty=True)
+    scene = bpy.context.scene
+    size = 100.0
+    mesh = grid_mesh(bpy, "Snow", n_side, size)
+    snow = bpy.data.objects.new("Snow", mesh)
+    snow["envfx_snow"] = 0
+    scene.collection.objects.link(snow)
+    actors = bpy.data.collections.new("Actors")
+    scene.collection.children.link(actors)
+    rng = np.random.default_rng(0)
+    for i in range(n_actors):
+        a = bpy.data.objects.new(f"Actor{i:02d}", None)
+        a.empty_display_size = 0.5
+        actors.objects.link(a)
+        start = rng.uniform(-40, 40, 2)
+        end = start + rng.uniform(-10, 10, 2)
+        a.location = (*start, 0.3)
+        a.keyframe_insert("location", frame=1)
+        a.location = (*end, 0.3)
+        a.keyframe_insert("location", frame=frames + 1)
+    scene.envfx.snow.actors = actors
+    scene.frame_start, scene.frame_end = 1, frames + 1
+    scene.frame_set(1)
+    envfx.operators.snow.add_trails(scene, [snow])
+    scene.frame_set(1)
+    t = []
+    for f in range(2, frames + 2):
+        t0 = time.perf_counter()
+        scene.frame_set(f)
+        t.append(time.perf_counter() - t0)
+    trails, trails_min = float(np.median(t)), float(np.min(t))
+    # the same mesh with a bare Set Position
+    envfx.operators.snow.remove_trails([snow])
+    tree = bpy.data.node_groups.new("Bare", "GeometryNodeTree")
+    tree.interface.new_socket("Geometry", in_out="INPUT", socket_type="NodeSocketGeometry")
+    tree.interface.new_socket("Geometry", in_out="OUTPUT", socket_type="NodeSocketGeometry")
+    gi, go = tree.nodes.new("NodeGroupInput"), tree.nodes.new("NodeGroupOutput")
+    sp = tree.nodes.new("GeometryNodeSetPosition")
+    st = tree.nodes.new("GeometryNodeInputSceneTime")
+    comb = tree.nodes.new("ShaderNodeCombineXYZ")
+    tree.links.new(st.outputs["Seconds"], comb.inputs["Z"])
+    tree.links.new(comb.outputs[0], sp.inputs["Offset"])
+    tree.links.new(gi.outputs[0], sp.inputs["Geometry"])
+    tree.links.new(sp.outputs[0], go.inputs[0])
+    mod = snow.modifiers.new("Bare", "NODES")
+    mod.node_group = tree
+    scene.frame_set(1)
+    t = []
+    for f in range(2, frames + 2):
+        t0 = time.perf_counter()
+        scene.frame_set(f)
+        t.append(time.perf_counter() - t0)
+    bare, bare_min = float(np.median(t)), float(np.min(t))
+    # a Set Position whose offset is a per-vertex field (what any real deformation pays)
+    pos = tree.nodes.new("GeometryNodeInputPosition")
+    mul = tree.nodes.new("ShaderNodeVectorMath")
+    mul.operation = "SCALE"
+    tree.links.new(pos.outputs[0], mul.inputs[0])
+    tree.links.new(st.outputs["Seconds"], mul.inputs["Scale"])
+    tree.links.new(mul.outputs[0], sp.inputs["Offset"])
+    scene.frame_set(1)
+    t = []
+    for f in range(2, frames + 2):
+        t0 = time.perf_counter()
+        scene.frame_set(f)
+        t.append(time.perf_counter() - t0)
+    field = float(np.median(t))
+    emit(bench="trails_per_frame", vertices=n_side * n_side, actors=n_actors, frames=frames,
+         trails_s=round(trails, 4), bare_set_position_s=round(bare, 4), ratio=round(trails / bare, 2),
+         trails_min_s=round(trails_min, 4), bare_min_s=round(bare_min, 4), ratio_min=round(trails_min / bare_min, 2),
+         field_set_position_s=round(field, 4), ratio_to_field=round(trails / field, 2), target_ratio=4.0)
+
+
+def bench_bake(res, frames, n_actors):
+    from core import snow as core_snow
+
+    rng = np.random.default_rng(1)
+    start = rng.uniform(-40, 40, (n_actors, 2))
+    vel = rng.uniform(-0.3, 0.3, (n_actors, 2))
+    f = np.arange(frames)[:, None, None]
+    xy = start[None] + vel[None] * f
+    tracks = np.concatenate([xy, np.zeros((frames, n_actors, 1))], -1)
+    buf = core_snow.BufferParams(resolution=res, size=100.0, origin=(-50.0, -50.0))
+    t0 = time.perf_counter()
+    core_snow.bake(tracks, np.full(n_actors, 0.6), np.full(n_actors, 0.2), core_snow.StampParams(), buf)
+    dt = time.perf_counter() - t0
+    emit(bench="buffer_bake", resolution=res, frames=frames, actors=n_actors, seconds=round(dt, 2),
+         target_s=60.0, ratio_to_target=round(dt / 60.0, 3))
+
+
+def bench_cover(n_faces_target):
+    from core import snow as core_snow
+
+    n = int(np.sqrt(n_faces_target / 2)) + 1
+    xs = np.linspace(-50, 50, n + 1)
+    X, Y = np.meshgrid(xs, xs)
+    Z = 2.0 * np.sin(X / 7.0) * np.cos(Y / 9.0)
+    P = np.stack([X, Y, Z], -1)
+    a, b, c, d = P[:-1, :-1], P[:-1, 1:], P[1:, 1:], P[1:, :-1]
+    tris = np.concatenate([np.stack([a, b, c], -2).reshape(-1, 3, 3), np.stack([a, c, d], -2).reshape(-1, 3, 3)])
+    t0 = time.perf_counter()
+    cover = core_snow.generate_cover(tris, core_snow.CoverParams(spacing=0.1, thickness=0.2, noise=0.2, drift=0.3,
+                                                                 lods=3))
+    dt = time.perf_counter() - t0
+    emit(bench="cover_generation", faces=int(tris.shape[0]), spacing=0.1,
+         snow_vertices=int(cover.lods[0].vertices.shape[0]), seconds=round(dt, 2), target_s=10.0,
+         ratio_to_target=round(dt / 10.0, 3))
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--quick", action="store_true", help="small sizes (a smoke run)")
+    p.add_argument("--only", default="trails,bake,cover")
+    args = p.parse_args()
+    only = args.only.split(",")
+    if "cover" in only:
+        bench_cover(20_000 if args.quick else 1_000_000)
+    if "bake" in only:
+        bench_bake(256 if args.quick else 2048, 20 if args.quick else 250, 64)
+    if "trails" in only:
+        bench_trails(100 if args.quick else 1000, 32, 5 if args.quick else 20)
+
+
+if __name__ == "__main__":
+    main()

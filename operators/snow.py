@@ -1,0 +1,622 @@
+"""Snow operators: generate a snow cover, add/remove live trails, bake the interaction buffer.
+
+Each operator gathers inputs and calls one plain function that scripts and the CLI call too.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+
+import bpy
+import numpy as np
+from bpy.props import BoolProperty
+
+from .. import bridge, progress
+from ..core import snow as core_snow
+from ..shader_nodes import common
+from ..shader_nodes import snow as snow_nodes
+
+MODIFIER_NAME = "EnvFX Snow Trails"
+COVERAGE_MODIFIER = "EnvFX Snow Coverage"
+COVERAGE_TYPES = {"MESH", "CURVES", "POINTCLOUD"}
+SNOW_TAG = "envfx_snow"            # custom property on generated snow objects (value: the LOD level)
+COLLECTION_NAME = "EnvFX Snow"
+ACTOR_TYPES = {"MESH", "CURVE", "CURVES", "POINTCLOUD", "SURFACE", "META", "FONT", "EMPTY", "ARMATURE", "VOLUME"}
+
+
+class SnowInputError(ValueError):
+    """Nothing could be done; the scene is unchanged."""
+
+
+# --- geometry from Blender --------------------------------------------------------------------------------
+
+def triangle_uvs(obj, depsgraph):
+    """(T, 3, 2) UVs (active UV map) of the evaluated object's triangles, or None without a UV map."""
+    ev = obj.evaluated_get(depsgraph)
+    mesh = ev.to_mesh()
+    try:
+        if mesh is None or mesh.uv_layers.active is None:
+            return None
+        mesh.calc_loop_triangles()
+        nt = len(mesh.loop_triangles)
+        loops = np.empty(nt * 3, dtype=np.int32)
+        if nt:
+            mesh.loop_triangles.foreach_get("loops", loops)
+        uv = np.empty(len(mesh.loops) * 2, dtype=np.float32)
+        if len(mesh.loops):
+            mesh.uv_layers.active.uv.foreach_get("vector", uv)
+        return uv.reshape(-1, 2)[loops].reshape(nt, 3, 2)
+    finally:
+        ev.to_mesh_clear()
+
+
+def image_and_uvs(objects, depsgraph, image):
+    """(pixels (H, W, C), UVs (T, 3, 2) of every triangle of ``objects``) for a density texture."""
+    w, h = image.size
+    if w == 0 or h == 0:
+        raise SnowInputError(f"The density texture {image.name!r} has no pixels (missing file?): load an image")
+    pixels = np.empty(w * h * image.channels, dtype=np.float32)
+    image.pixels.foreach_get(pixels)
+    pixels = pixels.reshape(h, w, image.channels)
+    out = []
+    for obj in objects:
+        uvs = triangle_uvs(obj, depsgraph)
+        if uvs is None:
+            raise SnowInputError(f"{obj.name} has no UV map: the density texture needs one (unwrap it, or clear "
+                                 f"the texture)")
+        out.append(uvs)
+    return pixels, np.concatenate(out)
+
+
+def world_triangles(obj, depsgraph, with_weights: str = "") -> tuple[np.ndarray, np.ndarray | None]:
+    """(T, 3, 3) world-space triangles of the evaluated object, and (T, 3) weights of the point attribute
+    ``with_weights`` of the evaluated mesh (None without one, or when the mesh has no such attribute)."""
+    ev = obj.evaluated_get(depsgraph)
+    try:
+        mesh = ev.to_mesh()
+    except RuntimeError:
+        return np.zeros((0, 3, 3)), None
+    try:
+        if mesh is None:
+            return np.zeros((0, 3, 3)), None
+        mesh.calc_loop_triangles()
+        nt = len(mesh.loop_triangles)
+        pos = bridge.get_positions(mesh).astype(np.float64)
+        m = bridge.matrix_to_numpy(ev.matrix_world)
+        pos = pos @ m[:3, :3].T + m[:3, 3]
+        idx = np.empty(nt * 3, dtype=np.int32)
+        if nt:
+            mesh.loop_triangles.foreach_get("vertices", idx)
+        idx = idx.reshape(nt, 3)
+        weights = None
+        attr = mesh.attributes.get(with_weights) if with_weights else None
+        if attr is not None and attr.domain == "POINT" and attr.data_type == "FLOAT":
+            buf = np.empty(len(mesh.vertices), dtype=np.float32)
+            attr.data.foreach_get("value", buf)
+            weights = buf.astype(np.float64)[idx]
+        return pos[idx], weights
+    finally:
+        ev.to_mesh_clear()
+
+
+def rest_triangles(obj) -> np.ndarray:
+    """(T, 3, 3) world-space triangles of a mesh object's own data (no modifiers)."""
+    mesh = obj.data
+    mesh.calc_loop_triangles()
+    nt = len(mesh.loop_triangles)
+    idx = np.empty(nt * 3, dtype=np.int32)
+    if nt:
+        mesh.loop_triangles.foreach_get("vertices", idx)
+    pos = bridge.get_positions(mesh).astype(np.float64)
+    m = bridge.matrix_to_numpy(obj.matrix_world)
+    pos = pos @ m[:3, :3].T + m[:3, 3]
+    return pos[idx.reshape(nt, 3)]
+
+
+MASK_ATTRIBUTE = "envfx_snow_mask"
+
+
+def _mask_reader(group_name: str):
+    """A throw-away node group copying vertex group ``group_name`` into the point attribute MASK_ATTRIBUTE
+    (vertex groups have no bulk accessor; attributes do)."""
+    tree = bpy.data.node_groups.new("EnvFX Snow Mask Reader", "GeometryNodeTree")
+    common.socket(tree, "Geometry", "INPUT", "NodeSocketGeometry")
+    common.socket(tree, "Geometry", "OUTPUT", "NodeSocketGeometry")
+    b = snow_nodes.SnowBuilder(tree)
+    gi = b.node("NodeGroupInput", "In")
+    go = b.node("NodeGroupOutput", "Out")
+    geo = b.store(gi.outputs[0], MASK_ATTRIBUTE, b.named(group_name).outputs["Attribute"])
+    b.link(geo, go.inputs[0])
+    return tree
+
+
+def terrain_triangles(objects, depsgraph, mask_group: str = ""):
+    """World triangles of all ``objects`` and, with ``mask_group``, per-corner weights of that vertex group
+    (objects without the group count as weight 1). Temporary modifiers are removed again."""
+    if not mask_group:
+        tris = [world_triangles(o, depsgraph)[0] for o in objects]
+        return np.concatenate(tris), None
+    with_group = [o for o in objects if o.vertex_groups.get(mask_group) is not None]
+    if not with_group:
+        raise SnowInputError(f"No vertex group named {mask_group!r} on {', '.join(o.name for o in objects)}: "
+                             f"pick the density mask's vertex group or clear it")
+    tree = _mask_reader(mask_group)
+    added = []
+    try:
+        for obj in with_group:
+            mod = obj.modifiers.new("EnvFX Snow Mask Reader", "NODES")
+            mod.node_group = tree
+            added.append((obj, mod))
+        bpy.context.view_layer.update()
+        depsgraph = bpy.context.evaluated_depsgraph_get()
+        tris, weights = [], []
+        for obj in objects:
+            t, w = world_triangles(obj, depsgraph, MASK_ATTRIBUTE if obj in with_group else "")
+            tris.append(t)
+            weights.append(w if w is not None else np.ones((t.shape[0], 3)))
+        return np.concatenate(tris), np.concatenate(weights)
+    finally:
+        for obj, mod in added:
+            obj.modifiers.remove(mod)
+        bpy.data.node_groups.remove(tree)
+        bpy.context.view_layer.update()
+
+
+def is_snow_object(obj) -> bool:
+    return obj.get(SNOW_TAG) is not None
+
+
+def snow_objects(scene):
+    return [o for o in scene.objects if is_snow_object(o)]
+
+
+def _occluder_objects(scene, exclude):
+    actors = set()
+    coll = scene.envfx.snow.actors
+    if coll is not None:
+        actors = {o.name for o in coll.all_objects}
+    return [o for o in scene.objects
+            if o.type in bridge.GEOMETRY_TYPES | {"SURFACE", "META", "FONT"} and o.name not in exclude
+            and not is_snow_object(o) and o.name not in actors and o.visible_get()]
+
+
+# --- snow cover -------------------------------------------------------------------------------------------
+
+def cover_params(scene) -> core_snow.CoverParams:
+    s = scene.envfx.snow
+    return core_snow.CoverParams(
+        spacing=s.spacing, thickness=s.thickness, max_slope=s.max_slope, border_width=s.border_width,
+        drift_direction=(math.cos(s.drift_direction), math.sin(s.drift_direction)), drift=s.drift,
+        noise=s.noise, noise_scale=s.noise_scale, seed=s.seed, lods=s.lods, vertex_budget=s.vertex_budget,
+    )
+
+
+def generate_snow(scene, objects, depsgraph, mask_group: str = "", mask_image=None) -> list:
+    """Generate snow cover meshes over ``objects`` (their evaluated geometry, world space). Returns the new
+    objects (finest level first). Everything is checked before the scene changes."""
+    terrain = [o for o in objects if o.type in {"MESH", "CURVE", "SURFACE", "META", "FONT"}]
+    if not terrain:
+        raise SnowInputError("Nothing to cover: select the terrain meshes to put snow on")
+    tris, mask = terrain_triangles(terrain, depsgraph, mask_group)
+    depsgraph = bpy.context.evaluated_depsgraph_get()
+    pixels = uvs = None
+    if mask_image is not None:
+        pixels, uvs = image_and_uvs(terrain, depsgraph, mask_image)
+    occ = [world_triangles(o, depsgraph)[0] for o in _occluder_objects(scene, {o.name for o in terrain})]
+    occ = np.concatenate(occ) if occ else None
+    cover = core_snow.generate_cover(tris, cover_params(scene), occluder_tris=occ, mask_weights=mask,
+                                     mask_uvs=uvs, mask_pixels=pixels)
+    # all checks passed: build the meshes
+    coll = bpy.data.collections.get(COLLECTION_NAME)
+    if coll is None:
+        coll = bpy.data.collections.new(COLLECTION_NAME)
+    if coll.name not in scene.collection.children and coll not in scene.collection.children_recursive:
+        scene.collection.children.link(coll)
+    material = snow_nodes.ensure_material()
+    base = terrain[0].name if len(terrain) == 1 else "Terrain"
+    made = []
+    for level, lod in enumerate(cover.lods):
+        name = f"{base} Snow" + (f" LOD{level}" if len(cover.lods) > 1 else "")
+        mesh = mesh_from_cover(name, lod)
+        mesh.materials.append(material)
+        obj = bpy.data.objects.new(name, mesh)
+        obj[SNOW_TAG] = level
+        coll.objects.link(obj)
+        if level > 0:  # coarser levels are for export; only the finest one shows
+            obj.hide_render = True
+            obj.hide_viewport = True
+        made.append(obj)
+    return made
+
+
+def mesh_from_cover(name: str, lod: core_snow.CoverMesh):
+    mesh = bpy.data.meshes.new(name)
+    nv, nf = lod.vertices.shape[0], lod.faces.shape[0]
+    mesh.vertices.add(nv)
+    mesh.attributes["position"].data.foreach_set("vector", lod.vertices.astype(np.float32).ravel())
+    mesh.loops.add(nf * 4)
+    mesh.polygons.add(nf)
+    mesh.polygons.foreach_set("loop_start", np.arange(0, nf * 4, 4, dtype=np.int32))
+    mesh.loops.foreach_set("vertex_index", lod.faces.astype(np.int32).ravel())
+    mesh.update(calc_edges=True)
+    mesh.validate(clean_customdata=False)
+    attr = mesh.attributes.new("snow_thickness", "FLOAT", "POINT")
+    attr.data.foreach_set("value", lod.thickness.astype(np.float32))
+    mesh.polygons.foreach_set("use_smooth", np.ones(nf, dtype=bool))
+    mesh.update()
+    return mesh
+
+
+# --- actors -----------------------------------------------------------------------------------------------
+
+def actor_specs(scene):
+    """([(name, radius, depth, bottom offset)], {name: why skipped}) for the scene's actor collection."""
+    s = scene.envfx.snow
+    coll = s.actors
+    if coll is None:
+        raise SnowInputError("No actor collection: choose the collection of snow actors in the Snow panel "
+                             "(scene.envfx.snow.actors)")
+    if bpy.data.collections.get(coll.name) is None:
+        raise SnowInputError(f"The actor collection {coll.name!r} was deleted: choose another")
+    specs, skipped = [], {}
+    for obj in sorted(coll.all_objects, key=lambda o: o.name):
+        if obj.type not in ACTOR_TYPES:
+            skipped[obj.name] = f"{obj.type.lower()} objects do not touch snow"
+            continue
+        o = obj.envfx.snow
+        if obj.type == "EMPTY":
+            dims = (2.0 * obj.empty_display_size * max(obj.scale),) * 3 if o.radius <= 0 else (0.0, 0.0, 0.0)
+            offset = 0.0
+        else:
+            corners = np.array([list(c) for c in obj.bound_box], dtype=np.float64)
+            m = bridge.matrix_to_numpy(obj.matrix_world)
+            world = corners @ m[:3, :3].T + m[:3, 3]
+            dims = world.max(0) - world.min(0)
+            offset = float(m[2, 3] - world[:, 2].min())
+        radius, depth = core_snow.actor_size(dims, o.radius, o.depth, s.thickness)
+        if radius <= 0:
+            skipped[obj.name] = "has no size: set its Snow Radius"
+            continue
+        specs.append((obj.name, radius, depth, offset))
+    if not specs:
+        why = "; ".join(f"{n} ({r})" for n, r in skipped.items())
+        raise SnowInputError(f"The actor collection {coll.name!r} has no usable actors" + (f": {why}" if why else
+                             ": add characters to it"))
+    return specs, skipped
+
+
+# --- live trails ------------------------------------------------------------------------------------------
+
+def trails_modifiers(obj):
+    tree = bpy.data.node_groups.get(snow_nodes.GROUP_NAME)
+    if tree is None:
+        return []
+    return [m for m in obj.modifiers if m.type == "NODES" and m.node_group == tree]
+
+
+def add_trails(scene, objects) -> tuple[list, dict]:
+    """Give ``objects`` (snow meshes) the live trails; returns (changed names, skipped {name: why})."""
+    specs, skipped = actor_specs(scene)
+    targets = []
+    for obj in objects:
+        if obj.type != "MESH":
+            skipped[obj.name] = f"{obj.type.lower()} objects cannot carry snow"
+        elif obj.library is not None:
+            skipped[obj.name] = "linked from a library"
+        elif trails_modifiers(obj):
+            pass
+        else:
+            targets.append(obj)
+    if not targets and not any(trails_modifiers(o) for o in objects):
+        raise SnowInputError("No snow mesh to add trails to: generate snow first or select snow meshes")
+    tree = snow_nodes.ensure_trails(scene, specs)
+    for obj in targets:
+        bridge.add_modifier_before_bend(obj, MODIFIER_NAME, tree)
+    surfaces = snow_nodes.ensure_surfaces_collection()
+    for obj in objects:
+        if trails_modifiers(obj) and obj.name not in surfaces.objects:
+            surfaces.objects.link(obj)
+    # actors get the snow_coverage attribute where they are in the snow
+    coverage = snow_nodes.ensure_coverage()
+    for name, *_ in specs:
+        actor = bpy.data.objects[name]
+        if actor.type in COVERAGE_TYPES and actor.library is None and common.modifier_for(actor, coverage) is None:
+            bridge.add_modifier_before_bend(actor, COVERAGE_MODIFIER, coverage)
+    return [o.name for o in targets], skipped
+
+
+def remove_trails(objects) -> list:
+    changed = []
+    surfaces = bpy.data.collections.get(snow_nodes.SURFACES_COLLECTION)
+    for obj in objects:
+        mods = trails_modifiers(obj)
+        for mod in mods:
+            obj.modifiers.remove(mod)
+        if mods:
+            changed.append(obj.name)
+            if surfaces is not None and obj.name in surfaces.objects:
+                surfaces.objects.unlink(obj)
+    return changed
+
+
+# --- interaction buffer bake ------------------------------------------------------------------------------
+
+def stamp_params(scene) -> core_snow.StampParams:
+    s = scene.envfx.snow
+    fps = scene.render.fps / scene.render.fps_base
+    return core_snow.StampParams(rim_height=s.rim_height, rim_width=s.rim_width, fade_height=s.fade_height,
+                                 refill_rate=s.refill_rate, fps=fps)
+
+
+def _check_output_dir(path: str) -> str:
+    if not path:
+        raise SnowInputError("No output folder: set the Snow bake's Output Folder (scene.envfx.snow.output_dir)")
+    path = bpy.path.abspath(path)
+    probe = path
+    while probe and not os.path.exists(probe):
+        probe = os.path.dirname(probe.rstrip(os.sep))
+    if not probe or not os.path.isdir(probe) or not os.access(probe, os.W_OK):
+        raise SnowInputError(f"The output folder {path!r} cannot be written: choose a writable folder")
+    return path
+
+
+def bake_inputs(scene):
+    """Validate the bake settings (raises SnowInputError / core_snow.SnowError; nothing changes)."""
+    s = scene.envfx.snow
+    if s.frame_end < s.frame_start:
+        raise SnowInputError(f"The frame range {s.frame_start}-{s.frame_end} is reversed: set End >= Start")
+    core_snow.BufferParams(resolution=int(s.buffer_resolution), size=float(s.buffer_size)).validate()
+    if s.framing == "FOLLOW" and s.pivot is None:
+        raise SnowInputError("Follow-pivot framing needs a pivot: choose the player or camera to follow")
+    out = _check_output_dir(s.output_dir)
+    specs, skipped = actor_specs(scene)
+    return out, specs, skipped
+
+
+def bake_job(scene):
+    """Generator: gather the actors' paths over the frame range, bake the buffer into the output folder.
+    Yields progress; returns a ``core.snow.BakeResult``. The scene's frame and modifiers are restored."""
+    out, specs, _ = bake_inputs(scene)
+    s = scene.envfx.snow
+    frames = list(range(s.frame_start, s.frame_end + 1))
+    names = [n for n, *_ in specs]
+    offsets = np.array([o for *_, o in specs])
+    tracks = np.zeros((len(frames), len(names), 3))
+    pivot_track = np.zeros((len(frames), 3)) if s.framing == "FOLLOW" else None
+    old_frame = scene.frame_current
+    # the snow meshes' own trails are not needed to find the actors: switch them off while stepping
+    muted = [(o.name, m.name) for o in snow_objects(scene) for m in trails_modifiers(o) if m.show_viewport]
+    for on, mn in muted:
+        bpy.data.objects[on].modifiers[mn].show_viewport = False
+    try:
+        for i, f in enumerate(frames):
+            scene.frame_set(f)
+            for j, n in enumerate(names):
+                tracks[i, j] = np.array(bpy.data.objects[n].matrix_world.translation) - (0.0, 0.0, offsets[j])
+            if pivot_track is not None:
+                pivot_track[i] = tuple(s.pivot.matrix_world.translation)
+            yield 0.3 * (i + 1) / len(frames)
+    finally:
+        scene.frame_set(old_frame)
+        for on, mn in muted:
+            bpy.data.objects[on].modifiers[mn].show_viewport = True
+    depsgraph = bpy.context.evaluated_depsgraph_get()
+    snow = snow_objects(scene)
+    # the snow at rest (its mesh data, no trails or bend), as the live trails' vertical fade sees it
+    snow_tris = [rest_triangles(o) for o in snow if o.get(SNOW_TAG) == 0 and o.type == "MESH"]
+    snow_tris = np.concatenate(snow_tris) if snow_tris else np.zeros((0, 3, 3))
+    occ_tris = None
+    if s.occluders is not None:
+        occ = [world_triangles(o, depsgraph)[0] for o in s.occluders.all_objects]
+        occ_tris = np.concatenate(occ) if occ else None
+    if s.framing == "AREA":
+        if snow_tris.shape[0]:
+            pts = snow_tris.reshape(-1, 3)
+        else:
+            pts = tracks.reshape(-1, 3)
+        lo, hi = pts[:, :2].min(0), pts[:, :2].max(0)
+        margin = max(r for _, r, *_ in specs) * 2.0
+        size = float(max(hi - lo)) + 2.0 * margin
+        origin = (float(lo[0] - margin), float(lo[1] - margin))
+    else:
+        size, origin = float(s.buffer_size), (0.0, 0.0)
+    buf = core_snow.BufferParams(resolution=int(s.buffer_resolution), size=size, framing=s.framing, origin=origin,
+                                 occluder_depth=float(s.thickness))
+    surface = None
+    if snow_tris.shape[0]:
+        # rest surface of the snow on the buffer's grid (whole area), for the vertical fade
+        lo_all = snow_tris.reshape(-1, 3)[:, :2].min(0)
+        hi_all = snow_tris.reshape(-1, 3)[:, :2].max(0)
+        texel = min(buf.texel, float(max(hi_all - lo_all)) / 64 or buf.texel)
+        shape = (int(np.ceil((hi_all[1] - lo_all[1]) / texel)) + 1, int(np.ceil((hi_all[0] - lo_all[0]) / texel)) + 1)
+        if shape[0] * shape[1] <= 64_000_000:
+            z, _, _ = core_snow.rasterize_top(snow_tris, lo_all, texel, shape)
+            surface = core_snow.HeightField(lo_all, texel, z)
+    job = core_snow.bake_job(tracks, [r for _, r, _, _ in specs], [d for _, _, d, _ in specs], stamp_params(scene),
+                             buf, frame_start=s.frame_start, pivot_track=pivot_track, surface=surface,
+                             occluder_tris=occ_tris, out_dir=out, sequence=s.sequence)
+    try:
+        while True:
+            yield 0.3 + 0.7 * next(job)
+    except StopIteration as stop:
+        return stop.value
+    finally:
+        job.close()
+
+
+# --- snow driven by the bake -----------------------------------------------------------------------------
+
+BUFFER_MODIFIER = "EnvFX Snow Buffer"
+
+
+def drive_from_bake(scene, objects, out_dir: str = "") -> list:
+    """Offset ``objects`` (snow meshes) by the baked buffer in ``out_dir`` (default: the scene's output
+    folder) instead of the live trails, which are switched off. Returns the names changed."""
+    import json
+
+    out_dir = bpy.path.abspath(out_dir or scene.envfx.snow.output_dir)
+    meta_path = os.path.join(out_dir, "snow_buffer.json")
+    if not os.path.isfile(meta_path):
+        raise SnowInputError(f"No baked buffer in {out_dir!r}: bake the interaction buffer first")
+    with open(meta_path) as fh:
+        meta = json.load(fh)
+    files = [f["file"] for f in meta["frames"] if "file" in f]
+    if not files or not all(os.path.isfile(os.path.join(out_dir, f)) for f in files):
+        raise SnowInputError(f"The bake in {out_dir!r} is incomplete (images missing): bake it again")
+    targets = [o for o in objects if o.type == "MESH" and is_snow_object(o)]
+    if not targets:
+        raise SnowInputError("No snow mesh to drive: generate snow first or select snow meshes")
+    image = bpy.data.images.load(os.path.join(out_dir, files[0]), check_existing=True)
+    image.reload()
+    image.source = "SEQUENCE" if meta["sequence"] else "FILE"
+    image.colorspace_settings.name = "Non-Color"
+    image.alpha_mode = "CHANNEL_PACKED"
+    tree = snow_nodes.ensure_buffer_group(image, meta)
+    for obj in targets:
+        for mod in trails_modifiers(obj):
+            mod.show_viewport = mod.show_render = False
+        if common.modifier_for(obj, tree) is None:
+            bridge.add_modifier_before_bend(obj, BUFFER_MODIFIER, tree)
+    return [o.name for o in targets]
+
+
+def drive_from_trails(objects) -> list:
+    """Back to the live trails: remove the buffer modifiers, switch the trails on again."""
+    tree = bpy.data.node_groups.get(snow_nodes.BUFFER_GROUP)
+    changed = []
+    for obj in objects:
+        mods = [m for m in obj.modifiers if m.type == "NODES" and tree is not None and m.node_group == tree]
+        for mod in mods:
+            obj.modifiers.remove(mod)
+        for mod in trails_modifiers(obj):
+            mod.show_viewport = mod.show_render = True
+        if mods:
+            changed.append(obj.name)
+    return changed
+
+
+# --- operators --------------------------------------------------------------------------------------------
+
+class ENVFX_OT_snow_generate(bpy.types.Operator):
+    """Cover the selected objects with snow: up-facing faces only, nothing under other objects, tapered
+    borders, drift and noise, levels of detail"""
+
+    bl_idname = "envfx.snow_generate"
+    bl_label = "Generate Snow"
+    bl_options = {"REGISTER", "UNDO"}
+
+    @classmethod
+    def poll(cls, context):
+        if context.scene is None:
+            cls.poll_message_set("Needs a scene")
+            return False
+        return True
+
+    def execute(self, context):
+        objects = [o for o in getattr(context, "selected_objects", []) or [] if not is_snow_object(o)]
+        try:
+            context.view_layer.update()
+            s = context.scene.envfx.snow
+            made = generate_snow(context.scene, objects, context.evaluated_depsgraph_get(), s.density_mask,
+                                 s.density_texture)
+        except (SnowInputError, core_snow.SnowError) as exc:
+            self.report({"ERROR"}, str(exc))
+            return {"CANCELLED"}
+        n = sum(len(o.data.vertices) for o in made[:1])
+        self.report({"INFO"}, f"Made {len(made)} snow mesh(es), {n:,} vertices at the finest level")
+        return {"FINISHED"}
+
+
+class ENVFX_OT_snow_trails_add(bpy.types.Operator):
+    """Let the scene's snow actors carve live trails into the selected snow meshes (all snow meshes when none
+    is selected)"""
+
+    bl_idname = "envfx.snow_trails_add"
+    bl_label = "Add Trails"
+    bl_options = {"REGISTER", "UNDO"}
+
+    def execute(self, context):
+        selected = [o for o in getattr(context, "selected_objects", []) or [] if is_snow_object(o)]
+        objects = selected or snow_objects(context.scene)
+        try:
+            changed, skipped = add_trails(context.scene, objects)
+        except (SnowInputError, core_snow.SnowError) as exc:
+            self.report({"ERROR"}, str(exc))
+            return {"CANCELLED"}
+        if skipped:
+            self.report({"WARNING"}, "Skipped: " + "; ".join(f"{n} ({r})" for n, r in skipped.items()))
+        self.report({"INFO"}, f"Trails on {len(changed)} new snow mesh(es); actors updated")
+        return {"FINISHED"}
+
+
+class ENVFX_OT_snow_trails_remove(bpy.types.Operator):
+    """Remove the live trails from the selected snow meshes (all snow meshes when none is selected)"""
+
+    bl_idname = "envfx.snow_trails_remove"
+    bl_label = "Remove Trails"
+    bl_options = {"REGISTER", "UNDO"}
+
+    def execute(self, context):
+        selected = [o for o in getattr(context, "selected_objects", []) or [] if is_snow_object(o)]
+        changed = remove_trails(selected or snow_objects(context.scene))
+        self.report({"INFO"}, f"Removed trails from {len(changed)} object(s)")
+        return {"FINISHED"}
+
+
+class ENVFX_OT_snow_bake_buffer(progress.ModalJobOperator, bpy.types.Operator):
+    """Bake the top-down interaction buffer (R snow, G grass sway, B ripples, A grass push-down) over the frame
+    range into EXR images and a JSON file for the game"""
+
+    bl_idname = "envfx.snow_bake_buffer"
+    bl_label = "Bake Interaction Buffer"
+    bl_options = {"REGISTER"}
+    job_label = "Snow buffer bake"
+
+    def make_job(self, context):
+        try:
+            bake_inputs(context.scene)
+        except (SnowInputError, core_snow.SnowError) as exc:
+            self.report({"ERROR"}, str(exc))
+            return None
+        return bake_job(context.scene)
+
+    def finish(self, context, result):
+        self.report({"INFO"}, f"Wrote {len(result.files)} image(s) and {os.path.basename(result.metadata_path)}")
+        return {"FINISHED"}
+
+
+class ENVFX_OT_snow_drive_from_bake(bpy.types.Operator):
+    """Offset the snow meshes by the baked interaction buffer (in the Output Folder) instead of the live trails,
+    or back to the live trails"""
+
+    bl_idname = "envfx.snow_drive_from_bake"
+    bl_label = "Snow from Bake"
+    bl_options = {"REGISTER", "UNDO"}
+
+    use_bake: BoolProperty(name="Use Bake", description="On: the bake drives the snow; off: the live trails",
+                           default=True)
+
+    def execute(self, context):
+        selected = [o for o in getattr(context, "selected_objects", []) or [] if is_snow_object(o)]
+        objects = selected or snow_objects(context.scene)
+        if not self.use_bake:
+            changed = drive_from_trails(objects)
+            self.report({"INFO"}, f"{len(changed)} snow mesh(es) back on the live trails")
+            return {"FINISHED"}
+        try:
+            changed = drive_from_bake(context.scene, objects)
+        except (SnowInputError, OSError, RuntimeError) as exc:
+            self.report({"ERROR"}, str(exc))
+            return {"CANCELLED"}
+        self.report({"INFO"}, f"{len(changed)} snow mesh(es) now follow the bake")
+        return {"FINISHED"}
+
+
+classes = (
+    ENVFX_OT_snow_generate,
+    ENVFX_OT_snow_drive_from_bake,
+    ENVFX_OT_snow_trails_add,
+    ENVFX_OT_snow_trails_remove,
+    ENVFX_OT_snow_bake_buffer,
+)

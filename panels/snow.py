@@ -1,0 +1,69 @@
+"""Snow sub-panel: cover generation, live trails, interaction buffer bake. draw() only reads state."""
+
+import bpy
+
+from .main import EnvFXSubPanel
+
+
+class VIEW3D_PT_envfx_snow(EnvFXSubPanel, bpy.types.Panel):
+    bl_label = "Snow"
+
+    def draw(self, context):
+        layout = self.layout
+        layout.use_property_split = True
+        layout.use_property_decorate = False
+        s = context.scene.envfx.snow
+
+        box = layout.box()
+        box.label(text="Snow Cover", icon="FREEZE")
+        col = box.column()
+        for prop in ("spacing", "thickness", "max_slope", "border_width", "drift", "drift_direction", "noise",
+                     "noise_scale", "seed", "lods", "vertex_budget"):
+            col.prop(s, prop)
+        obj = context.active_object
+        if obj is not None and obj.type == "MESH":
+            col.prop_search(s, "density_mask", obj, "vertex_groups")
+        else:
+            col.prop(s, "density_mask")
+        col.template_ID(s, "density_texture", open="image.open")
+        box.operator("envfx.snow_generate", icon="ADD")
+
+        box = layout.box()
+        box.label(text="Live Trails", icon="MOD_DISPLACE")
+        col = box.column()
+        col.prop(s, "actors")
+        col.prop(s, "occluders")
+        for prop in ("rim_height", "rim_width", "fade_height", "refill_rate", "camera_fade_start",
+                     "camera_fade_end"):
+            col.prop(s, prop)
+        row = box.row(align=True)
+        row.operator("envfx.snow_trails_add", icon="ADD")
+        row.operator("envfx.snow_trails_remove", icon="REMOVE", text="Remove")
+
+        box = layout.box()
+        box.label(text="Interaction Buffer", icon="TEXTURE")
+        col = box.column()
+        col.prop(s, "framing")
+        if s.framing == "FOLLOW":
+            col.prop(s, "pivot")
+            col.prop(s, "buffer_size")
+        col.prop(s, "buffer_resolution")
+        row = col.row(align=True)
+        row.prop(s, "frame_start")
+        row.prop(s, "frame_end")
+        col.prop(s, "sequence")
+        col.prop(s, "output_dir")
+        box.operator("envfx.snow_bake_buffer", icon="RENDER_ANIMATION")
+        row = box.row(align=True)
+        row.operator("envfx.snow_drive_from_bake", icon="IMAGE_DATA").use_bake = True
+        row.operator("envfx.snow_drive_from_bake", text="Live Trails", icon="MOD_DISPLACE").use_bake = False
+
+        obj = context.active_object
+        if obj is not None and hasattr(obj, "envfx"):
+            box = layout.box()
+            box.label(text=f"{obj.name} as an actor", icon="OBJECT_DATA")
+            box.prop(obj.envfx.snow, "radius")
+            box.prop(obj.envfx.snow, "depth")
+
+
+classes = (VIEW3D_PT_envfx_snow,)

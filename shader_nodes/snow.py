@@ -1,0 +1,617 @@
+"""Node groups of the snow: "EnvFX Snow Trails" (geometry nodes, live trails) and the "EnvFX Snow" material.
+
+"EnvFX Snow Trails" is ``core.snow``'s trail state evaluated per frame in a simulation zone:
+
+- the actors are one point each (each actor of ``scene.envfx.snow.actors``: its world location through
+  transform drivers, minus its bottom offset; radius and depth as point attributes); ``ensure_trails`` rebuilds
+  the group in place when the actors or their sizes change (the stamp records them);
+- inside the zone the previous frame's actor points are the state "Actors"; a mesh of one edge per actor
+  (previous -> current bottom point, flattened to z = 0) is the path; Sample Nearest on its edges picks the
+  actor whose path is nearest to each snow vertex (as ``core.snow.stamp_points`` does), then the stamp,
+  vertical fade, persistence (the point attribute ``snow_trail`` = (down, rim)) and occluders follow the core's
+  formulas node for node;
+- after the zone the surface moves by ``max(rim - down, -0.98 snow_thickness)`` along world Z, faded out with the
+  distance to the active camera.
+
+Numbers the user tweaks (rim, fades, refill) are Value nodes driven by ``scene.envfx.snow``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+import bpy
+
+from . import common
+
+GROUP_NAME = "EnvFX Snow Trails"
+MATERIAL_NAME = "EnvFX Snow"
+VERSION = 12
+STATE = "snow_trail"  # FLOAT2 point attribute: (down, rim) of core.snow's trail state
+CELLS = 128  # the lookup table that limits the nearest-path search to vertices near a path
+
+# the displayed snow never goes below this fraction of its thickness (a thin layer stays on the ground, so the
+# snow and the terrain under it never fight for the same depth)
+GROUND_KEEP = 0.98
+
+DRIVEN = {
+    "Rim Height": "rim_height",
+    "Rim Width": "rim_width",
+    "Fade Height": "fade_height",
+    "Refill Rate": "refill_rate",
+    "Camera Fade Start": "camera_fade_start",
+    "Camera Fade End": "camera_fade_end",
+}
+
+
+def actor_specs(scene):
+    """[(object name, radius, depth, bottom offset)] for the scene's actor collection (lights are skipped)."""
+    from ..operators import snow as snow_ops
+
+    return snow_ops.actor_specs(scene)[0]
+
+
+def _stamp(specs, occluders_name: str) -> str:
+    text = repr([(n, round(r, 6), round(d, 6), round(o, 6)) for n, r, d, o in specs]) + "|" + occluders_name
+    return f"{VERSION}:" + hashlib.sha1(text.encode()).hexdigest()[:16]
+
+
+class SnowBuilder(common.Builder):
+    def sample_index(self, geometry, value, index, data_type="FLOAT", domain="POINT", label=""):
+        node = self.node("GeometryNodeSampleIndex", label, data_type=data_type, domain=domain)
+        self.link(geometry, node.inputs["Geometry"])
+        self._feed(node.inputs["Value"], value)
+        self._feed(node.inputs["Index"], index)
+        return node.outputs["Value"]
+
+    def named(self, name, data_type="FLOAT", label=""):
+        node = self.node("GeometryNodeInputNamedAttribute", label or f"Read {name}", data_type=data_type)
+        node.inputs["Name"].default_value = name
+        return node
+
+    def store(self, geometry, name, value, data_type="FLOAT", domain="POINT", label="", selection=None):
+        node = self.node("GeometryNodeStoreNamedAttribute", label or f"Store {name}", data_type=data_type,
+                         domain=domain)
+        self.link(geometry, node.inputs["Geometry"])
+        if selection is not None:
+            self._feed(node.inputs["Selection"], selection)
+        node.inputs["Name"].default_value = name
+        self._feed(node.inputs["Value"], value)
+        return node.outputs["Geometry"]
+
+    def clamp01(self, value, label=""):
+        return self.math("ADD", value, 0.0, label=label, use_clamp=True)
+
+    def flat(self, vec, label=""):
+        return self.vmath("MULTIPLY", vec, self.vector(label + " Flatten", (1.0, 1.0, 0.0)), label=label)
+
+
+def _build(tree, specs, occluders):
+    b = SnowBuilder(tree)
+    common.socket(tree, "Geometry", "INPUT", "NodeSocketGeometry")
+    common.socket(tree, "Geometry", "OUTPUT", "NodeSocketGeometry")
+    group_in = b.node("NodeGroupInput", "Group Input", location=(-2000, 0))
+    group_out = b.node("NodeGroupOutput", "Group Output", location=(3000, 0))
+    values = {label: b.value(label, 0.0) for label in DRIVEN}
+    for i, label in enumerate(DRIVEN):
+        values[label].node.location = (-2000, -200 - 90 * i)
+
+    # actors: one point per actor at its bottom, with radius and depth
+    joined = b.node("GeometryNodeJoinGeometry", "Actors", location=(-1400, 600))
+    for i, (_name, radius, depth, offset) in enumerate(specs):
+        # the location comes through drivers (transform only): an Object Info node would make the snow depend
+        # on the actor's geometry, and the actor's snow coverage depends on the snow
+        loc = b.combine_xyz(*(b.value(f"Actor {i} {axis}") for axis in "XYZ"), label=f"Actor {i} Location")
+        bottom = b.vmath("SUBTRACT", loc, b.vector(f"Actor {i} Offset", (0.0, 0.0, offset)),
+                         label=f"Actor {i} Bottom")
+        pts = b.node("GeometryNodePoints", f"Actor {i} Point")
+        pts.inputs["Count"].default_value = 1
+        b.link(bottom, pts.inputs["Position"])
+        pts.inputs["Radius"].default_value = radius
+        geo = b.store(pts.outputs[0], "depth", depth, label=f"Actor {i} Depth")
+        b.link(geo, joined.inputs[0])
+    actors_now = joined.outputs[0]
+
+    # occluders: their top-down footprint (flattened to z = 0)
+    occ_info = b.node("GeometryNodeCollectionInfo", "Occluders", transform_space="ORIGINAL")
+    occ_info.inputs["Collection"].default_value = bpy.data.collections.get(occluders) if occluders else None
+    occ_info.inputs["Separate Children"].default_value = False
+    occ_info.inputs["Reset Children"].default_value = False
+    realize = b.node("GeometryNodeRealizeInstances", "Occluders Real")
+    b.link(occ_info.outputs[0], realize.inputs[0])
+    occ_flat = b.node("GeometryNodeSetPosition", "Occluders Flat")
+    b.link(realize.outputs[0], occ_flat.inputs["Geometry"])
+    b.link(b.flat(b.node("GeometryNodeInputPosition", "Occ Pos").outputs[0], "Occ"), occ_flat.inputs["Position"])
+
+    # world transform of the snow object
+    self_obj = b.node("GeometryNodeSelfObject", "Self")
+    self_info = b.node("GeometryNodeObjectInfo", "Self Info", transform_space="ORIGINAL")
+    b.link(self_obj.outputs[0], self_info.inputs["Object"])
+    matrix = self_info.outputs["Transform"]
+    position = b.node("GeometryNodeInputPosition", "Position").outputs[0]
+    to_world = b.node("FunctionNodeTransformPoint", "To World")
+    b.link(position, to_world.inputs["Vector"])
+    b.link(matrix, to_world.inputs["Transform"])
+    P = to_world.outputs[0]
+
+    # --- simulation zone ---
+    sim_in = b.node("GeometryNodeSimulationInput", "Sim In", location=(-600, 0))
+    sim_out = b.node("GeometryNodeSimulationOutput", "Sim Out", location=(2200, 0))
+    sim_in.pair_with_output(sim_out)
+    sim_out.state_items.new("GEOMETRY", "Actors")
+    b.link(group_in.outputs[0], sim_in.inputs["Geometry"])
+    b.link(actors_now, sim_in.inputs["Actors"])
+    snow_geo = sim_in.outputs["Geometry"]
+    actors_prev = sim_in.outputs["Actors"]
+    dt = sim_in.outputs["Delta Time"]
+
+    # path mesh: vertex 2i = previous bottom of actor i, 2i+1 = current; edge i joins them
+    size = b.node("GeometryNodeAttributeDomainSize", "Actor Count", component="POINTCLOUD")
+    b.link(actors_now, size.inputs[0])
+    line = b.node("GeometryNodeMeshLine", "Path Line", mode="OFFSET")
+    b.link(b.math("MULTIPLY", size.outputs["Point Count"], 2.0, label="Twice"), line.inputs["Count"])
+    index = b.node("GeometryNodeInputIndex", "Index").outputs[0]
+    actor_of_vertex = b.math("FLOOR", b.math("DIVIDE", index, 2.0), label="Actor Of Vertex")
+    is_cur = b.math("FLOORED_MODULO", index, 2.0, label="Is Current")
+    pos_in = b.node("GeometryNodeInputPosition", "Actor Pos").outputs[0]
+    prev_v = b.sample_index(actors_prev, pos_in, actor_of_vertex, "FLOAT_VECTOR", label="Path Prev")
+    cur_v = b.sample_index(actors_now, pos_in, actor_of_vertex, "FLOAT_VECTOR", label="Path Cur")
+    path_pos = b.vmath("ADD", prev_v, b.vmath("SCALE", b.vmath("SUBTRACT", cur_v, prev_v), scale=is_cur), label="Path")
+    set_path = b.node("GeometryNodeSetPosition", "Path Set")
+    b.link(line.outputs[0], set_path.inputs["Geometry"])
+    b.link(b.flat(path_pos, "Path"), set_path.inputs["Position"])
+    delete = b.node("GeometryNodeDeleteGeometry", "Odd Edges", domain="EDGE", mode="EDGE_FACE")
+    b.link(set_path.outputs[0], delete.inputs["Geometry"])
+    b.link(b.math("FLOORED_MODULO", index, 2.0, label="Odd"), delete.inputs["Selection"])
+    paths = delete.outputs[0]
+
+    nearest = b.node("GeometryNodeSampleNearest", "Nearest Path", domain="EDGE")
+    b.link(paths, nearest.inputs["Geometry"])
+    b.link(b.flat(P, "P"), nearest.inputs["Sample Position"])
+    e = nearest.outputs["Index"]
+    A = b.sample_index(actors_prev, pos_in, e, "FLOAT_VECTOR", label="A")
+    B = b.sample_index(actors_now, pos_in, e, "FLOAT_VECTOR", label="B")
+    R = b.sample_index(actors_now, b.node("GeometryNodeInputRadius", "Radius").outputs[0], e, label="R")
+    D = b.sample_index(actors_now, b.named("depth").outputs["Attribute"], e, label="D")
+
+    ab = b.flat(b.vmath("SUBTRACT", B, A), "AB")
+    ap = b.flat(b.vmath("SUBTRACT", P, A), "AP")
+    den = b.math("MAXIMUM", b.vmath("DOT_PRODUCT", ab, ab), 1e-20, label="Den")
+    t = b.clamp01(b.math("DIVIDE", b.vmath("DOT_PRODUCT", ap, ab), den), label="T")
+    d = b.vmath("LENGTH", b.vmath("SUBTRACT", ap, b.vmath("SCALE", ab, scale=t)), label="Dist")
+    u = b.math("DIVIDE", d, b.math("MAXIMUM", R, 1e-12), label="U")
+    cover = b.math("MAXIMUM", b.math("SUBTRACT", 1.0, b.math("MULTIPLY", u, u)), 0.0, label="Cover")
+    qa = b.math("DIVIDE", b.math("SUBTRACT", u, 1.0), values["Rim Width"], label="Rim X")
+    q = b.math("MAXIMUM", b.math("SUBTRACT", 1.0, b.math("MULTIPLY", qa, qa)), 0.0, label="Rim Q")
+    rim = b.math("MULTIPLY", b.math("MULTIPLY", values["Rim Height"], D), b.math("MULTIPLY", q, q), label="Rim")
+    sep_a = b.node("ShaderNodeSeparateXYZ", "A Sep")
+    b.link(A, sep_a.inputs[0])
+    sep_b = b.node("ShaderNodeSeparateXYZ", "B Sep")
+    b.link(B, sep_b.inputs[0])
+    sep_p = b.node("ShaderNodeSeparateXYZ", "P Sep")
+    b.link(P, sep_p.inputs[0])
+    zc = b.math("MULTIPLY_ADD", t, b.math("SUBTRACT", sep_b.outputs["Z"], sep_a.outputs["Z"]), sep_a.outputs["Z"],
+                label="Zc")
+    h = b.math("SUBTRACT", zc, sep_p.outputs["Z"], label="H")
+    below = b.math("SUBTRACT", b.math("MULTIPLY", h, -1.0), b.math("MULTIPLY", R, 2.0), label="Below")
+    beyond = b.math("MAXIMUM", b.math("MAXIMUM", h, below), 0.0, label="Beyond")
+    w = b.clamp01(b.math("SUBTRACT", 1.0, b.math("DIVIDE", beyond, values["Fade Height"])), label="W")
+    down_s = b.math("MULTIPLY", b.math("MULTIPLY", D, cover), w, label="Down S")
+    rim_s = b.math("MULTIPLY", rim, w, label="Rim S")
+    cw = b.math("MULTIPLY", cover, w, label="Cover W")
+
+    keep = b.clamp01(b.math("SUBTRACT", 1.0, b.math("MULTIPLY", values["Refill Rate"], dt)), label="Keep")
+    old = b.node("ShaderNodeSeparateXYZ", "Old State")
+    b.link(b.named(STATE, data_type="FLOAT_VECTOR").outputs["Attribute"], old.inputs[0])
+    old_down, old_rim = old.outputs["X"], old.outputs["Y"]
+    kd = b.math("MULTIPLY", keep, old_down, label="Kept Down")
+    new_down = b.math("MAXIMUM", kd, down_s, label="New Down")
+    inside = b.clamp01(b.math("SUBTRACT", 1.0, b.math("DIVIDE", kd, b.math("MAXIMUM", D, 1e-12))), label="Inside")
+    kept_rim = b.math("MULTIPLY", b.math("MULTIPLY", keep, old_rim), b.math("SUBTRACT", 1.0, cw), label="Kept Rim")
+    new_rim = b.math("MAXIMUM", kept_rim, b.math("MULTIPLY", rim_s, inside), label="New Rim")
+
+    thick_node = b.named("snow_thickness")
+    no_attr = b.math("SUBTRACT", 1.0, thick_node.outputs["Exists"], label="No Thickness")
+    thickness = b.math("MULTIPLY_ADD", no_attr, 1.0e6, thick_node.outputs["Attribute"], label="Thickness")
+
+    # coarse lookup table: CELLS x CELLS cells over the snow's bounding box (object space), flagging the cells
+    # a path (or an occluder) may reach; only the snow vertices in flagged cells evaluate the nearest-path
+    # search and the occluder ray (a store's value field is evaluated for its selection only). The bound is
+    # conservative, so the result is exactly that of evaluating every vertex. Each vertex's cell is computed
+    # once, when the simulation starts (attribute snow_cell).
+    def grid(geometry, tag):
+        bbox = b.node("GeometryNodeBoundBox", f"{tag} Bounds")
+        b.link(geometry, bbox.inputs["Geometry"])
+        ext = b.node("ShaderNodeSeparateXYZ", f"{tag} Extent")
+        b.link(b.vmath("SUBTRACT", bbox.outputs["Max"], bbox.outputs["Min"]), ext.inputs[0])
+        cell = b.math("MAXIMUM", b.math("DIVIDE", b.math("MAXIMUM", ext.outputs["X"], ext.outputs["Y"]),
+                                        float(CELLS)), 1e-9, label=f"{tag} Cell Size")
+        lo = b.node("ShaderNodeSeparateXYZ", f"{tag} Lo")
+        b.link(bbox.outputs["Min"], lo.inputs[0])
+        mid_z = b.math("MULTIPLY_ADD", ext.outputs["Z"], 0.5, lo.outputs["Z"], label=f"{tag} Mid Z")
+        return lo, cell, ext.outputs["Z"], mid_z
+
+    lo0, cell0, _, _ = grid(group_in.outputs[0], "Start")
+    p_obj = b.node("ShaderNodeSeparateXYZ", "P Object")
+    b.link(b.node("GeometryNodeInputPosition", "Start Pos").outputs[0], p_obj.inputs[0])
+
+    def cell_of(axis_value, lo_value):
+        c = b.math("FLOOR", b.math("DIVIDE", b.math("SUBTRACT", axis_value, lo_value), cell0))
+        return b.math("MINIMUM", b.math("MAXIMUM", c, 0.0), float(CELLS - 1))
+
+    vertex_cell = b.math("MULTIPLY_ADD", cell_of(p_obj.outputs["Y"], lo0.outputs["Y"]), float(CELLS),
+                         cell_of(p_obj.outputs["X"], lo0.outputs["X"]), label="Vertex Cell")
+    start_geo = b.store(group_in.outputs[0], "snow_cell", vertex_cell, data_type="INT", label="Store Cell")
+    for link in list(tree.links):
+        if link.to_node == sim_in and link.to_socket.name == "Geometry":
+            tree.links.remove(link)
+    b.link(start_geo, sim_in.inputs["Geometry"])
+
+    lo, cell, ext_z, mid_z = grid(snow_geo, "Snow")
+    table = b.node("GeometryNodePoints", "Cell Table")
+    table.inputs["Count"].default_value = CELLS * CELLS
+    cx = b.math("FLOORED_MODULO", index, float(CELLS), label="Cell X")
+    cy = b.math("FLOOR", b.math("DIVIDE", index, float(CELLS)), label="Cell Y")
+    centre_obj = b.combine_xyz(b.math("MULTIPLY_ADD", b.math("ADD", cx, 0.5), cell, lo.outputs["X"]),
+                               b.math("MULTIPLY_ADD", b.math("ADD", cy, 0.5), cell, lo.outputs["Y"]), mid_z,
+                               label="Cell Centre")
+    centre_world = b.node("FunctionNodeTransformPoint", "Cell Centre World")
+    b.link(centre_obj, centre_world.inputs["Vector"])
+    b.link(matrix, centre_world.inputs["Transform"])
+    b.link(b.flat(centre_world.outputs[0], "Cell"), table.inputs["Position"])
+
+    def axis_length(vec, label):
+        node = b.node("FunctionNodeTransformDirection", label)
+        b.link(matrix, node.inputs["Transform"])
+        node.inputs["Direction"].default_value = vec
+        return b.vmath("LENGTH", node.outputs[0])
+
+    # how far (world XY) a point of a cell can be from the cell's centre
+    xy_scale = b.math("ADD", axis_length((1.0, 0.0, 0.0), "Axis X"), axis_length((0.0, 1.0, 0.0), "Axis Y"))
+    half_cell = b.math("MULTIPLY", b.math("ADD", b.math("MULTIPLY", cell, xy_scale),
+                                          b.math("MULTIPLY", ext_z, axis_length((0.0, 0.0, 1.0), "Axis Z"))),
+                       0.5001, label="Half Cell")
+    stat = b.node("GeometryNodeAttributeStatistic", "Max Radius", data_type="FLOAT", domain="POINT")
+    b.link(actors_now, stat.inputs["Geometry"])
+    b.link(b.node("GeometryNodeInputRadius", "Actor Radius").outputs[0], stat.inputs["Attribute"])
+    reach_max = b.math("MULTIPLY_ADD", stat.outputs["Max"], b.math("ADD", values["Rim Width"], 1.0), half_cell,
+                       label="Reach + Half Cell")
+    prox = b.node("GeometryNodeProximity", "Path Proximity", target_element="EDGES")
+    b.link(paths, prox.inputs[0])
+    b.link(b.node("GeometryNodeInputPosition", "Cell Pos").outputs[0],
+           prox.inputs["Source Position" if "Source Position" in prox.inputs else "Sample Position"])
+    near_cell = b.math("LESS_THAN", prox.outputs["Distance"], reach_max, label="Near Cell")
+    occ_prox = b.node("GeometryNodeProximity", "Occluder Proximity", target_element="FACES")
+    b.link(occ_flat.outputs[0], occ_prox.inputs[0])
+    b.link(b.node("GeometryNodeInputPosition", "Cell Pos 2").outputs[0],
+           occ_prox.inputs["Source Position" if "Source Position" in occ_prox.inputs else "Sample Position"])
+    occ_cell = b.math("LESS_THAN", occ_prox.outputs["Distance"], b.math("ADD", half_cell, 1e-6), label="Occ Cell")
+    table_geo = b.store(table.outputs[0], "near", near_cell, label="Store Near Cell")
+    table_geo = b.store(table_geo, "occ", occ_cell, label="Store Occ Cell")
+    my_cell = b.named("snow_cell", data_type="INT", label="Read Cell").outputs["Attribute"]
+    near = b.sample_index(table_geo, b.named("near", label="Read Near Cell").outputs["Attribute"], my_cell,
+                          label="Near")
+    occ_here = b.sample_index(table_geo, b.named("occ", label="Read Occ Cell").outputs["Attribute"], my_cell,
+                              label="Occ Candidate")
+    far = b.math("SUBTRACT", 1.0, near, label="Far")
+
+    # trails near the paths (down and rim stored together, both from the old state);
+    # far from every path only the refill applies (the stamp is 0 there)
+    geo = b.store(snow_geo, STATE, b.combine_xyz(new_down, new_rim, 0.0, label="New State"), data_type="FLOAT2",
+                  selection=near)
+    decayed = b.store(geo, STATE, b.combine_xyz(b.math("MULTIPLY", keep, old_down, label="Far Down"),
+                                                b.math("MULTIPLY", keep, old_rim, label="Far Rim"), 0.0),
+                      data_type="FLOAT2", selection=far, label="Store Far State")
+    refilling = b.node("GeometryNodeSwitch", "Refilling", input_type="GEOMETRY")  # lazy: no refill, no work
+    b.link(b.math("GREATER_THAN", values["Refill Rate"], 0.0), refilling.inputs["Switch"])
+    b.link(geo, refilling.inputs["False"])
+    b.link(decayed, refilling.inputs["True"])
+    geo = refilling.outputs[0]
+    # occluders hold the snow down to the ground; without an occluder collection the group
+    # is built without this part
+    if occluders:
+        geo = _occluder_stores(b, geo, occ_flat, P, thick_node, occ_here)
+    b.link(geo, sim_out.inputs["Geometry"])
+    b.link(actors_now, sim_out.inputs["Actors"])
+
+    # --- display: offset along world Z, clamped to the ground, faded with the camera distance ---
+    out = b.node("ShaderNodeSeparateXYZ", "Out State")
+    b.link(b.named(STATE, data_type="FLOAT_VECTOR", label="Read Out State").outputs["Attribute"], out.inputs[0])
+    out_down, out_rim = out.outputs["X"], out.outputs["Y"]
+    disp = b.math("MAXIMUM", b.math("SUBTRACT", out_rim, out_down), b.math("MULTIPLY", thickness, -GROUND_KEEP),
+                  label="Displacement")
+    cam = b.node("GeometryNodeInputActiveCamera", "Camera")
+    cam_info = b.node("GeometryNodeObjectInfo", "Camera Info", transform_space="ORIGINAL")
+    b.link(cam.outputs[0], cam_info.inputs["Object"])
+    # in object space (the camera moved there once per object, not every vertex to world space); exact for
+    # uniform scale, an approximation for non-uniform scale
+    cam_inv = b.node("FunctionNodeInvertMatrix", "Invert For Camera")
+    b.link(matrix, cam_inv.inputs[0])
+    cam_local = b.node("FunctionNodeTransformPoint", "Camera Local")
+    b.link(cam_info.outputs["Location"], cam_local.inputs["Vector"])
+    b.link(cam_inv.outputs[0], cam_local.inputs["Transform"])
+    scale_x = b.node("FunctionNodeTransformDirection", "Scale X")
+    b.link(matrix, scale_x.inputs["Transform"])
+    scale_x.inputs["Direction"].default_value = (1.0, 0.0, 0.0)
+    dist = b.math("MULTIPLY", b.vmath("DISTANCE", b.node("GeometryNodeInputPosition", "Display Pos").outputs[0],
+                                      cam_local.outputs[0]), b.vmath("LENGTH", scale_x.outputs[0]),
+                  label="Camera Distance")
+    span = b.math("MAXIMUM", b.math("SUBTRACT", values["Camera Fade End"], values["Camera Fade Start"]), 1e-6)
+    cam_fade = b.clamp01(b.math("SUBTRACT", 1.0, b.math("DIVIDE", b.math("SUBTRACT", dist, values["Camera Fade Start"]),
+                                                        span)), label="Camera Fade")
+    disp = b.math("MULTIPLY", disp, cam_fade, label="Faded")
+    invert = b.node("FunctionNodeInvertMatrix", "Invert")
+    b.link(matrix, invert.inputs[0])
+    local_up = b.node("FunctionNodeTransformDirection", "Up Local")  # one value per object
+    b.link(invert.outputs[0], local_up.inputs["Transform"])
+    local_up.inputs["Direction"].default_value = (0.0, 0.0, 1.0)
+    set_pos = b.node("GeometryNodeSetPosition", "Set Position", location=(2700, 0))
+    b.link(sim_out.outputs["Geometry"], set_pos.inputs["Geometry"])
+    b.link(b.vmath("SCALE", local_up.outputs[0], scale=disp, label="Offset Local"), set_pos.inputs["Offset"])
+    b.link(set_pos.outputs[0], group_out.inputs[0])
+
+
+def _occluder_stores(b, geo, occ_flat, P, thick_node, occ_here):
+    ray = b.node("GeometryNodeRaycast", "Occluded")
+    b.link(occ_flat.outputs[0], ray.inputs["Target Geometry"])
+    b.link(b.vmath("ADD", b.flat(P, "Ray"), b.vector("Up", (0.0, 0.0, 1.0))), ray.inputs["Source Position"])
+    ray.inputs["Ray Direction"].default_value = (0.0, 0.0, -1.0)
+    ray.inputs["Ray Length"].default_value = 2.0
+    occ = ray.outputs["Is Hit"]
+    cur = b.node("ShaderNodeSeparateXYZ", "State After Trails")
+    b.link(b.named(STATE, data_type="FLOAT_VECTOR", label="Read State After Trails").outputs["Attribute"],
+           cur.inputs[0])
+    cur_down, cur_rim = cur.outputs["X"], cur.outputs["Y"]
+    occ_thick = b.math("MULTIPLY", occ, thick_node.outputs["Attribute"], label="Occ Depth")
+    geo = b.store(geo, STATE, b.combine_xyz(b.math("MAXIMUM", cur_down, occ_thick, label="Down Occ"),
+                                            b.math("MULTIPLY", cur_rim, b.math("SUBTRACT", 1.0, occ), label="Rim Occ"),
+                                            0.0), data_type="FLOAT2", selection=occ_here, label="Store Occ State")
+    return geo
+
+
+def ensure_trails(scene, specs=None) -> bpy.types.NodeTree:
+    """The shared "EnvFX Snow Trails" group, built for the scene's actors and occluders and driven by its
+    settings. Rebuilt in place when the actors, their sizes or the occluder collection change."""
+    if specs is None:
+        specs = actor_specs(scene)
+    occ = scene.envfx.snow.occluders
+    occ_name = occ.name if occ is not None else ""
+    tree = common.ensure_tree(GROUP_NAME, "GeometryNodeTree", _stamp(specs, occ_name),
+                              lambda t: _build(t, specs, occ_name))
+    _drive(scene, tree)
+    _drive_actors(tree, specs)
+    return tree
+
+
+def _drive_actors(tree, specs):
+    """Drive each actor's location Value nodes with its world location (transform channels, no Python)."""
+    drivers = {fc.data_path: fc for fc in tree.animation_data.drivers} if tree.animation_data else {}
+    for i, (name, *_) in enumerate(specs):
+        obj = bpy.data.objects.get(name)
+        for k, axis in enumerate("XYZ"):
+            path = f'nodes["Actor {i} {axis}"].outputs[0].default_value'
+            fcurve = drivers.get(path)
+            var = fcurve.driver.variables[0] if fcurve and fcurve.driver.variables else None
+            if var is not None and var.type == "TRANSFORMS" and var.targets[0].id == obj:
+                continue
+            if fcurve is None:
+                fcurve = tree.driver_add(path)
+            driver = fcurve.driver
+            driver.type = "AVERAGE"
+            while driver.variables:
+                driver.variables.remove(driver.variables[0])
+            var = driver.variables.new()
+            var.name = "loc"
+            var.type = "TRANSFORMS"
+            target = var.targets[0]
+            target.id = obj
+            target.transform_type = f"LOC_{axis}"
+            target.transform_space = "WORLD_SPACE"
+            tree.nodes[f"Actor {i} {axis}"].outputs[0].default_value = obj.matrix_world.translation[k]
+
+
+def _drive(scene, tree):
+    settings = scene.envfx.snow
+    drivers = {fc.data_path: fc for fc in tree.animation_data.drivers} if tree.animation_data else {}
+    for label, prop in DRIVEN.items():
+        path = f'nodes["{label}"].outputs[0].default_value'
+        fcurve = drivers.get(path)
+        target = fcurve.driver.variables[0].targets[0] if fcurve and fcurve.driver.variables else None
+        if target is None or target.id != scene or target.data_path != f"envfx.snow.{prop}":
+            common.add_scene_driver(tree, path, scene, f"envfx.snow.{prop}")
+        tree.nodes[label].outputs[0].default_value = float(getattr(settings, prop))
+
+
+# --- material ---------------------------------------------------------------------------------------------
+
+MATERIAL_VERSION = 1
+
+
+def ensure_material() -> bpy.types.Material:
+    """The "EnvFX Snow" material: bright, soft subsurface snow with sparkle; the trails shade through the
+    deformed normals (generated snow meshes are smooth-shaded). Works in Eevee and Cycles."""
+    mat = bpy.data.materials.get(MATERIAL_NAME)
+    if mat is not None and mat.get(common.STAMP_KEY) == MATERIAL_VERSION:
+        return mat
+    if mat is None:
+        mat = bpy.data.materials.new(MATERIAL_NAME)
+    if bpy.app.version < (5, 0, 0) or mat.node_tree is None:  # Blender 5 materials always have nodes
+        mat.use_nodes = True
+    nt = mat.node_tree
+    nt.nodes.clear()
+    b = common.Builder(nt)
+    out = b.node("ShaderNodeOutputMaterial", "Output", location=(900, 0))
+    bsdf = b.node("ShaderNodeBsdfPrincipled", "Snow BSDF", location=(500, 0))
+    bsdf.inputs["Base Color"].default_value = (0.9, 0.93, 0.97, 1.0)
+    bsdf.inputs["Subsurface Weight"].default_value = 0.25
+    bsdf.inputs["Subsurface Radius"].default_value = (0.6, 0.8, 1.0)
+    bsdf.inputs["Subsurface Scale"].default_value = 0.05
+    bsdf.inputs["Roughness"].default_value = 0.55
+    # sparkle: tiny bright cells with a low roughness
+    coord = b.node("ShaderNodeTexCoord", "Coords", location=(-700, 0))
+    vor = b.node("ShaderNodeTexVoronoi", "Sparkle Cells", location=(-500, 0))
+    vor.inputs["Scale"].default_value = 400.0
+    b.link(coord.outputs["Object"], vor.inputs["Vector"])
+    ramp = b.node("ShaderNodeMapRange", "Sparkle", location=(-300, 0))
+    ramp.inputs["From Min"].default_value = 0.0
+    ramp.inputs["From Max"].default_value = 0.08
+    ramp.inputs["To Min"].default_value = 1.0
+    ramp.inputs["To Max"].default_value = 0.0
+    ramp.clamp = True
+    b.link(vor.outputs["Distance"], ramp.inputs["Value"])
+    spec = b.node("ShaderNodeMath", "Specular", location=(-100, 0), operation="MULTIPLY_ADD")
+    b.link(ramp.outputs[0], spec.inputs[0])
+    spec.inputs[1].default_value = 1.5
+    spec.inputs[2].default_value = 0.5
+    b.link(spec.outputs[0], bsdf.inputs["Specular IOR Level"])
+    rough = b.node("ShaderNodeMath", "Sparkle Roughness", location=(100, -200), operation="MULTIPLY_ADD")
+    b.link(ramp.outputs[0], rough.inputs[0])
+    rough.inputs[1].default_value = -0.45
+    rough.inputs[2].default_value = 0.55
+    b.link(rough.outputs[0], bsdf.inputs["Roughness"])
+    # fine grain bump on top of the deformation normals
+    noise = b.node("ShaderNodeTexNoise", "Grain", location=(-300, -300))
+    noise.inputs["Scale"].default_value = 60.0
+    b.link(coord.outputs["Object"], noise.inputs["Vector"])
+    bump = b.node("ShaderNodeBump", "Grain Bump", location=(200, -400))
+    bump.inputs["Strength"].default_value = 0.08
+    b.link(noise.outputs["Fac"], bump.inputs["Height"])
+    b.link(bump.outputs["Normal"], bsdf.inputs["Normal"])
+    b.link(bsdf.outputs[0], out.inputs["Surface"])
+    mat[common.STAMP_KEY] = MATERIAL_VERSION
+    return mat
+
+
+# --- actor snow coverage ----------------------------------------------------------------------------------
+
+COVERAGE_GROUP = "EnvFX Snow Coverage"
+COVERAGE_VERSION = 1
+SURFACES_COLLECTION = "EnvFX Snow Surfaces"  # not linked to a scene: the snow meshes the actors sink into
+
+
+def ensure_surfaces_collection():
+    coll = bpy.data.collections.get(SURFACES_COLLECTION)
+    if coll is None:
+        coll = bpy.data.collections.new(SURFACES_COLLECTION)
+    return coll
+
+
+def _build_coverage(tree):
+    b = SnowBuilder(tree)
+    common.socket(tree, "Geometry", "INPUT", "NodeSocketGeometry")
+    common.socket(tree, "Band", "INPUT", "NodeSocketFloat", default=0.1, min_value=1e-6,
+                  description="Height over which the coverage fades from 1 (in the snow) to 0 (above it)")
+    common.socket(tree, "Geometry", "OUTPUT", "NodeSocketGeometry")
+    group_in = b.node("NodeGroupInput", "Group Input", location=(-1400, 0))
+    group_out = b.node("NodeGroupOutput", "Group Output", location=(1400, 0))
+    info = b.node("GeometryNodeCollectionInfo", "Snow Surfaces", transform_space="ORIGINAL")
+    info.inputs["Collection"].default_value = ensure_surfaces_collection()
+    info.inputs["Separate Children"].default_value = False
+    info.inputs["Reset Children"].default_value = False
+    realize = b.node("GeometryNodeRealizeInstances", "Snow Real")
+    b.link(info.outputs[0], realize.inputs[0])
+    self_info = b.node("GeometryNodeObjectInfo", "Self Info", transform_space="ORIGINAL")
+    b.link(b.node("GeometryNodeSelfObject", "Self").outputs[0], self_info.inputs["Object"])
+    to_world = b.node("FunctionNodeTransformPoint", "To World")
+    b.link(b.node("GeometryNodeInputPosition", "Position").outputs[0], to_world.inputs["Vector"])
+    b.link(self_info.outputs["Transform"], to_world.inputs["Transform"])
+    P = to_world.outputs[0]
+    # the snow surface straight below (or above) the vertex: a ray down from far above
+    ray = b.node("GeometryNodeRaycast", "Snow Below")
+    b.link(realize.outputs[0], ray.inputs["Target Geometry"])
+    b.link(b.vmath("ADD", P, b.vector("High", (0.0, 0.0, 1.0e4))), ray.inputs["Source Position"])
+    ray.inputs["Ray Direction"].default_value = (0.0, 0.0, -1.0)
+    ray.inputs["Ray Length"].default_value = 2.0e4
+    hit = b.node("ShaderNodeSeparateXYZ", "Hit Sep")
+    b.link(ray.outputs["Hit Position"], hit.inputs[0])
+    pz = b.node("ShaderNodeSeparateXYZ", "P Sep")
+    b.link(P, pz.inputs[0])
+    band = group_in.outputs["Band"]
+    cover = b.clamp01(b.math("DIVIDE", b.math("ADD", b.math("SUBTRACT", hit.outputs["Z"], pz.outputs["Z"]), band),
+                             band), label="Coverage")
+    cover = b.math("MULTIPLY", cover, ray.outputs["Is Hit"], label="Coverage Hit")
+    geo = b.store(group_in.outputs["Geometry"], "snow_coverage", cover)
+    b.link(geo, group_out.inputs[0])
+
+
+def ensure_coverage() -> bpy.types.NodeTree:
+    """"EnvFX Snow Coverage": the point attribute ``snow_coverage`` (0..1) on an actor, 1 where it is in the
+    snow (below the trail-deformed snow surface), fading to 0 over Band above it."""
+    return common.ensure_tree(COVERAGE_GROUP, "GeometryNodeTree", str(COVERAGE_VERSION), _build_coverage)
+
+
+# --- snow driven by a baked buffer ------------------------------------------------------------------------
+
+BUFFER_GROUP = "EnvFX Snow Buffer"
+BUFFER_VERSION = 1
+
+
+def _build_buffer(tree):
+    b = SnowBuilder(tree)
+    common.socket(tree, "Geometry", "INPUT", "NodeSocketGeometry")
+    common.socket(tree, "Geometry", "OUTPUT", "NodeSocketGeometry")
+    group_in = b.node("NodeGroupInput", "Group Input", location=(-1400, 0))
+    group_out = b.node("NodeGroupOutput", "Group Output", location=(1400, 0))
+    origin_x, origin_y, size = b.value("Origin X"), b.value("Origin Y"), b.value("Size", 1.0)
+    self_info = b.node("GeometryNodeObjectInfo", "Self Info", transform_space="ORIGINAL")
+    b.link(b.node("GeometryNodeSelfObject", "Self").outputs[0], self_info.inputs["Object"])
+    matrix = self_info.outputs["Transform"]
+    to_world = b.node("FunctionNodeTransformPoint", "To World")
+    b.link(b.node("GeometryNodeInputPosition", "Position").outputs[0], to_world.inputs["Vector"])
+    b.link(matrix, to_world.inputs["Transform"])
+    sep = b.node("ShaderNodeSeparateXYZ", "P Sep")
+    b.link(to_world.outputs[0], sep.inputs[0])
+    u = b.math("DIVIDE", b.math("SUBTRACT", sep.outputs["X"], origin_x), size, label="U")
+    v = b.math("DIVIDE", b.math("SUBTRACT", sep.outputs["Y"], origin_y), size, label="V")
+    tex = b.node("GeometryNodeImageTexture", "Buffer", interpolation="Linear", extension="EXTEND")
+    b.link(b.combine_xyz(u, v, 0.0, label="UV"), tex.inputs["Vector"])
+    time = b.node("GeometryNodeInputSceneTime", "Time")
+    b.link(time.outputs["Frame"], tex.inputs["Frame"])
+    rgb = b.node("FunctionNodeSeparateColor", "Channels")
+    b.link(tex.outputs["Color"], rgb.inputs[0])
+    thick_node = b.named("snow_thickness")
+    no_attr = b.math("SUBTRACT", 1.0, thick_node.outputs["Exists"], label="No Thickness")
+    thickness = b.math("MULTIPLY_ADD", no_attr, 1.0e6, thick_node.outputs["Attribute"], label="Thickness")
+    disp = b.math("MAXIMUM", rgb.outputs["Red"], b.math("MULTIPLY", thickness, -GROUND_KEEP), label="Displacement")
+    invert = b.node("FunctionNodeInvertMatrix", "Invert")
+    b.link(matrix, invert.inputs[0])
+    local_up = b.node("FunctionNodeTransformDirection", "Up Local")
+    b.link(invert.outputs[0], local_up.inputs["Transform"])
+    local_up.inputs["Direction"].default_value = (0.0, 0.0, 1.0)
+    set_pos = b.node("GeometryNodeSetPosition", "Set Position")
+    b.link(group_in.outputs[0], set_pos.inputs["Geometry"])
+    b.link(b.vmath("SCALE", local_up.outputs[0], scale=disp, label="Offset Local"), set_pos.inputs["Offset"])
+    b.link(set_pos.outputs[0], group_out.inputs[0])
+
+
+def ensure_buffer_group(image, meta: dict) -> bpy.types.NodeTree:
+    """"EnvFX Snow Buffer": the snow offset by the R channel of a baked buffer ``image`` (one image or the
+    sequence), placed with the bake's metadata (the follow window's origin is keyframed per frame)."""
+    tree = common.ensure_tree(BUFFER_GROUP, "GeometryNodeTree", str(BUFFER_VERSION), _build_buffer)
+    tree.nodes["Buffer"].inputs["Image"].default_value = image
+    tree.nodes["Size"].outputs[0].default_value = float(meta["world_size"])
+    if tree.animation_data is not None:
+        tree.animation_data_clear()
+    frames = meta["frames"]
+    origins = {tuple(f["origin"]) for f in frames}
+    for k, label in enumerate(("Origin X", "Origin Y")):
+        sock = tree.nodes[label].outputs[0]
+        sock.default_value = float(frames[-1]["origin"][k])
+        if len(origins) > 1:
+            for f in frames:
+                sock.default_value = float(f["origin"][k])
+                sock.keyframe_insert("default_value", frame=f["frame"])
+            for fc in _fcurves(tree):
+                for kp in fc.keyframe_points:
+                    kp.interpolation = "CONSTANT"
+    return tree
+
+
+def _fcurves(id_data):
+    action = id_data.animation_data.action if id_data.animation_data else None
+    if action is None:
+        return []
+    if hasattr(action, "fcurves") and bpy.app.version < (5, 0, 0):
+        return list(action.fcurves)
+    return [fc for layer in action.layers for strip in layer.strips for bag in strip.channelbags
+            for fc in bag.fcurves]

@@ -1,0 +1,695 @@
+"""Snow in real Blender: cover generation, live trails (geometry nodes) against core.snow, buffer bake."""
+
+import json
+import math
+import os
+
+import bmesh
+import bpy
+import numpy as np
+import pytest
+
+
+def clear_scene():
+    for o in list(bpy.context.scene.objects):
+        bpy.data.objects.remove(o)
+
+
+def grid_object(name, size=10.0, segments=10, location=(0, 0, 0), tilt=0.0):
+    me = bpy.data.meshes.new(name)
+    bm = bmesh.new()
+    bmesh.ops.create_grid(bm, x_segments=segments, y_segments=segments, size=size / 2)
+    if tilt:
+        for v in bm.verts:
+            v.co.z += tilt * v.co.x
+    bm.to_mesh(me)
+    bm.free()
+    obj = bpy.data.objects.new(name, me)
+    obj.location = location
+    bpy.context.scene.collection.objects.link(obj)
+    return obj
+
+
+def sphere_object(name, radius=0.5, coll=None):
+    me = bpy.data.meshes.new(name)
+    bm = bmesh.new()
+    bmesh.ops.create_uvsphere(bm, u_segments=8, v_segments=6, radius=radius)
+    bm.to_mesh(me)
+    bm.free()
+    obj = bpy.data.objects.new(name, me)
+    (coll or bpy.context.scene.collection).objects.link(obj)
+    return obj
+
+
+def select_only(*objs):
+    for o in bpy.context.scene.objects:
+        o.select_set(False)
+    for o in objs:
+        o.select_set(True)
+    bpy.context.view_layer.objects.active = objs[0] if objs else None
+
+
+def snow_scene(envfx, spacing=0.1, size=8.0, thickness=0.3, border=0.3):
+    scene = bpy.context.scene
+    clear_scene()
+    ground = grid_object("Ground", size=size, segments=8)
+    s = scene.envfx.snow
+    s.spacing, s.thickness, s.border_width = spacing, thickness, border
+    select_only(ground)
+    assert bpy.ops.envfx.snow_generate() == {"FINISHED"}
+    snow = [o for o in scene.objects if o.get("envfx_snow") == 0][0]
+    actors = bpy.data.collections.new("Actors")
+    scene.collection.children.link(actors)
+    s.actors = actors
+    return scene, snow, actors
+
+
+def animate(obj, keys):
+    for frame, loc in keys:
+        obj.location = loc
+        obj.keyframe_insert("location", frame=frame)
+
+
+def _linear(obj):
+    action = obj.animation_data.action
+    fcurves = getattr(action, "fcurves", None)
+    if fcurves is None:  # Blender 5: layered actions
+        fcurves = [fc for layer in action.layers for strip in layer.strips for bag in strip.channelbags
+                   for fc in bag.fcurves]
+    for fc in fcurves:
+        for kp in fc.keyframe_points:
+            kp.interpolation = "LINEAR"
+
+
+def run_frames(scene, start, end, actor_names, offsets):
+    """Step the scene frame by frame (the simulation needs every frame) and record the actors' bottoms."""
+    tracks = []
+    for f in range(start, end + 1):
+        scene.frame_set(f)
+        tracks.append([np.array(bpy.data.objects[n].matrix_world.translation) - (0, 0, off)
+                       for n, off in zip(actor_names, offsets)])
+    return np.array(tracks)
+
+
+def evaluated_offset(envfx, obj):
+    dg = bpy.context.evaluated_depsgraph_get()
+    ev = obj.evaluated_get(dg)
+    mesh = ev.to_mesh()
+    try:
+        p = envfx.bridge.get_positions(mesh).astype(np.float64)
+    finally:
+        ev.to_mesh_clear()
+    rest = envfx.bridge.get_positions(obj.data).astype(np.float64)
+    return rest, p[:, 2] - rest[:, 2]
+
+
+def thickness_of(obj):
+    buf = np.empty(len(obj.data.vertices), dtype=np.float32)
+    obj.data.attributes["snow_thickness"].data.foreach_get("value", buf)
+    return buf.astype(np.float64)
+
+
+def core_expected(envfx, scene, snow, tracks, specs, occluded=None):
+    core = envfx.core.snow
+    rest = envfx.bridge.get_positions(snow.data).astype(np.float64)
+    params = envfx.operators.snow.stamp_params(scene)
+    thick = thickness_of(snow)
+    down, rim = core.simulate_points(rest, tracks, [r for _, r, _, _ in specs], [d for _, _, d, _ in specs],
+                                     params, occluded=occluded, occluder_depth=thick)
+    return np.maximum(rim - down, -envfx.shader_nodes.snow.GROUND_KEEP * thick)
+
+
+# --- live trails vs core ----------------------------------------------------------------------------------
+
+def test_trails_match_core_stamp_and_persistence(envfx):
+    scene, snow, actors = snow_scene(envfx)
+    a = sphere_object("A", 0.5, actors)
+    b = sphere_object("B", 0.35, actors)
+    b.envfx.snow.depth = 0.12
+    animate(a, [(1, (-3, -1, 0.5)), (8, (2.5, 0.5, 0.45))])
+    animate(b, [(1, (0, 3, 0.38)), (8, (0.3, -3, 0.3))])
+    _linear(a)
+    _linear(b)
+    scene.frame_set(1)
+    scene.envfx.snow.refill_rate = 0.3
+    assert bpy.ops.envfx.snow_trails_add() == {"FINISHED"}
+    specs, _ = envfx.operators.snow.actor_specs(scene)
+    tracks = run_frames(scene, 1, 8, [n for n, *_ in specs], [o for *_, o in specs])
+    rest, got = evaluated_offset(envfx, snow)
+    expected = core_expected(envfx, scene, snow, tracks, specs)
+    assert np.abs(got - expected).max() < 1e-4
+    assert got.min() < -0.2 and got.max() > 0.04       # trails and rims are there
+
+
+def test_single_stamp_profile_matches_core(envfx):
+    scene, snow, actors = snow_scene(envfx, spacing=0.05, size=4.0)
+    a = sphere_object("A", 0.6, actors)
+    a.location = (0.13, -0.07, 0.6)
+    scene.frame_set(1)
+    assert bpy.ops.envfx.snow_trails_add() == {"FINISHED"}
+    specs, _ = envfx.operators.snow.actor_specs(scene)
+    run_frames(scene, 1, 1, ["A"], [specs[0][3]])
+    rest, got = evaluated_offset(envfx, snow)
+    core = envfx.core.snow
+    r, dep = specs[0][1], specs[0][2]
+    u = np.hypot(rest[:, 0] - 0.13, rest[:, 1] + 0.07) / r
+    down, rim, _ = core.stamp_profile(u, dep, 0.35, 0.5)
+    expected = np.maximum(rim - down, -envfx.shader_nodes.snow.GROUND_KEEP * thickness_of(snow))
+    assert np.abs(got - expected).max() < 1e-4
+    assert got.min() == pytest.approx(expected.min(), abs=1e-4) and expected.min() < -0.95 * dep
+
+
+def test_fast_straight_trail_is_continuous(envfx):
+    scene, snow, actors = snow_scene(envfx, spacing=0.05, size=8.0, thickness=0.5)
+    a = sphere_object("A", 0.3, actors)
+    animate(a, [(1, (-3.5, 0.0, 0.3)), (6, (3.5, 0.0, 0.3))])  # 1.4 per frame = 4.7 radii
+    _linear(a)
+    scene.frame_set(1)
+    assert bpy.ops.envfx.snow_trails_add() == {"FINISHED"}
+    for f in range(1, 7):
+        scene.frame_set(f)
+    rest, got = evaluated_offset(envfx, snow)
+    line = (np.abs(rest[:, 1]) < 1e-6) & (np.abs(rest[:, 0]) < 3.0)
+    assert line.sum() > 50
+    depth = -got[line]
+    assert depth.min() > 0.95 * depth.max()
+    assert depth.max() == pytest.approx(0.15, rel=1e-3)
+
+
+def test_occluders_hold_snow_down_and_vertical_fade(envfx):
+    scene, snow, actors = snow_scene(envfx)
+    high = sphere_object("High", 0.5, actors)
+    high.location = (2, 2, 3.0)                       # far above the snow: no stamp
+    occ_coll = bpy.data.collections.new("Occluders")
+    scene.collection.children.link(occ_coll)
+    quad = grid_object("Quad", size=1.0, segments=1, location=(-2, -2, 0.1))
+    scene.collection.objects.unlink(quad)
+    occ_coll.objects.link(quad)
+    scene.envfx.snow.occluders = occ_coll
+    scene.frame_set(1)
+    assert bpy.ops.envfx.snow_trails_add() == {"FINISHED"}
+    for f in range(1, 3):
+        scene.frame_set(f)
+    rest, got = evaluated_offset(envfx, snow)
+    thick = thickness_of(snow)
+    under = (np.abs(rest[:, 0] + 2) < 0.45) & (np.abs(rest[:, 1] + 2) < 0.45)
+    keep = envfx.shader_nodes.snow.GROUND_KEEP
+    np.testing.assert_allclose(got[under], -keep * thick[under], atol=1e-5)   # down to the ground
+    near_high = np.hypot(rest[:, 0] - 2, rest[:, 1] - 2) < 0.7
+    assert np.abs(got[near_high]).max() == 0.0
+
+
+@pytest.mark.parametrize("lift", [0.0, 0.7])
+def test_live_trails_equal_bake_within_a_texel(envfx, tmp_path, lift):
+    """lift 0.7: the actor's bottom is 0.35 to 0.3 above the snow, in the vertical fade (weights 0.3 to 0.4)."""
+    scene, snow, actors = snow_scene(envfx, spacing=0.1, size=8.0)
+    a = sphere_object("A", 0.6, actors)
+    animate(a, [(1, (-2.5, -1.0, 0.55 + lift)), (10, (2.0, 1.5, 0.5 + lift))])
+    _linear(a)
+    s = scene.envfx.snow
+    s.frame_start, s.frame_end = 1, 10
+    s.buffer_resolution = 128
+    s.output_dir = str(tmp_path)
+    s.sequence = False
+    scene.frame_set(1)
+    assert bpy.ops.envfx.snow_trails_add() == {"FINISHED"}
+    for f in range(1, 11):
+        scene.frame_set(f)
+    rest, got = evaluated_offset(envfx, snow)
+    assert bpy.ops.envfx.snow_bake_buffer() == {"FINISHED"}
+    core = envfx.core.snow
+    meta = json.loads((tmp_path / "snow_buffer.json").read_text())
+    buf = core.read_exr(str(tmp_path / "snow_buffer.exr"))
+    texel = meta["texel_size"]
+    origin = meta["frames"][-1]["origin"]
+    sampled = core.sample_buffer(buf, origin, texel, rest[:, :2], 0)
+    sampled = np.maximum(sampled, -envfx.shader_nodes.snow.GROUND_KEEP * thickness_of(snow))
+    # the profile's steepest slope times one texel bounds the sampling error
+    specs, _ = envfx.operators.snow.actor_specs(scene)
+    r, dep = specs[0][1], specs[0][2]
+    slope = 2.0 * dep / r
+    assert np.abs(got - sampled).max() <= slope * texel
+    assert got.min() < (-0.2 if lift == 0 else -0.05)
+    if lift:
+        assert got.min() > -0.15                      # faded, not a full-depth trail
+
+
+# --- buffer bake ------------------------------------------------------------------------------------------
+
+def test_bake_writes_exr_blender_reads_back(envfx, tmp_path):
+    scene, snow, actors = snow_scene(envfx, spacing=0.2)
+    a = sphere_object("A", 0.5, actors)
+    animate(a, [(1, (-2, 0, 0.5)), (5, (2, 0, 0.5))])
+    s = scene.envfx.snow
+    s.frame_start, s.frame_end = 1, 5
+    s.buffer_resolution = 64
+    s.output_dir = str(tmp_path / "out")
+    assert bpy.ops.envfx.snow_bake_buffer() == {"FINISHED"}
+    names = sorted(os.listdir(tmp_path / "out"))
+    assert names == ["snow_buffer.json"] + [f"snow_buffer_{f:04d}.exr" for f in range(1, 6)]
+    img = bpy.data.images.load(str(tmp_path / "out" / "snow_buffer_0005.exr"))
+    assert tuple(img.size) == (64, 64) and img.is_float
+    px = np.empty(64 * 64 * 4, dtype=np.float32)
+    img.pixels.foreach_get(px)
+    px = px.reshape(64, 64, 4)                       # Blender rows start at the bottom (min world y)
+    ours = envfx.core.snow.read_exr(str(tmp_path / "out" / "snow_buffer_0005.exr"))
+    np.testing.assert_allclose(px, ours, atol=1e-6)
+    assert px[..., 0].min() < -0.2 and px[..., 3].max() > 0.9
+    assert scene.frame_current == 1
+
+
+def test_follow_pivot_bake(envfx, tmp_path):
+    scene, snow, actors = snow_scene(envfx, spacing=0.2)
+    a = sphere_object("A", 0.5, actors)
+    animate(a, [(1, (-2, 0, 0.5)), (6, (2, 0, 0.5))])
+    s = scene.envfx.snow
+    s.framing = "FOLLOW"
+    s.pivot = a
+    s.buffer_size = 6.0
+    s.buffer_resolution = 48
+    s.frame_start, s.frame_end = 1, 6
+    s.output_dir = str(tmp_path)
+    assert bpy.ops.envfx.snow_bake_buffer() == {"FINISHED"}
+    meta = json.loads((tmp_path / "snow_buffer.json").read_text())
+    t = meta["texel_size"]
+    for fr in meta["frames"]:
+        k = np.array(fr["origin"]) / t
+        np.testing.assert_allclose(k, np.round(k), atol=1e-6)
+    assert len({tuple(f["origin"]) for f in meta["frames"]}) > 1
+
+
+@pytest.mark.parametrize("change,msg", [
+    (lambda s, tmp: setattr(s, "frame_end", 0), "reversed"),
+    (lambda s, tmp: setattr(s, "output_dir", ""), "No output folder"),
+    (lambda s, tmp: setattr(s, "output_dir", str(tmp / "file.txt" / "sub")), "cannot be written"),
+    (lambda s, tmp: setattr(s, "actors", None), "No actor collection"),
+])
+def test_bake_bad_input(envfx, tmp_path, change, msg, capsys):
+    scene, snow, actors = snow_scene(envfx, spacing=0.2)
+    sphere_object("A", 0.5, actors)
+    (tmp_path / "file.txt").write_text("x")
+    s = scene.envfx.snow
+    s.frame_start, s.frame_end, s.output_dir = 1, 3, str(tmp_path)
+    change(s, tmp_path)
+    with pytest.raises(RuntimeError, match=msg):
+        bpy.ops.envfx.snow_bake_buffer()
+    assert sorted(os.listdir(tmp_path)) == ["file.txt"]
+
+
+# --- cover generation -------------------------------------------------------------------------------------
+
+def test_generate_slope_occlusion_taper_spacing(envfx):
+    scene = bpy.context.scene
+    clear_scene()
+    flat = grid_object("Flat", size=6.0, segments=6, tilt=0.3)      # ~17 deg
+    steep = grid_object("Steep", size=3.0, segments=3, location=(10, 0, 0), tilt=3.0)  # ~72 deg
+    box = bpy.data.objects.new("Rock", bpy.data.meshes.new("Rock"))
+    bm = bmesh.new()
+    bmesh.ops.create_cube(bm, size=1.0)
+    bm.to_mesh(box.data)
+    bm.free()
+    box.location = (0.5, 0.5, 1.5)                  # floats above the slope
+    scene.collection.objects.link(box)
+    s = scene.envfx.snow
+    s.spacing, s.thickness, s.border_width = 0.1, 0.25, 0.4
+    select_only(flat, steep)
+    bpy.context.view_layer.update()
+    assert bpy.ops.envfx.snow_generate() == {"FINISHED"}
+    snow = [o for o in scene.objects if o.get("envfx_snow") == 0]
+    assert len(snow) == 1
+    v = envfx.bridge.get_positions(snow[0].data)
+    assert v[:, 0].max() <= 3.0 + 1e-5                      # nothing on the steep patch
+    assert not ((np.abs(v[:, 0] - 0.5) < 0.45) & (np.abs(v[:, 1] - 0.5) < 0.45)).any()
+    thick = thickness_of(snow[0])
+    on_edge = (np.abs(np.abs(v[:, 0]) - 3.0) < 1e-4) | (np.abs(np.abs(v[:, 1]) - 3.0) < 1e-4)
+    assert on_edge.any() and np.abs(thick[on_edge]).max() == 0.0
+    assert thick.max() == pytest.approx(0.25, rel=1e-5)
+    me = snow[0].data
+    e = np.empty(len(me.edges) * 2, dtype=np.int32)
+    me.edges.foreach_get("vertices", e)
+    e = e.reshape(-1, 2)
+    length = np.linalg.norm(v[e[:, 0]] - v[e[:, 1]], axis=1)
+    assert abs(np.median(length) / 0.1 - 1.0) < 0.2
+    assert snow[0].data.materials[0].name == "EnvFX Snow"
+
+
+def test_generate_lods(envfx):
+    clear_scene()
+    ground = grid_object("Ground", size=4.0, segments=4)
+    bpy.context.scene.envfx.snow.lods = 3
+    bpy.context.scene.envfx.snow.spacing = 0.1
+    select_only(ground)
+    assert bpy.ops.envfx.snow_generate() == {"FINISHED"}
+    levels = sorted((o["envfx_snow"], len(o.data.vertices)) for o in bpy.context.scene.objects
+                    if o.get("envfx_snow") is not None)
+    assert [lv for lv, _ in levels] == [0, 1, 2]
+    assert levels[0][1] > levels[1][1] > levels[2][1]
+
+
+@pytest.mark.parametrize("scale_length", [0.01, 1000.0])
+def test_generate_any_unit_scale(envfx, scale_length):
+    scene = bpy.context.scene
+    scene.unit_settings.scale_length = scale_length
+    clear_scene()
+    ground = grid_object("Ground", size=4.0, segments=4)
+    scene.envfx.snow.spacing = 0.1
+    select_only(ground)
+    assert bpy.ops.envfx.snow_generate() == {"FINISHED"}
+    snow = [o for o in scene.objects if o.get("envfx_snow") == 0][0]
+    assert len(snow.data.vertices) == 41 * 41
+
+
+def _state():
+    return (sorted(o.name for o in bpy.data.objects), sorted(m.name for m in bpy.data.meshes),
+            sorted(c.name for c in bpy.data.collections))
+
+
+def test_generate_bad_input_leaves_scene(envfx):
+    scene = bpy.context.scene
+    wall = grid_object("Wall", size=2.0, segments=2, tilt=20.0)
+    select_only(wall)
+    before = _state()
+    with pytest.raises(RuntimeError, match="No face of the selection looks up"):
+        bpy.ops.envfx.snow_generate()
+    assert _state() == before
+    big = grid_object("Big", size=1000.0, segments=2)
+    select_only(big)
+    scene.envfx.snow.spacing = 0.001
+    before = _state()
+    with pytest.raises(RuntimeError, match=r"about [0-9,]+ vertices, over the budget"):
+        bpy.ops.envfx.snow_generate()
+    assert _state() == before
+    select_only()
+    with pytest.raises(RuntimeError, match="select the terrain"):
+        bpy.ops.envfx.snow_generate()
+    assert _state() == before
+
+
+# --- actors -----------------------------------------------------------------------------------------------
+
+def test_trails_bad_actors(envfx):
+    scene, snow, actors = snow_scene(envfx, spacing=0.2)
+    before = [m.name for m in snow.modifiers]
+    with pytest.raises(RuntimeError, match="has no usable actors"):  # empty collection
+        bpy.ops.envfx.snow_trails_add()
+    lamp = bpy.data.objects.new("Lamp", bpy.data.lights.new("Lamp", "POINT"))
+    actors.objects.link(lamp)
+    with pytest.raises(RuntimeError, match=r"Lamp \(light objects do not touch snow\)"):
+        bpy.ops.envfx.snow_trails_add()
+    scene.envfx.snow.actors = None
+    with pytest.raises(RuntimeError, match="No actor collection"):
+        bpy.ops.envfx.snow_trails_add()
+    assert [m.name for m in snow.modifiers] == before
+    assert bpy.data.node_groups.get("EnvFX Snow Trails") is None
+
+
+def test_empty_actor_uses_its_radius_setting_and_lights_skipped(envfx):
+    scene, snow, actors = snow_scene(envfx, spacing=0.2)
+    empty = bpy.data.objects.new("Marker", None)
+    actors.objects.link(empty)
+    empty.envfx.snow.radius = 0.8
+    empty.envfx.snow.depth = 0.1
+    actors.objects.link(bpy.data.objects.new("Lamp", bpy.data.lights.new("Lamp", "POINT")))
+    specs, skipped = envfx.operators.snow.actor_specs(scene)
+    assert [(n, round(r, 5), round(d, 5), o) for n, r, d, o in specs] == [("Marker", 0.8, 0.1, 0.0)]
+    assert "Lamp" in skipped
+    assert bpy.ops.envfx.snow_trails_add() == {"FINISHED"}
+    assert envfx.operators.snow.trails_modifiers(snow)
+    assert bpy.ops.envfx.snow_trails_remove() == {"FINISHED"}
+    assert not envfx.operators.snow.trails_modifiers(snow)
+
+
+# --- CLI --------------------------------------------------------------------------------------------------
+
+def _cli_file(envfx, tmp_path):
+    scene = bpy.context.scene
+    clear_scene()
+    grid_object("Ground", size=6.0, segments=6)
+    actors = bpy.data.collections.new("Walkers")
+    scene.collection.children.link(actors)
+    a = sphere_object("Walker", 0.5, actors)
+    animate(a, [(1, (-2, 0, 0.5)), (6, (2, 0, 0.5))])
+    path = str(tmp_path / "scene.blend")
+    bpy.ops.wm.save_as_mainfile(filepath=path)
+    return path
+
+
+def test_cli_generate_trails_bake(envfx, tmp_path, capsys):
+    path = _cli_file(envfx, tmp_path)
+    out = tmp_path / "buffer"
+    code = envfx.cli.main(["snow", path, "--generate", "--objects", "Ground", "--spacing", "0.2", "--trails",
+                           "--actors", "Walkers", "--bake", "--out-dir", str(out), "--resolution", "32",
+                           "--frames", "1:6", "--final-only"])
+    assert code == 0, capsys.readouterr()
+    assert sorted(os.listdir(out)) == ["snow_buffer.exr", "snow_buffer.json"]
+    bpy.ops.wm.open_mainfile(filepath=path)
+    snow = [o for o in bpy.context.scene.objects if o.get("envfx_snow") == 0]
+    assert snow and envfx.operators.snow.trails_modifiers(snow[0])
+    assert envfx.core.snow.read_exr(str(out / "snow_buffer.exr"))[..., 0].min() < -0.1
+
+
+@pytest.mark.parametrize("args,msg", [
+    (["--bake", "--out-dir", "X", "--frames", "10:1"], "reversed"),
+    (["--bake", "--out-dir", "X", "--resolution", "0"], "between 1 and"),
+    (["--bake", "--out-dir", "X", "--resolution", "100000"], "between 1 and"),
+    (["--generate", "--objects", "Ground", "--spacing", "0.0001", "--budget", "1000"], "over the budget"),
+    (["--trails", "--actors", "Nope"], "No collection named 'Nope'"),
+    (["--bake", "--actors", "Walkers", "--out-dir", "F/sub"], "cannot be written"),
+])
+def test_cli_bad_input(envfx, tmp_path, capsys, args, msg):
+    path = _cli_file(envfx, tmp_path)
+    stamp = os.path.getmtime(path), os.path.getsize(path)
+    (tmp_path / "F").write_text("a file, not a folder")
+    args = [str(tmp_path / "out") if a == "X" else str(tmp_path / "F" / "sub") if a == "F/sub" else a
+            for a in args]
+    code = envfx.cli.main(["snow", path] + args)
+    assert code == 2
+    assert msg in capsys.readouterr().err
+    assert (os.path.getmtime(path), os.path.getsize(path)) == stamp
+    assert not os.path.exists(tmp_path / "out")
+
+
+def test_bake_cancel_leaves_nothing_and_restores_scene(envfx, tmp_path):
+    scene, snow, actors = snow_scene(envfx, spacing=0.2)
+    a = sphere_object("A", 0.5, actors)
+    animate(a, [(1, (-2, 0, 0.5)), (20, (2, 0, 0.5))])
+    s = scene.envfx.snow
+    s.frame_start, s.frame_end, s.buffer_resolution, s.output_dir = 1, 20, 32, str(tmp_path)
+    assert bpy.ops.envfx.snow_trails_add() == {"FINISHED"}
+    scene.frame_set(3)
+    job = envfx.operators.snow.bake_job(scene)
+    for _ in range(25):  # past the path gathering, into the bake
+        next(job)
+    job.close()
+    assert os.listdir(tmp_path) == []
+    assert scene.frame_current == 3
+    assert all(m.show_viewport for m in envfx.operators.snow.trails_modifiers(snow))
+
+
+def test_actor_gets_snow_coverage_where_immersed(envfx):
+    scene, snow, actors = snow_scene(envfx, spacing=0.1, thickness=0.3)
+    a = sphere_object("A", 0.5, actors)
+    a.location = (0.0, 0.0, 0.45)            # bottom at -0.05, snow top at 0.3, trail pushes it to ~0.05
+    scene.frame_set(1)
+    assert bpy.ops.envfx.snow_trails_add() == {"FINISHED"}
+    scene.frame_set(1)
+    dg = bpy.context.evaluated_depsgraph_get()
+    ev = a.evaluated_get(dg)
+    mesh = ev.to_mesh()
+    try:
+        cov = np.empty(len(mesh.vertices), dtype=np.float32)
+        mesh.attributes["snow_coverage"].data.foreach_get("value", cov)
+        z = envfx.bridge.get_positions(mesh)[:, 2] + a.location.z
+    finally:
+        ev.to_mesh_clear()
+    rest, off = evaluated_offset(envfx, snow)
+    highest_snow = float((rest[:, 2] + off).max())
+    assert np.all(cov[z <= z.min() + 0.1] == 1.0)          # the part down in the trail
+    assert np.all(cov[z > highest_snow + 0.1 + 1e-4] == 0.0)  # above the snow + band
+    assert 0 < cov.mean() < 1
+    envfx.operators.snow.remove_trails([snow])
+    assert snow.name not in bpy.data.collections["EnvFX Snow Surfaces"].objects
+
+
+def test_density_mask_vertex_group(envfx):
+    clear_scene()
+    ground = grid_object("Ground", size=4.0, segments=8)
+    group = ground.vertex_groups.new(name="Snowy")
+    right = [v.index for v in ground.data.vertices if v.co.x > 0.01]
+    group.add(right, 1.0, "REPLACE")
+    s = bpy.context.scene.envfx.snow
+    s.spacing, s.border_width = 0.1, 0.0
+    s.density_mask = "Snowy"
+    select_only(ground)
+    assert bpy.ops.envfx.snow_generate() == {"FINISHED"}
+    snow = [o for o in bpy.context.scene.objects if o.get("envfx_snow") == 0][0]
+    v = envfx.bridge.get_positions(snow.data)
+    assert v[:, 0].min() > -1e-6                            # the unweighted half has no snow
+    assert [m.name for m in ground.modifiers] == []          # the temporary reader is gone
+    assert bpy.data.node_groups.get("EnvFX Snow Mask Reader") is None
+    s.density_mask = "Nope"
+    before = _state()
+    with pytest.raises(RuntimeError, match="No vertex group named 'Nope'"):
+        bpy.ops.envfx.snow_generate()
+    assert _state() == before
+
+
+@pytest.mark.parametrize("sequence", [False, True])
+def test_bake_drives_the_snow_like_the_live_trails(envfx, tmp_path, sequence):
+    scene, snow, actors = snow_scene(envfx, spacing=0.1, size=8.0)
+    a = sphere_object("A", 0.6, actors)
+    animate(a, [(1, (-2.5, -1.0, 0.55)), (10, (2.0, 1.5, 0.5))])
+    s = scene.envfx.snow
+    s.frame_start, s.frame_end = 1, 10
+    s.buffer_resolution = 128
+    s.output_dir = str(tmp_path)
+    s.sequence = sequence
+    scene.frame_set(1)
+    assert bpy.ops.envfx.snow_trails_add() == {"FINISHED"}
+    for f in range(1, 11):
+        scene.frame_set(f)
+    rest, live = evaluated_offset(envfx, snow)
+    assert bpy.ops.envfx.snow_bake_buffer() == {"FINISHED"}
+    assert bpy.ops.envfx.snow_drive_from_bake() == {"FINISHED"}
+    scene.frame_set(10)
+    _, baked = evaluated_offset(envfx, snow)
+    specs, _ = envfx.operators.snow.actor_specs(scene)
+    slope = 2.0 * specs[0][2] / specs[0][1]
+    texel = json.loads((tmp_path / "snow_buffer.json").read_text())["texel_size"]
+    assert np.abs(baked - live).max() <= slope * texel
+    assert baked.min() < -0.2
+    if sequence:  # an earlier frame shows the earlier buffer
+        scene.frame_set(4)
+        _, early = evaluated_offset(envfx, snow)
+        assert early.min() < -0.2 and np.abs(early - baked).max() > 0.1
+    assert bpy.ops.envfx.snow_drive_from_bake(use_bake=False) == {"FINISHED"}
+    assert all(m.show_viewport for m in envfx.operators.snow.trails_modifiers(snow))
+    assert "EnvFX Snow Buffer" not in [m.name for m in snow.modifiers]
+
+
+def test_drive_from_bake_without_bake(envfx, tmp_path):
+    scene, snow, actors = snow_scene(envfx, spacing=0.2)
+    scene.envfx.snow.output_dir = str(tmp_path)
+    with pytest.raises(RuntimeError, match="No baked buffer"):
+        bpy.ops.envfx.snow_drive_from_bake()
+    assert [m.name for m in snow.modifiers] == []
+
+
+def test_deformation_fades_with_camera_distance(envfx):
+    scene, snow, actors = snow_scene(envfx, spacing=0.1, size=8.0)
+    near = sphere_object("Near", 0.5, actors)
+    near.location = (-3.0, 0.0, 0.5)
+    far = sphere_object("Far", 0.5, actors)
+    far.location = (3.0, 0.0, 0.5)
+    cam = bpy.data.objects.new("Cam", bpy.data.cameras.new("Cam"))
+    scene.collection.objects.link(cam)
+    cam.location = (-3.0, 0.0, 2.0)
+    scene.camera = cam
+    s = scene.envfx.snow
+    s.camera_fade_start, s.camera_fade_end = 3.0, 5.0
+    scene.frame_set(1)
+    assert bpy.ops.envfx.snow_trails_add() == {"FINISHED"}
+    scene.frame_set(1)
+    rest, got = evaluated_offset(envfx, snow)
+    dist = np.linalg.norm(rest - np.array([-3.0, 0.0, 2.0]), axis=1)
+    assert got[dist > 5.0].min() == 0.0 and got[dist > 5.0].max() == 0.0   # flat far away
+    assert got[dist < 3.0].min() < -0.2                                      # full trail nearby
+    mid = (dist > 3.2) & (dist < 4.8) & (np.abs(rest[:, 0] + 3.0) < 0.2)
+    assert mid.any()
+
+
+def test_snow_material_renders_trails_in_eevee(envfx, tmp_path):
+    scene, snow, actors = snow_scene(envfx, spacing=0.05, size=4.0)
+    a = sphere_object("A", 0.5, actors)
+    animate(a, [(1, (-1.5, 0.0, 0.5)), (4, (1.5, 0.0, 0.5))])
+    a.hide_render = True
+    scene.frame_set(1)
+    assert bpy.ops.envfx.snow_trails_add() == {"FINISHED"}
+    for f in range(1, 5):
+        scene.frame_set(f)
+    sun = bpy.data.objects.new("Sun", bpy.data.lights.new("Sun", "SUN"))
+    sun.data.energy = 4.0
+    sun.rotation_euler = (math.radians(60), 0.0, 0.0)   # light across the trail: its walls shade differently
+    scene.collection.objects.link(sun)
+    cam = bpy.data.objects.new("Cam", bpy.data.cameras.new("Cam"))
+    cam.data.type = "ORTHO"
+    cam.data.ortho_scale = 4.0
+    cam.location = (0.0, 0.0, 5.0)
+    scene.collection.objects.link(cam)
+    scene.camera = cam
+    scene.render.engine = "BLENDER_EEVEE_NEXT" if bpy.app.version < (5, 0, 0) else "BLENDER_EEVEE"
+    scene.eevee.taa_render_samples = 1
+    scene.render.resolution_x = scene.render.resolution_y = 80
+    scene.render.filepath = str(tmp_path / "snow.png")
+    bpy.ops.render.render(write_still=True)
+    img = bpy.data.images.load(str(tmp_path / "snow.png"))
+    px = np.empty(80 * 80 * 4, dtype=np.float32)
+    img.pixels.foreach_get(px)
+    lum = px.reshape(80, 80, 4)[..., :3].mean(-1)
+    rows = slice(36, 44)                       # the trail runs along the middle row (world y = 0)
+    trail = lum[rows, 20:60]
+    flat = lum[8:16, 20:60]
+    assert flat.mean() > 0.5                    # bright snow
+    assert trail.std() > 5 * flat.std()          # the trail's walls: one side lit, one in shade
+    assert trail.min() < flat.mean() - 0.2
+
+
+def test_trails_on_a_moved_rotated_scaled_snow_object(envfx):
+    scene, snow, actors = snow_scene(envfx, spacing=0.1, size=6.0)
+    snow.location = (1.0, -0.5, 0.2)
+    snow.rotation_euler = (0.0, 0.0, math.radians(30))
+    snow.scale = (1.5, 1.5, 1.5)
+    a = sphere_object("A", 0.5, actors)
+    animate(a, [(1, (-3, -1, 0.9)), (6, (3.5, 1.0, 0.85))])
+    _linear(a)
+    scene.frame_set(1)
+    assert bpy.ops.envfx.snow_trails_add() == {"FINISHED"}
+    specs, _ = envfx.operators.snow.actor_specs(scene)
+    tracks = run_frames(scene, 1, 6, ["A"], [specs[0][3]])
+    m = np.array(snow.matrix_world)
+    dg = bpy.context.evaluated_depsgraph_get()
+    ev = snow.evaluated_get(dg)
+    mesh = ev.to_mesh()
+    try:
+        got_local = envfx.bridge.get_positions(mesh).astype(np.float64)
+    finally:
+        ev.to_mesh_clear()
+    rest_local = envfx.bridge.get_positions(snow.data).astype(np.float64)
+    to_world = lambda p: p @ m[:3, :3].T + m[:3, 3]  # noqa: E731
+    rest = to_world(rest_local)
+    got = to_world(got_local)[:, 2] - rest[:, 2]
+    params = envfx.operators.snow.stamp_params(scene)
+    down, rim = envfx.core.snow.simulate_points(rest, tracks, [specs[0][1]], [specs[0][2]], params)
+    thick = thickness_of(snow)  # world units at generation; the clamp is applied in world Z
+    expected = np.maximum(rim - down, -envfx.shader_nodes.snow.GROUND_KEEP * thick)
+    assert np.abs(got - expected).max() < 1e-4
+    assert got.min() < -0.2
+
+
+def test_density_mask_texture(envfx):
+    clear_scene()
+    ground = grid_object("Ground", size=4.0, segments=8)
+    ground.data.uv_layers.new(name="UVMap")
+    # planar UVs from x, y
+    uv = ground.data.uv_layers.active.uv
+    vidx = np.empty(len(ground.data.loops), dtype=np.int32)
+    ground.data.loops.foreach_get("vertex_index", vidx)
+    co = envfx.bridge.get_positions(ground.data)[vidx]
+    uv.foreach_set("vector", ((co[:, :2] + 2.0) / 4.0).astype(np.float32).ravel())
+    img = bpy.data.images.new("Mask", 16, 16, float_buffer=True)
+    px = np.zeros((16, 16, 4), dtype=np.float32)
+    px[:, :8, :] = 1.0                                        # left half white = snow
+    img.pixels.foreach_set(px.ravel())
+    s = bpy.context.scene.envfx.snow
+    s.spacing, s.border_width, s.density_texture = 0.1, 0.0, img
+    select_only(ground)
+    assert bpy.ops.envfx.snow_generate() == {"FINISHED"}
+    snow = [o for o in bpy.context.scene.objects if o.get("envfx_snow") == 0][0]
+    v = envfx.bridge.get_positions(snow.data)
+    assert v[:, 0].max() < 0.125 and v[:, 0].min() < -1.8    # bilinear: black from the texel centre u = 0.53
+    ground.data.uv_layers.remove(ground.data.uv_layers[0])
+    ground.data.update()
+    before = _state()
+    with pytest.raises(RuntimeError, match="no UV map"):
+        bpy.ops.envfx.snow_generate()
+    assert _state() == before

@@ -1,0 +1,306 @@
+"""core.snow: stamp profile, trails, interaction buffer bake, EXR output and snow-cover generation."""
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+from core import snow
+
+
+def plane_tris(size=10.0, n=10, z=0.0, tilt=0.0, offset=(0.0, 0.0)):
+    """A grid of n x n quads (2 triangles each) over [-size/2, size/2]^2, z = z + tilt * x."""
+    xs = np.linspace(-size / 2, size / 2, n + 1) + offset[0]
+    ys = np.linspace(-size / 2, size / 2, n + 1) + offset[1]
+    X, Y = np.meshgrid(xs, ys)
+    Z = z + tilt * (X - offset[0])
+    P = np.stack([X, Y, Z], -1)
+    a, b, c, d = P[:-1, :-1], P[:-1, 1:], P[1:, 1:], P[1:, :-1]
+    t1 = np.stack([a, b, c], -2).reshape(-1, 3, 3)
+    t2 = np.stack([a, c, d], -2).reshape(-1, 3, 3)
+    return np.concatenate([t1, t2])
+
+
+def box_tris(lo, hi):
+    x0, y0, z0 = lo
+    x1, y1, z1 = hi
+    v = np.array([[x0, y0, z0], [x1, y0, z0], [x1, y1, z0], [x0, y1, z0],
+                  [x0, y0, z1], [x1, y0, z1], [x1, y1, z1], [x0, y1, z1]], dtype=float)
+    quads = [(0, 3, 2, 1), (4, 5, 6, 7), (0, 1, 5, 4), (1, 2, 6, 5), (2, 3, 7, 6), (3, 0, 4, 7)]
+    tris = []
+    for a, b, c, d in quads:
+        tris += [[v[a], v[b], v[c]], [v[a], v[c], v[d]]]
+    return np.array(tris)
+
+
+# --- stamp ------------------------------------------------------------------------------------------------
+
+def test_stamp_profile_down_under_actor_rim_around_edge():
+    u = np.linspace(0, 2, 201)
+    down, rim, cover = snow.stamp_profile(u, depth=0.3, rim_height=0.35, rim_width=0.5)
+    net = rim - down
+    assert net[0] == pytest.approx(-0.3)
+    assert np.all(np.diff(net[u <= 0.5]) >= 0)          # rises from the centre
+    peak = u[np.argmax(net)]
+    assert 1.0 <= peak <= 1.2                          # rim just outside the radius
+    assert net.max() == pytest.approx(0.35 * 0.3, rel=0.02)
+    assert np.all(net[u >= 1.5] == 0)                  # nothing beyond the reach
+    assert np.all(cover[u >= 1] == 0) and cover[0] == 1
+
+
+def test_straight_fast_trail_has_constant_depth_no_beads():
+    params = snow.StampParams(rim_height=0.35, rim_width=0.5, fade_height=0.5)
+    frames = 12
+    # fast actor: moves 3 radii per frame
+    xs = np.linspace(-6, 6, frames)
+    tracks = np.stack([xs, np.zeros(frames), np.zeros(frames)], -1)[:, None, :]
+    pts = np.stack([np.linspace(-4, 4, 401), np.zeros(401), np.zeros(401)], -1)
+    down, rim = snow.simulate_points(pts, tracks, [0.35], [0.2], params)
+    depth = rim - down
+    assert np.all(np.abs(depth + 0.2) <= 0.05 * 0.2)
+
+
+def test_vertical_fade_actor_far_above_does_not_stamp():
+    params = snow.StampParams(fade_height=0.5)
+    pts = np.array([[0.0, 0.0, 0.0]])
+    for z, expected in ((0.0, 1.0), (0.25, 0.5), (0.6, 0.0), (5.0, 0.0), (-2.0, 1.0), (-2.25, 0.5), (-9, 0.0)):
+        ds, rs, cw, dep = snow.stamp_points(pts, [[0, 0, z]], [[0, 0, z]], [1.0], [0.2], params)
+        assert cw[0] == pytest.approx(expected)
+
+
+def test_refill_rate_refills_and_zero_keeps():
+    pts = np.array([[0.0, 0.0, 0.0]])
+    track = np.array([[[0, 0, 0]]] + [[[50, 0, 0]]] * 24, dtype=float)
+    d0, _ = snow.simulate_points(pts, track, [1.0], [0.2], snow.StampParams(refill_rate=0.0))
+    d1, _ = snow.simulate_points(pts, track, [1.0], [0.2], snow.StampParams(refill_rate=0.5))
+    assert d0[0] == pytest.approx(0.2)
+    assert d1[0] == pytest.approx(0.2 * (1 - 0.5 / 24) ** 23, rel=1e-6)  # frame 1 still passes over it
+
+
+def test_occluder_holds_snow_down_and_flattens_rim():
+    pts = np.array([[0.0, 0.0, 0.0], [5.0, 0.0, 0.0]])
+    track = np.array([[[20, 0, 0]]], dtype=float)
+    d, r = snow.simulate_points(pts, track, [1.0], [0.2], snow.StampParams(), occluded=np.array([True, False]),
+                                occluder_depth=0.3)
+    assert d.tolist() == [0.3, 0.0]
+
+
+def test_actor_size_from_dimensions_or_settings():
+    assert snow.actor_size((1.0, 2.0, 3.0)) == (1.0, 0.5)
+    assert snow.actor_size((1.0, 2.0, 3.0), radius_setting=0.4, depth_setting=0.1) == (0.4, 0.1)
+    assert snow.actor_size((4.0, 4.0, 1.0), snow_thickness=0.3) == (2.0, 0.3)
+
+
+# --- buffer -----------------------------------------------------------------------------------------------
+
+def walk(frames, start=(-4, 0), end=(4, 0), z=0.0):
+    t = np.linspace(0, 1, frames)[:, None]
+    xy = np.asarray(start) * (1 - t) + np.asarray(end) * t
+    return np.concatenate([xy, np.full((frames, 1), z)], 1)[:, None, :]
+
+
+def test_bake_matches_point_simulation_at_texel_centres():
+    stamp = snow.StampParams()
+    buf = snow.BufferParams(resolution=64, size=10.0, origin=(-5.0, -5.0))
+    tracks = np.concatenate([walk(20), walk(20, (0, -4), (0, 4))], axis=1)
+    result = snow.bake(tracks, [0.6, 0.4], [0.2, 0.15], stamp, buf)
+    c = -5.0 + (np.arange(64) + 0.5) * buf.texel
+    X, Y = np.meshgrid(c, c)
+    pts = np.stack([X.ravel(), Y.ravel(), np.zeros(X.size)], 1)
+    d, r = snow.simulate_points(pts, tracks, [0.6, 0.4], [0.2, 0.15], stamp)
+    np.testing.assert_allclose(result.final[..., 0].ravel(), (r - d), atol=1e-5)
+    assert result.final[..., 0].min() < -0.19
+
+
+def test_follow_origin_snapped_and_stable_under_subtexel_motion():
+    buf = snow.BufferParams(resolution=32, size=8.0, framing="FOLLOW")
+    tracks = walk(15, (-1, 0.3), (1, 0.3))
+    texel = buf.texel
+    pivot_still = np.tile([[0.1, 0.1, 0.0]], (15, 1))
+    rng = np.random.default_rng(1)
+    pivot_jitter = pivot_still + np.c_[rng.uniform(0, 0.1 * texel, (15, 2)), np.zeros(15)]
+    a = snow.bake(tracks, [0.5], [0.2], snow.StampParams(), buf, pivot_track=pivot_still)
+    b = snow.bake(tracks, [0.5], [0.2], snow.StampParams(), buf, pivot_track=pivot_jitter)
+    np.testing.assert_array_equal(a.final, b.final)
+    moving = np.c_[np.linspace(-3.3, 3.7, 15), np.linspace(0.17, -2.9, 15), np.zeros(15)]
+    c = snow.bake(tracks, [0.5], [0.2], snow.StampParams(), buf, pivot_track=moving)
+    k = c.origins / texel
+    np.testing.assert_allclose(k, np.round(k), atol=1e-9)
+    # edge fade: nothing at the border texels
+    assert np.all(c.final[0, :, :] == 0) and np.all(c.final[:, 0, :] == 0)
+
+
+def test_follow_window_keeps_world_content_when_moving():
+    buf_area = snow.BufferParams(resolution=64, size=16.0, origin=(-8.0, -8.0))
+    buf_follow = snow.BufferParams(resolution=64, size=16.0, framing="FOLLOW", edge_fade=0.0)
+    tracks = walk(10, (-2, 0), (2, 0))
+    pivot = np.c_[np.linspace(0, 2, 10), np.zeros(10), np.zeros(10)]
+    a = snow.bake(tracks, [0.5], [0.2], snow.StampParams(), buf_area)
+    b = snow.bake(tracks, [0.5], [0.2], snow.StampParams(), buf_follow, pivot_track=pivot)
+    ox, oy = b.origins[-1]
+    shift = np.rint((b.origins[-1] - np.array([-8.0, -8.0])) / buf_area.texel).astype(int)
+    np.testing.assert_allclose(b.final[:, : 64 - shift[0], 0], a.final[:, shift[0]:, 0], atol=1e-6)
+
+
+def test_grass_wobble_changes_sign_and_decays_and_ripples_grow():
+    buf = snow.BufferParams(resolution=64, size=16.0, origin=(-8.0, -8.0), ripple_damping=0.2)
+    stamp = snow.StampParams()
+    # actor passes quickly then leaves the area
+    frames = 60
+    xs = np.r_[np.linspace(-1, 1, 5), np.full(frames - 5, 40.0)]
+    tracks = np.c_[xs, np.zeros(frames), np.zeros(frames)][:, None, :]
+    c = -8.0 + (np.arange(64) + 0.5) * buf.texel
+    R = np.hypot(*np.meshgrid(c, c))
+    radii = []
+    for n in (10, 20, 30, 45, 60):
+        out = snow.bake(tracks[:n], [0.5], [0.2], stamp, buf).final
+        b = np.abs(out[..., 2])
+        radii.append(float((R * b).sum() / max(b.sum(), 1e-12)))
+    series = np.array([snow.bake(tracks[:n], [0.5], [0.2], stamp, buf).final[32, 32, 1] for n in range(6, 40)])
+    assert series.max() > 0 and series.min() < 0
+    early = np.abs(series[:12]).max()
+    late = np.abs(series[-12:]).max()
+    assert late < 0.5 * early
+    assert radii[1] > radii[0] and radii[2] > radii[1]
+
+
+def test_exr_roundtrip_and_files_written_atomically(tmp_path):
+    out = tmp_path / "bake"
+    buf = snow.BufferParams(resolution=16, size=4.0, origin=(-2.0, -2.0))
+    result = snow.bake(walk(5, (-1, 0), (1, 0.5)), [0.4], [0.1], snow.StampParams(), buf, frame_start=10,
+                       out_dir=str(out))
+    names = sorted(os.listdir(out))
+    assert names == ["snow_buffer.json"] + [f"snow_buffer_{f:04d}.exr" for f in range(10, 15)]
+    back = snow.read_exr(str(out / "snow_buffer_0014.exr"))
+    np.testing.assert_array_equal(back, result.final)
+    meta = json.loads((out / "snow_buffer.json").read_text())
+    assert meta["texel_size"] == pytest.approx(0.25) and meta["world_size"] == 4.0
+    assert meta["frames"][0] == {"frame": 10, "origin": [-2.0, -2.0], "file": "snow_buffer_0010.exr"}
+
+
+def test_cancel_leaves_nothing(tmp_path):
+    buf = snow.BufferParams(resolution=16, size=4.0, origin=(-2.0, -2.0))
+    job = snow.bake_job(walk(10), [0.4], [0.1], snow.StampParams(), buf, out_dir=str(tmp_path))
+    next(job)
+    next(job)
+    job.close()
+    assert os.listdir(tmp_path) == []
+
+
+def test_final_only_writes_one_image(tmp_path):
+    buf = snow.BufferParams(resolution=8, size=4.0, origin=(-2.0, -2.0))
+    snow.bake(walk(4), [0.4], [0.1], snow.StampParams(), buf, out_dir=str(tmp_path), sequence=False)
+    assert sorted(os.listdir(tmp_path)) == ["snow_buffer.exr", "snow_buffer.json"]
+
+
+@pytest.mark.parametrize("kwargs,msg", [
+    (dict(resolution=0), "at least 1"),
+    (dict(resolution=100000), "enormous"),
+    (dict(size=0.0), "positive"),
+])
+def test_bad_buffer_params(kwargs, msg):
+    with pytest.raises(snow.SnowError, match=msg):
+        snow.bake(walk(3), [0.4], [0.1], snow.StampParams(), snow.BufferParams(**kwargs))
+
+
+def test_output_under_a_file_refused(tmp_path):
+    f = tmp_path / "file"
+    f.write_text("x")
+    with pytest.raises(snow.SnowError, match="output folder"):
+        snow.bake(walk(3), [0.4], [0.1], snow.StampParams(), snow.BufferParams(resolution=8),
+                  out_dir=str(f / "sub"))
+    assert f.read_text() == "x"
+
+
+# --- cover ------------------------------------------------------------------------------------------------
+
+def test_cover_only_up_facing_and_not_under_occluder():
+    flat = plane_tris(10, 10)
+    steep = plane_tris(4, 4, tilt=3.0, offset=(20, 0))  # ~72 deg
+    occ = box_tris((-1, -1, 0.5), (1, 1, 2.0))           # a box floating above the middle
+    cover = snow.generate_cover(np.concatenate([flat, steep]), snow.CoverParams(spacing=0.25, thickness=0.2,
+                                border_width=0.5), occluder_tris=occ)
+    v = cover.lods[0].vertices
+    assert v[:, 0].max() <= 5.0 + 1e-6                     # nothing on the steep patch
+    under = (np.abs(v[:, 0]) < 1) & (np.abs(v[:, 1]) < 1)
+    assert not under.any()
+    assert v[:, 2].max() == pytest.approx(0.2, rel=1e-5)
+
+
+def test_cover_border_tapers_to_zero_and_spacing():
+    tris = plane_tris(10, 5, tilt=0.3)
+    cover = snow.generate_cover(tris, snow.CoverParams(spacing=0.2, thickness=0.3, border_width=1.0))
+    m = cover.lods[0]
+    covered = cover.covered
+    # border cells (next to an uncovered cell or the grid edge) have zero thickness
+    pad = np.pad(covered, 1)
+    edge = covered & ~(pad[:-2, 1:-1] & pad[2:, 1:-1] & pad[1:-1, :-2] & pad[1:-1, 2:])
+    th = np.zeros(covered.shape)
+    th[covered] = m.thickness
+    assert np.all(th[edge] == 0)
+    assert th.max() == pytest.approx(0.3)
+    # thickness grows with distance from the border
+    row = th[covered.shape[0] // 2]
+    assert row[1] < row[3] < row[6]
+    # spacing of the mesh edges along the surface within 20 %
+    f = m.faces
+    e = np.linalg.norm(m.vertices[f[:, 1]] - m.vertices[f[:, 0]], axis=1)
+    assert abs(np.median(e) / 0.2 - 1) < 0.2
+    # snow sits on the ground + thickness
+    np.testing.assert_allclose(m.vertices[:, 2] - m.ground, m.thickness, atol=1e-5)
+
+
+def test_cover_budget_refused_with_estimate_quickly():
+    tris = plane_tris(1000, 2)
+    with pytest.raises(snow.SnowError, match=r"about 1[0-9,]+ vertices.*budget"):
+        snow.generate_cover(tris, snow.CoverParams(spacing=0.001, vertex_budget=1_000_000))
+
+
+def test_cover_no_up_faces():
+    tris = plane_tris(4, 2, tilt=10.0)
+    with pytest.raises(snow.SnowError, match="No face"):
+        snow.generate_cover(tris, snow.CoverParams(spacing=0.1))
+
+
+@pytest.mark.parametrize("scale", [0.01, 1.0, 1000.0])
+def test_cover_any_unit_scale(scale):
+    tris = plane_tris(10 * scale, 4, tilt=0.2)
+    cover = snow.generate_cover(tris, snow.CoverParams(spacing=0.5 * scale, thickness=0.2 * scale,
+                                                       border_width=1.0 * scale, noise=0.3, noise_scale=3 * scale))
+    ref = snow.generate_cover(plane_tris(10, 4, tilt=0.2), snow.CoverParams(spacing=0.5, thickness=0.2,
+                                                                           border_width=1.0, noise=0.3,
+                                                                           noise_scale=3))
+    assert cover.lods[0].vertices.shape == ref.lods[0].vertices.shape
+    np.testing.assert_allclose(cover.lods[0].vertices / scale, ref.lods[0].vertices, rtol=1e-4, atol=1e-4)
+
+
+def test_cover_lods_mask_drift_noise_deterministic():
+    tris = plane_tris(10, 4)
+    weights = np.ones((tris.shape[0], 3))
+    weights[tris[:, :, 0] < 0] = 0.0                      # left half masked out
+    p = snow.CoverParams(spacing=0.2, lods=3, noise=0.5, seed=3)
+    a = snow.generate_cover(tris, p, mask_weights=weights)
+    b = snow.generate_cover(tris, p, mask_weights=weights)
+    assert len(a.lods) == 3
+    assert a.lods[0].vertices.shape[0] > 3 * a.lods[1].vertices.shape[0] > 9 * a.lods[2].vertices.shape[0] / 2
+    np.testing.assert_array_equal(a.lods[0].vertices, b.lods[0].vertices)
+    assert a.lods[0].vertices[:, 0].min() > -2.5   # corners at x < 0 have weight 0
+    c = snow.generate_cover(tris, snow.CoverParams(spacing=0.2, lods=1, noise=0.5, seed=4))
+    assert not np.array_equal(c.lods[0].thickness, snow.generate_cover(tris, snow.CoverParams(
+        spacing=0.2, lods=1, noise=0.5, seed=3)).lods[0].thickness)
+    # drift: a ridge; the downwind face gets more snow than the upwind face
+    ridge = np.concatenate([plane_tris(4, 4, tilt=0.5, offset=(-2, 0)), plane_tris(4, 4, tilt=-0.5, offset=(2, 0))])
+    d = snow.generate_cover(ridge, snow.CoverParams(spacing=0.2, drift=0.5, drift_direction=(1, 0),
+                                                    border_width=0.2)).lods[0]
+    up = d.thickness[(d.vertices[:, 0] < -0.8) & (d.vertices[:, 0] > -3)].mean()
+    down = d.thickness[(d.vertices[:, 0] > 0.8) & (d.vertices[:, 0] < 3)].mean()
+    assert down > 1.2 * up
+
+
+def test_sample_image_bilinear_clamped():
+    img = np.zeros((2, 4, 4), dtype=np.float32)   # rows bottom-up, like Blender images
+    img[:, 2:, :3] = 1.0                           # right half white
+    uv = np.array([[0.125, 0.5], [0.875, 0.5], [0.5, 0.25], [1.125, 0.5]])
+    v = snow.sample_image(img, uv)
+    np.testing.assert_allclose(v, [0.0, 1.0, 0.5, 1.0], atol=1e-6)
