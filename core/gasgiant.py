@@ -41,13 +41,13 @@ from __future__ import annotations
 import math
 import os
 import shutil
-import struct
 import tempfile
-import zlib
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
+
+from .png import write_png
 
 FACES = ("px", "nx", "py", "ny", "pz", "nz")
 # per face: normal n, right axis a (image columns), down axis b (image rows); a x b = -n (seen from outside)
@@ -980,29 +980,6 @@ def equirect_from_cube(padded: np.ndarray, width: int) -> np.ndarray:
         blk = equirect_directions(width, slice(r0, r0 + rows))
         out[r0:r0 + rows] = sample_cube(padded, blk.reshape(-1, 3)).reshape(blk.shape[:2] + (-1,))
     return out
-
-
-# --- PNG ----------------------------------------------------------------------------------------------------
-
-def write_png(path: str, rgb: np.ndarray, level: int = 4):
-    """Write an (h, w, 3|4) float image in 0..1 (or uint8) as an 8-bit PNG (pure numpy + zlib)."""
-    img = np.asarray(rgb)
-    if img.dtype != np.uint8:
-        img = (np.clip(img, 0.0, 1.0) * 255.0 + 0.5).astype(np.uint8)
-    h, w, c = img.shape
-    if c not in (3, 4):
-        raise ValueError(f"PNG needs 3 or 4 channels, got {c}")
-    raw = np.empty((h, 1 + w * c), dtype=np.uint8)
-    raw[:, 0] = 0
-    raw[:, 1:] = img.reshape(h, w * c)
-
-    def chunk(tag, data):
-        return struct.pack(">I", len(data)) + tag + data + struct.pack(">I", zlib.crc32(tag + data) & 0xFFFFFFFF)
-
-    ihdr = struct.pack(">IIBBBBB", w, h, 8, 6 if c == 4 else 2, 0, 0, 0)
-    with open(path, "wb") as fh:
-        fh.write(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(raw.tobytes(), level))
-                 + chunk(b"IEND", b""))
 
 
 # --- the bake job -------------------------------------------------------------------------------------------

@@ -32,10 +32,11 @@ import os
 import shutil
 import struct
 import tempfile
-import zlib
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
+
+from .png import encode_png
 
 CHANNELS = ("R", "G", "B", "A")
 FORMATS = ("dds", "png")
@@ -508,29 +509,6 @@ def encode_dds(levels) -> bytes:
     header += struct.pack("<5I", caps, 0, 0, 0, 0)
     assert len(header) == 124
     return b"DDS " + header + b"".join(np.ascontiguousarray(lv).tobytes() for lv in levels)
-
-
-def _png_chunk(kind: bytes, data: bytes) -> bytes:
-    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
-
-
-def encode_png(pixels, level: int = 6) -> bytes:
-    """PNG of an (H, W, C) uint8 or uint16 array, C = 1 grey, 2 grey+alpha, 3 RGB, 4 RGBA (filter 'up')."""
-    arr = np.asarray(pixels)
-    if arr.ndim == 2:
-        arr = arr[:, :, None]
-    if arr.ndim != 3 or arr.shape[2] not in (1, 2, 3, 4) or arr.dtype not in (np.uint8, np.uint16):
-        raise MipsError(f"Cannot write a PNG of shape {arr.shape} {arr.dtype}")
-    h, w, c = arr.shape
-    depth = 8 if arr.dtype == np.uint8 else 16
-    colour_type = {1: 0, 2: 4, 3: 2, 4: 6}[c]
-    raw = np.ascontiguousarray(arr.astype(">u2") if depth == 16 else arr).view(np.uint8).reshape(h, -1)
-    up = raw.copy()
-    up[1:] -= raw[:-1]  # uint8 arithmetic wraps mod 256, as the 'up' filter wants
-    rows = np.concatenate([np.full((h, 1), 2, dtype=np.uint8), up], axis=1)
-    ihdr = struct.pack(">2I5B", w, h, depth, colour_type, 0, 0, 0)
-    return (b"\x89PNG\r\n\x1a\n" + _png_chunk(b"IHDR", ihdr)
-            + _png_chunk(b"IDAT", zlib.compress(rows.tobytes(), level)) + _png_chunk(b"IEND", b""))
 
 
 # --- comparison picture -----------------------------------------------------------------------------------

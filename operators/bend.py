@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import bpy
 import numpy as np
 from bpy.props import BoolProperty, StringProperty
@@ -11,19 +9,12 @@ from bpy.props import BoolProperty, StringProperty
 from .. import bridge
 from ..core import bend as core_bend
 from ..shader_nodes import bend as bend_nodes
+from .common import ObjectsResult, report_result
 
 MODIFIER_NAME = "EnvFX Bend"
 
 
-@dataclass
-class BendResult:
-    changed: list = field(default_factory=list)
-    unchanged: list = field(default_factory=list)
-    skipped: dict = field(default_factory=dict)  # name -> reason
-    warnings: list = field(default_factory=list)
-
-    def skipped_text(self) -> str:
-        return "; ".join(f"{name} ({why})" for name, why in self.skipped.items())
+BendResult = ObjectsResult
 
 
 class BendInputError(ValueError):
@@ -195,17 +186,6 @@ def set_exclude(objects, exclude: bool) -> BendResult:
     return result
 
 
-def _report(op, result: BendResult, verb: str):
-    for warning in result.warnings:
-        op.report({"WARNING"}, warning)
-    if result.skipped:
-        op.report({"WARNING"}, f"Skipped: {result.skipped_text()}")
-    text = f"{verb} {len(result.changed)} object(s)"
-    if result.unchanged:
-        text += f", {len(result.unchanged)} unchanged"
-    op.report({"INFO"}, text)
-
-
 class _BendTargetsOperator:
     """Shared shape of the operators that act on the selection or on a collection's objects."""
 
@@ -234,7 +214,7 @@ class _BendTargetsOperator:
         except (BendInputError, core_bend.BendError) as exc:
             self.report({"ERROR"}, str(exc))
             return {"CANCELLED"}
-        _report(self, result, self.verb)
+        report_result(self, result, self.verb)
         return {"FINISHED"}
 
 
@@ -287,7 +267,7 @@ class ENVFX_OT_bend_exclude(bpy.types.Operator):
             self.report({"ERROR"}, "Nothing selected: select the objects to exclude from the bend")
             return {"CANCELLED"}
         result = set_exclude(objects, self.exclude)
-        _report(self, result, "Excluded" if self.exclude else "Included")
+        report_result(self, result, "Excluded" if self.exclude else "Included")
         return {"FINISHED"}
 
 

@@ -12,6 +12,7 @@ from bpy.props import EnumProperty
 from .. import bridge, progress
 from ..core import wind as core_wind
 from ..shader_nodes import wind as wind_nodes
+from .common import ObjectsResult, report_result
 
 MODIFIER_NAME = "EnvFX Wind"
 HEIGHT_ATTR = "EnvFX_Height"
@@ -32,15 +33,8 @@ class WindInputError(ValueError):
 
 
 @dataclass
-class WindResult:
-    changed: list = field(default_factory=list)
-    unchanged: list = field(default_factory=list)
-    skipped: dict = field(default_factory=dict)
-    warnings: list = field(default_factory=list)
+class WindResult(ObjectsResult):
     stats: dict = field(default_factory=dict)
-
-    def skipped_text(self) -> str:
-        return "; ".join(f"{name} ({why})" for name, why in self.skipped.items())
 
 
 def _skip_reason(obj) -> str | None:
@@ -420,18 +414,12 @@ def _selected(context):
 
 
 def _report(op, result: WindResult, verb: str):
-    for warning in result.warnings:
-        op.report({"WARNING"}, warning)
-    if result.skipped:
-        op.report({"WARNING"}, f"Skipped: {result.skipped_text()}")
-    text = f"{verb} {len(result.changed)} object(s)"
-    if result.unchanged:
-        text += f", {len(result.unchanged)} unchanged"
+    details = ""
     if result.stats:
         st = result.stats
-        text += (f" ({st['vertices']} vertices, {st['islands']} islands, {st['branches']} branches, "
-                 f"{st['leaves']} leaves, height {st['height']:.3g} m)")
-    op.report({"INFO"}, text)
+        details = (f" ({st['vertices']} vertices, {st['islands']} islands, {st['branches']} branches, "
+                   f"{st['leaves']} leaves, height {st['height']:.3g} m)")
+    report_result(op, result, verb, details)
 
 
 def _poll_selection(cls, context):
