@@ -30,7 +30,9 @@ got = envfx.bridge.evaluated_positions(cube, dg)
 want = envfx.core.bend.forward_local(envfx.bridge.get_positions(cube.data),
                                      envfx.bridge.matrix_to_numpy(cube.matrix_world),
                                      envfx.shader_nodes.bend.params_from_scene(bpy.context.scene))
+ops = sorted(name for name in dir(bpy.ops.envfx) if not name.startswith("_"))
 print("RESULT " + json.dumps({
+    "features": list(envfx.FEATURES), "operators": ops,
     "install": sorted(result), "bend": sorted(bend), "file": envfx.__file__,
     "enabled": "bl_ext.user_default.envfx" in bpy.context.preferences.addons,
     "error": float(np.abs(got - want).max()), "moved": float(np.abs(got - envfx.bridge.get_positions(cube.data)).max()),
@@ -58,3 +60,8 @@ def test_built_zip_installs_enables_and_bends(tmp_path):
     assert result["install"] == ["FINISHED"] and result["bend"] == ["FINISHED"] and result["enabled"]
     assert result["file"].startswith(str(home))  # the installed copy, not this checkout
     assert result["error"] < 1e-4 and result["moved"] > 1.0
+    # every feature made it into the zip and registered its operators
+    assert result["features"] == ["bend", "wind", "snow", "gasgiant", "mips"]
+    for op in ("bend_add", "wind_bake_data", "wind_add", "snow_generate", "snow_trails_add", "snow_bake_buffer",
+               "gasgiant_bake", "mips_bake"):
+        assert op in result["operators"], op
