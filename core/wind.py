@@ -18,7 +18,9 @@ their own root. A leaf attaches at its vertex nearest the branch/trunk geometry 
 Overrides (vertex groups / material slots, resolved by the bridge) label vertices trunk / branch / leaf.
 
 Live wind (``wind_offsets``): the reference the geometry-nodes group "EnvFX Wind" must match to 1e-4. All
-periodic terms are sines of ``2 pi f t + phase``; with a loop length every frequency is rounded to a whole
+periodic terms are sines of ``2 pi f t + phase`` (the grass wobble a parabolic sine); per-vertex phases are
+static, so each per-vertex sine is split into per-vertex factors baked once (``live_attributes``) times
+per-asset sines and cosines (``live_terms``). With a loop length every frequency is rounded to a whole
 number of cycles per loop, so frame ``s`` and ``s + loop`` are identical. Gusts are a sum of three sines in time
 and space (sampled at the asset's origin); the spring response per category is the exact steady-state response
 of a critically damped spring (natural frequency ``f0``) to each gust sine: gain ``f0^2 / (f0^2 + f^2)`` and
@@ -420,9 +422,8 @@ def quantize(freq, loop_frames: int, fps: float):
 
 
 def wave(turns):
-    """The periodic shape of every per-vertex motion: a parabolic sine (period 1, peaks +-1 at 1/4 and 3/4,
-    C1-continuous), ``8 w (1 - 2|w|)`` with ``w = turns - floor(turns + 0.5)``. Four cheap vector operations in
-    geometry nodes where a true sine costs as much as the rest of the group."""
+    """A parabolic sine (period 1, peaks +-1 at 1/4 and 3/4, C1-continuous), ``8 w (1 - 2|w|)`` with
+    ``w = turns - floor(turns + 0.5)``: the grass wobble's per-vertex wave (cheaper than a true sine per vertex)."""
     x = np.asarray(turns, np.float64)
     w = x - np.floor(x + 0.5)
     return 8.0 * w * (1.0 - 2.0 * np.abs(w))
