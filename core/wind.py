@@ -18,7 +18,9 @@ their own root. A leaf attaches at its vertex nearest the branch/trunk geometry 
 Overrides (vertex groups / material slots, resolved by the bridge) label vertices trunk / branch / leaf.
 
 Live wind (``wind_offsets``): the reference the geometry-nodes group "EnvFX Wind" must match to 1e-4. All
-periodic terms are sines of ``2 pi f t + phase``; with a loop length every frequency is rounded to a whole
+periodic terms are sines of ``2 pi f t + phase`` (the grass wobble a parabolic sine); per-vertex phases are
+static, so each per-vertex sine is split into per-vertex factors baked once (``live_attributes``) times
+per-asset sines and cosines (``live_terms``). With a loop length every frequency is rounded to a whole
 number of cycles per loop, so frame ``s`` and ``s + loop`` are identical. Gusts are a sum of three sines in time
 and space (sampled at the asset's origin); the spring response per category is the exact steady-state response
 of a critically damped spring (natural frequency ``f0``) to each gust sine: gain ``f0^2 / (f0^2 + f^2)`` and
@@ -48,8 +50,13 @@ GUST_WAVES = ((0.11, 0.07), (-0.05, 0.13), (0.17, -0.09))  # rad per metre of th
 MAIN_SCALE = 0.08      # whole-asset bend at the top per unit of wind, in asset heights
 BRANCH_SCALE = 0.06    # branch motion at B = 1 per unit of wind, in asset heights
 MICRO_SCALE = 0.006    # leaf flutter at R = 1 per unit of wind, in asset heights
-MICRO_HZ = (2.5, 3.25, 1.925)
+MICRO_HZ = (2.5, 3.25, 1.925)  # leaf flutter frequency per object axis
+MICRO_PHASES = (0.0, 2.1, 4.2)  # and its phase per object axis (rad)
 MICRO_WAVES = ((3.1, 1.3, 0.7), (-1.1, 2.9, 1.7), (0.9, -2.3, 3.3))  # rad per metre, object space
+# Hidden per-vertex attributes the live wind reads (written from EnvFX_Wind, EnvFX_Height and the rest positions
+# by ``live_attributes`` when wind is added or re-baked): reading plain floats is nearly free in geometry
+# nodes, while separating a colour attribute or evaluating per-vertex waves costs more than the whole wind.
+LIVE_ATTRS = (".EnvFX_Wind_B", ".EnvFX_Wind_Bc", ".EnvFX_Wind_Bs", ".EnvFX_Wind_Rc", ".EnvFX_Wind_Rs")
 BRANCH_MULTS = (1.0, 1.37, 0.83)
 BRANCH_PHASES = (0.0, 1.0, 2.0)
 AMBIENT_HZ = 0.3       # grass figure-eight
@@ -415,9 +422,8 @@ def quantize(freq, loop_frames: int, fps: float):
 
 
 def wave(turns):
-    """The periodic shape of every per-vertex motion: a parabolic sine (period 1, peaks +-1 at 1/4 and 3/4,
-    C1-continuous), ``8 w (1 - 2|w|)`` with ``w = turns - floor(turns + 0.5)``. Four cheap vector operations in
-    geometry nodes where a true sine costs as much as the rest of the group."""
+    """A parabolic sine (period 1, peaks +-1 at 1/4 and 3/4, C1-continuous), ``8 w (1 - 2|w|)`` with
+    ``w = turns - floor(turns + 0.5)``: the grass wobble's per-vertex wave (cheaper than a true sine per vertex)."""
     x = np.asarray(turns, np.float64)
     w = x - np.floor(x + 0.5)
     return 8.0 * w * (1.0 - 2.0 * np.abs(w))
@@ -457,17 +463,43 @@ def grass_fade(camera_matrix, origin, scene: SceneWind) -> float:
     return float(np.clip((scene.fade_end - dist) / (scene.fade_end - scene.fade_start), 0.0, 1.0))
 
 
-def wind_offsets(positions, height, wind_color, normals, matrix_world, frame: float, scene: SceneWind,
-                 asset: AssetWind, camera_matrix=None, terrain_z=None) -> np.ndarray:
-    """(N, 3) object-space offsets of the live wind at ``frame`` (the twin of the "EnvFX Wind" node group).
+def live_attributes(positions, height, wind_color) -> dict:
+    """The static per-vertex part of the live wind, float32 (N,) arrays keyed by ``LIVE_ATTRS`` (object space
+    rest ``positions``, ``EnvFX_Height``, ``EnvFX_Wind`` RGBA). Every periodic per-vertex term of the live wind
+    is ``amplitude * sin(a(t) + phase)`` with a per-vertex static phase, split as
+    ``sin a(t) * amplitude cos phase + cos a(t) * amplitude sin phase``: the per-vertex factors are baked here once,
+    so a frame costs a few multiply-adds per vertex against per-asset single values.
 
-    Grass only: ``camera_matrix`` (4x4 world matrix of the active camera, or None) drives the tilt away from a
-    camera looking down and the distance fade; ``terrain_z`` (N,) is the world Z of the terrain under each rest
-    vertex (NaN where there is none), or None."""
+    - branch phase ``phi = 2 pi G`` (per branch): ``B``, ``B cos phi``, ``B sin phi``;
+    - leaf flutter phase ``psi = 2 pi G + p.W0 + sin(p.W1) + sin(p.W2)`` (a smooth 3D field through object space,
+      ``W`` = ``MICRO_WAVES``): ``R cos psi``, ``R sin psi``."""
     p = np.asarray(positions, np.float64).reshape(-1, 3)
-    h = np.asarray(height, np.float64).reshape(-1)
     col = np.asarray(wind_color, np.float64).reshape(-1, 4)
     r_leaf, g_phase, b_branch = col[:, 0], col[:, 1], col[:, 2]
+    waves = np.asarray(MICRO_WAVES, np.float64)
+    phi = 2.0 * math.pi * g_phase
+    psi = phi + p @ waves[0] + np.sin(p @ waves[1]) + np.sin(p @ waves[2])
+    values = (b_branch, b_branch * np.cos(phi), b_branch * np.sin(phi), r_leaf * np.cos(psi), r_leaf * np.sin(psi))
+    return {name: v.astype(np.float32) for name, v in zip(LIVE_ATTRS, values)}
+
+
+@dataclass(frozen=True)
+class LiveTerms:
+    """The per-asset single values of one frame of the live wind (what the node group computes once per object).
+    Object space offset per vertex: ``(h^2 main + B bend) dir + Bc vc + Bs vs + Rc mc + Rs ms``, with the
+    per-vertex ``h`` and ``LIVE_ATTRS``; ``world_extra`` (grass) is added times ``h`` in world space."""
+    main: float
+    bend: float
+    dir: np.ndarray
+    vc: np.ndarray
+    vs: np.ndarray
+    mc: np.ndarray
+    ms: np.ndarray
+    world_extra: np.ndarray
+    fade: float
+
+
+def live_terms(matrix_world, frame: float, scene: SceneWind, asset: AssetWind, camera_matrix=None) -> LiveTerms:
     m = np.asarray(matrix_world, np.float64).reshape(4, 4)
     origin = m[:3, 3]
     t = frame / scene.fps
@@ -475,57 +507,79 @@ def wind_offsets(positions, height, wind_color, normals, matrix_world, frame: fl
     across = np.array([-d[1], d[0], 0.0])
     up = np.array([0.0, 0.0, 1.0])
     eff = effective_wind(t, origin, scene, asset)
-    c = 1.0 / asset.rigidity
-    hs = asset.asset_height
+    k = eff * asset.asset_height / asset.rigidity
     two_pi = 2 * math.pi
+    inv3 = np.linalg.inv(m[:3, :3])
 
-    main = (1.0 if asset.main_bend else 0.0) * c * eff * MAIN_SCALE * hs * h * h
+    main = (1.0 if asset.main_bend else 0.0) * k * MAIN_SCALE
+    bend = asset.bend * k * BRANCH_SCALE
+    # branch oscillations sin(2 pi f_i t + ph_i + phi): along the wind (bend), across it (sway), up (lift)
     fb = [float(quantize(BRANCH_HZ[asset.category] * mult, scene.loop_frames, scene.fps)) for mult in BRANCH_MULTS]
-    osc = [wave(f * t + (i + 1) * g_phase + BRANCH_PHASES[i] / two_pi) for i, f in enumerate(fb)]
-    bamp = c * eff * BRANCH_SCALE * hs * b_branch
-    along = main + asset.bend * bamp * (1.0 + 0.3 * osc[0])
-    side = asset.sway * bamp * 0.5 * osc[1]
-    lift = asset.lift * bamp * 0.4 * osc[2]
-    off = along[:, None] * d + side[:, None] * across + lift[:, None] * up
-
-    # leaf micro motion: a wave field in object space (the talk moves a small 3D noise through object space)
-    mamp = asset.micro * c * eff * MICRO_SCALE * hs * r_leaf
-    micro = np.zeros_like(p)
-    for i, (fm, waves) in enumerate(zip(MICRO_HZ, MICRO_WAVES)):
-        f = float(quantize(fm, scene.loop_frames, scene.fps))
-        micro[:, i] = mamp * wave(p @ (np.asarray(waves) / two_pi) + f * t + g_phase)
+    arg = [two_pi * f * t + ph for f, ph in zip(fb, BRANCH_PHASES)]
+    amps = [0.3 * bend, 0.5 * asset.sway * k * BRANCH_SCALE, 0.4 * asset.lift * k * BRANCH_SCALE]
+    dirs = [d, across, up]
+    vc = sum(a * math.sin(x) * v for a, x, v in zip(amps, arg, dirs))
+    vs = sum(a * math.cos(x) * v for a, x, v in zip(amps, arg, dirs))
+    # leaf flutter per object axis: sin(2 pi f_j t + ph_j + psi)
+    mamp = asset.micro * k * MICRO_SCALE
+    fm = [float(quantize(f, scene.loop_frames, scene.fps)) for f in MICRO_HZ]
+    marg = [two_pi * f * t + ph for f, ph in zip(fm, MICRO_PHASES)]
+    mc = mamp * np.sin(marg)
+    ms = mamp * np.cos(marg)
 
     extra = np.zeros(3)  # grass: per-asset figure-eight and camera tilt, times h (world)
     if asset.category == "GRASS":
         fa = float(quantize(AMBIENT_HZ, scene.loop_frames, scene.fps))
         fa2 = float(quantize(2 * AMBIENT_HZ, scene.loop_frames, scene.fps))
         po = OBJECT_PHASE[0] * origin[0] + OBJECT_PHASE[1] * origin[1]
-        aamp = scene.ambient * AMBIENT_SCALE * hs
+        aamp = scene.ambient * AMBIENT_SCALE * asset.asset_height
         extra += np.array([aamp * math.sin(two_pi * fa * t + po),
                            aamp * 0.5 * math.sin(two_pi * fa2 * t + 2 * po), 0.0])
-
     fade = 1.0
     if asset.category == "GRASS" and camera_matrix is not None:
         cam = np.asarray(camera_matrix, np.float64)
         look = -cam[:3, 2] / max(np.linalg.norm(cam[:3, 2]), 1e-12)
         down = max(0.0, -look[2])
         away = horizontal_dir(origin - cam[:3, 3])
-        extra += scene.grass_tilt * down * TILT_SCALE * hs * away
+        extra += scene.grass_tilt * down * TILT_SCALE * asset.asset_height * away
         fade = grass_fade(cam, origin, scene)
+    return LiveTerms(main=main, bend=bend, dir=inv3 @ d, vc=inv3 @ vc, vs=inv3 @ vs, mc=mc, ms=ms,
+                     world_extra=extra, fade=fade)
 
-    # world offset -> object space (inverse of the linear part)
+
+def wind_offsets(positions, height, wind_color, normals, matrix_world, frame: float, scene: SceneWind,
+                 asset: AssetWind, camera_matrix=None, terrain_z=None, live=None) -> np.ndarray:
+    """(N, 3) object-space offsets of the live wind at ``frame`` (the twin of the "EnvFX Wind" node group).
+
+    Grass only: ``camera_matrix`` (4x4 world matrix of the active camera, or None) drives the tilt away from a
+    camera looking down and the distance fade; ``terrain_z`` (N,) is the world Z of the terrain under each rest
+    vertex (NaN where there is none), or None. ``live``: ``live_attributes(positions, height, wind_color)`` when
+    already computed."""
+    p = np.asarray(positions, np.float64).reshape(-1, 3)
+    h = np.asarray(height, np.float64).reshape(-1)
+    live = live_attributes(p, h, wind_color) if live is None else live
+    b_branch, bc, bs, rc, rs = (np.asarray(live[name], np.float64) for name in LIVE_ATTRS)
+    m = np.asarray(matrix_world, np.float64).reshape(4, 4)
+    origin = m[:3, 3]
+    t = frame / scene.fps
+    two_pi = 2 * math.pi
+    lt = live_terms(m, frame, scene, asset, camera_matrix)
+    local = ((h * h * lt.main + b_branch * lt.bend)[:, None] * lt.dir + bc[:, None] * lt.vc + bs[:, None] * lt.vs
+             + rc[:, None] * lt.mc + rs[:, None] * lt.ms)
+    if asset.category != "GRASS":
+        return local.astype(np.float32)
+
     inv3 = np.linalg.inv(m[:3, :3])
-    local = (off + h[:, None] * extra) @ inv3.T + micro
-
-    if asset.category == "GRASS":
-        nrm = np.asarray(normals, np.float64).reshape(-1, 3)
-        fw = float(quantize(WOBBLE_HZ, scene.loop_frames, scene.fps))
-        wamp = scene.ambient * WOBBLE_SCALE * hs * h * wave(p @ (np.asarray(WOBBLE_WAVE) / two_pi) + fw * t)
-        local = local + wamp[:, None] * nrm
-        # scale down and stop animating with distance; follow the terrain (placement, not faded)
-        local = fade * local + (fade - 1.0) * p
-        if terrain_z is not None:
-            tz = np.asarray(terrain_z, np.float64).reshape(-1)
-            dz = np.where(np.isfinite(tz), tz - origin[2], 0.0)
-            local = local + dz[:, None] * inv3[:, 2][None, :]
+    fade = lt.fade
+    local = local + h[:, None] * (inv3 @ lt.world_extra)
+    nrm = np.asarray(normals, np.float64).reshape(-1, 3)
+    fw = float(quantize(WOBBLE_HZ, scene.loop_frames, scene.fps))
+    wamp = scene.ambient * WOBBLE_SCALE * asset.asset_height * h * wave(p @ (np.asarray(WOBBLE_WAVE) / two_pi) + fw * t)
+    local = local + wamp[:, None] * nrm
+    # scale down and stop animating with distance; follow the terrain (placement, not faded)
+    local = fade * local + (fade - 1.0) * p
+    if terrain_z is not None:
+        tz = np.asarray(terrain_z, np.float64).reshape(-1)
+        dz = np.where(np.isfinite(tz), tz - origin[2], 0.0)
+        local = local + dz[:, None] * inv3[:, 2][None, :]
     return local.astype(np.float32)

@@ -271,6 +271,8 @@ def _write(mesh, height, rgba, export):
             continue
         attr = old or attrs.new(name, kind, "POINT")
         attr.data.foreach_set(key, np.ascontiguousarray(data, np.float32).reshape(-1))
+    if any(mesh.attributes.get(name) is not None for name in core_wind.LIVE_ATTRS):
+        wind_nodes.write_live_attributes(mesh)  # in wind already: the live wind follows the new bake
     colors = mesh.color_attributes
     default = EXPORT_ATTR if export is not None else WIND_ATTR
     colors.active_color_name = default
@@ -367,6 +369,8 @@ def add_wind(scene, objects) -> WindResult:
             result.skipped[obj.name] = "linked from a library; make it local first"
         elif wind_modifiers(obj):
             result.unchanged.append(obj.name)
+            if obj.type == "MESH":
+                wind_nodes.write_live_attributes(obj.data)  # adding again refreshes the live data
         else:
             todo.append(obj)
     if not todo and not result.unchanged:
@@ -375,6 +379,8 @@ def add_wind(scene, objects) -> WindResult:
     for obj in todo:
         bridge.add_modifier_before_bend(obj, MODIFIER_NAME, tree)
         wind_nodes.sync_object(obj, tree)
+        if obj.type == "MESH":
+            wind_nodes.write_live_attributes(obj.data)
         result.changed.append(obj.name)
         if obj.type == "MESH" and obj.data.attributes.get(HEIGHT_ATTR) is None:
             result.warnings.append(f"{obj.name} has no baked wind data: it will not move until you bake it "
@@ -391,6 +397,8 @@ def remove_wind(objects) -> WindResult:
             continue
         for mod in mods:
             obj.modifiers.remove(mod)
+        if obj.type == "MESH" and not any(wind_modifiers(o) for o in bpy.data.objects if o.data == obj.data):
+            wind_nodes.remove_live_attributes(obj.data)
         result.changed.append(obj.name)
     return result
 

@@ -7,10 +7,12 @@ Per-asset settings (rigidity, bend, sway, lift, micro, ramp, main bend, the cate
 frequencies, the asset's height, grass mode) are inputs of each object's modifier, kept in sync with
 ``object.envfx.wind`` by ``sync_object``.
 
-Per asset (single values) the group computes the spring-filtered gust at the asset's origin and the effective
-wind; per vertex it reads ``EnvFX_Height`` and ``EnvFX_Wind`` (R leaf, G branch phase, B branch) and sums the
-whole-asset bend, the branch bend/sway/lift and the leaf micro motion (plus grass ambient motion), in world
-space, then turns the offset into object space. Every number and formula mirrors ``core.wind``.
+Per asset (single values) the group computes the spring-filtered gust at the asset's origin, the effective
+wind and every time-dependent factor (``core.wind.live_terms``: wind directions in object space, the sines and
+cosines of the branch and flutter oscillations); per vertex it only reads ``EnvFX_Height`` and the hidden float
+attributes ``core.wind.LIVE_ATTRS`` (written by ``write_live_attributes`` from ``EnvFX_Wind`` when wind is added or
+re-baked) and sums five scaled vectors (plus the grass terms, built only for grass). Every number and formula
+mirrors ``core.wind``.
 """
 
 from __future__ import annotations
@@ -18,13 +20,14 @@ from __future__ import annotations
 import math
 
 import bpy
+import numpy as np
 from bpy.app.handlers import persistent
 
 from ..core import wind as core_wind
 from . import common
 
 GROUP_NAME = "EnvFX Wind"
-VERSION = 6
+VERSION = 7
 
 # Value nodes driven from the scene: label -> data path on the scene
 DRIVEN = {
@@ -148,25 +151,13 @@ def _build(tree):
     hs = inp["Asset Height"]
     ceh = mul(c, eff, hs)
 
-    # per vertex
-    h_attr = b.node("GeometryNodeInputNamedAttribute", "Height Attr", data_type="FLOAT")
-    h_attr.inputs["Name"].default_value = "EnvFX_Height"
-    h = h_attr.outputs["Attribute"]
-    col_attr = b.node("GeometryNodeInputNamedAttribute", "Wind Attr", data_type="FLOAT_COLOR")
-    col_attr.inputs["Name"].default_value = "EnvFX_Wind"
-    sep_c = b.node("FunctionNodeSeparateColor", "Wind RGBA")
-    b.link(col_attr.outputs["Attribute"], sep_c.inputs[0])
-    r_leaf, g_phase, b_branch = sep_c.outputs["Red"], sep_c.outputs["Green"], sep_c.outputs["Blue"]
-    position = b.node("GeometryNodeInputPosition", "Position").outputs[0]
-
-    # Per-vertex work is kept to a few vector / matrix operations (every per-asset number is folded into
-    # single values first): the three branch oscillations and the three micro-noise waves are each one vector
-    # SINE, mapped to world space by one 3x3 matrix.
-    def combine_matrix(label, columns):
-        node = b.node("FunctionNodeCombineMatrix", label)
-        for ci, col in enumerate(columns):
-            for ri, value in enumerate(col):
-                b._feed(node.inputs[f"Column {ci + 1} Row {ri + 1}"], value)
+    # Per-asset single values first, then per vertex only plain float attribute reads, three scalar operations
+    # and five vector scale/adds (see ``core.wind.live_attributes``): no colour separation, no per-vertex wave,
+    # noise or matrix transform.
+    def transform_dir(matrix, vec, label):
+        node = b.node("FunctionNodeTransformDirection", label)
+        b.link(vec, node.inputs["Direction"])
+        b.link(matrix, node.inputs["Transform"])
         return node.outputs[0]
 
     def sep3(vec, label):
@@ -174,72 +165,54 @@ def _build(tree):
         b.link(vec, node.inputs[0])
         return node.outputs["X"], node.outputs["Y"], node.outputs["Z"]
 
-    def transform_dir(matrix, vec, label):
-        node = b.node("FunctionNodeTransformDirection", label)
-        b.link(vec, node.inputs["Direction"])
-        b.link(matrix, node.inputs["Transform"])
-        return node.outputs[0]
+    def scale(vec, s, label=""):
+        return b.vmath("SCALE", vec, scale=s, label=label)
 
-    def vmad(a, scale, c, label):
-        """a * scale + c in one vector node (``scale`` a float, broadcast to a vector)."""
-        node = b.node("ShaderNodeVectorMath", label, operation="MULTIPLY_ADD")
-        b._feed(node.inputs[0], a)
-        b._feed(node.inputs[1], scale)
-        b._feed(node.inputs[2], c)
-        return node.outputs["Vector"]
+    def vadd(*vs, label=""):
+        out = vs[0]
+        for i, v in enumerate(vs[1:]):
+            out = b.vmath("ADD", out, v, label=label if i == len(vs) - 2 else "")
+        return out
 
-    def vwave(vec, label):
-        """core.wind.wave / 8 on a vector: w (1 - 2|w|), w = wrap(x, -0.5, 0.5) (the 8 is folded into constants)."""
-        node = b.node("ShaderNodeVectorMath", label + " Wrap", operation="WRAP")
-        b._feed(node.inputs[0], vec)
-        node.inputs[1].default_value = (0.5, 0.5, 0.5)
-        node.inputs[2].default_value = (-0.5, -0.5, -0.5)
-        w = node.outputs["Vector"]
-        mad = b.node("ShaderNodeVectorMath", label + " Shape", operation="MULTIPLY_ADD")
-        b.link(b.vmath("ABSOLUTE", w), mad.inputs[0])
-        mad.inputs[1].default_value = (-2.0, -2.0, -2.0)
-        mad.inputs[2].default_value = (1.0, 1.0, 1.0)
-        return b.vmath("MULTIPLY", w, mad.outputs["Vector"], label=label)
-
-    # world directions to object space once per asset (single values), so no vertex pays for a transform
     inv_m = invert.outputs[0]
     d_loc = transform_dir(inv_m, d, "Dir Local")
     across_loc = transform_dir(inv_m, across, "Across Local")
     up_loc = transform_dir(inv_m, b.vector("World Up", (0.0, 0.0, 1.0)), "Up Local Dir")
-    bend_k = mul(inp["Bend"], 0.3 * 8.0)
-    sway_k = mul(inp["Sway"], 0.5 * 8.0)
-    lift_k = mul(inp["Lift"], 0.4 * 8.0)
-    c1 = sep3(b.vmath("SCALE", d_loc, scale=bend_k), "Branch C1")
-    c2 = sep3(b.vmath("SCALE", across_loc, scale=sway_k), "Branch C2")
-    c3 = sep3(b.vmath("SCALE", up_loc, scale=lift_k), "Branch C3")
-    c4 = sep3(b.vmath("SCALE", d_loc, scale=inp["Bend"]), "Branch C4")
-    osc_matrix = combine_matrix("Branch Matrix", (c1 + (0.0,), c2 + (0.0,), c3 + (0.0,), c4 + (1.0,)))
-    fb = [quant(mul(inp["Branch Hz"], mult)) for mult in core_wind.BRANCH_MULTS]
-    osc_t = b.combine_xyz(*[add(mul(f, t), ph / TWO_PI) for f, ph in zip(fb, core_wind.BRANCH_PHASES)],
-                          label="Branch Time Phase")
-    osc_arg = vmad(b.vector("Branch Phase Mult", (1.0, 2.0, 3.0)), g_phase, osc_t, "Branch Arg")
-    osc = vwave(osc_arg, "Branch Osc")
-    # branch: bamp * (bend d (1 + 0.3 osc0) + sway across 0.5 osc1 + lift up 0.4 osc2), d/across/up local
-    branch_map = b.node("FunctionNodeTransformPoint", "Branch Map")
-    b.link(osc, branch_map.inputs["Vector"])
-    b.link(osc_matrix, branch_map.inputs["Transform"])
-    bamp = mul(b_branch, mul(ceh, core_wind.BRANCH_SCALE))
-    # whole-asset bend: d * k h^2
     main_k = mul(inp["Main Bend"], ceh, core_wind.MAIN_SCALE)
-    main_vec = b.vmath("SCALE", b.vmath("SCALE", d_loc, scale=main_k), scale=mul(h, h), label="Main Bend Offset")
-    off = vmad(branch_map.outputs[0], bamp, main_vec, "Branch Offset")
+    bend_k = mul(inp["Bend"], ceh, core_wind.BRANCH_SCALE)
+    amps = (mul(bend_k, 0.3), mul(inp["Sway"], ceh, 0.5 * core_wind.BRANCH_SCALE),
+            mul(inp["Lift"], ceh, 0.4 * core_wind.BRANCH_SCALE))
+    fb = [quant(mul(inp["Branch Hz"], mult)) for mult in core_wind.BRANCH_MULTS]
+    args = [add(mul(f, t, TWO_PI), ph) for f, ph in zip(fb, core_wind.BRANCH_PHASES)]
+    dirs = (d_loc, across_loc, up_loc)
+    vc = vadd(*[scale(v, mul(a_, m("SINE", x))) for a_, x, v in zip(amps, args, dirs)], label="Branch Sin")
+    vs = vadd(*[scale(v, mul(a_, m("COSINE", x))) for a_, x, v in zip(amps, args, dirs)], label="Branch Cos")
+    mamp = mul(inp["Micro"], ceh, core_wind.MICRO_SCALE)
+    margs = [add(mul(quant(f), t, TWO_PI), ph) for f, ph in zip(core_wind.MICRO_HZ, core_wind.MICRO_PHASES)]
+    mc = b.combine_xyz(*[mul(mamp, m("SINE", x)) for x in margs], label="Micro Sin")
+    ms = b.combine_xyz(*[mul(mamp, m("COSINE", x)) for x in margs], label="Micro Cos")
 
-    # leaf micro motion, in object space: mamp * wave(W p / 2 pi + f t + G), W's rows the three wave vectors
-    waves = core_wind.MICRO_WAVES
-    micro_t = [mul(quant(fm), t) for fm in core_wind.MICRO_HZ]
-    wave_matrix = combine_matrix("Micro Waves", tuple(
-        tuple(waves[r][c] / TWO_PI for r in range(3)) + (0.0,) for c in range(3)) + (tuple(micro_t) + (1.0,),))
-    micro_dot = b.node("FunctionNodeTransformPoint", "Micro Dot")
-    b.link(position, micro_dot.inputs["Vector"])
-    b.link(wave_matrix, micro_dot.inputs["Transform"])
-    micro_arg = b.vmath("ADD", micro_dot.outputs[0], g_phase)
-    mamp = mul(r_leaf, mul(inp["Micro"], ceh, core_wind.MICRO_SCALE * 8.0))
-    local_tree = vmad(vwave(micro_arg, "Micro Wave"), mamp, off, "Tree Local Offset")
+    # per vertex
+    def attr(name):
+        node = b.node("GeometryNodeInputNamedAttribute", name, data_type="FLOAT")
+        node.inputs["Name"].default_value = name
+        return node.outputs["Attribute"]
+
+    h = attr("EnvFX_Height")
+    b_branch, bc, bs, rc, rs = (attr(name) for name in core_wind.LIVE_ATTRS)
+    position = b.node("GeometryNodeInputPosition", "Position").outputs[0]
+    along = b.math("MULTIPLY_ADD", mul(h, h), main_k, mul(b_branch, bend_k), label="Along")
+    # assembled per component with scalar multiply-adds (cheaper per vertex than vector operations)
+    comps = [sep3(vec, label) for vec, label in ((d_loc, "Dir XYZ L"), (vc, "Branch Sin XYZ"),
+                                                  (vs, "Branch Cos XYZ"), (mc, "Micro Sin XYZ"),
+                                                  (ms, "Micro Cos XYZ"))]
+    xyz = []
+    for j in range(3):
+        acc = mul(along, comps[0][j])
+        for (cx, f) in zip(comps[1:], (bc, bs, rc, rs)):
+            acc = m("MULTIPLY_ADD", f, cx[j], acc)
+        xyz.append(acc)
+    local_tree = b.combine_xyz(*xyz, label="Tree Local Offset")
 
     # grass: ambient figure-eight (per asset) and wobble along the normal, only built into the result for grass
     grass_amp = mul(val["Ambient"], core_wind.AMBIENT_SCALE, hs)
@@ -317,7 +290,50 @@ def ensure_wind(scene) -> bpy.types.NodeTree:
         for obj in bpy.data.objects:
             if obj.library is None and common.modifier_for(obj, tree) is not None:
                 sync_object(obj, tree)
+                write_live_attributes(obj.data)
     return tree
+
+
+def write_live_attributes(mesh):
+    """(Re)write the hidden per-vertex attributes the live wind reads (``core.wind.live_attributes``) from the
+    mesh's ``EnvFX_Wind``, ``EnvFX_Height`` and rest positions; without baked wind data they are removed (the
+    wind then reads zeros: no motion). Returns True when written."""
+    if not isinstance(mesh, bpy.types.Mesh) or mesh.library is not None:
+        return False
+    attrs = mesh.attributes
+    col = attrs.get("EnvFX_Wind")
+    height = attrs.get("EnvFX_Height")
+    n = len(mesh.vertices)
+    ok = (col is not None and col.domain == "POINT" and col.data_type == "FLOAT_COLOR" and height is not None
+          and height.domain == "POINT" and height.data_type == "FLOAT")
+    if not ok:
+        for name in core_wind.LIVE_ATTRS:
+            if attrs.get(name) is not None:
+                attrs.remove(attrs[name])
+        return False
+    rgba = np.empty(n * 4, np.float32)
+    col.data.foreach_get("color", rgba)
+    h = np.empty(n, np.float32)
+    height.data.foreach_get("value", h)
+    co = np.empty(n * 3, np.float32)
+    mesh.vertices.foreach_get("co", co)
+    live = core_wind.live_attributes(co.reshape(-1, 3), h, rgba.reshape(-1, 4))
+    for name, values in live.items():
+        attr = attrs.get(name)
+        if attr is not None and (attr.domain != "POINT" or attr.data_type != "FLOAT"):
+            attrs.remove(attr)
+            attr = None
+        attr = attr or attrs.new(name, "FLOAT", "POINT")
+        attr.data.foreach_set("value", values)
+    mesh.update()
+    return True
+
+
+def remove_live_attributes(mesh):
+    for name in core_wind.LIVE_ATTRS:
+        attr = mesh.attributes.get(name)
+        if attr is not None:
+            mesh.attributes.remove(attr)
 
 
 def refresh_after_load():

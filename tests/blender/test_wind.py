@@ -161,6 +161,25 @@ def test_geometry_nodes_wind_matches_core(mods, case):
     assert np.abs(moved - mods.bridge.get_positions(obj.data)).max() > 0.05
 
 
+def test_live_data_follows_rebake_and_leaves_with_the_wind(mods):
+    """The hidden per-vertex attributes the live wind reads are written by Add Wind, refreshed by a re-bake (the
+    wind still equals the twin computed from the new EnvFX_Wind) and removed with the wind."""
+    scene = bpy.context.scene
+    scene.envfx.wind.strength, scene.envfx.wind.gust_strength = 1.4, 0.5
+    tree, (obj,) = _tree(mods, n_branches=3, leaves_per_branch=2)
+    mods.ops.bake(scene, [obj], ao_samples=0)
+    assert not any(name in obj.data.attributes for name in mods.core.LIVE_ATTRS)  # a bake alone adds nothing
+    mods.ops.add_wind(scene, [obj])
+    assert all(name in obj.data.attributes for name in mods.core.LIVE_ATTRS)
+    before = _read(obj.data, mods.core.LIVE_ATTRS[3], 1).copy()
+    mods.ops.bake(scene, [obj], ao_samples=0, leaf_size=0.05)  # other leaves: other R
+    assert np.abs(_read(obj.data, mods.core.LIVE_ATTRS[3], 1) - before).max() > 1e-3
+    assert _gn_vs_core(mods, obj, (9, 70)) < 1e-4
+    mods.ops.remove_wind([obj])
+    assert not any(name in obj.data.attributes for name in mods.core.LIVE_ATTRS)
+    assert "EnvFX_Wind" in obj.data.attributes and "EnvFX_Height" in obj.data.attributes
+
+
 def test_zero_wind_rest_pose_base_still_and_loop(mods):
     scene = bpy.context.scene
     w = scene.envfx.wind

@@ -183,6 +183,46 @@ def test_trunk_base_never_moves_and_leaves_move_more(micro):
     assert np.all(leaf_sum > trunk_sum)
 
 
+@pytest.mark.parametrize("loop", [0, 72])
+def test_live_wind_is_the_documented_sum_of_sines(loop):
+    """The split form the node group evaluates (static per-vertex factors x per-asset sines/cosines) equals the
+    motion written out directly: bend along the wind, sway across it, lift up, each B * sin(2 pi f t + ph + 2 pi G),
+    whole-asset bend h^2, and per object axis a leaf flutter R * sin(2 pi f t + ph + psi(p, G))."""
+    rng = np.random.default_rng(3)
+    n = 500
+    p = rng.normal(0, 3, (n, 3))
+    h = rng.random(n)
+    col = rng.random((n, 4))
+    m = np.eye(4)
+    m[:3, :3] = _rotz(0.7) * 1.3
+    m[:3, 3] = (4.0, -2.0, 1.0)
+    scene = wind.SceneWind(direction=(0.4, -0.9, 0.3), strength=1.2, gust_strength=0.6, loop_frames=loop)
+    asset = wind.AssetWind(category="PLANT", rigidity=1.7, bend=1.3, sway=-0.8, lift=0.6, micro=2.0, ramp=1.5,
+                           asset_height=5.0)
+    two_pi = 2 * math.pi
+    for frame in (3, 41, 250):
+        t = frame / scene.fps
+        k = wind.effective_wind(t, m[:3, 3], scene, asset) * asset.asset_height / asset.rigidity
+        d = wind.horizontal_dir(scene.direction)
+        across, up = np.array([-d[1], d[0], 0.0]), np.array([0.0, 0.0, 1.0])
+        phi = two_pi * col[:, 1]
+        osc = [np.sin(two_pi * float(wind.quantize(wind.BRANCH_HZ["PLANT"] * mult, loop, scene.fps)) * t + ph + phi)
+               for mult, ph in zip(wind.BRANCH_MULTS, wind.BRANCH_PHASES)]
+        bb = k * wind.BRANCH_SCALE * col[:, 2]
+        along = k * wind.MAIN_SCALE * h * h + asset.bend * bb * (1 + 0.3 * osc[0])
+        world = (along[:, None] * d + (asset.sway * bb * 0.5 * osc[1])[:, None] * across
+                 + (asset.lift * bb * 0.4 * osc[2])[:, None] * up)
+        w = np.asarray(wind.MICRO_WAVES)
+        psi = phi + p @ w[0] + np.sin(p @ w[1]) + np.sin(p @ w[2])
+        micro = np.stack([asset.micro * k * wind.MICRO_SCALE * col[:, 0]
+                          * np.sin(two_pi * float(wind.quantize(f, loop, scene.fps)) * t + ph + psi)
+                          for f, ph in zip(wind.MICRO_HZ, wind.MICRO_PHASES)], 1)
+        expect = world @ np.linalg.inv(m[:3, :3]).T + micro
+        got = wind.wind_offsets(p, h, col, None, m, frame, scene, asset)
+        assert np.abs(expect).max() > 0.05
+        np.testing.assert_allclose(got, expect, atol=2e-6)
+
+
 def test_loop_first_and_last_frame_match():
     tree = wind_shapes.make_tree()
     scene = wind.SceneWind(strength=1.0, gust_strength=0.9, gust_frequency=0.23, loop_frames=96, fps=24.0)
