@@ -26,8 +26,9 @@ from . import common
 
 GROUP_NAME = "EnvFX Snow Trails"
 MATERIAL_NAME = "EnvFX Snow"
-VERSION = 12
+VERSION = 13
 STATE = "snow_trail"  # FLOAT2 point attribute: (down, rim) of core.snow's trail state
+DISP = "snow_offset"  # FLOAT point attribute: the state's displacement, max(rim - down, -GROUND_KEEP thickness)
 CELLS = 128  # the lookup table that limits the nearest-path search to vertices near a path
 
 # the displayed snow never goes below this fraction of its thickness (a thin layer stays on the ground, so the
@@ -79,6 +80,13 @@ class SnowBuilder(common.Builder):
         self._feed(node.inputs["Value"], value)
         return node.outputs["Geometry"]
 
+    def boolean(self, operation, a, b=None, label=""):
+        node = self.node("FunctionNodeBooleanMath", label, operation=operation)
+        self._feed(node.inputs[0], a)
+        if b is not None:
+            self._feed(node.inputs[1], b)
+        return node.outputs[0]
+
     def clamp01(self, value, label=""):
         return self.math("ADD", value, 0.0, label=label, use_clamp=True)
 
@@ -90,6 +98,10 @@ def _build(tree, specs, occluders):
     b = SnowBuilder(tree)
     common.socket(tree, "Geometry", "INPUT", "NodeSocketGeometry")
     common.socket(tree, "Geometry", "OUTPUT", "NodeSocketGeometry")
+    panel = tree.interface.new_panel("Actors", default_closed=True)
+    for i, (name, *_) in enumerate(specs):
+        tree.interface.new_socket(name=actor_input(i), in_out="INPUT", socket_type="NodeSocketVector",
+                                  description=f"World location of actor {name} (driven)", parent=panel)
     group_in = b.node("NodeGroupInput", "Group Input", location=(-2000, 0))
     group_out = b.node("NodeGroupOutput", "Group Output", location=(3000, 0))
     values = {label: b.value(label, 0.0) for label in DRIVEN}
@@ -99,9 +111,10 @@ def _build(tree, specs, occluders):
     # actors: one point per actor at its bottom, with radius and depth
     joined = b.node("GeometryNodeJoinGeometry", "Actors", location=(-1400, 600))
     for i, (_name, radius, depth, offset) in enumerate(specs):
-        # the location comes through drivers (transform only): an Object Info node would make the snow depend
-        # on the actor's geometry, and the actor's snow coverage depends on the snow
-        loc = b.combine_xyz(*(b.value(f"Actor {i} {axis}") for axis in "XYZ"), label=f"Actor {i} Location")
+        # the location comes through drivers on the modifier's inputs (transform only): an Object Info node
+        # would make the snow depend on the actor's geometry, and the actor's snow coverage depends on the snow;
+        # a driven value inside the group would make every frame a change of the group (re-analysed each frame)
+        loc = group_in.outputs[actor_input(i)]
         bottom = b.vmath("SUBTRACT", loc, b.vector(f"Actor {i} Offset", (0.0, 0.0, offset)),
                          label=f"Actor {i} Bottom")
         pts = b.node("GeometryNodePoints", f"Actor {i} Point")
@@ -286,14 +299,15 @@ def _build(tree, specs, occluders):
     b.link(b.node("GeometryNodeInputPosition", "Cell Pos 2").outputs[0],
            occ_prox.inputs["Source Position" if "Source Position" in occ_prox.inputs else "Sample Position"])
     occ_cell = b.math("LESS_THAN", occ_prox.outputs["Distance"], b.math("ADD", half_cell, 1e-6), label="Occ Cell")
-    table_geo = b.store(table.outputs[0], "near", near_cell, label="Store Near Cell")
-    table_geo = b.store(table_geo, "occ", occ_cell, label="Store Occ Cell")
+    # booleans end to end: a float read as a selection would be converted vertex by vertex
+    table_geo = b.store(table.outputs[0], "near", near_cell, data_type="BOOLEAN", label="Store Near Cell")
+    table_geo = b.store(table_geo, "occ", occ_cell, data_type="BOOLEAN", label="Store Occ Cell")
     my_cell = b.named("snow_cell", data_type="INT", label="Read Cell").outputs["Attribute"]
-    near = b.sample_index(table_geo, b.named("near", label="Read Near Cell").outputs["Attribute"], my_cell,
-                          label="Near")
-    occ_here = b.sample_index(table_geo, b.named("occ", label="Read Occ Cell").outputs["Attribute"], my_cell,
-                              label="Occ Candidate")
-    far = b.math("SUBTRACT", 1.0, near, label="Far")
+    near = b.sample_index(table_geo, b.named("near", "BOOLEAN", label="Read Near Cell").outputs["Attribute"],
+                          my_cell, "BOOLEAN", label="Near")
+    occ_here = b.sample_index(table_geo, b.named("occ", "BOOLEAN", label="Read Occ Cell").outputs["Attribute"],
+                              my_cell, "BOOLEAN", label="Occ Candidate")
+    far = b.boolean("NOT", near, label="Far")
 
     # trails near the paths (down and rim stored together, both from the old state);
     # far from every path only the refill applies (the stamp is 0 there)
@@ -302,24 +316,35 @@ def _build(tree, specs, occluders):
     decayed = b.store(geo, STATE, b.combine_xyz(b.math("MULTIPLY", keep, old_down, label="Far Down"),
                                                 b.math("MULTIPLY", keep, old_rim, label="Far Rim"), 0.0),
                       data_type="FLOAT2", selection=far, label="Store Far State")
+    refill_on = b.math("GREATER_THAN", values["Refill Rate"], 0.0, label="Refill On")
     refilling = b.node("GeometryNodeSwitch", "Refilling", input_type="GEOMETRY")  # lazy: no refill, no work
-    b.link(b.math("GREATER_THAN", values["Refill Rate"], 0.0), refilling.inputs["Switch"])
+    b.link(refill_on, refilling.inputs["Switch"])
     b.link(geo, refilling.inputs["False"])
     b.link(decayed, refilling.inputs["True"])
     geo = refilling.outputs[0]
+    changed = near  # the vertices whose state may have changed this frame
     # occluders hold the snow down to the ground; without an occluder collection the group
     # is built without this part
     if occluders:
         geo = _occluder_stores(b, geo, occ_flat, P, thick_node, occ_here)
+        changed = b.boolean("OR", changed, occ_here, label="Near Or Occ")
+    changed = b.boolean("OR", changed, refill_on, label="Changed")
+    # the displacement (ground-clamped) is kept with the state, computed for the changed vertices only: the
+    # display then reads one float per vertex and offsets only the vertices it moves
+    cur = b.node("ShaderNodeSeparateXYZ", "New State Sep")
+    b.link(b.named(STATE, data_type="FLOAT_VECTOR", label="Read New State").outputs["Attribute"], cur.inputs[0])
+    disp = b.math("MAXIMUM", b.math("SUBTRACT", cur.outputs["Y"], cur.outputs["X"]),
+                  b.math("MULTIPLY", thickness, -GROUND_KEEP), label="Displacement")
+    geo = b.store(geo, DISP, disp, selection=changed, label="Store Displacement")
     b.link(geo, sim_out.inputs["Geometry"])
     b.link(actors_now, sim_out.inputs["Actors"])
 
-    # --- display: offset along world Z, clamped to the ground, faded with the camera distance ---
-    out = b.node("ShaderNodeSeparateXYZ", "Out State")
-    b.link(b.named(STATE, data_type="FLOAT_VECTOR", label="Read Out State").outputs["Attribute"], out.inputs[0])
-    out_down, out_rim = out.outputs["X"], out.outputs["Y"]
-    disp = b.math("MAXIMUM", b.math("SUBTRACT", out_rim, out_down), b.math("MULTIPLY", thickness, -GROUND_KEEP),
-                  label="Displacement")
+    # --- display: offset along world Z (the vertices with a displacement only), faded with the camera distance
+    disp = b.named(DISP, label="Read Displacement").outputs["Attribute"]
+    moved = b.node("FunctionNodeCompare", "Moved", data_type="FLOAT", operation="NOT_EQUAL")
+    b.link(disp, moved.inputs["A"])
+    moved.inputs["B"].default_value = 0.0
+    moved.inputs["Epsilon"].default_value = 0.0
     cam = b.node("GeometryNodeInputActiveCamera", "Camera")
     cam_info = b.node("GeometryNodeObjectInfo", "Camera Info", transform_space="ORIGINAL")
     b.link(cam.outputs[0], cam_info.inputs["Object"])
@@ -347,6 +372,7 @@ def _build(tree, specs, occluders):
     local_up.inputs["Direction"].default_value = (0.0, 0.0, 1.0)
     set_pos = b.node("GeometryNodeSetPosition", "Set Position", location=(2700, 0))
     b.link(sim_out.outputs["Geometry"], set_pos.inputs["Geometry"])
+    b.link(moved.outputs[0], set_pos.inputs["Selection"])
     b.link(b.vmath("SCALE", local_up.outputs[0], scale=disp, label="Offset Local"), set_pos.inputs["Offset"])
     b.link(set_pos.outputs[0], group_out.inputs[0])
 
@@ -369,9 +395,14 @@ def _occluder_stores(b, geo, occ_flat, P, thick_node, occ_here):
     return geo
 
 
+def actor_input(i: int) -> str:
+    return f"Actor {i}"
+
+
 def ensure_trails(scene, specs=None) -> bpy.types.NodeTree:
     """The shared "EnvFX Snow Trails" group, built for the scene's actors and occluders and driven by its
-    settings. Rebuilt in place when the actors, their sizes or the occluder collection change."""
+    settings. Rebuilt in place when the actors, their sizes or the occluder collection change; the actor
+    inputs of every modifier using it are driven by the actors' locations."""
     if specs is None:
         specs = actor_specs(scene)
     occ = scene.envfx.snow.occluders
@@ -379,23 +410,48 @@ def ensure_trails(scene, specs=None) -> bpy.types.NodeTree:
     tree = common.ensure_tree(GROUP_NAME, "GeometryNodeTree", _stamp(specs, occ_name),
                               lambda t: _build(t, specs, occ_name))
     _drive(scene, tree)
-    _drive_actors(tree, specs)
+    for obj in bpy.data.objects:
+        for mod in obj.modifiers:
+            if mod.type == "NODES" and mod.node_group == tree:
+                drive_modifier(obj, mod, specs)
     return tree
 
 
-def _drive_actors(tree, specs):
-    """Drive each actor's location Value nodes with its world location (transform channels, no Python)."""
-    drivers = {fc.data_path: fc for fc in tree.animation_data.drivers} if tree.animation_data else {}
+def _modifier_drivers(obj, mod):
+    if obj.animation_data is None:
+        return {}
+    prefix = f'modifiers["{mod.name}"]['
+    return {(fc.data_path, fc.array_index): fc for fc in obj.animation_data.drivers
+            if fc.data_path.startswith(prefix)}
+
+
+def undrive_modifier(obj, mod):
+    """Remove the actor drivers of a trails modifier (before the modifier goes)."""
+    for fc in _modifier_drivers(obj, mod).values():
+        obj.animation_data.drivers.remove(fc)
+
+
+def drive_modifier(obj, mod, specs):
+    """Drive a trails modifier's actor inputs with the actors' world locations (transform channels, no
+    Python); drivers of inputs the group no longer has are removed."""
+    tree = mod.node_group
+    mod.node_group = tree  # make sure the modifier has the group's current inputs
+    drivers = _modifier_drivers(obj, mod)
+    wanted = set()
     for i, (name, *_) in enumerate(specs):
-        obj = bpy.data.objects.get(name)
+        actor = bpy.data.objects.get(name)
+        ident = common.input_identifier(tree, actor_input(i))
+        path = f'modifiers["{mod.name}"]["{ident}"]'
+        mod[ident] = tuple(actor.matrix_world.translation)
         for k, axis in enumerate("XYZ"):
-            path = f'nodes["Actor {i} {axis}"].outputs[0].default_value'
-            fcurve = drivers.get(path)
+            wanted.add((path, k))
+            fcurve = drivers.get((path, k))
             var = fcurve.driver.variables[0] if fcurve and fcurve.driver.variables else None
-            if var is not None and var.type == "TRANSFORMS" and var.targets[0].id == obj:
+            if (var is not None and var.type == "TRANSFORMS" and var.targets[0].id == actor
+                    and var.targets[0].transform_type == f"LOC_{axis}"):
                 continue
             if fcurve is None:
-                fcurve = tree.driver_add(path)
+                fcurve = obj.driver_add(path, k)
             driver = fcurve.driver
             driver.type = "AVERAGE"
             while driver.variables:
@@ -404,10 +460,12 @@ def _drive_actors(tree, specs):
             var.name = "loc"
             var.type = "TRANSFORMS"
             target = var.targets[0]
-            target.id = obj
+            target.id = actor
             target.transform_type = f"LOC_{axis}"
             target.transform_space = "WORLD_SPACE"
-            tree.nodes[f"Actor {i} {axis}"].outputs[0].default_value = obj.matrix_world.translation[k]
+    for key, fc in drivers.items():
+        if key not in wanted:
+            obj.animation_data.drivers.remove(fc)
 
 
 def _drive(scene, tree):
