@@ -28,6 +28,7 @@ GROUP_NAME = "EnvFX Snow Trails"
 MATERIAL_NAME = "EnvFX Snow"
 VERSION = 13
 STATE = "snow_trail"  # FLOAT2 point attribute: (down, rim) of core.snow's trail state
+NEAR = "snow_near"  # BOOLEAN point attribute: the vertex is near an actor path this frame
 DISP = "snow_offset"  # FLOAT point attribute: the state's displacement, max(rim - down, -GROUND_KEEP thickness)
 CELLS = 128  # the lookup table that limits the nearest-path search to vertices near a path
 
@@ -273,16 +274,19 @@ def _build(tree, specs, occluders):
     b.link(matrix, centre_world.inputs["Transform"])
     b.link(b.flat(centre_world.outputs[0], "Cell"), table.inputs["Position"])
 
-    def axis_length(vec, label):
+    def axis_xy(vec, label):
         node = b.node("FunctionNodeTransformDirection", label)
         b.link(matrix, node.inputs["Transform"])
         node.inputs["Direction"].default_value = vec
-        return b.vmath("LENGTH", node.outputs[0])
+        return b.flat(node.outputs[0], label)
 
-    # how far (world XY) a point of a cell can be from the cell's centre
-    xy_scale = b.math("ADD", axis_length((1.0, 0.0, 0.0), "Axis X"), axis_length((0.0, 1.0, 0.0), "Axis Y"))
-    half_cell = b.math("MULTIPLY", b.math("ADD", b.math("MULTIPLY", cell, xy_scale),
-                                          b.math("MULTIPLY", ext_z, axis_length((0.0, 0.0, 1.0), "Axis Z"))),
+    # how far (world XY) a point of a cell can be from the cell's centre: the farthest corner of the cell's
+    # box (cell x cell x snow height, around the centre), as object axes seen from above
+    ax, ay = axis_xy((1.0, 0.0, 0.0), "Axis X"), axis_xy((0.0, 1.0, 0.0), "Axis Y")
+    xy_reach = b.math("MAXIMUM", b.vmath("LENGTH", b.vmath("ADD", ax, ay)), b.vmath("LENGTH", b.vmath("SUBTRACT", ax, ay)),
+                      label="Cell Diagonal")
+    z_reach = b.vmath("LENGTH", axis_xy((0.0, 0.0, 1.0), "Axis Z"), label="Height Reach")
+    half_cell = b.math("MULTIPLY", b.math("ADD", b.math("MULTIPLY", cell, xy_reach), b.math("MULTIPLY", ext_z, z_reach)),
                        0.5001, label="Half Cell")
     stat = b.node("GeometryNodeAttributeStatistic", "Max Radius", data_type="FLOAT", domain="POINT")
     b.link(actors_now, stat.inputs["Geometry"])
@@ -307,6 +311,9 @@ def _build(tree, specs, occluders):
                           my_cell, "BOOLEAN", label="Near")
     occ_here = b.sample_index(table_geo, b.named("occ", "BOOLEAN", label="Read Occ Cell").outputs["Attribute"],
                               my_cell, "BOOLEAN", label="Occ Candidate")
+    # the lookup is done once per vertex per frame, kept as a flag and read back by every store below
+    snow_geo = b.store(snow_geo, NEAR, near, data_type="BOOLEAN", label="Store Near")
+    near = b.named(NEAR, "BOOLEAN", label="Read Near").outputs["Attribute"]
     far = b.boolean("NOT", near, label="Far")
 
     # trails near the paths (down and rim stored together, both from the old state);
@@ -326,7 +333,15 @@ def _build(tree, specs, occluders):
     # occluders hold the snow down to the ground; without an occluder collection the group
     # is built without this part
     if occluders:
-        geo = _occluder_stores(b, geo, occ_flat, P, thick_node, occ_here)
+        # only when some cell is under an occluder: a store copies its attribute even for an empty selection
+        occ_any = b.node("GeometryNodeAttributeStatistic", "Any Occ Cell", data_type="FLOAT", domain="POINT")
+        b.link(table_geo, occ_any.inputs["Geometry"])
+        b.link(b.named("occ", "FLOAT", label="Read Occ Flag").outputs["Attribute"], occ_any.inputs["Attribute"])
+        occluding = b.node("GeometryNodeSwitch", "Occluding", input_type="GEOMETRY")
+        b.link(b.math("GREATER_THAN", occ_any.outputs["Max"], 0.5), occluding.inputs["Switch"])
+        b.link(geo, occluding.inputs["False"])
+        b.link(_occluder_stores(b, geo, occ_flat, P, thick_node, occ_here), occluding.inputs["True"])
+        geo = occluding.outputs[0]
         changed = b.boolean("OR", changed, occ_here, label="Near Or Occ")
     changed = b.boolean("OR", changed, refill_on, label="Changed")
     # the displacement (ground-clamped) is kept with the state, computed for the changed vertices only: the
@@ -336,6 +351,11 @@ def _build(tree, specs, occluders):
     disp = b.math("MAXIMUM", b.math("SUBTRACT", cur.outputs["Y"], cur.outputs["X"]),
                   b.math("MULTIPLY", thickness, -GROUND_KEEP), label="Displacement")
     geo = b.store(geo, DISP, disp, selection=changed, label="Store Displacement")
+    # the flag is this frame's only: not kept in the simulation's cache
+    drop = b.node("GeometryNodeRemoveAttribute", "Drop Near")
+    b.link(geo, drop.inputs["Geometry"])
+    drop.inputs["Name"].default_value = NEAR
+    geo = drop.outputs["Geometry"]
     b.link(geo, sim_out.inputs["Geometry"])
     b.link(actors_now, sim_out.inputs["Actors"])
 
