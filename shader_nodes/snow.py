@@ -29,7 +29,7 @@ MATERIAL_NAME = "EnvFX Snow"
 VERSION = 13
 STATE = "snow_trail"  # FLOAT2 point attribute: (down, rim) of core.snow's trail state
 NEAR = "snow_near"  # BOOLEAN point attribute: the vertex is near an actor path this frame
-DISP = "snow_offset"  # FLOAT point attribute: the state's displacement, max(rim - down, -GROUND_KEEP thickness)
+TOUCHED = "snow_touched"  # BOOLEAN point attribute: a stamp or an occluder has reached the vertex
 CELLS = 128  # the lookup table that limits the nearest-path search to vertices near a path
 
 # the displayed snow never goes below this fraction of its thickness (a thin layer stays on the ground, so the
@@ -329,7 +329,7 @@ def _build(tree, specs, occluders):
     b.link(geo, refilling.inputs["False"])
     b.link(decayed, refilling.inputs["True"])
     geo = refilling.outputs[0]
-    changed = near  # the vertices whose state may have changed this frame
+    touched = near  # the vertices a stamp or an occluder may have reached this frame
     # occluders hold the snow down to the ground; without an occluder collection the group
     # is built without this part
     if occluders:
@@ -342,15 +342,10 @@ def _build(tree, specs, occluders):
         b.link(geo, occluding.inputs["False"])
         b.link(_occluder_stores(b, geo, occ_flat, P, thick_node, occ_here), occluding.inputs["True"])
         geo = occluding.outputs[0]
-        changed = b.boolean("OR", changed, occ_here, label="Near Or Occ")
-    changed = b.boolean("OR", changed, refill_on, label="Changed")
-    # the displacement (ground-clamped) is kept with the state, computed for the changed vertices only: the
-    # display then reads one float per vertex and offsets only the vertices it moves
-    cur = b.node("ShaderNodeSeparateXYZ", "New State Sep")
-    b.link(b.named(STATE, data_type="FLOAT_VECTOR", label="Read New State").outputs["Attribute"], cur.inputs[0])
-    disp = b.math("MAXIMUM", b.math("SUBTRACT", cur.outputs["Y"], cur.outputs["X"]),
-                  b.math("MULTIPLY", thickness, -GROUND_KEEP), label="Displacement")
-    geo = b.store(geo, DISP, disp, selection=changed, label="Store Displacement")
+        touched = b.boolean("OR", touched, occ_here, label="Near Or Occ")
+    # the vertices whose state is not zero are a subset of those ever touched (the refill only shrinks a
+    # state): the display reads this flag and evaluates the offset for them only
+    geo = b.store(geo, TOUCHED, True, data_type="BOOLEAN", selection=touched, label="Store Touched")
     # the flag is this frame's only: not kept in the simulation's cache
     drop = b.node("GeometryNodeRemoveAttribute", "Drop Near")
     b.link(geo, drop.inputs["Geometry"])
@@ -359,12 +354,13 @@ def _build(tree, specs, occluders):
     b.link(geo, sim_out.inputs["Geometry"])
     b.link(actors_now, sim_out.inputs["Actors"])
 
-    # --- display: offset along world Z (the vertices with a displacement only), faded with the camera distance
-    disp = b.named(DISP, label="Read Displacement").outputs["Attribute"]
-    moved = b.node("FunctionNodeCompare", "Moved", data_type="FLOAT", operation="NOT_EQUAL")
-    b.link(disp, moved.inputs["A"])
-    moved.inputs["B"].default_value = 0.0
-    moved.inputs["Epsilon"].default_value = 0.0
+    # --- display: offset along world Z (the touched vertices only), clamped to the ground, faded with the camera
+    # distance
+    moved = b.named(TOUCHED, "BOOLEAN", label="Read Touched").outputs["Attribute"]
+    out = b.node("ShaderNodeSeparateXYZ", "Out State")
+    b.link(b.named(STATE, data_type="FLOAT_VECTOR", label="Read Out State").outputs["Attribute"], out.inputs[0])
+    disp = b.math("MAXIMUM", b.math("SUBTRACT", out.outputs["Y"], out.outputs["X"]),
+                  b.math("MULTIPLY", thickness, -GROUND_KEEP), label="Displacement")
     cam = b.node("GeometryNodeInputActiveCamera", "Camera")
     cam_info = b.node("GeometryNodeObjectInfo", "Camera Info", transform_space="ORIGINAL")
     b.link(cam.outputs[0], cam_info.inputs["Object"])
@@ -392,7 +388,7 @@ def _build(tree, specs, occluders):
     local_up.inputs["Direction"].default_value = (0.0, 0.0, 1.0)
     set_pos = b.node("GeometryNodeSetPosition", "Set Position", location=(2700, 0))
     b.link(sim_out.outputs["Geometry"], set_pos.inputs["Geometry"])
-    b.link(moved.outputs[0], set_pos.inputs["Selection"])
+    b.link(moved, set_pos.inputs["Selection"])
     b.link(b.vmath("SCALE", local_up.outputs[0], scale=disp, label="Offset Local"), set_pos.inputs["Offset"])
     b.link(set_pos.outputs[0], group_out.inputs[0])
 
