@@ -491,7 +491,6 @@ def drive_from_trails(objects) -> list:
     for obj in objects:
         mods = [m for m in obj.modifiers if m.type == "NODES" and tree is not None and m.node_group == tree]
         for mod in mods:
-            snow_nodes.undrive_modifier(obj, mod)
             obj.modifiers.remove(mod)
         for mod in trails_modifiers(obj):
             mod.show_viewport = mod.show_render = True

@@ -2,16 +2,20 @@
 
 "EnvFX Snow Trails" is ``core.snow``'s trail state evaluated per frame in a simulation zone:
 
-- the actors are one point each (each actor of ``scene.envfx.snow.actors``: its world location through
-  transform drivers, minus its bottom offset; radius and depth as point attributes); ``ensure_trails`` rebuilds
-  the group in place when the actors or their sizes change (the stamp records them);
+- the actors are one point each (each actor of ``scene.envfx.snow.actors``: its world location from the
+  modifier's "Actor i" input, driven by the actor's transform (``drive_modifier``), minus its bottom offset;
+  radius and depth as point attributes); ``ensure_trails`` rebuilds the group in place when the actors or
+  their sizes change (the stamp records them). Driving the modifier's inputs, not values inside the group,
+  keeps a frame from being a change of the group (which Blender would re-analyse every frame);
 - inside the zone the previous frame's actor points are the state "Actors"; a mesh of one edge per actor
-  (previous -> current bottom point, flattened to z = 0) is the path; Sample Nearest on its edges picks the
-  actor whose path is nearest to each snow vertex (as ``core.snow.stamp_points`` does), then the stamp,
-  vertical fade, persistence (the point attribute ``snow_trail`` = (down, rim)) and occluders follow the core's
-  formulas node for node;
-- after the zone the surface moves by ``max(rim - down, -0.98 snow_thickness)`` along world Z, faded out with the
-  distance to the active camera.
+  (previous -> current bottom point, flattened to z = 0) is the path. A coarse table of cells (``CELLS``)
+  flags the cells a path can reach; each vertex looks its cell up once per frame (the flag ``snow_near``,
+  not cached) and only those vertices run the rest: Sample Nearest on the path edges picks the actor whose
+  path is nearest (as ``core.snow.stamp_points`` does), then the stamp, vertical fade, persistence (the point
+  attribute ``snow_trail`` = (down, rim)) and occluders follow the core's formulas node for node; the flag
+  ``snow_touched`` records every vertex a stamp or an occluder has reached;
+- after the zone the touched vertices move by ``max(rim - down, -0.98 snow_thickness)`` along world Z, faded
+  out with the distance to the active camera (the others have a zero state and stay).
 
 Numbers the user tweaks (rim, fades, refill) are Value nodes driven by ``scene.envfx.snow``.
 """
@@ -283,11 +287,11 @@ def _build(tree, specs, occluders):
     # how far (world XY) a point of a cell can be from the cell's centre: the farthest corner of the cell's
     # box (cell x cell x snow height, around the centre), as object axes seen from above
     ax, ay = axis_xy((1.0, 0.0, 0.0), "Axis X"), axis_xy((0.0, 1.0, 0.0), "Axis Y")
-    xy_reach = b.math("MAXIMUM", b.vmath("LENGTH", b.vmath("ADD", ax, ay)), b.vmath("LENGTH", b.vmath("SUBTRACT", ax, ay)),
-                      label="Cell Diagonal")
+    xy_reach = b.math("MAXIMUM", b.vmath("LENGTH", b.vmath("ADD", ax, ay)),
+                      b.vmath("LENGTH", b.vmath("SUBTRACT", ax, ay)), label="Cell Diagonal")
     z_reach = b.vmath("LENGTH", axis_xy((0.0, 0.0, 1.0), "Axis Z"), label="Height Reach")
-    half_cell = b.math("MULTIPLY", b.math("ADD", b.math("MULTIPLY", cell, xy_reach), b.math("MULTIPLY", ext_z, z_reach)),
-                       0.5001, label="Half Cell")
+    half_cell = b.math("MULTIPLY", b.math("ADD", b.math("MULTIPLY", cell, xy_reach),
+                                          b.math("MULTIPLY", ext_z, z_reach)), 0.5001, label="Half Cell")
     stat = b.node("GeometryNodeAttributeStatistic", "Max Radius", data_type="FLOAT", domain="POINT")
     b.link(actors_now, stat.inputs["Geometry"])
     b.link(b.node("GeometryNodeInputRadius", "Actor Radius").outputs[0], stat.inputs["Attribute"])
@@ -442,7 +446,8 @@ def _modifier_drivers(obj, mod):
 
 
 def undrive_modifier(obj, mod):
-    """Remove the actor drivers of a trails modifier (before the modifier goes)."""
+    """Remove the actor drivers of a trails modifier, before the modifier goes (Blender 4.2 keeps drivers of a
+    removed modifier)."""
     for fc in _modifier_drivers(obj, mod).values():
         obj.animation_data.drivers.remove(fc)
 
