@@ -302,19 +302,22 @@ def _build(tree, specs, occluders):
     b.link(b.node("GeometryNodeInputPosition", "Cell Pos").outputs[0],
            prox.inputs["Source Position" if "Source Position" in prox.inputs else "Sample Position"])
     near_cell = b.math("LESS_THAN", prox.outputs["Distance"], reach_max, label="Near Cell")
-    occ_prox = b.node("GeometryNodeProximity", "Occluder Proximity", target_element="FACES")
-    b.link(occ_flat.outputs[0], occ_prox.inputs[0])
-    b.link(b.node("GeometryNodeInputPosition", "Cell Pos 2").outputs[0],
-           occ_prox.inputs["Source Position" if "Source Position" in occ_prox.inputs else "Sample Position"])
-    occ_cell = b.math("LESS_THAN", occ_prox.outputs["Distance"], b.math("ADD", half_cell, 1e-6), label="Occ Cell")
     # booleans end to end: a float read as a selection would be converted vertex by vertex
     table_geo = b.store(table.outputs[0], "near", near_cell, data_type="BOOLEAN", label="Store Near Cell")
-    table_geo = b.store(table_geo, "occ", occ_cell, data_type="BOOLEAN", label="Store Occ Cell")
     my_cell = b.named("snow_cell", data_type="INT", label="Read Cell").outputs["Attribute"]
     near = b.sample_index(table_geo, b.named("near", "BOOLEAN", label="Read Near Cell").outputs["Attribute"],
                           my_cell, "BOOLEAN", label="Near")
-    occ_here = b.sample_index(table_geo, b.named("occ", "BOOLEAN", label="Read Occ Cell").outputs["Attribute"],
-                              my_cell, "BOOLEAN", label="Occ Candidate")
+    occ_here = None
+    if occluders:  # the cells an occluder's footprint may cover
+        occ_prox = b.node("GeometryNodeProximity", "Occluder Proximity", target_element="FACES")
+        b.link(occ_flat.outputs[0], occ_prox.inputs[0])
+        b.link(b.node("GeometryNodeInputPosition", "Cell Pos 2").outputs[0],
+               occ_prox.inputs["Source Position" if "Source Position" in occ_prox.inputs else "Sample Position"])
+        occ_cell = b.math("LESS_THAN", occ_prox.outputs["Distance"], b.math("ADD", half_cell, 1e-6),
+                          label="Occ Cell")
+        table_geo = b.store(table_geo, "occ", occ_cell, data_type="BOOLEAN", label="Store Occ Cell")
+        occ_here = b.sample_index(table_geo, b.named("occ", "BOOLEAN", label="Read Occ Cell").outputs["Attribute"],
+                                  my_cell, "BOOLEAN", label="Occ Candidate")
     # the lookup is done once per vertex per frame, kept as a flag and read back by every store below
     snow_geo = b.store(snow_geo, NEAR, near, data_type="BOOLEAN", label="Store Near")
     near = b.named(NEAR, "BOOLEAN", label="Read Near").outputs["Attribute"]
