@@ -41,6 +41,31 @@ def grid_mesh(bpy, name, n, size):
     return ops.mesh_from_cover(name, lod)
 
 
+def _time_frames(scene, frames):
+    """Per-frame seconds of frames 2 .. frames + 1, after a reset to frame 1."""
+    scene.frame_set(1)
+    t = []
+    for f in range(2, frames + 2):
+        t0 = time.perf_counter()
+        scene.frame_set(f)
+        t.append(time.perf_counter() - t0)
+    return float(np.median(t)), float(np.min(t))
+
+
+def _bare_tree(bpy, name):
+    tree = bpy.data.node_groups.new(name, "GeometryNodeTree")
+    tree.interface.new_socket("Geometry", in_out="INPUT", socket_type="NodeSocketGeometry")
+    tree.interface.new_socket("Geometry", in_out="OUTPUT", socket_type="NodeSocketGeometry")
+    return tree, tree.nodes.new("NodeGroupInput"), tree.nodes.new("NodeGroupOutput")
+
+
+def _use(obj, tree):
+    for m in list(obj.modifiers):
+        obj.modifiers.remove(m)
+    mod = obj.modifiers.new(tree.name, "NODES")
+    mod.node_group = tree
+
+
 def bench_trails(n_side, n_actors, frames):
     import bpy
     import conftest
@@ -70,19 +95,24 @@ def bench_trails(n_side, n_actors, frames):
     scene.frame_start, scene.frame_end = 1, frames + 1
     scene.frame_set(1)
     envfx.operators.snow.add_trails(scene, [snow])
-    scene.frame_set(1)
-    t = []
-    for f in range(2, frames + 2):
-        t0 = time.perf_counter()
-        scene.frame_set(f)
-        t.append(time.perf_counter() - t0)
-    trails, trails_min = float(np.median(t)), float(np.min(t))
-    # the same mesh with a bare Set Position
+    # first playback: the simulation cache grows by one state per frame (fresh memory, as in the viewport)
+    trails, trails_min = _time_frames(scene, frames)
+    # the vertices the trails touched (their state is not zero): the share a per-vertex state must update
+    dg = bpy.context.evaluated_depsgraph_get()
+    ev = snow.evaluated_get(dg)
+    me = ev.to_mesh()
+    state = np.empty(2 * len(me.vertices), np.float32)
+    me.attributes["snow_trail"].data.foreach_get("vector", state)
+    touched = float(np.mean(np.any(state.reshape(-1, 2) != 0, axis=1)))
+    ev.to_mesh_clear()
+    # a second run of the trails from scratch (new cache): it reuses the memory the first cache freed
     envfx.operators.snow.remove_trails([snow])
-    tree = bpy.data.node_groups.new("Bare", "GeometryNodeTree")
-    tree.interface.new_socket("Geometry", in_out="INPUT", socket_type="NodeSocketGeometry")
-    tree.interface.new_socket("Geometry", in_out="OUTPUT", socket_type="NodeSocketGeometry")
-    gi, go = tree.nodes.new("NodeGroupInput"), tree.nodes.new("NodeGroupOutput")
+    envfx.operators.snow.add_trails(scene, [snow])
+    trails_warm, _ = _time_frames(scene, frames)
+    envfx.operators.snow.remove_trails([snow])
+
+    # the same mesh with a bare Set Position (constant offset)
+    tree, gi, go = _bare_tree(bpy, "Bare")
     sp = tree.nodes.new("GeometryNodeSetPosition")
     st = tree.nodes.new("GeometryNodeInputSceneTime")
     comb = tree.nodes.new("ShaderNodeCombineXYZ")
@@ -90,15 +120,8 @@ def bench_trails(n_side, n_actors, frames):
     tree.links.new(comb.outputs[0], sp.inputs["Offset"])
     tree.links.new(gi.outputs[0], sp.inputs["Geometry"])
     tree.links.new(sp.outputs[0], go.inputs[0])
-    mod = snow.modifiers.new("Bare", "NODES")
-    mod.node_group = tree
-    scene.frame_set(1)
-    t = []
-    for f in range(2, frames + 2):
-        t0 = time.perf_counter()
-        scene.frame_set(f)
-        t.append(time.perf_counter() - t0)
-    bare, bare_min = float(np.median(t)), float(np.min(t))
+    _use(snow, tree)
+    bare, bare_min = _time_frames(scene, frames)
     # a Set Position whose offset is a per-vertex field (what any real deformation pays)
     pos = tree.nodes.new("GeometryNodeInputPosition")
     mul = tree.nodes.new("ShaderNodeVectorMath")
@@ -106,17 +129,58 @@ def bench_trails(n_side, n_actors, frames):
     tree.links.new(pos.outputs[0], mul.inputs[0])
     tree.links.new(st.outputs["Seconds"], mul.inputs["Scale"])
     tree.links.new(mul.outputs[0], sp.inputs["Offset"])
+    field, _ = _time_frames(scene, frames)
+
+    # a bare simulation zone passing the mesh through (the zone's own bookkeeping)
+    tree, gi, go = _bare_tree(bpy, "Bare Simulation")
+    si, so = tree.nodes.new("GeometryNodeSimulationInput"), tree.nodes.new("GeometryNodeSimulationOutput")
+    si.pair_with_output(so)
+    tree.links.new(gi.outputs[0], si.inputs["Geometry"])
+    tree.links.new(si.outputs["Geometry"], so.inputs["Geometry"])
+    tree.links.new(so.outputs["Geometry"], go.inputs[0])
+    _use(snow, tree)
+    bare_sim, _ = _time_frames(scene, frames)
+    # the floor of any per-vertex trail state: the zone stores one float per vertex on the share of vertices the
+    # trails touched (spread over the frames; the store copies the cached array), then a Set Position offsets
+    # the mesh by it
+    store = tree.nodes.new("GeometryNodeStoreNamedAttribute")
+    store.data_type = "FLOAT"
+    store.inputs["Name"].default_value = "state"
+    every = max(1, round(frames / max(touched, 1e-6)))
+    frame = tree.nodes.new("GeometryNodeInputSceneTime").outputs["Frame"]
+    shifted = tree.nodes.new("ShaderNodeMath")
+    tree.links.new(tree.nodes.new("GeometryNodeInputIndex").outputs[0], shifted.inputs[0])
+    tree.links.new(frame, shifted.inputs[1])
+    mod_n = tree.nodes.new("ShaderNodeMath")
+    mod_n.operation = "FLOORED_MODULO"
+    tree.links.new(shifted.outputs[0], mod_n.inputs[0])
+    mod_n.inputs[1].default_value = float(every)
+    pick = tree.nodes.new("ShaderNodeMath")
+    pick.operation = "LESS_THAN"
+    tree.links.new(mod_n.outputs[0], pick.inputs[0])
+    pick.inputs[1].default_value = 1.0
+    tree.links.new(pick.outputs[0], store.inputs["Selection"])
+    store.inputs["Value"].default_value = 0.01
+    tree.links.new(si.outputs["Geometry"], store.inputs["Geometry"])
+    tree.links.new(store.outputs[0], so.inputs["Geometry"])
+    sp = tree.nodes.new("GeometryNodeSetPosition")
+    read = tree.nodes.new("GeometryNodeInputNamedAttribute")
+    read.data_type = "FLOAT"
+    read.inputs["Name"].default_value = "state"
+    offset = tree.nodes.new("ShaderNodeCombineXYZ")
+    tree.links.new(read.outputs["Attribute"], offset.inputs["Z"])
+    tree.links.new(offset.outputs[0], sp.inputs["Offset"])
+    tree.links.new(so.outputs["Geometry"], sp.inputs["Geometry"])
+    tree.links.new(sp.outputs[0], go.inputs[0])
     scene.frame_set(1)
-    t = []
-    for f in range(2, frames + 2):
-        t0 = time.perf_counter()
-        scene.frame_set(f)
-        t.append(time.perf_counter() - t0)
-    field = float(np.median(t))
+    state_floor, _ = _time_frames(scene, frames)
     emit(bench="trails_per_frame", vertices=n_side * n_side, actors=n_actors, frames=frames,
          trails_s=round(trails, 4), bare_set_position_s=round(bare, 4), ratio=round(trails / bare, 2),
          trails_min_s=round(trails_min, 4), bare_min_s=round(bare_min, 4), ratio_min=round(trails_min / bare_min, 2),
-         field_set_position_s=round(field, 4), ratio_to_field=round(trails / field, 2), target_ratio=4.0)
+         trails_warm_s=round(trails_warm, 4), ratio_warm=round(trails_warm / bare, 2),
+         field_set_position_s=round(field, 4), ratio_to_field=round(trails / field, 2),
+         bare_simulation_zone_s=round(bare_sim, 4), touched_share=round(touched, 4),
+         state_floor_s=round(state_floor, 4), ratio_state_floor=round(state_floor / bare, 2), target_ratio=4.0)
 
 
 def bench_bake(res, frames, n_actors):

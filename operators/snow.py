@@ -313,6 +313,8 @@ def add_trails(scene, objects) -> tuple[list, dict]:
     tree = snow_nodes.ensure_trails(scene, specs)
     for obj in targets:
         bridge.add_modifier_before_bend(obj, MODIFIER_NAME, tree)
+        for mod in trails_modifiers(obj):
+            snow_nodes.drive_modifier(obj, mod, specs)
     surfaces = snow_nodes.ensure_surfaces_collection()
     for obj in objects:
         if trails_modifiers(obj) and obj.name not in surfaces.objects:
@@ -332,6 +334,7 @@ def remove_trails(objects) -> list:
     for obj in objects:
         mods = trails_modifiers(obj)
         for mod in mods:
+            snow_nodes.undrive_modifier(obj, mod)
             obj.modifiers.remove(mod)
         if mods:
             changed.append(obj.name)

@@ -2,16 +2,20 @@
 
 "EnvFX Snow Trails" is ``core.snow``'s trail state evaluated per frame in a simulation zone:
 
-- the actors are one point each (each actor of ``scene.envfx.snow.actors``: its world location through
-  transform drivers, minus its bottom offset; radius and depth as point attributes); ``ensure_trails`` rebuilds
-  the group in place when the actors or their sizes change (the stamp records them);
+- the actors are one point each (each actor of ``scene.envfx.snow.actors``: its world location from the
+  modifier's "Actor i" input, driven by the actor's transform (``drive_modifier``), minus its bottom offset;
+  radius and depth as point attributes); ``ensure_trails`` rebuilds the group in place when the actors or
+  their sizes change (the stamp records them). Driving the modifier's inputs, not values inside the group,
+  keeps a frame from being a change of the group (which Blender would re-analyse every frame);
 - inside the zone the previous frame's actor points are the state "Actors"; a mesh of one edge per actor
-  (previous -> current bottom point, flattened to z = 0) is the path; Sample Nearest on its edges picks the
-  actor whose path is nearest to each snow vertex (as ``core.snow.stamp_points`` does), then the stamp,
-  vertical fade, persistence (the point attribute ``snow_trail`` = (down, rim)) and occluders follow the core's
-  formulas node for node;
-- after the zone the surface moves by ``max(rim - down, -0.98 snow_thickness)`` along world Z, faded out with the
-  distance to the active camera.
+  (previous -> current bottom point, flattened to z = 0) is the path. A coarse table of cells (``CELLS``)
+  flags the cells a path can reach; each vertex looks its cell up once per frame (the flag ``snow_near``,
+  not cached) and only those vertices run the rest: Sample Nearest on the path edges picks the actor whose
+  path is nearest (as ``core.snow.stamp_points`` does), then the stamp, vertical fade, persistence (the point
+  attribute ``snow_trail`` = (down, rim)) and occluders follow the core's formulas node for node; the flag
+  ``snow_touched`` records every vertex a stamp or an occluder has reached;
+- after the zone the touched vertices move by ``max(rim - down, -0.98 snow_thickness)`` along world Z, faded
+  out with the distance to the active camera (the others have a zero state and stay).
 
 Numbers the user tweaks (rim, fades, refill) are Value nodes driven by ``scene.envfx.snow``.
 """
@@ -26,8 +30,10 @@ from . import common
 
 GROUP_NAME = "EnvFX Snow Trails"
 MATERIAL_NAME = "EnvFX Snow"
-VERSION = 12
+VERSION = 13
 STATE = "snow_trail"  # FLOAT2 point attribute: (down, rim) of core.snow's trail state
+NEAR = "snow_near"  # BOOLEAN point attribute: the vertex is near an actor path this frame
+TOUCHED = "snow_touched"  # BOOLEAN point attribute: a stamp or an occluder has reached the vertex
 CELLS = 128  # the lookup table that limits the nearest-path search to vertices near a path
 
 # the displayed snow never goes below this fraction of its thickness (a thin layer stays on the ground, so the
@@ -79,6 +85,13 @@ class SnowBuilder(common.Builder):
         self._feed(node.inputs["Value"], value)
         return node.outputs["Geometry"]
 
+    def boolean(self, operation, a, b=None, label=""):
+        node = self.node("FunctionNodeBooleanMath", label, operation=operation)
+        self._feed(node.inputs[0], a)
+        if b is not None:
+            self._feed(node.inputs[1], b)
+        return node.outputs[0]
+
     def clamp01(self, value, label=""):
         return self.math("ADD", value, 0.0, label=label, use_clamp=True)
 
@@ -90,6 +103,10 @@ def _build(tree, specs, occluders):
     b = SnowBuilder(tree)
     common.socket(tree, "Geometry", "INPUT", "NodeSocketGeometry")
     common.socket(tree, "Geometry", "OUTPUT", "NodeSocketGeometry")
+    panel = tree.interface.new_panel("Actors", default_closed=True)
+    for i, (name, *_) in enumerate(specs):
+        tree.interface.new_socket(name=actor_input(i), in_out="INPUT", socket_type="NodeSocketVector",
+                                  description=f"World location of actor {name} (driven)", parent=panel)
     group_in = b.node("NodeGroupInput", "Group Input", location=(-2000, 0))
     group_out = b.node("NodeGroupOutput", "Group Output", location=(3000, 0))
     values = {label: b.value(label, 0.0) for label in DRIVEN}
@@ -99,9 +116,10 @@ def _build(tree, specs, occluders):
     # actors: one point per actor at its bottom, with radius and depth
     joined = b.node("GeometryNodeJoinGeometry", "Actors", location=(-1400, 600))
     for i, (_name, radius, depth, offset) in enumerate(specs):
-        # the location comes through drivers (transform only): an Object Info node would make the snow depend
-        # on the actor's geometry, and the actor's snow coverage depends on the snow
-        loc = b.combine_xyz(*(b.value(f"Actor {i} {axis}") for axis in "XYZ"), label=f"Actor {i} Location")
+        # the location comes through drivers on the modifier's inputs (transform only): an Object Info node
+        # would make the snow depend on the actor's geometry, and the actor's snow coverage depends on the snow;
+        # a driven value inside the group would make every frame a change of the group (re-analysed each frame)
+        loc = group_in.outputs[actor_input(i)]
         bottom = b.vmath("SUBTRACT", loc, b.vector(f"Actor {i} Offset", (0.0, 0.0, offset)),
                          label=f"Actor {i} Bottom")
         pts = b.node("GeometryNodePoints", f"Actor {i} Point")
@@ -260,17 +278,20 @@ def _build(tree, specs, occluders):
     b.link(matrix, centre_world.inputs["Transform"])
     b.link(b.flat(centre_world.outputs[0], "Cell"), table.inputs["Position"])
 
-    def axis_length(vec, label):
+    def axis_xy(vec, label):
         node = b.node("FunctionNodeTransformDirection", label)
         b.link(matrix, node.inputs["Transform"])
         node.inputs["Direction"].default_value = vec
-        return b.vmath("LENGTH", node.outputs[0])
+        return b.flat(node.outputs[0], label)
 
-    # how far (world XY) a point of a cell can be from the cell's centre
-    xy_scale = b.math("ADD", axis_length((1.0, 0.0, 0.0), "Axis X"), axis_length((0.0, 1.0, 0.0), "Axis Y"))
-    half_cell = b.math("MULTIPLY", b.math("ADD", b.math("MULTIPLY", cell, xy_scale),
-                                          b.math("MULTIPLY", ext_z, axis_length((0.0, 0.0, 1.0), "Axis Z"))),
-                       0.5001, label="Half Cell")
+    # how far (world XY) a point of a cell can be from the cell's centre: the farthest corner of the cell's
+    # box (cell x cell x snow height, around the centre), as object axes seen from above
+    ax, ay = axis_xy((1.0, 0.0, 0.0), "Axis X"), axis_xy((0.0, 1.0, 0.0), "Axis Y")
+    xy_reach = b.math("MAXIMUM", b.vmath("LENGTH", b.vmath("ADD", ax, ay)),
+                      b.vmath("LENGTH", b.vmath("SUBTRACT", ax, ay)), label="Cell Diagonal")
+    z_reach = b.vmath("LENGTH", axis_xy((0.0, 0.0, 1.0), "Axis Z"), label="Height Reach")
+    half_cell = b.math("MULTIPLY", b.math("ADD", b.math("MULTIPLY", cell, xy_reach),
+                                          b.math("MULTIPLY", ext_z, z_reach)), 0.5001, label="Half Cell")
     stat = b.node("GeometryNodeAttributeStatistic", "Max Radius", data_type="FLOAT", domain="POINT")
     b.link(actors_now, stat.inputs["Geometry"])
     b.link(b.node("GeometryNodeInputRadius", "Actor Radius").outputs[0], stat.inputs["Attribute"])
@@ -281,19 +302,26 @@ def _build(tree, specs, occluders):
     b.link(b.node("GeometryNodeInputPosition", "Cell Pos").outputs[0],
            prox.inputs["Source Position" if "Source Position" in prox.inputs else "Sample Position"])
     near_cell = b.math("LESS_THAN", prox.outputs["Distance"], reach_max, label="Near Cell")
-    occ_prox = b.node("GeometryNodeProximity", "Occluder Proximity", target_element="FACES")
-    b.link(occ_flat.outputs[0], occ_prox.inputs[0])
-    b.link(b.node("GeometryNodeInputPosition", "Cell Pos 2").outputs[0],
-           occ_prox.inputs["Source Position" if "Source Position" in occ_prox.inputs else "Sample Position"])
-    occ_cell = b.math("LESS_THAN", occ_prox.outputs["Distance"], b.math("ADD", half_cell, 1e-6), label="Occ Cell")
-    table_geo = b.store(table.outputs[0], "near", near_cell, label="Store Near Cell")
-    table_geo = b.store(table_geo, "occ", occ_cell, label="Store Occ Cell")
+    # booleans end to end: a float read as a selection would be converted vertex by vertex
+    table_geo = b.store(table.outputs[0], "near", near_cell, data_type="BOOLEAN", label="Store Near Cell")
     my_cell = b.named("snow_cell", data_type="INT", label="Read Cell").outputs["Attribute"]
-    near = b.sample_index(table_geo, b.named("near", label="Read Near Cell").outputs["Attribute"], my_cell,
-                          label="Near")
-    occ_here = b.sample_index(table_geo, b.named("occ", label="Read Occ Cell").outputs["Attribute"], my_cell,
-                              label="Occ Candidate")
-    far = b.math("SUBTRACT", 1.0, near, label="Far")
+    near = b.sample_index(table_geo, b.named("near", "BOOLEAN", label="Read Near Cell").outputs["Attribute"],
+                          my_cell, "BOOLEAN", label="Near")
+    occ_here = None
+    if occluders:  # the cells an occluder's footprint may cover
+        occ_prox = b.node("GeometryNodeProximity", "Occluder Proximity", target_element="FACES")
+        b.link(occ_flat.outputs[0], occ_prox.inputs[0])
+        b.link(b.node("GeometryNodeInputPosition", "Cell Pos 2").outputs[0],
+               occ_prox.inputs["Source Position" if "Source Position" in occ_prox.inputs else "Sample Position"])
+        occ_cell = b.math("LESS_THAN", occ_prox.outputs["Distance"], b.math("ADD", half_cell, 1e-6),
+                          label="Occ Cell")
+        table_geo = b.store(table_geo, "occ", occ_cell, data_type="BOOLEAN", label="Store Occ Cell")
+        occ_here = b.sample_index(table_geo, b.named("occ", "BOOLEAN", label="Read Occ Cell").outputs["Attribute"],
+                                  my_cell, "BOOLEAN", label="Occ Candidate")
+    # the lookup is done once per vertex per frame, kept as a flag and read back by every store below
+    snow_geo = b.store(snow_geo, NEAR, near, data_type="BOOLEAN", label="Store Near")
+    near = b.named(NEAR, "BOOLEAN", label="Read Near").outputs["Attribute"]
+    far = b.boolean("NOT", near, label="Far")
 
     # trails near the paths (down and rim stored together, both from the old state);
     # far from every path only the refill applies (the stamp is 0 there)
@@ -302,24 +330,44 @@ def _build(tree, specs, occluders):
     decayed = b.store(geo, STATE, b.combine_xyz(b.math("MULTIPLY", keep, old_down, label="Far Down"),
                                                 b.math("MULTIPLY", keep, old_rim, label="Far Rim"), 0.0),
                       data_type="FLOAT2", selection=far, label="Store Far State")
+    refill_on = b.math("GREATER_THAN", values["Refill Rate"], 0.0, label="Refill On")
     refilling = b.node("GeometryNodeSwitch", "Refilling", input_type="GEOMETRY")  # lazy: no refill, no work
-    b.link(b.math("GREATER_THAN", values["Refill Rate"], 0.0), refilling.inputs["Switch"])
+    b.link(refill_on, refilling.inputs["Switch"])
     b.link(geo, refilling.inputs["False"])
     b.link(decayed, refilling.inputs["True"])
     geo = refilling.outputs[0]
+    touched = near  # the vertices a stamp or an occluder may have reached this frame
     # occluders hold the snow down to the ground; without an occluder collection the group
     # is built without this part
     if occluders:
-        geo = _occluder_stores(b, geo, occ_flat, P, thick_node, occ_here)
+        # only when some cell is under an occluder: a store copies its attribute even for an empty selection
+        occ_any = b.node("GeometryNodeAttributeStatistic", "Any Occ Cell", data_type="FLOAT", domain="POINT")
+        b.link(table_geo, occ_any.inputs["Geometry"])
+        b.link(b.named("occ", "FLOAT", label="Read Occ Flag").outputs["Attribute"], occ_any.inputs["Attribute"])
+        occluding = b.node("GeometryNodeSwitch", "Occluding", input_type="GEOMETRY")
+        b.link(b.math("GREATER_THAN", occ_any.outputs["Max"], 0.5), occluding.inputs["Switch"])
+        b.link(geo, occluding.inputs["False"])
+        b.link(_occluder_stores(b, geo, occ_flat, P, thick_node, occ_here), occluding.inputs["True"])
+        geo = occluding.outputs[0]
+        touched = b.boolean("OR", touched, occ_here, label="Near Or Occ")
+    # the vertices whose state is not zero are a subset of those ever touched (the refill only shrinks a
+    # state): the display reads this flag and evaluates the offset for them only
+    geo = b.store(geo, TOUCHED, True, data_type="BOOLEAN", selection=touched, label="Store Touched")
+    # the flag is this frame's only: not kept in the simulation's cache
+    drop = b.node("GeometryNodeRemoveAttribute", "Drop Near")
+    b.link(geo, drop.inputs["Geometry"])
+    drop.inputs["Name"].default_value = NEAR
+    geo = drop.outputs["Geometry"]
     b.link(geo, sim_out.inputs["Geometry"])
     b.link(actors_now, sim_out.inputs["Actors"])
 
-    # --- display: offset along world Z, clamped to the ground, faded with the camera distance ---
+    # --- display: offset along world Z (the touched vertices only), clamped to the ground, faded with the camera
+    # distance
+    moved = b.named(TOUCHED, "BOOLEAN", label="Read Touched").outputs["Attribute"]
     out = b.node("ShaderNodeSeparateXYZ", "Out State")
     b.link(b.named(STATE, data_type="FLOAT_VECTOR", label="Read Out State").outputs["Attribute"], out.inputs[0])
-    out_down, out_rim = out.outputs["X"], out.outputs["Y"]
-    disp = b.math("MAXIMUM", b.math("SUBTRACT", out_rim, out_down), b.math("MULTIPLY", thickness, -GROUND_KEEP),
-                  label="Displacement")
+    disp = b.math("MAXIMUM", b.math("SUBTRACT", out.outputs["Y"], out.outputs["X"]),
+                  b.math("MULTIPLY", thickness, -GROUND_KEEP), label="Displacement")
     cam = b.node("GeometryNodeInputActiveCamera", "Camera")
     cam_info = b.node("GeometryNodeObjectInfo", "Camera Info", transform_space="ORIGINAL")
     b.link(cam.outputs[0], cam_info.inputs["Object"])
@@ -347,6 +395,7 @@ def _build(tree, specs, occluders):
     local_up.inputs["Direction"].default_value = (0.0, 0.0, 1.0)
     set_pos = b.node("GeometryNodeSetPosition", "Set Position", location=(2700, 0))
     b.link(sim_out.outputs["Geometry"], set_pos.inputs["Geometry"])
+    b.link(moved, set_pos.inputs["Selection"])
     b.link(b.vmath("SCALE", local_up.outputs[0], scale=disp, label="Offset Local"), set_pos.inputs["Offset"])
     b.link(set_pos.outputs[0], group_out.inputs[0])
 
@@ -369,9 +418,14 @@ def _occluder_stores(b, geo, occ_flat, P, thick_node, occ_here):
     return geo
 
 
+def actor_input(i: int) -> str:
+    return f"Actor {i}"
+
+
 def ensure_trails(scene, specs=None) -> bpy.types.NodeTree:
     """The shared "EnvFX Snow Trails" group, built for the scene's actors and occluders and driven by its
-    settings. Rebuilt in place when the actors, their sizes or the occluder collection change."""
+    settings. Rebuilt in place when the actors, their sizes or the occluder collection change; the actor
+    inputs of every modifier using it are driven by the actors' locations."""
     if specs is None:
         specs = actor_specs(scene)
     occ = scene.envfx.snow.occluders
@@ -379,23 +433,49 @@ def ensure_trails(scene, specs=None) -> bpy.types.NodeTree:
     tree = common.ensure_tree(GROUP_NAME, "GeometryNodeTree", _stamp(specs, occ_name),
                               lambda t: _build(t, specs, occ_name))
     _drive(scene, tree)
-    _drive_actors(tree, specs)
+    for obj in bpy.data.objects:
+        for mod in obj.modifiers:
+            if mod.type == "NODES" and mod.node_group == tree:
+                drive_modifier(obj, mod, specs)
     return tree
 
 
-def _drive_actors(tree, specs):
-    """Drive each actor's location Value nodes with its world location (transform channels, no Python)."""
-    drivers = {fc.data_path: fc for fc in tree.animation_data.drivers} if tree.animation_data else {}
+def _modifier_drivers(obj, mod):
+    if obj.animation_data is None:
+        return {}
+    prefix = f'modifiers["{mod.name}"]['
+    return {(fc.data_path, fc.array_index): fc for fc in obj.animation_data.drivers
+            if fc.data_path.startswith(prefix)}
+
+
+def undrive_modifier(obj, mod):
+    """Remove the actor drivers of a trails modifier, before the modifier goes (Blender 4.2 keeps drivers of a
+    removed modifier)."""
+    for fc in _modifier_drivers(obj, mod).values():
+        obj.animation_data.drivers.remove(fc)
+
+
+def drive_modifier(obj, mod, specs):
+    """Drive a trails modifier's actor inputs with the actors' world locations (transform channels, no
+    Python); drivers of inputs the group no longer has are removed."""
+    tree = mod.node_group
+    mod.node_group = tree  # make sure the modifier has the group's current inputs
+    drivers = _modifier_drivers(obj, mod)
+    wanted = set()
     for i, (name, *_) in enumerate(specs):
-        obj = bpy.data.objects.get(name)
+        actor = bpy.data.objects.get(name)
+        ident = common.input_identifier(tree, actor_input(i))
+        path = f'modifiers["{mod.name}"]["{ident}"]'
+        mod[ident] = tuple(actor.matrix_world.translation)
         for k, axis in enumerate("XYZ"):
-            path = f'nodes["Actor {i} {axis}"].outputs[0].default_value'
-            fcurve = drivers.get(path)
+            wanted.add((path, k))
+            fcurve = drivers.get((path, k))
             var = fcurve.driver.variables[0] if fcurve and fcurve.driver.variables else None
-            if var is not None and var.type == "TRANSFORMS" and var.targets[0].id == obj:
+            if (var is not None and var.type == "TRANSFORMS" and var.targets[0].id == actor
+                    and var.targets[0].transform_type == f"LOC_{axis}"):
                 continue
             if fcurve is None:
-                fcurve = tree.driver_add(path)
+                fcurve = obj.driver_add(path, k)
             driver = fcurve.driver
             driver.type = "AVERAGE"
             while driver.variables:
@@ -404,10 +484,12 @@ def _drive_actors(tree, specs):
             var.name = "loc"
             var.type = "TRANSFORMS"
             target = var.targets[0]
-            target.id = obj
+            target.id = actor
             target.transform_type = f"LOC_{axis}"
             target.transform_space = "WORLD_SPACE"
-            tree.nodes[f"Actor {i} {axis}"].outputs[0].default_value = obj.matrix_world.translation[k]
+    for key, fc in drivers.items():
+        if key not in wanted:
+            obj.animation_data.drivers.remove(fc)
 
 
 def _drive(scene, tree):

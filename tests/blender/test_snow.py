@@ -419,6 +419,30 @@ def test_empty_actor_uses_its_radius_setting_and_lights_skipped(envfx):
     assert not envfx.operators.snow.trails_modifiers(snow)
 
 
+
+def test_new_actor_after_add_trails_stamps_and_remove_leaves_no_drivers(envfx):
+    """The actors' locations reach the trails through drivers on the modifier: Add Trails again after adding
+    an actor drives the existing modifier for it too, and removing the trails leaves no driver behind."""
+    scene, snow, actors = snow_scene(envfx)
+    a = sphere_object("A", 0.5, actors)
+    a.location = (-2.0, 0.0, 0.5)
+    scene.frame_set(1)
+    assert bpy.ops.envfx.snow_trails_add() == {"FINISHED"}
+    b = sphere_object("B", 0.5, actors)
+    animate(b, [(1, (2.0, -1.0, 0.5)), (3, (2.0, 1.0, 0.5))])
+    _linear(b)
+    assert bpy.ops.envfx.snow_trails_add() == {"FINISHED"}
+    specs, _ = envfx.operators.snow.actor_specs(scene)
+    tracks = run_frames(scene, 1, 3, [n for n, *_ in specs], [o for *_, o in specs])
+    rest, got = evaluated_offset(envfx, snow)
+    np.testing.assert_allclose(got, core_expected(envfx, scene, snow, tracks, specs), atol=1e-4)
+    assert got[np.hypot(rest[:, 0] - 2.0, rest[:, 1]) < 0.2].max() < -0.1      # B's trail is there
+    targets = {var.targets[0].id.name for fc in snow.animation_data.drivers for var in fc.driver.variables}
+    assert targets == {"A", "B"}
+    assert bpy.ops.envfx.snow_trails_remove() == {"FINISHED"}
+    assert snow.animation_data is None or len(snow.animation_data.drivers) == 0
+
+
 # --- CLI --------------------------------------------------------------------------------------------------
 
 def _cli_file(envfx, tmp_path):
