@@ -772,6 +772,7 @@ class SnowCover:
     spacing: float = 0.0
     shape: tuple = (0, 0)
     covered: np.ndarray | None = None          # (H, W) bool grid
+    surface_spacing: tuple = (0.0, 0.0)        # shortest and longest grid edge along the surface (flat, steepest)
 
 
 def triangle_normals(tris):
@@ -785,6 +786,20 @@ def up_facing(tris, max_slope) -> np.ndarray:
     """Bool mask of triangles whose normal is within ``max_slope`` (radians) of +Z."""
     n, area2 = triangle_normals(tris)
     return (n[:, 2] >= math.cos(max_slope) - 1e-9) & (area2 > 0)
+
+
+def grid_factor(kept_tris) -> tuple[float, float]:
+    """(factor, stretch): the top-down grid step is ``spacing * factor``. A grid edge running down a slope of
+    angle a is ``1 / cos(a)`` longer on the surface than seen from above, one running across it is not, so the
+    step is shrunk to centre the surface spacing on the requested one: with the steepest kept face at a*,
+    ``factor = 2 cos(a*) / (1 + cos(a*))`` puts flat ground at ``factor`` and the steepest slope at
+    ``stretch = factor / cos(a*)`` times the spacing (both within 20 % up to a* = 48 deg). Steeper than that,
+    flat ground is kept at 0.8 and the steepest slopes stretch further."""
+    n, area2 = triangle_normals(kept_tris)
+    nz = n[:, 2][area2 > 0]
+    cos_a = float(np.clip(nz.min(), 1e-3, 1.0)) if nz.size else 1.0
+    factor = max(2.0 * cos_a / (1.0 + cos_a), 0.8)
+    return factor, factor / cos_a
 
 
 def estimate_vertices(tris, keep, spacing) -> int:
@@ -872,7 +887,8 @@ def generate_cover(tris, params: CoverParams, occluder_tris=None, mask_weights=N
     """Snow cover over terrain triangles (T, 3, 3, world space).
 
     - only faces within ``max_slope`` of up get snow;
-    - a vertex grid of ``spacing`` (top-down), the snow top at ground + thickness;
+    - a vertex grid whose edges are ``spacing`` long along the surface (within 20 % on slopes up to 48 deg: see
+      ``grid_factor``), the snow top at ground + thickness;
     - no snow where any geometry (``occluder_tris``, and the terrain itself, e.g. overhangs) is above;
     - thickness tapers to zero over ``border_width`` towards the edge of the covered area;
     - drift along ``drift_direction`` and noise vary the thickness; ``mask_weights`` (T, 3) per-corner weights
@@ -892,15 +908,16 @@ def generate_cover(tris, params: CoverParams, occluder_tris=None, mask_weights=N
             f"No face of the selection looks up within the max slope of {math.degrees(params.max_slope):.0f} deg: "
             f"raise the max slope or select terrain whose faces point up"
         )
-    estimate = estimate_vertices(tris, keep, params.spacing)
+    kept = tris[keep]
+    factor, stretch = grid_factor(kept)
+    s = float(params.spacing) * factor  # the top-down grid step that gives ``spacing`` along the surface
+    estimate = estimate_vertices(tris, keep, s)
     if estimate > params.vertex_budget:
         suggestion = params.spacing * math.sqrt(estimate / params.vertex_budget) * 1.05
         raise SnowError(
             f"A spacing of {params.spacing:g} would make about {estimate:,} vertices, over the budget of "
             f"{params.vertex_budget:,}: use a spacing of at least {suggestion:.3g} or raise the budget"
         )
-    kept = tris[keep]
-    s = float(params.spacing)
     lo = kept[:, :, :2].reshape(-1, 2).min(0)
     hi = kept[:, :, :2].reshape(-1, 2).max(0)
     w = int(math.floor((hi[0] - lo[0]) / s + 1e-6)) + 1   # a size of exactly n spacings gets n + 1 points
@@ -959,7 +976,8 @@ def generate_cover(tris, params: CoverParams, occluder_tris=None, mask_weights=N
     thick *= np.clip(mask, 0.0, 1.0)
     thick = np.where(covered, thick, 0.0)
     ground = np.where(covered, z_snow, 0.0)
-    cover = SnowCover(origin=(float(lo[0]), float(lo[1])), spacing=s, shape=(h, w), covered=covered)
+    cover = SnowCover(origin=(float(lo[0]), float(lo[1])), spacing=s, shape=(h, w), covered=covered,
+                      surface_spacing=(float(params.spacing) * factor, float(params.spacing) * stretch))
     for level in range(int(params.lods)):
         step = 2 ** level
         cover.lods.append(_grid_mesh(covered, X, Y, ground, thick, step))

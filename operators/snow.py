@@ -222,6 +222,7 @@ def generate_snow(scene, objects, depsgraph, mask_group: str = "", mask_image=No
         mesh.materials.append(material)
         obj = bpy.data.objects.new(name, mesh)
         obj[SNOW_TAG] = level
+        obj["envfx_surface_spacing"] = [v * 2 ** level for v in cover.surface_spacing]
         coll.objects.link(obj)
         if level > 0:  # coarser levels are for export; only the finest one shows
             obj.hide_render = True
@@ -527,7 +528,12 @@ class ENVFX_OT_snow_generate(bpy.types.Operator):
             self.report({"ERROR"}, str(exc))
             return {"CANCELLED"}
         n = sum(len(o.data.vertices) for o in made[:1])
-        self.report({"INFO"}, f"Made {len(made)} snow mesh(es), {n:,} vertices at the finest level")
+        lo, hi = made[0]["envfx_surface_spacing"]
+        if hi > 1.2 * s.spacing:
+            self.report({"WARNING"}, f"Slopes steeper than 48 deg stretch the vertex spacing up to {hi:.3g} "
+                        f"(asked {s.spacing:.3g}): lower the max slope, or accept coarser snow there")
+        self.report({"INFO"}, f"Made {len(made)} snow mesh(es), {n:,} vertices at the finest level, "
+                    f"{lo:.3g} to {hi:.3g} apart along the surface")
         return {"FINISHED"}
 
 

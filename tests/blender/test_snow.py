@@ -717,3 +717,29 @@ def test_density_mask_texture(envfx):
     with pytest.raises(RuntimeError, match="no UV map"):
         bpy.ops.envfx.snow_generate()
     assert _state() == before
+
+
+def test_generated_snow_keeps_its_spacing_along_slopes(envfx):
+    clear_scene()
+    ground = grid_object("Hill", size=6.0, segments=6)
+    ground.rotation_euler = (0.0, math.radians(40.0), 0.0)  # a 40 deg slope
+    bpy.context.view_layer.update()
+    s = bpy.context.scene.envfx.snow
+    s.spacing, s.thickness, s.border_width, s.max_slope = 0.2, 0.1, 0.0, math.radians(50.0)
+    select_only(ground)
+    assert bpy.ops.envfx.snow_generate() == {"FINISHED"}
+    snow = [o for o in bpy.context.scene.objects if o.get("envfx_snow") == 0][0]
+    mesh = snow.data
+    co = envfx.bridge.get_positions(mesh).copy()
+    thickness = np.empty(len(mesh.vertices), dtype=np.float32)
+    mesh.attributes["snow_thickness"].data.foreach_get("value", thickness)
+    co[:, 2] -= thickness  # the surface under the snow (the top also follows the border taper)
+    edges = np.empty(len(mesh.edges) * 2, dtype=np.int32)
+    mesh.edges.foreach_get("vertices", edges)
+    edges = edges.reshape(-1, 2)
+    lengths = np.linalg.norm(co[edges[:, 1]] - co[edges[:, 0]], axis=1)
+    # every grid edge of the surface is within 20 % of the spacing asked for (without the factor the edges
+    # down the slope would be 1 / cos(40 deg) = 1.31 times longer)
+    assert lengths.min() > 0.8 * 0.2 and lengths.max() < 1.2 * 0.2, (lengths.min(), lengths.max())
+    lo, hi = snow["envfx_surface_spacing"]
+    assert 0.8 * 0.2 <= lo <= hi <= 1.2 * 0.2

@@ -3,6 +3,8 @@
 import json
 import os
 
+import math
+
 import numpy as np
 import pytest
 
@@ -249,6 +251,27 @@ def test_cover_border_tapers_to_zero_and_spacing():
     assert abs(np.median(e) / 0.2 - 1) < 0.2
     # snow sits on the ground + thickness
     np.testing.assert_allclose(m.vertices[:, 2] - m.ground, m.thickness, atol=1e-5)
+
+
+@pytest.mark.parametrize("slope_deg", [0.0, 20.0, 40.0, 45.0])
+def test_cover_spacing_along_the_surface_is_within_20_percent_on_slopes(slope_deg):
+    tilt = math.tan(math.radians(slope_deg))
+    flat = plane_tris(6, 6)
+    slope = plane_tris(6, 6, tilt=tilt)
+    slope[:, :, 0] += 7.0  # a flat field beside a slope, so both ends of the range are in one cover
+    cover = snow.generate_cover(np.concatenate([flat, slope]),
+                                snow.CoverParams(spacing=0.2, thickness=0.1, border_width=0.0))
+    m = cover.lods[0]
+    ground = m.vertices.copy()
+    ground[:, 2] = m.ground  # the surface itself (the snow top also varies with the border taper)
+    f = m.faces
+    edges = np.concatenate([np.linalg.norm(ground[f[:, (i + 1) % 4]] - ground[f[:, i]], axis=1) for i in range(4)])
+    # faces straddling the gap between the two fields are not surface edges
+    edges = edges[edges < 0.2 * 2]
+    ratio = edges / 0.2
+    assert ratio.min() > 0.8 - 1e-6 and ratio.max() < 1.2 + 1e-6, (ratio.min(), ratio.max())
+    lo, hi = cover.surface_spacing
+    assert lo / 0.2 == pytest.approx(ratio.min(), abs=0.02) and hi / 0.2 == pytest.approx(ratio.max(), abs=0.02)
 
 
 def test_cover_budget_refused_with_estimate_quickly():
