@@ -87,6 +87,13 @@ def test_node_group_equals_core_under_random_transforms_and_parents(envfx, mode)
             assert np.abs(got - want).max() <= 1e-4 * extent, (mode, axis, obj.name)
             moved = max(moved, np.abs(got - envfx.bridge.get_positions(obj.data)).max())
     assert moved > 0.1  # it really bends
+    # strengths of the same sign, opposite signs, negative, and zero take different paths through the group
+    s = bpy.context.scene.envfx.bend
+    for strength, side_strength in ((0.04, 0.03), (-0.02, -0.05), (0.0, 0.03), (0.0, 0.0), (0.04, -0.03)):
+        s.strength, s.side_strength = strength, side_strength
+        for obj in objs:
+            got = evaluated_local(envfx, obj)
+            assert np.abs(got - expected_local(envfx, obj)).max() <= 1e-4 * extent, (mode, strength, side_strength)
 
 
 def test_changing_scene_settings_changes_every_bent_object_and_keyframes_play(envfx):
