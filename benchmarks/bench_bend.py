@@ -2,8 +2,9 @@
 
 usage: $(tools/venv.sh 5.0) benchmarks/bench_bend.py [--verts 1000000] [--repeats 15] [--rounds 3]
 Prints one JSON line per mode: median seconds per evaluation of the bend and of the bare Set Position
-(measured interleaved in the same run, best median of --rounds rounds), and their ratio. Re-evaluation is forced the way playback does it:
-the pivot moves (bend) or the object is tagged (bare), then the depsgraph updates.
+(measured interleaved in the same run, best median of --rounds rounds), and their ratio. Re-evaluation is
+forced the way playback does it: the pivot moves (bend) or the object is tagged (bare), then the depsgraph
+updates.
 """
 
 import argparse
