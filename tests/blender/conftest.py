@@ -66,3 +66,54 @@ def fresh_file(envfx):
 def addon_switch():
     """(enable, disable) functions for tests that unregister and register the add-on again."""
     return enable_addon, disable_addon
+
+
+class RecordingLayout:
+    """Stands in for a UILayout (there is no UI in background mode). draw() code runs against it; it records
+    what is shown (property names, operator ids, "label:<text>") and fails on names that do not exist."""
+
+    def __init__(self, log=None):
+        self.log = [] if log is None else log
+        self.use_property_split = self.use_property_decorate = False
+        self.active = self.enabled = True
+        self.alert = False
+        self.scale_y = 1.0
+
+    def _child(self, *args, **kwargs):
+        return RecordingLayout(self.log)
+
+    row = column = box = split = column_flow = grid_flow = _child
+
+    def label(self, text="", **kwargs):
+        self.log.append("label:" + text)
+
+    def separator(self, **kwargs):
+        pass
+
+    def prop(self, data, name, **kwargs):
+        assert data is not None, f"prop {name!r} drawn for None"
+        assert name in data.bl_rna.properties, f"{type(data).__name__} has no property {name!r}"
+        self.log.append(name)
+
+    def prop_search(self, data, name, search_data, search_name, **kwargs):
+        self.prop(data, name)
+        assert search_name in search_data.bl_rna.properties
+
+    def template_ID(self, data, name, **kwargs):
+        self.prop(data, name)
+
+    def operator(self, idname, **kwargs):
+        module, op = idname.split(".")
+        assert hasattr(getattr(bpy.ops, module), op), f"no operator {idname}"
+        self.log.append(idname)
+        return type("OperatorProperties", (), {})()
+
+    def operator_menu_enum(self, idname, prop, **kwargs):
+        self.operator(idname)
+        self.log.append(prop)
+
+
+@pytest.fixture
+def recording_layout():
+    """The RecordingLayout class (a UILayout stand-in for testing panels' draw())."""
+    return RecordingLayout

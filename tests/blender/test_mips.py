@@ -358,36 +358,11 @@ def test_image_editor_active_image_and_cancel(core, ops, tmp_path):
     assert not (tmp_path / "cancel").exists() and state() == before
 
 
-class _Layout:
-    """Stands in for a UILayout (no UI in background mode): records what draw() shows, checks property names."""
-
-    def __init__(self, log):
-        self.log = log
-        self.use_property_split = self.use_property_decorate = self.active = False
-
-    def column(self, **kw):
-        return _Layout(self.log)
-
-    row = box = column
-
-    def prop(self, data, name, **kw):
-        assert name in data.bl_rna.properties, name
-        self.log.append(name)
-
-    def label(self, **kw):
-        self.log.append("label")
-
-    def operator(self, idname, **kw):
-        module, name = idname.split(".")
-        assert hasattr(getattr(bpy.ops, module), name)
-        self.log.append(idname)
-
-
 @pytest.mark.parametrize("source", ["ACTIVE", "SELECTED", "FOLDER"])
-def test_panel_draws_every_setting(envfx, source):
+def test_panel_draws_every_setting(envfx, recording_layout, source):
     bpy.context.scene.envfx.mips.source = source
     log = []
-    envfx.panels.mips.draw_mips(_Layout(log), bpy.context, in_image_editor=False)
+    envfx.panels.mips.draw_mips(recording_layout(log), bpy.context, in_image_editor=False)
     assert "envfx.mips_bake" in log and "ref" in log and "output_dir" in log
     assert ("folder" in log) == (source == "FOLDER") and ("image" in log) == (source == "ACTIVE")
 

@@ -611,37 +611,8 @@ def test_outdated_group_is_rebuilt_after_load(mods, tmp_path):
     assert _gn_vs_core(mods, obj, (3, 50)) < 1e-4
 
 
-class _Layout:
-    """Stands in for a UILayout (no UI in background mode): records what draw() shows, checks names exist."""
-
-    def __init__(self, log):
-        self.log = log
-        self.use_property_split = self.use_property_decorate = self.active = False
-
-    def column(self, **kw):
-        return _Layout(self.log)
-
-    row = box = column
-
-    def prop(self, data, name, **kw):
-        assert name in data.bl_rna.properties, name
-        self.log.append(name)
-
-    def label(self, **kw):
-        self.log.append("label:" + kw.get("text", ""))
-
-    def operator(self, idname, **kw):
-        module, name = idname.split(".")
-        assert hasattr(getattr(bpy.ops, module), name)
-        self.log.append(idname)
-
-    def operator_menu_enum(self, idname, prop, **kw):
-        self.operator(idname)
-        self.log.append(prop)
-
-
 @pytest.mark.parametrize("layout", ["HZD", "CUSTOM"])
-def test_panel_draws_every_setting(envfx, layout):
+def test_panel_draws_every_setting(envfx, recording_layout, layout):
     scene = bpy.context.scene
     scene.envfx.wind.channel_layout = layout
     bpy.ops.object.effector_add(type="WIND")
@@ -650,7 +621,7 @@ def test_panel_draws_every_setting(envfx, layout):
     for coll in field.users_collection:
         coll.objects.unlink(field)  # a wind object that left the scene is called out
     log = []
-    panel = type("P", (), {"layout": _Layout(log)})()
+    panel = type("P", (), {"layout": recording_layout(log)})()
     bpy.context.view_layer.objects.active = bpy.data.objects["Cube"]
     envfx.panels.wind.VIEW3D_PT_envfx_wind.draw(panel, bpy.context)
     for name in ("source_object", "direction", "strength", "gust_strength", "gust_frequency", "loop_frames",
