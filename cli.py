@@ -549,9 +549,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_info(sub)
     _add_bend(sub)
     _add_wind(sub)
-    _add_mips(sub)
-    _add_gasgiant(sub)
     _add_snow(sub)
+    _add_gasgiant(sub)
+    _add_mips(sub)
     return parser
 
 
