@@ -243,19 +243,19 @@ def _build(tree, specs, occluders):
     # search and the occluder ray (a store's value field is evaluated for its selection only). The bound is
     # conservative, so the result is exactly that of evaluating every vertex. Each vertex's cell is computed
     # once, when the simulation starts (attribute snow_cell).
-    def grid(geometry, tag):
-        bbox = b.node("GeometryNodeBoundBox", f"{tag} Bounds")
-        b.link(geometry, bbox.inputs["Geometry"])
+    def grid(mn, mx, tag):
         ext = b.node("ShaderNodeSeparateXYZ", f"{tag} Extent")
-        b.link(b.vmath("SUBTRACT", bbox.outputs["Max"], bbox.outputs["Min"]), ext.inputs[0])
+        b.link(b.vmath("SUBTRACT", mx, mn), ext.inputs[0])
         cell = b.math("MAXIMUM", b.math("DIVIDE", b.math("MAXIMUM", ext.outputs["X"], ext.outputs["Y"]),
                                         float(CELLS)), 1e-9, label=f"{tag} Cell Size")
         lo = b.node("ShaderNodeSeparateXYZ", f"{tag} Lo")
-        b.link(bbox.outputs["Min"], lo.inputs[0])
+        b.link(mn, lo.inputs[0])
         mid_z = b.math("MULTIPLY_ADD", ext.outputs["Z"], 0.5, lo.outputs["Z"], label=f"{tag} Mid Z")
         return lo, cell, ext.outputs["Z"], mid_z
 
-    lo0, cell0, _, _ = grid(group_in.outputs[0], "Start")
+    start_bbox = b.node("GeometryNodeBoundBox", "Start Bounds")
+    b.link(group_in.outputs[0], start_bbox.inputs["Geometry"])
+    lo0, cell0, _, _ = grid(start_bbox.outputs["Min"], start_bbox.outputs["Max"], "Start")
     p_obj = b.node("ShaderNodeSeparateXYZ", "P Object")
     b.link(b.node("GeometryNodeInputPosition", "Start Pos").outputs[0], p_obj.inputs[0])
 
@@ -307,6 +307,9 @@ def _build(tree, specs, occluders):
                         b.math("MULTIPLY", match, b.sample_index(firsts_x.outputs[0], b.named(
                             "count", "INT", label="Read First Count").outputs["Attribute"], j, "INT",
                             label="First Count")), data_type="INT", label="Store Cell Count")
+    for name in ("Min", "Max"):
+        cells_geo = b.store(cells_geo, f"bound_{name.lower()}", start_bbox.outputs[name], data_type="FLOAT_VECTOR",
+                            label=f"Store Bound {name}")
     b.link(sorted_geo, sim_in.inputs["Sorted"])
     b.link(cells_geo, sim_in.inputs["Cells"])
     for link in list(tree.links):
@@ -314,7 +317,12 @@ def _build(tree, specs, occluders):
             tree.links.remove(link)
     b.link(start_geo, sim_in.inputs["Geometry"])
 
-    lo, cell, ext_z, mid_z = grid(snow_geo, "Snow")
+    # the snow's bounds, measured once when the simulation starts (kept on the "Cells" state)
+    def start_bound(name):
+        return b.sample_index(sim_in.outputs["Cells"], b.named(name, "FLOAT_VECTOR", label=f"Read {name}")
+                              .outputs["Attribute"], 0, "FLOAT_VECTOR", label=f"Snow {name}")
+
+    lo, cell, ext_z, mid_z = grid(start_bound("bound_min"), start_bound("bound_max"), "Snow")
     table = b.node("GeometryNodePoints", "Cell Table")
     table.inputs["Count"].default_value = CELLS * CELLS
     cx = b.math("FLOORED_MODULO", index, float(CELLS), label="Cell X")
@@ -404,9 +412,11 @@ def _build(tree, specs, occluders):
     b.link(dup.outputs["Geometry"], pts.inputs["Geometry"])
     b.link(b.sample_index(sorted_pts, b.node("GeometryNodeInputPosition", "Sorted Pos").outputs[0], sidx,
                           "FLOAT_VECTOR", label="Vertex Position"), pts.inputs["Position"])
-    geo = b.store(pts.outputs[0], "snow_thickness",
-                  b.sample_index(sorted_pts, thick_node.outputs["Attribute"], sidx, label="Vertex Thickness"),
-                  label="Store Held Thickness")
+    geo = pts.outputs[0]
+    if occluders:  # the occluders hold the snow down to its thickness
+        geo = b.store(geo, "snow_thickness",
+                      b.sample_index(sorted_pts, thick_node.outputs["Attribute"], sidx, label="Vertex Thickness"),
+                      label="Store Held Thickness")
     d1o = b.named("d1_old", "INT", label="Read Dup Old Block").outputs["Attribute"]
     old_at = b.sample_index(state_prev, b.named(STATE, data_type="FLOAT_VECTOR", label="Read Old Cloud")
                             .outputs["Attribute"], b.math("ADD", b.math("SUBTRACT", d1o, 1.0), slot),
@@ -439,7 +449,7 @@ def _build(tree, specs, occluders):
         geo = occluding.outputs[0]
     # the cache keeps the state and the block table only
     for name in ("near", "occ", "held", "d1_old", "start", "count", "d1", "snow_thickness", "radius"):
-        if name == "occ" and not occluders:
+        if name in ("occ", "snow_thickness") and not occluders:
             continue
         drop = b.node("GeometryNodeRemoveAttribute", f"Drop {name}")
         b.link(geo, drop.inputs["Geometry"])
