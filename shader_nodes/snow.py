@@ -459,6 +459,8 @@ def _build(tree, specs, occluders):
     held_out.inputs["Count"].default_value = CELLS * CELLS
     held_geo = b.store(held_out.outputs[0], "d1", ival(table_geo, "d1", index, "Block"), data_type="INT",
                        label="Store Held Table")
+    held_geo = b.store(held_geo, "held", b.sample_index(table_geo, held_r, index, "BOOLEAN", label="Held Flag"),
+                       data_type="BOOLEAN", label="Store Held Flag")
     b.link(snow_geo, sim_out.inputs["Geometry"])
     b.link(actors_now, sim_out.inputs["Actors"])
     b.link(geo, sim_out.inputs["State"])
@@ -471,7 +473,10 @@ def _build(tree, specs, occluders):
     state = sim_out.outputs["State"]
     d1_v = ival(sim_out.outputs["Held"], "d1", b.named("snow_cell", "INT", label="Read Display Cell")
                 .outputs["Attribute"], "Vertex Block")
-    moved = b.math("GREATER_THAN", d1_v, 0.0, label="Moved")
+    # booleans end to end for the selection (one byte a vertex, no conversion)
+    moved = b.sample_index(sim_out.outputs["Held"], b.named("held", "BOOLEAN", label="Read Held Flag")
+                           .outputs["Attribute"], b.named("snow_cell", "INT", label="Read Moved Cell")
+                           .outputs["Attribute"], "BOOLEAN", label="Moved")
     at = b.math("ADD", b.math("SUBTRACT", d1_v, 1.0),
                 b.named("snow_slot", "INT", label="Read Slot").outputs["Attribute"], label="State Index")
     out = b.node("ShaderNodeSeparateXYZ", "Out State")
