@@ -406,13 +406,15 @@ def _build(tree, specs, occluders):
     b.link(table_geo, dup.inputs["Geometry"])
     b.link(held_r, dup.inputs["Selection"])
     b.link(b.named("count", "INT", label="Read Dup Count").outputs["Attribute"], dup.inputs["Amount"])
-    slot = dup.outputs["Duplicate Index"]
+    # a held point's rank in its cell: its index from its block's start (d1 - 1)
+    slot = b.math("ADD", b.math("SUBTRACT", index, b.named("d1", "INT", label="Read Dup Block").outputs["Attribute"]),
+                  1.0, label="Slot")
     sidx = b.math("ADD", b.named("start", "INT", label="Read Dup Start").outputs["Attribute"], slot, label="Sorted")
-    pts = b.node("GeometryNodeSetPosition", "Held Positions")
-    b.link(dup.outputs["Geometry"], pts.inputs["Geometry"])
+    # the points sit at their cells' centres; P (the vertex's world position) is gathered where it is needed
+    # (the stamp of the points near a path, the occluders)
     b.link(b.sample_index(sorted_pts, b.node("GeometryNodeInputPosition", "Sorted Pos").outputs[0], sidx,
-                          "FLOAT_VECTOR", label="Vertex Position"), pts.inputs["Position"])
-    geo = pts.outputs[0]
+                          "FLOAT_VECTOR", label="Vertex Position"), to_world.inputs["Vector"])
+    geo = dup.outputs["Geometry"]
     if occluders:  # the occluders hold the snow down to its thickness
         geo = b.store(geo, "snow_thickness",
                       b.sample_index(sorted_pts, thick_node.outputs["Attribute"], sidx, label="Vertex Thickness"),
