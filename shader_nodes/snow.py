@@ -15,7 +15,8 @@
   and its rank among its cell's vertices (``snow_slot``), and the vertices sorted by cell become the point
   cloud "Sorted" (with per cell its first sorted point and vertex count, "Cells"); every frame the cells a
   path or an occluder has ever reached are "held": the state "State" is a point cloud of the vertices of the
-  held cells, cell after cell (point attribute ``snow_trail`` = (down, rim)), and the state "Held" is the
+  held cells, cell after cell (point attribute ``snow_trail`` = (down, rim); a point's vertex position is
+  gathered from "Sorted" only where the stamp or the occluders need it), and the state "Held" is the
   cell table of block starts (``d1`` = start + 1, 0 = no state). The held vertices near a path run Sample
   Nearest on the path edges (the actor whose path is nearest, as ``core.snow.stamp_points`` does), then the
   stamp, vertical fade, persistence and occluders follow the core's formulas node for node;
