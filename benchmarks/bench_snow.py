@@ -97,13 +97,15 @@ def bench_trails(n_side, n_actors, frames):
     envfx.operators.snow.add_trails(scene, [snow])
     # first playback: the simulation cache grows by one state per frame (fresh memory, as in the viewport)
     trails, trails_min = _time_frames(scene, frames)
-    # the vertices the trails touched (their state is not zero): the share a per-vertex state must update
+    # the vertices the trails moved: the share a per-vertex state must update
     dg = bpy.context.evaluated_depsgraph_get()
     ev = snow.evaluated_get(dg)
     me = ev.to_mesh()
-    state = np.empty(2 * len(me.vertices), np.float32)
-    me.attributes["snow_trail"].data.foreach_get("vector", state)
-    touched = float(np.mean(np.any(state.reshape(-1, 2) != 0, axis=1)))
+    moved = np.empty(3 * len(me.vertices), np.float32)
+    me.vertices.foreach_get("co", moved)
+    rest = np.empty(3 * len(mesh.vertices), np.float32)
+    mesh.vertices.foreach_get("co", rest)
+    touched = float(np.mean(np.any(moved.reshape(-1, 3) != rest.reshape(-1, 3), axis=1)))
     ev.to_mesh_clear()
     # a second run of the trails from scratch (new cache): it reuses the memory the first cache freed
     envfx.operators.snow.remove_trails([snow])

@@ -9,13 +9,20 @@
   keeps a frame from being a change of the group (which Blender would re-analyse every frame);
 - inside the zone the previous frame's actor points are the state "Actors"; a mesh of one edge per actor
   (previous -> current bottom point, flattened to z = 0) is the path. A coarse table of cells (``CELLS``)
-  flags the cells a path can reach; each vertex looks its cell up once per frame (the flag ``snow_near``,
-  not cached) and only those vertices run the rest: Sample Nearest on the path edges picks the actor whose
-  path is nearest (as ``core.snow.stamp_points`` does), then the stamp, vertical fade, persistence (the point
-  attribute ``snow_trail`` = (down, rim)) and occluders follow the core's formulas node for node; the flag
-  ``snow_touched`` records every vertex a stamp or an occluder has reached;
-- after the zone the touched vertices move by ``max(rim - down, -0.98 snow_thickness)`` along world Z, faded
-  out with the distance to the active camera (the others have a zero state and stay).
+  flags the cells a path (or an occluder) can reach;
+- the trail state is kept off the snow mesh (which passes the zone unchanged, so none of its 1M-vertex arrays
+  is copied into the simulation's cache): when the simulation starts each vertex gets its cell (``snow_cell``)
+  and its rank among its cell's vertices (``snow_slot``), and the vertices sorted by cell become the point
+  cloud "Sorted" (with per cell its first sorted point and vertex count, "Cells"); every frame the cells a
+  path or an occluder has ever reached are "held": the state "State" is a point cloud of the vertices of the
+  held cells, cell after cell (point attribute ``snow_trail`` = (down, rim); a point's vertex position is
+  gathered from "Sorted" only where the stamp or the occluders need it), and the state "Held" is the
+  cell table of block starts (``d1`` = start + 1, 0 = no state). The held vertices near a path run Sample
+  Nearest on the path edges (the actor whose path is nearest, as ``core.snow.stamp_points`` does), then the
+  stamp, vertical fade, persistence and occluders follow the core's formulas node for node;
+- after the zone the vertices of held cells read their state at block start + rank (two gathers, no search)
+  and move by ``max(rim - down, -0.98 snow_thickness)`` along world Z, faded out with the distance to the
+  active camera (the others have a zero state and stay).
 
 Numbers the user tweaks (rim, fades, refill) are Value nodes driven by ``scene.envfx.snow``.
 """
@@ -30,10 +37,8 @@ from . import common
 
 GROUP_NAME = "EnvFX Snow Trails"
 MATERIAL_NAME = "EnvFX Snow"
-VERSION = 13
-STATE = "snow_trail"  # FLOAT2 point attribute: (down, rim) of core.snow's trail state
-NEAR = "snow_near"  # BOOLEAN point attribute: the vertex is near an actor path this frame
-TOUCHED = "snow_touched"  # BOOLEAN point attribute: a stamp or an occluder has reached the vertex
+VERSION = 14
+STATE = "snow_trail"  # FLOAT2 attribute of the state cloud's points: (down, rim) of core.snow's trail state
 CELLS = 128  # the lookup table that limits the nearest-path search to vertices near a path
 
 # the displayed snow never goes below this fraction of its thickness (a thin layer stays on the ground, so the
@@ -157,6 +162,8 @@ def _build(tree, specs, occluders):
     sim_out = b.node("GeometryNodeSimulationOutput", "Sim Out", location=(2200, 0))
     sim_in.pair_with_output(sim_out)
     sim_out.state_items.new("GEOMETRY", "Actors")
+    for item in ("State", "Held", "Sorted", "Cells"):
+        sim_out.state_items.new("GEOMETRY", item)
     b.link(group_in.outputs[0], sim_in.inputs["Geometry"])
     b.link(actors_now, sim_in.inputs["Actors"])
     snow_geo = sim_in.outputs["Geometry"]
@@ -237,19 +244,19 @@ def _build(tree, specs, occluders):
     # search and the occluder ray (a store's value field is evaluated for its selection only). The bound is
     # conservative, so the result is exactly that of evaluating every vertex. Each vertex's cell is computed
     # once, when the simulation starts (attribute snow_cell).
-    def grid(geometry, tag):
-        bbox = b.node("GeometryNodeBoundBox", f"{tag} Bounds")
-        b.link(geometry, bbox.inputs["Geometry"])
+    def grid(mn, mx, tag):
         ext = b.node("ShaderNodeSeparateXYZ", f"{tag} Extent")
-        b.link(b.vmath("SUBTRACT", bbox.outputs["Max"], bbox.outputs["Min"]), ext.inputs[0])
+        b.link(b.vmath("SUBTRACT", mx, mn), ext.inputs[0])
         cell = b.math("MAXIMUM", b.math("DIVIDE", b.math("MAXIMUM", ext.outputs["X"], ext.outputs["Y"]),
                                         float(CELLS)), 1e-9, label=f"{tag} Cell Size")
         lo = b.node("ShaderNodeSeparateXYZ", f"{tag} Lo")
-        b.link(bbox.outputs["Min"], lo.inputs[0])
+        b.link(mn, lo.inputs[0])
         mid_z = b.math("MULTIPLY_ADD", ext.outputs["Z"], 0.5, lo.outputs["Z"], label=f"{tag} Mid Z")
         return lo, cell, ext.outputs["Z"], mid_z
 
-    lo0, cell0, _, _ = grid(group_in.outputs[0], "Start")
+    start_bbox = b.node("GeometryNodeBoundBox", "Start Bounds")
+    b.link(group_in.outputs[0], start_bbox.inputs["Geometry"])
+    lo0, cell0, _, _ = grid(start_bbox.outputs["Min"], start_bbox.outputs["Max"], "Start")
     p_obj = b.node("ShaderNodeSeparateXYZ", "P Object")
     b.link(b.node("GeometryNodeInputPosition", "Start Pos").outputs[0], p_obj.inputs[0])
 
@@ -260,12 +267,63 @@ def _build(tree, specs, occluders):
     vertex_cell = b.math("MULTIPLY_ADD", cell_of(p_obj.outputs["Y"], lo0.outputs["Y"]), float(CELLS),
                          cell_of(p_obj.outputs["X"], lo0.outputs["X"]), label="Vertex Cell")
     start_geo = b.store(group_in.outputs[0], "snow_cell", vertex_cell, data_type="INT", label="Store Cell")
+    # once, when the simulation starts: each vertex's rank among its cell's vertices (snow_slot), the vertices
+    # as points sorted by cell ("Sorted"), and per cell its first sorted point and vertex count ("Cells")
+    cell_r = b.named("snow_cell", "INT", label="Read Start Cell").outputs["Attribute"]
+    rank = b.node("GeometryNodeAccumulateField", "Cell Rank", data_type="INT", domain="POINT")
+    rank.inputs[0].default_value = 1
+    b.link(cell_r, rank.inputs[1])
+    start_geo = b.store(start_geo, "snow_slot", rank.outputs["Trailing"], data_type="INT",
+                        label="Store Slot")
+    sort = b.node("GeometryNodeSortElements", "Sort By Cell", domain="POINT")
+    b.link(start_geo, sort.inputs["Geometry"])
+    b.link(cell_r, sort.inputs["Group ID"])
+    # the rank as the weight: exact in float for any cell size, and the same order as the index
+    b.link(b.named("snow_slot", "INT", label="Read Start Slot").outputs["Attribute"], sort.inputs["Sort Weight"])
+    as_points = b.node("GeometryNodeMeshToPoints", "Sorted Points", mode="VERTICES")
+    b.link(sort.outputs[0], as_points.inputs["Mesh"])
+    sorted_geo = b.store(as_points.outputs[0], "start", index, data_type="INT", label="Store Sorted Index")
+    sorted_geo = b.store(sorted_geo, "count", rank.outputs["Total"], data_type="INT", label="Store Cell Total")
+    firsts = b.node("GeometryNodeDeleteGeometry", "Cell Firsts", domain="POINT", mode="ALL")
+    b.link(sorted_geo, firsts.inputs["Geometry"])
+    b.link(b.math("GREATER_THAN", b.named("snow_slot", "INT", label="Read Sorted Slot").outputs["Attribute"], 0.0),
+           firsts.inputs["Selection"])
+    firsts_x = b.node("GeometryNodeSetPosition", "Firsts At Cell")
+    b.link(firsts.outputs[0], firsts_x.inputs["Geometry"])
+    b.link(b.combine_xyz(cell_r, 0.0, 0.0, label="Firsts X"), firsts_x.inputs["Position"])
+    cell_pts = b.node("GeometryNodePoints", "Cells Static")
+    cell_pts.inputs["Count"].default_value = CELLS * CELLS
+    b.link(b.combine_xyz(index, 0.0, 0.0, label="Cell X Pos"), cell_pts.inputs["Position"])
+    fn = b.node("GeometryNodeSampleNearest", "First Of Cell", domain="POINT")
+    b.link(firsts_x.outputs[0], fn.inputs["Geometry"])
+    b.link(b.node("GeometryNodeInputPosition", "Cell X").outputs[0], fn.inputs["Sample Position"])
+    j = fn.outputs["Index"]
+    match = b.math("COMPARE", b.sample_index(firsts_x.outputs[0], cell_r, j, "INT", label="First Cell"), index, 0.0,
+                   label="Cell Match")
+    cells_geo = b.store(cell_pts.outputs[0], "start",
+                        b.math("MULTIPLY", match, b.sample_index(firsts_x.outputs[0], b.named(
+                            "start", "INT", label="Read First Start").outputs["Attribute"], j, "INT",
+                            label="First Start")), data_type="INT", label="Store Cell Start")
+    cells_geo = b.store(cells_geo, "count",
+                        b.math("MULTIPLY", match, b.sample_index(firsts_x.outputs[0], b.named(
+                            "count", "INT", label="Read First Count").outputs["Attribute"], j, "INT",
+                            label="First Count")), data_type="INT", label="Store Cell Count")
+    for name in ("Min", "Max"):
+        cells_geo = b.store(cells_geo, f"bound_{name.lower()}", start_bbox.outputs[name], data_type="FLOAT_VECTOR",
+                            label=f"Store Bound {name}")
+    b.link(sorted_geo, sim_in.inputs["Sorted"])
+    b.link(cells_geo, sim_in.inputs["Cells"])
     for link in list(tree.links):
         if link.to_node == sim_in and link.to_socket.name == "Geometry":
             tree.links.remove(link)
     b.link(start_geo, sim_in.inputs["Geometry"])
 
-    lo, cell, ext_z, mid_z = grid(snow_geo, "Snow")
+    # the snow's bounds, measured once when the simulation starts (kept on the "Cells" state)
+    def start_bound(name):
+        return b.sample_index(sim_in.outputs["Cells"], b.named(name, "FLOAT_VECTOR", label=f"Read {name}")
+                              .outputs["Attribute"], 0, "FLOAT_VECTOR", label=f"Snow {name}")
+
+    lo, cell, ext_z, mid_z = grid(start_bound("bound_min"), start_bound("bound_max"), "Snow")
     table = b.node("GeometryNodePoints", "Cell Table")
     table.inputs["Count"].default_value = CELLS * CELLS
     cx = b.math("FLOORED_MODULO", index, float(CELLS), label="Cell X")
@@ -304,10 +362,6 @@ def _build(tree, specs, occluders):
     near_cell = b.math("LESS_THAN", prox.outputs["Distance"], reach_max, label="Near Cell")
     # booleans end to end: a float read as a selection would be converted vertex by vertex
     table_geo = b.store(table.outputs[0], "near", near_cell, data_type="BOOLEAN", label="Store Near Cell")
-    my_cell = b.named("snow_cell", data_type="INT", label="Read Cell").outputs["Attribute"]
-    near = b.sample_index(table_geo, b.named("near", "BOOLEAN", label="Read Near Cell").outputs["Attribute"],
-                          my_cell, "BOOLEAN", label="Near")
-    occ_here = None
     if occluders:  # the cells an occluder's footprint may cover
         occ_prox = b.node("GeometryNodeProximity", "Occluder Proximity", target_element="FACES")
         b.link(occ_flat.outputs[0], occ_prox.inputs[0])
@@ -316,56 +370,121 @@ def _build(tree, specs, occluders):
         occ_cell = b.math("LESS_THAN", occ_prox.outputs["Distance"], b.math("ADD", half_cell, 1e-6),
                           label="Occ Cell")
         table_geo = b.store(table_geo, "occ", occ_cell, data_type="BOOLEAN", label="Store Occ Cell")
-        occ_here = b.sample_index(table_geo, b.named("occ", "BOOLEAN", label="Read Occ Cell").outputs["Attribute"],
-                                  my_cell, "BOOLEAN", label="Occ Candidate")
-    # the lookup is done once per vertex per frame, kept as a flag and read back by every store below
-    snow_geo = b.store(snow_geo, NEAR, near, data_type="BOOLEAN", label="Store Near")
-    near = b.named(NEAR, "BOOLEAN", label="Read Near").outputs["Attribute"]
-    far = b.boolean("NOT", near, label="Far")
+    # --- trail state, kept off the 1M-vertex mesh: only the vertices of the "held" cells (cells a path or an
+    # occluder has reached) carry a state, stored cell by cell in one small point cloud "State" (STATE per
+    # point); the table "Held" gives each cell the start of its block in it plus one (0 = no state). A vertex's
+    # state is at block start + its rank among its cell's vertices (snow_slot, computed once). The mesh itself
+    # passes the zone unchanged, so no 1M-vertex attribute is copied into the simulation's cache.
+    held_prev = sim_in.outputs["Held"]
+    state_prev = sim_in.outputs["State"]
+    sorted_pts = sim_in.outputs["Sorted"]
+    cells_static = sim_in.outputs["Cells"]
 
+    def ival(geometry, name, idx, label):
+        return b.sample_index(geometry, b.named(name, "INT", label=f"Read {label}").outputs["Attribute"], idx,
+                              "INT", label=label)
+
+    count = ival(cells_static, "count", index, "Cell Count")
+    start = ival(cells_static, "start", index, "Cell Start")
+    d1_old = ival(held_prev, "d1", index, "Old Block")
+    cand_cell = b.boolean("OR", near_cell, occ_cell, label="Candidate Cell") if occluders else near_cell
+    held = b.boolean("OR", b.math("GREATER_THAN", d1_old, 0.0, label="Was Held"),
+                     b.boolean("AND", cand_cell, b.math("GREATER_THAN", count, 0.0, label="Has Vertices")),
+                     label="Held")
+    table_geo = b.store(table_geo, "held", held, data_type="BOOLEAN", label="Store Held")
+    table_geo = b.store(table_geo, "d1_old", d1_old, data_type="INT", label="Store Old Block")
+    table_geo = b.store(table_geo, "start", start, data_type="INT", label="Store Start")
+    table_geo = b.store(table_geo, "count", count, data_type="INT", label="Store Count")
+    held_r = b.named("held", "BOOLEAN", label="Read Held").outputs["Attribute"]
+    held_count = b.math("MULTIPLY", held_r, b.named("count", "INT", label="Read Count").outputs["Attribute"],
+                        label="Held Count")
+    acc = b.node("GeometryNodeAccumulateField", "Block Starts", data_type="INT", domain="POINT")
+    b.link(held_count, acc.inputs[0])
+    d1_new = b.math("MULTIPLY", held_r, b.math("ADD", b.math("SUBTRACT", acc.outputs["Leading"], held_count), 1.0),
+                    label="New Block")
+    table_geo = b.store(table_geo, "d1", d1_new, data_type="INT", label="Store Block")
+    dup = b.node("GeometryNodeDuplicateElements", "Held Vertices", domain="POINT")
+    b.link(table_geo, dup.inputs["Geometry"])
+    b.link(held_r, dup.inputs["Selection"])
+    b.link(b.named("count", "INT", label="Read Dup Count").outputs["Attribute"], dup.inputs["Amount"])
+    # a held point's rank in its cell: its index from its block's start (d1 - 1)
+    slot = b.math("ADD", b.math("SUBTRACT", index, b.named("d1", "INT", label="Read Dup Block").outputs["Attribute"]),
+                  1.0, label="Slot")
+    sidx = b.math("ADD", b.named("start", "INT", label="Read Dup Start").outputs["Attribute"], slot, label="Sorted")
+    # the points sit at their cells' centres; P (the vertex's world position) is gathered where it is needed
+    # (the stamp of the points near a path, the occluders)
+    b.link(b.sample_index(sorted_pts, b.node("GeometryNodeInputPosition", "Sorted Pos").outputs[0], sidx,
+                          "FLOAT_VECTOR", label="Vertex Position"), to_world.inputs["Vector"])
+    geo = dup.outputs["Geometry"]
+    if occluders:  # the occluders hold the snow down to its thickness
+        geo = b.store(geo, "snow_thickness",
+                      b.sample_index(sorted_pts, thick_node.outputs["Attribute"], sidx, label="Vertex Thickness"),
+                      label="Store Held Thickness")
+    d1o = b.named("d1_old", "INT", label="Read Dup Old Block").outputs["Attribute"]
+    old_at = b.sample_index(state_prev, b.named(STATE, data_type="FLOAT_VECTOR", label="Read Old Cloud")
+                            .outputs["Attribute"], b.math("ADD", b.math("SUBTRACT", d1o, 1.0), slot),
+                            "FLOAT_VECTOR", label="Old State At")
+    old_at = b.vmath("SCALE", old_at, scale=b.math("GREATER_THAN", d1o, 0.0), label="Old State Held")
+    geo = b.store(geo, STATE, old_at, data_type="FLOAT2", label="Store Old State")
+    near_pt = b.named("near", "BOOLEAN", label="Read Point Near").outputs["Attribute"]
     # trails near the paths (down and rim stored together, both from the old state);
     # far from every path only the refill applies (the stamp is 0 there)
-    geo = b.store(snow_geo, STATE, b.combine_xyz(new_down, new_rim, 0.0, label="New State"), data_type="FLOAT2",
-                  selection=near)
-    decayed = b.store(geo, STATE, b.combine_xyz(b.math("MULTIPLY", keep, old_down, label="Far Down"),
-                                                b.math("MULTIPLY", keep, old_rim, label="Far Rim"), 0.0),
-                      data_type="FLOAT2", selection=far, label="Store Far State")
+    stamped = b.store(geo, STATE, b.combine_xyz(new_down, new_rim, 0.0, label="New State"), data_type="FLOAT2",
+                      selection=near_pt)
+    decayed = b.store(stamped, STATE, b.combine_xyz(b.math("MULTIPLY", keep, old_down, label="Far Down"),
+                                                    b.math("MULTIPLY", keep, old_rim, label="Far Rim"), 0.0),
+                      data_type="FLOAT2", selection=b.boolean("NOT", near_pt, label="Far"), label="Store Far State")
     refill_on = b.math("GREATER_THAN", values["Refill Rate"], 0.0, label="Refill On")
     refilling = b.node("GeometryNodeSwitch", "Refilling", input_type="GEOMETRY")  # lazy: no refill, no work
     b.link(refill_on, refilling.inputs["Switch"])
-    b.link(geo, refilling.inputs["False"])
+    b.link(stamped, refilling.inputs["False"])
     b.link(decayed, refilling.inputs["True"])
     geo = refilling.outputs[0]
-    touched = near  # the vertices a stamp or an occluder may have reached this frame
-    # occluders hold the snow down to the ground; without an occluder collection the group
-    # is built without this part
     if occluders:
-        # only when some cell is under an occluder: a store copies its attribute even for an empty selection
+        occ_pt = b.named("occ", "BOOLEAN", label="Read Point Occ").outputs["Attribute"]
         occ_any = b.node("GeometryNodeAttributeStatistic", "Any Occ Cell", data_type="FLOAT", domain="POINT")
         b.link(table_geo, occ_any.inputs["Geometry"])
         b.link(b.named("occ", "FLOAT", label="Read Occ Flag").outputs["Attribute"], occ_any.inputs["Attribute"])
         occluding = b.node("GeometryNodeSwitch", "Occluding", input_type="GEOMETRY")
         b.link(b.math("GREATER_THAN", occ_any.outputs["Max"], 0.5), occluding.inputs["Switch"])
         b.link(geo, occluding.inputs["False"])
-        b.link(_occluder_stores(b, geo, occ_flat, P, thick_node, occ_here), occluding.inputs["True"])
+        b.link(_occluder_stores(b, geo, occ_flat, P, thick_node, occ_pt), occluding.inputs["True"])
         geo = occluding.outputs[0]
-        touched = b.boolean("OR", touched, occ_here, label="Near Or Occ")
-    # the vertices whose state is not zero are a subset of those ever touched (the refill only shrinks a
-    # state): the display reads this flag and evaluates the offset for them only
-    geo = b.store(geo, TOUCHED, True, data_type="BOOLEAN", selection=touched, label="Store Touched")
-    # the flag is this frame's only: not kept in the simulation's cache
-    drop = b.node("GeometryNodeRemoveAttribute", "Drop Near")
-    b.link(geo, drop.inputs["Geometry"])
-    drop.inputs["Name"].default_value = NEAR
-    geo = drop.outputs["Geometry"]
-    b.link(geo, sim_out.inputs["Geometry"])
+    # the cache keeps the state and the block table only
+    for name in ("near", "occ", "held", "d1_old", "start", "count", "d1", "snow_thickness", "radius"):
+        if name in ("occ", "snow_thickness") and not occluders:
+            continue
+        drop = b.node("GeometryNodeRemoveAttribute", f"Drop {name}")
+        b.link(geo, drop.inputs["Geometry"])
+        drop.inputs["Name"].default_value = name
+        geo = drop.outputs["Geometry"]
+    held_out = b.node("GeometryNodePoints", "Held Table")
+    held_out.inputs["Count"].default_value = CELLS * CELLS
+    held_geo = b.store(held_out.outputs[0], "d1", ival(table_geo, "d1", index, "Block"), data_type="INT",
+                       label="Store Held Table")
+    held_geo = b.store(held_geo, "held", b.sample_index(table_geo, held_r, index, "BOOLEAN", label="Held Flag"),
+                       data_type="BOOLEAN", label="Store Held Flag")
+    b.link(snow_geo, sim_out.inputs["Geometry"])
     b.link(actors_now, sim_out.inputs["Actors"])
+    b.link(geo, sim_out.inputs["State"])
+    b.link(held_geo, sim_out.inputs["Held"])
+    b.link(sorted_pts, sim_out.inputs["Sorted"])
+    b.link(cells_static, sim_out.inputs["Cells"])
 
-    # --- display: offset along world Z (the touched vertices only), clamped to the ground, faded with the camera
-    # distance
-    moved = b.named(TOUCHED, "BOOLEAN", label="Read Touched").outputs["Attribute"]
+    # --- display: offset along world Z (the vertices of held cells only), clamped to the ground, faded with the
+    # camera distance
+    state = sim_out.outputs["State"]
+    d1_v = ival(sim_out.outputs["Held"], "d1", b.named("snow_cell", "INT", label="Read Display Cell")
+                .outputs["Attribute"], "Vertex Block")
+    # booleans end to end for the selection (one byte a vertex, no conversion)
+    moved = b.sample_index(sim_out.outputs["Held"], b.named("held", "BOOLEAN", label="Read Held Flag")
+                           .outputs["Attribute"], b.named("snow_cell", "INT", label="Read Moved Cell")
+                           .outputs["Attribute"], "BOOLEAN", label="Moved")
+    at = b.math("ADD", b.math("SUBTRACT", d1_v, 1.0),
+                b.named("snow_slot", "INT", label="Read Slot").outputs["Attribute"], label="State Index")
     out = b.node("ShaderNodeSeparateXYZ", "Out State")
-    b.link(b.named(STATE, data_type="FLOAT_VECTOR", label="Read Out State").outputs["Attribute"], out.inputs[0])
+    b.link(b.sample_index(state, b.named(STATE, data_type="FLOAT_VECTOR", label="Read Out State")
+                          .outputs["Attribute"], at, "FLOAT_VECTOR", label="Vertex State"), out.inputs[0])
     disp = b.math("MAXIMUM", b.math("SUBTRACT", out.outputs["Y"], out.outputs["X"]),
                   b.math("MULTIPLY", thickness, -GROUND_KEEP), label="Displacement")
     cam = b.node("GeometryNodeInputActiveCamera", "Camera")
