@@ -9,7 +9,7 @@ from bpy.props import BoolProperty, StringProperty
 from .. import bridge
 from ..core import bend as core_bend
 from ..shader_nodes import bend as bend_nodes
-from .common import ObjectsResult, report_result
+from .common import NeedsScene, ObjectsResult, report_result
 
 MODIFIER_NAME = "EnvFX Bend"
 
@@ -186,7 +186,7 @@ def set_exclude(objects, exclude: bool) -> BendResult:
     return result
 
 
-class _BendTargetsOperator:
+class _BendTargetsOperator(NeedsScene):
     """Shared shape of the operators that act on the selection or on a collection's objects."""
 
     bl_options = {"REGISTER", "UNDO"}
@@ -198,12 +198,6 @@ class _BendTargetsOperator:
         default="",
     )
 
-    @classmethod
-    def poll(cls, context):
-        if context.scene is None:
-            cls.poll_message_set("Needs a scene")
-            return False
-        return True
 
     def run(self, context, objects) -> BendResult:  # pragma: no cover - interface
         raise NotImplementedError

@@ -31,3 +31,14 @@ def report_result(op, result: ObjectsResult, verb: str, details: str = ""):
     if result.skipped:
         op.report({"WARNING"}, f"Skipped: {result.skipped_text()}")
     op.report({"INFO"}, result.summary(verb) + details)
+
+
+class NeedsScene:
+    """Operator mixin: greyed out, with the reason, when there is no scene to work on."""
+
+    @classmethod
+    def poll(cls, context):
+        if context.scene is None or not hasattr(context.scene, "envfx"):
+            cls.poll_message_set("Needs a scene")
+            return False
+        return True

@@ -17,6 +17,7 @@ import numpy as np
 from .. import progress
 from ..core import gasgiant as core_gasgiant
 from ..shader_nodes import gasgiant as gasgiant_nodes
+from .common import NeedsScene
 
 MATERIAL_PREFIX = "EnvFX Gas Giant"
 
@@ -197,7 +198,7 @@ def make_planet(scene, name: str, equirect_files: list, frames: int = 1, radius:
 
 # --- operators --------------------------------------------------------------------------------------------
 
-class ENVFX_OT_gasgiant_bake(progress.ModalJobOperator, bpy.types.Operator):
+class ENVFX_OT_gasgiant_bake(NeedsScene, progress.ModalJobOperator, bpy.types.Operator):
     """Bake a gas giant texture (cube faces, equirectangular image, flow map) with the scene's Gas Giant
     settings and put it on a planet sphere. Esc cancels; a cancelled bake leaves no files"""
 
@@ -206,12 +207,6 @@ class ENVFX_OT_gasgiant_bake(progress.ModalJobOperator, bpy.types.Operator):
     bl_options = {"REGISTER", "UNDO"}
     job_label = "Gas giant bake"
 
-    @classmethod
-    def poll(cls, context):
-        if context.scene is None or not hasattr(context.scene, "envfx"):
-            cls.poll_message_set("Needs a scene")
-            return False
-        return True
 
     def make_job(self, context):
         try:

@@ -17,6 +17,7 @@ from bpy.props import StringProperty
 
 from .. import progress
 from ..core import mips as core_mips
+from .common import NeedsScene
 
 IMAGE_EXTENSIONS = (".png", ".tga", ".tif", ".tiff", ".jpg", ".jpeg", ".bmp", ".exr", ".webp", ".hdr")
 COLOUR_MODES = ("AUTO", "SRGB", "LINEAR")
@@ -362,7 +363,7 @@ def bake_mips(inputs, out_dir: str, settings: core_mips.MipSettings = DEFAULT_SE
 
 # --- operator ---------------------------------------------------------------------------------------------
 
-class ENVFX_OT_mips_bake(progress.ModalJobOperator, bpy.types.Operator):
+class ENVFX_OT_mips_bake(NeedsScene, progress.ModalJobOperator, bpy.types.Operator):
     """Write alpha-coverage preserving mip chains (DDS, PNG levels, report, comparison) for the chosen images"""
 
     bl_idname = "envfx.mips_bake"
@@ -377,12 +378,6 @@ class ENVFX_OT_mips_bake(progress.ModalJobOperator, bpy.types.Operator):
         default="",
     )
 
-    @classmethod
-    def poll(cls, context):
-        if context.scene is None:
-            cls.poll_message_set("Needs a scene")
-            return False
-        return True
 
     def make_job(self, context):
         try:

@@ -16,6 +16,7 @@ from .. import bridge, progress
 from ..core import snow as core_snow
 from ..shader_nodes import common
 from ..shader_nodes import snow as snow_nodes
+from .common import NeedsScene
 
 MODIFIER_NAME = "EnvFX Snow Trails"
 COVERAGE_MODIFIER = "EnvFX Snow Coverage"
@@ -502,7 +503,7 @@ def drive_from_trails(objects) -> list:
 
 # --- operators --------------------------------------------------------------------------------------------
 
-class ENVFX_OT_snow_generate(bpy.types.Operator):
+class ENVFX_OT_snow_generate(NeedsScene, bpy.types.Operator):
     """Cover the selected objects with snow: up-facing faces only, nothing under other objects, tapered
     borders, drift and noise, levels of detail"""
 
@@ -510,12 +511,6 @@ class ENVFX_OT_snow_generate(bpy.types.Operator):
     bl_label = "Generate Snow"
     bl_options = {"REGISTER", "UNDO"}
 
-    @classmethod
-    def poll(cls, context):
-        if context.scene is None:
-            cls.poll_message_set("Needs a scene")
-            return False
-        return True
 
     def execute(self, context):
         objects = [o for o in getattr(context, "selected_objects", []) or [] if not is_snow_object(o)]
