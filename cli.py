@@ -64,6 +64,14 @@ def _resolve_objects(scene, names: str):
     return found
 
 
+def print_warnings(result):
+    """The warnings and skipped objects of an operators.common.ObjectsResult, one line each."""
+    for warning in result.warnings:
+        print(f"warning: {warning}")
+    if result.skipped:
+        print(f"warning: skipped {result.skipped_text()}")
+
+
 # --- envfx info -------------------------------------------------------------------------------------------
 
 def _add_info(sub):
@@ -159,10 +167,7 @@ def run_bend(args) -> int:
                 verb = "baked the bend into"
     except (bend_ops.BendInputError, core_bend.BendError) as exc:
         raise CliError(str(exc)) from None
-    for warning in result.warnings:
-        print(f"warning: {warning}")
-    if result.skipped:
-        print(f"warning: skipped {result.skipped_text()}")
+    print_warnings(result)
     out = args.output or args.blend
     save_blend(out)
     print(f"envfx bend: {verb} {len(result.changed)} object(s), {len(result.unchanged)} unchanged; saved {out}")
@@ -247,10 +252,7 @@ def run_wind(args) -> int:
                     result = wind_ops.bake(scene, asset, bpy.context.evaluated_depsgraph_get(),
                                            ao_samples=args.ao_samples, leaf_size=args.leaf_size,
                                            layout=args.layout, custom=custom)
-                    for warning in result.warnings:
-                        print(f"warning: {warning}")
-                    if result.skipped:
-                        print(f"warning: skipped {result.skipped_text()}")
+                    print_warnings(result)
                     st = result.stats
                     print(f"envfx wind: baked {', '.join(result.changed)}: {st['vertices']} vertices, "
                           f"{st['branches']} branches, {st['leaves']} leaves, height {st['height']:.3g} m")
