@@ -4,7 +4,8 @@ usage: $(tools/venv.sh 5.0) benchmarks/bench_bend.py [--verts 1000000] [--repeat
 Prints one JSON line per mode: median seconds per evaluation of the bend and of the bare Set Position
 (measured interleaved in the same run, best median of --rounds rounds), and their ratio. Re-evaluation is
 forced the way playback does it: the pivot moves (bend) or the object is tagged (bare), then the depsgraph
-updates.
+updates. A first line measures what one per-vertex square root costs against the bare Set Position (PLANET
+needs one per vertex; the other modes none).
 """
 
 import argparse
@@ -69,6 +70,67 @@ def bare_group():
     return tree
 
 
+def root_group(name, operation):
+    """Set Position by (0, 0, 1e-3 * op(|dot(p, (1, 1, 0))|)): with op = SQRT against op = ABSOLUTE it isolates
+    what one per-vertex square root costs (the PLANET mode needs one: its drop depends on a horizontal
+    distance)."""
+    tree = bare_group()
+    tree.name = name
+    sp = next(n for n in tree.nodes if n.bl_idname == "GeometryNodeSetPosition")
+    pos = tree.nodes.new("GeometryNodeInputPosition")
+    dot = tree.nodes.new("ShaderNodeVectorMath")
+    dot.operation = "DOT_PRODUCT"
+    dot.inputs[1].default_value = (1.0, 1.0, 0.0)
+    absolute = tree.nodes.new("ShaderNodeMath")
+    absolute.operation = "ABSOLUTE"
+    op = tree.nodes.new("ShaderNodeMath")
+    op.operation = operation
+    scale = tree.nodes.new("ShaderNodeVectorMath")
+    scale.operation = "SCALE"
+    scale.inputs[0].default_value = (0.0, 0.0, 1e-3)
+    tree.links.new(pos.outputs[0], dot.inputs[0])
+    tree.links.new(dot.outputs["Value"], absolute.inputs[0])
+    tree.links.new(absolute.outputs[0], op.inputs[0])
+    tree.links.new(op.outputs[0], scale.inputs["Scale"])
+    tree.links.new(scale.outputs["Vector"], sp.inputs["Offset"])
+    return tree
+
+
+def time_objects(objects, repeats, rounds):
+    """Best (over rounds) median seconds of one re-evaluation of each object, measured interleaved."""
+    dg = bpy.context.evaluated_depsgraph_get()
+    best = [float("inf")] * len(objects)
+    for _round in range(rounds):
+        times = [[] for _ in objects]
+        for i in range(repeats + 2):
+            for k, obj in enumerate(objects):
+                obj.update_tag(refresh={"DATA"})
+                t0 = time.perf_counter()
+                dg.update()
+                if i >= 2:
+                    times[k].append(time.perf_counter() - t0)
+        best = [min(b, statistics.median(t)) for b, t in zip(best, times)]
+    return best
+
+
+def root_cost(side, repeats, rounds):
+    """One JSON line: the per-vertex cost of a square root, as a fraction of a bare Set Position."""
+    objs = []
+    for name, operation in (("Root Bare", None), ("Root Abs", "ABSOLUTE"), ("Root Sqrt", "SQRT")):
+        obj = grid(name, side)
+        obj.modifiers.new(name, "NODES").node_group = bare_group() if operation is None else root_group(name, operation)
+        objs.append(obj)
+    bare, with_abs, with_sqrt = time_objects(objs, repeats, rounds)
+    for obj in objs:
+        bpy.data.objects.remove(obj)
+    print(json.dumps({
+        "bench": "per_vertex_sqrt_cost", "blender": bpy.app.version_string, "vertices": side * side,
+        "bare_set_position_s": round(bare, 5), "dot_abs_s": round(with_abs, 5), "dot_sqrt_s": round(with_sqrt, 5),
+        "sqrt_cost_of_bare": round((with_sqrt - with_abs) / bare, 3),
+        "loadavg_1min": round(os.getloadavg()[0], 2), "cpus": os.cpu_count(),
+    }), flush=True)
+
+
 def main(argv):
     parser = argparse.ArgumentParser()
     parser.add_argument("--verts", type=int, default=1_000_000)
@@ -78,6 +140,7 @@ def main(argv):
     envfx = enable()
     bpy.ops.wm.read_homefile(app_template="", use_empty=True)
     side = int(round(args.verts ** 0.5))
+    root_cost(side, args.repeats, args.rounds)
     scene = bpy.context.scene
     bare = grid("Bare", side)
     mod = bare.modifiers.new("Bare", "NODES")
