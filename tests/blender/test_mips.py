@@ -149,6 +149,42 @@ def test_packed_and_generated_images(core, ops, tmp_path):
         check_report(result.reports[stem])
 
 
+def write_exr(core, path, src):
+    """Save ``src`` (8-bit straight sRGB RGBA) as a 32-bit float OpenEXR the way Blender writes one: linear
+    colour, premultiplied by alpha, bottom row first."""
+    lin = core.srgb_to_linear(src[..., :3].astype(np.float32) / 255.0)
+    a = src[..., 3:4].astype(np.float32) / 255.0
+    px = np.concatenate([lin * a, a], axis=-1)[::-1]
+    h, w = src.shape[:2]
+    image = bpy.data.images.new("exr out", w, h, alpha=True, float_buffer=True)
+    image.pixels.foreach_set(np.ascontiguousarray(px, np.float32).ravel())
+    settings = bpy.context.scene.render.image_settings
+    settings.file_format, settings.color_depth, settings.color_mode = "OPEN_EXR", "32", "RGBA"
+    image.save_render(str(path))
+    bpy.data.images.remove(image)
+    with open(path, "rb") as fh:
+        assert fh.read(4) == b"\x76\x2f\x31\x01"  # the OpenEXR magic number: a real EXR was written
+    return str(path)
+
+
+def test_exr_input_reads_straight_srgb_and_bakes(core, ops, tmp_path):
+    src = leaf(core, 64)
+    src[..., 0] = np.arange(64, dtype=np.uint8)[None, :] * 4  # colour under partly transparent texels too
+    path = write_exr(core, tmp_path / "leaf.exr", src)
+    arr, srgb, warnings = ops.read_input(ops.inputs_from_paths([path])[0], "AUTO", core.MipSettings())
+    assert srgb and arr.shape == (64, 64, 4) and any("float" in w for w in warnings)
+    back = core.to_u8(arr).astype(int)
+    assert np.abs(back[..., 3] - src[..., 3]).max() <= 1
+    seen = src[..., 3] >= 32  # unpremultiplying a faint texel cannot give back its colour exactly
+    assert np.abs(back[..., :3] - src[..., :3].astype(int))[seen].max() <= 1  # straight sRGB, top row first
+    before = state()
+    result = ops.bake_mips(ops.inputs_from_paths([path]), str(tmp_path / "out"))
+    assert state() == before  # the temporary datablock is gone again
+    check_report(result.reports["leaf"])
+    levels = dds_reader.read_dds((tmp_path / "out" / "leaf.dds").read_bytes())["levels"]
+    assert [lv.shape[:2] for lv in levels] == core.level_sizes(64, 64)
+
+
 def test_srgb_checker_in_blender_mips_to_the_linear_average(core, ops, tmp_path):
     img = np.full((8, 8, 4), 255, np.uint8)
     yy, xx = np.mgrid[0:8, 0:8]
