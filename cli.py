@@ -344,6 +344,18 @@ def _add_gasgiant(sub):
     p.add_argument("--time-step", type=float, help="noise time per frame")
     p.add_argument("--palette", help="palette image (RGB/RGBA); default: a latitude colour ramp")
     p.add_argument("--mapping", choices=[m.lower() for m in core_gasgiant.MAPPINGS])
+    p.add_argument("--vertical-bands", action="store_true", default=None,
+                   help="bands around the X axis instead of the pole axis (a planet on its side)")
+    p.add_argument("--cloud-mode", action="store_true", default=None,
+                   help="paint a cloud layer: white (--cloud-color) with alpha, over transparency")
+    p.add_argument("--cloud-color", type=float, nargs=3, metavar=("R", "G", "B"))
+    p.add_argument("--cloud-noise", type=float, help="0..1: how much noise breaks the cloud alpha into patches")
+    p.add_argument("--hot-pink", action="store_true", default=None,
+                   help="fade to hot pink: texels no particle reaches show up (divergences)")
+    p.add_argument("--format", choices=["png", "exr", "png_exr"], help="image files (EXR: 32-bit float, linear)")
+    p.add_argument("--save-field", help="also save the velocity field(s) to this .npz file")
+    p.add_argument("--load-field", help="load the velocity field(s) from a .npz file saved by --save-field")
+    p.add_argument("--field-interval", type=int, help="frames between velocity-field builds (animations)")
     for name in ("bands", "band-speed", "pole-attenuation", "noise-scale", "falloff", "gain", "turbulence",
                  "velocity-factor", "vortex-size", "vortex-size-variance", "vortex-strength", "opacity", "blur",
                  "fade-rate", "w-offset"):
@@ -376,6 +388,17 @@ def gasgiant_params(args):
     changes = {field: getattr(args, arg) for arg, field in mapping.items() if getattr(args, arg) is not None}
     if args.mapping:
         changes["mapping"] = args.mapping.upper()
+    for arg in ("vertical_bands", "cloud_mode", "hot_pink", "cloud_noise", "field_interval"):
+        if getattr(args, arg) is not None:
+            changes[arg] = getattr(args, arg)
+    if args.cloud_color is not None:
+        changes["cloud_color"] = tuple(args.cloud_color)
+    if args.format:
+        changes["file_format"] = args.format.upper()
+    if args.save_field:
+        changes["save_field"] = os.path.abspath(args.save_field)
+    if args.load_field:
+        changes["load_field"] = os.path.abspath(args.load_field)
     if args.palette:
         try:
             changes["palette"] = gasgiant_ops.load_palette(args.palette)
@@ -385,6 +408,10 @@ def gasgiant_params(args):
     try:
         params.validate(core_gasgiant.available_memory())
         core_gasgiant.check_output_folder(args.out)
+        if params.load_field:
+            core_gasgiant.load_fields(params.load_field, params)
+        if params.save_field:
+            core_gasgiant.check_field_save_path(params.save_field)
     except core_gasgiant.GasGiantError as exc:
         raise CliError(str(exc)) from None
     if args.save:
@@ -414,7 +441,8 @@ def run_gasgiant(args) -> int:
           f"({steps / max(result.seconds, 1e-9) / 1e6:.1f}M particle-steps/s overall)")
     if args.save:
         scene = bpy.context.scene
-        gasgiant_ops.make_planet(scene, args.planet, result.equirect, frames=params.frames)
+        gasgiant_ops.make_planet(scene, args.planet, result.equirect, frames=params.frames,
+                                 clouds=params.cloud_mode)
         save_blend(args.save)
         print(f"envfx gas-giant: added planet {args.planet!r}; saved {args.save}")
     return 0

@@ -47,6 +47,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from . import gasgiant_exr
 from .png import write_png
 
 FACES = ("px", "nx", "py", "ny", "pz", "nz")
@@ -1248,12 +1249,10 @@ def _write_image(path: str, pixels: np.ndarray, colour: bool = True):
     """PNG (8-bit) or EXR (32-bit float; colour outputs converted from sRGB-encoded to linear, data and alpha
     kept) by the file's extension."""
     if path.endswith(".exr"):
-        from .gasgiant_exr import srgb_to_linear, write_exr
-
         px = np.array(pixels, dtype=np.float32)
         if colour:
-            px[..., :3] = srgb_to_linear(px[..., :3])
-        write_exr(path, px)
+            px[..., :3] = gasgiant_exr.srgb_to_linear(px[..., :3])
+        gasgiant_exr.write_exr(path, px)
     else:
         write_png(path, pixels)
 

@@ -73,7 +73,20 @@ def params_from_settings(s, palette=None) -> core_gasgiant.GasGiantParams:
         palette=palette, mapping=s.mapping, ramp=ramp, opacity=s.opacity, lifetime=s.lifetime,
         respawn_batches=s.respawn_batches, fade_in=s.fade_in, fade_out=s.fade_out, blur_interval=s.blur_interval,
         blur=s.blur, fade_rate=s.fade_rate, fade_to_palette=s.fade_to_palette, frames=s.frames,
-        frame_iterations=s.frame_iterations)
+        frame_iterations=s.frame_iterations, vertical_bands=s.vertical_bands, hot_pink=s.hot_pink,
+        cloud_mode=s.cloud_mode, cloud_color=tuple(s.cloud_color), cloud_noise=s.cloud_noise,
+        file_format=s.file_format, field_interval=s.field_interval,
+        save_field=_field_path(s.save_field_path, "Save Velocity Field"),
+        load_field=_field_path(s.load_field_path, "Load Velocity Field"))
+
+
+def _field_path(path: str, label: str) -> str:
+    if not path.strip():
+        return ""
+    if path.startswith("//") and not bpy.data.filepath:
+        raise GasGiantInputError(f"{label} {path!r} is relative to the .blend file, which is not saved yet: save "
+                                 f"the file first or choose an absolute path")
+    return os.path.normpath(bpy.path.abspath(path))
 
 
 def prepare(scene, settings=None):
@@ -85,6 +98,10 @@ def prepare(scene, settings=None):
         params.validate(core_gasgiant.available_memory())
         folder = output_folder(s.output_dir)
         core_gasgiant.check_output_folder(folder)
+        if params.load_field:  # read and checked again by the bake; here so that the operator fails before it starts
+            core_gasgiant.load_fields(params.load_field, params)
+        if params.save_field:
+            core_gasgiant.check_field_save_path(params.save_field)
     except core_gasgiant.GasGiantError as exc:
         raise GasGiantInputError(str(exc)) from None
     if s.make_planet and not params.equirect_width:
@@ -104,7 +121,7 @@ def bake_job(scene, settings=None):
     def job():
         result = yield from core_gasgiant.bake(params, folder)
         if make:
-            make_planet(scene, planet_name, result.equirect, frames=params.frames)
+            make_planet(scene, planet_name, result.equirect, frames=params.frames, clouds=params.cloud_mode)
         return result
 
     return job()
@@ -164,7 +181,7 @@ def sphere_mesh(name: str, segments: int = 128, rings: int = 64):
     return mesh
 
 
-def make_planet(scene, name: str, equirect_files: list, frames: int = 1, radius: float = 1.0):
+def make_planet(scene, name: str, equirect_files: list, frames: int = 1, radius: float = 1.0, clouds: bool = False):
     """Add the planet object ``name`` (or update it) with a material showing the bake; returns the object."""
     if not equirect_files:
         raise GasGiantInputError("No equirectangular image was baked: choose an Equirect Width")
@@ -179,7 +196,9 @@ def make_planet(scene, name: str, equirect_files: list, frames: int = 1, radius:
         image.name = f"{name} Texture"
     image.source = "SEQUENCE" if frames > 1 else "FILE"
     image.reload()
-    mat = gasgiant_nodes.ensure_planet_material(f"{MATERIAL_PREFIX} {name}", image, frames, scene.frame_start)
+    image.alpha_mode = "STRAIGHT"
+    mat = gasgiant_nodes.ensure_planet_material(f"{MATERIAL_PREFIX} {name}", image, frames, scene.frame_start,
+                                                clouds=clouds)
     obj = bpy.data.objects.get(name)
     if obj is None or obj.type != "MESH" or obj.library is not None:
         mesh = sphere_mesh(name)
