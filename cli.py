@@ -356,6 +356,13 @@ def _add_gasgiant(sub):
     p.add_argument("--save-field", help="also save the velocity field(s) to this .npz file")
     p.add_argument("--load-field", help="load the velocity field(s) from a .npz file saved by --save-field")
     p.add_argument("--field-interval", type=int, help="frames between velocity-field builds (animations)")
+    p.add_argument("--vortex-band-threshold", type=float,
+                   help="vortices only where the relative band speed is at most this (0.05..1)")
+    p.add_argument("--cubemap-palette", metavar="DIR",
+                   help="colour the particles from gasgiant_{px,nx,py,ny,pz,nz}.png in DIR (e.g. an earlier bake)")
+    p.add_argument("--random", action="store_true",
+                   help="random bands, band speed, velocity factor, noise scale, W offset from the seed, with "
+                   "vertical bands (options given explicitly win)")
     for name in ("bands", "band-speed", "pole-attenuation", "noise-scale", "falloff", "gain", "turbulence",
                  "velocity-factor", "vortex-size", "vortex-size-variance", "vortex-strength", "opacity", "blur",
                  "fade-rate", "w-offset"):
@@ -385,10 +392,17 @@ def gasgiant_params(args):
                "opacity": "opacity", "blur": "blur", "fade_rate": "fade_rate", "w_offset": "w_offset",
                "band_power": "band_power", "octaves": "octaves", "vortices": "vortices", "lifetime": "lifetime",
                "respawn_batches": "respawn_batches", "blur_interval": "blur_interval"}
+    if args.random:
+        params = replace(params, **core_gasgiant.random_look(args.seed if args.seed is not None else params.seed))
     changes = {field: getattr(args, arg) for arg, field in mapping.items() if getattr(args, arg) is not None}
     if args.mapping:
         changes["mapping"] = args.mapping.upper()
-    for arg in ("vertical_bands", "cloud_mode", "hot_pink", "cloud_noise", "field_interval"):
+    if args.cubemap_palette:
+        try:
+            changes["palette_cube"] = gasgiant_ops.load_palette_cube(args.cubemap_palette)
+        except gasgiant_ops.GasGiantInputError as exc:
+            raise CliError(str(exc)) from None
+    for arg in ("vertical_bands", "cloud_mode", "hot_pink", "cloud_noise", "field_interval", "vortex_band_threshold"):
         if getattr(args, arg) is not None:
             changes[arg] = getattr(args, arg)
     if args.cloud_color is not None:

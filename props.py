@@ -463,10 +463,18 @@ class EnvFXGasGiantSettings(PropertyGroup):
                                         default=0.02, min=0.0, soft_max=0.5)
     vortex_strength: FloatProperty(name="Vortex Strength", description="Peak vortex speed (relative)", default=1.0,
                                    min=0.0, soft_max=10.0)
+    vortex_band_threshold: FloatProperty(name="Band Threshold", description="Vortices only where the band speed "
+                                         "is at most this fraction of the fastest band speed (between the bands; "
+                                         "1 = anywhere)", default=0.2, min=0.05, max=1.0, subtype="FACTOR")
     color_source: EnumProperty(name="Colours", description="Where particle colours come from",
                                items=(("RAMP", "Latitude Ramp", "Five colours from pole to equator, mirrored"),
-                                      ("PALETTE", "Palette Image", "Colours from an input image")),
+                                      ("PALETTE", "Palette Image", "Colours from an input image"),
+                                      ("CUBEMAP", "Cube Map", "Six cube-face images gasgiant_px.png ... "
+                                       "gasgiant_nz.png in a folder (e.g. an earlier bake, to carry on from it)")),
                                default="RAMP")
+    palette_cube_dir: StringProperty(name="Cube Map Folder", description="Folder with the six cube-face images "
+                                     "gasgiant_px.png, _nx, _py, _ny, _pz, _nz.png (one size, RGB or RGBA)",
+                                     default="", subtype="DIR_PATH", options=PATH_OPTIONS)
     palette_path: StringProperty(name="Palette Image", description="RGB or RGBA image the colours come from",
                                  default="", subtype="FILE_PATH", options=PATH_OPTIONS)
     mapping: EnumProperty(name="Mapping", description="How the palette image is laid over the sphere",

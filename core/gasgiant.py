@@ -64,7 +64,7 @@ FIELD_FILE_VERSION = 1
 # the settings a velocity field depends on (stored in a saved field file and checked when it is loaded)
 FIELD_KEYS = ("seed", "field_size", "velocity_factor", "vertical_bands", "bands", "band_speed", "band_power",
               "pole_attenuation", "noise_scale", "octaves", "falloff", "gain", "noise_speed", "w_offset", "vortices",
-              "vortex_size", "vortex_size_variance", "vortex_strength")
+              "vortex_size", "vortex_size_variance", "vortex_strength", "vortex_band_threshold")
 FIELD_SIZES = (16, 32, 64, 128, 256, 512, 1024, 2048)
 CUBEMAP_SIZES = (64, 128, 256, 512, 1024, 2048, 4096)
 EQUIRECT_WIDTHS = (0, 128, 256, 512, 1024, 2048, 4096, 8192)
@@ -125,8 +125,12 @@ class GasGiantParams:
     vortex_size: float = 0.04
     vortex_size_variance: float = 0.02
     vortex_strength: float = 1.0
+    vortex_band_threshold: float = 0.2  # vortices only where the relative band speed is at most this (0.05..1)
     # colour
     palette: np.ndarray | None = field(default=None, repr=False, compare=False)
+    # six cube-face images (FACES order, (6, h, w, 3)) colour the particles (gaseous-giganticus -k), e.g. an
+    # earlier bake's faces to carry on from; takes precedence over ``palette``
+    palette_cube: np.ndarray | None = field(default=None, repr=False, compare=False)
     mapping: str = "SINUSOIDAL"
     ramp: tuple = DEFAULT_RAMP
     opacity: float = 0.2
@@ -186,6 +190,8 @@ class GasGiantParams:
         need(self.blur_interval >= 0, f"Blur interval {self.blur_interval}: use 0 (never) or more")
         need(self.vortices >= 0, f"Vortices {self.vortices}: use 0 or more")
         need(self.vortex_size > 0 and self.vortex_size_variance >= 0, "Vortex size must be positive")
+        need(0.05 <= self.vortex_band_threshold <= 1.0,
+             f"Vortex band threshold {self.vortex_band_threshold}: use 0.05 to 1 (1 = anywhere)")
         need(self.mapping in MAPPINGS, f"Mapping {self.mapping!r}: use one of {MAPPINGS}")
         need(self.file_format in FILE_FORMATS, f"File format {self.file_format!r}: use one of {FILE_FORMATS}")
         need(self.field_interval >= 1, f"Field interval {self.field_interval}: use 1 (build the field every frame) "
@@ -200,6 +206,10 @@ class GasGiantParams:
                  f"Palette image of shape {pal.shape}: need an RGB or RGBA image")
         else:
             need(len(self.ramp) >= 1, "Colour ramp needs at least one colour")
+        if self.palette_cube is not None:
+            cube = np.asarray(self.palette_cube)
+            need(cube.ndim == 4 and cube.shape[0] == 6 and cube.shape[3] in (3, 4) and min(cube.shape[1:3]) >= 1,
+                 f"Cube-map palette of shape {cube.shape}: need six RGB or RGBA faces of one size")
         if available_bytes is not None:
             est = estimate_memory(self)
             need(est <= available_bytes,
@@ -234,6 +244,19 @@ def preset(name: str, **overrides) -> GasGiantParams:
     values = dict(PRESETS[key])
     values["ramp"] = symmetric_ramp(values.pop("ramp_colors"))
     return GasGiantParams(**{**values, **overrides})
+
+
+RANDOM_KEYS = ("bands", "band_speed", "velocity_factor", "noise_scale", "w_offset", "vertical_bands", "mapping")
+
+
+def random_look(seed: int) -> dict:
+    """gaseous-giganticus -R: random bands, band speed, velocity factor, noise scale and W offset from ``seed``,
+    with vertical bands and the sinusoidal mapping."""
+    rng = np.random.default_rng([int(seed) & 0xFFFFFFFF, 0x52414E44])
+    return dict(bands=float(np.round(rng.uniform(4.0, 20.0), 1)), band_speed=float(np.round(rng.uniform(0.5, 3.0), 2)),
+                velocity_factor=float(np.round(rng.uniform(0.6, 2.0), 2)),
+                noise_scale=float(np.round(rng.uniform(1.0, 4.0), 2)), w_offset=float(np.round(rng.uniform(0, 100), 2)),
+                vertical_bands=True, mapping="SINUSOIDAL")
 
 
 def estimate_memory(params: GasGiantParams) -> int:
@@ -493,19 +516,21 @@ def band_profile(lat, params: GasGiantParams) -> np.ndarray:
 
 
 def vortex_set(params: GasGiantParams):
-    """(centres (V, 3), radii (V,), signed strengths (V,)) of the vortices, placed between bands."""
+    """(centres (V, 3), radii (V,), signed strengths (V,)) of the vortices: at random places (uniform over the
+    sphere up to 75 degrees of band latitude) where the relative band speed |band(lat)| / max |band| is at most
+    ``vortex_band_threshold`` (gaseous-giganticus --vortex-band-threshold: between the bands, not in their
+    fast middles; 1 = anywhere). Should too few places qualify, the slowest of the candidates are used."""
     nv = params.vortices
     if nv == 0:
         return np.zeros((0, 3)), np.zeros(0), np.zeros(0)
     rng = np.random.default_rng([params.seed & 0xFFFFFFFF, 0x7057])
-    bands = max(params.bands, 1.0)
-    # band boundaries: cos(bands * lat) = 0, away from the poles
-    ks = np.arange(-int(bands) - 1, int(bands) + 1)
-    lats = (ks + 0.5) * math.pi / bands
-    lats = lats[np.abs(lats) < math.radians(75)]
-    if lats.size == 0:
-        lats = np.array([0.0])
-    lat = lats[rng.integers(0, lats.size, nv)] + rng.normal(0.0, 0.15 / bands, nv)
+    zmax = math.sin(math.radians(75))
+    cand = np.arcsin(rng.uniform(-zmax, zmax, max(256, 64 * nv)))
+    speed = np.abs(band_profile(cand, params))
+    top = float(np.abs(band_profile(np.linspace(-1.4, 1.4, 2001), params)).max())
+    rel = speed / top if top > 0 else np.zeros_like(speed)
+    key = np.where(rel <= params.vortex_band_threshold, 0.0, rel)  # qualifying places first, in random order
+    lat = cand[np.argsort(key, kind="stable")[:nv]]
     lon = rng.uniform(-math.pi, math.pi, nv)
     centres = np.stack([np.cos(lat) * np.cos(lon), np.cos(lat) * np.sin(lon), np.sin(lat)], axis=-1)
     centres = from_band_frame(centres, params)  # placed between the bands, wherever their axis points
@@ -807,6 +832,13 @@ def colors_at(p: np.ndarray, params: GasGiantParams) -> np.ndarray:
     """(n, 3) float32 start colours at unit directions p: palette image (sinusoidal/stripes/plain) or latitude
     ramp. Latitudes and longitudes are the bands' (turned with vertical bands); ``PLAIN`` lays the whole image on
     each cube face (gaseous-giganticus -P: seams at the cube edges are expected)."""
+    if params.palette_cube is not None:
+        cube = np.asarray(params.palette_cube)
+        h, w = cube.shape[1:3]
+        face, fu, fv = dir_to_face_uv(np.asarray(p, dtype=np.float64))
+        row = np.clip(((fv + 1.0) * 0.5 * h).astype(np.int64), 0, h - 1)
+        col = np.clip(((fu + 1.0) * 0.5 * w).astype(np.int64), 0, w - 1)
+        return np.asarray(cube[face, row, col, :3], dtype=np.float32)
     q = to_band_frame(np.asarray(p), params)
     lat = np.arcsin(np.clip(q[:, 2], -1.0, 1.0))
     t = lat / math.pi + 0.5  # 0 south pole .. 1 north pole

@@ -61,7 +61,23 @@ def load_palette(path: str) -> np.ndarray:
     return np.ascontiguousarray(pix[..., :3])
 
 
-def params_from_settings(s, palette=None) -> core_gasgiant.GasGiantParams:
+def load_palette_cube(folder: str) -> np.ndarray:
+    """(6, h, w, 3) float32 faces gasgiant_{px,nx,py,ny,pz,nz}.png from ``folder`` (the bake's own names)."""
+    if not folder.strip():
+        raise GasGiantInputError("No cube map folder: choose the folder with gasgiant_px.png ... gasgiant_nz.png")
+    if folder.startswith("//") and not bpy.data.filepath:
+        raise GasGiantInputError(f"Cube map folder {folder!r} is relative to the .blend file, which is not saved "
+                                 f"yet: save the file first or choose an absolute folder")
+    full = os.path.normpath(bpy.path.abspath(folder))
+    faces = [load_palette(os.path.join(full, f"gasgiant_{f}.png")) for f in core_gasgiant.FACES]
+    sizes = {f.shape[:2] for f in faces}
+    if len(sizes) != 1:
+        raise GasGiantInputError(f"The cube map faces in {full!r} have different sizes {sorted(sizes)}: use six "
+                                 f"images of one size")
+    return np.stack(faces)
+
+
+def params_from_settings(s, palette=None, palette_cube=None) -> core_gasgiant.GasGiantParams:
     ramp = core_gasgiant.symmetric_ramp([tuple(getattr(s, f"ramp_color_{i}")) for i in range(1, 6)])
     return core_gasgiant.GasGiantParams(
         particles=s.particles, iterations=s.iterations, seed=s.seed, field_size=int(s.field_size),
@@ -77,7 +93,8 @@ def params_from_settings(s, palette=None) -> core_gasgiant.GasGiantParams:
         cloud_mode=s.cloud_mode, cloud_color=tuple(s.cloud_color), cloud_noise=s.cloud_noise,
         file_format=s.file_format, field_interval=s.field_interval,
         save_field=_field_path(s.save_field_path, "Save Velocity Field"),
-        load_field=_field_path(s.load_field_path, "Load Velocity Field"))
+        load_field=_field_path(s.load_field_path, "Load Velocity Field"),
+        vortex_band_threshold=s.vortex_band_threshold, palette_cube=palette_cube)
 
 
 def _field_path(path: str, label: str) -> str:
@@ -93,7 +110,8 @@ def prepare(scene, settings=None):
     """Everything checked, nothing changed: (params, folder)."""
     s = settings or scene.envfx.gasgiant
     palette = load_palette(s.palette_path) if s.color_source == "PALETTE" else None
-    params = params_from_settings(s, palette)
+    cube = load_palette_cube(s.palette_cube_dir) if s.color_source == "CUBEMAP" else None
+    params = params_from_settings(s, palette, cube)
     try:
         params.validate(core_gasgiant.available_memory())
         folder = output_folder(s.output_dir)
@@ -260,4 +278,20 @@ class ENVFX_OT_gasgiant_preset(bpy.types.Operator):
         return {"FINISHED"}
 
 
-classes = (ENVFX_OT_gasgiant_bake, ENVFX_OT_gasgiant_preset)
+class ENVFX_OT_gasgiant_randomize(bpy.types.Operator):
+    """Random bands, band speed, velocity factor, noise scale and W offset from the seed, with vertical bands and
+    the sinusoidal mapping (gaseous-giganticus -R)"""
+
+    bl_idname = "envfx.gasgiant_randomize"
+    bl_label = "Random Look"
+    bl_options = {"REGISTER", "UNDO"}
+
+    def execute(self, context):
+        s = context.scene.envfx.gasgiant
+        for key, value in core_gasgiant.random_look(s.seed).items():
+            setattr(s, key, value)
+        s.preset = "CUSTOM"
+        return {"FINISHED"}
+
+
+classes = (ENVFX_OT_gasgiant_bake, ENVFX_OT_gasgiant_preset, ENVFX_OT_gasgiant_randomize)

@@ -14,7 +14,9 @@ class VIEW3D_PT_envfx_gasgiant(EnvFXSubPanel, bpy.types.Panel):
         layout.use_property_split = True
         layout.use_property_decorate = False
         s = context.scene.envfx.gasgiant
-        layout.prop(s, "preset")
+        row = layout.row(align=True)
+        row.prop(s, "preset")
+        row.operator("envfx.gasgiant_randomize", text="", icon="FILE_REFRESH")
 
         col = layout.column(heading="Bands")
         col.prop(s, "vertical_bands")
@@ -38,12 +40,15 @@ class VIEW3D_PT_envfx_gasgiant(EnvFXSubPanel, bpy.types.Panel):
         sub.prop(s, "vortex_size")
         sub.prop(s, "vortex_size_variance")
         sub.prop(s, "vortex_strength")
+        sub.prop(s, "vortex_band_threshold")
 
         col = layout.column(heading="Colour")
         col.prop(s, "color_source")
         if s.color_source == "PALETTE":
             col.prop(s, "palette_path")
             col.prop(s, "mapping")
+        elif s.color_source == "CUBEMAP":
+            col.prop(s, "palette_cube_dir")
         else:
             for i in range(1, 6):
                 col.prop(s, f"ramp_color_{i}")

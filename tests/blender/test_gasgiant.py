@@ -264,12 +264,12 @@ def test_panel_draws(envfx):
 
     panel_cls = envfx.panels.gasgiant.VIEW3D_PT_envfx_gasgiant
     stand_in = type("P", (), {"layout": Layout()})()
-    for source in ("RAMP", "PALETTE"):
+    for source in ("RAMP", "PALETTE", "CUBEMAP"):
         bpy.context.scene.envfx.gasgiant.color_source = source
         panel_cls.draw(stand_in, bpy.context)
     assert {"palette_path", "ramp_color_1", "particles", "output_dir", "frames", "vortices", "vertical_bands",
             "cloud_mode", "cloud_color", "cloud_noise", "hot_pink", "file_format", "field_interval",
-            "save_field_path", "load_field_path"} <= set(shown)
+            "save_field_path", "load_field_path", "vortex_band_threshold", "palette_cube_dir"} <= set(shown)
 
 
 def _pixels(image):
@@ -373,6 +373,46 @@ def test_cli_gas_giant_new_options(envfx, tmp_path, capsys):
                        (["--field-interval", "0"], "Field interval 0"),
                        (["--cloud-noise", "2"], "Cloud noise 2.0"),
                        (["--save-field", str(tmp_path / "x.bin")], "ending in .npz")):
+        assert envfx.cli.main(["gas-giant", "--out", str(tmp_path / "never"), "--particles", "10"] + extra) == 2
+        assert msg in capsys.readouterr().err
+        assert not (tmp_path / "never").exists()
+
+
+def test_cube_map_palette_from_an_earlier_bake_and_random_look(envfx, tmp_path):
+    s = _small(bpy.context.scene.envfx.gasgiant, tmp_path / "first", make_planet=False, iterations=10)
+    assert bpy.ops.envfx.gasgiant_bake() == {"FINISHED"}
+    s.color_source = "CUBEMAP"
+    s.palette_cube_dir = str(tmp_path / "first")
+    s.output_dir = str(tmp_path / "second")
+    params = envfx.operators.gasgiant.prepare(bpy.context.scene)[0]
+    first = np.stack([np.asarray(Image.open(tmp_path / "first" / f"gasgiant_{f}.png")) for f in
+                      envfx.core.gasgiant.FACES]).astype(np.float32) / 255
+    np.testing.assert_allclose(params.palette_cube, first, atol=1e-6)  # the faces, in the bake's own order
+    assert not [i for i in bpy.data.images if i.name.startswith("gasgiant_")]  # no image data-blocks kept
+    (tmp_path / "first" / "gasgiant_nz.png").unlink()
+    _expect_error(tmp_path, tmp_path / "second", "gasgiant_nz.png' does not exist")
+    s.palette_cube_dir = ""
+    _expect_error(tmp_path, tmp_path / "second", "No cube map folder")
+    s.color_source = "RAMP"
+    s.seed = 7
+    assert bpy.ops.envfx.gasgiant_randomize() == {"FINISHED"}
+    look = envfx.core.gasgiant.random_look(7)
+    assert s.vertical_bands and s.bands == pytest.approx(look["bands"]) and s.w_offset == pytest.approx(
+        look["w_offset"])
+
+
+def test_cli_random_cubemap_palette_and_vortex_threshold(envfx, tmp_path, capsys):
+    args = ["gas-giant", "--out", str(tmp_path / "r"), "--particles", "10000", "--iterations", "5", "--equirect",
+            "256", "--cubemap", "128", "--field", "64", "--threads", "1", "--seed", "5"]
+    params = envfx.cli.gasgiant_params(envfx.cli.build_parser().parse_args(args + ["--random", "--bands", "3"]))
+    look = envfx.core.gasgiant.random_look(5)
+    assert params.vertical_bands and params.bands == 3.0 and params.noise_scale == look["noise_scale"]
+    assert envfx.cli.main(args + ["--vortices", "4", "--vortex-band-threshold", "0.5"]) == 0
+    assert envfx.cli.main(args[:2] + [str(tmp_path / "r2")] + args[3:] + ["--cubemap-palette",
+                                                                          str(tmp_path / "r")]) == 0
+    capsys.readouterr()
+    for extra, msg in ((["--cubemap-palette", str(tmp_path / "none")], "does not exist"),
+                       (["--vortex-band-threshold", "0"], "Vortex band threshold 0.0")):
         assert envfx.cli.main(["gas-giant", "--out", str(tmp_path / "never"), "--particles", "10"] + extra) == 2
         assert msg in capsys.readouterr().err
         assert not (tmp_path / "never").exists()

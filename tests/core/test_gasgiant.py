@@ -659,3 +659,43 @@ def test_interpolated_field_is_tangent_and_frames_stay_continuous(tmp_path):
     span = np.abs(key[5] - key[0]).mean()
     assert max(steps) < 0.6 * span and min(steps) > 0
     assert max(np.abs(k - e).mean() for k, e in zip(key, every, strict=True)) < 0.5 * span
+
+
+# --- vortex band threshold, cube-map palette, random look ------------------------------------------------------
+
+def test_vortices_sit_where_the_bands_are_slow():
+    base = dict(vortices=40, bands=6.0, band_power=1, seed=3)
+    top = np.abs(gg.band_profile(np.linspace(-1.4, 1.4, 2001), gg.GasGiantParams(**base))).max()
+
+    def rel_speed(threshold):
+        params = gg.GasGiantParams(**base, vortex_band_threshold=threshold)
+        centres, _, _ = gg.vortex_set(params)
+        assert len(centres) == 40
+        return np.abs(gg.band_profile(gg.band_latitude(centres, params), params)) / top
+
+    assert rel_speed(0.1).max() <= 0.1 + 1e-9
+    anywhere = rel_speed(1.0)
+    assert anywhere.max() > 0.5 and anywhere.mean() > 2 * rel_speed(0.2).mean()
+    with pytest.raises(gg.GasGiantError, match="Vortex band threshold 0.0: use 0.05 to 1"):
+        gg.GasGiantParams(vortex_band_threshold=0.0).validate()
+
+
+def test_cube_map_palette_carries_on_from_earlier_faces():
+    r = 16
+    rng = np.random.default_rng(0)
+    cube = rng.random((6, r, r, 3)).astype(np.float32)
+    params = gg.GasGiantParams(palette_cube=cube, palette=np.zeros((2, 2, 3)))  # the cube map wins
+    d = gg.face_directions(r).reshape(-1, 3)
+    np.testing.assert_array_equal(gg.colors_at(d, params).reshape(6, r, r, 3), cube)
+    with gg.Simulation(gg.GasGiantParams(**{**SMALL, "cubemap_size": 64}, palette_cube=cube)) as sim:
+        start = sim.cube_faces()
+    np.testing.assert_array_equal(start[:, ::4, ::4], cube)  # the texture starts as the given faces
+    with pytest.raises(gg.GasGiantError, match="six RGB or RGBA faces"):
+        gg.GasGiantParams(palette_cube=cube[:5]).validate()
+
+
+def test_random_look_is_seeded():
+    a, b, c = gg.random_look(1), gg.random_look(1), gg.random_look(2)
+    assert a == b and a != c and set(a) == set(gg.RANDOM_KEYS)
+    assert a["vertical_bands"] is True and 4 <= a["bands"] <= 20
+    gg.GasGiantParams(**a).validate()
