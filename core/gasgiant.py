@@ -884,6 +884,7 @@ class Simulation:
         self.face = np.empty(self.n, dtype=np.int8)
         self.col = np.empty((self.n, 4), dtype=np.float32)
         self.batches = self._batch_ranges()
+        self._coarse = None  # cloud mode: the noise mask on a coarse padded cube
         for b, (s, e) in enumerate(self.batches):
             self._spawn(b, s, e, generation=0)
         self.chunks = self._chunk_ranges()
@@ -913,7 +914,6 @@ class Simulation:
             self.centre = np.array(HOT_PINK, dtype=np.float32)
         else:
             self.centre = self.image[:, :3].mean(axis=0, dtype=np.float64).astype(np.float32)
-        self._mask = None
         self._pool = ThreadPoolExecutor(p.threads) if p.threads > 1 else None
 
     def close(self):
@@ -951,6 +951,8 @@ class Simulation:
             self.uv[s0:e0] = (u + 1j * v).astype(np.complex64)
             self.face[s0:e0] = face
             self.col[s0:e0, :3] = colors_at(d, self.params)
+            if self.params.cloud_mode:  # each particle carries its cloud density, so the clouds swirl with the flow
+                self.col[s0:e0, :3] *= self.cloud_mask_at(d)[:, None]
             self.col[s0:e0, 3] = 1.0
 
     def batch_age(self, batch: int, iteration: int | None = None) -> int:
@@ -1145,21 +1147,21 @@ class Simulation:
         """Channels of the output images: 3 (RGB), or 4 (RGBA) in cloud mode."""
         return 4 if self.params.cloud_mode else 3
 
-    def cloud_mask(self) -> np.ndarray:
-        """(6 * res * res,) float32 in (0, 1]: the fixed fractal noise that breaks the cloud alpha into patches
-        (gaseous-giganticus -C: noise at 3.6 x the noise scale, shaped and clamped), blended with 1 by
-        ``1 - cloud_noise``. Built once on a cube of at most 256 per face and sampled bilinearly (seamless)."""
-        if self._mask is None:
+    def cloud_mask_at(self, d: np.ndarray) -> np.ndarray:
+        """Cloud mode's density mask in (0, 1] at unit directions d (n, 3): a fixed fractal noise (after
+        gaseous-giganticus -C: noise at 3.6 x the noise scale, shaped and clamped), blended with 1 by
+        ``1 - cloud_noise``. Built once on a padded cube of 128 per face and sampled bilinearly (seamless)."""
+        if self._coarse is None:
             p = self.params
-            m = min(self.res, 256)
-            d = face_directions(m, pad=1).reshape(-1, 3)
+            m = 128
+            g = face_directions(m, pad=1).reshape(-1, 3)
             perm = _perm(p.seed ^ 0xC10D)
-            n = np.zeros(len(d))
+            n = np.zeros(len(g))
             total = 0.0
             for o in range(p.octaves):
                 amp = 1.0 if o == 0 else p.falloff ** (o * p.gain)
-                q = d * (3.6 * p.noise_scale * 2.0 ** o)
-                val, _, _, _ = simplex4_grad(q[:, 0], q[:, 1], q[:, 2], np.full(len(d), p.w_offset + 10.0 + 7.0 * o),
+                q = g * (3.6 * p.noise_scale * 2.0 ** o)
+                val, _, _, _ = simplex4_grad(q[:, 0], q[:, 1], q[:, 2], np.full(len(g), p.w_offset + 10.0 + 7.0 * o),
                                              perm)
                 n += amp * val
                 total += amp
@@ -1168,18 +1170,12 @@ class Simulation:
             n = np.where(n < 0.0, n * (1.25 + n), n)
             n = np.clip(n, -0.333, 0.666) + 0.334
             n = 1.0 - p.cloud_noise + p.cloud_noise * n
-            coarse = n.reshape(6, m + 2, m + 2, 1).astype(np.float32)
-            r = self.res
-            mask = np.empty(6 * r * r, dtype=np.float32)
-            for f in range(6):  # per face (bounded memory), each vectorised
-                fd = face_directions(r, faces=slice(f, f + 1)).reshape(-1, 3)
-                mask[f * r * r:(f + 1) * r * r] = sample_cube(coarse, fd)[:, 0]
-            self._mask = mask
-        return self._mask
+            self._coarse = n.reshape(6, m + 2, m + 2, 1).astype(np.float32)
+        return sample_cube(self._coarse, d)[:, 0].astype(np.float32)
 
     def _out_pixels(self, sl=slice(None)) -> np.ndarray:
-        """Output pixels of texels ``sl``: RGB, or in cloud mode the cloud colour with alpha = painted
-        brightness x cloud mask."""
+        """Output pixels of texels ``sl``: RGB, or in cloud mode the cloud colour with alpha = the painted
+        brightness (the particles' palette brightness x the cloud mask where they started)."""
         if not self.params.cloud_mode:
             return self.image[sl, :3]
         rgb = self.image[sl, :3]
@@ -1187,7 +1183,6 @@ class Simulation:
         out[:, :3] = np.asarray(self.params.cloud_color[:3], dtype=np.float32)
         a = rgb.sum(axis=1)
         a *= np.float32(1.0 / 3.0)
-        a *= self.cloud_mask()[sl]
         np.clip(a, 0.0, 1.0, out=out[:, 3])
         return out
 
