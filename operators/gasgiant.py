@@ -229,6 +229,7 @@ def make_planet(scene, name: str, equirect_files: list, frames: int = 1, radius:
         obj.data.materials.append(mat)
     else:
         obj.data.materials[0] = mat
+    obj.visible_shadow = not clouds  # a cloud shell's stochastic transparent shadow would speckle the planet
     obj["envfx_gasgiant"] = {"frames": frames, "files": len(equirect_files)}
     return obj
 

@@ -312,12 +312,14 @@ def test_cloud_mode_vertical_bands_planet_is_transparent_where_clear(envfx, tmp_
     tex = mat.node_tree.nodes["Gas Giant Texture"]
     bsdf = mat.node_tree.nodes["Planet BSDF"]
     assert bsdf.inputs["Alpha"].links[0].from_node == tex and mat.surface_render_method == "BLENDED"
+    assert not bpy.data.objects["Gas Giant"].visible_shadow
     px = _pixels(tex.image)
     assert tex.image.channels == 4 and px[..., 3].min() < 0.2 and px[..., 3].max() > 0.5
     # baking again without clouds makes the planet opaque again
     bpy.context.scene.envfx.gasgiant.cloud_mode = False
     assert bpy.ops.envfx.gasgiant_bake() == {"FINISHED"}
     assert not bsdf.inputs["Alpha"].links and mat.surface_render_method == "DITHERED"
+    assert bpy.data.objects["Gas Giant"].visible_shadow
 
 
 def test_velocity_field_save_load_and_bad_files(envfx, tmp_path):
