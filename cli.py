@@ -422,10 +422,7 @@ def gasgiant_params(args):
     try:
         params.validate(core_gasgiant.available_memory())
         core_gasgiant.check_output_folder(args.out)
-        if params.load_field:
-            core_gasgiant.load_fields(params.load_field, params)
-        if params.save_field:
-            core_gasgiant.check_field_save_path(params.save_field)
+        core_gasgiant.check_field_files(params)
     except core_gasgiant.GasGiantError as exc:
         raise CliError(str(exc)) from None
     if args.save:

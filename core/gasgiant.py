@@ -746,6 +746,20 @@ def check_field_save_path(path: str):
                             f"choose another place")
 
 
+def check_field_files(params: GasGiantParams) -> dict:
+    """Check the field file to load (returns its fields, ``{}`` without one) and the place to save one; raises
+    ``GasGiantError``."""
+    loaded = load_fields(params.load_field, params) if params.load_field else {}
+    if params.save_field:
+        check_field_save_path(params.save_field)
+    keys, _ = field_times(params)
+    if loaded and not any(k * params.time_step in loaded for k in keys):
+        raise GasGiantError(f"Velocity field file {params.load_field!r} holds fields for noise times "
+                            f"{sorted(loaded)}, none of which this bake uses: use the Time Step it was saved with, "
+                            f"or save a new field")
+    return loaded
+
+
 def load_fields(path: str, params: GasGiantParams) -> dict:
     """The fields ``{time: Field}`` saved by ``save_fields``; raises ``GasGiantError`` (saying what to do) when
     the file is missing, unreadable, of another format or version, or built with other settings or size."""
@@ -1327,14 +1341,8 @@ def bake(params: GasGiantParams, folder: str, check_memory: bool = True):
 
     params.validate(available_memory() if check_memory else None)
     check_output_folder(folder)
-    loaded = load_fields(params.load_field, params) if params.load_field else {}
-    if params.save_field:
-        check_field_save_path(params.save_field)
+    loaded = check_field_files(params)
     keys, at = field_times(params)
-    if loaded and not any(k * params.time_step in loaded for k in keys):
-        raise GasGiantError(f"Velocity field file {params.load_field!r} holds fields for noise times "
-                            f"{sorted(loaded)}, none of which this bake uses: match W Offset / Time Step, or save "
-                            f"a new field")
     folder = os.path.abspath(folder)
     t0 = _time.perf_counter()
     created = []  # folders this bake makes (removed again unless it finishes)

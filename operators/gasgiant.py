@@ -116,10 +116,7 @@ def prepare(scene, settings=None):
         params.validate(core_gasgiant.available_memory())
         folder = output_folder(s.output_dir)
         core_gasgiant.check_output_folder(folder)
-        if params.load_field:  # read and checked again by the bake; here so that the operator fails before it starts
-            core_gasgiant.load_fields(params.load_field, params)
-        if params.save_field:
-            core_gasgiant.check_field_save_path(params.save_field)
+        core_gasgiant.check_field_files(params)  # again in the bake; here so the operator fails before it starts
     except core_gasgiant.GasGiantError as exc:
         raise GasGiantInputError(str(exc)) from None
     if s.make_planet and not params.equirect_width:

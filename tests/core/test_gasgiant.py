@@ -703,3 +703,13 @@ def test_random_look_is_seeded():
     assert a == b and a != c and set(a) == set(gg.RANDOM_KEYS)
     assert a["vertical_bands"] is True and 4 <= a["bands"] <= 20
     gg.GasGiantParams(**a).validate()
+
+
+def test_velocity_field_file_without_a_time_the_bake_uses(tmp_path):
+    params = gg.GasGiantParams(**FIELD_SMALL)
+    path = tmp_path / "late.npz"
+    gg.save_fields(str(path), params, {0.5: gg.build_field(params, 0.5)})
+    assert gg.load_fields(str(path), params).keys() == {0.5}
+    with pytest.raises(gg.GasGiantError, match=r"noise times \[0.5\], none of which this bake uses"):
+        gg.run_bake(gg.GasGiantParams(**FIELD_SMALL, load_field=str(path)), str(tmp_path / "out"))
+    assert sorted(os.listdir(tmp_path)) == ["late.npz"]
