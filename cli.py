@@ -365,7 +365,7 @@ def _add_gasgiant(sub):
                    "vertical bands (options given explicitly win)")
     for name in ("bands", "band-speed", "pole-attenuation", "noise-scale", "falloff", "gain", "turbulence",
                  "velocity-factor", "vortex-size", "vortex-size-variance", "vortex-strength", "opacity", "blur",
-                 "fade-rate", "w-offset"):
+                 "fade-rate", "w-offset", "opacity-start"):
         p.add_argument(f"--{name}", type=float)
     for name in ("band-power", "octaves", "vortices", "lifetime", "respawn-batches", "blur-interval"):
         p.add_argument(f"--{name}", type=int)
@@ -391,7 +391,8 @@ def gasgiant_params(args):
                "vortex_size_variance": "vortex_size_variance", "vortex_strength": "vortex_strength",
                "opacity": "opacity", "blur": "blur", "fade_rate": "fade_rate", "w_offset": "w_offset",
                "band_power": "band_power", "octaves": "octaves", "vortices": "vortices", "lifetime": "lifetime",
-               "respawn_batches": "respawn_batches", "blur_interval": "blur_interval"}
+               "respawn_batches": "respawn_batches", "blur_interval": "blur_interval",
+               "opacity_start": "opacity_start"}
     if args.random:
         params = replace(params, **core_gasgiant.random_look(args.seed if args.seed is not None else params.seed))
     changes = {field: getattr(args, arg) for arg, field in mapping.items() if getattr(args, arg) is not None}

@@ -495,6 +495,9 @@ class EnvFXGasGiantSettings(PropertyGroup):
                                       default=core_gasgiant.DEFAULT_RAMP_COLORS[4])
     opacity: FloatProperty(name="Opacity", description="How strongly a particle paints its colour each step",
                            default=0.2, min=0.001, max=1.0, subtype="FACTOR")
+    opacity_start: FloatProperty(name="Start Opacity", description="Start the particles' opacity this high and "
+                                 "shrink it by 5% per iteration down to Opacity (a strong first coat; 0 = off)",
+                                 default=0.0, min=0.0, max=1.0, subtype="FACTOR")
     lifetime: IntProperty(name="Lifetime", description="Iterations a particle lives before it respawns "
                           "(0 = for ever)", default=0, min=0, soft_max=2000)
     respawn_batches: IntProperty(name="Respawn Batches", description="Particles respawn in this many staggered "

@@ -134,6 +134,7 @@ class GasGiantParams:
     mapping: str = "SINUSOIDAL"
     ramp: tuple = DEFAULT_RAMP
     opacity: float = 0.2
+    opacity_start: float = 0.0  # > opacity: start there and shrink by 5% per iteration to ``opacity`` (-O)
     lifetime: int = 0  # iterations; 0 = particles live for ever
     respawn_batches: int = 8
     fade_in: float = 0.2  # fraction of the lifetime
@@ -182,6 +183,7 @@ class GasGiantParams:
              f"Band speed power {self.band_power}: use an odd whole number (1, 3, 5, ...)")
         need(self.bands >= 0, f"Bands {self.bands}: use 0 or more")
         need(0.0 < self.opacity <= 1.0, f"Opacity {self.opacity}: use a value in (0, 1]")
+        need(0.0 <= self.opacity_start <= 1.0, f"Start opacity {self.opacity_start}: use 0 (off) to 1")
         need(self.lifetime >= 0, f"Lifetime {self.lifetime}: use 0 (for ever) or more iterations")
         need(self.respawn_batches >= 1, f"Respawn batches {self.respawn_batches}: use 1 or more")
         need(0.0 <= self.fade_in <= 1.0 and 0.0 <= self.fade_out <= 1.0 and self.fade_in + self.fade_out <= 1.0,
@@ -974,17 +976,23 @@ class Simulation:
         it = self.iteration if iteration is None else iteration
         return (it + batch * L // len(self.batches)) % L
 
+    def opacity_now(self) -> float:
+        """The particles' opacity at this iteration: ``opacity``, or with ``opacity_start`` above it, that start
+        shrinking by 5% per iteration down to ``opacity`` (gaseous-giganticus -O: a strong first coat)."""
+        p = self.params
+        return max(p.opacity, p.opacity_start * 0.95 ** self.iteration)
+
     def batch_alpha(self, batch: int) -> float:
         p = self.params
         if p.lifetime <= 0:
-            return p.opacity
+            return self.opacity_now()
         x = (self.batch_age(batch) + 0.5) / p.lifetime
         a = 1.0
         if p.fade_in > 0:
             a = min(a, x / p.fade_in)
         if p.fade_out > 0:
             a = min(a, (1.0 - x) / p.fade_out)
-        return p.opacity * max(0.0, min(1.0, a))
+        return self.opacity_now() * max(0.0, min(1.0, a))
 
     def set_time(self, time: float, field: Field | None = None):
         """Move the noise's 4th dimension and rebuild the field (keeps the noise normalisation); ``field``:

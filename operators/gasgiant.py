@@ -94,7 +94,7 @@ def params_from_settings(s, palette=None, palette_cube=None) -> core_gasgiant.Ga
         file_format=s.file_format, field_interval=s.field_interval,
         save_field=_field_path(s.save_field_path, "Save Velocity Field"),
         load_field=_field_path(s.load_field_path, "Load Velocity Field"),
-        vortex_band_threshold=s.vortex_band_threshold, palette_cube=palette_cube)
+        vortex_band_threshold=s.vortex_band_threshold, palette_cube=palette_cube, opacity_start=s.opacity_start)
 
 
 def _field_path(path: str, label: str) -> str:

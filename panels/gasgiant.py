@@ -53,6 +53,7 @@ class VIEW3D_PT_envfx_gasgiant(EnvFXSubPanel, bpy.types.Panel):
             for i in range(1, 6):
                 col.prop(s, f"ramp_color_{i}")
         col.prop(s, "opacity")
+        col.prop(s, "opacity_start")
         col.prop(s, "blur_interval")
         sub = col.column()
         sub.active = s.blur_interval > 0

@@ -269,7 +269,8 @@ def test_panel_draws(envfx):
         panel_cls.draw(stand_in, bpy.context)
     assert {"palette_path", "ramp_color_1", "particles", "output_dir", "frames", "vortices", "vertical_bands",
             "cloud_mode", "cloud_color", "cloud_noise", "hot_pink", "file_format", "field_interval",
-            "save_field_path", "load_field_path", "vortex_band_threshold", "palette_cube_dir"} <= set(shown)
+            "save_field_path", "load_field_path", "vortex_band_threshold", "palette_cube_dir",
+            "opacity_start"} <= set(shown)
 
 
 def _pixels(image):
@@ -409,12 +410,13 @@ def test_cli_random_cubemap_palette_and_vortex_threshold(envfx, tmp_path, capsys
     params = envfx.cli.gasgiant_params(envfx.cli.build_parser().parse_args(args + ["--random", "--bands", "3"]))
     look = envfx.core.gasgiant.random_look(5)
     assert params.vertical_bands and params.bands == 3.0 and params.noise_scale == look["noise_scale"]
-    assert envfx.cli.main(args + ["--vortices", "4", "--vortex-band-threshold", "0.5"]) == 0
+    assert envfx.cli.main(args + ["--vortices", "4", "--vortex-band-threshold", "0.5", "--opacity-start", "1"]) == 0
     assert envfx.cli.main(args[:2] + [str(tmp_path / "r2")] + args[3:] + ["--cubemap-palette",
                                                                           str(tmp_path / "r")]) == 0
     capsys.readouterr()
     for extra, msg in ((["--cubemap-palette", str(tmp_path / "none")], "does not exist"),
-                       (["--vortex-band-threshold", "0"], "Vortex band threshold 0.0")):
+                       (["--vortex-band-threshold", "0"], "Vortex band threshold 0.0"),
+                       (["--opacity-start", "2"], "Start opacity 2.0")):
         assert envfx.cli.main(["gas-giant", "--out", str(tmp_path / "never"), "--particles", "10"] + extra) == 2
         assert msg in capsys.readouterr().err
         assert not (tmp_path / "never").exists()

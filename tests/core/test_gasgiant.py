@@ -713,3 +713,21 @@ def test_velocity_field_file_without_a_time_the_bake_uses(tmp_path):
     with pytest.raises(gg.GasGiantError, match=r"noise times \[0.5\], none of which this bake uses"):
         gg.run_bake(gg.GasGiantParams(**FIELD_SMALL, load_field=str(path)), str(tmp_path / "out"))
     assert sorted(os.listdir(tmp_path)) == ["late.npz"]
+
+
+def test_start_opacity_shrinks_to_the_opacity():
+    with gg.Simulation(gg.GasGiantParams(**{**SMALL, "opacity_start": 1.0, "opacity": 0.2})) as sim:
+        assert sim.batch_alpha(0) == 1.0
+        sim.step(10)
+        assert sim.batch_alpha(0) == pytest.approx(0.95 ** 10)
+        sim.step(40)
+        assert sim.batch_alpha(0) == pytest.approx(0.2)
+    change = []
+    for extra in ({}, {"opacity_start": 1.0}):
+        with gg.Simulation(gg.GasGiantParams(**{**SMALL, **extra})) as sim:
+            start = sim.image.copy()
+            sim.step(1)
+            change.append(np.abs(sim.image - start).sum())
+    assert change[1] > 3.5 * change[0]  # the first coat paints at full strength (1.0 against 0.2)
+    with pytest.raises(gg.GasGiantError, match="Start opacity 1.5"):
+        gg.GasGiantParams(opacity_start=1.5).validate()
