@@ -344,9 +344,28 @@ def _add_gasgiant(sub):
     p.add_argument("--time-step", type=float, help="noise time per frame")
     p.add_argument("--palette", help="palette image (RGB/RGBA); default: a latitude colour ramp")
     p.add_argument("--mapping", choices=[m.lower() for m in core_gasgiant.MAPPINGS])
+    p.add_argument("--vertical-bands", action="store_true", default=None,
+                   help="bands around the X axis instead of the pole axis (a planet on its side)")
+    p.add_argument("--cloud-mode", action="store_true", default=None,
+                   help="paint a cloud layer: white (--cloud-color) with alpha, over transparency")
+    p.add_argument("--cloud-color", type=float, nargs=3, metavar=("R", "G", "B"))
+    p.add_argument("--cloud-noise", type=float, help="0..1: how much noise breaks the cloud alpha into patches")
+    p.add_argument("--hot-pink", action="store_true", default=None,
+                   help="fade to hot pink: texels no particle reaches show up (divergences)")
+    p.add_argument("--format", choices=["png", "exr", "png_exr"], help="image files (EXR: 32-bit float, linear)")
+    p.add_argument("--save-field", help="also save the velocity field(s) to this .npz file")
+    p.add_argument("--load-field", help="load the velocity field(s) from a .npz file saved by --save-field")
+    p.add_argument("--field-interval", type=int, help="frames between velocity-field builds (animations)")
+    p.add_argument("--vortex-band-threshold", type=float,
+                   help="vortices only where the relative band speed is at most this (0.05..1)")
+    p.add_argument("--cubemap-palette", metavar="DIR",
+                   help="colour the particles from gasgiant_{px,nx,py,ny,pz,nz}.png in DIR (e.g. an earlier bake)")
+    p.add_argument("--random", action="store_true",
+                   help="random bands, band speed, velocity factor, noise scale, W offset from the seed, with "
+                   "vertical bands (options given explicitly win)")
     for name in ("bands", "band-speed", "pole-attenuation", "noise-scale", "falloff", "gain", "turbulence",
                  "velocity-factor", "vortex-size", "vortex-size-variance", "vortex-strength", "opacity", "blur",
-                 "fade-rate", "w-offset"):
+                 "fade-rate", "w-offset", "opacity-start"):
         p.add_argument(f"--{name}", type=float)
     for name in ("band-power", "octaves", "vortices", "lifetime", "respawn-batches", "blur-interval"):
         p.add_argument(f"--{name}", type=int)
@@ -372,10 +391,29 @@ def gasgiant_params(args):
                "vortex_size_variance": "vortex_size_variance", "vortex_strength": "vortex_strength",
                "opacity": "opacity", "blur": "blur", "fade_rate": "fade_rate", "w_offset": "w_offset",
                "band_power": "band_power", "octaves": "octaves", "vortices": "vortices", "lifetime": "lifetime",
-               "respawn_batches": "respawn_batches", "blur_interval": "blur_interval"}
+               "respawn_batches": "respawn_batches", "blur_interval": "blur_interval",
+               "opacity_start": "opacity_start"}
+    if args.random:
+        params = replace(params, **core_gasgiant.random_look(args.seed if args.seed is not None else params.seed))
     changes = {field: getattr(args, arg) for arg, field in mapping.items() if getattr(args, arg) is not None}
     if args.mapping:
         changes["mapping"] = args.mapping.upper()
+    if args.cubemap_palette:
+        try:
+            changes["palette_cube"] = gasgiant_ops.load_palette_cube(args.cubemap_palette)
+        except gasgiant_ops.GasGiantInputError as exc:
+            raise CliError(str(exc)) from None
+    for arg in ("vertical_bands", "cloud_mode", "hot_pink", "cloud_noise", "field_interval", "vortex_band_threshold"):
+        if getattr(args, arg) is not None:
+            changes[arg] = getattr(args, arg)
+    if args.cloud_color is not None:
+        changes["cloud_color"] = tuple(args.cloud_color)
+    if args.format:
+        changes["file_format"] = args.format.upper()
+    if args.save_field:
+        changes["save_field"] = os.path.abspath(args.save_field)
+    if args.load_field:
+        changes["load_field"] = os.path.abspath(args.load_field)
     if args.palette:
         try:
             changes["palette"] = gasgiant_ops.load_palette(args.palette)
@@ -385,6 +423,7 @@ def gasgiant_params(args):
     try:
         params.validate(core_gasgiant.available_memory())
         core_gasgiant.check_output_folder(args.out)
+        core_gasgiant.check_field_files(params)
     except core_gasgiant.GasGiantError as exc:
         raise CliError(str(exc)) from None
     if args.save:
@@ -414,7 +453,8 @@ def run_gasgiant(args) -> int:
           f"({steps / max(result.seconds, 1e-9) / 1e6:.1f}M particle-steps/s overall)")
     if args.save:
         scene = bpy.context.scene
-        gasgiant_ops.make_planet(scene, args.planet, result.equirect, frames=params.frames)
+        gasgiant_ops.make_planet(scene, args.planet, result.equirect, frames=params.frames,
+                                 clouds=params.cloud_mode)
         save_blend(args.save)
         print(f"envfx gas-giant: added planet {args.planet!r}; saved {args.save}")
     return 0

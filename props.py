@@ -430,6 +430,9 @@ class EnvFXGasGiantSettings(PropertyGroup):
     velocity_factor: FloatProperty(name="Velocity Factor",
                                    description="How far particles travel: degrees of arc per 20 iterations at "
                                    "relative speed 1", default=1.0, min=0.0, soft_max=10.0)
+    vertical_bands: BoolProperty(name="Vertical Bands", description="Bands turn around the X axis instead of the "
+                                 "pole axis Z (a planet lying on its side; the palette follows the bands)",
+                                 default=False)
     bands: FloatProperty(name="Bands", description="Number of counter-rotating bands", default=6.0, min=0.0,
                          soft_max=30.0)
     band_speed: FloatProperty(name="Band Speed", description="Speed of the bands relative to the turbulence",
@@ -460,15 +463,25 @@ class EnvFXGasGiantSettings(PropertyGroup):
                                         default=0.02, min=0.0, soft_max=0.5)
     vortex_strength: FloatProperty(name="Vortex Strength", description="Peak vortex speed (relative)", default=1.0,
                                    min=0.0, soft_max=10.0)
+    vortex_band_threshold: FloatProperty(name="Band Threshold", description="Vortices only where the band speed "
+                                         "is at most this fraction of the fastest band speed (between the bands; "
+                                         "1 = anywhere)", default=0.2, min=0.05, max=1.0, subtype="FACTOR")
     color_source: EnumProperty(name="Colours", description="Where particle colours come from",
                                items=(("RAMP", "Latitude Ramp", "Five colours from pole to equator, mirrored"),
-                                      ("PALETTE", "Palette Image", "Colours from an input image")),
+                                      ("PALETTE", "Palette Image", "Colours from an input image"),
+                                      ("CUBEMAP", "Cube Map", "Six cube-face images gasgiant_px.png ... "
+                                       "gasgiant_nz.png in a folder (e.g. an earlier bake, to carry on from it)")),
                                default="RAMP")
+    palette_cube_dir: StringProperty(name="Cube Map Folder", description="Folder with the six cube-face images "
+                                     "gasgiant_px.png, _nx, _py, _ny, _pz, _nz.png (one size, RGB or RGBA)",
+                                     default="", subtype="DIR_PATH", options=PATH_OPTIONS)
     palette_path: StringProperty(name="Palette Image", description="RGB or RGBA image the colours come from",
                                  default="", subtype="FILE_PATH", options=PATH_OPTIONS)
     mapping: EnumProperty(name="Mapping", description="How the palette image is laid over the sphere",
                           items=(("SINUSOIDAL", "Sinusoidal", "Sinusoidal projection, mirrored at the back"),
-                                 ("STRIPES", "Stripes", "The image's centre column: colour by latitude only")),
+                                 ("STRIPES", "Stripes", "The image's centre column: colour by latitude only"),
+                                 ("PLAIN", "Plain", "The whole image on each of the six cube faces "
+                                  "(seams at the cube edges)")),
                           default="SINUSOIDAL")
     ramp_color_1: FloatVectorProperty(name="Pole", subtype="COLOR", size=3, min=0.0, max=1.0,
                                       default=core_gasgiant.DEFAULT_RAMP_COLORS[0])
@@ -482,6 +495,9 @@ class EnvFXGasGiantSettings(PropertyGroup):
                                       default=core_gasgiant.DEFAULT_RAMP_COLORS[4])
     opacity: FloatProperty(name="Opacity", description="How strongly a particle paints its colour each step",
                            default=0.2, min=0.001, max=1.0, subtype="FACTOR")
+    opacity_start: FloatProperty(name="Start Opacity", description="Start the particles' opacity this high and "
+                                 "shrink it by 5% per iteration down to Opacity (a strong first coat; 0 = off)",
+                                 default=0.0, min=0.0, max=1.0, subtype="FACTOR")
     lifetime: IntProperty(name="Lifetime", description="Iterations a particle lives before it respawns "
                           "(0 = for ever)", default=0, min=0, soft_max=2000)
     respawn_batches: IntProperty(name="Respawn Batches", description="Particles respawn in this many staggered "
@@ -498,8 +514,31 @@ class EnvFXGasGiantSettings(PropertyGroup):
                              "colour", default=0.01, min=0.0, max=1.0, subtype="FACTOR")
     fade_to_palette: BoolProperty(name="Fade to Start Colours", description="Fade each texel toward its starting "
                                   "colour instead of the mean colour", default=False)
+    hot_pink: BoolProperty(name="Hot Pink", description="Fade toward hot pink instead: texels no particle reaches "
+                           "turn pink, which shows divergences in the flow (a diagnostic)", default=False)
+    cloud_mode: BoolProperty(name="Cloud Mode", description="Paint a cloud layer instead: the cloud colour with the "
+                             "particles' brightness (broken up by noise) as alpha over transparency; the images "
+                             "get an alpha channel", default=False)
+    cloud_color: FloatVectorProperty(name="Cloud Colour", subtype="COLOR", size=3, min=0.0, max=1.0,
+                                     default=(1.0, 1.0, 1.0), description="Colour of the clouds in cloud mode")
+    cloud_noise: FloatProperty(name="Cloud Noise", description="How much a fixed fractal noise breaks the cloud "
+                               "alpha into patches", default=1.0, min=0.0, max=1.0, subtype="FACTOR")
+    file_format: EnumProperty(name="File Format", description="Image files to write",
+                              items=(("PNG", "PNG", "8-bit PNG"),
+                                     ("EXR", "OpenEXR", "32-bit float EXR, linear colour (the flow map as data)"),
+                                     ("PNG_EXR", "PNG + OpenEXR", "Both")),
+                              default="PNG")
+    save_field_path: StringProperty(name="Save Velocity Field", description="Also save the velocity field(s) to "
+                                    "this .npz file, so later bakes can load them instead of building them "
+                                    "(empty: do not save)", default="", subtype="FILE_PATH", options=PATH_OPTIONS)
+    load_field_path: StringProperty(name="Load Velocity Field", description="Use the velocity field(s) saved by an "
+                                    "earlier bake with the same flow settings instead of building them (empty: build)",
+                                    default="", subtype="FILE_PATH", options=PATH_OPTIONS)
     frames: IntProperty(name="Frames", description="Images in the sequence (1 = a still)", default=1, min=1,
                         soft_max=500)
+    field_interval: IntProperty(name="Field Interval", description="Frames between full velocity-field builds; "
+                                "the frames between mix the two nearest fields (1 = build every frame)", default=4,
+                                min=1, soft_max=50)
     frame_iterations: IntProperty(name="Iterations per Frame", description="Simulation steps between frames",
                                   default=20, min=1, soft_max=500)
     make_planet: BoolProperty(name="Make Planet", description="Add (or update) a planet sphere wearing the result",

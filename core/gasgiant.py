@@ -47,6 +47,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from . import gasgiant_exr
 from .png import write_png
 
 FACES = ("px", "nx", "py", "ny", "pz", "nz")
@@ -55,7 +56,15 @@ _FACE_N = np.array([[1, 0, 0], [-1, 0, 0], [0, 1, 0], [0, -1, 0], [0, 0, 1], [0,
 _FACE_A = np.array([[0, 1, 0], [0, -1, 0], [-1, 0, 0], [1, 0, 0], [0, 1, 0], [0, 1, 0]], dtype=np.float64)
 _FACE_B = np.array([[0, 0, -1], [0, 0, -1], [0, 0, -1], [0, 0, -1], [1, 0, 0], [-1, 0, 0]], dtype=np.float64)
 
-MAPPINGS = ("SINUSOIDAL", "STRIPES")
+MAPPINGS = ("SINUSOIDAL", "STRIPES", "PLAIN")
+FILE_FORMATS = ("PNG", "EXR", "PNG_EXR")
+HOT_PINK = (1.0, 0.07843, 0.57647)  # gaseous-giganticus -h: unpainted texels fade to this, showing divergences
+FIELD_FILE_FORMAT = "envfx-gasgiant-velocity-field"
+FIELD_FILE_VERSION = 1
+# the settings a velocity field depends on (stored in a saved field file and checked when it is loaded)
+FIELD_KEYS = ("seed", "field_size", "velocity_factor", "vertical_bands", "bands", "band_speed", "band_power",
+              "pole_attenuation", "noise_scale", "octaves", "falloff", "gain", "noise_speed", "w_offset", "vortices",
+              "vortex_size", "vortex_size_variance", "vortex_strength", "vortex_band_threshold")
 FIELD_SIZES = (16, 32, 64, 128, 256, 512, 1024, 2048)
 CUBEMAP_SIZES = (64, 128, 256, 512, 1024, 2048, 4096)
 EQUIRECT_WIDTHS = (0, 128, 256, 512, 1024, 2048, 4096, 8192)
@@ -98,6 +107,7 @@ class GasGiantParams:
     threads: int = 2
     velocity_factor: float = 1.0  # degrees of arc per 20 iterations at relative speed 1
     # bands
+    vertical_bands: bool = False  # bands around the X axis (a sideways planet) instead of the pole axis Z
     bands: float = 6.0
     band_speed: float = 1.0
     band_power: int = 1
@@ -115,11 +125,16 @@ class GasGiantParams:
     vortex_size: float = 0.04
     vortex_size_variance: float = 0.02
     vortex_strength: float = 1.0
+    vortex_band_threshold: float = 0.2  # vortices only where the relative band speed is at most this (0.05..1)
     # colour
     palette: np.ndarray | None = field(default=None, repr=False, compare=False)
+    # six cube-face images (FACES order, (6, h, w, 3)) colour the particles (gaseous-giganticus -k), e.g. an
+    # earlier bake's faces to carry on from; takes precedence over ``palette``
+    palette_cube: np.ndarray | None = field(default=None, repr=False, compare=False)
     mapping: str = "SINUSOIDAL"
     ramp: tuple = DEFAULT_RAMP
     opacity: float = 0.2
+    opacity_start: float = 0.0  # > opacity: start there and shrink by 5% per iteration to ``opacity`` (-O)
     lifetime: int = 0  # iterations; 0 = particles live for ever
     respawn_batches: int = 8
     fade_in: float = 0.2  # fraction of the lifetime
@@ -128,9 +143,19 @@ class GasGiantParams:
     blur: float = 0.5  # 0..1 mix of the 3x3 binomial blur
     fade_rate: float = 0.01  # 0..1 toward the centre colour per blur pass
     fade_to_palette: bool = False  # fade toward each texel's palette colour instead of the mean colour
+    hot_pink: bool = False  # fade toward hot pink instead (texels no particle reaches show up: divergences)
+    # cloud mode (gaseous-giganticus -C): particles paint their brightness as the alpha of a white cloud layer
+    cloud_mode: bool = False
+    cloud_color: tuple = (1.0, 1.0, 1.0)
+    cloud_noise: float = 1.0  # 0..1: how much a fixed fractal noise breaks the cloud alpha into patches
+    # files
+    file_format: str = "PNG"  # "PNG", "EXR" (32-bit float, linear colour) or "PNG_EXR" (both)
+    save_field: str = ""  # .npz path: save the velocity field(s) this bake builds or loads
+    load_field: str = ""  # .npz path: use the velocity field(s) saved by an earlier bake instead of building them
     # animation
     frames: int = 1
     frame_iterations: int = 20
+    field_interval: int = 4  # frames between full velocity-field builds; the frames between interpolate in time
 
     def validate(self, available_bytes: int | None = None) -> "GasGiantParams":
         def need(ok, msg):
@@ -158,6 +183,7 @@ class GasGiantParams:
              f"Band speed power {self.band_power}: use an odd whole number (1, 3, 5, ...)")
         need(self.bands >= 0, f"Bands {self.bands}: use 0 or more")
         need(0.0 < self.opacity <= 1.0, f"Opacity {self.opacity}: use a value in (0, 1]")
+        need(0.0 <= self.opacity_start <= 1.0, f"Start opacity {self.opacity_start}: use 0 (off) to 1")
         need(self.lifetime >= 0, f"Lifetime {self.lifetime}: use 0 (for ever) or more iterations")
         need(self.respawn_batches >= 1, f"Respawn batches {self.respawn_batches}: use 1 or more")
         need(0.0 <= self.fade_in <= 1.0 and 0.0 <= self.fade_out <= 1.0 and self.fade_in + self.fade_out <= 1.0,
@@ -166,7 +192,14 @@ class GasGiantParams:
         need(self.blur_interval >= 0, f"Blur interval {self.blur_interval}: use 0 (never) or more")
         need(self.vortices >= 0, f"Vortices {self.vortices}: use 0 or more")
         need(self.vortex_size > 0 and self.vortex_size_variance >= 0, "Vortex size must be positive")
+        need(0.05 <= self.vortex_band_threshold <= 1.0,
+             f"Vortex band threshold {self.vortex_band_threshold}: use 0.05 to 1 (1 = anywhere)")
         need(self.mapping in MAPPINGS, f"Mapping {self.mapping!r}: use one of {MAPPINGS}")
+        need(self.file_format in FILE_FORMATS, f"File format {self.file_format!r}: use one of {FILE_FORMATS}")
+        need(self.field_interval >= 1, f"Field interval {self.field_interval}: use 1 (build the field every frame) "
+             f"or more")
+        need(0.0 <= self.cloud_noise <= 1.0, f"Cloud noise {self.cloud_noise}: use 0 to 1")
+        need(len(self.cloud_color) >= 3, "Cloud colour needs three components")
         need(math.isfinite(self.velocity_factor) and self.velocity_factor >= 0,
              f"Velocity factor {self.velocity_factor}: use 0 or more")
         if self.palette is not None:
@@ -175,6 +208,10 @@ class GasGiantParams:
                  f"Palette image of shape {pal.shape}: need an RGB or RGBA image")
         else:
             need(len(self.ramp) >= 1, "Colour ramp needs at least one colour")
+        if self.palette_cube is not None:
+            cube = np.asarray(self.palette_cube)
+            need(cube.ndim == 4 and cube.shape[0] == 6 and cube.shape[3] in (3, 4) and min(cube.shape[1:3]) >= 1,
+                 f"Cube-map palette of shape {cube.shape}: need six RGB or RGBA faces of one size")
         if available_bytes is not None:
             est = estimate_memory(self)
             need(est <= available_bytes,
@@ -211,6 +248,19 @@ def preset(name: str, **overrides) -> GasGiantParams:
     return GasGiantParams(**{**values, **overrides})
 
 
+RANDOM_KEYS = ("bands", "band_speed", "velocity_factor", "noise_scale", "w_offset", "vertical_bands", "mapping")
+
+
+def random_look(seed: int) -> dict:
+    """gaseous-giganticus -R: random bands, band speed, velocity factor, noise scale and W offset from ``seed``,
+    with vertical bands and the sinusoidal mapping."""
+    rng = np.random.default_rng([int(seed) & 0xFFFFFFFF, 0x52414E44])
+    return dict(bands=float(np.round(rng.uniform(4.0, 20.0), 1)), band_speed=float(np.round(rng.uniform(0.5, 3.0), 2)),
+                velocity_factor=float(np.round(rng.uniform(0.6, 2.0), 2)),
+                noise_scale=float(np.round(rng.uniform(1.0, 4.0), 2)), w_offset=float(np.round(rng.uniform(0, 100), 2)),
+                vertical_bands=True, mapping="SINUSOIDAL")
+
+
 def estimate_memory(params: GasGiantParams) -> int:
     """Peak bytes of a bake (measured: 8M particles, 512 field, 6x1024 cube, 4096 equirect peak at ~0.63 GB):
     particles, the stored field, the texture, the largest transient (blur / equirect / palette copy), the
@@ -218,6 +268,11 @@ def estimate_memory(params: GasGiantParams) -> int:
     n, f, r = params.particles, params.field_size, params.cubemap_size
     particles = n * BYTES_PER_PARTICLE
     fld = 6 * (f + 2) ** 2 * (16 + 12)
+    keys, _ = field_times(params)
+    if len(keys) > 1:
+        fld *= 3  # two key fields and the mix between them
+    if params.save_field:
+        fld += (len(keys) - 1) * 6 * (f + 2) ** 2 * (16 + 12)  # every key field is kept until it is saved
     tex = 6 * r * r * 16 + (6 * r * r * 12 if params.fade_to_palette else 0)
     transient = max(6 * (r + 2) ** 2 * 12 + r * r * 36, 6 * (f + 2) ** 2 * 40)
     scratch = min(n, CHUNK * WAVE) * 24 + min(n, CHUNK) * params.threads * 100
@@ -437,6 +492,21 @@ def simplex4_grad(x, y, z, w, perm):
 
 # --- the velocity field -----------------------------------------------------------------------------------
 
+def to_band_frame(p: np.ndarray, params: GasGiantParams) -> np.ndarray:
+    """Directions in the bands' frame, whose Z is the band axis: the planet's Z, or X with vertical bands
+    (a cyclic permutation of the axes: a rotation, so lengths, angles and divergence are kept)."""
+    return p[..., [1, 2, 0]] if params.vertical_bands else p
+
+
+def from_band_frame(q: np.ndarray, params: GasGiantParams) -> np.ndarray:
+    return q[..., [2, 0, 1]] if params.vertical_bands else q
+
+
+def band_latitude(p: np.ndarray, params: GasGiantParams) -> np.ndarray:
+    """Latitude (radians) of unit directions measured from the bands' equator."""
+    return np.arcsin(np.clip(to_band_frame(np.asarray(p, dtype=np.float64), params)[..., 2], -1.0, 1.0))
+
+
 def band_profile(lat, params: GasGiantParams) -> np.ndarray:
     """Eastward band speed (relative units) at latitude ``lat`` (radians)."""
     lat = np.asarray(lat, dtype=np.float64)
@@ -448,21 +518,24 @@ def band_profile(lat, params: GasGiantParams) -> np.ndarray:
 
 
 def vortex_set(params: GasGiantParams):
-    """(centres (V, 3), radii (V,), signed strengths (V,)) of the vortices, placed between bands."""
+    """(centres (V, 3), radii (V,), signed strengths (V,)) of the vortices: at random places (uniform over the
+    sphere up to 75 degrees of band latitude) where the relative band speed |band(lat)| / max |band| is at most
+    ``vortex_band_threshold`` (gaseous-giganticus --vortex-band-threshold: between the bands, not in their
+    fast middles; 1 = anywhere). Should too few places qualify, the slowest of the candidates are used."""
     nv = params.vortices
     if nv == 0:
         return np.zeros((0, 3)), np.zeros(0), np.zeros(0)
     rng = np.random.default_rng([params.seed & 0xFFFFFFFF, 0x7057])
-    bands = max(params.bands, 1.0)
-    # band boundaries: cos(bands * lat) = 0, away from the poles
-    ks = np.arange(-int(bands) - 1, int(bands) + 1)
-    lats = (ks + 0.5) * math.pi / bands
-    lats = lats[np.abs(lats) < math.radians(75)]
-    if lats.size == 0:
-        lats = np.array([0.0])
-    lat = lats[rng.integers(0, lats.size, nv)] + rng.normal(0.0, 0.15 / bands, nv)
+    zmax = math.sin(math.radians(75))
+    cand = np.arcsin(rng.uniform(-zmax, zmax, max(256, 64 * nv)))
+    speed = np.abs(band_profile(cand, params))
+    top = float(np.abs(band_profile(np.linspace(-1.4, 1.4, 2001), params)).max())
+    rel = speed / top if top > 0 else np.zeros_like(speed)
+    key = np.where(rel <= params.vortex_band_threshold, 0.0, rel)  # qualifying places first, in random order
+    lat = cand[np.argsort(key, kind="stable")[:nv]]
     lon = rng.uniform(-math.pi, math.pi, nv)
     centres = np.stack([np.cos(lat) * np.cos(lon), np.cos(lat) * np.sin(lon), np.sin(lat)], axis=-1)
+    centres = from_band_frame(centres, params)  # placed between the bands, wherever their axis points
     radii = params.vortex_size + rng.random(nv) * rng.random(nv) * params.vortex_size_variance
     # turn with the local shear of the bands (d band / d lat) so the vortices sit naturally between them
     h = 1e-4
@@ -494,11 +567,12 @@ def _psi_grad(p: np.ndarray, params: GasGiantParams, time: float, perm: np.ndarr
 def _velocity_raw(p, params, time, perm, vort):
     """Band part and curl parts (unscaled) of the 3D velocity at unit directions p (n, 3)."""
     gnoise, gvort = _psi_grad(p, params, time, perm, vort)
-    lat = np.arcsin(np.clip(p[:, 2], -1.0, 1.0))
-    east = np.stack([-p[:, 1], p[:, 0], np.zeros(len(p))], axis=-1)
+    q = to_band_frame(p, params)
+    lat = np.arcsin(np.clip(q[:, 2], -1.0, 1.0))
+    east = np.stack([-q[:, 1], q[:, 0], np.zeros(len(q))], axis=-1)
     norm = np.linalg.norm(east, axis=-1, keepdims=True)
     east = np.divide(east, norm, out=np.zeros_like(east), where=norm > 1e-12)
-    band = band_profile(lat, params)[:, None] * east
+    band = from_band_frame(band_profile(lat, params)[:, None] * east, params)
     return band, np.cross(p, gnoise), np.cross(p, gvort)
 
 
@@ -584,21 +658,154 @@ def build_field_steps(params: GasGiantParams, time: float = 0.0, noise_norm: flo
         for k, s in enumerate(starts):
             block(s)
             yield (k + 1) / len(starts)
-    vel = vel.reshape(d.shape)
+    return field_from_velocity(vel.reshape(d.shape).astype(np.float32), noise_norm, d)
+
+
+def field_from_velocity(vel: np.ndarray, noise_norm: float, d: np.ndarray | None = None) -> Field:
+    """A ``Field`` from its stored float32 3D velocities (6, n+2, n+2, 3): the chart velocities the particles
+    read are derived from them (so a field loaded from a file is exactly the one that was built)."""
+    n = vel.shape[1] - 2
+    if d is None:
+        d = face_directions(n, pad=1)
+
     # chart velocity: u = p.a / p.n  ->  du = (V.a (p.n) - (p.a)(V.n)) / (p.n)^2
     def dot(arr, axes):
         return np.einsum("fijk,fk->fij", arr, axes)
 
+    v64 = vel.astype(np.float64)
     pn = dot(d, _FACE_N)
-    vn = dot(vel, _FACE_N)
-    du = (dot(vel, _FACE_A) * pn - dot(d, _FACE_A) * vn) / (pn * pn)
-    dv = (dot(vel, _FACE_B) * pn - dot(d, _FACE_B) * vn) / (pn * pn)
+    vn = dot(v64, _FACE_N)
+    du = (dot(v64, _FACE_A) * pn - dot(d, _FACE_A) * vn) / (pn * pn)
+    dv = (dot(v64, _FACE_B) * pn - dot(d, _FACE_B) * vn) / (pn * pn)
+    del v64, vn
     c = np.zeros(6 * (n + 2) ** 2 + 1, dtype=np.complex64)
     c[:-1] = (du + 1j * dv).reshape(-1)
     pairs = np.empty((len(c) - 1, 2), dtype=np.complex64)
     pairs[:, 0] = c[:-1]
     pairs[:, 1] = c[1:]
-    return Field(n, vel.astype(np.float32), pairs.view(np.complex128).reshape(-1), noise_norm)
+    return Field(n, np.ascontiguousarray(vel, dtype=np.float32), pairs.view(np.complex128).reshape(-1),
+                 noise_norm)
+
+
+def lerp_field(a: Field, b: Field, t: float, out: Field | None = None) -> Field:
+    """The field a + (b - a) t between two fields of one size (animated bakes between two built fields).
+    Both are tangent and divergence-free, so every mix of them is too; ``out`` is reused when given."""
+    if t <= 0.0:
+        return a
+    if t >= 1.0:
+        return b
+    if out is None or out is a or out is b:
+        out = Field(a.size, np.empty_like(a.velocity), np.empty_like(a.chart), a.noise_norm)
+    w = np.float32(t)
+    for name in ("velocity", "chart"):
+        x = getattr(a, name).view(np.float32)
+        y = getattr(b, name).view(np.float32)
+        o = getattr(out, name).view(np.float32)
+        np.subtract(y, x, out=o)
+        o *= w
+        o += x
+    return out
+
+
+def field_settings(params: GasGiantParams) -> dict:
+    """The settings a velocity field depends on (its file records them)."""
+    return {k: (bool(v) if isinstance(v, (bool, np.bool_)) else v)
+            for k, v in ((k, getattr(params, k)) for k in FIELD_KEYS)}
+
+
+def save_fields(path: str, params: GasGiantParams, fields: dict):
+    """Write velocity fields ``{time: Field}`` to ``path`` (.npz): format name, version, the field settings
+    (JSON), the noise times, the noise normalisation and the float32 3D velocities (K, 6, n+2, n+2, 3).
+    Written to a temporary file next to ``path`` and moved into place, so a failure leaves no partial file."""
+    import json
+
+    times = sorted(fields)
+    vel = np.stack([fields[t].velocity for t in times]) if times else np.zeros((0,), np.float32)
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".envfx_field_", suffix=".npz", dir=folder)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            np.savez(fh, format=np.array(FIELD_FILE_FORMAT), version=np.array(FIELD_FILE_VERSION),
+                     settings=np.array(json.dumps(field_settings(params), sort_keys=True)),
+                     field_size=np.array(params.field_size), times=np.array(times, dtype=np.float64),
+                     noise_norm=np.array(fields[times[0]].noise_norm if times else 0.0), velocity=vel)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise
+
+
+def check_field_save_path(path: str):
+    if not path.lower().endswith(".npz"):
+        raise GasGiantError(f"Save velocity field {path!r}: use a file name ending in .npz")
+    full = os.path.abspath(path)
+    if os.path.isdir(full):
+        raise GasGiantError(f"Save velocity field {full!r} is a folder: give a file name ending in .npz")
+    folder = os.path.dirname(full)
+    if not os.path.isdir(folder) or not os.access(folder, os.W_OK | os.X_OK):
+        raise GasGiantError(f"Save velocity field: folder {folder!r} does not exist or cannot be written: "
+                            f"choose another place")
+
+
+def check_field_files(params: GasGiantParams) -> dict:
+    """Check the field file to load (returns its fields, ``{}`` without one) and the place to save one; raises
+    ``GasGiantError``."""
+    loaded = load_fields(params.load_field, params) if params.load_field else {}
+    if params.save_field:
+        check_field_save_path(params.save_field)
+    keys, _ = field_times(params)
+    if loaded and not any(k * params.time_step in loaded for k in keys):
+        raise GasGiantError(f"Velocity field file {params.load_field!r} holds fields for noise times "
+                            f"{sorted(loaded)}, none of which this bake uses: use the Time Step it was saved with, "
+                            f"or save a new field")
+    return loaded
+
+
+def load_fields(path: str, params: GasGiantParams) -> dict:
+    """The fields ``{time: Field}`` saved by ``save_fields``; raises ``GasGiantError`` (saying what to do) when
+    the file is missing, unreadable, of another format or version, or built with other settings or size."""
+    import json
+    import zipfile
+
+    full = os.path.abspath(path)
+    if not os.path.isfile(full):
+        raise GasGiantError(f"Velocity field file {full!r} does not exist: choose a file saved by an earlier "
+                            f"bake (Save Velocity Field), or clear Load Velocity Field")
+    try:
+        with np.load(full, allow_pickle=False) as z:
+            kind = str(z["format"])
+            version = int(z["version"])
+            if kind != FIELD_FILE_FORMAT:
+                raise ValueError(f"format {kind!r}")
+            if version != FIELD_FILE_VERSION:
+                raise GasGiantError(f"Velocity field file {full!r} has version {version}, this EnvFX reads "
+                                    f"version {FIELD_FILE_VERSION}: save the field again")
+            settings = json.loads(str(z["settings"]))
+            size = int(z["field_size"])
+            times = np.asarray(z["times"], dtype=np.float64)
+            norm = float(z["noise_norm"])
+            want = field_settings(params)
+            if size != params.field_size:
+                raise GasGiantError(f"Velocity field file {full!r} holds a {size}-per-face field but the settings "
+                                    f"ask for {params.field_size}: set Velocity Field to {size}, or save a new "
+                                    f"field")
+            diff = [f"{k}: {settings.get(k)!r} in the file, {want[k]!r} now" for k in FIELD_KEYS
+                    if settings.get(k) != want[k]]
+            if diff:
+                raise GasGiantError(f"Velocity field file {full!r} was built with other settings ("
+                                    f"{'; '.join(diff)}): use the file's settings, or save a new field")
+            vel = z["velocity"]
+            shape = (len(times), 6, size + 2, size + 2, 3)
+            if vel.shape != shape or vel.dtype != np.float32 or not np.all(np.isfinite(vel)):
+                raise ValueError(f"velocity array {vel.shape} {vel.dtype}, expected {shape} float32")
+    except GasGiantError:
+        raise
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile, json.JSONDecodeError) as exc:
+        raise GasGiantError(f"Velocity field file {full!r} cannot be read ({exc}): it is not an intact EnvFX "
+                            f"velocity field file; save the field again") from None
+    d = face_directions(size, pad=1)
+    return {float(t): field_from_velocity(vel[k], norm, d) for k, t in enumerate(times)}
 
 
 def surface_divergence(fn, p: np.ndarray, h: float = 1e-3) -> np.ndarray:
@@ -638,19 +845,33 @@ def _ramp_colors(t: np.ndarray, ramp) -> np.ndarray:
 
 
 def colors_at(p: np.ndarray, params: GasGiantParams) -> np.ndarray:
-    """(n, 3) float32 start colours at unit directions p: palette image (sinusoidal/stripes) or latitude ramp."""
-    lat = np.arcsin(np.clip(p[:, 2], -1.0, 1.0))
+    """(n, 3) float32 start colours at unit directions p: palette image (sinusoidal/stripes/plain) or latitude
+    ramp. Latitudes and longitudes are the bands' (turned with vertical bands); ``PLAIN`` lays the whole image on
+    each cube face (gaseous-giganticus -P: seams at the cube edges are expected)."""
+    if params.palette_cube is not None:
+        cube = np.asarray(params.palette_cube)
+        h, w = cube.shape[1:3]
+        face, fu, fv = dir_to_face_uv(np.asarray(p, dtype=np.float64))
+        row = np.clip(((fv + 1.0) * 0.5 * h).astype(np.int64), 0, h - 1)
+        col = np.clip(((fu + 1.0) * 0.5 * w).astype(np.int64), 0, w - 1)
+        return np.asarray(cube[face, row, col, :3], dtype=np.float32)
+    q = to_band_frame(np.asarray(p), params)
+    lat = np.arcsin(np.clip(q[:, 2], -1.0, 1.0))
     t = lat / math.pi + 0.5  # 0 south pole .. 1 north pole
     if params.palette is None:
         return _ramp_colors(t, params.ramp).astype(np.float32)
     pal = np.asarray(params.palette)
     h, w = pal.shape[:2]
     row = np.clip(((1.0 - t) * h).astype(np.int64), 0, h - 1)  # image row 0 = top = north
-    if params.mapping == "STRIPES":
+    if params.mapping == "PLAIN":
+        _, fu, fv = dir_to_face_uv(np.asarray(p, dtype=np.float64))
+        row = np.clip(((fv + 1.0) * 0.5 * h).astype(np.int64), 0, h - 1)
+        col = np.clip(((fu + 1.0) * 0.5 * w).astype(np.int64), 0, w - 1)
+    elif params.mapping == "STRIPES":
         col = np.full(len(p), w // 2, dtype=np.int64)
     else:
         # sinusoidal, mirrored at the back (|longitude|) so the wrap is continuous
-        lon = np.arctan2(p[:, 1], p[:, 0])
+        lon = np.arctan2(q[:, 1], q[:, 0])
         x = 0.5 + 0.5 * np.cos(lat) * (np.abs(lon) / math.pi * 2.0 - 1.0)
         col = np.clip((x * w).astype(np.int64), 0, w - 1)
     return np.asarray(pal[row, col, :3], dtype=np.float32)
@@ -679,6 +900,7 @@ class Simulation:
         self.face = np.empty(self.n, dtype=np.int8)
         self.col = np.empty((self.n, 4), dtype=np.float32)
         self.batches = self._batch_ranges()
+        self._coarse = None  # cloud mode: the noise mask on a coarse padded cube
         for b, (s, e) in enumerate(self.batches):
             self._spawn(b, s, e, generation=0)
         self.chunks = self._chunk_ranges()
@@ -691,14 +913,23 @@ class Simulation:
         r = self.res
         self._border = _border_index(r)
         self.image = np.empty((6 * r * r, 4), dtype=np.float32)
-        for f in range(6):  # a loop over the six faces, each vectorised
-            d = face_directions(r, faces=slice(f, f + 1)).reshape(-1, 3)
-            self.image[f * r * r:(f + 1) * r * r, :3] = colors_at(d, p)
-        self.image[:, 3] = 1.0
-        base = self.image[:, :3].copy() if p.fade_to_palette else None
+        if p.cloud_mode:
+            # clouds: the texture holds the painted brightness, starting (and fading back to) empty = transparent
+            self.image[:] = 0.0
+        else:
+            for f in range(6):  # a loop over the six faces, each vectorised
+                d = face_directions(r, faces=slice(f, f + 1)).reshape(-1, 3)
+                self.image[f * r * r:(f + 1) * r * r, :3] = colors_at(d, p)
+            self.image[:, 3] = 1.0
+        base = self.image[:, :3].copy() if p.fade_to_palette and not (p.cloud_mode or p.hot_pink) else None
         self._image_c = self.image.view(np.complex128).reshape(-1)
         self.base = base
-        self.centre = self.image[:, :3].mean(axis=0, dtype=np.float64).astype(np.float32)
+        if p.cloud_mode:
+            self.centre = np.zeros(3, dtype=np.float32)
+        elif p.hot_pink:
+            self.centre = np.array(HOT_PINK, dtype=np.float32)
+        else:
+            self.centre = self.image[:, :3].mean(axis=0, dtype=np.float64).astype(np.float32)
         self._pool = ThreadPoolExecutor(p.threads) if p.threads > 1 else None
 
     def close(self):
@@ -736,6 +967,8 @@ class Simulation:
             self.uv[s0:e0] = (u + 1j * v).astype(np.complex64)
             self.face[s0:e0] = face
             self.col[s0:e0, :3] = colors_at(d, self.params)
+            if self.params.cloud_mode:  # each particle carries its cloud density, so the clouds swirl with the flow
+                self.col[s0:e0, :3] *= self.cloud_mask_at(d)[:, None]
             self.col[s0:e0, 3] = 1.0
 
     def batch_age(self, batch: int, iteration: int | None = None) -> int:
@@ -743,17 +976,23 @@ class Simulation:
         it = self.iteration if iteration is None else iteration
         return (it + batch * L // len(self.batches)) % L
 
+    def opacity_now(self) -> float:
+        """The particles' opacity at this iteration: ``opacity``, or with ``opacity_start`` above it, that start
+        shrinking by 5% per iteration down to ``opacity`` (gaseous-giganticus -O: a strong first coat)."""
+        p = self.params
+        return max(p.opacity, p.opacity_start * 0.95 ** self.iteration)
+
     def batch_alpha(self, batch: int) -> float:
         p = self.params
         if p.lifetime <= 0:
-            return p.opacity
+            return self.opacity_now()
         x = (self.batch_age(batch) + 0.5) / p.lifetime
         a = 1.0
         if p.fade_in > 0:
             a = min(a, x / p.fade_in)
         if p.fade_out > 0:
             a = min(a, (1.0 - x) / p.fade_out)
-        return p.opacity * max(0.0, min(1.0, a))
+        return self.opacity_now() * max(0.0, min(1.0, a))
 
     def set_time(self, time: float, field: Field | None = None):
         """Move the noise's 4th dimension and rebuild the field (keeps the noise normalisation); ``field``:
@@ -895,7 +1134,7 @@ class Simulation:
         if k == 0 and fr == 0:
             return
         img = self.image.reshape(6, r, r, 4)
-        target = np.append(self.centre, np.float32(1.0)).astype(np.float32)
+        target = np.append(self.centre, np.float32(0.0 if p.cloud_mode else 1.0)).astype(np.float32)
         if k > 0:
             ring = _ring(r)
             border = self.image[self._border]  # every face's border, read before any face changes
@@ -925,26 +1164,74 @@ class Simulation:
                     face += fr * target
 
     # -- outputs
-    def _padded_rgb(self) -> np.ndarray:
-        """(6, res+2, res+2, 3) float32 RGB with each face's border from its neighbours."""
+    @property
+    def channels(self) -> int:
+        """Channels of the output images: 3 (RGB), or 4 (RGBA) in cloud mode."""
+        return 4 if self.params.cloud_mode else 3
+
+    def cloud_mask_at(self, d: np.ndarray) -> np.ndarray:
+        """Cloud mode's density mask in (0, 1] at unit directions d (n, 3): a fixed fractal noise (after
+        gaseous-giganticus -C: noise at 3.6 x the noise scale, shaped and clamped), blended with 1 by
+        ``1 - cloud_noise``. Built once on a padded cube of 128 per face and sampled bilinearly (seamless)."""
+        if self._coarse is None:
+            p = self.params
+            m = 128
+            g = face_directions(m, pad=1).reshape(-1, 3)
+            perm = _perm(p.seed ^ 0xC10D)
+            n = np.zeros(len(g))
+            total = 0.0
+            for o in range(p.octaves):
+                amp = 1.0 if o == 0 else p.falloff ** (o * p.gain)
+                q = g * (3.6 * p.noise_scale * 2.0 ** o)
+                val, _, _, _ = simplex4_grad(q[:, 0], q[:, 1], q[:, 2], np.full(len(g), p.w_offset + 10.0 + 7.0 * o),
+                                             perm)
+                n += amp * val
+                total += amp
+            n /= max(total, 1e-9)
+            n = np.where(n > 0.5, n * (0.5 + n), n)
+            n = np.where(n < 0.0, n * (1.25 + n), n)
+            n = np.clip(n, -0.333, 0.666) + 0.334
+            n = 1.0 - p.cloud_noise + p.cloud_noise * n
+            self._coarse = n.reshape(6, m + 2, m + 2, 1).astype(np.float32)
+        return sample_cube(self._coarse, d)[:, 0].astype(np.float32)
+
+    def _out_pixels(self, sl=slice(None)) -> np.ndarray:
+        """Output pixels of texels ``sl``: RGB, or in cloud mode the cloud colour with alpha = the painted
+        brightness (the particles' palette brightness x the cloud mask where they started)."""
+        if not self.params.cloud_mode:
+            return self.image[sl, :3]
+        rgb = self.image[sl, :3]
+        out = np.empty((len(rgb), 4), dtype=np.float32)
+        out[:, :3] = np.asarray(self.params.cloud_color[:3], dtype=np.float32)
+        a = rgb.sum(axis=1)
+        a *= np.float32(1.0 / 3.0)
+        np.clip(a, 0.0, 1.0, out=out[:, 3])
+        return out
+
+    def _padded_out(self) -> np.ndarray:
+        """(6, res+2, res+2, C) float32 output pixels with each face's border from its neighbours."""
         r = self.res
-        pad = np.empty((6, r + 2, r + 2, 3), dtype=np.float32)
-        pad[:, 1:-1, 1:-1] = self.image[:, :3].reshape(6, r, r, 3)
-        pad[:, _ring(r)] = self.image[self._border, :3]
+        c = self.channels
+        pad = np.empty((6, r + 2, r + 2, c), dtype=np.float32)
+        for f in range(6):
+            pad[f, 1:-1, 1:-1] = self.face_rgb(f)
+        border = self._border.reshape(-1)
+        pad[:, _ring(r)] = self._out_pixels(border).reshape(6, -1, c)
         return pad
 
     def face_rgb(self, f: int) -> np.ndarray:
-        """(res, res, 3) float32 copy of face ``f`` (``FACES`` order), row 0 at the top."""
+        """(res, res, C) float32 output pixels of face ``f`` (``FACES`` order), row 0 at the top; C = 3 (RGB), or
+        4 (RGBA) in cloud mode."""
         r = self.res
-        return self.image[f * r * r:(f + 1) * r * r, :3].reshape(r, r, 3)
+        return self._out_pixels(slice(f * r * r, (f + 1) * r * r)).reshape(r, r, self.channels)
 
     def cube_faces(self) -> np.ndarray:
-        """(6, res, res, 3) float32 RGB in 0..1, faces in ``FACES`` order, row 0 at the top."""
-        return self.image[:, :3].reshape(6, self.res, self.res, 3).copy()
+        """(6, res, res, C) float32 in 0..1, faces in ``FACES`` order, row 0 at the top (C as ``face_rgb``)."""
+        return np.stack([np.array(self.face_rgb(f)) for f in range(6)])
 
     def equirect(self, width: int | None = None) -> np.ndarray:
         width = width or self.params.equirect_width
-        return equirect_from_cube(self._padded_rgb(), width)
+        return equirect_from_cube(self._padded_out(), width)
 
     def flow_equirect(self, width: int) -> np.ndarray:
         """(width/2, width, 3) flow map: R east, G north velocity (0.5 = still, 0/1 = the fastest), B speed."""
@@ -994,12 +1281,47 @@ class BakeResult:
 
 
 def output_names(params: GasGiantParams, frame: int | None):
+    """{output key: file name} of one frame; with ``PNG_EXR`` the EXR keys end in ``_exr``."""
     sfx = "" if frame is None else f"_{frame:04d}"
-    names = {f"cube_{f}": f"gasgiant_{f}{sfx}.png" for f in FACES}
-    if params.equirect_width:
-        names["equirect"] = f"gasgiant_equirect{sfx}.png"
-        names["flow"] = f"gasgiant_flow{sfx}.png"
+    exts = {"PNG": ("png",), "EXR": ("exr",), "PNG_EXR": ("png", "exr")}[params.file_format]
+    names = {}
+    for ext in exts:
+        key = "" if ext == exts[0] else "_exr"
+        names.update({f"cube_{f}{key}": f"gasgiant_{f}{sfx}.{ext}" for f in FACES})
+        if params.equirect_width:
+            names[f"equirect{key}"] = f"gasgiant_equirect{sfx}.{ext}"
+            names[f"flow{key}"] = f"gasgiant_flow{sfx}.{ext}"
     return names
+
+
+def _write_image(path: str, pixels: np.ndarray, colour: bool = True):
+    """PNG (8-bit) or EXR (32-bit float; colour outputs converted from sRGB-encoded to linear, data and alpha
+    kept) by the file's extension."""
+    if path.endswith(".exr"):
+        px = np.array(pixels, dtype=np.float32)
+        if colour:
+            px[..., :3] = gasgiant_exr.srgb_to_linear(px[..., :3])
+        gasgiant_exr.write_exr(path, px)
+    else:
+        write_png(path, pixels)
+
+
+def field_times(params: GasGiantParams):
+    """(key frames whose fields are built, in order) and a function frame -> (key a, key b, mix) for an animated
+    bake: fields are built every ``field_interval`` frames and at the last frame and interpolated in between;
+    all frames share frame 0's field when the field does not change with time (no time step or turbulence)."""
+    last = params.frames - 1
+    if params.frames == 1 or params.time_step == 0 or params.noise_speed == 0:
+        return [0], lambda f: (0, 0, 0.0)
+    k = params.field_interval
+    keys = sorted(set(range(0, last + 1, k)) | {last})
+
+    def at(f):
+        a = (f // k) * k
+        b = min(a + k, last)
+        return a, b, (0.0 if b == a else (f - a) / (b - a))
+
+    return keys, at
 
 
 def check_output_folder(folder: str):
@@ -1018,13 +1340,17 @@ def check_output_folder(folder: str):
 def bake(params: GasGiantParams, folder: str, check_memory: bool = True):
     """The whole bake as a job generator (yields progress 0..1, returns a ``BakeResult``).
 
-    Validates everything first; writes every file into a temporary folder next to ``folder`` and moves them
-    in only at the end, so closing the generator (cancel) leaves nothing behind.
+    Validates everything first (settings, memory, output folder, the velocity field file to load or the place to
+    save one); writes every file into a temporary folder next to ``folder`` and moves them in only at the end, so
+    closing the generator (cancel) leaves nothing behind. Animated bakes build the velocity field every
+    ``field_interval`` frames and interpolate between (see ``field_times``).
     """
     import time as _time
 
     params.validate(available_memory() if check_memory else None)
     check_output_folder(folder)
+    loaded = check_field_files(params)
+    keys, at = field_times(params)
     folder = os.path.abspath(folder)
     t0 = _time.perf_counter()
     created = []  # folders this bake makes (removed again unless it finishes)
@@ -1038,19 +1364,43 @@ def bake(params: GasGiantParams, folder: str, check_memory: bool = True):
     done = False
     try:
         yield 0.0
-        fld = yield from _scaled_progress(build_field_steps(params, 0.0), 0.0, 0.05)
-        sim = Simulation(params, time=0.0, field=fld)
+        built = {}  # key frame -> Field (the two in use; all of them when saving)
+        norm = None
+        if loaded:
+            norm = next(iter(loaded.values())).noise_norm
+
+        def key_field(k, lo, hi):
+            nonlocal norm
+            t = k * params.time_step
+            if k not in built:
+                if t in loaded:
+                    built[k] = loaded[t]
+                else:
+                    built[k] = yield from _scaled_progress(build_field_steps(params, t, norm), lo, hi)
+                norm = built[k].noise_norm
+            return built[k]
+
+        f0 = yield from key_field(0, 0.0, 0.05)
+        sim = Simulation(params, time=0.0, field=f0)
         total = params.iterations + (params.frames - 1) * params.frame_iterations
         chunk = max(1, min(10, 2_000_000 // max(1, params.particles)))
         written, equis = [], []
         animated = params.frames > 1
+        mixed = None
         for f in range(params.frames):
             todo = params.iterations if f == 0 else params.frame_iterations
             if f > 0:
-                done_frac = 0.05 + 0.9 * sim.iteration / total
-                fld = yield from _scaled_progress(build_field_steps(params, f * params.time_step,
-                                                                    sim.field.noise_norm), done_frac, done_frac)
-                sim.set_time(f * params.time_step, fld)
+                frac = 0.05 + 0.9 * sim.iteration / total
+                a, b, w = at(f)
+                fa = yield from key_field(a, frac, frac)
+                fb = fa
+                if w > 0:
+                    fb = yield from key_field(b, frac, frac)
+                if not params.save_field:  # drop key fields no longer needed
+                    for k in [k for k in built if k < a]:
+                        del built[k]
+                mixed = lerp_field(fa, fb, w, out=mixed)
+                sim.set_time(f * params.time_step, mixed)
             while todo > 0:
                 k = min(chunk, todo)
                 sim.step(k)
@@ -1058,13 +1408,22 @@ def bake(params: GasGiantParams, folder: str, check_memory: bool = True):
                 yield 0.05 + 0.9 * sim.iteration / total
             names = output_names(params, f + 1 if animated else None)
             for i, face in enumerate(FACES):
-                write_png(os.path.join(tmp, names[f"cube_{face}"]), sim.face_rgb(i))
+                for key in (f"cube_{face}", f"cube_{face}_exr"):
+                    if key in names:
+                        _write_image(os.path.join(tmp, names[key]), sim.face_rgb(i))
             if params.equirect_width:
-                write_png(os.path.join(tmp, names["equirect"]), sim.equirect())
-                write_png(os.path.join(tmp, names["flow"]), sim.flow_equirect(min(params.equirect_width, 1024)))
+                eq = sim.equirect()
+                flow = sim.flow_equirect(min(params.equirect_width, 1024))
+                for key, img, colour in (("equirect", eq, True), ("equirect_exr", eq, True), ("flow", flow, False),
+                                         ("flow_exr", flow, False)):
+                    if key in names:
+                        _write_image(os.path.join(tmp, names[key]), img, colour)
                 equis.append(os.path.join(folder, names["equirect"]))
+                del eq, flow
             written.extend(os.path.join(folder, n) for n in names.values())
             yield 0.05 + 0.9 * sim.iteration / total
+        if params.save_field:
+            save_fields(params.save_field, params, {k * params.time_step: fld for k, fld in built.items()})
         for name in sorted(os.listdir(tmp)):
             os.replace(os.path.join(tmp, name), os.path.join(folder, name))
         done = True

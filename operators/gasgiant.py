@@ -61,7 +61,23 @@ def load_palette(path: str) -> np.ndarray:
     return np.ascontiguousarray(pix[..., :3])
 
 
-def params_from_settings(s, palette=None) -> core_gasgiant.GasGiantParams:
+def load_palette_cube(folder: str) -> np.ndarray:
+    """(6, h, w, 3) float32 faces gasgiant_{px,nx,py,ny,pz,nz}.png from ``folder`` (the bake's own names)."""
+    if not folder.strip():
+        raise GasGiantInputError("No cube map folder: choose the folder with gasgiant_px.png ... gasgiant_nz.png")
+    if folder.startswith("//") and not bpy.data.filepath:
+        raise GasGiantInputError(f"Cube map folder {folder!r} is relative to the .blend file, which is not saved "
+                                 f"yet: save the file first or choose an absolute folder")
+    full = os.path.normpath(bpy.path.abspath(folder))
+    faces = [load_palette(os.path.join(full, f"gasgiant_{f}.png")) for f in core_gasgiant.FACES]
+    sizes = {f.shape[:2] for f in faces}
+    if len(sizes) != 1:
+        raise GasGiantInputError(f"The cube map faces in {full!r} have different sizes {sorted(sizes)}: use six "
+                                 f"images of one size")
+    return np.stack(faces)
+
+
+def params_from_settings(s, palette=None, palette_cube=None) -> core_gasgiant.GasGiantParams:
     ramp = core_gasgiant.symmetric_ramp([tuple(getattr(s, f"ramp_color_{i}")) for i in range(1, 6)])
     return core_gasgiant.GasGiantParams(
         particles=s.particles, iterations=s.iterations, seed=s.seed, field_size=int(s.field_size),
@@ -73,18 +89,34 @@ def params_from_settings(s, palette=None) -> core_gasgiant.GasGiantParams:
         palette=palette, mapping=s.mapping, ramp=ramp, opacity=s.opacity, lifetime=s.lifetime,
         respawn_batches=s.respawn_batches, fade_in=s.fade_in, fade_out=s.fade_out, blur_interval=s.blur_interval,
         blur=s.blur, fade_rate=s.fade_rate, fade_to_palette=s.fade_to_palette, frames=s.frames,
-        frame_iterations=s.frame_iterations)
+        frame_iterations=s.frame_iterations, vertical_bands=s.vertical_bands, hot_pink=s.hot_pink,
+        cloud_mode=s.cloud_mode, cloud_color=tuple(s.cloud_color), cloud_noise=s.cloud_noise,
+        file_format=s.file_format, field_interval=s.field_interval,
+        save_field=_field_path(s.save_field_path, "Save Velocity Field"),
+        load_field=_field_path(s.load_field_path, "Load Velocity Field"),
+        vortex_band_threshold=s.vortex_band_threshold, palette_cube=palette_cube, opacity_start=s.opacity_start)
+
+
+def _field_path(path: str, label: str) -> str:
+    if not path.strip():
+        return ""
+    if path.startswith("//") and not bpy.data.filepath:
+        raise GasGiantInputError(f"{label} {path!r} is relative to the .blend file, which is not saved yet: save "
+                                 f"the file first or choose an absolute path")
+    return os.path.normpath(bpy.path.abspath(path))
 
 
 def prepare(scene, settings=None):
     """Everything checked, nothing changed: (params, folder)."""
     s = settings or scene.envfx.gasgiant
     palette = load_palette(s.palette_path) if s.color_source == "PALETTE" else None
-    params = params_from_settings(s, palette)
+    cube = load_palette_cube(s.palette_cube_dir) if s.color_source == "CUBEMAP" else None
+    params = params_from_settings(s, palette, cube)
     try:
         params.validate(core_gasgiant.available_memory())
         folder = output_folder(s.output_dir)
         core_gasgiant.check_output_folder(folder)
+        core_gasgiant.check_field_files(params)  # again in the bake; here so the operator fails before it starts
     except core_gasgiant.GasGiantError as exc:
         raise GasGiantInputError(str(exc)) from None
     if s.make_planet and not params.equirect_width:
@@ -104,7 +136,7 @@ def bake_job(scene, settings=None):
     def job():
         result = yield from core_gasgiant.bake(params, folder)
         if make:
-            make_planet(scene, planet_name, result.equirect, frames=params.frames)
+            make_planet(scene, planet_name, result.equirect, frames=params.frames, clouds=params.cloud_mode)
         return result
 
     return job()
@@ -164,7 +196,7 @@ def sphere_mesh(name: str, segments: int = 128, rings: int = 64):
     return mesh
 
 
-def make_planet(scene, name: str, equirect_files: list, frames: int = 1, radius: float = 1.0):
+def make_planet(scene, name: str, equirect_files: list, frames: int = 1, radius: float = 1.0, clouds: bool = False):
     """Add the planet object ``name`` (or update it) with a material showing the bake; returns the object."""
     if not equirect_files:
         raise GasGiantInputError("No equirectangular image was baked: choose an Equirect Width")
@@ -179,7 +211,9 @@ def make_planet(scene, name: str, equirect_files: list, frames: int = 1, radius:
         image.name = f"{name} Texture"
     image.source = "SEQUENCE" if frames > 1 else "FILE"
     image.reload()
-    mat = gasgiant_nodes.ensure_planet_material(f"{MATERIAL_PREFIX} {name}", image, frames, scene.frame_start)
+    image.alpha_mode = "STRAIGHT"
+    mat = gasgiant_nodes.ensure_planet_material(f"{MATERIAL_PREFIX} {name}", image, frames, scene.frame_start,
+                                                clouds=clouds)
     obj = bpy.data.objects.get(name)
     if obj is None or obj.type != "MESH" or obj.library is not None:
         mesh = sphere_mesh(name)
@@ -192,6 +226,7 @@ def make_planet(scene, name: str, equirect_files: list, frames: int = 1, radius:
         obj.data.materials.append(mat)
     else:
         obj.data.materials[0] = mat
+    obj.visible_shadow = not clouds  # a cloud shell's stochastic transparent shadow would speckle the planet
     obj["envfx_gasgiant"] = {"frames": frames, "files": len(equirect_files)}
     return obj
 
@@ -241,4 +276,20 @@ class ENVFX_OT_gasgiant_preset(bpy.types.Operator):
         return {"FINISHED"}
 
 
-classes = (ENVFX_OT_gasgiant_bake, ENVFX_OT_gasgiant_preset)
+class ENVFX_OT_gasgiant_randomize(bpy.types.Operator):
+    """Random bands, band speed, velocity factor, noise scale and W offset from the seed, with vertical bands and
+    the sinusoidal mapping (gaseous-giganticus -R)"""
+
+    bl_idname = "envfx.gasgiant_randomize"
+    bl_label = "Random Look"
+    bl_options = {"REGISTER", "UNDO"}
+
+    def execute(self, context):
+        s = context.scene.envfx.gasgiant
+        for key, value in core_gasgiant.random_look(s.seed).items():
+            setattr(s, key, value)
+        s.preset = "CUSTOM"
+        return {"FINISHED"}
+
+
+classes = (ENVFX_OT_gasgiant_bake, ENVFX_OT_gasgiant_preset, ENVFX_OT_gasgiant_randomize)

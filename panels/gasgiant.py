@@ -14,9 +14,12 @@ class VIEW3D_PT_envfx_gasgiant(EnvFXSubPanel, bpy.types.Panel):
         layout.use_property_split = True
         layout.use_property_decorate = False
         s = context.scene.envfx.gasgiant
-        layout.prop(s, "preset")
+        row = layout.row(align=True)
+        row.prop(s, "preset")
+        row.operator("envfx.gasgiant_randomize", text="", icon="FILE_REFRESH")
 
         col = layout.column(heading="Bands")
+        col.prop(s, "vertical_bands")
         col.prop(s, "bands")
         col.prop(s, "band_speed")
         col.prop(s, "band_power")
@@ -37,22 +40,32 @@ class VIEW3D_PT_envfx_gasgiant(EnvFXSubPanel, bpy.types.Panel):
         sub.prop(s, "vortex_size")
         sub.prop(s, "vortex_size_variance")
         sub.prop(s, "vortex_strength")
+        sub.prop(s, "vortex_band_threshold")
 
         col = layout.column(heading="Colour")
         col.prop(s, "color_source")
         if s.color_source == "PALETTE":
             col.prop(s, "palette_path")
             col.prop(s, "mapping")
+        elif s.color_source == "CUBEMAP":
+            col.prop(s, "palette_cube_dir")
         else:
             for i in range(1, 6):
                 col.prop(s, f"ramp_color_{i}")
         col.prop(s, "opacity")
+        col.prop(s, "opacity_start")
         col.prop(s, "blur_interval")
         sub = col.column()
         sub.active = s.blur_interval > 0
         sub.prop(s, "blur")
         sub.prop(s, "fade_rate")
         sub.prop(s, "fade_to_palette")
+        sub.prop(s, "hot_pink")
+        col.prop(s, "cloud_mode")
+        sub = col.column()
+        sub.active = s.cloud_mode
+        sub.prop(s, "cloud_color")
+        sub.prop(s, "cloud_noise")
 
         col = layout.column(heading="Particles")
         col.prop(s, "particles")
@@ -72,11 +85,15 @@ class VIEW3D_PT_envfx_gasgiant(EnvFXSubPanel, bpy.types.Panel):
         col.prop(s, "field_size")
         col.prop(s, "cubemap_size")
         col.prop(s, "equirect_width")
+        col.prop(s, "file_format")
         col.prop(s, "frames")
         sub = col.column()
         sub.active = s.frames > 1
         sub.prop(s, "frame_iterations")
         sub.prop(s, "time_step")
+        sub.prop(s, "field_interval")
+        col.prop(s, "save_field_path")
+        col.prop(s, "load_field_path")
         col.prop(s, "make_planet")
         sub = col.column()
         sub.active = s.make_planet
@@ -86,7 +103,9 @@ class VIEW3D_PT_envfx_gasgiant(EnvFXSubPanel, bpy.types.Panel):
 
         est = core_gasgiant.estimate_memory(core_gasgiant.GasGiantParams(
             particles=s.particles, field_size=int(s.field_size), cubemap_size=int(s.cubemap_size),
-            equirect_width=int(s.equirect_width), threads=s.threads, fade_to_palette=s.fade_to_palette))
+            equirect_width=int(s.equirect_width), threads=s.threads, fade_to_palette=s.fade_to_palette,
+            frames=s.frames, time_step=s.time_step, noise_speed=s.noise_speed, field_interval=s.field_interval,
+            save_field="x.npz" if s.save_field_path.strip() else ""))
         steps = s.particles * (s.iterations + (s.frames - 1) * s.frame_iterations)
         layout.label(text=f"Needs about {est / 2**30:.2f} GB, {steps / 1e9:.2f} billion particle-steps",
                      icon="INFO")

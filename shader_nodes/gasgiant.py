@@ -48,9 +48,23 @@ def _build(mat):
     mat[STAMP_KEY] = MATERIAL_STAMP
 
 
-def ensure_planet_material(name: str, image, frames: int = 1, frame_start: int = 1):
+def _set_clouds(mat, clouds: bool):
+    """Cloud mode: the texture's alpha is the surface's alpha (a transparent cloud layer); else opaque."""
+    nt = mat.node_tree
+    bsdf = nt.nodes["Planet BSDF"]
+    tex = nt.nodes["Gas Giant Texture"]
+    for link in list(bsdf.inputs["Alpha"].links):
+        nt.links.remove(link)
+    bsdf.inputs["Alpha"].default_value = 1.0
+    if clouds:
+        nt.links.new(tex.outputs["Alpha"], bsdf.inputs["Alpha"])
+    mat.surface_render_method = "BLENDED" if clouds else "DITHERED"
+    mat["envfx_clouds"] = bool(clouds)
+
+
+def ensure_planet_material(name: str, image, frames: int = 1, frame_start: int = 1, clouds: bool = False):
     """Material ``name`` showing ``image`` (rebuilt if its stamp is old); an image sequence plays ``frames``
-    frames from ``frame_start`` and loops."""
+    frames from ``frame_start`` and loops; ``clouds``: the image's alpha makes the surface transparent."""
     mat = bpy.data.materials.get(name)
     if mat is None or mat.library is not None:
         mat = bpy.data.materials.new(name)
@@ -59,6 +73,7 @@ def ensure_planet_material(name: str, image, frames: int = 1, frame_start: int =
         _build(mat)
     tex = mat.node_tree.nodes["Gas Giant Texture"]
     tex.image = image
+    _set_clouds(mat, clouds)
     user = tex.image_user
     if frames > 1:
         user.frame_duration = frames

@@ -264,7 +264,159 @@ def test_panel_draws(envfx):
 
     panel_cls = envfx.panels.gasgiant.VIEW3D_PT_envfx_gasgiant
     stand_in = type("P", (), {"layout": Layout()})()
-    for source in ("RAMP", "PALETTE"):
+    for source in ("RAMP", "PALETTE", "CUBEMAP"):
         bpy.context.scene.envfx.gasgiant.color_source = source
         panel_cls.draw(stand_in, bpy.context)
-    assert {"palette_path", "ramp_color_1", "particles", "output_dir", "frames", "vortices"} <= set(shown)
+    assert {"palette_path", "ramp_color_1", "particles", "output_dir", "frames", "vortices", "vertical_bands",
+            "cloud_mode", "cloud_color", "cloud_noise", "hot_pink", "file_format", "field_interval",
+            "save_field_path", "load_field_path", "vortex_band_threshold", "palette_cube_dir",
+            "opacity_start"} <= set(shown)
+
+
+def _pixels(image):
+    w, h = image.size
+    buf = np.empty(w * h * image.channels, np.float32)
+    image.pixels.foreach_get(buf)
+    return buf.reshape(h, w, image.channels)[::-1]  # row 0 at the top
+
+
+def test_exr_output_read_back_by_blender(envfx, tmp_path):
+    gg = envfx.core.gasgiant
+    exr = envfx.core.gasgiant_exr
+    s = _small(bpy.context.scene.envfx.gasgiant, tmp_path / "x", file_format="PNG_EXR", make_planet=False)
+    assert bpy.ops.envfx.gasgiant_bake() == {"FINISHED"}
+    params = envfx.operators.gasgiant.params_from_settings(s)
+    with gg.Simulation(params) as sim:
+        sim.step(params.iterations)
+        face = np.array(sim.face_rgb(4))
+        eq = sim.equirect()
+        flow = sim.flow_equirect(256)
+    for name, expected in (("gasgiant_pz.exr", exr.srgb_to_linear(face)), ("gasgiant_equirect.exr",
+                                                                           exr.srgb_to_linear(eq)),
+                           ("gasgiant_flow.exr", flow)):
+        image = bpy.data.images.load(str(tmp_path / "x" / name))
+        try:
+            assert image.file_format == "OPEN_EXR" and image.is_float
+            assert tuple(image.size) == (expected.shape[1], expected.shape[0])
+            np.testing.assert_allclose(_pixels(image)[..., :3], expected, rtol=1e-5, atol=1e-6)
+        finally:
+            bpy.data.images.remove(image)
+
+
+def test_cloud_mode_vertical_bands_planet_is_transparent_where_clear(envfx, tmp_path):
+    _small(bpy.context.scene.envfx.gasgiant, tmp_path / "c", cloud_mode=True, vertical_bands=True, iterations=40,
+           file_format="EXR")
+    assert bpy.ops.envfx.gasgiant_bake() == {"FINISHED"}
+    names = sorted(os.listdir(tmp_path / "c"))
+    assert "gasgiant_equirect.exr" in names and not [n for n in names if n.endswith(".png")]
+    mat = bpy.data.objects["Gas Giant"].data.materials[0]
+    tex = mat.node_tree.nodes["Gas Giant Texture"]
+    bsdf = mat.node_tree.nodes["Planet BSDF"]
+    assert bsdf.inputs["Alpha"].links[0].from_node == tex and mat.surface_render_method == "BLENDED"
+    assert not bpy.data.objects["Gas Giant"].visible_shadow
+    px = _pixels(tex.image)
+    assert tex.image.channels == 4 and px[..., 3].min() < 0.2 and px[..., 3].max() > 0.5
+    # baking again without clouds makes the planet opaque again
+    bpy.context.scene.envfx.gasgiant.cloud_mode = False
+    assert bpy.ops.envfx.gasgiant_bake() == {"FINISHED"}
+    assert not bsdf.inputs["Alpha"].links and mat.surface_render_method == "DITHERED"
+    assert bpy.data.objects["Gas Giant"].visible_shadow
+
+
+def test_velocity_field_save_load_and_bad_files(envfx, tmp_path):
+    field = tmp_path / "fields" / "flow.npz"
+    field.parent.mkdir()
+    s = _small(bpy.context.scene.envfx.gasgiant, tmp_path / "a", save_field_path=str(field), make_planet=False)
+    assert bpy.ops.envfx.gasgiant_bake() == {"FINISHED"}
+    assert os.listdir(field.parent) == ["flow.npz"]
+    s.save_field_path = ""
+    s.load_field_path = str(field)
+    s.output_dir = str(tmp_path / "b")
+    assert bpy.ops.envfx.gasgiant_bake() == {"FINISHED"}
+    a = np.asarray(Image.open(tmp_path / "a" / "gasgiant_equirect.png"))
+    np.testing.assert_array_equal(a, np.asarray(Image.open(tmp_path / "b" / "gasgiant_equirect.png")))
+    s.output_dir = str(tmp_path / "c")
+    s.bands = 9.0
+    _expect_error(tmp_path, tmp_path, r"other settings \(bands: 6.0 in the file, 9.0 now\)")
+    s.bands = 6.0
+    s.field_size = "128"
+    _expect_error(tmp_path, tmp_path, "holds a 64-per-face field but the settings ask for 128")
+    s.field_size = "64"
+    bad = tmp_path / "bad.npz"
+    bad.write_bytes(b"garbage" * 50)
+    s.load_field_path = str(bad)
+    _expect_error(tmp_path, tmp_path, "cannot be read")
+    s.load_field_path = str(tmp_path / "missing.npz")
+    _expect_error(tmp_path, tmp_path, "does not exist")
+    s.load_field_path = "//rel.npz"
+    _expect_error(tmp_path, tmp_path, "not saved yet")
+    s.load_field_path = ""
+    s.save_field_path = str(tmp_path / "field.txt")
+    _expect_error(tmp_path, tmp_path, "ending in .npz")
+    assert bad.read_bytes() == b"garbage" * 50 and not (tmp_path / "c").exists()
+
+
+def test_cli_gas_giant_new_options(envfx, tmp_path, capsys):
+    out = tmp_path / "cli"
+    field = tmp_path / "f.npz"
+    args = ["gas-giant", "--out", str(out), "--particles", "20000", "--iterations", "8", "--equirect", "256",
+            "--cubemap", "128", "--field", "64", "--threads", "1", "--vertical-bands", "--cloud-mode",
+            "--cloud-color", "1", "0.5", "0.5", "--format", "png_exr", "--frames", "3", "--frame-iterations", "2",
+            "--field-interval", "2"]
+    assert envfx.cli.main(args + ["--save-field", str(field)]) == 0, capsys.readouterr().err
+    eq = np.asarray(Image.open(out / "gasgiant_equirect_0003.png"))
+    assert eq.shape == (128, 256, 4) and np.all(eq[..., 1] == 128)
+    assert (out / "gasgiant_flow_0002.exr").exists()
+    with np.load(field) as z:
+        assert z["times"].tolist() == pytest.approx([0.0, 0.1])  # key frames 1 and 3
+    assert envfx.cli.main(args[:2] + [str(tmp_path / "cli2")] + args[3:] + ["--load-field", str(field)]) == 0
+    np.testing.assert_array_equal(eq, np.asarray(Image.open(tmp_path / "cli2" / "gasgiant_equirect_0003.png")))
+    capsys.readouterr()
+    for extra, msg in ((["--load-field", str(tmp_path / "nope.npz")], "does not exist"),
+                       (["--field-interval", "0"], "Field interval 0"),
+                       (["--cloud-noise", "2"], "Cloud noise 2.0"),
+                       (["--save-field", str(tmp_path / "x.bin")], "ending in .npz")):
+        assert envfx.cli.main(["gas-giant", "--out", str(tmp_path / "never"), "--particles", "10"] + extra) == 2
+        assert msg in capsys.readouterr().err
+        assert not (tmp_path / "never").exists()
+
+
+def test_cube_map_palette_from_an_earlier_bake_and_random_look(envfx, tmp_path):
+    s = _small(bpy.context.scene.envfx.gasgiant, tmp_path / "first", make_planet=False, iterations=10)
+    assert bpy.ops.envfx.gasgiant_bake() == {"FINISHED"}
+    s.color_source = "CUBEMAP"
+    s.palette_cube_dir = str(tmp_path / "first")
+    s.output_dir = str(tmp_path / "second")
+    params = envfx.operators.gasgiant.prepare(bpy.context.scene)[0]
+    first = np.stack([np.asarray(Image.open(tmp_path / "first" / f"gasgiant_{f}.png")) for f in
+                      envfx.core.gasgiant.FACES]).astype(np.float32) / 255
+    np.testing.assert_allclose(params.palette_cube, first, atol=1e-6)  # the faces, in the bake's own order
+    assert not [i for i in bpy.data.images if i.name.startswith("gasgiant_")]  # no image data-blocks kept
+    (tmp_path / "first" / "gasgiant_nz.png").unlink()
+    _expect_error(tmp_path, tmp_path / "second", "gasgiant_nz.png' does not exist")
+    s.palette_cube_dir = ""
+    _expect_error(tmp_path, tmp_path / "second", "No cube map folder")
+    s.color_source = "RAMP"
+    s.seed = 7
+    assert bpy.ops.envfx.gasgiant_randomize() == {"FINISHED"}
+    look = envfx.core.gasgiant.random_look(7)
+    assert s.vertical_bands and s.bands == pytest.approx(look["bands"]) and s.w_offset == pytest.approx(
+        look["w_offset"])
+
+
+def test_cli_random_cubemap_palette_and_vortex_threshold(envfx, tmp_path, capsys):
+    args = ["gas-giant", "--out", str(tmp_path / "r"), "--particles", "10000", "--iterations", "5", "--equirect",
+            "256", "--cubemap", "128", "--field", "64", "--threads", "1", "--seed", "5"]
+    params = envfx.cli.gasgiant_params(envfx.cli.build_parser().parse_args(args + ["--random", "--bands", "3"]))
+    look = envfx.core.gasgiant.random_look(5)
+    assert params.vertical_bands and params.bands == 3.0 and params.noise_scale == look["noise_scale"]
+    assert envfx.cli.main(args + ["--vortices", "4", "--vortex-band-threshold", "0.5", "--opacity-start", "1"]) == 0
+    assert envfx.cli.main(args[:2] + [str(tmp_path / "r2")] + args[3:] + ["--cubemap-palette",
+                                                                          str(tmp_path / "r")]) == 0
+    capsys.readouterr()
+    for extra, msg in ((["--cubemap-palette", str(tmp_path / "none")], "does not exist"),
+                       (["--vortex-band-threshold", "0"], "Vortex band threshold 0.0"),
+                       (["--opacity-start", "2"], "Start opacity 2.0")):
+        assert envfx.cli.main(["gas-giant", "--out", str(tmp_path / "never"), "--particles", "10"] + extra) == 2
+        assert msg in capsys.readouterr().err
+        assert not (tmp_path / "never").exists()

@@ -346,3 +346,388 @@ def test_field_build_does_not_depend_on_the_thread_count():
     a = gg.build_field(gg.GasGiantParams(field_size=128, threads=1, vortices=2))
     b = gg.build_field(gg.GasGiantParams(field_size=128, threads=2, vortices=2))
     np.testing.assert_array_equal(a.chart, b.chart)
+
+
+# --- vertical bands -------------------------------------------------------------------------------------------
+
+def test_vertical_bands_turn_around_the_x_axis_with_the_configured_profile():
+    params = gg.GasGiantParams(vertical_bands=True, bands=5.0, band_speed=2.0, band_power=3, pole_attenuation=0.7,
+                               noise_speed=0.0, vortices=0)
+    p = _unit(600, seed=4)
+    p = p[np.abs(p[:, 0]) < 0.99]
+    v = gg.velocity_at(p, params)
+    lat_x = np.arcsin(p[:, 0])  # latitude measured from the bands' equator, the plane x = 0
+    east = np.cross([1.0, 0, 0], p)
+    east /= np.linalg.norm(east, axis=1, keepdims=True)
+    k = math.radians(params.velocity_factor) / 20.0
+    expected = k * params.band_speed * (0.3 + 0.7 * np.cos(lat_x)) * np.cos(5 * lat_x) ** 3
+    np.testing.assert_allclose(np.sum(v * east, axis=1), expected, atol=1e-12)
+    np.testing.assert_allclose(v, expected[:, None] * east, atol=1e-12)  # no other component
+    np.testing.assert_allclose(gg.band_latitude(p, params), lat_x)
+    # the flow is a rigid turn about X: points keep their x (their band) as they move
+    assert np.abs(np.sum(v * [[1.0, 0, 0]], axis=1)).max() < 1e-12
+
+
+def test_vertical_bands_field_is_tangent_divergence_free_with_vortices_between_bands():
+    params = gg.GasGiantParams(vertical_bands=True, vortices=12, vortex_size=0.08, bands=4.0, seed=6)
+    p = _unit(300, seed=2)
+    v = gg.velocity_at(p, params)
+    assert np.abs(np.sum(v * p, axis=1)).max() <= 1e-9 * np.linalg.norm(v, axis=1).max()
+    fn = lambda q: gg.velocity_at(q, params)  # noqa: E731
+    div = gg.surface_divergence(fn, p, h=2e-3)
+    vort = _circulation(fn, p, h=2e-3)
+    assert np.sqrt(np.mean(div ** 2)) < 1e-2 * np.sqrt(np.mean(vort ** 2))
+    # vortices sit between the bands (where cos(bands * lat) changes sign) of the turned bands ...
+    centres, _, _ = gg.vortex_set(params)
+    lat_x = np.arcsin(centres[:, 0])
+    assert np.all(np.abs(np.cos(params.bands * lat_x)) < 0.45), np.cos(params.bands * lat_x)
+    # ... not of the pole-axis bands (the same seed without vertical bands places them by z)
+    lat_z = np.arcsin(centres[:, 2])
+    assert np.mean(np.abs(np.cos(params.bands * lat_z))) > 0.3
+
+
+def test_vertical_bands_palette_stripes_follow_the_bands_and_seams_stay_closed():
+    h, w = 32, 8
+    pal = np.zeros((h, w, 3), np.float32)
+    pal[..., 0] = np.linspace(0, 1, h)[:, None]
+    par = gg.GasGiantParams(palette=pal, mapping="STRIPES", vertical_bands=True)
+    ang = np.linspace(0, 2 * math.pi, 40)
+    for x in (-0.6, 0.1, 0.7):  # a ring of constant x has one colour
+        r = math.sqrt(1 - x * x)
+        ring = np.stack([np.full_like(ang, x), r * np.cos(ang), r * np.sin(ang)], 1)
+        assert np.ptp(gg.colors_at(ring, par)[:, 0]) == 0.0
+    assert gg.colors_at(np.array([[1.0, 0, 0]]), par)[0, 0] == 0.0  # +X is the bands' north: image row 0
+    sim = _small_sim(seed=1, iterations=60, vertical_bands=True, vortices=4)
+    sim.close()
+    faces = sim.cube_faces()
+    pad = gg.pad_cube(faces)
+    edge = [np.abs(pad[f, 0, 1:-1] - pad[f, 1, 1:-1]).mean() for f in range(6)]
+    edge += [np.abs(pad[f, 1:-1, -1] - pad[f, 1:-1, -2]).mean() for f in range(6)]
+    inside = np.mean([_neighbour_diffs(faces[f, 1:-1, 1:-1]) for f in range(6)])
+    assert max(edge) < 3.0 * inside
+    eq = sim.equirect(256)
+    assert np.abs(eq[:, 0] - eq[:, -1]).mean() < 1.5 * _neighbour_diffs(eq)
+
+
+def test_plain_mapping_lays_the_image_on_every_face():
+    pal = np.zeros((8, 8, 3), np.float32)
+    pal[:, :4, 1] = 1.0  # left half green
+    par = gg.GasGiantParams(palette=pal, mapping="PLAIN")
+    d = gg.face_directions(8).reshape(6, 64, 3)
+    for f in range(6):
+        cols = gg.colors_at(d[f], par).reshape(8, 8, 3)
+        np.testing.assert_array_equal(cols, pal)
+
+
+# --- cloud mode ------------------------------------------------------------------------------------------------
+
+def test_cloud_mode_paints_white_clouds_over_transparency():
+    kw = dict(cloud_mode=True, ramp=((0.0, (0.9, 0.9, 0.9)), (1.0, (0.9, 0.9, 0.9))), blur_interval=0)
+    with gg.Simulation(gg.GasGiantParams(**{**SMALL, **kw, "cloud_noise": 0.0})) as sim:
+        f0 = np.array(sim.face_rgb(0))
+        assert f0.shape == (128, 128, 4) and f0[..., 3].max() == 0.0  # transparent before any particle painted
+        np.testing.assert_array_equal(f0[..., :3], 1.0)  # white
+        sim.step(30)
+        a = sim.cube_faces()[..., 3]
+        # without the noise mask the alpha is the painted brightness: 0.9 where particles went, 0 elsewhere
+        assert 0.3 < a.mean() < 0.9 and a.max() == pytest.approx(0.9, abs=0.01)
+        sim.params = gg.GasGiantParams(**{**SMALL, **kw, "cloud_noise": 0.0, "fade_rate": 0.5, "blur": 0.0})
+        sim.blur_and_fade()
+        assert sim.cube_faces()[..., 3].mean() == pytest.approx(0.5 * a.mean(), rel=1e-3)  # fades to clear
+    with gg.Simulation(gg.GasGiantParams(**{**SMALL, **kw})) as sim:
+        # each particle carries the palette brightness x the cloud mask where it started (so the patches swirl)
+        mask = sim.cloud_mask_at(sim.directions())
+        for c in range(3):
+            np.testing.assert_allclose(sim.col[:, c], 0.9 * mask, atol=1e-5)
+        sim.step(30)
+        masked = sim.cube_faces()[..., 3]
+    assert 0.0 < mask.min() and mask.max() <= 1.0 and mask.std() > 0.05  # patches
+    full = a > 0.85  # texels painted to the full brightness without the mask ...
+    assert masked[full].std() > 3 * a[full].std() and masked.mean() < 0.8 * a.mean()  # ... broken into patches
+    # dark particles make no clouds
+    with gg.Simulation(gg.GasGiantParams(**{**SMALL, **kw, "ramp": ((0.0, (0, 0, 0)), (1.0, (0, 0, 0)))})) as sim:
+        sim.step(10)
+        assert sim.cube_faces()[..., 3].max() == 0.0
+
+
+def test_cloud_mode_alpha_is_seamless_and_bakes_rgba_pngs(tmp_path):
+    Image = pytest.importorskip("PIL.Image")
+    params = gg.GasGiantParams(**{**SMALL, "cloud_mode": True, "cloud_color": (1.0, 0.9, 0.8), "iterations": 60})
+    result = gg.run_bake(params, str(tmp_path / "c"))
+    eq = np.asarray(Image.open(result.equirect[0]))
+    assert eq.shape == (128, 256, 4)
+    assert np.all(eq[..., 0] == 255) and np.all(eq[..., 2] == 204)  # the cloud colour
+    assert eq[..., 3].std() > 5 and eq[..., 3].min() < 40  # patchy alpha, clear gaps
+    face = np.asarray(Image.open(tmp_path / "c" / "gasgiant_pz.png"))
+    assert face.shape == (128, 128, 4)
+    alpha = eq[..., 3].astype(float)
+    assert np.abs(alpha[:, 0] - alpha[:, -1]).mean() < 1.5 * np.abs(np.diff(alpha, axis=1)).mean()
+    faces = np.stack([np.asarray(Image.open(tmp_path / "c" / f"gasgiant_{f}.png"))[..., 3:] for f in gg.FACES])
+    pad = gg.pad_cube(faces.astype(float))
+    edge = max(np.abs(pad[f, 0, 1:-1] - pad[f, 1, 1:-1]).mean() for f in range(6))
+    inside = np.mean([_neighbour_diffs(faces[f].astype(float)) for f in range(6)])
+    assert edge < 3.0 * inside
+
+
+def test_hot_pink_shows_where_no_particle_paints():
+    params = gg.GasGiantParams(**{**SMALL, "particles": 2000, "hot_pink": True, "fade_rate": 0.3, "blur": 0.0,
+                                  "blur_interval": 1})
+    with gg.Simulation(params) as sim:
+        sim.step(20)
+        img = sim.cube_faces().reshape(-1, 3)
+    pink = np.all(np.abs(img - np.array(gg.HOT_PINK, np.float32)) < 0.02, axis=1)
+    assert pink.mean() > 0.9  # 2000 particles leave most texels unpainted: they turned hot pink
+
+
+# --- velocity field files ----------------------------------------------------------------------------------------
+
+FIELD_SMALL = dict(SMALL, iterations=10, particles=20_000)
+
+
+def test_velocity_field_save_and_load_give_the_same_bake(tmp_path, monkeypatch):
+    Image = pytest.importorskip("PIL.Image")
+    path = tmp_path / "field.npz"
+    params = gg.GasGiantParams(**{**FIELD_SMALL, "vortices": 3, "save_field": str(path)})
+    a = gg.run_bake(params, str(tmp_path / "a"))
+    with np.load(path) as z:
+        assert str(z["format"]) == gg.FIELD_FILE_FORMAT and int(z["version"]) == gg.FIELD_FILE_VERSION
+        assert z["velocity"].shape == (1, 6, 66, 66, 3) and z["velocity"].dtype == np.float32
+        assert '"vortices": 3' in str(z["settings"])
+    assert sorted(os.listdir(tmp_path)) == ["a", "field.npz"]  # no temporary file left
+    fresh = gg.build_field(params)
+    loaded = gg.load_fields(str(path), params)[0.0]
+    np.testing.assert_array_equal(loaded.chart, fresh.chart)
+    monkeypatch.setattr(gg, "build_field_steps", lambda *a, **k: pytest.fail("the field was built again"))
+    b = gg.run_bake(gg.GasGiantParams(**{**FIELD_SMALL, "vortices": 3, "load_field": str(path)}), str(tmp_path / "b"))
+    for fa, fb in zip(a.files, b.files, strict=True):
+        np.testing.assert_array_equal(np.asarray(Image.open(fa)), np.asarray(Image.open(fb)))
+
+
+def _field_file(tmp_path, **kw):
+    path = tmp_path / "f.npz"
+    gg.run_bake(gg.GasGiantParams(**{**FIELD_SMALL, "iterations": 1, "save_field": str(path), **kw}),
+                str(tmp_path / "first"))
+    return path
+
+
+@pytest.mark.parametrize("case, msg", [
+    ("missing", "does not exist"),
+    ("corrupt", "cannot be read"),
+    ("truncated", "cannot be read"),
+    ("size", "holds a 64-per-face field but the settings ask for 128"),
+    ("settings", r"other settings \(bands: 6.0 in the file, 9.0 now\)"),
+    ("version", "has version 99"),
+])
+def test_velocity_field_load_bad_input(tmp_path, case, msg):
+    path = tmp_path / "f.npz"
+    kw = {}
+    if case == "corrupt":
+        path.write_bytes(b"not a field" * 100)
+    elif case != "missing":
+        path = _field_file(tmp_path)
+        if case == "truncated":
+            path.write_bytes(path.read_bytes()[:5000])
+        elif case == "size":
+            kw = {"field_size": 128}
+        elif case == "settings":
+            kw = {"bands": 9.0}
+        elif case == "version":
+            with np.load(path) as z:
+                data = dict(z)
+            data["version"] = np.array(99)
+            with open(path, "wb") as fh:
+                np.savez(fh, **data)
+    before = path.read_bytes() if path.exists() else None
+    with pytest.raises(gg.GasGiantError, match=msg):
+        gg.run_bake(gg.GasGiantParams(**{**FIELD_SMALL, "load_field": str(path), **kw}), str(tmp_path / "out"))
+    assert not (tmp_path / "out").exists()
+    assert (path.read_bytes() if path.exists() else None) == before
+
+
+def test_velocity_field_save_bad_input_and_cancel(tmp_path):
+    for target, msg in ((tmp_path / "f.txt", "ending in .npz"), (tmp_path / "no" / "f.npz", "does not exist"),
+                        (tmp_path, "ending in .npz")):
+        with pytest.raises(gg.GasGiantError, match=msg):
+            gg.run_bake(gg.GasGiantParams(**{**FIELD_SMALL, "save_field": str(target)}), str(tmp_path / "out"))
+    assert os.listdir(tmp_path) == []
+    job = gg.bake(gg.GasGiantParams(**{**FIELD_SMALL, "iterations": 200, "save_field": str(tmp_path / "f.npz")}),
+                  str(tmp_path / "out"))
+    for _ in range(4):
+        next(job)
+    job.close()
+    assert os.listdir(tmp_path) == []  # cancelled: no field file, no images
+
+
+# --- EXR ---------------------------------------------------------------------------------------------------------
+
+def test_exr_writer_round_trip(tmp_path):
+    from core import gasgiant_exr as exr
+
+    img = np.random.default_rng(0).normal(size=(37, 23, 4)).astype(np.float32)
+    img[:5] = 0.25  # compressible rows
+    for comp in (exr.NO_COMPRESSION, exr.ZIP_COMPRESSION):
+        exr.write_exr(str(tmp_path / "a.exr"), img, compression=comp)
+        back, names = exr.read_exr(str(tmp_path / "a.exr"))
+        assert names == ["A", "B", "G", "R"]
+        np.testing.assert_array_equal(back, img[..., [3, 2, 1, 0]])
+    data = (tmp_path / "a.exr").read_bytes()
+    assert data[:4] == bytes([0x76, 0x2F, 0x31, 0x01])  # the OpenEXR magic number
+    np.testing.assert_allclose(exr.srgb_to_linear(np.array([0.0, 0.5, 1.0])), [0.0, 0.21404, 1.0], atol=1e-5)
+
+
+def test_bake_writes_float_exr_next_to_png(tmp_path):
+    from core import gasgiant_exr as exr
+
+    Image = pytest.importorskip("PIL.Image")
+    params = gg.GasGiantParams(**{**SMALL, "iterations": 10, "file_format": "PNG_EXR"})
+    gg.run_bake(params, str(tmp_path / "o"))
+    names = sorted(os.listdir(tmp_path / "o"))
+    assert len(names) == 16 and "gasgiant_equirect.exr" in names and "gasgiant_px.png" in names
+    with gg.Simulation(params) as sim:
+        sim.step(params.iterations)
+        face = np.array(sim.face_rgb(0))
+        eq = sim.equirect()
+        flow = sim.flow_equirect(256)
+    back, _ = exr.read_exr(str(tmp_path / "o" / "gasgiant_px.exr"))
+    np.testing.assert_allclose(back[..., ::-1], exr.srgb_to_linear(face), rtol=1e-6)  # linear colour, float
+    png = np.asarray(Image.open(tmp_path / "o" / "gasgiant_px.png")).astype(float) / 255
+    assert np.abs(png - face).max() <= 0.5 / 255 + 1e-6
+    back, _ = exr.read_exr(str(tmp_path / "o" / "gasgiant_equirect.exr"))
+    np.testing.assert_allclose(back[..., ::-1], exr.srgb_to_linear(eq), rtol=1e-6)
+    back, _ = exr.read_exr(str(tmp_path / "o" / "gasgiant_flow.exr"))
+    np.testing.assert_array_equal(back[..., ::-1], flow)  # data, not colour: stored as is
+    assert len(np.unique(back)) > 100  # float precision, not 8-bit steps
+    with pytest.raises(gg.GasGiantError, match="File format 'TIFF'"):
+        gg.run_bake(gg.GasGiantParams(**{**SMALL, "file_format": "TIFF"}), str(tmp_path / "never"))
+    assert not (tmp_path / "never").exists()
+
+
+# --- animated bakes: key-frame fields --------------------------------------------------------------------------
+
+def test_animated_bake_builds_the_field_only_at_key_frames(tmp_path, monkeypatch):
+    calls = []
+    real = gg.build_field_steps
+
+    def counting(params, time=0.0, noise_norm=None):
+        calls.append(time)
+        return real(params, time, noise_norm)
+
+    monkeypatch.setattr(gg, "build_field_steps", counting)
+    base = {**SMALL, "particles": 5000, "iterations": 2, "frames": 9, "frame_iterations": 1, "equirect_width": 0}
+    gg.run_bake(gg.GasGiantParams(**base, field_interval=4), str(tmp_path / "a"))
+    assert calls == pytest.approx([0.0, 0.2, 0.4])  # frames 1, 5, 9 (0-based 0, 4, 8) at 0.05 per frame
+    calls.clear()
+    gg.run_bake(gg.GasGiantParams(**base, field_interval=1), str(tmp_path / "b"))
+    assert len(calls) == 9
+    calls.clear()
+    gg.run_bake(gg.GasGiantParams(**base, time_step=0.0), str(tmp_path / "c"))  # the noise does not move
+    assert calls == [0.0]
+    keys, at = gg.field_times(gg.GasGiantParams(frames=7, field_interval=4))
+    assert keys == [0, 4, 6] and at(5) == (4, 6, 0.5) and at(4) == (4, 6, 0.0)
+
+
+def test_interpolated_field_is_tangent_and_frames_stay_continuous(tmp_path):
+    params = gg.GasGiantParams(field_size=64, vortices=3, seed=2)
+    a = gg.build_field(params, 0.0)
+    b = gg.build_field(params, 0.4, a.noise_norm)
+    mid = gg.lerp_field(a, b, 0.5)
+    d = gg.face_directions(64, pad=1)
+    v = mid.velocity
+    assert np.abs(np.sum(v * d, axis=-1)).max() < 1e-6 * np.abs(v).max()
+    np.testing.assert_allclose(v, 0.5 * (a.velocity + b.velocity), atol=1e-9)
+    p = _unit(300, seed=3)
+    h = 4 * (math.pi / 2) / 64
+
+    def div(fld):
+        return gg.surface_divergence(lambda q: gg.sample_field(fld, q), p, h)
+
+    # no divergence of its own: the mix has exactly the (discretisation-level) divergence of the built fields
+    np.testing.assert_allclose(div(mid), 0.5 * (div(a) + div(b)), atol=1e-9)
+    rms = np.sqrt(np.mean(div(mid) ** 2))
+    assert rms < 0.15 * np.sqrt(np.mean(_circulation(lambda q: gg.sample_field(mid, q), p, h) ** 2))
+    exact = gg.build_field(params, 0.2, a.noise_norm)  # the interpolation is close to the field it stands for
+    err = np.linalg.norm(mid.velocity - exact.velocity, axis=-1)
+    assert np.sqrt(np.mean(err ** 2)) < 0.35 * np.sqrt(np.mean(np.sum(exact.velocity ** 2, axis=-1)))
+    # frames of an animated bake change little from one to the next, and the key-frame bake stays close to the
+    # bake that builds every frame
+    base = {**SMALL, "particles": 40_000, "iterations": 30, "frames": 6, "frame_iterations": 4,
+            "equirect_width": 0, "file_format": "EXR"}
+    from core import gasgiant_exr as exr
+
+    def frames(interval, out):
+        gg.run_bake(gg.GasGiantParams(**base, field_interval=interval), str(tmp_path / out))
+        return [exr.read_exr(str(tmp_path / out / f"gasgiant_pz_{f:04d}.exr"))[0] for f in range(1, 7)]
+
+    key, every = frames(3, "key"), frames(1, "every")
+    steps = [np.abs(key[i + 1] - key[i]).mean() for i in range(5)]
+    span = np.abs(key[5] - key[0]).mean()
+    assert max(steps) < 0.6 * span and min(steps) > 0
+    assert max(np.abs(k - e).mean() for k, e in zip(key, every, strict=True)) < 0.5 * span
+
+
+# --- vortex band threshold, cube-map palette, random look ------------------------------------------------------
+
+def test_vortices_sit_where_the_bands_are_slow():
+    base = dict(vortices=40, bands=6.0, band_power=1, seed=3)
+    top = np.abs(gg.band_profile(np.linspace(-1.4, 1.4, 2001), gg.GasGiantParams(**base))).max()
+
+    def rel_speed(threshold):
+        params = gg.GasGiantParams(**base, vortex_band_threshold=threshold)
+        centres, _, _ = gg.vortex_set(params)
+        assert len(centres) == 40
+        return np.abs(gg.band_profile(gg.band_latitude(centres, params), params)) / top
+
+    assert rel_speed(0.1).max() <= 0.1 + 1e-9
+    anywhere = rel_speed(1.0)
+    assert anywhere.max() > 0.5 and anywhere.mean() > 2 * rel_speed(0.2).mean()
+    with pytest.raises(gg.GasGiantError, match="Vortex band threshold 0.0: use 0.05 to 1"):
+        gg.GasGiantParams(vortex_band_threshold=0.0).validate()
+
+
+def test_cube_map_palette_carries_on_from_earlier_faces():
+    r = 16
+    rng = np.random.default_rng(0)
+    cube = rng.random((6, r, r, 3)).astype(np.float32)
+    params = gg.GasGiantParams(palette_cube=cube, palette=np.zeros((2, 2, 3)))  # the cube map wins
+    d = gg.face_directions(r).reshape(-1, 3)
+    np.testing.assert_array_equal(gg.colors_at(d, params).reshape(6, r, r, 3), cube)
+    with gg.Simulation(gg.GasGiantParams(**{**SMALL, "cubemap_size": 64}, palette_cube=cube)) as sim:
+        start = sim.cube_faces()
+    np.testing.assert_array_equal(start[:, ::4, ::4], cube)  # the texture starts as the given faces
+    with pytest.raises(gg.GasGiantError, match="six RGB or RGBA faces"):
+        gg.GasGiantParams(palette_cube=cube[:5]).validate()
+
+
+def test_random_look_is_seeded():
+    a, b, c = gg.random_look(1), gg.random_look(1), gg.random_look(2)
+    assert a == b and a != c and set(a) == set(gg.RANDOM_KEYS)
+    assert a["vertical_bands"] is True and 4 <= a["bands"] <= 20
+    gg.GasGiantParams(**a).validate()
+
+
+def test_velocity_field_file_without_a_time_the_bake_uses(tmp_path):
+    params = gg.GasGiantParams(**FIELD_SMALL)
+    path = tmp_path / "late.npz"
+    gg.save_fields(str(path), params, {0.5: gg.build_field(params, 0.5)})
+    assert gg.load_fields(str(path), params).keys() == {0.5}
+    with pytest.raises(gg.GasGiantError, match=r"noise times \[0.5\], none of which this bake uses"):
+        gg.run_bake(gg.GasGiantParams(**FIELD_SMALL, load_field=str(path)), str(tmp_path / "out"))
+    assert sorted(os.listdir(tmp_path)) == ["late.npz"]
+
+
+def test_start_opacity_shrinks_to_the_opacity():
+    with gg.Simulation(gg.GasGiantParams(**{**SMALL, "opacity_start": 1.0, "opacity": 0.2})) as sim:
+        assert sim.batch_alpha(0) == 1.0
+        sim.step(10)
+        assert sim.batch_alpha(0) == pytest.approx(0.95 ** 10)
+        sim.step(40)
+        assert sim.batch_alpha(0) == pytest.approx(0.2)
+    change = []
+    for extra in ({}, {"opacity_start": 1.0}):
+        with gg.Simulation(gg.GasGiantParams(**{**SMALL, **extra})) as sim:
+            start = sim.image.copy()
+            sim.step(1)
+            change.append(np.abs(sim.image - start).sum())
+    assert change[1] > 3.5 * change[0]  # the first coat paints at full strength (1.0 against 0.2)
+    with pytest.raises(gg.GasGiantError, match="Start opacity 1.5"):
+        gg.GasGiantParams(opacity_start=1.5).validate()

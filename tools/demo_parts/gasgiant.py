@@ -26,12 +26,29 @@ def build(ctx):
     result = bpy.ops.envfx.gasgiant_bake()
     assert result == {"FINISHED"}, result
     planet = bpy.data.objects[s.planet_name]
-    for c in planet.users_collection:
-        c.objects.unlink(planet)
-    coll.objects.link(planet)
-    planet.location = (0.0, 400.0, 0.0)
-    planet.scale = (3.0, 3.0, 3.0)
-    planet.rotation_euler = (math.radians(8), 0.0, math.radians(-30))
+    # a thin cloud deck over it: cloud mode (white with alpha), its own flow, on a slightly larger sphere
+    s.cloud_mode = True
+    s.particles = 400_000
+    s.iterations = 150
+    s.seed = 11
+    s.noise_scale = 1.5
+    s.cubemap_size = "256"  # ~1 particle per texel
+    s.equirect_width = "512"
+    s.blur_interval = 10
+    s.blur = 0.8
+    s.output_dir = out + "_clouds"
+    s.planet_name = "Demo Gas Giant Clouds"
+    result = bpy.ops.envfx.gasgiant_bake()
+    assert result == {"FINISHED"}, result
+    clouds = bpy.data.objects[s.planet_name]
+    s.cloud_mode = False
+    for obj, scale in ((planet, 3.0), (clouds, 3.05)):
+        for c in obj.users_collection:
+            c.objects.unlink(obj)
+        coll.objects.link(obj)
+        obj.location = (0.0, 400.0, 0.0)
+        obj.scale = (scale, scale, scale)
+        obj.rotation_euler = (math.radians(8), 0.0, math.radians(-30))
 
     sun_data = bpy.data.lights.new("Gas Giant Sun", "SUN")
     sun_data.energy = 4.0
@@ -58,4 +75,5 @@ def build(ctx):
     if old is not None:
         bg.inputs["Color"].default_value, bg.inputs["Strength"].default_value = old
     files += [os.path.join(out, f) for f in sorted(os.listdir(out))]
+    files += [os.path.join(out + "_clouds", f) for f in sorted(os.listdir(out + "_clouds"))]
     return files

@@ -1,0 +1,153 @@
+"""OpenEXR writing in pure numpy + zlib (Blender ships no OpenEXR Python module): single-part scanline files,
+32-bit float channels, ZIP compression (16 scanlines per block) or none.
+
+Layout (OpenEXR file format, version 2): magic, version, header attributes (channels, compression, dataWindow,
+displayWindow, lineOrder, pixelAspectRatio, screenWindowCenter, screenWindowWidth), the chunk offset table, then
+per block: y, byte count, data. A block's data is, scanline by scanline, each channel's row (channels sorted by
+name). ZIP blocks are the raw block bytes split into even and odd bytes, delta-coded, then deflated; a block
+that would not get smaller is stored raw (readers tell by its size).
+
+``read_exr`` reads back what ``write_exr`` writes (tests and checks); real readers (Blender's
+``bpy.data.images.load``) read the files too.
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+
+import numpy as np
+
+MAGIC = 20000630
+NO_COMPRESSION, ZIP_COMPRESSION = 0, 3
+_LINES = {NO_COMPRESSION: 1, ZIP_COMPRESSION: 16}
+FLOAT = 2
+
+
+def _attr(name: str, kind: str, data: bytes) -> bytes:
+    return name.encode() + b"\0" + kind.encode() + b"\0" + struct.pack("<i", len(data)) + data
+
+
+def srgb_to_linear(c: np.ndarray) -> np.ndarray:
+    """sRGB-encoded 0..1 values to linear light (EXR holds linear colour)."""
+    c = np.asarray(c, dtype=np.float32)
+    return np.where(c <= 0.04045, c / np.float32(12.92),
+                    ((c + np.float32(0.055)) / np.float32(1.055)) ** np.float32(2.4)).astype(np.float32)
+
+
+def _zip_pack(raw: bytes, level: int) -> bytes:
+    b = np.frombuffer(raw, dtype=np.uint8)
+    t = np.concatenate([b[0::2], b[1::2]])  # even bytes, then odd bytes
+    d = t.copy()
+    d[1:] = t[1:] - t[:-1] + np.uint8(128)  # uint8 arithmetic wraps mod 256
+    return zlib.compress(d.tobytes(), level)
+
+
+def _zip_unpack(data: bytes, size: int) -> bytes:
+    d = np.frombuffer(zlib.decompress(data), dtype=np.uint8)
+    if d.size != size:
+        raise ValueError(f"EXR block inflates to {d.size} bytes, expected {size}")
+    t = np.cumsum(d.astype(np.int64) - np.r_[0, np.full(d.size - 1, 128)]) & 255
+    t = t.astype(np.uint8)
+    half = (size + 1) // 2
+    out = np.empty(size, dtype=np.uint8)
+    out[0::2] = t[:half]
+    out[1::2] = t[half:]
+    return out.tobytes()
+
+
+def encode_exr(pixels, channels: str | None = None, compression: int = ZIP_COMPRESSION, level: int = 6) -> bytes:
+    """EXR bytes of an (H, W, C) float image, row 0 at the top; ``channels`` names C channels (default "Y",
+    "RGB" or "RGBA" by C); pixels are stored as 32-bit floats."""
+    arr = np.asarray(pixels, dtype=np.float32)
+    if arr.ndim == 2:
+        arr = arr[:, :, None]
+    if arr.ndim != 3 or arr.shape[0] < 1 or arr.shape[1] < 1:
+        raise ValueError(f"Cannot write an EXR of shape {arr.shape}: use (H, W, C)")
+    h, w, c = arr.shape
+    if channels is None:
+        channels = {1: "Y", 2: "YA", 3: "RGB", 4: "RGBA"}.get(c)
+    if channels is None or len(channels) != c:
+        raise ValueError(f"EXR channels {channels!r} do not match {c} image channels")
+    if compression not in _LINES:
+        raise ValueError(f"EXR compression {compression}: use {NO_COMPRESSION} (none) or {ZIP_COMPRESSION} (ZIP)")
+    order = sorted(range(c), key=lambda k: channels[k])  # channels are stored sorted by name
+    chlist = b"".join(channels[k].encode() + b"\0" + struct.pack("<iB3xii", FLOAT, 0, 1, 1) for k in order) + b"\0"
+    box = struct.pack("<4i", 0, 0, w - 1, h - 1)
+    header = (struct.pack("<ii", MAGIC, 2) + _attr("channels", "chlist", chlist)
+              + _attr("compression", "compression", bytes([compression]))
+              + _attr("dataWindow", "box2i", box) + _attr("displayWindow", "box2i", box)
+              + _attr("lineOrder", "lineOrder", b"\0") + _attr("pixelAspectRatio", "float", struct.pack("<f", 1.0))
+              + _attr("screenWindowCenter", "v2f", struct.pack("<ff", 0.0, 0.0))
+              + _attr("screenWindowWidth", "float", struct.pack("<f", 1.0)) + b"\0")
+    lines = _LINES[compression]
+    nblocks = (h + lines - 1) // lines
+    # (H, C, W): each scanline holds each channel's row in turn
+    planar = np.ascontiguousarray(arr[:, :, order].transpose(0, 2, 1)).astype("<f4")
+    blocks = []
+    for b in range(nblocks):  # a loop over blocks of scanlines, each vectorised
+        raw = planar[b * lines:(b + 1) * lines].tobytes()
+        data = raw
+        if compression == ZIP_COMPRESSION:
+            packed = _zip_pack(raw, level)
+            if len(packed) < len(raw):
+                data = packed
+        blocks.append(struct.pack("<ii", b * lines, len(data)) + data)
+    offsets = []
+    pos = len(header) + 8 * nblocks
+    for blk in blocks:
+        offsets.append(pos)
+        pos += len(blk)
+    return header + struct.pack(f"<{nblocks}Q", *offsets) + b"".join(blocks)
+
+
+def write_exr(path: str, pixels, channels: str | None = None, compression: int = ZIP_COMPRESSION):
+    data = encode_exr(pixels, channels, compression)
+    with open(path, "wb") as fh:
+        fh.write(data)
+
+
+def read_exr(path: str):
+    """(pixels (H, W, C) float32 in the file's channel order sorted by name, channel names) of an EXR written by
+    ``write_exr`` (scanline, FLOAT channels, no or ZIP compression)."""
+    with open(path, "rb") as fh:
+        data = fh.read()
+    magic, version = struct.unpack_from("<ii", data, 0)
+    if magic != MAGIC:
+        raise ValueError("not an OpenEXR file")
+    pos = 8
+    attrs = {}
+    while data[pos] != 0:
+        end = data.index(b"\0", pos)
+        name = data[pos:end].decode()
+        tend = data.index(b"\0", end + 1)
+        size = struct.unpack_from("<i", data, tend + 1)[0]
+        attrs[name] = data[tend + 5:tend + 5 + size]
+        pos = tend + 5 + size
+    pos += 1
+    names = []
+    cl = attrs["channels"]
+    p = 0
+    while cl[p] != 0:
+        end = cl.index(b"\0", p)
+        names.append(cl[p:end].decode())
+        if struct.unpack_from("<i", cl, end + 1)[0] != FLOAT:
+            raise ValueError("only FLOAT channels are read")
+        p = end + 1 + 16
+    x0, y0, x1, y1 = struct.unpack("<4i", attrs["dataWindow"])
+    w, h = x1 - x0 + 1, y1 - y0 + 1
+    comp = attrs["compression"][0]
+    lines = _LINES[comp]
+    nblocks = (h + lines - 1) // lines
+    offsets = struct.unpack_from(f"<{nblocks}Q", data, pos)
+    c = len(names)
+    out = np.empty((h, c, w), dtype=np.float32)
+    for off in offsets:
+        y, size = struct.unpack_from("<ii", data, off)
+        n = min(lines, h - (y - y0))
+        raw_size = n * c * w * 4
+        blk = data[off + 8:off + 8 + size]
+        if size < raw_size:
+            blk = _zip_unpack(blk, raw_size)
+        out[y - y0:y - y0 + n] = np.frombuffer(blk, dtype="<f4").reshape(n, c, w)
+    return out.transpose(0, 2, 1).copy(), names
