@@ -47,7 +47,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import gasgiant_exr
+from . import colour, exr
 from .png import write_png
 
 FACES = ("px", "nx", "py", "ny", "pz", "nz")
@@ -1294,14 +1294,14 @@ def output_names(params: GasGiantParams, frame: int | None):
     return names
 
 
-def _write_image(path: str, pixels: np.ndarray, colour: bool = True):
+def _write_image(path: str, pixels: np.ndarray, is_colour: bool = True):
     """PNG (8-bit) or EXR (32-bit float; colour outputs converted from sRGB-encoded to linear, data and alpha
     kept) by the file's extension."""
     if path.endswith(".exr"):
         px = np.array(pixels, dtype=np.float32)
-        if colour:
-            px[..., :3] = gasgiant_exr.srgb_to_linear(px[..., :3])
-        gasgiant_exr.write_exr(path, px)
+        if is_colour:
+            px[..., :3] = colour.srgb_to_linear(px[..., :3])
+        exr.write_exr(path, px)
     else:
         write_png(path, pixels)
 
@@ -1414,10 +1414,10 @@ def bake(params: GasGiantParams, folder: str, check_memory: bool = True):
             if params.equirect_width:
                 eq = sim.equirect()
                 flow = sim.flow_equirect(min(params.equirect_width, 1024))
-                for key, img, colour in (("equirect", eq, True), ("equirect_exr", eq, True), ("flow", flow, False),
-                                         ("flow_exr", flow, False)):
+                for key, img, is_colour in (("equirect", eq, True), ("equirect_exr", eq, True),
+                                            ("flow", flow, False), ("flow_exr", flow, False)):
                     if key in names:
-                        _write_image(os.path.join(tmp, names[key]), img, colour)
+                        _write_image(os.path.join(tmp, names[key]), img, is_colour)
                 equis.append(os.path.join(folder, names["equirect"]))
                 del eq, flow
             written.extend(os.path.join(folder, n) for n in names.values())

@@ -36,6 +36,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
+from .colour import linear_to_srgb, srgb_to_linear
 from .png import encode_png
 
 CHANNELS = ("R", "G", "B", "A")
@@ -103,16 +104,6 @@ class MipChain:
 
 
 # --- colour -----------------------------------------------------------------------------------------------
-
-def srgb_to_linear(x):
-    x = np.asarray(x, dtype=np.float32)
-    return np.where(x <= 0.04045, x / 12.92, ((x + 0.055) / 1.055) ** 2.4).astype(np.float32)
-
-
-def linear_to_srgb(x):
-    x = np.clip(np.asarray(x, dtype=np.float32), 0.0, 1.0)
-    return np.where(x <= 0.0031308, x * 12.92, 1.055 * np.power(x, 1.0 / 2.4) - 0.055).astype(np.float32)
-
 
 _SRGB_LUT = srgb_to_linear(np.arange(256, dtype=np.float32) / 255.0)
 

@@ -282,7 +282,7 @@ def _pixels(image):
 
 def test_exr_output_read_back_by_blender(envfx, tmp_path):
     gg = envfx.core.gasgiant
-    exr = envfx.core.gasgiant_exr
+    colour = envfx.core.colour
     s = _small(bpy.context.scene.envfx.gasgiant, tmp_path / "x", file_format="PNG_EXR", make_planet=False)
     assert bpy.ops.envfx.gasgiant_bake() == {"FINISHED"}
     params = envfx.operators.gasgiant.params_from_settings(s)
@@ -291,8 +291,8 @@ def test_exr_output_read_back_by_blender(envfx, tmp_path):
         face = np.array(sim.face_rgb(4))
         eq = sim.equirect()
         flow = sim.flow_equirect(256)
-    for name, expected in (("gasgiant_pz.exr", exr.srgb_to_linear(face)), ("gasgiant_equirect.exr",
-                                                                           exr.srgb_to_linear(eq)),
+    for name, expected in (("gasgiant_pz.exr", colour.srgb_to_linear(face)), ("gasgiant_equirect.exr",
+                                                                           colour.srgb_to_linear(eq)),
                            ("gasgiant_flow.exr", flow)):
         image = bpy.data.images.load(str(tmp_path / "x" / name))
         try:

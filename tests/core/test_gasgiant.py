@@ -561,7 +561,7 @@ def test_velocity_field_save_bad_input_and_cancel(tmp_path):
 # --- EXR ---------------------------------------------------------------------------------------------------------
 
 def test_exr_writer_round_trip(tmp_path):
-    from core import gasgiant_exr as exr
+    from core import colour, exr
 
     img = np.random.default_rng(0).normal(size=(37, 23, 4)).astype(np.float32)
     img[:5] = 0.25  # compressible rows
@@ -572,11 +572,11 @@ def test_exr_writer_round_trip(tmp_path):
         np.testing.assert_array_equal(back, img[..., [3, 2, 1, 0]])
     data = (tmp_path / "a.exr").read_bytes()
     assert data[:4] == bytes([0x76, 0x2F, 0x31, 0x01])  # the OpenEXR magic number
-    np.testing.assert_allclose(exr.srgb_to_linear(np.array([0.0, 0.5, 1.0])), [0.0, 0.21404, 1.0], atol=1e-5)
+    np.testing.assert_allclose(colour.srgb_to_linear(np.array([0.0, 0.5, 1.0])), [0.0, 0.21404, 1.0], atol=1e-5)
 
 
 def test_bake_writes_float_exr_next_to_png(tmp_path):
-    from core import gasgiant_exr as exr
+    from core import colour, exr
 
     Image = pytest.importorskip("PIL.Image")
     params = gg.GasGiantParams(**{**SMALL, "iterations": 10, "file_format": "PNG_EXR"})
@@ -589,11 +589,11 @@ def test_bake_writes_float_exr_next_to_png(tmp_path):
         eq = sim.equirect()
         flow = sim.flow_equirect(256)
     back, _ = exr.read_exr(str(tmp_path / "o" / "gasgiant_px.exr"))
-    np.testing.assert_allclose(back[..., ::-1], exr.srgb_to_linear(face), rtol=1e-6)  # linear colour, float
+    np.testing.assert_allclose(back[..., ::-1], colour.srgb_to_linear(face), rtol=1e-6)  # linear colour, float
     png = np.asarray(Image.open(tmp_path / "o" / "gasgiant_px.png")).astype(float) / 255
     assert np.abs(png - face).max() <= 0.5 / 255 + 1e-6
     back, _ = exr.read_exr(str(tmp_path / "o" / "gasgiant_equirect.exr"))
-    np.testing.assert_allclose(back[..., ::-1], exr.srgb_to_linear(eq), rtol=1e-6)
+    np.testing.assert_allclose(back[..., ::-1], colour.srgb_to_linear(eq), rtol=1e-6)
     back, _ = exr.read_exr(str(tmp_path / "o" / "gasgiant_flow.exr"))
     np.testing.assert_array_equal(back[..., ::-1], flow)  # data, not colour: stored as is
     assert len(np.unique(back)) > 100  # float precision, not 8-bit steps
@@ -652,7 +652,7 @@ def test_interpolated_field_is_tangent_and_frames_stay_continuous(tmp_path):
     # bake that builds every frame
     base = {**SMALL, "particles": 40_000, "iterations": 30, "frames": 6, "frame_iterations": 4,
             "equirect_width": 0, "file_format": "EXR"}
-    from core import gasgiant_exr as exr
+    from core import exr
 
     def frames(interval, out):
         gg.run_bake(gg.GasGiantParams(**base, field_interval=interval), str(tmp_path / out))

@@ -8,7 +8,7 @@ name). ZIP blocks are the raw block bytes split into even and odd bytes, delta-c
 that would not get smaller is stored raw (readers tell by its size).
 
 ``read_exr`` reads back what ``write_exr`` writes (tests and checks); real readers (Blender's
-``bpy.data.images.load``) read the files too.
+``bpy.data.images.load``) read the files too. Shared by the bakes that write float images (gas giant, snow).
 """
 
 from __future__ import annotations
@@ -26,13 +26,6 @@ FLOAT = 2
 
 def _attr(name: str, kind: str, data: bytes) -> bytes:
     return name.encode() + b"\0" + kind.encode() + b"\0" + struct.pack("<i", len(data)) + data
-
-
-def srgb_to_linear(c: np.ndarray) -> np.ndarray:
-    """sRGB-encoded 0..1 values to linear light (EXR holds linear colour)."""
-    c = np.asarray(c, dtype=np.float32)
-    return np.where(c <= 0.04045, c / np.float32(12.92),
-                    ((c + np.float32(0.055)) / np.float32(1.055)) ** np.float32(2.4)).astype(np.float32)
 
 
 def _zip_pack(raw: bytes, level: int) -> bytes:
