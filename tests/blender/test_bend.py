@@ -96,6 +96,38 @@ def test_node_group_equals_core_under_random_transforms_and_parents(envfx, mode)
             assert np.abs(got - expected_local(envfx, obj)).max() <= 1e-4 * extent, (mode, strength, side_strength)
 
 
+def test_planet_upright_objects_take_the_fast_radius_and_still_equal_core(envfx):
+    """PLANET computes the radius of objects whose horizontal matrix columns are orthogonal (upright, any Z
+    rotation and scale; or turned by right angles) in a cheaper form: it must agree with core.bend like the
+    general form does for tilted objects."""
+    rng = np.random.default_rng([7, SEED])
+    pivot = bpy.data.objects.new("Pivot", None)
+    bpy.context.scene.collection.objects.link(pivot)
+    pivot.location = (1.0, 2.0, -0.5)
+    objs = []
+    for i in range(6):
+        obj = random_mesh(f"U{i}", rng)
+        obj.location = rng.uniform(-12, 12, 3)
+        obj.rotation_euler = (0.0, 0.0, rng.uniform(-math.pi, math.pi))
+        obj.scale = rng.uniform(0.3, 2.0, 3) * rng.choice([-1.0, 1.0], 3)
+        objs.append(obj)
+    objs[1].parent = objs[0]  # upright under an upright parent stays upright
+    objs[2].rotation_euler = (math.pi / 2, 0.0, 0.4)  # local Y points up: columns still orthogonal
+    objs[3].rotation_euler = (0.3, 0.0, 0.0)  # tilted: the general form
+    select_only(objs)
+    scene_setup("PLANET", "POS_Y", pivot)
+    assert bpy.ops.envfx.bend_add() == {"FINISHED"}
+    bpy.context.view_layer.update()
+    extent = max(np.abs(envfx.bridge.matrix_to_numpy(o.matrix_world)[:3, 3]).max() for o in objs) + 2.0
+    for frame_pivot in ((1.0, 2.0, -0.5), (-6.0, 4.0, 3.0)):
+        pivot.location = frame_pivot
+        bpy.context.view_layer.update()
+        for obj in objs:
+            got = evaluated_local(envfx, obj)
+            assert np.abs(got - expected_local(envfx, obj)).max() <= 1e-4 * extent, obj.name
+            assert np.abs(got - envfx.bridge.get_positions(obj.data)).max() > 0.05, obj.name  # it bends
+
+
 def test_changing_scene_settings_changes_every_bent_object_and_keyframes_play(envfx):
     rng = np.random.default_rng(2)
     a, b = random_mesh("A", rng), random_mesh("B", rng)
