@@ -650,6 +650,13 @@ class EnvFXSnowSettings(PropertyGroup):
         default=0.0, min=0.0, soft_max=2.0,
         update=_snow_value_changed,
     )
+    coverage_melt_time: FloatProperty(
+        name="Coverage Melt Time",
+        description="Seconds the snow layer on an actor (attribute snow_coverage) takes to melt away after the "
+        "actor leaves the snow (0 = only while in the snow)",
+        default=3.0, min=0.0, soft_max=30.0, subtype="TIME_ABSOLUTE", unit="TIME_ABSOLUTE",
+        update=_snow_value_changed,
+    )
     camera_fade_start: FloatProperty(
         name="Camera Fade Start", description="Deformation is full up to this distance from the active camera",
         default=50.0, min=0.0, subtype="DISTANCE",

@@ -322,7 +322,7 @@ def add_trails(scene, objects) -> tuple[list, dict]:
         if trails_modifiers(obj) and obj.name not in surfaces.objects:
             surfaces.objects.link(obj)
     # actors get the snow_coverage attribute where they are in the snow
-    coverage = snow_nodes.ensure_coverage()
+    coverage = snow_nodes.ensure_coverage(scene)
     for name, *_ in specs:
         actor = bpy.data.objects[name]
         if actor.type in COVERAGE_TYPES and actor.library is None and common.modifier_for(actor, coverage) is None:

@@ -34,7 +34,7 @@ class VIEW3D_PT_envfx_snow(EnvFXSubPanel, bpy.types.Panel):
         col.prop(s, "actors")
         col.prop(s, "occluders")
         for prop in ("rim_height", "rim_width", "fade_height", "refill_rate", "camera_fade_start",
-                     "camera_fade_end"):
+                     "camera_fade_end", "coverage_melt_time"):
             col.prop(s, prop)
         row = box.row(align=True)
         row.operator("envfx.snow_trails_add", icon="ADD")

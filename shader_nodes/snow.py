@@ -611,10 +611,10 @@ def drive_modifier(obj, mod, specs):
             obj.animation_data.drivers.remove(fc)
 
 
-def _drive(scene, tree):
+def _drive(scene, tree, driven=DRIVEN):
     settings = scene.envfx.snow
     drivers = {fc.data_path: fc for fc in tree.animation_data.drivers} if tree.animation_data else {}
-    for label, prop in DRIVEN.items():
+    for label, prop in driven.items():
         path = f'nodes["{label}"].outputs[0].default_value'
         fcurve = drivers.get(path)
         target = fcurve.driver.variables[0].targets[0] if fcurve and fcurve.driver.variables else None
@@ -686,7 +686,8 @@ def ensure_material() -> bpy.types.Material:
 # --- actor snow coverage ----------------------------------------------------------------------------------
 
 COVERAGE_GROUP = "EnvFX Snow Coverage"
-COVERAGE_VERSION = 1
+COVERAGE_VERSION = 2
+COVERAGE_DRIVEN = {"Melt Time": "coverage_melt_time"}
 SURFACES_COLLECTION = "EnvFX Snow Surfaces"  # not linked to a scene: the snow meshes the actors sink into
 
 
@@ -731,14 +732,31 @@ def _build_coverage(tree):
     cover = b.clamp01(b.math("DIVIDE", b.math("ADD", b.math("SUBTRACT", hit.outputs["Z"], pz.outputs["Z"]), band),
                              band), label="Coverage")
     cover = b.math("MULTIPLY", cover, ray.outputs["Is Hit"], label="Coverage Hit")
-    geo = b.store(group_in.outputs["Geometry"], "snow_coverage", cover)
-    b.link(geo, group_out.inputs[0])
+    # the layer stays on and melts linearly over "Melt Time" seconds (0: only while in the snow): a simulation
+    # keeps last frame's coverage per point (the actor's topology does not change, so points match by index)
+    melt = b.value("Melt Time", 0.0)
+    sim_in = b.node("GeometryNodeSimulationInput", "Coverage Sim In")
+    sim_out = b.node("GeometryNodeSimulationOutput", "Coverage Sim Out")
+    sim_in.pair_with_output(sim_out)
+    first = b.store(group_in.outputs["Geometry"], "snow_coverage", cover, label="Coverage First")
+    b.link(first, sim_in.inputs["Geometry"])
+    prev = b.sample_index(sim_in.outputs["Geometry"], b.named("snow_coverage").outputs["Attribute"],
+                          b.node("GeometryNodeInputIndex", "Coverage Index").outputs[0], label="Coverage Prev")
+    melted = b.math("SUBTRACT", prev, b.math("DIVIDE", sim_in.outputs["Delta Time"], b.math("MAXIMUM", melt, 1e-6)),
+                    label="Coverage Melted")
+    kept = b.math("MAXIMUM", cover, melted, label="Coverage Kept")
+    geo = b.store(group_in.outputs["Geometry"], "snow_coverage", kept, label="Coverage Store")
+    b.link(geo, sim_out.inputs["Geometry"])
+    b.link(sim_out.outputs["Geometry"], group_out.inputs[0])
 
 
-def ensure_coverage() -> bpy.types.NodeTree:
+def ensure_coverage(scene) -> bpy.types.NodeTree:
     """"EnvFX Snow Coverage": the point attribute ``snow_coverage`` (0..1) on an actor, 1 where it is in the
-    snow (below the trail-deformed snow surface), fading to 0 over Band above it."""
-    return common.ensure_tree(COVERAGE_GROUP, "GeometryNodeTree", str(COVERAGE_VERSION), _build_coverage)
+    snow (below the trail-deformed snow surface), fading to 0 over Band above it; where the actor leaves the
+    snow the layer melts away over ``scene.envfx.snow.coverage_melt_time`` seconds (a simulation)."""
+    tree = common.ensure_tree(COVERAGE_GROUP, "GeometryNodeTree", str(COVERAGE_VERSION), _build_coverage)
+    _drive(scene, tree, COVERAGE_DRIVEN)
+    return tree
 
 
 # --- snow driven by a baked buffer ------------------------------------------------------------------------

@@ -535,6 +535,53 @@ def test_actor_gets_snow_coverage_where_immersed(envfx):
     assert snow.name not in bpy.data.collections["EnvFX Snow Surfaces"].objects
 
 
+def _coverage(envfx, obj):
+    dg = bpy.context.evaluated_depsgraph_get()
+    ev = obj.evaluated_get(dg)
+    mesh = ev.to_mesh()
+    try:
+        cov = np.empty(len(mesh.vertices), dtype=np.float32)
+        mesh.attributes["snow_coverage"].data.foreach_get("value", cov)
+    finally:
+        ev.to_mesh_clear()
+    return cov
+
+
+def test_actor_snow_layer_melts_over_the_melt_time_after_leaving_the_snow(envfx):
+    scene, snow, actors = snow_scene(envfx, spacing=0.1, thickness=0.3)
+    a = sphere_object("A", 0.5, actors)
+    scene.render.fps, scene.render.fps_base = 24, 1.0
+    scene.envfx.snow.coverage_melt_time = 1.0  # seconds: 1/24 per frame
+    a.location = (0.0, 0.0, 0.45)
+    a.keyframe_insert("location", frame=1)
+    a.keyframe_insert("location", frame=3)
+    a.location = (0.0, 0.0, 5.0)  # far above the snow from frame 4 on
+    a.keyframe_insert("location", frame=4)
+    for fc in a.animation_data.action.fcurves if bpy.app.version < (5, 0, 0) else \
+            a.animation_data.action.layers[0].strips[0].channelbag(a.animation_data.action_slot).fcurves:
+        for kp in fc.keyframe_points:
+            kp.interpolation = "CONSTANT"
+    scene.frame_set(1)
+    assert bpy.ops.envfx.snow_trails_add() == {"FINISHED"}
+    for f in range(1, 4):
+        scene.frame_set(f)
+    covered = _coverage(envfx, a) == 1.0
+    assert covered.any() and not covered.all()
+    scene.frame_set(4)  # out of the snow: the layer stays, one frame melted
+    np.testing.assert_allclose(_coverage(envfx, a)[covered], 1.0 - 1.0 / 24.0, atol=1e-5)
+    for f in range(5, 11):
+        scene.frame_set(f)
+    np.testing.assert_allclose(_coverage(envfx, a)[covered], 1.0 - 7.0 / 24.0, atol=1e-5)
+    for f in range(11, 30):
+        scene.frame_set(f)
+    assert np.all(_coverage(envfx, a) == 0.0)  # melted away after a second
+    # melt time 0: the layer is there only while in the snow
+    scene.envfx.snow.coverage_melt_time = 0.0
+    for f in range(1, 5):
+        scene.frame_set(f)
+    assert np.all(_coverage(envfx, a) == 0.0)
+
+
 def test_density_mask_vertex_group(envfx):
     clear_scene()
     ground = grid_object("Ground", size=4.0, segments=8)
