@@ -45,6 +45,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from . import exr
+
 CHANNELS = ("R", "G", "B", "A")
 FRAMINGS = ("AREA", "FOLLOW")
 MAX_RESOLUTION = 8192
@@ -648,78 +650,26 @@ def buffer_metadata(buf: BufferParams, stamp: StampParams, frame_start, origins,
     }
 
 
-# --- OpenEXR (uncompressed float scanlines) ---------------------------------------------------------------
-
-def _attr(name: str, type_name: str, payload: bytes) -> bytes:
-    return name.encode() + b"\0" + type_name.encode() + b"\0" + struct.pack("<i", len(payload)) + payload
-
+# --- OpenEXR ------------------------------------------------------------------------------------------------
 
 def write_exr(path: str, rgba) -> None:
     """Write a (H, W, 4) float32 array (row 0 = min world y) as an uncompressed 32-bit float RGBA OpenEXR
     (top row of the image = max world y, as seen from above)."""
-    data = np.asarray(rgba, dtype="<f4")
+    data = np.asarray(rgba, dtype=np.float32)
     if data.ndim != 3 or data.shape[2] != 4:
         raise SnowError("write_exr needs an (H, W, 4) array")
-    h, w = data.shape[:2]
-    chans = b""
-    for c in ("A", "B", "G", "R"):  # channels sorted by name
-        chans += c.encode() + b"\0" + struct.pack("<iB3xii", 2, 0, 1, 1)
-    chans += b"\0"
-    header = b"\x76\x2f\x31\x01" + struct.pack("<i", 2)
-    header += _attr("channels", "chlist", chans)
-    header += _attr("compression", "compression", b"\0")
-    header += _attr("dataWindow", "box2i", struct.pack("<iiii", 0, 0, w - 1, h - 1))
-    header += _attr("displayWindow", "box2i", struct.pack("<iiii", 0, 0, w - 1, h - 1))
-    header += _attr("lineOrder", "lineOrder", b"\0")
-    header += _attr("pixelAspectRatio", "float", struct.pack("<f", 1.0))
-    header += _attr("screenWindowCenter", "v2f", struct.pack("<ff", 0.0, 0.0))
-    header += _attr("screenWindowWidth", "float", struct.pack("<f", 1.0))
-    header += b"\0"
-    line_bytes = 4 * 4 * w
-    chunk = 8 + line_bytes
-    table_start = len(header)
-    first = table_start + 8 * h
-    offsets = (first + np.arange(h, dtype=np.int64) * chunk).astype("<u8")
-    flipped = data[::-1]  # EXR y=0 is the top line
-    lines = np.empty((h, chunk), dtype=np.uint8)
-    head = np.empty((h, 2), dtype="<i4")
-    head[:, 0] = np.arange(h)
-    head[:, 1] = line_bytes
-    lines[:, :8] = head.view(np.uint8).reshape(h, 8)
-    planar = np.ascontiguousarray(flipped[:, :, [3, 2, 1, 0]].transpose(0, 2, 1))  # (h, 4, w) in A,B,G,R order
-    lines[:, 8:] = planar.view(np.uint8).reshape(h, line_bytes)
-    with open(path, "wb") as fh:
-        fh.write(header)
-        fh.write(offsets.tobytes())
-        fh.write(lines.tobytes())
+    exr.write_exr(path, data[::-1], "RGBA", exr.NO_COMPRESSION)
 
 
 def read_exr(path: str) -> np.ndarray:
-    """Read back what ``write_exr`` writes (uncompressed float RGBA); returns (H, W, 4), row 0 = min world y."""
-    with open(path, "rb") as fh:
-        raw = fh.read()
-    if raw[:4] != b"\x76\x2f\x31\x01":
-        raise SnowError(f"{path!r} is not an OpenEXR file")
-    pos = 8
-    attrs = {}
-    while raw[pos] != 0:
-        end = raw.index(b"\0", pos)
-        name = raw[pos:end].decode()
-        tend = raw.index(b"\0", end + 1)
-        size = struct.unpack_from("<i", raw, tend + 1)[0]
-        attrs[name] = raw[tend + 5:tend + 5 + size]
-        pos = tend + 5 + size
-    pos += 1
-    if attrs.get("compression") != b"\0":
-        raise SnowError("read_exr reads uncompressed files only")
-    x0, y0, x1, y1 = struct.unpack("<iiii", attrs["dataWindow"])
-    w, h = x1 - x0 + 1, y1 - y0 + 1
-    pos += 8 * h
-    chunk = 8 + 16 * w
-    lines = np.frombuffer(raw, dtype=np.uint8, count=h * chunk, offset=pos).reshape(h, chunk)
-    planar = lines[:, 8:].copy().view("<f4").reshape(h, 4, w)  # A, B, G, R
-    rgba = planar[:, [3, 2, 1, 0], :].transpose(0, 2, 1)
-    return np.ascontiguousarray(rgba[::-1])
+    """Read back what ``write_exr`` writes; returns (H, W, 4) RGBA, row 0 = min world y."""
+    try:
+        px, names = exr.read_exr(path)
+    except (ValueError, KeyError, IndexError, struct.error) as err:
+        raise SnowError(f"{path!r} is not an EXR file EnvFX can read ({err})") from None
+    if sorted(names) != ["A", "B", "G", "R"]:
+        raise SnowError(f"{path!r} has channels {names}, not R, G, B, A")
+    return np.ascontiguousarray(px[..., [names.index(c) for c in "RGBA"]][::-1])
 
 
 # --- snow cover generation --------------------------------------------------------------------------------
