@@ -510,6 +510,20 @@ def test_bake_cancel_leaves_nothing_and_restores_scene(envfx, tmp_path):
     assert all(m.show_viewport for m in envfx.operators.snow.trails_modifiers(snow))
 
 
+def coverage_and_z(envfx, obj):
+    """The evaluated actor's ``snow_coverage`` per vertex and its vertices' world z."""
+    dg = bpy.context.evaluated_depsgraph_get()
+    ev = obj.evaluated_get(dg)
+    mesh = ev.to_mesh()
+    try:
+        cov = np.empty(len(mesh.vertices), dtype=np.float32)
+        mesh.attributes["snow_coverage"].data.foreach_get("value", cov)
+        z = envfx.bridge.get_positions(mesh)[:, 2] + obj.location.z
+    finally:
+        ev.to_mesh_clear()
+    return cov, z
+
+
 def test_actor_gets_snow_coverage_where_immersed(envfx):
     scene, snow, actors = snow_scene(envfx, spacing=0.1, thickness=0.3)
     a = sphere_object("A", 0.5, actors)
@@ -517,15 +531,7 @@ def test_actor_gets_snow_coverage_where_immersed(envfx):
     scene.frame_set(1)
     assert bpy.ops.envfx.snow_trails_add() == {"FINISHED"}
     scene.frame_set(1)
-    dg = bpy.context.evaluated_depsgraph_get()
-    ev = a.evaluated_get(dg)
-    mesh = ev.to_mesh()
-    try:
-        cov = np.empty(len(mesh.vertices), dtype=np.float32)
-        mesh.attributes["snow_coverage"].data.foreach_get("value", cov)
-        z = envfx.bridge.get_positions(mesh)[:, 2] + a.location.z
-    finally:
-        ev.to_mesh_clear()
+    cov, z = coverage_and_z(envfx, a)
     rest, off = evaluated_offset(envfx, snow)
     highest_snow = float((rest[:, 2] + off).max())
     assert np.all(cov[z <= z.min() + 0.1] == 1.0)          # the part down in the trail
@@ -533,18 +539,6 @@ def test_actor_gets_snow_coverage_where_immersed(envfx):
     assert 0 < cov.mean() < 1
     envfx.operators.snow.remove_trails([snow])
     assert snow.name not in bpy.data.collections["EnvFX Snow Surfaces"].objects
-
-
-def _coverage(envfx, obj):
-    dg = bpy.context.evaluated_depsgraph_get()
-    ev = obj.evaluated_get(dg)
-    mesh = ev.to_mesh()
-    try:
-        cov = np.empty(len(mesh.vertices), dtype=np.float32)
-        mesh.attributes["snow_coverage"].data.foreach_get("value", cov)
-    finally:
-        ev.to_mesh_clear()
-    return cov
 
 
 def test_actor_snow_layer_melts_over_the_melt_time_after_leaving_the_snow(envfx):
@@ -565,21 +559,21 @@ def test_actor_snow_layer_melts_over_the_melt_time_after_leaving_the_snow(envfx)
     assert bpy.ops.envfx.snow_trails_add() == {"FINISHED"}
     for f in range(1, 4):
         scene.frame_set(f)
-    covered = _coverage(envfx, a) == 1.0
+    covered = coverage_and_z(envfx, a)[0] == 1.0
     assert covered.any() and not covered.all()
     scene.frame_set(4)  # out of the snow: the layer stays, one frame melted
-    np.testing.assert_allclose(_coverage(envfx, a)[covered], 1.0 - 1.0 / 24.0, atol=1e-5)
+    np.testing.assert_allclose(coverage_and_z(envfx, a)[0][covered], 1.0 - 1.0 / 24.0, atol=1e-5)
     for f in range(5, 11):
         scene.frame_set(f)
-    np.testing.assert_allclose(_coverage(envfx, a)[covered], 1.0 - 7.0 / 24.0, atol=1e-5)
+    np.testing.assert_allclose(coverage_and_z(envfx, a)[0][covered], 1.0 - 7.0 / 24.0, atol=1e-5)
     for f in range(11, 30):
         scene.frame_set(f)
-    assert np.all(_coverage(envfx, a) == 0.0)  # melted away after a second
+    assert np.all(coverage_and_z(envfx, a)[0] == 0.0)  # melted away after a second
     # melt time 0: the layer is there only while in the snow
     scene.envfx.snow.coverage_melt_time = 0.0
     for f in range(1, 5):
         scene.frame_set(f)
-    assert np.all(_coverage(envfx, a) == 0.0)
+    assert np.all(coverage_and_z(envfx, a)[0] == 0.0)
 
 
 def test_density_mask_vertex_group(envfx):
