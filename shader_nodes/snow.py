@@ -37,7 +37,7 @@ from . import common
 
 GROUP_NAME = "EnvFX Snow Trails"
 MATERIAL_NAME = "EnvFX Snow"
-VERSION = 14
+VERSION = 15
 STATE = "snow_trail"  # FLOAT2 attribute of the state cloud's points: (down, rim) of core.snow's trail state
 CELLS = 128  # the lookup table that limits the nearest-path search to vertices near a path
 
@@ -99,6 +99,13 @@ class SnowBuilder(common.Builder):
 
     def clamp01(self, value, label=""):
         return self.math("ADD", value, 0.0, label=label, use_clamp=True)
+
+    def compare(self, operation, a, b, data_type="INT", label=""):
+        node = self.node("FunctionNodeCompare", label, data_type=data_type, operation=operation)
+        sockets = [s for s in node.inputs if s.enabled] if data_type != "FLOAT" else list(node.inputs)[:2]
+        self._feed(sockets[0], a)
+        self._feed(sockets[1], b)
+        return node.outputs[0]
 
     def flat(self, vec, label=""):
         return self.vmath("MULTIPLY", vec, self.vector(label + " Flatten", (1.0, 1.0, 0.0)), label=label)
@@ -387,46 +394,66 @@ def _build(tree, specs, occluders):
     count = ival(cells_static, "count", index, "Cell Count")
     start = ival(cells_static, "start", index, "Cell Start")
     d1_old = ival(held_prev, "d1", index, "Old Block")
-    cand_cell = b.boolean("OR", near_cell, occ_cell, label="Candidate Cell") if occluders else near_cell
-    held = b.boolean("OR", b.math("GREATER_THAN", d1_old, 0.0, label="Was Held"),
-                     b.boolean("AND", cand_cell, b.math("GREATER_THAN", count, 0.0, label="Has Vertices")),
-                     label="Held")
-    table_geo = b.store(table_geo, "held", held, data_type="BOOLEAN", label="Store Held")
-    table_geo = b.store(table_geo, "d1_old", d1_old, data_type="INT", label="Store Old Block")
+    # the flags stored above are read back (a field used by two stores would be evaluated twice: the proximity
+    # search is the table's main cost)
+    cand_cell = b.named("near", "BOOLEAN", label="Read Near Cell").outputs["Attribute"]
+    if occluders:
+        cand_cell = b.boolean("OR", cand_cell, b.named("occ", "BOOLEAN", label="Read Occ Cell").outputs["Attribute"],
+                              label="Candidate Cell")
+    # the state grows by whole cells: a cell a path (or an occluder) reaches for the first time gets a block
+    # appended to the state cloud; the blocks of the cells held before stay where they are (so the per-frame work
+    # is the stamp near this frame's paths, not a rebuild of every cell ever held)
+    new_cell = b.boolean("AND", b.boolean("AND", cand_cell, b.math("GREATER_THAN", count, 0.0, label="Has Vertices")),
+                         b.math("LESS_THAN", d1_old, 0.5, label="Not Held"), label="New Cell")
+    table_geo = b.store(table_geo, "new", new_cell, data_type="BOOLEAN", label="Store New")
     table_geo = b.store(table_geo, "start", start, data_type="INT", label="Store Start")
     table_geo = b.store(table_geo, "count", count, data_type="INT", label="Store Count")
-    held_r = b.named("held", "BOOLEAN", label="Read Held").outputs["Attribute"]
-    held_count = b.math("MULTIPLY", held_r, b.named("count", "INT", label="Read Count").outputs["Attribute"],
-                        label="Held Count")
+    table_geo = b.store(table_geo, "cell", index, data_type="INT", label="Store Cell Index")
+    new_r = b.named("new", "BOOLEAN", label="Read New").outputs["Attribute"]
+    new_count = b.math("MULTIPLY", new_r, b.named("count", "INT", label="Read Count").outputs["Attribute"],
+                       label="New Count")
     acc = b.node("GeometryNodeAccumulateField", "Block Starts", data_type="INT", domain="POINT")
-    b.link(held_count, acc.inputs[0])
-    d1_new = b.math("MULTIPLY", held_r, b.math("ADD", b.math("SUBTRACT", acc.outputs["Leading"], held_count), 1.0),
-                    label="New Block")
+    b.link(new_count, acc.inputs[0])
+    old_size = b.node("GeometryNodeAttributeDomainSize", "Old State Size", component="POINTCLOUD")
+    b.link(state_prev, old_size.inputs[0])
+    old_total = old_size.outputs["Point Count"]
+    # d1 = block start + 1 in the state cloud (0 = no state); new blocks start after the old cloud
+    new_d1 = b.math("ADD", b.math("SUBTRACT", acc.outputs["Leading"], new_count), b.math("ADD", old_total, 1.0),
+                    label="New Block Start")
+    d1_new = b.math("ADD", d1_old, b.math("MULTIPLY", new_r, new_d1), label="Block")
     table_geo = b.store(table_geo, "d1", d1_new, data_type="INT", label="Store Block")
-    dup = b.node("GeometryNodeDuplicateElements", "Held Vertices", domain="POINT")
+    dup = b.node("GeometryNodeDuplicateElements", "New Vertices", domain="POINT")
     b.link(table_geo, dup.inputs["Geometry"])
-    b.link(held_r, dup.inputs["Selection"])
+    b.link(new_r, dup.inputs["Selection"])
     b.link(b.named("count", "INT", label="Read Dup Count").outputs["Attribute"], dup.inputs["Amount"])
-    # a held point's rank in its cell: its index from its block's start (d1 - 1)
-    slot = b.math("ADD", b.math("SUBTRACT", index, b.named("d1", "INT", label="Read Dup Block").outputs["Attribute"]),
-                  1.0, label="Slot")
-    sidx = b.math("ADD", b.named("start", "INT", label="Read Dup Start").outputs["Attribute"], slot, label="Sorted")
-    # the points sit at their cells' centres; P (the vertex's world position) is gathered where it is needed
-    # (the stamp of the points near a path, the occluders)
+    # a new point's rank in its cell is its duplicate index: its vertex is the sorted point start + rank
+    new_geo = b.store(dup.outputs["Geometry"], "sidx",
+                      b.math("ADD", b.named("start", "INT", label="Read Dup Start").outputs["Attribute"],
+                             dup.outputs["Duplicate Index"]), data_type="INT", label="Store Sorted Index")
+    for name in ("near", "occ", "new", "start", "count", "d1", "radius"):
+        if name == "occ" and not occluders:
+            continue
+        drop = b.node("GeometryNodeRemoveAttribute", f"Drop New {name}")
+        b.link(new_geo, drop.inputs["Geometry"])
+        drop.inputs["Name"].default_value = name
+        new_geo = drop.outputs["Geometry"]
+    # the old cloud (points: STATE, sidx = sorted vertex index, cell) with the new blocks (zero state) after it
+    grown = b.node("GeometryNodeJoinGeometry", "State Grown")
+    b.link(new_geo, grown.inputs[0])
+    b.link(state_prev, grown.inputs[0])  # join order: the last link comes first
+    geo = grown.outputs[0]
+    sidx = b.named("sidx", "INT", label="Read Point Sorted").outputs["Attribute"]
+    point_cell = b.named("cell", "INT", label="Read Point Cell").outputs["Attribute"]
+    # P (the vertex's world position) is gathered where it is needed (the stamp of the points near a path, the
+    # occluders)
     b.link(b.sample_index(sorted_pts, b.node("GeometryNodeInputPosition", "Sorted Pos").outputs[0], sidx,
                           "FLOAT_VECTOR", label="Vertex Position"), to_world.inputs["Vector"])
-    geo = dup.outputs["Geometry"]
     if occluders:  # the occluders hold the snow down to its thickness
         geo = b.store(geo, "snow_thickness",
                       b.sample_index(sorted_pts, thick_node.outputs["Attribute"], sidx, label="Vertex Thickness"),
                       label="Store Held Thickness")
-    d1o = b.named("d1_old", "INT", label="Read Dup Old Block").outputs["Attribute"]
-    old_at = b.sample_index(state_prev, b.named(STATE, data_type="FLOAT_VECTOR", label="Read Old Cloud")
-                            .outputs["Attribute"], b.math("ADD", b.math("SUBTRACT", d1o, 1.0), slot),
-                            "FLOAT_VECTOR", label="Old State At")
-    old_at = b.vmath("SCALE", old_at, scale=b.math("GREATER_THAN", d1o, 0.0), label="Old State Held")
-    geo = b.store(geo, STATE, old_at, data_type="FLOAT2", label="Store Old State")
-    near_pt = b.named("near", "BOOLEAN", label="Read Point Near").outputs["Attribute"]
+    near_pt = b.sample_index(table_geo, b.named("near", "BOOLEAN", label="Read Table Near").outputs["Attribute"],
+                             point_cell, "BOOLEAN", label="Point Near")
     # trails near the paths (down and rim stored together, both from the old state);
     # far from every path only the refill applies (the stamp is 0 there)
     stamped = b.store(geo, STATE, b.combine_xyz(new_down, new_rim, 0.0, label="New State"), data_type="FLOAT2",
@@ -441,7 +468,8 @@ def _build(tree, specs, occluders):
     b.link(decayed, refilling.inputs["True"])
     geo = refilling.outputs[0]
     if occluders:
-        occ_pt = b.named("occ", "BOOLEAN", label="Read Point Occ").outputs["Attribute"]
+        occ_pt = b.sample_index(table_geo, b.named("occ", "BOOLEAN", label="Read Table Occ").outputs["Attribute"],
+                                point_cell, "BOOLEAN", label="Point Occ")
         occ_any = b.node("GeometryNodeAttributeStatistic", "Any Occ Cell", data_type="FLOAT", domain="POINT")
         b.link(table_geo, occ_any.inputs["Geometry"])
         b.link(b.named("occ", "FLOAT", label="Read Occ Flag").outputs["Attribute"], occ_any.inputs["Attribute"])
@@ -449,21 +477,19 @@ def _build(tree, specs, occluders):
         b.link(b.math("GREATER_THAN", occ_any.outputs["Max"], 0.5), occluding.inputs["Switch"])
         b.link(geo, occluding.inputs["False"])
         b.link(_occluder_stores(b, geo, occ_flat, P, thick_node, occ_pt), occluding.inputs["True"])
-        geo = occluding.outputs[0]
-    # the cache keeps the state and the block table only
-    for name in ("near", "occ", "held", "d1_old", "start", "count", "d1", "snow_thickness", "radius"):
-        if name in ("occ", "snow_thickness") and not occluders:
-            continue
-        drop = b.node("GeometryNodeRemoveAttribute", f"Drop {name}")
-        b.link(geo, drop.inputs["Geometry"])
-        drop.inputs["Name"].default_value = name
+        drop = b.node("GeometryNodeRemoveAttribute", "Drop snow_thickness")
+        b.link(occluding.outputs[0], drop.inputs["Geometry"])
+        drop.inputs["Name"].default_value = "snow_thickness"
         geo = drop.outputs["Geometry"]
+    # the block table: d1 per cell (the cache keeps it and the state cloud only)
     held_out = b.node("GeometryNodePoints", "Held Table")
     held_out.inputs["Count"].default_value = CELLS * CELLS
     held_geo = b.store(held_out.outputs[0], "d1", ival(table_geo, "d1", index, "Block"), data_type="INT",
                        label="Store Held Table")
-    held_geo = b.store(held_geo, "held", b.sample_index(table_geo, held_r, index, "BOOLEAN", label="Held Flag"),
-                       data_type="BOOLEAN", label="Store Held Flag")
+    # booleans end to end for the display's selection (one byte a vertex, no conversion)
+    held_geo = b.store(held_geo, "held", b.compare("GREATER_THAN", b.named("d1", "INT", label="Read Held Block")
+                                                   .outputs["Attribute"], 0), data_type="BOOLEAN",
+                       label="Store Held Flag")
     b.link(snow_geo, sim_out.inputs["Geometry"])
     b.link(actors_now, sim_out.inputs["Actors"])
     b.link(geo, sim_out.inputs["State"])
@@ -471,22 +497,17 @@ def _build(tree, specs, occluders):
     b.link(sorted_pts, sim_out.inputs["Sorted"])
     b.link(cells_static, sim_out.inputs["Cells"])
 
-    # --- display: offset along world Z (the vertices of held cells only), clamped to the ground, faded with the
-    # camera distance
+    # --- display: the offset along world Z, clamped to the ground and faded with the camera distance, is
+    # computed once per state point (the vertices of held cells, cell by cell); each vertex of a held cell reads
+    # it at block start + rank (two gathers), the others stay
     state = sim_out.outputs["State"]
-    d1_v = ival(sim_out.outputs["Held"], "d1", b.named("snow_cell", "INT", label="Read Display Cell")
-                .outputs["Attribute"], "Vertex Block")
-    # booleans end to end for the selection (one byte a vertex, no conversion)
-    moved = b.sample_index(sim_out.outputs["Held"], b.named("held", "BOOLEAN", label="Read Held Flag")
-                           .outputs["Attribute"], b.named("snow_cell", "INT", label="Read Moved Cell")
-                           .outputs["Attribute"], "BOOLEAN", label="Moved")
-    at = b.math("ADD", b.math("SUBTRACT", d1_v, 1.0),
-                b.named("snow_slot", "INT", label="Read Slot").outputs["Attribute"], label="State Index")
+    sorted_out = sim_out.outputs["Sorted"]
+    sidx_out = b.named("sidx", "INT", label="Read Display Sorted").outputs["Attribute"]
     out = b.node("ShaderNodeSeparateXYZ", "Out State")
-    b.link(b.sample_index(state, b.named(STATE, data_type="FLOAT_VECTOR", label="Read Out State")
-                          .outputs["Attribute"], at, "FLOAT_VECTOR", label="Vertex State"), out.inputs[0])
+    b.link(b.named(STATE, data_type="FLOAT_VECTOR", label="Read Out State").outputs["Attribute"], out.inputs[0])
+    point_thickness = b.sample_index(sorted_out, thickness, sidx_out, label="Point Thickness")
     disp = b.math("MAXIMUM", b.math("SUBTRACT", out.outputs["Y"], out.outputs["X"]),
-                  b.math("MULTIPLY", thickness, -GROUND_KEEP), label="Displacement")
+                  b.math("MULTIPLY", point_thickness, -GROUND_KEEP), label="Displacement")
     cam = b.node("GeometryNodeInputActiveCamera", "Camera")
     cam_info = b.node("GeometryNodeObjectInfo", "Camera Info", transform_space="ORIGINAL")
     b.link(cam.outputs[0], cam_info.inputs["Object"])
@@ -500,9 +521,10 @@ def _build(tree, specs, occluders):
     scale_x = b.node("FunctionNodeTransformDirection", "Scale X")
     b.link(matrix, scale_x.inputs["Transform"])
     scale_x.inputs["Direction"].default_value = (1.0, 0.0, 0.0)
-    dist = b.math("MULTIPLY", b.vmath("DISTANCE", b.node("GeometryNodeInputPosition", "Display Pos").outputs[0],
-                                      cam_local.outputs[0]), b.vmath("LENGTH", scale_x.outputs[0]),
-                  label="Camera Distance")
+    point_pos = b.sample_index(sorted_out, b.node("GeometryNodeInputPosition", "Display Pos").outputs[0], sidx_out,
+                               "FLOAT_VECTOR", label="Point Rest Position")
+    dist = b.math("MULTIPLY", b.vmath("DISTANCE", point_pos, cam_local.outputs[0]),
+                  b.vmath("LENGTH", scale_x.outputs[0]), label="Camera Distance")
     span = b.math("MAXIMUM", b.math("SUBTRACT", values["Camera Fade End"], values["Camera Fade Start"]), 1e-6)
     cam_fade = b.clamp01(b.math("SUBTRACT", 1.0, b.math("DIVIDE", b.math("SUBTRACT", dist, values["Camera Fade Start"]),
                                                         span)), label="Camera Fade")
@@ -512,10 +534,19 @@ def _build(tree, specs, occluders):
     local_up = b.node("FunctionNodeTransformDirection", "Up Local")  # one value per object
     b.link(invert.outputs[0], local_up.inputs["Transform"])
     local_up.inputs["Direction"].default_value = (0.0, 0.0, 1.0)
+    shown = b.store(state, "offset", b.vmath("SCALE", local_up.outputs[0], scale=disp, label="Offset Local"),
+                    data_type="FLOAT_VECTOR", label="Store Point Offset")
+    cell_v = b.named("snow_cell", "INT", label="Read Display Cell").outputs["Attribute"]
+    d1_v = ival(sim_out.outputs["Held"], "d1", cell_v, "Vertex Block")
+    moved = b.sample_index(sim_out.outputs["Held"], b.named("held", "BOOLEAN", label="Read Held Flag")
+                           .outputs["Attribute"], cell_v, "BOOLEAN", label="Moved")
+    at = b.math("ADD", b.math("SUBTRACT", d1_v, 1.0),
+                b.named("snow_slot", "INT", label="Read Slot").outputs["Attribute"], label="State Index")
     set_pos = b.node("GeometryNodeSetPosition", "Set Position", location=(2700, 0))
     b.link(sim_out.outputs["Geometry"], set_pos.inputs["Geometry"])
     b.link(moved, set_pos.inputs["Selection"])
-    b.link(b.vmath("SCALE", local_up.outputs[0], scale=disp, label="Offset Local"), set_pos.inputs["Offset"])
+    b.link(b.sample_index(shown, b.named("offset", "FLOAT_VECTOR", label="Read Offset").outputs["Attribute"], at,
+                          "FLOAT_VECTOR", label="Vertex Offset"), set_pos.inputs["Offset"])
     b.link(set_pos.outputs[0], group_out.inputs[0])
 
 
