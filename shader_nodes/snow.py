@@ -37,8 +37,12 @@ from . import common
 
 GROUP_NAME = "EnvFX Snow Trails"
 MATERIAL_NAME = "EnvFX Snow"
-VERSION = 15
+VERSION = 16
 STATE = "snow_trail"  # FLOAT2 attribute of the state cloud's points: (down, rim) of core.snow's trail state
+ACTORS_NODE = "Actors"  # the Join Geometry node of the actor points
+SLOT = "Slot "  # name prefix of the per-actor nodes (rebuilt in place by _build_actors)
+ACTORS_KEY = "envfx_snow_actors"  # the group's custom property: stamp of the actors it was built for
+KEYS_KEY = "envfx_snow_keys"  # the group's custom property: {actor name: key}
 CELLS = 128  # the lookup table that limits the nearest-path search to vertices near a path
 
 # the displayed snow never goes below this fraction of its thickness (a thin layer stays on the ground, so the
@@ -62,9 +66,14 @@ def actor_specs(scene):
     return snow_ops.actor_specs(scene)[0]
 
 
-def _stamp(specs, occluders_name: str) -> str:
-    text = repr([(n, round(r, 6), round(d, 6), round(o, 6)) for n, r, d, o in specs]) + "|" + occluders_name
-    return f"{VERSION}:" + hashlib.sha1(text.encode()).hexdigest()[:16]
+def _stamp(occluders_name: str) -> str:
+    return f"{VERSION}:" + hashlib.sha1(occluders_name.encode()).hexdigest()[:16]
+
+
+def _actor_stamp(specs) -> str:
+    """What the actor part of the group was built for: the actors' names, radii, depths and bottom offsets."""
+    text = repr([(n, round(r, 6), round(d, 6), round(o, 6)) for n, r, d, o in specs])
+    return hashlib.sha1(text.encode()).hexdigest()[:16]
 
 
 class SnowBuilder(common.Builder):
@@ -111,35 +120,20 @@ class SnowBuilder(common.Builder):
         return self.vmath("MULTIPLY", vec, self.vector(label + " Flatten", (1.0, 1.0, 0.0)), label=label)
 
 
-def _build(tree, specs, occluders):
+def _build(tree, occluders):
     b = SnowBuilder(tree)
     common.socket(tree, "Geometry", "INPUT", "NodeSocketGeometry")
     common.socket(tree, "Geometry", "OUTPUT", "NodeSocketGeometry")
-    panel = tree.interface.new_panel("Actors", default_closed=True)
-    for i, (name, *_) in enumerate(specs):
-        tree.interface.new_socket(name=actor_input(i), in_out="INPUT", socket_type="NodeSocketVector",
-                                  description=f"World location of actor {name} (driven)", parent=panel)
+    tree.interface.new_panel("Actors", default_closed=True)
+    tree.pop(ACTORS_KEY, None)  # the actors are built by _build_actors
     group_in = b.node("NodeGroupInput", "Group Input", location=(-2000, 0))
     group_out = b.node("NodeGroupOutput", "Group Output", location=(3000, 0))
     values = {label: b.value(label, 0.0) for label in DRIVEN}
     for i, label in enumerate(DRIVEN):
         values[label].node.location = (-2000, -200 - 90 * i)
 
-    # actors: one point per actor at its bottom, with radius and depth
-    joined = b.node("GeometryNodeJoinGeometry", "Actors", location=(-1400, 600))
-    for i, (_name, radius, depth, offset) in enumerate(specs):
-        # the location comes through drivers on the modifier's inputs (transform only): an Object Info node
-        # would make the snow depend on the actor's geometry, and the actor's snow coverage depends on the snow;
-        # a driven value inside the group would make every frame a change of the group (re-analysed each frame)
-        loc = group_in.outputs[actor_input(i)]
-        bottom = b.vmath("SUBTRACT", loc, b.vector(f"Actor {i} Offset", (0.0, 0.0, offset)),
-                         label=f"Actor {i} Bottom")
-        pts = b.node("GeometryNodePoints", f"Actor {i} Point")
-        pts.inputs["Count"].default_value = 1
-        b.link(bottom, pts.inputs["Position"])
-        pts.inputs["Radius"].default_value = radius
-        geo = b.store(pts.outputs[0], "depth", depth, label=f"Actor {i} Depth")
-        b.link(geo, joined.inputs[0])
+    # actors: one point per actor at its bottom, with radius, depth and key (_build_actors adds them)
+    joined = b.node("GeometryNodeJoinGeometry", ACTORS_NODE, location=(-1400, 600))
     actors_now = joined.outputs[0]
 
     # occluders: their top-down footprint (flattened to z = 0)
@@ -177,6 +171,26 @@ def _build(tree, specs, occluders):
     actors_prev = sim_in.outputs["Actors"]
     dt = sim_in.outputs["Delta Time"]
 
+    # the actors' previous points matched by key (actors come and go while the simulation runs, and their order
+    # changes): "Actors Before" has the points of "Actors" at their previous positions; an actor that was not
+    # there the frame before starts where it is
+    key_read = b.named("key", "INT", label="Read Actor Key").outputs["Attribute"]
+    keyed_prev = b.node("GeometryNodeSetPosition", "Previous By Key")
+    b.link(actors_prev, keyed_prev.inputs["Geometry"])
+    b.link(b.combine_xyz(key_read, 0.0, 0.0, label="Key Position"), keyed_prev.inputs["Position"])
+    same_key = b.node("GeometryNodeSampleNearest", "Same Key", domain="POINT")
+    b.link(keyed_prev.outputs[0], same_key.inputs["Geometry"])
+    b.link(b.combine_xyz(key_read, 0.0, 0.0, label="Key Sample"), same_key.inputs["Sample Position"])
+    j_prev = same_key.outputs["Index"]
+    was_there = b.compare("EQUAL", b.sample_index(actors_prev, key_read, j_prev, "INT", label="Previous Key"),
+                          key_read, label="Was There")
+    matched = b.node("GeometryNodeSetPosition", "Actors Before")
+    b.link(actors_now, matched.inputs["Geometry"])
+    b.link(was_there, matched.inputs["Selection"])
+    b.link(b.sample_index(actors_prev, b.node("GeometryNodeInputPosition", "Previous Pos").outputs[0], j_prev,
+                          "FLOAT_VECTOR", label="Previous Position"), matched.inputs["Position"])
+    actors_before = matched.outputs[0]
+
     # path mesh: vertex 2i = previous bottom of actor i, 2i+1 = current; edge i joins them
     size = b.node("GeometryNodeAttributeDomainSize", "Actor Count", component="POINTCLOUD")
     b.link(actors_now, size.inputs[0])
@@ -186,7 +200,7 @@ def _build(tree, specs, occluders):
     actor_of_vertex = b.math("FLOOR", b.math("DIVIDE", index, 2.0), label="Actor Of Vertex")
     is_cur = b.math("FLOORED_MODULO", index, 2.0, label="Is Current")
     pos_in = b.node("GeometryNodeInputPosition", "Actor Pos").outputs[0]
-    prev_v = b.sample_index(actors_prev, pos_in, actor_of_vertex, "FLOAT_VECTOR", label="Path Prev")
+    prev_v = b.sample_index(actors_before, pos_in, actor_of_vertex, "FLOAT_VECTOR", label="Path Prev")
     cur_v = b.sample_index(actors_now, pos_in, actor_of_vertex, "FLOAT_VECTOR", label="Path Cur")
     path_pos = b.vmath("ADD", prev_v, b.vmath("SCALE", b.vmath("SUBTRACT", cur_v, prev_v), scale=is_cur), label="Path")
     set_path = b.node("GeometryNodeSetPosition", "Path Set")
@@ -201,7 +215,7 @@ def _build(tree, specs, occluders):
     b.link(paths, nearest.inputs["Geometry"])
     b.link(b.flat(P, "P"), nearest.inputs["Sample Position"])
     e = nearest.outputs["Index"]
-    A = b.sample_index(actors_prev, pos_in, e, "FLOAT_VECTOR", label="A")
+    A = b.sample_index(actors_before, pos_in, e, "FLOAT_VECTOR", label="A")
     B = b.sample_index(actors_now, pos_in, e, "FLOAT_VECTOR", label="B")
     R = b.sample_index(actors_now, b.node("GeometryNodeInputRadius", "Radius").outputs[0], e, label="R")
     D = b.sample_index(actors_now, b.named("depth").outputs["Attribute"], e, label="D")
@@ -572,16 +586,65 @@ def actor_input(i: int) -> str:
     return f"Actor {i}"
 
 
+def _build_actors(tree, specs):
+    """(Re)build the actor part of the group in place: the "Actor i" inputs and one point per actor joined into
+    the "Actors" node. The rest of the group, and so the simulation zone and its state, is left as it is: actors
+    can come and go while the trails run (the zone matches an actor to its previous point by its key)."""
+    b = SnowBuilder(tree)
+    for node in [n for n in tree.nodes if n.name.startswith(SLOT)]:
+        tree.nodes.remove(node)
+    items = tree.interface.items_tree
+    panel = next(item for item in items if item.item_type == "PANEL" and item.name == "Actors")
+    have = {item.name: item for item in items if item.item_type == "SOCKET" and item.in_out == "INPUT"
+            and item.name.startswith("Actor ")}
+    for i, (name, *_) in enumerate(specs):
+        item = have.pop(actor_input(i), None)
+        if item is None:
+            item = tree.interface.new_socket(name=actor_input(i), in_out="INPUT", socket_type="NodeSocketVector",
+                                             parent=panel)
+        item.description = f"World location of actor {name} (driven)"
+    for item in have.values():
+        tree.interface.remove(item)
+    # a key per actor name, kept while the actor stays (1, 2, ...: exact in float, never 0)
+    keys = {k: int(v) for k, v in tree.get(KEYS_KEY, {}).items()}
+    next_key = max(keys.values(), default=0) + 1
+    for name, *_ in specs:
+        if name not in keys:
+            keys[name] = next_key
+            next_key += 1
+    tree[KEYS_KEY] = {name: keys[name] for name, *_ in specs}
+    group_in, joined = tree.nodes["Group Input"], tree.nodes[ACTORS_NODE]
+    for i, (name, radius, depth, offset) in enumerate(specs):
+        # the location comes through drivers on the modifier's inputs (transform only): an Object Info node
+        # would make the snow depend on the actor's geometry, and the actor's snow coverage depends on the snow;
+        # a driven value inside the group would make every frame a change of the group (re-analysed each frame)
+        y = 600 - 200 * i
+        bottom = b.vmath("SUBTRACT", group_in.outputs[actor_input(i)],
+                         b.vector(f"{SLOT}{i} Offset", (0.0, 0.0, offset)), label=f"{SLOT}{i} Bottom")
+        pts = b.node("GeometryNodePoints", f"{SLOT}{i} Point")
+        pts.inputs["Count"].default_value = 1
+        b.link(bottom, pts.inputs["Position"])
+        pts.inputs["Radius"].default_value = radius
+        geo = b.store(pts.outputs[0], "depth", depth, label=f"{SLOT}{i} Depth")
+        geo = b.store(geo, "key", keys[name], data_type="INT", label=f"{SLOT}{i} Key")
+        b.link(geo, joined.inputs[0])
+        for k, node in enumerate((bottom.node, pts, geo.node)):
+            node.location = (-1800 + 150 * k, y)
+    tree[ACTORS_KEY] = _actor_stamp(specs)
+
+
 def ensure_trails(scene, specs=None) -> bpy.types.NodeTree:
     """The shared "EnvFX Snow Trails" group, built for the scene's actors and occluders and driven by its
-    settings. Rebuilt in place when the actors, their sizes or the occluder collection change; the actor
-    inputs of every modifier using it are driven by the actors' locations."""
+    settings. Rebuilt in place when the occluder collection changes; when only the actors or their sizes change,
+    just the actor part is rebuilt (the running trails stay). The actor inputs of every modifier using it are
+    driven by the actors' locations."""
     if specs is None:
         specs = actor_specs(scene)
     occ = scene.envfx.snow.occluders
     occ_name = occ.name if occ is not None else ""
-    tree = common.ensure_tree(GROUP_NAME, "GeometryNodeTree", _stamp(specs, occ_name),
-                              lambda t: _build(t, specs, occ_name))
+    tree = common.ensure_tree(GROUP_NAME, "GeometryNodeTree", _stamp(occ_name), lambda t: _build(t, occ_name))
+    if tree.get(ACTORS_KEY) != _actor_stamp(specs):
+        _build_actors(tree, specs)
     _drive(scene, tree)
     for obj in bpy.data.objects:
         for mod in obj.modifiers:
