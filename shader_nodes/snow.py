@@ -37,13 +37,14 @@ from . import common
 
 GROUP_NAME = "EnvFX Snow Trails"
 MATERIAL_NAME = "EnvFX Snow"
-VERSION = 16
+VERSION = 18
 STATE = "snow_trail"  # FLOAT2 attribute of the state cloud's points: (down, rim) of core.snow's trail state
 ACTORS_NODE = "Actors"  # the Join Geometry node of the actor points
 SLOT = "Slot "  # name prefix of the per-actor nodes (rebuilt in place by _build_actors)
 ACTORS_KEY = "envfx_snow_actors"  # the group's custom property: stamp of the actors it was built for
 KEYS_KEY = "envfx_snow_keys"  # the group's custom property: {actor name: key}
 CELLS = 128  # the lookup table that limits the nearest-path search to vertices near a path
+COARSE = 4  # cells per side of a block of the coarse table that limits the cells' nearest-path search
 
 # the displayed snow never goes below this fraction of its thickness (a thin layer stays on the ground, so the
 # snow and the terrain under it never fight for the same depth)
@@ -257,8 +258,6 @@ def _build(tree, occluders):
     new_rim = b.math("MAXIMUM", kept_rim, b.math("MULTIPLY", rim_s, inside), label="New Rim")
 
     thick_node = b.named("snow_thickness")
-    no_attr = b.math("SUBTRACT", 1.0, thick_node.outputs["Exists"], label="No Thickness")
-    thickness = b.math("MULTIPLY_ADD", no_attr, 1.0e6, thick_node.outputs["Attribute"], label="Thickness")
 
     # coarse lookup table: CELLS x CELLS cells over the snow's bounding box (object space), flagging the cells
     # a path (or an occluder) may reach; only the snow vertices in flagged cells evaluate the nearest-path
@@ -345,17 +344,22 @@ def _build(tree, occluders):
                               .outputs["Attribute"], 0, "FLOAT_VECTOR", label=f"Snow {name}")
 
     lo, cell, ext_z, mid_z = grid(start_bound("bound_min"), start_bound("bound_max"), "Snow")
+    def centres(n, size, tag):
+        """World XY centres (z = 0) of an n x n grid of cells of ``size`` over the snow's bounds, by index."""
+        gx = b.math("FLOORED_MODULO", index, float(n), label=f"{tag} X")
+        gy = b.math("FLOOR", b.math("DIVIDE", index, float(n)), label=f"{tag} Y")
+        centre_obj = b.combine_xyz(b.math("MULTIPLY_ADD", b.math("ADD", gx, 0.5), size, lo.outputs["X"]),
+                                   b.math("MULTIPLY_ADD", b.math("ADD", gy, 0.5), size, lo.outputs["Y"]), mid_z,
+                                   label=f"{tag} Centre")
+        world = b.node("FunctionNodeTransformPoint", f"{tag} Centre World")
+        b.link(centre_obj, world.inputs["Vector"])
+        b.link(matrix, world.inputs["Transform"])
+        return b.flat(world.outputs[0], tag), gx, gy
+
     table = b.node("GeometryNodePoints", "Cell Table")
     table.inputs["Count"].default_value = CELLS * CELLS
-    cx = b.math("FLOORED_MODULO", index, float(CELLS), label="Cell X")
-    cy = b.math("FLOOR", b.math("DIVIDE", index, float(CELLS)), label="Cell Y")
-    centre_obj = b.combine_xyz(b.math("MULTIPLY_ADD", b.math("ADD", cx, 0.5), cell, lo.outputs["X"]),
-                               b.math("MULTIPLY_ADD", b.math("ADD", cy, 0.5), cell, lo.outputs["Y"]), mid_z,
-                               label="Cell Centre")
-    centre_world = b.node("FunctionNodeTransformPoint", "Cell Centre World")
-    b.link(centre_obj, centre_world.inputs["Vector"])
-    b.link(matrix, centre_world.inputs["Transform"])
-    b.link(b.flat(centre_world.outputs[0], "Cell"), table.inputs["Position"])
+    centre, cx, cy = centres(CELLS, cell, "Cell")
+    b.link(centre, table.inputs["Position"])
 
     def axis_xy(vec, label):
         node = b.node("FunctionNodeTransformDirection", label)
@@ -369,20 +373,41 @@ def _build(tree, occluders):
     xy_reach = b.math("MAXIMUM", b.vmath("LENGTH", b.vmath("ADD", ax, ay)),
                       b.vmath("LENGTH", b.vmath("SUBTRACT", ax, ay)), label="Cell Diagonal")
     z_reach = b.vmath("LENGTH", axis_xy((0.0, 0.0, 1.0), "Axis Z"), label="Height Reach")
-    half_cell = b.math("MULTIPLY", b.math("ADD", b.math("MULTIPLY", cell, xy_reach),
-                                          b.math("MULTIPLY", ext_z, z_reach)), 0.5001, label="Half Cell")
+    z_half = b.math("MULTIPLY", ext_z, z_reach, label="Height Half")
+    half_cell = b.math("MULTIPLY", b.math("MULTIPLY_ADD", cell, xy_reach, z_half), 0.5001, label="Half Cell")
     stat = b.node("GeometryNodeAttributeStatistic", "Max Radius", data_type="FLOAT", domain="POINT")
     b.link(actors_now, stat.inputs["Geometry"])
     b.link(b.node("GeometryNodeInputRadius", "Actor Radius").outputs[0], stat.inputs["Attribute"])
-    reach_max = b.math("MULTIPLY_ADD", stat.outputs["Max"], b.math("ADD", values["Rim Width"], 1.0), half_cell,
-                       label="Reach + Half Cell")
-    prox = b.node("GeometryNodeProximity", "Path Proximity", target_element="EDGES")
-    b.link(paths, prox.inputs[0])
-    b.link(b.node("GeometryNodeInputPosition", "Cell Pos").outputs[0],
-           prox.inputs["Source Position" if "Source Position" in prox.inputs else "Sample Position"])
-    near_cell = b.math("LESS_THAN", prox.outputs["Distance"], reach_max, label="Near Cell")
+    reach = b.math("MULTIPLY", stat.outputs["Max"], b.math("ADD", values["Rim Width"], 1.0), label="Reach")
+    reach_max = b.math("ADD", reach, half_cell, label="Reach + Half Cell")
+
+    def path_distance(tag):
+        prox = b.node("GeometryNodeProximity", f"{tag} Proximity", target_element="EDGES")
+        b.link(paths, prox.inputs[0])
+        b.link(b.node("GeometryNodeInputPosition", f"{tag} Pos").outputs[0],
+               prox.inputs["Source Position" if "Source Position" in prox.inputs else "Sample Position"])
+        return prox.outputs["Distance"]
+
+    # first a coarse table (blocks of COARSE x COARSE cells, same test with the block's half diagonal): the
+    # cells' search runs only in the blocks near a path (a store evaluates its value for its selection only)
+    n_coarse = CELLS // COARSE
+    coarse = b.node("GeometryNodePoints", "Block Table")
+    coarse.inputs["Count"].default_value = n_coarse * n_coarse
+    b.link(centres(n_coarse, b.math("MULTIPLY", cell, float(COARSE), label="Block Size"), "Block")[0],
+           coarse.inputs["Position"])
+    half_block = b.math("MULTIPLY", b.math("MULTIPLY_ADD", b.math("MULTIPLY", cell, float(COARSE)), xy_reach, z_half),
+                        0.5001, label="Half Block")
+    block_geo = b.store(coarse.outputs[0], "near", b.math("LESS_THAN", path_distance("Block"),
+                                                          b.math("ADD", reach, half_block), label="Near Block"),
+                        data_type="BOOLEAN", label="Store Near Block")
+    block_of_cell = b.math("MULTIPLY_ADD", b.math("FLOOR", b.math("DIVIDE", cy, float(COARSE))), float(n_coarse),
+                           b.math("FLOOR", b.math("DIVIDE", cx, float(COARSE))), label="Block Of Cell")
+    in_near_block = b.sample_index(block_geo, b.named("near", "BOOLEAN", label="Read Near Block").outputs["Attribute"],
+                                   block_of_cell, "BOOLEAN", label="In Near Block")
+    near_cell = b.math("LESS_THAN", path_distance("Path"), reach_max, label="Near Cell")
     # booleans end to end: a float read as a selection would be converted vertex by vertex
-    table_geo = b.store(table.outputs[0], "near", near_cell, data_type="BOOLEAN", label="Store Near Cell")
+    table_geo = b.store(table.outputs[0], "near", near_cell, data_type="BOOLEAN", label="Store Near Cell",
+                        selection=in_near_block)
     if occluders:  # the cells an occluder's footprint may cover
         occ_prox = b.node("GeometryNodeProximity", "Occluder Proximity", target_element="FACES")
         b.link(occ_flat.outputs[0], occ_prox.inputs[0])
@@ -519,7 +544,14 @@ def _build(tree, occluders):
     sidx_out = b.named("sidx", "INT", label="Read Display Sorted").outputs["Attribute"]
     out = b.node("ShaderNodeSeparateXYZ", "Out State")
     b.link(b.named(STATE, data_type="FLOAT_VECTOR", label="Read Out State").outputs["Attribute"], out.inputs[0])
-    point_thickness = b.sample_index(sorted_out, thickness, sidx_out, label="Point Thickness")
+    # the raw attribute and its Exists flag are gathered (a computed field would be evaluated for every sorted
+    # point before the gather)
+    thick_sorted = b.named("snow_thickness", label="Read Sorted Thickness")
+    point_thickness = b.math(
+        "MULTIPLY_ADD", b.math("SUBTRACT", 1.0, b.sample_index(sorted_out, thick_sorted.outputs["Exists"], sidx_out,
+                                                                label="Point Has Thickness")),
+        1.0e6, b.sample_index(sorted_out, thick_sorted.outputs["Attribute"], sidx_out, label="Point Thickness Raw"),
+        label="Point Thickness")
     disp = b.math("MAXIMUM", b.math("SUBTRACT", out.outputs["Y"], out.outputs["X"]),
                   b.math("MULTIPLY", point_thickness, -GROUND_KEEP), label="Displacement")
     cam = b.node("GeometryNodeInputActiveCamera", "Camera")
