@@ -4,25 +4,31 @@
 
 - the actors are one point each (each actor of ``scene.envfx.snow.actors``: its world location from the
   modifier's "Actor i" input, driven by the actor's transform (``drive_modifier``), minus its bottom offset;
-  radius and depth as point attributes); ``ensure_trails`` rebuilds the group in place when the actors or
-  their sizes change (the stamp records them). Driving the modifier's inputs, not values inside the group,
-  keeps a frame from being a change of the group (which Blender would re-analyse every frame);
-- inside the zone the previous frame's actor points are the state "Actors"; a mesh of one edge per actor
-  (previous -> current bottom point, flattened to z = 0) is the path. A coarse table of cells (``CELLS``)
-  flags the cells a path (or an occluder) can reach;
+  radius, depth and a key (one per actor name) as point attributes). ``_build_actors`` rebuilds only this part
+  of the group, in place, when the actors or their sizes change (``ensure_trails``; the app handlers call it
+  through ``operators.snow.follow_actors`` at every frame change): the simulation zone is not touched, so the
+  trails already carved stay. Driving the modifier's inputs, not values inside the group, keeps a frame from
+  being a change of the group (which Blender would re-analyse every frame);
+- inside the zone the previous frame's actor points are the state "Actors", matched to this frame's by key
+  (actors come and go, their order changes; a new actor starts where it is); a mesh of one edge per actor
+  (previous -> current bottom point, flattened to z = 0) is the path. A table of cells (``CELLS`` x ``CELLS``
+  over the snow's bounds) flags the cells a path (or an occluder) can reach; the cells' proximity search runs
+  only in the blocks of a coarse table (``COARSE`` x ``COARSE`` cells a block) near a path;
 - the trail state is kept off the snow mesh (which passes the zone unchanged, so none of its 1M-vertex arrays
   is copied into the simulation's cache): when the simulation starts each vertex gets its cell (``snow_cell``)
   and its rank among its cell's vertices (``snow_slot``), and the vertices sorted by cell become the point
-  cloud "Sorted" (with per cell its first sorted point and vertex count, "Cells"); every frame the cells a
-  path or an occluder has ever reached are "held": the state "State" is a point cloud of the vertices of the
-  held cells, cell after cell (point attribute ``snow_trail`` = (down, rim); a point's vertex position is
-  gathered from "Sorted" only where the stamp or the occluders need it), and the state "Held" is the
-  cell table of block starts (``d1`` = start + 1, 0 = no state). The held vertices near a path run Sample
-  Nearest on the path edges (the actor whose path is nearest, as ``core.snow.stamp_points`` does), then the
-  stamp, vertical fade, persistence and occluders follow the core's formulas node for node;
-- after the zone the vertices of held cells read their state at block start + rank (two gathers, no search)
-  and move by ``max(rim - down, -0.98 snow_thickness)`` along world Z, faded out with the distance to the
-  active camera (the others have a zero state and stay).
+  cloud "Sorted" (with per cell its first sorted point and vertex count, "Cells"). The state "State" is a point
+  cloud of the vertices of the "held" cells (cells a path or an occluder has reached), cell after cell (point
+  attributes ``snow_trail`` = (down, rim), ``sidx`` = the vertex's sorted point, ``cell``); the state "Held" is
+  the cell table of block starts (``d1`` = start + 1, 0 = no state). A cell reached for the first time gets a
+  block appended; the blocks of cells held before stay where they are, so a frame's work is the stamp near this
+  frame's paths, not a rebuild of every cell ever held. The held points of the near cells run Sample Nearest on
+  the path edges (the actor whose path is nearest, as ``core.snow.stamp_points`` does; a point's vertex position
+  is gathered from "Sorted"), then the stamp, vertical fade, persistence and occluders follow the core's formulas
+  node for node;
+- after the zone each state point gets its offset ``max(rim - down, -0.98 snow_thickness)`` along world Z,
+  faded out with the distance to the active camera; the vertices of held cells read it at block start + rank
+  (two gathers, no search) and move by it (the others stay).
 
 Numbers the user tweaks (rim, fades, refill) are Value nodes driven by ``scene.envfx.snow``.
 """
