@@ -22,10 +22,11 @@
   attributes ``snow_trail`` = (down, rim), ``sidx`` = the vertex's sorted point, ``cell``); the state "Held" is
   the cell table of block starts (``d1`` = start + 1, 0 = no state). A cell reached for the first time gets a
   block appended; the blocks of cells held before stay where they are, so a frame's work is the stamp near this
-  frame's paths, not a rebuild of every cell ever held. The held points of the near cells run Sample Nearest on
-  the path edges (the actor whose path is nearest, as ``core.snow.stamp_points`` does; a point's vertex position
-  is gathered from "Sorted"), then the stamp, vertical fade, persistence and occluders follow the core's formulas
-  node for node;
+  frame's paths, not a rebuild of every cell ever held. The held points of the near cells take the actor whose
+  path is nearest (as ``core.snow.stamp_points`` does): the one nearest to their cell's centre when that path is
+  apart from every other (farther than twice the reach), else their own Sample Nearest on the path edges (a
+  point's vertex position is gathered from "Sorted"); then the stamp, vertical fade, persistence and occluders
+  follow the core's formulas node for node;
 - after the zone each state point gets its offset ``max(rim - down, -0.98 snow_thickness)`` along world Z,
   faded out with the distance to the active camera; the vertices of held cells read it at block start + rank
   (two gathers, no search) and move by it (the others stay).
@@ -43,7 +44,7 @@ from . import common
 
 GROUP_NAME = "EnvFX Snow Trails"
 MATERIAL_NAME = "EnvFX Snow"
-VERSION = 18
+VERSION = 19
 STATE = "snow_trail"  # FLOAT2 attribute of the state cloud's points: (down, rim) of core.snow's trail state
 ACTORS_NODE = "Actors"  # the Join Geometry node of the actor points
 SLOT = "Slot "  # name prefix of the per-actor nodes (rebuilt in place by _build_actors)
@@ -221,7 +222,8 @@ def _build(tree, occluders):
     nearest = b.node("GeometryNodeSampleNearest", "Nearest Path", domain="EDGE")
     b.link(paths, nearest.inputs["Geometry"])
     b.link(b.flat(P, "P"), nearest.inputs["Sample Position"])
-    e = nearest.outputs["Index"]
+    # the actor whose path is nearest (stored on the points near a path, see "Point Edge" below)
+    e = b.named("edge", "INT", label="Read Point Edge").outputs["Attribute"]
     A = b.sample_index(actors_before, pos_in, e, "FLOAT_VECTOR", label="A")
     B = b.sample_index(actors_now, pos_in, e, "FLOAT_VECTOR", label="B")
     R = b.sample_index(actors_now, b.node("GeometryNodeInputRadius", "Radius").outputs[0], e, label="R")
@@ -414,6 +416,37 @@ def _build(tree, occluders):
     # booleans end to end: a float read as a selection would be converted vertex by vertex
     table_geo = b.store(table.outputs[0], "near", near_cell, data_type="BOOLEAN", label="Store Near Cell",
                         selection=in_near_block)
+    # the path nearest to a near cell's centre; a path is "apart" when every other path is farther than twice
+    # the reach plus the cell's half diagonal from it: then that path is the nearest one for every point of the
+    # cell that any path can stamp, and those points need no nearest-path search of their own
+    cell_nearest = b.node("GeometryNodeSampleNearest", "Cell Nearest Path", domain="EDGE")
+    b.link(paths, cell_nearest.inputs["Geometry"])
+    b.link(b.node("GeometryNodeInputPosition", "Cell Centre Pos").outputs[0], cell_nearest.inputs["Sample Position"])
+    table_geo = b.store(table_geo, "edge", cell_nearest.outputs["Index"], data_type="INT", label="Store Cell Edge",
+                        selection=b.named("near", "BOOLEAN", label="Read Near For Edge").outputs["Attribute"])
+    before_pos = b.sample_index(actors_before, pos_in, index, "FLOAT_VECTOR", label="Before Here")
+    half_len = b.math("MULTIPLY", b.vmath("LENGTH", b.flat(b.vmath("SUBTRACT", pos_in, before_pos), "Step")), 0.5,
+                      label="Half Step")
+    mids = b.store(actors_now, "half", half_len, label="Store Half Step")
+    mids_set = b.node("GeometryNodeSetPosition", "Path Middles")
+    b.link(mids, mids_set.inputs["Geometry"])
+    b.link(b.flat(b.vmath("SCALE", b.vmath("ADD", pos_in, before_pos), scale=0.5), "Middle"),
+           mids_set.inputs["Position"])
+    mids = mids_set.outputs[0]
+    other = b.node("GeometryNodeIndexOfNearest", "Nearest Other Path")
+    b.link(pos_in, other.inputs["Position"])
+    half_r = b.named("half", label="Read Half Step").outputs["Attribute"]
+    max_half = b.node("GeometryNodeAttributeStatistic", "Longest Half Step", data_type="FLOAT", domain="POINT")
+    b.link(mids, max_half.inputs["Geometry"])
+    b.link(half_r, max_half.inputs["Attribute"])
+    gap = b.math("SUBTRACT", b.math("SUBTRACT", b.vmath("DISTANCE", pos_in, b.sample_index(
+        mids, pos_in, other.outputs["Index"], "FLOAT_VECTOR", label="Other Middle")), half_r), max_half.outputs["Max"],
+        label="Path Gap")
+    n_actors = size.outputs["Point Count"]
+    apart = b.boolean("OR", b.math("LESS_THAN", n_actors, 1.5, label="One Actor"),
+                      b.math("GREATER_THAN", gap, b.math("MULTIPLY", reach_max, 2.0), label="Far Apart"),
+                      label="Apart")
+    mids = b.store(mids, "apart", apart, data_type="BOOLEAN", label="Store Apart")
     if occluders:  # the cells an occluder's footprint may cover
         occ_prox = b.node("GeometryNodeProximity", "Occluder Proximity", target_element="FACES")
         b.link(occ_flat.outputs[0], occ_prox.inputs[0])
@@ -475,7 +508,7 @@ def _build(tree, occluders):
     new_geo = b.store(dup.outputs["Geometry"], "sidx",
                       b.math("ADD", b.named("start", "INT", label="Read Dup Start").outputs["Attribute"],
                              dup.outputs["Duplicate Index"]), data_type="INT", label="Store Sorted Index")
-    for name in ("near", "occ", "new", "start", "count", "d1", "radius"):
+    for name in ("near", "edge", "occ", "new", "start", "count", "d1", "radius"):
         if name == "occ" and not occluders:
             continue
         drop = b.node("GeometryNodeRemoveAttribute", f"Drop New {name}")
@@ -499,6 +532,14 @@ def _build(tree, occluders):
                       label="Store Held Thickness")
     near_pt = b.sample_index(table_geo, b.named("near", "BOOLEAN", label="Read Table Near").outputs["Attribute"],
                              point_cell, "BOOLEAN", label="Point Near")
+    cell_edge = b.sample_index(table_geo, b.named("edge", "INT", label="Read Table Edge").outputs["Attribute"],
+                               point_cell, "INT", label="Point Cell Edge")
+    apart_pt = b.sample_index(mids, b.named("apart", "BOOLEAN", label="Read Apart").outputs["Attribute"], cell_edge,
+                              "BOOLEAN", label="Point Path Apart")
+    geo = b.store(geo, "edge", cell_edge, data_type="INT", label="Store Point Edge",
+                  selection=b.boolean("AND", near_pt, apart_pt, label="Near Apart"))
+    geo = b.store(geo, "edge", nearest.outputs["Index"], data_type="INT", label="Store Point Nearest Edge",
+                  selection=b.boolean("AND", near_pt, b.boolean("NOT", apart_pt), label="Near Others"))
     # trails near the paths (down and rim stored together, both from the old state);
     # far from every path only the refill applies (the stamp is 0 there)
     stamped = b.store(geo, STATE, b.combine_xyz(new_down, new_rim, 0.0, label="New State"), data_type="FLOAT2",
@@ -537,7 +578,10 @@ def _build(tree, occluders):
                        label="Store Held Flag")
     b.link(snow_geo, sim_out.inputs["Geometry"])
     b.link(actors_now, sim_out.inputs["Actors"])
-    b.link(geo, sim_out.inputs["State"])
+    drop = b.node("GeometryNodeRemoveAttribute", "Drop edge")
+    b.link(geo, drop.inputs["Geometry"])
+    drop.inputs["Name"].default_value = "edge"
+    b.link(drop.outputs["Geometry"], sim_out.inputs["State"])
     b.link(held_geo, sim_out.inputs["Held"])
     b.link(sorted_pts, sim_out.inputs["Sorted"])
     b.link(cells_static, sim_out.inputs["Cells"])
