@@ -14,10 +14,40 @@ def on_load_post(*_args):
     wind_nodes.refresh_after_load()
 
 
+# --- snow: the live trails follow the actor collection ---
+
+@persistent
+def on_snow_follow_actors(scene, *_args):
+    """Actors added to or removed from the snow actor collection (or resized) change the live trails; cheap
+    when nothing changed."""
+    from .operators import snow as snow_ops
+
+    try:
+        snow_ops.follow_actors(scene)
+    except Exception as exc:  # a handler must never break playback
+        print(f"EnvFX: the snow trails could not follow the actors: {exc}")
+
+
+@persistent
+def on_snow_load_post(*_args):
+    from .operators import snow as snow_ops
+
+    snow_ops.forget_followed()
+
+
+SNOW_HANDLERS = (("frame_change_pre", on_snow_follow_actors), ("depsgraph_update_post", on_snow_follow_actors),
+                 ("load_post", on_snow_load_post))
+
+
 def register():
     bpy.app.handlers.load_post.append(on_load_post)
+    for name, fn in SNOW_HANDLERS:
+        getattr(bpy.app.handlers, name).append(fn)
 
 
 def unregister():
     if on_load_post in bpy.app.handlers.load_post:
         bpy.app.handlers.load_post.remove(on_load_post)
+    for name, fn in SNOW_HANDLERS:
+        if fn in getattr(bpy.app.handlers, name):
+            getattr(bpy.app.handlers, name).remove(fn)

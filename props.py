@@ -697,14 +697,21 @@ class EnvFXSnowSettings(PropertyGroup):
     )
 
 
+def _snow_actor_changed(self, context):
+    # the live trails follow the actors' sizes (handlers.py: measured again at the next update)
+    from .operators import snow as snow_ops
+
+    snow_ops.forget_followed()
+
+
 class EnvFXSnowObjectSettings(PropertyGroup):
     radius: FloatProperty(
         name="Snow Radius", description="Radius of the trail this actor carves (0 = from its size)",
-        default=0.0, min=0.0, subtype="DISTANCE",
+        default=0.0, min=0.0, subtype="DISTANCE", update=_snow_actor_changed,
     )
     depth: FloatProperty(
         name="Snow Depth", description="How deep this actor pushes the snow (0 = half its radius)",
-        default=0.0, min=0.0, subtype="DISTANCE",
+        default=0.0, min=0.0, subtype="DISTANCE", update=_snow_actor_changed,
     )
 
 

@@ -321,13 +321,59 @@ def add_trails(scene, objects) -> tuple[list, dict]:
     for obj in objects:
         if trails_modifiers(obj) and obj.name not in surfaces.objects:
             surfaces.objects.link(obj)
-    # actors get the snow_coverage attribute where they are in the snow
+    _give_coverage(scene, specs)
+    return [o.name for o in targets], skipped
+
+
+def _give_coverage(scene, specs):
+    """Actors get the snow_coverage attribute where they are in the snow."""
     coverage = snow_nodes.ensure_coverage(scene)
     for name, *_ in specs:
         actor = bpy.data.objects[name]
         if actor.type in COVERAGE_TYPES and actor.library is None and common.modifier_for(actor, coverage) is None:
             bridge.add_modifier_before_bend(actor, COVERAGE_MODIFIER, coverage)
-    return [o.name for o in targets], skipped
+
+
+# --- following the actors ---------------------------------------------------------------------------------
+# The app handlers (handlers.py) call follow_actors on every frame change and dependency-graph update: actors
+# added to or removed from the actor collection, or given another Snow Radius / Snow Depth, change the trails
+# without pressing Add Trails again. Cheap when nothing changed: the collection's object names (and the group's
+# actor stamp) are compared with what they were; the actors' sizes are measured again only after a change.
+
+_followed: dict = {}  # scene name -> signature of what the trails were last brought up to date with
+
+
+def forget_followed():
+    """After loading a file, or when an actor's Snow Radius / Snow Depth changes: check every scene again."""
+    _followed.clear()
+
+
+def _signature(scene, tree):
+    coll = scene.envfx.snow.actors
+    names = tuple(coll.all_objects.keys()) if coll is not None else ()
+    return (coll.name if coll is not None else "", names, tree.get(snow_nodes.ACTORS_KEY))
+
+
+def follow_actors(scene) -> bool:
+    """Bring the live trails up to date with ``scene``'s actor collection; True when they changed. Only the
+    actor part of the trails group is rebuilt: the trails already carved stay. An empty collection (or one
+    without usable actors) leaves the trails as they are, with no actor stamping."""
+    tree = bpy.data.node_groups.get(snow_nodes.GROUP_NAME)
+    if tree is None or tree.users == 0 or tree.library is not None:
+        return False
+    sig = _signature(scene, tree)
+    if _followed.get(scene.name) == sig:
+        return False
+    try:
+        specs = actor_specs(scene)[0]
+    except SnowInputError:
+        specs = []
+    changed = tree.get(snow_nodes.ACTORS_KEY) != snow_nodes._actor_stamp(specs)
+    if changed:
+        snow_nodes.ensure_trails(scene, specs)
+        _give_coverage(scene, specs)
+    _followed[scene.name] = _signature(scene, tree)
+    return changed
 
 
 def remove_trails(objects) -> list:

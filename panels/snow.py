@@ -2,6 +2,7 @@
 
 import bpy
 
+from ..shader_nodes import snow as snow_nodes
 from .main import EnvFXSubPanel
 
 
@@ -36,6 +37,7 @@ class VIEW3D_PT_envfx_snow(EnvFXSubPanel, bpy.types.Panel):
         for prop in ("rim_height", "rim_width", "fade_height", "refill_rate", "camera_fade_start",
                      "camera_fade_end", "coverage_melt_time"):
             col.prop(s, prop)
+        _trails_status(box, s)
         row = box.row(align=True)
         row.operator("envfx.snow_trails_add", icon="ADD")
         row.operator("envfx.snow_trails_remove", icon="REMOVE", text="Remove")
@@ -64,6 +66,21 @@ class VIEW3D_PT_envfx_snow(EnvFXSubPanel, bpy.types.Panel):
             box.label(text=f"{obj.name} as an actor", icon="OBJECT_DATA")
             box.prop(obj.envfx.snow, "radius")
             box.prop(obj.envfx.snow, "depth")
+
+
+def _trails_status(layout, s):
+    """What the live trails do now: they follow the actor collection by themselves (handlers.py)."""
+    tree = bpy.data.node_groups.get(snow_nodes.GROUP_NAME)
+    if tree is None or tree.users == 0:
+        return
+    n = len(tree.get(snow_nodes.KEYS_KEY) or {})
+    col = layout.column(align=True)
+    if n:
+        col.label(text=f"Trails follow {n} actor(s) of {s.actors.name if s.actors else 'no collection'}",
+                  icon="CHECKMARK")
+        col.label(text="Actors added, removed or resized apply at the next frame")
+    else:
+        col.label(text="No usable actor in the collection: nothing stamps", icon="ERROR")
 
 
 classes = (VIEW3D_PT_envfx_snow,)

@@ -4,25 +4,32 @@
 
 - the actors are one point each (each actor of ``scene.envfx.snow.actors``: its world location from the
   modifier's "Actor i" input, driven by the actor's transform (``drive_modifier``), minus its bottom offset;
-  radius and depth as point attributes); ``ensure_trails`` rebuilds the group in place when the actors or
-  their sizes change (the stamp records them). Driving the modifier's inputs, not values inside the group,
-  keeps a frame from being a change of the group (which Blender would re-analyse every frame);
-- inside the zone the previous frame's actor points are the state "Actors"; a mesh of one edge per actor
-  (previous -> current bottom point, flattened to z = 0) is the path. A coarse table of cells (``CELLS``)
-  flags the cells a path (or an occluder) can reach;
+  radius, depth and a key (one per actor name) as point attributes). ``_build_actors`` rebuilds only this part
+  of the group, in place, when the actors or their sizes change (``ensure_trails``; the app handlers call it
+  through ``operators.snow.follow_actors`` at every frame change): the simulation zone is not touched, so the
+  trails already carved stay. Driving the modifier's inputs, not values inside the group, keeps a frame from
+  being a change of the group (which Blender would re-analyse every frame);
+- inside the zone the previous frame's actor points are the state "Actors", matched to this frame's by key
+  (actors come and go, their order changes; a new actor starts where it is); a mesh of one edge per actor
+  (previous -> current bottom point, flattened to z = 0) is the path. A table of cells (``CELLS`` x ``CELLS``
+  over the snow's bounds) flags the cells a path (or an occluder) can reach; the cells' proximity search runs
+  only in the blocks of a coarse table (``COARSE`` x ``COARSE`` cells a block) near a path;
 - the trail state is kept off the snow mesh (which passes the zone unchanged, so none of its 1M-vertex arrays
   is copied into the simulation's cache): when the simulation starts each vertex gets its cell (``snow_cell``)
   and its rank among its cell's vertices (``snow_slot``), and the vertices sorted by cell become the point
-  cloud "Sorted" (with per cell its first sorted point and vertex count, "Cells"); every frame the cells a
-  path or an occluder has ever reached are "held": the state "State" is a point cloud of the vertices of the
-  held cells, cell after cell (point attribute ``snow_trail`` = (down, rim); a point's vertex position is
-  gathered from "Sorted" only where the stamp or the occluders need it), and the state "Held" is the
-  cell table of block starts (``d1`` = start + 1, 0 = no state). The held vertices near a path run Sample
-  Nearest on the path edges (the actor whose path is nearest, as ``core.snow.stamp_points`` does), then the
-  stamp, vertical fade, persistence and occluders follow the core's formulas node for node;
-- after the zone the vertices of held cells read their state at block start + rank (two gathers, no search)
-  and move by ``max(rim - down, -0.98 snow_thickness)`` along world Z, faded out with the distance to the
-  active camera (the others have a zero state and stay).
+  cloud "Sorted" (with per cell its first sorted point and vertex count, "Cells"). The state "State" is a point
+  cloud of the vertices of the "held" cells (cells a path or an occluder has reached), cell after cell (point
+  attributes ``snow_trail`` = (down, rim), ``sidx`` = the vertex's sorted point, ``cell``); the state "Held" is
+  the cell table of block starts (``d1`` = start + 1, 0 = no state). A cell reached for the first time gets a
+  block appended; the blocks of cells held before stay where they are, so a frame's work is the stamp near this
+  frame's paths, not a rebuild of every cell ever held. The held points of the near cells take the actor whose
+  path is nearest (as ``core.snow.stamp_points`` does): the one nearest to their cell's centre when that path is
+  apart from every other (farther than twice the reach), else their own Sample Nearest on the path edges (a
+  point's vertex position is gathered from "Sorted"); then the stamp, vertical fade, persistence and occluders
+  follow the core's formulas node for node;
+- after the zone each state point gets its offset ``max(rim - down, -0.98 snow_thickness)`` along world Z,
+  faded out with the distance to the active camera; the vertices of held cells read it at block start + rank
+  (two gathers, no search) and move by it (the others stay).
 
 Numbers the user tweaks (rim, fades, refill) are Value nodes driven by ``scene.envfx.snow``.
 """
@@ -37,9 +44,14 @@ from . import common
 
 GROUP_NAME = "EnvFX Snow Trails"
 MATERIAL_NAME = "EnvFX Snow"
-VERSION = 14
+VERSION = 19
 STATE = "snow_trail"  # FLOAT2 attribute of the state cloud's points: (down, rim) of core.snow's trail state
+ACTORS_NODE = "Actors"  # the Join Geometry node of the actor points
+SLOT = "Slot "  # name prefix of the per-actor nodes (rebuilt in place by _build_actors)
+ACTORS_KEY = "envfx_snow_actors"  # the group's custom property: stamp of the actors it was built for
+KEYS_KEY = "envfx_snow_keys"  # the group's custom property: {actor name: key}
 CELLS = 128  # the lookup table that limits the nearest-path search to vertices near a path
+COARSE = 4  # cells per side of a block of the coarse table that limits the cells' nearest-path search
 
 # the displayed snow never goes below this fraction of its thickness (a thin layer stays on the ground, so the
 # snow and the terrain under it never fight for the same depth)
@@ -62,9 +74,14 @@ def actor_specs(scene):
     return snow_ops.actor_specs(scene)[0]
 
 
-def _stamp(specs, occluders_name: str) -> str:
-    text = repr([(n, round(r, 6), round(d, 6), round(o, 6)) for n, r, d, o in specs]) + "|" + occluders_name
-    return f"{VERSION}:" + hashlib.sha1(text.encode()).hexdigest()[:16]
+def _stamp(occluders_name: str) -> str:
+    return f"{VERSION}:" + hashlib.sha1(occluders_name.encode()).hexdigest()[:16]
+
+
+def _actor_stamp(specs) -> str:
+    """What the actor part of the group was built for: the actors' names, radii, depths and bottom offsets."""
+    text = repr([(n, round(r, 6), round(d, 6), round(o, 6)) for n, r, d, o in specs])
+    return hashlib.sha1(text.encode()).hexdigest()[:16]
 
 
 class SnowBuilder(common.Builder):
@@ -100,39 +117,31 @@ class SnowBuilder(common.Builder):
     def clamp01(self, value, label=""):
         return self.math("ADD", value, 0.0, label=label, use_clamp=True)
 
+    def compare(self, operation, a, b, data_type="INT", label=""):
+        node = self.node("FunctionNodeCompare", label, data_type=data_type, operation=operation)
+        sockets = [s for s in node.inputs if s.enabled] if data_type != "FLOAT" else list(node.inputs)[:2]
+        self._feed(sockets[0], a)
+        self._feed(sockets[1], b)
+        return node.outputs[0]
+
     def flat(self, vec, label=""):
         return self.vmath("MULTIPLY", vec, self.vector(label + " Flatten", (1.0, 1.0, 0.0)), label=label)
 
 
-def _build(tree, specs, occluders):
+def _build(tree, occluders):
     b = SnowBuilder(tree)
     common.socket(tree, "Geometry", "INPUT", "NodeSocketGeometry")
     common.socket(tree, "Geometry", "OUTPUT", "NodeSocketGeometry")
-    panel = tree.interface.new_panel("Actors", default_closed=True)
-    for i, (name, *_) in enumerate(specs):
-        tree.interface.new_socket(name=actor_input(i), in_out="INPUT", socket_type="NodeSocketVector",
-                                  description=f"World location of actor {name} (driven)", parent=panel)
+    tree.interface.new_panel("Actors", default_closed=True)
+    tree.pop(ACTORS_KEY, None)  # the actors are built by _build_actors
     group_in = b.node("NodeGroupInput", "Group Input", location=(-2000, 0))
     group_out = b.node("NodeGroupOutput", "Group Output", location=(3000, 0))
     values = {label: b.value(label, 0.0) for label in DRIVEN}
     for i, label in enumerate(DRIVEN):
         values[label].node.location = (-2000, -200 - 90 * i)
 
-    # actors: one point per actor at its bottom, with radius and depth
-    joined = b.node("GeometryNodeJoinGeometry", "Actors", location=(-1400, 600))
-    for i, (_name, radius, depth, offset) in enumerate(specs):
-        # the location comes through drivers on the modifier's inputs (transform only): an Object Info node
-        # would make the snow depend on the actor's geometry, and the actor's snow coverage depends on the snow;
-        # a driven value inside the group would make every frame a change of the group (re-analysed each frame)
-        loc = group_in.outputs[actor_input(i)]
-        bottom = b.vmath("SUBTRACT", loc, b.vector(f"Actor {i} Offset", (0.0, 0.0, offset)),
-                         label=f"Actor {i} Bottom")
-        pts = b.node("GeometryNodePoints", f"Actor {i} Point")
-        pts.inputs["Count"].default_value = 1
-        b.link(bottom, pts.inputs["Position"])
-        pts.inputs["Radius"].default_value = radius
-        geo = b.store(pts.outputs[0], "depth", depth, label=f"Actor {i} Depth")
-        b.link(geo, joined.inputs[0])
+    # actors: one point per actor at its bottom, with radius, depth and key (_build_actors adds them)
+    joined = b.node("GeometryNodeJoinGeometry", ACTORS_NODE, location=(-1400, 600))
     actors_now = joined.outputs[0]
 
     # occluders: their top-down footprint (flattened to z = 0)
@@ -170,6 +179,26 @@ def _build(tree, specs, occluders):
     actors_prev = sim_in.outputs["Actors"]
     dt = sim_in.outputs["Delta Time"]
 
+    # the actors' previous points matched by key (actors come and go while the simulation runs, and their order
+    # changes): "Actors Before" has the points of "Actors" at their previous positions; an actor that was not
+    # there the frame before starts where it is
+    key_read = b.named("key", "INT", label="Read Actor Key").outputs["Attribute"]
+    keyed_prev = b.node("GeometryNodeSetPosition", "Previous By Key")
+    b.link(actors_prev, keyed_prev.inputs["Geometry"])
+    b.link(b.combine_xyz(key_read, 0.0, 0.0, label="Key Position"), keyed_prev.inputs["Position"])
+    same_key = b.node("GeometryNodeSampleNearest", "Same Key", domain="POINT")
+    b.link(keyed_prev.outputs[0], same_key.inputs["Geometry"])
+    b.link(b.combine_xyz(key_read, 0.0, 0.0, label="Key Sample"), same_key.inputs["Sample Position"])
+    j_prev = same_key.outputs["Index"]
+    was_there = b.compare("EQUAL", b.sample_index(actors_prev, key_read, j_prev, "INT", label="Previous Key"),
+                          key_read, label="Was There")
+    matched = b.node("GeometryNodeSetPosition", "Actors Before")
+    b.link(actors_now, matched.inputs["Geometry"])
+    b.link(was_there, matched.inputs["Selection"])
+    b.link(b.sample_index(actors_prev, b.node("GeometryNodeInputPosition", "Previous Pos").outputs[0], j_prev,
+                          "FLOAT_VECTOR", label="Previous Position"), matched.inputs["Position"])
+    actors_before = matched.outputs[0]
+
     # path mesh: vertex 2i = previous bottom of actor i, 2i+1 = current; edge i joins them
     size = b.node("GeometryNodeAttributeDomainSize", "Actor Count", component="POINTCLOUD")
     b.link(actors_now, size.inputs[0])
@@ -179,7 +208,7 @@ def _build(tree, specs, occluders):
     actor_of_vertex = b.math("FLOOR", b.math("DIVIDE", index, 2.0), label="Actor Of Vertex")
     is_cur = b.math("FLOORED_MODULO", index, 2.0, label="Is Current")
     pos_in = b.node("GeometryNodeInputPosition", "Actor Pos").outputs[0]
-    prev_v = b.sample_index(actors_prev, pos_in, actor_of_vertex, "FLOAT_VECTOR", label="Path Prev")
+    prev_v = b.sample_index(actors_before, pos_in, actor_of_vertex, "FLOAT_VECTOR", label="Path Prev")
     cur_v = b.sample_index(actors_now, pos_in, actor_of_vertex, "FLOAT_VECTOR", label="Path Cur")
     path_pos = b.vmath("ADD", prev_v, b.vmath("SCALE", b.vmath("SUBTRACT", cur_v, prev_v), scale=is_cur), label="Path")
     set_path = b.node("GeometryNodeSetPosition", "Path Set")
@@ -193,8 +222,9 @@ def _build(tree, specs, occluders):
     nearest = b.node("GeometryNodeSampleNearest", "Nearest Path", domain="EDGE")
     b.link(paths, nearest.inputs["Geometry"])
     b.link(b.flat(P, "P"), nearest.inputs["Sample Position"])
-    e = nearest.outputs["Index"]
-    A = b.sample_index(actors_prev, pos_in, e, "FLOAT_VECTOR", label="A")
+    # the actor whose path is nearest (stored on the points near a path, see "Point Edge" below)
+    e = b.named("edge", "INT", label="Read Point Edge").outputs["Attribute"]
+    A = b.sample_index(actors_before, pos_in, e, "FLOAT_VECTOR", label="A")
     B = b.sample_index(actors_now, pos_in, e, "FLOAT_VECTOR", label="B")
     R = b.sample_index(actors_now, b.node("GeometryNodeInputRadius", "Radius").outputs[0], e, label="R")
     D = b.sample_index(actors_now, b.named("depth").outputs["Attribute"], e, label="D")
@@ -236,8 +266,6 @@ def _build(tree, specs, occluders):
     new_rim = b.math("MAXIMUM", kept_rim, b.math("MULTIPLY", rim_s, inside), label="New Rim")
 
     thick_node = b.named("snow_thickness")
-    no_attr = b.math("SUBTRACT", 1.0, thick_node.outputs["Exists"], label="No Thickness")
-    thickness = b.math("MULTIPLY_ADD", no_attr, 1.0e6, thick_node.outputs["Attribute"], label="Thickness")
 
     # coarse lookup table: CELLS x CELLS cells over the snow's bounding box (object space), flagging the cells
     # a path (or an occluder) may reach; only the snow vertices in flagged cells evaluate the nearest-path
@@ -324,17 +352,22 @@ def _build(tree, specs, occluders):
                               .outputs["Attribute"], 0, "FLOAT_VECTOR", label=f"Snow {name}")
 
     lo, cell, ext_z, mid_z = grid(start_bound("bound_min"), start_bound("bound_max"), "Snow")
+    def centres(n, size, tag):
+        """World XY centres (z = 0) of an n x n grid of cells of ``size`` over the snow's bounds, by index."""
+        gx = b.math("FLOORED_MODULO", index, float(n), label=f"{tag} X")
+        gy = b.math("FLOOR", b.math("DIVIDE", index, float(n)), label=f"{tag} Y")
+        centre_obj = b.combine_xyz(b.math("MULTIPLY_ADD", b.math("ADD", gx, 0.5), size, lo.outputs["X"]),
+                                   b.math("MULTIPLY_ADD", b.math("ADD", gy, 0.5), size, lo.outputs["Y"]), mid_z,
+                                   label=f"{tag} Centre")
+        world = b.node("FunctionNodeTransformPoint", f"{tag} Centre World")
+        b.link(centre_obj, world.inputs["Vector"])
+        b.link(matrix, world.inputs["Transform"])
+        return b.flat(world.outputs[0], tag), gx, gy
+
     table = b.node("GeometryNodePoints", "Cell Table")
     table.inputs["Count"].default_value = CELLS * CELLS
-    cx = b.math("FLOORED_MODULO", index, float(CELLS), label="Cell X")
-    cy = b.math("FLOOR", b.math("DIVIDE", index, float(CELLS)), label="Cell Y")
-    centre_obj = b.combine_xyz(b.math("MULTIPLY_ADD", b.math("ADD", cx, 0.5), cell, lo.outputs["X"]),
-                               b.math("MULTIPLY_ADD", b.math("ADD", cy, 0.5), cell, lo.outputs["Y"]), mid_z,
-                               label="Cell Centre")
-    centre_world = b.node("FunctionNodeTransformPoint", "Cell Centre World")
-    b.link(centre_obj, centre_world.inputs["Vector"])
-    b.link(matrix, centre_world.inputs["Transform"])
-    b.link(b.flat(centre_world.outputs[0], "Cell"), table.inputs["Position"])
+    centre, cx, cy = centres(CELLS, cell, "Cell")
+    b.link(centre, table.inputs["Position"])
 
     def axis_xy(vec, label):
         node = b.node("FunctionNodeTransformDirection", label)
@@ -348,20 +381,72 @@ def _build(tree, specs, occluders):
     xy_reach = b.math("MAXIMUM", b.vmath("LENGTH", b.vmath("ADD", ax, ay)),
                       b.vmath("LENGTH", b.vmath("SUBTRACT", ax, ay)), label="Cell Diagonal")
     z_reach = b.vmath("LENGTH", axis_xy((0.0, 0.0, 1.0), "Axis Z"), label="Height Reach")
-    half_cell = b.math("MULTIPLY", b.math("ADD", b.math("MULTIPLY", cell, xy_reach),
-                                          b.math("MULTIPLY", ext_z, z_reach)), 0.5001, label="Half Cell")
+    z_half = b.math("MULTIPLY", ext_z, z_reach, label="Height Half")
+    half_cell = b.math("MULTIPLY", b.math("MULTIPLY_ADD", cell, xy_reach, z_half), 0.5001, label="Half Cell")
     stat = b.node("GeometryNodeAttributeStatistic", "Max Radius", data_type="FLOAT", domain="POINT")
     b.link(actors_now, stat.inputs["Geometry"])
     b.link(b.node("GeometryNodeInputRadius", "Actor Radius").outputs[0], stat.inputs["Attribute"])
-    reach_max = b.math("MULTIPLY_ADD", stat.outputs["Max"], b.math("ADD", values["Rim Width"], 1.0), half_cell,
-                       label="Reach + Half Cell")
-    prox = b.node("GeometryNodeProximity", "Path Proximity", target_element="EDGES")
-    b.link(paths, prox.inputs[0])
-    b.link(b.node("GeometryNodeInputPosition", "Cell Pos").outputs[0],
-           prox.inputs["Source Position" if "Source Position" in prox.inputs else "Sample Position"])
-    near_cell = b.math("LESS_THAN", prox.outputs["Distance"], reach_max, label="Near Cell")
+    reach = b.math("MULTIPLY", stat.outputs["Max"], b.math("ADD", values["Rim Width"], 1.0), label="Reach")
+    reach_max = b.math("ADD", reach, half_cell, label="Reach + Half Cell")
+
+    def path_distance(tag):
+        prox = b.node("GeometryNodeProximity", f"{tag} Proximity", target_element="EDGES")
+        b.link(paths, prox.inputs[0])
+        b.link(b.node("GeometryNodeInputPosition", f"{tag} Pos").outputs[0],
+               prox.inputs["Source Position" if "Source Position" in prox.inputs else "Sample Position"])
+        return prox.outputs["Distance"]
+
+    # first a coarse table (blocks of COARSE x COARSE cells, same test with the block's half diagonal): the
+    # cells' search runs only in the blocks near a path (a store evaluates its value for its selection only)
+    n_coarse = CELLS // COARSE
+    coarse = b.node("GeometryNodePoints", "Block Table")
+    coarse.inputs["Count"].default_value = n_coarse * n_coarse
+    b.link(centres(n_coarse, b.math("MULTIPLY", cell, float(COARSE), label="Block Size"), "Block")[0],
+           coarse.inputs["Position"])
+    half_block = b.math("MULTIPLY", b.math("MULTIPLY_ADD", b.math("MULTIPLY", cell, float(COARSE)), xy_reach, z_half),
+                        0.5001, label="Half Block")
+    block_geo = b.store(coarse.outputs[0], "near", b.math("LESS_THAN", path_distance("Block"),
+                                                          b.math("ADD", reach, half_block), label="Near Block"),
+                        data_type="BOOLEAN", label="Store Near Block")
+    block_of_cell = b.math("MULTIPLY_ADD", b.math("FLOOR", b.math("DIVIDE", cy, float(COARSE))), float(n_coarse),
+                           b.math("FLOOR", b.math("DIVIDE", cx, float(COARSE))), label="Block Of Cell")
+    in_near_block = b.sample_index(block_geo, b.named("near", "BOOLEAN", label="Read Near Block").outputs["Attribute"],
+                                   block_of_cell, "BOOLEAN", label="In Near Block")
+    near_cell = b.math("LESS_THAN", path_distance("Path"), reach_max, label="Near Cell")
     # booleans end to end: a float read as a selection would be converted vertex by vertex
-    table_geo = b.store(table.outputs[0], "near", near_cell, data_type="BOOLEAN", label="Store Near Cell")
+    table_geo = b.store(table.outputs[0], "near", near_cell, data_type="BOOLEAN", label="Store Near Cell",
+                        selection=in_near_block)
+    # the path nearest to a near cell's centre; a path is "apart" when every other path is farther than twice
+    # the reach plus the cell's half diagonal from it: then that path is the nearest one for every point of the
+    # cell that any path can stamp, and those points need no nearest-path search of their own
+    cell_nearest = b.node("GeometryNodeSampleNearest", "Cell Nearest Path", domain="EDGE")
+    b.link(paths, cell_nearest.inputs["Geometry"])
+    b.link(b.node("GeometryNodeInputPosition", "Cell Centre Pos").outputs[0], cell_nearest.inputs["Sample Position"])
+    table_geo = b.store(table_geo, "edge", cell_nearest.outputs["Index"], data_type="INT", label="Store Cell Edge",
+                        selection=b.named("near", "BOOLEAN", label="Read Near For Edge").outputs["Attribute"])
+    before_pos = b.sample_index(actors_before, pos_in, index, "FLOAT_VECTOR", label="Before Here")
+    half_len = b.math("MULTIPLY", b.vmath("LENGTH", b.flat(b.vmath("SUBTRACT", pos_in, before_pos), "Step")), 0.5,
+                      label="Half Step")
+    mids = b.store(actors_now, "half", half_len, label="Store Half Step")
+    mids_set = b.node("GeometryNodeSetPosition", "Path Middles")
+    b.link(mids, mids_set.inputs["Geometry"])
+    b.link(b.flat(b.vmath("SCALE", b.vmath("ADD", pos_in, before_pos), scale=0.5), "Middle"),
+           mids_set.inputs["Position"])
+    mids = mids_set.outputs[0]
+    other = b.node("GeometryNodeIndexOfNearest", "Nearest Other Path")
+    b.link(pos_in, other.inputs["Position"])
+    half_r = b.named("half", label="Read Half Step").outputs["Attribute"]
+    max_half = b.node("GeometryNodeAttributeStatistic", "Longest Half Step", data_type="FLOAT", domain="POINT")
+    b.link(mids, max_half.inputs["Geometry"])
+    b.link(half_r, max_half.inputs["Attribute"])
+    gap = b.math("SUBTRACT", b.math("SUBTRACT", b.vmath("DISTANCE", pos_in, b.sample_index(
+        mids, pos_in, other.outputs["Index"], "FLOAT_VECTOR", label="Other Middle")), half_r), max_half.outputs["Max"],
+        label="Path Gap")
+    n_actors = size.outputs["Point Count"]
+    apart = b.boolean("OR", b.math("LESS_THAN", n_actors, 1.5, label="One Actor"),
+                      b.math("GREATER_THAN", gap, b.math("MULTIPLY", reach_max, 2.0), label="Far Apart"),
+                      label="Apart")
+    mids = b.store(mids, "apart", apart, data_type="BOOLEAN", label="Store Apart")
     if occluders:  # the cells an occluder's footprint may cover
         occ_prox = b.node("GeometryNodeProximity", "Occluder Proximity", target_element="FACES")
         b.link(occ_flat.outputs[0], occ_prox.inputs[0])
@@ -387,46 +472,74 @@ def _build(tree, specs, occluders):
     count = ival(cells_static, "count", index, "Cell Count")
     start = ival(cells_static, "start", index, "Cell Start")
     d1_old = ival(held_prev, "d1", index, "Old Block")
-    cand_cell = b.boolean("OR", near_cell, occ_cell, label="Candidate Cell") if occluders else near_cell
-    held = b.boolean("OR", b.math("GREATER_THAN", d1_old, 0.0, label="Was Held"),
-                     b.boolean("AND", cand_cell, b.math("GREATER_THAN", count, 0.0, label="Has Vertices")),
-                     label="Held")
-    table_geo = b.store(table_geo, "held", held, data_type="BOOLEAN", label="Store Held")
-    table_geo = b.store(table_geo, "d1_old", d1_old, data_type="INT", label="Store Old Block")
+    # the flags stored above are read back (a field used by two stores would be evaluated twice: the proximity
+    # search is the table's main cost)
+    cand_cell = b.named("near", "BOOLEAN", label="Read Near Cell").outputs["Attribute"]
+    if occluders:
+        cand_cell = b.boolean("OR", cand_cell, b.named("occ", "BOOLEAN", label="Read Occ Cell").outputs["Attribute"],
+                              label="Candidate Cell")
+    # the state grows by whole cells: a cell a path (or an occluder) reaches for the first time gets a block
+    # appended to the state cloud; the blocks of the cells held before stay where they are (so the per-frame work
+    # is the stamp near this frame's paths, not a rebuild of every cell ever held)
+    new_cell = b.boolean("AND", b.boolean("AND", cand_cell, b.math("GREATER_THAN", count, 0.0, label="Has Vertices")),
+                         b.math("LESS_THAN", d1_old, 0.5, label="Not Held"), label="New Cell")
+    table_geo = b.store(table_geo, "new", new_cell, data_type="BOOLEAN", label="Store New")
     table_geo = b.store(table_geo, "start", start, data_type="INT", label="Store Start")
     table_geo = b.store(table_geo, "count", count, data_type="INT", label="Store Count")
-    held_r = b.named("held", "BOOLEAN", label="Read Held").outputs["Attribute"]
-    held_count = b.math("MULTIPLY", held_r, b.named("count", "INT", label="Read Count").outputs["Attribute"],
-                        label="Held Count")
+    table_geo = b.store(table_geo, "cell", index, data_type="INT", label="Store Cell Index")
+    new_r = b.named("new", "BOOLEAN", label="Read New").outputs["Attribute"]
+    new_count = b.math("MULTIPLY", new_r, b.named("count", "INT", label="Read Count").outputs["Attribute"],
+                       label="New Count")
     acc = b.node("GeometryNodeAccumulateField", "Block Starts", data_type="INT", domain="POINT")
-    b.link(held_count, acc.inputs[0])
-    d1_new = b.math("MULTIPLY", held_r, b.math("ADD", b.math("SUBTRACT", acc.outputs["Leading"], held_count), 1.0),
-                    label="New Block")
+    b.link(new_count, acc.inputs[0])
+    old_size = b.node("GeometryNodeAttributeDomainSize", "Old State Size", component="POINTCLOUD")
+    b.link(state_prev, old_size.inputs[0])
+    old_total = old_size.outputs["Point Count"]
+    # d1 = block start + 1 in the state cloud (0 = no state); new blocks start after the old cloud
+    new_d1 = b.math("ADD", b.math("SUBTRACT", acc.outputs["Leading"], new_count), b.math("ADD", old_total, 1.0),
+                    label="New Block Start")
+    d1_new = b.math("ADD", d1_old, b.math("MULTIPLY", new_r, new_d1), label="Block")
     table_geo = b.store(table_geo, "d1", d1_new, data_type="INT", label="Store Block")
-    dup = b.node("GeometryNodeDuplicateElements", "Held Vertices", domain="POINT")
+    dup = b.node("GeometryNodeDuplicateElements", "New Vertices", domain="POINT")
     b.link(table_geo, dup.inputs["Geometry"])
-    b.link(held_r, dup.inputs["Selection"])
+    b.link(new_r, dup.inputs["Selection"])
     b.link(b.named("count", "INT", label="Read Dup Count").outputs["Attribute"], dup.inputs["Amount"])
-    # a held point's rank in its cell: its index from its block's start (d1 - 1)
-    slot = b.math("ADD", b.math("SUBTRACT", index, b.named("d1", "INT", label="Read Dup Block").outputs["Attribute"]),
-                  1.0, label="Slot")
-    sidx = b.math("ADD", b.named("start", "INT", label="Read Dup Start").outputs["Attribute"], slot, label="Sorted")
-    # the points sit at their cells' centres; P (the vertex's world position) is gathered where it is needed
-    # (the stamp of the points near a path, the occluders)
+    # a new point's rank in its cell is its duplicate index: its vertex is the sorted point start + rank
+    new_geo = b.store(dup.outputs["Geometry"], "sidx",
+                      b.math("ADD", b.named("start", "INT", label="Read Dup Start").outputs["Attribute"],
+                             dup.outputs["Duplicate Index"]), data_type="INT", label="Store Sorted Index")
+    for name in ("near", "edge", "occ", "new", "start", "count", "d1", "radius"):
+        if name == "occ" and not occluders:
+            continue
+        drop = b.node("GeometryNodeRemoveAttribute", f"Drop New {name}")
+        b.link(new_geo, drop.inputs["Geometry"])
+        drop.inputs["Name"].default_value = name
+        new_geo = drop.outputs["Geometry"]
+    # the old cloud (points: STATE, sidx = sorted vertex index, cell) with the new blocks (zero state) after it
+    grown = b.node("GeometryNodeJoinGeometry", "State Grown")
+    b.link(new_geo, grown.inputs[0])
+    b.link(state_prev, grown.inputs[0])  # join order: the last link comes first
+    geo = grown.outputs[0]
+    sidx = b.named("sidx", "INT", label="Read Point Sorted").outputs["Attribute"]
+    point_cell = b.named("cell", "INT", label="Read Point Cell").outputs["Attribute"]
+    # P (the vertex's world position) is gathered where it is needed (the stamp of the points near a path, the
+    # occluders)
     b.link(b.sample_index(sorted_pts, b.node("GeometryNodeInputPosition", "Sorted Pos").outputs[0], sidx,
                           "FLOAT_VECTOR", label="Vertex Position"), to_world.inputs["Vector"])
-    geo = dup.outputs["Geometry"]
     if occluders:  # the occluders hold the snow down to its thickness
         geo = b.store(geo, "snow_thickness",
                       b.sample_index(sorted_pts, thick_node.outputs["Attribute"], sidx, label="Vertex Thickness"),
                       label="Store Held Thickness")
-    d1o = b.named("d1_old", "INT", label="Read Dup Old Block").outputs["Attribute"]
-    old_at = b.sample_index(state_prev, b.named(STATE, data_type="FLOAT_VECTOR", label="Read Old Cloud")
-                            .outputs["Attribute"], b.math("ADD", b.math("SUBTRACT", d1o, 1.0), slot),
-                            "FLOAT_VECTOR", label="Old State At")
-    old_at = b.vmath("SCALE", old_at, scale=b.math("GREATER_THAN", d1o, 0.0), label="Old State Held")
-    geo = b.store(geo, STATE, old_at, data_type="FLOAT2", label="Store Old State")
-    near_pt = b.named("near", "BOOLEAN", label="Read Point Near").outputs["Attribute"]
+    near_pt = b.sample_index(table_geo, b.named("near", "BOOLEAN", label="Read Table Near").outputs["Attribute"],
+                             point_cell, "BOOLEAN", label="Point Near")
+    cell_edge = b.sample_index(table_geo, b.named("edge", "INT", label="Read Table Edge").outputs["Attribute"],
+                               point_cell, "INT", label="Point Cell Edge")
+    apart_pt = b.sample_index(mids, b.named("apart", "BOOLEAN", label="Read Apart").outputs["Attribute"], cell_edge,
+                              "BOOLEAN", label="Point Path Apart")
+    geo = b.store(geo, "edge", cell_edge, data_type="INT", label="Store Point Edge",
+                  selection=b.boolean("AND", near_pt, apart_pt, label="Near Apart"))
+    geo = b.store(geo, "edge", nearest.outputs["Index"], data_type="INT", label="Store Point Nearest Edge",
+                  selection=b.boolean("AND", near_pt, b.boolean("NOT", apart_pt), label="Near Others"))
     # trails near the paths (down and rim stored together, both from the old state);
     # far from every path only the refill applies (the stamp is 0 there)
     stamped = b.store(geo, STATE, b.combine_xyz(new_down, new_rim, 0.0, label="New State"), data_type="FLOAT2",
@@ -441,7 +554,8 @@ def _build(tree, specs, occluders):
     b.link(decayed, refilling.inputs["True"])
     geo = refilling.outputs[0]
     if occluders:
-        occ_pt = b.named("occ", "BOOLEAN", label="Read Point Occ").outputs["Attribute"]
+        occ_pt = b.sample_index(table_geo, b.named("occ", "BOOLEAN", label="Read Table Occ").outputs["Attribute"],
+                                point_cell, "BOOLEAN", label="Point Occ")
         occ_any = b.node("GeometryNodeAttributeStatistic", "Any Occ Cell", data_type="FLOAT", domain="POINT")
         b.link(table_geo, occ_any.inputs["Geometry"])
         b.link(b.named("occ", "FLOAT", label="Read Occ Flag").outputs["Attribute"], occ_any.inputs["Attribute"])
@@ -449,44 +563,47 @@ def _build(tree, specs, occluders):
         b.link(b.math("GREATER_THAN", occ_any.outputs["Max"], 0.5), occluding.inputs["Switch"])
         b.link(geo, occluding.inputs["False"])
         b.link(_occluder_stores(b, geo, occ_flat, P, thick_node, occ_pt), occluding.inputs["True"])
-        geo = occluding.outputs[0]
-    # the cache keeps the state and the block table only
-    for name in ("near", "occ", "held", "d1_old", "start", "count", "d1", "snow_thickness", "radius"):
-        if name in ("occ", "snow_thickness") and not occluders:
-            continue
-        drop = b.node("GeometryNodeRemoveAttribute", f"Drop {name}")
-        b.link(geo, drop.inputs["Geometry"])
-        drop.inputs["Name"].default_value = name
+        drop = b.node("GeometryNodeRemoveAttribute", "Drop snow_thickness")
+        b.link(occluding.outputs[0], drop.inputs["Geometry"])
+        drop.inputs["Name"].default_value = "snow_thickness"
         geo = drop.outputs["Geometry"]
+    # the block table: d1 per cell (the cache keeps it and the state cloud only)
     held_out = b.node("GeometryNodePoints", "Held Table")
     held_out.inputs["Count"].default_value = CELLS * CELLS
     held_geo = b.store(held_out.outputs[0], "d1", ival(table_geo, "d1", index, "Block"), data_type="INT",
                        label="Store Held Table")
-    held_geo = b.store(held_geo, "held", b.sample_index(table_geo, held_r, index, "BOOLEAN", label="Held Flag"),
-                       data_type="BOOLEAN", label="Store Held Flag")
+    # booleans end to end for the display's selection (one byte a vertex, no conversion)
+    held_geo = b.store(held_geo, "held", b.compare("GREATER_THAN", b.named("d1", "INT", label="Read Held Block")
+                                                   .outputs["Attribute"], 0), data_type="BOOLEAN",
+                       label="Store Held Flag")
     b.link(snow_geo, sim_out.inputs["Geometry"])
     b.link(actors_now, sim_out.inputs["Actors"])
-    b.link(geo, sim_out.inputs["State"])
+    drop = b.node("GeometryNodeRemoveAttribute", "Drop edge")
+    b.link(geo, drop.inputs["Geometry"])
+    drop.inputs["Name"].default_value = "edge"
+    b.link(drop.outputs["Geometry"], sim_out.inputs["State"])
     b.link(held_geo, sim_out.inputs["Held"])
     b.link(sorted_pts, sim_out.inputs["Sorted"])
     b.link(cells_static, sim_out.inputs["Cells"])
 
-    # --- display: offset along world Z (the vertices of held cells only), clamped to the ground, faded with the
-    # camera distance
+    # --- display: the offset along world Z, clamped to the ground and faded with the camera distance, is
+    # computed once per state point (the vertices of held cells, cell by cell); each vertex of a held cell reads
+    # it at block start + rank (two gathers), the others stay
     state = sim_out.outputs["State"]
-    d1_v = ival(sim_out.outputs["Held"], "d1", b.named("snow_cell", "INT", label="Read Display Cell")
-                .outputs["Attribute"], "Vertex Block")
-    # booleans end to end for the selection (one byte a vertex, no conversion)
-    moved = b.sample_index(sim_out.outputs["Held"], b.named("held", "BOOLEAN", label="Read Held Flag")
-                           .outputs["Attribute"], b.named("snow_cell", "INT", label="Read Moved Cell")
-                           .outputs["Attribute"], "BOOLEAN", label="Moved")
-    at = b.math("ADD", b.math("SUBTRACT", d1_v, 1.0),
-                b.named("snow_slot", "INT", label="Read Slot").outputs["Attribute"], label="State Index")
+    sorted_out = sim_out.outputs["Sorted"]
+    sidx_out = b.named("sidx", "INT", label="Read Display Sorted").outputs["Attribute"]
     out = b.node("ShaderNodeSeparateXYZ", "Out State")
-    b.link(b.sample_index(state, b.named(STATE, data_type="FLOAT_VECTOR", label="Read Out State")
-                          .outputs["Attribute"], at, "FLOAT_VECTOR", label="Vertex State"), out.inputs[0])
+    b.link(b.named(STATE, data_type="FLOAT_VECTOR", label="Read Out State").outputs["Attribute"], out.inputs[0])
+    # the raw attribute and its Exists flag are gathered (a computed field would be evaluated for every sorted
+    # point before the gather)
+    thick_sorted = b.named("snow_thickness", label="Read Sorted Thickness")
+    point_thickness = b.math(
+        "MULTIPLY_ADD", b.math("SUBTRACT", 1.0, b.sample_index(sorted_out, thick_sorted.outputs["Exists"], sidx_out,
+                                                                label="Point Has Thickness")),
+        1.0e6, b.sample_index(sorted_out, thick_sorted.outputs["Attribute"], sidx_out, label="Point Thickness Raw"),
+        label="Point Thickness")
     disp = b.math("MAXIMUM", b.math("SUBTRACT", out.outputs["Y"], out.outputs["X"]),
-                  b.math("MULTIPLY", thickness, -GROUND_KEEP), label="Displacement")
+                  b.math("MULTIPLY", point_thickness, -GROUND_KEEP), label="Displacement")
     cam = b.node("GeometryNodeInputActiveCamera", "Camera")
     cam_info = b.node("GeometryNodeObjectInfo", "Camera Info", transform_space="ORIGINAL")
     b.link(cam.outputs[0], cam_info.inputs["Object"])
@@ -500,9 +617,10 @@ def _build(tree, specs, occluders):
     scale_x = b.node("FunctionNodeTransformDirection", "Scale X")
     b.link(matrix, scale_x.inputs["Transform"])
     scale_x.inputs["Direction"].default_value = (1.0, 0.0, 0.0)
-    dist = b.math("MULTIPLY", b.vmath("DISTANCE", b.node("GeometryNodeInputPosition", "Display Pos").outputs[0],
-                                      cam_local.outputs[0]), b.vmath("LENGTH", scale_x.outputs[0]),
-                  label="Camera Distance")
+    point_pos = b.sample_index(sorted_out, b.node("GeometryNodeInputPosition", "Display Pos").outputs[0], sidx_out,
+                               "FLOAT_VECTOR", label="Point Rest Position")
+    dist = b.math("MULTIPLY", b.vmath("DISTANCE", point_pos, cam_local.outputs[0]),
+                  b.vmath("LENGTH", scale_x.outputs[0]), label="Camera Distance")
     span = b.math("MAXIMUM", b.math("SUBTRACT", values["Camera Fade End"], values["Camera Fade Start"]), 1e-6)
     cam_fade = b.clamp01(b.math("SUBTRACT", 1.0, b.math("DIVIDE", b.math("SUBTRACT", dist, values["Camera Fade Start"]),
                                                         span)), label="Camera Fade")
@@ -512,10 +630,19 @@ def _build(tree, specs, occluders):
     local_up = b.node("FunctionNodeTransformDirection", "Up Local")  # one value per object
     b.link(invert.outputs[0], local_up.inputs["Transform"])
     local_up.inputs["Direction"].default_value = (0.0, 0.0, 1.0)
+    shown = b.store(state, "offset", b.vmath("SCALE", local_up.outputs[0], scale=disp, label="Offset Local"),
+                    data_type="FLOAT_VECTOR", label="Store Point Offset")
+    cell_v = b.named("snow_cell", "INT", label="Read Display Cell").outputs["Attribute"]
+    d1_v = ival(sim_out.outputs["Held"], "d1", cell_v, "Vertex Block")
+    moved = b.sample_index(sim_out.outputs["Held"], b.named("held", "BOOLEAN", label="Read Held Flag")
+                           .outputs["Attribute"], cell_v, "BOOLEAN", label="Moved")
+    at = b.math("ADD", b.math("SUBTRACT", d1_v, 1.0),
+                b.named("snow_slot", "INT", label="Read Slot").outputs["Attribute"], label="State Index")
     set_pos = b.node("GeometryNodeSetPosition", "Set Position", location=(2700, 0))
     b.link(sim_out.outputs["Geometry"], set_pos.inputs["Geometry"])
     b.link(moved, set_pos.inputs["Selection"])
-    b.link(b.vmath("SCALE", local_up.outputs[0], scale=disp, label="Offset Local"), set_pos.inputs["Offset"])
+    b.link(b.sample_index(shown, b.named("offset", "FLOAT_VECTOR", label="Read Offset").outputs["Attribute"], at,
+                          "FLOAT_VECTOR", label="Vertex Offset"), set_pos.inputs["Offset"])
     b.link(set_pos.outputs[0], group_out.inputs[0])
 
 
@@ -541,16 +668,65 @@ def actor_input(i: int) -> str:
     return f"Actor {i}"
 
 
+def _build_actors(tree, specs):
+    """(Re)build the actor part of the group in place: the "Actor i" inputs and one point per actor joined into
+    the "Actors" node. The rest of the group, and so the simulation zone and its state, is left as it is: actors
+    can come and go while the trails run (the zone matches an actor to its previous point by its key)."""
+    b = SnowBuilder(tree)
+    for node in [n for n in tree.nodes if n.name.startswith(SLOT)]:
+        tree.nodes.remove(node)
+    items = tree.interface.items_tree
+    panel = next(item for item in items if item.item_type == "PANEL" and item.name == "Actors")
+    have = {item.name: item for item in items if item.item_type == "SOCKET" and item.in_out == "INPUT"
+            and item.name.startswith("Actor ")}
+    for i, (name, *_) in enumerate(specs):
+        item = have.pop(actor_input(i), None)
+        if item is None:
+            item = tree.interface.new_socket(name=actor_input(i), in_out="INPUT", socket_type="NodeSocketVector",
+                                             parent=panel)
+        item.description = f"World location of actor {name} (driven)"
+    for item in have.values():
+        tree.interface.remove(item)
+    # a key per actor name, kept while the actor stays (1, 2, ...: exact in float, never 0)
+    keys = {k: int(v) for k, v in tree.get(KEYS_KEY, {}).items()}
+    next_key = max(keys.values(), default=0) + 1
+    for name, *_ in specs:
+        if name not in keys:
+            keys[name] = next_key
+            next_key += 1
+    tree[KEYS_KEY] = {name: keys[name] for name, *_ in specs}
+    group_in, joined = tree.nodes["Group Input"], tree.nodes[ACTORS_NODE]
+    for i, (name, radius, depth, offset) in enumerate(specs):
+        # the location comes through drivers on the modifier's inputs (transform only): an Object Info node
+        # would make the snow depend on the actor's geometry, and the actor's snow coverage depends on the snow;
+        # a driven value inside the group would make every frame a change of the group (re-analysed each frame)
+        y = 600 - 200 * i
+        bottom = b.vmath("SUBTRACT", group_in.outputs[actor_input(i)],
+                         b.vector(f"{SLOT}{i} Offset", (0.0, 0.0, offset)), label=f"{SLOT}{i} Bottom")
+        pts = b.node("GeometryNodePoints", f"{SLOT}{i} Point")
+        pts.inputs["Count"].default_value = 1
+        b.link(bottom, pts.inputs["Position"])
+        pts.inputs["Radius"].default_value = radius
+        geo = b.store(pts.outputs[0], "depth", depth, label=f"{SLOT}{i} Depth")
+        geo = b.store(geo, "key", keys[name], data_type="INT", label=f"{SLOT}{i} Key")
+        b.link(geo, joined.inputs[0])
+        for k, node in enumerate((bottom.node, pts, geo.node)):
+            node.location = (-1800 + 150 * k, y)
+    tree[ACTORS_KEY] = _actor_stamp(specs)
+
+
 def ensure_trails(scene, specs=None) -> bpy.types.NodeTree:
     """The shared "EnvFX Snow Trails" group, built for the scene's actors and occluders and driven by its
-    settings. Rebuilt in place when the actors, their sizes or the occluder collection change; the actor
-    inputs of every modifier using it are driven by the actors' locations."""
+    settings. Rebuilt in place when the occluder collection changes; when only the actors or their sizes change,
+    just the actor part is rebuilt (the running trails stay). The actor inputs of every modifier using it are
+    driven by the actors' locations."""
     if specs is None:
         specs = actor_specs(scene)
     occ = scene.envfx.snow.occluders
     occ_name = occ.name if occ is not None else ""
-    tree = common.ensure_tree(GROUP_NAME, "GeometryNodeTree", _stamp(specs, occ_name),
-                              lambda t: _build(t, specs, occ_name))
+    tree = common.ensure_tree(GROUP_NAME, "GeometryNodeTree", _stamp(occ_name), lambda t: _build(t, occ_name))
+    if tree.get(ACTORS_KEY) != _actor_stamp(specs):
+        _build_actors(tree, specs)
     _drive(scene, tree)
     for obj in bpy.data.objects:
         for mod in obj.modifiers:

@@ -443,6 +443,112 @@ def test_new_actor_after_add_trails_stamps_and_remove_leaves_no_drivers(envfx):
     assert snow.animation_data is None or len(snow.animation_data.drivers) == 0
 
 
+def _walker(name, x, actors, radius=0.5):
+    """A sphere walking along y = -2 .. 2 at x over frames 1 .. 9 (0.5 per frame), its bottom in the snow."""
+    obj = sphere_object(name, radius, actors)
+    animate(obj, [(1, (x, -2.0, radius)), (9, (x, 2.0, radius))])
+    _linear(obj)
+    return obj
+
+
+def _walker_y(frame):
+    return -2.0 + 0.5 * (frame - 1)
+
+
+def _depth_near(envfx, snow, x, y, r=0.15):
+    rest, got = evaluated_offset(envfx, snow)
+    near = np.hypot(rest[:, 0] - x, rest[:, 1] - y) < r
+    assert near.any()
+    return got[near].min()
+
+
+def test_trails_follow_actors_added_removed_and_resized_without_add_trails(envfx):
+    """Actors linked to or unlinked from the actor collection, and a new Snow Radius, change the live trails
+    while they run (frame handler, headless): the trails carved before stay, a new actor stamps from the frame
+    it joined (no line from anywhere), a removed one stops."""
+    scene, snow, actors = snow_scene(envfx)
+    a = _walker("B", -2.0, actors)
+    scene.frame_set(1)
+    assert bpy.ops.envfx.snow_trails_add() == {"FINISHED"}
+    tree = snow.modifiers[snow_nodes_name(envfx)].node_group
+    zone = tree.nodes["Sim Out"].as_pointer()
+    for f in range(1, 5):
+        scene.frame_set(f)
+    assert _depth_near(envfx, snow, -2.0, _walker_y(2)) < -0.1           # B's trail
+    # "A" sorts before "B": the actors' order changes while the simulation runs
+    c = _walker("A", 2.0, actors)
+    for f in range(5, 8):
+        scene.frame_set(f)
+    assert tree.nodes["Sim Out"].as_pointer() == zone                     # the zone (and its state) stayed
+    assert _depth_near(envfx, snow, -2.0, _walker_y(2)) < -0.1           # B's old trail is still there
+    assert _depth_near(envfx, snow, 2.0, _walker_y(6)) < -0.1            # A stamps since it joined
+    assert _depth_near(envfx, snow, 2.0, _walker_y(2)) > -1e-6           # ... and not where it was before
+    rest, got = evaluated_offset(envfx, snow)
+    assert got[np.abs(rest[:, 0]) < 1.0].min() > -1e-6                    # no path jumped between the actors
+    targets = {var.targets[0].id.name for fc in snow.animation_data.drivers for var in fc.driver.variables}
+    assert targets == {"A", "B"}
+    assert envfx.shader_nodes.common.modifier_for(c, envfx.shader_nodes.snow.ensure_coverage(scene)) is not None
+    # B leaves the collection: it stops stamping, its trail stays
+    actors.objects.unlink(a)
+    c.envfx.snow.radius = 1.0                                             # A gets wider
+    for f in range(8, 10):
+        scene.frame_set(f)
+    assert _depth_near(envfx, snow, -2.0, _walker_y(9)) > -1e-6          # B (no actor any more) left no trail
+    assert _depth_near(envfx, snow, -2.0, _walker_y(3)) < -0.1
+    assert _depth_near(envfx, snow, 2.8, _walker_y(9), r=0.08) < -0.02   # A's new radius (0.8 off its path)
+    assert _depth_near(envfx, snow, 2.8, _walker_y(6), r=0.08) > -1e-6   # (not with its old radius 0.5)
+    targets = {var.targets[0].id.name for fc in snow.animation_data.drivers for var in fc.driver.variables}
+    assert targets == {"A"}
+    assert [i.name for i in tree.interface.items_tree if i.item_type == "SOCKET" and i.name.startswith("Actor ")] \
+        == ["Actor 0"]
+    assert envfx.operators.snow.follow_actors(scene) is False             # nothing changed: nothing done
+
+
+def snow_nodes_name(envfx):
+    return envfx.operators.snow.MODIFIER_NAME
+
+
+def test_trails_follow_actors_after_save_and_load(envfx, tmp_path):
+    scene, snow, actors = snow_scene(envfx)
+    _walker("B", -2.0, actors)
+    scene.frame_set(1)
+    assert bpy.ops.envfx.snow_trails_add() == {"FINISHED"}
+    path, name = str(tmp_path / "trails.blend"), snow.name
+    bpy.ops.wm.save_as_mainfile(filepath=path)
+    bpy.ops.wm.open_mainfile(filepath=path)
+    scene = bpy.context.scene
+    snow = bpy.data.objects[name]
+    actors = scene.envfx.snow.actors
+    _walker("C", 2.0, actors)
+    for f in range(1, 5):
+        scene.frame_set(f)
+    assert _depth_near(envfx, snow, -2.0, _walker_y(3)) < -0.1
+    assert _depth_near(envfx, snow, 2.0, _walker_y(3)) < -0.1            # the actor added after loading
+    # no usable actor left: nothing stamps any more, the trails stay
+    for obj in list(actors.objects):
+        actors.objects.unlink(obj)
+    for f in range(5, 7):
+        scene.frame_set(f)
+    assert _depth_near(envfx, snow, 2.0, _walker_y(6)) > -1e-6
+    assert _depth_near(envfx, snow, 2.0, _walker_y(3)) < -0.1
+
+
+def test_panel_tells_the_trails_follow_the_actors(envfx, recording_layout):
+    scene, snow, actors = snow_scene(envfx)
+    _walker("B", -2.0, actors)
+    assert bpy.ops.envfx.snow_trails_add() == {"FINISHED"}
+    log = []
+    panel = type("P", (), {"layout": recording_layout(log)})()
+    envfx.panels.snow.VIEW3D_PT_envfx_snow.draw(panel, bpy.context)
+    assert "label:Trails follow 1 actor(s) of Actors" in log
+    assert "envfx.snow_trails_add" in log
+    actors.objects.unlink(bpy.data.objects["B"])
+    scene.frame_set(2)
+    log.clear()
+    envfx.panels.snow.VIEW3D_PT_envfx_snow.draw(panel, bpy.context)
+    assert any("No usable actor" in entry for entry in log)
+
+
 # --- CLI --------------------------------------------------------------------------------------------------
 
 def _cli_file(envfx, tmp_path):
