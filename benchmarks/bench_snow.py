@@ -240,6 +240,8 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--quick", action="store_true", help="small sizes (a smoke run)")
     p.add_argument("--only", default="trails,bake,cover")
+    p.add_argument("--rounds", type=int, default=5, help="interleaved bare/trails rounds of the trails bench")
+    p.add_argument("--frames", type=int, default=20, help="frames per round of the trails bench")
     args = p.parse_args()
     only = args.only.split(",")
     if "cover" in only:
@@ -247,7 +249,7 @@ def main():
     if "bake" in only:
         bench_bake(256 if args.quick else 2048, 20 if args.quick else 250, 64)
     if "trails" in only:
-        bench_trails(100 if args.quick else 1000, 32, 5 if args.quick else 20)
+        bench_trails(100 if args.quick else 1000, 32, 5 if args.quick else args.frames, args.rounds)
 
 
 if __name__ == "__main__":
