@@ -44,7 +44,7 @@ from . import common
 
 GROUP_NAME = "EnvFX Snow Trails"
 MATERIAL_NAME = "EnvFX Snow"
-VERSION = 19
+VERSION = 20
 STATE = "snow_trail"  # FLOAT2 attribute of the state cloud's points: (down, rim) of core.snow's trail state
 ACTORS_NODE = "Actors"  # the Join Geometry node of the actor points
 SLOT = "Slot "  # name prefix of the per-actor nodes (rebuilt in place by _build_actors)
@@ -630,8 +630,8 @@ def _build(tree, occluders):
     local_up = b.node("FunctionNodeTransformDirection", "Up Local")  # one value per object
     b.link(invert.outputs[0], local_up.inputs["Transform"])
     local_up.inputs["Direction"].default_value = (0.0, 0.0, 1.0)
-    shown = b.store(state, "offset", b.vmath("SCALE", local_up.outputs[0], scale=disp, label="Offset Local"),
-                    data_type="FLOAT_VECTOR", label="Store Point Offset")
+    # one float a point is gathered (not the offset vector): the object's up is scaled per moved vertex
+    shown = b.store(state, "disp", disp, label="Store Point Displacement")
     cell_v = b.named("snow_cell", "INT", label="Read Display Cell").outputs["Attribute"]
     d1_v = ival(sim_out.outputs["Held"], "d1", cell_v, "Vertex Block")
     moved = b.sample_index(sim_out.outputs["Held"], b.named("held", "BOOLEAN", label="Read Held Flag")
@@ -641,8 +641,9 @@ def _build(tree, occluders):
     set_pos = b.node("GeometryNodeSetPosition", "Set Position", location=(2700, 0))
     b.link(sim_out.outputs["Geometry"], set_pos.inputs["Geometry"])
     b.link(moved, set_pos.inputs["Selection"])
-    b.link(b.sample_index(shown, b.named("offset", "FLOAT_VECTOR", label="Read Offset").outputs["Attribute"], at,
-                          "FLOAT_VECTOR", label="Vertex Offset"), set_pos.inputs["Offset"])
+    vertex_disp = b.sample_index(shown, b.named("disp", label="Read Displacement").outputs["Attribute"], at,
+                                 label="Vertex Displacement")
+    b.link(b.vmath("SCALE", local_up.outputs[0], scale=vertex_disp, label="Vertex Offset"), set_pos.inputs["Offset"])
     b.link(set_pos.outputs[0], group_out.inputs[0])
 
 
