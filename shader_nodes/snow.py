@@ -44,7 +44,7 @@ from . import common
 
 GROUP_NAME = "EnvFX Snow Trails"
 MATERIAL_NAME = "EnvFX Snow"
-VERSION = 20
+VERSION = 21
 STATE = "snow_trail"  # FLOAT2 attribute of the state cloud's points: (down, rim) of core.snow's trail state
 ACTORS_NODE = "Actors"  # the Join Geometry node of the actor points
 SLOT = "Slot "  # name prefix of the per-actor nodes (rebuilt in place by _build_actors)
@@ -697,22 +697,39 @@ def _build_actors(tree, specs):
             next_key += 1
     tree[KEYS_KEY] = {name: keys[name] for name, *_ in specs}
     group_in, joined = tree.nodes["Group Input"], tree.nodes[ACTORS_NODE]
-    for i, (name, radius, depth, offset) in enumerate(specs):
-        # the location comes through drivers on the modifier's inputs (transform only): an Object Info node
-        # would make the snow depend on the actor's geometry, and the actor's snow coverage depends on the snow;
-        # a driven value inside the group would make every frame a change of the group (re-analysed each frame)
-        y = 600 - 200 * i
-        bottom = b.vmath("SUBTRACT", group_in.outputs[actor_input(i)],
-                         b.vector(f"{SLOT}{i} Offset", (0.0, 0.0, offset)), label=f"{SLOT}{i} Bottom")
-        pts = b.node("GeometryNodePoints", f"{SLOT}{i} Point")
-        pts.inputs["Count"].default_value = 1
+    if specs:
+        # one point cloud of N points whose values are picked by index (Index Switch nodes): a handful of nodes
+        # per frame for any number of actors (a point node and two stores per actor cost ~1 ms a frame at 32).
+        # The location comes through drivers on the modifier's inputs (transform only): an Object Info node
+        # would make the snow depend on the actor's geometry, and the actor's snow coverage depends on the
+        # snow; a driven value inside the group would make every frame a change of the group (re-analysed
+        # each frame)
+        index = b.node("GeometryNodeInputIndex", f"{SLOT}Index", location=(-2000, 600)).outputs[0]
+
+        def by_index(tag, data_type, values, x):
+            node = b.node("GeometryNodeIndexSwitch", f"{SLOT}{tag}", location=(x, 600), data_type=data_type)
+            node.index_switch_items.clear()
+            for _ in values:
+                node.index_switch_items.new()
+            b.link(index, node.inputs["Index"])
+            for i, value in enumerate(values):
+                b._feed(node.inputs[i + 1], value)
+            return node.outputs[0]
+
+        location = by_index("Location", "VECTOR", [group_in.outputs[actor_input(i)] for i in range(len(specs))],
+                            -1800)
+        lift = by_index("Offset", "VECTOR", [(0.0, 0.0, offset) for *_, offset in specs], -1800)
+        bottom = b.vmath("SUBTRACT", location, lift, label=f"{SLOT}Bottom")
+        bottom.node.location = (-1600, 600)
+        pts = b.node("GeometryNodePoints", f"{SLOT}Points", location=(-1400, 600))
+        pts.inputs["Count"].default_value = len(specs)
         b.link(bottom, pts.inputs["Position"])
-        pts.inputs["Radius"].default_value = radius
-        geo = b.store(pts.outputs[0], "depth", depth, label=f"{SLOT}{i} Depth")
-        geo = b.store(geo, "key", keys[name], data_type="INT", label=f"{SLOT}{i} Key")
+        b.link(by_index("Radius", "FLOAT", [radius for _, radius, _, _ in specs], -1600), pts.inputs["Radius"])
+        geo = b.store(pts.outputs[0], "depth", by_index("Depth", "FLOAT", [depth for _, _, depth, _ in specs], -1400),
+                      label=f"{SLOT}Depth")
+        geo = b.store(geo, "key", by_index("Key", "INT", [keys[name] for name, *_ in specs], -1200), data_type="INT",
+                      label=f"{SLOT}Key")
         b.link(geo, joined.inputs[0])
-        for k, node in enumerate((bottom.node, pts, geo.node)):
-            node.location = (-1800 + 150 * k, y)
     tree[ACTORS_KEY] = _actor_stamp(specs)
 
 
