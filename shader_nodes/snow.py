@@ -2,9 +2,10 @@
 
 "EnvFX Snow Trails" is ``core.snow``'s trail state evaluated per frame in a simulation zone:
 
-- the actors are one point each (each actor of ``scene.envfx.snow.actors``: its world location from the
-  modifier's "Actor i" input, driven by the actor's transform (``drive_modifier``), minus its bottom offset;
-  radius, depth and a key (one per actor name) as point attributes). ``_build_actors`` rebuilds only this part
+- the actors are one point each, in one point cloud whose values Index Switch nodes pick by point index (each
+  actor of ``scene.envfx.snow.actors``: its world location from the modifier's "Actor i" input, driven by the
+  actor's transform (``drive_modifier``), minus its bottom offset; radius, depth and a key (one per actor name)
+  as point attributes). ``_build_actors`` rebuilds only this part
   of the group, in place, when the actors or their sizes change (``ensure_trails``; the app handlers call it
   through ``operators.snow.follow_actors`` at every frame change): the simulation zone is not touched, so the
   trails already carved stay. Driving the modifier's inputs, not values inside the group, keeps a frame from
