@@ -423,7 +423,6 @@ def gasgiant_params(args):
     try:
         params.validate(core_gasgiant.available_memory())
         core_gasgiant.check_output_folder(args.out)
-        core_gasgiant.check_field_files(params)
     except core_gasgiant.GasGiantError as exc:
         raise CliError(str(exc)) from None
     if args.save:
@@ -444,7 +443,11 @@ def run_gasgiant(args) -> int:
 
     params = gasgiant_params(args)
     try:
-        result = progress.run(core_gasgiant.bake(params, args.out), "Gas giant bake")
+        fields = core_gasgiant.check_field_files(params)  # read once, handed to the bake
+    except core_gasgiant.GasGiantError as exc:
+        raise CliError(str(exc)) from None
+    try:
+        result = progress.run(core_gasgiant.bake(params, args.out, fields=fields), "Gas giant bake")
     except progress.Cancelled as exc:
         print(f"envfx gas-giant: {exc}", file=sys.stderr)
         return 1

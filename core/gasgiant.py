@@ -1337,19 +1337,20 @@ def check_output_folder(folder: str):
         raise GasGiantError(f"Output folder {folder!r} cannot be written: choose a folder you can write to")
 
 
-def bake(params: GasGiantParams, folder: str, check_memory: bool = True):
+def bake(params: GasGiantParams, folder: str, check_memory: bool = True, fields: dict | None = None):
     """The whole bake as a job generator (yields progress 0..1, returns a ``BakeResult``).
 
     Validates everything first (settings, memory, output folder, the velocity field file to load or the place to
     save one); writes every file into a temporary folder next to ``folder`` and moves them in only at the end, so
     closing the generator (cancel) leaves nothing behind. Animated bakes build the velocity field every
-    ``field_interval`` frames and interpolate between (see ``field_times``).
+    ``field_interval`` frames and interpolate between (see ``field_times``). ``fields``: what
+    ``check_field_files(params)`` returned when the caller has already run it (the field file is not read again).
     """
     import time as _time
 
     params.validate(available_memory() if check_memory else None)
     check_output_folder(folder)
-    loaded = check_field_files(params)
+    loaded = check_field_files(params) if fields is None else fields
     keys, at = field_times(params)
     folder = os.path.abspath(folder)
     t0 = _time.perf_counter()

@@ -107,7 +107,7 @@ def _field_path(path: str, label: str) -> str:
 
 
 def prepare(scene, settings=None):
-    """Everything checked, nothing changed: (params, folder)."""
+    """Everything checked, nothing changed: (params, folder, the fields of the velocity field file to load)."""
     s = settings or scene.envfx.gasgiant
     palette = load_palette(s.palette_path) if s.color_source == "PALETTE" else None
     cube = load_palette_cube(s.palette_cube_dir) if s.color_source == "CUBEMAP" else None
@@ -116,7 +116,7 @@ def prepare(scene, settings=None):
         params.validate(core_gasgiant.available_memory())
         folder = output_folder(s.output_dir)
         core_gasgiant.check_output_folder(folder)
-        core_gasgiant.check_field_files(params)  # again in the bake; here so the operator fails before it starts
+        fields = core_gasgiant.check_field_files(params)  # handed to the bake, which does not read it again
     except core_gasgiant.GasGiantError as exc:
         raise GasGiantInputError(str(exc)) from None
     if s.make_planet and not params.equirect_width:
@@ -124,17 +124,17 @@ def prepare(scene, settings=None):
                                  "off Make Planet")
     if s.make_planet and not s.planet_name.strip():
         raise GasGiantInputError("No planet object name: set Planet Object, or turn off Make Planet")
-    return params, folder
+    return params, folder, fields
 
 
 def bake_job(scene, settings=None):
     """Validate now (raises ``GasGiantInputError``), return the job generator (its result: ``BakeResult``)."""
     s = settings or scene.envfx.gasgiant
-    params, folder = prepare(scene, s)
+    params, folder, fields = prepare(scene, s)
     make, planet_name = s.make_planet, s.planet_name
 
     def job():
-        result = yield from core_gasgiant.bake(params, folder)
+        result = yield from core_gasgiant.bake(params, folder, fields=fields)
         if make:
             make_planet(scene, planet_name, result.equirect, frames=params.frames, clouds=params.cloud_mode)
         return result

@@ -323,7 +323,20 @@ def test_cloud_mode_vertical_bands_planet_is_transparent_where_clear(envfx, tmp_
     assert bpy.data.objects["Gas Giant"].visible_shadow
 
 
-def test_velocity_field_save_load_and_bad_files(envfx, tmp_path):
+def count_field_reads(envfx, monkeypatch):
+    """A list that gets one entry per velocity field file read."""
+    gg, reads = envfx.core.gasgiant, []
+    real = gg.load_fields
+
+    def counting(path, params):
+        reads.append(path)
+        return real(path, params)
+
+    monkeypatch.setattr(gg, "load_fields", counting)
+    return reads
+
+
+def test_velocity_field_save_load_and_bad_files(envfx, tmp_path, monkeypatch):
     field = tmp_path / "fields" / "flow.npz"
     field.parent.mkdir()
     s = _small(bpy.context.scene.envfx.gasgiant, tmp_path / "a", save_field_path=str(field), make_planet=False)
@@ -332,7 +345,10 @@ def test_velocity_field_save_load_and_bad_files(envfx, tmp_path):
     s.save_field_path = ""
     s.load_field_path = str(field)
     s.output_dir = str(tmp_path / "b")
+    reads = count_field_reads(envfx, monkeypatch)
     assert bpy.ops.envfx.gasgiant_bake() == {"FINISHED"}
+    assert reads == [str(field)]  # checked before the bake starts, and not read again by the bake
+    monkeypatch.undo()
     a = np.asarray(Image.open(tmp_path / "a" / "gasgiant_equirect.png"))
     np.testing.assert_array_equal(a, np.asarray(Image.open(tmp_path / "b" / "gasgiant_equirect.png")))
     s.output_dir = str(tmp_path / "c")
@@ -356,7 +372,7 @@ def test_velocity_field_save_load_and_bad_files(envfx, tmp_path):
     assert bad.read_bytes() == b"garbage" * 50 and not (tmp_path / "c").exists()
 
 
-def test_cli_gas_giant_new_options(envfx, tmp_path, capsys):
+def test_cli_gas_giant_new_options(envfx, tmp_path, capsys, monkeypatch):
     out = tmp_path / "cli"
     field = tmp_path / "f.npz"
     args = ["gas-giant", "--out", str(out), "--particles", "20000", "--iterations", "8", "--equirect", "256",
@@ -369,7 +385,10 @@ def test_cli_gas_giant_new_options(envfx, tmp_path, capsys):
     assert (out / "gasgiant_flow_0002.exr").exists()
     with np.load(field) as z:
         assert z["times"].tolist() == pytest.approx([0.0, 0.1])  # key frames 1 and 3
+    reads = count_field_reads(envfx, monkeypatch)
     assert envfx.cli.main(args[:2] + [str(tmp_path / "cli2")] + args[3:] + ["--load-field", str(field)]) == 0
+    assert len(reads) == 1  # the field file is read once
+    monkeypatch.undo()
     np.testing.assert_array_equal(eq, np.asarray(Image.open(tmp_path / "cli2" / "gasgiant_equirect_0003.png")))
     capsys.readouterr()
     for extra, msg in ((["--load-field", str(tmp_path / "nope.npz")], "does not exist"),
