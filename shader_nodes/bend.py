@@ -194,14 +194,7 @@ def sync(scene, tree=None):
     node = tree.nodes.get("Pivot")
     if node is not None and node.inputs["Object"].default_value != pivot:
         node.inputs["Object"].default_value = pivot
-    drivers = {fc.data_path: fc for fc in tree.animation_data.drivers} if tree.animation_data else {}
-    for label, prop in DRIVEN.items():
-        path = f'nodes["{label}"].outputs[0].default_value'
-        fcurve = drivers.get(path)
-        target = fcurve.driver.variables[0].targets[0] if fcurve and fcurve.driver.variables else None
-        if target is None or target.id != scene or target.data_path != f"envfx.bend.{prop}":
-            tree.nodes[label].outputs[0].default_value = float(getattr(settings, prop))
-            common.add_scene_driver(tree, path, scene, f"envfx.bend.{prop}")
+    common.drive_values(tree, scene, {label: f"envfx.bend.{prop}" for label, prop in DRIVEN.items()})
     return tree
 
 

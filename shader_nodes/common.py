@@ -122,22 +122,46 @@ class Builder:
             sock.default_value = value
 
 
-def add_scene_driver(id_data, data_path: str, scene, prop_path: str, index: int = -1):
-    """Drive ``id_data.<data_path>`` with ``scene.<prop_path>`` (a plain single-property driver, which needs
-    no Python and so also works with auto-run scripts disabled)."""
-    fcurve = id_data.driver_add(data_path, index) if index >= 0 else id_data.driver_add(data_path)
+def new_variable(fcurve, name: str, var_type: str):
+    """Make ``fcurve`` a plain driver (no Python, so it also works with auto-run scripts disabled) with one
+    fresh variable, which is returned for its targets to be set."""
     driver = fcurve.driver
     driver.type = "AVERAGE"
     while driver.variables:
         driver.variables.remove(driver.variables[0])
     var = driver.variables.new()
-    var.name = "v"
-    var.type = "SINGLE_PROP"
-    target = var.targets[0]
-    target.id_type = "SCENE"
-    target.id = scene
+    var.name = name
+    var.type = var_type
+    return var
+
+
+def add_prop_driver(id_data, data_path: str, target_id, prop_path: str, index: int = -1, id_type: str = "SCENE"):
+    """Drive ``id_data.<data_path>`` with ``target_id.<prop_path>`` (a single-property driver)."""
+    fcurve = id_data.driver_add(data_path, index) if index >= 0 else id_data.driver_add(data_path)
+    target = new_variable(fcurve, "v", "SINGLE_PROP").targets[0]
+    target.id_type = id_type
+    target.id = target_id
     target.data_path = prop_path
     return fcurve
+
+
+def value_path(label: str) -> str:
+    """Data path of the output value of the Value node ``label``."""
+    return f'nodes["{label}"].outputs[0].default_value'
+
+
+def drive_values(tree, target_id, driven: dict, id_type: str = "SCENE"):
+    """Drive each Value node of ``tree`` ({label: property path}) by ``target_id.<property path>``, unless a
+    driver already reads exactly that; a node that gets its driver now also gets the property's current value
+    (the driver itself runs at the next evaluation)."""
+    drivers = {fc.data_path: fc for fc in tree.animation_data.drivers} if tree.animation_data else {}
+    for label, prop in driven.items():
+        path = value_path(label)
+        fcurve = drivers.get(path)
+        target = fcurve.driver.variables[0].targets[0] if fcurve and fcurve.driver.variables else None
+        if target is None or target.id != target_id or target.data_path != prop:
+            tree.nodes[label].outputs[0].default_value = float(target_id.path_resolve(prop))
+            add_prop_driver(tree, path, target_id, prop, id_type=id_type)
 
 
 def modifier_for(obj, tree):

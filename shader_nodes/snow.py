@@ -790,14 +790,7 @@ def drive_modifier(obj, mod, specs):
                 continue
             if fcurve is None:
                 fcurve = obj.driver_add(path, k)
-            driver = fcurve.driver
-            driver.type = "AVERAGE"
-            while driver.variables:
-                driver.variables.remove(driver.variables[0])
-            var = driver.variables.new()
-            var.name = "loc"
-            var.type = "TRANSFORMS"
-            target = var.targets[0]
+            target = common.new_variable(fcurve, "loc", "TRANSFORMS").targets[0]
             target.id = actor
             target.transform_type = f"LOC_{axis}"
             target.transform_space = "WORLD_SPACE"
@@ -807,15 +800,7 @@ def drive_modifier(obj, mod, specs):
 
 
 def _drive(scene, tree, driven=DRIVEN):
-    settings = scene.envfx.snow
-    drivers = {fc.data_path: fc for fc in tree.animation_data.drivers} if tree.animation_data else {}
-    for label, prop in driven.items():
-        path = f'nodes["{label}"].outputs[0].default_value'
-        fcurve = drivers.get(path)
-        target = fcurve.driver.variables[0].targets[0] if fcurve and fcurve.driver.variables else None
-        if target is None or target.id != scene or target.data_path != f"envfx.snow.{prop}":
-            common.add_scene_driver(tree, path, scene, f"envfx.snow.{prop}")
-        tree.nodes[label].outputs[0].default_value = float(getattr(settings, prop))
+    common.drive_values(tree, scene, {label: f"envfx.snow.{prop}" for label, prop in driven.items()})
 
 
 # --- material ---------------------------------------------------------------------------------------------

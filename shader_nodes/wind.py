@@ -345,33 +345,12 @@ def refresh_after_load():
         ensure_wind(scene)
 
 
-def _driver(tree, label, id_type, target_id, data_path):
-    path = f'nodes["{label}"].outputs[0].default_value'
-    fcurve = tree.driver_add(path)
-    driver = fcurve.driver
-    driver.type = "AVERAGE"
-    while driver.variables:
-        driver.variables.remove(driver.variables[0])
-    var = driver.variables.new()
-    var.name = "v"
-    var.type = "SINGLE_PROP"
-    var.targets[0].id_type = id_type
-    var.targets[0].id = target_id
-    var.targets[0].data_path = data_path
-
-
 def sync(scene, tree=None):
     """Point the group's drivers at ``scene`` and its Source node at the scene's wind object."""
     tree = tree or bpy.data.node_groups.get(GROUP_NAME)
     if tree is None:
         return None
-    drivers = {fc.data_path: fc for fc in tree.animation_data.drivers} if tree.animation_data else {}
-    for label, prop in DRIVEN.items():
-        fcurve = drivers.get(f'nodes["{label}"].outputs[0].default_value')
-        target = fcurve.driver.variables[0].targets[0] if fcurve and fcurve.driver.variables else None
-        if target is None or target.id != scene or target.data_path != prop:
-            tree.nodes[label].outputs[0].default_value = float(scene.path_resolve(prop))
-            _driver(tree, label, "SCENE", scene, prop)
+    common.drive_values(tree, scene, DRIVEN)
     source = source_object(scene)
     node = tree.nodes["Source"]
     if node.inputs["Object"].default_value != source:
@@ -382,15 +361,10 @@ def sync(scene, tree=None):
         terrain = None
     if tree.nodes["Terrain"].inputs["Object"].default_value != terrain:
         tree.nodes["Terrain"].inputs["Object"].default_value = terrain
-    path = 'nodes["Source Strength"].outputs[0].default_value'
     if source is not None:
-        fcurve = drivers.get(path)
-        target = fcurve.driver.variables[0].targets[0] if fcurve and fcurve.driver.variables else None
-        if target is None or target.id != source:
-            tree.nodes["Source Strength"].outputs[0].default_value = float(source.field.strength)
-            _driver(tree, "Source Strength", "OBJECT", source, "field.strength")
-    elif path in drivers:
-        tree.driver_remove(path)
+        common.drive_values(tree, source, {"Source Strength": "field.strength"}, id_type="OBJECT")
+    elif tree.animation_data and tree.animation_data.drivers.find(common.value_path("Source Strength")):
+        tree.driver_remove(common.value_path("Source Strength"))
     return tree
 
 

@@ -587,9 +587,13 @@ def test_deleted_wind_object_falls_back_to_scene_settings(mods):
     w.direction, w.strength = math.radians(200), 0.8
     mods.ops.add_wind(scene, [obj])
     assert _gn_vs_core(mods, obj, (7, 40)) < 1e-4
+    strength_path = 'nodes["Source Strength"].outputs[0].default_value'
+    group = bpy.data.node_groups["EnvFX Wind"]
+    assert group.animation_data.drivers.find(strength_path).driver.variables[0].targets[0].id == field
     bpy.data.objects.remove(field)  # deleted: the pointer clears, the group follows the scene settings
     bpy.context.view_layer.update()
     assert mods.nodes.params_from_scene(scene).strength == pytest.approx(0.8)
+    assert group.animation_data.drivers.find(strength_path) is None  # no driver left reading a deleted object
     assert _gn_vs_core(mods, obj, (7, 40)) < 1e-4
 
 
