@@ -208,6 +208,11 @@ def check_input(inp: MipsInput, settings: core_mips.MipSettings):
         path = bpy.path.abspath(image.filepath, library=image.library)
         if not os.path.isfile(path):
             raise MipsInputError(f"Image {image.name!r}: its file {path!r} is missing; relink or pack it")
+    _check_image_size(image, settings)
+
+
+def _check_image_size(image, settings: core_mips.MipSettings):
+    """An image Blender could not read has size 0 x 0; a size the settings refuse says why."""
     w, h = image.size
     if w == 0 or h == 0:
         raise MipsInputError(f"Image {image.name!r} cannot be read (not an image, or damaged): fix or replace it")
@@ -236,13 +241,7 @@ def read_image(image, colour: str = "AUTO", settings: core_mips.MipSettings = DE
     when read Channel Packed). Colour is re-encoded to sRGB so core.mips filters it in linear light and writes
     8-bit sRGB. Alpha: 8-bit images with 4 stored channels (RGBA, grey+alpha, palette with transparency),
     float images with 4."""
-    w, h = image.size
-    if w == 0 or h == 0:
-        raise MipsInputError(f"Image {image.name!r} cannot be read (not an image, or damaged): fix or replace it")
-    try:
-        core_mips.check_size(h, w, settings)
-    except core_mips.MipsError as exc:
-        raise MipsInputError(f"Image {image.name!r}: {exc}") from None
+    _check_image_size(image, settings)
     warnings = []
     px = _foreach_pixels(image)
     has_alpha = image.depth in ((64, 128) if image.is_float else (32,)) and image.alpha_mode != "NONE"
