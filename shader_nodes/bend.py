@@ -63,7 +63,7 @@ def _build(tree, mode: str, axis: str):
     def to_local_direction(vec, label):
         node = b.node("FunctionNodeTransformDirection", label)
         b.link(transpose.outputs[0], node.inputs["Transform"])
-        b._feed(node.inputs["Direction"], vec)
+        b.feed(node.inputs["Direction"], vec)
         return node.outputs[0]
 
     origin = b.node("FunctionNodeTransformPoint", "Object Origin")

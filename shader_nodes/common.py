@@ -87,20 +87,20 @@ class Builder:
 
     def math(self, operation: str, a, b=None, c=None, label: str = "", use_clamp: bool = False):
         node = self.node("ShaderNodeMath", label, operation=operation, use_clamp=use_clamp)
-        self._feed(node.inputs[0], a)
+        self.feed(node.inputs[0], a)
         if b is not None:
-            self._feed(node.inputs[1], b)
+            self.feed(node.inputs[1], b)
         if c is not None:
-            self._feed(node.inputs[2], c)
+            self.feed(node.inputs[2], c)
         return node.outputs[0]
 
     def vmath(self, operation: str, a, b=None, scale=None, label: str = ""):
         node = self.node("ShaderNodeVectorMath", label, operation=operation)
-        self._feed(node.inputs[0], a)
+        self.feed(node.inputs[0], a)
         if b is not None:
-            self._feed(node.inputs[1], b)
+            self.feed(node.inputs[1], b)
         if scale is not None:
-            self._feed(node.inputs["Scale"], scale)
+            self.feed(node.inputs["Scale"], scale)
         out = "Value" if operation in {"DOT_PRODUCT", "LENGTH", "DISTANCE"} else "Vector"
         return node.outputs[out]
 
@@ -112,10 +112,11 @@ class Builder:
     def combine_xyz(self, x=0.0, y=0.0, z=0.0, label: str = ""):
         node = self.node("ShaderNodeCombineXYZ", label)
         for sock, value in zip(node.inputs, (x, y, z)):
-            self._feed(sock, value)
+            self.feed(sock, value)
         return node.outputs[0]
 
-    def _feed(self, sock, value):
+    def feed(self, sock, value):
+        """Link ``value`` into ``sock`` when it is a socket, else set it as the socket's value."""
         if isinstance(value, bpy.types.NodeSocket):
             self.tree.links.new(value, sock)
         else:

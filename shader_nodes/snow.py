@@ -89,8 +89,8 @@ class SnowBuilder(common.Builder):
     def sample_index(self, geometry, value, index, data_type="FLOAT", domain="POINT", label=""):
         node = self.node("GeometryNodeSampleIndex", label, data_type=data_type, domain=domain)
         self.link(geometry, node.inputs["Geometry"])
-        self._feed(node.inputs["Value"], value)
-        self._feed(node.inputs["Index"], index)
+        self.feed(node.inputs["Value"], value)
+        self.feed(node.inputs["Index"], index)
         return node.outputs["Value"]
 
     def named(self, name, data_type="FLOAT", label=""):
@@ -103,16 +103,16 @@ class SnowBuilder(common.Builder):
                          domain=domain)
         self.link(geometry, node.inputs["Geometry"])
         if selection is not None:
-            self._feed(node.inputs["Selection"], selection)
+            self.feed(node.inputs["Selection"], selection)
         node.inputs["Name"].default_value = name
-        self._feed(node.inputs["Value"], value)
+        self.feed(node.inputs["Value"], value)
         return node.outputs["Geometry"]
 
     def boolean(self, operation, a, b=None, label=""):
         node = self.node("FunctionNodeBooleanMath", label, operation=operation)
-        self._feed(node.inputs[0], a)
+        self.feed(node.inputs[0], a)
         if b is not None:
-            self._feed(node.inputs[1], b)
+            self.feed(node.inputs[1], b)
         return node.outputs[0]
 
     def clamp01(self, value, label=""):
@@ -121,8 +121,8 @@ class SnowBuilder(common.Builder):
     def compare(self, operation, a, b, data_type="INT", label=""):
         node = self.node("FunctionNodeCompare", label, data_type=data_type, operation=operation)
         sockets = [s for s in node.inputs if s.enabled] if data_type != "FLOAT" else list(node.inputs)[:2]
-        self._feed(sockets[0], a)
-        self._feed(sockets[1], b)
+        self.feed(sockets[0], a)
+        self.feed(sockets[1], b)
         return node.outputs[0]
 
     def flat(self, vec, label=""):
@@ -714,7 +714,7 @@ def _build_actors(tree, specs):
                 node.index_switch_items.new()
             b.link(index, node.inputs["Index"])
             for i, value in enumerate(values):
-                b._feed(node.inputs[i + 1], value)
+                b.feed(node.inputs[i + 1], value)
             return node.outputs[0]
 
         location = by_index("Location", "VECTOR", [group_in.outputs[actor_input(i)] for i in range(len(specs))],
