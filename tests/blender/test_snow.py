@@ -199,24 +199,33 @@ def test_occluders_hold_snow_down_and_vertical_fade(envfx):
     assert np.abs(got[near_high]).max() == 0.0
 
 
-@pytest.mark.parametrize("lift", [0.0, 0.7])
-def test_live_trails_equal_bake_within_a_texel(envfx, tmp_path, lift):
-    """lift 0.7: the actor's bottom is 0.35 to 0.3 above the snow, in the vertical fade (weights 0.3 to 0.4)."""
+def play_and_bake(envfx, tmp_path, lift=0.0, linear=False, sequence=False):
+    """One sphere actor crossing an 8 m snow patch over frames 1..10 (``lift`` higher; linear keys or the
+    default ease): the live trails are played, then the buffer is baked into ``tmp_path``.
+    Returns (scene, snow, rest positions, live offsets at frame 10)."""
     scene, snow, actors = snow_scene(envfx, spacing=0.1, size=8.0)
     a = sphere_object("A", 0.6, actors)
     animate(a, [(1, (-2.5, -1.0, 0.55 + lift)), (10, (2.0, 1.5, 0.5 + lift))])
-    _linear(a)
+    if linear:
+        _linear(a)
     s = scene.envfx.snow
     s.frame_start, s.frame_end = 1, 10
     s.buffer_resolution = 128
     s.output_dir = str(tmp_path)
-    s.sequence = False
+    s.sequence = sequence
     scene.frame_set(1)
     assert bpy.ops.envfx.snow_trails_add() == {"FINISHED"}
     for f in range(1, 11):
         scene.frame_set(f)
-    rest, got = evaluated_offset(envfx, snow)
+    rest, live = evaluated_offset(envfx, snow)
     assert bpy.ops.envfx.snow_bake_buffer() == {"FINISHED"}
+    return scene, snow, rest, live
+
+
+@pytest.mark.parametrize("lift", [0.0, 0.7])
+def test_live_trails_equal_bake_within_a_texel(envfx, tmp_path, lift):
+    """lift 0.7: the actor's bottom is 0.35 to 0.3 above the snow, in the vertical fade (weights 0.3 to 0.4)."""
+    scene, snow, rest, got = play_and_bake(envfx, tmp_path, lift=lift, linear=True)
     core = envfx.core.snow
     meta = json.loads((tmp_path / "snow_buffer.json").read_text())
     buf = core.read_exr(str(tmp_path / "snow_buffer.exr"))
@@ -707,20 +716,7 @@ def test_density_mask_vertex_group(envfx):
 
 @pytest.mark.parametrize("sequence", [False, True])
 def test_bake_drives_the_snow_like_the_live_trails(envfx, tmp_path, sequence):
-    scene, snow, actors = snow_scene(envfx, spacing=0.1, size=8.0)
-    a = sphere_object("A", 0.6, actors)
-    animate(a, [(1, (-2.5, -1.0, 0.55)), (10, (2.0, 1.5, 0.5))])
-    s = scene.envfx.snow
-    s.frame_start, s.frame_end = 1, 10
-    s.buffer_resolution = 128
-    s.output_dir = str(tmp_path)
-    s.sequence = sequence
-    scene.frame_set(1)
-    assert bpy.ops.envfx.snow_trails_add() == {"FINISHED"}
-    for f in range(1, 11):
-        scene.frame_set(f)
-    rest, live = evaluated_offset(envfx, snow)
-    assert bpy.ops.envfx.snow_bake_buffer() == {"FINISHED"}
+    scene, snow, rest, live = play_and_bake(envfx, tmp_path, sequence=sequence)
     assert bpy.ops.envfx.snow_drive_from_bake() == {"FINISHED"}
     scene.frame_set(10)
     _, baked = evaluated_offset(envfx, snow)
