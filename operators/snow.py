@@ -252,6 +252,26 @@ def mesh_from_cover(name: str, lod: core_snow.CoverMesh):
 
 # --- actors -----------------------------------------------------------------------------------------------
 
+def _actor_extent(obj):
+    """(world size x, y, z measured along the actor's own heading, height of its origin above its lowest point).
+
+    The size is taken in the actor's heading (its rotation about world Z taken out), so an actor's radius is the
+    same whichever way it faces: the live trails (built when the actors change) and a bake (started at any
+    frame) give a walking, turning actor one radius."""
+    corners = np.array([list(c) for c in obj.bound_box], dtype=np.float64)
+    m = bridge.matrix_to_numpy(obj.matrix_world)
+    rel = corners @ m[:3, :3].T  # world offsets of the bounding box corners from the origin
+    hx, hy = m[0, 0], m[1, 0]  # the heading: the local X axis seen from above ...
+    if hx * hx + hy * hy < 1e-18:  # ... or, with X upright, the local Y axis turned back by 90 degrees
+        hx, hy = m[1, 1], -m[0, 1]
+    n = float(np.hypot(hx, hy))
+    c, s = (hx / n, hy / n) if n > 0 else (1.0, 0.0)
+    x = c * rel[:, 0] + s * rel[:, 1]
+    y = -s * rel[:, 0] + c * rel[:, 1]
+    dims = np.array([np.ptp(x), np.ptp(y), np.ptp(rel[:, 2])])
+    return dims, float(-rel[:, 2].min())
+
+
 def actor_specs(scene):
     """([(name, radius, depth, bottom offset)], {name: why skipped}) for the scene's actor collection."""
     s = scene.envfx.snow
@@ -271,11 +291,7 @@ def actor_specs(scene):
             dims = (2.0 * obj.empty_display_size * max(obj.scale),) * 3 if o.radius <= 0 else (0.0, 0.0, 0.0)
             offset = 0.0
         else:
-            corners = np.array([list(c) for c in obj.bound_box], dtype=np.float64)
-            m = bridge.matrix_to_numpy(obj.matrix_world)
-            world = corners @ m[:3, :3].T + m[:3, 3]
-            dims = world.max(0) - world.min(0)
-            offset = float(m[2, 3] - world[:, 2].min())
+            dims, offset = _actor_extent(obj)
         radius, depth = core_snow.actor_size(dims, o.radius, o.depth, s.thickness)
         if radius <= 0:
             skipped[obj.name] = "has no size: set its Snow Radius"

@@ -886,3 +886,32 @@ def test_generated_snow_keeps_its_spacing_along_slopes(envfx):
     assert lengths.min() > 0.8 * 0.2 and lengths.max() < 1.2 * 0.2, (lengths.min(), lengths.max())
     lo, hi = snow["envfx_surface_spacing"]
     assert 0.8 * 0.2 <= lo <= hi <= 1.2 * 0.2
+
+
+def test_actor_size_does_not_change_when_it_turns(envfx):
+    """An auto-sized actor's radius is measured along its heading: turned 45 degrees about Z (or upside down
+    along its length) a 2 x 1 box keeps radius 1 and its bottom offset, where the world bounding box would give
+    ~1.06; scale still counts."""
+    scene, snow, actors = snow_scene(envfx)
+    box = bpy.data.objects.new("Box", bpy.data.meshes.new("Box"))
+    bm = bmesh.new()
+    bmesh.ops.create_cube(bm, size=1.0)
+    bmesh.ops.scale(bm, vec=(2.0, 1.0, 0.5), verts=bm.verts)
+    bm.to_mesh(box.data)
+    bm.free()
+    actors.objects.link(box)
+    box.location = (0.0, 0.0, 1.0)
+
+    def spec():
+        bpy.context.view_layer.update()
+        (name, radius, depth, offset), = envfx.operators.snow.actor_specs(scene)[0]
+        return radius, depth, offset
+
+    upright = spec()
+    assert upright == pytest.approx((1.0, 0.3, 0.25))  # depth: half the radius, at most the snow thickness
+    for rot in ((0.0, 0.0, math.radians(45)), (0.0, 0.0, math.radians(-120)), (math.pi, 0.0, math.radians(30))):
+        box.rotation_euler = rot
+        assert spec() == pytest.approx(upright, abs=1e-6), rot
+    box.rotation_euler = (0.0, 0.0, math.radians(45))
+    box.scale = (2.0, 2.0, 2.0)
+    assert spec() == pytest.approx((2.0, 0.3, 0.5))
