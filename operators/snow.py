@@ -353,8 +353,9 @@ def _give_coverage(scene, specs):
 # --- following the actors ---------------------------------------------------------------------------------
 # The app handlers (handlers.py) call follow_actors on every frame change and dependency-graph update: actors
 # added to or removed from the actor collection, or given another Snow Radius / Snow Depth, change the trails
-# without pressing Add Trails again. Cheap when nothing changed: the collection's object names (and the group's
-# actor stamp) are compared with what they were; the actors' sizes are measured again only after a change.
+# without pressing Add Trails again; so does an actor whose world scale changes (animated, or a parent's). Cheap
+# when nothing changed: the collection's object names, the actors' world scales and the group's actor stamp
+# are compared with what they were; the actors' sizes are measured again only after a change.
 
 _followed: dict = {}  # scene name -> signature of what the trails were last brought up to date with
 
@@ -366,8 +367,12 @@ def forget_followed():
 
 def _signature(scene, tree):
     coll = scene.envfx.snow.actors
-    names = tuple(coll.all_objects.keys()) if coll is not None else ()
-    return (coll.name if coll is not None else "", names, tree.get(snow_nodes.ACTORS_KEY))
+    if coll is None:
+        return ("", (), (), tree.get(snow_nodes.ACTORS_KEY))
+    objs = coll.all_objects
+    # an actor's size follows its world scale (a character that grows, or squashes and stretches): ~2 us an actor
+    scales = tuple(tuple(round(v, 4) for v in o.matrix_world.to_scale()) for o in objs if o.type in ACTOR_TYPES)
+    return (coll.name, tuple(objs.keys()), scales, tree.get(snow_nodes.ACTORS_KEY))
 
 
 def follow_actors(scene) -> bool:

@@ -915,3 +915,27 @@ def test_actor_size_does_not_change_when_it_turns(envfx):
     box.rotation_euler = (0.0, 0.0, math.radians(45))
     box.scale = (2.0, 2.0, 2.0)
     assert spec() == pytest.approx((2.0, 0.3, 0.5))
+
+
+def test_trails_follow_an_actor_that_grows(envfx):
+    """An auto-sized actor whose scale is animated stamps with its new size soon after (its trail so far stays),
+    with no Add Trails and no change to the actor collection."""
+    scene, snow, actors = snow_scene(envfx)
+    a = _walker("A", 0.0, actors)
+    a.keyframe_insert("scale", frame=4)
+    a.scale = (2.0, 2.0, 2.0)
+    a.keyframe_insert("scale", frame=5)
+    _linear(a)
+    scene.frame_set(1)
+    assert bpy.ops.envfx.snow_trails_add() == {"FINISHED"}
+    tree = snow.modifiers[snow_nodes_name(envfx)].node_group
+    zone = tree.nodes["Sim Out"].as_pointer()
+    for f in range(1, 10):
+        scene.frame_set(f)
+    assert tree.nodes["Sim Out"].as_pointer() == zone                     # the zone (and its state) stayed
+    assert _depth_near(envfx, snow, 0.0, _walker_y(2)) < -0.1            # the trail from before it grew
+    assert _depth_near(envfx, snow, 0.8, _walker_y(2), r=0.08) > -1e-6   # radius 0.5 then
+    assert _depth_near(envfx, snow, 0.8, _walker_y(8), r=0.08) < -0.02   # radius 1 now
+    (_name, radius, _depth, _offset), = envfx.operators.snow.actor_specs(scene)[0]
+    assert radius == pytest.approx(1.0)
+    assert envfx.operators.snow.follow_actors(scene) is False             # nothing changed: nothing done
