@@ -45,7 +45,7 @@ from . import common
 
 GROUP_NAME = "EnvFX Snow Trails"
 MATERIAL_NAME = "EnvFX Snow"
-VERSION = 21
+VERSION = 22
 STATE = "snow_trail"  # FLOAT2 attribute of the state cloud's points: (down, rim) of core.snow's trail state
 ACTORS_NODE = "Actors"  # the Join Geometry node of the actor points
 SLOT = "Slot "  # name prefix of the per-actor nodes (rebuilt in place by _build_actors)
@@ -75,8 +75,10 @@ def actor_specs(scene):
     return snow_ops.actor_specs(scene)[0]
 
 
-def _stamp(occluders_name: str) -> str:
-    return f"{VERSION}:" + hashlib.sha1(occluders_name.encode()).hexdigest()[:16]
+def _stamp(has_occluders: bool) -> str:
+    """What the group's structure was built for: the version and whether there are occluders (which collection
+    is a value of its "Occluders" node, so choosing another one keeps the running trails)."""
+    return f"{VERSION}:{'occluders' if has_occluders else 'open'}"
 
 
 def _actor_stamp(specs) -> str:
@@ -129,7 +131,7 @@ class SnowBuilder(common.Builder):
         return self.vmath("MULTIPLY", vec, self.vector(label + " Flatten", (1.0, 1.0, 0.0)), label=label)
 
 
-def _build(tree, occluders):
+def _build(tree, occluders: bool):
     b = SnowBuilder(tree)
     common.socket(tree, "Geometry", "INPUT", "NodeSocketGeometry")
     common.socket(tree, "Geometry", "OUTPUT", "NodeSocketGeometry")
@@ -147,7 +149,6 @@ def _build(tree, occluders):
 
     # occluders: their top-down footprint (flattened to z = 0)
     occ_info = b.node("GeometryNodeCollectionInfo", "Occluders", transform_space="ORIGINAL")
-    occ_info.inputs["Collection"].default_value = bpy.data.collections.get(occluders) if occluders else None
     occ_info.inputs["Separate Children"].default_value = False
     occ_info.inputs["Reset Children"].default_value = False
     realize = b.node("GeometryNodeRealizeInstances", "Occluders Real")
@@ -736,14 +737,18 @@ def _build_actors(tree, specs):
 
 def ensure_trails(scene, specs=None) -> bpy.types.NodeTree:
     """The shared "EnvFX Snow Trails" group, built for the scene's actors and occluders and driven by its
-    settings. Rebuilt in place when the occluder collection changes; when only the actors or their sizes change,
-    just the actor part is rebuilt (the running trails stay). The actor inputs of every modifier using it are
-    driven by the actors' locations."""
+    settings. Rebuilt in place when the scene gets or loses its occluder collection; another occluder collection
+    is a value of the "Occluders" node, and when only the actors or their sizes change just the actor part is
+    rebuilt (the running trails stay in both cases). The actor inputs of every modifier using it are driven by
+    the actors' locations."""
     if specs is None:
         specs = actor_specs(scene)
     occ = scene.envfx.snow.occluders
-    occ_name = occ.name if occ is not None else ""
-    tree = common.ensure_tree(GROUP_NAME, "GeometryNodeTree", _stamp(occ_name), lambda t: _build(t, occ_name))
+    tree = common.ensure_tree(GROUP_NAME, "GeometryNodeTree", _stamp(occ is not None),
+                              lambda t: _build(t, occ is not None))
+    occ_node = tree.nodes["Occluders"].inputs["Collection"]
+    if occ_node.default_value != occ:
+        occ_node.default_value = occ
     if tree.get(ACTORS_KEY) != _actor_stamp(specs):
         _build_actors(tree, specs)
     _drive(scene, tree)

@@ -939,3 +939,42 @@ def test_trails_follow_an_actor_that_grows(envfx):
     (_name, radius, _depth, _offset), = envfx.operators.snow.actor_specs(scene)[0]
     assert radius == pytest.approx(1.0)
     assert envfx.operators.snow.follow_actors(scene) is False             # nothing changed: nothing done
+
+
+def test_another_occluder_collection_keeps_the_trails(envfx):
+    """Choosing another occluder collection while the trails run changes where the snow is held down; the
+    trails carved so far stay (the simulation goes on)."""
+    scene, snow, actors = snow_scene(envfx)
+    _walker("A", 2.0, actors)
+    colls = []
+    for name, y in (("Occluders A", -2.0), ("Occluders B", 2.0)):
+        coll = bpy.data.collections.new(name)
+        scene.collection.children.link(coll)
+        quad = grid_object(f"Quad {name}", size=1.0, segments=1, location=(-2, y, 0.1))
+        scene.collection.objects.unlink(quad)
+        coll.objects.link(quad)
+        colls.append(coll)
+    scene.envfx.snow.occluders = colls[0]
+    scene.frame_set(1)
+    assert bpy.ops.envfx.snow_trails_add() == {"FINISHED"}
+    tree = snow.modifiers[snow_nodes_name(envfx)].node_group
+    zone = tree.nodes["Sim Out"].as_pointer()
+    for f in range(1, 5):
+        scene.frame_set(f)
+    rest, got = evaluated_offset(envfx, snow)
+    thick = thickness_of(snow)
+    keep = envfx.shader_nodes.snow.GROUND_KEEP
+
+    def under(y):
+        return (np.abs(rest[:, 0] + 2) < 0.45) & (np.abs(rest[:, 1] - y) < 0.45)
+
+    np.testing.assert_allclose(got[under(-2.0)], -keep * thick[under(-2.0)], atol=1e-5)
+    assert np.abs(got[under(2.0)]).max() == 0.0
+    scene.envfx.snow.occluders = colls[1]
+    for f in range(5, 8):
+        scene.frame_set(f)
+    assert tree.nodes["Sim Out"].as_pointer() == zone                     # the zone (and its state) stayed
+    assert _depth_near(envfx, snow, 2.0, _walker_y(2)) < -0.1            # the trail from before the change
+    rest, got = evaluated_offset(envfx, snow)
+    np.testing.assert_allclose(got[under(2.0)], -keep * thick[under(2.0)], atol=1e-5)   # B holds it down now
+    np.testing.assert_allclose(got[under(-2.0)], -keep * thick[under(-2.0)], atol=1e-5)  # A's stays (no refill)
