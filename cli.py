@@ -95,7 +95,7 @@ def _add_bend(sub):
 
     p = sub.add_parser(
         "bend",
-        help="Open a .blend, add (or remove, or bake) the world bend, save",
+        help="Open a .blend, add (or remove, or bake) the world bend, save; or export it for game engines",
         description="Open a .blend, set the scene's bend, bend the named objects or a collection, save. "
         "Without --objects/--collection every mesh of the scene is bent.",
     )
@@ -112,6 +112,9 @@ def _add_bend(sub):
     action = p.add_mutually_exclusive_group()
     action.add_argument("--apply", action="store_true", help="bake the bend into the meshes")
     action.add_argument("--remove", action="store_true", help="remove the bend instead of adding it")
+    action.add_argument("--export-engines", metavar="DIR",
+                        help="only write the bend (with the settings given) as shader includes for Godot, Unity "
+                        "and Unreal and envfx_bend.json into DIR; no object is changed and nothing is saved")
     p.set_defaults(func=run_bend)
 
 
@@ -154,6 +157,13 @@ def run_bend(args) -> int:
         if getattr(args, attr) is not None:
             setattr(settings, attr, getattr(args, attr))
 
+    if args.export_engines:
+        try:
+            paths = bend_ops.export_engines(scene, args.export_engines)
+        except (bend_ops.BendInputError, core_bend.BendError) as exc:
+            raise CliError(str(exc)) from None
+        print(f"envfx bend: wrote {len(paths)} files for game engines into {args.export_engines}")
+        return 0
     try:
         if args.remove:
             result = bend_ops.remove_bend(objects)

@@ -121,7 +121,9 @@ def shader_source(params: core_bend.BendParams, engine: str, source: str = "") -
     if engine == "UNITY":  # a Shader Graph Custom Function node (File mode, name "EnvFXBend")
         lines += [
             "",
-            "void EnvFXBend_float(float3 WorldPos, float3 Pivot, out float3 Out) { Out = envfx_bend(WorldPos, Pivot); }",
+            "void EnvFXBend_float(float3 WorldPos, float3 Pivot, out float3 Out) {",
+            "    Out = envfx_bend(WorldPos, Pivot);",
+            "}",
         ]
     return "\n".join(lines) + "\n"
 

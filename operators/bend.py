@@ -8,6 +8,7 @@ from bpy.props import BoolProperty, StringProperty
 
 from .. import bridge
 from ..core import bend as core_bend
+from ..core import bend_engines
 from ..shader_nodes import bend as bend_nodes
 from .common import NeedsScene, ObjectsResult, report_result
 
@@ -265,9 +266,50 @@ class ENVFX_OT_bend_exclude(bpy.types.Operator):
         return {"FINISHED"}
 
 
+def export_engines(scene, folder: str) -> list[str]:
+    """Write the scene's bend as shader includes for Godot, Unity and Unreal and ``envfx_bend.json`` into
+    ``folder``; returns the paths. Raises BendInputError (with what to do) for a missing or unwritable folder
+    and core_bend.BendError for bad settings; nothing is written then."""
+    if not folder:
+        raise BendInputError("No folder: choose the folder the engine files are written to")
+    path = bpy.path.abspath(folder)
+    params = bend_nodes.params_from_scene(scene).validate()
+    source = f"{bpy.path.basename(bpy.data.filepath) or 'unsaved file'}, scene {scene.name}"
+    try:
+        return bend_engines.export_files(params, path, source=source)
+    except OSError as exc:
+        raise BendInputError(f"Cannot write the engine files into {path!r} ({exc.strerror or exc}): "
+                             "choose a writable folder") from None
+
+
+class ENVFX_OT_bend_export_engines(NeedsScene, bpy.types.Operator):
+    """Write the scene's bend for game engines: shader includes for Godot, Unity (Shader Graph Custom Function)
+    and Unreal, and envfx_bend.json with every number in each engine's axes and units"""
+
+    bl_idname = "envfx.bend_export_engines"
+    bl_label = "Export for Game Engines"
+
+    directory: StringProperty(name="Folder", description="Folder the engine files are written to", default="",
+                              subtype="DIR_PATH")
+
+    def invoke(self, context, event):
+        context.window_manager.fileselect_add(self)
+        return {"RUNNING_MODAL"}
+
+    def execute(self, context):
+        try:
+            paths = export_engines(context.scene, self.directory)
+        except (BendInputError, core_bend.BendError) as exc:
+            self.report({"ERROR"}, str(exc))
+            return {"CANCELLED"}
+        self.report({"INFO"}, f"Wrote {len(paths)} files for game engines into {self.directory}")
+        return {"FINISHED"}
+
+
 classes = (
     ENVFX_OT_bend_add,
     ENVFX_OT_bend_remove,
     ENVFX_OT_bend_apply,
     ENVFX_OT_bend_exclude,
+    ENVFX_OT_bend_export_engines,
 )

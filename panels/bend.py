@@ -32,6 +32,7 @@ class VIEW3D_PT_envfx_bend(EnvFXSubPanel, bpy.types.Panel):
         row.operator("envfx.bend_add", icon="ADD")
         row.operator("envfx.bend_remove", icon="REMOVE", text="Remove")
         layout.operator("envfx.bend_apply", icon="CHECKMARK")
+        layout.operator("envfx.bend_export_engines", icon="EXPORT")
 
         obj = context.active_object
         if obj is not None and hasattr(obj, "envfx"):

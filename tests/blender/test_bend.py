@@ -434,3 +434,23 @@ def test_curve_and_point_cloud_objects_bend_too(envfx):
     with pytest.raises(envfx.operators.bend.BendInputError, match="Fence .curve objects cannot be baked"):
         envfx.operators.bend.apply_bend(bpy.context.scene, [fence], dg)
     assert envfx.operators.bend.bend_modifiers(fence)
+
+
+def test_export_for_game_engines_operator(envfx, tmp_path):
+    """The panel's Export for Game Engines writes the scene's bend for Godot, Unity and Unreal; a missing or
+    unwritable folder is refused with what to do, and nothing is written."""
+    import json
+
+    scene = bpy.context.scene
+    scene.envfx.bend.mode = "CYLINDER"
+    scene.envfx.bend.strength = 0.07
+    assert bpy.ops.envfx.bend_export_engines(directory=str(tmp_path / "eng")) == {"FINISHED"}
+    meta = json.loads((tmp_path / "eng" / "envfx_bend.json").read_text())
+    assert meta["blender"]["mode"] == "CYLINDER"
+    assert meta["engines"]["UNREAL"]["strength"] == pytest.approx(0.0007)
+    with pytest.raises(RuntimeError, match="No folder"):
+        bpy.ops.envfx.bend_export_engines(directory="")
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(RuntimeError, match="choose a writable folder"):
+        bpy.ops.envfx.bend_export_engines(directory=str(tmp_path / "file" / "sub"))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["eng", "file"]

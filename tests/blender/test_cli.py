@@ -1,5 +1,6 @@
 """`blender -c envfx ...`: the registered handler calls cli.main(argv); tested directly."""
 
+import json
 import os
 
 import bpy
@@ -77,6 +78,8 @@ def test_bend_apply_bakes_into_the_mesh_in_place(envfx, scene_file):
         (["bend", "{scene}", "--strength", "1e9"], "enormous"),
         (["bend", "{scene}", "-o", "/nonexistent/dir/out.blend"], "does not exist"),
         (["bend", "{scene}", "--mode", "SPHERE"], "invalid choice"),
+        (["bend", "{scene}", "--export-engines", "{dir}/scene.blend/sub"], "choose a writable folder"),
+        (["bend", "{scene}", "--export-engines", "{dir}/out", "--spread", "-2"], "cannot be negative"),
     ],
 )
 def test_bad_input_exits_2_with_a_clear_message_and_leaves_files_alone(envfx, scene_file, tmp_path, capsys,
@@ -97,3 +100,20 @@ def test_bend_remove(envfx, scene_file):
     assert envfx.cli.main(["bend", scene_file, "--objects", "Cube", "--remove"]) == 0
     bpy.ops.wm.open_mainfile(filepath=scene_file)
     assert len(bpy.data.objects["Cube"].modifiers) == 0
+
+
+def test_bend_export_engines_writes_the_files_and_leaves_the_blend_alone(envfx, scene_file, tmp_path, capsys):
+    with open(scene_file, "rb") as fh:
+        before = fh.read()
+    out = tmp_path / "engines"
+    code = envfx.cli.main(["bend", scene_file, "--mode", "RUNNER_2AXIS", "--strength", "0.03", "--pivot", "Player",
+                           "--export-engines", str(out)])
+    assert code == 0, capsys.readouterr()
+    assert "wrote 4 files" in capsys.readouterr().out
+    meta = json.loads((out / "envfx_bend.json").read_text())
+    assert meta["blender"]["mode"] == "RUNNER_2AXIS" and meta["blender"]["strength"] == pytest.approx(0.03)
+    assert "scene.blend, scene Scene" in meta["source"]
+    assert "ENVFX_BEND_SIDE_STRENGTH" in (out / "envfx_bend.gdshaderinc").read_text()
+    assert (out / "EnvFXBend.hlsl").exists() and (out / "EnvFXBend.ush").exists()
+    with open(scene_file, "rb") as fh:
+        assert fh.read() == before                                         # nothing saved

@@ -16,7 +16,9 @@ def _run_shader(text):
     py = []
     for line in text.splitlines():
         code = line.split("//")[0].rstrip()
-        if not code or code == "}" or code.startswith("void EnvFXBend_float"):
+        if code.startswith("void EnvFXBend_float"):  # Unity's Custom Function wrapper: checked on its own
+            break
+        if not code or code == "}":
             continue
         const = re.match(r"(?:static )?const (?:float3|vec3|float) (\w+) = (.*);$", code)
         if const:
@@ -71,7 +73,9 @@ def test_literals_are_floats_and_unity_has_a_custom_function():
     params = core_bend.BendParams(strength=1e-5, spread=2.0, horizon_offset=0.0)
     text = be.shader_source(params, "UNITY", source="demo.blend\nscene")
     assert "ENVFX_BEND_SPREAD = 2.0;" in text and "ENVFX_BEND_STRENGTH = 1e-05;" in text
-    assert "void EnvFXBend_float(float3 WorldPos, float3 Pivot, out float3 Out)" in text
+    wrapper = ("void EnvFXBend_float(float3 WorldPos, float3 Pivot, out float3 Out) {\n"
+               "    Out = envfx_bend(WorldPos, Pivot);")
+    assert wrapper in text
     assert "demo.blend scene" in text.splitlines()[0]                 # a source name cannot break the comment
     assert "vec3" in be.shader_source(params, "GODOT") and "vec3" not in be.shader_source(params, "UNREAL")
 

@@ -96,4 +96,8 @@ def build(ctx):
     from demo import side_by_side
 
     files.append(side_by_side([files[1], files[0]], f"{ctx.out_dir}/bend_compare.png"))
+    # the same bend for the game: shader includes for Godot, Unity and Unreal and its JSON
+    result = bpy.ops.envfx.bend_export_engines(directory=f"{ctx.out_dir}/bend_engines")
+    assert result == {"FINISHED"}, result
+    files.append(f"{ctx.out_dir}/bend_engines/envfx_bend.json")
     return files
