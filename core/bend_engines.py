@@ -65,7 +65,7 @@ def engine_constants(params: core_bend.BendParams, engine: str) -> dict:
 
 
 def _num(value: float) -> str:
-    text = f"{float(value):.9g}"
+    text = f"{float(value):.8g}"  # float32 precision: what a shader computes with
     return text if any(c in text for c in ".eEn") else text + ".0"
 
 

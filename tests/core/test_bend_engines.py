@@ -56,7 +56,7 @@ def test_shader_bends_like_core(engine, mode):
         expected = be.to_engine(core_bend.forward(points, params), engine)
         got = bend(be.to_engine(points, engine), be.to_engine([params.pivot], engine)[0])
         scale = be.ENGINES[engine][1]
-        np.testing.assert_allclose(got, expected, atol=1e-6 * scale * 40)
+        np.testing.assert_allclose(got, expected, rtol=1e-7, atol=1e-6 * scale * 40)
         if params.enabled and params.strength != 0:
             assert np.abs(got - be.to_engine(points, engine)).max() > 1e-3  # it bends
 
