@@ -4,7 +4,9 @@ Run with a venv python that has bpy: ``python benchmarks/bench_snow.py [--quick]
 
 The trails are timed against the bare Set Position in interleaved rounds (the machine is shared): ``ratio`` is the
 median of the rounds' ratios of median frame times, ``ratio_min`` the best trails frame over the best bare frame;
-``load`` is the 1-minute load average when the line is printed.
+``load`` is the 1-minute load average when the line is printed. The trails run on two vertex layouts of the same
+grid: ``cells`` (vertices cell after cell of the trails' table, as EnvFX's generated snow has them) and ``rows``
+(grid rows, as any other mesh may have them).
 """
 
 import argparse
@@ -28,8 +30,9 @@ def emit(**kw):
     print(json.dumps(kw), flush=True)
 
 
-def grid_mesh(bpy, name, n, size):
-    """An n x n vertex grid mesh built through foreach_set."""
+def grid_mesh(bpy, name, n, size, layout="cells"):
+    """An n x n vertex grid mesh built through foreach_set: with layout "cells" its vertices come cell after cell
+    of the trails' table, as EnvFX's generated snow has them; "rows" keeps grid rows (any other mesh)."""
     from core import snow as core_snow
 
     xs = np.linspace(-size / 2, size / 2, n, dtype=np.float32)
@@ -39,6 +42,8 @@ def grid_mesh(bpy, name, n, size):
     faces = np.stack([ids[:-1, :-1], ids[:-1, 1:], ids[1:, 1:], ids[1:, :-1]], -1).reshape(-1, 4)
     lod = core_snow.CoverMesh(vertices=verts, faces=faces.astype(np.int32),
                               thickness=np.full(n * n, 0.3, np.float32), ground=np.zeros(n * n, np.float32))
+    if layout == "cells":
+        lod = core_snow.by_trail_cells(lod)
     from importlib import import_module
 
     ops = import_module("bl_ext.envfx_dev.envfx.operators.snow")
@@ -70,7 +75,7 @@ def _use(obj, tree):
     mod.node_group = tree
 
 
-def bench_trails(n_side, n_actors, frames, rounds=3):
+def bench_trails(n_side, n_actors, frames, rounds=3, layout="cells"):
     import bpy
     import conftest
 
@@ -78,7 +83,7 @@ def bench_trails(n_side, n_actors, frames, rounds=3):
     bpy.ops.wm.read_homefile(app_template="", use_empty=True)
     scene = bpy.context.scene
     size = 100.0
-    mesh = grid_mesh(bpy, "Snow", n_side, size)
+    mesh = grid_mesh(bpy, "Snow", n_side, size, layout)
     snow = bpy.data.objects.new("Snow", mesh)
     snow["envfx_snow"] = 0
     scene.collection.objects.link(snow)
@@ -191,7 +196,8 @@ def bench_trails(n_side, n_actors, frames, rounds=3):
     tree.links.new(sp.outputs[0], go.inputs[0])
     scene.frame_set(1)
     state_floor, _ = _time_frames(scene, frames)
-    emit(bench="trails_per_frame", vertices=n_side * n_side, actors=n_actors, frames=frames, rounds=rounds,
+    emit(bench="trails_per_frame", layout=layout, vertices=n_side * n_side, actors=n_actors, frames=frames,
+         rounds=rounds,
          trails_s=round(trails, 4), bare_set_position_s=round(bare, 4),
          ratio=round(float(np.median(round_ratios)), 2), round_ratios=[round(x, 2) for x in round_ratios],
          trails_min_s=round(trails_min, 4), bare_min_s=round(bare_min, 4), ratio_min=round(trails_min / bare_min, 2),
@@ -242,6 +248,8 @@ def main():
     p.add_argument("--only", default="trails,bake,cover")
     p.add_argument("--rounds", type=int, default=5, help="interleaved bare/trails rounds of the trails bench")
     p.add_argument("--frames", type=int, default=20, help="frames per round of the trails bench")
+    p.add_argument("--layout", default="cells,rows",
+                   help="snow vertex layouts of the trails bench: cells (as generated), rows (any other mesh)")
     args = p.parse_args()
     only = args.only.split(",")
     if "cover" in only:
@@ -249,7 +257,8 @@ def main():
     if "bake" in only:
         bench_bake(256 if args.quick else 2048, 20 if args.quick else 250, 64)
     if "trails" in only:
-        bench_trails(100 if args.quick else 1000, 32, 5 if args.quick else args.frames, args.rounds)
+        for layout in args.layout.split(","):
+            bench_trails(100 if args.quick else 1000, 32, 5 if args.quick else args.frames, args.rounds, layout)
 
 
 if __name__ == "__main__":

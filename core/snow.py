@@ -937,6 +937,36 @@ def generate_cover(tris, params: CoverParams, occluder_tris=None, mask_weights=N
     return cover
 
 
+# The live trails' lookup table ("EnvFX Snow Trails"): TRAIL_CELLS x TRAIL_CELLS cells over the snow's bounding
+# box (x, y of its object space), cell size = the larger side / TRAIL_CELLS.
+TRAIL_CELLS = 128
+
+
+def trail_cells(vertices) -> np.ndarray:
+    """The trails' table cell (row * TRAIL_CELLS + column) of each vertex, as the node group computes it."""
+    v = np.asarray(vertices, dtype=np.float64).reshape(-1, 3)
+    if v.shape[0] == 0:
+        return np.zeros(0, dtype=np.int64)
+    lo = v.min(0)
+    ext = v.max(0) - lo
+    size = max(max(ext[0], ext[1]) / TRAIL_CELLS, 1e-9)
+    cx = np.clip(np.floor((v[:, 0] - lo[0]) / size), 0, TRAIL_CELLS - 1)
+    cy = np.clip(np.floor((v[:, 1] - lo[1]) / size), 0, TRAIL_CELLS - 1)
+    return (cy * TRAIL_CELLS + cx).astype(np.int64)
+
+
+def by_trail_cells(mesh: CoverMesh) -> CoverMesh:
+    """The same mesh with its vertices laid out cell after cell of the trails' table (each cell's vertices
+    together, in their order). The live trails move whole cells of vertices, so laid out this way the vertices
+    they move form long runs instead of short pieces of grid rows: measured ~6% off a trails frame (1M
+    vertices, 32 actors) on Blender 5.0. The shape, faces and values are unchanged."""
+    order = np.argsort(trail_cells(mesh.vertices), kind="stable")
+    inverse = np.empty_like(order)
+    inverse[order] = np.arange(order.size)
+    return CoverMesh(vertices=mesh.vertices[order], faces=inverse[mesh.faces].astype(np.int32),
+                     thickness=mesh.thickness[order], ground=mesh.ground[order], step=mesh.step)
+
+
 def _grid_mesh(covered, X, Y, ground, thick, step) -> CoverMesh:
     c = covered[::step, ::step]
     h, w = c.shape
@@ -948,5 +978,5 @@ def _grid_mesh(covered, X, Y, ground, thick, step) -> CoverMesh:
     g = ground[::step, ::step][c]
     t = thick[::step, ::step][c]
     verts = np.stack([X[::step, ::step][c], Y[::step, ::step][c], g + t], axis=1)
-    return CoverMesh(vertices=verts.astype(np.float32), faces=faces.astype(np.int32),
-                     thickness=t.astype(np.float32), ground=g.astype(np.float32), step=step)
+    return by_trail_cells(CoverMesh(vertices=verts.astype(np.float32), faces=faces.astype(np.int32),
+                                    thickness=t.astype(np.float32), ground=g.astype(np.float32), step=step))

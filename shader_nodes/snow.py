@@ -41,6 +41,7 @@ import hashlib
 
 import bpy
 
+from ..core import snow as core_snow
 from . import common
 
 GROUP_NAME = "EnvFX Snow Trails"
@@ -51,7 +52,7 @@ ACTORS_NODE = "Actors"  # the Join Geometry node of the actor points
 SLOT = "Slot "  # name prefix of the per-actor nodes (rebuilt in place by _build_actors)
 ACTORS_KEY = "envfx_snow_actors"  # the group's custom property: stamp of the actors it was built for
 KEYS_KEY = "envfx_snow_keys"  # the group's custom property: {actor name: key}
-CELLS = 128  # the lookup table that limits the nearest-path search to vertices near a path
+CELLS = core_snow.TRAIL_CELLS  # the lookup table that limits the nearest-path search to vertices near a path
 COARSE = 4  # cells per side of a block of the coarse table that limits the cells' nearest-path search
 
 # the displayed snow never goes below this fraction of its thickness (a thin layer stays on the ground, so the

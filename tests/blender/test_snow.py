@@ -978,3 +978,19 @@ def test_another_occluder_collection_keeps_the_trails(envfx):
     rest, got = evaluated_offset(envfx, snow)
     np.testing.assert_allclose(got[under(2.0)], -keep * thick[under(2.0)], atol=1e-5)   # B holds it down now
     np.testing.assert_allclose(got[under(-2.0)], -keep * thick[under(-2.0)], atol=1e-5)  # A's stays (no refill)
+
+
+def test_generated_snow_is_laid_out_in_the_cells_of_the_trails(envfx):
+    """The generated snow's vertices come cell after cell of the trails' table, with the cells the node group
+    computes (the trails then move long runs of vertices)."""
+    scene, snow, actors = snow_scene(envfx)
+    sphere_object("A", 0.5, actors).location = (0.0, 0.0, 0.5)
+    scene.frame_set(1)
+    assert bpy.ops.envfx.snow_trails_add() == {"FINISHED"}
+    scene.frame_set(2)
+    ev = snow.evaluated_get(bpy.context.evaluated_depsgraph_get())
+    group_cells = np.empty(len(ev.data.vertices), np.int32)
+    ev.data.attributes["snow_cell"].data.foreach_get("value", group_cells)
+    core_cells = envfx.core.snow.trail_cells(envfx.bridge.get_positions(snow.data))
+    assert np.mean(group_cells == core_cells) > 0.999                  # float32 vs float64 at cell borders
+    assert np.all(np.diff(core_cells) >= 0)

@@ -239,7 +239,10 @@ def test_cover_border_tapers_to_zero_and_spacing():
     pad = np.pad(covered, 1)
     edge = covered & ~(pad[:-2, 1:-1] & pad[2:, 1:-1] & pad[1:-1, :-2] & pad[1:-1, 2:])
     th = np.zeros(covered.shape)
-    th[covered] = m.thickness
+    col = np.rint((m.vertices[:, 0] - cover.origin[0]) / cover.spacing).astype(int)
+    row = np.rint((m.vertices[:, 1] - cover.origin[1]) / cover.spacing).astype(int)
+    th[row, col] = m.thickness
+    assert covered[row, col].all() and len(set(zip(row, col))) == covered.sum()
     assert np.all(th[edge] == 0)
     assert th.max() == pytest.approx(0.3)
     # thickness grows with distance from the border
@@ -327,3 +330,41 @@ def test_sample_image_bilinear_clamped():
     uv = np.array([[0.125, 0.5], [0.875, 0.5], [0.5, 0.25], [1.125, 0.5]])
     v = snow.sample_image(img, uv)
     np.testing.assert_allclose(v, [0.0, 1.0, 0.5, 1.0], atol=1e-6)
+
+
+def test_cover_vertices_are_laid_out_cell_by_cell_of_the_trails_table():
+    tris = plane_tris(10, 5, tilt=0.3)
+    cover = snow.generate_cover(tris, snow.CoverParams(spacing=0.05, thickness=0.3, lods=2))
+    for m in cover.lods:
+        cells = snow.trail_cells(m.vertices)
+        assert np.all(np.diff(cells) >= 0)                            # cell after cell
+        assert len(np.unique(cells)) > 1000
+        # each face still joins four grid neighbours, counter-clockwise seen from above
+        quad = m.vertices[m.faces]
+        assert np.all(np.cross(quad[:, 1, :2] - quad[:, 0, :2], quad[:, 2, :2] - quad[:, 1, :2]) > 0)
+    # inside a cell the vertices keep their row-major order
+    m = cover.lods[0]
+    cells = snow.trail_cells(m.vertices)
+    first = m.vertices[cells == cells[len(cells) // 2]]
+    key = first[:, 1] * 1e6 + first[:, 0]
+    assert np.all(np.diff(key) > 0)
+
+
+def test_by_trail_cells_keeps_the_mesh():
+    rng = np.random.default_rng(1)
+    n = 200  # ~1.6 vertices a cell side: rows of cells interleave in row-major order
+    xs = np.linspace(0, 9, n)
+    X, Y = np.meshgrid(xs, xs)
+    v = np.stack([X.ravel(), Y.ravel(), rng.uniform(0, 1, n * n)], 1).astype(np.float32)
+    ids = np.arange(n * n).reshape(n, n)
+    f = np.stack([ids[:-1, :-1], ids[:-1, 1:], ids[1:, 1:], ids[1:, :-1]], -1).reshape(-1, 4).astype(np.int32)
+    m = snow.CoverMesh(vertices=v, faces=f, thickness=v[:, 2] * 2, ground=v[:, 2] * 3, step=2)
+    out = snow.by_trail_cells(m)
+    assert out.step == 2 and not np.array_equal(out.vertices, m.vertices)
+    assert sorted(map(tuple, m.vertices[m.faces].reshape(-1, 12).tolist())) == \
+        sorted(map(tuple, out.vertices[out.faces].reshape(-1, 12).tolist()))
+    np.testing.assert_array_equal(out.thickness, out.vertices[:, 2] * 2)
+    np.testing.assert_array_equal(out.ground, out.vertices[:, 2] * 3)
+    empty = snow.CoverMesh(vertices=np.zeros((0, 3), np.float32), faces=np.zeros((0, 4), np.int32),
+                           thickness=np.zeros(0, np.float32), ground=np.zeros(0, np.float32))
+    assert snow.by_trail_cells(empty).vertices.shape == (0, 3)
