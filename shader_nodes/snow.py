@@ -28,9 +28,9 @@
   apart from every other (farther than twice the reach), else their own Sample Nearest on the path edges (a
   point's vertex position is gathered from "Sorted"); then the stamp, vertical fade, persistence and occluders
   follow the core's formulas node for node;
-- after the zone each state point gets its offset ``max(rim - down, -0.98 snow_thickness)`` along world Z,
-  faded out with the distance to the active camera; the vertices of held cells read it at block start + rank
-  (two gathers, no search) and move by it (the others stay).
+- after the zone the vertices of held cells read their state at block start + rank (two gathers, no search)
+  and move by ``max(rim - down, -0.98 snow_thickness)`` along world Z, faded out with their distance to the
+  active camera (the others stay).
 
 Numbers the user tweaks (rim, fades, refill) are Value nodes driven by ``scene.envfx.snow``.
 """
@@ -46,7 +46,7 @@ from . import common
 
 GROUP_NAME = "EnvFX Snow Trails"
 MATERIAL_NAME = "EnvFX Snow"
-VERSION = 22
+VERSION = 23
 STATE = "snow_trail"  # FLOAT2 attribute of the state cloud's points: (down, rim) of core.snow's trail state
 ACTORS_NODE = "Actors"  # the Join Geometry node of the actor points
 SLOT = "Slot "  # name prefix of the per-actor nodes (rebuilt in place by _build_actors)
@@ -589,24 +589,26 @@ def _build(tree, occluders: bool):
     b.link(sorted_pts, sim_out.inputs["Sorted"])
     b.link(cells_static, sim_out.inputs["Cells"])
 
-    # --- display: the offset along world Z, clamped to the ground and faded with the camera distance, is
-    # computed once per state point (the vertices of held cells, cell by cell); each vertex of a held cell reads
-    # it at block start + rank (two gathers), the others stay
+    # --- display: each vertex of a held cell reads its state at block start + rank (two gathers, no search) and
+    # moves along world Z by max(rim - down, -GROUND_KEEP * its snow thickness), faded out with its distance to
+    # the active camera; the others stay. Everything is computed per moved vertex from its own position and
+    # thickness (no pass over the state points, no store)
     state = sim_out.outputs["State"]
-    sorted_out = sim_out.outputs["Sorted"]
-    sidx_out = b.named("sidx", "INT", label="Read Display Sorted").outputs["Attribute"]
-    out = b.node("ShaderNodeSeparateXYZ", "Out State")
-    b.link(b.named(STATE, data_type="FLOAT_VECTOR", label="Read Out State").outputs["Attribute"], out.inputs[0])
-    # the raw attribute and its Exists flag are gathered (a computed field would be evaluated for every sorted
-    # point before the gather)
-    thick_sorted = b.named("snow_thickness", label="Read Sorted Thickness")
-    point_thickness = b.math(
-        "MULTIPLY_ADD", b.math("SUBTRACT", 1.0, b.sample_index(sorted_out, thick_sorted.outputs["Exists"], sidx_out,
-                                                                label="Point Has Thickness")),
-        1.0e6, b.sample_index(sorted_out, thick_sorted.outputs["Attribute"], sidx_out, label="Point Thickness Raw"),
-        label="Point Thickness")
-    disp = b.math("MAXIMUM", b.math("SUBTRACT", out.outputs["Y"], out.outputs["X"]),
-                  b.math("MULTIPLY", point_thickness, -GROUND_KEEP), label="Displacement")
+    cell_v = b.named("snow_cell", "INT", label="Read Display Cell").outputs["Attribute"]
+    d1_v = ival(sim_out.outputs["Held"], "d1", cell_v, "Vertex Block")
+    moved = b.sample_index(sim_out.outputs["Held"], b.named("held", "BOOLEAN", label="Read Held Flag")
+                           .outputs["Attribute"], cell_v, "BOOLEAN", label="Moved")
+    at = b.math("ADD", b.math("SUBTRACT", d1_v, 1.0),
+                b.named("snow_slot", "INT", label="Read Slot").outputs["Attribute"], label="State Index")
+    vertex_state = b.node("ShaderNodeSeparateXYZ", "Vertex State")
+    b.link(b.sample_index(state, b.named(STATE, data_type="FLOAT_VECTOR", label="Read Out State")
+                          .outputs["Attribute"], at, "FLOAT_VECTOR", label="Gather State"), vertex_state.inputs[0])
+    # a mesh without snow_thickness (trails on any mesh) is never clamped to a ground
+    thick_v = b.named("snow_thickness", label="Read Vertex Thickness")
+    vertex_thickness = b.math("MULTIPLY_ADD", b.math("SUBTRACT", 1.0, thick_v.outputs["Exists"]), 1.0e6,
+                              thick_v.outputs["Attribute"], label="Vertex Thickness")
+    disp = b.math("MAXIMUM", b.math("SUBTRACT", vertex_state.outputs["Y"], vertex_state.outputs["X"]),
+                  b.math("MULTIPLY", vertex_thickness, -GROUND_KEEP), label="Displacement")
     cam = b.node("GeometryNodeInputActiveCamera", "Camera")
     cam_info = b.node("GeometryNodeObjectInfo", "Camera Info", transform_space="ORIGINAL")
     b.link(cam.outputs[0], cam_info.inputs["Object"])
@@ -620,9 +622,8 @@ def _build(tree, occluders: bool):
     scale_x = b.node("FunctionNodeTransformDirection", "Scale X")
     b.link(matrix, scale_x.inputs["Transform"])
     scale_x.inputs["Direction"].default_value = (1.0, 0.0, 0.0)
-    point_pos = b.sample_index(sorted_out, b.node("GeometryNodeInputPosition", "Display Pos").outputs[0], sidx_out,
-                               "FLOAT_VECTOR", label="Point Rest Position")
-    dist = b.math("MULTIPLY", b.vmath("DISTANCE", point_pos, cam_local.outputs[0]),
+    dist = b.math("MULTIPLY", b.vmath("DISTANCE", b.node("GeometryNodeInputPosition", "Display Pos").outputs[0],
+                                      cam_local.outputs[0]),
                   b.vmath("LENGTH", scale_x.outputs[0]), label="Camera Distance")
     span = b.math("MAXIMUM", b.math("SUBTRACT", values["Camera Fade End"], values["Camera Fade Start"]), 1e-6)
     cam_fade = b.clamp01(b.math("SUBTRACT", 1.0, b.math("DIVIDE", b.math("SUBTRACT", dist, values["Camera Fade Start"]),
@@ -633,20 +634,10 @@ def _build(tree, occluders: bool):
     local_up = b.node("FunctionNodeTransformDirection", "Up Local")  # one value per object
     b.link(invert.outputs[0], local_up.inputs["Transform"])
     local_up.inputs["Direction"].default_value = (0.0, 0.0, 1.0)
-    # one float a point is gathered (not the offset vector): the object's up is scaled per moved vertex
-    shown = b.store(state, "disp", disp, label="Store Point Displacement")
-    cell_v = b.named("snow_cell", "INT", label="Read Display Cell").outputs["Attribute"]
-    d1_v = ival(sim_out.outputs["Held"], "d1", cell_v, "Vertex Block")
-    moved = b.sample_index(sim_out.outputs["Held"], b.named("held", "BOOLEAN", label="Read Held Flag")
-                           .outputs["Attribute"], cell_v, "BOOLEAN", label="Moved")
-    at = b.math("ADD", b.math("SUBTRACT", d1_v, 1.0),
-                b.named("snow_slot", "INT", label="Read Slot").outputs["Attribute"], label="State Index")
     set_pos = b.node("GeometryNodeSetPosition", "Set Position", location=(2700, 0))
     b.link(sim_out.outputs["Geometry"], set_pos.inputs["Geometry"])
     b.link(moved, set_pos.inputs["Selection"])
-    vertex_disp = b.sample_index(shown, b.named("disp", label="Read Displacement").outputs["Attribute"], at,
-                                 label="Vertex Displacement")
-    b.link(b.vmath("SCALE", local_up.outputs[0], scale=vertex_disp, label="Vertex Offset"), set_pos.inputs["Offset"])
+    b.link(b.vmath("SCALE", local_up.outputs[0], scale=disp, label="Vertex Offset"), set_pos.inputs["Offset"])
     b.link(set_pos.outputs[0], group_out.inputs[0])
 
 

@@ -748,6 +748,7 @@ def test_deformation_fades_with_camera_distance(envfx):
     near.location = (-3.0, 0.0, 0.5)
     far = sphere_object("Far", 0.5, actors)
     far.location = (3.0, 0.0, 0.5)
+    sphere_object("Mid", 0.5, actors).location = (0.5, 0.0, 0.5)       # ~4 from the camera: half faded
     cam = bpy.data.objects.new("Cam", bpy.data.cameras.new("Cam"))
     scene.collection.objects.link(cam)
     cam.location = (-3.0, 0.0, 2.0)
@@ -763,6 +764,13 @@ def test_deformation_fades_with_camera_distance(envfx):
     assert got[dist < 3.0].min() < -0.2                                      # full trail nearby
     mid = (dist > 3.2) & (dist < 4.8) & (np.abs(rest[:, 0] + 3.0) < 0.2)
     assert mid.any()
+    # the fade is linear in the distance: against the same trails with the fade pushed out of the way
+    s.camera_fade_start, s.camera_fade_end = 100.0, 200.0
+    scene.frame_set(1)
+    _rest, unfaded = evaluated_offset(envfx, snow)
+    partly = (dist > 3.2) & (dist < 4.8) & (unfaded < -0.05)
+    assert partly.sum() > 20 and np.all(np.abs(got[partly]) < np.abs(unfaded[partly]))
+    np.testing.assert_allclose(got, unfaded * np.clip(1.0 - (dist - 3.0) / 2.0, 0.0, 1.0), atol=1e-5)
 
 
 def test_snow_material_renders_trails_in_eevee(envfx, tmp_path):
