@@ -46,7 +46,7 @@ from . import common
 
 GROUP_NAME = "EnvFX Snow Trails"
 MATERIAL_NAME = "EnvFX Snow"
-VERSION = 23
+VERSION = 24
 STATE = "snow_trail"  # FLOAT2 attribute of the state cloud's points: (down, rim) of core.snow's trail state
 ACTORS_NODE = "Actors"  # the Join Geometry node of the actor points
 SLOT = "Slot "  # name prefix of the per-actor nodes (rebuilt in place by _build_actors)
@@ -450,6 +450,12 @@ def _build(tree, occluders: bool):
                       b.math("GREATER_THAN", gap, b.math("MULTIPLY", reach_max, 2.0), label="Far Apart"),
                       label="Apart")
     mids = b.store(mids, "apart", apart, data_type="BOOLEAN", label="Store Apart")
+    # per near cell: whether its nearest path is apart (the state points then read one flag of their cell)
+    table_geo = b.store(table_geo, "apart", b.sample_index(
+        mids, b.named("apart", "BOOLEAN", label="Read Apart").outputs["Attribute"],
+        b.named("edge", "INT", label="Read Cell Edge").outputs["Attribute"], "BOOLEAN", label="Cell Path Apart"),
+        data_type="BOOLEAN", label="Store Cell Apart",
+        selection=b.named("near", "BOOLEAN", label="Read Near For Apart").outputs["Attribute"])
     if occluders:  # the cells an occluder's footprint may cover
         occ_prox = b.node("GeometryNodeProximity", "Occluder Proximity", target_element="FACES")
         b.link(occ_flat.outputs[0], occ_prox.inputs[0])
@@ -511,7 +517,7 @@ def _build(tree, occluders: bool):
     new_geo = b.store(dup.outputs["Geometry"], "sidx",
                       b.math("ADD", b.named("start", "INT", label="Read Dup Start").outputs["Attribute"],
                              dup.outputs["Duplicate Index"]), data_type="INT", label="Store Sorted Index")
-    for name in ("near", "edge", "occ", "new", "start", "count", "d1", "radius"):
+    for name in ("near", "edge", "apart", "occ", "new", "start", "count", "d1", "radius"):
         if name == "occ" and not occluders:
             continue
         drop = b.node("GeometryNodeRemoveAttribute", f"Drop New {name}")
@@ -533,14 +539,17 @@ def _build(tree, occluders: bool):
         geo = b.store(geo, "snow_thickness",
                       b.sample_index(sorted_pts, thick_node.outputs["Attribute"], sidx, label="Vertex Thickness"),
                       label="Store Held Thickness")
-    near_pt = b.sample_index(table_geo, b.named("near", "BOOLEAN", label="Read Table Near").outputs["Attribute"],
-                             point_cell, "BOOLEAN", label="Point Near")
+    # whether a point's cell is near a path: gathered once and stored (read by three selections below)
+    geo = b.store(geo, "pnear", b.sample_index(
+        table_geo, b.named("near", "BOOLEAN", label="Read Table Near").outputs["Attribute"], point_cell, "BOOLEAN",
+        label="Point Near"), data_type="BOOLEAN", label="Store Point Near")
+    near_pt = b.named("pnear", "BOOLEAN", label="Read Point Near").outputs["Attribute"]
     cell_edge = b.sample_index(table_geo, b.named("edge", "INT", label="Read Table Edge").outputs["Attribute"],
                                point_cell, "INT", label="Point Cell Edge")
-    apart_pt = b.sample_index(mids, b.named("apart", "BOOLEAN", label="Read Apart").outputs["Attribute"], cell_edge,
-                              "BOOLEAN", label="Point Path Apart")
-    geo = b.store(geo, "edge", cell_edge, data_type="INT", label="Store Point Edge",
-                  selection=b.boolean("AND", near_pt, apart_pt, label="Near Apart"))
+    apart_pt = b.sample_index(table_geo, b.named("apart", "BOOLEAN", label="Read Table Apart").outputs["Attribute"],
+                              point_cell, "BOOLEAN", label="Point Path Apart")
+    # every near point takes its cell's path; where that path is not apart from the others, its own nearest
+    geo = b.store(geo, "edge", cell_edge, data_type="INT", label="Store Point Edge", selection=near_pt)
     geo = b.store(geo, "edge", nearest.outputs["Index"], data_type="INT", label="Store Point Nearest Edge",
                   selection=b.boolean("AND", near_pt, b.boolean("NOT", apart_pt), label="Near Others"))
     # trails near the paths (down and rim stored together, both from the old state);
@@ -581,10 +590,12 @@ def _build(tree, occluders: bool):
                        label="Store Held Flag")
     b.link(snow_geo, sim_out.inputs["Geometry"])
     b.link(actors_now, sim_out.inputs["Actors"])
-    drop = b.node("GeometryNodeRemoveAttribute", "Drop edge")
-    b.link(geo, drop.inputs["Geometry"])
-    drop.inputs["Name"].default_value = "edge"
-    b.link(drop.outputs["Geometry"], sim_out.inputs["State"])
+    for name in ("edge", "pnear"):  # per frame only: not kept in the cache
+        drop = b.node("GeometryNodeRemoveAttribute", f"Drop {name}")
+        b.link(geo, drop.inputs["Geometry"])
+        drop.inputs["Name"].default_value = name
+        geo = drop.outputs["Geometry"]
+    b.link(geo, sim_out.inputs["State"])
     b.link(held_geo, sim_out.inputs["Held"])
     b.link(sorted_pts, sim_out.inputs["Sorted"])
     b.link(cells_static, sim_out.inputs["Cells"])
