@@ -657,6 +657,28 @@ class EnvFXSnowSettings(PropertyGroup):
         default=3.0, min=0.0, soft_max=30.0, subtype="TIME_ABSOLUTE", unit="TIME_ABSOLUTE",
         update=_snow_value_changed,
     )
+    puffs: BoolProperty(
+        name="Snow Puffs", description="Where an actor pushes the snow down, throw up puffs of snow that fall back "
+        "and vanish (the live trails; off by default: they cost a little per frame)",
+        default=False, update=_snow_value_changed,
+    )
+    puff_rate: FloatProperty(
+        name="Puff Rate", description="Chance that a snow vertex pushed down in a frame throws a puff",
+        default=0.3, min=0.0, max=1.0, subtype="FACTOR", update=_snow_value_changed,
+    )
+    puff_speed: FloatProperty(
+        name="Puff Speed", description="Launch speed of a puff (random 50-100 %, mostly upwards)",
+        default=1.5, min=0.0, soft_max=10.0, unit="VELOCITY", update=_snow_value_changed,
+    )
+    puff_lifetime: FloatProperty(
+        name="Puff Lifetime", description="Seconds a puff lives, shrinking to nothing",
+        default=0.8, min=0.01, soft_max=5.0, subtype="TIME_ABSOLUTE", unit="TIME_ABSOLUTE",
+        update=_snow_value_changed,
+    )
+    puff_size: FloatProperty(
+        name="Puff Size", description="Radius of a puff when it is thrown up",
+        default=0.04, min=0.0, soft_max=1.0, subtype="DISTANCE", update=_snow_value_changed,
+    )
     camera_fade_start: FloatProperty(
         name="Camera Fade Start", description="Deformation is full up to this distance from the active camera",
         default=50.0, min=0.0, subtype="DISTANCE",

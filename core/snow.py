@@ -186,6 +186,56 @@ def simulate_points(points, tracks, radius, depth, params: StampParams, occluded
     return down, rim
 
 
+# --- puffs --------------------------------------------------------------------------------------------------
+# The write-up's snow particles "on impact": where an actor pushes the snow down, some of the pushed vertices
+# throw a puff of snow up; puffs fly under gravity, shrink and vanish at the end of their life. The live trails
+# group runs them in its simulation zone, with these rules.
+
+PUFF_MIN_PUSH = 1e-3   # a vertex pushed down by less than this in a frame (scene units) throws no puff
+PUFF_SIDEWAYS = 0.35   # horizontal share of a puff's launch velocity (random direction)
+
+
+@dataclass(frozen=True)
+class PuffParams:
+    rate: float = 0.3       # chance that a vertex pushed down this frame throws a puff
+    speed: float = 1.5      # launch speed, scene units per second (random 50-100 %)
+    lifetime: float = 0.8   # seconds
+    size: float = 0.04      # radius at launch, shrinking to 0 over the lifetime
+    gravity: float = 9.81   # scene units per second squared, down
+
+    def validate(self) -> "PuffParams":
+        for name in ("rate", "speed", "lifetime", "size", "gravity"):
+            value = float(getattr(self, name))
+            if not np.isfinite(value) or value < 0:
+                raise SnowError(f"Puff {name} is {value}: use a finite number, 0 or more")
+        if self.rate > 1:
+            raise SnowError(f"Puff rate {self.rate} is a chance per vertex: use 0..1")
+        if self.lifetime <= 0:
+            raise SnowError("Puff lifetime must be more than 0 seconds")
+        return self
+
+
+def puff_launch_bounds(speed):
+    """(largest horizontal launch speed, smallest and largest upward launch speed) of a new puff."""
+    return PUFF_SIDEWAYS * speed, 0.5 * speed, speed
+
+
+def puff_step(position, velocity, age, dt, params: PuffParams):
+    """One frame of the puffs (semi-implicit Euler, Z up): the velocity gains gravity, the position moves by the
+    new velocity, the age grows; returns (position, velocity, age, alive) with alive = age < lifetime. Puffs
+    launched this frame take their first step the next frame."""
+    v = np.array(velocity, dtype=np.float64, copy=True)
+    v[:, 2] -= params.gravity * dt
+    p = np.asarray(position, dtype=np.float64) + v * dt
+    a = np.asarray(age, dtype=np.float64) + dt
+    return p, v, a, a < params.lifetime
+
+
+def puff_radius(age, params: PuffParams):
+    """A puff's radius: params.size at launch, shrinking linearly to 0 at the end of its life."""
+    return params.size * np.clip(1.0 - np.asarray(age, dtype=np.float64) / params.lifetime, 0.0, 1.0)
+
+
 # --- actors -----------------------------------------------------------------------------------------------
 
 def actor_size(dimensions, radius_setting=0.0, depth_setting=0.0, snow_thickness=None):

@@ -37,6 +37,11 @@ class VIEW3D_PT_envfx_snow(EnvFXSubPanel, bpy.types.Panel):
         for prop in ("rim_height", "rim_width", "fade_height", "refill_rate", "camera_fade_start",
                      "camera_fade_end", "coverage_melt_time"):
             col.prop(s, prop)
+        col.prop(s, "puffs")
+        sub = col.column()
+        sub.active = s.puffs
+        for prop in ("puff_rate", "puff_speed", "puff_lifetime", "puff_size"):
+            sub.prop(s, prop)
         _trails_status(box, s)
         row = box.row(align=True)
         row.operator("envfx.snow_trails_add", icon="ADD")

@@ -46,8 +46,10 @@ from . import common
 
 GROUP_NAME = "EnvFX Snow Trails"
 MATERIAL_NAME = "EnvFX Snow"
-VERSION = 24
-STATE = "snow_trail"  # FLOAT2 attribute of the state cloud's points: (down, rim) of core.snow's trail state
+VERSION = 25
+# FLOAT_VECTOR attribute of the state cloud's points: (down, rim) of core.snow's trail state, and how much deeper
+# the vertex was pushed this frame (the puffs; only meaningful on the points near a path this frame)
+STATE = "snow_trail"
 ACTORS_NODE = "Actors"  # the Join Geometry node of the actor points
 SLOT = "Slot "  # name prefix of the per-actor nodes (rebuilt in place by _build_actors)
 ACTORS_KEY = "envfx_snow_actors"  # the group's custom property: stamp of the actors it was built for
@@ -58,8 +60,14 @@ COARSE = 4  # cells per side of a block of the coarse table that limits the cell
 # the displayed snow never goes below this fraction of its thickness (a thin layer stays on the ground, so the
 # snow and the terrain under it never fight for the same depth)
 GROUND_KEEP = 0.98
+GRAVITY = "Gravity Z"  # Value node driven by the scene's gravity (z), for the puffs
 
 DRIVEN = {
+    "Puffs": "puffs",
+    "Puff Rate": "puff_rate",
+    "Puff Speed": "puff_speed",
+    "Puff Lifetime": "puff_lifetime",
+    "Puff Size": "puff_size",
     "Rim Height": "rim_height",
     "Rim Width": "rim_width",
     "Fade Height": "fade_height",
@@ -143,6 +151,7 @@ def _build(tree, occluders: bool):
     values = {label: b.value(label, 0.0) for label in DRIVEN}
     for i, label in enumerate(DRIVEN):
         values[label].node.location = (-2000, -200 - 90 * i)
+    values[GRAVITY] = b.value(GRAVITY, -9.81)
 
     # actors: one point per actor at its bottom, with radius, depth and key (_build_actors adds them)
     joined = b.node("GeometryNodeJoinGeometry", ACTORS_NODE, location=(-1400, 600))
@@ -174,7 +183,7 @@ def _build(tree, occluders: bool):
     sim_out = b.node("GeometryNodeSimulationOutput", "Sim Out", location=(2200, 0))
     sim_in.pair_with_output(sim_out)
     sim_out.state_items.new("GEOMETRY", "Actors")
-    for item in ("State", "Held", "Sorted", "Cells"):
+    for item in ("State", "Held", "Sorted", "Cells", "Puffs"):
         sim_out.state_items.new("GEOMETRY", item)
     b.link(group_in.outputs[0], sim_in.inputs["Geometry"])
     b.link(actors_now, sim_in.inputs["Actors"])
@@ -554,11 +563,13 @@ def _build(tree, occluders: bool):
                   selection=b.boolean("AND", near_pt, b.boolean("NOT", apart_pt), label="Near Others"))
     # trails near the paths (down and rim stored together, both from the old state);
     # far from every path only the refill applies (the stamp is 0 there)
-    stamped = b.store(geo, STATE, b.combine_xyz(new_down, new_rim, 0.0, label="New State"), data_type="FLOAT2",
+    stamped = b.store(geo, STATE, b.combine_xyz(new_down, new_rim, b.math("SUBTRACT", new_down, kd, label="Pushed Now"),
+                                                label="New State"), data_type="FLOAT_VECTOR",
                       selection=near_pt)
     decayed = b.store(stamped, STATE, b.combine_xyz(b.math("MULTIPLY", keep, old_down, label="Far Down"),
                                                     b.math("MULTIPLY", keep, old_rim, label="Far Rim"), 0.0),
-                      data_type="FLOAT2", selection=b.boolean("NOT", near_pt, label="Far"), label="Store Far State")
+                      data_type="FLOAT_VECTOR", selection=b.boolean("NOT", near_pt, label="Far"),
+                      label="Store Far State")
     refill_on = b.math("GREATER_THAN", values["Refill Rate"], 0.0, label="Refill On")
     refilling = b.node("GeometryNodeSwitch", "Refilling", input_type="GEOMETRY")  # lazy: no refill, no work
     b.link(refill_on, refilling.inputs["Switch"])
@@ -590,6 +601,7 @@ def _build(tree, occluders: bool):
                        label="Store Held Flag")
     b.link(snow_geo, sim_out.inputs["Geometry"])
     b.link(actors_now, sim_out.inputs["Actors"])
+    b.link(_puffs_step(b, geo, near_pt, P, sim_in, dt, values), sim_out.inputs["Puffs"])
     for name in ("edge", "pnear"):  # per frame only: not kept in the cache
         drop = b.node("GeometryNodeRemoveAttribute", f"Drop {name}")
         b.link(geo, drop.inputs["Geometry"])
@@ -649,7 +661,111 @@ def _build(tree, occluders: bool):
     b.link(sim_out.outputs["Geometry"], set_pos.inputs["Geometry"])
     b.link(moved, set_pos.inputs["Selection"])
     b.link(b.vmath("SCALE", local_up.outputs[0], scale=disp, label="Vertex Offset"), set_pos.inputs["Offset"])
+    shown = b.node("GeometryNodeJoinGeometry", "Snow And Puffs")
+    b.link(_puffs_shown(b, sim_out.outputs["Puffs"], invert, values), shown.inputs[0])
+    b.link(set_pos.outputs[0], shown.inputs[0])  # join order: the last link comes first
+    set_pos = shown
     b.link(set_pos.outputs[0], group_out.inputs[0])
+
+
+def _puffs_step(b, state, near_pt, P, sim_in, dt, values):
+    """The puffs' frame in the zone (``core.snow.puff_step``): last frame's puffs gain gravity, move and age, the
+    dead ones go; the held vertices pushed down this frame (STATE z) throw new ones with chance "Puff Rate"
+    from their world position, launched up and a little sideways (not on the simulation's first frame, where
+    the actors are put into the snow, not moved). Off ("Puffs" 0): no puffs, no work."""
+    seed = b.node("GeometryNodeInputSceneTime", "Puff Time").outputs["Frame"]
+
+    def by_id(sockets, identifier):  # the Random Value node's sockets share names across its data types
+        return next(sock for sock in sockets if sock.identifier == identifier)
+
+    def rnd(lo, hi, offset, label):
+        node = b.node("FunctionNodeRandomValue", label, data_type="FLOAT")
+        b.feed(by_id(node.inputs, "Min_001"), lo)
+        b.feed(by_id(node.inputs, "Max_001"), hi)
+        b.feed(node.inputs["Seed"], b.math("ADD", b.math("MULTIPLY", seed, 7.0), offset))
+        return by_id(node.outputs, "Value_001")
+
+    # the flight of last frame's puffs (semi-implicit Euler)
+    prev = sim_in.outputs["Puffs"]
+    vel = b.vmath("ADD", b.named("velocity", "FLOAT_VECTOR", label="Read Puff Velocity").outputs["Attribute"],
+                  b.combine_xyz(0.0, 0.0, b.math("MULTIPLY", values[GRAVITY], dt), label="Gravity Step"),
+                  label="Puff Velocity")
+    flown = b.store(prev, "velocity", vel, data_type="FLOAT_VECTOR", label="Store Puff Velocity")
+    moved = b.node("GeometryNodeSetPosition", "Puff Flight")
+    b.link(flown, moved.inputs["Geometry"])
+    b.link(b.vmath("SCALE", b.named("velocity", "FLOAT_VECTOR", label="Read New Puff Velocity")
+                   .outputs["Attribute"], scale=dt, label="Puff Step"), moved.inputs["Offset"])
+    aged = b.store(moved.outputs[0], "age", b.math("ADD", b.named("age", label="Read Puff Age").outputs["Attribute"],
+                                                   dt, label="Puff Age"), label="Store Puff Age")
+    dead = b.node("GeometryNodeDeleteGeometry", "Dead Puffs", domain="POINT")
+    b.link(aged, dead.inputs["Geometry"])
+    b.link(b.compare("GREATER_EQUAL", b.named("age", label="Read Aged").outputs["Attribute"],
+                     values["Puff Lifetime"], data_type="FLOAT", label="Puff Dead"), dead.inputs["Selection"])
+
+    # new puffs from the vertices pushed down this frame
+    pushed = b.node("ShaderNodeSeparateXYZ", "Pushed")
+    b.link(b.named(STATE, data_type="FLOAT_VECTOR", label="Read Pushed").outputs["Attribute"], pushed.inputs[0])
+    chance = b.node("FunctionNodeRandomValue", "Puff Chance", data_type="BOOLEAN")
+    b.feed(chance.inputs["Probability"], values["Puff Rate"])
+    b.feed(chance.inputs["Seed"], seed)
+    throws = b.boolean("AND", b.boolean("AND", near_pt, b.compare(
+        "GREATER_THAN", pushed.outputs["Z"], core_snow.PUFF_MIN_PUSH, data_type="FLOAT", label="Pushed Enough"),
+        label="Pushed Here"), b.boolean("AND", by_id(chance.outputs, "Value_003"), b.compare(
+            "GREATER_THAN", dt, 0.0, data_type="FLOAT", label="Not First Frame")), label="Throws")
+    throwers = b.node("GeometryNodeDeleteGeometry", "Throwers", domain="POINT")
+    b.link(state, throwers.inputs["Geometry"])
+    b.link(b.boolean("NOT", throws, label="No Throw"), throwers.inputs["Selection"])
+    count = b.node("GeometryNodeAttributeDomainSize", "Puff Count", component="POINTCLOUD")
+    b.link(throwers.outputs["Geometry"], count.inputs[0])
+    born = b.node("GeometryNodePoints", "New Puffs")
+    b.link(count.outputs["Point Count"], born.inputs["Count"])
+    # a point's world position is P of its vertex (gathered from the thrower)
+    b.link(b.sample_index(throwers.outputs["Geometry"], P, b.node("GeometryNodeInputIndex", "Puff Index").outputs[0],
+                          "FLOAT_VECTOR", label="Puff Start"), born.inputs["Position"])
+    angle = rnd(0.0, 6.283185307, 1.0, "Puff Direction")
+    speed = b.math("MULTIPLY", values["Puff Speed"], rnd(0.5, 1.0, 2.0, "Puff Speed Share"), label="Launch Speed")
+    side = b.math("MULTIPLY", speed, core_snow.PUFF_SIDEWAYS, label="Sideways Speed")
+    launch = b.combine_xyz(b.math("MULTIPLY", side, b.math("COSINE", angle)),
+                           b.math("MULTIPLY", side, b.math("SINE", angle)), speed, label="Launch")
+    fresh = b.store(born.outputs[0], "velocity", launch, data_type="FLOAT_VECTOR", label="Store Launch")
+    fresh = b.store(fresh, "age", 0.0, label="Store Birth")
+    puffs = b.node("GeometryNodeJoinGeometry", "Puffs")
+    b.link(fresh, puffs.inputs[0])
+    b.link(dead.outputs["Geometry"], puffs.inputs[0])  # join order: the last link comes first
+    on = b.node("GeometryNodeSwitch", "Puffs On", input_type="GEOMETRY")  # lazy: off, no work
+    b.link(b.compare("GREATER_THAN", values["Puffs"], 0.5, data_type="FLOAT", label="Puffs Wanted"),
+           on.inputs["Switch"])
+    b.link(puffs.outputs[0], on.inputs["True"])
+    return on.outputs[0]
+
+
+def _puffs_shown(b, puffs, invert, values):
+    """The puffs as small snow balls (instances), in the snow object's space, shrinking with age."""
+    local = b.node("GeometryNodeSetPosition", "Puffs Local")
+    b.link(puffs, local.inputs["Geometry"])
+    to_local = b.node("FunctionNodeTransformPoint", "Puff To Local")
+    b.link(b.node("GeometryNodeInputPosition", "Puff Pos").outputs[0], to_local.inputs["Vector"])
+    b.link(invert.outputs[0], to_local.inputs["Transform"])
+    b.link(to_local.outputs[0], local.inputs["Position"])
+    ball = b.node("GeometryNodeMeshIcoSphere", "Puff Ball")
+    ball.inputs["Radius"].default_value = 1.0
+    ball.inputs["Subdivisions"].default_value = 1
+    snow_ball = b.node("GeometryNodeSetMaterial", "Puff Material")
+    b.link(ball.outputs["Mesh"], snow_ball.inputs["Geometry"])
+    snow_ball.inputs["Material"].default_value = ensure_material()
+    inst = b.node("GeometryNodeInstanceOnPoints", "Puff Balls")
+    b.link(local.outputs[0], inst.inputs["Points"])
+    b.link(snow_ball.outputs[0], inst.inputs["Instance"])
+    size = b.math("MULTIPLY", values["Puff Size"], b.clamp01(b.math(
+        "SUBTRACT", 1.0, b.math("DIVIDE", b.named("age", label="Read Shown Age").outputs["Attribute"],
+                                b.math("MAXIMUM", values["Puff Lifetime"], 1e-6)))), label="Puff Radius")
+    b.link(size, inst.inputs["Scale"])
+    # off: hidden at once (a cached frame of the simulation may still hold puffs)
+    shown = b.node("GeometryNodeSwitch", "Puffs Shown", input_type="GEOMETRY")
+    b.link(b.compare("GREATER_THAN", values["Puffs"], 0.5, data_type="FLOAT", label="Puffs Visible"),
+           shown.inputs["Switch"])
+    b.link(inst.outputs["Instances"], shown.inputs["True"])
+    return shown.outputs[0]
 
 
 def _occluder_stores(b, geo, occ_flat, P, thick_node, occ_here):
@@ -666,7 +782,8 @@ def _occluder_stores(b, geo, occ_flat, P, thick_node, occ_here):
     occ_thick = b.math("MULTIPLY", occ, thick_node.outputs["Attribute"], label="Occ Depth")
     geo = b.store(geo, STATE, b.combine_xyz(b.math("MAXIMUM", cur_down, occ_thick, label="Down Occ"),
                                             b.math("MULTIPLY", cur_rim, b.math("SUBTRACT", 1.0, occ), label="Rim Occ"),
-                                            0.0), data_type="FLOAT2", selection=occ_here, label="Store Occ State")
+                                            cur.outputs["Z"]), data_type="FLOAT_VECTOR", selection=occ_here,
+                  label="Store Occ State")
     return geo
 
 
@@ -809,6 +926,8 @@ def drive_modifier(obj, mod, specs):
 
 def _drive(scene, tree, driven=DRIVEN):
     common.drive_values(tree, scene, {label: f"envfx.snow.{prop}" for label, prop in driven.items()})
+    if GRAVITY in tree.nodes:  # the puffs fall with the scene's gravity
+        common.drive_values(tree, scene, {GRAVITY: "gravity[2]"})
 
 
 # --- material ---------------------------------------------------------------------------------------------

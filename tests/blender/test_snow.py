@@ -1002,3 +1002,67 @@ def test_generated_snow_is_laid_out_in_the_cells_of_the_trails(envfx):
     core_cells = envfx.core.snow.trail_cells(envfx.bridge.get_positions(snow.data))
     assert np.mean(group_cells == core_cells) > 0.999                  # float32 vs float64 at cell borders
     assert np.all(np.diff(core_cells) >= 0)
+
+
+def _puffs(snow):
+    """(positions, radii) of the snow object's puff instances, in point order."""
+    dg = bpy.context.evaluated_depsgraph_get()
+    found = []
+    for inst in dg.object_instances:
+        if inst.is_instance and inst.parent is not None and inst.parent.original == snow:
+            m = inst.matrix_world
+            found.append((tuple(inst.persistent_id), tuple(m.translation), m.to_scale()[0]))
+    found.sort()
+    return (np.array([f[1] for f in found]).reshape(-1, 3), np.array([f[2] for f in found]))
+
+
+def test_snow_puffs_fly_from_pushed_snow_and_vanish(envfx):
+    """With Snow Puffs on, the snow an actor pushes down throws puffs: they start on the trail, fly as
+    core.snow.puff_step says (followed over three frames), shrink with age, and are gone a lifetime after the
+    actor stopped; off, there are none."""
+    scene, snow, actors = snow_scene(envfx)
+    _walker("A", 0.0, actors)                                   # y = -2 .. 2 over frames 1 .. 9, radius 0.5
+    s = scene.envfx.snow
+    s.puffs, s.puff_rate, s.puff_lifetime, s.puff_speed, s.puff_size = True, 0.5, 0.5, 2.0, 0.05
+    params = envfx.core.snow.PuffParams(rate=0.5, speed=2.0, lifetime=0.5, size=0.05, gravity=9.81)
+    dt = 1.0 / (scene.render.fps / scene.render.fps_base)
+    scene.frame_set(1)
+    assert bpy.ops.envfx.snow_trails_add() == {"FINISHED"}
+    scene.frame_set(1)
+    assert len(_puffs(snow)[0]) == 0
+    frames = {}
+    for f in range(2, 7):
+        scene.frame_set(f)
+        frames[f] = _puffs(snow)
+    pos, radius = frames[6]
+    assert len(pos) > 20
+    top = 0.3                                                   # the snow's top (thickness 0.3 on flat ground)
+    side, up_min, up_max = envfx.core.snow.puff_launch_bounds(2.0)
+    flight = params.lifetime
+    assert np.abs(pos[:, 0]).max() < 0.5 + 0.1 + side * flight             # on the trail, a little aside
+    assert pos[:, 1].min() > -2.0 - 0.6 and pos[:, 1].max() < _walker_y(6) + 0.6
+    assert pos[:, 2].max() < top + up_max ** 2 / (2 * 9.81) + 0.05          # no higher than a throw goes
+    assert np.all(radius <= 0.05 + 1e-6) and np.all(radius > 0)
+    # follow the puffs through frames 4, 5, 6: the survivors keep their order, the oldest die first
+    ages = {f: params.lifetime * (1.0 - frames[f][1] / params.size) for f in (4, 5, 6)}
+    dead4 = int(np.sum(ages[4] + dt >= params.lifetime - 1e-4))
+    dead5 = int(np.sum(ages[5] + dt >= params.lifetime - 1e-4))
+    n = min(len(ages[4]) - dead4 - dead5, len(ages[5]) - dead5)
+    assert n > 5
+    p4 = frames[4][0][dead4 + dead5:dead4 + dead5 + n]
+    p5 = frames[5][0][dead5:dead5 + n]
+    p6 = frames[6][0][:n]
+    np.testing.assert_allclose(ages[6][:n], ages[4][dead4 + dead5:dead4 + dead5 + n] + 2 * dt, atol=1e-4)
+    v5 = (p5 - p4) / dt                                          # the velocity after frame 5's gravity step
+    want6, _v, _a, _alive = envfx.core.snow.puff_step(p5, v5, ages[5][dead5:dead5 + n], dt, params)
+    np.testing.assert_allclose(p6, want6, atol=1e-4)
+    # the actor stops at frame 9: a lifetime later every puff is gone
+    for f in range(7, 9 + int(np.ceil(params.lifetime / dt)) + 2):
+        scene.frame_set(f)
+    assert len(_puffs(snow)[0]) == 0
+    # off: none (the trails themselves are unchanged)
+    scene.frame_set(1)
+    s.puffs = False
+    for f in range(2, 5):
+        scene.frame_set(f)
+    assert len(_puffs(snow)[0]) == 0

@@ -368,3 +368,31 @@ def test_by_trail_cells_keeps_the_mesh():
     empty = snow.CoverMesh(vertices=np.zeros((0, 3), np.float32), faces=np.zeros((0, 4), np.int32),
                            thickness=np.zeros(0, np.float32), ground=np.zeros(0, np.float32))
     assert snow.by_trail_cells(empty).vertices.shape == (0, 3)
+
+
+# --- puffs ------------------------------------------------------------------------------------------------
+
+def test_puff_flight_is_ballistic_and_ends_with_its_life():
+    params = snow.PuffParams(speed=2.0, lifetime=0.5, size=0.1, gravity=9.81)
+    p = np.array([[0.0, 0.0, 1.0]])
+    v = np.array([[0.5, 0.0, 2.0]])
+    age = np.zeros(1)
+    dt = 1.0 / 24.0
+    heights = []
+    for k in range(1, 13):
+        p, v, age, alive = snow.puff_step(p, v, age, dt, params)
+        heights.append(p[0, 2])
+        # closed form of semi-implicit Euler: z_k = z0 + k dt v0 - g dt^2 k (k + 1) / 2
+        assert p[0, 2] == pytest.approx(1.0 + k * dt * 2.0 - 9.81 * dt * dt * k * (k + 1) / 2)
+        assert p[0, 0] == pytest.approx(0.5 * k * dt)
+        assert alive[0] == (k * dt < 0.5)
+    assert max(heights) > heights[0] and heights[-1] < max(heights)   # up, then down
+    np.testing.assert_allclose(snow.puff_radius([0.0, 0.25, 0.5, 0.7], params), [0.1, 0.05, 0.0, 0.0])
+    assert snow.puff_launch_bounds(2.0) == (pytest.approx(0.7), 1.0, 2.0)
+
+
+@pytest.mark.parametrize("change,msg", [({"rate": 1.5}, "chance per vertex"), ({"lifetime": 0.0}, "more than 0"),
+                                        ({"speed": -1.0}, "0 or more"), ({"size": float("nan")}, "finite")])
+def test_puff_params_bad_input(change, msg):
+    with pytest.raises(snow.SnowError, match=msg):
+        snow.PuffParams(**change).validate()
