@@ -103,6 +103,7 @@ def build(ctx):
     s.occluders = occluders
     s.camera_fade_start = 60.0
     s.camera_fade_end = 120.0
+    s.puffs = True  # the walkers kick up snow
     # the walkers and the nest are not scenery: snow is generated over the slope only, the rock blocks it
     for o in scene.objects:
         o.select_set(False)
