@@ -75,7 +75,7 @@ def _use(obj, tree):
     mod.node_group = tree
 
 
-def bench_trails(n_side, n_actors, frames, rounds=3, layout="cells"):
+def bench_trails(n_side, n_actors, frames, rounds=3, layout="cells", puffs=False):
     import bpy
     import conftest
 
@@ -101,6 +101,7 @@ def bench_trails(n_side, n_actors, frames, rounds=3, layout="cells"):
         a.location = (*end, 0.3)
         a.keyframe_insert("location", frame=frames + 1)
     scene.envfx.snow.actors = actors
+    scene.envfx.snow.puffs = puffs
     scene.frame_start, scene.frame_end = 1, frames + 1
     scene.frame_set(1)
     envfx.operators.snow.add_trails(scene, [snow])
@@ -196,7 +197,7 @@ def bench_trails(n_side, n_actors, frames, rounds=3, layout="cells"):
     tree.links.new(sp.outputs[0], go.inputs[0])
     scene.frame_set(1)
     state_floor, _ = _time_frames(scene, frames)
-    emit(bench="trails_per_frame", layout=layout, vertices=n_side * n_side, actors=n_actors, frames=frames,
+    emit(bench="trails_per_frame", layout=layout, puffs=puffs, vertices=n_side * n_side, actors=n_actors, frames=frames,
          rounds=rounds,
          trails_s=round(trails, 4), bare_set_position_s=round(bare, 4),
          ratio=round(float(np.median(round_ratios)), 2), round_ratios=[round(x, 2) for x in round_ratios],
@@ -248,6 +249,7 @@ def main():
     p.add_argument("--only", default="trails,bake,cover")
     p.add_argument("--rounds", type=int, default=5, help="interleaved bare/trails rounds of the trails bench")
     p.add_argument("--frames", type=int, default=20, help="frames per round of the trails bench")
+    p.add_argument("--puffs", action="store_true", help="trails with snow puffs on (default: off, as in a new scene)")
     p.add_argument("--layout", default="cells,rows",
                    help="snow vertex layouts of the trails bench: cells (as generated), rows (any other mesh)")
     args = p.parse_args()
@@ -258,7 +260,8 @@ def main():
         bench_bake(256 if args.quick else 2048, 20 if args.quick else 250, 64)
     if "trails" in only:
         for layout in args.layout.split(","):
-            bench_trails(100 if args.quick else 1000, 32, 5 if args.quick else args.frames, args.rounds, layout)
+            bench_trails(100 if args.quick else 1000, 32, 5 if args.quick else args.frames, args.rounds, layout,
+                         args.puffs)
 
 
 if __name__ == "__main__":
