@@ -559,8 +559,10 @@ def _snow_trails_changed(self, context):
     # the actors/occluders collections change the trails group's nodes
     from .shader_nodes import snow as snow_nodes
 
+    from .operators import snow as snow_ops
+
     scene = self.id_data
-    if bpy.data.node_groups.get(snow_nodes.GROUP_NAME) is not None:
+    if snow_ops.scene_has_trails(scene):  # another scene's trails keep their actors and settings
         try:
             snow_nodes.ensure_trails(scene)
         except ValueError:

@@ -375,6 +375,15 @@ def _signature(scene, tree):
     return (coll.name, tuple(objs.keys()), scales, tree.get(snow_nodes.ACTORS_KEY))
 
 
+def scene_has_trails(scene, tree=None) -> bool:
+    """Whether an object of ``scene`` carries the live trails (only such a scene may rebuild the shared group
+    for its actors and drive it with its settings)."""
+    tree = tree or bpy.data.node_groups.get(snow_nodes.GROUP_NAME)
+    if tree is None:
+        return False
+    return any(mod.type == "NODES" and mod.node_group == tree for obj in scene.objects for mod in obj.modifiers)
+
+
 def follow_actors(scene) -> bool:
     """Bring the live trails up to date with ``scene``'s actor collection; True when they changed. Only the
     actor part of the trails group is rebuilt: the trails already carved stay. An empty collection (or one
@@ -384,6 +393,9 @@ def follow_actors(scene) -> bool:
         return False
     sig = _signature(scene, tree)
     if _followed.get(scene.name) == sig:
+        return False
+    if not scene_has_trails(scene, tree):  # another scene's trails are not this scene's business
+        _followed[scene.name] = sig
         return False
     try:
         specs = actor_specs(scene)[0]

@@ -1066,3 +1066,28 @@ def test_snow_puffs_fly_from_pushed_snow_and_vanish(envfx):
     for f in range(2, 5):
         scene.frame_set(f)
     assert len(_puffs(snow)[0]) == 0
+
+
+def test_another_scene_without_trails_leaves_the_trails_alone(envfx):
+    """A second scene of the file, with its own actor collection and no snow trails, neither rebuilds the trails
+    for its actors when its frames change nor takes over their settings."""
+    scene, snow, actors = snow_scene(envfx)
+    _walker("A", 0.0, actors)
+    scene.frame_set(1)
+    assert bpy.ops.envfx.snow_trails_add() == {"FINISHED"}
+    tree = snow.modifiers[snow_nodes_name(envfx)].node_group
+    stamp = tree[envfx.shader_nodes.snow.ACTORS_KEY]
+    other = bpy.data.scenes.new("Other")
+    others = bpy.data.collections.new("Other Actors")
+    other.collection.children.link(others)
+    sphere_object("B", 0.5, others)
+    other.envfx.snow.actors = others                        # its update must not rebuild the trails for B
+    other.envfx.snow.rim_height = 1.5
+    for f in range(1, 4):
+        other.frame_set(f)                                  # the frame handler runs for "Other"
+    assert tree[envfx.shader_nodes.snow.ACTORS_KEY] == stamp
+    targets = {var.targets[0].id for fc in tree.animation_data.drivers for var in fc.driver.variables}
+    assert targets == {scene}
+    for f in range(1, 5):
+        scene.frame_set(f)
+    assert _depth_near(envfx, snow, 0.0, _walker_y(2)) < -0.1           # A still carves its trail
