@@ -471,16 +471,23 @@ def _depth_near(envfx, snow, x, y, r=0.15):
     return got[near].min()
 
 
+def _start_trails(envfx, scene, snow):
+    """Add the live trails at frame 1: (their group, a check that its simulation zone, and so the trail state,
+    is still the one built now)."""
+    scene.frame_set(1)
+    assert bpy.ops.envfx.snow_trails_add() == {"FINISHED"}
+    tree = snow.modifiers[snow_nodes_name(envfx)].node_group
+    zone = tree.nodes["Sim Out"].as_pointer()
+    return tree, lambda: tree.nodes["Sim Out"].as_pointer() == zone
+
+
 def test_trails_follow_actors_added_removed_and_resized_without_add_trails(envfx):
     """Actors linked to or unlinked from the actor collection, and a new Snow Radius, change the live trails
     while they run (frame handler, headless): the trails carved before stay, a new actor stamps from the frame
     it joined (no line from anywhere), a removed one stops."""
     scene, snow, actors = snow_scene(envfx)
     a = _walker("B", -2.0, actors)
-    scene.frame_set(1)
-    assert bpy.ops.envfx.snow_trails_add() == {"FINISHED"}
-    tree = snow.modifiers[snow_nodes_name(envfx)].node_group
-    zone = tree.nodes["Sim Out"].as_pointer()
+    tree, same_zone = _start_trails(envfx, scene, snow)
     for f in range(1, 5):
         scene.frame_set(f)
     assert _depth_near(envfx, snow, -2.0, _walker_y(2)) < -0.1           # B's trail
@@ -488,7 +495,7 @@ def test_trails_follow_actors_added_removed_and_resized_without_add_trails(envfx
     c = _walker("A", 2.0, actors)
     for f in range(5, 8):
         scene.frame_set(f)
-    assert tree.nodes["Sim Out"].as_pointer() == zone                     # the zone (and its state) stayed
+    assert same_zone()                                                    # the zone (and its state) stayed
     assert _depth_near(envfx, snow, -2.0, _walker_y(2)) < -0.1           # B's old trail is still there
     assert _depth_near(envfx, snow, 2.0, _walker_y(6)) < -0.1            # A stamps since it joined
     assert _depth_near(envfx, snow, 2.0, _walker_y(2)) > -1e-6           # ... and not where it was before
@@ -934,13 +941,10 @@ def test_trails_follow_an_actor_that_grows(envfx):
     a.scale = (2.0, 2.0, 2.0)
     a.keyframe_insert("scale", frame=5)
     _linear(a)
-    scene.frame_set(1)
-    assert bpy.ops.envfx.snow_trails_add() == {"FINISHED"}
-    tree = snow.modifiers[snow_nodes_name(envfx)].node_group
-    zone = tree.nodes["Sim Out"].as_pointer()
+    _tree, same_zone = _start_trails(envfx, scene, snow)
     for f in range(1, 10):
         scene.frame_set(f)
-    assert tree.nodes["Sim Out"].as_pointer() == zone                     # the zone (and its state) stayed
+    assert same_zone()                                                    # the zone (and its state) stayed
     assert _depth_near(envfx, snow, 0.0, _walker_y(2)) < -0.1            # the trail from before it grew
     assert _depth_near(envfx, snow, 0.8, _walker_y(2), r=0.08) > -1e-6   # radius 0.5 then
     assert _depth_near(envfx, snow, 0.8, _walker_y(8), r=0.08) < -0.02   # radius 1 now
@@ -963,10 +967,7 @@ def test_another_occluder_collection_keeps_the_trails(envfx):
         coll.objects.link(quad)
         colls.append(coll)
     scene.envfx.snow.occluders = colls[0]
-    scene.frame_set(1)
-    assert bpy.ops.envfx.snow_trails_add() == {"FINISHED"}
-    tree = snow.modifiers[snow_nodes_name(envfx)].node_group
-    zone = tree.nodes["Sim Out"].as_pointer()
+    _tree, same_zone = _start_trails(envfx, scene, snow)
     for f in range(1, 5):
         scene.frame_set(f)
     rest, got = evaluated_offset(envfx, snow)
@@ -981,7 +982,7 @@ def test_another_occluder_collection_keeps_the_trails(envfx):
     scene.envfx.snow.occluders = colls[1]
     for f in range(5, 8):
         scene.frame_set(f)
-    assert tree.nodes["Sim Out"].as_pointer() == zone                     # the zone (and its state) stayed
+    assert same_zone()                                                    # the zone (and its state) stayed
     assert _depth_near(envfx, snow, 2.0, _walker_y(2)) < -0.1            # the trail from before the change
     rest, got = evaluated_offset(envfx, snow)
     np.testing.assert_allclose(got[under(2.0)], -keep * thick[under(2.0)], atol=1e-5)   # B holds it down now
