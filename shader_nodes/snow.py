@@ -46,7 +46,7 @@ from . import common
 
 GROUP_NAME = "EnvFX Snow Trails"
 MATERIAL_NAME = "EnvFX Snow"
-VERSION = 25
+VERSION = 26
 # FLOAT_VECTOR attribute of the state cloud's points: (down, rim) of core.snow's trail state, and how much deeper
 # the vertex was pushed this frame (the puffs; only meaningful on the points near a path this frame)
 STATE = "snow_trail"
@@ -601,7 +601,8 @@ def _build(tree, occluders: bool):
                        label="Store Held Flag")
     b.link(snow_geo, sim_out.inputs["Geometry"])
     b.link(actors_now, sim_out.inputs["Actors"])
-    b.link(_puffs_step(b, geo, near_pt, P, sim_in, dt, values), sim_out.inputs["Puffs"])
+    puffs_on = b.compare("GREATER_THAN", values["Puffs"], 0.5, data_type="FLOAT", label="Puffs Wanted")
+    b.link(_puffs_step(b, geo, near_pt, P, sim_in, dt, values, puffs_on), sim_out.inputs["Puffs"])
     for name in ("edge", "pnear"):  # per frame only: not kept in the cache
         drop = b.node("GeometryNodeRemoveAttribute", f"Drop {name}")
         b.link(geo, drop.inputs["Geometry"])
@@ -662,13 +663,13 @@ def _build(tree, occluders: bool):
     b.link(moved, set_pos.inputs["Selection"])
     b.link(b.vmath("SCALE", local_up.outputs[0], scale=disp, label="Vertex Offset"), set_pos.inputs["Offset"])
     shown = b.node("GeometryNodeJoinGeometry", "Snow And Puffs")
-    b.link(_puffs_shown(b, sim_out.outputs["Puffs"], invert, values), shown.inputs[0])
+    b.link(_puffs_shown(b, sim_out.outputs["Puffs"], invert, values, puffs_on), shown.inputs[0])
     b.link(set_pos.outputs[0], shown.inputs[0])  # join order: the last link comes first
     set_pos = shown
     b.link(set_pos.outputs[0], group_out.inputs[0])
 
 
-def _puffs_step(b, state, near_pt, P, sim_in, dt, values):
+def _puffs_step(b, state, near_pt, P, sim_in, dt, values, puffs_on):
     """The puffs' frame in the zone (``core.snow.puff_step``): last frame's puffs gain gravity, move and age, the
     dead ones go; the held vertices pushed down this frame (STATE z) throw new ones with chance "Puff Rate"
     from their world position, launched up and a little sideways (not on the simulation's first frame, where
@@ -733,13 +734,12 @@ def _puffs_step(b, state, near_pt, P, sim_in, dt, values):
     b.link(fresh, puffs.inputs[0])
     b.link(dead.outputs["Geometry"], puffs.inputs[0])  # join order: the last link comes first
     on = b.node("GeometryNodeSwitch", "Puffs On", input_type="GEOMETRY")  # lazy: off, no work
-    b.link(b.compare("GREATER_THAN", values["Puffs"], 0.5, data_type="FLOAT", label="Puffs Wanted"),
-           on.inputs["Switch"])
+    b.link(puffs_on, on.inputs["Switch"])
     b.link(puffs.outputs[0], on.inputs["True"])
     return on.outputs[0]
 
 
-def _puffs_shown(b, puffs, invert, values):
+def _puffs_shown(b, puffs, invert, values, puffs_on):
     """The puffs as small snow balls (instances), in the snow object's space, shrinking with age."""
     local = b.node("GeometryNodeSetPosition", "Puffs Local")
     b.link(puffs, local.inputs["Geometry"])
@@ -762,8 +762,7 @@ def _puffs_shown(b, puffs, invert, values):
     b.link(size, inst.inputs["Scale"])
     # off: hidden at once (a cached frame of the simulation may still hold puffs)
     shown = b.node("GeometryNodeSwitch", "Puffs Shown", input_type="GEOMETRY")
-    b.link(b.compare("GREATER_THAN", values["Puffs"], 0.5, data_type="FLOAT", label="Puffs Visible"),
-           shown.inputs["Switch"])
+    b.link(puffs_on, shown.inputs["Switch"])
     b.link(inst.outputs["Instances"], shown.inputs["True"])
     return shown.outputs[0]
 
