@@ -1,11 +1,11 @@
 """Per-frame cost of the world bend on a 1M-vertex mesh against a bare geometry-nodes Set Position.
 
 usage: $(tools/venv.sh 5.0) benchmarks/bench_bend.py [--verts 1000000] [--repeats 15] [--rounds 3]
-Prints one JSON line per mode: median seconds per evaluation of the bend and of the bare Set Position
-(measured interleaved in the same run, best median of --rounds rounds), and their ratio. Re-evaluation is
-forced the way playback does it: the pivot moves (bend) or the object is tagged (bare), then the depsgraph
-updates. A first line measures what one per-vertex square root costs against the bare Set Position (PLANET
-needs one per vertex; the other modes none).
+Prints one JSON line per mode (PLANET with and without a flat spread): median seconds per evaluation of the
+bend and of the bare Set Position (measured interleaved in the same run, best median of --rounds rounds), and
+their ratio. Re-evaluation is forced the way playback does it: the pivot moves (bend) or the object is tagged
+(bare), then the depsgraph updates. A first line measures what one per-vertex square root costs against the
+bare Set Position (PLANET with a flat spread needs one per vertex; the other modes none).
 """
 
 import argparse
@@ -152,8 +152,9 @@ def main(argv):
     s.pivot = pivot
     envfx.operators.bend.add_bend(scene, [bent])
     dg = bpy.context.evaluated_depsgraph_get()
-    for mode in ("RUNNER", "RUNNER_2AXIS", "PLANET", "CYLINDER"):
-        s.mode = mode
+    # PLANET twice: with the default flat spread (a square root per vertex) and without one (none)
+    for mode, spread in (("RUNNER", 2.0), ("RUNNER_2AXIS", 2.0), ("PLANET", 2.0), ("PLANET", 0.0), ("CYLINDER", 2.0)):
+        s.mode, s.spread = mode, spread
         dg.update()
         best_bare, best_bend = float("inf"), float("inf")
         for _round in range(args.rounds):  # best median of several rounds: less skew from other processes
@@ -173,8 +174,9 @@ def main(argv):
             best_bare = min(best_bare, statistics.median(t_bare))
             best_bend = min(best_bend, statistics.median(t_bend))
         print(json.dumps({
-            "bench": "bend_per_frame", "blender": bpy.app.version_string, "mode": mode,
-            "vertices": side * side, "repeats": args.repeats, "rounds": args.rounds, "bend_s": round(best_bend, 5),
+            "bench": "bend_per_frame", "blender": bpy.app.version_string, "mode": mode, "spread": spread,
+            "strength": round(s.strength, 4), "side_strength": round(s.side_strength, 4), "vertices": side * side,
+            "repeats": args.repeats, "rounds": args.rounds, "bend_s": round(best_bend, 5),
             "bare_set_position_s": round(best_bare, 5), "ratio": round(best_bend / best_bare, 3),
             "target_ratio": 1.5, "loadavg_1min": round(os.getloadavg()[0], 2), "cpus": os.cpu_count(),
         }), flush=True)

@@ -20,7 +20,7 @@ from ..core import bend as core_bend
 from . import common
 
 GROUP_NAME = "EnvFX Bend"
-VERSION = 8
+VERSION = 9
 
 # Value nodes driven from scene.envfx.bend.<prop>
 DRIVEN = {
@@ -110,13 +110,7 @@ def _build(tree, mode: str, axis: str):
         amount, down_scaled = _two_axes(b, axis_falloff, squared, f_vec, side_vec, values, strength, side_strength,
                                         down.outputs[0])
     elif mode == "PLANET":
-        r = b.node("GeometryNodeSwitch", "Radius", input_type="FLOAT")
-        b.link(_planet_radius_general(b, to_local_direction, rel_origin, position), r.inputs["False"])
-        axis_aligned, r_fast = _planet_radius_axis_aligned(b, matrix, invert, centre, position)
-        b.link(axis_aligned, r.inputs["Switch"])
-        b.link(r_fast, r.inputs["True"])
-        d = b.math("MAXIMUM", b.math("SUBTRACT", r.outputs[0], values["Spread"]), 0.0, label="Beyond")
-        amount = b.math("MULTIPLY", d, d, label="Sq")
+        amount = _planet_amount(b, to_local_direction, rel_origin, position, matrix, invert, centre, values["Spread"])
         down_scaled = b.vmath("SCALE", down.outputs[0], scale=strength, label="Down Scaled")
     else:
         raise core_bend.BendError(f"Unknown bend mode {mode!r}")
@@ -157,9 +151,36 @@ def _two_axes(b, axis_falloff, squared, f_vec, side_vec, values, strength, side_
     return amount, b.vmath("SCALE", down, scale=g, label="Down Signed")
 
 
-def _planet_radius_general(b, to_local_direction, rel_origin, position):
-    """Horizontal world distance from the centre for any object transform: two dot products (a per-vertex
-    matrix product measures ~4x slower than a dot product in geometry nodes) and a square root."""
+def _switch(b, label, condition, if_true, if_false, input_type="FLOAT"):
+    """A Switch on a per-object condition: geometry nodes then evaluate only the chosen field per vertex."""
+    node = b.node("GeometryNodeSwitch", label, input_type=input_type)
+    b.link(condition, node.inputs["Switch"])
+    b.link(if_true, node.inputs["True"])
+    b.link(if_false, node.inputs["False"])
+    return node.outputs[0]
+
+
+def _planet_amount(b, to_local_direction, rel_origin, position, matrix, invert, centre, spread):
+    """max(0, r - s)^2 per vertex, r the horizontal world distance from the centre.
+
+    The square root is the most expensive per-vertex operation of the bend (about 0.2 of a bare Set Position
+    on its own), so without a flat spread (s = 0: the classic little planet, drop = a r^2) the amount is the
+    squared distance and no vertex takes a root. Either way the distance comes in a cheaper form for upright
+    objects (``_planet_radius_axis_aligned``)."""
+    sq_general = _planet_radius_sq_general(b, to_local_direction, rel_origin, position)
+    axis_aligned, r_fast, sq_fast = _planet_radius_axis_aligned(b, matrix, invert, centre, position)
+    r = _switch(b, "Radius", axis_aligned, r_fast, b.math("SQRT", sq_general, label="Radius General"))
+    d = b.math("MAXIMUM", b.math("SUBTRACT", r, spread), 0.0, label="Beyond")
+    no_spread = b.node("FunctionNodeCompare", "No Spread", data_type="FLOAT", operation="LESS_EQUAL")
+    b.link(spread, no_spread.inputs[0])
+    no_spread.inputs[1].default_value = 0.0
+    radius_sq = _switch(b, "Radius Sq", axis_aligned, sq_fast, sq_general)
+    return _switch(b, "Amount", no_spread.outputs[0], radius_sq, b.math("MULTIPLY", d, d, label="Sq"))
+
+
+def _planet_radius_sq_general(b, to_local_direction, rel_origin, position):
+    """Squared horizontal world distance from the centre for any object transform: two dot products (a
+    per-vertex matrix product measures ~4x slower than a dot product in geometry nodes)."""
     def horizontal(vec, tag):
         a_local = to_local_direction(vec, f"{tag} Axis Local")
         c0 = b.vmath("DOT_PRODUCT", rel_origin, b.vector(f"{tag} Axis", vec), label=f"{tag} C0")
@@ -167,11 +188,11 @@ def _planet_radius_general(b, to_local_direction, rel_origin, position):
 
     x = horizontal((1.0, 0.0, 0.0), "X")
     y = horizontal((0.0, 1.0, 0.0), "Y")
-    return b.math("SQRT", b.math("MULTIPLY_ADD", x, x, b.math("MULTIPLY", y, y)), label="Radius General")
+    return b.math("MULTIPLY_ADD", x, x, b.math("MULTIPLY", y, y), label="Radius Sq General")
 
 
 def _planet_radius_axis_aligned(b, matrix, invert, centre, position):
-    """(whether the fast form holds for this object, the horizontal distance in the fast form), per object.
+    """(whether the fast form holds for this object, the horizontal distance and its square in the fast form).
 
     With M the horizontal rows of the object's matrix, r = |M (p - q)| (q = the centre in object space). When
     M's columns are orthogonal (objects standing upright with any rotation about Z and any scale, the usual
@@ -199,7 +220,12 @@ def _planet_radius_axis_aligned(b, matrix, invert, centre, position):
     q_scaled = b.vmath("MULTIPLY", q.outputs[0], k, label="Centre Scaled")
     radius = b.vmath("DISTANCE", b.vmath("MULTIPLY", position, k, label="Position Scaled"), q_scaled,
                      label="Radius Fast")
-    return aligned.outputs[0], radius
+    rel = b.node("ShaderNodeVectorMath", "Rel Scaled", operation="MULTIPLY_ADD")
+    b.link(position, rel.inputs[0])
+    b.link(k, rel.inputs[1])
+    b.link(b.vmath("SCALE", q_scaled, scale=-1.0, label="Centre Scaled Neg"), rel.inputs[2])
+    radius_sq = b.vmath("DOT_PRODUCT", rel.outputs[0], rel.outputs[0], label="Radius Sq Fast")
+    return aligned.outputs[0], radius, radius_sq
 
 
 def ensure_bend(scene) -> bpy.types.NodeTree:

@@ -94,6 +94,11 @@ def test_node_group_equals_core_under_random_transforms_and_parents(envfx, mode)
         for obj in objs:
             got = evaluated_local(envfx, obj)
             assert np.abs(got - expected_local(envfx, obj)).max() <= 1e-4 * extent, (mode, strength, side_strength)
+    # no flat zone (PLANET then skips the square root)
+    s.spread = s.side_spread = 0.0
+    for obj in objs:
+        got = evaluated_local(envfx, obj)
+        assert np.abs(got - expected_local(envfx, obj)).max() <= 1e-4 * extent, (mode, "no spread")
 
 
 def test_planet_upright_objects_take_the_fast_radius_and_still_equal_core(envfx):
@@ -119,8 +124,9 @@ def test_planet_upright_objects_take_the_fast_radius_and_still_equal_core(envfx)
     assert bpy.ops.envfx.bend_add() == {"FINISHED"}
     bpy.context.view_layer.update()
     extent = max(np.abs(envfx.bridge.matrix_to_numpy(o.matrix_world)[:3, 3]).max() for o in objs) + 2.0
-    for frame_pivot in ((1.0, 2.0, -0.5), (-6.0, 4.0, 3.0)):
+    for frame_pivot, spread in (((1.0, 2.0, -0.5), 1.5), ((-6.0, 4.0, 3.0), 1.5), ((3.0, -1.0, 0.0), 0.0)):
         pivot.location = frame_pivot
+        bpy.context.scene.envfx.bend.spread = spread
         bpy.context.view_layer.update()
         for obj in objs:
             got = evaluated_local(envfx, obj)
