@@ -65,13 +65,12 @@ def is_linked(obj) -> bool:
 def add_modifier_before_bend(obj, name: str, node_group):
     """Add a geometry-nodes modifier using ``node_group`` to ``obj``, placed before the world bend (the bend
     is always the last deformation, as in the write-up's vertex shader). Returns the modifier."""
+    from .shader_nodes.bend import is_bend_group
+
     mod = obj.modifiers.new(name, "NODES")
     mod.node_group = node_group
     bend_index = next(
-        (i for i, m in enumerate(obj.modifiers)
-         if m.type == "NODES" and m.node_group is not None and m.node_group.name == "EnvFX Bend"),
-        None,
-    )
+        (i for i, m in enumerate(obj.modifiers) if m.type == "NODES" and is_bend_group(m.node_group)), None)
     if bend_index is not None and bend_index < len(obj.modifiers) - 1:
         obj.modifiers.move(len(obj.modifiers) - 1, bend_index)
     return mod

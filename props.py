@@ -35,9 +35,7 @@ def _bend_structure_changed(self, context):
     # mode, axis and pivot change the group's nodes; numbers reach it through drivers
     from .shader_nodes import bend as bend_nodes
 
-    scene = self.id_data
-    if bpy.data.node_groups.get(bend_nodes.GROUP_NAME) is not None:
-        bend_nodes.sync(scene)
+    bend_nodes.sync(self.id_data)  # a scene that bends nothing yet has no group to change
 
 
 def _strength(name, description):
@@ -122,11 +120,8 @@ def _bend_exclude_changed(self, context):
     from .shader_nodes import bend as bend_nodes
 
     obj = self.id_data
-    tree = bpy.data.node_groups.get(bend_nodes.GROUP_NAME)
-    if tree is None:
-        return
     for mod in obj.modifiers:
-        if mod.type == "NODES" and mod.node_group == tree:
+        if mod.type == "NODES" and bend_nodes.is_bend_group(mod.node_group):
             mod.show_viewport = not self.bend_exclude
             mod.show_render = not self.bend_exclude
 

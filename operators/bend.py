@@ -40,10 +40,8 @@ def gather_targets(context, collection_name: str = "") -> list:
 
 
 def bend_modifiers(obj):
-    tree = bpy.data.node_groups.get(bend_nodes.GROUP_NAME)
-    if tree is None:
-        return []
-    return [m for m in obj.modifiers if m.type == "NODES" and m.node_group == tree]
+    """The object's bend modifiers (of any scene's bend group)."""
+    return [m for m in obj.modifiers if m.type == "NODES" and bend_nodes.is_bend_group(m.node_group)]
 
 
 def _skip_reason(obj) -> str | None:
@@ -55,26 +53,37 @@ def _skip_reason(obj) -> str | None:
 
 
 def add_bend(scene, objects) -> BendResult:
-    """Bend ``objects`` with the scene's shared bend. Objects already bent are left alone (never two bends);
-    excluded objects, non-geometry objects and linked objects are skipped and named."""
+    """Bend ``objects`` with the scene's shared bend. Objects already bent by this scene are left alone (never
+    two bends); an object bent by another scene of the file (linked into both) follows this scene's bend from
+    now on; excluded objects, non-geometry objects and linked objects are skipped and named."""
     result = BendResult()
-    todo = []
+    todo, moved = [], []
+    current = bend_nodes.group_for(scene)
     for obj in objects:
         reason = _skip_reason(obj)
         if reason is None and obj.envfx.bend_exclude:
             reason = "excluded from the bend (object.envfx.bend_exclude)"
+        mods = bend_modifiers(obj) if reason is None else []
         if reason is not None:
             result.skipped[obj.name] = reason
-        elif bend_modifiers(obj):
+        elif current is not None and any(m.node_group == current for m in mods):
             result.unchanged.append(obj.name)
+        elif mods:
+            moved.append(mods[0])
         else:
             todo.append(obj)
-    if not todo and not result.unchanged:
+    if not todo and not moved and not result.unchanged:
         raise BendInputError(f"Nothing to bend: {result.skipped_text()}")
     core_params = bend_nodes.params_from_scene(scene)
     core_params.validate()
 
     tree = bend_nodes.ensure_bend(scene)
+    for mod in moved:
+        obj = mod.id_data
+        result.warnings.append(f"{obj.name} was bent by scene {_owner_name(mod.node_group)}; it follows this "
+                               f"scene's bend now")
+        mod.node_group = tree
+        result.changed.append(obj.name)
     for obj in todo:
         mod = obj.modifiers.new(MODIFIER_NAME, "NODES")
         mod.node_group = tree
@@ -94,6 +103,11 @@ def add_bend(scene, objects) -> BendResult:
             f"they fold out of sight; lower the strength"
         )
     return result
+
+
+def _owner_name(tree) -> str:
+    scene = bend_nodes.owner(tree)
+    return repr(scene.name) if scene is not None else "(deleted)"
 
 
 def _scene_extent_and_drop(objects, params):
@@ -130,11 +144,13 @@ def apply_bend(scene, objects, depsgraph) -> BendResult:
     """Bake the bend into the mesh data of bent mesh objects and remove their bend modifier.
 
     The bend of the base mesh (and of every shape key) is written with ``core.bend``, using the object's
-    current world matrix and the pivot's current position; meshes shared with other objects are made
+    current world matrix and the pivot's current position, with the settings of the scene whose bend it has
+    (``scene`` for an object whose bend's scene was deleted); meshes shared with other objects are made
     single-user first so the others are not bent with the wrong transform.
     """
     result = BendResult()
     params = bend_nodes.params_from_scene(scene).validate()
+    params_of = {}
     candidates = []
     for obj in objects:
         mods = bend_modifiers(obj)
@@ -164,12 +180,16 @@ def apply_bend(scene, objects, depsgraph) -> BendResult:
             obj.data = obj.data.copy()
         matrix = bridge.matrix_to_numpy(obj.matrix_world)
         mesh = obj.data
+        owner = bend_nodes.owner(mods[0].node_group) or scene
+        if owner not in params_of:
+            params_of[owner] = params if owner == scene else bend_nodes.params_from_scene(owner).validate()
+        obj_params = params_of[owner]
         if mesh.shape_keys is not None:
             for key in mesh.shape_keys.key_blocks:
                 co = bridge.get_shape_key_positions(key)
-                bridge.set_shape_key_positions(key, core_bend.forward_local(co, matrix, params))
+                bridge.set_shape_key_positions(key, core_bend.forward_local(co, matrix, obj_params))
         co = bridge.get_positions(mesh)
-        bridge.set_positions(mesh, core_bend.forward_local(co, matrix, params))
+        bridge.set_positions(mesh, core_bend.forward_local(co, matrix, obj_params))
         for mod in mods:
             obj.modifiers.remove(mod)
         result.changed.append(obj.name)

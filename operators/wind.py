@@ -11,6 +11,7 @@ from bpy.props import EnumProperty
 
 from .. import bridge, progress
 from ..core import wind as core_wind
+from ..shader_nodes import bend as bend_nodes
 from ..shader_nodes import wind as wind_nodes
 from .common import ObjectsResult, report_result
 
@@ -142,8 +143,8 @@ def _modifier_warnings(objects, depsgraph) -> list:
     out = []
     for obj in objects:
         changing = [m.name for m in obj.modifiers if m.show_viewport and not (
-            m.type == "NODES" and m.node_group is not None and m.node_group.name in (wind_nodes.GROUP_NAME,
-                                                                                     "EnvFX Bend"))]
+            m.type == "NODES" and m.node_group is not None and (m.node_group.name == wind_nodes.GROUP_NAME
+                                                                or bend_nodes.is_bend_group(m.node_group)))]
         if not changing:
             continue
         ev = obj.evaluated_get(depsgraph)

@@ -1,6 +1,6 @@
 """Geometry-nodes group "EnvFX Bend": the world bend of ``core.bend`` evaluated per frame.
 
-One group is shared by every bent object, so the scene's settings change every bent object at once:
+One group per scene is shared by every object it bends, so the scene's settings change them all at once:
 strength, spreads, horizon offset and the on/off switch are Value nodes driven by ``scene.envfx.bend``
 (plain drivers, so they follow keyframes during playback), the pivot is an Object Info node pointing at the
 pivot object (moving or animating it re-evaluates the bend at once).
@@ -20,6 +20,8 @@ from ..core import bend as core_bend
 from . import common
 
 GROUP_NAME = "EnvFX Bend"
+KIND_KEY, KIND = "envfx_kind", "bend"
+OWNER_KEY = "envfx_scene"  # the scene whose settings drive the group
 VERSION = 9
 
 # Value nodes driven from scene.envfx.bend.<prop>
@@ -228,22 +230,66 @@ def _planet_radius_axis_aligned(b, matrix, invert, centre, position):
     return aligned.outputs[0], radius, radius_sq
 
 
+def is_bend_group(tree) -> bool:
+    """Whether ``tree`` is a scene's bend group (files saved before bend groups had owners: by name)."""
+    return (tree is not None and tree.bl_idname == "GeometryNodeTree"
+            and (tree.get(KIND_KEY) == KIND or tree.name == GROUP_NAME))
+
+
+def bend_groups() -> list:
+    return [t for t in bpy.data.node_groups if is_bend_group(t)]
+
+
+def owner(tree):
+    """The scene whose settings drive ``tree``: stored on the group; for groups saved before that, the scene
+    its drivers read. None for a group whose scene was deleted."""
+    scene = tree.get(OWNER_KEY)
+    if isinstance(scene, bpy.types.Scene):
+        return scene
+    if tree.get(KIND_KEY) == KIND or tree.animation_data is None:
+        return None
+    for fcurve in tree.animation_data.drivers:
+        for var in fcurve.driver.variables:
+            if isinstance(var.targets[0].id, bpy.types.Scene):
+                return var.targets[0].id
+    return None
+
+
+def group_for(scene):
+    """The bend group of ``scene``, or None when the scene bends nothing yet."""
+    return next((t for t in bend_groups() if t.library is None and owner(t) == scene), None)
+
+
 def ensure_bend(scene) -> bpy.types.NodeTree:
-    """The shared "EnvFX Bend" group, built for the scene's mode and axis and wired to its settings."""
+    """The scene's bend group, built for its mode and axis and wired to its settings.
+
+    Every scene of a file has its own group (the first one made is "EnvFX Bend", others are named after their
+    scene), so two scenes with different bends render each with its own settings; all bent objects of one
+    scene share its group, so one change of a setting changes all of them."""
     settings = scene.envfx.bend
     mode, axis = settings.mode, settings.axis
-    tree = common.ensure_tree(GROUP_NAME, "GeometryNodeTree", _stamp(mode, axis), lambda t: _build(t, mode, axis))
+    tree = group_for(scene)
+    if tree is None:
+        taken = bpy.data.node_groups.get(GROUP_NAME) is not None
+        tree = bpy.data.node_groups.new(f"{GROUP_NAME} ({scene.name})" if taken else GROUP_NAME, "GeometryNodeTree")
+    tree[KIND_KEY] = KIND
+    tree[OWNER_KEY] = scene
+    if tree.get(common.STAMP_KEY) != _stamp(mode, axis):
+        common.clear_tree(tree)
+        _build(tree, mode, axis)
+        tree[common.STAMP_KEY] = _stamp(mode, axis)
     sync(scene, tree)
     return tree
 
 
 def sync(scene, tree=None):
-    """Point the group's drivers at ``scene`` and its pivot node at the scene's pivot object."""
-    tree = tree or bpy.data.node_groups.get(GROUP_NAME)
+    """Point the scene's group's drivers at ``scene`` and its pivot node at the scene's pivot object (a scene
+    without a bend group is left alone)."""
+    tree = tree or group_for(scene)
     if tree is None:
         return None
     settings = scene.envfx.bend
-    if tree.get(common.STAMP_KEY) != _stamp(settings.mode, settings.axis):
+    if tree.get(common.STAMP_KEY) != _stamp(settings.mode, settings.axis) or tree.get(OWNER_KEY) != scene:
         return ensure_bend(scene)
     pivot = settings.pivot
     node = tree.nodes.get("Pivot")
@@ -273,19 +319,15 @@ def params_from_scene(scene) -> core_bend.BendParams:
 
 
 def refresh_after_load():
-    """Rebuild an outdated "EnvFX Bend" (saved by an older EnvFX) for the scene whose drivers it uses."""
-    tree = bpy.data.node_groups.get(GROUP_NAME)
-    if tree is None or tree.library is not None:
-        return
-    scene = None
-    if tree.animation_data is not None:
-        for fcurve in tree.animation_data.drivers:
-            for var in fcurve.driver.variables:
-                if isinstance(var.targets[0].id, bpy.types.Scene):
-                    scene = var.targets[0].id
-                    break
-            if scene is not None:
-                break
-    scene = scene or (bpy.context.scene if bpy.context.scene is not None else None)
-    if scene is not None:
-        sync(scene, tree)
+    """Rebuild outdated bend groups (saved by an older EnvFX) for their scenes; a group saved before groups had
+    owners belongs to the scene its drivers read (else to the current scene)."""
+    for tree in bend_groups():
+        if tree.library is not None:
+            continue
+        scene = owner(tree)
+        if scene is None and tree.get(KIND_KEY) != KIND:
+            scene = bpy.context.scene
+        if scene is not None and group_for(scene) in (None, tree):
+            tree[KIND_KEY] = KIND
+            tree[OWNER_KEY] = scene
+            sync(scene, tree)

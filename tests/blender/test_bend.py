@@ -460,3 +460,95 @@ def test_export_for_game_engines_operator(envfx, tmp_path):
     with pytest.raises(RuntimeError, match="choose a writable folder"):
         bpy.ops.envfx.bend_export_engines(directory=str(tmp_path / "file" / "sub"))
     assert sorted(p.name for p in tmp_path.iterdir()) == ["eng", "file"]
+
+
+def _evaluated_in(envfx, scene, obj):
+    with bpy.context.temp_override(scene=scene, view_layer=scene.view_layers[0]):
+        dg = bpy.context.evaluated_depsgraph_get()
+    dg.update()
+    return envfx.bridge.evaluated_positions(obj, dg)
+
+
+def _expected_in(envfx, scene, obj):
+    params = envfx.shader_nodes.bend.params_from_scene(scene)
+    return envfx.core.bend.forward_local(envfx.bridge.get_positions(obj.data),
+                                         envfx.bridge.matrix_to_numpy(obj.matrix_world), params)
+
+
+def test_each_scene_of_a_file_bends_with_its_own_settings(envfx, tmp_path):
+    """Two scenes with different bends (a game's levels in one file): each bends its objects with its own mode
+    and settings, changing one leaves the other alone, and both survive save and reload."""
+    rng = np.random.default_rng(11)
+    scene_a = bpy.context.scene
+    a = random_mesh("A", rng)
+    a.location = (1.0, 9.0, 0.0)
+    scene_setup("RUNNER", "POS_Y")
+    select_only([a])
+    assert bpy.ops.envfx.bend_add() == {"FINISHED"}
+    scene_b = bpy.data.scenes.new("Level 2")
+    b = bpy.data.objects.new("B", a.data.copy())
+    scene_b.collection.objects.link(b)
+    b.location = (-7.0, 3.0, 0.0)
+    pivot_b = bpy.data.objects.new("Pivot B", None)
+    scene_b.collection.objects.link(pivot_b)
+    pivot_b.location = (-2.0, 1.0, 0.0)
+    sb = scene_b.envfx.bend
+    sb.mode, sb.pivot, sb.strength, sb.spread = "PLANET", pivot_b, 0.05, 0.5
+    envfx.operators.bend.add_bend(scene_b, [b])
+    bend = envfx.shader_nodes.bend
+    tree_a, tree_b = bend.group_for(scene_a), bend.group_for(scene_b)
+    assert tree_a.name == "EnvFX Bend" and tree_b.name == "EnvFX Bend (Level 2)"
+    assert a.modifiers[-1].node_group == tree_a and b.modifiers[-1].node_group == tree_b
+
+    def check():
+        for scene, obj in ((scene_a, a), (scene_b, b)):
+            got = _evaluated_in(envfx, scene, obj)
+            np.testing.assert_allclose(got, _expected_in(envfx, scene, obj), atol=1e-4 * 20, err_msg=scene.name)
+            assert np.abs(got - envfx.bridge.get_positions(obj.data)).max() > 0.05, scene.name
+
+    check()
+    before_a = _evaluated_in(envfx, scene_a, a)
+    sb.strength, sb.spread = 0.08, 0.0
+    scene_a_mode_stamp = tree_a["envfx_stamp"]
+    check()
+    np.testing.assert_array_equal(_evaluated_in(envfx, scene_a, a), before_a)  # B's settings are B's alone
+    scene_a.envfx.bend.mode = "CYLINDER"
+    assert tree_a["envfx_stamp"] != scene_a_mode_stamp and tree_b["envfx_stamp"].endswith(":PLANET:POS_Y")
+    check()
+    # baking an object of B from A's context uses B's settings
+    b2 = bpy.data.objects.new("B2", a.data.copy())
+    scene_b.collection.objects.link(b2)
+    envfx.operators.bend.add_bend(scene_b, [b2])
+    want = _expected_in(envfx, scene_b, b2)
+    envfx.operators.bend.apply_bend(scene_a, [b2], bpy.context.evaluated_depsgraph_get())
+    np.testing.assert_allclose(envfx.bridge.get_positions(b2.data), want, atol=1e-5)
+
+    path = str(tmp_path / "levels.blend")
+    bpy.ops.wm.save_as_mainfile(filepath=path)
+    bpy.ops.wm.open_mainfile(filepath=path)
+    scene_a, scene_b = bpy.data.scenes["Scene"], bpy.data.scenes["Level 2"]
+    a, b = bpy.data.objects["A"], bpy.data.objects["B"]
+    check()
+    # an object linked into both scenes follows the scene that bent it last, and says so
+    scene_b.collection.objects.link(a)
+    result = envfx.operators.bend.add_bend(scene_b, [a])
+    assert result.changed == ["A"] and "was bent by scene 'Scene'" in " ".join(result.warnings)
+    assert [m.node_group for m in envfx.operators.bend.bend_modifiers(a)] == [bend.group_for(scene_b)]
+
+
+def test_a_bend_group_saved_before_groups_had_owners_is_adopted_by_its_drivers_scene(envfx, tmp_path):
+    cube = bpy.data.objects["Cube"]
+    bpy.data.scenes.new("Other")  # made before the bend: it is not the scene the group belongs to
+    select_only([cube])
+    scene_setup("RUNNER", "POS_Y")
+    bpy.ops.envfx.bend_add()
+    tree = bpy.data.node_groups["EnvFX Bend"]
+    for key in ("envfx_scene", "envfx_kind"):
+        del tree[key]
+    path = str(tmp_path / "old.blend")
+    bpy.ops.wm.save_as_mainfile(filepath=path)
+    bpy.ops.wm.open_mainfile(filepath=path)
+    tree = bpy.data.node_groups["EnvFX Bend"]
+    bend = envfx.shader_nodes.bend
+    assert bend.group_for(bpy.data.scenes["Scene"]) == tree and bend.group_for(bpy.data.scenes["Other"]) is None
+    assert tree["envfx_scene"] == bpy.data.scenes["Scene"]
