@@ -101,6 +101,8 @@ def _add_bend(sub):
     )
     p.add_argument("blend", help=".blend file to open")
     p.add_argument("--output", "-o", help="where to save (default: overwrite the input)")
+    p.add_argument("--scene", help="the scene to bend (each scene has its own bend; default: the file's current "
+                   "scene)")
     target = p.add_mutually_exclusive_group()
     target.add_argument("--collection", help="bend every object of this collection")
     target.add_argument("--objects", help="comma-separated object names to bend")
@@ -124,6 +126,11 @@ def run_bend(args) -> int:
 
     open_blend(args.blend)
     scene = bpy.context.scene
+    if args.scene is not None:
+        scene = bpy.data.scenes.get(args.scene)
+        if scene is None:
+            names = ", ".join(repr(s.name) for s in bpy.data.scenes)
+            raise CliError(f"No scene named {args.scene!r} in {args.blend} (scenes: {names})")
     settings = scene.envfx.bend
     if args.pivot is not None:
         pivot = scene.objects.get(args.pivot)
@@ -172,8 +179,10 @@ def run_bend(args) -> int:
             result = bend_ops.add_bend(scene, objects)
             verb = "bent"
             if args.apply:
-                bpy.context.view_layer.update()
-                result = bend_ops.apply_bend(scene, objects, bpy.context.evaluated_depsgraph_get())
+                with bpy.context.temp_override(scene=scene, view_layer=scene.view_layers[0]):
+                    depsgraph = bpy.context.evaluated_depsgraph_get()
+                depsgraph.update()
+                result = bend_ops.apply_bend(scene, objects, depsgraph)
                 verb = "baked the bend into"
     except (bend_ops.BendInputError, core_bend.BendError) as exc:
         raise CliError(str(exc)) from None

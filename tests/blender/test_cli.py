@@ -78,6 +78,7 @@ def test_bend_apply_bakes_into_the_mesh_in_place(envfx, scene_file):
         (["bend", "{scene}", "--strength", "1e9"], "enormous"),
         (["bend", "{scene}", "-o", "/nonexistent/dir/out.blend"], "does not exist"),
         (["bend", "{scene}", "--mode", "SPHERE"], "invalid choice"),
+        (["bend", "{scene}", "--scene", "Level 9"], "No scene named 'Level 9'"),
         (["bend", "{scene}", "--export-engines", "{dir}/scene.blend/sub"], "choose a writable folder"),
         (["bend", "{scene}", "--export-engines", "{dir}/out", "--spread", "-2"], "cannot be negative"),
     ],
@@ -93,6 +94,33 @@ def test_bad_input_exits_2_with_a_clear_message_and_leaves_files_alone(envfx, sc
     with open(scene_file, "rb") as fh:
         assert fh.read() == before
     assert sorted(os.listdir(tmp_path)) == ["scene.blend"]
+
+
+def test_bend_scene_bends_that_scene_only(envfx, scene_file, tmp_path, capsys):
+    """--scene picks one scene of a file with several; the others keep their objects and settings."""
+    level = bpy.data.scenes.new("Level 2")
+    rock = bpy.data.objects.new("Rock", bpy.data.objects["Cube"].data.copy())
+    level.collection.objects.link(rock)
+    rock.location = (4.0, -6.0, 0.0)
+    bpy.ops.wm.save_as_mainfile(filepath=scene_file)
+    out = str(tmp_path / "levels.blend")
+    code = envfx.cli.main(["bend", scene_file, "--scene", "Level 2", "--mode", "PLANET", "--strength", "0.05",
+                           "--spread", "0.5", "-o", out])
+    assert code == 0, capsys.readouterr()
+    bpy.ops.wm.open_mainfile(filepath=out)
+    level, first = bpy.data.scenes["Level 2"], bpy.data.scenes["Scene"]
+    rock = bpy.data.objects["Rock"]
+    assert level.envfx.bend.mode == "PLANET" and first.envfx.bend.mode == "RUNNER"
+    assert [m.node_group for m in rock.modifiers] == [envfx.shader_nodes.bend.group_for(level)]
+    assert envfx.shader_nodes.bend.group_for(first) is None and not bpy.data.objects["Cube"].modifiers
+    with bpy.context.temp_override(scene=level, view_layer=level.view_layers[0]):
+        dg = bpy.context.evaluated_depsgraph_get()
+    dg.update()
+    want = envfx.core.bend.forward_local(envfx.bridge.get_positions(rock.data),
+                                         envfx.bridge.matrix_to_numpy(rock.matrix_world),
+                                         envfx.shader_nodes.bend.params_from_scene(level))
+    assert abs(envfx.bridge.evaluated_positions(rock, dg) - want).max() < 1e-4
+    assert abs(want - envfx.bridge.get_positions(rock.data)).max() > 0.05
 
 
 def test_bend_remove(envfx, scene_file):
