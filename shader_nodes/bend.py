@@ -20,8 +20,7 @@ from ..core import bend as core_bend
 from . import common
 
 GROUP_NAME = "EnvFX Bend"
-KIND_KEY, KIND = "envfx_kind", "bend"
-OWNER_KEY = "envfx_scene"  # the scene whose settings drive the group
+KIND = "bend"  # one group per scene (common.ensure_scene_group)
 VERSION = 9
 
 # Value nodes driven from scene.envfx.bend.<prop>
@@ -231,33 +230,18 @@ def _planet_radius_axis_aligned(b, matrix, invert, centre, position):
 
 
 def is_bend_group(tree) -> bool:
-    """Whether ``tree`` is a scene's bend group (files saved before bend groups had owners: by name)."""
-    return (tree is not None and tree.bl_idname == "GeometryNodeTree"
-            and (tree.get(KIND_KEY) == KIND or tree.name == GROUP_NAME))
-
-
-def bend_groups() -> list:
-    return [t for t in bpy.data.node_groups if is_bend_group(t)]
+    """Whether ``tree`` is a scene's bend group."""
+    return common.is_scene_group(tree, KIND, GROUP_NAME)
 
 
 def owner(tree):
-    """The scene whose settings drive ``tree``: stored on the group; for groups saved before that, the scene
-    its drivers read. None for a group whose scene was deleted."""
-    scene = tree.get(OWNER_KEY)
-    if isinstance(scene, bpy.types.Scene):
-        return scene
-    if tree.get(KIND_KEY) == KIND or tree.animation_data is None:
-        return None
-    for fcurve in tree.animation_data.drivers:
-        for var in fcurve.driver.variables:
-            if isinstance(var.targets[0].id, bpy.types.Scene):
-                return var.targets[0].id
-    return None
+    """The scene whose settings drive the bend group ``tree`` (None when it was deleted)."""
+    return common.group_owner(tree)
 
 
 def group_for(scene):
     """The bend group of ``scene``, or None when the scene bends nothing yet."""
-    return next((t for t in bend_groups() if t.library is None and owner(t) == scene), None)
+    return common.scene_group(scene, KIND, GROUP_NAME)
 
 
 def ensure_bend(scene) -> bpy.types.NodeTree:
@@ -266,18 +250,9 @@ def ensure_bend(scene) -> bpy.types.NodeTree:
     Every scene of a file has its own group (the first one made is "EnvFX Bend", others are named after their
     scene), so two scenes with different bends render each with its own settings; all bent objects of one
     scene share its group, so one change of a setting changes all of them."""
-    settings = scene.envfx.bend
-    mode, axis = settings.mode, settings.axis
-    tree = group_for(scene)
-    if tree is None:
-        taken = bpy.data.node_groups.get(GROUP_NAME) is not None
-        tree = bpy.data.node_groups.new(f"{GROUP_NAME} ({scene.name})" if taken else GROUP_NAME, "GeometryNodeTree")
-    tree[KIND_KEY] = KIND
-    tree[OWNER_KEY] = scene
-    if tree.get(common.STAMP_KEY) != _stamp(mode, axis):
-        common.clear_tree(tree)
-        _build(tree, mode, axis)
-        tree[common.STAMP_KEY] = _stamp(mode, axis)
+    mode, axis = scene.envfx.bend.mode, scene.envfx.bend.axis
+    tree, _built = common.ensure_scene_group(scene, KIND, GROUP_NAME, _stamp(mode, axis),
+                                             lambda t: _build(t, mode, axis))
     sync(scene, tree)
     return tree
 
@@ -289,7 +264,7 @@ def sync(scene, tree=None):
     if tree is None:
         return None
     settings = scene.envfx.bend
-    if tree.get(common.STAMP_KEY) != _stamp(settings.mode, settings.axis) or tree.get(OWNER_KEY) != scene:
+    if tree.get(common.STAMP_KEY) != _stamp(settings.mode, settings.axis) or owner(tree) != scene:
         return ensure_bend(scene)
     pivot = settings.pivot
     node = tree.nodes.get("Pivot")
@@ -319,15 +294,6 @@ def params_from_scene(scene) -> core_bend.BendParams:
 
 
 def refresh_after_load():
-    """Rebuild outdated bend groups (saved by an older EnvFX) for their scenes; a group saved before groups had
-    owners belongs to the scene its drivers read (else to the current scene)."""
-    for tree in bend_groups():
-        if tree.library is not None:
-            continue
-        scene = owner(tree)
-        if scene is None and tree.get(KIND_KEY) != KIND:
-            scene = bpy.context.scene
-        if scene is not None and group_for(scene) in (None, tree):
-            tree[KIND_KEY] = KIND
-            tree[OWNER_KEY] = scene
-            sync(scene, tree)
+    """Rebuild outdated bend groups (saved by an older EnvFX) for their scenes."""
+    for scene, tree in common.adopt_after_load(KIND, GROUP_NAME):
+        sync(scene, tree)

@@ -29,6 +29,79 @@ def ensure_tree(name: str, tree_type: str, stamp: str, build) -> bpy.types.NodeT
     return tree
 
 
+# --- groups owned by a scene ------------------------------------------------------------------------------
+# A group whose values are driven by one scene's settings belongs to that scene: each scene of a file gets its
+# own (the first one made has the plain name, later ones "<name> (<scene>)"), so several scenes with different
+# settings each evaluate with their own. Groups saved before groups had owners are recognised by their plain
+# name and belong to the scene their drivers read.
+
+KIND_KEY = "envfx_kind"
+OWNER_KEY = "envfx_scene"
+
+
+def is_scene_group(tree, kind: str, legacy_name: str) -> bool:
+    return (tree is not None and tree.bl_idname == "GeometryNodeTree"
+            and (tree.get(KIND_KEY) == kind or (KIND_KEY not in tree and tree.name == legacy_name)))
+
+
+def scene_groups(kind: str, legacy_name: str) -> list:
+    return [t for t in bpy.data.node_groups if is_scene_group(t, kind, legacy_name)]
+
+
+def group_owner(tree):
+    """The scene whose settings drive ``tree``: stored on the group; for a group saved before that, the scene
+    its drivers read. None when the scene was deleted."""
+    scene = tree.get(OWNER_KEY)
+    if isinstance(scene, bpy.types.Scene):
+        return scene
+    if KIND_KEY in tree or tree.animation_data is None:
+        return None
+    for fcurve in tree.animation_data.drivers:
+        for var in fcurve.driver.variables:
+            if isinstance(var.targets[0].id, bpy.types.Scene):
+                return var.targets[0].id
+    return None
+
+
+def scene_group(scene, kind: str, legacy_name: str):
+    """The local group of ``kind`` that ``scene`` owns, or None."""
+    return next((t for t in scene_groups(kind, legacy_name) if t.library is None and group_owner(t) == scene), None)
+
+
+def ensure_scene_group(scene, kind: str, name: str, stamp: str, build):
+    """(the group of ``kind`` owned by ``scene``, whether it was built now): made when missing, rebuilt in place
+    when its stamp is not ``stamp`` (modifiers keep pointing at it)."""
+    tree = scene_group(scene, kind, name)
+    if tree is None:
+        taken = bpy.data.node_groups.get(name) is not None
+        tree = bpy.data.node_groups.new(f"{name} ({scene.name})" if taken else name, "GeometryNodeTree")
+    tree[KIND_KEY] = kind
+    tree[OWNER_KEY] = scene
+    if tree.get(STAMP_KEY) == stamp:
+        return tree, False
+    clear_tree(tree)
+    build(tree)
+    tree[STAMP_KEY] = stamp
+    return tree, True
+
+
+def adopt_after_load(kind: str, name: str):
+    """For a load_post handler: [(scene, group)] for every local group of ``kind``, with groups saved before
+    groups had owners adopted by the scene their drivers read (else the current scene, unless it has one)."""
+    out = []
+    for tree in scene_groups(kind, name):
+        if tree.library is not None:
+            continue
+        scene = group_owner(tree)
+        if scene is None and KIND_KEY not in tree:
+            scene = bpy.context.scene
+        if scene is not None and scene_group(scene, kind, name) in (None, tree):
+            tree[KIND_KEY] = kind
+            tree[OWNER_KEY] = scene
+            out.append((scene, tree))
+    return out
+
+
 def clear_tree(tree):
     if tree.animation_data is not None:
         tree.animation_data_clear()
