@@ -131,8 +131,7 @@ def _bend_exclude_changed(self, context):
 def _wind_scene_changed(self, context):
     from .shader_nodes import wind as wind_nodes
 
-    if bpy.data.node_groups.get(wind_nodes.GROUP_NAME) is not None:
-        wind_nodes.sync(self.id_data)
+    wind_nodes.sync(self.id_data)  # a scene with nothing in the wind has no group to change
 
 
 def _wind_object_changed(self, context):

@@ -12,6 +12,7 @@ from bpy.props import EnumProperty
 from .. import bridge, progress
 from ..core import wind as core_wind
 from ..shader_nodes import bend as bend_nodes
+from ..shader_nodes import common
 from ..shader_nodes import wind as wind_nodes
 from .common import ObjectsResult, report_result
 
@@ -143,8 +144,7 @@ def _modifier_warnings(objects, depsgraph) -> list:
     out = []
     for obj in objects:
         changing = [m.name for m in obj.modifiers if m.show_viewport and not (
-            m.type == "NODES" and m.node_group is not None and (m.node_group.name == wind_nodes.GROUP_NAME
-                                                                or bend_nodes.is_bend_group(m.node_group)))]
+            m.type == "NODES" and (wind_nodes.is_wind_group(m.node_group) or bend_nodes.is_bend_group(m.node_group)))]
         if not changing:
             continue
         ev = obj.evaluated_get(depsgraph)
@@ -341,10 +341,8 @@ def bake(scene, objects, depsgraph=None, **kw) -> WindResult:
 # --- live wind --------------------------------------------------------------------------------------------
 
 def wind_modifiers(obj):
-    tree = bpy.data.node_groups.get(wind_nodes.GROUP_NAME)
-    if tree is None:
-        return []
-    return [m for m in obj.modifiers if m.type == "NODES" and m.node_group == tree]
+    """The object's live-wind modifiers (of any scene's wind group)."""
+    return [m for m in obj.modifiers if m.type == "NODES" and wind_nodes.is_wind_group(m.node_group)]
 
 
 def check_source(scene):
@@ -359,27 +357,39 @@ def check_source(scene):
 
 
 def add_wind(scene, objects) -> WindResult:
-    """Put the live wind on ``objects`` (objects already in wind are left alone)."""
+    """Put the live wind on ``objects`` (objects already in this scene's wind are left alone; an object in the
+    wind of another scene of the file, linked into both, follows this scene's wind from now on)."""
     check_source(scene)
     result = WindResult()
-    todo = []
+    todo, moved = [], []
+    current = wind_nodes.group_for(scene)
     for obj in objects:
+        mods = wind_modifiers(obj)
         if obj.type not in bridge.GEOMETRY_TYPES:
             result.skipped[obj.name] = f"{obj.type.lower()} objects cannot take a geometry modifier"
         elif bridge.is_linked(obj):
             result.skipped[obj.name] = "linked from a library; make it local first"
-        elif wind_modifiers(obj):
+        elif current is not None and any(m.node_group == current for m in mods):
             result.unchanged.append(obj.name)
             if obj.type == "MESH":
                 wind_nodes.write_live_attributes(obj.data)  # adding again refreshes the live data
+        elif mods:
+            moved.append(mods[0])
         else:
             todo.append(obj)
-    if not todo and not result.unchanged:
+    if not todo and not moved and not result.unchanged:
         raise WindInputError(f"Nothing to put in wind: {result.skipped_text() or 'select objects'}")
     tree = wind_nodes.ensure_wind(scene)
+    for mod in moved:
+        owner = common.group_owner(mod.node_group)
+        result.warnings.append(f"{mod.id_data.name} was in the wind of scene "
+                               f"{repr(owner.name) if owner else '(deleted)'}; it follows this scene's wind now")
+        mod.node_group = tree
+        wind_nodes.sync_object(mod.id_data)
+        result.changed.append(mod.id_data.name)
     for obj in todo:
         bridge.add_modifier_before_bend(obj, MODIFIER_NAME, tree)
-        wind_nodes.sync_object(obj, tree)
+        wind_nodes.sync_object(obj)
         if obj.type == "MESH":
             wind_nodes.write_live_attributes(obj.data)
         result.changed.append(obj.name)

@@ -27,6 +27,7 @@ from ..core import wind as core_wind
 from . import common
 
 GROUP_NAME = "EnvFX Wind"
+KIND = "wind"  # one group per scene (common.ensure_scene_group)
 VERSION = 7
 
 # Value nodes driven from the scene: label -> data path on the scene
@@ -280,16 +281,25 @@ def _build(tree):
     b.link(set_pos.outputs[0], go.inputs["Geometry"])
 
 
+def is_wind_group(tree) -> bool:
+    """Whether ``tree`` is a scene's live-wind group."""
+    return common.is_scene_group(tree, KIND, GROUP_NAME)
+
+
+def group_for(scene):
+    """The live-wind group of ``scene``, or None when nothing of the scene is in the wind yet."""
+    return common.scene_group(scene, KIND, GROUP_NAME)
+
+
 def ensure_wind(scene) -> bpy.types.NodeTree:
-    """The shared "EnvFX Wind" group, wired to the scene's wind settings and source object."""
-    old = bpy.data.node_groups.get(GROUP_NAME)
-    rebuilt = old is None or old.get(common.STAMP_KEY) != str(VERSION)
-    tree = common.ensure_tree(GROUP_NAME, "GeometryNodeTree", str(VERSION), _build)
+    """The scene's live-wind group, wired to its wind settings and source object (each scene of a file has its
+    own: the first one made is "EnvFX Wind", others are named after their scene)."""
+    tree, rebuilt = common.ensure_scene_group(scene, KIND, GROUP_NAME, str(VERSION), _build)
     sync(scene, tree)
     if rebuilt:  # a rebuilt interface forgets the modifiers' input values: restore them from the objects
         for obj in bpy.data.objects:
             if obj.library is None and common.modifier_for(obj, tree) is not None:
-                sync_object(obj, tree)
+                sync_object(obj)
                 write_live_attributes(obj.data)
     return tree
 
@@ -337,17 +347,17 @@ def remove_live_attributes(mesh):
 
 
 def refresh_after_load():
-    """For a load_post handler: a file saved with an older EnvFX gets its "EnvFX Wind" group rebuilt in place
-    (modifiers keep pointing at it) and wired to the current scene."""
-    tree = bpy.data.node_groups.get(GROUP_NAME)
-    scene = bpy.context.scene
-    if tree is not None and tree.library is None and scene is not None and tree.get(common.STAMP_KEY) != str(VERSION):
-        ensure_wind(scene)
+    """For a load_post handler: live-wind groups saved with an older EnvFX are rebuilt in place (modifiers keep
+    pointing at them) for their scenes."""
+    for scene, tree in common.adopt_after_load(KIND, GROUP_NAME):
+        if tree.get(common.STAMP_KEY) != str(VERSION):
+            ensure_wind(scene)
 
 
 def sync(scene, tree=None):
-    """Point the group's drivers at ``scene`` and its Source node at the scene's wind object."""
-    tree = tree or bpy.data.node_groups.get(GROUP_NAME)
+    """Point the scene's group's drivers at ``scene`` and its Source node at the scene's wind object (a scene
+    without a wind group is left alone)."""
+    tree = tree or group_for(scene)
     if tree is None:
         return None
     common.drive_values(tree, scene, DRIVEN)
@@ -371,8 +381,8 @@ def sync(scene, tree=None):
 @persistent
 def keep_in_sync(scene, depsgraph=None):
     """depsgraph_update_post handler: when the wind object was deleted or unlinked (or a terrain object), point
-    the group back at the scene's own settings, so the live wind and ``params_from_scene`` agree."""
-    tree = bpy.data.node_groups.get(GROUP_NAME)
+    the scene's group back at its own settings, so the live wind and ``params_from_scene`` agree."""
+    tree = group_for(scene)
     if tree is None or tree.library is not None or tree.nodes.get("Source") is None:
         return
     source = source_object(scene)
@@ -439,16 +449,13 @@ def asset_input_values(obj) -> dict:
     }
 
 
-def sync_object(obj, tree=None):
+def sync_object(obj):
     """Copy ``object.envfx.wind`` into the object's wind modifier inputs."""
-    tree = tree or bpy.data.node_groups.get(GROUP_NAME)
-    if tree is None:
-        return
-    mod = common.modifier_for(obj, tree)
-    if mod is None:
-        return
-    for name, value in asset_input_values(obj).items():
-        ident = common.input_identifier(tree, name)
-        if mod[ident] != value:
-            mod[ident] = float(value)
-    obj.update_tag()
+    mods = [m for m in obj.modifiers if m.type == "NODES" and is_wind_group(m.node_group)]
+    for mod in mods:
+        for name, value in asset_input_values(obj).items():
+            ident = common.input_identifier(mod.node_group, name)
+            if mod[ident] != value:
+                mod[ident] = float(value)
+    if mods:
+        obj.update_tag()

@@ -603,13 +603,18 @@ def test_outdated_group_is_rebuilt_after_load(mods, tmp_path):
     mods.ops.bake(scene, [obj], ao_samples=0)
     mods.ops.add_wind(scene, [obj])
     group = bpy.data.node_groups["EnvFX Wind"]
-    group["envfx_stamp"] = "0"  # as saved by an older version
+    group["envfx_stamp"] = "0"  # as saved by an older version: no owner stored yet either
+    for key in ("envfx_scene", "envfx_kind"):
+        del group[key]
+    bpy.data.scenes.new("Other")
     path = str(tmp_path / "old.blend")
     bpy.ops.wm.save_as_mainfile(filepath=path)
     bpy.ops.wm.open_mainfile(filepath=path)
     mods.nodes.refresh_after_load()
     group = bpy.data.node_groups["EnvFX Wind"]
     assert group["envfx_stamp"] == str(mods.nodes.VERSION)
+    assert mods.nodes.group_for(bpy.data.scenes["Scene"]) == group  # the scene its drivers read
+    assert mods.nodes.group_for(bpy.data.scenes["Other"]) is None
     obj = bpy.data.objects["Tree"]
     assert mods.ops.wind_modifiers(obj)
     assert _gn_vs_core(mods, obj, (3, 50)) < 1e-4
@@ -635,3 +640,51 @@ def test_panel_draws_every_setting(envfx, recording_layout, layout):
         assert name in log, name
     assert ("custom_r" in log) == (layout == "CUSTOM")
     assert any("not in this scene" in entry for entry in log)
+
+
+def test_each_scene_of_a_file_has_its_own_wind(mods):
+    """Two scenes with different winds (levels of one file): each sways its plants with its own settings, and
+    evaluating one scene does not take the other's wind over (the depsgraph handler keeps each group to its
+    scene)."""
+    scene_a = bpy.context.scene
+    tree, (obj_a,) = _tree(mods, n_branches=3, leaves_per_branch=2)
+    mods.ops.bake(scene_a, [obj_a], ao_samples=0)
+    w = scene_a.envfx.wind
+    w.strength, w.direction = 1.3, math.radians(35)
+    mods.ops.add_wind(scene_a, [obj_a])
+    scene_b = bpy.data.scenes.new("Windy")
+    scene_b.render.fps = 30  # the live wind follows each scene's own frame rate too
+    obj_b = bpy.data.objects.new("Tree B", obj_a.data.copy())
+    scene_b.collection.objects.link(obj_b)
+    obj_b.location = (4.0, -2.0, 0.0)
+    wb = scene_b.envfx.wind
+    wb.strength, wb.direction, wb.gust_strength = 0.5, math.radians(140), 0.9
+    mods.ops.add_wind(scene_b, [obj_b])
+    group_a, group_b = mods.nodes.group_for(scene_a), mods.nodes.group_for(scene_b)
+    assert group_a.name == "EnvFX Wind" and group_b.name == "EnvFX Wind (Windy)"
+
+    def check(scene, obj, frame):
+        scene.frame_current = frame
+        with bpy.context.temp_override(scene=scene, view_layer=scene.view_layers[0]):
+            dg = bpy.context.evaluated_depsgraph_get()
+        dg.update()
+        mesh = obj.data
+        rest = mods.bridge.get_positions(mesh).astype(np.float64)
+        normals = np.empty(len(mesh.vertices) * 3, np.float32)
+        mesh.vertex_normals.foreach_get("vector", normals)
+        want = rest + mods.core.wind_offsets(rest, _read(mesh, "EnvFX_Height", 1), _read(mesh, "EnvFX_Wind", 4),
+                                             normals.reshape(-1, 3), mods.bridge.matrix_to_numpy(obj.matrix_world),
+                                             frame, mods.nodes.params_from_scene(scene),
+                                             mods.nodes.asset_params(obj))
+        got = mods.bridge.evaluated_positions(obj, dg)
+        assert np.abs(got - want).max() < 1e-4, scene.name
+        return got
+
+    for frame in (7, 40):
+        got_a = check(scene_a, obj_a, frame)
+        got_b = check(scene_b, obj_b, frame)
+        check(scene_a, obj_a, frame)
+        assert np.abs(got_a - got_b).max() > 0.01  # the same plant in two winds
+    wb.strength = 2.0  # B's settings are B's alone
+    np.testing.assert_array_equal(check(scene_a, obj_a, 40), got_a)
+    check(scene_b, obj_b, 40)
