@@ -307,32 +307,40 @@ def actor_specs(scene):
 # --- live trails ------------------------------------------------------------------------------------------
 
 def trails_modifiers(obj):
-    tree = bpy.data.node_groups.get(snow_nodes.GROUP_NAME)
-    if tree is None:
-        return []
-    return [m for m in obj.modifiers if m.type == "NODES" and m.node_group == tree]
+    """The object's live-trails modifiers (of any scene's trails group)."""
+    return [m for m in obj.modifiers if m.type == "NODES" and snow_nodes.is_trails_group(m.node_group)]
 
 
 def add_trails(scene, objects) -> tuple[list, dict]:
-    """Give ``objects`` (snow meshes) the live trails; returns (changed names, skipped {name: why})."""
+    """Give ``objects`` (snow meshes) the live trails; returns (changed names, skipped {name: why}). Snow with
+    the trails of another scene of the file (linked into both) takes this scene's trails and actors."""
     specs, skipped = actor_specs(scene)
-    targets = []
+    current = snow_nodes.group_for(scene)
+    targets, moved = [], []
     for obj in objects:
+        mods = trails_modifiers(obj)
         if obj.type != "MESH":
             skipped[obj.name] = f"{obj.type.lower()} objects cannot carry snow"
         elif obj.library is not None:
             skipped[obj.name] = "linked from a library"
-        elif trails_modifiers(obj):
+        elif current is not None and any(m.node_group == current for m in mods):
             pass
+        elif mods:
+            moved.append((obj, mods[0]))
         else:
             targets.append(obj)
-    if not targets and not any(trails_modifiers(o) for o in objects):
+    if not targets and not moved and not any(trails_modifiers(o) for o in objects):
         raise SnowInputError("No snow mesh to add trails to: generate snow first or select snow meshes")
     tree = snow_nodes.ensure_trails(scene, specs)
+    for obj, mod in moved:
+        snow_nodes.undrive_modifier(obj, mod)
+        mod.node_group = tree
+        snow_nodes.drive_modifier(obj, mod, specs)
     for obj in targets:
         bridge.add_modifier_before_bend(obj, MODIFIER_NAME, tree)
         for mod in trails_modifiers(obj):
             snow_nodes.drive_modifier(obj, mod, specs)
+    targets += [obj for obj, _mod in moved]
     surfaces = snow_nodes.ensure_surfaces_collection()
     for obj in objects:
         if trails_modifiers(obj) and obj.name not in surfaces.objects:
@@ -376,9 +384,9 @@ def _signature(scene, tree):
 
 
 def scene_has_trails(scene, tree=None) -> bool:
-    """Whether an object of ``scene`` carries the live trails (only such a scene may rebuild the shared group
-    for its actors and drive it with its settings)."""
-    tree = tree or bpy.data.node_groups.get(snow_nodes.GROUP_NAME)
+    """Whether an object of ``scene`` carries the scene's live trails (a scene without them leaves its group
+    alone: no rebuild for its actors)."""
+    tree = tree or snow_nodes.group_for(scene)
     if tree is None:
         return False
     return any(mod.type == "NODES" and mod.node_group == tree for obj in scene.objects for mod in obj.modifiers)
@@ -388,13 +396,13 @@ def follow_actors(scene) -> bool:
     """Bring the live trails up to date with ``scene``'s actor collection; True when they changed. Only the
     actor part of the trails group is rebuilt: the trails already carved stay. An empty collection (or one
     without usable actors) leaves the trails as they are, with no actor stamping."""
-    tree = bpy.data.node_groups.get(snow_nodes.GROUP_NAME)
+    tree = snow_nodes.group_for(scene)
     if tree is None or tree.users == 0 or tree.library is not None:
         return False
     sig = _signature(scene, tree)
     if _followed.get(scene.name) == sig:
         return False
-    if not scene_has_trails(scene, tree):  # another scene's trails are not this scene's business
+    if not scene_has_trails(scene, tree):  # no snow of the scene has its trails (any more)
         _followed[scene.name] = sig
         return False
     try:

@@ -75,7 +75,7 @@ class VIEW3D_PT_envfx_snow(EnvFXSubPanel, bpy.types.Panel):
 
 def _trails_status(layout, s):
     """What the live trails do now: they follow the actor collection by themselves (handlers.py)."""
-    tree = bpy.data.node_groups.get(snow_nodes.GROUP_NAME)
+    tree = snow_nodes.group_for(s.id_data)
     if tree is None or tree.users == 0:
         return
     n = len(tree.get(snow_nodes.KEYS_KEY) or {})

@@ -45,6 +45,7 @@ from ..core import snow as core_snow
 from . import common
 
 GROUP_NAME = "EnvFX Snow Trails"
+KIND = "snow_trails"  # one group per scene (common.ensure_scene_group)
 MATERIAL_NAME = "EnvFX Snow"
 VERSION = 26
 # FLOAT_VECTOR attribute of the state cloud's points: (down, rim) of core.snow's trail state, and how much deeper
@@ -854,8 +855,19 @@ def _build_actors(tree, specs):
     tree[ACTORS_KEY] = _actor_stamp(specs)
 
 
+def is_trails_group(tree) -> bool:
+    """Whether ``tree`` is a scene's live-trails group."""
+    return common.is_scene_group(tree, KIND, GROUP_NAME)
+
+
+def group_for(scene):
+    """The live-trails group of ``scene``, or None when none of its snow has trails yet."""
+    return common.scene_group(scene, KIND, GROUP_NAME)
+
+
 def ensure_trails(scene, specs=None) -> bpy.types.NodeTree:
-    """The shared "EnvFX Snow Trails" group, built for the scene's actors and occluders and driven by its
+    """The scene's "EnvFX Snow Trails" group (each scene of a file has its own: the first one made has that
+    name, others are named after their scene), built for the scene's actors and occluders and driven by its
     settings. Rebuilt in place when the scene gets or loses its occluder collection; another occluder collection
     is a value of the "Occluders" node, and when only the actors or their sizes change just the actor part is
     rebuilt (the running trails stay in both cases). The actor inputs of every modifier using it are driven by
@@ -863,8 +875,8 @@ def ensure_trails(scene, specs=None) -> bpy.types.NodeTree:
     if specs is None:
         specs = actor_specs(scene)
     occ = scene.envfx.snow.occluders
-    tree = common.ensure_tree(GROUP_NAME, "GeometryNodeTree", _stamp(occ is not None),
-                              lambda t: _build(t, occ is not None))
+    tree, _built = common.ensure_scene_group(scene, KIND, GROUP_NAME, _stamp(occ is not None),
+                                             lambda t: _build(t, occ is not None))
     occ_node = tree.nodes["Occluders"].inputs["Collection"]
     if occ_node.default_value != occ:
         occ_node.default_value = occ
@@ -992,6 +1004,7 @@ def ensure_material() -> bpy.types.Material:
 # --- actor snow coverage ----------------------------------------------------------------------------------
 
 COVERAGE_GROUP = "EnvFX Snow Coverage"
+COVERAGE_KIND = "snow_coverage"
 COVERAGE_VERSION = 2
 COVERAGE_DRIVEN = {"Melt Time": "coverage_melt_time"}
 SURFACES_COLLECTION = "EnvFX Snow Surfaces"  # not linked to a scene: the snow meshes the actors sink into
@@ -1059,8 +1072,10 @@ def _build_coverage(tree):
 def ensure_coverage(scene) -> bpy.types.NodeTree:
     """"EnvFX Snow Coverage": the point attribute ``snow_coverage`` (0..1) on an actor, 1 where it is in the
     snow (below the trail-deformed snow surface), fading to 0 over Band above it; where the actor leaves the
-    snow the layer melts away over ``scene.envfx.snow.coverage_melt_time`` seconds (a simulation)."""
-    tree = common.ensure_tree(COVERAGE_GROUP, "GeometryNodeTree", str(COVERAGE_VERSION), _build_coverage)
+    snow the layer melts away over ``scene.envfx.snow.coverage_melt_time`` seconds (a simulation). One group
+    per scene, like the trails."""
+    tree, _built = common.ensure_scene_group(scene, COVERAGE_KIND, COVERAGE_GROUP, str(COVERAGE_VERSION),
+                                             _build_coverage)
     _drive(scene, tree, COVERAGE_DRIVEN)
     return tree
 

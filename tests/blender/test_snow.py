@@ -1092,3 +1092,50 @@ def test_another_scene_without_trails_leaves_the_trails_alone(envfx):
     for f in range(1, 5):
         scene.frame_set(f)
     assert _depth_near(envfx, snow, 0.0, _walker_y(2)) < -0.1           # A still carves its trail
+
+
+def test_two_scenes_with_trails_carve_each_with_its_own_actors(envfx):
+    """Two scenes of a file (levels), each with its own snow, actors and trails: each scene's snow is carved by
+    its own actors only, and stepping one scene leaves the other's trails as they were."""
+    scene, snow, actors = snow_scene(envfx)
+    _walker("A", -1.5, actors)
+    tree_a, same_zone = _start_trails(envfx, scene, snow)
+    level = bpy.data.scenes.new("Level 2")
+    snow_b = bpy.data.objects.new("Snow B", snow.data.copy())
+    snow_b["envfx_snow"] = snow["envfx_snow"]
+    level.collection.objects.link(snow_b)
+    actors_b = bpy.data.collections.new("Actors B")
+    level.collection.children.link(actors_b)
+    _walker("B", 1.5, actors_b)
+    level.envfx.snow.actors = actors_b
+    level.envfx.snow.thickness = scene.envfx.snow.thickness
+    level.frame_set(1)
+    envfx.operators.snow.add_trails(level, [snow_b])
+    tree_b = envfx.shader_nodes.snow.group_for(level)
+    assert tree_b not in (None, tree_a) and tree_b.name == "EnvFX Snow Trails (Level 2)"
+    assert snow.modifiers[snow_nodes_name(envfx)].node_group == tree_a
+
+    def depth(scn, obj, x, y):
+        with bpy.context.temp_override(scene=scn, view_layer=scn.view_layers[0]):
+            dg = bpy.context.evaluated_depsgraph_get()
+        ev = obj.evaluated_get(dg)
+        mesh = ev.to_mesh()
+        try:
+            p = envfx.bridge.get_positions(mesh).astype(np.float64)
+        finally:
+            ev.to_mesh_clear()
+        rest = envfx.bridge.get_positions(obj.data).astype(np.float64)
+        near = np.hypot(rest[:, 0] - x, rest[:, 1] - y) < 0.15
+        return (p[near, 2] - rest[near, 2]).min()
+
+    for f in range(1, 6):
+        scene.frame_set(f)
+        level.frame_set(f)
+    y = _walker_y(2)
+    assert depth(scene, snow, -1.5, y) < -0.1 and depth(scene, snow, 1.5, y) > -0.01      # A's snow: A's actor
+    assert depth(level, snow_b, 1.5, y) < -0.1 and depth(level, snow_b, -1.5, y) > -0.01  # B's snow: B's actor
+    assert same_zone()  # B's trails did not rebuild A's
+    before = depth(scene, snow, -1.5, y)
+    for f in range(6, 9):
+        level.frame_set(f)
+    assert depth(scene, snow, -1.5, y) == before
