@@ -124,6 +124,11 @@ def shader_source(params: core_bend.BendParams, engine: str, source: str = "") -
             "void EnvFXBend_float(float3 WorldPos, float3 Pivot, out float3 Out) {",
             "    Out = envfx_bend(WorldPos, Pivot);",
             "}",
+            "",
+            "// for a graph (or node) set to half precision: the bend itself is still computed in float",
+            "void EnvFXBend_half(half3 WorldPos, half3 Pivot, out half3 Out) {",
+            "    Out = (half3)envfx_bend((float3)WorldPos, (float3)Pivot);",
+            "}",
         ]
     return "\n".join(lines) + "\n"
 

@@ -31,7 +31,9 @@ UNITY_MAIN = """
 float4 main(float3 position : POSITION) : SV_Position {
     float3 bent;
     EnvFXBend_float(position, float3(1.0, 2.0, 3.0), bent);
-    return float4(bent, 1.0);
+    half3 bent_half;
+    EnvFXBend_half((half3)position, half3(1.0, 2.0, 3.0), bent_half);
+    return float4(bent + (float3)bent_half, 1.0);
 }
 """
 
