@@ -95,12 +95,14 @@ def _add_bend(sub):
 
     p = sub.add_parser(
         "bend",
-        help="Open a .blend, add (or remove, or bake) the world bend, save; or export it for game engines",
-        description="Open a .blend, set the scene's bend, bend the named objects or a collection, save. "
-        "Without --objects/--collection every mesh of the scene is bent.",
+        help="Open .blend files, add (or remove, or bake) the world bend, save; or export it for game engines",
+        description="For each .blend: set the scene's bend, bend the named objects or a collection, save. "
+        "Without --objects/--collection every mesh of the scene is bent. The arguments are checked before any "
+        "file is opened; a file whose scene does not fit them (a missing object, pivot or scene) is named and "
+        "left unchanged, the others are done, and the exit code is 2.",
     )
-    p.add_argument("blend", help=".blend file to open")
-    p.add_argument("--output", "-o", help="where to save (default: overwrite the input)")
+    p.add_argument("blend", nargs="+", help=".blend file(s) to open")
+    p.add_argument("--output", "-o", help="where to save (only with one input; default: overwrite the input)")
     p.add_argument("--scene", help="the scene to bend (each scene has its own bend; default: the file's current "
                    "scene)")
     target = p.add_mutually_exclusive_group()
@@ -116,27 +118,25 @@ def _add_bend(sub):
     action.add_argument("--remove", action="store_true", help="remove the bend instead of adding it")
     action.add_argument("--export-engines", metavar="DIR",
                         help="only write the bend (with the settings given) as shader includes for Godot, Unity "
-                        "and Unreal and envfx_bend.json into DIR; no object is changed and nothing is saved")
+                        "and Unreal and envfx_bend.json into DIR (with several files: DIR/<file name>/); no "
+                        "object is changed and nothing is saved")
     p.set_defaults(func=run_bend)
+
+
+BEND_NUMBERS = ("strength", "spread", "side_strength", "side_spread", "horizon_offset")
 
 
 def run_bend(args) -> int:
     from .core import bend as core_bend
-    from .operators import bend as bend_ops
 
-    open_blend(args.blend)
-    scene = bpy.context.scene
-    if args.scene is not None:
-        scene = bpy.data.scenes.get(args.scene)
-        if scene is None:
-            names = ", ".join(repr(s.name) for s in bpy.data.scenes)
-            raise CliError(f"No scene named {args.scene!r} in {args.blend} (scenes: {names})")
-    settings = scene.envfx.bend
-    if args.pivot is not None:
-        pivot = scene.objects.get(args.pivot)
-        if pivot is None:
-            raise CliError(f"No pivot object named {args.pivot!r} in scene {scene.name!r}")
-    for attr in ("strength", "spread", "side_strength", "side_spread", "horizon_offset"):
+    if args.output and len(args.blend) > 1:
+        raise CliError("--output works with one input file; with several, each file is saved in place")
+    for path in args.blend:
+        if not path.lower().endswith(".blend"):
+            raise CliError(f"{path!r} is not a .blend file: pass the .blend to work on")
+        if not os.path.isfile(path):
+            raise CliError(f"No such file {path!r}: check the path")
+    for attr in BEND_NUMBERS:
         value = getattr(args, attr)
         if value is None:
             continue
@@ -144,6 +144,39 @@ def run_bend(args) -> int:
             raise CliError(f"--{attr.replace('_', '-')} {value}: the flat zone cannot be negative, use 0 or more")
         if attr.endswith("strength") and abs(value) > core_bend.MAX_STRENGTH:
             raise CliError(f"--{attr.replace('_', '-')} {value} is enormous (limit {core_bend.MAX_STRENGTH})")
+    if len(args.blend) == 1:
+        return _bend_file(args, args.blend[0], args.export_engines)
+    failed = []
+    for path in args.blend:
+        stem = os.path.splitext(os.path.basename(path))[0]
+        engines = os.path.join(args.export_engines, stem) if args.export_engines else None
+        try:
+            _bend_file(args, path, engines)
+        except CliError as exc:
+            print(f"envfx bend: error: {path}: {exc}", file=sys.stderr)
+            failed.append(path)
+    if failed:
+        print(f"envfx bend: {len(failed)} of {len(args.blend)} files failed and were left unchanged: "
+              f"{', '.join(failed)}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def _bend_file(args, path: str, export_engines) -> int:
+    """``envfx bend`` on one file: the scene is checked against the arguments before anything changes."""
+    from .core import bend as core_bend
+    from .operators import bend as bend_ops
+
+    open_blend(path)
+    scene = bpy.context.scene
+    if args.scene is not None:
+        scene = bpy.data.scenes.get(args.scene)
+        if scene is None:
+            names = ", ".join(repr(s.name) for s in bpy.data.scenes)
+            raise CliError(f"No scene named {args.scene!r} (scenes: {names})")
+    settings = scene.envfx.bend
+    if args.pivot is not None and scene.objects.get(args.pivot) is None:
+        raise CliError(f"No pivot object named {args.pivot!r} in scene {scene.name!r}")
     if args.collection:
         try:
             objects = bend_ops.gather_targets(_Context(scene, []), args.collection)
@@ -160,16 +193,16 @@ def run_bend(args) -> int:
             setattr(settings, attr, getattr(args, attr))
     if args.pivot is not None:
         settings.pivot = scene.objects[args.pivot]
-    for attr in ("strength", "spread", "side_strength", "side_spread", "horizon_offset"):
+    for attr in BEND_NUMBERS:
         if getattr(args, attr) is not None:
             setattr(settings, attr, getattr(args, attr))
 
-    if args.export_engines:
+    if export_engines:
         try:
-            paths = bend_ops.export_engines(scene, args.export_engines)
+            paths = bend_ops.export_engines(scene, export_engines)
         except (bend_ops.BendInputError, core_bend.BendError) as exc:
             raise CliError(str(exc)) from None
-        print(f"envfx bend: wrote {len(paths)} files for game engines into {args.export_engines}")
+        print(f"envfx bend: wrote {len(paths)} files for game engines into {export_engines}")
         return 0
     try:
         if args.remove:
@@ -187,7 +220,7 @@ def run_bend(args) -> int:
     except (bend_ops.BendInputError, core_bend.BendError) as exc:
         raise CliError(str(exc)) from None
     print_warnings(result)
-    out = args.output or args.blend
+    out = args.output or path
     save_blend(out)
     print(f"envfx bend: {verb} {len(result.changed)} object(s), {len(result.unchanged)} unchanged; saved {out}")
     return 0

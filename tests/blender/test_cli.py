@@ -123,6 +123,40 @@ def test_bend_scene_bends_that_scene_only(envfx, scene_file, tmp_path, capsys):
     assert abs(want - envfx.bridge.get_positions(rock.data)).max() > 0.05
 
 
+def test_bend_several_files_does_the_good_ones_and_names_the_bad_one(envfx, scene_file, tmp_path, capsys):
+    """A batch over several levels: a file without the pivot is named and left as it was, the others are bent
+    and saved; -o with several files and a missing file are refused before any file is opened."""
+    import shutil
+
+    level2, broken = str(tmp_path / "level2.blend"), str(tmp_path / "broken.blend")
+    shutil.copy(scene_file, level2)
+    bpy.ops.wm.open_mainfile(filepath=scene_file)
+    bpy.data.objects.remove(bpy.data.objects["Player"])
+    bpy.ops.wm.save_as_mainfile(filepath=broken)
+    with open(broken, "rb") as fh:
+        broken_before = fh.read()
+    files = [scene_file, broken, level2]
+    for extra, message in ((["-o", str(tmp_path / "x.blend")], "--output works with one input file"),
+                           ([str(tmp_path / "missing.blend")], "No such file")):
+        assert envfx.cli.main(["bend", *files, *extra, "--pivot", "Player"]) == 2
+        assert message in capsys.readouterr().err
+    assert envfx.cli.main(["bend", *files, "--pivot", "Player", "--objects", "Cube", "--strength", "0.03"]) == 2
+    err = capsys.readouterr().err
+    assert f"{broken}: No pivot object named 'Player'" in err and "1 of 3 files failed" in err
+    with open(broken, "rb") as fh:
+        assert fh.read() == broken_before
+    for path in (scene_file, level2):
+        bpy.ops.wm.open_mainfile(filepath=path)
+        assert envfx.operators.bend.bend_modifiers(bpy.data.objects["Cube"]), path
+        assert bpy.context.scene.envfx.bend.strength == pytest.approx(0.03)
+    # engine files per input file
+    out = tmp_path / "engines"
+    assert envfx.cli.main(["bend", scene_file, level2, "--export-engines", str(out)]) == 0
+    for stem in ("scene", "level2"):
+        assert sorted(os.listdir(out / stem)) == ["EnvFXBend.hlsl", "EnvFXBend.ush", "envfx_bend.gdshaderinc",
+                                                  "envfx_bend.json"]
+
+
 def test_bend_remove(envfx, scene_file):
     assert envfx.cli.main(["bend", scene_file, "--objects", "Cube"]) == 0
     assert envfx.cli.main(["bend", scene_file, "--objects", "Cube", "--remove"]) == 0
