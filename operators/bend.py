@@ -10,6 +10,7 @@ from .. import bridge
 from ..core import bend as core_bend
 from ..core import bend_engines
 from ..shader_nodes import bend as bend_nodes
+from ..shader_nodes import common
 from .common import NeedsScene, ObjectsResult, report_result
 
 MODIFIER_NAME = "EnvFX Bend"
@@ -57,36 +58,32 @@ def add_bend(scene, objects) -> BendResult:
     two bends); an object bent by another scene of the file (linked into both) follows this scene's bend from
     now on; excluded objects, non-geometry objects and linked objects are skipped and named."""
     result = BendResult()
-    todo, moved = [], []
-    current = bend_nodes.group_for(scene)
+    candidates = []
     for obj in objects:
         reason = _skip_reason(obj)
         if reason is None and obj.envfx.bend_exclude:
             reason = "excluded from the bend (object.envfx.bend_exclude)"
-        mods = bend_modifiers(obj) if reason is None else []
         if reason is not None:
             result.skipped[obj.name] = reason
-        elif current is not None and any(m.node_group == current for m in mods):
-            result.unchanged.append(obj.name)
-        elif mods:
-            moved.append(mods[0])
         else:
-            todo.append(obj)
-    if not todo and not moved and not result.unchanged:
+            candidates.append(obj)
+    if not candidates:
         raise BendInputError(f"Nothing to bend: {result.skipped_text()}")
     core_params = bend_nodes.params_from_scene(scene)
     core_params.validate()
 
     tree = bend_nodes.ensure_bend(scene)
-    for mod in moved:
-        obj = mod.id_data
-        result.warnings.append(f"{obj.name} was bent by scene {_owner_name(mod.node_group)}; it follows this "
-                               f"scene's bend now")
-        mod.node_group = tree
-        result.changed.append(obj.name)
-    for obj in todo:
-        mod = obj.modifiers.new(MODIFIER_NAME, "NODES")
-        mod.node_group = tree
+    for obj in candidates:
+        mods = bend_modifiers(obj)
+        if any(m.node_group == tree for m in mods):
+            result.unchanged.append(obj.name)
+            continue
+        if mods:
+            result.warnings.append(f"{obj.name} was bent by {common.owner_text(mods[0].node_group)}; it follows this "
+                                   f"scene's bend now")
+            mods[0].node_group = tree
+        else:
+            obj.modifiers.new(MODIFIER_NAME, "NODES").node_group = tree
         result.changed.append(obj.name)
 
     settings = scene.envfx.bend
@@ -103,11 +100,6 @@ def add_bend(scene, objects) -> BendResult:
             f"they fold out of sight; lower the strength"
         )
     return result
-
-
-def _owner_name(tree) -> str:
-    scene = bend_nodes.owner(tree)
-    return repr(scene.name) if scene is not None else "(deleted)"
 
 
 def _scene_extent_and_drop(objects, params):

@@ -315,32 +315,30 @@ def add_trails(scene, objects) -> tuple[list, dict]:
     """Give ``objects`` (snow meshes) the live trails; returns (changed names, skipped {name: why}). Snow with
     the trails of another scene of the file (linked into both) takes this scene's trails and actors."""
     specs, skipped = actor_specs(scene)
-    current = snow_nodes.group_for(scene)
-    targets, moved = [], []
+    candidates = []
     for obj in objects:
-        mods = trails_modifiers(obj)
         if obj.type != "MESH":
             skipped[obj.name] = f"{obj.type.lower()} objects cannot carry snow"
         elif obj.library is not None:
             skipped[obj.name] = "linked from a library"
-        elif current is not None and any(m.node_group == current for m in mods):
-            pass
-        elif mods:
-            moved.append((obj, mods[0]))
         else:
-            targets.append(obj)
-    if not targets and not moved and not any(trails_modifiers(o) for o in objects):
+            candidates.append(obj)
+    if not candidates and not any(trails_modifiers(o) for o in objects):
         raise SnowInputError("No snow mesh to add trails to: generate snow first or select snow meshes")
     tree = snow_nodes.ensure_trails(scene, specs)
-    for obj, mod in moved:
-        snow_nodes.undrive_modifier(obj, mod)
-        mod.node_group = tree
-        snow_nodes.drive_modifier(obj, mod, specs)
-    for obj in targets:
-        bridge.add_modifier_before_bend(obj, MODIFIER_NAME, tree)
+    targets = []
+    for obj in candidates:
+        mods = trails_modifiers(obj)
+        if any(m.node_group == tree for m in mods):
+            continue
+        if mods:  # the trails of another scene (linked into both) or of another file
+            snow_nodes.undrive_modifier(obj, mods[0])
+            mods[0].node_group = tree
+        else:
+            bridge.add_modifier_before_bend(obj, MODIFIER_NAME, tree)
         for mod in trails_modifiers(obj):
             snow_nodes.drive_modifier(obj, mod, specs)
-    targets += [obj for obj, _mod in moved]
+        targets.append(obj)
     surfaces = snow_nodes.ensure_surfaces_collection()
     for obj in objects:
         if trails_modifiers(obj) and obj.name not in surfaces.objects:

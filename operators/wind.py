@@ -361,34 +361,30 @@ def add_wind(scene, objects) -> WindResult:
     wind of another scene of the file, linked into both, follows this scene's wind from now on)."""
     check_source(scene)
     result = WindResult()
-    todo, moved = [], []
-    current = wind_nodes.group_for(scene)
+    candidates = []
     for obj in objects:
-        mods = wind_modifiers(obj)
         if obj.type not in bridge.GEOMETRY_TYPES:
             result.skipped[obj.name] = f"{obj.type.lower()} objects cannot take a geometry modifier"
         elif bridge.is_linked(obj):
             result.skipped[obj.name] = "linked from a library; make it local first"
-        elif current is not None and any(m.node_group == current for m in mods):
+        else:
+            candidates.append(obj)
+    if not candidates:
+        raise WindInputError(f"Nothing to put in wind: {result.skipped_text() or 'select objects'}")
+    tree = wind_nodes.ensure_wind(scene)
+    for obj in candidates:
+        mods = wind_modifiers(obj)
+        if any(m.node_group == tree for m in mods):
             result.unchanged.append(obj.name)
             if obj.type == "MESH":
                 wind_nodes.write_live_attributes(obj.data)  # adding again refreshes the live data
-        elif mods:
-            moved.append(mods[0])
+            continue
+        if mods:
+            result.warnings.append(f"{obj.name} was in the wind of {common.owner_text(mods[0].node_group)}; it "
+                                   f"follows this scene's wind now")
+            mods[0].node_group = tree
         else:
-            todo.append(obj)
-    if not todo and not moved and not result.unchanged:
-        raise WindInputError(f"Nothing to put in wind: {result.skipped_text() or 'select objects'}")
-    tree = wind_nodes.ensure_wind(scene)
-    for mod in moved:
-        owner = common.group_owner(mod.node_group)
-        result.warnings.append(f"{mod.id_data.name} was in the wind of scene "
-                               f"{repr(owner.name) if owner else '(deleted)'}; it follows this scene's wind now")
-        mod.node_group = tree
-        wind_nodes.sync_object(mod.id_data)
-        result.changed.append(mod.id_data.name)
-    for obj in todo:
-        bridge.add_modifier_before_bend(obj, MODIFIER_NAME, tree)
+            bridge.add_modifier_before_bend(obj, MODIFIER_NAME, tree)
         wind_nodes.sync_object(obj)
         if obj.type == "MESH":
             wind_nodes.write_live_attributes(obj.data)

@@ -264,7 +264,7 @@ def sync(scene, tree=None):
     if tree is None:
         return None
     settings = scene.envfx.bend
-    if tree.get(common.STAMP_KEY) != _stamp(settings.mode, settings.axis) or owner(tree) != scene:
+    if tree.get(common.STAMP_KEY) != _stamp(settings.mode, settings.axis) or not common.is_own_group(scene, tree, KIND):
         return ensure_bend(scene)
     pivot = settings.pivot
     node = tree.nodes.get("Pivot")

@@ -29,14 +29,21 @@ def ensure_tree(name: str, tree_type: str, stamp: str, build) -> bpy.types.NodeT
     return tree
 
 
-# --- groups owned by a scene ------------------------------------------------------------------------------
-# A group whose values are driven by one scene's settings belongs to that scene: each scene of a file gets its
-# own (the first one made has the plain name, later ones "<name> (<scene>)"), so several scenes with different
-# settings each evaluate with their own. Groups saved before groups had owners are recognised by their plain
-# name and belong to the scene their drivers read.
+# --- groups of a scene -----------------------------------------------------------------------------------
+# A live effect's group holds per-scene structure (the bend's mode and pivot, the wind's source object, the
+# snow's actors and occluders), so each scene of a file gets its own group: the first one made has the plain
+# name, later ones "<name> (<scene>)". The scene points at its group (a scene ID property); the group does not
+# point at the scene, and its values read the scene being evaluated (``drive_values``), so an object appended
+# or linked into another file brings its group but not the scene it came from, and follows the settings of the
+# scene it is in. A group saved before scenes pointed at their groups has the plain name and belongs to the
+# scene its drivers read.
 
 KIND_KEY = "envfx_kind"
-OWNER_KEY = "envfx_scene"
+
+
+def scene_key(kind: str) -> str:
+    """The scene ID property that points at the scene's group of ``kind``."""
+    return f"envfx_group_{kind}"
 
 
 def is_scene_group(tree, kind: str, legacy_name: str) -> bool:
@@ -48,35 +55,81 @@ def scene_groups(kind: str, legacy_name: str) -> list:
     return [t for t in bpy.data.node_groups if is_scene_group(t, kind, legacy_name)]
 
 
-def group_owner(tree):
-    """The scene whose settings drive ``tree``: stored on the group; for a group saved before that, the scene
-    its drivers read. None when the scene was deleted."""
-    scene = tree.get(OWNER_KEY)
-    if isinstance(scene, bpy.types.Scene):
-        return scene
+def _legacy_scene(tree):
+    """The scene a group saved before scenes pointed at their groups reads through its drivers, or None."""
     if KIND_KEY in tree or tree.animation_data is None:
         return None
     for fcurve in tree.animation_data.drivers:
         for var in fcurve.driver.variables:
-            if isinstance(var.targets[0].id, bpy.types.Scene):
+            if var.type == "SINGLE_PROP" and isinstance(var.targets[0].id, bpy.types.Scene):
                 return var.targets[0].id
     return None
 
 
+def scenes_using(tree, kind: str) -> list:
+    """The scenes whose group of ``kind`` is ``tree`` (more than one after a scene was copied)."""
+    return [s for s in bpy.data.scenes if s.get(scene_key(kind)) == tree]
+
+
+def group_owner(tree):
+    """The (first) scene whose group ``tree`` is, or None (an appended group, or its scene was deleted)."""
+    kind = tree.get(KIND_KEY)
+    if kind is None:
+        return _legacy_scene(tree)
+    return next(iter(scenes_using(tree, kind)), None)
+
+
+def owner_text(tree) -> str:
+    """Whose group ``tree`` is, for messages."""
+    scene = group_owner(tree)
+    return f"scene {scene.name!r}" if scene is not None else f"{tree.name!r} (from another file or a deleted scene)"
+
+
+def is_own_group(scene, tree, kind: str) -> bool:
+    """Whether ``tree`` is ``scene``'s group of ``kind`` and no other scene's (else ``ensure_scene_group`` claims or
+    splits it)."""
+    return tree.get(KIND_KEY) == kind and scenes_using(tree, kind) == [scene]
+
+
 def scene_group(scene, kind: str, legacy_name: str):
-    """The local group of ``kind`` that ``scene`` owns, or None."""
-    return next((t for t in scene_groups(kind, legacy_name) if t.library is None and group_owner(t) == scene), None)
+    """The local group of ``kind`` of ``scene``, or None. Cheap: the frame handlers ask it."""
+    tree = scene.get(scene_key(kind))
+    if isinstance(tree, bpy.types.NodeTree) and tree.library is None and is_scene_group(tree, kind, legacy_name):
+        return tree
+    legacy = bpy.data.node_groups.get(legacy_name)
+    if legacy is not None and legacy.library is None and KIND_KEY not in legacy and _legacy_scene(legacy) == scene:
+        return legacy
+    return None
+
+
+def _orphan_used_in(scene, kind: str):
+    """A local group of ``kind`` that no scene has (it came with objects appended from another file, or its
+    scene was deleted) and that an object of ``scene`` uses: the scene takes it over."""
+    orphans = {t for t in bpy.data.node_groups
+               if t.get(KIND_KEY) == kind and t.library is None and not scenes_using(t, kind)}
+    if not orphans:
+        return None
+    return next((m.node_group for obj in scene.objects for m in obj.modifiers
+                 if m.type == "NODES" and m.node_group in orphans), None)
 
 
 def ensure_scene_group(scene, kind: str, name: str, stamp: str, build):
-    """(the group of ``kind`` owned by ``scene``, whether it was built now): made when missing, rebuilt in place
-    when its stamp is not ``stamp`` (modifiers keep pointing at it)."""
-    tree = scene_group(scene, kind, name)
-    if tree is None:
+    """(the group of ``kind`` of ``scene``, whether it was built now): made when missing, rebuilt in place when
+    its stamp is not ``stamp`` (modifiers keep pointing at it). A scene without a group takes over a group no
+    scene has that its objects use (appended with them). A scene copied from another shares that scene's group
+    until its structure changes: then it gets its own, and its objects' modifiers move to it."""
+    tree = scene_group(scene, kind, name) or _orphan_used_in(scene, kind)
+    if tree is None or any(s != scene for s in scenes_using(tree, kind)):
+        shared = tree
         taken = bpy.data.node_groups.get(name) is not None
         tree = bpy.data.node_groups.new(f"{name} ({scene.name})" if taken else name, "GeometryNodeTree")
+        if shared is not None:
+            for obj in scene.objects:
+                for mod in obj.modifiers:
+                    if mod.type == "NODES" and mod.node_group == shared:
+                        mod.node_group = tree
     tree[KIND_KEY] = kind
-    tree[OWNER_KEY] = scene
+    scene[scene_key(kind)] = tree
     if tree.get(STAMP_KEY) == stamp:
         return tree, False
     clear_tree(tree)
@@ -86,18 +139,21 @@ def ensure_scene_group(scene, kind: str, name: str, stamp: str, build):
 
 
 def adopt_after_load(kind: str, name: str):
-    """For a load_post handler: [(scene, group)] for every local group of ``kind``, with groups saved before
-    groups had owners adopted by the scene their drivers read (else the current scene, unless it has one)."""
+    """For a load_post handler: [(scene, group)] for every local group of ``kind`` that a scene has, with a group
+    saved before scenes pointed at their groups adopted by the scene its drivers read (else the current scene,
+    unless that has a group already)."""
     out = []
     for tree in scene_groups(kind, name):
         if tree.library is not None:
             continue
-        scene = group_owner(tree)
-        if scene is None and KIND_KEY not in tree:
-            scene = bpy.context.scene
-        if scene is not None and scene_group(scene, kind, name) in (None, tree):
+        if KIND_KEY not in tree:
+            scene = _legacy_scene(tree) or bpy.context.scene
+            if scene is None or isinstance(scene.get(scene_key(kind)), bpy.types.NodeTree):
+                continue
             tree[KIND_KEY] = kind
-            tree[OWNER_KEY] = scene
+            scene[scene_key(kind)] = tree
+        scene = group_owner(tree)
+        if scene is not None:
             out.append((scene, tree))
     return out
 
@@ -224,18 +280,39 @@ def value_path(label: str) -> str:
     return f'nodes["{label}"].outputs[0].default_value'
 
 
+def add_scene_driver(id_data, data_path: str, prop_path: str):
+    """Drive ``id_data.<data_path>`` with ``<prop_path>`` of the scene being evaluated (a context-property
+    driver: no pointer to a scene, so each scene evaluates it with its own settings)."""
+    fcurve = id_data.driver_add(data_path)
+    target = new_variable(fcurve, "v", "CONTEXT_PROP").targets[0]
+    target.context_property = "ACTIVE_SCENE"
+    target.data_path = prop_path
+    return fcurve
+
+
 def drive_values(tree, target_id, driven: dict, id_type: str = "SCENE"):
     """Drive each Value node of ``tree`` ({label: property path}) by ``target_id.<property path>``, unless a
     driver already reads exactly that; a node that gets its driver now also gets the property's current value
-    (the driver itself runs at the next evaluation)."""
+    (the driver itself runs at the next evaluation). A scene is read as the scene being evaluated
+    (``add_scene_driver``), anything else by pointer."""
     drivers = {fc.data_path: fc for fc in tree.animation_data.drivers} if tree.animation_data else {}
+    from_scene = isinstance(target_id, bpy.types.Scene)
     for label, prop in driven.items():
         path = value_path(label)
         fcurve = drivers.get(path)
-        target = fcurve.driver.variables[0].targets[0] if fcurve and fcurve.driver.variables else None
-        if target is None or target.id != target_id or target.data_path != prop:
+        var = fcurve.driver.variables[0] if fcurve and fcurve.driver.variables else None
+        if from_scene:
+            ok = (var is not None and var.type == "CONTEXT_PROP" and var.targets[0].context_property == "ACTIVE_SCENE"
+                  and var.targets[0].data_path == prop)
+        else:
+            ok = (var is not None and var.type == "SINGLE_PROP" and var.targets[0].id == target_id
+                  and var.targets[0].data_path == prop)
+        if not ok:
             tree.nodes[label].outputs[0].default_value = float(target_id.path_resolve(prop))
-            add_prop_driver(tree, path, target_id, prop, id_type=id_type)
+            if from_scene:
+                add_scene_driver(tree, path, prop)
+            else:
+                add_prop_driver(tree, path, target_id, prop, id_type=id_type)
 
 
 def modifier_for(obj, tree):

@@ -348,10 +348,9 @@ def remove_live_attributes(mesh):
 
 def refresh_after_load():
     """For a load_post handler: live-wind groups saved with an older EnvFX are rebuilt in place (modifiers keep
-    pointing at them) for their scenes."""
+    pointing at them) and rewired for their scenes."""
     for scene, tree in common.adopt_after_load(KIND, GROUP_NAME):
-        if tree.get(common.STAMP_KEY) != str(VERSION):
-            ensure_wind(scene)
+        sync(scene, tree)
 
 
 def sync(scene, tree=None):
@@ -360,6 +359,8 @@ def sync(scene, tree=None):
     tree = tree or group_for(scene)
     if tree is None:
         return None
+    if tree.get(common.STAMP_KEY) != str(VERSION) or not common.is_own_group(scene, tree, KIND):
+        return ensure_wind(scene)
     common.drive_values(tree, scene, DRIVEN)
     source = source_object(scene)
     node = tree.nodes["Source"]

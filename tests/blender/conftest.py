@@ -117,3 +117,24 @@ class RecordingLayout:
 def recording_layout():
     """The RecordingLayout class (a UILayout stand-in for testing panels' draw())."""
     return RecordingLayout
+
+
+def _as_saved_by_old_envfx(tree, scene):
+    """Make ``tree`` (a live effect's group of ``scene``) look as EnvFX saved it before scenes pointed at their
+    groups: no kind mark, no pointer from the scene, and drivers that read ``scene`` by pointer."""
+    kind = tree.pop("envfx_kind")
+    del scene[f"envfx_group_{kind}"]
+    for fcurve in tree.animation_data.drivers:
+        var = fcurve.driver.variables[0]
+        if var.type == "CONTEXT_PROP":
+            path = var.targets[0].data_path
+            var.type = "SINGLE_PROP"
+            var.targets[0].id_type = "SCENE"
+            var.targets[0].id = scene
+            var.targets[0].data_path = path
+
+
+@pytest.fixture
+def as_saved_by_old_envfx():
+    """A function (group, scene) that turns a live effect's group into one saved by an older EnvFX."""
+    return _as_saved_by_old_envfx

@@ -536,19 +536,77 @@ def test_each_scene_of_a_file_bends_with_its_own_settings(envfx, tmp_path):
     assert [m.node_group for m in envfx.operators.bend.bend_modifiers(a)] == [bend.group_for(scene_b)]
 
 
-def test_a_bend_group_saved_before_groups_had_owners_is_adopted_by_its_drivers_scene(envfx, tmp_path):
+def test_a_bend_group_saved_before_scenes_had_groups_is_adopted_by_its_drivers_scene(envfx, tmp_path,
+                                                                                     as_saved_by_old_envfx):
     cube = bpy.data.objects["Cube"]
     bpy.data.scenes.new("Other")  # made before the bend: it is not the scene the group belongs to
     select_only([cube])
     scene_setup("RUNNER", "POS_Y")
     bpy.ops.envfx.bend_add()
-    tree = bpy.data.node_groups["EnvFX Bend"]
-    for key in ("envfx_scene", "envfx_kind"):
-        del tree[key]
+    as_saved_by_old_envfx(bpy.data.node_groups["EnvFX Bend"], bpy.context.scene)
     path = str(tmp_path / "old.blend")
     bpy.ops.wm.save_as_mainfile(filepath=path)
     bpy.ops.wm.open_mainfile(filepath=path)
     tree = bpy.data.node_groups["EnvFX Bend"]
     bend = envfx.shader_nodes.bend
     assert bend.group_for(bpy.data.scenes["Scene"]) == tree and bend.group_for(bpy.data.scenes["Other"]) is None
-    assert tree["envfx_scene"] == bpy.data.scenes["Scene"]
+    # its drivers now read the scene being evaluated, not the scene by pointer
+    assert {v.type for fc in tree.animation_data.drivers for v in fc.driver.variables} == {"CONTEXT_PROP"}
+    bpy.context.scene.envfx.bend.strength = 0.2
+    cube = bpy.data.objects["Cube"]
+    np.testing.assert_allclose(evaluated_local(envfx, cube), expected_local(envfx, cube), atol=1e-4)
+
+
+def test_appending_a_bent_object_brings_no_scene_and_it_follows_the_scene_it_lands_in(envfx, tmp_path):
+    """An asset appended from a level file keeps its bend but does not bring the level's scene along (the
+    group's settings come from the scene being evaluated); the scene takes the group over when it bends."""
+    rng = np.random.default_rng(12)
+    cube = bpy.data.objects["Cube"]
+    cube.location = (0.0, 9.0, 0.0)
+    select_only([cube])
+    scene_setup("RUNNER", "POS_Y")
+    bpy.ops.envfx.bend_add()
+    path = str(tmp_path / "level.blend")
+    bpy.ops.wm.save_as_mainfile(filepath=path)
+    bpy.ops.wm.read_homefile(app_template="", use_empty=True)
+    scene = bpy.context.scene
+    scene.envfx.bend.strength, scene.envfx.bend.spread = 0.1, 0.5
+    with bpy.data.libraries.load(path, link=False) as (_src, dst):
+        dst.objects = ["Cube"]
+    cube = dst.objects[0]
+    scene.collection.objects.link(cube)
+    assert [s.name for s in bpy.data.scenes] == [scene.name]
+    np.testing.assert_allclose(evaluated_local(envfx, cube), expected_local(envfx, cube), atol=1e-4 * 20)
+    assert np.abs(evaluated_local(envfx, cube) - envfx.bridge.get_positions(cube.data)).max() > 0.05
+    other = random_mesh("Rock", rng)
+    select_only([other])
+    bpy.ops.envfx.bend_add()
+    group = envfx.shader_nodes.bend.group_for(scene)
+    assert other.modifiers[-1].node_group == group == cube.modifiers[-1].node_group
+    assert [g for g in bpy.data.node_groups if envfx.shader_nodes.bend.is_bend_group(g)] == [group]
+
+
+def test_a_copied_scene_shares_the_bend_until_its_structure_changes(envfx):
+    """Scene > New > Full Copy: the copy bends with its own settings at once, and gets its own group (its
+    objects move to it) when it changes mode; the original keeps its own."""
+    cube = bpy.data.objects["Cube"]
+    cube.location = (0.0, 9.0, 0.0)
+    select_only([cube])
+    scene_setup("RUNNER", "POS_Y")
+    bpy.ops.envfx.bend_add()
+    original = bpy.context.scene
+    assert bpy.ops.scene.new(type="FULL_COPY") == {"FINISHED"}
+    copy = next(s for s in bpy.data.scenes if s != original)
+    cube_copy = next(o for o in copy.objects if o.type == "MESH")
+    bend = envfx.shader_nodes.bend
+    assert bend.group_for(copy) == bend.group_for(original)
+    copy.envfx.bend.strength = 0.08
+    for scene, obj in ((original, cube), (copy, cube_copy)):
+        np.testing.assert_allclose(_evaluated_in(envfx, scene, obj), _expected_in(envfx, scene, obj), atol=2e-3)
+    copy.envfx.bend.mode = "PLANET"
+    assert bend.group_for(copy) != bend.group_for(original)
+    assert cube_copy.modifiers[-1].node_group == bend.group_for(copy)
+    assert cube.modifiers[-1].node_group == bend.group_for(original)
+    assert bend.group_for(original)["envfx_stamp"].endswith(":RUNNER:POS_Y")
+    for scene, obj in ((original, cube), (copy, cube_copy)):
+        np.testing.assert_allclose(_evaluated_in(envfx, scene, obj), _expected_in(envfx, scene, obj), atol=2e-3)

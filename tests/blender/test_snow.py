@@ -1071,7 +1071,7 @@ def test_snow_puffs_fly_from_pushed_snow_and_vanish(envfx):
 
 def test_another_scene_without_trails_leaves_the_trails_alone(envfx):
     """A second scene of the file, with its own actor collection and no snow trails, neither rebuilds the trails
-    for its actors when its frames change nor takes over their settings."""
+    for its actors when its frames change nor gets a trails group."""
     scene, snow, actors = snow_scene(envfx)
     _walker("A", 0.0, actors)
     scene.frame_set(1)
@@ -1087,8 +1087,9 @@ def test_another_scene_without_trails_leaves_the_trails_alone(envfx):
     for f in range(1, 4):
         other.frame_set(f)                                  # the frame handler runs for "Other"
     assert tree[envfx.shader_nodes.snow.ACTORS_KEY] == stamp
-    targets = {var.targets[0].id for fc in tree.animation_data.drivers for var in fc.driver.variables}
-    assert targets == {scene}
+    # its drivers read the scene being evaluated (no scene pointer for "Other" to take over)
+    assert {var.type for fc in tree.animation_data.drivers for var in fc.driver.variables} == {"CONTEXT_PROP"}
+    assert envfx.shader_nodes.snow.group_for(other) is None
     for f in range(1, 5):
         scene.frame_set(f)
     assert _depth_near(envfx, snow, 0.0, _walker_y(2)) < -0.1           # A still carves its trail

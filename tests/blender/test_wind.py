@@ -597,15 +597,14 @@ def test_deleted_wind_object_falls_back_to_scene_settings(mods):
     assert _gn_vs_core(mods, obj, (7, 40)) < 1e-4
 
 
-def test_outdated_group_is_rebuilt_after_load(mods, tmp_path):
+def test_outdated_group_is_rebuilt_after_load(mods, tmp_path, as_saved_by_old_envfx):
     scene = bpy.context.scene
     tree, (obj,) = _tree(mods, n_branches=2, leaves_per_branch=2)
     mods.ops.bake(scene, [obj], ao_samples=0)
     mods.ops.add_wind(scene, [obj])
     group = bpy.data.node_groups["EnvFX Wind"]
-    group["envfx_stamp"] = "0"  # as saved by an older version: no owner stored yet either
-    for key in ("envfx_scene", "envfx_kind"):
-        del group[key]
+    group["envfx_stamp"] = "0"  # as saved by an older version, before scenes pointed at their groups
+    as_saved_by_old_envfx(group, scene)
     bpy.data.scenes.new("Other")
     path = str(tmp_path / "old.blend")
     bpy.ops.wm.save_as_mainfile(filepath=path)
@@ -688,3 +687,25 @@ def test_each_scene_of_a_file_has_its_own_wind(mods):
     wb.strength = 2.0  # B's settings are B's alone
     np.testing.assert_array_equal(check(scene_a, obj_a, 40), got_a)
     check(scene_b, obj_b, 40)
+
+
+def test_appending_a_plant_in_the_wind_brings_no_scene_and_it_sways_with_the_scene_it_lands_in(mods, tmp_path):
+    """A plant appended from an asset file keeps its live wind but does not bring the asset file's scene along:
+    it sways with the wind of the scene it is appended into."""
+    scene = bpy.context.scene
+    tree, (obj,) = _tree(mods, n_branches=2, leaves_per_branch=2)
+    mods.ops.bake(scene, [obj], ao_samples=0)
+    mods.ops.add_wind(scene, [obj])
+    path = str(tmp_path / "plants.blend")
+    bpy.ops.wm.save_as_mainfile(filepath=path)
+    bpy.ops.wm.read_homefile(app_template="", use_empty=True)
+    scene = bpy.context.scene
+    scene.envfx.wind.strength, scene.envfx.wind.direction = 1.7, math.radians(200)
+    with bpy.data.libraries.load(path, link=False) as (_src, dst):
+        dst.objects = ["Tree"]
+    obj = dst.objects[0]
+    scene.collection.objects.link(obj)
+    assert [s.name for s in bpy.data.scenes] == [scene.name]
+    assert _gn_vs_core(mods, obj, (5, 30)) < 1e-4
+    assert mods.ops.add_wind(scene, [obj]).unchanged == ["Tree"]  # the scene takes the appended group over
+    assert mods.nodes.group_for(scene) == obj.modifiers[0].node_group
