@@ -566,17 +566,26 @@ def drive_from_bake(scene, objects, out_dir: str = "") -> list:
     for obj in targets:
         for mod in trails_modifiers(obj):
             mod.show_viewport = mod.show_render = False
-        if common.modifier_for(obj, tree) is None:
+        mods = buffer_modifiers(obj)
+        if mods:  # driven by another bake before: this one replaces it (never two buffers on one mesh)
+            mods[0].node_group = tree
+            for extra in mods[1:]:
+                obj.modifiers.remove(extra)
+        else:
             bridge.add_modifier_before_bend(obj, BUFFER_MODIFIER, tree)
     return [o.name for o in targets]
 
 
+def buffer_modifiers(obj):
+    """The object's modifiers that offset it by a baked buffer (of any bake)."""
+    return [m for m in obj.modifiers if m.type == "NODES" and snow_nodes.is_buffer_group(m.node_group)]
+
+
 def drive_from_trails(objects) -> list:
     """Back to the live trails: remove the buffer modifiers, switch the trails on again."""
-    tree = bpy.data.node_groups.get(snow_nodes.BUFFER_GROUP)
     changed = []
     for obj in objects:
-        mods = [m for m in obj.modifiers if m.type == "NODES" and tree is not None and m.node_group == tree]
+        mods = buffer_modifiers(obj)
         for mod in mods:
             obj.modifiers.remove(mod)
         for mod in trails_modifiers(obj):

@@ -1083,6 +1083,7 @@ def ensure_coverage(scene) -> bpy.types.NodeTree:
 # --- snow driven by a baked buffer ------------------------------------------------------------------------
 
 BUFFER_GROUP = "EnvFX Snow Buffer"
+BUFFER_KIND = "snow_buffer"  # one group per bake image
 BUFFER_VERSION = 1
 
 
@@ -1124,10 +1125,27 @@ def _build_buffer(tree):
     b.link(set_pos.outputs[0], group_out.inputs[0])
 
 
+def is_buffer_group(tree) -> bool:
+    """Whether ``tree`` is a bake's buffer group."""
+    return common.is_scene_group(tree, BUFFER_KIND, BUFFER_GROUP)
+
+
 def ensure_buffer_group(image, meta: dict) -> bpy.types.NodeTree:
-    """"EnvFX Snow Buffer": the snow offset by the R channel of a baked buffer ``image`` (one image or the
-    sequence), placed with the bake's metadata (the follow window's origin is keyframed per frame)."""
-    tree = common.ensure_tree(BUFFER_GROUP, "GeometryNodeTree", str(BUFFER_VERSION), _build_buffer)
+    """The group of one bake: the snow offset by the R channel of the baked buffer ``image`` (one image or the
+    sequence), placed with the bake's metadata (the follow window's origin is keyframed per frame). Each bake
+    has its own group (the first "EnvFX Snow Buffer", others "EnvFX Snow Buffer (<image>)"), so two snow
+    areas of a file can follow two bakes."""
+    tree = next((t for t in bpy.data.node_groups if is_buffer_group(t) and t.library is None
+                 and "Buffer" in t.nodes and t.nodes["Buffer"].inputs["Image"].default_value == image), None)
+    if tree is None:
+        taken = bpy.data.node_groups.get(BUFFER_GROUP) is not None
+        tree = bpy.data.node_groups.new(f"{BUFFER_GROUP} ({image.name})" if taken else BUFFER_GROUP,
+                                        "GeometryNodeTree")
+    tree[common.KIND_KEY] = BUFFER_KIND
+    if tree.get(common.STAMP_KEY) != str(BUFFER_VERSION):
+        common.clear_tree(tree)
+        _build_buffer(tree)
+        tree[common.STAMP_KEY] = str(BUFFER_VERSION)
     tree.nodes["Buffer"].inputs["Image"].default_value = image
     tree.nodes["Size"].outputs[0].default_value = float(meta["world_size"])
     if tree.animation_data is not None:

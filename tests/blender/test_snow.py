@@ -1140,3 +1140,39 @@ def test_two_scenes_with_trails_carve_each_with_its_own_actors(envfx):
     for f in range(6, 9):
         level.frame_set(f)
     assert depth(scene, snow, -1.5, y) == before
+
+
+def test_two_snow_meshes_follow_two_bakes(envfx, tmp_path):
+    """Each bake has its own buffer group: two snow areas driven by two bakes each show their own, and driving
+    a mesh by another bake replaces its buffer (never two buffers on one mesh)."""
+    scene, snow, _rest, _live = play_and_bake(envfx, tmp_path / "a", linear=True)
+    actor = bpy.data.objects["A"]
+    actor.animation_data_clear()
+    animate(actor, [(1, (-2.0, 2.0, 0.55)), (10, (2.0, -2.0, 0.5))])  # another path for the second bake
+    scene.envfx.snow.output_dir = str(tmp_path / "b")
+    assert bpy.ops.envfx.snow_bake_buffer() == {"FINISHED"}
+    snow_b = snow.copy()
+    scene.collection.objects.link(snow_b)
+    ops = envfx.operators.snow
+    ops.drive_from_bake(scene, [snow], str(tmp_path / "a"))
+    ops.drive_from_bake(scene, [snow_b], str(tmp_path / "b"))
+    group_a, group_b = (ops.buffer_modifiers(o)[0].node_group for o in (snow, snow_b))
+    assert group_a != group_b
+    scene.frame_set(10)
+    core = envfx.core.snow
+    specs, _ = ops.actor_specs(scene)
+    slope = 2.0 * specs[0][2] / specs[0][1]
+    offsets = {}
+    for obj, folder in ((snow, "a"), (snow_b, "b")):
+        rest, got = evaluated_offset(envfx, obj)
+        meta = json.loads((tmp_path / folder / "snow_buffer.json").read_text())
+        buf = core.read_exr(str(tmp_path / folder / "snow_buffer.exr"))
+        want = core.sample_buffer(buf, meta["frames"][-1]["origin"], meta["texel_size"], rest[:, :2], 0)
+        want = np.maximum(want, -envfx.shader_nodes.snow.GROUND_KEEP * thickness_of(obj))
+        assert np.abs(got - want).max() <= slope * meta["texel_size"], folder
+        offsets[folder] = got
+    assert np.abs(offsets["a"] - offsets["b"]).max() > 0.2                  # two different trails
+    ops.drive_from_bake(scene, [snow], str(tmp_path / "b"))
+    assert [m.node_group for m in ops.buffer_modifiers(snow)] == [group_b]
+    _, again = evaluated_offset(envfx, snow)
+    np.testing.assert_allclose(again, offsets["b"], atol=1e-5)
