@@ -14,6 +14,35 @@ def on_load_post(*_args):
     wind_nodes.refresh_after_load()
 
 
+# --- objects appended from another file join the scene's bend and wind ---
+# An appended bent or windy object brings its group from its file (no scene: the group's values read the scene
+# being evaluated), with that file's structure (the bend's mode and pivot, the wind's source object). At the
+# next update it joins the scene's own group. Checked only when the number of node groups changed.
+
+_groups_seen: dict = {}  # scene name -> number of node groups at the last check
+
+
+@persistent
+def on_claim_appended(scene, *_args):
+    from .shader_nodes import bend as bend_nodes
+    from .shader_nodes import wind as wind_nodes
+
+    count = len(bpy.data.node_groups)
+    if _groups_seen.get(scene.name) == count:
+        return
+    _groups_seen[scene.name] = count
+    try:
+        bend_nodes.claim_appended(scene)
+        wind_nodes.claim_appended(scene)
+    except Exception as exc:  # a handler must never break playback
+        print(f"EnvFX: appended objects could not join the scene's bend and wind: {exc}")
+
+
+@persistent
+def on_claim_load_post(*_args):
+    _groups_seen.clear()
+
+
 # --- snow: the live trails follow the actor collection ---
 
 @persistent
@@ -37,17 +66,18 @@ def on_snow_load_post(*_args):
 
 SNOW_HANDLERS = (("frame_change_pre", on_snow_follow_actors), ("depsgraph_update_post", on_snow_follow_actors),
                  ("load_post", on_snow_load_post))
+CLAIM_HANDLERS = (("depsgraph_update_post", on_claim_appended), ("load_post", on_claim_load_post))
 
 
 def register():
     bpy.app.handlers.load_post.append(on_load_post)
-    for name, fn in SNOW_HANDLERS:
+    for name, fn in SNOW_HANDLERS + CLAIM_HANDLERS:
         getattr(bpy.app.handlers, name).append(fn)
 
 
 def unregister():
     if on_load_post in bpy.app.handlers.load_post:
         bpy.app.handlers.load_post.remove(on_load_post)
-    for name, fn in SNOW_HANDLERS:
+    for name, fn in SNOW_HANDLERS + CLAIM_HANDLERS:
         if fn in getattr(bpy.app.handlers, name):
             getattr(bpy.app.handlers, name).remove(fn)

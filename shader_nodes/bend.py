@@ -244,6 +244,12 @@ def group_for(scene):
     return common.scene_group(scene, KIND, GROUP_NAME)
 
 
+def claim_appended(scene) -> list:
+    """Bent objects appended into ``scene`` from another file join the scene's bend (its mode, axis and pivot;
+    the values already came from the scene). Returns the objects that joined."""
+    return common.claim_orphans(scene, KIND, ensure_bend)
+
+
 def ensure_bend(scene) -> bpy.types.NodeTree:
     """The scene's bend group, built for its mode and axis and wired to its settings.
 

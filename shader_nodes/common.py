@@ -102,15 +102,35 @@ def scene_group(scene, kind: str, legacy_name: str):
     return None
 
 
-def _orphan_used_in(scene, kind: str):
-    """A local group of ``kind`` that no scene has (it came with objects appended from another file, or its
-    scene was deleted) and that an object of ``scene`` uses: the scene takes it over."""
+def orphan_users(scene, kind: str) -> list:
+    """[(object, modifier)] of ``scene`` whose group of ``kind`` no scene has: it came with objects appended
+    from another file (or its scene was deleted). Cheap when there is no such group."""
     orphans = {t for t in bpy.data.node_groups
                if t.get(KIND_KEY) == kind and t.library is None and not scenes_using(t, kind)}
     if not orphans:
-        return None
-    return next((m.node_group for obj in scene.objects for m in obj.modifiers
-                 if m.type == "NODES" and m.node_group in orphans), None)
+        return []
+    return [(obj, m) for obj in scene.objects for m in obj.modifiers if m.type == "NODES" and m.node_group in orphans]
+
+
+def _orphan_used_in(scene, kind: str):
+    """A group of ``kind`` that no scene has and an object of ``scene`` uses: the scene takes it over."""
+    return next((m.node_group for _obj, m in orphan_users(scene, kind)), None)
+
+
+def claim_orphans(scene, kind: str, ensure) -> list:
+    """Objects of ``scene`` that use a group of ``kind`` no scene has (appended from another file) join the
+    scene's own group (``ensure(scene)`` makes or adopts it): they take the scene's structure (mode, pivot,
+    source object...) as well as its values. Returns the objects moved."""
+    users = orphan_users(scene, kind)
+    if not users:
+        return []
+    tree = ensure(scene)
+    moved = []
+    for obj, mod in users:
+        if mod.node_group != tree:
+            mod.node_group = tree
+        moved.append(obj)
+    return moved
 
 
 def ensure_scene_group(scene, kind: str, name: str, stamp: str, build):

@@ -291,6 +291,15 @@ def group_for(scene):
     return common.scene_group(scene, KIND, GROUP_NAME)
 
 
+def claim_appended(scene) -> list:
+    """Plants in the wind appended into ``scene`` from another file join the scene's wind (its source and
+    terrain objects; the values already came from the scene). Returns the objects that joined."""
+    moved = common.claim_orphans(scene, KIND, ensure_wind)
+    for obj in moved:
+        sync_object(obj)
+    return moved
+
+
 def ensure_wind(scene) -> bpy.types.NodeTree:
     """The scene's live-wind group, wired to its wind settings and source object (each scene of a file has its
     own: the first one made is "EnvFX Wind", others are named after their scene)."""

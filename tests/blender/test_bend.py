@@ -558,31 +558,38 @@ def test_a_bend_group_saved_before_scenes_had_groups_is_adopted_by_its_drivers_s
 
 
 def test_appending_a_bent_object_brings_no_scene_and_it_follows_the_scene_it_lands_in(envfx, tmp_path):
-    """An asset appended from a level file keeps its bend but does not bring the level's scene along (the
-    group's settings come from the scene being evaluated); the scene takes the group over when it bends."""
+    """An asset appended from a level file keeps its bend but does not bring the level's scene along, and at
+    the next update it joins the bend of the scene it lands in: that scene's mode, pivot and values."""
     rng = np.random.default_rng(12)
     cube = bpy.data.objects["Cube"]
     cube.location = (0.0, 9.0, 0.0)
+    level_pivot = bpy.data.objects.new("Level Player", None)
+    bpy.context.scene.collection.objects.link(level_pivot)
     select_only([cube])
-    scene_setup("RUNNER", "POS_Y")
+    scene_setup("RUNNER", "POS_Y", level_pivot)
     bpy.ops.envfx.bend_add()
     path = str(tmp_path / "level.blend")
     bpy.ops.wm.save_as_mainfile(filepath=path)
     bpy.ops.wm.read_homefile(app_template="", use_empty=True)
     scene = bpy.context.scene
-    scene.envfx.bend.strength, scene.envfx.bend.spread = 0.1, 0.5
+    pivot = bpy.data.objects.new("Player", None)
+    scene.collection.objects.link(pivot)
+    pivot.location = (3.0, 5.0, 0.0)
+    s = scene.envfx.bend
+    s.mode, s.pivot, s.strength, s.spread = "PLANET", pivot, 0.1, 0.5
     with bpy.data.libraries.load(path, link=False) as (_src, dst):
         dst.objects = ["Cube"]
     cube = dst.objects[0]
     scene.collection.objects.link(cube)
-    assert [s.name for s in bpy.data.scenes] == [scene.name]
+    assert [sc.name for sc in bpy.data.scenes] == [scene.name]
     np.testing.assert_allclose(evaluated_local(envfx, cube), expected_local(envfx, cube), atol=1e-4 * 20)
     assert np.abs(evaluated_local(envfx, cube) - envfx.bridge.get_positions(cube.data)).max() > 0.05
+    group = envfx.shader_nodes.bend.group_for(scene)
+    assert cube.modifiers[-1].node_group == group and group["envfx_stamp"].endswith(":PLANET:POS_Y")
     other = random_mesh("Rock", rng)
     select_only([other])
     bpy.ops.envfx.bend_add()
-    group = envfx.shader_nodes.bend.group_for(scene)
-    assert other.modifiers[-1].node_group == group == cube.modifiers[-1].node_group
+    assert other.modifiers[-1].node_group == group
     assert [g for g in bpy.data.node_groups if envfx.shader_nodes.bend.is_bend_group(g)] == [group]
 
 

@@ -695,6 +695,8 @@ def test_appending_a_plant_in_the_wind_brings_no_scene_and_it_sways_with_the_sce
     scene = bpy.context.scene
     tree, (obj,) = _tree(mods, n_branches=2, leaves_per_branch=2)
     mods.ops.bake(scene, [obj], ao_samples=0)
+    bpy.ops.object.effector_add(type="WIND", location=(0, 0, 0), rotation=(math.radians(90), 0, 2.0))
+    scene.envfx.wind.source_object = bpy.context.active_object  # the asset file's own wind, left behind
     mods.ops.add_wind(scene, [obj])
     path = str(tmp_path / "plants.blend")
     bpy.ops.wm.save_as_mainfile(filepath=path)
@@ -705,7 +707,8 @@ def test_appending_a_plant_in_the_wind_brings_no_scene_and_it_sways_with_the_sce
         dst.objects = ["Tree"]
     obj = dst.objects[0]
     scene.collection.objects.link(obj)
+    bpy.context.view_layer.update()  # what the UI does after an append
     assert [s.name for s in bpy.data.scenes] == [scene.name]
-    assert _gn_vs_core(mods, obj, (5, 30)) < 1e-4
-    assert mods.ops.add_wind(scene, [obj]).unchanged == ["Tree"]  # the scene takes the appended group over
-    assert mods.nodes.group_for(scene) == obj.modifiers[0].node_group
+    assert _gn_vs_core(mods, obj, (5, 30)) < 1e-4  # the scene's wind, not the asset file's wind object
+    assert mods.nodes.group_for(scene) == obj.modifiers[0].node_group  # it joined the scene's wind
+    assert mods.ops.add_wind(scene, [obj]).unchanged == ["Tree"]
