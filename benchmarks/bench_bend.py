@@ -1,11 +1,12 @@
 """Per-frame cost of the world bend on a 1M-vertex mesh against a bare geometry-nodes Set Position.
 
-usage: $(tools/venv.sh 5.0) benchmarks/bench_bend.py [--verts 1000000] [--repeats 15] [--rounds 3]
+usage: $(tools/venv.sh 5.0) benchmarks/bench_bend.py [--verts 1000000] [--repeats 15] [--rounds 7]
 Prints one JSON line per mode (PLANET with and without a flat spread): median seconds per evaluation of the
-bend and of the bare Set Position (measured interleaved in the same run, best median of --rounds rounds), and
-their ratio. Re-evaluation is forced the way playback does it: the pivot moves (bend) or the object is tagged
-(bare), then the depsgraph updates. A first line measures what one per-vertex square root costs against the
-bare Set Position (PLANET with a flat spread needs one per vertex; the other modes none).
+bend and of the bare Set Position (interleaved frame by frame in the same run), and their ratio: the median
+over --rounds rounds, in which the modes take turns, of each round's ratio (with its min and max).
+Re-evaluation is forced the way playback does it: the pivot moves (bend) or the object is tagged (bare), then
+the depsgraph updates. A first line measures what one per-vertex square root costs against the bare Set
+Position (PLANET with a flat spread needs one per vertex; the other modes none).
 """
 
 import argparse
@@ -135,7 +136,7 @@ def main(argv):
     parser = argparse.ArgumentParser()
     parser.add_argument("--verts", type=int, default=1_000_000)
     parser.add_argument("--repeats", type=int, default=15)
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=7)
     args = parser.parse_args(argv)
     envfx = enable()
     bpy.ops.wm.read_homefile(app_template="", use_empty=True)
@@ -153,31 +154,40 @@ def main(argv):
     envfx.operators.bend.add_bend(scene, [bent])
     dg = bpy.context.evaluated_depsgraph_get()
     # PLANET twice: with the default flat spread (a square root per vertex) and without one (none)
-    for mode, spread in (("RUNNER", 2.0), ("RUNNER_2AXIS", 2.0), ("PLANET", 2.0), ("PLANET", 0.0), ("CYLINDER", 2.0)):
-        s.mode, s.spread = mode, spread
-        dg.update()
-        best_bare, best_bend = float("inf"), float("inf")
-        for _round in range(args.rounds):  # best median of several rounds: less skew from other processes
+    cases = (("RUNNER", 2.0), ("RUNNER_2AXIS", 2.0), ("PLANET", 2.0), ("PLANET", 0.0), ("CYLINDER", 2.0))
+    samples = {case: {"bare": [], "bend": [], "ratio": []} for case in cases}
+    # the cases take turns round after round, so a slow spell of the machine touches every case alike; within a
+    # round the bare and the bent mesh alternate frame by frame and the round's ratio is of their medians
+    for _round in range(args.rounds):
+        for mode, spread in cases:
+            s.mode, s.spread = mode, spread
+            dg.update()
             t_bare, t_bend = [], []
             for i in range(args.repeats + 2):
                 bare.update_tag(refresh={"DATA"})
                 t0 = time.perf_counter()
                 dg.update()
                 t1 = time.perf_counter()
-                pivot.location.y = 0.01 * i
+                pivot.location.y = 0.01 * (i + 1)
                 t2 = time.perf_counter()
                 dg.update()
                 t3 = time.perf_counter()
                 if i >= 2:  # warm-up
                     t_bare.append(t1 - t0)
                     t_bend.append(t3 - t2)
-            best_bare = min(best_bare, statistics.median(t_bare))
-            best_bend = min(best_bend, statistics.median(t_bend))
+            got = samples[(mode, spread)]
+            got["bare"].append(statistics.median(t_bare))
+            got["bend"].append(statistics.median(t_bend))
+            got["ratio"].append(got["bend"][-1] / got["bare"][-1])
+    for (mode, spread), got in samples.items():
+        s.mode, s.spread = mode, spread
         print(json.dumps({
             "bench": "bend_per_frame", "blender": bpy.app.version_string, "mode": mode, "spread": spread,
             "strength": round(s.strength, 4), "side_strength": round(s.side_strength, 4), "vertices": side * side,
-            "repeats": args.repeats, "rounds": args.rounds, "bend_s": round(best_bend, 5),
-            "bare_set_position_s": round(best_bare, 5), "ratio": round(best_bend / best_bare, 3),
+            "repeats": args.repeats, "rounds": args.rounds, "bend_s": round(statistics.median(got["bend"]), 5),
+            "bare_set_position_s": round(statistics.median(got["bare"]), 5),
+            "ratio": round(statistics.median(got["ratio"]), 3),
+            "ratio_min": round(min(got["ratio"]), 3), "ratio_max": round(max(got["ratio"]), 3),
             "target_ratio": 1.5, "loadavg_1min": round(os.getloadavg()[0], 2), "cpus": os.cpu_count(),
         }), flush=True)
     return 0
