@@ -139,12 +139,15 @@ def ensure_scene_group(scene, kind: str, name: str, stamp: str, build):
     scene has that its objects use (appended with them). A scene copied from another shares that scene's group
     until its structure changes: then it gets its own, and its objects' modifiers move to it."""
     tree = scene_group(scene, kind, name) or _orphan_used_in(scene, kind)
-    if tree is None or any(s != scene for s in scenes_using(tree, kind)):
+    others = [s for s in scenes_using(tree, kind) if s != scene] if tree is not None else []
+    if tree is None or others:
         shared = tree
         taken = bpy.data.node_groups.get(name) is not None
         tree = bpy.data.node_groups.new(f"{name} ({scene.name})" if taken else name, "GeometryNodeTree")
-        if shared is not None:
+        if shared is not None:  # objects also in the other scenes (a linked copy) keep the shared group
             for obj in scene.objects:
+                if any(obj.name in s.objects for s in others):
+                    continue
                 for mod in obj.modifiers:
                     if mod.type == "NODES" and mod.node_group == shared:
                         mod.node_group = tree

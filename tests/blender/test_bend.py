@@ -617,3 +617,22 @@ def test_a_copied_scene_shares_the_bend_until_its_structure_changes(envfx):
     assert bend.group_for(original)["envfx_stamp"].endswith(":RUNNER:POS_Y")
     for scene, obj in ((original, cube), (copy, cube_copy)):
         np.testing.assert_allclose(_evaluated_in(envfx, scene, obj), _expected_in(envfx, scene, obj), atol=2e-3)
+
+
+def test_a_linked_copy_keeps_the_objects_it_shares_with_its_original(envfx):
+    """Scene > New > Linked Copy shares the objects: when the copy changes mode and gets its own group, the
+    shared objects stay with the original's bend; an object only in the copy takes the copy's."""
+    cube = bpy.data.objects["Cube"]
+    select_only([cube])
+    scene_setup("RUNNER", "POS_Y")
+    bpy.ops.envfx.bend_add()
+    original = bpy.context.scene
+    assert bpy.ops.scene.new(type="LINK_COPY") == {"FINISHED"}
+    copy = next(s for s in bpy.data.scenes if s != original)
+    rock = random_mesh("Rock", np.random.default_rng(3))  # linked into the copy (the current scene) only
+    envfx.operators.bend.add_bend(copy, [rock])
+    copy.envfx.bend.mode = "PLANET"
+    bend = envfx.shader_nodes.bend
+    assert bend.group_for(copy) != bend.group_for(original)
+    assert cube.modifiers[-1].node_group == bend.group_for(original)
+    assert rock.modifiers[-1].node_group == bend.group_for(copy)
