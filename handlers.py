@@ -14,16 +14,18 @@ def on_load_post(*_args):
     wind_nodes.refresh_after_load()
 
 
-# --- objects appended from another file join the scene's bend and wind ---
-# An appended bent or windy object brings its group from its file (no scene: the group's values read the scene
-# being evaluated), with that file's structure (the bend's mode and pivot, the wind's source object). At the
-# next update it joins the scene's own group. Checked only when the number of node groups changed.
+# --- objects appended from another file join the scene's bend, wind and snow trails ---
+# An appended bent, windy or trailed object brings its group from its file (no scene: the group's values read
+# the scene being evaluated), with that file's structure (the bend's mode and pivot, the wind's source object,
+# the trails' actors). At the next update it joins the scene's own group. Checked only when the number of node
+# groups changed.
 
 _groups_seen: dict = {}  # scene name -> number of node groups at the last check
 
 
 @persistent
 def on_claim_appended(scene, *_args):
+    from .operators import snow as snow_ops
     from .shader_nodes import bend as bend_nodes
     from .shader_nodes import wind as wind_nodes
 
@@ -34,8 +36,9 @@ def on_claim_appended(scene, *_args):
     try:
         bend_nodes.claim_appended(scene)
         wind_nodes.claim_appended(scene)
+        snow_ops.claim_appended(scene)
     except Exception as exc:  # a handler must never break playback
-        print(f"EnvFX: appended objects could not join the scene's bend and wind: {exc}")
+        print(f"EnvFX: appended objects could not join the scene's bend, wind and snow trails: {exc}")
 
 
 @persistent
@@ -66,7 +69,8 @@ def on_snow_load_post(*_args):
 
 SNOW_HANDLERS = (("frame_change_pre", on_snow_follow_actors), ("depsgraph_update_post", on_snow_follow_actors),
                  ("load_post", on_snow_load_post))
-CLAIM_HANDLERS = (("depsgraph_update_post", on_claim_appended), ("load_post", on_claim_load_post))
+CLAIM_HANDLERS = (("depsgraph_update_post", on_claim_appended), ("frame_change_pre", on_claim_appended),
+                  ("load_post", on_claim_load_post))
 
 
 def register():

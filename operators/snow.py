@@ -347,13 +347,33 @@ def add_trails(scene, objects) -> tuple[list, dict]:
     return [o.name for o in targets], skipped
 
 
+def claim_appended(scene) -> list:
+    """Snow with live trails appended into ``scene`` from another file takes the scene's trails and actors
+    (when the scene has usable actors; else it keeps its own). Returns the names that joined."""
+    users = common.orphan_users(scene, snow_nodes.KIND)
+    if not users:
+        return []
+    objects = list({obj.name: obj for obj, _mod in users}.values())
+    try:
+        add_trails(scene, objects)
+    except SnowInputError:
+        return []
+    return [obj.name for obj in objects]
+
+
 def _give_coverage(scene, specs):
     """Actors get the snow_coverage attribute where they are in the snow."""
     coverage = snow_nodes.ensure_coverage(scene)
     for name, *_ in specs:
         actor = bpy.data.objects[name]
-        if actor.type in COVERAGE_TYPES and actor.library is None and common.modifier_for(actor, coverage) is None:
+        if actor.type not in COVERAGE_TYPES or actor.library is not None:
+            continue
+        mods = [m for m in actor.modifiers if m.type == "NODES" and common.is_scene_group(
+            m.node_group, snow_nodes.COVERAGE_KIND, snow_nodes.COVERAGE_GROUP)]
+        if not mods:
             bridge.add_modifier_before_bend(actor, COVERAGE_MODIFIER, coverage)
+        elif all(m.node_group != coverage for m in mods):  # another scene's or file's coverage: this one's now
+            mods[0].node_group = coverage
 
 
 # --- following the actors ---------------------------------------------------------------------------------

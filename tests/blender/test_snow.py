@@ -1176,3 +1176,35 @@ def test_two_snow_meshes_follow_two_bakes(envfx, tmp_path):
     assert [m.node_group for m in ops.buffer_modifiers(snow)] == [group_b]
     _, again = evaluated_offset(envfx, snow)
     np.testing.assert_allclose(again, offsets["b"], atol=1e-5)
+
+
+def test_appended_snow_joins_the_scene_trails_and_actors(envfx, tmp_path):
+    """Snow with live trails appended from another file brings no scene along and, at the next update, takes
+    the trails and actors of the scene it lands in."""
+    scene, snow, actors = snow_scene(envfx)
+    _walker("Old Walker", -1.5, actors)
+    _start_trails(envfx, scene, snow)
+    snow_name = snow.name
+    path = str(tmp_path / "snowfield.blend")
+    bpy.ops.wm.save_as_mainfile(filepath=path)
+    bpy.ops.wm.read_homefile(app_template="", use_empty=True)
+    scene = bpy.context.scene
+    mine = bpy.data.collections.new("My Actors")
+    scene.collection.children.link(mine)
+    _walker("Walker", 1.5, mine)
+    scene.envfx.snow.actors = mine
+    with bpy.data.libraries.load(path, link=False) as (_src, dst):
+        dst.objects = [snow_name]
+    snow = dst.objects[0]
+    scene.collection.objects.link(snow)
+    scene.frame_set(1)
+    bpy.context.view_layer.update()  # what the UI does after an append
+    assert [s.name for s in bpy.data.scenes] == [scene.name]
+    tree = envfx.shader_nodes.snow.group_for(scene)
+    assert tree is not None and snow.modifiers[snow_nodes_name(envfx)].node_group == tree
+    targets = {v.targets[0].id.name for fc in snow.animation_data.drivers for v in fc.driver.variables}
+    assert targets == {"Walker"}
+    for f in range(1, 6):
+        scene.frame_set(f)
+    y = _walker_y(2)
+    assert _depth_near(envfx, snow, 1.5, y) < -0.1 and _depth_near(envfx, snow, -1.5, y) > -0.01
