@@ -18,7 +18,7 @@ def _run_shader(text):
         code = line.split("//")[0].rstrip()
         if code.startswith("void EnvFXBend_float"):  # Unity's Custom Function wrapper: checked on its own
             break
-        if not code or code == "}":
+        if not code or code == "}" or code.startswith("#"):  # the include guard
             continue
         const = re.match(r"(?:static )?const (?:float3|vec3|float) (\w+) = (.*);$", code)
         if const:

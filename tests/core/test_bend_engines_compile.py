@@ -51,10 +51,13 @@ def compile_shader(source: str, hlsl: bool, tmp_path) -> subprocess.CompletedPro
 
 
 def sources(params):
-    """(engine, full vertex shader source, is HLSL) for each engine's include."""
-    yield "GODOT", "#version 450\n" + be.shader_source(params, "GODOT") + GODOT_MAIN, False
-    yield "UNITY", be.shader_source(params, "UNITY") + HLSL_MAIN + UNITY_MAIN.replace("main(", "main_unity("), True
-    yield "UNREAL", be.shader_source(params, "UNREAL") + HLSL_MAIN, True
+    """(engine, full vertex shader source, is HLSL) for each engine's include, included twice (a shader with two
+    nodes or materials using it: the include guard keeps one definition)."""
+    def twice(engine):
+        return be.shader_source(params, engine) * 2
+    yield "GODOT", "#version 450\n" + twice("GODOT") + GODOT_MAIN, False
+    yield "UNITY", twice("UNITY") + HLSL_MAIN + UNITY_MAIN.replace("main(", "main_unity("), True
+    yield "UNREAL", twice("UNREAL") + HLSL_MAIN, True
 
 
 @pytest.mark.parametrize("mode", core_bend.MODES)
