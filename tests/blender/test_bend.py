@@ -636,3 +636,20 @@ def test_a_linked_copy_keeps_the_objects_it_shares_with_its_original(envfx):
     assert bend.group_for(copy) != bend.group_for(original)
     assert cube.modifiers[-1].node_group == bend.group_for(original)
     assert rock.modifiers[-1].node_group == bend.group_for(copy)
+
+
+def test_panel_status_says_what_the_scene_bends_and_whose_bend_an_object_has(envfx):
+    status = envfx.panels.bend.status
+    scene = bpy.context.scene
+    cube = bpy.data.objects["Cube"]
+    assert status(scene, cube) == [("Nothing bent in this scene yet", False)]
+    select_only([cube])
+    bpy.ops.envfx.bend_add()
+    assert status(scene, cube) == [("Bends 1 object(s) of this scene (group 'EnvFX Bend')", False)]
+    level = bpy.data.scenes.new("Level 2")
+    level.collection.objects.link(cube)
+    rock = bpy.data.objects.new("Rock", cube.data)
+    level.collection.objects.link(rock)
+    envfx.operators.bend.add_bend(level, [rock])
+    text, alert = status(level, cube)[-1]
+    assert alert and "Cube has the bend of scene 'Scene'" in text
