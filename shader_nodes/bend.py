@@ -21,7 +21,7 @@ from . import common
 
 GROUP_NAME = "EnvFX Bend"
 KIND = "bend"  # one group per scene (common.ensure_scene_group)
-VERSION = 9
+VERSION = 10
 
 # Value nodes driven from scene.envfx.bend.<prop>
 DRIVEN = {
@@ -120,7 +120,12 @@ def _build(tree, mode: str, axis: str):
     set_pos = b.node("GeometryNodeSetPosition", "Set Position", location=(1600, 0))
     b.link(group_in.outputs[0], set_pos.inputs["Geometry"])
     b.link(offset, set_pos.inputs["Offset"])
-    b.link(set_pos.outputs[0], group_out.inputs[0])
+    # switched off (scene.envfx.bend.enabled), the geometry passes through: no vertex is computed at all
+    enabled = b.node("FunctionNodeCompare", "Is Enabled", data_type="FLOAT", operation="GREATER_THAN")
+    b.link(values["Enabled"], enabled.inputs[0])
+    enabled.inputs[1].default_value = 0.5
+    b.link(_switch(b, "On Off", enabled.outputs[0], set_pos.outputs[0], group_in.outputs[0], "GEOMETRY"),
+           group_out.inputs[0])
 
 
 def _two_axes(b, axis_falloff, squared, f_vec, side_vec, values, strength, side_strength, down):
