@@ -153,14 +153,16 @@ def main(argv):
     s.pivot = pivot
     envfx.operators.bend.add_bend(scene, [bent])
     dg = bpy.context.evaluated_depsgraph_get()
-    # PLANET twice: with the default flat spread (a square root per vertex) and without one (none)
-    cases = (("RUNNER", 2.0), ("RUNNER_2AXIS", 2.0), ("PLANET", 2.0), ("PLANET", 0.0), ("CYLINDER", 2.0))
+    # PLANET twice: with the default flat spread (a square root per vertex) and without one (none); last the
+    # bend switched off (scene.envfx.bend.enabled): the geometry should pass through
+    cases = (("RUNNER", 2.0, True), ("RUNNER_2AXIS", 2.0, True), ("PLANET", 2.0, True), ("PLANET", 0.0, True),
+             ("CYLINDER", 2.0, True), ("RUNNER", 2.0, False))
     samples = {case: {"bare": [], "bend": [], "ratio": []} for case in cases}
     # the cases take turns round after round, so a slow spell of the machine touches every case alike; within a
     # round the bare and the bent mesh alternate frame by frame and the round's ratio is of their medians
     for _round in range(args.rounds):
-        for mode, spread in cases:
-            s.mode, s.spread = mode, spread
+        for mode, spread, enabled in cases:
+            s.mode, s.spread, s.enabled = mode, spread, enabled
             dg.update()
             t_bare, t_bend = [], []
             for i in range(args.repeats + 2):
@@ -175,14 +177,15 @@ def main(argv):
                 if i >= 2:  # warm-up
                     t_bare.append(t1 - t0)
                     t_bend.append(t3 - t2)
-            got = samples[(mode, spread)]
+            got = samples[(mode, spread, enabled)]
             got["bare"].append(statistics.median(t_bare))
             got["bend"].append(statistics.median(t_bend))
             got["ratio"].append(got["bend"][-1] / got["bare"][-1])
-    for (mode, spread), got in samples.items():
+    for (mode, spread, enabled), got in samples.items():
         s.mode, s.spread = mode, spread
         print(json.dumps({
             "bench": "bend_per_frame", "blender": bpy.app.version_string, "mode": mode, "spread": spread,
+            "enabled": enabled,
             "strength": round(s.strength, 4), "side_strength": round(s.side_strength, 4), "vertices": side * side,
             "repeats": args.repeats, "rounds": args.rounds, "bend_s": round(statistics.median(got["bend"]), 5),
             "bare_set_position_s": round(statistics.median(got["bare"]), 5),
