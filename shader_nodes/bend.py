@@ -1,9 +1,10 @@
 """Geometry-nodes group "EnvFX Bend": the world bend of ``core.bend`` evaluated per frame.
 
 One group per scene is shared by every object it bends, so the scene's settings change them all at once:
-strength, spreads, horizon offset and the on/off switch are Value nodes driven by ``scene.envfx.bend``
-(plain drivers, so they follow keyframes during playback), the pivot is an Object Info node pointing at the
-pivot object (moving or animating it re-evaluates the bend at once).
+strength, spreads, horizon offset and the on/off switch are Value nodes driven by ``scene.envfx.bend`` of the
+scene being evaluated (plain context-property drivers, so they follow keyframes during playback and need no
+pointer to the scene), the pivot is an Object Info node pointing at the pivot object (moving or animating it
+re-evaluates the bend at once). Switched off, the geometry passes through untouched.
 
 The math runs in world space without moving every vertex to world space and back: per object (single values)
 the group computes the forward axis in object space ``A = L^T f``, the constant ``c0 = f.(t - pivot) - offset``
