@@ -39,6 +39,30 @@ def test_info(envfx, capsys):
     assert "bend" in out and bpy.app.version_string in out
 
 
+def test_info_describes_each_scene_of_each_file_and_changes_nothing(envfx, scene_file, tmp_path, capsys):
+    assert envfx.cli.main(["bend", scene_file, "--objects", "Cube", "--pivot", "Player", "--mode", "CYLINDER"]) == 0
+    bpy.ops.wm.open_mainfile(filepath=scene_file)
+    bpy.data.scenes.new("Level 2")
+    bpy.ops.wm.save_as_mainfile(filepath=scene_file)
+    capsys.readouterr()
+    with open(scene_file, "rb") as fh:
+        before = fh.read()
+    assert envfx.cli.main(["info", scene_file, "--json"]) == 0
+    reports = {r["scene"]: r for r in map(json.loads, capsys.readouterr().out.splitlines())}
+    assert set(reports) == {"Scene", "Level 2"}
+    bend = reports["Scene"]["bend"]
+    assert (bend["mode"], bend["pivot"], bend["objects"]) == ("CYLINDER", "Player", ["Cube"])
+    assert reports["Level 2"]["bend"]["objects"] == [] and reports["Scene"]["file"] == scene_file
+    assert reports["Scene"]["snow"] == {"meshes": [], "trails": [], "from_bake": [], "actors": None}
+    assert envfx.cli.main(["info", scene_file]) == 0
+    out = capsys.readouterr().out
+    assert "bend: CYLINDER POS_Y, pivot Player" in out and "1 object(s) bent" in out and "'Level 2'" in out
+    with open(scene_file, "rb") as fh:
+        assert fh.read() == before
+    assert envfx.cli.main(["info", str(tmp_path / "nope.blend")]) == 2
+    assert "is not an existing .blend file" in capsys.readouterr().err
+
+
 def test_bend_adds_the_bend_and_saves(envfx, scene_file, tmp_path, capsys):
     out = str(tmp_path / "bent.blend")
     code = envfx.cli.main(["bend", scene_file, "--collection", "Collection", "--pivot", "Player", "--mode",
