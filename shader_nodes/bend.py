@@ -270,15 +270,19 @@ def ensure_bend(scene) -> bpy.types.NodeTree:
 
 
 def sync(scene, tree=None):
-    """Point the scene's group's drivers at ``scene`` and its pivot node at the scene's pivot object (a scene
-    without a bend group is left alone)."""
+    """Wire the scene's group to ``scene``: its pivot node to the scene's pivot object, its values to the scene
+    being evaluated (a scene without a bend group is left alone; a group shared with a copied scene is split)."""
     tree = tree or group_for(scene)
     if tree is None:
         return None
     settings = scene.envfx.bend
     if tree.get(common.STAMP_KEY) != _stamp(settings.mode, settings.axis) or not common.is_own_group(scene, tree, KIND):
         return ensure_bend(scene)
-    pivot = settings.pivot
+    return _wire(scene, tree)
+
+
+def _wire(scene, tree):
+    pivot = scene.envfx.bend.pivot
     node = tree.nodes.get("Pivot")
     if node is not None and node.inputs["Object"].default_value != pivot:
         node.inputs["Object"].default_value = pivot
@@ -306,6 +310,9 @@ def params_from_scene(scene) -> core_bend.BendParams:
 
 
 def refresh_after_load():
-    """Rebuild outdated bend groups (saved by an older EnvFX) for their scenes."""
+    """Rebuild outdated bend groups (saved by an older EnvFX) in place for their scenes and rewire them (a
+    group that a scene shares with its copy stays shared)."""
     for scene, tree in common.adopt_after_load(KIND, GROUP_NAME):
-        sync(scene, tree)
+        mode, axis = scene.envfx.bend.mode, scene.envfx.bend.axis
+        common.rebuild_if_outdated(tree, _stamp(mode, axis), lambda t, m=mode, a=axis: _build(t, m, a))
+        _wire(scene, tree)

@@ -153,18 +153,24 @@ def ensure_scene_group(scene, kind: str, name: str, stamp: str, build):
                         mod.node_group = tree
     tree[KIND_KEY] = kind
     scene[scene_key(kind)] = tree
+    return tree, rebuild_if_outdated(tree, stamp, build)
+
+
+def rebuild_if_outdated(tree, stamp: str, build) -> bool:
+    """Rebuild ``tree`` in place when its stamp is not ``stamp`` (whoever shares it); True when rebuilt."""
     if tree.get(STAMP_KEY) == stamp:
-        return tree, False
+        return False
     clear_tree(tree)
     build(tree)
     tree[STAMP_KEY] = stamp
-    return tree, True
+    return True
 
 
 def adopt_after_load(kind: str, name: str):
-    """For a load_post handler: [(scene, group)] for every local group of ``kind`` that a scene has, with a group
-    saved before scenes pointed at their groups adopted by the scene its drivers read (else the current scene,
-    unless that has a group already)."""
+    """For a load_post handler: [(scene, group)] for every local group of ``kind`` that a scene has (the first
+    such scene: a group shared by a scene and its copy stays shared), with a group saved before scenes pointed
+    at their groups adopted by the scene its drivers read (else the current scene, unless that has a group
+    already)."""
     out = []
     for tree in scene_groups(kind, name):
         if tree.library is not None:

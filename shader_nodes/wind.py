@@ -305,12 +305,17 @@ def ensure_wind(scene) -> bpy.types.NodeTree:
     own: the first one made is "EnvFX Wind", others are named after their scene)."""
     tree, rebuilt = common.ensure_scene_group(scene, KIND, GROUP_NAME, str(VERSION), _build)
     sync(scene, tree)
-    if rebuilt:  # a rebuilt interface forgets the modifiers' input values: restore them from the objects
-        for obj in bpy.data.objects:
-            if obj.library is None and common.modifier_for(obj, tree) is not None:
-                sync_object(obj)
-                write_live_attributes(obj.data)
+    if rebuilt:
+        _restore_inputs(tree)
     return tree
+
+
+def _restore_inputs(tree):
+    """A rebuilt interface forgets the modifiers' input values: restore them from the objects."""
+    for obj in bpy.data.objects:
+        if obj.library is None and common.modifier_for(obj, tree) is not None:
+            sync_object(obj)
+            write_live_attributes(obj.data)
 
 
 def write_live_attributes(mesh):
@@ -357,9 +362,11 @@ def remove_live_attributes(mesh):
 
 def refresh_after_load():
     """For a load_post handler: live-wind groups saved with an older EnvFX are rebuilt in place (modifiers keep
-    pointing at them) and rewired for their scenes."""
+    pointing at them) and rewired for their scenes (a group that a scene shares with its copy stays shared)."""
     for scene, tree in common.adopt_after_load(KIND, GROUP_NAME):
-        sync(scene, tree)
+        if common.rebuild_if_outdated(tree, str(VERSION), _build):
+            _restore_inputs(tree)
+        _wire(scene, tree)
 
 
 def sync(scene, tree=None):
@@ -370,6 +377,10 @@ def sync(scene, tree=None):
         return None
     if tree.get(common.STAMP_KEY) != str(VERSION) or not common.is_own_group(scene, tree, KIND):
         return ensure_wind(scene)
+    return _wire(scene, tree)
+
+
+def _wire(scene, tree):
     common.drive_values(tree, scene, DRIVEN)
     source = source_object(scene)
     node = tree.nodes["Source"]

@@ -593,9 +593,10 @@ def test_appending_a_bent_object_brings_no_scene_and_it_follows_the_scene_it_lan
     assert [g for g in bpy.data.node_groups if envfx.shader_nodes.bend.is_bend_group(g)] == [group]
 
 
-def test_a_copied_scene_shares_the_bend_until_its_structure_changes(envfx):
-    """Scene > New > Full Copy: the copy bends with its own settings at once, and gets its own group (its
-    objects move to it) when it changes mode; the original keeps its own."""
+def test_a_copied_scene_shares_the_bend_until_its_structure_changes(envfx, tmp_path):
+    """Scene > New > Full Copy: the copy bends with its own settings at once (also after save and reload, which
+    leaves the shared group alone), and gets its own group (its objects move to it) when it changes mode; the
+    original keeps its own."""
     cube = bpy.data.objects["Cube"]
     cube.location = (0.0, 9.0, 0.0)
     select_only([cube])
@@ -608,6 +609,15 @@ def test_a_copied_scene_shares_the_bend_until_its_structure_changes(envfx):
     bend = envfx.shader_nodes.bend
     assert bend.group_for(copy) == bend.group_for(original)
     copy.envfx.bend.strength = 0.08
+    for scene, obj in ((original, cube), (copy, cube_copy)):
+        np.testing.assert_allclose(_evaluated_in(envfx, scene, obj), _expected_in(envfx, scene, obj), atol=2e-3)
+    names = original.name, copy.name, cube_copy.name
+    path = str(tmp_path / "copied.blend")
+    bpy.ops.wm.save_as_mainfile(filepath=path)
+    bpy.ops.wm.open_mainfile(filepath=path)
+    original, copy = bpy.data.scenes[names[0]], bpy.data.scenes[names[1]]
+    cube, cube_copy = bpy.data.objects["Cube"], bpy.data.objects[names[2]]
+    assert bend.group_for(copy) == bend.group_for(original)  # loading did not split it
     for scene, obj in ((original, cube), (copy, cube_copy)):
         np.testing.assert_allclose(_evaluated_in(envfx, scene, obj), _expected_in(envfx, scene, obj), atol=2e-3)
     copy.envfx.bend.mode = "PLANET"
