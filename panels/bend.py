@@ -3,26 +3,14 @@
 import bpy
 
 from ..shader_nodes import bend as bend_nodes
-from ..shader_nodes import common
-from .main import EnvFXSubPanel
+from .main import EnvFXSubPanel, draw_status, group_status
 
 
 def status(scene, obj) -> list:
     """(text, is_alert) lines: what the scene's bend does now, and whose bend the active object has."""
-    tree = bend_nodes.group_for(scene)
-    lines = []
-    if tree is None:
-        lines.append(("Nothing bent in this scene yet", False))
-    else:
-        n = sum(1 for o in scene.objects for m in o.modifiers if m.type == "NODES" and m.node_group == tree)
-        lines.append((f"Bends {n} object(s) of this scene (group {tree.name!r})", False))
-    if obj is not None:
-        other = next((m.node_group for m in obj.modifiers if m.type == "NODES"
-                      and bend_nodes.is_bend_group(m.node_group) and m.node_group != tree), None)
-        if other is not None:
-            lines.append((f"{obj.name} has the bend of {common.owner_text(other)}: Add Bend to give it this "
-                          f"scene's", True))
-    return lines
+    return group_status(scene, obj, bend_nodes.group_for(scene), bend_nodes.is_bend_group,
+                        "Nothing bent in this scene yet", "Bends {n} object(s) of this scene (group {group})",
+                        "bend", "Add Bend to give it this scene's")
 
 
 class VIEW3D_PT_envfx_bend(EnvFXSubPanel, bpy.types.Panel):
@@ -48,10 +36,7 @@ class VIEW3D_PT_envfx_bend(EnvFXSubPanel, bpy.types.Panel):
             col.prop(s, "side_strength")
             col.prop(s, "side_spread")
 
-        for text, alert in status(context.scene, context.active_object):
-            row = layout.row()
-            row.alert = alert
-            row.label(text=text, icon="ERROR" if alert else "INFO")
+        draw_status(layout, status(context.scene, context.active_object))
 
         row = layout.row(align=True)
         row.operator("envfx.bend_add", icon="ADD")

@@ -2,7 +2,15 @@
 
 import bpy
 
-from .main import EnvFXSubPanel
+from ..shader_nodes import wind as wind_nodes
+from .main import EnvFXSubPanel, draw_status, group_status
+
+
+def status(scene, obj) -> list:
+    """(text, is_alert) lines: what the scene's live wind moves now, and whose wind the active object has."""
+    return group_status(scene, obj, wind_nodes.group_for(scene), wind_nodes.is_wind_group,
+                        "Nothing in the wind in this scene yet", "Moves {n} object(s) of this scene (group {group})",
+                        "wind", "Add Wind to give it this scene's")
 
 
 class VIEW3D_PT_envfx_wind(EnvFXSubPanel, bpy.types.Panel):
@@ -43,6 +51,7 @@ class VIEW3D_PT_envfx_wind(EnvFXSubPanel, bpy.types.Panel):
                 row.prop(s, name, text="")
         box.operator("envfx.wind_bake_data", icon="RENDER_STILL")
 
+        draw_status(layout, status(context.scene, context.active_object))
         row = layout.row(align=True)
         row.operator("envfx.wind_add", icon="ADD")
         row.operator("envfx.wind_remove", icon="REMOVE", text="Remove")

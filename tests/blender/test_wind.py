@@ -712,3 +712,19 @@ def test_appending_a_plant_in_the_wind_brings_no_scene_and_it_sways_with_the_sce
     assert _gn_vs_core(mods, obj, (5, 30)) < 1e-4  # the scene's wind, not the asset file's wind object
     assert mods.nodes.group_for(scene) == obj.modifiers[0].node_group  # it joined the scene's wind
     assert mods.ops.add_wind(scene, [obj]).unchanged == ["Tree"]
+
+
+def test_panel_status_says_what_the_wind_moves_and_whose_wind_an_object_has(envfx):
+    status = envfx.panels.wind.status
+    scene = bpy.context.scene
+    cube = bpy.data.objects["Cube"]
+    assert status(scene, cube) == [("Nothing in the wind in this scene yet", False)]
+    envfx.operators.wind.add_wind(scene, [cube])
+    assert status(scene, cube) == [("Moves 1 object(s) of this scene (group 'EnvFX Wind')", False)]
+    level = bpy.data.scenes.new("Level 2")
+    level.collection.objects.link(cube)
+    rock = bpy.data.objects.new("Rock", cube.data)
+    level.collection.objects.link(rock)
+    envfx.operators.wind.add_wind(level, [rock])
+    text, alert = status(level, cube)[-1]
+    assert alert and "Cube has the wind of scene 'Scene': Add Wind" in text
