@@ -74,16 +74,13 @@ def add_bend(scene, objects) -> BendResult:
 
     tree = bend_nodes.ensure_bend(scene)
     for obj in candidates:
-        mods = bend_modifiers(obj)
-        if any(m.node_group == tree for m in mods):
+        previous = common.move_to_group(bend_modifiers(obj), tree, lambda o=obj: _add_modifier(o, tree))
+        if previous == tree:
             result.unchanged.append(obj.name)
             continue
-        if mods:
-            result.warnings.append(f"{obj.name} was bent by {common.owner_text(mods[0].node_group)}; it follows this "
-                                   f"scene's bend now")
-            mods[0].node_group = tree
-        else:
-            obj.modifiers.new(MODIFIER_NAME, "NODES").node_group = tree
+        if previous is not None:
+            result.warnings.append(f"{obj.name} was bent by {common.owner_text(previous)}; it follows this scene's "
+                                   f"bend now")
         result.changed.append(obj.name)
 
     settings = scene.envfx.bend
@@ -100,6 +97,10 @@ def add_bend(scene, objects) -> BendResult:
             f"they fold out of sight; lower the strength"
         )
     return result
+
+
+def _add_modifier(obj, tree):
+    obj.modifiers.new(MODIFIER_NAME, "NODES").node_group = tree
 
 
 def _scene_extent_and_drop(objects, params):
@@ -172,7 +173,7 @@ def apply_bend(scene, objects, depsgraph) -> BendResult:
             obj.data = obj.data.copy()
         matrix = bridge.matrix_to_numpy(obj.matrix_world)
         mesh = obj.data
-        owner = bend_nodes.owner(mods[0].node_group) or scene
+        owner = common.group_owner(mods[0].node_group) or scene
         if owner not in params_of:
             params_of[owner] = params if owner == scene else bend_nodes.params_from_scene(owner).validate()
         obj_params = params_of[owner]

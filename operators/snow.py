@@ -328,16 +328,13 @@ def add_trails(scene, objects) -> tuple[list, dict]:
     tree = snow_nodes.ensure_trails(scene, specs)
     targets = []
     for obj in candidates:
-        mods = trails_modifiers(obj)
-        if any(m.node_group == tree for m in mods):
+        # snow with the trails of another scene (linked into both) or of another file takes this scene's
+        previous = common.move_to_group(trails_modifiers(obj), tree,
+                                        lambda o=obj: bridge.add_modifier_before_bend(o, MODIFIER_NAME, tree))
+        if previous == tree:
             continue
-        if mods:  # the trails of another scene (linked into both) or of another file
-            snow_nodes.undrive_modifier(obj, mods[0])
-            mods[0].node_group = tree
-        else:
-            bridge.add_modifier_before_bend(obj, MODIFIER_NAME, tree)
         for mod in trails_modifiers(obj):
-            snow_nodes.drive_modifier(obj, mod, specs)
+            snow_nodes.drive_modifier(obj, mod, specs)  # also drops the drivers of the other group's actors
         targets.append(obj)
     surfaces = snow_nodes.ensure_surfaces_collection()
     for obj in objects:

@@ -373,21 +373,17 @@ def add_wind(scene, objects) -> WindResult:
         raise WindInputError(f"Nothing to put in wind: {result.skipped_text() or 'select objects'}")
     tree = wind_nodes.ensure_wind(scene)
     for obj in candidates:
-        mods = wind_modifiers(obj)
-        if any(m.node_group == tree for m in mods):
-            result.unchanged.append(obj.name)
-            if obj.type == "MESH":
-                wind_nodes.write_live_attributes(obj.data)  # adding again refreshes the live data
-            continue
-        if mods:
-            result.warnings.append(f"{obj.name} was in the wind of {common.owner_text(mods[0].node_group)}; it "
-                                   f"follows this scene's wind now")
-            mods[0].node_group = tree
-        else:
-            bridge.add_modifier_before_bend(obj, MODIFIER_NAME, tree)
-        wind_nodes.sync_object(obj)
+        previous = common.move_to_group(wind_modifiers(obj), tree,
+                                        lambda o=obj: bridge.add_modifier_before_bend(o, MODIFIER_NAME, tree))
         if obj.type == "MESH":
-            wind_nodes.write_live_attributes(obj.data)
+            wind_nodes.write_live_attributes(obj.data)  # adding again refreshes the live data
+        if previous == tree:
+            result.unchanged.append(obj.name)
+            continue
+        if previous is not None:
+            result.warnings.append(f"{obj.name} was in the wind of {common.owner_text(previous)}; it follows this "
+                                   f"scene's wind now")
+        wind_nodes.sync_object(obj)
         result.changed.append(obj.name)
         if obj.type == "MESH" and obj.data.attributes.get(HEIGHT_ATTR) is None:
             result.warnings.append(f"{obj.name} has no baked wind data: it will not move until you bake it "

@@ -240,11 +240,6 @@ def is_bend_group(tree) -> bool:
     return common.is_scene_group(tree, KIND, GROUP_NAME)
 
 
-def owner(tree):
-    """The scene whose settings drive the bend group ``tree`` (None when it was deleted)."""
-    return common.group_owner(tree)
-
-
 def group_for(scene):
     """The bend group of ``scene``, or None when the scene bends nothing yet."""
     return common.scene_group(scene, KIND, GROUP_NAME)

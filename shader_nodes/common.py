@@ -133,6 +133,20 @@ def claim_orphans(scene, kind: str, ensure) -> list:
     return moved
 
 
+def move_to_group(mods, tree, add):
+    """Put an object on its scene's group ``tree`` of an effect, given ``mods``, the object's modifiers of that
+    effect. Returns ``tree`` when one of them uses it already (nothing changes); else the group its first one
+    used (another scene's or file's), now repointed to ``tree``; else None, after ``add()`` gave it one."""
+    if any(m.node_group == tree for m in mods):
+        return tree
+    if mods:
+        previous = mods[0].node_group
+        mods[0].node_group = tree
+        return previous
+    add()
+    return None
+
+
 def ensure_scene_group(scene, kind: str, name: str, stamp: str, build):
     """(the group of ``kind`` of ``scene``, whether it was built now): made when missing, rebuilt in place when
     its stamp is not ``stamp`` (modifiers keep pointing at it). A scene without a group takes over a group no
