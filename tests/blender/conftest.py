@@ -138,3 +138,17 @@ def _as_saved_by_old_envfx(tree, scene):
 def as_saved_by_old_envfx():
     """A function (group, scene) that turns a live effect's group into one saved by an older EnvFX."""
     return _as_saved_by_old_envfx
+
+
+def _scene_depsgraph(scene):
+    """The evaluated dependency graph of ``scene`` (any scene of the file, not only the window's), up to date."""
+    with bpy.context.temp_override(scene=scene, view_layer=scene.view_layers[0]):
+        depsgraph = bpy.context.evaluated_depsgraph_get()
+    depsgraph.update()
+    return depsgraph
+
+
+@pytest.fixture
+def scene_depsgraph():
+    """A function scene -> that scene's evaluated dependency graph, up to date."""
+    return _scene_depsgraph

@@ -462,20 +462,20 @@ def test_export_for_game_engines_operator(envfx, tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["eng", "file"]
 
 
-def _evaluated_in(envfx, scene, obj):
-    with bpy.context.temp_override(scene=scene, view_layer=scene.view_layers[0]):
-        dg = bpy.context.evaluated_depsgraph_get()
-    dg.update()
-    return envfx.bridge.evaluated_positions(obj, dg)
-
-
 def _expected_in(envfx, scene, obj):
     params = envfx.shader_nodes.bend.params_from_scene(scene)
     return envfx.core.bend.forward_local(envfx.bridge.get_positions(obj.data),
                                          envfx.bridge.matrix_to_numpy(obj.matrix_world), params)
 
 
-def test_each_scene_of_a_file_bends_with_its_own_settings(envfx, tmp_path):
+def _assert_bends_like_core(envfx, scene_depsgraph, pairs, atol):
+    """Each (scene, object)'s evaluated positions equal core.bend with that scene's settings."""
+    for scene, obj in pairs:
+        got = envfx.bridge.evaluated_positions(obj, scene_depsgraph(scene))
+        np.testing.assert_allclose(got, _expected_in(envfx, scene, obj), atol=atol, err_msg=scene.name)
+
+
+def test_each_scene_of_a_file_bends_with_its_own_settings(envfx, scene_depsgraph, tmp_path):
     """Two scenes with different bends (a game's levels in one file): each bends its objects with its own mode
     and settings, changing one leaves the other alone, and both survive save and reload."""
     rng = np.random.default_rng(11)
@@ -502,16 +502,17 @@ def test_each_scene_of_a_file_bends_with_its_own_settings(envfx, tmp_path):
 
     def check():
         for scene, obj in ((scene_a, a), (scene_b, b)):
-            got = _evaluated_in(envfx, scene, obj)
+            got = envfx.bridge.evaluated_positions(obj, scene_depsgraph(scene))
             np.testing.assert_allclose(got, _expected_in(envfx, scene, obj), atol=1e-4 * 20, err_msg=scene.name)
             assert np.abs(got - envfx.bridge.get_positions(obj.data)).max() > 0.05, scene.name
 
     check()
-    before_a = _evaluated_in(envfx, scene_a, a)
+    before_a = envfx.bridge.evaluated_positions(a, scene_depsgraph(scene_a))
     sb.strength, sb.spread = 0.08, 0.0
     scene_a_mode_stamp = tree_a["envfx_stamp"]
     check()
-    np.testing.assert_array_equal(_evaluated_in(envfx, scene_a, a), before_a)  # B's settings are B's alone
+    # B's settings are B's alone
+    np.testing.assert_array_equal(envfx.bridge.evaluated_positions(a, scene_depsgraph(scene_a)), before_a)
     scene_a.envfx.bend.mode = "CYLINDER"
     assert tree_a["envfx_stamp"] != scene_a_mode_stamp and tree_b["envfx_stamp"].endswith(":PLANET:POS_Y")
     check()
@@ -593,7 +594,7 @@ def test_appending_a_bent_object_brings_no_scene_and_it_follows_the_scene_it_lan
     assert [g for g in bpy.data.node_groups if envfx.shader_nodes.bend.is_bend_group(g)] == [group]
 
 
-def test_a_copied_scene_shares_the_bend_until_its_structure_changes(envfx, tmp_path):
+def test_a_copied_scene_shares_the_bend_until_its_structure_changes(envfx, scene_depsgraph, tmp_path):
     """Scene > New > Full Copy: the copy bends with its own settings at once (also after save and reload, which
     leaves the shared group alone), and gets its own group (its objects move to it) when it changes mode; the
     original keeps its own."""
@@ -609,8 +610,7 @@ def test_a_copied_scene_shares_the_bend_until_its_structure_changes(envfx, tmp_p
     bend = envfx.shader_nodes.bend
     assert bend.group_for(copy) == bend.group_for(original)
     copy.envfx.bend.strength = 0.08
-    for scene, obj in ((original, cube), (copy, cube_copy)):
-        np.testing.assert_allclose(_evaluated_in(envfx, scene, obj), _expected_in(envfx, scene, obj), atol=2e-3)
+    _assert_bends_like_core(envfx, scene_depsgraph, ((original, cube), (copy, cube_copy)), atol=2e-3)
     names = original.name, copy.name, cube_copy.name
     path = str(tmp_path / "copied.blend")
     bpy.ops.wm.save_as_mainfile(filepath=path)
@@ -618,15 +618,13 @@ def test_a_copied_scene_shares_the_bend_until_its_structure_changes(envfx, tmp_p
     original, copy = bpy.data.scenes[names[0]], bpy.data.scenes[names[1]]
     cube, cube_copy = bpy.data.objects["Cube"], bpy.data.objects[names[2]]
     assert bend.group_for(copy) == bend.group_for(original)  # loading did not split it
-    for scene, obj in ((original, cube), (copy, cube_copy)):
-        np.testing.assert_allclose(_evaluated_in(envfx, scene, obj), _expected_in(envfx, scene, obj), atol=2e-3)
+    _assert_bends_like_core(envfx, scene_depsgraph, ((original, cube), (copy, cube_copy)), atol=2e-3)
     copy.envfx.bend.mode = "PLANET"
     assert bend.group_for(copy) != bend.group_for(original)
     assert cube_copy.modifiers[-1].node_group == bend.group_for(copy)
     assert cube.modifiers[-1].node_group == bend.group_for(original)
     assert bend.group_for(original)["envfx_stamp"].endswith(":RUNNER:POS_Y")
-    for scene, obj in ((original, cube), (copy, cube_copy)):
-        np.testing.assert_allclose(_evaluated_in(envfx, scene, obj), _expected_in(envfx, scene, obj), atol=2e-3)
+    _assert_bends_like_core(envfx, scene_depsgraph, ((original, cube), (copy, cube_copy)), atol=2e-3)
 
 
 def test_a_linked_copy_keeps_the_objects_it_shares_with_its_original(envfx):
@@ -646,20 +644,3 @@ def test_a_linked_copy_keeps_the_objects_it_shares_with_its_original(envfx):
     assert bend.group_for(copy) != bend.group_for(original)
     assert cube.modifiers[-1].node_group == bend.group_for(original)
     assert rock.modifiers[-1].node_group == bend.group_for(copy)
-
-
-def test_panel_status_says_what_the_scene_bends_and_whose_bend_an_object_has(envfx):
-    status = envfx.panels.bend.status
-    scene = bpy.context.scene
-    cube = bpy.data.objects["Cube"]
-    assert status(scene, cube) == [("Nothing bent in this scene yet", False)]
-    select_only([cube])
-    bpy.ops.envfx.bend_add()
-    assert status(scene, cube) == [("Bends 1 object(s) of this scene (group 'EnvFX Bend')", False)]
-    level = bpy.data.scenes.new("Level 2")
-    level.collection.objects.link(cube)
-    rock = bpy.data.objects.new("Rock", cube.data)
-    level.collection.objects.link(rock)
-    envfx.operators.bend.add_bend(level, [rock])
-    text, alert = status(level, cube)[-1]
-    assert alert and "Cube has the bend of scene 'Scene'" in text

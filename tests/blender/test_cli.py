@@ -120,7 +120,7 @@ def test_bad_input_exits_2_with_a_clear_message_and_leaves_files_alone(envfx, sc
     assert sorted(os.listdir(tmp_path)) == ["scene.blend"]
 
 
-def test_bend_scene_bends_that_scene_only(envfx, scene_file, tmp_path, capsys):
+def test_bend_scene_bends_that_scene_only(envfx, scene_file, tmp_path, capsys, scene_depsgraph):
     """--scene picks one scene of a file with several; the others keep their objects and settings."""
     level = bpy.data.scenes.new("Level 2")
     rock = bpy.data.objects.new("Rock", bpy.data.objects["Cube"].data.copy())
@@ -137,9 +137,7 @@ def test_bend_scene_bends_that_scene_only(envfx, scene_file, tmp_path, capsys):
     assert level.envfx.bend.mode == "PLANET" and first.envfx.bend.mode == "RUNNER"
     assert [m.node_group for m in rock.modifiers] == [envfx.shader_nodes.bend.group_for(level)]
     assert envfx.shader_nodes.bend.group_for(first) is None and not bpy.data.objects["Cube"].modifiers
-    with bpy.context.temp_override(scene=level, view_layer=level.view_layers[0]):
-        dg = bpy.context.evaluated_depsgraph_get()
-    dg.update()
+    dg = scene_depsgraph(level)
     want = envfx.core.bend.forward_local(envfx.bridge.get_positions(rock.data),
                                          envfx.bridge.matrix_to_numpy(rock.matrix_world),
                                          envfx.shader_nodes.bend.params_from_scene(level))

@@ -49,3 +49,33 @@ def test_every_panel_draws_real_properties_and_operators(envfx, recording_layout
         cls.draw(panel, context)
         drawn += 1
     assert drawn >= len(envfx.FEATURES)
+
+
+# feature -> the texts its panel's status shows: nothing yet, one object, an object with another scene's
+STATUS = {
+    "bend": ("Nothing bent in this scene yet", "Bends 1 object(s) of this scene (group 'EnvFX Bend')",
+             "Cube has the bend of scene 'Scene': Add Bend"),
+    "wind": ("Nothing in the wind in this scene yet", "Moves 1 object(s) of this scene (group 'EnvFX Wind')",
+             "Cube has the wind of scene 'Scene': Add Wind"),
+}
+
+
+@pytest.mark.parametrize("feature", sorted(STATUS))
+def test_status_says_what_the_scene_does_and_whose_effect_an_object_has(envfx, feature):
+    """The bend and wind panels' status: nothing yet, how many objects of the scene the effect moves, and a
+    warning when the active object has another scene's (it is linked into both)."""
+    empty, counted, other = STATUS[feature]
+    status = getattr(envfx.panels, feature).status
+    add = getattr(getattr(envfx.operators, feature), f"add_{feature}")  # operators.bend.add_bend, ...
+    scene = bpy.context.scene
+    cube = bpy.data.objects["Cube"]
+    assert status(scene, cube) == [(empty, False)]
+    add(scene, [cube])
+    assert status(scene, cube) == [(counted, False)]
+    level = bpy.data.scenes.new("Level 2")
+    level.collection.objects.link(cube)
+    rock = bpy.data.objects.new("Rock", cube.data)
+    level.collection.objects.link(rock)
+    add(level, [rock])
+    text, alert = status(level, cube)[-1]
+    assert alert and other in text

@@ -91,8 +91,9 @@ def run_frames(scene, start, end, actor_names, offsets):
     return np.array(tracks)
 
 
-def evaluated_offset(envfx, obj):
-    dg = bpy.context.evaluated_depsgraph_get()
+def evaluated_offset(envfx, obj, depsgraph=None):
+    """(rest positions, evaluated z offset) of ``obj`` in ``depsgraph`` (default: the current scene's)."""
+    dg = depsgraph or bpy.context.evaluated_depsgraph_get()
     ev = obj.evaluated_get(dg)
     mesh = ev.to_mesh()
     try:
@@ -464,8 +465,8 @@ def _walker_y(frame):
     return -2.0 + 0.5 * (frame - 1)
 
 
-def _depth_near(envfx, snow, x, y, r=0.15):
-    rest, got = evaluated_offset(envfx, snow)
+def _depth_near(envfx, snow, x, y, r=0.15, depsgraph=None):
+    rest, got = evaluated_offset(envfx, snow, depsgraph)
     near = np.hypot(rest[:, 0] - x, rest[:, 1] - y) < r
     assert near.any()
     return got[near].min()
@@ -1095,7 +1096,7 @@ def test_another_scene_without_trails_leaves_the_trails_alone(envfx):
     assert _depth_near(envfx, snow, 0.0, _walker_y(2)) < -0.1           # A still carves its trail
 
 
-def test_two_scenes_with_trails_carve_each_with_its_own_actors(envfx):
+def test_two_scenes_with_trails_carve_each_with_its_own_actors(envfx, scene_depsgraph):
     """Two scenes of a file (levels), each with its own snow, actors and trails: each scene's snow is carved by
     its own actors only, and stepping one scene leaves the other's trails as they were."""
     scene, snow, actors = snow_scene(envfx)
@@ -1117,17 +1118,7 @@ def test_two_scenes_with_trails_carve_each_with_its_own_actors(envfx):
     assert snow.modifiers[snow_nodes_name(envfx)].node_group == tree_a
 
     def depth(scn, obj, x, y):
-        with bpy.context.temp_override(scene=scn, view_layer=scn.view_layers[0]):
-            dg = bpy.context.evaluated_depsgraph_get()
-        ev = obj.evaluated_get(dg)
-        mesh = ev.to_mesh()
-        try:
-            p = envfx.bridge.get_positions(mesh).astype(np.float64)
-        finally:
-            ev.to_mesh_clear()
-        rest = envfx.bridge.get_positions(obj.data).astype(np.float64)
-        near = np.hypot(rest[:, 0] - x, rest[:, 1] - y) < 0.15
-        return (p[near, 2] - rest[near, 2]).min()
+        return _depth_near(envfx, obj, x, y, depsgraph=scene_depsgraph(scn))
 
     for f in range(1, 6):
         scene.frame_set(f)

@@ -641,7 +641,7 @@ def test_panel_draws_every_setting(envfx, recording_layout, layout):
     assert any("not in this scene" in entry for entry in log)
 
 
-def test_each_scene_of_a_file_has_its_own_wind(mods):
+def test_each_scene_of_a_file_has_its_own_wind(mods, scene_depsgraph):
     """Two scenes with different winds (levels of one file): each sways its plants with its own settings, and
     evaluating one scene does not take the other's wind over (the depsgraph handler keeps each group to its
     scene)."""
@@ -664,9 +664,7 @@ def test_each_scene_of_a_file_has_its_own_wind(mods):
 
     def check(scene, obj, frame):
         scene.frame_current = frame
-        with bpy.context.temp_override(scene=scene, view_layer=scene.view_layers[0]):
-            dg = bpy.context.evaluated_depsgraph_get()
-        dg.update()
+        dg = scene_depsgraph(scene)
         mesh = obj.data
         rest = mods.bridge.get_positions(mesh).astype(np.float64)
         normals = np.empty(len(mesh.vertices) * 3, np.float32)
@@ -712,19 +710,3 @@ def test_appending_a_plant_in_the_wind_brings_no_scene_and_it_sways_with_the_sce
     assert _gn_vs_core(mods, obj, (5, 30)) < 1e-4  # the scene's wind, not the asset file's wind object
     assert mods.nodes.group_for(scene) == obj.modifiers[0].node_group  # it joined the scene's wind
     assert mods.ops.add_wind(scene, [obj]).unchanged == ["Tree"]
-
-
-def test_panel_status_says_what_the_wind_moves_and_whose_wind_an_object_has(envfx):
-    status = envfx.panels.wind.status
-    scene = bpy.context.scene
-    cube = bpy.data.objects["Cube"]
-    assert status(scene, cube) == [("Nothing in the wind in this scene yet", False)]
-    envfx.operators.wind.add_wind(scene, [cube])
-    assert status(scene, cube) == [("Moves 1 object(s) of this scene (group 'EnvFX Wind')", False)]
-    level = bpy.data.scenes.new("Level 2")
-    level.collection.objects.link(cube)
-    rock = bpy.data.objects.new("Rock", cube.data)
-    level.collection.objects.link(rock)
-    envfx.operators.wind.add_wind(level, [rock])
-    text, alert = status(level, cube)[-1]
-    assert alert and "Cube has the wind of scene 'Scene': Add Wind" in text
