@@ -269,10 +269,10 @@ def _bend_file(args, path: str, export_engines) -> int:
             result = bend_ops.add_bend(scene, objects)
             verb = "bent"
             if args.apply:
+                # the bake reads world matrices: evaluate the scene first (parents, constraints, animation)
                 with bpy.context.temp_override(scene=scene, view_layer=scene.view_layers[0]):
-                    depsgraph = bpy.context.evaluated_depsgraph_get()
-                depsgraph.update()
-                result = bend_ops.apply_bend(scene, objects, depsgraph)
+                    bpy.context.evaluated_depsgraph_get().update()
+                result = bend_ops.apply_bend(scene, objects)
                 verb = "baked the bend into"
     except (bend_ops.BendInputError, core_bend.BendError) as exc:
         raise CliError(str(exc)) from None

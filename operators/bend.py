@@ -133,16 +133,17 @@ def remove_bend(objects) -> BendResult:
     return result
 
 
-def apply_bend(scene, objects, depsgraph) -> BendResult:
+def apply_bend(scene, objects) -> BendResult:
     """Bake the bend into the mesh data of bent mesh objects and remove their bend modifier.
 
     The bend of the base mesh (and of every shape key) is written with ``core.bend``, using the object's
-    current world matrix and the pivot's current position, with the settings of the scene whose bend it has
-    (``scene`` for an object whose bend's scene was deleted); meshes shared with other objects are made
+    current world matrix and the pivot's current position, as ``scene`` shows it: the structure (mode, axis,
+    pivot) of the scene whose bend it has (``scene`` when that scene was deleted) with the numbers of ``scene``
+    (of its bend's scene for an object ``scene`` does not show). Meshes shared with other objects are made
     single-user first so the others are not bent with the wrong transform.
     """
     result = BendResult()
-    params = bend_nodes.params_from_scene(scene).validate()
+    bend_nodes.params_from_scene(scene).validate()
     params_of = {}
     candidates = []
     for obj in objects:
@@ -156,12 +157,16 @@ def apply_bend(scene, objects, depsgraph) -> BendResult:
         if obj.library is not None or obj.data.library is not None:
             result.skipped[obj.name] = "linked from a library; make it local first"
             continue
-        candidates.append((obj, mods))
+        owner = common.group_owner(mods[0].node_group) or scene
+        seen_in = scene if scene.objects.get(obj.name) == obj else owner
+        if (owner, seen_in) not in params_of:
+            params_of[(owner, seen_in)] = bend_nodes.params_shown_in(seen_in, owner).validate()
+        candidates.append((obj, mods, params_of[(owner, seen_in)]))
     if not candidates:
         raise BendInputError(
             "Nothing to apply: select bent mesh objects" + (f" ({result.skipped_text()})" if result.skipped else "")
         )
-    for obj, mods in candidates:
+    for obj, mods, obj_params in candidates:
         first = list(obj.modifiers).index(mods[0])
         before = [m.name for m in list(obj.modifiers)[:first]]
         if before:
@@ -173,10 +178,6 @@ def apply_bend(scene, objects, depsgraph) -> BendResult:
             obj.data = obj.data.copy()
         matrix = bridge.matrix_to_numpy(obj.matrix_world)
         mesh = obj.data
-        owner = common.group_owner(mods[0].node_group) or scene
-        if owner not in params_of:
-            params_of[owner] = params if owner == scene else bend_nodes.params_from_scene(owner).validate()
-        obj_params = params_of[owner]
         if mesh.shape_keys is not None:
             for key in mesh.shape_keys.key_blocks:
                 co = bridge.get_shape_key_positions(key)
@@ -257,7 +258,7 @@ class ENVFX_OT_bend_apply(_BendTargetsOperator, bpy.types.Operator):
 
     def run(self, context, objects):
         context.view_layer.update()
-        return apply_bend(context.scene, objects, context.evaluated_depsgraph_get())
+        return apply_bend(context.scene, objects)
 
 
 class ENVFX_OT_bend_exclude(bpy.types.Operator):

@@ -15,6 +15,8 @@ of scalar operations: ``offset = U * a * max(0, |A.p + c0| - s)^2``. Mode and ax
 
 from __future__ import annotations
 
+import dataclasses
+
 import bpy
 
 from ..core import bend as core_bend
@@ -302,6 +304,16 @@ def params_from_scene(scene) -> core_bend.BendParams:
         side_spread=s.side_spread,
         enabled=s.enabled,
     )
+
+
+def params_shown_in(scene, owner) -> core_bend.BendParams:
+    """What ``scene`` shows of an object on ``owner``'s group: the owner's mode, axis and pivot (the group's
+    structure) with ``scene``'s numbers (the group's drivers read the scene being evaluated). They differ only
+    for an object shared by two scenes, such as a Linked Copy and its original."""
+    own = params_from_scene(owner)
+    if scene == owner:
+        return own
+    return dataclasses.replace(params_from_scene(scene), mode=own.mode, axis=own.axis, pivot=own.pivot)
 
 
 def refresh_after_load():

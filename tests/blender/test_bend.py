@@ -438,7 +438,7 @@ def test_curve_and_point_cloud_objects_bend_too(envfx):
     assert zs.min() < -10.0  # the far end of the fence (30 m ahead) dropped
     # a curve cannot be baked: named, nothing changed
     with pytest.raises(envfx.operators.bend.BendInputError, match="Fence .curve objects cannot be baked"):
-        envfx.operators.bend.apply_bend(bpy.context.scene, [fence], dg)
+        envfx.operators.bend.apply_bend(bpy.context.scene, [fence])
     assert envfx.operators.bend.bend_modifiers(fence)
 
 
@@ -521,7 +521,7 @@ def test_each_scene_of_a_file_bends_with_its_own_settings(envfx, scene_depsgraph
     scene_b.collection.objects.link(b2)
     envfx.operators.bend.add_bend(scene_b, [b2])
     want = _expected_in(envfx, scene_b, b2)
-    envfx.operators.bend.apply_bend(scene_a, [b2], bpy.context.evaluated_depsgraph_get())
+    envfx.operators.bend.apply_bend(scene_a, [b2])
     np.testing.assert_allclose(envfx.bridge.get_positions(b2.data), want, atol=1e-5)
 
     path = str(tmp_path / "levels.blend")
@@ -644,3 +644,25 @@ def test_a_linked_copy_keeps_the_objects_it_shares_with_its_original(envfx):
     assert bend.group_for(copy) != bend.group_for(original)
     assert cube.modifiers[-1].node_group == bend.group_for(original)
     assert rock.modifiers[-1].node_group == bend.group_for(copy)
+
+
+def test_applying_in_a_linked_copy_bakes_what_that_scene_shows(envfx, scene_depsgraph):
+    """An object shared by a scene and its Linked Copy keeps the original's bend structure (mode, axis, pivot)
+    but shows the numbers of the scene it is seen in: baking it from the copy writes what the copy showed, not
+    what the original shows."""
+    cube = bpy.data.objects["Cube"]
+    cube.location = (0.5, 7.0, 0.0)
+    select_only([cube])
+    scene_setup("RUNNER", "POS_Y")
+    bpy.ops.envfx.bend_add()
+    original = bpy.context.scene
+    assert bpy.ops.scene.new(type="LINK_COPY") == {"FINISHED"}
+    copy = next(s for s in bpy.data.scenes if s != original)
+    copy.envfx.bend.strength, copy.envfx.bend.spread = 0.09, 0.25
+    copy.envfx.bend.mode = "PLANET"  # the copy gets its own group; the shared cube stays on the original's
+    shown_in_copy = envfx.bridge.evaluated_positions(cube, scene_depsgraph(copy))
+    shown_in_original = envfx.bridge.evaluated_positions(cube, scene_depsgraph(original))
+    assert np.abs(shown_in_copy - shown_in_original).max() > 0.05
+    result = envfx.operators.bend.apply_bend(copy, [cube])
+    assert result.changed == ["Cube"]
+    np.testing.assert_allclose(envfx.bridge.get_positions(cube.data), shown_in_copy, atol=1e-4 * 10)
