@@ -57,11 +57,6 @@ def set_shape_key_positions(key_block, positions: np.ndarray):
         key_block.data.foreach_set("co", arr)
 
 
-def is_linked(obj) -> bool:
-    """Library data (or an override of it) cannot take new modifiers here."""
-    return obj.library is not None or obj.override_library is not None
-
-
 def add_modifier_before_bend(obj, name: str, node_group):
     """Add a geometry-nodes modifier using ``node_group`` to ``obj``, placed before the world bend (the bend
     is always the last deformation, as in the write-up's vertex shader). Returns the modifier."""

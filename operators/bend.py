@@ -11,7 +11,7 @@ from ..core import bend as core_bend
 from ..core import bend_engines
 from ..shader_nodes import bend as bend_nodes
 from ..shader_nodes import common
-from .common import NeedsScene, ObjectsResult, report_result
+from .common import NeedsScene, ObjectsResult, instancers_of, no_modifier_reason, report_result
 
 MODIFIER_NAME = "EnvFX Bend"
 
@@ -45,14 +45,6 @@ def bend_modifiers(obj):
     return [m for m in obj.modifiers if m.type == "NODES" and bend_nodes.is_bend_group(m.node_group)]
 
 
-def _skip_reason(obj) -> str | None:
-    if obj.type not in bridge.GEOMETRY_TYPES:
-        return f"{obj.type.lower()} objects cannot take a geometry modifier"
-    if obj.library is not None:
-        return f"linked from library {obj.library.filepath!r}; make it local or an override first"
-    return None
-
-
 def add_bend(scene, objects) -> BendResult:
     """Bend ``objects`` with the scene's shared bend. Objects already bent by this scene are left alone (never
     two bends); an object bent by another scene of the file (linked into both) follows this scene's bend from
@@ -60,7 +52,7 @@ def add_bend(scene, objects) -> BendResult:
     result = BendResult()
     candidates = []
     for obj in objects:
-        reason = _skip_reason(obj)
+        reason = no_modifier_reason(obj)
         if reason is None and obj.envfx.bend_exclude:
             reason = "excluded from the bend (object.envfx.bend_exclude)"
         if reason is not None:
@@ -83,6 +75,11 @@ def add_bend(scene, objects) -> BendResult:
                                    f"bend now")
         result.changed.append(obj.name)
 
+    for name, instances in instancers_of(scene, result.changed).items():
+        result.warnings.append(
+            f"{name} is also shown by collection instance(s) {', '.join(instances)}: an instance shows the bend of "
+            f"{name}'s own place, not its own; make them real (Object > Apply > Make Instances Real) to bend each "
+            f"where it stands")
     settings = scene.envfx.bend
     if settings.pivot is None:
         result.warnings.append("No pivot set: the bend is centred on the world origin; choose a pivot "

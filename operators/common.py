@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .. import bridge
+
 
 @dataclass
 class ObjectsResult:
@@ -22,6 +24,33 @@ class ObjectsResult:
         if self.unchanged:
             text += f", {len(self.unchanged)} unchanged"
         return text
+
+
+def no_modifier_reason(obj) -> str | None:
+    """Why ``obj`` cannot take an EnvFX geometry-nodes modifier, or None. Library overrides can (their new
+    modifiers are kept); a collection instance cannot, and is named as one with what to do."""
+    if obj.type == "EMPTY" and obj.instance_type == "COLLECTION" and obj.instance_collection is not None:
+        return (f"instances collection {obj.instance_collection.name!r}: an instance cannot take a geometry "
+                f"modifier; make it real first (Object > Apply > Make Instances Real)")
+    if obj.type not in bridge.GEOMETRY_TYPES:
+        return f"{obj.type.lower()} objects cannot take a geometry modifier"
+    if obj.library is not None:
+        return f"linked from library {obj.library.filepath!r}; make it local or a library override first"
+    return None
+
+
+def instancers_of(scene, names) -> dict:
+    """{object name: names of the collection instances in ``scene`` that show it} for the objects ``names``."""
+    wanted = set(names)
+    shown = {}
+    for inst in scene.objects:
+        coll = inst.instance_collection if inst.instance_type == "COLLECTION" else None
+        if coll is None:
+            continue
+        for obj in coll.all_objects:
+            if obj.name in wanted:
+                shown.setdefault(obj.name, []).append(inst.name)
+    return shown
 
 
 def report_result(op, result: ObjectsResult, verb: str, details: str = ""):

@@ -14,7 +14,7 @@ from ..core import wind as core_wind
 from ..shader_nodes import bend as bend_nodes
 from ..shader_nodes import common
 from ..shader_nodes import wind as wind_nodes
-from .common import ObjectsResult, report_result
+from .common import ObjectsResult, no_modifier_reason, report_result
 
 MODIFIER_NAME = "EnvFX Wind"
 HEIGHT_ATTR = "EnvFX_Height"
@@ -356,6 +356,19 @@ def check_source(scene):
         raise WindInputError(f"Wind object {obj.name!r} is not a Wind force field: choose a Wind field or clear it")
 
 
+def _linked_mesh_reason(obj) -> str | None:
+    """The live wind reads per-vertex data that it writes onto the mesh; a mesh linked from a library (as a
+    library override's is) cannot take it, so it must bring it along."""
+    mesh = obj.data
+    if not isinstance(mesh, bpy.types.Mesh) or mesh.library is None:
+        return None
+    if all(mesh.attributes.get(name) is not None for name in core_wind.LIVE_ATTRS):
+        return None
+    return (f"its mesh is linked from library {mesh.library.filepath!r} without live wind data: put it in the "
+            f"wind in that file, or make its mesh local (Object > Relations > Make Local > Selected Objects and "
+            f"Data)")
+
+
 def add_wind(scene, objects) -> WindResult:
     """Put the live wind on ``objects`` (objects already in this scene's wind are left alone; an object in the
     wind of another scene of the file, linked into both, follows this scene's wind from now on)."""
@@ -363,10 +376,9 @@ def add_wind(scene, objects) -> WindResult:
     result = WindResult()
     candidates = []
     for obj in objects:
-        if obj.type not in bridge.GEOMETRY_TYPES:
-            result.skipped[obj.name] = f"{obj.type.lower()} objects cannot take a geometry modifier"
-        elif bridge.is_linked(obj):
-            result.skipped[obj.name] = "linked from a library; make it local first"
+        reason = no_modifier_reason(obj) or _linked_mesh_reason(obj)
+        if reason is not None:
+            result.skipped[obj.name] = reason
         else:
             candidates.append(obj)
     if not candidates:

@@ -340,8 +340,59 @@ def test_linked_library_objects_are_skipped(envfx, tmp_path):
     cube = bpy.data.objects["Cube"]
     result = envfx.operators.bend.add_bend(bpy.context.scene, [cube, linked])
     assert result.changed == ["Cube"]
-    assert "linked from library" in result.skipped["LibTri"]
+    assert "linked from library" in result.skipped["LibTri"] and "library override" in result.skipped["LibTri"]
     assert len(linked.modifiers) == 0
+
+
+def test_a_library_override_bends_and_keeps_its_bend_through_save_and_reload(envfx, tmp_path):
+    """What the skip message advises works: a library override of a linked object takes the bend (its mesh
+    stays the library's), and the bend is still there after save and reload."""
+    lib = str(tmp_path / "lib.blend")
+    mesh = bpy.data.meshes.new("LibMesh")
+    mesh.from_pydata([(0, 0, 0), (1, 0, 0), (0, 1, 0), (0, 9, 1)], [], [(0, 1, 2)])
+    bpy.data.libraries.write(lib, {bpy.data.objects.new("LibTri", mesh)})
+    bpy.ops.wm.read_homefile(app_template="")
+    with bpy.data.libraries.load(lib, link=True) as (_src, dst):
+        dst.objects = ["LibTri"]
+    bpy.context.scene.collection.objects.link(dst.objects[0])
+    override = dst.objects[0].override_create(remap_local_usages=True)
+    override.location = (0.5, 6.0, 0.0)
+    scene_setup("RUNNER", "POS_Y")
+    result = envfx.operators.bend.add_bend(bpy.context.scene, [override])
+    assert result.changed == [override.name] and override.data.library is not None
+    path = str(tmp_path / "level.blend")
+    bpy.ops.wm.save_as_mainfile(filepath=path)
+    bpy.ops.wm.open_mainfile(filepath=path)
+    override = next(o for o in bpy.data.objects if o.override_library is not None)
+    assert envfx.operators.bend.bend_modifiers(override)
+    got = evaluated_local(envfx, override)
+    np.testing.assert_allclose(got, expected_local(envfx, override), atol=1e-4 * 10)
+    assert got[3, 2] < 1.0 - 0.01  # the far vertex dropped
+
+
+def test_collection_instances_are_named_and_bending_an_instanced_original_warns(envfx):
+    """A collection instance cannot take a modifier: it is skipped with what to do. Bending an object that an
+    instance also shows warns that the instance shows the bend of the original's place."""
+    cube = bpy.data.objects["Cube"]
+    props = bpy.data.collections.new("Props")
+    bpy.context.scene.collection.children.link(props)
+    rock = random_mesh("Rock", np.random.default_rng(5))
+    bpy.context.scene.collection.objects.unlink(rock)
+    props.objects.link(rock)
+    inst = bpy.data.objects.new("Rocks Far", None)
+    inst.instance_type, inst.instance_collection = "COLLECTION", props
+    inst.location = (0.0, 30.0, 0.0)
+    bpy.context.scene.collection.objects.link(inst)
+    scene_setup("RUNNER", "POS_Y")
+    result = envfx.operators.bend.add_bend(bpy.context.scene, [cube, inst])
+    assert result.changed == ["Cube"]
+    assert "instances collection 'Props'" in result.skipped["Rocks Far"]
+    assert "Make Instances Real" in result.skipped["Rocks Far"]
+    assert not any("instance" in w for w in result.warnings)
+    result = envfx.operators.bend.add_bend(bpy.context.scene, [rock])
+    assert result.changed == ["Rock"]
+    warning = " ".join(result.warnings)
+    assert "Rock is also shown by collection instance(s) Rocks Far" in warning
 
 
 def test_deleted_pivot_falls_back_to_the_origin_with_a_warning(envfx):

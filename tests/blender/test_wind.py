@@ -710,3 +710,37 @@ def test_appending_a_plant_in_the_wind_brings_no_scene_and_it_sways_with_the_sce
     assert _gn_vs_core(mods, obj, (5, 30)) < 1e-4  # the scene's wind, not the asset file's wind object
     assert mods.nodes.group_for(scene) == obj.modifiers[0].node_group  # it joined the scene's wind
     assert mods.ops.add_wind(scene, [obj]).unchanged == ["Tree"]
+
+
+@pytest.mark.parametrize("wind_in_library", [False, True])
+def test_a_linked_plant_is_named_and_its_library_override_takes_the_wind(mods, tmp_path, wind_in_library):
+    """A plant linked from an asset library cannot take a modifier: it is named with what to do. A library
+    override of it can when its (library) mesh carries the live wind's data, that is when the plant is in the
+    wind in the library file, and then sways like the numpy twin; otherwise it is named with what to do."""
+    scene = bpy.context.scene
+    tree, (obj,) = _tree(mods, n_branches=2, leaves_per_branch=2)
+    mods.ops.bake(scene, [obj], ao_samples=0)
+    if wind_in_library:
+        mods.ops.add_wind(scene, [obj])
+    lib = str(tmp_path / "plants.blend")
+    bpy.data.libraries.write(lib, {obj})
+    bpy.ops.wm.read_homefile(app_template="")
+    scene = bpy.context.scene
+    with bpy.data.libraries.load(lib, link=True) as (_src, dst):
+        dst.objects = ["Tree"]
+    linked = dst.objects[0]
+    scene.collection.objects.link(linked)
+    cube = bpy.data.objects["Cube"]
+    with pytest.raises(mods.ops.WindInputError, match="Tree .linked from library .*library override first"):
+        mods.ops.add_wind(scene, [linked])
+    assert len(linked.modifiers) == int(wind_in_library) and mods.nodes.group_for(scene) is None
+    override = linked.override_create(remap_local_usages=True)
+    if not wind_in_library:
+        with pytest.raises(mods.ops.WindInputError, match="mesh is linked from library .*without live wind data"):
+            mods.ops.add_wind(scene, [override])
+        assert not override.modifiers and mods.nodes.group_for(scene) is None
+        return
+    result = mods.ops.add_wind(scene, [override, cube])
+    assert sorted(result.changed) == sorted([override.name, "Cube"]) and override.data.library is not None
+    assert [m.node_group for m in mods.ops.wind_modifiers(override)] == [mods.nodes.group_for(scene)]
+    assert _gn_vs_core(mods, override, (5, 30)) < 1e-4
