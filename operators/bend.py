@@ -11,7 +11,7 @@ from ..core import bend as core_bend
 from ..core import bend_engines
 from ..shader_nodes import bend as bend_nodes
 from ..shader_nodes import common
-from .common import NeedsScene, ObjectsResult, instancers_of, no_modifier_reason, report_result
+from .common import NeedsScene, ObjectsResult, instancers_of, linked_reason, no_modifier_reason, report_result
 
 MODIFIER_NAME = "EnvFX Bend"
 
@@ -117,8 +117,9 @@ def _scene_extent_and_drop(objects, params):
 def remove_bend(objects) -> BendResult:
     result = BendResult()
     for obj in objects:
-        if obj.library is not None:
-            result.skipped[obj.name] = "linked from a library"
+        reason = linked_reason(obj)
+        if reason is not None:
+            result.skipped[obj.name] = reason
             continue
         mods = bend_modifiers(obj)
         if not mods:
@@ -151,8 +152,9 @@ def apply_bend(scene, objects) -> BendResult:
         if obj.type != "MESH":
             result.skipped[obj.name] = f"{obj.type.lower()} objects cannot be baked; convert to a mesh first"
             continue
-        if obj.library is not None or obj.data.library is not None:
-            result.skipped[obj.name] = "linked from a library; make it local first"
+        reason = linked_reason(obj, mesh_too=True)
+        if reason is not None:
+            result.skipped[obj.name] = reason
             continue
         owner = common.group_owner(mods[0].node_group) or scene
         seen_in = scene if scene.objects.get(obj.name) == obj else owner
@@ -190,8 +192,9 @@ def apply_bend(scene, objects) -> BendResult:
 def set_exclude(objects, exclude: bool) -> BendResult:
     result = BendResult()
     for obj in objects:
-        if obj.library is not None:
-            result.skipped[obj.name] = "linked from a library"
+        reason = linked_reason(obj)
+        if reason is not None:
+            result.skipped[obj.name] = reason
             continue
         obj.envfx.bend_exclude = exclude
         result.changed.append(obj.name)

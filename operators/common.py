@@ -39,6 +39,16 @@ def no_modifier_reason(obj) -> str | None:
     return None
 
 
+def linked_reason(obj, mesh_too: bool = False) -> str | None:
+    """Why ``obj`` (or, with ``mesh_too``, its data, for work that writes the mesh) cannot be changed here because
+    it is linked from a library, with what to do; None when it can."""
+    for what, block in (("linked", obj), ("its mesh is linked", obj.data if mesh_too else None)):
+        library = getattr(block, "library", None)
+        if library is not None:
+            return f"{what} from library {library.filepath!r}; make it local first (Object > Relations > Make Local)"
+    return None
+
+
 def instancers_of(scene, names) -> dict:
     """{object name: names of the collection instances in ``scene`` that show it} for the objects ``names``."""
     wanted = set(names)

@@ -16,7 +16,7 @@ from .. import bridge, progress
 from ..core import snow as core_snow
 from ..shader_nodes import common
 from ..shader_nodes import snow as snow_nodes
-from .common import NeedsScene
+from .common import NeedsScene, linked_reason
 
 MODIFIER_NAME = "EnvFX Snow Trails"
 COVERAGE_MODIFIER = "EnvFX Snow Coverage"
@@ -319,8 +319,8 @@ def add_trails(scene, objects) -> tuple[list, dict]:
     for obj in objects:
         if obj.type != "MESH":
             skipped[obj.name] = f"{obj.type.lower()} objects cannot carry snow"
-        elif obj.library is not None:
-            skipped[obj.name] = "linked from a library"
+        elif (reason := linked_reason(obj)) is not None:
+            skipped[obj.name] = reason
         else:
             candidates.append(obj)
     if not candidates and not any(trails_modifiers(o) for o in objects):

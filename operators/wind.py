@@ -14,7 +14,7 @@ from ..core import wind as core_wind
 from ..shader_nodes import bend as bend_nodes
 from ..shader_nodes import common
 from ..shader_nodes import wind as wind_nodes
-from .common import ObjectsResult, no_modifier_reason, report_result
+from .common import ObjectsResult, linked_reason, no_modifier_reason, report_result
 
 MODIFIER_NAME = "EnvFX Wind"
 HEIGHT_ATTR = "EnvFX_Height"
@@ -42,8 +42,9 @@ class WindResult(ObjectsResult):
 def _skip_reason(obj) -> str | None:
     if obj.type != "MESH":
         return f"{obj.type.lower()} object, not a mesh"
-    if obj.library is not None or obj.data.library is not None:
-        return "linked from a library; make it local first"
+    reason = linked_reason(obj, mesh_too=True)
+    if reason is not None:
+        return reason
     mesh = obj.data
     if len(mesh.vertices) == 0:
         return "has no vertices"

@@ -342,6 +342,11 @@ def test_linked_library_objects_are_skipped(envfx, tmp_path):
     assert result.changed == ["Cube"]
     assert "linked from library" in result.skipped["LibTri"] and "library override" in result.skipped["LibTri"]
     assert len(linked.modifiers) == 0
+    bend_ops = envfx.operators.bend
+    for result in (bend_ops.remove_bend([linked]), bend_ops.set_exclude([linked], True)):
+        assert result.changed == [] and "linked from library" in result.skipped["LibTri"]
+        assert "make it local first" in result.skipped["LibTri"]
+    assert not linked.envfx.bend_exclude
 
 
 def test_a_library_override_bends_and_keeps_its_bend_through_save_and_reload(envfx, tmp_path):
