@@ -722,3 +722,40 @@ def test_applying_in_a_linked_copy_bakes_what_that_scene_shows(envfx, scene_deps
     result = envfx.operators.bend.apply_bend(copy, [cube])
     assert result.changed == ["Cube"]
     np.testing.assert_allclose(envfx.bridge.get_positions(cube.data), shown_in_copy, atol=1e-4 * 10)
+
+
+def test_geometry_nodes_instances_move_with_the_bend_at_their_origin(envfx):
+    """A scatter (geometry-nodes instances) before the bend: each instance drops where its origin is, like
+    core.bend moves that point (the instance itself is not deformed; the README says how to curve it)."""
+    scene = bpy.context.scene
+    bpy.ops.mesh.primitive_plane_add(size=20, location=(1.0, 2.0, 0.0))
+    plane = bpy.context.object
+    plane.rotation_euler.z = 0.4
+    tree = bpy.data.node_groups.new("Scatter", "GeometryNodeTree")
+    tree.interface.new_socket(name="Geometry", in_out="INPUT", socket_type="NodeSocketGeometry")
+    tree.interface.new_socket(name="Geometry", in_out="OUTPUT", socket_type="NodeSocketGeometry")
+    group_in, group_out = tree.nodes.new("NodeGroupInput"), tree.nodes.new("NodeGroupOutput")
+    points = tree.nodes.new("GeometryNodeMeshToPoints")
+    on_points = tree.nodes.new("GeometryNodeInstanceOnPoints")
+    tree.links.new(group_in.outputs[0], points.inputs[0])
+    tree.links.new(points.outputs[0], on_points.inputs[0])
+    tree.links.new(tree.nodes.new("GeometryNodeMeshCube").outputs[0], on_points.inputs["Instance"])
+    tree.links.new(on_points.outputs[0], group_out.inputs[0])
+    plane.modifiers.new("Scatter", "NODES").node_group = tree
+    pivot = bpy.data.objects.new("Player", None)
+    scene.collection.objects.link(pivot)
+    pivot.location = (0.5, -1.0, 0.0)
+    scene_setup("PLANET", "POS_Y", pivot)
+    envfx.operators.bend.add_bend(scene, [plane])
+    depsgraph = bpy.context.evaluated_depsgraph_get()
+    depsgraph.update()
+    got = np.array(sorted(tuple(i.matrix_world.translation) for i in depsgraph.object_instances
+                          if i.is_instance and i.parent is not None and i.parent.name == plane.name))
+    corners = envfx.bridge.get_positions(plane.data)
+    m = envfx.bridge.matrix_to_numpy(plane.matrix_world)
+    world = corners @ m[:3, :3].T + m[:3, 3]
+    want = envfx.core.bend.forward(world, envfx.shader_nodes.bend.params_from_scene(scene))
+    want = np.array(sorted(map(tuple, want)))
+    assert len(got) == 4
+    np.testing.assert_allclose(got, want, atol=1e-3)
+    assert got[:, 2].min() < -1.0
