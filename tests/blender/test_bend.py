@@ -650,18 +650,24 @@ def test_appending_a_bent_object_brings_no_scene_and_it_follows_the_scene_it_lan
     assert [g for g in bpy.data.node_groups if envfx.shader_nodes.bend.is_bend_group(g)] == [group]
 
 
-def test_a_copied_scene_shares_the_bend_until_its_structure_changes(envfx, scene_depsgraph, tmp_path):
-    """Scene > New > Full Copy: the copy bends with its own settings at once (also after save and reload, which
-    leaves the shared group alone), and gets its own group (its objects move to it) when it changes mode; the
-    original keeps its own."""
+def _bent_cube_and_scene_copy(copy_type):
+    """The default cube 9 m ahead, bent (Runner along +Y) in the current scene, then Scene > New > ``copy_type``:
+    (cube, original scene, copy)."""
     cube = bpy.data.objects["Cube"]
     cube.location = (0.0, 9.0, 0.0)
     select_only([cube])
     scene_setup("RUNNER", "POS_Y")
     bpy.ops.envfx.bend_add()
     original = bpy.context.scene
-    assert bpy.ops.scene.new(type="FULL_COPY") == {"FINISHED"}
-    copy = next(s for s in bpy.data.scenes if s != original)
+    assert bpy.ops.scene.new(type=copy_type) == {"FINISHED"}
+    return cube, original, next(s for s in bpy.data.scenes if s != original)
+
+
+def test_a_copied_scene_shares_the_bend_until_its_structure_changes(envfx, scene_depsgraph, tmp_path):
+    """Scene > New > Full Copy: the copy bends with its own settings at once (also after save and reload, which
+    leaves the shared group alone), and gets its own group (its objects move to it) when it changes mode; the
+    original keeps its own."""
+    cube, original, copy = _bent_cube_and_scene_copy("FULL_COPY")
     cube_copy = next(o for o in copy.objects if o.type == "MESH")
     bend = envfx.shader_nodes.bend
     assert bend.group_for(copy) == bend.group_for(original)
@@ -686,13 +692,7 @@ def test_a_copied_scene_shares_the_bend_until_its_structure_changes(envfx, scene
 def test_a_linked_copy_keeps_the_objects_it_shares_with_its_original(envfx):
     """Scene > New > Linked Copy shares the objects: when the copy changes mode and gets its own group, the
     shared objects stay with the original's bend; an object only in the copy takes the copy's."""
-    cube = bpy.data.objects["Cube"]
-    select_only([cube])
-    scene_setup("RUNNER", "POS_Y")
-    bpy.ops.envfx.bend_add()
-    original = bpy.context.scene
-    assert bpy.ops.scene.new(type="LINK_COPY") == {"FINISHED"}
-    copy = next(s for s in bpy.data.scenes if s != original)
+    cube, original, copy = _bent_cube_and_scene_copy("LINK_COPY")
     rock = random_mesh("Rock", np.random.default_rng(3))  # linked into the copy (the current scene) only
     envfx.operators.bend.add_bend(copy, [rock])
     copy.envfx.bend.mode = "PLANET"
@@ -706,14 +706,7 @@ def test_applying_in_a_linked_copy_bakes_what_that_scene_shows(envfx, scene_deps
     """An object shared by a scene and its Linked Copy keeps the original's bend structure (mode, axis, pivot)
     but shows the numbers of the scene it is seen in: baking it from the copy writes what the copy showed, not
     what the original shows."""
-    cube = bpy.data.objects["Cube"]
-    cube.location = (0.5, 7.0, 0.0)
-    select_only([cube])
-    scene_setup("RUNNER", "POS_Y")
-    bpy.ops.envfx.bend_add()
-    original = bpy.context.scene
-    assert bpy.ops.scene.new(type="LINK_COPY") == {"FINISHED"}
-    copy = next(s for s in bpy.data.scenes if s != original)
+    cube, original, copy = _bent_cube_and_scene_copy("LINK_COPY")
     copy.envfx.bend.strength, copy.envfx.bend.spread = 0.09, 0.25
     copy.envfx.bend.mode = "PLANET"  # the copy gets its own group; the shared cube stays on the original's
     shown_in_copy = envfx.bridge.evaluated_positions(cube, scene_depsgraph(copy))
