@@ -349,13 +349,20 @@ def test_linked_library_objects_are_skipped(envfx, tmp_path):
     assert not linked.envfx.bend_exclude
 
 
-def test_a_library_override_bends_and_keeps_its_bend_through_save_and_reload(envfx, tmp_path):
+@pytest.mark.parametrize("bent_in_library", [False, True])
+def test_a_library_override_bends_and_keeps_its_bend_through_save_and_reload(envfx, tmp_path, bent_in_library):
     """What the skip message advises works: a library override of a linked object takes the bend (its mesh
-    stays the library's), and the bend is still there after save and reload."""
+    stays the library's), and the bend is still there after save and reload. An asset already bent in its
+    library file takes this scene's bend (mode, values) instead of the library's."""
     lib = str(tmp_path / "lib.blend")
     mesh = bpy.data.meshes.new("LibMesh")
     mesh.from_pydata([(0, 0, 0), (1, 0, 0), (0, 1, 0), (0, 9, 1)], [], [(0, 1, 2)])
-    bpy.data.libraries.write(lib, {bpy.data.objects.new("LibTri", mesh)})
+    asset = bpy.data.objects.new("LibTri", mesh)
+    bpy.context.scene.collection.objects.link(asset)
+    if bent_in_library:
+        scene_setup("CYLINDER", "POS_X")
+        envfx.operators.bend.add_bend(bpy.context.scene, [asset])
+    bpy.data.libraries.write(lib, {asset})
     bpy.ops.wm.read_homefile(app_template="")
     with bpy.data.libraries.load(lib, link=True) as (_src, dst):
         dst.objects = ["LibTri"]
@@ -365,11 +372,14 @@ def test_a_library_override_bends_and_keeps_its_bend_through_save_and_reload(env
     scene_setup("RUNNER", "POS_Y")
     result = envfx.operators.bend.add_bend(bpy.context.scene, [override])
     assert result.changed == [override.name] and override.data.library is not None
+    assert ("it follows this scene's bend now" in " ".join(result.warnings)) == bent_in_library
     path = str(tmp_path / "level.blend")
     bpy.ops.wm.save_as_mainfile(filepath=path)
     bpy.ops.wm.open_mainfile(filepath=path)
     override = next(o for o in bpy.data.objects if o.override_library is not None)
-    assert envfx.operators.bend.bend_modifiers(override)
+    group = envfx.shader_nodes.bend.group_for(bpy.context.scene)
+    assert [m.node_group for m in envfx.operators.bend.bend_modifiers(override)] == [group]
+    assert group.library is None and group["envfx_stamp"].endswith(":RUNNER:POS_Y")
     got = evaluated_local(envfx, override)
     np.testing.assert_allclose(got, expected_local(envfx, override), atol=1e-4 * 10)
     assert got[3, 2] < 1.0 - 0.01  # the far vertex dropped
