@@ -1,12 +1,16 @@
 """Per-frame cost of the world bend on a 1M-vertex mesh against a bare geometry-nodes Set Position.
 
 usage: $(tools/venv.sh 5.0) benchmarks/bench_bend.py [--verts 1000000] [--repeats 15] [--rounds 7]
+       [--objects 1000]
 Prints one JSON line per mode (PLANET with and without a flat spread): median seconds per evaluation of the
 bend and of the bare Set Position (interleaved frame by frame in the same run), and their ratio: the median
 over --rounds rounds, in which the modes take turns, of each round's ratio (with its min and max).
 Re-evaluation is forced the way playback does it: the pivot moves (bend) or the object is tagged (bare), then
 the depsgraph updates. A first line measures what one per-vertex square root costs against the bare Set
-Position (PLANET with a flat spread needs one per vertex; the other modes none).
+Position (PLANET with a flat spread needs one per vertex; the other modes none). A last line per mode measures a
+level of many small props (--objects, 4 vertices each): the bend's cost per frame against a minimal modifier that
+also follows the pivot, and the extra time per object (the bend's per-object work: the object's matrix, the axes
+and the centre in its space).
 """
 
 import argparse
@@ -132,11 +136,74 @@ def root_cost(side, repeats, rounds):
     }), flush=True)
 
 
+def pivot_group(pivot):
+    """A minimal modifier that follows the pivot: every vertex moves by 1e-3 times the pivot's location."""
+    tree = bare_group()
+    tree.name = "Pivot Set Position"
+    sp = next(n for n in tree.nodes if n.bl_idname == "GeometryNodeSetPosition")
+    info = tree.nodes.new("GeometryNodeObjectInfo")
+    info.inputs["Object"].default_value = pivot
+    scale = tree.nodes.new("ShaderNodeVectorMath")
+    scale.operation = "SCALE"
+    scale.inputs["Scale"].default_value = 1e-3
+    tree.links.new(info.outputs["Location"], scale.inputs[0])
+    tree.links.new(scale.outputs["Vector"], sp.inputs["Offset"])
+    return tree
+
+
+def many_objects(envfx, count, repeats, rounds):
+    """One JSON line per mode: ``count`` 4-vertex objects bent, against the same objects with a minimal modifier
+    that follows the pivot; the two sets take turns (the other set hidden), the pivot moves every frame."""
+    scene = bpy.context.scene
+    pivot = scene.envfx.bend.pivot
+    follow = pivot_group(pivot)
+    plain, bent = [], []
+    for i in range(count):
+        for group, name in ((plain, "Prop"), (bent, "Bent Prop")):
+            obj = grid(f"{name} {i}", 2)
+            obj.location = (i % 40, i // 40, 0.0)
+            group.append(obj)
+        plain[-1].modifiers.new("Follow", "NODES").node_group = follow
+    envfx.operators.bend.add_bend(scene, bent)
+    dg = bpy.context.evaluated_depsgraph_get()
+
+    def frame_time(show, hide):
+        for obj in hide:
+            obj.hide_viewport = True
+        for obj in show:
+            obj.hide_viewport = False
+        dg.update()
+        times = []
+        for i in range(repeats + 2):
+            pivot.location.y = 0.01 * (i + 1)
+            t0 = time.perf_counter()
+            dg.update()
+            times.append(time.perf_counter() - t0)
+        return statistics.median(times[2:])
+
+    for mode in ("RUNNER", "RUNNER_2AXIS", "PLANET", "CYLINDER"):
+        scene.envfx.bend.mode = mode
+        got = {"plain": [], "bend": []}
+        for _round in range(rounds):
+            got["plain"].append(frame_time(plain, bent))
+            got["bend"].append(frame_time(bent, plain))
+        plain_s, bend_s = statistics.median(got["plain"]), statistics.median(got["bend"])
+        print(json.dumps({
+            "bench": "bend_many_objects", "blender": bpy.app.version_string, "mode": mode, "objects": count,
+            "vertices_each": 4, "bend_frame_s": round(bend_s, 5), "follow_pivot_frame_s": round(plain_s, 5),
+            "ratio": round(bend_s / plain_s, 3), "extra_per_object_us": round((bend_s - plain_s) / count * 1e6, 2),
+            "loadavg_1min": round(os.getloadavg()[0], 2), "cpus": os.cpu_count(),
+        }), flush=True)
+    for obj in plain + bent:
+        bpy.data.objects.remove(obj)
+
+
 def main(argv):
     parser = argparse.ArgumentParser()
     parser.add_argument("--verts", type=int, default=1_000_000)
     parser.add_argument("--repeats", type=int, default=15)
     parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--objects", type=int, default=1000, help="props in the many-objects line (0: skip it)")
     args = parser.parse_args(argv)
     envfx = enable()
     bpy.ops.wm.read_homefile(app_template="", use_empty=True)
@@ -193,6 +260,11 @@ def main(argv):
             "ratio_min": round(min(got["ratio"]), 3), "ratio_max": round(max(got["ratio"]), 3),
             "target_ratio": 1.5, "loadavg_1min": round(os.getloadavg()[0], 2), "cpus": os.cpu_count(),
         }), flush=True)
+    if args.objects > 0:
+        s.enabled, s.spread = True, 2.0
+        for obj in (bare, bent):
+            bpy.data.objects.remove(obj)
+        many_objects(envfx, args.objects, args.repeats, args.rounds)
     return 0
 
 
