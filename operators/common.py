@@ -1,4 +1,5 @@
-"""What the object operators of every feature share: the result of acting on objects, and reporting it."""
+"""What the object operators of every feature share: the result of acting on objects, why an object is skipped
+(with what to do), and reporting it."""
 
 from __future__ import annotations
 
