@@ -11,7 +11,8 @@ from ..core import bend as core_bend
 from ..core import bend_engines
 from ..shader_nodes import bend as bend_nodes
 from ..shader_nodes import common
-from .common import NeedsScene, ObjectsResult, instancers_of, linked_reason, no_modifier_reason, report_result
+from .common import (NeedsScene, ObjectsResult, instancers_of, join_scene_group, linked_reason, no_modifier_reason,
+                     report_result)
 
 MODIFIER_NAME = "EnvFX Bend"
 
@@ -66,14 +67,8 @@ def add_bend(scene, objects) -> BendResult:
 
     tree = bend_nodes.ensure_bend(scene)
     for obj in candidates:
-        previous = common.move_to_group(bend_modifiers(obj), tree, lambda o=obj: _add_modifier(o, tree))
-        if previous == tree:
-            result.unchanged.append(obj.name)
-            continue
-        if previous is not None:
-            result.warnings.append(f"{obj.name} was bent by {common.owner_text(previous)}; it follows this scene's "
-                                   f"bend now")
-        result.changed.append(obj.name)
+        join_scene_group(result, obj, bend_modifiers(obj), tree, lambda o=obj: _add_modifier(o, tree), "was bent by",
+                         "bend")
 
     for name, instances in instancers_of(scene, result.changed).items():
         result.warnings.append(

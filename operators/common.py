@@ -1,11 +1,12 @@
 """What the object operators of every feature share: the result of acting on objects, why an object is skipped
-(with what to do), and reporting it."""
+(with what to do), putting an object on its scene's group of an effect, and reporting it."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 from .. import bridge
+from ..shader_nodes import common as nodes_common
 
 
 @dataclass
@@ -62,6 +63,22 @@ def instancers_of(scene, names) -> dict:
             if obj.name in wanted:
                 shown.setdefault(obj.name, []).append(inst.name)
     return shown
+
+
+def join_scene_group(result: ObjectsResult, obj, mods, tree, add, was: str, effect: str) -> bool:
+    """Put ``obj`` on its scene's group ``tree`` of an effect (``mods``: its modifiers of that effect; ``add()``
+    gives it one) and book it in ``result``: unchanged when it was on ``tree`` already, else changed, with a
+    warning "<obj> <was> <the group's owner>; it follows this scene's <effect> now" when it left another
+    scene's or file's group. Returns whether it changed."""
+    previous = nodes_common.move_to_group(mods, tree, add)
+    if previous == tree:
+        result.unchanged.append(obj.name)
+        return False
+    if previous is not None:
+        result.warnings.append(f"{obj.name} {was} {nodes_common.owner_text(previous)}; it follows this scene's "
+                               f"{effect} now")
+    result.changed.append(obj.name)
+    return True
 
 
 def report_result(op, result: ObjectsResult, verb: str, details: str = ""):

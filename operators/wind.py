@@ -12,9 +12,8 @@ from bpy.props import EnumProperty
 from .. import bridge, progress
 from ..core import wind as core_wind
 from ..shader_nodes import bend as bend_nodes
-from ..shader_nodes import common
 from ..shader_nodes import wind as wind_nodes
-from .common import ObjectsResult, linked_reason, no_modifier_reason, report_result
+from .common import ObjectsResult, join_scene_group, linked_reason, no_modifier_reason, report_result
 
 MODIFIER_NAME = "EnvFX Wind"
 HEIGHT_ATTR = "EnvFX_Height"
@@ -386,18 +385,14 @@ def add_wind(scene, objects) -> WindResult:
         raise WindInputError(f"Nothing to put in wind: {result.skipped_text() or 'select objects'}")
     tree = wind_nodes.ensure_wind(scene)
     for obj in candidates:
-        previous = common.move_to_group(wind_modifiers(obj), tree,
-                                        lambda o=obj: bridge.add_modifier_before_bend(o, MODIFIER_NAME, tree))
+        joined = join_scene_group(result, obj, wind_modifiers(obj), tree,
+                                  lambda o=obj: bridge.add_modifier_before_bend(o, MODIFIER_NAME, tree),
+                                  "was in the wind of", "wind")
         if obj.type == "MESH":
             wind_nodes.write_live_attributes(obj.data)  # adding again refreshes the live data
-        if previous == tree:
-            result.unchanged.append(obj.name)
+        if not joined:
             continue
-        if previous is not None:
-            result.warnings.append(f"{obj.name} was in the wind of {common.owner_text(previous)}; it follows this "
-                                   f"scene's wind now")
         wind_nodes.sync_object(obj)
-        result.changed.append(obj.name)
         if obj.type == "MESH" and obj.data.attributes.get(HEIGHT_ATTR) is None:
             result.warnings.append(f"{obj.name} has no baked wind data: it will not move until you bake it "
                                    f"(Bake Wind Data)")
