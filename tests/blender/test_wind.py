@@ -685,6 +685,12 @@ def test_each_scene_of_a_file_has_its_own_wind(mods, scene_depsgraph):
     wb.strength = 2.0  # B's settings are B's alone
     np.testing.assert_array_equal(check(scene_a, obj_a, 40), got_a)
     check(scene_b, obj_b, 40)
+    # a plant linked into both scenes follows the scene that put it in the wind last, and says so
+    scene_b.collection.objects.link(obj_a)
+    result = mods.ops.add_wind(scene_b, [obj_a])
+    assert result.changed == [obj_a.name] and "was in the wind of scene 'Scene'" in " ".join(result.warnings)
+    assert [m.node_group for m in mods.ops.wind_modifiers(obj_a)] == [group_b]
+    assert mods.ops.add_wind(scene_b, [obj_a]).unchanged == [obj_a.name]
 
 
 def test_appending_a_plant_in_the_wind_brings_no_scene_and_it_sways_with_the_scene_it_lands_in(mods, tmp_path):
