@@ -29,11 +29,23 @@ def manifest() -> dict:
 
 # --- helpers ----------------------------------------------------------------------------------------------
 
-def open_blend(path: str):
+def check_blend(path: str):
     if not path.lower().endswith(".blend"):
         raise CliError(f"{path!r} is not a .blend file: pass the .blend to work on")
     if not os.path.isfile(path):
         raise CliError(f"No such file {path!r}: check the path")
+
+
+def check_blends(paths, output=None):
+    """Before any file is opened: every input is an existing .blend, and --output goes with one input only."""
+    if output and len(paths) > 1:
+        raise CliError("--output works with one input file; with several, each file is saved in place")
+    for path in paths:
+        check_blend(path)
+
+
+def open_blend(path: str):
+    check_blend(path)
     bpy.ops.wm.open_mainfile(filepath=os.path.abspath(path), load_ui=False)
 
 
@@ -124,9 +136,7 @@ def run_info(args) -> int:
         print(f"EnvFX {m['version']} (extension id {m['id']}) on Blender {bpy.app.version_string}")
         print("features: " + ", ".join(FEATURES))
         return 0
-    for path in args.blend:
-        if not path.lower().endswith(".blend") or not os.path.isfile(path):
-            raise CliError(f"{path!r} is not an existing .blend file: check the path")
+    check_blends(args.blend)
     for path in args.blend:
         open_blend(path)
         for scene in bpy.data.scenes:
@@ -186,13 +196,7 @@ BEND_NUMBERS = ("strength", "spread", "side_strength", "side_spread", "horizon_o
 def run_bend(args) -> int:
     from .core import bend as core_bend
 
-    if args.output and len(args.blend) > 1:
-        raise CliError("--output works with one input file; with several, each file is saved in place")
-    for path in args.blend:
-        if not path.lower().endswith(".blend"):
-            raise CliError(f"{path!r} is not a .blend file: pass the .blend to work on")
-        if not os.path.isfile(path):
-            raise CliError(f"No such file {path!r}: check the path")
+    check_blends(args.blend, args.output)
     for attr in BEND_NUMBERS:
         value = getattr(args, attr)
         if value is None:
@@ -316,11 +320,7 @@ def run_wind(args) -> int:
     from .core import wind as core_wind
     from .operators import wind as wind_ops
 
-    if args.output and len(args.blend) > 1:
-        raise CliError("--output works with one input file; with several, each file is saved in place")
-    for path in args.blend:
-        if not path.lower().endswith(".blend") or not os.path.isfile(path):
-            raise CliError(f"{path!r} is not an existing .blend file: check the path")
+    check_blends(args.blend, args.output)
     if args.ao_samples is not None and args.ao_samples < 0:
         raise CliError(f"--ao-samples {args.ao_samples}: use 0 (no AO) or more")
     if args.leaf_size is not None and not 0.0 < args.leaf_size < 1.0:

@@ -60,7 +60,7 @@ def test_info_describes_each_scene_of_each_file_and_changes_nothing(envfx, scene
     with open(scene_file, "rb") as fh:
         assert fh.read() == before
     assert envfx.cli.main(["info", str(tmp_path / "nope.blend")]) == 2
-    assert "is not an existing .blend file" in capsys.readouterr().err
+    assert "No such file" in capsys.readouterr().err
 
 
 def test_bend_adds_the_bend_and_saves(envfx, scene_file, tmp_path, capsys):

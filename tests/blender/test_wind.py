@@ -439,7 +439,7 @@ def test_cli_batch_bake(mods, tmp_path, capsys):
     assert mods.cli.main(["wind", path, str(tmp_path / "missing.blend")]) == 2
     err = capsys.readouterr().err
     assert "four of" in err and "use 0 (no AO)" in err and "camera object, not a mesh" in err
-    assert "not an existing .blend" in err
+    assert "No such file" in err and "missing.blend" in err
     assert open(path, "rb").read() == before
     out = str(tmp_path / "out.blend")
     assert mods.cli.main(["wind", path, "--ao-samples", "0", "--preset", "BUSH", "--add", "-o", out]) == 0
