@@ -152,11 +152,9 @@ def _two_axes(b, axis_falloff, squared, f_vec, side_vec, values, strength, side_
     opposite.inputs[1].default_value = 0.0
     fwd = squared(axis_falloff(f_vec, values["Spread"], "Fwd", k_f), "Fwd")
     side = axis_falloff(side_vec, values["Side Spread"], "Side", k_s)
-    side_signed = b.node("GeometryNodeSwitch", "Side Signed", input_type="FLOAT")
-    b.link(opposite.outputs[0], side_signed.inputs["Switch"])
-    b.link(side, side_signed.inputs["False"])
-    b.link(b.math("MULTIPLY", side, rho, label="Side Negated"), side_signed.inputs["True"])
-    amount = b.math("MULTIPLY_ADD", side_signed.outputs[0], side, fwd, label="Sum")
+    side_signed = _switch(b, "Side Signed", opposite.outputs[0], b.math("MULTIPLY", side, rho, label="Side Negated"),
+                          side)
+    amount = b.math("MULTIPLY_ADD", side_signed, side, fwd, label="Sum")
     return amount, b.vmath("SCALE", down, scale=g, label="Down Signed")
 
 
