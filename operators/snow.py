@@ -367,10 +367,9 @@ def _give_coverage(scene, specs):
             continue
         mods = [m for m in actor.modifiers if m.type == "NODES" and common.is_scene_group(
             m.node_group, snow_nodes.COVERAGE_KIND, snow_nodes.COVERAGE_GROUP)]
-        if not mods:
-            bridge.add_modifier_before_bend(actor, COVERAGE_MODIFIER, coverage)
-        elif all(m.node_group != coverage for m in mods):  # another scene's or file's coverage: this one's now
-            mods[0].node_group = coverage
+        # another scene's or file's coverage becomes this one's
+        common.move_to_group(mods, coverage,
+                             lambda a=actor: bridge.add_modifier_before_bend(a, COVERAGE_MODIFIER, coverage))
 
 
 # --- following the actors ---------------------------------------------------------------------------------
