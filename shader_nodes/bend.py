@@ -124,11 +124,8 @@ def _build(tree, mode: str, axis: str):
     b.link(group_in.outputs[0], set_pos.inputs["Geometry"])
     b.link(offset, set_pos.inputs["Offset"])
     # switched off (scene.envfx.bend.enabled), the geometry passes through: no vertex is computed at all
-    enabled = b.node("FunctionNodeCompare", "Is Enabled", data_type="FLOAT", operation="GREATER_THAN")
-    b.link(values["Enabled"], enabled.inputs[0])
-    enabled.inputs[1].default_value = 0.5
-    b.link(_switch(b, "On Off", enabled.outputs[0], set_pos.outputs[0], group_in.outputs[0], "GEOMETRY"),
-           group_out.inputs[0])
+    enabled = b.compare("GREATER_THAN", values["Enabled"], 0.5, data_type="FLOAT", label="Is Enabled")
+    b.link(b.switch("On Off", enabled, set_pos.outputs[0], group_in.outputs[0], "GEOMETRY"), group_out.inputs[0])
 
 
 def _two_axes(b, axis_falloff, squared, f_vec, side_vec, values, strength, side_strength, down):
@@ -147,24 +144,12 @@ def _two_axes(b, axis_falloff, squared, f_vec, side_vec, values, strength, side_
     # g = sign_f, or sign_s when the forward strength is zero
     g = b.math("MULTIPLY_ADD", sign_s, b.math("SUBTRACT", 1.0, b.math("ABSOLUTE", sign_f)), sign_f, label="Sign")
     rho = b.math("MULTIPLY", sign_s, g, label="Side Sign Rel")
-    opposite = b.node("FunctionNodeCompare", "Opposite Signs", data_type="FLOAT", operation="LESS_THAN")
-    b.link(rho, opposite.inputs[0])
-    opposite.inputs[1].default_value = 0.0
+    opposite = b.compare("LESS_THAN", rho, 0.0, data_type="FLOAT", label="Opposite Signs")
     fwd = squared(axis_falloff(f_vec, values["Spread"], "Fwd", k_f), "Fwd")
     side = axis_falloff(side_vec, values["Side Spread"], "Side", k_s)
-    side_signed = _switch(b, "Side Signed", opposite.outputs[0], b.math("MULTIPLY", side, rho, label="Side Negated"),
-                          side)
+    side_signed = b.switch("Side Signed", opposite, b.math("MULTIPLY", side, rho, label="Side Negated"), side)
     amount = b.math("MULTIPLY_ADD", side_signed, side, fwd, label="Sum")
     return amount, b.vmath("SCALE", down, scale=g, label="Down Signed")
-
-
-def _switch(b, label, condition, if_true, if_false, input_type="FLOAT"):
-    """A Switch on a per-object condition: geometry nodes then evaluate only the chosen field per vertex."""
-    node = b.node("GeometryNodeSwitch", label, input_type=input_type)
-    b.link(condition, node.inputs["Switch"])
-    b.link(if_true, node.inputs["True"])
-    b.link(if_false, node.inputs["False"])
-    return node.outputs[0]
 
 
 def _planet_amount(b, to_local_direction, rel_origin, position, matrix, invert, centre, spread):
@@ -176,13 +161,11 @@ def _planet_amount(b, to_local_direction, rel_origin, position, matrix, invert, 
     objects (``_planet_radius_axis_aligned``)."""
     sq_general = _planet_radius_sq_general(b, to_local_direction, rel_origin, position)
     axis_aligned, r_fast, sq_fast = _planet_radius_axis_aligned(b, matrix, invert, centre, position)
-    r = _switch(b, "Radius", axis_aligned, r_fast, b.math("SQRT", sq_general, label="Radius General"))
+    r = b.switch("Radius", axis_aligned, r_fast, b.math("SQRT", sq_general, label="Radius General"))
     d = b.math("MAXIMUM", b.math("SUBTRACT", r, spread), 0.0, label="Beyond")
-    no_spread = b.node("FunctionNodeCompare", "No Spread", data_type="FLOAT", operation="LESS_EQUAL")
-    b.link(spread, no_spread.inputs[0])
-    no_spread.inputs[1].default_value = 0.0
-    radius_sq = _switch(b, "Radius Sq", axis_aligned, sq_fast, sq_general)
-    return _switch(b, "Amount", no_spread.outputs[0], radius_sq, b.math("MULTIPLY", d, d, label="Sq"))
+    no_spread = b.compare("LESS_EQUAL", spread, 0.0, data_type="FLOAT", label="No Spread")
+    radius_sq = b.switch("Radius Sq", axis_aligned, sq_fast, sq_general)
+    return b.switch("Amount", no_spread, radius_sq, b.math("MULTIPLY", d, d, label="Sq"))
 
 
 def _planet_radius_sq_general(b, to_local_direction, rel_origin, position):
@@ -218,9 +201,7 @@ def _planet_radius_axis_aligned(b, matrix, invert, centre, position):
            for i, j in ((0, 1), (0, 2), (1, 2))]
     off_sum = b.math("ADD", b.math("ADD", off[0], off[1]), off[2], label="Cross Terms")
     tolerance = b.math("MULTIPLY", b.vmath("DOT_PRODUCT", k, k), 1e-6, label="Tolerance")
-    aligned = b.node("FunctionNodeCompare", "Axis Aligned", data_type="FLOAT", operation="LESS_EQUAL")
-    b.link(off_sum, aligned.inputs[0])
-    b.link(tolerance, aligned.inputs[1])
+    aligned = b.compare("LESS_EQUAL", off_sum, tolerance, data_type="FLOAT", label="Axis Aligned")
     q = b.node("FunctionNodeTransformPoint", "Centre Local")
     b.link(centre, q.inputs["Vector"])
     b.link(invert.outputs[0], q.inputs["Transform"])
@@ -232,7 +213,7 @@ def _planet_radius_axis_aligned(b, matrix, invert, centre, position):
     b.link(k, rel.inputs[1])
     b.link(b.vmath("SCALE", q_scaled, scale=-1.0, label="Centre Scaled Neg"), rel.inputs[2])
     radius_sq = b.vmath("DOT_PRODUCT", rel.outputs[0], rel.outputs[0], label="Radius Sq Fast")
-    return aligned.outputs[0], radius, radius_sq
+    return aligned, radius, radius_sq
 
 
 def is_bend_group(tree) -> bool:

@@ -276,6 +276,23 @@ class Builder:
         out = "Value" if operation in {"DOT_PRODUCT", "LENGTH", "DISTANCE"} else "Vector"
         return node.outputs[out]
 
+    def compare(self, operation, a, b, data_type="INT", label=""):
+        node = self.node("FunctionNodeCompare", label, data_type=data_type, operation=operation)
+        sockets = [s for s in node.inputs if s.enabled] if data_type != "FLOAT" else list(node.inputs)[:2]
+        self.feed(sockets[0], a)
+        self.feed(sockets[1], b)
+        return node.outputs[0]
+
+    def switch(self, label: str, condition, if_true, if_false=None, input_type: str = "FLOAT"):
+        """A Switch node. On a single-value condition (per object) geometry nodes evaluate only the input it
+        chooses (an unlinked input: empty geometry, zero)."""
+        node = self.node("GeometryNodeSwitch", label, input_type=input_type)
+        self.feed(node.inputs["Switch"], condition)
+        self.feed(node.inputs["True"], if_true)
+        if if_false is not None:
+            self.feed(node.inputs["False"], if_false)
+        return node.outputs[0]
+
     def vector(self, label: str, vec):
         node = self.node("FunctionNodeInputVector", label)
         node.vector = vec

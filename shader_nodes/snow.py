@@ -130,13 +130,6 @@ class SnowBuilder(common.Builder):
     def clamp01(self, value, label=""):
         return self.math("ADD", value, 0.0, label=label, use_clamp=True)
 
-    def compare(self, operation, a, b, data_type="INT", label=""):
-        node = self.node("FunctionNodeCompare", label, data_type=data_type, operation=operation)
-        sockets = [s for s in node.inputs if s.enabled] if data_type != "FLOAT" else list(node.inputs)[:2]
-        self.feed(sockets[0], a)
-        self.feed(sockets[1], b)
-        return node.outputs[0]
-
     def flat(self, vec, label=""):
         return self.vmath("MULTIPLY", vec, self.vector(label + " Flatten", (1.0, 1.0, 0.0)), label=label)
 
@@ -572,23 +565,17 @@ def _build(tree, occluders: bool):
                       data_type="FLOAT_VECTOR", selection=b.boolean("NOT", near_pt, label="Far"),
                       label="Store Far State")
     refill_on = b.math("GREATER_THAN", values["Refill Rate"], 0.0, label="Refill On")
-    refilling = b.node("GeometryNodeSwitch", "Refilling", input_type="GEOMETRY")  # lazy: no refill, no work
-    b.link(refill_on, refilling.inputs["Switch"])
-    b.link(stamped, refilling.inputs["False"])
-    b.link(decayed, refilling.inputs["True"])
-    geo = refilling.outputs[0]
+    geo = b.switch("Refilling", refill_on, decayed, stamped, "GEOMETRY")  # lazy: no refill, no work
     if occluders:
         occ_pt = b.sample_index(table_geo, b.named("occ", "BOOLEAN", label="Read Table Occ").outputs["Attribute"],
                                 point_cell, "BOOLEAN", label="Point Occ")
         occ_any = b.node("GeometryNodeAttributeStatistic", "Any Occ Cell", data_type="FLOAT", domain="POINT")
         b.link(table_geo, occ_any.inputs["Geometry"])
         b.link(b.named("occ", "FLOAT", label="Read Occ Flag").outputs["Attribute"], occ_any.inputs["Attribute"])
-        occluding = b.node("GeometryNodeSwitch", "Occluding", input_type="GEOMETRY")
-        b.link(b.math("GREATER_THAN", occ_any.outputs["Max"], 0.5), occluding.inputs["Switch"])
-        b.link(geo, occluding.inputs["False"])
-        b.link(_occluder_stores(b, geo, occ_flat, P, thick_node, occ_pt), occluding.inputs["True"])
+        occluding = b.switch("Occluding", b.math("GREATER_THAN", occ_any.outputs["Max"], 0.5),
+                             _occluder_stores(b, geo, occ_flat, P, thick_node, occ_pt), geo, "GEOMETRY")
         drop = b.node("GeometryNodeRemoveAttribute", "Drop snow_thickness")
-        b.link(occluding.outputs[0], drop.inputs["Geometry"])
+        b.link(occluding, drop.inputs["Geometry"])
         drop.inputs["Name"].default_value = "snow_thickness"
         geo = drop.outputs["Geometry"]
     # the block table: d1 per cell (the cache keeps it and the state cloud only)
@@ -734,10 +721,7 @@ def _puffs_step(b, state, near_pt, P, sim_in, dt, values, puffs_on):
     puffs = b.node("GeometryNodeJoinGeometry", "Puffs")
     b.link(fresh, puffs.inputs[0])
     b.link(dead.outputs["Geometry"], puffs.inputs[0])  # join order: the last link comes first
-    on = b.node("GeometryNodeSwitch", "Puffs On", input_type="GEOMETRY")  # lazy: off, no work
-    b.link(puffs_on, on.inputs["Switch"])
-    b.link(puffs.outputs[0], on.inputs["True"])
-    return on.outputs[0]
+    return b.switch("Puffs On", puffs_on, puffs.outputs[0], input_type="GEOMETRY")  # lazy: off, no work
 
 
 def _puffs_shown(b, puffs, invert, values, puffs_on):
@@ -762,10 +746,7 @@ def _puffs_shown(b, puffs, invert, values, puffs_on):
                                 b.math("MAXIMUM", values["Puff Lifetime"], 1e-6)))), label="Puff Radius")
     b.link(size, inst.inputs["Scale"])
     # off: hidden at once (a cached frame of the simulation may still hold puffs)
-    shown = b.node("GeometryNodeSwitch", "Puffs Shown", input_type="GEOMETRY")
-    b.link(puffs_on, shown.inputs["Switch"])
-    b.link(inst.outputs["Instances"], shown.inputs["True"])
-    return shown.outputs[0]
+    return b.switch("Puffs Shown", puffs_on, inst.outputs["Instances"], input_type="GEOMETRY")
 
 
 def _occluder_stores(b, geo, occ_flat, P, thick_node, occ_here):

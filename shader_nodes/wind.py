@@ -266,14 +266,8 @@ def _build(tree):
     dz = mul(m("SUBTRACT", hz, oz), ray.outputs["Is Hit"])
     terrain_local = transform_dir(invert.outputs[0], b.combine_xyz(0.0, 0.0, dz, label="Terrain Lift"), "Terrain Local")
     local_grass = b.vmath("ADD", faded, terrain_local, label="Grass Local Offset")
-    is_grass = b.node("FunctionNodeCompare", "Is Grass", data_type="FLOAT", operation="GREATER_THAN")
-    b.link(inp["Grass"], is_grass.inputs[0])
-    is_grass.inputs[1].default_value = 0.5
-    switch = b.node("GeometryNodeSwitch", "Grass Switch", input_type="VECTOR")
-    b.link(is_grass.outputs[0], switch.inputs["Switch"])
-    b.link(local_tree, switch.inputs["False"])
-    b.link(local_grass, switch.inputs["True"])
-    local = switch.outputs[0]
+    is_grass = b.compare("GREATER_THAN", inp["Grass"], 0.5, data_type="FLOAT", label="Is Grass")
+    local = b.switch("Grass Switch", is_grass, local_grass, local_tree, "VECTOR")
 
     set_pos = b.node("GeometryNodeSetPosition", "Set Position", location=(2800, 0))
     b.link(gi.outputs["Geometry"], set_pos.inputs["Geometry"])
