@@ -17,10 +17,11 @@ def on_load_post(*_args):
 # --- objects appended from another file join the scene's bend, wind and snow trails ---
 # An appended bent, windy or trailed object brings its group from its file (no scene: the group's values read
 # the scene being evaluated), with that file's structure (the bend's mode and pivot, the wind's source object,
-# the trails' actors). At the next update it joins the scene's own group. Checked only when the number of node
-# groups changed.
+# the trails' actors). At the next update it joins the scene's own group; so does a library override of a bent
+# or windy asset (its modifier uses the library's group). Checked only when the number of node groups or of
+# objects changed (appending or linking adds groups, making an override adds objects).
 
-_groups_seen: dict = {}  # scene name -> number of node groups at the last check
+_seen: dict = {}  # scene name -> (number of node groups, number of objects) at the last check
 
 
 @persistent
@@ -29,10 +30,10 @@ def on_claim_appended(scene, *_args):
     from .shader_nodes import bend as bend_nodes
     from .shader_nodes import wind as wind_nodes
 
-    count = len(bpy.data.node_groups)
-    if _groups_seen.get(scene.name) == count:
+    counts = (len(bpy.data.node_groups), len(bpy.data.objects))
+    if _seen.get(scene.name) == counts:
         return
-    _groups_seen[scene.name] = count
+    _seen[scene.name] = counts
     try:
         bend_nodes.claim_appended(scene)
         wind_nodes.claim_appended(scene)
@@ -43,7 +44,7 @@ def on_claim_appended(scene, *_args):
 
 @persistent
 def on_claim_load_post(*_args):
-    _groups_seen.clear()
+    _seen.clear()
 
 
 # --- snow: the live trails follow the actor collection ---

@@ -326,17 +326,31 @@ def test_objects_without_geometry_are_skipped_and_named(envfx):
     assert "EnvFX Bend" not in bpy.data.node_groups
 
 
+def _library_with_triangle(envfx, path, bent_in_library):
+    """Write a library file ``path`` holding the object "LibTri" (bent there, Cylinder along +X, when
+    ``bent_in_library``), then start a new file."""
+    mesh = bpy.data.meshes.new("LibMesh")
+    mesh.from_pydata([(0, 0, 0), (1, 0, 0), (0, 1, 0), (0, 9, 1)], [], [(0, 1, 2)])
+    asset = bpy.data.objects.new("LibTri", mesh)
+    bpy.context.scene.collection.objects.link(asset)
+    if bent_in_library:
+        scene_setup("CYLINDER", "POS_X")
+        envfx.operators.bend.add_bend(bpy.context.scene, [asset])
+    bpy.data.libraries.write(path, {asset})
+    bpy.ops.wm.read_homefile(app_template="")
+
+
+def _link_triangle(path):
+    with bpy.data.libraries.load(path, link=True) as (_src, dst):
+        dst.objects = ["LibTri"]
+    bpy.context.scene.collection.objects.link(dst.objects[0])
+    return dst.objects[0]
+
+
 def test_linked_library_objects_are_skipped(envfx, tmp_path):
     lib = str(tmp_path / "lib.blend")
-    mesh = bpy.data.meshes.new("LibMesh")
-    mesh.from_pydata([(0, 0, 0), (1, 0, 0), (0, 1, 0)], [], [(0, 1, 2)])
-    obj = bpy.data.objects.new("LibTri", mesh)
-    bpy.data.libraries.write(lib, {obj})
-    bpy.ops.wm.read_homefile(app_template="")
-    with bpy.data.libraries.load(lib, link=True) as (src, dst):
-        dst.objects = ["LibTri"]
-    linked = dst.objects[0]
-    bpy.context.scene.collection.objects.link(linked)
+    _library_with_triangle(envfx, lib, bent_in_library=False)
+    linked = _link_triangle(lib)
     cube = bpy.data.objects["Cube"]
     result = envfx.operators.bend.add_bend(bpy.context.scene, [cube, linked])
     assert result.changed == ["Cube"]
@@ -355,19 +369,8 @@ def test_a_library_override_bends_and_keeps_its_bend_through_save_and_reload(env
     stays the library's), and the bend is still there after save and reload. An asset already bent in its
     library file takes this scene's bend (mode, values) instead of the library's."""
     lib = str(tmp_path / "lib.blend")
-    mesh = bpy.data.meshes.new("LibMesh")
-    mesh.from_pydata([(0, 0, 0), (1, 0, 0), (0, 1, 0), (0, 9, 1)], [], [(0, 1, 2)])
-    asset = bpy.data.objects.new("LibTri", mesh)
-    bpy.context.scene.collection.objects.link(asset)
-    if bent_in_library:
-        scene_setup("CYLINDER", "POS_X")
-        envfx.operators.bend.add_bend(bpy.context.scene, [asset])
-    bpy.data.libraries.write(lib, {asset})
-    bpy.ops.wm.read_homefile(app_template="")
-    with bpy.data.libraries.load(lib, link=True) as (_src, dst):
-        dst.objects = ["LibTri"]
-    bpy.context.scene.collection.objects.link(dst.objects[0])
-    override = dst.objects[0].override_create(remap_local_usages=True)
+    _library_with_triangle(envfx, lib, bent_in_library)
+    override = _link_triangle(lib).override_create(remap_local_usages=True)
     override.location = (0.5, 6.0, 0.0)
     scene_setup("RUNNER", "POS_Y")
     result = envfx.operators.bend.add_bend(bpy.context.scene, [override])
@@ -383,6 +386,36 @@ def test_a_library_override_bends_and_keeps_its_bend_through_save_and_reload(env
     got = evaluated_local(envfx, override)
     np.testing.assert_allclose(got, expected_local(envfx, override), atol=1e-4 * 10)
     assert got[3, 2] < 1.0 - 0.01  # the far vertex dropped
+
+
+def test_an_override_of_a_bent_asset_joins_the_scene_bend_by_itself(envfx, tmp_path):
+    """Like an appended one, a library override of an asset bent in its library file joins the bend of the scene
+    it lands in at the next update, without Add Bend: the scene's mode, axis and values. The linked original
+    beside it keeps its library's group (it cannot be changed)."""
+    lib = str(tmp_path / "lib.blend")
+    _library_with_triangle(envfx, lib, bent_in_library=True)
+    scene_setup("PLANET", "POS_Y")
+    envfx.operators.bend.add_bend(bpy.context.scene, [bpy.data.objects["Cube"]])
+    group = envfx.shader_nodes.bend.group_for(bpy.context.scene)
+    linked = _link_triangle(lib)
+    bpy.context.view_layer.update()
+    library_group = linked.modifiers[-1].node_group
+    assert library_group.library is not None and library_group["envfx_stamp"].endswith(":CYLINDER:POS_X")
+    override = linked.override_create(remap_local_usages=False)
+    bpy.context.scene.collection.objects.link(override)
+    override.location = (0.5, 6.0, 0.0)
+    got = evaluated_local(envfx, override)
+    assert [m.node_group for m in envfx.operators.bend.bend_modifiers(override)] == [group]
+    assert linked.modifiers[-1].node_group == library_group
+    np.testing.assert_allclose(got, expected_local(envfx, override), atol=1e-4 * 10)
+    assert got[3, 2] < 1.0 - 0.01  # the far vertex dropped
+    path = str(tmp_path / "level.blend")
+    bpy.ops.wm.save_as_mainfile(filepath=path)
+    bpy.ops.wm.open_mainfile(filepath=path)
+    override = next(o for o in bpy.data.objects if o.override_library is not None)
+    group = envfx.shader_nodes.bend.group_for(bpy.context.scene)
+    assert [m.node_group for m in envfx.operators.bend.bend_modifiers(override)] == [group]
+    np.testing.assert_allclose(evaluated_local(envfx, override), expected_local(envfx, override), atol=1e-4 * 10)
 
 
 def test_collection_instances_are_named_and_bending_an_instanced_original_warns(envfx):
