@@ -750,3 +750,24 @@ def test_a_linked_plant_is_named_and_its_library_override_takes_the_wind(mods, t
     assert sorted(result.changed) == sorted([override.name, "Cube"]) and override.data.library is not None
     assert [m.node_group for m in mods.ops.wind_modifiers(override)] == [mods.nodes.group_for(scene)]
     assert _gn_vs_core(mods, override, (5, 30)) < 1e-4
+
+
+def test_an_override_of_a_windy_plant_joins_the_scene_wind_by_itself(mods, tmp_path):
+    """Like an appended plant, a library override of a plant in the wind in its library file joins the wind of
+    the scene it lands in at the next update, without Add Wind, and sways with that scene's wind."""
+    scene = bpy.context.scene
+    tree, (obj,) = _tree(mods, n_branches=2, leaves_per_branch=2)
+    mods.ops.bake(scene, [obj], ao_samples=0)
+    mods.ops.add_wind(scene, [obj])
+    lib = str(tmp_path / "plants.blend")
+    bpy.data.libraries.write(lib, {obj})
+    bpy.ops.wm.read_homefile(app_template="")
+    scene = bpy.context.scene
+    scene.envfx.wind.strength, scene.envfx.wind.direction = 1.7, math.radians(200)
+    with bpy.data.libraries.load(lib, link=True) as (_src, dst):
+        dst.objects = ["Tree"]
+    scene.collection.objects.link(dst.objects[0])
+    override = dst.objects[0].override_create(remap_local_usages=True)
+    bpy.context.view_layer.update()  # what the UI does after making the override
+    assert [m.node_group for m in mods.ops.wind_modifiers(override)] == [mods.nodes.group_for(scene)]
+    assert _gn_vs_core(mods, override, (5, 30)) < 1e-4
