@@ -363,6 +363,20 @@ def test_linked_library_objects_are_skipped(envfx, tmp_path):
     assert not linked.envfx.bend_exclude
 
 
+def _override_bend_after_save_and_reload(envfx, tmp_path):
+    """Save the file and open it again: (the scene's bend group, the override's evaluated local positions),
+    checked to be on that group and equal to ``core.bend``."""
+    path = str(tmp_path / "level.blend")
+    bpy.ops.wm.save_as_mainfile(filepath=path)
+    bpy.ops.wm.open_mainfile(filepath=path)
+    override = next(o for o in bpy.data.objects if o.override_library is not None)
+    group = envfx.shader_nodes.bend.group_for(bpy.context.scene)
+    assert [m.node_group for m in envfx.operators.bend.bend_modifiers(override)] == [group]
+    got = evaluated_local(envfx, override)
+    np.testing.assert_allclose(got, expected_local(envfx, override), atol=1e-4 * 10)
+    return group, got
+
+
 @pytest.mark.parametrize("bent_in_library", [False, True])
 def test_a_library_override_bends_and_keeps_its_bend_through_save_and_reload(envfx, tmp_path, bent_in_library):
     """What the skip message advises works: a library override of a linked object takes the bend (its mesh
@@ -376,15 +390,8 @@ def test_a_library_override_bends_and_keeps_its_bend_through_save_and_reload(env
     result = envfx.operators.bend.add_bend(bpy.context.scene, [override])
     assert result.changed == [override.name] and override.data.library is not None
     assert ("it follows this scene's bend now" in " ".join(result.warnings)) == bent_in_library
-    path = str(tmp_path / "level.blend")
-    bpy.ops.wm.save_as_mainfile(filepath=path)
-    bpy.ops.wm.open_mainfile(filepath=path)
-    override = next(o for o in bpy.data.objects if o.override_library is not None)
-    group = envfx.shader_nodes.bend.group_for(bpy.context.scene)
-    assert [m.node_group for m in envfx.operators.bend.bend_modifiers(override)] == [group]
+    group, got = _override_bend_after_save_and_reload(envfx, tmp_path)
     assert group.library is None and group["envfx_stamp"].endswith(":RUNNER:POS_Y")
-    got = evaluated_local(envfx, override)
-    np.testing.assert_allclose(got, expected_local(envfx, override), atol=1e-4 * 10)
     assert got[3, 2] < 1.0 - 0.01  # the far vertex dropped
 
 
@@ -409,13 +416,7 @@ def test_an_override_of_a_bent_asset_joins_the_scene_bend_by_itself(envfx, tmp_p
     assert linked.modifiers[-1].node_group == library_group
     np.testing.assert_allclose(got, expected_local(envfx, override), atol=1e-4 * 10)
     assert got[3, 2] < 1.0 - 0.01  # the far vertex dropped
-    path = str(tmp_path / "level.blend")
-    bpy.ops.wm.save_as_mainfile(filepath=path)
-    bpy.ops.wm.open_mainfile(filepath=path)
-    override = next(o for o in bpy.data.objects if o.override_library is not None)
-    group = envfx.shader_nodes.bend.group_for(bpy.context.scene)
-    assert [m.node_group for m in envfx.operators.bend.bend_modifiers(override)] == [group]
-    np.testing.assert_allclose(evaluated_local(envfx, override), expected_local(envfx, override), atol=1e-4 * 10)
+    _override_bend_after_save_and_reload(envfx, tmp_path)
 
 
 def test_collection_instances_are_named_and_bending_an_instanced_original_warns(envfx):
