@@ -327,16 +327,18 @@ def test_objects_without_geometry_are_skipped_and_named(envfx):
 
 
 def _library_with_triangle(envfx, path, bent_in_library):
-    """Write a library file ``path`` holding the object "LibTri" (bent there, Cylinder along +X, when
-    ``bent_in_library``), then start a new file."""
+    """Write a library file ``path`` holding the object "LibTri" in the collection "Assets" (bent there,
+    Cylinder along +X, when ``bent_in_library``), then start a new file."""
     mesh = bpy.data.meshes.new("LibMesh")
     mesh.from_pydata([(0, 0, 0), (1, 0, 0), (0, 1, 0), (0, 9, 1)], [], [(0, 1, 2)])
     asset = bpy.data.objects.new("LibTri", mesh)
-    bpy.context.scene.collection.objects.link(asset)
+    assets = bpy.data.collections.new("Assets")
+    bpy.context.scene.collection.children.link(assets)
+    assets.objects.link(asset)
     if bent_in_library:
         scene_setup("CYLINDER", "POS_X")
         envfx.operators.bend.add_bend(bpy.context.scene, [asset])
-    bpy.data.libraries.write(path, {asset})
+    bpy.data.libraries.write(path, {assets})
     bpy.ops.wm.read_homefile(app_template="")
 
 
@@ -416,6 +418,27 @@ def test_an_override_of_a_bent_asset_joins_the_scene_bend_by_itself(envfx, tmp_p
     assert linked.modifiers[-1].node_group == library_group
     np.testing.assert_allclose(got, expected_local(envfx, override), atol=1e-4 * 10)
     assert got[3, 2] < 1.0 - 0.01  # the far vertex dropped
+    _override_bend_after_save_and_reload(envfx, tmp_path)
+
+
+def test_a_library_override_of_a_bent_collection_joins_the_scene_bend(envfx, tmp_path):
+    """The usual way to bring assets in: link their collection, instance it and make a library override of the
+    instance (Object > Library Override > Make). Every object of it (system overrides, not editable in the UI)
+    joins the scene's bend at the next update, and stays on it after save and reload."""
+    lib = str(tmp_path / "lib.blend")
+    _library_with_triangle(envfx, lib, bent_in_library=True)
+    scene_setup("PLANET", "POS_Y")
+    with bpy.data.libraries.load(lib, link=True) as (_src, dst):
+        dst.collections = ["Assets"]
+    inst = bpy.data.objects.new("Assets Instance", None)
+    inst.instance_type, inst.instance_collection = "COLLECTION", dst.collections[0]
+    bpy.context.scene.collection.objects.link(inst)
+    dst.collections[0].override_hierarchy_create(bpy.context.scene, bpy.context.view_layer, reference=inst)
+    override = next(o for o in bpy.data.objects if o.override_library is not None)
+    assert override.override_library.is_system_override
+    bpy.context.view_layer.update()
+    group = envfx.shader_nodes.bend.group_for(bpy.context.scene)
+    assert [m.node_group for m in envfx.operators.bend.bend_modifiers(override)] == [group]
     _override_bend_after_save_and_reload(envfx, tmp_path)
 
 
