@@ -41,6 +41,9 @@ def group_status(scene, obj, own, is_group, empty: str, count: str, noun: str, a
         other = next((m.node_group for m in obj.modifiers
                       if m.type == "NODES" and is_group(m.node_group) and m.node_group != own), None)
         if other is not None:
+            if obj.library is not None:  # it cannot be changed; an override of it joins this scene's by itself
+                action = ("it is linked; make a library override of it (Object > Library Override > Make) to "
+                          "give it this scene's")
             lines.append((f"{obj.name} has the {noun} of {common.owner_text(other)}: {action}", True))
     return lines
 

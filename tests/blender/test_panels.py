@@ -79,3 +79,23 @@ def test_status_says_what_the_scene_does_and_whose_effect_an_object_has(envfx, f
     add(level, [rock])
     text, alert = status(level, cube)[-1]
     assert alert and other in text
+
+
+@pytest.mark.parametrize("feature", sorted(STATUS))
+def test_status_of_a_linked_object_with_its_library_effect_says_to_override_it(envfx, feature, tmp_path):
+    """A linked object keeps its library's effect and Add cannot change it: the status says to make a library
+    override (which joins the scene's effect by itself)."""
+    add = getattr(getattr(envfx.operators, feature), f"add_{feature}")
+    cube = bpy.data.objects["Cube"]
+    add(bpy.context.scene, [cube])
+    lib = str(tmp_path / "lib.blend")
+    bpy.data.libraries.write(lib, {cube})
+    bpy.ops.wm.read_homefile(app_template="", use_empty=True)
+    with bpy.data.libraries.load(lib, link=True) as (_src, dst):
+        dst.objects = ["Cube"]
+    scene = bpy.context.scene
+    scene.collection.objects.link(dst.objects[0])
+    text, alert = getattr(envfx.panels, feature).status(scene, dst.objects[0])[-1]
+    assert alert and text.startswith(f"Cube has the {feature} of ")
+    assert text.endswith("it is linked; make a library override of it (Object > Library Override > Make) to give "
+                         "it this scene's")
