@@ -68,21 +68,39 @@ def on_snow_load_post(*_args):
     snow_ops.forget_followed()
 
 
+# --- library overrides keep their per-object settings ---
+
+@persistent
+def on_save_pre_overrides(*_args):
+    """Blender 5.0 saves a change of an add-on setting on a library override (Exclude from Bend, the wind
+    settings of a linked plant) only when the linked original holds that setting's group too; otherwise the
+    change is lost at the next load. Give the override and its original the groups of ``Object.envfx`` before
+    each save (reading a group makes it; the library file is not written)."""
+    for obj in bpy.data.objects:
+        reference = obj.override_library.reference if obj.override_library is not None else None
+        if reference is None:
+            continue
+        for o in (obj, reference):
+            settings = o.envfx
+            settings.wind, settings.snow  # noqa: B018 -- reading makes the groups
+
+
 SNOW_HANDLERS = (("frame_change_pre", on_snow_follow_actors), ("depsgraph_update_post", on_snow_follow_actors),
                  ("load_post", on_snow_load_post))
 CLAIM_HANDLERS = (("depsgraph_update_post", on_claim_appended), ("frame_change_pre", on_claim_appended),
                   ("load_post", on_claim_load_post))
+OVERRIDE_HANDLERS = (("save_pre", on_save_pre_overrides),)
 
 
 def register():
     bpy.app.handlers.load_post.append(on_load_post)
-    for name, fn in SNOW_HANDLERS + CLAIM_HANDLERS:
+    for name, fn in SNOW_HANDLERS + CLAIM_HANDLERS + OVERRIDE_HANDLERS:
         getattr(bpy.app.handlers, name).append(fn)
 
 
 def unregister():
     if on_load_post in bpy.app.handlers.load_post:
         bpy.app.handlers.load_post.remove(on_load_post)
-    for name, fn in SNOW_HANDLERS + CLAIM_HANDLERS:
+    for name, fn in SNOW_HANDLERS + CLAIM_HANDLERS + OVERRIDE_HANDLERS:
         if fn in getattr(bpy.app.handlers, name):
             getattr(bpy.app.handlers, name).remove(fn)

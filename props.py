@@ -21,6 +21,8 @@ from .core import wind as core_wind
 
 # Blender 5.0 warns about "//" paths unless a path property says it supports them; 4.2 has no such option.
 PATH_OPTIONS = {"PATH_SUPPORTS_BLEND_RELATIVE"} if bpy.app.version >= (5, 0, 0) else set()
+# Per-object settings can be changed on a library override (an asset linked into a level) and are saved with it.
+OVERRIDABLE = {"LIBRARY_OVERRIDABLE"}
 
 
 # --- Bend -------------------------------------------------------------------------------------------------
@@ -249,26 +251,28 @@ class EnvFXObjectWindSettings(PropertyGroup):
             ("GRASS", "Grass", "Fast spring plus grass ambient motion (figure-eight, wobble)"),
             ("SPECIAL", "Special", "Banners, tarps, cloth-like assets"),
         ),
-        default="TREE", update=_wind_object_changed,
+        default="TREE", update=_wind_object_changed, override=OVERRIDABLE,
     )
     rigidity: FloatProperty(name="Rigidity", description="Divides all wind motion of this asset (2 = half as much)",
-                            default=1.0, min=0.01, soft_max=10.0, max=100.0, update=_wind_object_changed)
+                            default=1.0, min=0.01, soft_max=10.0, max=100.0, update=_wind_object_changed,
+                            override=OVERRIDABLE)
     bend: FloatProperty(name="Bend", description="Branch motion along the wind", default=1.0, soft_min=0.0,
-                        soft_max=3.0, min=-10.0, max=10.0, update=_wind_object_changed)
+                        soft_max=3.0, min=-10.0, max=10.0, update=_wind_object_changed, override=OVERRIDABLE)
     sway: FloatProperty(name="Sway", description="Branch motion across the wind", default=1.0, soft_min=0.0,
-                        soft_max=3.0, min=-10.0, max=10.0, update=_wind_object_changed)
+                        soft_max=3.0, min=-10.0, max=10.0, update=_wind_object_changed, override=OVERRIDABLE)
     lift: FloatProperty(name="Lift", description="Branch motion up and down", default=1.0, soft_min=0.0,
-                        soft_max=3.0, min=-10.0, max=10.0, update=_wind_object_changed)
+                        soft_max=3.0, min=-10.0, max=10.0, update=_wind_object_changed, override=OVERRIDABLE)
     micro: FloatProperty(name="Micro", description="Leaf flutter (3D noise moving the leaves, driven by R)",
-                         default=1.0, min=0.0, soft_max=3.0, max=10.0, update=_wind_object_changed)
+                         default=1.0, min=0.0, soft_max=3.0, max=10.0, update=_wind_object_changed,
+                         override=OVERRIDABLE)
     ramp: FloatProperty(name="Ramp", description="Respond earlier at low wind speeds (0 = linear; 3 = four times "
                         "the response at light wind, same at full wind)", default=0.0, min=0.0, soft_max=10.0,
-                        max=100.0, update=_wind_object_changed)
+                        max=100.0, update=_wind_object_changed, override=OVERRIDABLE)
     main_bend: BoolProperty(name="Main Bend", description="Bend the whole asset with height (plants can switch "
-                            "it off)", default=True, update=_wind_object_changed)
+                            "it off)", default=True, update=_wind_object_changed, override=OVERRIDABLE)
     asset_height: FloatProperty(name="Asset Height", description="Height of the asset, set by the wind-data bake "
                                 "(scales every motion)", default=1.0, min=0.0, subtype="DISTANCE",
-                                update=_wind_object_changed)
+                                update=_wind_object_changed, override=OVERRIDABLE)
 
 
 # --- Mips -------------------------------------------------------------------------------------------------
@@ -725,11 +729,11 @@ def _snow_actor_changed(self, context):
 class EnvFXSnowObjectSettings(PropertyGroup):
     radius: FloatProperty(
         name="Snow Radius", description="Radius of the trail this actor carves (0 = from its size)",
-        default=0.0, min=0.0, subtype="DISTANCE", update=_snow_actor_changed,
+        default=0.0, min=0.0, subtype="DISTANCE", update=_snow_actor_changed, override=OVERRIDABLE,
     )
     depth: FloatProperty(
         name="Snow Depth", description="How deep this actor pushes the snow (0 = half its radius)",
-        default=0.0, min=0.0, subtype="DISTANCE", update=_snow_actor_changed,
+        default=0.0, min=0.0, subtype="DISTANCE", update=_snow_actor_changed, override=OVERRIDABLE,
     )
 
 
@@ -749,9 +753,10 @@ class EnvFXObjectSettings(PropertyGroup):
         description="Never bend this object (the write-up's BEND_OFF), even when its collection is bent",
         default=False,
         update=_bend_exclude_changed,
+        override=OVERRIDABLE,
     )
-    wind: PointerProperty(type=EnvFXObjectWindSettings)
-    snow: PointerProperty(type=EnvFXSnowObjectSettings)
+    wind: PointerProperty(type=EnvFXObjectWindSettings, override=OVERRIDABLE)
+    snow: PointerProperty(type=EnvFXSnowObjectSettings, override=OVERRIDABLE)
 
 
 classes = (
@@ -771,7 +776,7 @@ def register():
     for cls in classes:
         bpy.utils.register_class(cls)
     bpy.types.Scene.envfx = PointerProperty(type=EnvFXSceneSettings)
-    bpy.types.Object.envfx = PointerProperty(type=EnvFXObjectSettings)
+    bpy.types.Object.envfx = PointerProperty(type=EnvFXObjectSettings, override=OVERRIDABLE)
 
 
 def unregister():

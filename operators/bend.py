@@ -11,8 +11,8 @@ from ..core import bend as core_bend
 from ..core import bend_engines
 from ..shader_nodes import bend as bend_nodes
 from ..shader_nodes import common
-from .common import (NeedsScene, ObjectsResult, instancers_of, join_scene_group, linked_reason, no_modifier_reason,
-                     report_result)
+from .common import (NeedsScene, ObjectsResult, changeable, instancers_of, join_scene_group, kept_by_override_reason,
+                     linked_reason, no_modifier_reason, report_result)
 
 MODIFIER_NAME = "EnvFX Bend"
 
@@ -111,14 +111,15 @@ def _scene_extent_and_drop(objects, params):
 
 def remove_bend(objects) -> BendResult:
     result = BendResult()
-    for obj in objects:
-        reason = linked_reason(obj)
-        if reason is not None:
-            result.skipped[obj.name] = reason
-            continue
+    for obj in changeable(objects, result):
         mods = bend_modifiers(obj)
         if not mods:
             result.unchanged.append(obj.name)
+            continue
+        reason = kept_by_override_reason(obj, mods, "bend", "exclude it from the bend instead (Exclude from Bend), "
+                                         "or make it local (Object > Relations > Make Local)")
+        if reason is not None:
+            result.skipped[obj.name] = reason
             continue
         for mod in mods:
             obj.modifiers.remove(mod)
@@ -186,11 +187,7 @@ def apply_bend(scene, objects) -> BendResult:
 
 def set_exclude(objects, exclude: bool) -> BendResult:
     result = BendResult()
-    for obj in objects:
-        reason = linked_reason(obj)
-        if reason is not None:
-            result.skipped[obj.name] = reason
-            continue
+    for obj in changeable(objects, result):
         obj.envfx.bend_exclude = exclude
         result.changed.append(obj.name)
     return result

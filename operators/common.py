@@ -51,6 +51,27 @@ def linked_reason(obj, mesh_too: bool = False) -> str | None:
     return None
 
 
+def changeable(objects, result: ObjectsResult):
+    """The objects of ``objects`` that can be changed here, in order; the linked ones are booked in ``result`` as
+    skipped, with what to do."""
+    for obj in objects:
+        reason = linked_reason(obj)
+        if reason is None:
+            yield obj
+        else:
+            result.skipped[obj.name] = reason
+
+
+def kept_by_override_reason(obj, mods, effect: str, instead: str) -> str | None:
+    """Why the modifiers ``mods`` (of an effect) of ``obj`` cannot be removed, or None: on a library override, a
+    modifier that comes from the library stays (Blender brings it back when the file is opened again).
+    ``instead`` says what to do."""
+    if obj.override_library is None or not any(m.is_override_data for m in mods):
+        return None
+    library = obj.override_library.reference.library
+    return f"its {effect} comes from library {library.filepath!r}, and a library override cannot remove it; {instead}"
+
+
 def instancers_of(scene, names) -> dict:
     """{object name: names of the collection instances in ``scene`` that show it} for the objects ``names``."""
     wanted = set(names)

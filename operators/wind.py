@@ -13,7 +13,8 @@ from .. import bridge, progress
 from ..core import wind as core_wind
 from ..shader_nodes import bend as bend_nodes
 from ..shader_nodes import wind as wind_nodes
-from .common import ObjectsResult, join_scene_group, linked_reason, no_modifier_reason, report_result
+from .common import (ObjectsResult, changeable, join_scene_group, kept_by_override_reason, linked_reason,
+                     no_modifier_reason, report_result)
 
 MODIFIER_NAME = "EnvFX Wind"
 HEIGHT_ATTR = "EnvFX_Height"
@@ -401,15 +402,21 @@ def add_wind(scene, objects) -> WindResult:
 
 def remove_wind(objects) -> WindResult:
     result = WindResult()
-    for obj in objects:
+    for obj in changeable(objects, result):
         mods = wind_modifiers(obj)
         if not mods:
             result.unchanged.append(obj.name)
             continue
+        reason = kept_by_override_reason(obj, mods, "wind", "make it local (Object > Relations > Make Local)")
+        if reason is not None:
+            result.skipped[obj.name] = reason
+            continue
         for mod in mods:
             obj.modifiers.remove(mod)
-        if obj.type == "MESH" and not any(wind_modifiers(o) for o in bpy.data.objects if o.data == obj.data):
-            wind_nodes.remove_live_attributes(obj.data)
+        mesh = obj.data
+        if (obj.type == "MESH" and mesh.library is None
+                and not any(wind_modifiers(o) for o in bpy.data.objects if o.data == mesh)):
+            wind_nodes.remove_live_attributes(mesh)
         result.changed.append(obj.name)
     return result
 
@@ -418,7 +425,7 @@ def apply_preset(objects, preset: str) -> WindResult:
     if preset not in core_wind.PRESETS:
         raise WindInputError(f"Unknown wind preset {preset!r}: use one of {', '.join(core_wind.PRESETS)}")
     result = WindResult()
-    for obj in objects:
+    for obj in changeable(objects, result):
         for key, value in core_wind.PRESETS[preset].items():
             setattr(obj.envfx.wind, key, value)
         result.changed.append(obj.name)

@@ -442,6 +442,40 @@ def test_a_library_override_of_a_bent_collection_joins_the_scene_bend(envfx, tmp
     _override_bend_after_save_and_reload(envfx, tmp_path)
 
 
+@pytest.mark.parametrize("bent_in_library", [False, True])
+def test_an_override_excludes_its_bend_and_removes_only_a_bend_of_its_own(envfx, tmp_path, bent_in_library):
+    """On a library override, Exclude from Bend is kept through save and reload. A bend added to the override
+    can be removed; the bend of the library's asset cannot (Blender would bring it back at the next load), so
+    Remove names it and says what to do instead, and changes nothing."""
+    lib = str(tmp_path / "lib.blend")
+    _library_with_triangle(envfx, lib, bent_in_library)
+    override = _link_triangle(lib).override_create(remap_local_usages=True)
+    override.location = (0.5, 6.0, 0.0)
+    scene_setup("RUNNER", "POS_Y")
+    envfx.operators.bend.add_bend(bpy.context.scene, [override])
+    result = envfx.operators.bend.remove_bend([override])
+    if bent_in_library:
+        assert result.changed == [] and len(envfx.operators.bend.bend_modifiers(override)) == 1
+        assert "its bend comes from library" in result.skipped["LibTri"]
+        assert "a library override cannot remove it; exclude it from the bend instead" in result.skipped["LibTri"]
+    else:
+        assert result.changed == ["LibTri"] and not override.modifiers
+        envfx.operators.bend.add_bend(bpy.context.scene, [override])
+    assert envfx.operators.bend.set_exclude([override], True).changed == ["LibTri"]
+    path = str(tmp_path / "level.blend")
+    bpy.ops.wm.save_as_mainfile(filepath=path)
+    bpy.ops.wm.open_mainfile(filepath=path)
+    override = next(o for o in bpy.data.objects if o.override_library is not None)
+    mods = envfx.operators.bend.bend_modifiers(override)
+    assert override.envfx.bend_exclude and len(mods) == 1 and not mods[0].show_viewport and not mods[0].show_render
+    np.testing.assert_allclose(evaluated_local(envfx, override), envfx.bridge.get_positions(override.data), atol=1e-6)
+    if not bent_in_library:
+        assert envfx.operators.bend.remove_bend([override]).changed == ["LibTri"]
+        bpy.ops.wm.save_as_mainfile(filepath=path)
+        bpy.ops.wm.open_mainfile(filepath=path)
+        assert not next(o for o in bpy.data.objects if o.override_library is not None).modifiers
+
+
 def test_collection_instances_are_named_and_bending_an_instanced_original_warns(envfx):
     """A collection instance cannot take a modifier: it is skipped with what to do. Bending an object that an
     instance also shows warns that the instance shows the bend of the original's place."""

@@ -771,3 +771,39 @@ def test_an_override_of_a_windy_plant_joins_the_scene_wind_by_itself(mods, tmp_p
     bpy.context.view_layer.update()  # what the UI does after making the override
     assert [m.node_group for m in mods.ops.wind_modifiers(override)] == [mods.nodes.group_for(scene)]
     assert _gn_vs_core(mods, override, (5, 30)) < 1e-4
+
+
+def test_linked_plants_are_left_alone_and_an_override_keeps_its_library_wind_and_its_preset(mods, tmp_path):
+    """Remove Wind and the presets skip a plant linked from a library (a change would be lost at the next load)
+    and say what to do. On a library override, Remove Wind refuses the library's wind for the same reason,
+    while a preset applies and is kept through save and reload, and the plant sways with it."""
+    scene = bpy.context.scene
+    tree, (obj,) = _tree(mods, n_branches=2, leaves_per_branch=2)
+    mods.ops.bake(scene, [obj], ao_samples=0)
+    mods.ops.add_wind(scene, [obj])
+    lib = str(tmp_path / "plants.blend")
+    bpy.data.libraries.write(lib, {obj})
+    bpy.ops.wm.read_homefile(app_template="")
+    scene = bpy.context.scene
+    with bpy.data.libraries.load(lib, link=True) as (_src, dst):
+        dst.objects = ["Tree"]
+    linked = dst.objects[0]
+    scene.collection.objects.link(linked)
+    for result in (mods.ops.remove_wind([linked]), mods.ops.apply_preset([linked], "GRASS")):
+        assert result.changed == [] and "Tree" in result.skipped
+        assert "linked from library" in result.skipped["Tree"] and "make it local first" in result.skipped["Tree"]
+    assert len(mods.ops.wind_modifiers(linked)) == 1 and linked.envfx.wind.category == "TREE"
+    override = linked.override_create(remap_local_usages=True)
+    bpy.context.view_layer.update()
+    result = mods.ops.remove_wind([override])
+    assert result.changed == [] and len(mods.ops.wind_modifiers(override)) == 1
+    assert "its wind comes from library" in result.skipped["Tree"]
+    assert "a library override cannot remove it; make it local" in result.skipped["Tree"]
+    assert mods.ops.apply_preset([override], "GRASS").changed == ["Tree"]
+    path = str(tmp_path / "level.blend")
+    bpy.ops.wm.save_as_mainfile(filepath=path)
+    bpy.ops.wm.open_mainfile(filepath=path)
+    override = next(o for o in bpy.data.objects if o.override_library is not None)
+    assert override.envfx.wind.category == "GRASS"
+    assert [m.node_group for m in mods.ops.wind_modifiers(override)] == [mods.nodes.group_for(bpy.context.scene)]
+    assert _gn_vs_core(mods, override, (5, 30)) < 1e-4
