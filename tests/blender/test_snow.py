@@ -1199,3 +1199,38 @@ def test_appended_snow_joins_the_scene_trails_and_actors(envfx, tmp_path):
         scene.frame_set(f)
     y = _walker_y(2)
     assert _depth_near(envfx, snow, 1.5, y) < -0.1 and _depth_near(envfx, snow, -1.5, y) > -0.01
+
+
+def test_an_override_of_snow_with_trails_joins_the_scene_trails_and_actors(envfx, tmp_path):
+    """Snow with live trails linked from a library and made a library override takes, at the next update, the
+    trails and actors of the scene it lands in (not its library's), and keeps them through save and reload."""
+    scene, snow, actors = snow_scene(envfx)
+    _walker("Old Walker", -1.5, actors)
+    _start_trails(envfx, scene, snow)
+    snow_name = snow.name
+    path = str(tmp_path / "snowfield.blend")
+    bpy.data.libraries.write(path, {snow})
+    bpy.ops.wm.read_homefile(app_template="", use_empty=True)
+    scene = bpy.context.scene
+    mine = bpy.data.collections.new("My Actors")
+    scene.collection.children.link(mine)
+    _walker("Walker", 1.5, mine)
+    scene.envfx.snow.actors = mine
+    with bpy.data.libraries.load(path, link=True) as (_src, dst):
+        dst.objects = [snow_name]
+    scene.collection.objects.link(dst.objects[0])
+    snow = dst.objects[0].override_create(remap_local_usages=True)
+    scene.frame_set(1)
+    bpy.context.view_layer.update()  # what the UI does after making the override
+    tree = envfx.shader_nodes.snow.group_for(scene)
+    assert tree is not None and snow.modifiers[snow_nodes_name(envfx)].node_group == tree
+    level = str(tmp_path / "level.blend")
+    bpy.ops.wm.save_as_mainfile(filepath=level)
+    bpy.ops.wm.open_mainfile(filepath=level)
+    scene = bpy.context.scene
+    snow = next(o for o in bpy.data.objects if o.override_library is not None)
+    assert snow.modifiers[snow_nodes_name(envfx)].node_group == envfx.shader_nodes.snow.group_for(scene)
+    for f in range(1, 6):
+        scene.frame_set(f)
+    y = _walker_y(2)
+    assert _depth_near(envfx, snow, 1.5, y) < -0.1 and _depth_near(envfx, snow, -1.5, y) > -0.01
