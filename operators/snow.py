@@ -348,7 +348,7 @@ def claim_appended(scene) -> list:
     """Snow with live trails appended into ``scene`` from another file, or a library override of such snow,
     takes the scene's trails and actors (when the scene has usable actors; else it keeps its own). Returns the
     names that joined."""
-    users = common.orphan_users(scene, snow_nodes.KIND, overrides=True)
+    users = common.orphan_users(scene, snow_nodes.KIND)
     if not users:
         return []
     objects = list({obj.name: obj for obj, _mod in users}.values())

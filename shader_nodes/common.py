@@ -102,30 +102,21 @@ def scene_group(scene, kind: str, legacy_name: str):
     return None
 
 
-def orphan_users(scene, kind: str, overrides: bool = False) -> list:
+def orphan_users(scene, kind: str) -> list:
     """[(object, modifier)] of ``scene`` whose group of ``kind`` no scene has: it came with objects appended
-    from another file (or its scene was deleted). With ``overrides``, also library overrides whose modifier still
-    uses their library's group (an asset that had the effect in its library file). Cheap when there is no such
-    group."""
-    local, linked = set(), set()
-    for t in bpy.data.node_groups:
-        if t.get(KIND_KEY) != kind:
-            continue
-        if t.library is not None:
-            linked.add(t)
-        elif not scenes_using(t, kind):
-            local.add(t)
-    if not overrides:
-        linked = set()
-    if not local and not linked:
+    from another file (or its scene was deleted), or it is the library's group on a library override (an asset
+    that had the effect in its library file). Cheap when there is no such group."""
+    orphans = {t for t in bpy.data.node_groups if t.get(KIND_KEY) == kind and (
+        t.library is not None or not scenes_using(t, kind))}
+    if not orphans:
         return []
-    return [(obj, m) for obj in scene.objects for m in obj.modifiers if m.type == "NODES" and (
-        m.node_group in local or (m.node_group in linked and obj.override_library is not None))]
+    return [(obj, m) for obj in scene.objects for m in obj.modifiers if m.type == "NODES" and m.node_group in orphans
+            and (m.node_group.library is None or obj.override_library is not None)]
 
 
 def _orphan_used_in(scene, kind: str):
     """A local group of ``kind`` that no scene has and an object of ``scene`` uses: the scene takes it over."""
-    return next((m.node_group for _obj, m in orphan_users(scene, kind)), None)
+    return next((m.node_group for _obj, m in orphan_users(scene, kind) if m.node_group.library is None), None)
 
 
 def claim_orphans(scene, kind: str, ensure) -> list:
@@ -133,7 +124,7 @@ def claim_orphans(scene, kind: str, ensure) -> list:
     overrides of an asset that had the effect in its library file) join the scene's own group (``ensure(scene)``
     makes or adopts it): they take the scene's structure (mode, pivot, source object...) as well as its values.
     Returns the objects moved."""
-    users = orphan_users(scene, kind, overrides=True)
+    users = orphan_users(scene, kind)
     if not users:
         return []
     tree = ensure(scene)
