@@ -17,9 +17,9 @@ def on_load_post(*_args):
 # --- objects appended from another file join the scene's bend, wind and snow trails ---
 # An appended bent, windy or trailed object brings its group from its file (no scene: the group's values read
 # the scene being evaluated), with that file's structure (the bend's mode and pivot, the wind's source object,
-# the trails' actors). At the next update it joins the scene's own group; so does a library override of a bent
-# or windy asset (its modifier uses the library's group). Checked only when the number of node groups or of
-# objects changed (appending or linking adds groups, making an override adds objects).
+# the trails' actors). At the next update it joins the scene's own group; so does a library override of a bent,
+# windy or trailed asset (its modifier uses the library's group). Checked only when the number of node groups
+# or of objects changed (appending or linking adds groups, making an override adds objects).
 
 _seen: dict = {}  # scene name -> (number of node groups, number of objects) at the last check
 
