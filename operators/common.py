@@ -69,7 +69,7 @@ def kept_by_override_reason(obj, mods, effect: str, instead: str) -> str | None:
     if obj.override_library is None or not any(m.is_override_data for m in mods):
         return None
     library = obj.override_library.reference.library
-    return f"its {effect} comes from library {library.filepath!r}, and a library override cannot remove it; {instead}"
+    return f"its {effect} came from library {library.filepath!r}, and a library override cannot remove it; {instead}"
 
 
 def instancers_of(scene, names) -> dict:

@@ -16,7 +16,7 @@ from .. import bridge, progress
 from ..core import snow as core_snow
 from ..shader_nodes import common
 from ..shader_nodes import snow as snow_nodes
-from .common import NeedsScene, linked_reason
+from .common import NeedsScene, ObjectsResult, changeable, kept_by_override_reason, linked_reason, report_result
 
 MODIFIER_NAME = "EnvFX Snow Trails"
 COVERAGE_MODIFIER = "EnvFX Snow Coverage"
@@ -432,19 +432,30 @@ def follow_actors(scene) -> bool:
     return changed
 
 
-def remove_trails(objects) -> list:
-    changed = []
+# a library override cannot remove a modifier that came from its library: what to do instead
+_SWITCH_OFF_INSTEAD = ("switch it off instead (the modifier's viewport and render toggles), or make it local "
+                       "(Object > Relations > Make Local)")
+
+
+def remove_trails(objects) -> ObjectsResult:
+    result = ObjectsResult()
     surfaces = bpy.data.collections.get(snow_nodes.SURFACES_COLLECTION)
-    for obj in objects:
+    for obj in changeable(objects, result):
         mods = trails_modifiers(obj)
+        reason = kept_by_override_reason(obj, mods, "live trails", _SWITCH_OFF_INSTEAD)
+        if reason is not None:
+            result.skipped[obj.name] = reason
+            continue
         for mod in mods:
             snow_nodes.undrive_modifier(obj, mod)
             obj.modifiers.remove(mod)
-        if mods:
-            changed.append(obj.name)
-            if surfaces is not None and obj.name in surfaces.objects:
-                surfaces.objects.unlink(obj)
-    return changed
+        if not mods:
+            result.unchanged.append(obj.name)
+            continue
+        result.changed.append(obj.name)
+        if surfaces is not None and obj.name in surfaces.objects:
+            surfaces.objects.unlink(obj)
+    return result
 
 
 # --- interaction buffer bake ------------------------------------------------------------------------------
@@ -557,11 +568,16 @@ def bake_job(scene):
 BUFFER_MODIFIER = "EnvFX Snow Buffer"
 
 
-def drive_from_bake(scene, objects, out_dir: str = "") -> list:
+def drive_from_bake(scene, objects, out_dir: str = "") -> ObjectsResult:
     """Offset ``objects`` (snow meshes) by the baked buffer in ``out_dir`` (default: the scene's output
-    folder) instead of the live trails, which are switched off. Returns the names changed."""
+    folder) instead of the live trails, which are switched off (linked objects are skipped)."""
     import json
 
+    result = ObjectsResult()
+    targets = [o for o in changeable(objects, result) if o.type == "MESH" and is_snow_object(o)]
+    if not targets:
+        why = f" ({result.skipped_text()})" if result.skipped else ""
+        raise SnowInputError(f"No snow mesh to drive{why}: generate snow first or select snow meshes")
     out_dir = bpy.path.abspath(out_dir or scene.envfx.snow.output_dir)
     meta_path = os.path.join(out_dir, "snow_buffer.json")
     if not os.path.isfile(meta_path):
@@ -571,9 +587,6 @@ def drive_from_bake(scene, objects, out_dir: str = "") -> list:
     files = [f["file"] for f in meta["frames"] if "file" in f]
     if not files or not all(os.path.isfile(os.path.join(out_dir, f)) for f in files):
         raise SnowInputError(f"The bake in {out_dir!r} is incomplete (images missing): bake it again")
-    targets = [o for o in objects if o.type == "MESH" and is_snow_object(o)]
-    if not targets:
-        raise SnowInputError("No snow mesh to drive: generate snow first or select snow meshes")
     image = bpy.data.images.load(os.path.join(out_dir, files[0]), check_existing=True)
     image.reload()
     image.source = "SEQUENCE" if meta["sequence"] else "FILE"
@@ -590,7 +603,8 @@ def drive_from_bake(scene, objects, out_dir: str = "") -> list:
                 obj.modifiers.remove(extra)
         else:
             bridge.add_modifier_before_bend(obj, BUFFER_MODIFIER, tree)
-    return [o.name for o in targets]
+        result.changed.append(obj.name)
+    return result
 
 
 def buffer_modifiers(obj):
@@ -598,18 +612,21 @@ def buffer_modifiers(obj):
     return [m for m in obj.modifiers if m.type == "NODES" and snow_nodes.is_buffer_group(m.node_group)]
 
 
-def drive_from_trails(objects) -> list:
+def drive_from_trails(objects) -> ObjectsResult:
     """Back to the live trails: remove the buffer modifiers, switch the trails on again."""
-    changed = []
-    for obj in objects:
+    result = ObjectsResult()
+    for obj in changeable(objects, result):
         mods = buffer_modifiers(obj)
+        reason = kept_by_override_reason(obj, mods, "baked buffer", _SWITCH_OFF_INSTEAD)
+        if reason is not None:
+            result.skipped[obj.name] = reason
+            continue
         for mod in mods:
             obj.modifiers.remove(mod)
         for mod in trails_modifiers(obj):
             mod.show_viewport = mod.show_render = True
-        if mods:
-            changed.append(obj.name)
-    return changed
+        (result.changed if mods else result.unchanged).append(obj.name)
+    return result
 
 
 # --- operators --------------------------------------------------------------------------------------------
@@ -674,8 +691,7 @@ class ENVFX_OT_snow_trails_remove(bpy.types.Operator):
 
     def execute(self, context):
         selected = [o for o in getattr(context, "selected_objects", []) or [] if is_snow_object(o)]
-        changed = remove_trails(selected or snow_objects(context.scene))
-        self.report({"INFO"}, f"Removed trails from {len(changed)} object(s)")
+        report_result(self, remove_trails(selected or snow_objects(context.scene)), "Removed the trails from")
         return {"FINISHED"}
 
 
@@ -716,15 +732,14 @@ class ENVFX_OT_snow_drive_from_bake(bpy.types.Operator):
         selected = [o for o in getattr(context, "selected_objects", []) or [] if is_snow_object(o)]
         objects = selected or snow_objects(context.scene)
         if not self.use_bake:
-            changed = drive_from_trails(objects)
-            self.report({"INFO"}, f"{len(changed)} snow mesh(es) back on the live trails")
+            report_result(self, drive_from_trails(objects), "The live trails drive")
             return {"FINISHED"}
         try:
-            changed = drive_from_bake(context.scene, objects)
+            result = drive_from_bake(context.scene, objects)
         except (SnowInputError, OSError, RuntimeError) as exc:
             self.report({"ERROR"}, str(exc))
             return {"CANCELLED"}
-        self.report({"INFO"}, f"{len(changed)} snow mesh(es) now follow the bake")
+        report_result(self, result, "The bake drives")
         return {"FINISHED"}
 
 

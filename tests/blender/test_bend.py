@@ -456,7 +456,7 @@ def test_an_override_excludes_its_bend_and_removes_only_a_bend_of_its_own(envfx,
     result = envfx.operators.bend.remove_bend([override])
     if bent_in_library:
         assert result.changed == [] and len(envfx.operators.bend.bend_modifiers(override)) == 1
-        assert "its bend comes from library" in result.skipped["LibTri"]
+        assert "its bend came from library" in result.skipped["LibTri"]
         assert "a library override cannot remove it; exclude it from the bend instead" in result.skipped["LibTri"]
     else:
         assert result.changed == ["LibTri"] and not override.modifiers

@@ -1202,8 +1202,10 @@ def test_appended_snow_joins_the_scene_trails_and_actors(envfx, tmp_path):
 
 
 def test_an_override_of_snow_with_trails_joins_the_scene_trails_and_actors(envfx, tmp_path):
-    """Snow with live trails linked from a library and made a library override takes, at the next update, the
-    trails and actors of the scene it lands in (not its library's), and keeps them through save and reload."""
+    """Snow with live trails linked from a library cannot be changed: Remove Trails and Snow from Bake skip it
+    and say what to do. Made a library override, it takes, at the next update, the trails and actors of the
+    scene it lands in (not its library's), and keeps them through save and reload; Remove Trails cannot remove
+    its library's trails (they would be back at the next load) and says what to do instead."""
     scene, snow, actors = snow_scene(envfx)
     _walker("Old Walker", -1.5, actors)
     _start_trails(envfx, scene, snow)
@@ -1218,12 +1220,23 @@ def test_an_override_of_snow_with_trails_joins_the_scene_trails_and_actors(envfx
     scene.envfx.snow.actors = mine
     with bpy.data.libraries.load(path, link=True) as (_src, dst):
         dst.objects = [snow_name]
-    scene.collection.objects.link(dst.objects[0])
-    snow = dst.objects[0].override_create(remap_local_usages=True)
+    linked = dst.objects[0]
+    scene.collection.objects.link(linked)
+    ops = envfx.operators.snow
+    for result in (ops.remove_trails([linked]), ops.drive_from_trails([linked])):
+        assert result.changed == [] and "make it local first" in result.skipped[snow_name]
+    with pytest.raises(ops.SnowInputError, match="No snow mesh to drive .*linked from library"):
+        ops.drive_from_bake(scene, [linked], str(tmp_path))
+    assert len(ops.trails_modifiers(linked)) == 1
+    snow = linked.override_create(remap_local_usages=True)
     scene.frame_set(1)
     bpy.context.view_layer.update()  # what the UI does after making the override
     tree = envfx.shader_nodes.snow.group_for(scene)
     assert tree is not None and snow.modifiers[snow_nodes_name(envfx)].node_group == tree
+    result = ops.remove_trails([snow])
+    assert result.changed == [] and len(ops.trails_modifiers(snow)) == 1
+    assert "its live trails came from library" in result.skipped[snow_name]
+    assert "a library override cannot remove it; switch it off instead" in result.skipped[snow_name]
     level = str(tmp_path / "level.blend")
     bpy.ops.wm.save_as_mainfile(filepath=level)
     bpy.ops.wm.open_mainfile(filepath=level)

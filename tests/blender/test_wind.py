@@ -797,7 +797,7 @@ def test_linked_plants_are_left_alone_and_an_override_keeps_its_library_wind_and
     bpy.context.view_layer.update()
     result = mods.ops.remove_wind([override])
     assert result.changed == [] and len(mods.ops.wind_modifiers(override)) == 1
-    assert "its wind comes from library" in result.skipped["Tree"]
+    assert "its wind came from library" in result.skipped["Tree"]
     assert "a library override cannot remove it; make it local" in result.skipped["Tree"]
     assert mods.ops.apply_preset([override], "GRASS").changed == ["Tree"]
     path = str(tmp_path / "level.blend")
