@@ -1169,9 +1169,9 @@ def test_two_snow_meshes_follow_two_bakes(envfx, tmp_path):
     np.testing.assert_allclose(again, offsets["b"], atol=1e-5)
 
 
-def test_appended_snow_joins_the_scene_trails_and_actors(envfx, tmp_path):
-    """Snow with live trails appended from another file brings no scene along and, at the next update, takes
-    the trails and actors of the scene it lands in."""
+def _snowfield_in_a_new_file(envfx, tmp_path, link: bool):
+    """A snow field with live trails carved by "Old Walker", saved; then a new file whose scene has its own
+    actor "Walker" and the snow field appended (or linked, with ``link``): (scene, the snow object)."""
     scene, snow, actors = snow_scene(envfx)
     _walker("Old Walker", -1.5, actors)
     _start_trails(envfx, scene, snow)
@@ -1184,10 +1184,16 @@ def test_appended_snow_joins_the_scene_trails_and_actors(envfx, tmp_path):
     scene.collection.children.link(mine)
     _walker("Walker", 1.5, mine)
     scene.envfx.snow.actors = mine
-    with bpy.data.libraries.load(path, link=False) as (_src, dst):
+    with bpy.data.libraries.load(path, link=link) as (_src, dst):
         dst.objects = [snow_name]
-    snow = dst.objects[0]
-    scene.collection.objects.link(snow)
+    scene.collection.objects.link(dst.objects[0])
+    return scene, dst.objects[0]
+
+
+def test_appended_snow_joins_the_scene_trails_and_actors(envfx, tmp_path):
+    """Snow with live trails appended from another file brings no scene along and, at the next update, takes
+    the trails and actors of the scene it lands in."""
+    scene, snow = _snowfield_in_a_new_file(envfx, tmp_path, link=False)
     scene.frame_set(1)
     bpy.context.view_layer.update()  # what the UI does after an append
     assert [s.name for s in bpy.data.scenes] == [scene.name]
@@ -1206,22 +1212,8 @@ def test_an_override_of_snow_with_trails_joins_the_scene_trails_and_actors(envfx
     and say what to do. Made a library override, it takes, at the next update, the trails and actors of the
     scene it lands in (not its library's), and keeps them through save and reload; Remove Trails cannot remove
     its library's trails (they would be back at the next load) and says what to do instead."""
-    scene, snow, actors = snow_scene(envfx)
-    _walker("Old Walker", -1.5, actors)
-    _start_trails(envfx, scene, snow)
-    snow_name = snow.name
-    path = str(tmp_path / "snowfield.blend")
-    bpy.data.libraries.write(path, {snow})
-    bpy.ops.wm.read_homefile(app_template="", use_empty=True)
-    scene = bpy.context.scene
-    mine = bpy.data.collections.new("My Actors")
-    scene.collection.children.link(mine)
-    _walker("Walker", 1.5, mine)
-    scene.envfx.snow.actors = mine
-    with bpy.data.libraries.load(path, link=True) as (_src, dst):
-        dst.objects = [snow_name]
-    linked = dst.objects[0]
-    scene.collection.objects.link(linked)
+    scene, linked = _snowfield_in_a_new_file(envfx, tmp_path, link=True)
+    snow_name = linked.name
     ops = envfx.operators.snow
     for result in (ops.remove_trails([linked]), ops.drive_from_trails([linked])):
         assert result.changed == [] and "make it local first" in result.skipped[snow_name]

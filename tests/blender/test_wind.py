@@ -718,24 +718,29 @@ def test_appending_a_plant_in_the_wind_brings_no_scene_and_it_sways_with_the_sce
     assert mods.ops.add_wind(scene, [obj]).unchanged == ["Tree"]
 
 
-@pytest.mark.parametrize("wind_in_library", [False, True])
-def test_a_linked_plant_is_named_and_its_library_override_takes_the_wind(mods, tmp_path, wind_in_library):
-    """A plant linked from an asset library cannot take a modifier: it is named with what to do. A library
-    override of it can when its (library) mesh carries the live wind's data, that is when the plant is in the
-    wind in the library file, and then sways like the numpy twin; otherwise it is named with what to do."""
-    scene = bpy.context.scene
+def _linked_plant(mods, tmp_path, in_wind: bool):
+    """A plant "Tree" with baked wind data (and in the wind, with ``in_wind``) written to a library file, then
+    linked into a new file: (scene, the linked plant)."""
     tree, (obj,) = _tree(mods, n_branches=2, leaves_per_branch=2)
-    mods.ops.bake(scene, [obj], ao_samples=0)
-    if wind_in_library:
-        mods.ops.add_wind(scene, [obj])
+    mods.ops.bake(bpy.context.scene, [obj], ao_samples=0)
+    if in_wind:
+        mods.ops.add_wind(bpy.context.scene, [obj])
     lib = str(tmp_path / "plants.blend")
     bpy.data.libraries.write(lib, {obj})
     bpy.ops.wm.read_homefile(app_template="")
     scene = bpy.context.scene
     with bpy.data.libraries.load(lib, link=True) as (_src, dst):
         dst.objects = ["Tree"]
-    linked = dst.objects[0]
-    scene.collection.objects.link(linked)
+    scene.collection.objects.link(dst.objects[0])
+    return scene, dst.objects[0]
+
+
+@pytest.mark.parametrize("wind_in_library", [False, True])
+def test_a_linked_plant_is_named_and_its_library_override_takes_the_wind(mods, tmp_path, wind_in_library):
+    """A plant linked from an asset library cannot take a modifier: it is named with what to do. A library
+    override of it can when its (library) mesh carries the live wind's data, that is when the plant is in the
+    wind in the library file, and then sways like the numpy twin; otherwise it is named with what to do."""
+    scene, linked = _linked_plant(mods, tmp_path, wind_in_library)
     cube = bpy.data.objects["Cube"]
     with pytest.raises(mods.ops.WindInputError, match="Tree .linked from library .*library override first"):
         mods.ops.add_wind(scene, [linked])
@@ -755,19 +760,9 @@ def test_a_linked_plant_is_named_and_its_library_override_takes_the_wind(mods, t
 def test_an_override_of_a_windy_plant_joins_the_scene_wind_by_itself(mods, tmp_path):
     """Like an appended plant, a library override of a plant in the wind in its library file joins the wind of
     the scene it lands in at the next update, without Add Wind, and sways with that scene's wind."""
-    scene = bpy.context.scene
-    tree, (obj,) = _tree(mods, n_branches=2, leaves_per_branch=2)
-    mods.ops.bake(scene, [obj], ao_samples=0)
-    mods.ops.add_wind(scene, [obj])
-    lib = str(tmp_path / "plants.blend")
-    bpy.data.libraries.write(lib, {obj})
-    bpy.ops.wm.read_homefile(app_template="")
-    scene = bpy.context.scene
+    scene, linked = _linked_plant(mods, tmp_path, in_wind=True)
     scene.envfx.wind.strength, scene.envfx.wind.direction = 1.7, math.radians(200)
-    with bpy.data.libraries.load(lib, link=True) as (_src, dst):
-        dst.objects = ["Tree"]
-    scene.collection.objects.link(dst.objects[0])
-    override = dst.objects[0].override_create(remap_local_usages=True)
+    override = linked.override_create(remap_local_usages=True)
     bpy.context.view_layer.update()  # what the UI does after making the override
     assert [m.node_group for m in mods.ops.wind_modifiers(override)] == [mods.nodes.group_for(scene)]
     assert _gn_vs_core(mods, override, (5, 30)) < 1e-4
@@ -777,18 +772,7 @@ def test_linked_plants_are_left_alone_and_an_override_keeps_its_library_wind_and
     """Remove Wind and the presets skip a plant linked from a library (a change would be lost at the next load)
     and say what to do. On a library override, Remove Wind refuses the library's wind for the same reason,
     while a preset applies and is kept through save and reload, and the plant sways with it."""
-    scene = bpy.context.scene
-    tree, (obj,) = _tree(mods, n_branches=2, leaves_per_branch=2)
-    mods.ops.bake(scene, [obj], ao_samples=0)
-    mods.ops.add_wind(scene, [obj])
-    lib = str(tmp_path / "plants.blend")
-    bpy.data.libraries.write(lib, {obj})
-    bpy.ops.wm.read_homefile(app_template="")
-    scene = bpy.context.scene
-    with bpy.data.libraries.load(lib, link=True) as (_src, dst):
-        dst.objects = ["Tree"]
-    linked = dst.objects[0]
-    scene.collection.objects.link(linked)
+    scene, linked = _linked_plant(mods, tmp_path, in_wind=True)
     for result in (mods.ops.remove_wind([linked]), mods.ops.apply_preset([linked], "GRASS")):
         assert result.changed == [] and "Tree" in result.skipped
         assert "linked from library" in result.skipped["Tree"] and "make it local first" in result.skipped["Tree"]
