@@ -442,6 +442,9 @@ def remove_trails(objects) -> ObjectsResult:
     surfaces = bpy.data.collections.get(snow_nodes.SURFACES_COLLECTION)
     for obj in changeable(objects, result):
         mods = trails_modifiers(obj)
+        if not mods:
+            result.unchanged.append(obj.name)
+            continue
         reason = kept_by_override_reason(obj, mods, "live trails", _SWITCH_OFF_INSTEAD)
         if reason is not None:
             result.skipped[obj.name] = reason
@@ -449,9 +452,6 @@ def remove_trails(objects) -> ObjectsResult:
         for mod in mods:
             snow_nodes.undrive_modifier(obj, mod)
             obj.modifiers.remove(mod)
-        if not mods:
-            result.unchanged.append(obj.name)
-            continue
         result.changed.append(obj.name)
         if surfaces is not None and obj.name in surfaces.objects:
             surfaces.objects.unlink(obj)
