@@ -46,20 +46,19 @@ def bend_modifiers(obj):
     return [m for m in obj.modifiers if m.type == "NODES" and bend_nodes.is_bend_group(m.node_group)]
 
 
+def _cannot_bend_reason(obj) -> str | None:
+    reason = no_modifier_reason(obj)
+    if reason is None and obj.envfx.bend_exclude:
+        return "excluded from the bend (object.envfx.bend_exclude)"
+    return reason
+
+
 def add_bend(scene, objects) -> BendResult:
     """Bend ``objects`` with the scene's shared bend. Objects already bent by this scene are left alone (never
     two bends); an object bent by another scene of the file (linked into both) follows this scene's bend from
     now on; excluded objects, non-geometry objects and linked objects are skipped and named."""
     result = BendResult()
-    candidates = []
-    for obj in objects:
-        reason = no_modifier_reason(obj)
-        if reason is None and obj.envfx.bend_exclude:
-            reason = "excluded from the bend (object.envfx.bend_exclude)"
-        if reason is not None:
-            result.skipped[obj.name] = reason
-        else:
-            candidates.append(obj)
+    candidates = changeable(objects, result, _cannot_bend_reason)
     if not candidates:
         raise BendInputError(f"Nothing to bend: {result.skipped_text()}")
     core_params = bend_nodes.params_from_scene(scene)

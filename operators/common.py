@@ -51,15 +51,17 @@ def linked_reason(obj, mesh_too: bool = False) -> str | None:
     return None
 
 
-def changeable(objects, result: ObjectsResult):
-    """The objects of ``objects`` that can be changed here, in order; the linked ones are booked in ``result`` as
-    skipped, with what to do."""
+def changeable(objects, result: ObjectsResult, reason=linked_reason) -> list:
+    """The objects of ``objects`` that can be changed here, in order: those for which ``reason(obj)`` (default:
+    whether it is linked from a library) gives None. The others are booked in ``result`` as skipped, with why."""
+    ok = []
     for obj in objects:
-        reason = linked_reason(obj)
-        if reason is None:
-            yield obj
+        why = reason(obj)
+        if why is None:
+            ok.append(obj)
         else:
-            result.skipped[obj.name] = reason
+            result.skipped[obj.name] = why
+    return ok
 
 
 def kept_by_override_reason(obj, mods, effect: str, instead: str) -> str | None:

@@ -375,13 +375,7 @@ def add_wind(scene, objects) -> WindResult:
     wind of another scene of the file, linked into both, follows this scene's wind from now on)."""
     check_source(scene)
     result = WindResult()
-    candidates = []
-    for obj in objects:
-        reason = no_modifier_reason(obj) or _linked_mesh_reason(obj)
-        if reason is not None:
-            result.skipped[obj.name] = reason
-        else:
-            candidates.append(obj)
+    candidates = changeable(objects, result, lambda o: no_modifier_reason(o) or _linked_mesh_reason(o))
     if not candidates:
         raise WindInputError(f"Nothing to put in wind: {result.skipped_text() or 'select objects'}")
     tree = wind_nodes.ensure_wind(scene)
