@@ -70,8 +70,9 @@ def kept_by_override_reason(obj, mods, effect: str, instead: str) -> str | None:
     ``instead`` says what to do."""
     if obj.override_library is None or not any(m.is_override_data for m in mods):
         return None
-    library = obj.override_library.reference.library
-    return f"its {effect} came from library {library.filepath!r}, and a library override cannot remove it; {instead}"
+    library = getattr(obj.override_library.reference, "library", None)  # None: the library file is missing
+    where = f"library {library.filepath!r}" if library is not None else "its library"
+    return f"its {effect} came from {where}, and a library override cannot remove it; {instead}"
 
 
 def instancers_of(scene, names) -> dict:

@@ -44,6 +44,14 @@ def select_only(objects):
         bpy.context.view_layer.objects.active = objects[0]
 
 
+def pivot_empty(name, location=(0.0, 0.0, 0.0), scene=None):
+    """An empty (a player or camera stand-in) at ``location`` in ``scene`` (default: the current one)."""
+    pivot = bpy.data.objects.new(name, None)
+    (scene or bpy.context.scene).collection.objects.link(pivot)
+    pivot.location = location
+    return pivot
+
+
 def scene_setup(mode, axis, pivot=None):
     s = bpy.context.scene.envfx.bend
     s.mode, s.axis = mode, axis
@@ -59,9 +67,7 @@ def scene_setup(mode, axis, pivot=None):
 @pytest.mark.parametrize("mode", MODES)
 def test_node_group_equals_core_under_random_transforms_and_parents(envfx, mode):
     rng = np.random.default_rng([MODES.index(mode), SEED])
-    pivot = bpy.data.objects.new("Pivot", None)
-    bpy.context.scene.collection.objects.link(pivot)
-    pivot.location = (2.0, -3.0, 1.0)
+    pivot = pivot_empty("Pivot", (2.0, -3.0, 1.0))
     objs = []
     parent = None
     for i in range(4):
@@ -106,9 +112,7 @@ def test_planet_upright_objects_take_the_fast_radius_and_still_equal_core(envfx)
     rotation and scale; or turned by right angles) in a cheaper form: it must agree with core.bend like the
     general form does for tilted objects."""
     rng = np.random.default_rng([7, SEED])
-    pivot = bpy.data.objects.new("Pivot", None)
-    bpy.context.scene.collection.objects.link(pivot)
-    pivot.location = (1.0, 2.0, -0.5)
+    pivot = pivot_empty("Pivot", (1.0, 2.0, -0.5))
     objs = []
     for i in range(6):
         obj = random_mesh(f"U{i}", rng)
@@ -168,8 +172,7 @@ def test_moving_the_pivot_between_frames_moves_the_bend(envfx):
     rng = np.random.default_rng(4)
     ground = random_mesh("Ground", rng, 300)
     ground.scale = (10, 10, 0.1)
-    pivot = bpy.data.objects.new("Player", None)
-    bpy.context.scene.collection.objects.link(pivot)
+    pivot = pivot_empty("Player")
     select_only([ground])
     scene_setup("PLANET", "POS_Y", pivot)
     bpy.ops.envfx.bend_add()
@@ -266,9 +269,7 @@ def test_pick_hit_lies_on_the_evaluated_bent_ground(envfx):
     bpy.data.objects.remove(bpy.data.objects["Cube"])
     bpy.ops.mesh.primitive_grid_add(x_subdivisions=200, y_subdivisions=200, size=60.0, location=(0, 0, 0.5))
     ground = bpy.context.active_object
-    pivot = bpy.data.objects.new("Player", None)
-    bpy.context.scene.collection.objects.link(pivot)
-    pivot.location = (1.0, -2.0, 0.5)
+    pivot = pivot_empty("Player", (1.0, -2.0, 0.5))
     select_only([ground])
     for mode in MODES:
         s = scene_setup(mode, "POS_Y", pivot)
@@ -503,9 +504,7 @@ def test_collection_instances_are_named_and_bending_an_instanced_original_warns(
 
 def test_deleted_pivot_falls_back_to_the_origin_with_a_warning(envfx):
     cube = bpy.data.objects["Cube"]
-    pivot = bpy.data.objects.new("Player", None)
-    bpy.context.scene.collection.objects.link(pivot)
-    pivot.location = (0, 30, 0)
+    pivot = pivot_empty("Player", (0, 30, 0))
     scene_setup("RUNNER", "POS_Y", pivot)
     cube.location = (0, 10, 0)
     select_only([cube])
@@ -646,9 +645,7 @@ def test_each_scene_of_a_file_bends_with_its_own_settings(envfx, scene_depsgraph
     b = bpy.data.objects.new("B", a.data.copy())
     scene_b.collection.objects.link(b)
     b.location = (-7.0, 3.0, 0.0)
-    pivot_b = bpy.data.objects.new("Pivot B", None)
-    scene_b.collection.objects.link(pivot_b)
-    pivot_b.location = (-2.0, 1.0, 0.0)
+    pivot_b = pivot_empty("Pivot B", (-2.0, 1.0, 0.0), scene=scene_b)
     sb = scene_b.envfx.bend
     sb.mode, sb.pivot, sb.strength, sb.spread = "PLANET", pivot_b, 0.05, 0.5
     envfx.operators.bend.add_bend(scene_b, [b])
@@ -721,8 +718,7 @@ def test_appending_a_bent_object_brings_no_scene_and_it_follows_the_scene_it_lan
     rng = np.random.default_rng(12)
     cube = bpy.data.objects["Cube"]
     cube.location = (0.0, 9.0, 0.0)
-    level_pivot = bpy.data.objects.new("Level Player", None)
-    bpy.context.scene.collection.objects.link(level_pivot)
+    level_pivot = pivot_empty("Level Player")
     select_only([cube])
     scene_setup("RUNNER", "POS_Y", level_pivot)
     bpy.ops.envfx.bend_add()
@@ -730,9 +726,7 @@ def test_appending_a_bent_object_brings_no_scene_and_it_follows_the_scene_it_lan
     bpy.ops.wm.save_as_mainfile(filepath=path)
     bpy.ops.wm.read_homefile(app_template="", use_empty=True)
     scene = bpy.context.scene
-    pivot = bpy.data.objects.new("Player", None)
-    scene.collection.objects.link(pivot)
-    pivot.location = (3.0, 5.0, 0.0)
+    pivot = pivot_empty("Player", (3.0, 5.0, 0.0))
     s = scene.envfx.bend
     s.mode, s.pivot, s.strength, s.spread = "PLANET", pivot, 0.1, 0.5
     with bpy.data.libraries.load(path, link=False) as (_src, dst):
@@ -836,9 +830,7 @@ def test_geometry_nodes_instances_move_with_the_bend_at_their_origin(envfx):
     tree.links.new(tree.nodes.new("GeometryNodeMeshCube").outputs[0], on_points.inputs["Instance"])
     tree.links.new(on_points.outputs[0], group_out.inputs[0])
     plane.modifiers.new("Scatter", "NODES").node_group = tree
-    pivot = bpy.data.objects.new("Player", None)
-    scene.collection.objects.link(pivot)
-    pivot.location = (0.5, -1.0, 0.0)
+    pivot = pivot_empty("Player", (0.5, -1.0, 0.0))
     scene_setup("PLANET", "POS_Y", pivot)
     envfx.operators.bend.add_bend(scene, [plane])
     depsgraph = bpy.context.evaluated_depsgraph_get()
