@@ -407,10 +407,8 @@ def remove_wind(objects) -> WindResult:
             continue
         for mod in mods:
             obj.modifiers.remove(mod)
-        mesh = obj.data
-        if (obj.type == "MESH" and mesh.library is None
-                and not any(wind_modifiers(o) for o in bpy.data.objects if o.data == mesh)):
-            wind_nodes.remove_live_attributes(mesh)
+        if obj.type == "MESH" and not any(wind_modifiers(o) for o in bpy.data.objects if o.data == obj.data):
+            wind_nodes.remove_live_attributes(obj.data)
         result.changed.append(obj.name)
     return result
 

@@ -1123,10 +1123,7 @@ def ensure_buffer_group(image, meta: dict) -> bpy.types.NodeTree:
         tree = bpy.data.node_groups.new(f"{BUFFER_GROUP} ({image.name})" if taken else BUFFER_GROUP,
                                         "GeometryNodeTree")
     tree[common.KIND_KEY] = BUFFER_KIND
-    if tree.get(common.STAMP_KEY) != str(BUFFER_VERSION):
-        common.clear_tree(tree)
-        _build_buffer(tree)
-        tree[common.STAMP_KEY] = str(BUFFER_VERSION)
+    common.rebuild_if_outdated(tree, str(BUFFER_VERSION), _build_buffer)
     tree.nodes["Buffer"].inputs["Image"].default_value = image
     tree.nodes["Size"].outputs[0].default_value = float(meta["world_size"])
     if tree.animation_data is not None:

@@ -348,6 +348,10 @@ def write_live_attributes(mesh):
 
 
 def remove_live_attributes(mesh):
+    """Remove the live wind's per-vertex attributes from ``mesh`` (not from a mesh linked from a library, which
+    cannot be changed here)."""
+    if mesh.library is not None:
+        return
     for name in core_wind.LIVE_ATTRS:
         attr = mesh.attributes.get(name)
         if attr is not None:
