@@ -7,7 +7,9 @@ bend and of the bare Set Position (interleaved frame by frame in the same run), 
 over --rounds rounds, in which the modes take turns, of each round's ratio (with its min and max).
 Re-evaluation is forced the way playback does it: the pivot moves (bend) or the object is tagged (bare), then
 the depsgraph updates. A first line measures what one per-vertex square root costs against the bare Set
-Position (PLANET with a flat spread needs one per vertex; the other modes none). A last line per mode measures a
+Position (PLANET with a flat spread needs one per vertex; the other modes none), and the floor of any bend: a Set
+Position whose offset is computed per vertex from a single projection of the position (what every mode needs at
+least once), against the bare one. A last line per mode measures a
 level of many small props (--objects, 4 vertices each): the bend's cost per frame against a minimal modifier that
 also follows the pivot, and the extra time per object (the bend's per-object work: the object's matrix, the axes
 and the centre in its space).
@@ -119,7 +121,8 @@ def time_objects(objects, repeats, rounds):
 
 
 def root_cost(side, repeats, rounds):
-    """One JSON line: the per-vertex cost of a square root, as a fraction of a bare Set Position."""
+    """One JSON line: the per-vertex cost of a square root, as a fraction of a bare Set Position, and the ratio of
+    the cheapest computed offset (a dot product with the position, scaled: no bend can do with less) to it."""
     objs = []
     for name, operation in (("Root Bare", None), ("Root Abs", "ABSOLUTE"), ("Root Sqrt", "SQRT")):
         obj = grid(name, side)
@@ -132,6 +135,7 @@ def root_cost(side, repeats, rounds):
         "bench": "per_vertex_sqrt_cost", "blender": bpy.app.version_string, "vertices": side * side,
         "bare_set_position_s": round(bare, 5), "dot_abs_s": round(with_abs, 5), "dot_sqrt_s": round(with_sqrt, 5),
         "sqrt_cost_of_bare": round((with_sqrt - with_abs) / bare, 3),
+        "offset_floor_ratio": round(with_abs / bare, 3),
         "loadavg_1min": round(os.getloadavg()[0], 2), "cpus": os.cpu_count(),
     }), flush=True)
 
