@@ -1,0 +1,61 @@
+"""Every benchmark still runs: each script, at its smallest size, exits cleanly and prints the JSON lines it
+promises (the numbers go into closing notes, so a script broken by a rename must not wait for the next
+measurement to be noticed). Timings are not checked; only that the lines are there, parse and are finite."""
+
+import json
+import math
+import os
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+# script, smallest arguments, the lines it prints: (key, value) -> how many
+SMOKE = {
+    "bench_bend.py": (["--verts", "2500", "--repeats", "1", "--rounds", "1", "--objects", "3"],
+                      {("bench", "per_vertex_sqrt_cost"): 1, ("bench", "bend_per_frame"): 6,
+                       ("bench", "bend_many_objects"): 4}),
+    "bench_wind.py": (["--frames", "1", "--rounds", "1", "--branches", "4", "--leaves-per-branch", "2",
+                       "--leaf-grid", "2"],
+                      {("bench", "wind_bake_core"): 1, ("bench", "wind_bake_blender"): 1, ("bench", "wind_frame"): 1}),
+    "bench_snow.py": (["--quick"],
+                      {("bench", "cover_generation"): 1, ("bench", "buffer_bake"): 1, ("bench", "trails_per_frame"): 2}),
+    "bench_mips.py": (["--size", "64", "--repeat", "1"], {("bench", "mips"): 6}),
+    "bench_gasgiant.py": (["--quick", "--only", "field"], {("measure", "gasgiant_field_file"): 1}),
+}
+
+
+def _numbers(value):
+    if isinstance(value, bool):
+        return
+    if isinstance(value, (int, float)):
+        yield value
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from _numbers(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _numbers(v)
+
+
+@pytest.mark.parametrize("script", sorted(SMOKE))
+def test_benchmark_runs_at_its_smallest_size(script, tmp_path):
+    args, expected = SMOKE[script]
+    env = dict(os.environ, HOME=str(tmp_path))
+    run = subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", script), *args], cwd=tmp_path, env=env,
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    rows = [json.loads(line) for line in run.stdout.splitlines() if line.startswith("{")]
+    got = {}
+    for row in rows:
+        assert "error" not in row, row
+        assert all(math.isfinite(x) for x in _numbers(row)), row
+        key = next(((k, row[k]) for k in ("bench", "measure") if k in row), None)
+        got[key] = got.get(key, 0) + 1
+    assert got == expected, run.stdout[-3000:]
+    if script == "bench_bend.py":
+        floor = next(r for r in rows if r["bench"] == "per_vertex_sqrt_cost")
+        assert floor["offset_floor_ratio"] > 0
+        assert all(r["ratio"] > 0 for r in rows if r["bench"] == "bend_per_frame")
