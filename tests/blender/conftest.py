@@ -8,6 +8,7 @@ preferences entry and is imported as ``bl_ext.<repo>.envfx``). Every test starts
 import importlib
 import os
 import shutil
+import subprocess
 import tempfile
 
 import pytest
@@ -60,6 +61,26 @@ def envfx():
 def fresh_file(envfx):
     bpy.ops.wm.read_homefile(app_template="", use_empty=False)
     yield
+
+
+@pytest.fixture
+def open_saved_by_blender_42(tmp_path):
+    """A function: scene kind (see tests/blender/saved_by_42.py) -> opens a .blend in which Blender 4.2 LTS (the 4.2
+    virtual environment's Python, made by tools/venv.sh if missing) built that scene with EnvFX and saved it.
+    The tests that use it check the file in a newer Blender, so they are skipped on 4.2 itself."""
+    if bpy.app.version < (5, 0, 0):
+        pytest.skip("opens in Blender 5.0 a file saved by 4.2 LTS")
+
+    def open_saved(kind):
+        python = subprocess.run(["bash", os.path.join(ROOT, "tools", "venv.sh"), "4.2"], capture_output=True,
+                                text=True, check=True).stdout.strip()
+        path = str(tmp_path / f"{kind}-saved-by-4.2.blend")
+        run = subprocess.run([python, os.path.join(ROOT, "tests", "blender", "saved_by_42.py"), kind, path],
+                             env=dict(os.environ, HOME=str(tmp_path)), capture_output=True, text=True, timeout=600)
+        assert run.returncode == 0, run.stderr[-3000:]
+        bpy.ops.wm.open_mainfile(filepath=path)
+        assert tuple(bpy.data.version[:2]) == (4, 2)
+    return open_saved
 
 
 @pytest.fixture

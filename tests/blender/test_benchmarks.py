@@ -21,7 +21,8 @@ SMOKE = {
                        "--leaf-grid", "2"],
                       {("bench", "wind_bake_core"): 1, ("bench", "wind_bake_blender"): 1, ("bench", "wind_frame"): 1}),
     "bench_snow.py": (["--quick"],
-                      {("bench", "cover_generation"): 1, ("bench", "buffer_bake"): 1, ("bench", "trails_per_frame"): 2}),
+                      {("bench", "cover_generation"): 1, ("bench", "buffer_bake"): 1,
+                       ("bench", "trails_per_frame"): 2}),
     "bench_mips.py": (["--size", "64", "--repeat", "1"], {("bench", "mips"): 6}),
     "bench_gasgiant.py": (["--quick", "--only", "field"], {("measure", "gasgiant_field_file"): 1}),
 }

@@ -265,6 +265,21 @@ def test_apply_bakes_the_bend_into_mesh_shape_keys_and_shared_meshes(envfx):
     np.testing.assert_allclose(envfx.bridge.get_positions(a.data), basis, atol=1e-6)
 
 
+@pytest.mark.parametrize("mode", ["PLANET", "RUNNER_2AXIS"])
+def test_a_file_saved_by_blender_42_bends_the_same_in_50_and_follows_the_pivot(envfx, open_saved_by_blender_42, mode):
+    open_saved_by_blender_42(f"bend-{mode}")
+    scene = bpy.context.scene
+    ground, pivot = bpy.data.objects["Bent"], bpy.data.objects["Pivot"]
+    assert scene.envfx.bend.mode == mode and scene.envfx.bend.pivot == pivot
+    before = evaluated_local(envfx, ground)
+    np.testing.assert_allclose(before, expected_local(envfx, ground), atol=1e-4 * 40)
+    pivot.location = (-6.0, 4.0, 0.0)
+    scene.envfx.bend.strength = 0.03
+    after = evaluated_local(envfx, ground)
+    np.testing.assert_allclose(after, expected_local(envfx, ground), atol=1e-4 * 40)
+    assert np.abs(after - before).max() > 1.0
+
+
 def test_pick_hit_lies_on_the_evaluated_bent_ground(envfx):
     bpy.data.objects.remove(bpy.data.objects["Cube"])
     bpy.ops.mesh.primitive_grid_add(x_subdivisions=200, y_subdivisions=200, size=60.0, location=(0, 0, 0.5))

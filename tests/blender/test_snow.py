@@ -550,6 +550,20 @@ def test_trails_follow_actors_after_save_and_load(envfx, tmp_path):
     assert _depth_near(envfx, snow, 2.0, _walker_y(3)) < -0.1
 
 
+def test_snow_saved_by_blender_42_takes_trails_in_50(envfx, open_saved_by_blender_42):
+    open_saved_by_blender_42("snow")
+    scene = bpy.context.scene
+    snow = next(o for o in scene.objects if o.get("envfx_snow") == 0)
+    actors = scene.envfx.snow.actors
+    assert [o.name for o in actors.objects] == ["Walker"]
+    _walker("Second", 2.0, actors)  # one added in 5.0: the saved trails follow the actors as they are now
+    for f in range(1, 6):
+        scene.frame_set(f)
+    assert _depth_near(envfx, snow, -2.0, _walker_y(3)) < -0.1
+    assert _depth_near(envfx, snow, 2.0, _walker_y(3)) < -0.1
+    assert _depth_near(envfx, snow, 0.0, _walker_y(3)) > -1e-6  # between the two walkers the snow is untouched
+
+
 def test_panel_tells_the_trails_follow_the_actors(envfx, recording_layout):
     scene, snow, actors = snow_scene(envfx)
     _walker("B", -2.0, actors)

@@ -161,6 +161,19 @@ def test_geometry_nodes_wind_matches_core(mods, case):
     assert np.abs(moved - mods.bridge.get_positions(obj.data)).max() > 0.05
 
 
+def test_a_plant_saved_by_blender_42_sways_the_same_in_50(mods, open_saved_by_blender_42):
+    open_saved_by_blender_42("wind")
+    scene = bpy.context.scene
+    obj = bpy.data.objects["Tree"]
+    assert mods.ops.wind_modifiers(obj) and scene.envfx.wind.loop_frames == 48
+    assert _gn_vs_core(mods, obj, (1, 17, 60)) < 1e-4
+    scene.envfx.wind.strength = 2.0  # the scene's settings still reach the saved group
+    assert _gn_vs_core(mods, obj, (23,)) < 1e-4
+    scene.frame_set(30)
+    moved = mods.bridge.evaluated_positions(obj, bpy.context.evaluated_depsgraph_get())
+    assert np.abs(moved - mods.bridge.get_positions(obj.data)).max() > 0.05
+
+
 def test_live_data_follows_rebake_and_leaves_with_the_wind(mods):
     """The hidden per-vertex attributes the live wind reads are written by Add Wind, refreshed by a re-bake (the
     wind still equals the twin computed from the new EnvFX_Wind) and removed with the wind."""
