@@ -9,10 +9,9 @@ Re-evaluation is forced the way playback does it: the pivot moves (bend) or the 
 the depsgraph updates. A first line measures what one per-vertex square root costs against the bare Set
 Position (PLANET with a flat spread needs one per vertex; the other modes none), and the floor of any bend: a Set
 Position whose offset is computed per vertex from a single projection of the position (what every mode needs at
-least once), against the bare one. A last line per mode measures a
-level of many small props (--objects, 4 vertices each): the bend's cost per frame against a minimal modifier that
-also follows the pivot, and the extra time per object (the bend's per-object work: the object's matrix, the axes
-and the centre in its space).
+least once), against the bare one. A last line per mode measures a level of many small props (--objects, 4
+vertices each): the bend's cost per frame against a minimal modifier that also follows the pivot, and the extra
+time per object (the bend's per-object work: the object's matrix, the axes and the centre in its space).
 """
 
 import argparse
