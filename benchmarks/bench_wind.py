@@ -5,6 +5,9 @@
 2. Per-frame evaluation of the live wind on the same mesh against a bare Set Position (a constant offset set by
    the frame, so it re-evaluates every frame) in the same run, in alternating rounds (best median of each).
    Target: at most 3x on Blender 5.0. Also reported: against a Set Position with a per-vertex offset field.
+3. Many plants (``--plants``, linked copies of a small grass clump, then of a small tree): the frame with the live
+   wind on every plant against the same bare Set Position on every plant, and the wind's extra time per plant
+   object (its per-object work: the gusts at the plant's origin and every oscillator).
 """
 
 import argparse
@@ -29,6 +32,7 @@ def main(argv):
     parser.add_argument("--branches", type=int, default=200)
     parser.add_argument("--leaves-per-branch", type=int, default=25)
     parser.add_argument("--leaf-grid", type=int, default=14)
+    parser.add_argument("--plants", type=int, default=500, help="plant objects in the many-plants lines (0: skip)")
     args = parser.parse_args(argv)
 
     import bpy
@@ -125,7 +129,46 @@ def main(argv):
          target_ratio=3.0, bare_field_set_position_ms=round(best["bare_field"] * 1e3, 2),
          ratio_to_field=round(best["wind"] / best["bare_field"], 2), frames=args.frames, rounds=args.rounds,
          load_avg=load, load_avg_end=load_end)
+    if args.plants > 0:
+        bare_group = mods["bare"].node_group  # (before the object and so its modifiers are gone)
+        bpy.data.objects.remove(obj)
+        for kind, shape in (("GRASS", shapes.make_grass(blades=14, height=0.7, seed=1)),
+                            ("TREE", shapes.make_tree(n_branches=2, leaves_per_branch=2))):
+            plants = _plants(bpy, scene, ops, kind, shape, args.plants)
+            for plant in plants:
+                plant.modifiers.new("Bare", "NODES").node_group = bare_group
+            pairs = [(ops.wind_modifiers(p)[0], p.modifiers["Bare"]) for p in plants]
+            got = {"wind": [], "bare": []}
+            for _round in range(args.rounds):
+                for name in got:
+                    for wind_mod, bare_mod in pairs:
+                        wind_mod.show_viewport, bare_mod.show_viewport = name == "wind", name == "bare"
+                    got[name].append(time_frames())
+            wind_s, bare_s = (float(np.median(got[name])) for name in ("wind", "bare"))
+            emit(bench="wind_many_plants", blender=version, kind=kind, plants=len(plants),
+                 vertices_each=len(plants[0].data.vertices), wind_frame_ms=round(wind_s * 1e3, 2),
+                 bare_frame_ms=round(bare_s * 1e3, 2), ratio=round(wind_s / bare_s, 2),
+                 extra_per_plant_us=round((wind_s - bare_s) / len(plants) * 1e6, 1), frames=args.frames,
+                 rounds=args.rounds, load_avg=os.getloadavg()[0])
+            for plant in plants:
+                bpy.data.objects.remove(plant)
     return 0
+
+
+def _plants(bpy, scene, ops, kind, shape, count):
+    """``count`` linked copies (one mesh) of a baked plant on a grid, in the wind with the preset of ``kind``."""
+    mesh = bpy.data.meshes.new(f"Bench {kind.title()}")
+    mesh.from_pydata(shape["positions"].tolist(), [], shape["faces"].tolist())
+    plants = []
+    for i in range(count):
+        plant = bpy.data.objects.new(f"Bench {kind.title()} {i}", mesh)
+        plant.location = (i % 40, i // 40, 0.0)
+        scene.collection.objects.link(plant)
+        plants.append(plant)
+    ops.bake(scene, plants[:1], ao_samples=0)
+    ops.apply_preset(plants, kind)
+    ops.add_wind(scene, plants)
+    return plants
 
 
 if __name__ == "__main__":

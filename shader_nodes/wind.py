@@ -28,7 +28,7 @@ from . import common
 
 GROUP_NAME = "EnvFX Wind"
 KIND = "wind"  # one group per scene (common.ensure_scene_group)
-VERSION = 7
+VERSION = 8
 
 # Value nodes driven from the scene: label -> data path on the scene
 DRIVEN = {
@@ -61,6 +61,8 @@ ASSET_INPUTS = {
 }
 
 TWO_PI = 2.0 * math.pi
+ONES = (1.0, 1.0, 1.0)
+HALVES = (0.5, 0.5, 0.5)
 
 
 def _build(tree):
@@ -100,13 +102,19 @@ def _build(tree):
     period = m("DIVIDE", mul(val["Loop Frames"], val["FPS Base"]), val["FPS"])
     looped = m("GREATER_THAN", val["Loop Frames"], 0.5)
 
-    def quant(f):
-        fq = m("DIVIDE", m("MAXIMUM", m("ROUND", mul(f, period)), 1.0), period)
-        return add(f, mul(looped, m("SUBTRACT", fq, f)))
+    t2pi = mul(t, TWO_PI)
+    period3 = b.vmath("SCALE", ONES, scale=period, label="Period3")
 
-    def wave(f, phase):
-        """sin(2 pi f t + phase) with f already quantised."""
-        return m("SINE", add(mul(f, t, TWO_PI), phase))
+    def quant3(f3, label):
+        """quant(f) = f + looped (max(round(f period), 1) / period - f) of three frequencies at once: per asset
+        every node costs about the same whatever it computes, so the oscillators go three to a vector node."""
+        rounded = b.vmath("FLOOR", b.vmath("ADD", b.vmath("SCALE", f3, scale=period), HALVES))  # the Round node
+        fq = b.vmath("DIVIDE", b.vmath("MAXIMUM", rounded, ONES), period3)
+        return b.vmath("ADD", f3, b.vmath("SCALE", b.vmath("SUBTRACT", fq, f3), scale=looped), label=label)
+
+    def angles3(f3, phase3, label):
+        """2 pi f t + phase of three quantised frequencies."""
+        return b.vmath("ADD", b.vmath("SCALE", f3, scale=t2pi), phase3, label=label)
 
     # asset origin and matrix
     self_obj = b.node("GeometryNodeSelfObject", "Self")
@@ -130,21 +138,22 @@ def _build(tree):
     d = b.vmath("NORMALIZE", flat, label="Wind Dir")
     sep_d = b.node("ShaderNodeSeparateXYZ", "Dir XYZ")
     b.link(d, sep_d.inputs[0])
-    across = b.combine_xyz(m("MULTIPLY", sep_d.outputs["Y"], -1.0), sep_d.outputs["X"], 0.0, label="Across")
     strength = add(val["Strength"], mul(use_source, m("SUBTRACT", source_strength, val["Strength"])))
 
-    # spring-filtered gust at the origin and the effective wind
-    f0 = inp["Spring Hz"]
-    f0sq = mul(f0, f0)
-    gust = None
-    for amp, mult, ph, (wx, wy) in zip(core_wind.GUST_AMPS, core_wind.GUST_MULTS, core_wind.GUST_PHASES,
-                                        core_wind.GUST_WAVES):
-        f = quant(mul(val["Gust Frequency"], mult))
-        gain = m("DIVIDE", f0sq, add(f0sq, mul(f, f)))
-        lag = mul(m("ARCTANGENT", m("DIVIDE", f, f0)), 2.0)
-        phase = m("SUBTRACT", add(mul(ox, wx), mul(oy, wy), ph), lag)
-        term = mul(wave(f, phase), amp, gain)
-        gust = term if gust is None else add(gust, term)
+    # spring-filtered gust at the origin and the effective wind: sum of amp gain sin(a - lag) over three waves,
+    # with r = f / f0, gain = 1 / (1 + r^2) and lag = 2 atan r, that is
+    # amp (sin a (1 - r^2) - 2 r cos a) / (1 + r^2)^2 (the same values, with no arctangent per wave)
+    f3 = quant3(b.vmath("SCALE", core_wind.GUST_MULTS, scale=val["Gust Frequency"]), "Gust Hz")
+    r3 = b.vmath("SCALE", f3, scale=m("DIVIDE", 1.0, inp["Spring Hz"]), label="Gust Ratio")
+    r3sq = b.vmath("MULTIPLY", r3, r3)
+    wx, wy = (tuple(float(w_[i]) for w_ in core_wind.GUST_WAVES) for i in (0, 1))
+    origin_phase = b.vmath("ADD", b.vmath("SCALE", wx, scale=ox), b.vmath("SCALE", wy, scale=oy))
+    a3 = angles3(f3, b.vmath("ADD", origin_phase, core_wind.GUST_PHASES), "Gust Angles")
+    num = b.vmath("SUBTRACT", b.vmath("MULTIPLY", b.vmath("SINE", a3), b.vmath("SUBTRACT", ONES, r3sq)),
+                  b.vmath("MULTIPLY", b.vmath("SCALE", r3, scale=2.0), b.vmath("COSINE", a3)))
+    den = b.vmath("ADD", ONES, r3sq)
+    gust_terms = b.vmath("DIVIDE", num, b.vmath("MULTIPLY", den, den), label="Gust Terms")
+    gust = b.vmath("DOT_PRODUCT", gust_terms, core_wind.GUST_AMPS, label="Gust")
     w = m("MAXIMUM", mul(strength, add(mul(val["Gust Strength"], gust), 1.0)), 0.0)
     k = inp["Ramp"]
     eff = m("DIVIDE", mul(w, add(k, 1.0)), add(mul(k, w), 1.0))
@@ -166,32 +175,35 @@ def _build(tree):
         b.link(vec, node.inputs[0])
         return node.outputs["X"], node.outputs["Y"], node.outputs["Z"]
 
-    def scale(vec, s, label=""):
-        return b.vmath("SCALE", vec, scale=s, label=label)
-
-    def vadd(*vs, label=""):
-        out = vs[0]
-        for i, v in enumerate(vs[1:]):
-            out = b.vmath("ADD", out, v, label=label if i == len(vs) - 2 else "")
-        return out
-
     inv_m = invert.outputs[0]
     d_loc = transform_dir(inv_m, d, "Dir Local")
-    across_loc = transform_dir(inv_m, across, "Across Local")
-    up_loc = transform_dir(inv_m, b.vector("World Up", (0.0, 0.0, 1.0)), "Up Local Dir")
+    # the wind's frame in object space, as matrix columns: along it, across it, up
+    wind_frame = b.node("FunctionNodeCombineMatrix", "Wind Frame")
+    columns = ((sep_d.outputs["X"], sep_d.outputs["Y"], 0.0, 0.0), (m("MULTIPLY", sep_d.outputs["Y"], -1.0),
+               sep_d.outputs["X"], 0.0, 0.0), (0.0, 0.0, 1.0, 0.0), (0.0, 0.0, 0.0, 1.0))
+    for sock, value in zip(wind_frame.inputs, (v for col in columns for v in col)):
+        b.feed(sock, value)
+    frame_loc = b.node("FunctionNodeMatrixMultiply", "Wind Frame Local")
+    b.link(inv_m, frame_loc.inputs[0])
+    b.link(wind_frame.outputs[0], frame_loc.inputs[1])
     main_k = mul(inp["Main Bend"], ceh, core_wind.MAIN_SCALE)
     bend_k = mul(inp["Bend"], ceh, core_wind.BRANCH_SCALE)
-    amps = (mul(bend_k, 0.3), mul(inp["Sway"], ceh, 0.5 * core_wind.BRANCH_SCALE),
-            mul(inp["Lift"], ceh, 0.4 * core_wind.BRANCH_SCALE))
-    fb = [quant(mul(inp["Branch Hz"], mult)) for mult in core_wind.BRANCH_MULTS]
-    args = [add(mul(f, t, TWO_PI), ph) for f, ph in zip(fb, core_wind.BRANCH_PHASES)]
-    dirs = (d_loc, across_loc, up_loc)
-    vc = vadd(*[scale(v, mul(a_, m("SINE", x))) for a_, x, v in zip(amps, args, dirs)], label="Branch Sin")
-    vs = vadd(*[scale(v, mul(a_, m("COSINE", x))) for a_, x, v in zip(amps, args, dirs)], label="Branch Cos")
+    # branch oscillations along, across and up the wind: amplitudes times sines in the wind's frame, taken to
+    # object space by one transform
+    amps3 = b.vmath("SCALE", b.vmath("MULTIPLY", b.combine_xyz(inp["Bend"], inp["Sway"], inp["Lift"]),
+                                     tuple(k_ * core_wind.BRANCH_SCALE for k_ in (0.3, 0.5, 0.4))),
+                    scale=ceh, label="Branch Amps")
+    branch_angles = angles3(quant3(b.vmath("SCALE", core_wind.BRANCH_MULTS, scale=inp["Branch Hz"]), "Branch Hz"),
+                            core_wind.BRANCH_PHASES, "Branch Angles")
+    vc = transform_dir(frame_loc.outputs[0], b.vmath("MULTIPLY", amps3, b.vmath("SINE", branch_angles)),
+                       "Branch Sin")
+    vs = transform_dir(frame_loc.outputs[0], b.vmath("MULTIPLY", amps3, b.vmath("COSINE", branch_angles)),
+                       "Branch Cos")
+    # leaf flutter per object axis
     mamp = mul(inp["Micro"], ceh, core_wind.MICRO_SCALE)
-    margs = [add(mul(quant(f), t, TWO_PI), ph) for f, ph in zip(core_wind.MICRO_HZ, core_wind.MICRO_PHASES)]
-    mc = b.combine_xyz(*[mul(mamp, m("SINE", x)) for x in margs], label="Micro Sin")
-    ms = b.combine_xyz(*[mul(mamp, m("COSINE", x)) for x in margs], label="Micro Cos")
+    micro_angles = angles3(quant3(core_wind.MICRO_HZ, "Micro Hz"), core_wind.MICRO_PHASES, "Micro Angles")
+    mc = b.vmath("SCALE", b.vmath("SINE", micro_angles), scale=mamp, label="Micro Sin")
+    ms = b.vmath("SCALE", b.vmath("COSINE", micro_angles), scale=mamp, label="Micro Cos")
 
     # per vertex
     def attr(name):
@@ -218,9 +230,10 @@ def _build(tree):
     # grass: ambient figure-eight (per asset) and wobble along the normal, only built into the result for grass
     grass_amp = mul(val["Ambient"], core_wind.AMBIENT_SCALE, hs)
     po = add(mul(ox, core_wind.OBJECT_PHASE[0]), mul(oy, core_wind.OBJECT_PHASE[1]))
-    e8 = b.combine_xyz(mul(grass_amp, wave(quant(core_wind.AMBIENT_HZ), po)),
-                       mul(grass_amp, 0.5, wave(quant(2.0 * core_wind.AMBIENT_HZ), mul(po, 2.0))), 0.0,
-                       label="Figure Eight")
+    # the figure-eight's two frequencies and the wobble's, quantised together
+    grass_hz = quant3((core_wind.AMBIENT_HZ, 2.0 * core_wind.AMBIENT_HZ, core_wind.WOBBLE_HZ), "Grass Hz")
+    eight = b.vmath("SINE", angles3(grass_hz, b.vmath("SCALE", (1.0, 2.0, 0.0), scale=po), "Grass Angles"))
+    e8 = b.vmath("MULTIPLY", eight, b.vmath("SCALE", (1.0, 0.5, 0.0), scale=grass_amp), label="Figure Eight")
     # tilt away from a camera that looks down, distance fade (the active camera; none: no tilt, no fade)
     cam = b.node("GeometryNodeInputActiveCamera", "Active Camera")
     cam_info = b.node("GeometryNodeObjectInfo", "Camera Info", transform_space="ORIGINAL")
@@ -243,7 +256,7 @@ def _build(tree):
     normal = b.node("GeometryNodeInputNormal", "Normal").outputs[0]
     wdot = b.vmath("DOT_PRODUCT", position, b.vector("Wobble Wave", tuple(v / TWO_PI for v in core_wind.WOBBLE_WAVE)))
     wobble_k = mul(val["Ambient"], core_wind.WOBBLE_SCALE * 8.0, hs)
-    ww = m("WRAP", add(wdot, mul(quant(core_wind.WOBBLE_HZ), t)), 0.5, -0.5)
+    ww = m("WRAP", add(wdot, mul(sep3(grass_hz, "Grass Hz XYZ")[2], t)), 0.5, -0.5)
     wamp = mul(mul(h, wobble_k), mul(ww, m("MULTIPLY_ADD", m("ABSOLUTE", ww), -2.0, 1.0)))
     grass_anim = b.vmath("ADD", b.vmath("ADD", local_tree, b.vmath("SCALE", grass_extra, scale=h)),
                          b.vmath("SCALE", normal, scale=wamp), label="Grass Anim")
