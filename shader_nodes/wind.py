@@ -9,10 +9,13 @@ frequencies, the asset's height, grass mode) are inputs of each object's modifie
 
 Per asset (single values) the group computes the spring-filtered gust at the asset's origin, the effective
 wind and every time-dependent factor (``core.wind.live_terms``: wind directions in object space, the sines and
-cosines of the branch and flutter oscillations); per vertex it only reads ``EnvFX_Height`` and the hidden float
-attributes ``core.wind.LIVE_ATTRS`` (written by ``write_live_attributes`` from ``EnvFX_Wind`` when wind is added or
-re-baked) and sums five scaled vectors (plus the grass terms, built only for grass). Every number and formula
-mirrors ``core.wind``.
+cosines of the branch and flutter oscillations). Geometry nodes pay about the same per asset for every node they
+evaluate, whatever it computes, so the three gust waves, branch oscillations and leaf flutters go three to a
+vector node, and the branch motion is one transform of the wind's frame. Per vertex it only reads
+``EnvFX_Height`` and the hidden float attributes ``core.wind.LIVE_ATTRS`` (written by ``write_live_attributes``
+from ``EnvFX_Wind`` when wind is added or re-baked) and sums five scaled vectors (plus the grass terms, built only
+for grass). Every number mirrors ``core.wind``; the gust's phase lag takes an equivalent form without an
+arctangent (see the gust below).
 """
 
 from __future__ import annotations
