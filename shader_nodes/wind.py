@@ -218,17 +218,13 @@ def _build(tree):
     b_branch, bc, bs, rc, rs = (attr(name) for name in core_wind.LIVE_ATTRS)
     position = b.node("GeometryNodeInputPosition", "Position").outputs[0]
     along = b.math("MULTIPLY_ADD", mul(h, h), main_k, mul(b_branch, bend_k), label="Along")
-    # assembled per component with scalar multiply-adds (cheaper per vertex than vector operations)
-    comps = [sep3(vec, label) for vec, label in ((d_loc, "Dir XYZ L"), (vc, "Branch Sin XYZ"),
-                                                  (vs, "Branch Cos XYZ"), (mc, "Micro Sin XYZ"),
-                                                  (ms, "Micro Cos XYZ"))]
-    xyz = []
-    for j in range(3):
-        acc = mul(along, comps[0][j])
-        for (cx, f) in zip(comps[1:], (bc, bs, rc, rs)):
-            acc = m("MULTIPLY_ADD", f, cx[j], acc)
-        xyz.append(acc)
-    local_tree = b.combine_xyz(*xyz, label="Tree Local Offset")
+    # five scaled vectors: each field node costs an object a few microseconds of set-up whatever the mesh's size,
+    # so nine vector nodes beat fifteen scalar multiply-adds and a Combine XYZ for the many small plants of a
+    # level; on a 1M-vertex tree the vector form costs about 0.1 of a bare Set Position more per frame
+    local_tree = b.vmath("SCALE", d_loc, scale=along)
+    for vec, f in ((vc, bc), (vs, bs), (mc, rc), (ms, rs)):
+        local_tree = b.vmath("ADD", local_tree, b.vmath("SCALE", vec, scale=f))
+    local_tree.node.label = local_tree.node.name = "Tree Local Offset"
 
     # grass: ambient figure-eight (per asset) and wobble along the normal, only built into the result for grass
     grass_amp = mul(val["Ambient"], core_wind.AMBIENT_SCALE, hs)
