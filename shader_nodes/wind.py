@@ -31,7 +31,7 @@ from . import common
 
 GROUP_NAME = "EnvFX Wind"
 KIND = "wind"  # one group per scene (common.ensure_scene_group)
-VERSION = 8
+VERSION = 9
 
 # Value nodes driven from the scene: label -> data path on the scene
 DRIVEN = {
@@ -80,8 +80,9 @@ def _build(tree):
 
     val = {label: b.value(label, 0.0) for label in DRIVEN}
     use_source = b.value("Use Source", 0.0)
+    use_terrain = b.value("Use Terrain", 0.0)  # 1 when the scene has a terrain object (set by _wire)
     source_strength = b.value("Source Strength", 0.0)
-    for i, label in enumerate(list(DRIVEN) + ["Use Source", "Source Strength"]):
+    for i, label in enumerate(list(DRIVEN) + ["Use Source", "Source Strength", "Use Terrain"]):
         tree.nodes[label].location = (-2400, -600 - 90 * i)
 
     def m(op, x, y=None, z=None):
@@ -277,7 +278,11 @@ def _build(tree):
     _ox, _oy, oz = sep3(self_info.outputs["Location"], "Origin Z")
     dz = mul(m("SUBTRACT", hz, oz), ray.outputs["Is Hit"])
     terrain_local = transform_dir(invert.outputs[0], b.combine_xyz(0.0, 0.0, dz, label="Terrain Lift"), "Terrain Local")
-    local_grass = b.vmath("ADD", faded, terrain_local, label="Grass Local Offset")
+    # without a terrain object no vertex casts a ray (a switch on a single value evaluates only what it chooses)
+    has_terrain = b.compare("GREATER_THAN", use_terrain, 0.5, data_type="FLOAT", label="Has Terrain")
+    local_grass = b.switch("Terrain Switch", has_terrain, b.vmath("ADD", faded, terrain_local, label="On Terrain"),
+                           faded, "VECTOR")
+    local_grass.node.label = local_grass.node.name = "Grass Local Offset"
     is_grass = b.compare("GREATER_THAN", inp["Grass"], 0.5, data_type="FLOAT", label="Is Grass")
     local = b.switch("Grass Switch", is_grass, local_grass, local_tree, "VECTOR")
 
@@ -402,6 +407,7 @@ def _wire(scene, tree):
         terrain = None
     if tree.nodes["Terrain"].inputs["Object"].default_value != terrain:
         tree.nodes["Terrain"].inputs["Object"].default_value = terrain
+    tree.nodes["Use Terrain"].outputs[0].default_value = 1.0 if terrain is not None else 0.0
     if source is not None:
         common.drive_values(tree, source, {"Source Strength": "field.strength"}, id_type="OBJECT")
     elif tree.animation_data and tree.animation_data.drivers.find(common.value_path("Source Strength")):
