@@ -219,7 +219,7 @@ def _build(tree):
     b_branch, bc, bs, rc, rs = (attr(name) for name in core_wind.LIVE_ATTRS)
     position = b.node("GeometryNodeInputPosition", "Position").outputs[0]
     along = b.math("MULTIPLY_ADD", mul(h, h), main_k, mul(b_branch, bend_k), label="Along")
-    # five scaled vectors: each field node costs an object a few microseconds of set-up whatever the mesh's size,
+    # five scaled vectors: each field node costs an object one to two microseconds whatever the mesh's size,
     # so nine vector nodes beat fifteen scalar multiply-adds and a Combine XYZ for the many small plants of a
     # level; on a 1M-vertex tree the vector form costs about 0.1 of a bare Set Position more per frame
     local_tree = b.vmath("SCALE", d_loc, scale=along)

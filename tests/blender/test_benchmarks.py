@@ -25,6 +25,8 @@ SMOKE = {
                       {("bench", "cover_generation"): 1, ("bench", "buffer_bake"): 1,
                        ("bench", "trails_per_frame"): 2}),
     "bench_mips.py": (["--size", "64", "--repeat", "1"], {("bench", "mips"): 6}),
+    "bench_node_costs.py": (["--verts", "400", "--objects", "2", "--chain", "2", "--frames", "1", "--rounds", "1"],
+                            {("bench", "node_cost_per_vertex"): 9, ("bench", "node_cost_per_object"): 2}),
     "bench_gasgiant.py": (["--quick", "--only", "field"], {("measure", "gasgiant_field_file"): 1}),
 }
 

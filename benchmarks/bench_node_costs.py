@@ -1,0 +1,222 @@
+"""What geometry nodes charge for a node: the facts the bend and wind groups are built around.
+
+usage: $(tools/venv.sh 5.0) benchmarks/bench_node_costs.py [--verts 1000000] [--objects 300] [--chain 6]
+       [--frames 10] [--rounds 5]
+Prints JSON lines:
+
+- ``node_cost_per_vertex``, one per kind of node: on a --verts grid, a Set Position whose offset ends in a chain
+  of --chain such nodes, against the same Set Position without the chain; the cost of one node as a fraction of
+  a bare Set Position (constant offset). One more line gives the floor: the chain-less offset itself (one dot
+  product with the position, scaled) against the bare Set Position.
+- ``node_cost_per_object``: on --objects small grids (16 vertices), the extra time per object and per node of a
+  chain of single-value nodes (computed once per object) and of a chain of field nodes (computed per vertex, but
+  on 16 vertices): what a node costs an object whatever the mesh's size.
+
+Every variant is its own object, all in one scene; an object is re-evaluated by tagging it, the variants take
+turns frame by frame and round by round, and each ratio is the median over rounds.
+"""
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+
+import bpy
+
+# kind -> (node type, operation, whether it works on vectors)
+KINDS = {
+    "math_add": ("ShaderNodeMath", "ADD", False),
+    "math_multiply": ("ShaderNodeMath", "MULTIPLY", False),
+    "math_maximum": ("ShaderNodeMath", "MAXIMUM", False),
+    "math_multiply_add": ("ShaderNodeMath", "MULTIPLY_ADD", False),
+    "math_sqrt": ("ShaderNodeMath", "SQRT", False),
+    "vector_add": ("ShaderNodeVectorMath", "ADD", True),
+    "vector_scale": ("ShaderNodeVectorMath", "SCALE", True),
+    "transform_direction": ("FunctionNodeTransformDirection", None, True),
+}
+
+
+def grid(name, side):
+    import numpy as np
+
+    xs = np.linspace(-50, 50, side, dtype=np.float32)
+    gx, gy = np.meshgrid(xs, xs)
+    co = np.stack([gx.ravel(), gy.ravel(), np.zeros(gx.size, np.float32)], axis=1)
+    mesh = bpy.data.meshes.new(name)
+    mesh.vertices.add(len(co))
+    mesh.vertices.foreach_set("co", co.ravel())
+    mesh.update()
+    obj = bpy.data.objects.new(name, mesh)
+    bpy.context.scene.collection.objects.link(obj)
+    return obj
+
+
+class Tree:
+    """A geometry-nodes group: Set Position whose offset is whatever ``offset`` returns (None: a constant)."""
+
+    def __init__(self, name):
+        self.tree = bpy.data.node_groups.new(name, "GeometryNodeTree")
+        self.tree.interface.new_socket(name="Geometry", in_out="INPUT", socket_type="NodeSocketGeometry")
+        self.tree.interface.new_socket(name="Geometry", in_out="OUTPUT", socket_type="NodeSocketGeometry")
+        gin = self.tree.nodes.new("NodeGroupInput")
+        gout = self.tree.nodes.new("NodeGroupOutput")
+        self.set_pos = self.tree.nodes.new("GeometryNodeSetPosition")
+        self.set_pos.inputs["Offset"].default_value = (0.0, 0.0, 1e-3)
+        self.link(gin.outputs[0], self.set_pos.inputs["Geometry"])
+        self.link(self.set_pos.outputs[0], gout.inputs[0])
+
+    def link(self, a, b):
+        self.tree.links.new(a, b)
+
+    def node(self, kind, operation=None, **inputs):
+        node = self.tree.nodes.new(kind)
+        if operation:
+            node.operation = operation
+        for key, value in inputs.items():
+            node.inputs[key].default_value = value
+        return node
+
+    def scalar_to_offset(self, value):
+        scale = self.node("ShaderNodeVectorMath", "SCALE")
+        scale.inputs[0].default_value = (0.0, 0.0, 1e-6)
+        self.link(value, scale.inputs["Scale"])
+        self.link(scale.outputs["Vector"], self.set_pos.inputs["Offset"])
+
+    def chain(self, kind, count):
+        """The offset's value through ``count`` nodes of ``kind``: a math chain starts from a dot product of the
+        position, a vector chain from the position and ends in that dot product, so with ``count`` = 0 both are
+        the floor (one dot product with the position)."""
+        node_type, operation, on_vectors = KINDS[kind]
+        position = self.node("GeometryNodeInputPosition").outputs[0]
+        out = position if on_vectors else self.dot(position)
+        for _i in range(count):
+            node = self.node(node_type, operation)
+            if node_type == "FunctionNodeTransformDirection":
+                matrix = self.node("FunctionNodeCombineMatrix")
+                for i, sock in enumerate(matrix.inputs):
+                    sock.default_value = 0.5 + 0.1 * ((i * 7) % 5)
+                self.link(out, node.inputs["Direction"])
+                self.link(matrix.outputs[0], node.inputs["Transform"])
+            else:
+                self.link(out, node.inputs[0])
+                for sock in list(node.inputs)[1:]:
+                    if sock.enabled and not sock.is_linked:
+                        sock.default_value = (1.0001, 0.9999, 0.5) if sock.type == "VECTOR" else 1.0001
+            out = node.outputs[0]
+        return self.dot(out) if on_vectors else out
+
+    def dot(self, vector):
+        node = self.node("ShaderNodeVectorMath", "DOT_PRODUCT")
+        node.inputs[1].default_value = (1.0, 1.0, 0.0)
+        self.link(vector, node.inputs[0])
+        return node.outputs["Value"]
+
+    def add(self, a, b):
+        node = self.node("ShaderNodeMath", "ADD")
+        self.link(a, node.inputs[0])
+        self.link(b, node.inputs[1])
+        return node.outputs[0]
+
+    def single_chain(self, count):
+        """``count`` single-value nodes (computed once per object): additions to the scene's frame."""
+        out = self.node("GeometryNodeInputSceneTime").outputs["Frame"]
+        for _i in range(count):
+            node = self.node("ShaderNodeMath", "ADD")
+            self.link(out, node.inputs[0])
+            node.inputs[1].default_value = 1.0
+            out = node.outputs[0]
+        return out
+
+
+def interleaved(objects, frames, rounds):
+    """Per object, the median over rounds of its median re-evaluation time in the round (tag it, update)."""
+    dg = bpy.context.evaluated_depsgraph_get()
+    dg.update()
+    per_round = {name: [] for name in objects}
+    for _round in range(rounds):
+        times = {name: [] for name in objects}
+        for i in range(frames + 2):
+            for name, objs in objects.items():
+                for obj in objs:
+                    obj.update_tag(refresh={"DATA"})
+                t0 = time.perf_counter()
+                dg.update()
+                if i >= 2:
+                    times[name].append(time.perf_counter() - t0)
+        for name in objects:
+            per_round[name].append(statistics.median(times[name]))
+    return per_round
+
+
+def per_vertex(args, env):
+    side = int(round(args.verts ** 0.5))
+    variants = {"bare": None, "floor": ("math_add", 0)}
+    variants.update({kind: (kind, args.chain) for kind in KINDS})
+    objects = {}
+    for name, spec in variants.items():
+        obj = grid(f"PV {name}", side)
+        t = Tree(f"PV {name}")
+        if spec is not None:
+            t.scalar_to_offset(t.chain(*spec))
+        obj.modifiers.new("Nodes", "NODES").node_group = t.tree
+        objects[name] = [obj]
+    got = interleaved(objects, args.frames, args.rounds)
+    ratios = {name: [t / b for t, b in zip(got[name], got["bare"])] for name in objects}
+    print(json.dumps({"bench": "node_cost_per_vertex", "kind": "floor", "vertices": side * side,
+                      "ratio_to_bare": round(statistics.median(ratios["floor"]), 3), **env}), flush=True)
+    for kind in KINDS:
+        per_node = [(r - f) / args.chain for r, f in zip(ratios[kind], ratios["floor"])]
+        print(json.dumps({"bench": "node_cost_per_vertex", "kind": kind, "vertices": side * side,
+                          "chain": args.chain, "per_node_of_bare": round(statistics.median(per_node), 4),
+                          "min": round(min(per_node), 4), "max": round(max(per_node), 4), **env}), flush=True)
+    for objs in objects.values():
+        for obj in objs:
+            bpy.data.objects.remove(obj)
+
+
+def per_object(args, env):
+    nodes = 4 * args.chain
+    # the same offset (a dot product of the position plus the frame) with and without ``nodes`` more nodes
+    variants = {
+        "base": lambda t: t.scalar_to_offset(t.add(t.chain("math_add", 0), t.single_chain(0))),
+        "single_values": lambda t: t.scalar_to_offset(t.add(t.chain("math_add", 0), t.single_chain(nodes))),
+        "field_nodes": lambda t: t.scalar_to_offset(t.add(t.chain("math_add", nodes), t.single_chain(0))),
+    }
+    objects = {}
+    for name, build in variants.items():
+        t = Tree(f"PO {name}")
+        build(t)
+        objs = []
+        for i in range(args.objects):
+            obj = grid(f"PO {name} {i}", 4)
+            obj.modifiers.new("Nodes", "NODES").node_group = t.tree
+            objs.append(obj)
+        objects[name] = objs
+    got = interleaved(objects, args.frames, args.rounds)
+    for name in ("single_values", "field_nodes"):
+        extra = [(t - b) / args.objects / nodes * 1e6 for t, b in zip(got[name], got["base"])]
+        print(json.dumps({"bench": "node_cost_per_object", "kind": name, "objects": args.objects,
+                          "vertices_each": 16, "nodes": nodes, "us_per_node_per_object":
+                          round(statistics.median(extra), 3), "min": round(min(extra), 3),
+                          "max": round(max(extra), 3), **env}), flush=True)
+
+
+def main(argv):
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--verts", type=int, default=1_000_000)
+    parser.add_argument("--objects", type=int, default=300)
+    parser.add_argument("--chain", type=int, default=6)
+    parser.add_argument("--frames", type=int, default=10)
+    parser.add_argument("--rounds", type=int, default=5)
+    args = parser.parse_args(argv)
+    bpy.ops.wm.read_homefile(app_template="", use_empty=True)
+    env = {"blender": bpy.app.version_string, "loadavg_1min": round(os.getloadavg()[0], 2), "cpus": os.cpu_count()}
+    per_vertex(args, env)
+    per_object(args, env)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
