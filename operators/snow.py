@@ -311,18 +311,17 @@ def trails_modifiers(obj):
     return [m for m in obj.modifiers if m.type == "NODES" and snow_nodes.is_trails_group(m.node_group)]
 
 
+def _cannot_carry_snow_reason(obj) -> str | None:
+    if obj.type != "MESH":
+        return f"{obj.type.lower()} objects cannot carry snow"
+    return linked_reason(obj)
+
+
 def add_trails(scene, objects) -> tuple[list, dict]:
     """Give ``objects`` (snow meshes) the live trails; returns (changed names, skipped {name: why}). Snow with
     the trails of another scene of the file (linked into both) takes this scene's trails and actors."""
     specs, skipped = actor_specs(scene)
-    candidates = []
-    for obj in objects:
-        if obj.type != "MESH":
-            skipped[obj.name] = f"{obj.type.lower()} objects cannot carry snow"
-        elif (reason := linked_reason(obj)) is not None:
-            skipped[obj.name] = reason
-        else:
-            candidates.append(obj)
+    candidates = changeable(objects, ObjectsResult(skipped=skipped), _cannot_carry_snow_reason)
     if not candidates and not any(trails_modifiers(o) for o in objects):
         raise SnowInputError("No snow mesh to add trails to: generate snow first or select snow meshes")
     tree = snow_nodes.ensure_trails(scene, specs)
