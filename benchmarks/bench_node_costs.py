@@ -25,6 +25,8 @@ import time
 
 import bpy
 
+import bench_bend  # this folder: the grid and the bare Set Position the bend is measured against
+
 # kind -> (node type, operation, whether it works on vectors)
 KINDS = {
     "math_add": ("ShaderNodeMath", "ADD", False),
@@ -38,44 +40,21 @@ KINDS = {
 }
 
 
-def grid(name, side):
-    import numpy as np
-
-    xs = np.linspace(-50, 50, side, dtype=np.float32)
-    gx, gy = np.meshgrid(xs, xs)
-    co = np.stack([gx.ravel(), gy.ravel(), np.zeros(gx.size, np.float32)], axis=1)
-    mesh = bpy.data.meshes.new(name)
-    mesh.vertices.add(len(co))
-    mesh.vertices.foreach_set("co", co.ravel())
-    mesh.update()
-    obj = bpy.data.objects.new(name, mesh)
-    bpy.context.scene.collection.objects.link(obj)
-    return obj
-
-
 class Tree:
-    """A geometry-nodes group: Set Position whose offset is whatever ``offset`` returns (None: a constant)."""
+    """A bare Set Position group (constant offset) whose offset the builders below may replace."""
 
     def __init__(self, name):
-        self.tree = bpy.data.node_groups.new(name, "GeometryNodeTree")
-        self.tree.interface.new_socket(name="Geometry", in_out="INPUT", socket_type="NodeSocketGeometry")
-        self.tree.interface.new_socket(name="Geometry", in_out="OUTPUT", socket_type="NodeSocketGeometry")
-        gin = self.tree.nodes.new("NodeGroupInput")
-        gout = self.tree.nodes.new("NodeGroupOutput")
-        self.set_pos = self.tree.nodes.new("GeometryNodeSetPosition")
-        self.set_pos.inputs["Offset"].default_value = (0.0, 0.0, 1e-3)
-        self.link(gin.outputs[0], self.set_pos.inputs["Geometry"])
-        self.link(self.set_pos.outputs[0], gout.inputs[0])
+        self.tree = bench_bend.bare_group()
+        self.tree.name = name
+        self.set_pos = next(n for n in self.tree.nodes if n.bl_idname == "GeometryNodeSetPosition")
 
     def link(self, a, b):
         self.tree.links.new(a, b)
 
-    def node(self, kind, operation=None, **inputs):
+    def node(self, kind, operation=None):
         node = self.tree.nodes.new(kind)
         if operation:
             node.operation = operation
-        for key, value in inputs.items():
-            node.inputs[key].default_value = value
         return node
 
     def scalar_to_offset(self, value):
@@ -156,7 +135,7 @@ def per_vertex(args, env):
     variants.update({kind: (kind, args.chain) for kind in KINDS})
     objects = {}
     for name, spec in variants.items():
-        obj = grid(f"PV {name}", side)
+        obj = bench_bend.grid(f"PV {name}", side)
         t = Tree(f"PV {name}")
         if spec is not None:
             t.scalar_to_offset(t.chain(*spec))
@@ -190,7 +169,7 @@ def per_object(args, env):
         build(t)
         objs = []
         for i in range(args.objects):
-            obj = grid(f"PO {name} {i}", 4)
+            obj = bench_bend.grid(f"PO {name} {i}", 4)
             obj.modifiers.new("Nodes", "NODES").node_group = t.tree
             objs.append(obj)
         objects[name] = objs
