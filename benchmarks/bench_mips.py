@@ -66,7 +66,7 @@ def main(argv=None):
                       "overhead_seconds": round(t_keep - t_naive, 4),
                       "target_s": 2.0, "within_target": t_keep <= 2.0,
                       "worst_coverage_error_levels_ge_100_texels": round(worst, 5)}), flush=True)
-    t_dds, data = timed(lambda: mips.encode_dds(kept.levels), args.repeat)
+    t_dds, data = timed(lambda: mips.encode_dds(kept.levels, srgb=kept.settings.srgb), args.repeat)
     print(json.dumps({**common, "what": "encode_dds", "seconds": round(t_dds, 4), "bytes": len(data)}), flush=True)
     import tracemalloc
 

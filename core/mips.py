@@ -476,12 +476,30 @@ def build_chain(pixels, settings: MipSettings = MipSettings()) -> MipChain:
 
 DDSD_CAPS, DDSD_HEIGHT, DDSD_WIDTH, DDSD_PITCH = 0x1, 0x2, 0x4, 0x8
 DDSD_PIXELFORMAT, DDSD_MIPMAPCOUNT = 0x1000, 0x20000
-DDPF_ALPHAPIXELS, DDPF_RGB = 0x1, 0x40
+DDPF_ALPHAPIXELS, DDPF_FOURCC, DDPF_RGB = 0x1, 0x4, 0x40
 DDSCAPS_COMPLEX, DDSCAPS_TEXTURE, DDSCAPS_MIPMAP = 0x8, 0x1000, 0x400000
+DXGI_FORMAT_R8G8B8A8_UNORM, DXGI_FORMAT_R8G8B8A8_UNORM_SRGB = 28, 29
+DDS_DIMENSION_TEXTURE2D = 3
+DDS_ALPHA_MODE_STRAIGHT = 1  # not premultiplied (what the chain holds)
 
 
-def encode_dds(levels) -> bytes:
-    """Uncompressed 32-bit RGBA DDS (legacy header, byte order R, G, B, A) holding every level given."""
+def dds_format(srgb: bool) -> dict:
+    """How ``encode_dds`` describes a chain: sRGB colour needs the DX10 header (no legacy pixel format means
+    R8G8B8A8_UNORM_SRGB); data stays in the legacy RGBA8 header, which every DDS reader takes as R8G8B8A8_UNORM
+    (DirectXTex writes both formats the same way by default)."""
+    if srgb:
+        return {"dxgi_format": DXGI_FORMAT_R8G8B8A8_UNORM_SRGB, "name": "R8G8B8A8_UNORM_SRGB", "header": "DX10",
+                "alpha_mode": "straight"}
+    return {"dxgi_format": DXGI_FORMAT_R8G8B8A8_UNORM, "name": "R8G8B8A8_UNORM", "header": "legacy",
+            "alpha_mode": "straight"}
+
+
+def encode_dds(levels, *, srgb: bool) -> bytes:
+    """Uncompressed 32-bit RGBA DDS (byte order R, G, B, A, straight alpha) holding every level given.
+
+    ``srgb``: the colour channels are sRGB-encoded (``MipSettings.srgb``). Then the file has the DX10 header with
+    DXGI_FORMAT_R8G8B8A8_UNORM_SRGB, so engines decode the colour to linear when they sample; otherwise the
+    legacy header (R8G8B8A8_UNORM). See ``dds_format``."""
     if not levels:
         raise MipsError("No levels to write")
     h, w = levels[0].shape[:2]
@@ -494,12 +512,19 @@ def encode_dds(levels) -> bytes:
     if len(levels) > 1:
         flags |= DDSD_MIPMAPCOUNT
         caps |= DDSCAPS_COMPLEX | DDSCAPS_MIPMAP
-    pixel_format = struct.pack("<2I4s5I", 32, DDPF_RGB | DDPF_ALPHAPIXELS, b"\0\0\0\0", 32,
-                               0x000000FF, 0x0000FF00, 0x00FF0000, 0xFF000000)
+    if srgb:
+        pixel_format = struct.pack("<2I4s5I", 32, DDPF_FOURCC, b"DX10", 0, 0, 0, 0, 0)
+        # DDS_HEADER_DXT10: dxgiFormat, resourceDimension, miscFlag, arraySize, miscFlags2 (alpha mode)
+        extra = struct.pack("<5I", DXGI_FORMAT_R8G8B8A8_UNORM_SRGB, DDS_DIMENSION_TEXTURE2D, 0, 1,
+                            DDS_ALPHA_MODE_STRAIGHT)
+    else:
+        pixel_format = struct.pack("<2I4s5I", 32, DDPF_RGB | DDPF_ALPHAPIXELS, b"\0\0\0\0", 32,
+                                   0x000000FF, 0x0000FF00, 0x00FF0000, 0xFF000000)
+        extra = b""
     header = struct.pack("<7I", 124, flags, h, w, w * 4, 0, len(levels)) + b"\0" * 44 + pixel_format
     header += struct.pack("<5I", caps, 0, 0, 0, 0)
     assert len(header) == 124
-    return b"DDS " + header + b"".join(np.ascontiguousarray(lv).tobytes() for lv in levels)
+    return b"DDS " + header + extra + b"".join(np.ascontiguousarray(lv).tobytes() for lv in levels)
 
 
 # --- comparison picture -----------------------------------------------------------------------------------
@@ -557,7 +582,8 @@ def compare_picture(chain: MipChain, tile: int = 128, max_levels: int = 10) -> n
 
 # --- report and files -------------------------------------------------------------------------------------
 
-def report_dict(chain: MipChain, source: str = "") -> dict:
+def report_dict(chain: MipChain, source: str = "", dds: bool = True) -> dict:
+    """The ``<name>_mips.json`` report; ``dds``: a DDS file is written (its format is then named in the report)."""
     h, w = chain.levels[0].shape[:2]
     return {
         "source": source,
@@ -572,6 +598,7 @@ def report_dict(chain: MipChain, source: str = "") -> dict:
         "has_alpha": chain.has_alpha,
         "target_coverage": chain.target,
         "per_level": [asdict(r) for r in chain.reports],
+        "dds_format": dds_format(chain.settings.srgb) if dds else None,
         "warnings": list(chain.warnings),
     }
 
@@ -643,11 +670,12 @@ class StagedOutput:
         try:
             files = {}
             if "dds" in self.formats:
-                files[f"{stem}.dds"] = encode_dds(chain.levels)
+                files[f"{stem}.dds"] = encode_dds(chain.levels, srgb=chain.settings.srgb)
             if "png" in self.formats:
                 for i, lv in enumerate(chain.levels):
                     files[f"{stem}_mip{i:02d}.png"] = encode_png(lv)
-            files[f"{stem}_mips.json"] = json.dumps(report_dict(chain, source), indent=2).encode()
+            report = report_dict(chain, source, "dds" in self.formats)
+            files[f"{stem}_mips.json"] = json.dumps(report, indent=2).encode()
             if self.compare:
                 files[f"{stem}_compare.png"] = encode_png(compare_picture(chain))
             for name, data in files.items():

@@ -346,7 +346,7 @@ def _bake(inputs, out_dir, settings, formats, compare, colour):
                 yield (i + 0.9 * fraction) / n
             chain.warnings = warnings + [f"{inp.stem}: {w}" for w in chain.warnings]
             staged.add(inp.stem, inp.label, chain)
-            result.reports[inp.stem] = core_mips.report_dict(chain, inp.label)
+            result.reports[inp.stem] = core_mips.report_dict(chain, inp.label, "dds" in staged.formats)
             result.warnings.extend(chain.warnings)
             del chain
             yield (i + 1.0) / n

@@ -436,3 +436,27 @@ def test_operator_image_argument_and_name_clashes(core, ops, tmp_path):
     for lv in levels:  # the TGA reads the same as the PNG (Blender's loader, straight alpha)
         np.testing.assert_array_equal(lv, src)
     assert set(result.reports) == {"twig", "twig_2"}
+
+
+@pytest.mark.parametrize("colour", ["SRGB", "LINEAR"])
+def test_blender_loads_the_dds_and_reads_level_0_as_the_png(core, ops, tmp_path, colour):
+    """Blender's own loader (OpenImageIO) reads the DX10 R8G8B8A8_UNORM_SRGB file of an sRGB chain and the legacy
+    RGBA8 file of a data chain; its level 0 is the PNG level 0, pixel for pixel."""
+    src = core.make_leaf_card(48, 80, seed=5)  # not square: width and height cannot swap unnoticed
+    path = write_png(core, tmp_path / "card.png", src)
+    out = tmp_path / "out"
+    result = ops.bake_mips(ops.inputs_from_paths([path]), str(out), colour=colour, compare=False)
+    srgb = colour == "SRGB"
+    assert result.reports["card"]["dds_format"]["name"] == ("R8G8B8A8_UNORM_SRGB" if srgb else "R8G8B8A8_UNORM")
+    back = dds_reader.read_dds((out / "card.dds").read_bytes())
+    assert back["srgb"] == srgb and back["header"] == ("DX10" if srgb else "legacy")
+    pictures = []
+    for name in ("card.dds", "card_mip00.png"):
+        image = bpy.data.images.load(str(out / name))
+        assert tuple(image.size) == (80, 48) and image.channels == 4
+        px = np.empty(80 * 48 * 4, np.float32)
+        image.pixels.foreach_get(px)
+        pictures.append(np.round(px.reshape(48, 80, 4)[::-1] * 255.0).astype(np.uint8))  # Blender: bottom row first
+    np.testing.assert_array_equal(pictures[0], pictures[1])
+    np.testing.assert_array_equal(pictures[0], back["levels"][0])
+    np.testing.assert_array_equal(pictures[0], src)

@@ -227,9 +227,11 @@ def test_tiny_and_line_images(shape):
         img[..., 3] = np.where(np.arange(shape[0] * shape[1]).reshape(shape[:2]) % 3 == 0, 255, 0)
     chain = mips.build_chain(img)
     assert chain.levels[-1].shape == (1, 1, 4)
-    data = mips.encode_dds(chain.levels)
+    data = mips.encode_dds(chain.levels, srgb=chain.settings.srgb)
     back = dds_reader.read_dds(data)
-    assert len(back["levels"]) == len(chain.levels)
+    assert len(back["levels"]) == len(chain.levels) and back["trailing"] == 0
+    for got, want in zip(back["levels"], chain.levels):
+        np.testing.assert_array_equal(got, want)
 
 
 def test_huge_image_is_refused_before_any_work():
@@ -259,9 +261,10 @@ def test_bad_arrays(arr, msg):
 
 # --- files -------------------------------------------------------------------------------------------------
 
-def test_dds_read_back_by_pillow_and_an_independent_level_walker():
-    chain = mips.build_chain(blobs(200, 120, 9))
-    data = mips.encode_dds(chain.levels)
+@pytest.mark.parametrize("srgb", [True, False])
+def test_dds_read_back_by_pillow_and_an_independent_level_walker(srgb):
+    chain = mips.build_chain(blobs(200, 120, 9), mips.MipSettings(srgb=srgb))
+    data = mips.encode_dds(chain.levels, srgb=srgb)
     with Image.open(io.BytesIO(data)) as im:
         assert im.size == (120, 200) and im.mode == "RGBA"
         np.testing.assert_array_equal(np.asarray(im), chain.levels[0])
@@ -273,6 +276,60 @@ def test_dds_read_back_by_pillow_and_an_independent_level_walker():
     assert back["trailing"] == 0
     for got, want in zip(back["levels"], chain.levels):
         np.testing.assert_array_equal(got, want)
+
+
+def test_srgb_chain_dds_declares_r8g8b8a8_unorm_srgb_with_straight_alpha():
+    """Engines (Unity, Unreal, DirectXTex, Godot) take the colour space from the DDS format: an sRGB chain must
+    say R8G8B8A8_UNORM_SRGB (only the DX10 header can), or its colour is sampled as linear data."""
+    chain = mips.build_chain(mips.make_leaf_card(60, 100), mips.MipSettings(srgb=True))
+    back = dds_reader.read_dds(mips.encode_dds(chain.levels, srgb=True))
+    assert back["fourcc"] == b"DX10" and back["pf_flags"] == 0x4  # DDPF_FOURCC only, no legacy RGB masks
+    assert back["header"] == "DX10" and back["data_offset"] == 148
+    assert back["dxgi_format"] == 29 and back["format"] == "R8G8B8A8_UNORM_SRGB" and back["srgb"]
+    assert back["resource_dimension"] == 3 and back["array_size"] == 1 and back["misc_flag"] == 0
+    assert back["alpha_mode"] == "straight"
+    assert back["mip_count"] == len(chain.levels) and back["caps"] == 0x401008 and back["pitch"] == 100 * 4
+
+
+def test_data_chain_dds_keeps_the_legacy_rgba8_header():
+    """Non-colour data: the legacy RGBA8 pixel format, which every reader maps to R8G8B8A8_UNORM."""
+    chain = mips.build_chain(mips.make_leaf_card(60, 100), mips.MipSettings(srgb=False))
+    back = dds_reader.read_dds(mips.encode_dds(chain.levels, srgb=False))
+    assert back["header"] == "legacy" and back["fourcc"] == b"\0\0\0\0" and back["data_offset"] == 128
+    assert back["pf_flags"] == 0x41 and back["bits"] == 32  # DDPF_RGB | DDPF_ALPHAPIXELS, masks R, G, B, A
+    assert not back["srgb"] and back["dxgi_format"] is None
+
+
+@pytest.mark.parametrize("srgb", [True, False])
+def test_dds_levels_equal_the_png_levels_and_the_report_names_the_format(tmp_path, srgb):
+    chain = mips.build_chain(mips.make_leaf_card(60, 100), mips.MipSettings(srgb=srgb))
+    mips.write_outputs([("leaf", "leaf.png", chain)], str(tmp_path), compare=False)
+    back = dds_reader.read_dds((tmp_path / "leaf.dds").read_bytes())
+    assert back["srgb"] == srgb and len(back["levels"]) == len(chain.levels) and back["trailing"] == 0
+    for i, lv in enumerate(back["levels"]):
+        with Image.open(tmp_path / f"leaf_mip{i:02d}.png") as im:
+            np.testing.assert_array_equal(lv, np.asarray(im))
+    report = json.loads((tmp_path / "leaf_mips.json").read_text())
+    assert report["srgb"] == srgb
+    want = ({"dxgi_format": 29, "name": "R8G8B8A8_UNORM_SRGB", "header": "DX10", "alpha_mode": "straight"} if srgb
+            else {"dxgi_format": 28, "name": "R8G8B8A8_UNORM", "header": "legacy", "alpha_mode": "straight"})
+    assert report["dds_format"] == want
+    mips.write_outputs([("png_only", "", chain)], str(tmp_path / "png"), formats="png", compare=False)
+    assert json.loads((tmp_path / "png" / "png_only_mips.json").read_text())["dds_format"] is None
+
+
+@pytest.mark.parametrize("field,value,msg", [(0, 87, "DXGI format 87"), (1, 4, "dimension"), (2, 4, "miscFlag"),
+                                             (3, 6, "array size"), (4, 9, "alpha mode")])
+def test_dds_reader_refuses_dx10_headers_it_does_not_know(field, value, msg):
+    """The test reader is strict, so a wrong DX10 header cannot pass as a right one."""
+    chain = mips.build_chain(blobs(8, 8))
+    data = bytearray(mips.encode_dds(chain.levels, srgb=True))
+    data[128 + 4 * field:132 + 4 * field] = value.to_bytes(4, "little")
+    with pytest.raises(ValueError, match=msg):
+        dds_reader.read_dds(bytes(data))
+    data[84:88] = b"DXT5"
+    with pytest.raises(ValueError, match="FourCC"):
+        dds_reader.read_dds(bytes(data))
 
 
 @pytest.mark.parametrize("arr", [np.zeros((5, 7, 4), np.uint8) + 9, np.arange(5 * 7 * 2, dtype=np.uint16)
