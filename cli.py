@@ -263,7 +263,8 @@ def _bend_file(args, path: str, export_engines) -> int:
             paths = bend_ops.export_engines(scene, export_engines)
         except (bend_ops.BendInputError, core_bend.BendError) as exc:
             raise CliError(str(exc)) from None
-        print(f"envfx bend: wrote {len(paths)} files for game engines into {export_engines}")
+        print(f"envfx bend: wrote {len(paths)} files for game engines into {export_engines} (unit scale "
+              f"{bend_ops.unit_scale(scene):g} m per Blender unit)")
         return 0
     try:
         if args.remove:

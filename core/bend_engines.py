@@ -6,14 +6,19 @@ include with one function ``envfx_bend(world_pos, pivot)`` (the bent world posit
 passes its player's or camera's world position as ``pivot`` every frame) and ``envfx_bend.json`` with every
 number in Blender's and each engine's space.
 
-Axes: a point (x, y, z) of Blender (Z up, right-handed, metres) is, after the usual export,
+Axes: a point (x, y, z) of Blender (Z up, right-handed) is, after the usual export,
 
 - GODOT (glTF, +Y up, metres): (x, z, -y);
-- UNITY (FBX or glTF, +Y up, left-handed, metres): (-x, z, -y);
-- UNREAL (FBX, Z up, left-handed, centimetres): 100 * (x, -y, z).
+- UNITY (FBX, +Y up, left-handed, metres): (-x, z, -y);
+- UNREAL (FBX, Z up, left-handed, centimetres): 100 * (x, -y, z),
 
-The drop is along the engine's down; a length scales with the unit (spreads, the horizon offset) and the
-strength divides by it (``a * d^2`` is a length).
+each times the metres per Blender unit of the export format: Blender's glTF exporter writes 1 Blender unit as
+1 m whatever the scene's unit scale; its FBX exporter applies the unit scale (``unit_settings.scale_length``, the
+metres per Blender unit; 1 m when the unit system is None), which Unity and Unreal honour when they import.
+
+The bend in Blender units is ``drop = a * d^2``; with ``k`` engine units per Blender unit (the metres per Blender
+unit times the engine's units per metre) the engine's drop is ``(a / k) * (k d)^2``: the lengths (spreads, the
+horizon offset) scale by ``k`` and the strengths divide by it. The drop is along the engine's down.
 """
 
 from __future__ import annotations
@@ -26,29 +31,54 @@ import numpy as np
 from . import bend as core_bend
 
 ENGINES = {
-    # name: (matrix Blender -> engine, unit scale, language, file name, what the axes assume)
+    # name: (matrix Blender -> engine, engine units per metre, language, file name, what the axes assume,
+    #        the export format the units assume)
     "GODOT": (((1, 0, 0), (0, 0, 1), (0, -1, 0)), 1.0, "GLSL", "envfx_bend.gdshaderinc",
-              "glTF export (+Y up), metres"),
+              "glTF export (+Y up), metres", "glTF"),
     "UNITY": (((-1, 0, 0), (0, 0, 1), (0, -1, 0)), 1.0, "HLSL", "EnvFXBend.hlsl",
-              "FBX (-Z forward, Y up) or glTF export, Unity's left-handed +Y up, metres"),
+              "FBX export (-Z forward, Y up), Unity's left-handed +Y up, metres", "FBX"),
     "UNREAL": (((1, 0, 0), (0, -1, 0), (0, 0, 1)), 100.0, "HLSL", "EnvFXBend.ush",
-               "FBX export, Unreal's left-handed +Z up, centimetres"),
+               "FBX export, Unreal's left-handed +Z up, centimetres", "FBX"),
 }
 JSON_NAME = "envfx_bend.json"
 
 
-def to_engine(points, engine: str) -> np.ndarray:
-    """Blender world points (N, 3) -> the engine's world points."""
-    matrix, scale, *_ = ENGINES[engine]
+def metres_per_unit(engine: str, unit_scale: float = 1.0) -> float:
+    """Metres per Blender unit in the file the engine imports: ``unit_scale`` (the scene's
+    ``unit_settings.scale_length``) for FBX, 1.0 for glTF, whose exporter ignores it."""
+    if engine not in ENGINES:
+        raise core_bend.BendError(f"Unknown engine {engine!r}: use one of {', '.join(ENGINES)}")
+    try:
+        unit_scale = float(unit_scale)
+    except (TypeError, ValueError):
+        unit_scale = float("nan")
+    if not (np.isfinite(unit_scale) and unit_scale > 0.0):
+        raise core_bend.BendError(
+            f"Unit scale {unit_scale} is not a length: pass the scene's unit_settings.scale_length (metres per "
+            f"Blender unit, a finite number above 0; 1.0 for metres, 0.01 for centimetres)")
+    return unit_scale if ENGINES[engine][5] == "FBX" else 1.0
+
+
+def engine_scale(engine: str, unit_scale: float = 1.0) -> float:
+    """Engine units per Blender unit: the export's metres per Blender unit times the engine's units per metre."""
+    metres = metres_per_unit(engine, unit_scale)  # checks the engine and the unit scale
+    return ENGINES[engine][1] * metres
+
+
+def to_engine(points, engine: str, unit_scale: float = 1.0) -> np.ndarray:
+    """Blender world points (N, 3) -> the engine's world points, for a scene whose ``scale_length`` is
+    ``unit_scale``."""
+    scale = engine_scale(engine, unit_scale)
+    matrix = ENGINES[engine][0]
     return scale * (np.asarray(points, dtype=np.float64) @ np.asarray(matrix, dtype=np.float64).T)
 
 
-def engine_constants(params: core_bend.BendParams, engine: str) -> dict:
-    """The bend's numbers in the engine's space: unit vectors up/forward/side, lengths in its unit."""
+def engine_constants(params: core_bend.BendParams, engine: str, unit_scale: float = 1.0) -> dict:
+    """The bend's numbers in the engine's space: unit vectors up/forward/side, lengths in its unit, for a scene
+    whose ``scale_length`` is ``unit_scale``."""
     params.validate()
-    if engine not in ENGINES:
-        raise core_bend.BendError(f"Unknown engine {engine!r}: use one of {', '.join(ENGINES)}")
-    matrix, scale, *_ = ENGINES[engine]
+    scale = engine_scale(engine, unit_scale)
+    matrix = ENGINES[engine][0]
     m = np.asarray(matrix, dtype=np.float64)
     f, side = core_bend.axis_vectors(params.axis)
     on = 1.0 if params.enabled else 0.0
@@ -69,11 +99,26 @@ def _num(value: float) -> str:
     return text if any(c in text for c in ".eEn") else text + ".0"
 
 
-def shader_source(params: core_bend.BendParams, engine: str, source: str = "") -> str:
-    """The engine's shader include: constants and ``envfx_bend(world_pos, pivot)`` for the scene's mode."""
-    c = engine_constants(params, engine)
+def units_note(engine: str, unit_scale: float = 1.0) -> str:
+    """What one Blender unit is in the engine and why: the export format and the scene's unit scale."""
+    _matrix, per_metre, _language, _file, _axes, export = ENGINES[engine]
+    metres = metres_per_unit(engine, unit_scale)
+    unit = {1.0: "m", 100.0: "cm"}[per_metre]
+    note = f"1 Blender unit = {_num(metres * per_metre)} {unit} ({export} export"
+    if export == "glTF":
+        return note + f", which ignores the scene's unit scale {_num(unit_scale)})"
+    note += f", which applies the scene's unit scale {_num(unit_scale)} m per Blender unit)"
+    if engine == "UNITY" and unit_scale != 1.0:
+        note += "; a glTF export would not apply it: import FBX, or set the unit scale to 1"
+    return note
+
+
+def shader_source(params: core_bend.BendParams, engine: str, source: str = "", unit_scale: float = 1.0) -> str:
+    """The engine's shader include: constants and ``envfx_bend(world_pos, pivot)`` for the scene's mode, for a
+    scene whose ``scale_length`` is ``unit_scale``."""
+    c = engine_constants(params, engine, unit_scale)
     source = " ".join(str(source).split())  # one comment line
-    _matrix, _scale, language, _file, axes = ENGINES[engine]
+    _matrix, _scale, language, _file, axes, _export = ENGINES[engine]
     v3 = "vec3" if language == "GLSL" else "float3"
     const = "const" if language == "GLSL" else "static const"
 
@@ -83,6 +128,7 @@ def shader_source(params: core_bend.BendParams, engine: str, source: str = "") -
     lines = [
         f"// EnvFX World Bend, mode {params.mode}, axis {params.axis}{' (' + source + ')' if source else ''}.",
         f"// Axes and units: {axes}. Generated by EnvFX; export again after changing the bend.",
+        f"// Units: {units_note(engine, unit_scale)}.",
         "// envfx_bend(world_pos, pivot): where a physical world position is drawn; pivot = the player's or",
         "// camera's world position, set every frame.",
         "// included twice (two nodes or materials using it), it is defined once",
@@ -137,11 +183,12 @@ def shader_source(params: core_bend.BendParams, engine: str, source: str = "") -
     return "\n".join(lines) + "\n"
 
 
-def export_files(params: core_bend.BendParams, folder: str, source: str = "") -> list[str]:
-    """Write every engine's shader include and ``envfx_bend.json`` into ``folder`` (created if missing); returns
-    the paths written. Raises BendError for bad settings and OSError when the folder cannot be written."""
+def export_files(params: core_bend.BendParams, folder: str, source: str = "", unit_scale: float = 1.0) -> list[str]:
+    """Write every engine's shader include and ``envfx_bend.json`` into ``folder`` (created if missing), for a
+    scene whose ``scale_length`` is ``unit_scale``; returns the paths written. Raises BendError for bad settings
+    and OSError when the folder cannot be written."""
     params.validate()
-    texts = {spec[3]: shader_source(params, engine, source) for engine, spec in ENGINES.items()}
+    texts = {spec[3]: shader_source(params, engine, source, unit_scale) for engine, spec in ENGINES.items()}
     meta = {
         "format": "envfx-bend", "version": 1, "source": source,
         "formula": "drop = strength * max(0, |coord| - spread)^2 along the engine's down (see the shader files)",
@@ -150,10 +197,14 @@ def export_files(params: core_bend.BendParams, folder: str, source: str = "") ->
             "pivot": [float(v) for v in params.pivot], "horizon_offset": params.horizon_offset,
             "strength": params.strength, "spread": params.spread,
             "side_strength": params.side_strength, "side_spread": params.side_spread,
+            "unit_scale": float(unit_scale),
         },
         "engines": {
-            engine: {"file": spec[3], "axes": spec[4], "pivot": to_engine([params.pivot], engine)[0].tolist(),
-                     **engine_constants(params, engine)}
+            engine: {"file": spec[3], "axes": spec[4], "export_format": spec[5],
+                     "metres_per_blender_unit": metres_per_unit(engine, unit_scale),
+                     "units": units_note(engine, unit_scale),
+                     "pivot": to_engine([params.pivot], engine, unit_scale)[0].tolist(),
+                     **engine_constants(params, engine, unit_scale)}
             for engine, spec in ENGINES.items()
         },
     }

@@ -271,17 +271,25 @@ class ENVFX_OT_bend_exclude(bpy.types.Operator):
         return {"FINISHED"}
 
 
+def unit_scale(scene) -> float:
+    """Metres per Blender unit as Blender's FBX exporter reads the scene: ``scale_length``, except with the unit
+    system None, where it writes 1 m (io_scene_fbx ``units_blender_to_fbx_factor``)."""
+    units = scene.unit_settings
+    return 1.0 if units.system == "NONE" else float(units.scale_length)
+
+
 def export_engines(scene, folder: str) -> list[str]:
     """Write the scene's bend as shader includes for Godot, Unity and Unreal and ``envfx_bend.json`` into
-    ``folder``; returns the paths. Raises BendInputError (with what to do) for a missing or unwritable folder
-    and core_bend.BendError for bad settings; nothing is written then."""
+    ``folder``, in each engine's units for the scene's unit scale; returns the paths. Raises BendInputError (with
+    what to do) for a missing or unwritable folder and core_bend.BendError for bad settings; nothing is written
+    then."""
     if not folder:
         raise BendInputError("No folder: choose the folder the engine files are written to")
     path = bpy.path.abspath(folder)
     params = bend_nodes.params_from_scene(scene).validate()
     source = f"{bpy.path.basename(bpy.data.filepath) or 'unsaved file'}, scene {scene.name}"
     try:
-        return bend_engines.export_files(params, path, source=source)
+        return bend_engines.export_files(params, path, source=source, unit_scale=unit_scale(scene))
     except OSError as exc:
         raise BendInputError(f"Cannot write the engine files into {path!r} ({exc.strerror or exc}): "
                              "choose a writable folder") from None

@@ -633,6 +633,82 @@ def test_export_for_game_engines_operator(envfx, tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["eng", "file"]
 
 
+def _load_helper(name, *parts):
+    import importlib.util
+
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    spec = importlib.util.spec_from_file_location(name, os.path.join(root, *parts))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+# Blender's FBX exporter writes 1 Blender unit as scale_length metres, except with the unit system None (1 m)
+@pytest.mark.parametrize("system, scale_length, fbx_metres",
+                         [("METRIC", 0.01, 0.01), ("IMPERIAL", 0.3048, 0.3048), ("NONE", 0.01, 1.0)])
+def test_engine_includes_bend_the_exported_fbx_mesh_like_the_viewport(envfx, tmp_path, system, scale_length,
+                                                                       fbx_metres):
+    """In a scene with a unit scale, the bend's Unreal and Unity includes take the mesh the FBX exporter writes
+    (read back from the file, through its model transform and UnitScaleFactor, into the engine's axes and unit)
+    to where the viewport draws it (its evaluated bent vertices, taken the same way); the pivot in
+    envfx_bend.json is the pivot object's place in the same file."""
+    import json
+
+    fbx = _load_helper("fbx_reader", "tests", "blender", "fbx_reader.py")
+    run_shader = _load_helper("bend_shader_numpy", "tests", "core", "bend_shader_numpy.py").run_shader
+    scene = bpy.context.scene
+    scene.unit_settings.system = system
+    scene.unit_settings.scale_length = scale_length
+    rng = np.random.default_rng([SEED, int(scale_length * 1e4)])
+    ground = random_mesh("Ground", rng, 600)
+    ground.data.transform(np.diag([150.0, 150.0, 5.0, 1.0]).tolist())  # +-300 Blender units
+    ground.location = (20.0, -40.0, 5.0)
+    ground.rotation_euler = (0.2, -0.1, 1.1)
+    ground.scale = (1.5, 0.8, 1.2)
+    pivot = pivot_empty("Player", (12.0, -30.0, 2.0))
+    s = scene_setup("RUNNER_2AXIS", "POS_X", pivot)
+    s.strength, s.spread, s.side_strength, s.side_spread, s.horizon_offset = 0.001, 20.0, -0.0005, 10.0, 15.0
+    assert envfx.operators.bend.add_bend(scene, [ground]).changed == ["Ground"]
+    assert bpy.ops.envfx.bend_export_engines(directory=str(tmp_path / "eng")) == {"FINISHED"}
+    meta = json.loads((tmp_path / "eng" / "envfx_bend.json").read_text())
+    assert meta["blender"]["unit_scale"] == pytest.approx(fbx_metres)
+    select_only([ground, pivot])
+    path = str(tmp_path / "level.fbx")  # the physical mesh: the game bends it in its vertex shader
+    assert bpy.ops.export_scene.fbx(filepath=path, use_selection=True, use_mesh_modifiers=False) == {"FINISHED"}
+
+    root = fbx.read(path)
+    cm_per_file_unit = fbx.global_settings(root)["UnitScaleFactor"]
+    models, geometry = fbx.objects(root, "Model"), fbx.objects(root, "Geometry")
+    local = fbx.vertices(geometry["Ground"])
+    np.testing.assert_allclose(local, envfx.bridge.get_positions(ground.data), atol=1e-4)  # unbent, in order
+    to_z_up = fbx.to_z_up(root)
+    engines = {  # from right-handed Z up (front -Y) to the engine: Unreal mirrors Y, Unity is Y up mirrored
+        "UNREAL": (np.diag([1.0, -1.0, 1.0]), 1.0),
+        "UNITY": (np.array([[-1.0, 0, 0], [0, 0, 1.0], [0, -1.0, 0]]), 0.01),  # "Convert Units": cm -> m
+    }
+
+    def in_engine(points, model, axes, unit_per_cm):
+        matrix = fbx.model_matrix(models[model])
+        in_file = np.asarray(points, dtype=np.float64) @ matrix[:3, :3].T + matrix[:3, 3]
+        return cm_per_file_unit * unit_per_cm * in_file @ to_z_up.T @ axes.T
+
+    for engine, how in engines.items():
+        physical = in_engine(local, "Ground", *how)
+        viewport = in_engine(evaluated_local(envfx, ground), "Ground", *how)
+        pivot_at = in_engine([[0.0, 0.0, 0.0]], "Player", *how)[0]
+        # the file holds fbx_metres metres per Blender unit
+        world = envfx.bridge.get_positions(ground.data) @ np.asarray(ground.matrix_world)[:3, :3].T
+        per_metre = 100.0 * how[1]
+        np.testing.assert_allclose(np.linalg.norm(physical[1:] - physical[0], axis=1),
+                                   per_metre * fbx_metres * np.linalg.norm(world[1:] - world[0], axis=1), rtol=1e-5)
+        np.testing.assert_allclose(meta["engines"][engine]["pivot"], pivot_at, rtol=1e-6, atol=1e-6)
+        include = (tmp_path / "eng" / meta["engines"][engine]["file"]).read_text()
+        bent = run_shader(include)(physical, pivot_at)
+        size = np.abs(viewport).max()
+        np.testing.assert_allclose(bent, viewport, rtol=0, atol=2e-5 * size, err_msg=engine)
+        assert np.abs(viewport - physical).max() > 0.05 * size  # the viewport bends it, a lot
+
+
 def _expected_in(envfx, scene, obj):
     params = envfx.shader_nodes.bend.params_from_scene(scene)
     return envfx.core.bend.forward_local(envfx.bridge.get_positions(obj.data),

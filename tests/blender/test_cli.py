@@ -187,6 +187,9 @@ def test_bend_remove(envfx, scene_file):
 
 
 def test_bend_export_engines_writes_the_files_and_leaves_the_blend_alone(envfx, scene_file, tmp_path, capsys):
+    bpy.ops.wm.open_mainfile(filepath=scene_file)
+    bpy.context.scene.unit_settings.scale_length = 0.01  # a centimetre scene: Unity and Unreal get it from the FBX
+    bpy.ops.wm.save_as_mainfile(filepath=scene_file)
     with open(scene_file, "rb") as fh:
         before = fh.read()
     out = tmp_path / "engines"
@@ -196,6 +199,10 @@ def test_bend_export_engines_writes_the_files_and_leaves_the_blend_alone(envfx, 
     assert "wrote 4 files" in capsys.readouterr().out
     meta = json.loads((out / "envfx_bend.json").read_text())
     assert meta["blender"]["mode"] == "RUNNER_2AXIS" and meta["blender"]["strength"] == pytest.approx(0.03)
+    assert meta["blender"]["unit_scale"] == pytest.approx(0.01)
+    assert meta["engines"]["UNREAL"]["strength"] == pytest.approx(0.03)         # per cm: 0.03 per BU, 1 cm per BU
+    assert meta["engines"]["GODOT"]["strength"] == pytest.approx(0.03)          # glTF: 1 m per BU
+    assert meta["engines"]["UNITY"]["strength"] == pytest.approx(3.0)           # per m: 1 BU is 0.01 m
     assert "scene.blend, scene Scene" in meta["source"]
     assert "ENVFX_BEND_SIDE_STRENGTH" in (out / "envfx_bend.gdshaderinc").read_text()
     assert (out / "EnvFXBend.hlsl").exists() and (out / "EnvFXBend.ush").exists()

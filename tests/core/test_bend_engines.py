@@ -1,8 +1,9 @@
 """The engines' shader code is checked by running it: each generated function is turned into numpy line by
 line and must bend the engine's points exactly where ``core.bend`` bends Blender's."""
 
+import importlib.util
 import json
-import re
+import os
 
 import numpy as np
 import pytest
@@ -10,35 +11,11 @@ import pytest
 from core import bend as core_bend
 from core import bend_engines as be
 
-
-def _run_shader(text):
-    """The generated GLSL/HLSL as a Python function (the few constructs it uses, on (N, 3) arrays)."""
-    py = []
-    for line in text.splitlines():
-        code = line.split("//")[0].rstrip()
-        if code.startswith("void EnvFXBend_float"):  # Unity's Custom Function wrapper: checked on its own
-            break
-        if not code or code == "}" or code.startswith("#"):  # the include guard
-            continue
-        const = re.match(r"(?:static )?const (?:float3|vec3|float) (\w+) = (.*);$", code)
-        if const:
-            value = re.sub(r"(?:float3|vec3)\((.*)\)", r"np.array([\1])", const.group(2))
-            py.append(f"{const.group(1)} = {value}")
-            continue
-        head = re.match(r"(?:float3|vec3) envfx_bend\((?:float3|vec3) (\w+), (?:float3|vec3) (\w+)\) \{$", code)
-        if head:
-            py.append(f"def envfx_bend({head.group(1)}, {head.group(2)}):")
-            continue
-        body = re.match(r"    (?:(?:float3|vec3|float) )?(.*);$", code)
-        assert body, f"unexpected shader line: {line!r}"
-        py.append("    " + body.group(1))
-    scope = {
-        "np": np, "abs": np.abs, "max": np.maximum,
-        "dot": lambda a, b: np.sum(np.asarray(a) * np.asarray(b), axis=-1, keepdims=True),
-        "length": lambda v: np.linalg.norm(v, axis=-1, keepdims=True),
-    }
-    exec("\n".join(py), scope)
-    return scope["envfx_bend"]
+_spec = importlib.util.spec_from_file_location("bend_shader_numpy", os.path.join(os.path.dirname(__file__),
+                                                                                  "bend_shader_numpy.py"))
+_helper = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_helper)
+_run_shader = _helper.run_shader
 
 
 @pytest.mark.parametrize("engine", list(be.ENGINES))
@@ -103,3 +80,68 @@ def test_export_bad_input_writes_nothing(tmp_path):
     blocker.write_text("x")
     with pytest.raises(OSError):
         be.export_files(core_bend.BendParams(), str(blocker / "sub"))
+
+
+# Where a Blender world point lands in each engine, written out here (not through be.to_engine): the FBX exporter
+# scales by the unit scale s (metres per Blender unit), glTF does not; then the engine's axes and unit.
+def engine_point(points, engine, s):
+    x, y, z = np.asarray(points, dtype=np.float64).T
+    return {"GODOT": np.stack([x, z, -y], axis=1),
+            "UNITY": s * np.stack([-x, z, -y], axis=1),
+            "UNREAL": 100.0 * s * np.stack([x, -y, z], axis=1)}[engine]
+
+
+@pytest.mark.parametrize("unit_scale", [0.01, 0.3048, 1.0, 1000.0])
+@pytest.mark.parametrize("engine", list(be.ENGINES))
+@pytest.mark.parametrize("mode", core_bend.MODES)
+def test_shader_bends_like_core_at_any_unit_scale(engine, mode, unit_scale):
+    """At unit scale s the include bends the engine-space image of a Blender point to the engine-space image of
+    core.bend.forward of it: FBX engines (Unity, Unreal) with s applied, Godot (glTF) without."""
+    rng = np.random.default_rng([core_bend.MODES.index(mode), list(be.ENGINES).index(engine), int(unit_scale * 1e4)])
+    for trial in range(4):
+        params = core_bend.BendParams(
+            mode=mode, axis=core_bend.AXES[trial], pivot=tuple(rng.uniform(-20, 20, 3)),
+            horizon_offset=float(rng.uniform(-5, 5)), strength=float(rng.choice([-1, 1]) * rng.uniform(0.001, 0.2)),
+            spread=float(rng.uniform(0, 6)), side_strength=float(rng.uniform(-0.1, 0.1)),
+            side_spread=float(rng.uniform(0, 4)))
+        bend = _run_shader(be.shader_source(params, engine, unit_scale=unit_scale))
+        points = rng.uniform(-40, 40, (500, 3))
+        want = engine_point(core_bend.forward(points, params), engine, unit_scale)
+        got = bend(engine_point(points, engine, unit_scale), engine_point([params.pivot], engine, unit_scale)[0])
+        np.testing.assert_allclose(got, want, rtol=1e-7, atol=1e-7 * np.abs(want).max())  # 8-digit constants
+        assert np.abs(got - engine_point(points, engine, unit_scale)).max() > 1e-3 * np.abs(want).max() / 40
+        np.testing.assert_allclose(be.to_engine(points, engine, unit_scale), engine_point(points, engine, unit_scale),
+                                   rtol=1e-12)
+
+
+def test_centimetre_scene_numbers_json_and_headers(tmp_path):
+    """The review's case: scale_length 0.01, strength 0.01 and spread 2 per Blender unit. The FBX holds 1 cm per
+    Blender unit, so Unreal's spread is 2 cm and Unity's 0.02 m; Godot's glTF keeps 1 m per Blender unit."""
+    params = core_bend.BendParams(mode="RUNNER", strength=0.01, spread=2.0, horizon_offset=3.0)
+    be.export_files(params, str(tmp_path), source="cm.blend", unit_scale=0.01)
+    meta = json.loads((tmp_path / be.JSON_NAME).read_text())
+    assert meta["blender"]["unit_scale"] == 0.01
+    expect = {"GODOT": ("glTF", 1.0, 2.0, 0.01, 3.0), "UNITY": ("FBX", 0.01, 0.02, 1.0, 0.03),
+              "UNREAL": ("FBX", 0.01, 2.0, 0.01, 3.0)}
+    for engine, (export, metres, spread, strength, offset) in expect.items():
+        got = meta["engines"][engine]
+        assert (got["export_format"], got["metres_per_blender_unit"]) == (export, metres)
+        assert (got["spread"], got["strength"], got["horizon_offset"]) == pytest.approx((spread, strength, offset))
+        header = (tmp_path / got["file"]).read_text().split("#ifndef")[0]
+        assert f"{export} export" in header and got["units"] in header
+        assert f"ENVFX_BEND_SPREAD = {be._num(spread)};" in (tmp_path / got["file"]).read_text()
+    assert "1 Blender unit = 1.0 cm" in meta["engines"]["UNREAL"]["units"]
+    assert "ignores the scene's unit scale 0.01" in meta["engines"]["GODOT"]["units"]
+    assert "a glTF export would not apply it" in meta["engines"]["UNITY"]["units"]
+    assert "glTF" not in be.units_note("UNITY", 1.0)  # at unit scale 1 FBX and glTF agree: no warning
+
+
+@pytest.mark.parametrize("bad", [0.0, -0.01, float("nan"), float("inf"), None, "cm"])
+def test_bad_unit_scale_is_refused_and_writes_nothing(tmp_path, bad):
+    with pytest.raises(core_bend.BendError, match="pass the scene's unit_settings.scale_length"):
+        be.export_files(core_bend.BendParams(), str(tmp_path / "out"), unit_scale=bad)
+    assert not (tmp_path / "out").exists()
+    for call in (lambda: be.to_engine([[1.0, 2.0, 3.0]], "GODOT", bad),
+                 lambda: be.engine_constants(core_bend.BendParams(), "UNREAL", bad)):
+        with pytest.raises(core_bend.BendError, match="above 0"):
+            call()

@@ -262,3 +262,28 @@ def test_the_gpu_check_can_fail(gpu, tmp_path):
     got = run_include(gpu, tmp_path, be.shader_source(params, "GODOT"), "GODOT",
                       be.to_engine([params.pivot], "UNITY")[0], be.to_engine(points, "UNITY"))
     assert not np.allclose(got, be.to_engine(core_bend.forward(points, params), "UNITY"), atol=1e-2)
+
+
+@pytest.mark.parametrize("call", list(CALLS))
+@pytest.mark.parametrize("unit_scale", [0.01, 1000.0])
+def test_includes_run_like_core_in_a_scaled_scene(gpu, tmp_path, unit_scale, call):
+    """A scene with scale_length != 1: FBX engines (Unity, Unreal) get the Blender point times the unit scale,
+    Godot (glTF) the point as it is; the include run on the GPU bends that point where core.bend's bent point
+    lands, taken the same way. The engine-space points are written out here, not through be.to_engine."""
+    engine = "UNITY" if call == "UNITY_HALF" else call
+    s = 1.0 if engine == "GODOT" else unit_scale
+    axes = {"GODOT": ((1, 0, 0), (0, 0, 1), (0, -1, 0)), "UNITY": ((-1, 0, 0), (0, 0, 1), (0, -1, 0)),
+            "UNREAL": ((100, 0, 0), (0, -100, 0), (0, 0, 100))}[engine]
+
+    def in_engine(points):
+        return s * np.asarray(points, dtype=np.float64) @ np.asarray(axes, dtype=np.float64).T
+
+    rng = np.random.default_rng([int(unit_scale * 100), list(CALLS).index(call)])
+    for mode in core_bend.MODES:
+        params = random_params(rng, mode, 0)
+        points = rng.uniform(-40, 40, (256, 3))
+        include = be.shader_source(params, engine, unit_scale=unit_scale)
+        got = run_include(gpu, tmp_path, include, call, in_engine([params.pivot])[0], in_engine(points))
+        want = in_engine(core_bend.forward(points, params))
+        np.testing.assert_allclose(got, want, rtol=0, atol=2e-6 * np.abs(want).max(), err_msg=f"{call} {mode}")
+        assert np.abs(got - in_engine(points)).max() > 1e-3 * np.abs(want).max() / 40  # it bends
