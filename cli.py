@@ -311,6 +311,9 @@ def _add_wind(sub):
     p.add_argument("--layout", choices=core_wind.LAYOUTS, help="export channel layout")
     p.add_argument("--custom", help="four comma-separated channel sources for --layout CUSTOM "
                    f"({', '.join(core_wind.SOURCES)})")
+    p.add_argument("--height-uv", action=argparse.BooleanOptionalAction,
+                   help="also write the height gradient into the UV map EnvFX_Height_UV (default: the scene's "
+                   "setting, on)")
     p.add_argument("--preset", choices=tuple(core_wind.PRESETS), help="per-asset wind preset to set")
     p.add_argument("--add", action="store_true", help="also put the baked objects in the live wind")
     p.add_argument("--remove", action="store_true", help="only remove the live wind (no bake)")
@@ -361,7 +364,7 @@ def run_wind(args) -> int:
                     bpy.context.view_layer.update()
                     result = wind_ops.bake(scene, asset, bpy.context.evaluated_depsgraph_get(),
                                            ao_samples=args.ao_samples, leaf_size=args.leaf_size,
-                                           layout=args.layout, custom=custom)
+                                           layout=args.layout, custom=custom, height_uv=args.height_uv)
                     print_warnings(result)
                     st = result.stats
                     print(f"envfx wind: baked {', '.join(result.changed)}: {st['vertices']} vertices, "

@@ -235,6 +235,13 @@ class EnvFXWindSettings(PropertyGroup):
         ),
         default="HZD",
     )
+    height_uv: BoolProperty(
+        name="Height UV Map",
+        description="Also write the height gradient into the U of a UV map EnvFX_Height_UV (V is 0): FBX and glTF "
+        "export UV maps, not float attributes, so a game gets the height this way. Off: no such UV map (a bake "
+        "removes one it made before)",
+        default=True,
+    )
     custom_r: EnumProperty(name="R", items=_WIND_SOURCES, default="LEAF", description="Red channel content")
     custom_g: EnumProperty(name="G", items=_WIND_SOURCES, default="BRANCH_PHASE", description="Green channel content")
     custom_b: EnumProperty(name="B", items=_WIND_SOURCES, default="BRANCH", description="Blue channel content")

@@ -20,6 +20,8 @@ MODIFIER_NAME = "EnvFX Wind"
 HEIGHT_ATTR = "EnvFX_Height"
 WIND_ATTR = "EnvFX_Wind"
 EXPORT_ATTR = "EnvFX_Wind_Export"
+HEIGHT_UV = "EnvFX_Height_UV"  # UV map: U the height gradient, V 0 (what FBX and glTF carry to a game)
+MAX_UV_MAPS = 8  # Blender's limit per mesh
 AO_TMP_ATTR = "EnvFX_AO_tmp"
 
 # material-slot overrides: a material whose name contains one of these words marks its faces
@@ -190,10 +192,12 @@ def validate(scene, objects, layout="HZD", custom=None):
     return meshes, skipped, warnings
 
 
-def bake_job(scene, objects, depsgraph=None, ao_samples=None, leaf_size=None, layout=None, custom=None):
+def bake_job(scene, objects, depsgraph=None, ao_samples=None, leaf_size=None, layout=None, custom=None,
+             height_uv=None):
     """Job generator: bake the wind data of ``objects`` (one asset) and write the attributes at the very end.
     Returns a ``WindResult``. Closing it early (cancel) leaves every mesh as it was."""
     s = scene.envfx.wind
+    height_uv = s.height_uv if height_uv is None else height_uv
     ao_samples = s.ao_samples if ao_samples is None else ao_samples
     leaf_size = s.leaf_size if leaf_size is None else leaf_size
     layout = s.channel_layout if layout is None else layout
@@ -209,6 +213,11 @@ def bake_job(scene, objects, depsgraph=None, ao_samples=None, leaf_size=None, la
                 raise WindInputError(f"{obj.name} is hidden from rendering or not in the view layer, so Cycles "
                                      f"cannot bake its AO: show it, or set AO Samples to 0")
     result = WindResult(skipped=skipped, warnings=warnings)
+    no_room = [obj.name for obj in meshes if height_uv and obj.data.uv_layers.get(HEIGHT_UV) is None
+               and len(obj.data.uv_layers) >= MAX_UV_MAPS]
+    if no_room:
+        result.warnings.append(f"{', '.join(no_room)} already has {MAX_UV_MAPS} UV maps (Blender's limit): no height "
+                               f"UV map {HEIGHT_UV} written; remove a UV map, or switch Height UV Map off")
     if depsgraph is not None:
         result.warnings += _modifier_warnings(meshes, depsgraph)
 
@@ -249,7 +258,7 @@ def bake_job(scene, objects, depsgraph=None, ao_samples=None, leaf_size=None, la
     for obj, count in zip(meshes, counts):
         sl = slice(start, start + count)
         start += count
-        _write(obj.data, res.height[sl], hzd[sl], None if export is None else export[sl])
+        _write(obj.data, res.height[sl], hzd[sl], None if export is None else export[sl], height_uv)
         result.changed.append(obj.name)
     baked = {obj.data.name for obj in meshes}
     for obj in bpy.data.objects:  # instances sharing a baked mesh (e.g. grass clumps) get its height too
@@ -261,7 +270,7 @@ def bake_job(scene, objects, depsgraph=None, ao_samples=None, leaf_size=None, la
     return result
 
 
-def _write(mesh, height, rgba, export):
+def _write(mesh, height, rgba, export, height_uv):
     attrs = mesh.attributes
     for name, kind, data, key in ((HEIGHT_ATTR, "FLOAT", height, "value"), (WIND_ATTR, "FLOAT_COLOR", rgba, "color"),
                                   (EXPORT_ATTR, "FLOAT_COLOR", export, "color")):
@@ -275,11 +284,32 @@ def _write(mesh, height, rgba, export):
         attr.data.foreach_set(key, np.ascontiguousarray(data, np.float32).reshape(-1))
     if any(mesh.attributes.get(name) is not None for name in core_wind.LIVE_ATTRS):
         wind_nodes.write_live_attributes(mesh)  # in wind already: the live wind follows the new bake
+    _write_height_uv(mesh, height if height_uv else None)
     colors = mesh.color_attributes
     default = EXPORT_ATTR if export is not None else WIND_ATTR
     colors.active_color_name = default
     colors.default_color_name = default
     mesh.update()
+
+
+def _write_height_uv(mesh, height):
+    """The height gradient in the U of the UV map ``HEIGHT_UV`` (V 0), or no such map when ``height`` is None.
+    The mesh's active and render UV maps stay what they were; a mesh at Blender's UV map limit gets none (the
+    bake warned)."""
+    uv = mesh.uv_layers.get(HEIGHT_UV)
+    if height is None:
+        if uv is not None:
+            mesh.uv_layers.remove(uv)
+        return
+    if uv is None:
+        if len(mesh.uv_layers) >= MAX_UV_MAPS:
+            return
+        uv = mesh.uv_layers.new(name=HEIGHT_UV, do_init=False)
+    loops = np.empty(len(mesh.loops), np.int64)
+    mesh.loops.foreach_get("vertex_index", loops)
+    coords = np.zeros((len(loops), 2), np.float32)
+    coords[:, 0] = np.asarray(height, np.float32)[loops]
+    uv.data.foreach_set("uv", coords.reshape(-1))
 
 
 def _bake_ao(scene, meshes, samples):

@@ -49,6 +49,7 @@ class VIEW3D_PT_envfx_wind(EnvFXSubPanel, bpy.types.Panel):
             row = box.row(align=True)
             for name in ("custom_r", "custom_g", "custom_b", "custom_a"):
                 row.prop(s, name, text="")
+        box.prop(s, "height_uv")
         box.operator("envfx.wind_bake_data", icon="RENDER_STILL")
 
         draw_status(layout, status(context.scene, context.active_object))

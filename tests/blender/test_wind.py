@@ -385,6 +385,51 @@ def test_export_layout_and_gltf_round_trip(mods, tmp_path, layout):
     np.testing.assert_allclose(colors, baked[nearest], atol=1e-4)
 
 
+def _height_uv(mesh):
+    uv = mesh.uv_layers["EnvFX_Height_UV"]
+    coords = np.empty(len(mesh.loops) * 2, np.float32)
+    uv.data.foreach_get("uv", coords)
+    loops = np.empty(len(mesh.loops), np.int64)
+    mesh.loops.foreach_get("vertex_index", loops)
+    return coords.reshape(-1, 2), loops
+
+
+def test_height_uv_map_carries_the_height_and_keeps_the_mesh_uv_maps(mods):
+    """FBX and glTF export UV maps, not float attributes: the bake also writes the height gradient into the U of
+    the UV map EnvFX_Height_UV (V 0), leaving the mesh's active and render UV maps as they were; switched off, a
+    bake removes it; a mesh at Blender's limit of 8 UV maps gets none, with a warning."""
+    scene = bpy.context.scene
+    _tree_data, (obj,) = _tree(mods, n_branches=3, leaves_per_branch=2)
+    mesh = obj.data
+    mesh.uv_layers.new(name="Texture")
+    mesh.uv_layers.new(name="Lightmap")
+    mesh.uv_layers.active = mesh.uv_layers["Lightmap"]
+    result = mods.ops.bake(scene, [obj], ao_samples=0)
+    assert result.warnings == []
+    coords, loops = _height_uv(mesh)
+    height = _read(mesh, "EnvFX_Height", 1)
+    np.testing.assert_allclose(coords[:, 0], height[loops], atol=1e-7)
+    assert np.all(coords[:, 1] == 0.0)
+    assert height.min() < 0.01 and height.max() > 0.99
+    assert mesh.uv_layers.active.name == "Lightmap"
+    assert [u.name for u in mesh.uv_layers if u.active_render] == ["Texture"]
+    assert [u.name for u in mesh.uv_layers] == ["Texture", "Lightmap", "EnvFX_Height_UV"]
+    mods.ops.bake(scene, [obj], ao_samples=0)  # again: the same map, rewritten
+    assert [u.name for u in mesh.uv_layers] == ["Texture", "Lightmap", "EnvFX_Height_UV"]
+    scene.envfx.wind.height_uv = False
+    mods.ops.bake(scene, [obj], ao_samples=0)
+    assert [u.name for u in mesh.uv_layers] == ["Texture", "Lightmap"]
+    assert "EnvFX_Height" in mesh.attributes  # the live wind's height stays
+
+    _tree_data, (full,) = _tree(mods, n_branches=2, leaves_per_branch=1)
+    for i in range(8):
+        full.data.uv_layers.new(name=f"UV{i}")
+    result = mods.ops.bake(scene, [full], ao_samples=0, height_uv=True)
+    assert len(result.warnings) == 1 and "already has 8 UV maps" in result.warnings[0]
+    assert "switch Height UV Map off" in result.warnings[0]
+    assert "EnvFX_Height_UV" not in full.data.uv_layers and "EnvFX_Wind" in full.data.attributes
+
+
 def _export_gltf(blend, path):
     """Blender's own glTF exporter on the saved file, in a separate Blender process: the 4.2 bpy module crashes
     at interpreter exit once the exporter has run, so the export runs where that cannot take the test run down."""
