@@ -372,7 +372,7 @@ def test_export_layout_and_gltf_round_trip(mods, tmp_path, layout):
     _export_gltf(str(tmp_path / "tree.blend"), path)
     assert os.path.getsize(path) > 0
     # read the GLB back (its JSON and binary chunks, as any engine's loader does)
-    positions, colors = _read_glb(path)
+    positions, colors, uv = _read_glb(path)
     # match each exported vertex to the original by position (glTF splits vertices, never moves them)
     m = mods.bridge.matrix_to_numpy(obj.matrix_world)
     world = pos @ m[:3, :3].T + m[:3, 3]
@@ -383,6 +383,10 @@ def test_export_layout_and_gltf_round_trip(mods, tmp_path, layout):
     assert np.sqrt(d[np.arange(len(positions)), nearest]).max() < 1e-4
     assert len(np.unique(nearest)) == len(gl)
     np.testing.assert_allclose(colors, baked[nearest], atol=1e-4)
+    # the height gradient arrives as the UV map EnvFX_Height_UV (the mesh's only one here: TEXCOORD_0; glTF
+    # stores V flipped)
+    np.testing.assert_allclose(uv[:, 0], _read(obj.data, "EnvFX_Height", 1)[nearest], atol=1e-6)
+    np.testing.assert_allclose(uv[:, 1], 1.0, atol=1e-6)
 
 
 def _height_uv(mesh):
@@ -461,7 +465,7 @@ def _read_glb(path):
     blen, _ = struct.unpack_from("<II", data, 20 + jlen)
     binary = data[28 + jlen:28 + jlen + blen]
     comp = {5126: (np.float32, 1.0), 5123: (np.uint16, 65535.0), 5121: (np.uint8, 255.0)}
-    width = {"VEC3": 3, "VEC4": 4}
+    width = {"VEC2": 2, "VEC3": 3, "VEC4": 4}
 
     def accessor(i):
         acc = doc["accessors"][i]
@@ -472,12 +476,13 @@ def _read_glb(path):
         arr = arr.reshape(acc["count"], width[acc["type"]]).astype(np.float64)
         return arr / scale if acc.get("normalized") or dtype is not np.float32 else arr
 
-    pos, col = [], []
+    pos, col, uv = [], [], []
     for mesh in doc["meshes"]:
         for prim in mesh["primitives"]:
             pos.append(accessor(prim["attributes"]["POSITION"]))
             col.append(accessor(prim["attributes"]["COLOR_0"]))
-    return np.concatenate(pos), np.concatenate(col)
+            uv.append(accessor(prim["attributes"]["TEXCOORD_0"]))
+    return np.concatenate(pos), np.concatenate(col), np.concatenate(uv)
 
 
 def test_cli_batch_bake(mods, tmp_path, capsys):
