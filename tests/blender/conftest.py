@@ -6,6 +6,7 @@ preferences entry and is imported as ``bl_ext.<repo>.envfx``). Every test starts
 """
 
 import importlib
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -55,6 +56,18 @@ def envfx():
     if ADDON_MODULE in bpy.context.preferences.addons:
         disable_addon()
     shutil.rmtree(_repo_dir, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def load_helper():
+    """A function: a test helper module by its path under the repository (``"tests", "blender",
+    "fbx_reader.py"``), loaded from its file (the test folders are not packages)."""
+    def load(name, *parts):
+        spec = importlib.util.spec_from_file_location(name, os.path.join(ROOT, *parts))
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+    return load
 
 
 @pytest.fixture(autouse=True)

@@ -157,3 +157,25 @@ def to_z_up(root: Node) -> np.ndarray:
     m[1, g["FrontAxis"]] = -g["FrontAxisSign"]
     m[2, g["UpAxis"]] = g["UpAxisSign"]
     return m
+
+
+def corner_vertices(geometry: Node) -> np.ndarray:
+    """The vertex index of each polygon corner, in the file's corner order (PolygonVertexIndex marks a polygon's
+    last corner as -1 - index)."""
+    pvi = geometry.find("PolygonVertexIndex").props[0].astype(np.int64)
+    return np.where(pvi < 0, -1 - pvi, pvi)
+
+
+def layers(geometry: Node, element: str, values: str, index: str, width: int) -> dict:
+    """{layer name: values per polygon corner (corners, width)} of the geometry's ``element`` layers
+    (LayerElementColor with ``Colors`` and ``ColorIndex``, LayerElementUV with ``UV`` and ``UVIndex``), in the
+    file's order; by polygon corner, direct or through the layer's index."""
+    out = {}
+    for layer in geometry.find_all(element):
+        mapping = layer.find("MappingInformationType").props[0]
+        if mapping != "ByPolygonVertex":
+            raise ValueError(f"{element} {layer.find('Name').props[0]!r} is mapped {mapping}: not supported here")
+        data = layer.find(values).props[0].astype(np.float64).reshape(-1, width)
+        indices = layer.find_all(index)
+        out[layer.find("Name").props[0]] = data[indices[0].props[0]] if indices else data
+    return out

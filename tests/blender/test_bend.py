@@ -633,29 +633,19 @@ def test_export_for_game_engines_operator(envfx, tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["eng", "file"]
 
 
-def _load_helper(name, *parts):
-    import importlib.util
-
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    spec = importlib.util.spec_from_file_location(name, os.path.join(root, *parts))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 # Blender's FBX exporter writes 1 Blender unit as scale_length metres, except with the unit system None (1 m)
 @pytest.mark.parametrize("system, scale_length, fbx_metres",
                          [("METRIC", 0.01, 0.01), ("IMPERIAL", 0.3048, 0.3048), ("NONE", 0.01, 1.0)])
-def test_engine_includes_bend_the_exported_fbx_mesh_like_the_viewport(envfx, tmp_path, system, scale_length,
-                                                                       fbx_metres):
+def test_engine_includes_bend_the_exported_fbx_mesh_like_the_viewport(envfx, tmp_path, load_helper, system,
+                                                                       scale_length, fbx_metres):
     """In a scene with a unit scale, the bend's Unreal and Unity includes take the mesh the FBX exporter writes
     (read back from the file, through its model transform and UnitScaleFactor, into the engine's axes and unit)
     to where the viewport draws it (its evaluated bent vertices, taken the same way); the pivot in
     envfx_bend.json is the pivot object's place in the same file."""
     import json
 
-    fbx = _load_helper("fbx_reader", "tests", "blender", "fbx_reader.py")
-    run_shader = _load_helper("bend_shader_numpy", "tests", "core", "bend_shader_numpy.py").run_shader
+    fbx = load_helper("fbx_reader", "tests", "blender", "fbx_reader.py")
+    run_shader = load_helper("bend_shader_numpy", "tests", "core", "bend_shader_numpy.py").run_shader
     scene = bpy.context.scene
     scene.unit_settings.system = system
     scene.unit_settings.scale_length = scale_length

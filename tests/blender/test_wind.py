@@ -389,6 +389,42 @@ def test_export_layout_and_gltf_round_trip(mods, tmp_path, layout):
     np.testing.assert_allclose(uv[:, 1], 1.0, atol=1e-6)
 
 
+def test_fbx_export_with_linear_colours_carries_the_bake(mods, tmp_path, load_helper):
+    """With the settings the README gives (linear colours, the active colour first), Blender's FBX exporter
+    writes the export layout as the first colour set (the one Unity and Unreal read) and the HZD data second,
+    both with the baked numbers, and the height gradient as the UV map EnvFX_Height_UV; its default (sRGB)
+    changes the numbers, as the README warns."""
+    fbx = load_helper("fbx_reader", "tests", "blender", "fbx_reader.py")
+    scene = bpy.context.scene
+    _tree_data, (obj,) = _tree(mods, n_branches=3, leaves_per_branch=2)
+    obj.data.uv_layers.new(name="Texture")
+    mods.ops.bake(scene, [obj], ao_samples=0, layout="CRYENGINE")
+    mesh = obj.data
+    export, hzd = _read(mesh, "EnvFX_Wind_Export", 4), _read(mesh, "EnvFX_Wind", 4)
+    height = _read(mesh, "EnvFX_Height", 1)
+    _select([obj])
+    path = str(tmp_path / "tree.fbx")
+    assert bpy.ops.export_scene.fbx(filepath=path, use_selection=True, colors_type="LINEAR",
+                                    prioritize_active_color=True) == {"FINISHED"}
+    (geometry,) = fbx.objects(fbx.read(path), "Geometry").values()
+    corners = fbx.corner_vertices(geometry)
+    assert len(corners) == len(mesh.loops)
+    colours = fbx.layers(geometry, "LayerElementColor", "Colors", "ColorIndex", 4)
+    assert list(colours) == ["EnvFX_Wind_Export", "EnvFX_Wind"]
+    np.testing.assert_allclose(colours["EnvFX_Wind_Export"], export[corners], atol=1e-6)
+    np.testing.assert_allclose(colours["EnvFX_Wind"], hzd[corners], atol=1e-6)
+    uvs = fbx.layers(geometry, "LayerElementUV", "UV", "UVIndex", 2)
+    assert list(uvs) == ["Texture", "EnvFX_Height_UV"]
+    np.testing.assert_allclose(uvs["EnvFX_Height_UV"][:, 0], height[corners], atol=1e-6)
+    np.testing.assert_allclose(uvs["EnvFX_Height_UV"][:, 1], 0.0, atol=1e-6)
+
+    assert bpy.ops.export_scene.fbx(filepath=path, use_selection=True) == {"FINISHED"}  # the default: sRGB
+    (geometry,) = fbx.objects(fbx.read(path), "Geometry").values()
+    default = fbx.layers(geometry, "LayerElementColor", "Colors", "ColorIndex", 4)
+    assert list(default)[0] == "EnvFX_Wind"
+    assert np.abs(default["EnvFX_Wind_Export"][:, :3] - export[corners][:, :3]).max() > 0.1
+
+
 def _height_uv(mesh):
     uv = mesh.uv_layers["EnvFX_Height_UV"]
     coords = np.empty(len(mesh.loops) * 2, np.float32)
