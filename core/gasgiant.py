@@ -30,10 +30,12 @@ Painting
     binomial across face edges) and faded toward the centre colour (the palette's mean, or each texel's palette
     colour).
 
-Outputs: six cube faces (``FACES`` order, seen from outside, top of the side faces is +Z), an equirectangular
-image (bilinear from the cube, seamless at the wrap, no pinching at the poles), and the flow map (east and
-north velocity, 0.5 = still). ``bake()`` is the whole job as a generator: it writes PNGs through a temporary
-folder and moves them into place at the end, so a cancelled bake leaves nothing behind.
+Outputs: six cube faces (``FACES`` order, seen from outside, top of the side faces is +Z; or the standard
+engine cube-map faces, ``CUBE_LAYOUTS``), an equirectangular image (bilinear from the cube, seamless at the wrap,
+no pinching at the poles), the flow map (east and north velocity in radians per frame: 8-bit with one fixed
+``flow_scale``, 0.5 = still; the float EXR holds the velocities) and ``gasgiant.json`` (``bake_metadata``: what
+each file holds and how to decode it). ``bake()`` is the whole job as a generator: it writes the files through a
+temporary folder and moves them into place at the end, so a cancelled bake leaves nothing behind.
 """
 
 from __future__ import annotations
@@ -1497,7 +1499,9 @@ def bake_metadata(params: GasGiantParams, stats: _FlowStats | None = None) -> di
                             "(radians per frame; R, G, B in 0..1)",
                             still=0.5, clamped=f"clamped to the scale ({scale:.6g} radians per frame): an east or "
                             f"north velocity beyond +-scale is stored as 0 or 1 and a speed above it as B = 1 "
-                            f"(the float EXR is not clamped; flow.clamped_texels counts them)")
+                            f"(the float EXR is not clamped; flow.clamped_texels counts them)",
+                            quantisation="8 bits: steps of 2 x scale / 255 for east and north; the still value 0.5 "
+                            "is stored as 128 / 255 and decodes to scale / 255 (below one step)")
             else:
                 item.update(content="flow map, real velocities: R east, G north velocity, B speed, in radians per "
                             "frame (32-bit float, not clamped)", decode="east = R, north = G, speed = B", still=0.0)
