@@ -440,8 +440,10 @@ def _add_gasgiant(sub):
         "gas-giant",
         help="Bake a gas giant texture (6 cube faces, equirectangular image, flow map) into a folder",
         description="Bake a gas giant texture: particles advected over a sphere by curl noise. Writes "
-        "gasgiant_{px,nx,py,ny,pz,nz}.png, gasgiant_equirect.png and gasgiant_flow.png (with _0001... per frame "
-        "when --frames > 1). With --save, also adds a planet wearing the texture and saves that .blend.",
+        "gasgiant_{px,nx,py,ny,pz,nz}.png (or _{posx,...,negz} with --cube-layout gltf/unity), "
+        "gasgiant_equirect.png and gasgiant_flow.png (with _0001... per frame when --frames > 1), and gasgiant.json "
+        "(what each image holds, face axes, the flow map's scale). With --save, also adds a planet wearing the "
+        "texture and saves that .blend.",
     )
     p.add_argument("--out", required=True, help="output folder (created if missing)")
     p.add_argument("--preset", choices=[k.lower() for k in core_gasgiant.PRESETS], help="look preset")
@@ -466,6 +468,12 @@ def _add_gasgiant(sub):
     p.add_argument("--hot-pink", action="store_true", default=None,
                    help="fade to hot pink: texels no particle reaches show up (divergences)")
     p.add_argument("--format", choices=["png", "exr", "png_exr"], help="image files (EXR: 32-bit float, linear)")
+    p.add_argument("--cube-layout", choices=[c.lower() for c in core_gasgiant.CUBE_LAYOUTS],
+                   help="cube faces: blender (gasgiant_px..nz, Blender axes, seen from outside; default), gltf "
+                   "(gasgiant_posx..negz: standard cube-map faces, right-handed Y-up: Godot, OpenGL, glTF) or unity "
+                   "(the same in Unity's left-handed Y-up space)")
+    p.add_argument("--flow-scale", type=float,
+                   help="radians per frame that the 8-bit flow map's 0 and 1 stand for (default 0: automatic)")
     p.add_argument("--save-field", help="also save the velocity field(s) to this .npz file")
     p.add_argument("--load-field", help="load the velocity field(s) from a .npz file saved by --save-field")
     p.add_argument("--field-interval", type=int, help="frames between velocity-field builds (animations)")
@@ -523,6 +531,10 @@ def gasgiant_params(args):
         changes["cloud_color"] = tuple(args.cloud_color)
     if args.format:
         changes["file_format"] = args.format.upper()
+    if args.cube_layout:
+        changes["cube_layout"] = args.cube_layout.upper()
+    if args.flow_scale is not None:
+        changes["flow_scale"] = args.flow_scale
     if args.save_field:
         changes["save_field"] = os.path.abspath(args.save_field)
     if args.load_field:
@@ -565,8 +577,8 @@ def run_gasgiant(args) -> int:
         print(f"envfx gas-giant: {exc}", file=sys.stderr)
         return 1
     steps = params.particles * (params.iterations + (params.frames - 1) * params.frame_iterations)
-    print(f"envfx gas-giant: wrote {len(result.files)} image(s) to {result.folder} in {result.seconds:.1f} s "
-          f"({steps / max(result.seconds, 1e-9) / 1e6:.1f}M particle-steps/s overall)")
+    print(f"envfx gas-giant: wrote {len(result.files)} image(s) and gasgiant.json to {result.folder} in "
+          f"{result.seconds:.1f} s ({steps / max(result.seconds, 1e-9) / 1e6:.1f}M particle-steps/s overall)")
     if args.save:
         scene = bpy.context.scene
         gasgiant_ops.make_planet(scene, args.planet, result.equirect, frames=params.frames,

@@ -530,9 +530,25 @@ class EnvFXGasGiantSettings(PropertyGroup):
                                "alpha into patches", default=1.0, min=0.0, max=1.0, subtype="FACTOR")
     file_format: EnumProperty(name="File Format", description="Image files to write",
                               items=(("PNG", "PNG", "8-bit PNG"),
-                                     ("EXR", "OpenEXR", "32-bit float EXR, linear colour (the flow map as data)"),
+                                     ("EXR", "OpenEXR", "32-bit float EXR, linear colour (the flow map as real "
+                                      "velocities in radians per frame)"),
                                      ("PNG_EXR", "PNG + OpenEXR", "Both")),
                               default="PNG")
+    cube_layout: EnumProperty(name="Cube Layout", description="How the six cube faces are written (gasgiant.json "
+                              "records each face's axes)",
+                              items=(("BLENDER", "Blender", "gasgiant_px ... _nz: Blender's +X ... -Z seen from "
+                                      "outside, +Z up on the side faces"),
+                                     ("GLTF", "Engine (glTF, Godot, OpenGL)", "gasgiant_posx ... _negz: standard "
+                                      "cube-map faces +X, -X, +Y, -Y, +Z, -Z in a right-handed Y-up engine "
+                                      "(engine = (x, z, -y)), ready for a cube sampler"),
+                                     ("UNITY", "Engine (Unity)", "gasgiant_posx ... _negz: standard cube-map faces in "
+                                      "Unity's left-handed Y-up space (engine = (-x, z, -y), as Unity imports "
+                                      "Blender files)")),
+                              default="BLENDER")
+    flow_scale: FloatProperty(name="Flow Scale", description="Speed in radians per frame that the 8-bit flow map's "
+                              "0 and 1 stand for (0.5 = still; faster texels clamp), the same for every frame and "
+                              "written to gasgiant.json. 0 = automatic from the flow settings", default=0.0,
+                              min=0.0, soft_max=0.5, precision=5)
     save_field_path: StringProperty(name="Save Velocity Field", description="Also save the velocity field(s) to "
                                     "this .npz file, so later bakes can load them instead of building them "
                                     "(empty: do not save)", default="", subtype="FILE_PATH", options=PATH_OPTIONS)

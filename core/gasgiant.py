@@ -30,10 +30,12 @@ Painting
     binomial across face edges) and faded toward the centre colour (the palette's mean, or each texel's palette
     colour).
 
-Outputs: six cube faces (``FACES`` order, seen from outside, top of the side faces is +Z), an equirectangular
-image (bilinear from the cube, seamless at the wrap, no pinching at the poles), and the flow map (east and
-north velocity, 0.5 = still). ``bake()`` is the whole job as a generator: it writes PNGs through a temporary
-folder and moves them into place at the end, so a cancelled bake leaves nothing behind.
+Outputs: six cube faces (``FACES`` order, seen from outside, top of the side faces is +Z; or the standard
+engine cube-map faces, ``CUBE_LAYOUTS``), an equirectangular image (bilinear from the cube, seamless at the wrap,
+no pinching at the poles), the flow map (east and north velocity in radians per frame: 8-bit with one fixed
+``flow_scale``, 0.5 = still; the float EXR holds the velocities) and ``gasgiant.json`` (``bake_metadata``: what
+each file holds and how to decode it). ``bake()`` is the whole job as a generator: it writes the files through a
+temporary folder and moves them into place at the end, so a cancelled bake leaves nothing behind.
 """
 
 from __future__ import annotations
@@ -55,6 +57,21 @@ FACES = ("px", "nx", "py", "ny", "pz", "nz")
 _FACE_N = np.array([[1, 0, 0], [-1, 0, 0], [0, 1, 0], [0, -1, 0], [0, 0, 1], [0, 0, -1]], dtype=np.float64)
 _FACE_A = np.array([[0, 1, 0], [0, -1, 0], [-1, 0, 0], [1, 0, 0], [0, 1, 0], [0, 1, 0]], dtype=np.float64)
 _FACE_B = np.array([[0, 0, -1], [0, 0, -1], [0, 0, -1], [0, 0, -1], [1, 0, 0], [-1, 0, 0]], dtype=np.float64)
+
+# Cube-face layouts of the written faces. BLENDER: the six ``FACES`` above (Blender axes, seen from outside, +Z up on
+# the side faces). GLTF / UNITY: the standard D3D/OpenGL cube-map faces (+X, -X, +Y, -Y, +Z, -Z; the OpenGL spec's
+# major-axis table, image row 0 = t = 0) in a Y-up engine space reached from Blender by ``ENGINE_AXES`` (engine =
+# M @ blender): GLTF is right-handed like glTF, Godot, OpenGL/Vulkan and three.js (x, z, -y); UNITY is left-handed
+# as Unity imports glTF and FBX files from Blender (-x, z, -y).
+CUBE_LAYOUTS = ("BLENDER", "GLTF", "UNITY")
+ENGINE_AXES = {"GLTF": np.array([[1, 0, 0], [0, 0, 1], [0, -1, 0]], dtype=np.float64),
+               "UNITY": np.array([[-1, 0, 0], [0, 0, 1], [0, -1, 0]], dtype=np.float64)}
+ENGINE_FACES = ("posx", "negx", "posy", "negy", "posz", "negz")
+ENGINE_SLOTS = ("+X", "-X", "+Y", "-Y", "+Z", "-Z")
+# per slot (engine axes): normal, the axis along image columns (s, sc) and the one along image rows (t, tc)
+_ENGINE_TABLE = (((1, 0, 0), (0, 0, -1), (0, -1, 0)), ((-1, 0, 0), (0, 0, 1), (0, -1, 0)),
+                 ((0, 1, 0), (1, 0, 0), (0, 0, 1)), ((0, -1, 0), (1, 0, 0), (0, 0, -1)),
+                 ((0, 0, 1), (1, 0, 0), (0, -1, 0)), ((0, 0, -1), (-1, 0, 0), (0, -1, 0)))
 
 MAPPINGS = ("SINUSOIDAL", "STRIPES", "PLAIN")
 FILE_FORMATS = ("PNG", "EXR", "PNG_EXR")
@@ -150,6 +167,10 @@ class GasGiantParams:
     cloud_noise: float = 1.0  # 0..1: how much a fixed fractal noise breaks the cloud alpha into patches
     # files
     file_format: str = "PNG"  # "PNG", "EXR" (32-bit float, linear colour) or "PNG_EXR" (both)
+    cube_layout: str = "BLENDER"  # CUBE_LAYOUTS: Blender faces, or engine cube-map faces (GLTF / UNITY axes)
+    # radians per frame (``frame_iterations`` iterations) that the 8-bit flow map's 0 and 1 stand for; 0 = automatic
+    # from the settings (``flow_scale``): one fixed scale for every frame, written to gasgiant.json
+    flow_scale: float = 0.0
     save_field: str = ""  # .npz path: save the velocity field(s) this bake builds or loads
     load_field: str = ""  # .npz path: use the velocity field(s) saved by an earlier bake instead of building them
     # animation
@@ -196,6 +217,9 @@ class GasGiantParams:
              f"Vortex band threshold {self.vortex_band_threshold}: use 0.05 to 1 (1 = anywhere)")
         need(self.mapping in MAPPINGS, f"Mapping {self.mapping!r}: use one of {MAPPINGS}")
         need(self.file_format in FILE_FORMATS, f"File format {self.file_format!r}: use one of {FILE_FORMATS}")
+        need(self.cube_layout in CUBE_LAYOUTS, f"Cube layout {self.cube_layout!r}: use one of {CUBE_LAYOUTS}")
+        need(math.isfinite(self.flow_scale) and self.flow_scale >= 0,
+             f"Flow scale {self.flow_scale}: use 0 (automatic) or a positive speed in radians per frame")
         need(self.field_interval >= 1, f"Field interval {self.field_interval}: use 1 (build the field every frame) "
              f"or more")
         need(0.0 <= self.cloud_noise <= 1.0, f"Cloud noise {self.cloud_noise}: use 0 to 1")
@@ -1233,19 +1257,27 @@ class Simulation:
         width = width or self.params.equirect_width
         return equirect_from_cube(self._padded_out(), width)
 
-    def flow_equirect(self, width: int) -> np.ndarray:
-        """(width/2, width, 3) flow map: R east, G north velocity (0.5 = still, 0/1 = the fastest), B speed."""
+    def flow_velocity(self, width: int) -> np.ndarray:
+        """(width/2, width, 3) float32 flow in real units: east and north velocity and the speed, in radians of arc
+        per frame (``frame_iterations`` iterations), on the equirectangular grid (what the float EXR flow map
+        holds)."""
         d = equirect_directions(width)
         vel = sample_cube(self.field.velocity, d.reshape(-1, 3)).reshape(d.shape)
         east = np.stack([-d[..., 1], d[..., 0], np.zeros(d.shape[:2])], axis=-1)
         en = np.linalg.norm(east, axis=-1, keepdims=True)
         east = np.divide(east, en, out=np.zeros_like(east), where=en > 1e-9)
         north = np.cross(d, east)
-        ve = np.sum(vel * east, axis=-1)
-        vn = np.sum(vel * north, axis=-1)
-        sp = np.sqrt(ve * ve + vn * vn)
-        m = float(sp.max()) or 1.0
-        return np.stack([0.5 + 0.5 * ve / m, 0.5 + 0.5 * vn / m, sp / m], axis=-1).astype(np.float32)
+        per_frame = float(self.params.frame_iterations)
+        ve = np.sum(vel * east, axis=-1) * per_frame
+        vn = np.sum(vel * north, axis=-1) * per_frame
+        return np.stack([ve, vn, np.sqrt(ve * ve + vn * vn)], axis=-1).astype(np.float32)
+
+    def flow_equirect(self, width: int, velocity: np.ndarray | None = None) -> np.ndarray:
+        """(width/2, width, 3) flow map for 8-bit images: ``encode_flow`` of ``flow_velocity`` with the bake's fixed
+        ``flow_scale`` (R east, G north: 0.5 = still, 0 / 1 = -scale / +scale; B speed / scale; clamped)."""
+        if velocity is None:
+            velocity = self.flow_velocity(width)
+        return encode_flow(velocity, flow_scale(self.params))
 
     def directions(self) -> np.ndarray:
         """(n, 3) float64 unit directions of all particles."""
@@ -1257,6 +1289,102 @@ class Simulation:
         z = self.directions()[:, 2]
         k = np.clip(((z + 1.0) * 0.5 * bands).astype(np.int64), 0, bands - 1)
         return np.bincount(k, minlength=bands)
+
+
+FLOW_NOISE_PEAK = 3.5  # the turbulence is normalised to RMS 1; measured peaks are about 3 to 4.5
+FLOW_VORTEX_PEAK = math.sqrt(2.0) * math.exp(-0.5)  # peak speed of one vortex per unit strength (~0.86)
+
+
+def flow_scale(params: GasGiantParams) -> float:
+    """The fixed speed (radians per frame) that the 8-bit flow map's 0 and 1 stand for: ``params.flow_scale``, or
+    when that is 0 a bound from the settings alone (the same for every frame of a sequence): velocity factor x
+    iterations per frame x (the fastest band speed + ``FLOW_NOISE_PEAK`` x turbulence + up to two overlapping
+    vortices' peak speed). Real fields stay below it almost everywhere; faster texels clamp in the PNG."""
+    if params.flow_scale > 0:
+        return float(params.flow_scale)
+    rel = (abs(params.band_speed) + FLOW_NOISE_PEAK * abs(params.noise_speed)
+           + min(params.vortices, 2) * FLOW_VORTEX_PEAK * abs(params.vortex_strength))
+    scale = rel * math.radians(params.velocity_factor) / 20.0 * params.frame_iterations
+    return scale if scale > 0 else 1.0
+
+
+def encode_flow(velocity: np.ndarray, scale: float) -> np.ndarray:
+    """Real flow (east, north, speed in radians per frame) -> 0..1 pixels: R, G = 0.5 + 0.5 v / scale, B = speed /
+    scale, all clamped to 0..1 (what the 8-bit PNG stores)."""
+    v = np.asarray(velocity, dtype=np.float32)
+    k = np.float32(1.0 / scale)
+    out = np.empty_like(v)
+    out[..., :2] = np.float32(0.5) + np.float32(0.5) * k * v[..., :2]
+    out[..., 2] = k * v[..., 2]
+    return np.clip(out, 0.0, 1.0, out=out)
+
+
+def decode_flow(pixels: np.ndarray, scale: float) -> np.ndarray:
+    """0..1 flow pixels -> (east, north, speed) in radians per frame: the formula gasgiant.json states."""
+    px = np.asarray(pixels, dtype=np.float64)
+    out = np.empty(px.shape[:-1] + (3,))
+    out[..., :2] = (2.0 * px[..., :2] - 1.0) * scale
+    out[..., 2] = px[..., 2] * scale
+    return out
+
+
+# --- cube-face layouts --------------------------------------------------------------------------------------
+
+_ORIENT_NAMES = {"as is": lambda m: m, "mirror left-right": lambda m: m[:, ::-1],
+                 "mirror top-bottom": lambda m: m[::-1], "rotate 180": lambda m: np.rot90(m, 2),
+                 "rotate 90 clockwise": lambda m: np.rot90(m, -1),
+                 "rotate 90 counter-clockwise": lambda m: np.rot90(m, 1),
+                 "transpose": lambda m: m.swapaxes(0, 1), "anti-transpose": lambda m: np.rot90(m, 2).swapaxes(0, 1)}
+
+
+def _orient(face: np.ndarray, t) -> np.ndarray:
+    """An engine face image from a Blender face image (rows, cols, ...): engine texel (i, j) at (sc, tc) = (c_j,
+    c_i) shows the Blender texel at u = t00 sc + t01 tc, v = t10 sc + t11 tc (entries 0 or +-1; texel centres
+    c_k = -c_(n-1-k), so the mapping is exact: a flip and/or a transpose, no resampling)."""
+    (t00, t01), (t10, t11) = t
+    if t00 != 0:
+        out = face
+        if t00 < 0:
+            out = out[:, ::-1]
+        if t11 < 0:
+            out = out[::-1]
+    else:
+        out = face.swapaxes(0, 1)
+        if t01 < 0:
+            out = out[::-1]
+        if t10 < 0:
+            out = out[:, ::-1]
+    return out
+
+
+def _orient_name(t) -> str:
+    probe = np.arange(9).reshape(3, 3)
+    got = _orient(probe, t)
+    return next(name for name, fn in _ORIENT_NAMES.items() if np.array_equal(fn(probe), got))
+
+
+def cube_layout_faces(layout: str) -> list:
+    """The six faces a bake writes in ``layout``, in file order: dicts with ``name`` (file name part), ``slot``
+    (engine cube-map slot, ``None`` for BLENDER), ``face`` (index into ``FACES``: the Blender face it shows),
+    ``t`` (the ``_orient`` matrix from that Blender face), and in Blender axes ``normal``, ``right`` (direction
+    of the image's +column) and ``up`` (direction toward the image's top row)."""
+    if layout == "BLENDER":
+        return [dict(name=f, slot=None, face=i, t=((1, 0), (0, 1)), normal=_FACE_N[i], right=_FACE_A[i],
+                     up=-_FACE_B[i]) for i, f in enumerate(FACES)]
+    minv = np.linalg.inv(ENGINE_AXES[layout])
+    out = []
+    for name, slot, (n, sc, tc) in zip(ENGINE_FACES, ENGINE_SLOTS, _ENGINE_TABLE, strict=True):
+        nb, scb, tcb = (minv @ np.array(x, dtype=np.float64) for x in (n, sc, tc))
+        f = int(np.argmax(_FACE_N @ nb))
+        a, b = _FACE_A[f], _FACE_B[f]
+        t = ((int(round(scb @ a)), int(round(tcb @ a))), (int(round(scb @ b)), int(round(tcb @ b))))
+        out.append(dict(name=name, slot=slot, face=f, t=t, normal=nb, right=scb, up=-tcb))
+    return out
+
+
+def layout_face_image(face: np.ndarray, entry: dict) -> np.ndarray:
+    """The image of one ``cube_layout_faces`` entry from its Blender face image (contiguous copy)."""
+    return np.ascontiguousarray(_orient(face, entry["t"]))
 
 
 def equirect_from_cube(padded: np.ndarray, width: int) -> np.ndarray:
@@ -1278,6 +1406,7 @@ class BakeResult:
     frames: int
     equirect: list  # equirect files in frame order (the planet's texture)
     seconds: float = 0.0
+    metadata: str = ""  # gasgiant.json: what every image holds and how to decode it (``bake_metadata``)
 
 
 def output_names(params: GasGiantParams, frame: int | None):
@@ -1287,11 +1416,156 @@ def output_names(params: GasGiantParams, frame: int | None):
     names = {}
     for ext in exts:
         key = "" if ext == exts[0] else "_exr"
-        names.update({f"cube_{f}{key}": f"gasgiant_{f}{sfx}.{ext}" for f in FACES})
+        names.update({f"cube_{e['name']}{key}": f"gasgiant_{e['name']}{sfx}.{ext}"
+                      for e in cube_layout_faces(params.cube_layout)})
         if params.equirect_width:
             names[f"equirect{key}"] = f"gasgiant_equirect{sfx}.{ext}"
             names[f"flow{key}"] = f"gasgiant_flow{sfx}.{ext}"
     return names
+
+
+METADATA_NAME = "gasgiant.json"
+METADATA_FORMAT = "envfx-gasgiant-bake"
+METADATA_VERSION = 1
+
+
+class _FlowStats:
+    """The fastest flow speed over all frames and how many texels the 8-bit flow map clamped."""
+
+    def __init__(self):
+        self.max_speed = 0.0
+        self.clamped = 0
+        self.texels = 0
+
+    def add(self, speed: np.ndarray, scale: float):
+        self.max_speed = max(self.max_speed, float(speed.max()))
+        self.clamped += int(np.count_nonzero(speed > scale))
+        self.texels += speed.size
+
+
+def _vec(v) -> list:
+    return [float(x) + 0.0 for x in np.round(np.asarray(v, dtype=np.float64), 6)]
+
+
+def _file_entry(params: GasGiantParams, key: str) -> dict:
+    """{"file": name} for a still, {"file": pattern with {frame:04d}, "frames": [1, N]} for a sequence."""
+    if params.frames == 1:
+        return {"file": output_names(params, None)[key]}
+    return {"file": output_names(params, 0)[key].replace("_0000.", "_{frame:04d}."), "frames": [1, params.frames]}
+
+
+def bake_metadata(params: GasGiantParams, stats: _FlowStats | None = None) -> dict:
+    """What gasgiant.json says: per image file its content, layout, orientation and colour space, and the flow
+    map's unit and fixed scale (one for all frames) with the formula that decodes it."""
+    exts = {"PNG": ("png",), "EXR": ("exr",), "PNG_EXR": ("png", "exr")}[params.file_format]
+    keys = {ext: ("" if ext == exts[0] else "_exr") for ext in exts}
+    rgba = "RGBA: cloud colour, alpha = cloud cover (straight, not premultiplied)" if params.cloud_mode else "RGB"
+    colour_space = {"png": "sRGB", "exr": "linear Rec.709 (scene linear, sRGB primaries)"}
+    images = []
+    engine = params.cube_layout != "BLENDER"
+    for entry in cube_layout_faces(params.cube_layout):
+        for ext, key in keys.items():
+            item = _file_entry(params, f"cube_{entry['name']}{key}")
+            item.update(content=f"planet colour, {rgba}", colour_space=colour_space[ext], layout="cube face",
+                        width=params.cubemap_size, height=params.cubemap_size, blender_face=FACES[entry["face"]],
+                        normal=_vec(entry["normal"]), right=_vec(entry["right"]), up=_vec(entry["up"]))
+            if engine:
+                m = ENGINE_AXES[params.cube_layout]
+                item.update(slot=entry["slot"], slot_index=ENGINE_SLOTS.index(entry["slot"]),
+                            engine_normal=_vec(m @ entry["normal"]), engine_right=_vec(m @ entry["right"]),
+                            engine_up=_vec(m @ entry["up"]))
+            else:
+                item["engine_slots"] = {}
+                for lay in ("GLTF", "UNITY"):
+                    e = next(e for e in cube_layout_faces(lay) if e["face"] == entry["face"])
+                    item["engine_slots"][lay.lower()] = {"slot": e["slot"], "transform": _orient_name(e["t"])}
+            images.append(item)
+    flow = None
+    if params.equirect_width:
+        w = params.equirect_width
+        fw = min(w, 1024)
+        for ext, key in keys.items():
+            item = _file_entry(params, f"equirect{key}")
+            item.update(content=f"planet colour, {rgba}", colour_space=colour_space[ext], layout="equirectangular",
+                        width=w, height=w // 2)
+            images.append(item)
+        scale = flow_scale(params)
+        for ext, key in keys.items():
+            item = _file_entry(params, f"flow{key}")
+            item.update(layout="equirectangular", width=fw, height=fw // 2, colour_space="non-colour data (linear)")
+            if ext == "png":
+                item.update(content="flow map, 8-bit encoded: R east, G north velocity, B speed",
+                            decode="east = (2 R - 1) * scale, north = (2 G - 1) * scale, speed = B * scale "
+                            "(radians per frame; R, G, B in 0..1)",
+                            still=0.5, clamped=f"clamped to the scale ({scale:.6g} radians per frame): an east or "
+                            f"north velocity beyond +-scale is stored as 0 or 1 and a speed above it as B = 1 "
+                            f"(the float EXR is not clamped; flow.clamped_texels counts them)",
+                            quantisation="8 bits: steps of 2 x scale / 255 for east and north; the still value 0.5 "
+                            "is stored as 128 / 255 and decodes to scale / 255 (below one step)")
+            else:
+                item.update(content="flow map, real velocities: R east, G north velocity, B speed, in radians per "
+                            "frame (32-bit float, not clamped)", decode="east = R, north = G, speed = B", still=0.0)
+            images.append(item)
+        flow = {
+            "unit": "radians of arc on the unit sphere per frame (one frame = iterations_per_frame simulation "
+                    "iterations, the step between the images of a sequence); per second = per frame x the rate "
+                    "the sequence is played at (frames per second)",
+            "iterations_per_frame": params.frame_iterations,
+            "scale": scale,
+            "scale_source": "flow_scale setting" if params.flow_scale > 0 else
+            "automatic from the settings: radians(velocity_factor) / 20 x iterations_per_frame x (|band_speed| + "
+            f"{FLOW_NOISE_PEAK} x turbulence + min(vortices, 2) x {FLOW_VORTEX_PEAK:.4f} x |vortex_strength|)",
+            "same_for_all_frames": True,
+            "still_png": 0.5,
+            "still_exr": 0.0,
+            "directions": "east = toward increasing longitude (Blender +Y at longitude 0), north = toward Blender +Z "
+                          "(the pole); both tangent to the sphere",
+            "to_equirect_uv": "per frame the image column advances by east / (2 pi cos(latitude)) x width and "
+                              "the row (counted from the top) by -north / pi x height",
+        }
+        if stats is not None and stats.texels:
+            flow["max_speed_baked"] = stats.max_speed
+            flow["clamped_texels"] = stats.clamped
+            flow["clamped_fraction"] = stats.clamped / stats.texels
+    return {
+        "format": METADATA_FORMAT,
+        "version": METADATA_VERSION,
+        "frames": params.frames,
+        "frame_numbering": "none (a still)" if params.frames == 1 else "{frame:04d} from 0001",
+        "axes": "directions are Blender world axes (Z up, the planet's pole) unless named engine_*",
+        "cube_layout": params.cube_layout.lower(),
+        "cube_layout_info": _layout_info(params.cube_layout),
+        "equirect": "row 0 = north pole (+Z), rows uniform in latitude; column 0 starts at longitude -180 (the -X "
+                    "side), longitude 0 (the +X side) is the middle, longitude +90 = +Y; direction of pixel centre "
+                    "(lon, lat) = (cos lat cos lon, cos lat sin lon, sin lat)",
+        "flow": flow,
+        "images": images,
+    }
+
+
+def _layout_info(layout: str) -> str:
+    if layout == "BLENDER":
+        return ("faces px, nx, py, ny, pz, nz are Blender's +X, -X, +Y, -Y, +Z, -Z seen from outside the planet, "
+                "the side faces with +Z up; right / up: the world direction of the image's +column / top. "
+                "engine_slots: where each file goes in a D3D/OpenGL cube map (+X, -X, +Y, -Y, +Z, -Z) and how to "
+                "turn it first, for gltf (right-handed Y-up: engine = (x, z, -y), as glTF, Godot, OpenGL) and unity "
+                "(left-handed Y-up: engine = (-x, z, -y), as Unity imports glTF and FBX); or bake with cube_layout "
+                "gltf / unity")
+    m = ENGINE_AXES[layout].astype(int).tolist()
+    hand = "right-handed (glTF, Godot, OpenGL, Vulkan, three.js)" if layout == "GLTF" else \
+        "left-handed (Unity, as its glTF and FBX importers turn Blender files)"
+    return (f"standard D3D/OpenGL cube-map faces posx, negx, posy, negy, posz, negz = slots +X, -X, +Y, -Y, +Z, -Z "
+            f"(slot_index 0..5) of a Y-up {hand} engine space, engine = {m} @ blender; image column = s, row 0 = "
+            f"t = 0 (the OpenGL major-axis table): a cube sampler given an engine direction returns the texel the "
+            f"equirect image shows for that direction; use the files as they are")
+
+
+def _write_json(path: str, data: dict):
+    import json
+
+    with open(path, "w", encoding="utf-8") as fh:
+        json.dump(data, fh, indent=1)
+        fh.write("\n")
 
 
 def _write_image(path: str, pixels: np.ndarray, is_colour: bool = True):
@@ -1387,6 +1661,9 @@ def bake(params: GasGiantParams, folder: str, check_memory: bool = True, fields:
         chunk = max(1, min(10, 2_000_000 // max(1, params.particles)))
         written, equis = [], []
         animated = params.frames > 1
+        layout = cube_layout_faces(params.cube_layout)
+        scale = flow_scale(params)
+        flow_stats = _FlowStats()
         mixed = None
         for f in range(params.frames):
             todo = params.iterations if f == 0 else params.frame_iterations
@@ -1408,27 +1685,33 @@ def bake(params: GasGiantParams, folder: str, check_memory: bool = True, fields:
                 todo -= k
                 yield 0.05 + 0.9 * sim.iteration / total
             names = output_names(params, f + 1 if animated else None)
-            for i, face in enumerate(FACES):
-                for key in (f"cube_{face}", f"cube_{face}_exr"):
+            for entry in layout:
+                for key in (f"cube_{entry['name']}", f"cube_{entry['name']}_exr"):
                     if key in names:
-                        _write_image(os.path.join(tmp, names[key]), sim.face_rgb(i))
+                        _write_image(os.path.join(tmp, names[key]),
+                                     layout_face_image(sim.face_rgb(entry["face"]), entry))
             if params.equirect_width:
                 eq = sim.equirect()
-                flow = sim.flow_equirect(min(params.equirect_width, 1024))
+                vel = sim.flow_velocity(min(params.equirect_width, 1024))
+                flow = encode_flow(vel, scale)
+                flow_stats.add(vel[..., 2], scale)
+                # the PNG holds the fixed 8-bit encoding, the float EXR the real velocities (radians per frame)
                 for key, img, is_colour in (("equirect", eq, True), ("equirect_exr", eq, True),
-                                            ("flow", flow, False), ("flow_exr", flow, False)):
+                                            ("flow", flow, False), ("flow_exr", vel, False)):
                     if key in names:
                         _write_image(os.path.join(tmp, names[key]), img, is_colour)
                 equis.append(os.path.join(folder, names["equirect"]))
-                del eq, flow
+                del eq, flow, vel
             written.extend(os.path.join(folder, n) for n in names.values())
             yield 0.05 + 0.9 * sim.iteration / total
         if params.save_field:
             save_fields(params.save_field, params, {k * params.time_step: fld for k, fld in built.items()})
+        _write_json(os.path.join(tmp, METADATA_NAME), bake_metadata(params, flow_stats))
         for name in sorted(os.listdir(tmp)):
             os.replace(os.path.join(tmp, name), os.path.join(folder, name))
         done = True
-        return BakeResult(folder, written, params.frames, equis, _time.perf_counter() - t0)
+        return BakeResult(folder, written, params.frames, equis, _time.perf_counter() - t0,
+                          os.path.join(folder, METADATA_NAME))
     finally:
         if sim is not None:
             sim.close()

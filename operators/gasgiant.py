@@ -91,7 +91,8 @@ def params_from_settings(s, palette=None, palette_cube=None) -> core_gasgiant.Ga
         blur=s.blur, fade_rate=s.fade_rate, fade_to_palette=s.fade_to_palette, frames=s.frames,
         frame_iterations=s.frame_iterations, vertical_bands=s.vertical_bands, hot_pink=s.hot_pink,
         cloud_mode=s.cloud_mode, cloud_color=tuple(s.cloud_color), cloud_noise=s.cloud_noise,
-        file_format=s.file_format, field_interval=s.field_interval,
+        file_format=s.file_format, field_interval=s.field_interval, cube_layout=s.cube_layout,
+        flow_scale=s.flow_scale,
         save_field=_field_path(s.save_field_path, "Save Velocity Field"),
         load_field=_field_path(s.load_field_path, "Load Velocity Field"),
         vortex_band_threshold=s.vortex_band_threshold, palette_cube=palette_cube, opacity_start=s.opacity_start)
@@ -251,7 +252,8 @@ class ENVFX_OT_gasgiant_bake(NeedsScene, progress.ModalJobOperator, bpy.types.Op
             return None
 
     def finish(self, context, result):
-        self.report({"INFO"}, f"Baked {len(result.files)} image(s) into {result.folder} in {result.seconds:.1f} s")
+        self.report({"INFO"}, f"Baked {len(result.files)} image(s) and gasgiant.json into {result.folder} in "
+                    f"{result.seconds:.1f} s")
         return {"FINISHED"}
 
 

@@ -86,6 +86,8 @@ class VIEW3D_PT_envfx_gasgiant(EnvFXSubPanel, bpy.types.Panel):
         col.prop(s, "cubemap_size")
         col.prop(s, "equirect_width")
         col.prop(s, "file_format")
+        col.prop(s, "cube_layout")
+        col.prop(s, "flow_scale")
         col.prop(s, "frames")
         sub = col.column()
         sub.active = s.frames > 1

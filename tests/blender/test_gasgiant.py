@@ -41,10 +41,11 @@ def test_bake_operator_writes_files_matching_the_core_and_makes_a_planet(envfx, 
     s = _small(bpy.context.scene.envfx.gasgiant, tmp_path / "tex", vortices=3)
     assert bpy.ops.envfx.gasgiant_bake() == {"FINISHED"}
     names = sorted(os.listdir(tmp_path / "tex"))
-    assert names == sorted(gg.output_names(ops.params_from_settings(s), None).values())
-    # the numpy entry point with the same settings gives the same pixels
+    assert names == sorted([gg.METADATA_NAME, *gg.output_names(ops.params_from_settings(s), None).values()])
+    # the numpy entry point with the same settings gives the same pixels (and the same gasgiant.json)
     twin = gg.run_bake(ops.params_from_settings(s), str(tmp_path / "twin"))
-    for name in names:
+    assert (tmp_path / "tex" / "gasgiant.json").read_text() == (tmp_path / "twin" / "gasgiant.json").read_text()
+    for name in names[1:]:
         a = np.asarray(Image.open(tmp_path / "tex" / name))
         b = np.asarray(Image.open(os.path.join(twin.folder, name)))
         np.testing.assert_array_equal(a, b)
@@ -215,7 +216,7 @@ def test_cli_gas_giant(envfx, tmp_path, capsys):
                            "2", "--equirect", "256", "--cubemap", "128", "--field", "64", "--preset", "neptune",
                            "--threads", "1", "--save", str(tmp_path / "planet.blend")])
     assert code == 0, capsys.readouterr().err
-    assert len(os.listdir(out)) == 8
+    assert len(os.listdir(out)) == 8 + 1  # the images and gasgiant.json
     eq = np.asarray(Image.open(out / "gasgiant_equirect.png")).astype(int)
     assert eq.shape == (128, 256, 3) and eq[..., 2].mean() > eq[..., 0].mean()  # Neptune is blue
     assert (tmp_path / "planet.blend").exists() and "Gas Giant" in bpy.data.objects
@@ -290,7 +291,7 @@ def test_exr_output_read_back_by_blender(envfx, tmp_path):
         sim.step(params.iterations)
         face = np.array(sim.face_rgb(4))
         eq = sim.equirect()
-        flow = sim.flow_equirect(256)
+        flow = sim.flow_velocity(256)  # the float EXR holds the real velocities (radians per frame)
     for name, expected in (("gasgiant_pz.exr", colour.srgb_to_linear(face)), ("gasgiant_equirect.exr",
                                                                            colour.srgb_to_linear(eq)),
                            ("gasgiant_flow.exr", flow)):
@@ -439,3 +440,47 @@ def test_cli_random_cubemap_palette_and_vortex_threshold(envfx, tmp_path, capsys
         assert envfx.cli.main(["gas-giant", "--out", str(tmp_path / "never"), "--particles", "10"] + extra) == 2
         assert msg in capsys.readouterr().err
         assert not (tmp_path / "never").exists()
+
+
+def test_engine_cube_layout_flow_scale_and_json_from_operator_and_cli(envfx, tmp_path, capsys):
+    """The operator and the CLI write engine cube faces and gasgiant.json; Blender reads the flow PNG back as
+    non-colour data and the JSON's formula turns it into the velocities of the float EXR."""
+    import json
+
+    gg = envfx.core.gasgiant
+    s = _small(bpy.context.scene.envfx.gasgiant, tmp_path / "e", make_planet=False, file_format="PNG_EXR",
+               cube_layout="GLTF", flow_scale=0.02)
+    scale = s.flow_scale  # a float property: 0.02 in single precision
+    assert bpy.ops.envfx.gasgiant_bake() == {"FINISHED"}
+    names = sorted(os.listdir(tmp_path / "e"))
+    assert "gasgiant.json" in names and "gasgiant_posy.png" in names and "gasgiant_px.png" not in names
+    meta = json.loads((tmp_path / "e" / "gasgiant.json").read_text())
+    assert meta["cube_layout"] == "gltf" and meta["flow"]["scale"] == scale
+    faces = [i for i in meta["images"] if i["layout"] == "cube face" and i["file"].endswith(".png")]
+    assert [(i["file"], i["slot"], i["blender_face"]) for i in faces][2:4] == [
+        ("gasgiant_posy.png", "+Y", "pz"), ("gasgiant_negy.png", "-Y", "nz")]  # Blender up -> engine +Y
+    png = next(i for i in meta["images"] if i["file"] == "gasgiant_flow.png")
+    image = bpy.data.images.load(str(tmp_path / "e" / png["file"]))
+    image.colorspace_settings.name = "Non-Color"
+    exr = bpy.data.images.load(str(tmp_path / "e" / "gasgiant_flow.exr"))
+    try:
+        decoded = gg.decode_flow(_pixels(image)[..., :3], meta["flow"]["scale"])
+        real = _pixels(exr)[..., :3]
+    finally:
+        bpy.data.images.remove(image)
+        bpy.data.images.remove(exr)
+    inside = real[..., 2] < scale * 0.98
+    assert inside.mean() > 0.2 and (~inside).any()  # this scale clamps the fastest texels
+    np.testing.assert_allclose(decoded[inside], real[inside], atol=scale / 255 * 1.01 + 1e-7)
+    assert meta["flow"]["clamped_texels"] == int(np.count_nonzero(real[..., 2] > scale))
+    # the CLI flags do the same
+    args = ["gas-giant", "--out", str(tmp_path / "cli"), "--particles", "20000", "--iterations", "4", "--equirect",
+            "256", "--cubemap", "64", "--field", "64", "--threads", "1", "--cube-layout", "unity",
+            "--flow-scale", "0.01"]
+    assert envfx.cli.main(args) == 0, capsys.readouterr().err
+    meta = json.loads((tmp_path / "cli" / "gasgiant.json").read_text())
+    assert meta["cube_layout"] == "unity" and meta["flow"]["scale"] == 0.01
+    assert (tmp_path / "cli" / "gasgiant_negz.png").exists()
+    capsys.readouterr()
+    assert envfx.cli.main(args[:3] + ["--flow-scale", "-1"]) == 2
+    assert "Flow scale -1.0" in capsys.readouterr().err

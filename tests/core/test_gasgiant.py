@@ -222,7 +222,7 @@ def test_bake_writes_readable_pngs_and_sequences(tmp_path):
     params = gg.GasGiantParams(**{**SMALL, "frames": 3, "frame_iterations": 5})
     result = gg.run_bake(params, str(tmp_path / "out"))
     names = sorted(os.listdir(tmp_path / "out"))
-    assert len(names) == 3 * 8 and "gasgiant_equirect_0002.png" in names
+    assert len(names) == 3 * 8 + 1 and "gasgiant_equirect_0002.png" in names and "gasgiant.json" in names
     assert [os.path.basename(f) for f in result.equirect] == [f"gasgiant_equirect_000{i}.png" for i in (1, 2, 3)]
     eq = [np.asarray(Image.open(f)) for f in result.equirect]
     assert eq[0].shape == (128, 256, 3)
@@ -582,12 +582,12 @@ def test_bake_writes_float_exr_next_to_png(tmp_path):
     params = gg.GasGiantParams(**{**SMALL, "iterations": 10, "file_format": "PNG_EXR"})
     gg.run_bake(params, str(tmp_path / "o"))
     names = sorted(os.listdir(tmp_path / "o"))
-    assert len(names) == 16 and "gasgiant_equirect.exr" in names and "gasgiant_px.png" in names
+    assert len(names) == 17 and "gasgiant_equirect.exr" in names and "gasgiant_px.png" in names
     with gg.Simulation(params) as sim:
         sim.step(params.iterations)
         face = np.array(sim.face_rgb(0))
         eq = sim.equirect()
-        flow = sim.flow_equirect(256)
+        flow = sim.flow_velocity(256)
     back, _ = exr.read_exr(str(tmp_path / "o" / "gasgiant_px.exr"))
     np.testing.assert_allclose(back[..., ::-1], colour.srgb_to_linear(face), rtol=1e-6)  # linear colour, float
     png = np.asarray(Image.open(tmp_path / "o" / "gasgiant_px.png")).astype(float) / 255
@@ -595,7 +595,7 @@ def test_bake_writes_float_exr_next_to_png(tmp_path):
     back, _ = exr.read_exr(str(tmp_path / "o" / "gasgiant_equirect.exr"))
     np.testing.assert_allclose(back[..., ::-1], colour.srgb_to_linear(eq), rtol=1e-6)
     back, _ = exr.read_exr(str(tmp_path / "o" / "gasgiant_flow.exr"))
-    np.testing.assert_array_equal(back[..., ::-1], flow)  # data, not colour: stored as is
+    np.testing.assert_array_equal(back[..., ::-1], flow)  # real velocities (radians per frame), not colour
     assert len(np.unique(back)) > 100  # float precision, not 8-bit steps
     with pytest.raises(gg.GasGiantError, match="File format 'TIFF'"):
         gg.run_bake(gg.GasGiantParams(**{**SMALL, "file_format": "TIFF"}), str(tmp_path / "never"))
@@ -731,3 +731,163 @@ def test_start_opacity_shrinks_to_the_opacity():
     assert change[1] > 3.5 * change[0]  # the first coat paints at full strength (1.0 against 0.2)
     with pytest.raises(gg.GasGiantError, match="Start opacity 1.5"):
         gg.GasGiantParams(opacity_start=1.5).validate()
+
+
+# --- outputs a game engine reads: the flow map's fixed scale, gasgiant.json, engine cube-map faces ---------------
+
+def _read_json(folder):
+    import json
+
+    with open(os.path.join(folder, gg.METADATA_NAME), encoding="utf-8") as fh:
+        return json.load(fh)
+
+
+def _equirect_lookup(img, d):
+    """Nearest pixel of an equirectangular image (row 0 north, column 0 at longitude -180) at directions d."""
+    h, w = img.shape[:2]
+    lon = np.arctan2(d[:, 1], d[:, 0])
+    lat = np.arcsin(np.clip(d[:, 2], -1, 1))
+    col = np.clip(np.floor((lon + math.pi) / (2 * math.pi) * w).astype(int), 0, w - 1)
+    row = np.clip(np.floor((math.pi / 2 - lat) / math.pi * h).astype(int), 0, h - 1)
+    return img[row, col], row, col
+
+
+def test_flow_map_has_one_documented_scale_for_every_frame(tmp_path):
+    """Decoding each frame's 8-bit flow PNG with the scale in gasgiant.json gives that frame's real velocity
+    (the analytic field at the frame's noise time, in radians per frame), the same scale in every frame."""
+    from core import exr
+
+    Image = pytest.importorskip("PIL.Image")
+    params = gg.GasGiantParams(**{**SMALL, "iterations": 4, "frames": 3, "frame_iterations": 6, "time_step": 1.5,
+                                  "field_interval": 1, "file_format": "PNG_EXR", "vortices": 4, "noise_speed": 2.0,
+                                  "octaves": 2, "noise_scale": 1.5, "vortex_size": 0.2})
+    gg.run_bake(params, str(tmp_path / "o"))
+    meta = _read_json(tmp_path / "o")
+    flow = meta["flow"]
+    scale = flow["scale"]
+    # fixed: from the settings alone, not from any frame's data
+    k = math.radians(params.velocity_factor) / 20 * params.frame_iterations
+    assert scale == pytest.approx(k * (1.0 + gg.FLOW_NOISE_PEAK * 2.0 + 2 * gg.FLOW_VORTEX_PEAK * 1.0))
+    assert flow["iterations_per_frame"] == 6 and flow["still_png"] == 0.5 and flow["same_for_all_frames"]
+    pngs = {i["file"]: i for i in meta["images"]}
+    assert pngs["gasgiant_flow_{frame:04d}.png"]["frames"] == [1, 3]
+    assert "clamped" in pngs["gasgiant_flow_{frame:04d}.png"]["clamped"]
+    assert pngs["gasgiant_flow_{frame:04d}.png"]["colour_space"].startswith("non-colour")
+    d = gg.equirect_directions(256).reshape(-1, 3)
+    east = np.stack([-d[:, 1], d[:, 0], np.zeros(len(d))], -1)
+    east /= np.maximum(np.linalg.norm(east, axis=1, keepdims=True), 1e-9)
+    north = np.cross(d, east)
+    blues = []
+    for f in range(3):
+        png = np.asarray(Image.open(tmp_path / "o" / f"gasgiant_flow_{f + 1:04d}.png")).astype(np.float64) / 255
+        decoded = gg.decode_flow(png, scale).reshape(-1, 3)
+        v = gg.velocity_at(d, params, time=f * params.time_step) * params.frame_iterations
+        truth = np.stack([np.sum(v * east, 1), np.sum(v * north, 1)], -1)
+        np.testing.assert_allclose(decoded[:, :2], truth, atol=0.04 * scale)  # field grid + 8 bits
+        np.testing.assert_allclose(decoded[:, 2], np.linalg.norm(truth, axis=1), atol=0.04 * scale)
+        real, _ = exr.read_exr(str(tmp_path / "o" / f"gasgiant_flow_{f + 1:04d}.exr"))
+        real = real[..., ::-1].reshape(-1, 3)  # the float EXR holds the velocities themselves
+        np.testing.assert_allclose(real[:, :2], truth, atol=0.04 * scale)
+        np.testing.assert_allclose(decoded, real, atol=0.5 / 255 * 2 * scale + 1e-6)
+        blues.append(png[..., 2].max())
+    assert max(blues) < 0.9 and len({round(b, 3) for b in blues}) > 1  # not each frame's own maximum
+    assert flow["clamped_texels"] == 0 and flow["max_speed_baked"] < scale
+
+
+def test_flow_map_clamps_beyond_the_scale_and_takes_a_set_scale(tmp_path):
+    Image = pytest.importorskip("PIL.Image")
+    params = gg.GasGiantParams(**{**SMALL, "iterations": 2, "noise_speed": 0.0, "band_speed": 2.0,
+                                  "pole_attenuation": 0.0, "flow_scale": 0.01})
+    gg.run_bake(params, str(tmp_path / "o"))
+    meta = _read_json(tmp_path / "o")
+    assert meta["flow"]["scale"] == 0.01 and meta["flow"]["scale_source"] == "flow_scale setting"
+    png = np.asarray(Image.open(tmp_path / "o" / "gasgiant_flow.png")).astype(np.float64) / 255
+    fastest = math.radians(1.0) / 20 * params.frame_iterations * 2.0  # the equator band, radians per frame
+    assert fastest > 0.01
+    assert png[..., 0].max() == 1.0 and png[..., 0].min() == 0.0 and png[..., 2].max() == 1.0  # clamped
+    assert meta["flow"]["clamped_texels"] > 0 and meta["flow"]["max_speed_baked"] == pytest.approx(fastest, rel=0.02)
+    with pytest.raises(gg.GasGiantError, match="Flow scale -1"):
+        gg.GasGiantParams(flow_scale=-1.0).validate()
+
+
+def _gl_cube_lookup(faces, d):
+    """Nearest texel of a cube map in the D3D/OpenGL slot order +X, -X, +Y, -Y, +Z, -Z at directions d, by the
+    OpenGL spec's major-axis table (s = (sc / |ma| + 1) / 2, t = (tc / |ma| + 1) / 2; column = s, row = t)."""
+    x, y, z = d[:, 0], d[:, 1], d[:, 2]
+    ax, ay, az = np.abs(d).T
+    slot = np.where((ax >= ay) & (ax >= az), np.where(x > 0, 0, 1),
+                    np.where(ay >= az, np.where(y > 0, 2, 3), np.where(z > 0, 4, 5)))
+    sc = np.choose(slot, [-z, z, x, x, x, -x])
+    tc = np.choose(slot, [-y, -y, z, -z, -y, -y])
+    ma = np.choose(slot, [ax, ax, ay, ay, az, az])
+    n = faces.shape[1]
+    s = (sc / ma + 1) / 2
+    t = (tc / ma + 1) / 2
+    col = np.clip(np.floor(s * n).astype(int), 0, n - 1)
+    row = np.clip(np.floor(t * n).astype(int), 0, n - 1)
+    return faces[slot, row, col]
+
+
+@pytest.mark.parametrize("layout, to_engine", [("GLTF", [[1, 0, 0], [0, 0, 1], [0, -1, 0]]),
+                                               ("UNITY", [[-1, 0, 0], [0, 0, 1], [0, -1, 0]])])
+def test_engine_cube_faces_sample_like_the_equirect(tmp_path, layout, to_engine):
+    """A cube sampler given an engine-space direction returns the colour the equirect image shows for that
+    direction (the planet's colours: each texel starts as a smooth colour of its Blender direction)."""
+    Image = pytest.importorskip("PIL.Image")
+    m = 64
+    dirs = gg.face_directions(m)  # a palette cube whose colour is the Blender direction: no symmetry hides a flip
+    palette = (0.5 + 0.5 * dirs).astype(np.float32)
+    params = gg.GasGiantParams(**{**SMALL, "particles": 10, "iterations": 1, "cubemap_size": 64,
+                                  "equirect_width": 512, "opacity": 0.001, "blur_interval": 0,
+                                  "palette_cube": palette, "cube_layout": layout})
+    gg.run_bake(params, str(tmp_path / "o"))
+    meta = _read_json(tmp_path / "o")
+    files = [i["file"] for i in meta["images"] if i["layout"] == "cube face"]
+    assert files == [f"gasgiant_{n}.png" for n in ("posx", "negx", "posy", "negy", "posz", "negz")]
+    assert [i["slot"] for i in meta["images"] if i["layout"] == "cube face"] == ["+X", "-X", "+Y", "-Y", "+Z", "-Z"]
+    faces = np.stack([np.asarray(Image.open(tmp_path / "o" / f)) for f in files]).astype(np.float64) / 255
+    equirect = np.asarray(Image.open(tmp_path / "o" / "gasgiant_equirect.png")).astype(np.float64) / 255
+    m_eng = np.array(to_engine, dtype=np.float64)
+    d_engine = _unit(300, seed=11)
+    d_blender = d_engine @ m_eng  # engine = M @ blender, M orthogonal -> blender = M^T @ engine
+    d_blender[:3] = [[0, 0, 1], [0.6, 0.0, 0.8], [0.0, -0.6, -0.8]]  # poles and near-poles too
+    d_engine = d_blender @ m_eng.T
+    got = _gl_cube_lookup(faces, d_engine)
+    want, _, _ = _equirect_lookup(equirect, d_blender)
+    np.testing.assert_allclose(got, want, atol=0.04)
+    np.testing.assert_allclose(got, 0.5 + 0.5 * d_blender, atol=0.04)
+    # the JSON's axes say the same: each face's engine normal / right / up are the table's
+    for item in (i for i in meta["images"] if i["layout"] == "cube face"):
+        assert np.allclose(m_eng @ np.array(item["normal"]), item["engine_normal"])
+        assert np.allclose(_gl_cube_lookup(faces, np.array([item["engine_normal"]]))[0],
+                           0.5 + 0.5 * np.array(item["normal"]), atol=0.04)
+
+
+def test_blender_cube_faces_do_not_fit_an_engine_cube_map_as_is_and_json_says_how(tmp_path):
+    """The Blender layout (faces seen from outside) sampled as an engine cube map gives wrong colours; the
+    transforms gasgiant.json names for each face turn it into the engine layout exactly."""
+    Image = pytest.importorskip("PIL.Image")
+    dirs = gg.face_directions(64)
+    params = gg.GasGiantParams(**{**SMALL, "particles": 10, "iterations": 1, "cubemap_size": 64,
+                                  "opacity": 0.001, "blur_interval": 0,
+                                  "palette_cube": (0.5 + 0.5 * dirs).astype(np.float32)})
+    gg.run_bake(params, str(tmp_path / "b"))
+    gg.run_bake(gg.GasGiantParams(**{**params.__dict__, "cube_layout": "GLTF"}), str(tmp_path / "g"))
+    meta = _read_json(tmp_path / "b")
+    items = [i for i in meta["images"] if i["layout"] == "cube face"]
+    assert [i["file"] for i in items] == [f"gasgiant_{f}.png" for f in gg.FACES]
+    blender = {i["file"]: np.asarray(Image.open(tmp_path / "b" / i["file"])) for i in items}
+    ops = {"as is": lambda a: a, "mirror left-right": lambda a: a[:, ::-1], "mirror top-bottom": lambda a: a[::-1],
+           "rotate 180": lambda a: a[::-1, ::-1], "rotate 90 clockwise": lambda a: np.rot90(a, -1),
+           "rotate 90 counter-clockwise": lambda a: np.rot90(a, 1), "transpose": lambda a: a.swapaxes(0, 1),
+           "anti-transpose": lambda a: a[::-1, ::-1].swapaxes(0, 1)}
+    slot_files = dict(zip(["+X", "-X", "+Y", "-Y", "+Z", "-Z"],
+                          [f"gasgiant_{n}.png" for n in gg.ENGINE_FACES], strict=True))
+    for item in items:
+        how = item["engine_slots"]["gltf"]
+        engine = np.asarray(Image.open(tmp_path / "g" / slot_files[how["slot"]]))
+        np.testing.assert_array_equal(ops[how["transform"]](blender[item["file"]]), engine)
+    naive = np.stack([blender[f"gasgiant_{f}.png"] for f in gg.FACES]).astype(np.float64) / 255
+    d = _unit(300, seed=12)
+    wrong = np.abs(_gl_cube_lookup(naive, d @ gg.ENGINE_AXES["GLTF"].T) - (0.5 + 0.5 * d)).max()
+    assert wrong > 0.3
