@@ -436,16 +436,24 @@ class BakeResult:
 
 def bake_job(tracks, radius, depth, stamp: StampParams, buf: BufferParams, frame_start=1, pivot_track=None,
              surface: HeightField | None = None, occluder_tris=None, out_dir=None, sequence=True,
-             basename="snow_buffer"):
+             basename="snow_buffer", unit_scale=1.0):
     """Generator: bake the interaction buffer over ``tracks`` (F, A, 3 actor bottom points, one row per frame).
 
     Yields progress fractions; returns a ``BakeResult``. With ``out_dir`` the frames (or only the final frame
     when ``sequence`` is False) are written as float RGBA OpenEXR files plus ``<basename>.json``; they are
     written to a temporary folder inside ``out_dir`` and moved into place at the end, so cancelling (closing
-    the generator) leaves nothing behind.
+    the generator) leaves nothing behind. ``unit_scale``: the scene's metres per Blender unit as its FBX export
+    reads it (the JSON's engine sampling, ``engine_sampling``).
     """
     stamp.validate()
     buf.validate()
+    try:
+        unit_scale = float(unit_scale)
+    except (TypeError, ValueError):
+        unit_scale = math.nan
+    if not (math.isfinite(unit_scale) and unit_scale > 0):
+        raise SnowError(f"Unit scale {unit_scale!r} is not a length: pass the scene's unit_settings.scale_length "
+                        f"(metres per Blender unit, above 0; 1.0 for metres)")
     tracks = np.asarray(tracks, dtype=np.float64)
     if tracks.ndim != 3 or tracks.shape[2] != 3:
         raise SnowError("Actor tracks must be (frames, actors, 3)")
@@ -578,7 +586,7 @@ def bake_job(tracks, radius, depth, stamp: StampParams, buf: BufferParams, frame
         meta_path = None
         paths = []
         if tmp is not None:
-            meta = buffer_metadata(buf, stamp, frame_start, origins, frames, files, sequence)
+            meta = buffer_metadata(buf, stamp, frame_start, origins, frames, files, sequence, unit_scale)
             with open(os.path.join(tmp, basename + ".json"), "w") as fh:
                 json.dump(meta, fh, indent=1)
             for name in files + [basename + ".json"]:
@@ -671,9 +679,49 @@ def sample_buffer(buffer, origin, texel, xy, channel=0):
     return ((b[y0, x0] * (1 - tx) + b[y0, x1] * tx) * (1 - ty) + (b[y1, x0] * (1 - tx) + b[y1, x1] * tx) * ty)
 
 
-def buffer_metadata(buf: BufferParams, stamp: StampParams, frame_start, origins, frames, files, sequence) -> dict:
-    """What a game needs to sample the buffer: world size, texel size, origin per frame, channel meaning."""
+def engine_sampling(world_size: float, unit_scale: float = 1.0) -> dict:
+    """How each game engine samples the buffer with its own world positions: {engine: the engine's up, the
+    engine units per Blender unit (the heights R and B times it), its texture-coordinate origin, and the vectors
+    ``u_from_world`` / ``v_from_world`` such that ``uv = (dot(P, u_from_world), dot(P, v_from_world)) +
+    uv_offset`` for an engine world position P, ``uv_offset`` per frame from ``engine_uv_offset``}.
+
+    The image's top row is max Blender y (``write_exr``); Godot and Unreal put uv (0, 0) at an image's top-left
+    corner, Unity at its bottom-left. Axes and units are those of ``bend_engines`` (the scene's
+    ``unit_scale`` applies to FBX, not glTF)."""
+    from . import bend_engines
+
+    out = {}
+    for engine, (matrix, *_rest) in bend_engines.ENGINES.items():
+        m = np.asarray(matrix, dtype=np.float64)
+        k = bend_engines.engine_scale(engine, unit_scale)
+        bottom_up = engine == "UNITY"
+        # Blender x = dot(m[:, 0], P) / k and y = dot(m[:, 1], P) / k for an engine position P
+        out[engine] = {
+            "export_format": bend_engines.ENGINES[engine][5],
+            "units_per_blender_unit": k,
+            "up": m[:, 2].tolist(),
+            "uv_origin": "bottom-left" if bottom_up else "top-left",
+            "u_from_world": (m[:, 0] / (k * world_size)).tolist(),
+            "v_from_world": ((1.0 if bottom_up else -1.0) * m[:, 1] / (k * world_size)).tolist(),
+        }
+    return out
+
+
+def engine_uv_offset(engine: str, origin, world_size: float) -> list:
+    """The frame's ``uv_offset`` for ``engine_sampling``: u = (x - origin x) / size, and v = (y - origin y) /
+    size from the bottom row (Unity) or (origin y + size - y) / size from the top row (Godot, Unreal)."""
+    u0 = -float(origin[0]) / world_size
+    if engine == "UNITY":
+        return [u0, -float(origin[1]) / world_size]
+    return [u0, float(origin[1]) / world_size + 1.0]
+
+
+def buffer_metadata(buf: BufferParams, stamp: StampParams, frame_start, origins, frames, files, sequence,
+                    unit_scale: float = 1.0) -> dict:
+    """What a game needs to sample the buffer: world size, texel size, origin per frame, channel meaning, and
+    for Godot, Unity and Unreal how to sample it with their own world positions (``engine_sampling``)."""
     origins = np.asarray(origins)
+    engines = engine_sampling(float(buf.size), unit_scale)
     return {
         "format": "envfx.snow.interaction_buffer",
         "version": 1,
@@ -687,7 +735,8 @@ def buffer_metadata(buf: BufferParams, stamp: StampParams, frame_start, origins,
         "frame_end": int(frame_start + len(origins) - 1),
         "sequence": bool(sequence),
         "frames": [{"frame": int(frame_start + i), "origin": [float(o[0]), float(o[1])],
-                    **({"file": files[frames.index(frame_start + i)]} if (frame_start + i) in frames else {})}
+                    **({"file": files[frames.index(frame_start + i)]} if (frame_start + i) in frames else {}),
+                    "uv_offset": {e: engine_uv_offset(e, o, float(buf.size)) for e in engines}}
                    for i, o in enumerate(origins)],
         "image_layout": "EXR rows run from max world y (top) to min world y (bottom); "
                         "column i covers world x origin + i * texel_size",
@@ -697,6 +746,11 @@ def buffer_metadata(buf: BufferParams, stamp: StampParams, frame_start, origins,
             "B": "water ripples (signed height)",
             "A": "grass push-down (0..1)",
         },
+        "unit_scale": float(unit_scale),
+        "engines": engines,
+        "engine_uv": "uv = (dot(P, u_from_world), dot(P, v_from_world)) + frames[i].uv_offset[engine] for P the "
+                     "engine's world position in its units (uv origin as uv_origin says); the heights R and B "
+                     "times units_per_blender_unit along up",
     }
 
 

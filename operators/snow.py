@@ -13,6 +13,7 @@ import numpy as np
 from bpy.props import BoolProperty
 
 from .. import bridge, progress
+from . import bend as bend_ops
 from ..core import snow as core_snow
 from ..shader_nodes import common
 from ..shader_nodes import snow as snow_nodes
@@ -552,7 +553,8 @@ def bake_job(scene):
             surface = core_snow.HeightField(lo_all, texel, z)
     job = core_snow.bake_job(tracks, [r for _, r, _, _ in specs], [d for _, _, d, _ in specs], stamp_params(scene),
                              buf, frame_start=s.frame_start, pivot_track=pivot_track, surface=surface,
-                             occluder_tris=occ_tris, out_dir=out, sequence=s.sequence)
+                             occluder_tris=occ_tris, out_dir=out, sequence=s.sequence,
+                             unit_scale=bend_ops.unit_scale(scene))
     try:
         while True:
             yield 0.3 + 0.7 * next(job)

@@ -181,6 +181,62 @@ def test_exr_roundtrip_and_files_written_atomically(tmp_path):
     assert meta["frames"][0] == {"frame": 10, "origin": [-2.0, -2.0], "file": "snow_buffer_0010.exr"}
 
 
+def _bilinear_file(image, col, row):
+    """Bilinear sample of a file image (H, W, 4), row 0 = the file's top row, at fractional texel indices
+    (texel centres at whole numbers; clamped at the border, as a clamp-to-edge sampler does)."""
+    h, w = image.shape[:2]
+    col, row = np.clip(col, 0, w - 1), np.clip(row, 0, h - 1)
+    c0, r0 = np.minimum(np.floor(col).astype(int), w - 2), np.minimum(np.floor(row).astype(int), h - 2)
+    tc, tr = (col - c0)[:, None], (row - r0)[:, None]
+    top = image[r0, c0] * (1 - tc) + image[r0, c0 + 1] * tc
+    bottom = image[r0 + 1, c0] * (1 - tc) + image[r0 + 1, c0 + 1] * tc
+    return top * (1 - tr) + bottom * tr
+
+
+@pytest.mark.parametrize("unit_scale", [1.0, 0.01])
+def test_engines_sample_the_buffer_with_their_own_world_positions(tmp_path, unit_scale):
+    """snow_buffer.json tells Godot, Unity and Unreal how to turn their world position into the buffer's uv: a
+    Blender point, taken into each engine's axes and units (FBX applies the unit scale, glTF not), sampled at
+    that uv with the engine's uv origin in the EXR as written, reads what the buffer holds at the point, on
+    every frame of a window that follows a pivot; the heights scale to the engine's units."""
+    from core import bend_engines
+
+    buf = snow.BufferParams(resolution=32, size=8.0, framing="FOLLOW", edge_fade=0.0)
+    pivot = np.c_[np.linspace(-1.3, 2.2, 6), np.linspace(0.4, -1.9, 6), np.zeros(6)]
+    result = snow.bake(walk(6, (-2, 0.5), (2, -1)), [0.6], [0.2], snow.StampParams(), buf, pivot_track=pivot,
+                       out_dir=str(tmp_path), unit_scale=unit_scale)
+    meta = json.loads((tmp_path / "snow_buffer.json").read_text())
+    assert meta["unit_scale"] == unit_scale and sorted(meta["engines"]) == ["GODOT", "UNITY", "UNREAL"]
+    rng = np.random.default_rng(7)
+    for frame, origin in zip(meta["frames"], result.origins):
+        held = snow.read_exr(str(tmp_path / frame["file"]))  # row 0 = min world y
+        image = held[::-1]  # as the file stores it: top row = max world y
+        xy = origin + rng.uniform(0.3, 7.7, (50, 2))
+        want = np.stack([snow.sample_buffer(held, origin, buf.texel, xy, c) for c in range(4)], 1)
+        points = np.c_[xy, rng.uniform(-2, 2, 50)]
+        for engine, e in meta["engines"].items():
+            p = bend_engines.to_engine(points, engine, unit_scale)
+            uv = np.stack([p @ e["u_from_world"], p @ e["v_from_world"]], 1) + frame["uv_offset"][engine]
+            top_row = uv[:, 1] if e["uv_origin"] == "top-left" else 1.0 - uv[:, 1]
+            got = _bilinear_file(image, uv[:, 0] * 32 - 0.5, top_row * 32 - 0.5)
+            np.testing.assert_allclose(got, want, atol=1e-5, err_msg=f"{engine} frame {frame['frame']}")
+            k = bend_engines.engine_scale(engine, unit_scale)
+            assert e["units_per_blender_unit"] == pytest.approx(k)
+            np.testing.assert_allclose(e["up"], bend_engines.to_engine([[0, 0, 1.0]], engine, 1.0)[0]
+                                       / bend_engines.engine_scale(engine, 1.0))
+    assert meta["engines"]["UNITY"]["uv_origin"] == "bottom-left"
+    assert meta["engines"]["UNREAL"]["units_per_blender_unit"] == pytest.approx(100.0 * unit_scale)
+    assert meta["engines"]["GODOT"]["units_per_blender_unit"] == 1.0
+
+
+@pytest.mark.parametrize("unit_scale", [0.0, -1.0, float("nan"), float("inf"), "cm"])
+def test_a_bad_unit_scale_is_refused_before_anything_is_written(tmp_path, unit_scale):
+    buf = snow.BufferParams(resolution=8, size=4.0, origin=(-2.0, -2.0))
+    with pytest.raises(snow.SnowError, match="pass the scene's unit_settings.scale_length"):
+        snow.bake(walk(3), [0.4], [0.1], snow.StampParams(), buf, out_dir=str(tmp_path), unit_scale=unit_scale)
+    assert os.listdir(tmp_path) == []
+
+
 def test_cancel_leaves_nothing(tmp_path):
     buf = snow.BufferParams(resolution=16, size=4.0, origin=(-2.0, -2.0))
     job = snow.bake_job(walk(10), [0.4], [0.1], snow.StampParams(), buf, out_dir=str(tmp_path))
