@@ -223,6 +223,19 @@ def play_and_bake(envfx, tmp_path, lift=0.0, linear=False, sequence=False):
     return scene, snow, rest, live
 
 
+@pytest.mark.parametrize("system, scale_length, metres", [("METRIC", 0.01, 0.01), ("NONE", 0.01, 1.0)])
+def test_buffer_json_gives_engines_the_scene_unit_scale(envfx, tmp_path, system, scale_length, metres):
+    """The buffer JSON's engine sampling uses the metres per Blender unit of the scene's FBX export (its unit
+    scale; 1 m with the unit system None, as the bend's engine export)."""
+    units = bpy.context.scene.unit_settings
+    units.system, units.scale_length = system, scale_length
+    play_and_bake(envfx, tmp_path, linear=True)
+    meta = json.loads((tmp_path / "snow_buffer.json").read_text())
+    assert meta["unit_scale"] == pytest.approx(metres)
+    assert meta["engines"]["UNREAL"]["units_per_blender_unit"] == pytest.approx(100.0 * metres)
+    assert meta["engines"]["GODOT"]["units_per_blender_unit"] == 1.0
+
+
 @pytest.mark.parametrize("lift", [0.0, 0.7])
 def test_live_trails_equal_bake_within_a_texel(envfx, tmp_path, lift):
     """lift 0.7: the actor's bottom is 0.35 to 0.3 above the snow, in the vertical fade (weights 0.3 to 0.4)."""
