@@ -265,6 +265,63 @@ def test_apply_bakes_the_bend_into_mesh_shape_keys_and_shared_meshes(envfx):
     np.testing.assert_allclose(envfx.bridge.get_positions(a.data), basis, atol=1e-6)
 
 
+def test_apply_names_an_object_scaled_flat_and_bakes_the_others(envfx):
+    """A scale of zero on an axis (its own or a parent's) leaves no object-space down to bake along: Apply names
+    such objects with what to do and keeps their bend; Add and Remove take them without fuss."""
+    rng = np.random.default_rng(13)
+    ok, flat, child = (random_mesh(name, rng) for name in ("Ok", "Flat", "Child"))
+    ok.location, flat.location, child.location = (0, 12, 0), (0, 18, 0), (0, 24, 0)
+    flat.scale = (1, 1, 0)
+    parent = pivot_empty("Parent")
+    parent.scale = (0, 1, 1)
+    child.parent = parent
+    scene_setup("RUNNER", "POS_Y")
+    select_only([ok, flat, child])
+    assert bpy.ops.envfx.bend_add() == {"FINISHED"}
+    assert bpy.ops.envfx.bend_remove() == {"FINISHED"}
+    assert bpy.ops.envfx.bend_add() == {"FINISHED"}
+    shown = evaluated_local(envfx, ok)
+    before = {obj.name: envfx.bridge.get_positions(obj.data).copy() for obj in (flat, child)}
+    assert bpy.ops.envfx.bend_apply() == {"FINISHED"}  # no traceback
+    np.testing.assert_allclose(envfx.bridge.get_positions(ok.data), shown, atol=1e-4)
+    assert not envfx.operators.bend.bend_modifiers(ok)
+    for obj in (flat, child):
+        np.testing.assert_array_equal(envfx.bridge.get_positions(obj.data), before[obj.name])
+        assert envfx.operators.bend.bend_modifiers(obj)
+    select_only([flat, child])
+    with pytest.raises(RuntimeError, match=r"Nothing to apply.*Flat \(its scale or a parent's is zero on an axis.*"
+                                           r"apply the scale.*Child \(its scale or a parent's is zero on an axis"):
+        bpy.ops.envfx.bend_apply()
+
+
+def test_apply_changes_nothing_when_one_object_fails_mid_way(envfx, monkeypatch):
+    """Every bent mesh is computed before any is written: a failure on the second object leaves the first as it
+    was (mesh and bend)."""
+    rng = np.random.default_rng(14)
+    first, second = random_mesh("First", rng), random_mesh("Second", rng)
+    first.location, second.location = (0, 12, 0), (0, 18, 0)
+    scene_setup("RUNNER", "POS_Y")
+    select_only([first, second])
+    bpy.ops.envfx.bend_add()
+    before = {obj.name: envfx.bridge.get_positions(obj.data).copy() for obj in (first, second)}
+    core_bend = envfx.operators.bend.core_bend
+    real = core_bend.forward_local
+    calls = []
+
+    def failing_on_second_object(local, matrix, params):
+        calls.append(1)
+        if len(calls) > 1:
+            raise core_bend.BendError("fails on the second object")
+        return real(local, matrix, params)
+
+    monkeypatch.setattr(core_bend, "forward_local", failing_on_second_object)
+    with pytest.raises(RuntimeError, match="fails on the second object"):
+        bpy.ops.envfx.bend_apply()
+    for obj in (first, second):
+        np.testing.assert_array_equal(envfx.bridge.get_positions(obj.data), before[obj.name])
+        assert envfx.operators.bend.bend_modifiers(obj)
+
+
 @pytest.mark.parametrize("mode", ["PLANET", "RUNNER_2AXIS"])
 def test_a_file_saved_by_blender_42_bends_the_same_in_50_and_follows_the_pivot(envfx, open_saved_by_blender_42, mode):
     open_saved_by_blender_42(f"bend-{mode}")
