@@ -127,12 +127,18 @@ def remove_bend(objects) -> BendResult:
 
 
 def _cannot_apply_reason(obj, mods) -> str | None:
-    """Why the bend of ``obj`` (its bend modifiers ``mods``) cannot be baked, with what to do."""
+    """Why the bend of ``obj`` (its bend modifiers ``mods``) cannot be baked as it is shown, with what to do."""
     if obj.type != "MESH":
         return f"{obj.type.lower()} objects cannot be baked; convert to a mesh first"
     reason = linked_reason(obj, mesh_too=True)
     if reason is not None:
         return reason
+    if not any(m.show_viewport for m in mods):
+        if obj.envfx.bend_exclude:
+            return ("excluded from the bend, so it shows unbent and there is nothing to bake; its bend stays "
+                    "switched off: include it again to bake its bend, or Remove Bend to drop it")
+        return ("its bend modifier is switched off in the viewport, so it shows unbent and there is nothing to "
+                "bake; switch the modifier on to bake its bend")
     if core_bend.is_flattened(bridge.matrix_to_numpy(obj.matrix_world)):
         return ("its scale or a parent's is zero on an axis, so its bend cannot be baked: give it, or that parent, a "
                 "non-zero scale, or apply the scale with Object > Apply > Scale, then apply the bend")
@@ -145,10 +151,11 @@ def apply_bend(scene, objects) -> BendResult:
     The bend of the base mesh (and of every shape key) is written with ``core.bend``, using the object's
     current world matrix and the pivot's current position, as ``scene`` shows it: the structure (mode, axis,
     pivot) of the scene whose bend it has (``scene`` when that scene was deleted) with the numbers of ``scene``
-    (of its bend's scene for an object ``scene`` does not show). An object whose bend cannot be baked (not a
-    mesh, linked, a scale of zero on an axis) is skipped, named with why, and keeps its bend. Every bent mesh is
-    computed before any is written, so a failure changes nothing. Meshes shared with other objects are made
-    single-user first so the others are not bent with the wrong transform.
+    (of its bend's scene for an object ``scene`` does not show). An object that shows no bend (excluded, or its
+    bend modifier switched off) and one whose bend cannot be baked (not a mesh, linked, a scale of zero on an
+    axis) are skipped, named with why, and keep their bend. Every bent mesh is computed before any is written,
+    so a failure changes nothing. Meshes shared with other objects are made single-user first so the others
+    are not bent with the wrong transform.
     """
     result = BendResult()
     bend_nodes.params_from_scene(scene).validate()

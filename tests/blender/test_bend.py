@@ -265,6 +265,37 @@ def test_apply_bakes_the_bend_into_mesh_shape_keys_and_shared_meshes(envfx):
     np.testing.assert_allclose(envfx.bridge.get_positions(a.data), basis, atol=1e-6)
 
 
+def test_apply_bakes_what_is_shown_and_skips_objects_that_show_no_bend(envfx):
+    """An excluded object, and one whose bend modifier is switched off by hand, show unbent: Apply names them and
+    leaves them as they are (their bend kept, still off), and bakes the others."""
+    rng = np.random.default_rng(12)
+    bent, excluded, hidden = (random_mesh(name, rng) for name in ("Bent", "Excluded", "Hidden"))
+    for i, obj in enumerate((bent, excluded, hidden)):
+        obj.location = (0, 12 + 5 * i, 0)
+    scene_setup("RUNNER", "POS_Y")
+    select_only([bent, excluded, hidden])
+    bpy.ops.envfx.bend_add()
+    select_only([excluded])
+    bpy.ops.envfx.bend_exclude(exclude=True)
+    envfx.operators.bend.bend_modifiers(hidden)[0].show_viewport = False
+    shown = {obj.name: evaluated_local(envfx, obj) for obj in (bent, excluded, hidden)}
+    for obj in (excluded, hidden):
+        np.testing.assert_allclose(shown[obj.name], envfx.bridge.get_positions(obj.data))  # flat
+    assert np.abs(shown["Bent"] - envfx.bridge.get_positions(bent.data)).max() > 0.5
+    result = envfx.operators.bend.apply_bend(bpy.context.scene, [bent, excluded, hidden])
+    assert result.changed == ["Bent"]
+    assert "excluded from the bend" in result.skipped["Excluded"]
+    assert "switched off" in result.skipped["Hidden"]
+    for obj in (bent, excluded, hidden):
+        np.testing.assert_allclose(envfx.bridge.get_positions(obj.data), shown[obj.name], atol=1e-4)
+        np.testing.assert_allclose(evaluated_local(envfx, obj), shown[obj.name], atol=1e-4)
+    assert envfx.operators.bend.bend_modifiers(excluded) and excluded.envfx.bend_exclude
+    assert envfx.operators.bend.bend_modifiers(hidden)
+    select_only([excluded])
+    with pytest.raises(RuntimeError, match="Nothing to apply.*Excluded .excluded from the bend"):
+        bpy.ops.envfx.bend_apply()
+
+
 def test_apply_names_an_object_scaled_flat_and_bakes_the_others(envfx):
     """A scale of zero on an axis (its own or a parent's) leaves no object-space down to bake along: Apply names
     such objects with what to do and keeps their bend; Add and Remove take them without fuss."""
