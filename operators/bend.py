@@ -68,6 +68,13 @@ def add_bend(scene, objects) -> BendResult:
     for obj in candidates:
         join_scene_group(result, obj, bend_modifiers(obj), tree, lambda o=obj: _add_modifier(o, tree), "was bent by",
                          "bend")
+        after = _move_bend_last(obj)
+        if after:
+            if obj.name in result.unchanged:
+                result.unchanged.remove(obj.name)
+                result.changed.append(obj.name)
+            result.warnings.append(f"{obj.name}: moved the bend back to the last modifier, after {', '.join(after)}, "
+                                   f"so it bends what the other modifiers make")
 
     for name, instances in instancers_of(scene, result.changed).items():
         result.warnings.append(
@@ -92,6 +99,17 @@ def add_bend(scene, objects) -> BendResult:
 
 def _add_modifier(obj, tree):
     obj.modifiers.new(MODIFIER_NAME, "NODES").node_group = tree
+
+
+def _move_bend_last(obj) -> list:
+    """Move the bend modifiers of ``obj`` after all its other modifiers (a modifier added by hand after the bend
+    works on the bent mesh); returns the names of the modifiers the bend now follows that it came before."""
+    mods = bend_modifiers(obj)
+    first = list(obj.modifiers).index(mods[0]) if mods else len(obj.modifiers)
+    passed = [m.name for m in list(obj.modifiers)[first:] if m not in mods]
+    for mod in mods if passed else ():
+        obj.modifiers.move(list(obj.modifiers).index(mod), len(obj.modifiers) - 1)
+    return passed
 
 
 def _scene_extent_and_drop(objects, params):

@@ -210,6 +210,22 @@ def test_bend_stays_the_last_modifier(envfx):
     assert cube.modifiers[-1].node_group.name == "EnvFX Bend"
 
 
+def test_add_bend_again_moves_the_bend_back_after_a_modifier_added_by_hand(envfx):
+    cube = bpy.data.objects["Cube"]
+    select_only([cube])
+    bpy.ops.envfx.bend_add()
+    cube.modifiers.new("Subdivision", "SUBSURF")  # the user adds it after the bend
+    group = bpy.data.node_groups.new("Other", "GeometryNodeTree")
+    envfx.bridge.add_modifier_before_bend(cube, "Wind", group)
+    result = envfx.operators.bend.add_bend(bpy.context.scene, [cube])
+    assert [m.name for m in cube.modifiers] == ["Wind", "Subdivision", "EnvFX Bend"]
+    assert result.changed == ["Cube"] and not result.unchanged
+    assert any("Cube: moved the bend back to the last modifier, after Subdivision" in w for w in result.warnings)
+    result = envfx.operators.bend.add_bend(bpy.context.scene, [cube])  # already last: nothing to do
+    assert result.unchanged == ["Cube"] and not any("moved" in w for w in result.warnings)
+    assert [m.name for m in cube.modifiers] == ["Wind", "Subdivision", "EnvFX Bend"]
+
+
 def test_collection_bend_and_per_object_opt_out(envfx):
     rng = np.random.default_rng(6)
     coll = bpy.data.collections.new("World")
