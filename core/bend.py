@@ -144,11 +144,26 @@ def inverse(points: np.ndarray, params: BendParams) -> np.ndarray:
     return p
 
 
+# a matrix whose smallest singular value is below this fraction of its largest flattens the object: its object
+# space cannot be recovered from world space (a zero scale on an axis, its own or a parent's)
+FLAT_RATIO = 1e-6
+
+
+def is_flattened(matrix_world: np.ndarray) -> bool:
+    """Whether the 4x4 ``matrix_world`` squashes the object flat (or to a line or a point): a scale of zero, or
+    nearly, on some axis. Such an object has no object-space "down", so its bend cannot be baked."""
+    s = np.linalg.svd(np.asarray(matrix_world, dtype=np.float64)[:3, :3], compute_uv=False)
+    return not np.all(np.isfinite(s)) or s[-1] <= FLAT_RATIO * s[0] or s[0] == 0.0
+
+
 def forward_local(local: np.ndarray, matrix_world: np.ndarray, params: BendParams) -> np.ndarray:
     """What the bend modifier outputs: object-space points of an object with ``matrix_world`` (4x4),
     bent in world space and brought back to object space. Works for any invertible matrix (rotation,
-    non-uniform or negative scale, parents)."""
+    non-uniform or negative scale, parents); a flattened one (``is_flattened``) raises BendError."""
     m = np.asarray(matrix_world, dtype=np.float64)
+    if is_flattened(m):
+        raise BendError("The object's scale is zero on an axis (its own or a parent's): give it a non-zero scale, "
+                        "or apply its scale (Object > Apply > Scale)")
     lin = m[:3, :3]
     p = np.asarray(local, dtype=np.float64).reshape(-1, 3)
     world = p @ lin.T + m[:3, 3]

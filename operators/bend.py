@@ -68,6 +68,13 @@ def add_bend(scene, objects) -> BendResult:
     for obj in candidates:
         join_scene_group(result, obj, bend_modifiers(obj), tree, lambda o=obj: _add_modifier(o, tree), "was bent by",
                          "bend")
+        after = _move_bend_last(obj)
+        if after:
+            if obj.name in result.unchanged:
+                result.unchanged.remove(obj.name)
+                result.changed.append(obj.name)
+            result.warnings.append(f"{obj.name}: moved the bend back to the last modifier, after {', '.join(after)}, "
+                                   f"so it bends what the other modifiers make")
 
     for name, instances in instancers_of(scene, result.changed).items():
         result.warnings.append(
@@ -92,6 +99,17 @@ def add_bend(scene, objects) -> BendResult:
 
 def _add_modifier(obj, tree):
     obj.modifiers.new(MODIFIER_NAME, "NODES").node_group = tree
+
+
+def _move_bend_last(obj) -> list:
+    """Move the bend modifiers of ``obj`` after all its other modifiers (a modifier added by hand after the bend
+    works on the bent mesh); returns the names of the modifiers the bend now follows that it came before."""
+    mods = bend_modifiers(obj)
+    first = list(obj.modifiers).index(mods[0]) if mods else len(obj.modifiers)
+    passed = [m.name for m in list(obj.modifiers)[first:] if m not in mods]
+    for mod in mods if passed else ():
+        obj.modifiers.move(list(obj.modifiers).index(mod), len(obj.modifiers) - 1)
+    return passed
 
 
 def _scene_extent_and_drop(objects, params):
@@ -126,14 +144,36 @@ def remove_bend(objects) -> BendResult:
     return result
 
 
+def _cannot_apply_reason(obj, mods) -> str | None:
+    """Why the bend of ``obj`` (its bend modifiers ``mods``) cannot be baked as it is shown, with what to do."""
+    if obj.type != "MESH":
+        return f"{obj.type.lower()} objects cannot be baked; convert to a mesh first"
+    reason = linked_reason(obj, mesh_too=True)
+    if reason is not None:
+        return reason
+    if not any(m.show_viewport for m in mods):
+        if obj.envfx.bend_exclude:
+            return ("excluded from the bend, so it shows unbent and there is nothing to bake; its bend stays "
+                    "switched off: include it again to bake its bend, or Remove Bend to drop it")
+        return ("its bend modifier is switched off in the viewport, so it shows unbent and there is nothing to "
+                "bake; switch the modifier on to bake its bend")
+    if core_bend.is_flattened(bridge.matrix_to_numpy(obj.matrix_world)):
+        return ("its scale or a parent's is zero on an axis, so its bend cannot be baked: give it, or that parent, a "
+                "non-zero scale, or apply the scale with Object > Apply > Scale, then apply the bend")
+    return None
+
+
 def apply_bend(scene, objects) -> BendResult:
     """Bake the bend into the mesh data of bent mesh objects and remove their bend modifier.
 
     The bend of the base mesh (and of every shape key) is written with ``core.bend``, using the object's
     current world matrix and the pivot's current position, as ``scene`` shows it: the structure (mode, axis,
     pivot) of the scene whose bend it has (``scene`` when that scene was deleted) with the numbers of ``scene``
-    (of its bend's scene for an object ``scene`` does not show). Meshes shared with other objects are made
-    single-user first so the others are not bent with the wrong transform.
+    (of its bend's scene for an object ``scene`` does not show). An object that shows no bend (excluded, or its
+    bend modifier switched off) and one whose bend cannot be baked (not a mesh, linked, a scale of zero on an
+    axis) are skipped, named with why, and keep their bend. Every bent mesh is computed before any is written,
+    so a failure changes nothing. Meshes shared with other objects are made single-user first so the others
+    are not bent with the wrong transform.
     """
     result = BendResult()
     bend_nodes.params_from_scene(scene).validate()
@@ -144,10 +184,7 @@ def apply_bend(scene, objects) -> BendResult:
         if not mods:
             result.unchanged.append(obj.name)
             continue
-        if obj.type != "MESH":
-            result.skipped[obj.name] = f"{obj.type.lower()} objects cannot be baked; convert to a mesh first"
-            continue
-        reason = linked_reason(obj, mesh_too=True)
+        reason = _cannot_apply_reason(obj, mods)
         if reason is not None:
             result.skipped[obj.name] = reason
             continue
@@ -160,7 +197,8 @@ def apply_bend(scene, objects) -> BendResult:
         raise BendInputError(
             "Nothing to apply: select bent mesh objects" + (f" ({result.skipped_text()})" if result.skipped else "")
         )
-    for obj, mods, obj_params in candidates:
+    baked = [(obj, mods, _bent_positions(obj, obj_params)) for obj, mods, obj_params in candidates]
+    for obj, mods, (keys, positions) in baked:
         first = list(obj.modifiers).index(mods[0])
         before = [m.name for m in list(obj.modifiers)[:first]]
         if before:
@@ -170,18 +208,24 @@ def apply_bend(scene, objects) -> BendResult:
             )
         if obj.data.users > 1:
             obj.data = obj.data.copy()
-        matrix = bridge.matrix_to_numpy(obj.matrix_world)
         mesh = obj.data
-        if mesh.shape_keys is not None:
-            for key in mesh.shape_keys.key_blocks:
-                co = bridge.get_shape_key_positions(key)
-                bridge.set_shape_key_positions(key, core_bend.forward_local(co, matrix, obj_params))
-        co = bridge.get_positions(mesh)
-        bridge.set_positions(mesh, core_bend.forward_local(co, matrix, obj_params))
+        for key, co in zip(mesh.shape_keys.key_blocks if mesh.shape_keys is not None else (), keys, strict=True):
+            bridge.set_shape_key_positions(key, co)
+        bridge.set_positions(mesh, positions)
         for mod in mods:
             obj.modifiers.remove(mod)
         result.changed.append(obj.name)
     return result
+
+
+def _bent_positions(obj, params) -> tuple[list, np.ndarray]:
+    """(the bent positions of each shape key of ``obj``'s mesh, of its base mesh), float32; nothing is written."""
+    matrix = bridge.matrix_to_numpy(obj.matrix_world)
+    mesh = obj.data
+    keys = [] if mesh.shape_keys is None else mesh.shape_keys.key_blocks
+    bent_keys = [core_bend.forward_local(bridge.get_shape_key_positions(k), matrix, params).astype(np.float32)
+                 for k in keys]
+    return bent_keys, core_bend.forward_local(bridge.get_positions(mesh), matrix, params).astype(np.float32)
 
 
 def set_exclude(objects, exclude: bool) -> BendResult:

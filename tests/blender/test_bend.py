@@ -210,6 +210,22 @@ def test_bend_stays_the_last_modifier(envfx):
     assert cube.modifiers[-1].node_group.name == "EnvFX Bend"
 
 
+def test_add_bend_again_moves_the_bend_back_after_a_modifier_added_by_hand(envfx):
+    cube = bpy.data.objects["Cube"]
+    select_only([cube])
+    bpy.ops.envfx.bend_add()
+    cube.modifiers.new("Subdivision", "SUBSURF")  # the user adds it after the bend
+    group = bpy.data.node_groups.new("Other", "GeometryNodeTree")
+    envfx.bridge.add_modifier_before_bend(cube, "Wind", group)
+    result = envfx.operators.bend.add_bend(bpy.context.scene, [cube])
+    assert [m.name for m in cube.modifiers] == ["Wind", "Subdivision", "EnvFX Bend"]
+    assert result.changed == ["Cube"] and not result.unchanged
+    assert any("Cube: moved the bend back to the last modifier, after Subdivision" in w for w in result.warnings)
+    result = envfx.operators.bend.add_bend(bpy.context.scene, [cube])  # already last: nothing to do
+    assert result.unchanged == ["Cube"] and not any("moved" in w for w in result.warnings)
+    assert [m.name for m in cube.modifiers] == ["Wind", "Subdivision", "EnvFX Bend"]
+
+
 def test_collection_bend_and_per_object_opt_out(envfx):
     rng = np.random.default_rng(6)
     coll = bpy.data.collections.new("World")
@@ -263,6 +279,94 @@ def test_apply_bakes_the_bend_into_mesh_shape_keys_and_shared_meshes(envfx):
     basis = envfx.bridge.get_shape_key_positions(a.data.shape_keys.key_blocks["Basis"])
     np.testing.assert_allclose(basis, envfx.core.bend.forward_local(b_before, matrix, params), atol=1e-4)
     np.testing.assert_allclose(envfx.bridge.get_positions(a.data), basis, atol=1e-6)
+
+
+def test_apply_bakes_what_is_shown_and_skips_objects_that_show_no_bend(envfx):
+    """An excluded object, and one whose bend modifier is switched off by hand, show unbent: Apply names them and
+    leaves them as they are (their bend kept, still off), and bakes the others."""
+    rng = np.random.default_rng(12)
+    bent, excluded, hidden = (random_mesh(name, rng) for name in ("Bent", "Excluded", "Hidden"))
+    for i, obj in enumerate((bent, excluded, hidden)):
+        obj.location = (0, 12 + 5 * i, 0)
+    scene_setup("RUNNER", "POS_Y")
+    select_only([bent, excluded, hidden])
+    bpy.ops.envfx.bend_add()
+    select_only([excluded])
+    bpy.ops.envfx.bend_exclude(exclude=True)
+    envfx.operators.bend.bend_modifiers(hidden)[0].show_viewport = False
+    shown = {obj.name: evaluated_local(envfx, obj) for obj in (bent, excluded, hidden)}
+    for obj in (excluded, hidden):
+        np.testing.assert_allclose(shown[obj.name], envfx.bridge.get_positions(obj.data))  # flat
+    assert np.abs(shown["Bent"] - envfx.bridge.get_positions(bent.data)).max() > 0.5
+    result = envfx.operators.bend.apply_bend(bpy.context.scene, [bent, excluded, hidden])
+    assert result.changed == ["Bent"]
+    assert "excluded from the bend" in result.skipped["Excluded"]
+    assert "switched off" in result.skipped["Hidden"]
+    for obj in (bent, excluded, hidden):
+        np.testing.assert_allclose(envfx.bridge.get_positions(obj.data), shown[obj.name], atol=1e-4)
+        np.testing.assert_allclose(evaluated_local(envfx, obj), shown[obj.name], atol=1e-4)
+    assert envfx.operators.bend.bend_modifiers(excluded) and excluded.envfx.bend_exclude
+    assert envfx.operators.bend.bend_modifiers(hidden)
+    select_only([excluded])
+    with pytest.raises(RuntimeError, match="Nothing to apply.*Excluded .excluded from the bend"):
+        bpy.ops.envfx.bend_apply()
+
+
+def test_apply_names_an_object_scaled_flat_and_bakes_the_others(envfx):
+    """A scale of zero on an axis (its own or a parent's) leaves no object-space down to bake along: Apply names
+    such objects with what to do and keeps their bend; Add and Remove take them without fuss."""
+    rng = np.random.default_rng(13)
+    ok, flat, child = (random_mesh(name, rng) for name in ("Ok", "Flat", "Child"))
+    ok.location, flat.location, child.location = (0, 12, 0), (0, 18, 0), (0, 24, 0)
+    flat.scale = (1, 1, 0)
+    parent = pivot_empty("Parent")
+    parent.scale = (0, 1, 1)
+    child.parent = parent
+    scene_setup("RUNNER", "POS_Y")
+    select_only([ok, flat, child])
+    assert bpy.ops.envfx.bend_add() == {"FINISHED"}
+    assert bpy.ops.envfx.bend_remove() == {"FINISHED"}
+    assert bpy.ops.envfx.bend_add() == {"FINISHED"}
+    shown = evaluated_local(envfx, ok)
+    before = {obj.name: envfx.bridge.get_positions(obj.data).copy() for obj in (flat, child)}
+    assert bpy.ops.envfx.bend_apply() == {"FINISHED"}  # no traceback
+    np.testing.assert_allclose(envfx.bridge.get_positions(ok.data), shown, atol=1e-4)
+    assert not envfx.operators.bend.bend_modifiers(ok)
+    for obj in (flat, child):
+        np.testing.assert_array_equal(envfx.bridge.get_positions(obj.data), before[obj.name])
+        assert envfx.operators.bend.bend_modifiers(obj)
+    select_only([flat, child])
+    with pytest.raises(RuntimeError, match=r"Nothing to apply.*Flat \(its scale or a parent's is zero on an axis.*"
+                                           r"apply the scale.*Child \(its scale or a parent's is zero on an axis"):
+        bpy.ops.envfx.bend_apply()
+
+
+def test_apply_changes_nothing_when_one_object_fails_mid_way(envfx, monkeypatch):
+    """Every bent mesh is computed before any is written: a failure on the second object leaves the first as it
+    was (mesh and bend)."""
+    rng = np.random.default_rng(14)
+    first, second = random_mesh("First", rng), random_mesh("Second", rng)
+    first.location, second.location = (0, 12, 0), (0, 18, 0)
+    scene_setup("RUNNER", "POS_Y")
+    select_only([first, second])
+    bpy.ops.envfx.bend_add()
+    before = {obj.name: envfx.bridge.get_positions(obj.data).copy() for obj in (first, second)}
+    core_bend = envfx.operators.bend.core_bend
+    real = core_bend.forward_local
+    calls = []
+
+    def failing_on_second_object(local, matrix, params):
+        calls.append(1)
+        if len(calls) > 1:
+            raise core_bend.BendError("fails on the second object")
+        return real(local, matrix, params)
+
+    monkeypatch.setattr(core_bend, "forward_local", failing_on_second_object)
+    with pytest.raises(RuntimeError, match="fails on the second object"):
+        bpy.ops.envfx.bend_apply()
+    for obj in (first, second):
+        np.testing.assert_array_equal(envfx.bridge.get_positions(obj.data), before[obj.name])
+        assert envfx.operators.bend.bend_modifiers(obj)
 
 
 @pytest.mark.parametrize("mode", ["PLANET", "RUNNER_2AXIS"])

@@ -96,6 +96,16 @@ def test_forward_local_matches_world_space_for_any_matrix():
         np.testing.assert_allclose(bent_world, cb.forward(world, p), atol=1e-8)
 
 
+@pytest.mark.parametrize("scale", [(1, 1, 0), (0, 1, 1), (1, 1, 1e-9), (0, 0, 0)])
+def test_forward_local_names_a_flattened_object_instead_of_failing_in_numpy(scale):
+    m = np.diag([*scale, 1.0]).astype(float)
+    m[:3, :3] = m[:3, :3] @ np.array([[0.0, -1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 1.0]])  # rotated too
+    assert cb.is_flattened(m)
+    with pytest.raises(cb.BendError, match="scale is zero on an axis"):
+        cb.forward_local(np.ones((4, 3)), m, params())
+    assert not cb.is_flattened(np.diag([1e-3, 2.0, -1.0, 1.0]))  # thin, mirrored: still bakes
+
+
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("strength", [0.05, -0.02])
 def test_pick_hits_the_bent_ground_and_returns_the_physical_point(mode, strength):
