@@ -12,7 +12,7 @@ from ..core import bend_engines
 from ..shader_nodes import bend as bend_nodes
 from ..shader_nodes import common
 from .common import (NeedsScene, ObjectsResult, changeable, instancers_of, join_scene_group, kept_by_override_reason,
-                     linked_reason, no_modifier_reason, report_result)
+                     linked_reason, no_modifier_reason, poll_not_in_edit_mode, refuse_edit_mode, report_result)
 
 MODIFIER_NAME = "EnvFX Bend"
 
@@ -133,8 +133,10 @@ def apply_bend(scene, objects) -> BendResult:
     current world matrix and the pivot's current position, as ``scene`` shows it: the structure (mode, axis,
     pivot) of the scene whose bend it has (``scene`` when that scene was deleted) with the numbers of ``scene``
     (of its bend's scene for an object ``scene`` does not show). Meshes shared with other objects are made
-    single-user first so the others are not bent with the wrong transform.
+    single-user first so the others are not bent with the wrong transform. Nothing is changed when one of
+    ``objects`` is in Edit Mode (``BendInputError``).
     """
+    refuse_edit_mode(objects, BendInputError)
     result = BendResult()
     bend_nodes.params_from_scene(scene).validate()
     params_of = {}
@@ -246,6 +248,10 @@ class ENVFX_OT_bend_apply(_BendTargetsOperator, bpy.types.Operator):
     bl_idname = "envfx.bend_apply"
     bl_label = "Apply Bend"
     verb = "Baked the bend into"
+
+    @classmethod
+    def poll(cls, context):
+        return super().poll(context) and poll_not_in_edit_mode(cls, context)
 
     def run(self, context, objects):
         context.view_layer.update()

@@ -14,7 +14,7 @@ from ..core import wind as core_wind
 from ..shader_nodes import bend as bend_nodes
 from ..shader_nodes import wind as wind_nodes
 from .common import (ObjectsResult, changeable, join_scene_group, kept_by_override_reason, linked_reason,
-                     no_modifier_reason, report_result)
+                     no_modifier_reason, poll_not_in_edit_mode, refuse_edit_mode, report_result)
 
 MODIFIER_NAME = "EnvFX Wind"
 HEIGHT_ATTR = "EnvFX_Height"
@@ -164,6 +164,7 @@ def validate(scene, objects, layout="HZD", custom=None):
     """Check everything before changing anything; returns (meshes, skipped, warnings)."""
     if not objects:
         raise WindInputError("Nothing selected: select the objects of one asset (trunk, branches, leaves)")
+    refuse_edit_mode(objects, WindInputError)
     meshes, skipped, warnings = [], {}, []
     seen = {}
     for obj in objects:
@@ -372,8 +373,10 @@ def _linked_mesh_reason(obj) -> str | None:
 
 def add_wind(scene, objects) -> WindResult:
     """Put the live wind on ``objects`` (objects already in this scene's wind are left alone; an object in the
-    wind of another scene of the file, linked into both, follows this scene's wind from now on)."""
+    wind of another scene of the file, linked into both, follows this scene's wind from now on). Nothing is changed
+    when one of ``objects`` is in Edit Mode (``WindInputError``)."""
     check_source(scene)
+    refuse_edit_mode(objects, WindInputError)
     result = WindResult()
     candidates = changeable(objects, result, lambda o: no_modifier_reason(o) or _linked_mesh_reason(o))
     if not candidates:
@@ -395,6 +398,9 @@ def add_wind(scene, objects) -> WindResult:
 
 
 def remove_wind(objects) -> WindResult:
+    """Take ``objects`` out of the live wind (and their meshes' live-wind data, unless another object in the wind
+    shares the mesh)."""
+    refuse_edit_mode(objects, WindInputError)
     result = WindResult()
     for obj in changeable(objects, result):
         mods = wind_modifiers(obj)
@@ -460,7 +466,7 @@ class ENVFX_OT_wind_bake_data(progress.ModalJobOperator, bpy.types.Operator):
 
     @classmethod
     def poll(cls, context):
-        return _poll_selection(cls, context)
+        return _poll_selection(cls, context) and poll_not_in_edit_mode(cls, context)
 
     def make_job(self, context):
         try:
@@ -504,7 +510,7 @@ class ENVFX_OT_wind_add(bpy.types.Operator):
 
     @classmethod
     def poll(cls, context):
-        return _poll_selection(cls, context)
+        return _poll_selection(cls, context) and poll_not_in_edit_mode(cls, context)
 
     def execute(self, context):
         try:
@@ -525,7 +531,7 @@ class ENVFX_OT_wind_remove(bpy.types.Operator):
 
     @classmethod
     def poll(cls, context):
-        return _poll_selection(cls, context)
+        return _poll_selection(cls, context) and poll_not_in_edit_mode(cls, context)
 
     def execute(self, context):
         try:
