@@ -39,9 +39,19 @@ class WindResult(ObjectsResult):
     stats: dict = field(default_factory=dict)
 
 
-def _skip_reason(obj) -> str | None:
+def _not_mesh_reason(obj) -> str | None:
+    """Why ``obj`` can neither be baked nor move in the wind (the wind moves vertices by their baked wind data,
+    which only a mesh holds), or None."""
     if obj.type != "MESH":
-        return f"{obj.type.lower()} object, not a mesh"
+        return (f"{obj.type.lower()} object, not a mesh: wind data is baked on meshes only; convert it first "
+                f"(Object > Convert > Mesh)")
+    return None
+
+
+def _skip_reason(obj) -> str | None:
+    reason = _not_mesh_reason(obj)
+    if reason is not None:
+        return reason
     reason = linked_reason(obj, mesh_too=True)
     if reason is not None:
         return reason
@@ -373,12 +383,14 @@ def _linked_mesh_reason(obj) -> str | None:
 
 def add_wind(scene, objects) -> WindResult:
     """Put the live wind on ``objects`` (objects already in this scene's wind are left alone; an object in the
-    wind of another scene of the file, linked into both, follows this scene's wind from now on). Nothing is changed
+    wind of another scene of the file, linked into both, follows this scene's wind from now on). Objects that are
+    not meshes are skipped, with why: they cannot hold wind data, so they would never move. Nothing is changed
     when one of ``objects`` is in Edit Mode (``WindInputError``)."""
     check_source(scene)
     refuse_edit_mode(objects, WindInputError)
     result = WindResult()
-    candidates = changeable(objects, result, lambda o: no_modifier_reason(o) or _linked_mesh_reason(o))
+    candidates = changeable(objects, result,
+                            lambda o: no_modifier_reason(o) or _not_mesh_reason(o) or _linked_mesh_reason(o))
     if not candidates:
         raise WindInputError(f"Nothing to put in wind: {result.skipped_text() or 'select objects'}")
     tree = wind_nodes.ensure_wind(scene)
@@ -386,12 +398,11 @@ def add_wind(scene, objects) -> WindResult:
         joined = join_scene_group(result, obj, wind_modifiers(obj), tree,
                                   lambda o=obj: bridge.add_modifier_before_bend(o, MODIFIER_NAME, tree),
                                   "was in the wind of", "wind")
-        if obj.type == "MESH":
-            wind_nodes.write_live_attributes(obj.data)  # adding again refreshes the live data
+        wind_nodes.write_live_attributes(obj.data)  # adding again refreshes the live data
         if not joined:
             continue
         wind_nodes.sync_object(obj)
-        if obj.type == "MESH" and obj.data.attributes.get(HEIGHT_ATTR) is None:
+        if obj.data.attributes.get(HEIGHT_ATTR) is None:
             result.warnings.append(f"{obj.name} has no baked wind data: it will not move until you bake it "
                                    f"(Bake Wind Data)")
     return result

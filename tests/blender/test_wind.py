@@ -235,6 +235,27 @@ def test_add_remove_and_settings_reach_modifier(mods):
     assert not mods.ops.wind_modifiers(obj)
 
 
+def test_objects_that_are_not_meshes_are_skipped_by_add_wind_as_by_the_bake(mods):
+    """A curve (or text) holds no wind data, so it can never move: Add Wind names it with why, as the bake does,
+    and gives it nothing."""
+    scene = bpy.context.scene
+    curve = bpy.data.objects.new("Vine", bpy.data.curves.new("Vine", "CURVE"))
+    scene.collection.objects.link(curve)
+    why = r"Vine \(curve object, not a mesh: wind data is baked on meshes only; convert it first"
+    with pytest.raises(mods.ops.WindInputError, match="Nothing to put in wind: " + why):
+        mods.ops.add_wind(scene, [curve])
+    with pytest.raises(mods.ops.WindInputError, match="Nothing to bake: " + why):
+        mods.ops.bake(scene, [curve])
+    assert not curve.modifiers and mods.nodes.group_for(scene) is None
+    tree, (obj,) = _tree(mods, n_branches=2, leaves_per_branch=1)
+    mods.ops.bake(scene, [obj], ao_samples=0)
+    result = mods.ops.add_wind(scene, [obj, curve])
+    assert result.changed == ["Tree"] and list(result.skipped) == ["Vine"] and not curve.modifiers
+    _select([curve])
+    with pytest.raises(RuntimeError, match=why):
+        bpy.ops.envfx.wind_add()
+
+
 def test_wind_stays_before_bend(mods):
     tree, (obj,) = _tree(mods, n_branches=2, leaves_per_branch=1)
     _select([obj])
