@@ -109,7 +109,10 @@ def _scene_extent_and_drop(objects, params):
 
 
 def remove_bend(objects) -> BendResult:
+    """Take ``objects`` out of the bend. When the last object leaves a scene's bend, its group goes too (the
+    scene's settings stay; Add Bend builds it again)."""
     result = BendResult()
+    groups = set()
     for obj in changeable(objects, result):
         mods = bend_modifiers(obj)
         if not mods:
@@ -120,10 +123,18 @@ def remove_bend(objects) -> BendResult:
         if reason is not None:
             result.skipped[obj.name] = reason
             continue
+        groups.update(m.node_group for m in mods)
         for mod in mods:
             obj.modifiers.remove(mod)
         result.changed.append(obj.name)
+    _release(groups)
     return result
+
+
+def _release(groups):
+    """The scenes let go of the bend groups (left by removed modifiers) that no object uses any more."""
+    for tree in groups:
+        common.release_if_unused(tree, bend_nodes.KIND)
 
 
 def apply_bend(scene, objects) -> BendResult:
@@ -162,6 +173,7 @@ def apply_bend(scene, objects) -> BendResult:
         raise BendInputError(
             "Nothing to apply: select bent mesh objects" + (f" ({result.skipped_text()})" if result.skipped else "")
         )
+    groups = set()
     for obj, mods, obj_params in candidates:
         first = list(obj.modifiers).index(mods[0])
         before = [m.name for m in list(obj.modifiers)[:first]]
@@ -180,9 +192,11 @@ def apply_bend(scene, objects) -> BendResult:
                 bridge.set_shape_key_positions(key, core_bend.forward_local(co, matrix, obj_params))
         co = bridge.get_positions(mesh)
         bridge.set_positions(mesh, core_bend.forward_local(co, matrix, obj_params))
+        groups.update(m.node_group for m in mods)
         for mod in mods:
             obj.modifiers.remove(mod)
         result.changed.append(obj.name)
+    _release(groups)
     return result
 
 

@@ -12,6 +12,7 @@ from bpy.props import EnumProperty
 from .. import bridge, progress
 from ..core import wind as core_wind
 from ..shader_nodes import bend as bend_nodes
+from ..shader_nodes import common as nodes_common
 from ..shader_nodes import wind as wind_nodes
 from .common import (ObjectsResult, changeable, join_scene_group, kept_by_override_reason, linked_reason,
                      no_modifier_reason, poll_not_in_edit_mode, refuse_edit_mode, report_result)
@@ -410,9 +411,11 @@ def add_wind(scene, objects) -> WindResult:
 
 def remove_wind(objects) -> WindResult:
     """Take ``objects`` out of the live wind (and their meshes' live-wind data, unless another object in the wind
-    shares the mesh)."""
+    shares the mesh). When the last object leaves a scene's wind, its group goes too (the scene's settings stay;
+    Add Wind builds it again)."""
     refuse_edit_mode(objects, WindInputError)
     result = WindResult()
+    groups = set()
     for obj in changeable(objects, result):
         mods = wind_modifiers(obj)
         if not mods:
@@ -422,11 +425,14 @@ def remove_wind(objects) -> WindResult:
         if reason is not None:
             result.skipped[obj.name] = reason
             continue
+        groups.update(m.node_group for m in mods)
         for mod in mods:
             obj.modifiers.remove(mod)
         if obj.type == "MESH" and not any(wind_modifiers(o) for o in bpy.data.objects if o.data == obj.data):
             wind_nodes.remove_live_attributes(obj.data)
         result.changed.append(obj.name)
+    for tree in groups:
+        nodes_common.release_if_unused(tree, wind_nodes.KIND)
     return result
 
 
