@@ -12,7 +12,7 @@ from ..core import bend_engines
 from ..shader_nodes import bend as bend_nodes
 from ..shader_nodes import common
 from .common import (NeedsScene, ObjectsResult, changeable, instancers_of, join_scene_group, kept_by_override_reason,
-                     linked_reason, no_modifier_reason, report_result)
+                     linked_reason, no_modifier_reason, poll_not_in_edit_mode, refuse_edit_mode, report_result)
 
 MODIFIER_NAME = "EnvFX Bend"
 
@@ -127,7 +127,10 @@ def _scene_extent_and_drop(objects, params):
 
 
 def remove_bend(objects) -> BendResult:
+    """Take ``objects`` out of the bend. When the last object leaves a scene's bend, its group goes too (the
+    scene's settings stay; Add Bend builds it again)."""
     result = BendResult()
+    groups = set()
     for obj in changeable(objects, result):
         mods = bend_modifiers(obj)
         if not mods:
@@ -138,9 +141,11 @@ def remove_bend(objects) -> BendResult:
         if reason is not None:
             result.skipped[obj.name] = reason
             continue
+        groups.update(m.node_group for m in mods)
         for mod in mods:
             obj.modifiers.remove(mod)
         result.changed.append(obj.name)
+    _release(groups)
     return result
 
 
@@ -163,6 +168,12 @@ def _cannot_apply_reason(obj, mods) -> str | None:
     return None
 
 
+def _release(groups):
+    """The scenes let go of the bend groups (left by removed modifiers) that no object uses any more."""
+    for tree in groups:
+        common.release_if_unused(tree, bend_nodes.KIND)
+
+
 def apply_bend(scene, objects) -> BendResult:
     """Bake the bend into the mesh data of bent mesh objects and remove their bend modifier.
 
@@ -173,8 +184,10 @@ def apply_bend(scene, objects) -> BendResult:
     bend modifier switched off) and one whose bend cannot be baked (not a mesh, linked, a scale of zero on an
     axis) are skipped, named with why, and keep their bend. Every bent mesh is computed before any is written,
     so a failure changes nothing. Meshes shared with other objects are made single-user first so the others
-    are not bent with the wrong transform.
+    are not bent with the wrong transform. Nothing is changed when one of ``objects`` is in Edit Mode
+    (``BendInputError``).
     """
+    refuse_edit_mode(objects, BendInputError)
     result = BendResult()
     bend_nodes.params_from_scene(scene).validate()
     params_of = {}
@@ -197,6 +210,7 @@ def apply_bend(scene, objects) -> BendResult:
         raise BendInputError(
             "Nothing to apply: select bent mesh objects" + (f" ({result.skipped_text()})" if result.skipped else "")
         )
+    groups = set()
     baked = [(obj, mods, _bent_positions(obj, obj_params)) for obj, mods, obj_params in candidates]
     for obj, mods, (keys, positions) in baked:
         first = list(obj.modifiers).index(mods[0])
@@ -212,9 +226,11 @@ def apply_bend(scene, objects) -> BendResult:
         for key, co in zip(mesh.shape_keys.key_blocks if mesh.shape_keys is not None else (), keys, strict=True):
             bridge.set_shape_key_positions(key, co)
         bridge.set_positions(mesh, positions)
+        groups.update(m.node_group for m in mods)
         for mod in mods:
             obj.modifiers.remove(mod)
         result.changed.append(obj.name)
+    _release(groups)
     return result
 
 
@@ -290,6 +306,10 @@ class ENVFX_OT_bend_apply(_BendTargetsOperator, bpy.types.Operator):
     bl_idname = "envfx.bend_apply"
     bl_label = "Apply Bend"
     verb = "Baked the bend into"
+
+    @classmethod
+    def poll(cls, context):
+        return super().poll(context) and poll_not_in_edit_mode(cls, context)
 
     def run(self, context, objects):
         context.view_layer.update()

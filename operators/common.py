@@ -64,6 +64,40 @@ def changeable(objects, result: ObjectsResult, reason=linked_reason) -> list:
     return ok
 
 
+def in_edit_mode(objects) -> list:
+    """Names of ``objects`` whose data is in Edit Mode (theirs, or a mesh they share with an object in Edit Mode):
+    Blender keeps the edits in a separate edit mesh then, so the object's mesh data can be neither read nor
+    written until it is back in Object Mode."""
+    return [obj.name for obj in objects if obj.mode == "EDIT" or getattr(obj.data, "is_editmode", False)]
+
+
+def edit_mode_text(names) -> str:
+    return f"{', '.join(names)} {'is' if len(names) == 1 else 'are'} in Edit Mode: switch to Object Mode (Tab) first"
+
+
+def refuse_edit_mode(objects, error):
+    """The rule of every operation that reads or writes objects' mesh data (Apply Bend, Bake Wind Data, Add and
+    Remove Wind): none of ``objects`` may be in Edit Mode; else it raises ``error`` (the feature's input error)
+    naming them, before anything is changed."""
+    names = in_edit_mode(objects)
+    if names:
+        raise error(edit_mode_text(names))
+
+
+def poll_not_in_edit_mode(cls, context) -> bool:
+    """The poll() part of ``refuse_edit_mode``: False, with why, while the object being edited or a selected object
+    is in Edit Mode."""
+    objects = list(getattr(context, "selected_objects", None) or ())
+    editing = getattr(context, "edit_object", None)
+    if editing is not None and editing not in objects:
+        objects.append(editing)
+    names = in_edit_mode(objects)
+    if names:
+        cls.poll_message_set(edit_mode_text(names))
+        return False
+    return True
+
+
 def kept_by_override_reason(obj, mods, effect: str, instead: str) -> str | None:
     """Why the modifiers ``mods`` (of an effect) of ``obj`` cannot be removed, or None: on a library override, a
     modifier that comes from the library stays (Blender brings it back when the file is opened again).

@@ -12,9 +12,10 @@ from bpy.props import EnumProperty
 from .. import bridge, progress
 from ..core import wind as core_wind
 from ..shader_nodes import bend as bend_nodes
+from ..shader_nodes import common as nodes_common
 from ..shader_nodes import wind as wind_nodes
 from .common import (ObjectsResult, changeable, join_scene_group, kept_by_override_reason, linked_reason,
-                     no_modifier_reason, report_result)
+                     no_modifier_reason, poll_not_in_edit_mode, refuse_edit_mode, report_result)
 
 MODIFIER_NAME = "EnvFX Wind"
 HEIGHT_ATTR = "EnvFX_Height"
@@ -41,9 +42,19 @@ class WindResult(ObjectsResult):
     stats: dict = field(default_factory=dict)
 
 
-def _skip_reason(obj) -> str | None:
+def _not_mesh_reason(obj) -> str | None:
+    """Why ``obj`` can neither be baked nor move in the wind (the wind moves vertices by their baked wind data,
+    which only a mesh holds), or None."""
     if obj.type != "MESH":
-        return f"{obj.type.lower()} object, not a mesh"
+        return (f"{obj.type.lower()} object, not a mesh: wind data is baked on meshes only; convert it first "
+                f"(Object > Convert > Mesh)")
+    return None
+
+
+def _skip_reason(obj) -> str | None:
+    reason = _not_mesh_reason(obj)
+    if reason is not None:
+        return reason
     reason = linked_reason(obj, mesh_too=True)
     if reason is not None:
         return reason
@@ -166,6 +177,7 @@ def validate(scene, objects, layout="HZD", custom=None):
     """Check everything before changing anything; returns (meshes, skipped, warnings)."""
     if not objects:
         raise WindInputError("Nothing selected: select the objects of one asset (trunk, branches, leaves)")
+    refuse_edit_mode(objects, WindInputError)
     meshes, skipped, warnings = [], {}, []
     seen = {}
     for obj in objects:
@@ -402,10 +414,14 @@ def _linked_mesh_reason(obj) -> str | None:
 
 def add_wind(scene, objects) -> WindResult:
     """Put the live wind on ``objects`` (objects already in this scene's wind are left alone; an object in the
-    wind of another scene of the file, linked into both, follows this scene's wind from now on)."""
+    wind of another scene of the file, linked into both, follows this scene's wind from now on). Objects that are
+    not meshes are skipped, with why: they cannot hold wind data, so they would never move. Nothing is changed
+    when one of ``objects`` is in Edit Mode (``WindInputError``)."""
     check_source(scene)
+    refuse_edit_mode(objects, WindInputError)
     result = WindResult()
-    candidates = changeable(objects, result, lambda o: no_modifier_reason(o) or _linked_mesh_reason(o))
+    candidates = changeable(objects, result,
+                            lambda o: no_modifier_reason(o) or _not_mesh_reason(o) or _linked_mesh_reason(o))
     if not candidates:
         raise WindInputError(f"Nothing to put in wind: {result.skipped_text() or 'select objects'}")
     tree = wind_nodes.ensure_wind(scene)
@@ -413,19 +429,23 @@ def add_wind(scene, objects) -> WindResult:
         joined = join_scene_group(result, obj, wind_modifiers(obj), tree,
                                   lambda o=obj: bridge.add_modifier_before_bend(o, MODIFIER_NAME, tree),
                                   "was in the wind of", "wind")
-        if obj.type == "MESH":
-            wind_nodes.write_live_attributes(obj.data)  # adding again refreshes the live data
+        wind_nodes.write_live_attributes(obj.data)  # adding again refreshes the live data
         if not joined:
             continue
         wind_nodes.sync_object(obj)
-        if obj.type == "MESH" and obj.data.attributes.get(HEIGHT_ATTR) is None:
+        if obj.data.attributes.get(HEIGHT_ATTR) is None:
             result.warnings.append(f"{obj.name} has no baked wind data: it will not move until you bake it "
                                    f"(Bake Wind Data)")
     return result
 
 
 def remove_wind(objects) -> WindResult:
+    """Take ``objects`` out of the live wind (and their meshes' live-wind data, unless another object in the wind
+    shares the mesh). When the last object leaves a scene's wind, its group goes too (the scene's settings stay;
+    Add Wind builds it again)."""
+    refuse_edit_mode(objects, WindInputError)
     result = WindResult()
+    groups = set()
     for obj in changeable(objects, result):
         mods = wind_modifiers(obj)
         if not mods:
@@ -435,11 +455,14 @@ def remove_wind(objects) -> WindResult:
         if reason is not None:
             result.skipped[obj.name] = reason
             continue
+        groups.update(m.node_group for m in mods)
         for mod in mods:
             obj.modifiers.remove(mod)
         if obj.type == "MESH" and not any(wind_modifiers(o) for o in bpy.data.objects if o.data == obj.data):
             wind_nodes.remove_live_attributes(obj.data)
         result.changed.append(obj.name)
+    for tree in groups:
+        nodes_common.release_if_unused(tree, wind_nodes.KIND)
     return result
 
 
@@ -490,7 +513,7 @@ class ENVFX_OT_wind_bake_data(progress.ModalJobOperator, bpy.types.Operator):
 
     @classmethod
     def poll(cls, context):
-        return _poll_selection(cls, context)
+        return _poll_selection(cls, context) and poll_not_in_edit_mode(cls, context)
 
     def make_job(self, context):
         try:
@@ -534,7 +557,7 @@ class ENVFX_OT_wind_add(bpy.types.Operator):
 
     @classmethod
     def poll(cls, context):
-        return _poll_selection(cls, context)
+        return _poll_selection(cls, context) and poll_not_in_edit_mode(cls, context)
 
     def execute(self, context):
         try:
@@ -555,7 +578,7 @@ class ENVFX_OT_wind_remove(bpy.types.Operator):
 
     @classmethod
     def poll(cls, context):
-        return _poll_selection(cls, context)
+        return _poll_selection(cls, context) and poll_not_in_edit_mode(cls, context)
 
     def execute(self, context):
         try:

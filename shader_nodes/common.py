@@ -173,6 +173,23 @@ def ensure_scene_group(scene, kind: str, name: str, stamp: str, build):
     return tree, rebuild_if_outdated(tree, stamp, build)
 
 
+def release_if_unused(tree, kind: str) -> bool:
+    """After modifiers left ``tree`` (a scene's group of ``kind``): when nothing but the scenes' pointers uses it any
+    more, the scenes let go of it and it is removed, so the file does not keep (and save) a group, with its
+    drivers, that moves nothing. The scenes' settings stay; the next ``ensure_scene_group`` builds it again. A
+    group with a fake user, or that anything else uses (another scene's objects, a node group it is nested in),
+    is kept. Returns whether it was removed."""
+    if tree is None or tree.library is not None or tree.use_fake_user or tree.get(KIND_KEY) != kind:
+        return False
+    scenes = scenes_using(tree, kind)
+    if tree.users != len(scenes):
+        return False
+    for scene in scenes:
+        del scene[scene_key(kind)]
+    bpy.data.node_groups.remove(tree)
+    return True
+
+
 def rebuild_if_outdated(tree, stamp: str, build) -> bool:
     """Rebuild ``tree`` in place when its stamp is not ``stamp`` (whoever shares it); True when rebuilt."""
     if tree.get(STAMP_KEY) == stamp:

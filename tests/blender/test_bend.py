@@ -201,6 +201,45 @@ def test_adding_twice_does_not_stack_and_remove_undoes_it(envfx):
     assert len(cube.modifiers) == 0
 
 
+@pytest.mark.parametrize("leave", ["remove", "apply"])
+def test_the_last_object_out_of_the_bend_takes_the_group_with_it_and_add_bend_builds_it_again(envfx, tmp_path, leave):
+    """The scene's pointer alone does not keep the group (with its drivers) in the file; the scene's settings
+    stay, and a group something else still uses stays."""
+    scene, nodes = bpy.context.scene, envfx.shader_nodes.bend
+    ops = envfx.operators.bend
+    scene.envfx.bend.strength = 0.07
+    cube = bpy.data.objects["Cube"]
+    rock = bpy.data.objects.new("Rock", bpy.data.meshes.new("Rock"))
+    scene.collection.objects.link(rock)
+    ops.add_bend(scene, [cube, rock])
+    group = nodes.group_for(scene)
+    out = ops.remove_bend if leave == "remove" else lambda objects: ops.apply_bend(scene, objects)
+    out([cube])
+    assert nodes.group_for(scene) == group  # the rock still uses it
+    ops.remove_bend([rock])
+    assert nodes.group_for(scene) is None and "envfx_group_bend" not in scene
+    assert not [g for g in bpy.data.node_groups if nodes.is_bend_group(g)]
+    path = str(tmp_path / "out.blend")
+    bpy.ops.wm.save_as_mainfile(filepath=path)
+    bpy.ops.wm.open_mainfile(filepath=path)
+    scene, cube = bpy.context.scene, bpy.data.objects["Cube"]
+    assert not [g.name for g in bpy.data.node_groups if "Bend" in g.name]
+    assert scene.envfx.bend.strength == pytest.approx(0.07)
+    ops.add_bend(scene, [cube])
+    group = nodes.group_for(scene)
+    assert group.name == "EnvFX Bend" and ops.bend_modifiers(cube)[0].node_group == group
+    np.testing.assert_allclose(evaluated_local(envfx, cube), expected_local(envfx, cube), atol=1e-4)
+
+
+def test_a_group_with_a_fake_user_stays(envfx):
+    scene, nodes = bpy.context.scene, envfx.shader_nodes.bend
+    cube = bpy.data.objects["Cube"]
+    envfx.operators.bend.add_bend(scene, [cube])
+    nodes.group_for(scene).use_fake_user = True
+    envfx.operators.bend.remove_bend([cube])
+    assert nodes.group_for(scene) is not None
+
+
 def test_bend_stays_the_last_modifier(envfx):
     cube = bpy.data.objects["Cube"]
     select_only([cube])
@@ -440,7 +479,7 @@ def test_objects_without_geometry_are_skipped_and_named(envfx):
     # only non-geometry objects: an error, nothing created
     bpy.ops.envfx.bend_remove(collection="")
     select_only([light, camera])
-    bpy.data.node_groups.remove(bpy.data.node_groups["EnvFX Bend"])
+    assert "EnvFX Bend" not in bpy.data.node_groups  # the last object out of the bend took its group
     with pytest.raises(RuntimeError, match="Nothing to bend: Light .*cannot take a geometry modifier"):
         bpy.ops.envfx.bend_add()
     assert "EnvFX Bend" not in bpy.data.node_groups

@@ -235,6 +235,55 @@ def test_add_remove_and_settings_reach_modifier(mods):
     assert not mods.ops.wind_modifiers(obj)
 
 
+def test_objects_that_are_not_meshes_are_skipped_by_add_wind_as_by_the_bake(mods):
+    """A curve (or text) holds no wind data, so it can never move: Add Wind names it with why, as the bake does,
+    and gives it nothing."""
+    scene = bpy.context.scene
+    curve = bpy.data.objects.new("Vine", bpy.data.curves.new("Vine", "CURVE"))
+    scene.collection.objects.link(curve)
+    why = r"Vine \(curve object, not a mesh: wind data is baked on meshes only; convert it first"
+    with pytest.raises(mods.ops.WindInputError, match="Nothing to put in wind: " + why):
+        mods.ops.add_wind(scene, [curve])
+    with pytest.raises(mods.ops.WindInputError, match="Nothing to bake: " + why):
+        mods.ops.bake(scene, [curve])
+    assert not curve.modifiers and mods.nodes.group_for(scene) is None
+    tree, (obj,) = _tree(mods, n_branches=2, leaves_per_branch=1)
+    mods.ops.bake(scene, [obj], ao_samples=0)
+    result = mods.ops.add_wind(scene, [obj, curve])
+    assert result.changed == ["Tree"] and list(result.skipped) == ["Vine"] and not curve.modifiers
+    _select([curve])
+    with pytest.raises(RuntimeError, match=why):
+        bpy.ops.envfx.wind_add()
+
+
+def test_the_last_object_out_of_the_wind_takes_the_group_with_it_and_add_wind_builds_it_again(mods, tmp_path):
+    """The scene's pointer alone does not keep the group (with its drivers) in the file; the scene's settings
+    stay."""
+    scene = bpy.context.scene
+    scene.envfx.wind.strength = 7.0
+    tree, (obj,) = _tree(mods, n_branches=2, leaves_per_branch=1)
+    mods.ops.bake(scene, [obj], ao_samples=0)
+    twin = obj.copy()
+    scene.collection.objects.link(twin)
+    mods.ops.add_wind(scene, [obj, twin])
+    group = mods.nodes.group_for(scene)
+    mods.ops.remove_wind([obj])
+    assert mods.nodes.group_for(scene) == group  # the twin still uses it
+    mods.ops.remove_wind([twin])
+    assert mods.nodes.group_for(scene) is None and "envfx_group_wind" not in scene
+    assert not [g for g in bpy.data.node_groups if mods.nodes.is_wind_group(g)]
+    path = str(tmp_path / "out.blend")
+    bpy.ops.wm.save_as_mainfile(filepath=path)
+    bpy.ops.wm.open_mainfile(filepath=path)
+    scene, obj = bpy.context.scene, bpy.data.objects["Tree"]
+    assert not [g.name for g in bpy.data.node_groups if "Wind" in g.name]
+    assert scene.envfx.wind.strength == pytest.approx(7.0)
+    mods.ops.add_wind(scene, [obj])
+    group = mods.nodes.group_for(scene)
+    assert group.name == "EnvFX Wind" and mods.ops.wind_modifiers(obj)[0].node_group == group
+    assert group.animation_data is not None and len(group.animation_data.drivers) > 0
+
+
 def test_wind_stays_before_bend(mods):
     tree, (obj,) = _tree(mods, n_branches=2, leaves_per_branch=1)
     _select([obj])

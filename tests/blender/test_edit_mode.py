@@ -1,0 +1,139 @@
+"""Edit Mode: the operators that read or write objects' mesh data (Apply Bend, Bake Wind Data, Add Wind, Remove
+Wind) are greyed out with why, and their functions refuse with a clear error and change nothing, for one object
+or several in Edit Mode, and for an object whose mesh another object is editing. The others (Add and Remove Bend,
+Exclude, Wind Preset) only change modifiers and settings, which Blender allows in Edit Mode, and still work."""
+
+import importlib
+
+import bpy
+import numpy as np
+import pytest
+
+WHY = r"in Edit Mode: switch to Object Mode \(Tab\) first"
+
+
+@pytest.fixture
+def ops(envfx):
+    class Ops:
+        bend = importlib.import_module(envfx.__name__ + ".operators.bend")
+        wind = importlib.import_module(envfx.__name__ + ".operators.wind")
+    return Ops
+
+
+def _select(objects):
+    for obj in bpy.context.view_layer.objects:
+        obj.select_set(obj in objects)
+    bpy.context.view_layer.objects.active = objects[0]
+
+
+@pytest.fixture
+def plant(ops):
+    """(trunk, leaf): both baked; the trunk bent and not in the wind, the leaf in the wind and not bent; both
+    selected, so each operator under test would change something in Object Mode."""
+    scene = bpy.context.scene
+    scene.envfx.wind.ao_samples = 0
+    bpy.ops.mesh.primitive_cylinder_add(radius=0.2, depth=4, location=(0, 0, 2))
+    trunk = bpy.context.active_object
+    trunk.name = "Trunk"
+    bpy.ops.mesh.primitive_plane_add(size=0.5, location=(0.5, 0, 3.5))
+    leaf = bpy.context.active_object
+    leaf.name = "Leaf"
+    ops.wind.bake(scene, [trunk, leaf])
+    ops.bend.add_bend(scene, [trunk])
+    ops.wind.add_wind(scene, [leaf])
+    _select([trunk, leaf])
+    return trunk, leaf
+
+
+def _state():
+    """Everything the operators under test could change: modifiers, attributes, positions, groups."""
+    state = {"groups": sorted(g.name for g in bpy.data.node_groups)}
+    for obj in bpy.data.objects:
+        if obj.type != "MESH":
+            continue
+        mesh = obj.data
+        co = np.empty(len(mesh.vertices) * 3, np.float32)
+        mesh.vertices.foreach_get("co", co)
+        state[obj.name] = ([(m.name, m.node_group and m.node_group.name) for m in obj.modifiers],
+                           sorted(a.name for a in mesh.attributes), co.round(6).tobytes(), mesh.name)
+    return state
+
+
+def _edit(objects):
+    _select(objects)
+    bpy.ops.object.mode_set(mode="EDIT")
+    assert all(obj.mode == "EDIT" for obj in objects)
+
+
+OPERATORS = ("bend_apply", "wind_bake_data", "wind_add", "wind_remove")
+
+
+@pytest.mark.parametrize("opname", OPERATORS)
+def test_mesh_data_operators_are_greyed_out_in_multi_object_edit_mode(envfx, plant, opname):
+    trunk, leaf = plant
+    before = _state()
+    _edit([trunk, leaf])
+    assert not getattr(bpy.ops.envfx, opname).poll()  # the button is greyed out, the poll message says why
+    with pytest.raises(RuntimeError, match=r"poll\(\) .*" + WHY) as exc:
+        getattr(bpy.ops.envfx, opname)()
+    assert "Trunk" in str(exc.value) and "Leaf" in str(exc.value) and "Traceback" not in str(exc.value)
+    bpy.ops.object.mode_set(mode="OBJECT")
+    assert _state() == before
+    assert getattr(bpy.ops.envfx, opname).poll()  # back in Object Mode it is available again
+
+
+def _call(ops, name, scene, objects):
+    return {"apply_bend": lambda: ops.bend.apply_bend(scene, objects),
+            "bake": lambda: ops.wind.bake(scene, objects),
+            "add_wind": lambda: ops.wind.add_wind(scene, objects),
+            "remove_wind": lambda: ops.wind.remove_wind(objects)}[name]()
+
+
+FUNCTIONS = ("apply_bend", "bake", "add_wind", "remove_wind")
+
+
+@pytest.mark.parametrize("name", FUNCTIONS)
+def test_script_functions_refuse_objects_in_edit_mode_and_change_nothing(ops, plant, name):
+    trunk, leaf = plant
+    error = ops.bend.BendInputError if name == "apply_bend" else ops.wind.WindInputError
+    before = _state()
+    _edit([trunk, leaf])
+    with pytest.raises(error, match="Trunk, Leaf are " + WHY):
+        _call(ops, name, bpy.context.scene, [trunk, leaf])
+    bpy.ops.object.mode_set(mode="OBJECT")
+    assert _state() == before
+
+
+@pytest.mark.parametrize("name", FUNCTIONS)
+def test_an_object_whose_mesh_is_being_edited_is_refused_too(ops, plant, name):
+    """Twin shares the trunk's mesh and stays in Object Mode while the trunk is edited: its mesh is not in sync
+    either."""
+    trunk, leaf = plant
+    twin = trunk.copy()
+    twin.name = "Twin"
+    bpy.context.scene.collection.objects.link(twin)
+    error = ops.bend.BendInputError if name == "apply_bend" else ops.wind.WindInputError
+    if name == "remove_wind":
+        ops.wind.add_wind(bpy.context.scene, [twin])
+    before = _state()
+    _edit([trunk])
+    assert twin.mode == "OBJECT"
+    with pytest.raises(error, match="^Twin is " + WHY):
+        _call(ops, name, bpy.context.scene, [twin])
+    bpy.ops.object.mode_set(mode="OBJECT")
+    assert _state() == before
+
+
+def test_add_and_remove_bend_exclude_and_preset_work_in_edit_mode(envfx, plant):
+    """They change modifiers and object settings only, as Blender's own modifier buttons do in Edit Mode."""
+    trunk, leaf = plant
+    _edit([trunk, leaf])
+    assert bpy.ops.envfx.bend_add() == {"FINISHED"}
+    assert [m.name for m in leaf.modifiers] == ["EnvFX Wind", "EnvFX Bend"]
+    assert bpy.ops.envfx.wind_preset(preset="GRASS") == {"FINISHED"}
+    assert trunk.envfx.wind.category == leaf.envfx.wind.category == "GRASS"
+    assert bpy.ops.envfx.bend_exclude(exclude=True) == {"FINISHED"}
+    assert bpy.ops.envfx.bend_remove() == {"FINISHED"}
+    bpy.ops.object.mode_set(mode="OBJECT")
+    assert trunk.envfx.bend_exclude and [m.name for m in trunk.modifiers] == []
+    assert [m.name for m in leaf.modifiers] == ["EnvFX Wind"]
