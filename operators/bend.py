@@ -15,6 +15,7 @@ from .common import (NeedsScene, ObjectsResult, changeable, instancers_of, join_
                      linked_reason, no_modifier_reason, report_result)
 
 MODIFIER_NAME = "EnvFX Bend"
+APPLIED_MARK = "envfx_bend_applied"  # custom property apply_bend leaves on a mesh (value: the scene's name)
 
 
 BendResult = ObjectsResult
@@ -39,6 +40,11 @@ def gather_targets(context, collection_name: str = "") -> list:
     if not objects:
         raise BendInputError("Nothing selected: select the objects to bend, or pass collection=\"Name\"")
     return objects
+
+
+def bend_applied(obj) -> bool:
+    """Whether a bend was baked into ``obj``'s mesh by apply_bend (the mesh carries APPLIED_MARK)."""
+    return obj.type == "MESH" and obj.data is not None and obj.data.get(APPLIED_MARK) is not None
 
 
 def bend_modifiers(obj):
@@ -133,7 +139,8 @@ def apply_bend(scene, objects) -> BendResult:
     current world matrix and the pivot's current position, as ``scene`` shows it: the structure (mode, axis,
     pivot) of the scene whose bend it has (``scene`` when that scene was deleted) with the numbers of ``scene``
     (of its bend's scene for an object ``scene`` does not show). Meshes shared with other objects are made
-    single-user first so the others are not bent with the wrong transform.
+    single-user first so the others are not bent with the wrong transform. The mesh keeps APPLIED_MARK, so
+    batch runs (``envfx bend --apply``) know not to bend it a second time.
     """
     result = BendResult()
     bend_nodes.params_from_scene(scene).validate()
@@ -180,6 +187,7 @@ def apply_bend(scene, objects) -> BendResult:
         bridge.set_positions(mesh, core_bend.forward_local(co, matrix, obj_params))
         for mod in mods:
             obj.modifiers.remove(mod)
+        mesh[APPLIED_MARK] = scene.name
         result.changed.append(obj.name)
     return result
 
