@@ -7,6 +7,8 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import ctypes
 import json
 import os
 import sys
@@ -42,11 +44,93 @@ def check_blends(paths, output=None):
         raise CliError("--output works with one input file; with several, each file is saved in place")
     for path in paths:
         check_blend(path)
+    if output:
+        check_output(output)
 
 
-def open_blend(path: str):
+def check_names(args, *names):
+    """An option given as an empty string (an empty pipeline variable) is refused, not read as "not given"."""
+    for name in names:
+        value = getattr(args, name, None)
+        if value is None:
+            continue
+        option = "--" + name.replace("_", "-")
+        if name == "objects" and not _split_names(value):
+            raise CliError(f"{option} is empty: give comma-separated object names")
+        if not value.strip():
+            raise CliError(f"{option} is empty: give a name")
+
+
+def _split_names(names: str) -> list:
+    return [n.strip() for n in names.split(",") if n.strip()]
+
+
+def check_output(path: str):
+    """--output: a .blend in an existing, writable folder, not a read-only file (checked before any work)."""
+    if not path.lower().endswith(".blend"):
+        raise CliError(f"--output {path!r} is not a .blend path: give the .blend to write")
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise CliError(f"Output folder {folder!r} does not exist: create it first")
+    if not os.access(folder, os.W_OK):
+        raise CliError(f"Output folder {folder!r} is read-only: make it writable or choose another --output")
+    if os.path.exists(path) and not os.access(path, os.W_OK):
+        raise CliError(f"--output {path!r} is a read-only file: make it writable or choose another --output")
+
+
+def check_writable_in_place(path: str):
+    """Saving ``path`` over itself will work (checked before any work): the file and its folder are writable
+    (Blender writes a temporary file next to it, then renames it)."""
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.access(path, os.W_OK):
+        raise CliError("the file is read-only: make it writable or pass --output")
+    if not os.access(folder, os.W_OK):
+        raise CliError(f"its folder {folder!r} is read-only: make it writable or pass --output")
+
+
+@contextlib.contextmanager
+def blender_stdout_to_stderr(active: bool = True):
+    """While active, whatever is written to file descriptor 1 (Blender's own "Read blend: ..." lines) goes to
+    file descriptor 2, so stdout carries only what the command prints (``info --json | jq`` works)."""
+    if not active:
+        yield
+        return
+    sys.stdout.flush()
+    _flush_c_stdio()
+    saved = os.dup(1)
+    try:
+        os.dup2(2, 1)
+        yield
+    finally:
+        sys.stdout.flush()
+        _flush_c_stdio()
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
+def _flush_c_stdio():
+    try:
+        ctypes.CDLL(None).fflush(None)
+    except (OSError, AttributeError, TypeError):  # no C library handle (Windows): Python's flush is all there is
+        pass
+
+
+def open_blend(path: str, quiet: bool = False):
+    """Open ``path``; a file Blender cannot read raises CliError saying why and what to do. With ``quiet``,
+    Blender's own output while loading goes to stderr."""
     check_blend(path)
-    bpy.ops.wm.open_mainfile(filepath=os.path.abspath(path), load_ui=False)
+    if not os.access(path, os.R_OK):
+        raise CliError("the file cannot be read (no read permission): make it readable")
+    try:
+        with blender_stdout_to_stderr(quiet):
+            bpy.ops.wm.open_mainfile(filepath=os.path.abspath(path), load_ui=False)
+    except RuntimeError as exc:
+        why = (str(exc).strip().splitlines() or ["unknown error"])[-1].removeprefix("Error: ")
+        why = why.replace(os.path.abspath(path), os.path.basename(path))
+        raise CliError(
+            f"Blender cannot read this file ({why}): it is damaged or truncated, not a .blend file, or saved by a "
+            f"newer Blender than this one ({bpy.app.version_string}); open it in the Blender that made it, or "
+            f"restore it from a backup") from None
 
 
 def save_blend(path: str):
@@ -55,8 +139,29 @@ def save_blend(path: str):
     if not os.path.isdir(folder):
         raise CliError(f"Output folder {folder!r} does not exist: create it first")
     if not os.access(folder, os.W_OK):
-        raise CliError(f"Output folder {folder!r} is not writable: choose another --output")
-    bpy.ops.wm.save_as_mainfile(filepath=path, check_existing=False)
+        raise CliError(f"Output folder {folder!r} is read-only: make it writable or choose another --output")
+    try:
+        bpy.ops.wm.save_as_mainfile(filepath=path, check_existing=False)
+    except RuntimeError as exc:
+        raise CliError(f"Blender could not save {path!r} ({str(exc).strip()}): check the disk space and the "
+                       f"permissions of the file and its folder") from None
+
+
+def run_files(command: str, paths, work) -> int:
+    """The one batch rule of every command that takes .blend files: ``work(path)`` runs for each file in turn;
+    a file it refuses (CliError: unreadable, read-only, or its scene does not fit the arguments) is named with the
+    reason and left unchanged, the others are done, and the exit code is 2 (with a summary for several files)."""
+    failed, code = [], 0
+    for path in paths:
+        try:
+            code = max(code, work(path) or 0)  # 1: the work failed (a cancelled bake)
+        except CliError as exc:
+            print(f"envfx {command}: error: {path}: {exc}", file=sys.stderr)
+            failed.append(path)
+    if failed and len(paths) > 1:
+        print(f"envfx {command}: {len(failed)} of {len(paths)} files failed and were left unchanged: "
+              f"{', '.join(failed)}", file=sys.stderr)
+    return 2 if failed else code
 
 
 class _Context:
@@ -69,11 +174,14 @@ class _Context:
 
 def _resolve_objects(scene, names: str):
     found, missing = [], []
-    for name in [n.strip() for n in names.split(",") if n.strip()]:
+    for name in _split_names(names):
         obj = scene.objects.get(name)
         (found if obj is not None else missing).append(obj if obj is not None else name)
     if missing:
-        raise CliError(f"No object(s) named {', '.join(missing)} in scene {scene.name!r}")
+        present = sorted(o.name for o in scene.objects)
+        shown = ", ".join(present[:12]) + (f" and {len(present) - 12} more" if len(present) > 12 else "")
+        raise CliError(f"No object(s) named {', '.join(missing)} in scene {scene.name!r}: names are case-sensitive; "
+                       f"the scene has {shown or 'no objects'}")
     return found
 
 
@@ -137,22 +245,24 @@ def run_info(args) -> int:
         print("features: " + ", ".join(FEATURES))
         return 0
     check_blends(args.blend)
-    for path in args.blend:
-        open_blend(path)
-        for scene in bpy.data.scenes:
-            report = {"file": path, **scene_report(scene)}
-            if args.json:
-                print(json.dumps(report))
-                continue
-            b, w, sn = report["bend"], report["wind"], report["snow"]
-            print(f"{path}, scene {scene.name!r}:")
-            print(f"  bend: {b['mode']} {b['axis']}{'' if b['enabled'] else ' (off)'}, pivot {b['pivot']}, "
-                  f"strength {b['strength']:g}, spread {b['spread']:g}; {len(b['objects'])} object(s) bent")
-            print(f"  wind: strength {w['strength']:g}, source {w['source_object']}; {len(w['objects'])} object(s) "
-                  f"in the wind")
-            print(f"  snow: {len(sn['meshes'])} mesh(es), {len(sn['trails'])} with trails, {len(sn['from_bake'])} "
-                  f"from a bake; actors {sn['actors']}")
-    return 0
+    return run_files("info", args.blend, lambda path: _info_file(args, path))
+
+
+def _info_file(args, path: str):
+    open_blend(path, quiet=args.json)
+    for scene in bpy.data.scenes:
+        report = {"file": path, **scene_report(scene)}
+        if args.json:
+            print(json.dumps(report), flush=True)
+            continue
+        b, w, sn = report["bend"], report["wind"], report["snow"]
+        print(f"{path}, scene {scene.name!r}:")
+        print(f"  bend: {b['mode']} {b['axis']}{'' if b['enabled'] else ' (off)'}, pivot {b['pivot']}, "
+              f"strength {b['strength']:g}, spread {b['spread']:g}; {len(b['objects'])} object(s) bent")
+        print(f"  wind: strength {w['strength']:g}, source {w['source_object']}; {len(w['objects'])} object(s) "
+              f"in the wind")
+        print(f"  snow: {len(sn['meshes'])} mesh(es), {len(sn['trails'])} with trails, {len(sn['from_bake'])} "
+              f"from a bake; actors {sn['actors']}")
 
 
 # --- envfx bend -------------------------------------------------------------------------------------------
@@ -165,8 +275,9 @@ def _add_bend(sub):
         help="Open .blend files, add (or remove, or bake) the world bend, save; or export it for game engines",
         description="For each .blend: set the scene's bend, bend the named objects or a collection, save. "
         "Without --objects/--collection every mesh of the scene is bent. The arguments are checked before any "
-        "file is opened; a file whose scene does not fit them (a missing object, pivot or scene) is named and "
-        "left unchanged, the others are done, and the exit code is 2.",
+        "file is opened; a file that cannot be read or saved, or whose scene does not fit them (a missing object, "
+        "pivot or scene), is named and left unchanged, the others are done, and the exit code is 2. --apply does "
+        "not bend a mesh a second time: one whose bend was baked (and that has no bend now) is left as it is.",
     )
     p.add_argument("blend", nargs="+", help=".blend file(s) to open")
     p.add_argument("--output", "-o", help="where to save (only with one input; default: overwrite the input)")
@@ -197,6 +308,7 @@ def run_bend(args) -> int:
     from .core import bend as core_bend
 
     check_blends(args.blend, args.output)
+    check_names(args, "objects", "collection", "pivot", "scene")
     for attr in BEND_NUMBERS:
         value = getattr(args, attr)
         if value is None:
@@ -205,29 +317,30 @@ def run_bend(args) -> int:
             raise CliError(f"--{attr.replace('_', '-')} {value}: the flat zone cannot be negative, use 0 or more")
         if attr.endswith("strength") and abs(value) > core_bend.MAX_STRENGTH:
             raise CliError(f"--{attr.replace('_', '-')} {value} is enormous (limit {core_bend.MAX_STRENGTH})")
-    if len(args.blend) == 1:
-        return _bend_file(args, args.blend[0], args.export_engines)
-    failed = []
-    for path in args.blend:
-        stem = os.path.splitext(os.path.basename(path))[0]
-        engines = os.path.join(args.export_engines, stem) if args.export_engines else None
-        try:
-            _bend_file(args, path, engines)
-        except CliError as exc:
-            print(f"envfx bend: error: {path}: {exc}", file=sys.stderr)
-            failed.append(path)
-    if failed:
-        print(f"envfx bend: {len(failed)} of {len(args.blend)} files failed and were left unchanged: "
-              f"{', '.join(failed)}", file=sys.stderr)
-        return 2
-    return 0
+    engines = {path: args.export_engines for path in args.blend}
+    if args.export_engines and len(args.blend) > 1:
+        by_folder = {}
+        for path in args.blend:
+            engines[path] = os.path.join(args.export_engines, os.path.splitext(os.path.basename(path))[0])
+            by_folder.setdefault(engines[path].lower(), []).append(path)
+        for paths in by_folder.values():
+            if len(paths) > 1:
+                raise CliError(f"{' and '.join(paths)} would write their engine files into the same folder "
+                               f"{engines[paths[0]]}: run them separately, each with its own --export-engines folder")
+    return run_files("bend", args.blend, lambda path: _bend_file(args, path, engines[path]))
 
 
-def _bend_file(args, path: str, export_engines) -> int:
+def _bend_settings(settings) -> tuple:
+    return (settings.mode, settings.axis, settings.pivot, *(getattr(settings, a) for a in BEND_NUMBERS))
+
+
+def _bend_file(args, path: str, export_engines):
     """``envfx bend`` on one file: the scene is checked against the arguments before anything changes."""
     from .core import bend as core_bend
     from .operators import bend as bend_ops
 
+    if not export_engines and not args.output:
+        check_writable_in_place(path)
     open_blend(path)
     scene = bpy.context.scene
     if args.scene is not None:
@@ -238,16 +351,19 @@ def _bend_file(args, path: str, export_engines) -> int:
     settings = scene.envfx.bend
     if args.pivot is not None and scene.objects.get(args.pivot) is None:
         raise CliError(f"No pivot object named {args.pivot!r} in scene {scene.name!r}")
-    if args.collection:
+    if args.collection is not None:
         try:
             objects = bend_ops.gather_targets(_Context(scene, []), args.collection)
         except bend_ops.BendInputError as exc:
             raise CliError(str(exc)) from None
-    elif args.objects:
+    elif args.objects is not None:
         objects = _resolve_objects(scene, args.objects)
     else:
         pivot_name = args.pivot or (settings.pivot.name if settings.pivot else None)
         objects = [o for o in scene.objects if o.type == "MESH" and o.name != pivot_name]
+        if not objects:
+            raise CliError(f"Scene {scene.name!r} has no mesh objects to bend: pass --objects or --collection")
+    before = _bend_settings(settings)
     # all arguments checked: now change the scene
     for attr in ("mode", "axis"):
         if getattr(args, attr) is not None:
@@ -263,29 +379,45 @@ def _bend_file(args, path: str, export_engines) -> int:
             paths = bend_ops.export_engines(scene, export_engines)
         except (bend_ops.BendInputError, core_bend.BendError) as exc:
             raise CliError(str(exc)) from None
-        print(f"envfx bend: wrote {len(paths)} files for game engines into {export_engines} (unit scale "
+        print(f"envfx bend: {path}: wrote {len(paths)} files for game engines into {export_engines} (unit scale "
               f"{bend_ops.unit_scale(scene):g} m per Blender unit)")
-        return 0
+        return
+    baked = []
     try:
         if args.remove:
             result = bend_ops.remove_bend(objects)
             verb = "removed the bend from"
-        else:
-            result = bend_ops.add_bend(scene, objects)
-            verb = "bent"
-            if args.apply:
+        elif args.apply:
+            # a mesh the bend was already baked into (and that has no bend now) is not bent a second time
+            baked = [o.name for o in objects if not bend_ops.bend_modifiers(o) and bend_ops.bend_applied(o)]
+            objects = [o for o in objects if o.name not in baked]
+            result = bend_ops.BendResult()
+            if objects:
+                result = bend_ops.add_bend(scene, objects)
                 # the bake reads world matrices: evaluate the scene first (parents, constraints, animation)
                 with bpy.context.temp_override(scene=scene, view_layer=scene.view_layers[0]):
                     bpy.context.evaluated_depsgraph_get().update()
+                warnings = result.warnings
                 result = bend_ops.apply_bend(scene, objects)
-                verb = "baked the bend into"
+                result.warnings[:0] = warnings
+            result.unchanged += baked
+            verb = "baked the bend into"
+        else:
+            result = bend_ops.add_bend(scene, objects)
+            verb = "bent"
     except (bend_ops.BendInputError, core_bend.BendError) as exc:
         raise CliError(str(exc)) from None
     print_warnings(result)
+    done = f"envfx bend: {path}: {verb} {len(result.changed)} object(s), {len(result.unchanged)} unchanged"
+    if baked:
+        done += (f" (the bend was already baked into {', '.join(baked)}: to bend them again, add the bend "
+                 f"without --apply, then run --apply)")
+    if (args.remove or args.apply) and not result.changed and _bend_settings(settings) == before and not args.output:
+        print(f"{done}; nothing changed, {path} not saved")
+        return
     out = args.output or path
     save_blend(out)
-    print(f"envfx bend: {verb} {len(result.changed)} object(s), {len(result.unchanged)} unchanged; saved {out}")
-    return 0
+    print(f"{done}; saved {out}")
 
 
 # --- envfx wind -------------------------------------------------------------------------------------------
@@ -298,7 +430,8 @@ def _add_wind(sub):
         help="Open .blend files, bake vegetation wind data (and add the live wind), save",
         description="For each .blend: bake the wind data of the named objects / collection as one asset (default: "
         "every mesh of the scene as one asset, or each mesh on its own with --each), optionally add the live "
-        "wind, save. Bad input is reported before any file is changed.",
+        "wind, save. The arguments are checked before any file is opened; a file that cannot be read or saved, or "
+        "whose scene does not fit them, is named and left unchanged, the others are done, and the exit code is 2.",
     )
     p.add_argument("blend", nargs="+", help=".blend file(s) to open")
     p.add_argument("--output", "-o", help="where to save (only with one input; default: overwrite the input)")
@@ -322,9 +455,18 @@ def _add_wind(sub):
 
 def run_wind(args) -> int:
     from .core import wind as core_wind
-    from .operators import wind as wind_ops
 
     check_blends(args.blend, args.output)
+    check_names(args, "objects", "collection")
+    if args.remove:
+        given = {name: getattr(args, name) for name in ("add", "preset", "ao_samples", "leaf_size", "layout",
+                                                       "custom", "height_uv")}
+        given["add"] = given["add"] or None  # a store_true flag is False when not given
+        ignored = [("--no-height-uv" if value is False else f"--{name.replace('_', '-')}")
+                   for name, value in given.items() if value is not None]  # (--ao-samples 0 is given too)
+        if ignored:
+            raise CliError(f"--remove only removes the live wind (no bake): drop {', '.join(ignored)}, or run the "
+                           f"bake without --remove")
     if args.ao_samples is not None and args.ao_samples < 0:
         raise CliError(f"--ao-samples {args.ao_samples}: use 0 (no AO) or more")
     if args.leaf_size is not None and not 0.0 < args.leaf_size < 1.0:
@@ -334,49 +476,65 @@ def run_wind(args) -> int:
         custom = tuple(c.strip().upper() for c in args.custom.split(","))
         if len(custom) != 4 or any(c not in core_wind.SOURCES for c in custom):
             raise CliError(f"--custom {args.custom!r}: give four of {', '.join(core_wind.SOURCES)}")
+        if args.layout != "CUSTOM":
+            raise CliError("--custom sets the channels of --layout CUSTOM: add --layout CUSTOM, or drop --custom")
     if args.layout == "CUSTOM" and custom is None:
         raise CliError("--layout CUSTOM needs --custom R,G,B,A")
-    for path in args.blend:
-        open_blend(path)
-        scene = bpy.context.scene
-        if args.collection:
-            coll = bpy.data.collections.get(args.collection)
-            if coll is None:
-                raise CliError(f"No collection named {args.collection!r} in {path}")
-            assets = [list(coll.all_objects)]
-        elif args.objects:
-            assets = [_resolve_objects(scene, args.objects)]
+    return run_files("wind", args.blend, lambda path: _wind_file(args, path, custom))
+
+
+def _wind_file(args, path: str, custom):
+    """``envfx wind`` on one file: every asset is checked before anything changes."""
+    from .core import wind as core_wind
+    from .operators import wind as wind_ops
+
+    if not args.output:
+        check_writable_in_place(path)
+    open_blend(path)
+    scene = bpy.context.scene
+    if args.collection is not None:
+        coll = bpy.data.collections.get(args.collection)
+        if coll is None:
+            names = ", ".join(sorted(c.name for c in bpy.data.collections)) or "none"
+            raise CliError(f"No collection named {args.collection!r} (collections: {names})")
+        assets = [list(coll.all_objects)]
+    elif args.objects is not None:
+        assets = [_resolve_objects(scene, args.objects)]
+    else:
+        meshes = [o for o in scene.objects if o.type == "MESH"]
+        if not meshes:
+            raise CliError(f"Scene {scene.name!r} has no mesh objects to bake")
+        assets = [[o] for o in meshes] if args.each else [meshes]
+    try:
+        if args.remove:
+            result = wind_ops.remove_wind([o for a in assets for o in a])
+            print_warnings(result)
+            done = f"envfx wind: {path}: removed the wind from {len(result.changed)} object(s)"
+            if not result.changed and not args.output:
+                print(f"{done}; nothing changed, {path} not saved")
+                return
+            print(done)
         else:
-            meshes = [o for o in scene.objects if o.type == "MESH"]
-            if not meshes:
-                raise CliError(f"{path} has no mesh objects to bake")
-            assets = [[o] for o in meshes] if args.each else [meshes]
-        try:
-            if args.remove:
-                result = wind_ops.remove_wind([o for a in assets for o in a])
-                print(f"envfx wind: removed the wind from {len(result.changed)} object(s)")
-            else:
-                for asset in assets:  # validate every asset before changing anything
-                    wind_ops.validate(scene, asset, args.layout or scene.envfx.wind.channel_layout, custom)
-                for asset in assets:
-                    if args.preset:
-                        wind_ops.apply_preset(asset, args.preset)
-                    bpy.context.view_layer.update()
-                    result = wind_ops.bake(scene, asset, bpy.context.evaluated_depsgraph_get(),
-                                           ao_samples=args.ao_samples, leaf_size=args.leaf_size,
-                                           layout=args.layout, custom=custom, height_uv=args.height_uv)
-                    print_warnings(result)
-                    st = result.stats
-                    print(f"envfx wind: baked {', '.join(result.changed)}: {st['vertices']} vertices, "
-                          f"{st['branches']} branches, {st['leaves']} leaves, height {st['height']:.3g} m")
-                    if args.add:
-                        wind_ops.add_wind(scene, [bpy.data.objects[n] for n in result.changed])
-        except (wind_ops.WindInputError, core_wind.WindError) as exc:
-            raise CliError(f"{path}: {exc}") from None
-        out = args.output or path
-        save_blend(out)
-        print(f"envfx wind: saved {out}")
-    return 0
+            for asset in assets:  # validate every asset before changing anything
+                wind_ops.validate(scene, asset, args.layout or scene.envfx.wind.channel_layout, custom)
+            for asset in assets:
+                if args.preset:
+                    wind_ops.apply_preset(asset, args.preset)
+                bpy.context.view_layer.update()
+                result = wind_ops.bake(scene, asset, bpy.context.evaluated_depsgraph_get(),
+                                       ao_samples=args.ao_samples, leaf_size=args.leaf_size,
+                                       layout=args.layout, custom=custom, height_uv=args.height_uv)
+                print_warnings(result)
+                st = result.stats
+                print(f"envfx wind: {path}: baked {', '.join(result.changed)}: {st['vertices']} vertices, "
+                      f"{st['branches']} branches, {st['leaves']} leaves, height {st['height']:.3g} m")
+                if args.add:
+                    wind_ops.add_wind(scene, [bpy.data.objects[n] for n in result.changed])
+    except (wind_ops.WindInputError, core_wind.WindError) as exc:
+        raise CliError(str(exc)) from None
+    out = args.output or path
+    save_blend(out)
+    print(f"envfx wind: {path}: saved {out}")
 
 
 # --- envfx mips -------------------------------------------------------------------------------------------
@@ -624,10 +782,9 @@ def _add_snow(sub):
 def run_snow(args) -> int:
     import math
 
-    from . import progress
     from .core import snow as core_snow
-    from .operators import snow as snow_ops
 
+    check_names(args, "objects", "actors", "occluders", "pivot")
     if not (args.generate or args.trails or args.bake):
         raise CliError("Nothing to do: pass --generate, --trails and/or --bake")
     if args.generate and not args.objects:
@@ -655,15 +812,32 @@ def run_snow(args) -> int:
         if end < start:
             raise CliError(f"--frames {args.frames}: the range is reversed, use START <= END")
         frames = (start, end)
-    open_blend(args.blend)
+    saves = bool(args.generate or args.trails or args.output)
+    if args.output:
+        check_output(args.output)
+    return run_files("snow", [args.blend], lambda path: _snow_file(args, path, frames, saves))
+
+
+def _snow_file(args, path: str, frames, saves: bool) -> int:
+    import math
+
+    from . import progress
+    from .core import snow as core_snow
+    from .operators import snow as snow_ops
+
+    check_blend(path)
+    if saves and not args.output:
+        check_writable_in_place(path)
+    open_blend(path)
     scene = bpy.context.scene
     s = scene.envfx.snow
-    objects = _resolve_objects(scene, args.objects) if args.objects else []
+    objects = _resolve_objects(scene, args.objects) if args.objects is not None else []
     for name in ("actors", "occluders"):
         value = getattr(args, name)
-        if value and bpy.data.collections.get(value) is None:
-            raise CliError(f"No collection named {value!r}")
-    if args.pivot and scene.objects.get(args.pivot) is None:
+        if value is not None and bpy.data.collections.get(value) is None:
+            names = ", ".join(sorted(c.name for c in bpy.data.collections)) or "none"
+            raise CliError(f"No collection named {value!r} for --{name} (collections: {names})")
+    if args.pivot is not None and scene.objects.get(args.pivot) is None:
         raise CliError(f"No pivot object named {args.pivot!r} in scene {scene.name!r}")
     # all arguments checked: now change the settings
     for name, prop in (("spacing", "spacing"), ("thickness", "thickness"), ("lods", "lods"),
@@ -688,26 +862,30 @@ def run_snow(args) -> int:
     try:
         if args.generate:
             bpy.context.view_layer.update()
-            made = snow_ops.generate_snow(scene, objects, bpy.context.evaluated_depsgraph_get())
-            print(f"envfx snow: made {len(made)} snow mesh(es), {len(made[0].data.vertices):,} vertices")
+            old = [o.name for o in snow_ops.covers_of(scene, objects)]
+            made = snow_ops.generate_snow(scene, objects, bpy.context.evaluated_depsgraph_get(), replace=True)
+            what = f"regenerated the snow cover {', '.join(old)} in place as" if old else "made"
+            print(f"envfx snow: {path}: {what} {len(made)} snow mesh(es), {len(made[0].data.vertices):,} vertices")
         if args.trails:
             changed, skipped = snow_ops.add_trails(scene, snow_ops.snow_objects(scene))
             for name, why in skipped.items():
                 print(f"warning: skipped {name} ({why})")
-            print(f"envfx snow: trails on {len(changed)} snow mesh(es)")
+            print(f"envfx snow: {path}: trails on {len(changed)} snow mesh(es)")
         if args.bake:
             snow_ops.bake_inputs(scene)
             result = progress.run(snow_ops.bake_job(scene), "Snow buffer bake")
-            print(f"envfx snow: wrote {len(result.files)} image(s) and {result.metadata_path}")
-    except (snow_ops.SnowInputError, core_snow.SnowError) as exc:
+            print(f"envfx snow: {path}: wrote {len(result.files)} image(s) and {result.metadata_path}")
+    except snow_ops.SnowInputError as exc:
+        raise CliError(exc.cli or str(exc)) from None
+    except core_snow.SnowError as exc:
         raise CliError(str(exc)) from None
     except progress.Cancelled as exc:
-        print(f"envfx snow: {exc}", file=sys.stderr)
+        print(f"envfx snow: {path}: {exc}", file=sys.stderr)
         return 1
-    if args.generate or args.trails or args.output:
-        out = args.output or args.blend
+    if saves:
+        out = args.output or path
         save_blend(out)
-        print(f"envfx snow: saved {out}")
+        print(f"envfx snow: {path}: saved {out}")
     return 0
 
 

@@ -15,6 +15,7 @@ from .common import (NeedsScene, ObjectsResult, changeable, instancers_of, join_
                      linked_reason, no_modifier_reason, poll_not_in_edit_mode, refuse_edit_mode, report_result)
 
 MODIFIER_NAME = "EnvFX Bend"
+APPLIED_MARK = "envfx_bend_applied"  # custom property apply_bend leaves on a mesh (value: the scene's name)
 
 
 BendResult = ObjectsResult
@@ -39,6 +40,11 @@ def gather_targets(context, collection_name: str = "") -> list:
     if not objects:
         raise BendInputError("Nothing selected: select the objects to bend, or pass collection=\"Name\"")
     return objects
+
+
+def bend_applied(obj) -> bool:
+    """Whether a bend was baked into ``obj``'s mesh by apply_bend (the mesh carries APPLIED_MARK)."""
+    return obj.type == "MESH" and obj.data is not None and obj.data.get(APPLIED_MARK) is not None
 
 
 def bend_modifiers(obj):
@@ -185,7 +191,8 @@ def apply_bend(scene, objects) -> BendResult:
     axis) are skipped, named with why, and keep their bend. Every bent mesh is computed before any is written,
     so a failure changes nothing. Meshes shared with other objects are made single-user first so the others
     are not bent with the wrong transform. Nothing is changed when one of ``objects`` is in Edit Mode
-    (``BendInputError``).
+    (``BendInputError``). The mesh keeps APPLIED_MARK, so batch runs (``envfx bend --apply``) know not to bend
+    it a second time.
     """
     refuse_edit_mode(objects, BendInputError)
     result = BendResult()
@@ -229,6 +236,7 @@ def apply_bend(scene, objects) -> BendResult:
         groups.update(m.node_group for m in mods)
         for mod in mods:
             obj.modifiers.remove(mod)
+        mesh[APPLIED_MARK] = scene.name
         result.changed.append(obj.name)
     _release(groups)
     return result

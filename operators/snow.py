@@ -5,6 +5,7 @@ Each operator gathers inputs and calls one plain function that scripts and the C
 
 from __future__ import annotations
 
+import json
 import math
 import os
 
@@ -23,12 +24,18 @@ MODIFIER_NAME = "EnvFX Snow Trails"
 COVERAGE_MODIFIER = "EnvFX Snow Coverage"
 COVERAGE_TYPES = {"MESH", "CURVES", "POINTCLOUD"}
 SNOW_TAG = "envfx_snow"            # custom property on generated snow objects (value: the LOD level)
+TERRAIN_TAG = "envfx_snow_terrain"  # custom property on generated snow objects: JSON list of the terrain names
 COLLECTION_NAME = "EnvFX Snow"
 ACTOR_TYPES = {"MESH", "CURVE", "CURVES", "POINTCLOUD", "SURFACE", "META", "FONT", "EMPTY", "ARMATURE", "VOLUME"}
 
 
 class SnowInputError(ValueError):
-    """Nothing could be done; the scene is unchanged."""
+    """Nothing could be done; the scene is unchanged. ``cli`` (when given): the same advice for ``envfx snow``,
+    which names its command-line options where the message names the panel's buttons."""
+
+    def __init__(self, message: str, cli: str | None = None):
+        super().__init__(message)
+        self.cli = cli
 
 
 # --- geometry from Blender --------------------------------------------------------------------------------
@@ -194,12 +201,35 @@ def cover_params(scene) -> core_snow.CoverParams:
     )
 
 
-def generate_snow(scene, objects, depsgraph, mask_group: str = "", mask_image=None) -> list:
+def _cover_base_name(terrain) -> str:
+    return terrain[0].name if len(terrain) == 1 else "Terrain"
+
+
+def covers_of(scene, terrain) -> list:
+    """The snow objects of ``scene`` generated over exactly the objects ``terrain`` (by TERRAIN_TAG; snow made
+    before the tag existed: by its name, "<terrain> Snow" or "<terrain> Snow LOD<n>"), coarsest level last."""
+    names = json.dumps(sorted(o.name for o in terrain))
+    base = _cover_base_name(terrain) + " Snow"
+    found = []
+    for obj in snow_objects(scene):
+        tag = obj.get(TERRAIN_TAG)
+        if tag == names or tag is None and (obj.name == base or obj.name.startswith(base + " LOD")):
+            found.append(obj)
+    return sorted(found, key=lambda o: (int(o[SNOW_TAG]), o.name))
+
+
+def generate_snow(scene, objects, depsgraph, mask_group: str = "", mask_image=None, replace: bool = False) -> list:
     """Generate snow cover meshes over ``objects`` (their evaluated geometry, world space). Returns the new
-    objects (finest level first). Everything is checked before the scene changes."""
+    objects (finest level first). Everything is checked before the scene changes.
+
+    With ``replace``, the cover already made over exactly these objects (``covers_of``) is regenerated in place:
+    its objects keep their names, modifiers (trails, bend), collections and visibility and get the new meshes;
+    levels the new cover no longer has are deleted. Running it twice gives one cover, not two."""
     terrain = [o for o in objects if o.type in {"MESH", "CURVE", "SURFACE", "META", "FONT"}]
     if not terrain:
-        raise SnowInputError("Nothing to cover: select the terrain meshes to put snow on")
+        raise SnowInputError("Nothing to cover: select the terrain meshes to put snow on",
+                             cli="Nothing to cover: none of --objects is a mesh, curve, surface, metaball or text: "
+                             "name the terrain objects")
     tris, mask = terrain_triangles(terrain, depsgraph, mask_group)
     depsgraph = bpy.context.evaluated_depsgraph_get()
     pixels = uvs = None
@@ -216,20 +246,35 @@ def generate_snow(scene, objects, depsgraph, mask_group: str = "", mask_image=No
     if coll.name not in scene.collection.children and coll not in scene.collection.children_recursive:
         scene.collection.children.link(coll)
     material = snow_nodes.ensure_material()
-    base = terrain[0].name if len(terrain) == 1 else "Terrain"
+    base = _cover_base_name(terrain)
+    old = {int(o[SNOW_TAG]): o for o in covers_of(scene, terrain)} if replace else {}
     made = []
     for level, lod in enumerate(cover.lods):
         name = f"{base} Snow" + (f" LOD{level}" if len(cover.lods) > 1 else "")
         mesh = mesh_from_cover(name, lod)
         mesh.materials.append(material)
-        obj = bpy.data.objects.new(name, mesh)
+        obj = old.pop(level, None)
+        if obj is not None:  # regenerate in place: the object stays, its mesh is the new one
+            previous, obj.data = obj.data, mesh
+            if previous.users == 0:
+                mesh_name = previous.name
+                bpy.data.meshes.remove(previous)
+                mesh.name = mesh_name
+        else:
+            obj = bpy.data.objects.new(name, mesh)
+            coll.objects.link(obj)
+            if level > 0:  # coarser levels are for export; only the finest one shows
+                obj.hide_render = True
+                obj.hide_viewport = True
         obj[SNOW_TAG] = level
+        obj[TERRAIN_TAG] = json.dumps(sorted(o.name for o in terrain))
         obj["envfx_surface_spacing"] = [v * 2 ** level for v in cover.surface_spacing]
-        coll.objects.link(obj)
-        if level > 0:  # coarser levels are for export; only the finest one shows
-            obj.hide_render = True
-            obj.hide_viewport = True
         made.append(obj)
+    for obj in old.values():  # levels of detail the new cover does not have
+        mesh = obj.data
+        bpy.data.objects.remove(obj)
+        if mesh is not None and mesh.users == 0:
+            bpy.data.meshes.remove(mesh)
     return made
 
 
@@ -279,9 +324,11 @@ def actor_specs(scene):
     coll = s.actors
     if coll is None:
         raise SnowInputError("No actor collection: choose the collection of snow actors in the Snow panel "
-                             "(scene.envfx.snow.actors)")
+                             "(scene.envfx.snow.actors)",
+                             cli="No actor collection: pass --actors COLLECTION (the collection of snow actors)")
     if bpy.data.collections.get(coll.name) is None:
-        raise SnowInputError(f"The actor collection {coll.name!r} was deleted: choose another")
+        raise SnowInputError(f"The actor collection {coll.name!r} was deleted: choose another",
+                             cli=f"The actor collection {coll.name!r} was deleted: pass --actors COLLECTION")
     specs, skipped = [], {}
     for obj in sorted(coll.all_objects, key=lambda o: o.name):
         if obj.type not in ACTOR_TYPES:
@@ -324,7 +371,9 @@ def add_trails(scene, objects) -> tuple[list, dict]:
     specs, skipped = actor_specs(scene)
     candidates = changeable(objects, ObjectsResult(skipped=skipped), _cannot_carry_snow_reason)
     if not candidates and not any(trails_modifiers(o) for o in objects):
-        raise SnowInputError("No snow mesh to add trails to: generate snow first or select snow meshes")
+        raise SnowInputError("No snow mesh to add trails to: generate snow first or select snow meshes",
+                             cli="No snow mesh to add trails to: add --generate --objects TERRAIN to make the snow "
+                             "first")
     tree = snow_nodes.ensure_trails(scene, specs)
     targets = []
     for obj in candidates:
@@ -475,7 +524,8 @@ def _check_output_dir(path: str) -> str:
     while probe and not os.path.exists(probe):
         probe = os.path.dirname(probe.rstrip(os.sep))
     if not probe or not os.path.isdir(probe) or not os.access(probe, os.W_OK):
-        raise SnowInputError(f"The output folder {path!r} cannot be written: choose a writable folder")
+        raise SnowInputError(f"The output folder {path!r} cannot be written: choose a writable folder",
+                             cli=f"The output folder {path!r} cannot be written: pass a writable --out-dir")
     return path
 
 
@@ -483,10 +533,14 @@ def bake_inputs(scene):
     """Validate the bake settings (raises SnowInputError / core_snow.SnowError; nothing changes)."""
     s = scene.envfx.snow
     if s.frame_end < s.frame_start:
-        raise SnowInputError(f"The frame range {s.frame_start}-{s.frame_end} is reversed: set End >= Start")
+        raise SnowInputError(f"The frame range {s.frame_start}-{s.frame_end} is reversed: set End >= Start",
+                             cli=f"The file's frame range {s.frame_start}-{s.frame_end} is reversed: pass --frames "
+                             "START:END")
     core_snow.BufferParams(resolution=int(s.buffer_resolution), size=float(s.buffer_size)).validate()
     if s.framing == "FOLLOW" and s.pivot is None:
-        raise SnowInputError("Follow-pivot framing needs a pivot: choose the player or camera to follow")
+        raise SnowInputError("Follow-pivot framing needs a pivot: choose the player or camera to follow",
+                             cli="--framing FOLLOW needs a pivot: pass --pivot OBJECT (the player or camera to "
+                             "follow)")
     out = _check_output_dir(s.output_dir)
     specs, skipped = actor_specs(scene)
     return out, specs, skipped
@@ -572,7 +626,6 @@ BUFFER_MODIFIER = "EnvFX Snow Buffer"
 def drive_from_bake(scene, objects, out_dir: str = "") -> ObjectsResult:
     """Offset ``objects`` (snow meshes) by the baked buffer in ``out_dir`` (default: the scene's output
     folder) instead of the live trails, which are switched off (linked objects are skipped)."""
-    import json
 
     result = ObjectsResult()
     targets = [o for o in changeable(objects, result) if o.type == "MESH" and is_snow_object(o)]

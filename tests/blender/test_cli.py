@@ -1,10 +1,101 @@
-"""`blender -c envfx ...`: the registered handler calls cli.main(argv); tested directly."""
+"""`blender -c envfx ...`: the registered handler calls cli.main(argv); tested directly, and in a fresh process
+where what lands on file descriptor 1 or file permissions matter."""
 
+import hashlib
+import importlib
 import json
 import os
+import shutil
+import subprocess
+import sys
+import tempfile
 
 import bpy
 import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+# `blender -c envfx ARGS` in a fresh process: the add-on loaded as in conftest.py, argv[1] the checkout
+RUNNER = """
+import atexit, importlib, os, shutil, sys, tempfile
+import bpy
+import addon_utils
+repo = tempfile.mkdtemp(prefix="envfx-repo-")
+atexit.register(shutil.rmtree, repo, True)
+os.symlink(sys.argv[1], os.path.join(repo, "envfx"))
+bpy.context.preferences.extensions.repos.new(name="EnvFX Dev", module="envfx_dev", custom_directory=repo,
+                                             source="USER")
+def _raise(exc):
+    raise exc
+addon_utils.enable("bl_ext.envfx_dev.envfx", default_set=True, handle_error=_raise)
+code = importlib.import_module("bl_ext.envfx_dev.envfx.cli").main(sys.argv[2:])
+sys.stdout.flush()
+sys.exit(code)
+"""
+
+
+def run_cli(args, cwd, as_user=None):
+    """The CLI in a fresh Python process (Blender as a module), as user id ``as_user`` when given:
+    (exit code, stdout, stderr), each stream as the process wrote it to its file descriptor."""
+    home = tempfile.mkdtemp(prefix="envfx-home-")
+    cmd = [sys.executable, "-c", RUNNER, ROOT, *args]
+    if as_user is not None:
+        os.chown(home, as_user, as_user)
+        cmd = ["setpriv", f"--reuid={as_user}", f"--regid={as_user}", "--clear-groups", *cmd]
+    try:
+        run = subprocess.run(cmd, cwd=cwd, env=dict(os.environ, HOME=home), capture_output=True, text=True,
+                             timeout=600)
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+    return run.returncode, run.stdout, run.stderr
+
+
+def digest(path) -> str:
+    with open(path, "rb") as fh:
+        return hashlib.sha256(fh.read()).hexdigest()
+
+
+def truncated_copy(src, dst, size=3000):
+    """A damaged .blend: the first ``size`` bytes of a saved one (0: an empty file)."""
+    with open(src, "rb") as fh:
+        data = fh.read(size)
+    with open(dst, "wb") as fh:
+        fh.write(data)
+    return str(dst)
+
+
+def snow_file(path):
+    """A file with terrain "Ground" and the actor collection "Walkers" (a sphere walking over it)."""
+    bpy.ops.wm.read_homefile(app_template="", use_empty=True)
+    scene = bpy.context.scene
+    bpy.ops.mesh.primitive_grid_add(x_subdivisions=6, y_subdivisions=6, size=6)
+    bpy.context.object.name = "Ground"
+    walkers = bpy.data.collections.new("Walkers")
+    scene.collection.children.link(walkers)
+    bpy.ops.mesh.primitive_uv_sphere_add(radius=0.5, location=(-2, 0, 0.5))
+    walker = bpy.context.object
+    walker.name = "Walker"
+    for coll in walker.users_collection:
+        coll.objects.unlink(walker)
+    walkers.objects.link(walker)
+    for frame, x in ((1, -2.0), (4, 2.0)):
+        walker.location.x = x
+        walker.keyframe_insert("location", frame=frame)
+    bpy.ops.wm.save_as_mainfile(filepath=str(path))
+    return str(path)
+
+
+def tree_file(envfx, path):
+    """A file whose scene has one plant, "Tree" (trunk, branches, leaves), and nothing else."""
+    shapes = importlib.import_module(envfx.__name__ + ".core.wind_shapes")
+    bpy.ops.wm.read_homefile(app_template="", use_empty=True)
+    tree = shapes.make_tree(n_branches=2, leaves_per_branch=2)
+    mesh = bpy.data.meshes.new("Tree")
+    mesh.from_pydata([tuple(map(float, p)) for p in tree["positions"]], [tuple(map(int, e)) for e in tree["edges"]],
+                     [tuple(map(int, f)) for f in tree["faces"]])
+    bpy.context.scene.collection.objects.link(bpy.data.objects.new("Tree", mesh))
+    bpy.ops.wm.save_as_mainfile(filepath=str(path))
+    return str(path)
 
 
 @pytest.fixture
@@ -105,6 +196,28 @@ def test_bend_apply_bakes_into_the_mesh_in_place(envfx, scene_file):
         (["bend", "{scene}", "--scene", "Level 9"], "No scene named 'Level 9'"),
         (["bend", "{scene}", "--export-engines", "{dir}/scene.blend/sub"], "choose a writable folder"),
         (["bend", "{scene}", "--export-engines", "{dir}/out", "--spread", "-2"], "cannot be negative"),
+        # an empty pipeline variable is not "everything"
+        (["bend", "{scene}", "--objects", ""], "--objects is empty: give comma-separated object names"),
+        (["bend", "{scene}", "--objects", ",,"], "--objects is empty: give comma-separated object names"),
+        (["bend", "{scene}", "--collection", "", "--remove"], "--collection is empty: give a name"),
+        (["wind", "{scene}", "--objects", ""], "--objects is empty: give comma-separated object names"),
+        (["wind", "{scene}", "--collection", " ", "--remove"], "--collection is empty: give a name"),
+        (["snow", "{scene}", "--generate", "--objects", ""], "--objects is empty: give comma-separated object names"),
+        # options that would be ignored are refused
+        (["wind", "{scene}", "--remove", "--add"], "--remove only removes the live wind (no bake): drop --add"),
+        (["wind", "{scene}", "--remove", "--no-height-uv"], "--remove only removes the live wind (no bake): drop "
+         "--no-height-uv"),
+        (["wind", "{scene}", "--custom", "LEAF,LEAF_PHASE,BRANCH,AO"], "add --layout CUSTOM, or drop --custom"),
+        # a missing name: what the scene has instead
+        (["bend", "{scene}", "--objects", "House"],
+         "{scene}: No object(s) named House in scene 'Scene': names are case-sensitive; the scene has Camera, "
+         "Cube, Light, Player"),
+        # snow speaks of its options, not of the Snow panel
+        (["snow", "{scene}", "--trails"], "No actor collection: pass --actors COLLECTION"),
+        (["snow", "{scene}", "--trails", "--actors", "Collection"], "No snow mesh to add trails to: add --generate"),
+        (["snow", "{scene}", "--generate", "--objects", "Player"], "none of --objects is a mesh"),
+        (["snow", "{scene}", "--bake", "--out-dir", "{dir}/o", "--actors", "Collection", "--framing", "FOLLOW"],
+         "--framing FOLLOW needs a pivot: pass --pivot OBJECT"),
     ],
 )
 def test_bad_input_exits_2_with_a_clear_message_and_leaves_files_alone(envfx, scene_file, tmp_path, capsys,
@@ -114,7 +227,8 @@ def test_bad_input_exits_2_with_a_clear_message_and_leaves_files_alone(envfx, sc
     argv = [a.format(scene=scene_file, dir=tmp_path) for a in args]
     assert envfx.cli.main(argv) == 2
     err = capsys.readouterr().err
-    assert message in err
+    assert message.format(scene=scene_file) in err
+    assert "panel" not in err.lower() and "select" not in err.lower()
     with open(scene_file, "rb") as fh:
         assert fh.read() == before
     assert sorted(os.listdir(tmp_path)) == ["scene.blend"]
@@ -208,3 +322,189 @@ def test_bend_export_engines_writes_the_files_and_leaves_the_blend_alone(envfx, 
     assert (out / "EnvFXBend.hlsl").exists() and (out / "EnvFXBend.ush").exists()
     with open(scene_file, "rb") as fh:
         assert fh.read() == before                                         # nothing saved
+
+
+# --- files that cannot be read or written -----------------------------------------------------------------
+
+@pytest.mark.parametrize("command", [["info"], ["info", "--json"], ["bend"], ["bend", "--apply"], ["wind"],
+                                     ["snow", "--trails", "--actors", "Collection"]])
+def test_an_unreadable_file_exits_2_naming_it(envfx, scene_file, tmp_path, capsys, command):
+    """A truncated file and an empty one: exit 2 with the file named and what to do, no traceback."""
+    cut, empty = truncated_copy(scene_file, tmp_path / "cut.blend"), truncated_copy(scene_file, tmp_path / "0.blend", 0)
+    for bad in (cut, empty):
+        before = digest(bad)
+        assert envfx.cli.main([command[0], bad, *command[1:]]) == 2
+        err = capsys.readouterr().err
+        assert f"{bad}: Blender cannot read this file" in err and "damaged or truncated" in err, err
+        assert digest(bad) == before
+
+
+def test_a_batch_with_unreadable_files_names_them_and_does_the_others(envfx, scene_file, tmp_path, capsys):
+    level2 = str(tmp_path / "level2.blend")
+    shutil.copy(scene_file, level2)
+    cut = truncated_copy(scene_file, tmp_path / "cut.blend")
+    empty = truncated_copy(scene_file, tmp_path / "empty.blend", 0)
+    bad_before = digest(cut), digest(empty)
+    assert envfx.cli.main(["bend", scene_file, cut, empty, level2, "--objects", "Cube"]) == 2
+    err = capsys.readouterr().err
+    assert f"{cut}: Blender cannot read" in err and f"{empty}: Blender cannot read" in err
+    assert f"2 of 4 files failed and were left unchanged: {cut}, {empty}" in err
+    assert (digest(cut), digest(empty)) == bad_before
+    for path in (scene_file, level2):
+        bpy.ops.wm.open_mainfile(filepath=path)
+        assert envfx.operators.bend.bend_modifiers(bpy.data.objects["Cube"]), path
+    assert envfx.cli.main(["info", cut, scene_file]) == 2  # info too: the good file is described
+    out, err = capsys.readouterr()
+    assert f"{scene_file}, scene 'Scene'" in out and f"{cut}: Blender cannot read" in err
+
+
+@pytest.fixture
+def permissions_apply():
+    """(folder, uid): a folder in which read-only files and folders stop the CLI that run_cli(..., as_user=uid)
+    starts. Root writes into read-only files, so as root the CLI runs as user nobody (with setpriv)."""
+    uid = None
+    if os.geteuid() == 0:
+        if shutil.which("setpriv") is None:
+            pytest.skip("running as root (read-only files are writable for root) and no setpriv to run as nobody")
+        uid = 65534
+    folder = tempfile.mkdtemp(prefix="envfx-permissions-")
+    os.chmod(folder, 0o755)
+    yield folder, uid
+    for path, dirs, _files in os.walk(folder):
+        for name in dirs:
+            os.chmod(os.path.join(path, name), 0o755)
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def _own(folder, uid):
+    if uid is None:
+        return
+    for path, _dirs, files in os.walk(folder):
+        os.chown(path, uid, uid)
+        for name in files:
+            os.chown(os.path.join(path, name), uid, uid)
+
+
+def test_read_only_files_and_folders_are_refused_before_the_work(envfx, scene_file, permissions_apply):
+    folder, uid = permissions_apply
+    os.mkdir(os.path.join(folder, "ro"))
+    for name in ("locked.blend", "good.blend", "ro/level.blend"):
+        shutil.copy(scene_file, os.path.join(folder, name))
+    snow_file(os.path.join(folder, "ro", "snow.blend"))
+    _own(folder, uid)
+    os.chmod(os.path.join(folder, "locked.blend"), 0o444)
+    os.chmod(os.path.join(folder, "ro"), 0o555)
+    names = ("locked.blend", "good.blend", "ro/level.blend", "ro/snow.blend")
+    before = {name: digest(os.path.join(folder, name)) for name in names}
+
+    code, out, err = run_cli(["bend", "locked.blend", "good.blend", "ro/level.blend", "--objects", "Cube"], folder,
+                             uid)
+    assert code == 2, err
+    assert "locked.blend: the file is read-only: make it writable or pass --output" in err
+    assert f"ro/level.blend: its folder {os.path.join(folder, 'ro')!r} is read-only: make it writable or pass " \
+           f"--output" in err
+    assert "2 of 3 files failed" in err and "Traceback" not in err and "choose another" not in err
+    assert "good.blend: bent 1 object(s)" in out
+    # an in-place save into a read-only folder is refused before the bake writes anything
+    code, out, err = run_cli(["snow", "ro/snow.blend", "--trails", "--actors", "Walkers", "--bake", "--out-dir",
+                              "buffer", "--resolution", "16", "--frames", "1:2"], folder, uid)
+    assert code == 2 and "ro/snow.blend: its folder" in err and "make it writable or pass --output" in err, err
+    assert not os.path.exists(os.path.join(folder, "buffer"))
+    # --output into a read-only folder: refused before the work too
+    code, out, err = run_cli(["snow", "ro/snow.blend", "--trails", "--actors", "Walkers", "--bake", "--out-dir",
+                              "buffer", "--resolution", "16", "--frames", "1:2", "-o", "ro/out.blend"], folder, uid)
+    assert code == 2 and "is read-only: make it writable or choose another --output" in err, err
+    assert not os.path.exists(os.path.join(folder, "buffer"))
+    after = {name: digest(os.path.join(folder, name)) for name in names}
+    assert after == {**before, "good.blend": after["good.blend"]} and after["good.blend"] != before["good.blend"]
+    assert sorted(os.listdir(os.path.join(folder, "ro"))) == ["level.blend", "snow.blend"]
+
+
+def test_info_json_writes_only_json_lines_to_stdout(envfx, scene_file, tmp_path):
+    """Blender's own "Read blend: ..." goes to stderr, so `envfx info --json ... | jq` works (also with a bad
+    file in the batch: its error is on stderr)."""
+    snow = snow_file(tmp_path / "snow.blend")
+    cut = truncated_copy(scene_file, tmp_path / "cut.blend")
+    code, out, err = run_cli(["info", scene_file, cut, snow, "--json"], tmp_path)
+    assert code == 2, err
+    reports = [json.loads(line) for line in out.splitlines()]
+    assert [(r["file"], r["scene"]) for r in reports] == [(scene_file, "Scene"), (snow, "Scene")]
+    assert f"{cut}: Blender cannot read" in err
+
+
+# --- running twice ----------------------------------------------------------------------------------------
+
+def test_bend_apply_twice_bakes_the_bend_once(envfx, scene_file, capsys):
+    args = ["bend", scene_file, "--objects", "Cube", "--pivot", "Player", "--strength", "0.1", "--apply"]
+    assert envfx.cli.main(args) == 0
+    bpy.ops.wm.open_mainfile(filepath=scene_file)
+    once = envfx.bridge.get_positions(bpy.data.objects["Cube"].data)
+    before, stamp = digest(scene_file), os.stat(scene_file).st_mtime_ns
+    capsys.readouterr()
+    assert envfx.cli.main(args) == 0
+    out = capsys.readouterr().out
+    assert "the bend was already baked into Cube" in out and f"nothing changed, {scene_file} not saved" in out
+    assert (digest(scene_file), os.stat(scene_file).st_mtime_ns) == (before, stamp)
+    # to bend it again on purpose: add the bend, then apply it
+    assert envfx.cli.main(["bend", scene_file, "--objects", "Cube"]) == 0
+    assert envfx.cli.main(args) == 0
+    bpy.ops.wm.open_mainfile(filepath=scene_file)
+    twice = envfx.bridge.get_positions(bpy.data.objects["Cube"].data)
+    assert twice[:, 2].min() < once[:, 2].min() - 1.0 and not bpy.data.objects["Cube"].modifiers
+
+
+def test_snow_generate_twice_regenerates_the_cover_in_place(envfx, tmp_path, capsys):
+    path = snow_file(tmp_path / "snow.blend")
+    args = ["snow", path, "--generate", "--objects", "Ground", "--spacing", "0.25", "--trails", "--actors", "Walkers"]
+
+    def covers():
+        bpy.ops.wm.open_mainfile(filepath=path)
+        snow = envfx.operators.snow.snow_objects(bpy.context.scene)
+        return ({o.name: (len(o.data.vertices), bool(envfx.operators.snow.trails_modifiers(o))) for o in snow},
+                sorted(m.name for m in bpy.data.meshes))
+
+    assert envfx.cli.main(args) == 0
+    first = covers()
+    assert first[0] == {"Ground Snow": (first[0]["Ground Snow"][0], True)}
+    capsys.readouterr()
+    assert envfx.cli.main(args) == 0
+    assert "regenerated the snow cover Ground Snow in place" in capsys.readouterr().out
+    assert covers() == first                                     # one cover, its trails kept, no orphan mesh
+    assert envfx.cli.main(["snow", path, "--generate", "--objects", "Ground", "--spacing", "0.5"]) == 0
+    (name, (vertices, trails)), = covers()[0].items()
+    assert name == "Ground Snow" and vertices < first[0]["Ground Snow"][0] and trails
+
+
+def test_remove_with_nothing_to_remove_does_not_rewrite_the_file(envfx, scene_file, capsys):
+    before, stamp = digest(scene_file), os.stat(scene_file).st_mtime_ns
+    assert envfx.cli.main(["bend", scene_file, "--objects", "Cube", "--remove"]) == 0
+    assert envfx.cli.main(["wind", scene_file, "--objects", "Cube", "--remove"]) == 0
+    assert capsys.readouterr().out.count(f"nothing changed, {scene_file} not saved") == 2
+    assert (digest(scene_file), os.stat(scene_file).st_mtime_ns) == (before, stamp)
+
+
+# --- batches ----------------------------------------------------------------------------------------------
+
+def test_wind_batch_names_the_bad_file_and_does_the_others(envfx, scene_file, tmp_path, capsys):
+    first, last = tree_file(envfx, tmp_path / "a.blend"), tree_file(envfx, tmp_path / "c.blend")
+    before = digest(scene_file)
+    assert envfx.cli.main(["wind", first, scene_file, last, "--objects", "Tree"]) == 2
+    err = capsys.readouterr().err
+    assert f"{scene_file}: No object(s) named Tree in scene 'Scene'" in err
+    assert f"1 of 3 files failed and were left unchanged: {scene_file}" in err
+    assert digest(scene_file) == before
+    for path in (first, last):
+        bpy.ops.wm.open_mainfile(filepath=path)
+        assert "EnvFX_Wind" in bpy.data.objects["Tree"].data.attributes, path
+
+
+def test_bend_export_engines_refuses_two_files_of_one_name(envfx, scene_file, tmp_path, capsys):
+    a, b = tmp_path / "a" / "level.blend", tmp_path / "b" / "level.blend"
+    for path in (a, b):
+        path.parent.mkdir()
+        shutil.copy(scene_file, path)
+    out = tmp_path / "out"
+    assert envfx.cli.main(["bend", str(a), str(b), "--export-engines", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert f"{a} and {b} would write their engine files into the same folder {out / 'level'}" in err
+    assert "run them separately" in err and not out.exists()
