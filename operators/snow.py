@@ -193,21 +193,53 @@ def cover_params(scene) -> core_snow.CoverParams:
     )
 
 
+class _Unbent:
+    """Context manager: the world bend switched off (in the viewport) on ``objects`` while they are evaluated,
+    so they are read where they physically are; each bend modifier's switch is restored exactly."""
+
+    def __init__(self, objects):
+        from .bend import bend_modifiers
+
+        self.muted = [(o.name, m.name) for o in objects for m in bend_modifiers(o)
+                      if m.show_viewport and o.library is None]
+
+    def __enter__(self):
+        for on, mn in self.muted:
+            bpy.data.objects[on].modifiers[mn].show_viewport = False
+        if self.muted:
+            bpy.context.view_layer.update()
+        return self
+
+    def __exit__(self, *_exc):
+        for on, mn in self.muted:
+            obj = bpy.data.objects.get(on)
+            if obj is not None and mn in obj.modifiers:
+                obj.modifiers[mn].show_viewport = True
+        if self.muted:
+            bpy.context.view_layer.update()
+
+
 def generate_snow(scene, objects, depsgraph, mask_group: str = "", mask_image=None) -> list:
-    """Generate snow cover meshes over ``objects`` (their evaluated geometry, world space). Returns the new
-    objects (finest level first). Everything is checked before the scene changes."""
+    """Generate snow cover meshes over ``objects`` (their evaluated geometry, world space, without the world
+    bend: the snow lies on the physical ground). Returns the new objects (finest level first); when the terrain
+    is bent they take the scene's bend too. Everything is checked before the scene changes."""
     terrain = [o for o in objects if o.type in {"MESH", "CURVE", "SURFACE", "META", "FONT"}]
     if not terrain:
         raise SnowInputError("Nothing to cover: select the terrain meshes to put snow on")
-    tris, mask = terrain_triangles(terrain, depsgraph, mask_group)
-    depsgraph = bpy.context.evaluated_depsgraph_get()
-    pixels = uvs = None
-    if mask_image is not None:
-        pixels, uvs = image_and_uvs(terrain, depsgraph, mask_image)
-    occ = [world_triangles(o, depsgraph)[0] for o in _occluder_objects(scene, {o.name for o in terrain})]
+    occluders = _occluder_objects(scene, {o.name for o in terrain})
+    with _Unbent(terrain + occluders) as unbent:
+        if unbent.muted:
+            depsgraph = bpy.context.evaluated_depsgraph_get()
+        tris, mask = terrain_triangles(terrain, depsgraph, mask_group)
+        depsgraph = bpy.context.evaluated_depsgraph_get()
+        pixels = uvs = None
+        if mask_image is not None:
+            pixels, uvs = image_and_uvs(terrain, depsgraph, mask_image)
+        occ = [world_triangles(o, depsgraph)[0] for o in occluders]
     occ = np.concatenate(occ) if occ else None
     cover = core_snow.generate_cover(tris, cover_params(scene), occluder_tris=occ, mask_weights=mask,
                                      mask_uvs=uvs, mask_pixels=pixels)
+    bent = {n for n, _m in unbent.muted} & {o.name for o in terrain}
     # all checks passed: build the meshes
     coll = bpy.data.collections.get(COLLECTION_NAME)
     if coll is None:
@@ -229,6 +261,10 @@ def generate_snow(scene, objects, depsgraph, mask_group: str = "", mask_image=No
             obj.hide_render = True
             obj.hide_viewport = True
         made.append(obj)
+    if bent:  # the snow belongs to the bent level like its terrain
+        from .bend import add_bend
+
+        add_bend(scene, made)
     return made
 
 

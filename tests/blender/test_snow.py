@@ -1253,3 +1253,27 @@ def test_an_override_of_snow_with_trails_joins_the_scene_trails_and_actors(envfx
         scene.frame_set(f)
     y = _walker_y(2)
     assert _depth_near(envfx, snow, 1.5, y) < -0.1 and _depth_near(envfx, snow, -1.5, y) > -0.01
+
+
+def test_generate_on_bent_terrain_lies_on_the_physical_ground_and_takes_the_bend(envfx):
+    """Snow generated over terrain that the world bend already bends lies on the physical (unbent) ground and
+    takes the scene's bend like its terrain: it is drawn on the bent terrain, not bent twice."""
+    scene = bpy.context.scene
+    clear_scene()
+    b = scene.envfx.bend
+    b.mode, b.strength, b.spread = "PLANET", 0.05, 0.0
+    ground = grid_object("Ground", size=10.0, segments=10)
+    select_only(ground)
+    assert bpy.ops.envfx.bend_add() == {"FINISHED"}
+    bend_mod = envfx.operators.bend.bend_modifiers(ground)[0]
+    s = scene.envfx.snow
+    s.spacing, s.thickness, s.border_width, s.noise, s.drift = 0.25, 0.1, 0.0, 0.0, 0.0
+    assert bpy.ops.envfx.snow_generate() == {"FINISHED"}
+    snow = next(o for o in scene.objects if o.get("envfx_snow") == 0)
+    rest = envfx.bridge.get_positions(snow.data).astype(np.float64)
+    assert rest[:, 2].min() > -1e-4 and rest[:, 2].max() < 0.1 + 1e-4     # on the ground (z = 0), not below it
+    assert bend_mod.show_viewport                                           # the terrain's bend is back on
+    assert [m.node_group for m in envfx.operators.bend.bend_modifiers(snow)] == [bend_mod.node_group]
+    _, off = evaluated_offset(envfx, snow)
+    r2 = rest[:, 0] ** 2 + rest[:, 1] ** 2
+    np.testing.assert_allclose(off, -0.05 * r2, atol=1e-3)                  # bent once, like the terrain
