@@ -48,17 +48,44 @@ def on_claim_load_post(*_args):
 
 
 # --- snow: the live trails follow the actor collection ---
+# A scene copied with its snow (Scene > New > Full Copy) shares its original's trails and coverage groups until the
+# handler gives it its own. Not in frame_change_pre: Blender runs that handler for the new scene inside the copy,
+# between building its dependency graph and evaluating it the first time, and Blender 4.2 crashes when a
+# modifier's group or a driver changes there (the graph's rebuild reads copies not made yet). The split waits for
+# the frame_change_post of that same frame change (the graph is evaluated then) or the next depsgraph update.
+
+_split_later: set = set()  # names of scenes whose split frame_change_pre left to frame_change_post
+
+
+def _follow(scene, may_split: bool):
+    from .operators import snow as snow_ops
+
+    try:
+        if snow_ops.follow_actors(scene, may_split=may_split) is None:
+            _split_later.add(scene.name)
+    except Exception as exc:  # a handler must never break playback
+        print(f"EnvFX: the snow trails could not follow the actors: {exc}")
+
 
 @persistent
 def on_snow_follow_actors(scene, *_args):
     """Actors added to or removed from the snow actor collection (or resized) change the live trails; cheap
     when nothing changed."""
-    from .operators import snow as snow_ops
+    _follow(scene, may_split=True)
 
-    try:
-        snow_ops.follow_actors(scene)
-    except Exception as exc:  # a handler must never break playback
-        print(f"EnvFX: the snow trails could not follow the actors: {exc}")
+
+@persistent
+def on_snow_follow_actors_pre(scene, *_args):
+    """frame_change_pre: as on_snow_follow_actors, except that a copied scene's split waits (see above)."""
+    _follow(scene, may_split=False)
+
+
+@persistent
+def on_snow_follow_actors_post(scene, *_args):
+    """frame_change_post: the split frame_change_pre left (nothing else; cheap)."""
+    if scene.name in _split_later:
+        _split_later.discard(scene.name)
+        _follow(scene, may_split=True)
 
 
 @persistent
@@ -66,6 +93,7 @@ def on_snow_load_post(*_args):
     from .operators import snow as snow_ops
 
     snow_ops.forget_followed()
+    _split_later.clear()
 
 
 # --- library overrides keep their per-object settings ---
@@ -85,8 +113,8 @@ def on_save_pre_overrides(*_args):
             settings.wind, settings.snow  # noqa: B018 -- reading makes the groups
 
 
-SNOW_HANDLERS = (("frame_change_pre", on_snow_follow_actors), ("depsgraph_update_post", on_snow_follow_actors),
-                 ("load_post", on_snow_load_post))
+SNOW_HANDLERS = (("frame_change_pre", on_snow_follow_actors_pre), ("frame_change_post", on_snow_follow_actors_post),
+                 ("depsgraph_update_post", on_snow_follow_actors), ("load_post", on_snow_load_post))
 CLAIM_HANDLERS = (("depsgraph_update_post", on_claim_appended), ("frame_change_pre", on_claim_appended),
                   ("load_post", on_claim_load_post))
 OVERRIDE_HANDLERS = (("save_pre", on_save_pre_overrides),)

@@ -201,6 +201,32 @@ def cover_params(scene) -> core_snow.CoverParams:
     )
 
 
+class _Unbent:
+    """Context manager: the world bend switched off (in the viewport) on ``objects`` while they are evaluated,
+    so they are read where they physically are; each bend modifier's switch is restored exactly."""
+
+    def __init__(self, objects):
+        from .bend import bend_modifiers
+
+        self.muted = [(o.name, m.name) for o in objects for m in bend_modifiers(o)
+                      if m.show_viewport and o.library is None]
+
+    def __enter__(self):
+        for on, mn in self.muted:
+            bpy.data.objects[on].modifiers[mn].show_viewport = False
+        if self.muted:
+            bpy.context.view_layer.update()
+        return self
+
+    def __exit__(self, *_exc):
+        for on, mn in self.muted:
+            obj = bpy.data.objects.get(on)
+            if obj is not None and mn in obj.modifiers:
+                obj.modifiers[mn].show_viewport = True
+        if self.muted:
+            bpy.context.view_layer.update()
+
+
 def _cover_base_name(terrain) -> str:
     return terrain[0].name if len(terrain) == 1 else "Terrain"
 
@@ -219,8 +245,9 @@ def covers_of(scene, terrain) -> list:
 
 
 def generate_snow(scene, objects, depsgraph, mask_group: str = "", mask_image=None, replace: bool = False) -> list:
-    """Generate snow cover meshes over ``objects`` (their evaluated geometry, world space). Returns the new
-    objects (finest level first). Everything is checked before the scene changes.
+    """Generate snow cover meshes over ``objects`` (their evaluated geometry, world space, without the world
+    bend: the snow lies on the physical ground). Returns the new objects (finest level first); when the terrain
+    is bent they take the scene's bend too. Everything is checked before the scene changes.
 
     With ``replace``, the cover already made over exactly these objects (``covers_of``) is regenerated in place:
     its objects keep their names, modifiers (trails, bend), collections and visibility and get the new meshes;
@@ -230,15 +257,20 @@ def generate_snow(scene, objects, depsgraph, mask_group: str = "", mask_image=No
         raise SnowInputError("Nothing to cover: select the terrain meshes to put snow on",
                              cli="Nothing to cover: none of --objects is a mesh, curve, surface, metaball or text: "
                              "name the terrain objects")
-    tris, mask = terrain_triangles(terrain, depsgraph, mask_group)
-    depsgraph = bpy.context.evaluated_depsgraph_get()
-    pixels = uvs = None
-    if mask_image is not None:
-        pixels, uvs = image_and_uvs(terrain, depsgraph, mask_image)
-    occ = [world_triangles(o, depsgraph)[0] for o in _occluder_objects(scene, {o.name for o in terrain})]
+    occluders = _occluder_objects(scene, {o.name for o in terrain})
+    with _Unbent(terrain + occluders) as unbent:
+        if unbent.muted:
+            depsgraph = bpy.context.evaluated_depsgraph_get()
+        tris, mask = terrain_triangles(terrain, depsgraph, mask_group)
+        depsgraph = bpy.context.evaluated_depsgraph_get()
+        pixels = uvs = None
+        if mask_image is not None:
+            pixels, uvs = image_and_uvs(terrain, depsgraph, mask_image)
+        occ = [world_triangles(o, depsgraph)[0] for o in occluders]
     occ = np.concatenate(occ) if occ else None
     cover = core_snow.generate_cover(tris, cover_params(scene), occluder_tris=occ, mask_weights=mask,
                                      mask_uvs=uvs, mask_pixels=pixels)
+    bent = {n for n, _m in unbent.muted} & {o.name for o in terrain}
     # all checks passed: build the meshes
     coll = bpy.data.collections.get(COLLECTION_NAME)
     if coll is None:
@@ -275,6 +307,10 @@ def generate_snow(scene, objects, depsgraph, mask_group: str = "", mask_image=No
         bpy.data.objects.remove(obj)
         if mesh is not None and mesh.users == 0:
             bpy.data.meshes.remove(mesh)
+    if bent:  # the snow belongs to the bent level like its terrain
+        from .bend import add_bend
+
+        add_bend(scene, made)
     return made
 
 
@@ -385,11 +421,8 @@ def add_trails(scene, objects) -> tuple[list, dict]:
         for mod in trails_modifiers(obj):
             snow_nodes.drive_modifier(obj, mod, specs)  # also drops the drivers of the other group's actors
         targets.append(obj)
-    surfaces = snow_nodes.ensure_surfaces_collection()
-    for obj in objects:
-        if trails_modifiers(obj) and obj.name not in surfaces.objects:
-            surfaces.objects.link(obj)
     _give_coverage(scene, specs)
+    sync_surfaces(scene, tree)
     return [o.name for o in targets], skipped
 
 
@@ -438,36 +471,81 @@ def forget_followed():
 
 
 def _signature(scene, tree):
+    # the group's users and the scene's objects: snow copied (Shift-D), deleted or losing its trails by hand
+    # changes which snow the actors sink into (the scene's surfaces collection)
+    own = (tree.users, len(scene.objects))
     coll = scene.envfx.snow.actors
     if coll is None:
-        return ("", (), (), tree.get(snow_nodes.ACTORS_KEY))
+        return ("", (), (), tree.get(snow_nodes.ACTORS_KEY), own)
     objs = coll.all_objects
     # an actor's size follows its world scale (a character that grows, or squashes and stretches): ~2 us an actor
     scales = tuple(tuple(round(v, 4) for v in o.matrix_world.to_scale()) for o in objs if o.type in ACTOR_TYPES)
-    return (coll.name, tuple(objs.keys()), scales, tree.get(snow_nodes.ACTORS_KEY))
+    return (coll.name, tuple(objs.keys()), scales, tree.get(snow_nodes.ACTORS_KEY), own)
+
+
+def trails_users(scene, tree=None) -> list:
+    """The objects of ``scene`` that carry the scene's live trails."""
+    tree = tree or snow_nodes.group_for(scene)
+    if tree is None:
+        return []
+    return [obj for obj in scene.objects if any(mod.type == "NODES" and mod.node_group == tree
+                                                 for mod in obj.modifiers)]
 
 
 def scene_has_trails(scene, tree=None) -> bool:
     """Whether an object of ``scene`` carries the scene's live trails (a scene without them leaves its group
     alone: no rebuild for its actors)."""
-    tree = tree or snow_nodes.group_for(scene)
-    if tree is None:
+    return bool(trails_users(scene, tree))
+
+
+def sync_surfaces(scene, tree=None) -> bool:
+    """The scene's snow surfaces collection (what its actors' coverage reads) holds exactly the objects of the
+    scene that carry the scene's trails: copies made with Shift-D join, deleted snow and snow whose trails were
+    removed leave. A collection another scene still shares is left alone. True when it changed."""
+    coll = snow_nodes.surfaces_for(scene)
+    if coll is None or coll.library is not None or snow_nodes.surfaces_shared(scene, coll):
         return False
-    return any(mod.type == "NODES" and mod.node_group == tree for obj in scene.objects for mod in obj.modifiers)
+    wanted = {obj.name: obj for obj in trails_users(scene, tree)}
+    changed = False
+    for obj in list(coll.objects):
+        if obj.name not in wanted:
+            coll.objects.unlink(obj)
+            changed = True
+    for name, obj in wanted.items():
+        if name not in coll.objects:
+            coll.objects.link(obj)
+            changed = True
+    return changed
 
 
-def follow_actors(scene) -> bool:
+def _shares_groups(scene, tree) -> bool:
+    """Whether ``scene`` still shares its trails or coverage group with another scene (a scene copy)."""
+    if any(s != scene for s in common.scenes_using(tree, snow_nodes.KIND)):
+        return True
+    coverage = common.scene_group(scene, snow_nodes.COVERAGE_KIND, snow_nodes.COVERAGE_GROUP)
+    return coverage is not None and any(s != scene for s in common.scenes_using(coverage, snow_nodes.COVERAGE_KIND))
+
+
+def follow_actors(scene, may_split: bool = True) -> bool | None:
     """Bring the live trails up to date with ``scene``'s actor collection; True when they changed. Only the
     actor part of the trails group is rebuilt: the trails already carved stay. An empty collection (or one
-    without usable actors) leaves the trails as they are, with no actor stamping."""
+    without usable actors) leaves the trails as they are, with no actor stamping. The scene's snow surfaces
+    follow the snow that carries its trails.
+
+    A scene that still shares its groups with the scene it was copied from gets its own here; with
+    ``may_split=False`` (Blender's frame_change_pre, see handlers.py) nothing is done and None is returned, to be
+    called again after the frame change."""
     tree = snow_nodes.group_for(scene)
     if tree is None or tree.users == 0 or tree.library is not None:
         return False
     sig = _signature(scene, tree)
     if _followed.get(scene.name) == sig:
         return False
+    if not may_split and _shares_groups(scene, tree):
+        return None
     if not scene_has_trails(scene, tree):  # no snow of the scene has its trails (any more)
-        _followed[scene.name] = sig
+        sync_surfaces(scene, tree)
+        _followed[scene.name] = _signature(scene, tree)
         return False
     try:
         specs = actor_specs(scene)[0]
@@ -475,8 +553,9 @@ def follow_actors(scene) -> bool:
         specs = []
     changed = tree.get(snow_nodes.ACTORS_KEY) != snow_nodes._actor_stamp(specs)
     if changed:
-        snow_nodes.ensure_trails(scene, specs)
+        tree = snow_nodes.ensure_trails(scene, specs)
         _give_coverage(scene, specs)
+    sync_surfaces(scene, tree)
     _followed[scene.name] = _signature(scene, tree)
     return changed
 
@@ -486,25 +565,81 @@ _SWITCH_OFF_INSTEAD = ("switch it off instead (the modifier's viewport and rende
                        "(Object > Relations > Make Local)")
 
 
-def remove_trails(objects) -> ObjectsResult:
+def _stale_trails_drivers(obj) -> list:
+    """The drivers of ``obj`` that drove the actor inputs of a trails modifier that is gone (removed by hand with
+    the X or Apply: Blender keeps the drivers, invalid, and a later modifier of that name would take them)."""
+    if obj.animation_data is None:
+        return []
+    names = {m.name for m in obj.modifiers}
+    stale = []
+    for fc in obj.animation_data.drivers:
+        if not fc.data_path.startswith('modifiers["'):
+            continue
+        name = fc.data_path[len('modifiers["'):].split('"]', 1)[0]
+        if name in names:
+            continue
+        ours = fc.driver.variables and all(v.name == "loc" and v.type == "TRANSFORMS" for v in fc.driver.variables)
+        if name.startswith(MODIFIER_NAME) or ours:
+            stale.append(fc)
+    return stale
+
+
+def remove_trails(objects, scene=None) -> ObjectsResult:
+    """Remove the live trails from ``objects`` (snow meshes), with their actor drivers, and the drivers a trails
+    modifier removed by hand left behind. When no snow of ``scene`` (default: the context's) carries its trails
+    any more, its actors lose their snow coverage, and its trails and coverage groups (unless something else uses
+    them) and its snow surfaces collection go too."""
+    scene = scene or bpy.context.scene
     result = ObjectsResult()
-    surfaces = bpy.data.collections.get(snow_nodes.SURFACES_COLLECTION)
     for obj in changeable(objects, result):
         mods = trails_modifiers(obj)
-        if not mods:
+        stale = _stale_trails_drivers(obj)
+        if not mods and not stale:
             result.unchanged.append(obj.name)
             continue
-        reason = kept_by_override_reason(obj, mods, "live trails", _SWITCH_OFF_INSTEAD)
+        reason = kept_by_override_reason(obj, mods, "live trails", _SWITCH_OFF_INSTEAD) if mods else None
         if reason is not None:
             result.skipped[obj.name] = reason
             continue
         for mod in mods:
             snow_nodes.undrive_modifier(obj, mod)
             obj.modifiers.remove(mod)
+        for fc in _stale_trails_drivers(obj):
+            obj.animation_data.drivers.remove(fc)
         result.changed.append(obj.name)
-        if surfaces is not None and obj.name in surfaces.objects:
-            surfaces.objects.unlink(obj)
+    tree = snow_nodes.group_for(scene)
+    sync_surfaces(scene, tree)
+    if not scene_has_trails(scene, tree):
+        _remove_scene_snow_groups(scene, tree)
     return result
+
+
+def _used_by_modifiers(tree) -> bool:
+    return any(m.type == "NODES" and m.node_group == tree for o in bpy.data.objects for m in o.modifiers)
+
+
+def _remove_scene_snow_groups(scene, tree):
+    """No snow of ``scene`` carries its trails: its actors' coverage modifiers, its coverage and trails groups
+    (when no other object uses them and no other scene has them) and its surfaces collection go."""
+    coverage = common.scene_group(scene, snow_nodes.COVERAGE_KIND, snow_nodes.COVERAGE_GROUP)
+    if coverage is not None and common.scenes_using(coverage, snow_nodes.COVERAGE_KIND) in ([], [scene]):
+        for obj in scene.objects:
+            if obj.library is not None or obj.override_library is not None:
+                continue
+            for mod in [m for m in obj.modifiers if m.type == "NODES" and m.node_group == coverage]:
+                obj.modifiers.remove(mod)
+    for group, kind in ((coverage, snow_nodes.COVERAGE_KIND), (tree, snow_nodes.KIND)):
+        if group is None or _used_by_modifiers(group):
+            continue
+        if common.scenes_using(group, kind) in ([], [scene]):
+            bpy.data.node_groups.remove(group)
+    surfaces = snow_nodes.surfaces_for(scene)
+    if surfaces is not None and not snow_nodes.surfaces_shared(scene, surfaces) and surfaces.library is None:
+        bpy.data.collections.remove(surfaces)
+    for key in (common.scene_key(snow_nodes.KIND), common.scene_key(snow_nodes.COVERAGE_KIND), snow_nodes.SURFACES_KEY):
+        if key in scene:
+            del scene[key]
+    _followed.pop(scene.name, None)
 
 
 # --- interaction buffer bake ------------------------------------------------------------------------------
@@ -745,7 +880,8 @@ class ENVFX_OT_snow_trails_remove(bpy.types.Operator):
 
     def execute(self, context):
         selected = [o for o in getattr(context, "selected_objects", []) or [] if is_snow_object(o)]
-        report_result(self, remove_trails(selected or snow_objects(context.scene)), "Removed the trails from")
+        report_result(self, remove_trails(selected or snow_objects(context.scene), context.scene),
+                      "Removed the trails from")
         return {"FINISHED"}
 
 

@@ -157,20 +157,22 @@ def ensure_scene_group(scene, kind: str, name: str, stamp: str, build):
     until its structure changes: then it gets its own, and its objects' modifiers move to it."""
     tree = scene_group(scene, kind, name) or _orphan_used_in(scene, kind)
     others = [s for s in scenes_using(tree, kind) if s != scene] if tree is not None else []
+    moved = []
     if tree is None or others:
         shared = tree
         taken = bpy.data.node_groups.get(name) is not None
         tree = bpy.data.node_groups.new(f"{name} ({scene.name})" if taken else name, "GeometryNodeTree")
         if shared is not None:  # objects also in the other scenes (a linked copy) keep the shared group
-            for obj in scene.objects:
-                if any(obj.name in s.objects for s in others):
-                    continue
-                for mod in obj.modifiers:
-                    if mod.type == "NODES" and mod.node_group == shared:
-                        mod.node_group = tree
+            moved = [mod for obj in scene.objects if not any(obj.name in s.objects for s in others)
+                     for mod in obj.modifiers if mod.type == "NODES" and mod.node_group == shared]
     tree[KIND_KEY] = kind
     scene[scene_key(kind)] = tree
-    return tree, rebuild_if_outdated(tree, stamp, build)
+    built = rebuild_if_outdated(tree, stamp, build)
+    # moved once built: a modifier moved to the empty group would lose its input values (a copied actor's
+    # coverage band became 0, so it never showed snow)
+    for mod in moved:
+        mod.node_group = tree
+    return tree, built
 
 
 def release_if_unused(tree, kind: str) -> bool:

@@ -989,12 +989,33 @@ COVERAGE_KIND = "snow_coverage"
 COVERAGE_VERSION = 2
 COVERAGE_DRIVEN = {"Melt Time": "coverage_melt_time"}
 SURFACES_COLLECTION = "EnvFX Snow Surfaces"  # not linked to a scene: the snow meshes the actors sink into
+SURFACES_KEY = "envfx_snow_surfaces"  # the scene's ID property pointing at its surfaces collection
+SURFACES_NODE = "Snow Surfaces"  # the coverage group's Collection Info node
 
 
-def ensure_surfaces_collection():
-    coll = bpy.data.collections.get(SURFACES_COLLECTION)
-    if coll is None:
-        coll = bpy.data.collections.new(SURFACES_COLLECTION)
+def surfaces_for(scene):
+    """The scene's snow surfaces collection, or None."""
+    coll = scene.get(SURFACES_KEY)
+    return coll if isinstance(coll, bpy.types.Collection) else None
+
+
+def surfaces_shared(scene, coll) -> bool:
+    """Whether another scene's surfaces collection is ``coll`` too (a scene copied from another, until it gets
+    its own)."""
+    return any(s != scene and s.get(SURFACES_KEY) == coll for s in bpy.data.scenes)
+
+
+def ensure_surfaces_collection(scene, current=None):
+    """The hidden collection of the snow meshes ``scene``'s actors sink into: one per scene, like the groups
+    ("EnvFX Snow Surfaces", later ones "EnvFX Snow Surfaces (scene name)"). A scene without one takes ``current``
+    (what its coverage group reads, in a file saved before scenes had their own) unless another scene has it; a
+    scene copied from another gets its own."""
+    coll = surfaces_for(scene) or current
+    if coll is None or coll.library is not None or surfaces_shared(scene, coll):
+        taken = bpy.data.collections.get(SURFACES_COLLECTION) is not None
+        coll = bpy.data.collections.new(f"{SURFACES_COLLECTION} ({scene.name})" if taken else SURFACES_COLLECTION)
+    if scene.get(SURFACES_KEY) != coll:
+        scene[SURFACES_KEY] = coll
     return coll
 
 
@@ -1006,8 +1027,7 @@ def _build_coverage(tree):
     common.socket(tree, "Geometry", "OUTPUT", "NodeSocketGeometry")
     group_in = b.node("NodeGroupInput", "Group Input", location=(-1400, 0))
     group_out = b.node("NodeGroupOutput", "Group Output", location=(1400, 0))
-    info = b.node("GeometryNodeCollectionInfo", "Snow Surfaces", transform_space="ORIGINAL")
-    info.inputs["Collection"].default_value = ensure_surfaces_collection()
+    info = b.node("GeometryNodeCollectionInfo", SURFACES_NODE, transform_space="ORIGINAL")  # ensure_coverage sets it
     info.inputs["Separate Children"].default_value = False
     info.inputs["Reset Children"].default_value = False
     realize = b.node("GeometryNodeRealizeInstances", "Snow Real")
@@ -1057,6 +1077,10 @@ def ensure_coverage(scene) -> bpy.types.NodeTree:
     per scene, like the trails."""
     tree, _built = common.ensure_scene_group(scene, COVERAGE_KIND, COVERAGE_GROUP, str(COVERAGE_VERSION),
                                              _build_coverage)
+    surfaces = tree.nodes[SURFACES_NODE].inputs["Collection"]
+    coll = ensure_surfaces_collection(scene, surfaces.default_value)
+    if surfaces.default_value != coll:
+        surfaces.default_value = coll
     _drive(scene, tree, COVERAGE_DRIVEN)
     return tree
 

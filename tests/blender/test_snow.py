@@ -687,8 +687,8 @@ def test_actor_gets_snow_coverage_where_immersed(envfx):
     assert np.all(cov[z <= z.min() + 0.1] == 1.0)          # the part down in the trail
     assert np.all(cov[z > highest_snow + 0.1 + 1e-4] == 0.0)  # above the snow + band
     assert 0 < cov.mean() < 1
-    envfx.operators.snow.remove_trails([snow])
-    assert snow.name not in bpy.data.collections["EnvFX Snow Surfaces"].objects
+    envfx.operators.snow.remove_trails([snow], scene)
+    assert "EnvFX Snow Surfaces" not in bpy.data.collections  # no snow of the scene has trails: it went
 
 
 def test_actor_snow_layer_melts_over_the_melt_time_after_leaving_the_snow(envfx):
@@ -1143,6 +1143,7 @@ def test_two_scenes_with_trails_carve_each_with_its_own_actors(envfx, scene_deps
     tree_b = envfx.shader_nodes.snow.group_for(level)
     assert tree_b not in (None, tree_a) and tree_b.name == "EnvFX Snow Trails (Level 2)"
     assert snow.modifiers[snow_nodes_name(envfx)].node_group == tree_a
+    scene_depsgraph(level)  # the level's own graph (as a window showing it has): frame_set steps existing graphs
 
     def depth(scn, obj, x, y):
         return _depth_near(envfx, obj, x, y, depsgraph=scene_depsgraph(scn))
@@ -1266,3 +1267,208 @@ def test_an_override_of_snow_with_trails_joins_the_scene_trails_and_actors(envfx
         scene.frame_set(f)
     y = _walker_y(2)
     assert _depth_near(envfx, snow, 1.5, y) < -0.1 and _depth_near(envfx, snow, -1.5, y) > -0.01
+
+
+# --- copies of snow, snow on bent terrain, removing the trails ------------------------------------------------
+
+_FULL_COPY_SCRIPT = r'''
+import importlib, json, os, sys, tempfile
+import bpy, addon_utils
+import numpy as np
+root, out = sys.argv[1], sys.argv[2]
+repo = tempfile.mkdtemp(prefix="envfx-copy-")
+os.symlink(root, os.path.join(repo, "envfx"))
+bpy.context.preferences.extensions.repos.new(name="EnvFX Copy", module="envfx_copy", custom_directory=repo,
+                                             source="USER")
+addon_utils.enable("bl_ext.envfx_copy.envfx", default_set=True)
+envfx = importlib.import_module("bl_ext.envfx_copy.envfx")
+bpy.ops.wm.read_homefile(app_template="", use_empty=False)
+scene = bpy.context.scene
+for o in list(scene.objects):
+    bpy.data.objects.remove(o)
+bpy.ops.mesh.primitive_grid_add(size=6, x_subdivisions=6, y_subdivisions=6)
+s = scene.envfx.snow
+s.spacing, s.thickness, s.border_width = 0.2, 0.5, 0.0
+assert bpy.ops.envfx.snow_generate() == {"FINISHED"}
+actors = bpy.data.collections.new("Actors")
+scene.collection.children.link(actors)
+bpy.ops.mesh.primitive_uv_sphere_add(radius=0.3, location=(0.0, -1.0, 0.2))
+walker = bpy.context.active_object
+walker.name = "Walker"
+for c in walker.users_collection:
+    c.objects.unlink(walker)
+actors.objects.link(walker)
+s.actors = actors
+scene.frame_set(1)
+assert bpy.ops.envfx.snow_trails_add() == {"FINISHED"}
+bpy.ops.scene.new(type="FULL_COPY")             # Blender 4.2 crashed here
+copy = bpy.context.scene
+for o in copy.objects:                          # level 2: its ground, snow and walker 20 m along x
+    o.location.x += 20.0
+copy_walker = next(o for o in copy.objects if o.name.startswith("Walker"))
+copy_snow = next(o for o in copy.objects if o.get("envfx_snow") == 0)
+for f in range(1, 6):
+    copy.frame_set(f)
+    copy_walker.location.y = -1.0 + 0.4 * f      # walks through its snow
+    copy.frame_set(f)
+dg = bpy.context.evaluated_depsgraph_get()
+ev = copy_snow.evaluated_get(dg)
+mesh = ev.to_mesh()
+got = envfx.bridge.get_positions(mesh).astype(float)
+ev.to_mesh_clear()
+rest = envfx.bridge.get_positions(copy_snow.data).astype(float)
+near = np.hypot(rest[:, 0] + copy_snow.location.x - 20.0, rest[:, 1] - 0.6) < 0.25
+ev = copy_walker.evaluated_get(dg)
+mesh = ev.to_mesh()
+at = mesh.attributes.get("snow_coverage")
+cov = np.zeros(len(mesh.vertices), dtype=np.float32)
+if at is not None:
+    at.data.foreach_get("value", cov)
+ev.to_mesh_clear()
+nodes = envfx.shader_nodes.snow
+surfaces = nodes.surfaces_for(copy)
+result = {
+    "trails": [m.node_group.name for m in envfx.operators.snow.trails_modifiers(copy_snow)],
+    "own_trails": nodes.group_for(copy).name,
+    "first_trails": nodes.group_for(bpy.data.scenes["Scene"]).name,
+    "depth": float((got[near, 2] - rest[near, 2]).min()),
+    "coverage": float(cov.max()),
+    "surfaces": sorted(surfaces.objects.keys()) if surfaces is not None else None,
+    "first_surfaces": sorted(nodes.surfaces_for(bpy.data.scenes["Scene"]).objects.keys()),
+}
+with open(out, "w") as fh:
+    json.dump(result, fh)
+os._exit(0)
+'''
+
+
+def _full_copy_in_subprocess(tmp_path):
+    """Scene > New > Full Copy of a scene whose snow has live trails, in a separate Blender process (Blender
+    4.2 crashed in the copy, which would take the test run down); the copy's objects moved 20 m along x and
+    its walker stepped through its snow. Returns (exit code, stderr, the copy's results)."""
+    import subprocess
+    import sys
+
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    out = str(tmp_path / "copy.json")
+    done = subprocess.run([sys.executable, "-c", _FULL_COPY_SCRIPT, root, out], capture_output=True, text=True,
+                          timeout=600, env=dict(os.environ, HOME=str(tmp_path)))
+    result = None
+    if os.path.exists(out):
+        with open(out) as fh:
+            result = json.load(fh)
+    return done.returncode, done.stderr[-3000:], result
+
+
+def test_full_copy_of_a_scene_with_snow_trails_gets_its_own_trails(tmp_path):
+    """A full copy of a level with snow trails (Scene > New > Full Copy) does not crash (Blender 4.2 did: the
+    copy's own trails group was made inside the frame change of the new scene) and the copy's snow is carved by
+    the copy's walker, through its own trails group."""
+    code, err, result = _full_copy_in_subprocess(tmp_path)
+    assert code == 0, err
+    assert result["trails"] == [result["own_trails"]] and result["own_trails"] != result["first_trails"]
+    assert result["depth"] < -0.1
+
+
+def test_full_copy_actors_get_snow_coverage_from_the_copy_snow(tmp_path):
+    """The copy's actors read the copy's snow for their snow coverage (not the first level's, 20 m away)."""
+    code, err, result = _full_copy_in_subprocess(tmp_path)
+    assert code == 0, err
+    assert result["surfaces"] == ["Grid Snow.001"] and result["first_surfaces"] == ["Grid Snow"]
+    assert result["coverage"] == 1.0
+
+
+def test_shift_d_copy_of_snow_gives_its_actors_snow_coverage(envfx):
+    """A Shift-D copy of a snow mesh with trails carves trails and its actors get snow coverage like the
+    original's; deleting it takes it out of the snow the actors sink into."""
+    scene, snow, actors = snow_scene(envfx, spacing=0.2, size=6.0, thickness=0.5)
+    a = sphere_object("InOriginal", 0.3, actors)
+    a.location = (0.0, 0.0, 0.2)
+    scene.frame_set(1)
+    assert bpy.ops.envfx.snow_trails_add() == {"FINISHED"}
+    select_only(snow)
+    bpy.ops.object.duplicate_move(TRANSFORM_OT_translate={"value": (20.0, 0.0, 0.0)})
+    copy = bpy.data.objects[snow.name + ".001"]
+    b = sphere_object("InCopy", 0.3, actors)
+    b.location = (20.0, 0.0, 0.2)
+    for f in range(1, 4):
+        scene.frame_set(f)
+    assert coverage_and_z(envfx, a)[0].max() == 1.0
+    assert coverage_and_z(envfx, b)[0].max() == 1.0
+    surfaces = envfx.shader_nodes.snow.surfaces_for(scene)
+    assert set(surfaces.objects.keys()) == {snow.name, copy.name}
+    bpy.data.objects.remove(copy)
+    scene.frame_set(4)
+    assert set(surfaces.objects.keys()) == {snow.name}
+
+
+def test_generate_on_bent_terrain_lies_on_the_physical_ground_and_takes_the_bend(envfx):
+    """Snow generated over terrain that the world bend already bends lies on the physical (unbent) ground and
+    takes the scene's bend like its terrain: it is drawn on the bent terrain, not bent twice."""
+    scene = bpy.context.scene
+    clear_scene()
+    b = scene.envfx.bend
+    b.mode, b.strength, b.spread = "PLANET", 0.05, 0.0
+    ground = grid_object("Ground", size=10.0, segments=10)
+    select_only(ground)
+    assert bpy.ops.envfx.bend_add() == {"FINISHED"}
+    bend_mod = envfx.operators.bend.bend_modifiers(ground)[0]
+    s = scene.envfx.snow
+    s.spacing, s.thickness, s.border_width, s.noise, s.drift = 0.25, 0.1, 0.0, 0.0, 0.0
+    assert bpy.ops.envfx.snow_generate() == {"FINISHED"}
+    snow = next(o for o in scene.objects if o.get("envfx_snow") == 0)
+    rest = envfx.bridge.get_positions(snow.data).astype(np.float64)
+    assert rest[:, 2].min() > -1e-4 and rest[:, 2].max() < 0.1 + 1e-4     # on the ground (z = 0), not below it
+    assert bend_mod.show_viewport                                           # the terrain's bend is back on
+    assert [m.node_group for m in envfx.operators.bend.bend_modifiers(snow)] == [bend_mod.node_group]
+    _, off = evaluated_offset(envfx, snow)
+    r2 = rest[:, 0] ** 2 + rest[:, 1] ** 2
+    np.testing.assert_allclose(off, -0.05 * r2, atol=1e-3)                  # bent once, like the terrain
+
+
+def test_remove_trails_from_all_snow_removes_coverage_groups_and_surfaces(envfx):
+    """Remove Trails on every snow mesh of the scene leaves nothing behind: the actors lose their coverage
+    modifier, the scene's trails and coverage groups and its snow surfaces collection go. Removing the trails
+    from one of two snow meshes keeps them."""
+    scene, snow, actors = snow_scene(envfx)
+    a = _walker("A", 0.0, actors)
+    other = bpy.data.objects.new("Other Snow", snow.data.copy())
+    other["envfx_snow"] = 0
+    scene.collection.objects.link(other)
+    scene.frame_set(1)
+    assert bpy.ops.envfx.snow_trails_add() == {"FINISHED"}
+    nodes = envfx.shader_nodes.snow
+    surfaces = nodes.surfaces_for(scene)
+    assert set(surfaces.objects.keys()) == {snow.name, other.name}
+    envfx.operators.snow.remove_trails([other], scene)
+    assert set(surfaces.objects.keys()) == {snow.name}
+    assert nodes.group_for(scene) is not None and [m.name for m in a.modifiers] == ["EnvFX Snow Coverage"]
+    select_only()
+    assert bpy.ops.envfx.snow_trails_remove() == {"FINISHED"}
+    assert [m.name for m in a.modifiers] == []
+    assert nodes.group_for(scene) is None
+    assert [g.name for g in bpy.data.node_groups if "EnvFX Snow" in g.name] == []
+    assert [c.name for c in bpy.data.collections if c.name.startswith(nodes.SURFACES_COLLECTION)] == []
+    assert bpy.ops.envfx.snow_trails_add() == {"FINISHED"}                 # and they come back
+    for f in range(1, 4):
+        scene.frame_set(f)
+    assert _depth_near(envfx, snow, 0.0, _walker_y(2)) < -0.1
+
+
+@pytest.mark.parametrize("how", ["modifier_remove", "modifier_apply"])
+def test_remove_trails_after_the_modifier_was_removed_by_hand_removes_its_drivers(envfx, how):
+    """A trails modifier removed by hand (the X, or Apply) leaves its actor drivers, invalid, on the snow:
+    Remove Trails removes them."""
+    scene, snow, actors = snow_scene(envfx)
+    _walker("A", 0.0, actors)
+    scene.frame_set(1)
+    assert bpy.ops.envfx.snow_trails_add() == {"FINISHED"}
+    assert len(snow.animation_data.drivers) == 3
+    select_only(snow)
+    getattr(bpy.ops.object, how)(modifier=snow_nodes_name(envfx))
+    assert envfx.operators.snow.trails_modifiers(snow) == []
+    scene.frame_set(2)
+    if len(snow.animation_data.drivers) == 0:  # Blender 5.0 removes them itself when the modifier is removed
+        assert how == "modifier_remove" and bpy.app.version >= (5, 0, 0)
+    assert bpy.ops.envfx.snow_trails_remove() == {"FINISHED"}
+    assert len(snow.animation_data.drivers) == 0
