@@ -18,7 +18,8 @@ from . import bend as bend_ops
 from ..core import snow as core_snow
 from ..shader_nodes import common
 from ..shader_nodes import snow as snow_nodes
-from .common import NeedsScene, ObjectsResult, changeable, kept_by_override_reason, linked_reason, report_result
+from .common import (NeedsScene, ObjectsResult, changeable, edit_mode_text, in_edit_mode, kept_by_override_reason,
+                     linked_reason, refuse_edit_mode, report_result)
 
 MODIFIER_NAME = "EnvFX Snow Trails"
 COVERAGE_MODIFIER = "EnvFX Snow Coverage"
@@ -665,7 +666,9 @@ def _check_output_dir(path: str) -> str:
 
 
 def bake_inputs(scene):
-    """Validate the bake settings (raises SnowInputError / core_snow.SnowError; nothing changes)."""
+    """Validate the bake settings (raises SnowInputError / core_snow.SnowError; nothing changes). The snow meshes'
+    data is read, so none may be in Edit Mode."""
+    refuse_edit_mode(snow_objects(scene), SnowInputError)
     s = scene.envfx.snow
     if s.frame_end < s.frame_start:
         raise SnowInputError(f"The frame range {s.frame_start}-{s.frame_end} is reversed: set End >= Start",
@@ -893,6 +896,13 @@ class ENVFX_OT_snow_bake_buffer(progress.ModalJobOperator, bpy.types.Operator):
     bl_label = "Bake Interaction Buffer"
     bl_options = {"REGISTER"}
     job_label = "Snow buffer bake"
+
+    @classmethod
+    def poll(cls, context):
+        names = in_edit_mode(snow_objects(context.scene))  # the bake reads the snow meshes' data
+        if names:
+            cls.poll_message_set(edit_mode_text(names))
+        return not names
 
     def make_job(self, context):
         try:

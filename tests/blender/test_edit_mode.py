@@ -1,7 +1,8 @@
 """Edit Mode: the operators that read or write objects' mesh data (Apply Bend, Bake Wind Data, Add Wind, Remove
-Wind) are greyed out with why, and their functions refuse with a clear error and change nothing, for one object
-or several in Edit Mode, and for an object whose mesh another object is editing. The others (Add and Remove Bend,
-Exclude, Wind Preset) only change modifiers and settings, which Blender allows in Edit Mode, and still work."""
+Wind, Bake Interaction Buffer) are greyed out with why, and their functions refuse with a clear error and change
+nothing, for one object or several in Edit Mode, and for an object whose mesh another object is editing. The
+others (Add and Remove Bend, Exclude, Wind Preset) only change modifiers and settings, which Blender allows in Edit
+Mode, and still work."""
 
 import importlib
 
@@ -137,3 +138,35 @@ def test_add_and_remove_bend_exclude_and_preset_work_in_edit_mode(envfx, plant):
     bpy.ops.object.mode_set(mode="OBJECT")
     assert trunk.envfx.bend_exclude and [m.name for m in trunk.modifiers] == []
     assert [m.name for m in leaf.modifiers] == ["EnvFX Wind"]
+
+
+def test_snow_buffer_bake_is_greyed_out_while_a_snow_mesh_is_in_edit_mode(envfx, tmp_path):
+    """The buffer bake reads the snow meshes' data: with one in Edit Mode the button is greyed out with why and
+    the script function refuses before writing anything; editing the terrain instead does not stop it."""
+    scene = bpy.context.scene
+    for obj in list(bpy.data.objects):
+        bpy.data.objects.remove(obj)
+    bpy.ops.mesh.primitive_grid_add(size=8, x_subdivisions=8, y_subdivisions=8)
+    ground = bpy.context.active_object
+    snow_ops = importlib.import_module(envfx.__name__ + ".operators.snow")
+    (snow, *_lods) = snow_ops.generate_snow(scene, [ground], bpy.context.evaluated_depsgraph_get())
+    actors = bpy.data.collections.new("Actors")
+    scene.collection.children.link(actors)
+    bpy.ops.mesh.primitive_uv_sphere_add(radius=0.5, location=(0, 0, 0.4))
+    actor = bpy.context.active_object
+    for coll in actor.users_collection:
+        coll.objects.unlink(actor)
+    actors.objects.link(actor)
+    s = scene.envfx.snow
+    s.actors, s.output_dir, s.frame_start, s.frame_end, s.buffer_resolution = actors, str(tmp_path), 1, 2, 16
+    _edit([snow])
+    assert not bpy.ops.envfx.snow_bake_buffer.poll()
+    with pytest.raises(snow_ops.SnowInputError, match=snow.name + " is " + WHY):
+        list(snow_ops.bake_job(scene))
+    assert list(tmp_path.iterdir()) == []
+    bpy.ops.object.mode_set(mode="OBJECT")
+    _edit([ground])
+    assert bpy.ops.envfx.snow_bake_buffer.poll()
+    bpy.ops.object.mode_set(mode="OBJECT")
+    assert bpy.ops.envfx.snow_bake_buffer() == {"FINISHED"}
+    assert (tmp_path / "snow_buffer.json").exists()
