@@ -533,6 +533,10 @@ def gasgiant_params(args):
         params.validate(core_gasgiant.available_memory())
         core_gasgiant.check_output_folder(args.out)
     except core_gasgiant.GasGiantError as exc:
+        options = {field: arg for arg, field in mapping.items()}
+        options.update((arg, arg) for arg in ("cloud_color", "cloud_noise", "vortex_band_threshold", "field_interval"))
+        if exc.field in options and exc.advice:  # a bad number: name the option it came from
+            raise CliError(f"--{options[exc.field].replace('_', '-')} {exc.value}: {exc.advice}") from None
         raise CliError(str(exc)) from None
     if args.save:
         if not args.save.lower().endswith(".blend"):

@@ -239,6 +239,32 @@ def test_cli_bad_input(envfx, tmp_path, capsys, args, msg, monkeypatch):
     assert not out.exists()
 
 
+def _float_options(envfx):
+    sub = next(a for a in envfx.cli.build_parser()._actions if a.dest == "command").choices["gas-giant"]
+    return sorted(a.option_strings[0] for a in sub._actions if a.type is float and a.nargs is None)
+
+
+def test_cli_every_float_option_is_one_the_check_knows(envfx):
+    assert len(_float_options(envfx)) == 19
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf"])
+def test_cli_non_finite_numbers_exit_2_naming_the_option(envfx, tmp_path, capsys, value):
+    """Every float option given nan or inf: exit 2 naming that option and what to use (before: a traceback from
+    lost particles, or exit 0 with black images)."""
+    out = tmp_path / "never"
+    for option in _float_options(envfx):
+        argv = ["gas-giant", "--out", str(out), "--particles", "10", "--vortices", "2", f"{option}={value}"]
+        assert envfx.cli.main(argv) == 2, option
+        err = capsys.readouterr().err
+        assert f"error: {option} {value}: use " in err, err
+    for colour in (["nan", "1", "1"], ["5", "-3", "1"]):
+        argv = ["gas-giant", "--out", str(out), "--particles", "10", "--cloud-mode", "--cloud-color", *colour]
+        assert envfx.cli.main(argv) == 2
+        assert "--cloud-color " in capsys.readouterr().err
+    assert not out.exists()
+
+
 def test_cli_unwritable_out(envfx, tmp_path, capsys):
     (tmp_path / "f").write_text("x")
     assert envfx.cli.main(["gas-giant", "--out", str(tmp_path / "f" / "x"), "--particles", "10"]) == 2
@@ -393,7 +419,7 @@ def test_cli_gas_giant_new_options(envfx, tmp_path, capsys, monkeypatch):
     capsys.readouterr()
     for extra, msg in ((["--load-field", str(tmp_path / "nope.npz")], "does not exist"),
                        (["--field-interval", "0"], "Field interval 0"),
-                       (["--cloud-noise", "2"], "Cloud noise 2.0"),
+                       (["--cloud-noise", "2"], "--cloud-noise 2.0: use 0 to 1"),
                        (["--save-field", str(tmp_path / "x.bin")], "ending in .npz")):
         assert envfx.cli.main(["gas-giant", "--out", str(tmp_path / "never"), "--particles", "10"] + extra) == 2
         assert msg in capsys.readouterr().err
@@ -434,8 +460,8 @@ def test_cli_random_cubemap_palette_and_vortex_threshold(envfx, tmp_path, capsys
                                                                           str(tmp_path / "r")]) == 0
     capsys.readouterr()
     for extra, msg in ((["--cubemap-palette", str(tmp_path / "none")], "does not exist"),
-                       (["--vortex-band-threshold", "0"], "Vortex band threshold 0.0"),
-                       (["--opacity-start", "2"], "Start opacity 2.0")):
+                       (["--vortex-band-threshold", "0"], "--vortex-band-threshold 0.0: use 0.05 to 1"),
+                       (["--opacity-start", "2"], "--opacity-start 2.0: use 0 to 1")):
         assert envfx.cli.main(["gas-giant", "--out", str(tmp_path / "never"), "--particles", "10"] + extra) == 2
         assert msg in capsys.readouterr().err
         assert not (tmp_path / "never").exists()
