@@ -478,7 +478,10 @@ def _add_gasgiant(sub):
         p.add_argument(f"--{name}", type=float)
     for name in ("band-power", "octaves", "vortices", "lifetime", "respawn-batches", "blur-interval"):
         p.add_argument(f"--{name}", type=int)
-    p.add_argument("--save", help="also add a planet wearing the texture to the current file and save it here")
+    p.add_argument("--save", metavar="FILE.blend",
+                   help="also add a planet wearing the texture to this .blend and save it: an existing file is "
+                   "opened and keeps everything it has (a planet of the same name is updated); a new path gets "
+                   "Blender's startup scene with the planet")
     p.add_argument("--planet", default="Gas Giant", help="name of the planet object (with --save)")
     p.set_defaults(func=run_gasgiant)
 
@@ -542,6 +545,8 @@ def gasgiant_params(args):
         if not args.save.lower().endswith(".blend"):
             raise CliError(f"--save {args.save!r}: give a .blend path")
         folder = os.path.dirname(os.path.abspath(args.save))
+        if os.path.exists(args.save) and not os.path.isfile(args.save):
+            raise CliError(f"--save {args.save!r} is not a file: give the path of a .blend file")
         if not os.path.isdir(folder) or not os.access(folder, os.W_OK):
             raise CliError(f"--save folder {folder!r} does not exist or is not writable: choose another")
         if not params.equirect_width:
@@ -559,6 +564,8 @@ def run_gasgiant(args) -> int:
         fields = core_gasgiant.check_field_files(params)  # read once, handed to the bake
     except core_gasgiant.GasGiantError as exc:
         raise CliError(str(exc)) from None
+    if args.save and os.path.isfile(args.save):
+        open_blend(args.save)  # the planet joins the file's current scene: nothing of the file is lost
     try:
         result = progress.run(core_gasgiant.bake(params, args.out, fields=fields), "Gas giant bake")
     except progress.Cancelled as exc:

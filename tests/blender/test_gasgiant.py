@@ -221,6 +221,28 @@ def test_cli_gas_giant(envfx, tmp_path, capsys):
     assert (tmp_path / "planet.blend").exists() and "Gas Giant" in bpy.data.objects
 
 
+def test_cli_save_into_an_existing_file_adds_the_planet_and_keeps_the_rest(envfx, tmp_path, capsys):
+    """--save level.blend: the level is opened and gets the planet (before: the file was replaced by the startup
+    scene with the planet); a second run updates that planet instead of adding another."""
+    bpy.ops.wm.read_homefile(app_template="", use_empty=True)
+    rock = bpy.data.objects.new("Rock", bpy.data.meshes.new("Rock"))
+    bpy.context.scene.collection.objects.link(rock)
+    bpy.context.scene.frame_end = 77
+    level = str(tmp_path / "level.blend")
+    bpy.ops.wm.save_as_mainfile(filepath=level)
+    args = ["gas-giant", "--out", str(tmp_path / "tex"), "--particles", "5000", "--iterations", "2", "--equirect",
+            "128", "--cubemap", "64", "--field", "16", "--threads", "1", "--save", level]
+    for _ in range(2):
+        bpy.ops.wm.read_homefile(app_template="")  # whatever was open before does not matter
+        assert envfx.cli.main(args) == 0, capsys.readouterr().err
+        bpy.ops.wm.open_mainfile(filepath=level)
+        assert sorted(o.name for o in bpy.data.objects) == ["Gas Giant", "Rock"]
+        assert bpy.context.scene.frame_end == 77
+    (tmp_path / "folder.blend").mkdir()
+    assert envfx.cli.main(args[:-1] + [str(tmp_path / "folder.blend")]) == 2
+    assert "is not a file" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("args, msg", [
     (["--particles", "0"], "positive number of particles"),
     (["--particles", "-3"], "positive number of particles"),
