@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 import tomllib
@@ -201,6 +202,11 @@ def run_bend(args) -> int:
         value = getattr(args, attr)
         if value is None:
             continue
+        if not math.isfinite(value):  # Blender would store inf as 3.4e38
+            raise CliError(f"--{attr.replace('_', '-')} {value}: use a finite number")
+        if attr in ("horizon_offset", "spread", "side_spread") and abs(value) > core_bend.MAX_DISTANCE:
+            raise CliError(f"--{attr.replace('_', '-')} {value} is enormous (limit {core_bend.MAX_DISTANCE:.0f} m): "
+                           f"use a distance in metres, like 2")
         if attr.endswith("spread") and value < 0:
             raise CliError(f"--{attr.replace('_', '-')} {value}: the flat zone cannot be negative, use 0 or more")
         if attr.endswith("strength") and abs(value) > core_bend.MAX_STRENGTH:

@@ -35,6 +35,17 @@ ENGINES = {
                "FBX export, Unreal's left-handed +Z up, centimetres"),
 }
 JSON_NAME = "envfx_bend.json"
+FLOAT32_MAX = float(np.finfo(np.float32).max)
+
+
+def _check_float32(values: dict, engine: str) -> dict:
+    """A shader computes in float32: every number written must be finite and fit one (never inf or 3.4e40)."""
+    for name, value in values.items():
+        arr = np.asarray(value, dtype=np.float64)
+        if not (np.all(np.isfinite(arr)) and np.all(np.abs(arr) <= FLOAT32_MAX)):
+            raise core_bend.BendError(f"The bend's {name} is {value} in {engine}'s units, more than a shader's float "
+                                      f"holds: use smaller numbers")
+    return values
 
 
 def to_engine(points, engine: str) -> np.ndarray:
@@ -52,7 +63,7 @@ def engine_constants(params: core_bend.BendParams, engine: str) -> dict:
     m = np.asarray(matrix, dtype=np.float64)
     f, side = core_bend.axis_vectors(params.axis)
     on = 1.0 if params.enabled else 0.0
-    return {
+    return _check_float32({
         "up": (m @ np.array([0.0, 0.0, 1.0])).tolist(),
         "forward": (m @ f).tolist(),
         "side": (m @ side).tolist(),
@@ -61,7 +72,7 @@ def engine_constants(params: core_bend.BendParams, engine: str) -> dict:
         "spread": params.spread * scale,
         "side_strength": on * params.side_strength / scale,
         "side_spread": params.side_spread * scale,
-    }
+    }, engine)
 
 
 def _num(value: float) -> str:
@@ -152,7 +163,8 @@ def export_files(params: core_bend.BendParams, folder: str, source: str = "") ->
             "side_strength": params.side_strength, "side_spread": params.side_spread,
         },
         "engines": {
-            engine: {"file": spec[3], "axes": spec[4], "pivot": to_engine([params.pivot], engine)[0].tolist(),
+            engine: {"file": spec[3], "axes": spec[4],
+                     **_check_float32({"pivot": to_engine([params.pivot], engine)[0].tolist()}, engine),
                      **engine_constants(params, engine)}
             for engine, spec in ENGINES.items()
         },

@@ -105,6 +105,12 @@ def test_bend_apply_bakes_into_the_mesh_in_place(envfx, scene_file):
         (["bend", "{scene}", "--scene", "Level 9"], "No scene named 'Level 9'"),
         (["bend", "{scene}", "--export-engines", "{dir}/scene.blend/sub"], "choose a writable folder"),
         (["bend", "{scene}", "--export-engines", "{dir}/out", "--spread", "-2"], "cannot be negative"),
+        (["bend", "{scene}", "--horizon-offset", "inf"], "--horizon-offset inf: use a finite number"),
+        (["bend", "{scene}", "--spread", "inf", "--export-engines", "{dir}/out"], "--spread inf: use a finite"),
+        (["bend", "{scene}", "--strength=-inf"], "--strength -inf: use a finite number"),
+        (["bend", "{scene}", "--side-strength", "nan"], "--side-strength nan: use a finite number"),
+        (["bend", "{scene}", "--side-spread", "inf"], "--side-spread inf: use a finite number"),
+        (["bend", "{scene}", "--horizon-offset", "1e30", "--export-engines", "{dir}/out"], "enormous"),
     ],
 )
 def test_bad_input_exits_2_with_a_clear_message_and_leaves_files_alone(envfx, scene_file, tmp_path, capsys,
