@@ -7,9 +7,11 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
+import signal
 import sys
 import tomllib
 
@@ -58,6 +60,25 @@ def save_blend(path: str):
     if not os.access(folder, os.W_OK):
         raise CliError(f"Output folder {folder!r} is not writable: choose another --output")
     bpy.ops.wm.save_as_mainfile(filepath=path, check_existing=False)
+
+
+@contextlib.contextmanager
+def sigterm_cancels():
+    """While a bake runs, SIGTERM (a farm pre-empting the job, ``timeout``) cancels it like Ctrl-C: the bake's
+    cleanup runs (its temporary files are removed) and the command exits with 1, instead of the process dying
+    with its half-written files left behind."""
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    try:
+        previous = signal.signal(signal.SIGTERM, interrupt)
+    except (ValueError, OSError):  # not the main thread: nothing to install
+        previous = None
+    try:
+        yield
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
 
 
 class _Context:
@@ -611,7 +632,10 @@ def _add_snow(sub):
     p.add_argument("--trails", action="store_true", help="add live trails to every snow mesh of the scene")
     p.add_argument("--actors", help="name of the actor collection")
     p.add_argument("--occluders", help="name of the occluder collection")
-    p.add_argument("--bake", action="store_true", help="bake the interaction buffer into --out-dir")
+    p.add_argument("--bake", action="store_true",
+                   help="bake the interaction buffer into --out-dir (its size is estimated first and a bake that "
+                   "does not fit on the disk is refused; SIGTERM or Ctrl-C cancels it and removes its temporary "
+                   "files, exit 1)")
     p.add_argument("--out-dir", help="folder for the EXR images and JSON (for --bake)")
     p.add_argument("--resolution", type=int, help="buffer resolution in texels")
     p.add_argument("--size", type=float, help="world size of the follow window")
@@ -697,8 +721,15 @@ def run_snow(args) -> int:
                 print(f"warning: skipped {name} ({why})")
             print(f"envfx snow: trails on {len(changed)} snow mesh(es)")
         if args.bake:
-            snow_ops.bake_inputs(scene)
-            result = progress.run(snow_ops.bake_job(scene), "Snow buffer bake")
+            out_dir = snow_ops.bake_inputs(scene)[0]
+            images = s.frame_end - s.frame_start + 1 if s.sequence else 1
+            size = core_snow.bake_output_bytes(s.buffer_resolution, images)
+            print(f"envfx snow: baking {images} image(s) of {s.buffer_resolution}x{s.buffer_resolution} into "
+                  f"{out_dir} (up to {size / 2**20:,.1f} MB)")
+            with sigterm_cancels():
+                result = progress.run(snow_ops.bake_job(scene), "Snow buffer bake")
+            for name in result.stale_removed:
+                print(f"envfx snow: removed {name}, the temporary folder of an earlier bake that was killed")
             print(f"envfx snow: wrote {len(result.files)} image(s) and {result.metadata_path}")
     except (snow_ops.SnowInputError, core_snow.SnowError) as exc:
         raise CliError(str(exc)) from None

@@ -487,6 +487,8 @@ def bake_inputs(scene):
     if s.framing == "FOLLOW" and s.pivot is None:
         raise SnowInputError("Follow-pivot framing needs a pivot: choose the player or camera to follow")
     out = _check_output_dir(s.output_dir)
+    # before the frames are stepped through: a bake that cannot fit on the disk is refused at once
+    core_snow.check_disk_space(out, int(s.buffer_resolution), s.frame_end - s.frame_start + 1 if s.sequence else 1)
     specs, skipped = actor_specs(scene)
     return out, specs, skipped
 
