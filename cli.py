@@ -10,7 +10,9 @@ import argparse
 import contextlib
 import ctypes
 import json
+import math
 import os
+import signal
 import sys
 import tomllib
 
@@ -164,6 +166,25 @@ def run_files(command: str, paths, work) -> int:
     return 2 if failed else code
 
 
+@contextlib.contextmanager
+def sigterm_cancels():
+    """While a bake runs, SIGTERM (a farm pre-empting the job, ``timeout``) cancels it like Ctrl-C: the bake's
+    cleanup runs (its temporary files are removed) and the command exits with 1, instead of the process dying
+    with its half-written files left behind."""
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    try:
+        previous = signal.signal(signal.SIGTERM, interrupt)
+    except (ValueError, OSError):  # not the main thread: nothing to install
+        previous = None
+    try:
+        yield
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
 class _Context:
     """What the operator functions need from bpy.context, built without a UI."""
 
@@ -313,6 +334,11 @@ def run_bend(args) -> int:
         value = getattr(args, attr)
         if value is None:
             continue
+        if not math.isfinite(value):  # Blender would store inf as 3.4e38
+            raise CliError(f"--{attr.replace('_', '-')} {value}: use a finite number")
+        if attr in ("horizon_offset", "spread", "side_spread") and abs(value) > core_bend.MAX_DISTANCE:
+            raise CliError(f"--{attr.replace('_', '-')} {value} is enormous (limit {core_bend.MAX_DISTANCE:.0f} m): "
+                           f"use a distance in metres, like 2")
         if attr.endswith("spread") and value < 0:
             raise CliError(f"--{attr.replace('_', '-')} {value}: the flat zone cannot be negative, use 0 or more")
         if attr.endswith("strength") and abs(value) > core_bend.MAX_STRENGTH:
@@ -648,7 +674,10 @@ def _add_gasgiant(sub):
         p.add_argument(f"--{name}", type=float)
     for name in ("band-power", "octaves", "vortices", "lifetime", "respawn-batches", "blur-interval"):
         p.add_argument(f"--{name}", type=int)
-    p.add_argument("--save", help="also add a planet wearing the texture to the current file and save it here")
+    p.add_argument("--save", metavar="FILE.blend",
+                   help="also add a planet wearing the texture to this .blend and save it: an existing file is "
+                   "opened and keeps everything it has (a planet of the same name is updated); a new path gets "
+                   "Blender's startup scene with the planet")
     p.add_argument("--planet", default="Gas Giant", help="name of the planet object (with --save)")
     p.set_defaults(func=run_gasgiant)
 
@@ -707,11 +736,17 @@ def gasgiant_params(args):
         params.validate(core_gasgiant.available_memory())
         core_gasgiant.check_output_folder(args.out)
     except core_gasgiant.GasGiantError as exc:
+        options = {field: arg for arg, field in mapping.items()}
+        options.update((arg, arg) for arg in ("cloud_color", "cloud_noise", "vortex_band_threshold", "field_interval"))
+        if exc.field in options and exc.advice:  # a bad number: name the option it came from
+            raise CliError(f"--{options[exc.field].replace('_', '-')} {exc.value}: {exc.advice}") from None
         raise CliError(str(exc)) from None
     if args.save:
         if not args.save.lower().endswith(".blend"):
             raise CliError(f"--save {args.save!r}: give a .blend path")
         folder = os.path.dirname(os.path.abspath(args.save))
+        if os.path.exists(args.save) and not os.path.isfile(args.save):
+            raise CliError(f"--save {args.save!r} is not a file: give the path of a .blend file")
         if not os.path.isdir(folder) or not os.access(folder, os.W_OK):
             raise CliError(f"--save folder {folder!r} does not exist or is not writable: choose another")
         if not params.equirect_width:
@@ -729,6 +764,8 @@ def run_gasgiant(args) -> int:
         fields = core_gasgiant.check_field_files(params)  # read once, handed to the bake
     except core_gasgiant.GasGiantError as exc:
         raise CliError(str(exc)) from None
+    if args.save and os.path.isfile(args.save):
+        open_blend(args.save)  # the planet joins the file's current scene: nothing of the file is lost
     try:
         result = progress.run(core_gasgiant.bake(params, args.out, fields=fields), "Gas giant bake")
     except progress.Cancelled as exc:
@@ -768,7 +805,10 @@ def _add_snow(sub):
     p.add_argument("--trails", action="store_true", help="add live trails to every snow mesh of the scene")
     p.add_argument("--actors", help="name of the actor collection")
     p.add_argument("--occluders", help="name of the occluder collection")
-    p.add_argument("--bake", action="store_true", help="bake the interaction buffer into --out-dir")
+    p.add_argument("--bake", action="store_true",
+                   help="bake the interaction buffer into --out-dir (its size is estimated first and a bake that "
+                   "does not fit on the disk is refused; SIGTERM or Ctrl-C cancels it and removes its temporary "
+                   "files, exit 1)")
     p.add_argument("--out-dir", help="folder for the EXR images and JSON (for --bake)")
     p.add_argument("--resolution", type=int, help="buffer resolution in texels")
     p.add_argument("--size", type=float, help="world size of the follow window")
@@ -872,8 +912,15 @@ def _snow_file(args, path: str, frames, saves: bool) -> int:
                 print(f"warning: skipped {name} ({why})")
             print(f"envfx snow: {path}: trails on {len(changed)} snow mesh(es)")
         if args.bake:
-            snow_ops.bake_inputs(scene)
-            result = progress.run(snow_ops.bake_job(scene), "Snow buffer bake")
+            out_dir = snow_ops.bake_inputs(scene)[0]
+            images = s.frame_end - s.frame_start + 1 if s.sequence else 1
+            size = core_snow.bake_output_bytes(s.buffer_resolution, images)
+            print(f"envfx snow: {path}: baking {images} image(s) of {s.buffer_resolution}x{s.buffer_resolution} "
+                  f"into {out_dir} (up to {size / 2**20:,.1f} MB)")
+            with sigterm_cancels():
+                result = progress.run(snow_ops.bake_job(scene), "Snow buffer bake")
+            for name in result.stale_removed:
+                print(f"envfx snow: {path}: removed {name}, the temporary folder of an earlier bake that was killed")
             print(f"envfx snow: {path}: wrote {len(result.files)} image(s) and {result.metadata_path}")
     except snow_ops.SnowInputError as exc:
         raise CliError(exc.cli or str(exc)) from None

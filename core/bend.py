@@ -30,6 +30,9 @@ AXES = ("POS_X", "NEG_X", "POS_Y", "NEG_Y")
 
 # |strength| above this folds a 10 m scene by kilometres: refused as a typing mistake.
 MAX_STRENGTH = 100.0
+# a flat zone or horizon offset beyond this (1000 km) is a typing mistake too; far beyond it the numbers overflow
+# a shader's float (Blender clamps an infinite one to 3.4e38, which Unreal's centimetres turn into infinity)
+MAX_DISTANCE = 1e6
 
 _AXIS_VECTORS = {
     "POS_X": (1.0, 0.0, 0.0),
@@ -64,6 +67,10 @@ class BendParams:
             value = float(getattr(self, name))
             if not np.isfinite(value):
                 raise BendError(f"Bend {name} is {value}: set a finite number")
+        for name in ("horizon_offset", "spread", "side_spread"):
+            if abs(getattr(self, name)) > MAX_DISTANCE:
+                raise BendError(f"Bend {name} {getattr(self, name)} is enormous (limit {MAX_DISTANCE:.0f} m): use a "
+                                f"distance in metres, like 2")
         for name in ("spread", "side_spread"):
             if getattr(self, name) < 0.0:
                 raise BendError(

@@ -41,6 +41,17 @@ ENGINES = {
                "FBX export, Unreal's left-handed +Z up, centimetres", "FBX"),
 }
 JSON_NAME = "envfx_bend.json"
+FLOAT32_MAX = float(np.finfo(np.float32).max)
+
+
+def _check_float32(values: dict, engine: str) -> dict:
+    """A shader computes in float32: every number written must be finite and fit one (never inf or 3.4e40)."""
+    for name, value in values.items():
+        arr = np.asarray(value, dtype=np.float64)
+        if not (np.all(np.isfinite(arr)) and np.all(np.abs(arr) <= FLOAT32_MAX)):
+            raise core_bend.BendError(f"The bend's {name} is {value} in {engine}'s units, more than a shader's float "
+                                      f"holds: use smaller numbers")
+    return values
 
 
 def metres_per_unit(engine: str, unit_scale: float = 1.0) -> float:
@@ -82,7 +93,7 @@ def engine_constants(params: core_bend.BendParams, engine: str, unit_scale: floa
     m = np.asarray(matrix, dtype=np.float64)
     f, side = core_bend.axis_vectors(params.axis)
     on = 1.0 if params.enabled else 0.0
-    return {
+    return _check_float32({
         "up": (m @ np.array([0.0, 0.0, 1.0])).tolist(),
         "forward": (m @ f).tolist(),
         "side": (m @ side).tolist(),
@@ -91,7 +102,7 @@ def engine_constants(params: core_bend.BendParams, engine: str, unit_scale: floa
         "spread": params.spread * scale,
         "side_strength": on * params.side_strength / scale,
         "side_spread": params.side_spread * scale,
-    }
+    }, engine)
 
 
 def _num(value: float) -> str:
@@ -203,7 +214,7 @@ def export_files(params: core_bend.BendParams, folder: str, source: str = "", un
             engine: {"file": spec[3], "axes": spec[4], "export_format": spec[5],
                      "metres_per_blender_unit": metres_per_unit(engine, unit_scale),
                      "units": units_note(engine, unit_scale),
-                     "pivot": to_engine([params.pivot], engine, unit_scale)[0].tolist(),
+                     **_check_float32({"pivot": to_engine([params.pivot], engine, unit_scale)[0].tolist()}, engine),
                      **engine_constants(params, engine, unit_scale)}
             for engine, spec in ENGINES.items()
         },

@@ -46,6 +46,7 @@ import shutil
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from dataclasses import fields as dataclass_fields
 
 import numpy as np
 
@@ -97,7 +98,88 @@ BYTES_PER_PARTICLE = 25
 
 
 class GasGiantError(ValueError):
-    """Invalid gas giant settings or input; the message says what is wrong and what to do."""
+    """Invalid gas giant settings or input; the message says what is wrong and what to do. A bad number names its
+    ``field`` (the GasGiantParams field), its ``value`` as text and the ``advice`` (what to use instead), so a
+    front end can name its own option (the command line says ``--turbulence`` for ``noise_speed``)."""
+
+    def __init__(self, message: str, field: str | None = None, value: str = "", advice: str = ""):
+        super().__init__(message)
+        self.field, self.value, self.advice = field, value, advice
+
+
+# no setting needs a number this large; far above it the velocities overflow float32 and the particles get lost
+MAX_MAGNITUDE = 1e6
+# every float setting: (label as the UI names it, lowest, highest, extra advice); each must be a finite number in
+# its range (nan and inf pass most comparisons unnoticed and end the bake with lost particles); the settings in
+# ABOVE_LOWEST must be more than their lowest value
+ABOVE_LOWEST = ("noise_scale", "vortex_size", "opacity")
+FLOAT_RANGES = {
+    "velocity_factor": ("Velocity factor", 0.0, MAX_MAGNITUDE, ""),
+    "bands": ("Bands", 0.0, MAX_MAGNITUDE, ""),
+    "band_speed": ("Band speed", -MAX_MAGNITUDE, MAX_MAGNITUDE, " (negative turns the bands the other way)"),
+    "pole_attenuation": ("Pole attenuation", 0.0, 1.0, ""),
+    "noise_scale": ("Noise scale", 0.0, MAX_MAGNITUDE, ""),
+    "falloff": ("Falloff", 0.0, 1.0, ""),
+    "gain": ("Gain", 0.0, MAX_MAGNITUDE, ""),
+    "noise_speed": ("Turbulence", 0.0, MAX_MAGNITUDE, ""),
+    "w_offset": ("W offset", -MAX_MAGNITUDE, MAX_MAGNITUDE, ""),
+    "time_step": ("Time step", 0.0, MAX_MAGNITUDE, ""),
+    "vortex_size": ("Vortex size", 0.0, MAX_MAGNITUDE, ""),
+    "vortex_size_variance": ("Vortex size variance", 0.0, MAX_MAGNITUDE, ""),
+    "vortex_strength": ("Vortex strength", 0.0, MAX_MAGNITUDE, ""),
+    "vortex_band_threshold": ("Vortex band threshold", 0.05, 1.0, " (1 = anywhere)"),
+    "opacity": ("Opacity", 0.0, 1.0, ""),
+    "opacity_start": ("Start opacity", 0.0, 1.0, " (0 = off)"),
+    "fade_in": ("Fade in", 0.0, 1.0, ""),
+    "fade_out": ("Fade out", 0.0, 1.0, ""),
+    "blur": ("Blur", 0.0, 1.0, ""),
+    "fade_rate": ("Fade rate", 0.0, 1.0, ""),
+    "cloud_noise": ("Cloud noise", 0.0, 1.0, ""),
+    "flow_scale": ("Flow scale", 0.0, MAX_MAGNITUDE, " radians per frame (0 = automatic)"),
+}
+
+
+def _range_advice(lo: float, hi: float, above: bool) -> str:
+    def text(x):
+        return f"{x:,.0f}" if abs(x) == MAX_MAGNITUDE else f"{x:g}"
+
+    return f"use more than {text(lo)}, at most {text(hi)}" if above else f"use {text(lo)} to {text(hi)}"
+
+
+def _is_number(x) -> bool:
+    return isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, bool)
+
+
+def _check_numbers(params) -> None:
+    """Every whole-number setting an int (inf iterations would never end), every float setting a finite number
+    in its range, every colour three finite components in 0..1."""
+    for f in dataclass_fields(params):
+        value = getattr(params, f.name)
+        if f.type == "int" and not (isinstance(value, (int, np.integer)) and not isinstance(value, bool)):
+            label = f.name.replace("_", " ").capitalize()
+            raise GasGiantError(f"{label} {value}: use a whole number", f.name, str(value), "use a whole number")
+    for name, (label, lo, hi, extra) in FLOAT_RANGES.items():
+        value, above = getattr(params, name), name in ABOVE_LOWEST
+        if not (_is_number(value) and math.isfinite(value) and lo <= value <= hi and not (above and value == lo)):
+            advice = _range_advice(lo, hi, above) + extra
+            raise GasGiantError(f"{label} {value}: {advice}", name, str(value), advice)
+    colour_advice = "use three numbers from 0 to 1 (red, green, blue)"
+    cloud = params.cloud_color
+    try:
+        ok = len(cloud) == 3 and all(_is_number(c) and 0.0 <= c <= 1.0 for c in cloud)  # False for nan
+    except TypeError:
+        ok = False
+    if not ok:
+        text = " ".join(str(c) for c in cloud) if isinstance(cloud, (tuple, list)) else str(cloud)
+        raise GasGiantError(f"Cloud colour {text}: {colour_advice}", "cloud_color", text, colour_advice)
+    try:
+        stops = [(float(t), tuple(float(c) for c in col)) for t, col in params.ramp]
+    except (TypeError, ValueError):
+        stops = None
+    if not stops or not all(0.0 <= t <= 1.0 and len(col) >= 3 and all(0.0 <= c <= 1.0 for c in col[:3])
+                            for t, col in stops):
+        raise GasGiantError(f"Colour ramp {params.ramp!r}: each stop needs a position from 0 to 1 and a colour of "
+                            f"three numbers from 0 to 1", "ramp", str(params.ramp), "")
 
 
 def symmetric_ramp(colors) -> tuple:
@@ -183,7 +265,8 @@ class GasGiantParams:
             if not ok:
                 raise GasGiantError(msg)
 
-        need(isinstance(self.particles, (int, np.integer)) and self.particles > 0,
+        _check_numbers(self)
+        need(self.particles > 0,
              f"Particles {self.particles}: use a positive number of particles (8000000 is the classic)")
         need(self.particles <= MAX_PARTICLES, f"Particles {self.particles}: at most {MAX_PARTICLES}")
         need(self.iterations > 0, f"Iterations {self.iterations}: use a positive number of iterations")
@@ -198,34 +281,19 @@ class GasGiantParams:
         need(self.frames >= 1, f"Frames {self.frames}: use 1 or more")
         need(self.frame_iterations >= 1, f"Iterations per frame {self.frame_iterations}: use 1 or more")
         need(self.octaves >= 1 and self.octaves <= 12, f"Octaves {self.octaves}: use 1 to 12")
-        need(self.noise_scale > 0, f"Noise scale {self.noise_scale}: use a positive scale")
-        need(0.0 <= self.pole_attenuation <= 1.0, f"Pole attenuation {self.pole_attenuation}: use 0 to 1")
         need(self.band_power >= 1 and self.band_power % 2 == 1,
              f"Band speed power {self.band_power}: use an odd whole number (1, 3, 5, ...)")
-        need(self.bands >= 0, f"Bands {self.bands}: use 0 or more")
-        need(0.0 < self.opacity <= 1.0, f"Opacity {self.opacity}: use a value in (0, 1]")
-        need(0.0 <= self.opacity_start <= 1.0, f"Start opacity {self.opacity_start}: use 0 (off) to 1")
         need(self.lifetime >= 0, f"Lifetime {self.lifetime}: use 0 (for ever) or more iterations")
         need(self.respawn_batches >= 1, f"Respawn batches {self.respawn_batches}: use 1 or more")
         need(0.0 <= self.fade_in <= 1.0 and 0.0 <= self.fade_out <= 1.0 and self.fade_in + self.fade_out <= 1.0,
              "Fade in + fade out are fractions of the lifetime: each 0..1 and together at most 1")
-        need(0.0 <= self.blur <= 1.0 and 0.0 <= self.fade_rate <= 1.0, "Blur and fade rate: use 0 to 1")
         need(self.blur_interval >= 0, f"Blur interval {self.blur_interval}: use 0 (never) or more")
         need(self.vortices >= 0, f"Vortices {self.vortices}: use 0 or more")
-        need(self.vortex_size > 0 and self.vortex_size_variance >= 0, "Vortex size must be positive")
-        need(0.05 <= self.vortex_band_threshold <= 1.0,
-             f"Vortex band threshold {self.vortex_band_threshold}: use 0.05 to 1 (1 = anywhere)")
         need(self.mapping in MAPPINGS, f"Mapping {self.mapping!r}: use one of {MAPPINGS}")
         need(self.file_format in FILE_FORMATS, f"File format {self.file_format!r}: use one of {FILE_FORMATS}")
         need(self.cube_layout in CUBE_LAYOUTS, f"Cube layout {self.cube_layout!r}: use one of {CUBE_LAYOUTS}")
-        need(math.isfinite(self.flow_scale) and self.flow_scale >= 0,
-             f"Flow scale {self.flow_scale}: use 0 (automatic) or a positive speed in radians per frame")
         need(self.field_interval >= 1, f"Field interval {self.field_interval}: use 1 (build the field every frame) "
              f"or more")
-        need(0.0 <= self.cloud_noise <= 1.0, f"Cloud noise {self.cloud_noise}: use 0 to 1")
-        need(len(self.cloud_color) >= 3, "Cloud colour needs three components")
-        need(math.isfinite(self.velocity_factor) and self.velocity_factor >= 0,
-             f"Velocity factor {self.velocity_factor}: use 0 or more")
         if self.palette is not None:
             pal = np.asarray(self.palette)
             need(pal.ndim == 3 and pal.shape[2] in (3, 4) and pal.shape[0] >= 1 and pal.shape[1] >= 1,

@@ -41,6 +41,7 @@ import os
 import shutil
 import struct
 import tempfile
+import time
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -55,6 +56,74 @@ DEFAULT_VERTEX_BUDGET = 2_000_000
 
 class SnowError(ValueError):
     """Invalid snow input; the message says what is wrong and what to do."""
+
+
+# a bake writes into "<out_dir>/.envfx_snow_<pid>_<random>" and moves the files into place at the end
+TEMP_PREFIX = ".envfx_snow_"
+_STARTED = time.time()  # no temporary folder of this process is older than this
+
+
+def bake_output_bytes(resolution: int, images: int) -> int:
+    """At most how many bytes a bake writes: ``images`` uncompressed float RGBA EXRs of ``resolution``^2 texels
+    (16 bytes a texel, 16 a scanline for its offset and block header, a header of about 350 bytes) and the JSON
+    (about 100 bytes a frame)."""
+    res = int(resolution)
+    per_image = res * res * 16 + 16 * res + 512
+    return int(images) * (per_image + 160) + 4096
+
+
+def check_disk_space(out_dir: str, resolution: int, images: int) -> int:
+    """Refuse a bake whose files would not fit on the disk of ``out_dir`` (or of its nearest existing parent);
+    returns the estimate in bytes."""
+    need = bake_output_bytes(resolution, images)
+    probe = os.path.abspath(out_dir)
+    while not os.path.exists(probe) and os.path.dirname(probe) != probe:
+        probe = os.path.dirname(probe)
+    free = shutil.disk_usage(probe).free
+    if need > free:
+        res = int(resolution)
+        raise SnowError(f"The bake would write up to {need / 2**30:,.2f} GB ({images} frame(s) of {res}x{res} float "
+                        f"EXR) but only {free / 2**30:,.2f} GB is free in {out_dir!r}: bake fewer frames, a lower "
+                        f"resolution or only the final frame, or free disk space")
+    return need
+
+
+def _pid_running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OSError):
+        return True  # someone else's process, or no way to tell: keep its folder
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:  # Linux: a killed process not yet reaped is a zombie
+            return fh.read().rsplit(b")", 1)[1].split()[0] not in (b"Z", b"X")
+    except (OSError, IndexError):
+        return True
+
+
+def remove_stale_temp(out_dir: str) -> list:
+    """Remove the temporary folders a killed bake left in ``out_dir`` (returns their names): only folders EnvFX
+    named ``.envfx_snow_*``, older than this process and not of a process still running."""
+    removed = []
+    try:
+        entries = list(os.scandir(out_dir))
+    except OSError:
+        return removed
+    for entry in entries:
+        if not entry.name.startswith(TEMP_PREFIX) or not entry.is_dir(follow_symlinks=False):
+            continue
+        pid = entry.name[len(TEMP_PREFIX):].split("_", 1)[0]
+        if pid.isdigit() and (int(pid) == os.getpid() or _pid_running(int(pid))):
+            continue
+        try:
+            if entry.stat(follow_symlinks=False).st_mtime >= _STARTED:
+                continue
+            shutil.rmtree(entry.path)
+        except OSError:
+            continue
+        removed.append(entry.name)
+    return removed
 
 
 # --- stamp ------------------------------------------------------------------------------------------------
@@ -432,6 +501,7 @@ class BakeResult:
     metadata_path: str
     origins: np.ndarray              # (F, 2) window origin per frame
     final: np.ndarray                # (res, res, 4) float32 buffer of the last frame (row 0 = min world y)
+    stale_removed: list = field(default_factory=list)  # temporary folders of a killed bake that were removed
 
 
 def bake_job(tracks, radius, depth, stamp: StampParams, buf: BufferParams, frame_start=1, pivot_track=None,
@@ -479,7 +549,9 @@ def bake_job(tracks, radius, depth, stamp: StampParams, buf: BufferParams, frame
                                 f"choose a writable folder") from None
         if not os.access(out_dir, os.W_OK):
             raise SnowError(f"The output folder {out_dir!r} is not writable: choose another folder")
-    tmp = tempfile.mkdtemp(prefix=".envfx_snow_", dir=out_dir) if out_dir is not None else None
+        check_disk_space(out_dir, res, n_frames if sequence else 1)
+    stale = remove_stale_temp(out_dir) if out_dir is not None else []
+    tmp = tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}{os.getpid()}_", dir=out_dir) if out_dir is not None else None
     try:
         n = res * res
         down = np.zeros(n, dtype=np.float32)
@@ -594,7 +666,8 @@ def bake_job(tracks, radius, depth, stamp: StampParams, buf: BufferParams, frame
             paths = [os.path.join(out_dir, n) for n in files]
             meta_path = os.path.join(out_dir, basename + ".json")
         yield 1.0
-        return BakeResult(frames=frames, files=paths, metadata_path=meta_path, origins=origins, final=final)
+        return BakeResult(frames=frames, files=paths, metadata_path=meta_path, origins=origins, final=final,
+                          stale_removed=stale)
     finally:
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)

@@ -112,16 +112,31 @@ def material_images(objects) -> list:
     return found
 
 
+# what a bake writes next to its <stem>_mips.json: level PNGs and the comparison picture
+_OUTPUT_PNG = re.compile(r"^(.*)_(?:mip\d{2,}|compare)\.png$", re.IGNORECASE)
+
+
+def is_own_output(folder: str, name: str) -> bool:
+    """``name`` in ``folder`` is a file EnvFX wrote: ``<stem>_mipNN.png`` or ``<stem>_compare.png`` beside that
+    stem's ``<stem>_mips.json`` report (a user's own ``rock_compare.png`` without one is an input like any other)."""
+    m = _OUTPUT_PNG.match(name)
+    return bool(m) and os.path.isfile(os.path.join(folder, f"{m.group(1)}_mips.json"))
+
+
 def folder_files(folder: str) -> list:
+    """The image files of ``folder``, without the mip chains and comparison pictures EnvFX wrote there (an
+    output folder that is also the input folder does not feed a run its own outputs)."""
     if not folder:
         raise MipsInputError("No input folder: set the Input Folder in the EnvFX mips panel")
     path = bpy.path.abspath(folder)
     if not os.path.isdir(path):
         raise MipsInputError(f"Input folder {path!r} does not exist: choose an existing folder")
-    files = sorted(os.path.join(path, f) for f in os.listdir(path)
-                   if f.lower().endswith(IMAGE_EXTENSIONS) and os.path.isfile(os.path.join(path, f)))
+    images = sorted(f for f in os.listdir(path)
+                    if f.lower().endswith(IMAGE_EXTENSIONS) and os.path.isfile(os.path.join(path, f)))
+    files = [os.path.join(path, f) for f in images if not is_own_output(path, f)]
     if not files:
-        raise MipsInputError(f"Input folder {path!r} has no image files ({', '.join(IMAGE_EXTENSIONS)})")
+        own = f" (only {len(images)} EnvFX mip output(s))" if images else ""
+        raise MipsInputError(f"Input folder {path!r} has no image files{own} ({', '.join(IMAGE_EXTENSIONS)})")
     return files
 
 

@@ -218,6 +218,12 @@ def test_bend_apply_bakes_into_the_mesh_in_place(envfx, scene_file):
         (["snow", "{scene}", "--generate", "--objects", "Player"], "none of --objects is a mesh"),
         (["snow", "{scene}", "--bake", "--out-dir", "{dir}/o", "--actors", "Collection", "--framing", "FOLLOW"],
          "--framing FOLLOW needs a pivot: pass --pivot OBJECT"),
+        (["bend", "{scene}", "--horizon-offset", "inf"], "--horizon-offset inf: use a finite number"),
+        (["bend", "{scene}", "--spread", "inf", "--export-engines", "{dir}/out"], "--spread inf: use a finite"),
+        (["bend", "{scene}", "--strength=-inf"], "--strength -inf: use a finite number"),
+        (["bend", "{scene}", "--side-strength", "nan"], "--side-strength nan: use a finite number"),
+        (["bend", "{scene}", "--side-spread", "inf"], "--side-spread inf: use a finite number"),
+        (["bend", "{scene}", "--horizon-offset", "1e30", "--export-engines", "{dir}/out"], "enormous"),
     ],
 )
 def test_bad_input_exits_2_with_a_clear_message_and_leaves_files_alone(envfx, scene_file, tmp_path, capsys,

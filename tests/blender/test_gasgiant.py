@@ -222,6 +222,28 @@ def test_cli_gas_giant(envfx, tmp_path, capsys):
     assert (tmp_path / "planet.blend").exists() and "Gas Giant" in bpy.data.objects
 
 
+def test_cli_save_into_an_existing_file_adds_the_planet_and_keeps_the_rest(envfx, tmp_path, capsys):
+    """--save level.blend: the level is opened and gets the planet (before: the file was replaced by the startup
+    scene with the planet); a second run updates that planet instead of adding another."""
+    bpy.ops.wm.read_homefile(app_template="", use_empty=True)
+    rock = bpy.data.objects.new("Rock", bpy.data.meshes.new("Rock"))
+    bpy.context.scene.collection.objects.link(rock)
+    bpy.context.scene.frame_end = 77
+    level = str(tmp_path / "level.blend")
+    bpy.ops.wm.save_as_mainfile(filepath=level)
+    args = ["gas-giant", "--out", str(tmp_path / "tex"), "--particles", "5000", "--iterations", "2", "--equirect",
+            "128", "--cubemap", "64", "--field", "16", "--threads", "1", "--save", level]
+    for _ in range(2):
+        bpy.ops.wm.read_homefile(app_template="")  # whatever was open before does not matter
+        assert envfx.cli.main(args) == 0, capsys.readouterr().err
+        bpy.ops.wm.open_mainfile(filepath=level)
+        assert sorted(o.name for o in bpy.data.objects) == ["Gas Giant", "Rock"]
+        assert bpy.context.scene.frame_end == 77
+    (tmp_path / "folder.blend").mkdir()
+    assert envfx.cli.main(args[:-1] + [str(tmp_path / "folder.blend")]) == 2
+    assert "is not a file" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("args, msg", [
     (["--particles", "0"], "positive number of particles"),
     (["--particles", "-3"], "positive number of particles"),
@@ -237,6 +259,32 @@ def test_cli_bad_input(envfx, tmp_path, capsys, args, msg, monkeypatch):
     out = tmp_path / "never"
     assert envfx.cli.main(["gas-giant", "--out", str(out)] + args) == 2
     assert msg in capsys.readouterr().err
+    assert not out.exists()
+
+
+def _float_options(envfx):
+    sub = next(a for a in envfx.cli.build_parser()._actions if a.dest == "command").choices["gas-giant"]
+    return sorted(a.option_strings[0] for a in sub._actions if a.type is float and a.nargs is None)
+
+
+def test_cli_every_float_option_is_one_the_check_knows(envfx):
+    assert len(_float_options(envfx)) == 19
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf"])
+def test_cli_non_finite_numbers_exit_2_naming_the_option(envfx, tmp_path, capsys, value):
+    """Every float option given nan or inf: exit 2 naming that option and what to use (before: a traceback from
+    lost particles, or exit 0 with black images)."""
+    out = tmp_path / "never"
+    for option in _float_options(envfx):
+        argv = ["gas-giant", "--out", str(out), "--particles", "10", "--vortices", "2", f"{option}={value}"]
+        assert envfx.cli.main(argv) == 2, option
+        err = capsys.readouterr().err
+        assert f"error: {option} {value}: use " in err, err
+    for colour in (["nan", "1", "1"], ["5", "-3", "1"]):
+        argv = ["gas-giant", "--out", str(out), "--particles", "10", "--cloud-mode", "--cloud-color", *colour]
+        assert envfx.cli.main(argv) == 2
+        assert "--cloud-color " in capsys.readouterr().err
     assert not out.exists()
 
 
@@ -394,7 +442,7 @@ def test_cli_gas_giant_new_options(envfx, tmp_path, capsys, monkeypatch):
     capsys.readouterr()
     for extra, msg in ((["--load-field", str(tmp_path / "nope.npz")], "does not exist"),
                        (["--field-interval", "0"], "Field interval 0"),
-                       (["--cloud-noise", "2"], "Cloud noise 2.0"),
+                       (["--cloud-noise", "2"], "--cloud-noise 2.0: use 0 to 1"),
                        (["--save-field", str(tmp_path / "x.bin")], "ending in .npz")):
         assert envfx.cli.main(["gas-giant", "--out", str(tmp_path / "never"), "--particles", "10"] + extra) == 2
         assert msg in capsys.readouterr().err
@@ -435,8 +483,8 @@ def test_cli_random_cubemap_palette_and_vortex_threshold(envfx, tmp_path, capsys
                                                                           str(tmp_path / "r")]) == 0
     capsys.readouterr()
     for extra, msg in ((["--cubemap-palette", str(tmp_path / "none")], "does not exist"),
-                       (["--vortex-band-threshold", "0"], "Vortex band threshold 0.0"),
-                       (["--opacity-start", "2"], "Start opacity 2.0")):
+                       (["--vortex-band-threshold", "0"], "--vortex-band-threshold 0.0: use 0.05 to 1"),
+                       (["--opacity-start", "2"], "--opacity-start 2.0: use 0 to 1")):
         assert envfx.cli.main(["gas-giant", "--out", str(tmp_path / "never"), "--particles", "10"] + extra) == 2
         assert msg in capsys.readouterr().err
         assert not (tmp_path / "never").exists()

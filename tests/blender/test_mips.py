@@ -329,6 +329,31 @@ def test_cli_mips(envfx, core, tmp_path, capsys):
     assert "wrote 6 file(s)" in capsys.readouterr().out
 
 
+def test_cli_output_folder_that_is_the_input_folder_skips_its_own_outputs(envfx, core, tmp_path, capsys):
+    """mips tex --out tex twice: the second run takes the same two images, not their level PNGs and comparison
+    pictures (before: 17 files, then 79 with oak_mip00_mip00.png); a user's own *_compare.png without a report
+    beside it is still an input."""
+    tex = tmp_path / "tex"
+    tex.mkdir()
+    for name, seed in (("oak", 1), ("pine", 2), ("rock_compare", 3)):
+        write_png(core, tex / f"{name}.png", leaf(core, 16, seed=seed))
+    runs = []
+    for _ in range(2):
+        assert envfx.cli.main(["mips", str(tex), "--out", str(tex), "--format", "png"]) == 0
+        runs.append(sorted(os.listdir(tex)))
+        assert "for 3 image(s)" in capsys.readouterr().out
+    assert runs[0] == runs[1]
+    assert "oak_mip00_mip00.png" not in runs[1] and "rock_compare_compare.png" in runs[1]
+    assert len(runs[1]) == 3 + 3 * (5 + 2)  # the images; per image 5 levels (16 to 1), a report and a picture
+    only_outputs = tmp_path / "only"
+    only_outputs.mkdir()
+    for name in runs[1]:
+        if name.startswith("oak_"):
+            (only_outputs / name).write_bytes((tex / name).read_bytes())
+    assert envfx.cli.main(["mips", str(only_outputs), "--out", str(tmp_path / "o")]) == 2
+    assert "no image files (only 6 EnvFX mip output(s))" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("args,msg", [
     (["--format", "dds,bmp"], "Unknown output format"),
     (["--ref", "1.2"], "outside"),

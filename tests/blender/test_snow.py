@@ -629,6 +629,9 @@ def test_cli_generate_trails_bake(envfx, tmp_path, capsys):
     (["--generate", "--objects", "Ground", "--spacing", "0.0001", "--budget", "1000"], "over the budget"),
     (["--trails", "--actors", "Nope"], "No collection named 'Nope'"),
     (["--bake", "--actors", "Walkers", "--out-dir", "F/sub"], "cannot be written"),
+    # a petabyte: refused with the estimate before a frame is stepped through (before: no check at all)
+    (["--bake", "--actors", "Walkers", "--out-dir", "X", "--frames", "1:1000000", "--resolution", "8192"],
+     "The bake would write up to 1,000,122.70 GB (1000000 frame(s) of 8192x8192"),
 ])
 def test_cli_bad_input(envfx, tmp_path, capsys, args, msg):
     path = _cli_file(envfx, tmp_path)
@@ -641,6 +644,69 @@ def test_cli_bad_input(envfx, tmp_path, capsys, args, msg):
     assert msg in capsys.readouterr().err
     assert (os.path.getmtime(path), os.path.getsize(path)) == stamp
     assert not os.path.exists(tmp_path / "out")
+
+
+def test_cli_bake_killed_with_sigterm_removes_its_temporary_files(envfx, tmp_path):
+    """A farm pre-empting the job (SIGTERM) mid-bake: the bake is cancelled like Ctrl-C, its temporary folder is
+    removed and the command exits with 1 (before: the process died and left hundreds of MB in .envfx_snow_*)."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    path = _cli_file(envfx, tmp_path)
+    out = tmp_path / "buffer"
+    script = os.path.join(os.path.dirname(__file__), "cli_in_subprocess.py")
+    proc = subprocess.Popen([sys.executable, script, "snow", path, "--bake", "--actors", "Walkers", "--out-dir",
+                             str(out), "--frames", "1:20000", "--resolution", "128"],
+                            env=dict(os.environ, HOME=str(tmp_path)), stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 300
+        while not [p for p in out.glob(".envfx_snow_*") if any(p.iterdir())]:  # frames being written
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()[0][-2000:]
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGTERM)
+        log = proc.communicate(timeout=120)[0]
+    finally:
+        proc.kill()
+    assert proc.returncode == 1, log[-2000:]
+    assert "Snow buffer bake cancelled; nothing was written" in log
+    assert "(up to 5" in log  # the estimate (20000 frames of 128x128: 5.2 GB) was printed before the bake
+    assert os.listdir(out) == []
+
+
+def test_cli_bake_removes_the_temporary_folders_a_killed_bake_left(envfx, tmp_path, capsys):
+    """The next bake into the folder removes what a killed one left (SIGKILL, power loss): only folders named
+    .envfx_snow_*, older than this process and not of a process still running (pid 1, this one)."""
+    path = _cli_file(envfx, tmp_path)
+    out = tmp_path / "buffer"
+    out.mkdir()
+    dead = subprocess_pid_that_ended()
+    old = envfx.core.snow._STARTED - 60.0  # before this process (its add-on) started
+    for name in (f".envfx_snow_{dead}_k1ll3d", ".envfx_snow_x7qz9a0b", f".envfx_snow_{os.getpid()}_mine",
+                 ".envfx_snow_1_init", "keep_me", f".envfx_snow_{dead}_new"):
+        (out / name).mkdir()
+        (out / name / "snow_buffer_0001.exr").write_bytes(b"x" * 1000)
+        if not name.endswith("_new"):
+            os.utime(out / name, (old, old))
+    assert envfx.cli.main(["snow", path, "--bake", "--actors", "Walkers", "--out-dir", str(out), "--resolution",
+                           "16", "--frames", "1:2"]) == 0
+    log = capsys.readouterr().out
+    gone = {f".envfx_snow_{dead}_k1ll3d", ".envfx_snow_x7qz9a0b"}  # a dead process's, and one from before pids
+    for name in gone:
+        assert f"removed {name}, the temporary folder of an earlier bake that was killed" in log
+    assert sorted(os.listdir(out)) == sorted({f".envfx_snow_{os.getpid()}_mine", ".envfx_snow_1_init", "keep_me",
+                                              f".envfx_snow_{dead}_new", "snow_buffer_0001.exr",
+                                              "snow_buffer_0002.exr", "snow_buffer.json"})
+
+
+def subprocess_pid_that_ended() -> int:
+    import subprocess
+
+    proc = subprocess.Popen(["true"])
+    proc.wait()
+    return proc.pid
 
 
 def test_bake_cancel_leaves_nothing_and_restores_scene(envfx, tmp_path):

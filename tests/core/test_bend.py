@@ -154,6 +154,13 @@ def test_pick_ray_above_the_horizon_misses_when_bent_down():
         (dict(side_spread=-0.1), "cannot be negative"),
         (dict(strength=1e6), "enormous"),
         (dict(strength=float("nan")), "finite"),
+        (dict(horizon_offset=float("inf")), "finite"),
+        (dict(spread=float("inf")), "finite"),
+        (dict(side_strength=float("-inf")), "finite"),
+        (dict(side_spread=float("nan")), "finite"),
+        (dict(horizon_offset=3.4e38), "enormous"),  # what Blender stores for inf
+        (dict(spread=3.4e38), "enormous"),
+        (dict(side_spread=2e6), "enormous"),
         (dict(mode="SPHERE"), "Unknown bend mode"),
         (dict(axis="POS_Z"), "Unknown bend axis"),
         (dict(pivot=(0.0, float("inf"), 0.0)), "pivot"),

@@ -145,3 +145,20 @@ def test_bad_unit_scale_is_refused_and_writes_nothing(tmp_path, bad):
                  lambda: be.engine_constants(core_bend.BendParams(), "UNREAL", bad)):
         with pytest.raises(core_bend.BendError, match="above 0"):
             call()
+
+
+def test_export_never_writes_a_number_a_shader_float_cannot_hold(tmp_path, monkeypatch):
+    """Blender clamps an infinite spread to 3.4e38; in Unreal's centimetres that is 3.4e40, past float32. The
+    settings check refuses it, and the export checks its own numbers too (here with that check lifted)."""
+    with pytest.raises(core_bend.BendError, match="enormous"):
+        be.export_files(core_bend.BendParams(spread=3.4e38), str(tmp_path / "a"))
+    with pytest.raises(core_bend.BendError, match="pivot .* more than a shader's float holds"):
+        be.export_files(core_bend.BendParams(pivot=(0.0, 1e37, 0.0)), str(tmp_path / "a"))
+    monkeypatch.setattr(core_bend, "MAX_DISTANCE", float("inf"))
+    for kw in (dict(spread=3.4e38), dict(horizon_offset=-3.4e38), dict(side_spread=3.4e38)):
+        with pytest.raises(core_bend.BendError, match="in UNREAL's units, more than a shader's float holds"):
+            be.export_files(core_bend.BendParams(**kw), str(tmp_path / "a"))
+    assert not (tmp_path / "a").exists()
+    be.export_files(core_bend.BendParams(spread=1e6, horizon_offset=-1e6), str(tmp_path / "b"))
+    for path in (tmp_path / "b").iterdir():
+        assert "inf" not in path.read_text().lower()

@@ -1,5 +1,6 @@
 """Gas giant core: the field's physics, particle transport, seams, determinism, files, bad input."""
 
+import dataclasses
 import math
 import os
 import stat
@@ -891,3 +892,63 @@ def test_blender_cube_faces_do_not_fit_an_engine_cube_map_as_is_and_json_says_ho
     d = _unit(300, seed=12)
     wrong = np.abs(_gl_cube_lookup(naive, d @ gg.ENGINE_AXES["GLTF"].T) - (0.5 + 0.5 * d)).max()
     assert wrong > 0.3
+
+
+TINY = dict(particles=2_000, iterations=2, field_size=16, cubemap_size=64, equirect_width=128, threads=1)
+NUMBER_FIELDS = [f.name for f in dataclasses.fields(gg.GasGiantParams) if f.type in ("int", "float")]
+FLOAT_FIELDS = [f.name for f in dataclasses.fields(gg.GasGiantParams) if f.type == "float"]
+
+
+def test_every_float_setting_has_a_range():
+    assert set(FLOAT_FIELDS) == set(gg.FLOAT_RANGES)
+
+
+@pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf])
+@pytest.mark.parametrize("name", NUMBER_FIELDS)
+def test_non_finite_numbers_are_refused_before_the_bake(name, value, tmp_path):
+    """nan and inf in any number (a script's or the command line's) is refused with the setting named, instead of
+    a bake that loses its particles (IndexError) or writes black."""
+    params = gg.GasGiantParams(**{**TINY, name: value, "vortices": 3 if name != "vortices" else value})
+    with pytest.raises(gg.GasGiantError) as err:
+        gg.run_bake(params, str(tmp_path / "out"))
+    assert str(value) in str(err.value)
+    if name in FLOAT_FIELDS:
+        assert err.value.field == name and err.value.advice.startswith("use ")
+        assert str(err.value).startswith(gg.FLOAT_RANGES[name][0])  # the setting's name, as the UI shows it
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("name", [n for n, r in gg.FLOAT_RANGES.items() if r[2] == gg.MAX_MAGNITUDE])
+def test_enormous_numbers_are_refused(name):
+    with pytest.raises(gg.GasGiantError, match="1,000,000") as err:
+        gg.GasGiantParams(**{name: 1e300}).validate()
+    assert err.value.field == name
+
+
+def test_the_largest_allowed_speeds_still_bake(tmp_path):
+    """The magnitude limit is one a bake survives: every speed at the limit at once gives finite images."""
+    top = gg.MAX_MAGNITUDE
+    params = gg.GasGiantParams(**TINY, velocity_factor=top, band_speed=-top, noise_speed=top, vortices=4,
+                               vortex_strength=top, w_offset=-top, bands=top, gain=top, time_step=top, frames=2,
+                               frame_iterations=1, file_format="EXR")
+    result = gg.run_bake(params, str(tmp_path / "out"))
+    exrs = [path for path in result.files if path.endswith(".exr")]
+    assert len(exrs) == 2 * 8
+    for path in exrs:
+        assert np.isfinite(gg.exr.read_exr(path)[0]).all(), path
+
+
+@pytest.mark.parametrize("colour", [(5.0, -3.0, 1.0), (math.nan, 1.0, 1.0), (1.0, 1.0, math.inf), (1.0, 1.0),
+                                    (1.0, 0.5, 0.5, 1.0)])
+def test_cloud_colour_is_three_numbers_from_0_to_1(colour):
+    with pytest.raises(gg.GasGiantError, match="Cloud colour .*: use three numbers from 0 to 1") as err:
+        gg.GasGiantParams(cloud_mode=True, cloud_color=colour).validate()
+    assert err.value.field == "cloud_color"
+    gg.GasGiantParams(cloud_mode=True, cloud_color=(0.0, 0.5, 1.0)).validate()
+
+
+@pytest.mark.parametrize("bad", [(0.0, (2.0, 0.5, 0.5)), (0.0, (math.nan, 0.5, 0.5)), (math.nan, (0.5, 0.5, 0.5)),
+                                 (1.5, (0.5, 0.5, 0.5))])
+def test_ramp_colours_and_stops_from_0_to_1(bad):
+    with pytest.raises(gg.GasGiantError, match="Colour ramp"):
+        gg.GasGiantParams(ramp=((0.0, (0.1, 0.2, 0.3)), bad)).validate()

@@ -248,6 +248,51 @@ def test_cancel_leaves_nothing(tmp_path):
     assert os.listdir(tmp_path) == []
 
 
+def test_output_estimate_bounds_what_a_bake_writes(tmp_path):
+    """The estimate is an upper bound of the files a bake writes (uncompressed EXRs and the JSON), and close."""
+    for res, frames in ((16, 6), (100, 3)):
+        buf = snow.BufferParams(resolution=res, size=4.0, origin=(-2.0, -2.0))
+        out = tmp_path / f"{res}"
+        snow.bake(walk(frames), [0.4], [0.1], snow.StampParams(), buf, out_dir=str(out))
+        written = sum(os.path.getsize(out / n) for n in os.listdir(out))
+        assert written <= snow.bake_output_bytes(res, frames) < written + 5000
+
+
+def test_bake_too_large_for_the_disk_is_refused_before_anything_is_written(tmp_path, monkeypatch):
+    free = snow.bake_output_bytes(16, 5)  # room for 5 frames
+    monkeypatch.setattr(snow.shutil, "disk_usage", lambda path: type("Usage", (), {"free": free})())
+    buf = snow.BufferParams(resolution=16, size=4.0, origin=(-2.0, -2.0))
+    with pytest.raises(snow.SnowError, match=r"would write up to 0\.00 GB \(6 frame\(s\) of 16x16 float EXR\) but "
+                       r"only 0\.00 GB is free in .*: bake fewer frames, a lower resolution or only the final frame"):
+        snow.bake(walk(6), [0.4], [0.1], snow.StampParams(), buf, out_dir=str(tmp_path / "out"))
+    assert os.listdir(tmp_path / "out") == []
+    snow.bake(walk(5), [0.4], [0.1], snow.StampParams(), buf, out_dir=str(tmp_path / "out"))
+    snow.bake(walk(6), [0.4], [0.1], snow.StampParams(), buf, out_dir=str(tmp_path / "one"), sequence=False)
+    assert snow.check_disk_space(str(tmp_path / "not" / "yet"), 16, 5) == free  # a folder still to be made
+
+
+def test_remove_stale_temp_only_removes_dead_runs_folders(tmp_path):
+    import subprocess
+
+    ended = subprocess.Popen(["true"])
+    ended.wait()
+    old = snow._STARTED - 60.0
+    names = {f".envfx_snow_{ended.pid}_a1b2": True, ".envfx_snow_q8x_z2k4": True,  # dead pid; made before pids
+             f".envfx_snow_{os.getpid()}_c3": False, ".envfx_snow_1_d4": False,  # running processes
+             f".envfx_snow_{ended.pid}_new": False,  # newer than this process
+             ".envfx_other": False, "envfx_snow_x": False}  # not EnvFX's temporary folders
+    for name in names:
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "f.exr").write_bytes(b"x")
+        if not name.endswith("_new"):
+            os.utime(tmp_path / name, (old, old))
+    (tmp_path / ".envfx_snow_file").write_bytes(b"a file")
+    os.utime(tmp_path / ".envfx_snow_file", (old, old))
+    assert sorted(snow.remove_stale_temp(str(tmp_path))) == sorted(n for n, gone in names.items() if gone)
+    assert sorted(os.listdir(tmp_path)) == sorted([n for n, gone in names.items() if not gone] + [".envfx_snow_file"])
+    assert snow.remove_stale_temp(str(tmp_path / "missing")) == []
+
+
 def test_final_only_writes_one_image(tmp_path):
     buf = snow.BufferParams(resolution=8, size=4.0, origin=(-2.0, -2.0))
     snow.bake(walk(4), [0.4], [0.1], snow.StampParams(), buf, out_dir=str(tmp_path), sequence=False)
