@@ -700,7 +700,7 @@ def gasgiant_params(args):
                "opacity": "opacity", "blur": "blur", "fade_rate": "fade_rate", "w_offset": "w_offset",
                "band_power": "band_power", "octaves": "octaves", "vortices": "vortices", "lifetime": "lifetime",
                "respawn_batches": "respawn_batches", "blur_interval": "blur_interval",
-               "opacity_start": "opacity_start"}
+               "opacity_start": "opacity_start", "flow_scale": "flow_scale"}
     if args.random:
         params = replace(params, **core_gasgiant.random_look(args.seed if args.seed is not None else params.seed))
     changes = {field: getattr(args, arg) for arg, field in mapping.items() if getattr(args, arg) is not None}
@@ -720,8 +720,6 @@ def gasgiant_params(args):
         changes["file_format"] = args.format.upper()
     if args.cube_layout:
         changes["cube_layout"] = args.cube_layout.upper()
-    if args.flow_scale is not None:
-        changes["flow_scale"] = args.flow_scale
     if args.save_field:
         changes["save_field"] = os.path.abspath(args.save_field)
     if args.load_field:

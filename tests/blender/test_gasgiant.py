@@ -268,7 +268,7 @@ def _float_options(envfx):
 
 
 def test_cli_every_float_option_is_one_the_check_knows(envfx):
-    assert len(_float_options(envfx)) == 19
+    assert len(_float_options(envfx)) == 20
 
 
 @pytest.mark.parametrize("value", ["nan", "inf", "-inf"])
