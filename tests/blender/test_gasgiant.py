@@ -531,4 +531,4 @@ def test_engine_cube_layout_flow_scale_and_json_from_operator_and_cli(envfx, tmp
     assert (tmp_path / "cli" / "gasgiant_negz.png").exists()
     capsys.readouterr()
     assert envfx.cli.main(args[:3] + ["--flow-scale", "-1"]) == 2
-    assert "Flow scale -1.0" in capsys.readouterr().err
+    assert "--flow-scale -1.0: use 0 to" in capsys.readouterr().err
