@@ -599,7 +599,8 @@ def run_mips(args) -> int:
         inputs = mips_ops.inputs_from_paths(args.inputs)
         job = mips_ops.bake_mips_job(inputs, os.path.abspath(args.out), settings, args.format,
                                      not args.no_compare, args.colour)
-        result = progress.run(job, "Mips")
+        with sigterm_cancels():
+            result = progress.run(job, "Mips")
     except (mips_ops.MipsInputError, core_mips.MipsError) as exc:
         raise CliError(str(exc)) from None
     except progress.Cancelled as exc:
@@ -765,7 +766,8 @@ def run_gasgiant(args) -> int:
     if args.save and os.path.isfile(args.save):
         open_blend(args.save)  # the planet joins the file's current scene: nothing of the file is lost
     try:
-        result = progress.run(core_gasgiant.bake(params, args.out, fields=fields), "Gas giant bake")
+        with sigterm_cancels():
+            result = progress.run(core_gasgiant.bake(params, args.out, fields=fields), "Gas giant bake")
     except progress.Cancelled as exc:
         print(f"envfx gas-giant: {exc}", file=sys.stderr)
         return 1

@@ -532,3 +532,32 @@ def test_engine_cube_layout_flow_scale_and_json_from_operator_and_cli(envfx, tmp
     capsys.readouterr()
     assert envfx.cli.main(args[:3] + ["--flow-scale", "-1"]) == 2
     assert "--flow-scale -1.0: use 0 to" in capsys.readouterr().err
+
+
+def test_cli_bake_killed_with_sigterm_writes_nothing(tmp_path):
+    """SIGTERM (a farm pre-empting the job) mid-bake cancels the gas giant like Ctrl-C: exit 1, its temporary
+    folder removed, no images (before: the process died with its staging folder left in the output folder)."""
+    import signal
+    import subprocess
+    import sys
+
+    out = tmp_path / "planet"
+    script = os.path.join(os.path.dirname(__file__), "cli_in_subprocess.py")
+    proc = subprocess.Popen([sys.executable, script, "gas-giant", "--out", str(out), "--particles", "20000",
+                             "--iterations", "1000000", "--threads", "1"],
+                            env=dict(os.environ, HOME=str(tmp_path)), stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    try:
+        seen = []
+        for line in proc.stdout:  # the bake has started once its progress line is out
+            seen.append(line)
+            if "Gas giant bake:" in line:
+                break
+        assert proc.poll() is None, "".join(seen)[-2000:]
+        proc.send_signal(signal.SIGTERM)
+        log = "".join(seen) + proc.communicate(timeout=120)[0]
+    finally:
+        proc.kill()
+    assert proc.returncode == 1, log[-2000:]
+    assert "Gas giant bake cancelled; nothing was written" in log
+    assert not out.exists() or list(out.iterdir()) == []
