@@ -170,19 +170,24 @@ def run_files(command: str, paths, work) -> int:
 def sigterm_cancels():
     """While a bake runs, SIGTERM (a farm pre-empting the job, ``timeout``) cancels it like Ctrl-C: the bake's
     cleanup runs (its temporary files are removed) and the command exits with 1, instead of the process dying
-    with its half-written files left behind."""
-    def interrupt(signum, frame):
-        raise KeyboardInterrupt(f"signal {signum}")
+    with its half-written files left behind. Yields the ``should_cancel`` for ``progress.run``: the handler only
+    sets a flag, which the bake checks between its steps (an exception raised from a signal handler can land in
+    a finaliser, where Python swallows it, and the bake would run on)."""
+    received = []
 
+    def note(signum, _frame):
+        received.append(signum)
+
+    installed = True
     try:
-        previous = signal.signal(signal.SIGTERM, interrupt)
+        previous = signal.signal(signal.SIGTERM, note)
     except (ValueError, OSError):  # not the main thread: nothing to install
-        previous = None
+        installed = False
     try:
-        yield
+        yield lambda: bool(received)
     finally:
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
+        if installed:
+            signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)
 
 
 class _Context:
@@ -599,8 +604,8 @@ def run_mips(args) -> int:
         inputs = mips_ops.inputs_from_paths(args.inputs)
         job = mips_ops.bake_mips_job(inputs, os.path.abspath(args.out), settings, args.format,
                                      not args.no_compare, args.colour)
-        with sigterm_cancels():
-            result = progress.run(job, "Mips")
+        with sigterm_cancels() as cancelled:
+            result = progress.run(job, "Mips", should_cancel=cancelled)
     except (mips_ops.MipsInputError, core_mips.MipsError) as exc:
         raise CliError(str(exc)) from None
     except progress.Cancelled as exc:
@@ -766,8 +771,9 @@ def run_gasgiant(args) -> int:
     if args.save and os.path.isfile(args.save):
         open_blend(args.save)  # the planet joins the file's current scene: nothing of the file is lost
     try:
-        with sigterm_cancels():
-            result = progress.run(core_gasgiant.bake(params, args.out, fields=fields), "Gas giant bake")
+        with sigterm_cancels() as cancelled:
+            result = progress.run(core_gasgiant.bake(params, args.out, fields=fields), "Gas giant bake",
+                                  should_cancel=cancelled)
     except progress.Cancelled as exc:
         print(f"envfx gas-giant: {exc}", file=sys.stderr)
         return 1
@@ -917,8 +923,8 @@ def _snow_file(args, path: str, frames, saves: bool) -> int:
             size = core_snow.bake_output_bytes(s.buffer_resolution, images)
             print(f"envfx snow: {path}: baking {images} image(s) of {s.buffer_resolution}x{s.buffer_resolution} "
                   f"into {out_dir} (up to {size / 2**20:,.1f} MB)")
-            with sigterm_cancels():
-                result = progress.run(snow_ops.bake_job(scene), "Snow buffer bake")
+            with sigterm_cancels() as cancelled:
+                result = progress.run(snow_ops.bake_job(scene), "Snow buffer bake", should_cancel=cancelled)
             for name in result.stale_removed:
                 print(f"envfx snow: {path}: removed {name}, the temporary folder of an earlier bake that was killed")
             print(f"envfx snow: {path}: wrote {len(result.files)} image(s) and {result.metadata_path}")
@@ -964,6 +970,9 @@ def main(argv: list[str]) -> int:
     except CliError as exc:
         print(f"envfx {args.command}: error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # Ctrl-C, or SIGTERM during a bake, outside the bake itself
+        print(f"envfx {args.command}: cancelled", file=sys.stderr)
+        return 1
 
 
 def cli_command(argv):

@@ -74,19 +74,20 @@ def run(job, label: str, should_cancel=None, stream=None):
     ``should_cancel`` is an optional callable polled between steps; when it returns True (or on Ctrl-C)
     the generator is closed, its cleanup runs and ``Cancelled`` is raised.
     """
-    with Reporter(label, stream=stream) as reporter:
-        try:
-            while True:
-                fraction = next(job)
-                reporter.update(fraction)
-                if should_cancel is not None and should_cancel():
-                    job.close()
-                    raise Cancelled(f"{label} cancelled; nothing was written")
-        except StopIteration as stop:
-            return stop.value
-        except KeyboardInterrupt:
-            job.close()
-            raise Cancelled(f"{label} cancelled; nothing was written") from None
+    try:  # Ctrl-C (or SIGTERM made one) as soon as the progress line is out cancels too
+        with Reporter(label, stream=stream) as reporter:
+            try:
+                while True:
+                    fraction = next(job)
+                    reporter.update(fraction)
+                    if should_cancel is not None and should_cancel():
+                        job.close()
+                        raise Cancelled(f"{label} cancelled; nothing was written")
+            except StopIteration as stop:
+                return stop.value
+    except KeyboardInterrupt:
+        job.close()
+        raise Cancelled(f"{label} cancelled; nothing was written") from None
 
 
 class ModalJobOperator:
