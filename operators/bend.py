@@ -74,13 +74,17 @@ def add_bend(scene, objects) -> BendResult:
     for obj in candidates:
         join_scene_group(result, obj, bend_modifiers(obj), tree, lambda o=obj: _add_modifier(o, tree), "was bent by",
                          "bend")
-        after = _move_bend_last(obj)
-        if after:
+        after, moved = _move_bend_last(obj)
+        if after and moved:
             if obj.name in result.unchanged:
                 result.unchanged.remove(obj.name)
                 result.changed.append(obj.name)
             result.warnings.append(f"{obj.name}: moved the bend back to the last modifier, after {', '.join(after)}, "
                                    f"so it bends what the other modifiers make")
+        elif after:
+            result.warnings.append(f"{obj.name}: the bend stays before {', '.join(after)}: they came from its "
+                                   f"library, and a library override cannot reorder them; reorder them in the "
+                                   f"library file, or make it local (Object > Relations > Make Local)")
 
     for name, instances in instancers_of(scene, result.changed).items():
         result.warnings.append(
@@ -107,15 +111,19 @@ def _add_modifier(obj, tree):
     obj.modifiers.new(MODIFIER_NAME, "NODES").node_group = tree
 
 
-def _move_bend_last(obj) -> list:
+def _move_bend_last(obj) -> tuple[list, bool]:
     """Move the bend modifiers of ``obj`` after all its other modifiers (a modifier added by hand after the bend
-    works on the bent mesh); returns the names of the modifiers the bend now follows that it came before."""
+    works on the bent mesh); returns (the names of the modifiers the bend came before, whether it now follows
+    them). A library override keeps the order of modifiers from its library: Blender would not keep a new order
+    when the file is opened again (it adds the library's modifiers back), so those are left as they are."""
     mods = bend_modifiers(obj)
     first = list(obj.modifiers).index(mods[0]) if mods else len(obj.modifiers)
-    passed = [m.name for m in list(obj.modifiers)[first:] if m not in mods]
-    for mod in mods if passed else ():
+    after = [m for m in list(obj.modifiers)[first:] if m not in mods]
+    if obj.override_library is not None and any(m.is_override_data for m in after + mods):
+        return [m.name for m in after], False
+    for mod in mods if after else ():
         obj.modifiers.move(list(obj.modifiers).index(mod), len(obj.modifiers) - 1)
-    return passed
+    return [m.name for m in after], True
 
 
 def _scene_extent_and_drop(objects, params):
@@ -168,6 +176,10 @@ def _cannot_apply_reason(obj, mods) -> str | None:
                     "switched off: include it again to bake its bend, or Remove Bend to drop it")
         return ("its bend modifier is switched off in the viewport, so it shows unbent and there is nothing to "
                 "bake; switch the modifier on to bake its bend")
+    reason = kept_by_override_reason(obj, mods, "bend", "apply the bend in the library file, or make it local "
+                                     "(Object > Relations > Make Local) and apply it then")
+    if reason is not None:  # its library would bring the modifier back onto the baked mesh: bent twice
+        return reason
     if core_bend.is_flattened(bridge.matrix_to_numpy(obj.matrix_world)):
         return ("its scale or a parent's is zero on an axis, so its bend cannot be baked: give it, or that parent, a "
                 "non-zero scale, or apply the scale with Object > Apply > Scale, then apply the bend")

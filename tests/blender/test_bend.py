@@ -485,7 +485,7 @@ def test_objects_without_geometry_are_skipped_and_named(envfx):
     assert "EnvFX Bend" not in bpy.data.node_groups
 
 
-def _library_with_triangle(envfx, path, bent_in_library):
+def _library_with_triangle(envfx, path, bent_in_library, subdivision_after=False):
     """Write a library file ``path`` holding the object "LibTri" in the collection "Assets" (bent there,
     Cylinder along +X, when ``bent_in_library``), then start a new file."""
     mesh = bpy.data.meshes.new("LibMesh")
@@ -497,6 +497,8 @@ def _library_with_triangle(envfx, path, bent_in_library):
     if bent_in_library:
         scene_setup("CYLINDER", "POS_X")
         envfx.operators.bend.add_bend(bpy.context.scene, [asset])
+    if subdivision_after:
+        asset.modifiers.new("Subdivision", "SUBSURF")
     bpy.data.libraries.write(path, {assets})
     bpy.ops.wm.read_homefile(app_template="")
 
@@ -633,6 +635,33 @@ def test_an_override_excludes_its_bend_and_removes_only_a_bend_of_its_own(envfx,
         bpy.ops.wm.save_as_mainfile(filepath=path)
         bpy.ops.wm.open_mainfile(filepath=path)
         assert not next(o for o in bpy.data.objects if o.override_library is not None).modifiers
+
+
+def test_an_override_keeps_its_library_modifier_order_and_apply_skips_the_library_bend(envfx, tmp_path):
+    """An asset bent in its library with a Subdivision after the bend: Add Bend on its library override does not
+    move the library's bend after the library's Subdivision (Blender would add them back in the library's order
+    at the next load: subdivided twice) and says why; Apply Bend does not bake the library's bend into a mesh
+    made local (the library would bring the modifier back onto the baked mesh: bent twice) and says what to do.
+    Both leave the object as it was, through save and reload."""
+    lib = str(tmp_path / "lib.blend")
+    _library_with_triangle(envfx, lib, bent_in_library=True, subdivision_after=True)
+    override = _link_triangle(lib).override_create(remap_local_usages=True)
+    override.data = override.data.copy()  # its mesh made local (to edit it)
+    bend_ops = envfx.operators.bend
+    order = [m.name for m in override.modifiers]
+    assert order == [bend_ops.MODIFIER_NAME, "Subdivision"]
+    result = bend_ops.add_bend(bpy.context.scene, [override])
+    assert [m.name for m in override.modifiers] == order
+    assert any("the bend stays before Subdivision" in w and "cannot reorder them" in w for w in result.warnings)
+    positions = envfx.bridge.get_positions(override.data).copy()
+    with pytest.raises(bend_ops.BendInputError, match="its bend came from library .*apply the bend in the library"):
+        bend_ops.apply_bend(bpy.context.scene, [override])
+    np.testing.assert_array_equal(envfx.bridge.get_positions(override.data), positions)
+    path = str(tmp_path / "level.blend")
+    bpy.ops.wm.save_as_mainfile(filepath=path)
+    bpy.ops.wm.open_mainfile(filepath=path)
+    override = next(o for o in bpy.data.objects if o.override_library is not None)
+    assert [m.name for m in override.modifiers] == order
 
 
 def test_collection_instances_are_named_and_bending_an_instanced_original_warns(envfx):
