@@ -63,6 +63,34 @@ def check_names(args, *names):
             raise CliError(f"{option} is empty: give a name")
 
 
+# what an option that takes text needs, for the message when it is given empty; options not named here are names
+EMPTY_OPTION_NEEDS = {
+    "output": "a .blend path", "save": "a .blend path", "export_engines": "a folder", "out": "a folder",
+    "out_dir": "a folder", "cubemap_palette": "the folder of an earlier bake", "palette": "an image path",
+    "save_field": "an .npz path", "load_field": "an .npz path", "objects": "comma-separated object names",
+    "custom": "four comma-separated channel sources", "frames": "a frame range START:END",
+    "format": "comma-separated formats",
+}
+
+
+def text_options(parser: argparse.ArgumentParser) -> list:
+    """The optional arguments of ``parser`` that take one text value (paths, names): none may be given empty."""
+    return [action for action in parser._actions
+            if action.option_strings and action.nargs is None and action.type in (None, str)
+            and action.choices is None and action.const is None and not isinstance(action, argparse._HelpAction)]
+
+
+def check_text_options(parser: argparse.ArgumentParser, args):
+    """Before any file is opened: a text option given as an empty or blank string (an empty pipeline variable) is
+    refused, never read as "not given" (``--output ""`` would save over the input, ``--export-engines ""`` would
+    bend and save instead of exporting)."""
+    for action in text_options(parser):
+        value = getattr(args, action.dest, None)
+        if value is not None and not value.strip():
+            option = max(action.option_strings, key=len)
+            raise CliError(f"{option} is empty: give {EMPTY_OPTION_NEEDS.get(action.dest, 'a name')}")
+
+
 def _split_names(names: str) -> list:
     return [n.strip() for n in names.split(",") if n.strip()]
 
@@ -956,6 +984,12 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def subcommand_parser(parser: argparse.ArgumentParser, command: str) -> argparse.ArgumentParser:
+    """The parser of one sub-command (``bend``, ``gas-giant``...) of ``build_parser()``."""
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return sub.choices[command]
+
+
 def main(argv: list[str]) -> int:
     parser = build_parser()
     try:
@@ -966,6 +1000,7 @@ def main(argv: list[str]) -> int:
         parser.print_help()
         return 2
     try:
+        check_text_options(subcommand_parser(parser, args.command), args)
         return int(args.func(args))
     except CliError as exc:
         print(f"envfx {args.command}: error: {exc}", file=sys.stderr)

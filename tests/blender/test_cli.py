@@ -1,6 +1,7 @@
 """`blender -c envfx ...`: the registered handler calls cli.main(argv); tested directly, and in a fresh process
 where what lands on file descriptor 1 or file permissions matter."""
 
+import argparse
 import hashlib
 import importlib
 import json
@@ -514,3 +515,33 @@ def test_bend_export_engines_refuses_two_files_of_one_name(envfx, scene_file, tm
     err = capsys.readouterr().err
     assert f"{a} and {b} would write their engine files into the same folder {out / 'level'}" in err
     assert "run them separately" in err and not out.exists()
+
+
+GAS_GIANT_SMALL = ["--particles", "2000", "--iterations", "2", "--cubemap", "16", "--equirect", "32", "--field", "8"]
+
+
+@pytest.mark.parametrize("command", ["bend", "wind", "snow", "gas-giant", "mips"])
+def test_every_text_option_given_empty_is_refused_before_any_file_is_touched(envfx, scene_file, tmp_path, capsys,
+                                                                            command):
+    """An empty pipeline variable (`--output "$OUT"`) is not "not given": every option of the command that takes a
+    text value (read from the parser, so an option added later is covered) refuses "" and blanks with exit 2,
+    naming the option, before any file is opened, written or saved over."""
+    image = str(tmp_path / "leaf.png")
+    shutil.copyfile(os.path.join(ROOT, "docs", "snow.png"), image)
+    base = {"bend": ["bend", scene_file], "wind": ["wind", scene_file], "snow": ["snow", scene_file, "--trails"],
+            "gas-giant": ["gas-giant", "--out", str(tmp_path / "gg"), *GAS_GIANT_SMALL],
+            "mips": ["mips", image, "--out", str(tmp_path / "mips")]}[command]
+    sub = next(a for a in envfx.cli.build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    options = [max(a.option_strings, key=len) for a in sub.choices[command]._actions
+               if isinstance(a, argparse._StoreAction) and a.option_strings and a.type is None and a.choices is None
+               and a.nargs is None]
+    assert {"bend": "--export-engines", "wind": "--output", "snow": "--out-dir", "gas-giant": "--save",
+            "mips": "--out"}[command] in options
+    inputs = {path: digest(path) for path in (scene_file, image)}
+    listing = sorted(os.listdir(tmp_path))
+    for option in options:
+        for value in ("", "  "):
+            assert envfx.cli.main([*base, option, value]) == 2, (option, value)
+            assert f"envfx {command}: error: {option} is empty: give " in capsys.readouterr().err, (option, value)
+            assert {path: digest(path) for path in inputs} == inputs, (option, value)
+            assert sorted(os.listdir(tmp_path)) == listing, (option, value)
