@@ -522,10 +522,12 @@ GAS_GIANT_SMALL = ["--particles", "2000", "--iterations", "2", "--cubemap", "16"
 
 @pytest.mark.parametrize("command", ["bend", "wind", "snow", "gas-giant", "mips"])
 def test_every_text_option_given_empty_is_refused_before_any_file_is_touched(envfx, scene_file, tmp_path, capsys,
-                                                                            command):
+                                                                            monkeypatch, command):
     """An empty pipeline variable (`--output "$OUT"`) is not "not given": every option of the command that takes a
     text value (read from the parser, so an option added later is covered) refuses "" and blanks with exit 2,
     naming the option, before any file is opened, written or saved over."""
+    (tmp_path / "cwd").mkdir()
+    monkeypatch.chdir(tmp_path / "cwd")  # an empty path is the working folder to os.path: nothing lands there
     image = str(tmp_path / "leaf.png")
     shutil.copyfile(os.path.join(ROOT, "docs", "snow.png"), image)
     base = {"bend": ["bend", scene_file], "wind": ["wind", scene_file], "snow": ["snow", scene_file, "--trails"],
@@ -544,4 +546,4 @@ def test_every_text_option_given_empty_is_refused_before_any_file_is_touched(env
             assert envfx.cli.main([*base, option, value]) == 2, (option, value)
             assert f"envfx {command}: error: {option} is empty: give " in capsys.readouterr().err, (option, value)
             assert {path: digest(path) for path in inputs} == inputs, (option, value)
-            assert sorted(os.listdir(tmp_path)) == listing, (option, value)
+            assert sorted(os.listdir(tmp_path)) == listing and not os.listdir("."), (option, value)
