@@ -161,6 +161,20 @@ def open_blend(path: str, quiet: bool = False):
             f"Blender cannot read this file ({why}): it is damaged or truncated, not a .blend file, or saved by a "
             f"newer Blender than this one ({bpy.app.version_string}); open it in the Blender that made it, or "
             f"restore it from a backup") from None
+    leave_edit_mode()
+
+
+def leave_edit_mode():
+    """A file saved in Edit Mode opens in Edit Mode, and the commands that read or write mesh data refuse objects in
+    Edit Mode ("switch to Object Mode (Tab) first"): a batch has no Tab, so the file is switched to Object Mode as
+    it is opened. The edits are kept: leaving Edit Mode writes the edit mesh into the mesh, as Tab does."""
+    view_layer = bpy.context.view_layer
+    editing = [obj for obj in view_layer.objects if obj.mode == "EDIT"]
+    if not editing:
+        return
+    active = view_layer.objects.active if view_layer.objects.active in editing else editing[0]
+    with bpy.context.temp_override(active_object=active, object=active):
+        bpy.ops.object.mode_set(mode="OBJECT")  # no data-API twin; leaves every object's Edit Mode at once
 
 
 def save_blend(path: str):

@@ -12,6 +12,7 @@ import sys
 import tempfile
 
 import bpy
+import numpy as np
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -20,6 +21,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 RUNNER = """
 import atexit, importlib, os, shutil, sys, tempfile
 import bpy
+import numpy as np
 import addon_utils
 repo = tempfile.mkdtemp(prefix="envfx-repo-")
 atexit.register(shutil.rmtree, repo, True)
@@ -547,3 +549,50 @@ def test_every_text_option_given_empty_is_refused_before_any_file_is_touched(env
             assert f"envfx {command}: error: {option} is empty: give " in capsys.readouterr().err, (option, value)
             assert {path: digest(path) for path in inputs} == inputs, (option, value)
             assert sorted(os.listdir(tmp_path)) == listing and not os.listdir("."), (option, value)
+
+
+def _mesh_positions(path, name):
+    bpy.ops.wm.open_mainfile(filepath=path, load_ui=False)
+    obj = bpy.data.objects[name]
+    assert obj.mode == "OBJECT"
+    co = np.empty(len(obj.data.vertices) * 3, np.float32)
+    obj.data.vertices.foreach_get("co", co)
+    return co.reshape(-1, 3)
+
+
+@pytest.mark.parametrize("command", [
+    ["bend", "--apply", "--objects", "Cube", "--pivot", "Player", "--strength", "0.01"],
+    ["wind", "--objects", "Cube", "--ao-samples", "0"]])
+def test_a_file_saved_in_edit_mode_is_worked_on_with_its_edits(envfx, scene_file, tmp_path, capsys, command):
+    """A .blend saved in Edit Mode opens in Edit Mode; a batch has no Tab to leave it. The command leaves it (the
+    edit made in Edit Mode is kept) and works on the edited mesh: the result equals that of the same edit made in
+    Object Mode."""
+    import bmesh
+
+    in_edit, in_object = str(tmp_path / "in_edit.blend"), str(tmp_path / "in_object.blend")
+    bpy.ops.wm.open_mainfile(filepath=scene_file, load_ui=False)
+    cube = bpy.data.objects["Cube"]
+    cube.data.vertices[0].co.z += 5.0
+    bpy.ops.wm.save_as_mainfile(filepath=in_object)
+    bpy.ops.wm.open_mainfile(filepath=scene_file, load_ui=False)
+    cube = bpy.data.objects["Cube"]
+    bpy.context.view_layer.objects.active = cube
+    bpy.ops.object.mode_set(mode="EDIT")
+    bm = bmesh.from_edit_mesh(cube.data)
+    bm.verts.ensure_lookup_table()
+    bm.verts[0].co.z += 5.0
+    bmesh.update_edit_mesh(cube.data)
+    bpy.ops.wm.save_as_mainfile(filepath=in_edit)  # saved without leaving Edit Mode
+    bpy.ops.wm.open_mainfile(filepath=in_edit, load_ui=False)
+    assert bpy.data.objects["Cube"].mode == "EDIT"  # what Blender does: the file opens in Edit Mode
+
+    for path in (in_edit, in_object):
+        assert envfx.cli.main([command[0], path, *command[1:]]) == 0, capsys.readouterr().err
+    assert "Edit Mode" not in capsys.readouterr().err
+    edited, reference = _mesh_positions(in_edit, "Cube"), _mesh_positions(in_object, "Cube")
+    np.testing.assert_array_equal(edited, reference)
+    assert edited[0, 2] > 3.0  # the edit is there (the cube's top is at 1; the bend drops it by about 1.2)
+    if command[0] == "bend":
+        assert not np.allclose(edited, _mesh_positions(scene_file, "Cube"))  # and was baked
+    else:
+        assert "EnvFX_Height_UV" in bpy.data.objects["Cube"].data.uv_layers  # the wind data was baked
