@@ -365,7 +365,8 @@ def _add_bend(sub):
     action.add_argument("--export-engines", metavar="DIR",
                         help="only write the bend (with the settings given) as shader includes for Godot, Unity "
                         "and Unreal and envfx_bend.json into DIR (with several files: DIR/<file name>/); no "
-                        "object is changed and nothing is saved")
+                        "object is changed and nothing is saved, so --output, --objects and --collection are refused "
+                        "with it; a scene without meshes exports too")
     p.set_defaults(func=run_bend)
 
 
@@ -375,6 +376,13 @@ BEND_NUMBERS = ("strength", "spread", "side_strength", "side_spread", "horizon_o
 def run_bend(args) -> int:
     from .core import bend as core_bend
 
+    if args.export_engines is not None:
+        ignored = [option for option, value in (("--output", args.output), ("--objects", args.objects),
+                                                ("--collection", args.collection)) if value is not None]
+        if ignored:
+            raise CliError(f"--export-engines only writes the scene's bend for game engines (no object is changed "
+                           f"and no .blend is saved): drop {', '.join(ignored)}, or run the bend without "
+                           f"--export-engines")
     check_blends(args.blend, args.output)
     check_names(args, "objects", "collection", "pivot", "scene")
     for attr in BEND_NUMBERS:
@@ -431,6 +439,8 @@ def _bend_file(args, path: str, export_engines):
             raise CliError(str(exc)) from None
     elif args.objects is not None:
         objects = _resolve_objects(scene, args.objects)
+    elif export_engines:
+        objects = []  # the export writes the scene's bend settings only: a scene without meshes exports too
     else:
         pivot_name = args.pivot or (settings.pivot.name if settings.pivot else None)
         objects = [o for o in scene.objects if o.type == "MESH" and o.name != pivot_name]

@@ -211,6 +211,11 @@ def test_bend_apply_bakes_into_the_mesh_in_place(envfx, scene_file):
         (["wind", "{scene}", "--remove", "--no-height-uv"], "--remove only removes the live wind (no bake): drop "
          "--no-height-uv"),
         (["wind", "{scene}", "--custom", "LEAF,LEAF_PHASE,BRANCH,AO"], "add --layout CUSTOM, or drop --custom"),
+        (["bend", "{scene}", "--export-engines", "{dir}/out", "-o", "{dir}/copy.blend"],
+         "--export-engines only writes the scene's bend for game engines (no object is changed and no .blend is "
+         "saved): drop --output"),
+        (["bend", "{scene}", "--export-engines", "{dir}/out", "--objects", "Cube"], "drop --objects"),
+        (["bend", "{scene}", "--collection", "Collection", "--export-engines", "{dir}/out"], "drop --collection"),
         # a missing name: what the scene has instead
         (["bend", "{scene}", "--objects", "House"],
          "{scene}: No object(s) named House in scene 'Scene': names are case-sensitive; the scene has Camera, "
@@ -596,3 +601,19 @@ def test_a_file_saved_in_edit_mode_is_worked_on_with_its_edits(envfx, scene_file
         assert not np.allclose(edited, _mesh_positions(scene_file, "Cube"))  # and was baked
     else:
         assert "EnvFX_Height_UV" in bpy.data.objects["Cube"].data.uv_layers  # the wind data was baked
+
+
+def test_bend_export_engines_needs_no_mesh(envfx, tmp_path, capsys):
+    """The export writes the scene's bend settings as shader code: a file without a mesh (a level's settings
+    file) exports, and is left as it was."""
+    bpy.ops.wm.read_homefile(app_template="", use_empty=True)
+    bpy.context.scene.collection.objects.link(bpy.data.objects.new("Player", None))
+    path = str(tmp_path / "settings.blend")
+    bpy.ops.wm.save_as_mainfile(filepath=path)
+    before = digest(path)
+    out = tmp_path / "engines"
+    assert envfx.cli.main(["bend", path, "--pivot", "Player", "--strength", "0.02", "--export-engines", str(out)]) == 0
+    assert f"envfx bend: {path}: wrote " in capsys.readouterr().out
+    meta = json.loads((out / "envfx_bend.json").read_text())
+    assert meta["blender"]["strength"] == pytest.approx(0.02) and (out / "EnvFXBend.hlsl").exists()
+    assert digest(path) == before
