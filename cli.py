@@ -722,7 +722,8 @@ def _add_gasgiant(sub):
     p.add_argument("--vortex-band-threshold", type=float,
                    help="vortices only where the relative band speed is at most this (0.05..1)")
     p.add_argument("--cubemap-palette", metavar="DIR",
-                   help="colour the particles from gasgiant_{px,nx,py,ny,pz,nz}.png in DIR (e.g. an earlier bake)")
+                   help="colour the particles from the cube faces of an earlier bake in DIR: gasgiant_{px,...,nz}.png, "
+                   "or gasgiant_{posx,...,negz}.png of a gltf/unity bake (its gasgiant.json says which)")
     p.add_argument("--random", action="store_true",
                    help="random bands, band speed, velocity factor, noise scale, W offset from the seed, with "
                    "vertical bands (options given explicitly win)")
