@@ -328,14 +328,16 @@ def test_pid_probe_on_windows_opens_the_process_and_never_signals(tmp_path, monk
 
     monkeypatch.setattr(snow, "_windows_api", lambda: (kernel32, lambda: kernel32.error))
     monkeypatch.setattr(snow.os, "kill", no_signal)
-    monkeypatch.setattr(snow.os, "name", "nt")
-    running = {pid: snow._pid_running(pid) for pid in (4242, 4343, 4444, 4545, 2**40)}
     old = snow._STARTED - 60.0
     for pid in (4242, 4343, 4545):
         (tmp_path / f".envfx_snow_{pid}_x").mkdir()
         os.utime(tmp_path / f".envfx_snow_{pid}_x", (old, old))
-    removed = sorted(snow.remove_stale_temp(str(tmp_path)))
-    monkeypatch.undo()
+    monkeypatch.setattr(snow.os, "name", "nt")
+    try:  # os.name is back before anything can fail (pytest's own paths depend on it)
+        running = {pid: snow._pid_running(pid) for pid in (4242, 4343, 4444, 4545, 2**40)}
+        removed = sorted(snow.remove_stale_temp(str(tmp_path)))
+    finally:
+        monkeypatch.undo()
     assert running == {4242: True, 4343: False, 4444: True, 4545: False, 2**40: False}
     assert removed == [".envfx_snow_4343_x", ".envfx_snow_4545_x"]
     assert not kernel32.open
