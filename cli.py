@@ -191,7 +191,7 @@ def save_blend(path: str):
                        f"permissions of the file and its folder") from None
 
 
-def run_files(command: str, paths, work) -> int:
+def run_files(command: str, paths, work, changes: bool = True) -> int:
     """The one batch rule of every command that takes .blend files: ``work(path)`` runs for each file in turn;
     a file it refuses (CliError: unreadable, read-only, or its scene does not fit the arguments) is named with the
     reason and left unchanged, the others are done, and the exit code is 2 (with a summary for several files)."""
@@ -203,8 +203,9 @@ def run_files(command: str, paths, work) -> int:
             print(f"envfx {command}: error: {path}: {exc}", file=sys.stderr)
             failed.append(path)
     if failed and len(paths) > 1:
-        print(f"envfx {command}: {len(failed)} of {len(paths)} files failed and were left unchanged: "
-              f"{', '.join(failed)}", file=sys.stderr)
+        left = " and were left unchanged" if changes else ""  # (a command that changes no file says nothing of it)
+        print(f"envfx {command}: {len(failed)} of {len(paths)} files failed{left}: {', '.join(failed)}",
+              file=sys.stderr)
     return 2 if failed else code
 
 
@@ -253,12 +254,13 @@ def _resolve_objects(scene, names: str):
     return found
 
 
-def print_warnings(result):
-    """The warnings and skipped objects of an operators.common.ObjectsResult, one line each."""
+def print_warnings(command: str, path: str, result):
+    """The warnings and skipped objects of an operators.common.ObjectsResult, one line each, starting with the
+    file's path like every message about a file."""
     for warning in result.warnings:
-        print(f"warning: {warning}")
+        print(f"envfx {command}: {path}: warning: {warning}")
     if result.skipped:
-        print(f"warning: skipped {result.skipped_text()}")
+        print(f"envfx {command}: {path}: warning: skipped {result.skipped_text()}")
 
 
 # --- envfx info -------------------------------------------------------------------------------------------
@@ -313,7 +315,7 @@ def run_info(args) -> int:
         print("features: " + ", ".join(FEATURES))
         return 0
     check_blends(args.blend)
-    return run_files("info", args.blend, lambda path: _info_file(args, path))
+    return run_files("info", args.blend, lambda path: _info_file(args, path), changes=False)
 
 
 def _info_file(args, path: str):
@@ -490,7 +492,7 @@ def _bend_file(args, path: str, export_engines):
             verb = "bent"
     except (bend_ops.BendInputError, core_bend.BendError) as exc:
         raise CliError(str(exc)) from None
-    print_warnings(result)
+    print_warnings("bend", path, result)
     done = f"envfx bend: {path}: {verb} {len(result.changed)} object(s), {len(result.unchanged)} unchanged"
     if baked:
         done += (f" (the bend was already baked into {', '.join(baked)}: to bend them again, add the bend "
@@ -591,7 +593,7 @@ def _wind_file(args, path: str, custom):
     try:
         if args.remove:
             result = wind_ops.remove_wind([o for a in assets for o in a])
-            print_warnings(result)
+            print_warnings("wind", path, result)
             done = f"envfx wind: {path}: removed the wind from {len(result.changed)} object(s)"
             if not result.changed and not args.output:
                 print(f"{done}; nothing changed, {path} not saved")
@@ -607,7 +609,7 @@ def _wind_file(args, path: str, custom):
                 result = wind_ops.bake(scene, asset, bpy.context.evaluated_depsgraph_get(),
                                        ao_samples=args.ao_samples, leaf_size=args.leaf_size,
                                        layout=args.layout, custom=custom, height_uv=args.height_uv)
-                print_warnings(result)
+                print_warnings("wind", path, result)
                 st = result.stats
                 print(f"envfx wind: {path}: baked {', '.join(result.changed)}: {st['vertices']} vertices, "
                       f"{st['branches']} branches, {st['leaves']} leaves, height {st['height']:.3g} m")
@@ -835,10 +837,12 @@ def run_gasgiant(args) -> int:
           f"{result.seconds:.1f} s ({steps / max(result.seconds, 1e-9) / 1e6:.1f}M particle-steps/s overall)")
     if args.save:
         scene = bpy.context.scene
+        before = bpy.data.objects.get(args.planet)
+        updated = before is not None and before.type == "MESH" and before.library is None
         gasgiant_ops.make_planet(scene, args.planet, result.equirect, frames=params.frames,
                                  clouds=params.cloud_mode)
         save_blend(args.save)
-        print(f"envfx gas-giant: added planet {args.planet!r}; saved {args.save}")
+        print(f"envfx gas-giant: {'updated' if updated else 'added'} planet {args.planet!r}; saved {args.save}")
     return 0
 
 
@@ -968,7 +972,7 @@ def _snow_file(args, path: str, frames, saves: bool) -> int:
         if args.trails:
             changed, skipped = snow_ops.add_trails(scene, snow_ops.snow_objects(scene))
             for name, why in skipped.items():
-                print(f"warning: skipped {name} ({why})")
+                print(f"envfx snow: {path}: warning: skipped {name} ({why})")
             print(f"envfx snow: {path}: trails on {len(changed)} snow mesh(es)")
         if args.bake:
             out_dir = snow_ops.bake_inputs(scene)[0]

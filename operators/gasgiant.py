@@ -242,8 +242,12 @@ def make_planet(scene, name: str, equirect_files: list, frames: int = 1, radius:
             image = img
             break
     if image is None:
-        image = bpy.data.images.load(first, check_existing=False)
-        image.name = f"{name} Texture"
+        image = bpy.data.images.get(f"{name} Texture")  # the planet's image from an earlier bake: shows this one
+        if image is not None and image.library is None:
+            image.filepath = first
+        else:
+            image = bpy.data.images.load(first, check_existing=False)
+            image.name = f"{name} Texture"
     image.source = "SEQUENCE" if frames > 1 else "FILE"
     image.reload()
     image.alpha_mode = "STRAIGHT"

@@ -370,6 +370,7 @@ def test_a_batch_with_unreadable_files_names_them_and_does_the_others(envfx, sce
     assert envfx.cli.main(["info", cut, scene_file]) == 2  # info too: the good file is described
     out, err = capsys.readouterr()
     assert f"{scene_file}, scene 'Scene'" in out and f"{cut}: Blender cannot read" in err
+    assert f"envfx info: 1 of 2 files failed: {cut}" in err and "unchanged" not in err  # info changes no file
 
 
 @pytest.fixture
@@ -617,3 +618,13 @@ def test_bend_export_engines_needs_no_mesh(envfx, tmp_path, capsys):
     meta = json.loads((out / "envfx_bend.json").read_text())
     assert meta["blender"]["strength"] == pytest.approx(0.02) and (out / "EnvFXBend.hlsl").exists()
     assert digest(path) == before
+
+
+def test_warnings_start_with_the_file_path(envfx, scene_file, capsys):
+    """Every message about a file starts with its path, warnings and skipped objects too (a batch's log is
+    grepped by file)."""
+    assert envfx.cli.main(["bend", scene_file, "--objects", "Cube,Player"]) == 0  # no pivot; an empty skipped
+    lines = [line for line in capsys.readouterr().out.splitlines() if not line.startswith("Info: ")]  # Blender's
+    assert all(line.startswith(f"envfx bend: {scene_file}: ") for line in lines), lines
+    assert any(": warning: skipped Player" in line for line in lines), lines
+    assert any(": warning: No pivot set" in line for line in lines), lines

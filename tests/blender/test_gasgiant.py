@@ -233,12 +233,17 @@ def test_cli_save_into_an_existing_file_adds_the_planet_and_keeps_the_rest(envfx
     bpy.ops.wm.save_as_mainfile(filepath=level)
     args = ["gas-giant", "--out", str(tmp_path / "tex"), "--particles", "5000", "--iterations", "2", "--equirect",
             "128", "--cubemap", "64", "--field", "16", "--threads", "1", "--save", level]
-    for _ in range(2):
+    for run, verb in enumerate(("added", "updated")):
         bpy.ops.wm.read_homefile(app_template="")  # whatever was open before does not matter
-        assert envfx.cli.main(args) == 0, capsys.readouterr().err
+        out = str(tmp_path / f"tex{run}")  # the second bake goes into another folder: the planet shows it
+        assert envfx.cli.main(args[:2] + [out] + args[3:]) == 0, capsys.readouterr().err
+        assert f"envfx gas-giant: {verb} planet 'Gas Giant'; saved {level}" in capsys.readouterr().out
         bpy.ops.wm.open_mainfile(filepath=level)
         assert sorted(o.name for o in bpy.data.objects) == ["Gas Giant", "Rock"]
         assert bpy.context.scene.frame_end == 77
+        images = [i for i in bpy.data.images if i.users]
+        assert [i.name for i in images] == ["Gas Giant Texture"]  # replaced, not "Gas Giant Texture.001"
+        assert os.path.samefile(bpy.path.abspath(images[0].filepath), os.path.join(out, "gasgiant_equirect.png"))
     (tmp_path / "folder.blend").mkdir()
     assert envfx.cli.main(args[:-1] + [str(tmp_path / "folder.blend")]) == 2
     assert "is not a file" in capsys.readouterr().err
