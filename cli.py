@@ -63,6 +63,34 @@ def check_names(args, *names):
             raise CliError(f"{option} is empty: give a name")
 
 
+# what an option that takes text needs, for the message when it is given empty; options not named here are names
+EMPTY_OPTION_NEEDS = {
+    "output": "a .blend path", "save": "a .blend path", "export_engines": "a folder", "out": "a folder",
+    "out_dir": "a folder", "cubemap_palette": "the folder of an earlier bake", "palette": "an image path",
+    "save_field": "an .npz path", "load_field": "an .npz path", "objects": "comma-separated object names",
+    "custom": "four comma-separated channel sources", "frames": "a frame range START:END",
+    "format": "comma-separated formats",
+}
+
+
+def text_options(parser: argparse.ArgumentParser) -> list:
+    """The optional arguments of ``parser`` that take one text value (paths, names): none may be given empty."""
+    return [action for action in parser._actions
+            if action.option_strings and action.nargs is None and action.type in (None, str)
+            and action.choices is None and action.const is None and not isinstance(action, argparse._HelpAction)]
+
+
+def check_text_options(parser: argparse.ArgumentParser, args):
+    """Before any file is opened: a text option given as an empty or blank string (an empty pipeline variable) is
+    refused, never read as "not given" (``--output ""`` would save over the input, ``--export-engines ""`` would
+    bend and save instead of exporting)."""
+    for action in text_options(parser):
+        value = getattr(args, action.dest, None)
+        if value is not None and not value.strip():
+            option = max(action.option_strings, key=len)
+            raise CliError(f"{option} is empty: give {EMPTY_OPTION_NEEDS.get(action.dest, 'a name')}")
+
+
 def _split_names(names: str) -> list:
     return [n.strip() for n in names.split(",") if n.strip()]
 
@@ -133,6 +161,20 @@ def open_blend(path: str, quiet: bool = False):
             f"Blender cannot read this file ({why}): it is damaged or truncated, not a .blend file, or saved by a "
             f"newer Blender than this one ({bpy.app.version_string}); open it in the Blender that made it, or "
             f"restore it from a backup") from None
+    leave_edit_mode()
+
+
+def leave_edit_mode():
+    """A file saved in Edit Mode opens in Edit Mode, and the commands that read or write mesh data refuse objects in
+    Edit Mode ("switch to Object Mode (Tab) first"): a batch has no Tab, so the file is switched to Object Mode as
+    it is opened. The edits are kept: leaving Edit Mode writes the edit mesh into the mesh, as Tab does."""
+    view_layer = bpy.context.view_layer
+    editing = [obj for obj in view_layer.objects if obj.mode == "EDIT"]
+    if not editing:
+        return
+    active = view_layer.objects.active if view_layer.objects.active in editing else editing[0]
+    with bpy.context.temp_override(active_object=active, object=active):
+        bpy.ops.object.mode_set(mode="OBJECT")  # no data-API twin; leaves every object's Edit Mode at once
 
 
 def save_blend(path: str):
@@ -149,7 +191,7 @@ def save_blend(path: str):
                        f"permissions of the file and its folder") from None
 
 
-def run_files(command: str, paths, work) -> int:
+def run_files(command: str, paths, work, changes: bool = True) -> int:
     """The one batch rule of every command that takes .blend files: ``work(path)`` runs for each file in turn;
     a file it refuses (CliError: unreadable, read-only, or its scene does not fit the arguments) is named with the
     reason and left unchanged, the others are done, and the exit code is 2 (with a summary for several files)."""
@@ -161,8 +203,9 @@ def run_files(command: str, paths, work) -> int:
             print(f"envfx {command}: error: {path}: {exc}", file=sys.stderr)
             failed.append(path)
     if failed and len(paths) > 1:
-        print(f"envfx {command}: {len(failed)} of {len(paths)} files failed and were left unchanged: "
-              f"{', '.join(failed)}", file=sys.stderr)
+        left = " and were left unchanged" if changes else ""  # (a command that changes no file says nothing of it)
+        print(f"envfx {command}: {len(failed)} of {len(paths)} files failed{left}: {', '.join(failed)}",
+              file=sys.stderr)
     return 2 if failed else code
 
 
@@ -211,12 +254,13 @@ def _resolve_objects(scene, names: str):
     return found
 
 
-def print_warnings(result):
-    """The warnings and skipped objects of an operators.common.ObjectsResult, one line each."""
+def print_warnings(command: str, path: str, result):
+    """The warnings and skipped objects of an operators.common.ObjectsResult, one line each, starting with the
+    file's path like every message about a file."""
     for warning in result.warnings:
-        print(f"warning: {warning}")
+        print(f"envfx {command}: {path}: warning: {warning}")
     if result.skipped:
-        print(f"warning: skipped {result.skipped_text()}")
+        print(f"envfx {command}: {path}: warning: skipped {result.skipped_text()}")
 
 
 # --- envfx info -------------------------------------------------------------------------------------------
@@ -271,7 +315,7 @@ def run_info(args) -> int:
         print("features: " + ", ".join(FEATURES))
         return 0
     check_blends(args.blend)
-    return run_files("info", args.blend, lambda path: _info_file(args, path))
+    return run_files("info", args.blend, lambda path: _info_file(args, path), changes=False)
 
 
 def _info_file(args, path: str):
@@ -323,7 +367,8 @@ def _add_bend(sub):
     action.add_argument("--export-engines", metavar="DIR",
                         help="only write the bend (with the settings given) as shader includes for Godot, Unity "
                         "and Unreal and envfx_bend.json into DIR (with several files: DIR/<file name>/); no "
-                        "object is changed and nothing is saved")
+                        "object is changed and nothing is saved, so --output, --objects and --collection are refused "
+                        "with it; a scene without meshes exports too")
     p.set_defaults(func=run_bend)
 
 
@@ -333,6 +378,13 @@ BEND_NUMBERS = ("strength", "spread", "side_strength", "side_spread", "horizon_o
 def run_bend(args) -> int:
     from .core import bend as core_bend
 
+    if args.export_engines is not None:
+        ignored = [option for option, value in (("--output", args.output), ("--objects", args.objects),
+                                                ("--collection", args.collection)) if value is not None]
+        if ignored:
+            raise CliError(f"--export-engines only writes the scene's bend for game engines (no object is changed "
+                           f"and no .blend is saved): drop {', '.join(ignored)}, or run the bend without "
+                           f"--export-engines")
     check_blends(args.blend, args.output)
     check_names(args, "objects", "collection", "pivot", "scene")
     for attr in BEND_NUMBERS:
@@ -389,6 +441,8 @@ def _bend_file(args, path: str, export_engines):
             raise CliError(str(exc)) from None
     elif args.objects is not None:
         objects = _resolve_objects(scene, args.objects)
+    elif export_engines:
+        objects = []  # the export writes the scene's bend settings only: a scene without meshes exports too
     else:
         pivot_name = args.pivot or (settings.pivot.name if settings.pivot else None)
         objects = [o for o in scene.objects if o.type == "MESH" and o.name != pivot_name]
@@ -438,7 +492,7 @@ def _bend_file(args, path: str, export_engines):
             verb = "bent"
     except (bend_ops.BendInputError, core_bend.BendError) as exc:
         raise CliError(str(exc)) from None
-    print_warnings(result)
+    print_warnings("bend", path, result)
     done = f"envfx bend: {path}: {verb} {len(result.changed)} object(s), {len(result.unchanged)} unchanged"
     if baked:
         done += (f" (the bend was already baked into {', '.join(baked)}: to bend them again, add the bend "
@@ -539,7 +593,7 @@ def _wind_file(args, path: str, custom):
     try:
         if args.remove:
             result = wind_ops.remove_wind([o for a in assets for o in a])
-            print_warnings(result)
+            print_warnings("wind", path, result)
             done = f"envfx wind: {path}: removed the wind from {len(result.changed)} object(s)"
             if not result.changed and not args.output:
                 print(f"{done}; nothing changed, {path} not saved")
@@ -555,7 +609,7 @@ def _wind_file(args, path: str, custom):
                 result = wind_ops.bake(scene, asset, bpy.context.evaluated_depsgraph_get(),
                                        ao_samples=args.ao_samples, leaf_size=args.leaf_size,
                                        layout=args.layout, custom=custom, height_uv=args.height_uv)
-                print_warnings(result)
+                print_warnings("wind", path, result)
                 st = result.stats
                 print(f"envfx wind: {path}: baked {', '.join(result.changed)}: {st['vertices']} vertices, "
                       f"{st['branches']} branches, {st['leaves']} leaves, height {st['height']:.3g} m")
@@ -670,7 +724,8 @@ def _add_gasgiant(sub):
     p.add_argument("--vortex-band-threshold", type=float,
                    help="vortices only where the relative band speed is at most this (0.05..1)")
     p.add_argument("--cubemap-palette", metavar="DIR",
-                   help="colour the particles from gasgiant_{px,nx,py,ny,pz,nz}.png in DIR (e.g. an earlier bake)")
+                   help="colour the particles from the cube faces of an earlier bake in DIR: gasgiant_{px,...,nz}.png, "
+                   "or gasgiant_{posx,...,negz}.png of a gltf/unity bake (its gasgiant.json says which)")
     p.add_argument("--random", action="store_true",
                    help="random bands, band speed, velocity factor, noise scale, W offset from the seed, with "
                    "vertical bands (options given explicitly win)")
@@ -782,10 +837,12 @@ def run_gasgiant(args) -> int:
           f"{result.seconds:.1f} s ({steps / max(result.seconds, 1e-9) / 1e6:.1f}M particle-steps/s overall)")
     if args.save:
         scene = bpy.context.scene
+        before = bpy.data.objects.get(args.planet)
+        updated = before is not None and before.type == "MESH" and before.library is None
         gasgiant_ops.make_planet(scene, args.planet, result.equirect, frames=params.frames,
                                  clouds=params.cloud_mode)
         save_blend(args.save)
-        print(f"envfx gas-giant: added planet {args.planet!r}; saved {args.save}")
+        print(f"envfx gas-giant: {'updated' if updated else 'added'} planet {args.planet!r}; saved {args.save}")
     return 0
 
 
@@ -915,7 +972,7 @@ def _snow_file(args, path: str, frames, saves: bool) -> int:
         if args.trails:
             changed, skipped = snow_ops.add_trails(scene, snow_ops.snow_objects(scene))
             for name, why in skipped.items():
-                print(f"warning: skipped {name} ({why})")
+                print(f"envfx snow: {path}: warning: skipped {name} ({why})")
             print(f"envfx snow: {path}: trails on {len(changed)} snow mesh(es)")
         if args.bake:
             out_dir = snow_ops.bake_inputs(scene)[0]
@@ -956,6 +1013,12 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def subcommand_parser(parser: argparse.ArgumentParser, command: str) -> argparse.ArgumentParser:
+    """The parser of one sub-command (``bend``, ``gas-giant``...) of ``build_parser()``."""
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return sub.choices[command]
+
+
 def main(argv: list[str]) -> int:
     parser = build_parser()
     try:
@@ -966,6 +1029,7 @@ def main(argv: list[str]) -> int:
         parser.print_help()
         return 2
     try:
+        check_text_options(subcommand_parser(parser, args.command), args)
         return int(args.func(args))
     except CliError as exc:
         print(f"envfx {args.command}: error: {exc}", file=sys.stderr)

@@ -478,7 +478,9 @@ class EnvFXGasGiantSettings(PropertyGroup):
                                        "gasgiant_nz.png in a folder (e.g. an earlier bake, to carry on from it)")),
                                default="RAMP")
     palette_cube_dir: StringProperty(name="Cube Map Folder", description="Folder with the six cube-face images "
-                                     "gasgiant_px.png, _nx, _py, _ny, _pz, _nz.png (one size, RGB or RGBA)",
+                                     "gasgiant_px.png, _nx, _py, _ny, _pz, _nz.png (one size, RGB or RGBA), or an "
+                                     "earlier bake in an engine cube layout (gasgiant_posx.png ... with its "
+                                     "gasgiant.json)",
                                      default="", subtype="DIR_PATH", options=PATH_OPTIONS)
     palette_path: StringProperty(name="Palette Image", description="RGB or RGBA image the colours come from",
                                  default="", subtype="FILE_PATH", options=PATH_OPTIONS)

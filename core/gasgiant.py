@@ -1455,6 +1455,20 @@ def layout_face_image(face: np.ndarray, entry: dict) -> np.ndarray:
     return np.ascontiguousarray(_orient(face, entry["t"]))
 
 
+def blender_face_image(image: np.ndarray, entry: dict) -> np.ndarray:
+    """The Blender face image from the image of one ``cube_layout_faces`` entry: the exact inverse of
+    ``layout_face_image`` (flips undone, then the transpose), so engine-layout faces read back as they were baked."""
+    (t00, t01), (t10, t11) = entry["t"]
+    if t00 != 0:
+        return np.ascontiguousarray(_orient(image, entry["t"]))  # flips only: each is its own inverse
+    out = image
+    if t01 < 0:
+        out = out[::-1]
+    if t10 < 0:
+        out = out[:, ::-1]
+    return np.ascontiguousarray(out.swapaxes(0, 1))
+
+
 def equirect_from_cube(padded: np.ndarray, width: int) -> np.ndarray:
     h = width // 2
     out = np.empty((h, width, padded.shape[-1]), dtype=np.float32)

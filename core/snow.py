@@ -88,12 +88,53 @@ def check_disk_space(out_dir: str, resolution: int, images: int) -> int:
     return need
 
 
+_PROCESS_QUERY_LIMITED_INFORMATION = 0x1000
+_ERROR_ACCESS_DENIED = 5
+_STILL_ACTIVE = 259
+
+
+def _windows_api():
+    """(kernel32, get_last_error) through ctypes, Windows only (tests pass a fake on any system)."""
+    import ctypes
+    from ctypes import wintypes
+
+    kernel32 = ctypes.WinDLL("kernel32", use_last_error=True)
+    kernel32.OpenProcess.argtypes = (wintypes.DWORD, wintypes.BOOL, wintypes.DWORD)
+    kernel32.OpenProcess.restype = wintypes.HANDLE
+    kernel32.GetExitCodeProcess.argtypes = (wintypes.HANDLE, ctypes.POINTER(wintypes.DWORD))
+    kernel32.GetExitCodeProcess.restype = wintypes.BOOL
+    kernel32.CloseHandle.argtypes = (wintypes.HANDLE,)
+    return kernel32, ctypes.get_last_error
+
+
+def _pid_running_windows(pid: int) -> bool:
+    """Windows: open the process to ask for its exit code. (``os.kill(pid, 0)`` is no probe there: signal 0 is
+    CTRL_C_EVENT, sent to the console process group, and would interrupt console programs.)"""
+    import ctypes
+
+    if not 0 < pid <= 0xFFFFFFFF:
+        return False  # not a Windows process id
+    kernel32, last_error = _windows_api()
+    handle = kernel32.OpenProcess(_PROCESS_QUERY_LIMITED_INFORMATION, False, pid)
+    if not handle:
+        return last_error() == _ERROR_ACCESS_DENIED  # it exists but is not ours to open: keep its folder
+    try:
+        code = ctypes.c_ulong()
+        if not kernel32.GetExitCodeProcess(handle, ctypes.byref(code)):
+            return True  # no way to tell: keep its folder
+        return code.value == _STILL_ACTIVE
+    finally:
+        kernel32.CloseHandle(handle)
+
+
 def _pid_running(pid: int) -> bool:
+    if os.name == "nt":
+        return _pid_running_windows(pid)
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    except (PermissionError, OSError):
+    except (PermissionError, OSError, OverflowError):
         return True  # someone else's process, or no way to tell: keep its folder
     try:
         with open(f"/proc/{pid}/stat", "rb") as fh:  # Linux: a killed process not yet reaped is a zombie

@@ -8,6 +8,7 @@ end for scripts; the operator runs it modally with a progress bar (Esc cancels).
 
 from __future__ import annotations
 
+import json
 import math
 import os
 
@@ -61,19 +62,52 @@ def load_palette(path: str) -> np.ndarray:
     return np.ascontiguousarray(pix[..., :3])
 
 
+def cube_folder_layout(full: str) -> str:
+    """The cube layout of the bake in folder ``full`` (one of ``core.gasgiant.CUBE_LAYOUTS``): what its
+    gasgiant.json records, else BLENDER when the folder holds gasgiant_px.png ... (the Blender face names)."""
+    meta_path = os.path.join(full, core_gasgiant.METADATA_NAME)
+    engine_names = os.path.isfile(os.path.join(full, f"gasgiant_{core_gasgiant.ENGINE_FACES[0]}.png"))
+    try:
+        with open(meta_path, encoding="utf-8") as fh:
+            layout = str(json.load(fh).get("cube_layout", "blender")).upper()
+    except FileNotFoundError:
+        layout = None
+    except (OSError, ValueError, AttributeError) as exc:
+        raise GasGiantInputError(f"{meta_path!r} cannot be read ({exc}): bake the cube map again") from None
+    if layout is None:
+        if engine_names and not os.path.isfile(os.path.join(full, f"gasgiant_{core_gasgiant.FACES[0]}.png")):
+            raise GasGiantInputError(
+                f"{full!r} holds engine-layout cube faces (gasgiant_posx.png ... gasgiant_negz.png) without the "
+                f"{core_gasgiant.METADATA_NAME} that says whether they are GLTF or UNITY faces: put the bake's "
+                f"{core_gasgiant.METADATA_NAME} back, or bake the palette with the Blender cube layout")
+        return "BLENDER"
+    if layout not in core_gasgiant.CUBE_LAYOUTS:
+        raise GasGiantInputError(f"{meta_path!r} names an unknown cube layout {layout.lower()!r}: bake the cube "
+                                 f"map again")
+    return layout
+
+
 def load_palette_cube(folder: str) -> np.ndarray:
-    """(6, h, w, 3) float32 faces gasgiant_{px,nx,py,ny,pz,nz}.png from ``folder`` (the bake's own names)."""
+    """(6, h, w, 3) float32 Blender faces (``core.gasgiant.FACES`` order) from the bake in ``folder``: its
+    gasgiant_{px,nx,py,ny,pz,nz}.png, or, for a bake in an engine cube layout (gasgiant.json says which), its
+    gasgiant_{posx,...,negz}.png turned back into the Blender faces exactly."""
     if not folder.strip():
         raise GasGiantInputError("No cube map folder: choose the folder with gasgiant_px.png ... gasgiant_nz.png")
     if folder.startswith("//") and not bpy.data.filepath:
         raise GasGiantInputError(f"Cube map folder {folder!r} is relative to the .blend file, which is not saved "
                                  f"yet: save the file first or choose an absolute folder")
     full = os.path.normpath(bpy.path.abspath(folder))
-    faces = [load_palette(os.path.join(full, f"gasgiant_{f}.png")) for f in core_gasgiant.FACES]
-    sizes = {f.shape[:2] for f in faces}
+    if not os.path.isdir(full):
+        raise GasGiantInputError(f"Cube map folder {full!r} does not exist: choose the folder of an earlier bake")
+    entries = core_gasgiant.cube_layout_faces(cube_folder_layout(full))
+    images = [load_palette(os.path.join(full, f"gasgiant_{e['name']}.png")) for e in entries]
+    sizes = {f.shape[:2] for f in images}
     if len(sizes) != 1:
         raise GasGiantInputError(f"The cube map faces in {full!r} have different sizes {sorted(sizes)}: use six "
                                  f"images of one size")
+    faces = [None] * len(entries)
+    for entry, image in zip(entries, images, strict=True):
+        faces[entry["face"]] = core_gasgiant.blender_face_image(image, entry)
     return np.stack(faces)
 
 
@@ -208,8 +242,12 @@ def make_planet(scene, name: str, equirect_files: list, frames: int = 1, radius:
             image = img
             break
     if image is None:
-        image = bpy.data.images.load(first, check_existing=False)
-        image.name = f"{name} Texture"
+        image = bpy.data.images.get(f"{name} Texture")  # the planet's image from an earlier bake: shows this one
+        if image is not None and image.library is None:
+            image.filepath = first
+        else:
+            image = bpy.data.images.load(first, check_existing=False)
+            image.name = f"{name} Texture"
     image.source = "SEQUENCE" if frames > 1 else "FILE"
     image.reload()
     image.alpha_mode = "STRAIGHT"

@@ -1,6 +1,7 @@
 """`blender -c envfx ...`: the registered handler calls cli.main(argv); tested directly, and in a fresh process
 where what lands on file descriptor 1 or file permissions matter."""
 
+import argparse
 import hashlib
 import importlib
 import json
@@ -11,6 +12,7 @@ import sys
 import tempfile
 
 import bpy
+import numpy as np
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -19,6 +21,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 RUNNER = """
 import atexit, importlib, os, shutil, sys, tempfile
 import bpy
+import numpy as np
 import addon_utils
 repo = tempfile.mkdtemp(prefix="envfx-repo-")
 atexit.register(shutil.rmtree, repo, True)
@@ -208,6 +211,11 @@ def test_bend_apply_bakes_into_the_mesh_in_place(envfx, scene_file):
         (["wind", "{scene}", "--remove", "--no-height-uv"], "--remove only removes the live wind (no bake): drop "
          "--no-height-uv"),
         (["wind", "{scene}", "--custom", "LEAF,LEAF_PHASE,BRANCH,AO"], "add --layout CUSTOM, or drop --custom"),
+        (["bend", "{scene}", "--export-engines", "{dir}/out", "-o", "{dir}/copy.blend"],
+         "--export-engines only writes the scene's bend for game engines (no object is changed and no .blend is "
+         "saved): drop --output"),
+        (["bend", "{scene}", "--export-engines", "{dir}/out", "--objects", "Cube"], "drop --objects"),
+        (["bend", "{scene}", "--collection", "Collection", "--export-engines", "{dir}/out"], "drop --collection"),
         # a missing name: what the scene has instead
         (["bend", "{scene}", "--objects", "House"],
          "{scene}: No object(s) named House in scene 'Scene': names are case-sensitive; the scene has Camera, "
@@ -362,6 +370,7 @@ def test_a_batch_with_unreadable_files_names_them_and_does_the_others(envfx, sce
     assert envfx.cli.main(["info", cut, scene_file]) == 2  # info too: the good file is described
     out, err = capsys.readouterr()
     assert f"{scene_file}, scene 'Scene'" in out and f"{cut}: Blender cannot read" in err
+    assert f"envfx info: 1 of 2 files failed: {cut}" in err and "unchanged" not in err  # info changes no file
 
 
 @pytest.fixture
@@ -514,3 +523,108 @@ def test_bend_export_engines_refuses_two_files_of_one_name(envfx, scene_file, tm
     err = capsys.readouterr().err
     assert f"{a} and {b} would write their engine files into the same folder {out / 'level'}" in err
     assert "run them separately" in err and not out.exists()
+
+
+GAS_GIANT_SMALL = ["--particles", "2000", "--iterations", "2", "--cubemap", "16", "--equirect", "32", "--field", "8"]
+
+
+@pytest.mark.parametrize("command", ["bend", "wind", "snow", "gas-giant", "mips"])
+def test_every_text_option_given_empty_is_refused_before_any_file_is_touched(envfx, scene_file, tmp_path, capsys,
+                                                                            monkeypatch, command):
+    """An empty pipeline variable (`--output "$OUT"`) is not "not given": every option of the command that takes a
+    text value (read from the parser, so an option added later is covered) refuses "" and blanks with exit 2,
+    naming the option, before any file is opened, written or saved over."""
+    (tmp_path / "cwd").mkdir()
+    monkeypatch.chdir(tmp_path / "cwd")  # an empty path is the working folder to os.path: nothing lands there
+    image = str(tmp_path / "leaf.png")
+    shutil.copyfile(os.path.join(ROOT, "docs", "snow.png"), image)
+    base = {"bend": ["bend", scene_file], "wind": ["wind", scene_file], "snow": ["snow", scene_file, "--trails"],
+            "gas-giant": ["gas-giant", "--out", str(tmp_path / "gg"), *GAS_GIANT_SMALL],
+            "mips": ["mips", image, "--out", str(tmp_path / "mips")]}[command]
+    sub = next(a for a in envfx.cli.build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    options = [max(a.option_strings, key=len) for a in sub.choices[command]._actions
+               if isinstance(a, argparse._StoreAction) and a.option_strings and a.type is None and a.choices is None
+               and a.nargs is None]
+    assert {"bend": "--export-engines", "wind": "--output", "snow": "--out-dir", "gas-giant": "--save",
+            "mips": "--out"}[command] in options
+    inputs = {path: digest(path) for path in (scene_file, image)}
+    listing = sorted(os.listdir(tmp_path))
+    for option in options:
+        for value in ("", "  "):
+            assert envfx.cli.main([*base, option, value]) == 2, (option, value)
+            assert f"envfx {command}: error: {option} is empty: give " in capsys.readouterr().err, (option, value)
+            assert {path: digest(path) for path in inputs} == inputs, (option, value)
+            assert sorted(os.listdir(tmp_path)) == listing and not os.listdir("."), (option, value)
+
+
+def _mesh_positions(path, name):
+    bpy.ops.wm.open_mainfile(filepath=path, load_ui=False)
+    obj = bpy.data.objects[name]
+    assert obj.mode == "OBJECT"
+    co = np.empty(len(obj.data.vertices) * 3, np.float32)
+    obj.data.vertices.foreach_get("co", co)
+    return co.reshape(-1, 3)
+
+
+@pytest.mark.parametrize("command", [
+    ["bend", "--apply", "--objects", "Cube", "--pivot", "Player", "--strength", "0.01"],
+    ["wind", "--objects", "Cube", "--ao-samples", "0"]])
+def test_a_file_saved_in_edit_mode_is_worked_on_with_its_edits(envfx, scene_file, tmp_path, capsys, command):
+    """A .blend saved in Edit Mode opens in Edit Mode; a batch has no Tab to leave it. The command leaves it (the
+    edit made in Edit Mode is kept) and works on the edited mesh: the result equals that of the same edit made in
+    Object Mode."""
+    import bmesh
+
+    in_edit, in_object = str(tmp_path / "in_edit.blend"), str(tmp_path / "in_object.blend")
+    bpy.ops.wm.open_mainfile(filepath=scene_file, load_ui=False)
+    cube = bpy.data.objects["Cube"]
+    cube.data.vertices[0].co.z += 5.0
+    bpy.ops.wm.save_as_mainfile(filepath=in_object)
+    bpy.ops.wm.open_mainfile(filepath=scene_file, load_ui=False)
+    cube = bpy.data.objects["Cube"]
+    bpy.context.view_layer.objects.active = cube
+    bpy.ops.object.mode_set(mode="EDIT")
+    bm = bmesh.from_edit_mesh(cube.data)
+    bm.verts.ensure_lookup_table()
+    bm.verts[0].co.z += 5.0
+    bmesh.update_edit_mesh(cube.data)
+    bpy.ops.wm.save_as_mainfile(filepath=in_edit)  # saved without leaving Edit Mode
+    bpy.ops.wm.open_mainfile(filepath=in_edit, load_ui=False)
+    assert bpy.data.objects["Cube"].mode == "EDIT"  # what Blender does: the file opens in Edit Mode
+
+    for path in (in_edit, in_object):
+        assert envfx.cli.main([command[0], path, *command[1:]]) == 0, capsys.readouterr().err
+    assert "Edit Mode" not in capsys.readouterr().err
+    edited, reference = _mesh_positions(in_edit, "Cube"), _mesh_positions(in_object, "Cube")
+    np.testing.assert_array_equal(edited, reference)
+    assert edited[0, 2] > 3.0  # the edit is there (the cube's top is at 1; the bend drops it by about 1.2)
+    if command[0] == "bend":
+        assert not np.allclose(edited, _mesh_positions(scene_file, "Cube"))  # and was baked
+    else:
+        assert "EnvFX_Height_UV" in bpy.data.objects["Cube"].data.uv_layers  # the wind data was baked
+
+
+def test_bend_export_engines_needs_no_mesh(envfx, tmp_path, capsys):
+    """The export writes the scene's bend settings as shader code: a file without a mesh (a level's settings
+    file) exports, and is left as it was."""
+    bpy.ops.wm.read_homefile(app_template="", use_empty=True)
+    bpy.context.scene.collection.objects.link(bpy.data.objects.new("Player", None))
+    path = str(tmp_path / "settings.blend")
+    bpy.ops.wm.save_as_mainfile(filepath=path)
+    before = digest(path)
+    out = tmp_path / "engines"
+    assert envfx.cli.main(["bend", path, "--pivot", "Player", "--strength", "0.02", "--export-engines", str(out)]) == 0
+    assert f"envfx bend: {path}: wrote " in capsys.readouterr().out
+    meta = json.loads((out / "envfx_bend.json").read_text())
+    assert meta["blender"]["strength"] == pytest.approx(0.02) and (out / "EnvFXBend.hlsl").exists()
+    assert digest(path) == before
+
+
+def test_warnings_start_with_the_file_path(envfx, scene_file, capsys):
+    """Every message about a file starts with its path, warnings and skipped objects too (a batch's log is
+    grepped by file)."""
+    assert envfx.cli.main(["bend", scene_file, "--objects", "Cube,Player"]) == 0  # no pivot; an empty skipped
+    lines = [line for line in capsys.readouterr().out.splitlines() if not line.startswith("Info: ")]  # Blender's
+    assert all(line.startswith(f"envfx bend: {scene_file}: ") for line in lines), lines
+    assert any(": warning: skipped Player" in line for line in lines), lines
+    assert any(": warning: No pivot set" in line for line in lines), lines

@@ -233,12 +233,17 @@ def test_cli_save_into_an_existing_file_adds_the_planet_and_keeps_the_rest(envfx
     bpy.ops.wm.save_as_mainfile(filepath=level)
     args = ["gas-giant", "--out", str(tmp_path / "tex"), "--particles", "5000", "--iterations", "2", "--equirect",
             "128", "--cubemap", "64", "--field", "16", "--threads", "1", "--save", level]
-    for _ in range(2):
+    for run, verb in enumerate(("added", "updated")):
         bpy.ops.wm.read_homefile(app_template="")  # whatever was open before does not matter
-        assert envfx.cli.main(args) == 0, capsys.readouterr().err
+        out = str(tmp_path / f"tex{run}")  # the second bake goes into another folder: the planet shows it
+        assert envfx.cli.main(args[:2] + [out] + args[3:]) == 0, capsys.readouterr().err
+        assert f"envfx gas-giant: {verb} planet 'Gas Giant'; saved {level}" in capsys.readouterr().out
         bpy.ops.wm.open_mainfile(filepath=level)
         assert sorted(o.name for o in bpy.data.objects) == ["Gas Giant", "Rock"]
         assert bpy.context.scene.frame_end == 77
+        images = [i for i in bpy.data.images if i.users]
+        assert [i.name for i in images] == ["Gas Giant Texture"]  # replaced, not "Gas Giant Texture.001"
+        assert os.path.samefile(bpy.path.abspath(images[0].filepath), os.path.join(out, "gasgiant_equirect.png"))
     (tmp_path / "folder.blend").mkdir()
     assert envfx.cli.main(args[:-1] + [str(tmp_path / "folder.blend")]) == 2
     assert "is not a file" in capsys.readouterr().err
@@ -561,3 +566,26 @@ def test_cli_bake_killed_with_sigterm_writes_nothing(tmp_path):
     assert proc.returncode == 1, log[-2000:]
     assert "Gas giant bake cancelled; nothing was written" in log
     assert not out.exists() or list(out.iterdir()) == []
+
+
+def test_cube_map_palette_from_an_engine_layout_bake(envfx, tmp_path, capsys):
+    """--cubemap-palette reads the faces whichever layout the folder holds (gasgiant.json says which): a palette
+    read from a GLTF or Unity bake is the one read from the Blender bake of the same settings, texel for texel."""
+    small = ["--particles", "3000", "--iterations", "3", "--cubemap", "64", "--equirect", "0", "--field", "32",
+             "--threads", "1", "--seed", "4"]
+    palettes = {}
+    for layout in ("blender", "gltf", "unity"):
+        assert envfx.cli.main(["gas-giant", "--out", str(tmp_path / layout), "--cube-layout", layout, *small]) == 0
+        palettes[layout] = envfx.operators.gasgiant.load_palette_cube(str(tmp_path / layout))
+    assert (tmp_path / "gltf" / "gasgiant_posx.png").exists() and not (tmp_path / "gltf" / "gasgiant_px.png").exists()
+    assert palettes["blender"].std() > 0.01  # a real picture, not a flat colour that any orientation matches
+    np.testing.assert_array_equal(palettes["gltf"], palettes["blender"])
+    np.testing.assert_array_equal(palettes["unity"], palettes["blender"])
+    assert envfx.cli.main(["gas-giant", "--out", str(tmp_path / "again"), "--cubemap-palette",
+                           str(tmp_path / "gltf"), *small]) == 0
+    (tmp_path / "gltf" / "gasgiant.json").unlink()  # without it, GLTF and Unity faces cannot be told apart
+    capsys.readouterr()
+    assert envfx.cli.main(["gas-giant", "--out", str(tmp_path / "never"), "--cubemap-palette",
+                           str(tmp_path / "gltf"), *small]) == 2
+    assert "holds engine-layout cube faces (gasgiant_posx.png" in capsys.readouterr().err
+    assert not (tmp_path / "never").exists()

@@ -952,3 +952,15 @@ def test_cloud_colour_is_three_numbers_from_0_to_1(colour):
 def test_ramp_colours_and_stops_from_0_to_1(bad):
     with pytest.raises(gg.GasGiantError, match="Colour ramp"):
         gg.GasGiantParams(ramp=((0.0, (0.1, 0.2, 0.3)), bad)).validate()
+
+
+@pytest.mark.parametrize("layout", gg.CUBE_LAYOUTS)
+def test_engine_faces_turn_back_into_the_blender_faces_exactly(layout):
+    """A palette read from an engine-layout bake: blender_face_image undoes layout_face_image for every face (a
+    flip, a transpose or both), so the faces are the Blender ones texel for texel."""
+    rng = np.random.default_rng(3)
+    for entry in gg.cube_layout_faces(layout):
+        face = rng.random((5, 5, 3), dtype=np.float32)
+        engine = gg.layout_face_image(face, entry)
+        np.testing.assert_array_equal(gg.blender_face_image(engine, entry), face)
+    assert any(e["t"][0][0] == 0 for e in gg.cube_layout_faces("GLTF"))  # the transposing branch is exercised

@@ -293,6 +293,56 @@ def test_remove_stale_temp_only_removes_dead_runs_folders(tmp_path):
     assert snow.remove_stale_temp(str(tmp_path / "missing")) == []
 
 
+class _FakeKernel32:
+    """kernel32 as _pid_running_windows calls it: processes maps pid -> exit code (259 = still active); denied
+    pids exist but cannot be opened (error 5); other pids are gone (error 87)."""
+
+    def __init__(self, processes, denied=()):
+        self.processes, self.denied, self.open, self.error = processes, set(denied), set(), 0
+
+    def OpenProcess(self, access, inherit, pid):  # noqa: N802 (the Win32 name)
+        assert access == 0x1000 and not inherit  # PROCESS_QUERY_LIMITED_INFORMATION, not inherited
+        if pid in self.denied or pid not in self.processes:
+            self.error = 5 if pid in self.denied else 87
+            return 0
+        self.open.add(10_000 + pid)
+        return 10_000 + pid
+
+    def GetExitCodeProcess(self, handle, code):  # noqa: N802
+        assert handle in self.open
+        code._obj.value = self.processes[handle - 10_000]
+        return 1
+
+    def CloseHandle(self, handle):  # noqa: N802
+        self.open.remove(handle)
+        return 1
+
+
+def test_pid_probe_on_windows_opens_the_process_and_never_signals(tmp_path, monkeypatch):
+    """On Windows os.kill(pid, 0) sends CTRL_C_EVENT: the probe asks OpenProcess / GetExitCodeProcess instead (a
+    running process, one that is not ours to open, an ended one, a gone one), and closes every handle it opens."""
+    kernel32 = _FakeKernel32({4242: 259, 4343: 0}, denied={4444})
+
+    def no_signal(*args):
+        raise AssertionError("os.kill must not be used on Windows")
+
+    monkeypatch.setattr(snow, "_windows_api", lambda: (kernel32, lambda: kernel32.error))
+    monkeypatch.setattr(snow.os, "kill", no_signal)
+    old = snow._STARTED - 60.0
+    for pid in (4242, 4343, 4545):
+        (tmp_path / f".envfx_snow_{pid}_x").mkdir()
+        os.utime(tmp_path / f".envfx_snow_{pid}_x", (old, old))
+    monkeypatch.setattr(snow.os, "name", "nt")
+    try:  # os.name is back before anything can fail (pytest's own paths depend on it)
+        running = {pid: snow._pid_running(pid) for pid in (4242, 4343, 4444, 4545, 2**40)}
+        removed = sorted(snow.remove_stale_temp(str(tmp_path)))
+    finally:
+        monkeypatch.undo()
+    assert running == {4242: True, 4343: False, 4444: True, 4545: False, 2**40: False}
+    assert removed == [".envfx_snow_4343_x", ".envfx_snow_4545_x"]
+    assert not kernel32.open
+
+
 def test_final_only_writes_one_image(tmp_path):
     buf = snow.BufferParams(resolution=8, size=4.0, origin=(-2.0, -2.0))
     snow.bake(walk(4), [0.4], [0.1], snow.StampParams(), buf, out_dir=str(tmp_path), sequence=False)
