@@ -93,8 +93,8 @@ def add_bend(scene, objects) -> BendResult:
             f"where it stands")
     settings = scene.envfx.bend
     if settings.pivot is None:
-        result.warnings.append("No pivot set: the bend is centred on the world origin; choose a pivot "
-                               "(player or camera) in the EnvFX panel")
+        result.warnings.append("No pivot set: the bend is centred on the world origin; choose a pivot (the player "
+                               "or camera): Pivot in the EnvFX panel, or --pivot on the command line")
     elif settings.pivot.name not in scene.objects:
         result.warnings.append(f"Pivot {settings.pivot.name!r} is not in this scene (deleted?): choose another pivot")
     extent, worst = _scene_extent_and_drop([bpy.data.objects[n] for n in result.changed + result.unchanged],
