@@ -912,6 +912,8 @@ def _snow_file(args, path: str, frames, saves: bool) -> int:
             made = snow_ops.generate_snow(scene, objects, bpy.context.evaluated_depsgraph_get(), replace=True)
             what = f"regenerated the snow cover {', '.join(old)} in place as" if old else "made"
             print(f"envfx snow: {path}: {what} {len(made)} snow mesh(es), {len(made[0].data.vertices):,} vertices")
+            for warning in made.warnings:
+                print(f"warning: {warning}")
         if args.trails:
             changed, skipped = snow_ops.add_trails(scene, snow_ops.snow_objects(scene))
             for name, why in skipped.items():

@@ -1538,3 +1538,73 @@ def test_remove_trails_after_the_modifier_was_removed_by_hand_removes_its_driver
         assert how == "modifier_remove" and bpy.app.version >= (5, 0, 0)
     assert bpy.ops.envfx.snow_trails_remove() == {"FINISHED"}
     assert len(snow.animation_data.drivers) == 0
+
+
+def _bent_ground(envfx):
+    scene = bpy.context.scene
+    clear_scene()
+    b = scene.envfx.bend
+    b.mode, b.strength, b.spread = "PLANET", 0.05, 0.0
+    ground = grid_object("Ground", size=6.0, segments=6)
+    envfx.operators.bend.add_bend(scene, [ground])
+    s = scene.envfx.snow
+    s.spacing, s.thickness, s.border_width, s.noise, s.drift = 0.25, 0.3, 0.0, 0.0, 0.0
+    return scene, ground
+
+
+def test_regenerated_snow_follows_its_terrain_in_and_out_of_the_bend(envfx):
+    """Regenerating a cover in place (what `envfx snow --generate` runs) over terrain that is no longer bent
+    removes the snow's bend and says so (the snow lies on the ground, not below it); over bent terrain it takes
+    the bend again. The trails stay throughout."""
+    ops, bend = envfx.operators.snow, envfx.operators.bend
+    scene, ground = _bent_ground(envfx)
+    snow = ops.generate_snow(scene, [ground], bpy.context.evaluated_depsgraph_get(), replace=True)[0]
+    actors = bpy.data.collections.new("Actors")
+    scene.collection.children.link(actors)
+    scene.envfx.snow.actors = actors
+    sphere_object("A", 0.3, actors).location = (0.0, 0.0, 0.2)
+    scene.frame_set(1)
+    ops.add_trails(scene, [snow])
+    bend.remove_bend([ground])
+    made = ops.generate_snow(scene, [ground], bpy.context.evaluated_depsgraph_get(), replace=True)
+    assert list(made) == [snow] and bend.bend_modifiers(snow) == [] and ops.trails_modifiers(snow)
+    assert made.warnings == ["removed the bend from Ground Snow: the terrain is no longer bent"]
+    rest, off = evaluated_offset(envfx, snow)
+    away = np.hypot(rest[:, 0], rest[:, 1]) > 0.8                       # away from the actor's trail
+    assert np.abs(off[away]).max() < 1e-4                                # on the ground, not bent below it
+    bend.add_bend(scene, [ground])
+    made = ops.generate_snow(scene, [ground], bpy.context.evaluated_depsgraph_get(), replace=True)
+    assert list(made) == [snow] and len(bend.bend_modifiers(snow)) == 1 and made.warnings == []
+    _, off = evaluated_offset(envfx, snow)
+    np.testing.assert_allclose(off[away], -0.05 * (rest[away, 0] ** 2 + rest[away, 1] ** 2), atol=1e-3)
+
+
+def test_generate_on_bent_terrain_with_refused_bend_settings_changes_nothing(envfx):
+    """Bent terrain with bend settings the bend refuses (a Spread of 2e6 m): Generate Snow reports why and
+    builds nothing (it raised the bend's error after making the snow); the terrain's bend is shown again."""
+    scene, ground = _bent_ground(envfx)
+    scene.envfx.bend.spread = 2e6
+    select_only(ground)
+    before = _state()
+    with pytest.raises(RuntimeError, match=r"bend settings are refused: Bend spread .* is enormous"):
+        bpy.ops.envfx.snow_generate()
+    assert _state() == before
+    assert [m.show_viewport for m in envfx.operators.bend.bend_modifiers(ground)] == [True]
+    with pytest.raises(envfx.operators.snow.SnowInputError, match="enormous"):
+        envfx.operators.snow.generate_snow(scene, [ground], bpy.context.evaluated_depsgraph_get(), replace=True)
+    assert _state() == before
+
+
+def test_covers_of_looks_up_the_terrain_generate_snow_covers(envfx):
+    """Objects snow cannot cover (an empty) among the terrain do not hide the cover made over the rest, so
+    `envfx snow --generate --objects Terrain,Marker` run twice says it regenerated the cover."""
+    scene = bpy.context.scene
+    clear_scene()
+    ground = grid_object("Ground", size=4.0, segments=4)
+    marker = bpy.data.objects.new("Marker", None)
+    scene.collection.objects.link(marker)
+    scene.envfx.snow.spacing = 0.5
+    ops = envfx.operators.snow
+    made = ops.generate_snow(scene, [ground, marker], bpy.context.evaluated_depsgraph_get(), replace=True)
+    assert ops.covers_of(scene, [ground, marker]) == list(made) == ops.covers_of(scene, [ground])
+    assert ops.covers_of(scene, [marker]) == []
