@@ -727,7 +727,8 @@ def bake_inputs(scene):
                              "follow)")
     out = _check_output_dir(s.output_dir)
     # before the frames are stepped through: a bake that cannot fit on the disk is refused at once
-    core_snow.check_disk_space(out, int(s.buffer_resolution), s.frame_end - s.frame_start + 1 if s.sequence else 1)
+    frames = s.frame_end - s.frame_start + 1
+    core_snow.check_disk_space(out, int(s.buffer_resolution), frames if s.sequence else 1, frames)
     specs, skipped = actor_specs(scene)
     return out, specs, skipped
 
