@@ -565,6 +565,30 @@ def sync_surfaces(scene, tree=None) -> bool:
     return changed
 
 
+def claim_legacy_surfaces(scenes=None) -> list:
+    """A file saved before each scene had its own snow surfaces collection (one "EnvFX Snow Surfaces" that every
+    scene's coverage group read): each scene whose coverage group reads a collection but that has none of its own
+    gets one (the first takes the old one over) and it is brought up to date, so syncing one scene no longer takes
+    the other scenes' snow out of what their actors sink into. A coverage group two scenes share (a scene copy)
+    is left to its split. Returns the names of the scenes that got one; run after a file is loaded."""
+    claimed = []
+    for scene in bpy.data.scenes if scenes is None else scenes:
+        if snow_nodes.surfaces_for(scene) is not None:
+            continue
+        coverage = common.scene_group(scene, snow_nodes.COVERAGE_KIND, snow_nodes.COVERAGE_GROUP)
+        if coverage is None or snow_nodes.SURFACES_NODE not in coverage.nodes:
+            continue
+        if any(s != scene for s in common.scenes_using(coverage, snow_nodes.COVERAGE_KIND)):
+            continue
+        socket = coverage.nodes[snow_nodes.SURFACES_NODE].inputs["Collection"]
+        coll = snow_nodes.ensure_surfaces_collection(scene, socket.default_value)
+        if socket.default_value != coll:
+            socket.default_value = coll
+        sync_surfaces(scene)
+        claimed.append(scene.name)
+    return claimed
+
+
 def _shares_groups(scene, tree) -> bool:
     """Whether ``scene`` still shares its trails or coverage group with another scene (a scene copy)."""
     if any(s != scene for s in common.scenes_using(tree, snow_nodes.KIND)):
@@ -655,6 +679,7 @@ def remove_trails(objects, scene=None) -> ObjectsResult:
             obj.animation_data.drivers.remove(fc)
         result.changed.append(obj.name)
     tree = snow_nodes.group_for(scene)
+    claim_legacy_surfaces([scene])  # a file saved before scenes had their own (and not loaded since)
     sync_surfaces(scene, tree)
     if not scene_has_trails(scene, tree):
         _remove_scene_snow_groups(scene, tree)

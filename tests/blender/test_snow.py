@@ -1608,3 +1608,73 @@ def test_covers_of_looks_up_the_terrain_generate_snow_covers(envfx):
     made = ops.generate_snow(scene, [ground, marker], bpy.context.evaluated_depsgraph_get(), replace=True)
     assert ops.covers_of(scene, [ground, marker]) == list(made) == ops.covers_of(scene, [ground])
     assert ops.covers_of(scene, [marker]) == []
+
+
+def _old_two_level_file(envfx, path):
+    """Save a file as EnvFX saved it before each scene had its own snow surfaces collection: two levels with
+    snow trails and actors ("Scene": Ground Snow and Other Snow, actor A; "Level 2": Snow B, actor B), both
+    coverage groups reading one "EnvFX Snow Surfaces" that holds every snow mesh, no scene pointing at it."""
+    nodes = envfx.shader_nodes.snow
+    scene, snow, actors = snow_scene(envfx, spacing=0.2, size=6.0, thickness=0.5)
+    sphere_object("A", 0.3, actors).location = (0.0, 0.0, 0.2)
+    other = bpy.data.objects.new("Other Snow", snow.data.copy())
+    other["envfx_snow"] = 0
+    other.location.x = 10.0
+    scene.collection.objects.link(other)
+    scene.frame_set(1)
+    envfx.operators.snow.add_trails(scene, [snow, other])
+    level = bpy.data.scenes.new("Level 2")
+    snow_b = bpy.data.objects.new("Snow B", snow.data.copy())
+    snow_b["envfx_snow"] = 0
+    level.collection.objects.link(snow_b)
+    actors_b = bpy.data.collections.new("Actors B")
+    level.collection.children.link(actors_b)
+    sphere_object("B", 0.3, actors_b).location = (0.0, 0.0, 0.2)
+    level.envfx.snow.actors = actors_b
+    level.envfx.snow.thickness = 0.5
+    level.frame_set(1)
+    envfx.operators.snow.add_trails(level, [snow_b])
+    legacy = bpy.data.collections.new("Legacy")
+    for scn in (scene, level):
+        own = nodes.surfaces_for(scn)
+        del scn[nodes.SURFACES_KEY]
+        bpy.data.collections.remove(own)
+    legacy.name = nodes.SURFACES_COLLECTION
+    for obj in (snow, other, snow_b):
+        legacy.objects.link(obj)
+    for scn in (scene, level):
+        coverage = bpy.data.node_groups[nodes.COVERAGE_GROUP + (" (Level 2)" if scn == level else "")]
+        coverage.nodes[nodes.SURFACES_NODE].inputs["Collection"].default_value = legacy
+    bpy.ops.wm.save_as_mainfile(filepath=str(path))
+    bpy.ops.wm.open_mainfile(filepath=str(path))
+    return bpy.data.scenes["Scene"], bpy.data.scenes["Level 2"]
+
+
+def _surfaces_read(envfx, scene):
+    nodes = envfx.shader_nodes.snow
+    coverage = envfx.shader_nodes.common.scene_group(scene, nodes.COVERAGE_KIND, nodes.COVERAGE_GROUP)
+    coll = coverage.nodes[nodes.SURFACES_NODE].inputs["Collection"].default_value
+    assert coll == nodes.surfaces_for(scene)
+    return sorted(coll.objects.keys())
+
+
+def test_old_file_with_two_levels_gives_each_level_its_own_snow_surfaces(envfx, tmp_path):
+    """A file saved when every scene's coverage read one "EnvFX Snow Surfaces": at load each level gets its own
+    surfaces (the first takes the old one over), so level 1's updates no longer take level 2's snow out of what
+    level 2's actors sink into (its actors lost their coverage)."""
+    scene, level = _old_two_level_file(envfx, tmp_path / "old.blend")
+    assert _surfaces_read(envfx, scene) == ["Ground Snow", "Other Snow"]
+    assert _surfaces_read(envfx, level) == ["Snow B"]
+    sphere_object("A2", 0.3, bpy.data.collections["Actors"]).location = (10.0, 0.0, 0.2)
+    for f in range(1, 4):                                   # level 1's trails and coverage follow A2
+        scene.frame_set(f)
+    assert _surfaces_read(envfx, level) == ["Snow B"]
+    assert _surfaces_read(envfx, scene) == ["Ground Snow", "Other Snow"]
+
+
+def test_old_file_remove_trails_from_one_snow_takes_it_out_of_the_surfaces(envfx, tmp_path):
+    """In a file saved before scenes had their own surfaces, Remove Trails on one of two snow meshes takes it
+    out of the snow the actors sink into, also when the scene never synced since the load."""
+    scene, _level = _old_two_level_file(envfx, tmp_path / "old.blend")
+    envfx.operators.snow.remove_trails([bpy.data.objects["Other Snow"]], scene)
+    assert _surfaces_read(envfx, scene) == ["Ground Snow"]
