@@ -589,6 +589,26 @@ def claim_legacy_surfaces(scenes=None) -> list:
     return claimed
 
 
+_SCENE_KEYS = (common.scene_key(snow_nodes.KIND), common.scene_key(snow_nodes.COVERAGE_KIND), snow_nodes.SURFACES_KEY)
+
+
+def drop_copied_pointers(scenes) -> list:
+    """Scenes of ``scenes`` that point at the snow groups or surfaces collection of another scene (Scene > New >
+    Copy Settings and Linked Copy copy the scene's properties) but have no snow carrying those trails let go of
+    them, so the scene that uses them keeps its surfaces in sync and Remove Trails can remove them. Returns the
+    names of the scenes that let go."""
+    dropped = []
+    for scene in scenes:
+        shared = [key for key in _SCENE_KEYS if scene.get(key) is not None
+                  and any(other != scene and other.get(key) == scene.get(key) for other in bpy.data.scenes)]
+        if not shared or scene_has_trails(scene):
+            continue
+        for key in shared:
+            del scene[key]
+        dropped.append(scene.name)
+    return dropped
+
+
 def _shares_groups(scene, tree) -> bool:
     """Whether ``scene`` still shares its trails or coverage group with another scene (a scene copy)."""
     if any(s != scene for s in common.scenes_using(tree, snow_nodes.KIND)):
@@ -614,6 +634,11 @@ def follow_actors(scene, may_split: bool = True) -> bool | None:
         return False
     if not may_split and _shares_groups(scene, tree):
         return None
+    if _shares_groups(scene, tree) and drop_copied_pointers(bpy.data.scenes):  # a Copy Settings / Linked Copy
+        tree = snow_nodes.group_for(scene)
+        if tree is None:
+            return False
+        sig = _signature(scene, tree)
     if not scene_has_trails(scene, tree):  # no snow of the scene has its trails (any more)
         sync_surfaces(scene, tree)
         _followed[scene.name] = _signature(scene, tree)
@@ -680,6 +705,7 @@ def remove_trails(objects, scene=None) -> ObjectsResult:
         result.changed.append(obj.name)
     tree = snow_nodes.group_for(scene)
     claim_legacy_surfaces([scene])  # a file saved before scenes had their own (and not loaded since)
+    drop_copied_pointers([s for s in bpy.data.scenes if s != scene])  # copies without snow let go of its groups
     sync_surfaces(scene, tree)
     if not scene_has_trails(scene, tree):
         _remove_scene_snow_groups(scene, tree)

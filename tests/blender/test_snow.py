@@ -631,7 +631,7 @@ def test_cli_generate_trails_bake(envfx, tmp_path, capsys):
     (["--bake", "--actors", "Walkers", "--out-dir", "F/sub"], "cannot be written"),
     # a petabyte: refused with the estimate before a frame is stepped through (before: no check at all)
     (["--bake", "--actors", "Walkers", "--out-dir", "X", "--frames", "1:1000000", "--resolution", "8192"],
-     "The bake would write up to 1,000,122.70 GB (1000000 frame(s) of 8192x8192"),
+     "The bake would write up to 1,000,122.94 GB (1000000 frame(s) of 8192x8192"),
 ])
 def test_cli_bad_input(envfx, tmp_path, capsys, args, msg):
     path = _cli_file(envfx, tmp_path)
@@ -1678,3 +1678,30 @@ def test_old_file_remove_trails_from_one_snow_takes_it_out_of_the_surfaces(envfx
     scene, _level = _old_two_level_file(envfx, tmp_path / "old.blend")
     envfx.operators.snow.remove_trails([bpy.data.objects["Other Snow"]], scene)
     assert _surfaces_read(envfx, scene) == ["Ground Snow"]
+
+
+@pytest.mark.parametrize("copy", ["EMPTY", "LINK_COPY"])
+def test_scene_copy_settings_does_not_keep_the_snow_groups(envfx, copy):
+    """Scene > New > Copy Settings (and Linked Copy) copy the scene's pointers to its snow groups and surfaces:
+    Remove Trails on all snow of the first scene still removes the actors' coverage, the groups and the surfaces
+    (they stayed, held by the copy); with Copy Settings a Shift-D copy of its snow joins its surfaces too."""
+    scene, snow, actors = snow_scene(envfx, spacing=0.2, size=6.0, thickness=0.5)
+    a = sphere_object("A", 0.3, actors)
+    a.location = (0.0, 0.0, 0.2)
+    scene.frame_set(1)
+    select_only(snow)
+    assert bpy.ops.envfx.snow_trails_add() == {"FINISHED"}
+    nodes = envfx.shader_nodes.snow
+    bpy.ops.scene.new(type=copy)
+    bpy.context.window.scene = scene
+    scene.frame_set(2)
+    if copy == "EMPTY":
+        select_only(snow)
+        bpy.ops.object.duplicate_move(TRANSFORM_OT_translate={"value": (20.0, 0.0, 0.0)})
+        for f in range(2, 5):
+            scene.frame_set(f)
+        assert sorted(nodes.surfaces_for(scene).objects.keys()) == [snow.name, snow.name + ".001"]
+    envfx.operators.snow.remove_trails(envfx.operators.snow.snow_objects(scene), scene)
+    assert [m.name for m in a.modifiers] == []
+    assert [g.name for g in bpy.data.node_groups if "EnvFX Snow" in g.name] == []
+    assert [c.name for c in bpy.data.collections if c.name.startswith(nodes.SURFACES_COLLECTION)] == []
