@@ -969,6 +969,8 @@ def _snow_file(args, path: str, frames, saves: bool) -> int:
             made = snow_ops.generate_snow(scene, objects, bpy.context.evaluated_depsgraph_get(), replace=True)
             what = f"regenerated the snow cover {', '.join(old)} in place as" if old else "made"
             print(f"envfx snow: {path}: {what} {len(made)} snow mesh(es), {len(made[0].data.vertices):,} vertices")
+            for warning in made.warnings:
+                print(f"warning: {warning}")
         if args.trails:
             changed, skipped = snow_ops.add_trails(scene, snow_ops.snow_objects(scene))
             for name, why in skipped.items():
@@ -976,8 +978,9 @@ def _snow_file(args, path: str, frames, saves: bool) -> int:
             print(f"envfx snow: {path}: trails on {len(changed)} snow mesh(es)")
         if args.bake:
             out_dir = snow_ops.bake_inputs(scene)[0]
-            images = s.frame_end - s.frame_start + 1 if s.sequence else 1
-            size = core_snow.bake_output_bytes(s.buffer_resolution, images)
+            frame_count = s.frame_end - s.frame_start + 1
+            images = frame_count if s.sequence else 1
+            size = core_snow.bake_output_bytes(s.buffer_resolution, images, frame_count)
             print(f"envfx snow: {path}: baking {images} image(s) of {s.buffer_resolution}x{s.buffer_resolution} "
                   f"into {out_dir} (up to {size / 2**20:,.1f} MB)")
             with sigterm_cancels() as cancelled:

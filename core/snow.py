@@ -63,27 +63,54 @@ TEMP_PREFIX = ".envfx_snow_"
 _STARTED = time.time()  # no temporary folder of this process is older than this
 
 
-def bake_output_bytes(resolution: int, images: int) -> int:
+# the longest a float can print in the JSON (repr of -2.2250738585072014e-308) and the lowest frame Blender has
+_LONGEST_FLOAT = -1.2345678901234567e-100
+_LOWEST_FRAME = -1048574
+
+
+def _json_frame_bytes(basename: str) -> int:
+    """At most how many bytes one frame's entry adds to the bake's JSON (``buffer_metadata``'s "frames", written
+    with indent=1): its number, origin, image name and the engines' uv offsets, every float at its longest."""
+    from . import bend_engines
+
+    entry = {"frame": _LOWEST_FRAME, "origin": [_LONGEST_FLOAT] * 2,
+             "file": f"{basename}_{_LOWEST_FRAME:04d}.exr",
+             "uv_offset": {e: [_LONGEST_FLOAT] * 2 for e in bend_engines.ENGINES}}
+    return len(json.dumps({"frames": [entry, entry]}, indent=1)) - len(json.dumps({"frames": [entry]}, indent=1))
+
+
+def bake_output_bytes(resolution: int, images: int, frames: int | None = None, basename: str = "snow_buffer") -> int:
     """At most how many bytes a bake writes: ``images`` uncompressed float RGBA EXRs of ``resolution``^2 texels
-    (16 bytes a texel, 16 a scanline for its offset and block header, a header of about 350 bytes) and the JSON
-    (about 100 bytes a frame)."""
+    (16 bytes a texel, 16 a scanline for its offset and block header, a header of about 350 bytes) and the JSON,
+    which lists every one of the ``frames`` stepped through (default ``images``; more with only the final frame
+    written): at most ``_json_frame_bytes`` a frame, and 4 KiB for the rest."""
     res = int(resolution)
+    frames = int(images) if frames is None else int(frames)
     per_image = res * res * 16 + 16 * res + 512
-    return int(images) * (per_image + 160) + 4096
+    return int(images) * per_image + max(frames, int(images)) * _json_frame_bytes(basename) + 4096
 
 
-def check_disk_space(out_dir: str, resolution: int, images: int) -> int:
+def _size_text(n: int) -> str:
+    """A byte count for messages: GB from 1 GiB up, MB below (a small bake is not "0.00 GB")."""
+    return f"{n / 2**30:,.2f} GB" if n >= 2**30 else f"{n / 2**20:,.1f} MB"
+
+
+def check_disk_space(out_dir: str, resolution: int, images: int, frames: int | None = None,
+                     basename: str = "snow_buffer") -> int:
     """Refuse a bake whose files would not fit on the disk of ``out_dir`` (or of its nearest existing parent);
-    returns the estimate in bytes."""
-    need = bake_output_bytes(resolution, images)
+    returns the estimate in bytes (``bake_output_bytes``). The temporary folders a killed bake left there
+    (``stale_temp_folders``) count as free: the bake removes them before it writes."""
+    need = bake_output_bytes(resolution, images, frames, basename)
     probe = os.path.abspath(out_dir)
     while not os.path.exists(probe) and os.path.dirname(probe) != probe:
         probe = os.path.dirname(probe)
     free = shutil.disk_usage(probe).free
+    if need > free and os.path.isdir(out_dir):
+        free += sum(_folder_bytes(path) for path in stale_temp_folders(out_dir))
     if need > free:
         res = int(resolution)
-        raise SnowError(f"The bake would write up to {need / 2**30:,.2f} GB ({images} frame(s) of {res}x{res} float "
-                        f"EXR) but only {free / 2**30:,.2f} GB is free in {out_dir!r}: bake fewer frames, a lower "
+        raise SnowError(f"The bake would write up to {_size_text(need)} ({images} frame(s) of {res}x{res} float "
+                        f"EXR) but only {_size_text(free)} is free in {out_dir!r}: bake fewer frames, a lower "
                         f"resolution or only the final frame, or free disk space")
     return need
 
@@ -127,6 +154,17 @@ def _pid_running_windows(pid: int) -> bool:
         kernel32.CloseHandle(handle)
 
 
+def _folder_bytes(path: str) -> int:
+    total = 0
+    for root, _dirs, names in os.walk(path):
+        for name in names:
+            try:
+                total += os.lstat(os.path.join(root, name)).st_size
+            except OSError:
+                pass
+    return total
+
+
 def _pid_running(pid: int) -> bool:
     if os.name == "nt":
         return _pid_running_windows(pid)
@@ -147,10 +185,23 @@ def remove_stale_temp(out_dir: str) -> list:
     """Remove the temporary folders a killed bake left in ``out_dir`` (returns their names): only folders EnvFX
     named ``.envfx_snow_*``, older than this process and not of a process still running."""
     removed = []
+    for path in stale_temp_folders(out_dir):
+        try:
+            shutil.rmtree(path)
+        except OSError:
+            continue
+        removed.append(os.path.basename(path))
+    return removed
+
+
+def stale_temp_folders(out_dir: str) -> list:
+    """The paths of the temporary folders a killed bake left in ``out_dir`` (what ``remove_stale_temp``
+    removes)."""
+    stale = []
     try:
         entries = list(os.scandir(out_dir))
     except OSError:
-        return removed
+        return stale
     for entry in entries:
         if not entry.name.startswith(TEMP_PREFIX) or not entry.is_dir(follow_symlinks=False):
             continue
@@ -160,11 +211,10 @@ def remove_stale_temp(out_dir: str) -> list:
         try:
             if entry.stat(follow_symlinks=False).st_mtime >= _STARTED:
                 continue
-            shutil.rmtree(entry.path)
         except OSError:
             continue
-        removed.append(entry.name)
-    return removed
+        stale.append(entry.path)
+    return stale
 
 
 # --- stamp ------------------------------------------------------------------------------------------------
@@ -590,8 +640,10 @@ def bake_job(tracks, radius, depth, stamp: StampParams, buf: BufferParams, frame
                                 f"choose a writable folder") from None
         if not os.access(out_dir, os.W_OK):
             raise SnowError(f"The output folder {out_dir!r} is not writable: choose another folder")
-        check_disk_space(out_dir, res, n_frames if sequence else 1)
+    # a killed bake's temporary folder may hold the space this bake needs: removed before the space is checked
     stale = remove_stale_temp(out_dir) if out_dir is not None else []
+    if out_dir is not None:
+        check_disk_space(out_dir, res, n_frames if sequence else 1, n_frames, basename)
     tmp = tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}{os.getpid()}_", dir=out_dir) if out_dir is not None else None
     try:
         n = res * res

@@ -15,7 +15,9 @@ from bpy.props import BoolProperty
 
 from .. import bridge, progress
 from . import bend as bend_ops
+from ..core import bend as core_bend
 from ..core import snow as core_snow
+from ..shader_nodes import bend as bend_nodes
 from ..shader_nodes import common
 from ..shader_nodes import snow as snow_nodes
 from .common import (NeedsScene, ObjectsResult, changeable, edit_mode_text, in_edit_mode, kept_by_override_reason,
@@ -233,8 +235,12 @@ def _cover_base_name(terrain) -> str:
 
 
 def covers_of(scene, terrain) -> list:
-    """The snow objects of ``scene`` generated over exactly the objects ``terrain`` (by TERRAIN_TAG; snow made
-    before the tag existed: by its name, "<terrain> Snow" or "<terrain> Snow LOD<n>"), coarsest level last."""
+    """The snow objects of ``scene`` generated over exactly the objects ``terrain`` (those of them snow can cover,
+    ``snow_terrain``, as ``generate_snow`` tags them; by TERRAIN_TAG; snow made before the tag existed: by its
+    name, "<terrain> Snow" or "<terrain> Snow LOD<n>"), coarsest level last."""
+    terrain = snow_terrain(terrain)
+    if not terrain:
+        return []
     names = json.dumps(sorted(o.name for o in terrain))
     base = _cover_base_name(terrain) + " Snow"
     found = []
@@ -245,15 +251,46 @@ def covers_of(scene, terrain) -> list:
     return sorted(found, key=lambda o: (int(o[SNOW_TAG]), o.name))
 
 
-def generate_snow(scene, objects, depsgraph, mask_group: str = "", mask_image=None, replace: bool = False) -> list:
+class GeneratedSnow(list):
+    """The snow objects ``generate_snow`` made or regenerated (finest level first), with ``warnings``: what it
+    changed besides the meshes, for the operator and the command line to report."""
+
+    def __init__(self, objects=(), warnings=()):
+        super().__init__(objects)
+        self.warnings = list(warnings)
+
+
+TERRAIN_TYPES = {"MESH", "CURVE", "SURFACE", "META", "FONT"}
+
+
+def snow_terrain(objects) -> list:
+    """The objects of ``objects`` snow can be generated over (what ``generate_snow`` covers and ``covers_of``
+    looks up: empties, cameras, lights... are left out)."""
+    return [o for o in objects if o.type in TERRAIN_TYPES]
+
+
+def _check_bend_settings(scene):
+    """The scene's bend settings, checked before snow that takes the bend is built (raises SnowInputError)."""
+    try:
+        bend_nodes.params_from_scene(scene).validate()
+    except core_bend.BendError as exc:
+        raise SnowInputError(f"The terrain is bent, so the snow takes the scene's bend, but the bend settings are "
+                             f"refused: {exc}") from None
+
+
+def generate_snow(scene, objects, depsgraph, mask_group: str = "", mask_image=None,
+                  replace: bool = False) -> GeneratedSnow:
     """Generate snow cover meshes over ``objects`` (their evaluated geometry, world space, without the world
     bend: the snow lies on the physical ground). Returns the new objects (finest level first); when the terrain
-    is bent they take the scene's bend too. Everything is checked before the scene changes.
+    is bent they take the scene's bend too. Everything is checked before the scene changes (the bend settings
+    too, when the terrain is bent).
 
     With ``replace``, the cover already made over exactly these objects (``covers_of``) is regenerated in place:
-    its objects keep their names, modifiers (trails, bend), collections and visibility and get the new meshes;
-    levels the new cover no longer has are deleted. Running it twice gives one cover, not two."""
-    terrain = [o for o in objects if o.type in {"MESH", "CURVE", "SURFACE", "META", "FONT"}]
+    its objects keep their names, modifiers (trails), collections and visibility and get the new meshes;
+    levels the new cover no longer has are deleted. Running it twice gives one cover, not two. The cover follows
+    its terrain: bent terrain bends it, and the bend of a cover whose terrain is no longer bent is removed (named
+    in the result's ``warnings``)."""
+    terrain = snow_terrain(objects)
     if not terrain:
         raise SnowInputError("Nothing to cover: select the terrain meshes to put snow on",
                              cli="Nothing to cover: none of --objects is a mesh, curve, surface, metaball or text: "
@@ -269,9 +306,11 @@ def generate_snow(scene, objects, depsgraph, mask_group: str = "", mask_image=No
             pixels, uvs = image_and_uvs(terrain, depsgraph, mask_image)
         occ = [world_triangles(o, depsgraph)[0] for o in occluders]
     occ = np.concatenate(occ) if occ else None
+    bent = {n for n, _m in unbent.muted} & {o.name for o in terrain}
+    if bent:
+        _check_bend_settings(scene)
     cover = core_snow.generate_cover(tris, cover_params(scene), occluder_tris=occ, mask_weights=mask,
                                      mask_uvs=uvs, mask_pixels=pixels)
-    bent = {n for n, _m in unbent.muted} & {o.name for o in terrain}
     # all checks passed: build the meshes
     coll = bpy.data.collections.get(COLLECTION_NAME)
     if coll is None:
@@ -281,7 +320,7 @@ def generate_snow(scene, objects, depsgraph, mask_group: str = "", mask_image=No
     material = snow_nodes.ensure_material()
     base = _cover_base_name(terrain)
     old = {int(o[SNOW_TAG]): o for o in covers_of(scene, terrain)} if replace else {}
-    made = []
+    made = GeneratedSnow()
     for level, lod in enumerate(cover.lods):
         name = f"{base} Snow" + (f" LOD{level}" if len(cover.lods) > 1 else "")
         mesh = mesh_from_cover(name, lod)
@@ -309,9 +348,16 @@ def generate_snow(scene, objects, depsgraph, mask_group: str = "", mask_image=No
         if mesh is not None and mesh.users == 0:
             bpy.data.meshes.remove(mesh)
     if bent:  # the snow belongs to the bent level like its terrain
-        from .bend import add_bend
-
-        add_bend(scene, made)
+        bend_ops.add_bend(scene, made)
+    else:  # regenerated over terrain that is no longer bent: the snow lies on it unbent
+        unbend = [o for o in made if bend_ops.bend_modifiers(o)]
+        if unbend:
+            result = bend_ops.remove_bend(unbend)
+            if result.changed:
+                made.warnings.append(f"removed the bend from {', '.join(result.changed)}: the terrain is no longer "
+                                     f"bent")
+            for name, why in result.skipped.items():
+                made.warnings.append(f"{name} keeps its bend ({why}) though the terrain is no longer bent")
     return made
 
 
@@ -519,6 +565,50 @@ def sync_surfaces(scene, tree=None) -> bool:
     return changed
 
 
+def claim_legacy_surfaces(scenes=None) -> list:
+    """A file saved before each scene had its own snow surfaces collection (one "EnvFX Snow Surfaces" that every
+    scene's coverage group read): each scene whose coverage group reads a collection but that has none of its own
+    gets one (the first takes the old one over) and it is brought up to date, so syncing one scene no longer takes
+    the other scenes' snow out of what their actors sink into. A coverage group two scenes share (a scene copy)
+    is left to its split. Returns the names of the scenes that got one; run after a file is loaded."""
+    claimed = []
+    for scene in bpy.data.scenes if scenes is None else scenes:
+        if snow_nodes.surfaces_for(scene) is not None:
+            continue
+        coverage = common.scene_group(scene, snow_nodes.COVERAGE_KIND, snow_nodes.COVERAGE_GROUP)
+        if coverage is None or snow_nodes.SURFACES_NODE not in coverage.nodes:
+            continue
+        if any(s != scene for s in common.scenes_using(coverage, snow_nodes.COVERAGE_KIND)):
+            continue
+        socket = coverage.nodes[snow_nodes.SURFACES_NODE].inputs["Collection"]
+        coll = snow_nodes.ensure_surfaces_collection(scene, socket.default_value)
+        if socket.default_value != coll:
+            socket.default_value = coll
+        sync_surfaces(scene)
+        claimed.append(scene.name)
+    return claimed
+
+
+_SCENE_KEYS = (common.scene_key(snow_nodes.KIND), common.scene_key(snow_nodes.COVERAGE_KIND), snow_nodes.SURFACES_KEY)
+
+
+def drop_copied_pointers(scenes) -> list:
+    """Scenes of ``scenes`` that point at the snow groups or surfaces collection of another scene (Scene > New >
+    Copy Settings and Linked Copy copy the scene's properties) but have no snow carrying those trails let go of
+    them, so the scene that uses them keeps its surfaces in sync and Remove Trails can remove them. Returns the
+    names of the scenes that let go."""
+    dropped = []
+    for scene in scenes:
+        shared = [key for key in _SCENE_KEYS if scene.get(key) is not None
+                  and any(other != scene and other.get(key) == scene.get(key) for other in bpy.data.scenes)]
+        if not shared or scene_has_trails(scene):
+            continue
+        for key in shared:
+            del scene[key]
+        dropped.append(scene.name)
+    return dropped
+
+
 def _shares_groups(scene, tree) -> bool:
     """Whether ``scene`` still shares its trails or coverage group with another scene (a scene copy)."""
     if any(s != scene for s in common.scenes_using(tree, snow_nodes.KIND)):
@@ -544,6 +634,11 @@ def follow_actors(scene, may_split: bool = True) -> bool | None:
         return False
     if not may_split and _shares_groups(scene, tree):
         return None
+    if _shares_groups(scene, tree) and drop_copied_pointers(bpy.data.scenes):  # a Copy Settings / Linked Copy
+        tree = snow_nodes.group_for(scene)
+        if tree is None:
+            return False
+        sig = _signature(scene, tree)
     if not scene_has_trails(scene, tree):  # no snow of the scene has its trails (any more)
         sync_surfaces(scene, tree)
         _followed[scene.name] = _signature(scene, tree)
@@ -609,6 +704,8 @@ def remove_trails(objects, scene=None) -> ObjectsResult:
             obj.animation_data.drivers.remove(fc)
         result.changed.append(obj.name)
     tree = snow_nodes.group_for(scene)
+    claim_legacy_surfaces([scene])  # a file saved before scenes had their own (and not loaded since)
+    drop_copied_pointers([s for s in bpy.data.scenes if s != scene])  # copies without snow let go of its groups
     sync_surfaces(scene, tree)
     if not scene_has_trails(scene, tree):
         _remove_scene_snow_groups(scene, tree)
@@ -681,7 +778,8 @@ def bake_inputs(scene):
                              "follow)")
     out = _check_output_dir(s.output_dir)
     # before the frames are stepped through: a bake that cannot fit on the disk is refused at once
-    core_snow.check_disk_space(out, int(s.buffer_resolution), s.frame_end - s.frame_start + 1 if s.sequence else 1)
+    frames = s.frame_end - s.frame_start + 1
+    core_snow.check_disk_space(out, int(s.buffer_resolution), frames if s.sequence else 1, frames)
     specs, skipped = actor_specs(scene)
     return out, specs, skipped
 
@@ -841,9 +939,11 @@ class ENVFX_OT_snow_generate(NeedsScene, bpy.types.Operator):
             s = context.scene.envfx.snow
             made = generate_snow(context.scene, objects, context.evaluated_depsgraph_get(), s.density_mask,
                                  s.density_texture)
-        except (SnowInputError, core_snow.SnowError) as exc:
+        except (SnowInputError, core_snow.SnowError, core_bend.BendError) as exc:
             self.report({"ERROR"}, str(exc))
             return {"CANCELLED"}
+        for warning in made.warnings:
+            self.report({"WARNING"}, warning[:1].upper() + warning[1:])
         n = sum(len(o.data.vertices) for o in made[:1])
         lo, hi = made[0]["envfx_surface_spacing"]
         if hi > 1.2 * s.spacing:

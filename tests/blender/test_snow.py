@@ -631,7 +631,7 @@ def test_cli_generate_trails_bake(envfx, tmp_path, capsys):
     (["--bake", "--actors", "Walkers", "--out-dir", "F/sub"], "cannot be written"),
     # a petabyte: refused with the estimate before a frame is stepped through (before: no check at all)
     (["--bake", "--actors", "Walkers", "--out-dir", "X", "--frames", "1:1000000", "--resolution", "8192"],
-     "The bake would write up to 1,000,122.70 GB (1000000 frame(s) of 8192x8192"),
+     "The bake would write up to 1,000,122.94 GB (1000000 frame(s) of 8192x8192"),
 ])
 def test_cli_bad_input(envfx, tmp_path, capsys, args, msg):
     path = _cli_file(envfx, tmp_path)
@@ -1538,3 +1538,170 @@ def test_remove_trails_after_the_modifier_was_removed_by_hand_removes_its_driver
         assert how == "modifier_remove" and bpy.app.version >= (5, 0, 0)
     assert bpy.ops.envfx.snow_trails_remove() == {"FINISHED"}
     assert len(snow.animation_data.drivers) == 0
+
+
+def _bent_ground(envfx):
+    scene = bpy.context.scene
+    clear_scene()
+    b = scene.envfx.bend
+    b.mode, b.strength, b.spread = "PLANET", 0.05, 0.0
+    ground = grid_object("Ground", size=6.0, segments=6)
+    envfx.operators.bend.add_bend(scene, [ground])
+    s = scene.envfx.snow
+    s.spacing, s.thickness, s.border_width, s.noise, s.drift = 0.25, 0.3, 0.0, 0.0, 0.0
+    return scene, ground
+
+
+def test_regenerated_snow_follows_its_terrain_in_and_out_of_the_bend(envfx):
+    """Regenerating a cover in place (what `envfx snow --generate` runs) over terrain that is no longer bent
+    removes the snow's bend and says so (the snow lies on the ground, not below it); over bent terrain it takes
+    the bend again. The trails stay throughout."""
+    ops, bend = envfx.operators.snow, envfx.operators.bend
+    scene, ground = _bent_ground(envfx)
+    snow = ops.generate_snow(scene, [ground], bpy.context.evaluated_depsgraph_get(), replace=True)[0]
+    actors = bpy.data.collections.new("Actors")
+    scene.collection.children.link(actors)
+    scene.envfx.snow.actors = actors
+    sphere_object("A", 0.3, actors).location = (0.0, 0.0, 0.2)
+    scene.frame_set(1)
+    ops.add_trails(scene, [snow])
+    bend.remove_bend([ground])
+    made = ops.generate_snow(scene, [ground], bpy.context.evaluated_depsgraph_get(), replace=True)
+    assert list(made) == [snow] and bend.bend_modifiers(snow) == [] and ops.trails_modifiers(snow)
+    assert made.warnings == ["removed the bend from Ground Snow: the terrain is no longer bent"]
+    rest, off = evaluated_offset(envfx, snow)
+    away = np.hypot(rest[:, 0], rest[:, 1]) > 0.8                       # away from the actor's trail
+    assert np.abs(off[away]).max() < 1e-4                                # on the ground, not bent below it
+    bend.add_bend(scene, [ground])
+    made = ops.generate_snow(scene, [ground], bpy.context.evaluated_depsgraph_get(), replace=True)
+    assert list(made) == [snow] and len(bend.bend_modifiers(snow)) == 1 and made.warnings == []
+    _, off = evaluated_offset(envfx, snow)
+    np.testing.assert_allclose(off[away], -0.05 * (rest[away, 0] ** 2 + rest[away, 1] ** 2), atol=1e-3)
+
+
+def test_generate_on_bent_terrain_with_refused_bend_settings_changes_nothing(envfx):
+    """Bent terrain with bend settings the bend refuses (a Spread of 2e6 m): Generate Snow reports why and
+    builds nothing (it raised the bend's error after making the snow); the terrain's bend is shown again."""
+    scene, ground = _bent_ground(envfx)
+    scene.envfx.bend.spread = 2e6
+    select_only(ground)
+    before = _state()
+    with pytest.raises(RuntimeError, match=r"bend settings are refused: Bend spread .* is enormous"):
+        bpy.ops.envfx.snow_generate()
+    assert _state() == before
+    assert [m.show_viewport for m in envfx.operators.bend.bend_modifiers(ground)] == [True]
+    with pytest.raises(envfx.operators.snow.SnowInputError, match="enormous"):
+        envfx.operators.snow.generate_snow(scene, [ground], bpy.context.evaluated_depsgraph_get(), replace=True)
+    assert _state() == before
+
+
+def test_covers_of_looks_up_the_terrain_generate_snow_covers(envfx):
+    """Objects snow cannot cover (an empty) among the terrain do not hide the cover made over the rest, so
+    `envfx snow --generate --objects Terrain,Marker` run twice says it regenerated the cover."""
+    scene = bpy.context.scene
+    clear_scene()
+    ground = grid_object("Ground", size=4.0, segments=4)
+    marker = bpy.data.objects.new("Marker", None)
+    scene.collection.objects.link(marker)
+    scene.envfx.snow.spacing = 0.5
+    ops = envfx.operators.snow
+    made = ops.generate_snow(scene, [ground, marker], bpy.context.evaluated_depsgraph_get(), replace=True)
+    assert ops.covers_of(scene, [ground, marker]) == list(made) == ops.covers_of(scene, [ground])
+    assert ops.covers_of(scene, [marker]) == []
+
+
+def _old_two_level_file(envfx, path):
+    """Save a file as EnvFX saved it before each scene had its own snow surfaces collection: two levels with
+    snow trails and actors ("Scene": Ground Snow and Other Snow, actor A; "Level 2": Snow B, actor B), both
+    coverage groups reading one "EnvFX Snow Surfaces" that holds every snow mesh, no scene pointing at it."""
+    nodes = envfx.shader_nodes.snow
+    scene, snow, actors = snow_scene(envfx, spacing=0.2, size=6.0, thickness=0.5)
+    sphere_object("A", 0.3, actors).location = (0.0, 0.0, 0.2)
+    other = bpy.data.objects.new("Other Snow", snow.data.copy())
+    other["envfx_snow"] = 0
+    other.location.x = 10.0
+    scene.collection.objects.link(other)
+    scene.frame_set(1)
+    envfx.operators.snow.add_trails(scene, [snow, other])
+    level = bpy.data.scenes.new("Level 2")
+    snow_b = bpy.data.objects.new("Snow B", snow.data.copy())
+    snow_b["envfx_snow"] = 0
+    level.collection.objects.link(snow_b)
+    actors_b = bpy.data.collections.new("Actors B")
+    level.collection.children.link(actors_b)
+    sphere_object("B", 0.3, actors_b).location = (0.0, 0.0, 0.2)
+    level.envfx.snow.actors = actors_b
+    level.envfx.snow.thickness = 0.5
+    level.frame_set(1)
+    envfx.operators.snow.add_trails(level, [snow_b])
+    legacy = bpy.data.collections.new("Legacy")
+    for scn in (scene, level):
+        own = nodes.surfaces_for(scn)
+        del scn[nodes.SURFACES_KEY]
+        bpy.data.collections.remove(own)
+    legacy.name = nodes.SURFACES_COLLECTION
+    for obj in (snow, other, snow_b):
+        legacy.objects.link(obj)
+    for scn in (scene, level):
+        coverage = bpy.data.node_groups[nodes.COVERAGE_GROUP + (" (Level 2)" if scn == level else "")]
+        coverage.nodes[nodes.SURFACES_NODE].inputs["Collection"].default_value = legacy
+    bpy.ops.wm.save_as_mainfile(filepath=str(path))
+    bpy.ops.wm.open_mainfile(filepath=str(path))
+    return bpy.data.scenes["Scene"], bpy.data.scenes["Level 2"]
+
+
+def _surfaces_read(envfx, scene):
+    nodes = envfx.shader_nodes.snow
+    coverage = envfx.shader_nodes.common.scene_group(scene, nodes.COVERAGE_KIND, nodes.COVERAGE_GROUP)
+    coll = coverage.nodes[nodes.SURFACES_NODE].inputs["Collection"].default_value
+    assert coll == nodes.surfaces_for(scene)
+    return sorted(coll.objects.keys())
+
+
+def test_old_file_with_two_levels_gives_each_level_its_own_snow_surfaces(envfx, tmp_path):
+    """A file saved when every scene's coverage read one "EnvFX Snow Surfaces": at load each level gets its own
+    surfaces (the first takes the old one over), so level 1's updates no longer take level 2's snow out of what
+    level 2's actors sink into (its actors lost their coverage)."""
+    scene, level = _old_two_level_file(envfx, tmp_path / "old.blend")
+    assert _surfaces_read(envfx, scene) == ["Ground Snow", "Other Snow"]
+    assert _surfaces_read(envfx, level) == ["Snow B"]
+    sphere_object("A2", 0.3, bpy.data.collections["Actors"]).location = (10.0, 0.0, 0.2)
+    for f in range(1, 4):                                   # level 1's trails and coverage follow A2
+        scene.frame_set(f)
+    assert _surfaces_read(envfx, level) == ["Snow B"]
+    assert _surfaces_read(envfx, scene) == ["Ground Snow", "Other Snow"]
+
+
+def test_old_file_remove_trails_from_one_snow_takes_it_out_of_the_surfaces(envfx, tmp_path):
+    """In a file saved before scenes had their own surfaces, Remove Trails on one of two snow meshes takes it
+    out of the snow the actors sink into, also when the scene never synced since the load."""
+    scene, _level = _old_two_level_file(envfx, tmp_path / "old.blend")
+    envfx.operators.snow.remove_trails([bpy.data.objects["Other Snow"]], scene)
+    assert _surfaces_read(envfx, scene) == ["Ground Snow"]
+
+
+@pytest.mark.parametrize("copy", ["EMPTY", "LINK_COPY"])
+def test_scene_copy_settings_does_not_keep_the_snow_groups(envfx, copy):
+    """Scene > New > Copy Settings (and Linked Copy) copy the scene's pointers to its snow groups and surfaces:
+    Remove Trails on all snow of the first scene still removes the actors' coverage, the groups and the surfaces
+    (they stayed, held by the copy); with Copy Settings a Shift-D copy of its snow joins its surfaces too."""
+    scene, snow, actors = snow_scene(envfx, spacing=0.2, size=6.0, thickness=0.5)
+    a = sphere_object("A", 0.3, actors)
+    a.location = (0.0, 0.0, 0.2)
+    scene.frame_set(1)
+    select_only(snow)
+    assert bpy.ops.envfx.snow_trails_add() == {"FINISHED"}
+    nodes = envfx.shader_nodes.snow
+    bpy.ops.scene.new(type=copy)
+    bpy.context.window.scene = scene
+    scene.frame_set(2)
+    if copy == "EMPTY":
+        select_only(snow)
+        bpy.ops.object.duplicate_move(TRANSFORM_OT_translate={"value": (20.0, 0.0, 0.0)})
+        for f in range(2, 5):
+            scene.frame_set(f)
+        assert sorted(nodes.surfaces_for(scene).objects.keys()) == [snow.name, snow.name + ".001"]
+    envfx.operators.snow.remove_trails(envfx.operators.snow.snow_objects(scene), scene)
+    assert [m.name for m in a.modifiers] == []
+    assert [g.name for g in bpy.data.node_groups if "EnvFX Snow" in g.name] == []
+    assert [c.name for c in bpy.data.collections if c.name.startswith(nodes.SURFACES_COLLECTION)] == []

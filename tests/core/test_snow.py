@@ -262,13 +262,51 @@ def test_bake_too_large_for_the_disk_is_refused_before_anything_is_written(tmp_p
     free = snow.bake_output_bytes(16, 5)  # room for 5 frames
     monkeypatch.setattr(snow.shutil, "disk_usage", lambda path: type("Usage", (), {"free": free})())
     buf = snow.BufferParams(resolution=16, size=4.0, origin=(-2.0, -2.0))
-    with pytest.raises(snow.SnowError, match=r"would write up to 0\.00 GB \(6 frame\(s\) of 16x16 float EXR\) but "
-                       r"only 0\.00 GB is free in .*: bake fewer frames, a lower resolution or only the final frame"):
+    with pytest.raises(snow.SnowError, match=r"would write up to 0\.0 MB \(6 frame\(s\) of 16x16 float EXR\) but "
+                       r"only 0\.0 MB is free in .*: bake fewer frames, a lower resolution or only the final frame"):
         snow.bake(walk(6), [0.4], [0.1], snow.StampParams(), buf, out_dir=str(tmp_path / "out"))
     assert os.listdir(tmp_path / "out") == []
     snow.bake(walk(5), [0.4], [0.1], snow.StampParams(), buf, out_dir=str(tmp_path / "out"))
     snow.bake(walk(6), [0.4], [0.1], snow.StampParams(), buf, out_dir=str(tmp_path / "one"), sequence=False)
     assert snow.check_disk_space(str(tmp_path / "not" / "yet"), 16, 5) == free  # a folder still to be made
+
+
+@pytest.mark.parametrize("sequence", [True, False])
+def test_output_estimate_counts_the_json_of_every_frame(tmp_path, sequence):
+    """The JSON lists every frame stepped through (origin, uv offsets per engine), also when only the final image
+    is written: the estimate stays an upper bound, within 400 bytes a frame."""
+    n = 400
+    track = np.zeros((n, 1, 3))
+    track[:, 0, 0] = np.linspace(-5.0, 5.0, n)  # a moving window: long floats in every frame's entry
+    buf = snow.BufferParams(resolution=8, size=20.0, framing="FOLLOW")
+    out = tmp_path / "out"
+    snow.bake(track, [0.5], [0.2], snow.StampParams(), buf, pivot_track=track[:, 0], out_dir=str(out),
+              sequence=sequence, frame_start=1001)
+    written = sum(os.path.getsize(out / name) for name in os.listdir(out))
+    estimate = snow.bake_output_bytes(8, n if sequence else 1, n)
+    assert written <= estimate < written + 400 * n + 4096  # the slack: every float at its longest, EXR headers
+
+
+def test_a_killed_bakes_folder_does_not_keep_later_bakes_off_the_disk(tmp_path, monkeypatch):
+    """The temporary folder a killed bake left holds the space the next bake needs: it is removed before the
+    space is checked (the bake was refused for ever), and counts as free space in the check before a bake; the
+    message gives small sizes in MB."""
+    out = tmp_path / "out"
+    stale = out / ".envfx_snow_999999999_abc"  # no such process
+    stale.mkdir(parents=True)
+    (stale / "snow_buffer_0001.exr").write_bytes(b"\0" * 2_000_000)
+    old = snow._STARTED - 3600.0
+    os.utime(stale, (old, old))
+    need = snow.bake_output_bytes(128, 1)
+    # the disk has room for half the bake, and for all of it once the killed bake's 2 MB are gone
+    monkeypatch.setattr(snow.shutil, "disk_usage", lambda path: type("Usage", (), {
+        "free": need // 2 + (0 if stale.exists() else 2_000_000)})())
+    assert snow.check_disk_space(str(out), 128, 1) == need       # the killed bake's files count as free
+    with pytest.raises(snow.SnowError, match=r"up to 0\.3 MB .* but only 0\.1 MB is free"):
+        snow.check_disk_space(str(tmp_path / "elsewhere"), 128, 1)
+    buf = snow.BufferParams(resolution=128, size=4.0, origin=(-2.0, -2.0))
+    result = snow.bake(walk(1), [0.4], [0.1], snow.StampParams(), buf, out_dir=str(out), sequence=False)
+    assert result.stale_removed == [stale.name] and sorted(os.listdir(out)) == ["snow_buffer.exr", "snow_buffer.json"]
 
 
 def test_remove_stale_temp_only_removes_dead_runs_folders(tmp_path):
