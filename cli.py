@@ -966,11 +966,12 @@ def _snow_file(args, path: str, frames, saves: bool) -> int:
         if args.generate:
             bpy.context.view_layer.update()
             old = [o.name for o in snow_ops.covers_of(scene, objects)]
-            made = snow_ops.generate_snow(scene, objects, bpy.context.evaluated_depsgraph_get(), replace=True)
+            made = snow_ops.generate_snow(scene, objects, bpy.context.evaluated_depsgraph_get(), s.density_mask,
+                                          s.density_texture, replace=True)  # the file's density mask, as the panel
             what = f"regenerated the snow cover {', '.join(old)} in place as" if old else "made"
             print(f"envfx snow: {path}: {what} {len(made)} snow mesh(es), {len(made[0].data.vertices):,} vertices")
             for warning in made.warnings:
-                print(f"warning: {warning}")
+                print(f"envfx snow: {path}: warning: {warning}")
         if args.trails:
             changed, skipped = snow_ops.add_trails(scene, snow_ops.snow_objects(scene))
             for name, why in skipped.items():

@@ -608,6 +608,24 @@ def _cli_file(envfx, tmp_path):
     return path
 
 
+def test_cli_generate_uses_the_file_density_mask(envfx, tmp_path, capsys):
+    """The command line generates snow as the panel does: with the density mask (vertex group) the file's scene
+    has set, so the unweighted half of the ground gets none."""
+    clear_scene()
+    ground = grid_object("Ground", size=4.0, segments=8)
+    ground.vertex_groups.new(name="Snowy").add([v.index for v in ground.data.vertices if v.co.x > 0.01], 1.0,
+                                               "REPLACE")
+    s = bpy.context.scene.envfx.snow
+    s.border_width, s.density_mask = 0.0, "Snowy"
+    path = str(tmp_path / "masked.blend")
+    bpy.ops.wm.save_as_mainfile(filepath=path)
+    assert envfx.cli.main(["snow", path, "--generate", "--objects", "Ground", "--spacing", "0.1"]) == 0, \
+        capsys.readouterr()
+    bpy.ops.wm.open_mainfile(filepath=path)
+    snow = [o for o in bpy.context.scene.objects if o.get("envfx_snow") == 0][0]
+    assert envfx.bridge.get_positions(snow.data)[:, 0].min() > -1e-6
+
+
 def test_cli_generate_trails_bake(envfx, tmp_path, capsys):
     path = _cli_file(envfx, tmp_path)
     out = tmp_path / "buffer"
