@@ -50,6 +50,15 @@ def check_blends(paths, output=None):
         check_output(output)
 
 
+def named(ids, name: str, what: str, option: str = ""):
+    """``ids[name]`` (scenes, collections), or CliError naming what the file has instead."""
+    found = ids.get(name)
+    if found is None:
+        names = ", ".join(sorted(repr(i.name) for i in ids)) or "none"
+        raise CliError(f"No {what} named {name!r}{option} ({what}s: {names})")
+    return found
+
+
 def check_names(args, *names):
     """An option given as an empty string (an empty pipeline variable) is refused, not read as "not given"."""
     for name in names:
@@ -427,10 +436,7 @@ def _bend_file(args, path: str, export_engines):
     open_blend(path)
     scene = bpy.context.scene
     if args.scene is not None:
-        scene = bpy.data.scenes.get(args.scene)
-        if scene is None:
-            names = ", ".join(repr(s.name) for s in bpy.data.scenes)
-            raise CliError(f"No scene named {args.scene!r} (scenes: {names})")
+        scene = named(bpy.data.scenes, args.scene, "scene")
     settings = scene.envfx.bend
     if args.pivot is not None and scene.objects.get(args.pivot) is None:
         raise CliError(f"No pivot object named {args.pivot!r} in scene {scene.name!r}")
@@ -578,10 +584,7 @@ def _wind_file(args, path: str, custom):
     open_blend(path)
     scene = bpy.context.scene
     if args.collection is not None:
-        coll = bpy.data.collections.get(args.collection)
-        if coll is None:
-            names = ", ".join(sorted(c.name for c in bpy.data.collections)) or "none"
-            raise CliError(f"No collection named {args.collection!r} (collections: {names})")
+        coll = named(bpy.data.collections, args.collection, "collection")
         assets = [list(coll.all_objects)]
     elif args.objects is not None:
         assets = [_resolve_objects(scene, args.objects)]
@@ -937,9 +940,8 @@ def _snow_file(args, path: str, frames, saves: bool) -> int:
     objects = _resolve_objects(scene, args.objects) if args.objects is not None else []
     for name in ("actors", "occluders"):
         value = getattr(args, name)
-        if value is not None and bpy.data.collections.get(value) is None:
-            names = ", ".join(sorted(c.name for c in bpy.data.collections)) or "none"
-            raise CliError(f"No collection named {value!r} for --{name} (collections: {names})")
+        if value is not None:
+            named(bpy.data.collections, value, "collection", f" for --{name}")
     if args.pivot is not None and scene.objects.get(args.pivot) is None:
         raise CliError(f"No pivot object named {args.pivot!r} in scene {scene.name!r}")
     # all arguments checked: now change the settings
@@ -979,8 +981,7 @@ def _snow_file(args, path: str, frames, saves: bool) -> int:
             print(f"envfx snow: {path}: trails on {len(changed)} snow mesh(es)")
         if args.bake:
             out_dir = snow_ops.bake_inputs(scene)[0]
-            frame_count = s.frame_end - s.frame_start + 1
-            images = frame_count if s.sequence else 1
+            images, frame_count = snow_ops.bake_counts(scene)
             size = core_snow.bake_output_bytes(s.buffer_resolution, images, frame_count)
             print(f"envfx snow: {path}: baking {images} image(s) of {s.buffer_resolution}x{s.buffer_resolution} "
                   f"into {out_dir} (up to {size / 2**20:,.1f} MB)")

@@ -780,10 +780,16 @@ def bake_inputs(scene):
                              "follow)")
     out = _check_output_dir(s.output_dir)
     # before the frames are stepped through: a bake that cannot fit on the disk is refused at once
-    frames = s.frame_end - s.frame_start + 1
-    core_snow.check_disk_space(out, int(s.buffer_resolution), frames if s.sequence else 1, frames)
+    core_snow.check_disk_space(out, int(s.buffer_resolution), *bake_counts(scene))
     specs, skipped = actor_specs(scene)
     return out, specs, skipped
+
+
+def bake_counts(scene) -> tuple[int, int]:
+    """(the images the buffer bake writes, the frames it steps through): every frame, or the last only."""
+    s = scene.envfx.snow
+    frames = s.frame_end - s.frame_start + 1
+    return (frames if s.sequence else 1), frames
 
 
 def bake_job(scene):
