@@ -52,6 +52,11 @@ def bend_modifiers(obj):
     return [m for m in obj.modifiers if m.type == "NODES" and bend_nodes.is_bend_group(m.node_group)]
 
 
+def _bent_mesh(obj) -> bool:
+    """Whether Apply Bend would bake into ``obj``'s mesh (to grey it out when that mesh is in Edit Mode)."""
+    return obj.type == "MESH" and bool(bend_modifiers(obj))
+
+
 def _cannot_bend_reason(obj) -> str | None:
     reason = no_modifier_reason(obj)
     if reason is None and obj.envfx.bend_exclude:
@@ -202,11 +207,10 @@ def apply_bend(scene, objects) -> BendResult:
     bend modifier switched off) and one whose bend cannot be baked (not a mesh, linked, a scale of zero on an
     axis) are skipped, named with why, and keep their bend. Every bent mesh is computed before any is written,
     so a failure changes nothing. Meshes shared with other objects are made single-user first so the others
-    are not bent with the wrong transform. Nothing is changed when one of ``objects`` is in Edit Mode
-    (``BendInputError``). The mesh keeps APPLIED_MARK, so batch runs (``envfx bend --apply``) know not to bend
+    are not bent with the wrong transform. Nothing is changed when one of the meshes it would bake is in Edit
+    Mode (``BendInputError``). The mesh keeps APPLIED_MARK, so batch runs (``envfx bend --apply``) know not to bend
     it a second time.
     """
-    refuse_edit_mode(objects, BendInputError)
     result = BendResult()
     bend_nodes.params_from_scene(scene).validate()
     params_of = {}
@@ -229,6 +233,7 @@ def apply_bend(scene, objects) -> BendResult:
         raise BendInputError(
             "Nothing to apply: select bent mesh objects" + (f" ({result.skipped_text()})" if result.skipped else "")
         )
+    refuse_edit_mode([obj for obj, _mods, _params in candidates], BendInputError)
     groups = set()
     baked = [(obj, mods, _bent_positions(obj, obj_params)) for obj, mods, obj_params in candidates]
     for obj, mods, (keys, positions) in baked:
@@ -329,7 +334,7 @@ class ENVFX_OT_bend_apply(_BendTargetsOperator, bpy.types.Operator):
 
     @classmethod
     def poll(cls, context):
-        return super().poll(context) and poll_not_in_edit_mode(cls, context)
+        return super().poll(context) and poll_not_in_edit_mode(cls, context, _bent_mesh)
 
     def run(self, context, objects):
         context.view_layer.update()

@@ -77,21 +77,22 @@ def edit_mode_text(names) -> str:
 
 def refuse_edit_mode(objects, error):
     """The rule of every operation that reads or writes objects' mesh data (Apply Bend, Bake Wind Data, Add and
-    Remove Wind): none of ``objects`` may be in Edit Mode; else it raises ``error`` (the feature's input error)
-    naming them, before anything is changed."""
+    Remove Wind): none of ``objects``, the ones it would read or write, may be in Edit Mode; else it raises
+    ``error`` (the feature's input error) naming them, before anything is changed. Objects it would skip (a curve
+    given to Add Wind, an unbent mesh given to Apply Bend) are not its business, in Edit Mode or not."""
     names = in_edit_mode(objects)
     if names:
         raise error(edit_mode_text(names))
 
 
-def poll_not_in_edit_mode(cls, context) -> bool:
+def poll_not_in_edit_mode(cls, context, acts_on) -> bool:
     """The poll() part of ``refuse_edit_mode``: False, with why, while the object being edited or a selected object
-    is in Edit Mode."""
+    that the operator would read or write (``acts_on(obj)`` true) is in Edit Mode."""
     objects = list(getattr(context, "selected_objects", None) or ())
     editing = getattr(context, "edit_object", None)
     if editing is not None and editing not in objects:
         objects.append(editing)
-    names = in_edit_mode(objects)
+    names = in_edit_mode(obj for obj in objects if acts_on(obj))
     if names:
         cls.poll_message_set(edit_mode_text(names))
         return False

@@ -51,6 +51,10 @@ def _not_mesh_reason(obj) -> str | None:
     return None
 
 
+def _is_mesh(obj) -> bool:
+    return obj.type == "MESH"
+
+
 def _skip_reason(obj) -> str | None:
     reason = _not_mesh_reason(obj)
     if reason is not None:
@@ -177,7 +181,6 @@ def validate(scene, objects, layout="HZD", custom=None):
     """Check everything before changing anything; returns (meshes, skipped, warnings)."""
     if not objects:
         raise WindInputError("Nothing selected: select the objects of one asset (trunk, branches, leaves)")
-    refuse_edit_mode(objects, WindInputError)
     meshes, skipped, warnings = [], {}, []
     seen = {}
     for obj in objects:
@@ -191,6 +194,7 @@ def validate(scene, objects, layout="HZD", custom=None):
             seen[obj.data.name] = obj.name
     if not meshes:
         raise WindInputError("Nothing to bake: " + "; ".join(f"{n} ({w})" for n, w in skipped.items()))
+    refuse_edit_mode(meshes, WindInputError)
     if layout not in core_wind.LAYOUTS:
         raise WindInputError(f"Unknown channel layout {layout!r}: use one of {', '.join(core_wind.LAYOUTS)}")
     if layout == "CUSTOM":
@@ -416,12 +420,12 @@ def add_wind(scene, objects) -> WindResult:
     """Put the live wind on ``objects`` (objects already in this scene's wind are left alone; an object in the
     wind of another scene of the file, linked into both, follows this scene's wind from now on). Objects that are
     not meshes are skipped, with why: they cannot hold wind data, so they would never move. Nothing is changed
-    when one of ``objects`` is in Edit Mode (``WindInputError``)."""
+    when one of the meshes it would change is in Edit Mode (``WindInputError``)."""
     check_source(scene)
-    refuse_edit_mode(objects, WindInputError)
     result = WindResult()
     candidates = changeable(objects, result,
                             lambda o: no_modifier_reason(o) or _not_mesh_reason(o) or _linked_mesh_reason(o))
+    refuse_edit_mode(candidates, WindInputError)
     if not candidates:
         raise WindInputError(f"Nothing to put in wind: {result.skipped_text() or 'select objects'}")
     tree = wind_nodes.ensure_wind(scene)
@@ -443,7 +447,7 @@ def remove_wind(objects) -> WindResult:
     """Take ``objects`` out of the live wind (and their meshes' live-wind data, unless another object in the wind
     shares the mesh). When the last object leaves a scene's wind, its group goes too (the scene's settings stay;
     Add Wind builds it again)."""
-    refuse_edit_mode(objects, WindInputError)
+    refuse_edit_mode([obj for obj in objects if wind_modifiers(obj)], WindInputError)
     result = WindResult()
     groups = set()
     for obj in changeable(objects, result):
@@ -513,7 +517,7 @@ class ENVFX_OT_wind_bake_data(progress.ModalJobOperator, bpy.types.Operator):
 
     @classmethod
     def poll(cls, context):
-        return _poll_selection(cls, context) and poll_not_in_edit_mode(cls, context)
+        return _poll_selection(cls, context) and poll_not_in_edit_mode(cls, context, _is_mesh)
 
     def make_job(self, context):
         try:
@@ -557,7 +561,7 @@ class ENVFX_OT_wind_add(bpy.types.Operator):
 
     @classmethod
     def poll(cls, context):
-        return _poll_selection(cls, context) and poll_not_in_edit_mode(cls, context)
+        return _poll_selection(cls, context) and poll_not_in_edit_mode(cls, context, _is_mesh)
 
     def execute(self, context):
         try:
@@ -578,7 +582,7 @@ class ENVFX_OT_wind_remove(bpy.types.Operator):
 
     @classmethod
     def poll(cls, context):
-        return _poll_selection(cls, context) and poll_not_in_edit_mode(cls, context)
+        return _poll_selection(cls, context) and poll_not_in_edit_mode(cls, context, wind_modifiers)
 
     def execute(self, context):
         try:

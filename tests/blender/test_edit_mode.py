@@ -66,7 +66,9 @@ def _edit(objects):
     assert all(obj.mode == "EDIT" for obj in objects)
 
 
-OPERATORS = ("bend_apply", "wind_bake_data", "wind_add", "wind_remove")
+# operator: the plant's objects it would read or write (Apply Bend: the bent trunk; Remove Wind: the leaf in wind)
+OPERATORS = {"bend_apply": "Trunk", "wind_bake_data": "Trunk, Leaf", "wind_add": "Trunk, Leaf",
+             "wind_remove": "Leaf"}
 
 
 @pytest.mark.parametrize("opname", OPERATORS)
@@ -77,7 +79,9 @@ def test_mesh_data_operators_are_greyed_out_in_multi_object_edit_mode(envfx, pla
     assert not getattr(bpy.ops.envfx, opname).poll()  # the button is greyed out, the poll message says why
     with pytest.raises(RuntimeError, match=r"poll\(\) .*" + WHY) as exc:
         getattr(bpy.ops.envfx, opname)()
-    assert "Trunk" in str(exc.value) and "Leaf" in str(exc.value) and "Traceback" not in str(exc.value)
+    names = OPERATORS[opname]
+    assert f"{names} {'are' if ',' in names else 'is'} in Edit Mode" in str(exc.value)
+    assert "Traceback" not in str(exc.value)
     bpy.ops.object.mode_set(mode="OBJECT")
     assert _state() == before
     assert getattr(bpy.ops.envfx, opname).poll()  # back in Object Mode it is available again
@@ -93,13 +97,17 @@ def _call(ops, name, scene, objects):
 FUNCTIONS = ("apply_bend", "bake", "add_wind", "remove_wind")
 
 
+FUNCTION_NAMES = {"apply_bend": "Trunk is ", "bake": "Trunk, Leaf are ", "add_wind": "Trunk, Leaf are ",
+                  "remove_wind": "Leaf is "}
+
+
 @pytest.mark.parametrize("name", FUNCTIONS)
 def test_script_functions_refuse_objects_in_edit_mode_and_change_nothing(ops, plant, name):
     trunk, leaf = plant
     error = ops.bend.BendInputError if name == "apply_bend" else ops.wind.WindInputError
     before = _state()
     _edit([trunk, leaf])
-    with pytest.raises(error, match="Trunk, Leaf are " + WHY):
+    with pytest.raises(error, match="^" + FUNCTION_NAMES[name] + WHY):
         _call(ops, name, bpy.context.scene, [trunk, leaf])
     bpy.ops.object.mode_set(mode="OBJECT")
     assert _state() == before
@@ -123,6 +131,49 @@ def test_an_object_whose_mesh_is_being_edited_is_refused_too(ops, plant, name):
         _call(ops, name, bpy.context.scene, [twin])
     bpy.ops.object.mode_set(mode="OBJECT")
     assert _state() == before
+
+
+def _edit_only(edited, also_selected):
+    """``edited`` in Edit Mode, ``also_selected`` selected too but left in Object Mode (as when objects are
+    selected after entering Edit Mode, or are of another type than the edited one)."""
+    _edit(edited)
+    for obj in also_selected:
+        obj.select_set(True)
+    assert all(obj.mode == "OBJECT" for obj in also_selected)
+
+
+def test_an_object_in_edit_mode_that_the_operation_skips_does_not_block_it(ops, plant):
+    """Only the objects an operation reads or writes must be out of Edit Mode: a curve being edited does not stop
+    Add Wind (which skips curves) on a mesh, an unbent mesh being edited does not stop Apply Bend on a bent one,
+    and a mesh outside the wind being edited does not stop Remove Wind."""
+    trunk, leaf = plant
+    scene = bpy.context.scene
+    bpy.ops.curve.primitive_bezier_curve_add(location=(3, 0, 0))
+    curve = bpy.context.active_object
+    bpy.ops.object.select_all(action="DESELECT")
+    _edit_only([curve], [trunk])
+    bpy.context.view_layer.objects.active = curve
+    assert bpy.ops.envfx.wind_add.poll()
+    assert bpy.ops.envfx.wind_add() == {"FINISHED"}
+    assert [m.name for m in trunk.modifiers][-2:] == ["EnvFX Wind", "EnvFX Bend"]
+    assert not curve.modifiers
+    bpy.ops.object.mode_set(mode="OBJECT")
+
+    ops.wind.remove_wind([trunk])
+    bpy.ops.object.select_all(action="DESELECT")
+    _edit_only([trunk], [leaf])  # the trunk is bent but not in the wind
+    assert bpy.ops.envfx.wind_remove.poll()
+    result = ops.wind.remove_wind([trunk, leaf])
+    assert result.changed == ["Leaf"] and not ops.wind.wind_modifiers(leaf)
+    bpy.ops.object.mode_set(mode="OBJECT")
+
+    bpy.ops.object.select_all(action="DESELECT")
+    _edit_only([leaf], [trunk])  # the leaf is not bent
+    bpy.context.view_layer.objects.active = leaf
+    assert bpy.ops.envfx.bend_apply.poll()
+    assert bpy.ops.envfx.bend_apply() == {"FINISHED"}
+    assert not ops.bend.bend_modifiers(trunk) and trunk.data.get(ops.bend.APPLIED_MARK)
+    bpy.ops.object.mode_set(mode="OBJECT")
 
 
 def test_add_and_remove_bend_exclude_and_preset_work_in_edit_mode(envfx, plant):
