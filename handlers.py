@@ -117,11 +117,32 @@ def on_save_pre_overrides(*_args):
             settings.wind, settings.snow  # noqa: B018 -- reading makes the groups
 
 
+# --- groups that nothing moves any more ---
+
+@persistent
+def on_save_pre_release_groups(*_args):
+    """A scene's bend or wind group whose last object was deleted by hand (not taken out with Remove Bend or
+    Remove Wind, which let go of it at once) is let go of before the file is saved, so the file does not keep a
+    group, with its drivers, that moves nothing. Not done in the depsgraph or frame handlers: removing data while
+    Blender evaluates it can crash it; a save is a safe point. The scenes' settings stay, and Add Bend or Add Wind
+    builds the group again."""
+    from .shader_nodes import bend as bend_nodes
+    from .shader_nodes import common
+    from .shader_nodes import wind as wind_nodes
+
+    try:
+        for kind in (bend_nodes.KIND, wind_nodes.KIND):
+            for tree in [t for t in bpy.data.node_groups if t.get(common.KIND_KEY) == kind]:
+                common.release_if_unused(tree, kind)
+    except Exception as exc:  # a handler must never stop a save
+        print(f"EnvFX: unused bend and wind groups could not be removed before saving: {exc}")
+
+
 SNOW_HANDLERS = (("frame_change_pre", on_snow_follow_actors_pre), ("frame_change_post", on_snow_follow_actors_post),
                  ("depsgraph_update_post", on_snow_follow_actors), ("load_post", on_snow_load_post))
 CLAIM_HANDLERS = (("depsgraph_update_post", on_claim_appended), ("frame_change_pre", on_claim_appended),
                   ("load_post", on_claim_load_post))
-OVERRIDE_HANDLERS = (("save_pre", on_save_pre_overrides),)
+OVERRIDE_HANDLERS = (("save_pre", on_save_pre_overrides), ("save_pre", on_save_pre_release_groups))
 
 
 def register():

@@ -147,7 +147,6 @@ def test_an_object_in_edit_mode_that_the_operation_skips_does_not_block_it(ops, 
     Add Wind (which skips curves) on a mesh, an unbent mesh being edited does not stop Apply Bend on a bent one,
     and a mesh outside the wind being edited does not stop Remove Wind."""
     trunk, leaf = plant
-    scene = bpy.context.scene
     bpy.ops.curve.primitive_bezier_curve_add(location=(3, 0, 0))
     curve = bpy.context.active_object
     bpy.ops.object.select_all(action="DESELECT")

@@ -42,3 +42,40 @@ def test_unregister_removes_everything_and_register_restores_it(envfx, addon_swi
     # and it still works
     bpy.ops.wm.read_homefile(app_template="")
     assert bpy.ops.envfx.bend_add() == {"FINISHED"}
+
+
+def test_a_group_whose_last_object_was_deleted_by_hand_is_not_saved(envfx, tmp_path):
+    """Remove Bend and Remove Wind let go of a scene's group with its last object; an object deleted by hand does
+    not pass through them, so the save lets go of the group: the file keeps no group that moves nothing. A group
+    that still moves an object stays, and Add builds a released group again."""
+    scene = bpy.context.scene
+    scene.envfx.wind.ao_samples = 0
+    cube = bpy.data.objects["Cube"]
+    bpy.ops.mesh.primitive_cube_add(size=1, location=(3, 0, 0))
+    plane = bpy.context.active_object
+    envfx.operators.wind.bake(scene, [cube])
+    envfx.operators.wind.bake(scene, [plane])
+    for obj in (cube, plane):
+        envfx.operators.bend.add_bend(scene, [obj])
+        envfx.operators.wind.add_wind(scene, [obj])
+    groups = {m.node_group.name for m in cube.modifiers}
+    assert len(groups) == 2
+    path = str(tmp_path / "kept.blend")
+    bpy.data.objects.remove(cube)
+    bpy.ops.wm.save_as_mainfile(filepath=path)
+    assert groups <= set(bpy.data.node_groups.keys())  # the plane still uses them
+
+    bpy.data.objects.remove(plane)
+    path = str(tmp_path / "released.blend")
+    bpy.ops.wm.save_as_mainfile(filepath=path)
+    assert not groups & set(bpy.data.node_groups.keys())
+    assert not [key for key in scene.keys() if key.startswith("envfx_group_")]
+    bpy.ops.wm.open_mainfile(filepath=path)
+    assert not groups & set(bpy.data.node_groups.keys())
+
+    bpy.ops.mesh.primitive_cube_add(size=1)
+    plane = bpy.context.active_object
+    envfx.operators.wind.bake(bpy.context.scene, [plane])
+    envfx.operators.bend.add_bend(bpy.context.scene, [plane])
+    envfx.operators.wind.add_wind(bpy.context.scene, [plane])
+    assert {m.node_group.name for m in plane.modifiers} == groups
