@@ -8,7 +8,8 @@ the generator on cancel runs it, so nothing half-made is left behind.
   the window-manager progress indicator when there is a UI, or to stdout as ``EnvFX <label>: 42%`` lines in
   background mode. Ctrl-C (KeyboardInterrupt) cancels and cleans up.
 - ``ModalJobOperator`` runs the same generator one step per timer tick from ``invoke`` so the UI stays
-  responsive; Esc cancels.
+  responsive; Esc cancels. While it runs, the view can be navigated but the scene cannot be edited (see
+  ``event_action``).
 """
 
 from __future__ import annotations
@@ -90,6 +91,30 @@ def run(job, label: str, should_cancel=None, stream=None):
         raise Cancelled(f"{label} cancelled; nothing was written") from None
 
 
+# While a job runs from the UI, these events go on to Blender: looking around (orbit, pan, zoom, hovering).
+# Every other event (clicks, keys: Ctrl-Z, X, Space, Alt+wheel...) is held back until the job ends, because a
+# change of the scene under a running bake (an object deleted, an undo step that reloads the file's data, another
+# frame) would bake a mix of states or read data that no longer exists.
+NAVIGATION_EVENTS = frozenset({
+    "MOUSEMOVE", "INBETWEEN_MOUSEMOVE", "MIDDLEMOUSE", "TRACKPADPAN", "TRACKPADZOOM", "MOUSEROTATE",
+    "MOUSESMARTZOOM", "NDOF_MOTION", "WINDOW_DEACTIVATE",
+})
+WHEEL_EVENTS = frozenset({"WHEELUPMOUSE", "WHEELDOWNMOUSE", "WHEELINMOUSE", "WHEELOUTMOUSE"})
+
+
+def event_action(event) -> str:
+    """What a running job does with a UI event: "CANCEL" (Esc pressed), "STEP" (its timer: one more step),
+    "PASS" (view navigation, left to Blender) or "HOLD" (anything that could edit the scene: swallowed). The
+    wheel navigates only without Ctrl or Alt (with them it changes the hovered value or the frame)."""
+    if event.type == "ESC":
+        return "CANCEL" if event.value == "PRESS" else "HOLD"
+    if event.type == "TIMER":
+        return "STEP"
+    if event.type in NAVIGATION_EVENTS or (event.type in WHEEL_EVENTS and not (event.ctrl or event.alt)):
+        return "PASS"
+    return "HOLD"
+
+
 class ModalJobOperator:
     """Mixin for operators whose work is a job generator.
 
@@ -145,13 +170,16 @@ class ModalJobOperator:
         self._job = None
 
     def modal(self, context, event):
-        if event.type == "ESC":
+        action = event_action(event)
+        if action == "CANCEL":
             self._job.close()
             self._end(context)
             self.report({"WARNING"}, f"{self.job_label} cancelled; nothing was written")
             return {"CANCELLED"}
-        if event.type != "TIMER":
+        if action == "PASS":
             return {"PASS_THROUGH"}
+        if action == "HOLD":
+            return {"RUNNING_MODAL"}
         try:
             fraction = next(self._job)
         except StopIteration as stop:
@@ -161,9 +189,15 @@ class ModalJobOperator:
             self._end(context)
             self.report({"ERROR"}, str(exc))
             return {"CANCELLED"}
+        except ReferenceError as exc:  # data it reads was removed under it (by a script or timer)
+            self._end(context)
+            self.report({"ERROR"}, f"{self.job_label} stopped: data it was working on was removed while it ran "
+                                   f"({exc}); nothing was written. Run it again")
+            return {"CANCELLED"}
         context.window_manager.progress_update(int(max(0.0, min(1.0, fraction)) * 100))
         if context.area is not None:
-            context.area.header_text_set(f"{self.job_label}: {int(fraction * 100)}% (Esc to cancel)")
+            context.area.header_text_set(f"{self.job_label}: {int(fraction * 100)}% (Esc to cancel; the scene "
+                                         f"can be edited again when it is done)")
         return {"RUNNING_MODAL"}
 
     def cancel(self, context):

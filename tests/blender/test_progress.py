@@ -3,6 +3,7 @@
 import importlib
 import io
 import os
+from types import SimpleNamespace
 
 import pytest
 
@@ -59,3 +60,106 @@ def test_ctrl_c_between_steps_cancels_and_cleans_up(progress, tmp_path):
     with pytest.raises(progress.Cancelled):
         progress.run(job(str(tmp_path)), "Test bake", should_cancel=ctrl_c, stream=io.StringIO())
     assert os.listdir(tmp_path) == []
+
+
+class _WindowManager:
+    def __init__(self):
+        self.calls = []
+
+    def progress_update(self, value):
+        self.calls.append(("update", value))
+
+    def progress_end(self):
+        self.calls.append(("end",))
+
+    def event_timer_remove(self, timer):
+        self.calls.append(("timer_remove", timer))
+
+
+def _event(kind, value="PRESS", ctrl=False, alt=False):
+    return SimpleNamespace(type=kind, value=value, ctrl=ctrl, alt=alt)
+
+
+@pytest.fixture
+def modal_op(progress):
+    """(operator, context) as ``ModalJobOperator.invoke`` leaves them: a job running one step per timer tick."""
+    class Op(progress.ModalJobOperator):
+        job_label = "Test bake"
+
+        def __init__(self, job):
+            self._job, self._timer, self.reports, self.result = job, "timer", [], None
+
+        def report(self, kind, message):
+            self.reports.append((set(kind), message))
+
+        def finish(self, context, result):
+            self.result = result
+            return {"FINISHED"}
+
+    return Op, SimpleNamespace(window_manager=_WindowManager(), area=None)
+
+
+EDITING = [_event("Z", ctrl=True), _event("X"), _event("DEL"), _event("LEFTMOUSE"), _event("SPACE"),
+           _event("RIGHTMOUSE"), _event("WHEELUPMOUSE", alt=True), _event("WHEELDOWNMOUSE", ctrl=True),
+           _event("ESC", value="RELEASE"), _event("TIMER0")]
+NAVIGATION = [_event("MIDDLEMOUSE"), _event("MOUSEMOVE", value="NOTHING"), _event("WHEELUPMOUSE"),
+              _event("TRACKPADPAN", value="NOTHING"), _event("NDOF_MOTION", value="NOTHING")]
+
+
+def test_a_running_job_holds_back_every_event_that_could_edit_the_scene(modal_op, tmp_path):
+    """Ctrl-Z, deleting, clicking, playing, Alt+wheel (frame) or Ctrl+wheel (a hovered value) while a bake runs
+    would change the scene under it: they are swallowed until it ends; navigating the view goes on to Blender;
+    its timer steps it; Esc cancels it and its cleanup runs."""
+    op_class, context = modal_op
+    op = op_class(job(str(tmp_path), steps=5))
+    assert op.modal(context, _event("TIMER")) == {"RUNNING_MODAL"}
+    partial = tmp_path / "partial.tmp"
+    for event in EDITING:
+        assert op.modal(context, event) == {"RUNNING_MODAL"}, event
+    for event in NAVIGATION:
+        assert op.modal(context, event) == {"PASS_THROUGH"}, event
+    assert context.window_manager.calls == [("update", 20)]  # none of them stepped the job
+    assert op.modal(context, _event("TIMER")) == {"RUNNING_MODAL"}
+    assert op.modal(context, _event("ESC")) == {"CANCELLED"}
+    assert not partial.exists() and os.listdir(tmp_path) == []
+    assert context.window_manager.calls[-2:] == [("timer_remove", "timer"), ("end",)]
+    assert op.reports == [({"WARNING"}, "Test bake cancelled; nothing was written")]
+
+
+def test_the_passed_events_are_blender_event_types(progress):
+    """A misspelt name would never match, and that event would be held back."""
+    import bpy
+
+    types = {item.identifier for item in bpy.types.Event.bl_rna.properties["type"].enum_items}
+    assert progress.NAVIGATION_EVENTS | progress.WHEEL_EVENTS <= types
+    assert {e.type for e in EDITING + NAVIGATION} <= types
+
+
+def test_a_job_run_by_timer_ticks_finishes_with_its_result(modal_op, tmp_path):
+    op_class, context = modal_op
+    op = op_class(job(str(tmp_path), steps=3))
+    results = [op.modal(context, _event("TIMER")) for _ in range(4)]
+    assert results == [{"RUNNING_MODAL"}] * 3 + [{"FINISHED"}]
+    assert op.result == "ok" and os.listdir(tmp_path) == ["result.txt"]
+    assert context.window_manager.calls[-1] == ("end",)
+
+
+def test_data_removed_under_a_running_job_stops_it_with_a_clear_message(modal_op, tmp_path):
+    """A script or timer that removes what the bake reads (bpy raises ReferenceError then) ends the job: its
+    cleanup runs, the progress bar goes, and the message says what happened and what to do."""
+    def reads_a_removed_object():
+        with open(tmp_path / "partial.tmp", "w"):
+            pass
+        try:
+            yield 0.5
+            raise ReferenceError("StructRNA of type Object has been removed")
+        finally:
+            os.remove(tmp_path / "partial.tmp")
+
+    op_class, context = modal_op
+    op = op_class(reads_a_removed_object())
+    assert op.modal(context, _event("TIMER")) == {"RUNNING_MODAL"}
+    assert op.modal(context, _event("TIMER")) == {"CANCELLED"}
+    assert os.listdir(tmp_path) == [] and context.window_manager.calls[-1] == ("end",)
+    [(kind, message)] = op.reports
+    assert kind == {"ERROR"} and "removed while it ran" in message and "Run it again" in message
