@@ -304,7 +304,7 @@ def comment_names(comment: str) -> tuple[list, list, list]:
     unquoted = re.sub(r"'[^']*'|\"[^\"]*\"", " ", comment)
     refs = re.findall(r"(?<![\w.])[a-z]\.([a-z_]\w*)", unquoted)
     names = [w for w in re.findall(r"(?<![\w.])([a-z][a-z0-9]*_[a-z0-9_]+)(?![\w.=(]|\.\.)", unquoted)]
-    if re.fullmatch(r"(also )?[a-z_]+(, [a-z_]+)*,?", comment.strip()):
+    if re.fullmatch(r"(also )?[a-z_]+(, [a-z_]+)+,?", comment.strip()):
         names += [w for w in re.findall(r"[a-z_]+", comment.removeprefix("also ")) if w not in names]
     return enums, names, refs
 
@@ -329,7 +329,7 @@ def cli_examples(doc: str | None = None) -> list[CliExample]:
         body = re.sub(r"\\\n", " ", block.body)
         current = None
         for line in body.splitlines():
-            if "-c envfx" in line:
+            if re.match(r"\s*blender .*-c envfx", line):
                 current = [line]
                 commands.append(current)
             elif current is not None and line.startswith("    ") and line.strip():
@@ -343,18 +343,21 @@ def cli_examples(doc: str | None = None) -> list[CliExample]:
         line = re.split(r"\s+#\s", src)[0].split(" | ")[0]
         words = shlex.split(line)
         argv = words[words.index("envfx", words.index("-c")) + 1:]
-        synopsis = any("|" in w for w in argv) or any(re.fullmatch(r"\[?[A-Z]{1,2}\]?", w) for w in argv)
+        synopsis = any("|" in w for w in argv)
         argv = [w.strip("[]") for w in argv if w.strip("[]")]
         out.append(CliExample(argv, src, synopsis))
     return out
 
 
 def option_mentions(doc: str | None = None) -> list[tuple[str | None, str]]:
-    """Long options the prose names, with the command a code span puts them after (``bend --apply``) or None."""
+    """Long options the prose names, with the command a code span puts them after (``bend --apply``) or None.
+    Not the options of benchmark scripts (``benchmarks/bench_snow.py --only trails``, the Benchmarks table)."""
     commands = ("info", "bend", "wind", "snow", "gas-giant", "mips")
     out = []
-    for token in backticks(prose(doc)):
-        if re.match(r"blender ", token):
+    body = prose(doc)
+    body = body[:body.index("## Benchmarks")] if "## Benchmarks" in body else body
+    for token in backticks(body):
+        if re.match(r"blender |benchmarks/", token):
             continue  # whole commands: cli_examples
         words = token.split()
         command = words[0] if words and words[0] in commands else None
