@@ -184,6 +184,45 @@ def test_documented_scene_settings_in_prose(envfx):
     assert checked >= 15
 
 
+# Lower-case names in a feature's prose that are not its settings: JSON keys, file names and core functions (held
+# to the code by tests/core/test_readme.py), material keywords, shader and Blender names. Any other lower-case
+# name there must be a setting of the feature (scene.envfx.<feature>, object.envfx.<feature>) or of object.envfx.
+NOT_SETTINGS = {
+    "bend": {"envfx_bend", "scale_length", "world_vertex_coords"},
+    "wind": {"bark", "branch", "frond", "leaf", "leaves", "needle", "trunk", "s"},
+    "snow": {"bake", "bake_job", "generate_cover", "read_exr", "resolution", "simulate_points", "snow_coverage",
+             "snow_thickness", "stamp_points", "stamp_profile", "timeout", "u", "units_per_blender_unit", "up",
+             "write_exr"},
+    "gasgiant": {"clamped_fraction", "clamped_texels", "colour_space", "content", "decode_flow", "encode_flow",
+                 "engine_normal", "engine_right", "engine_slots", "engine_up", "flow", "format", "gasgiant_flow",
+                 "gasgiant_nx", "gasgiant_ny", "gasgiant_nz", "gasgiant_px", "gasgiant_py", "gasgiant_pz", "images",
+                 "iterations_per_frame", "layout", "max_speed_baked", "noise_norm", "normal", "nz", "pz", "read_exr",
+                 "right", "scale", "settings", "slot", "slot_index", "still_exr", "still_png", "times", "unit", "up",
+                 "velocity", "version", "write_exr"},
+    "mips": {"dds_format", "null"},
+}
+SECTIONS = {"World Bend": "bend", "Wind": "wind", "Snow": "snow", "Gas Giant": "gasgiant", "Mip Chains": "mips"}
+
+
+def test_settings_named_in_each_feature_section(envfx):
+    parts = re.split(r"^### (.+)$", PROSE, flags=re.M)
+    seen = set()
+    for title, body in zip(parts[1::2], parts[2::2]):
+        feature = next(f for t, f in SECTIONS.items() if title.startswith(t))
+        seen.add(feature)
+        obj = bpy.data.objects["Cube"].envfx
+        settings = set(getattr(bpy.context.scene.envfx, feature).bl_rna.properties.keys()) | \
+            set(obj.bl_rna.properties.keys())
+        if feature in ("wind", "snow"):
+            settings |= set(getattr(obj, feature).bl_rna.properties.keys())
+        names = {t for t in doc.backticks(body) if re.fullmatch(r"[a-z][a-z0-9_]*", t)}
+        unknown = names - settings - NOT_SETTINGS[feature]
+        assert not unknown, f"{title}: {sorted(unknown)} are neither settings nor known other names"
+        stale = NOT_SETTINGS[feature] - names
+        assert not stale, f"{title}: NOT_SETTINGS lists {sorted(stale)}, which the README no longer names"
+    assert seen == set(SECTIONS.values())
+
+
 def test_enum_values_written_as_assignments_in_prose(envfx):
     """``category='GRASS'``, ``color_source = 'CUBEMAP'``, ``file_format`` = ``EXR`` or ``PNG_EXR``."""
     scene_groups = [getattr(bpy.context.scene.envfx, p.identifier) for p in bpy.context.scene.envfx.bl_rna.properties
