@@ -384,6 +384,9 @@ def test_cli_example_passes_the_argument_checks(envfx, example, tmp_path, monkey
         assert "features: bend, wind, snow, gasgiant, mips" in capsys.readouterr().out
         return
     parser = cli.build_parser()
+    options = options_of(cli.subcommand_parser(parser, argv[0]))
+    for word in argv:  # written out in full (argparse would take an abbreviation: --ao for --ao-samples)
+        assert not word.startswith("-") or word in options, f"envfx {argv[0]} has no option {word}"
     args = parser.parse_args(argv)
     cli.check_text_options(cli.subcommand_parser(parser, args.command), args)
     if argv[0] in ("gas-giant", "mips"):
