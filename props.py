@@ -739,8 +739,9 @@ class EnvFXSnowSettings(PropertyGroup):
         name="Image Sequence", description="Write every frame (off: only the final state)", default=True,
     )
     output_dir: StringProperty(
-        name="Output Folder", description="Folder the EXR images and the JSON metadata are written to",
-        default="", subtype="DIR_PATH",
+        name="Output Folder", description="Folder the EXR images and the JSON metadata are written to; '//' is the "
+        ".blend file's folder",
+        default="", subtype="DIR_PATH", options=PATH_OPTIONS,
     )
 
 

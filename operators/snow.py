@@ -754,6 +754,9 @@ def stamp_params(scene) -> core_snow.StampParams:
 def _check_output_dir(path: str) -> str:
     if not path:
         raise SnowInputError("No output folder: set the Snow bake's Output Folder (scene.envfx.snow.output_dir)")
+    if path.startswith("//") and not bpy.data.filepath:
+        raise SnowInputError(f"The output folder {path!r} is relative to the .blend file, which is not saved yet: save "
+                             f"the file first or choose an absolute folder")
     path = bpy.path.abspath(path)
     probe = path
     while probe and not os.path.exists(probe):

@@ -305,6 +305,7 @@ def test_follow_pivot_bake(envfx, tmp_path):
     (lambda s, tmp: setattr(s, "frame_end", 0), "reversed"),
     (lambda s, tmp: setattr(s, "output_dir", ""), "No output folder"),
     (lambda s, tmp: setattr(s, "output_dir", str(tmp / "file.txt" / "sub")), "cannot be written"),
+    (lambda s, tmp: setattr(s, "output_dir", "//snow_buffer"), "relative to the .blend file, which is not saved yet"),
     (lambda s, tmp: setattr(s, "actors", None), "No actor collection"),
 ])
 def test_bake_bad_input(envfx, tmp_path, change, msg, capsys):
