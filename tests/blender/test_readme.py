@@ -8,20 +8,18 @@ The parts that need no Blender: tests/core/test_readme.py.
 """
 
 import argparse
-import importlib.util
+import importlib
 import inspect
 import json
 import os
 import re
-import sys
 
 import bpy
 import pytest
 
+from tests import readme_doc as doc  # tests/conftest.py puts the repository root on sys.path
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-_spec = importlib.util.spec_from_file_location("readme_doc", os.path.join(ROOT, "tests", "readme_doc.py"))
-doc = sys.modules.setdefault("readme_doc", importlib.util.module_from_spec(_spec))
-_spec.loader.exec_module(doc)
 
 README = doc.text()
 PROSE = doc.prose(README)

@@ -6,12 +6,10 @@ tests/blender/test_readme.py checks the operators, settings and command line in 
 """
 
 import importlib
-import importlib.util
 import inspect
 import json
 import os
 import re
-import sys
 import tomllib
 
 import numpy as np
@@ -19,11 +17,9 @@ import pytest
 
 from core import bend as core_bend
 from core import bend_engines, gasgiant, mips, snow
+from tests import readme_doc as doc  # tests/conftest.py puts the repository root on sys.path
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-_spec = importlib.util.spec_from_file_location("readme_doc", os.path.join(ROOT, "tests", "readme_doc.py"))
-doc = sys.modules.setdefault("readme_doc", importlib.util.module_from_spec(_spec))
-_spec.loader.exec_module(doc)
 
 README = doc.text()
 PROSE = doc.prose(README)
