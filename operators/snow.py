@@ -550,11 +550,15 @@ def scene_has_trails(scene, tree=None) -> bool:
 def sync_surfaces(scene, tree=None) -> bool:
     """The scene's snow surfaces collection (what its actors' coverage reads) holds exactly the objects of the
     scene that carry the scene's trails: copies made with Shift-D join, deleted snow and snow whose trails were
-    removed leave. A collection another scene still shares is left alone. True when it changed."""
+    removed leave. A collection other scenes share (scenes that share their snow, a Linked Copy) holds those of
+    each of them. True when it changed."""
     coll = snow_nodes.surfaces_for(scene)
-    if coll is None or coll.library is not None or snow_nodes.surfaces_shared(scene, coll):
+    if coll is None or coll.library is not None:
         return False
     wanted = {obj.name: obj for obj in trails_users(scene, tree)}
+    for other in bpy.data.scenes:
+        if other != scene and snow_nodes.surfaces_for(other) == coll:
+            wanted.update((obj.name, obj) for obj in trails_users(other))
     changed = False
     for obj in list(coll.objects):
         if obj.name not in wanted:
@@ -625,7 +629,8 @@ def follow_actors(scene, may_split: bool = True) -> bool | None:
     without usable actors) leaves the trails as they are, with no actor stamping. The scene's snow surfaces
     follow the snow that carries its trails.
 
-    A scene that still shares its groups with the scene it was copied from gets its own here; with
+    A scene that still shares its groups with the scene it was copied from gets its own here (unless the two
+    share their snow, ``snow_nodes.shares_snow``: a Linked Copy keeps one set of groups); with
     ``may_split=False`` (Blender's frame_change_pre, see handlers.py) nothing is done and None is returned, to be
     called again after the frame change."""
     tree = snow_nodes.group_for(scene)
@@ -634,13 +639,14 @@ def follow_actors(scene, may_split: bool = True) -> bool | None:
     sig = _signature(scene, tree)
     if _followed.get(scene.name) == sig:
         return False
-    if not may_split and _shares_groups(scene, tree):
-        return None
-    if _shares_groups(scene, tree) and drop_copied_pointers(bpy.data.scenes):  # a Copy Settings / Linked Copy
-        tree = snow_nodes.group_for(scene)
-        if tree is None:
-            return False
-        sig = _signature(scene, tree)
+    if _shares_groups(scene, tree) and not snow_nodes.shares_snow(scene, tree):  # a copy: a split, or let go
+        if not may_split:
+            return None
+        if drop_copied_pointers(bpy.data.scenes):  # a Copy Settings without snow
+            tree = snow_nodes.group_for(scene)
+            if tree is None:
+                return False
+            sig = _signature(scene, tree)
     if not scene_has_trails(scene, tree):  # no snow of the scene has its trails (any more)
         sync_surfaces(scene, tree)
         _followed[scene.name] = _signature(scene, tree)

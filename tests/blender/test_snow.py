@@ -1723,3 +1723,54 @@ def test_scene_copy_settings_does_not_keep_the_snow_groups(envfx, copy):
     assert [m.name for m in a.modifiers] == []
     assert [g.name for g in bpy.data.node_groups if "EnvFX Snow" in g.name] == []
     assert [c.name for c in bpy.data.collections if c.name.startswith(nodes.SURFACES_COLLECTION)] == []
+
+
+def test_linked_copy_shares_the_snow_trails_coverage_and_surfaces(envfx):
+    """Scene > New > Linked Copy links the same snow and actors into two scenes: they keep one trails group, one
+    coverage group and one snow surfaces collection. An actor added while the copy exists carves from the frame
+    it joined (not a frame later, nor into empty groups of its own), and a Shift-D copy of the snow gives its
+    actors coverage at once in both scenes."""
+    scene, snow, actors = snow_scene(envfx, spacing=0.2, size=6.0, thickness=0.5)
+    a = sphere_object("A", 0.3, actors)
+    a.location = (-1.5, 0.0, 0.2)
+    scene.frame_set(1)
+    select_only(snow)
+    assert bpy.ops.envfx.snow_trails_add() == {"FINISHED"}
+    nodes = envfx.shader_nodes.snow
+    bpy.ops.scene.new(type="LINK_COPY")
+    linked = bpy.context.scene
+    assert linked != scene and snow.name in linked.objects and a.name in linked.objects
+    bpy.context.window.scene = scene
+    for f in range(1, 3):
+        scene.frame_set(f)
+    seen = {}
+
+    def evaluated(scn, depsgraph):  # runs before EnvFX's own frame_change_post: the frame as Blender drew it
+        if scn == scene:
+            seen[scn.frame_current] = _depth_near(envfx, snow, 1.5, 0.0, r=0.25, depsgraph=depsgraph)
+
+    c = sphere_object("C", 0.3, actors)                       # joins the shared actor collection
+    c.location = (1.5, 0.0, 0.2)
+    bpy.app.handlers.frame_change_post.insert(0, evaluated)
+    try:
+        scene.frame_set(3)
+    finally:
+        bpy.app.handlers.frame_change_post.remove(evaluated)
+    assert seen[3] < -0.1                                     # C carves in the frame it joined
+    tree = nodes.group_for(scene)
+    assert tree == nodes.group_for(linked) == snow.modifiers[snow_nodes_name(envfx)].node_group
+    select_only(snow)
+    bpy.ops.object.duplicate_move(TRANSFORM_OT_translate={"value": (20.0, 0.0, 0.0)})
+    copy = bpy.data.objects[snow.name + ".001"]
+    b = sphere_object("InCopy", 0.3, actors)
+    b.location = (20.0, 0.0, 0.2)
+    for f in range(4, 6):
+        scene.frame_set(f)
+    assert coverage_and_z(envfx, b)[0].max() == 1.0
+    assert coverage_and_z(envfx, c)[0].max() == 1.0
+    for scn in (scene, linked):
+        assert nodes.group_for(scn) == tree
+        assert sorted(nodes.surfaces_for(scn).objects.keys()) == sorted([snow.name, copy.name])
+    assert sorted(g.name for g in bpy.data.node_groups if "EnvFX Snow" in g.name) == [
+        "EnvFX Snow Coverage", "EnvFX Snow Trails"]
+
