@@ -1774,3 +1774,67 @@ def test_linked_copy_shares_the_snow_trails_coverage_and_surfaces(envfx):
     assert sorted(g.name for g in bpy.data.node_groups if "EnvFX Snow" in g.name) == [
         "EnvFX Snow Coverage", "EnvFX Snow Trails"]
 
+
+def _trails_with_walker(envfx, melt=3.0):
+    scene, snow, actors = snow_scene(envfx, spacing=0.2, size=6.0, thickness=0.5)
+    scene.envfx.snow.coverage_melt_time = melt
+    a = sphere_object("A", 0.3, actors)
+    a.location = (0.0, 0.0, 0.2)
+    scene.frame_set(1)
+    select_only(snow)
+    assert bpy.ops.envfx.snow_trails_add() == {"FINISHED"}
+    scene.frame_set(2)
+    assert coverage_and_z(envfx, a)[0].max() == 1.0
+    return scene, snow, a
+
+
+def _snow_left_overs(envfx, snow, actor):
+    drivers = len(snow.animation_data.drivers) if snow.animation_data is not None else 0
+    return (drivers, [m.name for m in actor.modifiers], sorted(g.name for g in bpy.data.node_groups
+                                                                if "EnvFX Snow" in g.name),
+            sorted(c.name for c in bpy.data.collections if c.name.startswith("EnvFX Snow Surfaces")))
+
+
+@pytest.mark.parametrize("how", ["modifier_remove", "modifier_apply"])
+def test_trails_removed_by_hand_leave_nothing_behind(envfx, how):
+    """The only trails modifier of the scene removed by hand (its X, or Apply): the next update books a clean-up,
+    which the one-shot timer runs at a safe point (never in the frame or dependency-graph handlers): the snow
+    loses the modifier's drivers, the actor its coverage modifier, the file the groups and surfaces collection;
+    Add Trails brings them back."""
+    scene, snow, a = _trails_with_walker(envfx)
+    select_only(snow)
+    getattr(bpy.ops.object, how)(modifier=snow_nodes_name(envfx))
+    bpy.context.view_layer.update()                           # what the UI does after the click
+    assert bpy.app.timers.is_registered(envfx.handlers.snow_clean_up)
+    envfx.handlers.snow_clean_up()                            # what the timer runs
+    assert _snow_left_overs(envfx, snow, a) == (0, [], [], [])
+    assert bpy.ops.envfx.snow_trails_add() == {"FINISHED"}
+    assert [m.name for m in a.modifiers] == ["EnvFX Snow Coverage"]
+
+
+def test_trails_removed_by_hand_from_one_snow_mesh_lose_their_drivers_and_are_not_saved(envfx, tmp_path):
+    """One of two snow meshes loses its trails modifier by hand (Apply: Blender keeps the drivers in 4.2 and
+    5.0): the clean-up removes that mesh's drivers and keeps the other's trails and the actor's coverage. A
+    background script that saves runs no timer: the save itself cleans up first, so the file gets no left-overs."""
+    scene, snow, a = _trails_with_walker(envfx)
+    other = bpy.data.objects.new("Other Snow", snow.data.copy())
+    other["envfx_snow"] = 0
+    scene.collection.objects.link(other)
+    envfx.operators.snow.add_trails(scene, [other])
+    select_only(other)
+    bpy.ops.object.modifier_apply(modifier=snow_nodes_name(envfx))
+    scene.frame_set(3)
+    assert len(other.animation_data.drivers) == 3
+    envfx.handlers.snow_clean_up()
+    assert len(other.animation_data.drivers) == 0 and len(snow.animation_data.drivers) == 3
+    assert [m.name for m in a.modifiers] == ["EnvFX Snow Coverage"]
+    assert sorted(envfx.shader_nodes.snow.surfaces_for(scene).objects.keys()) == [snow.name]
+    select_only(snow)
+    bpy.ops.object.modifier_remove(modifier=snow_nodes_name(envfx))
+    path, names = str(tmp_path / "saved.blend"), (snow.name, a.name)
+    bpy.ops.wm.save_as_mainfile(filepath=path)                # no update, no timer: the save cleans up
+    assert _snow_left_overs(envfx, snow, a) == (0, [], [], [])
+    bpy.ops.wm.open_mainfile(filepath=path)
+    snow, a = (bpy.data.objects[n] for n in names)
+    assert _snow_left_overs(envfx, snow, a) == (0, [], [], [])
+
