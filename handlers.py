@@ -57,10 +57,15 @@ def on_claim_load_post(*_args):
 _split_later: set = set()  # names of scenes whose split frame_change_pre left to frame_change_post
 
 
-def _follow(scene, may_split: bool):
+def _follow(scene, may_split: bool, depsgraph=None):
     from .operators import snow as snow_ops
 
     try:
+        # snow unlinked from the scene (moved out, not deleted) leaves what its actors sink into at once. Only
+        # when collections changed, and only in the dependency-graph handler: while the trails play, every frame
+        # tags the collections the coverage reads, and the per-frame check must stay cheap
+        if depsgraph is not None and depsgraph.id_type_updated("COLLECTION") and snow_ops.surfaces_left_scene(scene):
+            snow_ops.forget_followed(scene)
         if snow_ops.follow_actors(scene, may_split=may_split) is None:
             _split_later.add(scene.name)
         if snow_ops.pending_clean_up() and not bpy.app.timers.is_registered(snow_clean_up):
@@ -87,10 +92,10 @@ def snow_clean_up():
 
 
 @persistent
-def on_snow_follow_actors(scene, *_args):
+def on_snow_follow_actors(scene, depsgraph=None, *_args):
     """Actors added to or removed from the snow actor collection (or resized) change the live trails; cheap
     when nothing changed."""
-    _follow(scene, may_split=True)
+    _follow(scene, may_split=True, depsgraph=depsgraph)
 
 
 @persistent

@@ -1838,3 +1838,30 @@ def test_trails_removed_by_hand_from_one_snow_mesh_lose_their_drivers_and_are_no
     snow, a = (bpy.data.objects[n] for n in names)
     assert _snow_left_overs(envfx, snow, a) == (0, [], [], [])
 
+
+def test_snow_unlinked_from_the_scene_leaves_the_actors_coverage_at_once(envfx):
+    """Snow unlinked from its scene (moved out, not deleted) is out of what the actors sink into at the next
+    update, not at the next change of the scene's snow or actors; with no snow left carrying the trails, the
+    actor's coverage goes at the clean-up, and the group stays with the snow that still carries it."""
+    scene, snow, a = _trails_with_walker(envfx, melt=0.0)
+    other = bpy.data.objects.new("Other Snow", snow.data.copy())
+    other["envfx_snow"] = 0
+    other.location.x = 10.0
+    scene.collection.objects.link(other)
+    envfx.operators.snow.add_trails(scene, [other])
+    surfaces = envfx.shader_nodes.snow.surfaces_for(scene)
+    assert sorted(surfaces.objects.keys()) == sorted([snow.name, other.name])
+    for coll in snow.users_collection:
+        if coll != surfaces:
+            coll.objects.unlink(snow)
+    bpy.context.view_layer.update()                           # what the UI does after the unlink
+    assert sorted(surfaces.objects.keys()) == [other.name]
+    assert coverage_and_z(envfx, a)[0].max() == 0.0           # A stands where the unlinked snow was
+    assert [m.name for m in a.modifiers] == ["EnvFX Snow Coverage"]
+    scene.collection.objects.unlink(other)
+    bpy.context.view_layer.update()
+    assert list(surfaces.objects.keys()) == []
+    envfx.handlers.snow_clean_up()
+    assert [m.name for m in a.modifiers] == []
+    assert envfx.shader_nodes.snow.group_for(scene) is None
+    assert [m.name for m in snow.modifiers] == [snow_nodes_name(envfx)]
