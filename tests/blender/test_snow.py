@@ -1849,6 +1849,7 @@ def test_snow_unlinked_from_the_scene_leaves_the_actors_coverage_at_once(envfx):
     other.location.x = 10.0
     scene.collection.objects.link(other)
     envfx.operators.snow.add_trails(scene, [other])
+    scene.frame_set(3)                                        # the handler is up to date with both snow meshes
     surfaces = envfx.shader_nodes.snow.surfaces_for(scene)
     assert sorted(surfaces.objects.keys()) == sorted([snow.name, other.name])
     for coll in snow.users_collection:
