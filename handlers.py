@@ -68,10 +68,17 @@ def _follow(scene, may_split: bool, depsgraph=None):
             snow_ops.forget_followed(scene)
         if snow_ops.follow_actors(scene, may_split=may_split) is None:
             _split_later.add(scene.name)
-        if snow_ops.pending_clean_up() and not bpy.app.timers.is_registered(snow_clean_up):
+        if snow_ops.pending_clean_up() and timers_run() and not bpy.app.timers.is_registered(snow_clean_up):
             bpy.app.timers.register(snow_clean_up, first_interval=0.0)
     except Exception as exc:  # a handler must never break playback
         print(f"EnvFX: the snow trails could not follow the actors: {exc}")
+
+
+def timers_run() -> bool:
+    """Whether Blender runs timers: not in background mode (``blender -b``, Blender as a Python module), which has
+    no event loop; there the next save (or Remove Trails) cleans up. (Blender 4.2 also crashes at exit when a
+    timer is still registered.)"""
+    return not bpy.app.background
 
 
 def snow_clean_up():
@@ -110,6 +117,14 @@ def on_snow_follow_actors_post(scene, *_args):
     if scene.name in _split_later:
         _split_later.discard(scene.name)
         _follow(scene, may_split=True)
+
+
+@persistent
+def on_snow_load_pre(*_args):
+    """The booked clean-up belongs to the file being closed (and Blender 4.2 crashes at exit after a file was
+    loaded with a timer pending)."""
+    if bpy.app.timers.is_registered(snow_clean_up):
+        bpy.app.timers.unregister(snow_clean_up)
 
 
 @persistent
@@ -155,7 +170,7 @@ def on_save_pre_overrides(*_args):
 
 SNOW_HANDLERS = (("frame_change_pre", on_snow_follow_actors_pre), ("frame_change_post", on_snow_follow_actors_post),
                  ("depsgraph_update_post", on_snow_follow_actors), ("load_post", on_snow_load_post),
-                 ("save_pre", on_snow_save_pre))
+                 ("save_pre", on_snow_save_pre), ("load_pre", on_snow_load_pre))
 CLAIM_HANDLERS = (("depsgraph_update_post", on_claim_appended), ("frame_change_pre", on_claim_appended),
                   ("load_post", on_claim_load_post))
 OVERRIDE_HANDLERS = (("save_pre", on_save_pre_overrides),)
