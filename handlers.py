@@ -57,21 +57,52 @@ def on_claim_load_post(*_args):
 _split_later: set = set()  # names of scenes whose split frame_change_pre left to frame_change_post
 
 
-def _follow(scene, may_split: bool):
+def _follow(scene, may_split: bool, depsgraph=None):
     from .operators import snow as snow_ops
 
     try:
+        # snow unlinked from the scene (moved out, not deleted) leaves what its actors sink into at once. Only
+        # when collections changed, and only in the dependency-graph handler: while the trails play, every frame
+        # tags the collections the coverage reads, and the per-frame check must stay cheap
+        if depsgraph is not None and depsgraph.id_type_updated("COLLECTION") and snow_ops.surfaces_left_scene(scene):
+            snow_ops.forget_followed(scene)
         if snow_ops.follow_actors(scene, may_split=may_split) is None:
             _split_later.add(scene.name)
+        if snow_ops.pending_clean_up() and timers_run() and not bpy.app.timers.is_registered(snow_clean_up):
+            bpy.app.timers.register(snow_clean_up, first_interval=0.0)
     except Exception as exc:  # a handler must never break playback
         print(f"EnvFX: the snow trails could not follow the actors: {exc}")
 
 
+def timers_run() -> bool:
+    """Whether Blender runs timers: not in background mode (``blender -b``, Blender as a Python module), which has
+    no event loop; there the next save (or Remove Trails) cleans up. (Blender 4.2 also crashes at exit when a
+    timer is still registered.)"""
+    return not bpy.app.background
+
+
+def snow_clean_up():
+    """One-shot timer: what trails removed by hand (or snow that left its scene) left behind goes (the modifiers'
+    drivers, the actors' coverage, the groups and surfaces of a scene without trails: operators.snow
+    clean_up_pending). A timer runs in the main loop outside any evaluation, so removing data is safe there
+    (not in the frame or dependency-graph handlers that book the work); it waits while a render or bake job
+    reads the scenes."""
+    from .operators import snow as snow_ops
+
+    if any(bpy.app.is_job_running(job) for job in ("RENDER", "OBJECT_BAKE", "COMPOSITE")):
+        return 1.0
+    try:
+        snow_ops.clean_up_pending()
+    except Exception as exc:  # a timer must not raise into the main loop
+        print(f"EnvFX: the left-overs of removed snow trails could not be removed: {exc}")
+    return None
+
+
 @persistent
-def on_snow_follow_actors(scene, *_args):
+def on_snow_follow_actors(scene, depsgraph=None, *_args):
     """Actors added to or removed from the snow actor collection (or resized) change the live trails; cheap
     when nothing changed."""
-    _follow(scene, may_split=True)
+    _follow(scene, may_split=True, depsgraph=depsgraph)
 
 
 @persistent
@@ -89,6 +120,14 @@ def on_snow_follow_actors_post(scene, *_args):
 
 
 @persistent
+def on_snow_load_pre(*_args):
+    """The booked clean-up belongs to the file being closed (and Blender 4.2 crashes at exit after a file was
+    loaded with a timer pending)."""
+    if bpy.app.timers.is_registered(snow_clean_up):
+        bpy.app.timers.unregister(snow_clean_up)
+
+
+@persistent
 def on_snow_load_post(*_args):
     from .operators import snow as snow_ops
 
@@ -98,6 +137,18 @@ def on_snow_load_post(*_args):
         snow_ops.claim_legacy_surfaces()  # a file saved when all scenes shared one snow surfaces collection
     except Exception as exc:  # a handler must never break loading
         print(f"EnvFX: the scenes could not get their own snow surfaces: {exc}")
+
+
+@persistent
+def on_snow_save_pre(*_args):
+    """Before a save: what trails removed by hand left behind is not written into the file (background scripts
+    run no timers). No evaluation runs here, so removing data is safe."""
+    from .operators import snow as snow_ops
+
+    try:
+        snow_ops.clean_up_pending(list(bpy.data.scenes))
+    except Exception as exc:  # a handler must never break saving
+        print(f"EnvFX: the left-overs of removed snow trails could not be removed: {exc}")
 
 
 # --- library overrides keep their per-object settings ---
@@ -139,7 +190,8 @@ def on_save_pre_release_groups(*_args):
 
 
 SNOW_HANDLERS = (("frame_change_pre", on_snow_follow_actors_pre), ("frame_change_post", on_snow_follow_actors_post),
-                 ("depsgraph_update_post", on_snow_follow_actors), ("load_post", on_snow_load_post))
+                 ("depsgraph_update_post", on_snow_follow_actors), ("load_post", on_snow_load_post),
+                 ("save_pre", on_snow_save_pre), ("load_pre", on_snow_load_pre))
 CLAIM_HANDLERS = (("depsgraph_update_post", on_claim_appended), ("frame_change_pre", on_claim_appended),
                   ("load_post", on_claim_load_post))
 OVERRIDE_HANDLERS = (("save_pre", on_save_pre_overrides), ("save_pre", on_save_pre_release_groups))
@@ -152,6 +204,8 @@ def register():
 
 
 def unregister():
+    if bpy.app.timers.is_registered(snow_clean_up):
+        bpy.app.timers.unregister(snow_clean_up)
     if on_load_post in bpy.app.handlers.load_post:
         bpy.app.handlers.load_post.remove(on_load_post)
     for name, fn in SNOW_HANDLERS + CLAIM_HANDLERS + OVERRIDE_HANDLERS:

@@ -510,11 +510,28 @@ def _give_coverage(scene, specs):
 # are compared with what they were; the actors' sizes are measured again only after a change.
 
 _followed: dict = {}  # scene name -> signature of what the trails were last brought up to date with
+_clean_later: set = set()  # names of scenes follow_actors found left-overs in (see clean_up_pending)
 
 
-def forget_followed():
-    """After loading a file, or when an actor's Snow Radius / Snow Depth changes: check every scene again."""
+def forget_followed(scene=None):
+    """After loading a file, or when an actor's Snow Radius / Snow Depth changes: check every scene again (or
+    ``scene``). After loading, nothing is left to clean up either."""
+    if scene is not None:
+        _followed.pop(scene.name, None)
+        return
     _followed.clear()
+    _clean_later.clear()
+
+
+def surfaces_left_scene(scene) -> bool:
+    """Whether an object of ``scene``'s snow surfaces collection is in none of the scenes that read it any more
+    (unlinked or moved out, not deleted). For the dependency-graph handler when collections changed (edits, not
+    frames): ~2 us per snow mesh."""
+    coll = snow_nodes.surfaces_for(scene)
+    if coll is None:
+        return False
+    readers = [s for s in bpy.data.scenes if snow_nodes.surfaces_for(s) == coll]
+    return any(not any(s in obj.users_scene for s in readers) for obj in coll.objects)
 
 
 def _signature(scene, tree):
@@ -550,11 +567,15 @@ def scene_has_trails(scene, tree=None) -> bool:
 def sync_surfaces(scene, tree=None) -> bool:
     """The scene's snow surfaces collection (what its actors' coverage reads) holds exactly the objects of the
     scene that carry the scene's trails: copies made with Shift-D join, deleted snow and snow whose trails were
-    removed leave. A collection another scene still shares is left alone. True when it changed."""
+    removed leave. A collection other scenes share (scenes that share their snow, a Linked Copy) holds those of
+    each of them. True when it changed."""
     coll = snow_nodes.surfaces_for(scene)
-    if coll is None or coll.library is not None or snow_nodes.surfaces_shared(scene, coll):
+    if coll is None or coll.library is not None:
         return False
     wanted = {obj.name: obj for obj in trails_users(scene, tree)}
+    for other in bpy.data.scenes:
+        if other != scene and snow_nodes.surfaces_for(other) == coll:
+            wanted.update((obj.name, obj) for obj in trails_users(other))
     changed = False
     for obj in list(coll.objects):
         if obj.name not in wanted:
@@ -625,25 +646,31 @@ def follow_actors(scene, may_split: bool = True) -> bool | None:
     without usable actors) leaves the trails as they are, with no actor stamping. The scene's snow surfaces
     follow the snow that carries its trails.
 
-    A scene that still shares its groups with the scene it was copied from gets its own here; with
+    A scene that still shares its groups with the scene it was copied from gets its own here (unless the two
+    share their snow, ``snow_nodes.shares_snow``: a Linked Copy keeps one set of groups); with
     ``may_split=False`` (Blender's frame_change_pre, see handlers.py) nothing is done and None is returned, to be
-    called again after the frame change."""
+    called again after the frame change. A scene none of whose snow carries its trails any more, or whose snow
+    kept the drivers of a trails modifier removed by hand, is booked for ``clean_up_pending``."""
     tree = snow_nodes.group_for(scene)
     if tree is None or tree.users == 0 or tree.library is not None:
         return False
     sig = _signature(scene, tree)
     if _followed.get(scene.name) == sig:
         return False
-    if not may_split and _shares_groups(scene, tree):
-        return None
-    if _shares_groups(scene, tree) and drop_copied_pointers(bpy.data.scenes):  # a Copy Settings / Linked Copy
-        tree = snow_nodes.group_for(scene)
-        if tree is None:
-            return False
-        sig = _signature(scene, tree)
+    if _shares_groups(scene, tree) and not snow_nodes.shares_snow(scene, tree):  # a copy: a split, or let go
+        if not may_split:
+            return None
+        if drop_copied_pointers(bpy.data.scenes):  # a Copy Settings without snow
+            tree = snow_nodes.group_for(scene)
+            if tree is None:
+                return False
+            sig = _signature(scene, tree)
+    if any(_stale_trails_drivers(o) for o in snow_objects(scene) if o.animation_data is not None):
+        _clean_later.add(scene.name)
     if not scene_has_trails(scene, tree):  # no snow of the scene has its trails (any more)
         sync_surfaces(scene, tree)
         _followed[scene.name] = _signature(scene, tree)
+        _clean_later.add(scene.name)
         return False
     try:
         specs = actor_specs(scene)[0]
@@ -712,6 +739,43 @@ def remove_trails(objects, scene=None) -> ObjectsResult:
     if not scene_has_trails(scene, tree):
         _remove_scene_snow_groups(scene, tree)
     return result
+
+
+# --- clean-up of trails removed by hand ---------------------------------------------------------------------
+# A trails modifier removed by hand (its X, or Apply) leaves its actor drivers on the snow, and once no snow of
+# the scene carries the trails (removed, deleted or unlinked from the scene) the actors keep their coverage
+# modifiers, evaluated every frame for nothing, and the file keeps the groups and the surfaces collection.
+# follow_actors (called from the frame and dependency-graph handlers) only books the scene: removing modifiers,
+# drivers, node groups or collections while Blender evaluates the scene can crash it. clean_up_pending does the
+# work at a safe point: a one-shot bpy.app.timers callback (the main loop, between events, outside any
+# evaluation: like an operator), and save_pre (before the file is written: no evaluation runs; it also covers
+# background scripts, which run no timers).
+
+def pending_clean_up() -> bool:
+    """Whether a scene is booked for ``clean_up_pending`` (cheap: the frame handlers ask)."""
+    return bool(_clean_later)
+
+
+def clean_up_dropped_trails(scene) -> ObjectsResult | None:
+    """What Remove Trails does for trails that went by other means: the drivers a trails modifier removed by hand
+    left on ``scene``'s snow go, and when no snow of the scene carries its trails any more, its actors' coverage
+    modifiers, its trails and coverage groups (unless something else uses them) and its surfaces collection go.
+    Snow that still carries the trails keeps them. None when there was nothing to do."""
+    tree = snow_nodes.group_for(scene)
+    stale = [o for o in snow_objects(scene) if o.animation_data is not None and o.library is None
+             and not trails_modifiers(o) and _stale_trails_drivers(o)]
+    if not stale and (tree is None or scene_has_trails(scene, tree)):
+        return None
+    return remove_trails(stale, scene)
+
+
+def clean_up_pending(scenes=None) -> list:
+    """Clean up (``clean_up_dropped_trails``) the scenes follow_actors booked, or ``scenes``. Not from a frame or
+    dependency-graph handler (see above). Returns the names of the scenes cleaned up."""
+    if scenes is None:
+        scenes = [bpy.data.scenes[n] for n in sorted(_clean_later) if n in bpy.data.scenes]
+    _clean_later.clear()
+    return [scene.name for scene in scenes if clean_up_dropped_trails(scene) is not None]
 
 
 def _used_by_modifiers(tree) -> bool:

@@ -846,18 +846,44 @@ def group_for(scene):
     return common.scene_group(scene, KIND, GROUP_NAME)
 
 
+def shares_snow(scene, tree=None) -> bool:
+    """Whether ``scene`` shares its trails group with another scene through the snow itself: an object of the
+    scene that carries the group is in one of those scenes too (Scene > New > Linked Copy links the same snow
+    into both). A snow object carries one trails group only, so such scenes keep one trails group, coverage group
+    and snow surfaces between them instead of splitting (a split would leave the shared snow on the other
+    scene's group and give this one empty groups). ~2 us per object carrying the group; called on changes only."""
+    tree = tree or group_for(scene)
+    if tree is None:
+        return False
+    others = [s for s in common.scenes_using(tree, KIND) if s != scene]
+    if not others:
+        return False
+    return any(any(s in obj.users_scene for s in others) for obj in scene.objects
+               if any(m.type == "NODES" and m.node_group == tree for m in obj.modifiers))
+
+
+def _scene_group(scene, kind, name, stamp, build, keep_shared: bool):
+    """``common.ensure_scene_group``, except that with ``keep_shared`` a group the scene shares with another
+    scene stays shared (rebuilt in place when outdated) instead of being split."""
+    tree = common.scene_group(scene, kind, name) if keep_shared else None
+    if tree is not None:
+        common.rebuild_if_outdated(tree, stamp, build)
+        return tree
+    return common.ensure_scene_group(scene, kind, name, stamp, build)[0]
+
+
 def ensure_trails(scene, specs=None) -> bpy.types.NodeTree:
     """The scene's "EnvFX Snow Trails" group (each scene of a file has its own: the first one made has that
     name, others are named after their scene), built for the scene's actors and occluders and driven by its
     settings. Rebuilt in place when the scene gets or loses its occluder collection; another occluder collection
     is a value of the "Occluders" node, and when only the actors or their sizes change just the actor part is
     rebuilt (the running trails stay in both cases). The actor inputs of every modifier using it are driven by
-    the actors' locations."""
+    the actors' locations. Scenes that share their snow (``shares_snow``) keep sharing the group."""
     if specs is None:
         specs = actor_specs(scene)
     occ = scene.envfx.snow.occluders
-    tree, _built = common.ensure_scene_group(scene, KIND, GROUP_NAME, _stamp(occ is not None),
-                                             lambda t: _build(t, occ is not None))
+    tree = _scene_group(scene, KIND, GROUP_NAME, _stamp(occ is not None), lambda t: _build(t, occ is not None),
+                        shares_snow(scene))
     occ_node = tree.nodes["Occluders"].inputs["Collection"]
     if occ_node.default_value != occ:
         occ_node.default_value = occ
@@ -1005,13 +1031,14 @@ def surfaces_shared(scene, coll) -> bool:
     return any(s != scene and s.get(SURFACES_KEY) == coll for s in bpy.data.scenes)
 
 
-def ensure_surfaces_collection(scene, current=None):
+def ensure_surfaces_collection(scene, current=None, keep_shared: bool = False):
     """The hidden collection of the snow meshes ``scene``'s actors sink into: one per scene, like the groups
     ("EnvFX Snow Surfaces", later ones "EnvFX Snow Surfaces (scene name)"). A scene without one takes ``current``
     (what its coverage group reads, in a file saved before scenes had their own) unless another scene has it; a
-    scene copied from another gets its own."""
+    scene copied from another gets its own (with ``keep_shared``, one sharing its snow keeps the shared one)."""
     coll = surfaces_for(scene) or current
-    if coll is None or coll.library is not None or surfaces_shared(scene, coll):
+    if coll is None or coll.library is not None or surfaces_shared(scene, coll) and not (
+            keep_shared and coll == surfaces_for(scene)):
         taken = bpy.data.collections.get(SURFACES_COLLECTION) is not None
         coll = bpy.data.collections.new(f"{SURFACES_COLLECTION} ({scene.name})" if taken else SURFACES_COLLECTION)
     if scene.get(SURFACES_KEY) != coll:
@@ -1074,11 +1101,11 @@ def ensure_coverage(scene) -> bpy.types.NodeTree:
     """"EnvFX Snow Coverage": the point attribute ``snow_coverage`` (0..1) on an actor, 1 where it is in the
     snow (below the trail-deformed snow surface), fading to 0 over Band above it; where the actor leaves the
     snow the layer melts away over ``scene.envfx.snow.coverage_melt_time`` seconds (a simulation). One group
-    per scene, like the trails."""
-    tree, _built = common.ensure_scene_group(scene, COVERAGE_KIND, COVERAGE_GROUP, str(COVERAGE_VERSION),
-                                             _build_coverage)
+    per scene, like the trails; scenes that share their snow (``shares_snow``) share it and its surfaces."""
+    keep = shares_snow(scene)
+    tree = _scene_group(scene, COVERAGE_KIND, COVERAGE_GROUP, str(COVERAGE_VERSION), _build_coverage, keep)
     surfaces = tree.nodes[SURFACES_NODE].inputs["Collection"]
-    coll = ensure_surfaces_collection(scene, surfaces.default_value)
+    coll = ensure_surfaces_collection(scene, surfaces.default_value, keep)
     if surfaces.default_value != coll:
         surfaces.default_value = coll
     _drive(scene, tree, COVERAGE_DRIVEN)
