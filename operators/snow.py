@@ -784,7 +784,9 @@ def _used_by_modifiers(tree) -> bool:
 
 def _remove_scene_snow_groups(scene, tree):
     """No snow of ``scene`` carries its trails: its actors' coverage modifiers, its coverage and trails groups
-    (when no other object uses them and no other scene has them) and its surfaces collection go."""
+    (when no other object uses them and no other scene has them) and its surfaces collection go. A group with a
+    fake user, or nested in another node group, is kept, and stays the scene's (as ``common.release_if_unused``
+    keeps one): this runs at every save and from the clean-up timer, not only when asked."""
     coverage = common.scene_group(scene, snow_nodes.COVERAGE_KIND, snow_nodes.COVERAGE_GROUP)
     if coverage is not None and common.scenes_using(coverage, snow_nodes.COVERAGE_KIND) in ([], [scene]):
         for obj in scene.objects:
@@ -792,16 +794,22 @@ def _remove_scene_snow_groups(scene, tree):
                 continue
             for mod in [m for m in obj.modifiers if m.type == "NODES" and m.node_group == coverage]:
                 obj.modifiers.remove(mod)
+    kept = set()
     for group, kind in ((coverage, snow_nodes.COVERAGE_KIND), (tree, snow_nodes.KIND)):
         if group is None or _used_by_modifiers(group):
             continue
-        if common.scenes_using(group, kind) in ([], [scene]):
-            bpy.data.node_groups.remove(group)
+        scenes = common.scenes_using(group, kind)
+        if scenes not in ([], [scene]):
+            continue
+        if group.use_fake_user or group.users > len(scenes):  # kept by the user, or nested in another group
+            kept.add(common.scene_key(kind))
+            continue
+        bpy.data.node_groups.remove(group)
     surfaces = snow_nodes.surfaces_for(scene)
     if surfaces is not None and not snow_nodes.surfaces_shared(scene, surfaces) and surfaces.library is None:
         bpy.data.collections.remove(surfaces)
     for key in (common.scene_key(snow_nodes.KIND), common.scene_key(snow_nodes.COVERAGE_KIND), snow_nodes.SURFACES_KEY):
-        if key in scene:
+        if key in scene and key not in kept:
             del scene[key]
     _followed.pop(scene.name, None)
 

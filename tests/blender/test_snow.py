@@ -1871,3 +1871,31 @@ def test_snow_unlinked_from_the_scene_leaves_the_actors_coverage_at_once(envfx):
     assert [m.name for m in a.modifiers] == []
     assert envfx.shader_nodes.snow.group_for(scene) is None
     assert [m.name for m in snow.modifiers] == [snow_nodes_name(envfx)]
+
+
+@pytest.mark.parametrize("keep", ["fake_user", "nested"])
+def test_the_save_clean_up_keeps_a_trails_group_the_user_keeps(envfx, tmp_path, keep):
+    """The clean-up of trails removed by hand runs at every save (and from a timer): a trails group the user gave
+    a fake user, or nested in a node group of their own, is not deleted under them (the nesting node would lose
+    it); it stays the scene's, so Add Trails uses it again. The actor's coverage still goes."""
+    scene, snow, a = _trails_with_walker(envfx)
+    tree = envfx.shader_nodes.snow.group_for(scene)
+    mine = bpy.data.node_groups.new("My Snow Tools", "GeometryNodeTree")
+    if keep == "fake_user":
+        tree.use_fake_user = True
+    else:
+        mine.nodes.new("GeometryNodeGroup").node_tree = tree
+        mine.use_fake_user = True
+    select_only(snow)
+    bpy.ops.object.modifier_remove(modifier=snow_nodes_name(envfx))
+    path, name = str(tmp_path / "saved.blend"), snow.name
+    bpy.ops.wm.save_as_mainfile(filepath=path)
+    assert [m.name for m in a.modifiers] == []
+    bpy.ops.wm.open_mainfile(filepath=path)
+    tree = bpy.data.node_groups.get("EnvFX Snow Trails")
+    assert tree is not None and envfx.shader_nodes.snow.group_for(bpy.context.scene) == tree
+    if keep == "nested":
+        assert [n.node_tree for n in bpy.data.node_groups["My Snow Tools"].nodes] == [tree]
+    select_only(bpy.data.objects[name])
+    assert bpy.ops.envfx.snow_trails_add() == {"FINISHED"}
+    assert bpy.data.objects[name].modifiers[snow_nodes_name(envfx)].node_group == tree
