@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import sys
 import time
+import traceback
 
 import bpy
 
@@ -189,10 +190,20 @@ class ModalJobOperator:
             self._end(context)
             self.report({"ERROR"}, str(exc))
             return {"CANCELLED"}
-        except ReferenceError as exc:  # data it reads was removed under it (by a script or timer)
+        except (ReferenceError, LookupError) as exc:
+            # data it reads was removed (or renamed) under it: by a script, a timer or another window. A job keeps
+            # names and looks them up again (KeyError), or holds the data (ReferenceError)
             self._end(context)
-            self.report({"ERROR"}, f"{self.job_label} stopped: data it was working on was removed while it ran "
-                                   f"({exc}); nothing was written. Run it again")
+            self.report({"ERROR"}, f"{self.job_label} stopped: data it was working on was removed or renamed while "
+                                   f"it ran ({exc}); nothing was written. Run it again")
+            return {"CANCELLED"}
+        except Exception:
+            # anything else must still end the job: an exception out of modal() makes Blender drop the operator
+            # without calling cancel(), which would leave the progress bar, the header and the timer behind
+            self._end(context)
+            traceback.print_exc()
+            self.report({"ERROR"}, f"{self.job_label} failed with an internal error (see the system console); "
+                                   f"nothing was written")
             return {"CANCELLED"}
         context.window_manager.progress_update(int(max(0.0, min(1.0, fraction)) * 100))
         if context.area is not None:

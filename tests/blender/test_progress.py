@@ -162,4 +162,41 @@ def test_data_removed_under_a_running_job_stops_it_with_a_clear_message(modal_op
     assert op.modal(context, _event("TIMER")) == {"CANCELLED"}
     assert os.listdir(tmp_path) == [] and context.window_manager.calls[-1] == ("end",)
     [(kind, message)] = op.reports
-    assert kind == {"ERROR"} and "removed while it ran" in message and "Run it again" in message
+    assert kind == {"ERROR"} and "removed or renamed while it ran" in message and "Run it again" in message
+
+
+@pytest.mark.parametrize("failure", ["renamed", "deleted", "internal"])
+def test_a_job_that_fails_any_other_way_still_ends(modal_op, tmp_path, failure):
+    """Jobs keep names and look the data up again, so an object deleted or renamed under a running bake (by a script,
+    a timer or in another window) raises KeyError, not ReferenceError; and a bug raises anything. Each ends the job
+    as Esc does: an exception out of modal() makes Blender drop the operator without calling cancel(), which left
+    the progress bar, the header text and the 1 ms timer running for the rest of the session."""
+    import bpy
+
+    obj = bpy.data.objects.new("Walker", None)
+    name = obj.name
+
+    def reads_by_name():
+        with open(tmp_path / "partial.tmp", "w"):
+            pass
+        try:
+            yield 0.5
+            if failure == "internal":
+                raise TypeError("unsupported operand type(s)")
+            yield bpy.data.objects[name].location.x
+        finally:
+            os.remove(tmp_path / "partial.tmp")
+
+    op_class, context = modal_op
+    op = op_class(reads_by_name())
+    assert op.modal(context, _event("TIMER")) == {"RUNNING_MODAL"}
+    if failure == "renamed":
+        obj.name = "Walker (renamed)"
+    elif failure == "deleted":
+        bpy.data.objects.remove(obj)
+    assert op.modal(context, _event("TIMER")) == {"CANCELLED"}
+    assert os.listdir(tmp_path) == [] and context.window_manager.calls[-2:] == [("timer_remove", "timer"), ("end",)]
+    [(kind, message)] = op.reports
+    assert kind == {"ERROR"} and "nothing was written" in message
+    if failure != "internal":
+        assert "removed or renamed while it ran" in message and "Run it again" in message
