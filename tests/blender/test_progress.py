@@ -101,9 +101,11 @@ def modal_op(progress):
 
 EDITING = [_event("Z", ctrl=True), _event("X"), _event("DEL"), _event("LEFTMOUSE"), _event("SPACE"),
            _event("RIGHTMOUSE"), _event("WHEELUPMOUSE", alt=True), _event("WHEELDOWNMOUSE", ctrl=True),
-           _event("ESC", value="RELEASE"), _event("TIMER0")]
+           _event("ESC", value="RELEASE"), _event("TIMER0"), _event("NDOF_BUTTON_MENU"), _event("NDOF_BUTTON_1")]
 NAVIGATION = [_event("MIDDLEMOUSE"), _event("MOUSEMOVE", value="NOTHING"), _event("WHEELUPMOUSE"),
-              _event("TRACKPADPAN", value="NOTHING"), _event("NDOF_MOTION", value="NOTHING")]
+              _event("TRACKPADPAN", value="NOTHING"), _event("NDOF_MOTION", value="NOTHING"),
+              _event("NDOF_BUTTON_FIT"), _event("NDOF_BUTTON_TOP"), _event("NDOF_BUTTON_ROLL_CW"),
+              _event("NDOF_BUTTON_V1")]  # a 3D mouse's view buttons are navigation too
 
 
 def test_a_running_job_holds_back_every_event_that_could_edit_the_scene(modal_op, tmp_path):
