@@ -85,11 +85,15 @@ def snow_clean_up():
     """One-shot timer: what trails removed by hand (or snow that left its scene) left behind goes (the modifiers'
     drivers, the actors' coverage, the groups and surfaces of a scene without trails: operators.snow
     clean_up_pending). A timer runs in the main loop outside any evaluation, so removing data is safe there
-    (not in the frame or dependency-graph handlers that book the work); it waits while a render or bake job
-    reads the scenes."""
+    (not in the frame or dependency-graph handlers that book the work); it waits while a job reads the scenes:
+    a render or bake, any job that locks the interface (Blender asks timers not to change data then), or an
+    EnvFX bake run from the UI."""
+    from . import progress
     from .operators import snow as snow_ops
 
-    if any(bpy.app.is_job_running(job) for job in ("RENDER", "OBJECT_BAKE", "COMPOSITE")):
+    wm = getattr(bpy.context, "window_manager", None)
+    if (any(bpy.app.is_job_running(job) for job in ("RENDER", "OBJECT_BAKE", "COMPOSITE"))
+            or (wm is not None and wm.is_interface_locked) or progress.job_running()):
         return 1.0
     try:
         snow_ops.clean_up_pending()

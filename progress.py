@@ -122,6 +122,14 @@ def event_action(event) -> str:
     return "HOLD"
 
 
+_running: set = set()  # ModalJobOperators whose job runs from the UI (between invoke and its end)
+
+
+def job_running() -> bool:
+    """Whether an EnvFX bake is running from the UI: timers that change data wait for it to end."""
+    return bool(_running)
+
+
 class ModalJobOperator:
     """Mixin for operators whose work is a job generator.
 
@@ -160,6 +168,7 @@ class ModalJobOperator:
         if job is None:
             return {"CANCELLED"}
         self._job = job
+        _running.add(self)
         wm = context.window_manager
         wm.progress_begin(0, 100)
         self._timer = wm.event_timer_add(0.001, window=context.window)
@@ -175,6 +184,7 @@ class ModalJobOperator:
         if context.area is not None:
             context.area.header_text_set(None)
         self._job = None
+        _running.discard(self)
 
     def modal(self, context, event):
         action = event_action(event)

@@ -1811,7 +1811,12 @@ def test_trails_removed_by_hand_leave_nothing_behind(envfx, how, monkeypatch):
     if registered:  # never run here: Blender 4.2 crashes at exit with a timer still registered
         bpy.app.timers.unregister(envfx.handlers.snow_clean_up)
     assert registered and envfx.operators.snow.pending_clean_up()
-    envfx.handlers.snow_clean_up()                            # what the timer runs
+    before = _snow_left_overs(envfx, snow, a)
+    monkeypatch.setattr(envfx.progress, "_running", {"an EnvFX bake run from the UI"})
+    assert envfx.handlers.snow_clean_up() == 1.0              # it waits for the bake to end: nothing goes yet
+    assert _snow_left_overs(envfx, snow, a) == before and envfx.operators.snow.pending_clean_up()
+    monkeypatch.setattr(envfx.progress, "_running", set())
+    assert envfx.handlers.snow_clean_up() is None             # what the timer runs, once the bake has ended
     assert _snow_left_overs(envfx, snow, a) == (0, [], [], [])
     assert bpy.ops.envfx.snow_trails_add() == {"FINISHED"}
     assert [m.name for m in a.modifiers] == ["EnvFX Snow Coverage"]
