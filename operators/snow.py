@@ -511,6 +511,7 @@ def _give_coverage(scene, specs):
 
 _followed: dict = {}  # scene name -> signature of what the trails were last brought up to date with
 _clean_later: set = set()  # names of scenes follow_actors found left-overs in (see clean_up_pending)
+_surface_users: dict = {}  # scene name -> the user counts of its surfaces' snow at surfaces_left_scene's last look
 
 
 def forget_followed(scene=None):
@@ -521,15 +522,23 @@ def forget_followed(scene=None):
         return
     _followed.clear()
     _clean_later.clear()
+    _surface_users.clear()
 
 
 def surfaces_left_scene(scene) -> bool:
     """Whether an object of ``scene``'s snow surfaces collection is in none of the scenes that read it any more
     (unlinked or moved out, not deleted). For the dependency-graph handler when collections changed (edits, not
-    frames): ~2 us per snow mesh."""
+    frames). Looking it up walks the file's objects for each snow mesh (~5 ms for 16 snow meshes among 5000
+    objects), so it is done only when a snow mesh's user count or the scene's object count changed since the last
+    look (unlinking a snow mesh takes one of its users; moving it to a collection outside the scene keeps its
+    users but takes an object from the scene): ~0.2 ms then for 5000 objects."""
     coll = snow_nodes.surfaces_for(scene)
-    if coll is None:
+    if coll is None or not coll.objects:
         return False
+    users = (len(scene.objects), *((obj.name, obj.users) for obj in coll.objects))
+    if _surface_users.get(scene.name) == users:
+        return False
+    _surface_users[scene.name] = users
     readers = [s for s in bpy.data.scenes if snow_nodes.surfaces_for(s) == coll]
     return any(not any(s in obj.users_scene for s in readers) for obj in coll.objects)
 

@@ -1849,10 +1849,12 @@ def test_trails_removed_by_hand_from_one_snow_mesh_lose_their_drivers_and_are_no
     assert _snow_left_overs(envfx, snow, a) == (0, [], [], [])
 
 
-def test_snow_unlinked_from_the_scene_leaves_the_actors_coverage_at_once(envfx):
-    """Snow unlinked from its scene (moved out, not deleted) is out of what the actors sink into at the next
-    update, not at the next change of the scene's snow or actors; with no snow left carrying the trails, the
-    actor's coverage goes at the clean-up, and the group stays with the snow that still carries it."""
+@pytest.mark.parametrize("how", ["unlink", "move"])
+def test_snow_unlinked_from_the_scene_leaves_the_actors_coverage_at_once(envfx, how):
+    """Snow unlinked from its scene, or moved to a collection outside it (it keeps its number of users then), is
+    out of what the actors sink into at the next update, not at the next change of the scene's snow or actors;
+    with no snow left carrying the trails, the actor's coverage goes at the clean-up, and the group stays with
+    the snow that still carries it."""
     scene, snow, a = _trails_with_walker(envfx, melt=0.0)
     other = bpy.data.objects.new("Other Snow", snow.data.copy())
     other["envfx_snow"] = 0
@@ -1862,8 +1864,12 @@ def test_snow_unlinked_from_the_scene_leaves_the_actors_coverage_at_once(envfx):
     scene.frame_set(3)                                        # the handler is up to date with both snow meshes
     surfaces = envfx.shader_nodes.snow.surfaces_for(scene)
     assert sorted(surfaces.objects.keys()) == sorted([snow.name, other.name])
+    kept = {surfaces}
+    if how == "move":
+        kept.add(bpy.data.collections.new("Elsewhere"))
+        next(iter(kept - {surfaces})).objects.link(snow)
     for coll in snow.users_collection:
-        if coll != surfaces:
+        if coll not in kept:
             coll.objects.unlink(snow)
     bpy.context.view_layer.update()                           # what the UI does after the unlink
     assert sorted(surfaces.objects.keys()) == [other.name]
