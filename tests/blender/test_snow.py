@@ -1864,6 +1864,7 @@ def test_snow_unlinked_from_the_scene_leaves_the_actors_coverage_at_once(envfx, 
     scene.frame_set(3)                                        # the handler is up to date with both snow meshes
     surfaces = envfx.shader_nodes.snow.surfaces_for(scene)
     assert sorted(surfaces.objects.keys()) == sorted([snow.name, other.name])
+    assert not envfx.operators.snow.surfaces_left_scene(scene)  # as after an earlier edit of the collections
     kept = {surfaces}
     if how == "move":
         kept.add(bpy.data.collections.new("Elsewhere"))
