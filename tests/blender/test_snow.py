@@ -1463,6 +1463,16 @@ def test_full_copy_actors_get_snow_coverage_from_the_copy_snow(tmp_path):
     assert result["coverage"] == 1.0
 
 
+def _shift_d_copy_with_actor(snow, actors):
+    """(copy, actor): a Shift-D copy of ``snow`` 20 units along X, and an actor "InCopy" standing on it."""
+    select_only(snow)
+    bpy.ops.object.duplicate_move(TRANSFORM_OT_translate={"value": (20.0, 0.0, 0.0)})
+    copy = bpy.data.objects[snow.name + ".001"]
+    b = sphere_object("InCopy", 0.3, actors)
+    b.location = (20.0, 0.0, 0.2)
+    return copy, b
+
+
 def test_shift_d_copy_of_snow_gives_its_actors_snow_coverage(envfx):
     """A Shift-D copy of a snow mesh with trails carves trails and its actors get snow coverage like the
     original's; deleting it takes it out of the snow the actors sink into."""
@@ -1471,11 +1481,7 @@ def test_shift_d_copy_of_snow_gives_its_actors_snow_coverage(envfx):
     a.location = (0.0, 0.0, 0.2)
     scene.frame_set(1)
     assert bpy.ops.envfx.snow_trails_add() == {"FINISHED"}
-    select_only(snow)
-    bpy.ops.object.duplicate_move(TRANSFORM_OT_translate={"value": (20.0, 0.0, 0.0)})
-    copy = bpy.data.objects[snow.name + ".001"]
-    b = sphere_object("InCopy", 0.3, actors)
-    b.location = (20.0, 0.0, 0.2)
+    copy, b = _shift_d_copy_with_actor(snow, actors)
     for f in range(1, 4):
         scene.frame_set(f)
     assert coverage_and_z(envfx, a)[0].max() == 1.0
@@ -1760,11 +1766,7 @@ def test_linked_copy_shares_the_snow_trails_coverage_and_surfaces(envfx):
     assert seen[3] < -0.1                                     # C carves in the frame it joined
     tree = nodes.group_for(scene)
     assert tree == nodes.group_for(linked) == snow.modifiers[snow_nodes_name(envfx)].node_group
-    select_only(snow)
-    bpy.ops.object.duplicate_move(TRANSFORM_OT_translate={"value": (20.0, 0.0, 0.0)})
-    copy = bpy.data.objects[snow.name + ".001"]
-    b = sphere_object("InCopy", 0.3, actors)
-    b.location = (20.0, 0.0, 0.2)
+    copy, b = _shift_d_copy_with_actor(snow, actors)
     for f in range(4, 6):
         scene.frame_set(f)
     assert coverage_and_z(envfx, b)[0].max() == 1.0
