@@ -106,18 +106,21 @@ NAVIGATION_EVENTS = frozenset({
     "NDOF_BUTTON_TILT_CCW", "NDOF_BUTTON_ROTATE", "NDOF_BUTTON_PANZOOM", "NDOF_BUTTON_DOMINANT", "NDOF_BUTTON_PLUS",
     "NDOF_BUTTON_MINUS", "NDOF_BUTTON_V1", "NDOF_BUTTON_V2", "NDOF_BUTTON_V3",
 })
+SYSTEM_TIMERS = frozenset({"TIMER0", "TIMER1", "TIMER2", "TIMER_JOBS", "TIMER_AUTOSAVE", "TIMER_REPORT", "TIMERREGION"})
 WHEEL_EVENTS = frozenset({"WHEELUPMOUSE", "WHEELDOWNMOUSE", "WHEELINMOUSE", "WHEELOUTMOUSE"})
 
 
 def event_action(event) -> str:
     """What a running job does with a UI event: "CANCEL" (Esc pressed), "STEP" (its timer: one more step),
     "PASS" (view navigation, left to Blender) or "HOLD" (anything that could edit the scene: swallowed). The
-    wheel navigates only without Ctrl or Alt (with them it changes the hovered value or the frame)."""
+    wheel navigates only without Ctrl or Alt (with them it changes the hovered value or the frame). Blender's
+    other timers (reports fading out, region animation, other jobs' progress) are no one's edit and go on."""
     if event.type == "ESC":
         return "CANCEL" if event.value == "PRESS" else "HOLD"
     if event.type == "TIMER":
         return "STEP"
-    if event.type in NAVIGATION_EVENTS or (event.type in WHEEL_EVENTS and not (event.ctrl or event.alt)):
+    if event.type in NAVIGATION_EVENTS or event.type in SYSTEM_TIMERS or (
+            event.type in WHEEL_EVENTS and not (event.ctrl or event.alt)):
         return "PASS"
     return "HOLD"
 

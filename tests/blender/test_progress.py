@@ -101,11 +101,13 @@ def modal_op(progress):
 
 EDITING = [_event("Z", ctrl=True), _event("X"), _event("DEL"), _event("LEFTMOUSE"), _event("SPACE"),
            _event("RIGHTMOUSE"), _event("WHEELUPMOUSE", alt=True), _event("WHEELDOWNMOUSE", ctrl=True),
-           _event("ESC", value="RELEASE"), _event("TIMER0"), _event("NDOF_BUTTON_MENU"), _event("NDOF_BUTTON_1")]
+           _event("ESC", value="RELEASE"), _event("NDOF_BUTTON_MENU"), _event("NDOF_BUTTON_1")]
 NAVIGATION = [_event("MIDDLEMOUSE"), _event("MOUSEMOVE", value="NOTHING"), _event("WHEELUPMOUSE"),
               _event("TRACKPADPAN", value="NOTHING"), _event("NDOF_MOTION", value="NOTHING"),
               _event("NDOF_BUTTON_FIT"), _event("NDOF_BUTTON_TOP"), _event("NDOF_BUTTON_ROLL_CW"),
-              _event("NDOF_BUTTON_V1")]  # a 3D mouse's view buttons are navigation too
+              _event("NDOF_BUTTON_V1"),  # a 3D mouse's view buttons are navigation too
+              _event("TIMER_REPORT", value="NOTHING"), _event("TIMER_JOBS", value="NOTHING"),
+              _event("TIMER0", value="NOTHING")]  # Blender's other timers are not edits
 
 
 def test_a_running_job_holds_back_every_event_that_could_edit_the_scene(modal_op, tmp_path):
@@ -133,7 +135,8 @@ def test_the_passed_events_are_blender_event_types(progress):
     import bpy
 
     types = {item.identifier for item in bpy.types.Event.bl_rna.properties["type"].enum_items}
-    assert progress.NAVIGATION_EVENTS | progress.WHEEL_EVENTS <= types
+    assert progress.NAVIGATION_EVENTS | progress.WHEEL_EVENTS | progress.SYSTEM_TIMERS <= types
+    assert {t for t in types if t.startswith("TIMER")} == progress.SYSTEM_TIMERS | {"TIMER"}  # none left out
     assert {e.type for e in EDITING + NAVIGATION} <= types
 
 
