@@ -71,6 +71,12 @@ def scenes_using(tree, kind: str) -> list:
     return [s for s in bpy.data.scenes if s.get(scene_key(kind)) == tree]
 
 
+def in_scene(obj, scene) -> bool:
+    """Whether ``obj`` is in ``scene`` (in its collection tree). A name lookup in the tree's objects: ~30 us among
+    5000 objects, where ``scene in obj.users_scene`` walks every object of every scene (~740 us)."""
+    return scene.collection.all_objects.get(obj.name) == obj
+
+
 def group_owner(tree):
     """The (first) scene whose group ``tree`` is, or None (an appended group, or its scene was deleted)."""
     kind = tree.get(KIND_KEY)

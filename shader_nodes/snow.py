@@ -851,14 +851,15 @@ def shares_snow(scene, tree=None) -> bool:
     scene that carries the group is in one of those scenes too (Scene > New > Linked Copy links the same snow
     into both). A snow object carries one trails group only, so such scenes keep one trails group, coverage group
     and snow surfaces between them instead of splitting (a split would leave the shared snow on the other
-    scene's group and give this one empty groups). ~2 us per object carrying the group; called on changes only."""
+    scene's group and give this one empty groups). ~30 us per object carrying the group among 5000 objects;
+    called on changes only."""
     tree = tree or group_for(scene)
     if tree is None:
         return False
     others = [s for s in common.scenes_using(tree, KIND) if s != scene]
     if not others:
         return False
-    return any(any(s in obj.users_scene for s in others) for obj in scene.objects
+    return any(any(common.in_scene(obj, s) for s in others) for obj in scene.objects
                if any(m.type == "NODES" and m.node_group == tree for m in obj.modifiers))
 
 
