@@ -70,6 +70,17 @@ def load_helper():
     return load
 
 
+@pytest.fixture
+def save_and_reopen(tmp_path):
+    """A function: save the open file as ``tmp_path / name`` and open that file again, as a user's save and
+    reload does (load handlers run, groups saved by the file are what the session gets)."""
+    def reopen(name="reopened.blend"):
+        path = str(tmp_path / name)
+        bpy.ops.wm.save_as_mainfile(filepath=path)
+        bpy.ops.wm.open_mainfile(filepath=path)
+    return reopen
+
+
 @pytest.fixture(autouse=True)
 def fresh_file(envfx):
     bpy.ops.wm.read_homefile(app_template="", use_empty=False)

@@ -202,7 +202,8 @@ def test_adding_twice_does_not_stack_and_remove_undoes_it(envfx):
 
 
 @pytest.mark.parametrize("leave", ["remove", "apply"])
-def test_the_last_object_out_of_the_bend_takes_the_group_with_it_and_add_bend_builds_it_again(envfx, tmp_path, leave):
+def test_the_last_object_out_of_the_bend_takes_the_group_with_it_and_add_bend_builds_it_again(envfx, leave,
+                                                                                              save_and_reopen):
     """The scene's pointer alone does not keep the group (with its drivers) in the file; the scene's settings
     stay, and a group something else still uses stays."""
     scene, nodes = bpy.context.scene, envfx.shader_nodes.bend
@@ -219,9 +220,7 @@ def test_the_last_object_out_of_the_bend_takes_the_group_with_it_and_add_bend_bu
     ops.remove_bend([rock])
     assert nodes.group_for(scene) is None and "envfx_group_bend" not in scene
     assert not [g for g in bpy.data.node_groups if nodes.is_bend_group(g)]
-    path = str(tmp_path / "out.blend")
-    bpy.ops.wm.save_as_mainfile(filepath=path)
-    bpy.ops.wm.open_mainfile(filepath=path)
+    save_and_reopen("out.blend")
     scene, cube = bpy.context.scene, bpy.data.objects["Cube"]
     assert not [g.name for g in bpy.data.node_groups if "Bend" in g.name]
     assert scene.envfx.bend.strength == pytest.approx(0.07)
@@ -637,7 +636,8 @@ def test_an_override_excludes_its_bend_and_removes_only_a_bend_of_its_own(envfx,
         assert not next(o for o in bpy.data.objects if o.override_library is not None).modifiers
 
 
-def test_an_override_keeps_its_library_modifier_order_and_apply_skips_the_library_bend(envfx, tmp_path):
+def test_an_override_keeps_its_library_modifier_order_and_apply_skips_the_library_bend(envfx, tmp_path,
+                                                                                        save_and_reopen):
     """An asset bent in its library with a Subdivision after the bend: Add Bend on its library override does not
     move the library's bend after the library's Subdivision (Blender would add them back in the library's order
     at the next load: subdivided twice) and says why; Apply Bend does not bake the library's bend into a mesh
@@ -657,9 +657,7 @@ def test_an_override_keeps_its_library_modifier_order_and_apply_skips_the_librar
     with pytest.raises(bend_ops.BendInputError, match="its bend came from library .*apply the bend in the library"):
         bend_ops.apply_bend(bpy.context.scene, [override])
     np.testing.assert_array_equal(envfx.bridge.get_positions(override.data), positions)
-    path = str(tmp_path / "level.blend")
-    bpy.ops.wm.save_as_mainfile(filepath=path)
-    bpy.ops.wm.open_mainfile(filepath=path)
+    save_and_reopen("level.blend")
     override = next(o for o in bpy.data.objects if o.override_library is not None)
     assert [m.name for m in override.modifiers] == order
 
@@ -740,7 +738,7 @@ def test_apply_without_bent_objects_is_refused(envfx):
     np.testing.assert_array_equal(envfx.bridge.get_positions(bpy.data.objects["Cube"].data), before)
 
 
-def test_node_group_is_rebuilt_when_outdated_and_survives_save_and_reload(envfx, tmp_path):
+def test_node_group_is_rebuilt_when_outdated_and_survives_save_and_reload(envfx, save_and_reopen):
     cube = bpy.data.objects["Cube"]
     select_only([cube])
     scene_setup("RUNNER", "POS_Y")
@@ -752,9 +750,7 @@ def test_node_group_is_rebuilt_when_outdated_and_survives_save_and_reload(envfx,
     # a file saved by an older EnvFX is brought up to date when it is opened
     tree["envfx_stamp"] = "old"
     tree.nodes.remove(tree.nodes["Set Position"])
-    path = str(tmp_path / "bent.blend")
-    bpy.ops.wm.save_as_mainfile(filepath=path)
-    bpy.ops.wm.open_mainfile(filepath=path)
+    save_and_reopen("bent.blend")
     tree = bpy.data.node_groups["EnvFX Bend"]
     assert tree["envfx_stamp"] != "old" and "Set Position" in tree.nodes
     cube = bpy.data.objects["Cube"]
@@ -884,7 +880,7 @@ def _assert_bends_like_core(envfx, scene_depsgraph, pairs, atol):
         np.testing.assert_allclose(got, _expected_in(envfx, scene, obj), atol=atol, err_msg=scene.name)
 
 
-def test_each_scene_of_a_file_bends_with_its_own_settings(envfx, scene_depsgraph, tmp_path):
+def test_each_scene_of_a_file_bends_with_its_own_settings(envfx, scene_depsgraph, save_and_reopen):
     """Two scenes with different bends (a game's levels in one file): each bends its objects with its own mode
     and settings, changing one leaves the other alone, and both survive save and reload."""
     rng = np.random.default_rng(11)
@@ -931,9 +927,7 @@ def test_each_scene_of_a_file_bends_with_its_own_settings(envfx, scene_depsgraph
     envfx.operators.bend.apply_bend(scene_a, [b2])
     np.testing.assert_allclose(envfx.bridge.get_positions(b2.data), want, atol=1e-5)
 
-    path = str(tmp_path / "levels.blend")
-    bpy.ops.wm.save_as_mainfile(filepath=path)
-    bpy.ops.wm.open_mainfile(filepath=path)
+    save_and_reopen("levels.blend")
     scene_a, scene_b = bpy.data.scenes["Scene"], bpy.data.scenes["Level 2"]
     a, b = bpy.data.objects["A"], bpy.data.objects["B"]
     check()
@@ -944,17 +938,15 @@ def test_each_scene_of_a_file_bends_with_its_own_settings(envfx, scene_depsgraph
     assert [m.node_group for m in envfx.operators.bend.bend_modifiers(a)] == [bend.group_for(scene_b)]
 
 
-def test_a_bend_group_saved_before_scenes_had_groups_is_adopted_by_its_drivers_scene(envfx, tmp_path,
-                                                                                     as_saved_by_old_envfx):
+def test_a_bend_group_saved_before_scenes_had_groups_is_adopted_by_its_drivers_scene(envfx, as_saved_by_old_envfx,
+                                                                                     save_and_reopen):
     cube = bpy.data.objects["Cube"]
     bpy.data.scenes.new("Other")  # made before the bend: it is not the scene the group belongs to
     select_only([cube])
     scene_setup("RUNNER", "POS_Y")
     bpy.ops.envfx.bend_add()
     as_saved_by_old_envfx(bpy.data.node_groups["EnvFX Bend"], bpy.context.scene)
-    path = str(tmp_path / "old.blend")
-    bpy.ops.wm.save_as_mainfile(filepath=path)
-    bpy.ops.wm.open_mainfile(filepath=path)
+    save_and_reopen("old.blend")
     tree = bpy.data.node_groups["EnvFX Bend"]
     bend = envfx.shader_nodes.bend
     assert bend.group_for(bpy.data.scenes["Scene"]) == tree and bend.group_for(bpy.data.scenes["Other"]) is None
@@ -1011,7 +1003,7 @@ def _bent_cube_and_scene_copy(copy_type):
     return cube, original, next(s for s in bpy.data.scenes if s != original)
 
 
-def test_a_copied_scene_shares_the_bend_until_its_structure_changes(envfx, scene_depsgraph, tmp_path):
+def test_a_copied_scene_shares_the_bend_until_its_structure_changes(envfx, scene_depsgraph, save_and_reopen):
     """Scene > New > Full Copy: the copy bends with its own settings at once (also after save and reload, which
     leaves the shared group alone), and gets its own group (its objects move to it) when it changes mode; the
     original keeps its own."""
@@ -1022,9 +1014,7 @@ def test_a_copied_scene_shares_the_bend_until_its_structure_changes(envfx, scene
     copy.envfx.bend.strength = 0.08
     _assert_bends_like_core(envfx, scene_depsgraph, ((original, cube), (copy, cube_copy)), atol=2e-3)
     names = original.name, copy.name, cube_copy.name
-    path = str(tmp_path / "copied.blend")
-    bpy.ops.wm.save_as_mainfile(filepath=path)
-    bpy.ops.wm.open_mainfile(filepath=path)
+    save_and_reopen("copied.blend")
     original, copy = bpy.data.scenes[names[0]], bpy.data.scenes[names[1]]
     cube, cube_copy = bpy.data.objects["Cube"], bpy.data.objects[names[2]]
     assert bend.group_for(copy) == bend.group_for(original)  # loading did not split it

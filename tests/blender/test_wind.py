@@ -256,7 +256,7 @@ def test_objects_that_are_not_meshes_are_skipped_by_add_wind_as_by_the_bake(mods
         bpy.ops.envfx.wind_add()
 
 
-def test_the_last_object_out_of_the_wind_takes_the_group_with_it_and_add_wind_builds_it_again(mods, tmp_path):
+def test_the_last_object_out_of_the_wind_takes_the_group_with_it_and_add_wind_builds_it_again(mods, save_and_reopen):
     """The scene's pointer alone does not keep the group (with its drivers) in the file; the scene's settings
     stay."""
     scene = bpy.context.scene
@@ -272,9 +272,7 @@ def test_the_last_object_out_of_the_wind_takes_the_group_with_it_and_add_wind_bu
     mods.ops.remove_wind([twin])
     assert mods.nodes.group_for(scene) is None and "envfx_group_wind" not in scene
     assert not [g for g in bpy.data.node_groups if mods.nodes.is_wind_group(g)]
-    path = str(tmp_path / "out.blend")
-    bpy.ops.wm.save_as_mainfile(filepath=path)
-    bpy.ops.wm.open_mainfile(filepath=path)
+    save_and_reopen("out.blend")
     scene, obj = bpy.context.scene, bpy.data.objects["Tree"]
     assert not [g.name for g in bpy.data.node_groups if "Wind" in g.name]
     assert scene.envfx.wind.strength == pytest.approx(7.0)
@@ -745,7 +743,7 @@ def test_deleted_wind_object_falls_back_to_scene_settings(mods):
     assert _gn_vs_core(mods, obj, (7, 40)) < 1e-4
 
 
-def test_outdated_group_is_rebuilt_after_load(mods, tmp_path, as_saved_by_old_envfx):
+def test_outdated_group_is_rebuilt_after_load(mods, as_saved_by_old_envfx, save_and_reopen):
     scene = bpy.context.scene
     tree, (obj,) = _tree(mods, n_branches=2, leaves_per_branch=2)
     mods.ops.bake(scene, [obj], ao_samples=0)
@@ -754,9 +752,7 @@ def test_outdated_group_is_rebuilt_after_load(mods, tmp_path, as_saved_by_old_en
     group["envfx_stamp"] = "0"  # as saved by an older version, before scenes pointed at their groups
     as_saved_by_old_envfx(group, scene)
     bpy.data.scenes.new("Other")
-    path = str(tmp_path / "old.blend")
-    bpy.ops.wm.save_as_mainfile(filepath=path)
-    bpy.ops.wm.open_mainfile(filepath=path)
+    save_and_reopen("old.blend")
     mods.nodes.refresh_after_load()
     group = bpy.data.node_groups["EnvFX Wind"]
     assert group["envfx_stamp"] == str(mods.nodes.VERSION)
@@ -916,7 +912,8 @@ def test_an_override_of_a_windy_plant_joins_the_scene_wind_by_itself(mods, tmp_p
     assert _gn_vs_core(mods, override, (5, 30)) < 1e-4
 
 
-def test_linked_plants_are_left_alone_and_an_override_keeps_its_library_wind_and_its_preset(mods, tmp_path):
+def test_linked_plants_are_left_alone_and_an_override_keeps_its_library_wind_and_its_preset(mods, tmp_path,
+                                                                                            save_and_reopen):
     """Remove Wind and the presets skip a plant linked from a library (a change would be lost at the next load)
     and say what to do. On a library override, Remove Wind refuses the library's wind for the same reason,
     while a preset applies and is kept through save and reload, and the plant sways with it."""
@@ -932,9 +929,7 @@ def test_linked_plants_are_left_alone_and_an_override_keeps_its_library_wind_and
     assert "its wind came from library" in result.skipped["Tree"]
     assert "a library override cannot remove it; make it local" in result.skipped["Tree"]
     assert mods.ops.apply_preset([override], "GRASS").changed == ["Tree"]
-    path = str(tmp_path / "level.blend")
-    bpy.ops.wm.save_as_mainfile(filepath=path)
-    bpy.ops.wm.open_mainfile(filepath=path)
+    save_and_reopen("level.blend")
     override = next(o for o in bpy.data.objects if o.override_library is not None)
     assert override.envfx.wind.category == "GRASS"
     assert [m.node_group for m in mods.ops.wind_modifiers(override)] == [mods.nodes.group_for(bpy.context.scene)]
