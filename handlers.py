@@ -198,12 +198,12 @@ SNOW_HANDLERS = (("frame_change_pre", on_snow_follow_actors_pre), ("frame_change
                  ("save_pre", on_snow_save_pre), ("load_pre", on_snow_load_pre))
 CLAIM_HANDLERS = (("depsgraph_update_post", on_claim_appended), ("frame_change_pre", on_claim_appended),
                   ("load_post", on_claim_load_post))
-OVERRIDE_HANDLERS = (("save_pre", on_save_pre_overrides), ("save_pre", on_save_pre_release_groups))
+SAVE_HANDLERS = (("save_pre", on_save_pre_overrides), ("save_pre", on_save_pre_release_groups))
 
 
 def register():
     bpy.app.handlers.load_post.append(on_load_post)
-    for name, fn in SNOW_HANDLERS + CLAIM_HANDLERS + OVERRIDE_HANDLERS:
+    for name, fn in SNOW_HANDLERS + CLAIM_HANDLERS + SAVE_HANDLERS:
         getattr(bpy.app.handlers, name).append(fn)
 
 
@@ -212,6 +212,6 @@ def unregister():
         bpy.app.timers.unregister(snow_clean_up)
     if on_load_post in bpy.app.handlers.load_post:
         bpy.app.handlers.load_post.remove(on_load_post)
-    for name, fn in SNOW_HANDLERS + CLAIM_HANDLERS + OVERRIDE_HANDLERS:
+    for name, fn in SNOW_HANDLERS + CLAIM_HANDLERS + SAVE_HANDLERS:
         if fn in getattr(bpy.app.handlers, name):
             getattr(bpy.app.handlers, name).remove(fn)

@@ -563,8 +563,7 @@ def trails_users(scene, tree=None) -> list:
     tree = tree or snow_nodes.group_for(scene)
     if tree is None:
         return []
-    return [obj for obj in scene.objects if any(mod.type == "NODES" and mod.node_group == tree
-                                                 for mod in obj.modifiers)]
+    return common.users_in(scene, tree)
 
 
 def scene_has_trails(scene, tree=None) -> bool:

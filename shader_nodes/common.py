@@ -409,3 +409,8 @@ def modifier_for(obj, tree):
         if mod.type == "NODES" and mod.node_group == tree:
             return mod
     return None
+
+
+def users_in(scene, tree) -> list:
+    """The objects of ``scene`` with a nodes modifier that uses ``tree``."""
+    return [obj for obj in scene.objects if modifier_for(obj, tree) is not None]

@@ -859,8 +859,7 @@ def shares_snow(scene, tree=None) -> bool:
     others = [s for s in common.scenes_using(tree, KIND) if s != scene]
     if not others:
         return False
-    return any(any(common.in_scene(obj, s) for s in others) for obj in scene.objects
-               if any(m.type == "NODES" and m.node_group == tree for m in obj.modifiers))
+    return any(common.in_scene(obj, s) for obj in common.users_in(scene, tree) for s in others)
 
 
 def _scene_group(scene, kind, name, stamp, build, keep_shared: bool):
