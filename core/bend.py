@@ -196,8 +196,10 @@ def pick(
 
     Along a ray the signed height above the drawn ground, h(t) = o_z + t d_z - ground_z + drop(x(t), y(t)),
     is convex for a downward bend (drop is a convex function of the horizontal position) and concave for an
-    upward one, so the first hit is found exactly: minimise (convex case) or grow a bracket (concave case),
-    then bisect.
+    upward one, so the first hit is found exactly: minimise (convex case) or test the far end (concave case),
+    then bisect. A two-axis bend whose strengths have opposite signs is neither; there h is quadratic between
+    the points where the ray crosses an edge of a flat zone, so each such piece is convex or concave and the
+    first piece that reaches the ground holds the first hit. Only the strengths the mode uses count.
     """
     params.validate()
     o = np.atleast_2d(np.asarray(origins, dtype=np.float64))
@@ -214,30 +216,27 @@ def pick(
         return pts[:, 2] - ground_z + drop(pts, params)
 
     t_hi = np.full(n, float(max_distance))
-    h0 = height(np.zeros(n))
-    convex = (params.strength >= 0.0 and params.side_strength >= 0.0) or not params.enabled
-
-    if convex:
-        # golden-section search for the minimum of a convex h on [0, max_distance]
-        lo = np.zeros(n)
-        hi = t_hi.copy()
-        g = (np.sqrt(5.0) - 1.0) / 2.0
-        for _ in range(90):
-            a = hi - g * (hi - lo)
-            b = lo + g * (hi - lo)
-            left = height(a) < height(b)
-            hi = np.where(left, b, hi)
-            lo = np.where(left, lo, a)
-        t_min = 0.5 * (lo + hi)
-        h_min = height(t_min)
-        hit = (h0 >= 0.0) & (h_min <= 0.0)
-        bracket_hi = t_min
+    used = (params.strength, params.side_strength) if params.mode == "RUNNER_2AXIS" else (params.strength,)
+    if not params.enabled or all(a >= 0.0 for a in used) or all(a <= 0.0 for a in used):
+        convex = not params.enabled or all(a >= 0.0 for a in used)
+        pieces = [(np.zeros(n), t_hi, np.full(n, convex))]
     else:
-        h_end = height(t_hi)
-        hit = (h0 >= 0.0) & (h_end <= 0.0)
-        bracket_hi = t_hi
+        pieces = _quadratic_pieces(o, d, params, t_hi, height)
 
-    lo = np.zeros(n)
+    h0 = height(np.zeros(n))
+    hit = np.zeros(n, dtype=bool)
+    bracket_lo = np.zeros(n)
+    bracket_hi = np.zeros(n)
+    for start, end, convex in pieces:
+        # the first piece whose lowest point is on or below the ground holds the first hit (before it, h > 0):
+        # a convex piece is lowest at its minimum, a concave one at an end, and h(start) > 0
+        low = np.where(convex, _convex_minimum(height, start, end), end) if convex.any() else end
+        new = ~hit & (h0 >= 0.0) & (height(low) <= 0.0)
+        bracket_lo = np.where(new, start, bracket_lo)
+        bracket_hi = np.where(new, low, bracket_hi)
+        hit |= new
+
+    lo = bracket_lo
     hi = np.where(hit, bracket_hi, 0.0)
     for _ in range(80):
         mid = 0.5 * (lo + hi)
@@ -249,6 +248,42 @@ def pick(
     physical = visual.copy()
     physical[:, 2] = np.where(hit, ground_z, np.nan)
     return hit, visual, physical, t
+
+
+def _convex_minimum(height, lo, hi):
+    """Where a convex ``height(t)`` is lowest on [lo, hi] (per ray): golden-section search."""
+    lo, hi = lo.copy(), hi.copy()
+    g = (np.sqrt(5.0) - 1.0) / 2.0
+    for _ in range(90):
+        a = hi - g * (hi - lo)
+        b = lo + g * (hi - lo)
+        left = height(a) < height(b)
+        hi = np.where(left, b, hi)
+        lo = np.where(left, lo, a)
+    return 0.5 * (lo + hi)
+
+
+def _quadratic_pieces(o, d, params: BendParams, t_hi, height):
+    """[(start, end, convex)] per ray, in order along the ray, for a two-axis bend with strengths of opposite
+    signs: between the ray parameters where it crosses an edge of a flat zone, h(t) is one quadratic, convex or
+    concave by the sign of its second difference."""
+    f, side = axis_vectors(params.axis)
+    c = centre(params)
+    cuts = [np.zeros(len(o)), t_hi]
+    for vec, spread in ((f, params.spread), (side, params.side_spread)):
+        u = (o[:, 0] - c[0]) * vec[0] + (o[:, 1] - c[1]) * vec[1]
+        du = d[:, 0] * vec[0] + d[:, 1] * vec[1]
+        for edge in (-spread, spread):
+            with np.errstate(divide="ignore", invalid="ignore"):
+                t = np.where(du != 0.0, (edge - u) / du, 0.0)
+            cuts.append(np.clip(np.nan_to_num(t, nan=0.0, posinf=0.0, neginf=0.0), 0.0, t_hi))
+    cuts = np.sort(np.stack(cuts, axis=1), axis=1)
+    pieces = []
+    for k in range(cuts.shape[1] - 1):
+        start, end = cuts[:, k], cuts[:, k + 1]
+        second = height(start) - 2.0 * height(0.5 * (start + end)) + height(end)
+        pieces.append((start, end, second >= 0.0))
+    return pieces
 
 
 def max_drop_over_box(bmin, bmax, params: BendParams) -> float:

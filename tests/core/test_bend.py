@@ -129,6 +129,44 @@ def test_pick_hits_the_bent_ground_and_returns_the_physical_point(mode, strength
     assert np.all(np.isnan(visual[~hit]))
 
 
+def _first_hit_by_marching(origin, direction, p, ground_z, max_distance, steps=200_001):
+    """The first sample of a dense march along the ray that is on or under the drawn ground, or None."""
+    ts = np.linspace(0.0, max_distance, steps)
+    pts = origin + ts[:, None] * direction / np.linalg.norm(direction)
+    under = pts[:, 2] - (ground_z - cb.drop(pts, p)) <= 0.0
+    return ts[np.argmax(under)] if under.any() else None
+
+
+@pytest.mark.parametrize("mode,strength,side_strength", [
+    ("RUNNER_2AXIS", -0.01, 0.05), ("RUNNER_2AXIS", 0.04, -0.02), ("RUNNER_2AXIS", -0.03, 0.0),
+    # side_strength is not used by these modes: its sign must not change how they are picked
+    ("RUNNER", 0.02, -0.03), ("PLANET", 0.02, -0.03), ("CYLINDER", 0.03, -0.01), ("CYLINDER", -0.01, 0.02),
+])
+def test_pick_finds_the_first_hit_whatever_the_signs_of_the_strengths(mode, strength, side_strength):
+    """With strengths of opposite signs the height along a ray can dip under the ground and come back up: the
+    first hit must still be found (a dense march along each ray is the reference)."""
+    rng = np.random.default_rng(5)
+    p = params(mode=mode, strength=strength, side_strength=side_strength)
+    n, reach = 120, 60.0
+    origins = np.column_stack([rng.uniform(-6, 6, n), rng.uniform(-6, 6, n), rng.uniform(0.5, 6.0, n)])
+    dirs = np.column_stack([rng.uniform(-1, 1, n), rng.uniform(-1, 1, n), rng.uniform(-0.8, 0.2, n)])
+    hit, visual, _, t = cb.pick(origins, dirs, p, ground_z=0.0, max_distance=reach)
+    step = reach / 200_000
+    checked = 0
+    for i in range(n):
+        first = _first_hit_by_marching(origins[i], dirs[i], p, 0.0, reach)
+        if first is None:
+            assert not hit[i], f"ray {i}: picked at t={t[i]} but never goes under the ground"
+            continue
+        if first < 2 * step:
+            continue  # starts on or under the ground: not a pick from above
+        assert hit[i], f"ray {i}: missed, but it is under the ground at t={first}"
+        assert t[i] == pytest.approx(first, abs=2 * step)
+        assert visual[i, 2] == pytest.approx(-cb.drop(visual[i:i + 1], p)[0], abs=1e-6)
+        checked += 1
+    assert checked > n // 4
+
+
 def test_pick_in_the_flat_zone_is_the_plain_plane_hit():
     p = params(mode="RUNNER", pivot=(0.0, 0.0, 0.0), horizon_offset=0.0, spread=5.0)
     hit, visual, physical, t = cb.pick(np.array([[0.0, -1.0, 2.0]]), np.array([[0.0, 1.0, -1.0]]), p)
