@@ -26,12 +26,17 @@ class BendInputError(ValueError):
 
 
 def gather_targets(context, collection_name: str = "") -> list:
-    """The objects an operator acts on: the named collection's (recursively), else the selection."""
+    """The objects an operator acts on: the named collection's (recursively), else the selection. The collection
+    must be in the context's scene: its objects take that scene's bend."""
     if collection_name:
         coll = bpy.data.collections.get(collection_name)
-        if coll is None:
-            names = ", ".join(sorted(c.name for c in bpy.data.collections)) or "none"
-            raise BendInputError(f"No collection named {collection_name!r} (collections: {names})")
+        scene = context.scene
+        in_scene = scene.collection.children_recursive
+        if coll is None or coll not in in_scene:
+            names = ", ".join(sorted(c.name for c in in_scene)) or "none"
+            where = "" if coll is None else f" in scene {scene.name!r} (it is in another scene, or in none)"
+            raise BendInputError(f"No collection named {collection_name!r}{where}: pick one of the scene's "
+                                 f"collections ({names}), or link it into the scene first")
         objects = list(coll.all_objects)
         if not objects:
             raise BendInputError(f"Collection {collection_name!r} has no objects: add objects to it first")
@@ -235,7 +240,11 @@ def apply_bend(scene, objects) -> BendResult:
         )
     refuse_edit_mode([obj for obj, _mods, _params in candidates], BendInputError)
     groups = set()
-    baked = [(obj, mods, _bent_positions(obj, obj_params)) for obj, mods, obj_params in candidates]
+    baked = []
+    for obj, mods, obj_params in candidates:
+        keys, positions = _bent_positions(obj, obj_params)
+        result.warnings += _partial_key_warnings(obj, keys, obj_params)
+        baked.append((obj, mods, (keys, positions)))
     for obj, mods, (keys, positions) in baked:
         first = list(obj.modifiers).index(mods[0])
         before = [m.name for m in list(obj.modifiers)[:first]]
@@ -257,6 +266,36 @@ def apply_bend(scene, objects) -> BendResult:
         result.changed.append(obj.name)
     _release(groups)
     return result
+
+
+def _partial_key_warnings(obj, bent_keys, params) -> list[str]:
+    """Warnings for shape keys whose current value the bake cannot keep as the viewport shows it.
+
+    Each key is baked bent as a shape of its own (as Blender applies a deform modifier to a mesh with shape keys),
+    so a key at 0 or 1 mixes to exactly what the viewport shows. The drop is quadratic, so a key at a value in
+    between that moves vertices across the ground mixes to a slightly different shape: named, with how far."""
+    mesh = obj.data
+    if mesh.shape_keys is None or not mesh.shape_keys.use_relative:
+        return []
+    blocks = list(mesh.shape_keys.key_blocks)
+    matrix = bridge.matrix_to_numpy(obj.matrix_world)
+    warnings = []
+    for i, kb in enumerate(blocks[1:], start=1):
+        w = float(kb.value)
+        if kb.mute or not 1e-6 < w < 1.0 - 1e-6:
+            continue
+        ref = blocks.index(kb.relative_key) if kb.relative_key is not None else 0
+        base, key = bridge.get_shape_key_positions(blocks[ref]), bridge.get_shape_key_positions(kb)
+        shown = core_bend.forward_local(base + w * (key - base), matrix, params)
+        mixed = bent_keys[ref] + w * (bent_keys[i] - bent_keys[ref])
+        off = float(np.linalg.norm((shown - mixed) @ matrix[:3, :3].T, axis=1).max(initial=0.0))
+        if off > 1e-4:
+            warnings.append(
+                f"{obj.name}: shape key {kb.name!r} is at {w:.3g}: each shape key is baked bent as a shape of its "
+                f"own (as Blender applies a deform modifier), so at this value the mesh shows up to {off:.3g} m "
+                f"away from the bent viewport; it matches at 0 and 1 (set the key to 0 or 1 before baking, or "
+                f"apply the shape keys first)")
+    return warnings
 
 
 def _bent_positions(obj, params) -> tuple[list, np.ndarray]:

@@ -319,6 +319,34 @@ def test_apply_bakes_the_bend_into_mesh_shape_keys_and_shared_meshes(envfx):
     np.testing.assert_allclose(envfx.bridge.get_positions(a.data), basis, atol=1e-6)
 
 
+@pytest.mark.parametrize("move,value,warned", [((0.0, 0.0, 0.5), 0.5, False), ((0.0, 8.0, 0.0), 0.5, True),
+                                               ((0.0, 8.0, 0.0), 1.0, False)])
+def test_apply_names_a_shape_key_whose_current_mix_the_bake_cannot_keep(envfx, move, value, warned):
+    """Each key is baked bent as its own shape (as Blender applies a deform modifier): a key at 0 or 1, or one that
+    only moves vertices up and down, mixes to what the viewport showed; a key half-way that slides vertices along
+    the bend does not (the drop is quadratic), and Apply says so, with how far off."""
+    bpy.ops.mesh.primitive_grid_add(x_subdivisions=8, y_subdivisions=8, size=20, location=(0, 10, 0))
+    grid = bpy.context.object
+    grid.shape_key_add(name="Basis")
+    key = grid.shape_key_add(name="Slide")
+    co = envfx.bridge.get_shape_key_positions(key)
+    envfx.bridge.set_shape_key_positions(key, co + np.array(move, dtype=np.float32))
+    key.value = value
+    select_only([grid])
+    scene_setup("RUNNER", "POS_Y")
+    bpy.ops.envfx.bend_add()
+    shown = evaluated_local(envfx, grid)
+    result = envfx.operators.bend.apply_bend(bpy.context.scene, [grid])
+    assert result.changed == [grid.name]
+    off = np.abs(evaluated_local(envfx, grid) - shown).max()
+    found = [w for w in result.warnings if "shape key 'Slide' is at 0.5" in w]
+    if warned:
+        assert off > 1e-3 and len(found) == 1 and "it matches at 0 and 1" in found[0]
+        assert f"{float(found[0].split('up to ')[1].split(' m')[0]):.2g}" == f"{off:.2g}"
+    else:
+        assert off < 1e-4 and not found, result.warnings
+
+
 def test_apply_bakes_what_is_shown_and_skips_objects_that_show_no_bend(envfx):
     """An excluded object, and one whose bend modifier is switched off by hand, show unbent: Apply names them and
     leaves them as they are (their bend kept, still off), and bakes the others."""
