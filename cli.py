@@ -209,7 +209,7 @@ def run_files(command: str, paths, work, changes: bool = True) -> int:
         try:
             code = max(code, work(path) or 0)  # 1: the work failed (a cancelled bake)
         except CliError as exc:
-            print(f"envfx {command}: error: {path}: {exc}", file=sys.stderr)
+            print(f"envfx {command}: {path}: error: {exc}", file=sys.stderr)
             failed.append(path)
     if failed and len(paths) > 1:
         left = " and were left unchanged" if changes else ""  # (a command that changes no file says nothing of it)
@@ -327,12 +327,24 @@ def run_info(args) -> int:
     return run_files("info", args.blend, lambda path: _info_file(args, path), changes=False)
 
 
+def _finite_or_null(value):
+    """``value`` (nested dicts and lists) with every NaN or infinite number as None: JSON has no NaN (a script can
+    store one in a setting), and strict parsers reject the line."""
+    if isinstance(value, dict):
+        return {k: _finite_or_null(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_finite_or_null(v) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
 def _info_file(args, path: str):
     open_blend(path, quiet=args.json)
     for scene in bpy.data.scenes:
         report = {"file": path, **scene_report(scene)}
         if args.json:
-            print(json.dumps(report), flush=True)
+            print(json.dumps(_finite_or_null(report), allow_nan=False), flush=True)
             continue
         b, w, sn = report["bend"], report["wind"], report["snow"]
         print(f"{path}, scene {scene.name!r}:")
@@ -484,6 +496,7 @@ def _bend_file(args, path: str, export_engines):
             objects = [o for o in objects if o.name not in baked]
             result = bend_ops.BendResult()
             if objects:
+                unbent = [o for o in objects if not bend_ops.bend_modifiers(o)]
                 result = bend_ops.add_bend(scene, objects)
                 # the bake reads world matrices: evaluate the scene first (parents, constraints, animation)
                 with bpy.context.temp_override(scene=scene, view_layer=scene.view_layers[0]):
@@ -491,6 +504,8 @@ def _bend_file(args, path: str, export_engines):
                 warnings = result.warnings
                 result = bend_ops.apply_bend(scene, objects)
                 result.warnings[:0] = warnings
+                # an object the bake skips keeps the state it had: no live bend that this run added
+                bend_ops.remove_bend([o for o in unbent if o.name in result.skipped])
             result.unchanged += baked
             verb = "baked the bend into"
         else:

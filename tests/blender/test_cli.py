@@ -157,6 +157,20 @@ def test_info_describes_each_scene_of_each_file_and_changes_nothing(envfx, scene
     assert "No such file" in capsys.readouterr().err
 
 
+def test_info_json_is_strict_json_when_a_script_left_a_setting_at_nan(envfx, scene_file, capsys):
+    """A FloatProperty takes NaN from a script; JSON has no NaN (strict parsers reject the line): it is null."""
+    bpy.context.scene.envfx.bend.horizon_offset = float("nan")
+    bpy.ops.wm.save_as_mainfile(filepath=scene_file)
+    capsys.readouterr()
+    assert envfx.cli.main(["info", scene_file, "--json"]) == 0
+
+    def refuse(name):
+        raise AssertionError(f"{name} is not JSON")
+
+    report = json.loads(capsys.readouterr().out, parse_constant=refuse)
+    assert report["bend"]["horizon_offset"] is None and report["bend"]["strength"] == pytest.approx(0.01)
+
+
 def test_bend_adds_the_bend_and_saves(envfx, scene_file, tmp_path, capsys):
     out = str(tmp_path / "bent.blend")
     code = envfx.cli.main(["bend", scene_file, "--collection", "Collection", "--pivot", "Player", "--mode",
@@ -218,7 +232,7 @@ def test_bend_apply_bakes_into_the_mesh_in_place(envfx, scene_file):
         (["bend", "{scene}", "--collection", "Collection", "--export-engines", "{dir}/out"], "drop --collection"),
         # a missing name: what the scene has instead
         (["bend", "{scene}", "--objects", "House"],
-         "{scene}: No object(s) named House in scene 'Scene': names are case-sensitive; the scene has Camera, "
+         "{scene}: error: No object(s) named House in scene 'Scene': names are case-sensitive; the scene has Camera, "
          "Cube, Light, Player"),
         # snow speaks of its options, not of the Snow panel
         (["snow", "{scene}", "--trails"], "No actor collection: pass --actors COLLECTION"),
@@ -273,6 +287,50 @@ def test_bend_scene_bends_that_scene_only(envfx, scene_file, tmp_path, capsys, s
     assert abs(want - envfx.bridge.get_positions(rock.data)).max() > 0.05
 
 
+def test_bend_scene_refuses_a_collection_of_another_scene(envfx, scene_file, capsys):
+    """--collection names a collection of the --scene: one of another scene would give that scene's objects this
+    scene's bend (its group, mode and axis) while its own settings say otherwise."""
+    world = bpy.data.collections.new("World")
+    bpy.context.scene.collection.children.link(world)
+    world.objects.link(bpy.data.objects["Cube"])
+    bpy.data.scenes.new("Level 2")
+    bpy.ops.wm.save_as_mainfile(filepath=scene_file)
+    before = digest(scene_file)
+    code = envfx.cli.main(["bend", scene_file, "--scene", "Level 2", "--collection", "World", "--mode", "PLANET"])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "No collection named 'World' in scene 'Level 2' (it is in another scene, or in none)" in err, err
+    assert digest(scene_file) == before
+    # in its own scene it bends
+    assert envfx.cli.main(["bend", scene_file, "--collection", "World"]) == 0
+    bpy.ops.wm.open_mainfile(filepath=scene_file)
+    assert envfx.operators.bend.bend_modifiers(bpy.data.objects["Cube"])
+
+
+def test_bend_apply_leaves_objects_it_cannot_bake_as_they_were(envfx, scene_file, capsys):
+    """--apply adds the bend only to bake it: an object the bake skips (a curve, a zero scale, an excluded object)
+    is named and keeps the state it had, with no live bend added; one that was bent before keeps its bend."""
+    scene = bpy.context.scene
+    road = bpy.data.objects.new("Road", bpy.data.curves.new("Road", "CURVE"))
+    flat = bpy.data.objects.new("Decal", bpy.data.objects["Cube"].data.copy())
+    flat.scale = (1.0, 1.0, 0.0)
+    kept = bpy.data.objects.new("Kept", bpy.data.objects["Cube"].data.copy())
+    for obj in (road, flat, kept):
+        scene.collection.objects.link(obj)
+    envfx.operators.bend.add_bend(scene, [kept])
+    kept.envfx.bend_exclude = True
+    bpy.ops.wm.save_as_mainfile(filepath=scene_file)
+    code = envfx.cli.main(["bend", scene_file, "--objects", "Cube,Road,Decal,Kept", "--pivot", "Player", "--apply"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "skipped" in out and all(name in out for name in ("Road", "Decal", "Kept"))
+    bpy.ops.wm.open_mainfile(filepath=scene_file)
+    bend_modifiers = envfx.operators.bend.bend_modifiers
+    assert not bend_modifiers(bpy.data.objects["Road"]) and not bend_modifiers(bpy.data.objects["Decal"])
+    assert bend_modifiers(bpy.data.objects["Kept"])  # bent (excluded) before the run: kept as it was
+    assert not bend_modifiers(bpy.data.objects["Cube"]) and bpy.data.objects["Cube"].data.get("envfx_bend_applied")
+
+
 def test_bend_several_files_does_the_good_ones_and_names_the_bad_one(envfx, scene_file, tmp_path, capsys):
     """A batch over several levels: a file without the pivot is named and left as it was, the others are bent
     and saved; -o with several files and a missing file are refused before any file is opened."""
@@ -292,7 +350,9 @@ def test_bend_several_files_does_the_good_ones_and_names_the_bad_one(envfx, scen
         assert message in capsys.readouterr().err
     assert envfx.cli.main(["bend", *files, "--pivot", "Player", "--objects", "Cube", "--strength", "0.03"]) == 2
     err = capsys.readouterr().err
-    assert f"{broken}: No pivot object named 'Player'" in err and "1 of 3 files failed" in err
+    assert "1 of 3 files failed" in err
+    # like its warnings, a file's error starts with the command and the file: a batch log filters by file
+    assert f"envfx bend: {broken}: error: No pivot object named 'Player'" in err
     with open(broken, "rb") as fh:
         assert fh.read() == broken_before
     for path in (scene_file, level2):
@@ -349,7 +409,7 @@ def test_an_unreadable_file_exits_2_naming_it(envfx, scene_file, tmp_path, capsy
         before = digest(bad)
         assert envfx.cli.main([command[0], bad, *command[1:]]) == 2
         err = capsys.readouterr().err
-        assert f"{bad}: Blender cannot read this file" in err and "damaged or truncated" in err, err
+        assert f"{bad}: error: Blender cannot read this file" in err and "damaged or truncated" in err, err
         assert digest(bad) == before
 
 
@@ -361,7 +421,7 @@ def test_a_batch_with_unreadable_files_names_them_and_does_the_others(envfx, sce
     bad_before = digest(cut), digest(empty)
     assert envfx.cli.main(["bend", scene_file, cut, empty, level2, "--objects", "Cube"]) == 2
     err = capsys.readouterr().err
-    assert f"{cut}: Blender cannot read" in err and f"{empty}: Blender cannot read" in err
+    assert f"{cut}: error: Blender cannot read" in err and f"{empty}: error: Blender cannot read" in err
     assert f"2 of 4 files failed and were left unchanged: {cut}, {empty}" in err
     assert (digest(cut), digest(empty)) == bad_before
     for path in (scene_file, level2):
@@ -369,7 +429,7 @@ def test_a_batch_with_unreadable_files_names_them_and_does_the_others(envfx, sce
         assert envfx.operators.bend.bend_modifiers(bpy.data.objects["Cube"]), path
     assert envfx.cli.main(["info", cut, scene_file]) == 2  # info too: the good file is described
     out, err = capsys.readouterr()
-    assert f"{scene_file}, scene 'Scene'" in out and f"{cut}: Blender cannot read" in err
+    assert f"{scene_file}, scene 'Scene'" in out and f"{cut}: error: Blender cannot read" in err
     assert f"envfx info: 1 of 2 files failed: {cut}" in err and "unchanged" not in err  # info changes no file
 
 
@@ -415,15 +475,15 @@ def test_read_only_files_and_folders_are_refused_before_the_work(envfx, scene_fi
     code, out, err = run_cli(["bend", "locked.blend", "good.blend", "ro/level.blend", "--objects", "Cube"], folder,
                              uid)
     assert code == 2, err
-    assert "locked.blend: the file is read-only: make it writable or pass --output" in err
-    assert f"ro/level.blend: its folder {os.path.join(folder, 'ro')!r} is read-only: make it writable or pass " \
+    assert "locked.blend: error: the file is read-only: make it writable or pass --output" in err
+    assert f"ro/level.blend: error: its folder {os.path.join(folder, 'ro')!r} is read-only: make it writable or pass " \
            f"--output" in err
     assert "2 of 3 files failed" in err and "Traceback" not in err and "choose another" not in err
     assert "good.blend: bent 1 object(s)" in out
     # an in-place save into a read-only folder is refused before the bake writes anything
     code, out, err = run_cli(["snow", "ro/snow.blend", "--trails", "--actors", "Walkers", "--bake", "--out-dir",
                               "buffer", "--resolution", "16", "--frames", "1:2"], folder, uid)
-    assert code == 2 and "ro/snow.blend: its folder" in err and "make it writable or pass --output" in err, err
+    assert code == 2 and "ro/snow.blend: error: its folder" in err and "make it writable or pass --output" in err, err
     assert not os.path.exists(os.path.join(folder, "buffer"))
     # --output into a read-only folder: refused before the work too
     code, out, err = run_cli(["snow", "ro/snow.blend", "--trails", "--actors", "Walkers", "--bake", "--out-dir",
@@ -444,7 +504,7 @@ def test_info_json_writes_only_json_lines_to_stdout(envfx, scene_file, tmp_path)
     assert code == 2, err
     reports = [json.loads(line) for line in out.splitlines()]
     assert [(r["file"], r["scene"]) for r in reports] == [(scene_file, "Scene"), (snow, "Scene")]
-    assert f"{cut}: Blender cannot read" in err
+    assert f"{cut}: error: Blender cannot read" in err
 
 
 # --- running twice ----------------------------------------------------------------------------------------
@@ -505,7 +565,7 @@ def test_wind_batch_names_the_bad_file_and_does_the_others(envfx, scene_file, tm
     before = digest(scene_file)
     assert envfx.cli.main(["wind", first, scene_file, last, "--objects", "Tree"]) == 2
     err = capsys.readouterr().err
-    assert f"{scene_file}: No object(s) named Tree in scene 'Scene'" in err
+    assert f"{scene_file}: error: No object(s) named Tree in scene 'Scene'" in err
     assert f"1 of 3 files failed and were left unchanged: {scene_file}" in err
     assert digest(scene_file) == before
     for path in (first, last):
