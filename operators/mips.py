@@ -77,13 +77,30 @@ def _stem(name: str) -> str:
 
 
 def _unique(inputs: list) -> list:
-    seen = {}
+    """Give every input its own output name (case ignored, as on Windows and macOS), deterministically: inputs in
+    their order, the first with a name keeps it, each later one becomes ``<name>_N`` with the lowest N >= 2 that
+    is no input's own name and not yet given. So a.png a.tga a_2.png a_2.tga are named a, a_3, a_2, a_2_2."""
+    own = {inp.stem.lower() for inp in inputs}
+    given = set()
     for inp in inputs:
-        n = seen.get(inp.stem.lower(), 0)
-        seen[inp.stem.lower()] = n + 1
-        if n:
-            inp.stem = f"{inp.stem}_{n + 1}"
+        if inp.stem.lower() in given:
+            n = 2
+            while f"{inp.stem}_{n}".lower() in own or f"{inp.stem}_{n}".lower() in given:
+                n += 1
+            inp.stem = f"{inp.stem}_{n}"
+        given.add(inp.stem.lower())
     return inputs
+
+
+def check_names(inputs):
+    """Refuse two inputs that would write the same files (names that differ only in case count as the same)."""
+    by_name = {}
+    for inp in inputs:
+        by_name.setdefault(inp.stem.lower(), []).append(inp)
+    for same in by_name.values():
+        if len(same) > 1:
+            raise MipsInputError(f"Inputs {' and '.join(repr(i.label) for i in same)} would be written under the "
+                                 f"same name {same[0].stem!r}: rename one of them")
 
 
 def input_from_image(image) -> MipsInput:
@@ -330,6 +347,7 @@ def validate(inputs, out_dir: str, settings: core_mips.MipSettings, formats, col
         raise MipsInputError(f"Unknown colour mode {colour!r}: use one of {', '.join(COLOUR_MODES)}")
     if not inputs:
         raise MipsInputError("No images to bake")
+    check_names(inputs)
     for inp in inputs:
         check_input(inp, settings)
     return settings, formats
