@@ -42,6 +42,7 @@ class MipsResult:
     files: list = field(default_factory=list)
     reports: dict = field(default_factory=dict)   # stem -> core_mips.report_dict(...)
     warnings: list = field(default_factory=list)
+    removed: list = field(default_factory=list)   # paths of an earlier run's files this run replaced
 
 
 # --- settings ---------------------------------------------------------------------------------------------
@@ -362,10 +363,21 @@ def bake_mips_job(inputs, out_dir: str, settings: core_mips.MipSettings = DEFAUL
     return _bake(inputs, out_dir, settings, formats, compare, colour)
 
 
+def _input_file(inp: MipsInput) -> str:
+    """The file an input is read from ('' for a packed or generated image)."""
+    if inp.path:
+        return inp.path
+    image = bpy.data.images.get(inp.image_name)
+    if image is None or image.source != "FILE" or image.packed_file is not None:
+        return ""
+    return bpy.path.abspath(image.filepath, library=image.library)
+
+
 def _bake(inputs, out_dir, settings, formats, compare, colour):
     result = MipsResult()
     n = len(inputs)
-    with core_mips.StagedOutput(out_dir, formats, compare) as staged:
+    keep = [f for f in map(_input_file, inputs) if f]  # an earlier run's level given as an input stays
+    with core_mips.StagedOutput(out_dir, formats, compare, keep=keep) as staged:
         for i, inp in enumerate(inputs):
             arr, srgb, warnings = read_input(inp, colour, settings)
             job = core_mips.build_chain_job(arr, dataclasses.replace(settings, srgb=srgb))
@@ -378,13 +390,24 @@ def _bake(inputs, out_dir, settings, formats, compare, colour):
                     break
                 yield (i + 0.9 * fraction) / n
             chain.warnings = warnings + [f"{inp.stem}: {w}" for w in chain.warnings]
-            staged.add(inp.stem, inp.label, chain)
-            result.reports[inp.stem] = core_mips.report_dict(chain, inp.label, "dds" in staged.formats)
+            names = staged.add(inp.stem, inp.label, chain)
+            result.reports[inp.stem] = core_mips.report_dict(chain, inp.label, "dds" in staged.formats, names)
             result.warnings.extend(chain.warnings)
             del chain
             yield (i + 1.0) / n
         result.files = staged.commit()
+    result.removed = staged.removed
+    result.warnings.extend(f"could not remove {p}, which an earlier run wrote: remove it by hand"
+                           for p in staged.not_removed)
     return result
+
+
+def removed_text(result: MipsResult) -> str:
+    """'' or what a run removed, for its report line."""
+    if not result.removed:
+        return ""
+    return (f"removed {len(result.removed)} file(s) an earlier run wrote and this one does not: "
+            + ", ".join(os.path.basename(p) for p in result.removed))
 
 
 def bake_mips(inputs, out_dir: str, settings: core_mips.MipSettings = DEFAULT_SETTINGS,
@@ -432,7 +455,7 @@ class ENVFX_OT_mips_bake(NeedsScene, progress.ModalJobOperator, bpy.types.Operat
                          f"{min(lv['coverage_naive'] for lv in levels):.3f}, kept worst "
                          f"{min(lv['coverage'] for lv in levels):.3f}")
         self.report({"INFO"}, f"Wrote {len(result.files)} file(s) for {len(result.reports)} image(s); "
-                    + "; ".join(worst))
+                    + "; ".join(worst + ([removed_text(result)] if result.removed else [])))
         return {"FINISHED"}
 
 

@@ -355,6 +355,29 @@ def test_cli_output_folder_that_is_the_input_folder_skips_its_own_outputs(envfx,
     assert "no image files (only 6 EnvFX mip output(s))" in capsys.readouterr().err
 
 
+def test_cli_second_run_of_a_smaller_image_removes_the_old_levels_and_says_so(envfx, core, ops, tmp_path, capsys):
+    """leaf.png at 64x64 (7 levels), then at 16x16 into the same --out (the report's repro): leaf_mip05.png and
+    leaf_mip06.png of the old image go, and the run names them (before: they stayed beside the 5-level report).
+    A level of the earlier run given as an input is kept."""
+    src = tmp_path / "leaf.png"
+    out = tmp_path / "out"
+    write_png(core, src, leaf(core, 64))
+    assert envfx.cli.main(["mips", str(src), "--out", str(out), "--no-compare"]) == 0
+    assert "removed" not in capsys.readouterr().out
+    write_png(core, src, leaf(core, 16))
+    assert envfx.cli.main(["mips", str(src), "--out", str(out), "--no-compare"]) == 0
+    printed = capsys.readouterr().out
+    assert "removed 2 file(s) an earlier run wrote and this one does not: leaf_mip05.png, leaf_mip06.png" in printed
+    assert sorted(os.listdir(out)) == sorted(core.output_names("leaf", 5, ("dds", "png"), compare=False))
+    assert json.loads((out / "leaf_mips.json").read_text())["levels"] == 5
+    write_png(core, src, leaf(core, 64))
+    ops.bake_mips(ops.inputs_from_paths([str(src)]), str(out), compare=False)
+    write_png(core, src, leaf(core, 16))
+    result = ops.bake_mips(ops.inputs_from_paths([str(src), str(out / "leaf_mip06.png")]), str(out), compare=False)
+    assert [os.path.basename(p) for p in result.removed] == ["leaf_mip05.png"]
+    assert (out / "leaf_mip06.png").is_file() and (out / "leaf_mip06.dds").is_file()
+
+
 @pytest.mark.parametrize("args,msg", [
     (["--format", "dds,bmp"], "Unknown output format"),
     (["--ref", "1.2"], "outside"),
