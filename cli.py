@@ -690,6 +690,8 @@ def run_mips(args) -> int:
         print(f"{stem}: {rep['width']}x{rep['height']}, {rep['levels']} levels, coverage {rep['target_coverage']:.3f}; "
               f"per level naive->kept: {cov}")
     print(f"envfx mips: wrote {len(result.files)} file(s) for {len(result.reports)} image(s) into {args.out}")
+    if result.removed:
+        print(f"envfx mips: {mips_ops.removed_text(result)}")
     return 0
 
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import shutil
 import struct
 import tempfile
@@ -582,8 +583,10 @@ def compare_picture(chain: MipChain, tile: int = 128, max_levels: int = 10) -> n
 
 # --- report and files -------------------------------------------------------------------------------------
 
-def report_dict(chain: MipChain, source: str = "", dds: bool = True) -> dict:
-    """The ``<name>_mips.json`` report; ``dds``: a DDS file is written (its format is then named in the report)."""
+def report_dict(chain: MipChain, source: str = "", dds: bool = True, files=None) -> dict:
+    """The ``<name>_mips.json`` report; ``dds``: a DDS file is written (its format is then named in the report);
+    ``files``: the names of the files written for this image (``output_names``), which the next run into the same
+    folder removes if it does not write them again."""
     h, w = chain.levels[0].shape[:2]
     return {
         "source": source,
@@ -599,6 +602,7 @@ def report_dict(chain: MipChain, source: str = "", dds: bool = True) -> dict:
         "target_coverage": chain.target,
         "per_level": [asdict(r) for r in chain.reports],
         "dds_format": dds_format(chain.settings.srgb) if dds else None,
+        "files": None if files is None else list(files),
         "warnings": list(chain.warnings),
     }
 
@@ -639,12 +643,49 @@ def output_names(stem: str, n_levels: int, formats, compare: bool = True) -> lis
     return names
 
 
+def is_output_name(stem: str, name: str) -> bool:
+    """``name`` is one of the names a run writes for ``stem``: ``<stem>.dds``, ``<stem>_mipNN.png`` (NN as
+    ``output_names`` writes it: two digits or more, no extra leading zero), ``<stem>_mips.json``,
+    ``<stem>_compare.png``; exactly, case included."""
+    if name in (f"{stem}.dds", f"{stem}_mips.json", f"{stem}_compare.png"):
+        return True
+    m = re.fullmatch(re.escape(stem) + r"_mip(\d{2,})\.png", name)
+    return bool(m) and f"{int(m.group(1)):02d}" == m.group(1)
+
+
+def previous_outputs(out_dir: str, stem: str) -> list:
+    """The names of the files an earlier run wrote into ``out_dir`` for ``stem`` and that are still there, as its
+    report ``<stem>_mips.json`` records them: the names its ``files`` lists. A report written before reports listed
+    their files stands for the names of ``stem``'s outputs present in the folder (``is_output_name``). No report,
+    or a file of that name that is not a mips report: none. Listed names are kept only if they are ``stem``'s
+    output names (never a path, never another file)."""
+    try:
+        with open(os.path.join(out_dir, f"{stem}_mips.json"), encoding="utf-8") as fh:
+            report = json.load(fh)
+    except (OSError, ValueError):
+        return []
+    if not (isinstance(report, dict) and isinstance(report.get("levels"), int)
+            and isinstance(report.get("per_level"), list)):
+        return []
+    if "files" in report:
+        listed = report["files"] if isinstance(report["files"], list) else []
+    else:
+        listed = sorted(os.listdir(out_dir))
+    names = [n for n in listed if isinstance(n, str) and is_output_name(stem, n) and n != f"{stem}_mips.json"]
+    return [n for n in dict.fromkeys(names) if os.path.isfile(os.path.join(out_dir, n))]
+
+
 class StagedOutput:
     """Files written into a temporary folder inside ``out_dir`` and moved into place only by ``commit()``;
     ``abort()`` (or leaving the ``with`` block by an exception) removes everything, so a failure or a cancel
-    leaves ``out_dir`` as it was."""
+    leaves ``out_dir`` as it was.
 
-    def __init__(self, out_dir: str, formats=FORMATS, compare: bool = True):
+    A second run into the same folder replaces its outputs: ``commit()`` also removes the files that an earlier
+    run wrote for the same stems (``previous_outputs``) and this run does not write (the levels beyond a smaller
+    image's chain, a DDS or comparison picture no longer asked for), except the paths in ``keep`` (the inputs).
+    ``removed`` lists the paths removed, ``not_removed`` the ones that could not be, with the reason."""
+
+    def __init__(self, out_dir: str, formats=FORMATS, compare: bool = True, keep=()):
         self.formats = parse_formats(formats)
         self.compare = compare
         check_output_dir(out_dir)
@@ -659,6 +700,10 @@ class StagedOutput:
             raise MipsError(f"Output folder {out_dir!r} cannot be written ({exc.strerror or exc}): "
                             f"choose another folder") from None
         self.names = []
+        self.stems = []
+        self.keep = {os.path.realpath(p) for p in keep}
+        self.removed = []
+        self.not_removed = []
         self.done = False
 
     def add(self, stem: str, source: str, chain: MipChain) -> list:
@@ -674,7 +719,7 @@ class StagedOutput:
             if "png" in self.formats:
                 for i, lv in enumerate(chain.levels):
                     files[f"{stem}_mip{i:02d}.png"] = encode_png(lv)
-            report = report_dict(chain, source, "dds" in self.formats)
+            report = report_dict(chain, source, "dds" in self.formats, names)
             files[f"{stem}_mips.json"] = json.dumps(report, indent=2).encode()
             if self.compare:
                 files[f"{stem}_compare.png"] = encode_png(compare_picture(chain))
@@ -685,9 +730,24 @@ class StagedOutput:
             raise MipsError(f"Writing into {self.out_dir!r} failed ({exc.strerror or exc}): "
                             f"nothing was written") from None
         self.names.extend(names)
+        self.stems.append(stem)
         return names
 
+    def _stale(self) -> list:
+        """Paths of the earlier runs' files of this run's stems that this run does not write."""
+        new = set(self.names)
+        paths = []
+        for stem in self.stems:
+            for name in previous_outputs(self.out_dir, stem):
+                path = os.path.join(self.out_dir, name)
+                if name not in new and os.path.realpath(path) not in self.keep:
+                    paths.append(path)
+        return paths
+
     def commit(self) -> list:
+        """Move the staged files in, then remove the earlier runs' files this run replaces; returns the paths
+        written. Removal comes last: if a file cannot be moved in, everything is as it was before the run."""
+        stale = self._stale()  # read before the new reports replace the old ones
         moved = []
         try:
             for name in self.names:
@@ -705,6 +765,12 @@ class StagedOutput:
                             f"nothing was written") from None
         shutil.rmtree(self.tmp, ignore_errors=True)
         self.done = True
+        for path in stale:
+            try:
+                os.remove(path)
+                self.removed.append(path)
+            except OSError as exc:
+                self.not_removed.append(f"{path} ({exc.strerror or exc})")
         return moved
 
     def abort(self):

@@ -42,6 +42,7 @@ class MipsResult:
     files: list = field(default_factory=list)
     reports: dict = field(default_factory=dict)   # stem -> core_mips.report_dict(...)
     warnings: list = field(default_factory=list)
+    removed: list = field(default_factory=list)   # paths of an earlier run's files this run replaced
 
 
 # --- settings ---------------------------------------------------------------------------------------------
@@ -77,13 +78,30 @@ def _stem(name: str) -> str:
 
 
 def _unique(inputs: list) -> list:
-    seen = {}
+    """Give every input its own output name (case ignored, as on Windows and macOS), deterministically: inputs in
+    their order, the first with a name keeps it, each later one becomes ``<name>_N`` with the lowest N >= 2 that
+    is no input's own name and not yet given. So a.png a.tga a_2.png a_2.tga are named a, a_3, a_2, a_2_2."""
+    own = {inp.stem.lower() for inp in inputs}
+    given = set()
     for inp in inputs:
-        n = seen.get(inp.stem.lower(), 0)
-        seen[inp.stem.lower()] = n + 1
-        if n:
-            inp.stem = f"{inp.stem}_{n + 1}"
+        if inp.stem.lower() in given:
+            n = 2
+            while f"{inp.stem}_{n}".lower() in own or f"{inp.stem}_{n}".lower() in given:
+                n += 1
+            inp.stem = f"{inp.stem}_{n}"
+        given.add(inp.stem.lower())
     return inputs
+
+
+def check_names(inputs):
+    """Refuse two inputs that would write the same files (names that differ only in case count as the same)."""
+    by_name = {}
+    for inp in inputs:
+        by_name.setdefault(inp.stem.lower(), []).append(inp)
+    for same in by_name.values():
+        if len(same) > 1:
+            raise MipsInputError(f"Inputs {' and '.join(repr(i.label) for i in same)} would be written under the "
+                                 f"same name {same[0].stem!r}: rename one of them")
 
 
 def input_from_image(image) -> MipsInput:
@@ -330,6 +348,7 @@ def validate(inputs, out_dir: str, settings: core_mips.MipSettings, formats, col
         raise MipsInputError(f"Unknown colour mode {colour!r}: use one of {', '.join(COLOUR_MODES)}")
     if not inputs:
         raise MipsInputError("No images to bake")
+    check_names(inputs)
     for inp in inputs:
         check_input(inp, settings)
     return settings, formats
@@ -344,10 +363,21 @@ def bake_mips_job(inputs, out_dir: str, settings: core_mips.MipSettings = DEFAUL
     return _bake(inputs, out_dir, settings, formats, compare, colour)
 
 
+def _input_file(inp: MipsInput) -> str:
+    """The file an input is read from ('' for a packed or generated image)."""
+    if inp.path:
+        return inp.path
+    image = bpy.data.images.get(inp.image_name)
+    if image is None or image.source != "FILE" or image.packed_file is not None:
+        return ""
+    return bpy.path.abspath(image.filepath, library=image.library)
+
+
 def _bake(inputs, out_dir, settings, formats, compare, colour):
     result = MipsResult()
     n = len(inputs)
-    with core_mips.StagedOutput(out_dir, formats, compare) as staged:
+    keep = [f for f in map(_input_file, inputs) if f]  # an earlier run's level given as an input stays
+    with core_mips.StagedOutput(out_dir, formats, compare, keep=keep) as staged:
         for i, inp in enumerate(inputs):
             arr, srgb, warnings = read_input(inp, colour, settings)
             job = core_mips.build_chain_job(arr, dataclasses.replace(settings, srgb=srgb))
@@ -360,13 +390,24 @@ def _bake(inputs, out_dir, settings, formats, compare, colour):
                     break
                 yield (i + 0.9 * fraction) / n
             chain.warnings = warnings + [f"{inp.stem}: {w}" for w in chain.warnings]
-            staged.add(inp.stem, inp.label, chain)
-            result.reports[inp.stem] = core_mips.report_dict(chain, inp.label, "dds" in staged.formats)
+            names = staged.add(inp.stem, inp.label, chain)
+            result.reports[inp.stem] = core_mips.report_dict(chain, inp.label, "dds" in staged.formats, names)
             result.warnings.extend(chain.warnings)
             del chain
             yield (i + 1.0) / n
         result.files = staged.commit()
+    result.removed = staged.removed
+    result.warnings.extend(f"could not remove {p}, which an earlier run wrote: remove it by hand"
+                           for p in staged.not_removed)
     return result
+
+
+def removed_text(result: MipsResult) -> str:
+    """'' or what a run removed, for its report line."""
+    if not result.removed:
+        return ""
+    return (f"removed {len(result.removed)} file(s) an earlier run wrote and this one does not: "
+            + ", ".join(os.path.basename(p) for p in result.removed))
 
 
 def bake_mips(inputs, out_dir: str, settings: core_mips.MipSettings = DEFAULT_SETTINGS,
@@ -414,7 +455,7 @@ class ENVFX_OT_mips_bake(NeedsScene, progress.ModalJobOperator, bpy.types.Operat
                          f"{min(lv['coverage_naive'] for lv in levels):.3f}, kept worst "
                          f"{min(lv['coverage'] for lv in levels):.3f}")
         self.report({"INFO"}, f"Wrote {len(result.files)} file(s) for {len(result.reports)} image(s); "
-                    + "; ".join(worst))
+                    + "; ".join(worst + ([removed_text(result)] if result.removed else [])))
         return {"FINISHED"}
 
 

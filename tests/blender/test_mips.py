@@ -5,6 +5,7 @@ import importlib.util
 import io
 import json
 import os
+import re
 
 import bpy
 import numpy as np
@@ -354,6 +355,29 @@ def test_cli_output_folder_that_is_the_input_folder_skips_its_own_outputs(envfx,
     assert "no image files (only 6 EnvFX mip output(s))" in capsys.readouterr().err
 
 
+def test_cli_second_run_of_a_smaller_image_removes_the_old_levels_and_says_so(envfx, core, ops, tmp_path, capsys):
+    """leaf.png at 64x64 (7 levels), then at 16x16 into the same --out (the report's repro): leaf_mip05.png and
+    leaf_mip06.png of the old image go, and the run names them (before: they stayed beside the 5-level report).
+    A level of the earlier run given as an input is kept."""
+    src = tmp_path / "leaf.png"
+    out = tmp_path / "out"
+    write_png(core, src, leaf(core, 64))
+    assert envfx.cli.main(["mips", str(src), "--out", str(out), "--no-compare"]) == 0
+    assert "removed" not in capsys.readouterr().out
+    write_png(core, src, leaf(core, 16))
+    assert envfx.cli.main(["mips", str(src), "--out", str(out), "--no-compare"]) == 0
+    printed = capsys.readouterr().out
+    assert "removed 2 file(s) an earlier run wrote and this one does not: leaf_mip05.png, leaf_mip06.png" in printed
+    assert sorted(os.listdir(out)) == sorted(core.output_names("leaf", 5, ("dds", "png"), compare=False))
+    assert json.loads((out / "leaf_mips.json").read_text())["levels"] == 5
+    write_png(core, src, leaf(core, 64))
+    ops.bake_mips(ops.inputs_from_paths([str(src)]), str(out), compare=False)
+    write_png(core, src, leaf(core, 16))
+    result = ops.bake_mips(ops.inputs_from_paths([str(src), str(out / "leaf_mip06.png")]), str(out), compare=False)
+    assert [os.path.basename(p) for p in result.removed] == ["leaf_mip05.png"]
+    assert (out / "leaf_mip06.png").is_file() and (out / "leaf_mip06.dds").is_file()
+
+
 @pytest.mark.parametrize("args,msg", [
     (["--format", "dds,bmp"], "Unknown output format"),
     (["--ref", "1.2"], "outside"),
@@ -461,6 +485,42 @@ def test_operator_image_argument_and_name_clashes(core, ops, tmp_path):
     for lv in levels:  # the TGA reads the same as the PNG (Blender's loader, straight alpha)
         np.testing.assert_array_equal(lv, src)
     assert set(result.reports) == {"twig", "twig_2"}
+
+
+def test_renamed_inputs_take_names_no_other_input_has(envfx, core, ops, tmp_path, capsys):
+    """a.png a.tga a_2.png a_2.tga: a.tga is renamed past a_2 (a_2.png's own name) and a_2.tga to a_2_2 (before:
+    a.tga became a_2, a_2.png a_2_2 as well, and the run failed after baking with "Two inputs are both named
+    'a_2_2'"). Every input gets its own chain, of its own pixels."""
+    folder = tmp_path / "in"
+    folder.mkdir()
+    sources = {}
+    for seed, name in enumerate(("a.png", "a.tga", "a_2.png", "a_2.tga")):
+        sources[name] = leaf(core, 24, seed=seed)
+        Image.fromarray(sources[name]).save(folder / name)
+    inputs = ops.inputs_from_paths([str(folder)])
+    assert [(os.path.basename(i.path), i.stem) for i in inputs] == [
+        ("a.png", "a"), ("a.tga", "a_3"), ("a_2.png", "a_2"), ("a_2.tga", "a_2_2")]
+    upper = write_png(core, tmp_path / "A.png", sources["a.png"])
+    assert [i.stem for i in ops.inputs_from_paths([str(folder / "a_2.tga"), upper, str(folder / "a.tga")])] \
+        == ["a_2", "A", "a_3"]  # in the order given; case is ignored (A.dds and a.dds are one file on Windows)
+    out = tmp_path / "out"
+    assert envfx.cli.main(["mips", str(folder), "--out", str(out), "--format", "dds", "--no-compare"]) == 0
+    assert "for 4 image(s)" in capsys.readouterr().out
+    for name, stem in (("a.png", "a"), ("a.tga", "a_3"), ("a_2.png", "a_2"), ("a_2.tga", "a_2_2")):
+        level0 = dds_reader.read_dds((out / f"{stem}.dds").read_bytes())["levels"][0]
+        np.testing.assert_array_equal(level0, sources[name])
+        assert json.loads((out / f"{stem}_mips.json").read_text())["source"] == str(folder / name)
+
+
+def test_inputs_that_would_share_a_name_are_refused_before_any_work(core, ops, tmp_path):
+    """Inputs whose names still clash (a script that bypasses the renaming) are refused by validate(), naming the
+    input files, before anything is read or written."""
+    paths = [write_png(core, tmp_path / n, leaf(core, 16)) for n in ("leaf.png", "Leaf.png")]
+    inputs = [ops.MipsInput(stem="leaf", label=p, path=p) for p in paths]
+    before = state()
+    out = str(tmp_path / "out")
+    pattern = f"Inputs {paths[0]!r} and {paths[1]!r} would be written under the same name 'leaf': rename one"
+    _expect_error(None, lambda: ops.validate(inputs, out, core.MipSettings(), "dds"), re.escape(pattern), out, before)
 
 
 @pytest.mark.parametrize("colour", ["SRGB", "LINEAR"])

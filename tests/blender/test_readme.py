@@ -197,7 +197,7 @@ NOT_SETTINGS = {
                  "iterations_per_frame", "layout", "max_speed_baked", "noise_norm", "normal", "nz", "pz", "read_exr",
                  "right", "scale", "settings", "slot", "slot_index", "still_exr", "still_png", "times", "unit", "up",
                  "velocity", "version", "write_exr"},
-    "mips": {"dds_format", "null"},
+    "mips": {"dds_format", "files", "null"},
 }
 SECTIONS = {"World Bend": "bend", "Wind": "wind", "Snow": "snow", "Gas Giant": "gasgiant", "Mip Chains": "mips"}
 

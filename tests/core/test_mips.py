@@ -413,6 +413,112 @@ def test_cancelled_write_leaves_nothing(tmp_path):
     assert os.listdir(tmp_path) == []
 
 
+# --- a second run into the same folder --------------------------------------------------------------------
+
+def bake_into(out, size, formats="dds,png", compare=True, keep=(), stem="leaf"):
+    """One run of ``stem`` (a leaf card of ``size``) into ``out``; returns the names it removed."""
+    with mips.StagedOutput(str(out), formats, compare, keep=keep) as staged:
+        staged.add(stem, f"{stem}.png", mips.build_chain(mips.make_leaf_card(size, seed=size)))
+        staged.commit()
+    assert staged.not_removed == []
+    return sorted(os.path.relpath(p, out) for p in staged.removed)
+
+
+def listing(folder):
+    return {name: (folder / name).read_bytes() for name in sorted(os.listdir(folder))}
+
+
+USER_FILES = ("leaf_notes.txt", "leafy_mip06.png", "leaf_mip6.png", "leaf_mip006.png", "Leaf_mip06.png",
+              "leaf_mip06.png.bak", "leaf_compare.PNG", "oak_mip06.png", "oak.dds")
+
+
+def test_second_run_removes_what_the_first_wrote_and_it_does_not(tmp_path):
+    """64x64 (7 levels, DDS, PNG, comparison), then 16x16 (5 levels) as PNG only without a comparison: the first
+    run's leaf.dds, leaf_compare.png, leaf_mip05.png and leaf_mip06.png go (before: they stayed, and a glob of
+    leaf_mip*.png mixed two images); files the first run did not write stay, whatever their names."""
+    for name in USER_FILES:
+        (tmp_path / name).write_bytes(b"mine")
+    assert bake_into(tmp_path, 64) == []
+    first = json.loads((tmp_path / "leaf_mips.json").read_text())["files"]
+    assert first == mips.output_names("leaf", 7, ("dds", "png"), compare=True)
+    assert bake_into(tmp_path, 16, formats="png", compare=False) == ["leaf.dds", "leaf_compare.png",
+                                                                     "leaf_mip05.png", "leaf_mip06.png"]
+    new = mips.output_names("leaf", 5, ("png",), compare=False)
+    assert sorted(os.listdir(tmp_path)) == sorted(new + list(USER_FILES))
+    assert json.loads((tmp_path / "leaf_mips.json").read_text())["files"] == new
+    assert all((tmp_path / n).read_bytes() == b"mine" for n in USER_FILES)
+    assert bake_into(tmp_path, 16, formats="dds") == [f"leaf_mip{i:02d}.png" for i in range(5)]
+
+
+def test_report_without_a_file_list_stands_for_the_exact_output_names(tmp_path):
+    """A report written before reports listed their files: only <stem>.dds, <stem>_compare.png and
+    <stem>_mipNN.png go (here also leaf_mip07.png, left by an older, bigger run)."""
+    bake_into(tmp_path, 64)
+    report = json.loads((tmp_path / "leaf_mips.json").read_text())
+    del report["files"]
+    (tmp_path / "leaf_mips.json").write_text(json.dumps(report))
+    for name in USER_FILES + ("leaf_mip07.png",):
+        (tmp_path / name).write_bytes(b"mine")
+    assert bake_into(tmp_path, 16, formats="png", compare=False) == [
+        "leaf.dds", "leaf_compare.png", "leaf_mip05.png", "leaf_mip06.png", "leaf_mip07.png"]
+    assert sorted(os.listdir(tmp_path)) == sorted(mips.output_names("leaf", 5, ("png",), False) + list(USER_FILES))
+
+
+@pytest.mark.parametrize("report", [None, b"not json", b'{"levels": 7}', b'{"hello": 1}',
+                                    b'{"levels": 7, "per_level": [], "files": null}',
+                                    b'{"levels": 7, "per_level": [], "files": ["../outside.png", "notes.txt", '
+                                    b'"sub/leaf_mip06.png", "oak_mip00.png", "leaf_mip6.png", 7]}'])
+def test_nothing_is_removed_without_an_envfx_report_that_lists_it(tmp_path, report):
+    out = tmp_path / "out"
+    (out / "sub").mkdir(parents=True)
+    names = ["leaf.dds", "leaf_compare.png", "leaf_mip06.png", "notes.txt", "oak_mip00.png", "leaf_mip6.png",
+             "sub/leaf_mip06.png"]
+    for name in names:
+        (out / name).write_bytes(b"mine")
+    (tmp_path / "outside.png").write_bytes(b"mine")
+    if report is not None:
+        (out / "leaf_mips.json").write_bytes(report)
+    assert bake_into(out, 16, formats="png", compare=False) == []
+    assert all((out / n).read_bytes() == b"mine" for n in names) and (tmp_path / "outside.png").exists()
+
+
+def test_failed_or_cancelled_second_run_removes_nothing(tmp_path, monkeypatch):
+    bake_into(tmp_path, 64)
+    before = listing(tmp_path)
+    job = mips.write_outputs_job([("leaf", "", mips.build_chain(blobs(16, 16)))], str(tmp_path), "png", False)
+    next(job)
+    job.close()
+    assert listing(tmp_path) == before
+
+    def full(arr, level=6):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(mips, "encode_png", full)
+    with pytest.raises(mips.MipsError, match="nothing was written"):
+        mips.write_outputs([("leaf", "", mips.build_chain(blobs(16, 16)))], str(tmp_path), "png", False)
+    assert listing(tmp_path) == before
+
+
+def test_inputs_are_kept_and_a_file_that_cannot_be_removed_is_named(tmp_path, monkeypatch):
+    bake_into(tmp_path, 64)
+    assert bake_into(tmp_path, 16, keep=[str(tmp_path / "leaf_mip06.png")]) == ["leaf_mip05.png"]
+    assert (tmp_path / "leaf_mip06.png").exists()
+    bake_into(tmp_path, 64)
+    real = os.remove
+
+    def refuse(path, *args, **kwargs):
+        if path.endswith("leaf_mip06.png"):
+            raise PermissionError(13, "Permission denied")
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "remove", refuse)
+    with mips.StagedOutput(str(tmp_path)) as staged:
+        staged.add("leaf", "", mips.build_chain(mips.make_leaf_card(16)))
+        staged.commit()
+    assert [os.path.basename(p) for p in staged.removed] == ["leaf_mip05.png"]
+    assert staged.not_removed == [f"{tmp_path / 'leaf_mip06.png'} (Permission denied)"]
+
+
 @pytest.mark.parametrize("h,w,s,seed", [(17, 23, 4, 0), (8, 5, 3, 1), (1, 12, 4, 2), (30, 30, 2, 3)])
 def test_coverage_matches_a_brute_force_bilinear_upsample(h, w, s, seed):
     """Independent check of the adaptive measure: upsample every texel densely, count."""

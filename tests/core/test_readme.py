@@ -233,6 +233,8 @@ def test_mips_writes_the_files_and_report(tmp_path):
     assert written == sorted(mips.output_names("leaf", len(chain.levels), mips.FORMATS))
     report = json.loads((tmp_path / "leaf_mips.json").read_text())
     assert "dds_format" in report
+    assert report["files"] == mips.output_names("leaf", len(chain.levels), mips.FORMATS)
+    quoted(r"the `files` written")
 
 
 def test_bend_engine_files(tmp_path):
