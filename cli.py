@@ -558,8 +558,8 @@ def run_wind(args) -> int:
         if ignored:
             raise CliError(f"--remove only removes the live wind (no bake): drop {', '.join(ignored)}, or run the "
                            f"bake without --remove")
-    if args.ao_samples is not None and args.ao_samples < 0:
-        raise CliError(f"--ao-samples {args.ao_samples}: use 0 (no AO) or more")
+    if args.ao_samples is not None and not 0 <= args.ao_samples <= core_wind.MAX_AO_SAMPLES:
+        raise CliError(f"--ao-samples {args.ao_samples}: use 0 (no AO) to {core_wind.MAX_AO_SAMPLES}")
     if args.leaf_size is not None and not 0.0 < args.leaf_size < 1.0:
         raise CliError(f"--leaf-size {args.leaf_size}: use a fraction between 0 and 1")
     custom = None

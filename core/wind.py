@@ -68,6 +68,7 @@ OBJECT_PHASE = (0.37, 0.59)
 TILT_SCALE = 0.15      # grass tilt at the top, in asset heights, for a camera looking straight down
 TERRAIN_RAY = 100.0    # terrain rays start this far above each vertex (object units)
 
+MAX_AO_SAMPLES = 4096  # Cycles AO samples of a bake (scene.envfx.wind.ao_samples, the CLI's --ao-samples): 0 = no AO
 LAYOUTS = ("HZD", "CRYENGINE", "CUSTOM")
 SOURCES = ("LEAF", "BRANCH_PHASE", "BRANCH", "AO", "HEIGHT", "LEAF_PHASE", "ZERO", "ONE")
 HZD_LAYOUT = ("LEAF", "BRANCH_PHASE", "BRANCH", "AO")

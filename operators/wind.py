@@ -220,8 +220,8 @@ def bake_job(scene, objects, depsgraph=None, ao_samples=None, leaf_size=None, la
     if custom is None:
         custom = (s.custom_r, s.custom_g, s.custom_b, s.custom_a)
     meshes, skipped, warnings = validate(scene, objects, layout, custom)
-    if ao_samples < 0:
-        raise WindInputError(f"AO samples {ao_samples} must be 0 (no AO) or more")
+    if not 0 <= ao_samples <= core_wind.MAX_AO_SAMPLES:  # before any work: Cycles refuses more, after the structure
+        raise WindInputError(f"AO samples {ao_samples} must be 0 (no AO) to {core_wind.MAX_AO_SAMPLES}")
     if ao_samples > 0:
         view_layer = bpy.context.view_layer
         for obj in meshes:

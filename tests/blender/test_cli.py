@@ -232,6 +232,12 @@ def test_bend_apply_bakes_into_the_mesh_in_place(envfx, scene_file):
         (["bend", "{scene}", "--side-strength", "nan"], "--side-strength nan: use a finite number"),
         (["bend", "{scene}", "--side-spread", "inf"], "--side-spread inf: use a finite number"),
         (["bend", "{scene}", "--horizon-offset", "1e30", "--export-engines", "{dir}/out"], "enormous"),
+        # every wind number is range-checked before the file is opened (not deep in the AO step after the bake)
+        (["wind", "{scene}", "--ao-samples", "3000000000"], "--ao-samples 3000000000: use 0 (no AO) to 4096"),
+        (["wind", "{scene}", "--ao-samples", "4097"], "--ao-samples 4097: use 0 (no AO) to 4096"),
+        (["wind", "{scene}", "--ao-samples=-1"], "--ao-samples -1: use 0 (no AO) to 4096"),
+        (["wind", "{scene}", "--leaf-size", "nan"], "--leaf-size nan: use a fraction between 0 and 1"),
+        (["wind", "{scene}", "--leaf-size", "inf"], "--leaf-size inf: use a fraction between 0 and 1"),
     ],
 )
 def test_bad_input_exits_2_with_a_clear_message_and_leaves_files_alone(envfx, scene_file, tmp_path, capsys,

@@ -347,6 +347,11 @@ def test_bad_inputs_leave_scene_unchanged(mods):
         mods.ops.bake(scene, [obj], ao_samples=4)
     assert _snapshot() == before
     obj.hide_render = False
+    # AO samples out of range are refused before the structure bake, not by Cycles in the AO step after it
+    for samples in (-1, mods.core.MAX_AO_SAMPLES + 1, 3_000_000_000):
+        with pytest.raises(mods.ops.WindInputError, match=f"AO samples {samples} must be 0 .no AO. to 4096"):
+            next(mods.ops.bake_job(scene, [obj], ao_samples=samples))
+        assert _snapshot() == before
     # a mix: the camera is skipped with a warning, the tree is baked
     result = mods.ops.bake(scene, [obj, cam], ao_samples=0)
     assert "Cam" in result.skipped and result.changed == ["Tree"]
