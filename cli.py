@@ -251,8 +251,9 @@ class _Context:
 
 
 def _resolve_objects(scene, names: str):
+    """The scene's objects named in ``--objects``, in order; a name given twice (a generated list) counts once."""
     found, missing = [], []
-    for name in _split_names(names):
+    for name in dict.fromkeys(_split_names(names)):
         obj = scene.objects.get(name)
         (found if obj is not None else missing).append(obj if obj is not None else name)
     if missing:

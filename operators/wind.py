@@ -183,7 +183,7 @@ def validate(scene, objects, layout="HZD", custom=None):
         raise WindInputError("Nothing selected: select the objects of one asset (trunk, branches, leaves)")
     meshes, skipped, warnings = [], {}, []
     seen = {}
-    for obj in objects:
+    for obj in dict.fromkeys(objects):  # an object given twice is one object, not two sharing a mesh
         reason = _skip_reason(obj)
         if reason is None and obj.data.name in seen:
             reason = f"shares its mesh with {seen[obj.data.name]}, which is baked (one bake per mesh)"

@@ -496,6 +496,21 @@ def test_snow_generate_twice_regenerates_the_cover_in_place(envfx, tmp_path, cap
     assert name == "Ground Snow" and vertices < first[0]["Ground Snow"][0] and trails
 
 
+def test_a_name_given_twice_in_objects_counts_once(envfx, scene_file, tmp_path, capsys):
+    """``--objects Tree,Tree`` (a generated list) is the object Tree, once: not a second object sharing its mesh
+    (wind), not a second bend to bake that is no longer there (bend --apply)."""
+    tree = tree_file(envfx, tmp_path / "tree.blend")
+    assert envfx.cli.main(["wind", tree, "--objects", "Tree,Tree", "--add"]) == 0
+    out = capsys.readouterr().out
+    assert f"envfx wind: {tree}: baked Tree: " in out and "shares its mesh" not in out and "skipped" not in out
+    bpy.ops.wm.open_mainfile(filepath=tree)
+    assert len(envfx.operators.wind.wind_modifiers(bpy.data.objects["Tree"])) == 1
+    assert envfx.cli.main(["bend", scene_file, "--objects", "Cube,Cube", "--pivot", "Player"]) == 0
+    assert "bent 1 object(s), 0 unchanged" in capsys.readouterr().out
+    assert envfx.cli.main(["bend", scene_file, "--objects", "Cube, Cube", "--apply"]) == 0
+    assert f"envfx bend: {scene_file}: " in capsys.readouterr().out
+
+
 def test_remove_with_nothing_to_remove_does_not_rewrite_the_file(envfx, scene_file, capsys):
     before, stamp = digest(scene_file), os.stat(scene_file).st_mtime_ns
     assert envfx.cli.main(["bend", scene_file, "--objects", "Cube", "--remove"]) == 0

@@ -355,6 +355,9 @@ def test_bad_inputs_leave_scene_unchanged(mods):
     # a mix: the camera is skipped with a warning, the tree is baked
     result = mods.ops.bake(scene, [obj, cam], ao_samples=0)
     assert "Cam" in result.skipped and result.changed == ["Tree"]
+    # an object given twice is baked once, not skipped as sharing its own mesh
+    result = mods.ops.bake(scene, [obj, obj], ao_samples=0)
+    assert result.changed == ["Tree"] and not result.skipped and not any("shares" in w for w in result.warnings)
     # a deleted wind object
     bpy.ops.object.effector_add(type="WIND")
     field = bpy.context.active_object
