@@ -158,6 +158,29 @@ def _mesh_edges(mesh) -> np.ndarray:
     return buf.reshape(-1, 2)
 
 
+def _faced_vertices(mesh) -> np.ndarray:
+    """Per vertex: whether it belongs to a face (loose points and the vertices of loose edges do not)."""
+    loops = np.empty(len(mesh.loops), np.int32)
+    mesh.loops.foreach_get("vertex_index", loops)
+    faced = np.zeros(len(mesh.vertices), bool)
+    faced[loops] = True
+    return faced
+
+
+def _faceless_warnings(meshes, counts, faceless) -> list:
+    """Name the objects whose vertices without faces were left out of the structure (the artist can clean them)."""
+    out, start = [], 0
+    for obj, count in zip(meshes, counts):
+        k = int(faceless[start:start + count].sum())
+        start += count
+        if k:
+            what, were, take = ("vertex", "was", "takes") if k == 1 else ("vertices", "were", "take")
+            out.append(f"{obj.name}: {k} {what} without faces (loose points or edges) {were} left out of the trunk "
+                       f"and branch detection and {take} the wind data of the nearest vertex with faces; if stray, "
+                       f"delete them (Edit Mode: Mesh > Clean Up > Delete Loose)")
+    return out
+
+
 def _modifier_warnings(objects, depsgraph) -> list:
     out = []
     for obj in objects:
@@ -237,7 +260,7 @@ def bake_job(scene, objects, depsgraph=None, ao_samples=None, leaf_size=None, la
     if depsgraph is not None:
         result.warnings += _modifier_warnings(meshes, depsgraph)
 
-    positions, edges, labels, counts = [], [], [], []
+    positions, edges, labels, faced, counts = [], [], [], [], []
     offset = 0
     for obj in meshes:
         co = bridge.get_positions(obj.data).astype(np.float64)
@@ -245,11 +268,12 @@ def bake_job(scene, objects, depsgraph=None, ao_samples=None, leaf_size=None, la
         positions.append(co @ m[:3, :3].T + m[:3, 3])
         edges.append(_mesh_edges(obj.data).astype(np.int64) + offset)
         labels.append(np.maximum(material_labels(obj), vertex_group_labels(obj, scene)))
+        faced.append(_faced_vertices(obj.data))
         counts.append(len(co))
         offset += len(co)
     yield 0.05
     core_job = core_wind.bake_steps(np.concatenate(positions), np.concatenate(edges), np.concatenate(labels),
-                                    leaf_fraction=leaf_size)
+                                    leaf_fraction=leaf_size, faced=np.concatenate(faced))
     try:
         while True:
             yield 0.05 + 0.6 * next(core_job)
@@ -257,7 +281,7 @@ def bake_job(scene, objects, depsgraph=None, ao_samples=None, leaf_size=None, la
         res = stop.value
     except core_wind.WindError as exc:
         raise WindInputError(str(exc)) from None
-    result.warnings += res.warnings
+    result.warnings += res.warnings + _faceless_warnings(meshes, counts, res.faceless)
     n = len(res.height)
     ao = np.ones(n, np.float32)
     if ao_samples > 0:
@@ -266,7 +290,7 @@ def bake_job(scene, objects, depsgraph=None, ao_samples=None, leaf_size=None, la
             while True:
                 yield 0.7 + 0.25 * next(ao_job)
         except StopIteration as stop:
-            ao = np.concatenate(stop.value).astype(np.float32)
+            ao = np.concatenate(stop.value).astype(np.float32)[res.source]  # Cycles bakes no AO off the faces
     hzd = core_wind.pack_channels(res, ao, "HZD")
     export = core_wind.pack_channels(res, ao, layout, custom) if layout != "HZD" else None
     # all computed: write
