@@ -174,10 +174,11 @@ def _faceless_warnings(meshes, counts, faceless) -> list:
         k = int(faceless[start:start + count].sum())
         start += count
         if k:
-            what, were, take = ("vertex", "was", "takes") if k == 1 else ("vertices", "were", "take")
-            out.append(f"{obj.name}: {k} {what} without faces (loose points or edges) {were} left out of the trunk "
-                       f"and branch detection and {take} the wind data of the nearest vertex with faces; if stray, "
-                       f"delete them (Edit Mode: Mesh > Clean Up > Delete Loose)")
+            one = k == 1
+            out.append(f"{obj.name}: {k} {'vertex' if one else 'vertices'} without faces (loose points or edges) "
+                       f"{'was' if one else 'were'} left out of the trunk and branch detection and "
+                       f"{'takes' if one else 'take'} the wind data of the nearest vertex with faces; if stray, "
+                       f"delete {'it' if one else 'them'} (Edit Mode: Mesh > Clean Up > Delete Loose)")
     return out
 
 
