@@ -251,8 +251,9 @@ class _Context:
 
 
 def _resolve_objects(scene, names: str):
+    """The scene's objects named in ``--objects``, in order; a name given twice (a generated list) counts once."""
     found, missing = [], []
-    for name in _split_names(names):
+    for name in dict.fromkeys(_split_names(names)):
         obj = scene.objects.get(name)
         (found if obj is not None else missing).append(obj if obj is not None else name)
     if missing:
@@ -545,7 +546,7 @@ def _add_wind(sub):
     target.add_argument("--collection", help="bake every mesh of this collection as one asset")
     target.add_argument("--objects", help="comma-separated object names forming one asset")
     target.add_argument("--each", action="store_true", help="bake every mesh of the scene as its own asset")
-    p.add_argument("--ao-samples", type=int, help="Cycles AO samples (0 = no AO)")
+    p.add_argument("--ao-samples", type=int, help=f"Cycles AO samples, 0 (no AO) to {core_wind.MAX_AO_SAMPLES}")
     p.add_argument("--leaf-size", type=float, help="leaf island size as a fraction of the asset height")
     p.add_argument("--layout", choices=core_wind.LAYOUTS, help="export channel layout")
     p.add_argument("--custom", help="four comma-separated channel sources for --layout CUSTOM "
@@ -573,8 +574,8 @@ def run_wind(args) -> int:
         if ignored:
             raise CliError(f"--remove only removes the live wind (no bake): drop {', '.join(ignored)}, or run the "
                            f"bake without --remove")
-    if args.ao_samples is not None and args.ao_samples < 0:
-        raise CliError(f"--ao-samples {args.ao_samples}: use 0 (no AO) or more")
+    if args.ao_samples is not None and not 0 <= args.ao_samples <= core_wind.MAX_AO_SAMPLES:
+        raise CliError(f"--ao-samples {args.ao_samples}: use 0 (no AO) to {core_wind.MAX_AO_SAMPLES}")
     if args.leaf_size is not None and not 0.0 < args.leaf_size < 1.0:
         raise CliError(f"--leaf-size {args.leaf_size}: use a fraction between 0 and 1")
     custom = None

@@ -218,7 +218,7 @@ class EnvFXWindSettings(PropertyGroup):
         name="AO Samples",
         description="Cycles samples for the ambient occlusion baked into the alpha channel (0 = no AO bake, "
         "alpha is 1)",
-        default=16, min=0, soft_max=256, max=4096,
+        default=16, min=0, soft_max=256, max=core_wind.MAX_AO_SAMPLES,
     )
     leaf_size: FloatProperty(
         name="Leaf Size",

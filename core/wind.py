@@ -8,13 +8,15 @@ Bake (``bake_wind_data``), per vertex of an asset made of one or more objects, i
 - G       a stable per-branch index in 0..1 (phase offset, so branches do not move in unison);
 - A       ambient occlusion (baked by Cycles in the bridge; 1.0 here).
 
-Structure detection: islands (connected components of the edge graph); the trunk is the island holding the
-asset's lowest vertex (or the islands marked trunk); its axis is the per-height-slice median of the trunk's
-vertices (so leaning trunks and assets away from the origin work) and its radius a low percentile of the
-distances to that axis. Islands small against the asset's height are leaves (cards, needles, blades); the
-others are branches. Branches welded to the trunk are the connected pieces of the trunk island outside the
-trunk's core; other islands standing on the ground are stems (multi-stem bushes, grass blades) whose B grows from
-their own root. A leaf attaches at its vertex nearest the branch/trunk geometry and inherits B and G from there.
+Structure detection, from the vertices that belong to a face only (a vertex without one, such as a stray point or a
+loose-edge strand, takes the data of its nearest vertex with a face): islands (connected components of the edge
+graph); the trunk is the island holding the asset's lowest vertex (or the islands marked trunk); its axis is the
+per-height-slice median of the trunk's vertices (so leaning trunks and assets away from the origin work) and its
+radius a low percentile of the distances to that axis. Islands small against the asset's height are leaves (cards,
+needles, blades); the others are branches. Branches welded to the trunk are the connected pieces of the trunk island
+outside the trunk's core; other islands standing on the ground are stems (multi-stem bushes, grass blades) whose B
+grows from their own root. A leaf attaches at its vertex nearest the branch/trunk geometry and inherits B and G from
+there.
 Overrides (vertex groups / material slots, resolved by the bridge) label vertices trunk / branch / leaf.
 
 Live wind (``wind_offsets``): the reference the geometry-nodes group "EnvFX Wind" must match to 1e-4. All
@@ -68,6 +70,7 @@ OBJECT_PHASE = (0.37, 0.59)
 TILT_SCALE = 0.15      # grass tilt at the top, in asset heights, for a camera looking straight down
 TERRAIN_RAY = 100.0    # terrain rays start this far above each vertex (object units)
 
+MAX_AO_SAMPLES = 4096  # Cycles AO samples of a bake (scene.envfx.wind.ao_samples, the CLI's --ao-samples): 0 = no AO
 LAYOUTS = ("HZD", "CRYENGINE", "CUSTOM")
 SOURCES = ("LEAF", "BRANCH_PHASE", "BRANCH", "AO", "HEIGHT", "LEAF_PHASE", "ZERO", "ONE")
 HZD_LAYOUT = ("LEAF", "BRANCH_PHASE", "BRANCH", "AO")
@@ -145,13 +148,17 @@ class BakeResult:
     n_leaves: int
     n_branches: int
     warnings: list = field(default_factory=list)
+    faceless: np.ndarray = None  # (N,) bool: vertices without a face, left out of the structure
+    source: np.ndarray = None    # (N,) int64: whose data each vertex carries (itself, or a faceless one's nearest)
 
 
 def bake_wind_data(positions, edges, labels=None, leaf_fraction: float = 0.2, slices: int = 24,
-                   max_samples: int = 8192, seed: int = 0) -> BakeResult:
-    """Wind data of one asset. ``positions`` (N, 3) world space, ``edges`` (E, 2) vertex indices (faces' edges),
-    ``labels`` optional (N,) overrides (0 auto, 1 trunk, 2 branch, 3 leaf)."""
-    job = bake_steps(positions, edges, labels, leaf_fraction, slices, max_samples, seed)
+                   max_samples: int = 8192, seed: int = 0, faced=None) -> BakeResult:
+    """Wind data of one asset. ``positions`` (N, 3) world space, ``edges`` (E, 2) vertex indices (the mesh's
+    edges), ``labels`` optional (N,) overrides (0 auto, 1 trunk, 2 branch, 3 leaf), ``faced`` optional (N,) bool:
+    the vertices that belong to a face (None: every vertex on an edge). Vertices without a face (loose points,
+    loose-edge strands) do not take part in the structure: see ``bake_steps``."""
+    job = bake_steps(positions, edges, labels, leaf_fraction, slices, max_samples, seed, faced)
     while True:
         try:
             next(job)
@@ -160,8 +167,15 @@ def bake_wind_data(positions, edges, labels=None, leaf_fraction: float = 0.2, sl
 
 
 def bake_steps(positions, edges, labels=None, leaf_fraction: float = 0.2, slices: int = 24,
-               max_samples: int = 8192, seed: int = 0):
-    """``bake_wind_data`` as a job generator: yields progress fractions, returns the ``BakeResult``."""
+               max_samples: int = 8192, seed: int = 0, faced=None):
+    """``bake_wind_data`` as a job generator: yields progress fractions, returns the ``BakeResult``.
+
+    Only the vertices with a face (``faced``) make the structure: the base, the height, the islands (through the
+    edges between them), the trunk, the branches and the leaves. A vertex without a face (a stray point left by a
+    merge, a loose edge, a strand of edges) carries no shape, so it neither becomes the trunk nor moves the base;
+    it takes every value (height, B, R, G, leaf phase, kind; the bridge gives it the AO too) of its nearest vertex
+    with a face, so it moves with the geometry around it. ``BakeResult.faceless`` marks them (the bridge names
+    them in a warning) and ``BakeResult.source`` says whose data each vertex carries."""
     p = np.asarray(positions, dtype=np.float64).reshape(-1, 3)
     n = len(p)
     if n == 0:
@@ -174,6 +188,65 @@ def bake_steps(positions, edges, labels=None, leaf_fraction: float = 0.2, slices
     if edges.size and (edges.min() < 0 or edges.max() >= n):
         raise WindError("Edge indices out of range for the given positions")
     labels = np.zeros(n, np.int8) if labels is None else np.asarray(labels, dtype=np.int8).reshape(n)
+    if faced is None:
+        faced = np.zeros(n, bool)
+        faced[edges.reshape(-1)] = True
+    else:
+        faced = np.asarray(faced, dtype=bool).reshape(n)
+    if not faced.any():
+        raise WindError("The asset has no faces (points or loose edges only): wind data needs a mesh with faces")
+    if faced.all():
+        result = yield from _structure_steps(p, edges, labels, leaf_fraction, slices, max_samples, seed)
+        result.faceless = np.zeros(n, bool)
+        result.source = np.arange(n, dtype=np.int64)
+        return result
+    idx = np.nonzero(faced)[0]
+    remap = np.full(n, -1, np.int64)
+    remap[idx] = np.arange(len(idx))
+    keep = faced[edges[:, 0]] & faced[edges[:, 1]]
+    job = _structure_steps(p[idx], remap[edges[keep]], labels[idx], leaf_fraction, slices, max_samples, seed)
+    while True:
+        try:
+            f = next(job)
+        except StopIteration as stop:
+            sub = stop.value
+            break
+        yield 0.95 * f
+    loose = np.nonzero(~faced)[0]
+    source = np.arange(n, dtype=np.int64)
+    source[loose] = idx[_nearest(p[idx], p[loose], max_samples, seed)]
+    at = remap[source]
+    for name in ("height", "branch", "leaf", "phase", "leaf_phase", "kind"):
+        setattr(sub, name, getattr(sub, name)[at])
+    sub.faceless = ~faced
+    sub.source = source
+    yield 1.0
+    return sub
+
+
+def _nearest(points, queries, max_samples: int, seed: int) -> np.ndarray:
+    """Index into ``points`` of the point nearest each of ``queries``: exact (chunked, float64 about the points'
+    centre), or among a seeded sample of the points when there are so many queries that the exact search would
+    cost more than about 2**29 distances (a mesh full of loose strands)."""
+    cand = np.arange(len(points))
+    most = max(max_samples, (1 << 29) // max(len(queries), 1))
+    if len(cand) > most:
+        cand = np.sort(np.random.default_rng(seed).choice(cand, most, replace=False))
+    centre = points[cand].mean(axis=0)
+    cp = points[cand] - centre
+    qp = queries - centre
+    cp_sq = (cp * cp).sum(1)
+    out = np.empty(len(qp), np.int64)
+    chunk = max(1, 4_000_000 // len(cp))
+    for i in range(0, len(qp), chunk):  # chunks of queries (memory bound), not a loop over vertices
+        d2 = cp_sq[None, :] - 2.0 * (qp[i:i + chunk] @ cp.T)
+        out[i:i + chunk] = np.argmin(d2, axis=1)
+    return cand[out]
+
+
+def _structure_steps(p, edges, labels, leaf_fraction, slices, max_samples, seed):
+    """The structure of the vertices with faces (see ``bake_steps``): yields progress, returns the ``BakeResult``."""
+    n = len(p)
     warnings = []
 
     z = p[:, 2]

@@ -158,6 +158,30 @@ def _mesh_edges(mesh) -> np.ndarray:
     return buf.reshape(-1, 2)
 
 
+def _faced_vertices(mesh) -> np.ndarray:
+    """Per vertex: whether it belongs to a face (loose points and the vertices of loose edges do not)."""
+    loops = np.empty(len(mesh.loops), np.int32)
+    mesh.loops.foreach_get("vertex_index", loops)
+    faced = np.zeros(len(mesh.vertices), bool)
+    faced[loops] = True
+    return faced
+
+
+def _faceless_warnings(meshes, counts, faceless) -> list:
+    """Name the objects whose vertices without faces were left out of the structure (the artist can clean them)."""
+    out, start = [], 0
+    for obj, count in zip(meshes, counts):
+        k = int(faceless[start:start + count].sum())
+        start += count
+        if k:
+            one = k == 1
+            out.append(f"{obj.name}: {k} {'vertex' if one else 'vertices'} without faces (loose points or edges) "
+                       f"{'was' if one else 'were'} left out of the trunk and branch detection and "
+                       f"{'takes' if one else 'take'} the wind data of the nearest vertex with faces; if stray, "
+                       f"delete {'it' if one else 'them'} (Edit Mode: Mesh > Clean Up > Delete Loose)")
+    return out
+
+
 def _modifier_warnings(objects, depsgraph) -> list:
     out = []
     for obj in objects:
@@ -183,7 +207,7 @@ def validate(scene, objects, layout="HZD", custom=None):
         raise WindInputError("Nothing selected: select the objects of one asset (trunk, branches, leaves)")
     meshes, skipped, warnings = [], {}, []
     seen = {}
-    for obj in objects:
+    for obj in dict.fromkeys(objects):  # an object given twice is one object, not two sharing a mesh
         reason = _skip_reason(obj)
         if reason is None and obj.data.name in seen:
             reason = f"shares its mesh with {seen[obj.data.name]}, which is baked (one bake per mesh)"
@@ -220,8 +244,8 @@ def bake_job(scene, objects, depsgraph=None, ao_samples=None, leaf_size=None, la
     if custom is None:
         custom = (s.custom_r, s.custom_g, s.custom_b, s.custom_a)
     meshes, skipped, warnings = validate(scene, objects, layout, custom)
-    if ao_samples < 0:
-        raise WindInputError(f"AO samples {ao_samples} must be 0 (no AO) or more")
+    if not 0 <= ao_samples <= core_wind.MAX_AO_SAMPLES:  # before any work: Cycles refuses more, after the structure
+        raise WindInputError(f"AO samples {ao_samples} must be 0 (no AO) to {core_wind.MAX_AO_SAMPLES}")
     if ao_samples > 0:
         view_layer = bpy.context.view_layer
         for obj in meshes:
@@ -237,7 +261,7 @@ def bake_job(scene, objects, depsgraph=None, ao_samples=None, leaf_size=None, la
     if depsgraph is not None:
         result.warnings += _modifier_warnings(meshes, depsgraph)
 
-    positions, edges, labels, counts = [], [], [], []
+    positions, edges, labels, faced, counts = [], [], [], [], []
     offset = 0
     for obj in meshes:
         co = bridge.get_positions(obj.data).astype(np.float64)
@@ -245,11 +269,12 @@ def bake_job(scene, objects, depsgraph=None, ao_samples=None, leaf_size=None, la
         positions.append(co @ m[:3, :3].T + m[:3, 3])
         edges.append(_mesh_edges(obj.data).astype(np.int64) + offset)
         labels.append(np.maximum(material_labels(obj), vertex_group_labels(obj, scene)))
+        faced.append(_faced_vertices(obj.data))
         counts.append(len(co))
         offset += len(co)
     yield 0.05
     core_job = core_wind.bake_steps(np.concatenate(positions), np.concatenate(edges), np.concatenate(labels),
-                                    leaf_fraction=leaf_size)
+                                    leaf_fraction=leaf_size, faced=np.concatenate(faced))
     try:
         while True:
             yield 0.05 + 0.6 * next(core_job)
@@ -257,7 +282,7 @@ def bake_job(scene, objects, depsgraph=None, ao_samples=None, leaf_size=None, la
         res = stop.value
     except core_wind.WindError as exc:
         raise WindInputError(str(exc)) from None
-    result.warnings += res.warnings
+    result.warnings += res.warnings + _faceless_warnings(meshes, counts, res.faceless)
     n = len(res.height)
     ao = np.ones(n, np.float32)
     if ao_samples > 0:
@@ -266,7 +291,7 @@ def bake_job(scene, objects, depsgraph=None, ao_samples=None, leaf_size=None, la
             while True:
                 yield 0.7 + 0.25 * next(ao_job)
         except StopIteration as stop:
-            ao = np.concatenate(stop.value).astype(np.float32)
+            ao = np.concatenate(stop.value).astype(np.float32)[res.source]  # Cycles bakes no AO off the faces
     hzd = core_wind.pack_channels(res, ao, "HZD")
     export = core_wind.pack_channels(res, ao, layout, custom) if layout != "HZD" else None
     # all computed: write

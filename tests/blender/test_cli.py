@@ -246,6 +246,12 @@ def test_bend_apply_bakes_into_the_mesh_in_place(envfx, scene_file):
         (["bend", "{scene}", "--side-strength", "nan"], "--side-strength nan: use a finite number"),
         (["bend", "{scene}", "--side-spread", "inf"], "--side-spread inf: use a finite number"),
         (["bend", "{scene}", "--horizon-offset", "1e30", "--export-engines", "{dir}/out"], "enormous"),
+        # every wind number is range-checked before the file is opened (not deep in the AO step after the bake)
+        (["wind", "{scene}", "--ao-samples", "3000000000"], "--ao-samples 3000000000: use 0 (no AO) to 4096"),
+        (["wind", "{scene}", "--ao-samples", "4097"], "--ao-samples 4097: use 0 (no AO) to 4096"),
+        (["wind", "{scene}", "--ao-samples=-1"], "--ao-samples -1: use 0 (no AO) to 4096"),
+        (["wind", "{scene}", "--leaf-size", "nan"], "--leaf-size nan: use a fraction between 0 and 1"),
+        (["wind", "{scene}", "--leaf-size", "inf"], "--leaf-size inf: use a fraction between 0 and 1"),
     ],
 )
 def test_bad_input_exits_2_with_a_clear_message_and_leaves_files_alone(envfx, scene_file, tmp_path, capsys,
@@ -548,6 +554,21 @@ def test_snow_generate_twice_regenerates_the_cover_in_place(envfx, tmp_path, cap
     assert envfx.cli.main(["snow", path, "--generate", "--objects", "Ground", "--spacing", "0.5"]) == 0
     (name, (vertices, trails)), = covers()[0].items()
     assert name == "Ground Snow" and vertices < first[0]["Ground Snow"][0] and trails
+
+
+def test_a_name_given_twice_in_objects_counts_once(envfx, scene_file, tmp_path, capsys):
+    """``--objects Tree,Tree`` (a generated list) is the object Tree, once: not a second object sharing its mesh
+    (wind), not a second bend to bake that is no longer there (bend --apply)."""
+    tree = tree_file(envfx, tmp_path / "tree.blend")
+    assert envfx.cli.main(["wind", tree, "--objects", "Tree,Tree", "--add"]) == 0
+    out = capsys.readouterr().out
+    assert f"envfx wind: {tree}: baked Tree: " in out and "shares its mesh" not in out and "skipped" not in out
+    bpy.ops.wm.open_mainfile(filepath=tree)
+    assert len(envfx.operators.wind.wind_modifiers(bpy.data.objects["Tree"])) == 1
+    assert envfx.cli.main(["bend", scene_file, "--objects", "Cube,Cube", "--pivot", "Player"]) == 0
+    assert "bent 1 object(s), 0 unchanged" in capsys.readouterr().out
+    assert envfx.cli.main(["bend", scene_file, "--objects", "Cube, Cube", "--apply"]) == 0
+    assert f"envfx bend: {scene_file}: " in capsys.readouterr().out
 
 
 def test_remove_with_nothing_to_remove_does_not_rewrite_the_file(envfx, scene_file, capsys):

@@ -193,6 +193,57 @@ def test_live_data_follows_rebake_and_leaves_with_the_wind(mods):
     assert "EnvFX_Wind" in obj.data.attributes and "EnvFX_Height" in obj.data.attributes
 
 
+def test_vertices_without_faces_neither_make_the_trunk_nor_break_the_live_wind(mods):
+    """A stray vertex just below the base (left by a merge), a strand of loose edges hanging from a leaf and a loose
+    edge floating beside the trunk: the faced vertices get exactly the data of the clean tree (the real trunk stays
+    the trunk, B = 0 on it), the face-less ones the data (AO too) of their nearest vertex with faces, a warning
+    names the object, and the live wind moves them as its numpy twin says."""
+    scene = bpy.context.scene
+    for o in list(bpy.data.objects):
+        bpy.data.objects.remove(o)
+    tree = mods.shapes.make_tree(n_branches=3, leaves_per_branch=2)
+    p, n = tree["positions"], len(tree["positions"])
+    clean = _mesh_object("Clean", p, tree["faces"], edges=tree["edges"])
+    base = p[np.argmin(p[:, 2])]
+    tip = int(np.nonzero(tree["leaf_id"] == 0)[0][2])
+    strand = p[tip] + np.outer(np.arange(1, 5), [0.0, 0.0, -0.04])
+    extra = np.concatenate([[base + (0.01, 0.01, -0.01)], strand, [p[0] + (0.3, 0.0, 0.5), p[0] + (0.3, 0.0, 0.9)]])
+    loose_edges = [(tip, n + 1), (n + 1, n + 2), (n + 2, n + 3), (n + 3, n + 4), (n + 5, n + 6)]
+    obj = _mesh_object("Tree", np.concatenate([p, extra]), tree["faces"],
+                       edges=np.concatenate([tree["edges"], loose_edges]))
+    ref = mods.ops.bake(scene, [clean], ao_samples=0)
+    result = mods.ops.bake(scene, [obj], ao_samples=0)
+    assert result.stats == ref.stats | {"vertices": n + len(extra)}
+    assert [w for w in result.warnings if "without faces" in w] == [
+        "Tree: 7 vertices without faces (loose points or edges) were left out of the trunk and branch detection and "
+        "take the wind data of the nearest vertex with faces; if stray, delete them (Edit Mode: Mesh > Clean Up > "
+        "Delete Loose)"]
+    rgba, h = _read(obj.data, "EnvFX_Wind", 4), _read(obj.data, "EnvFX_Height", 1)
+    np.testing.assert_array_equal(rgba[:n], _read(clean.data, "EnvFX_Wind", 4))
+    np.testing.assert_array_equal(h[:n], _read(clean.data, "EnvFX_Height", 1))
+    assert np.all(rgba[:n][tree["kind"] == 1, 2] == 0.0)
+    nearest = np.argmin(np.linalg.norm(extra[:, None, :] - p[None, :, :], axis=2), axis=1)
+    np.testing.assert_array_equal(rgba[n:], rgba[nearest])
+    np.testing.assert_array_equal(h[n:], h[nearest])
+    # AO: Cycles bakes none off the faces, so a face-less vertex takes its nearest faced vertex's too
+    bpy.context.view_layer.update()
+    mods.ops.bake(scene, [obj], ao_samples=2)
+    ao = _read(obj.data, "EnvFX_Wind", 4)[:, 3]
+    np.testing.assert_array_equal(ao[n:], ao[nearest])
+    # the live wind, loose vertices included, is its numpy twin's; the stray vertex at the base does not move
+    scene.envfx.wind.strength, scene.envfx.wind.gust_strength = 1.5, 0.6
+    mods.ops.add_wind(scene, [obj])
+    assert _gn_vs_core(mods, obj, (7, 41)) < 1e-4
+    mods.ops.apply_preset([obj], "GRASS")
+    assert _gn_vs_core(mods, obj, (7, 41)) < 1e-4
+    mods.ops.apply_preset([obj], "TREE")
+    scene.frame_set(30)
+    moved = mods.bridge.evaluated_positions(obj, bpy.context.evaluated_depsgraph_get())
+    rest = mods.bridge.get_positions(obj.data)
+    np.testing.assert_array_equal(moved[n], rest[n])
+    assert np.abs(moved[n + 1:n + 5] - rest[n + 1:n + 5]).max() > 1e-3  # the strand sways with its leaf
+
+
 def test_zero_wind_rest_pose_base_still_and_loop(mods):
     scene = bpy.context.scene
     w = scene.envfx.wind
@@ -347,9 +398,17 @@ def test_bad_inputs_leave_scene_unchanged(mods):
         mods.ops.bake(scene, [obj], ao_samples=4)
     assert _snapshot() == before
     obj.hide_render = False
+    # AO samples out of range are refused before the structure bake, not by Cycles in the AO step after it
+    for samples in (-1, mods.core.MAX_AO_SAMPLES + 1, 3_000_000_000):
+        with pytest.raises(mods.ops.WindInputError, match=f"AO samples {samples} must be 0 .no AO. to 4096"):
+            next(mods.ops.bake_job(scene, [obj], ao_samples=samples))
+        assert _snapshot() == before
     # a mix: the camera is skipped with a warning, the tree is baked
     result = mods.ops.bake(scene, [obj, cam], ao_samples=0)
     assert "Cam" in result.skipped and result.changed == ["Tree"]
+    # an object given twice is baked once, not skipped as sharing its own mesh
+    result = mods.ops.bake(scene, [obj, obj], ao_samples=0)
+    assert result.changed == ["Tree"] and not result.skipped and not any("shares" in w for w in result.warnings)
     # a deleted wind object
     bpy.ops.object.effector_add(type="WIND")
     field = bpy.context.active_object

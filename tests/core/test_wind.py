@@ -101,6 +101,45 @@ def test_single_island_warns_and_far_leaf_warns():
     assert any("far from any branch" in w for w in res.warnings)
 
 
+def test_vertices_without_faces_do_not_make_the_structure():
+    """A stray point below the base (a merge left it) would be the asset's lowest vertex, so its one-vertex island
+    the trunk, and the real trunk a stem bending like a branch. Vertices without faces (that point, a strand of loose
+    edges hanging from a leaf) take no part: the faced vertices get exactly the clean tree's data, and each face-less
+    vertex carries all the data of its nearest faced vertex."""
+    tree = wind_shapes.make_tree()
+    clean = _bake(tree)
+    p, n = tree["positions"], len(tree["positions"])
+    base = p[np.argmin(p[:, 2])]
+    tip = int(np.nonzero(tree["leaf_id"] == 0)[0][2])
+    strand = p[tip] + np.outer(np.arange(1, 4), [0.0, 0.0, -0.05])
+    extra = np.concatenate([[base + (0.01, 0.01, -0.5)], strand])
+    # the stray point first (every faced index moves by one), the strand after, its first edge on the leaf's tip
+    positions = np.concatenate([extra[:1], p, extra[1:]])
+    edges = np.concatenate([tree["edges"] + 1, [(tip + 1, n + 1), (n + 1, n + 2), (n + 2, n + 3)]])
+    faced = np.r_[False, np.ones(n, bool), np.zeros(3, bool)]
+    res = wind.bake_wind_data(positions, edges, faced=faced)
+    for name in ("height", "branch", "leaf", "phase", "leaf_phase", "kind"):
+        np.testing.assert_array_equal(getattr(res, name)[1:n + 1], getattr(clean, name), err_msg=name)
+    assert (res.asset_height, res.base_z, res.n_islands, res.n_branches, res.n_leaves) == (
+        clean.asset_height, clean.base_z, clean.n_islands, clean.n_branches, clean.n_leaves)
+    np.testing.assert_array_equal(res.faceless, ~faced)
+    nearest = 1 + np.argmin(np.linalg.norm(extra[:, None, :] - p[None, :, :], axis=2), axis=1)
+    loose = np.nonzero(~faced)[0]
+    np.testing.assert_array_equal(res.source[loose], nearest)
+    np.testing.assert_array_equal(res.source[faced], np.nonzero(faced)[0])
+    for name in ("height", "branch", "leaf", "phase", "leaf_phase", "kind"):
+        np.testing.assert_array_equal(getattr(res, name)[loose], getattr(res, name)[nearest], err_msg=name)
+    # without ``faced``, a vertex on no edge is a lone point, face-less too
+    res = wind.bake_wind_data(positions[:n + 1], tree["edges"] + 1)
+    assert res.faceless[0] and res.source[0] == nearest[0] and res.branch[0] == 0.0
+    np.testing.assert_array_equal(res.branch[1:], clean.branch)
+    # points and loose edges only: nothing to bake
+    with pytest.raises(wind.WindError, match="no faces"):
+        wind.bake_wind_data(positions, edges, faced=np.zeros(len(positions), bool))
+    with pytest.raises(wind.WindError, match="no faces"):
+        wind.bake_wind_data(np.array([[0, 0, 0], [0, 0, 1.0]]), np.zeros((0, 2)))
+
+
 def test_bad_bake_inputs():
     with pytest.raises(wind.WindError, match="no vertices"):
         wind.bake_wind_data(np.zeros((0, 3)), np.zeros((0, 2)))
