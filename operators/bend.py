@@ -220,7 +220,7 @@ def apply_bend(scene, objects) -> BendResult:
     bend_nodes.params_from_scene(scene).validate()
     params_of = {}
     candidates = []
-    for obj in objects:
+    for obj in dict.fromkeys(objects):  # each once: a script may pass one twice
         mods = bend_modifiers(obj)
         if not mods:
             result.unchanged.append(obj.name)

@@ -52,10 +52,11 @@ def linked_reason(obj, mesh_too: bool = False) -> str | None:
 
 
 def changeable(objects, result: ObjectsResult, reason=linked_reason) -> list:
-    """The objects of ``objects`` that can be changed here, in order: those for which ``reason(obj)`` (default:
-    whether it is linked from a library) gives None. The others are booked in ``result`` as skipped, with why."""
+    """The objects of ``objects`` that can be changed here, in order, each once (a script may pass one twice):
+    those for which ``reason(obj)`` (default: whether it is linked from a library) gives None. The others are
+    booked in ``result`` as skipped, with why."""
     ok = []
-    for obj in objects:
+    for obj in dict.fromkeys(objects):
         why = reason(obj)
         if why is None:
             ok.append(obj)

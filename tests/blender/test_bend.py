@@ -347,6 +347,18 @@ def test_apply_names_a_shape_key_whose_current_mix_the_bake_cannot_keep(envfx, m
         assert off < 1e-4 and not found, result.warnings
 
 
+def test_an_object_passed_twice_by_a_script_counts_once(envfx):
+    cube = bpy.data.objects["Cube"]
+    cube.location = (0.0, 12.0, 0.0)
+    scene = bpy.context.scene
+    ops = envfx.operators.bend
+    assert ops.add_bend(scene, [cube, cube]).changed == ["Cube"]
+    assert len(ops.bend_modifiers(cube)) == 1
+    result = ops.apply_bend(scene, [cube, cube])
+    assert result.changed == ["Cube"] and not result.unchanged and not ops.bend_modifiers(cube)
+    assert ops.remove_bend([cube, cube]).unchanged == ["Cube"]
+
+
 def test_apply_bakes_what_is_shown_and_skips_objects_that_show_no_bend(envfx):
     """An excluded object, and one whose bend modifier is switched off by hand, show unbent: Apply names them and
     leaves them as they are (their bend kept, still off), and bakes the others."""
