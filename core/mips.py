@@ -653,19 +653,27 @@ def is_output_name(stem: str, name: str) -> bool:
     return bool(m) and f"{int(m.group(1)):02d}" == m.group(1)
 
 
+def _is_report(path: str):
+    """The mips report at ``path`` (a dict), or None: no such file, or not a mips report."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            report = json.load(fh)
+    except (OSError, ValueError):
+        return None
+    if isinstance(report, dict) and isinstance(report.get("levels"), int) and isinstance(report.get("per_level"),
+                                                                                        list):
+        return report
+    return None
+
+
 def previous_outputs(out_dir: str, stem: str) -> list:
     """The names of the files an earlier run wrote into ``out_dir`` for ``stem`` and that are still there, as its
     report ``<stem>_mips.json`` records them: the names its ``files`` lists. A report written before reports listed
     their files stands for the names of ``stem``'s outputs present in the folder (``is_output_name``). No report,
     or a file of that name that is not a mips report: none. Listed names are kept only if they are ``stem``'s
     output names (never a path, never another file)."""
-    try:
-        with open(os.path.join(out_dir, f"{stem}_mips.json"), encoding="utf-8") as fh:
-            report = json.load(fh)
-    except (OSError, ValueError):
-        return []
-    if not (isinstance(report, dict) and isinstance(report.get("levels"), int)
-            and isinstance(report.get("per_level"), list)):
+    report = _is_report(os.path.join(out_dir, f"{stem}_mips.json"))
+    if report is None:
         return []
     if "files" in report:
         listed = report["files"] if isinstance(report["files"], list) else []
@@ -673,6 +681,22 @@ def previous_outputs(out_dir: str, stem: str) -> list:
         listed = sorted(os.listdir(out_dir))
     names = [n for n in listed if isinstance(n, str) and is_output_name(stem, n) and n != f"{stem}_mips.json"]
     return [n for n in dict.fromkeys(names) if os.path.isfile(os.path.join(out_dir, n))]
+
+
+def foreign_outputs(out_dir: str, stem: str) -> list:
+    """The files in ``out_dir`` that a run for ``stem`` would write over but no EnvFX mips run wrote (no report of
+    ``stem`` there lists them): a user's own ``rock.dds`` or ``rock_compare.png`` beside ``rock.png``, or a
+    ``rock_mips.json`` that is not a mips report. A bake refuses to replace them."""
+    try:
+        present = sorted(os.listdir(out_dir))
+    except OSError:
+        return []  # a folder to be made: nothing in it yet
+    ours = set(previous_outputs(out_dir, stem))
+    report = f"{stem}_mips.json"
+    if ours or _is_report(os.path.join(out_dir, report)):
+        ours.add(report)
+    return [n for n in present if is_output_name(stem, n) and n not in ours
+            and os.path.isfile(os.path.join(out_dir, n))]
 
 
 class StagedOutput:

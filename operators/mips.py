@@ -351,7 +351,22 @@ def validate(inputs, out_dir: str, settings: core_mips.MipSettings, formats, col
     check_names(inputs)
     for inp in inputs:
         check_input(inp, settings)
+    check_foreign_outputs(inputs, out_dir)
     return settings, formats
+
+
+def check_foreign_outputs(inputs, out_dir: str):
+    """Refuse a bake that would write over files no EnvFX mips run wrote (``core_mips.foreign_outputs``), such as
+    the user's own ``rock_compare.png`` in an output folder that is also the input folder. Inputs do not count:
+    a run never writes over an input of its own stem (an input is read, then its outputs are other names)."""
+    inputs_here = {os.path.realpath(f) for f in map(_input_file, inputs) if f}
+    foreign = [os.path.join(out_dir, n) for inp in inputs for n in core_mips.foreign_outputs(out_dir, inp.stem)]
+    foreign = [p for p in foreign if os.path.realpath(p) not in inputs_here]
+    if foreign:
+        shown = ", ".join(os.path.basename(p) for p in foreign[:6]) + (" ..." if len(foreign) > 6 else "")
+        raise MipsInputError(f"The bake would write over {len(foreign)} file(s) in {out_dir!r} that no EnvFX mips run "
+                             f"wrote ({shown}; no report of theirs lists them): move them, or choose another output "
+                             f"folder")
 
 
 def bake_mips_job(inputs, out_dir: str, settings: core_mips.MipSettings = DEFAULT_SETTINGS,

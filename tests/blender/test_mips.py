@@ -378,6 +378,23 @@ def test_cli_second_run_of_a_smaller_image_removes_the_old_levels_and_says_so(en
     assert (out / "leaf_mip06.png").is_file() and (out / "leaf_mip06.dds").is_file()
 
 
+@pytest.mark.parametrize("foreign", ["rock_compare.png", "rock.dds", "rock_mip03.png", "rock_mips.json"])
+def test_a_file_no_mips_run_wrote_is_not_written_over(envfx, core, tmp_path, capsys, foreign):
+    """--out the input folder, with the user's own rock_compare.png (or a DDS exported by another tool) beside
+    rock.png: the bake would replace it; refused before any work, naming it, and nothing in the folder changes.
+    Once a run's report lists a file, the next run may replace it."""
+    src = write_png(core, tmp_path / "rock.png", leaf(core, 16))
+    (tmp_path / foreign).write_bytes(b"the user's own file")
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    assert envfx.cli.main(["mips", str(src), "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert f"would write over 1 file(s) in {str(tmp_path)!r} that no EnvFX mips run wrote ({foreign};" in err, err
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
+    (tmp_path / foreign).unlink()
+    assert envfx.cli.main(["mips", str(src), "--out", str(tmp_path)]) == 0
+    assert envfx.cli.main(["mips", str(src), "--out", str(tmp_path)]) == 0  # its own files: replaced
+
+
 @pytest.mark.parametrize("args,msg", [
     (["--format", "dds,bmp"], "Unknown output format"),
     (["--ref", "1.2"], "outside"),
