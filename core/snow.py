@@ -31,6 +31,13 @@ State (persistence, per point, both >= 0)::
 
 Occluders hold the snow down: ``down' = max(down', occluder_depth)`` where an occluder covers the point from
 above (top-down footprint).
+
+Water ripples (B, bake only) are the water surface's signed height in scene units. The grass nudge (the rise of
+an actor's cover at a texel this frame, 0..1) pushes the water there down by ``0.5 * depth * nudge``, a
+displacement of the surface (no velocity), which then spreads as damped rings by the wave equation at
+``ripple_speed`` scene units per second. A displacement is what the wave equation carries unchanged as the grid
+is refined, so the same actor gives about the same ripple heights at any resolution, and heights scale with the
+scene (a scene ten times larger, ripple speed included, has ten times taller ripples).
 """
 
 from __future__ import annotations
@@ -717,8 +724,11 @@ def bake_job(tracks, radius, depth, stamp: StampParams, buf: BufferParams, frame
             sway_v *= np.float32(osc[1, 1])
             sway_v += np.float32(osc[1, 0]) * sway_x
             sway_x, tmp_a = tmp_a, sway_x
-            # water (B): the same nudges drop into a damped wave field
-            wave.reshape(-1)[idx] -= nudge * np.float32(0.5)
+            # water (B): the same nudges push the water surface down by half the actor's depth (a displacement in
+            # scene units: set in both time levels, so no velocity is injected, which would grow with the substeps)
+            drop = nudge * dep * np.float32(0.5)
+            wave.reshape(-1)[idx] -= drop
+            wave_old.reshape(-1)[idx] -= drop
             for _ in range(substeps):
                 np.multiply(wave, np.float32(-4.0), out=lap)
                 lap[1:, :] += wave[:-1, :]
@@ -909,7 +919,8 @@ def buffer_metadata(buf: BufferParams, stamp: StampParams, frame_start, origins,
         "channels": {
             "R": "ground/snow height offset in scene units (negative pushed down, positive rim)",
             "G": "grass sway wobble (-1..1, decaying)",
-            "B": "water ripples (signed height)",
+            "B": "water ripples: signed water-surface height in scene units (an actor pushes it down by half "
+                 "its depth where it enters; damped rings spread from there)",
             "A": "grass push-down (0..1)",
         },
         "unit_scale": float(unit_scale),
