@@ -44,7 +44,8 @@ class SnowInputError(ValueError):
 # --- geometry from Blender --------------------------------------------------------------------------------
 
 def triangle_uvs(obj, depsgraph):
-    """(T, 3, 2) UVs (active UV map) of the evaluated object's triangles, or None without a UV map."""
+    """(T, 3, 2) UVs (active UV map) of the evaluated object's triangles, corner for corner with
+    ``world_triangles``, or None without a UV map."""
     ev = obj.evaluated_get(depsgraph)
     mesh = ev.to_mesh()
     try:
@@ -58,7 +59,9 @@ def triangle_uvs(obj, depsgraph):
         uv = np.empty(len(mesh.loops) * 2, dtype=np.float32)
         if len(mesh.loops):
             mesh.uv_layers.active.uv.foreach_get("vector", uv)
-        return uv.reshape(-1, 2)[loops].reshape(nt, 3, 2)
+        # corner for corner with world_triangles (a mirrored object's triangles are wound the other way)
+        loops = _world_winding(loops.reshape(nt, 3), bridge.matrix_to_numpy(ev.matrix_world))
+        return uv.reshape(-1, 2)[loops]
     finally:
         ev.to_mesh_clear()
 
@@ -81,9 +84,19 @@ def image_and_uvs(objects, depsgraph, image):
     return pixels, np.concatenate(out)
 
 
+def _world_winding(idx, m):
+    """Triangle corner indices (T, 3) wound for the world: a mirroring matrix (negative determinant, e.g. a tile
+    scaled -1 on one axis) turns a counter-clockwise triangle clockwise, so its normal would point away from the
+    side Blender shows as the front; swapping two corners keeps the normals as Blender draws them."""
+    if np.linalg.det(m[:3, :3]) < 0:
+        return idx[:, ::-1]
+    return idx
+
+
 def world_triangles(obj, depsgraph, with_weights: str = "") -> tuple[np.ndarray, np.ndarray | None]:
-    """(T, 3, 3) world-space triangles of the evaluated object, and (T, 3) weights of the point attribute
-    ``with_weights`` of the evaluated mesh (None without one, or when the mesh has no such attribute)."""
+    """(T, 3, 3) world-space triangles of the evaluated object (wound so that their normals are Blender's world
+    normals, mirrored objects included), and (T, 3) weights of the point attribute ``with_weights`` of the
+    evaluated mesh (None without one, or when the mesh has no such attribute)."""
     ev = obj.evaluated_get(depsgraph)
     try:
         mesh = ev.to_mesh()
@@ -100,7 +113,7 @@ def world_triangles(obj, depsgraph, with_weights: str = "") -> tuple[np.ndarray,
         idx = np.empty(nt * 3, dtype=np.int32)
         if nt:
             mesh.loop_triangles.foreach_get("vertices", idx)
-        idx = idx.reshape(nt, 3)
+        idx = _world_winding(idx.reshape(nt, 3), m)
         weights = None
         attr = mesh.attributes.get(with_weights) if with_weights else None
         if attr is not None and attr.domain == "POINT" and attr.data_type == "FLOAT":
@@ -123,7 +136,7 @@ def rest_triangles(obj) -> np.ndarray:
     pos = bridge.get_positions(mesh).astype(np.float64)
     m = bridge.matrix_to_numpy(obj.matrix_world)
     pos = pos @ m[:3, :3].T + m[:3, 3]
-    return pos[idx.reshape(nt, 3)]
+    return pos[_world_winding(idx.reshape(nt, 3), m)]
 
 
 MASK_ATTRIBUTE = "envfx_snow_mask"

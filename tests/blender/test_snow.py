@@ -1913,3 +1913,74 @@ def test_the_save_clean_up_keeps_a_trails_group_the_user_keeps(envfx, tmp_path, 
     select_only(bpy.data.objects[name])
     assert bpy.ops.envfx.snow_trails_add() == {"FINISHED"}
     assert bpy.data.objects[name].modifiers[snow_nodes_name(envfx)].node_group == tree
+
+
+# --- mirrored terrain, empty actors' world size ------------------------------------------------------------
+
+def _snow_x_range(scene):
+    snow = [o for o in scene.objects if o.get("envfx_snow") == 0]
+    xs = np.concatenate([envfx_positions(o)[:, 0] for o in snow])
+    return xs.min(), xs.max()
+
+
+def envfx_positions(obj):
+    buf = np.empty(len(obj.data.vertices) * 3, dtype=np.float32)
+    obj.data.vertices.foreach_get("co", buf)
+    m = np.array(obj.matrix_world)
+    return buf.reshape(-1, 3) @ m[:3, :3].T + m[:3, 3]
+
+
+@pytest.mark.parametrize("mirror, by_parent", [((1, -1, 1), False), ((-1, 1, 1), False), ((1, -1, 1), True)])
+def test_generate_covers_a_mirrored_terrain_tile(envfx, mirror, by_parent):
+    """A tile mirrored by a negative scale (its own or its parent's; det < 0, its faces still look up as Blender
+    draws them) gets snow alone and next to an unmirrored tile."""
+    scene = bpy.context.scene
+    clear_scene()
+    s = scene.envfx.snow
+    s.spacing, s.border_width = 0.2, 0.0
+    tile = grid_object("Tile", size=4.0, segments=4)
+    flipped = grid_object("TileMirrored", size=4.0, segments=4, location=(4, 0, 0))
+    if by_parent:
+        rig = bpy.data.objects.new("Mirror", None)
+        scene.collection.objects.link(rig)
+        rig.scale = mirror
+        flipped.parent = rig
+        flipped.location = (4 * mirror[0], 0, 0)
+    else:
+        flipped.scale = mirror
+    bpy.context.view_layer.update()
+    assert flipped.matrix_world.determinant() < 0
+    select_only(flipped)
+    assert bpy.ops.envfx.snow_generate() == {"FINISHED"}
+    lo, hi = _snow_x_range(scene)
+    assert lo == pytest.approx(2.0, abs=0.25) and hi == pytest.approx(6.0, abs=0.25)
+    for o in [o for o in scene.objects if o.get("envfx_snow") is not None]:
+        bpy.data.objects.remove(o)
+    select_only(tile, flipped)
+    assert bpy.ops.envfx.snow_generate() == {"FINISHED"}
+    lo, hi = _snow_x_range(scene)
+    assert lo == pytest.approx(-2.0, abs=0.25) and hi == pytest.approx(6.0, abs=0.25)
+
+
+def test_density_texture_on_a_mirrored_tile_follows_its_uvs(envfx):
+    """The density texture's UVs go corner for corner with the mirrored tile's triangles: the white half of the
+    image is where Blender shows it on the mirrored tile (x mirrored: the image's left half is world +x)."""
+    clear_scene()
+    ground = grid_object("Ground", size=4.0, segments=8)
+    ground.scale = (-1, 1, 1)
+    ground.data.uv_layers.new(name="UVMap")
+    uv = ground.data.uv_layers.active.uv
+    vidx = np.empty(len(ground.data.loops), dtype=np.int32)
+    ground.data.loops.foreach_get("vertex_index", vidx)
+    co = envfx.bridge.get_positions(ground.data)[vidx]
+    uv.foreach_set("vector", ((co[:, :2] + 2.0) / 4.0).astype(np.float32).ravel())
+    img = bpy.data.images.new("Mask", 16, 16, float_buffer=True)
+    px = np.zeros((16, 16, 4), dtype=np.float32)
+    px[:, :8, :] = 1.0                                        # left half of the image white = snow
+    img.pixels.foreach_set(px.ravel())
+    s = bpy.context.scene.envfx.snow
+    s.spacing, s.border_width, s.density_texture = 0.1, 0.0, img
+    select_only(ground)
+    assert bpy.ops.envfx.snow_generate() == {"FINISHED"}
+    lo, hi = _snow_x_range(bpy.context.scene)
+    assert lo > -0.125 and hi > 1.8                           # local -x (the image's left half) is world +x
