@@ -1966,7 +1966,7 @@ def test_density_texture_on_a_mirrored_tile_follows_its_uvs(envfx):
     """The density texture's UVs go corner for corner with the mirrored tile's triangles: the white half of the
     image is where Blender shows it on the mirrored tile (x mirrored: the image's left half is world +x)."""
     clear_scene()
-    ground = grid_object("Ground", size=4.0, segments=8)
+    ground = grid_object("Ground", size=4.0, segments=1)      # two big triangles: swapped UVs would show
     ground.scale = (-1, 1, 1)
     ground.data.uv_layers.new(name="UVMap")
     uv = ground.data.uv_layers.active.uv
@@ -1976,11 +1976,16 @@ def test_density_texture_on_a_mirrored_tile_follows_its_uvs(envfx):
     uv.foreach_set("vector", ((co[:, :2] + 2.0) / 4.0).astype(np.float32).ravel())
     img = bpy.data.images.new("Mask", 16, 16, float_buffer=True)
     px = np.zeros((16, 16, 4), dtype=np.float32)
-    px[:, :8, :] = 1.0                                        # left half of the image white = snow
+    px[:, :4, :] = 1.0                                        # the image's left quarter white = snow
     img.pixels.foreach_set(px.ravel())
     s = bpy.context.scene.envfx.snow
     s.spacing, s.border_width, s.density_texture = 0.1, 0.0, img
     select_only(ground)
     assert bpy.ops.envfx.snow_generate() == {"FINISHED"}
-    lo, hi = _snow_x_range(bpy.context.scene)
-    assert lo > -0.125 and hi > 1.8                           # local -x (the image's left half) is world +x
+    snow = [o for o in bpy.context.scene.objects if o.get("envfx_snow") == 0][0]
+    v = envfx_positions(snow)
+    # local x < -1 (u < 0.25) is world x > 1, over the whole height of the tile
+    assert v[:, 0].min() > 0.85 and v[:, 0].max() > 1.8
+    for y0, y1 in ((-2.0, -1.0), (-1.0, 1.0), (1.0, 2.0)):
+        rows = v[(v[:, 1] > y0) & (v[:, 1] < y1)]
+        assert len(rows) and rows[:, 0].min() < 1.2
