@@ -394,13 +394,16 @@ def mesh_from_cover(name: str, lod: core_snow.CoverMesh):
 
 # --- actors -----------------------------------------------------------------------------------------------
 
-def _actor_extent(obj):
-    """(world size x, y, z measured along the actor's own heading, height of its origin above its lowest point).
+def _actor_extent(obj, corners=None):
+    """(world size x, y, z measured along the actor's own heading, height of its origin above its lowest point)
+    of the box ``corners`` (8, 3) in the object's space (default: its bounding box).
 
     The size is taken in the actor's heading (its rotation about world Z taken out), so an actor's radius is the
     same whichever way it faces: the live trails (built when the actors change) and a bake (started at any
-    frame) give a walking, turning actor one radius."""
-    corners = np.array([list(c) for c in obj.bound_box], dtype=np.float64)
+    frame) give a walking, turning actor one radius. The world matrix brings in the parents' scale, and a
+    negative scale gives the same size as a positive one."""
+    if corners is None:
+        corners = np.array([list(c) for c in obj.bound_box], dtype=np.float64)
     m = bridge.matrix_to_numpy(obj.matrix_world)
     rel = corners @ m[:3, :3].T  # world offsets of the bounding box corners from the origin
     hx, hy = m[0, 0], m[1, 0]  # the heading: the local X axis seen from above ...
@@ -432,7 +435,11 @@ def actor_specs(scene):
             continue
         o = obj.envfx.snow
         if obj.type == "EMPTY":
-            dims = (2.0 * obj.empty_display_size * max(obj.scale),) * 3 if o.radius <= 0 else (0.0, 0.0, 0.0)
+            # its display size in world units (parents' and negative scale included, as for meshes); its
+            # origin is its bottom
+            k = float(obj.empty_display_size)
+            corners = np.array([(x, y, z) for x in (-k, k) for y in (-k, k) for z in (-k, k)], dtype=np.float64)
+            dims = _actor_extent(obj, corners)[0] if o.radius <= 0 else (0.0, 0.0, 0.0)
             offset = 0.0
         else:
             dims, offset = _actor_extent(obj)

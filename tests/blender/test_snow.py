@@ -1989,3 +1989,38 @@ def test_density_texture_on_a_mirrored_tile_follows_its_uvs(envfx):
     for y0, y1 in ((-2.0, -1.0), (-1.0, 1.0), (1.0, 2.0)):
         rows = v[(v[:, 1] > y0) & (v[:, 1] < y1)]
         assert len(rows) and rows[:, 0].min() < 1.2
+
+
+def test_empty_actor_radius_is_its_display_size_in_world_units(envfx):
+    """An Empty's trail radius is its display size times its world scale (a scaled parent, as an imported
+    character's armature at 0.1, and a negative scale included), like a mesh of the same world size."""
+    scene, snow, actors = snow_scene(envfx, spacing=0.2)
+    rig = bpy.data.objects.new("Rig", None)
+    rig.scale = (0.1, 0.1, 0.1)
+    scene.collection.objects.link(rig)
+    foot = bpy.data.objects.new("FootEmpty", None)
+    foot.empty_display_size = 1.0
+    foot.parent = rig
+    actors.objects.link(foot)
+    cube = bpy.data.objects.new("FootCube", bpy.data.meshes.new("FootCube"))
+    bm = bmesh.new()
+    bmesh.ops.create_cube(bm, size=2.0)
+    bm.to_mesh(cube.data)
+    bm.free()
+    cube.parent = rig
+    actors.objects.link(cube)
+    mirrored = bpy.data.objects.new("MirroredEmpty", None)
+    mirrored.empty_display_size = 0.5
+    mirrored.scale = (-1, -1, -1)
+    actors.objects.link(mirrored)
+    flat = bpy.data.objects.new("FlatEmpty", None)       # mirrored on one axis, stretched on another
+    flat.empty_display_size = 0.5
+    flat.scale = (-2.0, 1.0, 1.0)
+    actors.objects.link(flat)
+    bpy.context.view_layer.update()
+    specs, skipped = envfx.operators.snow.actor_specs(scene)
+    radius = {n: r for n, r, _, _ in specs}
+    assert skipped == {}
+    assert radius["FootEmpty"] == pytest.approx(0.1) and radius["FootCube"] == pytest.approx(0.1)
+    assert radius["MirroredEmpty"] == pytest.approx(0.5)
+    assert radius["FlatEmpty"] == pytest.approx(1.0)
