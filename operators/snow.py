@@ -895,6 +895,30 @@ def bake_counts(scene) -> tuple[int, int]:
     return (frames if s.sequence else 1), frames
 
 
+TRACK_PROBE = "EnvFX Snow Bake Probe"
+
+
+def _add_track_probe(scene, names):
+    """A temporary empty in the scene that depends on the objects ``names`` (a Copy Transforms constraint each),
+    so stepping the frames evaluates them wherever they are: an actor in a collection disabled in viewports,
+    excluded from the view layer or hidden itself is not in the scene's evaluation, and its ``matrix_world``
+    would keep the frame it was last evaluated at; as a dependency of a visible object it is evaluated. Returns
+    the probe's name (``_remove_track_probe`` removes it)."""
+    probe = bpy.data.objects.new(TRACK_PROBE, None)
+    probe.hide_render = True
+    for n in dict.fromkeys(names):
+        con = probe.constraints.new("COPY_TRANSFORMS")
+        con.target = bpy.data.objects[n]
+    scene.collection.objects.link(probe)
+    return probe.name
+
+
+def _remove_track_probe(name):
+    probe = bpy.data.objects.get(name)
+    if probe is not None:
+        bpy.data.objects.remove(probe)
+
+
 def bake_job(scene):
     """Generator: gather the actors' paths over the frame range, bake the buffer into the output folder.
     Yields progress; returns a ``core.snow.BakeResult``. The scene's frame and modifiers are restored."""
@@ -910,15 +934,19 @@ def bake_job(scene):
     muted = [(o.name, m.name) for o in snow_objects(scene) for m in trails_modifiers(o) if m.show_viewport]
     for on, mn in muted:
         bpy.data.objects[on].modifiers[mn].show_viewport = False
+    probe = _add_track_probe(scene, names + ([s.pivot.name] if pivot_track is not None else []))
     try:
         for i, f in enumerate(frames):
             scene.frame_set(f)
+            depsgraph = bpy.context.evaluated_depsgraph_get()
             for j, n in enumerate(names):
-                tracks[i, j] = np.array(bpy.data.objects[n].matrix_world.translation) - (0.0, 0.0, offsets[j])
+                m = bpy.data.objects[n].evaluated_get(depsgraph).matrix_world
+                tracks[i, j] = np.array(m.translation) - (0.0, 0.0, offsets[j])
             if pivot_track is not None:
-                pivot_track[i] = tuple(s.pivot.matrix_world.translation)
+                pivot_track[i] = tuple(s.pivot.evaluated_get(depsgraph).matrix_world.translation)
             yield 0.3 * (i + 1) / len(frames)
     finally:
+        _remove_track_probe(probe)
         scene.frame_set(old_frame)
         for on, mn in muted:
             bpy.data.objects[on].modifiers[mn].show_viewport = True

@@ -2024,3 +2024,51 @@ def test_empty_actor_radius_is_its_display_size_in_world_units(envfx):
     assert radius["FootEmpty"] == pytest.approx(0.1) and radius["FootCube"] == pytest.approx(0.1)
     assert radius["MirroredEmpty"] == pytest.approx(0.5)
     assert radius["FlatEmpty"] == pytest.approx(1.0)
+
+
+def _layer_collection(name):
+    def find(lc):
+        if lc.name == name:
+            return lc
+        return next((r for c in lc.children if (r := find(c)) is not None), None)
+    return find(bpy.context.view_layer.layer_collection)
+
+
+@pytest.mark.parametrize("hide", ["collection", "parent_collection", "object", "exclude"])
+def test_bake_follows_actors_hidden_from_the_viewport(envfx, tmp_path, hide):
+    """Actors disabled in viewports (their collection's, a parent collection's or their own monitor icon) or
+    excluded from the view layer are not evaluated by a frame change: the bake still follows their animation
+    (the same buffer as with the actors shown), and leaves the visibility and the scene's objects as they were."""
+    scene, snow, actors = snow_scene(envfx, spacing=0.2)
+    group = bpy.data.collections.new("Proxies")          # the actor collection inside another one
+    scene.collection.children.unlink(actors)
+    scene.collection.children.link(group)
+    group.children.link(actors)
+    a = sphere_object("A", 0.4, actors)
+    animate(a, [(1, (-2.5, 0.0, 0.4)), (8, (2.5, 0.5, 0.4))])
+    s = scene.envfx.snow
+    s.frame_start, s.frame_end, s.buffer_resolution, s.sequence = 1, 8, 64, False
+    s.output_dir = str(tmp_path / "shown")
+    assert bpy.ops.envfx.snow_bake_buffer() == {"FINISHED"}
+    shown = envfx.core.snow.read_exr(str(tmp_path / "shown" / "snow_buffer.exr"))
+    assert shown[..., 0].min() < -0.1
+    if hide == "collection":
+        actors.hide_viewport = True
+    elif hide == "parent_collection":
+        group.hide_viewport = True
+    elif hide == "object":
+        a.hide_viewport = True
+    else:
+        _layer_collection("Actors").exclude = True
+    bpy.context.view_layer.update()
+    scene.frame_set(3)
+    scene.frame_set(1)
+    objects = sorted(bpy.data.objects.keys())
+    s.output_dir = str(tmp_path / "hidden")
+    assert bpy.ops.envfx.snow_bake_buffer() == {"FINISHED"}
+    hidden = envfx.core.snow.read_exr(str(tmp_path / "hidden" / "snow_buffer.exr"))
+    np.testing.assert_allclose(hidden, shown, atol=1e-5)
+    assert sorted(bpy.data.objects.keys()) == objects
+    assert (actors.hide_viewport, group.hide_viewport, a.hide_viewport, _layer_collection("Actors").exclude) == (
+        hide == "collection", hide == "parent_collection", hide == "object", hide == "exclude")
+    assert scene.frame_current == 1
