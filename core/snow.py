@@ -892,6 +892,50 @@ def engine_uv_offset(engine: str, origin, world_size: float) -> list:
     return [u0, float(origin[1]) / world_size + 1.0]
 
 
+BUFFER_FORMAT = "envfx.snow.interaction_buffer"
+BUFFER_VERSION = 1
+
+
+def _is_number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def read_buffer_metadata(path: str) -> dict:
+    """The metadata a bake wrote (``buffer_metadata``), read back from ``path`` with the fields that drive the snow
+    checked: format and version, ``world_size``, ``sequence``, and per frame ``frame``, ``origin`` and ``file``
+    (a plain file name in the same folder). Raises SnowError saying what is wrong (a truncated or hand-edited
+    file, another tool's file of that name); OSError when the file cannot be read."""
+    with open(path, "rb") as fh:
+        raw = fh.read()
+    try:
+        meta = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise SnowError(f"it is not valid JSON ({exc})") from None
+    if not isinstance(meta, dict) or meta.get("format") != BUFFER_FORMAT:
+        found = meta.get("format") if isinstance(meta, dict) else None
+        raise SnowError(f"it is not an EnvFX interaction buffer (format {found!r}, not {BUFFER_FORMAT!r})")
+    if meta.get("version") != BUFFER_VERSION:
+        raise SnowError(f"its version {meta.get('version')!r} is not {BUFFER_VERSION} (written by another EnvFX)")
+    if not (_is_number(meta.get("world_size")) and meta["world_size"] > 0):
+        raise SnowError(f"its world_size {meta.get('world_size')!r} is not a positive number")
+    if not isinstance(meta.get("sequence"), bool):
+        raise SnowError(f"its sequence {meta.get('sequence')!r} is not true or false")
+    frames = meta.get("frames")
+    if not isinstance(frames, list) or not frames:
+        raise SnowError("it lists no frames")
+    for i, f in enumerate(frames):
+        ok = (isinstance(f, dict) and isinstance(f.get("frame"), int) and not isinstance(f["frame"], bool)
+              and isinstance(f.get("origin"), list) and len(f["origin"]) == 2
+              and all(_is_number(v) for v in f["origin"]))
+        name = f.get("file") if isinstance(f, dict) else None
+        if ok and "file" in f:
+            ok = isinstance(name, str) and name not in ("", ".", "..") and os.path.basename(name) == name
+        if not ok:
+            raise SnowError(f"its frame entry {i} ({json.dumps(f)[:80]}) needs a whole frame number, an origin "
+                            f"[x, y] and, if any, a file name in the same folder")
+    return meta
+
+
 def buffer_metadata(buf: BufferParams, stamp: StampParams, frame_start, origins, frames, files, sequence,
                     unit_scale: float = 1.0) -> dict:
     """What a game needs to sample the buffer: world size, texel size, origin per frame, channel meaning, and
@@ -899,8 +943,8 @@ def buffer_metadata(buf: BufferParams, stamp: StampParams, frame_start, origins,
     origins = np.asarray(origins)
     engines = engine_sampling(float(buf.size), unit_scale)
     return {
-        "format": "envfx.snow.interaction_buffer",
-        "version": 1,
+        "format": BUFFER_FORMAT,
+        "version": BUFFER_VERSION,
         "resolution": [int(buf.resolution), int(buf.resolution)],
         "world_size": float(buf.size),
         "texel_size": float(buf.texel),

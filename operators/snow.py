@@ -1013,8 +1013,11 @@ def drive_from_bake(scene, objects, out_dir: str = "") -> ObjectsResult:
     meta_path = os.path.join(out_dir, "snow_buffer.json")
     if not os.path.isfile(meta_path):
         raise SnowInputError(f"No baked buffer in {out_dir!r}: bake the interaction buffer first")
-    with open(meta_path) as fh:
-        meta = json.load(fh)
+    try:
+        meta = core_snow.read_buffer_metadata(meta_path)
+    except core_snow.SnowError as exc:
+        raise SnowInputError(f"{meta_path} is damaged or not an EnvFX bake: {exc}. Bake the interaction buffer "
+                             f"again into {out_dir!r}, or choose the folder of an EnvFX bake") from None
     files = [f["file"] for f in meta["frames"] if "file" in f]
     if not files or not all(os.path.isfile(os.path.join(out_dir, f)) for f in files):
         raise SnowInputError(f"The bake in {out_dir!r} is incomplete (images missing): bake it again")

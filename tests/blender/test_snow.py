@@ -862,6 +862,25 @@ def test_drive_from_bake_without_bake(envfx, tmp_path):
     assert [m.name for m in snow.modifiers] == []
 
 
+@pytest.mark.parametrize("content", [
+    '{"format": "envfx.snow.interaction_buffer", "frames": [{"fra',      # truncated by a killed copy
+    '{"format": "something else"}',                                       # another tool's file of that name
+    '{"format": "envfx.snow.interaction_buffer", "version": 1}',          # no frames
+])
+def test_drive_from_bake_refuses_a_damaged_or_foreign_json(envfx, tmp_path, content):
+    """A damaged or foreign snow_buffer.json is named with what to do; the scene is left as it was."""
+    scene, snow, actors = snow_scene(envfx, spacing=0.2)
+    (tmp_path / "snow_buffer.json").write_text(content)
+    (tmp_path / "snow_buffer_0001.exr").write_bytes(b"")
+    scene.envfx.snow.output_dir = str(tmp_path)
+    images, groups = sorted(bpy.data.images.keys()), sorted(bpy.data.node_groups.keys())
+    with pytest.raises(RuntimeError, match=r"snow_buffer\.json is damaged or not an EnvFX bake: .*Bake the "
+                                           r"interaction buffer again"):
+        bpy.ops.envfx.snow_drive_from_bake()
+    assert [m.name for m in snow.modifiers] == []
+    assert sorted(bpy.data.images.keys()) == images and sorted(bpy.data.node_groups.keys()) == groups
+
+
 def test_deformation_fades_with_camera_distance(envfx):
     scene, snow, actors = snow_scene(envfx, spacing=0.1, size=8.0)
     near = sphere_object("Near", 0.5, actors)

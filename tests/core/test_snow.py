@@ -612,3 +612,45 @@ def test_ripples_are_a_height_in_scene_units_independent_of_resolution():
                       snow.BufferParams(resolution=128, size=80.0, origin=(-40.0, -40.0), ripple_speed=10.0)
                       ).final[..., 2]
     np.testing.assert_allclose(large, 10 * small, rtol=1e-3, atol=1e-5)
+
+
+def _written_metadata(tmp_path):
+    buf = snow.BufferParams(resolution=8, size=4.0, origin=(-2.0, -2.0))
+    result = snow.bake(walk(3, (-1, 0), (1, 0)), [0.4], [0.1], snow.StampParams(), buf, out_dir=str(tmp_path))
+    return result.metadata_path
+
+
+def test_read_buffer_metadata_reads_what_the_bake_wrote(tmp_path):
+    path = _written_metadata(tmp_path)
+    meta = snow.read_buffer_metadata(path)
+    assert meta == json.loads(open(path).read())
+    assert [f["file"] for f in meta["frames"]] == [f"snow_buffer_{i:04d}.exr" for i in (1, 2, 3)]
+
+
+@pytest.mark.parametrize("edit, msg", [
+    (lambda text, meta: text[: len(text) // 2], "not valid JSON"),
+    (lambda text, meta: b"\xff\xfe" + text.encode(), "not valid JSON"),
+    (lambda text, meta: "[1, 2]", "not an EnvFX interaction buffer"),
+    (lambda text, meta: {"format": "something else", "frames": []}, "not an EnvFX interaction buffer"),
+    (lambda text, meta: {**meta, "version": 7}, "version 7"),
+    (lambda text, meta: {k: v for k, v in meta.items() if k != "frames"}, "lists no frames"),
+    (lambda text, meta: {**meta, "frames": []}, "lists no frames"),
+    (lambda text, meta: {**meta, "world_size": "4"}, "world_size '4'"),
+    (lambda text, meta: {**meta, "world_size": 0}, "world_size 0"),
+    (lambda text, meta: {**meta, "sequence": "yes"}, "sequence"),
+    (lambda text, meta: {**meta, "frames": [{"frame": 1}]}, "frame entry 0"),
+    (lambda text, meta: {**meta, "frames": meta["frames"][:1] + [{**meta["frames"][1], "origin": [0, None]}]},
+     "frame entry 1"),
+    (lambda text, meta: {**meta, "frames": [{**meta["frames"][0], "file": "../elsewhere.exr"}]}, "frame entry 0"),
+    (lambda text, meta: {**meta, "frames": [{**meta["frames"][0], "frame": 1.5}]}, "frame entry 0"),
+])
+def test_read_buffer_metadata_refuses_damaged_or_foreign_files(tmp_path, edit, msg):
+    path = _written_metadata(tmp_path)
+    text = open(path).read()
+    changed = edit(text, json.loads(text))          # bytes, text or a JSON value
+    if not isinstance(changed, (bytes, str)):
+        changed = json.dumps(changed)
+    with open(path, "wb") as fh:
+        fh.write(changed if isinstance(changed, bytes) else changed.encode())
+    with pytest.raises(snow.SnowError, match=msg):
+        snow.read_buffer_metadata(path)
