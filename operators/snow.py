@@ -876,6 +876,12 @@ def bake_inputs(scene):
         raise SnowInputError(f"The frame range {s.frame_start}-{s.frame_end} is reversed: set End >= Start",
                              cli=f"The file's frame range {s.frame_start}-{s.frame_end} is reversed: pass --frames "
                              "START:END")
+    frame = bpy.types.Scene.bl_rna.properties["frame_current"]
+    if s.frame_start < frame.hard_min or s.frame_end > frame.hard_max:  # a frame change would stop at the limit
+        raise SnowInputError(f"The frame range {s.frame_start}-{s.frame_end} goes beyond Blender's frames "
+                             f"({frame.hard_min} to {frame.hard_max}): set Start and End within them",
+                             cli=f"The file's frame range {s.frame_start}-{s.frame_end} goes beyond Blender's frames "
+                             f"({frame.hard_min} to {frame.hard_max}): pass --frames START:END within them")
     core_snow.BufferParams(resolution=int(s.buffer_resolution), size=float(s.buffer_size)).validate()
     if s.framing == "FOLLOW" and s.pivot is None:
         raise SnowInputError("Follow-pivot framing needs a pivot: choose the player or camera to follow",

@@ -307,6 +307,8 @@ def test_follow_pivot_bake(envfx, tmp_path):
     (lambda s, tmp: setattr(s, "output_dir", str(tmp / "file.txt" / "sub")), "cannot be written"),
     (lambda s, tmp: setattr(s, "output_dir", "//snow_buffer"), "relative to the .blend file, which is not saved yet"),
     (lambda s, tmp: setattr(s, "actors", None), "No actor collection"),
+    # a frame change stops at Blender's last frame: the bake would repeat it
+    (lambda s, tmp: setattr(s, "frame_end", 2_000_000), "goes beyond Blender's frames"),
 ])
 def test_bake_bad_input(envfx, tmp_path, change, msg, capsys):
     scene, snow, actors = snow_scene(envfx, spacing=0.2)
