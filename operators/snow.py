@@ -1027,6 +1027,10 @@ def drive_from_bake(scene, objects, out_dir: str = "") -> ObjectsResult:
     files = [f["file"] for f in meta["frames"] if "file" in f]
     if not files or not all(os.path.isfile(os.path.join(out_dir, f)) for f in files):
         raise SnowInputError(f"The bake in {out_dir!r} is incomplete (images missing): bake it again")
+    if meta["sequence"] and meta["frames"][0]["frame"] < 0:
+        raise SnowInputError(f"The bake in {out_dir!r} numbers its images from frame {meta['frames'][0]['frame']} "
+                             f"({files[0]}), and Blender's image sequences cannot read frames below 0: bake from "
+                             f"frame 0 or later, or only the final frame (Image Sequence off)")
     image = bpy.data.images.load(os.path.join(out_dir, files[0]), check_existing=True)
     image.reload()
     image.source = "SEQUENCE" if meta["sequence"] else "FILE"

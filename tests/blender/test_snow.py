@@ -883,6 +883,22 @@ def test_drive_from_bake_refuses_a_damaged_or_foreign_json(envfx, tmp_path, cont
     assert sorted(bpy.data.images.keys()) == images and sorted(bpy.data.node_groups.keys()) == groups
 
 
+def test_drive_from_bake_refuses_an_image_sequence_below_frame_0(envfx, tmp_path):
+    """A bake of frames -3..-1 writes snow_buffer_-003.exr...: the game reads them through the JSON, but Blender's
+    image sequences cannot number frames below 0 (the snow would silently stay flat): refused, nothing changes."""
+    scene, snow, actors = snow_scene(envfx, spacing=0.2)
+    core = envfx.core.snow
+    buf = core.BufferParams(resolution=8, size=8.0, origin=(-4.0, -4.0))
+    tracks = np.zeros((3, 1, 3))
+    core.bake(tracks, [0.5], [0.2], core.StampParams(), buf, frame_start=-3, out_dir=str(tmp_path))
+    scene.envfx.snow.output_dir = str(tmp_path)
+    images = sorted(bpy.data.images.keys())
+    with pytest.raises(RuntimeError, match=r"snow_buffer_-003\.exr\), and Blender's image sequences cannot read "
+                                           r"frames below 0: bake from frame 0 or later"):
+        bpy.ops.envfx.snow_drive_from_bake()
+    assert [m.name for m in snow.modifiers] == [] and sorted(bpy.data.images.keys()) == images
+
+
 def test_deformation_fades_with_camera_distance(envfx):
     scene, snow, actors = snow_scene(envfx, spacing=0.1, size=8.0)
     near = sphere_object("Near", 0.5, actors)
