@@ -901,6 +901,81 @@ def _add_snow(sub):
     p.add_argument("--pivot", help="object the FOLLOW window follows")
     p.add_argument("--final-only", action="store_true", help="write only the final frame's image")
     p.set_defaults(func=run_snow)
+    import re
+
+    # a frame range that starts below 0 (--frames -3:-1) is a value, not an unknown option (argparse takes only
+    # plain negative numbers for values)
+    p._negative_number_matcher = re.compile(r"^-\d+$|^-\d*\.\d+$|^-\d+:-?\d+$")
+
+
+# options used only by one part of `envfx snow`: given without that part they would be ignored, so they are refused
+SNOW_GENERATE_ONLY = ("objects", "spacing", "max_slope", "lods", "budget")
+SNOW_BAKE_ONLY = ("out_dir", "resolution", "size", "frames", "framing", "pivot", "final_only")
+SNOW_FOLLOW_ONLY = ("pivot", "size")
+
+
+def _snow_options(args, names) -> str:
+    """The options of ``names`` given on the command line, as the user wrote them (--max-slope, --final-only)."""
+    return ", ".join("--" + n.replace("_", "-") for n in names if getattr(args, n) not in (None, False))
+
+
+def _snow_only(options: str, where: str, what_to_do: str) -> str:
+    """"--a, --b only apply to WHERE: WHAT_TO_DO, or drop them" (one option: "applies", "drop it")."""
+    one = "," not in options
+    return (f"{options} only {'applies' if one else 'apply'} to {where}: {what_to_do}, or drop "
+            f"{'it' if one else 'them'}")
+
+
+def _number(v) -> str:
+    return f"{v:g}" if isinstance(v, float) else f"{v}"
+
+
+def _snow_limits(prop: str) -> tuple:
+    """(lowest, highest) value Blender takes for the scene's snow setting ``prop`` (it clamps or refuses
+    others), read from the setting itself."""
+    snow = bpy.types.Scene.bl_rna.properties["envfx"].fixed_type.properties["snow"].fixed_type
+    rna = snow.properties[prop]
+    return rna.hard_min, rna.hard_max
+
+
+def _snow_frame_limits() -> tuple:
+    """Blender's frame range (scene.frame_set clamps to it): a bake steps through every frame."""
+    rna = bpy.types.Scene.bl_rna.properties["frame_current"]
+    return rna.hard_min, rna.hard_max
+
+
+def _check_snow_ignored(args):
+    """Options that this run would ignore are refused (the README's rule for every command)."""
+    if not args.generate and _snow_options(args, SNOW_GENERATE_ONLY):
+        raise CliError(_snow_only(_snow_options(args, SNOW_GENERATE_ONLY), "--generate (the snow cover), which is "
+                                  "not given", "add --generate"))
+    if not args.bake and _snow_options(args, SNOW_BAKE_ONLY):
+        raise CliError(_snow_only(_snow_options(args, SNOW_BAKE_ONLY), "--bake (the interaction buffer), which is "
+                                  "not given", "add --bake"))
+    if args.occluders is not None and not (args.trails or args.bake):
+        raise CliError(_snow_only("--occluders", "--trails and --bake (the snow is held down under its objects; "
+                                  "--generate keeps snow from under every visible object by itself)",
+                                  "add --trails or --bake"))
+    if args.framing == "AREA" and _snow_options(args, SNOW_FOLLOW_ONLY):
+        raise CliError(_snow_only(_snow_options(args, SNOW_FOLLOW_ONLY), "--framing FOLLOW (an AREA buffer covers "
+                                  "every snow mesh)", "pass --framing FOLLOW"))
+
+
+def _check_snow_ranges(args):
+    """Every number within what the setting it goes to takes (Blender would clamp it, or fail with a traceback
+    beyond a 32-bit integer)."""
+    for name, prop, what in (("spacing", "spacing", "scene units"), ("thickness", "thickness", "scene units"),
+                             ("size", "buffer_size", "scene units"), ("budget", "vertex_budget", "vertices")):
+        value = getattr(args, name)
+        if value is None:
+            continue
+        lo, hi = _snow_limits(prop)
+        if not (math.isfinite(value) and lo <= value <= hi):
+            raise CliError(f"--{name} {_number(value)} must be between {_number(lo)} and {_number(hi)} {what}")
+    if args.max_slope is not None:
+        hi = math.degrees(_snow_limits("max_slope")[1])
+        if not (math.isfinite(args.max_slope) and 0 <= args.max_slope <= hi):
+            raise CliError(f"--max-slope {args.max_slope} must be between 0 and {hi:.2f} degrees")
 
 
 def run_snow(args) -> int:
@@ -915,26 +990,28 @@ def run_snow(args) -> int:
         raise CliError("--generate needs --objects: the terrain objects to cover")
     if args.bake and not args.out_dir:
         raise CliError("--bake needs --out-dir: the folder to write the buffer to")
+    _check_snow_ignored(args)
     for name in ("spacing", "thickness", "size"):
         value = getattr(args, name)
         if value is not None and not (math.isfinite(value) and value > 0 or (name == "thickness" and value == 0)):
             raise CliError(f"--{name} {value} must be a positive number")
     if args.resolution is not None and not 1 <= args.resolution <= core_snow.MAX_RESOLUTION:
         raise CliError(f"--resolution {args.resolution} must be between 1 and {core_snow.MAX_RESOLUTION} texels")
-    if args.max_slope is not None and not 0 <= args.max_slope < 90:
-        raise CliError(f"--max-slope {args.max_slope} must be between 0 and 90 degrees")
     if args.lods is not None and not 1 <= args.lods <= 8:
         raise CliError(f"--lods {args.lods} must be between 1 and 8")
-    if args.budget is not None and args.budget < 1:
-        raise CliError("--budget must be at least 1")
+    _check_snow_ranges(args)
     frames = None
     if args.frames:
         try:
             start, end = (int(x) for x in args.frames.split(":"))
         except ValueError:
-            raise CliError(f"--frames {args.frames!r}: use START:END, e.g. 1:250") from None
+            raise CliError(f"--frames {args.frames!r}: use START:END, e.g. 1:250 or -3:-1") from None
         if end < start:
             raise CliError(f"--frames {args.frames}: the range is reversed, use START <= END")
+        lo, hi = _snow_frame_limits()
+        if not (lo <= start and end <= hi):
+            raise CliError(f"--frames {args.frames}: Blender's frames run from {lo} to {hi}: use a range within "
+                           f"them")
         frames = (start, end)
     saves = bool(args.generate or args.trails or args.output)
     if args.output:
@@ -962,6 +1039,9 @@ def _snow_file(args, path: str, frames, saves: bool) -> int:
             named(bpy.data.collections, value, "collection", f" for --{name}")
     if args.pivot is not None and scene.objects.get(args.pivot) is None:
         raise CliError(f"No pivot object named {args.pivot!r} in scene {scene.name!r}")
+    if args.framing is None and s.framing != "FOLLOW" and _snow_options(args, SNOW_FOLLOW_ONLY):
+        raise CliError(_snow_only(_snow_options(args, SNOW_FOLLOW_ONLY), f"a FOLLOW window, and the scene's buffer "
+                                  f"framing is {s.framing} (it covers every snow mesh)", "add --framing FOLLOW"))
     # all arguments checked: now change the settings
     for name, prop in (("spacing", "spacing"), ("thickness", "thickness"), ("lods", "lods"),
                        ("budget", "vertex_budget"), ("resolution", "buffer_resolution"), ("size", "buffer_size"),

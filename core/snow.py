@@ -31,6 +31,13 @@ State (persistence, per point, both >= 0)::
 
 Occluders hold the snow down: ``down' = max(down', occluder_depth)`` where an occluder covers the point from
 above (top-down footprint).
+
+Water ripples (B, bake only) are the water surface's signed height in scene units. The grass nudge (the rise of
+an actor's cover at a texel this frame, 0..1) pushes the water there down by ``0.5 * depth * nudge``, a
+displacement of the surface (no velocity), which then spreads as damped rings by the wave equation at
+``ripple_speed`` scene units per second. A displacement is what the wave equation carries unchanged as the grid
+is refined, so the same actor gives about the same ripple heights at any resolution, and heights scale with the
+scene (a scene ten times larger, ripple speed included, has ten times taller ripples).
 """
 
 from __future__ import annotations
@@ -717,8 +724,11 @@ def bake_job(tracks, radius, depth, stamp: StampParams, buf: BufferParams, frame
             sway_v *= np.float32(osc[1, 1])
             sway_v += np.float32(osc[1, 0]) * sway_x
             sway_x, tmp_a = tmp_a, sway_x
-            # water (B): the same nudges drop into a damped wave field
-            wave.reshape(-1)[idx] -= nudge * np.float32(0.5)
+            # water (B): the same nudges push the water surface down by half the actor's depth (a displacement in
+            # scene units: set in both time levels, so no velocity is injected, which would grow with the substeps)
+            drop = nudge * dep * np.float32(0.5)
+            wave.reshape(-1)[idx] -= drop
+            wave_old.reshape(-1)[idx] -= drop
             for _ in range(substeps):
                 np.multiply(wave, np.float32(-4.0), out=lap)
                 lap[1:, :] += wave[:-1, :]
@@ -882,6 +892,50 @@ def engine_uv_offset(engine: str, origin, world_size: float) -> list:
     return [u0, float(origin[1]) / world_size + 1.0]
 
 
+BUFFER_FORMAT = "envfx.snow.interaction_buffer"
+BUFFER_VERSION = 1
+
+
+def _is_number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def read_buffer_metadata(path: str) -> dict:
+    """The metadata a bake wrote (``buffer_metadata``), read back from ``path`` with the fields that drive the snow
+    checked: format and version, ``world_size``, ``sequence``, and per frame ``frame``, ``origin`` and ``file``
+    (a plain file name in the same folder). Raises SnowError saying what is wrong (a truncated or hand-edited
+    file, another tool's file of that name); OSError when the file cannot be read."""
+    with open(path, "rb") as fh:
+        raw = fh.read()
+    try:
+        meta = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise SnowError(f"it is not valid JSON ({exc})") from None
+    if not isinstance(meta, dict) or meta.get("format") != BUFFER_FORMAT:
+        found = meta.get("format") if isinstance(meta, dict) else None
+        raise SnowError(f"it is not an EnvFX interaction buffer (format {found!r}, not {BUFFER_FORMAT!r})")
+    if meta.get("version") != BUFFER_VERSION:
+        raise SnowError(f"its version {meta.get('version')!r} is not {BUFFER_VERSION} (written by another EnvFX)")
+    if not (_is_number(meta.get("world_size")) and meta["world_size"] > 0):
+        raise SnowError(f"its world_size {meta.get('world_size')!r} is not a positive number")
+    if not isinstance(meta.get("sequence"), bool):
+        raise SnowError(f"its sequence {meta.get('sequence')!r} is not true or false")
+    frames = meta.get("frames")
+    if not isinstance(frames, list) or not frames:
+        raise SnowError("it lists no frames")
+    for i, f in enumerate(frames):
+        ok = (isinstance(f, dict) and isinstance(f.get("frame"), int) and not isinstance(f["frame"], bool)
+              and isinstance(f.get("origin"), list) and len(f["origin"]) == 2
+              and all(_is_number(v) for v in f["origin"]))
+        name = f.get("file") if isinstance(f, dict) else None
+        if ok and "file" in f:
+            ok = isinstance(name, str) and name not in ("", ".", "..") and os.path.basename(name) == name
+        if not ok:
+            raise SnowError(f"its frame entry {i} ({json.dumps(f)[:80]}) needs a whole frame number, an origin "
+                            f"[x, y] and, if any, a file name in the same folder")
+    return meta
+
+
 def buffer_metadata(buf: BufferParams, stamp: StampParams, frame_start, origins, frames, files, sequence,
                     unit_scale: float = 1.0) -> dict:
     """What a game needs to sample the buffer: world size, texel size, origin per frame, channel meaning, and
@@ -889,8 +943,8 @@ def buffer_metadata(buf: BufferParams, stamp: StampParams, frame_start, origins,
     origins = np.asarray(origins)
     engines = engine_sampling(float(buf.size), unit_scale)
     return {
-        "format": "envfx.snow.interaction_buffer",
-        "version": 1,
+        "format": BUFFER_FORMAT,
+        "version": BUFFER_VERSION,
         "resolution": [int(buf.resolution), int(buf.resolution)],
         "world_size": float(buf.size),
         "texel_size": float(buf.texel),
@@ -909,7 +963,8 @@ def buffer_metadata(buf: BufferParams, stamp: StampParams, frame_start, origins,
         "channels": {
             "R": "ground/snow height offset in scene units (negative pushed down, positive rim)",
             "G": "grass sway wobble (-1..1, decaying)",
-            "B": "water ripples (signed height)",
+            "B": "water ripples: signed water-surface height in scene units (an actor pushes it down by half "
+                 "its depth where it enters; damped rings spread from there)",
             "A": "grass push-down (0..1)",
         },
         "unit_scale": float(unit_scale),

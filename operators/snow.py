@@ -44,7 +44,8 @@ class SnowInputError(ValueError):
 # --- geometry from Blender --------------------------------------------------------------------------------
 
 def triangle_uvs(obj, depsgraph):
-    """(T, 3, 2) UVs (active UV map) of the evaluated object's triangles, or None without a UV map."""
+    """(T, 3, 2) UVs (active UV map) of the evaluated object's triangles, corner for corner with
+    ``world_triangles``, or None without a UV map."""
     ev = obj.evaluated_get(depsgraph)
     mesh = ev.to_mesh()
     try:
@@ -58,7 +59,9 @@ def triangle_uvs(obj, depsgraph):
         uv = np.empty(len(mesh.loops) * 2, dtype=np.float32)
         if len(mesh.loops):
             mesh.uv_layers.active.uv.foreach_get("vector", uv)
-        return uv.reshape(-1, 2)[loops].reshape(nt, 3, 2)
+        # corner for corner with world_triangles (a mirrored object's triangles are wound the other way)
+        loops = _world_winding(loops.reshape(nt, 3), bridge.matrix_to_numpy(ev.matrix_world))
+        return uv.reshape(-1, 2)[loops]
     finally:
         ev.to_mesh_clear()
 
@@ -81,9 +84,19 @@ def image_and_uvs(objects, depsgraph, image):
     return pixels, np.concatenate(out)
 
 
+def _world_winding(idx, m):
+    """Triangle corner indices (T, 3) wound for the world: a mirroring matrix (negative determinant, e.g. a tile
+    scaled -1 on one axis) turns a counter-clockwise triangle clockwise, so its normal would point away from the
+    side Blender shows as the front; swapping two corners keeps the normals as Blender draws them."""
+    if np.linalg.det(m[:3, :3]) < 0:
+        return idx[:, ::-1]
+    return idx
+
+
 def world_triangles(obj, depsgraph, with_weights: str = "") -> tuple[np.ndarray, np.ndarray | None]:
-    """(T, 3, 3) world-space triangles of the evaluated object, and (T, 3) weights of the point attribute
-    ``with_weights`` of the evaluated mesh (None without one, or when the mesh has no such attribute)."""
+    """(T, 3, 3) world-space triangles of the evaluated object (wound so that their normals are Blender's world
+    normals, mirrored objects included), and (T, 3) weights of the point attribute ``with_weights`` of the
+    evaluated mesh (None without one, or when the mesh has no such attribute)."""
     ev = obj.evaluated_get(depsgraph)
     try:
         mesh = ev.to_mesh()
@@ -100,7 +113,7 @@ def world_triangles(obj, depsgraph, with_weights: str = "") -> tuple[np.ndarray,
         idx = np.empty(nt * 3, dtype=np.int32)
         if nt:
             mesh.loop_triangles.foreach_get("vertices", idx)
-        idx = idx.reshape(nt, 3)
+        idx = _world_winding(idx.reshape(nt, 3), m)
         weights = None
         attr = mesh.attributes.get(with_weights) if with_weights else None
         if attr is not None and attr.domain == "POINT" and attr.data_type == "FLOAT":
@@ -123,7 +136,7 @@ def rest_triangles(obj) -> np.ndarray:
     pos = bridge.get_positions(mesh).astype(np.float64)
     m = bridge.matrix_to_numpy(obj.matrix_world)
     pos = pos @ m[:3, :3].T + m[:3, 3]
-    return pos[idx.reshape(nt, 3)]
+    return pos[_world_winding(idx.reshape(nt, 3), m)]
 
 
 MASK_ATTRIBUTE = "envfx_snow_mask"
@@ -381,13 +394,16 @@ def mesh_from_cover(name: str, lod: core_snow.CoverMesh):
 
 # --- actors -----------------------------------------------------------------------------------------------
 
-def _actor_extent(obj):
-    """(world size x, y, z measured along the actor's own heading, height of its origin above its lowest point).
+def _actor_extent(obj, corners=None):
+    """(world size x, y, z measured along the actor's own heading, height of its origin above its lowest point)
+    of the box ``corners`` (8, 3) in the object's space (default: its bounding box).
 
     The size is taken in the actor's heading (its rotation about world Z taken out), so an actor's radius is the
     same whichever way it faces: the live trails (built when the actors change) and a bake (started at any
-    frame) give a walking, turning actor one radius."""
-    corners = np.array([list(c) for c in obj.bound_box], dtype=np.float64)
+    frame) give a walking, turning actor one radius. The world matrix brings in the parents' scale, and a
+    negative scale gives the same size as a positive one."""
+    if corners is None:
+        corners = np.array([list(c) for c in obj.bound_box], dtype=np.float64)
     m = bridge.matrix_to_numpy(obj.matrix_world)
     rel = corners @ m[:3, :3].T  # world offsets of the bounding box corners from the origin
     hx, hy = m[0, 0], m[1, 0]  # the heading: the local X axis seen from above ...
@@ -419,7 +435,11 @@ def actor_specs(scene):
             continue
         o = obj.envfx.snow
         if obj.type == "EMPTY":
-            dims = (2.0 * obj.empty_display_size * max(obj.scale),) * 3 if o.radius <= 0 else (0.0, 0.0, 0.0)
+            # its display size in world units (parents' and negative scale included, as for meshes); its
+            # origin is its bottom
+            k = float(obj.empty_display_size)
+            corners = np.array([(x, y, z) for x in (-k, k) for y in (-k, k) for z in (-k, k)], dtype=np.float64)
+            dims = _actor_extent(obj, corners)[0] if o.radius <= 0 else (0.0, 0.0, 0.0)
             offset = 0.0
         else:
             dims, offset = _actor_extent(obj)
@@ -856,6 +876,12 @@ def bake_inputs(scene):
         raise SnowInputError(f"The frame range {s.frame_start}-{s.frame_end} is reversed: set End >= Start",
                              cli=f"The file's frame range {s.frame_start}-{s.frame_end} is reversed: pass --frames "
                              "START:END")
+    frame = bpy.types.Scene.bl_rna.properties["frame_current"]
+    if s.frame_start < frame.hard_min or s.frame_end > frame.hard_max:  # a frame change would stop at the limit
+        raise SnowInputError(f"The frame range {s.frame_start}-{s.frame_end} goes beyond Blender's frames "
+                             f"({frame.hard_min} to {frame.hard_max}): set Start and End within them",
+                             cli=f"The file's frame range {s.frame_start}-{s.frame_end} goes beyond Blender's frames "
+                             f"({frame.hard_min} to {frame.hard_max}): pass --frames START:END within them")
     core_snow.BufferParams(resolution=int(s.buffer_resolution), size=float(s.buffer_size)).validate()
     if s.framing == "FOLLOW" and s.pivot is None:
         raise SnowInputError("Follow-pivot framing needs a pivot: choose the player or camera to follow",
@@ -875,6 +901,30 @@ def bake_counts(scene) -> tuple[int, int]:
     return (frames if s.sequence else 1), frames
 
 
+TRACK_PROBE = "EnvFX Snow Bake Probe"
+
+
+def _add_track_probe(scene, names):
+    """A temporary empty in the scene that depends on the objects ``names`` (a Copy Transforms constraint each),
+    so stepping the frames evaluates them wherever they are: an actor in a collection disabled in viewports,
+    excluded from the view layer or hidden itself is not in the scene's evaluation, and its ``matrix_world``
+    would keep the frame it was last evaluated at; as a dependency of a visible object it is evaluated. Returns
+    the probe's name (``_remove_track_probe`` removes it)."""
+    probe = bpy.data.objects.new(TRACK_PROBE, None)
+    probe.hide_render = True
+    for n in dict.fromkeys(names):
+        con = probe.constraints.new("COPY_TRANSFORMS")
+        con.target = bpy.data.objects[n]
+    scene.collection.objects.link(probe)
+    return probe.name
+
+
+def _remove_track_probe(name):
+    probe = bpy.data.objects.get(name)
+    if probe is not None:
+        bpy.data.objects.remove(probe)
+
+
 def bake_job(scene):
     """Generator: gather the actors' paths over the frame range, bake the buffer into the output folder.
     Yields progress; returns a ``core.snow.BakeResult``. The scene's frame and modifiers are restored."""
@@ -890,15 +940,19 @@ def bake_job(scene):
     muted = [(o.name, m.name) for o in snow_objects(scene) for m in trails_modifiers(o) if m.show_viewport]
     for on, mn in muted:
         bpy.data.objects[on].modifiers[mn].show_viewport = False
+    probe = _add_track_probe(scene, names + ([s.pivot.name] if pivot_track is not None else []))
     try:
         for i, f in enumerate(frames):
             scene.frame_set(f)
+            depsgraph = bpy.context.evaluated_depsgraph_get()
             for j, n in enumerate(names):
-                tracks[i, j] = np.array(bpy.data.objects[n].matrix_world.translation) - (0.0, 0.0, offsets[j])
+                m = bpy.data.objects[n].evaluated_get(depsgraph).matrix_world
+                tracks[i, j] = np.array(m.translation) - (0.0, 0.0, offsets[j])
             if pivot_track is not None:
-                pivot_track[i] = tuple(s.pivot.matrix_world.translation)
+                pivot_track[i] = tuple(s.pivot.evaluated_get(depsgraph).matrix_world.translation)
             yield 0.3 * (i + 1) / len(frames)
     finally:
+        _remove_track_probe(probe)
         scene.frame_set(old_frame)
         for on, mn in muted:
             bpy.data.objects[on].modifiers[mn].show_viewport = True
@@ -965,11 +1019,18 @@ def drive_from_bake(scene, objects, out_dir: str = "") -> ObjectsResult:
     meta_path = os.path.join(out_dir, "snow_buffer.json")
     if not os.path.isfile(meta_path):
         raise SnowInputError(f"No baked buffer in {out_dir!r}: bake the interaction buffer first")
-    with open(meta_path) as fh:
-        meta = json.load(fh)
+    try:
+        meta = core_snow.read_buffer_metadata(meta_path)
+    except core_snow.SnowError as exc:
+        raise SnowInputError(f"{meta_path} is damaged or not an EnvFX bake: {exc}. Bake the interaction buffer "
+                             f"again into {out_dir!r}, or choose the folder of an EnvFX bake") from None
     files = [f["file"] for f in meta["frames"] if "file" in f]
     if not files or not all(os.path.isfile(os.path.join(out_dir, f)) for f in files):
         raise SnowInputError(f"The bake in {out_dir!r} is incomplete (images missing): bake it again")
+    if meta["sequence"] and meta["frames"][0]["frame"] < 0:
+        raise SnowInputError(f"The bake in {out_dir!r} numbers its images from frame {meta['frames'][0]['frame']} "
+                             f"({files[0]}), and Blender's image sequences cannot read frames below 0: bake from "
+                             f"frame 0 or later, or only the final frame (Image Sequence off)")
     image = bpy.data.images.load(os.path.join(out_dir, files[0]), check_existing=True)
     image.reload()
     image.source = "SEQUENCE" if meta["sequence"] else "FILE"

@@ -709,3 +709,94 @@ def test_warnings_start_with_the_file_path(envfx, scene_file, capsys):
     assert all(line.startswith(f"envfx bend: {scene_file}: ") for line in lines), lines
     assert any(": warning: skipped Player" in line for line in lines), lines
     assert any(": warning: No pivot set" in line for line in lines), lines
+
+
+# --- envfx snow: options that would be ignored, numbers Blender cannot take, negative frames ----------------
+
+@pytest.mark.parametrize("args, message", [
+    # generate-only options without --generate
+    (["--bake", "--actors", "Walkers", "--out-dir", "{dir}/out", "--objects", "Ground", "--spacing", "0.01",
+      "--lods", "3"], "--objects, --spacing, --lods only apply to --generate (the snow cover), which is not given: "
+     "add --generate, or drop them"),
+    (["--trails", "--actors", "Walkers", "--max-slope", "30"], "--max-slope only applies to --generate"),
+    (["--trails", "--actors", "Walkers", "--budget", "1000"], "--budget only applies to --generate"),
+    # bake-only options without --bake
+    (["--generate", "--objects", "Ground", "--resolution", "64", "--final-only"],
+     "--resolution, --final-only only apply to --bake (the interaction buffer), which is not given: add --bake"),
+    (["--trails", "--actors", "Walkers", "--out-dir", "{dir}/out"], "--out-dir only applies to --bake"),
+    (["--generate", "--objects", "Ground", "--frames", "1:5"], "--frames only applies to --bake"),
+    (["--generate", "--objects", "Ground", "--framing", "FOLLOW", "--pivot", "Walker", "--size", "3"],
+     "--size, --framing, --pivot only apply to --bake"),
+    # occluders hold the trails and the bake down; generating ignores them
+    (["--generate", "--objects", "Ground", "--occluders", "Walkers"],
+     "--occluders only applies to --trails and --bake"),
+    # a follow window's pivot and size with an AREA buffer: asked for on the command line, or the file's framing
+    (["--bake", "--actors", "Walkers", "--out-dir", "{dir}/out", "--framing", "AREA", "--pivot", "Walker"],
+     "--pivot only applies to --framing FOLLOW (an AREA buffer covers every snow mesh): pass --framing FOLLOW, "
+     "or drop it"),
+    (["--bake", "--actors", "Walkers", "--out-dir", "{dir}/out", "--pivot", "Walker", "--size", "3"],
+     "{path}: --pivot, --size only apply to a FOLLOW window, and the scene's buffer framing is AREA (it covers every "
+     "snow mesh): add --framing FOLLOW, or drop them"),
+])
+def test_snow_refuses_options_it_would_ignore(envfx, tmp_path, capsys, args, message):
+    path = snow_file(tmp_path / "snow.blend")
+    before = digest(path)
+    argv = ["snow", path] + [a.format(dir=tmp_path) for a in args]
+    assert envfx.cli.main(argv) == 2
+    assert message.format(path=path) in capsys.readouterr().err
+    assert digest(path) == before
+    assert sorted(os.listdir(tmp_path)) == ["snow.blend"]
+
+
+def test_snow_follow_window_asked_for_is_baked(envfx, tmp_path, capsys):
+    """The refused AREA run above, with --framing FOLLOW: the window asked for is baked."""
+    path = snow_file(tmp_path / "snow.blend")
+    code = envfx.cli.main(["snow", path, "--bake", "--actors", "Walkers", "--out-dir", str(tmp_path / "out"),
+                           "--frames", "1:4", "--resolution", "16", "--framing", "FOLLOW", "--pivot", "Walker",
+                           "--size", "3"])
+    assert code == 0, capsys.readouterr().err
+    meta = json.loads((tmp_path / "out" / "snow_buffer.json").read_text())
+    assert (meta["framing"], meta["world_size"]) == ("FOLLOW", 3.0)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--generate", "--objects", "Ground", "--budget", "99999999999"],
+     "--budget 99999999999 must be between 1 and 2147483647 vertices"),
+    (["--bake", "--actors", "Walkers", "--out-dir", "{dir}/out", "--frames", "1:3000000000"],
+     "--frames 1:3000000000: Blender's frames run from -1048574 to 1048574: use a range within them"),
+    (["--bake", "--actors", "Walkers", "--out-dir", "{dir}/out", "--frames", "1048570:1048580"],
+     "Blender's frames run from -1048574 to 1048574"),                # a 32-bit number, but beyond Blender's frames
+    (["--bake", "--actors", "Walkers", "--out-dir", "{dir}/out", "--frames=-3000000000:1"],
+     "Blender's frames run from -1048574 to 1048574"),
+    (["--generate", "--objects", "Ground", "--spacing", "1e-9"], "--spacing 1e-09 must be between 1e-06 and"),
+    (["--generate", "--objects", "Ground", "--thickness", "1e300"], "--thickness 1e+300 must be between 0 and"),
+    (["--generate", "--objects", "Ground", "--max-slope", "89.95"], "--max-slope 89.95 must be between 0 and 89.90 "
+     "degrees"),
+    (["--bake", "--actors", "Walkers", "--out-dir", "{dir}/out", "--framing", "FOLLOW", "--pivot", "Walker",
+      "--size", "1e-7"], "--size 1e-07 must be between 1e-06 and"),
+])
+def test_snow_numbers_blender_cannot_take_are_refused_before_the_file_is_opened(envfx, tmp_path, capsys,
+                                                                                 monkeypatch, args, message):
+    """Before: a ValueError traceback out of cli.main (beyond a 32-bit integer), or a silently clamped setting."""
+    path = snow_file(tmp_path / "snow.blend")
+    before = digest(path)
+    monkeypatch.setattr(envfx.cli, "open_blend", lambda *a, **k: pytest.fail("the file was opened"))
+    assert envfx.cli.main(["snow", path] + [a.format(dir=tmp_path) for a in args]) == 2
+    assert message in capsys.readouterr().err
+    assert digest(path) == before
+    assert sorted(os.listdir(tmp_path)) == ["snow.blend"]
+
+
+def test_snow_bakes_a_negative_frame_range_as_written(envfx, tmp_path, capsys):
+    """`--frames -3:-1` is a range, not an unknown option (before: argparse's "expected one argument")."""
+    path = snow_file(tmp_path / "snow.blend")
+    out = tmp_path / "out"
+    code = envfx.cli.main(["snow", path, "--bake", "--actors", "Walkers", "--out-dir", str(out), "--frames", "-3:-1",
+                           "--resolution", "16"])
+    assert code == 0, capsys.readouterr().err
+    meta = json.loads((out / "snow_buffer.json").read_text())
+    assert (meta["frame_start"], meta["frame_end"]) == (-3, -1)
+    assert [f["frame"] for f in meta["frames"]] == [-3, -2, -1]
+    assert envfx.cli.main(["snow", path, "--bake", "--actors", "Walkers", "--out-dir", str(out), "--frames",
+                           "-3"]) == 2
+    assert "--frames '-3': use START:END, e.g. 1:250 or -3:-1" in capsys.readouterr().err

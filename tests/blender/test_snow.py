@@ -307,6 +307,8 @@ def test_follow_pivot_bake(envfx, tmp_path):
     (lambda s, tmp: setattr(s, "output_dir", str(tmp / "file.txt" / "sub")), "cannot be written"),
     (lambda s, tmp: setattr(s, "output_dir", "//snow_buffer"), "relative to the .blend file, which is not saved yet"),
     (lambda s, tmp: setattr(s, "actors", None), "No actor collection"),
+    # a frame change stops at Blender's last frame: the bake would repeat it
+    (lambda s, tmp: setattr(s, "frame_end", 2_000_000), "goes beyond Blender's frames"),
 ])
 def test_bake_bad_input(envfx, tmp_path, change, msg, capsys):
     scene, snow, actors = snow_scene(envfx, spacing=0.2)
@@ -860,6 +862,41 @@ def test_drive_from_bake_without_bake(envfx, tmp_path):
     with pytest.raises(RuntimeError, match="No baked buffer"):
         bpy.ops.envfx.snow_drive_from_bake()
     assert [m.name for m in snow.modifiers] == []
+
+
+@pytest.mark.parametrize("content", [
+    '{"format": "envfx.snow.interaction_buffer", "frames": [{"fra',      # truncated by a killed copy
+    '{"format": "something else"}',                                       # another tool's file of that name
+    '{"format": "envfx.snow.interaction_buffer", "version": 1}',          # no frames
+])
+def test_drive_from_bake_refuses_a_damaged_or_foreign_json(envfx, tmp_path, content):
+    """A damaged or foreign snow_buffer.json is named with what to do; the scene is left as it was."""
+    scene, snow, actors = snow_scene(envfx, spacing=0.2)
+    (tmp_path / "snow_buffer.json").write_text(content)
+    (tmp_path / "snow_buffer_0001.exr").write_bytes(b"")
+    scene.envfx.snow.output_dir = str(tmp_path)
+    images, groups = sorted(bpy.data.images.keys()), sorted(bpy.data.node_groups.keys())
+    with pytest.raises(RuntimeError, match=r"snow_buffer\.json is damaged or not an EnvFX bake: .*Bake the "
+                                           r"interaction buffer again"):
+        bpy.ops.envfx.snow_drive_from_bake()
+    assert [m.name for m in snow.modifiers] == []
+    assert sorted(bpy.data.images.keys()) == images and sorted(bpy.data.node_groups.keys()) == groups
+
+
+def test_drive_from_bake_refuses_an_image_sequence_below_frame_0(envfx, tmp_path):
+    """A bake of frames -3..-1 writes snow_buffer_-003.exr...: the game reads them through the JSON, but Blender's
+    image sequences cannot number frames below 0 (the snow would silently stay flat): refused, nothing changes."""
+    scene, snow, actors = snow_scene(envfx, spacing=0.2)
+    core = envfx.core.snow
+    buf = core.BufferParams(resolution=8, size=8.0, origin=(-4.0, -4.0))
+    tracks = np.zeros((3, 1, 3))
+    core.bake(tracks, [0.5], [0.2], core.StampParams(), buf, frame_start=-3, out_dir=str(tmp_path))
+    scene.envfx.snow.output_dir = str(tmp_path)
+    images = sorted(bpy.data.images.keys())
+    with pytest.raises(RuntimeError, match=r"snow_buffer_-003\.exr\), and Blender's image sequences cannot read "
+                                           r"frames below 0: bake from frame 0 or later"):
+        bpy.ops.envfx.snow_drive_from_bake()
+    assert [m.name for m in snow.modifiers] == [] and sorted(bpy.data.images.keys()) == images
 
 
 def test_deformation_fades_with_camera_distance(envfx):
@@ -1913,3 +1950,162 @@ def test_the_save_clean_up_keeps_a_trails_group_the_user_keeps(envfx, tmp_path, 
     select_only(bpy.data.objects[name])
     assert bpy.ops.envfx.snow_trails_add() == {"FINISHED"}
     assert bpy.data.objects[name].modifiers[snow_nodes_name(envfx)].node_group == tree
+
+
+# --- mirrored terrain, empty actors' world size ------------------------------------------------------------
+
+def _snow_x_range(scene):
+    snow = [o for o in scene.objects if o.get("envfx_snow") == 0]
+    xs = np.concatenate([envfx_positions(o)[:, 0] for o in snow])
+    return xs.min(), xs.max()
+
+
+def envfx_positions(obj):
+    buf = np.empty(len(obj.data.vertices) * 3, dtype=np.float32)
+    obj.data.vertices.foreach_get("co", buf)
+    m = np.array(obj.matrix_world)
+    return buf.reshape(-1, 3) @ m[:3, :3].T + m[:3, 3]
+
+
+@pytest.mark.parametrize("mirror, by_parent", [((1, -1, 1), False), ((-1, 1, 1), False), ((1, -1, 1), True)])
+def test_generate_covers_a_mirrored_terrain_tile(envfx, mirror, by_parent):
+    """A tile mirrored by a negative scale (its own or its parent's; det < 0, its faces still look up as Blender
+    draws them) gets snow alone and next to an unmirrored tile."""
+    scene = bpy.context.scene
+    clear_scene()
+    s = scene.envfx.snow
+    s.spacing, s.border_width = 0.2, 0.0
+    tile = grid_object("Tile", size=4.0, segments=4)
+    flipped = grid_object("TileMirrored", size=4.0, segments=4, location=(4, 0, 0))
+    if by_parent:
+        rig = bpy.data.objects.new("Mirror", None)
+        scene.collection.objects.link(rig)
+        rig.scale = mirror
+        flipped.parent = rig
+        flipped.location = (4 * mirror[0], 0, 0)
+    else:
+        flipped.scale = mirror
+    bpy.context.view_layer.update()
+    assert flipped.matrix_world.determinant() < 0
+    select_only(flipped)
+    assert bpy.ops.envfx.snow_generate() == {"FINISHED"}
+    lo, hi = _snow_x_range(scene)
+    assert lo == pytest.approx(2.0, abs=0.25) and hi == pytest.approx(6.0, abs=0.25)
+    for o in [o for o in scene.objects if o.get("envfx_snow") is not None]:
+        bpy.data.objects.remove(o)
+    select_only(tile, flipped)
+    assert bpy.ops.envfx.snow_generate() == {"FINISHED"}
+    lo, hi = _snow_x_range(scene)
+    assert lo == pytest.approx(-2.0, abs=0.25) and hi == pytest.approx(6.0, abs=0.25)
+
+
+def test_density_texture_on_a_mirrored_tile_follows_its_uvs(envfx):
+    """The density texture's UVs go corner for corner with the mirrored tile's triangles: the white half of the
+    image is where Blender shows it on the mirrored tile (x mirrored: the image's left half is world +x)."""
+    clear_scene()
+    ground = grid_object("Ground", size=4.0, segments=1)      # two big triangles: swapped UVs would show
+    ground.scale = (-1, 1, 1)
+    ground.data.uv_layers.new(name="UVMap")
+    uv = ground.data.uv_layers.active.uv
+    vidx = np.empty(len(ground.data.loops), dtype=np.int32)
+    ground.data.loops.foreach_get("vertex_index", vidx)
+    co = envfx.bridge.get_positions(ground.data)[vidx]
+    uv.foreach_set("vector", ((co[:, :2] + 2.0) / 4.0).astype(np.float32).ravel())
+    img = bpy.data.images.new("Mask", 16, 16, float_buffer=True)
+    px = np.zeros((16, 16, 4), dtype=np.float32)
+    px[:, :4, :] = 1.0                                        # the image's left quarter white = snow
+    img.pixels.foreach_set(px.ravel())
+    s = bpy.context.scene.envfx.snow
+    s.spacing, s.border_width, s.density_texture = 0.1, 0.0, img
+    select_only(ground)
+    assert bpy.ops.envfx.snow_generate() == {"FINISHED"}
+    snow = [o for o in bpy.context.scene.objects if o.get("envfx_snow") == 0][0]
+    v = envfx_positions(snow)
+    # local x < -1 (u < 0.25) is world x > 1, over the whole height of the tile
+    assert v[:, 0].min() > 0.85 and v[:, 0].max() > 1.8
+    for y0, y1 in ((-2.0, -1.0), (-1.0, 1.0), (1.0, 2.0)):
+        rows = v[(v[:, 1] > y0) & (v[:, 1] < y1)]
+        assert len(rows) and rows[:, 0].min() < 1.2
+
+
+def test_empty_actor_radius_is_its_display_size_in_world_units(envfx):
+    """An Empty's trail radius is its display size times its world scale (a scaled parent, as an imported
+    character's armature at 0.1, and a negative scale included), like a mesh of the same world size."""
+    scene, snow, actors = snow_scene(envfx, spacing=0.2)
+    rig = bpy.data.objects.new("Rig", None)
+    rig.scale = (0.1, 0.1, 0.1)
+    scene.collection.objects.link(rig)
+    foot = bpy.data.objects.new("FootEmpty", None)
+    foot.empty_display_size = 1.0
+    foot.parent = rig
+    actors.objects.link(foot)
+    cube = bpy.data.objects.new("FootCube", bpy.data.meshes.new("FootCube"))
+    bm = bmesh.new()
+    bmesh.ops.create_cube(bm, size=2.0)
+    bm.to_mesh(cube.data)
+    bm.free()
+    cube.parent = rig
+    actors.objects.link(cube)
+    mirrored = bpy.data.objects.new("MirroredEmpty", None)
+    mirrored.empty_display_size = 0.5
+    mirrored.scale = (-1, -1, -1)
+    actors.objects.link(mirrored)
+    flat = bpy.data.objects.new("FlatEmpty", None)       # mirrored on one axis, stretched on another
+    flat.empty_display_size = 0.5
+    flat.scale = (-2.0, 1.0, 1.0)
+    actors.objects.link(flat)
+    bpy.context.view_layer.update()
+    specs, skipped = envfx.operators.snow.actor_specs(scene)
+    radius = {n: r for n, r, _, _ in specs}
+    assert skipped == {}
+    assert radius["FootEmpty"] == pytest.approx(0.1) and radius["FootCube"] == pytest.approx(0.1)
+    assert radius["MirroredEmpty"] == pytest.approx(0.5)
+    assert radius["FlatEmpty"] == pytest.approx(1.0)
+
+
+def _layer_collection(name):
+    def find(lc):
+        if lc.name == name:
+            return lc
+        return next((r for c in lc.children if (r := find(c)) is not None), None)
+    return find(bpy.context.view_layer.layer_collection)
+
+
+@pytest.mark.parametrize("hide", ["collection", "parent_collection", "object", "exclude"])
+def test_bake_follows_actors_hidden_from_the_viewport(envfx, tmp_path, hide):
+    """Actors disabled in viewports (their collection's, a parent collection's or their own monitor icon) or
+    excluded from the view layer are not evaluated by a frame change: the bake still follows their animation
+    (the same buffer as with the actors shown), and leaves the visibility and the scene's objects as they were."""
+    scene, snow, actors = snow_scene(envfx, spacing=0.2)
+    group = bpy.data.collections.new("Proxies")          # the actor collection inside another one
+    scene.collection.children.unlink(actors)
+    scene.collection.children.link(group)
+    group.children.link(actors)
+    a = sphere_object("A", 0.4, actors)
+    animate(a, [(1, (-2.5, 0.0, 0.4)), (8, (2.5, 0.5, 0.4))])
+    s = scene.envfx.snow
+    s.frame_start, s.frame_end, s.buffer_resolution, s.sequence = 1, 8, 64, False
+    s.output_dir = str(tmp_path / "shown")
+    assert bpy.ops.envfx.snow_bake_buffer() == {"FINISHED"}
+    shown = envfx.core.snow.read_exr(str(tmp_path / "shown" / "snow_buffer.exr"))
+    assert shown[..., 0].min() < -0.1
+    if hide == "collection":
+        actors.hide_viewport = True
+    elif hide == "parent_collection":
+        group.hide_viewport = True
+    elif hide == "object":
+        a.hide_viewport = True
+    else:
+        _layer_collection("Actors").exclude = True
+    bpy.context.view_layer.update()
+    scene.frame_set(3)
+    scene.frame_set(1)
+    objects = sorted(bpy.data.objects.keys())
+    s.output_dir = str(tmp_path / "hidden")
+    assert bpy.ops.envfx.snow_bake_buffer() == {"FINISHED"}
+    hidden = envfx.core.snow.read_exr(str(tmp_path / "hidden" / "snow_buffer.exr"))
+    np.testing.assert_allclose(hidden, shown, atol=1e-5)
+    assert sorted(bpy.data.objects.keys()) == objects
+    assert (actors.hide_viewport, group.hide_viewport, a.hide_viewport, _layer_collection("Actors").exclude) == (
+        hide == "collection", hide == "parent_collection", hide == "object", hide == "exclude")
+    assert scene.frame_current == 1

@@ -153,18 +153,20 @@ def test_grass_wobble_changes_sign_and_decays_and_ripples_grow():
     xs = np.r_[np.linspace(-1, 1, 5), np.full(frames - 5, 40.0)]
     tracks = np.c_[xs, np.zeros(frames), np.zeros(frames)][:, None, :]
     c = -8.0 + (np.arange(64) + 0.5) * buf.texel
-    R = np.hypot(*np.meshgrid(c, c))
-    radii = []
+    Y = np.abs(np.meshgrid(c, c)[1])     # the path runs along y = 0: distance from it
+    fronts = []                          # how far from the path the ripples reach (10 % of their peak)
     for n in (10, 20, 30, 45, 60):
         out = snow.bake(tracks[:n], [0.5], [0.2], stamp, buf).final
         b = np.abs(out[..., 2])
-        radii.append(float((R * b).sum() / max(b.sum(), 1e-12)))
+        fronts.append(float(Y[b > 0.1 * b.max()].max()))
     series = np.array([snow.bake(tracks[:n], [0.5], [0.2], stamp, buf).final[32, 32, 1] for n in range(6, 40)])
     assert series.max() > 0 and series.min() < 0
     early = np.abs(series[:12]).max()
     late = np.abs(series[-12:]).max()
     assert late < 0.5 * early
-    assert radii[1] > radii[0] and radii[2] > radii[1]
+    assert all(b > a for a, b in zip(fronts, fronts[1:])), fronts
+    # the rings spread at about ripple_speed (1 scene unit per second): 50 frames at 24 fps
+    assert 0.6 < (fronts[-1] - fronts[0]) / (50 / 24) < 1.4, fronts
 
 
 def test_exr_roundtrip_and_files_written_atomically(tmp_path):
@@ -587,3 +589,68 @@ def test_puff_flight_is_ballistic_and_ends_with_its_life():
 def test_puff_params_bad_input(change, msg):
     with pytest.raises(snow.SnowError, match=msg):
         snow.PuffParams(**change).validate()
+
+
+def test_ripples_are_a_height_in_scene_units_independent_of_resolution():
+    # one 0.3 m actor walks 4 m over the same 8 m window: only the texel count changes
+    frames = 30
+    tracks = walk(frames, (-2, 0), (2, 0))
+    stamp = snow.StampParams(fps=24.0)
+    peaks = {}
+    for res in (64, 256, 1024):
+        buf = snow.BufferParams(resolution=res, size=8.0, origin=(-4.0, -4.0))
+        b = snow.bake(tracks, [0.3], [0.15], stamp, buf).final[..., 2]
+        assert b.min() < 0 < b.max()          # the water is pushed down and rings rise around it
+        peaks[res] = float(np.abs(b).max())
+    # about the same heights at every resolution, and heights of the order of the actor's depth (not metres)
+    assert max(peaks.values()) < 1.4 * min(peaks.values()), peaks
+    assert all(0.02 < p < 0.15 for p in peaks.values()), peaks
+    # a height in scene units: the same scene 10x larger (actor, window, ripple speed) has 10x taller ripples
+    small = snow.bake(tracks, [0.3], [0.15], stamp,
+                      snow.BufferParams(resolution=128, size=8.0, origin=(-4.0, -4.0))).final[..., 2]
+    large = snow.bake(tracks * 10, [3.0], [1.5], snow.StampParams(fps=24.0, fade_height=5.0),
+                      snow.BufferParams(resolution=128, size=80.0, origin=(-40.0, -40.0), ripple_speed=10.0)
+                      ).final[..., 2]
+    np.testing.assert_allclose(large, 10 * small, rtol=1e-3, atol=1e-5)
+
+
+def _written_metadata(tmp_path):
+    buf = snow.BufferParams(resolution=8, size=4.0, origin=(-2.0, -2.0))
+    result = snow.bake(walk(3, (-1, 0), (1, 0)), [0.4], [0.1], snow.StampParams(), buf, out_dir=str(tmp_path))
+    return result.metadata_path
+
+
+def test_read_buffer_metadata_reads_what_the_bake_wrote(tmp_path):
+    path = _written_metadata(tmp_path)
+    meta = snow.read_buffer_metadata(path)
+    assert meta == json.loads(open(path).read())
+    assert [f["file"] for f in meta["frames"]] == [f"snow_buffer_{i:04d}.exr" for i in (1, 2, 3)]
+
+
+@pytest.mark.parametrize("edit, msg", [
+    (lambda text, meta: text[: len(text) // 2], "not valid JSON"),
+    (lambda text, meta: b"\xff\xfe" + text.encode(), "not valid JSON"),
+    (lambda text, meta: "[1, 2]", "not an EnvFX interaction buffer"),
+    (lambda text, meta: {"format": "something else", "frames": []}, "not an EnvFX interaction buffer"),
+    (lambda text, meta: {**meta, "version": 7}, "version 7"),
+    (lambda text, meta: {k: v for k, v in meta.items() if k != "frames"}, "lists no frames"),
+    (lambda text, meta: {**meta, "frames": []}, "lists no frames"),
+    (lambda text, meta: {**meta, "world_size": "4"}, "world_size '4'"),
+    (lambda text, meta: {**meta, "world_size": 0}, "world_size 0"),
+    (lambda text, meta: {**meta, "sequence": "yes"}, "sequence"),
+    (lambda text, meta: {**meta, "frames": [{"frame": 1}]}, "frame entry 0"),
+    (lambda text, meta: {**meta, "frames": meta["frames"][:1] + [{**meta["frames"][1], "origin": [0, None]}]},
+     "frame entry 1"),
+    (lambda text, meta: {**meta, "frames": [{**meta["frames"][0], "file": "../elsewhere.exr"}]}, "frame entry 0"),
+    (lambda text, meta: {**meta, "frames": [{**meta["frames"][0], "frame": 1.5}]}, "frame entry 0"),
+])
+def test_read_buffer_metadata_refuses_damaged_or_foreign_files(tmp_path, edit, msg):
+    path = _written_metadata(tmp_path)
+    text = open(path).read()
+    changed = edit(text, json.loads(text))          # bytes, text or a JSON value
+    if not isinstance(changed, (bytes, str)):
+        changed = json.dumps(changed)
+    with open(path, "wb") as fh:
+        fh.write(changed if isinstance(changed, bytes) else changed.encode())
+    with pytest.raises(snow.SnowError, match=msg):
+        snow.read_buffer_metadata(path)
