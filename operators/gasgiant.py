@@ -231,6 +231,16 @@ def sphere_mesh(name: str, segments: int = 128, rings: int = 64):
     return mesh
 
 
+def file_colour_space(path: str) -> str:
+    """The colour space Blender gives the image file ``path`` when it loads it anew (from the colour management
+    configuration's roles: sRGB for an 8-bit PNG, scene linear for a float EXR)."""
+    probe = bpy.data.images.load(path, check_existing=False)
+    try:
+        return probe.colorspace_settings.name
+    finally:
+        bpy.data.images.remove(probe)
+
+
 def make_planet(scene, name: str, equirect_files: list, frames: int = 1, radius: float = 1.0, clouds: bool = False):
     """Add the planet object ``name`` (or update it) with a material showing the bake; returns the object."""
     if not equirect_files:
@@ -250,6 +260,8 @@ def make_planet(scene, name: str, equirect_files: list, frames: int = 1, radius:
             image.name = f"{name} Texture"
     image.source = "SEQUENCE" if frames > 1 else "FILE"
     image.reload()
+    # a reused image keeps the colour space of the file it showed before (an 8-bit PNG: sRGB, a float EXR: linear)
+    image.colorspace_settings.name = file_colour_space(first)
     image.alpha_mode = "STRAIGHT"
     mat = gasgiant_nodes.ensure_planet_material(f"{MATERIAL_PREFIX} {name}", image, frames, scene.frame_start,
                                                 clouds=clouds)

@@ -95,6 +95,32 @@ def test_animated_bake_makes_an_image_sequence(envfx, tmp_path):
     assert s.frames == 3
 
 
+FILE_LOOKS = {"png": ("gasgiant_equirect.png", False, "sRGB"), "exr": ("gasgiant_equirect.exr", True, "Linear Rec.709")}
+
+
+def test_rebake_in_another_format_gives_the_planet_the_colour_space_of_its_file(envfx, tmp_path, capsys):
+    """A re-bake that switches between 8-bit PNG and float EXR leaves the planet's image in the colour space of the
+    file it now shows (before: it kept the first file's, so the planet looked washed out or too dark), from the
+    operator and from --save into a .blend that already holds the planet."""
+    s = _small(bpy.context.scene.envfx.gasgiant, tmp_path / "op", particles=5000, iterations=2, field_size="16",
+               cubemap_size="64", equirect_width="128")
+    for fmt in ("png", "exr", "png"):
+        s.file_format = fmt.upper()
+        assert bpy.ops.envfx.gasgiant_bake() == {"FINISHED"}
+        image = bpy.data.objects["Gas Giant"].data.materials[0].node_tree.nodes["Gas Giant Texture"].image
+        assert (os.path.basename(image.filepath), image.is_float, image.colorspace_settings.name) == FILE_LOOKS[fmt]
+    level = str(tmp_path / "level.blend")
+    args = ["gas-giant", "--out", str(tmp_path / "cli"), "--particles", "5000", "--iterations", "2", "--equirect",
+            "128", "--cubemap", "64", "--field", "16", "--threads", "1", "--save", level]
+    for fmt in ("exr", "png", "exr"):
+        bpy.ops.wm.read_homefile(app_template="")
+        assert envfx.cli.main(args + ["--format", fmt]) == 0, capsys.readouterr().err
+        bpy.ops.wm.open_mainfile(filepath=level)
+        image = bpy.data.images["Gas Giant Texture"]
+        assert (os.path.basename(image.filepath), image.is_float, image.colorspace_settings.name) == FILE_LOOKS[fmt]
+    assert not [i.name for i in bpy.data.images if i.name.startswith("gasgiant_")]  # the probe image is not kept
+
+
 def test_planet_looks_right_in_eevee(envfx, tmp_path):
     scene = bpy.context.scene
     _small(scene.envfx.gasgiant, tmp_path / "look", particles=50_000, iterations=30)
