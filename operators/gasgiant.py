@@ -16,6 +16,7 @@ import bpy
 import numpy as np
 
 from .. import progress
+from ..core import colour
 from ..core import gasgiant as core_gasgiant
 from ..shader_nodes import gasgiant as gasgiant_nodes
 from .common import NeedsScene
@@ -37,7 +38,12 @@ def output_folder(path: str) -> str:
 
 
 def load_palette(path: str) -> np.ndarray:
-    """(h, w, 4) float32 pixels of an image file, row 0 at the top; the temporary image data-block is removed."""
+    """(h, w, 3) float32 sRGB-encoded colours of an image file, row 0 at the top, the same for the same colours
+    whatever the file's bit depth; the temporary image data-block is removed.
+
+    ``image.pixels`` of an 8-bit image are its stored (sRGB-encoded) values; those of a float image (16-bit PNG,
+    TIFF16, EXR) are scene linear, so they are encoded to sRGB again (unless the image is non-colour data). Colour
+    is read straight (alpha mode Channel Packed); an EXR's premultiplied colour is divided by its alpha."""
     if not path.strip():
         raise GasGiantInputError("No palette image: choose one, or use the latitude ramp")
     full = bpy.path.abspath(path)
@@ -48,18 +54,26 @@ def load_palette(path: str) -> np.ndarray:
     except RuntimeError as exc:
         raise GasGiantInputError(f"Palette image {full!r} cannot be read ({exc}): use a PNG or JPEG") from None
     try:
+        image.alpha_mode = "CHANNEL_PACKED"  # float colour not multiplied by alpha on load
         w, h = image.size
         channels = image.channels
         if w == 0 or h == 0 or channels == 0:
             raise GasGiantInputError(f"Palette image {full!r} cannot be read (no pixels): use a PNG or JPEG")
         buf = np.empty(w * h * channels, dtype=np.float32)
         image.pixels.foreach_get(buf)
+        is_float, is_data = image.is_float, image.colorspace_settings.is_data
     finally:
         bpy.data.images.remove(image)
     pix = buf.reshape(h, w, channels)[::-1]
     if channels < 3:
         pix = np.repeat(pix[..., :1], 3, axis=-1)
-    return np.ascontiguousarray(pix[..., :3])
+    rgb = np.ascontiguousarray(pix[..., :3])
+    if is_float:
+        if channels == 4 and os.path.splitext(full)[1].lower() == ".exr":  # OpenEXR colour is premultiplied
+            a = pix[..., 3:4]
+            rgb = np.where(a > 0, rgb / np.maximum(a, 1e-8), 0.0).astype(np.float32)
+        rgb = np.clip(rgb, 0.0, 1.0) if is_data else colour.linear_to_srgb(rgb)
+    return rgb
 
 
 def cube_folder_layout(full: str) -> str:

@@ -213,6 +213,59 @@ def test_palette_image_colours_the_planet(envfx, tmp_path):
     assert not [i for i in bpy.data.images if i.name.startswith("pal")]  # the palette was not kept
 
 
+def _save_tiff16(source: str, path: str):
+    """A 16-bit RGB TIFF of the image file ``source``, written by Blender (Standard view: the colours unchanged)."""
+    image = bpy.data.images.load(source, check_existing=False)
+    scene = bpy.context.scene
+    scene.view_settings.view_transform = "Standard"
+    settings = scene.render.image_settings
+    settings.file_format, settings.color_depth, settings.color_mode = "TIFF", "16", "RGB"
+    image.save_render(path, scene=scene)
+    bpy.data.images.remove(image)
+
+
+def test_float_palettes_give_the_colours_of_the_8_bit_palette(envfx, tmp_path):
+    """The same colours as a 16-bit PNG, a 16-bit TIFF or an EXR palette (float images: Blender gives their pixels
+    in scene linear, premultiplied unless told otherwise) read as the 8-bit PNG does, for --palette and for the
+    faces of --cubemap-palette (before: they were painted as if they were sRGB, a much darker planet)."""
+    png, exr, colour = envfx.core.png, envfx.core.exr, envfx.core.colour
+    ops = envfx.operators.gasgiant
+    pal8 = np.random.default_rng(0).integers(0, 256, (8, 32, 4)).astype(np.uint8)
+    pal8[..., 3] = np.maximum(pal8[..., 3], 1)
+    (tmp_path / "p8.png").write_bytes(png.encode_png(pal8))
+    (tmp_path / "p16.png").write_bytes(png.encode_png(pal8.astype(np.uint16) * 257))
+    straight = pal8.astype(np.float32) / 255
+    alpha = straight[..., 3:]
+    exr.write_exr(str(tmp_path / "p.exr"), np.concatenate([colour.srgb_to_linear(straight[..., :3]) * alpha, alpha],
+                                                          -1))  # OpenEXR: premultiplied, linear
+    (tmp_path / "rgb16.png").write_bytes(png.encode_png(pal8[..., :3].astype(np.uint16) * 257))
+    _save_tiff16(str(tmp_path / "rgb16.png"), str(tmp_path / "p16.tif"))
+    ref = ops.load_palette(str(tmp_path / "p8.png"))
+    np.testing.assert_allclose(ref, straight[..., :3], atol=1e-6)  # the stored values, straight colour
+    for name in ("p16.png", "p.exr", "p16.tif"):
+        np.testing.assert_allclose(ops.load_palette(str(tmp_path / name)), ref, atol=0.05 / 255, err_msg=name)
+    # the cube-map palette: 16-bit copies of a bake's faces read as the faces themselves
+    gg = envfx.core.gasgiant
+    gg.run_bake(gg.GasGiantParams(particles=3000, iterations=3, field_size=16, cubemap_size=64, equirect_width=0,
+                                  threads=1), str(tmp_path / "faces8"))
+    (tmp_path / "faces16").mkdir()
+    for face in gg.FACES:
+        img = np.asarray(Image.open(tmp_path / "faces8" / f"gasgiant_{face}.png"))
+        (tmp_path / "faces16" / f"gasgiant_{face}.png").write_bytes(png.encode_png(img.astype(np.uint16) * 257))
+    cube8 = ops.load_palette_cube(str(tmp_path / "faces8"))
+    assert cube8.std() > 0.01
+    np.testing.assert_allclose(ops.load_palette_cube(str(tmp_path / "faces16")), cube8, atol=0.05 / 255)
+    # a planet baked from a flat 16-bit palette wears the palette's colour
+    flat = np.tile(np.array([200, 120, 60], np.uint16) * 257, (16, 64, 1))
+    (tmp_path / "flat16.png").write_bytes(png.encode_png(flat))
+    _small(bpy.context.scene.envfx.gasgiant, tmp_path / "planet", color_source="PALETTE", make_planet=False,
+           palette_path=str(tmp_path / "flat16.png"), particles=50_000, iterations=40, field_size="16",
+           cubemap_size="64", equirect_width="128", fade_rate=0.0, opacity=1.0)
+    assert bpy.ops.envfx.gasgiant_bake() == {"FINISHED"}
+    eq = np.asarray(Image.open(tmp_path / "planet" / "gasgiant_equirect.png"))
+    np.testing.assert_array_equal(np.median(eq.reshape(-1, 3), axis=0), [200, 120, 60])
+
+
 def test_bad_input_memory_output_folder_and_unsaved_file(envfx, tmp_path, monkeypatch):
     s = _small(bpy.context.scene.envfx.gasgiant, tmp_path / "m", particles=50_000_000)
     monkeypatch.setattr(envfx.core.gasgiant, "available_memory", lambda: 512 * 2**20)
