@@ -1541,14 +1541,20 @@ def bake_metadata(params: GasGiantParams, stats: _FlowStats | None = None) -> di
     map's unit and fixed scale (one for all frames) with the formula that decodes it."""
     exts = {"PNG": ("png",), "EXR": ("exr",), "PNG_EXR": ("png", "exr")}[params.file_format]
     keys = {ext: ("" if ext == exts[0] else "_exr") for ext in exts}
-    rgba = "RGBA: cloud colour, alpha = cloud cover (straight, not premultiplied)" if params.cloud_mode else "RGB"
+    content = {"png": "RGB", "exr": "RGB"}
+    alpha = {}  # cloud mode: how each file stores its colour against its alpha
+    if params.cloud_mode:
+        content = {"png": "RGBA: cloud colour, alpha = cloud cover (straight: colour not multiplied by alpha)",
+                   "exr": "RGBA: cloud colour x alpha, alpha = cloud cover (premultiplied, as OpenEXR defines colour)"}
+        alpha = {"png": "straight", "exr": "premultiplied"}
     colour_space = {"png": "sRGB", "exr": "linear Rec.709 (scene linear, sRGB primaries)"}
     images = []
     engine = params.cube_layout != "BLENDER"
     for entry in cube_layout_faces(params.cube_layout):
         for ext, key in keys.items():
             item = _file_entry(params, f"cube_{entry['name']}{key}")
-            item.update(content=f"planet colour, {rgba}", colour_space=colour_space[ext], layout="cube face",
+            item.update(content=f"planet colour, {content[ext]}", **_alpha_entry(alpha, ext),
+                        colour_space=colour_space[ext], layout="cube face",
                         width=params.cubemap_size, height=params.cubemap_size, blender_face=FACES[entry["face"]],
                         normal=_vec(entry["normal"]), right=_vec(entry["right"]), up=_vec(entry["up"]))
             if engine:
@@ -1568,8 +1574,8 @@ def bake_metadata(params: GasGiantParams, stats: _FlowStats | None = None) -> di
         fw = min(w, 1024)
         for ext, key in keys.items():
             item = _file_entry(params, f"equirect{key}")
-            item.update(content=f"planet colour, {rgba}", colour_space=colour_space[ext], layout="equirectangular",
-                        width=w, height=w // 2)
+            item.update(content=f"planet colour, {content[ext]}", **_alpha_entry(alpha, ext),
+                        colour_space=colour_space[ext], layout="equirectangular", width=w, height=w // 2)
             images.append(item)
         scale = flow_scale(params)
         for ext, key in keys.items():
@@ -1625,6 +1631,10 @@ def bake_metadata(params: GasGiantParams, stats: _FlowStats | None = None) -> di
     }
 
 
+def _alpha_entry(alpha: dict, ext: str) -> dict:
+    return {"alpha": alpha[ext]} if ext in alpha else {}
+
+
 def _layout_info(layout: str) -> str:
     if layout == "BLENDER":
         return ("faces px, nx, py, ny, pz, nz are Blender's +X, -X, +Y, -Y, +Z, -Z seen from outside the planet, "
@@ -1651,12 +1661,15 @@ def _write_json(path: str, data: dict):
 
 
 def _write_image(path: str, pixels: np.ndarray, is_colour: bool = True):
-    """PNG (8-bit) or EXR (32-bit float; colour outputs converted from sRGB-encoded to linear, data and alpha
-    kept) by the file's extension."""
+    """PNG (8-bit, straight alpha) or EXR (32-bit float) by the file's extension. In the EXR, colour outputs are
+    converted from sRGB-encoded to linear and multiplied by their alpha (OpenEXR colour is premultiplied); data
+    (the flow map) is written as it is."""
     if path.endswith(".exr"):
         px = np.array(pixels, dtype=np.float32)
         if is_colour:
             px[..., :3] = colour.srgb_to_linear(px[..., :3])
+            if px.shape[-1] == 4:
+                px[..., :3] *= px[..., 3:]
         exr.write_exr(path, px)
     else:
         write_png(path, pixels)

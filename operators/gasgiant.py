@@ -273,10 +273,11 @@ def make_planet(scene, name: str, equirect_files: list, frames: int = 1, radius:
             image = bpy.data.images.load(first, check_existing=False)
             image.name = f"{name} Texture"
     image.source = "SEQUENCE" if frames > 1 else "FILE"
-    image.reload()
     # a reused image keeps the colour space of the file it showed before (an 8-bit PNG: sRGB, a float EXR: linear)
     image.colorspace_settings.name = file_colour_space(first)
-    image.alpha_mode = "STRAIGHT"
+    # the PNG holds straight alpha, the EXR premultiplied colour (as OpenEXR defines it)
+    image.alpha_mode = "PREMUL" if first.lower().endswith(".exr") else "STRAIGHT"
+    image.reload()
     mat = gasgiant_nodes.ensure_planet_material(f"{MATERIAL_PREFIX} {name}", image, frames, scene.frame_start,
                                                 clouds=clouds)
     obj = bpy.data.objects.get(name)

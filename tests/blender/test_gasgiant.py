@@ -121,11 +121,8 @@ def test_rebake_in_another_format_gives_the_planet_the_colour_space_of_its_file(
     assert not [i.name for i in bpy.data.images if i.name.startswith("gasgiant_")]  # the probe image is not kept
 
 
-def test_planet_looks_right_in_eevee(envfx, tmp_path):
-    scene = bpy.context.scene
-    _small(scene.envfx.gasgiant, tmp_path / "look", particles=50_000, iterations=30)
-    scene.envfx.gasgiant.preset = "JUPITER"
-    assert bpy.ops.envfx.gasgiant_bake() == {"FINISHED"}
+def _planet_shot(scene, size: int):
+    """The startup scene made a shot of the planet: lit by a sun from the camera's side, over black space."""
     for name in ("Cube", "Light"):
         if name in bpy.data.objects:
             bpy.data.objects.remove(bpy.data.objects[name])
@@ -137,15 +134,23 @@ def test_planet_looks_right_in_eevee(envfx, tmp_path):
     cam.location = (4.0, 0.0, 0.0)
     cam.rotation_euler = (math.radians(90), 0.0, math.radians(90))
     cam.data.lens = 50
-    scene.render.engine = "BLENDER_EEVEE_NEXT" if bpy.app.version < (5, 0, 0) else "BLENDER_EEVEE"
-    scene.eevee.taa_render_samples = 1
-    scene.render.resolution_x = scene.render.resolution_y = 96
+    scene.render.resolution_x = scene.render.resolution_y = size
     scene.render.resolution_percentage = 100
-    scene.render.filepath = str(tmp_path / "planet.png")
     scene.world = scene.world or bpy.data.worlds.new("W")
     if bpy.app.version < (5, 0, 0):
         scene.world.use_nodes = True
     scene.world.node_tree.nodes["Background"].inputs["Color"].default_value = (0, 0, 0, 1)
+
+
+def test_planet_looks_right_in_eevee(envfx, tmp_path):
+    scene = bpy.context.scene
+    _small(scene.envfx.gasgiant, tmp_path / "look", particles=50_000, iterations=30)
+    scene.envfx.gasgiant.preset = "JUPITER"
+    assert bpy.ops.envfx.gasgiant_bake() == {"FINISHED"}
+    _planet_shot(scene, 96)
+    scene.render.engine = "BLENDER_EEVEE_NEXT" if bpy.app.version < (5, 0, 0) else "BLENDER_EEVEE"
+    scene.eevee.taa_render_samples = 1
+    scene.render.filepath = str(tmp_path / "planet.png")
     bpy.ops.render.render(write_still=True)
     img = np.asarray(Image.open(tmp_path / "planet.png").convert("RGB")).astype(float)
     centre = img[38:58, 38:58]
@@ -454,6 +459,37 @@ def test_cloud_mode_vertical_bands_planet_is_transparent_where_clear(envfx, tmp_
     assert bpy.ops.envfx.gasgiant_bake() == {"FINISHED"}
     assert not bsdf.inputs["Alpha"].links and mat.surface_render_method == "DITHERED"
     assert bpy.data.objects["Gas Giant"].visible_shadow
+
+
+def test_cloud_planet_from_the_exr_looks_like_the_one_from_the_png(envfx, tmp_path):
+    """The cloud EXR holds premultiplied colour and the planet's image reads it so (alpha mode Premultiplied):
+    Blender's pixels of it (what the viewport and Eevee show) are the PNG's colour x alpha in linear light, and a
+    Cycles render of the EXR cloud planet is the PNG one (before: Cycles read the EXR's straight colour as
+    premultiplied, over-bright clouds)."""
+    colour = envfx.core.colour
+    scene = bpy.context.scene
+    s = _small(scene.envfx.gasgiant, tmp_path, particles=30_000, iterations=30, field_size="16", cubemap_size="64",
+               equirect_width="128", cloud_mode=True, cloud_color=(0.2, 0.4, 0.8))
+    _planet_shot(scene, 48)
+    scene.render.engine = "CYCLES"
+    scene.cycles.device, scene.cycles.samples, scene.cycles.seed = "CPU", 4, 0
+    pixels, shots = {}, {}
+    for fmt in ("PNG", "EXR"):
+        s.file_format, s.output_dir = fmt, str(tmp_path / fmt)
+        assert bpy.ops.envfx.gasgiant_bake() == {"FINISHED"}
+        image = bpy.data.images["Gas Giant Texture"]
+        assert image.alpha_mode == {"PNG": "STRAIGHT", "EXR": "PREMUL"}[fmt]
+        pixels[fmt] = _pixels(image)
+        scene.render.filepath = str(tmp_path / f"{fmt}.png")
+        bpy.ops.render.render(write_still=True)
+        shots[fmt] = np.asarray(Image.open(tmp_path / f"{fmt}.png").convert("RGB")).astype(float)
+    straight = pixels["PNG"]  # an 8-bit image's pixels: its stored sRGB values, straight alpha
+    cover = straight[..., 3:]
+    assert ((cover > 0.1) & (cover < 0.9)).mean() > 0.1  # partly covered texels, where the alpha mode matters
+    np.testing.assert_allclose(pixels["EXR"], np.concatenate([colour.srgb_to_linear(straight[..., :3]) * cover,
+                                                              cover], -1), atol=1 / 255)
+    assert shots["PNG"][..., 2].mean() > 20  # blue clouds in the picture
+    assert np.abs(shots["EXR"] - shots["PNG"]).mean() < 1.5
 
 
 def count_field_reads(envfx, monkeypatch):

@@ -470,6 +470,41 @@ def test_cloud_mode_alpha_is_seamless_and_bakes_rgba_pngs(tmp_path):
     assert edge < 3.0 * inside
 
 
+def test_cloud_mode_exr_holds_premultiplied_colour_and_the_png_straight(tmp_path):
+    """OpenEXR colour is premultiplied: the cloud EXR holds linear cloud colour x alpha, the PNG the cloud colour
+    with straight alpha, and gasgiant.json says which (before: the EXR held the full colour over every alpha, which
+    EXR readers show as over-bright clouds)."""
+    import json
+
+    from core import colour, exr
+
+    Image = pytest.importorskip("PIL.Image")
+    cloud = (0.2, 0.4, 0.8)
+    params = gg.GasGiantParams(**{**SMALL, "iterations": 20, "cloud_mode": True, "cloud_color": cloud,
+                                  "file_format": "PNG_EXR"})
+    gg.run_bake(params, str(tmp_path / "c"))
+    for name in ("gasgiant_equirect", "gasgiant_pz"):
+        png = np.asarray(Image.open(tmp_path / "c" / f"{name}.png")).astype(np.float32) / 255
+        back, _ = exr.read_exr(str(tmp_path / "c" / f"{name}.exr"))
+        rgba = back[..., ::-1]
+        alpha = rgba[..., 3:]
+        np.testing.assert_array_equal(png[..., :3], np.broadcast_to(np.float32(cloud), png[..., :3].shape))
+        np.testing.assert_allclose(alpha, png[..., 3:], atol=0.5 / 255 + 1e-6)
+        assert ((alpha > 0.05) & (alpha < 0.5)).sum() > 100  # partly covered texels
+        np.testing.assert_allclose(rgba[..., :3], colour.srgb_to_linear(np.float32(cloud)) * alpha, rtol=1e-6,
+                                   atol=1e-9)
+    meta = json.loads((tmp_path / "c" / "gasgiant.json").read_text())
+    alphas = {i["file"].rsplit(".", 1)[1]: set() for i in meta["images"]}
+    for item in meta["images"]:
+        if not item["content"].startswith("flow map"):
+            alphas[item["file"].rsplit(".", 1)[1]].add(item["alpha"])
+            assert item["alpha"] in item["content"]
+        else:
+            assert "alpha" not in item
+    assert alphas == {"png": {"straight"}, "exr": {"premultiplied"}}
+    assert not [i for i in gg.bake_metadata(gg.GasGiantParams(file_format="PNG_EXR"))["images"] if "alpha" in i]
+
+
 def test_hot_pink_shows_where_no_particle_paints():
     params = gg.GasGiantParams(**{**SMALL, "particles": 2000, "hot_pink": True, "fade_rate": 0.3, "blur": 0.0,
                                   "blur_interval": 1})
