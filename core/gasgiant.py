@@ -1699,11 +1699,15 @@ def check_output_folder(folder: str):
     folder = os.path.abspath(folder)
     if os.path.exists(folder) and not os.path.isdir(folder):
         raise GasGiantError(f"Output {folder!r} is a file, not a folder: choose a folder")
-    probe = folder
+    probe = folder  # the nearest part of the path that exists: the bake makes the folders below it
     while not os.path.exists(probe):
         probe = os.path.dirname(probe)
-    if not os.path.isdir(probe) or not os.access(probe, os.W_OK | os.X_OK):
-        raise GasGiantError(f"Output folder {folder!r} cannot be written: choose a folder you can write to")
+    if not os.path.isdir(probe):
+        raise GasGiantError(f"Output folder {folder!r} cannot be made: part of its path, {probe!r}, is a file, not a "
+                            f"folder: choose another folder")
+    if not os.access(probe, os.W_OK | os.X_OK):
+        raise GasGiantError(f"Output folder {folder!r} cannot be written (no permission on {probe!r}): choose a "
+                            f"folder you can write to")
 
 
 def bake(params: GasGiantParams, folder: str, check_memory: bool = True, fields: dict | None = None):

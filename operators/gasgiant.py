@@ -114,6 +114,12 @@ def load_palette_cube(folder: str) -> np.ndarray:
     if not os.path.isdir(full):
         raise GasGiantInputError(f"Cube map folder {full!r} does not exist: choose the folder of an earlier bake")
     entries = core_gasgiant.cube_layout_faces(cube_folder_layout(full))
+    missing = [f"gasgiant_{e['name']}" for e in entries
+               if not os.path.isfile(os.path.join(full, f"gasgiant_{e['name']}.png"))]
+    if missing and all(os.path.isfile(os.path.join(full, f"{name}.exr")) for name in missing):
+        raise GasGiantInputError(
+            f"Cube map folder {full!r} holds {missing[0]}.exr but not {missing[0]}.png: the cube-map palette reads "
+            f"PNG faces; bake that folder again with --format png or png_exr (File Format PNG or PNG + OpenEXR)")
     images = [load_palette(os.path.join(full, f"gasgiant_{e['name']}.png")) for e in entries]
     sizes = {f.shape[:2] for f in images}
     if len(sizes) != 1:

@@ -282,7 +282,7 @@ def test_bad_input_memory_output_folder_and_unsaved_file(envfx, tmp_path, monkey
     s.output_dir = str(afile)
     _expect_error(tmp_path, afile, "is a file")
     s.output_dir = str(afile / "below")
-    _expect_error(tmp_path, tmp_path, "cannot be written")
+    _expect_error(tmp_path, tmp_path, "part of its path, .*afile', is a file")
     s.output_dir = "//textures/"
     _expect_error(tmp_path, tmp_path, "not saved yet")
     s.output_dir = ""
@@ -377,11 +377,27 @@ def test_cli_non_finite_numbers_exit_2_naming_the_option(envfx, tmp_path, capsys
     assert not out.exists()
 
 
-def test_cli_unwritable_out(envfx, tmp_path, capsys):
-    (tmp_path / "f").write_text("x")
-    assert envfx.cli.main(["gas-giant", "--out", str(tmp_path / "f" / "x"), "--particles", "10"]) == 2
-    assert "cannot be written" in capsys.readouterr().err
-    assert os.listdir(tmp_path) == ["f"]
+def test_cli_out_below_a_file_and_exr_cube_palette_name_the_real_problem(envfx, tmp_path, capsys):
+    """--out notes.txt/planet names the file in the way (before: "cannot be written", which reads like a permission
+    problem); --cubemap-palette of a bake that wrote only EXR faces says the palette reads PNG faces and how to bake
+    them (before: "Palette image .../gasgiant_px.png does not exist", for a folder given as the palette)."""
+    (tmp_path / "notes.txt").write_text("x")
+    assert envfx.cli.main(["gas-giant", "--out", str(tmp_path / "notes.txt" / "planet"), "--particles", "10"]) == 2
+    assert f"part of its path, {str(tmp_path / 'notes.txt')!r}, is a file, not a folder" in capsys.readouterr().err
+    assert os.listdir(tmp_path) == ["notes.txt"]
+    small = ["--particles", "2000", "--iterations", "2", "--cubemap", "64", "--equirect", "0", "--field", "16",
+             "--threads", "1"]
+    for fmt in ("exr", "png_exr"):
+        assert envfx.cli.main(["gas-giant", "--out", str(tmp_path / fmt), "--format", fmt, *small]) == 0
+    capsys.readouterr()
+    assert envfx.cli.main(["gas-giant", "--out", str(tmp_path / "never"), "--cubemap-palette", str(tmp_path / "exr"),
+                           *small]) == 2
+    err = capsys.readouterr().err
+    assert "holds gasgiant_px.exr but not gasgiant_px.png: the cube-map palette reads PNG faces" in err
+    assert "bake that folder again with --format png or png_exr" in err
+    assert not (tmp_path / "never").exists()
+    assert envfx.cli.main(["gas-giant", "--out", str(tmp_path / "ok"), "--cubemap-palette",
+                           str(tmp_path / "png_exr"), *small]) == 0  # the PNG faces of a png_exr bake are read
 
 
 def test_panel_draws(envfx):
