@@ -40,8 +40,10 @@ temporary folder and moves them into place at the end, so a cancelled bake leave
 
 from __future__ import annotations
 
+import json
 import math
 import os
+import re
 import shutil
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
@@ -1489,6 +1491,24 @@ class BakeResult:
     equirect: list  # equirect files in frame order (the planet's texture)
     seconds: float = 0.0
     metadata: str = ""  # gasgiant.json: what every image holds and how to decode it (``bake_metadata``)
+    removed: list = field(default_factory=list)  # names of the previous bake's files this bake removed
+    not_removed: list = field(default_factory=list)  # (name, why) of those it could not remove
+
+    def removed_note(self) -> str:
+        """What happened to the previous bake's files that this one does not write (empty if there were none)."""
+        notes = []
+        if self.removed:
+            notes.append(f"removed {len(self.removed)} file(s) of the previous bake in this folder that this bake "
+                         f"does not write: {_name_list(self.removed)}")
+        if self.not_removed:
+            notes.append(f"could not remove {len(self.not_removed)} file(s) of the previous bake: "
+                         f"{_name_list([f'{n} ({why})' for n, why in self.not_removed])}")
+        return "; ".join(notes)
+
+
+def _name_list(names: list, limit: int = 12) -> str:
+    shown = ", ".join(names[:limit])
+    return shown if len(names) <= limit else f"{shown} and {len(names) - limit} more"
 
 
 def output_names(params: GasGiantParams, frame: int | None):
@@ -1509,6 +1529,66 @@ def output_names(params: GasGiantParams, frame: int | None):
 METADATA_NAME = "gasgiant.json"
 METADATA_FORMAT = "envfx-gasgiant-bake"
 METADATA_VERSION = 1
+# every name a bake can write, of any layout, file format and frame: only such files are ever removed
+OUTPUT_NAME = re.compile(rf"gasgiant_({'|'.join(FACES + ENGINE_FACES)}|equirect|flow)(?:_(\d{{4,}}))?\.(png|exr)")
+
+
+def all_output_names(params: GasGiantParams) -> list:
+    """Every file name a bake with ``params`` writes (besides gasgiant.json), frame by frame."""
+    frames = [None] if params.frames == 1 else range(1, params.frames + 1)
+    return [name for f in frames for name in output_names(params, f).values()]
+
+
+def previous_outputs(folder: str) -> set:
+    """The files in ``folder`` that the bake whose gasgiant.json is there wrote: the names its ``outputs`` lists,
+    or, for a gasgiant.json without that list (written before it existed), the names that bake wrote as its own
+    settings give them (frames, cube layout, file formats, with or without the equirect image). Only plain file
+    names a bake can write (``OUTPUT_NAME``) that are files in ``folder``; none when there is no gasgiant.json of
+    a gas-giant bake or it cannot be read."""
+    try:
+        with open(os.path.join(folder, METADATA_NAME), encoding="utf-8") as fh:
+            meta = json.load(fh)
+        present = {n for n in os.listdir(folder) if OUTPUT_NAME.fullmatch(n)
+                   and not os.path.isdir(os.path.join(folder, n))}
+    except (OSError, ValueError):
+        return set()
+    if not isinstance(meta, dict) or meta.get("format") != METADATA_FORMAT:
+        return set()
+    outputs = meta.get("outputs")
+    if outputs is None:
+        return _outputs_from_settings(meta, present)
+    if not isinstance(outputs, list):
+        return set()
+    return {n for n in outputs if isinstance(n, str)} & present
+
+
+def _outputs_from_settings(meta: dict, present: set) -> set:
+    """Of the names ``present``, those the bake of an older gasgiant.json (without ``outputs``) wrote, from its
+    ``frames``, ``cube_layout`` and the file types and images its ``images`` name."""
+    try:
+        frames = int(meta["frames"])
+        layout = str(meta["cube_layout"]).upper()
+        files = [str(item["file"]) for item in meta["images"]]
+    except (KeyError, TypeError, ValueError):
+        return set()
+    formats = {"png": "PNG", "exr": "EXR", "exr png": "PNG_EXR"}
+    file_format = formats.get(" ".join(sorted({f.rsplit(".", 1)[-1] for f in files})))
+    if frames < 1 or layout not in CUBE_LAYOUTS or file_format is None:
+        return set()
+    equirect = any(f.startswith("gasgiant_equirect") for f in files)
+    params = GasGiantParams(frames=frames, cube_layout=layout, file_format=file_format,
+                            equirect_width=2048 if equirect else 0)
+    if frames == 1:
+        return set(output_names(params, None).values()) & present
+    patterns = set(output_names(params, 0).values())  # gasgiant_px_0000.png ...: the names of every frame
+    found = set()
+    for name in present:
+        m = OUTPUT_NAME.fullmatch(name)
+        number = int(m.group(2)) if m.group(2) else 0
+        if 1 <= number <= frames and name == f"gasgiant_{m.group(1)}_{number:04d}.{m.group(3)}" and \
+                f"gasgiant_{m.group(1)}_0000.{m.group(3)}" in patterns:
+            found.add(name)
+    return found
 
 
 class _FlowStats:
@@ -1628,6 +1708,7 @@ def bake_metadata(params: GasGiantParams, stats: _FlowStats | None = None) -> di
                     "(lon, lat) = (cos lat cos lon, cos lat sin lon, sin lat)",
         "flow": flow,
         "images": images,
+        "outputs": all_output_names(params),
     }
 
 
@@ -1715,7 +1796,9 @@ def bake(params: GasGiantParams, folder: str, check_memory: bool = True, fields:
 
     Validates everything first (settings, memory, output folder, the velocity field file to load or the place to
     save one); writes every file into a temporary folder next to ``folder`` and moves them in only at the end, so
-    closing the generator (cancel) leaves nothing behind. Animated bakes build the velocity field every
+    closing the generator (cancel) leaves nothing behind. Then it removes the files the previous bake in
+    ``folder`` wrote (``previous_outputs``: what its gasgiant.json lists) that this bake does not write, and says
+    so in the result (``removed``); other files are left alone. Animated bakes build the velocity field every
     ``field_interval`` frames and interpolate between (see ``field_times``). ``fields``: what
     ``check_field_files(params)`` returned when the caller has already run it (the field file is not read again).
     """
@@ -1806,11 +1889,20 @@ def bake(params: GasGiantParams, folder: str, check_memory: bool = True, fields:
         if params.save_field:
             save_fields(params.save_field, params, {k * params.time_step: fld for k, fld in built.items()})
         _write_json(os.path.join(tmp, METADATA_NAME), bake_metadata(params, flow_stats))
-        for name in sorted(os.listdir(tmp)):
+        new = sorted(os.listdir(tmp))
+        stale = sorted(previous_outputs(folder) - set(new))  # read before this bake's gasgiant.json replaces it
+        for name in [n for n in new if n != METADATA_NAME] + [METADATA_NAME]:  # the list of the files comes last
             os.replace(os.path.join(tmp, name), os.path.join(folder, name))
         done = True
-        return BakeResult(folder, written, params.frames, equis, _time.perf_counter() - t0,
-                          os.path.join(folder, METADATA_NAME))
+        result = BakeResult(folder, written, params.frames, equis, _time.perf_counter() - t0,
+                            os.path.join(folder, METADATA_NAME))
+        for name in stale:  # the previous bake's files that this bake does not write
+            try:
+                os.remove(os.path.join(folder, name))
+                result.removed.append(name)
+            except OSError as exc:
+                result.not_removed.append((name, exc.strerror or str(exc)))
+        return result
     finally:
         if sim is not None:
             sim.close()

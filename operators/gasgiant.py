@@ -323,8 +323,10 @@ class ENVFX_OT_gasgiant_bake(NeedsScene, progress.ModalJobOperator, bpy.types.Op
             return None
 
     def finish(self, context, result):
-        self.report({"INFO"}, f"Baked {len(result.files)} image(s) and gasgiant.json into {result.folder} in "
-                    f"{result.seconds:.1f} s")
+        note = result.removed_note()
+        self.report({"WARNING"} if result.not_removed else {"INFO"},
+                    f"Baked {len(result.files)} image(s) and gasgiant.json into {result.folder} in "
+                    f"{result.seconds:.1f} s" + (f"; {note}" if note else ""))
         return {"FINISHED"}
 
 

@@ -333,6 +333,34 @@ def test_cli_save_into_an_existing_file_adds_the_planet_and_keeps_the_rest(envfx
     assert "is not a file" in capsys.readouterr().err
 
 
+def test_rebake_says_which_files_of_the_previous_bake_it_removed(envfx, tmp_path, capfd):
+    """The CLI and the operator name the previous bake's files they removed (its frames and faces that the new
+    bake does not write); the planet then shows the new bake, and the user's own files stay."""
+    gg = envfx.core.gasgiant
+    out = tmp_path / "out"
+    args = ["gas-giant", "--out", str(out), "--particles", "2000", "--iterations", "2", "--equirect", "128",
+            "--cubemap", "64", "--field", "16", "--threads", "1", "--frame-iterations", "1"]
+    assert envfx.cli.main(args + ["--frames", "3"]) == 0
+    (out / "notes.txt").write_text("mine")
+    capfd.readouterr()
+    assert envfx.cli.main(args + ["--cube-layout", "gltf"]) == 0
+    text = capfd.readouterr().out
+    assert "envfx gas-giant: removed 24 file(s) of the previous bake in this folder that this bake does not " \
+           "write: gasgiant_equirect_0001.png, gasgiant_equirect_0002.png, gasgiant_equirect_0003.png," in text
+    still = gg.GasGiantParams(cube_layout="GLTF")
+    assert sorted(os.listdir(out)) == sorted(["gasgiant.json", "notes.txt", *gg.output_names(still, None).values()])
+    s = _small(bpy.context.scene.envfx.gasgiant, out, particles=2000, iterations=2, field_size="16",
+               cubemap_size="64", equirect_width="128", frames=2, frame_iterations=1)
+    capfd.readouterr()
+    assert bpy.ops.envfx.gasgiant_bake() == {"FINISHED"}
+    assert "removed 8 file(s) of the previous bake in this folder that this bake does not write: " \
+           "gasgiant_equirect.png, gasgiant_flow.png, gasgiant_negx.png," in capfd.readouterr().out
+    names = gg.all_output_names(envfx.operators.gasgiant.params_from_settings(s))
+    assert sorted(os.listdir(out)) == sorted(["gasgiant.json", "notes.txt", *names])
+    image = bpy.data.objects["Gas Giant"].data.materials[0].node_tree.nodes["Gas Giant Texture"].image
+    assert image.source == "SEQUENCE" and os.path.basename(image.filepath) == "gasgiant_equirect_0001.png"
+
+
 @pytest.mark.parametrize("args, msg", [
     (["--particles", "0"], "positive number of particles"),
     (["--particles", "-3"], "positive number of particles"),

@@ -195,8 +195,8 @@ NOT_SETTINGS = {
                  "encode_flow", "engine_normal", "engine_right", "engine_slots", "engine_up", "flow", "format",
                  "gasgiant_flow", "gasgiant_nx", "gasgiant_ny", "gasgiant_nz", "gasgiant_px", "gasgiant_py",
                  "gasgiant_pz", "images", "iterations_per_frame", "layout", "max_speed_baked", "noise_norm", "normal",
-                 "nz", "pz", "read_exr", "right", "scale", "settings", "slot", "slot_index", "still_exr", "still_png",
-                 "times", "unit", "up", "velocity", "version", "write_exr"},
+                 "nz", "outputs", "pz", "read_exr", "right", "scale", "settings", "slot", "slot_index", "still_exr",
+                 "still_png", "times", "unit", "up", "velocity", "version", "write_exr"},
     "mips": {"dds_format", "null"},
 }
 SECTIONS = {"World Bend": "bend", "Wind": "wind", "Snow": "snow", "Gas Giant": "gasgiant", "Mip Chains": "mips"}

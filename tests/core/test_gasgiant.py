@@ -313,6 +313,107 @@ def test_cancel_halfway_leaves_no_files(tmp_path):
     assert sorted(os.listdir(tmp_path)) == ["existing"]  # the folders it made are gone too
 
 
+TINY_BAKE = dict(particles=2000, iterations=2, field_size=16, cubemap_size=64, equirect_width=128, threads=1,
+                 frame_iterations=1)
+USER_FILES = ("notes.txt", "gasgiant_equirect_0009.png", "gasgiant_sky.png", "my_gasgiant_px_0003.png",
+              "gasgiant_px_0001.png.bak")
+
+
+def _bake_names(**kw):
+    return set(gg.all_output_names(gg.GasGiantParams(**{**TINY_BAKE, **kw})))
+
+
+def test_rebake_removes_the_previous_bakes_files_it_does_not_write_and_nothing_else(tmp_path):
+    """A shorter sequence, a still or another cube layout baked into the folder of an earlier bake removes the
+    earlier bake's frames and faces that gasgiant.json lists and the new bake does not write (before: they stayed
+    beside the new gasgiant.json, and an engine importing gasgiant_equirect_*.png mixed two simulations); files
+    the user put there, also ones named like outputs, stay."""
+    import json
+
+    out = tmp_path / "out"
+    first = gg.run_bake(gg.GasGiantParams(**{**TINY_BAKE, "frames": 3, "file_format": "PNG_EXR"}), str(out))
+    assert first.removed == [] and first.removed_note() == ""
+    old = _bake_names(frames=3, file_format="PNG_EXR")
+    meta = json.loads((out / "gasgiant.json").read_text())
+    assert set(meta["outputs"]) == old == set(os.listdir(out)) - {"gasgiant.json"} and len(old) == 3 * 16
+    for name in USER_FILES:
+        (out / name).write_text("mine")
+    (out / "gasgiant_flow_0005.png").mkdir()  # not a file: never touched
+    steps = [(dict(frames=2, cube_layout="GLTF"), "engine faces, 2 frames, PNG only"),
+             (dict(frames=1), "a still"), (dict(frames=2, file_format="EXR", equirect_width=0), "EXR, no equirect")]
+    before = old
+    for kw, why in steps:
+        result = gg.run_bake(gg.GasGiantParams(**{**TINY_BAKE, **kw}), str(out))
+        new = _bake_names(**kw)
+        assert set(os.listdir(out)) == new | {"gasgiant.json", "gasgiant_flow_0005.png", *USER_FILES}, why
+        assert result.removed == sorted(before - new), why
+        assert result.removed_note().startswith(f"removed {len(before - new)} file(s) of the previous bake"), why
+        assert json.loads((out / "gasgiant.json").read_text())["outputs"] == gg.all_output_names(
+            gg.GasGiantParams(**{**TINY_BAKE, **kw}))
+        before = new
+    assert all((out / name).read_text() == "mine" for name in USER_FILES)
+
+
+def test_rebake_over_a_gasgiant_json_without_an_output_list_removes_only_what_its_settings_wrote(tmp_path):
+    """An older gasgiant.json has no ``outputs``: only the names that bake wrote, as its frames, cube layout, file
+    types and images give them, are removed; a foreign or unreadable gasgiant.json, or an output list naming
+    other files (paths, user files), removes nothing else."""
+    import json
+
+    out = tmp_path / "out"
+    gg.run_bake(gg.GasGiantParams(**{**TINY_BAKE, "frames": 3, "cube_layout": "UNITY"}), str(out))
+    meta = json.loads((out / "gasgiant.json").read_text())
+    del meta["outputs"]
+    (out / "gasgiant.json").write_text(json.dumps(meta))
+    # named like outputs, but not written by that bake: frame 4 of 3, an EXR of a PNG bake, a Blender face
+    mine = ["gasgiant_equirect_0004.png", "gasgiant_posx_0001.exr", "gasgiant_px_0002.png", "gasgiant_flow.png",
+            "gasgiant_negz_01.png", "gasgiant_negz_00002.png"]
+    for name in mine:
+        (out / name).write_text("mine")
+    result = gg.run_bake(gg.GasGiantParams(**{**TINY_BAKE, "frames": 1}), str(out))
+    old = _bake_names(frames=3, cube_layout="UNITY")
+    assert result.removed == sorted(old) and len(old) == 3 * 8
+    # the still's gasgiant_flow.png replaced the user's file of that name (as any bake into this folder did)
+    assert set(os.listdir(out)) == _bake_names(frames=1) | {"gasgiant.json", *mine}
+    # nothing is removed without a gas-giant gasgiant.json that can be read, or for names not written by a bake
+    outputs = sorted(_bake_names(frames=1))
+    for text in ('{"format": "something-else", "outputs": %s}' % json.dumps(outputs), "{not json",
+                 json.dumps({"format": gg.METADATA_FORMAT, "outputs": ["../out/notes.txt", "notes.txt",
+                                                                         str(out / "gasgiant_px.png")]})):
+        (out / "gasgiant.json").write_text(text)
+        (out / "notes.txt").write_text("mine")
+        result = gg.run_bake(gg.GasGiantParams(**{**TINY_BAKE, "frames": 2}), str(out))
+        assert result.removed == [] and set(outputs) <= set(os.listdir(out)), text
+        gg.run_bake(gg.GasGiantParams(**{**TINY_BAKE, "frames": 1}), str(out))  # back to a still
+        assert (out / "notes.txt").read_text() == "mine"
+
+
+def test_rebake_that_is_cancelled_or_cannot_remove_a_file_keeps_the_previous_files(tmp_path, monkeypatch):
+    """A cancelled re-bake leaves the previous bake as it was; a file that cannot be removed is kept and named."""
+    out = tmp_path / "out"
+    gg.run_bake(gg.GasGiantParams(**{**TINY_BAKE, "frames": 2}), str(out))
+    before = {n: (out / n).read_bytes() for n in os.listdir(out)}
+    job = gg.bake(gg.GasGiantParams(**{**TINY_BAKE, "iterations": 50}), str(out))
+    for _ in range(3):
+        next(job)
+    job.close()  # cancel: the previous bake is as it was
+    assert {n: (out / n).read_bytes() for n in os.listdir(out)} == before
+    real = os.remove
+
+    def remove(path):
+        if path.endswith("gasgiant_px_0002.png"):
+            raise PermissionError(13, "Permission denied")
+        real(path)
+
+    monkeypatch.setattr(gg.os, "remove", remove)
+    result = gg.run_bake(gg.GasGiantParams(**TINY_BAKE), str(out))
+    assert "gasgiant_px_0002.png" not in result.removed and len(result.removed) == len(before) - 2
+    assert result.not_removed == [("gasgiant_px_0002.png", "Permission denied")]
+    assert "could not remove 1 file(s) of the previous bake: gasgiant_px_0002.png (Permission denied)" in \
+        result.removed_note()
+    assert (out / "gasgiant_px_0002.png").exists()
+
+
 def test_presets():
     for name in ("jupiter", "Neptune", "STORMY"):
         p = gg.preset(name, particles=10)
