@@ -35,7 +35,8 @@ engine cube-map faces, ``CUBE_LAYOUTS``), an equirectangular image (bilinear fro
 no pinching at the poles), the flow map (east and north velocity in radians per frame: 8-bit with one fixed
 ``flow_scale``, 0.5 = still; the float EXR holds the velocities) and ``gasgiant.json`` (``bake_metadata``: what
 each file holds and how to decode it). ``bake()`` is the whole job as a generator: it writes the files through a
-temporary folder and moves them into place at the end, so a cancelled bake leaves nothing behind.
+temporary folder and moves them into place at the end, so a cancelled bake leaves nothing behind, and then
+removes the files of the previous bake in that folder that it does not write (``previous_outputs``).
 """
 
 from __future__ import annotations
