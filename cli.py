@@ -710,7 +710,8 @@ def _add_gasgiant(sub):
         "(what each image holds, face axes, the flow map's scale). With --save, also adds a planet wearing the "
         "texture and saves that .blend.",
     )
-    p.add_argument("--out", required=True, help="output folder (created if missing)")
+    p.add_argument("--out", required=True, help="output folder (created if missing; the files of the previous bake "
+                   "there that this one does not write are removed, and named)")
     p.add_argument("--preset", choices=[k.lower() for k in core_gasgiant.PRESETS], help="look preset")
     p.add_argument("--particles", type=int)
     p.add_argument("--iterations", type=int)
@@ -856,6 +857,8 @@ def run_gasgiant(args) -> int:
     steps = params.particles * (params.iterations + (params.frames - 1) * params.frame_iterations)
     print(f"envfx gas-giant: wrote {len(result.files)} image(s) and gasgiant.json to {result.folder} in "
           f"{result.seconds:.1f} s ({steps / max(result.seconds, 1e-9) / 1e6:.1f}M particle-steps/s overall)")
+    if result.removed_note():
+        print(f"envfx gas-giant: {result.removed_note()}")
     if args.save:
         scene = bpy.context.scene
         before = bpy.data.objects.get(args.planet)

@@ -35,13 +35,16 @@ engine cube-map faces, ``CUBE_LAYOUTS``), an equirectangular image (bilinear fro
 no pinching at the poles), the flow map (east and north velocity in radians per frame: 8-bit with one fixed
 ``flow_scale``, 0.5 = still; the float EXR holds the velocities) and ``gasgiant.json`` (``bake_metadata``: what
 each file holds and how to decode it). ``bake()`` is the whole job as a generator: it writes the files through a
-temporary folder and moves them into place at the end, so a cancelled bake leaves nothing behind.
+temporary folder and moves them into place at the end, so a cancelled bake leaves nothing behind, and then
+removes the files of the previous bake in that folder that it does not write (``previous_outputs``).
 """
 
 from __future__ import annotations
 
+import json
 import math
 import os
+import re
 import shutil
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
@@ -1489,6 +1492,24 @@ class BakeResult:
     equirect: list  # equirect files in frame order (the planet's texture)
     seconds: float = 0.0
     metadata: str = ""  # gasgiant.json: what every image holds and how to decode it (``bake_metadata``)
+    removed: list = field(default_factory=list)  # names of the previous bake's files this bake removed
+    not_removed: list = field(default_factory=list)  # (name, why) of those it could not remove
+
+    def removed_note(self) -> str:
+        """What happened to the previous bake's files that this one does not write (empty if there were none)."""
+        notes = []
+        if self.removed:
+            notes.append(f"removed {len(self.removed)} file(s) of the previous bake in this folder that this bake "
+                         f"does not write: {_name_list(self.removed)}")
+        if self.not_removed:
+            notes.append(f"could not remove {len(self.not_removed)} file(s) of the previous bake: "
+                         f"{_name_list([f'{n} ({why})' for n, why in self.not_removed])}")
+        return "; ".join(notes)
+
+
+def _name_list(names: list, limit: int = 12) -> str:
+    shown = ", ".join(names[:limit])
+    return shown if len(names) <= limit else f"{shown} and {len(names) - limit} more"
 
 
 def output_names(params: GasGiantParams, frame: int | None):
@@ -1509,6 +1530,66 @@ def output_names(params: GasGiantParams, frame: int | None):
 METADATA_NAME = "gasgiant.json"
 METADATA_FORMAT = "envfx-gasgiant-bake"
 METADATA_VERSION = 1
+# every name a bake can write, of any layout, file format and frame: only such files are ever removed
+OUTPUT_NAME = re.compile(rf"gasgiant_({'|'.join(FACES + ENGINE_FACES)}|equirect|flow)(?:_(\d{{4,}}))?\.(png|exr)")
+
+
+def all_output_names(params: GasGiantParams) -> list:
+    """Every file name a bake with ``params`` writes (besides gasgiant.json), frame by frame."""
+    frames = [None] if params.frames == 1 else range(1, params.frames + 1)
+    return [name for f in frames for name in output_names(params, f).values()]
+
+
+def previous_outputs(folder: str) -> set:
+    """The files in ``folder`` that the bake whose gasgiant.json is there wrote: the names its ``outputs`` lists,
+    or, for a gasgiant.json without that list (written before it existed), the names that bake wrote as its own
+    settings give them (frames, cube layout, file formats, with or without the equirect image). Only plain file
+    names a bake can write (``OUTPUT_NAME``) that are files in ``folder``; none when there is no gasgiant.json of
+    a gas-giant bake or it cannot be read."""
+    try:
+        with open(os.path.join(folder, METADATA_NAME), encoding="utf-8") as fh:
+            meta = json.load(fh)
+        present = {n for n in os.listdir(folder) if OUTPUT_NAME.fullmatch(n)
+                   and not os.path.isdir(os.path.join(folder, n))}
+    except (OSError, ValueError):
+        return set()
+    if not isinstance(meta, dict) or meta.get("format") != METADATA_FORMAT:
+        return set()
+    outputs = meta.get("outputs")
+    if outputs is None:
+        return _outputs_from_settings(meta, present)
+    if not isinstance(outputs, list):
+        return set()
+    return {n for n in outputs if isinstance(n, str)} & present
+
+
+def _outputs_from_settings(meta: dict, present: set) -> set:
+    """Of the names ``present``, those the bake of an older gasgiant.json (without ``outputs``) wrote, from its
+    ``frames``, ``cube_layout`` and the file types and images its ``images`` name."""
+    try:
+        frames = int(meta["frames"])
+        layout = str(meta["cube_layout"]).upper()
+        files = [str(item["file"]) for item in meta["images"]]
+    except (KeyError, TypeError, ValueError):
+        return set()
+    formats = {"png": "PNG", "exr": "EXR", "exr png": "PNG_EXR"}
+    file_format = formats.get(" ".join(sorted({f.rsplit(".", 1)[-1] for f in files})))
+    if frames < 1 or layout not in CUBE_LAYOUTS or file_format is None:
+        return set()
+    equirect = any(f.startswith("gasgiant_equirect") for f in files)
+    params = GasGiantParams(frames=frames, cube_layout=layout, file_format=file_format,
+                            equirect_width=2048 if equirect else 0)
+    if frames == 1:
+        return set(output_names(params, None).values()) & present
+    patterns = set(output_names(params, 0).values())  # gasgiant_px_0000.png ...: the names of every frame
+    found = set()
+    for name in present:
+        m = OUTPUT_NAME.fullmatch(name)
+        number = int(m.group(2)) if m.group(2) else 0
+        if 1 <= number <= frames and name == f"gasgiant_{m.group(1)}_{number:04d}.{m.group(3)}" and \
+                f"gasgiant_{m.group(1)}_0000.{m.group(3)}" in patterns:
+            found.add(name)
+    return found
 
 
 class _FlowStats:
@@ -1541,14 +1622,20 @@ def bake_metadata(params: GasGiantParams, stats: _FlowStats | None = None) -> di
     map's unit and fixed scale (one for all frames) with the formula that decodes it."""
     exts = {"PNG": ("png",), "EXR": ("exr",), "PNG_EXR": ("png", "exr")}[params.file_format]
     keys = {ext: ("" if ext == exts[0] else "_exr") for ext in exts}
-    rgba = "RGBA: cloud colour, alpha = cloud cover (straight, not premultiplied)" if params.cloud_mode else "RGB"
+    content = {"png": "RGB", "exr": "RGB"}
+    alpha = {}  # cloud mode: how each file stores its colour against its alpha
+    if params.cloud_mode:
+        content = {"png": "RGBA: cloud colour, alpha = cloud cover (straight: colour not multiplied by alpha)",
+                   "exr": "RGBA: cloud colour x alpha, alpha = cloud cover (premultiplied, as OpenEXR defines colour)"}
+        alpha = {"png": "straight", "exr": "premultiplied"}
     colour_space = {"png": "sRGB", "exr": "linear Rec.709 (scene linear, sRGB primaries)"}
     images = []
     engine = params.cube_layout != "BLENDER"
     for entry in cube_layout_faces(params.cube_layout):
         for ext, key in keys.items():
             item = _file_entry(params, f"cube_{entry['name']}{key}")
-            item.update(content=f"planet colour, {rgba}", colour_space=colour_space[ext], layout="cube face",
+            item.update(content=f"planet colour, {content[ext]}", **_alpha_entry(alpha, ext),
+                        colour_space=colour_space[ext], layout="cube face",
                         width=params.cubemap_size, height=params.cubemap_size, blender_face=FACES[entry["face"]],
                         normal=_vec(entry["normal"]), right=_vec(entry["right"]), up=_vec(entry["up"]))
             if engine:
@@ -1568,8 +1655,8 @@ def bake_metadata(params: GasGiantParams, stats: _FlowStats | None = None) -> di
         fw = min(w, 1024)
         for ext, key in keys.items():
             item = _file_entry(params, f"equirect{key}")
-            item.update(content=f"planet colour, {rgba}", colour_space=colour_space[ext], layout="equirectangular",
-                        width=w, height=w // 2)
+            item.update(content=f"planet colour, {content[ext]}", **_alpha_entry(alpha, ext),
+                        colour_space=colour_space[ext], layout="equirectangular", width=w, height=w // 2)
             images.append(item)
         scale = flow_scale(params)
         for ext, key in keys.items():
@@ -1622,7 +1709,12 @@ def bake_metadata(params: GasGiantParams, stats: _FlowStats | None = None) -> di
                     "(lon, lat) = (cos lat cos lon, cos lat sin lon, sin lat)",
         "flow": flow,
         "images": images,
+        "outputs": all_output_names(params),
     }
+
+
+def _alpha_entry(alpha: dict, ext: str) -> dict:
+    return {"alpha": alpha[ext]} if ext in alpha else {}
 
 
 def _layout_info(layout: str) -> str:
@@ -1651,12 +1743,15 @@ def _write_json(path: str, data: dict):
 
 
 def _write_image(path: str, pixels: np.ndarray, is_colour: bool = True):
-    """PNG (8-bit) or EXR (32-bit float; colour outputs converted from sRGB-encoded to linear, data and alpha
-    kept) by the file's extension."""
+    """PNG (8-bit, straight alpha) or EXR (32-bit float) by the file's extension. In the EXR, colour outputs are
+    converted from sRGB-encoded to linear and multiplied by their alpha (OpenEXR colour is premultiplied); data
+    (the flow map) is written as it is."""
     if path.endswith(".exr"):
         px = np.array(pixels, dtype=np.float32)
         if is_colour:
             px[..., :3] = colour.srgb_to_linear(px[..., :3])
+            if px.shape[-1] == 4:
+                px[..., :3] *= px[..., 3:]
         exr.write_exr(path, px)
     else:
         write_png(path, pixels)
@@ -1686,11 +1781,15 @@ def check_output_folder(folder: str):
     folder = os.path.abspath(folder)
     if os.path.exists(folder) and not os.path.isdir(folder):
         raise GasGiantError(f"Output {folder!r} is a file, not a folder: choose a folder")
-    probe = folder
+    probe = folder  # the nearest part of the path that exists: the bake makes the folders below it
     while not os.path.exists(probe):
         probe = os.path.dirname(probe)
-    if not os.path.isdir(probe) or not os.access(probe, os.W_OK | os.X_OK):
-        raise GasGiantError(f"Output folder {folder!r} cannot be written: choose a folder you can write to")
+    if not os.path.isdir(probe):
+        raise GasGiantError(f"Output folder {folder!r} cannot be made: part of its path, {probe!r}, is a file, not a "
+                            f"folder: choose another folder")
+    if not os.access(probe, os.W_OK | os.X_OK):
+        raise GasGiantError(f"Output folder {folder!r} cannot be written (no permission on {probe!r}): choose a "
+                            f"folder you can write to")
 
 
 def bake(params: GasGiantParams, folder: str, check_memory: bool = True, fields: dict | None = None):
@@ -1698,7 +1797,9 @@ def bake(params: GasGiantParams, folder: str, check_memory: bool = True, fields:
 
     Validates everything first (settings, memory, output folder, the velocity field file to load or the place to
     save one); writes every file into a temporary folder next to ``folder`` and moves them in only at the end, so
-    closing the generator (cancel) leaves nothing behind. Animated bakes build the velocity field every
+    closing the generator (cancel) leaves nothing behind. Then it removes the files the previous bake in
+    ``folder`` wrote (``previous_outputs``: what its gasgiant.json lists) that this bake does not write, and says
+    so in the result (``removed``); other files are left alone. Animated bakes build the velocity field every
     ``field_interval`` frames and interpolate between (see ``field_times``). ``fields``: what
     ``check_field_files(params)`` returned when the caller has already run it (the field file is not read again).
     """
@@ -1789,11 +1890,20 @@ def bake(params: GasGiantParams, folder: str, check_memory: bool = True, fields:
         if params.save_field:
             save_fields(params.save_field, params, {k * params.time_step: fld for k, fld in built.items()})
         _write_json(os.path.join(tmp, METADATA_NAME), bake_metadata(params, flow_stats))
-        for name in sorted(os.listdir(tmp)):
+        new = sorted(os.listdir(tmp))
+        stale = sorted(previous_outputs(folder) - set(new))  # read before this bake's gasgiant.json replaces it
+        for name in [n for n in new if n != METADATA_NAME] + [METADATA_NAME]:  # the list of the files comes last
             os.replace(os.path.join(tmp, name), os.path.join(folder, name))
         done = True
-        return BakeResult(folder, written, params.frames, equis, _time.perf_counter() - t0,
-                          os.path.join(folder, METADATA_NAME))
+        result = BakeResult(folder, written, params.frames, equis, _time.perf_counter() - t0,
+                            os.path.join(folder, METADATA_NAME))
+        for name in stale:  # the previous bake's files that this bake does not write
+            try:
+                os.remove(os.path.join(folder, name))
+                result.removed.append(name)
+            except OSError as exc:
+                result.not_removed.append((name, exc.strerror or str(exc)))
+        return result
     finally:
         if sim is not None:
             sim.close()

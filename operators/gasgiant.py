@@ -16,6 +16,7 @@ import bpy
 import numpy as np
 
 from .. import progress
+from ..core import colour
 from ..core import gasgiant as core_gasgiant
 from ..shader_nodes import gasgiant as gasgiant_nodes
 from .common import NeedsScene
@@ -37,7 +38,12 @@ def output_folder(path: str) -> str:
 
 
 def load_palette(path: str) -> np.ndarray:
-    """(h, w, 4) float32 pixels of an image file, row 0 at the top; the temporary image data-block is removed."""
+    """(h, w, 3) float32 sRGB-encoded colours of an image file, row 0 at the top, the same for the same colours
+    whatever the file's bit depth; the temporary image data-block is removed.
+
+    ``image.pixels`` of an 8-bit image are its stored (sRGB-encoded) values; those of a float image (16-bit PNG,
+    TIFF16, EXR) are scene linear, so they are encoded to sRGB again (unless the image is non-colour data). Colour
+    is read straight (alpha mode Channel Packed); an EXR's premultiplied colour is divided by its alpha."""
     if not path.strip():
         raise GasGiantInputError("No palette image: choose one, or use the latitude ramp")
     full = bpy.path.abspath(path)
@@ -48,18 +54,26 @@ def load_palette(path: str) -> np.ndarray:
     except RuntimeError as exc:
         raise GasGiantInputError(f"Palette image {full!r} cannot be read ({exc}): use a PNG or JPEG") from None
     try:
+        image.alpha_mode = "CHANNEL_PACKED"  # float colour not multiplied by alpha on load
         w, h = image.size
         channels = image.channels
         if w == 0 or h == 0 or channels == 0:
             raise GasGiantInputError(f"Palette image {full!r} cannot be read (no pixels): use a PNG or JPEG")
         buf = np.empty(w * h * channels, dtype=np.float32)
         image.pixels.foreach_get(buf)
+        is_float, is_data = image.is_float, image.colorspace_settings.is_data
     finally:
         bpy.data.images.remove(image)
     pix = buf.reshape(h, w, channels)[::-1]
     if channels < 3:
         pix = np.repeat(pix[..., :1], 3, axis=-1)
-    return np.ascontiguousarray(pix[..., :3])
+    rgb = np.ascontiguousarray(pix[..., :3])
+    if is_float:
+        if channels == 4 and os.path.splitext(full)[1].lower() == ".exr":  # OpenEXR colour is premultiplied
+            a = pix[..., 3:4]
+            rgb = np.where(a > 0, rgb / np.maximum(a, 1e-8), 0.0).astype(np.float32)
+        rgb = np.clip(rgb, 0.0, 1.0) if is_data else colour.linear_to_srgb(rgb)
+    return rgb
 
 
 def cube_folder_layout(full: str) -> str:
@@ -100,6 +114,12 @@ def load_palette_cube(folder: str) -> np.ndarray:
     if not os.path.isdir(full):
         raise GasGiantInputError(f"Cube map folder {full!r} does not exist: choose the folder of an earlier bake")
     entries = core_gasgiant.cube_layout_faces(cube_folder_layout(full))
+    missing = [f"gasgiant_{e['name']}" for e in entries
+               if not os.path.isfile(os.path.join(full, f"gasgiant_{e['name']}.png"))]
+    if missing and all(os.path.isfile(os.path.join(full, f"{name}.exr")) for name in missing):
+        raise GasGiantInputError(
+            f"Cube map folder {full!r} holds {missing[0]}.exr but not {missing[0]}.png: the cube-map palette reads "
+            f"PNG faces; bake that folder again with --format png or png_exr (File Format PNG or PNG + OpenEXR)")
     images = [load_palette(os.path.join(full, f"gasgiant_{e['name']}.png")) for e in entries]
     sizes = {f.shape[:2] for f in images}
     if len(sizes) != 1:
@@ -231,6 +251,16 @@ def sphere_mesh(name: str, segments: int = 128, rings: int = 64):
     return mesh
 
 
+def file_colour_space(path: str) -> str:
+    """The colour space Blender gives the image file ``path`` when it loads it anew (from the colour management
+    configuration's roles: sRGB for an 8-bit PNG, scene linear for a float EXR)."""
+    probe = bpy.data.images.load(path, check_existing=False)
+    try:
+        return probe.colorspace_settings.name
+    finally:
+        bpy.data.images.remove(probe)
+
+
 def make_planet(scene, name: str, equirect_files: list, frames: int = 1, radius: float = 1.0, clouds: bool = False):
     """Add the planet object ``name`` (or update it) with a material showing the bake; returns the object."""
     if not equirect_files:
@@ -249,8 +279,11 @@ def make_planet(scene, name: str, equirect_files: list, frames: int = 1, radius:
             image = bpy.data.images.load(first, check_existing=False)
             image.name = f"{name} Texture"
     image.source = "SEQUENCE" if frames > 1 else "FILE"
+    # a reused image keeps the colour space of the file it showed before (an 8-bit PNG: sRGB, a float EXR: linear)
+    image.colorspace_settings.name = file_colour_space(first)
+    # the PNG holds straight alpha, the EXR premultiplied colour (as OpenEXR defines it)
+    image.alpha_mode = "PREMUL" if first.lower().endswith(".exr") else "STRAIGHT"
     image.reload()
-    image.alpha_mode = "STRAIGHT"
     mat = gasgiant_nodes.ensure_planet_material(f"{MATERIAL_PREFIX} {name}", image, frames, scene.frame_start,
                                                 clouds=clouds)
     obj = bpy.data.objects.get(name)
@@ -290,8 +323,10 @@ class ENVFX_OT_gasgiant_bake(NeedsScene, progress.ModalJobOperator, bpy.types.Op
             return None
 
     def finish(self, context, result):
-        self.report({"INFO"}, f"Baked {len(result.files)} image(s) and gasgiant.json into {result.folder} in "
-                    f"{result.seconds:.1f} s")
+        note = result.removed_note()
+        self.report({"WARNING"} if result.not_removed else {"INFO"},
+                    f"Baked {len(result.files)} image(s) and gasgiant.json into {result.folder} in "
+                    f"{result.seconds:.1f} s" + (f"; {note}" if note else ""))
         return {"FINISHED"}
 
 

@@ -95,11 +95,34 @@ def test_animated_bake_makes_an_image_sequence(envfx, tmp_path):
     assert s.frames == 3
 
 
-def test_planet_looks_right_in_eevee(envfx, tmp_path):
-    scene = bpy.context.scene
-    _small(scene.envfx.gasgiant, tmp_path / "look", particles=50_000, iterations=30)
-    scene.envfx.gasgiant.preset = "JUPITER"
-    assert bpy.ops.envfx.gasgiant_bake() == {"FINISHED"}
+FILE_LOOKS = {"png": ("gasgiant_equirect.png", False, "sRGB"), "exr": ("gasgiant_equirect.exr", True, "Linear Rec.709")}
+
+
+def test_rebake_in_another_format_gives_the_planet_the_colour_space_of_its_file(envfx, tmp_path, capsys):
+    """A re-bake that switches between 8-bit PNG and float EXR leaves the planet's image in the colour space of the
+    file it now shows (before: it kept the first file's, so the planet looked washed out or too dark), from the
+    operator and from --save into a .blend that already holds the planet."""
+    s = _small(bpy.context.scene.envfx.gasgiant, tmp_path / "op", particles=5000, iterations=2, field_size="16",
+               cubemap_size="64", equirect_width="128")
+    for fmt in ("png", "exr", "png"):
+        s.file_format = fmt.upper()
+        assert bpy.ops.envfx.gasgiant_bake() == {"FINISHED"}
+        image = bpy.data.objects["Gas Giant"].data.materials[0].node_tree.nodes["Gas Giant Texture"].image
+        assert (os.path.basename(image.filepath), image.is_float, image.colorspace_settings.name) == FILE_LOOKS[fmt]
+    level = str(tmp_path / "level.blend")
+    args = ["gas-giant", "--out", str(tmp_path / "cli"), "--particles", "5000", "--iterations", "2", "--equirect",
+            "128", "--cubemap", "64", "--field", "16", "--threads", "1", "--save", level]
+    for fmt in ("exr", "png", "exr"):
+        bpy.ops.wm.read_homefile(app_template="")
+        assert envfx.cli.main(args + ["--format", fmt]) == 0, capsys.readouterr().err
+        bpy.ops.wm.open_mainfile(filepath=level)
+        image = bpy.data.images["Gas Giant Texture"]
+        assert (os.path.basename(image.filepath), image.is_float, image.colorspace_settings.name) == FILE_LOOKS[fmt]
+    assert not [i.name for i in bpy.data.images if i.name.startswith("gasgiant_")]  # the probe image is not kept
+
+
+def _planet_shot(scene, size: int):
+    """The startup scene made a shot of the planet: lit by a sun from the camera's side, over black space."""
     for name in ("Cube", "Light"):
         if name in bpy.data.objects:
             bpy.data.objects.remove(bpy.data.objects[name])
@@ -111,15 +134,23 @@ def test_planet_looks_right_in_eevee(envfx, tmp_path):
     cam.location = (4.0, 0.0, 0.0)
     cam.rotation_euler = (math.radians(90), 0.0, math.radians(90))
     cam.data.lens = 50
-    scene.render.engine = "BLENDER_EEVEE_NEXT" if bpy.app.version < (5, 0, 0) else "BLENDER_EEVEE"
-    scene.eevee.taa_render_samples = 1
-    scene.render.resolution_x = scene.render.resolution_y = 96
+    scene.render.resolution_x = scene.render.resolution_y = size
     scene.render.resolution_percentage = 100
-    scene.render.filepath = str(tmp_path / "planet.png")
     scene.world = scene.world or bpy.data.worlds.new("W")
     if bpy.app.version < (5, 0, 0):
         scene.world.use_nodes = True
     scene.world.node_tree.nodes["Background"].inputs["Color"].default_value = (0, 0, 0, 1)
+
+
+def test_planet_looks_right_in_eevee(envfx, tmp_path):
+    scene = bpy.context.scene
+    _small(scene.envfx.gasgiant, tmp_path / "look", particles=50_000, iterations=30)
+    scene.envfx.gasgiant.preset = "JUPITER"
+    assert bpy.ops.envfx.gasgiant_bake() == {"FINISHED"}
+    _planet_shot(scene, 96)
+    scene.render.engine = "BLENDER_EEVEE_NEXT" if bpy.app.version < (5, 0, 0) else "BLENDER_EEVEE"
+    scene.eevee.taa_render_samples = 1
+    scene.render.filepath = str(tmp_path / "planet.png")
     bpy.ops.render.render(write_still=True)
     img = np.asarray(Image.open(tmp_path / "planet.png").convert("RGB")).astype(float)
     centre = img[38:58, 38:58]
@@ -187,6 +218,59 @@ def test_palette_image_colours_the_planet(envfx, tmp_path):
     assert not [i for i in bpy.data.images if i.name.startswith("pal")]  # the palette was not kept
 
 
+def _save_tiff16(source: str, path: str):
+    """A 16-bit RGB TIFF of the image file ``source``, written by Blender (Standard view: the colours unchanged)."""
+    image = bpy.data.images.load(source, check_existing=False)
+    scene = bpy.context.scene
+    scene.view_settings.view_transform = "Standard"
+    settings = scene.render.image_settings
+    settings.file_format, settings.color_depth, settings.color_mode = "TIFF", "16", "RGB"
+    image.save_render(path, scene=scene)
+    bpy.data.images.remove(image)
+
+
+def test_float_palettes_give_the_colours_of_the_8_bit_palette(envfx, tmp_path):
+    """The same colours as a 16-bit PNG, a 16-bit TIFF or an EXR palette (float images: Blender gives their pixels
+    in scene linear, premultiplied unless told otherwise) read as the 8-bit PNG does, for --palette and for the
+    faces of --cubemap-palette (before: they were painted as if they were sRGB, a much darker planet)."""
+    png, exr, colour = envfx.core.png, envfx.core.exr, envfx.core.colour
+    ops = envfx.operators.gasgiant
+    pal8 = np.random.default_rng(0).integers(0, 256, (8, 32, 4)).astype(np.uint8)
+    pal8[..., 3] = np.maximum(pal8[..., 3], 1)
+    (tmp_path / "p8.png").write_bytes(png.encode_png(pal8))
+    (tmp_path / "p16.png").write_bytes(png.encode_png(pal8.astype(np.uint16) * 257))
+    straight = pal8.astype(np.float32) / 255
+    alpha = straight[..., 3:]
+    exr.write_exr(str(tmp_path / "p.exr"), np.concatenate([colour.srgb_to_linear(straight[..., :3]) * alpha, alpha],
+                                                          -1))  # OpenEXR: premultiplied, linear
+    (tmp_path / "rgb16.png").write_bytes(png.encode_png(pal8[..., :3].astype(np.uint16) * 257))
+    _save_tiff16(str(tmp_path / "rgb16.png"), str(tmp_path / "p16.tif"))
+    ref = ops.load_palette(str(tmp_path / "p8.png"))
+    np.testing.assert_allclose(ref, straight[..., :3], atol=1e-6)  # the stored values, straight colour
+    for name in ("p16.png", "p.exr", "p16.tif"):
+        np.testing.assert_allclose(ops.load_palette(str(tmp_path / name)), ref, atol=0.05 / 255, err_msg=name)
+    # the cube-map palette: 16-bit copies of a bake's faces read as the faces themselves
+    gg = envfx.core.gasgiant
+    gg.run_bake(gg.GasGiantParams(particles=3000, iterations=3, field_size=16, cubemap_size=64, equirect_width=0,
+                                  threads=1), str(tmp_path / "faces8"))
+    (tmp_path / "faces16").mkdir()
+    for face in gg.FACES:
+        img = np.asarray(Image.open(tmp_path / "faces8" / f"gasgiant_{face}.png"))
+        (tmp_path / "faces16" / f"gasgiant_{face}.png").write_bytes(png.encode_png(img.astype(np.uint16) * 257))
+    cube8 = ops.load_palette_cube(str(tmp_path / "faces8"))
+    assert cube8.std() > 0.01
+    np.testing.assert_allclose(ops.load_palette_cube(str(tmp_path / "faces16")), cube8, atol=0.05 / 255)
+    # a planet baked from a flat 16-bit palette wears the palette's colour
+    flat = np.tile(np.array([200, 120, 60], np.uint16) * 257, (16, 64, 1))
+    (tmp_path / "flat16.png").write_bytes(png.encode_png(flat))
+    _small(bpy.context.scene.envfx.gasgiant, tmp_path / "planet", color_source="PALETTE", make_planet=False,
+           palette_path=str(tmp_path / "flat16.png"), particles=50_000, iterations=40, field_size="16",
+           cubemap_size="64", equirect_width="128", fade_rate=0.0, opacity=1.0)
+    assert bpy.ops.envfx.gasgiant_bake() == {"FINISHED"}
+    eq = np.asarray(Image.open(tmp_path / "planet" / "gasgiant_equirect.png"))
+    np.testing.assert_array_equal(np.median(eq.reshape(-1, 3), axis=0), [200, 120, 60])
+
+
 def test_bad_input_memory_output_folder_and_unsaved_file(envfx, tmp_path, monkeypatch):
     s = _small(bpy.context.scene.envfx.gasgiant, tmp_path / "m", particles=50_000_000)
     monkeypatch.setattr(envfx.core.gasgiant, "available_memory", lambda: 512 * 2**20)
@@ -198,7 +282,7 @@ def test_bad_input_memory_output_folder_and_unsaved_file(envfx, tmp_path, monkey
     s.output_dir = str(afile)
     _expect_error(tmp_path, afile, "is a file")
     s.output_dir = str(afile / "below")
-    _expect_error(tmp_path, tmp_path, "cannot be written")
+    _expect_error(tmp_path, tmp_path, "part of its path, .*afile', is a file")
     s.output_dir = "//textures/"
     _expect_error(tmp_path, tmp_path, "not saved yet")
     s.output_dir = ""
@@ -249,6 +333,34 @@ def test_cli_save_into_an_existing_file_adds_the_planet_and_keeps_the_rest(envfx
     assert "is not a file" in capsys.readouterr().err
 
 
+def test_rebake_says_which_files_of_the_previous_bake_it_removed(envfx, tmp_path, capfd):
+    """The CLI and the operator name the previous bake's files they removed (its frames and faces that the new
+    bake does not write); the planet then shows the new bake, and the user's own files stay."""
+    gg = envfx.core.gasgiant
+    out = tmp_path / "out"
+    args = ["gas-giant", "--out", str(out), "--particles", "2000", "--iterations", "2", "--equirect", "128",
+            "--cubemap", "64", "--field", "16", "--threads", "1", "--frame-iterations", "1"]
+    assert envfx.cli.main(args + ["--frames", "3"]) == 0
+    (out / "notes.txt").write_text("mine")
+    capfd.readouterr()
+    assert envfx.cli.main(args + ["--cube-layout", "gltf"]) == 0
+    text = capfd.readouterr().out
+    assert "envfx gas-giant: removed 24 file(s) of the previous bake in this folder that this bake does not " \
+           "write: gasgiant_equirect_0001.png, gasgiant_equirect_0002.png, gasgiant_equirect_0003.png," in text
+    still = gg.GasGiantParams(cube_layout="GLTF")
+    assert sorted(os.listdir(out)) == sorted(["gasgiant.json", "notes.txt", *gg.output_names(still, None).values()])
+    s = _small(bpy.context.scene.envfx.gasgiant, out, particles=2000, iterations=2, field_size="16",
+               cubemap_size="64", equirect_width="128", frames=2, frame_iterations=1)
+    capfd.readouterr()
+    assert bpy.ops.envfx.gasgiant_bake() == {"FINISHED"}
+    assert "removed 8 file(s) of the previous bake in this folder that this bake does not write: " \
+           "gasgiant_equirect.png, gasgiant_flow.png, gasgiant_negx.png," in capfd.readouterr().out
+    names = gg.all_output_names(envfx.operators.gasgiant.params_from_settings(s))
+    assert sorted(os.listdir(out)) == sorted(["gasgiant.json", "notes.txt", *names])
+    image = bpy.data.objects["Gas Giant"].data.materials[0].node_tree.nodes["Gas Giant Texture"].image
+    assert image.source == "SEQUENCE" and os.path.basename(image.filepath) == "gasgiant_equirect_0001.png"
+
+
 @pytest.mark.parametrize("args, msg", [
     (["--particles", "0"], "positive number of particles"),
     (["--particles", "-3"], "positive number of particles"),
@@ -293,11 +405,27 @@ def test_cli_non_finite_numbers_exit_2_naming_the_option(envfx, tmp_path, capsys
     assert not out.exists()
 
 
-def test_cli_unwritable_out(envfx, tmp_path, capsys):
-    (tmp_path / "f").write_text("x")
-    assert envfx.cli.main(["gas-giant", "--out", str(tmp_path / "f" / "x"), "--particles", "10"]) == 2
-    assert "cannot be written" in capsys.readouterr().err
-    assert os.listdir(tmp_path) == ["f"]
+def test_cli_out_below_a_file_and_exr_cube_palette_name_the_real_problem(envfx, tmp_path, capsys):
+    """--out notes.txt/planet names the file in the way (before: "cannot be written", which reads like a permission
+    problem); --cubemap-palette of a bake that wrote only EXR faces says the palette reads PNG faces and how to bake
+    them (before: "Palette image .../gasgiant_px.png does not exist", for a folder given as the palette)."""
+    (tmp_path / "notes.txt").write_text("x")
+    assert envfx.cli.main(["gas-giant", "--out", str(tmp_path / "notes.txt" / "planet"), "--particles", "10"]) == 2
+    assert f"part of its path, {str(tmp_path / 'notes.txt')!r}, is a file, not a folder" in capsys.readouterr().err
+    assert os.listdir(tmp_path) == ["notes.txt"]
+    small = ["--particles", "2000", "--iterations", "2", "--cubemap", "64", "--equirect", "0", "--field", "16",
+             "--threads", "1"]
+    for fmt in ("exr", "png_exr"):
+        assert envfx.cli.main(["gas-giant", "--out", str(tmp_path / fmt), "--format", fmt, *small]) == 0
+    capsys.readouterr()
+    assert envfx.cli.main(["gas-giant", "--out", str(tmp_path / "never"), "--cubemap-palette", str(tmp_path / "exr"),
+                           *small]) == 2
+    err = capsys.readouterr().err
+    assert "holds gasgiant_px.exr but not gasgiant_px.png: the cube-map palette reads PNG faces" in err
+    assert "bake that folder again with --format png or png_exr" in err
+    assert not (tmp_path / "never").exists()
+    assert envfx.cli.main(["gas-giant", "--out", str(tmp_path / "ok"), "--cubemap-palette",
+                           str(tmp_path / "png_exr"), *small]) == 0  # the PNG faces of a png_exr bake are read
 
 
 def test_panel_draws(envfx):
@@ -375,6 +503,37 @@ def test_cloud_mode_vertical_bands_planet_is_transparent_where_clear(envfx, tmp_
     assert bpy.ops.envfx.gasgiant_bake() == {"FINISHED"}
     assert not bsdf.inputs["Alpha"].links and mat.surface_render_method == "DITHERED"
     assert bpy.data.objects["Gas Giant"].visible_shadow
+
+
+def test_cloud_planet_from_the_exr_looks_like_the_one_from_the_png(envfx, tmp_path):
+    """The cloud EXR holds premultiplied colour and the planet's image reads it so (alpha mode Premultiplied):
+    Blender's pixels of it (what the viewport and Eevee show) are the PNG's colour x alpha in linear light, and a
+    Cycles render of the EXR cloud planet is the PNG one (before: Cycles read the EXR's straight colour as
+    premultiplied, over-bright clouds)."""
+    colour = envfx.core.colour
+    scene = bpy.context.scene
+    s = _small(scene.envfx.gasgiant, tmp_path, particles=30_000, iterations=30, field_size="16", cubemap_size="64",
+               equirect_width="128", cloud_mode=True, cloud_color=(0.2, 0.4, 0.8))
+    _planet_shot(scene, 48)
+    scene.render.engine = "CYCLES"
+    scene.cycles.device, scene.cycles.samples, scene.cycles.seed = "CPU", 4, 0
+    pixels, shots = {}, {}
+    for fmt in ("PNG", "EXR"):
+        s.file_format, s.output_dir = fmt, str(tmp_path / fmt)
+        assert bpy.ops.envfx.gasgiant_bake() == {"FINISHED"}
+        image = bpy.data.images["Gas Giant Texture"]
+        assert image.alpha_mode == {"PNG": "STRAIGHT", "EXR": "PREMUL"}[fmt]
+        pixels[fmt] = _pixels(image)
+        scene.render.filepath = str(tmp_path / f"{fmt}.png")
+        bpy.ops.render.render(write_still=True)
+        shots[fmt] = np.asarray(Image.open(tmp_path / f"{fmt}.png").convert("RGB")).astype(float)
+    straight = pixels["PNG"]  # an 8-bit image's pixels: its stored sRGB values, straight alpha
+    cover = straight[..., 3:]
+    assert ((cover > 0.1) & (cover < 0.9)).mean() > 0.1  # partly covered texels, where the alpha mode matters
+    np.testing.assert_allclose(pixels["EXR"], np.concatenate([colour.srgb_to_linear(straight[..., :3]) * cover,
+                                                              cover], -1), atol=1 / 255)
+    assert shots["PNG"][..., 2].mean() > 20  # blue clouds in the picture
+    assert np.abs(shots["EXR"] - shots["PNG"]).mean() < 1.5
 
 
 def count_field_reads(envfx, monkeypatch):

@@ -191,12 +191,12 @@ NOT_SETTINGS = {
     "snow": {"bake", "bake_job", "generate_cover", "read_exr", "resolution", "simulate_points", "snow_coverage",
              "snow_thickness", "stamp_points", "stamp_profile", "timeout", "u", "units_per_blender_unit", "up",
              "write_exr"},
-    "gasgiant": {"clamped_fraction", "clamped_texels", "colour_space", "content", "decode_flow", "encode_flow",
-                 "engine_normal", "engine_right", "engine_slots", "engine_up", "flow", "format", "gasgiant_flow",
-                 "gasgiant_nx", "gasgiant_ny", "gasgiant_nz", "gasgiant_px", "gasgiant_py", "gasgiant_pz", "images",
-                 "iterations_per_frame", "layout", "max_speed_baked", "noise_norm", "normal", "nz", "pz", "read_exr",
-                 "right", "scale", "settings", "slot", "slot_index", "still_exr", "still_png", "times", "unit", "up",
-                 "velocity", "version", "write_exr"},
+    "gasgiant": {"alpha", "clamped_fraction", "clamped_texels", "colour_space", "content", "decode_flow",
+                 "encode_flow", "engine_normal", "engine_right", "engine_slots", "engine_up", "flow", "format",
+                 "gasgiant_flow", "gasgiant_nx", "gasgiant_ny", "gasgiant_nz", "gasgiant_px", "gasgiant_py",
+                 "gasgiant_pz", "images", "iterations_per_frame", "layout", "max_speed_baked", "noise_norm", "normal",
+                 "nz", "outputs", "pz", "read_exr", "right", "scale", "settings", "slot", "slot_index", "still_exr",
+                 "still_png", "times", "unit", "up", "velocity", "version", "write_exr"},
     "mips": {"dds_format", "files", "null"},
 }
 SECTIONS = {"World Bend": "bend", "Wind": "wind", "Snow": "snow", "Gas Giant": "gasgiant", "Mip Chains": "mips"}

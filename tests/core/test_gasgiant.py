@@ -3,6 +3,7 @@
 import dataclasses
 import math
 import os
+import re
 import stat
 
 import numpy as np
@@ -275,15 +276,17 @@ def test_unwritable_output_folder(tmp_path):
     afile.write_text("x")
     with pytest.raises(gg.GasGiantError, match="is a file"):
         gg.run_bake(params, str(afile))
-    with pytest.raises(gg.GasGiantError, match="cannot be written"):
-        gg.run_bake(params, str(afile / "sub"))  # below a file: no one can create it
+    for below in (afile / "sub", afile / "sub" / "deeper"):  # below a file: no one can create it
+        with pytest.raises(gg.GasGiantError, match=re.escape(f"{str(below)!r} cannot be made: part of its path, "
+                                                             f"{str(afile)!r}, is a file, not a folder")):
+            gg.run_bake(params, str(below))
     assert afile.read_text() == "x"
     ro = tmp_path / "ro"
     ro.mkdir()
     ro.chmod(stat.S_IRUSR | stat.S_IXUSR)
     try:
         if not os.access(ro, os.W_OK):  # (root can write anywhere)
-            with pytest.raises(gg.GasGiantError, match="cannot be written"):
+            with pytest.raises(gg.GasGiantError, match=re.escape(f"cannot be written (no permission on {str(ro)!r})")):
                 gg.run_bake(params, str(ro / "sub"))
         assert os.listdir(ro) == []
     finally:
@@ -308,6 +311,107 @@ def test_cancel_halfway_leaves_no_files(tmp_path):
     assert (tmp_path / "new" / "deeper").is_dir()
     job.close()
     assert sorted(os.listdir(tmp_path)) == ["existing"]  # the folders it made are gone too
+
+
+TINY_BAKE = dict(particles=2000, iterations=2, field_size=16, cubemap_size=64, equirect_width=128, threads=1,
+                 frame_iterations=1)
+USER_FILES = ("notes.txt", "gasgiant_equirect_0009.png", "gasgiant_sky.png", "my_gasgiant_px_0003.png",
+              "gasgiant_px_0001.png.bak")
+
+
+def _bake_names(**kw):
+    return set(gg.all_output_names(gg.GasGiantParams(**{**TINY_BAKE, **kw})))
+
+
+def test_rebake_removes_the_previous_bakes_files_it_does_not_write_and_nothing_else(tmp_path):
+    """A shorter sequence, a still or another cube layout baked into the folder of an earlier bake removes the
+    earlier bake's frames and faces that gasgiant.json lists and the new bake does not write (before: they stayed
+    beside the new gasgiant.json, and an engine importing gasgiant_equirect_*.png mixed two simulations); files
+    the user put there, also ones named like outputs, stay."""
+    import json
+
+    out = tmp_path / "out"
+    first = gg.run_bake(gg.GasGiantParams(**{**TINY_BAKE, "frames": 3, "file_format": "PNG_EXR"}), str(out))
+    assert first.removed == [] and first.removed_note() == ""
+    old = _bake_names(frames=3, file_format="PNG_EXR")
+    meta = json.loads((out / "gasgiant.json").read_text())
+    assert set(meta["outputs"]) == old == set(os.listdir(out)) - {"gasgiant.json"} and len(old) == 3 * 16
+    for name in USER_FILES:
+        (out / name).write_text("mine")
+    (out / "gasgiant_flow_0005.png").mkdir()  # not a file: never touched
+    steps = [(dict(frames=2, cube_layout="GLTF"), "engine faces, 2 frames, PNG only"),
+             (dict(frames=1), "a still"), (dict(frames=2, file_format="EXR", equirect_width=0), "EXR, no equirect")]
+    before = old
+    for kw, why in steps:
+        result = gg.run_bake(gg.GasGiantParams(**{**TINY_BAKE, **kw}), str(out))
+        new = _bake_names(**kw)
+        assert set(os.listdir(out)) == new | {"gasgiant.json", "gasgiant_flow_0005.png", *USER_FILES}, why
+        assert result.removed == sorted(before - new), why
+        assert result.removed_note().startswith(f"removed {len(before - new)} file(s) of the previous bake"), why
+        assert json.loads((out / "gasgiant.json").read_text())["outputs"] == gg.all_output_names(
+            gg.GasGiantParams(**{**TINY_BAKE, **kw}))
+        before = new
+    assert all((out / name).read_text() == "mine" for name in USER_FILES)
+
+
+def test_rebake_over_a_gasgiant_json_without_an_output_list_removes_only_what_its_settings_wrote(tmp_path):
+    """An older gasgiant.json has no ``outputs``: only the names that bake wrote, as its frames, cube layout, file
+    types and images give them, are removed; a foreign or unreadable gasgiant.json, or an output list naming
+    other files (paths, user files), removes nothing else."""
+    import json
+
+    out = tmp_path / "out"
+    gg.run_bake(gg.GasGiantParams(**{**TINY_BAKE, "frames": 3, "cube_layout": "UNITY"}), str(out))
+    meta = json.loads((out / "gasgiant.json").read_text())
+    del meta["outputs"]
+    (out / "gasgiant.json").write_text(json.dumps(meta))
+    # named like outputs, but not written by that bake: frame 4 of 3, an EXR of a PNG bake, a Blender face
+    mine = ["gasgiant_equirect_0004.png", "gasgiant_posx_0001.exr", "gasgiant_px_0002.png", "gasgiant_flow.png",
+            "gasgiant_negz_01.png", "gasgiant_negz_00002.png"]
+    for name in mine:
+        (out / name).write_text("mine")
+    result = gg.run_bake(gg.GasGiantParams(**{**TINY_BAKE, "frames": 1}), str(out))
+    old = _bake_names(frames=3, cube_layout="UNITY")
+    assert result.removed == sorted(old) and len(old) == 3 * 8
+    # the still's gasgiant_flow.png replaced the user's file of that name (as any bake into this folder did)
+    assert set(os.listdir(out)) == _bake_names(frames=1) | {"gasgiant.json", *mine}
+    # nothing is removed without a gas-giant gasgiant.json that can be read, or for names not written by a bake
+    outputs = sorted(_bake_names(frames=1))
+    for text in ('{"format": "something-else", "outputs": %s}' % json.dumps(outputs), "{not json",
+                 json.dumps({"format": gg.METADATA_FORMAT, "outputs": ["../out/notes.txt", "notes.txt",
+                                                                         str(out / "gasgiant_px.png")]})):
+        (out / "gasgiant.json").write_text(text)
+        (out / "notes.txt").write_text("mine")
+        result = gg.run_bake(gg.GasGiantParams(**{**TINY_BAKE, "frames": 2}), str(out))
+        assert result.removed == [] and set(outputs) <= set(os.listdir(out)), text
+        gg.run_bake(gg.GasGiantParams(**{**TINY_BAKE, "frames": 1}), str(out))  # back to a still
+        assert (out / "notes.txt").read_text() == "mine"
+
+
+def test_rebake_that_is_cancelled_or_cannot_remove_a_file_keeps_the_previous_files(tmp_path, monkeypatch):
+    """A cancelled re-bake leaves the previous bake as it was; a file that cannot be removed is kept and named."""
+    out = tmp_path / "out"
+    gg.run_bake(gg.GasGiantParams(**{**TINY_BAKE, "frames": 2}), str(out))
+    before = {n: (out / n).read_bytes() for n in os.listdir(out)}
+    job = gg.bake(gg.GasGiantParams(**{**TINY_BAKE, "iterations": 50}), str(out))
+    for _ in range(3):
+        next(job)
+    job.close()  # cancel: the previous bake is as it was
+    assert {n: (out / n).read_bytes() for n in os.listdir(out)} == before
+    real = os.remove
+
+    def remove(path):
+        if path.endswith("gasgiant_px_0002.png"):
+            raise PermissionError(13, "Permission denied")
+        real(path)
+
+    monkeypatch.setattr(gg.os, "remove", remove)
+    result = gg.run_bake(gg.GasGiantParams(**TINY_BAKE), str(out))
+    assert "gasgiant_px_0002.png" not in result.removed and len(result.removed) == len(before) - 2
+    assert result.not_removed == [("gasgiant_px_0002.png", "Permission denied")]
+    assert "could not remove 1 file(s) of the previous bake: gasgiant_px_0002.png (Permission denied)" in \
+        result.removed_note()
+    assert (out / "gasgiant_px_0002.png").exists()
 
 
 def test_presets():
@@ -468,6 +572,41 @@ def test_cloud_mode_alpha_is_seamless_and_bakes_rgba_pngs(tmp_path):
     edge = max(np.abs(pad[f, 0, 1:-1] - pad[f, 1, 1:-1]).mean() for f in range(6))
     inside = np.mean([_neighbour_diffs(faces[f].astype(float)) for f in range(6)])
     assert edge < 3.0 * inside
+
+
+def test_cloud_mode_exr_holds_premultiplied_colour_and_the_png_straight(tmp_path):
+    """OpenEXR colour is premultiplied: the cloud EXR holds linear cloud colour x alpha, the PNG the cloud colour
+    with straight alpha, and gasgiant.json says which (before: the EXR held the full colour over every alpha, which
+    EXR readers show as over-bright clouds)."""
+    import json
+
+    from core import colour, exr
+
+    Image = pytest.importorskip("PIL.Image")
+    cloud = (0.2, 0.4, 0.8)
+    params = gg.GasGiantParams(**{**SMALL, "iterations": 20, "cloud_mode": True, "cloud_color": cloud,
+                                  "file_format": "PNG_EXR"})
+    gg.run_bake(params, str(tmp_path / "c"))
+    for name in ("gasgiant_equirect", "gasgiant_pz"):
+        png = np.asarray(Image.open(tmp_path / "c" / f"{name}.png")).astype(np.float32) / 255
+        back, _ = exr.read_exr(str(tmp_path / "c" / f"{name}.exr"))
+        rgba = back[..., ::-1]
+        alpha = rgba[..., 3:]
+        np.testing.assert_array_equal(png[..., :3], np.broadcast_to(np.float32(cloud), png[..., :3].shape))
+        np.testing.assert_allclose(alpha, png[..., 3:], atol=0.5 / 255 + 1e-6)
+        assert ((alpha > 0.05) & (alpha < 0.5)).sum() > 100  # partly covered texels
+        np.testing.assert_allclose(rgba[..., :3], colour.srgb_to_linear(np.float32(cloud)) * alpha, rtol=1e-6,
+                                   atol=1e-9)
+    meta = json.loads((tmp_path / "c" / "gasgiant.json").read_text())
+    alphas = {i["file"].rsplit(".", 1)[1]: set() for i in meta["images"]}
+    for item in meta["images"]:
+        if not item["content"].startswith("flow map"):
+            alphas[item["file"].rsplit(".", 1)[1]].add(item["alpha"])
+            assert item["alpha"] in item["content"]
+        else:
+            assert "alpha" not in item
+    assert alphas == {"png": {"straight"}, "exr": {"premultiplied"}}
+    assert not [i for i in gg.bake_metadata(gg.GasGiantParams(file_format="PNG_EXR"))["images"] if "alpha" in i]
 
 
 def test_hot_pink_shows_where_no_particle_paints():

@@ -285,7 +285,7 @@ def test_gasgiant_output_names_and_metadata(tmp_path):
     para = para[:para.index("**Cube faces**")]
     for key in ("frames", "cube_layout", "flow", "unit", "iterations_per_frame", "scale", "still_png", "still_exr",
                 "max_speed_baked", "clamped_texels", "clamped_fraction", "images", "content", "colour_space",
-                "layout", "normal", "right", "up"):
+                "layout", "normal", "right", "up", "outputs"):
         assert f"`{key}`" in para, f"the gasgiant.json paragraph no longer names {key}"
         assert key in keys, f"gasgiant.json has no key {key!r}"
     keys |= _keys(gasgiant.bake_metadata(gasgiant.GasGiantParams(cube_layout="GLTF")))  # the engine layouts' keys
