@@ -735,8 +735,8 @@ def test_warnings_start_with_the_file_path(envfx, scene_file, capsys):
      "--pivot only applies to --framing FOLLOW (an AREA buffer covers every snow mesh): pass --framing FOLLOW, "
      "or drop it"),
     (["--bake", "--actors", "Walkers", "--out-dir", "{dir}/out", "--pivot", "Walker", "--size", "3"],
-     "{path}: error: --pivot, --size only apply to a FOLLOW window, and the scene's buffer framing is AREA (it covers every "
-     "snow mesh): add --framing FOLLOW, or drop them"),
+     "{path}: error: --pivot, --size only apply to a FOLLOW window, and the scene's buffer framing is AREA (it "
+     "covers every snow mesh): add --framing FOLLOW, or drop them"),
 ])
 def test_snow_refuses_options_it_would_ignore(envfx, tmp_path, capsys, args, message):
     path = snow_file(tmp_path / "snow.blend")
