@@ -417,8 +417,43 @@ def _actor_extent(obj, corners=None):
     return dims, float(-rel[:, 2].min())
 
 
+def _shown_bend(obj):
+    """The bend modifiers of ``obj`` that show (a bent actor), or []."""
+    return [m for m in bend_ops.bend_modifiers(obj) if m.show_viewport] if obj.type == "MESH" else []
+
+
+def bent_actors(scene) -> list:
+    """The actors of ``scene`` that show a bend (their measure needs their evaluated mesh, ``_unbent_box``)."""
+    coll = scene.envfx.snow.actors
+    return [o for o in coll.all_objects if _shown_bend(o)] if coll is not None else []
+
+
+def _unbent_box(obj, scene):
+    """The 8 corners (object space) of the bounding box of ``obj`` as its modifiers before the bend make it, for an
+    actor that shows a bend; None otherwise. ``bound_box`` includes every modifier, the bend too: an actor away
+    from the player's flat zone would measure its feet lower by the bend's drop there, sink below the snow and
+    carve nothing. The bend moves a point along world Z only, by a drop that depends on its world X and Y, so
+    adding it back to the evaluated vertices (``core.bend.inverse``) gives them exactly as before the bend."""
+    mods = _shown_bend(obj)
+    if not mods or scene != getattr(bpy.context, "scene", None):
+        return None
+    local = bridge.evaluated_positions(obj, bpy.context.evaluated_depsgraph_get()).astype(np.float64)
+    if not len(local):
+        return None
+    owner = common.group_owner(mods[0].node_group) or scene
+    params = bend_nodes.params_shown_in(scene, owner)
+    m = bridge.matrix_to_numpy(obj.matrix_world)
+    if core_bend.is_flattened(m):
+        return None
+    world = core_bend.inverse(local @ m[:3, :3].T + m[:3, 3], params)
+    local = np.linalg.solve(m[:3, :3], (world - m[:3, 3]).T).T
+    lo, hi = local.min(axis=0), local.max(axis=0)
+    return np.array([(x, y, z) for x in (lo[0], hi[0]) for y in (lo[1], hi[1]) for z in (lo[2], hi[2])])
+
+
 def actor_specs(scene):
-    """([(name, radius, depth, bottom offset)], {name: why skipped}) for the scene's actor collection."""
+    """([(name, radius, depth, bottom offset)], {name: why skipped}) for the scene's actor collection. A bent
+    actor is measured as before its bend (``_unbent_box``), so it carves where it physically stands."""
     s = scene.envfx.snow
     coll = s.actors
     if coll is None:
@@ -442,7 +477,7 @@ def actor_specs(scene):
             dims = _actor_extent(obj, corners)[0] if o.radius <= 0 else (0.0, 0.0, 0.0)
             offset = 0.0
         else:
-            dims, offset = _actor_extent(obj)
+            dims, offset = _actor_extent(obj, _unbent_box(obj, scene))
         radius, depth = core_snow.actor_size(dims, o.radius, o.depth, s.thickness)
         if radius <= 0:
             skipped[obj.name] = "has no size: set its Snow Radius"
@@ -677,8 +712,10 @@ def follow_actors(scene, may_split: bool = True) -> bool | None:
     A scene that still shares its groups with the scene it was copied from gets its own here (unless the two
     share their snow, ``snow_nodes.shares_snow``: a Linked Copy keeps one set of groups); with
     ``may_split=False`` (Blender's frame_change_pre, see handlers.py) nothing is done and None is returned, to be
-    called again after the frame change. A scene none of whose snow carries its trails any more, or whose snow
-    kept the drivers of a trails modifier removed by hand, is booked for ``clean_up_pending``."""
+    called again after the frame change; so it is when the actors changed and one of them is bent (it is measured
+    on its evaluated mesh, ``_unbent_box``, which frame_change_pre must not evaluate). A scene none of whose snow
+    carries its trails any more, or whose snow kept the drivers of a trails modifier removed by hand, is booked
+    for ``clean_up_pending``."""
     tree = snow_nodes.group_for(scene)
     if tree is None or tree.users == 0 or tree.library is not None:
         return False
@@ -700,6 +737,8 @@ def follow_actors(scene, may_split: bool = True) -> bool | None:
         _followed[scene.name] = _signature(scene, tree)
         _clean_later.add(scene.name)
         return False
+    if not may_split and bent_actors(scene):  # a bent actor is measured on its evaluated mesh: not in there
+        return None
     try:
         specs = actor_specs(scene)[0]
     except SnowInputError:

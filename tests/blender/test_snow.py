@@ -2109,3 +2109,52 @@ def test_bake_follows_actors_hidden_from_the_viewport(envfx, tmp_path, hide):
     assert (actors.hide_viewport, group.hide_viewport, a.hide_viewport, _layer_collection("Actors").exclude) == (
         hide == "collection", hide == "parent_collection", hide == "object", hide == "exclude")
     assert scene.frame_current == 1
+
+
+def test_a_bent_actor_away_from_the_player_carves_and_bakes_as_an_unbent_one(envfx, tmp_path):
+    """In a bent level the actors are bent too. Object.bound_box includes the bend, so an actor 12 m ahead of the
+    player (where the bend drops it ~1 m) was measured with its feet ~1 m low: it sank below the snow and carved
+    nothing, live or in the buffer bake. It is measured as before its bend: the same bottom, trail and buffer as an
+    unbent actor there."""
+    scene = bpy.context.scene
+    clear_scene()
+    ground = grid_object("Ground", size=40.0, segments=40)
+    player = bpy.data.objects.new("Player", None)
+    scene.collection.objects.link(player)
+    b = scene.envfx.bend
+    b.mode, b.axis, b.pivot, b.strength, b.spread = "RUNNER", "POS_Y", player, 0.01, 2.0
+    select_only(ground)
+    assert bpy.ops.envfx.bend_add() == {"FINISHED"}
+    s = scene.envfx.snow
+    s.spacing, s.thickness, s.lods = 0.25, 0.4, 0
+    select_only(ground)
+    assert bpy.ops.envfx.snow_generate() == {"FINISHED"}
+    snow = [o for o in scene.objects if o.get("envfx_snow") == 0][0]
+    actors = bpy.data.collections.new("Actors")
+    scene.collection.children.link(actors)
+    s.actors = actors
+    walker = sphere_object("Walker", 0.5, actors)
+    walker.envfx.snow.radius, walker.envfx.snow.depth = 0.5, 0.2
+    animate(walker, [(1, (0.0, 12.0, 0.3)), (10, (3.0, 12.0, 0.3))])
+    _linear(walker)
+    scene.frame_set(1)
+    unbent = envfx.operators.snow.actor_specs(scene)[0]
+    select_only(walker)
+    assert bpy.ops.envfx.bend_add() == {"FINISHED"}
+    bpy.context.view_layer.update()
+    assert min(c[2] for c in walker.bound_box) < -1.0  # Blender's box of the walker includes the bend
+    bent = envfx.operators.snow.actor_specs(scene)[0]
+    assert bent[0][0] == "Walker" and np.allclose(bent[0][1:], unbent[0][1:], atol=1e-5), (bent, unbent)
+    select_only(snow)
+    assert bpy.ops.envfx.snow_trails_add() == {"FINISHED"}
+    for f in range(1, 11):
+        scene.frame_set(f)
+    params = envfx.shader_nodes.bend.params_from_scene(scene)
+    shown = envfx.bridge.evaluated_positions(snow, bpy.context.evaluated_depsgraph_get())
+    flat = envfx.core.bend.forward_local(envfx.bridge.get_positions(snow.data).astype(np.float64),
+                                         np.array(snow.matrix_world), params)
+    assert (shown - flat)[:, 2].min() == pytest.approx(-0.2, abs=0.02)  # the walker carved its full depth
+    s.output_dir, s.frame_start, s.frame_end, s.sequence, s.framing = str(tmp_path), 1, 10, False, "AREA"
+    s.buffer_resolution = 128
+    assert bpy.ops.envfx.snow_bake_buffer() == {"FINISHED"}
+    assert envfx.core.snow.read_exr(str(tmp_path / "snow_buffer.exr"))[..., 0].min() == pytest.approx(-0.2, abs=0.02)
