@@ -2158,3 +2158,29 @@ def test_a_bent_actor_away_from_the_player_carves_and_bakes_as_an_unbent_one(env
     s.buffer_resolution = 128
     assert bpy.ops.envfx.snow_bake_buffer() == {"FINISHED"}
     assert envfx.core.snow.read_exr(str(tmp_path / "snow_buffer.exr"))[..., 0].min() == pytest.approx(-0.2, abs=0.02)
+
+
+def test_a_bent_actor_that_grows_during_playback_is_measured_after_the_frame_change(envfx):
+    """Measuring a bent actor evaluates it, which Blender's frame_change_pre must not: the trails follow a bent
+    actor's new size at frame_change_post of the same frame change (its measure is that of the unbent actor)."""
+    scene, snow, actors = snow_scene(envfx, spacing=0.25)
+    player = bpy.data.objects.new("Player", None)
+    scene.collection.objects.link(player)
+    b = scene.envfx.bend
+    b.mode, b.axis, b.pivot, b.strength, b.spread = "RUNNER", "POS_Y", player, 0.01, 0.5
+    walker = sphere_object("Walker", 0.5, actors)
+    walker.location = (0.0, 3.0, 0.3)
+    for frame, size in ((1, 1.0), (5, 1.6)):
+        walker.scale = (size, size, size)
+        walker.keyframe_insert("scale", frame=frame)
+    select_only(snow, walker)
+    assert bpy.ops.envfx.bend_add() == {"FINISHED"}
+    select_only(snow)
+    scene.frame_set(1)
+    assert bpy.ops.envfx.snow_trails_add() == {"FINISHED"}
+    tree = envfx.shader_nodes.snow.group_for(scene)
+    for f in range(1, 6):
+        scene.frame_set(f)
+    bent = envfx.operators.snow.actor_specs(scene)[0]
+    assert tree[envfx.shader_nodes.snow.ACTORS_KEY] == envfx.shader_nodes.snow._actor_stamp(bent)
+    assert bent[0][1] == pytest.approx(0.8, abs=0.01) and bent[0][3] == pytest.approx(0.8, abs=0.01)
