@@ -9,8 +9,10 @@ from bpy.props import BoolProperty, StringProperty
 from .. import bridge
 from ..core import bend as core_bend
 from ..core import bend_engines
+from ..core import wind as core_wind
 from ..shader_nodes import bend as bend_nodes
 from ..shader_nodes import common
+from ..shader_nodes import wind as wind_nodes
 from .common import (NeedsScene, ObjectsResult, changeable, instancers_of, join_scene_group, kept_by_override_reason,
                      linked_reason, no_modifier_reason, poll_not_in_edit_mode, refuse_edit_mode, report_result)
 
@@ -259,6 +261,8 @@ def apply_bend(scene, objects) -> BendResult:
         for key, co in zip(mesh.shape_keys.key_blocks if mesh.shape_keys is not None else (), keys, strict=True):
             bridge.set_shape_key_positions(key, co)
         bridge.set_positions(mesh, positions)
+        if any(mesh.attributes.get(name) is not None for name in core_wind.LIVE_ATTRS):
+            wind_nodes.write_live_attributes(mesh)  # the live wind reads the rest positions: those of the bent mesh
         groups.update(m.node_group for m in mods)
         for mod in mods:
             obj.modifiers.remove(mod)

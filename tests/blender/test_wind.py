@@ -341,6 +341,23 @@ def test_wind_stays_before_bend(mods):
     assert [m.name for m in obj.modifiers] == ["EnvFX Wind", "EnvFX Bend"]
 
 
+def test_apply_bend_on_a_plant_in_the_wind_keeps_the_live_wind_equal_to_its_twin(mods):
+    """Apply Bend writes new rest positions; the live wind's hidden per-vertex data is made from them (leaf
+    flutter phases), so it is made again: afterwards the plant still sways as its numpy twin of the baked mesh."""
+    scene = bpy.context.scene
+    tree, (obj,) = _tree(mods, n_branches=3, leaves_per_branch=2)
+    obj.location = (0.0, 25.0, 0.0)  # far ahead of the pivot: the bend changes the mesh a lot
+    mods.ops.bake(scene, [obj], ao_samples=0)
+    scene.envfx.wind.strength = 1.5
+    _select([obj])
+    assert bpy.ops.envfx.wind_add() == {"FINISHED"}
+    assert bpy.ops.envfx.bend_add() == {"FINISHED"}
+    scene.frame_set(7)
+    assert bpy.ops.envfx.bend_apply() == {"FINISHED"}
+    assert [m.name for m in obj.modifiers] == ["EnvFX Wind"]
+    assert _gn_vs_core(mods, obj, (7, 20)) < 1e-4
+
+
 def _snapshot():
     out = {}
     for o in bpy.data.objects:
