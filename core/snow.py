@@ -488,6 +488,22 @@ def _shift(arr, dx, dy):
     return out
 
 
+def wobble_peak(zeta: float) -> float:
+    """The first swing of x'' + 2 zeta w x' + w^2 x = 0 started at rest with the velocity w: the kick an actor's
+    nudge gives the grass is divided by it, so a full nudge swings the wobble (G) out to 1, the write-up's range
+    (it then decays the other way, to about -0.45 at the default damping of 0.25)."""
+    z = float(zeta)
+    if z < 1.0 - 1e-9:
+        r = math.sqrt(1.0 - z * z)
+        return math.exp(-z * math.atan2(r, z) / r)
+    if z <= 1.0 + 1e-9:
+        return math.exp(-1.0)
+    s = math.sqrt(z * z - 1.0)
+    r1, r2 = -z + s, -z - s
+    t = math.log(r2 / r1) / (r1 - r2)
+    return (math.exp(r1 * t) - math.exp(r2 * t)) / (2.0 * s)
+
+
 def _oscillator_matrix(freq, zeta, dt):
     """Exact one-step transition of x'' + 2 zeta w x' + w^2 x = 0 for state (x, v)."""
     w = 2.0 * math.pi * freq
@@ -718,7 +734,7 @@ def bake_job(tracks, radius, depth, stamp: StampParams, buf: BufferParams, frame
             push *= grass_keep
             push[idx] = np.maximum(push[idx], cw)
             sv = sway_v.reshape(-1)
-            sv[idx] += nudge * np.float32(omega)
+            sv[idx] += nudge * np.float32(omega / wobble_peak(buf.grass_damping))
             np.multiply(sway_x, np.float32(osc[0, 0]), out=tmp_a)
             tmp_a += np.float32(osc[0, 1]) * sway_v
             sway_v *= np.float32(osc[1, 1])
@@ -745,7 +761,7 @@ def bake_job(tracks, radius, depth, stamp: StampParams, buf: BufferParams, frame
             if write or f == n_frames - 1:
                 out = np.empty((res, res, 4), dtype=np.float32)
                 out[..., 0] = (rim - down).reshape(res, res)
-                out[..., 1] = sway_x
+                np.clip(sway_x, -1.0, 1.0, out=out[..., 1])  # an actor standing on grass keeps nudging it
                 out[..., 2] = wave
                 out[..., 3] = push.reshape(res, res)
                 if fade is not None:
@@ -962,7 +978,7 @@ def buffer_metadata(buf: BufferParams, stamp: StampParams, frame_start, origins,
                         "column i covers world x origin + i * texel_size",
         "channels": {
             "R": "ground/snow height offset in scene units (negative pushed down, positive rim)",
-            "G": "grass sway wobble (-1..1, decaying)",
+            "G": "grass sway wobble (-1..1: a full nudge swings it to 1, then it decays)",
             "B": "water ripples: signed water-surface height in scene units (an actor pushes it down by half "
                  "its depth where it enters; damped rings spread from there)",
             "A": "grass push-down (0..1)",

@@ -169,6 +169,24 @@ def test_grass_wobble_changes_sign_and_decays_and_ripples_grow():
     assert 0.6 < (fronts[-1] - fronts[0]) / (50 / 24) < 1.4, fronts
 
 
+@pytest.mark.parametrize("damping", [0.25, 0.6, 1.0, 2.0])
+def test_grass_wobble_swings_out_to_one_as_the_write_up_says(damping):
+    """The write-up's grass particles wobble between G = 1 and -1: an actor stepping onto the grass and off it
+    again (one full nudge) swings it out to about 1, whatever the damping; an actor standing on it keeps nudging it
+    (the push-down recovers under it), and G still stays within -1..1."""
+    buf = snow.BufferParams(resolution=32, size=8.0, origin=(-4.0, -4.0), grass_damping=damping)
+    fps, frames = 240.0, 120  # fine steps: the sampled swing comes close to its peak
+    stamp = snow.StampParams(fps=fps)
+    step = np.zeros((frames, 1, 3))
+    step[1:, 0, 0] = 100.0  # on the grass for one frame, then far away
+    series = np.array([snow.bake(step[:n], [0.8], [0.2], stamp, buf).final[16, 16, 1] for n in range(2, frames, 3)])
+    assert 0.9 < series.max() <= 1.0 + 1e-6 and series.min() >= -1.0
+    standing = np.zeros((frames, 1, 3))
+    series = np.array([snow.bake(standing[:n], [0.8], [0.2], stamp, buf).final[16, 16, 1]
+                       for n in range(2, frames, 7)])
+    assert series.max() <= 1.0 and series.min() >= -1.0
+
+
 def test_exr_roundtrip_and_files_written_atomically(tmp_path):
     out = tmp_path / "bake"
     buf = snow.BufferParams(resolution=16, size=4.0, origin=(-2.0, -2.0))
