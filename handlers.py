@@ -18,10 +18,13 @@ def on_load_post(*_args):
 # An appended bent, windy or trailed object brings its group from its file (no scene: the group's values read
 # the scene being evaluated), with that file's structure (the bend's mode and pivot, the wind's source object,
 # the trails' actors). At the next update it joins the scene's own group; so does a library override of a bent,
-# windy or trailed asset (its modifier uses the library's group). Checked only when the number of node groups
-# or of objects changed (appending or linking adds groups, making an override adds objects).
+# windy or trailed asset (its modifier uses the library's group). Checked only when the number of node groups,
+# objects or scenes, or the scene's snow actors, changed: appending or linking adds groups, making an override or
+# a Full Copy adds objects, deleting the scene a Linked Copy was made from leaves its objects on that scene's
+# group, and trailed snow waits for the scene's actors. A Full Copy's bend also gets its own group here when its
+# pivot (Blender points the copy at the copied player) is not the one of the group it shares.
 
-_seen: dict = {}  # scene name -> (number of node groups, number of objects) at the last check
+_seen: dict = {}  # scene name -> (node groups, objects, scenes, snow actors) at the last check
 
 
 @persistent
@@ -30,12 +33,15 @@ def on_claim_appended(scene, *_args):
     from .shader_nodes import bend as bend_nodes
     from .shader_nodes import wind as wind_nodes
 
-    counts = (len(bpy.data.node_groups), len(bpy.data.objects))
+    actors = scene.envfx.snow.actors
+    counts = (len(bpy.data.node_groups), len(bpy.data.objects), len(bpy.data.scenes),
+              actors.name if actors is not None else "")
     if _seen.get(scene.name) == counts:
         return
     _seen[scene.name] = counts
     try:
         bend_nodes.claim_appended(scene)
+        bend_nodes.follow_own_pivot(scene)
         wind_nodes.claim_appended(scene)
         snow_ops.claim_appended(scene)
     except Exception as exc:  # a handler must never break playback

@@ -232,6 +232,16 @@ def claim_appended(scene) -> list:
     return common.claim_orphans(scene, KIND, ensure_bend)
 
 
+def follow_own_pivot(scene):
+    """A scene whose group's pivot is not its own (a Full Copy: Blender points the copy's settings at the copied
+    player, but its objects share the original's group) gets its own group, following its own pivot. A group
+    two scenes share with one pivot (a Linked Copy) stays shared."""
+    tree = group_for(scene)
+    node = tree.nodes.get("Pivot") if tree is not None else None
+    if node is not None and node.inputs["Object"].default_value != scene.envfx.bend.pivot:
+        sync(scene, tree)
+
+
 def ensure_bend(scene) -> bpy.types.NodeTree:
     """The scene's bend group, built for its mode and axis and wired to its settings.
 

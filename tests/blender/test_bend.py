@@ -1067,6 +1067,44 @@ def test_a_copied_scene_shares_the_bend_until_its_structure_changes(envfx, scene
     _assert_bends_like_core(envfx, scene_depsgraph, ((original, cube), (copy, cube_copy)), atol=2e-3)
 
 
+def test_a_full_copy_follows_its_own_player(envfx, scene_depsgraph):
+    """Scene > New > Full Copy copies the player too and points the copy's settings at it (Player.001), but the
+    copy's objects share the original's group, whose pivot is the original's player: the copy gets its own group
+    at the next update and follows its own player; the original's player no longer moves the copy's horizon."""
+    cube = bpy.data.objects["Cube"]
+    cube.location = (0.0, 9.0, 0.0)
+    select_only([cube])
+    scene_setup("RUNNER", "POS_Y", pivot_empty("Player", (0.0, 1.0, 0.0)))
+    bpy.ops.envfx.bend_add()
+    original = bpy.context.scene
+    assert bpy.ops.scene.new(type="FULL_COPY") == {"FINISHED"}
+    copy = next(s for s in bpy.data.scenes if s != original)
+    cube_copy = next(o for o in copy.objects if o.type == "MESH")
+    player_copy = copy.envfx.bend.pivot
+    assert player_copy.name != "Player" and player_copy.name in copy.objects
+    scene_depsgraph(copy)
+    bend = envfx.shader_nodes.bend
+    assert bend.group_for(copy) != bend.group_for(original)
+    assert cube_copy.modifiers[-1].node_group == bend.group_for(copy)
+    player_copy.location.y = 7.0
+    _assert_bends_like_core(envfx, scene_depsgraph, ((original, cube), (copy, cube_copy)), atol=1e-4)
+    bpy.data.objects["Player"].location.y = -4.0
+    _assert_bends_like_core(envfx, scene_depsgraph, ((original, cube), (copy, cube_copy)), atol=1e-4)
+
+
+def test_deleting_the_scene_a_linked_copy_was_made_from_hands_its_objects_to_the_copy(envfx, scene_depsgraph):
+    """A Linked Copy with its own bend (its own mode and pivot); the original deleted: the shared objects, now only
+    in the copy, take the copy's bend at the next update (they kept the deleted scene's mode and pivot)."""
+    cube, original, copy = _bent_cube_and_scene_copy("LINK_COPY")
+    copy.envfx.bend.mode = "PLANET"
+    copy.envfx.bend.pivot = pivot_empty("P2", (5.0, 5.0, 0.0), scene=copy)
+    scene_depsgraph(copy)
+    bpy.data.scenes.remove(original)
+    scene_depsgraph(copy)
+    assert cube.modifiers[-1].node_group == envfx.shader_nodes.bend.group_for(copy)
+    _assert_bends_like_core(envfx, scene_depsgraph, ((copy, cube),), atol=1e-4)
+
+
 def test_a_linked_copy_keeps_the_objects_it_shares_with_its_original(envfx):
     """Scene > New > Linked Copy shares the objects: when the copy changes mode and gets its own group, the
     shared objects stay with the original's bend; an object only in the copy takes the copy's."""
