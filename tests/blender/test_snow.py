@@ -1319,9 +1319,10 @@ def test_two_snow_meshes_follow_two_bakes(envfx, tmp_path):
     np.testing.assert_allclose(again, offsets["b"], atol=1e-5)
 
 
-def _snowfield_in_a_new_file(envfx, tmp_path, link: bool):
+def _snowfield_in_a_new_file(envfx, tmp_path, link: bool, actors_later: bool = False):
     """A snow field with live trails carved by "Old Walker", saved; then a new file whose scene has its own
-    actor "Walker" and the snow field appended (or linked, with ``link``): (scene, the snow object)."""
+    actor "Walker" and the snow field appended (or linked, with ``link``): (scene, the snow object). With
+    ``actors_later`` the scene's actor collection is not chosen yet (the caller sets ``My Actors``)."""
     scene, snow, actors = snow_scene(envfx)
     _walker("Old Walker", -1.5, actors)
     _start_trails(envfx, scene, snow)
@@ -1333,7 +1334,8 @@ def _snowfield_in_a_new_file(envfx, tmp_path, link: bool):
     mine = bpy.data.collections.new("My Actors")
     scene.collection.children.link(mine)
     _walker("Walker", 1.5, mine)
-    scene.envfx.snow.actors = mine
+    if not actors_later:
+        scene.envfx.snow.actors = mine
     with bpy.data.libraries.load(path, link=link) as (_src, dst):
         dst.objects = [snow_name]
     scene.collection.objects.link(dst.objects[0])
@@ -1385,6 +1387,23 @@ def test_an_override_of_snow_with_trails_joins_the_scene_trails_and_actors(envfx
     scene = bpy.context.scene
     snow = next(o for o in bpy.data.objects if o.override_library is not None)
     assert snow.modifiers[snow_nodes_name(envfx)].node_group == envfx.shader_nodes.snow.group_for(scene)
+    for f in range(1, 6):
+        scene.frame_set(f)
+    y = _walker_y(2)
+    assert _depth_near(envfx, snow, 1.5, y) < -0.1 and _depth_near(envfx, snow, -1.5, y) > -0.01
+
+
+def test_an_override_made_before_the_scene_has_actors_joins_them_once_they_are_chosen(envfx, tmp_path):
+    """The order of the steps does not matter: snow overridden while the scene has no actors yet keeps its
+    library's trails until the scene's actor collection is chosen, then takes the scene's trails and actors."""
+    scene, linked = _snowfield_in_a_new_file(envfx, tmp_path, link=True, actors_later=True)
+    snow = linked.override_create(remap_local_usages=True)
+    scene.frame_set(1)
+    bpy.context.view_layer.update()
+    scene.envfx.snow.actors = bpy.data.collections["My Actors"]
+    bpy.context.view_layer.update()
+    tree = envfx.shader_nodes.snow.group_for(scene)
+    assert tree is not None and snow.modifiers[snow_nodes_name(envfx)].node_group == tree
     for f in range(1, 6):
         scene.frame_set(f)
     y = _walker_y(2)
