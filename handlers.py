@@ -21,10 +21,24 @@ def on_load_post(*_args):
 # windy or trailed asset (its modifier uses the library's group). Checked only when the number of node groups,
 # objects or scenes, or the scene's snow actors, changed: appending or linking adds groups, making an override or
 # a Full Copy adds objects, deleting the scene a Linked Copy was made from leaves its objects on that scene's
-# group, and trailed snow waits for the scene's actors. A Full Copy's bend also gets its own group here when its
-# pivot (Blender points the copy at the copied player) is not the one of the group it shares.
+# group, and trailed snow waits for the scene's actors. After each dependency-graph update, a Full Copy's bend
+# also gets its own group when its pivot (Blender points the copy at the copied player) is not its group's.
 
 _seen: dict = {}  # scene name -> (node groups, objects, scenes, snow actors) at the last check
+
+
+@persistent
+def on_follow_own_pivot(scene, *_args):
+    """depsgraph_update_post and frame_change_post: a Full Copy's bend gets its own group (cheap when the scene's
+    pivot is its group's: one node lookup). Blender copies a scene inside a frame change of the new scene; not in
+    its frame_change_pre, where Blender 4.2 crashed when a copied scene's modifiers were re-pointed before its
+    first evaluation (see the snow handlers below), but in the frame_change_post of that same change."""
+    from .shader_nodes import bend as bend_nodes
+
+    try:
+        bend_nodes.follow_own_pivot(scene)
+    except Exception as exc:  # a handler must never break playback
+        print(f"EnvFX: the copied scene's bend could not follow its own pivot: {exc}")
 
 
 @persistent
@@ -41,7 +55,6 @@ def on_claim_appended(scene, *_args):
     _seen[scene.name] = counts
     try:
         bend_nodes.claim_appended(scene)
-        bend_nodes.follow_own_pivot(scene)
         wind_nodes.claim_appended(scene)
         snow_ops.claim_appended(scene)
     except Exception as exc:  # a handler must never break playback
@@ -203,6 +216,7 @@ SNOW_HANDLERS = (("frame_change_pre", on_snow_follow_actors_pre), ("frame_change
                  ("depsgraph_update_post", on_snow_follow_actors), ("load_post", on_snow_load_post),
                  ("save_pre", on_snow_save_pre), ("load_pre", on_snow_load_pre))
 CLAIM_HANDLERS = (("depsgraph_update_post", on_claim_appended), ("frame_change_pre", on_claim_appended),
+                  ("depsgraph_update_post", on_follow_own_pivot), ("frame_change_post", on_follow_own_pivot),
                   ("load_post", on_claim_load_post))
 SAVE_HANDLERS = (("save_pre", on_save_pre_overrides), ("save_pre", on_save_pre_release_groups))
 
