@@ -869,6 +869,30 @@ def test_grass_on_bent_terrain_stands_on_it_bent_once(mods, envfx):
     assert _bent_gn_vs_core(mods, envfx, obj, (11,), tz) < 1e-4
 
 
+def test_grass_on_bent_terrain_after_save_and_reopen_and_in_a_full_copy(mods, envfx, save_and_reopen):
+    """The terrain follow keeps reading the terrain's bend after the file is saved and opened again; a full copy
+    of the level that gets its own bend (another mode) reads its own terrain's bend, the original its own."""
+    _bent_grass_on_terrain(mods, envfx)
+    save_and_reopen("bent_grass.blend")
+    scene, common, bend = bpy.context.scene, envfx.shader_nodes.common, envfx.shader_nodes.bend
+    obj = bpy.data.objects["Grass"]
+    assert mods.nodes.group_for(scene).nodes[common.BEND_READER].node_tree == bend.group_for(scene)
+    assert _bent_gn_vs_core(mods, envfx, obj, (3,)) < 1e-4
+    original = scene
+    assert bpy.ops.scene.new(type="FULL_COPY") == {"FINISHED"}
+    copy = bpy.context.scene
+    assert copy != original
+    copy.envfx.bend.mode = "PLANET"
+    copy.envfx.bend.strength = 0.005
+    bpy.context.view_layer.update()  # the handlers give the copy its own wind group at the next update
+    assert bend.group_for(copy) != bend.group_for(original)
+    for s in (original, copy):
+        assert mods.nodes.group_for(s).nodes[common.BEND_READER].node_tree == bend.group_for(s)
+    grass_copy = next(o for o in copy.objects if o.name.startswith("Grass") and o != obj)
+    assert copy.envfx.wind.terrain_object != original.envfx.wind.terrain_object
+    assert _bent_gn_vs_core(mods, envfx, grass_copy, (4,)) < 1e-4
+
+
 @pytest.mark.parametrize("leave", ["remove", "apply", "delete"])
 def test_bend_group_goes_with_its_last_object_though_the_terrain_follow_read_it(mods, envfx, leave, save_and_reopen):
     """The wind's terrain follow nests the bend group of a bent terrain, but that does not keep the group: when
