@@ -212,6 +212,22 @@ def on_save_pre_release_groups(*_args):
         print(f"EnvFX: unused bend and wind groups could not be removed before saving: {exc}")
 
 
+# --- groups that read another object's bent geometry follow its bend ---
+
+@persistent
+def on_bend_readers(scene, *_args):
+    """depsgraph_update_post: the wind's terrain follow and the snow coverage read the bend their target shows now
+    (``shader_nodes.bend.sync_readers``): a bend modifier switched on or off by hand, a terrain or snow that got
+    or lost its bend, a bend group rebuilt for a new mode. Only pointers and links change here, no data is
+    removed; cheap when nothing changed (a few modifiers)."""
+    from .shader_nodes import bend as bend_nodes
+
+    try:
+        bend_nodes.sync_readers(scene)
+    except Exception as exc:  # a handler must never break playback
+        print(f"EnvFX: the wind's terrain follow and the snow coverage could not follow the bend: {exc}")
+
+
 SNOW_HANDLERS = (("frame_change_pre", on_snow_follow_actors_pre), ("frame_change_post", on_snow_follow_actors_post),
                  ("depsgraph_update_post", on_snow_follow_actors), ("load_post", on_snow_load_post),
                  ("save_pre", on_snow_save_pre), ("load_pre", on_snow_load_pre))
@@ -219,11 +235,12 @@ CLAIM_HANDLERS = (("depsgraph_update_post", on_claim_appended), ("frame_change_p
                   ("depsgraph_update_post", on_follow_own_pivot), ("frame_change_post", on_follow_own_pivot),
                   ("load_post", on_claim_load_post))
 SAVE_HANDLERS = (("save_pre", on_save_pre_overrides), ("save_pre", on_save_pre_release_groups))
+READER_HANDLERS = (("depsgraph_update_post", on_bend_readers),)
 
 
 def register():
     bpy.app.handlers.load_post.append(on_load_post)
-    for name, fn in SNOW_HANDLERS + CLAIM_HANDLERS + SAVE_HANDLERS:
+    for name, fn in SNOW_HANDLERS + CLAIM_HANDLERS + SAVE_HANDLERS + READER_HANDLERS:
         getattr(bpy.app.handlers, name).append(fn)
 
 
@@ -232,6 +249,6 @@ def unregister():
         bpy.app.timers.unregister(snow_clean_up)
     if on_load_post in bpy.app.handlers.load_post:
         bpy.app.handlers.load_post.remove(on_load_post)
-    for name, fn in SNOW_HANDLERS + CLAIM_HANDLERS + SAVE_HANDLERS:
+    for name, fn in SNOW_HANDLERS + CLAIM_HANDLERS + SAVE_HANDLERS + READER_HANDLERS:
         if fn in getattr(bpy.app.handlers, name):
             getattr(bpy.app.handlers, name).remove(fn)

@@ -126,6 +126,7 @@ def _bend_exclude_changed(self, context):
         if mod.type == "NODES" and bend_nodes.is_bend_group(mod.node_group):
             mod.show_viewport = not self.bend_exclude
             mod.show_render = not self.bend_exclude
+    bend_nodes.sync_readers()  # what reads this object's geometry (terrain follow, snow coverage) follows
 
 
 # --- Wind -------------------------------------------------------------------------------------------------

@@ -1,4 +1,5 @@
-"""Snow benchmarks (JSON lines): live trails per frame vs a bare Set Position, buffer bake, cover generation.
+"""Snow benchmarks (JSON lines): live trails per frame vs a bare Set Position, buffer bake, cover generation, the
+actors' snow coverage per frame on flat and on bent snow (``--only coverage``).
 
 Run with a venv python that has bpy: ``python benchmarks/bench_snow.py [--quick] [--only trails]``.
 
@@ -243,10 +244,68 @@ def bench_cover(n_faces_target):
          ratio_to_target=round(dt / 10.0, 3))
 
 
+def bench_coverage(n_side, n_actors, frames, rounds=3):
+    """The actors' snow coverage per frame (each actor a small UV sphere walking over a trailed snow grid): the
+    frame with the coverage modifiers on against off, on flat snow and on bent snow (Runner; the coverage then
+    reads the snow's bend back at each actor vertex: ``common.build_bend_drop``). The snow's own bend is on in
+    both halves of the bent case, so the difference is the coverage's cost."""
+    import bpy
+    import conftest
+
+    envfx = conftest.enable_addon()
+    import bmesh  # (bpy as a module imports bmesh with it)
+
+    bpy.ops.wm.read_homefile(app_template="", use_empty=True)
+    scene = bpy.context.scene
+    snow = bpy.data.objects.new("Snow", grid_mesh(bpy, "Snow", n_side, 100.0))
+    snow["envfx_snow"] = 0
+    scene.collection.objects.link(snow)
+    actors = bpy.data.collections.new("Actors")
+    scene.collection.children.link(actors)
+    rng = np.random.default_rng(0)
+    me = bpy.data.meshes.new("Walker")
+    bm = bmesh.new()
+    bmesh.ops.create_uvsphere(bm, u_segments=16, v_segments=8, radius=0.5)
+    bm.to_mesh(me)
+    bm.free()
+    for i in range(n_actors):
+        a = bpy.data.objects.new(f"Walker{i:02d}", me)
+        actors.objects.link(a)
+        start = rng.uniform(-40, 40, 2)
+        a.location = (*start, 0.3)
+        a.keyframe_insert("location", frame=1)
+        a.location = (*(start + rng.uniform(-10, 10, 2)), 0.3)
+        a.keyframe_insert("location", frame=frames + 1)
+    scene.envfx.snow.actors = actors
+    scene.frame_start, scene.frame_end = 1, frames + 1
+    scene.frame_set(1)
+    envfx.operators.snow.add_trails(scene, [snow])
+    b = scene.envfx.bend
+    b.mode, b.axis, b.strength, b.spread = "RUNNER", "POS_Y", 0.002, 2.0
+    envfx.operators.bend.add_bend(scene, [snow])
+    bend_mod = envfx.operators.bend.bend_modifiers(snow)[0]
+    coverage = [m for a in actors.objects for m in a.modifiers if m.type == "NODES"]
+    got = {(bent, on): [] for bent in (False, True) for on in (False, True)}
+    for _round in range(rounds):
+        for bent, on in got:
+            bend_mod.show_viewport = bent
+            for m in coverage:
+                m.show_viewport = on
+            envfx.shader_nodes.bend.sync_readers(scene)
+            bpy.context.view_layer.update()
+            got[(bent, on)].append(_time_frames(scene, frames)[0])
+    ms = {k: float(np.median(v)) * 1e3 for k, v in got.items()}
+    for bent in (False, True):
+        emit(bench="coverage_per_frame", snow="bent" if bent else "flat", snow_vertices=n_side * n_side,
+             actors=n_actors, vertices_each=len(me.vertices), coverage_on_ms=round(ms[(bent, True)], 2),
+             coverage_off_ms=round(ms[(bent, False)], 2),
+             coverage_ms=round(ms[(bent, True)] - ms[(bent, False)], 2), frames=frames, rounds=rounds)
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--quick", action="store_true", help="small sizes (a smoke run)")
-    p.add_argument("--only", default="trails,bake,cover")
+    p.add_argument("--only", default="trails,bake,cover,coverage")
     p.add_argument("--rounds", type=int, default=5, help="interleaved bare/trails rounds of the trails bench")
     p.add_argument("--frames", type=int, default=20, help="frames per round of the trails bench")
     p.add_argument("--puffs", action="store_true", help="trails with snow puffs on (default: off, as in a new scene)")
@@ -258,6 +317,9 @@ def main():
         bench_cover(20_000 if args.quick else 1_000_000)
     if "bake" in only:
         bench_bake(256 if args.quick else 2048, 20 if args.quick else 250, 64)
+    if "coverage" in only:
+        bench_coverage(100 if args.quick else 1000, 4 if args.quick else 32, 5 if args.quick else args.frames,
+                       2 if args.quick else 3)
     if "trails" in only:
         for layout in args.layout.split(","):
             bench_trails(100 if args.quick else 1000, 32, 5 if args.quick else args.frames, args.rounds, layout,

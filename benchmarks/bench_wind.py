@@ -8,6 +8,8 @@
 3. Many plants (``--plants``, linked copies of a small grass clump, then of a small tree): the frame with the live
    wind on every plant against the same bare Set Position on every plant, and the wind's extra time per plant
    object (its per-object work: the gusts at the plant's origin and every oscillator).
+4. The grass's terrain follow on those grass clumps: no terrain object, a flat terrain, a bent terrain (the
+   follow then reads the terrain's bend back at each grass vertex).
 """
 
 import argparse
@@ -150,9 +152,54 @@ def main(argv):
                  bare_frame_ms=round(bare_s * 1e3, 2), ratio=round(wind_s / bare_s, 2),
                  extra_per_plant_us=round((wind_s - bare_s) / len(plants) * 1e6, 1), frames=args.frames,
                  rounds=args.rounds, load_avg=os.getloadavg()[0])
+            if kind == "GRASS":
+                for wind_mod, bare_mod in pairs:
+                    wind_mod.show_viewport, bare_mod.show_viewport = True, False
+                _terrain_follow(bpy, envfx, scene, plants, time_frames, args, version)
             for plant in plants:
                 bpy.data.objects.remove(plant)
     return 0
+
+
+def _terrain_follow(bpy, envfx, scene, plants, time_frames, args, version):
+    """The grass's terrain follow (``terrain_object``): the frame with no terrain object, with a flat terrain and
+    with a bent terrain (Runner, its bend read back per grass vertex: ``common.build_bend_drop``), in alternating
+    rounds; the grass itself is not bent, so the difference is the follow's own cost."""
+    import numpy as np
+
+    n = 121
+    xs = np.linspace(-10.0, 50.0, n)
+    gx, gy = np.meshgrid(xs, xs)
+    ids = np.arange(n * n).reshape(n, n)
+    quads = np.stack([ids[:-1, :-1], ids[:-1, 1:], ids[1:, 1:], ids[1:, :-1]], -1).reshape(-1, 4)
+    mesh = bpy.data.meshes.new("Bench Terrain")
+    mesh.from_pydata(np.column_stack([gx.ravel(), gy.ravel(), np.zeros(n * n)]).tolist(), [], quads.tolist())
+    terrain = bpy.data.objects.new("Bench Terrain", mesh)
+    scene.collection.objects.link(terrain)
+    b = scene.envfx.bend
+    b.mode, b.axis, b.strength, b.spread = "RUNNER", "POS_Y", 0.002, 2.0
+    envfx.operators.bend.add_bend(scene, [terrain])
+    bend_mod = envfx.operators.bend.bend_modifiers(terrain)[0]
+    states = {"none": (None, False), "flat": (terrain, False), "bent": (terrain, True)}
+    got = {name: [] for name in states}
+    for _round in range(args.rounds):
+        for name, (target, bent) in states.items():
+            scene.envfx.wind.terrain_object = target
+            bend_mod.show_viewport = bent
+            envfx.shader_nodes.bend.sync_readers(scene)
+            bpy.context.view_layer.update()
+            got[name].append(time_frames())
+    ms = {name: float(np.median(t)) * 1e3 for name, t in got.items()}
+    emit(bench="wind_terrain_follow", blender=version, plants=len(plants),
+         vertices_each=len(plants[0].data.vertices), terrain_vertices=n * n,
+         no_terrain_frame_ms=round(ms["none"], 2), flat_terrain_frame_ms=round(ms["flat"], 2),
+         bent_terrain_frame_ms=round(ms["bent"], 2),
+         follow_per_plant_us=round((ms["flat"] - ms["none"]) / len(plants) * 1e3, 1),
+         bent_extra_per_plant_us=round((ms["bent"] - ms["flat"]) / len(plants) * 1e3, 1),
+         frames=args.frames, rounds=args.rounds, load_avg=os.getloadavg()[0])
+    scene.envfx.wind.terrain_object = None
+    envfx.operators.bend.remove_bend([terrain])
+    bpy.data.objects.remove(terrain)
 
 
 def _plants(bpy, scene, ops, kind, shape, count):

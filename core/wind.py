@@ -626,8 +626,9 @@ def wind_offsets(positions, height, wind_color, normals, matrix_world, frame: fl
 
     Grass only: ``camera_matrix`` (4x4 world matrix of the active camera, or None) drives the tilt away from a
     camera looking down and the distance fade; ``terrain_z`` (N,) is the world Z of the terrain under each rest
-    vertex (NaN where there is none), or None. ``live``: ``live_attributes(positions, height, wind_color)`` when
-    already computed."""
+    vertex (NaN where there is none), or None: its physical (unbent) height, as on a bent level the wind works
+    before the bend (the live wind reads the terrain as drawn plus the drop its bend gives the vertex's x, y).
+    ``live``: ``live_attributes(positions, height, wind_color)`` when already computed."""
     p = np.asarray(positions, np.float64).reshape(-1, 3)
     h = np.asarray(height, np.float64).reshape(-1)
     live = live_attributes(p, h, wind_color) if live is None else live

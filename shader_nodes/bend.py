@@ -249,8 +249,10 @@ def ensure_bend(scene) -> bpy.types.NodeTree:
     scene), so two scenes with different bends render each with its own settings; all bent objects of one
     scene share its group, so one change of a setting changes all of them."""
     mode, axis = scene.envfx.bend.mode, scene.envfx.bend.axis
-    tree, _built = common.ensure_scene_group(scene, KIND, GROUP_NAME, _stamp(mode, axis),
-                                             lambda t: _build(t, mode, axis))
+    tree, built = common.ensure_scene_group(scene, KIND, GROUP_NAME, _stamp(mode, axis),
+                                            lambda t: _build(t, mode, axis))
+    if built:
+        common.relink_bend_readers(tree)
     sync(scene, tree)
     return tree
 
@@ -310,5 +312,33 @@ def refresh_after_load():
     group that a scene shares with its copy stays shared)."""
     for scene, tree in common.adopt_after_load(KIND, GROUP_NAME):
         mode, axis = scene.envfx.bend.mode, scene.envfx.bend.axis
-        common.rebuild_if_outdated(tree, _stamp(mode, axis), lambda t, m=mode, a=axis: _build(t, m, a))
+        if common.rebuild_if_outdated(tree, _stamp(mode, axis), lambda t, m=mode, a=axis: _build(t, m, a)):
+            common.relink_bend_readers(tree)
         _wire(scene, tree)
+
+
+def shown_group(obj):
+    """The bend group of ``obj``'s first bend modifier it shows (switched on in the viewport: not excluded), or
+    None: what a group that reads ``obj``'s evaluated geometry must undo (``common.point_bend_reader``)."""
+    if obj is None:
+        return None
+    for mod in obj.modifiers:
+        if mod.type == "NODES" and mod.show_viewport and is_bend_group(mod.node_group):
+            return mod.node_group
+    return None
+
+
+def sync_readers(scene=None) -> bool:
+    """Point the groups that read another object's bent geometry (the wind's terrain follow, the snow coverage)
+    of ``scene`` (default: every scene) at the bend that geometry shows now, or at none. Call it after a bend is
+    added to, removed from, applied to or switched on or off on an object; the dependency-graph handler calls it
+    too (a change made by hand is caught at the next update). Cheap: a few modifiers per scene. Returns whether
+    anything changed."""
+    from . import snow as snow_nodes
+    from . import wind as wind_nodes
+
+    changed = False
+    for s in bpy.data.scenes if scene is None else (scene,):
+        changed |= wind_nodes.sync_terrain_bend(s)
+        changed |= snow_nodes.sync_coverage_bend(s)
+    return changed

@@ -186,16 +186,104 @@ def release_if_unused(tree, kind: str) -> bool:
     more, the scenes let go of it and it is removed, so the file does not keep (and save) a group, with its
     drivers, that moves nothing. The scenes' settings stay; the next ``ensure_scene_group`` builds it again. A
     group with a fake user, or that anything else uses (another scene's objects, a node group it is nested in),
-    is kept. Returns whether it was removed."""
+    is kept; EnvFX's own bend readers (``point_bend_reader``) do not count, and let go of it. Returns whether it
+    was removed."""
     if tree is None or tree.library is not None or tree.use_fake_user or tree.get(KIND_KEY) != kind:
         return False
     scenes = scenes_using(tree, kind)
-    if tree.users != len(scenes):
+    readers = bend_readers_of(tree)
+    if tree.users != len(scenes) + len(readers):
         return False
+    for reader in readers:
+        point_bend_reader(reader, None)
     for scene in scenes:
         del scene[scene_key(kind)]
     bpy.data.node_groups.remove(tree)
     return True
+
+
+# --- groups that read another object's bent geometry -------------------------------------------------------
+# Every EnvFX deformation sits before the object's own bend and works in physical (unbent) space, but a vertical
+# ray at another object's evaluated geometry (the wind's terrain follow, the snow coverage's snow below) hits that
+# geometry as its bend draws it. The bend moves a point along world Z only, by -drop(x, y), with drop a function
+# of the world x and y alone; the ray is vertical, so it hits at the reading vertex's own x and y, and the target's
+# physical height there is the hit's height plus drop(x, y): what the target's bend group does to the reader's own
+# vertices. So a reading group nests the target's bend group (the group node BEND_READER, applied to the group's
+# own input geometry) while the target shows a bend, and reads per vertex how far it moved that vertex down. The
+# reference is kept only while the target is bent (``point_bend_reader``), and ``release_if_unused`` does not count
+# it: when the last object leaves a scene's bend, its group still goes.
+
+BEND_READER = "Target Bend"  # group node: the target's bend group applied to the reader's own geometry, or none
+BEND_READER_FLAG = "Target Bent"  # Value node: 1 while BEND_READER has a bend group (then the drop is read)
+BEND_READER_SAMPLE = "Target Bend Sample"  # Sample Index: each vertex's position after that bend
+
+
+def build_bend_drop(b, geometry, position, matrix, label: str = "Target Drop"):
+    """Build the reading half of a bend reader into ``b``'s tree: per vertex of ``geometry`` (the group's input
+    geometry, with ``position`` its positions in object space and ``matrix`` the object's world matrix) the drop
+    the target's bend gives that vertex's world x and y (world Z units, positive down), 0 while the group node
+    BEND_READER has no bend group (then nothing of it is evaluated). ``point_bend_reader`` sets the bend group."""
+    flag = b.value(BEND_READER_FLAG, 0.0)
+    b.node("GeometryNodeGroup", BEND_READER)
+    sample = b.node("GeometryNodeSampleIndex", BEND_READER_SAMPLE, data_type="FLOAT_VECTOR", domain="POINT")
+    b.link(position, sample.inputs["Value"])
+    b.link(b.node("GeometryNodeInputIndex", f"{label} Index").outputs[0], sample.inputs["Index"])
+    moved = b.vmath("SUBTRACT", sample.outputs["Value"], position, label=f"{label} Moved")
+    world = b.node("FunctionNodeTransformDirection", f"{label} World")
+    b.link(moved, world.inputs["Direction"])
+    b.link(matrix, world.inputs["Transform"])
+    sep = b.node("ShaderNodeSeparateXYZ", f"{label} XYZ")
+    b.link(world.outputs[0], sep.inputs[0])
+    drop = b.math("MULTIPLY", sep.outputs["Z"], -1.0, label=f"{label} Down")
+    bent = b.compare("GREATER_THAN", flag, 0.5, data_type="FLOAT", label=f"{label} On")
+    tree = b.tree
+    tree[_READER_INPUT_KEY] = geometry.node.name
+    return b.switch(label, bent, drop, 0.0)
+
+
+_READER_INPUT_KEY = "envfx_bend_reader_input"  # the reading group's property: the node whose Geometry it bends
+
+
+def point_bend_reader(tree, bend_tree) -> bool:
+    """Make the bend reader of ``tree`` (a group built with ``build_bend_drop``) read ``bend_tree`` (a scene's bend
+    group, or None: the target is not bent). Also links it again when a rebuild of ``bend_tree`` in place (a new
+    mode or axis) dropped its links. Returns whether anything changed."""
+    node = tree.nodes.get(BEND_READER)
+    if node is None:
+        return False
+    sample = tree.nodes[BEND_READER_SAMPLE].inputs["Geometry"]
+    flag = tree.nodes[BEND_READER_FLAG].outputs[0]
+    value = 0.0 if bend_tree is None else 1.0
+    linked = bend_tree is None or (sample.is_linked and node.inputs.get("Geometry") is not None
+                                   and node.inputs["Geometry"].is_linked)
+    if node.node_tree == bend_tree and linked and flag.default_value == value:
+        return False
+    if node.node_tree != bend_tree:
+        node.node_tree = bend_tree
+    if bend_tree is not None:
+        source = tree.nodes[tree[_READER_INPUT_KEY]].outputs["Geometry"]
+        tree.links.new(source, node.inputs["Geometry"])
+        tree.links.new(node.outputs["Geometry"], sample)
+    flag.default_value = value
+    return True
+
+
+def bend_readers_of(bend_tree) -> list:
+    """The local EnvFX groups whose bend reader reads ``bend_tree``."""
+    out = []
+    for tree in bpy.data.node_groups:
+        if tree.library is None and KIND_KEY in tree:
+            node = tree.nodes.get(BEND_READER)
+            if node is not None and node.node_tree == bend_tree:
+                out.append(tree)
+    return out
+
+
+def relink_bend_readers(bend_tree):
+    """After ``bend_tree`` was rebuilt in place: its interface is new, so its readers' links went; link them
+    again."""
+    for reader in bend_readers_of(bend_tree):
+        point_bend_reader(reader, bend_tree)
 
 
 def rebuild_if_outdated(tree, stamp: str, build) -> bool:

@@ -1012,7 +1012,7 @@ def ensure_material() -> bpy.types.Material:
 
 COVERAGE_GROUP = "EnvFX Snow Coverage"
 COVERAGE_KIND = "snow_coverage"
-COVERAGE_VERSION = 2
+COVERAGE_VERSION = 3
 COVERAGE_DRIVEN = {"Melt Time": "coverage_melt_time"}
 SURFACES_COLLECTION = "EnvFX Snow Surfaces"  # not linked to a scene: the snow meshes the actors sink into
 SURFACES_KEY = "envfx_snow_surfaces"  # the scene's ID property pointing at its surfaces collection
@@ -1062,7 +1062,8 @@ def _build_coverage(tree):
     self_info = b.node("GeometryNodeObjectInfo", "Self Info", transform_space="ORIGINAL")
     b.link(b.node("GeometryNodeSelfObject", "Self").outputs[0], self_info.inputs["Object"])
     to_world = b.node("FunctionNodeTransformPoint", "To World")
-    b.link(b.node("GeometryNodeInputPosition", "Position").outputs[0], to_world.inputs["Vector"])
+    position = b.node("GeometryNodeInputPosition", "Position").outputs[0]
+    b.link(position, to_world.inputs["Vector"])
     b.link(self_info.outputs["Transform"], to_world.inputs["Transform"])
     P = to_world.outputs[0]
     # the snow surface straight below (or above) the vertex: a ray down from far above
@@ -1075,8 +1076,14 @@ def _build_coverage(tree):
     b.link(ray.outputs["Hit Position"], hit.inputs[0])
     pz = b.node("ShaderNodeSeparateXYZ", "P Sep")
     b.link(P, pz.inputs[0])
+    # the ray hits the snow as its bend draws it, the actor's vertices are physical (before the actor's own bend):
+    # the snow's physical height here is the hit's plus the drop its bend gives this vertex's world x, y
+    # (common.build_bend_drop; 0 when the snow shows no bend)
+    drop = common.build_bend_drop(b, group_in.outputs["Geometry"], position, self_info.outputs["Transform"],
+                                  "Snow Drop")
+    snow_z = b.math("ADD", hit.outputs["Z"], drop, label="Snow Z")
     band = group_in.outputs["Band"]
-    cover = b.clamp01(b.math("DIVIDE", b.math("ADD", b.math("SUBTRACT", hit.outputs["Z"], pz.outputs["Z"]), band),
+    cover = b.clamp01(b.math("DIVIDE", b.math("ADD", b.math("SUBTRACT", snow_z, pz.outputs["Z"]), band),
                              band), label="Coverage")
     cover = b.math("MULTIPLY", cover, ray.outputs["Is Hit"], label="Coverage Hit")
     # the layer stays on and melts linearly over "Melt Time" seconds (0: only while in the snow): a simulation
@@ -1109,7 +1116,32 @@ def ensure_coverage(scene) -> bpy.types.NodeTree:
     if surfaces.default_value != coll:
         surfaces.default_value = coll
     _drive(scene, tree, COVERAGE_DRIVEN)
+    common.point_bend_reader(tree, surfaces_bend(coll))
     return tree
+
+
+def surfaces_bend(coll):
+    """The bend the snow of the surfaces collection ``coll`` shows (the first one shown among its objects), or
+    None. The coverage reads the snow as that bend draws it; all the scene's snow is taken to share one bend (a
+    bent level bends its snow with its terrain): snow left unbent beside bent snow reads as if bent."""
+    if coll is None:
+        return None
+    from . import bend as bend_nodes
+
+    for obj in coll.objects:
+        group = bend_nodes.shown_group(obj)
+        if group is not None:
+            return group
+    return None
+
+
+def sync_coverage_bend(scene) -> bool:
+    """Point ``scene``'s coverage group at the bend its snow surfaces show (or at none). Returns whether anything
+    changed."""
+    tree = common.scene_group(scene, COVERAGE_KIND, COVERAGE_GROUP)
+    if tree is None or tree.library is not None or tree.nodes.get(common.BEND_READER) is None:
+        return False
+    return common.point_bend_reader(tree, surfaces_bend(tree.nodes[SURFACES_NODE].inputs["Collection"].default_value))
 
 
 # --- snow driven by a baked buffer ------------------------------------------------------------------------

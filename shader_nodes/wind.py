@@ -27,11 +27,12 @@ import numpy as np
 from bpy.app.handlers import persistent
 
 from ..core import wind as core_wind
+from . import bend as bend_nodes
 from . import common
 
 GROUP_NAME = "EnvFX Wind"
 KIND = "wind"  # one group per scene (common.ensure_scene_group)
-VERSION = 9
+VERSION = 10
 
 # Value nodes driven from the scene: label -> data path on the scene
 DRIVEN = {
@@ -276,7 +277,11 @@ def _build(tree):
     b.link(self_info.outputs["Transform"], hit_world.inputs["Transform"])
     _hx, _hy, hz = sep3(hit_world.outputs[0], "Hit XYZ")
     _ox, _oy, oz = sep3(self_info.outputs["Location"], "Origin Z")
-    dz = mul(m("SUBTRACT", hz, oz), ray.outputs["Is Hit"])
+    # the ray hits the terrain as its bend draws it: its physical height here is the hit's plus the drop the
+    # terrain's bend gives this vertex's world x, y (common.build_bend_drop; 0 when the terrain shows no bend)
+    drop = common.build_bend_drop(b, gi.outputs["Geometry"], position, self_info.outputs["Transform"],
+                                  "Terrain Drop")
+    dz = mul(m("SUBTRACT", add(hz, drop), oz), ray.outputs["Is Hit"])
     terrain_local = transform_dir(invert.outputs[0], b.combine_xyz(0.0, 0.0, dz, label="Terrain Lift"), "Terrain Local")
     # without a terrain object no vertex casts a ray (a switch on a single value evaluates only what it chooses)
     has_terrain = b.compare("GREATER_THAN", use_terrain, 0.5, data_type="FLOAT", label="Has Terrain")
@@ -408,6 +413,7 @@ def _wire(scene, tree):
     if tree.nodes["Terrain"].inputs["Object"].default_value != terrain:
         tree.nodes["Terrain"].inputs["Object"].default_value = terrain
     tree.nodes["Use Terrain"].outputs[0].default_value = 1.0 if terrain is not None else 0.0
+    common.point_bend_reader(tree, bend_nodes.shown_group(terrain))
     if source is not None:
         common.drive_values(tree, source, {"Source Strength": "field.strength"}, id_type="OBJECT")
     elif tree.animation_data and tree.animation_data.drivers.find(common.value_path("Source Strength")):
@@ -431,6 +437,17 @@ def keep_in_sync(scene, depsgraph=None):
             or tree.nodes["Use Source"].outputs[0].default_value != use
             or tree.nodes["Terrain"].inputs["Object"].default_value != terrain):
         sync(scene, tree)
+
+
+def sync_terrain_bend(scene) -> bool:
+    """Point the terrain follow of ``scene``'s wind group at the bend its terrain object shows (or at none):
+    the grass stands on the terrain's physical surface, and its own bend draws it on the bent one. Returns
+    whether anything changed."""
+    tree = group_for(scene)
+    if tree is None or tree.library is not None or tree.nodes.get(common.BEND_READER) is None:
+        return False
+    terrain = tree.nodes["Terrain"].inputs["Object"].default_value
+    return common.point_bend_reader(tree, bend_nodes.shown_group(terrain))
 
 
 def register_handlers():

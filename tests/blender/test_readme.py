@@ -187,7 +187,7 @@ def test_documented_scene_settings_in_prose(envfx):
 # name there must be a setting of the feature (scene.envfx.<feature>, object.envfx.<feature>) or of object.envfx.
 NOT_SETTINGS = {
     "bend": {"envfx_bend", "scale_length", "world_vertex_coords"},
-    "wind": {"bark", "branch", "frond", "leaf", "leaves", "needle", "trunk", "s"},
+    "wind": {"bark", "branch", "frond", "leaf", "leaves", "needle", "trunk", "s", "terrain_z"},
     "snow": {"bake", "bake_job", "generate_cover", "read_exr", "resolution", "simulate_points", "snow_coverage",
              "snow_thickness", "stamp_points", "stamp_profile", "timeout", "u", "units_per_blender_unit", "up",
              "write_exr"},

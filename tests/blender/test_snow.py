@@ -1573,6 +1573,82 @@ def test_generate_on_bent_terrain_lies_on_the_physical_ground_and_takes_the_bend
     np.testing.assert_allclose(off, -0.05 * r2, atol=1e-3)                  # bent once, like the terrain
 
 
+def _bent_level_with_walkers(envfx, bend_walkers=True):
+    """Bent terrain (Runner along +Y from a pivot at the origin, strength 0.01, spread 2), snow generated over it
+    (so bent like it) with live trails, and two walkers (spheres, their bottoms 0.5 m down in the 0.4 m snow):
+    "Near" at the pivot, "Far" 10 m ahead, where the bend drops the snow by 0.64 m. Returns (scene, terrain,
+    snow, near, far)."""
+    scene = bpy.context.scene
+    clear_scene()
+    pivot = bpy.data.objects.new("Player", None)
+    scene.collection.objects.link(pivot)
+    b = scene.envfx.bend
+    b.mode, b.axis, b.pivot, b.strength, b.spread = "RUNNER", "POS_Y", pivot, 0.01, 2.0
+    terrain = grid_object("Ground", size=24.0, segments=24)
+    select_only(terrain)
+    assert bpy.ops.envfx.bend_add() == {"FINISHED"}
+    s = scene.envfx.snow
+    s.spacing, s.thickness, s.border_width, s.noise, s.drift, s.lods = 0.25, 0.4, 0.3, 0.0, 0.0, 0
+    assert bpy.ops.envfx.snow_generate() == {"FINISHED"}
+    snow = next(o for o in scene.objects if o.get("envfx_snow") == 0)
+    actors = bpy.data.collections.new("Actors")
+    scene.collection.children.link(actors)
+    s.actors = actors
+    near, far = sphere_object("Near", 0.5, actors), sphere_object("Far", 0.5, actors)
+    near.location, far.location = (0.0, 0.0, 0.4), (0.0, 10.0, 0.4)
+    for a in (near, far):
+        a.envfx.snow.radius, a.envfx.snow.depth = 0.5, 0.05  # a light step: the snow stays around the legs
+    select_only(snow)
+    assert bpy.ops.envfx.snow_trails_add() == {"FINISHED"}
+    if bend_walkers:
+        envfx.operators.bend.add_bend(scene, [near, far])
+    envfx.shader_nodes.bend.sync_readers(scene)  # what operators.bend will call itself
+    for f in range(1, 4):
+        scene.frame_set(f)
+    return scene, terrain, snow, near, far
+
+
+def _coverage_by_height(envfx, actor):
+    """(coverage of the actor's vertices 0.25 m or more below the snow top, of those above the snow + band)."""
+    cov = coverage_and_z(envfx, actor)[0]
+    z = envfx.bridge.get_positions(actor.data)[:, 2] + actor.location.z  # physical (unbent) world z
+    return cov[z < 0.15], cov[z > 0.4 + 0.1 + 1e-4]
+
+
+@pytest.mark.parametrize("bend_walkers", [True, False])
+def test_actors_on_a_bent_level_get_snow_coverage_everywhere(envfx, bend_walkers):
+    """The coverage reads the snow's physical surface (the snow's hit as drawn plus the drop its bend gives the
+    actor's x, y), as the actor's vertices are physical (before the actor's own bend): an actor 10 m from the
+    pivot is covered like one at the pivot (it got 0: the bent snow was below it), bent itself or not."""
+    scene, terrain, snow, near, far = _bent_level_with_walkers(envfx, bend_walkers)
+    coverage = envfx.shader_nodes.common.scene_group(scene, envfx.shader_nodes.snow.COVERAGE_KIND,
+                                                     envfx.shader_nodes.snow.COVERAGE_GROUP)
+    assert coverage.nodes[envfx.shader_nodes.common.BEND_READER].node_tree == envfx.shader_nodes.bend.group_for(scene)
+    for actor in (near, far):
+        low, high = _coverage_by_height(envfx, actor)
+        assert low.size and high.size
+        assert np.all(low == 1.0) and np.all(high == 0.0), (actor.name, low, high)
+
+
+def test_the_bend_group_goes_with_its_last_object_though_the_coverage_read_it(envfx):
+    """The snow coverage nests the bend group of the bent snow, but that does not keep the group: when the last
+    object leaves the bend it goes and nothing points at it; the coverage then reads the flat snow."""
+    scene, terrain, snow, near, far = _bent_level_with_walkers(envfx)
+    nodes, common = envfx.shader_nodes, envfx.shader_nodes.common
+    coverage = common.scene_group(scene, nodes.snow.COVERAGE_KIND, nodes.snow.COVERAGE_GROUP)
+    envfx.operators.bend.remove_bend([terrain, near, far])
+    assert nodes.bend.group_for(scene) is not None  # the snow still has it
+    envfx.operators.bend.remove_bend([snow])
+    assert nodes.bend.group_for(scene) is None and "envfx_group_bend" not in scene
+    assert not [g.name for g in bpy.data.node_groups if "Bend" in g.name]
+    assert coverage.nodes[common.BEND_READER].node_tree is None
+    for f in range(4, 6):
+        scene.frame_set(f)
+    for actor in (near, far):
+        low, high = _coverage_by_height(envfx, actor)
+        assert np.all(low == 1.0) and np.all(high == 0.0), (actor.name, low, high)
+
+
 def test_remove_trails_from_all_snow_removes_coverage_groups_and_surfaces(envfx):
     """Remove Trails on every snow mesh of the scene leaves nothing behind: the actors lose their coverage
     modifier, the scene's trails and coverage groups and its snow surfaces collection go. Removing the trails

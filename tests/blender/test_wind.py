@@ -8,7 +8,7 @@ import importlib
 import bpy
 import numpy as np
 import pytest
-from mathutils import Matrix
+from mathutils import Matrix, Vector
 
 
 @pytest.fixture
@@ -762,6 +762,181 @@ def test_grass_tilt_fade_terrain_match_core(mods, with_camera):
     base = rest[:, 2] <= 1e-6
     np.testing.assert_allclose(got_world[base, 2], tz[base], atol=1e-4)
     np.testing.assert_allclose(got_world[:, :2], world[:, :2], atol=1e-5)
+
+
+def _bent_grass_on_terrain(mods, envfx):
+    """Grass in the wind 25 m ahead of the pivot following a tilted terrain plane (physical z = 0.2 x - 0.1 y +
+    0.3), both bent by the scene's bend (Runner along +Y, strength 0.01, spread 2). Returns (scene, grass,
+    terrain, physical terrain z under each grass vertex)."""
+    scene = bpy.context.scene
+    w = scene.envfx.wind
+    g = mods.shapes.make_grass(blades=10, height=0.8, seed=2)
+    obj = _mesh_object("Grass", g["positions"], g["faces"],
+                       Matrix.Translation((2.0, 25.0, 0.4)) @ Matrix.Rotation(0.7, 4, "Z"))
+    mods.ops.bake(scene, [obj], ao_samples=0)
+    mods.ops.apply_preset([obj], "GRASS")
+    # a grid: the bend moves vertices, so a bent terrain needs them (0.5 m apart)
+    bpy.ops.mesh.primitive_grid_add(x_subdivisions=120, y_subdivisions=120, size=60.0, location=(0.0, 0.0, 0.3))
+    terrain = bpy.context.active_object
+    terrain.rotation_euler = (math.atan(-0.1), -math.atan(0.2), 0.0)
+    bpy.context.view_layer.update()
+    nrm = np.array(terrain.matrix_world.to_3x3().col[2])
+    w.terrain_object = terrain
+    w.strength, w.gust_strength = 1.2, 0.5
+    pivot = bpy.data.objects.new("Player", None)
+    scene.collection.objects.link(pivot)
+    b = scene.envfx.bend
+    b.mode, b.axis, b.pivot, b.strength, b.spread = "RUNNER", "POS_Y", pivot, 0.01, 2.0
+    mods.ops.add_wind(scene, [obj])
+    envfx.operators.bend.add_bend(scene, [terrain, obj])
+    envfx.shader_nodes.bend.sync_readers(scene)  # what operators.bend will call itself
+    m = mods.bridge.matrix_to_numpy(obj.matrix_world)
+    world = mods.bridge.get_positions(obj.data).astype(np.float64) @ m[:3, :3].T + m[:3, 3]
+    p0 = np.array(terrain.matrix_world.translation)
+    tz = p0[2] - (nrm[0] * (world[:, 0] - p0[0]) + nrm[1] * (world[:, 1] - p0[1])) / nrm[2]
+    return scene, obj, terrain, tz
+
+
+def _drawn_terrain_z(mods, terrain, obj):
+    """World z of the terrain as drawn (evaluated: bend included) straight below each rest vertex of ``obj`` (rays
+    from z = 20: mathutils and the ray cast are float32, so a far start would cost precision)."""
+    m = mods.bridge.matrix_to_numpy(obj.matrix_world)
+    world = mods.bridge.get_positions(obj.data).astype(np.float64) @ m[:3, :3].T + m[:3, 3]
+    dg = bpy.context.evaluated_depsgraph_get()
+    inv = terrain.matrix_world.inverted()
+    down = (inv.to_3x3() @ Matrix.Identity(3).col[2]) * -1.0
+    out = np.full(len(world), np.nan)
+    for i, (x, y, _z) in enumerate(world):
+        hit, loc, _n, _f = terrain.ray_cast(inv @ Vector((x, y, 20.0)), down, distance=1e3, depsgraph=dg)
+        if hit:
+            out[i] = (terrain.matrix_world @ loc).z
+    return out
+
+
+def _physical_terrain_z(mods, envfx, terrain, obj):
+    """What ``terrain_z`` means on a bent level: the terrain's physical (unbent) height under each rest vertex,
+    read as the live wind reads it: its drawn height plus the drop its bend gives that x, y."""
+    drawn = _drawn_terrain_z(mods, terrain, obj)
+    if envfx.shader_nodes.bend.shown_group(terrain) is None:
+        return drawn
+    m = mods.bridge.matrix_to_numpy(obj.matrix_world)
+    world = mods.bridge.get_positions(obj.data).astype(np.float64) @ m[:3, :3].T + m[:3, 3]
+    flat = np.column_stack([world[:, :2], np.zeros(len(world))])
+    drop = -envfx.core.bend.forward(flat, envfx.shader_nodes.bend.params_from_scene(bpy.context.scene))[:, 2]
+    return drawn + drop
+
+
+def _bent_gn_vs_core(mods, envfx, obj, frames, terrain_z=None):
+    """Largest difference between the evaluated (windy, then bent) grass and the twins: the bend of the rest
+    pose plus the wind's offsets with ``terrain_z`` the terrain's physical height (default: read from the scene's
+    terrain object, ``_physical_terrain_z``)."""
+    scene = bpy.context.scene
+    if terrain_z is None and scene.envfx.wind.terrain_object is not None:
+        terrain_z = _physical_terrain_z(mods, envfx, scene.envfx.wind.terrain_object, obj)
+    mesh = obj.data
+    rest = mods.bridge.get_positions(mesh).astype(np.float64)
+    h, rgba = _read(mesh, "EnvFX_Height", 1), _read(mesh, "EnvFX_Wind", 4)
+    normals = np.empty(len(mesh.vertices) * 3, np.float32)
+    mesh.vertex_normals.foreach_get("vector", normals)
+    m = mods.bridge.matrix_to_numpy(obj.matrix_world)
+    worst = 0.0
+    for frame in frames:
+        scene.frame_set(frame)
+        got = mods.bridge.evaluated_positions(obj, bpy.context.evaluated_depsgraph_get())
+        cam = mods.bridge.matrix_to_numpy(scene.camera.matrix_world) if scene.camera else None
+        unbent = rest + mods.core.wind_offsets(rest, h, rgba, normals.reshape(-1, 3), m, frame,
+                                               mods.nodes.params_from_scene(scene), mods.nodes.asset_params(obj),
+                                               camera_matrix=cam, terrain_z=terrain_z)
+        bend = envfx.shader_nodes.bend.params_from_scene(scene)
+        expect = envfx.core.bend.forward_local(unbent, m, bend) if envfx.operators.bend.bend_modifiers(obj) \
+            else unbent
+        worst = max(worst, float(np.abs(got - expect).max()))
+    return worst
+
+
+def test_grass_on_bent_terrain_stands_on_it_bent_once(mods, envfx):
+    """Grass following a bent terrain reads the terrain's physical (unbent) surface, like every EnvFX deformation
+    before the bend: the live wind equals its twin with ``terrain_z`` the physical terrain height, bent once by
+    the grass's own bend, so the grass stands on the terrain as drawn (it was bent twice: metres below it). Holds
+    when the bend's mode changes (its group is rebuilt), when the terrain is excluded from the bend or leaves it
+    (then the grass stands on the flat terrain's physical surface and its own bend draws it)."""
+    scene, obj, terrain, tz = _bent_grass_on_terrain(mods, envfx)
+    physical = _physical_terrain_z(mods, envfx, terrain, obj)
+    np.testing.assert_allclose(physical, tz, atol=0.01)  # the plane, up to the bent grid's interpolation
+    assert _bent_gn_vs_core(mods, envfx, obj, (1, 23)) < 1e-4
+    # still air: the grass's base is drawn on the bent terrain
+    w = scene.envfx.wind
+    w.strength, w.ambient = 0.0, 0.0
+    scene.frame_set(5)
+    m = mods.bridge.matrix_to_numpy(obj.matrix_world)
+    got = mods.bridge.evaluated_positions(obj, bpy.context.evaluated_depsgraph_get()) @ m[:3, :3].T + m[:3, 3]
+    base = mods.bridge.get_positions(obj.data)[:, 2] <= 1e-6
+    drawn = _drawn_terrain_z(mods, terrain, obj)
+    assert drawn[base].max() < tz[base].min() - 4.0  # the bend drops the ground there by metres
+    np.testing.assert_allclose(got[base, 2], drawn[base], atol=1e-4)
+    w.strength, w.ambient = 1.2, 1.0
+    scene.envfx.bend.mode = "PLANET"  # the bend group is rebuilt in place: the terrain follow reads it still
+    assert _bent_gn_vs_core(mods, envfx, obj, (7,)) < 1e-4
+    terrain.envfx.bend_exclude = True  # the terrain is drawn flat: its physical surface is what the ray hits
+    assert _bent_gn_vs_core(mods, envfx, obj, (9,), tz) < 1e-4
+    terrain.envfx.bend_exclude = False
+    assert _bent_gn_vs_core(mods, envfx, obj, (10,)) < 1e-4
+    envfx.operators.bend.remove_bend([terrain])
+    envfx.shader_nodes.bend.sync_readers(scene)
+    assert _bent_gn_vs_core(mods, envfx, obj, (11,), tz) < 1e-4
+
+
+def test_grass_on_bent_terrain_after_save_and_reopen_and_in_a_full_copy(mods, envfx, save_and_reopen):
+    """The terrain follow keeps reading the terrain's bend after the file is saved and opened again; a full copy
+    of the level that gets its own bend (another mode) reads its own terrain's bend, the original its own."""
+    _bent_grass_on_terrain(mods, envfx)
+    save_and_reopen("bent_grass.blend")
+    scene, common, bend = bpy.context.scene, envfx.shader_nodes.common, envfx.shader_nodes.bend
+    obj = bpy.data.objects["Grass"]
+    assert mods.nodes.group_for(scene).nodes[common.BEND_READER].node_tree == bend.group_for(scene)
+    assert _bent_gn_vs_core(mods, envfx, obj, (3,)) < 1e-4
+    original = scene
+    assert bpy.ops.scene.new(type="FULL_COPY") == {"FINISHED"}
+    copy = bpy.context.scene
+    assert copy != original
+    copy.envfx.bend.mode = "PLANET"
+    copy.envfx.bend.strength = 0.005
+    bpy.context.view_layer.update()  # the handlers give the copy its own wind group at the next update
+    assert bend.group_for(copy) != bend.group_for(original)
+    for s in (original, copy):
+        assert mods.nodes.group_for(s).nodes[common.BEND_READER].node_tree == bend.group_for(s)
+    grass_copy = next(o for o in copy.objects if o.name.startswith("Grass") and o != obj)
+    assert copy.envfx.wind.terrain_object != original.envfx.wind.terrain_object
+    assert _bent_gn_vs_core(mods, envfx, grass_copy, (4,)) < 1e-4
+
+
+@pytest.mark.parametrize("leave", ["remove", "apply", "delete"])
+def test_bend_group_goes_with_its_last_object_though_the_terrain_follow_read_it(mods, envfx, leave, save_and_reopen):
+    """The wind's terrain follow nests the bend group of a bent terrain, but that does not keep the group: when
+    the last object leaves the bend (Remove Bend, Apply Bend, or deleted by hand and the file saved) it goes,
+    and nothing points at it any more."""
+    scene, obj, terrain, tz = _bent_grass_on_terrain(mods, envfx)
+    ops, nodes, common = envfx.operators.bend, envfx.shader_nodes.bend, envfx.shader_nodes.common
+    group = nodes.group_for(scene)
+    wind = mods.nodes.group_for(scene)
+    assert wind.nodes[common.BEND_READER].node_tree == group
+    ops.remove_bend([obj])  # the grass leaves first: the terrain is the last bent object
+    assert nodes.group_for(scene) == group
+    if leave == "remove":
+        ops.remove_bend([terrain])
+    elif leave == "apply":
+        ops.apply_bend(scene, [terrain])
+    else:
+        bpy.data.objects.remove(terrain)
+        save_and_reopen("deleted.blend")
+        scene, wind = bpy.context.scene, mods.nodes.group_for(bpy.context.scene)
+    assert nodes.group_for(scene) is None and "envfx_group_bend" not in scene
+    assert not [g.name for g in bpy.data.node_groups if nodes.is_bend_group(g) or "Bend" in g.name]
+    assert wind.nodes[common.BEND_READER].node_tree is None
+    assert wind.nodes[common.BEND_READER_FLAG].outputs[0].default_value == 0.0
+    obj = bpy.data.objects["Grass"]
+    if leave != "delete":
+        assert _bent_gn_vs_core(mods, envfx, obj, (4,)) < 1e-4
 
 
 @pytest.mark.parametrize("engine", ["CYCLES", "EEVEE"])
