@@ -116,6 +116,7 @@ def add_bend(scene, objects) -> BendResult:
             f"Strength {settings.strength:g} drops these objects by up to {worst:.3g} m over {extent:.3g} m: "
             f"they fold out of sight; lower the strength"
         )
+    bend_nodes.sync_readers(scene)  # a terrain or snow bent now: what reads its geometry undoes its bend
     return result
 
 
@@ -172,6 +173,7 @@ def remove_bend(objects) -> BendResult:
             obj.modifiers.remove(mod)
         result.changed.append(obj.name)
     _release(groups)
+    bend_nodes.sync_readers()  # what read these objects' bent geometry (terrain follow, snow coverage) lets go
     return result
 
 
@@ -269,6 +271,7 @@ def apply_bend(scene, objects) -> BendResult:
         mesh[APPLIED_MARK] = scene.name
         result.changed.append(obj.name)
     _release(groups)
+    bend_nodes.sync_readers()  # what read these objects' bent geometry (terrain follow, snow coverage) lets go
     return result
 
 
