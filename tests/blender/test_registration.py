@@ -211,3 +211,26 @@ def test_add_bend_wind_and_trails_repair_drivers_blender_gave_up_on(envfx, addon
     scene.frame_set(1)
     _assert_effects_like(reference)
     _assert_bend_follows_settings(module)
+
+
+def test_enabling_while_blender_hides_its_data_waits_and_leaves_no_timer(envfx, addon_switch, capsys, monkeypatch):
+    """Blender registers add-ons at start-up and on Reload Scripts with ``bpy.data`` hidden: enabling then does
+    not touch the file (a file load follows at start-up), and in background mode, which runs no timers (and
+    where Blender 4.2 crashes at exit with one still registered), it leaves no timer behind."""
+    try:
+        import _bpy_restrict_state as restrict
+    except ImportError:  # Blender 4.2
+        import bpy_restrict_state as restrict
+    enable_addon, disable_addon = addon_switch
+    disable_addon()
+    try:
+        with restrict.RestrictBlend(), monkeypatch.context() as patch:
+            # Blender as a Python module: the add-on's ``bpy`` is not the one RestrictBlend hides the data of
+            patch.setattr(bpy, "data", restrict._data_restrict)
+            module = enable_addon()
+    finally:
+        if not hasattr(bpy.types.Scene, "envfx"):
+            module = enable_addon()
+    assert "EnvFX:" not in capsys.readouterr().out
+    assert not bpy.app.timers.is_registered(module.handlers._revive_later)
+    assert bpy.ops.envfx.bend_add() == {"FINISHED"}
