@@ -21,7 +21,7 @@ from ..shader_nodes import bend as bend_nodes
 from ..shader_nodes import common
 from ..shader_nodes import snow as snow_nodes
 from .common import (NeedsScene, ObjectsResult, changeable, edit_mode_text, in_edit_mode, kept_by_override_reason,
-                     linked_reason, refuse_edit_mode, report_result)
+                     linked_reason, output_folder, refuse_edit_mode, report_result)
 
 MODIFIER_NAME = "EnvFX Snow Trails"
 COVERAGE_MODIFIER = "EnvFX Snow Coverage"
@@ -851,13 +851,15 @@ def stamp_params(scene) -> core_snow.StampParams:
                                  refill_rate=s.refill_rate, fps=fps)
 
 
+def _output_folder(path: str) -> str:
+    """The Snow bake's Output Folder, refused when blank or relative to a .blend file never saved."""
+    return output_folder(path, "The output folder",
+                         "No output folder: set the Snow bake's Output Folder (scene.envfx.snow.output_dir)",
+                         SnowInputError)
+
+
 def _check_output_dir(path: str) -> str:
-    if not path:
-        raise SnowInputError("No output folder: set the Snow bake's Output Folder (scene.envfx.snow.output_dir)")
-    if path.startswith("//") and not bpy.data.filepath:
-        raise SnowInputError(f"The output folder {path!r} is relative to the .blend file, which is not saved yet: save "
-                             f"the file first or choose an absolute folder")
-    path = bpy.path.abspath(path)
+    path = _output_folder(path)
     probe = path
     while probe and not os.path.exists(probe):
         probe = os.path.dirname(probe.rstrip(os.sep))
