@@ -1010,14 +1010,15 @@ BUFFER_MODIFIER = "EnvFX Snow Buffer"
 
 def drive_from_bake(scene, objects, out_dir: str = "") -> ObjectsResult:
     """Offset ``objects`` (snow meshes) by the baked buffer in ``out_dir`` (default: the scene's output
-    folder) instead of the live trails, which are switched off (linked objects are skipped)."""
+    folder) instead of the live trails, which are switched off (linked objects are skipped). An empty folder
+    setting, or one relative to a .blend file never saved, is refused as Bake Interaction Buffer refuses it."""
 
     result = ObjectsResult()
     targets = [o for o in changeable(objects, result) if o.type == "MESH" and is_snow_object(o)]
     if not targets:
         why = f" ({result.skipped_text()})" if result.skipped else ""
         raise SnowInputError(f"No snow mesh to drive{why}: generate snow first or select snow meshes")
-    out_dir = bpy.path.abspath(out_dir or scene.envfx.snow.output_dir)
+    out_dir = _output_folder(out_dir or scene.envfx.snow.output_dir)
     meta_path = os.path.join(out_dir, "snow_buffer.json")
     if not os.path.isfile(meta_path):
         raise SnowInputError(f"No baked buffer in {out_dir!r}: bake the interaction buffer first")
