@@ -238,13 +238,57 @@ SAVE_HANDLERS = (("save_pre", on_save_pre_overrides), ("save_pre", on_save_pre_r
 READER_HANDLERS = (("depsgraph_update_post", on_bend_readers),)
 
 
+# --- EnvFX enabled with a file open ---
+# While EnvFX is disabled, Blender cannot read the envfx.* properties that the bend, wind and snow drivers read,
+# marks those drivers invalid and never evaluates them again. Opening a file clears the marks (and runs the
+# load_post handlers); enabling EnvFX with a file open does the same here, so the file's effects come back at once.
+
+def _data_available() -> bool:
+    """Whether add-on code may read ``bpy.data`` now: not while Blender registers add-ons at start-up or on
+    Reload Scripts, which hide it (``bpy.data`` is a stand-in then)."""
+    return isinstance(bpy.data, bpy.types.BlendData)
+
+
+def revive_open_file():
+    """What opening the open file with EnvFX enabled would do: the dead drivers of EnvFX come back
+    (``common.revive_drivers``) and the load_post handlers run (outdated groups rebuilt and rewired, appended
+    objects and copied scenes handled as after a load)."""
+    from .shader_nodes import common
+
+    try:
+        common.revive_drivers()
+        on_load_post()
+        on_claim_load_post()
+        on_snow_load_post()
+    except Exception as exc:  # enabling EnvFX must not fail because of one file's state
+        print(f"EnvFX: the effects of the open file could not be brought back (reopen the file): {exc}")
+
+
+def _revive_later():
+    """One-shot timer for when ``register`` could not read ``bpy.data``."""
+    if _data_available():
+        revive_open_file()
+        return None
+    return 0.1
+
+
 def register():
     bpy.app.handlers.load_post.append(on_load_post)
     for name, fn in SNOW_HANDLERS + CLAIM_HANDLERS + SAVE_HANDLERS + READER_HANDLERS:
         getattr(bpy.app.handlers, name).append(fn)
+    # Enabled by hand (Preferences, addon_utils.enable, installing the zip): the open file is there to revive.
+    # Registered at start-up or by Reload Scripts, bpy.data is hidden: at start-up a file load (and load_post)
+    # follows; for Reload Scripts in the UI, a one-shot timer does it as soon as the main loop runs. Background
+    # mode runs no timers (and Blender 4.2 crashes at exit with one still registered), so none is left there.
+    if _data_available():
+        revive_open_file()
+    elif timers_run():
+        bpy.app.timers.register(_revive_later, first_interval=0.0)
 
 
 def unregister():
+    if bpy.app.timers.is_registered(_revive_later):
+        bpy.app.timers.unregister(_revive_later)
     if bpy.app.timers.is_registered(snow_clean_up):
         bpy.app.timers.unregister(snow_clean_up)
     if on_load_post in bpy.app.handlers.load_post:

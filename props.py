@@ -558,7 +558,9 @@ class EnvFXGasGiantSettings(PropertyGroup):
     load_field_path: StringProperty(name="Load Velocity Field", description="Use the velocity field(s) saved by an "
                                     "earlier bake with the same flow settings instead of building them (empty: build)",
                                     default="", subtype="FILE_PATH", options=PATH_OPTIONS)
-    frames: IntProperty(name="Frames", description="Images in the sequence (1 = a still)", default=1, min=1,
+    frames: IntProperty(name="Frames", description="Images in the sequence (1 = a still). At most "
+                        f"{core_gasgiant.MAX_FRAMES:,}, Blender's last frame: the planet plays the frames as an image "
+                        "sequence, which cannot be longer", default=1, min=1, max=core_gasgiant.MAX_FRAMES,
                         soft_max=500)
     field_interval: IntProperty(name="Field Interval", description="Frames between full velocity-field builds; "
                                 "the frames between mix the two nearest fields (1 = build every frame)", default=4,

@@ -90,6 +90,10 @@ FIELD_SIZES = (16, 32, 64, 128, 256, 512, 1024, 2048)
 CUBEMAP_SIZES = (64, 128, 256, 512, 1024, 2048, 4096)
 EQUIRECT_WIDTHS = (0, 128, 256, 512, 1024, 2048, 4096, 8192)
 MAX_PARTICLES = 200_000_000
+# Frames of an animated bake: at most Blender's last frame (MAXFRAME). The planet plays the sequence as an image
+# sequence, whose length (ImageUser.frame_duration) stops there, and a scene cannot show more frames: a longer bake
+# would be cut without a word (and at 1 ms a frame would still take 12 days).
+MAX_FRAMES = 1_048_574
 POLE_TAPER_DEG = 3.0
 CHUNK = 1 << 17  # particles per work item (fixed: results do not depend on the thread count)
 SORT_INTERVAL = 32  # steps between sorting particles by cube cell (fixed: part of the result); 0 = never
@@ -282,6 +286,8 @@ class GasGiantParams:
              f"(0 = none; the height is half the width)")
         need(self.threads >= 1, f"Threads {self.threads}: use 1 or more")
         need(self.frames >= 1, f"Frames {self.frames}: use 1 or more")
+        need(self.frames <= MAX_FRAMES, f"Frames {self.frames}: at most {MAX_FRAMES} (Blender's last frame; the "
+             f"planet plays the frames as an image sequence, which cannot be longer)")
         need(self.frame_iterations >= 1, f"Iterations per frame {self.frame_iterations}: use 1 or more")
         need(self.octaves >= 1 and self.octaves <= 12, f"Octaves {self.octaves}: use 1 to 12")
         need(self.band_power >= 1 and self.band_power % 2 == 1,
@@ -363,11 +369,11 @@ def estimate_memory(params: GasGiantParams) -> int:
     n, f, r = params.particles, params.field_size, params.cubemap_size
     particles = n * BYTES_PER_PARTICLE
     fld = 6 * (f + 2) ** 2 * (16 + 12)
-    keys, _ = field_times(params)
-    if len(keys) > 1:
+    keys = key_frame_count(params)
+    if keys > 1:
         fld *= 3  # two key fields and the mix between them
     if params.save_field:
-        fld += (len(keys) - 1) * 6 * (f + 2) ** 2 * (16 + 12)  # every key field is kept until it is saved
+        fld += (keys - 1) * 6 * (f + 2) ** 2 * (16 + 12)  # every key field is kept until it is saved
     tex = 6 * r * r * 16 + (6 * r * r * 12 if params.fade_to_palette else 0)
     transient = max(6 * (r + 2) ** 2 * 12 + r * r * 36, 6 * (f + 2) ** 2 * 40)
     scratch = min(n, CHUNK * WAVE) * 24 + min(n, CHUNK) * params.threads * 100
@@ -1755,6 +1761,17 @@ def _write_image(path: str, pixels: np.ndarray, is_colour: bool = True):
         exr.write_exr(path, px)
     else:
         write_png(path, pixels)
+
+
+def key_frame_count(params: GasGiantParams) -> int:
+    """``len(field_times(params)[0])`` without listing the key frames (the panel's estimate runs on each redraw,
+    whatever the number of frames): the multiples of ``field_interval`` up to the last frame, plus the last frame
+    when it is not one of them."""
+    last = params.frames - 1
+    if params.frames == 1 or params.time_step == 0 or params.noise_speed == 0:
+        return 1
+    k = params.field_interval
+    return last // k + 1 + (1 if last % k else 0)
 
 
 def field_times(params: GasGiantParams):

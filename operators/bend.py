@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import bpy
 import numpy as np
 from bpy.props import BoolProperty, StringProperty
@@ -10,11 +12,13 @@ from .. import bridge
 from ..core import bend as core_bend
 from ..core import bend_engines
 from ..core import wind as core_wind
+from ..props import PATH_OPTIONS
 from ..shader_nodes import bend as bend_nodes
 from ..shader_nodes import common
 from ..shader_nodes import wind as wind_nodes
 from .common import (NeedsScene, ObjectsResult, changeable, instancers_of, join_scene_group, kept_by_override_reason,
-                     linked_reason, no_modifier_reason, poll_not_in_edit_mode, refuse_edit_mode, report_result)
+                     linked_reason, no_modifier_reason, output_folder, poll_not_in_edit_mode, refuse_edit_mode,
+                     report_result)
 
 MODIFIER_NAME = "EnvFX Bend"
 APPLIED_MARK = "envfx_bend_applied"  # custom property apply_bend leaves on a mesh (value: the scene's name)
@@ -416,11 +420,10 @@ def unit_scale(scene) -> float:
 def export_engines(scene, folder: str) -> list[str]:
     """Write the scene's bend as shader includes for Godot, Unity and Unreal and ``envfx_bend.json`` into
     ``folder``, in each engine's units for the scene's unit scale; returns the paths. Raises BendInputError (with
-    what to do) for a missing or unwritable folder and core_bend.BendError for bad settings; nothing is written
-    then."""
-    if not folder:
-        raise BendInputError("No folder: choose the folder the engine files are written to")
-    path = bpy.path.abspath(folder)
+    what to do) for a blank or unwritable folder or one relative to a .blend file never saved
+    (``operators.common.output_folder``), and core_bend.BendError for bad settings; nothing is written then."""
+    path = output_folder(folder, "The folder", "No folder: choose the folder the engine files are written to",
+                         BendInputError)
     params = bend_nodes.params_from_scene(scene).validate()
     source = f"{bpy.path.basename(bpy.data.filepath) or 'unsaved file'}, scene {scene.name}"
     try:
@@ -437,8 +440,8 @@ class ENVFX_OT_bend_export_engines(NeedsScene, bpy.types.Operator):
     bl_idname = "envfx.bend_export_engines"
     bl_label = "Export for Game Engines"
 
-    directory: StringProperty(name="Folder", description="Folder the engine files are written to", default="",
-                              subtype="DIR_PATH")
+    directory: StringProperty(name="Folder", description="Folder the engine files are written to (// is the .blend "
+                              "file's folder)", default="", subtype="DIR_PATH", options=PATH_OPTIONS)
 
     def invoke(self, context, event):
         context.window_manager.fileselect_add(self)
@@ -450,7 +453,7 @@ class ENVFX_OT_bend_export_engines(NeedsScene, bpy.types.Operator):
         except (BendInputError, core_bend.BendError) as exc:
             self.report({"ERROR"}, str(exc))
             return {"CANCELLED"}
-        self.report({"INFO"}, f"Wrote {len(paths)} files for game engines into {self.directory}")
+        self.report({"INFO"}, f"Wrote {len(paths)} files for game engines into {os.path.dirname(paths[0])}")
         return {"FINISHED"}
 
 

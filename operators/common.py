@@ -3,10 +3,26 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
+
+import bpy
 
 from .. import bridge
 from ..shader_nodes import common as nodes_common
+
+
+def output_folder(path: str, label: str, blank: str, error=ValueError) -> str:
+    """The folder setting ``path`` (labelled ``label`` in messages) as the folder to write into. Refused with
+    ``error``: a blank setting (message ``blank``: which setting to set), and a folder relative to the .blend file
+    (``//``) in a file never saved, which has no folder (Blender would read it relative to the folder it was started
+    from). Shared by every output folder (the snow bake, the gas giant, the mip chains, the engine export)."""
+    if not path.strip():
+        raise error(blank)
+    if path.startswith("//") and not bpy.data.filepath:
+        raise error(f"{label} {path!r} is relative to the .blend file, which is not saved yet: save the file first "
+                    "or choose an absolute folder")
+    return os.path.normpath(bpy.path.abspath(path))
 
 
 @dataclass

@@ -19,6 +19,7 @@ from .. import progress
 from ..core import colour
 from ..core import gasgiant as core_gasgiant
 from ..shader_nodes import gasgiant as gasgiant_nodes
+from . import common as ops_common
 from .common import NeedsScene
 
 MATERIAL_PREFIX = "EnvFX Gas Giant"
@@ -29,12 +30,8 @@ class GasGiantInputError(ValueError):
 
 
 def output_folder(path: str) -> str:
-    if not path.strip():
-        raise GasGiantInputError("No output folder: set Output Folder in the Gas Giant panel")
-    if path.startswith("//") and not bpy.data.filepath:
-        raise GasGiantInputError(f"Output folder {path!r} is relative to the .blend file, which is not saved yet: "
-                                 f"save the file first or choose an absolute folder")
-    return os.path.normpath(bpy.path.abspath(path))
+    return ops_common.output_folder(path, "Output folder", "No output folder: set Output Folder in the Gas Giant "
+                                    "panel", GasGiantInputError)
 
 
 def load_palette(path: str) -> np.ndarray:

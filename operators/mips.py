@@ -17,7 +17,7 @@ from bpy.props import StringProperty
 
 from .. import progress
 from ..core import mips as core_mips
-from .common import NeedsScene
+from .common import NeedsScene, output_folder
 
 IMAGE_EXTENSIONS = (".png", ".tga", ".tif", ".tiff", ".jpg", ".jpeg", ".bmp", ".exr", ".webp", ".hdr")
 COLOUR_MODES = ("AUTO", "SRGB", "LINEAR")
@@ -58,12 +58,8 @@ def settings_from_scene(scene) -> tuple:
 
 
 def resolve_output_dir(path: str) -> str:
-    if not path:
-        raise MipsInputError("No output folder: set the Output Folder in the EnvFX mips panel")
-    if path.startswith("//") and not bpy.data.filepath:
-        raise MipsInputError(f"Output folder {path!r} is relative to the .blend, which is not saved yet: save the "
-                             "file first or choose an absolute folder")
-    return os.path.normpath(bpy.path.abspath(path))
+    return output_folder(path, "Output folder", "No output folder: set the Output Folder in the EnvFX mips panel",
+                         MipsInputError)
 
 
 # --- gathering inputs -------------------------------------------------------------------------------------

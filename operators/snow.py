@@ -21,7 +21,7 @@ from ..shader_nodes import bend as bend_nodes
 from ..shader_nodes import common
 from ..shader_nodes import snow as snow_nodes
 from .common import (NeedsScene, ObjectsResult, changeable, edit_mode_text, in_edit_mode, kept_by_override_reason,
-                     linked_reason, refuse_edit_mode, report_result)
+                     linked_reason, output_folder, refuse_edit_mode, report_result)
 
 MODIFIER_NAME = "EnvFX Snow Trails"
 COVERAGE_MODIFIER = "EnvFX Snow Coverage"
@@ -890,13 +890,15 @@ def stamp_params(scene) -> core_snow.StampParams:
                                  refill_rate=s.refill_rate, fps=fps)
 
 
+def _output_folder(path: str) -> str:
+    """The Snow bake's Output Folder, refused when blank or relative to a .blend file never saved."""
+    return output_folder(path, "The output folder",
+                         "No output folder: set the Snow bake's Output Folder (scene.envfx.snow.output_dir)",
+                         SnowInputError)
+
+
 def _check_output_dir(path: str) -> str:
-    if not path:
-        raise SnowInputError("No output folder: set the Snow bake's Output Folder (scene.envfx.snow.output_dir)")
-    if path.startswith("//") and not bpy.data.filepath:
-        raise SnowInputError(f"The output folder {path!r} is relative to the .blend file, which is not saved yet: save "
-                             f"the file first or choose an absolute folder")
-    path = bpy.path.abspath(path)
+    path = _output_folder(path)
     probe = path
     while probe and not os.path.exists(probe):
         probe = os.path.dirname(probe.rstrip(os.sep))
@@ -1047,14 +1049,15 @@ BUFFER_MODIFIER = "EnvFX Snow Buffer"
 
 def drive_from_bake(scene, objects, out_dir: str = "") -> ObjectsResult:
     """Offset ``objects`` (snow meshes) by the baked buffer in ``out_dir`` (default: the scene's output
-    folder) instead of the live trails, which are switched off (linked objects are skipped)."""
+    folder) instead of the live trails, which are switched off (linked objects are skipped). An empty folder
+    setting, or one relative to a .blend file never saved, is refused as Bake Interaction Buffer refuses it."""
 
     result = ObjectsResult()
     targets = [o for o in changeable(objects, result) if o.type == "MESH" and is_snow_object(o)]
     if not targets:
         why = f" ({result.skipped_text()})" if result.skipped else ""
         raise SnowInputError(f"No snow mesh to drive{why}: generate snow first or select snow meshes")
-    out_dir = bpy.path.abspath(out_dir or scene.envfx.snow.output_dir)
+    out_dir = _output_folder(out_dir or scene.envfx.snow.output_dir)
     meta_path = os.path.join(out_dir, "snow_buffer.json")
     if not os.path.isfile(meta_path):
         raise SnowInputError(f"No baked buffer in {out_dir!r}: bake the interaction buffer first")

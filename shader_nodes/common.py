@@ -466,11 +466,63 @@ def add_scene_driver(id_data, data_path: str, prop_path: str):
     return fcurve
 
 
+def is_dead(fcurve) -> bool:
+    """Whether Blender has given up on the driver ``fcurve``: once a target cannot be read (an EnvFX property
+    while EnvFX is disabled), Blender marks the driver invalid and never evaluates it again, even after the
+    property is back. Only reopening the file clears the mark (or ``revive``)."""
+    return not (fcurve.driver.is_valid and fcurve.is_valid)
+
+
+def revive(fcurve):
+    """Give the dead driver ``fcurve`` a fresh chance, as reopening the file does: clear the invalid marks and
+    set its targets' paths again, which also makes Blender rebuild the dependency graph's relations (clearing
+    the marks alone evaluates the driver once but not when its targets change)."""
+    fcurve.driver.is_valid = True
+    fcurve.is_valid = True
+    for var in fcurve.driver.variables:
+        for target in var.targets:
+            target.data_path = target.data_path
+
+
+def _reads_envfx(fcurve) -> bool:
+    return any(target.data_path.startswith("envfx.") for var in fcurve.driver.variables for target in var.targets)
+
+
+def _id_collections():
+    """The collections of ``bpy.data`` that hold IDs (the ones that can carry drivers)."""
+    for prop in bpy.data.bl_rna.properties:
+        struct = prop.fixed_type if prop.type == "COLLECTION" else None
+        while struct is not None and struct.identifier != "ID":
+            struct = struct.base
+        if struct is not None:
+            yield getattr(bpy.data, prop.identifier)
+
+
+def revive_drivers() -> int:
+    """Revive (``revive``) every dead driver of EnvFX: those of EnvFX's node groups and any driver that reads an
+    EnvFX property (``envfx.``), wherever it is. For when EnvFX is enabled with a file open: while it was
+    disabled, Blender could not read those properties and gave up on the drivers. Linked (library) data is left
+    alone: it cannot be changed here, and reopening the file reloads it. Returns how many were revived."""
+    count = 0
+    for ids in _id_collections():
+        for id_data in ids:
+            anim = getattr(id_data, "animation_data", None)
+            if anim is None or id_data.library is not None:
+                continue
+            ours = id_data.get(KIND_KEY) is not None if isinstance(id_data, bpy.types.NodeTree) else False
+            for fcurve in anim.drivers:
+                if is_dead(fcurve) and (ours or _reads_envfx(fcurve)):
+                    revive(fcurve)
+                    count += 1
+    return count
+
+
 def drive_values(tree, target_id, driven: dict, id_type: str = "SCENE"):
     """Drive each Value node of ``tree`` ({label: property path}) by ``target_id.<property path>``, unless a
     driver already reads exactly that; a node that gets its driver now also gets the property's current value
     (the driver itself runs at the next evaluation). A scene is read as the scene being evaluated
-    (``add_scene_driver``), anything else by pointer."""
+    (``add_scene_driver``), anything else by pointer. A driver that reads the right thing but that Blender gave
+    up on (``is_dead``: its property could not be read while EnvFX was disabled) is revived."""
     drivers = {fc.data_path: fc for fc in tree.animation_data.drivers} if tree.animation_data else {}
     from_scene = isinstance(target_id, bpy.types.Scene)
     for label, prop in driven.items():
@@ -483,7 +535,10 @@ def drive_values(tree, target_id, driven: dict, id_type: str = "SCENE"):
         else:
             ok = (var is not None and var.type == "SINGLE_PROP" and var.targets[0].id == target_id
                   and var.targets[0].data_path == prop)
-        if not ok:
+        if ok:
+            if is_dead(fcurve):
+                revive(fcurve)
+        else:
             tree.nodes[label].outputs[0].default_value = float(target_id.path_resolve(prop))
             if from_scene:
                 add_scene_driver(tree, path, prop)

@@ -841,6 +841,31 @@ def test_export_for_game_engines_operator(envfx, tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["eng", "file"]
 
 
+def test_export_for_game_engines_blend_relative_and_blank_folders(envfx, tmp_path, monkeypatch, capfd):
+    """A "//" folder means the .blend file's folder: in a file never saved it is refused with what to do (as the
+    other output folders are), instead of writing into the folder Blender was started from; a blank folder is
+    refused. Once the file is saved, "//" is its folder. On Blender 5.0 the Folder property takes "//" without a
+    warning."""
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    monkeypatch.chdir(cwd)
+    with pytest.raises(RuntimeError, match=r"'//engines' is relative to the \.blend file, which is not saved yet: "
+                                           r"save the file first or choose an absolute folder"):
+        bpy.ops.envfx.bend_export_engines(directory="//engines")
+    with pytest.raises(RuntimeError, match="No folder: choose the folder"):
+        bpy.ops.envfx.bend_export_engines(directory="  ")
+    assert list(cwd.iterdir()) == []
+    bpy.ops.wm.save_as_mainfile(filepath=str(tmp_path / "level.blend"))
+    capfd.readouterr()
+    assert bpy.ops.envfx.bend_export_engines(directory="//engines") == {"FINISHED"}
+    assert (tmp_path / "engines" / "envfx_bend.json").is_file()
+    assert list(cwd.iterdir()) == []
+    prop = bpy.ops.envfx.bend_export_engines.get_rna_type().properties["directory"]
+    if bpy.app.version >= (5, 0, 0):
+        assert prop.is_path_supports_blend_relative
+        assert "does not support blend relative" not in capfd.readouterr().err
+
+
 # Blender's FBX exporter writes 1 Blender unit as scale_length metres, except with the unit system None (1 m)
 @pytest.mark.parametrize("system, scale_length, fbx_metres",
                          [("METRIC", 0.01, 0.01), ("IMPERIAL", 0.3048, 0.3048), ("NONE", 0.01, 1.0)])

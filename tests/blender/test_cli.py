@@ -404,6 +404,19 @@ def test_bend_export_engines_writes_the_files_and_leaves_the_blend_alone(envfx, 
         assert fh.read() == before                                         # nothing saved
 
 
+def test_bend_export_engines_relative_folders(envfx, scene_file, tmp_path, monkeypatch, capsys):
+    """--export-engines DIR: a relative DIR is relative to the current folder, as any path on a command line; "//DIR"
+    is relative to the .blend file (the input file is saved, so it has a folder)."""
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    monkeypatch.chdir(cwd)
+    assert envfx.cli.main(["bend", scene_file, "--export-engines", "out"]) == 0, capsys.readouterr()
+    assert (cwd / "out" / "envfx_bend.json").is_file()
+    assert envfx.cli.main(["bend", scene_file, "--export-engines", "//eng"]) == 0, capsys.readouterr()
+    assert (tmp_path / "eng" / "envfx_bend.json").is_file()
+    assert sorted(p.name for p in cwd.iterdir()) == ["out"]
+
+
 # --- files that cannot be read or written -----------------------------------------------------------------
 
 @pytest.mark.parametrize("command", [["info"], ["info", "--json"], ["bend"], ["bend", "--apply"], ["wind"],

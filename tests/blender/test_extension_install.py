@@ -1,8 +1,10 @@
 """End to end, as a user: build the zip with Blender's builder, validate it, install it into a throw-away user
-folder with bpy.ops.extensions.package_install_files, enable it, run the bend operator, check the result."""
+folder with bpy.ops.extensions.package_install_files, enable it, run the bend operator, check the result. The zip
+is built from a copy of the checkout holding every developer-only file a checkout can have, which must stay out."""
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -40,14 +42,55 @@ print("RESULT " + json.dumps({
 """
 
 
+# Written into a checkout by the tools a developer runs here, besides what .gitignore lists: ruff (configured by
+# ruff.toml) writes .ruff_cache/ where it runs, pytest .pytest_cache/, editors their settings.
+TOOL_LEFTOVERS = (".ruff_cache/", ".mypy_cache/", ".idea/", ".vscode/", ".DS_Store", "tests/.ruff_cache/",
+                  "core/.pytest_cache/", "core/__pycache__/", "operators/stray.pyc")
+
+
+def developer_leftovers() -> list:
+    """Paths (a trailing / for a folder) of developer-only files: each .gitignore entry (the benchmarks' bench_out/,
+    the demo's demo_out/, the build's dist/, the venvs, caches) and TOOL_LEFTOVERS."""
+    out = []
+    with open(os.path.join(ROOT, ".gitignore"), encoding="utf-8") as fh:
+        for line in fh:
+            line = line.strip().lstrip("/")
+            if line and not line.startswith(("#", "!")):
+                out.append(line.replace("*", "stray"))
+    return out + list(TOOL_LEFTOVERS)
+
+
+def checkout_with_leftovers(dest) -> set:
+    """Copy the checkout's files (git's, or every file but .git when it is not a git checkout) to ``dest`` and add
+    developer_leftovers() there, as in a developer's checkout; returns the copied files (relative, /)."""
+    listed = subprocess.run(["git", "-C", ROOT, "ls-files", "-z"], capture_output=True, text=True)
+    if listed.returncode == 0 and listed.stdout:
+        files = {f for f in listed.stdout.split("\0") if f and os.path.isfile(os.path.join(ROOT, f))}
+    else:
+        files = {os.path.relpath(os.path.join(d, f), ROOT).replace(os.sep, "/")
+                 for d, dirs, names in os.walk(ROOT) if ".git" not in d.split(os.sep) for f in names}
+    for f in files:
+        os.makedirs(os.path.dirname(os.path.join(dest, f)), exist_ok=True)
+        shutil.copy2(os.path.join(ROOT, f), os.path.join(dest, f))
+    for path in developer_leftovers():
+        target = os.path.join(dest, path, "leftover.txt") if path.endswith("/") else os.path.join(dest, path)
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        with open(target, "w", encoding="utf-8") as fh:
+            fh.write("developer only\n")
+    return files
+
+
 def test_built_zip_installs_enables_and_bends(tmp_path):
-    dist = tmp_path / "dist"
-    build = subprocess.run([sys.executable, os.path.join(ROOT, "tools", "build.py"), "--output-dir", str(dist)],
+    source, dist = tmp_path / "envfx", tmp_path / "dist"
+    shipped = checkout_with_leftovers(str(source))
+    build = subprocess.run([sys.executable, os.path.join(str(source), "tools", "build.py"), "--output-dir", str(dist)],
                            capture_output=True, text=True, check=True)
     zip_path = build.stdout.strip().splitlines()[-1]
     names = zipfile.ZipFile(zip_path).namelist()
     assert "blender_manifest.toml" in names and "core/bend.py" in names
     assert not any(n.startswith(("tests/", "benchmarks/", "tools/", ".ci/", "docs/")) for n in names), names
+    # nothing but the checkout's own files: no developer leftover (paths_exclude_pattern in blender_manifest.toml)
+    assert sorted(set(names) - shipped) == []
     home = tmp_path / "home"
     home.mkdir()
     env = dict(os.environ, HOME=str(home))

@@ -370,6 +370,8 @@ def test_rebake_says_which_files_of_the_previous_bake_it_removed(envfx, tmp_path
     (["--field", "100"], "Velocity field size 100 is not supported"),
     (["--palette", "/nonexistent/pal.png"], "does not exist"),
     (["--particles", "150000000"], "particles need about"),
+    # (with a bad option checked later, so that a run without the limit ends at once instead of baking)
+    (["--frames", "1048575", "--octaves", "13"], "Frames 1048575: at most 1048574 (Blender's last frame"),
 ])
 def test_cli_bad_input(envfx, tmp_path, capsys, args, msg, monkeypatch):
     monkeypatch.setattr(envfx.core.gasgiant, "available_memory", lambda: 2 * 2**30)
@@ -748,3 +750,30 @@ def test_cube_map_palette_from_an_engine_layout_bake(envfx, tmp_path, capsys):
                            str(tmp_path / "gltf"), *small]) == 2
     assert "holds engine-layout cube faces (gasgiant_posx.png" in capsys.readouterr().err
     assert not (tmp_path / "never").exists()
+
+
+def test_panel_estimate_at_the_largest_frames_lists_no_key_frames(envfx, recording_layout, monkeypatch):
+    """Frames stops at Blender's last frame, and the panel's memory estimate, drawn on every redraw, counts the
+    key frames without listing them (a set of every key frame froze the sidebar for large Frames)."""
+    import tracemalloc
+
+    s = bpy.context.scene.envfx.gasgiant
+    s.frames = 10**9
+    assert s.frames == envfx.core.gasgiant.MAX_FRAMES
+    s.field_interval = 1
+    s.save_field_path = "/tmp/field.npz"
+
+    def listing(*_args):
+        raise AssertionError("the panel listed the key frames")
+
+    monkeypatch.setattr(envfx.core.gasgiant, "field_times", listing)
+    log = []
+    panel = type("P", (), {"layout": recording_layout(log)})()
+    tracemalloc.start()
+    try:
+        envfx.panels.gasgiant.VIEW3D_PT_envfx_gasgiant.draw(panel, bpy.context)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 1_000_000
+    assert any(entry.startswith("label:Needs about") for entry in log), log

@@ -79,3 +79,158 @@ def test_a_group_whose_last_object_was_deleted_by_hand_is_not_saved(envfx, tmp_p
     envfx.operators.bend.add_bend(bpy.context.scene, [plane])
     envfx.operators.wind.add_wind(bpy.context.scene, [plane])
     assert {m.node_group.name for m in plane.modifiers} == groups
+
+
+# --- EnvFX enabled while a file with its effects is open ---
+
+def _effects_file(envfx, path):
+    """Save a file with every live effect: a bent and windy cube, snow with live trails and an actor (which gets
+    the snow coverage) at frame 1."""
+    import bmesh
+
+    scene = bpy.context.scene
+    scene.frame_set(1)
+    cube = bpy.data.objects["Cube"]
+    cube.location = (0.0, 12.0, 0.0)
+    scene.envfx.bend.strength = 0.05
+    scene.envfx.wind.ao_samples = 0
+    scene.envfx.wind.strength = 1.0
+    envfx.operators.wind.bake(scene, [cube])
+    envfx.operators.wind.add_wind(scene, [cube])
+    envfx.operators.bend.add_bend(scene, [cube])
+    bm = bmesh.new()
+    bmesh.ops.create_grid(bm, x_segments=8, y_segments=8, size=2.0)
+    ground = bpy.data.objects.new("Ground", bpy.data.meshes.new("Ground"))
+    bm.to_mesh(ground.data)
+    bm.free()
+    scene.collection.objects.link(ground)
+    scene.envfx.snow.spacing = 0.2
+    snow = envfx.operators.snow.generate_snow(scene, [ground], bpy.context.evaluated_depsgraph_get())[0]
+    actors = bpy.data.collections.new("Actors")
+    scene.collection.children.link(actors)
+    scene.envfx.snow.actors = actors
+    bm = bmesh.new()
+    bmesh.ops.create_uvsphere(bm, u_segments=8, v_segments=6, radius=0.5)
+    actor = bpy.data.objects.new("Actor", bpy.data.meshes.new("Actor"))
+    bm.to_mesh(actor.data)
+    bm.free()
+    actor.location = (0.0, 0.0, 0.45)
+    actors.objects.link(actor)
+    envfx.operators.snow.add_trails(scene, [snow])
+    bpy.ops.wm.save_as_mainfile(filepath=path)
+
+
+def _evaluated():
+    """Every mesh object's evaluated world positions, by name."""
+    import numpy as np
+
+    dg = bpy.context.evaluated_depsgraph_get()
+    out = {}
+    for obj in bpy.data.objects:
+        if obj.type == "MESH":
+            ev = obj.evaluated_get(dg)
+            out[obj.name] = np.array([tuple(ev.matrix_world @ v.co) for v in ev.data.vertices])
+    return out
+
+
+def _dead_drivers():
+    """(id name, data path) of the drivers of EnvFX's node groups that Blender gave up on."""
+    return sorted((tree.name, fc.data_path) for tree in bpy.data.node_groups
+                  if tree.get("envfx_kind") and tree.animation_data
+                  for fc in tree.animation_data.drivers if not (fc.driver.is_valid and fc.is_valid))
+
+
+def _open_while_disabled(path, disable_addon):
+    """Disable EnvFX, open ``path`` and evaluate it (Blender gives up on the drivers that read EnvFX settings)."""
+    disable_addon()
+    bpy.ops.wm.open_mainfile(filepath=path)
+    bpy.context.scene.frame_set(1)
+    bpy.context.evaluated_depsgraph_get()
+    dead = _dead_drivers()
+    assert {name for name, _ in dead} >= {"EnvFX Bend", "EnvFX Wind", "EnvFX Snow Trails", "EnvFX Snow Coverage"}
+
+
+def _assert_effects_like(reference):
+    import numpy as np
+
+    got = _evaluated()
+    assert got.keys() == reference.keys()
+    for name in reference:
+        np.testing.assert_allclose(got[name], reference[name], atol=1e-5, err_msg=name)
+
+
+def _assert_bend_follows_settings(envfx):
+    scene = bpy.context.scene
+    before = _evaluated()["Cube"][:, 2].min()
+    scene.envfx.bend.strength = 0.06
+    scene.frame_set(1)
+    assert _evaluated()["Cube"][:, 2].min() < before - 0.5   # a bigger drop (-7.05 -> -8.26 without the wind)
+
+
+def test_enabling_envfx_with_a_file_open_brings_its_effects_back(envfx, addon_switch, tmp_path):
+    """A file with a bend, wind and snow trails, opened while EnvFX is disabled (a colleague's file, EnvFX not
+    enabled yet): enabling EnvFX gives what opening the file with EnvFX enabled gives, and the effects follow
+    their settings again."""
+    enable_addon, disable_addon = addon_switch
+    path = str(tmp_path / "effects.blend")
+    _effects_file(envfx, path)
+    bpy.ops.wm.open_mainfile(filepath=path)
+    bpy.context.scene.frame_set(1)
+    reference = _evaluated()
+    assert reference["Cube"][:, 2].min() < -5.0            # bent
+    try:
+        _open_while_disabled(path, disable_addon)
+    finally:
+        module = enable_addon()
+    assert _dead_drivers() == []
+    _assert_effects_like(reference)
+    _assert_bend_follows_settings(module)
+
+
+def test_add_bend_wind_and_trails_repair_drivers_blender_gave_up_on(envfx, addon_switch, tmp_path, monkeypatch):
+    """Add Bend, Add Wind and Add Trails revive their group's drivers when Blender has given up on them (here:
+    EnvFX re-enabled without reviving the open file)."""
+    enable_addon, disable_addon = addon_switch
+    path = str(tmp_path / "effects.blend")
+    _effects_file(envfx, path)
+    bpy.ops.wm.open_mainfile(filepath=path)
+    bpy.context.scene.frame_set(1)
+    reference = _evaluated()
+    monkeypatch.setattr(envfx.handlers, "revive_open_file", lambda: None)
+    try:
+        _open_while_disabled(path, disable_addon)
+    finally:
+        module = enable_addon()
+    assert _dead_drivers()
+    scene = bpy.context.scene
+    cube, snow = bpy.data.objects["Cube"], next(o for o in scene.objects if module.operators.snow.is_snow_object(o))
+    module.operators.bend.add_bend(scene, [cube])
+    module.operators.wind.add_wind(scene, [cube])
+    module.operators.snow.add_trails(scene, [snow])
+    assert _dead_drivers() == []
+    scene.frame_set(1)
+    _assert_effects_like(reference)
+    _assert_bend_follows_settings(module)
+
+
+def test_enabling_while_blender_hides_its_data_waits_and_leaves_no_timer(envfx, addon_switch, capsys, monkeypatch):
+    """Blender registers add-ons at start-up and on Reload Scripts with ``bpy.data`` hidden: enabling then does
+    not touch the file (a file load follows at start-up), and in background mode, which runs no timers (and
+    where Blender 4.2 crashes at exit with one still registered), it leaves no timer behind."""
+    try:
+        import _bpy_restrict_state as restrict
+    except ImportError:  # Blender 4.2
+        import bpy_restrict_state as restrict
+    enable_addon, disable_addon = addon_switch
+    disable_addon()
+    try:
+        with restrict.RestrictBlend(), monkeypatch.context() as patch:
+            # Blender as a Python module: the add-on's ``bpy`` is not the one RestrictBlend hides the data of
+            patch.setattr(bpy, "data", restrict._data_restrict)
+            module = enable_addon()
+    finally:
+        if not hasattr(bpy.types.Scene, "envfx"):
+            module = enable_addon()
+    assert "EnvFX:" not in capsys.readouterr().out
+    assert not bpy.app.timers.is_registered(module.handlers._revive_later)
+    assert bpy.ops.envfx.bend_add() == {"FINISHED"}

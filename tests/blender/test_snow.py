@@ -856,10 +856,17 @@ def test_bake_drives_the_snow_like_the_live_trails(envfx, tmp_path, sequence):
     assert "EnvFX Snow Buffer" not in [m.name for m in snow.modifiers]
 
 
-def test_drive_from_bake_without_bake(envfx, tmp_path):
+@pytest.mark.parametrize("folder, msg", [
+    ("{tmp}", "No baked buffer in '.*': bake the interaction buffer first"),
+    # the default: named as Bake Interaction Buffer names it
+    ("", r"No output folder: set the Snow bake's Output Folder \(scene\.envfx\.snow\.output_dir\)"),
+    ("  ", "No output folder: set the Snow bake's Output Folder"),
+    ("//snow_buffer", "relative to the .blend file, which is not saved yet: save the file first"),
+])
+def test_drive_from_bake_without_bake(envfx, tmp_path, folder, msg):
     scene, snow, actors = snow_scene(envfx, spacing=0.2)
-    scene.envfx.snow.output_dir = str(tmp_path)
-    with pytest.raises(RuntimeError, match="No baked buffer"):
+    scene.envfx.snow.output_dir = folder.format(tmp=tmp_path)
+    with pytest.raises(RuntimeError, match=msg):
         bpy.ops.envfx.snow_drive_from_bake()
     assert [m.name for m in snow.modifiers] == []
 

@@ -766,6 +766,41 @@ def test_animated_bake_builds_the_field_only_at_key_frames(tmp_path, monkeypatch
     assert keys == [0, 4, 6] and at(5) == (4, 6, 0.5) and at(4) == (4, 6, 0.0)
 
 
+def test_memory_estimate_counts_the_key_frames_without_listing_them(monkeypatch):
+    """The panel redraws the estimate on every change: it counts the key frames arithmetically. On small cases it
+    equals the estimate from the listed key frames (field_times); at the largest Frames it lists nothing (no
+    memory grows with the frames: a set of every key frame took ~60 MB at a million frames) and is refused
+    beyond it."""
+    import tracemalloc
+
+    cases = [dict(frames=frames, field_interval=k, time_step=ts, noise_speed=ns, save_field=save)
+             for frames in range(1, 30) for k in (1, 2, 3, 4, 7, 28, 29, 50)
+             for ts, ns in ((0.002, 0.6), (0.0, 0.6), (0.002, 0.0)) for save in ("", "f.npz")]
+    new = [gg.estimate_memory(gg.GasGiantParams(**c)) for c in cases]
+    for c in cases:
+        assert gg.key_frame_count(gg.GasGiantParams(**c)) == len(gg.field_times(gg.GasGiantParams(**c))[0]), c
+    monkeypatch.setattr(gg, "key_frame_count", lambda p: len(gg.field_times(p)[0]))  # the old estimate
+    assert new == [gg.estimate_memory(gg.GasGiantParams(**c)) for c in cases]
+    monkeypatch.undo()
+
+    def listing(*_args):
+        raise AssertionError("the estimate listed the key frames")
+
+    monkeypatch.setattr(gg, "field_times", listing)
+    huge = gg.GasGiantParams(frames=gg.MAX_FRAMES, field_interval=1, save_field="f.npz")
+    tracemalloc.start()
+    try:
+        est = gg.estimate_memory(huge)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 100_000
+    assert est > (gg.MAX_FRAMES - 1) * 6 * (huge.field_size + 2) ** 2 * 28  # each key field kept until saved
+    huge.validate()
+    with pytest.raises(gg.GasGiantError, match=r"Frames 1048575: at most 1048574 \(Blender's last frame"):
+        dataclasses.replace(huge, frames=gg.MAX_FRAMES + 1).validate()
+
+
 def test_interpolated_field_is_tangent_and_frames_stay_continuous(tmp_path):
     params = gg.GasGiantParams(field_size=64, vortices=3, seed=2)
     a = gg.build_field(params, 0.0)

@@ -336,6 +336,8 @@ def test_gasgiant_limits():
     m = quoted(r"the command line names its option, e\.g\. `(--[\w-]+) (\w+): ([^`]+)`")
     assert m.group(1) == "--turbulence"  # the message itself: tests/blender/test_readme.py
     assert hasattr(gasgiant, "FLOAT_RANGES") and "noise_speed" in gasgiant.FLOAT_RANGES
+    frames = quoted(r"\*\*Animated bakes\*\* \(`frames` > 1, at most ([\d,]+): Blender's last frame").group(1)
+    assert int(frames.replace(",", "")) == gasgiant.MAX_FRAMES
 
 
 def test_snow_bake_files_and_json(tmp_path):
