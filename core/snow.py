@@ -505,14 +505,23 @@ def wobble_peak(zeta: float) -> float:
 
 
 def _oscillator_matrix(freq, zeta, dt):
-    """Exact one-step transition of x'' + 2 zeta w x' + w^2 x = 0 for state (x, v)."""
+    """Exact one-step transition of x'' + 2 zeta w x' + w^2 x = 0 for state (x, v): exp(A dt) of the 2x2 system
+    matrix A in closed form, exp(M) = e^mu (cosh(d) I + sinh(d)/d (M - mu I)) with mu = tr(M)/2 and
+    d^2 = mu^2 - det(M) (cos and sin for d^2 < 0). Unlike an eigen-decomposition it holds at critical damping
+    (zeta = 1), where A has a single eigenvector and the decomposition gave whatever rounding made of it."""
     w = 2.0 * math.pi * freq
-    if w == 0:
-        return np.array([[1.0, dt], [0.0, 1.0]])
-    a = np.array([[0.0, 1.0], [-w * w, -2.0 * zeta * w]])
-    vals, vecs = np.linalg.eig(a)
-    m = vecs @ np.diag(np.exp(vals * dt)) @ np.linalg.inv(vecs)
-    return np.real(m)
+    m = np.array([[0.0, 1.0], [-w * w, -2.0 * zeta * w]]) * dt
+    mu = 0.5 * (m[0, 0] + m[1, 1])
+    d2 = mu * mu - (m[0, 0] * m[1, 1] - m[0, 1] * m[1, 0])
+    if abs(d2) < 1e-12:
+        c, sd = 1.0 + d2 / 2.0, 1.0 + d2 / 6.0
+    elif d2 > 0:
+        d = math.sqrt(d2)
+        c, sd = math.cosh(d), math.sinh(d) / d
+    else:
+        d = math.sqrt(-d2)
+        c, sd = math.cos(d), math.sin(d) / d
+    return math.exp(mu) * (c * np.eye(2) + sd * (m - mu * np.eye(2)))
 
 
 class HeightField:

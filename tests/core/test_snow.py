@@ -169,6 +169,22 @@ def test_grass_wobble_changes_sign_and_decays_and_ripples_grow():
     assert 0.6 < (fronts[-1] - fronts[0]) / (50 / 24) < 1.4, fronts
 
 
+@pytest.mark.parametrize("freq,zeta", [(1.5, 0.25), (1.5, 1.0), (1.5, 3.0), (0.0, 0.5), (4.0, 0.0)])
+def test_grass_oscillator_step_is_the_exact_solution(freq, zeta):
+    """One step of the grass wobble is exp(A dt), also at critical damping (zeta = 1), where an eigen-decomposition
+    of A is degenerate and gave numbers that depend on the numpy build: a series with scaling and squaring is the
+    reference."""
+    w, dt = 2.0 * np.pi * freq, 1.0 / 24.0
+    a = np.array([[0.0, 1.0], [-w * w, -2.0 * zeta * w]]) * dt / 2 ** 10
+    ref, term = np.eye(2), np.eye(2)
+    for k in range(1, 30):
+        term = term @ a / k
+        ref = ref + term
+    for _ in range(10):
+        ref = ref @ ref
+    np.testing.assert_allclose(snow._oscillator_matrix(freq, zeta, dt), ref, atol=1e-12)
+
+
 @pytest.mark.parametrize("damping", [0.25, 0.6, 1.0, 2.0])
 def test_grass_wobble_swings_out_to_one_as_the_write_up_says(damping):
     """The write-up's grass particles wobble between G = 1 and -1: an actor stepping onto the grass and off it
