@@ -778,6 +778,27 @@ def test_actor_gets_snow_coverage_where_immersed(envfx):
     assert "EnvFX Snow Surfaces" not in bpy.data.collections  # no snow of the scene has trails: it went
 
 
+def test_actor_far_from_the_camera_is_covered_by_the_snow_as_shown(envfx):
+    """Coverage reads the snow as shown: far from the camera the snow lies flat on the ground, so an actor there
+    gets no snow layer above the flat snow drawn around it (only its part below the ground sliver is covered)."""
+    scene, snow, actors = snow_scene(envfx, spacing=0.1, thickness=0.3)
+    a = sphere_object("A", 0.5, actors)
+    a.location = (0.0, 0.0, 0.45)            # bottom at -0.05; the full snow's top at 0.3
+    cam = bpy.data.objects.new("Cam", bpy.data.cameras.new("Cam"))
+    scene.collection.objects.link(cam)
+    cam.location = (0.0, -1000.0, 2.0)
+    scene.camera = cam
+    scene.frame_set(1)
+    assert bpy.ops.envfx.snow_trails_add() == {"FINISHED"}
+    scene.frame_set(1)
+    cov, z = coverage_and_z(envfx, a)
+    rest, off = evaluated_offset(envfx, snow)
+    flat_top = 0.3 * (1.0 - envfx.shader_nodes.snow.GROUND_KEEP)
+    assert float((rest[:, 2] + off).max()) == pytest.approx(flat_top, abs=1e-5)
+    assert np.all(cov[z <= z.min() + 0.02] == 1.0)                 # below the ground sliver
+    assert (z > 0.15).sum() > 10 and np.all(cov[z > flat_top + 0.1 + 1e-4] == 0.0)
+
+
 def test_actor_snow_layer_melts_over_the_melt_time_after_leaving_the_snow(envfx):
     scene, snow, actors = snow_scene(envfx, spacing=0.1, thickness=0.3)
     a = sphere_object("A", 0.5, actors)
