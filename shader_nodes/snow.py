@@ -631,8 +631,9 @@ def _build(tree, occluders: bool):
     # fade * trail + (1 - fade) * (-GROUND_KEEP * thickness): the trail near the camera, the snow flat on the
     # ground beyond Camera Fade End. Snow wholly within Camera Fade Start of the camera (or a scene without an
     # active camera) has nothing to lay flat: then only the held vertices move, by their trail (a per-object
-    # switch, so the near case costs what the trails alone cost). Everything is computed per moved vertex from
-    # its own position and thickness (no pass over the state points, no store)
+    # switch, so the near case costs what the trails alone cost). Everything is computed per vertex from its own
+    # rest position and thickness (no pass over the state points, no store; the state is gathered for the held
+    # vertices only)
     state = sim_out.outputs["State"]
     cell_v = b.named("snow_cell", "INT", label="Read Display Cell").outputs["Attribute"]
     d1_v = ival(sim_out.outputs["Held"], "d1", cell_v, "Vertex Block")
@@ -664,8 +665,10 @@ def _build(tree, occluders: bool):
     dist = b.math("MULTIPLY", b.vmath("DISTANCE", b.node("GeometryNodeInputPosition", "Display Pos").outputs[0],
                                       cam_local.outputs[0]), unit, label="Camera Distance")
     cam_fade = camera_fade(dist, "Camera Fade")
-    trail = b.switch("Trail Here", moved, disp, 0.0)
-    shown = b.math("MULTIPLY_ADD", cam_fade, b.math("SUBTRACT", trail, flat), flat, label="Shown")
+    # fade * trail + (1 - fade) * flat: the held vertices (the only ones whose trail is not 0) and the others
+    # apart, so the state is gathered for the held vertices only
+    shown = b.math("MULTIPLY_ADD", cam_fade, b.math("SUBTRACT", disp, flat), flat, label="Shown")
+    shown_rest = b.math("MULTIPLY", b.math("SUBTRACT", 1.0, cam_fade), flat, label="Shown Untouched")
     # per object: the farthest corner of the snow's bounds (object space, kept on "Cells") from the camera
     def bound(name):
         return b.sample_index(sim_out.outputs["Cells"], b.named(name, "FLOAT_VECTOR", label=f"Read Shown {name}")
@@ -687,9 +690,17 @@ def _build(tree, occluders: bool):
     b.link(sim_out.outputs["Geometry"], near_pos.inputs["Geometry"])
     b.link(moved, near_pos.inputs["Selection"])
     b.link(b.vmath("SCALE", local_up.outputs[0], scale=disp, label="Vertex Offset"), near_pos.inputs["Offset"])
-    flat_pos = b.node("GeometryNodeSetPosition", "Set Position Faded", location=(2700, -200))
-    b.link(sim_out.outputs["Geometry"], flat_pos.inputs["Geometry"])
-    b.link(b.vmath("SCALE", local_up.outputs[0], scale=shown, label="Faded Offset"), flat_pos.inputs["Offset"])
+    # laying flat: the held vertices first, then the others (their positions are still at rest, as the camera
+    # distance wants)
+    held_pos = b.node("GeometryNodeSetPosition", "Set Position Held Faded", location=(2700, -200))
+    b.link(sim_out.outputs["Geometry"], held_pos.inputs["Geometry"])
+    b.link(moved, held_pos.inputs["Selection"])
+    b.link(b.vmath("SCALE", local_up.outputs[0], scale=shown, label="Faded Offset"), held_pos.inputs["Offset"])
+    flat_pos = b.node("GeometryNodeSetPosition", "Set Position Faded", location=(2900, -200))
+    b.link(held_pos.outputs[0], flat_pos.inputs["Geometry"])
+    b.link(b.boolean("NOT", moved, label="Untouched"), flat_pos.inputs["Selection"])
+    b.link(b.vmath("SCALE", local_up.outputs[0], scale=shown_rest, label="Faded Untouched Offset"),
+           flat_pos.inputs["Offset"])
     snow_shown = b.switch("Lay Flat", laying_flat, flat_pos.outputs[0], near_pos.outputs[0], "GEOMETRY")
     joined = b.node("GeometryNodeJoinGeometry", "Snow And Puffs")
     b.link(_puffs_shown(b, sim_out.outputs["Puffs"], invert, values, puffs_on), joined.inputs[0])
