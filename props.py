@@ -708,12 +708,16 @@ class EnvFXSnowSettings(PropertyGroup):
         default=0.04, min=0.0, soft_max=1.0, subtype="DISTANCE", update=_snow_value_changed,
     )
     camera_fade_start: FloatProperty(
-        name="Camera Fade Start", description="Deformation is full up to this distance from the active camera",
+        name="Camera Fade Start",
+        description="Up to this distance from the active camera the snow is shown in full, trails and all; "
+                    "farther it sinks towards the ground (display only: the trails and the bake are unchanged)",
         default=50.0, min=0.0, subtype="DISTANCE",
         update=_snow_value_changed,
     )
     camera_fade_end: FloatProperty(
-        name="Camera Fade End", description="Beyond this distance from the active camera the snow lies flat",
+        name="Camera Fade End",
+        description="Beyond this distance from the active camera the snow lies flat on the ground (2% of its "
+                    "thickness stays), so deep snow far away hides no small objects. No active camera: no fade",
         default=100.0, min=0.0, subtype="DISTANCE",
         update=_snow_value_changed,
     )

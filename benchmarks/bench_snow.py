@@ -7,7 +7,10 @@ The trails are timed against the bare Set Position in interleaved rounds (the ma
 median of the rounds' ratios of median frame times, ``ratio_min`` the best trails frame over the best bare frame;
 ``load`` is the 1-minute load average when the line is printed. The trails run on two vertex layouts of the same
 grid: ``cells`` (vertices cell after cell of the trails' table, as EnvFX's generated snow has them) and ``rows``
-(grid rows, as any other mesh may have them).
+(grid rows, as any other mesh may have them). ``--camera`` places the active camera: ``none`` (the default, an
+empty scene has none: nothing fades), ``near`` (the whole snow within Camera Fade Start: only the trails move) or
+``across`` (2 m above the snow's centre, fading from 20 to 40 m: the far part of the 100 m snow lies flat, every
+vertex moves).
 """
 
 import argparse
@@ -76,7 +79,7 @@ def _use(obj, tree):
     mod.node_group = tree
 
 
-def bench_trails(n_side, n_actors, frames, rounds=3, layout="cells", puffs=False):
+def bench_trails(n_side, n_actors, frames, rounds=3, layout="cells", puffs=False, camera="none"):
     import bpy
     import conftest
 
@@ -103,6 +106,13 @@ def bench_trails(n_side, n_actors, frames, rounds=3, layout="cells", puffs=False
         a.keyframe_insert("location", frame=frames + 1)
     scene.envfx.snow.actors = actors
     scene.envfx.snow.puffs = puffs
+    if camera != "none":
+        cam = bpy.data.objects.new("Camera", bpy.data.cameras.new("Camera"))
+        scene.collection.objects.link(cam)
+        scene.camera = cam
+        cam.location = (0.0, 0.0, 2.0)
+        s = scene.envfx.snow
+        s.camera_fade_start, s.camera_fade_end = (200.0, 400.0) if camera == "near" else (20.0, 40.0)
     scene.frame_start, scene.frame_end = 1, frames + 1
     scene.frame_set(1)
     envfx.operators.snow.add_trails(scene, [snow])
@@ -198,7 +208,8 @@ def bench_trails(n_side, n_actors, frames, rounds=3, layout="cells", puffs=False
     tree.links.new(sp.outputs[0], go.inputs[0])
     scene.frame_set(1)
     state_floor, _ = _time_frames(scene, frames)
-    emit(bench="trails_per_frame", layout=layout, puffs=puffs, vertices=n_side * n_side, actors=n_actors, frames=frames,
+    emit(bench="trails_per_frame", layout=layout, puffs=puffs, camera=camera, vertices=n_side * n_side,
+         actors=n_actors, frames=frames,
          rounds=rounds,
          trails_s=round(trails, 4), bare_set_position_s=round(bare, 4),
          ratio=round(float(np.median(round_ratios)), 2), round_ratios=[round(x, 2) for x in round_ratios],
@@ -309,6 +320,8 @@ def main():
     p.add_argument("--rounds", type=int, default=5, help="interleaved bare/trails rounds of the trails bench")
     p.add_argument("--frames", type=int, default=20, help="frames per round of the trails bench")
     p.add_argument("--puffs", action="store_true", help="trails with snow puffs on (default: off, as in a new scene)")
+    p.add_argument("--camera", default="none", help="active camera of the trails bench: none, near (all the snow "
+                   "within Camera Fade Start) or across (the fade crosses the snow; its far part lies flat)")
     p.add_argument("--layout", default="cells,rows",
                    help="snow vertex layouts of the trails bench: cells (as generated), rows (any other mesh)")
     args = p.parse_args()
@@ -322,8 +335,9 @@ def main():
                        2 if args.quick else 3)
     if "trails" in only:
         for layout in args.layout.split(","):
-            bench_trails(100 if args.quick else 1000, 32, 5 if args.quick else args.frames, args.rounds, layout,
-                         args.puffs)
+            for camera in args.camera.split(","):
+                bench_trails(100 if args.quick else 1000, 32, 5 if args.quick else args.frames, args.rounds, layout,
+                             args.puffs, camera)
 
 
 if __name__ == "__main__":

@@ -353,6 +353,42 @@ def simulate_points(points, tracks, radius, depth, params: StampParams, occluded
     return down, rim
 
 
+# --- what the live trails show ----------------------------------------------------------------------------------
+# The shown snow top (the interaction buffer is the physical state and has none of this): the trail offset,
+# floored a sliver above the ground, and the write-up's camera fade, "The vertex offset fades out with the
+# distance from the camera, lowering the snow flat with the ground surface further away from the player ... and
+# preventing the deep snow from visually covering up and hiding smaller objects": far from the camera the snow
+# lies flat on the ground (a sliver of 1 - GROUND_KEEP of its thickness stays, so the snow and the terrain never
+# fight for the same depth), in between the shown top blends from the trail-deformed top to the flat one.
+
+GROUND_KEEP = 0.98  # the shown snow top never goes lower than this fraction of its thickness below its rest top
+
+
+def camera_fade(points, camera, start, end):
+    """Weight (N,) of the snow's own height at world points (N, 3): 1 up to ``start`` from the ``camera`` (its
+    world location), falling linearly to 0 at ``end`` (``end`` at or below ``start``: a step at ``start``).
+    ``camera`` None (the scene has no active camera): 1 everywhere, no fade."""
+    p = np.asarray(points, dtype=np.float64).reshape(-1, 3)
+    if camera is None:
+        return np.ones(p.shape[0])
+    d = np.linalg.norm(p - np.asarray(camera, dtype=np.float64).reshape(1, 3), axis=1)
+    span = max(float(end) - float(start), 1e-6)
+    return np.clip(1.0 - (d - float(start)) / span, 0.0, 1.0)
+
+
+def shown_offset(down, rim, thickness=None, fade=1.0, keep=GROUND_KEEP):
+    """World-Z offset of the shown snow top from its rest top: ``fade`` (``camera_fade``) blends the trail
+    (rim - down, never lower than ``keep`` x thickness) into the snow lying flat on the ground (-``keep`` x
+    thickness). ``thickness`` None (trails on a mesh that is no generated snow, without ``snow_thickness``): no
+    ground to clamp to or lie on, only the trail fades."""
+    trail = np.asarray(rim, dtype=np.float64) - np.asarray(down, dtype=np.float64)
+    fade = np.asarray(fade, dtype=np.float64)
+    if thickness is None:
+        return fade * trail
+    flat = -keep * np.asarray(thickness, dtype=np.float64)
+    return fade * np.maximum(trail, flat) + (1.0 - fade) * flat
+
+
 # --- puffs --------------------------------------------------------------------------------------------------
 # The write-up's snow particles "on impact": where an actor pushes the snow down, some of the pushed vertices
 # throw a puff of snow up; puffs fly under gravity, shrink and vanish at the end of their life. The live trails

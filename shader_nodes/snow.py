@@ -29,8 +29,10 @@
   point's vertex position is gathered from "Sorted"); then the stamp, vertical fade, persistence and occluders
   follow the core's formulas node for node;
 - after the zone the vertices of held cells read their state at block start + rank (two gathers, no search)
-  and move by ``max(rim - down, -0.98 snow_thickness)`` along world Z, faded out with their distance to the
-  active camera (the others stay).
+  and move by ``max(rim - down, -0.98 snow_thickness)`` along world Z; with the camera fade every vertex moves
+  by ``fade * trail + (1 - fade) * (-0.98 snow_thickness)``, so beyond Camera Fade End the snow lies flat on the
+  ground (``core.snow.shown_offset``; snow wholly within Camera Fade Start, or no active camera: only the
+  trails).
 
 Numbers the user tweaks (rim, fades, refill) are Value nodes driven by ``scene.envfx.snow``.
 """
@@ -47,7 +49,7 @@ from . import common
 GROUP_NAME = "EnvFX Snow Trails"
 KIND = "snow_trails"  # one group per scene (common.ensure_scene_group)
 MATERIAL_NAME = "EnvFX Snow"
-VERSION = 26
+VERSION = 27
 # FLOAT_VECTOR attribute of the state cloud's points: (down, rim) of core.snow's trail state, and how much deeper
 # the vertex was pushed this frame (the puffs; only meaningful on the points near a path this frame)
 STATE = "snow_trail"
@@ -59,8 +61,8 @@ CELLS = core_snow.TRAIL_CELLS  # the lookup table that limits the nearest-path s
 COARSE = 4  # cells per side of a block of the coarse table that limits the cells' nearest-path search
 
 # the displayed snow never goes below this fraction of its thickness (a thin layer stays on the ground, so the
-# snow and the terrain under it never fight for the same depth)
-GROUND_KEEP = 0.98
+# snow and the terrain under it never fight for the same depth): core.snow's, which its twin shown_offset uses
+GROUND_KEEP = core_snow.GROUND_KEEP
 GRAVITY = "Gravity Z"  # Value node driven by the scene's gravity (z), for the puffs
 
 DRIVEN = {
@@ -590,7 +592,28 @@ def _build(tree, occluders: bool):
     b.link(snow_geo, sim_out.inputs["Geometry"])
     b.link(actors_now, sim_out.inputs["Actors"])
     puffs_on = b.compare("GREATER_THAN", values["Puffs"], 0.5, data_type="FLOAT", label="Puffs Wanted")
-    b.link(_puffs_step(b, geo, near_pt, P, sim_in, dt, values, puffs_on), sim_out.inputs["Puffs"])
+    # the active camera (world location; none: Object Info gives scale 0, and the snow is shown as near it)
+    cam = b.node("GeometryNodeInputActiveCamera", "Camera")
+    cam_info = b.node("GeometryNodeObjectInfo", "Camera Info", transform_space="ORIGINAL")
+    b.link(cam.outputs[0], cam_info.inputs["Object"])
+    has_cam = b.compare("GREATER_THAN", b.vmath("LENGTH", cam_info.outputs["Scale"]), 0.0, data_type="FLOAT",
+                        label="Has Camera")
+    span = b.math("MAXIMUM", b.math("SUBTRACT", values["Camera Fade End"], values["Camera Fade Start"]), 1e-6,
+                  label="Camera Fade Span")
+
+    def camera_fade(dist, label):  # core.snow.camera_fade
+        return b.clamp01(b.math("SUBTRACT", 1.0, b.math("DIVIDE", b.math(
+            "SUBTRACT", dist, values["Camera Fade Start"]), span)), label=label)
+
+    # a puff starts at the shown snow top: lowered with the snow where the camera fade lays it flat
+    puff_fade = b.switch("Puff Camera Fade", has_cam, camera_fade(
+        b.vmath("DISTANCE", P, cam_info.outputs["Location"]), "Puff Fade"), 1.0)
+    puff_flat = b.math("MULTIPLY", b.sample_index(sorted_pts, thick_node.outputs["Attribute"], sidx,
+                                                  label="Puff Vertex Thickness"), -GROUND_KEEP, label="Puff Flat")
+    puff_start = b.vmath("ADD", P, b.combine_xyz(0.0, 0.0, b.math("MULTIPLY", b.math("SUBTRACT", 1.0, puff_fade),
+                                                                   puff_flat), label="Puff Lowered"),
+                         label="Puff Start")
+    b.link(_puffs_step(b, geo, near_pt, puff_start, sim_in, dt, values, puffs_on), sim_out.inputs["Puffs"])
     for name in ("edge", "pnear"):  # per frame only: not kept in the cache
         drop = b.node("GeometryNodeRemoveAttribute", f"Drop {name}")
         b.link(geo, drop.inputs["Geometry"])
@@ -601,10 +624,16 @@ def _build(tree, occluders: bool):
     b.link(sorted_pts, sim_out.inputs["Sorted"])
     b.link(cells_static, sim_out.inputs["Cells"])
 
-    # --- display: each vertex of a held cell reads its state at block start + rank (two gathers, no search) and
-    # moves along world Z by max(rim - down, -GROUND_KEEP * its snow thickness), faded out with its distance to
-    # the active camera; the others stay. Everything is computed per moved vertex from its own position and
-    # thickness (no pass over the state points, no store)
+    # --- display: each vertex of a held cell reads its state at block start + rank (two gathers, no search);
+    # its trail moves it along world Z by max(rim - down, -GROUND_KEEP * its snow thickness). With the camera
+    # fade (the write-up: "The vertex offset fades out with the distance from the camera, lowering the snow flat
+    # with the ground surface further away"; core.snow.shown_offset) every vertex moves by
+    # fade * trail + (1 - fade) * (-GROUND_KEEP * thickness): the trail near the camera, the snow flat on the
+    # ground beyond Camera Fade End. Snow wholly within Camera Fade Start of the camera (or a scene without an
+    # active camera) has nothing to lay flat: then only the held vertices move, by their trail (a per-object
+    # switch, so the near case costs what the trails alone cost). Everything is computed per vertex from its own
+    # rest position and thickness (no pass over the state points, no store; the state is gathered for the held
+    # vertices only)
     state = sim_out.outputs["State"]
     cell_v = b.named("snow_cell", "INT", label="Read Display Cell").outputs["Attribute"]
     d1_v = ival(sim_out.outputs["Held"], "d1", cell_v, "Vertex Block")
@@ -615,15 +644,13 @@ def _build(tree, occluders: bool):
     vertex_state = b.node("ShaderNodeSeparateXYZ", "Vertex State")
     b.link(b.sample_index(state, b.named(STATE, data_type="FLOAT_VECTOR", label="Read Out State")
                           .outputs["Attribute"], at, "FLOAT_VECTOR", label="Gather State"), vertex_state.inputs[0])
-    # a mesh without snow_thickness (trails on any mesh) is never clamped to a ground
+    # a mesh without snow_thickness (trails on any mesh) is never clamped to a ground, nor laid flat
     thick_v = b.named("snow_thickness", label="Read Vertex Thickness")
     vertex_thickness = b.math("MULTIPLY_ADD", b.math("SUBTRACT", 1.0, thick_v.outputs["Exists"]), 1.0e6,
                               thick_v.outputs["Attribute"], label="Vertex Thickness")
     disp = b.math("MAXIMUM", b.math("SUBTRACT", vertex_state.outputs["Y"], vertex_state.outputs["X"]),
                   b.math("MULTIPLY", vertex_thickness, -GROUND_KEEP), label="Displacement")
-    cam = b.node("GeometryNodeInputActiveCamera", "Camera")
-    cam_info = b.node("GeometryNodeObjectInfo", "Camera Info", transform_space="ORIGINAL")
-    b.link(cam.outputs[0], cam_info.inputs["Object"])
+    flat = b.math("MULTIPLY", thick_v.outputs["Attribute"], -GROUND_KEEP, label="Flat On Ground")
     # in object space (the camera moved there once per object, not every vertex to world space); exact for
     # uniform scale, an approximation for non-uniform scale
     cam_inv = b.node("FunctionNodeInvertMatrix", "Invert For Camera")
@@ -634,33 +661,58 @@ def _build(tree, occluders: bool):
     scale_x = b.node("FunctionNodeTransformDirection", "Scale X")
     b.link(matrix, scale_x.inputs["Transform"])
     scale_x.inputs["Direction"].default_value = (1.0, 0.0, 0.0)
+    unit = b.vmath("LENGTH", scale_x.outputs[0], label="Object Scale")
     dist = b.math("MULTIPLY", b.vmath("DISTANCE", b.node("GeometryNodeInputPosition", "Display Pos").outputs[0],
-                                      cam_local.outputs[0]),
-                  b.vmath("LENGTH", scale_x.outputs[0]), label="Camera Distance")
-    span = b.math("MAXIMUM", b.math("SUBTRACT", values["Camera Fade End"], values["Camera Fade Start"]), 1e-6)
-    cam_fade = b.clamp01(b.math("SUBTRACT", 1.0, b.math("DIVIDE", b.math("SUBTRACT", dist, values["Camera Fade Start"]),
-                                                        span)), label="Camera Fade")
-    disp = b.math("MULTIPLY", disp, cam_fade, label="Faded")
+                                      cam_local.outputs[0]), unit, label="Camera Distance")
+    cam_fade = camera_fade(dist, "Camera Fade")
+    # fade * trail + (1 - fade) * flat: the held vertices (the only ones whose trail is not 0) and the others
+    # apart, so the state is gathered for the held vertices only
+    shown = b.math("MULTIPLY_ADD", cam_fade, b.math("SUBTRACT", disp, flat), flat, label="Shown")
+    shown_rest = b.math("MULTIPLY", b.math("SUBTRACT", 1.0, cam_fade), flat, label="Shown Untouched")
+    # per object: the farthest corner of the snow's bounds (object space, kept on "Cells") from the camera
+    def bound(name):
+        return b.sample_index(sim_out.outputs["Cells"], b.named(name, "FLOAT_VECTOR", label=f"Read Shown {name}")
+                              .outputs["Attribute"], 0, "FLOAT_VECTOR", label=f"Shown {name}")
+
+    corner = b.vmath("MAXIMUM", b.vmath("ABSOLUTE", b.vmath("SUBTRACT", cam_local.outputs[0], bound("bound_min"))),
+                     b.vmath("ABSOLUTE", b.vmath("SUBTRACT", bound("bound_max"), cam_local.outputs[0])),
+                     label="Farthest Corner")
+    farthest = b.math("MULTIPLY", b.vmath("LENGTH", corner), unit, label="Farthest Distance")
+    laying_flat = b.boolean("AND", has_cam, b.compare("GREATER_THAN", farthest, values["Camera Fade Start"],
+                                                      data_type="FLOAT", label="Beyond Fade Start"),
+                            label="Laying Flat")
     invert = b.node("FunctionNodeInvertMatrix", "Invert")
     b.link(matrix, invert.inputs[0])
     local_up = b.node("FunctionNodeTransformDirection", "Up Local")  # one value per object
     b.link(invert.outputs[0], local_up.inputs["Transform"])
     local_up.inputs["Direction"].default_value = (0.0, 0.0, 1.0)
-    set_pos = b.node("GeometryNodeSetPosition", "Set Position", location=(2700, 0))
-    b.link(sim_out.outputs["Geometry"], set_pos.inputs["Geometry"])
-    b.link(moved, set_pos.inputs["Selection"])
-    b.link(b.vmath("SCALE", local_up.outputs[0], scale=disp, label="Vertex Offset"), set_pos.inputs["Offset"])
-    shown = b.node("GeometryNodeJoinGeometry", "Snow And Puffs")
-    b.link(_puffs_shown(b, sim_out.outputs["Puffs"], invert, values, puffs_on), shown.inputs[0])
-    b.link(set_pos.outputs[0], shown.inputs[0])  # join order: the last link comes first
-    set_pos = shown
-    b.link(set_pos.outputs[0], group_out.inputs[0])
+    near_pos = b.node("GeometryNodeSetPosition", "Set Position", location=(2700, 0))
+    b.link(sim_out.outputs["Geometry"], near_pos.inputs["Geometry"])
+    b.link(moved, near_pos.inputs["Selection"])
+    b.link(b.vmath("SCALE", local_up.outputs[0], scale=disp, label="Vertex Offset"), near_pos.inputs["Offset"])
+    # laying flat: the held vertices first, then the others (their positions are still at rest, as the camera
+    # distance wants)
+    held_pos = b.node("GeometryNodeSetPosition", "Set Position Held Faded", location=(2700, -200))
+    b.link(sim_out.outputs["Geometry"], held_pos.inputs["Geometry"])
+    b.link(moved, held_pos.inputs["Selection"])
+    b.link(b.vmath("SCALE", local_up.outputs[0], scale=shown, label="Faded Offset"), held_pos.inputs["Offset"])
+    flat_pos = b.node("GeometryNodeSetPosition", "Set Position Faded", location=(2900, -200))
+    b.link(held_pos.outputs[0], flat_pos.inputs["Geometry"])
+    b.link(b.boolean("NOT", moved, label="Untouched"), flat_pos.inputs["Selection"])
+    b.link(b.vmath("SCALE", local_up.outputs[0], scale=shown_rest, label="Faded Untouched Offset"),
+           flat_pos.inputs["Offset"])
+    snow_shown = b.switch("Lay Flat", laying_flat, flat_pos.outputs[0], near_pos.outputs[0], "GEOMETRY")
+    joined = b.node("GeometryNodeJoinGeometry", "Snow And Puffs")
+    b.link(_puffs_shown(b, sim_out.outputs["Puffs"], invert, values, puffs_on), joined.inputs[0])
+    b.link(snow_shown, joined.inputs[0])  # join order: the last link comes first
+    b.link(joined.outputs[0], group_out.inputs[0])
 
 
 def _puffs_step(b, state, near_pt, P, sim_in, dt, values, puffs_on):
     """The puffs' frame in the zone (``core.snow.puff_step``): last frame's puffs gain gravity, move and age, the
     dead ones go; the held vertices pushed down this frame (STATE z) throw new ones with chance "Puff Rate"
-    from their world position, launched up and a little sideways (not on the simulation's first frame, where
+    from the shown snow top at their vertex (``P``: the world position, lowered with the snow where the camera
+    fade lays it flat), launched up and a little sideways (not on the simulation's first frame, where
     the actors are put into the snow, not moved). Off ("Puffs" 0): no puffs, no work."""
     seed = b.node("GeometryNodeInputSceneTime", "Puff Time").outputs["Frame"]
 
@@ -708,7 +760,7 @@ def _puffs_step(b, state, near_pt, P, sim_in, dt, values, puffs_on):
     b.link(throwers.outputs["Geometry"], count.inputs[0])
     born = b.node("GeometryNodePoints", "New Puffs")
     b.link(count.outputs["Point Count"], born.inputs["Count"])
-    # a point's world position is P of its vertex (gathered from the thrower)
+    # a point's world position is P of its vertex, the shown snow top (gathered from the thrower)
     b.link(b.sample_index(throwers.outputs["Geometry"], P, b.node("GeometryNodeInputIndex", "Puff Index").outputs[0],
                           "FLOAT_VECTOR", label="Puff Start"), born.inputs["Position"])
     angle = rnd(0.0, 6.283185307, 1.0, "Puff Direction")

@@ -188,9 +188,9 @@ def test_documented_scene_settings_in_prose(envfx):
 NOT_SETTINGS = {
     "bend": {"envfx_bend", "scale_length", "world_vertex_coords"},
     "wind": {"bark", "branch", "frond", "leaf", "leaves", "needle", "trunk", "s", "terrain_z"},
-    "snow": {"bake", "bake_job", "generate_cover", "read_exr", "resolution", "simulate_points", "snow_coverage",
-             "snow_thickness", "stamp_points", "stamp_profile", "timeout", "u", "units_per_blender_unit", "up",
-             "write_exr"},
+    "snow": {"bake", "bake_job", "camera_fade", "generate_cover", "read_exr", "resolution", "shown_offset",
+             "simulate_points", "snow_coverage", "snow_thickness", "stamp_points", "stamp_profile", "timeout", "u",
+             "units_per_blender_unit", "up", "write_exr"},
     "gasgiant": {"alpha", "clamped_fraction", "clamped_texels", "colour_space", "content", "decode_flow",
                  "encode_flow", "engine_normal", "engine_right", "engine_slots", "engine_up", "flow", "format",
                  "gasgiant_flow", "gasgiant_nx", "gasgiant_ny", "gasgiant_nz", "gasgiant_px", "gasgiant_py",

@@ -778,6 +778,27 @@ def test_actor_gets_snow_coverage_where_immersed(envfx):
     assert "EnvFX Snow Surfaces" not in bpy.data.collections  # no snow of the scene has trails: it went
 
 
+def test_actor_far_from_the_camera_is_covered_by_the_snow_as_shown(envfx):
+    """Coverage reads the snow as shown: far from the camera the snow lies flat on the ground, so an actor there
+    gets no snow layer above the flat snow drawn around it (only its part below the ground sliver is covered)."""
+    scene, snow, actors = snow_scene(envfx, spacing=0.1, thickness=0.3)
+    a = sphere_object("A", 0.5, actors)
+    a.location = (0.0, 0.0, 0.45)            # bottom at -0.05; the full snow's top at 0.3
+    cam = bpy.data.objects.new("Cam", bpy.data.cameras.new("Cam"))
+    scene.collection.objects.link(cam)
+    cam.location = (0.0, -1000.0, 2.0)
+    scene.camera = cam
+    scene.frame_set(1)
+    assert bpy.ops.envfx.snow_trails_add() == {"FINISHED"}
+    scene.frame_set(1)
+    cov, z = coverage_and_z(envfx, a)
+    rest, off = evaluated_offset(envfx, snow)
+    flat_top = 0.3 * (1.0 - envfx.shader_nodes.snow.GROUND_KEEP)
+    assert float((rest[:, 2] + off).max()) == pytest.approx(flat_top, abs=1e-5)
+    assert np.all(cov[z <= z.min() + 0.02] == 1.0)                 # below the ground sliver
+    assert (z > 0.15).sum() > 10 and np.all(cov[z > flat_top + 0.1 + 1e-4] == 0.0)
+
+
 def test_actor_snow_layer_melts_over_the_melt_time_after_leaving_the_snow(envfx):
     scene, snow, actors = snow_scene(envfx, spacing=0.1, thickness=0.3)
     a = sphere_object("A", 0.5, actors)
@@ -906,12 +927,15 @@ def test_drive_from_bake_refuses_an_image_sequence_below_frame_0(envfx, tmp_path
     assert [m.name for m in snow.modifiers] == [] and sorted(bpy.data.images.keys()) == images
 
 
-def test_deformation_fades_with_camera_distance(envfx):
+def test_snow_lies_flat_far_from_the_camera(envfx):
+    """The write-up: "The vertex offset fades out with the distance from the camera, lowering the snow flat with
+    the ground surface further away from the player ... preventing the deep snow from visually covering up and
+    hiding smaller objects." Within Camera Fade Start the trails as they are; beyond Camera Fade End the snow
+    top on the ground (a sliver of 1 - GROUND_KEEP of its thickness above it), trails or not; in between the
+    linear blend, as core.snow.shown_offset. Without an active camera nothing fades."""
     scene, snow, actors = snow_scene(envfx, spacing=0.1, size=8.0)
-    near = sphere_object("Near", 0.5, actors)
-    near.location = (-3.0, 0.0, 0.5)
-    far = sphere_object("Far", 0.5, actors)
-    far.location = (3.0, 0.0, 0.5)
+    sphere_object("Near", 0.5, actors).location = (-3.0, 0.0, 0.5)
+    sphere_object("Far", 0.5, actors).location = (3.0, 0.0, 0.5)
     sphere_object("Mid", 0.5, actors).location = (0.5, 0.0, 0.5)       # ~4 from the camera: half faded
     cam = bpy.data.objects.new("Cam", bpy.data.cameras.new("Cam"))
     scene.collection.objects.link(cam)
@@ -921,20 +945,38 @@ def test_deformation_fades_with_camera_distance(envfx):
     s.camera_fade_start, s.camera_fade_end = 3.0, 5.0
     scene.frame_set(1)
     assert bpy.ops.envfx.snow_trails_add() == {"FINISHED"}
-    scene.frame_set(1)
+    specs, _ = envfx.operators.snow.actor_specs(scene)
+    tracks = run_frames(scene, 1, 1, [n for n, *_ in specs], [o for *_, o in specs])
     rest, got = evaluated_offset(envfx, snow)
+    core = envfx.core.snow
+    thick = thickness_of(snow)
+    down, rim = core.simulate_points(rest, tracks, [r for _, r, _, _ in specs], [d for _, _, d, _ in specs],
+                                     envfx.operators.snow.stamp_params(scene))
+    fade = core.camera_fade(rest, (-3.0, 0.0, 2.0), 3.0, 5.0)
+    np.testing.assert_allclose(got, core.shown_offset(down, rim, thick, fade), atol=1e-5)
+    keep = envfx.shader_nodes.snow.GROUND_KEEP
+    trails = np.maximum(rim - down, -keep * thick)
     dist = np.linalg.norm(rest - np.array([-3.0, 0.0, 2.0]), axis=1)
-    assert got[dist > 5.0].min() == 0.0 and got[dist > 5.0].max() == 0.0   # flat far away
-    assert got[dist < 3.0].min() < -0.2                                      # full trail nearby
-    mid = (dist > 3.2) & (dist < 4.8) & (np.abs(rest[:, 0] + 3.0) < 0.2)
-    assert mid.any()
-    # the fade is linear in the distance: against the same trails with the fade pushed out of the way
+    far = dist > 5.0
+    assert (far & (thick > 0.29)).sum() > 300 and (far & (trails < -0.2)).any()
+    np.testing.assert_allclose(got[far], -keep * thick[far], atol=1e-5)              # flat on the ground
+    assert np.all(rest[far, 2] + got[far] <= 0.3 * (1 - keep) + 1e-5)               # the top at the ground
+    near = dist < 3.0
+    np.testing.assert_allclose(got[near], trails[near], atol=1e-5)                   # as the trails alone
+    assert got[near].min() < -0.2 and got[near].max() > 0.0 and (got[near] == 0.0).sum() > 100
+    mid = (dist > 3.2) & (dist < 4.8) & (thick > 0.29) & (np.abs(trails) < 1e-6)     # untouched snow, half way
+    assert mid.sum() > 100
+    assert np.all(got[mid] < -0.01) and np.all(got[mid] > -keep * thick[mid] + 0.01)
+    np.testing.assert_allclose(got[mid], -(1.0 - fade[mid]) * keep * thick[mid], atol=1e-5)
+    # the fade pushed out of the way: the trails alone, everywhere
     s.camera_fade_start, s.camera_fade_end = 100.0, 200.0
     scene.frame_set(1)
-    _rest, unfaded = evaluated_offset(envfx, snow)
-    partly = (dist > 3.2) & (dist < 4.8) & (unfaded < -0.05)
-    assert partly.sum() > 20 and np.all(np.abs(got[partly]) < np.abs(unfaded[partly]))
-    np.testing.assert_allclose(got, unfaded * np.clip(1.0 - (dist - 3.0) / 2.0, 0.0, 1.0), atol=1e-5)
+    np.testing.assert_allclose(evaluated_offset(envfx, snow)[1], trails, atol=1e-5)
+    # no active camera: nothing fades (not measured from the world origin)
+    s.camera_fade_start, s.camera_fade_end = 0.5, 1.0
+    scene.camera = None
+    scene.frame_set(1)
+    np.testing.assert_allclose(evaluated_offset(envfx, snow)[1], trails, atol=1e-5)
 
 
 def test_snow_material_renders_trails_in_eevee(envfx, tmp_path):
@@ -1224,6 +1266,28 @@ def test_snow_puffs_fly_from_pushed_snow_and_vanish(envfx):
     for f in range(2, 5):
         scene.frame_set(f)
     assert len(_puffs(snow)[0]) == 0
+
+
+def test_puffs_start_on_the_snow_laid_flat_far_from_the_camera(envfx):
+    """Far from the camera the snow lies flat on the ground: the puffs an actor throws there start on that flat
+    snow, not at the full snow's top hanging in the air."""
+    scene, snow, actors = snow_scene(envfx)
+    _walker("A", 0.0, actors)
+    cam = bpy.data.objects.new("Cam", bpy.data.cameras.new("Cam"))
+    scene.collection.objects.link(cam)
+    cam.location = (0.0, -1000.0, 2.0)
+    scene.camera = cam
+    s = scene.envfx.snow
+    s.puffs, s.puff_rate, s.puff_lifetime, s.puff_speed, s.puff_size = True, 0.5, 0.5, 2.0, 0.05
+    scene.frame_set(1)
+    assert bpy.ops.envfx.snow_trails_add() == {"FINISHED"}
+    for f in range(1, 5):
+        scene.frame_set(f)
+    pos, _radius = _puffs(snow)
+    assert len(pos) > 20
+    _side, _up_min, up_max = envfx.core.snow.puff_launch_bounds(2.0)
+    flat_top = 0.3 * (1.0 - envfx.shader_nodes.snow.GROUND_KEEP)
+    assert pos[:, 2].max() < flat_top + up_max ** 2 / (2 * 9.81) + 0.02 < 0.3      # thrown from the flat snow
 
 
 def test_another_scene_without_trails_leaves_the_trails_alone(envfx):

@@ -597,6 +597,32 @@ def test_by_trail_cells_keeps_the_mesh():
     assert snow.by_trail_cells(empty).vertices.shape == (0, 3)
 
 
+# --- the shown snow: camera fade ---------------------------------------------------------------------------
+
+def test_camera_fade_lays_the_snow_flat_far_from_the_camera():
+    """The write-up: the vertex offset fades out with the distance from the camera, lowering the snow flat with
+    the ground further away. Near (within start): the trails as they are; beyond end: the top a sliver of
+    1 - GROUND_KEEP of the thickness above the ground, trails or not; in between: linear blend."""
+    pts = np.array([[1.0, 0, 0], [3.0, 0, 0], [4.0, 0, 0], [5.0, 0, 0], [9.0, 0, 0]])
+    fade = snow.camera_fade(pts, (0.0, 0.0, 0.0), 2.0, 6.0)
+    np.testing.assert_allclose(fade, [1.0, 0.75, 0.5, 0.25, 0.0])
+    np.testing.assert_array_equal(snow.camera_fade(pts, None, 2.0, 6.0), 1.0)        # no camera: no fade
+    np.testing.assert_array_equal(snow.camera_fade(pts, (0, 0, 0), 4.0, 4.0), [1, 1, 1, 0, 0])  # a step
+    down = np.array([0.1, 0.0, 0.5, 0.0, 0.2])
+    rim = np.array([0.0, 0.05, 0.0, 0.0, 0.0])
+    thick = np.full(5, 0.3)
+    keep = snow.GROUND_KEEP
+    got = snow.shown_offset(down, rim, thick, fade)
+    trail = np.maximum(rim - down, -keep * thick)                         # near: what the trails alone show
+    assert got[0] == pytest.approx(trail[0]) and trail[2] == pytest.approx(-keep * 0.3)
+    assert got[-1] == pytest.approx(-keep * 0.3)                          # far: flat on the ground
+    np.testing.assert_allclose(got, fade * trail - (1 - fade) * keep * thick)
+    assert np.all(got >= -keep * thick - 1e-12)                            # never below the sliver
+    assert 0.3 + got[-1] == pytest.approx(0.3 * (1 - keep)) and 0 < 1 - keep < 0.05       # a sliver
+    # no snow_thickness (trails on any mesh): nothing to lay flat, the trail fades as before
+    np.testing.assert_allclose(snow.shown_offset(down, rim, None, fade), fade * (rim - down))
+
+
 # --- puffs ------------------------------------------------------------------------------------------------
 
 def test_puff_flight_is_ballistic_and_ends_with_its_life():
