@@ -32,7 +32,7 @@ from . import common
 
 GROUP_NAME = "EnvFX Wind"
 KIND = "wind"  # one group per scene (common.ensure_scene_group)
-VERSION = 11
+VERSION = 12
 
 # Value nodes driven from the scene: label -> data path on the scene
 DRIVEN = {
@@ -228,8 +228,10 @@ def _build(tree):
         local_tree = b.vmath("ADD", local_tree, b.vmath("SCALE", vec, scale=f))
     local_tree.node.label = local_tree.node.name = "Tree Local Offset"
 
-    # grass: ambient figure-eight (per asset) and wobble along the normal, only built into the result for grass
-    grass_amp = mul(val["Ambient"], core_wind.AMBIENT_SCALE, hs)
+    # grass: ambient figure-eight (per asset) and wobble along the normal, only built into the result for grass;
+    # both driven by the effective wind at the origin (``LiveTerms.ambient``): still air leaves the grass still
+    ambient = mul(val["Ambient"], eff, hs)
+    grass_amp = mul(ambient, core_wind.AMBIENT_SCALE)
     po = add(mul(ox, core_wind.OBJECT_PHASE[0]), mul(oy, core_wind.OBJECT_PHASE[1]))
     # the figure-eight's two frequencies and the wobble's, quantised together
     grass_hz = quant3((core_wind.AMBIENT_HZ, 2.0 * core_wind.AMBIENT_HZ, core_wind.WOBBLE_HZ), "Grass Hz")
@@ -256,7 +258,7 @@ def _build(tree):
     grass_extra = transform_dir(inv_m, b.vmath("ADD", e8, tilt), "Grass Extra Local")
     normal = b.node("GeometryNodeInputNormal", "Normal").outputs[0]
     wdot = b.vmath("DOT_PRODUCT", position, b.vector("Wobble Wave", tuple(v / TWO_PI for v in core_wind.WOBBLE_WAVE)))
-    wobble_k = mul(val["Ambient"], core_wind.WOBBLE_SCALE * 8.0, hs)
+    wobble_k = mul(ambient, core_wind.WOBBLE_SCALE * 8.0)
     ww = m("WRAP", add(wdot, mul(sep3(grass_hz, "Grass Hz XYZ")[2], t)), 0.5, -0.5)
     wamp = mul(mul(h, wobble_k), mul(ww, m("MULTIPLY_ADD", m("ABSOLUTE", ww), -2.0, 1.0)))
     grass_anim = b.vmath("ADD", b.vmath("ADD", local_tree, b.vmath("SCALE", grass_extra, scale=h)),

@@ -267,6 +267,38 @@ def test_zero_wind_rest_pose_base_still_and_loop(mods):
     assert np.abs(frames[1] - frames[26]).max() > 1e-2
 
 
+def test_grass_ambient_motion_follows_the_wind_and_still_air_leaves_grass_still(mods):
+    """The grass's ambient motion (figure-eight and wobble) is driven by the wind at the clump (the write-up:
+    "driven by the length of the force field"): the live wind equals its twin at a light, the default and a
+    strong wind, and in still air (gusts or not) the grass, ambient on, stands exactly at rest."""
+    scene = bpy.context.scene
+    w = scene.envfx.wind
+    g = mods.shapes.make_grass(blades=10, height=0.8, seed=2)
+    obj = _mesh_object("Grass", g["positions"], g["faces"],
+                       Matrix.Translation((2.0, 3.0, 0.4)) @ Matrix.Rotation(0.7, 4, "Z"))
+    mods.ops.bake(scene, [obj], ao_samples=0)
+    mods.ops.apply_preset([obj], "GRASS")
+    bpy.data.objects.remove(scene.camera)  # no camera: no tilt, no fade
+    mods.ops.add_wind(scene, [obj])
+    w.ambient, w.loop_frames = 1.0, 96
+    rest = mods.bridge.get_positions(obj.data)
+    moved = {}
+    for strength in (0.25, 1.0, 3.0):
+        w.strength = strength
+        worst = _gn_vs_core(mods, obj, (1, 23, 50))
+        assert worst < 1e-4, (strength, worst)
+        moved[strength] = np.abs(mods.bridge.evaluated_positions(obj, bpy.context.evaluated_depsgraph_get())
+                                 - rest).max()
+    assert 1e-3 < moved[0.25] < moved[1.0] < moved[3.0]
+    w.strength = 0.0
+    for gusts in (0.0, 1.0):
+        w.gust_strength = gusts
+        for frame in (1, 40, 77):
+            scene.frame_set(frame)
+            got = mods.bridge.evaluated_positions(obj, bpy.context.evaluated_depsgraph_get())
+            np.testing.assert_array_equal(got, rest)
+
+
 def test_add_remove_and_settings_reach_modifier(mods):
     tree, (obj,) = _tree(mods, n_branches=2, leaves_per_branch=1)
     _select([obj])
