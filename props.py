@@ -167,7 +167,7 @@ class EnvFXWindSettings(PropertyGroup):
     )
     strength: FloatProperty(
         name="Strength",
-        description="Wind strength (1 = a strong breeze; 0 = still, only grass ambient motion remains)",
+        description="Wind strength (1 = a strong breeze; 0 = still air: nothing moves, grass included)",
         default=1.0, min=0.0, soft_max=3.0, max=100.0, update=_wind_scene_changed,
     )
     gust_strength: FloatProperty(
@@ -188,8 +188,8 @@ class EnvFXWindSettings(PropertyGroup):
     )
     ambient: FloatProperty(
         name="Ambient",
-        description="Grass ambient motion (figure-eight sway and wobble along the normal), even without wind; "
-        "0 turns it off",
+        description="Grass ambient motion (figure-eight sway and wobble along the normal), driven by the wind at "
+        "each clump: about 80% of the grass's motion at 1; 0 turns it off",
         default=1.0, min=0.0, soft_max=2.0, max=10.0, update=_wind_scene_changed,
     )
     grass_tilt: FloatProperty(

@@ -62,9 +62,11 @@ LIVE_ATTRS = (".EnvFX_Wind_B", ".EnvFX_Wind_Bc", ".EnvFX_Wind_Bs", ".EnvFX_Wind_
 BRANCH_MULTS = (1.0, 1.37, 0.83)
 BRANCH_PHASES = (0.0, 1.0, 2.0)
 AMBIENT_HZ = 0.3       # grass figure-eight
-AMBIENT_SCALE = 0.05
+# grass ambient motion per unit of effective wind, in asset heights: the write-up's ambient motion "accounts for
+# about 80% of the total animation" (80% of the animated motion of a GRASS-preset clump in the default wind)
+AMBIENT_SCALE = 0.125
 WOBBLE_HZ = 1.7
-WOBBLE_SCALE = 0.015
+WOBBLE_SCALE = 0.0375
 WOBBLE_WAVE = (2.0, 2.0, 0.0)
 OBJECT_PHASE = (0.37, 0.59)
 TILT_SCALE = 0.15      # grass tilt at the top, in asset heights, for a camera looking straight down
@@ -466,7 +468,7 @@ class SceneWind:
     gust_frequency: float = 0.2         # Hz
     loop_frames: int = 0                # 0: no loop
     fps: float = 24.0
-    ambient: float = 1.0                # grass ambient motion (0 = off)
+    ambient: float = 1.0                # grass ambient motion, times the wind at the clump (0 = off)
     grass_tilt: float = 0.5             # grass leans away from a camera that looks down
     fade_start: float = 40.0            # grass animation and size fade from here (m from the camera) ...
     fade_end: float = 80.0              # ... to nothing here; fade_end <= fade_start: no fade
@@ -560,7 +562,9 @@ def live_attributes(positions, height, wind_color) -> dict:
 class LiveTerms:
     """The per-asset single values of one frame of the live wind (what the node group computes once per object).
     Object space offset per vertex: ``(h^2 main + B bend) dir + Bc vc + Bs vs + Rc mc + Rs ms``, with the
-    per-vertex ``h`` and ``LIVE_ATTRS``; ``world_extra`` (grass) is added times ``h`` in world space."""
+    per-vertex ``h`` and ``LIVE_ATTRS``; ``world_extra`` (grass) is added times ``h`` in world space.
+    ``ambient`` (grass): the amplitude factor of the ambient motion, ``scene.ambient * wind * asset_height`` with
+    ``wind`` the effective wind at the asset's origin (``effective_wind``)."""
     main: float
     bend: float
     dir: np.ndarray
@@ -570,6 +574,7 @@ class LiveTerms:
     ms: np.ndarray
     world_extra: np.ndarray
     fade: float
+    ambient: float
 
 
 def live_terms(matrix_world, frame: float, scene: SceneWind, asset: AssetWind, camera_matrix=None) -> LiveTerms:
@@ -601,11 +606,15 @@ def live_terms(matrix_world, frame: float, scene: SceneWind, asset: AssetWind, c
     ms = mamp * np.cos(marg)
 
     extra = np.zeros(3)  # grass: per-asset figure-eight and camera tilt, times h (world)
+    # grass ambient motion (figure-eight and wobble), driven by the wind the grass samples (the write-up: "driven by
+    # the length of the force field"): after the asset's ramp, like the base motion, so the two keep their ratio
+    # at every strength and the ramp shapes the whole grass motion; still air leaves the grass still
+    ambient = scene.ambient * eff * asset.asset_height
     if asset.category == "GRASS":
         fa = float(quantize(AMBIENT_HZ, scene.loop_frames, scene.fps))
         fa2 = float(quantize(2 * AMBIENT_HZ, scene.loop_frames, scene.fps))
         po = OBJECT_PHASE[0] * origin[0] + OBJECT_PHASE[1] * origin[1]
-        aamp = scene.ambient * AMBIENT_SCALE * asset.asset_height
+        aamp = ambient * AMBIENT_SCALE
         extra += np.array([aamp * math.sin(two_pi * fa * t + po),
                            aamp * 0.5 * math.sin(two_pi * fa2 * t + 2 * po), 0.0])
     fade = 1.0
@@ -617,7 +626,7 @@ def live_terms(matrix_world, frame: float, scene: SceneWind, asset: AssetWind, c
         extra += scene.grass_tilt * down * TILT_SCALE * asset.asset_height * away
         fade = grass_fade(cam, origin, scene)
     return LiveTerms(main=main, bend=bend, dir=inv3 @ d, vc=inv3 @ vc, vs=inv3 @ vs, mc=mc, ms=ms,
-                     world_extra=extra, fade=fade)
+                     world_extra=extra, fade=fade, ambient=ambient)
 
 
 def wind_offsets(positions, height, wind_color, normals, matrix_world, frame: float, scene: SceneWind,
@@ -648,7 +657,7 @@ def wind_offsets(positions, height, wind_color, normals, matrix_world, frame: fl
     local = local + h[:, None] * (inv3 @ lt.world_extra)
     nrm = np.asarray(normals, np.float64).reshape(-1, 3)
     fw = float(quantize(WOBBLE_HZ, scene.loop_frames, scene.fps))
-    wamp = scene.ambient * WOBBLE_SCALE * asset.asset_height * h * wave(p @ (np.asarray(WOBBLE_WAVE) / two_pi) + fw * t)
+    wamp = lt.ambient * WOBBLE_SCALE * h * wave(p @ (np.asarray(WOBBLE_WAVE) / two_pi) + fw * t)
     local = local + wamp[:, None] * nrm
     # scale down and stop animating with distance; follow the terrain (placement, not faded)
     local = fade * local + (fade - 1.0) * p

@@ -32,7 +32,7 @@ from . import common
 
 GROUP_NAME = "EnvFX Wind"
 KIND = "wind"  # one group per scene (common.ensure_scene_group)
-VERSION = 10
+VERSION = 12
 
 # Value nodes driven from the scene: label -> data path on the scene
 DRIVEN = {
@@ -228,8 +228,10 @@ def _build(tree):
         local_tree = b.vmath("ADD", local_tree, b.vmath("SCALE", vec, scale=f))
     local_tree.node.label = local_tree.node.name = "Tree Local Offset"
 
-    # grass: ambient figure-eight (per asset) and wobble along the normal, only built into the result for grass
-    grass_amp = mul(val["Ambient"], core_wind.AMBIENT_SCALE, hs)
+    # grass: ambient figure-eight (per asset) and wobble along the normal, only built into the result for grass;
+    # both driven by the effective wind at the origin (``LiveTerms.ambient``): still air leaves the grass still
+    ambient = mul(val["Ambient"], eff, hs)
+    grass_amp = mul(ambient, core_wind.AMBIENT_SCALE)
     po = add(mul(ox, core_wind.OBJECT_PHASE[0]), mul(oy, core_wind.OBJECT_PHASE[1]))
     # the figure-eight's two frequencies and the wobble's, quantised together
     grass_hz = quant3((core_wind.AMBIENT_HZ, 2.0 * core_wind.AMBIENT_HZ, core_wind.WOBBLE_HZ), "Grass Hz")
@@ -256,25 +258,39 @@ def _build(tree):
     grass_extra = transform_dir(inv_m, b.vmath("ADD", e8, tilt), "Grass Extra Local")
     normal = b.node("GeometryNodeInputNormal", "Normal").outputs[0]
     wdot = b.vmath("DOT_PRODUCT", position, b.vector("Wobble Wave", tuple(v / TWO_PI for v in core_wind.WOBBLE_WAVE)))
-    wobble_k = mul(val["Ambient"], core_wind.WOBBLE_SCALE * 8.0, hs)
+    wobble_k = mul(ambient, core_wind.WOBBLE_SCALE * 8.0)
     ww = m("WRAP", add(wdot, mul(sep3(grass_hz, "Grass Hz XYZ")[2], t)), 0.5, -0.5)
     wamp = mul(mul(h, wobble_k), mul(ww, m("MULTIPLY_ADD", m("ABSOLUTE", ww), -2.0, 1.0)))
     grass_anim = b.vmath("ADD", b.vmath("ADD", local_tree, b.vmath("SCALE", grass_extra, scale=h)),
                          b.vmath("SCALE", normal, scale=wamp), label="Grass Anim")
     faded = b.vmath("ADD", b.vmath("SCALE", grass_anim, scale=fade),
                     b.vmath("SCALE", position, scale=m("SUBTRACT", fade, 1.0)), label="Grass Faded")
-    # follow the terrain: a vertical ray (world down) from above each vertex onto the terrain object
-    terrain = b.node("GeometryNodeObjectInfo", "Terrain", transform_space="RELATIVE")
+    # follow the terrain: a vertical ray (world down) from above each vertex onto the terrain object. The rays are
+    # cast in the terrain's own space onto its evaluated mesh as it is (ORIGINAL): every clump then hits the same
+    # mesh, whose BVH tree Blender builds once and keeps (5.0). A RELATIVE Object Info would transform the
+    # terrain into each clump's space: a new mesh, and a new BVH tree, per clump and frame (~7 ms per clump on a
+    # 14.6k-vertex terrain, benchmarks/bench_wind.py). The ray is the same world segment either way.
+    terrain = b.node("GeometryNodeObjectInfo", "Terrain", transform_space="ORIGINAL")
+    to_terrain = b.node("FunctionNodeMatrixMultiply", "Self To Terrain")
+    terrain_inv = b.node("FunctionNodeInvertMatrix", "Terrain Invert")
+    b.link(terrain.outputs["Transform"], terrain_inv.inputs[0])
+    b.link(terrain_inv.outputs[0], to_terrain.inputs[0])
+    b.link(self_info.outputs["Transform"], to_terrain.inputs[1])
     up_local = b.vmath("NORMALIZE", transform_dir(invert.outputs[0], b.vector("Up", (0.0, 0.0, 1.0)), "Up Local"))
     ray = b.node("GeometryNodeRaycast", "Terrain Ray")
     b.link(terrain.outputs["Geometry"], ray.inputs["Target Geometry"])
-    b.link(b.vmath("ADD", position, b.vmath("SCALE", up_local, scale=core_wind.TERRAIN_RAY)),
-           ray.inputs["Source Position"])
-    b.link(b.vmath("SCALE", up_local, scale=-1.0), ray.inputs["Ray Direction"])
-    ray.inputs["Ray Length"].default_value = 2.0 * core_wind.TERRAIN_RAY
+    start = b.node("FunctionNodeTransformPoint", "Ray Start Terrain")
+    b.link(b.vmath("ADD", position, b.vmath("SCALE", up_local, scale=core_wind.TERRAIN_RAY)), start.inputs["Vector"])
+    b.link(to_terrain.outputs[0], start.inputs["Transform"])
+    b.link(start.outputs[0], ray.inputs["Source Position"])
+    # down by 2 TERRAIN_RAY object units of the clump, in the terrain's space (the node normalises the direction)
+    down_t = transform_dir(to_terrain.outputs[0], b.vmath("SCALE", up_local, scale=-2.0 * core_wind.TERRAIN_RAY),
+                           "Ray Down Terrain")
+    b.link(down_t, ray.inputs["Ray Direction"])
+    b.link(b.vmath("LENGTH", down_t), ray.inputs["Ray Length"])
     hit_world = b.node("FunctionNodeTransformPoint", "Hit World")
     b.link(ray.outputs["Hit Position"], hit_world.inputs["Vector"])
-    b.link(self_info.outputs["Transform"], hit_world.inputs["Transform"])
+    b.link(terrain.outputs["Transform"], hit_world.inputs["Transform"])
     _hx, _hy, hz = sep3(hit_world.outputs[0], "Hit XYZ")
     _ox, _oy, oz = sep3(self_info.outputs["Location"], "Origin Z")
     # the ray hits the terrain as its bend draws it: its physical height here is the hit's plus the drop the

@@ -267,6 +267,38 @@ def test_zero_wind_rest_pose_base_still_and_loop(mods):
     assert np.abs(frames[1] - frames[26]).max() > 1e-2
 
 
+def test_grass_ambient_motion_follows_the_wind_and_still_air_leaves_grass_still(mods):
+    """The grass's ambient motion (figure-eight and wobble) is driven by the wind at the clump (the write-up:
+    "driven by the length of the force field"): the live wind equals its twin at a light, the default and a
+    strong wind, and in still air (gusts or not) the grass, ambient on, stands exactly at rest."""
+    scene = bpy.context.scene
+    w = scene.envfx.wind
+    g = mods.shapes.make_grass(blades=10, height=0.8, seed=2)
+    obj = _mesh_object("Grass", g["positions"], g["faces"],
+                       Matrix.Translation((2.0, 3.0, 0.4)) @ Matrix.Rotation(0.7, 4, "Z"))
+    mods.ops.bake(scene, [obj], ao_samples=0)
+    mods.ops.apply_preset([obj], "GRASS")
+    bpy.data.objects.remove(scene.camera)  # no camera: no tilt, no fade
+    mods.ops.add_wind(scene, [obj])
+    w.ambient, w.loop_frames = 1.0, 96
+    rest = mods.bridge.get_positions(obj.data)
+    moved = {}
+    for strength in (0.25, 1.0, 3.0):
+        w.strength = strength
+        worst = _gn_vs_core(mods, obj, (1, 23, 50))
+        assert worst < 1e-4, (strength, worst)
+        moved[strength] = np.abs(mods.bridge.evaluated_positions(obj, bpy.context.evaluated_depsgraph_get())
+                                 - rest).max()
+    assert 1e-3 < moved[0.25] < moved[1.0] < moved[3.0]
+    w.strength = 0.0
+    for gusts in (0.0, 1.0):
+        w.gust_strength = gusts
+        for frame in (1, 40, 77):
+            scene.frame_set(frame)
+            got = mods.bridge.evaluated_positions(obj, bpy.context.evaluated_depsgraph_get())
+            np.testing.assert_array_equal(got, rest)
+
+
 def test_add_remove_and_settings_reach_modifier(mods):
     tree, (obj,) = _tree(mods, n_branches=2, leaves_per_branch=1)
     _select([obj])
@@ -762,6 +794,49 @@ def test_grass_tilt_fade_terrain_match_core(mods, with_camera):
     base = rest[:, 2] <= 1e-6
     np.testing.assert_allclose(got_world[base, 2], tz[base], atol=1e-4)
     np.testing.assert_allclose(got_world[:, :2], world[:, :2], atol=1e-5)
+
+
+def test_terrain_rays_are_cast_in_the_terrain_space_onto_its_mesh_as_it_is(mods):
+    """Speed (``wind_terrain_follow`` in benchmarks/bench_wind.py): every clump casts its rays onto the terrain's
+    evaluated mesh as it is (Object Info in ORIGINAL space), in the terrain's own space, so all clumps hit one mesh
+    whose BVH tree Blender keeps (a RELATIVE Object Info made a new mesh, and tree, per clump and frame). The rays
+    are the same world segments as before: a scaled, rotated terrain far below a scaled clump is hit where the
+    twin says, and only within the rays' reach (``TERRAIN_RAY`` object units of the clump above and below)."""
+    scene = bpy.context.scene
+    w = scene.envfx.wind
+    g = mods.shapes.make_grass(blades=8, height=0.8, seed=3)
+    obj = _mesh_object("Grass", g["positions"], g["faces"], Matrix.Translation((2.0, 3.0, 0.0))
+                       @ Matrix.Rotation(0.7, 4, "Z") @ Matrix.Diagonal((1.5, 2.5, 2.0, 1.0)))
+    mods.ops.bake(scene, [obj], ao_samples=0)
+    mods.ops.apply_preset([obj], "GRASS")
+    bpy.ops.mesh.primitive_plane_add(size=4000.0, location=(5.0, -3.0, -150.0))
+    terrain = bpy.context.active_object
+    terrain.rotation_euler = (0.15, -0.2, 0.9)
+    terrain.scale = (0.1, 0.05, 3.0)
+    bpy.context.view_layer.update()
+    w.terrain_object = terrain
+    w.grass_fade_end = 0.0
+    mods.ops.add_wind(scene, [obj])
+    tree = mods.nodes.group_for(scene)
+    assert tree.nodes["Terrain"].transform_space == "ORIGINAL"
+    assert tree.nodes["Terrain Ray"].inputs["Target Geometry"].links[0].from_node == tree.nodes["Terrain"]
+    mt = np.array(terrain.matrix_world)
+    nrm = np.linalg.inv(mt[:3, :3]).T @ (0.0, 0.0, 1.0)
+    p0 = mt[:3, 3]
+
+    def terrain_z():
+        m = mods.bridge.matrix_to_numpy(obj.matrix_world)
+        world = mods.bridge.get_positions(obj.data).astype(np.float64) @ m[:3, :3].T + m[:3, 3]
+        return p0[2] - (nrm[0] * (world[:, 0] - p0[0]) + nrm[1] * (world[:, 1] - p0[1])) / nrm[2]
+
+    tz = terrain_z()
+    assert (tz < -100.0).all() and (tz > -200.0).all()  # within 200 m below (the clump's z scale is 2), not 100
+    worst = _gn_vs_core(mods, obj, (1, 23), terrain_z=tz)
+    assert worst < 1e-4, worst
+    obj.scale.z = 1.0  # the rays reach 100 m down now: they miss the terrain, the grass does not follow it
+    bpy.context.view_layer.update()
+    worst = _gn_vs_core(mods, obj, (5,), terrain_z=np.full(len(tz), np.nan))
+    assert worst < 1e-4, worst
 
 
 def _bent_grass_on_terrain(mods, envfx):

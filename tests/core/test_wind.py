@@ -340,6 +340,48 @@ def test_grass_tilts_away_from_a_camera_looking_down_and_fades_with_distance():
     np.testing.assert_allclose(halfway, -0.5 * g["positions"], atol=1e-5)
 
 
+def test_grass_ambient_motion_is_driven_by_the_wind_and_is_most_of_it():
+    """The write-up's grass: the ambient motion (figure-eight and wobble) is "driven by the length of the force
+    field", and "the ambient animation large and small together accounts for about 80% of the total animation the
+    rest comes from the wind sample". Still air leaves the grass still; the ambient part scales with the wind the
+    clump samples (after its ramp, like the rest of its motion); with the default wind it is about 80% of the
+    animated motion (RMS over vertices and frames of the offsets minus their mean over the loop)."""
+    g = wind_shapes.make_grass(blades=12, height=0.6, seed=4)
+    res = wind.bake_wind_data(g["positions"], g["edges"])
+    col = wind.pack_channels(res)
+    normals = np.random.default_rng(5).normal(size=g["positions"].shape)
+    normals /= np.linalg.norm(normals, axis=1, keepdims=True)
+    asset = wind.AssetWind(**wind.PRESETS["GRASS"], asset_height=res.asset_height)
+    m = np.eye(4)
+    m[:3, 3] = (3.0, -2.0, 0.5)
+
+    def offsets(**kw):
+        scene = wind.SceneWind(loop_frames=96, **kw)
+        return np.stack([wind.wind_offsets(g["positions"], res.height, col, normals, m, f, scene, asset)
+                         for f in range(0, 96, 3)]).astype(np.float64)
+
+    for gusts in (0.0, 1.0):  # gusts scale the strength: still air stays still
+        assert np.all(offsets(strength=0.0, gust_strength=gusts) == 0.0)
+
+    def ambient_part(strength, **kw):
+        return offsets(strength=strength, **kw) - offsets(strength=strength, ambient=0.0, **kw)
+
+    steady = ambient_part(1.0, gust_strength=0.0)
+    assert np.abs(steady).max() > 0.01
+    k = asset.ramp
+    for strength in (0.25, 3.0):  # steady wind: the ambient part is the ramped wind times one motion
+        ramped = strength * (1 + k) / (1 + k * strength)
+        np.testing.assert_allclose(ambient_part(strength, gust_strength=0.0), ramped * steady, atol=2e-6)
+
+    def motion(o):
+        a = o - o.mean(axis=0, keepdims=True)
+        return float(np.sqrt((a ** 2).sum(-1).mean()))
+
+    without = offsets(ambient=0.0)
+    share = motion(offsets() - without) / (motion(offsets() - without) + motion(without))
+    assert 0.75 < share < 0.85, share
+
+
 def test_multi_stem_bush_stems_root_at_the_ground():
     bush = wind_shapes.make_bush()
     res = wind.bake_wind_data(bush["positions"], bush["edges"])
