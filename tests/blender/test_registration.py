@@ -167,16 +167,22 @@ def _assert_bend_follows_settings(envfx):
     assert _evaluated()["Cube"][:, 2].min() < before - 0.5   # a bigger drop (-7.05 -> -8.26 without the wind)
 
 
+def _effects_file_opened(envfx, tmp_path):
+    """The file with every effect (``_effects_file``) saved and opened with EnvFX enabled: (its path, what its
+    objects show at frame 1)."""
+    path = str(tmp_path / "effects.blend")
+    _effects_file(envfx, path)
+    bpy.ops.wm.open_mainfile(filepath=path)
+    bpy.context.scene.frame_set(1)
+    return path, _evaluated()
+
+
 def test_enabling_envfx_with_a_file_open_brings_its_effects_back(envfx, addon_switch, tmp_path):
     """A file with a bend, wind and snow trails, opened while EnvFX is disabled (a colleague's file, EnvFX not
     enabled yet): enabling EnvFX gives what opening the file with EnvFX enabled gives, and the effects follow
     their settings again."""
     enable_addon, disable_addon = addon_switch
-    path = str(tmp_path / "effects.blend")
-    _effects_file(envfx, path)
-    bpy.ops.wm.open_mainfile(filepath=path)
-    bpy.context.scene.frame_set(1)
-    reference = _evaluated()
+    path, reference = _effects_file_opened(envfx, tmp_path)
     assert reference["Cube"][:, 2].min() < -5.0            # bent
     try:
         _open_while_disabled(path, disable_addon)
@@ -191,11 +197,7 @@ def test_add_bend_wind_and_trails_repair_drivers_blender_gave_up_on(envfx, addon
     """Add Bend, Add Wind and Add Trails revive their group's drivers when Blender has given up on them (here:
     EnvFX re-enabled without reviving the open file)."""
     enable_addon, disable_addon = addon_switch
-    path = str(tmp_path / "effects.blend")
-    _effects_file(envfx, path)
-    bpy.ops.wm.open_mainfile(filepath=path)
-    bpy.context.scene.frame_set(1)
-    reference = _evaluated()
+    path, reference = _effects_file_opened(envfx, tmp_path)
     monkeypatch.setattr(envfx.handlers, "revive_open_file", lambda: None)
     try:
         _open_while_disabled(path, disable_addon)

@@ -49,10 +49,14 @@ def select_only(*objs):
     bpy.context.view_layer.objects.active = objs[0] if objs else None
 
 
-def snow_scene(envfx, spacing=0.1, size=8.0, thickness=0.3, border=0.3):
+def snow_scene(envfx, spacing=0.1, size=8.0, thickness=0.3, border=0.3, segments=8, before_snow=None):
+    """A ground grid covered with snow and an empty actor collection: (scene, snow, actors). ``before_snow(ground)``
+    runs before the snow is made (to bend the ground, for example)."""
     scene = bpy.context.scene
     clear_scene()
-    ground = grid_object("Ground", size=size, segments=8)
+    ground = grid_object("Ground", size=size, segments=segments)
+    if before_snow is not None:
+        before_snow(ground)
     s = scene.envfx.snow
     s.spacing, s.thickness, s.border_width = spacing, thickness, border
     select_only(ground)
@@ -1047,11 +1051,10 @@ def test_trails_on_a_moved_rotated_scaled_snow_object(envfx):
     assert got.min() < -0.2
 
 
-def test_density_mask_texture(envfx):
-    clear_scene()
-    ground = grid_object("Ground", size=4.0, segments=8)
+def _planar_uvs_and_mask(envfx, ground, white_columns):
+    """Planar UVs from x, y on the 4 m ``ground`` (a new UV map), and a 16 x 16 mask image whose first
+    ``white_columns`` columns are white (snow)."""
     ground.data.uv_layers.new(name="UVMap")
-    # planar UVs from x, y
     uv = ground.data.uv_layers.active.uv
     vidx = np.empty(len(ground.data.loops), dtype=np.int32)
     ground.data.loops.foreach_get("vertex_index", vidx)
@@ -1059,8 +1062,15 @@ def test_density_mask_texture(envfx):
     uv.foreach_set("vector", ((co[:, :2] + 2.0) / 4.0).astype(np.float32).ravel())
     img = bpy.data.images.new("Mask", 16, 16, float_buffer=True)
     px = np.zeros((16, 16, 4), dtype=np.float32)
-    px[:, :8, :] = 1.0                                        # left half white = snow
+    px[:, :white_columns, :] = 1.0
     img.pixels.foreach_set(px.ravel())
+    return img
+
+
+def test_density_mask_texture(envfx):
+    clear_scene()
+    ground = grid_object("Ground", size=4.0, segments=8)
+    img = _planar_uvs_and_mask(envfx, ground, white_columns=8)  # left half white = snow
     s = bpy.context.scene.envfx.snow
     s.spacing, s.border_width, s.density_texture = 0.1, 0.0, img
     select_only(ground)
@@ -2171,16 +2181,7 @@ def test_density_texture_on_a_mirrored_tile_follows_its_uvs(envfx):
     clear_scene()
     ground = grid_object("Ground", size=4.0, segments=1)      # two big triangles: swapped UVs would show
     ground.scale = (-1, 1, 1)
-    ground.data.uv_layers.new(name="UVMap")
-    uv = ground.data.uv_layers.active.uv
-    vidx = np.empty(len(ground.data.loops), dtype=np.int32)
-    ground.data.loops.foreach_get("vertex_index", vidx)
-    co = envfx.bridge.get_positions(ground.data)[vidx]
-    uv.foreach_set("vector", ((co[:, :2] + 2.0) / 4.0).astype(np.float32).ravel())
-    img = bpy.data.images.new("Mask", 16, 16, float_buffer=True)
-    px = np.zeros((16, 16, 4), dtype=np.float32)
-    px[:, :4, :] = 1.0                                        # the image's left quarter white = snow
-    img.pixels.foreach_set(px.ravel())
+    img = _planar_uvs_and_mask(envfx, ground, white_columns=4)  # the image's left quarter white = snow
     s = bpy.context.scene.envfx.snow
     s.spacing, s.border_width, s.density_texture = 0.1, 0.0, img
     select_only(ground)
@@ -2282,23 +2283,19 @@ def test_a_bent_actor_away_from_the_player_carves_and_bakes_as_an_unbent_one(env
     player (where the bend drops it ~1 m) was measured with its feet ~1 m low: it sank below the snow and carved
     nothing, live or in the buffer bake. It is measured as before its bend: the same bottom, trail and buffer as an
     unbent actor there."""
-    scene = bpy.context.scene
-    clear_scene()
-    ground = grid_object("Ground", size=40.0, segments=40)
-    player = bpy.data.objects.new("Player", None)
-    scene.collection.objects.link(player)
-    b = scene.envfx.bend
-    b.mode, b.axis, b.pivot, b.strength, b.spread = "RUNNER", "POS_Y", player, 0.01, 2.0
-    select_only(ground)
-    assert bpy.ops.envfx.bend_add() == {"FINISHED"}
+    def bend_ground(ground):
+        scene = bpy.context.scene
+        player = bpy.data.objects.new("Player", None)
+        scene.collection.objects.link(player)
+        b = scene.envfx.bend
+        b.mode, b.axis, b.pivot, b.strength, b.spread = "RUNNER", "POS_Y", player, 0.01, 2.0
+        select_only(ground)
+        assert bpy.ops.envfx.bend_add() == {"FINISHED"}
+        scene.envfx.snow.lods = 0
+
+    scene, snow, actors = snow_scene(envfx, spacing=0.25, size=40.0, thickness=0.4, segments=40,
+                                     before_snow=bend_ground)
     s = scene.envfx.snow
-    s.spacing, s.thickness, s.lods = 0.25, 0.4, 0
-    select_only(ground)
-    assert bpy.ops.envfx.snow_generate() == {"FINISHED"}
-    snow = [o for o in scene.objects if o.get("envfx_snow") == 0][0]
-    actors = bpy.data.collections.new("Actors")
-    scene.collection.children.link(actors)
-    s.actors = actors
     walker = sphere_object("Walker", 0.5, actors)
     walker.envfx.snow.radius, walker.envfx.snow.depth = 0.5, 0.2
     animate(walker, [(1, (0.0, 12.0, 0.3)), (10, (3.0, 12.0, 0.3))])

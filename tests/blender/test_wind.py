@@ -267,17 +267,23 @@ def test_zero_wind_rest_pose_base_still_and_loop(mods):
     assert np.abs(frames[1] - frames[26]).max() > 1e-2
 
 
+def _grass_clump(mods, scene):
+    """A baked grass clump (the GRASS preset) standing turned at (2, 3, 0.4)."""
+    g = mods.shapes.make_grass(blades=10, height=0.8, seed=2)
+    obj = _mesh_object("Grass", g["positions"], g["faces"],
+                       Matrix.Translation((2.0, 3.0, 0.4)) @ Matrix.Rotation(0.7, 4, "Z"))
+    mods.ops.bake(scene, [obj], ao_samples=0)
+    mods.ops.apply_preset([obj], "GRASS")
+    return obj
+
+
 def test_grass_ambient_motion_follows_the_wind_and_still_air_leaves_grass_still(mods):
     """The grass's ambient motion (figure-eight and wobble) is driven by the wind at the clump (the write-up:
     "driven by the length of the force field"): the live wind equals its twin at a light, the default and a
     strong wind, and in still air (gusts or not) the grass, ambient on, stands exactly at rest."""
     scene = bpy.context.scene
     w = scene.envfx.wind
-    g = mods.shapes.make_grass(blades=10, height=0.8, seed=2)
-    obj = _mesh_object("Grass", g["positions"], g["faces"],
-                       Matrix.Translation((2.0, 3.0, 0.4)) @ Matrix.Rotation(0.7, 4, "Z"))
-    mods.ops.bake(scene, [obj], ao_samples=0)
-    mods.ops.apply_preset([obj], "GRASS")
+    obj = _grass_clump(mods, scene)
     bpy.data.objects.remove(scene.camera)  # no camera: no tilt, no fade
     mods.ops.add_wind(scene, [obj])
     w.ambient, w.loop_frames = 1.0, 96
@@ -756,11 +762,7 @@ def test_large_bake_progress_and_cancel(mods, capsys):
 def test_grass_tilt_fade_terrain_match_core(mods, with_camera):
     scene = bpy.context.scene
     w = scene.envfx.wind
-    g = mods.shapes.make_grass(blades=10, height=0.8, seed=2)
-    obj = _mesh_object("Grass", g["positions"], g["faces"],
-                       Matrix.Translation((2.0, 3.0, 0.4)) @ Matrix.Rotation(0.7, 4, "Z"))
-    mods.ops.bake(scene, [obj], ao_samples=0)
-    mods.ops.apply_preset([obj], "GRASS")
+    obj = _grass_clump(mods, scene)
     # a tilted terrain plane: z = 0.2 x - 0.1 y + 0.3
     bpy.ops.mesh.primitive_plane_add(size=400.0, location=(0.0, 0.0, 0.3))
     terrain = bpy.context.active_object
