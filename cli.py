@@ -12,6 +12,7 @@ import ctypes
 import json
 import math
 import os
+import re
 import signal
 import sys
 import tomllib
@@ -904,8 +905,6 @@ def _add_snow(sub):
     p.add_argument("--pivot", help="object the FOLLOW window follows")
     p.add_argument("--final-only", action="store_true", help="write only the final frame's image")
     p.set_defaults(func=run_snow)
-    import re
-
     # a frame range that starts below 0 (--frames -3:-1) is a value, not an unknown option (argparse takes only
     # plain negative numbers for values)
     p._negative_number_matcher = re.compile(r"^-\d+$|^-\d*\.\d+$|^-\d+:-?\d+$")
@@ -967,14 +966,15 @@ def _check_snow_ignored(args):
 def _check_snow_ranges(args):
     """Every number within what the setting it goes to takes (Blender would clamp it, or fail with a traceback
     beyond a 32-bit integer)."""
-    for name, prop, what in (("spacing", "spacing", "scene units"), ("thickness", "thickness", "scene units"),
-                             ("size", "buffer_size", "scene units"), ("budget", "vertex_budget", "vertices")):
+    for name, prop, what in (("spacing", "spacing", " scene units"), ("thickness", "thickness", " scene units"),
+                             ("size", "buffer_size", " scene units"), ("budget", "vertex_budget", " vertices"),
+                             ("resolution", "buffer_resolution", " texels"), ("lods", "lods", "")):
         value = getattr(args, name)
         if value is None:
             continue
         lo, hi = _snow_limits(prop)
         if not (math.isfinite(value) and lo <= value <= hi):
-            raise CliError(f"--{name} {_number(value)} must be between {_number(lo)} and {_number(hi)} {what}")
+            raise CliError(f"--{name} {_number(value)} must be between {_number(lo)} and {_number(hi)}{what}")
     if args.max_slope is not None:
         hi = math.degrees(_snow_limits("max_slope")[1])
         if not (math.isfinite(args.max_slope) and 0 <= args.max_slope <= hi):
@@ -982,10 +982,6 @@ def _check_snow_ranges(args):
 
 
 def run_snow(args) -> int:
-    import math
-
-    from .core import snow as core_snow
-
     check_names(args, "objects", "actors", "occluders", "pivot")
     if not (args.generate or args.trails or args.bake):
         raise CliError("Nothing to do: pass --generate, --trails and/or --bake")
@@ -998,10 +994,6 @@ def run_snow(args) -> int:
         value = getattr(args, name)
         if value is not None and not (math.isfinite(value) and value > 0 or (name == "thickness" and value == 0)):
             raise CliError(f"--{name} {value} must be a positive number")
-    if args.resolution is not None and not 1 <= args.resolution <= core_snow.MAX_RESOLUTION:
-        raise CliError(f"--resolution {args.resolution} must be between 1 and {core_snow.MAX_RESOLUTION} texels")
-    if args.lods is not None and not 1 <= args.lods <= 8:
-        raise CliError(f"--lods {args.lods} must be between 1 and 8")
     _check_snow_ranges(args)
     frames = None
     if args.frames:

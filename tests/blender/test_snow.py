@@ -650,7 +650,9 @@ def test_cli_generate_trails_bake(envfx, tmp_path, capsys):
 @pytest.mark.parametrize("args,msg", [
     (["--bake", "--out-dir", "X", "--frames", "10:1"], "reversed"),
     (["--bake", "--out-dir", "X", "--resolution", "0"], "between 1 and"),
-    (["--bake", "--out-dir", "X", "--resolution", "100000"], "between 1 and"),
+    (["--bake", "--out-dir", "X", "--resolution", "100000"], "--resolution 100000 must be between 1 and 8192 texels"),
+    (["--generate", "--objects", "Ground", "--lods", "0"], "--lods 0 must be between 1 and 8"),
+    (["--generate", "--objects", "Ground", "--lods", "9"], "--lods 9 must be between 1 and 8"),
     (["--generate", "--objects", "Ground", "--spacing", "0.0001", "--budget", "1000"], "over the budget"),
     (["--trails", "--actors", "Nope"], "No collection named 'Nope'"),
     (["--bake", "--actors", "Walkers", "--out-dir", "F/sub"], "cannot be written"),
