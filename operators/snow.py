@@ -417,15 +417,10 @@ def _actor_extent(obj, corners=None):
     return dims, float(-rel[:, 2].min())
 
 
-def _shown_bend(obj):
-    """The bend modifiers of ``obj`` that show (a bent actor), or []."""
-    return [m for m in bend_ops.bend_modifiers(obj) if m.show_viewport] if obj.type == "MESH" else []
-
-
 def bent_actors(scene) -> list:
     """The actors of ``scene`` that show a bend (their measure needs their evaluated mesh, ``_unbent_box``)."""
     coll = scene.envfx.snow.actors
-    return [o for o in coll.all_objects if _shown_bend(o)] if coll is not None else []
+    return [o for o in coll.all_objects if bend_nodes.shown_group(o) is not None] if coll is not None else []
 
 
 def _unbent_box(obj, scene):
@@ -434,21 +429,26 @@ def _unbent_box(obj, scene):
     from the player's flat zone would measure its feet lower by the bend's drop there, sink below the snow and
     carve nothing. The bend moves a point along world Z only, by a drop that depends on its world X and Y, so
     adding it back to the evaluated vertices (``core.bend.inverse``) gives them exactly as before the bend."""
-    mods = _shown_bend(obj)
-    if not mods or scene != getattr(bpy.context, "scene", None):
+    group = bend_nodes.shown_group(obj)
+    if group is None or obj.type != "MESH" or scene != getattr(bpy.context, "scene", None):
         return None
     local = bridge.evaluated_positions(obj, bpy.context.evaluated_depsgraph_get()).astype(np.float64)
     if not len(local):
         return None
-    owner = common.group_owner(mods[0].node_group) or scene
+    owner = common.group_owner(group) or scene
     params = bend_nodes.params_shown_in(scene, owner)
     m = bridge.matrix_to_numpy(obj.matrix_world)
     if core_bend.is_flattened(m):
         return None
     world = core_bend.inverse(local @ m[:3, :3].T + m[:3, 3], params)
     local = np.linalg.solve(m[:3, :3], (world - m[:3, 3]).T).T
-    lo, hi = local.min(axis=0), local.max(axis=0)
-    return np.array([(x, y, z) for x in (lo[0], hi[0]) for y in (lo[1], hi[1]) for z in (lo[2], hi[2])])
+    return _box_corners(local.min(axis=0), local.max(axis=0))
+
+
+def _box_corners(lo, hi) -> np.ndarray:
+    """(8, 3) corners of the axis-aligned box from ``lo`` to ``hi``."""
+    return np.array([(x, y, z) for x in (lo[0], hi[0]) for y in (lo[1], hi[1]) for z in (lo[2], hi[2])],
+                    dtype=np.float64)
 
 
 def actor_specs(scene):
@@ -473,8 +473,7 @@ def actor_specs(scene):
             # its display size in world units (parents' and negative scale included, as for meshes); its
             # origin is its bottom
             k = float(obj.empty_display_size)
-            corners = np.array([(x, y, z) for x in (-k, k) for y in (-k, k) for z in (-k, k)], dtype=np.float64)
-            dims = _actor_extent(obj, corners)[0] if o.radius <= 0 else (0.0, 0.0, 0.0)
+            dims = _actor_extent(obj, _box_corners((-k,) * 3, (k,) * 3))[0] if o.radius <= 0 else (0.0, 0.0, 0.0)
             offset = 0.0
         else:
             dims, offset = _actor_extent(obj, _unbent_box(obj, scene))
