@@ -49,7 +49,7 @@ from . import common
 GROUP_NAME = "EnvFX Snow Trails"
 KIND = "snow_trails"  # one group per scene (common.ensure_scene_group)
 MATERIAL_NAME = "EnvFX Snow"
-VERSION = 27
+VERSION = 28
 # FLOAT_VECTOR attribute of the state cloud's points: (down, rim) of core.snow's trail state, and how much deeper
 # the vertex was pushed this frame (the puffs; only meaningful on the points near a path this frame)
 STATE = "snow_trail"
@@ -601,18 +601,22 @@ def _build(tree, occluders: bool):
     span = b.math("MAXIMUM", b.math("SUBTRACT", values["Camera Fade End"], values["Camera Fade Start"]), 1e-6,
                   label="Camera Fade Span")
 
-    def camera_fade(dist, label):  # core.snow.camera_fade
-        return b.clamp01(b.math("SUBTRACT", 1.0, b.math("DIVIDE", b.math(
-            "SUBTRACT", dist, values["Camera Fade Start"]), span)), label=label)
+    fade_offset = b.math("DIVIDE", values["Camera Fade Start"], span, label="Camera Fade Offset")
+
+    def flat_share(dist, per_metre, label):
+        """1 - core.snow.camera_fade: how far the snow is laid flat at ``dist`` (``per_metre``: 1 / the fade's span
+        in ``dist``'s units, one value per object), in one per-vertex operation: clamp(dist/span - start/span)."""
+        return b.math("MULTIPLY_ADD", dist, per_metre, b.math("MULTIPLY", fade_offset, -1.0), label=label,
+                      use_clamp=True)
 
     # a puff starts at the shown snow top: lowered with the snow where the camera fade lays it flat
-    puff_fade = b.switch("Puff Camera Fade", has_cam, camera_fade(
-        b.vmath("DISTANCE", P, cam_info.outputs["Location"]), "Puff Fade"), 1.0)
+    puff_flat_share = b.switch("Puff Camera Fade", has_cam, flat_share(
+        b.vmath("DISTANCE", P, cam_info.outputs["Location"]), b.math("DIVIDE", 1.0, span, label="Per Metre"),
+        "Puff Flat Share"), 0.0)
     puff_flat = b.math("MULTIPLY", b.sample_index(sorted_pts, thick_node.outputs["Attribute"], sidx,
                                                   label="Puff Vertex Thickness"), -GROUND_KEEP, label="Puff Flat")
-    puff_start = b.vmath("ADD", P, b.combine_xyz(0.0, 0.0, b.math("MULTIPLY", b.math("SUBTRACT", 1.0, puff_fade),
-                                                                   puff_flat), label="Puff Lowered"),
-                         label="Puff Start")
+    puff_start = b.vmath("ADD", P, b.combine_xyz(0.0, 0.0, b.math("MULTIPLY", puff_flat_share, puff_flat),
+                                                 label="Puff Lowered"), label="Puff Start")
     b.link(_puffs_step(b, geo, near_pt, puff_start, sim_in, dt, values, puffs_on), sim_out.inputs["Puffs"])
     for name in ("edge", "pnear"):  # per frame only: not kept in the cache
         drop = b.node("GeometryNodeRemoveAttribute", f"Drop {name}")
@@ -662,13 +666,15 @@ def _build(tree, occluders: bool):
     b.link(matrix, scale_x.inputs["Transform"])
     scale_x.inputs["Direction"].default_value = (1.0, 0.0, 0.0)
     unit = b.vmath("LENGTH", scale_x.outputs[0], label="Object Scale")
-    dist = b.math("MULTIPLY", b.vmath("DISTANCE", b.node("GeometryNodeInputPosition", "Display Pos").outputs[0],
-                                      cam_local.outputs[0]), unit, label="Camera Distance")
-    cam_fade = camera_fade(dist, "Camera Fade")
-    # fade * trail + (1 - fade) * flat: the held vertices (the only ones whose trail is not 0) and the others
-    # apart, so the state is gathered for the held vertices only
-    shown = b.math("MULTIPLY_ADD", cam_fade, b.math("SUBTRACT", disp, flat), flat, label="Shown")
-    shown_rest = b.math("MULTIPLY", b.math("SUBTRACT", 1.0, cam_fade), flat, label="Shown Untouched")
+    # the object's scale and the fade's span folded into one factor per object (a vertex pays a distance and
+    # one multiply-add for its share laid flat, g = 1 - fade)
+    per_unit = b.math("DIVIDE", unit, span, label="Per Object Unit")
+    flat_g = flat_share(b.vmath("DISTANCE", b.node("GeometryNodeInputPosition", "Display Pos").outputs[0],
+                                cam_local.outputs[0], label="Camera Distance"), per_unit, "Laid Flat")
+    # fade * trail + (1 - fade) * flat = trail + g * (flat - trail): the held vertices (the only ones whose
+    # trail is not 0) and the others (g * flat) apart, so the state is gathered for the held vertices only
+    shown = b.math("MULTIPLY_ADD", flat_g, b.math("SUBTRACT", flat, disp), disp, label="Shown")
+    shown_rest = b.math("MULTIPLY", flat_g, thick_v.outputs["Attribute"], label="Shown Untouched")
     # per object: the farthest corner of the snow's bounds (object space, kept on "Cells") from the camera
     def bound(name):
         return b.sample_index(sim_out.outputs["Cells"], b.named(name, "FLOAT_VECTOR", label=f"Read Shown {name}")
@@ -699,8 +705,8 @@ def _build(tree, occluders: bool):
     flat_pos = b.node("GeometryNodeSetPosition", "Set Position Faded", location=(2900, -200))
     b.link(held_pos.outputs[0], flat_pos.inputs["Geometry"])
     b.link(b.boolean("NOT", moved, label="Untouched"), flat_pos.inputs["Selection"])
-    b.link(b.vmath("SCALE", local_up.outputs[0], scale=shown_rest, label="Faded Untouched Offset"),
-           flat_pos.inputs["Offset"])
+    up_flat = b.vmath("SCALE", local_up.outputs[0], scale=-GROUND_KEEP, label="Up Flat")  # one value per object
+    b.link(b.vmath("SCALE", up_flat, scale=shown_rest, label="Faded Untouched Offset"), flat_pos.inputs["Offset"])
     snow_shown = b.switch("Lay Flat", laying_flat, flat_pos.outputs[0], near_pos.outputs[0], "GEOMETRY")
     joined = b.node("GeometryNodeJoinGeometry", "Snow And Puffs")
     b.link(_puffs_shown(b, sim_out.outputs["Puffs"], invert, values, puffs_on), joined.inputs[0])
