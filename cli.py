@@ -730,7 +730,8 @@ def _add_gasgiant(sub):
                    help="bands around the X axis instead of the pole axis (a planet on its side)")
     p.add_argument("--cloud-mode", action="store_true", default=None,
                    help="paint a cloud layer: white (--cloud-color) with alpha, over transparency")
-    p.add_argument("--cloud-color", type=float, nargs=3, metavar=("R", "G", "B"))
+    p.add_argument("--cloud-color", type=float, nargs=3, metavar=("R", "G", "B"),
+                   help="cloud colour, sRGB 0..1 (as the colour picker shows it and the PNG stores it)")
     p.add_argument("--cloud-noise", type=float, help="0..1: how much noise breaks the cloud alpha into patches")
     p.add_argument("--hot-pink", action="store_true", default=None,
                    help="fade to hot pink: texels no particle reaches show up (divergences)")

@@ -491,15 +491,15 @@ class EnvFXGasGiantSettings(PropertyGroup):
                                  ("PLAIN", "Plain", "The whole image on each of the six cube faces "
                                   "(seams at the cube edges)")),
                           default="SINUSOIDAL")
-    ramp_color_1: FloatVectorProperty(name="Pole", subtype="COLOR", size=3, min=0.0, max=1.0,
+    ramp_color_1: FloatVectorProperty(name="Pole", subtype="COLOR_GAMMA", size=3, min=0.0, max=1.0,
                                       default=core_gasgiant.DEFAULT_RAMP_COLORS[0])
-    ramp_color_2: FloatVectorProperty(name="High Latitude", subtype="COLOR", size=3, min=0.0, max=1.0,
+    ramp_color_2: FloatVectorProperty(name="High Latitude", subtype="COLOR_GAMMA", size=3, min=0.0, max=1.0,
                                       default=core_gasgiant.DEFAULT_RAMP_COLORS[1])
-    ramp_color_3: FloatVectorProperty(name="Mid Latitude", subtype="COLOR", size=3, min=0.0, max=1.0,
+    ramp_color_3: FloatVectorProperty(name="Mid Latitude", subtype="COLOR_GAMMA", size=3, min=0.0, max=1.0,
                                       default=core_gasgiant.DEFAULT_RAMP_COLORS[2])
-    ramp_color_4: FloatVectorProperty(name="Tropics", subtype="COLOR", size=3, min=0.0, max=1.0,
+    ramp_color_4: FloatVectorProperty(name="Tropics", subtype="COLOR_GAMMA", size=3, min=0.0, max=1.0,
                                       default=core_gasgiant.DEFAULT_RAMP_COLORS[3])
-    ramp_color_5: FloatVectorProperty(name="Equator", subtype="COLOR", size=3, min=0.0, max=1.0,
+    ramp_color_5: FloatVectorProperty(name="Equator", subtype="COLOR_GAMMA", size=3, min=0.0, max=1.0,
                                       default=core_gasgiant.DEFAULT_RAMP_COLORS[4])
     opacity: FloatProperty(name="Opacity", description="How strongly a particle paints its colour each step",
                            default=0.2, min=0.001, max=1.0, subtype="FACTOR")
@@ -527,7 +527,7 @@ class EnvFXGasGiantSettings(PropertyGroup):
     cloud_mode: BoolProperty(name="Cloud Mode", description="Paint a cloud layer instead: the cloud colour with the "
                              "particles' brightness (broken up by noise) as alpha over transparency; the images "
                              "get an alpha channel", default=False)
-    cloud_color: FloatVectorProperty(name="Cloud Colour", subtype="COLOR", size=3, min=0.0, max=1.0,
+    cloud_color: FloatVectorProperty(name="Cloud Colour", subtype="COLOR_GAMMA", size=3, min=0.0, max=1.0,
                                      default=(1.0, 1.0, 1.0), description="Colour of the clouds in cloud mode")
     cloud_noise: FloatProperty(name="Cloud Noise", description="How much a fixed fractal noise breaks the cloud "
                                "alpha into patches", default=1.0, min=0.0, max=1.0, subtype="FACTOR")

@@ -777,3 +777,19 @@ def test_panel_estimate_at_the_largest_frames_lists_no_key_frames(envfx, recordi
         tracemalloc.stop()
     assert peak < 1_000_000
     assert any(entry.startswith("label:Needs about") for entry in log), log
+
+
+def test_ramp_and_cloud_swatches_are_the_colours_baked(envfx, tmp_path):
+    """The ramp and cloud colours are sRGB values (COLOR_GAMMA), as the bake reads them: a swatch the colour
+    picker shows as mid grey (hex 808080) is 128 in the PNG. Before, they were scene-linear swatches baked as
+    sRGB numbers: that grey (linear 0.214) came out as 55, every colour darker than its swatch."""
+    s = _small(bpy.context.scene.envfx.gasgiant, tmp_path, make_planet=False)
+    props = type(s).bl_rna.properties
+    for name in [f"ramp_color_{i}" for i in range(1, 6)] + ["cloud_color"]:
+        assert props[name].subtype == "COLOR_GAMMA", name
+    for i in range(1, 6):
+        setattr(s, f"ramp_color_{i}", (128 / 255,) * 3)
+    s.blur_interval = 0
+    assert bpy.ops.envfx.gasgiant_bake() == {"FINISHED"}
+    px = np.asarray(Image.open(tmp_path / "gasgiant_equirect.png").convert("RGB"))
+    assert abs(float(np.median(px)) - 128) <= 1

@@ -551,23 +551,28 @@ def test_export_layout_and_gltf_round_trip(mods, tmp_path, layout):
 
 
 def test_fbx_export_with_linear_colours_carries_the_bake(mods, tmp_path, load_helper):
-    """With the settings the README gives (linear colours, the active colour first), Blender's FBX exporter
-    writes the export layout as the first colour set (the one Unity and Unreal read) and the HZD data second,
-    both with the baked numbers, and the height gradient as the UV map EnvFX_Height_UV; its default (sRGB)
-    changes the numbers, as the README warns."""
+    """With the settings the README gives (linear colours, the active colour first, modifiers not applied),
+    Blender's FBX exporter writes the plant at rest though it sways in the live wind, the export layout as the
+    first colour set (the one Unity and Unreal read) and the HZD data second, both with the baked numbers, and the
+    height gradient as the UV map EnvFX_Height_UV; its default (sRGB, modifiers applied) changes the numbers and
+    writes the swayed plant of the current frame, as the README warns."""
     fbx = load_helper("fbx_reader", "tests", "blender", "fbx_reader.py")
     scene = bpy.context.scene
     _tree_data, (obj,) = _tree(mods, n_branches=3, leaves_per_branch=2)
     obj.data.uv_layers.new(name="Texture")
     mods.ops.bake(scene, [obj], ao_samples=0, layout="CRYENGINE")
+    mods.ops.add_wind(scene, [obj])
+    scene.frame_set(40)
     mesh = obj.data
     export, hzd = _read(mesh, "EnvFX_Wind_Export", 4), _read(mesh, "EnvFX_Wind", 4)
     height = _read(mesh, "EnvFX_Height", 1)
     _select([obj])
     path = str(tmp_path / "tree.fbx")
     assert bpy.ops.export_scene.fbx(filepath=path, use_selection=True, colors_type="LINEAR",
-                                    prioritize_active_color=True) == {"FINISHED"}
+                                    prioritize_active_color=True, use_mesh_modifiers=False) == {"FINISHED"}
     (geometry,) = fbx.objects(fbx.read(path), "Geometry").values()
+    rest = np.array([v.co for v in mesh.vertices])
+    np.testing.assert_allclose(fbx.vertices(geometry), rest, atol=1e-5)  # at rest: the game sways it
     corners = fbx.corner_vertices(geometry)
     assert len(corners) == len(mesh.loops)
     colours = fbx.layers(geometry, "LayerElementColor", "Colors", "ColorIndex", 4)
@@ -581,6 +586,13 @@ def test_fbx_export_with_linear_colours_carries_the_bake(mods, tmp_path, load_he
 
     assert bpy.ops.export_scene.fbx(filepath=path, use_selection=True) == {"FINISHED"}  # the default: sRGB
     (geometry,) = fbx.objects(fbx.read(path), "Geometry").values()
+    assert np.abs(fbx.vertices(geometry) - rest).max() > 0.01  # swayed: the wind applied
+    # the README's way to apply other modifiers but not EnvFX's: its modifier off in the viewport
+    (wind,) = [m for m in obj.modifiers if m.type == "NODES"]
+    wind.show_viewport = False
+    assert bpy.ops.export_scene.fbx(filepath=path, use_selection=True) == {"FINISHED"}
+    (geometry,) = fbx.objects(fbx.read(path), "Geometry").values()
+    np.testing.assert_allclose(fbx.vertices(geometry), rest, atol=1e-5)
     default = fbx.layers(geometry, "LayerElementColor", "Colors", "ColorIndex", 4)
     assert list(default)[0] == "EnvFX_Wind"
     assert np.abs(default["EnvFX_Wind_Export"][:, :3] - export[corners][:, :3]).max() > 0.1
