@@ -6,10 +6,13 @@ from bpy.app.handlers import persistent
 
 @persistent
 def on_load_post(*_args):
-    """Files saved with an older EnvFX keep working: outdated node groups are rebuilt in place."""
+    """Files saved with an older EnvFX keep working: outdated node groups are rebuilt in place, and drivers made
+    by Blender 5.0 with its default keyframes pass their values through unchanged (``common.straighten``)."""
     from .shader_nodes import bend as bend_nodes
+    from .shader_nodes import common
     from .shader_nodes import wind as wind_nodes
 
+    common.straighten_drivers()
     bend_nodes.refresh_after_load()
     wind_nodes.refresh_after_load()
 

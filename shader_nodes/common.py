@@ -428,9 +428,37 @@ class Builder:
             sock.default_value = value
 
 
+def straighten(fcurve) -> bool:
+    """Make the driver ``fcurve`` pass its driver's value through unchanged; returns whether it had to change.
+    Blender 5.0's ``driver_add`` gives a new driver F-curve two keyframes, (0, 0) and (1, 1), where 4.2 gave an
+    identity Generator; an F-curve read within about 1e-4 of a keyframe returns the keyframe's value, so such a
+    driver turns every value in (0, 1e-4] into 0 and [0.9999, 1) into 1 (a bend strength of 1e-4 per centimetre
+    showed no bend). An F-curve without keyframes or modifiers returns the driver's value as it is. Anything else
+    (keys or modifiers a user shaped on purpose) is left alone."""
+    keys = [tuple(k.co) for k in fcurve.keyframe_points]
+    if keys != [(0.0, 0.0), (1.0, 1.0)] or len(fcurve.modifiers):
+        return False
+    fcurve.keyframe_points.clear()
+    return True
+
+
+def straighten_drivers() -> int:
+    """``straighten`` every driver of EnvFX's node groups (files saved by Blender 5.0 before the drivers were
+    straightened at creation). Linked (library) groups are left alone. Returns how many changed."""
+    count = 0
+    for tree in bpy.data.node_groups:
+        anim = tree.animation_data
+        if anim is None or tree.library is not None or tree.get(KIND_KEY) is None:
+            continue
+        count += sum(straighten(fcurve) for fcurve in anim.drivers)
+    return count
+
+
 def new_variable(fcurve, name: str, var_type: str):
     """Make ``fcurve`` a plain driver (no Python, so it also works with auto-run scripts disabled) with one
-    fresh variable, which is returned for its targets to be set."""
+    fresh variable, which is returned for its targets to be set; the F-curve passes the value through unchanged
+    (``straighten``)."""
+    straighten(fcurve)
     driver = fcurve.driver
     driver.type = "AVERAGE"
     while driver.variables:

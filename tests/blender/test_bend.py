@@ -1191,3 +1191,44 @@ def test_geometry_nodes_instances_move_with_the_bend_at_their_origin(envfx):
     assert len(got) == 4
     np.testing.assert_allclose(got, want, atol=1e-3)
     assert got[:, 2].min() < -1.0
+
+
+@pytest.mark.parametrize("strength", [1e-4, 5e-5, 1e-6])
+def test_a_tiny_strength_bends_a_centimetre_level(envfx, strength):
+    """A level in centimetres (unit scale 0.01) takes the default look as a strength of 1e-4 per unit: the bend
+    equals core.bend. Before, Blender 5.0's new drivers (keyframes (0, 0) and (1, 1)) read any value in
+    (0, 1e-4] as 0 and the level showed no bend at all (4.2's identity Generator was right)."""
+    scene = bpy.context.scene
+    scene.unit_settings.scale_length = 0.01
+    ground = random_mesh("Ground", np.random.default_rng(7), 300)
+    ground.scale = (2500.0, 2500.0, 1.0)  # +-50 m in centimetres
+    s = scene_setup("RUNNER", "POS_Y", pivot_empty("Player"))
+    s.strength, s.spread, s.horizon_offset = strength, 200.0, 0.0
+    assert envfx.operators.bend.add_bend(scene, [ground]).changed == ["Ground"]
+    got, want = evaluated_local(envfx, ground), expected_local(envfx, ground)
+    drop = np.abs(want - envfx.bridge.get_positions(ground.data)).max()
+    assert drop > 10.0  # tens of centimetres at least
+    np.testing.assert_allclose(got, want, atol=1e-4 * drop)
+
+
+def test_drivers_saved_with_blender_50_default_keyframes_pass_values_through_after_opening(envfx, save_and_reopen):
+    """Files saved before the drivers were straightened (Blender 5.0 gave each new driver the keyframes (0, 0) and
+    (1, 1)) are straightened when opened: the bend's strength of 5e-5 is no longer read as 0."""
+    scene = bpy.context.scene
+    ground = random_mesh("Ground", np.random.default_rng(8), 120)
+    ground.scale = (2500.0, 2500.0, 1.0)
+    s = scene_setup("RUNNER", "POS_Y", pivot_empty("Player"))
+    s.strength, s.spread = 5e-5, 200.0
+    envfx.operators.bend.add_bend(scene, [ground])
+    tree = bpy.data.node_groups["EnvFX Bend"]
+    for fcurve in tree.animation_data.drivers:  # as Blender 5.0's driver_add made them (4.2: a Generator)
+        while fcurve.modifiers:
+            fcurve.modifiers.remove(fcurve.modifiers[0])
+        fcurve.keyframe_points.insert(0.0, 0.0)
+        fcurve.keyframe_points.insert(1.0, 1.0)
+    save_and_reopen("old_drivers.blend")
+    tree = bpy.data.node_groups["EnvFX Bend"]
+    assert all(len(fc.keyframe_points) == 0 for fc in tree.animation_data.drivers)
+    ground = bpy.data.objects["Ground"]
+    np.testing.assert_allclose(evaluated_local(envfx, ground), expected_local(envfx, ground), atol=1e-2)
+    assert np.abs(expected_local(envfx, ground) - envfx.bridge.get_positions(ground.data)).max() > 10.0
