@@ -443,14 +443,20 @@ def straighten(fcurve) -> bool:
 
 
 def straighten_drivers() -> int:
-    """``straighten`` every driver of EnvFX's node groups (files saved by Blender 5.0 before the drivers were
-    straightened at creation). Linked (library) groups are left alone. Returns how many changed."""
+    """``straighten`` every driver of EnvFX's node groups, and those of objects that drive an EnvFX modifier's
+    inputs (the snow actors' locations), in files saved by Blender 5.0 before the drivers were straightened at
+    creation. Linked (library) data is left alone. Returns how many changed."""
     count = 0
     for tree in bpy.data.node_groups:
         anim = tree.animation_data
         if anim is None or tree.library is not None or tree.get(KIND_KEY) is None:
             continue
         count += sum(straighten(fcurve) for fcurve in anim.drivers)
+    for obj in bpy.data.objects:
+        anim = obj.animation_data
+        if anim is None or obj.library is not None:
+            continue
+        count += sum(straighten(fcurve) for fcurve in anim.drivers if fcurve.data_path.startswith('modifiers["EnvFX'))
     return count
 
 
