@@ -17,8 +17,8 @@ from ..shader_nodes import bend as bend_nodes
 from ..shader_nodes import common
 from ..shader_nodes import wind as wind_nodes
 from .common import (NeedsScene, ObjectsResult, changeable, instancers_of, join_scene_group, kept_by_override_reason,
-                     linked_reason, no_modifier_reason, output_folder, poll_not_in_edit_mode, refuse_edit_mode,
-                     report_result)
+                     kept_up_to_date, linked_reason, no_modifier_reason, output_folder, poll_not_in_edit_mode,
+                     refuse_edit_mode, report_result, stale_place_reason)
 
 MODIFIER_NAME = "EnvFX Bend"
 APPLIED_MARK = "envfx_bend_applied"  # custom property apply_bend leaves on a mesh (value: the scene's name)
@@ -228,12 +228,17 @@ def apply_bend(scene, objects) -> BendResult:
     bend_nodes.params_from_scene(scene).validate()
     params_of = {}
     candidates = []
+    up_to_date = None
     for obj in dict.fromkeys(objects):  # each once: a script may pass one twice
         mods = bend_modifiers(obj)
         if not mods:
             result.unchanged.append(obj.name)
             continue
         reason = _cannot_apply_reason(obj, mods)
+        if reason is None and scene.objects.get(obj.name) == obj:
+            up_to_date = kept_up_to_date(scene) if up_to_date is None else up_to_date
+            if obj not in up_to_date:  # its matrix_world is stale: it would be baked at the wrong place
+                reason = stale_place_reason("baked")
         if reason is not None:
             result.skipped[obj.name] = reason
             continue

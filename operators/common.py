@@ -81,6 +81,32 @@ def changeable(objects, result: ObjectsResult, reason=linked_reason) -> list:
     return ok
 
 
+def kept_up_to_date(scene) -> set:
+    """The objects of ``scene`` whose place Blender keeps up to date (those its view layer evaluates): not disabled
+    in viewports (their own or a collection's monitor icon) nor only in collections excluded from the view layer.
+    The others keep the ``matrix_world`` of when they were last evaluated, however they are moved since."""
+    context = bpy.context
+    view_layer = context.view_layer if getattr(context, "scene", None) == scene else scene.view_layers[0]
+    found = set()
+
+    def walk(layer_collection):
+        if layer_collection.exclude or layer_collection.collection.hide_viewport:
+            return
+        found.update(obj for obj in layer_collection.collection.objects if not obj.hide_viewport)
+        for child in layer_collection.children:
+            walk(child)
+
+    walk(view_layer.layer_collection)
+    return found
+
+
+def stale_place_reason(action: str) -> str:
+    """Why an object that Blender does not evaluate cannot be ``action`` (a verb phrase), with what to do."""
+    return (f"it is disabled in viewports (its own or a collection's monitor icon, or its collection is excluded "
+            f"from the view layer), so Blender does not keep its place up to date and it cannot be {action} as it "
+            f"would show: enable it in the viewport first")
+
+
 def in_edit_mode(objects) -> list:
     """Names of ``objects`` whose data is in Edit Mode (theirs, or a mesh they share with an object in Edit Mode):
     Blender keeps the edits in a separate edit mesh then, so the object's mesh data can be neither read nor

@@ -1232,3 +1232,41 @@ def test_drivers_saved_with_blender_50_default_keyframes_pass_values_through_aft
     ground = bpy.data.objects["Ground"]
     np.testing.assert_allclose(evaluated_local(envfx, ground), expected_local(envfx, ground), atol=1e-2)
     assert np.abs(expected_local(envfx, ground) - envfx.bridge.get_positions(ground.data)).max() > 10.0
+
+
+@pytest.mark.parametrize("how", ["object disabled", "collection disabled", "collection excluded"])
+def test_apply_skips_and_names_objects_blender_does_not_evaluate(envfx, how):
+    """An object disabled in viewports (its own or its collection's monitor icon) or in an excluded collection
+    keeps the matrix_world of its last evaluation: moved since, it would be baked at the old place (no drop
+    instead of 8 m) and its bend dropped. It is skipped and named, keeps its bend, and the others are baked."""
+    scene = bpy.context.scene
+    world = bpy.data.collections.new("World")
+    props = bpy.data.collections.new("Props")
+    scene.collection.children.link(world)
+    world.children.link(props)
+    rng = np.random.default_rng(1)
+    shown, hidden = random_mesh("Shown", rng, 30), random_mesh("Hidden", rng, 30)
+    for obj, coll in ((shown, world), (hidden, props)):
+        scene.collection.objects.unlink(obj)
+        coll.objects.link(obj)
+    s = scene_setup("RUNNER", "POS_Y", pivot_empty("Player"))
+    s.strength, s.spread = 0.02, 1.0
+    envfx.operators.bend.add_bend(scene, [shown, hidden])
+    bpy.context.view_layer.update()
+    if how == "object disabled":
+        hidden.hide_viewport = True
+    elif how == "collection disabled":
+        props.hide_viewport = True
+    else:
+        bpy.context.view_layer.layer_collection.children["World"].children["Props"].exclude = True
+    bpy.context.view_layer.update()
+    for obj in (shown, hidden):
+        obj.location.y = 20.0
+    bpy.context.view_layer.update()
+    before = envfx.bridge.get_positions(hidden.data).copy()
+    result = envfx.operators.bend.apply_bend(scene, [shown, hidden])
+    assert "Shown" in result.changed and "Hidden" in result.skipped
+    assert "disabled in viewports" in result.skipped["Hidden"] and "enable it" in result.skipped["Hidden"]
+    assert envfx.operators.bend.bend_modifiers(hidden)
+    np.testing.assert_array_equal(envfx.bridge.get_positions(hidden.data), before)
+    assert not envfx.operators.bend.bend_modifiers(shown)
