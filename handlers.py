@@ -237,7 +237,17 @@ SNOW_HANDLERS = (("frame_change_pre", on_snow_follow_actors_pre), ("frame_change
 CLAIM_HANDLERS = (("depsgraph_update_post", on_claim_appended), ("frame_change_pre", on_claim_appended),
                   ("depsgraph_update_post", on_follow_own_pivot), ("frame_change_post", on_follow_own_pivot),
                   ("load_post", on_claim_load_post))
+@persistent
+def on_render_init_trails(scene, *_args):
+    """render_init: a background render of live snow trails not simulated in this process warns (the render shows
+    the snow as last simulated: untouched in a fresh process)."""
+    from .operators import snow_render
+
+    snow_render.warn_unsimulated_render(scene)
+
+
 SAVE_HANDLERS = (("save_pre", on_save_pre_overrides), ("save_pre", on_save_pre_release_groups))
+RENDER_HANDLERS = (("render_init", on_render_init_trails),)
 READER_HANDLERS = (("depsgraph_update_post", on_bend_readers),)
 
 
@@ -277,7 +287,7 @@ def _revive_later():
 
 def register():
     bpy.app.handlers.load_post.append(on_load_post)
-    for name, fn in SNOW_HANDLERS + CLAIM_HANDLERS + SAVE_HANDLERS + READER_HANDLERS:
+    for name, fn in SNOW_HANDLERS + CLAIM_HANDLERS + SAVE_HANDLERS + READER_HANDLERS + RENDER_HANDLERS:
         getattr(bpy.app.handlers, name).append(fn)
     # Enabled by hand (Preferences, addon_utils.enable, installing the zip): the open file is there to revive.
     # Registered at start-up or by Reload Scripts, bpy.data is hidden: at start-up a file load (and load_post)
@@ -296,6 +306,6 @@ def unregister():
         bpy.app.timers.unregister(snow_clean_up)
     if on_load_post in bpy.app.handlers.load_post:
         bpy.app.handlers.load_post.remove(on_load_post)
-    for name, fn in SNOW_HANDLERS + CLAIM_HANDLERS + SAVE_HANDLERS + READER_HANDLERS:
+    for name, fn in SNOW_HANDLERS + CLAIM_HANDLERS + SAVE_HANDLERS + READER_HANDLERS + RENDER_HANDLERS:
         if fn in getattr(bpy.app.handlers, name):
             getattr(bpy.app.handlers, name).remove(fn)

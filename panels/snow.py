@@ -46,6 +46,7 @@ class VIEW3D_PT_envfx_snow(EnvFXSubPanel, bpy.types.Panel):
         row = box.row(align=True)
         row.operator("envfx.snow_trails_add", icon="ADD")
         row.operator("envfx.snow_trails_remove", icon="REMOVE", text="Remove")
+        box.operator("envfx.snow_trails_simulate", icon="PLAY")  # so renders show the trails
 
         box = layout.box()
         box.label(text="Interaction Buffer", icon="TEXTURE")

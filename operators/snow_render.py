@@ -1,0 +1,108 @@
+"""Rendering the live snow trails: Simulate Trails, and the warning of a background render that would show none.
+
+The live trails (and the actors' snow coverage) are Blender simulation zones. Blender steps a simulation only while
+the scene's own frames advance one by one (playback, ``frame_set``), keeps each simulated frame in memory, and a
+render reads those frames: it never simulates by itself. So a render of a frame that was not simulated in this
+session shows the snow as it was last simulated (untouched snow in a fresh process: ``blender -b file.blend -a``).
+``simulate_job`` does what playing the timeline from its start does, so a render made after it shows the trails.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import bpy
+
+from .. import progress
+from . import snow as snow_ops
+
+# scene name -> last frame that Simulate Trails stepped to from the scene's start frame (this session)
+_simulated: dict = {}
+
+
+class SimulateInputError(ValueError):
+    """Bad input for Simulate Trails (nothing changed)."""
+
+
+def live_trailed(scene) -> list:
+    """The scene's objects whose live trails a render shows (a trails modifier on for renders)."""
+    return [obj for obj in scene.objects if any(m.show_render for m in snow_ops.trails_modifiers(obj))]
+
+
+def simulate_job(scene, end: int | None = None):
+    """A job generator that steps ``scene`` from its start frame to ``end`` (default: its end frame) one frame at
+    a time, as playback does, so Blender simulates and keeps every frame of the trails, then goes back to the
+    frame it was on; its result is the number of frames simulated. Bad input raises ``SimulateInputError`` here,
+    before anything changes."""
+    start = scene.frame_start
+    end = scene.frame_end if end is None else int(end)
+    if not live_trailed(scene):
+        raise SimulateInputError(f"Scene {scene.name!r} has no snow with live trails to simulate: Add Trails to a "
+                                 f"snow mesh first (snow driven by a bake needs no simulation)")
+    if end < start:
+        raise SimulateInputError(f"The end frame {end} is before the scene's start frame {start}: simulate up to a "
+                                 f"frame at or after {start}")
+    return _steps(scene, start, end)
+
+
+def _steps(scene, start: int, end: int):
+    back = scene.frame_current, scene.frame_subframe
+    try:
+        for frame in range(start, end + 1):
+            scene.frame_set(frame)
+            _simulated[scene.name] = frame
+            yield (frame - start + 1) / (end - start + 1)
+    finally:
+        scene.frame_set(back[0], subframe=back[1])
+    return end - start + 1
+
+
+def simulated_up_to(scene) -> int | None:
+    """The last frame Simulate Trails stepped ``scene`` to in this session, or None."""
+    return _simulated.get(scene.name)
+
+
+def warn_unsimulated_render(scene):
+    """At render_init: a render in background mode (``blender -b file.blend -a`` / ``-f N``) of a scene with live
+    trails that were not simulated in this process warns on stderr, with what to do: the render shows the snow as
+    last simulated, in a fresh process untouched."""
+    if not bpy.app.background:
+        return  # in the UI the timeline is played before rendering; the README says what a render shows
+    try:
+        trailed = live_trailed(scene)
+        reached = simulated_up_to(scene)
+        if not trailed or (reached is not None and reached >= scene.frame_end):
+            return
+        names = ", ".join(obj.name for obj in trailed[:5]) + (" ..." if len(trailed) > 5 else "")
+        got = f"simulated up to frame {reached}" if reached is not None else "not simulated in this process"
+        print(f"EnvFX warning: the live snow trails of {names} in scene {scene.name!r} are {got}: this render "
+              f"shows the snow as Blender last simulated it (untouched in a fresh process), unless the trails were "
+              f"baked with Blender's Bake (the trails modifier's Bake panel). Run "
+              f"bpy.ops.envfx.snow_trails_simulate() before rendering, or bake them, or drive the snow from Bake "
+              f"Interaction Buffer (Snow from Bake)", file=sys.stderr, flush=True)
+    except Exception as exc:  # a render must never fail because of this check
+        print(f"EnvFX: the trails check before rendering failed: {exc}", file=sys.stderr)
+
+
+class ENVFX_OT_snow_trails_simulate(progress.ModalJobOperator, bpy.types.Operator):
+    """Simulate the live snow trails from the scene's start frame to its end frame, as playing the timeline does,
+    so that renders (F12, Render Animation, a background render in this session) show them"""
+
+    bl_idname = "envfx.snow_trails_simulate"
+    bl_label = "Simulate Trails"
+    bl_options = {"REGISTER"}
+    job_label = "Simulate trails"
+
+    def make_job(self, context):
+        try:
+            return simulate_job(context.scene)
+        except SimulateInputError as exc:
+            self.report({"ERROR"}, str(exc))
+            return None
+
+    def finish(self, context, result):
+        self.report({"INFO"}, f"Simulated {result} frame(s) of the snow trails: renders of them show the trails")
+        return {"FINISHED"}
+
+
+classes = (ENVFX_OT_snow_trails_simulate,)

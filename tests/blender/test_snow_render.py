@@ -1,0 +1,109 @@
+"""What renders show of the live snow trails (a simulation): Simulate Trails, and the background-render warning."""
+
+import bpy
+import numpy as np
+import pytest
+
+SEEN = {}  # object name -> world positions in the last render's depsgraph
+
+
+class ProbeEngine(bpy.types.RenderEngine):
+    """A render engine that draws nothing: it keeps the world positions of the meshes its render depsgraph holds
+    (what any engine would render)."""
+
+    bl_idname = "ENVFX_TEST_PROBE"
+    bl_label = "EnvFX Test Probe"
+
+    def render(self, depsgraph):
+        for inst in depsgraph.object_instances:
+            obj = inst.object
+            if inst.is_instance or obj.type != "MESH":
+                continue
+            mesh = obj.to_mesh()
+            co = np.empty(3 * len(mesh.vertices), np.float32)
+            mesh.vertices.foreach_get("co", co)
+            obj.to_mesh_clear()
+            m = np.array(obj.matrix_world)
+            SEEN[obj.name] = co.reshape(-1, 3) @ m[:3, :3].T + m[:3, 3]
+        scene = depsgraph.scene
+        self.end_result(self.begin_result(0, 0, scene.render.resolution_x, scene.render.resolution_y))
+
+
+@pytest.fixture
+def probe():
+    bpy.utils.register_class(ProbeEngine)
+    yield render_probe
+    for scene in bpy.data.scenes:  # 4.2 crashes at exit with a Python engine still in use
+        scene.render.engine = "CYCLES"
+    bpy.utils.unregister_class(ProbeEngine)
+
+
+def render_probe(scene, name):
+    """The world positions of mesh ``name`` in a render of the scene's current frame."""
+    scene.render.engine = ProbeEngine.bl_idname
+    scene.render.resolution_x = scene.render.resolution_y = 8
+    if scene.camera is None:
+        cam = bpy.data.objects.new("Camera", bpy.data.cameras.new("Camera"))
+        scene.collection.objects.link(cam)
+        cam.location = (0.0, 0.0, 50.0)
+        scene.camera = cam
+    SEEN.clear()
+    bpy.ops.render.render()
+    return SEEN[name]
+
+
+def _walker_file(envfx, load_helper, tmp_path):
+    """A saved file with trailed snow and an actor walking across it over frames 1..10, opened again (a fresh
+    simulation cache, as in a new process): (scene, snow name, the snow's rest world positions). The walk turns a
+    corner, so a render that jumps from frame 1 to 10 without the frames between shows another trail."""
+    ts = load_helper("snow_helpers", "tests", "blender", "test_snow.py")
+    scene, snow, actors = ts.snow_scene(envfx)
+    walker = bpy.data.objects.new("Walker", None)
+    walker.empty_display_size = 0.5
+    actors.objects.link(walker)
+    ts.animate(walker, [(1, (-3.0, -3.0, 0.3)), (5, (3.0, -3.0, 0.3)), (10, (3.0, 3.0, 0.3))])  # an L
+    ts._linear(walker)
+    scene.frame_start, scene.frame_end = 1, 10
+    scene.frame_set(1)
+    envfx.operators.snow.add_trails(scene, [snow])
+    path, name = str(tmp_path / "walk.blend"), snow.name
+    bpy.ops.wm.save_as_mainfile(filepath=path)
+    bpy.ops.wm.open_mainfile(filepath=path)
+    scene = bpy.context.scene
+    snow = bpy.data.objects[name]
+    rest = np.array([snow.matrix_world @ v.co for v in snow.data.vertices])
+    return scene, name, rest
+
+
+def test_simulate_trails_makes_a_render_of_a_fresh_file_show_them(envfx, load_helper, tmp_path, probe, capfd):
+    """A render only reads what Blender simulated in this session: in a freshly opened file (``blender -b file
+    -a``) frame 10 renders without the walk's trail, and a background render says so with what to do. Simulate
+    Trails steps the scene from its start frame as playback does; then the render shows the trails the viewport
+    shows, and the scene is back on its frame."""
+    scene, name, rest = _walker_file(envfx, load_helper, tmp_path)
+    scene.frame_set(1)
+    capfd.readouterr()
+    scene.frame_current = 10
+    before = render_probe(scene, name)
+    err = capfd.readouterr().err
+    assert "not simulated in this process" in err and "snow_trails_simulate" in err
+
+    scene.frame_set(4)
+    assert bpy.ops.envfx.snow_trails_simulate() == {"FINISHED"}
+    assert scene.frame_current == 4
+    scene.frame_set(10)  # a simulated frame: the viewport reads it from the cache
+    obj = bpy.data.objects[name]
+    shown = envfx.bridge.evaluated_positions(obj, bpy.context.evaluated_depsgraph_get())
+    shown_z = (shown @ np.array(obj.matrix_world)[:3, :3].T)[:, 2] - rest[:, 2]
+    assert (shown_z < -0.05).sum() > 100  # the walk's trail
+    np.testing.assert_allclose(render_probe(scene, name)[:, 2] - rest[:, 2], shown_z, atol=1e-5)
+    assert np.abs(before[:, 2] - rest[:, 2] - shown_z).max() > 0.1  # before: not the trail the viewport shows
+    assert "snow_trails_simulate" not in capfd.readouterr().err
+
+
+def test_simulate_trails_without_trails_is_refused_and_changes_nothing(envfx):
+    scene = bpy.context.scene
+    scene.frame_set(7)
+    with pytest.raises(RuntimeError, match="no snow with live trails"):
+        bpy.ops.envfx.snow_trails_simulate()
+    assert scene.frame_current == 7
