@@ -43,9 +43,12 @@ print("RESULT " + json.dumps({
 
 
 # Written into a checkout by the tools a developer runs here, besides what .gitignore lists: ruff (configured by
-# ruff.toml) writes .ruff_cache/ where it runs, pytest .pytest_cache/, editors their settings.
+# ruff.toml) writes .ruff_cache/ where it runs, pytest .pytest_cache/, editors their settings, swap, autosave and
+# backup files, a merge its .orig and .rej files.
 TOOL_LEFTOVERS = (".ruff_cache/", ".mypy_cache/", ".idea/", ".vscode/", ".DS_Store", "tests/.ruff_cache/",
-                  "core/.pytest_cache/", "core/__pycache__/", "operators/stray.pyc")
+                  "core/.pytest_cache/", "core/__pycache__/", "operators/stray.pyc", "core/.cli.py.swp",
+                  "core/.bend.py.swo", "core/bend.py~", "core/#bend.py#", "core/.#bend.py", "core/bend.py.orig",
+                  "core/bend.py.rej")
 
 
 def developer_leftovers() -> list:
