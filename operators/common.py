@@ -81,6 +81,18 @@ def changeable(objects, result: ObjectsResult, reason=linked_reason) -> list:
     return ok
 
 
+def path_in_file(path: str) -> str:
+    """``path`` as the open .blend should store a file it reads (an image): relative to the .blend (``//``) when the
+    file is saved and Blender's Relative Paths preference is on, as the file browser stores paths, so a project
+    folder moved elsewhere (another machine, a render farm's mount) still finds its bakes; else as given."""
+    if bpy.data.filepath and bpy.context.preferences.filepaths.use_relative_paths:
+        try:
+            return bpy.path.relpath(path)
+        except ValueError:  # on another drive (Windows): no relative path exists
+            return path
+    return path
+
+
 def kept_up_to_date(scene) -> set:
     """The objects of ``scene`` whose place Blender keeps up to date (those its view layer evaluates): not disabled
     in viewports (their own or a collection's monitor icon) nor only in collections excluded from the view layer.

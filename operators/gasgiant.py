@@ -20,7 +20,7 @@ from ..core import colour
 from ..core import gasgiant as core_gasgiant
 from ..shader_nodes import gasgiant as gasgiant_nodes
 from . import common as ops_common
-from .common import NeedsScene
+from .common import NeedsScene, path_in_file
 
 MATERIAL_PREFIX = "EnvFX Gas Giant"
 
@@ -270,11 +270,10 @@ def make_planet(scene, name: str, equirect_files: list, frames: int = 1, radius:
             break
     if image is None:
         image = bpy.data.images.get(f"{name} Texture")  # the planet's image from an earlier bake: shows this one
-        if image is not None and image.library is None:
-            image.filepath = first
-        else:
+        if image is None or image.library is not None:
             image = bpy.data.images.load(first, check_existing=False)
             image.name = f"{name} Texture"
+    image.filepath = path_in_file(first)
     image.source = "SEQUENCE" if frames > 1 else "FILE"
     # a reused image keeps the colour space of the file it showed before (an 8-bit PNG: sRGB, a float EXR: linear)
     image.colorspace_settings.name = file_colour_space(first)

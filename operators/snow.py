@@ -21,7 +21,7 @@ from ..shader_nodes import bend as bend_nodes
 from ..shader_nodes import common
 from ..shader_nodes import snow as snow_nodes
 from .common import (NeedsScene, ObjectsResult, changeable, edit_mode_text, in_edit_mode, kept_by_override_reason,
-                     linked_reason, output_folder, refuse_edit_mode, report_result)
+                     linked_reason, output_folder, path_in_file, refuse_edit_mode, report_result)
 
 MODIFIER_NAME = "EnvFX Snow Trails"
 COVERAGE_MODIFIER = "EnvFX Snow Coverage"
@@ -1073,6 +1073,7 @@ def drive_from_bake(scene, objects, out_dir: str = "") -> ObjectsResult:
                              f"({files[0]}), and Blender's image sequences cannot read frames below 0: bake from "
                              f"frame 0 or later, or only the final frame (Image Sequence off)")
     image = bpy.data.images.load(os.path.join(out_dir, files[0]), check_existing=True)
+    image.filepath = path_in_file(os.path.join(out_dir, files[0]))
     image.reload()
     image.source = "SEQUENCE" if meta["sequence"] else "FILE"
     image.colorspace_settings.name = "Non-Color"

@@ -793,3 +793,13 @@ def test_ramp_and_cloud_swatches_are_the_colours_baked(envfx, tmp_path):
     assert bpy.ops.envfx.gasgiant_bake() == {"FINISHED"}
     px = np.asarray(Image.open(tmp_path / "gasgiant_equirect.png").convert("RGB"))
     assert abs(float(np.median(px)) - 128) <= 1
+
+
+def test_the_planet_reads_its_texture_relative_to_the_saved_file(envfx, tmp_path):
+    """In a saved file the planet's image is stored relative to it (``//``), as Blender's file browser stores
+    paths by default, so the project folder can move; before, it kept the bake's absolute path."""
+    bpy.ops.wm.save_as_mainfile(filepath=str(tmp_path / "planet.blend"))
+    _small(bpy.context.scene.envfx.gasgiant, str(tmp_path / "gg"))
+    assert bpy.ops.envfx.gasgiant_bake() == {"FINISHED"}
+    image = bpy.data.images["Gas Giant Texture"]
+    assert image.filepath.startswith("//gg") and image.size[0] > 0

@@ -107,3 +107,15 @@ def test_simulate_trails_without_trails_is_refused_and_changes_nothing(envfx):
     with pytest.raises(RuntimeError, match="no snow with live trails"):
         bpy.ops.envfx.snow_trails_simulate()
     assert scene.frame_current == 7
+
+
+def test_snow_from_bake_stores_the_buffer_relative_to_the_saved_file(envfx, load_helper, tmp_path):
+    """A saved file stores the buffer images it reads relative to itself (``//``, Blender's Relative Paths
+    preference, on by default), so the project folder can move (another machine, a render farm's mount). Before,
+    the image kept its absolute path and a moved project lost the snow's bake."""
+    ts = load_helper("snow_helpers", "tests", "blender", "test_snow.py")
+    ts.play_and_bake(envfx, tmp_path, sequence=False)
+    bpy.ops.wm.save_as_mainfile(filepath=str(tmp_path / "level.blend"))
+    assert bpy.ops.envfx.snow_drive_from_bake() == {"FINISHED"}
+    (image,) = [i for i in bpy.data.images if i.filepath.endswith(".exr")]
+    assert image.filepath.startswith("//") and image.size[0] > 0
