@@ -247,7 +247,24 @@ def on_render_init_trails(scene, *_args):
 
 
 SAVE_HANDLERS = (("save_pre", on_save_pre_overrides), ("save_pre", on_save_pre_release_groups))
-RENDER_HANDLERS = (("render_init", on_render_init_trails),)
+@persistent
+def on_trails_frame(scene, *_args):
+    """frame_change_post: what Blender has simulated of the trails (``snow_render.note_frame``)."""
+    from .operators import snow_render
+
+    snow_render.note_frame(scene)
+
+
+@persistent
+def on_trails_update(scene, *_args):
+    """depsgraph_update_post: a change on the start frame restarts the trails (``snow_render.note_update``)."""
+    from .operators import snow_render
+
+    snow_render.note_update(scene)
+
+
+RENDER_HANDLERS = (("render_init", on_render_init_trails), ("frame_change_post", on_trails_frame),
+                   ("depsgraph_update_post", on_trails_update))
 READER_HANDLERS = (("depsgraph_update_post", on_bend_readers),)
 
 

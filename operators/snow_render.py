@@ -16,7 +16,9 @@ import bpy
 from .. import progress
 from . import snow as snow_ops
 
-# scene name -> last frame that Simulate Trails stepped to from the scene's start frame (this session)
+# scene name -> the last frame Blender simulated the scene's trails to, one frame at a time from its start frame, in
+# this session (as far as EnvFX can tell: frame changes seen one by one from the start frame; a change of the scene
+# on its start frame makes Blender restart the simulation there)
 _simulated: dict = {}
 
 
@@ -31,9 +33,10 @@ def live_trailed(scene) -> list:
 
 def simulate_job(scene, end: int | None = None):
     """A job generator that steps ``scene`` from its start frame to ``end`` (default: its end frame) one frame at
-    a time, as playback does, so Blender simulates and keeps every frame of the trails, then goes back to the
-    frame it was on; its result is the number of frames simulated. Bad input raises ``SimulateInputError`` here,
-    before anything changes."""
+    a time, as playback does, so Blender simulates and keeps every frame of the trails; the playhead stays on the
+    last frame (on the start frame, any change of the scene, an output path, makes Blender restart the simulation,
+    so going back there would lose the trails at the next change). Its result is the number of frames simulated.
+    Bad input raises ``SimulateInputError`` here, before anything changes."""
     start = scene.frame_start
     end = scene.frame_end if end is None else int(end)
     if not live_trailed(scene):
@@ -46,19 +49,31 @@ def simulate_job(scene, end: int | None = None):
 
 
 def _steps(scene, start: int, end: int):
-    back = scene.frame_current, scene.frame_subframe
-    try:
-        for frame in range(start, end + 1):
-            scene.frame_set(frame)
-            _simulated[scene.name] = frame
-            yield (frame - start + 1) / (end - start + 1)
-    finally:
-        scene.frame_set(back[0], subframe=back[1])
+    for frame in range(start, end + 1):
+        scene.frame_set(frame)
+        yield (frame - start + 1) / (end - start + 1)
     return end - start + 1
 
 
+def note_frame(scene):
+    """frame_change_post: a frame reached one by one from the scene's start frame extends what Blender simulated
+    (a jump ahead does not: Blender steps once across the gap)."""
+    frame, last = scene.frame_current, _simulated.get(scene.name)
+    if frame == scene.frame_start:
+        _simulated[scene.name] = frame
+    elif last is not None and frame == last + 1:
+        _simulated[scene.name] = frame
+
+
+def note_update(scene):
+    """depsgraph_update_post: a change of the scene on its start frame makes Blender restart the simulation
+    there (the trails read the scene: its camera, its settings), dropping what was simulated."""
+    if scene.name in _simulated and scene.frame_current == scene.frame_start:
+        _simulated[scene.name] = scene.frame_start
+
+
 def simulated_up_to(scene) -> int | None:
-    """The last frame Simulate Trails stepped ``scene`` to in this session, or None."""
+    """The last frame Blender simulated ``scene`` to from its start frame in this session, or None."""
     return _simulated.get(scene.name)
 
 
@@ -101,7 +116,9 @@ class ENVFX_OT_snow_trails_simulate(progress.ModalJobOperator, bpy.types.Operato
             return None
 
     def finish(self, context, result):
-        self.report({"INFO"}, f"Simulated {result} frame(s) of the snow trails: renders of them show the trails")
+        self.report({"INFO"}, f"Simulated {result} frame(s) of the snow trails: renders of them show the trails (the "
+                              f"playhead stays on the last one: on the start frame, a change of the scene restarts "
+                              f"the simulation)")
         return {"FINISHED"}
 
 

@@ -86,12 +86,12 @@ def test_simulate_trails_makes_a_render_of_a_fresh_file_show_them(envfx, load_he
     scene.frame_current = 10
     before = render_probe(scene, name)
     err = capfd.readouterr().err
-    assert "not simulated in this process" in err and "snow_trails_simulate" in err
+    assert "simulated up to frame 1:" in err and "snow_trails_simulate" in err
 
     scene.frame_set(4)
     assert bpy.ops.envfx.snow_trails_simulate() == {"FINISHED"}
-    assert scene.frame_current == 4
-    scene.frame_set(10)  # a simulated frame: the viewport reads it from the cache
+    assert scene.frame_current == 10  # left on the last frame: on the start frame a change restarts the trails
+    scene.render.filepath = str(tmp_path / "shot_")  # a change before rendering, as a render script makes
     obj = bpy.data.objects[name]
     shown = envfx.bridge.evaluated_positions(obj, bpy.context.evaluated_depsgraph_get())
     shown_z = (shown @ np.array(obj.matrix_world)[:3, :3].T)[:, 2] - rest[:, 2]
@@ -119,3 +119,20 @@ def test_snow_from_bake_stores_the_buffer_relative_to_the_saved_file(envfx, load
     assert bpy.ops.envfx.snow_drive_from_bake() == {"FINISHED"}
     (image,) = [i for i in bpy.data.images if i.filepath.endswith(".exr")]
     assert image.filepath.startswith("//") and image.size[0] > 0
+
+
+def test_the_render_warning_follows_what_blender_simulated(envfx, load_helper, tmp_path, probe, capfd):
+    """A script that plays the frames one by one renders the trails without a warning; a change of the scene on
+    the start frame (an output path) makes Blender restart the simulation, and the render warns again."""
+    scene, name, rest = _walker_file(envfx, load_helper, tmp_path)
+    for frame in range(1, 11):
+        scene.frame_set(frame)
+    capfd.readouterr()
+    render_probe(scene, name)
+    assert "EnvFX warning" not in capfd.readouterr().err
+    scene.frame_set(1)
+    scene.render.filepath = str(tmp_path / "shot_")
+    bpy.context.view_layer.update()
+    scene.frame_current = 10
+    render_probe(scene, name)
+    assert "simulated up to frame 1:" in capfd.readouterr().err
