@@ -674,7 +674,8 @@ class EnvFXSnowSettings(PropertyGroup):
         update=_snow_value_changed,
     )
     refill_rate: FloatProperty(
-        name="Refill Rate", description="Fraction of a trail that fills up again per second (0 = trails stay)",
+        name="Refill Rate", description="How fast trails fill up again, per second: a trail keeps about e^-rate "
+        "of its depth each second (1: 37% left after a second, 63% filled; 0 = trails stay)",
         default=0.0, min=0.0, soft_max=2.0,
         update=_snow_value_changed,
     )

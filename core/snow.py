@@ -23,7 +23,7 @@ nodes' Sample Nearest on edges finds); several actors' trails still add up over 
 
 State (persistence, per point, both >= 0)::
 
-    keep  = clamp(1 - refill_rate / fps, 0, 1)                 (refill_rate: fraction refilled per second)
+    keep  = clamp(1 - refill_rate / fps, 0, 1)                 (refill_rate: per second; ~e^-rate left after 1 s)
     down' = max(keep * down, down_s)
     rim'  = max(keep * rim * (1 - cover_s * w),                (pushing down flattens an older rim)
                 rim_s * clamp(1 - keep * down / depth, 0, 1))  (no new rim inside an existing trail)
@@ -231,7 +231,7 @@ class StampParams:
     rim_height: float = 0.35   # rim peak, as a fraction of the actor's depth
     rim_width: float = 0.5     # rim half-width, as a fraction of the actor's radius
     fade_height: float = 0.5   # vertical fade distance (scene units)
-    refill_rate: float = 0.0   # fraction of the trail refilled per second (0 = trails stay)
+    refill_rate: float = 0.0   # per second: ~e^-rate of a trail is left after a second (0 = stay)
     fps: float = 24.0
 
     def validate(self) -> "StampParams":
