@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-# Object types that can carry a geometry-nodes modifier and hold geometry worth deforming.
-GEOMETRY_TYPES = {"MESH", "CURVE", "CURVES", "POINTCLOUD"}
+# Object types that can carry a geometry-nodes modifier and hold geometry worth deforming (text too: Blender
+# evaluates it as curves, then a mesh).
+GEOMETRY_TYPES = {"MESH", "CURVE", "FONT", "CURVES", "POINTCLOUD"}
 
 
 def matrix_to_numpy(matrix) -> np.ndarray:

@@ -102,6 +102,14 @@ def add_bend(scene, objects) -> BendResult:
                                    f"library, and a library override cannot reorder them; reorder them in the "
                                    f"library file, or make it local (Object > Relations > Make Local)")
 
+    for obj in candidates:
+        systems = [ps.name for ps in getattr(obj, "particle_systems", ())]
+        if systems:
+            result.warnings.append(
+                f"{obj.name}: its particle system(s) {', '.join(systems)} do not follow the bend: Blender draws hair "
+                f"and particle instances from the particle data, which a geometry modifier does not move; convert "
+                f"hair to a Curves object (Object > Convert > Curves) or scatter with geometry nodes (Instance on "
+                f"Points, before the bend) to bend them")
     for name, instances in instancers_of(scene, result.changed).items():
         result.warnings.append(
             f"{name} is also shown by collection instance(s) {', '.join(instances)}: an instance shows the bend of "
