@@ -475,6 +475,7 @@ def remove_wind(objects) -> WindResult:
     refuse_edit_mode([obj for obj in objects if wind_modifiers(obj)], WindInputError)
     result = WindResult()
     groups = set()
+    left = {}  # the meshes of the objects taken out, by pointer: their live data goes unless still in the wind
     for obj in changeable(objects, result):
         mods = wind_modifiers(obj)
         if not mods:
@@ -487,9 +488,16 @@ def remove_wind(objects) -> WindResult:
         groups.update(m.node_group for m in mods)
         for mod in mods:
             obj.modifiers.remove(mod)
-        if obj.type == "MESH" and not any(wind_modifiers(o) for o in bpy.data.objects if o.data == obj.data):
-            wind_nodes.remove_live_attributes(obj.data)
+        if obj.type == "MESH":
+            left[obj.data.as_pointer()] = obj.data
         result.changed.append(obj.name)
+    if left:  # one pass over the file's objects, after the loop: linear in the number of objects, not quadratic
+        for o in bpy.data.objects:
+            key = o.data.as_pointer() if o.type == "MESH" and o.data is not None else None
+            if key in left and wind_modifiers(o):
+                del left[key]
+        for mesh in left.values():
+            wind_nodes.remove_live_attributes(mesh)
     for tree in groups:
         nodes_common.release_if_unused(tree, wind_nodes.KIND)
     return result
