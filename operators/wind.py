@@ -71,6 +71,29 @@ def _skip_reason(obj) -> str | None:
     return None
 
 
+def evaluated_check():
+    """A function ``obj -> reason or None``: why Blender does not evaluate ``obj`` in the context's view layer, so
+    its ``matrix_world`` is stale (where it stood when it was last evaluated, not where its location, rotation and
+    scale put it now), or None when it is evaluated. The bake reads the world transform (up is world Z as the
+    asset stands), so such an object is skipped and named instead of baked wrong."""
+    view_layer = bpy.context.view_layer
+    depsgraph = bpy.context.evaluated_depsgraph_get()
+    fix = "so Blender does not update its world transform: enable it in the viewport and bake again"
+
+    def reason(obj):
+        if obj.evaluated_get(depsgraph).is_evaluated:
+            return None
+        if view_layer.objects.get(obj.name) is not obj:
+            return (f"is not in view layer {view_layer.name!r} (its collection is excluded: the Outliner's "
+                    f"checkbox), {fix}")
+        if obj.hide_viewport:
+            return f"is disabled in viewports (the monitor icon), {fix}"
+        off = [c.name for c in obj.users_collection if c.hide_viewport]
+        where = f"collection {off[0]!r} is" if off else "a collection holding it is"
+        return f"is not evaluated: {where} disabled in viewports (the monitor icon), {fix}"
+    return reason
+
+
 def material_labels(obj) -> np.ndarray:
     """Per-vertex override labels from the object's material slots (0 where no slot marks it)."""
     mesh = obj.data
@@ -207,8 +230,9 @@ def validate(scene, objects, layout="HZD", custom=None):
         raise WindInputError("Nothing selected: select the objects of one asset (trunk, branches, leaves)")
     meshes, skipped, warnings = [], {}, []
     seen = {}
+    stale = evaluated_check()
     for obj in dict.fromkeys(objects):  # an object given twice is one object, not two sharing a mesh
-        reason = _skip_reason(obj)
+        reason = _skip_reason(obj) or stale(obj)
         if reason is None and obj.data.name in seen:
             reason = f"shares its mesh with {seen[obj.data.name]}, which is baked (one bake per mesh)"
         if reason is not None:

@@ -2,6 +2,7 @@
 large frame numbers, a wind object deleted by a script."""
 
 import importlib
+import math
 
 import bpy
 import pytest
@@ -59,3 +60,59 @@ def test_remove_wind_is_linear_in_the_number_of_objects(mods, monkeypatch):
     assert own[0].data.attributes.get(live) is not None
     assert all(o.data.attributes.get(live) is None for o in plants + own[1:])
     assert mods.ops.wind_modifiers(keep)
+
+
+def _y_up_tree(name, collection):
+    """A Y-up asset as an importer gives it before its X rotation: a 3 m trunk along local +Y and four leaves."""
+    import bmesh
+    mesh = bpy.data.meshes.new(name)
+    bm = bmesh.new()
+    bmesh.ops.create_cube(bm, size=1.0)
+    bmesh.ops.scale(bm, vec=(0.2, 3.0, 0.2), verts=bm.verts)
+    bmesh.ops.translate(bm, vec=(0, 1.5, 0), verts=bm.verts)
+    for k in range(4):
+        c = (0.15, 2.0 + 0.2 * k, 0.0)
+        bm.faces.new([bm.verts.new((c[0] + dx, c[1] + dy, 0.0)) for dx, dy in ((0, 0), (0.3, 0), (0.3, 0.3), (0, 0.3))])
+    bm.to_mesh(mesh)
+    bm.free()
+    obj = bpy.data.objects.new(name, mesh)
+    collection.objects.link(obj)
+    return obj
+
+
+def test_bake_skips_objects_blender_does_not_evaluate_instead_of_baking_their_stale_transform(mods):
+    """An object disabled in viewports, in a collection disabled in viewports or excluded from the view layer keeps
+    the matrix_world of its last evaluation: the bake read a Y-up tree stood up since then as lying down (asset
+    height 0.20, the trunk's thickness) and said nothing. It is skipped and named now, its mesh untouched; an
+    object only hidden (the eye) is evaluated and bakes right."""
+    scene = bpy.context.scene
+    view_layer = bpy.context.view_layer
+    disabled, excluded = bpy.data.collections.new("Disabled"), bpy.data.collections.new("Excluded")
+    scene.collection.children.link(disabled)
+    scene.collection.children.link(excluded)
+    trees = {name: _y_up_tree(name, coll) for name, coll in (
+        ("Visible", scene.collection), ("Hidden", scene.collection), ("Monitor", scene.collection),
+        ("InDisabled", disabled), ("InExcluded", excluded))}
+    view_layer.update()
+    trees["Hidden"].hide_set(True)
+    trees["Monitor"].hide_viewport = True
+    disabled.hide_viewport = True
+    view_layer.layer_collection.children["Excluded"].exclude = True
+    for obj in trees.values():
+        obj.rotation_euler = (math.pi / 2, 0.0, 0.0)  # stand the Y-up trees up
+    view_layer.update()
+    for name in ("Visible", "Hidden"):
+        mods.ops.bake(scene, [trees[name]], ao_samples=0)
+        assert trees[name].envfx.wind.asset_height == pytest.approx(3.0, abs=1e-3)
+    expect = {"Monitor": "disabled in viewports", "InDisabled": "collection 'Disabled' is disabled in viewports",
+              "InExcluded": "not in view layer"}
+    for name, why in expect.items():
+        with pytest.raises(mods.ops.WindInputError, match=why):
+            mods.ops.bake(scene, [trees[name]], ao_samples=0)
+        assert trees[name].data.attributes.get("EnvFX_Height") is None
+        assert trees[name].envfx.wind.asset_height == 1.0
+    result = mods.ops.bake(scene, list(trees.values()), ao_samples=0)  # one asset: the stale ones left out, named
+    assert set(result.skipped) == set(expect)
+    assert all("enable it in the viewport and bake again" in r for r in result.skipped.values())
+    assert sorted(result.changed) == ["Hidden", "Visible"]
+    assert all(trees[name].data.attributes.get("EnvFX_Height") is None for name in expect)
