@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import bpy
@@ -24,6 +25,9 @@ EXPORT_ATTR = "EnvFX_Wind_Export"
 HEIGHT_UV = "EnvFX_Height_UV"  # UV map: U the height gradient, V 0 (what FBX and glTF carry to a game)
 MAX_UV_MAPS = 8  # Blender's limit per mesh
 AO_TMP_ATTR = "EnvFX_AO_tmp"
+# on a baked mesh: the asset height per unit of world Z scale. Each object showing the mesh (linked duplicates of
+# a plant at random scales) gets it times its own world Z scale as its Asset Height (``assign_heights``)
+UNIT_HEIGHT_KEY = "envfx_wind_unit_height"
 
 # material-slot overrides: a material whose name contains one of these words marks its faces
 MATERIAL_WORDS = (
@@ -325,14 +329,57 @@ def bake_job(scene, objects, depsgraph=None, ao_samples=None, leaf_size=None, la
         start += count
         _write(obj.data, res.height[sl], hzd[sl], None if export is None else export[sl], height_uv)
         result.changed.append(obj.name)
+    for obj in meshes:
+        obj.envfx.wind.asset_height = res.asset_height
+        scale = z_scale(obj)
+        if scale > 0.0:
+            obj.data[UNIT_HEIGHT_KEY] = res.asset_height / scale
+        elif UNIT_HEIGHT_KEY in obj.data:
+            del obj.data[UNIT_HEIGHT_KEY]
     baked = {obj.data.name for obj in meshes}
-    for obj in bpy.data.objects:  # instances sharing a baked mesh (e.g. grass clumps) get its height too
-        if obj.type == "MESH" and obj.data is not None and obj.data.name in baked and obj.library is None:
-            obj.envfx.wind.asset_height = res.asset_height
+    done = set(meshes)
+    sharers = [obj for obj in bpy.data.objects if obj.type == "MESH" and obj.data is not None
+               and obj.data.name in baked and obj.library is None and obj not in done]
+    assign_heights(sharers, result)  # instances sharing a baked mesh (grass clumps) get its height at their scale
     result.stats = dict(vertices=n, islands=res.n_islands, leaves=res.n_leaves, branches=res.n_branches,
                         height=res.asset_height)
     yield 1.0
     return result
+
+
+def z_scale(obj) -> float:
+    """How much ``obj``'s world matrix stretches heights: the length of the Z row of its 3x3 part (its scale for an
+    upright asset, its Y scale for a Y-up asset stood up by a 90 degree X rotation; 1 for any rotation)."""
+    return obj.matrix_world.row[2].xyz.length
+
+
+def assign_heights(objects, result) -> list:
+    """Give each of ``objects`` whose mesh was baked (it carries ``UNIT_HEIGHT_KEY``) the Asset Height of the
+    baked asset at its own size: the baked height times its world Z scale over the baked object's, so a linked
+    duplicate scaled 2x sways twice as far, like a scaled copy. Objects Blender does not evaluate (their world
+    matrix is stale) keep theirs, named in one warning. Returns the objects whose height changed."""
+    stale, changed, kept = None, [], []
+    for obj in objects:
+        mesh = obj.data
+        unit = mesh.get(UNIT_HEIGHT_KEY) if isinstance(mesh, bpy.types.Mesh) else None
+        if unit is None or obj.library is not None:
+            continue
+        stale = stale or evaluated_check()
+        if stale(obj) is not None:
+            kept.append(obj.name)
+            continue
+        height = float(unit) * z_scale(obj)
+        if not math.isclose(obj.envfx.wind.asset_height, height, rel_tol=1e-6):
+            obj.envfx.wind.asset_height = height
+            changed.append(obj)
+    if kept:
+        names = ", ".join(kept[:5]) + (f" and {len(kept) - 5} more" if len(kept) > 5 else "")
+        result.warnings.append(f"{names} {'shares' if len(kept) == 1 else 'share'} a baked mesh but Blender does not "
+                               f"evaluate {'it' if len(kept) == 1 else 'them'} (disabled in viewports or not in "
+                               f"the view layer), so {'its' if len(kept) == 1 else 'their'} size cannot be read: "
+                               f"Asset Height left as it was; enable {'it' if len(kept) == 1 else 'them'} in the "
+                               f"viewport and Add Wind again")
+    return changed
 
 
 def _write(mesh, height, rgba, export, height_uv):
@@ -478,12 +525,16 @@ def add_wind(scene, objects) -> WindResult:
     if not candidates:
         raise WindInputError(f"Nothing to put in wind: {result.skipped_text() or 'select objects'}")
     tree = wind_nodes.ensure_wind(scene)
+    resized = set(assign_heights(candidates, result))  # each at its own size (adding again refreshes it too)
     for obj in candidates:
         joined = join_scene_group(result, obj, wind_modifiers(obj), tree,
                                   lambda o=obj: bridge.add_modifier_before_bend(o, MODIFIER_NAME, tree),
                                   "was in the wind of", "wind")
         wind_nodes.write_live_attributes(obj.data)  # adding again refreshes the live data
         if not joined:
+            if obj in resized:
+                result.unchanged.remove(obj.name)
+                result.changed.append(obj.name)
             continue
         wind_nodes.sync_object(obj)
         if obj.data.attributes.get(HEIGHT_ATTR) is None:

@@ -5,6 +5,7 @@ import importlib
 import math
 
 import bpy
+import numpy as np
 import pytest
 
 
@@ -116,3 +117,72 @@ def test_bake_skips_objects_blender_does_not_evaluate_instead_of_baking_their_st
     assert all("enable it in the viewport and bake again" in r for r in result.skipped.values())
     assert sorted(result.changed) == ["Hidden", "Visible"]
     assert all(trees[name].data.attributes.get("EnvFX_Height") is None for name in expect)
+
+
+def _world_sway(mods, obj, frame):
+    bpy.context.scene.frame_set(frame)
+    got = mods.bridge.evaluated_positions(obj, bpy.context.evaluated_depsgraph_get())
+    rest = mods.bridge.get_positions(obj.data).astype(np.float64)
+    m = mods.bridge.matrix_to_numpy(obj.matrix_world)
+    return float(np.abs((got - rest) @ m[:3, :3].T).max())
+
+
+def test_scaled_linked_duplicates_sway_like_scaled_copies(mods, helpers):
+    """Linked duplicates of a plant at different scales all got the baked object's Asset Height, so a 2x clump
+    swayed as far as a 1x one (and which size was right depended on which duplicate was baked). Each object now
+    gets the baked height times its world Z scale over the baked object's, from the bake and from Add Wind."""
+    scene = bpy.context.scene
+    w = scene.envfx.wind
+    w.gust_strength = 0.0
+    s1 = _clump(mods, "ClumpS1")
+    s2 = _clump(mods, "ClumpS2", s1.data)
+    s2.scale = (2.0, 2.0, 2.0)
+    bpy.context.view_layer.update()
+    mods.ops.bake(scene, [s1], ao_samples=0)
+    assert s1.envfx.wind.asset_height == pytest.approx(0.5, rel=1e-5)
+    assert s2.envfx.wind.asset_height == pytest.approx(1.0, rel=1e-5)
+    mods.ops.apply_preset([s1, s2], "BUSH")
+    mods.ops.add_wind(scene, [s1, s2])
+    sway1, sway2 = _world_sway(mods, s1, 17), _world_sway(mods, s2, 17)
+    assert sway1 > 0.01
+    assert sway2 == pytest.approx(2.0 * sway1, rel=1e-3)
+    assert helpers._gn_vs_core(mods, s2, (17, 40)) < 1e-4  # the live wind and its twin read the same height
+    # baking the 2x duplicate instead gives the same sizes
+    mods.ops.bake(scene, [s2], ao_samples=0)
+    assert (s1.envfx.wind.asset_height, s2.envfx.wind.asset_height) == (pytest.approx(0.5, rel=1e-5),
+                                                                         pytest.approx(1.0, rel=1e-5))
+    # a duplicate made after the bake (Add Wind sets its height), and one rescaled while in the wind (Add Wind
+    # again brings its height to its new size, and counts it as changed)
+    s3 = _clump(mods, "ClumpS3", s1.data)
+    s3.scale = (3.0, 3.0, 3.0)
+    s2.scale = (4.0, 4.0, 4.0)
+    bpy.context.view_layer.update()
+    result = mods.ops.add_wind(scene, [s1, s2, s3])
+    assert s3.envfx.wind.asset_height == pytest.approx(1.5, rel=1e-5)
+    assert s2.envfx.wind.asset_height == pytest.approx(2.0, rel=1e-5)
+    assert sorted(result.changed) == ["ClumpS2", "ClumpS3"] and result.unchanged == ["ClumpS1"]
+    mods.ops.apply_preset([s3], "BUSH")
+    assert _world_sway(mods, s3, 17) == pytest.approx(3.0 * _world_sway(mods, s1, 17), rel=1e-3)
+    assert helpers._gn_vs_core(mods, s3, (17,)) < 1e-4
+
+
+def test_a_stood_up_y_up_duplicate_takes_its_height_from_its_up_scale(mods):
+    """World Z scale is the Z row of the world matrix: a Y-up asset stood up by a 90 degree X rotation grows with
+    its Y scale, not its Z scale; a duplicate Blender does not evaluate keeps its height, named."""
+    scene = bpy.context.scene
+    a = _y_up_tree("TreeA", scene.collection)
+    b = bpy.data.objects.new("TreeB", a.data)
+    c = bpy.data.objects.new("TreeC", a.data)
+    scene.collection.objects.link(b)
+    scene.collection.objects.link(c)
+    for obj in (a, b, c):
+        obj.rotation_euler = (math.pi / 2, 0.0, 0.0)
+    b.scale = (1.0, 1.5, 5.0)
+    bpy.context.view_layer.update()
+    c.hide_viewport = True
+    c.scale = (2.0, 2.0, 2.0)
+    result = mods.ops.bake(scene, [a], ao_samples=0)
+    assert a.envfx.wind.asset_height == pytest.approx(3.0, rel=1e-4)
+    assert b.envfx.wind.asset_height == pytest.approx(4.5, rel=1e-4)
+    assert c.envfx.wind.asset_height == 1.0
+    assert any(w_.startswith("TreeC shares a baked mesh but Blender does not evaluate it") for w_ in result.warnings)
