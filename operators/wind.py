@@ -525,21 +525,23 @@ def add_wind(scene, objects) -> WindResult:
     if not candidates:
         raise WindInputError(f"Nothing to put in wind: {result.skipped_text() or 'select objects'}")
     tree = wind_nodes.ensure_wind(scene)
-    resized = set(assign_heights(candidates, result))  # each at its own size (adding again refreshes it too)
     for obj in candidates:
         joined = join_scene_group(result, obj, wind_modifiers(obj), tree,
                                   lambda o=obj: bridge.add_modifier_before_bend(o, MODIFIER_NAME, tree),
                                   "was in the wind of", "wind")
         wind_nodes.write_live_attributes(obj.data)  # adding again refreshes the live data
         if not joined:
-            if obj in resized:
-                result.unchanged.remove(obj.name)
-                result.changed.append(obj.name)
             continue
         wind_nodes.sync_object(obj)
         if obj.data.attributes.get(HEIGHT_ATTR) is None:
             result.warnings.append(f"{obj.name} has no baked wind data: it will not move until you bake it "
                                    f"(Bake Wind Data)")
+    # each at its own size (adding again refreshes it too; the property's update reaches the modifier). After the
+    # joins: reading the world matrices evaluates the scene, which runs the depsgraph handlers
+    for obj in assign_heights(candidates, result):
+        if obj.name in result.unchanged:
+            result.unchanged.remove(obj.name)
+            result.changed.append(obj.name)
     return result
 
 
