@@ -32,7 +32,7 @@ from . import common
 
 GROUP_NAME = "EnvFX Wind"
 KIND = "wind"  # one group per scene (common.ensure_scene_group)
-VERSION = 12
+VERSION = 13
 
 # Value nodes driven from the scene: label -> data path on the scene
 DRIVEN = {
@@ -101,11 +101,16 @@ def _build(tree):
             out = m("ADD", out, x)
         return out
 
-    # time and loop quantisation
+    # time and loop quantisation. With a loop, the frame is wrapped into it first (floored modulo, exact in float32):
+    # every frequency makes whole cycles per loop, so the angles are the same, but float32 keeps them exact at any
+    # frame number (the absolute time lost a loop's closure and the twin's 1e-4 past about frame 15000)
     scene_time = b.node("GeometryNodeInputSceneTime", "Scene Time")
-    t = m("DIVIDE", mul(scene_time.outputs["Frame"], val["FPS Base"]), val["FPS"])
-    period = m("DIVIDE", mul(val["Loop Frames"], val["FPS Base"]), val["FPS"])
     looped = m("GREATER_THAN", val["Loop Frames"], 0.5)
+    frame = scene_time.outputs["Frame"]
+    wrapped = m("FLOORED_MODULO", frame, val["Loop Frames"])  # 0 without a loop, and then not used
+    frame = b.math("MULTIPLY_ADD", m("SUBTRACT", wrapped, frame), looped, frame, label="Loop Frame")
+    t = m("DIVIDE", mul(frame, val["FPS Base"]), val["FPS"])
+    period = m("DIVIDE", mul(val["Loop Frames"], val["FPS Base"]), val["FPS"])
 
     t2pi = mul(t, TWO_PI)
     period3 = b.vmath("SCALE", ONES, scale=period, label="Period3")
