@@ -214,3 +214,29 @@ def test_a_loop_closes_and_matches_the_twin_at_large_frame_numbers(mods, helpers
         assert helpers._gn_vs_core(mods, obj, (start,)) < 1e-4
     rest = mods.bridge.get_positions(obj.data)
     assert np.abs(_at(mods, obj, 100001) - rest).max() > 0.05
+
+
+@pytest.mark.parametrize("how", ["deleted", "unlinked"])
+def test_a_wind_object_deleted_by_a_script_hands_over_at_the_next_frame(mods, helpers, how):
+    """A script that deletes (or unlinks) the wind object and steps frames fires no depsgraph update in background
+    mode: the group kept "Use Source" with an empty Source node, 1.6 m off the scene's wind, until some other
+    change. The frame handler hands over to the scene's direction and strength at the next frame_set."""
+    scene = bpy.context.scene
+    obj = _windy_tree(mods, helpers)
+    bpy.ops.object.effector_add(type="WIND", rotation=(math.pi / 2, 0.0, 1.2))
+    field = bpy.context.active_object
+    field.field.strength = 3.0
+    scene.envfx.wind.source_object = field
+    scene.frame_set(20)
+    with_source = _at(mods, obj, 20)
+    tree = mods.nodes.group_for(scene)
+    assert tree.nodes["Use Source"].outputs[0].default_value == 1.0
+    if how == "deleted":
+        bpy.data.objects.remove(field)
+    else:
+        field.users_collection[0].objects.unlink(field)
+    scene.frame_set(21)
+    assert tree.nodes["Use Source"].outputs[0].default_value == 0.0
+    assert tree.nodes["Source"].inputs["Object"].default_value is None
+    assert helpers._gn_vs_core(mods, obj, (20, 21)) < 1e-4
+    assert np.abs(_at(mods, obj, 20) - with_source).max() > 0.1
