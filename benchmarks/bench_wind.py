@@ -10,6 +10,9 @@
    object (its per-object work: the gusts at the plant's origin and every oscillator).
 4. The grass's terrain follow on those grass clumps: no terrain object, a flat terrain, a bent terrain (the
    follow then reads the terrain's bend back at each grass vertex).
+5. Remove Wind (``--remove-plants N``, off by default): N plant objects, each with its own baked mesh, taken out
+   of the wind at once, and N / 2 of them, so the time per object shows whether it stays flat (it is linear:
+   the meshes still in the wind are found in one pass over the file's objects after the loop).
 """
 
 import argparse
@@ -35,6 +38,8 @@ def main(argv):
     parser.add_argument("--leaves-per-branch", type=int, default=25)
     parser.add_argument("--leaf-grid", type=int, default=14)
     parser.add_argument("--plants", type=int, default=500, help="plant objects in the many-plants lines (0: skip)")
+    parser.add_argument("--remove-plants", type=int, default=0,
+                        help="plant objects, each with its own mesh, for the Remove Wind line (0: skip)")
     args = parser.parse_args(argv)
 
     import bpy
@@ -158,7 +163,32 @@ def main(argv):
                 _terrain_follow(bpy, envfx, scene, plants, time_frames, args, version)
             for plant in plants:
                 bpy.data.objects.remove(plant)
+    if args.remove_plants > 0:
+        shape = shapes.make_grass(blades=4, height=0.5, seed=2)
+        for count in (args.remove_plants // 2, args.remove_plants):
+            _remove_wind(bpy, scene, ops, shape, count, version)
     return 0
+
+
+def _remove_wind(bpy, scene, ops, shape, count, version):
+    """Remove Wind on ``count`` plants with a baked mesh each (a copy of one baked mesh, so only one bake)."""
+    plants = _plants(bpy, scene, ops, "GRASS", shape, 1)
+    base = plants[0].data
+    for i in range(1, count):
+        plant = bpy.data.objects.new(f"Bench Grass {i}", base.copy())
+        plant.location = (i % 40, i // 40, 0.0)
+        scene.collection.objects.link(plant)
+        plants.append(plant)
+    ops.add_wind(scene, plants)
+    t0 = time.perf_counter()
+    ops.remove_wind(plants)
+    seconds = time.perf_counter() - t0
+    emit(bench="wind_remove", blender=version, plants=count, seconds=round(seconds, 3),
+         per_plant_us=round(seconds / count * 1e6, 1), load_avg=os.getloadavg()[0])
+    for plant in plants:
+        mesh = plant.data
+        bpy.data.objects.remove(plant)
+        bpy.data.meshes.remove(mesh)
 
 
 def _terrain_follow(bpy, envfx, scene, plants, time_frames, args, version):

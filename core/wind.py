@@ -496,6 +496,15 @@ def quantize(freq, loop_frames: int, fps: float):
     return np.maximum(np.floor(np.asarray(freq, np.float64) * period + 0.5), 1.0) / period
 
 
+def loop_time(frame: float, scene: SceneWind) -> float:
+    """Time (s) of ``frame``; with a loop, of the frame wrapped into the loop first (``frame mod loop_frames``,
+    floored, as the node group does: every quantised frequency makes whole cycles per loop, so the angles are the
+    same, and the group's float32 keeps them exact at any frame number)."""
+    if scene.loop_frames > 0:
+        frame = frame - scene.loop_frames * math.floor(frame / scene.loop_frames)
+    return frame / scene.fps
+
+
 def wave(turns):
     """A parabolic sine (period 1, peaks +-1 at 1/4 and 3/4, C1-continuous), ``8 w (1 - 2|w|)`` with
     ``w = turns - floor(turns + 0.5)``: the grass wobble's per-vertex wave (cheaper than a true sine per vertex)."""
@@ -580,7 +589,7 @@ class LiveTerms:
 def live_terms(matrix_world, frame: float, scene: SceneWind, asset: AssetWind, camera_matrix=None) -> LiveTerms:
     m = np.asarray(matrix_world, np.float64).reshape(4, 4)
     origin = m[:3, 3]
-    t = frame / scene.fps
+    t = loop_time(frame, scene)
     d = horizontal_dir(scene.direction)
     across = np.array([-d[1], d[0], 0.0])
     up = np.array([0.0, 0.0, 1.0])
@@ -644,7 +653,7 @@ def wind_offsets(positions, height, wind_color, normals, matrix_world, frame: fl
     b_branch, bc, bs, rc, rs = (np.asarray(live[name], np.float64) for name in LIVE_ATTRS)
     m = np.asarray(matrix_world, np.float64).reshape(4, 4)
     origin = m[:3, 3]
-    t = frame / scene.fps
+    t = loop_time(frame, scene)
     two_pi = 2 * math.pi
     lt = live_terms(m, frame, scene, asset, camera_matrix)
     local = ((h * h * lt.main + b_branch * lt.bend)[:, None] * lt.dir + bc[:, None] * lt.vc + bs[:, None] * lt.vs

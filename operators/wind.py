@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import bpy
@@ -24,6 +25,9 @@ EXPORT_ATTR = "EnvFX_Wind_Export"
 HEIGHT_UV = "EnvFX_Height_UV"  # UV map: U the height gradient, V 0 (what FBX and glTF carry to a game)
 MAX_UV_MAPS = 8  # Blender's limit per mesh
 AO_TMP_ATTR = "EnvFX_AO_tmp"
+# on a baked mesh: the asset height per unit of world Z scale. Each object showing the mesh (linked duplicates of
+# a plant at random scales) gets it times its own world Z scale as its Asset Height (``assign_heights``)
+UNIT_HEIGHT_KEY = "envfx_wind_unit_height"
 
 # material-slot overrides: a material whose name contains one of these words marks its faces
 MATERIAL_WORDS = (
@@ -69,6 +73,29 @@ def _skip_reason(obj) -> str | None:
         what = "loose edges" if len(mesh.edges) else "points"
         return f"has no faces ({what} only); wind data needs a mesh with faces"
     return None
+
+
+def evaluated_check():
+    """A function ``obj -> reason or None``: why Blender does not evaluate ``obj`` in the context's view layer, so
+    its ``matrix_world`` is stale (where it stood when it was last evaluated, not where its location, rotation and
+    scale put it now), or None when it is evaluated. The bake reads the world transform (up is world Z as the
+    asset stands), so such an object is skipped and named instead of baked wrong."""
+    view_layer = bpy.context.view_layer
+    depsgraph = bpy.context.evaluated_depsgraph_get()
+    fix = "so Blender does not update its world transform: enable it in the viewport and bake again"
+
+    def reason(obj):
+        if obj.evaluated_get(depsgraph).is_evaluated:
+            return None
+        if view_layer.objects.get(obj.name) is not obj:
+            return (f"is not in view layer {view_layer.name!r} (its collection is excluded: the Outliner's "
+                    f"checkbox), {fix}")
+        if obj.hide_viewport:
+            return f"is disabled in viewports (the monitor icon), {fix}"
+        off = [c.name for c in obj.users_collection if c.hide_viewport]
+        where = f"collection {off[0]!r} is" if off else "a collection holding it is"
+        return f"is not evaluated: {where} disabled in viewports (the monitor icon), {fix}"
+    return reason
 
 
 def material_labels(obj) -> np.ndarray:
@@ -207,8 +234,9 @@ def validate(scene, objects, layout="HZD", custom=None):
         raise WindInputError("Nothing selected: select the objects of one asset (trunk, branches, leaves)")
     meshes, skipped, warnings = [], {}, []
     seen = {}
+    stale = evaluated_check()
     for obj in dict.fromkeys(objects):  # an object given twice is one object, not two sharing a mesh
-        reason = _skip_reason(obj)
+        reason = _skip_reason(obj) or stale(obj)
         if reason is None and obj.data.name in seen:
             reason = f"shares its mesh with {seen[obj.data.name]}, which is baked (one bake per mesh)"
         if reason is not None:
@@ -301,14 +329,57 @@ def bake_job(scene, objects, depsgraph=None, ao_samples=None, leaf_size=None, la
         start += count
         _write(obj.data, res.height[sl], hzd[sl], None if export is None else export[sl], height_uv)
         result.changed.append(obj.name)
+    for obj in meshes:
+        obj.envfx.wind.asset_height = res.asset_height
+        scale = z_scale(obj)
+        if scale > 0.0:
+            obj.data[UNIT_HEIGHT_KEY] = res.asset_height / scale
+        elif UNIT_HEIGHT_KEY in obj.data:
+            del obj.data[UNIT_HEIGHT_KEY]
     baked = {obj.data.name for obj in meshes}
-    for obj in bpy.data.objects:  # instances sharing a baked mesh (e.g. grass clumps) get its height too
-        if obj.type == "MESH" and obj.data is not None and obj.data.name in baked and obj.library is None:
-            obj.envfx.wind.asset_height = res.asset_height
+    done = set(meshes)
+    sharers = [obj for obj in bpy.data.objects if obj.type == "MESH" and obj.data is not None
+               and obj.data.name in baked and obj.library is None and obj not in done]
+    assign_heights(sharers, result)  # instances sharing a baked mesh (grass clumps) get its height at their scale
     result.stats = dict(vertices=n, islands=res.n_islands, leaves=res.n_leaves, branches=res.n_branches,
                         height=res.asset_height)
     yield 1.0
     return result
+
+
+def z_scale(obj) -> float:
+    """How much ``obj``'s world matrix stretches heights: the length of the Z row of its 3x3 part (its scale for an
+    upright asset, its Y scale for a Y-up asset stood up by a 90 degree X rotation; 1 for any rotation)."""
+    return obj.matrix_world.row[2].xyz.length
+
+
+def assign_heights(objects, result) -> list:
+    """Give each of ``objects`` whose mesh was baked (it carries ``UNIT_HEIGHT_KEY``) the Asset Height of the
+    baked asset at its own size: the baked height times its world Z scale over the baked object's, so a linked
+    duplicate scaled 2x sways twice as far, like a scaled copy. Objects Blender does not evaluate (their world
+    matrix is stale) keep theirs, named in one warning. Returns the objects whose height changed."""
+    stale, changed, kept = None, [], []
+    for obj in objects:
+        mesh = obj.data
+        unit = mesh.get(UNIT_HEIGHT_KEY) if isinstance(mesh, bpy.types.Mesh) else None
+        if unit is None or obj.library is not None:
+            continue
+        stale = stale or evaluated_check()
+        if stale(obj) is not None:
+            kept.append(obj.name)
+            continue
+        height = float(unit) * z_scale(obj)
+        if not math.isclose(obj.envfx.wind.asset_height, height, rel_tol=1e-6):
+            obj.envfx.wind.asset_height = height
+            changed.append(obj)
+    if kept:
+        names = ", ".join(kept[:5]) + (f" and {len(kept) - 5} more" if len(kept) > 5 else "")
+        result.warnings.append(f"{names} {'shares' if len(kept) == 1 else 'share'} a baked mesh but Blender does not "
+                               f"evaluate {'it' if len(kept) == 1 else 'them'} (disabled in viewports or not in "
+                               f"the view layer), so {'its' if len(kept) == 1 else 'their'} size cannot be read: "
+                               f"Asset Height left as it was; enable {'it' if len(kept) == 1 else 'them'} in the "
+                               f"viewport and Add Wind again")
+    return changed
 
 
 def _write(mesh, height, rgba, export, height_uv):
@@ -465,6 +536,12 @@ def add_wind(scene, objects) -> WindResult:
         if obj.data.attributes.get(HEIGHT_ATTR) is None:
             result.warnings.append(f"{obj.name} has no baked wind data: it will not move until you bake it "
                                    f"(Bake Wind Data)")
+    # each at its own size (adding again refreshes it too; the property's update reaches the modifier). After the
+    # joins: reading the world matrices evaluates the scene, which runs the depsgraph handlers
+    for obj in assign_heights(candidates, result):
+        if obj.name in result.unchanged:
+            result.unchanged.remove(obj.name)
+            result.changed.append(obj.name)
     return result
 
 
@@ -475,6 +552,7 @@ def remove_wind(objects) -> WindResult:
     refuse_edit_mode([obj for obj in objects if wind_modifiers(obj)], WindInputError)
     result = WindResult()
     groups = set()
+    left = {}  # the meshes of the objects taken out, by pointer: their live data goes unless still in the wind
     for obj in changeable(objects, result):
         mods = wind_modifiers(obj)
         if not mods:
@@ -487,9 +565,16 @@ def remove_wind(objects) -> WindResult:
         groups.update(m.node_group for m in mods)
         for mod in mods:
             obj.modifiers.remove(mod)
-        if obj.type == "MESH" and not any(wind_modifiers(o) for o in bpy.data.objects if o.data == obj.data):
-            wind_nodes.remove_live_attributes(obj.data)
+        if obj.type == "MESH":
+            left[obj.data.as_pointer()] = obj.data
         result.changed.append(obj.name)
+    if left:  # one pass over the file's objects, after the loop: linear in the number of objects, not quadratic
+        for o in bpy.data.objects:
+            key = o.data.as_pointer() if o.type == "MESH" and o.data is not None else None
+            if key in left and wind_modifiers(o):
+                del left[key]
+        for mesh in left.values():
+            wind_nodes.remove_live_attributes(mesh)
     for tree in groups:
         nodes_common.release_if_unused(tree, wind_nodes.KIND)
     return result

@@ -32,7 +32,7 @@ from . import common
 
 GROUP_NAME = "EnvFX Wind"
 KIND = "wind"  # one group per scene (common.ensure_scene_group)
-VERSION = 12
+VERSION = 13
 
 # Value nodes driven from the scene: label -> data path on the scene
 DRIVEN = {
@@ -101,11 +101,16 @@ def _build(tree):
             out = m("ADD", out, x)
         return out
 
-    # time and loop quantisation
+    # time and loop quantisation. With a loop, the frame is wrapped into it first (floored modulo, exact in float32):
+    # every frequency makes whole cycles per loop, so the angles are the same, but float32 keeps them exact at any
+    # frame number (the absolute time lost a loop's closure and the twin's 1e-4 past about frame 15000)
     scene_time = b.node("GeometryNodeInputSceneTime", "Scene Time")
-    t = m("DIVIDE", mul(scene_time.outputs["Frame"], val["FPS Base"]), val["FPS"])
-    period = m("DIVIDE", mul(val["Loop Frames"], val["FPS Base"]), val["FPS"])
     looped = m("GREATER_THAN", val["Loop Frames"], 0.5)
+    frame = scene_time.outputs["Frame"]
+    wrapped = m("FLOORED_MODULO", frame, val["Loop Frames"])  # 0 without a loop, and then not used
+    frame = b.math("MULTIPLY_ADD", m("SUBTRACT", wrapped, frame), looped, frame, label="Loop Frame")
+    t = m("DIVIDE", mul(frame, val["FPS Base"]), val["FPS"])
+    period = m("DIVIDE", mul(val["Loop Frames"], val["FPS Base"]), val["FPS"])
 
     t2pi = mul(t, TWO_PI)
     period3 = b.vmath("SCALE", ONES, scale=period, label="Period3")
@@ -437,6 +442,18 @@ def _wire(scene, tree):
     return tree
 
 
+def _out_of_sync(scene, tree) -> bool:
+    """Whether ``tree`` still points at a wind object or terrain object that was deleted or unlinked (or misses one
+    that is set)."""
+    source = source_object(scene)
+    terrain = scene.envfx.wind.terrain_object
+    if terrain is not None and scene.objects.get(terrain.name) is not terrain:
+        terrain = None
+    return (tree.nodes["Source"].inputs["Object"].default_value != source
+            or tree.nodes["Use Source"].outputs[0].default_value != (1.0 if source is not None else 0.0)
+            or tree.nodes["Terrain"].inputs["Object"].default_value != terrain)
+
+
 @persistent
 def keep_in_sync(scene, depsgraph=None):
     """depsgraph_update_post handler: when the wind object was deleted or unlinked (or a terrain object), point
@@ -444,15 +461,22 @@ def keep_in_sync(scene, depsgraph=None):
     tree = group_for(scene)
     if tree is None or tree.library is not None or tree.nodes.get("Source") is None:
         return
-    source = source_object(scene)
-    use = 1.0 if source is not None else 0.0
-    terrain = scene.envfx.wind.terrain_object
-    if terrain is not None and scene.objects.get(terrain.name) is not terrain:
-        terrain = None
-    if (tree.nodes["Source"].inputs["Object"].default_value != source
-            or tree.nodes["Use Source"].outputs[0].default_value != use
-            or tree.nodes["Terrain"].inputs["Object"].default_value != terrain):
+    if _out_of_sync(scene, tree):
         sync(scene, tree)
+
+
+@persistent
+def keep_in_sync_on_frame(scene, *_args):
+    """frame_change_pre handler: the same, before the frame is evaluated. A script that deletes the wind object
+    and steps frames (``frame_set``) fires no depsgraph update in background mode, so the dead source moved the
+    plants until some unrelated change. Only re-wires the scene's own, current group here (a group to rebuild or
+    split is left to the depsgraph handler: re-pointing modifiers inside a frame change crashed Blender 4.2)."""
+    tree = group_for(scene)
+    if tree is None or tree.library is not None or tree.nodes.get("Source") is None:
+        return
+    if (_out_of_sync(scene, tree) and tree.get(common.STAMP_KEY) == str(VERSION)
+            and common.is_own_group(scene, tree, KIND)):
+        _wire(scene, tree)
 
 
 def sync_terrain_bend(scene) -> bool:
@@ -466,14 +490,21 @@ def sync_terrain_bend(scene) -> bool:
     return common.point_bend_reader(tree, bend_nodes.shown_group(terrain))
 
 
+HANDLERS = (("depsgraph_update_post", keep_in_sync), ("frame_change_pre", keep_in_sync_on_frame))
+
+
 def register_handlers():
-    if keep_in_sync not in bpy.app.handlers.depsgraph_update_post:
-        bpy.app.handlers.depsgraph_update_post.append(keep_in_sync)
+    for kind, handler in HANDLERS:
+        handlers = getattr(bpy.app.handlers, kind)
+        if handler not in handlers:
+            handlers.append(handler)
 
 
 def unregister_handlers():
-    while keep_in_sync in bpy.app.handlers.depsgraph_update_post:
-        bpy.app.handlers.depsgraph_update_post.remove(keep_in_sync)
+    for kind, handler in HANDLERS:
+        handlers = getattr(bpy.app.handlers, kind)
+        while handler in handlers:
+            handlers.remove(handler)
 
 
 def source_object(scene):

@@ -85,12 +85,12 @@ def test_bake_writes_attributes_matching_core(mods):
     np.testing.assert_allclose(rgba[:, 0], ref.leaf, atol=2e-3)
     assert obj.envfx.wind.asset_height == pytest.approx(ref.asset_height, rel=1e-4)
     assert obj.data.color_attributes.default_color_name == "EnvFX_Wind"
-    # an instance sharing the mesh gets the asset height too
+    # an instance sharing the mesh gets the asset height too, at its own size (scale 1 against the tree's 2)
     twin = bpy.data.objects.new("Tree Instance", obj.data)
     bpy.context.scene.collection.objects.link(twin)
     result = mods.ops.bake(bpy.context.scene, [obj, twin], ao_samples=0)
     assert result.changed == ["Tree"] and "shares its mesh with Tree" in result.skipped["Tree Instance"]
-    assert twin.envfx.wind.asset_height == pytest.approx(ref.asset_height, rel=1e-4)
+    assert twin.envfx.wind.asset_height == pytest.approx(ref.asset_height / 2, rel=1e-4)
 
 
 def test_multi_object_asset_bakes_together(mods):

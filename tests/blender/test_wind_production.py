@@ -1,0 +1,242 @@
+"""Wind in production-style scenes: many plant objects, objects Blender does not evaluate, scaled linked duplicates,
+large frame numbers, a wind object deleted by a script."""
+
+import importlib
+import math
+
+import bpy
+import numpy as np
+import pytest
+
+
+@pytest.fixture
+def mods(envfx):
+    class M:
+        core = importlib.import_module(envfx.__name__ + ".core.wind")
+        shapes = importlib.import_module(envfx.__name__ + ".core.wind_shapes")
+        ops = importlib.import_module(envfx.__name__ + ".operators.wind")
+        nodes = importlib.import_module(envfx.__name__ + ".shader_nodes.wind")
+        bridge = importlib.import_module(envfx.__name__ + ".bridge")
+    return M
+
+
+@pytest.fixture
+def helpers(load_helper):
+    """tests/blender/test_wind.py's helpers (``_tree``, ``_read``, ``_gn_vs_core``)."""
+    return load_helper("test_wind_helpers", "tests", "blender", "test_wind.py")
+
+
+def _clump(mods, name, mesh=None):
+    """A small two-card plant (its own mesh, or ``mesh``)."""
+    if mesh is None:
+        mesh = bpy.data.meshes.new(name)
+        mesh.from_pydata([(-0.1, 0, 0), (0.1, 0, 0), (0.1, 0, 0.5), (-0.1, 0, 0.5),
+                          (0, -0.1, 0), (0, 0.1, 0), (0, 0.1, 0.5), (0, -0.1, 0.5)], [],
+                         [(0, 1, 2, 3), (4, 5, 6, 7)])
+        mesh.update()
+    obj = bpy.data.objects.new(name, mesh)
+    bpy.context.scene.collection.objects.link(obj)
+    return obj
+
+
+def test_remove_wind_is_linear_in_the_number_of_objects(mods, monkeypatch):
+    """Remove Wind looked for other users of each removed object's mesh among all of the file's objects, asking
+    the sharers already taken out again and again: N^2 calls of ``wind_modifiers`` for N linked duplicates. Now
+    one pass after the loop."""
+    scene = bpy.context.scene
+    plants = [_clump(mods, "Plant 0")]
+    mods.ops.bake(scene, plants, ao_samples=0)
+    plants += [_clump(mods, f"Plant {i}", plants[0].data) for i in range(1, 60)]  # linked duplicates
+    own = [_clump(mods, f"Own {i}", plants[0].data.copy()) for i in range(20)]  # each its own baked mesh
+    keep = _clump(mods, "Keeps Wind", own[0].data)  # stays in the wind: that mesh keeps its live data
+    mods.ops.add_wind(scene, plants + own + [keep])
+    calls = []
+    real = mods.ops.wind_modifiers
+    monkeypatch.setattr(mods.ops, "wind_modifiers", lambda obj: calls.append(obj.name) or real(obj))
+    result = mods.ops.remove_wind(plants + own)
+    n = len(plants) + len(own)
+    assert len(result.changed) == n
+    assert len(calls) <= 4 * n, len(calls)
+    live = mods.core.LIVE_ATTRS[0]
+    assert own[0].data.attributes.get(live) is not None
+    assert all(o.data.attributes.get(live) is None for o in plants + own[1:])
+    assert mods.ops.wind_modifiers(keep)
+
+
+def _y_up_tree(name, collection):
+    """A Y-up asset as an importer gives it before its X rotation: a 3 m trunk along local +Y and four leaves."""
+    import bmesh
+    mesh = bpy.data.meshes.new(name)
+    bm = bmesh.new()
+    bmesh.ops.create_cube(bm, size=1.0)
+    bmesh.ops.scale(bm, vec=(0.2, 3.0, 0.2), verts=bm.verts)
+    bmesh.ops.translate(bm, vec=(0, 1.5, 0), verts=bm.verts)
+    for k in range(4):
+        c = (0.15, 2.0 + 0.2 * k, 0.0)
+        bm.faces.new([bm.verts.new((c[0] + dx, c[1] + dy, 0.0)) for dx, dy in ((0, 0), (0.3, 0), (0.3, 0.3), (0, 0.3))])
+    bm.to_mesh(mesh)
+    bm.free()
+    obj = bpy.data.objects.new(name, mesh)
+    collection.objects.link(obj)
+    return obj
+
+
+def test_bake_skips_objects_blender_does_not_evaluate_instead_of_baking_their_stale_transform(mods):
+    """An object disabled in viewports, in a collection disabled in viewports or excluded from the view layer keeps
+    the matrix_world of its last evaluation: the bake read a Y-up tree stood up since then as lying down (asset
+    height 0.20, the trunk's thickness) and said nothing. It is skipped and named now, its mesh untouched; an
+    object only hidden (the eye) is evaluated and bakes right."""
+    scene = bpy.context.scene
+    view_layer = bpy.context.view_layer
+    disabled, excluded = bpy.data.collections.new("Disabled"), bpy.data.collections.new("Excluded")
+    scene.collection.children.link(disabled)
+    scene.collection.children.link(excluded)
+    trees = {name: _y_up_tree(name, coll) for name, coll in (
+        ("Visible", scene.collection), ("Hidden", scene.collection), ("Monitor", scene.collection),
+        ("InDisabled", disabled), ("InExcluded", excluded))}
+    view_layer.update()
+    trees["Hidden"].hide_set(True)
+    trees["Monitor"].hide_viewport = True
+    disabled.hide_viewport = True
+    view_layer.layer_collection.children["Excluded"].exclude = True
+    for obj in trees.values():
+        obj.rotation_euler = (math.pi / 2, 0.0, 0.0)  # stand the Y-up trees up
+    view_layer.update()
+    for name in ("Visible", "Hidden"):
+        mods.ops.bake(scene, [trees[name]], ao_samples=0)
+        assert trees[name].envfx.wind.asset_height == pytest.approx(3.0, abs=1e-3)
+    expect = {"Monitor": "disabled in viewports", "InDisabled": "collection 'Disabled' is disabled in viewports",
+              "InExcluded": "not in view layer"}
+    for name, why in expect.items():
+        with pytest.raises(mods.ops.WindInputError, match=why):
+            mods.ops.bake(scene, [trees[name]], ao_samples=0)
+        assert trees[name].data.attributes.get("EnvFX_Height") is None
+        assert trees[name].envfx.wind.asset_height == 1.0
+    result = mods.ops.bake(scene, list(trees.values()), ao_samples=0)  # one asset: the stale ones left out, named
+    assert set(result.skipped) == set(expect)
+    assert all("enable it in the viewport and bake again" in r for r in result.skipped.values())
+    assert sorted(result.changed) == ["Hidden", "Visible"]
+    assert all(trees[name].data.attributes.get("EnvFX_Height") is None for name in expect)
+
+
+def _world_sway(mods, obj, frame):
+    bpy.context.scene.frame_set(frame)
+    got = mods.bridge.evaluated_positions(obj, bpy.context.evaluated_depsgraph_get())
+    rest = mods.bridge.get_positions(obj.data).astype(np.float64)
+    m = mods.bridge.matrix_to_numpy(obj.matrix_world)
+    return float(np.abs((got - rest) @ m[:3, :3].T).max())
+
+
+def test_scaled_linked_duplicates_sway_like_scaled_copies(mods, helpers):
+    """Linked duplicates of a plant at different scales all got the baked object's Asset Height, so a 2x clump
+    swayed as far as a 1x one (and which size was right depended on which duplicate was baked). Each object now
+    gets the baked height times its world Z scale over the baked object's, from the bake and from Add Wind."""
+    scene = bpy.context.scene
+    w = scene.envfx.wind
+    w.gust_strength = 0.0
+    s1 = _clump(mods, "ClumpS1")
+    s2 = _clump(mods, "ClumpS2", s1.data)
+    s2.scale = (2.0, 2.0, 2.0)
+    bpy.context.view_layer.update()
+    mods.ops.bake(scene, [s1], ao_samples=0)
+    assert s1.envfx.wind.asset_height == pytest.approx(0.5, rel=1e-5)
+    assert s2.envfx.wind.asset_height == pytest.approx(1.0, rel=1e-5)
+    mods.ops.apply_preset([s1, s2], "BUSH")
+    mods.ops.add_wind(scene, [s1, s2])
+    sway1, sway2 = _world_sway(mods, s1, 17), _world_sway(mods, s2, 17)
+    assert sway1 > 0.01
+    assert sway2 == pytest.approx(2.0 * sway1, rel=1e-3)
+    assert helpers._gn_vs_core(mods, s2, (17, 40)) < 1e-4  # the live wind and its twin read the same height
+    # baking the 2x duplicate instead gives the same sizes
+    mods.ops.bake(scene, [s2], ao_samples=0)
+    assert (s1.envfx.wind.asset_height, s2.envfx.wind.asset_height) == (pytest.approx(0.5, rel=1e-5),
+                                                                         pytest.approx(1.0, rel=1e-5))
+    # a duplicate made after the bake (Add Wind sets its height), and one rescaled while in the wind (Add Wind
+    # again brings its height to its new size, and counts it as changed)
+    s3 = _clump(mods, "ClumpS3", s1.data)
+    s3.scale = (3.0, 3.0, 3.0)
+    s2.scale = (4.0, 4.0, 4.0)
+    bpy.context.view_layer.update()
+    result = mods.ops.add_wind(scene, [s1, s2, s3])
+    assert s3.envfx.wind.asset_height == pytest.approx(1.5, rel=1e-5)
+    assert s2.envfx.wind.asset_height == pytest.approx(2.0, rel=1e-5)
+    assert sorted(result.changed) == ["ClumpS2", "ClumpS3"] and result.unchanged == ["ClumpS1"]
+    mods.ops.apply_preset([s3], "BUSH")
+    assert _world_sway(mods, s3, 17) == pytest.approx(3.0 * _world_sway(mods, s1, 17), rel=1e-3)
+    assert helpers._gn_vs_core(mods, s3, (17,)) < 1e-4
+
+
+def test_a_stood_up_y_up_duplicate_takes_its_height_from_its_up_scale(mods):
+    """World Z scale is the Z row of the world matrix: a Y-up asset stood up by a 90 degree X rotation grows with
+    its Y scale, not its Z scale; a duplicate Blender does not evaluate keeps its height, named."""
+    scene = bpy.context.scene
+    a = _y_up_tree("TreeA", scene.collection)
+    b = bpy.data.objects.new("TreeB", a.data)
+    c = bpy.data.objects.new("TreeC", a.data)
+    scene.collection.objects.link(b)
+    scene.collection.objects.link(c)
+    for obj in (a, b, c):
+        obj.rotation_euler = (math.pi / 2, 0.0, 0.0)
+    b.scale = (1.0, 1.5, 5.0)
+    bpy.context.view_layer.update()
+    c.hide_viewport = True
+    c.scale = (2.0, 2.0, 2.0)
+    result = mods.ops.bake(scene, [a], ao_samples=0)
+    assert a.envfx.wind.asset_height == pytest.approx(3.0, rel=1e-4)
+    assert b.envfx.wind.asset_height == pytest.approx(4.5, rel=1e-4)
+    assert c.envfx.wind.asset_height == 1.0
+    assert any(w_.startswith("TreeC shares a baked mesh but Blender does not evaluate it") for w_ in result.warnings)
+
+
+def _windy_tree(mods, helpers):
+    scene = bpy.context.scene
+    _tree, (obj,) = helpers._tree(mods, n_branches=3, leaves_per_branch=2)
+    mods.ops.bake(scene, [obj], ao_samples=0)
+    mods.ops.add_wind(scene, [obj])
+    w = scene.envfx.wind
+    w.strength, w.gust_strength = 1.5, 0.5
+    return obj
+
+
+def _at(mods, obj, frame):
+    bpy.context.scene.frame_set(frame)
+    return mods.bridge.evaluated_positions(obj, bpy.context.evaluated_depsgraph_get())
+
+
+def test_a_loop_closes_and_matches_the_twin_at_large_frame_numbers(mods, helpers):
+    """The group's float32 time was absolute: at frame 100001 a 96-frame loop missed by 4.8e-4 m and the twin by
+    6.8e-4 (3.6e-3 at 1000001). The frame is wrapped into the loop first now."""
+    obj = _windy_tree(mods, helpers)
+    bpy.context.scene.envfx.wind.loop_frames = 96
+    for start in (100001, 1000001, -50001):
+        assert np.abs(_at(mods, obj, start) - _at(mods, obj, start + 96)).max() < 1e-5
+        assert np.abs(_at(mods, obj, start) - _at(mods, obj, start % 96)).max() < 1e-5
+        assert helpers._gn_vs_core(mods, obj, (start,)) < 1e-4
+    rest = mods.bridge.get_positions(obj.data)
+    assert np.abs(_at(mods, obj, 100001) - rest).max() > 0.05
+
+
+@pytest.mark.parametrize("how", ["deleted", "unlinked"])
+def test_a_wind_object_deleted_by_a_script_hands_over_at_the_next_frame(mods, helpers, how):
+    """A script that deletes (or unlinks) the wind object and steps frames fires no depsgraph update in background
+    mode: the group kept "Use Source" with an empty Source node, 1.6 m off the scene's wind, until some other
+    change. The frame handler hands over to the scene's direction and strength at the next frame_set."""
+    scene = bpy.context.scene
+    obj = _windy_tree(mods, helpers)
+    bpy.ops.object.effector_add(type="WIND", rotation=(math.pi / 2, 0.0, 1.2))
+    field = bpy.context.active_object
+    field.field.strength = 3.0
+    scene.envfx.wind.source_object = field
+    scene.frame_set(20)
+    with_source = _at(mods, obj, 20)
+    tree = mods.nodes.group_for(scene)
+    assert tree.nodes["Use Source"].outputs[0].default_value == 1.0
+    if how == "deleted":
+        bpy.data.objects.remove(field)
+    else:
+        field.users_collection[0].objects.unlink(field)
+    scene.frame_set(21)
+    assert tree.nodes["Use Source"].outputs[0].default_value == 0.0
+    assert tree.nodes["Source"].inputs["Object"].default_value is None
+    assert helpers._gn_vs_core(mods, obj, (20, 21)) < 1e-4
+    assert np.abs(_at(mods, obj, 20) - with_source).max() > 0.1
