@@ -16,9 +16,9 @@ from ..props import PATH_OPTIONS
 from ..shader_nodes import bend as bend_nodes
 from ..shader_nodes import common
 from ..shader_nodes import wind as wind_nodes
-from .common import (NeedsScene, ObjectsResult, changeable, instancers_of, join_scene_group, kept_by_override_reason,
-                     kept_up_to_date, linked_reason, no_modifier_reason, output_folder, poll_not_in_edit_mode,
-                     refuse_edit_mode, report_result, stale_place_reason)
+from .common import (NeedsScene, ObjectsResult, changeable, evaluated_check, instancers_of, join_scene_group,
+                     kept_by_override_reason, linked_reason, no_modifier_reason, output_folder, poll_not_in_edit_mode,
+                     refuse_edit_mode, report_result)
 
 MODIFIER_NAME = "EnvFX Bend"
 APPLIED_MARK = "envfx_bend_applied"  # custom property apply_bend leaves on a mesh (value: the scene's name)
@@ -236,7 +236,7 @@ def apply_bend(scene, objects) -> BendResult:
     bend_nodes.params_from_scene(scene).validate()
     params_of = {}
     candidates = []
-    up_to_date = None
+    stale = None
     for obj in dict.fromkeys(objects):  # each once: a script may pass one twice
         mods = bend_modifiers(obj)
         if not mods:
@@ -244,9 +244,8 @@ def apply_bend(scene, objects) -> BendResult:
             continue
         reason = _cannot_apply_reason(obj, mods)
         if reason is None and scene.objects.get(obj.name) == obj:
-            up_to_date = kept_up_to_date(scene) if up_to_date is None else up_to_date
-            if obj not in up_to_date:  # its matrix_world is stale: it would be baked at the wrong place
-                reason = stale_place_reason("baked")
+            stale = stale or evaluated_check(scene, "apply the bend again")
+            reason = stale(obj)  # a stale matrix_world: it would be baked at the wrong place
         if reason is not None:
             result.skipped[obj.name] = reason
             continue

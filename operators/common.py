@@ -93,30 +93,40 @@ def path_in_file(path: str) -> str:
     return path
 
 
-def kept_up_to_date(scene) -> set:
-    """The objects of ``scene`` whose place Blender keeps up to date (those its view layer evaluates): not disabled
-    in viewports (their own or a collection's monitor icon) nor only in collections excluded from the view layer.
-    The others keep the ``matrix_world`` of when they were last evaluated, however they are moved since."""
+def evaluated_check(scene=None, again: str = "bake again"):
+    """A function ``obj -> reason or None``: why Blender does not evaluate ``obj`` (disabled in viewports, by its own
+    or a collection's monitor icon, or only in collections excluded from the view layer), so its ``matrix_world`` is
+    stale (where it stood when it was last evaluated, not where its location, rotation and scale put it now), or None.
+    Operations that read world transforms skip and name such objects instead of using a stale one. ``scene``
+    (default: the context's) is read through its view layer (the context's; another scene's first one); ``again``
+    finishes what to do ("enable it in the viewport and <again>")."""
     context = bpy.context
+    scene = scene or context.scene
     view_layer = context.view_layer if getattr(context, "scene", None) == scene else scene.view_layers[0]
-    found = set()
+    fix = f"so Blender does not update its world transform: enable it in the viewport and {again}"
+    enabled = set()
 
-    def walk(layer_collection):
+    def walk(layer_collection):  # what the view layer evaluates: not excluded, not disabled in viewports
         if layer_collection.exclude or layer_collection.collection.hide_viewport:
             return
-        found.update(obj for obj in layer_collection.collection.objects if not obj.hide_viewport)
+        enabled.update(obj for obj in layer_collection.collection.objects if not obj.hide_viewport)
         for child in layer_collection.children:
             walk(child)
 
     walk(view_layer.layer_collection)
-    return found
 
-
-def stale_place_reason(action: str) -> str:
-    """Why an object that Blender does not evaluate cannot be ``action`` (a verb phrase), with what to do."""
-    return (f"it is disabled in viewports (its own or a collection's monitor icon, or its collection is excluded "
-            f"from the view layer), so Blender does not keep its place up to date and it cannot be {action} as it "
-            f"would show: enable it in the viewport first")
+    def reason(obj):
+        if obj in enabled:
+            return None
+        if view_layer.objects.get(obj.name) is not obj:
+            return (f"is not in view layer {view_layer.name!r} (its collection is excluded: the Outliner's "
+                    f"checkbox), {fix}")
+        if obj.hide_viewport:
+            return f"is disabled in viewports (the monitor icon), {fix}"
+        off = [c.name for c in obj.users_collection if c.hide_viewport]
+        where = f"collection {off[0]!r} is" if off else "a collection holding it is"
+        return f"is not evaluated: {where} disabled in viewports (the monitor icon), {fix}"
+    return reason
 
 
 def in_edit_mode(objects) -> list:

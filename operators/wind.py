@@ -15,8 +15,8 @@ from ..core import wind as core_wind
 from ..shader_nodes import bend as bend_nodes
 from ..shader_nodes import common as nodes_common
 from ..shader_nodes import wind as wind_nodes
-from .common import (ObjectsResult, changeable, join_scene_group, kept_by_override_reason, linked_reason,
-                     no_modifier_reason, poll_not_in_edit_mode, refuse_edit_mode, report_result)
+from .common import (ObjectsResult, changeable, evaluated_check, join_scene_group, kept_by_override_reason,
+                     linked_reason, no_modifier_reason, poll_not_in_edit_mode, refuse_edit_mode, report_result)
 
 MODIFIER_NAME = "EnvFX Wind"
 HEIGHT_ATTR = "EnvFX_Height"
@@ -73,29 +73,6 @@ def _skip_reason(obj) -> str | None:
         what = "loose edges" if len(mesh.edges) else "points"
         return f"has no faces ({what} only); wind data needs a mesh with faces"
     return None
-
-
-def evaluated_check():
-    """A function ``obj -> reason or None``: why Blender does not evaluate ``obj`` in the context's view layer, so
-    its ``matrix_world`` is stale (where it stood when it was last evaluated, not where its location, rotation and
-    scale put it now), or None when it is evaluated. The bake reads the world transform (up is world Z as the
-    asset stands), so such an object is skipped and named instead of baked wrong."""
-    view_layer = bpy.context.view_layer
-    depsgraph = bpy.context.evaluated_depsgraph_get()
-    fix = "so Blender does not update its world transform: enable it in the viewport and bake again"
-
-    def reason(obj):
-        if obj.evaluated_get(depsgraph).is_evaluated:
-            return None
-        if view_layer.objects.get(obj.name) is not obj:
-            return (f"is not in view layer {view_layer.name!r} (its collection is excluded: the Outliner's "
-                    f"checkbox), {fix}")
-        if obj.hide_viewport:
-            return f"is disabled in viewports (the monitor icon), {fix}"
-        off = [c.name for c in obj.users_collection if c.hide_viewport]
-        where = f"collection {off[0]!r} is" if off else "a collection holding it is"
-        return f"is not evaluated: {where} disabled in viewports (the monitor icon), {fix}"
-    return reason
 
 
 def material_labels(obj) -> np.ndarray:
@@ -234,7 +211,7 @@ def validate(scene, objects, layout="HZD", custom=None):
         raise WindInputError("Nothing selected: select the objects of one asset (trunk, branches, leaves)")
     meshes, skipped, warnings = [], {}, []
     seen = {}
-    stale = evaluated_check()
+    stale = evaluated_check(scene)
     for obj in dict.fromkeys(objects):  # an object given twice is one object, not two sharing a mesh
         reason = _skip_reason(obj) or stale(obj)
         if reason is None and obj.data.name in seen:

@@ -1267,7 +1267,9 @@ def test_apply_skips_and_names_objects_blender_does_not_evaluate(envfx, how):
     before = envfx.bridge.get_positions(hidden.data).copy()
     result = envfx.operators.bend.apply_bend(scene, [shown, hidden])
     assert "Shown" in result.changed and "Hidden" in result.skipped
-    assert "disabled in viewports" in result.skipped["Hidden"] and "enable it" in result.skipped["Hidden"]
+    assert {"object disabled": "is disabled in viewports", "collection disabled": "collection 'Props' is disabled",
+            "collection excluded": "its collection is excluded"}[how] in result.skipped["Hidden"]
+    assert "enable it in the viewport and apply the bend again" in result.skipped["Hidden"]
     assert envfx.operators.bend.bend_modifiers(hidden)
     np.testing.assert_array_equal(envfx.bridge.get_positions(hidden.data), before)
     assert not envfx.operators.bend.bend_modifiers(shown)
