@@ -42,13 +42,29 @@ def check_blend(path: str):
 
 
 def check_blends(paths, output=None):
-    """Before any file is opened: every input is an existing .blend, and --output goes with one input only."""
+    """Before any file is opened: every input is an existing .blend, and --output goes with one input only.
+    Returns --output as the path to save to (``//`` is the input file's folder), or None."""
     if output and len(paths) > 1:
         raise CliError("--output works with one input file; with several, each file is saved in place")
     for path in paths:
         check_blend(path)
     if output:
+        output = cli_path(output, "--output", blend=paths[0])
         check_output(output)
+    return output or None
+
+
+def cli_path(path: str, option: str, blend: str | None = None, no_blend: str = "") -> str:
+    """A path given on the command line as an absolute path. ``//`` at its start means the folder of the .blend
+    file ``blend``, as in Blender (``//../buffer`` is the folder next to it); POSIX would read ``//x`` as ``/x``
+    at the file-system root, so a ``//`` path where there is no .blend (``blend`` None) is refused, ``no_blend``
+    saying what to do instead."""
+    if not path.startswith("//"):
+        return os.path.abspath(path)
+    if blend is None:
+        raise CliError(f"{option} {path!r} starts with // (the .blend file's folder), and there is no .blend file "
+                       f"here: {no_blend}give an absolute path or one relative to the current folder")
+    return os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(blend)), path[2:]))
 
 
 def named(ids, name: str, what: str, option: str = ""):
@@ -408,7 +424,7 @@ def run_bend(args) -> int:
             raise CliError(f"--export-engines only writes the scene's bend for game engines (no object is changed "
                            f"and no .blend is saved): drop {', '.join(ignored)}, or run the bend without "
                            f"--export-engines")
-    check_blends(args.blend, args.output)
+    args.output = check_blends(args.blend, args.output)
     check_names(args, "objects", "collection", "pivot", "scene")
     for attr in BEND_NUMBERS:
         value = getattr(args, attr)
@@ -564,7 +580,7 @@ def _add_wind(sub):
 def run_wind(args) -> int:
     from .core import wind as core_wind
 
-    check_blends(args.blend, args.output)
+    args.output = check_blends(args.blend, args.output)
     check_names(args, "objects", "collection")
     if args.remove:
         given = {name: getattr(args, name) for name in ("add", "preset", "ao_samples", "leaf_size", "layout",
@@ -674,9 +690,13 @@ def run_mips(args) -> int:
     settings = core_mips.MipSettings(ref=args.ref, alpha_channel=args.alpha_channel,
                                      preserve=not args.no_preserve, supersample=args.supersample,
                                      max_memory_gb=args.max_memory_gb)
+    out = cli_path(args.out, "--out")  # (no .blend: a // folder is refused)
+    for path in args.inputs:
+        if path.startswith("//"):
+            cli_path(path, "INPUT")
     try:
         inputs = mips_ops.inputs_from_paths(args.inputs)
-        job = mips_ops.bake_mips_job(inputs, os.path.abspath(args.out), settings, args.format,
+        job = mips_ops.bake_mips_job(inputs, out, settings, args.format,
                                      not args.no_compare, args.colour)
         with sigterm_cancels() as cancelled:
             result = progress.run(job, "Mips", should_cancel=cancelled)
@@ -763,8 +783,11 @@ def _add_gasgiant(sub):
                    help="also add a planet wearing the texture to this .blend and save it: an existing file is "
                    "opened and keeps everything it has (a planet of the same name is updated); a new path gets "
                    "Blender's startup scene with the planet")
-    p.add_argument("--planet", default="Gas Giant", help="name of the planet object (with --save)")
+    p.add_argument("--planet", help="name of the planet object (with --save; default \"Gas Giant\")")
     p.set_defaults(func=run_gasgiant)
+
+
+PLANET_NAME = "Gas Giant"  # the planet --save adds when --planet is not given
 
 
 def gasgiant_params(args):
@@ -774,6 +797,16 @@ def gasgiant_params(args):
     from .core import gasgiant as core_gasgiant
     from .operators import gasgiant as gasgiant_ops
 
+    if args.planet is not None and args.save is None:
+        raise CliError("--planet names the planet that --save adds to a .blend, and --save is not given: add --save "
+                       "FILE.blend, or drop --planet")
+    # every path as an absolute one before anything is read or opened; // is the folder of the --save .blend
+    if args.save is not None:
+        args.save = cli_path(args.save, "--save")
+    for name in ("out", "save_field", "load_field", "palette", "cubemap_palette"):
+        if getattr(args, name) is not None:
+            setattr(args, name, cli_path(getattr(args, name), "--" + name.replace("_", "-"), blend=args.save,
+                                         no_blend="pass --save FILE.blend (// is then its folder), or "))
     params = core_gasgiant.preset(args.preset) if args.preset else core_gasgiant.GasGiantParams()
     mapping = {"particles": "particles", "iterations": "iterations", "seed": "seed", "equirect": "equirect_width",
                "cubemap": "cubemap_size", "field": "field_size", "threads": "threads", "frames": "frames",
@@ -863,10 +896,16 @@ def run_gasgiant(args) -> int:
         print(f"envfx gas-giant: {result.removed_note()}")
     if args.save:
         scene = bpy.context.scene
+        args.planet = args.planet or PLANET_NAME
         before = bpy.data.objects.get(args.planet)
         updated = before is not None and before.type == "MESH" and before.library is None
-        gasgiant_ops.make_planet(scene, args.planet, result.equirect, frames=params.frames,
-                                 clouds=params.cloud_mode)
+        try:
+            gasgiant_ops.make_planet(scene, args.planet, result.equirect, frames=params.frames,
+                                     clouds=params.cloud_mode)
+        except (gasgiant_ops.GasGiantInputError, RuntimeError) as exc:  # (Blender cannot read the image it wrote)
+            why = (str(exc).strip().splitlines() or ["unknown error"])[-1].removeprefix("Error: ")
+            raise CliError(f"the textures were written to {result.folder}, but the planet could not be made ({why}): "
+                           f"{args.save} was not saved; check that the folder can be read, then run again") from None
         save_blend(args.save)
         print(f"envfx gas-giant: {'updated' if updated else 'added'} planet {args.planet!r}; saved {args.save}")
     return 0
@@ -1010,8 +1049,7 @@ def run_snow(args) -> int:
                            f"them")
         frames = (start, end)
     saves = bool(args.generate or args.trails or args.output)
-    if args.output:
-        check_output(args.output)
+    args.output = check_blends([args.blend], args.output)
     return run_files("snow", [args.blend], lambda path: _snow_file(args, path, frames, saves))
 
 
@@ -1054,8 +1092,8 @@ def _snow_file(args, path: str, frames, saves: bool) -> int:
         s.pivot = scene.objects[args.pivot]
     if frames:
         s.frame_start, s.frame_end = frames
-    if args.out_dir:
-        s.output_dir = os.path.abspath(args.out_dir)
+    if args.out_dir:  # a // folder is the opened file's (Blender reads it so), anything else is made absolute
+        s.output_dir = args.out_dir if args.out_dir.startswith("//") else os.path.abspath(args.out_dir)
     if args.final_only:
         s.sequence = False
     try:
