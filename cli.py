@@ -609,16 +609,20 @@ def run_wind(args) -> int:
 
 def _wind_file(args, path: str, custom):
     """``envfx wind`` on one file: every asset is checked before anything changes."""
+    from . import progress
     from .core import wind as core_wind
+    from .operators import bend as bend_ops
     from .operators import wind as wind_ops
 
     if not args.output:
         check_writable_in_place(path)
     open_blend(path)
     scene = bpy.context.scene
-    if args.collection is not None:
-        coll = named(bpy.data.collections, args.collection, "collection")
-        assets = [list(coll.all_objects)]
+    if args.collection is not None:  # a collection of the scene (as the bend's): its objects join its wind
+        try:
+            assets = [bend_ops.gather_targets(_Context(scene, []), args.collection)]
+        except bend_ops.BendInputError as exc:
+            raise CliError(str(exc)) from None
     elif args.objects is not None:
         assets = [_resolve_objects(scene, args.objects)]
     else:
