@@ -125,6 +125,8 @@ def check_output(path: str):
     """--output: a .blend in an existing, writable folder, not a read-only file (checked before any work)."""
     if not path.lower().endswith(".blend"):
         raise CliError(f"--output {path!r} is not a .blend path: give the .blend to write")
+    if os.path.isdir(path):
+        raise CliError(f"--output {path!r} is a folder: give the path of a .blend file to write")
     folder = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(folder):
         raise CliError(f"Output folder {folder!r} does not exist: create it first")
@@ -274,11 +276,23 @@ def _resolve_objects(scene, names: str):
         obj = scene.objects.get(name)
         (found if obj is not None else missing).append(obj if obj is not None else name)
     if missing:
-        present = sorted(o.name for o in scene.objects)
-        shown = ", ".join(present[:12]) + (f" and {len(present) - 12} more" if len(present) > 12 else "")
         raise CliError(f"No object(s) named {', '.join(missing)} in scene {scene.name!r}: names are case-sensitive; "
-                       f"the scene has {shown or 'no objects'}")
+                       f"the scene has {_objects_text(scene)}")
     return found
+
+
+def _objects_text(scene) -> str:
+    """The scene's object names for a message: the first 12, and how many more."""
+    present = sorted(o.name for o in scene.objects)
+    shown = ", ".join(present[:12]) + (f" and {len(present) - 12} more" if len(present) > 12 else "")
+    return shown or "no objects"
+
+
+def _check_pivot(scene, name):
+    """--pivot names an object of ``scene``, or CliError listing the scene's objects."""
+    if name is not None and scene.objects.get(name) is None:
+        raise CliError(f"No pivot object named {name!r} in scene {scene.name!r}: names are case-sensitive; the "
+                       f"scene has {_objects_text(scene)}")
 
 
 def print_warnings(command: str, path: str, result):
@@ -468,8 +482,7 @@ def _bend_file(args, path: str, export_engines):
     if args.scene is not None:
         scene = named(bpy.data.scenes, args.scene, "scene")
     settings = scene.envfx.bend
-    if args.pivot is not None and scene.objects.get(args.pivot) is None:
-        raise CliError(f"No pivot object named {args.pivot!r} in scene {scene.name!r}")
+    _check_pivot(scene, args.pivot)
     if args.collection is not None:
         try:
             objects = bend_ops.gather_targets(_Context(scene, []), args.collection)
@@ -536,7 +549,7 @@ def _bend_file(args, path: str, export_engines):
     if baked:
         done += (f" (the bend was already baked into {', '.join(baked)}: to bend them again, add the bend "
                  f"without --apply, then run --apply)")
-    if (args.remove or args.apply) and not result.changed and _bend_settings(settings) == before and not args.output:
+    if not result.changed and _bend_settings(settings) == before and not args.output:
         print(f"{done}; nothing changed, {path} not saved")
         return
     out = args.output or path
@@ -869,6 +882,8 @@ def gasgiant_params(args):
             raise CliError(f"--save {args.save!r} is not a file: give the path of a .blend file")
         if not os.path.isdir(folder) or not os.access(folder, os.W_OK):
             raise CliError(f"--save folder {folder!r} does not exist or is not writable: choose another")
+        if os.path.isfile(args.save) and not os.access(args.save, os.W_OK):
+            raise CliError(f"--save {args.save!r} is a read-only file: make it writable or choose another --save")
         if not params.equirect_width:
             raise CliError("--save needs the equirectangular image for the planet: do not pass --equirect 0")
     return params
@@ -1075,8 +1090,7 @@ def _snow_file(args, path: str, frames, saves: bool) -> int:
         value = getattr(args, name)
         if value is not None:
             named(bpy.data.collections, value, "collection", f" for --{name}")
-    if args.pivot is not None and scene.objects.get(args.pivot) is None:
-        raise CliError(f"No pivot object named {args.pivot!r} in scene {scene.name!r}")
+    _check_pivot(scene, args.pivot)
     if args.framing is None and s.framing != "FOLLOW" and _snow_options(args, SNOW_FOLLOW_ONLY):
         raise CliError(_snow_only(_snow_options(args, SNOW_FOLLOW_ONLY), f"a FOLLOW window, and the scene's buffer "
                                   f"framing is {s.framing} (it covers every snow mesh)", "add --framing FOLLOW"))
