@@ -1115,6 +1115,8 @@ def _snow_file(args, path: str, frames, saves: bool) -> int:
     if args.final_only:
         s.sequence = False
     try:
+        if args.bake and (args.generate or args.trails):
+            snow_ops.bake_inputs(scene)  # the bake's own checks (folder, disk space, pivot, actors) before the cover
         if args.generate:
             bpy.context.view_layer.update()
             old = [o.name for o in snow_ops.covers_of(scene, objects)]
