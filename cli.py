@@ -940,7 +940,7 @@ def _add_snow(sub):
         "from the --actors collection), --bake the interaction buffer into --out-dir. Saves the .blend when it "
         "changed it (to --output, default the input).",
     )
-    p.add_argument("blend", help=".blend file to open")
+    p.add_argument("blend", help="the .blend file to open (one: for several, run snow once per file)")
     p.add_argument("--output", "-o", help="where to save (default: overwrite the input)")
     p.add_argument("--generate", action="store_true", help="generate snow cover over --objects")
     p.add_argument("--objects", help="comma-separated terrain object names (for --generate)")
@@ -1179,7 +1179,15 @@ def subcommand_parser(parser: argparse.ArgumentParser, command: str) -> argparse
 def main(argv: list[str]) -> int:
     parser = build_parser()
     try:
-        args = parser.parse_args(list(argv))
+        args, extra = parser.parse_known_args(list(argv))
+        if extra:  # told by the sub-command, with its usage (the top-level usage does not show its options)
+            command = getattr(args, "command", None)
+            sub = subcommand_parser(parser, command) if command else parser
+            blends = [e for e in extra if e.lower().endswith(".blend") and not e.startswith("-")]
+            if command == "snow" and blends:
+                sub.error(f"snow takes one .blend file ({', '.join(blends)} given besides {args.blend}): run it once "
+                          f"per file, e.g. for f in levels/*.blend; do {PROG} snow \"$f\" ...; done")
+            sub.error(f"unrecognized arguments: {' '.join(extra)}")
     except SystemExit as exc:  # --help or an argparse error (already printed)
         return int(exc.code or 0)
     if getattr(args, "func", None) is None:
