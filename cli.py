@@ -212,6 +212,7 @@ def save_blend(path: str):
         raise CliError(f"Output folder {folder!r} does not exist: create it first")
     if not os.access(folder, os.W_OK):
         raise CliError(f"Output folder {folder!r} is read-only: make it writable or choose another --output")
+    _STOP["saves"].append((path, _file_stamp(path)))  # (a Ctrl-C that stops a batch during the save: was it saved?)
     try:
         bpy.ops.wm.save_as_mainfile(filepath=path, check_existing=False)
     except RuntimeError as exc:
@@ -222,19 +223,91 @@ def save_blend(path: str):
 def run_files(command: str, paths, work, changes: bool = True) -> int:
     """The one batch rule of every command that takes .blend files: ``work(path)`` runs for each file in turn;
     a file it refuses (CliError: unreadable, read-only, or its scene does not fit the arguments) is named with the
-    reason and left unchanged, the others are done, and the exit code is 2 (with a summary for several files)."""
-    failed, code = [], 0
-    for path in paths:
-        try:
-            code = max(code, work(path) or 0)  # 1: the work failed (a cancelled bake)
-        except CliError as exc:
-            print(f"envfx {command}: {path}: error: {exc}", file=sys.stderr)
-            failed.append(path)
+    reason and left unchanged, the others are done, and the exit code is 2 (with a summary for several files).
+
+    Ctrl-C (or SIGTERM) stops the batch at its next safe point (``ctrl_c_noted``): a bake in progress is cancelled
+    (its file is left as it was), other work finishes its file; the files after it are not started, and the last
+    line names the files done and those not done (exit 1)."""
+    done, failed, left, code = [], [], [], 0
+    with ctrl_c_noted(command):
+        for i, path in enumerate(paths):
+            if batch_stopped():
+                left = paths[i:]
+                break
+            _STOP["saves"] = []
+            try:
+                result = work(path) or 0  # 1: the work failed (a cancelled bake)
+            except CliError as exc:
+                print(f"envfx {command}: {path}: error: {exc}", file=sys.stderr)
+                failed.append(path)
+                continue
+            except KeyboardInterrupt:  # Ctrl-C pressed twice: stopped at once; the save is all or nothing
+                saved = any(_file_stamp(target) != stamp for target, stamp in _STOP["saves"])
+                (done if saved else left).append(path)
+                left += paths[i + 1:]
+                _STOP["batch"].append(signal.SIGINT)
+                break
+            if result == 1 and batch_stopped():  # its bake was cancelled: left as it was
+                left = paths[i:]
+                break
+            code = max(code, result)
+            done.append(path)
+        cancelled = batch_stopped()
     if failed and len(paths) > 1:
-        left = " and were left unchanged" if changes else ""  # (a command that changes no file says nothing of it)
-        print(f"envfx {command}: {len(failed)} of {len(paths)} files failed{left}: {', '.join(failed)}",
+        unchanged = " and were left unchanged" if changes else ""  # (a command that changes no file says nothing)
+        print(f"envfx {command}: {len(failed)} of {len(paths)} files failed{unchanged}: {', '.join(failed)}",
               file=sys.stderr)
+    if cancelled:
+        unchanged = " (left as they were)" if changes else ""
+        print(f"envfx {command}: cancelled: done {', '.join(done) or 'none'}; not done{unchanged}: "
+              f"{', '.join(left) or 'none'}", file=sys.stderr)
+        return 2 if failed else 1
     return 2 if failed else code
+
+
+def _file_stamp(path: str):
+    """What changes when Blender saves ``path`` (it writes a new file and renames it over the old one)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_ino, st.st_mtime_ns, st.st_size
+
+
+# while run_files runs: "batch", the signals (Ctrl-C, SIGTERM) that stop it at its next safe point; "saves", the
+# files the work on the file in progress began to save, each with its _file_stamp before
+_STOP = {"batch": None, "saves": []}
+
+
+def batch_stopped() -> bool:
+    return bool(_STOP["batch"])
+
+
+@contextlib.contextmanager
+def ctrl_c_noted(command: str):
+    """While a batch runs, Ctrl-C (SIGINT) only sets a flag, which the batch checks between files and the bakes
+    between their steps (``sigterm_cancels``): a KeyboardInterrupt raised at any point lands where Blender calls
+    Python while it loads a file (its and EnvFX's load handlers), where it is printed and swallowed, and the batch
+    runs on, or half-done work would be saved. A second Ctrl-C raises KeyboardInterrupt: stop at once."""
+    def note(signum, _frame):
+        if _STOP["batch"]:
+            raise KeyboardInterrupt
+        _STOP["batch"].append(signum)
+        print(f"envfx {command}: Ctrl-C: stopping after the work in progress (Ctrl-C again stops at once)",
+              file=sys.stderr, flush=True)
+
+    _STOP["batch"] = []
+    installed = True
+    try:
+        previous = signal.signal(signal.SIGINT, note)
+    except (ValueError, OSError):  # not the main thread: nothing to install
+        installed = False
+    try:
+        yield
+    finally:
+        _STOP["batch"] = None
+        if installed:
+            signal.signal(signal.SIGINT, previous if previous is not None else signal.default_int_handler)
 
 
 @contextlib.contextmanager
@@ -248,6 +321,8 @@ def sigterm_cancels():
 
     def note(signum, _frame):
         received.append(signum)
+        if _STOP["batch"] is not None:  # in a batch: the files after this one are not started either
+            _STOP["batch"].append(signum)
 
     installed = True
     try:
@@ -255,7 +330,7 @@ def sigterm_cancels():
     except (ValueError, OSError):  # not the main thread: nothing to install
         installed = False
     try:
-        yield lambda: bool(received)
+        yield lambda: bool(received) or batch_stopped()
     finally:
         if installed:
             signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)
@@ -659,9 +734,11 @@ def _wind_file(args, path: str, custom):
                 if args.preset:
                     wind_ops.apply_preset(asset, args.preset)
                 bpy.context.view_layer.update()
-                result = wind_ops.bake(scene, asset, bpy.context.evaluated_depsgraph_get(),
-                                       ao_samples=args.ao_samples, leaf_size=args.leaf_size,
-                                       layout=args.layout, custom=custom, height_uv=args.height_uv)
+                job = wind_ops.bake_job(scene, asset, bpy.context.evaluated_depsgraph_get(),
+                                        ao_samples=args.ao_samples, leaf_size=args.leaf_size,
+                                        layout=args.layout, custom=custom, height_uv=args.height_uv)
+                with sigterm_cancels() as cancelled:
+                    result = progress.run(job, "Wind bake", should_cancel=cancelled)
                 print_warnings("wind", path, result)
                 st = result.stats
                 print(f"envfx wind: {path}: baked {', '.join(result.changed)}: {st['vertices']} vertices, "
@@ -670,6 +747,9 @@ def _wind_file(args, path: str, custom):
                     wind_ops.add_wind(scene, [bpy.data.objects[n] for n in result.changed])
     except (wind_ops.WindInputError, core_wind.WindError) as exc:
         raise CliError(str(exc)) from None
+    except progress.Cancelled as exc:  # (the assets baked before it are not saved either: the file is as it was)
+        print(f"envfx wind: {path}: {exc}; {path} not saved", file=sys.stderr)
+        return 1
     out = args.output or path
     save_blend(out)
     print(f"envfx wind: {path}: saved {out}")
