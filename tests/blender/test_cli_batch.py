@@ -37,7 +37,7 @@ def at_root():
     """A fresh name NAME: a test that could write /NAME (POSIX reads //NAME so) checks it and removes it."""
     name = "envfx_test_" + uuid.uuid4().hex[:8]
     yield name
-    for path in (f"/{name}", f"/{name}.blend"):
+    for path in (f"/{name}", f"/{name}.blend", f"/{name}.npz"):
         if os.path.isdir(path):
             shutil.rmtree(path, ignore_errors=True)
         elif os.path.exists(path):
