@@ -212,7 +212,8 @@ def save_blend(path: str):
         raise CliError(f"Output folder {folder!r} does not exist: create it first")
     if not os.access(folder, os.W_OK):
         raise CliError(f"Output folder {folder!r} is read-only: make it writable or choose another --output")
-    _STOP["saves"].append((path, _file_stamp(path)))  # (a Ctrl-C that stops a batch during the save: was it saved?)
+    if _STOP["batch"] is not None:  # in a batch, for a Ctrl-C that stops it during the save: was the file saved?
+        _STOP["saves"].append((path, _file_stamp(path)))
     try:
         bpy.ops.wm.save_as_mainfile(filepath=path, check_existing=False)
     except RuntimeError as exc:

@@ -279,3 +279,30 @@ def test_ctrl_c_in_a_batch_stops_after_the_file_in_progress_and_names_the_files(
                                             f"they were): {paths[2]}, {paths[3]}")
     assert [digest(p) != before[p] for p in paths] == [True, True, False, False]
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # the handler is put back
+
+
+@pytest.mark.parametrize("saved", [True, False])
+def test_a_second_ctrl_c_stops_at_once_and_counts_the_file_by_whether_it_was_saved(envfx, scene_file, tmp_path,
+                                                                                 capsys, saved):
+    cli = envfx.cli
+    paths = [shutil.copy(scene_file, tmp_path / f"f{i}.blend") for i in range(3)]
+
+    def ctrl_c_twice():
+        os.kill(os.getpid(), signal.SIGINT)
+        os.kill(os.getpid(), signal.SIGINT)  # raises KeyboardInterrupt here
+
+    def work(path):
+        cli.open_blend(path)
+        bpy.context.scene.frame_current = 7
+        if path == str(paths[1]) and not saved:
+            ctrl_c_twice()
+        cli.save_blend(path)
+        if path == str(paths[1]):
+            ctrl_c_twice()
+
+    assert cli.run_files("bend", [str(p) for p in paths], work) == 1
+    err = capsys.readouterr().err
+    done = [paths[0], paths[1]] if saved else [paths[0]]
+    left = [p for p in paths if p not in done]
+    assert err.strip().splitlines()[-1] == (f"envfx bend: cancelled: done {', '.join(map(str, done))}; not done "
+                                            f"(left as they were): {', '.join(map(str, left))}")
