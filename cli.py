@@ -42,13 +42,29 @@ def check_blend(path: str):
 
 
 def check_blends(paths, output=None):
-    """Before any file is opened: every input is an existing .blend, and --output goes with one input only."""
+    """Before any file is opened: every input is an existing .blend, and --output goes with one input only.
+    Returns --output as the path to save to (``//`` is the input file's folder), or None."""
     if output and len(paths) > 1:
         raise CliError("--output works with one input file; with several, each file is saved in place")
     for path in paths:
         check_blend(path)
     if output:
+        output = cli_path(output, "--output", blend=paths[0])
         check_output(output)
+    return output or None
+
+
+def cli_path(path: str, option: str, blend: str | None = None, no_blend: str = "") -> str:
+    """A path given on the command line as an absolute path. ``//`` at its start means the folder of the .blend
+    file ``blend``, as in Blender (``//../buffer`` is the folder next to it); POSIX would read ``//x`` as ``/x``
+    at the file-system root, so a ``//`` path where there is no .blend (``blend`` None) is refused, ``no_blend``
+    saying what to do instead."""
+    if not path.startswith("//"):
+        return os.path.abspath(path)
+    if blend is None:
+        raise CliError(f"{option} {path!r} starts with // (the .blend file's folder), and there is no .blend file "
+                       f"here: {no_blend}give an absolute path or one relative to the current folder")
+    return os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(blend)), path[2:]))
 
 
 def named(ids, name: str, what: str, option: str = ""):
@@ -109,6 +125,8 @@ def check_output(path: str):
     """--output: a .blend in an existing, writable folder, not a read-only file (checked before any work)."""
     if not path.lower().endswith(".blend"):
         raise CliError(f"--output {path!r} is not a .blend path: give the .blend to write")
+    if os.path.isdir(path):
+        raise CliError(f"--output {path!r} is a folder: give the path of a .blend file to write")
     folder = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(folder):
         raise CliError(f"Output folder {folder!r} does not exist: create it first")
@@ -194,6 +212,8 @@ def save_blend(path: str):
         raise CliError(f"Output folder {folder!r} does not exist: create it first")
     if not os.access(folder, os.W_OK):
         raise CliError(f"Output folder {folder!r} is read-only: make it writable or choose another --output")
+    if _STOP["batch"] is not None:  # in a batch, for a Ctrl-C that stops it during the save: was the file saved?
+        _STOP["saves"].append((path, _file_stamp(path)))
     try:
         bpy.ops.wm.save_as_mainfile(filepath=path, check_existing=False)
     except RuntimeError as exc:
@@ -204,19 +224,91 @@ def save_blend(path: str):
 def run_files(command: str, paths, work, changes: bool = True) -> int:
     """The one batch rule of every command that takes .blend files: ``work(path)`` runs for each file in turn;
     a file it refuses (CliError: unreadable, read-only, or its scene does not fit the arguments) is named with the
-    reason and left unchanged, the others are done, and the exit code is 2 (with a summary for several files)."""
-    failed, code = [], 0
-    for path in paths:
-        try:
-            code = max(code, work(path) or 0)  # 1: the work failed (a cancelled bake)
-        except CliError as exc:
-            print(f"envfx {command}: {path}: error: {exc}", file=sys.stderr)
-            failed.append(path)
+    reason and left unchanged, the others are done, and the exit code is 2 (with a summary for several files).
+
+    Ctrl-C (or SIGTERM) stops the batch at its next safe point (``ctrl_c_noted``): a bake in progress is cancelled
+    (its file is left as it was), other work finishes its file; the files after it are not started, and the last
+    line names the files done and those not done (exit 1)."""
+    done, failed, left, code = [], [], [], 0
+    with ctrl_c_noted(command):
+        for i, path in enumerate(paths):
+            if batch_stopped():
+                left = paths[i:]
+                break
+            _STOP["saves"] = []
+            try:
+                result = work(path) or 0  # 1: the work failed (a cancelled bake)
+            except CliError as exc:
+                print(f"envfx {command}: {path}: error: {exc}", file=sys.stderr)
+                failed.append(path)
+                continue
+            except KeyboardInterrupt:  # Ctrl-C pressed twice: stopped at once; the save is all or nothing
+                saved = any(_file_stamp(target) != stamp for target, stamp in _STOP["saves"])
+                (done if saved else left).append(path)
+                left += paths[i + 1:]
+                _STOP["batch"].append(signal.SIGINT)
+                break
+            if result == 1 and batch_stopped():  # its bake was cancelled: left as it was
+                left = paths[i:]
+                break
+            code = max(code, result)
+            done.append(path)
+        cancelled = batch_stopped()
     if failed and len(paths) > 1:
-        left = " and were left unchanged" if changes else ""  # (a command that changes no file says nothing of it)
-        print(f"envfx {command}: {len(failed)} of {len(paths)} files failed{left}: {', '.join(failed)}",
+        unchanged = " and were left unchanged" if changes else ""  # (a command that changes no file says nothing)
+        print(f"envfx {command}: {len(failed)} of {len(paths)} files failed{unchanged}: {', '.join(failed)}",
               file=sys.stderr)
+    if cancelled:
+        unchanged = " (left as they were)" if changes else ""
+        print(f"envfx {command}: cancelled: done {', '.join(done) or 'none'}; not done{unchanged}: "
+              f"{', '.join(left) or 'none'}", file=sys.stderr)
+        return 2 if failed else 1
     return 2 if failed else code
+
+
+def _file_stamp(path: str):
+    """What changes when Blender saves ``path`` (it writes a new file and renames it over the old one)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_ino, st.st_mtime_ns, st.st_size
+
+
+# while run_files runs: "batch", the signals (Ctrl-C, SIGTERM) that stop it at its next safe point; "saves", the
+# files the work on the file in progress began to save, each with its _file_stamp before
+_STOP = {"batch": None, "saves": []}
+
+
+def batch_stopped() -> bool:
+    return bool(_STOP["batch"])
+
+
+@contextlib.contextmanager
+def ctrl_c_noted(command: str):
+    """While a batch runs, Ctrl-C (SIGINT) only sets a flag, which the batch checks between files and the bakes
+    between their steps (``sigterm_cancels``): a KeyboardInterrupt raised at any point lands where Blender calls
+    Python while it loads a file (its and EnvFX's load handlers), where it is printed and swallowed, and the batch
+    runs on, or half-done work would be saved. A second Ctrl-C raises KeyboardInterrupt: stop at once."""
+    def note(signum, _frame):
+        if _STOP["batch"]:
+            raise KeyboardInterrupt
+        _STOP["batch"].append(signum)
+        print(f"envfx {command}: Ctrl-C: stopping after the work in progress (Ctrl-C again stops at once)",
+              file=sys.stderr, flush=True)
+
+    _STOP["batch"] = []
+    installed = True
+    try:
+        previous = signal.signal(signal.SIGINT, note)
+    except (ValueError, OSError):  # not the main thread: nothing to install
+        installed = False
+    try:
+        yield
+    finally:
+        _STOP["batch"] = None
+        if installed:
+            signal.signal(signal.SIGINT, previous if previous is not None else signal.default_int_handler)
 
 
 @contextlib.contextmanager
@@ -230,6 +322,8 @@ def sigterm_cancels():
 
     def note(signum, _frame):
         received.append(signum)
+        if _STOP["batch"] is not None:  # in a batch: the files after this one are not started either
+            _STOP["batch"].append(signum)
 
     installed = True
     try:
@@ -237,7 +331,7 @@ def sigterm_cancels():
     except (ValueError, OSError):  # not the main thread: nothing to install
         installed = False
     try:
-        yield lambda: bool(received)
+        yield lambda: bool(received) or batch_stopped()
     finally:
         if installed:
             signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)
@@ -258,11 +352,23 @@ def _resolve_objects(scene, names: str):
         obj = scene.objects.get(name)
         (found if obj is not None else missing).append(obj if obj is not None else name)
     if missing:
-        present = sorted(o.name for o in scene.objects)
-        shown = ", ".join(present[:12]) + (f" and {len(present) - 12} more" if len(present) > 12 else "")
         raise CliError(f"No object(s) named {', '.join(missing)} in scene {scene.name!r}: names are case-sensitive; "
-                       f"the scene has {shown or 'no objects'}")
+                       f"the scene has {_objects_text(scene)}")
     return found
+
+
+def _objects_text(scene) -> str:
+    """The scene's object names for a message: the first 12, and how many more."""
+    present = sorted(o.name for o in scene.objects)
+    shown = ", ".join(present[:12]) + (f" and {len(present) - 12} more" if len(present) > 12 else "")
+    return shown or "no objects"
+
+
+def _check_pivot(scene, name):
+    """--pivot names an object of ``scene``, or CliError listing the scene's objects."""
+    if name is not None and scene.objects.get(name) is None:
+        raise CliError(f"No pivot object named {name!r} in scene {scene.name!r}: names are case-sensitive; the "
+                       f"scene has {_objects_text(scene)}")
 
 
 def print_warnings(command: str, path: str, result):
@@ -408,7 +514,7 @@ def run_bend(args) -> int:
             raise CliError(f"--export-engines only writes the scene's bend for game engines (no object is changed "
                            f"and no .blend is saved): drop {', '.join(ignored)}, or run the bend without "
                            f"--export-engines")
-    check_blends(args.blend, args.output)
+    args.output = check_blends(args.blend, args.output)
     check_names(args, "objects", "collection", "pivot", "scene")
     for attr in BEND_NUMBERS:
         value = getattr(args, attr)
@@ -452,8 +558,7 @@ def _bend_file(args, path: str, export_engines):
     if args.scene is not None:
         scene = named(bpy.data.scenes, args.scene, "scene")
     settings = scene.envfx.bend
-    if args.pivot is not None and scene.objects.get(args.pivot) is None:
-        raise CliError(f"No pivot object named {args.pivot!r} in scene {scene.name!r}")
+    _check_pivot(scene, args.pivot)
     if args.collection is not None:
         try:
             objects = bend_ops.gather_targets(_Context(scene, []), args.collection)
@@ -520,7 +625,7 @@ def _bend_file(args, path: str, export_engines):
     if baked:
         done += (f" (the bend was already baked into {', '.join(baked)}: to bend them again, add the bend "
                  f"without --apply, then run --apply)")
-    if (args.remove or args.apply) and not result.changed and _bend_settings(settings) == before and not args.output:
+    if not result.changed and _bend_settings(settings) == before and not args.output:
         print(f"{done}; nothing changed, {path} not saved")
         return
     out = args.output or path
@@ -564,7 +669,7 @@ def _add_wind(sub):
 def run_wind(args) -> int:
     from .core import wind as core_wind
 
-    check_blends(args.blend, args.output)
+    args.output = check_blends(args.blend, args.output)
     check_names(args, "objects", "collection")
     if args.remove:
         given = {name: getattr(args, name) for name in ("add", "preset", "ao_samples", "leaf_size", "layout",
@@ -593,16 +698,20 @@ def run_wind(args) -> int:
 
 def _wind_file(args, path: str, custom):
     """``envfx wind`` on one file: every asset is checked before anything changes."""
+    from . import progress
     from .core import wind as core_wind
+    from .operators import bend as bend_ops
     from .operators import wind as wind_ops
 
     if not args.output:
         check_writable_in_place(path)
     open_blend(path)
     scene = bpy.context.scene
-    if args.collection is not None:
-        coll = named(bpy.data.collections, args.collection, "collection")
-        assets = [list(coll.all_objects)]
+    if args.collection is not None:  # a collection of the scene (as the bend's): its objects join its wind
+        try:
+            assets = [bend_ops.gather_targets(_Context(scene, []), args.collection)]
+        except bend_ops.BendInputError as exc:
+            raise CliError(str(exc)) from None
     elif args.objects is not None:
         assets = [_resolve_objects(scene, args.objects)]
     else:
@@ -626,9 +735,11 @@ def _wind_file(args, path: str, custom):
                 if args.preset:
                     wind_ops.apply_preset(asset, args.preset)
                 bpy.context.view_layer.update()
-                result = wind_ops.bake(scene, asset, bpy.context.evaluated_depsgraph_get(),
-                                       ao_samples=args.ao_samples, leaf_size=args.leaf_size,
-                                       layout=args.layout, custom=custom, height_uv=args.height_uv)
+                job = wind_ops.bake_job(scene, asset, bpy.context.evaluated_depsgraph_get(),
+                                        ao_samples=args.ao_samples, leaf_size=args.leaf_size,
+                                        layout=args.layout, custom=custom, height_uv=args.height_uv)
+                with sigterm_cancels() as cancelled:
+                    result = progress.run(job, "Wind bake", should_cancel=cancelled)
                 print_warnings("wind", path, result)
                 st = result.stats
                 print(f"envfx wind: {path}: baked {', '.join(result.changed)}: {st['vertices']} vertices, "
@@ -637,6 +748,9 @@ def _wind_file(args, path: str, custom):
                     wind_ops.add_wind(scene, [bpy.data.objects[n] for n in result.changed])
     except (wind_ops.WindInputError, core_wind.WindError) as exc:
         raise CliError(str(exc)) from None
+    except progress.Cancelled as exc:  # (the assets baked before it are not saved either: the file is as it was)
+        print(f"envfx wind: {path}: {exc}; {path} not saved", file=sys.stderr)
+        return 1
     out = args.output or path
     save_blend(out)
     print(f"envfx wind: {path}: saved {out}")
@@ -674,9 +788,13 @@ def run_mips(args) -> int:
     settings = core_mips.MipSettings(ref=args.ref, alpha_channel=args.alpha_channel,
                                      preserve=not args.no_preserve, supersample=args.supersample,
                                      max_memory_gb=args.max_memory_gb)
+    out = cli_path(args.out, "--out")  # (no .blend: a // folder is refused)
+    for path in args.inputs:
+        if path.startswith("//"):
+            cli_path(path, "INPUT")
     try:
         inputs = mips_ops.inputs_from_paths(args.inputs)
-        job = mips_ops.bake_mips_job(inputs, os.path.abspath(args.out), settings, args.format,
+        job = mips_ops.bake_mips_job(inputs, out, settings, args.format,
                                      not args.no_compare, args.colour)
         with sigterm_cancels() as cancelled:
             result = progress.run(job, "Mips", should_cancel=cancelled)
@@ -763,8 +881,11 @@ def _add_gasgiant(sub):
                    help="also add a planet wearing the texture to this .blend and save it: an existing file is "
                    "opened and keeps everything it has (a planet of the same name is updated); a new path gets "
                    "Blender's startup scene with the planet")
-    p.add_argument("--planet", default="Gas Giant", help="name of the planet object (with --save)")
+    p.add_argument("--planet", help="name of the planet object (with --save; default \"Gas Giant\")")
     p.set_defaults(func=run_gasgiant)
+
+
+PLANET_NAME = "Gas Giant"  # the planet --save adds when --planet is not given
 
 
 def gasgiant_params(args):
@@ -774,6 +895,16 @@ def gasgiant_params(args):
     from .core import gasgiant as core_gasgiant
     from .operators import gasgiant as gasgiant_ops
 
+    if args.planet is not None and args.save is None:
+        raise CliError("--planet names the planet that --save adds to a .blend, and --save is not given: add --save "
+                       "FILE.blend, or drop --planet")
+    # every path as an absolute one before anything is read or opened; // is the folder of the --save .blend
+    if args.save is not None:
+        args.save = cli_path(args.save, "--save")
+    for name in ("out", "save_field", "load_field", "palette", "cubemap_palette"):
+        if getattr(args, name) is not None:
+            setattr(args, name, cli_path(getattr(args, name), "--" + name.replace("_", "-"), blend=args.save,
+                                         no_blend="pass --save FILE.blend (// is then its folder), or "))
     params = core_gasgiant.preset(args.preset) if args.preset else core_gasgiant.GasGiantParams()
     mapping = {"particles": "particles", "iterations": "iterations", "seed": "seed", "equirect": "equirect_width",
                "cubemap": "cubemap_size", "field": "field_size", "threads": "threads", "frames": "frames",
@@ -832,6 +963,8 @@ def gasgiant_params(args):
             raise CliError(f"--save {args.save!r} is not a file: give the path of a .blend file")
         if not os.path.isdir(folder) or not os.access(folder, os.W_OK):
             raise CliError(f"--save folder {folder!r} does not exist or is not writable: choose another")
+        if os.path.isfile(args.save) and not os.access(args.save, os.W_OK):
+            raise CliError(f"--save {args.save!r} is a read-only file: make it writable or choose another --save")
         if not params.equirect_width:
             raise CliError("--save needs the equirectangular image for the planet: do not pass --equirect 0")
     return params
@@ -863,10 +996,16 @@ def run_gasgiant(args) -> int:
         print(f"envfx gas-giant: {result.removed_note()}")
     if args.save:
         scene = bpy.context.scene
+        args.planet = args.planet or PLANET_NAME
         before = bpy.data.objects.get(args.planet)
         updated = before is not None and before.type == "MESH" and before.library is None
-        gasgiant_ops.make_planet(scene, args.planet, result.equirect, frames=params.frames,
-                                 clouds=params.cloud_mode)
+        try:
+            gasgiant_ops.make_planet(scene, args.planet, result.equirect, frames=params.frames,
+                                     clouds=params.cloud_mode)
+        except (gasgiant_ops.GasGiantInputError, RuntimeError) as exc:  # (Blender cannot read the image it wrote)
+            why = (str(exc).strip().splitlines() or ["unknown error"])[-1].removeprefix("Error: ")
+            raise CliError(f"the textures were written to {result.folder}, but the planet could not be made ({why}): "
+                           f"{args.save} was not saved; check that the folder can be read, then run again") from None
         save_blend(args.save)
         print(f"envfx gas-giant: {'updated' if updated else 'added'} planet {args.planet!r}; saved {args.save}")
     return 0
@@ -882,7 +1021,7 @@ def _add_snow(sub):
         "from the --actors collection), --bake the interaction buffer into --out-dir. Saves the .blend when it "
         "changed it (to --output, default the input).",
     )
-    p.add_argument("blend", help=".blend file to open")
+    p.add_argument("blend", help="the .blend file to open (one: for several, run snow once per file)")
     p.add_argument("--output", "-o", help="where to save (default: overwrite the input)")
     p.add_argument("--generate", action="store_true", help="generate snow cover over --objects")
     p.add_argument("--objects", help="comma-separated terrain object names (for --generate)")
@@ -1010,8 +1149,7 @@ def run_snow(args) -> int:
                            f"them")
         frames = (start, end)
     saves = bool(args.generate or args.trails or args.output)
-    if args.output:
-        check_output(args.output)
+    args.output = check_blends([args.blend], args.output)
     return run_files("snow", [args.blend], lambda path: _snow_file(args, path, frames, saves))
 
 
@@ -1033,8 +1171,7 @@ def _snow_file(args, path: str, frames, saves: bool) -> int:
         value = getattr(args, name)
         if value is not None:
             named(bpy.data.collections, value, "collection", f" for --{name}")
-    if args.pivot is not None and scene.objects.get(args.pivot) is None:
-        raise CliError(f"No pivot object named {args.pivot!r} in scene {scene.name!r}")
+    _check_pivot(scene, args.pivot)
     if args.framing is None and s.framing != "FOLLOW" and _snow_options(args, SNOW_FOLLOW_ONLY):
         raise CliError(_snow_only(_snow_options(args, SNOW_FOLLOW_ONLY), f"a FOLLOW window, and the scene's buffer "
                                   f"framing is {s.framing} (it covers every snow mesh)", "add --framing FOLLOW"))
@@ -1054,11 +1191,13 @@ def _snow_file(args, path: str, frames, saves: bool) -> int:
         s.pivot = scene.objects[args.pivot]
     if frames:
         s.frame_start, s.frame_end = frames
-    if args.out_dir:
-        s.output_dir = os.path.abspath(args.out_dir)
+    if args.out_dir:  # a // folder is the opened file's (Blender reads it so), anything else is made absolute
+        s.output_dir = args.out_dir if args.out_dir.startswith("//") else os.path.abspath(args.out_dir)
     if args.final_only:
         s.sequence = False
     try:
+        if args.bake and (args.generate or args.trails):
+            snow_ops.bake_inputs(scene)  # the bake's own checks (folder, disk space, pivot, actors) before the cover
         if args.generate:
             bpy.context.view_layer.update()
             old = [o.name for o in snow_ops.covers_of(scene, objects)]
@@ -1121,7 +1260,15 @@ def subcommand_parser(parser: argparse.ArgumentParser, command: str) -> argparse
 def main(argv: list[str]) -> int:
     parser = build_parser()
     try:
-        args = parser.parse_args(list(argv))
+        args, extra = parser.parse_known_args(list(argv))
+        if extra:  # told by the sub-command, with its usage (the top-level usage does not show its options)
+            command = getattr(args, "command", None)
+            sub = subcommand_parser(parser, command) if command else parser
+            blends = [e for e in extra if e.lower().endswith(".blend") and not e.startswith("-")]
+            if command == "snow" and blends:
+                sub.error(f"snow takes one .blend file ({', '.join(blends)} given besides {args.blend}): run it once "
+                          f"per file, e.g. for f in levels/*.blend; do {PROG} snow \"$f\" ...; done")
+            sub.error(f"unrecognized arguments: {' '.join(extra)}")
     except SystemExit as exc:  # --help or an argparse error (already printed)
         return int(exc.code or 0)
     if getattr(args, "func", None) is None:

@@ -95,6 +95,16 @@ class WindError(ValueError):
     """Invalid input for the wind bake or the live wind; the message says what is wrong and what to do."""
 
 
+FLAT_HEIGHT = 1e-9  # an asset whose vertices with faces span no more than this along world Z is flat
+
+
+def flat_error(names=()) -> WindError:
+    """The refusal of a flat asset; ``names``: its objects, so that the one to fix is found in a batch."""
+    what = f"The asset {', '.join(names)}" if names else "The asset"
+    return WindError(f"{what} is flat (no height along world Z): wind data needs an upright asset; if it was "
+                     f"imported lying down, rotate it upright first")
+
+
 # --- graph helpers ----------------------------------------------------------------------------------------
 
 def connected_components(n: int, edges: np.ndarray) -> np.ndarray:
@@ -254,9 +264,8 @@ def _structure_steps(p, edges, labels, leaf_fraction, slices, max_samples, seed)
     z = p[:, 2]
     zmin, zmax = float(z.min()), float(z.max())
     hgt = zmax - zmin
-    if hgt <= 1e-9:
-        raise WindError("The asset is flat (no height along world Z): wind data needs an upright asset; "
-                        "if it was imported lying down, rotate it upright first")
+    if hgt <= FLAT_HEIGHT:
+        raise flat_error()
     height = ((z - zmin) / hgt).astype(np.float32)
     yield 0.05
 

@@ -158,6 +158,8 @@ def inputs_from_paths(paths) -> list:
     """Image files, or folders of image files, as inputs (CLI, scripts)."""
     inputs = []
     for p in paths:
+        if not p.strip():  # (an empty variable) not the current folder, whose every image would be baked
+            raise MipsInputError("An input path is empty: pass image files or folders")
         p = os.path.abspath(bpy.path.abspath(p))
         if os.path.isdir(p):
             inputs.extend(MipsInput(stem=_stem(os.path.basename(f)), label=f, path=f) for f in folder_files(p))

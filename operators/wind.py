@@ -234,6 +234,11 @@ def validate(scene, objects, layout="HZD", custom=None):
         m = obj.matrix_world
         if m.determinant() < 0:
             warnings.append(f"{obj.name} has a negative scale (mirrored): baked as it stands in the scene")
+    # a flat asset is refused here, naming it, not by the bake (after the other assets of a batch were baked)
+    z = np.concatenate([bridge.get_positions(o.data).astype(np.float64)[_faced_vertices(o.data)]
+                        @ bridge.matrix_to_numpy(o.matrix_world)[2, :3] + o.matrix_world[2][3] for o in meshes])
+    if len(z) and np.isfinite(z).all() and z.max() - z.min() <= core_wind.FLAT_HEIGHT:
+        raise WindInputError(str(core_wind.flat_error([o.name for o in meshes])))
     return meshes, skipped, warnings
 
 
