@@ -157,6 +157,10 @@ def on_snow_load_post(*_args):
     snow_ops.forget_followed()
     _split_later.clear()
     try:
+        snow_ops.split_shared_snow()  # a file saved when all scenes' snow went into one collection
+    except Exception as exc:  # a handler must never break loading
+        print(f"EnvFX: the scenes could not get their own snow collections: {exc}")
+    try:
         snow_ops.claim_legacy_surfaces()  # a file saved when all scenes shared one snow surfaces collection
     except Exception as exc:  # a handler must never break loading
         print(f"EnvFX: the scenes could not get their own snow surfaces: {exc}")

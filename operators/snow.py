@@ -29,6 +29,7 @@ COVERAGE_TYPES = {"MESH", "CURVES", "POINTCLOUD"}
 SNOW_TAG = "envfx_snow"            # custom property on generated snow objects (value: the LOD level)
 TERRAIN_TAG = "envfx_snow_terrain"  # custom property on generated snow objects: JSON list of the terrain names
 COLLECTION_NAME = "EnvFX Snow"
+COLLECTION_KEY = "envfx_snow_collection"  # the scene's ID property pointing at its snow collection
 ACTOR_TYPES = {"MESH", "CURVE", "CURVES", "POINTCLOUD", "SURFACE", "META", "FONT", "EMPTY", "ARMATURE", "VOLUME"}
 
 
@@ -196,6 +197,83 @@ def snow_objects(scene):
     return [o for o in scene.objects if is_snow_object(o)]
 
 
+def _in_scene_tree(coll, scene) -> bool:
+    return coll == scene.collection or coll in scene.collection.children_recursive
+
+
+def snow_collection(scene):
+    """The collection ``scene``'s new snow goes into, or None: one per scene, like the groups ("EnvFX Snow", later
+    ones "EnvFX Snow (scene name)"), so snow generated in one scene of a file is in no other. The scene points at
+    it; a file saved before scenes had their own has one "EnvFX Snow" (``split_shared_snow`` shares it out after
+    loading): a scene it is in takes it when no other scene has. A collection the scene points at that is not in
+    the scene (copied with Scene > New > Copy Settings) is not its own."""
+    coll = scene.get(COLLECTION_KEY)
+    if isinstance(coll, bpy.types.Collection) and coll.library is None and _in_scene_tree(coll, scene):
+        return coll
+    legacy = bpy.data.collections.get(COLLECTION_NAME)
+    if (legacy is not None and legacy.library is None and _in_scene_tree(legacy, scene)
+            and not any(s != scene and s.get(COLLECTION_KEY) == legacy for s in bpy.data.scenes)):
+        return legacy
+    return None
+
+
+def ensure_snow_collection(scene):
+    """``scene``'s snow collection (``snow_collection``), made and linked into the scene when it has none."""
+    coll = snow_collection(scene)
+    if coll is None:
+        taken = bpy.data.collections.get(COLLECTION_NAME) is not None
+        coll = bpy.data.collections.new(f"{COLLECTION_NAME} ({scene.name})" if taken else COLLECTION_NAME)
+        scene.collection.children.link(coll)
+    if scene.get(COLLECTION_KEY) != coll:
+        scene[COLLECTION_KEY] = coll
+    return coll
+
+
+def _terrain_scenes(obj, scenes):
+    """The scenes of ``scenes`` that hold the terrain snow object ``obj`` was generated over (TERRAIN_TAG), or
+    None when that is not known (no tag, or a terrain object no longer in the file)."""
+    try:
+        names = json.loads(obj.get(TERRAIN_TAG) or "[]")
+    except (TypeError, ValueError):
+        return None
+    terrain = [bpy.data.objects.get(n) for n in names] if isinstance(names, list) else []
+    if not terrain or any(t is None for t in terrain):
+        return None
+    return [s for s in scenes if any(common.in_scene(t, s) for t in terrain)]
+
+
+def split_shared_snow() -> list:
+    """A file saved when every scene's snow went into one "EnvFX Snow" collection, linked into each scene that
+    generated snow (so each scene showed, rendered and trailed the others' snow): the snow whose terrain is in only
+    some of those scenes moves to their own snow collection (the first scene keeps "EnvFX Snow"), and the shared
+    one leaves the scenes none of its snow belongs to. Snow whose terrain is in all of them (a Linked Copy of the
+    scene) or unknown stays shared. Nothing is done in a file whose scenes point at their collections already.
+    Returns the names of the snow objects moved; run after a file is loaded."""
+    legacy = bpy.data.collections.get(COLLECTION_NAME)
+    if (legacy is None or legacy.library is not None
+            or any(isinstance(s.get(COLLECTION_KEY), bpy.types.Collection) for s in bpy.data.scenes)):
+        return []
+    sharing = [s for s in bpy.data.scenes if _in_scene_tree(legacy, s)]
+    if len(sharing) < 2:
+        return []
+    owner = sharing[0]
+    owner[COLLECTION_KEY] = legacy
+    moved, needed = [], {owner.name}
+    for obj in list(legacy.objects):
+        homes = _terrain_scenes(obj, sharing) if is_snow_object(obj) else None
+        if not homes or len(homes) == len(sharing) or owner in homes:
+            needed.update(s.name for s in (homes or sharing))
+            continue
+        for scene in homes:
+            ensure_snow_collection(scene).objects.link(obj)
+        legacy.objects.unlink(obj)
+        moved.append(obj.name)
+    for scene in sharing:
+        if scene.name not in needed and legacy.name in scene.collection.children:
+            scene.collection.children.unlink(legacy)
+    return moved
+
+
 def _occluder_objects(scene, exclude):
     actors = set()
     coll = scene.envfx.snow.actors
@@ -325,11 +403,7 @@ def generate_snow(scene, objects, depsgraph, mask_group: str = "", mask_image=No
     cover = core_snow.generate_cover(tris, cover_params(scene), occluder_tris=occ, mask_weights=mask,
                                      mask_uvs=uvs, mask_pixels=pixels)
     # all checks passed: build the meshes
-    coll = bpy.data.collections.get(COLLECTION_NAME)
-    if coll is None:
-        coll = bpy.data.collections.new(COLLECTION_NAME)
-    if coll.name not in scene.collection.children and coll not in scene.collection.children_recursive:
-        scene.collection.children.link(coll)
+    coll = ensure_snow_collection(scene)
     material = snow_nodes.ensure_material()
     base = _cover_base_name(terrain)
     old = {int(o[SNOW_TAG]): o for o in covers_of(scene, terrain)} if replace else {}

@@ -1,0 +1,134 @@
+"""Snow in files with several scenes (each scene's snow stays in it) and in time (the bake over its frame range:
+what shows outside it, actors measured at each baked frame)."""
+
+import bpy
+import pytest
+
+
+@pytest.fixture
+def snow_helpers(load_helper):
+    return load_helper("snow_helpers", "tests", "blender", "test_snow.py")
+
+
+def _plane(name, scene, x=0.0):
+    me = bpy.data.meshes.new(name)
+    me.from_pydata([(-5, -5, 0), (5, -5, 0), (5, 5, 0), (-5, 5, 0)], [], [(0, 1, 2, 3)])
+    obj = bpy.data.objects.new(name, me)
+    obj.location = (x, 0, 0)
+    scene.collection.objects.link(obj)
+    return obj
+
+
+def _generate(scene, terrain):
+    """Generate Snow in ``scene`` over ``terrain``, as the button does there."""
+    scene.envfx.snow.spacing = 0.5
+    with bpy.context.temp_override(scene=scene, view_layer=scene.view_layers[0], selected_objects=[terrain]):
+        assert bpy.ops.envfx.snow_generate() == {"FINISHED"}
+
+
+def _two_levels():
+    """Scene "Level 1" with Ground1, scene "Level 2" with Ground2 at x = 100, snow generated in each."""
+    s1 = bpy.context.scene
+    s1.name = "Level 1"
+    for o in list(s1.objects):
+        bpy.data.objects.remove(o)
+    g1 = _plane("Ground1", s1)
+    _generate(s1, g1)
+    s2 = bpy.data.scenes.new("Level 2")
+    g2 = _plane("Ground2", s2, x=100.0)
+    _generate(s2, g2)
+    return s1, s2
+
+
+def _names(objs):
+    return sorted(o.name for o in objs)
+
+
+def test_snow_generated_in_one_scene_stays_in_it(envfx):
+    """Each scene gets its own snow collection ("EnvFX Snow", then "EnvFX Snow (Level 2)"); snow_objects, Add
+    Trails with nothing selected and regenerating in place see only the scene's own snow."""
+    snow_ops = envfx.operators.snow
+    s1, s2 = _two_levels()
+    assert _names(s1.objects) == ["Ground1", "Ground1 Snow"]
+    assert _names(s2.objects) == ["Ground2", "Ground2 Snow"]
+    assert "EnvFX Snow" in s1.collection.children and "EnvFX Snow (Level 2)" not in s1.collection.children
+    assert [c.name for c in s2.collection.children] == ["EnvFX Snow (Level 2)"]
+    assert _names(snow_ops.snow_objects(s1)) == ["Ground1 Snow"]
+    # Add Trails in Level 1 with nothing selected: Level 2's snow keeps no trails of Level 1
+    for sc in (s1, s2):
+        actors = bpy.data.collections.new(f"Actors {sc.name}")
+        sc.collection.children.link(actors)
+        walker = bpy.data.objects.new(f"Walker {sc.name}", None)
+        actors.objects.link(walker)
+        sc.envfx.snow.actors = actors
+    with bpy.context.temp_override(scene=s1, view_layer=s1.view_layers[0], selected_objects=[]):
+        assert bpy.ops.envfx.snow_trails_add() == {"FINISHED"}
+    assert snow_ops.trails_modifiers(bpy.data.objects["Ground1 Snow"])
+    assert not bpy.data.objects["Ground2 Snow"].modifiers
+    # generating again in Level 2 regenerates Level 2's cover in place, in its own collection
+    snow_ops.generate_snow(s2, [bpy.data.objects["Ground2"]], bpy.context.evaluated_depsgraph_get(), replace=True)
+    assert _names(snow_ops.snow_objects(s2)) == ["Ground2 Snow"]
+    assert _names(bpy.data.collections["EnvFX Snow (Level 2)"].objects) == ["Ground2 Snow"]
+    assert _names(s1.objects) == ["Ground1", "Ground1 Snow", f"Walker {s1.name}"]
+
+
+def test_copy_settings_scene_gets_its_own_snow_collection(envfx):
+    """A scene made with Copy Settings copies the pointer at the first scene's collection, which is not in it: its
+    snow goes into a collection of its own."""
+    s1 = bpy.context.scene
+    for o in list(s1.objects):
+        bpy.data.objects.remove(o)
+    _generate(s1, _plane("Ground1", s1))
+    s2 = bpy.data.scenes.new("Level 2")
+    s2[envfx.operators.snow.COLLECTION_KEY] = s1[envfx.operators.snow.COLLECTION_KEY]
+    _generate(s2, _plane("Ground2", s2, x=100.0))
+    assert _names(s1.objects) == ["Ground1", "Ground1 Snow"]
+    assert _names(s2.objects) == ["Ground2", "Ground2 Snow"]
+
+
+def test_file_with_one_shared_snow_collection_splits_on_load(envfx, save_and_reopen):
+    """A file saved before each scene had its own snow collection: one "EnvFX Snow", linked into both levels,
+    holding both levels' snow. After loading, each level shows only its own snow; generating again in Level 2
+    regenerates its cover in place; a third scene's new snow goes into a collection of its own."""
+    snow_ops = envfx.operators.snow
+    s1, s2 = _two_levels()
+    # the old layout: Level 2's snow in Level 1's collection, which both scenes link; no scene points at it
+    shared, own2 = bpy.data.collections["EnvFX Snow"], bpy.data.collections["EnvFX Snow (Level 2)"]
+    snow2 = bpy.data.objects["Ground2 Snow"]
+    shared.objects.link(snow2)
+    s2.collection.children.link(shared)
+    bpy.data.collections.remove(own2)
+    for sc in (s1, s2):
+        del sc[snow_ops.COLLECTION_KEY]
+    assert _names(snow_ops.snow_objects(s1)) == ["Ground1 Snow", "Ground2 Snow"]  # the defect, as saved
+    save_and_reopen("shared.blend")
+    s1, s2 = bpy.data.scenes["Level 1"], bpy.data.scenes["Level 2"]
+    assert _names(s1.objects) == ["Ground1", "Ground1 Snow"]
+    assert _names(s2.objects) == ["Ground2", "Ground2 Snow"]
+    assert _names(snow_ops.snow_objects(s2)) == ["Ground2 Snow"]
+    snow_ops.generate_snow(s2, [bpy.data.objects["Ground2"]], bpy.context.evaluated_depsgraph_get(), replace=True)
+    assert _names(s2.objects) == ["Ground2", "Ground2 Snow"] and _names(s1.objects) == ["Ground1", "Ground1 Snow"]
+    s3 = bpy.data.scenes.new("Level 3")
+    _generate(s3, _plane("Ground3", s3, x=200.0))
+    assert _names(s3.objects) == ["Ground3", "Ground3 Snow"]
+    assert _names(s1.objects) == ["Ground1", "Ground1 Snow"] and _names(s2.objects) == ["Ground2", "Ground2 Snow"]
+
+
+def test_linked_copy_shares_its_snow(envfx, save_and_reopen):
+    """A Linked Copy of a scene shares its collections, the snow's too: snow whose terrain is in both scenes stays
+    shared after loading, and the copy's new snow goes where the original's goes (the same collections)."""
+    snow_ops = envfx.operators.snow
+    s1 = bpy.context.scene
+    for o in list(s1.objects):
+        bpy.data.objects.remove(o)
+    _generate(s1, _plane("Ground1", s1))
+    with bpy.context.temp_override(scene=s1):
+        bpy.ops.scene.new(type="LINK_COPY")
+    s2 = next(s for s in bpy.data.scenes if s != s1)
+    assert _names(snow_ops.snow_objects(s2)) == ["Ground1 Snow"]
+    del s1[snow_ops.COLLECTION_KEY]
+    if snow_ops.COLLECTION_KEY in s2:
+        del s2[snow_ops.COLLECTION_KEY]
+    save_and_reopen("linked.blend")
+    for sc in bpy.data.scenes:
+        assert _names(snow_ops.snow_objects(sc)) == ["Ground1 Snow"]
