@@ -1008,6 +1008,23 @@ def bake_inputs(scene):
     return out, specs, skipped
 
 
+def range_warning(scene, first: int, last: int, sequence: bool = True) -> str | None:
+    """What a bake of frames ``first``..``last`` misses of ``scene``'s frame range, or None. Snow driven by a
+    sequence holds the last baked frame after them and is untouched before them; by the final state only, it
+    shows that state at every frame."""
+    missed = []
+    if last < scene.frame_end:
+        missed.append(f"after frame {last} the snow holds frame {last}'s trails (what the actors do up to the "
+                      f"scene's end, {scene.frame_end}, is not in it)")
+    if first > scene.frame_start and sequence:
+        missed.append(f"before frame {first} the snow is untouched (the scene starts at {scene.frame_start})")
+    if not missed:
+        return None
+    return (f"The bake covers frames {first}-{last}, not the scene's {scene.frame_start}-{scene.frame_end}: "
+            + "; ".join(missed) + ". To follow the actors all through, bake the scene's frames (the Snow bake's "
+            "Start and End)")
+
+
 def bake_counts(scene) -> tuple[int, int]:
     """(the images the buffer bake writes, the frames it steps through): every frame, or the last only."""
     s = scene.envfx.snow
@@ -1146,6 +1163,9 @@ def drive_from_bake(scene, objects, out_dir: str = "") -> ObjectsResult:
         raise SnowInputError(f"The bake in {out_dir!r} numbers its images from frame {meta['frames'][0]['frame']} "
                              f"({files[0]}), and Blender's image sequences cannot read frames below 0: bake from "
                              f"frame 0 or later, or only the final frame (Image Sequence off)")
+    warning = range_warning(scene, meta["frames"][0]["frame"], meta["frames"][-1]["frame"], meta["sequence"])
+    if warning is not None:
+        result.warnings.append(warning)
     image = bpy.data.images.load(os.path.join(out_dir, files[0]), check_existing=True)
     image.reload()
     image.source = "SEQUENCE" if meta["sequence"] else "FILE"
@@ -1282,6 +1302,10 @@ class ENVFX_OT_snow_bake_buffer(progress.ModalJobOperator, bpy.types.Operator):
         return bake_job(context.scene)
 
     def finish(self, context, result):
+        s = context.scene.envfx.snow
+        warning = range_warning(context.scene, s.frame_start, s.frame_end, s.sequence)
+        if warning is not None:
+            self.report({"WARNING"}, warning)
         self.report({"INFO"}, f"Wrote {len(result.files)} image(s) and {os.path.basename(result.metadata_path)}")
         return {"FINISHED"}
 

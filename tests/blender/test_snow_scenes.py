@@ -2,6 +2,7 @@
 what shows outside it, actors measured at each baked frame)."""
 
 import bpy
+import numpy as np
 import pytest
 
 
@@ -132,3 +133,77 @@ def test_linked_copy_shares_its_snow(envfx, save_and_reopen):
     save_and_reopen("linked.blend")
     for sc in bpy.data.scenes:
         assert _names(snow_ops.snow_objects(sc)) == ["Ground1 Snow"]
+
+
+# --- the bake's frame range -------------------------------------------------------------------------------
+
+def _walk_and_bake(h, envfx, tmp_path, first=5, last=15, sequence=True):
+    """One sphere actor crossing the snow over frames 5..10, then standing; the scene runs 1..30; the live trails
+    are played, then frames ``first``..``last`` are baked into ``tmp_path``. Returns (scene, snow)."""
+    scene, snow, actors = h.snow_scene(envfx, spacing=0.2, size=8.0)
+    a = h.sphere_object("A", 0.5, actors)
+    h.animate(a, [(5, (-2.5, 0.0, 0.45)), (10, (2.5, 0.0, 0.45))])
+    scene.frame_start, scene.frame_end = 1, 30
+    s = scene.envfx.snow
+    s.frame_start, s.frame_end = first, last
+    s.buffer_resolution, s.output_dir, s.sequence, s.framing = 64, str(tmp_path), sequence, "AREA"
+    scene.frame_set(1)
+    h.select_only(snow)
+    assert bpy.ops.envfx.snow_trails_add() == {"FINISHED"}
+    assert bpy.ops.envfx.snow_bake_buffer() == {"FINISHED"}
+    return scene, snow
+
+
+def test_snow_driven_by_the_bake_holds_its_last_frame_after_the_range(envfx, tmp_path, snow_helpers, capsys):
+    """A bake of frames 5..15 in a scene of frames 1..30: after frame 15 the snow holds frame 15's trails (it went
+    flat: the image sequence has no file there), before frame 5 it is untouched; the bake and Snow from Bake say
+    which frames the bake misses."""
+    h = snow_helpers
+    scene, snow = _walk_and_bake(h, envfx, tmp_path)
+    warning = "The bake covers frames 5-15, not the scene's 1-30: after frame 15 the snow holds frame 15's trails"
+    assert warning in capsys.readouterr().out
+    assert bpy.ops.envfx.snow_drive_from_bake() == {"FINISHED"}
+    assert warning in capsys.readouterr().out
+    offsets = {}
+    for f in (3, 4, 5, 7, 15, 16, 25, 30):
+        scene.frame_set(f)
+        offsets[f] = h.evaluated_offset(envfx, snow)[1]
+    assert offsets[15].min() < -0.2  # the trail
+    for f in (16, 25, 30):
+        np.testing.assert_array_equal(offsets[f], offsets[15])
+    assert np.abs(offsets[7] - offsets[15]).max() > 0.05  # inside the range each frame shows its own
+    for f in (3, 4):
+        assert np.abs(offsets[f]).max() == 0.0
+    assert offsets[5].min() < -0.1  # the first baked frame shows from frame 5 on
+
+
+def test_final_state_bake_shows_at_every_frame(envfx, tmp_path, snow_helpers, capsys):
+    """A bake of the final state only (Image Sequence off) shows it at every frame, before its range too; its
+    warning names only the frames after it."""
+    h = snow_helpers
+    scene, snow = _walk_and_bake(h, envfx, tmp_path, sequence=False)
+    out = capsys.readouterr().out
+    assert "after frame 15 the snow holds" in out and "untouched" not in out
+    assert bpy.ops.envfx.snow_drive_from_bake() == {"FINISHED"}
+    scene.frame_set(2)
+    early = h.evaluated_offset(envfx, snow)[1]
+    scene.frame_set(30)
+    np.testing.assert_array_equal(h.evaluated_offset(envfx, snow)[1], early)
+    assert early.min() < -0.2
+
+
+def test_bake_of_the_scene_range_warns_nothing(envfx, tmp_path, snow_helpers, capsys):
+    h = snow_helpers
+    _walk_and_bake(h, envfx, tmp_path, first=1, last=30)
+    assert "The bake covers" not in capsys.readouterr().out
+
+
+def test_cli_bake_warns_of_a_short_range(envfx, tmp_path, snow_helpers, capsys):
+    h = snow_helpers
+    scene, snow = _walk_and_bake(h, envfx, tmp_path)
+    path = str(tmp_path / "short.blend")
+    bpy.ops.wm.save_as_mainfile(filepath=path)
+    capsys.readouterr()
+    assert envfx.cli.main(["snow", path, "--bake", "--out-dir", str(tmp_path / "cli"), "--frames", "5:15"]) == 0
+    assert (f"envfx snow: {path}: warning: The bake covers frames 5-15, not the scene's 1-30"
+            in capsys.readouterr().out)
