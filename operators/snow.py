@@ -497,21 +497,23 @@ def bent_actors(scene) -> list:
     return [o for o in coll.all_objects if bend_nodes.shown_group(o) is not None] if coll is not None else []
 
 
-def _unbent_box(obj, scene):
+def _unbent_box(obj, scene, depsgraph=None):
     """The 8 corners (object space) of the bounding box of ``obj`` as its modifiers before the bend make it, for an
     actor that shows a bend; None otherwise. ``bound_box`` includes every modifier, the bend too: an actor away
     from the player's flat zone would measure its feet lower by the bend's drop there, sink below the snow and
     carve nothing. The bend moves a point along world Z only, by a drop that depends on its world X and Y, so
-    adding it back to the evaluated vertices (``core.bend.inverse``) gives them exactly as before the bend."""
+    adding it back to the evaluated vertices (``core.bend.inverse``) gives them exactly as before the bend.
+    Read in ``depsgraph`` (default: the context's)."""
     group = bend_nodes.shown_group(obj)
     if group is None or obj.type != "MESH" or scene != getattr(bpy.context, "scene", None):
         return None
-    local = bridge.evaluated_positions(obj, bpy.context.evaluated_depsgraph_get()).astype(np.float64)
+    depsgraph = depsgraph or bpy.context.evaluated_depsgraph_get()
+    local = bridge.evaluated_positions(obj, depsgraph).astype(np.float64)
     if not len(local):
         return None
     owner = common.group_owner(group) or scene
     params = bend_nodes.params_shown_in(scene, owner)
-    m = bridge.matrix_to_numpy(obj.matrix_world)
+    m = bridge.matrix_to_numpy(obj.evaluated_get(depsgraph).matrix_world)
     if core_bend.is_flattened(m):
         return None
     world = core_bend.inverse(local @ m[:3, :3].T + m[:3, 3], params)
@@ -523,6 +525,29 @@ def _box_corners(lo, hi) -> np.ndarray:
     """(8, 3) corners of the axis-aligned box from ``lo`` to ``hi``."""
     return np.array([(x, y, z) for x in (lo[0], hi[0]) for y in (lo[1], hi[1]) for z in (lo[2], hi[2])],
                     dtype=np.float64)
+
+
+def measure_actor(obj, scene, depsgraph=None):
+    """(radius, depth, bottom offset) of the actor ``obj`` as it is now, or why it does not touch snow (a str).
+    With ``depsgraph``, as evaluated there (the buffer bake measures each actor at each frame it bakes: an actor
+    whose size is animated, or a hidden one the context's evaluation leaves at an old frame)."""
+    if obj.type not in ACTOR_TYPES:
+        return f"{obj.type.lower()} objects do not touch snow"
+    s = scene.envfx.snow
+    o = obj.envfx.snow
+    ev = obj.evaluated_get(depsgraph) if depsgraph is not None else obj
+    if obj.type == "EMPTY":
+        # its display size in world units (parents' and negative scale included, as for meshes); its origin is its
+        # bottom
+        k = float(ev.empty_display_size)
+        dims = _actor_extent(ev, _box_corners((-k,) * 3, (k,) * 3))[0] if o.radius <= 0 else (0.0, 0.0, 0.0)
+        offset = 0.0
+    else:
+        dims, offset = _actor_extent(ev, _unbent_box(obj, scene, depsgraph))
+    radius, depth = core_snow.actor_size(dims, o.radius, o.depth, s.thickness)
+    if radius <= 0:
+        return "has no size: set its Snow Radius"
+    return radius, depth, offset
 
 
 def actor_specs(scene):
@@ -539,23 +564,11 @@ def actor_specs(scene):
                              cli=f"The actor collection {coll.name!r} was deleted: pass --actors COLLECTION")
     specs, skipped = [], {}
     for obj in sorted(coll.all_objects, key=lambda o: o.name):
-        if obj.type not in ACTOR_TYPES:
-            skipped[obj.name] = f"{obj.type.lower()} objects do not touch snow"
-            continue
-        o = obj.envfx.snow
-        if obj.type == "EMPTY":
-            # its display size in world units (parents' and negative scale included, as for meshes); its
-            # origin is its bottom
-            k = float(obj.empty_display_size)
-            dims = _actor_extent(obj, _box_corners((-k,) * 3, (k,) * 3))[0] if o.radius <= 0 else (0.0, 0.0, 0.0)
-            offset = 0.0
+        measured = measure_actor(obj, scene)
+        if isinstance(measured, str):
+            skipped[obj.name] = measured
         else:
-            dims, offset = _actor_extent(obj, _unbent_box(obj, scene))
-        radius, depth = core_snow.actor_size(dims, o.radius, o.depth, s.thickness)
-        if radius <= 0:
-            skipped[obj.name] = "has no size: set its Snow Radius"
-            continue
-        specs.append((obj.name, radius, depth, offset))
+            specs.append((obj.name, *measured))
     if not specs:
         why = "; ".join(f"{n} ({r})" for n, r in skipped.items())
         raise SnowInputError(f"The actor collection {coll.name!r} has no usable actors" + (f": {why}" if why else
@@ -1062,9 +1075,11 @@ def bake_job(scene):
     out, specs, _ = bake_inputs(scene)
     s = scene.envfx.snow
     frames = list(range(s.frame_start, s.frame_end + 1))
-    names = [n for n, *_ in specs]
-    offsets = np.array([o for *_, o in specs])
+    # every actor is measured at each frame (its size may be animated, and one without a size at the current
+    # frame may have one at another), so the bake does not depend on the frame it was started at
+    names = sorted(o.name for o in s.actors.all_objects if o.type in ACTOR_TYPES)
     tracks = np.zeros((len(frames), len(names), 3))
+    radii, depths = np.zeros((len(frames), len(names))), np.zeros((len(frames), len(names)))
     pivot_track = np.zeros((len(frames), 3)) if s.framing == "FOLLOW" else None
     old_frame = scene.frame_current
     # the snow meshes' own trails are not needed to find the actors: switch them off while stepping
@@ -1077,8 +1092,11 @@ def bake_job(scene):
             scene.frame_set(f)
             depsgraph = bpy.context.evaluated_depsgraph_get()
             for j, n in enumerate(names):
-                m = bpy.data.objects[n].evaluated_get(depsgraph).matrix_world
-                tracks[i, j] = np.array(m.translation) - (0.0, 0.0, offsets[j])
+                obj = bpy.data.objects[n]
+                measured = measure_actor(obj, scene, depsgraph)
+                radius, depth, offset = (0.0, 0.0, 0.0) if isinstance(measured, str) else measured
+                radii[i, j], depths[i, j] = radius, depth
+                tracks[i, j] = np.array(obj.evaluated_get(depsgraph).matrix_world.translation) - (0.0, 0.0, offset)
             if pivot_track is not None:
                 pivot_track[i] = tuple(s.pivot.evaluated_get(depsgraph).matrix_world.translation)
             yield 0.3 * (i + 1) / len(frames)
@@ -1102,7 +1120,7 @@ def bake_job(scene):
         else:
             pts = tracks.reshape(-1, 3)
         lo, hi = pts[:, :2].min(0), pts[:, :2].max(0)
-        margin = max(r for _, r, *_ in specs) * 2.0
+        margin = float(radii.max(initial=0.0) or max(r for _, r, *_ in specs)) * 2.0
         size = float(max(hi - lo)) + 2.0 * margin
         origin = (float(lo[0] - margin), float(lo[1] - margin))
     else:
@@ -1119,10 +1137,11 @@ def bake_job(scene):
         if shape[0] * shape[1] <= 64_000_000:
             z, _, _ = core_snow.rasterize_top(snow_tris, lo_all, texel, shape)
             surface = core_snow.HeightField(lo_all, texel, z)
-    job = core_snow.bake_job(tracks, [r for _, r, _, _ in specs], [d for _, _, d, _ in specs], stamp_params(scene),
-                             buf, frame_start=s.frame_start, pivot_track=pivot_track, surface=surface,
-                             occluder_tris=occ_tris, out_dir=out, sequence=s.sequence,
-                             unit_scale=bend_ops.unit_scale(scene))
+    sized = radii.max(axis=0) > 0  # an actor without a size at any baked frame is left out
+    tracks, radii, depths = tracks[:, sized], radii[:, sized], depths[:, sized]
+    job = core_snow.bake_job(tracks, radii, depths, stamp_params(scene), buf, frame_start=s.frame_start,
+                             pivot_track=pivot_track, surface=surface, occluder_tris=occ_tris, out_dir=out,
+                             sequence=s.sequence, unit_scale=bend_ops.unit_scale(scene))
     try:
         while True:
             yield 0.3 + 0.7 * next(job)

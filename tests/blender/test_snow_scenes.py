@@ -207,3 +207,62 @@ def test_cli_bake_warns_of_a_short_range(envfx, tmp_path, snow_helpers, capsys):
     assert envfx.cli.main(["snow", path, "--bake", "--out-dir", str(tmp_path / "cli"), "--frames", "5:15"]) == 0
     assert (f"envfx snow: {path}: warning: The bake covers frames 5-15, not the scene's 1-30"
             in capsys.readouterr().out)
+
+
+# --- actors measured at each baked frame ------------------------------------------------------------------
+
+def _growing_actor(h, envfx, tmp_path):
+    """A standing sphere actor (r 0.5) at the snow's centre, twice its size from frame 10 on (constant keys);
+    the bake covers frames 1..12 (AREA, 128 texels). Returns (scene, snow)."""
+    scene, snow, actors = h.snow_scene(envfx, spacing=0.1, size=8.0)
+    a = h.sphere_object("A", 0.5, actors)
+    a.location = (0, 0, 0.45)
+    a.keyframe_insert("scale", frame=1)
+    a.scale = (2, 2, 2)
+    a.keyframe_insert("scale", frame=10)
+    for fc in _fcurves(a):
+        for kp in fc.keyframe_points:
+            kp.interpolation = "CONSTANT"
+    scene.frame_start, scene.frame_end = 1, 12
+    s = scene.envfx.snow
+    s.frame_start, s.frame_end = 1, 12
+    s.buffer_resolution, s.output_dir, s.framing = 128, str(tmp_path), "AREA"
+    scene.frame_set(1)
+    h.select_only(snow)
+    assert bpy.ops.envfx.snow_trails_add() == {"FINISHED"}
+    return scene, snow
+
+
+def _fcurves(obj):
+    action = obj.animation_data.action
+    fcurves = getattr(action, "fcurves", None)
+    if fcurves is None:  # Blender 5: layered actions
+        fcurves = [fc for layer in action.layers for strip in layer.strips for bag in strip.channelbags
+                   for fc in bag.fcurves]
+    return fcurves
+
+
+def _carved_radius(h, envfx, snow):
+    rest, off = h.evaluated_offset(envfx, snow)
+    carved = off < -0.01
+    return float(np.hypot(rest[carved, 0], rest[carved, 1]).max()) if carved.any() else 0.0
+
+
+def test_bake_measures_each_actor_at_each_frame(envfx, tmp_path, snow_helpers):
+    """An actor that doubles its size at frame 10: the bake of frames 1..12 is the same whichever frame the
+    playhead was on when it started (it measured every actor once, at that frame: started at frame 1 the trail
+    kept the small size), and its last frame carves with the big size."""
+    h = snow_helpers
+    scene, snow = _growing_actor(h, envfx, tmp_path)
+    radii = {}
+    for start_at in (1, 12):
+        scene.frame_set(start_at)
+        assert bpy.ops.envfx.snow_bake_buffer() == {"FINISHED"}
+        assert bpy.ops.envfx.snow_drive_from_bake() == {"FINISHED"}
+        scene.frame_set(12)
+        radii[start_at] = _carved_radius(h, envfx, snow)
+        scene.frame_set(9)
+        radii[start_at, 9] = _carved_radius(h, envfx, snow)
+        assert bpy.ops.envfx.snow_drive_from_bake(use_bake=False) == {"FINISHED"}
+    assert radii[1] == radii[12] and radii[1, 9] == radii[12, 9]
+    assert radii[12] > 0.75 and radii[12, 9] < 0.5  # frame 12 carved by the big actor, frame 9 by the small one
