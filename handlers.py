@@ -136,10 +136,13 @@ def on_snow_follow_actors_pre(scene, *_args):
 
 @persistent
 def on_snow_follow_actors_post(scene, *_args):
-    """frame_change_post: the split frame_change_pre left (nothing else; cheap)."""
-    if scene.name in _split_later:
-        _split_later.discard(scene.name)
-        _follow(scene, may_split=True)
+    """frame_change_post: the split frame_change_pre left, and an actor whose size changed with this frame (its
+    scale keyed, or its parent's): frame_change_pre still sees the last frame's world matrices, so the trails
+    would take the new size one frame late; here the frame is evaluated, and a change of the trails group is
+    evaluated again before the frame is shown (cheap when nothing changed: the signature follow_actors
+    compares)."""
+    _split_later.discard(scene.name)
+    _follow(scene, may_split=True)
 
 
 @persistent

@@ -266,3 +266,15 @@ def test_bake_measures_each_actor_at_each_frame(envfx, tmp_path, snow_helpers):
         assert bpy.ops.envfx.snow_drive_from_bake(use_bake=False) == {"FINISHED"}
     assert radii[1] == radii[12] and radii[1, 9] == radii[12, 9]
     assert radii[12] > 0.75 and radii[12, 9] < 0.5  # frame 12 carved by the big actor, frame 9 by the small one
+
+
+def test_live_trails_take_a_keyed_size_on_its_frame(envfx, tmp_path, snow_helpers):
+    """The live trails carve with the size the actor has at the frame shown: at frame 10, where its scale key
+    doubles it (they took it one frame late: frame_change_pre still saw frame 9's world matrix)."""
+    h = snow_helpers
+    scene, snow = _growing_actor(h, envfx, tmp_path)
+    radii = {}
+    for f in range(1, 12):
+        scene.frame_set(f)
+        radii[f] = _carved_radius(h, envfx, snow)
+    assert radii[9] < 0.5 and radii[10] > 0.75
