@@ -117,7 +117,7 @@ def test_file_with_one_shared_snow_collection_splits_on_load(envfx, save_and_reo
 
 def test_linked_copy_shares_its_snow(envfx, save_and_reopen):
     """A Linked Copy of a scene shares its collections, the snow's too: snow whose terrain is in both scenes stays
-    shared after loading, and the copy's new snow goes where the original's goes (the same collections)."""
+    in both, also when the file is opened as one saved with the shared collection (no scene points at it)."""
     snow_ops = envfx.operators.snow
     s1 = bpy.context.scene
     for o in list(s1.objects):
