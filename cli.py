@@ -1223,6 +1223,9 @@ def _snow_file(args, path: str, frames, saves: bool) -> int:
             for name in result.stale_removed:
                 print(f"envfx snow: {path}: removed {name}, the temporary folder of an earlier bake that was killed")
             print(f"envfx snow: {path}: wrote {len(result.files)} image(s) and {result.metadata_path}")
+            warning = snow_ops.range_warning(scene, s.frame_start, s.frame_end, s.sequence)
+            if warning is not None:
+                print(f"envfx snow: {path}: warning: {warning}")
     except snow_ops.SnowInputError as exc:
         raise CliError(exc.cli or str(exc)) from None
     except core_snow.SnowError as exc:

@@ -139,10 +139,13 @@ def on_snow_follow_actors_pre(scene, *_args):
 
 @persistent
 def on_snow_follow_actors_post(scene, *_args):
-    """frame_change_post: the split frame_change_pre left (nothing else; cheap)."""
-    if scene.name in _split_later:
-        _split_later.discard(scene.name)
-        _follow(scene, may_split=True)
+    """frame_change_post: the split frame_change_pre left, and an actor whose size changed with this frame (its
+    scale keyed, or its parent's): frame_change_pre still sees the last frame's world matrices, so the trails
+    would take the new size one frame late; here the frame is evaluated, and a change of the trails group is
+    evaluated again before the frame is shown (cheap when nothing changed: the signature follow_actors
+    compares)."""
+    _split_later.discard(scene.name)
+    _follow(scene, may_split=True)
 
 
 @persistent
@@ -159,6 +162,10 @@ def on_snow_load_post(*_args):
 
     snow_ops.forget_followed()
     _split_later.clear()
+    try:
+        snow_ops.split_shared_snow()  # a file saved when all scenes' snow went into one collection
+    except Exception as exc:  # a handler must never break loading
+        print(f"EnvFX: the scenes could not get their own snow collections: {exc}")
     try:
         snow_ops.claim_legacy_surfaces()  # a file saved when all scenes shared one snow surfaces collection
     except Exception as exc:  # a handler must never break loading

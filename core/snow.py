@@ -667,6 +667,8 @@ def bake_job(tracks, radius, depth, stamp: StampParams, buf: BufferParams, frame
              surface: HeightField | None = None, occluder_tris=None, out_dir=None, sequence=True,
              basename="snow_buffer", unit_scale=1.0):
     """Generator: bake the interaction buffer over ``tracks`` (F, A, 3 actor bottom points, one row per frame).
+    ``radius`` and ``depth``: one value per actor (A,), or one row per frame (F, A) for actors measured at each
+    frame (a radius of 0 stamps nothing at that frame).
 
     Yields progress fractions; returns a ``BakeResult``. With ``out_dir`` the frames (or only the final frame
     when ``sequence`` is False) are written as float RGBA OpenEXR files plus ``<basename>.json``; they are
@@ -689,12 +691,21 @@ def bake_job(tracks, radius, depth, stamp: StampParams, buf: BufferParams, frame
     n_frames, n_actors = tracks.shape[:2]
     if n_frames < 1:
         raise SnowError("The frame range is empty: set frame_end >= frame_start")
-    radius = np.asarray(radius, dtype=np.float64).reshape(-1)
-    depth = np.asarray(depth, dtype=np.float64).reshape(-1)
-    if radius.shape != (n_actors,) or depth.shape != (n_actors,):
-        raise SnowError("radius and depth need one value per actor")
-    if np.any(radius <= 0) or np.any(depth < 0):
-        raise SnowError("Every actor needs a radius > 0 and a depth >= 0")
+    radius = np.asarray(radius, dtype=np.float64)
+    depth = np.asarray(depth, dtype=np.float64)
+    if radius.ndim == 2 or depth.ndim == 2:  # measured at each frame (an actor that grows)
+        if radius.shape != (n_frames, n_actors) or depth.shape != (n_frames, n_actors):
+            raise SnowError("radius and depth measured per frame need one row per frame, one value per actor")
+        if not (np.all(radius >= 0) and np.all(depth >= 0)):  # 0: an actor scaled to nothing stamps nothing
+            raise SnowError("Every actor needs a radius >= 0 and a depth >= 0 at every frame")
+    else:
+        radius, depth = radius.reshape(-1), depth.reshape(-1)
+        if radius.shape != (n_actors,) or depth.shape != (n_actors,):
+            raise SnowError("radius and depth need one value per actor")
+        if not (np.all(radius > 0) and np.all(depth >= 0)):
+            raise SnowError("Every actor needs a radius > 0 and a depth >= 0")
+        radius = np.broadcast_to(radius, (n_frames, n_actors))
+        depth = np.broadcast_to(depth, (n_frames, n_actors))
     if buf.framing == "FOLLOW" and pivot_track is None:
         raise SnowError("Follow-pivot framing needs a pivot: choose the player or camera to follow")
     res = int(buf.resolution)
@@ -734,7 +745,7 @@ def bake_job(tracks, radius, depth, stamp: StampParams, buf: BufferParams, frame
         c2 = np.float32((buf.ripple_speed * dt / substeps / texel) ** 2)
         wave_keep = np.float32(math.exp(-buf.ripple_damping * dt / substeps))
         fade = edge_fade_mask(res, buf.edge_fade) if buf.framing == "FOLLOW" else None
-        reach_max = float(reach(radius, stamp.rim_width).max()) if n_actors else 0.0
+        reach_max = reach(radius, stamp.rim_width).max(axis=1) if n_actors else np.zeros(n_frames)  # per frame
         origins = np.zeros((n_frames, 2))
         files, frames = [], []
         origin = None
@@ -758,8 +769,8 @@ def bake_job(tracks, radius, depth, stamp: StampParams, buf: BufferParams, frame
             origins[f] = origin
             prev = tracks[max(f - 1, 0)]
             cur = tracks[f]
-            idx, ds, rs, cw, dep = _stamp_sparse(origin, texel, res, prev, cur, radius, depth, stamp, surface,
-                                                 reach_max)
+            idx, ds, rs, cw, dep = _stamp_sparse(origin, texel, res, prev, cur, radius[f], depth[f], stamp, surface,
+                                                 float(reach_max[f]))
             # trails (R): decay everywhere, stamp where an actor is (see trail_update)
             if keep != 1.0:
                 down *= keep
@@ -857,6 +868,8 @@ def _stamp_sparse(origin, texel, res, prev, cur, radius, depth, stamp, surface, 
     x0, y0 = float(origin[0]), float(origin[1])
     cand_idx, cand_d, cand_t, cand_a = [], [], [], []
     for i in range(prev.shape[0]):  # loop over actors (few), vectorised over texels
+        if radius[i] <= 0:  # scaled to nothing at this frame
+            continue
         a, b = prev[i], cur[i]
         lo = np.minimum(a[:2], b[:2]) - reach_max
         hi = np.maximum(a[:2], b[:2]) + reach_max

@@ -29,6 +29,7 @@ COVERAGE_TYPES = {"MESH", "CURVES", "POINTCLOUD"}
 SNOW_TAG = "envfx_snow"            # custom property on generated snow objects (value: the LOD level)
 TERRAIN_TAG = "envfx_snow_terrain"  # custom property on generated snow objects: JSON list of the terrain names
 COLLECTION_NAME = "EnvFX Snow"
+COLLECTION_KEY = "envfx_snow_collection"  # the scene's ID property pointing at its snow collection
 ACTOR_TYPES = {"MESH", "CURVE", "CURVES", "POINTCLOUD", "SURFACE", "META", "FONT", "EMPTY", "ARMATURE", "VOLUME"}
 
 
@@ -196,6 +197,83 @@ def snow_objects(scene):
     return [o for o in scene.objects if is_snow_object(o)]
 
 
+def _in_scene_tree(coll, scene) -> bool:
+    return coll == scene.collection or coll in scene.collection.children_recursive
+
+
+def snow_collection(scene):
+    """The collection ``scene``'s new snow goes into, or None: one per scene, like the groups ("EnvFX Snow", later
+    ones "EnvFX Snow (scene name)"), so snow generated in one scene of a file is in no other. The scene points at
+    it; a file saved before scenes had their own has one "EnvFX Snow" (``split_shared_snow`` shares it out after
+    loading): a scene it is in takes it when no other scene has. A collection the scene points at that is not in
+    the scene (copied with Scene > New > Copy Settings) is not its own."""
+    coll = scene.get(COLLECTION_KEY)
+    if isinstance(coll, bpy.types.Collection) and coll.library is None and _in_scene_tree(coll, scene):
+        return coll
+    legacy = bpy.data.collections.get(COLLECTION_NAME)
+    if (legacy is not None and legacy.library is None and _in_scene_tree(legacy, scene)
+            and not any(s != scene and s.get(COLLECTION_KEY) == legacy for s in bpy.data.scenes)):
+        return legacy
+    return None
+
+
+def ensure_snow_collection(scene):
+    """``scene``'s snow collection (``snow_collection``), made and linked into the scene when it has none."""
+    coll = snow_collection(scene)
+    if coll is None:
+        taken = bpy.data.collections.get(COLLECTION_NAME) is not None
+        coll = bpy.data.collections.new(f"{COLLECTION_NAME} ({scene.name})" if taken else COLLECTION_NAME)
+        scene.collection.children.link(coll)
+    if scene.get(COLLECTION_KEY) != coll:
+        scene[COLLECTION_KEY] = coll
+    return coll
+
+
+def _terrain_scenes(obj, scenes):
+    """The scenes of ``scenes`` that hold the terrain snow object ``obj`` was generated over (TERRAIN_TAG), or
+    None when that is not known (no tag, or a terrain object no longer in the file)."""
+    try:
+        names = json.loads(obj.get(TERRAIN_TAG) or "[]")
+    except (TypeError, ValueError):
+        return None
+    terrain = [bpy.data.objects.get(n) for n in names] if isinstance(names, list) else []
+    if not terrain or any(t is None for t in terrain):
+        return None
+    return [s for s in scenes if any(common.in_scene(t, s) for t in terrain)]
+
+
+def split_shared_snow() -> list:
+    """A file saved when every scene's snow went into one "EnvFX Snow" collection, linked into each scene that
+    generated snow (so each scene showed, rendered and trailed the others' snow): the snow whose terrain is in only
+    some of those scenes moves to their own snow collection (the first scene keeps "EnvFX Snow"), and the shared
+    one leaves the scenes none of its snow belongs to. Snow whose terrain is in all of them (a Linked Copy of the
+    scene) or unknown stays shared. Nothing is done in a file whose scenes point at their collections already.
+    Returns the names of the snow objects moved; run after a file is loaded."""
+    legacy = bpy.data.collections.get(COLLECTION_NAME)
+    if (legacy is None or legacy.library is not None
+            or any(isinstance(s.get(COLLECTION_KEY), bpy.types.Collection) for s in bpy.data.scenes)):
+        return []
+    sharing = [s for s in bpy.data.scenes if _in_scene_tree(legacy, s)]
+    if len(sharing) < 2:
+        return []
+    owner = sharing[0]
+    owner[COLLECTION_KEY] = legacy
+    moved, needed = [], {owner.name}
+    for obj in list(legacy.objects):
+        homes = _terrain_scenes(obj, sharing) if is_snow_object(obj) else None
+        if not homes or len(homes) == len(sharing) or owner in homes:
+            needed.update(s.name for s in (homes or sharing))
+            continue
+        for scene in homes:
+            ensure_snow_collection(scene).objects.link(obj)
+        legacy.objects.unlink(obj)
+        moved.append(obj.name)
+    for scene in sharing:
+        if scene.name not in needed and legacy.name in scene.collection.children:
+            scene.collection.children.unlink(legacy)
+    return moved
+
+
 def _occluder_objects(scene, exclude):
     actors = set()
     coll = scene.envfx.snow.actors
@@ -325,11 +403,7 @@ def generate_snow(scene, objects, depsgraph, mask_group: str = "", mask_image=No
     cover = core_snow.generate_cover(tris, cover_params(scene), occluder_tris=occ, mask_weights=mask,
                                      mask_uvs=uvs, mask_pixels=pixels)
     # all checks passed: build the meshes
-    coll = bpy.data.collections.get(COLLECTION_NAME)
-    if coll is None:
-        coll = bpy.data.collections.new(COLLECTION_NAME)
-    if coll.name not in scene.collection.children and coll not in scene.collection.children_recursive:
-        scene.collection.children.link(coll)
+    coll = ensure_snow_collection(scene)
     material = snow_nodes.ensure_material()
     base = _cover_base_name(terrain)
     old = {int(o[SNOW_TAG]): o for o in covers_of(scene, terrain)} if replace else {}
@@ -423,21 +497,23 @@ def bent_actors(scene) -> list:
     return [o for o in coll.all_objects if bend_nodes.shown_group(o) is not None] if coll is not None else []
 
 
-def _unbent_box(obj, scene):
+def _unbent_box(obj, scene, depsgraph=None):
     """The 8 corners (object space) of the bounding box of ``obj`` as its modifiers before the bend make it, for an
     actor that shows a bend; None otherwise. ``bound_box`` includes every modifier, the bend too: an actor away
     from the player's flat zone would measure its feet lower by the bend's drop there, sink below the snow and
     carve nothing. The bend moves a point along world Z only, by a drop that depends on its world X and Y, so
-    adding it back to the evaluated vertices (``core.bend.inverse``) gives them exactly as before the bend."""
+    adding it back to the evaluated vertices (``core.bend.inverse``) gives them exactly as before the bend.
+    Read in ``depsgraph`` (default: the context's)."""
     group = bend_nodes.shown_group(obj)
     if group is None or obj.type != "MESH" or scene != getattr(bpy.context, "scene", None):
         return None
-    local = bridge.evaluated_positions(obj, bpy.context.evaluated_depsgraph_get()).astype(np.float64)
+    depsgraph = depsgraph or bpy.context.evaluated_depsgraph_get()
+    local = bridge.evaluated_positions(obj, depsgraph).astype(np.float64)
     if not len(local):
         return None
     owner = common.group_owner(group) or scene
     params = bend_nodes.params_shown_in(scene, owner)
-    m = bridge.matrix_to_numpy(obj.matrix_world)
+    m = bridge.matrix_to_numpy(obj.evaluated_get(depsgraph).matrix_world)
     if core_bend.is_flattened(m):
         return None
     world = core_bend.inverse(local @ m[:3, :3].T + m[:3, 3], params)
@@ -449,6 +525,29 @@ def _box_corners(lo, hi) -> np.ndarray:
     """(8, 3) corners of the axis-aligned box from ``lo`` to ``hi``."""
     return np.array([(x, y, z) for x in (lo[0], hi[0]) for y in (lo[1], hi[1]) for z in (lo[2], hi[2])],
                     dtype=np.float64)
+
+
+def measure_actor(obj, scene, depsgraph=None):
+    """(radius, depth, bottom offset) of the actor ``obj`` as it is now, or why it does not touch snow (a str).
+    With ``depsgraph``, as evaluated there (the buffer bake measures each actor at each frame it bakes: an actor
+    whose size is animated, or a hidden one the context's evaluation leaves at an old frame)."""
+    if obj.type not in ACTOR_TYPES:
+        return f"{obj.type.lower()} objects do not touch snow"
+    s = scene.envfx.snow
+    o = obj.envfx.snow
+    ev = obj.evaluated_get(depsgraph) if depsgraph is not None else obj
+    if obj.type == "EMPTY":
+        # its display size in world units (parents' and negative scale included, as for meshes); its origin is its
+        # bottom
+        k = float(ev.empty_display_size)
+        dims = _actor_extent(ev, _box_corners((-k,) * 3, (k,) * 3))[0] if o.radius <= 0 else (0.0, 0.0, 0.0)
+        offset = 0.0
+    else:
+        dims, offset = _actor_extent(ev, _unbent_box(obj, scene, depsgraph))
+    radius, depth = core_snow.actor_size(dims, o.radius, o.depth, s.thickness)
+    if radius <= 0:
+        return "has no size: set its Snow Radius"
+    return radius, depth, offset
 
 
 def actor_specs(scene):
@@ -465,23 +564,11 @@ def actor_specs(scene):
                              cli=f"The actor collection {coll.name!r} was deleted: pass --actors COLLECTION")
     specs, skipped = [], {}
     for obj in sorted(coll.all_objects, key=lambda o: o.name):
-        if obj.type not in ACTOR_TYPES:
-            skipped[obj.name] = f"{obj.type.lower()} objects do not touch snow"
-            continue
-        o = obj.envfx.snow
-        if obj.type == "EMPTY":
-            # its display size in world units (parents' and negative scale included, as for meshes); its
-            # origin is its bottom
-            k = float(obj.empty_display_size)
-            dims = _actor_extent(obj, _box_corners((-k,) * 3, (k,) * 3))[0] if o.radius <= 0 else (0.0, 0.0, 0.0)
-            offset = 0.0
+        measured = measure_actor(obj, scene)
+        if isinstance(measured, str):
+            skipped[obj.name] = measured
         else:
-            dims, offset = _actor_extent(obj, _unbent_box(obj, scene))
-        radius, depth = core_snow.actor_size(dims, o.radius, o.depth, s.thickness)
-        if radius <= 0:
-            skipped[obj.name] = "has no size: set its Snow Radius"
-            continue
-        specs.append((obj.name, radius, depth, offset))
+            specs.append((obj.name, *measured))
     if not specs:
         why = "; ".join(f"{n} ({r})" for n, r in skipped.items())
         raise SnowInputError(f"The actor collection {coll.name!r} has no usable actors" + (f": {why}" if why else
@@ -934,6 +1021,23 @@ def bake_inputs(scene):
     return out, specs, skipped
 
 
+def range_warning(scene, first: int, last: int, sequence: bool = True) -> str | None:
+    """What a bake of frames ``first``..``last`` misses of ``scene``'s frame range, or None. Snow driven by a
+    sequence holds the last baked frame after them and is untouched before them; by the final state only, it
+    shows that state at every frame."""
+    missed = []
+    if last < scene.frame_end:
+        missed.append(f"after frame {last} the snow holds frame {last}'s trails (what the actors do up to the "
+                      f"scene's end, {scene.frame_end}, is not in it)")
+    if first > scene.frame_start and sequence:
+        missed.append(f"before frame {first} the snow is untouched (the scene starts at {scene.frame_start})")
+    if not missed:
+        return None
+    return (f"The bake covers frames {first}-{last}, not the scene's {scene.frame_start}-{scene.frame_end}: "
+            + "; ".join(missed) + ". To follow the actors all through, bake the scene's frames (the Snow bake's "
+            "Start and End)")
+
+
 def bake_counts(scene) -> tuple[int, int]:
     """(the images the buffer bake writes, the frames it steps through): every frame, or the last only."""
     s = scene.envfx.snow
@@ -971,9 +1075,11 @@ def bake_job(scene):
     out, specs, _ = bake_inputs(scene)
     s = scene.envfx.snow
     frames = list(range(s.frame_start, s.frame_end + 1))
-    names = [n for n, *_ in specs]
-    offsets = np.array([o for *_, o in specs])
+    # every actor is measured at each frame (its size may be animated, and one without a size at the current
+    # frame may have one at another), so the bake does not depend on the frame it was started at
+    names = sorted(o.name for o in s.actors.all_objects if o.type in ACTOR_TYPES)
     tracks = np.zeros((len(frames), len(names), 3))
+    radii, depths = np.zeros((len(frames), len(names))), np.zeros((len(frames), len(names)))
     pivot_track = np.zeros((len(frames), 3)) if s.framing == "FOLLOW" else None
     old_frame = scene.frame_current
     # the snow meshes' own trails are not needed to find the actors: switch them off while stepping
@@ -986,8 +1092,11 @@ def bake_job(scene):
             scene.frame_set(f)
             depsgraph = bpy.context.evaluated_depsgraph_get()
             for j, n in enumerate(names):
-                m = bpy.data.objects[n].evaluated_get(depsgraph).matrix_world
-                tracks[i, j] = np.array(m.translation) - (0.0, 0.0, offsets[j])
+                obj = bpy.data.objects[n]
+                measured = measure_actor(obj, scene, depsgraph)
+                radius, depth, offset = (0.0, 0.0, 0.0) if isinstance(measured, str) else measured
+                radii[i, j], depths[i, j] = radius, depth
+                tracks[i, j] = np.array(obj.evaluated_get(depsgraph).matrix_world.translation) - (0.0, 0.0, offset)
             if pivot_track is not None:
                 pivot_track[i] = tuple(s.pivot.evaluated_get(depsgraph).matrix_world.translation)
             yield 0.3 * (i + 1) / len(frames)
@@ -1011,7 +1120,7 @@ def bake_job(scene):
         else:
             pts = tracks.reshape(-1, 3)
         lo, hi = pts[:, :2].min(0), pts[:, :2].max(0)
-        margin = max(r for _, r, *_ in specs) * 2.0
+        margin = float(radii.max(initial=0.0) or max(r for _, r, *_ in specs)) * 2.0
         size = float(max(hi - lo)) + 2.0 * margin
         origin = (float(lo[0] - margin), float(lo[1] - margin))
     else:
@@ -1028,10 +1137,11 @@ def bake_job(scene):
         if shape[0] * shape[1] <= 64_000_000:
             z, _, _ = core_snow.rasterize_top(snow_tris, lo_all, texel, shape)
             surface = core_snow.HeightField(lo_all, texel, z)
-    job = core_snow.bake_job(tracks, [r for _, r, _, _ in specs], [d for _, _, d, _ in specs], stamp_params(scene),
-                             buf, frame_start=s.frame_start, pivot_track=pivot_track, surface=surface,
-                             occluder_tris=occ_tris, out_dir=out, sequence=s.sequence,
-                             unit_scale=bend_ops.unit_scale(scene))
+    sized = radii.max(axis=0) > 0  # an actor without a size at any baked frame is left out
+    tracks, radii, depths = tracks[:, sized], radii[:, sized], depths[:, sized]
+    job = core_snow.bake_job(tracks, radii, depths, stamp_params(scene), buf, frame_start=s.frame_start,
+                             pivot_track=pivot_track, surface=surface, occluder_tris=occ_tris, out_dir=out,
+                             sequence=s.sequence, unit_scale=bend_ops.unit_scale(scene))
     try:
         while True:
             yield 0.3 + 0.7 * next(job)
@@ -1072,6 +1182,9 @@ def drive_from_bake(scene, objects, out_dir: str = "") -> ObjectsResult:
         raise SnowInputError(f"The bake in {out_dir!r} numbers its images from frame {meta['frames'][0]['frame']} "
                              f"({files[0]}), and Blender's image sequences cannot read frames below 0: bake from "
                              f"frame 0 or later, or only the final frame (Image Sequence off)")
+    warning = range_warning(scene, meta["frames"][0]["frame"], meta["frames"][-1]["frame"], meta["sequence"])
+    if warning is not None:
+        result.warnings.append(warning)
     image = bpy.data.images.load(os.path.join(out_dir, files[0]), check_existing=True)
     image.filepath = path_in_file(os.path.join(out_dir, files[0]))
     image.reload()
@@ -1209,6 +1322,10 @@ class ENVFX_OT_snow_bake_buffer(progress.ModalJobOperator, bpy.types.Operator):
         return bake_job(context.scene)
 
     def finish(self, context, result):
+        s = context.scene.envfx.snow
+        warning = range_warning(context.scene, s.frame_start, s.frame_end, s.sequence)
+        if warning is not None:
+            self.report({"WARNING"}, warning)
         self.report({"INFO"}, f"Wrote {len(result.files)} image(s) and {os.path.basename(result.metadata_path)}")
         return {"FINISHED"}
 

@@ -1206,7 +1206,8 @@ def sync_coverage_bend(scene) -> bool:
 
 BUFFER_GROUP = "EnvFX Snow Buffer"
 BUFFER_KIND = "snow_buffer"  # one group per bake image
-BUFFER_VERSION = 1
+BUFFER_VERSION = 2  # 2: the baked range's first and last frames (after the range the last one holds)
+NO_START = -1.0e9  # "First Frame" of a bake of the final state only: it shows at every frame
 
 
 def _build_buffer(tree):
@@ -1228,14 +1229,20 @@ def _build_buffer(tree):
     v = b.math("DIVIDE", b.math("SUBTRACT", sep.outputs["Y"], origin_y), size, label="V")
     tex = b.node("GeometryNodeImageTexture", "Buffer", interpolation="Linear", extension="EXTEND")
     b.link(b.combine_xyz(u, v, 0.0, label="UV"), tex.inputs["Vector"])
-    time = b.node("GeometryNodeInputSceneTime", "Time")
-    b.link(time.outputs["Frame"], tex.inputs["Frame"])
+    # the baked frames are first..last: after them the last one holds (the trails stay as the bake left them),
+    # before them the snow is untouched (the bake's time starts at its first frame)
+    first, last = b.value("First Frame", 1.0), b.value("Last Frame", 1.0)
+    frame = b.node("GeometryNodeInputSceneTime", "Time").outputs["Frame"]
+    b.link(b.math("MAXIMUM", b.math("MINIMUM", frame, last, label="Not After"), first, label="Baked Frame"),
+           tex.inputs["Frame"])
+    started = b.math("GREATER_THAN", b.math("ADD", frame, 0.5, label="Frame Rounded"), first, label="Started")
     rgb = b.node("FunctionNodeSeparateColor", "Channels")
     b.link(tex.outputs["Color"], rgb.inputs[0])
     thick_node = b.named("snow_thickness")
     no_attr = b.math("SUBTRACT", 1.0, thick_node.outputs["Exists"], label="No Thickness")
     thickness = b.math("MULTIPLY_ADD", no_attr, 1.0e6, thick_node.outputs["Attribute"], label="Thickness")
-    disp = b.math("MAXIMUM", rgb.outputs["Red"], b.math("MULTIPLY", thickness, -GROUND_KEEP), label="Displacement")
+    disp = b.math("MULTIPLY", b.math("MAXIMUM", rgb.outputs["Red"], b.math("MULTIPLY", thickness, -GROUND_KEEP),
+                                     label="Baked Displacement"), started, label="Displacement")
     invert = b.node("FunctionNodeInvertMatrix", "Invert")
     b.link(matrix, invert.inputs[0])
     local_up = b.node("FunctionNodeTransformDirection", "Up Local")
@@ -1254,9 +1261,10 @@ def is_buffer_group(tree) -> bool:
 
 def ensure_buffer_group(image, meta: dict) -> bpy.types.NodeTree:
     """The group of one bake: the snow offset by the R channel of the baked buffer ``image`` (one image or the
-    sequence), placed with the bake's metadata (the follow window's origin is keyframed per frame). Each bake
-    has its own group (the first "EnvFX Snow Buffer", others "EnvFX Snow Buffer (<image>)"), so two snow
-    areas of a file can follow two bakes."""
+    sequence), placed with the bake's metadata (the follow window's origin is keyframed per frame). A sequence
+    shows its last frame after the baked range and untouched snow before it. Each bake has its own group (the
+    first "EnvFX Snow Buffer", others "EnvFX Snow Buffer (<image>)"), so two snow areas of a file can follow two
+    bakes."""
     tree = next((t for t in bpy.data.node_groups if is_buffer_group(t) and t.library is None
                  and "Buffer" in t.nodes and t.nodes["Buffer"].inputs["Image"].default_value == image), None)
     if tree is None:
@@ -1267,9 +1275,11 @@ def ensure_buffer_group(image, meta: dict) -> bpy.types.NodeTree:
     common.rebuild_if_outdated(tree, str(BUFFER_VERSION), _build_buffer)
     tree.nodes["Buffer"].inputs["Image"].default_value = image
     tree.nodes["Size"].outputs[0].default_value = float(meta["world_size"])
+    frames = meta["frames"]
+    tree.nodes["First Frame"].outputs[0].default_value = float(frames[0]["frame"]) if meta["sequence"] else NO_START
+    tree.nodes["Last Frame"].outputs[0].default_value = float(frames[-1]["frame"])
     if tree.animation_data is not None:
         tree.animation_data_clear()
-    frames = meta["frames"]
     origins = {tuple(f["origin"]) for f in frames}
     for k, label in enumerate(("Origin X", "Origin Y")):
         sock = tree.nodes[label].outputs[0]

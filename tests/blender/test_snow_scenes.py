@@ -1,0 +1,280 @@
+"""Snow in files with several scenes (each scene's snow stays in it) and in time (the bake over its frame range:
+what shows outside it, actors measured at each baked frame)."""
+
+import bpy
+import numpy as np
+import pytest
+
+
+@pytest.fixture
+def snow_helpers(load_helper):
+    return load_helper("snow_helpers", "tests", "blender", "test_snow.py")
+
+
+def _plane(name, scene, x=0.0):
+    me = bpy.data.meshes.new(name)
+    me.from_pydata([(-5, -5, 0), (5, -5, 0), (5, 5, 0), (-5, 5, 0)], [], [(0, 1, 2, 3)])
+    obj = bpy.data.objects.new(name, me)
+    obj.location = (x, 0, 0)
+    scene.collection.objects.link(obj)
+    return obj
+
+
+def _generate(scene, terrain):
+    """Generate Snow in ``scene`` over ``terrain``, as the button does there."""
+    scene.envfx.snow.spacing = 0.5
+    with bpy.context.temp_override(scene=scene, view_layer=scene.view_layers[0], selected_objects=[terrain]):
+        assert bpy.ops.envfx.snow_generate() == {"FINISHED"}
+
+
+def _two_levels():
+    """Scene "Level 1" with Ground1, scene "Level 2" with Ground2 at x = 100, snow generated in each."""
+    s1 = bpy.context.scene
+    s1.name = "Level 1"
+    for o in list(s1.objects):
+        bpy.data.objects.remove(o)
+    g1 = _plane("Ground1", s1)
+    _generate(s1, g1)
+    s2 = bpy.data.scenes.new("Level 2")
+    g2 = _plane("Ground2", s2, x=100.0)
+    _generate(s2, g2)
+    return s1, s2
+
+
+def _names(objs):
+    return sorted(o.name for o in objs)
+
+
+def test_snow_generated_in_one_scene_stays_in_it(envfx):
+    """Each scene gets its own snow collection ("EnvFX Snow", then "EnvFX Snow (Level 2)"); snow_objects, Add
+    Trails with nothing selected and regenerating in place see only the scene's own snow."""
+    snow_ops = envfx.operators.snow
+    s1, s2 = _two_levels()
+    assert _names(s1.objects) == ["Ground1", "Ground1 Snow"]
+    assert _names(s2.objects) == ["Ground2", "Ground2 Snow"]
+    assert "EnvFX Snow" in s1.collection.children and "EnvFX Snow (Level 2)" not in s1.collection.children
+    assert [c.name for c in s2.collection.children] == ["EnvFX Snow (Level 2)"]
+    assert _names(snow_ops.snow_objects(s1)) == ["Ground1 Snow"]
+    # Add Trails in Level 1 with nothing selected: Level 2's snow keeps no trails of Level 1
+    for sc in (s1, s2):
+        actors = bpy.data.collections.new(f"Actors {sc.name}")
+        sc.collection.children.link(actors)
+        walker = bpy.data.objects.new(f"Walker {sc.name}", None)
+        actors.objects.link(walker)
+        sc.envfx.snow.actors = actors
+    with bpy.context.temp_override(scene=s1, view_layer=s1.view_layers[0], selected_objects=[]):
+        assert bpy.ops.envfx.snow_trails_add() == {"FINISHED"}
+    assert snow_ops.trails_modifiers(bpy.data.objects["Ground1 Snow"])
+    assert not bpy.data.objects["Ground2 Snow"].modifiers
+    # generating again in Level 2 regenerates Level 2's cover in place, in its own collection
+    snow_ops.generate_snow(s2, [bpy.data.objects["Ground2"]], bpy.context.evaluated_depsgraph_get(), replace=True)
+    assert _names(snow_ops.snow_objects(s2)) == ["Ground2 Snow"]
+    assert _names(bpy.data.collections["EnvFX Snow (Level 2)"].objects) == ["Ground2 Snow"]
+    assert _names(s1.objects) == ["Ground1", "Ground1 Snow", f"Walker {s1.name}"]
+
+
+def test_copy_settings_scene_gets_its_own_snow_collection(envfx):
+    """A scene made with Copy Settings copies the pointer at the first scene's collection, which is not in it: its
+    snow goes into a collection of its own."""
+    s1 = bpy.context.scene
+    for o in list(s1.objects):
+        bpy.data.objects.remove(o)
+    _generate(s1, _plane("Ground1", s1))
+    s2 = bpy.data.scenes.new("Level 2")
+    s2[envfx.operators.snow.COLLECTION_KEY] = s1[envfx.operators.snow.COLLECTION_KEY]
+    _generate(s2, _plane("Ground2", s2, x=100.0))
+    assert _names(s1.objects) == ["Ground1", "Ground1 Snow"]
+    assert _names(s2.objects) == ["Ground2", "Ground2 Snow"]
+
+
+def test_file_with_one_shared_snow_collection_splits_on_load(envfx, save_and_reopen):
+    """A file saved before each scene had its own snow collection: one "EnvFX Snow", linked into both levels,
+    holding both levels' snow. After loading, each level shows only its own snow; generating again in Level 2
+    regenerates its cover in place; a third scene's new snow goes into a collection of its own."""
+    snow_ops = envfx.operators.snow
+    s1, s2 = _two_levels()
+    # the old layout: Level 2's snow in Level 1's collection, which both scenes link; no scene points at it
+    shared, own2 = bpy.data.collections["EnvFX Snow"], bpy.data.collections["EnvFX Snow (Level 2)"]
+    snow2 = bpy.data.objects["Ground2 Snow"]
+    shared.objects.link(snow2)
+    s2.collection.children.link(shared)
+    bpy.data.collections.remove(own2)
+    for sc in (s1, s2):
+        del sc[snow_ops.COLLECTION_KEY]
+    assert _names(snow_ops.snow_objects(s1)) == ["Ground1 Snow", "Ground2 Snow"]  # the defect, as saved
+    save_and_reopen("shared.blend")
+    s1, s2 = bpy.data.scenes["Level 1"], bpy.data.scenes["Level 2"]
+    assert _names(s1.objects) == ["Ground1", "Ground1 Snow"]
+    assert _names(s2.objects) == ["Ground2", "Ground2 Snow"]
+    assert _names(snow_ops.snow_objects(s2)) == ["Ground2 Snow"]
+    snow_ops.generate_snow(s2, [bpy.data.objects["Ground2"]], bpy.context.evaluated_depsgraph_get(), replace=True)
+    assert _names(s2.objects) == ["Ground2", "Ground2 Snow"] and _names(s1.objects) == ["Ground1", "Ground1 Snow"]
+    s3 = bpy.data.scenes.new("Level 3")
+    _generate(s3, _plane("Ground3", s3, x=200.0))
+    assert _names(s3.objects) == ["Ground3", "Ground3 Snow"]
+    assert _names(s1.objects) == ["Ground1", "Ground1 Snow"] and _names(s2.objects) == ["Ground2", "Ground2 Snow"]
+
+
+def test_linked_copy_shares_its_snow(envfx, save_and_reopen):
+    """A Linked Copy of a scene shares its collections, the snow's too: snow whose terrain is in both scenes stays
+    in both, also when the file is opened as one saved with the shared collection (no scene points at it)."""
+    snow_ops = envfx.operators.snow
+    s1 = bpy.context.scene
+    for o in list(s1.objects):
+        bpy.data.objects.remove(o)
+    _generate(s1, _plane("Ground1", s1))
+    with bpy.context.temp_override(scene=s1):
+        bpy.ops.scene.new(type="LINK_COPY")
+    s2 = next(s for s in bpy.data.scenes if s != s1)
+    assert _names(snow_ops.snow_objects(s2)) == ["Ground1 Snow"]
+    del s1[snow_ops.COLLECTION_KEY]
+    if snow_ops.COLLECTION_KEY in s2:
+        del s2[snow_ops.COLLECTION_KEY]
+    save_and_reopen("linked.blend")
+    for sc in bpy.data.scenes:
+        assert _names(snow_ops.snow_objects(sc)) == ["Ground1 Snow"]
+
+
+# --- the bake's frame range -------------------------------------------------------------------------------
+
+def _walk_and_bake(h, envfx, tmp_path, first=5, last=15, sequence=True):
+    """One sphere actor crossing the snow over frames 5..10, then standing; the scene runs 1..30; the live trails
+    are played, then frames ``first``..``last`` are baked into ``tmp_path``. Returns (scene, snow)."""
+    scene, snow, actors = h.snow_scene(envfx, spacing=0.2, size=8.0)
+    a = h.sphere_object("A", 0.5, actors)
+    h.animate(a, [(5, (-2.5, 0.0, 0.45)), (10, (2.5, 0.0, 0.45))])
+    scene.frame_start, scene.frame_end = 1, 30
+    s = scene.envfx.snow
+    s.frame_start, s.frame_end = first, last
+    s.buffer_resolution, s.output_dir, s.sequence, s.framing = 64, str(tmp_path), sequence, "AREA"
+    scene.frame_set(1)
+    h.select_only(snow)
+    assert bpy.ops.envfx.snow_trails_add() == {"FINISHED"}
+    assert bpy.ops.envfx.snow_bake_buffer() == {"FINISHED"}
+    return scene, snow
+
+
+def test_snow_driven_by_the_bake_holds_its_last_frame_after_the_range(envfx, tmp_path, snow_helpers, capsys):
+    """A bake of frames 5..15 in a scene of frames 1..30: after frame 15 the snow holds frame 15's trails (it went
+    flat: the image sequence has no file there), before frame 5 it is untouched; the bake and Snow from Bake say
+    which frames the bake misses."""
+    h = snow_helpers
+    scene, snow = _walk_and_bake(h, envfx, tmp_path)
+    warning = "The bake covers frames 5-15, not the scene's 1-30: after frame 15 the snow holds frame 15's trails"
+    assert warning in capsys.readouterr().out
+    assert bpy.ops.envfx.snow_drive_from_bake() == {"FINISHED"}
+    assert warning in capsys.readouterr().out
+    offsets = {}
+    for f in (3, 4, 5, 7, 15, 16, 25, 30):
+        scene.frame_set(f)
+        offsets[f] = h.evaluated_offset(envfx, snow)[1]
+    assert offsets[15].min() < -0.2  # the trail
+    for f in (16, 25, 30):
+        np.testing.assert_array_equal(offsets[f], offsets[15])
+    assert np.abs(offsets[7] - offsets[15]).max() > 0.05  # inside the range each frame shows its own
+    for f in (3, 4):
+        assert np.abs(offsets[f]).max() == 0.0
+    assert offsets[5].min() < -0.1  # the first baked frame shows from frame 5 on
+
+
+def test_final_state_bake_shows_at_every_frame(envfx, tmp_path, snow_helpers, capsys):
+    """A bake of the final state only (Image Sequence off) shows it at every frame, before its range too; its
+    warning names only the frames after it."""
+    h = snow_helpers
+    scene, snow = _walk_and_bake(h, envfx, tmp_path, sequence=False)
+    out = capsys.readouterr().out
+    assert "after frame 15 the snow holds" in out and "untouched" not in out
+    assert bpy.ops.envfx.snow_drive_from_bake() == {"FINISHED"}
+    scene.frame_set(2)
+    early = h.evaluated_offset(envfx, snow)[1]
+    scene.frame_set(30)
+    np.testing.assert_array_equal(h.evaluated_offset(envfx, snow)[1], early)
+    assert early.min() < -0.2
+
+
+def test_bake_of_the_scene_range_warns_nothing(envfx, tmp_path, snow_helpers, capsys):
+    h = snow_helpers
+    _walk_and_bake(h, envfx, tmp_path, first=1, last=30)
+    assert "The bake covers" not in capsys.readouterr().out
+
+
+def test_cli_bake_warns_of_a_short_range(envfx, tmp_path, snow_helpers, capsys):
+    h = snow_helpers
+    scene, snow = _walk_and_bake(h, envfx, tmp_path)
+    path = str(tmp_path / "short.blend")
+    bpy.ops.wm.save_as_mainfile(filepath=path)
+    capsys.readouterr()
+    assert envfx.cli.main(["snow", path, "--bake", "--out-dir", str(tmp_path / "cli"), "--frames", "5:15"]) == 0
+    assert (f"envfx snow: {path}: warning: The bake covers frames 5-15, not the scene's 1-30"
+            in capsys.readouterr().out)
+
+
+# --- actors measured at each baked frame ------------------------------------------------------------------
+
+def _growing_actor(h, envfx, tmp_path):
+    """A standing sphere actor (r 0.5) at the snow's centre, twice its size from frame 10 on (constant keys);
+    the bake covers frames 1..12 (AREA, 128 texels). Returns (scene, snow)."""
+    scene, snow, actors = h.snow_scene(envfx, spacing=0.1, size=8.0)
+    a = h.sphere_object("A", 0.5, actors)
+    a.location = (0, 0, 0.45)
+    a.keyframe_insert("scale", frame=1)
+    a.scale = (2, 2, 2)
+    a.keyframe_insert("scale", frame=10)
+    for fc in _fcurves(a):
+        for kp in fc.keyframe_points:
+            kp.interpolation = "CONSTANT"
+    scene.frame_start, scene.frame_end = 1, 12
+    s = scene.envfx.snow
+    s.frame_start, s.frame_end = 1, 12
+    s.buffer_resolution, s.output_dir, s.framing = 128, str(tmp_path), "AREA"
+    scene.frame_set(1)
+    h.select_only(snow)
+    assert bpy.ops.envfx.snow_trails_add() == {"FINISHED"}
+    return scene, snow
+
+
+def _fcurves(obj):
+    action = obj.animation_data.action
+    fcurves = getattr(action, "fcurves", None)
+    if fcurves is None:  # Blender 5: layered actions
+        fcurves = [fc for layer in action.layers for strip in layer.strips for bag in strip.channelbags
+                   for fc in bag.fcurves]
+    return fcurves
+
+
+def _carved_radius(h, envfx, snow):
+    rest, off = h.evaluated_offset(envfx, snow)
+    carved = off < -0.01
+    return float(np.hypot(rest[carved, 0], rest[carved, 1]).max()) if carved.any() else 0.0
+
+
+def test_bake_measures_each_actor_at_each_frame(envfx, tmp_path, snow_helpers):
+    """An actor that doubles its size at frame 10: the bake of frames 1..12 is the same whichever frame the
+    playhead was on when it started (it measured every actor once, at that frame: started at frame 1 the trail
+    kept the small size), and its last frame carves with the big size."""
+    h = snow_helpers
+    scene, snow = _growing_actor(h, envfx, tmp_path)
+    radii = {}
+    for start_at in (1, 12):
+        scene.frame_set(start_at)
+        assert bpy.ops.envfx.snow_bake_buffer() == {"FINISHED"}
+        assert bpy.ops.envfx.snow_drive_from_bake() == {"FINISHED"}
+        scene.frame_set(12)
+        radii[start_at] = _carved_radius(h, envfx, snow)
+        scene.frame_set(9)
+        radii[start_at, 9] = _carved_radius(h, envfx, snow)
+        assert bpy.ops.envfx.snow_drive_from_bake(use_bake=False) == {"FINISHED"}
+    assert radii[1] == radii[12] and radii[1, 9] == radii[12, 9]
+    assert radii[12] > 0.75 and radii[12, 9] < 0.5  # frame 12 carved by the big actor, frame 9 by the small one
+
+
+def test_live_trails_take_a_keyed_size_on_its_frame(envfx, tmp_path, snow_helpers):
+    """The live trails carve with the size the actor has at the frame shown: at frame 10, where its scale key
+    doubles it (they took it one frame late: frame_change_pre still saw frame 9's world matrix)."""
+    h = snow_helpers
+    scene, snow = _growing_actor(h, envfx, tmp_path)
+    radii = {}
+    for f in range(1, 12):
+        scene.frame_set(f)
+        radii[f] = _carved_radius(h, envfx, snow)
+    assert radii[9] < 0.5 and radii[10] > 0.75
