@@ -294,16 +294,43 @@ def snow_objects(scene):
 OCCLUDER_TYPES = bridge.GEOMETRY_TYPES | {"SURFACE", "META", "FONT"}
 
 
+def _drawn_as_rendered(obj) -> bool:
+    """Whether the object is rendered and drawn as a surface: a helper that is never rendered (Disable in Renders)
+    or drawn only as Wire or Bounds (trigger volumes, collision and navigation blockers) is not."""
+    return not obj.hide_render and obj.display_type in {"SOLID", "TEXTURED"}
+
+
+def _rendered_objects(scene) -> set:
+    """Pointers of the objects of ``scene`` in at least one collection path that renders (no collection on the
+    way disabled in renders)."""
+    found, stack = set(), [scene.collection]
+    while stack:
+        coll = stack.pop()
+        found.update(o.as_pointer() for o in coll.objects)
+        stack.extend(c for c in coll.children if not c.hide_render)
+    return found
+
+
+def _instance_rendered(instancer, source) -> bool:
+    """Whether an instance of ``source`` made by ``instancer`` is rendered and drawn as a surface: each object of a
+    collection instance by its own settings (geometry-nodes, particle and vertex instances are drawn whatever
+    their source is set to: scatter sources are usually hidden)."""
+    return not _instances_collection(instancer) or _drawn_as_rendered(source)
+
+
 def _occluder_objects(scene, exclude):
-    """The objects of ``scene`` that keep snow from under them while it is generated: the geometry (its instances
-    included) shown in the viewport, but not ``exclude`` (names), the snow or the actors."""
+    """The objects of ``scene`` that keep snow from under them while it is generated: the rendered geometry (its
+    instances included, ``_instance_rendered``) shown in the viewport, but not ``exclude`` (names), the snow or
+    the actors."""
     actors = set()
     coll = scene.envfx.snow.actors
     if coll is not None:
         actors = {o.name for o in coll.all_objects}
+    rendered = _rendered_objects(scene)
     return [o for o in scene.objects
             if (o.type in OCCLUDER_TYPES or _instances_collection(o)) and o.name not in exclude
-            and not is_snow_object(o) and o.name not in actors and o.visible_get()]
+            and not is_snow_object(o) and o.name not in actors and o.visible_get() and _drawn_as_rendered(o)
+            and o.as_pointer() in rendered]
 
 
 # --- snow cover -------------------------------------------------------------------------------------------
@@ -418,7 +445,7 @@ def generate_snow(scene, objects, depsgraph, mask_group: str = "", mask_image=No
         pixels = uvs = None
         if mask_image is not None:
             pixels, uvs = image_and_uvs(terrain, depsgraph, mask_image)
-        occ = [t for t, _w in objects_triangles(occluders, depsgraph)]
+        occ = [t for t, _w in objects_triangles(occluders, depsgraph, counts=_instance_rendered)]
     occ = np.concatenate(occ) if occ else None
     bent = {n for n, _m in unbent.muted} & {o.name for o in terrain}
     if bent:

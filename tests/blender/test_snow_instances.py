@@ -1,5 +1,6 @@
 """Snow and instanced geometry in real Blender: collection instances, geometry-nodes and particle instances keep
-snow from under them (generation and the interaction-buffer bake) and can be the terrain."""
+snow from under them (generation and the interaction-buffer bake) and can be the terrain; helpers that are never
+rendered or drawn only as Wire/Bounds do not keep snow off."""
 
 import json
 
@@ -169,6 +170,43 @@ def test_instanced_rocks_keep_the_snow_off_in_the_bake_as_in_the_live_trails(env
         assert under.sum() > 10
         assert live[under].max() < -0.28                       # the live trails hold it down ...
         np.testing.assert_allclose(baked[under], -0.3, atol=1e-4)   # ... and so does the bake
+
+
+# --- what does not count as an occluder ---------------------------------------------------------------------
+
+def test_unrendered_and_wire_helpers_do_not_keep_snow_off(envfx, snow_tests):
+    """Objects never rendered or drawn only as Wire/Bounds (trigger volumes, nav blockers, collision helpers) are
+    not the rocks and bridges that keep snow off; rendered solid geometry still does."""
+    terrain = snowfield(snow_tests)
+    scene = bpy.context.scene
+    slab = slab_mesh("Slab", (2.0, 2.0, 0.2))
+
+    def helper(name, x, y, coll=None):
+        obj = bpy.data.objects.new(name, slab)
+        obj.location = (x, y, 2)
+        (coll or scene.collection).objects.link(obj)
+        return obj
+
+    trigger = helper("Trigger", -6, -6)
+    trigger.display_type, trigger.hide_render = "WIRE", True
+    helper("NavBlocker", -6, 0).display_type = "BOUNDS"
+    helper("NotRendered", -6, 6).hide_render = True
+    helper("WireOnly", 0, -6).display_type = "WIRE"
+    helpers = bpy.data.collections.new("Helpers")
+    scene.collection.children.link(helpers)
+    helpers.hide_render = True
+    helper("InHelpers", 0, 6, helpers)
+    boxed = collection_instance("BoundsInstance", source_collection("SlabSrc", bpy.data.objects.new("Src", slab)),
+                                (6, -6, 2))
+    boxed.display_type = "BOUNDS"                              # the instancer draws its instances as boxes
+    hidden_src = bpy.data.objects.new("HiddenSrc", slab)
+    hidden_src.hide_render = True
+    collection_instance("UnrenderedInside", source_collection("HiddenSrc", hidden_src), (6, 0, 2))
+    helper("Rock", 6, 6)                                       # rendered and solid: keeps snow off
+    snow = generate(snow_tests, envfx, terrain)
+    for x, y in [(-6, -6), (-6, 0), (-6, 6), (0, -6), (0, 6), (6, -6), (6, 0)]:
+        assert snow_near(envfx, snow, x, y, r=0.9) == 49, (x, y)
+    assert snow_near(envfx, snow, 6, 6, r=0.9) == 0
 
 
 # --- instanced terrain ------------------------------------------------------------------------------------
