@@ -128,9 +128,8 @@ def evaluated_parts(objects, depsgraph, with_weights: str = "", with_uvs: bool =
     says whether an instance of ``source`` made by ``instancer`` counts. Instances sharing a mesh read it once."""
     objects = list(objects)
     parts = [[] for _ in objects]
-    index, instancers = {}, {}
+    instancers = {}
     for i, obj in enumerate(objects):
-        index.setdefault(obj.as_pointer(), i)
         if _shows_itself(obj):
             ev = obj.evaluated_get(depsgraph)
             local = _local_mesh(ev, with_weights, with_uvs)
