@@ -252,6 +252,44 @@ def _mask_reader(group_name: str):
     return tree
 
 
+OCCLUDER_READER = "EnvFX Snow Occluder Reader"
+
+
+def collection_triangles(scene, coll) -> np.ndarray:
+    """(T, 3, 3) world triangles of everything the collection ``coll`` draws, its instances realized, read the way
+    the live trails read their occluders (Collection Info in Original space, Realize Instances): an object of the
+    collection hidden in the viewport counts, and so do the instances it makes. A temporary object of ``scene``
+    evaluates it and is removed again, with its mesh and node group."""
+    tree = bpy.data.node_groups.new(OCCLUDER_READER, "GeometryNodeTree")
+    mesh = obj = None
+    try:
+        common.socket(tree, "Geometry", "INPUT", "NodeSocketGeometry")
+        common.socket(tree, "Geometry", "OUTPUT", "NodeSocketGeometry")
+        b = snow_nodes.SnowBuilder(tree)
+        out = b.node("NodeGroupOutput", "Out")
+        info = b.node("GeometryNodeCollectionInfo", "Occluders", transform_space="ORIGINAL")
+        info.inputs["Collection"].default_value = coll
+        info.inputs["Separate Children"].default_value = False
+        info.inputs["Reset Children"].default_value = False
+        realize = b.node("GeometryNodeRealizeInstances", "Occluders Real")
+        b.link(info.outputs[0], realize.inputs[0])
+        b.link(realize.outputs[0], out.inputs[0])
+        mesh = bpy.data.meshes.new(OCCLUDER_READER)
+        obj = bpy.data.objects.new(OCCLUDER_READER, mesh)
+        obj.hide_render = True
+        obj.modifiers.new(OCCLUDER_READER, "NODES").node_group = tree
+        scene.collection.objects.link(obj)
+        bpy.context.view_layer.update()
+        return world_triangles(obj, bpy.context.evaluated_depsgraph_get())[0]
+    finally:
+        if obj is not None:
+            bpy.data.objects.remove(obj)
+        if mesh is not None:
+            bpy.data.meshes.remove(mesh)
+        bpy.data.node_groups.remove(tree)
+        bpy.context.view_layer.update()
+
+
 def terrain_triangles(objects, depsgraph, mask_group: str = ""):
     """World triangles of all ``objects`` and, with ``mask_group``, per-corner weights of that vertex group
     (objects without the group count as weight 1). Temporary modifiers are removed again."""
@@ -1130,9 +1168,9 @@ def bake_job(scene):
     snow_tris = np.concatenate(snow_tris) if snow_tris else np.zeros((0, 3, 3))
     occ_tris = None
     if s.occluders is not None:
-        # as the live trails read them: every object of the collection, instances included
-        occ = [t for t, _w in objects_triangles(s.occluders.all_objects, depsgraph)]
-        occ_tris = np.concatenate(occ) if occ else None
+        occ_tris = collection_triangles(scene, s.occluders)  # as the live trails read them
+        if not occ_tris.shape[0]:
+            occ_tris = None
     if s.framing == "AREA":
         if snow_tris.shape[0]:
             pts = snow_tris.reshape(-1, 3)

@@ -125,10 +125,11 @@ def test_instanced_rocks_keep_snow_from_under_them(envfx, snow_tests):
     assert snow_near(envfx, snow, -4, 6, r=0.4) == 0
 
 
-def test_instanced_rocks_keep_the_snow_off_in_the_bake_as_in_the_live_trails(envfx, snow_tests, tmp_path):
+@pytest.mark.parametrize("hidden", [False, True])
+def test_instanced_rocks_keep_the_snow_off_in_the_bake_as_in_the_live_trails(envfx, snow_tests, tmp_path, hidden):
     """The interaction-buffer bake reads the occluders collection as the live trails do (Collection Info with
     Realize Instances): a crate scattered by geometry nodes and one shown by a collection instance hold the baked
-    snow down like the plain crate."""
+    snow down like the plain crate, also when they are hidden in the viewport (the trails still read them)."""
     scene, snow, actors = snow_tests.snow_scene(envfx, spacing=0.1, size=8.0, thickness=0.3, border=0.2)
     walker = bpy.data.objects.new("Walker", None)
     actors.objects.link(walker)
@@ -147,11 +148,14 @@ def test_instanced_rocks_keep_the_snow_off_in_the_bake_as_in_the_live_trails(env
     occ.objects.link(plain)
     plain.location = (2, 0, 0)
     src = bpy.data.objects.new("CrateSrc", crate)                # not in the scene
-    instance_on_points("CrateScatter", [(0, 0, 0)], src, location=(-2, 0, 0), coll=occ)
+    scatter = instance_on_points("CrateScatter", [(0, 0, 0)], src, location=(-2, 0, 0), coll=occ)
     inst = bpy.data.objects.new("CrateInstance", None)
     inst.instance_type, inst.instance_collection = "COLLECTION", source_collection("Crates", src)
     inst.location = (0, 2.5, 0)
     occ.objects.link(inst)
+    if hidden:
+        for obj in (plain, scatter, inst):
+            obj.hide_set(True)
     s.frame_start, s.frame_end, s.buffer_resolution, s.framing, s.sequence = 1, 3, 64, "AREA", False
     s.output_dir = str(tmp_path)
     scene.frame_set(1)
@@ -170,6 +174,8 @@ def test_instanced_rocks_keep_the_snow_off_in_the_bake_as_in_the_live_trails(env
         assert under.sum() > 10
         assert live[under].max() < -0.28                       # the live trails hold it down ...
         np.testing.assert_allclose(baked[under], -0.3, atol=1e-4)   # ... and so does the bake
+    assert not [d.name for d in (*bpy.data.objects, *bpy.data.meshes, *bpy.data.node_groups)
+                if d.name.startswith(envfx.operators.snow.OCCLUDER_READER)]   # the reader is gone
 
 
 # --- what does not count as an occluder ---------------------------------------------------------------------
