@@ -43,28 +43,149 @@ class SnowInputError(ValueError):
 
 
 # --- geometry from Blender --------------------------------------------------------------------------------
+# An object's geometry is what it draws: its own evaluated mesh and every instance it makes (a collection
+# instance, geometry-nodes instances, particle or vertex/face instances, nested ones included), each placed by its
+# world matrix. ``to_mesh`` of the object alone has no instances, so they are read from the depsgraph's
+# ``object_instances``, in one pass for all the objects asked about.
 
-def triangle_uvs(obj, depsgraph):
-    """(T, 3, 2) UVs (active UV map) of the evaluated object's triangles, corner for corner with
-    ``world_triangles``, or None without a UV map."""
-    ev = obj.evaluated_get(depsgraph)
-    mesh = ev.to_mesh()
+
+def _instances_collection(obj) -> bool:
+    """Whether ``obj`` is a collection instance (an Empty showing a collection)."""
+    return obj.instance_type == "COLLECTION" and obj.instance_collection is not None
+
+
+def _makes_instances(obj) -> bool:
+    """Whether ``obj`` may put instances into the scene (only then are the depsgraph's instances walked)."""
+    return (obj.instance_type != "NONE" or len(obj.particle_systems) > 0
+            or any(m.type == "NODES" for m in obj.modifiers))
+
+
+def _shows_itself(obj) -> bool:
+    """Whether the object's own geometry is drawn: an object instancing on its vertices, faces or particles can
+    hide itself (Instancing > Render, the emitter's Show Emitter in renders)."""
+    if obj.instance_type in {"VERTS", "FACES"} or len(obj.particle_systems):
+        return obj.show_instancer_for_render
+    return True
+
+
+GEOMETRY_OBJECT_TYPES = {"MESH", "CURVE", "CURVES", "POINTCLOUD", "SURFACE", "META", "FONT"}
+
+
+def _local_mesh(ev, with_weights: str = "", with_uvs: bool = False):
+    """(positions (N, 3), triangle corners (T, 3) as vertex indices, weights (T, 3) of the point attribute
+    ``with_weights`` or None, UVs (T, 3, 2) of the active UV map or None) of the evaluated object ``ev``'s mesh,
+    object space; None when it has no mesh or no faces."""
+    if ev.type not in GEOMETRY_OBJECT_TYPES:  # an Empty, a light...: to_mesh would complain on the console
+        return None
     try:
-        if mesh is None or mesh.uv_layers.active is None:
+        mesh = ev.to_mesh()
+    except RuntimeError:
+        return None
+    try:
+        if mesh is None:
             return None
         mesh.calc_loop_triangles()
         nt = len(mesh.loop_triangles)
-        loops = np.empty(nt * 3, dtype=np.int32)
-        if nt:
+        if not nt:  # a point scatter's own points, an instancer's empty mesh: nothing to draw, no UVs needed
+            return None
+        pos = bridge.get_positions(mesh).astype(np.float64)
+        idx = np.empty(nt * 3, dtype=np.int32)
+        mesh.loop_triangles.foreach_get("vertices", idx)
+        idx = idx.reshape(nt, 3)
+        weights = None
+        attr = mesh.attributes.get(with_weights) if with_weights else None
+        if attr is not None and attr.domain == "POINT" and attr.data_type == "FLOAT":
+            buf = np.empty(len(mesh.vertices), dtype=np.float32)
+            attr.data.foreach_get("value", buf)
+            weights = buf.astype(np.float64)[idx]
+        uvs = None
+        if with_uvs and mesh.uv_layers.active is not None:
+            loops = np.empty(nt * 3, dtype=np.int32)
             mesh.loop_triangles.foreach_get("loops", loops)
-        uv = np.empty(len(mesh.loops) * 2, dtype=np.float32)
-        if len(mesh.loops):
+            uv = np.empty(len(mesh.loops) * 2, dtype=np.float32)
             mesh.uv_layers.active.uv.foreach_get("vector", uv)
-        # corner for corner with world_triangles (a mirrored object's triangles are wound the other way)
-        loops = _world_winding(loops.reshape(nt, 3), bridge.matrix_to_numpy(ev.matrix_world))
-        return uv.reshape(-1, 2)[loops]
+            uvs = uv.reshape(-1, 2)[loops.reshape(nt, 3)]
+        return pos, idx, weights, uvs
     finally:
         ev.to_mesh_clear()
+
+
+def _placed(local, m):
+    """(world triangles (T, 3, 3), weights, UVs) of a ``_local_mesh`` placed by the world matrix ``m``, wound for
+    the world (``_world_winding``; the weights and UVs corner for corner with the triangles)."""
+    pos, idx, weights, uvs = local
+    pos = pos @ m[:3, :3].T + m[:3, 3]
+    if np.linalg.det(m[:3, :3]) < 0:
+        idx = idx[:, ::-1]
+        weights = None if weights is None else weights[:, ::-1]
+        uvs = None if uvs is None else uvs[:, ::-1]
+    return pos[idx], weights, uvs
+
+
+def evaluated_parts(objects, depsgraph, with_weights: str = "", with_uvs: bool = False, counts=None) -> list:
+    """For each of ``objects``, the list of the parts of the geometry it draws, each (world triangles (T, 3, 3),
+    weights (T, 3) or None, UVs (T, 3, 2) or None; see ``_local_mesh``): its own evaluated mesh (unless it hides
+    itself, ``_shows_itself``) and its instances. ``counts(instancer, source)`` (original objects; default: all)
+    says whether an instance of ``source`` made by ``instancer`` counts. Instances sharing a mesh read it once."""
+    objects = list(objects)
+    parts = [[] for _ in objects]
+    instancers = {}
+    for i, obj in enumerate(objects):
+        if _shows_itself(obj):
+            ev = obj.evaluated_get(depsgraph)
+            local = _local_mesh(ev, with_weights, with_uvs)
+            if local is not None:
+                parts[i].append(_placed(local, bridge.matrix_to_numpy(ev.matrix_world)))
+        if _makes_instances(obj):
+            instancers[obj.as_pointer()] = i
+    if not instancers:
+        return parts
+    meshes = {}  # an instance's evaluated mesh is owned by the depsgraph: read each one once
+    for inst in depsgraph.object_instances:  # an instance's objects are valid only during its step
+        if not inst.is_instance:
+            continue
+        i = instancers.get(inst.parent.original.as_pointer())
+        if i is None:
+            continue
+        ev = inst.object
+        if counts is not None and not counts(objects[i], ev.original):
+            continue
+        key = ev.data.as_pointer() if ev.type == "MESH" and ev.data is not None else None
+        local = meshes.get(key) if key is not None else None
+        if local is None:
+            local = _local_mesh(ev, with_weights, with_uvs)
+            if local is None:
+                continue
+            if key is not None:
+                meshes[key] = local
+        parts[i].append(_placed(local, bridge.matrix_to_numpy(inst.matrix_world)))
+    return parts
+
+
+def _joined(parts) -> tuple[np.ndarray, np.ndarray | None]:
+    """(triangles, weights) of the parts of one object, joined; parts without weights count as weight 1 (None
+    when no part has any)."""
+    if not parts:
+        return np.zeros((0, 3, 3)), None
+    tris = np.concatenate([t for t, _w, _uv in parts])
+    if all(w is None for _t, w, _uv in parts):
+        return tris, None
+    return tris, np.concatenate([np.ones((t.shape[0], 3)) if w is None else w for t, w, _uv in parts])
+
+
+def objects_triangles(objects, depsgraph, with_weights: str = "", counts=None) -> list:
+    """[(world triangles, weights)] of each of ``objects`` (``world_triangles`` for many objects at once, one
+    walk through the instances; ``counts`` as in ``evaluated_parts``)."""
+    return [_joined(p) for p in evaluated_parts(objects, depsgraph, with_weights, counts=counts)]
+
+
+def triangle_uvs(obj, depsgraph):
+    """(T, 3, 2) UVs (active UV map) of the triangles the evaluated object draws, corner for corner with
+    ``world_triangles``, or None when it (or one of its instances) has no UV map."""
+    parts = evaluated_parts([obj], depsgraph, with_uvs=True)[0]
+    if any(uv is None for _t, _w, uv in parts):
+        return None
+    return np.concatenate([uv for _t, _w, uv in parts]) if parts else np.zeros((0, 3, 2), dtype=np.float32)
 
 
 def image_and_uvs(objects, depsgraph, image):
@@ -76,13 +197,12 @@ def image_and_uvs(objects, depsgraph, image):
     image.pixels.foreach_get(pixels)
     pixels = pixels.reshape(h, w, image.channels)
     out = []
-    for obj in objects:
-        uvs = triangle_uvs(obj, depsgraph)
-        if uvs is None:
+    for obj, parts in zip(objects, evaluated_parts(objects, depsgraph, with_uvs=True)):
+        if any(uv is None for _t, _w, uv in parts):
             raise SnowInputError(f"{obj.name} has no UV map: the density texture needs one (unwrap it, or clear "
                                  f"the texture)")
-        out.append(uvs)
-    return pixels, np.concatenate(out)
+        out.extend(uv for _t, _w, uv in parts)
+    return pixels, np.concatenate(out) if out else np.zeros((0, 3, 2), dtype=np.float32)
 
 
 def _world_winding(idx, m):
@@ -95,35 +215,11 @@ def _world_winding(idx, m):
 
 
 def world_triangles(obj, depsgraph, with_weights: str = "") -> tuple[np.ndarray, np.ndarray | None]:
-    """(T, 3, 3) world-space triangles of the evaluated object (wound so that their normals are Blender's world
-    normals, mirrored objects included), and (T, 3) weights of the point attribute ``with_weights`` of the
-    evaluated mesh (None without one, or when the mesh has no such attribute)."""
-    ev = obj.evaluated_get(depsgraph)
-    try:
-        mesh = ev.to_mesh()
-    except RuntimeError:
-        return np.zeros((0, 3, 3)), None
-    try:
-        if mesh is None:
-            return np.zeros((0, 3, 3)), None
-        mesh.calc_loop_triangles()
-        nt = len(mesh.loop_triangles)
-        pos = bridge.get_positions(mesh).astype(np.float64)
-        m = bridge.matrix_to_numpy(ev.matrix_world)
-        pos = pos @ m[:3, :3].T + m[:3, 3]
-        idx = np.empty(nt * 3, dtype=np.int32)
-        if nt:
-            mesh.loop_triangles.foreach_get("vertices", idx)
-        idx = _world_winding(idx.reshape(nt, 3), m)
-        weights = None
-        attr = mesh.attributes.get(with_weights) if with_weights else None
-        if attr is not None and attr.domain == "POINT" and attr.data_type == "FLOAT":
-            buf = np.empty(len(mesh.vertices), dtype=np.float32)
-            attr.data.foreach_get("value", buf)
-            weights = buf.astype(np.float64)[idx]
-        return pos[idx], weights
-    finally:
-        ev.to_mesh_clear()
+    """(T, 3, 3) world-space triangles of the geometry the evaluated object draws, its instances included
+    (``evaluated_parts``; wound so that their normals are Blender's world normals, mirrored objects included),
+    and (T, 3) weights of the point attribute ``with_weights`` of the evaluated meshes (None when no part has
+    one; parts without it count as 1)."""
+    return objects_triangles([obj], depsgraph, with_weights)[0]
 
 
 def rest_triangles(obj) -> np.ndarray:
@@ -157,12 +253,49 @@ def _mask_reader(group_name: str):
     return tree
 
 
+OCCLUDER_READER = "EnvFX Snow Occluder Reader"
+
+
+def collection_triangles(scene, coll) -> np.ndarray:
+    """(T, 3, 3) world triangles of everything the collection ``coll`` draws, its instances realized, read the way
+    the live trails read their occluders (Collection Info in Original space, Realize Instances): an object of the
+    collection hidden in the viewport counts, and so do the instances it makes. A temporary object of ``scene``
+    evaluates it and is removed again, with its mesh and node group."""
+    tree = bpy.data.node_groups.new(OCCLUDER_READER, "GeometryNodeTree")
+    mesh = obj = None
+    try:
+        common.socket(tree, "Geometry", "INPUT", "NodeSocketGeometry")
+        common.socket(tree, "Geometry", "OUTPUT", "NodeSocketGeometry")
+        b = snow_nodes.SnowBuilder(tree)
+        out = b.node("NodeGroupOutput", "Out")
+        info = b.node("GeometryNodeCollectionInfo", "Occluders", transform_space="ORIGINAL")
+        info.inputs["Collection"].default_value = coll
+        info.inputs["Separate Children"].default_value = False
+        info.inputs["Reset Children"].default_value = False
+        realize = b.node("GeometryNodeRealizeInstances", "Occluders Real")
+        b.link(info.outputs[0], realize.inputs[0])
+        b.link(realize.outputs[0], out.inputs[0])
+        mesh = bpy.data.meshes.new(OCCLUDER_READER)
+        obj = bpy.data.objects.new(OCCLUDER_READER, mesh)
+        obj.hide_render = True
+        obj.modifiers.new(OCCLUDER_READER, "NODES").node_group = tree
+        scene.collection.objects.link(obj)
+        bpy.context.view_layer.update()
+        return world_triangles(obj, bpy.context.evaluated_depsgraph_get())[0]
+    finally:
+        if obj is not None:
+            bpy.data.objects.remove(obj)
+        if mesh is not None:
+            bpy.data.meshes.remove(mesh)
+        bpy.data.node_groups.remove(tree)
+        bpy.context.view_layer.update()
+
+
 def terrain_triangles(objects, depsgraph, mask_group: str = ""):
     """World triangles of all ``objects`` and, with ``mask_group``, per-corner weights of that vertex group
     (objects without the group count as weight 1). Temporary modifiers are removed again."""
     if not mask_group:
-        tris = [world_triangles(o, depsgraph)[0] for o in objects]
-        return np.concatenate(tris), None
+        return np.concatenate([t for t, _w in objects_triangles(objects, depsgraph)]), None
     with_group = [o for o in objects if o.vertex_groups.get(mask_group) is not None]
     if not with_group:
         raise SnowInputError(f"No vertex group named {mask_group!r} on {', '.join(o.name for o in objects)}: "
@@ -177,10 +310,9 @@ def terrain_triangles(objects, depsgraph, mask_group: str = ""):
         bpy.context.view_layer.update()
         depsgraph = bpy.context.evaluated_depsgraph_get()
         tris, weights = [], []
-        for obj in objects:
-            t, w = world_triangles(obj, depsgraph, MASK_ATTRIBUTE if obj in with_group else "")
+        for obj, (t, w) in zip(objects, objects_triangles(objects, depsgraph, MASK_ATTRIBUTE)):
             tris.append(t)
-            weights.append(w if w is not None else np.ones((t.shape[0], 3)))
+            weights.append(w if w is not None and obj in with_group else np.ones((t.shape[0], 3)))
         return np.concatenate(tris), np.concatenate(weights)
     finally:
         for obj, mod in added:
@@ -274,14 +406,46 @@ def split_shared_snow() -> list:
     return moved
 
 
+OCCLUDER_TYPES = bridge.GEOMETRY_TYPES | {"SURFACE", "META", "FONT"}
+
+
+def _drawn_as_rendered(obj) -> bool:
+    """Whether the object is rendered and drawn as a surface: a helper that is never rendered (Disable in Renders)
+    or drawn only as Wire or Bounds (trigger volumes, collision and navigation blockers) is not."""
+    return not obj.hide_render and obj.display_type in {"SOLID", "TEXTURED"}
+
+
+def _rendered_objects(scene) -> set:
+    """Pointers of the objects of ``scene`` in at least one collection path that renders (no collection on the
+    way disabled in renders)."""
+    found, stack = set(), [scene.collection]
+    while stack:
+        coll = stack.pop()
+        found.update(o.as_pointer() for o in coll.objects)
+        stack.extend(c for c in coll.children if not c.hide_render)
+    return found
+
+
+def _instance_rendered(instancer, source) -> bool:
+    """Whether an instance of ``source`` made by ``instancer`` is rendered and drawn as a surface: each object of a
+    collection instance by its own settings (geometry-nodes, particle and vertex instances are drawn whatever
+    their source is set to: scatter sources are usually hidden)."""
+    return not _instances_collection(instancer) or _drawn_as_rendered(source)
+
+
 def _occluder_objects(scene, exclude):
+    """The objects of ``scene`` that keep snow from under them while it is generated: the rendered geometry (its
+    instances included, ``_instance_rendered``) shown in the viewport, but not ``exclude`` (names), the snow or
+    the actors."""
     actors = set()
     coll = scene.envfx.snow.actors
     if coll is not None:
         actors = {o.name for o in coll.all_objects}
+    rendered = _rendered_objects(scene)
     return [o for o in scene.objects
-            if o.type in bridge.GEOMETRY_TYPES | {"SURFACE", "META", "FONT"} and o.name not in exclude
-            and not is_snow_object(o) and o.name not in actors and o.visible_get()]
+            if (o.type in OCCLUDER_TYPES or _instances_collection(o)) and o.name not in exclude
+            and not is_snow_object(o) and o.name not in actors and o.visible_get() and _drawn_as_rendered(o)
+            and o.as_pointer() in rendered]
 
 
 # --- snow cover -------------------------------------------------------------------------------------------
@@ -356,8 +520,9 @@ TERRAIN_TYPES = {"MESH", "CURVE", "SURFACE", "META", "FONT"}
 
 def snow_terrain(objects) -> list:
     """The objects of ``objects`` snow can be generated over (what ``generate_snow`` covers and ``covers_of``
-    looks up: empties, cameras, lights... are left out)."""
-    return [o for o in objects if o.type in TERRAIN_TYPES]
+    looks up): geometry and collection instances (their instances are covered, as geometry-nodes instances of a
+    mesh are); other empties, cameras, lights... are left out."""
+    return [o for o in objects if o.type in TERRAIN_TYPES or _instances_collection(o)]
 
 
 def _check_bend_settings(scene):
@@ -384,8 +549,8 @@ def generate_snow(scene, objects, depsgraph, mask_group: str = "", mask_image=No
     terrain = snow_terrain(objects)
     if not terrain:
         raise SnowInputError("Nothing to cover: select the terrain meshes to put snow on",
-                             cli="Nothing to cover: none of --objects is a mesh, curve, surface, metaball or text: "
-                             "name the terrain objects")
+                             cli="Nothing to cover: none of --objects is a mesh, curve, surface, metaball, text or "
+                             "collection instance: name the terrain objects")
     occluders = _occluder_objects(scene, {o.name for o in terrain})
     with _Unbent(terrain + occluders) as unbent:
         if unbent.muted:
@@ -395,7 +560,7 @@ def generate_snow(scene, objects, depsgraph, mask_group: str = "", mask_image=No
         pixels = uvs = None
         if mask_image is not None:
             pixels, uvs = image_and_uvs(terrain, depsgraph, mask_image)
-        occ = [world_triangles(o, depsgraph)[0] for o in occluders]
+        occ = [t for t, _w in objects_triangles(occluders, depsgraph, counts=_instance_rendered)]
     occ = np.concatenate(occ) if occ else None
     bent = {n for n, _m in unbent.muted} & {o.name for o in terrain}
     if bent:
@@ -1112,8 +1277,9 @@ def bake_job(scene):
     snow_tris = np.concatenate(snow_tris) if snow_tris else np.zeros((0, 3, 3))
     occ_tris = None
     if s.occluders is not None:
-        occ = [world_triangles(o, depsgraph)[0] for o in s.occluders.all_objects]
-        occ_tris = np.concatenate(occ) if occ else None
+        occ_tris = collection_triangles(scene, s.occluders)  # as the live trails read them
+        if not occ_tris.shape[0]:
+            occ_tris = None
     if s.framing == "AREA":
         if snow_tris.shape[0]:
             pts = snow_tris.reshape(-1, 3)
