@@ -20,8 +20,9 @@ from ..core import snow as core_snow
 from ..shader_nodes import bend as bend_nodes
 from ..shader_nodes import common
 from ..shader_nodes import snow as snow_nodes
-from .common import (NeedsScene, ObjectsResult, changeable, edit_mode_text, in_edit_mode, kept_by_override_reason,
-                     linked_reason, output_folder, path_in_file, refuse_edit_mode, report_result)
+from .common import (NeedsScene, ObjectsResult, changeable, edit_mode_text, evaluated_check, in_edit_mode,
+                     kept_by_override_reason, linked_reason, output_folder, path_in_file, refuse_edit_mode,
+                     report_result)
 
 MODIFIER_NAME = "EnvFX Snow Trails"
 COVERAGE_MODIFIER = "EnvFX Snow Coverage"
@@ -551,6 +552,10 @@ def generate_snow(scene, objects, depsgraph, mask_group: str = "", mask_image=No
         raise SnowInputError("Nothing to cover: select the terrain meshes to put snow on",
                              cli="Nothing to cover: none of --objects is a mesh, curve, surface, metaball, text or "
                              "collection instance: name the terrain objects")
+    stale = evaluated_check(scene, "generate the snow again")
+    not_evaluated = [f"{o.name} {stale(o)}" for o in terrain if stale(o) is not None]
+    if not_evaluated:  # its stale place and mesh would put the snow where the terrain was when last shown
+        raise SnowInputError("; ".join(not_evaluated))
     occluders = _occluder_objects(scene, {o.name for o in terrain})
     with _Unbent(terrain + occluders) as unbent:
         if unbent.muted:

@@ -295,3 +295,25 @@ def test_density_texture_on_instanced_tiles(envfx, snow_tests):
     local = np.where(x > 4, x - 8, x)                            # x across its own tile
     assert local.max() < 0.125 and local.min() < -1.8            # bilinear: black from the texel centre u = 0.53
     assert (x > 4).any() and (x < 4).any()                       # both tiles
+
+
+def test_terrain_blender_does_not_evaluate_is_refused(envfx):
+    """A terrain disabled in viewports (its collection's monitor icon) keeps the place and mesh of its last
+    evaluation: moved since, the snow was made where it had been (100 m away). It is refused, named with what to
+    do, and nothing is made."""
+    scene = bpy.context.scene
+    coll = bpy.data.collections.new("Level")
+    scene.collection.children.link(coll)
+    mesh = bpy.data.meshes.new("Ground")
+    mesh.from_pydata([(-2, -2, 0), (2, -2, 0), (2, 2, 0), (-2, 2, 0)], [], [(0, 1, 2, 3)])
+    ground = bpy.data.objects.new("Ground", mesh)
+    coll.objects.link(ground)
+    bpy.context.view_layer.update()
+    coll.hide_viewport = True
+    bpy.context.view_layer.update()
+    ground.location.x = 100.0
+    objects = set(bpy.data.objects.keys())
+    with pytest.raises(envfx.operators.snow.SnowInputError,
+                       match="Ground is not evaluated: collection 'Level' is disabled in viewports.*generate the snow"):
+        envfx.operators.snow.generate_snow(scene, [ground], bpy.context.evaluated_depsgraph_get())
+    assert set(bpy.data.objects.keys()) == objects
