@@ -1096,7 +1096,7 @@ def _check_snow_ignored(args):
                                   "not given", "add --bake"))
     if args.occluders is not None and not (args.trails or args.bake):
         raise CliError(_snow_only("--occluders", "--trails and --bake (the snow is held down under its objects; "
-                                  "--generate keeps snow from under every visible object by itself)",
+                                  "--generate keeps snow from under every rendered object by itself)",
                                   "add --trails or --bake"))
     if args.framing == "AREA" and _snow_options(args, SNOW_FOLLOW_ONLY):
         raise CliError(_snow_only(_snow_options(args, SNOW_FOLLOW_ONLY), "--framing FOLLOW (an AREA buffer covers "

@@ -1155,6 +1155,9 @@ def _output_folder(path: str) -> str:
 
 def _check_output_dir(path: str) -> str:
     path = _output_folder(path)
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise SnowInputError(f"The output folder {path!r} is a file, not a folder: choose a folder",
+                             cli=f"The output folder {path!r} is a file, not a folder: pass a folder as --out-dir")
     probe = path
     while probe and not os.path.exists(probe):
         probe = os.path.dirname(probe.rstrip(os.sep))

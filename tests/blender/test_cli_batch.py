@@ -231,7 +231,7 @@ def test_snow_bake_checks_run_before_the_cover_is_generated(envfx, tmp_path, cap
     assert envfx.cli.main(["snow", path, "--generate", "--objects", "Ground", "--spacing", "0.5", "--trails",
                            "--actors", "Walkers", "--bake", "--out-dir", str(tmp_path / "notafolder")]) == 2
     out, err = capsys.readouterr()
-    assert "cannot be written: pass a writable --out-dir" in err
+    assert "is a file, not a folder: pass a folder as --out-dir" in err
     assert "snow mesh" not in out and digest(path) == before
     assert envfx.cli.main(["snow", path, "--generate", "--objects", "Ground", "--spacing", "0.5", "--bake",
                            "--out-dir", str(tmp_path / "b"), "--actors", "Walkers", "--framing", "FOLLOW"]) == 2
