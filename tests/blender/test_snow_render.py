@@ -136,3 +136,39 @@ def test_the_render_warning_follows_what_blender_simulated(envfx, load_helper, t
     scene.frame_current = 10
     render_probe(scene, name)
     assert "simulated up to frame 1:" in capfd.readouterr().err
+
+
+def test_an_empty_on_the_root_bone_carves_a_root_motion_walk(envfx, load_helper):
+    """A character whose walk is in its bones (the objects stand still) carves along the walk through an Empty
+    parented to its root bone, as the README says: the actor's stamps follow its world position, bone parent
+    included."""
+    ts = load_helper("snow_helpers", "tests", "blender", "test_snow.py")
+    scene, snow, actors = ts.snow_scene(envfx)
+    arm = bpy.data.armatures.new("Rig")
+    rig = bpy.data.objects.new("Rig", arm)
+    scene.collection.objects.link(rig)
+    bpy.context.view_layer.objects.active = rig
+    bpy.ops.object.mode_set(mode="EDIT")
+    bone = arm.edit_bones.new("Root")
+    bone.head, bone.tail = (0.0, 0.0, 0.0), (0.0, 0.5, 0.0)
+    bpy.ops.object.mode_set(mode="OBJECT")
+    pose_bone = rig.pose.bones["Root"]
+    for frame, y in ((1, -3.0), (10, 3.0)):
+        pose_bone.location = (0.0, y, 0.0)  # bone space: the bone points along +Y, so local Y is world Y
+        pose_bone.keyframe_insert("location", frame=frame)
+    foot = bpy.data.objects.new("Foot", None)
+    foot.empty_display_size = 0.3
+    actors.objects.link(foot)
+    foot.parent, foot.parent_type, foot.parent_bone = rig, "BONE", "Root"
+    scene.frame_start, scene.frame_end = 1, 10
+    scene.frame_set(1)
+    envfx.operators.snow.add_trails(scene, [snow])
+    for frame in range(1, 11):
+        scene.frame_set(frame)
+    world = envfx.bridge.evaluated_positions(snow, bpy.context.evaluated_depsgraph_get())
+    rest = envfx.bridge.get_positions(snow.data)
+    dz = world[:, 2] - rest[:, 2]
+    walked = np.abs(rest[:, 0]) < 0.1
+    for y in (-1.0, 0.0, 1.5):  # along the walk, far from the rig's origin at y = 0 ... and at it
+        near = walked & (np.abs(rest[:, 1] - y) < 0.1)
+        assert dz[near].min() < -0.1, y
