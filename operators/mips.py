@@ -69,17 +69,28 @@ def _stem(name: str) -> str:
     root, ext = os.path.splitext(name)
     if ext.lower() in IMAGE_EXTENSIONS:
         base = root
-    base = re.sub(r"[^A-Za-z0-9._-]+", "_", base).strip("._") or "image"
+    # letters and digits of any script are kept (leaf, léaf, 葉); spaces and punctuation become _
+    base = re.sub(r"[^\w.-]+", "_", base).strip("._") or "image"
     return base
+
+
+def _own_name(inp) -> bool:
+    """Whether ``inp``'s output name is its file's (or image's) own name, not one made from it (``my leaf.png``
+    becomes ``my_leaf``)."""
+    name = os.path.basename(inp.path) if inp.path else inp.image_name
+    root, ext = os.path.splitext(name)
+    return (root if ext.lower() in IMAGE_EXTENSIONS else name) == inp.stem
 
 
 def _unique(inputs: list) -> list:
     """Give every input its own output name (case ignored, as on Windows and macOS), deterministically: inputs in
-    their order, the first with a name keeps it, each later one becomes ``<name>_N`` with the lowest N >= 2 that
-    is no input's own name and not yet given. So a.png a.tga a_2.png a_2.tga are named a, a_3, a_2, a_2_2."""
+    their order, the inputs whose name is their own (``my_leaf.png``) before those whose name was made from theirs
+    (``my leaf.png``); the first with a name keeps it, each later one becomes ``<name>_N`` with the lowest N >= 2
+    that is no input's own name and not yet given. So a.png a.tga a_2.png a_2.tga are named a, a_3, a_2, a_2_2,
+    and "my leaf.png" my_leaf.png my_leaf_2 and my_leaf."""
     own = {inp.stem.lower() for inp in inputs}
     given = set()
-    for inp in inputs:
+    for inp in sorted(inputs, key=lambda i: not _own_name(i)):  # stable: input order within each kind
         if inp.stem.lower() in given:
             n = 2
             while f"{inp.stem}_{n}".lower() in own or f"{inp.stem}_{n}".lower() in given:

@@ -529,6 +529,17 @@ def test_renamed_inputs_take_names_no_other_input_has(envfx, core, ops, tmp_path
         assert json.loads((out / f"{stem}_mips.json").read_text())["source"] == str(folder / name)
 
 
+def test_an_input_keeps_its_own_name_and_letters_of_any_script(core, ops, tmp_path):
+    """"my leaf.png" sorts before my_leaf.png, but my_leaf.png keeps its own name (before: my_leaf_2, while the
+    name made from "my leaf" took my_leaf); letters of any script stay (léaf, 葉: before, l_af and image)."""
+    folder = tmp_path / "in"
+    folder.mkdir()
+    for seed, name in enumerate(("my leaf.png", "my_leaf.png", "léaf.png", "葉.png")):
+        Image.fromarray(leaf(core, 16, seed=seed)).save(folder / name)
+    stems = {os.path.basename(i.path): i.stem for i in ops.inputs_from_paths([str(folder)])}
+    assert stems == {"my leaf.png": "my_leaf_2", "my_leaf.png": "my_leaf", "léaf.png": "léaf", "葉.png": "葉"}
+
+
 def test_inputs_that_would_share_a_name_are_refused_before_any_work(core, ops, tmp_path):
     """Inputs whose names still clash (a script that bypasses the renaming) are refused by validate(), naming the
     input files, before anything is read or written."""
