@@ -205,9 +205,35 @@ def join_scene_group(result: ObjectsResult, obj, mods, tree, add, was: str, effe
     return True
 
 
-def report_result(op, result: ObjectsResult, verb: str, details: str = ""):
-    """Warnings and skipped objects as WARNING reports, then one INFO line."""
+GROUP_AT = 4  # this many objects with the same warning ("<name>: <text>") are reported in one line
+
+
+def grouped_warnings(result: ObjectsResult) -> list:
+    """``result.warnings``, with the same warning about many objects (``"<name>: <text>"``, a name the result
+    knows) in one line, where it first came: ``"A, B, C and 997 more: <text>"``. Selecting a level's thousand props
+    gives one line per kind of problem, not a thousand."""
+    names = set(result.changed) | set(result.unchanged) | set(result.skipped)
+    kinds, order = {}, []
     for warning in result.warnings:
+        name, sep, text = warning.partition(": ")
+        key = text if sep and name in names else warning
+        if key not in kinds:
+            kinds[key] = []
+            order.append(key)
+        kinds[key].append(name if key == text else None)
+    out = []
+    for key in order:
+        who = kinds[key]
+        if len(who) >= GROUP_AT and None not in who:
+            out.append(f"{', '.join(who[:3])} and {len(who) - 3} more: {key}")
+        else:
+            out.extend(f"{n}: {key}" if n is not None else key for n in who)
+    return out
+
+
+def report_result(op, result: ObjectsResult, verb: str, details: str = ""):
+    """Warnings (``grouped_warnings``) and skipped objects as WARNING reports, then one INFO line."""
+    for warning in grouped_warnings(result):
         op.report({"WARNING"}, warning)
     if result.skipped:
         op.report({"WARNING"}, f"Skipped: {result.skipped_text()}")

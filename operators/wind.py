@@ -516,7 +516,7 @@ def add_wind(scene, objects) -> WindResult:
             continue
         wind_nodes.sync_object(obj)
         if obj.data.attributes.get(HEIGHT_ATTR) is None:
-            result.warnings.append(f"{obj.name} has no baked wind data: it will not move until you bake it "
+            result.warnings.append(f"{obj.name}: no baked wind data, so it will not move until you bake it "
                                    f"(Bake Wind Data)")
     # each at its own size (adding again refreshes it too; the property's update reaches the modifier). After the
     # joins: reading the world matrices evaluates the scene, which runs the depsgraph handlers

@@ -240,3 +240,30 @@ def test_a_wind_object_deleted_by_a_script_hands_over_at_the_next_frame(mods, he
     assert tree.nodes["Source"].inputs["Object"].default_value is None
     assert helpers._gn_vs_core(mods, obj, (20, 21)) < 1e-4
     assert np.abs(_at(mods, obj, 20) - with_source).max() > 0.1
+
+
+def test_the_same_warning_for_many_objects_is_one_report(envfx, capfd):
+    """Add Wind on a level's props that were never baked: one warning line naming a few and counting the rest, not
+    one per object (a thousand props printed a thousand lines); a warning about fewer objects stays one per
+    object, and other warnings are kept as they are."""
+    scene = bpy.context.scene
+    props = []
+    for i in range(6):
+        mesh = bpy.data.meshes.new(f"Prop{i}")
+        mesh.from_pydata([(0, 0, 0), (1, 0, 0), (0, 0, 1)], [], [(0, 1, 2)])
+        obj = bpy.data.objects.new(f"Prop{i}", mesh)
+        scene.collection.objects.link(obj)
+        props.append(obj)
+    for obj in scene.objects:
+        obj.select_set(obj in props)
+    capfd.readouterr()
+    assert bpy.ops.envfx.wind_add() == {"FINISHED"}
+    out = capfd.readouterr().out
+    assert out.count("no baked wind data") == 1
+    assert "Prop0, Prop1, Prop2 and 3 more: no baked wind data, so it will not move" in out
+    common = envfx.operators.common
+    result = common.ObjectsResult(changed=["A", "B", "C"], warnings=["A: x", "B: x", "C: x", "Note: y", "B: z"])
+    assert common.grouped_warnings(result) == ["A: x", "B: x", "C: x", "Note: y", "B: z"]
+    result.changed.append("D")
+    result.warnings.append("D: x")
+    assert common.grouped_warnings(result) == ["A, B, C and 1 more: x", "Note: y", "B: z"]
