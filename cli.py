@@ -298,17 +298,11 @@ def ctrl_c_noted(command: str):
               file=sys.stderr, flush=True)
 
     _STOP["batch"] = []
-    installed = True
     try:
-        previous = signal.signal(signal.SIGINT, note)
-    except (ValueError, OSError):  # not the main thread: nothing to install
-        installed = False
-    try:
-        yield
+        with _signal_handler(signal.SIGINT, note, signal.default_int_handler):
+            yield
     finally:
         _STOP["batch"] = None
-        if installed:
-            signal.signal(signal.SIGINT, previous if previous is not None else signal.default_int_handler)
 
 
 @contextlib.contextmanager
@@ -325,16 +319,23 @@ def sigterm_cancels():
         if _STOP["batch"] is not None:  # in a batch: the files after this one are not started either
             _STOP["batch"].append(signum)
 
-    installed = True
-    try:
-        previous = signal.signal(signal.SIGTERM, note)
-    except (ValueError, OSError):  # not the main thread: nothing to install
-        installed = False
-    try:
+    with _signal_handler(signal.SIGTERM, note, signal.SIG_DFL):
         yield lambda: bool(received) or batch_stopped()
+
+
+@contextlib.contextmanager
+def _signal_handler(signum, handler, default):
+    """``handler`` for the signal ``signum`` while the block runs, then the one before (``default`` when Python had
+    none); not the main thread: nothing is installed."""
+    try:
+        previous = signal.signal(signum, handler)
+    except (ValueError, OSError):  # not the main thread: nothing to install
+        yield
+        return
+    try:
+        yield
     finally:
-        if installed:
-            signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)
+        signal.signal(signum, previous if previous is not None else default)
 
 
 class _Context:

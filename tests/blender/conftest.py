@@ -71,6 +71,19 @@ def load_helper():
 
 
 @pytest.fixture
+def mods(envfx):
+    """The wind's modules of the enabled add-on, by short name (the wind tests' shared handle)."""
+    class M:
+        core = importlib.import_module(envfx.__name__ + ".core.wind")
+        shapes = importlib.import_module(envfx.__name__ + ".core.wind_shapes")
+        ops = importlib.import_module(envfx.__name__ + ".operators.wind")
+        nodes = importlib.import_module(envfx.__name__ + ".shader_nodes.wind")
+        bridge = importlib.import_module(envfx.__name__ + ".bridge")
+        cli = importlib.import_module(envfx.__name__ + ".cli")
+    return M
+
+
+@pytest.fixture
 def save_and_reopen(tmp_path):
     """A function: save the open file as ``tmp_path / name`` and open that file again, as a user's save and
     reload does (load handlers run, groups saved by the file are what the session gets)."""

@@ -74,13 +74,18 @@ def animate(obj, keys):
         obj.keyframe_insert("location", frame=frame)
 
 
-def _linear(obj):
+def _fcurves(obj):
+    """The F-curves of ``obj``'s action (Blender 5: of its layered action's channel bags)."""
     action = obj.animation_data.action
     fcurves = getattr(action, "fcurves", None)
     if fcurves is None:  # Blender 5: layered actions
         fcurves = [fc for layer in action.layers for strip in layer.strips for bag in strip.channelbags
                    for fc in bag.fcurves]
-    for fc in fcurves:
+    return fcurves
+
+
+def _linear(obj):
+    for fc in _fcurves(obj):
         for kp in fc.keyframe_points:
             kp.interpolation = "LINEAR"
 

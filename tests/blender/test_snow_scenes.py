@@ -220,7 +220,7 @@ def _growing_actor(h, envfx, tmp_path):
     a.keyframe_insert("scale", frame=1)
     a.scale = (2, 2, 2)
     a.keyframe_insert("scale", frame=10)
-    for fc in _fcurves(a):
+    for fc in h._fcurves(a):
         for kp in fc.keyframe_points:
             kp.interpolation = "CONSTANT"
     scene.frame_start, scene.frame_end = 1, 12
@@ -231,15 +231,6 @@ def _growing_actor(h, envfx, tmp_path):
     h.select_only(snow)
     assert bpy.ops.envfx.snow_trails_add() == {"FINISHED"}
     return scene, snow
-
-
-def _fcurves(obj):
-    action = obj.animation_data.action
-    fcurves = getattr(action, "fcurves", None)
-    if fcurves is None:  # Blender 5: layered actions
-        fcurves = [fc for layer in action.layers for strip in layer.strips for bag in strip.channelbags
-                   for fc in bag.fcurves]
-    return fcurves
 
 
 def _carved_radius(h, envfx, snow):

@@ -11,18 +11,6 @@ import pytest
 from mathutils import Matrix, Vector
 
 
-@pytest.fixture
-def mods(envfx):
-    class M:
-        core = importlib.import_module(envfx.__name__ + ".core.wind")
-        shapes = importlib.import_module(envfx.__name__ + ".core.wind_shapes")
-        ops = importlib.import_module(envfx.__name__ + ".operators.wind")
-        nodes = importlib.import_module(envfx.__name__ + ".shader_nodes.wind")
-        bridge = importlib.import_module(envfx.__name__ + ".bridge")
-        cli = importlib.import_module(envfx.__name__ + ".cli")
-    return M
-
-
 def _mesh_object(name, positions, faces, matrix=None, edges=()):
     mesh = bpy.data.meshes.new(name)
     mesh.from_pydata([tuple(map(float, p)) for p in positions], [tuple(map(int, e)) for e in edges],

@@ -1,23 +1,11 @@
 """Wind in production-style scenes: many plant objects, objects Blender does not evaluate, scaled linked duplicates,
 large frame numbers, a wind object deleted by a script."""
 
-import importlib
 import math
 
 import bpy
 import numpy as np
 import pytest
-
-
-@pytest.fixture
-def mods(envfx):
-    class M:
-        core = importlib.import_module(envfx.__name__ + ".core.wind")
-        shapes = importlib.import_module(envfx.__name__ + ".core.wind_shapes")
-        ops = importlib.import_module(envfx.__name__ + ".operators.wind")
-        nodes = importlib.import_module(envfx.__name__ + ".shader_nodes.wind")
-        bridge = importlib.import_module(envfx.__name__ + ".bridge")
-    return M
 
 
 @pytest.fixture
