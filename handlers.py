@@ -159,7 +159,9 @@ def on_snow_load_pre(*_args):
 @persistent
 def on_snow_load_post(*_args):
     from .operators import snow as snow_ops
+    from .operators import snow_render
 
+    snow_render.forget()  # the new file has simulated nothing
     snow_ops.forget_followed()
     _split_later.clear()
     try:

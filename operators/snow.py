@@ -1255,29 +1255,33 @@ def bake_job(scene):
     radii, depths = np.zeros((len(frames), len(names))), np.zeros((len(frames), len(names)))
     pivot_track = np.zeros((len(frames), 3)) if s.framing == "FOLLOW" else None
     old_frame = scene.frame_current
+    from . import snow_render  # (imports this module)
+
     # the snow meshes' own trails are not needed to find the actors: switch them off while stepping
     muted = [(o.name, m.name) for o in snow_objects(scene) for m in trails_modifiers(o) if m.show_viewport]
-    for on, mn in muted:
-        bpy.data.objects[on].modifiers[mn].show_viewport = False
-    probe = _add_track_probe(scene, names + ([s.pivot.name] if pivot_track is not None else []))
-    try:
-        for i, f in enumerate(frames):
-            scene.frame_set(f)
-            depsgraph = bpy.context.evaluated_depsgraph_get()
-            for j, n in enumerate(names):
-                obj = bpy.data.objects[n]
-                measured = measure_actor(obj, scene, depsgraph)
-                radius, depth, offset = (0.0, 0.0, 0.0) if isinstance(measured, str) else measured
-                radii[i, j], depths[i, j] = radius, depth
-                tracks[i, j] = np.array(obj.evaluated_get(depsgraph).matrix_world.translation) - (0.0, 0.0, offset)
-            if pivot_track is not None:
-                pivot_track[i] = tuple(s.pivot.evaluated_get(depsgraph).matrix_world.translation)
-            yield 0.3 * (i + 1) / len(frames)
-    finally:
-        _remove_track_probe(probe)
-        scene.frame_set(old_frame)
+    # these frame changes simulate nothing; switched on again afterwards, the trails start over
+    with snow_render.not_simulating(scene):
         for on, mn in muted:
-            bpy.data.objects[on].modifiers[mn].show_viewport = True
+            bpy.data.objects[on].modifiers[mn].show_viewport = False
+        probe = _add_track_probe(scene, names + ([s.pivot.name] if pivot_track is not None else []))
+        try:
+            for i, f in enumerate(frames):
+                scene.frame_set(f)
+                depsgraph = bpy.context.evaluated_depsgraph_get()
+                for j, n in enumerate(names):
+                    obj = bpy.data.objects[n]
+                    measured = measure_actor(obj, scene, depsgraph)
+                    radius, depth, offset = (0.0, 0.0, 0.0) if isinstance(measured, str) else measured
+                    radii[i, j], depths[i, j] = radius, depth
+                    tracks[i, j] = np.array(obj.evaluated_get(depsgraph).matrix_world.translation) - (0.0, 0.0, offset)
+                if pivot_track is not None:
+                    pivot_track[i] = tuple(s.pivot.evaluated_get(depsgraph).matrix_world.translation)
+                yield 0.3 * (i + 1) / len(frames)
+        finally:
+            _remove_track_probe(probe)
+            scene.frame_set(old_frame)
+            for on, mn in muted:
+                bpy.data.objects[on].modifiers[mn].show_viewport = True
     depsgraph = bpy.context.evaluated_depsgraph_get()
     snow = snow_objects(scene)
     # the snow at rest (its mesh data, no trails or bend), as the live trails' vertical fade sees it

@@ -16,10 +16,12 @@ import bpy
 from .. import progress
 from . import snow as snow_ops
 
-# scene name -> the last frame Blender simulated the scene's trails to, one frame at a time from its start frame, in
-# this session (as far as EnvFX can tell: frame changes seen one by one from the start frame; a change of the scene
-# on its start frame makes Blender restart the simulation there)
+# scene (its pointer: renaming keeps it) -> the last frame Blender simulated the scene's trails to, one frame at a
+# time from its start frame, in this session (as far as EnvFX can tell: frame changes seen one by one from the start
+# frame while the trails are on in the viewport; a change of the scene on its start frame makes Blender restart the
+# simulation there). Forgotten when a file is opened (``forget``): a new file has simulated nothing.
 _simulated: dict = {}
+_paused: list = []  # while not empty, frame changes are not simulations (the buffer bake steps with the trails off)
 
 
 class SimulateInputError(ValueError):
@@ -29,6 +31,13 @@ class SimulateInputError(ValueError):
 def live_trailed(scene) -> list:
     """The scene's objects whose live trails a render shows (a trails modifier on for renders)."""
     return [obj for obj in scene.objects if any(m.show_render for m in snow_ops.trails_modifiers(obj))]
+
+
+def hidden_in_viewport(scene) -> list:
+    """The scene's objects with live trails on for renders but off in the viewport: Blender simulates only what the
+    viewport evaluates, so frames stepped there simulate nothing of them."""
+    return [obj for obj in scene.objects
+            if any(m.show_render and not m.show_viewport for m in snow_ops.trails_modifiers(obj))]
 
 
 def simulate_job(scene, end: int | None = None):
@@ -45,6 +54,11 @@ def simulate_job(scene, end: int | None = None):
     if end < start:
         raise SimulateInputError(f"The end frame {end} is before the scene's start frame {start}: simulate up to a "
                                  f"frame at or after {start}")
+    off = hidden_in_viewport(scene)
+    if off:
+        raise SimulateInputError(f"The trails of {', '.join(o.name for o in off)} are off in the viewport (on for "
+                                 f"renders): Blender simulates only what the viewport evaluates; switch their trails "
+                                 f"modifier on in the viewport (its monitor icon), then Simulate Trails")
     return _steps(scene, start, end)
 
 
@@ -57,24 +71,53 @@ def _steps(scene, start: int, end: int):
 
 def note_frame(scene):
     """frame_change_post: a frame reached one by one from the scene's start frame extends what Blender simulated
-    (a jump ahead does not: Blender steps once across the gap)."""
-    frame, last = scene.frame_current, _simulated.get(scene.name)
-    if frame == scene.frame_start:
-        _simulated[scene.name] = frame
-    elif last is not None and frame == last + 1:
-        _simulated[scene.name] = frame
+    (a jump ahead does not: Blender steps once across the gap; going back is reading what was simulated)."""
+    if _paused:
+        return
+    frame, last = scene.frame_current, _simulated.get(scene.as_pointer())
+    if last is None:
+        if frame == scene.frame_start:
+            _simulated[scene.as_pointer()] = frame
+    elif frame == last + 1:
+        _simulated[scene.as_pointer()] = frame
 
 
 def note_update(scene):
     """depsgraph_update_post: a change of the scene on its start frame makes Blender restart the simulation
     there (the trails read the scene: its camera, its settings), dropping what was simulated."""
-    if scene.name in _simulated and scene.frame_current == scene.frame_start:
-        _simulated[scene.name] = scene.frame_start
+    if scene.as_pointer() in _simulated and scene.frame_current == scene.frame_start:
+        _simulated[scene.as_pointer()] = scene.frame_start
+
+
+def forget(scene=None):
+    """Nothing is simulated any more: in ``scene`` (its trails switched off and on: Blender starts them again), or
+    in every scene (another file opened)."""
+    if scene is None:
+        _simulated.clear()
+    else:
+        _simulated.pop(scene.as_pointer(), None)
+
+
+class not_simulating:
+    """While the block runs, frame changes are not taken for simulation (the buffer bake steps the frames with the
+    trails switched off); afterwards ``scene``'s trails count as not simulated (switched on again, Blender starts
+    them from scratch)."""
+
+    def __init__(self, scene):
+        self.scene = scene
+
+    def __enter__(self):
+        _paused.append(self)
+
+    def __exit__(self, *_exc):
+        _paused.remove(self)
+        forget(self.scene)
+        return False
 
 
 def simulated_up_to(scene) -> int | None:
     """The last frame Blender simulated ``scene`` to from its start frame in this session, or None."""
-    return _simulated.get(scene.name)
+    return _simulated.get(scene.as_pointer())
 
 
 def warn_unsimulated_render(scene):
@@ -85,7 +128,7 @@ def warn_unsimulated_render(scene):
         return  # in the UI the timeline is played before rendering; the README says what a render shows
     try:
         trailed = live_trailed(scene)
-        reached = simulated_up_to(scene)
+        reached = None if hidden_in_viewport(scene) else simulated_up_to(scene)
         if not trailed or (reached is not None and reached >= scene.frame_end):
             return
         names = ", ".join(obj.name for obj in trailed[:5]) + (" ..." if len(trailed) > 5 else "")

@@ -1,5 +1,7 @@
 """What renders show of the live snow trails (a simulation): Simulate Trails, and the background-render warning."""
 
+import importlib
+
 import bpy
 import numpy as np
 import pytest
@@ -172,3 +174,38 @@ def test_an_empty_on_the_root_bone_carves_a_root_motion_walk(envfx, load_helper)
     for y in (-1.0, 0.0, 1.5):  # along the walk, far from the rig's origin at y = 0 ... and at it
         near = walked & (np.abs(rest[:, 1] - y) < 0.1)
         assert dz[near].min() < -0.1, y
+
+
+def test_the_render_warning_is_not_fooled(envfx, load_helper, tmp_path, probe, capfd):
+    """The record of what Blender simulated: going back to the start frame keeps it (a render then reads the
+    simulated frames: no warning); the buffer bake's frame stepping (the trails off) is no simulation; opening a
+    file forgets it; a scene renamed keeps it; trails off in the viewport (on for renders) simulate nothing, so
+    Simulate Trails refuses them, saying what to do."""
+    scene, name, rest = _walker_file(envfx, load_helper, tmp_path)
+    sr = importlib.import_module(envfx.__name__ + ".operators.snow_render")
+    assert bpy.ops.envfx.snow_trails_simulate() == {"FINISHED"}
+    scene.frame_set(scene.frame_start)
+    scene.name = "Shot010"
+    assert sr.simulated_up_to(scene) == 10
+    capfd.readouterr()
+    scene.frame_current = 10
+    render_probe(scene, name)
+    assert "EnvFX warning" not in capfd.readouterr().err
+    scene.frame_set(10)
+    s = scene.envfx.snow
+    s.frame_start, s.frame_end, s.output_dir, s.buffer_resolution = 1, 10, str(tmp_path / "buffer"), 32
+    assert bpy.ops.envfx.snow_bake_buffer() == {"FINISHED"}
+    assert sr.simulated_up_to(scene) is None  # the trails were off while it stepped, and start over
+    assert bpy.ops.envfx.snow_trails_simulate() == {"FINISHED"}
+    bpy.ops.wm.open_mainfile(filepath=bpy.data.filepath)
+    assert sr.simulated_up_to(bpy.context.scene) is None
+    scene = bpy.context.scene
+    (mod,) = envfx.operators.snow.trails_modifiers(bpy.data.objects[name])
+    mod.show_viewport = False
+    with pytest.raises(RuntimeError, match="off in the viewport .on for renders.*monitor icon"):
+        bpy.ops.envfx.snow_trails_simulate()
+    for frame in range(1, 11):
+        scene.frame_set(frame)
+    capfd.readouterr()
+    render_probe(scene, name)
+    assert "EnvFX warning" in capfd.readouterr().err
