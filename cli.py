@@ -294,12 +294,14 @@ def ctrl_c_noted(command: str):
         if _STOP["batch"]:
             raise KeyboardInterrupt
         _STOP["batch"].append(signum)
-        print(f"envfx {command}: Ctrl-C: stopping after the work in progress (Ctrl-C again stops at once)",
+        what = "Ctrl-C" if signum == signal.SIGINT else "SIGTERM"
+        print(f"envfx {command}: {what}: stopping after the work in progress ({what} again stops at once)",
               file=sys.stderr, flush=True)
 
     _STOP["batch"] = []
-    try:
-        with _signal_handler(signal.SIGINT, note, signal.default_int_handler):
+    try:  # SIGTERM (a farm pre-empting the job, timeout) the same way, between bakes too
+        with _signal_handler(signal.SIGINT, note, signal.default_int_handler), \
+                _signal_handler(signal.SIGTERM, note, signal.SIG_DFL):
             yield
     finally:
         _STOP["batch"] = None

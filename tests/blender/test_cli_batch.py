@@ -254,18 +254,19 @@ def test_snow_with_two_files_says_it_takes_one(envfx, scene_file, tmp_path, caps
 
 # --- Ctrl-C in a batch ------------------------------------------------------------------------------------
 
+@pytest.mark.parametrize("signum, what", [(signal.SIGINT, "Ctrl-C"), (signal.SIGTERM, "SIGTERM")])
 def test_ctrl_c_in_a_batch_stops_after_the_file_in_progress_and_names_the_files(envfx, scene_file, tmp_path,
-                                                                              capsys):
-    """The Ctrl-C arrives while Blender loads the second file, in a load handler (where a KeyboardInterrupt was
-    printed and swallowed, and the batch ran on): the file in progress is finished, the others are not started,
-    and the last line says which are which."""
+                                                                              capsys, signum, what):
+    """The Ctrl-C (or a farm's SIGTERM, which killed the batch at once outside a bake) arrives while Blender loads
+    the second file, in a load handler (where a KeyboardInterrupt was printed and swallowed, and the batch ran on):
+    the file in progress is finished, the others are not started, and the last line says which are which."""
     paths = [shutil.copy(scene_file, tmp_path / f"f{i}.blend") for i in range(4)]
     before = {p: digest(p) for p in paths}
 
     @bpy.app.handlers.persistent
     def ctrl_c(*_args):
         if bpy.data.filepath.endswith("f1.blend"):
-            os.kill(os.getpid(), signal.SIGINT)
+            os.kill(os.getpid(), signum)
 
     bpy.app.handlers.load_post.append(ctrl_c)
     try:
@@ -274,11 +275,12 @@ def test_ctrl_c_in_a_batch_stops_after_the_file_in_progress_and_names_the_files(
         bpy.app.handlers.load_post.remove(ctrl_c)
     out, err = capsys.readouterr()
     assert code == 1, err
-    assert "Ctrl-C: stopping after the work in progress (Ctrl-C again stops at once)" in err
+    assert f"{what}: stopping after the work in progress ({what} again stops at once)" in err
     assert err.strip().splitlines()[-1] == (f"envfx bend: cancelled: done {paths[0]}, {paths[1]}; not done (left as "
                                             f"they were): {paths[2]}, {paths[3]}")
     assert [digest(p) != before[p] for p in paths] == [True, True, False, False]
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # the handler is put back
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # the handlers are put back
+    assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
 
 
 @pytest.mark.parametrize("saved", [True, False])
