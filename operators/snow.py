@@ -180,17 +180,9 @@ def objects_triangles(objects, depsgraph, with_weights: str = "", counts=None) -
     return [_joined(p) for p in evaluated_parts(objects, depsgraph, with_weights, counts=counts)]
 
 
-def triangle_uvs(obj, depsgraph):
-    """(T, 3, 2) UVs (active UV map) of the triangles the evaluated object draws, corner for corner with
-    ``world_triangles``, or None when it (or one of its instances) has no UV map."""
-    parts = evaluated_parts([obj], depsgraph, with_uvs=True)[0]
-    if any(uv is None for _t, _w, uv in parts):
-        return None
-    return np.concatenate([uv for _t, _w, uv in parts]) if parts else np.zeros((0, 3, 2), dtype=np.float32)
-
-
 def image_and_uvs(objects, depsgraph, image):
-    """(pixels (H, W, C), UVs (T, 3, 2) of every triangle of ``objects``) for a density texture."""
+    """(pixels (H, W, C), UVs (T, 3, 2) of every triangle of ``objects``, corner for corner with
+    ``terrain_triangles``) for a density texture."""
     w, h = image.size
     if w == 0 or h == 0:
         raise SnowInputError(f"The density texture {image.name!r} has no pixels (missing file?): load an image")
@@ -198,7 +190,7 @@ def image_and_uvs(objects, depsgraph, image):
     image.pixels.foreach_get(pixels)
     pixels = pixels.reshape(h, w, image.channels)
     out = []
-    for obj, parts in zip(objects, evaluated_parts(objects, depsgraph, with_uvs=True)):
+    for obj, parts in zip(objects, evaluated_parts(objects, depsgraph, with_uvs=True, counts=_instance_rendered)):
         if any(uv is None for _t, _w, uv in parts):
             raise SnowInputError(f"{obj.name} has no UV map: the density texture needs one (unwrap it, or clear "
                                  f"the texture)")
@@ -293,10 +285,12 @@ def collection_triangles(scene, coll) -> np.ndarray:
 
 
 def terrain_triangles(objects, depsgraph, mask_group: str = ""):
-    """World triangles of all ``objects`` and, with ``mask_group``, per-corner weights of that vertex group
-    (objects without the group count as weight 1). Temporary modifiers are removed again."""
+    """World triangles of all ``objects`` (their instances too, but not the helpers inside a collection instance
+    that are never rendered or drawn only as an outline: ``_instance_rendered``) and, with ``mask_group``,
+    per-corner weights of that vertex group (objects without the group count as weight 1). Temporary modifiers
+    are removed again."""
     if not mask_group:
-        return np.concatenate([t for t, _w in objects_triangles(objects, depsgraph)]), None
+        return np.concatenate([t for t, _w in objects_triangles(objects, depsgraph, counts=_instance_rendered)]), None
     with_group = [o for o in objects if o.vertex_groups.get(mask_group) is not None]
     if not with_group:
         raise SnowInputError(f"No vertex group named {mask_group!r} on {', '.join(o.name for o in objects)}: "
@@ -311,7 +305,7 @@ def terrain_triangles(objects, depsgraph, mask_group: str = ""):
         bpy.context.view_layer.update()
         depsgraph = bpy.context.evaluated_depsgraph_get()
         tris, weights = [], []
-        for obj, (t, w) in zip(objects, objects_triangles(objects, depsgraph, MASK_ATTRIBUTE)):
+        for obj, (t, w) in zip(objects, objects_triangles(objects, depsgraph, MASK_ATTRIBUTE, _instance_rendered)):
             tris.append(t)
             weights.append(w if w is not None and obj in with_group else np.ones((t.shape[0], 3)))
         return np.concatenate(tris), np.concatenate(weights)

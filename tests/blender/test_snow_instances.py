@@ -317,3 +317,19 @@ def test_terrain_blender_does_not_evaluate_is_refused(envfx):
                        match="Ground is not evaluated: collection 'Level' is disabled in viewports.*generate the snow"):
         envfx.operators.snow.generate_snow(scene, [ground], bpy.context.evaluated_depsgraph_get())
     assert set(bpy.data.objects.keys()) == objects
+
+
+def test_helpers_inside_an_instanced_tile_are_not_terrain(envfx, snow_tests):
+    """A level tile shown by a collection instance carries a trigger volume (drawn as Wire, never rendered): the
+    snow covers the tile's ground under it, not the helper (before: a slab of snow floated on the invisible box
+    and the ground under it was bare), as when the tile's ground is selected itself."""
+    ground = snowfield(snow_tests)
+    bpy.context.scene.collection.objects.unlink(ground)
+    trigger = bpy.data.objects.new("TriggerVolume", slab_mesh("TriggerVolume", (4.0, 4.0, 3.0)))
+    trigger.location = (0.0, 0.0, 1.5)
+    trigger.display_type, trigger.hide_render = "WIRE", True
+    inst = collection_instance("Tile", source_collection("TileSource", ground, trigger), (0.0, 0.0, 0.0))
+    snow = generate(snow_tests, envfx, inst)
+    co = envfx.bridge.get_positions(snow.data)
+    assert (co[:, 2] > 2.5).sum() == 0
+    assert snow_near(envfx, snow, 0.0, 0.0, 1.9) > 200
