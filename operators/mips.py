@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
+import unicodedata
 from dataclasses import dataclass, field
 
 import bpy
@@ -69,8 +70,11 @@ def _stem(name: str) -> str:
     root, ext = os.path.splitext(name)
     if ext.lower() in IMAGE_EXTENSIONS:
         base = root
-    # letters and digits of any script are kept (leaf, léaf, 葉); spaces and punctuation become _
-    base = re.sub(r"[^\w.-]+", "_", base).strip("._") or "image"
+    # letters, digits and their marks of any script are kept (leaf, léaf, 葉, नमस्ते), composed (NFC: a name handed
+    # over decomposed, as macOS file systems do, gives the same output name); spaces and punctuation become _
+    base = unicodedata.normalize("NFC", base)
+    base = "".join(c if c in "._-" or unicodedata.category(c)[0] in "LNM" else " " for c in base)
+    base = re.sub(r" +", "_", base).strip("._") or "image"
     return base
 
 
@@ -79,7 +83,7 @@ def _own_name(inp) -> bool:
     becomes ``my_leaf``)."""
     name = os.path.basename(inp.path) if inp.path else inp.image_name
     root, ext = os.path.splitext(name)
-    return (root if ext.lower() in IMAGE_EXTENSIONS else name) == inp.stem
+    return unicodedata.normalize("NFC", root if ext.lower() in IMAGE_EXTENSIONS else name) == inp.stem
 
 
 def _unique(inputs: list) -> list:

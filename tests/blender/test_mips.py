@@ -6,6 +6,7 @@ import io
 import json
 import os
 import re
+import unicodedata
 
 import bpy
 import numpy as np
@@ -531,13 +532,17 @@ def test_renamed_inputs_take_names_no_other_input_has(envfx, core, ops, tmp_path
 
 def test_an_input_keeps_its_own_name_and_letters_of_any_script(core, ops, tmp_path):
     """"my leaf.png" sorts before my_leaf.png, but my_leaf.png keeps its own name (before: my_leaf_2, while the
-    name made from "my leaf" took my_leaf); letters of any script stay (léaf, 葉: before, l_af and image)."""
+    name made from "my leaf" took my_leaf); letters of any script stay, with their marks (léaf, 葉, नमस्ते: before,
+    l_af, image and नमस_त), and a name handed over decomposed is composed."""
     folder = tmp_path / "in"
     folder.mkdir()
-    for seed, name in enumerate(("my leaf.png", "my_leaf.png", "léaf.png", "葉.png")):
+    names = ("my leaf.png", "my_leaf.png", "léaf.png", "葉.png", "नमस्ते.png", unicodedata.normalize("NFD", "été.png"))
+    for seed, name in enumerate(names):
         Image.fromarray(leaf(core, 16, seed=seed)).save(folder / name)
-    stems = {os.path.basename(i.path): i.stem for i in ops.inputs_from_paths([str(folder)])}
-    assert stems == {"my leaf.png": "my_leaf_2", "my_leaf.png": "my_leaf", "léaf.png": "léaf", "葉.png": "葉"}
+    stems = {unicodedata.normalize("NFC", os.path.basename(i.path)): i.stem
+             for i in ops.inputs_from_paths([str(folder)])}
+    assert stems == {"my leaf.png": "my_leaf_2", "my_leaf.png": "my_leaf", "léaf.png": "léaf", "葉.png": "葉",
+                     "नमस्ते.png": "नमस्ते", "été.png": "été"}  # marks kept, a decomposed name composed
 
 
 def test_inputs_that_would_share_a_name_are_refused_before_any_work(core, ops, tmp_path):
