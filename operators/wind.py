@@ -338,29 +338,48 @@ def z_scale(obj) -> float:
 def assign_heights(objects, result) -> list:
     """Give each of ``objects`` whose mesh was baked (it carries ``UNIT_HEIGHT_KEY``) the Asset Height of the
     baked asset at its own size: the baked height times its world Z scale over the baked object's, so a linked
-    duplicate scaled 2x sways twice as far, like a scaled copy. Objects Blender does not evaluate (their world
-    matrix is stale) keep theirs, named in one warning. Returns the objects whose height changed."""
-    stale, changed, kept = None, [], []
+    duplicate scaled 2x sways twice as far, like a scaled copy. Each object is judged in its own scene (a duplicate
+    in another level of the file is evaluated there). Objects Blender does not evaluate (their world matrix is
+    stale), and objects scaled to nothing now (a keyed grow-in at its first frame), keep theirs, named in one
+    warning each. Returns the objects whose height changed."""
+    checks, changed, kept, flat = {}, [], [], []
     for obj in objects:
         mesh = obj.data
         unit = mesh.get(UNIT_HEIGHT_KEY) if isinstance(mesh, bpy.types.Mesh) else None
         if unit is None or obj.library is not None:
             continue
-        stale = stale or evaluated_check()
-        if stale(obj) is not None:
+        scene = obj.users_scene[0] if obj.users_scene else None
+        if scene is None:
             kept.append(obj.name)
             continue
-        height = float(unit) * z_scale(obj)
+        if scene not in checks:
+            checks[scene] = evaluated_check(scene)
+        if checks[scene](obj) is not None:
+            kept.append(obj.name)
+            continue
+        scale = z_scale(obj)
+        if scale <= 1e-6:
+            flat.append(obj.name)
+            continue
+        height = float(unit) * scale
         if not math.isclose(obj.envfx.wind.asset_height, height, rel_tol=1e-6):
             obj.envfx.wind.asset_height = height
             changed.append(obj)
+
+    def listed(names):
+        return ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+
+    one = len(kept) == 1
     if kept:
-        names = ", ".join(kept[:5]) + (f" and {len(kept) - 5} more" if len(kept) > 5 else "")
-        result.warnings.append(f"{names} {'shares' if len(kept) == 1 else 'share'} a baked mesh but Blender does not "
-                               f"evaluate {'it' if len(kept) == 1 else 'them'} (disabled in viewports or not in "
-                               f"the view layer), so {'its' if len(kept) == 1 else 'their'} size cannot be read: "
-                               f"Asset Height left as it was; enable {'it' if len(kept) == 1 else 'them'} in the "
+        result.warnings.append(f"{listed(kept)} {'shares' if one else 'share'} a baked mesh but Blender does not "
+                               f"evaluate {'it' if one else 'them'} (disabled in viewports or not in "
+                               f"the view layer), so {'its' if one else 'their'} size cannot be read: "
+                               f"Asset Height left as it was; enable {'it' if one else 'them'} in the "
                                f"viewport and Add Wind again")
+    if flat:
+        result.warnings.append(f"{listed(flat)} {'is' if len(flat) == 1 else 'are'} scaled to nothing at this frame "
+                               f"(a keyed grow-in?), so the Asset Height, which follows the size, was left as it "
+                               f"was: run Add Wind again at a frame where they have their full size")
     return changed
 
 

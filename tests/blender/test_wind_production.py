@@ -154,6 +154,28 @@ def test_scaled_linked_duplicates_sway_like_scaled_copies(mods, helpers):
     assert helpers._gn_vs_core(mods, s3, (17,)) < 1e-4
 
 
+def test_duplicates_in_another_scene_or_scaled_to_nothing(mods):
+    """A duplicate in another level of the file is evaluated by its own scene, so the bake gives it its height at
+    its size (before: kept its old height, named as disabled in viewports); one scaled to nothing now (a keyed
+    grow-in at its first frame) keeps its height and is named with what to do (before: got 0 and never swayed)."""
+    scene = bpy.context.scene
+    s1 = _clump(mods, "PlantA")
+    level2 = bpy.data.scenes.new("Level2")
+    far = bpy.data.objects.new("PlantB", s1.data)
+    level2.collection.objects.link(far)
+    far.scale = (3.0, 3.0, 3.0)
+    grow = _clump(mods, "PlantC", s1.data)
+    grow.scale = (0.0, 0.0, 0.0)
+    bpy.context.view_layer.update()
+    level2.view_layers[0].update()  # Level 2 shown once (as in a saved file): its world matrices are its own
+    result = mods.ops.bake(scene, [s1], ao_samples=0)
+    assert far.envfx.wind.asset_height == pytest.approx(1.5, rel=1e-4)
+    assert grow.envfx.wind.asset_height == 1.0
+    (warning,) = [w for w in result.warnings if "PlantC" in w]
+    assert "scaled to nothing" in warning and "Add Wind again" in warning
+    assert not any("PlantB" in w for w in result.warnings)
+
+
 def test_a_stood_up_y_up_duplicate_takes_its_height_from_its_up_scale(mods):
     """World Z scale is the Z row of the world matrix: a Y-up asset stood up by a 90 degree X rotation grows with
     its Y scale, not its Z scale; a duplicate Blender does not evaluate keeps its height, named."""
