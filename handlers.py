@@ -172,6 +172,10 @@ def on_snow_load_post(*_args):
         snow_ops.claim_legacy_surfaces()  # a file saved when all scenes shared one snow surfaces collection
     except Exception as exc:  # a handler must never break loading
         print(f"EnvFX: the scenes could not get their own snow surfaces: {exc}")
+    try:
+        snow_ops.refresh_buffer_groups()  # Snow from Bake groups of an older EnvFX rebuilt; each bake as it is now
+    except Exception as exc:  # a handler must never break loading
+        print(f"EnvFX: the snow driven by a bake could not be brought up to date (press Snow from Bake): {exc}")
 
 
 @persistent

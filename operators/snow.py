@@ -1318,9 +1318,39 @@ def bake_job(scene):
         while True:
             yield 0.3 + 0.7 * next(job)
     except StopIteration as stop:
+        refresh_buffer_groups(out)  # snow driven by this folder's bake shows it as it is now (its frame range)
         return stop.value
     finally:
         job.close()
+
+
+def refresh_buffer_groups(folder: str | None = None) -> list:
+    """Bring the Snow from Bake groups up to date with the bakes they show: a group saved by an older EnvFX is
+    rebuilt in place, and every group takes its bake's frame range and window from the ``snow_buffer.json`` beside
+    its images as it is now (a bake again into the same folder, over another range, is the bake the snow shows).
+    ``folder``: only the groups showing that folder's bake. A group whose bake cannot be read, or now is a single
+    image where it was a sequence (or the other way round), is left alone (Snow from Bake again sets it up).
+    Returns the groups updated."""
+    done = []
+    for tree in list(bpy.data.node_groups):
+        if not snow_nodes.is_buffer_group(tree) or tree.library is not None or "Buffer" not in tree.nodes:
+            continue
+        image = tree.nodes["Buffer"].inputs["Image"].default_value
+        if image is None or image.library is not None:
+            continue
+        where = os.path.dirname(os.path.normpath(bpy.path.abspath(image.filepath)))
+        if folder is not None and where != os.path.normpath(folder):
+            continue
+        try:
+            meta = core_snow.read_buffer_metadata(os.path.join(where, "snow_buffer.json"))
+        except (OSError, core_snow.SnowError):
+            continue
+        if bool(meta["sequence"]) != (image.source == "SEQUENCE"):
+            continue
+        snow_nodes.ensure_buffer_group(image, meta)
+        image.reload()
+        done.append(tree)
+    return done
 
 
 # --- snow driven by the bake -----------------------------------------------------------------------------

@@ -269,3 +269,27 @@ def test_live_trails_take_a_keyed_size_on_its_frame(envfx, tmp_path, snow_helper
         scene.frame_set(f)
         radii[f] = _carved_radius(h, envfx, snow)
     assert radii[9] < 0.5 and radii[10] > 0.75
+
+
+def test_a_bake_again_is_what_the_driven_snow_shows(envfx, tmp_path, snow_helpers, save_and_reopen):
+    """Baking again into the folder the snow is driven from, over a shorter range, is what the snow shows (before:
+    the range of the bake Snow from Bake was pressed for, until it was pressed again); a file saved with a Snow
+    from Bake group of an older EnvFX (without the frame range) is brought up to date when it is opened."""
+    h = snow_helpers
+    scene, snow = _walk_and_bake(h, envfx, tmp_path, first=5, last=15)
+    assert bpy.ops.envfx.snow_drive_from_bake() == {"FINISHED"}
+    (tree,) = [t for t in bpy.data.node_groups if envfx.shader_nodes.snow.is_buffer_group(t)]
+    assert tree.nodes["Last Frame"].outputs[0].default_value == 15
+    scene.envfx.snow.frame_end = 7
+    assert bpy.ops.envfx.snow_bake_buffer() == {"FINISHED"}
+    assert tree.nodes["Last Frame"].outputs[0].default_value == 7
+    scene.frame_set(7)
+    at7 = h.evaluated_offset(envfx, snow)[1]
+    scene.frame_set(12)
+    np.testing.assert_array_equal(h.evaluated_offset(envfx, snow)[1], at7)  # holds the new last frame
+    tree["envfx_stamp"] = "1"  # as an older EnvFX saved it
+    tree.nodes["Last Frame"].outputs[0].default_value = 1.0
+    save_and_reopen("driven.blend")
+    (tree,) = [t for t in bpy.data.node_groups if envfx.shader_nodes.snow.is_buffer_group(t)]
+    assert tree["envfx_stamp"] == str(envfx.shader_nodes.snow.BUFFER_VERSION)
+    assert tree.nodes["Last Frame"].outputs[0].default_value == 7
