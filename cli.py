@@ -1238,9 +1238,19 @@ def _snow_file(args, path: str, frames, saves: bool) -> int:
         return 1
     if saves:
         out = args.output or path
+        if out != path and s.output_dir.startswith("//"):  # saved elsewhere: still the folder it names now
+            s.output_dir = _relative_to(bpy.path.abspath(s.output_dir), out)
         save_blend(out)
         print(f"envfx snow: {path}: saved {out}")
     return 0
+
+
+def _relative_to(folder: str, blend: str) -> str:
+    """``folder`` as a ``//`` path for the .blend file ``blend`` (absolute where none exists: another drive)."""
+    try:
+        return "//" + os.path.relpath(os.path.normpath(folder), os.path.dirname(os.path.abspath(blend)))
+    except ValueError:
+        return os.path.normpath(folder)
 
 
 # --- entry points -----------------------------------------------------------------------------------------

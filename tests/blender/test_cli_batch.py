@@ -75,6 +75,21 @@ def test_snow_out_dir_slash_slash_dot_dot_is_the_folder_above_the_file(envfx, tm
     assert bpy.context.scene.envfx.snow.output_dir == "//../buffer"  # kept relative to the file, as Blender does
 
 
+def test_snow_out_dir_slash_slash_with_output_elsewhere_still_names_the_bake(envfx, tmp_path, monkeypatch, capsys):
+    """-o saves the file in another folder: its // Output Folder is made relative to the saved file, so it still
+    names the folder the bake went to (before: //buffer, read next to the copy, where there is no bake)."""
+    (tmp_path / "levels").mkdir()
+    (tmp_path / "renders").mkdir()
+    snow_file(tmp_path / "levels" / "s.blend")
+    monkeypatch.chdir(tmp_path)
+    assert envfx.cli.main(["snow", "levels/s.blend", "--generate", "--objects", "Ground", "--spacing", "0.5",
+                           "--trails", "--actors", "Walkers", "--bake", "--out-dir", "//buffer", "--resolution", "16",
+                           "--frames", "1:2", "-o", "renders/shot.blend"]) == 0, capsys.readouterr().err
+    bpy.ops.wm.open_mainfile(filepath=str(tmp_path / "renders" / "shot.blend"))
+    assert bpy.context.scene.envfx.snow.output_dir == "//../levels/buffer"
+    assert bpy.ops.envfx.snow_drive_from_bake() == {"FINISHED"}
+
+
 def test_gas_giant_slash_slash_is_the_folder_of_the_saved_blend(envfx, tmp_path, monkeypatch, capsys, at_root):
     (tmp_path / "levels").mkdir()
     monkeypatch.chdir(tmp_path)
