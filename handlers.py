@@ -172,6 +172,13 @@ def on_snow_load_post(*_args):
         snow_ops.claim_legacy_surfaces()  # a file saved when all scenes shared one snow surfaces collection
     except Exception as exc:  # a handler must never break loading
         print(f"EnvFX: the scenes could not get their own snow surfaces: {exc}")
+    # each scene's snow surfaces hold exactly its trailed snow from the load on, not from a later frame change:
+    # Blender 4.2 crashed when a frame change unlinked a stale member while it switched to that scene
+    try:
+        for scene in bpy.data.scenes:
+            snow_ops.sync_surfaces(scene)
+    except Exception as exc:  # a handler must never break loading
+        print(f"EnvFX: the scenes' snow surfaces could not be brought up to date: {exc}")
     try:
         snow_ops.refresh_buffer_groups()  # Snow from Bake groups of an older EnvFX rebuilt; each bake as it is now
     except Exception as exc:  # a handler must never break loading

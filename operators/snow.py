@@ -385,7 +385,7 @@ def split_shared_snow() -> list:
         return []
     owner = sharing[0]
     owner[COLLECTION_KEY] = legacy
-    moved, needed = [], {owner.name}
+    moved, needed, trailed = [], {owner.name}, {}
     for obj in list(legacy.objects):
         homes = _terrain_scenes(obj, sharing) if is_snow_object(obj) else None
         if not homes or len(homes) == len(sharing) or owner in homes:
@@ -395,9 +395,17 @@ def split_shared_snow() -> list:
             ensure_snow_collection(scene).objects.link(obj)
         legacy.objects.unlink(obj)
         moved.append(obj.name)
+        if trails_modifiers(obj) and len(homes) == 1:
+            trailed.setdefault(homes[0], []).append(obj)
     for scene in sharing:
         if scene.name not in needed and legacy.name in scene.collection.children:
             scene.collection.children.unlink(legacy)
+    for scene, objs in trailed.items():  # trailed by another scene's group (Add Trails there took it): its own
+        try:
+            add_trails(scene, objs)
+        except (SnowInputError, core_snow.SnowError) as exc:
+            print(f"EnvFX: the snow {', '.join(o.name for o in objs)} moved to scene {scene.name!r} keeps the trails "
+                  f"it had ({exc}); press Add Trails in {scene.name!r}")
     return moved
 
 

@@ -293,3 +293,56 @@ def test_a_bake_again_is_what_the_driven_snow_shows(envfx, tmp_path, snow_helper
     (tree,) = [t for t in bpy.data.node_groups if envfx.shader_nodes.snow.is_buffer_group(t)]
     assert tree["envfx_stamp"] == str(envfx.shader_nodes.snow.BUFFER_VERSION)
     assert tree.nodes["Last Frame"].outputs[0].default_value == 7
+
+
+def test_split_gives_moved_snow_its_own_scenes_trails(envfx, save_and_reopen):
+    """In the shared layout, Add Trails in Level 1 also took Level 2's snow (the shared collection put it there):
+    after the split on load, that snow is trailed by Level 2's own group and actors (before: it stayed on Level
+    1's group, and Level 2's walker carved nothing)."""
+    snow_ops = envfx.operators.snow
+    s1, s2 = _two_levels()
+    for sc, x in ((s1, 0.0), (s2, 100.0)):
+        actors = bpy.data.collections.new(f"Actors {sc.name}")
+        sc.collection.children.link(actors)
+        walker = bpy.data.objects.new(f"Walker {sc.name}", None)
+        walker.location = (x, 0.0, 0.3)
+        actors.objects.link(walker)
+        sc.envfx.snow.actors = actors
+    shared, own2 = bpy.data.collections["EnvFX Snow"], bpy.data.collections["EnvFX Snow (Level 2)"]
+    snow2 = bpy.data.objects["Ground2 Snow"]
+    shared.objects.link(snow2)
+    s2.collection.children.link(shared)
+    bpy.data.collections.remove(own2)
+    for sc in (s1, s2):
+        del sc[snow_ops.COLLECTION_KEY]
+    snow_ops.add_trails(s1, [bpy.data.objects["Ground1 Snow"], snow2])  # what Add Trails did then
+    assert snow_ops.trails_modifiers(snow2)[0].node_group == envfx.shader_nodes.snow.group_for(s1)
+    save_and_reopen("shared_trails.blend")
+    s1, s2 = bpy.data.scenes["Level 1"], bpy.data.scenes["Level 2"]
+    snow2 = bpy.data.objects["Ground2 Snow"]
+    (mod,) = snow_ops.trails_modifiers(snow2)
+    assert mod.node_group == envfx.shader_nodes.snow.group_for(s2) != envfx.shader_nodes.snow.group_for(s1)
+
+
+def test_stale_snow_surfaces_are_synced_on_load_and_switching_scenes_is_safe(envfx, save_and_reopen):
+    """A file whose Level 2 snow surfaces also held Level 1's snow (as the split of an old shared file left them):
+    opening it brings each scene's surfaces up to date at once, and switching to Level 2 works (Blender 4.2
+    crashed when the first frame change there unlinked the stale member during the switch)."""
+    snow_ops = envfx.operators.snow
+    s1, s2 = _two_levels()
+    for sc, x in ((s1, 0.0), (s2, 100.0)):
+        actors = bpy.data.collections.new(f"Actors {sc.name}")
+        sc.collection.children.link(actors)
+        walker = bpy.data.objects.new(f"Walker {sc.name}", None)
+        walker.location = (x, 0.0, 0.3)
+        actors.objects.link(walker)
+        sc.envfx.snow.actors = actors
+        snow_ops.add_trails(sc, snow_ops.snow_objects(sc))
+    surfaces2 = envfx.shader_nodes.snow.surfaces_for(s2)
+    surfaces2.objects.link(bpy.data.objects["Ground1 Snow"])  # a stale member
+    save_and_reopen("stale_surfaces.blend")
+    s2 = bpy.data.scenes["Level 2"]
+    assert _names(envfx.shader_nodes.snow.surfaces_for(s2).objects) == ["Ground2 Snow"]
+    bpy.context.window.scene = s2
+    s2.frame_set(2)
+    assert bpy.context.scene == s2
