@@ -376,8 +376,11 @@ def _check_pivot(scene, name):
 
 def print_warnings(command: str, path: str, result):
     """The warnings and skipped objects of an operators.common.ObjectsResult, one line each, starting with the
-    file's path like every message about a file."""
-    for warning in result.warnings:
+    file's path like every message about a file; the same warning about many objects is one line naming them all
+    (``operators.common.grouped_warnings``)."""
+    from .operators.common import grouped_warnings
+
+    for warning in grouped_warnings(result, shown=None):
         print(f"envfx {command}: {path}: warning: {warning}")
     if result.skipped:
         print(f"envfx {command}: {path}: warning: skipped {result.skipped_text()}")

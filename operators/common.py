@@ -208,10 +208,11 @@ def join_scene_group(result: ObjectsResult, obj, mods, tree, add, was: str, effe
 GROUP_AT = 4  # this many objects with the same warning ("<name>: <text>") are reported in one line
 
 
-def grouped_warnings(result: ObjectsResult) -> list:
+def grouped_warnings(result: ObjectsResult, shown: int | None = 3) -> list:
     """``result.warnings``, with the same warning about many objects (``"<name>: <text>"``, a name the result
-    knows) in one line, where it first came: ``"A, B, C and 997 more: <text>"``. Selecting a level's thousand props
-    gives one line per kind of problem, not a thousand."""
+    knows) in one line, where it first came: ``"A, B, C and 997 more: <text>"`` (``shown`` names; None: all of
+    them, for a log to search). Selecting a level's thousand props gives one line per kind of problem, not a
+    thousand."""
     names = set(result.changed) | set(result.unchanged) | set(result.skipped)
     kinds, order = {}, []
     for warning in result.warnings:
@@ -225,7 +226,8 @@ def grouped_warnings(result: ObjectsResult) -> list:
     for key in order:
         who = kinds[key]
         if len(who) >= GROUP_AT and None not in who:
-            out.append(f"{', '.join(who[:3])} and {len(who) - 3} more: {key}")
+            rest = f" and {len(who) - shown} more" if shown is not None else ""
+            out.append(f"{', '.join(who[:shown])}{rest}: {key}")
         else:
             out.extend(f"{n}: {key}" if n is not None else key for n in who)
     return out

@@ -277,3 +277,4 @@ def test_the_same_warning_for_many_objects_is_one_report(envfx, capfd):
     result.changed.append("D")
     result.warnings.append("D: x")
     assert common.grouped_warnings(result) == ["A, B, C and 1 more: x", "Note: y", "B: z"]
+    assert common.grouped_warnings(result, shown=None) == ["A, B, C, D: x", "Note: y", "B: z"]  # the CLI's
