@@ -718,13 +718,18 @@ def measure_actor(obj, scene, depsgraph=None):
         dims, offset = _actor_extent(ev, _unbent_box(obj, scene, depsgraph))
     radius, depth = core_snow.actor_size(dims, o.radius, o.depth, s.thickness)
     if radius <= 0:
-        return "has no size: set its Snow Radius"
+        return NO_SIZE
     return radius, depth, offset
 
 
-def actor_specs(scene):
+NO_SIZE = "has no size: set its Snow Radius"  # measure_actor's reason for an actor of size 0 (now)
+
+
+def actor_specs(scene, sizeless: bool = False):
     """([(name, radius, depth, bottom offset)], {name: why skipped}) for the scene's actor collection. A bent
-    actor is measured as before its bend (``_unbent_box``), so it carves where it physically stands."""
+    actor is measured as before its bend (``_unbent_box``), so it carves where it physically stands. With
+    ``sizeless``, an actor of size 0 now (a keyed grow-in: the buffer bake measures it at each frame) counts, as
+    radius 0, instead of being skipped."""
     s = scene.envfx.snow
     coll = s.actors
     if coll is None:
@@ -737,7 +742,9 @@ def actor_specs(scene):
     specs, skipped = [], {}
     for obj in sorted(coll.all_objects, key=lambda o: o.name):
         measured = measure_actor(obj, scene)
-        if isinstance(measured, str):
+        if sizeless and measured == NO_SIZE:
+            specs.append((obj.name, 0.0, 0.0, 0.0))
+        elif isinstance(measured, str):
             skipped[obj.name] = measured
         else:
             specs.append((obj.name, *measured))
@@ -1192,7 +1199,7 @@ def bake_inputs(scene):
     out = _check_output_dir(s.output_dir)
     # before the frames are stepped through: a bake that cannot fit on the disk is refused at once
     core_snow.check_disk_space(out, int(s.buffer_resolution), *bake_counts(scene))
-    specs, skipped = actor_specs(scene)
+    specs, skipped = actor_specs(scene, sizeless=True)  # sizes are measured at each baked frame
     return out, specs, skipped
 
 
@@ -1318,6 +1325,10 @@ def bake_job(scene):
             z, _, _ = core_snow.rasterize_top(snow_tris, lo_all, texel, shape)
             surface = core_snow.HeightField(lo_all, texel, z)
     sized = radii.max(axis=0) > 0  # an actor without a size at any baked frame is left out
+    if not sized.any():
+        raise SnowInputError(f"No actor of {s.actors.name!r} has a size at any frame of the bake "
+                             f"({s.frame_start}-{s.frame_end}): set their Snow Radius, or scale them up within "
+                             f"the frames")
     tracks, radii, depths = tracks[:, sized], radii[:, sized], depths[:, sized]
     job = core_snow.bake_job(tracks, radii, depths, stamp_params(scene), buf, frame_start=s.frame_start,
                              pivot_track=pivot_track, surface=surface, occluder_tris=occ_tris, out_dir=out,

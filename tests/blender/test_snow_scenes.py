@@ -1,6 +1,8 @@
 """Snow in files with several scenes (each scene's snow stays in it) and in time (the bake over its frame range:
 what shows outside it, actors measured at each baked frame)."""
 
+import os
+
 import bpy
 import numpy as np
 import pytest
@@ -346,3 +348,26 @@ def test_stale_snow_surfaces_are_synced_on_load_and_switching_scenes_is_safe(env
     bpy.context.window.scene = s2
     s2.frame_set(2)
     assert bpy.context.scene == s2
+
+
+def test_bake_takes_an_actor_that_has_no_size_at_the_playheads_frame(envfx, tmp_path, snow_helpers):
+    """The only actor scales in from 0 (frames 1..3): with the playhead on frame 1 the bake was refused ("has no
+    size: set its Snow Radius"), though it measures each actor at each frame; it bakes now, as from frame 5. An
+    actor of size 0 at every baked frame is refused, saying so, and nothing is written."""
+    h = snow_helpers
+    scene, snow, actors = h.snow_scene(envfx, spacing=0.2, size=8.0)
+    a = h.sphere_object("Spawned", 0.6, actors)
+    a.location = (0.0, 0.0, 0.55)
+    a.scale = (0.0, 0.0, 0.0)
+    a.keyframe_insert("scale", frame=1)
+    a.scale = (1.0, 1.0, 1.0)
+    a.keyframe_insert("scale", frame=3)
+    s = scene.envfx.snow
+    s.frame_start, s.frame_end = 1, 10
+    s.buffer_resolution, s.output_dir, s.framing = 32, str(tmp_path / "a"), "AREA"
+    scene.frame_set(1)
+    assert bpy.ops.envfx.snow_bake_buffer() == {"FINISHED"}
+    s.frame_end, s.output_dir = 1, str(tmp_path / "b")
+    with pytest.raises(RuntimeError, match="No actor of 'Actors' has a size at any frame of the bake .1-1."):
+        bpy.ops.envfx.snow_bake_buffer()
+    assert not (tmp_path / "b").exists() or not os.listdir(tmp_path / "b")
