@@ -6,6 +6,7 @@ Each operator gathers inputs and calls one plain function that scripts and the C
 from __future__ import annotations
 
 import json
+import re
 import math
 import os
 
@@ -504,9 +505,31 @@ def covers_of(scene, terrain) -> list:
     found = []
     for obj in snow_objects(scene):
         tag = obj.get(TERRAIN_TAG)
+        if tag is not None and tag != names:
+            tag = _tag_in_scene(tag, scene)
         if tag == names or tag is None and (obj.name == base or obj.name.startswith(base + " LOD")):
             found.append(obj)
     return sorted(found, key=lambda o: (int(o[SNOW_TAG]), o.name))
+
+
+def _tag_in_scene(tag: str, scene) -> str | None:
+    """A cover's TERRAIN_TAG with each terrain name that ``scene`` does not hold replaced by the scene's one copy
+    of it (Scene > New > Full Copy copies "Ground" as "Ground.001" and the copy's snow keeps the tag "Ground"), or
+    the tag as it was."""
+    try:
+        tagged = json.loads(tag)
+    except (TypeError, ValueError):
+        return tag
+    if not isinstance(tagged, list):
+        return tag
+    mapped = []
+    for name in tagged:
+        if not isinstance(name, str):
+            return tag
+        copies = [] if name in scene.objects else [o.name for o in scene.objects
+                                                    if re.fullmatch(re.escape(name) + r"\.\d{3,}", o.name)]
+        mapped.append(copies[0] if len(copies) == 1 else name)
+    return json.dumps(sorted(mapped))
 
 
 class GeneratedSnow(list):

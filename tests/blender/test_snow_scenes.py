@@ -371,3 +371,21 @@ def test_bake_takes_an_actor_that_has_no_size_at_the_playheads_frame(envfx, tmp_
     with pytest.raises(RuntimeError, match="No actor of 'Actors' has a size at any frame of the bake .1-1."):
         bpy.ops.envfx.snow_bake_buffer()
     assert not (tmp_path / "b").exists() or not os.listdir(tmp_path / "b")
+
+
+def test_regenerating_a_full_copys_snow_renews_its_cover(envfx):
+    """Scene > New > Full Copy copies Ground as Ground.001 and its snow keeps the tag "Ground": regenerating the
+    copy's snow over Ground.001 in place renews that cover (before: it made a second one over it) and leaves the
+    original scene's alone."""
+    snow_ops = envfx.operators.snow
+    s1, _s2 = _two_levels()
+    bpy.context.window.scene = s1
+    bpy.ops.scene.new(type="FULL_COPY")
+    copy = bpy.context.scene
+    assert copy != s1
+    ground = next(o for o in copy.objects if o.name.startswith("Ground1."))
+    before = _names(snow_ops.snow_objects(copy))
+    assert len(before) == 1
+    made = snow_ops.generate_snow(copy, [ground], bpy.context.evaluated_depsgraph_get(), replace=True)
+    assert _names(snow_ops.snow_objects(copy)) == before == _names(made)
+    assert _names(snow_ops.snow_objects(s1)) == ["Ground1 Snow"]
