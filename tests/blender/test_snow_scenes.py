@@ -47,6 +47,30 @@ def _names(objs):
     return sorted(o.name for o in objs)
 
 
+def _as_shared_layout(snow_ops, s1, s2):
+    """Make the two levels' snow the old layout: Level 2's snow in Level 1's collection, which both scenes link; no
+    scene points at it. Returns Level 2's snow."""
+    shared, own2 = bpy.data.collections["EnvFX Snow"], bpy.data.collections["EnvFX Snow (Level 2)"]
+    snow2 = bpy.data.objects["Ground2 Snow"]
+    shared.objects.link(snow2)
+    s2.collection.children.link(shared)
+    bpy.data.collections.remove(own2)
+    for sc in (s1, s2):
+        del sc[snow_ops.COLLECTION_KEY]
+    return snow2
+
+
+def _walkers(s1, s2):
+    """An actor collection with one walker standing on its snow for each of the two levels."""
+    for sc, x in ((s1, 0.0), (s2, 100.0)):
+        actors = bpy.data.collections.new(f"Actors {sc.name}")
+        sc.collection.children.link(actors)
+        walker = bpy.data.objects.new(f"Walker {sc.name}", None)
+        walker.location = (x, 0.0, 0.3)
+        actors.objects.link(walker)
+        sc.envfx.snow.actors = actors
+
+
 def test_snow_generated_in_one_scene_stays_in_it(envfx):
     """Each scene gets its own snow collection ("EnvFX Snow", then "EnvFX Snow (Level 2)"); snow_objects, Add
     Trails with nothing selected and regenerating in place see only the scene's own snow."""
@@ -95,14 +119,7 @@ def test_file_with_one_shared_snow_collection_splits_on_load(envfx, save_and_reo
     regenerates its cover in place; a third scene's new snow goes into a collection of its own."""
     snow_ops = envfx.operators.snow
     s1, s2 = _two_levels()
-    # the old layout: Level 2's snow in Level 1's collection, which both scenes link; no scene points at it
-    shared, own2 = bpy.data.collections["EnvFX Snow"], bpy.data.collections["EnvFX Snow (Level 2)"]
-    snow2 = bpy.data.objects["Ground2 Snow"]
-    shared.objects.link(snow2)
-    s2.collection.children.link(shared)
-    bpy.data.collections.remove(own2)
-    for sc in (s1, s2):
-        del sc[snow_ops.COLLECTION_KEY]
+    _as_shared_layout(snow_ops, s1, s2)
     assert _names(snow_ops.snow_objects(s1)) == ["Ground1 Snow", "Ground2 Snow"]  # the defect, as saved
     save_and_reopen("shared.blend")
     s1, s2 = bpy.data.scenes["Level 1"], bpy.data.scenes["Level 2"]
@@ -303,20 +320,8 @@ def test_split_gives_moved_snow_its_own_scenes_trails(envfx, save_and_reopen):
     1's group, and Level 2's walker carved nothing)."""
     snow_ops = envfx.operators.snow
     s1, s2 = _two_levels()
-    for sc, x in ((s1, 0.0), (s2, 100.0)):
-        actors = bpy.data.collections.new(f"Actors {sc.name}")
-        sc.collection.children.link(actors)
-        walker = bpy.data.objects.new(f"Walker {sc.name}", None)
-        walker.location = (x, 0.0, 0.3)
-        actors.objects.link(walker)
-        sc.envfx.snow.actors = actors
-    shared, own2 = bpy.data.collections["EnvFX Snow"], bpy.data.collections["EnvFX Snow (Level 2)"]
-    snow2 = bpy.data.objects["Ground2 Snow"]
-    shared.objects.link(snow2)
-    s2.collection.children.link(shared)
-    bpy.data.collections.remove(own2)
-    for sc in (s1, s2):
-        del sc[snow_ops.COLLECTION_KEY]
+    _walkers(s1, s2)
+    snow2 = _as_shared_layout(snow_ops, s1, s2)
     snow_ops.add_trails(s1, [bpy.data.objects["Ground1 Snow"], snow2])  # what Add Trails did then
     assert snow_ops.trails_modifiers(snow2)[0].node_group == envfx.shader_nodes.snow.group_for(s1)
     save_and_reopen("shared_trails.blend")
@@ -332,13 +337,8 @@ def test_stale_snow_surfaces_are_synced_on_load_and_switching_scenes_is_safe(env
     crashed when the first frame change there unlinked the stale member during the switch)."""
     snow_ops = envfx.operators.snow
     s1, s2 = _two_levels()
-    for sc, x in ((s1, 0.0), (s2, 100.0)):
-        actors = bpy.data.collections.new(f"Actors {sc.name}")
-        sc.collection.children.link(actors)
-        walker = bpy.data.objects.new(f"Walker {sc.name}", None)
-        walker.location = (x, 0.0, 0.3)
-        actors.objects.link(walker)
-        sc.envfx.snow.actors = actors
+    _walkers(s1, s2)
+    for sc in (s1, s2):
         snow_ops.add_trails(sc, snow_ops.snow_objects(sc))
     surfaces2 = envfx.shader_nodes.snow.surfaces_for(s2)
     surfaces2.objects.link(bpy.data.objects["Ground1 Snow"])  # a stale member
