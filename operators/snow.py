@@ -70,7 +70,7 @@ def _shows_itself(obj) -> bool:
     return True
 
 
-GEOMETRY_OBJECT_TYPES = {"MESH", "CURVE", "CURVES", "POINTCLOUD", "SURFACE", "META", "FONT"}
+GEOMETRY_OBJECT_TYPES = bridge.GEOMETRY_TYPES | {"SURFACE", "META"}  # object types whose geometry can be read
 
 
 def _local_mesh(ev, with_weights: str = "", with_uvs: bool = False):
@@ -117,10 +117,7 @@ def _placed(local, m):
     the world (``_world_winding``; the weights and UVs corner for corner with the triangles)."""
     pos, idx, weights, uvs = local
     pos = pos @ m[:3, :3].T + m[:3, 3]
-    if np.linalg.det(m[:3, :3]) < 0:
-        idx = idx[:, ::-1]
-        weights = None if weights is None else weights[:, ::-1]
-        uvs = None if uvs is None else uvs[:, ::-1]
+    idx, weights, uvs = (None if a is None else _world_winding(a, m) for a in (idx, weights, uvs))
     return pos[idx], weights, uvs
 
 
@@ -200,9 +197,10 @@ def image_and_uvs(objects, depsgraph, image):
 
 
 def _world_winding(idx, m):
-    """Triangle corner indices (T, 3) wound for the world: a mirroring matrix (negative determinant, e.g. a tile
-    scaled -1 on one axis) turns a counter-clockwise triangle clockwise, so its normal would point away from the
-    side Blender shows as the front; swapping two corners keeps the normals as Blender draws them."""
+    """Triangle corner indices (T, 3), or anything per corner (weights, UVs), wound for the world: a mirroring
+    matrix (negative determinant, e.g. a tile scaled -1 on one axis) turns a counter-clockwise triangle clockwise,
+    so its normal would point away from the side Blender shows as the front; swapping two corners keeps the
+    normals as Blender draws them."""
     if np.linalg.det(m[:3, :3]) < 0:
         return idx[:, ::-1]
     return idx
@@ -410,7 +408,7 @@ def split_shared_snow() -> list:
     return moved
 
 
-OCCLUDER_TYPES = bridge.GEOMETRY_TYPES | {"SURFACE", "META", "FONT"}
+OCCLUDER_TYPES = GEOMETRY_OBJECT_TYPES  # what keeps snow from under it: what draws a surface
 
 
 def _drawn_as_rendered(obj) -> bool:
@@ -1277,7 +1275,7 @@ def _remove_track_probe(name):
 def bake_job(scene):
     """Generator: gather the actors' paths over the frame range, bake the buffer into the output folder.
     Yields progress; returns a ``core.snow.BakeResult``. The scene's frame and modifiers are restored."""
-    out, specs, _ = bake_inputs(scene)
+    out, _specs, _ = bake_inputs(scene)
     s = scene.envfx.snow
     frames = list(range(s.frame_start, s.frame_end + 1))
     # every actor is measured at each frame (its size may be animated, and one without a size at the current
@@ -1314,7 +1312,12 @@ def bake_job(scene):
             scene.frame_set(old_frame)
             for on, mn in muted:
                 bpy.data.objects[on].modifiers[mn].show_viewport = True
-    depsgraph = bpy.context.evaluated_depsgraph_get()
+    sized = radii.max(axis=0) > 0  # an actor without a size at any baked frame is left out
+    if not sized.any():
+        raise SnowInputError(f"No actor of {s.actors.name!r} has a size at any frame of the bake "
+                             f"({s.frame_start}-{s.frame_end}): set their Snow Radius, or scale them up within "
+                             f"the frames")
+    tracks, radii, depths = tracks[:, sized], radii[:, sized], depths[:, sized]
     snow = snow_objects(scene)
     # the snow at rest (its mesh data, no trails or bend), as the live trails' vertical fade sees it
     snow_tris = [rest_triangles(o) for o in snow if o.get(SNOW_TAG) == 0 and o.type == "MESH"]
@@ -1330,7 +1333,7 @@ def bake_job(scene):
         else:
             pts = tracks.reshape(-1, 3)
         lo, hi = pts[:, :2].min(0), pts[:, :2].max(0)
-        margin = float(radii.max(initial=0.0) or max(r for _, r, *_ in specs)) * 2.0
+        margin = float(radii.max()) * 2.0
         size = float(max(hi - lo)) + 2.0 * margin
         origin = (float(lo[0] - margin), float(lo[1] - margin))
     else:
@@ -1347,12 +1350,6 @@ def bake_job(scene):
         if shape[0] * shape[1] <= 64_000_000:
             z, _, _ = core_snow.rasterize_top(snow_tris, lo_all, texel, shape)
             surface = core_snow.HeightField(lo_all, texel, z)
-    sized = radii.max(axis=0) > 0  # an actor without a size at any baked frame is left out
-    if not sized.any():
-        raise SnowInputError(f"No actor of {s.actors.name!r} has a size at any frame of the bake "
-                             f"({s.frame_start}-{s.frame_end}): set their Snow Radius, or scale them up within "
-                             f"the frames")
-    tracks, radii, depths = tracks[:, sized], radii[:, sized], depths[:, sized]
     job = core_snow.bake_job(tracks, radii, depths, stamp_params(scene), buf, frame_start=s.frame_start,
                              pivot_track=pivot_track, surface=surface, occluder_tris=occ_tris, out_dir=out,
                              sequence=s.sequence, unit_scale=bend_ops.unit_scale(scene))

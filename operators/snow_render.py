@@ -9,6 +9,7 @@ session shows the snow as it was last simulated (untouched snow in a fresh proce
 
 from __future__ import annotations
 
+import contextlib
 import sys
 
 import bpy
@@ -98,21 +99,17 @@ def forget(scene=None):
         _simulated.pop(scene.as_pointer(), None)
 
 
-class not_simulating:
+@contextlib.contextmanager
+def not_simulating(scene):
     """While the block runs, frame changes are not taken for simulation (the buffer bake steps the frames with the
     trails switched off); afterwards ``scene``'s trails count as not simulated (switched on again, Blender starts
     them from scratch)."""
-
-    def __init__(self, scene):
-        self.scene = scene
-
-    def __enter__(self):
-        _paused.append(self)
-
-    def __exit__(self, *_exc):
-        _paused.remove(self)
-        forget(self.scene)
-        return False
+    _paused.append(scene)
+    try:
+        yield
+    finally:
+        _paused.pop()
+        forget(scene)
 
 
 def simulated_up_to(scene) -> int | None:
