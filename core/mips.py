@@ -30,13 +30,12 @@ import json
 import math
 import os
 import re
-import shutil
 import struct
-import tempfile
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
+from . import outputs
 from .colour import linear_to_srgb, srgb_to_linear
 from .png import encode_png
 
@@ -616,19 +615,8 @@ def parse_formats(text) -> tuple:
 
 
 def check_output_dir(out_dir: str):
-    if not out_dir:
-        raise MipsError("No output folder: choose the folder the mip chains are written to")
-    if os.path.exists(out_dir) and not os.path.isdir(out_dir):
-        raise MipsError(f"Output {out_dir!r} is a file, not a folder: choose a folder")
-    probe = out_dir
-    while not os.path.exists(probe):
-        parent = os.path.dirname(probe)
-        if parent == probe:
-            break
-        probe = parent
-    if not os.access(probe, os.W_OK | os.X_OK):
-        raise MipsError(f"Output folder {out_dir!r} cannot be written (no permission on {probe!r}): "
-                        f"choose another folder")
+    outputs.check_folder(out_dir, error=MipsError,
+                         empty="No output folder: choose the folder the mip chains are written to")
 
 
 def output_names(stem: str, n_levels: int, formats, compare: bool = True) -> list:
@@ -714,15 +702,8 @@ class StagedOutput:
         self.compare = compare
         check_output_dir(out_dir)
         self.out_dir = out_dir
-        self.created_dir = not os.path.exists(out_dir)
-        try:
-            os.makedirs(out_dir, exist_ok=True)
-            self.tmp = tempfile.mkdtemp(prefix=".envfx-mips-", dir=out_dir)
-        except OSError as exc:
-            if self.created_dir:
-                shutil.rmtree(out_dir, ignore_errors=True)
-            raise MipsError(f"Output folder {out_dir!r} cannot be written ({exc.strerror or exc}): "
-                            f"choose another folder") from None
+        self.staging = outputs.Staging(out_dir, "mips", error=MipsError)
+        self.tmp = self.staging.path
         self.names = []
         self.stems = []
         self.keep = {os.path.realpath(p) for p in keep}
@@ -787,7 +768,7 @@ class StagedOutput:
             self.abort()
             raise MipsError(f"Writing into {self.out_dir!r} failed ({exc.strerror or exc}): "
                             f"nothing was written") from None
-        shutil.rmtree(self.tmp, ignore_errors=True)
+        self.staging.commit([])
         self.done = True
         for path in stale:
             try:
@@ -800,9 +781,7 @@ class StagedOutput:
     def abort(self):
         if self.done:
             return
-        shutil.rmtree(self.tmp, ignore_errors=True)
-        if self.created_dir:
-            shutil.rmtree(self.out_dir, ignore_errors=True)
+        self.staging.abort()
         self.done = True
 
     def __enter__(self):
