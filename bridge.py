@@ -44,6 +44,16 @@ def evaluated_positions(obj, depsgraph) -> np.ndarray:
         ev.to_mesh_clear()
 
 
+def image_pixels(image) -> np.ndarray:
+    """(H, W, C) float32 pixels of a Blender image as Blender stores them: bottom row first, C = its channels."""
+    w, h = image.size
+    c = image.channels
+    buf = np.empty(w * h * c, dtype=np.float32)
+    if buf.size:
+        image.pixels.foreach_get(buf)
+    return buf.reshape(h, w, c)
+
+
 def get_shape_key_positions(key_block) -> np.ndarray:
     n = len(key_block.data)
     buf = np.empty(n * 3, dtype=np.float32)

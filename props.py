@@ -18,9 +18,8 @@ from .core import bend as core_bend
 from .core import gasgiant as core_gasgiant
 from .core import mips as core_mips
 from .core import wind as core_wind
+from .operators.common import PATH_OPTIONS
 
-# Blender 5.0 warns about "//" paths unless a path property says it supports them; 4.2 has no such option.
-PATH_OPTIONS = {"PATH_SUPPORTS_BLEND_RELATIVE"} if bpy.app.version >= (5, 0, 0) else set()
 # Per-object settings can be changed on a library override (an asset linked into a level) and are saved with it.
 OVERRIDABLE = {"LIBRARY_OVERRIDABLE"}
 

@@ -12,13 +12,12 @@ from .. import bridge
 from ..core import bend as core_bend
 from ..core import bend_engines
 from ..core import wind as core_wind
-from ..props import PATH_OPTIONS
 from ..shader_nodes import bend as bend_nodes
 from ..shader_nodes import common
 from ..shader_nodes import wind as wind_nodes
-from .common import (NeedsScene, ObjectsResult, changeable, evaluated_check, instancers_of, join_scene_group,
-                     kept_by_override_reason, linked_reason, no_modifier_reason, output_folder, poll_not_in_edit_mode,
-                     refuse_edit_mode, report_result)
+from .common import (PATH_OPTIONS, NeedsScene, ObjectsResult, changeable, evaluated_check, instancers_of,
+                     join_scene_group, kept_by_override_reason, linked_reason, no_modifier_reason, output_folder,
+                     poll_not_in_edit_mode, refuse_edit_mode, report_result)
 
 MODIFIER_NAME = "EnvFX Bend"
 APPLIED_MARK = "envfx_bend_applied"  # custom property apply_bend leaves on a mesh (value: the scene's name)

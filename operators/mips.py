@@ -16,7 +16,7 @@ import bpy
 import numpy as np
 from bpy.props import StringProperty
 
-from .. import progress
+from .. import bridge, progress
 from ..core import mips as core_mips
 from .common import NeedsScene, output_folder
 
@@ -271,10 +271,13 @@ def _check_image_size(image, settings: core_mips.MipSettings):
 # --- reading pixels ---------------------------------------------------------------------------------------
 
 def _foreach_pixels(image) -> np.ndarray:
-    w, h = image.size
-    buf = np.empty(w * h * 4, dtype=np.float32)
-    image.pixels.foreach_get(buf)
-    return buf.reshape(h, w, 4)[::-1]  # Blender stores the bottom row first
+    """(H, W, 4) top row first (Blender stores the bottom row first); fewer stored channels are widened (grey to
+    RGB, alpha 1)."""
+    px = bridge.image_pixels(image)[::-1]
+    if px.shape[2] < 4:
+        rgb = px[..., :3] if px.shape[2] >= 3 else np.repeat(px[..., :1], 3, axis=2)
+        px = np.concatenate([rgb, np.ones(px.shape[:2] + (1,), np.float32)], axis=2)
+    return px
 
 
 def read_image(image, colour: str = "AUTO", settings: core_mips.MipSettings = DEFAULT_SETTINGS,
