@@ -42,7 +42,8 @@ def mkdocs_python() -> str:
 
 def build(out: str, strict: bool = False) -> int:
     python = mkdocs_python()
-    command = [python, "-m", "mkdocs", "build", "--quiet", "--clean", "--config-file",
+    # not --quiet: it hides the warnings that --strict counts, so a broken link would pass
+    command = [python, "-m", "mkdocs", "build", "--clean", "--config-file",
                os.path.join(ROOT, "mkdocs.yml"), "--site-dir", os.path.abspath(out)]
     if strict:
         command.append("--strict")
