@@ -203,6 +203,35 @@ NOT_SETTINGS = {
 SECTIONS = {"World Bend": "bend", "Wind": "wind", "Snow": "snow", "Gas Giant": "gasgiant", "Mip Chains": "mips"}
 
 
+def feature_texts():
+    """(feature, where, prose) for each feature's page in docs/ and its section of the README."""
+    out = [(feature, page, doc.prose(doc.read(page))) for feature, page in doc.FEATURE_PAGES.items()]
+    parts = re.split(r"^### (.+)$", doc.prose(README), flags=re.M)
+    for title, body in zip(parts[1::2], parts[2::2]):
+        feature = next(f for t, f in SECTIONS.items() if title.startswith(t))
+        out.append((feature, f"README {title}", re.split(r"^## ", body, flags=re.M)[0]))
+    return out
+
+
+def test_settings_named_in_each_feature_section(envfx):
+    named = {}
+    for feature, where, body in feature_texts():
+        obj = bpy.data.objects["Cube"].envfx
+        settings = set(getattr(bpy.context.scene.envfx, feature).bl_rna.properties.keys()) | \
+            set(obj.bl_rna.properties.keys())
+        if feature in ("wind", "snow"):
+            settings |= set(getattr(obj, feature).bl_rna.properties.keys())
+        names = {t for t in doc.backticks(body) if re.fullmatch(r"[a-z][a-z0-9_]*", t)}
+        unknown = names - settings - NOT_SETTINGS[feature]
+        assert not unknown, f"{where}: {sorted(unknown)} are neither settings nor known other names"
+        named.setdefault(feature, set()).update(names)
+    assert set(named) == set(SECTIONS.values())
+    assert sum(where.startswith("README") for _, where, _ in feature_texts()) == len(SECTIONS)
+    for feature, names in named.items():
+        stale = NOT_SETTINGS[feature] - names
+        assert not stale, f"{feature}: NOT_SETTINGS lists {sorted(stale)}, which the manual no longer names"
+
+
 def test_enum_values_written_as_assignments_in_prose(envfx):
     """``category='GRASS'``, ``color_source = 'CUBEMAP'``, ``file_format`` = ``EXR`` or ``PNG_EXR``."""
     scene_groups = [getattr(bpy.context.scene.envfx, p.identifier) for p in bpy.context.scene.envfx.bl_rna.properties
