@@ -1,25 +1,80 @@
-"""What README.md documents, read mechanically for tests/core/test_readme.py and tests/blender/test_readme.py.
+"""What the manual documents (README.md and every page of docs/), read mechanically for tests/core/test_readme.py
+and tests/blender/test_readme.py.
 
 No Blender and no EnvFX import here: plain text and ``ast``. Loaded by file path (the test folders are not packages).
+Every function that reads text takes one document; ``all_text()`` is the README and the pages joined, so a check
+over it holds for whatever page a sentence, example or table moves to.
 """
 
 from __future__ import annotations
 
 import ast
+import glob
 import io
 import os
 import re
 import shlex
 import tokenize
+import unicodedata
 from dataclasses import dataclass, field
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 README = os.path.join(ROOT, "README.md")
+DOCS = os.path.join(ROOT, "docs")
+FEATURE_PAGES = {"bend": "docs/bend.md", "wind": "docs/wind.md", "snow": "docs/snow.md",
+                 "gasgiant": "docs/gasgiant.md", "mips": "docs/mips.md"}
 
 
 def text() -> str:
-    with open(README, encoding="utf-8") as fh:
+    """README.md."""
+    return read("README.md")
+
+
+def read(path: str) -> str:
+    """A document by its path relative to the repository root."""
+    with open(os.path.join(ROOT, path), encoding="utf-8") as fh:
         return fh.read()
+
+
+def pages() -> list[str]:
+    """README.md and every docs/*.md page (paths relative to the repository root)."""
+    return ["README.md"] + sorted(os.path.relpath(p, ROOT).replace(os.sep, "/")
+                                  for p in glob.glob(os.path.join(DOCS, "*.md")))
+
+
+def all_text(exclude: tuple = ()) -> str:
+    """The README and the pages joined (each ends with a newline, so no fence or paragraph runs into the next)."""
+    return "\n".join(read(p).rstrip("\n") + "\n" for p in pages() if p not in exclude)
+
+
+# --- links ---------------------------------------------------------------------------------------------------
+
+_LINK = re.compile(r"!?\[(?:[^\]\[]|\[[^\]]*\])*\]\(([^()\s]+)(?:\s+\"[^\"]*\")?\)")
+
+
+def links(doc: str) -> list[str]:
+    """Targets of the Markdown links and pictures in the prose (not in code blocks)."""
+    return _LINK.findall(prose(doc))
+
+
+def slug(heading: str) -> str:
+    """A heading's anchor as MkDocs makes it (Python-Markdown's toc slugify; GitHub's agrees for plain headings)."""
+    value = unicodedata.normalize("NFKD", heading).encode("ascii", "ignore").decode("ascii")
+    value = re.sub(r"[^\w\s-]", "", value).strip().lower()
+    return re.sub(r"[-\s]+", "-", value)
+
+
+def anchors(doc: str) -> set:
+    """The anchors of a document's headings (a repeated heading gets _1, _2, ... as in MkDocs)."""
+    out = set()
+    for m in re.finditer(r"^#{1,6} +(.+?) *#*$", prose(doc), re.M):
+        name = slug(re.sub(r"[`*_]|\[([^\]]*)\]\([^)]*\)", lambda x: x.group(1) or "", m.group(1)))
+        base, n = name, 0
+        while name in out:
+            n += 1
+            name = f"{base}_{n}"
+        out.add(name)
+    return out
 
 
 # --- blocks, prose, backticks ------------------------------------------------------------------------------
@@ -36,7 +91,7 @@ _FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.S | re.M)
 
 
 def blocks(doc: str | None = None) -> list[Block]:
-    doc = text() if doc is None else doc
+    doc = all_text() if doc is None else doc
     found = []
     for m in _FENCE.finditer(doc):
         line = doc.count("\n", 0, m.start()) + 1
@@ -51,8 +106,8 @@ def section_at(doc: str, pos: int) -> str:
 
 
 def prose(doc: str | None = None) -> str:
-    """The README without its fenced code blocks (their lines kept empty, so paragraphs stay apart)."""
-    doc = text() if doc is None else doc
+    """A document without its fenced code blocks (their lines kept empty, so paragraphs stay apart)."""
+    doc = all_text() if doc is None else doc
     return _FENCE.sub(lambda m: "\n" * m.group(0).count("\n"), doc)
 
 
@@ -167,7 +222,7 @@ class OpRef:
 def operator_refs(doc: str | None = None) -> list[OpRef]:
     """Every ``bpy.ops.envfx.X(...)`` (code and prose) and every ``envfx.x_y`` operator id in the prose, with the
     keyword arguments and the values shown (``preset='TREE'|'BUSH'`` gives both values)."""
-    doc = text() if doc is None else doc
+    doc = all_text() if doc is None else doc
     refs = []
     for m in _OP_CALL.finditer(doc):
         kwargs = {}
@@ -321,7 +376,7 @@ class CliExample:
 def cli_examples(doc: str | None = None) -> list[CliExample]:
     """Every ``blender ... -c envfx ...`` command: lines of code blocks (``\\`` continued lines joined, comments
     and pipes dropped, ``[...]`` optional parts kept) and inline code spans."""
-    doc = text() if doc is None else doc
+    doc = all_text() if doc is None else doc
     commands = []
     for block in blocks(doc):
         if block.lang == "python":
@@ -351,14 +406,15 @@ def cli_examples(doc: str | None = None) -> list[CliExample]:
 
 def option_mentions(doc: str | None = None) -> list[tuple[str | None, str]]:
     """Long options the prose names, with the command a code span puts them after (``bend --apply``) or None.
-    Not the options of benchmark scripts (``benchmarks/bench_snow.py --only trails``, the Benchmarks table)."""
+    Not the options of benchmark scripts and tools (``benchmarks/bench_snow.py --only trails``,
+    ``python3 tools/docs.py --strict``, the table of
+    docs/benchmarks.md: pass a ``doc`` without that page)."""
     commands = ("info", "bend", "wind", "snow", "gas-giant", "mips")
     out = []
-    body = prose(doc)
-    body = body[:body.index("## Benchmarks")] if "## Benchmarks" in body else body
+    body = prose(all_text(exclude=("docs/benchmarks.md",)) if doc is None else doc)
     for token in backticks(body):
-        if re.match(r"blender |benchmarks/", token):
-            continue  # whole commands: cli_examples
+        if re.match(r"blender |benchmarks/|(python3 )?tools/", token):
+            continue  # whole commands: cli_examples; the options of benchmark scripts and tools are theirs
         words = token.split()
         command = words[0] if words and words[0] in commands else None
         for w in words:

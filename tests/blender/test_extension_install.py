@@ -91,7 +91,8 @@ def test_built_zip_installs_enables_and_bends(tmp_path):
     zip_path = build.stdout.strip().splitlines()[-1]
     names = zipfile.ZipFile(zip_path).namelist()
     assert "blender_manifest.toml" in names and "core/bend.py" in names
-    assert not any(n.startswith(("tests/", "benchmarks/", "tools/", ".ci/", "docs/")) for n in names), names
+    assert not any(n.startswith(("tests/", "benchmarks/", "tools/", ".ci/", "docs/", "site/")) for n in names), names
+    assert "mkdocs.yml" not in names and "README.md" not in names
     # nothing but the checkout's own files: no developer leftover (paths_exclude_pattern in blender_manifest.toml)
     assert sorted(set(names) - shipped) == []
     home = tmp_path / "home"

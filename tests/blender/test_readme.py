@@ -1,9 +1,9 @@
-"""README.md tells the truth about what scripts and pipelines call: every ``bpy.ops.envfx`` operator and keyword it
-shows, every ``scene.envfx`` / ``object.envfx`` setting and enum value (set on a real scene, in both Blender
-versions), the Python functions of operators/, and every ``blender -c envfx`` example and option (parsed by the real
-parser; the argument checks run with the file work stubbed out).
+"""The manual (README.md and the pages of docs/) tells the truth about what scripts and pipelines call: every
+``bpy.ops.envfx`` operator and keyword it shows, every ``scene.envfx`` / ``object.envfx`` setting and enum value (set
+on a real scene, in both Blender versions), the Python functions of operators/, and every ``blender -c envfx``
+example and option (parsed by the real parser; the argument checks run with the file work stubbed out).
 
-The README is read mechanically (tests/readme_doc.py): renaming a documented thing without the README fails here.
+The manual is read mechanically (tests/readme_doc.py): renaming a documented thing without its page fails here.
 The parts that need no Blender: tests/core/test_readme.py.
 """
 
@@ -22,7 +22,8 @@ from tests import readme_doc as doc  # tests/conftest.py puts the repository roo
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 README = doc.text()
-PROSE = doc.prose(README)
+DOCS = doc.all_text()  # the README and every page of docs/
+PROSE = doc.prose(DOCS)
 
 
 def flat(text: str) -> str:
@@ -51,7 +52,7 @@ def all_enum_items(group) -> set:
 
 # --- operators ---------------------------------------------------------------------------------------------
 
-OPS = doc.operator_refs(README)
+OPS = doc.operator_refs(DOCS)
 
 
 def test_operator_refs_are_read():
@@ -63,7 +64,7 @@ def test_operator_refs_are_read():
 
 @pytest.mark.parametrize("op", OPS, ids=lambda op: op.where)
 def test_documented_operator_exists_with_its_keywords(envfx, op):
-    assert hasattr(bpy.types, f"ENVFX_OT_{op.name}"), f"README names envfx.{op.name}, which is not registered"
+    assert hasattr(bpy.types, f"ENVFX_OT_{op.name}"), f"the manual names envfx.{op.name}, which is not registered"
     rna = getattr(bpy.ops.envfx, op.name).get_rna_type()
     for key, values in op.kwargs.items():
         assert key in rna.properties, f"envfx.{op.name} has no keyword {key!r} ({op.where})"
@@ -79,7 +80,7 @@ def test_documented_operator_exists_with_its_keywords(envfx, op):
 def test_operator_keywords_in_comments(envfx):
     """``bpy.ops.envfx.snow_drive_from_bake()  # ... (use_bake=False: ...)``: the keyword is the operator's."""
     seen = 0
-    for line in doc.setting_lines(README):
+    for line in doc.setting_lines(DOCS):
         for key in re.findall(r"(?<![\w.])([a-z_]+)=(?!=)", re.sub(r"bpy\.ops\.envfx\.\w+\([^)]*\)", "",
                                                                    line.comment)):
             assert line.ops, line.source
@@ -101,7 +102,7 @@ def test_panel_tab_is_envfx(envfx):
 
 # --- settings in the python blocks ---------------------------------------------------------------------------
 
-LINES = doc.setting_lines(README)
+LINES = doc.setting_lines(DOCS)
 
 
 def test_setting_lines_are_read():
@@ -141,7 +142,7 @@ def test_documented_setting_exists_and_takes_the_value_shown(envfx, line):
 
 def test_documented_object_settings(envfx):
     """``object.envfx.x`` / ``obj.envfx.x.y`` anywhere in the README (``object.envfx.snow.radius/depth``: both)."""
-    found = re.findall(r"(?<![\w.])(?:object|obj)\.envfx((?:\.\w+(?:/\w+)*)+)", README)
+    found = re.findall(r"(?<![\w.])(?:object|obj)\.envfx((?:\.\w+(?:/\w+)*)+)", DOCS)
     assert len(found) >= 4
     for path in found:
         parts = path.strip(".").split(".")
@@ -154,7 +155,7 @@ def test_documented_scene_settings_in_prose(envfx):
     """``scene.envfx.wind.ao_samples`` in the prose, and in the sentence after a settings group or an enum setting,
     the bare names (settings of that group) and upper-case values (items of that enum) it lists."""
     checked = 0
-    for para in doc.paragraphs(README):
+    for para in doc.paragraphs(DOCS):
         for sentence in doc.sentences(para):
             scope = None
             for token in doc.backticks(sentence):
@@ -164,7 +165,7 @@ def test_documented_scene_settings_in_prose(envfx):
                     parts = m.group(2).strip(".").split(".")
                     *head, last = parts
                     group = group_of(owner, head)
-                    assert last in group.bl_rna.properties, f"README names {token}, which does not exist"
+                    assert last in group.bl_rna.properties, f"the manual names {token}, which does not exist"
                     prop = group.bl_rna.properties[last]
                     scope = ((getattr(group, last), None) if prop.type == "POINTER" else
                              (group, last) if prop.type == "ENUM" else None)
@@ -202,12 +203,19 @@ NOT_SETTINGS = {
 SECTIONS = {"World Bend": "bend", "Wind": "wind", "Snow": "snow", "Gas Giant": "gasgiant", "Mip Chains": "mips"}
 
 
-def test_settings_named_in_each_feature_section(envfx):
-    parts = re.split(r"^### (.+)$", PROSE, flags=re.M)
-    seen = set()
+def feature_texts():
+    """(feature, where, prose) for each feature's page in docs/ and its section of the README."""
+    out = [(feature, page, doc.prose(doc.read(page))) for feature, page in doc.FEATURE_PAGES.items()]
+    parts = re.split(r"^### (.+)$", doc.prose(README), flags=re.M)
     for title, body in zip(parts[1::2], parts[2::2]):
         feature = next(f for t, f in SECTIONS.items() if title.startswith(t))
-        seen.add(feature)
+        out.append((feature, f"README {title}", re.split(r"^## ", body, flags=re.M)[0]))
+    return out
+
+
+def test_settings_named_in_each_feature_section(envfx):
+    named = {}
+    for feature, where, body in feature_texts():
         obj = bpy.data.objects["Cube"].envfx
         settings = set(getattr(bpy.context.scene.envfx, feature).bl_rna.properties.keys()) | \
             set(obj.bl_rna.properties.keys())
@@ -215,10 +223,13 @@ def test_settings_named_in_each_feature_section(envfx):
             settings |= set(getattr(obj, feature).bl_rna.properties.keys())
         names = {t for t in doc.backticks(body) if re.fullmatch(r"[a-z][a-z0-9_]*", t)}
         unknown = names - settings - NOT_SETTINGS[feature]
-        assert not unknown, f"{title}: {sorted(unknown)} are neither settings nor known other names"
+        assert not unknown, f"{where}: {sorted(unknown)} are neither settings nor known other names"
+        named.setdefault(feature, set()).update(names)
+    assert set(named) == set(SECTIONS.values())
+    assert sum(where.startswith("README") for _, where, _ in feature_texts()) == len(SECTIONS)
+    for feature, names in named.items():
         stale = NOT_SETTINGS[feature] - names
-        assert not stale, f"{title}: NOT_SETTINGS lists {sorted(stale)}, which the README no longer names"
-    assert seen == set(SECTIONS.values())
+        assert not stale, f"{feature}: NOT_SETTINGS lists {sorted(stale)}, which the manual no longer names"
 
 
 def test_enum_values_written_as_assignments_in_prose(envfx):
@@ -233,7 +244,7 @@ def test_enum_values_written_as_assignments_in_prose(envfx):
     assert len(pairs) >= 3
     for name, values in pairs:
         owners = [g for g in scene_groups + object_groups if name in g.bl_rna.properties]
-        assert owners, f"README's {name} is not a setting"
+        assert owners, f"the manual's {name} is not a setting"
         for value in values:
             assert any(value in enum_items(g, name) for g in owners), f"{name} has no item {value!r}"
 
@@ -305,12 +316,12 @@ def test_max_memory_default_is_the_same_everywhere(envfx):
 # --- Python functions of operators/ ----------------------------------------------------------------------
 
 def test_operator_module_functions(envfx):
-    refs = [r for r in doc.api_refs(README) if r.module.startswith("operators.")]
+    refs = [r for r in doc.api_refs(DOCS) if r.module.startswith("operators.")]
     assert {r.name for r in refs} >= {"bake", "add_wind", "remove_wind"}
     for ref in refs:
         module = importlib.import_module(f"{envfx.__name__}.{ref.module}")
         target = getattr(module, ref.name, None)
-        assert target is not None, f"README names {ref.module}.{ref.name}, which does not exist"
+        assert target is not None, f"the manual names {ref.module}.{ref.name}, which does not exist"
         shape = doc.call_shape(ref.call)
         if shape:
             positional, keywords, _ = shape
@@ -318,7 +329,7 @@ def test_operator_module_functions(envfx):
                 sig = inspect.signature(target)
                 sig.bind(*([None] * positional), **{k: None for k in keywords})
             except TypeError as exc:
-                pytest.fail(f"README's {ref.call!r} does not fit {ref.module}.{ref.name}{sig}: {exc}")
+                pytest.fail(f"the manual's {ref.call!r} does not fit {ref.module}.{ref.name}{sig}: {exc}")
             if keywords and not any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values()):
                 continue
             # **kw passed on (bake -> bake_job): the keyword is a parameter of a function of that module
@@ -345,7 +356,7 @@ def options_of(parser) -> dict:
     return {s: a for a in parser._actions for s in a.option_strings}
 
 
-EXAMPLES = doc.cli_examples(README)
+EXAMPLES = doc.cli_examples(DOCS)
 
 
 def test_cli_examples_are_read():
@@ -415,7 +426,7 @@ def test_cli_options_named_in_prose_exist(envfx):
     commands = {name: options_of(doc_parser(envfx, name)) for name in ("info", "bend", "wind", "snow",
                                                                        "gas-giant", "mips")}
     every = set().union(*commands.values())
-    mentions = doc.option_mentions(README)
+    mentions = doc.option_mentions(doc.all_text(exclude=("docs/benchmarks.md",)))
     assert len(mentions) >= 25
     not_ours = set(re.findall(r"`(--[\w-]+)`", flat(PROSE)[flat(PROSE).index("Options not taken over"):][:800]))
     assert {"--trap-nans", "--wstep-period", "--dump-flowmap"} <= not_ours

@@ -1,7 +1,8 @@
-"""README.md tells the truth about the code (the parts that need no Blender): the set-up commands, the paths and
-scripts it names, the Python API of core/, the files and JSON keys the bakes write, and the numbers it quotes.
+"""The manual (README.md and the pages of docs/) tells the truth about the code (the parts that need no Blender): the
+set-up commands, the paths and scripts it names, the Python API of core/, the files and JSON keys the bakes write,
+the numbers it quotes; its links resolve, the README stays a front door, and the pages build into a website.
 
-The README is read mechanically (tests/readme_doc.py), so renaming a documented thing without the README fails here.
+The manual is read mechanically (tests/readme_doc.py), so renaming a documented thing without its page fails here.
 tests/blender/test_readme.py checks the operators, settings and command line in Blender.
 """
 
@@ -10,6 +11,8 @@ import inspect
 import json
 import os
 import re
+import subprocess
+import sys
 import tomllib
 
 import numpy as np
@@ -22,8 +25,10 @@ from tests import readme_doc as doc  # tests/conftest.py puts the repository roo
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 README = doc.text()
-PROSE = doc.prose(README)
+DOCS = doc.all_text()  # the README and every page of docs/
+PROSE = doc.prose(DOCS)
 SPANS = doc.backticks(PROSE)
+README_MAX_LINES = 250
 
 
 def read(*parts) -> str:
@@ -37,9 +42,9 @@ def flat(text: str) -> str:
 
 
 def quoted(pattern: str, where: str = PROSE) -> re.Match:
-    """The README's prose must say this (a regex over the prose with line breaks made spaces)."""
+    """The manual's prose must say this (a regex over the prose with line breaks made spaces)."""
     m = re.search(pattern, flat(where))
-    assert m, f"README no longer says {pattern!r}: update the README and this test together"
+    assert m, f"the manual no longer says {pattern!r}: update the page and this test together"
     return m
 
 
@@ -98,40 +103,104 @@ def test_install_zip_name_and_version():
     assert "f\"{m['id']}-{m['version']}.zip\"" in build and 'os.path.join(ROOT, "dist")' in build
     quoted(r"`\$\(tools/venv\.sh 5\.0\) tools/build\.py` writes `dist/envfx-<version>\.zip`")
     assert manifest["id"] == "envfx"
-    shown = re.findall(r"dist/envfx-(\d[\w.]*)\.zip", README)
+    shown = re.findall(r"dist/envfx-(\d[\w.]*)\.zip", DOCS)
     assert shown and set(shown) == {manifest["version"]}, "the install example names another version"
     quoted(r"Blender extension \(Blender 4\.2 LTS to 5\.0\)")
     assert manifest["blender_version_min"].startswith("4.2")
 
 
-# --- paths the README names ----------------------------------------------------------------------------------
+# --- paths the the manual names ----------------------------------------------------------------------------------
 
 def test_layout_lists_what_exists():
-    block = next(b for b in doc.blocks(README) if b.section == "Layout")
+    """CONTRIBUTING's Layout block lists what the repository holds. A folder listed (``cli/``) may still be the module
+    it grows from (``cli.py``): a module that becomes a package keeps its name."""
+    contributing = doc.read("docs/CONTRIBUTING.md")
+    block = next(b for b in doc.blocks(contributing) if b.section == "Layout")
     listed = []
     for line in block.body.splitlines():
-        names = line.split("  ")[0].split()  # "operators/ shader_nodes/ panels/   one file per ..."
+        names = line.split("  ")[0].split()  # "operators/ shader_nodes/ panels/   one module per ..."
         listed.extend(names)
-    assert "cli.py" in listed and "tests/core" in listed
+    assert "cli/" in listed and "tests/core" in listed and "docs/" in listed
+
+    def exists(name):
+        return os.path.exists(os.path.join(ROOT, name)) or (
+            name.endswith("/") and os.path.isfile(os.path.join(ROOT, name.rstrip("/") + ".py")))
+
     for name in listed:
-        assert os.path.exists(os.path.join(ROOT, name)), f"README Layout lists {name}, which does not exist"
+        assert exists(name), f"CONTRIBUTING's Layout lists {name}, which does not exist"
     for name in os.listdir(ROOT):  # and every top-level module or package of the add-on is listed
         if name.endswith(".py") or os.path.isfile(os.path.join(ROOT, name, "__init__.py")):
-            assert name in listed or name.rstrip("/") + "/" in listed, f"Layout does not list {name}"
+            folder = name.removesuffix(".py") + "/"
+            assert name in listed or folder in listed, f"CONTRIBUTING's Layout does not list {name}"
+
+
+def test_readme_is_a_front_door():
+    """The README stays short (the detail is in docs/) and links to every page of the manual."""
+    lines = len(README.splitlines())
+    assert lines <= README_MAX_LINES, f"README.md has {lines} lines: move the detail into docs/"
+    linked = {os.path.normpath(target.split("#")[0]) for target in doc.links(README)}
+    for page in doc.pages()[1:]:
+        assert page in linked, f"README does not link to {page}"
+
+
+def test_relative_links_and_anchors_resolve():
+    """Every relative link and picture of the README and the pages names a file of the repository, and an anchor
+    (``#section`` or ``page.md#section``) names a heading of that page."""
+    checked = 0
+    for page in doc.pages():
+        text = doc.read(page)
+        for target in doc.links(text):
+            if re.match(r"[a-z][a-z0-9+.-]*:", target):
+                continue  # https:, mailto:
+            path, _, anchor = target.partition("#")
+            where = os.path.normpath(os.path.join(os.path.dirname(page), path)) if path else page
+            assert not where.startswith(".."), f"{page} links to {target}, outside the repository"
+            assert os.path.exists(os.path.join(ROOT, where)), f"{page} links to {target}, which does not exist"
+            if page.startswith("docs/") and path:
+                assert where.startswith("docs/"), f"{page} links to {target}, which the website does not hold"
+            if anchor:
+                assert where.endswith(".md"), f"{page}: {target} has an anchor into a file that is not a page"
+                assert anchor in doc.anchors(doc.read(where)), f"{page} links to {target}: no such heading"
+            checked += 1
+    assert checked >= 40
+
+
+def test_website_lists_every_page():
+    nav = re.findall(r"^\s*- [^:]+: (\S+\.md)$", doc.read("mkdocs.yml"), re.M)
+    assert sorted(nav) == sorted(os.path.basename(p) for p in doc.pages()[1:])
+    assert nav[0] == "index.md"
+
+
+def test_website_builds(tmp_path):
+    """tools/docs.py builds the pages with MkDocs in strict mode (a broken link or anchor fails). Skipped only when
+    MkDocs cannot be installed (no network on a first run)."""
+    env = dict(os.environ)
+    out = tmp_path / "site"
+    proc = subprocess.run([sys.executable, os.path.join(ROOT, "tools", "docs.py"), "--out", str(out), "--strict"],
+                          capture_output=True, text=True, env=env, timeout=600)
+    if proc.returncode == 3:
+        pytest.skip(proc.stderr.strip().splitlines()[-1])
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    for page in doc.pages()[1:]:
+        name = os.path.basename(page)[:-3]
+        html = out / ("index.html" if name == "index" else os.path.join(name, "index.html"))
+        assert html.is_file(), f"the site has no page for {page}"
+    assert "Wind force-field" in (out / "wind" / "index.html").read_text(encoding="utf-8")
 
 
 def test_every_repository_path_named_exists():
     paths = set()
-    for span in SPANS + [b.body for b in doc.blocks(README) if b.lang in ("sh", "")]:
+    for span in SPANS + [b.body for b in doc.blocks(DOCS) if b.lang in ("sh", "")]:
         paths.update(re.findall(r"(?<![\w/.])((?:tools|benchmarks|core|docs|tests|\.ci)/[\w./-]*\w)", span))
-    paths.update(re.findall(r"\]\((docs/[^)]+)\)", README))  # pictures
+    paths.update(re.findall(r"\]\((docs/[^)]+)\)", README))  # pictures and pages
     assert len(paths) > 15
     for path in sorted(paths):
-        assert os.path.exists(os.path.join(ROOT, path.split(":")[0])), f"README names {path}, which does not exist"
+        where = re.split("[:#]", path)[0]  # tests/core/test_bend.py::test_x, docs/index.md#install
+        assert os.path.exists(os.path.join(ROOT, where)), f"the manual names {path}, which does not exist"
 
 
 def test_benchmark_table_lists_every_benchmark_and_its_options():
-    section = README[README.index("## Benchmarks"):]
+    section = doc.read("docs/benchmarks.md")
     rows = re.findall(r"^\| `(bench_\w+\.py)` \| (.*) \|$", section, re.M)
     on_disk = sorted(f for f in os.listdir(os.path.join(ROOT, "benchmarks")) if f.endswith(".py"))
     assert sorted(name for name, _ in rows) == on_disk
@@ -144,23 +213,24 @@ def test_benchmark_table_lists_every_benchmark_and_its_options():
 
 # --- Python API of core/ -----------------------------------------------------------------------------------
 
-CORE_REFS = [r for r in doc.api_refs(README) if r.module.startswith("core.")]
+CORE_REFS = [r for r in doc.api_refs(DOCS) if r.module.startswith("core.")]
 
 
 def resolve(ref):
     """The object an ApiRef names (pytest.fail when there is none)."""
     if ref.module == "core.*":  # Class.method with no module given: a class of some core module
         klass, attr = ref.name.split(".")
-        owners = [getattr(importlib.import_module(f"core.{m[:-3]}"), klass, None)
-                  for m in sorted(os.listdir(os.path.join(ROOT, "core"))) if m.endswith(".py")]
+        owners = [getattr(importlib.import_module(f"core.{m.removesuffix('.py')}"), klass, None)
+                  for m in sorted(os.listdir(os.path.join(ROOT, "core")))
+                  if m.endswith(".py") or os.path.isfile(os.path.join(ROOT, "core", m, "__init__.py"))]
         owners = [o for o in owners if inspect.isclass(o)]
-        assert owners, f"README names {ref.call}: no core module has a class {klass}"
-        return getattr(owners[0], attr, None) or pytest.fail(f"README names {ref.call}: {klass} has no {attr}")
+        assert owners, f"the manual names {ref.call}: no core module has a class {klass}"
+        return getattr(owners[0], attr, None) or pytest.fail(f"the manual names {ref.call}: {klass} has no {attr}")
     module = importlib.import_module(ref.module)
     found = getattr(module, ref.name, None)
     if found is None and ref.klass:
         found = getattr(getattr(module, ref.klass), ref.name, None)
-    assert found is not None, f"README names {ref.module}.{ref.name} ({ref.call!r}), which does not exist"
+    assert found is not None, f"the manual names {ref.module}.{ref.name} ({ref.call!r}), which does not exist"
     return found
 
 
@@ -179,15 +249,15 @@ def check_call(target, call: str, module=None):
     try:
         sig.bind(*([None] * positional), **{k: None for k in keywords})
     except TypeError as exc:
-        pytest.fail(f"README's {call!r} does not fit {target.__qualname__}{sig}: {exc}")
+        pytest.fail(f"the manual's {call!r} does not fit {target.__qualname__}{sig}: {exc}")
     for inner in nested:  # MipSettings(ref=0.5) inside build_chain(...)
         inner_target = getattr(module, inner.split("(")[0], None) if module else None
-        assert inner_target is not None, f"README's {call!r}: {inner.split('(')[0]} is not in {module.__name__}"
+        assert inner_target is not None, f"the manual's {call!r}: {inner.split('(')[0]} is not in {module.__name__}"
         check_call(inner_target, inner)
 
 
 def test_core_api_refs_are_read():
-    """The README's API sentences are found (a change to their wording must not silently check nothing)."""
+    """The the manual's API sentences are found (a change to their wording must not silently check nothing)."""
     names = {(r.module, r.name) for r in CORE_REFS}
     assert {("core.bend", "pick"), ("core.gasgiant", "run_bake"), ("core.mips", "build_chain"),
             ("core.snow", "generate_cover"), ("core.wind", "bake_wind_data"), ("core.exr", "read_exr"),
@@ -238,7 +308,7 @@ def test_mips_writes_the_files_and_report(tmp_path):
 
 
 def test_bend_engine_files(tmp_path):
-    table = re.findall(r"^\| `([\w.]+)` \| (Godot|Unity|Unreal|all) ", README, re.M)
+    table = re.findall(r"^\| `([\w.]+)` \| (Godot|Unity|Unreal|all) ", DOCS, re.M)
     paths = bend_engines.export_files(core_bend.BendParams(), str(tmp_path))
     assert sorted(os.path.basename(p) for p in paths) == sorted(name for name, _ in table)
     assert bend_engines.JSON_NAME == "envfx_bend.json"
@@ -253,7 +323,7 @@ def test_bend_limits():
     assert float(quoted(r"A strength beyond (\d+)").group(1)) == core_bend.MAX_STRENGTH
     assert float(quoted(r"horizon\s*offset beyond ([\d,]+) m").group(1).replace(",", "")) == core_bend.MAX_DISTANCE
     assert tuple(core_bend.MODES) == ("RUNNER", "RUNNER_2AXIS", "PLANET", "CYLINDER")
-    table = re.findall(r"^\| `([A-Z_0-9]+)` \| ", README, re.M)
+    table = re.findall(r"^\| `([A-Z_0-9]+)` \| ", DOCS, re.M)
     assert set(core_bend.MODES) <= set(table)
 
 
@@ -271,7 +341,7 @@ def test_gasgiant_output_names_and_metadata(tmp_path):
     animated = gasgiant.output_names(gasgiant.GasGiantParams(frames=3), 1)
     assert "gasgiant_flow_0001.png" in animated.values()
     assert gasgiant.METADATA_NAME == "gasgiant.json"
-    # gasgiant.json: format, version and every key the README names
+    # gasgiant.json: format, version and every key the the manual names
     params = gasgiant.GasGiantParams(particles=2000, iterations=2, field_size=16, cubemap_size=64,
                                      equirect_width=128, threads=1, frames=2, frame_iterations=1)
     gasgiant.run_bake(params, str(tmp_path))
@@ -369,18 +439,19 @@ def test_snow_bake_files_and_json(tmp_path):
 
 def test_snow_and_wind_names_in_the_code():
     """Attribute, vertex-group, node-group and material names the README gives appear in the code."""
-    source = "".join(read(d, f) for d in ("core", "operators", "shader_nodes")
-                     for f in sorted(os.listdir(os.path.join(ROOT, d))) if f.endswith(".py"))
+    source = "".join(read(folder, f) for d in ("core", "operators", "shader_nodes")  # packages' modules too
+                     for folder, _, names in sorted(os.walk(os.path.join(ROOT, d))) for f in sorted(names)
+                     if f.endswith(".py"))
     names = {s for s in SPANS if re.fullmatch(r"\.?EnvFX_\w+|snow_(thickness|coverage)|envfx_bend_applied", s)}
     assert {"EnvFX_Height", "EnvFX_Wind", "EnvFX_Wind_Export", "EnvFX_Height_UV", "EnvFX_Trunk",
             "snow_coverage", "envfx_bend_applied"} <= names
     for name in names:
-        assert f'"{name}"' in source, f"README names {name}, which the code does not write or read"
+        assert f'"{name}"' in source, f"the manual names {name}, which the code does not write or read"
     groups = set(re.findall(r'"(EnvFX [A-Z][\w ]*?)(?: \((?:its name|<image>)\))?"', flat(PROSE)))
     assert {"EnvFX Bend", "EnvFX Wind", "EnvFX Snow Trails", "EnvFX Snow Coverage", "EnvFX Snow Surfaces",
             "EnvFX Snow Buffer", "EnvFX Snow"} <= groups
     for group in groups:
-        assert f'"{group}' in source, f"README names {group!r}, which the code does not make"
+        assert f'"{group}' in source, f"the manual names {group!r}, which the code does not make"
     hidden = [s for s in SPANS if s.startswith(".EnvFX_Wind_")]
     from core import wind as core_wind
     assert tuple(hidden) == core_wind.LIVE_ATTRS
