@@ -3,8 +3,10 @@
 One group per scene is shared by every object it bends, so the scene's settings change them all at once:
 strength, spreads, horizon offset and the on/off switch are Value nodes driven by ``scene.envfx.bend`` of the
 scene being evaluated (plain context-property drivers, so they follow keyframes during playback and need no
-pointer to the scene), the pivot is an Object Info node pointing at the pivot object (moving or animating it
-re-evaluates the bend at once). Switched off, the geometry passes through untouched.
+pointer to the scene), the pivot is an Object Info node pointing at a stand-in Empty that copies the pivot's
+transform (``common.point_at_transform``: moving or animating the pivot re-evaluates the bend at once, and the
+bend does not depend on the pivot's geometry, which may itself read the bent world). Switched off, the geometry
+passes through untouched.
 
 The math runs in world space without moving every vertex to world space and back: per object (single values)
 the group computes the forward axis in object space ``A = L^T f``, the constant ``c0 = f.(t - pivot) - offset``
@@ -235,10 +237,16 @@ def claim_appended(scene) -> list:
 def follow_own_pivot(scene):
     """A scene whose group's pivot is not its own (a Full Copy: Blender points the copy's settings at the copied
     player, but its objects share the original's group) gets its own group, following its own pivot. A group
-    two scenes share with one pivot (a Linked Copy) stays shared."""
+    two scenes share with one pivot (a Linked Copy) stays shared. A group that reads the pivot itself (saved by
+    an older EnvFX) is pointed at a stand-in (see ``_wire``)."""
     tree = group_for(scene)
     node = tree.nodes.get("Pivot") if tree is not None else None
-    if node is not None and node.inputs["Object"].default_value != scene.envfx.bend.pivot:
+    if node is None:
+        return
+    read = node.inputs["Object"].default_value
+    # a group saved by an older EnvFX reads the pivot itself (geometry too): it gets a stand-in
+    old_reader = read is not None and not common.is_transform_proxy(read)
+    if old_reader or common.proxy_target(read) != scene.envfx.bend.pivot:
         sync(scene, tree)
 
 
@@ -270,10 +278,9 @@ def sync(scene, tree=None):
 
 
 def _wire(scene, tree):
-    pivot = scene.envfx.bend.pivot
     node = tree.nodes.get("Pivot")
-    if node is not None and node.inputs["Object"].default_value != pivot:
-        node.inputs["Object"].default_value = pivot
+    if node is not None:  # the pivot's transform only (a pivot that is a snow actor would make a cycle)
+        common.point_at_transform(node.inputs["Object"], scene.envfx.bend.pivot, f"EnvFX Pivot ({tree.name})")
     common.drive_values(tree, scene, {label: f"envfx.bend.{prop}" for label, prop in DRIVEN.items()})
     return tree
 

@@ -591,3 +591,44 @@ def modifier_for(obj, tree):
 def users_in(scene, tree) -> list:
     """The objects of ``scene`` with a nodes modifier that uses ``tree``."""
     return [obj for obj in scene.objects if modifier_for(obj, tree) is not None]
+
+
+# --- objects read for their transform only ----------------------------------------------------------------
+# An Object Info node makes its group depend on the object's geometry as well as its transform, even when only
+# the Location output is used. A group reading a player that itself reads the group's object (the bend's pivot
+# is a snow actor whose coverage reads the snow, which is bent) is then a dependency cycle. So such a node
+# points at a stand-in: an Empty in no scene (the node keeps it alive) whose Copy Transforms constraint follows
+# the object; an Empty has no geometry, and a constraint is a transform-only relation.
+
+PROXY_KEY = "envfx_transform_of"
+
+
+def is_transform_proxy(obj) -> bool:
+    return obj is not None and obj.type == "EMPTY" and obj.get(PROXY_KEY) is not None
+
+
+def proxy_target(obj):
+    """The object a stand-in follows (None when it follows nothing), or ``obj`` itself when it is no stand-in."""
+    if not is_transform_proxy(obj):
+        return obj
+    con = obj.constraints.get(PROXY_KEY)
+    return con.target if con is not None else None
+
+
+def point_at_transform(socket, target, name: str):
+    """Point the Object input ``socket`` (of an Object Info node) at a stand-in following ``target``'s world
+    transform (``target`` None: a stand-in at the origin, as an Object Info node of nothing gives). A stand-in
+    another node also points at is not changed: this socket gets its own (named ``name``)."""
+    proxy = socket.default_value
+    if is_transform_proxy(proxy) and proxy_target(proxy) == target:
+        return proxy
+    if not is_transform_proxy(proxy) or proxy.users > 1 or proxy.library is not None:
+        proxy = bpy.data.objects.new(name, None)
+        proxy[PROXY_KEY] = True
+        proxy.empty_display_size = 0.25
+        proxy.hide_render = True
+    con = proxy.constraints.get(PROXY_KEY) or proxy.constraints.new("COPY_TRANSFORMS")
+    con.name = PROXY_KEY
+    con.target = target
+    socket.default_value = proxy
+    return proxy

@@ -1,0 +1,102 @@
+"""Effects combined the documented way evaluate without a dependency cycle, and the bend reads its pivot's
+transform only (a stand-in Empty follows the pivot)."""
+
+import bpy
+import numpy as np
+import pytest
+
+
+def _plane(name, size=10.0, cuts=8):
+    bpy.ops.mesh.primitive_grid_add(x_subdivisions=cuts, y_subdivisions=cuts, size=size)
+    obj = bpy.context.active_object
+    obj.name = name
+    return obj
+
+
+def _run(op, objects, **kwargs):
+    with bpy.context.temp_override(selected_objects=objects, active_object=objects[0], object=objects[0]):
+        return getattr(bpy.ops.envfx, op)(**kwargs)
+
+
+@pytest.fixture
+def player_on_bent_snow(envfx):
+    """A plane, a cube in an "Actors" collection, the cube the bend's pivot and a snow actor: Add Bend on the
+    plane and the cube, Generate Snow, Add Trails (the issue's everyday scene)."""
+    scene = bpy.context.scene
+    plane = _plane("Ground")
+    bpy.ops.mesh.primitive_cube_add(size=0.5, location=(0, 0, 0.25))
+    cube = bpy.context.active_object
+    cube.name = "Player"
+    actors = bpy.data.collections.new("Actors")
+    scene.collection.children.link(actors)
+    for coll in list(cube.users_collection):
+        coll.objects.unlink(cube)
+    actors.objects.link(cube)
+    scene.envfx.bend.pivot = cube
+    scene.envfx.snow.actors = actors
+    scene.envfx.snow.spacing = 0.5
+    assert _run("bend_add", [plane, cube]) == {"FINISHED"}
+    assert _run("snow_generate", [plane]) == {"FINISHED"}
+    assert _run("snow_trails_add", list(scene.objects)) == {"FINISHED"}
+    return scene, plane, cube
+
+
+def _cycles(text: str) -> int:
+    return text.count("Dependency cycle detected")
+
+
+def test_player_as_pivot_and_actor_on_bent_snow_has_no_cycle(capfd, player_on_bent_snow):
+    """Blender prints a cycle when it builds the scene's relations (the set-up's calls, a frame step)."""
+    scene, plane, cube = player_on_bent_snow
+    for frame in (2, 3, 10):
+        scene.frame_set(frame)
+    bpy.context.evaluated_depsgraph_get().update()
+    printed = capfd.readouterr()
+    assert _cycles(printed.out + printed.err) == 0, printed.out + printed.err
+
+
+def test_the_bend_reads_a_stand_in_that_follows_the_pivot(player_on_bent_snow, envfx):
+    scene, plane, cube = player_on_bent_snow
+    tree = envfx.shader_nodes.bend.group_for(scene)
+    read = tree.nodes["Pivot"].inputs["Object"].default_value
+    assert read is not cube and read.type == "EMPTY" and read.name not in scene.objects
+    cube.location = (3.0, 1.0, 0.25)
+    cube.keyframe_insert("location", frame=5)
+    cube.location = (0.0, 0.0, 0.25)
+    cube.keyframe_insert("location", frame=1)
+    bridge = envfx.bridge
+    for frame, pivot in ((1, (0.0, 0.0, 0.25)), (5, (3.0, 1.0, 0.25))):
+        scene.frame_set(frame)
+        depsgraph = bpy.context.evaluated_depsgraph_get()
+        got = bridge.evaluated_positions(plane, depsgraph)
+        params = envfx.shader_nodes.bend.params_from_scene(scene)
+        assert np.allclose(params.pivot, pivot)
+        want = envfx.core.bend.forward_local(bridge.get_positions(plane.data), bridge.matrix_to_numpy(
+            plane.matrix_world), params)
+        assert np.abs(got - want).max() < 1e-4, frame
+    # a new pivot retargets the stand-in; none gives the origin, as an Object Info node of nothing does
+    scene.envfx.bend.pivot = None
+    assert envfx.shader_nodes.common.proxy_target(tree.nodes["Pivot"].inputs["Object"].default_value) is None
+
+
+def test_a_group_saved_reading_the_pivot_itself_gets_a_stand_in(player_on_bent_snow, envfx):
+    scene, plane, cube = player_on_bent_snow
+    tree = envfx.shader_nodes.bend.group_for(scene)
+    tree.nodes["Pivot"].inputs["Object"].default_value = cube  # as an older EnvFX saved it
+    envfx.shader_nodes.bend.follow_own_pivot(scene)
+    read = tree.nodes["Pivot"].inputs["Object"].default_value
+    assert envfx.shader_nodes.common.is_transform_proxy(read)
+    assert envfx.shader_nodes.common.proxy_target(read) == cube
+
+
+def test_a_full_copy_scene_gets_its_own_stand_in(player_on_bent_snow, envfx):
+    scene, plane, cube = player_on_bent_snow
+    common = envfx.shader_nodes.common
+    bpy.ops.scene.new(type="FULL_COPY")
+    copy = bpy.context.scene
+    copy.frame_set(2)
+    envfx.shader_nodes.bend.follow_own_pivot(copy)
+    mine = envfx.shader_nodes.bend.group_for(scene).nodes["Pivot"].inputs["Object"].default_value
+    theirs = envfx.shader_nodes.bend.group_for(copy).nodes["Pivot"].inputs["Object"].default_value
+    assert common.proxy_target(mine) == cube
+    assert common.proxy_target(theirs) == copy.envfx.bend.pivot and copy.envfx.bend.pivot != cube
