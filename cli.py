@@ -430,7 +430,7 @@ def scene_report(scene) -> dict:
 
 
 def run_info(args) -> int:
-    from . import FEATURES
+    from .core.features import FEATURES
 
     m = manifest()
     if not args.blend:

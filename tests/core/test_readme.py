@@ -84,7 +84,7 @@ def test_demo_command_writes_where_the_readme_says():
     assert 'os.path.join(args.out, "demo.blend")' in demo_py
     quoted(r"writes the bakes into `demo_out/`, and saves `demo_out/demo\.blend`")
     # every feature the extension has is a demo part
-    init = read("__init__.py")
+    init = read("core", "features.py")
     features = re.search(r"FEATURES = \(([^)]*)\)", init).group(1)
     parts = re.search(r"PARTS = \(([^)]*)\)", demo_py).group(1)
     assert features == parts
