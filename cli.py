@@ -604,22 +604,7 @@ def _bend_file(args, path: str, export_engines):
             result = bend_ops.remove_bend(objects)
             verb = "removed the bend from"
         elif args.apply:
-            # a mesh the bend was already baked into (and that has no bend now) is not bent a second time
-            baked = [o.name for o in objects if not bend_ops.bend_modifiers(o) and bend_ops.bend_applied(o)]
-            objects = [o for o in objects if o.name not in baked]
-            result = bend_ops.BendResult()
-            if objects:
-                unbent = [o for o in objects if not bend_ops.bend_modifiers(o)]
-                result = bend_ops.add_bend(scene, objects)
-                # the bake reads world matrices: evaluate the scene first (parents, constraints, animation)
-                with bpy.context.temp_override(scene=scene, view_layer=scene.view_layers[0]):
-                    bpy.context.evaluated_depsgraph_get().update()
-                warnings = result.warnings
-                result = bend_ops.apply_bend(scene, objects)
-                result.warnings[:0] = warnings
-                # an object the bake skips keeps the state it had: no live bend that this run added
-                bend_ops.remove_bend([o for o in unbent if o.name in result.skipped])
-            result.unchanged += baked
+            result, baked = bend_ops.bend_and_apply(scene, objects)
             verb = "baked the bend into"
         else:
             result = bend_ops.add_bend(scene, objects)
