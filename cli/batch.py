@@ -20,6 +20,8 @@ class CliError(Exception):
     """Bad input: the message says what is wrong and what to do (exit code 2)."""
 
 
+# --- arguments and paths, checked before any file is opened -----------------------------------------------
+
 def check_blend(path: str):
     if not path.lower().endswith(".blend"):
         raise CliError(f"{path!r} is not a .blend file: pass the .blend to work on")
@@ -132,6 +134,8 @@ def check_writable_in_place(path: str):
         raise CliError(f"its folder {folder!r} is read-only: make it writable or pass --output")
 
 
+# --- opening and saving a .blend file ---------------------------------------------------------------------
+
 @contextlib.contextmanager
 def blender_stdout_to_stderr(active: bool = True):
     """While active, whatever is written to file descriptor 1 (Blender's own "Read blend: ..." lines) goes to
@@ -206,6 +210,8 @@ def save_blend(path: str):
         raise CliError(f"Blender could not save {path!r} ({str(exc).strip()}): check the disk space and the "
                        f"permissions of the file and its folder") from None
 
+
+# --- the batch: one file after another; Ctrl-C and SIGTERM ------------------------------------------------
 
 def run_files(command: str, paths, work, changes: bool = True) -> int:
     """The one batch rule of every command that takes .blend files: ``work(path)`` runs for each file in turn;
@@ -325,6 +331,8 @@ def _signal_handler(signum, handler, default):
     finally:
         signal.signal(signum, previous if previous is not None else default)
 
+
+# --- the scene of an opened file --------------------------------------------------------------------------
 
 class SceneContext:
     """What the operator functions need from bpy.context, built without a UI."""

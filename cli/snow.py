@@ -157,7 +157,6 @@ def run(args) -> int:
 
 
 def _snow_file(args, path: str, frames, saves: bool) -> int:
-
     batch.check_blend(path)
     if saves and not args.output:
         batch.check_writable_in_place(path)
