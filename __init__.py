@@ -3,9 +3,7 @@
 import bpy
 
 from . import cli, handlers, operators, panels, props
-
-# Features that exist, in the order they appear in the panel and in `envfx info`.
-FEATURES = ("bend", "wind", "snow", "gasgiant", "mips")
+from .core.features import FEATURES  # noqa: F401  (envfx.FEATURES: the features, for scripts and tests)
 
 _modules = (props, operators, panels, handlers)
 _cli_handle = None

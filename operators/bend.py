@@ -290,6 +290,30 @@ def apply_bend(scene, objects) -> BendResult:
     return result
 
 
+def bend_and_apply(scene, objects) -> tuple[BendResult, list[str]]:
+    """Bend ``objects`` with ``scene``'s bend and bake it into their meshes at once (``envfx bend --apply``);
+    returns the result and the names of the meshes left as they were because their bend was baked already.
+
+    A mesh the bend was already baked into (and that has no bend now) is not bent a second time: it counts as
+    unchanged. The scene is evaluated between adding and baking (the bake reads world matrices: parents,
+    constraints, animation). An object the bake skips keeps the state it had: no live bend that this call added.
+    Raises BendInputError and core_bend.BendError as add_bend and apply_bend do."""
+    baked = [o.name for o in objects if not bend_modifiers(o) and bend_applied(o)]
+    objects = [o for o in objects if o.name not in baked]
+    result = BendResult()
+    if objects:
+        unbent = [o for o in objects if not bend_modifiers(o)]
+        result = add_bend(scene, objects)
+        with bpy.context.temp_override(scene=scene, view_layer=scene.view_layers[0]):
+            bpy.context.evaluated_depsgraph_get().update()
+        warnings = result.warnings
+        result = apply_bend(scene, objects)
+        result.warnings[:0] = warnings
+        remove_bend([o for o in unbent if o.name in result.skipped])
+    result.unchanged += baked
+    return result, baked
+
+
 def _partial_key_warnings(obj, bent_keys, params) -> list[str]:
     """Warnings for shape keys whose current value the bake cannot keep as the viewport shows it.
 

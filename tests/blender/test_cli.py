@@ -129,7 +129,7 @@ def test_no_command_prints_help_and_fails(envfx, capsys):
 def test_info(envfx, capsys):
     assert envfx.cli.main(["info"]) == 0
     out = capsys.readouterr().out
-    assert f"EnvFX {envfx.cli.manifest()['version']}" in out
+    assert f"EnvFX {envfx.cli.info.manifest()['version']}" in out
     assert "bend" in out and bpy.app.version_string in out
 
 
@@ -793,7 +793,7 @@ def test_snow_numbers_blender_cannot_take_are_refused_before_the_file_is_opened(
     """Before: a ValueError traceback out of cli.main (beyond a 32-bit integer), or a silently clamped setting."""
     path = snow_file(tmp_path / "snow.blend")
     before = digest(path)
-    monkeypatch.setattr(envfx.cli, "open_blend", lambda *a, **k: pytest.fail("the file was opened"))
+    monkeypatch.setattr(envfx.cli.batch, "open_blend", lambda *a, **k: pytest.fail("the file was opened"))
     assert envfx.cli.main(["snow", path] + [a.format(dir=tmp_path) for a in args]) == 2
     assert message in capsys.readouterr().err
     assert digest(path) == before

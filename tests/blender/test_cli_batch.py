@@ -301,7 +301,7 @@ def test_ctrl_c_in_a_batch_stops_after_the_file_in_progress_and_names_the_files(
 @pytest.mark.parametrize("saved", [True, False])
 def test_a_second_ctrl_c_stops_at_once_and_counts_the_file_by_whether_it_was_saved(envfx, scene_file, tmp_path,
                                                                                  capsys, saved):
-    cli = envfx.cli
+    cli = envfx.cli.batch
     paths = [shutil.copy(scene_file, tmp_path / f"f{i}.blend") for i in range(3)]
 
     def ctrl_c_twice():

@@ -641,7 +641,8 @@ def test_cube_map_palette_from_an_earlier_bake_and_random_look(envfx, tmp_path):
 def test_cli_random_cubemap_palette_and_vortex_threshold(envfx, tmp_path, capsys):
     args = ["gas-giant", "--out", str(tmp_path / "r"), "--particles", "10000", "--iterations", "5", "--equirect",
             "256", "--cubemap", "128", "--field", "64", "--threads", "1", "--seed", "5"]
-    params = envfx.cli.gasgiant_params(envfx.cli.build_parser().parse_args(args + ["--random", "--bands", "3"]))
+    params = envfx.cli.gas_giant.gasgiant_params(
+        envfx.cli.build_parser().parse_args(args + ["--random", "--bands", "3"]))
     look = envfx.core.gasgiant.random_look(5)
     assert params.vertical_bands and params.bands == 3.0 and params.noise_scale == look["noise_scale"]
     assert envfx.cli.main(args + ["--vortices", "4", "--vortex-band-threshold", "0.5", "--opacity-start", "1"]) == 0

@@ -397,11 +397,11 @@ def test_cli_example_passes_the_argument_checks(envfx, example, tmp_path, monkey
     for word in argv:  # written out in full (argparse would take an abbreviation: --ao for --ao-samples)
         assert not word.startswith("-") or word in options, f"envfx {argv[0]} has no option {word}"
     args = parser.parse_args(argv)
-    cli.check_text_options(cli.subcommand_parser(parser, args.command), args)
+    cli.batch.check_text_options(cli.subcommand_parser(parser, args.command), args)
     if argv[0] in ("gas-giant", "mips"):
         return  # these do their work at once: parsed and checked above
     calls = []
-    monkeypatch.setattr(cli, "run_files", lambda command, paths, work, changes=True: calls.append(paths) or 0)
+    monkeypatch.setattr(cli.batch, "run_files", lambda command, paths, work, changes=True: calls.append(paths) or 0)
     assert cli.main(argv) == 0, capsys.readouterr().err
     assert calls, "the command did not reach its files"
 
@@ -462,7 +462,7 @@ def test_cli_refusals_the_readme_lists(envfx, argv, tmp_path, monkeypatch, capsy
         if word.endswith(".blend"):
             os.makedirs(os.path.dirname(word) or ".", exist_ok=True)
             open(word, "wb").close()
-    monkeypatch.setattr(envfx.cli, "run_files", lambda *a, **k: pytest.fail("the arguments were not refused"))
+    monkeypatch.setattr(envfx.cli.batch, "run_files", lambda *a, **k: pytest.fail("the arguments were not refused"))
     assert envfx.cli.main(argv) == 2
     assert capsys.readouterr().err.startswith(f"envfx {argv[0]}: error: ")
 

@@ -89,7 +89,7 @@ def test_demo_command_writes_where_the_readme_says():
     assert 'os.path.join(args.out, "demo.blend")' in demo_py
     quoted(r"writes the bakes into `demo_out/`, and saves `demo_out/demo\.blend`")
     # every feature the extension has is a demo part
-    init = read("__init__.py")
+    init = read("core", "features.py")
     features = re.search(r"FEATURES = \(([^)]*)\)", init).group(1)
     parts = re.search(r"PARTS = \(([^)]*)\)", demo_py).group(1)
     assert features == parts
@@ -109,7 +109,7 @@ def test_install_zip_name_and_version():
     assert manifest["blender_version_min"].startswith("4.2")
 
 
-# --- paths the the manual names ----------------------------------------------------------------------------------
+# --- paths the manual names ---------------------------------------------------------------------------------------
 
 def test_layout_lists_what_exists():
     """CONTRIBUTING's Layout block lists what the repository holds. A folder listed (``cli/``) may still be the module

@@ -1,0 +1,158 @@
+"""`envfx bend`: add, remove or bake the world bend in .blend files, or export it for game engines."""
+
+from __future__ import annotations
+
+import math
+import os
+
+import bpy
+
+from ..core import bend as core_bend
+from ..operators import bend as bend_ops
+from . import batch
+from .batch import CliError
+
+
+def add_parser(sub):
+    p = sub.add_parser(
+        "bend",
+        help="Open .blend files, add (or remove, or bake) the world bend, save; or export it for game engines",
+        description="For each .blend: set the scene's bend, bend the named objects or a collection, save. "
+        "Without --objects/--collection every mesh of the scene is bent. The arguments are checked before any "
+        "file is opened; a file that cannot be read or saved, or whose scene does not fit them (a missing object, "
+        "pivot or scene), is named and left unchanged, the others are done, and the exit code is 2. --apply does "
+        "not bend a mesh a second time: one whose bend was baked (and that has no bend now) is left as it is.",
+    )
+    p.add_argument("blend", nargs="+", help=".blend file(s) to open")
+    p.add_argument("--output", "-o", help="where to save (only with one input; default: overwrite the input)")
+    p.add_argument("--scene", help="the scene to bend (each scene has its own bend; default: the file's current "
+                   "scene)")
+    target = p.add_mutually_exclusive_group()
+    target.add_argument("--collection", help="bend every object of this collection")
+    target.add_argument("--objects", help="comma-separated object names to bend")
+    p.add_argument("--mode", choices=core_bend.MODES)
+    p.add_argument("--axis", choices=core_bend.AXES)
+    p.add_argument("--pivot", help="name of the pivot object (player or camera)")
+    for name in ("strength", "spread", "side-strength", "side-spread", "horizon-offset"):
+        p.add_argument(f"--{name}", type=float)
+    action = p.add_mutually_exclusive_group()
+    action.add_argument("--apply", action="store_true", help="bake the bend into the meshes")
+    action.add_argument("--remove", action="store_true", help="remove the bend instead of adding it")
+    action.add_argument("--export-engines", metavar="DIR",
+                        help="only write the bend (with the settings given) as shader includes for Godot, Unity "
+                        "and Unreal and envfx_bend.json into DIR (with several files: DIR/<file name>/); no "
+                        "object is changed and nothing is saved, so --output, --objects and --collection are refused "
+                        "with it; a scene without meshes exports too")
+    p.set_defaults(func=run)
+
+
+BEND_NUMBERS = ("strength", "spread", "side_strength", "side_spread", "horizon_offset")
+
+
+def run(args) -> int:
+    if args.export_engines is not None:
+        ignored = [option for option, value in (("--output", args.output), ("--objects", args.objects),
+                                                ("--collection", args.collection)) if value is not None]
+        if ignored:
+            raise CliError(f"--export-engines only writes the scene's bend for game engines (no object is changed "
+                           f"and no .blend is saved): drop {', '.join(ignored)}, or run the bend without "
+                           f"--export-engines")
+    args.output = batch.check_blends(args.blend, args.output)
+    batch.check_names(args, "objects", "collection", "pivot", "scene")
+    for attr in BEND_NUMBERS:
+        value = getattr(args, attr)
+        if value is None:
+            continue
+        if not math.isfinite(value):  # Blender would store inf as 3.4e38
+            raise CliError(f"--{attr.replace('_', '-')} {value}: use a finite number")
+        if attr in ("horizon_offset", "spread", "side_spread") and abs(value) > core_bend.MAX_DISTANCE:
+            raise CliError(f"--{attr.replace('_', '-')} {value} is enormous (limit {core_bend.MAX_DISTANCE:.0f} m): "
+                           f"use a distance in metres, like 2")
+        if attr.endswith("spread") and value < 0:
+            raise CliError(f"--{attr.replace('_', '-')} {value}: the flat zone cannot be negative, use 0 or more")
+        if attr.endswith("strength") and abs(value) > core_bend.MAX_STRENGTH:
+            raise CliError(f"--{attr.replace('_', '-')} {value} is enormous (limit {core_bend.MAX_STRENGTH})")
+    engines = {path: args.export_engines for path in args.blend}
+    if args.export_engines and len(args.blend) > 1:
+        by_folder = {}
+        for path in args.blend:
+            engines[path] = os.path.join(args.export_engines, os.path.splitext(os.path.basename(path))[0])
+            by_folder.setdefault(engines[path].lower(), []).append(path)
+        for paths in by_folder.values():
+            if len(paths) > 1:
+                raise CliError(f"{' and '.join(paths)} would write their engine files into the same folder "
+                               f"{engines[paths[0]]}: run them separately, each with its own --export-engines folder")
+    return batch.run_files("bend", args.blend, lambda path: _bend_file(args, path, engines[path]))
+
+
+def _bend_settings(settings) -> tuple:
+    return (settings.mode, settings.axis, settings.pivot, *(getattr(settings, a) for a in BEND_NUMBERS))
+
+
+def _bend_file(args, path: str, export_engines):
+    """``envfx bend`` on one file: the scene is checked against the arguments before anything changes."""
+    if not export_engines and not args.output:
+        batch.check_writable_in_place(path)
+    batch.open_blend(path)
+    scene = bpy.context.scene
+    if args.scene is not None:
+        scene = batch.named(bpy.data.scenes, args.scene, "scene")
+    settings = scene.envfx.bend
+    batch.check_pivot(scene, args.pivot)
+    if args.collection is not None:
+        try:
+            objects = bend_ops.gather_targets(batch.SceneContext(scene, []), args.collection)
+        except bend_ops.BendInputError as exc:
+            raise CliError(str(exc)) from None
+    elif args.objects is not None:
+        objects = batch.resolve_objects(scene, args.objects)
+    elif export_engines:
+        objects = []  # the export writes the scene's bend settings only: a scene without meshes exports too
+    else:
+        pivot_name = args.pivot or (settings.pivot.name if settings.pivot else None)
+        objects = [o for o in scene.objects if o.type == "MESH" and o.name != pivot_name]
+        if not objects:
+            raise CliError(f"Scene {scene.name!r} has no mesh objects to bend: pass --objects or --collection")
+    before = _bend_settings(settings)
+    # all arguments checked: now change the scene
+    for attr in ("mode", "axis"):
+        if getattr(args, attr) is not None:
+            setattr(settings, attr, getattr(args, attr))
+    if args.pivot is not None:
+        settings.pivot = scene.objects[args.pivot]
+    for attr in BEND_NUMBERS:
+        if getattr(args, attr) is not None:
+            setattr(settings, attr, getattr(args, attr))
+
+    if export_engines:
+        try:
+            paths = bend_ops.export_engines(scene, export_engines)
+        except (bend_ops.BendInputError, core_bend.BendError) as exc:
+            raise CliError(str(exc)) from None
+        print(f"envfx bend: {path}: wrote {len(paths)} files for game engines into {export_engines} (unit scale "
+              f"{bend_ops.unit_scale(scene):g} m per Blender unit)")
+        return
+    baked = []
+    try:
+        if args.remove:
+            result = bend_ops.remove_bend(objects)
+            verb = "removed the bend from"
+        elif args.apply:
+            result, baked = bend_ops.bend_and_apply(scene, objects)
+            verb = "baked the bend into"
+        else:
+            result = bend_ops.add_bend(scene, objects)
+            verb = "bent"
+    except (bend_ops.BendInputError, core_bend.BendError) as exc:
+        raise CliError(str(exc)) from None
+    batch.print_warnings("bend", path, result)
+    done = f"envfx bend: {path}: {verb} {len(result.changed)} object(s), {len(result.unchanged)} unchanged"
+    if baked:
+        done += (f" (the bend was already baked into {', '.join(baked)}: to bend them again, add the bend "
+                 f"without --apply, then run --apply)")
+    if not result.changed and _bend_settings(settings) == before and not args.output:
+        print(f"{done}; nothing changed, {path} not saved")
+        return
+    out = args.output or path
+    batch.save_blend(out)
+    print(f"{done}; saved {out}")

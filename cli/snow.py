@@ -1,0 +1,247 @@
+"""`envfx snow`: generate snow cover, add live trails and bake the interaction buffer in one .blend."""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import sys
+
+import bpy
+
+from .. import progress
+from ..core import snow as core_snow
+from ..operators import snow as snow_ops
+from . import batch
+from .batch import CliError
+
+
+def add_parser(sub):
+    p = sub.add_parser(
+        "snow",
+        help="Open a .blend, generate snow cover, add live trails and/or bake the interaction buffer, save",
+        description="Open a .blend and do any of: --generate a snow cover over --objects, --trails (live trails "
+        "from the --actors collection), --bake the interaction buffer into --out-dir. Saves the .blend when it "
+        "changed it (to --output, default the input).",
+    )
+    p.add_argument("blend", help="the .blend file to open (one: for several, run snow once per file)")
+    p.add_argument("--output", "-o", help="where to save (default: overwrite the input)")
+    p.add_argument("--generate", action="store_true", help="generate snow cover over --objects")
+    p.add_argument("--objects", help="comma-separated terrain object names (for --generate)")
+    p.add_argument("--spacing", type=float, help="snow vertex spacing (scene units)")
+    p.add_argument("--thickness", type=float, help="snow thickness (scene units)")
+    p.add_argument("--max-slope", type=float, help="max slope in degrees")
+    p.add_argument("--lods", type=int, help="levels of detail (1-8)")
+    p.add_argument("--budget", type=int, help="vertex budget")
+    p.add_argument("--trails", action="store_true", help="add live trails to every snow mesh of the scene")
+    p.add_argument("--actors", help="name of the actor collection")
+    p.add_argument("--occluders", help="name of the occluder collection")
+    p.add_argument("--bake", action="store_true",
+                   help="bake the interaction buffer into --out-dir (its size is estimated first and a bake that "
+                   "does not fit on the disk is refused; SIGTERM or Ctrl-C cancels it and removes its temporary "
+                   "files, exit 1)")
+    p.add_argument("--out-dir", help="folder for the EXR images and JSON (for --bake)")
+    p.add_argument("--resolution", type=int, help="buffer resolution in texels")
+    p.add_argument("--size", type=float, help="world size of the follow window")
+    p.add_argument("--frames", help="frame range START:END")
+    p.add_argument("--framing", choices=("AREA", "FOLLOW"))
+    p.add_argument("--pivot", help="object the FOLLOW window follows")
+    p.add_argument("--final-only", action="store_true", help="write only the final frame's image")
+    p.set_defaults(func=run)
+    # a frame range that starts below 0 (--frames -3:-1) is a value, not an unknown option (argparse takes only
+    # plain negative numbers for values)
+    p._negative_number_matcher = re.compile(r"^-\d+$|^-\d*\.\d+$|^-\d+:-?\d+$")
+
+
+# options used only by one part of `envfx snow`: given without that part they would be ignored, so they are refused
+SNOW_GENERATE_ONLY = ("objects", "spacing", "max_slope", "lods", "budget")
+SNOW_BAKE_ONLY = ("out_dir", "resolution", "size", "frames", "framing", "pivot", "final_only")
+SNOW_FOLLOW_ONLY = ("pivot", "size")
+
+
+def _snow_options(args, names) -> str:
+    """The options of ``names`` given on the command line, as the user wrote them (--max-slope, --final-only)."""
+    return ", ".join("--" + n.replace("_", "-") for n in names if getattr(args, n) not in (None, False))
+
+
+def _snow_only(options: str, where: str, what_to_do: str) -> str:
+    """"--a, --b only apply to WHERE: WHAT_TO_DO, or drop them" (one option: "applies", "drop it")."""
+    one = "," not in options
+    return (f"{options} only {'applies' if one else 'apply'} to {where}: {what_to_do}, or drop "
+            f"{'it' if one else 'them'}")
+
+
+def _number(v) -> str:
+    return f"{v:g}" if isinstance(v, float) else f"{v}"
+
+
+def _snow_limits(prop: str) -> tuple:
+    """(lowest, highest) value Blender takes for the scene's snow setting ``prop`` (it clamps or refuses
+    others), read from the setting itself."""
+    snow = bpy.types.Scene.bl_rna.properties["envfx"].fixed_type.properties["snow"].fixed_type
+    rna = snow.properties[prop]
+    return rna.hard_min, rna.hard_max
+
+
+def _snow_frame_limits() -> tuple:
+    """Blender's frame range (scene.frame_set clamps to it): a bake steps through every frame."""
+    rna = bpy.types.Scene.bl_rna.properties["frame_current"]
+    return rna.hard_min, rna.hard_max
+
+
+def _check_snow_ignored(args):
+    """Options that this run would ignore are refused (the README's rule for every command)."""
+    if not args.generate and _snow_options(args, SNOW_GENERATE_ONLY):
+        raise CliError(_snow_only(_snow_options(args, SNOW_GENERATE_ONLY), "--generate (the snow cover), which is "
+                                  "not given", "add --generate"))
+    if not args.bake and _snow_options(args, SNOW_BAKE_ONLY):
+        raise CliError(_snow_only(_snow_options(args, SNOW_BAKE_ONLY), "--bake (the interaction buffer), which is "
+                                  "not given", "add --bake"))
+    if args.occluders is not None and not (args.trails or args.bake):
+        raise CliError(_snow_only("--occluders", "--trails and --bake (the snow is held down under its objects; "
+                                  "--generate keeps snow from under every rendered object by itself)",
+                                  "add --trails or --bake"))
+    if args.framing == "AREA" and _snow_options(args, SNOW_FOLLOW_ONLY):
+        raise CliError(_snow_only(_snow_options(args, SNOW_FOLLOW_ONLY), "--framing FOLLOW (an AREA buffer covers "
+                                  "every snow mesh)", "pass --framing FOLLOW"))
+
+
+def _check_snow_ranges(args):
+    """Every number within what the setting it goes to takes (Blender would clamp it, or fail with a traceback
+    beyond a 32-bit integer)."""
+    for name, prop, what in (("spacing", "spacing", " scene units"), ("thickness", "thickness", " scene units"),
+                             ("size", "buffer_size", " scene units"), ("budget", "vertex_budget", " vertices"),
+                             ("resolution", "buffer_resolution", " texels"), ("lods", "lods", "")):
+        value = getattr(args, name)
+        if value is None:
+            continue
+        lo, hi = _snow_limits(prop)
+        if not (math.isfinite(value) and lo <= value <= hi):
+            raise CliError(f"--{name} {_number(value)} must be between {_number(lo)} and {_number(hi)}{what}")
+    if args.max_slope is not None:
+        hi = math.degrees(_snow_limits("max_slope")[1])
+        if not (math.isfinite(args.max_slope) and 0 <= args.max_slope <= hi):
+            raise CliError(f"--max-slope {args.max_slope} must be between 0 and {hi:.2f} degrees")
+
+
+def run(args) -> int:
+    batch.check_names(args, "objects", "actors", "occluders", "pivot")
+    if not (args.generate or args.trails or args.bake):
+        raise CliError("Nothing to do: pass --generate, --trails and/or --bake")
+    if args.generate and not args.objects:
+        raise CliError("--generate needs --objects: the terrain objects to cover")
+    if args.bake and not args.out_dir:
+        raise CliError("--bake needs --out-dir: the folder to write the buffer to")
+    _check_snow_ignored(args)
+    for name in ("spacing", "thickness", "size"):
+        value = getattr(args, name)
+        if value is not None and not (math.isfinite(value) and value > 0 or (name == "thickness" and value == 0)):
+            raise CliError(f"--{name} {value} must be a positive number")
+    _check_snow_ranges(args)
+    frames = None
+    if args.frames:
+        try:
+            start, end = (int(x) for x in args.frames.split(":"))
+        except ValueError:
+            raise CliError(f"--frames {args.frames!r}: use START:END, e.g. 1:250 or -3:-1") from None
+        if end < start:
+            raise CliError(f"--frames {args.frames}: the range is reversed, use START <= END")
+        lo, hi = _snow_frame_limits()
+        if not (lo <= start and end <= hi):
+            raise CliError(f"--frames {args.frames}: Blender's frames run from {lo} to {hi}: use a range within "
+                           f"them")
+        frames = (start, end)
+    saves = bool(args.generate or args.trails or args.output)
+    args.output = batch.check_blends([args.blend], args.output)
+    return batch.run_files("snow", [args.blend], lambda path: _snow_file(args, path, frames, saves))
+
+
+def _snow_file(args, path: str, frames, saves: bool) -> int:
+    batch.check_blend(path)
+    if saves and not args.output:
+        batch.check_writable_in_place(path)
+    batch.open_blend(path)
+    scene = bpy.context.scene
+    s = scene.envfx.snow
+    objects = batch.resolve_objects(scene, args.objects) if args.objects is not None else []
+    for name in ("actors", "occluders"):
+        value = getattr(args, name)
+        if value is not None:
+            batch.named(bpy.data.collections, value, "collection", f" for --{name}")
+    batch.check_pivot(scene, args.pivot)
+    if args.framing is None and s.framing != "FOLLOW" and _snow_options(args, SNOW_FOLLOW_ONLY):
+        raise CliError(_snow_only(_snow_options(args, SNOW_FOLLOW_ONLY), f"a FOLLOW window, and the scene's buffer "
+                                  f"framing is {s.framing} (it covers every snow mesh)", "add --framing FOLLOW"))
+    # all arguments checked: now change the settings
+    for name, prop in (("spacing", "spacing"), ("thickness", "thickness"), ("lods", "lods"),
+                       ("budget", "vertex_budget"), ("resolution", "buffer_resolution"), ("size", "buffer_size"),
+                       ("framing", "framing")):
+        if getattr(args, name) is not None:
+            setattr(s, prop, getattr(args, name))
+    if args.max_slope is not None:
+        s.max_slope = math.radians(args.max_slope)
+    if args.actors:
+        s.actors = bpy.data.collections[args.actors]
+    if args.occluders:
+        s.occluders = bpy.data.collections[args.occluders]
+    if args.pivot:
+        s.pivot = scene.objects[args.pivot]
+    if frames:
+        s.frame_start, s.frame_end = frames
+    if args.out_dir:  # a // folder is the opened file's (Blender reads it so), anything else is made absolute
+        s.output_dir = args.out_dir if args.out_dir.startswith("//") else os.path.abspath(args.out_dir)
+    if args.final_only:
+        s.sequence = False
+    try:
+        if args.bake and (args.generate or args.trails):
+            snow_ops.bake_inputs(scene)  # the bake's own checks (folder, disk space, pivot, actors) before the cover
+        if args.generate:
+            bpy.context.view_layer.update()
+            old = [o.name for o in snow_ops.covers_of(scene, objects)]
+            made = snow_ops.generate_snow(scene, objects, bpy.context.evaluated_depsgraph_get(), s.density_mask,
+                                          s.density_texture, replace=True)  # the file's density mask, as the panel
+            what = f"regenerated the snow cover {', '.join(old)} in place as" if old else "made"
+            print(f"envfx snow: {path}: {what} {len(made)} snow mesh(es), {len(made[0].data.vertices):,} vertices")
+            for warning in made.warnings:
+                print(f"envfx snow: {path}: warning: {warning}")
+        if args.trails:
+            changed, skipped = snow_ops.add_trails(scene, snow_ops.snow_objects(scene))
+            for name, why in skipped.items():
+                print(f"envfx snow: {path}: warning: skipped {name} ({why})")
+            print(f"envfx snow: {path}: trails on {len(changed)} snow mesh(es)")
+        if args.bake:
+            out_dir = snow_ops.bake_inputs(scene)[0]
+            images, frame_count = snow_ops.bake_counts(scene)
+            size = core_snow.bake_output_bytes(s.buffer_resolution, images, frame_count)
+            print(f"envfx snow: {path}: baking {images} image(s) of {s.buffer_resolution}x{s.buffer_resolution} "
+                  f"into {out_dir} (up to {size / 2**20:,.1f} MB)")
+            with batch.sigterm_cancels() as cancelled:
+                result = progress.run(snow_ops.bake_job(scene), "Snow buffer bake", should_cancel=cancelled)
+            for name in result.stale_removed:
+                print(f"envfx snow: {path}: removed {name}, the temporary folder of an earlier bake that was killed")
+            print(f"envfx snow: {path}: wrote {len(result.files)} image(s) and {result.metadata_path}")
+            warning = snow_ops.range_warning(scene, s.frame_start, s.frame_end, s.sequence)
+            if warning is not None:
+                print(f"envfx snow: {path}: warning: {warning}")
+    except snow_ops.SnowInputError as exc:
+        raise CliError(exc.cli or str(exc)) from None
+    except core_snow.SnowError as exc:
+        raise CliError(str(exc)) from None
+    except progress.Cancelled as exc:
+        print(f"envfx snow: {path}: {exc}", file=sys.stderr)
+        return 1
+    if saves:
+        out = args.output or path
+        if out != path and s.output_dir.startswith("//"):  # saved elsewhere: still the folder it names now
+            s.output_dir = _relative_to(bpy.path.abspath(s.output_dir), out)
+        batch.save_blend(out)
+        print(f"envfx snow: {path}: saved {out}")
+    return 0
+
+
+def _relative_to(folder: str, blend: str) -> str:
+    """``folder`` as a ``//`` path for the .blend file ``blend`` (absolute where none exists: another drive)."""
+    try:
+        return "//" + os.path.relpath(os.path.normpath(folder), os.path.dirname(os.path.abspath(blend)))
+    except ValueError:
+        return os.path.normpath(folder)
