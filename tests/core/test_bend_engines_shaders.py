@@ -316,7 +316,8 @@ DIRECTION_CALLS = {  # how each engine's material calls the normal (tangent) fun
     "GODOT": None,
     "UNREAL": "o.bent = envfx_bend_what(position, direction, PIVOT);",
     "UNITY": "EnvFXBendWHAT_float(position, direction, PIVOT, o.bent);",
-    "UNITY_HALF": "half3 h; EnvFXBendWHAT_half((half3)position, (half3)direction, (half3)PIVOT, h); o.bent = (float3)h;",
+    "UNITY_HALF": "half3 h; EnvFXBendWHAT_half((half3)position, (half3)direction, (half3)PIVOT, h); "
+                  "o.bent = (float3)h;",
 }
 
 
