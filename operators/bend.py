@@ -435,8 +435,11 @@ def flat_bounds(scene, params, depsgraph=None) -> list[tuple]:
     tree = bend_nodes.group_for(scene)
     if tree is None:
         return []
-    depsgraph = depsgraph or (bpy.context.evaluated_depsgraph_get() if scene == bpy.context.scene
-                              else scene.view_layers[0].depsgraph)
+    if depsgraph is None and scene == bpy.context.scene:
+        depsgraph = bpy.context.evaluated_depsgraph_get()
+    elif depsgraph is None:  # another scene (the CLI's --scene): its first view layer's, evaluated now
+        with bpy.context.temp_override(scene=scene, view_layer=scene.view_layers[0]):
+            depsgraph = bpy.context.evaluated_depsgraph_get()
     rows = []
     for obj in scene.objects:
         if obj.envfx.bend_exclude or not any(m.node_group == tree and m.show_viewport for m in bend_modifiers(obj)):

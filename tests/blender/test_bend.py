@@ -1434,3 +1434,25 @@ def test_exported_culling_bounds_hold_the_bent_scene(envfx, tmp_path):
                 inside = np.all((bent[near] >= lo - tol) & (bent[near] <= hi + tol), axis=1)
                 assert inside.all(), f"{where} {obj.name}: {bent[near][~inside][:3]} outside {lo} {hi}"
                 assert np.any(bent[near] < flat.min(axis=0) - tol) or np.any(bent[near] > flat.max(axis=0) + tol)
+
+
+def test_exported_culling_of_a_scene_that_is_not_the_current_one(envfx, tmp_path):
+    """The CLI's --scene exports a scene other than the window's: its bent objects are evaluated in its own view
+    layer for their bounds."""
+    import json
+
+    other = bpy.data.scenes.new("Level 2")
+    bpy.ops.mesh.primitive_grid_add(x_subdivisions=20, y_subdivisions=20, size=40.0)
+    ground = bpy.context.active_object
+    for coll in list(ground.users_collection):
+        coll.objects.unlink(ground)
+    other.collection.objects.link(ground)
+    other.envfx.bend.strength = 0.05
+    assert envfx.operators.bend.add_bend(other, [ground]).changed == [ground.name]
+    envfx.operators.bend.export_engines(other, str(tmp_path), view_distance=30.0)
+    cull = json.loads((tmp_path / "envfx_bend.json").read_text())["blender"]["culling"]
+    assert cull["margin_down"] == pytest.approx(0.05 * (30.0 - 2.0) ** 2)
+    (row,) = cull["objects"]
+    assert row["name"] == ground.name
+    np.testing.assert_allclose(row["flat_min"], [-20.0, -20.0, 0.0], atol=1e-5)
+    np.testing.assert_allclose(row["bent_min"], [-20.0, -20.0, -cull["margin_down"]], atol=1e-5)
