@@ -115,6 +115,12 @@ class EnvFXBendSettings(PropertyGroup):
     )
     side_strength: _strength("Side Strength", "Strength across the forward axis (Runner, Two Axes)")
     side_spread: _spread("Side Spread", "Half-width of the flat zone across the forward axis (Runner, Two Axes)")
+    view_distance: FloatProperty(
+        name="View Distance",
+        description="How far from the pivot the game draws anything (Export for Game Engines): the culling bounds "
+        "it exports hold every bent point this close to the pivot",
+        default=100.0, min=0.0, max=core_bend.MAX_DISTANCE, soft_max=1000.0, subtype="DISTANCE",
+    )
 
 
 def _bend_exclude_changed(self, context):

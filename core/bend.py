@@ -16,7 +16,9 @@ CYLINDER      drop = a * max(0, |g - g0| - s)^2 (roll-off across the forward axi
 come from the pivot; the horizon offset moves the centre along the forward axis in every mode.
 
 The drop depends on the horizontal position only, so the mapping physical -> visual is one-to-one everywhere
-and the inverse is exact: add the drop back.
+and the inverse is exact: add the drop back. Its Jacobian is the identity with -grad(drop) in the z row, so
+normals and tangents bend in closed form (``forward_normals``, ``forward_tangents``), and a point within a view
+distance of the pivot moves by at most ``view_margin`` (what an engine's culling bounds must grow by).
 """
 
 from __future__ import annotations
@@ -140,6 +142,118 @@ def forward(points: np.ndarray, params: BendParams) -> np.ndarray:
         return p.reshape(-1, 3)
     p[:, 2] -= drop(p, params)
     return p
+
+
+def gradient(points: np.ndarray, params: BendParams) -> np.ndarray:
+    """The drop's slope at each world point: (N, 3) with (d drop / dx, d drop / dy, 0). The drop depends on the
+    horizontal position only, so the slope is the same at a point and at where it is drawn. At a flat zone's
+    edge (where the drop's second derivative jumps) the slope is still continuous."""
+    params.validate()
+    p = np.atleast_2d(np.asarray(points, dtype=np.float64))
+    out = np.zeros((p.shape[0], 3))
+    if not params.enabled or p.shape[0] == 0:
+        return out
+    f, side = axis_vectors(params.axis)
+    c = centre(params)
+    rel_x = p[:, 0] - c[0]
+    rel_y = p[:, 1] - c[1]
+
+    def along_axis(vec, strength, spread):
+        u = rel_x * vec[0] + rel_y * vec[1]
+        # d/du of strength * max(|u| - spread, 0)^2
+        slope = 2.0 * strength * np.maximum(np.abs(u) - spread, 0.0) * np.sign(u)
+        return slope[:, None] * vec[None, :]
+
+    if params.mode == "RUNNER":
+        out += along_axis(f, params.strength, params.spread)
+    elif params.mode == "RUNNER_2AXIS":
+        out += along_axis(f, params.strength, params.spread)
+        out += along_axis(side, params.side_strength, params.side_spread)
+    elif params.mode == "PLANET":
+        r = np.sqrt(rel_x * rel_x + rel_y * rel_y)
+        d = np.maximum(r - params.spread, 0.0)
+        k = 2.0 * params.strength * d / np.maximum(r, 1e-300)  # d is 0 where r is (spread 0 included: d/r = 1)
+        out[:, 0] = k * rel_x
+        out[:, 1] = k * rel_y
+    else:  # CYLINDER
+        out += along_axis(side, params.strength, params.spread)
+    out[:, 2] = 0.0
+    return out
+
+
+def jacobian(points: np.ndarray, params: BendParams) -> np.ndarray:
+    """d forward / d point at each world point: (N, 3, 3), the identity with the bottom row (-gx, -gy, 1) (the
+    bend moves z by -drop(x, y)). Its determinant is 1: the bend keeps volumes and never flips a triangle."""
+    g = gradient(points, params)
+    jac = np.broadcast_to(np.eye(3), (g.shape[0], 3, 3)).copy()
+    jac[:, 2, 0] = -g[:, 0]
+    jac[:, 2, 1] = -g[:, 1]
+    return jac
+
+
+def _unit(vectors: np.ndarray) -> np.ndarray:
+    length = np.linalg.norm(vectors, axis=1, keepdims=True)
+    return vectors / np.where(length > 0.0, length, 1.0)
+
+
+def forward_normals(points: np.ndarray, normals: np.ndarray, params: BendParams) -> np.ndarray:
+    """World normals at physical world points -> the unit normals of the bent surface there: the inverse
+    transpose of the Jacobian applied to each normal, ``n + g * n_z`` (g the drop's slope), normalised. A zero
+    normal stays zero."""
+    n = np.asarray(normals, dtype=np.float64).reshape(-1, 3)
+    g = gradient(points, params)
+    return _unit(n + g * n[:, 2:3])
+
+
+def forward_tangents(points: np.ndarray, tangents: np.ndarray, params: BendParams) -> np.ndarray:
+    """World tangents (or bitangents: any direction in the surface) at physical world points -> the unit
+    directions of the bent surface there: the Jacobian applied, ``t - (g . t) z``, normalised. The handedness of a
+    tangent frame (the sign a game stores in the tangent's w) stays: the Jacobian's determinant is 1."""
+    t = np.asarray(tangents, dtype=np.float64).reshape(-1, 3)
+    g = gradient(points, params)
+    out = t.copy()
+    out[:, 2] -= np.sum(g * t, axis=1)
+    return _unit(out)
+
+
+def view_margin(params: BendParams, view_distance: float) -> tuple[float, float]:
+    """(down, up): how far the bend can move a point down and up when the point is within ``view_distance``
+    (horizontally) of the pivot, wherever the pivot is. This is what an object's flat bounds must grow by, below
+    and above, so that the engine culls it like its bent self while the game draws nothing farther than
+    ``view_distance`` from the pivot (the player or camera). The bend moves points vertically only."""
+    params.validate()
+    view = float(view_distance)
+    if not (np.isfinite(view) and view >= 0.0):
+        raise BendError(f"View distance {view_distance} must be a finite distance of 0 or more: how far from the "
+                        f"pivot the game draws anything")
+    if not params.enabled:
+        return 0.0, 0.0
+    # the farthest a visible point's coordinate (or radius) reaches from the bend's centre: the horizon offset
+    # moves the centre along forward, not sideways
+    reach = view + abs(params.horizon_offset)
+    terms = {
+        "RUNNER": [(params.strength, reach, params.spread)],
+        "RUNNER_2AXIS": [(params.strength, reach, params.spread), (params.side_strength, view, params.side_spread)],
+        "PLANET": [(params.strength, reach, params.spread)],
+        "CYLINDER": [(params.strength, view, params.spread)],
+    }[params.mode]
+    down = up = 0.0
+    for strength, coord, spread in terms:
+        drop_most = strength * max(coord - spread, 0.0) ** 2
+        if drop_most > 0.0:
+            down += drop_most
+        else:
+            up -= drop_most
+    return float(down), float(up)
+
+
+def bent_bounds(bmin, bmax, params: BendParams, view_distance: float) -> tuple[np.ndarray, np.ndarray]:
+    """A world-space box (min, max corners) grown by ``view_margin``: it holds the bent object wherever the pivot
+    is, for every point of the object within ``view_distance`` of the pivot."""
+    down, up = view_margin(params, view_distance)
+    lo = np.asarray(bmin, dtype=np.float64) - np.array([0.0, 0.0, down])
+    hi = np.asarray(bmax, dtype=np.float64) + np.array([0.0, 0.0, up])
+    return lo, hi
 
 
 def inverse(points: np.ndarray, params: BendParams) -> np.ndarray:

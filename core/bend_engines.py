@@ -2,9 +2,12 @@
 
 A game draws the rolling world in its vertex shader, so what it needs from Blender is the bend's formula with
 the artist's numbers, in the engine's axes and units. ``export_files`` writes, for every engine, a shader
-include with one function ``envfx_bend(world_pos, pivot)`` (the bent world position of a physical one; the game
-passes its player's or camera's world position as ``pivot`` every frame) and ``envfx_bend.json`` with every
-number in Blender's and each engine's space.
+include with ``envfx_bend(world_pos, pivot)`` (the bent world position of a physical one; the game passes its
+player's or camera's world position as ``pivot`` every frame), ``envfx_bend_normal(world_pos, world_normal, pivot)``
+and ``envfx_bend_tangent(world_pos, world_tangent, pivot)`` (the bend's Jacobian on normals, inverse transpose, and
+on tangents and bitangents, as ``core.bend.forward_normals`` and ``forward_tangents``), with an example hook-up
+in comments, and ``envfx_bend.json`` with every number in Blender's and each engine's space and, given the scene's
+objects and a view distance, what each engine's culling needs (``culling``).
 
 Axes: a point (x, y, z) of Blender (Z up, right-handed) is, after the usual export,
 
@@ -177,29 +180,221 @@ def shader_source(params: core_bend.BendParams, engine: str, source: str = "", u
             "    float drop = ENVFX_BEND_STRENGTH * d * d;",
         ],
     }[params.mode]
-    lines += body + ["    return world_pos - drop * ENVFX_BEND_UP;", "}"]
-    if engine == "UNITY":  # a Shader Graph Custom Function node (File mode, name "EnvFXBend")
+    lines += body + ["    return world_pos - drop * ENVFX_BEND_UP;", "}", ""]
+    lines += [
+        "// the drop's slope (along the engine's level directions): the same at a physical position and where it",
+        "// is drawn, so the pixel shader's bent world position serves as well as the vertex shader's flat one",
+        f"{v3} envfx_bend_slope({v3} world_pos, {v3} pivot) {{",
+        f"    {v3} rel = world_pos - (pivot + ENVFX_BEND_HORIZON_OFFSET * ENVFX_BEND_FORWARD);",
+    ] + _SLOPE[params.mode](v3) + [
+        "}",
+        "",
+        "// envfx_bend_normal: a world normal at a physical world position -> the unit normal of the bent surface",
+        "// (the bend's Jacobian, inverse transpose); envfx_bend_tangent: a world tangent or bitangent -> the unit",
+        "// direction of the bent surface (the Jacobian; a tangent's w, its handedness, stays)",
+        f"{v3} envfx_bend_normal({v3} world_pos, {v3} world_normal, {v3} pivot) {{",
+        f"    {v3} slope = envfx_bend_slope(world_pos, pivot);",
+        "    return normalize(world_normal + slope * dot(world_normal, ENVFX_BEND_UP));",
+        "}",
+        "",
+        f"{v3} envfx_bend_tangent({v3} world_pos, {v3} world_tangent, {v3} pivot) {{",
+        f"    {v3} slope = envfx_bend_slope(world_pos, pivot);",
+        "    return normalize(world_tangent - dot(slope, world_tangent) * ENVFX_BEND_UP);",
+        "}",
+    ]
+    if engine == "UNITY":  # Shader Graph Custom Function nodes (File mode, names EnvFXBend, EnvFXBendNormal, ...)
         lines += [
             "",
             "void EnvFXBend_float(float3 WorldPos, float3 Pivot, out float3 Out) {",
             "    Out = envfx_bend(WorldPos, Pivot);",
             "}",
             "",
+            "void EnvFXBendNormal_float(float3 WorldPos, float3 WorldNormal, float3 Pivot, out float3 Out) {",
+            "    Out = envfx_bend_normal(WorldPos, WorldNormal, Pivot);",
+            "}",
+            "",
+            "void EnvFXBendTangent_float(float3 WorldPos, float3 WorldTangent, float3 Pivot, out float3 Out) {",
+            "    Out = envfx_bend_tangent(WorldPos, WorldTangent, Pivot);",
+            "}",
+            "",
             "// for a graph (or node) set to half precision: the bend itself is still computed in float",
             "void EnvFXBend_half(half3 WorldPos, half3 Pivot, out half3 Out) {",
             "    Out = (half3)envfx_bend((float3)WorldPos, (float3)Pivot);",
             "}",
+            "",
+            "void EnvFXBendNormal_half(half3 WorldPos, half3 WorldNormal, half3 Pivot, out half3 Out) {",
+            "    Out = (half3)envfx_bend_normal((float3)WorldPos, (float3)WorldNormal, (float3)Pivot);",
+            "}",
+            "",
+            "void EnvFXBendTangent_half(half3 WorldPos, half3 WorldTangent, half3 Pivot, out half3 Out) {",
+            "    Out = (half3)envfx_bend_tangent((float3)WorldPos, (float3)WorldTangent, (float3)Pivot);",
+            "}",
         ]
     lines.append("#endif")
+    lines += [""] + ["// " + line if line else "//" for line in _EXAMPLES[engine].strip("\n").splitlines()]
     return "\n".join(lines) + "\n"
 
 
-def export_files(params: core_bend.BendParams, folder: str, source: str = "", unit_scale: float = 1.0) -> list[str]:
+def _axis_slope(coord, vec, strength, spread):
+    """GLSL/HLSL lines: the slope of ``strength * max(|dot(rel, vec)| - spread, 0)^2``, into ``coord``_slope."""
+    return [
+        f"    float {coord} = dot(rel, {vec});",
+        f"    float {coord}_out = max(abs({coord}) - {spread}, 0.0);",
+        f"    float {coord}_slope = 2.0 * {strength} * {coord}_out * sign({coord});",
+    ]
+
+
+_SLOPE = {
+    "RUNNER": lambda v3: _axis_slope("u", "ENVFX_BEND_FORWARD", "ENVFX_BEND_STRENGTH", "ENVFX_BEND_SPREAD") + [
+        "    return u_slope * ENVFX_BEND_FORWARD;"],
+    "RUNNER_2AXIS": lambda v3: (
+        _axis_slope("u", "ENVFX_BEND_FORWARD", "ENVFX_BEND_STRENGTH", "ENVFX_BEND_SPREAD")
+        + _axis_slope("v", "ENVFX_BEND_SIDE", "ENVFX_BEND_SIDE_STRENGTH", "ENVFX_BEND_SIDE_SPREAD")
+        + ["    return u_slope * ENVFX_BEND_FORWARD + v_slope * ENVFX_BEND_SIDE;"]),
+    "PLANET": lambda v3: [
+        f"    {v3} level = rel - dot(rel, ENVFX_BEND_UP) * ENVFX_BEND_UP;",
+        "    float r = length(level);",
+        "    float r_out = max(r - ENVFX_BEND_SPREAD, 0.0);",
+        "    return (2.0 * ENVFX_BEND_STRENGTH * r_out / max(r, 1e-30)) * level;",  # r_out is 0 where r is
+    ],
+    "CYLINDER": lambda v3: _axis_slope("v", "ENVFX_BEND_SIDE", "ENVFX_BEND_STRENGTH", "ENVFX_BEND_SPREAD") + [
+        "    return v_slope * ENVFX_BEND_SIDE;"],
+}
+
+# How a material hooks the include up, written as comments at the end of each engine's file (docs/bend-engines.md
+# says the same at more length). The normal and tangent take the flat position: bend it last.
+_EXAMPLES = {
+    "GODOT": """
+Example hook-up (Godot 4 spatial shader):
+  shader_type spatial;
+  render_mode world_vertex_coords; // VERTEX, NORMAL, TANGENT, BINORMAL in world space
+  #include "res://envfx_bend.gdshaderinc"
+  global uniform vec3 envfx_pivot; // Project Settings > Shader Globals; the game sets the player's position
+  void vertex() {
+      vec3 flat_pos = VERTEX;
+      NORMAL = envfx_bend_normal(flat_pos, NORMAL, envfx_pivot);
+      TANGENT = envfx_bend_tangent(flat_pos, TANGENT, envfx_pivot);
+      BINORMAL = envfx_bend_tangent(flat_pos, BINORMAL, envfx_pivot);
+      VERTEX = envfx_bend(flat_pos, envfx_pivot);
+  }
+Culling: set each MeshInstance3D's extra_cull_margin to "extra_cull_margin" of envfx_bend.json
+(engines.GODOT.culling; the same for every object), or its custom_aabb to the object's "bent_min"/"bent_max".
+""",
+    "UNITY": """
+Example hook-up (Unity URP, a hand-written vertex function; in Shader Graph use the Custom Function nodes
+EnvFXBend, EnvFXBendNormal and EnvFXBendTangent on Absolute World values, then Transform to Object space):
+  #include "EnvFXBend.hlsl"
+  float3 _EnvFXPivot; // Shader.SetGlobalVector("_EnvFXPivot", player.position) every frame
+  float3 flatWS = TransformObjectToWorld(input.positionOS.xyz);
+  float3 normalWS = envfx_bend_normal(flatWS, TransformObjectToWorldNormal(input.normalOS), _EnvFXPivot);
+  float3 tangentWS = envfx_bend_tangent(flatWS, TransformObjectToWorldDir(input.tangentOS.xyz), _EnvFXPivot);
+  float3 bitangentWS = cross(normalWS, tangentWS) * input.tangentOS.w; // the bend keeps the handedness
+  output.positionCS = TransformWorldToHClip(envfx_bend(flatWS, _EnvFXPivot));
+Culling: renderer.bounds = new Bounds(center, size) with each object's "bounds_center" and "bounds_size"
+in envfx_bend.json (engines.UNITY.culling.objects), or widen the camera's cullingMatrix (see docs).
+""",
+    "UNREAL": """
+Example hook-up (Unreal material, Custom nodes with Include File Paths /Plugin/<Name>/EnvFXBend.ush):
+  World Position Offset: Custom node (WorldPos = Absolute World Position, Excluding Material Offsets;
+      Pivot = a Material Parameter Collection vector the game sets every frame), Code:
+      return envfx_bend(WorldPos, Pivot) - WorldPos;
+  Normal (untick the material's Tangent Space Normal): Custom node (WorldPos = Absolute World Position,
+      WorldNormal = the normal map through Transform Vector Tangent to World, or Vertex Normal WS), Code:
+      return envfx_bend_normal(WorldPos, WorldNormal, Pivot);
+  Tangents (a custom tangent frame): return envfx_bend_tangent(WorldPos, WorldTangent, Pivot);
+Culling: the material's Max World Position Offset Displacement = "max_displacement" of envfx_bend.json
+(engines.UNREAL.culling, centimetres; it pads the bounds of every primitive using the material), or each
+component's Bounds Scale = the object's "bounds_scale".
+""",
+}
+
+
+# how far from the pivot a game draws, when the caller does not say (Blender units)
+DEFAULT_VIEW_DISTANCE = 100.0
+
+_CULL_FORMULA = ("margin(V) for a view distance V (the farthest a drawn point is from the pivot, horizontally): "
+                 "each term strength * max(reach - spread, 0)^2 of the mode, reach = V + |horizon_offset| along "
+                 "forward and for the planet's radius, V sideways; positive terms add up to margin_down, negative "
+                 "ones to margin_up. The bend moves points along the engine's up only: an object's bounds grow by "
+                 "margin_down below and margin_up above, wherever the pivot is")
+_CULL_RECIPES = {
+    "GODOT": "GeometryInstance3D.extra_cull_margin = extra_cull_margin (grows the AABB on every side), or "
+             "custom_aabb = the object's bent box in its local space",
+    "UNITY": "Renderer.bounds = new Bounds(bounds_center, bounds_size) per object (a world-space override; "
+             "ResetBounds() undoes it), or a camera cullingMatrix widened as in the write-up",
+    "UNREAL": "the material's Max World Position Offset Displacement = max_displacement (pads the bounds of "
+              "every primitive using it and clamps the offset to it), or the component's Bounds Scale = "
+              "bounds_scale (null for a flat object: a zero extent does not scale)",
+}
+
+
+def _box(points) -> tuple[np.ndarray, np.ndarray]:
+    p = np.asarray(points, dtype=np.float64).reshape(-1, 3)
+    return p.min(axis=0), p.max(axis=0)
+
+
+def _corners(bmin, bmax) -> np.ndarray:
+    lo, hi = np.asarray(bmin, dtype=np.float64), np.asarray(bmax, dtype=np.float64)
+    return np.array([[(lo, hi)[i >> k & 1][k] for k in range(3)] for i in range(8)])
+
+
+def culling(params: core_bend.BendParams, objects=(), view_distance: float = DEFAULT_VIEW_DISTANCE,
+            engine: str | None = None, unit_scale: float = 1.0) -> dict:
+    """What culling needs so that no bent object pops: the view margin (``core.bend.view_margin``) for
+    ``view_distance`` (Blender units) and, per object of ``objects`` (``(name, flat_min, flat_max)``, world-space
+    bounds of the physical, unbent object in Blender), its flat and bent bounds. In Blender's space and units
+    for ``engine`` None, else in the engine's, with the engine's own numbers (Godot ``extra_cull_margin``, Unity
+    ``bounds_center``/``bounds_size``, Unreal ``max_displacement`` and ``bounds_scale``)."""
+    down, up = core_bend.view_margin(params, view_distance)
+    k = 1.0 if engine is None else engine_scale(engine, unit_scale)
+    out = {"view_distance": float(view_distance) * k, "margin_down": down * k, "margin_up": up * k,
+           "max_displacement": max(down, up) * k}
+    if engine == "GODOT":
+        out["extra_cull_margin"] = out["max_displacement"]
+    out["formula"] = _CULL_FORMULA
+    if engine is not None:
+        out["recipe"] = _CULL_RECIPES[engine]
+    rows = []
+    for name, bmin, bmax in objects:
+        lo, hi = core_bend.bent_bounds(bmin, bmax, params, view_distance)
+        flat, bent = (np.asarray(bmin, dtype=np.float64), np.asarray(bmax, dtype=np.float64)), (lo, hi)
+        if engine is not None:
+            flat = _box(to_engine(_corners(*flat), engine, unit_scale))
+            bent = _box(to_engine(_corners(*bent), engine, unit_scale))
+        row = {"name": str(name), "flat_min": flat[0].tolist(), "flat_max": flat[1].tolist(),
+               "bent_min": bent[0].tolist(), "bent_max": bent[1].tolist(),
+               "margin_down": out["margin_down"], "margin_up": out["margin_up"]}
+        if engine == "GODOT":
+            row["extra_cull_margin"] = out["extra_cull_margin"]
+        if engine == "UNITY":
+            row["bounds_center"] = ((bent[0] + bent[1]) / 2).tolist()
+            row["bounds_size"] = (bent[1] - bent[0]).tolist()
+        if engine == "UNREAL":
+            centre, extent = (flat[0] + flat[1]) / 2, (flat[1] - flat[0]) / 2
+            need = np.maximum(centre - bent[0], bent[1] - centre)
+            grows = need > extent * (1 + 1e-12)
+            scale = None
+            if not np.any(grows & (extent <= 0.0)):
+                scale = float(np.max(np.where(extent > 0.0, need / np.where(extent > 0.0, extent, 1.0), 1.0)))
+            row["bounds_scale"] = scale
+        _check_float32({key: v for key, v in row.items() if key != "name" and v is not None}, engine or "Blender")
+        rows.append(row)
+    _check_float32({key: v for key, v in out.items() if key not in ("formula", "recipe")}, engine or "Blender")
+    out["objects"] = rows
+    return out
+
+
+def export_files(params: core_bend.BendParams, folder: str, source: str = "", unit_scale: float = 1.0,
+                 objects=(), view_distance: float = DEFAULT_VIEW_DISTANCE) -> list[str]:
     """Write every engine's shader include and ``envfx_bend.json`` into ``folder`` (created if missing), for a
-    scene whose ``scale_length`` is ``unit_scale``; returns the paths written. Raises BendError for bad settings
-    and OSError when the folder cannot be written."""
+    scene whose ``scale_length`` is ``unit_scale``; returns the paths written. ``objects`` (``(name, flat_min,
+    flat_max)``: the bent objects' world bounds, unbent, in Blender) and ``view_distance`` (how far from the
+    pivot the game draws, Blender units) give the JSON's ``culling`` (see ``culling``). Raises BendError for bad
+    settings and OSError when the folder cannot be written."""
     params.validate()
     texts = {spec[3]: shader_source(params, engine, source, unit_scale) for engine, spec in ENGINES.items()}
+    objects = list(objects)
+    cull = {engine: culling(params, objects, view_distance, engine, unit_scale) for engine in ENGINES}
     meta = {
         "format": "envfx-bend", "version": 1, "source": source,
         "formula": "drop = strength * max(0, |coord| - spread)^2 along the engine's down (see the shader files)",
@@ -209,13 +404,15 @@ def export_files(params: core_bend.BendParams, folder: str, source: str = "", un
             "strength": params.strength, "spread": params.spread,
             "side_strength": params.side_strength, "side_spread": params.side_spread,
             "unit_scale": float(unit_scale),
+            "culling": culling(params, objects, view_distance),
         },
         "engines": {
             engine: {"file": spec[3], "axes": spec[4], "export_format": spec[5],
                      "metres_per_blender_unit": metres_per_unit(engine, unit_scale),
                      "units": units_note(engine, unit_scale),
                      **_check_float32({"pivot": to_engine([params.pivot], engine, unit_scale)[0].tolist()}, engine),
-                     **engine_constants(params, engine, unit_scale)}
+                     **engine_constants(params, engine, unit_scale),
+                     "culling": cull[engine]}
             for engine, spec in ENGINES.items()
         },
     }

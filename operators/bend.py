@@ -452,17 +452,50 @@ def unit_scale(scene) -> float:
     return 1.0 if units.system == "NONE" else float(units.scale_length)
 
 
-def export_engines(scene, folder: str) -> list[str]:
+def flat_bounds(scene, params, depsgraph=None) -> list[tuple]:
+    """(name, world min, world max) of every object ``scene`` bends, unbent: its evaluated geometry (all
+    modifiers, the bend too) in world space, the bend taken off exactly (``core.bend.inverse``). This is the box
+    a game engine computes for the physical mesh it imports. Objects with no geometry are left out."""
+    tree = bend_nodes.group_for(scene)
+    if tree is None:
+        return []
+    if depsgraph is None and scene == bpy.context.scene:
+        depsgraph = bpy.context.evaluated_depsgraph_get()
+    elif depsgraph is None:  # another scene (the CLI's --scene): its first view layer's, evaluated now
+        with bpy.context.temp_override(scene=scene, view_layer=scene.view_layers[0]):
+            depsgraph = bpy.context.evaluated_depsgraph_get()
+    rows = []
+    for obj in scene.objects:
+        if obj.envfx.bend_exclude or not any(m.node_group == tree and m.show_viewport for m in bend_modifiers(obj)):
+            continue
+        try:
+            local = bridge.evaluated_positions(obj, depsgraph)
+        except RuntimeError:  # an object Blender cannot turn into a mesh
+            continue
+        if not len(local):
+            continue
+        m = bridge.matrix_to_numpy(obj.evaluated_get(depsgraph).matrix_world)
+        world = core_bend.inverse(local.astype(np.float64) @ m[:3, :3].T + m[:3, 3], params)
+        rows.append((obj.name, world.min(axis=0), world.max(axis=0)))
+    return rows
+
+
+def export_engines(scene, folder: str, view_distance: float | None = None) -> list[str]:
     """Write the scene's bend as shader includes for Godot, Unity and Unreal and ``envfx_bend.json`` into
-    ``folder``, in each engine's units for the scene's unit scale; returns the paths. Raises BendInputError (with
-    what to do) for a blank or unwritable folder or one relative to a .blend file never saved
-    (``operators.common.output_folder``), and core_bend.BendError for bad settings; nothing is written then."""
+    ``folder``, in each engine's units for the scene's unit scale; returns the paths. The JSON's culling section
+    covers the scene's bent objects (``flat_bounds``) for ``view_distance`` (Blender units; default the scene's
+    ``envfx.bend.view_distance``). Raises BendInputError (with what to do) for a blank or unwritable folder or
+    one relative to a .blend file never saved (``operators.common.output_folder``), and core_bend.BendError for
+    bad settings; nothing is written then."""
     path = output_folder(folder, "The folder", "No folder: choose the folder the engine files are written to",
                          BendInputError)
     params = bend_nodes.params_from_scene(scene).validate()
     source = f"{bpy.path.basename(bpy.data.filepath) or 'unsaved file'}, scene {scene.name}"
+    view = scene.envfx.bend.view_distance if view_distance is None else view_distance
+    objects = flat_bounds(scene, params)
     try:
-        return bend_engines.export_files(params, path, source=source, unit_scale=unit_scale(scene))
+        return bend_engines.export_files(params, path, source=source, unit_scale=unit_scale(scene),
+                                         objects=objects, view_distance=view)
     except OSError as exc:
         raise BendInputError(f"Cannot write the engine files into {path!r} ({exc.strerror or exc}): "
                              "choose a writable folder") from None
@@ -481,6 +514,10 @@ class ENVFX_OT_bend_export_engines(NeedsScene, bpy.types.Operator):
     def invoke(self, context, event):
         context.window_manager.fileselect_add(self)
         return {"RUNNING_MODAL"}
+
+    def draw(self, context):
+        # the culling bounds' view distance is the scene's setting (the CLI and scripts read it too)
+        self.layout.prop(context.scene.envfx.bend, "view_distance")
 
     def execute(self, context):
         try:

@@ -1311,3 +1311,148 @@ def test_particle_hair_is_named_as_not_following_the_bend(envfx):
     assert result.changed == ["Meadow"]
     (warning,) = [w for w in result.warnings if "particle system" in w]
     assert meadow.particle_systems[0].name in warning and "Convert > Curves" in warning
+
+
+# --- bent normals and culling for game engines ------------------------------------------------------------------
+
+def demo_like_scene(envfx, mode):
+    """The demo's bent world, finer: a ground 30 x 120 m and a road 3 x 120 m (grids scaled, like the demo's, with
+    quads 0.2 m across: at a flat zone's edge a face's normal is its chord's, about a * h / 4 off the curve's), a
+    tilted rock, a player pivot, bent live."""
+    def grid(name, x_sub, y_sub, scale, location):
+        bpy.ops.mesh.primitive_grid_add(x_subdivisions=x_sub, y_subdivisions=y_sub, size=1.0, location=location)
+        obj = bpy.context.active_object
+        obj.name, obj.scale = name, scale
+        return obj
+
+    ground = grid("Ground", 150, 600, (30.0, 120.0, 1.0), (0.0, 40.0, 0.0))
+    road = grid("Road", 15, 600, (3.0, 120.0, 1.0), (0.0, 40.0, 0.02))
+    road.rotation_euler = (0.0, 0.0, 0.02)  # not quite along the axis
+    bpy.ops.mesh.primitive_ico_sphere_add(subdivisions=3, radius=1.5, location=(5.0, 30.0, 1.0))
+    rock = bpy.context.active_object
+    rock.name, rock.scale, rock.rotation_euler = "Rock", (1.0, 2.0, 0.7), (0.3, 0.2, 0.5)
+    pivot = pivot_empty("Player", (0.0, 0.0, 0.6))
+    s = bpy.context.scene.envfx.bend
+    s.mode, s.axis, s.pivot = mode, "POS_Y", pivot
+    s.horizon_offset, s.strength, s.spread, s.side_strength, s.side_spread = 4.0, 0.012, 3.0, 0.01, 4.0
+    objects = [ground, road, rock]
+    assert envfx.operators.bend.add_bend(bpy.context.scene, objects).changed == ["Ground", "Road", "Rock"]
+    return objects
+
+
+def world_face_normals(mesh, matrix):
+    """(N, 3) unit face normals of ``mesh`` in world space (``matrix`` its object's 4x4 world matrix)."""
+    n = np.empty(len(mesh.polygons) * 3, dtype=np.float32)
+    mesh.polygons.foreach_get("normal", n)
+    world = n.reshape(-1, 3).astype(np.float64) @ np.linalg.inv(matrix[:3, :3])  # inverse transpose, row vectors
+    return world / np.linalg.norm(world, axis=1, keepdims=True)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_bent_face_normals_are_the_engine_normals_in_a_demo_like_scene(envfx, load_helper, mode):
+    """The issue's acceptance: Blender's evaluated bent faces (flat-shaded) have the normals the engines' include
+    gives, within 1e-3 rad: core.bend.forward_normals of the flat face normals at the flat face centres (which the
+    includes equal on a GPU driver, tests/core/test_bend_engines_shaders.py), and Godot's include read as numpy."""
+    objects = demo_like_scene(envfx, mode)
+    scene = bpy.context.scene
+    params = envfx.shader_nodes.bend.params_from_scene(scene)
+    functions = load_helper("bend_shader_numpy", "tests", "core", "bend_shader_numpy.py").shader_functions(
+        envfx.core.bend_engines.shader_source(params, "GODOT"))
+    godot = np.array(envfx.core.bend_engines.ENGINES["GODOT"][0], dtype=np.float64)
+    dg = bpy.context.evaluated_depsgraph_get()
+    dg.update()
+    for obj in objects:
+        m = envfx.bridge.matrix_to_numpy(obj.matrix_world)
+        centres = np.empty(len(obj.data.polygons) * 3, dtype=np.float32)
+        obj.data.polygons.foreach_get("center", centres)
+        centres = centres.reshape(-1, 3).astype(np.float64) @ m[:3, :3].T + m[:3, 3]
+        flat = world_face_normals(obj.data, m)
+        ev = obj.evaluated_get(dg)
+        mesh = ev.to_mesh()
+        try:
+            assert len(mesh.polygons) == len(obj.data.polygons)
+            bent = world_face_normals(mesh, m)
+        finally:
+            ev.to_mesh_clear()
+        want = envfx.core.bend.forward_normals(centres, flat, params)
+        worst = np.arccos(np.clip(np.sum(bent * want, axis=1), -1.0, 1.0)).max()
+        # the quads of the road and ground are level and along the axes: a face's normal is the curve's at its
+        # centre but at a flat zone's edge. The rock's triangles are not: a bent triangle is the plane through
+        # three points of a curved surface, off its centre's tangent plane by up to the drop's curvature (2 a)
+        # times the triangle's size
+        edges = np.array([[obj.data.vertices[i].co for i in e.vertices] for e in obj.data.edges]) @ m[:3, :3].T
+        size = np.linalg.norm(edges[:, 1] - edges[:, 0], axis=1).max()
+        tol = 1e-3 if obj.name != "Rock" else 2.0 * max(abs(params.strength), abs(params.side_strength)) * size
+        assert worst < tol, f"{mode} {obj.name}: a bent face normal is {worst} rad from the engine's"
+        engine = functions["envfx_bend_normal"](centres @ godot.T, flat @ godot.T, np.asarray(params.pivot) @ godot.T)
+        np.testing.assert_allclose(engine, want @ godot.T, atol=1e-6)  # its constants: 8 digits
+        if obj.name == "Ground":  # the lighting changes: far ahead (or aside) the ground tilts by degrees
+            tilt = np.degrees(np.arccos(np.clip(np.sum(bent * flat, axis=1), -1, 1))).max()
+            assert tilt > 10.0, tilt
+
+
+def test_exported_culling_bounds_hold_the_bent_scene(envfx, tmp_path):
+    """Export for Game Engines writes, per bent object of the scene (an excluded one and a non-bent one left out),
+    its flat bounds (the physical mesh's, whatever the bend shows) and bent bounds for the scene's view distance;
+    every evaluated bent vertex within that distance of the pivot lies inside, in Blender's and each engine's
+    space, also with the pivot moved elsewhere."""
+    import json
+
+    objects = demo_like_scene(envfx, "RUNNER_2AXIS")
+    scene = bpy.context.scene
+    scene.envfx.bend.view_distance = 60.0
+    scene.unit_settings.scale_length = 0.01
+    loose = random_mesh("Loose", np.random.default_rng(SEED))  # not bent: not listed
+    loose.location = (0.0, 200.0, 0.0)
+    select_only([objects[2]])
+    assert bpy.ops.envfx.bend_exclude(exclude=True) == {"FINISHED"}  # the rock: not bent, not listed
+    be = envfx.core.bend_engines
+    for pivot_at in ((0.0, 0.0, 0.6), (5.0, 70.0, 0.0)):
+        scene.envfx.bend.pivot.location = pivot_at
+        out = tmp_path / f"eng{pivot_at[1]:g}"
+        assert bpy.ops.envfx.bend_export_engines(directory=str(out)) == {"FINISHED"}
+        meta = json.loads((out / be.JSON_NAME).read_text())
+        params = envfx.shader_nodes.bend.params_from_scene(scene)
+        assert meta["blender"]["culling"]["view_distance"] == 60.0
+        for where, cull in [("BLENDER", meta["blender"]["culling"])] + list(
+                (engine, meta["engines"][engine]["culling"]) for engine in be.ENGINES):
+            rows = {row["name"]: row for row in cull["objects"]}
+            assert sorted(rows) == ["Ground", "Road"], where
+            for obj in objects[:2]:
+                m = envfx.bridge.matrix_to_numpy(obj.matrix_world)
+                flat = envfx.bridge.get_positions(obj.data).astype(np.float64) @ m[:3, :3].T + m[:3, 3]
+                bent = evaluated_local(envfx, obj).astype(np.float64) @ m[:3, :3].T + m[:3, 3]
+                near = np.linalg.norm(flat[:, :2] - np.asarray(params.pivot)[:2], axis=1) <= 60.0
+                assert near.sum() > 100 and (~near).sum() > 100  # the view distance matters here
+                if where != "BLENDER":
+                    flat, bent = be.to_engine(flat, where, 0.01), be.to_engine(bent, where, 0.01)
+                row = rows[obj.name]
+                np.testing.assert_allclose(row["flat_min"], flat.min(axis=0), rtol=1e-5, atol=1e-4)
+                np.testing.assert_allclose(row["flat_max"], flat.max(axis=0), rtol=1e-5, atol=1e-4)
+                lo, hi = np.array(row["bent_min"]), np.array(row["bent_max"])
+                tol = 1e-5 * np.abs(np.concatenate([lo, hi])).max()
+                inside = np.all((bent[near] >= lo - tol) & (bent[near] <= hi + tol), axis=1)
+                assert inside.all(), f"{where} {obj.name}: {bent[near][~inside][:3]} outside {lo} {hi}"
+                assert np.any(bent[near] < flat.min(axis=0) - tol) or np.any(bent[near] > flat.max(axis=0) + tol)
+
+
+def test_exported_culling_of_a_scene_that_is_not_the_current_one(envfx, tmp_path):
+    """The CLI's --scene exports a scene other than the window's: its bent objects are evaluated in its own view
+    layer for their bounds."""
+    import json
+
+    other = bpy.data.scenes.new("Level 2")
+    bpy.ops.mesh.primitive_grid_add(x_subdivisions=20, y_subdivisions=20, size=40.0)
+    ground = bpy.context.active_object
+    for coll in list(ground.users_collection):
+        coll.objects.unlink(ground)
+    other.collection.objects.link(ground)
+    other.envfx.bend.strength = 0.05
+    assert envfx.operators.bend.add_bend(other, [ground]).changed == [ground.name]
+    envfx.operators.bend.export_engines(other, str(tmp_path), view_distance=30.0)
+    cull = json.loads((tmp_path / "envfx_bend.json").read_text())["blender"]["culling"]
+    assert cull["margin_down"] == pytest.approx(0.05 * (30.0 - 2.0) ** 2)
+    (row,) = cull["objects"]
+    assert row["name"] == ground.name
+    np.testing.assert_allclose(row["flat_min"], [-20.0, -20.0, 0.0], atol=1e-5)
+    np.testing.assert_allclose(row["bent_min"], [-20.0, -20.0, -cull["margin_down"]], atol=1e-5)

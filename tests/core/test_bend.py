@@ -222,3 +222,134 @@ def test_empty_input():
 def test_zero_direction_ray_is_refused():
     with pytest.raises(cb.BendError, match="zero direction"):
         cb.pick(np.zeros((1, 3)), np.zeros((1, 3)), params())
+
+
+# --- normals, tangents, culling margins ---------------------------------------------------------------------
+
+def random_params(rng, mode, trial):
+    return cb.BendParams(
+        mode=mode, axis=cb.AXES[trial % 4], pivot=tuple(float(v) for v in rng.uniform(-20, 20, 3)),
+        horizon_offset=float(rng.uniform(-5, 5)), strength=float(rng.choice([-1, 1]) * rng.uniform(0.001, 0.2)),
+        spread=float(rng.choice([0.0, rng.uniform(0, 6)])), side_strength=float(rng.uniform(-0.1, 0.1)),
+        side_spread=float(rng.uniform(0, 4)), enabled=trial != 3)
+
+
+def central_jacobian(points, p, eps=1e-5):
+    """d forward / d point by central differences of core.bend.forward: (N, 3, 3), column j = d/d x_j."""
+    cols = []
+    for j in range(3):
+        step = np.zeros(3)
+        step[j] = eps
+        cols.append((cb.forward(points + step, p) - cb.forward(points - step, p)) / (2 * eps))
+    return np.stack(cols, axis=2)
+
+
+def angle(a, b):
+    a = a / np.linalg.norm(a, axis=1, keepdims=True)
+    b = b / np.linalg.norm(b, axis=1, keepdims=True)
+    return np.arctan2(np.linalg.norm(np.cross(a, b), axis=1), np.sum(a * b, axis=1))
+
+
+def away_from_kinks(points, p, margin=1e-3):
+    """Points whose distance to every flat-zone edge (where the drop's curvature jumps) exceeds ``margin``: there
+    central differences straddle the edge."""
+    f, side = cb.axis_vectors(p.axis)
+    c = cb.centre(p)
+    rel = points[:, :2] - c[:2]
+    ok = np.ones(len(points), bool)
+    for coord, spread in ((rel @ f[:2], p.spread), (rel @ side[:2], p.side_spread),
+                          (np.linalg.norm(rel, axis=1), p.spread)):
+        ok &= np.abs(np.abs(coord) - spread) > margin
+    return points[ok]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_jacobian_equals_finite_differences_of_forward(mode):
+    rng = np.random.default_rng(MODES.index(mode))
+    for trial in range(4):
+        p = random_params(rng, mode, trial)
+        pts = away_from_kinks(rng.uniform(-40, 40, (400, 3)), p)
+        np.testing.assert_allclose(cb.jacobian(pts, p), central_jacobian(pts, p), atol=1e-6)
+        np.testing.assert_allclose(np.linalg.det(cb.jacobian(pts, p)), 1.0)
+        # the slope is the same where a point is drawn: the drop depends on x and y only
+        np.testing.assert_allclose(cb.gradient(cb.forward(pts, p), p), cb.gradient(pts, p))
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_bent_normals_are_perpendicular_to_bent_tangents_and_equal_the_bent_surface(mode):
+    """For random surface frames: the bent tangents (by the Jacobian) are finite differences of forward along the
+    tangent, and the bent normal is perpendicular to both bent tangents and on the normal's side."""
+    rng = np.random.default_rng([7, MODES.index(mode)])
+    for trial in range(4):
+        p = random_params(rng, mode, trial)
+        pts = away_from_kinks(rng.uniform(-40, 40, (400, 3)), p)
+        n = rng.normal(size=(len(pts), 3))
+        n /= np.linalg.norm(n, axis=1, keepdims=True)
+        t1 = np.cross(n, rng.normal(size=(len(pts), 3)))
+        t2 = np.cross(n, t1)
+        jac = central_jacobian(pts, p)
+        for t in (t1, t2):
+            want = np.einsum("nij,nj->ni", jac, t)
+            got = cb.forward_tangents(pts, t, p)
+            assert angle(got, want).max() < 1e-6
+            np.testing.assert_allclose(np.linalg.norm(got, axis=1), 1.0)
+        bent_n = cb.forward_normals(pts, n, p)
+        # t1 x t2 is along +n (t2 = n x t1): the cross product of the bent tangents is the bent normal
+        fd_normal = np.cross(np.einsum("nij,nj->ni", jac, t1), np.einsum("nij,nj->ni", jac, t2))
+        assert angle(bent_n, fd_normal).max() < 1e-6
+        np.testing.assert_allclose(np.linalg.norm(bent_n, axis=1), 1.0)
+        if p.enabled:
+            assert angle(bent_n, n).max() > 0.1  # it bends
+
+
+def test_normal_of_a_road_dropping_at_30_degrees():
+    """The issue's road: where the ground slopes down at 30 degrees ahead, its up normal tilts 30 degrees forward."""
+    p = cb.BendParams(mode="RUNNER", axis="POS_Y", pivot=(0.0, 0.0, 0.0), strength=0.01, spread=2.0)
+    y = 2.0 + np.tan(np.radians(30.0)) / (2 * 0.01)  # slope 2 a (y - s) = tan 30
+    n = cb.forward_normals([[0.0, y, 0.0]], [[0.0, 0.0, 1.0]], p)[0]
+    np.testing.assert_allclose(n, [0.0, np.sin(np.radians(30.0)), np.cos(np.radians(30.0))], atol=1e-12)
+    t = cb.forward_tangents([[0.0, y, 0.0]], [[0.0, 1.0, 0.0]], p)[0]
+    np.testing.assert_allclose(t, [0.0, np.cos(np.radians(30.0)), -np.sin(np.radians(30.0))], atol=1e-12)
+    np.testing.assert_allclose(cb.forward_normals([[0.0, 1.0, 0.0]], [[0.0, 0.0, 1.0]], p), [[0, 0, 1]])  # flat
+
+
+def test_disabled_bend_keeps_normals_and_empty_input():
+    p = params(enabled=False)
+    n = np.random.default_rng(1).normal(size=(10, 3))
+    np.testing.assert_allclose(cb.forward_normals(n * 10, n, p), n / np.linalg.norm(n, axis=1, keepdims=True))
+    assert cb.forward_normals(np.zeros((0, 3)), np.zeros((0, 3)), params()).shape == (0, 3)
+    assert cb.jacobian(np.zeros((0, 3)), params()).shape == (0, 3, 3)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_view_margin_holds_every_point_within_the_view_distance_of_any_pivot(mode):
+    rng = np.random.default_rng([11, MODES.index(mode)])
+    for trial in range(6):
+        p = random_params(rng, mode, trial)
+        view = float(rng.uniform(5, 60))
+        down, up = cb.view_margin(p, view)
+        worst_down = worst_up = 0.0
+        for _ in range(20):
+            pivot = rng.uniform(-30, 30, 3)
+            q = cb.BendParams(**{**p.__dict__, "pivot": tuple(pivot)})
+            pts = rng.uniform(-view, view, (2000, 3)) + pivot
+            pts = pts[np.linalg.norm(pts[:, :2] - pivot[:2], axis=1) <= view]
+            d = cb.drop(pts, q)
+            worst_down, worst_up = max(worst_down, d.max()), max(worst_up, -d.min())
+        assert worst_down <= down + 1e-9 and worst_up <= up + 1e-9
+        if p.enabled and mode != "RUNNER_2AXIS":  # one term: reached by a point at the view distance, ahead
+            assert max(down, up) == pytest.approx(max(worst_down, worst_up), rel=0.3)
+
+
+def test_view_margin_numbers_and_refusals():
+    p = cb.BendParams(mode="RUNNER", strength=0.01, spread=2.0, horizon_offset=3.0)
+    assert cb.view_margin(p, 100.0) == pytest.approx((0.01 * 101.0 ** 2, 0.0))
+    assert cb.view_margin(cb.BendParams(strength=-0.02, spread=0.0), 10.0) == pytest.approx((0.0, 2.0))
+    two = cb.BendParams(mode="RUNNER_2AXIS", strength=0.01, spread=0.0, side_strength=-0.01, side_spread=0.0)
+    assert cb.view_margin(two, 10.0) == pytest.approx((1.0, 1.0))
+    assert cb.view_margin(cb.BendParams(enabled=False), 100.0) == (0.0, 0.0)
+    lo, hi = cb.bent_bounds([0, 0, 0], [1, 1, 1], p, 100.0)
+    np.testing.assert_allclose(lo, [0, 0, -0.01 * 101.0 ** 2]) and np.testing.assert_allclose(hi, [1, 1, 1])
+    for bad in (-1.0, float("nan"), float("inf")):
+        with pytest.raises(cb.BendError, match="View distance"):
+            cb.view_margin(p, bad)

@@ -16,6 +16,7 @@ _spec = importlib.util.spec_from_file_location("bend_shader_numpy", os.path.join
 _helper = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_helper)
 _run_shader = _helper.run_shader
+_shader_functions = _helper.shader_functions
 
 
 @pytest.mark.parametrize("engine", list(be.ENGINES))
@@ -162,3 +163,119 @@ def test_export_never_writes_a_number_a_shader_float_cannot_hold(tmp_path, monke
     be.export_files(core_bend.BendParams(spread=1e6, horizon_offset=-1e6), str(tmp_path / "b"))
     for path in (tmp_path / "b").iterdir():
         assert "inf" not in path.read_text().lower()
+
+
+# --- normals, tangents and culling ----------------------------------------------------------------------------
+
+def engine_direction(vectors, engine):
+    """Blender world directions in the engine's axes (no unit scale: directions have none)."""
+    return np.asarray(vectors, dtype=np.float64) @ np.asarray(be.ENGINES[engine][0], dtype=np.float64).T
+
+
+def unit_vectors(rng, n):
+    v = rng.normal(size=(n, 3))
+    return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+
+@pytest.mark.parametrize("unit_scale", [0.01, 1.0])
+@pytest.mark.parametrize("engine", list(be.ENGINES))
+@pytest.mark.parametrize("mode", core_bend.MODES)
+def test_shader_normals_and_tangents_equal_core(engine, mode, unit_scale):
+    """envfx_bend_normal and envfx_bend_tangent, read line by line as numpy, turn the engine's image of a Blender
+    normal (tangent) into the engine's image of core.bend.forward_normals (forward_tangents) of it."""
+    rng = np.random.default_rng([core_bend.MODES.index(mode), list(be.ENGINES).index(engine), int(unit_scale * 100)])
+    for trial in range(4):
+        params = core_bend.BendParams(
+            mode=mode, axis=core_bend.AXES[trial], pivot=tuple(rng.uniform(-20, 20, 3)),
+            horizon_offset=float(rng.uniform(-5, 5)), strength=float(rng.choice([-1, 1]) * rng.uniform(0.001, 0.2)),
+            spread=float(rng.choice([0.0, rng.uniform(0, 6)])), side_strength=float(rng.uniform(-0.1, 0.1)),
+            side_spread=float(rng.uniform(0, 4)))
+        fns = _shader_functions(be.shader_source(params, engine, unit_scale=unit_scale))
+        points, vectors = rng.uniform(-40, 40, (500, 3)), unit_vectors(rng, 500)
+        pos, pivot = be.to_engine(points, engine, unit_scale), be.to_engine([params.pivot], engine, unit_scale)[0]
+        got = fns["envfx_bend_normal"](pos, engine_direction(vectors, engine), pivot)
+        np.testing.assert_allclose(got, engine_direction(core_bend.forward_normals(points, vectors, params), engine),
+                                   atol=1e-6)
+        got = fns["envfx_bend_tangent"](pos, engine_direction(vectors, engine), pivot)
+        np.testing.assert_allclose(got, engine_direction(core_bend.forward_tangents(points, vectors, params),
+                                                         engine), atol=1e-6)
+        # the slope is the same at the drawn (bent) position: a pixel shader's world position serves
+        drawn = fns["envfx_bend"](pos, pivot)
+        np.testing.assert_allclose(fns["envfx_bend_normal"](drawn, engine_direction(vectors, engine), pivot),
+                                   fns["envfx_bend_normal"](pos, engine_direction(vectors, engine), pivot), atol=1e-9)
+        assert np.abs(got - engine_direction(vectors, engine)).max() > 0.1  # it bends
+
+
+def scene_objects(rng, n=6):
+    """(name, flat points) of a few random objects spread over a level, a flat ground among them."""
+    objects = [("Ground", np.column_stack([rng.uniform(-60, 60, (400, 2)), np.zeros(400)]))]
+    for i in range(n):
+        centre = rng.uniform(-50, 50, 3)
+        objects.append((f"Rock {i}", centre + rng.normal(scale=rng.uniform(0.5, 4), size=(200, 3))))
+    return objects
+
+
+@pytest.mark.parametrize("mode", core_bend.MODES)
+def test_exported_culling_bounds_hold_every_bent_vertex_within_the_view_distance(tmp_path, mode):
+    """The issue's acceptance: for the exported view distance, each object's bent box in envfx_bend.json (per
+    engine, in its axes and units) holds every vertex of the object bent around any pivot, the exported one and
+    others over the level, that lies within the view distance of that pivot."""
+    rng = np.random.default_rng([3, core_bend.MODES.index(mode)])
+    for trial in range(3):
+        params = core_bend.BendParams(
+            mode=mode, axis=core_bend.AXES[trial], pivot=tuple(rng.uniform(-20, 20, 3)),
+            horizon_offset=float(rng.uniform(-5, 5)), strength=float(rng.choice([-1, 1]) * rng.uniform(0.001, 0.05)),
+            spread=float(rng.uniform(0, 6)), side_strength=float(rng.uniform(-0.05, 0.05)),
+            side_spread=float(rng.uniform(0, 4)))
+        view = float(rng.uniform(20, 90))
+        unit_scale = float(rng.choice([0.01, 1.0]))
+        objects = scene_objects(rng)
+        be.export_files(params, str(tmp_path), unit_scale=unit_scale, view_distance=view,
+                        objects=[(name, pts.min(axis=0), pts.max(axis=0)) for name, pts in objects])
+        meta = json.loads((tmp_path / be.JSON_NAME).read_text())
+        pivots = [np.asarray(params.pivot)] + list(rng.uniform(-60, 60, (15, 3)))
+        for engine in be.ENGINES:
+            cull = meta["engines"][engine]["culling"]
+            assert cull["view_distance"] == pytest.approx(view * be.engine_scale(engine, unit_scale))
+            rows = {row["name"]: row for row in cull["objects"]}
+            assert sorted(rows) == sorted(name for name, _ in objects)
+            for name, pts in objects:
+                lo, hi = np.array(rows[name]["bent_min"]), np.array(rows[name]["bent_max"])
+                tol = 1e-9 * max(1.0, np.abs(hi).max(), np.abs(lo).max())
+                for pivot in pivots:
+                    moved = core_bend.BendParams(**{**params.__dict__, "pivot": tuple(pivot)})
+                    near = pts[np.linalg.norm(pts[:, :2] - pivot[:2], axis=1) <= view]
+                    bent = be.to_engine(core_bend.forward(near, moved), engine, unit_scale)
+                    assert np.all(bent >= lo - tol) and np.all(bent <= hi + tol), (engine, name, pivot)
+                if engine == "UNITY":
+                    np.testing.assert_allclose(rows[name]["bounds_center"], (lo + hi) / 2)
+                    np.testing.assert_allclose(rows[name]["bounds_size"], hi - lo)
+        # the margins are needed, not just big: the exported pivot's bend leaves some flat box
+        flat = {name: (pts.min(axis=0), pts.max(axis=0)) for name, pts in objects}
+        bent = {name: core_bend.forward(pts, params) for name, pts in objects}
+        assert any(np.any(bent[n][:, 2] < flat[n][0][2] - 1e-6) or np.any(bent[n][:, 2] > flat[n][1][2] + 1e-6)
+                   for n in flat)
+
+
+def test_culling_numbers_per_engine(tmp_path):
+    """A runner bend, strength 0.01, spread 2, offset 3, view distance 100 m: margin 0.01 * 101^2 = 102.01 m
+    below, nothing above; Godot's extra_cull_margin and Unreal's Max WPO Displacement (cm) carry it; a flat ground
+    has no Unreal Bounds Scale (its zero height does not scale), a box 2 m high needs 1 + 102.01 / 1."""
+    params = core_bend.BendParams(mode="RUNNER", strength=0.01, spread=2.0, horizon_offset=3.0)
+    be.export_files(params, str(tmp_path), view_distance=100.0,
+                    objects=[("Ground", (-50, -50, 0), (50, 50, 0)), ("Box", (0, 0, 0), (2, 2, 2))])
+    meta = json.loads((tmp_path / be.JSON_NAME).read_text())
+    assert meta["blender"]["culling"]["margin_down"] == pytest.approx(102.01)
+    assert meta["blender"]["culling"]["margin_up"] == 0.0
+    godot, unity, unreal = (meta["engines"][e]["culling"] for e in ("GODOT", "UNITY", "UNREAL"))
+    assert godot["extra_cull_margin"] == pytest.approx(102.01)
+    assert unreal["max_displacement"] == pytest.approx(10201.0)
+    rows = {row["name"]: row for row in unreal["objects"]}
+    assert rows["Ground"]["bounds_scale"] is None and rows["Box"]["bounds_scale"] == pytest.approx(103.01)
+    box = {row["name"]: row for row in unity["objects"]}["Box"]
+    assert box["bent_min"][1] == pytest.approx(-102.01) and box["bent_max"][1] == pytest.approx(2.0)  # Unity's up: Y
+    for engine, text in ((e, (tmp_path / spec[3]).read_text()) for e, spec in be.ENGINES.items()):
+        assert "envfx_bend_normal(" in text and "Culling:" in text, engine
+    with pytest.raises(core_bend.BendError, match="View distance"):
+        be.export_files(params, str(tmp_path / "no"), view_distance=-1.0)
+    assert not (tmp_path / "no").exists()

@@ -164,25 +164,27 @@ class Gpu:
         assert gl.glGetProgramiv(program, gl.GL_LINK_STATUS), gl.glGetProgramInfoLog(program)
         return program
 
-    def run(self, vert: bytes, frag: bytes, points) -> np.ndarray:
-        """Each point through the shaders: drawn into pixel i of a one-row float frame buffer, whose colour is
-        the vertex shader's ``bent``. Returns (N, 3)."""
+    def run(self, vert: bytes, frag: bytes, points, directions=None) -> np.ndarray:
+        """Each point (with its direction, a normal or tangent, as the third input) through the shaders: drawn
+        into pixel i of a one-row float frame buffer, whose colour is the vertex shader's ``bent``. Returns
+        (N, 3)."""
         gl = self.gl
         points = np.asarray(points, np.float32)
         n = len(points)
         assert n <= self.WIDTH
+        directions = np.zeros((n, 3)) if directions is None else directions
         self.fbo.use()
         self.fbo.clear(0.0, 0.0, 0.0, 0.0)
         pixel = np.stack([(np.arange(n) + 0.5) / self.WIDTH * 2.0 - 1.0, np.zeros(n)], axis=1)
-        vbo = self.ctx.buffer(np.hstack([points, pixel]).astype(np.float32).tobytes())
+        vbo = self.ctx.buffer(np.hstack([points, pixel, directions]).astype(np.float32).tobytes())
         program = self.program(vert, frag)
         vao = gl.glGenVertexArrays(1)
         try:
             gl.glBindVertexArray(vao)
             gl.glBindBuffer(gl.GL_ARRAY_BUFFER, vbo.glo)
-            for location, (size, offset) in enumerate(((3, 0), (2, 12))):
+            for location, (size, offset) in enumerate(((3, 0), (2, 12), (3, 20))):
                 gl.glEnableVertexAttribArray(location)
-                gl.glVertexAttribPointer(location, size, gl.GL_FLOAT, False, 20, ctypes.c_void_p(offset))
+                gl.glVertexAttribPointer(location, size, gl.GL_FLOAT, False, 32, ctypes.c_void_p(offset))
             gl.glUseProgram(program)
             gl.glDrawArrays(gl.GL_POINTS, 0, n)
             gl.glFinish()
@@ -287,3 +289,117 @@ def test_includes_run_like_core_in_a_scaled_scene(gpu, tmp_path, unit_scale, cal
         want = in_engine(core_bend.forward(points, params))
         np.testing.assert_allclose(got, want, rtol=0, atol=2e-6 * np.abs(want).max(), err_msg=f"{call} {mode}")
         assert np.abs(got - in_engine(points)).max() > 1e-3 * np.abs(want).max() / 40  # it bends
+
+
+# --- normals and tangents on the GPU --------------------------------------------------------------------------
+
+GLSL_DIRECTION_VERT = """
+layout(location = 0) in vec3 position;
+layout(location = 1) in vec2 pixel;
+layout(location = 2) in vec3 direction;
+layout(location = 0) out vec3 bent;
+void main() {
+    gl_Position = vec4(pixel, 0.0, 1.0);
+    bent = FUNCTION(position, direction, PIVOT);
+}
+"""
+HLSL_DIRECTION_VERT = """
+struct Bent { float4 position : SV_Position; float3 bent : TEXCOORD0; };
+Bent main(float3 position : POSITION, float2 pixel : TEXCOORD1, float3 direction : TEXCOORD2) {
+    Bent o;
+    o.position = float4(pixel, 0.0, 1.0);
+    BEND_CALL
+    return o;
+}
+"""
+DIRECTION_CALLS = {  # how each engine's material calls the normal (tangent) function; WHAT is Normal or Tangent
+    "GODOT": None,
+    "UNREAL": "o.bent = envfx_bend_what(position, direction, PIVOT);",
+    "UNITY": "EnvFXBendWHAT_float(position, direction, PIVOT, o.bent);",
+    "UNITY_HALF": "half3 h; EnvFXBendWHAT_half((half3)position, (half3)direction, (half3)PIVOT, h); "
+                  "o.bent = (float3)h;",
+}
+
+
+def run_direction(gpu, tmp_path, include, call, what, pivot, points, directions):
+    """``envfx_bend_normal`` (what="normal") or ``envfx_bend_tangent`` of the include, called as ``call`` does,
+    run on the GPU for engine-space points, directions and pivot."""
+    pivot_text = "%r, %r, %r" % tuple(float(v) for v in pivot)
+    if call == "GODOT":
+        vert = "#version 450\n" + include + GLSL_DIRECTION_VERT.replace("FUNCTION", f"envfx_bend_{what}").replace(
+            "PIVOT", f"vec3({pivot_text})")
+        return gpu.run(spirv(vert, "vert", False, tmp_path), spirv(GLSL_RUN_FRAG, "frag", False, tmp_path), points,
+                       directions)
+    body = DIRECTION_CALLS[call].replace("what", what).replace("WHAT", what.capitalize())
+    vert = include + HLSL_DIRECTION_VERT.replace("BEND_CALL", body).replace("PIVOT", f"float3({pivot_text})")
+    return gpu.run(spirv(vert, "vert", True, tmp_path), spirv(HLSL_RUN_FRAG, "frag", True, tmp_path), points,
+                   directions)
+
+
+def angles(a, b):
+    a = np.asarray(a, np.float64)
+    b = np.asarray(b, np.float64)
+    a = a / np.linalg.norm(a, axis=1, keepdims=True)
+    b = b / np.linalg.norm(b, axis=1, keepdims=True)
+    return np.arctan2(np.linalg.norm(np.cross(a, b), axis=1), np.sum(a * b, axis=1))
+
+
+def forward_differences_frame(points, normals, params, eps=1e-5):
+    """The bent normal and the bent images of two tangents of each normal, by central differences of
+    ``core.bend.forward`` (independent of core.bend.jacobian): (normal, tangent1, bent tangent1)."""
+    t1 = np.cross(normals, np.where(np.abs(normals[:, :1]) < 0.9, [[1.0, 0.0, 0.0]], [[0.0, 1.0, 0.0]]))
+    t1 /= np.linalg.norm(t1, axis=1, keepdims=True)
+    t2 = np.cross(normals, t1)  # t1 x t2 is along +normal
+
+    def along(t):
+        return (core_bend.forward(points + eps * t, params) - core_bend.forward(points - eps * t, params)) / (2 * eps)
+
+    bent1 = along(t1)
+    return np.cross(bent1, along(t2)), t1, bent1
+
+
+def engine_direction(vectors, engine):
+    return np.asarray(vectors, dtype=np.float64) @ np.asarray(be.ENGINES[engine][0], dtype=np.float64).T
+
+
+@pytest.mark.parametrize("call", list(DIRECTION_CALLS))
+@pytest.mark.parametrize("mode", core_bend.MODES)
+def test_normal_and_tangent_functions_run_like_the_jacobian_on_a_gpu_driver(gpu, tmp_path, mode, call):
+    """The issue's acceptance: compiled with glslang and run on llvmpipe, envfx_bend_normal and envfx_bend_tangent
+    give, within 1e-4 radians, core.bend.forward_normals / forward_tangents (the Jacobian) and the bent frame by
+    finite differences of core.bend.forward, in the engine's axes, every mode and engine entry point."""
+    engine = "UNITY" if call == "UNITY_HALF" else call
+    rng = np.random.default_rng([21, core_bend.MODES.index(mode), list(DIRECTION_CALLS).index(call)])
+    for trial in range(3):
+        params = random_params(rng, mode, trial)  # trial 3 (disabled) is covered by core's tests
+        unit_scale = (1.0, 0.01, 1000.0)[trial]
+        points = rng.uniform(-40, 40, (512, 3))
+        normals = rng.normal(size=(512, 3))
+        normals /= np.linalg.norm(normals, axis=1, keepdims=True)
+        fd_normal, tangent, fd_tangent = forward_differences_frame(points, normals, params)
+        include = be.shader_source(params, engine, unit_scale=unit_scale)
+        pos, pivot = be.to_engine(points, engine, unit_scale), be.to_engine([params.pivot], engine, unit_scale)[0]
+        got_n = run_direction(gpu, tmp_path, include, call, "normal", pivot, pos, engine_direction(normals, engine))
+        got_t = run_direction(gpu, tmp_path, include, call, "tangent", pivot, pos, engine_direction(tangent, engine))
+        for got, jacobian, fd, what in (
+                (got_n, core_bend.forward_normals(points, normals, params), fd_normal, "normal"),
+                (got_t, core_bend.forward_tangents(points, tangent, params), fd_tangent, "tangent")):
+            np.testing.assert_allclose(np.linalg.norm(got, axis=1), 1.0, atol=1e-5)
+            worst = angles(got, engine_direction(jacobian, engine)).max()
+            assert worst < 1e-4, f"{call} {mode} {what}: {worst} rad from the Jacobian ({params})"
+            worst = angles(got, engine_direction(fd, engine)).max()
+            assert worst < 1e-4, f"{call} {mode} {what}: {worst} rad from finite differences ({params})"
+        assert angles(got_n, engine_direction(normals, engine)).max() > 0.1  # it bends
+
+
+def test_the_gpu_normal_check_can_fail(gpu, tmp_path):
+    """A normal function that applies the Jacobian itself (not its inverse transpose) is caught."""
+    params = core_bend.BendParams(mode="RUNNER", axis="POS_Y", strength=0.05, spread=1.0)
+    rng = np.random.default_rng(5)
+    points, normals = rng.uniform(-30, 30, (64, 3)), rng.normal(size=(64, 3))
+    wrong = be.shader_source(params, "UNREAL").replace(
+        "normalize(world_normal + slope * dot(world_normal, ENVFX_BEND_UP))",
+        "normalize(world_normal - dot(slope, world_normal) * ENVFX_BEND_UP)")
+    got = run_direction(gpu, tmp_path, wrong, "UNREAL", "normal", be.to_engine([params.pivot], "UNREAL")[0],
+                        be.to_engine(points, "UNREAL"), engine_direction(normals, "UNREAL"))
+    assert angles(got, engine_direction(core_bend.forward_normals(points, normals, params), "UNREAL")).max() > 0.1
