@@ -43,6 +43,9 @@ def add_parser(sub):
                         "and Unreal and envfx_bend.json into DIR (with several files: DIR/<file name>/); no "
                         "object is changed and nothing is saved, so --output, --objects and --collection are refused "
                         "with it; a scene without meshes exports too")
+    p.add_argument("--view-distance", type=float, metavar="M",
+                   help="with --export-engines: how far from the pivot the game draws (metres), for the culling "
+                   "bounds written into envfx_bend.json (default: the scene's View Distance, 100 m unless set)")
     p.set_defaults(func=run)
 
 
@@ -57,6 +60,13 @@ def run(args) -> int:
             raise CliError(f"--export-engines only writes the scene's bend for game engines (no object is changed "
                            f"and no .blend is saved): drop {', '.join(ignored)}, or run the bend without "
                            f"--export-engines")
+    if args.view_distance is not None:
+        if args.export_engines is None:
+            raise CliError("--view-distance is for the culling bounds of --export-engines: add --export-engines DIR "
+                           "or drop --view-distance")
+        if not math.isfinite(args.view_distance) or args.view_distance < 0:
+            raise CliError(f"--view-distance {args.view_distance}: use a finite distance of 0 or more, in metres "
+                           f"(how far from the player the game draws)")
     args.output = batch.check_blends(args.blend, args.output)
     batch.check_names(args, "objects", "collection", "pivot", "scene")
     for attr in BEND_NUMBERS:
@@ -126,7 +136,7 @@ def _bend_file(args, path: str, export_engines):
 
     if export_engines:
         try:
-            paths = bend_ops.export_engines(scene, export_engines)
+            paths = bend_ops.export_engines(scene, export_engines, view_distance=args.view_distance)
         except (bend_ops.BendInputError, core_bend.BendError) as exc:
             raise CliError(str(exc)) from None
         print(f"envfx bend: {path}: wrote {len(paths)} files for game engines into {export_engines} (unit scale "

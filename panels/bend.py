@@ -42,7 +42,9 @@ class VIEW3D_PT_envfx_bend(EnvFXSubPanel, bpy.types.Panel):
         row.operator("envfx.bend_add", icon="ADD")
         row.operator("envfx.bend_remove", icon="REMOVE", text="Remove")
         layout.operator("envfx.bend_apply", icon="CHECKMARK")
-        layout.operator("envfx.bend_export_engines", icon="EXPORT")
+        row = layout.row(align=True)
+        row.operator("envfx.bend_export_engines", icon="EXPORT")
+        row.prop(s, "view_distance", text="View")
 
         obj = context.active_object
         if obj is not None and hasattr(obj, "envfx"):

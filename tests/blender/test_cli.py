@@ -246,6 +246,9 @@ def test_bend_apply_bakes_into_the_mesh_in_place(envfx, scene_file):
         (["bend", "{scene}", "--side-strength", "nan"], "--side-strength nan: use a finite number"),
         (["bend", "{scene}", "--side-spread", "inf"], "--side-spread inf: use a finite number"),
         (["bend", "{scene}", "--horizon-offset", "1e30", "--export-engines", "{dir}/out"], "enormous"),
+        (["bend", "{scene}", "--view-distance", "50"], "--view-distance is for the culling bounds of --export"),
+        (["bend", "{scene}", "--view-distance=-1", "--export-engines", "{dir}/out"], "use a finite distance of 0"),
+        (["bend", "{scene}", "--view-distance", "nan", "--export-engines", "{dir}/out"], "use a finite distance"),
         # every wind number is range-checked before the file is opened (not deep in the AO step after the bake)
         (["wind", "{scene}", "--ao-samples", "3000000000"], "--ao-samples 3000000000: use 0 (no AO) to 4096"),
         (["wind", "{scene}", "--ao-samples", "4097"], "--ao-samples 4097: use 0 (no AO) to 4096"),
@@ -398,6 +401,9 @@ def test_bend_export_engines_writes_the_files_and_leaves_the_blend_alone(envfx, 
     assert meta["engines"]["GODOT"]["strength"] == pytest.approx(0.03)          # glTF: 1 m per BU
     assert meta["engines"]["UNITY"]["strength"] == pytest.approx(3.0)           # per m: 1 BU is 0.01 m
     assert "scene.blend, scene Scene" in meta["source"]
+    assert envfx.cli.main(["bend", scene_file, "--export-engines", str(out), "--view-distance", "25"]) == 0
+    culling = json.loads((out / "envfx_bend.json").read_text())["blender"]["culling"]
+    assert culling["view_distance"] == pytest.approx(25.0)
     assert "ENVFX_BEND_SIDE_STRENGTH" in (out / "envfx_bend.gdshaderinc").read_text()
     assert (out / "EnvFXBend.hlsl").exists() and (out / "EnvFXBend.ush").exists()
     with open(scene_file, "rb") as fh:
