@@ -547,7 +547,7 @@ def count_field_reads(envfx, monkeypatch):
         reads.append(path)
         return real(path, params)
 
-    monkeypatch.setattr(gg, "load_fields", counting)
+    monkeypatch.setattr(gg.field_files, "load_fields", counting)
     return reads
 
 
@@ -766,7 +766,7 @@ def test_panel_estimate_at_the_largest_frames_lists_no_key_frames(envfx, recordi
     def listing(*_args):
         raise AssertionError("the panel listed the key frames")
 
-    monkeypatch.setattr(envfx.core.gasgiant, "field_times", listing)
+    monkeypatch.setattr(envfx.core.gasgiant.params, "field_times", listing)
     log = []
     panel = type("P", (), {"layout": recording_layout(log)})()
     tracemalloc.start()

@@ -9,6 +9,7 @@ import stat
 import numpy as np
 import pytest
 
+from core import exr
 from core import gasgiant as gg
 
 SMALL = dict(particles=60_000, iterations=40, field_size=64, cubemap_size=128, equirect_width=256, threads=1)
@@ -96,7 +97,8 @@ def test_particles_stay_uniform_per_latitude_band():
 
 
 def test_particles_move_with_the_bands(monkeypatch):
-    monkeypatch.setattr(gg, "SORT_INTERVAL", 1000)  # keep particle order (identities) over the measured steps
+    # keep particle order (identities) over the measured steps
+    monkeypatch.setattr(gg.simulation, "SORT_INTERVAL", 1000)
     params = gg.GasGiantParams(particles=5000, field_size=64, cubemap_size=64, noise_speed=0.0, vortices=0,
                                bands=3.0, pole_attenuation=0.0, seed=1, threads=1)
     with gg.Simulation(params) as sim:
@@ -405,7 +407,7 @@ def test_rebake_that_is_cancelled_or_cannot_remove_a_file_keeps_the_previous_fil
             raise PermissionError(13, "Permission denied")
         real(path)
 
-    monkeypatch.setattr(gg.os, "remove", remove)
+    monkeypatch.setattr(os, "remove", remove)
     result = gg.run_bake(gg.GasGiantParams(**TINY_BAKE), str(out))
     assert "gasgiant_px_0002.png" not in result.removed and len(result.removed) == len(before) - 2
     assert result.not_removed == [("gasgiant_px_0002.png", "Permission denied")]
@@ -637,7 +639,7 @@ def test_velocity_field_save_and_load_give_the_same_bake(tmp_path, monkeypatch):
     fresh = gg.build_field(params)
     loaded = gg.load_fields(str(path), params)[0.0]
     np.testing.assert_array_equal(loaded.chart, fresh.chart)
-    monkeypatch.setattr(gg, "build_field_steps", lambda *a, **k: pytest.fail("the field was built again"))
+    monkeypatch.setattr(gg.job, "build_field_steps", lambda *a, **k: pytest.fail("the field was built again"))
     b = gg.run_bake(gg.GasGiantParams(**{**FIELD_SMALL, "vortices": 3, "load_field": str(path)}), str(tmp_path / "b"))
     for fa, fb in zip(a.files, b.files, strict=True):
         np.testing.assert_array_equal(np.asarray(Image.open(fa)), np.asarray(Image.open(fb)))
@@ -752,7 +754,7 @@ def test_animated_bake_builds_the_field_only_at_key_frames(tmp_path, monkeypatch
         calls.append(time)
         return real(params, time, noise_norm)
 
-    monkeypatch.setattr(gg, "build_field_steps", counting)
+    monkeypatch.setattr(gg.job, "build_field_steps", counting)
     base = {**SMALL, "particles": 5000, "iterations": 2, "frames": 9, "frame_iterations": 1, "equirect_width": 0}
     gg.run_bake(gg.GasGiantParams(**base, field_interval=4), str(tmp_path / "a"))
     assert calls == pytest.approx([0.0, 0.2, 0.4])  # frames 1, 5, 9 (0-based 0, 4, 8) at 0.05 per frame
@@ -779,14 +781,14 @@ def test_memory_estimate_counts_the_key_frames_without_listing_them(monkeypatch)
     new = [gg.estimate_memory(gg.GasGiantParams(**c)) for c in cases]
     for c in cases:
         assert gg.key_frame_count(gg.GasGiantParams(**c)) == len(gg.field_times(gg.GasGiantParams(**c))[0]), c
-    monkeypatch.setattr(gg, "key_frame_count", lambda p: len(gg.field_times(p)[0]))  # the old estimate
+    monkeypatch.setattr(gg.params, "key_frame_count", lambda p: len(gg.field_times(p)[0]))  # the old estimate
     assert new == [gg.estimate_memory(gg.GasGiantParams(**c)) for c in cases]
     monkeypatch.undo()
 
     def listing(*_args):
         raise AssertionError("the estimate listed the key frames")
 
-    monkeypatch.setattr(gg, "field_times", listing)
+    monkeypatch.setattr(gg.params, "field_times", listing)
     huge = gg.GasGiantParams(frames=gg.MAX_FRAMES, field_interval=1, save_field="f.npz")
     tracemalloc.start()
     try:
@@ -1109,7 +1111,7 @@ def test_the_largest_allowed_speeds_still_bake(tmp_path):
     exrs = [path for path in result.files if path.endswith(".exr")]
     assert len(exrs) == 2 * 8
     for path in exrs:
-        assert np.isfinite(gg.exr.read_exr(path)[0]).all(), path
+        assert np.isfinite(exr.read_exr(path)[0]).all(), path
 
 
 @pytest.mark.parametrize("colour", [(5.0, -3.0, 1.0), (math.nan, 1.0, 1.0), (1.0, 1.0, math.inf), (1.0, 1.0),

@@ -151,8 +151,10 @@ def resolve(ref):
     """The object an ApiRef names (pytest.fail when there is none)."""
     if ref.module == "core.*":  # Class.method with no module given: a class of some core module
         klass, attr = ref.name.split(".")
-        owners = [getattr(importlib.import_module(f"core.{m[:-3]}"), klass, None)
-                  for m in sorted(os.listdir(os.path.join(ROOT, "core"))) if m.endswith(".py")]
+        core = os.path.join(ROOT, "core")  # its modules and its packages (core/gasgiant/)
+        owners = [getattr(importlib.import_module(f"core.{m.removesuffix('.py')}"), klass, None)
+                  for m in sorted(os.listdir(core))
+                  if m.endswith(".py") or os.path.isfile(os.path.join(core, m, "__init__.py"))]
         owners = [o for o in owners if inspect.isclass(o)]
         assert owners, f"README names {ref.call}: no core module has a class {klass}"
         return getattr(owners[0], attr, None) or pytest.fail(f"README names {ref.call}: {klass} has no {attr}")
