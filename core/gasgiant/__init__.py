@@ -40,6 +40,9 @@ removes the files of the previous bake in that folder that it does not write (``
 
 The package, one module per part (each imports only the ones above it):
 
+``settings``
+    Every setting written once (``SETTINGS``): the dataclass, the Blender properties and the command line's options
+    are made from it.
 ``params``
     ``GasGiantParams``, its checks, presets, the random look, the memory estimate, the key frames of an animation.
 ``cube``, ``noise``
@@ -73,11 +76,13 @@ from .noise import simplex4_grad
 from .outputs import (METADATA_FORMAT, METADATA_NAME, METADATA_VERSION, OUTPUT_NAME, BakeResult, all_output_names,
                       output_names, previous_outputs)
 from .palette import colors_at
-from .params import (ABOVE_LOWEST, BYTES_PER_PARTICLE, CHUNK, CUBE_LAYOUTS, CUBEMAP_SIZES, DEFAULT_RAMP,
-                     DEFAULT_RAMP_COLORS, EQUIRECT_WIDTHS, FIELD_SIZES, FILE_FORMATS, FLOAT_RANGES, MAPPINGS,
-                     MAX_FRAMES, MAX_MAGNITUDE, MAX_PARTICLES, PRESETS, RANDOM_KEYS, WAVE, GasGiantError,
-                     GasGiantParams, available_memory, estimate_memory, field_times, key_frame_count, preset,
-                     random_look, symmetric_ramp)
+from .params import (BYTES_PER_PARTICLE, CHUNK, PRESETS, RANDOM_KEYS, WAVE, GasGiantError, GasGiantParams,
+                     available_memory, estimate_memory, field_times, key_frame_count, preset, preset_values,
+                     random_look)
+from .settings import (ABOVE_LOWEST, CUBE_LAYOUTS, CUBEMAP_SIZES, DEFAULT_RAMP, DEFAULT_RAMP_COLORS, EQUIRECT_WIDTHS,
+                       FIELD_SIZES, FILE_FORMATS, FLOAT_RANGES, MAPPINGS, MAX_FRAMES, MAX_MAGNITUDE, MAX_PARTICLES,
+                       PARAM_SETTINGS, SETTINGS, UI_SETTINGS, CliOption, Setting, cli_changes, cli_flag, cli_options,
+                       symmetric_ramp)
 from .simulation import HOT_PINK, SORT_CELLS, SORT_INTERVAL, Simulation
 
 # the names callers use (the first line: the core API the README names)
@@ -95,5 +100,6 @@ __all__ = [
     "equirect_from_cube", "face_directions", "face_uv_to_dir", "Field", "field_from_velocity", "field_settings",
     "field_times", "flow_scale", "from_band_frame", "key_frame_count", "layout_face_image", "lerp_field",
     "load_fields", "output_names", "pad_cube", "previous_outputs", "random_look", "sample_cube", "save_fields",
-    "simplex4_grad", "symmetric_ramp", "to_band_frame", "vortex_set",
+    "simplex4_grad", "symmetric_ramp", "to_band_frame", "vortex_set", "preset_values", "PARAM_SETTINGS", "SETTINGS",
+    "UI_SETTINGS", "CliOption", "Setting", "cli_changes", "cli_flag", "cli_options",
 ]

@@ -13,7 +13,8 @@ from .. import colour, exr
 from ..png import write_png
 from .cube import FACES
 from .layouts import ENGINE_FACES, cube_layout_faces
-from .params import CUBE_LAYOUTS, GasGiantParams
+from .params import GasGiantParams
+from .settings import CUBE_LAYOUTS
 
 
 @dataclass

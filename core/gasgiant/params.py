@@ -4,23 +4,15 @@ random look, the memory estimate and the key frames of an animated bake."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import field, make_dataclass
 from dataclasses import fields as dataclass_fields
 
 import numpy as np
 
+from .settings import (ABOVE_LOWEST, CUBE_LAYOUTS, CUBEMAP_SIZES, EQUIRECT_WIDTHS, FIELD_SIZES, FILE_FORMATS,
+                       FLOAT_RANGES, MAPPINGS, MAX_FRAMES, MAX_MAGNITUDE, MAX_PARTICLES, PARAM_SETTINGS, symmetric_ramp)
 
-MAPPINGS = ("SINUSOIDAL", "STRIPES", "PLAIN")
-FILE_FORMATS = ("PNG", "EXR", "PNG_EXR")
-CUBE_LAYOUTS = ("BLENDER", "GLTF", "UNITY")  # see layouts.py
-FIELD_SIZES = (16, 32, 64, 128, 256, 512, 1024, 2048)
-CUBEMAP_SIZES = (64, 128, 256, 512, 1024, 2048, 4096)
-EQUIRECT_WIDTHS = (0, 128, 256, 512, 1024, 2048, 4096, 8192)
-MAX_PARTICLES = 200_000_000
-# Frames of an animated bake: at most Blender's last frame (MAXFRAME). The planet plays the sequence as an image
-# sequence, whose length (ImageUser.frame_duration) stops there, and a scene cannot show more frames: a longer bake
-# would be cut without a word (and at 1 ms a frame would still take 12 days).
-MAX_FRAMES = 1_048_574
+
 CHUNK = 1 << 17  # particles per work item (fixed: results do not depend on the thread count)
 WAVE = 8  # chunks that read the texture before it is written back (fixed, like CHUNK)
 
@@ -38,38 +30,6 @@ class GasGiantError(ValueError):
         self.field, self.value, self.advice = field, value, advice
 
 
-# no setting needs a number this large; far above it the velocities overflow float32 and the particles get lost
-MAX_MAGNITUDE = 1e6
-# every float setting: (label as the UI names it, lowest, highest, extra advice); each must be a finite number in
-# its range (nan and inf pass most comparisons unnoticed and end the bake with lost particles); the settings in
-# ABOVE_LOWEST must be more than their lowest value
-ABOVE_LOWEST = ("noise_scale", "vortex_size", "opacity")
-FLOAT_RANGES = {
-    "velocity_factor": ("Velocity factor", 0.0, MAX_MAGNITUDE, ""),
-    "bands": ("Bands", 0.0, MAX_MAGNITUDE, ""),
-    "band_speed": ("Band speed", -MAX_MAGNITUDE, MAX_MAGNITUDE, " (negative turns the bands the other way)"),
-    "pole_attenuation": ("Pole attenuation", 0.0, 1.0, ""),
-    "noise_scale": ("Noise scale", 0.0, MAX_MAGNITUDE, ""),
-    "falloff": ("Falloff", 0.0, 1.0, ""),
-    "gain": ("Gain", 0.0, MAX_MAGNITUDE, ""),
-    "noise_speed": ("Turbulence", 0.0, MAX_MAGNITUDE, ""),
-    "w_offset": ("W offset", -MAX_MAGNITUDE, MAX_MAGNITUDE, ""),
-    "time_step": ("Time step", 0.0, MAX_MAGNITUDE, ""),
-    "vortex_size": ("Vortex size", 0.0, MAX_MAGNITUDE, ""),
-    "vortex_size_variance": ("Vortex size variance", 0.0, MAX_MAGNITUDE, ""),
-    "vortex_strength": ("Vortex strength", 0.0, MAX_MAGNITUDE, ""),
-    "vortex_band_threshold": ("Vortex band threshold", 0.05, 1.0, " (1 = anywhere)"),
-    "opacity": ("Opacity", 0.0, 1.0, ""),
-    "opacity_start": ("Start opacity", 0.0, 1.0, " (0 = off)"),
-    "fade_in": ("Fade in", 0.0, 1.0, ""),
-    "fade_out": ("Fade out", 0.0, 1.0, ""),
-    "blur": ("Blur", 0.0, 1.0, ""),
-    "fade_rate": ("Fade rate", 0.0, 1.0, ""),
-    "cloud_noise": ("Cloud noise", 0.0, 1.0, ""),
-    "flow_scale": ("Flow scale", 0.0, MAX_MAGNITUDE, " radians per frame (0 = automatic)"),
-}
-
-
 def _range_advice(lo: float, hi: float, above: bool) -> str:
     def text(x):
         return f"{x:,.0f}" if abs(x) == MAX_MAGNITUDE else f"{x:g}"
@@ -83,7 +43,9 @@ def _is_number(x) -> bool:
 
 def _check_numbers(params) -> None:
     """Every whole-number setting an int (inf iterations would never end), every float setting a finite number
-    in its range, every colour three finite components in 0..1."""
+    in its range (``FLOAT_RANGES``: nan and inf pass most comparisons unnoticed and end the bake with lost
+    particles; the settings in ``ABOVE_LOWEST`` must be more than their lowest value), every colour three finite
+    components in 0..1."""
     for f in dataclass_fields(params):
         value = getattr(params, f.name)
         if f.type == "int" and not (isinstance(value, (int, np.integer)) and not isinstance(value, bool)):
@@ -113,83 +75,8 @@ def _check_numbers(params) -> None:
                             f"three numbers from 0 to 1", "ramp", str(params.ramp), "")
 
 
-def symmetric_ramp(colors) -> tuple:
-    """A latitude colour ramp from five colours (pole, high, middle, tropic, equator), mirrored at the equator."""
-    pole, high, mid, tropic, equator = (tuple(float(x) for x in c[:3]) for c in colors)
-    return ((0.0, pole), (0.12, high), (0.28, mid), (0.4, tropic), (0.5, equator), (0.6, tropic), (0.72, mid),
-            (0.88, high), (1.0, pole))
-
-
-DEFAULT_RAMP_COLORS = ((0.55, 0.50, 0.45), (0.80, 0.68, 0.52), (0.93, 0.88, 0.78), (0.72, 0.50, 0.34),
-                       (0.96, 0.92, 0.84))
-DEFAULT_RAMP = symmetric_ramp(DEFAULT_RAMP_COLORS)
-
-
-@dataclass(frozen=True)
-class GasGiantParams:
-    # simulation
-    particles: int = 8_000_000
-    iterations: int = 1000
-    seed: int = 0
-    field_size: int = 512
-    cubemap_size: int = 1024
-    equirect_width: int = 2048  # 0: no equirectangular image
-    threads: int = 2
-    velocity_factor: float = 1.0  # degrees of arc per 20 iterations at relative speed 1
-    # bands
-    vertical_bands: bool = False  # bands around the X axis (a sideways planet) instead of the pole axis Z
-    bands: float = 6.0
-    band_speed: float = 1.0
-    band_power: int = 1
-    pole_attenuation: float = 0.5
-    # noise
-    noise_scale: float = 2.6
-    octaves: int = 4
-    falloff: float = 0.5
-    gain: float = 1.0
-    noise_speed: float = 1.0
-    w_offset: float = 0.0
-    time_step: float = 0.05  # w advance per animation frame
-    # vortices
-    vortices: int = 0
-    vortex_size: float = 0.04
-    vortex_size_variance: float = 0.02
-    vortex_strength: float = 1.0
-    vortex_band_threshold: float = 0.2  # vortices only where the relative band speed is at most this (0.05..1)
-    # colour
-    palette: np.ndarray | None = field(default=None, repr=False, compare=False)
-    # six cube-face images (FACES order, (6, h, w, 3)) colour the particles (gaseous-giganticus -k), e.g. an
-    # earlier bake's faces to carry on from; takes precedence over ``palette``
-    palette_cube: np.ndarray | None = field(default=None, repr=False, compare=False)
-    mapping: str = "SINUSOIDAL"
-    ramp: tuple = DEFAULT_RAMP
-    opacity: float = 0.2
-    opacity_start: float = 0.0  # > opacity: start there and shrink by 5% per iteration to ``opacity`` (-O)
-    lifetime: int = 0  # iterations; 0 = particles live for ever
-    respawn_batches: int = 8
-    fade_in: float = 0.2  # fraction of the lifetime
-    fade_out: float = 0.2
-    blur_interval: int = 20  # iterations between blur + fade passes; 0 = never
-    blur: float = 0.5  # 0..1 mix of the 3x3 binomial blur
-    fade_rate: float = 0.01  # 0..1 toward the centre colour per blur pass
-    fade_to_palette: bool = False  # fade toward each texel's palette colour instead of the mean colour
-    hot_pink: bool = False  # fade toward hot pink instead (texels no particle reaches show up: divergences)
-    # cloud mode (gaseous-giganticus -C): particles paint their brightness as the alpha of a white cloud layer
-    cloud_mode: bool = False
-    cloud_color: tuple = (1.0, 1.0, 1.0)
-    cloud_noise: float = 1.0  # 0..1: how much a fixed fractal noise breaks the cloud alpha into patches
-    # files
-    file_format: str = "PNG"  # "PNG", "EXR" (32-bit float, linear colour) or "PNG_EXR" (both)
-    cube_layout: str = "BLENDER"  # CUBE_LAYOUTS: Blender faces, or engine cube-map faces (GLTF / UNITY axes)
-    # radians per frame (``frame_iterations`` iterations) that the 8-bit flow map's 0 and 1 stand for; 0 = automatic
-    # from the settings (``flow_scale``): one fixed scale for every frame, written to gasgiant.json
-    flow_scale: float = 0.0
-    save_field: str = ""  # .npz path: save the velocity field(s) this bake builds or loads
-    load_field: str = ""  # .npz path: use the velocity field(s) saved by an earlier bake instead of building them
-    # animation
-    frames: int = 1
-    frame_iterations: int = 20
-    field_interval: int = 4  # frames between full velocity-field builds; the frames between interpolate in time
+class _GasGiantParamsMethods:
+    """The methods of ``GasGiantParams`` (its fields come from the settings table)."""
 
     def validate(self, available_bytes: int | None = None) -> "GasGiantParams":
         def need(ok, msg):
@@ -245,6 +132,14 @@ class GasGiantParams:
         return self
 
 
+GasGiantParams = make_dataclass(
+    "GasGiantParams",
+    [(s.name, s.type, field(default=s.default, repr=s.compare, compare=s.compare)) for s in PARAM_SETTINGS],
+    bases=(_GasGiantParamsMethods,), frozen=True,
+    namespace={"__module__": __name__, "__doc__": "Everything a bake depends on: one field per setting of "
+               "``settings.SETTINGS`` that has ``param`` (its type and default from there)."})
+
+
 PRESETS = {
     "JUPITER": dict(bands=12.0, band_speed=2.0, band_power=1, pole_attenuation=1.0, noise_scale=2.2, octaves=4,
                     falloff=0.42, noise_speed=0.6, vortices=6, vortex_size=0.08, vortex_size_variance=0.04,
@@ -271,6 +166,17 @@ def preset(name: str, **overrides) -> GasGiantParams:
     values = dict(PRESETS[key])
     values["ramp"] = symmetric_ramp(values.pop("ramp_colors"))
     return GasGiantParams(**{**values, **overrides})
+
+
+def preset_values(name: str) -> dict:
+    """{Blender property of ``settings.SETTINGS``: value} that the UI preset ``name`` sets (the look settings and
+    ramp_color_1 ... 5); none for CUSTOM."""
+    if name == "CUSTOM":
+        return {}
+    values = dict(PRESETS[name])
+    colours = values.pop("ramp_colors")
+    values.update((f"ramp_color_{i + 1}", color) for i, color in enumerate(colours))
+    return values
 
 
 RANDOM_KEYS = ("bands", "band_speed", "velocity_factor", "noise_scale", "w_offset", "vertical_bands", "mapping")

@@ -1140,3 +1140,54 @@ def test_engine_faces_turn_back_into_the_blender_faces_exactly(layout):
         engine = gg.layout_face_image(face, entry)
         np.testing.assert_array_equal(gg.blender_face_image(engine, entry), face)
     assert any(e["t"][0][0] == 0 for e in gg.cube_layout_faces("GLTF"))  # the transposing branch is exercised
+
+
+# --- the settings table ------------------------------------------------------------------------------------------
+
+def test_the_dataclass_is_the_settings_table():
+    """GasGiantParams has one field per parameter of the table, in its order, with its type and default."""
+    fields = dataclasses.fields(gg.GasGiantParams)
+    assert [(f.name, f.type) for f in fields] == [(s.name, s.type) for s in gg.PARAM_SETTINGS]
+    for f, s in zip(fields, gg.PARAM_SETTINGS, strict=True):
+        assert f.default is s.default or f.default == s.default, s.name
+        assert f.compare == f.repr == s.compare, s.name
+    assert {s.name for s in gg.SETTINGS if s.type == "float" and s.param} == set(gg.FLOAT_RANGES)
+    names = [s.name for s in gg.SETTINGS]
+    assert len(names) == len(set(names))
+
+
+def test_the_ui_limits_are_inside_the_ranges_the_core_accepts():
+    """A value the UI lets a user type is one the bake accepts, and every UI default is inside the UI's limits."""
+    for s in gg.UI_SETTINGS:
+        if s.ui in ("INT", "FLOAT"):
+            assert s.min is None or s.default >= s.min, s.name
+            assert s.max is None or s.default <= s.max, s.name
+        if s.ui in ("SIZE", "ENUM"):
+            assert s.default in ([i[0] for i in s.items] if s.ui == "ENUM" else s.items), s.name
+        if s.check:
+            _, lo, hi, _ = s.check
+            assert s.min is None or (s.min > lo if s.above else s.min >= lo), s.name
+            assert s.max is None or s.max <= hi, s.name
+    for s in gg.PARAM_SETTINGS:  # the UI's hard limits themselves, one setting at a time
+        for limit in (s.min, s.max) if s.ui in ("INT", "FLOAT") else ():
+            if limit is not None:
+                # (fade in + fade out: at most 1 together, so the other one is 0 here)
+                gg.GasGiantParams(**{"fade_in": 0.0, "fade_out": 0.0, s.name: limit}).validate()
+
+
+def test_the_command_line_options_come_from_the_table():
+    import argparse
+
+    parser = argparse.ArgumentParser()
+    for option in gg.cli_options():
+        parser.add_argument(option.flag, **option.kwargs)
+    assert gg.cli_flag("noise_speed") == "--turbulence" and gg.cli_flag("fade_in") is None
+    assert len([o for o in gg.cli_options() if o.kwargs.get("type") is float and "nargs" not in o.kwargs]) == 20
+    args = parser.parse_args(["--turbulence", "2.5", "--equirect", "0", "--format", "png_exr", "--cube-layout",
+                              "gltf", "--cloud-color", "1", "0.5", "0", "--vertical-bands", "--save-field", "f.npz",
+                              "--mapping", "plain", "--field-interval", "3"])
+    assert gg.cli_changes(args) == dict(noise_speed=2.5, equirect_width=0, file_format="PNG_EXR", cube_layout="GLTF",
+                                        cloud_color=(1.0, 0.5, 0.0), vertical_bands=True,
+                                        save_field=os.path.abspath("f.npz"), mapping="PLAIN", field_interval=3)
+    assert gg.cli_changes(parser.parse_args([])) == {}
+    dataclasses.replace(gg.GasGiantParams(), **gg.cli_changes(args)).validate()
