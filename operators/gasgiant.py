@@ -15,7 +15,7 @@ import os
 import bpy
 import numpy as np
 
-from .. import progress
+from .. import bridge, progress
 from ..core import colour
 from ..core import gasgiant as core_gasgiant
 from ..shader_nodes import gasgiant as gasgiant_nodes
@@ -56,8 +56,7 @@ def load_palette(path: str) -> np.ndarray:
         channels = image.channels
         if w == 0 or h == 0 or channels == 0:
             raise GasGiantInputError(f"Palette image {full!r} cannot be read (no pixels): use a PNG or JPEG")
-        buf = np.empty(w * h * channels, dtype=np.float32)
-        image.pixels.foreach_get(buf)
+        buf = bridge.get_image_pixels(image)
         is_float, is_data = image.is_float, image.colorspace_settings.is_data
     finally:
         bpy.data.images.remove(image)
@@ -221,21 +220,15 @@ def sphere_mesh(name: str, segments: int = 128, rings: int = 64):
     bottom = np.stack([last + j, south + j, last + j + 1], -1)
 
     mesh = bpy.data.meshes.new(name)
-    nverts = len(verts)
     sizes = np.concatenate([np.full(nlon, 3), np.full(len(quads), 4), np.full(nlon, 3)])
     loops = np.concatenate([top.ravel(), quads.ravel(), bottom.ravel()]).astype(np.int32)
     starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int32)
-    mesh.vertices.add(nverts)
-    mesh.vertices.foreach_set("co", verts.astype(np.float32).ravel())
-    mesh.loops.add(len(loops))
-    mesh.loops.foreach_set("vertex_index", loops)
-    mesh.polygons.add(len(sizes))
-    mesh.polygons.foreach_set("loop_start", starts)
+    bridge.fill_mesh(mesh, verts, loops, starts)
     mesh.update(calc_edges=True)
     mesh.validate(clean_customdata=False)
     uv_layer = mesh.uv_layers.new(name="UVMap")
-    uv_layer.data.foreach_set("uv", vuv[loops].astype(np.float32).ravel())
-    mesh.polygons.foreach_set("use_smooth", np.ones(len(sizes), dtype=bool))
+    bridge.set_corner_uvs(uv_layer, vuv[loops])
+    bridge.set_smooth(mesh, np.ones(len(sizes), dtype=bool))
     mesh.normals_split_custom_set_from_vertices([tuple(v) for v in verts])
     mesh.update()
     return mesh
