@@ -1,7 +1,12 @@
 """Gas giant in Blender: operator, planet and material, Eevee look, CLI, bad input leaves everything as it was."""
 
+import json
 import math
 import os
+import signal
+import subprocess
+import sys
+import tracemalloc
 
 import bpy
 import numpy as np
@@ -659,8 +664,6 @@ def test_cli_random_cubemap_palette_and_vortex_threshold(envfx, tmp_path, capsys
 def test_engine_cube_layout_flow_scale_and_json_from_operator_and_cli(envfx, tmp_path, capsys):
     """The operator and the CLI write engine cube faces and gasgiant.json; Blender reads the flow PNG back as
     non-colour data and the JSON's formula turns it into the velocities of the float EXR."""
-    import json
-
     gg = envfx.core.gasgiant
     s = _small(bpy.context.scene.envfx.gasgiant, tmp_path / "e", make_planet=False, file_format="PNG_EXR",
                cube_layout="GLTF", flow_scale=0.02)
@@ -703,10 +706,6 @@ def test_engine_cube_layout_flow_scale_and_json_from_operator_and_cli(envfx, tmp
 def test_cli_bake_killed_with_sigterm_writes_nothing(tmp_path):
     """SIGTERM (a farm pre-empting the job) mid-bake cancels the gas giant like Ctrl-C: exit 1, its temporary
     folder removed, no images (before: the process died with its staging folder left in the output folder)."""
-    import signal
-    import subprocess
-    import sys
-
     out = tmp_path / "planet"
     script = os.path.join(os.path.dirname(__file__), "cli_in_subprocess.py")
     proc = subprocess.Popen([sys.executable, script, "gas-giant", "--out", str(out), "--particles", "20000",
@@ -755,8 +754,6 @@ def test_cube_map_palette_from_an_engine_layout_bake(envfx, tmp_path, capsys):
 def test_panel_estimate_at_the_largest_frames_lists_no_key_frames(envfx, recording_layout, monkeypatch):
     """Frames stops at Blender's last frame, and the panel's memory estimate, drawn on every redraw, counts the
     key frames without listing them (a set of every key frame froze the sidebar for large Frames)."""
-    import tracemalloc
-
     s = bpy.context.scene.envfx.gasgiant
     s.frames = 10**9
     assert s.frames == envfx.core.gasgiant.MAX_FRAMES

@@ -1,15 +1,18 @@
 """Gas giant core: the field's physics, particle transport, seams, determinism, files, bad input."""
 
+import argparse
 import dataclasses
+import json
 import math
 import os
 import re
 import stat
+import tracemalloc
 
 import numpy as np
 import pytest
 
-from core import exr
+from core import colour, exr
 from core import gasgiant as gg
 
 SMALL = dict(particles=60_000, iterations=40, field_size=64, cubemap_size=128, equirect_width=256, threads=1)
@@ -330,8 +333,6 @@ def test_rebake_removes_the_previous_bakes_files_it_does_not_write_and_nothing_e
     earlier bake's frames and faces that gasgiant.json lists and the new bake does not write (before: they stayed
     beside the new gasgiant.json, and an engine importing gasgiant_equirect_*.png mixed two simulations); files
     the user put there, also ones named like outputs, stay."""
-    import json
-
     out = tmp_path / "out"
     first = gg.run_bake(gg.GasGiantParams(**{**TINY_BAKE, "frames": 3, "file_format": "PNG_EXR"}), str(out))
     assert first.removed == [] and first.removed_note() == ""
@@ -360,8 +361,6 @@ def test_rebake_over_a_gasgiant_json_without_an_output_list_removes_only_what_it
     """An older gasgiant.json has no ``outputs``: only the names that bake wrote, as its frames, cube layout, file
     types and images give them, are removed; a foreign or unreadable gasgiant.json, or an output list naming
     other files (paths, user files), removes nothing else."""
-    import json
-
     out = tmp_path / "out"
     gg.run_bake(gg.GasGiantParams(**{**TINY_BAKE, "frames": 3, "cube_layout": "UNITY"}), str(out))
     meta = json.loads((out / "gasgiant.json").read_text())
@@ -580,9 +579,6 @@ def test_cloud_mode_exr_holds_premultiplied_colour_and_the_png_straight(tmp_path
     """OpenEXR colour is premultiplied: the cloud EXR holds linear cloud colour x alpha, the PNG the cloud colour
     with straight alpha, and gasgiant.json says which (before: the EXR held the full colour over every alpha, which
     EXR readers show as over-bright clouds)."""
-    import json
-
-    from core import colour, exr
 
     Image = pytest.importorskip("PIL.Image")
     cloud = (0.2, 0.4, 0.8)
@@ -703,8 +699,6 @@ def test_velocity_field_save_bad_input_and_cancel(tmp_path):
 # --- EXR ---------------------------------------------------------------------------------------------------------
 
 def test_exr_writer_round_trip(tmp_path):
-    from core import colour, exr
-
     img = np.random.default_rng(0).normal(size=(37, 23, 4)).astype(np.float32)
     img[:5] = 0.25  # compressible rows
     for comp in (exr.NO_COMPRESSION, exr.ZIP_COMPRESSION):
@@ -718,8 +712,6 @@ def test_exr_writer_round_trip(tmp_path):
 
 
 def test_bake_writes_float_exr_next_to_png(tmp_path):
-    from core import colour, exr
-
     Image = pytest.importorskip("PIL.Image")
     params = gg.GasGiantParams(**{**SMALL, "iterations": 10, "file_format": "PNG_EXR"})
     gg.run_bake(params, str(tmp_path / "o"))
@@ -773,8 +765,6 @@ def test_memory_estimate_counts_the_key_frames_without_listing_them(monkeypatch)
     equals the estimate from the listed key frames (field_times); at the largest Frames it lists nothing (no
     memory grows with the frames: a set of every key frame took ~60 MB at a million frames) and is refused
     beyond it."""
-    import tracemalloc
-
     cases = [dict(frames=frames, field_interval=k, time_step=ts, noise_speed=ns, save_field=save)
              for frames in range(1, 30) for k in (1, 2, 3, 4, 7, 28, 29, 50)
              for ts, ns in ((0.002, 0.6), (0.0, 0.6), (0.002, 0.0)) for save in ("", "f.npz")]
@@ -829,8 +819,6 @@ def test_interpolated_field_is_tangent_and_frames_stay_continuous(tmp_path):
     # bake that builds every frame
     base = {**SMALL, "particles": 40_000, "iterations": 30, "frames": 6, "frame_iterations": 4,
             "equirect_width": 0, "file_format": "EXR"}
-    from core import exr
-
     def frames(interval, out):
         gg.run_bake(gg.GasGiantParams(**base, field_interval=interval), str(tmp_path / out))
         return [exr.read_exr(str(tmp_path / out / f"gasgiant_pz_{f:04d}.exr"))[0] for f in range(1, 7)]
@@ -913,8 +901,6 @@ def test_start_opacity_shrinks_to_the_opacity():
 # --- outputs a game engine reads: the flow map's fixed scale, gasgiant.json, engine cube-map faces ---------------
 
 def _read_json(folder):
-    import json
-
     with open(os.path.join(folder, gg.METADATA_NAME), encoding="utf-8") as fh:
         return json.load(fh)
 
@@ -932,8 +918,6 @@ def _equirect_lookup(img, d):
 def test_flow_map_has_one_documented_scale_for_every_frame(tmp_path):
     """Decoding each frame's 8-bit flow PNG with the scale in gasgiant.json gives that frame's real velocity
     (the analytic field at the frame's noise time, in radians per frame), the same scale in every frame."""
-    from core import exr
-
     Image = pytest.importorskip("PIL.Image")
     params = gg.GasGiantParams(**{**SMALL, "iterations": 4, "frames": 3, "frame_iterations": 6, "time_step": 1.5,
                                   "field_interval": 1, "file_format": "PNG_EXR", "vortices": 4, "noise_speed": 2.0,
@@ -1176,8 +1160,6 @@ def test_the_ui_limits_are_inside_the_ranges_the_core_accepts():
 
 
 def test_the_command_line_options_come_from_the_table():
-    import argparse
-
     parser = argparse.ArgumentParser()
     for option in gg.cli_options():
         parser.add_argument(option.flag, **option.kwargs)
