@@ -414,11 +414,16 @@ def _gasgiant_property(setting):
     return prop(default=setting.default, **kw)
 
 
+_GG_PROPERTIES = {setting.name: _gasgiant_property(setting) for setting in core_gasgiant.UI_SETTINGS}
+
+
 class EnvFXGasGiantSettings(PropertyGroup):
     """The gas giant settings: one property per entry of ``core.gasgiant.SETTINGS`` that has a ``ui``, made from
     it (name, tooltip, default, limits)."""
 
-    __annotations__ = {setting.name: _gasgiant_property(setting) for setting in core_gasgiant.UI_SETTINGS}
+    # Text, as every annotation in this file is (``from __future__ import annotations``): Blender evaluates it here
+    # when it registers the class. (Property objects kept in the class made Blender 4.2 crash when Python exits.)
+    __annotations__ = {name: f"_GG_PROPERTIES[{name!r}]" for name in _GG_PROPERTIES}
 
 
 # --- Snow -------------------------------------------------------------------------------------------------
