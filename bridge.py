@@ -80,3 +80,33 @@ def add_modifier_before_bend(obj, name: str, node_group):
     if bend_index is not None and bend_index < len(obj.modifiers) - 1:
         obj.modifiers.move(len(obj.modifiers) - 1, bend_index)
     return mod
+
+
+def get_image_pixels(image) -> np.ndarray:
+    """(width * height * channels,) float32 pixels of an image, as ``image.pixels`` holds them (rows from the
+    bottom, channels interleaved)."""
+    w, h = image.size
+    buf = np.empty(w * h * image.channels, dtype=np.float32)
+    image.pixels.foreach_get(buf)
+    return buf
+
+
+def fill_mesh(mesh, positions: np.ndarray, loop_vertices: np.ndarray, loop_starts: np.ndarray):
+    """Add vertices at ``positions`` (N, 3) and polygons to an empty mesh: polygon k has the corners
+    ``loop_vertices[loop_starts[k]:loop_starts[k + 1]]``. The caller then makes the edges (``mesh.update``)."""
+    mesh.vertices.add(len(positions))
+    mesh.vertices.foreach_set("co", np.ascontiguousarray(positions, dtype=np.float32).ravel())
+    mesh.loops.add(len(loop_vertices))
+    mesh.loops.foreach_set("vertex_index", np.ascontiguousarray(loop_vertices, dtype=np.int32))
+    mesh.polygons.add(len(loop_starts))
+    mesh.polygons.foreach_set("loop_start", np.ascontiguousarray(loop_starts, dtype=np.int32))
+
+
+def set_corner_uvs(uv_layer, uvs: np.ndarray):
+    """Write (corners, 2) UVs into a UV map."""
+    uv_layer.data.foreach_set("uv", np.ascontiguousarray(uvs, dtype=np.float32).ravel())
+
+
+def set_smooth(mesh, smooth: np.ndarray):
+    """Shade each polygon smooth (True) or flat."""
+    mesh.polygons.foreach_set("use_smooth", np.ascontiguousarray(smooth, dtype=bool))

@@ -385,197 +385,50 @@ class EnvFXMipsSettings(PropertyGroup):
 # --- Gas Giant ---------------------------------------------------------------------------------------------
 
 
-_GG_PRESET_KEYS = ("bands", "band_speed", "band_power", "pole_attenuation", "noise_scale", "octaves", "falloff",
-                   "noise_speed", "vortices", "vortex_size", "vortex_size_variance", "vortex_strength", "opacity")
-
-
 def _gasgiant_preset_changed(self, context):
-    from .core import gasgiant as core_gasgiant
+    for key, value in core_gasgiant.preset_values(self.preset).items():
+        setattr(self, key, value)
 
-    if self.preset == "CUSTOM":
-        return
-    values = core_gasgiant.PRESETS[self.preset]
-    for key in _GG_PRESET_KEYS:
-        setattr(self, key, values[key])
-    for i, color in enumerate(values["ramp_colors"]):
-        setattr(self, f"ramp_color_{i + 1}", color)
+
+_GG_UPDATES = {"preset": _gasgiant_preset_changed}
 
 
 def _size_items(sizes, none_label=None):
     return tuple((str(s), none_label if (s == 0 and none_label) else str(s), f"{s}") for s in sizes)
 
 
+def _gasgiant_property(setting):
+    """The Blender property of one entry of ``core.gasgiant.SETTINGS``."""
+    kw = dict(name=setting.label, description=setting.description)
+    kw.update((k, getattr(setting, k)) for k in ("min", "max", "soft_min", "soft_max", "step", "precision")
+              if getattr(setting, k) is not None)
+    if setting.subtype:
+        kw["subtype"] = setting.subtype
+    if setting.name in _GG_UPDATES:
+        kw["update"] = _GG_UPDATES[setting.name]
+    kind = setting.ui
+    if kind == "SIZE":
+        return EnumProperty(items=_size_items(setting.items, setting.none_label), default=str(setting.default), **kw)
+    if kind == "ENUM":
+        return EnumProperty(items=setting.items, default=setting.default, **kw)
+    if kind == "COLOR":
+        return FloatVectorProperty(size=3, default=setting.default, **kw)
+    if kind in ("FILE_PATH", "DIR_PATH"):
+        return StringProperty(default=setting.default, subtype=kind, options=PATH_OPTIONS, **kw)
+    prop = {"INT": IntProperty, "FLOAT": FloatProperty, "BOOL": BoolProperty, "STRING": StringProperty}[kind]
+    return prop(default=setting.default, **kw)
+
+
+_GG_PROPERTIES = {setting.name: _gasgiant_property(setting) for setting in core_gasgiant.UI_SETTINGS}
+
+
 class EnvFXGasGiantSettings(PropertyGroup):
-    preset: EnumProperty(
-        name="Preset",
-        description="Fill the look settings from a preset (they stay editable)",
-        items=(("CUSTOM", "Custom", "Keep the current settings"),
-               ("JUPITER", "Jupiter-like", "Many narrow cream and rust bands, a few vortices"),
-               ("NEPTUNE", "Neptune-like", "Few broad blue bands, calm, one or two dark spots"),
-               ("STORMY", "Stormy", "Strong turbulence and many vortices")),
-        default="CUSTOM",
-        update=_gasgiant_preset_changed,
-    )
-    output_dir: StringProperty(
-        name="Output Folder",
-        description="Folder the textures are written to (cube faces, equirectangular image, flow map); "
-        "'//' is the .blend file's folder",
-        default="//gasgiant/",
-        subtype="DIR_PATH",
-        options=PATH_OPTIONS,
-    )
-    particles: IntProperty(name="Particles", description="How many particles paint the texture (more = smoother)",
-                           default=8_000_000, min=1, soft_max=20_000_000)
-    iterations: IntProperty(name="Iterations", description="Simulation steps before the (first) image is saved",
-                            default=1000, min=1, soft_max=5000)
-    seed: IntProperty(name="Seed", description="Random seed of the noise, vortices and particles", default=0, min=0)
-    field_size: EnumProperty(name="Velocity Field", description="Texels per cube face of the velocity field",
-                             items=_size_items(core_gasgiant.FIELD_SIZES), default="512")
-    cubemap_size: EnumProperty(name="Cube Face Size", description="Pixels per side of each output cube face",
-                               items=_size_items(core_gasgiant.CUBEMAP_SIZES), default="1024")
-    equirect_width: EnumProperty(name="Equirect Width",
-                                 description="Width of the equirectangular image (height is half); the planet "
-                                 "object uses it. None writes only the cube faces",
-                                 items=_size_items(core_gasgiant.EQUIRECT_WIDTHS, "None"), default="2048")
-    threads: IntProperty(name="Threads", description="CPU threads moving particles", default=2, min=1, max=64)
-    velocity_factor: FloatProperty(name="Velocity Factor",
-                                   description="How far particles travel: degrees of arc per 20 iterations at "
-                                   "relative speed 1", default=1.0, min=0.0, soft_max=10.0)
-    vertical_bands: BoolProperty(name="Vertical Bands", description="Bands turn around the X axis instead of the "
-                                 "pole axis Z (a planet lying on its side; the palette follows the bands)",
-                                 default=False)
-    bands: FloatProperty(name="Bands", description="Number of counter-rotating bands", default=6.0, min=0.0,
-                         soft_max=30.0)
-    band_speed: FloatProperty(name="Band Speed", description="Speed of the bands relative to the turbulence",
-                              default=1.0, soft_min=-10.0, soft_max=10.0)
-    band_power: IntProperty(name="Band Speed Power",
-                            description="Odd power of cos(bands * latitude): higher makes the fast parts narrow",
-                            default=1, min=1, max=9, step=2)
-    pole_attenuation: FloatProperty(name="Pole Attenuation", description="How much the bands slow toward the poles",
-                                    default=0.5, min=0.0, max=1.0, subtype="FACTOR")
-    noise_scale: FloatProperty(name="Noise Scale", description="Size of the turbulence (higher = smaller swirls)",
-                               default=2.6, min=0.01, soft_max=10.0)
-    octaves: IntProperty(name="Octaves", description="Levels of fractal noise", default=4, min=1, max=12)
-    falloff: FloatProperty(name="Falloff", description="Weight of each further octave (fBm falloff)", default=0.5,
-                           min=0.0, max=1.0, subtype="FACTOR")
-    gain: FloatProperty(name="Gain", description="Octave k is weighted falloff^(k * gain)", default=1.0, min=0.0,
-                        soft_max=4.0)
-    noise_speed: FloatProperty(name="Turbulence", description="Strength of the curl-noise turbulence", default=1.0,
-                               min=0.0, soft_max=5.0)
-    w_offset: FloatProperty(name="W Offset", description="Offset in the noise's 4th dimension (another pattern)",
-                            default=0.0)
-    time_step: FloatProperty(name="Time Step", description="How far the noise moves per animation frame",
-                             default=0.05, min=0.0, soft_max=1.0)
-    vortices: IntProperty(name="Vortices", description="Artificial vortices placed between bands", default=0,
-                          min=0, soft_max=200)
-    vortex_size: FloatProperty(name="Vortex Size", description="Vortex radius as a fraction of the planet radius",
-                               default=0.04, min=0.001, soft_max=0.5)
-    vortex_size_variance: FloatProperty(name="Size Variance", description="Random extra vortex radius",
-                                        default=0.02, min=0.0, soft_max=0.5)
-    vortex_strength: FloatProperty(name="Vortex Strength", description="Peak vortex speed (relative)", default=1.0,
-                                   min=0.0, soft_max=10.0)
-    vortex_band_threshold: FloatProperty(name="Band Threshold", description="Vortices only where the band speed "
-                                         "is at most this fraction of the fastest band speed (between the bands; "
-                                         "1 = anywhere)", default=0.2, min=0.05, max=1.0, subtype="FACTOR")
-    color_source: EnumProperty(name="Colours", description="Where particle colours come from",
-                               items=(("RAMP", "Latitude Ramp", "Five colours from pole to equator, mirrored"),
-                                      ("PALETTE", "Palette Image", "Colours from an input image"),
-                                      ("CUBEMAP", "Cube Map", "Six cube-face images gasgiant_px.png ... "
-                                       "gasgiant_nz.png in a folder (e.g. an earlier bake, to carry on from it)")),
-                               default="RAMP")
-    palette_cube_dir: StringProperty(name="Cube Map Folder", description="Folder with the six cube-face images "
-                                     "gasgiant_px.png, _nx, _py, _ny, _pz, _nz.png (one size, RGB or RGBA), or an "
-                                     "earlier bake in an engine cube layout (gasgiant_posx.png ... with its "
-                                     "gasgiant.json)",
-                                     default="", subtype="DIR_PATH", options=PATH_OPTIONS)
-    palette_path: StringProperty(name="Palette Image", description="RGB or RGBA image the colours come from",
-                                 default="", subtype="FILE_PATH", options=PATH_OPTIONS)
-    mapping: EnumProperty(name="Mapping", description="How the palette image is laid over the sphere",
-                          items=(("SINUSOIDAL", "Sinusoidal", "Sinusoidal projection, mirrored at the back"),
-                                 ("STRIPES", "Stripes", "The image's centre column: colour by latitude only"),
-                                 ("PLAIN", "Plain", "The whole image on each of the six cube faces "
-                                  "(seams at the cube edges)")),
-                          default="SINUSOIDAL")
-    ramp_color_1: FloatVectorProperty(name="Pole", subtype="COLOR_GAMMA", size=3, min=0.0, max=1.0,
-                                      default=core_gasgiant.DEFAULT_RAMP_COLORS[0])
-    ramp_color_2: FloatVectorProperty(name="High Latitude", subtype="COLOR_GAMMA", size=3, min=0.0, max=1.0,
-                                      default=core_gasgiant.DEFAULT_RAMP_COLORS[1])
-    ramp_color_3: FloatVectorProperty(name="Mid Latitude", subtype="COLOR_GAMMA", size=3, min=0.0, max=1.0,
-                                      default=core_gasgiant.DEFAULT_RAMP_COLORS[2])
-    ramp_color_4: FloatVectorProperty(name="Tropics", subtype="COLOR_GAMMA", size=3, min=0.0, max=1.0,
-                                      default=core_gasgiant.DEFAULT_RAMP_COLORS[3])
-    ramp_color_5: FloatVectorProperty(name="Equator", subtype="COLOR_GAMMA", size=3, min=0.0, max=1.0,
-                                      default=core_gasgiant.DEFAULT_RAMP_COLORS[4])
-    opacity: FloatProperty(name="Opacity", description="How strongly a particle paints its colour each step",
-                           default=0.2, min=0.001, max=1.0, subtype="FACTOR")
-    opacity_start: FloatProperty(name="Start Opacity", description="Start the particles' opacity this high and "
-                                 "shrink it by 5% per iteration down to Opacity (a strong first coat; 0 = off)",
-                                 default=0.0, min=0.0, max=1.0, subtype="FACTOR")
-    lifetime: IntProperty(name="Lifetime", description="Iterations a particle lives before it respawns "
-                          "(0 = for ever)", default=0, min=0, soft_max=2000)
-    respawn_batches: IntProperty(name="Respawn Batches", description="Particles respawn in this many staggered "
-                                 "batches, not all at once", default=8, min=1, max=256)
-    fade_in: FloatProperty(name="Fade In", description="Part of the lifetime over which a particle fades in",
-                           default=0.2, min=0.0, max=1.0, subtype="FACTOR")
-    fade_out: FloatProperty(name="Fade Out", description="Part of the lifetime over which a particle fades out",
-                            default=0.2, min=0.0, max=1.0, subtype="FACTOR")
-    blur_interval: IntProperty(name="Blur Interval", description="Iterations between blur and fade passes "
-                               "(0 = never)", default=20, min=0, soft_max=200)
-    blur: FloatProperty(name="Blur", description="Strength of each blur pass", default=0.5, min=0.0, max=1.0,
-                        subtype="FACTOR")
-    fade_rate: FloatProperty(name="Fade", description="How far each pass fades the texture back to the centre "
-                             "colour", default=0.01, min=0.0, max=1.0, subtype="FACTOR")
-    fade_to_palette: BoolProperty(name="Fade to Start Colours", description="Fade each texel toward its starting "
-                                  "colour instead of the mean colour", default=False)
-    hot_pink: BoolProperty(name="Hot Pink", description="Fade toward hot pink instead: texels no particle reaches "
-                           "turn pink, which shows divergences in the flow (a diagnostic)", default=False)
-    cloud_mode: BoolProperty(name="Cloud Mode", description="Paint a cloud layer instead: the cloud colour with the "
-                             "particles' brightness (broken up by noise) as alpha over transparency; the images "
-                             "get an alpha channel", default=False)
-    cloud_color: FloatVectorProperty(name="Cloud Colour", subtype="COLOR_GAMMA", size=3, min=0.0, max=1.0,
-                                     default=(1.0, 1.0, 1.0), description="Colour of the clouds in cloud mode")
-    cloud_noise: FloatProperty(name="Cloud Noise", description="How much a fixed fractal noise breaks the cloud "
-                               "alpha into patches", default=1.0, min=0.0, max=1.0, subtype="FACTOR")
-    file_format: EnumProperty(name="File Format", description="Image files to write",
-                              items=(("PNG", "PNG", "8-bit PNG"),
-                                     ("EXR", "OpenEXR", "32-bit float EXR, linear colour (the flow map as real "
-                                      "velocities in radians per frame)"),
-                                     ("PNG_EXR", "PNG + OpenEXR", "Both")),
-                              default="PNG")
-    cube_layout: EnumProperty(name="Cube Layout", description="How the six cube faces are written (gasgiant.json "
-                              "records each face's axes)",
-                              items=(("BLENDER", "Blender", "gasgiant_px ... _nz: Blender's +X ... -Z seen from "
-                                      "outside, +Z up on the side faces"),
-                                     ("GLTF", "Engine (glTF, Godot, OpenGL)", "gasgiant_posx ... _negz: standard "
-                                      "cube-map faces +X, -X, +Y, -Y, +Z, -Z in a right-handed Y-up engine "
-                                      "(engine = (x, z, -y)), ready for a cube sampler"),
-                                     ("UNITY", "Engine (Unity)", "gasgiant_posx ... _negz: standard cube-map faces in "
-                                      "Unity's left-handed Y-up space (engine = (-x, z, -y), as Unity imports "
-                                      "Blender files)")),
-                              default="BLENDER")
-    flow_scale: FloatProperty(name="Flow Scale", description="Speed in radians per frame that the 8-bit flow map's "
-                              "0 and 1 stand for (0.5 = still; faster texels clamp), the same for every frame and "
-                              "written to gasgiant.json. 0 = automatic from the flow settings", default=0.0,
-                              min=0.0, soft_max=0.5, precision=5)
-    save_field_path: StringProperty(name="Save Velocity Field", description="Also save the velocity field(s) to "
-                                    "this .npz file, so later bakes can load them instead of building them "
-                                    "(empty: do not save)", default="", subtype="FILE_PATH", options=PATH_OPTIONS)
-    load_field_path: StringProperty(name="Load Velocity Field", description="Use the velocity field(s) saved by an "
-                                    "earlier bake with the same flow settings instead of building them (empty: build)",
-                                    default="", subtype="FILE_PATH", options=PATH_OPTIONS)
-    frames: IntProperty(name="Frames", description="Images in the sequence (1 = a still). At most "
-                        f"{core_gasgiant.MAX_FRAMES:,}, Blender's last frame: the planet plays the frames as an image "
-                        "sequence, which cannot be longer", default=1, min=1, max=core_gasgiant.MAX_FRAMES,
-                        soft_max=500)
-    field_interval: IntProperty(name="Field Interval", description="Frames between full velocity-field builds; "
-                                "the frames between mix the two nearest fields (1 = build every frame)", default=4,
-                                min=1, soft_max=50)
-    frame_iterations: IntProperty(name="Iterations per Frame", description="Simulation steps between frames",
-                                  default=20, min=1, soft_max=500)
-    make_planet: BoolProperty(name="Make Planet", description="Add (or update) a planet sphere wearing the result",
-                              default=True)
-    planet_name: StringProperty(name="Planet Object", description="Name of the planet object to add or update",
-                                default="Gas Giant")
+    """The gas giant settings: one property per entry of ``core.gasgiant.SETTINGS`` that has a ``ui``, made from
+    it (name, tooltip, default, limits)."""
+
+    # Text, as every annotation in this file is (``from __future__ import annotations``): Blender evaluates it here
+    # when it registers the class. (Property objects kept in the class made Blender 4.2 crash when Python exits.)
+    __annotations__ = {name: f"_GG_PROPERTIES[{name!r}]" for name in _GG_PROPERTIES}
 
 
 # --- Snow -------------------------------------------------------------------------------------------------

@@ -23,7 +23,10 @@ import os
 import resource
 import subprocess
 import sys
+import tempfile
 import time
+
+import numpy
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TARGET = 11e6
@@ -32,7 +35,7 @@ GG_REFERENCE = {"steps_per_s_512_field": 11e6, "steps_per_s_2048_field": 6e6, "b
 
 def one(spec):
     sys.path.insert(0, ROOT)
-    from core import gasgiant as gg
+    from core import gasgiant as gg  # only in the measuring process: its peak memory is its own
 
     load0 = os.getloadavg()
     params = gg.GasGiantParams(particles=spec["particles"], iterations=spec["iterations"], field_size=512,
@@ -80,10 +83,8 @@ def one(spec):
 def animated(spec):
     """An animated bake, files and all: the field built every frame (``field_interval`` 1) or every few frames
     with the frames between interpolated; one process per run."""
-    import tempfile
-
     sys.path.insert(0, ROOT)
-    from core import gasgiant as gg
+    from core import gasgiant as gg  # only in the measuring process: its peak memory is its own
 
     load0 = os.getloadavg()
     params = gg.GasGiantParams(particles=spec["particles"], iterations=spec["frame_iterations"], field_size=512,
@@ -113,10 +114,8 @@ def animated(spec):
 
 def field_file(spec):
     """Build a 512 velocity field vs load it from a saved file (gaseous-giganticus -d / -r)."""
-    import tempfile
-
     sys.path.insert(0, ROOT)
-    from core import gasgiant as gg
+    from core import gasgiant as gg  # only in the measuring process: its peak memory is its own
 
     params = gg.GasGiantParams(field_size=spec["field_size"], threads=2, seed=1, vortices=8)
     load0 = os.getloadavg()
@@ -157,14 +156,12 @@ def main():
         kind = spec.pop("kind", "throughput")
         print(json.dumps({"throughput": one, "animated": animated, "field": field_file}[kind](spec)), flush=True)
         return 0
-    try:
+    try:  # the Blender version when Blender's Python runs this
         import bpy
 
         blender = bpy.app.version_string
     except ImportError:
         blender = None
-    import numpy
-
     runs = [
         {"particles": 1_000_000, "iterations": 30 if args.quick else 100, "threads": 1},
         {"particles": 1_000_000, "iterations": 30 if args.quick else 100, "threads": 2},

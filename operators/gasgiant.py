@@ -15,7 +15,7 @@ import os
 import bpy
 import numpy as np
 
-from .. import progress
+from .. import bridge, progress
 from ..core import colour
 from ..core import gasgiant as core_gasgiant
 from ..shader_nodes import gasgiant as gasgiant_nodes
@@ -56,8 +56,7 @@ def load_palette(path: str) -> np.ndarray:
         channels = image.channels
         if w == 0 or h == 0 or channels == 0:
             raise GasGiantInputError(f"Palette image {full!r} cannot be read (no pixels): use a PNG or JPEG")
-        buf = np.empty(w * h * channels, dtype=np.float32)
-        image.pixels.foreach_get(buf)
+        buf = bridge.get_image_pixels(image)
         is_float, is_data = image.is_float, image.colorspace_settings.is_data
     finally:
         bpy.data.images.remove(image)
@@ -129,24 +128,17 @@ def load_palette_cube(folder: str) -> np.ndarray:
 
 
 def params_from_settings(s, palette=None, palette_cube=None) -> core_gasgiant.GasGiantParams:
-    ramp = core_gasgiant.symmetric_ramp([tuple(getattr(s, f"ramp_color_{i}")) for i in range(1, 6)])
-    return core_gasgiant.GasGiantParams(
-        particles=s.particles, iterations=s.iterations, seed=s.seed, field_size=int(s.field_size),
-        cubemap_size=int(s.cubemap_size), equirect_width=int(s.equirect_width), threads=s.threads,
-        velocity_factor=s.velocity_factor, bands=s.bands, band_speed=s.band_speed, band_power=s.band_power,
-        pole_attenuation=s.pole_attenuation, noise_scale=s.noise_scale, octaves=s.octaves, falloff=s.falloff,
-        gain=s.gain, noise_speed=s.noise_speed, w_offset=s.w_offset, time_step=s.time_step, vortices=s.vortices,
-        vortex_size=s.vortex_size, vortex_size_variance=s.vortex_size_variance, vortex_strength=s.vortex_strength,
-        palette=palette, mapping=s.mapping, ramp=ramp, opacity=s.opacity, lifetime=s.lifetime,
-        respawn_batches=s.respawn_batches, fade_in=s.fade_in, fade_out=s.fade_out, blur_interval=s.blur_interval,
-        blur=s.blur, fade_rate=s.fade_rate, fade_to_palette=s.fade_to_palette, frames=s.frames,
-        frame_iterations=s.frame_iterations, vertical_bands=s.vertical_bands, hot_pink=s.hot_pink,
-        cloud_mode=s.cloud_mode, cloud_color=tuple(s.cloud_color), cloud_noise=s.cloud_noise,
-        file_format=s.file_format, field_interval=s.field_interval, cube_layout=s.cube_layout,
-        flow_scale=s.flow_scale,
+    """The core parameters of the settings ``s`` (Scene.envfx.gasgiant): every setting of ``core.gasgiant.SETTINGS``
+    that is both a property and a parameter, plus the ones made from other properties (the colour ramp from its five
+    colours, the field file paths made absolute) and the palette images the caller read."""
+    values = {setting.name: setting.from_ui(getattr(s, setting.name))
+              for setting in core_gasgiant.PARAM_SETTINGS if setting.ui}
+    values.update(
+        ramp=core_gasgiant.symmetric_ramp([tuple(getattr(s, f"ramp_color_{i}")) for i in range(1, 6)]),
         save_field=_field_path(s.save_field_path, "Save Velocity Field"),
         load_field=_field_path(s.load_field_path, "Load Velocity Field"),
-        vortex_band_threshold=s.vortex_band_threshold, palette_cube=palette_cube, opacity_start=s.opacity_start)
+        palette=palette, palette_cube=palette_cube)
+    return core_gasgiant.GasGiantParams(**values)
 
 
 def _field_path(path: str, label: str) -> str:
@@ -228,21 +220,15 @@ def sphere_mesh(name: str, segments: int = 128, rings: int = 64):
     bottom = np.stack([last + j, south + j, last + j + 1], -1)
 
     mesh = bpy.data.meshes.new(name)
-    nverts = len(verts)
     sizes = np.concatenate([np.full(nlon, 3), np.full(len(quads), 4), np.full(nlon, 3)])
     loops = np.concatenate([top.ravel(), quads.ravel(), bottom.ravel()]).astype(np.int32)
     starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int32)
-    mesh.vertices.add(nverts)
-    mesh.vertices.foreach_set("co", verts.astype(np.float32).ravel())
-    mesh.loops.add(len(loops))
-    mesh.loops.foreach_set("vertex_index", loops)
-    mesh.polygons.add(len(sizes))
-    mesh.polygons.foreach_set("loop_start", starts)
+    bridge.fill_mesh(mesh, verts, loops, starts)
     mesh.update(calc_edges=True)
     mesh.validate(clean_customdata=False)
     uv_layer = mesh.uv_layers.new(name="UVMap")
-    uv_layer.data.foreach_set("uv", vuv[loops].astype(np.float32).ravel())
-    mesh.polygons.foreach_set("use_smooth", np.ones(len(sizes), dtype=bool))
+    bridge.set_corner_uvs(uv_layer, vuv[loops])
+    bridge.set_smooth(mesh, np.ones(len(sizes), dtype=bool))
     mesh.normals_split_custom_set_from_vertices([tuple(v) for v in verts])
     mesh.update()
     return mesh
@@ -339,11 +325,10 @@ class ENVFX_OT_gasgiant_preset(bpy.types.Operator):
     )
 
     def execute(self, context):
-        from ..props import _gasgiant_preset_changed
-
         settings = context.scene.envfx.gasgiant
         settings.preset = self.preset
-        _gasgiant_preset_changed(settings, context)  # also when the preset was already chosen
+        for key, value in core_gasgiant.preset_values(self.preset).items():  # also when it was already chosen
+            setattr(settings, key, value)
         return {"FINISHED"}
 
 

@@ -2,6 +2,7 @@
 
 import bpy
 
+from ..core import gasgiant as core_gasgiant
 from .main import EnvFXSubPanel
 
 
@@ -100,8 +101,6 @@ class VIEW3D_PT_envfx_gasgiant(EnvFXSubPanel, bpy.types.Panel):
         sub = col.column()
         sub.active = s.make_planet
         sub.prop(s, "planet_name")
-
-        from ..core import gasgiant as core_gasgiant
 
         est = core_gasgiant.estimate_memory(core_gasgiant.GasGiantParams(
             particles=s.particles, field_size=int(s.field_size), cubemap_size=int(s.cubemap_size),

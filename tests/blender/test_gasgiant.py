@@ -1,7 +1,12 @@
 """Gas giant in Blender: operator, planet and material, Eevee look, CLI, bad input leaves everything as it was."""
 
+import json
 import math
 import os
+import signal
+import subprocess
+import sys
+import tracemalloc
 
 import bpy
 import numpy as np
@@ -547,7 +552,7 @@ def count_field_reads(envfx, monkeypatch):
         reads.append(path)
         return real(path, params)
 
-    monkeypatch.setattr(gg, "load_fields", counting)
+    monkeypatch.setattr(gg.field_files, "load_fields", counting)
     return reads
 
 
@@ -660,8 +665,6 @@ def test_cli_random_cubemap_palette_and_vortex_threshold(envfx, tmp_path, capsys
 def test_engine_cube_layout_flow_scale_and_json_from_operator_and_cli(envfx, tmp_path, capsys):
     """The operator and the CLI write engine cube faces and gasgiant.json; Blender reads the flow PNG back as
     non-colour data and the JSON's formula turns it into the velocities of the float EXR."""
-    import json
-
     gg = envfx.core.gasgiant
     s = _small(bpy.context.scene.envfx.gasgiant, tmp_path / "e", make_planet=False, file_format="PNG_EXR",
                cube_layout="GLTF", flow_scale=0.02)
@@ -704,10 +707,6 @@ def test_engine_cube_layout_flow_scale_and_json_from_operator_and_cli(envfx, tmp
 def test_cli_bake_killed_with_sigterm_writes_nothing(tmp_path):
     """SIGTERM (a farm pre-empting the job) mid-bake cancels the gas giant like Ctrl-C: exit 1, its temporary
     folder removed, no images (before: the process died with its staging folder left in the output folder)."""
-    import signal
-    import subprocess
-    import sys
-
     out = tmp_path / "planet"
     script = os.path.join(os.path.dirname(__file__), "cli_in_subprocess.py")
     proc = subprocess.Popen([sys.executable, script, "gas-giant", "--out", str(out), "--particles", "20000",
@@ -756,8 +755,6 @@ def test_cube_map_palette_from_an_engine_layout_bake(envfx, tmp_path, capsys):
 def test_panel_estimate_at_the_largest_frames_lists_no_key_frames(envfx, recording_layout, monkeypatch):
     """Frames stops at Blender's last frame, and the panel's memory estimate, drawn on every redraw, counts the
     key frames without listing them (a set of every key frame froze the sidebar for large Frames)."""
-    import tracemalloc
-
     s = bpy.context.scene.envfx.gasgiant
     s.frames = 10**9
     assert s.frames == envfx.core.gasgiant.MAX_FRAMES
@@ -767,7 +764,7 @@ def test_panel_estimate_at_the_largest_frames_lists_no_key_frames(envfx, recordi
     def listing(*_args):
         raise AssertionError("the panel listed the key frames")
 
-    monkeypatch.setattr(envfx.core.gasgiant, "field_times", listing)
+    monkeypatch.setattr(envfx.core.gasgiant.params, "field_times", listing)
     log = []
     panel = type("P", (), {"layout": recording_layout(log)})()
     tracemalloc.start()
@@ -804,3 +801,79 @@ def test_the_planet_reads_its_texture_relative_to_the_saved_file(envfx, tmp_path
     assert bpy.ops.envfx.gasgiant_bake() == {"FINISHED"}
     image = bpy.data.images["Gas Giant Texture"]
     assert image.filepath.startswith("//gg") and image.size[0] > 0
+
+
+def test_the_settings_group_is_the_settings_table(envfx):
+    """Scene.envfx.gasgiant has one property per UI entry of core.gasgiant.SETTINGS (and no other), with its name,
+    tooltip, default and limits; params_from_settings hands every parameter on, so a new setting is written once."""
+    gg = envfx.core.gasgiant
+    s = bpy.context.scene.envfx.gasgiant
+    props = type(s).bl_rna.properties
+    assert [p.identifier for p in props if p.identifier not in ("rna_type", "name")] == \
+        [setting.name for setting in gg.UI_SETTINGS]
+    kinds = {"INT": "INT", "FLOAT": "FLOAT", "BOOL": "BOOLEAN", "ENUM": "ENUM", "SIZE": "ENUM", "COLOR": "FLOAT",
+             "STRING": "STRING", "FILE_PATH": "STRING", "DIR_PATH": "STRING"}
+    for setting in gg.UI_SETTINGS:
+        prop = props[setting.name]
+        assert (prop.type, prop.name, prop.description) == \
+            (kinds[setting.ui], setting.label, setting.description), setting.name
+        if setting.ui == "COLOR":
+            assert tuple(prop.default_array) == pytest.approx(setting.default) and prop.subtype == setting.subtype
+        elif setting.ui == "SIZE":
+            assert prop.default == str(setting.default)
+            assert [int(item.identifier) for item in prop.enum_items] == list(setting.items)
+        elif setting.ui == "ENUM":
+            assert prop.default == setting.default
+            assert [(i.identifier, i.name, i.description) for i in prop.enum_items] == list(setting.items)
+        else:
+            assert prop.default == pytest.approx(setting.default), setting.name
+        for name, attr in (("min", "hard_min"), ("max", "hard_max"), ("soft_min", "soft_min"),
+                           ("soft_max", "soft_max")):
+            if getattr(setting, name) is not None:
+                assert getattr(prop, attr) == pytest.approx(getattr(setting, name)), (setting.name, name)
+        if setting.ui in ("FILE_PATH", "DIR_PATH"):
+            assert prop.subtype == setting.ui
+        elif setting.subtype:
+            assert prop.subtype == setting.subtype, setting.name
+    ops = envfx.operators.gasgiant
+    defaults, params = gg.GasGiantParams(), ops.params_from_settings(s)
+    for setting in gg.PARAM_SETTINGS:  # the same defaults (Blender keeps floats as float32)
+        if setting.compare:
+            got, want = getattr(params, setting.name), getattr(defaults, setting.name)
+            if setting.name == "ramp":  # ((position, colour), ...)
+                got, want = [(t, *c) for t, c in got], [(t, *c) for t, c in want]
+            assert np.asarray(got) == pytest.approx(np.asarray(want)) if setting.type != "str" else got == want, \
+                setting.name
+    changed = {}
+    for setting in gg.PARAM_SETTINGS:  # every parameter with a property reaches the bake
+        if setting.ui in ("INT", "FLOAT"):
+            value = setting.default + 1 if setting.max is None or setting.default + 1 <= setting.max else setting.min
+        elif setting.ui == "BOOL":
+            value = not setting.default
+        elif setting.ui in ("ENUM", "SIZE"):
+            value = str(setting.items[-1][0] if setting.ui == "ENUM" else setting.items[-1])
+        elif setting.ui == "COLOR":
+            value = (0.25, 0.5, 0.75)
+        else:
+            continue
+        setattr(s, setting.name, value)
+        changed[setting.name] = setting.from_ui(getattr(s, setting.name))
+    assert len(changed) == len([setting for setting in gg.PARAM_SETTINGS if setting.ui])
+    params = ops.params_from_settings(s)
+    for name, value in changed.items():
+        assert getattr(params, name) == pytest.approx(value) and getattr(params, name) != getattr(
+            gg.GasGiantParams(), name), name
+
+
+def test_the_command_line_options_are_the_tables(envfx):
+    """Every option core.gasgiant.cli_options() gives is one the gas-giant command has, taking the same values."""
+    sub = next(a for a in envfx.cli.build_parser()._actions if a.dest == "command").choices["gas-giant"]
+    actions = {a.option_strings[0]: a for a in sub._actions if a.option_strings}
+    for option in envfx.core.gasgiant.cli_options():
+        action = actions[option.flag]
+        assert action.dest == option.dest, option.flag
+        kw = option.kwargs
+        flag = kw.get("action") == "store_true"
+        assert (action.type, action.nargs, action.choices, action.help, action.default, action.const) == \
+            (kw.get("type"), 0 if flag else kw.get("nargs"), kw.get("choices"), kw.get("help"), kw.get("default"),
+             True if flag else None), option.flag

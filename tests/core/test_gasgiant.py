@@ -1,14 +1,18 @@
 """Gas giant core: the field's physics, particle transport, seams, determinism, files, bad input."""
 
+import argparse
 import dataclasses
+import json
 import math
 import os
 import re
 import stat
+import tracemalloc
 
 import numpy as np
 import pytest
 
+from core import colour, exr
 from core import gasgiant as gg
 
 SMALL = dict(particles=60_000, iterations=40, field_size=64, cubemap_size=128, equirect_width=256, threads=1)
@@ -96,7 +100,8 @@ def test_particles_stay_uniform_per_latitude_band():
 
 
 def test_particles_move_with_the_bands(monkeypatch):
-    monkeypatch.setattr(gg, "SORT_INTERVAL", 1000)  # keep particle order (identities) over the measured steps
+    # keep particle order (identities) over the measured steps
+    monkeypatch.setattr(gg.simulation, "SORT_INTERVAL", 1000)
     params = gg.GasGiantParams(particles=5000, field_size=64, cubemap_size=64, noise_speed=0.0, vortices=0,
                                bands=3.0, pole_attenuation=0.0, seed=1, threads=1)
     with gg.Simulation(params) as sim:
@@ -328,8 +333,6 @@ def test_rebake_removes_the_previous_bakes_files_it_does_not_write_and_nothing_e
     earlier bake's frames and faces that gasgiant.json lists and the new bake does not write (before: they stayed
     beside the new gasgiant.json, and an engine importing gasgiant_equirect_*.png mixed two simulations); files
     the user put there, also ones named like outputs, stay."""
-    import json
-
     out = tmp_path / "out"
     first = gg.run_bake(gg.GasGiantParams(**{**TINY_BAKE, "frames": 3, "file_format": "PNG_EXR"}), str(out))
     assert first.removed == [] and first.removed_note() == ""
@@ -358,8 +361,6 @@ def test_rebake_over_a_gasgiant_json_without_an_output_list_removes_only_what_it
     """An older gasgiant.json has no ``outputs``: only the names that bake wrote, as its frames, cube layout, file
     types and images give them, are removed; a foreign or unreadable gasgiant.json, or an output list naming
     other files (paths, user files), removes nothing else."""
-    import json
-
     out = tmp_path / "out"
     gg.run_bake(gg.GasGiantParams(**{**TINY_BAKE, "frames": 3, "cube_layout": "UNITY"}), str(out))
     meta = json.loads((out / "gasgiant.json").read_text())
@@ -405,7 +406,7 @@ def test_rebake_that_is_cancelled_or_cannot_remove_a_file_keeps_the_previous_fil
             raise PermissionError(13, "Permission denied")
         real(path)
 
-    monkeypatch.setattr(gg.os, "remove", remove)
+    monkeypatch.setattr(os, "remove", remove)
     result = gg.run_bake(gg.GasGiantParams(**TINY_BAKE), str(out))
     assert "gasgiant_px_0002.png" not in result.removed and len(result.removed) == len(before) - 2
     assert result.not_removed == [("gasgiant_px_0002.png", "Permission denied")]
@@ -578,9 +579,6 @@ def test_cloud_mode_exr_holds_premultiplied_colour_and_the_png_straight(tmp_path
     """OpenEXR colour is premultiplied: the cloud EXR holds linear cloud colour x alpha, the PNG the cloud colour
     with straight alpha, and gasgiant.json says which (before: the EXR held the full colour over every alpha, which
     EXR readers show as over-bright clouds)."""
-    import json
-
-    from core import colour, exr
 
     Image = pytest.importorskip("PIL.Image")
     cloud = (0.2, 0.4, 0.8)
@@ -637,7 +635,7 @@ def test_velocity_field_save_and_load_give_the_same_bake(tmp_path, monkeypatch):
     fresh = gg.build_field(params)
     loaded = gg.load_fields(str(path), params)[0.0]
     np.testing.assert_array_equal(loaded.chart, fresh.chart)
-    monkeypatch.setattr(gg, "build_field_steps", lambda *a, **k: pytest.fail("the field was built again"))
+    monkeypatch.setattr(gg.job, "build_field_steps", lambda *a, **k: pytest.fail("the field was built again"))
     b = gg.run_bake(gg.GasGiantParams(**{**FIELD_SMALL, "vortices": 3, "load_field": str(path)}), str(tmp_path / "b"))
     for fa, fb in zip(a.files, b.files, strict=True):
         np.testing.assert_array_equal(np.asarray(Image.open(fa)), np.asarray(Image.open(fb)))
@@ -701,8 +699,6 @@ def test_velocity_field_save_bad_input_and_cancel(tmp_path):
 # --- EXR ---------------------------------------------------------------------------------------------------------
 
 def test_exr_writer_round_trip(tmp_path):
-    from core import colour, exr
-
     img = np.random.default_rng(0).normal(size=(37, 23, 4)).astype(np.float32)
     img[:5] = 0.25  # compressible rows
     for comp in (exr.NO_COMPRESSION, exr.ZIP_COMPRESSION):
@@ -716,8 +712,6 @@ def test_exr_writer_round_trip(tmp_path):
 
 
 def test_bake_writes_float_exr_next_to_png(tmp_path):
-    from core import colour, exr
-
     Image = pytest.importorskip("PIL.Image")
     params = gg.GasGiantParams(**{**SMALL, "iterations": 10, "file_format": "PNG_EXR"})
     gg.run_bake(params, str(tmp_path / "o"))
@@ -752,7 +746,7 @@ def test_animated_bake_builds_the_field_only_at_key_frames(tmp_path, monkeypatch
         calls.append(time)
         return real(params, time, noise_norm)
 
-    monkeypatch.setattr(gg, "build_field_steps", counting)
+    monkeypatch.setattr(gg.job, "build_field_steps", counting)
     base = {**SMALL, "particles": 5000, "iterations": 2, "frames": 9, "frame_iterations": 1, "equirect_width": 0}
     gg.run_bake(gg.GasGiantParams(**base, field_interval=4), str(tmp_path / "a"))
     assert calls == pytest.approx([0.0, 0.2, 0.4])  # frames 1, 5, 9 (0-based 0, 4, 8) at 0.05 per frame
@@ -771,22 +765,20 @@ def test_memory_estimate_counts_the_key_frames_without_listing_them(monkeypatch)
     equals the estimate from the listed key frames (field_times); at the largest Frames it lists nothing (no
     memory grows with the frames: a set of every key frame took ~60 MB at a million frames) and is refused
     beyond it."""
-    import tracemalloc
-
     cases = [dict(frames=frames, field_interval=k, time_step=ts, noise_speed=ns, save_field=save)
              for frames in range(1, 30) for k in (1, 2, 3, 4, 7, 28, 29, 50)
              for ts, ns in ((0.002, 0.6), (0.0, 0.6), (0.002, 0.0)) for save in ("", "f.npz")]
     new = [gg.estimate_memory(gg.GasGiantParams(**c)) for c in cases]
     for c in cases:
         assert gg.key_frame_count(gg.GasGiantParams(**c)) == len(gg.field_times(gg.GasGiantParams(**c))[0]), c
-    monkeypatch.setattr(gg, "key_frame_count", lambda p: len(gg.field_times(p)[0]))  # the old estimate
+    monkeypatch.setattr(gg.params, "key_frame_count", lambda p: len(gg.field_times(p)[0]))  # the old estimate
     assert new == [gg.estimate_memory(gg.GasGiantParams(**c)) for c in cases]
     monkeypatch.undo()
 
     def listing(*_args):
         raise AssertionError("the estimate listed the key frames")
 
-    monkeypatch.setattr(gg, "field_times", listing)
+    monkeypatch.setattr(gg.params, "field_times", listing)
     huge = gg.GasGiantParams(frames=gg.MAX_FRAMES, field_interval=1, save_field="f.npz")
     tracemalloc.start()
     try:
@@ -827,8 +819,6 @@ def test_interpolated_field_is_tangent_and_frames_stay_continuous(tmp_path):
     # bake that builds every frame
     base = {**SMALL, "particles": 40_000, "iterations": 30, "frames": 6, "frame_iterations": 4,
             "equirect_width": 0, "file_format": "EXR"}
-    from core import exr
-
     def frames(interval, out):
         gg.run_bake(gg.GasGiantParams(**base, field_interval=interval), str(tmp_path / out))
         return [exr.read_exr(str(tmp_path / out / f"gasgiant_pz_{f:04d}.exr"))[0] for f in range(1, 7)]
@@ -911,8 +901,6 @@ def test_start_opacity_shrinks_to_the_opacity():
 # --- outputs a game engine reads: the flow map's fixed scale, gasgiant.json, engine cube-map faces ---------------
 
 def _read_json(folder):
-    import json
-
     with open(os.path.join(folder, gg.METADATA_NAME), encoding="utf-8") as fh:
         return json.load(fh)
 
@@ -930,8 +918,6 @@ def _equirect_lookup(img, d):
 def test_flow_map_has_one_documented_scale_for_every_frame(tmp_path):
     """Decoding each frame's 8-bit flow PNG with the scale in gasgiant.json gives that frame's real velocity
     (the analytic field at the frame's noise time, in radians per frame), the same scale in every frame."""
-    from core import exr
-
     Image = pytest.importorskip("PIL.Image")
     params = gg.GasGiantParams(**{**SMALL, "iterations": 4, "frames": 3, "frame_iterations": 6, "time_step": 1.5,
                                   "field_interval": 1, "file_format": "PNG_EXR", "vortices": 4, "noise_speed": 2.0,
@@ -1109,7 +1095,7 @@ def test_the_largest_allowed_speeds_still_bake(tmp_path):
     exrs = [path for path in result.files if path.endswith(".exr")]
     assert len(exrs) == 2 * 8
     for path in exrs:
-        assert np.isfinite(gg.exr.read_exr(path)[0]).all(), path
+        assert np.isfinite(exr.read_exr(path)[0]).all(), path
 
 
 @pytest.mark.parametrize("colour", [(5.0, -3.0, 1.0), (math.nan, 1.0, 1.0), (1.0, 1.0, math.inf), (1.0, 1.0),
@@ -1138,3 +1124,52 @@ def test_engine_faces_turn_back_into_the_blender_faces_exactly(layout):
         engine = gg.layout_face_image(face, entry)
         np.testing.assert_array_equal(gg.blender_face_image(engine, entry), face)
     assert any(e["t"][0][0] == 0 for e in gg.cube_layout_faces("GLTF"))  # the transposing branch is exercised
+
+
+# --- the settings table ------------------------------------------------------------------------------------------
+
+def test_the_dataclass_is_the_settings_table():
+    """GasGiantParams has one field per parameter of the table, in its order, with its type and default."""
+    fields = dataclasses.fields(gg.GasGiantParams)
+    assert [(f.name, f.type) for f in fields] == [(s.name, s.type) for s in gg.PARAM_SETTINGS]
+    for f, s in zip(fields, gg.PARAM_SETTINGS, strict=True):
+        assert f.default is s.default or f.default == s.default, s.name
+        assert f.compare == f.repr == s.compare, s.name
+    assert {s.name for s in gg.SETTINGS if s.type == "float" and s.param} == set(gg.FLOAT_RANGES)
+    names = [s.name for s in gg.SETTINGS]
+    assert len(names) == len(set(names))
+
+
+def test_the_ui_limits_are_inside_the_ranges_the_core_accepts():
+    """A value the UI lets a user type is one the bake accepts, and every UI default is inside the UI's limits."""
+    for s in gg.UI_SETTINGS:
+        if s.ui in ("INT", "FLOAT"):
+            assert s.min is None or s.default >= s.min, s.name
+            assert s.max is None or s.default <= s.max, s.name
+        if s.ui in ("SIZE", "ENUM"):
+            assert s.default in ([i[0] for i in s.items] if s.ui == "ENUM" else s.items), s.name
+        if s.check:
+            _, lo, hi, _ = s.check
+            assert s.min is None or (s.min > lo if s.above else s.min >= lo), s.name
+            assert s.max is None or s.max <= hi, s.name
+    for s in gg.PARAM_SETTINGS:  # the UI's hard limits themselves, one setting at a time
+        for limit in (s.min, s.max) if s.ui in ("INT", "FLOAT") else ():
+            if limit is not None:
+                # (fade in + fade out: at most 1 together, so the other one is 0 here)
+                gg.GasGiantParams(**{"fade_in": 0.0, "fade_out": 0.0, s.name: limit}).validate()
+
+
+def test_the_command_line_options_come_from_the_table():
+    parser = argparse.ArgumentParser()
+    for option in gg.cli_options():
+        parser.add_argument(option.flag, **option.kwargs)
+    assert gg.cli_flag("noise_speed") == "--turbulence" and gg.cli_flag("fade_in") is None
+    assert len([o for o in gg.cli_options() if o.kwargs.get("type") is float and "nargs" not in o.kwargs]) == 20
+    args = parser.parse_args(["--turbulence", "2.5", "--equirect", "0", "--format", "png_exr", "--cube-layout",
+                              "gltf", "--cloud-color", "1", "0.5", "0", "--vertical-bands", "--save-field", "f.npz",
+                              "--mapping", "plain", "--field-interval", "3"])
+    assert gg.cli_changes(args) == dict(noise_speed=2.5, equirect_width=0, file_format="PNG_EXR", cube_layout="GLTF",
+                                        cloud_color=(1.0, 0.5, 0.0), vertical_bands=True,
+                                        save_field=os.path.abspath("f.npz"), mapping="PLAIN", field_interval=3)
+    assert gg.cli_changes(parser.parse_args([])) == {}
+    dataclasses.replace(gg.GasGiantParams(), **gg.cli_changes(args)).validate()

@@ -1,0 +1,258 @@
+"""The velocity field: counter-rotating bands plus the surface curl of a stream function (fractal 4D simplex
+noise and Gaussian vortices), evaluated on a padded cube map and stored in each face's chart coordinates."""
+
+from __future__ import annotations
+
+import math
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+import numpy as np
+
+from .cube import _FACE_A, _FACE_B, _FACE_N, face_directions, sample_cube
+from .noise import _perm, simplex4_grad
+from .params import GasGiantParams
+
+
+POLE_TAPER_DEG = 3.0
+
+
+def to_band_frame(p: np.ndarray, params: GasGiantParams) -> np.ndarray:
+    """Directions in the bands' frame, whose Z is the band axis: the planet's Z, or X with vertical bands
+    (a cyclic permutation of the axes: a rotation, so lengths, angles and divergence are kept)."""
+    return p[..., [1, 2, 0]] if params.vertical_bands else p
+
+
+def from_band_frame(q: np.ndarray, params: GasGiantParams) -> np.ndarray:
+    return q[..., [2, 0, 1]] if params.vertical_bands else q
+
+
+def band_latitude(p: np.ndarray, params: GasGiantParams) -> np.ndarray:
+    """Latitude (radians) of unit directions measured from the bands' equator."""
+    return np.arcsin(np.clip(to_band_frame(np.asarray(p, dtype=np.float64), params)[..., 2], -1.0, 1.0))
+
+
+def band_profile(lat, params: GasGiantParams) -> np.ndarray:
+    """Eastward band speed (relative units) at latitude ``lat`` (radians)."""
+    lat = np.asarray(lat, dtype=np.float64)
+    c = np.cos(lat * params.bands)
+    speed = params.band_speed * ((1.0 - params.pole_attenuation) + params.pole_attenuation * np.cos(lat))
+    speed = speed * np.sign(c) * np.abs(c) ** params.band_power
+    taper = np.clip((math.pi / 2 - np.abs(lat)) / math.radians(POLE_TAPER_DEG), 0.0, 1.0)
+    return speed * (3 * taper ** 2 - 2 * taper ** 3)
+
+
+def vortex_set(params: GasGiantParams):
+    """(centres (V, 3), radii (V,), signed strengths (V,)) of the vortices: at random places (uniform over the
+    sphere up to 75 degrees of band latitude) where the relative band speed |band(lat)| / max |band| is at most
+    ``vortex_band_threshold`` (gaseous-giganticus --vortex-band-threshold: between the bands, not in their
+    fast middles; 1 = anywhere). Should too few places qualify, the slowest of the candidates are used."""
+    nv = params.vortices
+    if nv == 0:
+        return np.zeros((0, 3)), np.zeros(0), np.zeros(0)
+    rng = np.random.default_rng([params.seed & 0xFFFFFFFF, 0x7057])
+    zmax = math.sin(math.radians(75))
+    cand = np.arcsin(rng.uniform(-zmax, zmax, max(256, 64 * nv)))
+    speed = np.abs(band_profile(cand, params))
+    top = float(np.abs(band_profile(np.linspace(-1.4, 1.4, 2001), params)).max())
+    rel = speed / top if top > 0 else np.zeros_like(speed)
+    key = np.where(rel <= params.vortex_band_threshold, 0.0, rel)  # qualifying places first, in random order
+    lat = cand[np.argsort(key, kind="stable")[:nv]]
+    lon = rng.uniform(-math.pi, math.pi, nv)
+    centres = np.stack([np.cos(lat) * np.cos(lon), np.cos(lat) * np.sin(lon), np.sin(lat)], axis=-1)
+    centres = from_band_frame(centres, params)  # placed between the bands, wherever their axis points
+    radii = params.vortex_size + rng.random(nv) * rng.random(nv) * params.vortex_size_variance
+    # turn with the local shear of the bands (d band / d lat) so the vortices sit naturally between them
+    h = 1e-4
+    shear = (band_profile(lat + h, params) - band_profile(lat - h, params)) / (2 * h)
+    sign = np.where(shear >= 0, 1.0, -1.0)
+    return centres, radii, sign * params.vortex_strength
+
+
+def _psi_grad(p: np.ndarray, params: GasGiantParams, time: float, perm: np.ndarray, vort) -> np.ndarray:
+    """3D gradient of the stream function's noise part and vortex part at unit directions p (n, 3)."""
+    gnoise = np.zeros_like(p)
+    w = params.w_offset + time
+    for o in range(params.octaves):
+        freq = params.noise_scale * 2.0 ** o
+        amp = 1.0 if o == 0 else params.falloff ** ((o) * params.gain)
+        q = p * freq
+        _, gx, gy, gz = simplex4_grad(q[:, 0], q[:, 1], q[:, 2], np.full(len(p), w + 17.0 * o), perm)
+        gnoise += (amp * freq) * np.stack([gx, gy, gz], axis=-1)
+    gvort = np.zeros_like(p)
+    centres, radii, strengths = vort
+    for c, r, s in zip(centres, radii, strengths, strict=True):  # a few vortices, each vectorised over all points
+        dvec = p - c
+        e = np.exp(-np.einsum("ij,ij->i", dvec, dvec) / (r * r))
+        # psi_v = s * r * exp(-d^2/r^2)  ->  peak speed ~ s, independent of the radius
+        gvort += (-2.0 * s / r * e)[:, None] * dvec
+    return gnoise, gvort
+
+
+def _velocity_raw(p, params, time, perm, vort):
+    """Band part and curl parts (unscaled) of the 3D velocity at unit directions p (n, 3)."""
+    gnoise, gvort = _psi_grad(p, params, time, perm, vort)
+    q = to_band_frame(p, params)
+    lat = np.arcsin(np.clip(q[:, 2], -1.0, 1.0))
+    east = np.stack([-q[:, 1], q[:, 0], np.zeros(len(q))], axis=-1)
+    norm = np.linalg.norm(east, axis=-1, keepdims=True)
+    east = np.divide(east, norm, out=np.zeros_like(east), where=norm > 1e-12)
+    band = from_band_frame(band_profile(lat, params)[:, None] * east, params)
+    return band, np.cross(p, gnoise), np.cross(p, gvort)
+
+
+@dataclass
+class Field:
+    """A velocity field on a padded cube map."""
+
+    size: int
+    velocity: np.ndarray  # (6, size+2, size+2, 3) float32, radians per iteration, tangent
+    chart: np.ndarray  # (6 * (size+2)^2,) complex128: each item packs two complex64 du + i dv (per iteration,
+    #                    face-chart units): the texel and its right neighbour, so one gather reads both
+    noise_norm: float  # scale that brought the noise part to unit RMS (kept across frames)
+
+
+def _noise_norm(params, perm, vort):
+    """1 / RMS of the noise curl over a fixed set of sphere points at time 0 (keeps frames consistent)."""
+    rng = np.random.default_rng([params.seed & 0xFFFFFFFF, 0x4E4F])
+    p = rng.normal(size=(4096, 3))
+    p /= np.linalg.norm(p, axis=-1, keepdims=True)
+    _, curl, _ = _velocity_raw(p, params, 0.0, perm, vort)
+    rms = float(np.sqrt(np.mean(np.sum(curl ** 2, axis=-1))))
+    return 1.0 / rms if rms > 0 else 0.0
+
+
+def velocity_at(p: np.ndarray, params: GasGiantParams, time: float = 0.0) -> np.ndarray:
+    """Analytic 3D velocity (radians per iteration) at unit directions p (n, 3): the field's exact twin."""
+    perm = _perm(params.seed)
+    vort = vortex_set(params)
+    norm = _noise_norm(params, perm, vort)
+    return _scaled_velocity(np.asarray(p, dtype=np.float64), params, time, perm, vort, norm)
+
+
+def _scaled_velocity(p, params, time, perm, vort, norm):
+    band, curl, cvort = _velocity_raw(p, params, time, perm, vort)
+    k = math.radians(params.velocity_factor) / 20.0
+    return k * (band + params.noise_speed * norm * curl + cvort)
+
+
+def build_field(params: GasGiantParams, time: float = 0.0, noise_norm: float | None = None) -> Field:
+    """The velocity field at noise time ``time`` on a padded cube map of ``params.field_size``."""
+    return _drive_to_end(build_field_steps(params, time, noise_norm))
+
+
+def _drive_to_end(job):
+    while True:
+        try:
+            next(job)
+        except StopIteration as stop:
+            return stop.value
+
+
+def _scaled_progress(job, lo: float, hi: float):
+    """Run a sub-job, re-yielding its progress mapped into [lo, hi]; returns its result."""
+    while True:
+        try:
+            f = next(job)
+        except StopIteration as stop:
+            return stop.value
+        yield lo + (hi - lo) * f
+
+
+def build_field_steps(params: GasGiantParams, time: float = 0.0, noise_norm: float | None = None):
+    """``build_field`` as a job: yields its progress (0..1) between blocks, returns the ``Field``."""
+    n = params.field_size
+    perm = _perm(params.seed)
+    vort = vortex_set(params)
+    if noise_norm is None:
+        noise_norm = _noise_norm(params, perm, vort)
+    d = face_directions(n, pad=1)
+    flat = d.reshape(-1, 3)
+    vel = np.empty_like(flat)
+    step = 1 << 15
+    starts = range(0, len(flat), step)
+
+    def block(s):  # bounded memory; each block vectorised (numpy releases the GIL: blocks run on threads)
+        vel[s:s + step] = _scaled_velocity(flat[s:s + step], params, time, perm, vort, noise_norm)
+
+    if params.threads > 1 and len(starts) > 1:
+        with ThreadPoolExecutor(params.threads) as pool:
+            for k, _ in enumerate(pool.map(block, starts)):
+                yield (k + 1) / len(starts)
+    else:
+        for k, s in enumerate(starts):
+            block(s)
+            yield (k + 1) / len(starts)
+    return field_from_velocity(vel.reshape(d.shape).astype(np.float32), noise_norm, d)
+
+
+def field_from_velocity(vel: np.ndarray, noise_norm: float, d: np.ndarray | None = None) -> Field:
+    """A ``Field`` from its stored float32 3D velocities (6, n+2, n+2, 3): the chart velocities the particles
+    read are derived from them (so a field loaded from a file is exactly the one that was built)."""
+    n = vel.shape[1] - 2
+    if d is None:
+        d = face_directions(n, pad=1)
+
+    # chart velocity: u = p.a / p.n  ->  du = (V.a (p.n) - (p.a)(V.n)) / (p.n)^2
+    def dot(arr, axes):
+        return np.einsum("fijk,fk->fij", arr, axes)
+
+    v64 = vel.astype(np.float64)
+    pn = dot(d, _FACE_N)
+    vn = dot(v64, _FACE_N)
+    du = (dot(v64, _FACE_A) * pn - dot(d, _FACE_A) * vn) / (pn * pn)
+    dv = (dot(v64, _FACE_B) * pn - dot(d, _FACE_B) * vn) / (pn * pn)
+    del v64, vn
+    c = np.zeros(6 * (n + 2) ** 2 + 1, dtype=np.complex64)
+    c[:-1] = (du + 1j * dv).reshape(-1)
+    pairs = np.empty((len(c) - 1, 2), dtype=np.complex64)
+    pairs[:, 0] = c[:-1]
+    pairs[:, 1] = c[1:]
+    return Field(n, np.ascontiguousarray(vel, dtype=np.float32), pairs.view(np.complex128).reshape(-1),
+                 noise_norm)
+
+
+def lerp_field(a: Field, b: Field, t: float, out: Field | None = None) -> Field:
+    """The field a + (b - a) t between two fields of one size (animated bakes between two built fields).
+    Both are tangent and divergence-free, so every mix of them is too; ``out`` is reused when given."""
+    if t <= 0.0:
+        return a
+    if t >= 1.0:
+        return b
+    if out is None or out is a or out is b:
+        out = Field(a.size, np.empty_like(a.velocity), np.empty_like(a.chart), a.noise_norm)
+    w = np.float32(t)
+    for name in ("velocity", "chart"):
+        x = getattr(a, name).view(np.float32)
+        y = getattr(b, name).view(np.float32)
+        o = getattr(out, name).view(np.float32)
+        np.subtract(y, x, out=o)
+        o *= w
+        o += x
+    return out
+
+
+def surface_divergence(fn, p: np.ndarray, h: float = 1e-3) -> np.ndarray:
+    """Numerical surface divergence of a tangent field ``fn(points) -> vectors`` at unit points p (n, 3):
+    the outward flux through a small circle of angular radius h, over its area (16-point rule)."""
+    p = np.asarray(p, dtype=np.float64)
+    t1 = np.cross(p, np.where(np.abs(p[:, 2:3]) < 0.9, [[0, 0, 1.0]], [[1.0, 0, 0]]))
+    t1 /= np.linalg.norm(t1, axis=-1, keepdims=True)
+    t2 = np.cross(p, t1)
+    total = np.zeros(len(p))
+    m = 16
+    for k in range(m):  # quadrature points on the circle
+        a = 2 * math.pi * k / m
+        out = math.cos(a) * t1 + math.sin(a) * t2
+        q = math.cos(h) * p + math.sin(h) * out
+        # outward conormal at q: tangent at q, pointing away from p
+        nrm = out * math.cos(h) - p * math.sin(h)
+        total += np.einsum("ij,ij->i", fn(q), nrm)
+    length = 2 * math.pi * math.sin(h)
+    area = 2 * math.pi * (1 - math.cos(h))
+    return total / m * length / area
+
+
+def sample_field(fld: Field, p: np.ndarray) -> np.ndarray:
+    """Bilinear lookup of the stored 3D velocity at unit directions (what the particles see)."""
+    return sample_cube(fld.velocity, p)

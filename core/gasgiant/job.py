@@ -1,0 +1,167 @@
+"""The whole bake as a job generator: validate, build or load the velocity fields, run the simulation, write the
+files through a temporary folder and move them into place at the end (a cancelled bake leaves nothing behind)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import time
+
+from .field import _scaled_progress, build_field_steps, lerp_field
+from .field_files import check_field_files, save_fields
+from .flow import encode_flow, flow_scale
+from .layouts import cube_layout_faces, layout_face_image
+from .metadata import _FlowStats, bake_metadata
+from .outputs import METADATA_NAME, BakeResult, _write_image, _write_json, output_names, previous_outputs
+from .params import GasGiantError, GasGiantParams, available_memory, field_times
+from .simulation import Simulation
+
+
+def check_output_folder(folder: str):
+    if not folder:
+        raise GasGiantError("No output folder: choose where the textures go")
+    folder = os.path.abspath(folder)
+    if os.path.exists(folder) and not os.path.isdir(folder):
+        raise GasGiantError(f"Output {folder!r} is a file, not a folder: choose a folder")
+    probe = folder  # the nearest part of the path that exists: the bake makes the folders below it
+    while not os.path.exists(probe):
+        probe = os.path.dirname(probe)
+    if not os.path.isdir(probe):
+        raise GasGiantError(f"Output folder {folder!r} cannot be made: part of its path, {probe!r}, is a file, not a "
+                            f"folder: choose another folder")
+    if not os.access(probe, os.W_OK | os.X_OK):
+        raise GasGiantError(f"Output folder {folder!r} cannot be written (no permission on {probe!r}): choose a "
+                            f"folder you can write to")
+
+
+def bake(params: GasGiantParams, folder: str, check_memory: bool = True, fields: dict | None = None):
+    """The whole bake as a job generator (yields progress 0..1, returns a ``BakeResult``).
+
+    Validates everything first (settings, memory, output folder, the velocity field file to load or the place to
+    save one); writes every file into a temporary folder next to ``folder`` and moves them in only at the end, so
+    closing the generator (cancel) leaves nothing behind. Then it removes the files the previous bake in
+    ``folder`` wrote (``previous_outputs``: what its gasgiant.json lists) that this bake does not write, and says
+    so in the result (``removed``); other files are left alone. Animated bakes build the velocity field every
+    ``field_interval`` frames and interpolate between (see ``field_times``). ``fields``: what
+    ``check_field_files(params)`` returned when the caller has already run it (the field file is not read again).
+    """
+    params.validate(available_memory() if check_memory else None)
+    check_output_folder(folder)
+    loaded = check_field_files(params) if fields is None else fields
+    keys, at = field_times(params)
+    folder = os.path.abspath(folder)
+    t0 = time.perf_counter()
+    created = []  # folders this bake makes (removed again unless it finishes)
+    probe = folder
+    while not os.path.isdir(probe):
+        created.append(probe)
+        probe = os.path.dirname(probe)
+    os.makedirs(folder, exist_ok=True)
+    tmp = tempfile.mkdtemp(prefix=".envfx_gasgiant_", dir=folder)
+    sim = None
+    done = False
+    try:
+        yield 0.0
+        built = {}  # key frame -> Field (the two in use; all of them when saving)
+        norm = None
+        if loaded:
+            norm = next(iter(loaded.values())).noise_norm
+
+        def key_field(k, lo, hi):
+            nonlocal norm
+            t = k * params.time_step
+            if k not in built:
+                if t in loaded:
+                    built[k] = loaded[t]
+                else:
+                    built[k] = yield from _scaled_progress(build_field_steps(params, t, norm), lo, hi)
+                norm = built[k].noise_norm
+            return built[k]
+
+        f0 = yield from key_field(0, 0.0, 0.05)
+        sim = Simulation(params, time=0.0, field=f0)
+        total = params.iterations + (params.frames - 1) * params.frame_iterations
+        chunk = max(1, min(10, 2_000_000 // max(1, params.particles)))
+        written, equis = [], []
+        animated = params.frames > 1
+        layout = cube_layout_faces(params.cube_layout)
+        scale = flow_scale(params)
+        flow_stats = _FlowStats()
+        mixed = None
+        for f in range(params.frames):
+            todo = params.iterations if f == 0 else params.frame_iterations
+            if f > 0:
+                frac = 0.05 + 0.9 * sim.iteration / total
+                a, b, w = at(f)
+                fa = yield from key_field(a, frac, frac)
+                fb = fa
+                if w > 0:
+                    fb = yield from key_field(b, frac, frac)
+                if not params.save_field:  # drop key fields no longer needed
+                    for k in [k for k in built if k < a]:
+                        del built[k]
+                mixed = lerp_field(fa, fb, w, out=mixed)
+                sim.set_time(f * params.time_step, mixed)
+            while todo > 0:
+                k = min(chunk, todo)
+                sim.step(k)
+                todo -= k
+                yield 0.05 + 0.9 * sim.iteration / total
+            names = output_names(params, f + 1 if animated else None)
+            for entry in layout:
+                for key in (f"cube_{entry['name']}", f"cube_{entry['name']}_exr"):
+                    if key in names:
+                        _write_image(os.path.join(tmp, names[key]),
+                                     layout_face_image(sim.face_rgb(entry["face"]), entry))
+            if params.equirect_width:
+                eq = sim.equirect()
+                vel = sim.flow_velocity(min(params.equirect_width, 1024))
+                flow = encode_flow(vel, scale)
+                flow_stats.add(vel[..., 2], scale)
+                # the PNG holds the fixed 8-bit encoding, the float EXR the real velocities (radians per frame)
+                for key, img, is_colour in (("equirect", eq, True), ("equirect_exr", eq, True),
+                                            ("flow", flow, False), ("flow_exr", vel, False)):
+                    if key in names:
+                        _write_image(os.path.join(tmp, names[key]), img, is_colour)
+                equis.append(os.path.join(folder, names["equirect"]))
+                del eq, flow, vel
+            written.extend(os.path.join(folder, n) for n in names.values())
+            yield 0.05 + 0.9 * sim.iteration / total
+        if params.save_field:
+            save_fields(params.save_field, params, {k * params.time_step: fld for k, fld in built.items()})
+        _write_json(os.path.join(tmp, METADATA_NAME), bake_metadata(params, flow_stats))
+        new = sorted(os.listdir(tmp))
+        stale = sorted(previous_outputs(folder) - set(new))  # read before this bake's gasgiant.json replaces it
+        for name in [n for n in new if n != METADATA_NAME] + [METADATA_NAME]:  # the list of the files comes last
+            os.replace(os.path.join(tmp, name), os.path.join(folder, name))
+        done = True
+        result = BakeResult(folder, written, params.frames, equis, time.perf_counter() - t0,
+                            os.path.join(folder, METADATA_NAME))
+        for name in stale:  # the previous bake's files that this bake does not write
+            try:
+                os.remove(os.path.join(folder, name))
+                result.removed.append(name)
+            except OSError as exc:
+                result.not_removed.append((name, exc.strerror or str(exc)))
+        return result
+    finally:
+        if sim is not None:
+            sim.close()
+        shutil.rmtree(tmp, ignore_errors=True)
+        if not done:
+            for path in created:  # leaf first
+                try:
+                    os.rmdir(path)
+                except OSError:
+                    break
+
+
+def run_bake(params: GasGiantParams, folder: str, check_memory: bool = True) -> BakeResult:
+    """Drive ``bake`` to the end without progress output (scripts and tests)."""
+    job = bake(params, folder, check_memory=check_memory)
+    while True:
+        try:
+            next(job)
+        except StopIteration as stop:
+            return stop.value

@@ -1,0 +1,408 @@
+"""Particles on the sphere painting a cube map (``Simulation``)."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+from .cube import (_border_index, _ring, dir_to_face_uv, equirect_directions, equirect_from_cube, face_directions,
+                   face_uv_to_dir, sample_cube)
+from .field import Field, build_field
+from .flow import encode_flow, flow_scale
+from .noise import _perm, simplex4_grad
+from .palette import colors_at
+from .params import CHUNK, WAVE, GasGiantParams
+
+
+HOT_PINK = (1.0, 0.07843, 0.57647)  # gaseous-giganticus -h: unpainted texels fade to this, showing divergences
+SORT_INTERVAL = 32  # steps between sorting particles by cube cell (fixed: part of the result); 0 = never
+SORT_CELLS = 64  # cells per cube face side for that sort (6 * 64 * 64 < 2**16)
+
+
+class Simulation:
+    """Particles on the sphere painting a cube map. ``step(k)`` runs k iterations.
+
+    Per particle: ``uv`` complex64 (u + i v in its face's chart), ``face`` int8 and ``col`` float32 RGBA,
+    25 bytes in all. Every ``SORT_INTERVAL`` steps each chunk is sorted by texel so that the gathers from the
+    field and the texture walk memory in order (several times faster than random order).
+    """
+
+    def __init__(self, params: GasGiantParams, time: float = 0.0, field: Field | None = None):
+        self.params = params.validate()
+        p = params
+        self.n = p.particles
+        self.iteration = 0
+        self.time = time
+        self.field = field if field is not None else build_field(p, time)
+        self.fsize = p.field_size
+        self.res = p.cubemap_size
+        self.uv = np.empty(self.n, dtype=np.complex64)
+        self.face = np.empty(self.n, dtype=np.int8)
+        self.col = np.empty((self.n, 4), dtype=np.float32)
+        self.batches = self._batch_ranges()
+        self._coarse = None  # cloud mode: the noise mask on a coarse padded cube
+        for b, (s, e) in enumerate(self.batches):
+            self._spawn(b, s, e, generation=0)
+        self.chunks = self._chunk_ranges()
+        # waves: fixed groups of chunks that read the texture, then write it back in order
+        self.waves = [self.chunks[i:i + WAVE] for i in range(0, len(self.chunks), WAVE)]
+        wave_n = max(e - s for w in self.waves for _, s, e in [(0, w[0][1], w[-1][2])])
+        self._pidx = np.empty(wave_n, dtype=np.int64)
+        self._vals = np.empty((wave_n, 4), dtype=np.float32)
+        # texture: start from the palette colours of every texel (full coverage from the first step)
+        r = self.res
+        self._border = _border_index(r)
+        self.image = np.empty((6 * r * r, 4), dtype=np.float32)
+        if p.cloud_mode:
+            # clouds: the texture holds the painted brightness, starting (and fading back to) empty = transparent
+            self.image[:] = 0.0
+        else:
+            for f in range(6):  # a loop over the six faces, each vectorised
+                d = face_directions(r, faces=slice(f, f + 1)).reshape(-1, 3)
+                self.image[f * r * r:(f + 1) * r * r, :3] = colors_at(d, p)
+            self.image[:, 3] = 1.0
+        base = self.image[:, :3].copy() if p.fade_to_palette and not (p.cloud_mode or p.hot_pink) else None
+        self._image_c = self.image.view(np.complex128).reshape(-1)
+        self.base = base
+        if p.cloud_mode:
+            self.centre = np.zeros(3, dtype=np.float32)
+        elif p.hot_pink:
+            self.centre = np.array(HOT_PINK, dtype=np.float32)
+        else:
+            self.centre = self.image[:, :3].mean(axis=0, dtype=np.float64).astype(np.float32)
+        self._pool = ThreadPoolExecutor(p.threads) if p.threads > 1 else None
+
+    def close(self):
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    # -- particle bookkeeping
+    def _batch_ranges(self):
+        nb = min(self.params.respawn_batches, self.n) if self.params.lifetime > 0 else 1
+        edges = np.linspace(0, self.n, nb + 1).astype(np.int64)
+        return [(int(edges[i]), int(edges[i + 1])) for i in range(nb)]
+
+    def _chunk_ranges(self):
+        out = []
+        for b, (s, e) in enumerate(self.batches):
+            for c in range(s, e, CHUNK):
+                out.append((b, c, min(e, c + CHUNK)))
+        return out
+
+    def _spawn(self, batch, s, e, generation):
+        rng = np.random.default_rng([self.params.seed & 0xFFFFFFFF, batch, generation])
+        for s0 in range(s, e, CHUNK):  # bounded memory; each block vectorised
+            e0 = min(e, s0 + CHUNK)
+            d = rng.standard_normal((e0 - s0, 3))
+            d /= np.linalg.norm(d, axis=-1, keepdims=True)
+            face, u, v = dir_to_face_uv(d)
+            self.uv[s0:e0] = (u + 1j * v).astype(np.complex64)
+            self.face[s0:e0] = face
+            self.col[s0:e0, :3] = colors_at(d, self.params)
+            if self.params.cloud_mode:  # each particle carries its cloud density, so the clouds swirl with the flow
+                self.col[s0:e0, :3] *= self.cloud_mask_at(d)[:, None]
+            self.col[s0:e0, 3] = 1.0
+
+    def batch_age(self, batch: int, iteration: int | None = None) -> int:
+        L = self.params.lifetime
+        it = self.iteration if iteration is None else iteration
+        return (it + batch * L // len(self.batches)) % L
+
+    def opacity_now(self) -> float:
+        """The particles' opacity at this iteration: ``opacity``, or with ``opacity_start`` above it, that start
+        shrinking by 5% per iteration down to ``opacity`` (gaseous-giganticus -O: a strong first coat)."""
+        p = self.params
+        return max(p.opacity, p.opacity_start * 0.95 ** self.iteration)
+
+    def batch_alpha(self, batch: int) -> float:
+        p = self.params
+        if p.lifetime <= 0:
+            return self.opacity_now()
+        x = (self.batch_age(batch) + 0.5) / p.lifetime
+        a = 1.0
+        if p.fade_in > 0:
+            a = min(a, x / p.fade_in)
+        if p.fade_out > 0:
+            a = min(a, (1.0 - x) / p.fade_out)
+        return self.opacity_now() * max(0.0, min(1.0, a))
+
+    def set_time(self, time: float, field: Field | None = None):
+        """Move the noise's 4th dimension and rebuild the field (keeps the noise normalisation); ``field``:
+        one already built with ``build_field_steps(params, time, sim.field.noise_norm)``."""
+        self.time = time
+        self.field = field if field is not None else build_field(self.params, time, self.field.noise_norm)
+
+    # -- one step of one chunk: move, then read the texel under the particle and blend (no texture writes)
+    def _move_chunk(self, s, e, o, alpha):
+        uv = self.uv[s:e]
+        face = self.face[s:e]
+        n = self.fsize
+        w = n + 2
+        half = np.float32(0.5 * n)
+        x = uv.real * half
+        x += half + np.float32(0.5)
+        y = uv.imag * half
+        y += half + np.float32(0.5)
+        fx = np.floor(x)
+        fy = np.floor(y)
+        b = face.astype(np.int64)
+        b *= w
+        b += fy.astype(np.int64)
+        b *= w
+        b += fx.astype(np.int64)
+        x -= fx
+        y -= fy
+        top = self.field.chart.take(b).view(np.complex64)  # (c00, c01) interleaved
+        b += w
+        bot = self.field.chart.take(b).view(np.complex64)  # (c10, c11)
+        c00, c01 = top[0::2], top[1::2]
+        c10, c11 = bot[0::2], bot[1::2]
+        d = c01 - c00
+        d *= x
+        d += c00  # top row
+        g = c11 - c10
+        g *= x
+        g += c10  # bottom row
+        g -= d
+        g *= y
+        d += g
+        uv += d
+        # particles that left their face: re-project onto the face they are over now
+        u = uv.real
+        v = uv.imag
+        m = np.abs(u) > 1.0
+        m |= np.abs(v) > 1.0
+        out = np.flatnonzero(m)
+        if out.size:
+            dirs = face_uv_to_dir(face[out], u[out].astype(np.float64), v[out].astype(np.float64))
+            f2, u2, v2 = dir_to_face_uv(dirs)
+            uv[out] = (np.clip(u2, -1.0, 1.0) + 1j * np.clip(v2, -1.0, 1.0)).astype(np.complex64)
+            face[out] = f2
+        # paint: the texel under each particle, blended toward the particle colour
+        idx = self._pidx[s - o:e - o]
+        self._texel_index(uv, face, out=idx)
+        vals = self._vals[s - o:e - o]
+        self._image_c.take(idx, out=vals.view(np.complex128).reshape(-1))
+        tmp = self.col[s:e] - vals
+        tmp *= np.float32(alpha)
+        vals += tmp
+
+    def _texel_index(self, uv, face, out=None):
+        """Flat texel index in the output cube of particles at ``uv`` on ``face``."""
+        r = self.res
+        hr = np.float32(0.5 * r)
+        idx = np.multiply(face, r * r, out=out, dtype=np.int64) if out is not None else face.astype(np.int64) * (r * r)
+        p = uv.imag * hr
+        p += hr
+        q = p.astype(np.int64)
+        np.minimum(q, r - 1, out=q)
+        q *= r
+        idx += q
+        p = uv.real * hr
+        p += hr
+        q = p.astype(np.int64)
+        np.minimum(q, r - 1, out=q)
+        idx += q
+        return idx
+
+    def _sort_batch(self, s, e):
+        """Order a batch's particles by coarse cube cell (16-bit keys: a linear-time radix sort), so each chunk
+        covers a compact patch of the sphere and its gathers from the field and the texture stay in cache."""
+        cells = SORT_CELLS
+        key = np.empty(e - s, dtype=np.uint16)
+        for s0 in range(s, e, CHUNK):
+            e0 = min(e, s0 + CHUNK)
+            uv = self.uv[s0:e0]
+            k = self.face[s0:e0].astype(np.int32)
+            k *= cells
+            q = ((uv.imag + np.float32(1.0)) * np.float32(0.5 * cells)).astype(np.int32)
+            np.clip(q, 0, cells - 1, out=q)
+            k += q
+            k *= cells
+            q = ((uv.real + np.float32(1.0)) * np.float32(0.5 * cells)).astype(np.int32)
+            np.clip(q, 0, cells - 1, out=q)
+            k += q
+            key[s0 - s:e0 - s] = k
+        order = np.argsort(key, kind="stable")
+        del key
+        self.uv[s:e] = self.uv[s:e][order]
+        self.face[s:e] = self.face[s:e][order]
+        for c in range(3):  # one channel at a time (bounded memory); alpha is always 1
+            self.col[s:e, c] = self.col[s:e, c][order]
+
+    def _map(self, fn, items):
+        if self._pool is not None and len(items) > 1:
+            list(self._pool.map(fn, items))
+        else:
+            for item in items:
+                fn(item)
+
+    def step(self, count: int = 1):
+        p = self.params
+        for _ in range(count):
+            if p.lifetime > 0 and self.iteration > 0:
+                for b, (s, e) in enumerate(self.batches):
+                    if self.batch_age(b) == 0:
+                        self._spawn(b, s, e, generation=self.iteration)
+            if SORT_INTERVAL and self.iteration % SORT_INTERVAL == 0:
+                self._map(lambda b: self._sort_batch(*b), self.batches)
+            alphas = [self.batch_alpha(b) for b in range(len(self.batches))]
+            for wave in self.waves:
+                o, end = wave[0][1], wave[-1][2]
+                self._map(lambda c, o=o, alphas=alphas: self._move_chunk(c[1], c[2], o, alphas[c[0]]), wave)
+                # write back in particle order: the last particle on a texel wins (deterministic)
+                np.put(self._image_c, self._pidx[:end - o], self._vals[:end - o].view(np.complex128).reshape(-1))
+            self.iteration += 1
+            if p.blur_interval and self.iteration % p.blur_interval == 0:
+                self.blur_and_fade()
+
+    def blur_and_fade(self):
+        """Blend toward a 3x3 binomial blur (across face edges) by ``blur``, then fade toward the centre colour
+        (or each texel's start colour) by ``fade_rate``: one pass per face, in place."""
+        p = self.params
+        r = self.res
+        k = np.float32(p.blur)
+        fr = np.float32(p.fade_rate)
+        if k == 0 and fr == 0:
+            return
+        img = self.image.reshape(6, r, r, 4)
+        target = np.append(self.centre, np.float32(0.0 if p.cloud_mode else 1.0)).astype(np.float32)
+        if k > 0:
+            ring = _ring(r)
+            border = self.image[self._border]  # every face's border, read before any face changes
+            q = np.empty((r + 2, r + 2, 4), dtype=np.float32)
+        for f in range(6):  # per face (bounded memory), each vectorised
+            face = img[f]
+            if k > 0:
+                q[1:-1, 1:-1] = face
+                q[ring] = border[f]
+                h = q[:, :-2] + q[:, 2:]
+                h += q[:, 1:-1]
+                h += q[:, 1:-1]
+                bl = h[:-2] + h[2:]
+                bl += h[1:-1]
+                bl += h[1:-1]  # 16 x the blur
+                bl *= k / np.float32(16.0) * (np.float32(1.0) - fr)
+                face *= (np.float32(1.0) - k) * (np.float32(1.0) - fr)
+                face += bl
+                del h, bl
+            else:
+                face *= np.float32(1.0) - fr
+            if fr > 0:
+                if self.base is not None:
+                    face[..., :3] += fr * self.base[f * r * r:(f + 1) * r * r].reshape(r, r, 3)
+                    face[..., 3] += fr
+                else:
+                    face += fr * target
+
+    # -- outputs
+    @property
+    def channels(self) -> int:
+        """Channels of the output images: 3 (RGB), or 4 (RGBA) in cloud mode."""
+        return 4 if self.params.cloud_mode else 3
+
+    def cloud_mask_at(self, d: np.ndarray) -> np.ndarray:
+        """Cloud mode's density mask in (0, 1] at unit directions d (n, 3): a fixed fractal noise (after
+        gaseous-giganticus -C: noise at 3.6 x the noise scale, shaped and clamped), blended with 1 by
+        ``1 - cloud_noise``. Built once on a padded cube of 128 per face and sampled bilinearly (seamless)."""
+        if self._coarse is None:
+            p = self.params
+            m = 128
+            g = face_directions(m, pad=1).reshape(-1, 3)
+            perm = _perm(p.seed ^ 0xC10D)
+            n = np.zeros(len(g))
+            total = 0.0
+            for o in range(p.octaves):
+                amp = 1.0 if o == 0 else p.falloff ** (o * p.gain)
+                q = g * (3.6 * p.noise_scale * 2.0 ** o)
+                val, _, _, _ = simplex4_grad(q[:, 0], q[:, 1], q[:, 2], np.full(len(g), p.w_offset + 10.0 + 7.0 * o),
+                                             perm)
+                n += amp * val
+                total += amp
+            n /= max(total, 1e-9)
+            n = np.where(n > 0.5, n * (0.5 + n), n)
+            n = np.where(n < 0.0, n * (1.25 + n), n)
+            n = np.clip(n, -0.333, 0.666) + 0.334
+            n = 1.0 - p.cloud_noise + p.cloud_noise * n
+            self._coarse = n.reshape(6, m + 2, m + 2, 1).astype(np.float32)
+        return sample_cube(self._coarse, d)[:, 0].astype(np.float32)
+
+    def _out_pixels(self, sl=slice(None)) -> np.ndarray:
+        """Output pixels of texels ``sl``: RGB, or in cloud mode the cloud colour with alpha = the painted
+        brightness (the particles' palette brightness x the cloud mask where they started)."""
+        if not self.params.cloud_mode:
+            return self.image[sl, :3]
+        rgb = self.image[sl, :3]
+        out = np.empty((len(rgb), 4), dtype=np.float32)
+        out[:, :3] = np.asarray(self.params.cloud_color[:3], dtype=np.float32)
+        a = rgb.sum(axis=1)
+        a *= np.float32(1.0 / 3.0)
+        np.clip(a, 0.0, 1.0, out=out[:, 3])
+        return out
+
+    def _padded_out(self) -> np.ndarray:
+        """(6, res+2, res+2, C) float32 output pixels with each face's border from its neighbours."""
+        r = self.res
+        c = self.channels
+        pad = np.empty((6, r + 2, r + 2, c), dtype=np.float32)
+        for f in range(6):
+            pad[f, 1:-1, 1:-1] = self.face_rgb(f)
+        border = self._border.reshape(-1)
+        pad[:, _ring(r)] = self._out_pixels(border).reshape(6, -1, c)
+        return pad
+
+    def face_rgb(self, f: int) -> np.ndarray:
+        """(res, res, C) float32 output pixels of face ``f`` (``FACES`` order), row 0 at the top; C = 3 (RGB), or
+        4 (RGBA) in cloud mode."""
+        r = self.res
+        return self._out_pixels(slice(f * r * r, (f + 1) * r * r)).reshape(r, r, self.channels)
+
+    def cube_faces(self) -> np.ndarray:
+        """(6, res, res, C) float32 in 0..1, faces in ``FACES`` order, row 0 at the top (C as ``face_rgb``)."""
+        return np.stack([np.array(self.face_rgb(f)) for f in range(6)])
+
+    def equirect(self, width: int | None = None) -> np.ndarray:
+        width = width or self.params.equirect_width
+        return equirect_from_cube(self._padded_out(), width)
+
+    def flow_velocity(self, width: int) -> np.ndarray:
+        """(width/2, width, 3) float32 flow in real units: east and north velocity and the speed, in radians of arc
+        per frame (``frame_iterations`` iterations), on the equirectangular grid (what the float EXR flow map
+        holds)."""
+        d = equirect_directions(width)
+        vel = sample_cube(self.field.velocity, d.reshape(-1, 3)).reshape(d.shape)
+        east = np.stack([-d[..., 1], d[..., 0], np.zeros(d.shape[:2])], axis=-1)
+        en = np.linalg.norm(east, axis=-1, keepdims=True)
+        east = np.divide(east, en, out=np.zeros_like(east), where=en > 1e-9)
+        north = np.cross(d, east)
+        per_frame = float(self.params.frame_iterations)
+        ve = np.sum(vel * east, axis=-1) * per_frame
+        vn = np.sum(vel * north, axis=-1) * per_frame
+        return np.stack([ve, vn, np.sqrt(ve * ve + vn * vn)], axis=-1).astype(np.float32)
+
+    def flow_equirect(self, width: int, velocity: np.ndarray | None = None) -> np.ndarray:
+        """(width/2, width, 3) flow map for 8-bit images: ``encode_flow`` of ``flow_velocity`` with the bake's fixed
+        ``flow_scale`` (R east, G north: 0.5 = still, 0 / 1 = -scale / +scale; B speed / scale; clamped)."""
+        if velocity is None:
+            velocity = self.flow_velocity(width)
+        return encode_flow(velocity, flow_scale(self.params))
+
+    def directions(self) -> np.ndarray:
+        """(n, 3) float64 unit directions of all particles."""
+        return face_uv_to_dir(self.face, self.uv.real.astype(np.float64),
+                              self.uv.imag.astype(np.float64))
+
+    def density_by_latitude(self, bands: int) -> np.ndarray:
+        """Particle counts in ``bands`` equal-area latitude bands (south to north)."""
+        z = self.directions()[:, 2]
+        k = np.clip(((z + 1.0) * 0.5 * bands).astype(np.int64), 0, bands - 1)
+        return np.bincount(k, minlength=bands)
