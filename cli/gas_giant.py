@@ -28,51 +28,15 @@ def add_parser(sub):
     p.add_argument("--out", required=True, help="output folder (created if missing; the files of the previous bake "
                    "there that this one does not write are removed, and named)")
     p.add_argument("--preset", choices=[k.lower() for k in core_gasgiant.PRESETS], help="look preset")
-    p.add_argument("--particles", type=int)
-    p.add_argument("--iterations", type=int)
-    p.add_argument("--seed", type=int)
-    p.add_argument("--equirect", type=int, help="equirectangular width (height is half; 0 = none)")
-    p.add_argument("--cubemap", type=int, help="pixels per cube face side")
-    p.add_argument("--field", type=int, help="velocity field texels per cube face side")
-    p.add_argument("--threads", type=int)
-    p.add_argument("--frames", type=int, help="images in the sequence (1 = a still)")
-    p.add_argument("--frame-iterations", type=int, help="iterations between frames")
-    p.add_argument("--time-step", type=float, help="noise time per frame")
     p.add_argument("--palette", help="palette image (RGB/RGBA); default: a latitude colour ramp")
-    p.add_argument("--mapping", choices=[m.lower() for m in core_gasgiant.MAPPINGS])
-    p.add_argument("--vertical-bands", action="store_true", default=None,
-                   help="bands around the X axis instead of the pole axis (a planet on its side)")
-    p.add_argument("--cloud-mode", action="store_true", default=None,
-                   help="paint a cloud layer: white (--cloud-color) with alpha, over transparency")
-    p.add_argument("--cloud-color", type=float, nargs=3, metavar=("R", "G", "B"),
-                   help="cloud colour, sRGB 0..1 (as the colour picker shows it and the PNG stores it)")
-    p.add_argument("--cloud-noise", type=float, help="0..1: how much noise breaks the cloud alpha into patches")
-    p.add_argument("--hot-pink", action="store_true", default=None,
-                   help="fade to hot pink: texels no particle reaches show up (divergences)")
-    p.add_argument("--format", choices=["png", "exr", "png_exr"], help="image files (EXR: 32-bit float, linear)")
-    p.add_argument("--cube-layout", choices=[c.lower() for c in core_gasgiant.CUBE_LAYOUTS],
-                   help="cube faces: blender (gasgiant_px..nz, Blender axes, seen from outside; default), gltf "
-                   "(gasgiant_posx..negz: standard cube-map faces, right-handed Y-up: Godot, OpenGL, glTF) or unity "
-                   "(the same in Unity's left-handed Y-up space)")
-    p.add_argument("--flow-scale", type=float,
-                   help="radians per frame that the 8-bit flow map's 0 and 1 stand for (default 0: automatic)")
-    p.add_argument("--save-field", help="also save the velocity field(s) to this .npz file")
-    p.add_argument("--load-field", help="load the velocity field(s) from a .npz file saved by --save-field")
-    p.add_argument("--field-interval", type=int, help="frames between velocity-field builds (animations)")
-    p.add_argument("--vortex-band-threshold", type=float,
-                   help="vortices only where the relative band speed is at most this (0.05..1)")
+    for option in core_gasgiant.cli_options():  # every setting's option, from the one settings table
+        p.add_argument(option.flag, **option.kwargs)
     p.add_argument("--cubemap-palette", metavar="DIR",
                    help="colour the particles from the cube faces of an earlier bake in DIR: gasgiant_{px,...,nz}.png, "
                    "or gasgiant_{posx,...,negz}.png of a gltf/unity bake (its gasgiant.json says which)")
     p.add_argument("--random", action="store_true",
                    help="random bands, band speed, velocity factor, noise scale, W offset from the seed, with "
                    "vertical bands (options given explicitly win)")
-    for name in ("bands", "band-speed", "pole-attenuation", "noise-scale", "falloff", "gain", "turbulence",
-                 "velocity-factor", "vortex-size", "vortex-size-variance", "vortex-strength", "opacity", "blur",
-                 "fade-rate", "w-offset", "opacity-start"):
-        p.add_argument(f"--{name}", type=float)
-    for name in ("band-power", "octaves", "vortices", "lifetime", "respawn-batches", "blur-interval"):
-        p.add_argument(f"--{name}", type=int)
     p.add_argument("--save", metavar="FILE.blend",
                    help="also add a planet wearing the texture to this .blend and save it: an existing file is "
                    "opened and keeps everything it has (a planet of the same name is updated); a new path gets "
@@ -97,40 +61,14 @@ def gasgiant_params(args):
             setattr(args, name, batch.cli_path(getattr(args, name), "--" + name.replace("_", "-"), blend=args.save,
                                                no_blend="pass --save FILE.blend (// is then its folder), or "))
     params = core_gasgiant.preset(args.preset) if args.preset else core_gasgiant.GasGiantParams()
-    mapping = {"particles": "particles", "iterations": "iterations", "seed": "seed", "equirect": "equirect_width",
-               "cubemap": "cubemap_size", "field": "field_size", "threads": "threads", "frames": "frames",
-               "frame_iterations": "frame_iterations", "time_step": "time_step", "bands": "bands",
-               "band_speed": "band_speed", "pole_attenuation": "pole_attenuation", "noise_scale": "noise_scale",
-               "falloff": "falloff", "gain": "gain", "turbulence": "noise_speed",
-               "velocity_factor": "velocity_factor", "vortex_size": "vortex_size",
-               "vortex_size_variance": "vortex_size_variance", "vortex_strength": "vortex_strength",
-               "opacity": "opacity", "blur": "blur", "fade_rate": "fade_rate", "w_offset": "w_offset",
-               "band_power": "band_power", "octaves": "octaves", "vortices": "vortices", "lifetime": "lifetime",
-               "respawn_batches": "respawn_batches", "blur_interval": "blur_interval",
-               "opacity_start": "opacity_start", "flow_scale": "flow_scale"}
     if args.random:
         params = replace(params, **core_gasgiant.random_look(args.seed if args.seed is not None else params.seed))
-    changes = {field: getattr(args, arg) for arg, field in mapping.items() if getattr(args, arg) is not None}
-    if args.mapping:
-        changes["mapping"] = args.mapping.upper()
+    changes = core_gasgiant.cli_changes(args)
     if args.cubemap_palette:
         try:
             changes["palette_cube"] = gasgiant_ops.load_palette_cube(args.cubemap_palette)
         except gasgiant_ops.GasGiantInputError as exc:
             raise CliError(str(exc)) from None
-    for arg in ("vertical_bands", "cloud_mode", "hot_pink", "cloud_noise", "field_interval", "vortex_band_threshold"):
-        if getattr(args, arg) is not None:
-            changes[arg] = getattr(args, arg)
-    if args.cloud_color is not None:
-        changes["cloud_color"] = tuple(args.cloud_color)
-    if args.format:
-        changes["file_format"] = args.format.upper()
-    if args.cube_layout:
-        changes["cube_layout"] = args.cube_layout.upper()
-    if args.save_field:
-        changes["save_field"] = os.path.abspath(args.save_field)
-    if args.load_field:
-        changes["load_field"] = os.path.abspath(args.load_field)
     if args.palette:
         try:
             changes["palette"] = gasgiant_ops.load_palette(args.palette)
@@ -141,10 +79,9 @@ def gasgiant_params(args):
         params.validate(core_gasgiant.available_memory())
         core_gasgiant.check_output_folder(args.out)
     except core_gasgiant.GasGiantError as exc:
-        options = {field: arg for arg, field in mapping.items()}
-        options.update((arg, arg) for arg in ("cloud_color", "cloud_noise", "vortex_band_threshold", "field_interval"))
-        if exc.field in options and exc.advice:  # a bad number: name the option it came from
-            raise CliError(f"--{options[exc.field].replace('_', '-')} {exc.value}: {exc.advice}") from None
+        flag = core_gasgiant.cli_flag(exc.field)
+        if flag and exc.advice:  # a bad number: name the option it came from
+            raise CliError(f"{flag} {exc.value}: {exc.advice}") from None
         raise CliError(str(exc)) from None
     if args.save:
         if not args.save.lower().endswith(".blend"):
