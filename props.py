@@ -19,6 +19,8 @@ from .core import gasgiant as core_gasgiant
 from .core import mips as core_mips
 from .core import wind as core_wind
 from .operators.common import PATH_OPTIONS
+from .shader_nodes import bend as bend_nodes
+from .shader_nodes import wind as wind_nodes
 
 # Per-object settings can be changed on a library override (an asset linked into a level) and are saved with it.
 OVERRIDABLE = {"LIBRARY_OVERRIDABLE"}
@@ -34,8 +36,6 @@ def _bend_value_changed(self, context):
 
 def _bend_structure_changed(self, context):
     # mode, axis and pivot change the group's nodes; numbers reach it through drivers
-    from .shader_nodes import bend as bend_nodes
-
     bend_nodes.sync(self.id_data)  # a scene that bends nothing yet has no group to change
 
 
@@ -124,8 +124,6 @@ class EnvFXBendSettings(PropertyGroup):
 
 
 def _bend_exclude_changed(self, context):
-    from .shader_nodes import bend as bend_nodes
-
     obj = self.id_data
     for mod in obj.modifiers:
         if mod.type == "NODES" and bend_nodes.is_bend_group(mod.node_group):
@@ -137,14 +135,10 @@ def _bend_exclude_changed(self, context):
 # --- Wind -------------------------------------------------------------------------------------------------
 
 def _wind_scene_changed(self, context):
-    from .shader_nodes import wind as wind_nodes
-
     wind_nodes.sync(self.id_data)  # a scene with nothing in the wind has no group to change
 
 
 def _wind_object_changed(self, context):
-    from .shader_nodes import wind as wind_nodes
-
     wind_nodes.sync_object(self.id_data)
 
 

@@ -116,8 +116,9 @@ _STILL_ACTIVE = 259
 
 def _windows_api():
     """(kernel32, get_last_error) through ctypes, Windows only (tests pass a fake on any system)."""
-    import ctypes  # Windows only: not loaded elsewhere
-    from ctypes import wintypes
+    # Windows only: not loaded elsewhere
+    import ctypes
+    from ctypes import wintypes  # (Windows only)
 
     kernel32 = ctypes.WinDLL("kernel32", use_last_error=True)
     kernel32.OpenProcess.argtypes = (wintypes.DWORD, wintypes.BOOL, wintypes.DWORD)

@@ -2,6 +2,8 @@
 
 import bpy
 
+from ..shader_nodes import common
+
 CATEGORY = "EnvFX"
 PARENT_ID = "VIEW3D_PT_envfx"
 
@@ -30,8 +32,6 @@ def group_status(scene, obj, own, is_group, empty: str, count: str, noun: str, a
     """(text, is_alert) lines for a live effect's panel: how many objects of ``scene`` use its group ``own``
     (``count`` formats ``n`` and ``group``; ``empty`` when it has none), and a warning when the active ``obj``
     has the effect (``is_group``) of another scene or file (``noun``; ``action`` says what to do)."""
-    from ..shader_nodes import common
-
     if own is None:
         lines = [(empty, False)]
     else:
