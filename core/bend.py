@@ -277,6 +277,32 @@ def is_flattened(matrix_world: np.ndarray) -> bool:
     return not np.all(np.isfinite(s)) or s[-1] <= FLAT_RATIO * s[0] or s[0] == 0.0
 
 
+def has_down(matrix_world: np.ndarray) -> bool:
+    """Whether the live bend moves an object with ``matrix_world`` (4x4): its object-space "down" ``L^-1 (0, 0, -1)``
+    is finite and its length times the largest column length of ``L`` is below ``1 / FLAT_RATIO``. An object scaled
+    to nothing (its own scale or a parent's) has none, and the live bend leaves it as it is."""
+    lin = np.asarray(matrix_world, dtype=np.float64)[:3, :3]
+    with np.errstate(all="ignore"):
+        try:
+            down = np.linalg.solve(lin, np.array([0.0, 0.0, -1.0]))
+        except np.linalg.LinAlgError:
+            return False
+        reach = np.linalg.norm(down) * np.linalg.norm(lin, axis=0).max()
+    return bool(np.isfinite(reach) and reach < 1.0 / FLAT_RATIO)
+
+
+def live_local(local: np.ndarray, matrix_world: np.ndarray, params: BendParams) -> np.ndarray:
+    """What the live bend modifier outputs (the node group's twin): ``forward_local``, or the points unchanged
+    for an object without a usable "down" (``has_down``) or a bend switched off."""
+    p = np.asarray(local, dtype=np.float64).reshape(-1, 3)
+    if not params.enabled or not has_down(matrix_world):
+        return p.copy()
+    m = np.asarray(matrix_world, dtype=np.float64)
+    lin = m[:3, :3]
+    d = drop(p @ lin.T + m[:3, 3], params)
+    return p + d[:, None] * np.linalg.solve(lin, np.array([0.0, 0.0, -1.0]))[None, :]
+
+
 def forward_local(local: np.ndarray, matrix_world: np.ndarray, params: BendParams) -> np.ndarray:
     """What the bend modifier outputs: object-space points of an object with ``matrix_world`` (4x4),
     bent in world space and brought back to object space. Works for any invertible matrix (rotation,

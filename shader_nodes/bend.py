@@ -26,7 +26,7 @@ from . import common
 
 GROUP_NAME = "EnvFX Bend"
 KIND = "bend"  # one group per scene (common.ensure_scene_group)
-VERSION = 10
+VERSION = 11
 
 # Value nodes driven from scene.envfx.bend.<prop>
 DRIVEN = {
@@ -37,6 +37,18 @@ DRIVEN = {
     "Horizon Offset": "horizon_offset",
     "Enabled": "enabled",
 }
+
+
+def _bendable(b, scale, down):
+    """Per object: whether its matrix has a usable object-space "down" (``core.bend.has_down``): the length of
+    ``down`` (L^-1 (0, 0, -1)) times the largest column length of L is finite and below 1 / FLAT_RATIO. False
+    (NaN and inf compare false) for a matrix scaled to nothing, whose inverse is huge or not a number."""
+    xyz = b.node("ShaderNodeSeparateXYZ", "Scale XYZ")
+    b.link(scale, xyz.inputs[0])
+    largest = b.math("MAXIMUM", b.math("MAXIMUM", xyz.outputs[0], xyz.outputs[1], label="Scale Max XY"),
+                     xyz.outputs[2], label="Scale Max")
+    reach = b.math("MULTIPLY", b.vmath("LENGTH", down, label="Down Length"), largest, label="Down Reach")
+    return b.compare("LESS_THAN", reach, 1.0 / core_bend.FLAT_RATIO, data_type="FLOAT", label="Has Down")
 
 
 def _stamp(mode: str, axis: str) -> str:
@@ -125,9 +137,14 @@ def _build(tree, mode: str, axis: str):
     set_pos = b.node("GeometryNodeSetPosition", "Set Position", location=(1600, 0))
     b.link(group_in.outputs[0], set_pos.inputs["Geometry"])
     b.link(offset, set_pos.inputs["Offset"])
-    # switched off (scene.envfx.bend.enabled), the geometry passes through: no vertex is computed at all
+    # switched off (scene.envfx.bend.enabled), the geometry passes through: no vertex is computed at all; so does
+    # an object whose matrix has no object-space "down" (scaled to nothing on an axis, its own or a parent's)
     enabled = b.compare("GREATER_THAN", values["Enabled"], 0.5, data_type="FLOAT", label="Is Enabled")
-    b.link(b.switch("On Off", enabled, set_pos.outputs[0], group_in.outputs[0], "GEOMETRY"), group_out.inputs[0])
+    bends = b.node("FunctionNodeBooleanMath", "Enabled And Bendable", operation="AND")
+    b.link(enabled, bends.inputs[0])
+    b.link(_bendable(b, self_info.outputs["Scale"], down.outputs[0]), bends.inputs[1])
+    b.link(b.switch("On Off", bends.outputs[0], set_pos.outputs[0], group_in.outputs[0], "GEOMETRY"),
+           group_out.inputs[0])
 
 
 def _two_axes(b, axis_falloff, squared, f_vec, side_vec, values, strength, side_strength, down):

@@ -353,3 +353,21 @@ def test_view_margin_numbers_and_refusals():
     for bad in (-1.0, float("nan"), float("inf")):
         with pytest.raises(cb.BendError, match="View distance"):
             cb.view_margin(p, bad)
+
+
+def test_has_down_and_live_local_leave_a_squashed_object_as_it_is():
+    params = cb.BendParams(mode="RUNNER", strength=0.05, spread=0.0)
+    pts = np.array([[30.0, 0.0, 0.0], [40.0, 5.0, 1.0]])
+    healthy = np.diag([2.0, 0.5, 3.0, 1.0])
+    assert cb.has_down(healthy)
+    assert np.allclose(cb.live_local(pts, healthy, params), cb.forward_local(pts, healthy, params))
+    for m in (np.diag([1.0, 1.0, 0.0, 1.0]),                      # scaled to nothing along "down"
+              np.diag([1e-6, 1e-6, 1e-40, 1.0]),                   # determinant ~1e-52
+              np.full((4, 4), np.nan)):
+        assert not cb.has_down(m)
+        assert np.array_equal(cb.live_local(pts, m, params), pts)
+    # squashed along X only: "down" still exists in the object's space, and the live bend moves the points
+    squashed_x = np.diag([1e-9, 1.0, 1.0, 1.0])
+    assert cb.has_down(squashed_x)
+    assert np.abs(cb.live_local(pts, squashed_x, params) - pts).max() > 1.0
+    assert np.array_equal(cb.live_local(pts, healthy, cb.BendParams(mode="RUNNER", enabled=False)), pts)

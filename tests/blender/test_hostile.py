@@ -1,5 +1,6 @@
-"""Effects combined the documented way evaluate without a dependency cycle, and the bend reads its pivot's
-transform only (a stand-in Empty follows the pivot)."""
+"""Hostile input and combined effects: effects combined the documented way evaluate without a dependency cycle
+(the bend reads its pivot's transform only, through a stand-in Empty), and degenerate input never reaches the
+meshes as NaN."""
 
 import bpy
 import numpy as np
@@ -100,3 +101,35 @@ def test_a_full_copy_scene_gets_its_own_stand_in(player_on_bent_snow, envfx):
     theirs = envfx.shader_nodes.bend.group_for(copy).nodes["Pivot"].inputs["Object"].default_value
     assert common.proxy_target(mine) == cube
     assert common.proxy_target(theirs) == copy.envfx.bend.pivot and copy.envfx.bend.pivot != cube
+
+
+def test_a_nearly_singular_world_matrix_is_left_unbent_not_nan(envfx):
+    """Parent scale (1, 0, 1), child scale 1e-6, both turned 90 degrees: the determinant is about 1e-40 and the
+    group's inverted matrix was NaN (every vertex NaN). Such an object has no object-space "down": it stays as it
+    is, as core.bend.live_local says; a healthy object of the same scene still bends."""
+    scene = bpy.context.scene
+    parent = bpy.data.objects.new("Parent", None)
+    scene.collection.objects.link(parent)
+    parent.scale = (1.0, 0.0, 1.0)
+    parent.rotation_euler = (1.5707963, 0.0, 0.0)
+    child = _plane("Child", size=4.0, cuts=4)
+    child.parent = parent
+    child.scale = (1e-6, 1e-6, 1e-6)
+    child.rotation_euler = (0.0, 1.5707963, 0.0)
+    child.location = (0.0, 30.0, 0.0)
+    healthy = _plane("Healthy", size=4.0, cuts=4)
+    healthy.location = (0.0, 30.0, 0.0)
+    scene.envfx.bend.strength = 0.05
+    assert _run("bend_add", [child, healthy]) == {"FINISHED"}
+    depsgraph = bpy.context.evaluated_depsgraph_get()
+    depsgraph.update()
+    bridge, core_bend = envfx.bridge, envfx.core.bend
+    params = envfx.shader_nodes.bend.params_from_scene(scene)
+    for obj, moves in ((child, False), (healthy, True)):
+        got = bridge.evaluated_positions(obj, depsgraph)
+        assert np.isfinite(got).all(), obj.name
+        matrix = bridge.matrix_to_numpy(obj.matrix_world)
+        assert core_bend.has_down(matrix) == moves
+        want = core_bend.live_local(bridge.get_positions(obj.data), matrix, params)
+        assert np.abs(got - want).max() <= 1e-4 * max(1.0, np.abs(want).max()), obj.name
+        assert (np.abs(got - bridge.get_positions(obj.data)).max() > 0.1) == moves, obj.name
