@@ -574,11 +574,12 @@ def live_attributes(positions, height, wind_color) -> dict:
     are baked here once, so a frame costs a few multiply-adds per vertex against per-asset single values.
 
     The pivots keep lengths (``keep_lengths``). The vertices sharing a G (a branch with its leaves, a stem, the
-    trunk with the leaves on it) hang from one attach point ``A``: the mean of those of their vertices with the
-    lowest B (within ``PIVOT_B``; when they span more than ``PIVOT_H`` of the height, as on a trunk, the lowest of
-    them, within ``PIVOT_BASE``): where a branch leaves the trunk, a stem's root, the trunk's base. ``Ba`` =
-    B - B at ``A`` is the branch's lever (0 at ``A``). A piece whose ``A`` is on the ground (within ``PIVOT_H``
-    of the asset's base: the trunk, stems, grass blades) bends with the whole asset about ``A``; one attached
+    trunk with the leaves on it) hang from one attach point ``A``: a piece that reaches the ground with more than
+    leaves (within ``PIVOT_BASE`` of the asset's base: the trunk, a stem, a grass blade) stands on the mean of its
+    lowest vertices (within ``PIVOT_BASE``); another hangs from the mean of its vertices with the lowest B (within
+    ``PIVOT_B``; when they span more than ``PIVOT_H`` of the height, the lowest of them): where a branch leaves the
+    trunk. ``Ba`` = B - the lowest B of the piece is the branch's lever. A piece on the ground (or attached within
+    ``PIVOT_H`` of it) bends with the whole asset about ``A``; one attached
     higher (a branch) is carried whole by the asset's bend at ``A``'s height ``hA`` and moves about ``A`` only by
     its branch motion and flutter (a bend that grows with height inside a branch would shear it near ``A``).
     Computed per mesh: a branch whose leaves are in another object swings those leaves about their own lowest
@@ -608,20 +609,30 @@ def live_attributes(positions, height, wind_color) -> dict:
         np.minimum.at(h_low, inv[low], h[low])
         h_high = np.full(k, -np.inf)
         np.maximum.at(h_high, inv[low], h[low])
+        solid = r_leaf <= 0.0  # (not on a leaf: a leaf hanging down to the ground does not stand on it)
+        h_min = np.full(k, np.inf)
+        np.minimum.at(h_min, inv[solid], h[solid])
+        # a piece reaching the ground (the trunk, a stem, a blade, also one whose lowest B is higher up) stands on
+        # its lowest part; another hangs from its lowest B: all of those points when they are compact (a ring where
+        # a branch leaves the trunk), else their lowest
+        ground = h_min <= PIVOT_BASE
         compact = h_high - h_low <= PIVOT_H
-        at = low & (compact[inv] | (h <= h_low[inv] + PIVOT_BASE))
+        at = np.where(ground[inv], h <= h_min[inv] + PIVOT_BASE,
+                      low & (compact[inv] | (h <= h_low[inv] + PIVOT_BASE)))
         count = np.bincount(inv[at], minlength=k)
         pivot = np.stack([np.bincount(inv[at], weights=p[at, i], minlength=k) for i in range(3)], 1) / count[:, None]
-        # the height of A: its points' mean (a tilted ring turns about its middle), on a trunk the lowest (its
-        # base ring: hA = 0 exactly, so the base never moves)
-        h_pivot = np.where(compact, np.bincount(inv[at], weights=h[at], minlength=k) / count, h_low)
+        # the height of A: a hanging ring's mean (it turns about its middle); on the ground the lowest (hA = 0 at
+        # a trunk's base ring exactly, so the base never moves)
+        h_pivot = np.where(ground, h_min, np.where(compact, np.bincount(inv[at], weights=h[at], minlength=k) / count,
+                                                   h_low))
         lever = b_branch - b_low[inv]
         ha = h_pivot[inv]
         rel = p - pivot[inv]
+        grounded = (ground | (h_pivot <= PIVOT_H))[inv]  # they bend with the asset; branches are carried
     else:
         lever = ha = np.zeros(0)
         rel = np.zeros((0, 3))
-    grounded = ha <= PIVOT_H  # the trunk and stems bend with the asset; branches are carried
+        grounded = np.zeros(0, bool)
     values = (lever, lever * np.cos(phi), lever * np.sin(phi), r_leaf * np.cos(psi), r_leaf * np.sin(psi),
               np.where(grounded, h - ha, 0.0), rel, np.where(grounded, 0.0, ha))
     return {name: v.astype(np.float32) for name, v in zip(LIVE_ATTRS, values)}
