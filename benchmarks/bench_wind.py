@@ -125,17 +125,22 @@ def main(argv):
         mods[name] = obj.modifiers.new(name, "NODES")
         mods[name].node_group = common.ensure_tree(f"Bench {name}", "GeometryNodeTree", "1", build_bare(field))
     best = {}
+    rounds = {name: [] for name in mods}
     for _round in range(args.rounds):
         for name in mods:
             for other, mod in mods.items():
                 mod.show_viewport = other == name
-            best[name] = min(best.get(name, float("inf")), time_frames())
+            rounds[name].append(time_frames())
+            best[name] = min(best.get(name, float("inf")), rounds[name][-1])
     load_end = os.getloadavg()[0]
+    # each round's own ratio (wind against the bare Set Position timed right after it): their spread shows how
+    # much the load of other processes moved the best-of ratio
+    round_ratios = [round(w / b_, 2) for w, b_ in zip(rounds["wind"], rounds["bare"])]
     emit(bench="wind_frame", blender=version, vertices=n, wind_ms=round(best["wind"] * 1e3, 2),
          bare_set_position_ms=round(best["bare"] * 1e3, 2), ratio=round(best["wind"] / best["bare"], 2),
          target_ratio=3.0, bare_field_set_position_ms=round(best["bare_field"] * 1e3, 2),
          ratio_to_field=round(best["wind"] / best["bare_field"], 2), frames=args.frames, rounds=args.rounds,
-         load_avg=load, load_avg_end=load_end)
+         round_ratios=round_ratios, load_avg=load, load_avg_end=load_end)
     if args.plants > 0:
         bare_group = mods["bare"].node_group  # (before the object and so its modifiers are gone)
         bpy.data.objects.remove(obj)

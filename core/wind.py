@@ -19,7 +19,9 @@ grows from their own root. A leaf attaches at its vertex nearest the branch/trun
 there.
 Overrides (vertex groups / material slots, resolved by the bridge) label vertices trunk / branch / leaf.
 
-Live wind (``wind_offsets``): the reference the geometry-nodes group "EnvFX Wind" must match to 1e-4. All
+Live wind (``wind_offsets``): the reference the geometry-nodes group "EnvFX Wind" must match to 1e-4. The
+talk's motions are summed as a swing (``wind_swing``) that ``keep_lengths`` turns into motion along arcs about
+each vertex's attach point, so plants bend and never stretch at any strength (GPU Gems 3 ch. 16). All
 periodic terms are sines of ``2 pi f t + phase`` (the grass wobble a parabolic sine); per-vertex phases are
 static, so each per-vertex sine is split into per-vertex factors baked once (``live_attributes``) times
 per-asset sines and cosines (``live_terms``). With a loop length every frequency is rounded to a whole
@@ -58,7 +60,13 @@ MICRO_WAVES = ((3.1, 1.3, 0.7), (-1.1, 2.9, 1.7), (0.9, -2.3, 3.3))  # rad per m
 # Hidden per-vertex attributes the live wind reads (written from EnvFX_Wind, EnvFX_Height and the rest positions
 # by ``live_attributes`` when wind is added or re-baked): reading plain floats is nearly free in geometry
 # nodes, while separating a colour attribute or evaluating per-vertex waves costs more than the whole wind.
-LIVE_ATTRS = (".EnvFX_Wind_B", ".EnvFX_Wind_Bc", ".EnvFX_Wind_Bs", ".EnvFX_Wind_Rc", ".EnvFX_Wind_Rs")
+# Pivot is a vector (from the vertex's attach point to it), the others floats.
+LIVE_ATTRS = (".EnvFX_Wind_B", ".EnvFX_Wind_Bc", ".EnvFX_Wind_Bs", ".EnvFX_Wind_Rc", ".EnvFX_Wind_Rs",
+              ".EnvFX_Wind_H", ".EnvFX_Wind_Pivot", ".EnvFX_Wind_Carry")
+LIVE_VECTORS = (".EnvFX_Wind_Pivot",)
+PIVOT_B = 1e-4         # a piece's attach point: its vertices within this of its lowest B; when those span more
+PIVOT_H = 0.05         # than this of the asset's height (a trunk: B is 0 all along it), the lowest of them
+PIVOT_BASE = 0.01      # (within this); a piece whose attach point is within PIVOT_H of the base stands on the ground
 BRANCH_MULTS = (1.0, 1.37, 0.83)
 BRANCH_PHASES = (0.0, 1.0, 2.0)
 AMBIENT_HZ = 0.3       # grass figure-eight
@@ -557,32 +565,87 @@ def grass_fade(camera_matrix, origin, scene: SceneWind) -> float:
 
 
 def live_attributes(positions, height, wind_color) -> dict:
-    """The static per-vertex part of the live wind, float32 (N,) arrays keyed by ``LIVE_ATTRS`` (object space
-    rest ``positions``, ``EnvFX_Height``, ``EnvFX_Wind`` RGBA). Every periodic per-vertex term of the live wind
-    is ``amplitude * sin(a(t) + phase)`` with a per-vertex static phase, split as
-    ``sin a(t) * amplitude cos phase + cos a(t) * amplitude sin phase``: the per-vertex factors are baked here once,
-    so a frame costs a few multiply-adds per vertex against per-asset single values.
+    """The static per-vertex part of the live wind, float32 arrays keyed by ``LIVE_ATTRS`` ((N, 3) for
+    ``LIVE_VECTORS``, (N,) for the others), from the object space rest ``positions``, ``EnvFX_Height`` and
+    ``EnvFX_Wind`` RGBA.
 
-    - branch phase ``phi = 2 pi G`` (per branch): ``B``, ``B cos phi``, ``B sin phi``;
+    Every periodic per-vertex term of the live wind is ``amplitude * sin(a(t) + phase)`` with a per-vertex static
+    phase, split as ``sin a(t) * amplitude cos phase + cos a(t) * amplitude sin phase``: the per-vertex factors
+    are baked here once, so a frame costs a few multiply-adds per vertex against per-asset single values.
+
+    The pivots keep lengths (``keep_lengths``). The vertices sharing a G (a branch with its leaves, a stem, the
+    trunk with the leaves on it) hang from one attach point ``A``: a piece that reaches the ground with more than
+    leaves (within ``PIVOT_BASE`` of the asset's base: the trunk, a stem, a grass blade) stands on the mean of its
+    lowest vertices (within ``PIVOT_BASE``); another hangs from the mean of its vertices with the lowest B (within
+    ``PIVOT_B``; when they span more than ``PIVOT_H`` of the height, the lowest of them): where a branch leaves the
+    trunk. ``Ba`` = B - the lowest B of the piece is the branch's lever. A piece on the ground (or attached within
+    ``PIVOT_H`` of it) bends with the whole asset about ``A``; one attached
+    higher (a branch) is carried whole by the asset's bend at ``A``'s height ``hA`` and moves about ``A`` only by
+    its branch motion and flutter (a bend that grows with height inside a branch would shear it near ``A``).
+    Computed per mesh: a branch whose leaves are in another object swings those leaves about their own lowest
+    point.
+
+    - branch phase ``phi = 2 pi G`` (per branch): ``Ba``, ``Ba cos phi``, ``Ba sin phi``;
     - leaf flutter phase ``psi = 2 pi G + p.W0 + sin(p.W1) + sin(p.W2)`` (a smooth 3D field through object space,
-      ``W`` = ``MICRO_WAVES``): ``R cos psi``, ``R sin psi``."""
+      ``W`` = ``MICRO_WAVES``): ``R cos psi``, ``R sin psi``;
+    - H: the height the whole-asset bend reads, ``h - hA`` on the ground pieces, 0 on branches; Pivot ``p - A``;
+      Carry: ``hA`` of a branch, 0 on the ground pieces."""
     p = np.asarray(positions, np.float64).reshape(-1, 3)
+    h = np.asarray(height, np.float64).reshape(-1)
     col = np.asarray(wind_color, np.float64).reshape(-1, 4)
     r_leaf, g_phase, b_branch = col[:, 0], col[:, 1], col[:, 2]
     waves = np.asarray(MICRO_WAVES, np.float64)
     phi = 2.0 * math.pi * g_phase
     psi = phi + p @ waves[0] + np.sin(p @ waves[1]) + np.sin(p @ waves[2])
-    values = (b_branch, b_branch * np.cos(phi), b_branch * np.sin(phi), r_leaf * np.cos(psi), r_leaf * np.sin(psi))
+    n = len(p)
+    if n:
+        _keys, inv = np.unique(col[:, 1].astype(np.float32), return_inverse=True)
+        inv = inv.reshape(-1)
+        k = int(inv.max()) + 1
+        b_low = np.full(k, np.inf)
+        np.minimum.at(b_low, inv, b_branch)
+        low = b_branch <= b_low[inv] + PIVOT_B
+        h_low = np.full(k, np.inf)
+        np.minimum.at(h_low, inv[low], h[low])
+        h_high = np.full(k, -np.inf)
+        np.maximum.at(h_high, inv[low], h[low])
+        solid = r_leaf <= 0.0  # (not on a leaf: a leaf hanging down to the ground does not stand on it)
+        h_min = np.full(k, np.inf)
+        np.minimum.at(h_min, inv[solid], h[solid])
+        # a piece reaching the ground (the trunk, a stem, a blade, also one whose lowest B is higher up) stands on
+        # its lowest part; another hangs from its lowest B: all of those points when they are compact (a ring where
+        # a branch leaves the trunk), else their lowest
+        ground = h_min <= PIVOT_BASE
+        compact = h_high - h_low <= PIVOT_H
+        at = np.where(ground[inv], h <= h_min[inv] + PIVOT_BASE,
+                      low & (compact[inv] | (h <= h_low[inv] + PIVOT_BASE)))
+        count = np.bincount(inv[at], minlength=k)
+        pivot = np.stack([np.bincount(inv[at], weights=p[at, i], minlength=k) for i in range(3)], 1) / count[:, None]
+        # the height of A: a hanging ring's mean (it turns about its middle); on the ground the lowest (hA = 0 at
+        # a trunk's base ring exactly, so the base never moves)
+        h_pivot = np.where(ground, h_min, np.where(compact, np.bincount(inv[at], weights=h[at], minlength=k) / count,
+                                                   h_low))
+        lever = b_branch - b_low[inv]
+        ha = h_pivot[inv]
+        rel = p - pivot[inv]
+        grounded = (ground | (h_pivot <= PIVOT_H))[inv]  # they bend with the asset; branches are carried
+    else:
+        lever = ha = np.zeros(0)
+        rel = np.zeros((0, 3))
+        grounded = np.zeros(0, bool)
+    values = (lever, lever * np.cos(phi), lever * np.sin(phi), r_leaf * np.cos(psi), r_leaf * np.sin(psi),
+              np.where(grounded, h - ha, 0.0), rel, np.where(grounded, 0.0, ha))
     return {name: v.astype(np.float32) for name, v in zip(LIVE_ATTRS, values)}
 
 
 @dataclass(frozen=True)
 class LiveTerms:
     """The per-asset single values of one frame of the live wind (what the node group computes once per object).
-    Object space offset per vertex: ``(h^2 main + B bend) dir + Bc vc + Bs vs + Rc mc + Rs ms``, with the
-    per-vertex ``h`` and ``LIVE_ATTRS``; ``world_extra`` (grass) is added times ``h`` in world space.
-    ``ambient`` (grass): the amplitude factor of the ambient motion, ``scene.ambient * wind * asset_height`` with
-    ``wind`` the effective wind at the asset's origin (``effective_wind``)."""
+    Object space swing per vertex (``wind_swing``): ``(Ba bend + H^2 main) dir + Bac vc + Bas vs + Rc mc + Rs ms``
+    with the per-vertex ``LIVE_ATTRS``; ``world_extra`` (grass) is added times ``H`` in world space. ``ambient``
+    (grass): the amplitude factor of the ambient motion,
+    ``scene.ambient * wind * asset_height`` with ``wind`` the effective wind at the asset's origin
+    (``effective_wind``)."""
     main: float
     bend: float
     dir: np.ndarray
@@ -651,6 +714,12 @@ def wind_offsets(positions, height, wind_color, normals, matrix_world, frame: fl
                  asset: AssetWind, camera_matrix=None, terrain_z=None, live=None) -> np.ndarray:
     """(N, 3) object-space offsets of the live wind at ``frame`` (the twin of the "EnvFX Wind" node group).
 
+    The swing (``wind_swing``: the talk's bend, sway, lift, flutter, whole-asset bend and grass motion as offsets)
+    is turned into motion that keeps lengths (``keep_lengths``): each vertex turns about its branch's attach point
+    towards its swung place, keeping its distance from it, then the branch is carried rigidly by the whole-asset
+    bend at its attach point (a rotation about the point below it at the asset's base), so a plant bends and never
+    stretches at any strength.
+
     Grass only: ``camera_matrix`` (4x4 world matrix of the active camera, or None) drives the tilt away from a
     camera looking down and the distance fade; ``terrain_z`` (N,) is the world Z of the terrain under each rest
     vertex (NaN where there is none), or None: its physical (unbent) height, as on a bent level the wind works
@@ -659,28 +728,81 @@ def wind_offsets(positions, height, wind_color, normals, matrix_world, frame: fl
     p = np.asarray(positions, np.float64).reshape(-1, 3)
     h = np.asarray(height, np.float64).reshape(-1)
     live = live_attributes(p, h, wind_color) if live is None else live
-    b_branch, bc, bs, rc, rs = (np.asarray(live[name], np.float64) for name in LIVE_ATTRS)
     m = np.asarray(matrix_world, np.float64).reshape(4, 4)
     origin = m[:3, 3]
-    t = loop_time(frame, scene)
-    two_pi = 2 * math.pi
     lt = live_terms(m, frame, scene, asset, camera_matrix)
-    local = ((h * h * lt.main + b_branch * lt.bend)[:, None] * lt.dir + bc[:, None] * lt.vc + bs[:, None] * lt.vs
-             + rc[:, None] * lt.mc + rs[:, None] * lt.ms)
+    swing = wind_swing(p, normals, m, frame, scene, asset, live, lt)
+    local = keep_lengths(swing, live, m, asset, lt)
     if asset.category != "GRASS":
         return local.astype(np.float32)
-
-    inv3 = np.linalg.inv(m[:3, :3])
-    fade = lt.fade
-    local = local + h[:, None] * (inv3 @ lt.world_extra)
-    nrm = np.asarray(normals, np.float64).reshape(-1, 3)
-    fw = float(quantize(WOBBLE_HZ, scene.loop_frames, scene.fps))
-    wamp = lt.ambient * WOBBLE_SCALE * h * wave(p @ (np.asarray(WOBBLE_WAVE) / two_pi) + fw * t)
-    local = local + wamp[:, None] * nrm
     # scale down and stop animating with distance; follow the terrain (placement, not faded)
+    fade = lt.fade
     local = fade * local + (fade - 1.0) * p
     if terrain_z is not None:
+        inv3 = np.linalg.inv(m[:3, :3])
         tz = np.asarray(terrain_z, np.float64).reshape(-1)
         dz = np.where(np.isfinite(tz), tz - origin[2], 0.0)
         local = local + dz[:, None] * inv3[:, 2][None, :]
     return local.astype(np.float32)
+
+
+def wind_swing(positions, normals, matrix_world, frame: float, scene: SceneWind, asset: AssetWind, live,
+               lt: LiveTerms = None) -> np.ndarray:
+    """(N, 3) object-space swing: where the wind pushes each vertex, as an offset, before ``keep_lengths`` turns it
+    into motion along arcs. ``(Ba bend + H^2 main) dir + Bac vc + Bas vs + Rc mc + Rs ms`` (``LiveTerms``,
+    ``live_attributes``); grass adds its figure-eight and camera tilt times ``H`` and its wobble along the normal
+    (times ``H`` too; inside the swing, so they keep lengths too)."""
+    p = np.asarray(positions, np.float64).reshape(-1, 3)
+    m = np.asarray(matrix_world, np.float64).reshape(4, 4)
+    lt = live_terms(m, frame, scene, asset) if lt is None else lt
+    b_branch, bc, bs, rc, rs, hh = (np.asarray(live[name], np.float64).reshape(-1) for name in LIVE_ATTRS[:6])
+    swing = ((hh * hh * lt.main + b_branch * lt.bend)[:, None] * lt.dir + bc[:, None] * lt.vc
+             + bs[:, None] * lt.vs + rc[:, None] * lt.mc + rs[:, None] * lt.ms)
+    if asset.category != "GRASS":
+        return swing
+    inv3 = np.linalg.inv(m[:3, :3])
+    nrm = np.asarray(normals, np.float64).reshape(-1, 3)
+    t = loop_time(frame, scene)
+    fw = float(quantize(WOBBLE_HZ, scene.loop_frames, scene.fps))
+    wamp = lt.ambient * WOBBLE_SCALE * hh * wave(p @ (np.asarray(WOBBLE_WAVE) / (2 * math.pi)) + fw * t)
+    # the figure-eight and tilt lean the clump (h times a vector) like the whole-asset bend, and the wobble grows
+    # with the height: both read H (h on the ground pieces; a branch is carried)
+    return swing + hh[:, None] * (inv3 @ lt.world_extra) + wamp[:, None] * nrm
+
+
+def keep_lengths(swing, live, matrix_world, asset: AssetWind, lt: LiveTerms) -> np.ndarray:
+    """(N, 3) object-space offsets that move each vertex along arcs towards its ``swing``:
+
+    1. about its attach point ``A`` (``p - A`` = Pivot): ``q = p - A + swing`` rescaled to ``|p - A|``, so the
+       vertex keeps its distance from ``A`` (the trunk's attach point is its base: its whole-asset bend is the
+       GPU Gems 3 rescale; a stem's is its root);
+    2. a branch is carried with its ``A``: moved as the whole-asset bend moves the asset's axis at ``A``'s height
+       ``hA`` (Carry), the same rescale about the base of the point ``hA H up`` swung by ``hA^2 main dir``
+       (+ ``hA`` times the grass's figure-eight and tilt): ``T = hA H |up| (normalize(H up + hA main dir + lean)
+       - normalize(up))``, 0 for the trunk and stems (Carry 0).
+
+    Step 2 moves a branch with its leaves as one piece, so both distances survive it. Assumes a uniform object
+    scale (lengths are kept in object space)."""
+    m = np.asarray(matrix_world, np.float64).reshape(4, 4)
+    inv3 = np.linalg.inv(m[:3, :3])
+    rel = np.asarray(live[LIVE_ATTRS[6]], np.float64).reshape(-1, 3)
+    ha = np.asarray(live[LIVE_ATTRS[7]], np.float64).reshape(-1)
+    q = rel + swing
+    rest = np.linalg.norm(rel, axis=1)
+    now = np.linalg.norm(q, axis=1)
+    # 0 / 0 is 0, as the Math node's Divide: a vertex at its own attach point stays there
+    turned = q * np.divide(rest, now, out=np.zeros_like(rest), where=now > 0.0)[:, None]
+    up = inv3[:, 2]  # world up in object space (its length the object's 1 / scale)
+    height = asset.asset_height
+    inv_h = 1.0 / height if height > 0.0 else 0.0  # (the Math node's Divide: 0 for 0)
+    # the axis's direction at hA, over H: up + (hA main dir + the grass's lean) / H; without wind exactly up,
+    # so a branch's carry is then exactly 0
+    lean = up + (inv3 @ lt.world_extra * inv_h if asset.category == "GRASS" else 0.0)
+    lean = lean[None, :] + ha[:, None] * (lt.dir * (lt.main * inv_h))[None, :]
+
+    def unit(v):
+        length = np.sqrt((v * v).sum(-1, keepdims=True))
+        return np.divide(v, length, out=np.zeros_like(v), where=length > 0.0)
+
+    carry = (ha * height * np.sqrt(up @ up))[:, None] * (unit(lean) - unit(up[None, :]))
+    return (turned - rel) + carry

@@ -11,11 +11,12 @@ Per asset (single values) the group computes the spring-filtered gust at the ass
 wind and every time-dependent factor (``core.wind.live_terms``: wind directions in object space, the sines and
 cosines of the branch and flutter oscillations). Geometry nodes pay about the same per asset for every node they
 evaluate, whatever it computes, so the three gust waves, branch oscillations and leaf flutters go three to a
-vector node, and the branch motion is one transform of the wind's frame. Per vertex it only reads
-``EnvFX_Height`` and the hidden float attributes ``core.wind.LIVE_ATTRS`` (written by ``write_live_attributes``
-from ``EnvFX_Wind`` when wind is added or re-baked) and sums five scaled vectors (plus the grass terms, built only
-for grass). Every number mirrors ``core.wind``; the gust's phase lag takes an equivalent form without an
-arctangent (see the gust below).
+vector node, and the branch motion is one transform of the wind's frame. Per vertex it only reads the hidden
+attributes ``core.wind.LIVE_ATTRS`` (written by ``write_live_attributes`` from ``EnvFX_Wind``, ``EnvFX_Height``
+and the rest positions when wind is added or re-baked), sums five scaled vectors into the swing (plus the grass
+terms, built only for grass) and turns it into motion that keeps lengths (``core.wind.keep_lengths``: a rescale
+about the vertex's attach point, and a branch's carry). Every number mirrors ``core.wind``; the gust's phase lag
+takes an equivalent form without an arctangent (see the gust below).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from . import common
 
 GROUP_NAME = "EnvFX Wind"
 KIND = "wind"  # one group per scene (common.ensure_scene_group)
-VERSION = 13
+VERSION = 14
 
 # Value nodes driven from the scene: label -> data path on the scene
 DRIVEN = {
@@ -216,22 +217,23 @@ def _build(tree):
     ms = b.vmath("SCALE", b.vmath("COSINE", micro_angles), scale=mamp, label="Micro Cos")
 
     # per vertex
-    def attr(name):
-        node = b.node("GeometryNodeInputNamedAttribute", name, data_type="FLOAT")
+    def attr(name, data_type="FLOAT"):
+        node = b.node("GeometryNodeInputNamedAttribute", name, data_type=data_type)
         node.inputs["Name"].default_value = name
         return node.outputs["Attribute"]
 
-    h = attr("EnvFX_Height")
-    b_branch, bc, bs, rc, rs = (attr(name) for name in core_wind.LIVE_ATTRS)
+    b_branch, bc, bs, rc, rs, hg = (attr(name) for name in core_wind.LIVE_ATTRS[:6])
+    rel = attr(core_wind.LIVE_ATTRS[6], "FLOAT_VECTOR")
+    carry_h = attr(core_wind.LIVE_ATTRS[7])
     position = b.node("GeometryNodeInputPosition", "Position").outputs[0]
-    along = b.math("MULTIPLY_ADD", mul(h, h), main_k, mul(b_branch, bend_k), label="Along")
+    along = b.math("MULTIPLY_ADD", mul(hg, hg), main_k, mul(b_branch, bend_k), label="Along")
     # five scaled vectors: each field node costs an object one to two microseconds whatever the mesh's size,
     # so nine vector nodes beat fifteen scalar multiply-adds and a Combine XYZ for the many small plants of a
     # level; on a 1M-vertex tree the vector form costs about 0.1 of a bare Set Position more per frame
-    local_tree = b.vmath("SCALE", d_loc, scale=along)
+    swing_tree = b.vmath("SCALE", d_loc, scale=along)
     for vec, f in ((vc, bc), (vs, bs), (mc, rc), (ms, rs)):
-        local_tree = b.vmath("ADD", local_tree, b.vmath("SCALE", vec, scale=f))
-    local_tree.node.label = local_tree.node.name = "Tree Local Offset"
+        swing_tree = b.vmath("ADD", swing_tree, b.vmath("SCALE", vec, scale=f))
+    swing_tree.node.label = swing_tree.node.name = "Tree Swing"
 
     # grass: ambient figure-eight (per asset) and wobble along the normal, only built into the result for grass;
     # both driven by the effective wind at the origin (``LiveTerms.ambient``): still air leaves the grass still
@@ -265,10 +267,27 @@ def _build(tree):
     wdot = b.vmath("DOT_PRODUCT", position, b.vector("Wobble Wave", tuple(v / TWO_PI for v in core_wind.WOBBLE_WAVE)))
     wobble_k = mul(ambient, core_wind.WOBBLE_SCALE * 8.0)
     ww = m("WRAP", add(wdot, mul(sep3(grass_hz, "Grass Hz XYZ")[2], t)), 0.5, -0.5)
-    wamp = mul(mul(h, wobble_k), mul(ww, m("MULTIPLY_ADD", m("ABSOLUTE", ww), -2.0, 1.0)))
-    grass_anim = b.vmath("ADD", b.vmath("ADD", local_tree, b.vmath("SCALE", grass_extra, scale=h)),
-                         b.vmath("SCALE", normal, scale=wamp), label="Grass Anim")
-    faded = b.vmath("ADD", b.vmath("SCALE", grass_anim, scale=fade),
+    wamp = mul(mul(hg, wobble_k), mul(ww, m("MULTIPLY_ADD", m("ABSOLUTE", ww), -2.0, 1.0)))
+    is_grass = b.compare("GREATER_THAN", inp["Grass"], 0.5, data_type="FLOAT", label="Is Grass")
+    grass_swing = b.vmath("ADD", b.vmath("ADD", swing_tree, b.vmath("SCALE", grass_extra, scale=hg)),
+                          b.vmath("SCALE", normal, scale=wamp), label="Grass Swing")
+    swing = b.switch("Swing Switch", is_grass, grass_swing, swing_tree, "VECTOR")
+
+    # keep lengths (``core.wind.keep_lengths``): turn about the attach point towards the swung place, keeping the
+    # distance (0 / 0 is 0: a vertex at its attach point stays), then carry a branch as the bend moves the asset's
+    # axis at its attach point (Carry = its height; 0 on the trunk and stems, and then exactly nothing)
+    q = b.vmath("ADD", rel, swing, label="Swung")
+    turned = b.vmath("SCALE", q, scale=m("DIVIDE", b.vmath("LENGTH", rel), b.vmath("LENGTH", q)), label="Turned")
+    up_l = transform_dir(inv_m, b.vector("World Up", (0.0, 0.0, 1.0)), "World Up Local")
+    inv_hs = m("DIVIDE", 1.0, hs)
+    lean0 = b.vmath("ADD", up_l, b.vmath("SCALE", grass_extra, scale=mul(inp["Grass"], inv_hs)), label="Lean Base")
+    lean = b.vmath("ADD", b.vmath("SCALE", b.vmath("SCALE", d_loc, scale=mul(main_k, inv_hs)), scale=carry_h), lean0,
+                   label="Lean")
+    carry = b.vmath("SCALE", b.vmath("SUBTRACT", b.vmath("NORMALIZE", lean), b.vmath("NORMALIZE", up_l)),
+                    scale=mul(carry_h, mul(hs, b.vmath("LENGTH", up_l))), label="Carry")
+    local_tree = b.vmath("ADD", b.vmath("SUBTRACT", turned, rel), carry)
+    local_tree.node.label = local_tree.node.name = "Tree Local Offset"
+    faded = b.vmath("ADD", b.vmath("SCALE", local_tree, scale=fade),
                     b.vmath("SCALE", position, scale=m("SUBTRACT", fade, 1.0)), label="Grass Faded")
     # follow the terrain: a vertical ray (world down) from above each vertex onto the terrain object. The rays are
     # cast in the terrain's own space onto its evaluated mesh as it is (ORIGINAL): every clump then hits the same
@@ -309,7 +328,6 @@ def _build(tree):
     local_grass = b.switch("Terrain Switch", has_terrain, b.vmath("ADD", faded, terrain_local, label="On Terrain"),
                            faded, "VECTOR")
     local_grass.node.label = local_grass.node.name = "Grass Local Offset"
-    is_grass = b.compare("GREATER_THAN", inp["Grass"], 0.5, data_type="FLOAT", label="Is Grass")
     local = b.switch("Grass Switch", is_grass, local_grass, local_tree, "VECTOR")
 
     set_pos = b.node("GeometryNodeSetPosition", "Set Position", location=(2800, 0))
@@ -380,12 +398,13 @@ def write_live_attributes(mesh):
     mesh.vertices.foreach_get("co", co)
     live = core_wind.live_attributes(co.reshape(-1, 3), h, rgba.reshape(-1, 4))
     for name, values in live.items():
+        kind, key = ("FLOAT_VECTOR", "vector") if name in core_wind.LIVE_VECTORS else ("FLOAT", "value")
         attr = attrs.get(name)
-        if attr is not None and (attr.domain != "POINT" or attr.data_type != "FLOAT"):
+        if attr is not None and (attr.domain != "POINT" or attr.data_type != kind):
             attrs.remove(attr)
             attr = None
-        attr = attr or attrs.new(name, "FLOAT", "POINT")
-        attr.data.foreach_set("value", values)
+        attr = attr or attrs.new(name, kind, "POINT")
+        attr.data.foreach_set(key, values.ravel())
     mesh.update()
     return True
 

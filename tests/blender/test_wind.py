@@ -149,6 +149,62 @@ def test_geometry_nodes_wind_matches_core(mods, case):
     assert np.abs(moved - mods.bridge.get_positions(obj.data)).max() > 0.05
 
 
+def _length_asset(mods, name, matrix):
+    """#26's three assets as one object each, standing upright in the world with ``matrix``: a tall grass card
+    (12 vertices), the constructed tree and bush. Returns the object and (vertex indices, pivot vertex indices,
+    carried) triples: each vertex keeps its distance from the mean of its pivot's vertices (the card's bottom
+    edge, the trunk's base, a stem's root: in the ground; a branch's first ring, as it is carried)."""
+    if name == "card":
+        z = np.linspace(0.0, 2.0, 6)
+        pos = np.array([[x, 0.0, zz] for zz in z for x in (-0.05, 0.05)])
+        faces = [[a, a + 1, a + 3, a + 2] for a in range(0, 10, 2)]
+        return _mesh_object("Card", pos, faces, matrix), [(np.arange(12), np.array([0, 1]), False)]
+    shape = mods.shapes.make_tree() if name == "tree" else mods.shapes.make_bush()
+    obj = _mesh_object(name.title(), shape["positions"], shape["faces"], matrix, shape["edges"])
+    kind, branch, along, p = shape["kind"], shape["branch_id"], shape["along"], shape["positions"]
+    pairs = []
+    if name == "tree":
+        trunk = np.nonzero(kind == 1)[0]
+        pairs.append((trunk, trunk[p[trunk, 2] <= p[trunk, 2].min() + 1e-6], False))
+    for b in np.unique(branch[branch >= 0]):
+        ring = np.nonzero((branch == b) & (kind == 2) & (along == 0.0))[0]
+        pairs.append((np.nonzero(branch == b)[0], ring, name == "tree"))
+    return obj, pairs
+
+
+@pytest.mark.parametrize("name, preset", [("card", "GRASS"), ("tree", "TREE"), ("bush", "BUSH"), ("bush", "BANNER")])
+def test_evaluated_wind_bends_without_stretching_at_any_strength(mods, name, preset):
+    """#26 in the evaluated geometry: at strengths 0.5, 1, 3 and 10 (beyond the slider) every vertex keeps its
+    distance from its base (card, trunk, stem) or its branch's attach point to within 2%, and the group still
+    equals its numpy twin (a rotated, moved object)."""
+    scene = bpy.context.scene
+    w = scene.envfx.wind
+    matrix = Matrix.Translation((2.0, -1.0, 0.3)) @ Matrix.Rotation(0.7, 4, "Z")
+    obj, pairs = _length_asset(mods, name, matrix)
+    _select([obj])
+    mods.ops.bake(scene, [obj], ao_samples=0)
+    mods.ops.apply_preset([obj], preset)
+    w.direction, w.loop_frames = math.radians(35), 96
+    mods.ops.add_wind(scene, [obj])
+    rest = mods.bridge.get_positions(obj.data).astype(np.float64)
+    height = obj.envfx.wind.asset_height
+    worst = moved = 0.0
+    for strength in (0.5, 1.0, 3.0, 10.0):
+        w.strength = strength
+        assert _gn_vs_core(mods, obj, (1, 40)) < 1e-4
+        for frame in (1, 25, 50, 75):
+            scene.frame_set(frame)
+            got = mods.bridge.evaluated_positions(obj, bpy.context.evaluated_depsgraph_get()).astype(np.float64)
+            moved = max(moved, float(np.abs(got - rest).max()))
+            for verts, pivot, carried in pairs:
+                before = np.linalg.norm(rest[verts] - rest[pivot].mean(0), axis=1)
+                now = np.linalg.norm(got[verts] - (got if carried else rest)[pivot].mean(0), axis=1)
+                far = before > 0.1 * height
+                worst = max(worst, float(np.abs(now[far] / before[far] - 1.0).max(initial=0.0)))
+    assert moved > 0.05 * height
+    assert worst < 0.02, worst
+
+
 def test_a_plant_saved_by_blender_42_sways_the_same_in_50(mods, open_saved_by_blender_42):
     open_saved_by_blender_42("wind")
     scene = bpy.context.scene
