@@ -18,7 +18,7 @@ from .core import bend as core_bend
 from .core import gasgiant as core_gasgiant
 from .core import mips as core_mips
 from .core import wind as core_wind
-from .operators.common import PATH_OPTIONS
+from .operators.common import PATH_OPTIONS, restore_good_numbers
 from .shader_nodes import bend as bend_nodes
 from .shader_nodes import wind as wind_nodes
 
@@ -26,8 +26,32 @@ from .shader_nodes import wind as wind_nodes
 OVERRIDABLE = {"LIBRARY_OVERRIDABLE"}
 
 
+def _report(context, text: str):
+    """Tell the user about a refused value from an update callback (no operator to report through): the console,
+    and a pop-up where there is a window."""
+    print(text)
+    window = getattr(context, "window", None) if context is not None else None
+    if window is not None and not bpy.app.background:
+        context.window_manager.popup_menu(lambda menu, _ctx: menu.layout.label(text=text), title="EnvFX",
+                                          icon="ERROR")
+
+
+def _numbers_checked(update):
+    """``update`` run only when every float setting of the group is usable: NaN, inf and enormous numbers (which
+    make every vertex of a live effect NaN) are put back to the last good value and reported instead."""
+    def checked(self, context):
+        refused = restore_good_numbers(self)  # (its restore runs this callback again, with good values)
+        if refused:
+            _report(context, refused)
+            return
+        update(self, context)
+    checked.__doc__ = update.__doc__
+    return checked
+
+
 # --- Bend -------------------------------------------------------------------------------------------------
 
+@_numbers_checked
 def _bend_value_changed(self, context):
     # The group reads these through drivers; a value set from Python does not tag the scene for the
     # dependency graph by itself, so tag it (the viewport and renders then see the new value at once).
@@ -134,10 +158,12 @@ def _bend_exclude_changed(self, context):
 
 # --- Wind -------------------------------------------------------------------------------------------------
 
+@_numbers_checked
 def _wind_scene_changed(self, context):
     wind_nodes.sync(self.id_data)  # a scene with nothing in the wind has no group to change
 
 
+@_numbers_checked
 def _wind_object_changed(self, context):
     wind_nodes.sync_object(self.id_data)
 
@@ -427,6 +453,7 @@ class EnvFXGasGiantSettings(PropertyGroup):
 
 # --- Snow -------------------------------------------------------------------------------------------------
 
+@_numbers_checked
 def _snow_value_changed(self, context):
     # the trails group reads these through drivers; a value set from Python does not tag the scene for the
     # dependency graph by itself, so tag it
@@ -605,6 +632,7 @@ class EnvFXSnowSettings(PropertyGroup):
     )
 
 
+@_numbers_checked
 def _snow_actor_changed(self, context):
     # the live trails follow the actors' sizes (handlers.py: measured again at the next update)
     from .operators import snow as snow_ops

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass, field
 
@@ -254,3 +255,55 @@ class NeedsScene:
             cls.poll_message_set("Needs a scene")
             return False
         return True
+
+
+# --- numbers that cannot be used ---------------------------------------------------------------------------
+# Blender stores NaN in a float property whatever its min and max, and clamps inf only to the property's limit
+# (3.4e38 without one). Such a value reaching a node group makes every vertex NaN, so settings that drive the live
+# effects are checked where they are set (props' update callbacks restore the last good value) and again by the
+# operators that add an effect (settings saved in a file before the checks existed).
+
+# no setting of a live effect means anything this large (the bend's own distance limit, in metres)
+NUMBER_LIMIT = 1.0e6
+_last_good: dict = {}
+
+
+def bad_numbers(owner) -> list[tuple[str, float]]:
+    """(property name, value) of every float setting of the PropertyGroup ``owner`` that is NaN, infinite or
+    beyond ``NUMBER_LIMIT``; remembers the others as the last good values."""
+    bad = []
+    for prop in owner.bl_rna.properties:
+        if prop.type != "FLOAT" or prop.is_readonly:
+            continue
+        values = list(getattr(owner, prop.identifier)) if prop.array_length else [getattr(owner, prop.identifier)]
+        if all(math.isfinite(v) and abs(v) <= NUMBER_LIMIT for v in values):
+            _last_good[(owner.as_pointer(), prop.identifier)] = getattr(owner, prop.identifier)
+        else:
+            bad.append((prop.identifier, next(v for v in values if not (math.isfinite(v) and abs(v) <= NUMBER_LIMIT))))
+    return bad
+
+
+def bad_numbers_text(owner, bad) -> str:
+    names = ", ".join(f"{owner.bl_rna.properties[name].name} {value:g}" for name, value in bad)
+    return f"{names}: use a finite number (at most {NUMBER_LIMIT:g} in size)"
+
+
+def restore_good_numbers(owner) -> str | None:
+    """Put every unusable float setting of ``owner`` back to its last good value (its default when none was
+    seen); returns what was refused, as a sentence, or None."""
+    bad = bad_numbers(owner)
+    if not bad:
+        return None
+    text = bad_numbers_text(owner, bad)
+    for name, _value in bad:
+        good = _last_good.get((owner.as_pointer(), name), owner.bl_rna.properties[name].default)
+        setattr(owner, name, good)  # runs the update callback again, with a good value
+    return f"EnvFX refused {text}; kept the last good value"
+
+
+def check_numbers(*owners, error=ValueError):
+    """Refuse (``error``) when a settings group holds an unusable number (saved before the checks existed)."""
+    for owner in owners:
+        bad = bad_numbers(owner)
+        if bad:
+            raise error(f"{bad_numbers_text(owner, bad)} (in {owner.bl_rna.name or owner.bl_rna.identifier})")

@@ -133,3 +133,49 @@ def test_a_nearly_singular_world_matrix_is_left_unbent_not_nan(envfx):
         want = core_bend.live_local(bridge.get_positions(obj.data), matrix, params)
         assert np.abs(got - want).max() <= 1e-4 * max(1.0, np.abs(want).max()), obj.name
         assert (np.abs(got - bridge.get_positions(obj.data)).max() > 0.1) == moves, obj.name
+
+
+@pytest.mark.parametrize("owner, name", [
+    ("scene.wind", "strength"), ("scene.wind", "direction"), ("scene.wind", "gust_strength"),
+    ("scene.wind", "gust_frequency"), ("scene.wind", "ambient"), ("scene.wind", "grass_tilt"),
+    ("scene.wind", "grass_fade_start"), ("scene.wind", "grass_fade_end"),
+    ("object.wind", "lift"), ("object.wind", "sway"), ("object.wind", "bend"), ("object.wind", "micro"),
+    ("object.wind", "ramp"), ("object.wind", "rigidity"), ("object.wind", "asset_height"),
+    ("scene.bend", "spread"), ("scene.bend", "side_spread"), ("scene.bend", "strength"),
+    ("scene.bend", "horizon_offset"), ("scene.snow", "fade_height"), ("scene.snow", "refill_rate"),
+    ("object.snow", "radius"),
+])
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), -float("inf")])
+def test_a_number_that_cannot_be_used_never_reaches_the_settings(envfx, owner, name, bad, capsys):
+    """Blender stores NaN whatever a property's limits, and inf as its limit (3.4e38 without one): the update
+    callback puts the last good value back and says so. An inf clamped to a limit the setting has (wind strength
+    100) is that limit, a value the setting takes."""
+    obj = _plane("Thing", size=2.0, cuts=2)
+    group = {"scene": bpy.context.scene.envfx, "object": obj.envfx}[owner.split(".")[0]]
+    group = getattr(group, owner.split(".")[1])
+    prop = group.bl_rna.properties[name]
+    good = min(max(0.5, prop.hard_min), prop.hard_max)
+    setattr(group, name, good)
+    setattr(group, name, bad)
+    limit = prop.hard_max if bad > 0 else prop.hard_min
+    if bad == bad and abs(limit) <= envfx.operators.common.NUMBER_LIMIT:
+        assert getattr(group, name) == pytest.approx(limit), (owner, name)
+        return
+    assert getattr(group, name) == pytest.approx(good), (owner, name)
+    assert f"EnvFX refused {prop.name}" in capsys.readouterr().out
+
+
+def test_unusable_numbers_set_before_add_wind_never_make_nan_vertices(envfx):
+    scene = bpy.context.scene
+    card = _plane("Card", size=2.0, cuts=4)
+    card.rotation_euler = (1.5707963, 0.0, 0.0)
+    assert _run("wind_bake_data", [card]) == {"FINISHED"}
+    for name in ("strength", "gust_strength", "ambient", "direction"):
+        setattr(scene.envfx.wind, name, float("nan"))
+    card.envfx.wind.lift = float("nan")
+    card.envfx.wind.asset_height = float("inf")
+    assert _run("wind_add", [card]) == {"FINISHED"}
+    for frame in (1, 7, 30):
+        scene.frame_set(frame)
+        got = envfx.bridge.evaluated_positions(card, bpy.context.evaluated_depsgraph_get())
+        assert np.isfinite(got).all(), frame
