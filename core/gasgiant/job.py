@@ -4,10 +4,9 @@ files through a temporary folder and move them into place at the end (a cancelle
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
 import time
 
+from .. import outputs
 from .field import _scaled_progress, build_field_steps, lerp_field
 from .field_files import check_field_files, save_fields
 from .flow import encode_flow, flow_scale
@@ -19,20 +18,7 @@ from .simulation import Simulation
 
 
 def check_output_folder(folder: str):
-    if not folder:
-        raise GasGiantError("No output folder: choose where the textures go")
-    folder = os.path.abspath(folder)
-    if os.path.exists(folder) and not os.path.isdir(folder):
-        raise GasGiantError(f"Output {folder!r} is a file, not a folder: choose a folder")
-    probe = folder  # the nearest part of the path that exists: the bake makes the folders below it
-    while not os.path.exists(probe):
-        probe = os.path.dirname(probe)
-    if not os.path.isdir(probe):
-        raise GasGiantError(f"Output folder {folder!r} cannot be made: part of its path, {probe!r}, is a file, not a "
-                            f"folder: choose another folder")
-    if not os.access(probe, os.W_OK | os.X_OK):
-        raise GasGiantError(f"Output folder {folder!r} cannot be written (no permission on {probe!r}): choose a "
-                            f"folder you can write to")
+    outputs.check_folder(folder, error=GasGiantError, empty="No output folder: choose where the textures go")
 
 
 def bake(params: GasGiantParams, folder: str, check_memory: bool = True, fields: dict | None = None):
@@ -52,13 +38,8 @@ def bake(params: GasGiantParams, folder: str, check_memory: bool = True, fields:
     keys, at = field_times(params)
     folder = os.path.abspath(folder)
     t0 = time.perf_counter()
-    created = []  # folders this bake makes (removed again unless it finishes)
-    probe = folder
-    while not os.path.isdir(probe):
-        created.append(probe)
-        probe = os.path.dirname(probe)
-    os.makedirs(folder, exist_ok=True)
-    tmp = tempfile.mkdtemp(prefix=".envfx_gasgiant_", dir=folder)
+    staging = outputs.Staging(folder, "gasgiant", error=GasGiantError)  # removed with the folders it made on failure
+    tmp = staging.path
     sim = None
     done = False
     try:
@@ -133,8 +114,7 @@ def bake(params: GasGiantParams, folder: str, check_memory: bool = True, fields:
         _write_json(os.path.join(tmp, METADATA_NAME), bake_metadata(params, flow_stats))
         new = sorted(os.listdir(tmp))
         stale = sorted(previous_outputs(folder) - set(new))  # read before this bake's gasgiant.json replaces it
-        for name in [n for n in new if n != METADATA_NAME] + [METADATA_NAME]:  # the list of the files comes last
-            os.replace(os.path.join(tmp, name), os.path.join(folder, name))
+        staging.commit([n for n in new if n != METADATA_NAME] + [METADATA_NAME])  # the list of the files comes last
         done = True
         result = BakeResult(folder, written, params.frames, equis, time.perf_counter() - t0,
                             os.path.join(folder, METADATA_NAME))
@@ -148,13 +128,8 @@ def bake(params: GasGiantParams, folder: str, check_memory: bool = True, fields:
     finally:
         if sim is not None:
             sim.close()
-        shutil.rmtree(tmp, ignore_errors=True)
         if not done:
-            for path in created:  # leaf first
-                try:
-                    os.rmdir(path)
-                except OSError:
-                    break
+            staging.abort()
 
 
 def run_bake(params: GasGiantParams, folder: str, check_memory: bool = True) -> BakeResult:
