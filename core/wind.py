@@ -37,6 +37,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from . import wind_hierarchy
+
 # --- constants shared with shader_nodes/wind.py ----------------------------------------------------------
 
 CATEGORIES = ("TREE", "PLANT", "GRASS", "SPECIAL")
@@ -162,6 +164,10 @@ class BakeResult:
     warnings: list = field(default_factory=list)
     faceless: np.ndarray = None  # (N,) bool: vertices without a face, left out of the structure
     source: np.ndarray = None    # (N,) int64: whose data each vertex carries (itself, or a faceless one's nearest)
+    levels: list = field(default_factory=list)  # branches per hierarchy level (level 1 hangs from the trunk)
+    n_stems: int = 0             # other islands standing on the ground with their own roots
+    n_far: int = 0               # leaves attached from farther than the tolerance
+    trunk_found: bool = True     # False: all islands about one size, the lowest taken as the trunk
 
 
 def bake_wind_data(positions, edges, labels=None, leaf_fraction: float = 0.2, slices: int = 24,
@@ -257,7 +263,13 @@ def _nearest(points, queries, max_samples: int, seed: int) -> np.ndarray:
 
 
 def _structure_steps(p, edges, labels, leaf_fraction, slices, max_samples, seed):
-    """The structure of the vertices with faces (see ``bake_steps``): yields progress, returns the ``BakeResult``."""
+    """The structure of the vertices with faces (see ``bake_steps``): yields progress, returns the ``BakeResult``.
+
+    Islands (connected pieces) make a tree by proximity (``wind_hierarchy.attach_islands``): the trunk is the root,
+    every other island hangs from the clearly bigger island it touches or comes closest to. Islands nothing hangs
+    from are leaves (whatever their construction); the others are branches, by level. B grows along that tree from
+    the trunk (continuous where a piece attaches: it starts at its parent's B there), G is one phase per first-level
+    branch with everything hanging from it, R runs 0..1 over each leaf from where it attaches."""
     n = len(p)
     warnings = []
 
@@ -274,7 +286,7 @@ def _structure_steps(p, edges, labels, leaf_fraction, slices, max_samples, seed)
     roots, inv = np.unique(comp, return_inverse=True)
     k = len(roots)
     order, starts, counts = _segments(inv, k)
-    yield 0.3
+    yield 0.15
     lo = np.stack([_seg_reduce(np.minimum, p[:, i], order, starts, counts) for i in range(3)], 1)
     hi = np.stack([_seg_reduce(np.maximum, p[:, i], order, starts, counts) for i in range(3)], 1)
     size = np.linalg.norm(hi - lo, axis=1)
@@ -282,14 +294,31 @@ def _structure_steps(p, edges, labels, leaf_fraction, slices, max_samples, seed)
     np.maximum.at(isl_label, inv, np.where(labels == LABEL_TRUNK, 0, labels).astype(np.int8))
     has_trunk = np.zeros(k, bool)
     has_trunk[inv[labels == LABEL_TRUNK]] = True
+    on_ground = lo[:, 2] <= zmin + 0.03 * hgt
 
+    trunk_found = True
     if has_trunk.any():
         trunk_isl = has_trunk
     else:
         trunk_isl = np.zeros(k, bool)
-        trunk_isl[inv[int(np.argmin(z))]] = True
-    leaf_isl = np.where(isl_label == LABEL_LEAF, True,
-                        np.where(isl_label == LABEL_BRANCH, False, size < leaf_fraction * hgt)) & ~trunk_isl
+        big = float(size.max())
+        if k >= 3 and big < 1.5 * float(np.median(size)):
+            # no island stands out: all leaves (a clump of cards, a bed of blades); the lowest one is the trunk
+            trunk_found = False
+            trunk_isl[inv[int(np.argmin(z))]] = True
+            warnings.append(f"No trunk found: the asset's {k} islands are all of about one size (leaves, cards or "
+                            f"blades, none at least 1.5x the typical one), so the lowest island is taken as the "
+                            f"trunk and everything hangs from it; mark the trunk with an {VERTEX_GROUP_NAMES[0]} "
+                            f"vertex group or a material named trunk or bark if it is there")
+        else:
+            cand = on_ground & (size >= 0.5 * big)
+            t = int(np.argmax(np.where(cand, size, -1.0))) if cand.any() else int(np.argmax(size))
+            trunk_isl[t] = True
+            if not on_ground[t]:
+                warnings.append(f"The trunk (the largest island) does not reach the ground: it starts "
+                                f"{float(lo[t, 2]) - zmin:.3g} m above the asset's lowest point, which is the base "
+                                f"of the height gradient; B is 0 on the trunk all the same. Mark the trunk with an "
+                                f"{VERTEX_GROUP_NAMES[0]} vertex group if another island is the trunk")
     if k == 1:
         warnings.append("The asset is a single island: height gradient and B come from the geometry alone "
                         "(no separate leaves); mark leaves with an EnvFX_Leaf vertex group or material if needed")
@@ -335,112 +364,170 @@ def _structure_steps(p, edges, labels, leaf_fraction, slices, max_samples, seed)
     b_raw = np.maximum(radial - ar, 0.0)
     core = vtrunk & ((radial <= 1.5 * ar + 1e-3 * hgt) | (labels == LABEL_TRUNK))
     b_raw[core] = 0.0
-    # stems: other non-leaf islands standing on the ground (multi-stem bushes, grass blades): B grows from
-    # their own root (lowest vertex), so their bases stay put like the trunk's
-    stem_isl = ~trunk_isl & ~leaf_isl & (lo[:, 2] <= zmin + 0.03 * hgt)
+    yield 0.3
+
+    # stems: other islands standing on the ground, not small (multi-stem bushes, grass blades): their own roots,
+    # B grows from their lowest vertex so their bases stay put like the trunk's
+    stem_isl = ~trunk_isl & on_ground & (size >= leaf_fraction * hgt) & (isl_label != LABEL_LEAF)
     vstem = stem_isl[inv]
-    root = np.zeros(k, np.int64)
-    ring = np.zeros(k)
     if vstem.any():
         sv = np.nonzero(vstem)[0]
         si = inv[sv]
         low = np.full(k, np.inf)
         np.minimum.at(low, si, z[sv])
         at_low = z[sv] <= low[si]
-        root[stem_isl] = n
+        root = np.full(k, n, np.int64)
         np.minimum.at(root, si[at_low], sv[at_low])
         dist = np.linalg.norm(p[sv] - p[root[si]], axis=1)
-        # the root's own ring (vertices within 1% of the height above the root) stays put
-        near = z[sv] <= low[si] + 0.01 * hgt
-        np.maximum.at(ring, si[near], dist[near])
+        ring = np.zeros(k)
+        near_root = z[sv] <= low[si] + 0.01 * hgt  # the root's own ring stays put
+        np.maximum.at(ring, si[near_root], dist[near_root])
         b_raw[sv] = np.maximum(dist - ring[si], 0.0)
-    yield 0.5
 
-    # branches: separate branch islands + pieces of the trunk island outside its core
+    # the hierarchy: every other island hangs from a clearly bigger one nearby (the trunk is bigger than all)
+    rank_size = size.copy()
+    rank_size[trunk_isl] = np.inf
+    is_root = trunk_isl | stem_isl
+    ext = float((p.max(axis=0) - p.min(axis=0)).max())
+    tol = wind_hierarchy.TOLERANCE * ext
+    if k > 1:
+        att = wind_hierarchy.attach_islands(p, edges, inv, k, rank_size, tol, seed)
+    else:
+        att = dict(parent=np.full(k, -1), vertex=np.zeros(k, np.int64), pa=np.zeros(k, np.int64),
+                   pb=np.zeros(k, np.int64), pt=np.zeros(k), gap=np.full(k, np.inf), near=np.zeros(k, bool))
+    parent = np.where(is_root, -1, att["parent"])
+    yield 0.6
+    children = np.bincount(parent[parent >= 0], minlength=k)
+    hangs = parent >= 0
+    leaf_isl = hangs & (((children == 0) & (isl_label != LABEL_BRANCH)) | (isl_label == LABEL_LEAF))
+    branch_isl = hangs & ~leaf_isl
+    depth = wind_hierarchy.depths(parent)
     vleaf = leaf_isl[inv]
+
+    # B along the hierarchy, level by level: a piece starts at its parent's B where it attaches
+    av, pa, pb, pt = att["vertex"], att["pa"], att["pb"], att["pt"]
+    vdepth = depth[inv]
+    for d in range(1, int(depth.max()) + 1 if k else 1):  # a loop over hierarchy levels
+        isl = (depth == d) & hangs
+        if not isl.any():
+            continue
+        start_b = np.zeros(k)
+        start_b[isl] = (1.0 - pt[isl]) * b_raw[pa[isl]] + pt[isl] * b_raw[pb[isl]]
+        v = np.nonzero((vdepth == d) & hangs[inv])[0]
+        b_raw[v] = start_b[inv[v]] + np.linalg.norm(p[v] - p[av[inv[v]]], axis=1)
+
+    # G: one phase per first-level branch (a piece welded to the trunk, an island hanging from the trunk or a stem)
     outside = vtrunk & ~core
     e_out = edges[outside[edges[:, 0]] & outside[edges[:, 1]]] if edges.size else edges
     sub = connected_components(n, e_out)
-    branch_key = np.where(outside, sub, np.where(~vtrunk & ~vleaf, n + comp, -1))
     phase = np.zeros(n, np.float64)
-    is_branch = branch_key >= 0
-    n_branches = 0
-    if is_branch.any():
-        keys, kinv = np.unique(branch_key[is_branch], return_inverse=True)
-        n_branches = len(keys)
-        phase[is_branch] = np.mod((kinv + 1) * GOLDEN, 1.0)
-    yield 0.6
+    n_welded = 0
+    if outside.any():
+        keys, kinv = np.unique(sub[outside], return_inverse=True)
+        n_welded = len(keys)
+        phase[outside] = np.mod((kinv + 1) * GOLDEN, 1.0)
+    iphase = np.zeros(k)
+    first = hangs & (depth == 1) & trunk_isl[np.maximum(parent, 0)]
+    inherit = np.zeros(k)
+    inherit[first] = np.where(pt[first] < 0.5, phase[pa[first]], phase[pb[first]])
+    inherit[first] = np.where(inherit[first] == 0.0, np.maximum(phase[pa[first]], phase[pb[first]]), inherit[first])
+    lone = np.nonzero(first & (inherit == 0.0))[0]
+    if n_welded and len(lone):
+        # attached to the trunk's core beside a welded branch's base: that branch's, when it is within reach
+        ov = np.nonzero(outside)[0]
+        near_v = ov[_nearest(p[ov], p[av[lone]], max_samples, seed)]
+        close = np.linalg.norm(p[near_v] - p[av[lone]], axis=1) <= tol
+        inherit[lone[close]] = phase[near_v[close]]
+    # a leaf stuck on the trunk's core belongs to the trunk: B 0 and the trunk's phase (it only flutters)
+    on_core = first & leaf_isl & (inherit == 0.0)
+    b_raw[on_core[inv]] = 0.0
+    fresh = (first & (inherit == 0.0) & ~on_core) | stem_isl
+    ids = np.nonzero(fresh)[0]
+    iphase[ids] = np.mod((n_welded + np.arange(len(ids)) + 1) * GOLDEN, 1.0)
+    iphase[first & ~fresh & ~on_core] = inherit[first & ~fresh & ~on_core]
+    for d in range(1, int(depth.max()) + 1 if k else 1):  # deeper levels take their parent's phase
+        isl = hangs & (depth == d) & ~first
+        iphase[isl] = iphase[parent[isl]]
+    not_trunk = ~vtrunk
+    phase[not_trunk] = iphase[inv[not_trunk]]
+    yield 0.7
 
-    # leaves: attach at the vertex nearest the branch / trunk geometry
+    # R: 0 where a leaf attaches, 1 at its farthest point
     leaf = np.zeros(n, np.float64)
     leaf_phase = np.zeros(n, np.float64)
     leaf_ids = np.nonzero(leaf_isl)[0]
     n_leaves = len(leaf_ids)
+    n_far = 0
     if n_leaves:
-        solid = np.nonzero(~vleaf)[0]
-        rng = np.random.default_rng(seed)
-        if len(solid) > max_samples:
-            solid = np.sort(rng.choice(solid, max_samples, replace=False))
-        sp = p[solid]
-        centre = 0.5 * (lo[leaf_ids] + hi[leaf_ids])
-        kn = min(4, len(sp))
-        knn = np.empty((n_leaves, kn), np.int64)
-        sp32 = sp.astype(np.float32)
-        sp_sq = (sp32 * sp32).sum(1)
-        chunk = max(1, 4_000_000 // max(len(sp), 1))
-        for i in range(0, n_leaves, chunk):  # chunks of leaves (memory bound), not a loop over vertices
-            c = centre[i:i + chunk].astype(np.float32)
-            d2 = sp_sq[None, :] - 2.0 * (c @ sp32.T)
-            knn[i:i + chunk] = np.argpartition(d2, kn - 1, axis=1)[:, :kn] if kn < len(sp) else np.arange(kn)
-            yield 0.6 + 0.3 * min(1.0, (i + chunk) / n_leaves)
-        leaf_row = np.zeros(k, np.int64)
-        leaf_row[leaf_ids] = np.arange(n_leaves)
         lv = np.nonzero(vleaf)[0]
         li = inv[lv]
-        cand = knn[leaf_row[li]]                                   # (nl, kn) solid sample indices
-        plv = p[lv].astype(np.float32)
-        dc = np.empty((len(lv), kn), np.float32)
-        for j in range(kn):  # distance to each of the few candidates
-            dc[:, j] = np.linalg.norm(plv - sp32[cand[:, j]], axis=1)
-        best = np.argmin(dc, axis=1)
-        dist_t = dc[np.arange(len(lv)), best].astype(np.float64)
-        # per leaf island: the vertex nearest the branch (ties: the lowest index) is the attachment
-        gap = np.full(k, np.inf)
-        np.minimum.at(gap, li, dist_t)
-        is_min = dist_t <= gap[li]
-        attach_v = np.full(k, n, np.int64)
-        np.minimum.at(attach_v, li[is_min], lv[is_min])
-        first = np.zeros(len(lv), bool)
-        first[is_min] = lv[is_min] == attach_v[li[is_min]]
-        src = np.zeros(k, np.int64)
-        src[li[first]] = solid[cand[first, best[first]]]
-        d_att = np.linalg.norm(p[lv] - p[attach_v[li]], axis=1)
+        d_att = np.linalg.norm(p[lv] - p[av[li]], axis=1)
         dmax = np.zeros(k)
         np.maximum.at(dmax, li, d_att)
         leaf[lv] = np.where(dmax[li] > 0, d_att / np.maximum(dmax[li], 1e-12), 0.0)
-        # B from the attachment point, G from the branch it attaches to
-        # B at the attachment, measured like the structure it hangs from (0 on the trunk's core; from the root on
-        # a stem; from the trunk axis otherwise), at the leaf's own attachment vertex: no nearest-vertex ties
-        sk = inv[src[li]]
-        p_att = p[attach_v[li]]
-        from_root = np.maximum(np.linalg.norm(p_att - p[root[sk]], axis=1) - ring[sk], 0.0)
-        b_raw[lv] = np.where(core[src[li]], 0.0, np.where(stem_isl[sk], from_root, b_raw[attach_v[li]]))
-        phase[lv] = phase[src[li]]
+        leaf_row = np.zeros(k, np.int64)
+        leaf_row[leaf_ids] = np.arange(n_leaves)
         leaf_phase[lv] = np.mod((leaf_row[li] + 1) * GOLDEN, 1.0)
-        far = gap[leaf_ids] > np.maximum(2.0 * size[leaf_ids], 0.05 * hgt)
-        if far.any():
-            warnings.append(f"{int(far.sum())} leaf island(s) are far from any branch or trunk (up to "
-                            f"{gap[leaf_ids].max():.3g} m): they flutter from their own nearest point; mark them "
-                            f"with vertex groups or move them onto a branch")
+        far = leaf_isl & ~att["near"] & (att["gap"] > np.maximum(2.0 * size, tol))
+        n_far = int(far.sum())
+        if n_far:
+            warnings.append(f"{n_far} leaf island(s) are far from any branch or trunk (up to "
+                            f"{float(att['gap'][far].max()):.3g} m, more than {tol:.3g} m): each was attached to "
+                            f"its nearest bigger island; mark them with vertex groups or move them onto a branch")
 
     bmax = float(b_raw.max())
     branch = b_raw / bmax if bmax > 0 else b_raw
     kind = np.where(vleaf, LABEL_LEAF, np.where(core, LABEL_TRUNK, LABEL_BRANCH)).astype(np.int8)
+    levels = []
+    for d in range(1, int(depth.max()) + 1 if k else 1):
+        levels.append(int((branch_isl & (depth == d)).sum()) + (n_welded if d == 1 else 0))
+    if not levels and n_welded:
+        levels = [n_welded]
+    while levels and levels[-1] == 0:
+        levels.pop()
+    n_branches = n_welded + int(branch_isl.sum()) + int(stem_isl.sum())
+    warnings += _degenerate_warnings(k, n_leaves, n_branches, phase[vleaf], branch[~core], leaf_isl, parent,
+                                     trunk_isl)
     yield 1.0
     return BakeResult(
         height=height, branch=branch.astype(np.float32), leaf=leaf.astype(np.float32),
         phase=phase.astype(np.float32), leaf_phase=leaf_phase.astype(np.float32), kind=kind,
-        asset_height=hgt, base_z=zmin, n_islands=k, n_leaves=n_leaves, n_branches=n_branches, warnings=warnings)
+        asset_height=hgt, base_z=zmin, n_islands=k, n_leaves=n_leaves, n_branches=n_branches, warnings=warnings,
+        levels=levels, n_stems=int(stem_isl.sum()), n_far=n_far, trunk_found=trunk_found)
+
+
+VERTEX_GROUP_NAMES = ("EnvFX_Trunk", "EnvFX_Branch", "EnvFX_Leaf")
+
+
+def _degenerate_warnings(k, n_leaves, n_branches, leaf_g, nontrunk_b, leaf_isl, parent, trunk_isl) -> list:
+    """Warnings for a result a game cannot use, each saying what was found and which override fixes it."""
+    out = []
+    if k < 3:
+        return out
+    if n_leaves >= 2 and n_branches == 0:
+        out.append(f"No branch found under the foliage: all {n_leaves} leaves hang from the trunk, so they sway "
+                   f"with it, not with branches; mark branches with an EnvFX_Branch vertex group or a material "
+                   f"named branch")
+    if n_leaves >= 2 and len(leaf_g) and float(np.ptp(leaf_g)) == 0.0:
+        out.append(f"All {n_leaves} leaves got the same branch phase (G), so they sway in unison; mark branches "
+                   f"with an EnvFX_Branch vertex group or a material named branch")
+    if len(nontrunk_b) and float(nontrunk_b.max()) == 0.0:
+        out.append("B is 0 on everything outside the trunk, so no branch moves; mark the trunk with an "
+                   "EnvFX_Trunk vertex group (or a material named trunk or bark) and branches with EnvFX_Branch")
+    return out
+
+
+def levels_text(result: "BakeResult") -> str:
+    """The structure found, for the Info line: trunk, branches per level, leaves."""
+    parts = ["trunk" if result.trunk_found else "no trunk (lowest island used)"]
+    if result.n_stems:
+        parts.append(f"{result.n_stems} stem{'s' if result.n_stems != 1 else ''}")
+    for i, count in enumerate(result.levels or []):
+        parts.append(f"{count} level-{i + 1} branch{'es' if count != 1 else ''}")
+    if not result.levels and not result.n_stems:
+        parts.append("0 branches")
+    parts.append(f"{result.n_leaves} lea{'ves' if result.n_leaves != 1 else 'f'}")
+    return ", ".join(parts)
 
 
 def pack_channels(result: BakeResult, ao=None, layout: str = "HZD", custom=None) -> np.ndarray:
