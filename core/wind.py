@@ -281,8 +281,8 @@ def _structure_steps(p, edges, labels, leaf_fraction, slices, max_samples, seed)
     height = ((z - zmin) / hgt).astype(np.float32)
     yield 0.05
 
-    # islands
-    comp = connected_components(n, edges)
+    # islands; vertices at one position are one (a card of two unwelded triangles, a double-sided card's twins)
+    comp = connected_components(n, np.concatenate([edges, wind_hierarchy.coincident_pairs(p)]))
     roots, inv = np.unique(comp, return_inverse=True)
     k = len(roots)
     order, starts, counts = _segments(inv, k)
@@ -385,7 +385,11 @@ def _structure_steps(p, edges, labels, leaf_fraction, slices, max_samples, seed)
         b_raw[sv] = np.maximum(dist - ring[si], 0.0)
 
     # the hierarchy: every other island hangs from a clearly bigger one nearby (the trunk is bigger than all)
-    rank_size = size.copy()
+    # the size that ranks islands: twice the farthest distance from the centroid (turning a card changes its
+    # bounding box, not this)
+    cen = np.stack([np.bincount(inv, weights=p[:, i], minlength=k) for i in range(3)], 1) / counts[:, None]
+    rank_size = np.zeros(k)
+    np.maximum.at(rank_size, inv, 2.0 * np.linalg.norm(p - cen[inv], axis=1))
     rank_size[trunk_isl] = np.inf
     is_root = trunk_isl | stem_isl
     ext = float((p.max(axis=0) - p.min(axis=0)).max())
@@ -407,6 +411,10 @@ def _structure_steps(p, edges, labels, leaf_fraction, slices, max_samples, seed)
     # B along the hierarchy, level by level: a piece starts at its parent's B where it attaches
     av, pa, pb, pt = att["vertex"], att["pa"], att["pb"], att["pt"]
     vdepth = depth[inv]
+    anchor = p[pa] + pt[:, None] * (p[pb] - p[pa])
+    hv = np.nonzero(hangs[inv])[0]
+    along = np.zeros(n)  # each hanging piece's distance from its attached end, along the piece
+    along[hv] = wind_hierarchy.along_card(p, hv, inv[hv], anchor, cen, k)
     for d in range(1, int(depth.max()) + 1 if k else 1):  # a loop over hierarchy levels
         isl = (depth == d) & hangs
         if not isl.any():
@@ -414,7 +422,7 @@ def _structure_steps(p, edges, labels, leaf_fraction, slices, max_samples, seed)
         start_b = np.zeros(k)
         start_b[isl] = (1.0 - pt[isl]) * b_raw[pa[isl]] + pt[isl] * b_raw[pb[isl]]
         v = np.nonzero((vdepth == d) & hangs[inv])[0]
-        b_raw[v] = start_b[inv[v]] + np.linalg.norm(p[v] - p[av[inv[v]]], axis=1)
+        b_raw[v] = start_b[inv[v]] + along[v]
 
     # G: one phase per first-level branch (a piece welded to the trunk, an island hanging from the trunk or a stem)
     outside = vtrunk & ~core
@@ -461,10 +469,10 @@ def _structure_steps(p, edges, labels, leaf_fraction, slices, max_samples, seed)
     if n_leaves:
         lv = np.nonzero(vleaf)[0]
         li = inv[lv]
-        d_att = np.linalg.norm(p[lv] - p[av[li]], axis=1)
+        d_att = along[lv]
         dmax = np.zeros(k)
         np.maximum.at(dmax, li, d_att)
-        leaf[lv] = np.where(dmax[li] > 0, d_att / np.maximum(dmax[li], 1e-12), 0.0)
+        leaf[lv] = np.clip(np.where(dmax[li] > 0, d_att / np.maximum(dmax[li], 1e-12), 0.0), 0.0, 1.0)
         leaf_row = np.zeros(k, np.int64)
         leaf_row[leaf_ids] = np.arange(n_leaves)
         leaf_phase[lv] = np.mod((leaf_row[li] + 1) * GOLDEN, 1.0)

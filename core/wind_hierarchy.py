@@ -20,7 +20,8 @@ import numpy as np
 
 BIGGER = 1.15            # a parent is at least this much bigger (bounding-box diagonal) than its child
 TOLERANCE = 0.03         # attach distance, as a fraction of the asset's largest extent
-CELL_CAP = 16            # candidate points kept per search cell (the biggest islands' first)
+CELL_CAP = 12            # candidate points kept per island in a search cell ...
+ISLANDS_PER_CELL = 6     # ... for the biggest islands in it
 QUERIES = 8              # vertices per island that look for a parent
 
 
@@ -75,6 +76,18 @@ def _edge_points(p, edges, step, limit=4_000_000):
     return edges[idx, 0], edges[idx, 1], t
 
 
+def coincident_pairs(p, rel=1e-6):
+    """(E, 2) pairs of vertices at one position (to within ``rel`` of the asset's extent): sort-based."""
+    ext = float(np.ptp(p, axis=0).max()) if len(p) else 0.0
+    if ext <= 0:
+        return np.zeros((0, 2), np.int64)
+    q = np.round((p - p.min(axis=0)) / (rel * ext)).astype(np.int64)
+    order = np.lexsort((q[:, 2], q[:, 1], q[:, 0]))
+    qs = q[order]
+    same = np.all(qs[1:] == qs[:-1], axis=1)
+    return np.stack([order[:-1][same], order[1:][same]], 1)
+
+
 def canonical_frame(p):
     """``p`` about its centroid, turned about Z onto the principal axes of its horizontal spread (each axis
     pointing to the side with the longer tail): the same for the asset moved or turned about Z."""
@@ -122,18 +135,27 @@ def attach_islands(p, edges, inv, k, rank_size, tol, seed=0):
     dims = np.floor((p.max(axis=0) + 2 * tol - lo) / cell).astype(np.int64) + 2
     cid = np.floor((pts - lo) / cell).astype(np.int64)
     ckey = (cid[:, 0] * dims[1] + cid[:, 1]) * dims[2] + cid[:, 2]
-    order = np.lexsort((-np.minimum(rank_size[pis], 1e30), ckey))
+    # per cell: the points of its ISLANDS_PER_CELL biggest islands, up to CELL_CAP points each
+    order = np.lexsort((pis, -np.minimum(rank_size[pis], 1e30), ckey))
     ckey_s = ckey[order]
+    pis_s = pis[order]
+    idx = np.arange(len(order))
     newc = np.ones(len(order), bool)
     newc[1:] = ckey_s[1:] != ckey_s[:-1]
-    cstart = np.maximum.accumulate(np.where(newc, np.arange(len(order)), 0))
-    kept = (np.arange(len(order)) - cstart) < CELL_CAP
+    newg = newc.copy()
+    newg[1:] |= pis_s[1:] != pis_s[:-1]
+    cstart = np.maximum.accumulate(np.where(newc, idx, 0))
+    gstart = np.maximum.accumulate(np.where(newg, idx, 0))
+    gnum = np.cumsum(newg)
+    grank = gnum - gnum[cstart]
+    kept = (grank < ISLANDS_PER_CELL) & ((idx - gstart) < CELL_CAP)
     order = order[kept]
     ckey_s = ckey_s[kept]
     pa, pb, pt, pts, pis = pa[order], pb[order], pt[order], pts[order], pis[order]
     ukeys, ustart, ucount = np.unique(ckey_s, return_index=True, return_counts=True)
 
     best_d = np.full(k, np.inf)
+    best_s = np.full(k, np.inf)
     best_q = np.full(k, -1, np.int64)
     best_p = np.full(k, -1, np.int64)
     # the 8 cells of the octant around each query cover every point within tol along each axis
@@ -164,12 +186,16 @@ def attach_islands(p, edges, inv, k, rank_size, tol, seed=0):
             gq, rp, own, d = gq[close], rp[close], own[close], d[close]
             if not len(d):
                 continue
-            o = np.lexsort((d, own))
+            # of the islands within reach, the finest (a leaf touching its twig and near the branch is the
+            # twig's), at its nearest point
+            ps = rank_size[pis[rp]]
+            o = np.lexsort((d, ps, own))
             fst = np.ones(len(o), bool)
             fst[1:] = own[o[1:]] != own[o[:-1]]
             o = o[fst]
-            better = d[o] < best_d[own[o]]
+            better = (ps[o] < best_s[own[o]]) | ((ps[o] == best_s[own[o]]) & (d[o] < best_d[own[o]]))
             o = o[better]
+            best_s[own[o]] = ps[o]
             best_d[own[o]] = d[o]
             best_q[own[o]] = qv[gq[o]]
             best_p[own[o]] = rp[o]
@@ -224,6 +250,41 @@ def attach_islands(p, edges, inv, k, rank_size, tol, seed=0):
     parent[on_v] = inv[v]
     ra[on_v], rb[on_v] = v, v
     return dict(parent=parent, vertex=vtx, pa=ra, pb=rb, pt=rt, gap=best_d, near=near)
+
+
+def along_card(p, lv, li, anchor, cen, k):
+    """Distance of each leaf vertex ``lv`` (island ``li``) from the end of its leaf that is nearer ``anchor``
+    (k, 3: the point of the parent it hangs from), measured along that of the leaf's two main axes that is closer
+    to the way from the anchor to the leaf's centre: a card's whole attached edge is 0, its far end the largest,
+    whichever of its vertices happens to be nearest the twig. 0 or more."""
+    c = p[lv] - cen[li]
+    # each position counts once (a double-sided card's twins, the shared corners of two triangles)
+    ext = max(float(np.ptp(p, axis=0).max()), 1e-12)
+    q = np.round((p[lv] - p.min(axis=0)) / (1e-6 * ext)).astype(np.int64)
+    _, qinv, qcount = np.unique(q, axis=0, return_inverse=True, return_counts=True)
+    wgt = 1.0 / qcount[qinv.reshape(-1)]
+    cov = np.zeros((k, 3, 3))
+    for i in range(3):  # 3x3 segment sums, not a loop over vertices
+        for j in range(i, 3):
+            cov[:, i, j] = cov[:, j, i] = np.bincount(li, weights=wgt * c[:, i] * c[:, j], minlength=k)
+    _, vecs = np.linalg.eigh(cov)
+    to_c = cen - anchor
+    norm = np.linalg.norm(to_c, axis=1)
+    u = to_c / np.maximum(norm, 1e-12)[:, None]
+    d1 = (vecs[:, :, 2] * u).sum(1)
+    d2 = (vecs[:, :, 1] * u).sum(1)
+    pick2 = np.abs(d2) > np.abs(d1)
+    axis = np.where(pick2[:, None], vecs[:, :, 1], vecs[:, :, 2])
+    dot = np.where(pick2, d2, d1)
+    axis = axis * np.where(dot < 0, -1.0, 1.0)[:, None]
+    proj = (c * axis[li]).sum(1)
+    return proj - _seg_min(proj, li, k)[li]
+
+
+def _seg_min(values, seg, k):
+    out = np.full(k, np.inf)
+    np.minimum.at(out, seg, values)
+    return np.where(np.isfinite(out), out, 0.0)
 
 
 def depths(parent):
