@@ -6,18 +6,18 @@ Bake (``bake_wind_data``), per vertex of an asset made of one or more objects, i
 - B       distance from the trunk along the branch structure, normalised over the asset (branch motion);
 - R       distance from the point where a leaf island attaches to its branch, normalised per leaf (flutter);
 - G       a stable per-branch index in 0..1 (phase offset, so branches do not move in unison);
-- A       ambient occlusion (baked by Cycles in the bridge; 1.0 here).
+- A       ambient occlusion by the asset itself (``wind_hierarchy.ambient_occlusion``, called by the bridge).
 
-Structure detection, from the vertices that belong to a face only (a vertex without one, such as a stray point or a
+Structure, from the vertices that belong to a face only (a vertex without one, such as a stray point or a
 loose-edge strand, takes the data of its nearest vertex with a face): islands (connected components of the edge
-graph); the trunk is the island holding the asset's lowest vertex (or the islands marked trunk); its axis is the
-per-height-slice median of the trunk's vertices (so leaning trunks and assets away from the origin work) and its
-radius a low percentile of the distances to that axis. Islands small against the asset's height are leaves (cards,
-needles, blades); the others are branches. Branches welded to the trunk are the connected pieces of the trunk island
-outside the trunk's core; other islands standing on the ground are stems (multi-stem bushes, grass blades) whose B
-grows from their own root. A leaf attaches at its vertex nearest the branch/trunk geometry and inherits B and G from
-there.
-Overrides (vertex groups / material slots, resolved by the bridge) label vertices trunk / branch / leaf.
+graph, vertices at one position joined); the trunk is the largest island standing on the ground (or the islands
+marked trunk; with all islands of about one size, none is found and the lowest is used); its axis and radius per
+height slice split off branches welded to it. Every other island hangs from the finest clearly bigger island within
+a tolerance relative to the asset (``wind_hierarchy.attach_islands``), giving trunk -> branch levels -> leaves
+(islands nothing hangs from); other islands standing on the ground and not small are stems with their own roots.
+B grows along that hierarchy from the trunk, G is one phase per first-level branch, R runs over each leaf from the
+end that hangs from its parent. Overrides (vertex groups / material slots, resolved by the bridge) label vertices
+trunk / branch / leaf.
 
 Live wind (``wind_offsets``): the reference the geometry-nodes group "EnvFX Wind" must match to 1e-4. All
 periodic terms are sines of ``2 pi f t + phase`` (the grass wobble a parabolic sine); per-vertex phases are
@@ -168,6 +168,8 @@ class BakeResult:
     n_stems: int = 0             # other islands standing on the ground with their own roots
     n_far: int = 0               # leaves attached from farther than the tolerance
     trunk_found: bool = True     # False: all islands about one size, the lowest taken as the trunk
+    island: np.ndarray = None    # (N,) island of each vertex (of the vertices with faces)
+    parent: np.ndarray = None    # (islands,) the island each hangs from (-1: trunk or stem)
 
 
 def bake_wind_data(positions, edges, labels=None, leaf_fraction: float = 0.2, slices: int = 24,
@@ -364,22 +366,34 @@ def _structure_steps(p, edges, labels, leaf_fraction, slices, max_samples, seed)
     b_raw = np.maximum(radial - ar, 0.0)
     core = vtrunk & ((radial <= 1.5 * ar + 1e-3 * hgt) | (labels == LABEL_TRUNK))
     b_raw[core] = 0.0
+    # pieces of the trunk island outside its core are welded branches only when they reach well out of it (a
+    # tapering trunk's top is not a branch)
+    outside = vtrunk & ~core
+    if outside.any():
+        e_out = edges[outside[edges[:, 0]] & outside[edges[:, 1]]] if edges.size else edges
+        sub = connected_components(n, e_out)
+        reach = np.zeros(n)
+        np.maximum.at(reach, sub[outside], b_raw[outside])
+        stub = outside & (reach[sub] <= 0.05 * hgt)
+        core |= stub
+        b_raw[stub] = 0.0
+        outside &= ~stub
     yield 0.3
 
     # stems: other islands standing on the ground, not small (multi-stem bushes, grass blades): their own roots,
     # B grows from their lowest vertex so their bases stay put like the trunk's
     stem_isl = ~trunk_isl & on_ground & (size >= leaf_fraction * hgt) & (isl_label != LABEL_LEAF)
     vstem = stem_isl[inv]
+    root = np.full(k, n, np.int64)
+    ring = np.zeros(k)
     if vstem.any():
         sv = np.nonzero(vstem)[0]
         si = inv[sv]
         low = np.full(k, np.inf)
         np.minimum.at(low, si, z[sv])
         at_low = z[sv] <= low[si]
-        root = np.full(k, n, np.int64)
         np.minimum.at(root, si[at_low], sv[at_low])
         dist = np.linalg.norm(p[sv] - p[root[si]], axis=1)
-        ring = np.zeros(k)
         near_root = z[sv] <= low[si] + 0.01 * hgt  # the root's own ring stays put
         np.maximum.at(ring, si[near_root], dist[near_root])
         b_raw[sv] = np.maximum(dist - ring[si], 0.0)
@@ -414,20 +428,31 @@ def _structure_steps(p, edges, labels, leaf_fraction, slices, max_samples, seed)
     anchor = p[pa] + pt[:, None] * (p[pb] - p[pa])
     hv = np.nonzero(hangs[inv])[0]
     along = np.zeros(n)  # each hanging piece's distance from its attached end, along the piece
-    along[hv] = wind_hierarchy.along_card(p, hv, inv[hv], anchor, cen, k)
+    along[hv], ax_i, end_i = wind_hierarchy.along_card(p, hv, inv[hv], anchor, cen, k)
+    length_i = np.zeros(k)
+    np.maximum.at(length_i, inv[hv], along[hv])
+    # a piece's B is affine along its axis (start + distance from its attached end), so its parent's B at the
+    # child's attached end is exact wherever the search met the parent
+    x_end = cen + ax_i * end_i[:, None]
+    start_b = np.zeros(k)
     for d in range(1, int(depth.max()) + 1 if k else 1):  # a loop over hierarchy levels
-        isl = (depth == d) & hangs
-        if not isl.any():
+        isl = np.nonzero((depth == d) & hangs)[0]
+        if not len(isl):
             continue
-        start_b = np.zeros(k)
-        start_b[isl] = (1.0 - pt[isl]) * b_raw[pa[isl]] + pt[isl] * b_raw[pb[isl]]
+        par = parent[isl]
+        x = x_end[isl]
+        on_trunk = trunk_isl[par]
+        # on the trunk: 0 on its core, the welded branch's B at the point met on one
+        a_, b_ = pa[isl], pb[isl]
+        b_trunk = np.where(outside[a_] | outside[b_], (1.0 - pt[isl]) * b_raw[a_] + pt[isl] * b_raw[b_], 0.0)
+        b_stem = np.maximum(np.linalg.norm(x - p[np.minimum(root[par], n - 1)], axis=1) - ring[par], 0.0)
+        span = np.clip(((x - cen[par]) * ax_i[par]).sum(1) - end_i[par], 0.0, length_i[par])
+        b_piece = start_b[par] + span
+        start_b[isl] = np.where(on_trunk, b_trunk, np.where(stem_isl[par], b_stem, b_piece))
         v = np.nonzero((vdepth == d) & hangs[inv])[0]
         b_raw[v] = start_b[inv[v]] + along[v]
 
     # G: one phase per first-level branch (a piece welded to the trunk, an island hanging from the trunk or a stem)
-    outside = vtrunk & ~core
-    e_out = edges[outside[edges[:, 0]] & outside[edges[:, 1]]] if edges.size else edges
-    sub = connected_components(n, e_out)
     phase = np.zeros(n, np.float64)
     n_welded = 0
     if outside.any():
@@ -501,7 +526,8 @@ def _structure_steps(p, edges, labels, leaf_fraction, slices, max_samples, seed)
         height=height, branch=branch.astype(np.float32), leaf=leaf.astype(np.float32),
         phase=phase.astype(np.float32), leaf_phase=leaf_phase.astype(np.float32), kind=kind,
         asset_height=hgt, base_z=zmin, n_islands=k, n_leaves=n_leaves, n_branches=n_branches, warnings=warnings,
-        levels=levels, n_stems=int(stem_isl.sum()), n_far=n_far, trunk_found=trunk_found)
+        levels=levels, n_stems=int(stem_isl.sum()), n_far=n_far, trunk_found=trunk_found, island=inv,
+        parent=parent)
 
 
 VERTEX_GROUP_NAMES = ("EnvFX_Trunk", "EnvFX_Branch", "EnvFX_Leaf")

@@ -20,9 +20,11 @@ import numpy as np
 
 BIGGER = 1.15            # a parent is at least this much bigger (bounding-box diagonal) than its child
 TOLERANCE = 0.03         # attach distance, as a fraction of the asset's largest extent
-CELL_CAP = 12            # candidate points kept per island in a search cell ...
-ISLANDS_PER_CELL = 6     # ... for the biggest islands in it
-QUERIES = 8              # vertices per island that look for a parent
+CELL_CAP = 6            # candidate points kept per island in a search cell ...
+MUCH_BIGGER = 1.5        # ... and of those within reach, the finest unless it is less than this much bigger
+ISLANDS_PER_CELL = 4     # ... for the biggest islands in it
+QUERIES = 6              # vertices per island that look for a parent
+FAR_SAMPLES = 4096       # candidate points for the islands with nothing within reach
 
 
 def segment_argext(values, inv, k, largest=False):
@@ -40,7 +42,7 @@ def segment_argext(values, inv, k, largest=False):
 def query_vertices(p, inv, k, per_island=QUERIES):
     """(M,) vertex indices that look for a parent: per island up to ``per_island`` vertices spread through its
     vertex order (first and last included: a tube's two end rings, a card's corners), plus its two extremes along
-    its longest bounding-box axis (where a branch starts and ends)."""
+    its longest bounding-box axis (where a branch starts and ends); and those ends alone."""
     order = np.argsort(inv, kind="stable")
     counts = np.bincount(inv, minlength=k)
     starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
@@ -56,8 +58,8 @@ def query_vertices(p, inv, k, per_island=QUERIES):
     axis[counts > 0] = np.argmax(hi - lo, axis=1)
     along = p[np.arange(len(p)), axis[inv]]
     ends = np.concatenate([segment_argext(along, inv, k), segment_argext(along, inv, k, largest=True)])
-    out = np.unique(np.concatenate([picked, ends[ends >= 0]]))
-    return out
+    ends = ends[ends >= 0]
+    return np.unique(np.concatenate([picked, ends])), ends
 
 
 def _edge_points(p, edges, step, limit=4_000_000):
@@ -111,7 +113,7 @@ def attach_islands(p, edges, inv, k, rank_size, tol, seed=0):
     between vertices pa and pb at t), ``gap`` (distance, inf without parent), ``near`` (found within ``tol``)."""
     n = len(p)
     p = canonical_frame(p)  # the search grid follows the asset, so the result does not depend on its placement
-    qv = query_vertices(p, inv, k)
+    qv, ends_v = query_vertices(p, inv, k)
     qi = inv[qv]
     # candidate parent points: the vertices and points along long edges, one per (half-tolerance voxel, island)
     ea, eb, et = _edge_points(p, edges, 0.5 * tol)
@@ -127,8 +129,9 @@ def attach_islands(p, edges, inv, k, rank_size, tol, seed=0):
     pa, pb, pt, pts, pis = pa[keep], pb[keep], pt[keep], pts[keep], pis[keep]
     lo = p.min(axis=0) - tol
     vox = np.floor((pts - lo) / (0.5 * tol)).astype(np.int64)
-    key = np.stack([vox[:, 0], vox[:, 1], vox[:, 2], pis], 1)
-    _, first = np.unique(key, axis=0, return_index=True)
+    vdim = vox.max(axis=0) + 1
+    key = ((vox[:, 0] * vdim[1] + vox[:, 1]) * vdim[2] + vox[:, 2]) * k + pis
+    _, first = np.unique(key, return_index=True)
     pa, pb, pt, pts, pis = pa[first], pb[first], pt[first], pts[first], pis[first]
 
     cell = 2.0 * tol
@@ -156,6 +159,9 @@ def attach_islands(p, edges, inv, k, rank_size, tol, seed=0):
 
     best_d = np.full(k, np.inf)
     best_s = np.full(k, np.inf)
+    alt_d = np.full(k, np.inf)
+    alt_q = np.full(k, -1, np.int64)
+    alt_p = np.full(k, -1, np.int64)
     best_q = np.full(k, -1, np.int64)
     best_p = np.full(k, -1, np.int64)
     # the 8 cells of the octant around each query cover every point within tol along each axis
@@ -189,6 +195,18 @@ def attach_islands(p, edges, inv, k, rank_size, tol, seed=0):
             # of the islands within reach, the finest (a leaf touching its twig and near the branch is the
             # twig's), at its nearest point
             ps = rank_size[pis[rp]]
+            # and the nearest of the much bigger ones (used when the finest is about the island's own size: a
+            # sibling branch starting beside it, not its parent)
+            big = np.nonzero(ps >= MUCH_BIGGER * rank_size[own])[0]
+            if len(big):
+                ob = big[np.lexsort((d[big], own[big]))]
+                fb = np.ones(len(ob), bool)
+                fb[1:] = own[ob[1:]] != own[ob[:-1]]
+                ob = ob[fb]
+                ob = ob[d[ob] < alt_d[own[ob]]]
+                alt_d[own[ob]] = d[ob]
+                alt_q[own[ob]] = qv[gq[ob]]
+                alt_p[own[ob]] = rp[ob]
             o = np.lexsort((d, ps, own))
             fst = np.ones(len(o), bool)
             fst[1:] = own[o[1:]] != own[o[:-1]]
@@ -199,6 +217,9 @@ def attach_islands(p, edges, inv, k, rank_size, tol, seed=0):
             best_d[own[o]] = d[o]
             best_q[own[o]] = qv[gq[o]]
             best_p[own[o]] = rp[o]
+    sibling = (best_p >= 0) & (alt_p >= 0)
+    sibling[sibling] = rank_size[pis[best_p[sibling]]] < MUCH_BIGGER * rank_size[sibling]
+    best_p[sibling], best_q[sibling], best_d[sibling] = alt_p[sibling], alt_q[sibling], alt_d[sibling]
     near = best_p >= 0
     # far islands: the nearest clearly bigger island anywhere (a seeded sample of the candidate points), then,
     # for islands that have no clearly bigger one, any bigger island
@@ -210,16 +231,19 @@ def attach_islands(p, edges, inv, k, rank_size, tol, seed=0):
         # at BIGGER the search points serve; at 1.0 the plain vertices (the points hold only possible parents)
         cand_pts, cand_isl = (pts, pis) if factor != 1.0 else (p, inv)
         cand = np.arange(len(cand_pts))
-        if len(cand) > 8192:
-            cand = np.sort(np.random.default_rng(seed).choice(cand, 8192, replace=False))
-        cp = cand_pts[cand]
+        if len(cand) > FAR_SAMPLES:
+            cand = np.sort(np.random.default_rng(seed).choice(cand, FAR_SAMPLES, replace=False))
+        cp = cand_pts[cand].astype(np.float32)
+        cp_sq = (cp * cp).sum(1)
         cs = rank_size[cand_isl[cand]]
-        tq = np.nonzero(todo_q)[0]
+        # per far island, its two end vertices look (not all its query vertices)
+        tq = np.nonzero(todo_q & np.isin(qv, ends_v))[0]
         step = max(1, 4_000_000 // max(len(cand), 1))
         for s in range(0, len(tq), step):
             qq = tq[s:s + step]
             own = qi[qq]
-            d2 = ((qp[qq, None, :] - cp[None, :, :]) ** 2).sum(-1)
+            q32 = qp[qq].astype(np.float32)
+            d2 = np.maximum(cp_sq[None, :] - 2.0 * (q32 @ cp.T) + (q32 * q32).sum(1)[:, None], 0.0)
             bad = (cs[None, :] <= factor * rank_size[own][:, None]) | (cand_isl[cand][None, :] == own[:, None])
             if factor == 1.0:  # equal sizes: the lower island index is the bigger (a strict order, no cycles)
                 eq = cs[None, :] == rank_size[own][:, None]
@@ -256,7 +280,9 @@ def along_card(p, lv, li, anchor, cen, k):
     """Distance of each leaf vertex ``lv`` (island ``li``) from the end of its leaf that is nearer ``anchor``
     (k, 3: the point of the parent it hangs from), measured along that of the leaf's two main axes that is closer
     to the way from the anchor to the leaf's centre: a card's whole attached edge is 0, its far end the largest,
-    whichever of its vertices happens to be nearest the twig. 0 or more."""
+    whichever of its vertices happens to be nearest the twig. 0 or more. Also returns per island the axis (k, 3)
+    and the attached end's offset along it from the centre (k,): the piece's distance at any point x is
+    ``(x - centre) . axis - end``."""
     c = p[lv] - cen[li]
     # each position counts once (a double-sided card's twins, the shared corners of two triangles)
     ext = max(float(np.ptp(p, axis=0).max()), 1e-12)
@@ -278,7 +304,8 @@ def along_card(p, lv, li, anchor, cen, k):
     dot = np.where(pick2, d2, d1)
     axis = axis * np.where(dot < 0, -1.0, 1.0)[:, None]
     proj = (c * axis[li]).sum(1)
-    return proj - _seg_min(proj, li, k)[li]
+    end = _seg_min(proj, li, k)
+    return proj - end[li], axis, end
 
 
 def _seg_min(values, seg, k):
@@ -312,11 +339,13 @@ def fibonacci_sphere(count):
     return np.stack([r * np.cos(a), r * np.sin(a), z], 1)
 
 
-def ambient_occlusion(p, triangles, directions=32, resolution=40, seed=0, max_samples=3_000_000):
+def ambient_occlusion(p, triangles, directions=32, resolution=40, seed=0, max_samples=3_000_000, density=0.15):
     """(N,) float32 AO in 0..1 (1 open) of every vertex, from the asset alone: rays in ``directions`` directions
     (sky ones weigh more, so foliage on top is brighter than under it) march an opacity grid of ``resolution``
     voxels along the asset's largest extent, skipping the point's own voxel (its card's back face, its twin);
-    a ray that leaves through the asset's base is stopped by the ground."""
+    a ray that leaves through the asset's base is stopped by the ground. ``density``: the opacity per unit of face
+    area per voxel face (a voxel whose faces' area equals its face's stops that share of a ray, about); low, as
+    foliage cards are mostly cut out by their alpha, which is not read: the material does not decide the AO."""
     p = np.asarray(p, np.float64).reshape(-1, 3)
     tri = np.asarray(triangles, np.int64).reshape(-1, 3)
     n = len(p)
@@ -344,7 +373,7 @@ def ambient_occlusion(p, triangles, directions=32, resolution=40, seed=0, max_sa
     cell = np.clip(np.floor((sp - lo) / vs).astype(np.int64), 0, dims - 1)
     flat = (cell[:, 0] * dims[1] + cell[:, 1]) * dims[2] + cell[:, 2]
     dens = np.bincount(flat, weights=(area / per)[idx], minlength=int(np.prod(dims)))
-    alpha = (1.0 - np.exp(-0.5 * dens / (vs * vs))).astype(np.float32)
+    alpha = (1.0 - np.exp(-density * dens / (vs * vs))).astype(np.float32)
 
     dirs = fibonacci_sphere(directions)
     weight = 1.0 + 0.6 * dirs[:, 2]

@@ -315,7 +315,7 @@ def make_vegetation(card="quad", place="touch", height=6.0, n_branches=5, twigs=
                     base = q1 + 0.3 * tr * tdir + 0.05 * size * (i - (leaves_per_twig - 1) / 2) * across
                     ldir = tdir + 0.6 * (i - (leaves_per_twig - 1) / 2) * across
                 else:
-                    fa = 0.25 + 0.7 * i / max(leaves_per_twig - 1, 1)
+                    fa = 0.4 + 0.55 * i / max(leaves_per_twig - 1, 1)
                     s2 = 1 if i % 2 == 0 else -1
                     gap = tr if place == "touch" else tr + 0.15 * size
                     base = q0 + fa * tlen * tdir + s2 * across * gap
