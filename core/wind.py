@@ -300,7 +300,14 @@ def _structure_steps(p, edges, labels, leaf_fraction, slices, max_samples, seed)
 
     trunk_found = True
     if has_trunk.any():
-        trunk_isl = has_trunk
+        # one bark material is usually on the trunk and every branch: of the islands marked trunk, the largest
+        # standing on the ground (else the largest) is the trunk, the others are branches
+        marked = np.where(has_trunk, size, -1.0)
+        grounded = np.where(on_ground, marked, -1.0)
+        t = int(np.argmax(grounded)) if grounded.max() > 0 else int(np.argmax(marked))
+        trunk_isl = np.zeros(k, bool)
+        trunk_isl[t] = True
+        isl_label[has_trunk & ~trunk_isl] = np.maximum(isl_label[has_trunk & ~trunk_isl], LABEL_BRANCH)
     else:
         trunk_isl = np.zeros(k, bool)
         big = float(size.max())
