@@ -158,7 +158,8 @@ def attach_islands(p, edges, inv, k, rank_size, tol, seed=0):
     ukeys, ustart, ucount = np.unique(ckey_s, return_index=True, return_counts=True)
 
     best_d = np.full(k, np.inf)
-    best_s = np.full(k, np.inf)
+    best_key = np.full(k, np.inf)
+    srank = np.unique(rank_size, return_inverse=True)[1].reshape(-1).astype(np.float64)  # equal sizes, equal rank
     alt_d = np.full(k, np.inf)
     alt_q = np.full(k, -1, np.int64)
     alt_p = np.full(k, -1, np.int64)
@@ -193,30 +194,22 @@ def attach_islands(p, edges, inv, k, rank_size, tol, seed=0):
             if not len(d):
                 continue
             # of the islands within reach, the finest (a leaf touching its twig and near the branch is the
-            # twig's), at its nearest point
-            ps = rank_size[pis[rp]]
+            # twig's), at its nearest point: one key per pair, the least per island (no sort of the pairs)
+            key = srank[pis[rp]] * 2.0 + d / tol
+            np.minimum.at(best_key, own, key)
+            win = key == best_key[own]
+            best_q[own[win]] = qv[gq[win]]
+            best_p[own[win]] = rp[win]
+            best_d[own[win]] = d[win]
             # and the nearest of the much bigger ones (used when the finest is about the island's own size: a
             # sibling branch starting beside it, not its parent)
-            big = np.nonzero(ps >= MUCH_BIGGER * rank_size[own])[0]
-            if len(big):
-                ob = big[np.lexsort((d[big], own[big]))]
-                fb = np.ones(len(ob), bool)
-                fb[1:] = own[ob[1:]] != own[ob[:-1]]
-                ob = ob[fb]
-                ob = ob[d[ob] < alt_d[own[ob]]]
-                alt_d[own[ob]] = d[ob]
-                alt_q[own[ob]] = qv[gq[ob]]
-                alt_p[own[ob]] = rp[ob]
-            o = np.lexsort((d, ps, own))
-            fst = np.ones(len(o), bool)
-            fst[1:] = own[o[1:]] != own[o[:-1]]
-            o = o[fst]
-            better = (ps[o] < best_s[own[o]]) | ((ps[o] == best_s[own[o]]) & (d[o] < best_d[own[o]]))
-            o = o[better]
-            best_s[own[o]] = ps[o]
-            best_d[own[o]] = d[o]
-            best_q[own[o]] = qv[gq[o]]
-            best_p[own[o]] = rp[o]
+            big = rank_size[pis[rp]] >= MUCH_BIGGER * rank_size[own]
+            if big.any():
+                ob, db = own[big], d[big]
+                np.minimum.at(alt_d, ob, db)
+                win = db == alt_d[ob]
+                alt_q[ob[win]] = qv[gq[big][win]]
+                alt_p[ob[win]] = rp[big][win]
     sibling = (best_p >= 0) & (alt_p >= 0)
     sibling[sibling] = rank_size[pis[best_p[sibling]]] < MUCH_BIGGER * rank_size[sibling]
     best_p[sibling], best_q[sibling], best_d[sibling] = alt_p[sibling], alt_q[sibling], alt_d[sibling]
@@ -283,11 +276,15 @@ def along_card(p, lv, li, anchor, cen, k):
     whichever of its vertices happens to be nearest the twig. 0 or more. Also returns per island the axis (k, 3)
     and the attached end's offset along it from the centre (k,): the piece's distance at any point x is
     ``(x - centre) . axis - end``."""
+    if not len(lv):
+        return np.zeros(0), np.zeros((k, 3)), np.zeros(k)
     c = p[lv] - cen[li]
     # each position counts once (a double-sided card's twins, the shared corners of two triangles)
     ext = max(float(np.ptp(p, axis=0).max()), 1e-12)
     q = np.round((p[lv] - p.min(axis=0)) / (1e-6 * ext)).astype(np.int64)
-    _, qinv, qcount = np.unique(q, axis=0, return_inverse=True, return_counts=True)
+    qmax = q.max(axis=0) + 1
+    qkey = (q[:, 0] * qmax[1] + q[:, 1]) * qmax[2] + q[:, 2]  # under 2**63: at most 1e6 steps per axis
+    _, qinv, qcount = np.unique(qkey, return_inverse=True, return_counts=True)
     wgt = 1.0 / qcount[qinv.reshape(-1)]
     cov = np.zeros((k, 3, 3))
     for i in range(3):  # 3x3 segment sums, not a loop over vertices
