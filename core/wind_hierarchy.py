@@ -114,6 +114,15 @@ def attach_islands(p, edges, inv, k, rank_size, tol, seed=0):
     n = len(p)
     p = canonical_frame(p)  # the search grid follows the asset, so the result does not depend on its placement
     qv, ends_v = query_vertices(p, inv, k)
+    # one query per position of an island (a double-sided card's twins look once)
+    ext = max(float(np.ptp(p, axis=0).max()), 1e-12)
+    q = np.round((p[qv] - p.min(axis=0)) / (1e-6 * ext)).astype(np.int64)
+    qmax = q.max(axis=0) + 1
+    pkey = (q[:, 0] * qmax[1] + q[:, 1]) * qmax[2] + q[:, 2]  # under 2**63: at most 1e6 steps per axis
+    o = np.lexsort((inv[qv], pkey))
+    once = np.ones(len(o), bool)
+    once[1:] = (pkey[o[1:]] != pkey[o[:-1]]) | (inv[qv][o[1:]] != inv[qv][o[:-1]])
+    qv = qv[np.sort(o[once])]
     qi = inv[qv]
     # candidate parent points: the vertices and points along long edges, one per (half-tolerance voxel, island)
     ea, eb, et = _edge_points(p, edges, 0.5 * tol)
