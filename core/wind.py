@@ -449,9 +449,11 @@ def _structure_steps(p, edges, labels, leaf_fraction, slices, max_samples, seed)
         par = parent[isl]
         x = x_end[isl]
         on_trunk = trunk_isl[par]
-        # on the trunk: 0 on its core, the welded branch's B at the point met on one
+        # on the trunk: 0 on its core; met on a welded branch, that branch's B (the distance out of the trunk's
+        # radius) at the child's attached end
         a_, b_ = pa[isl], pb[isl]
-        b_trunk = np.where(outside[a_] | outside[b_], (1.0 - pt[isl]) * b_raw[a_] + pt[isl] * b_raw[b_], 0.0)
+        xr = np.hypot(x[:, 0] - np.interp(x[:, 2], centres_z, cx), x[:, 1] - np.interp(x[:, 2], centres_z, cy))
+        b_trunk = np.where(outside[a_] | outside[b_], np.maximum(xr - np.interp(x[:, 2], centres_z, rad), 0.0), 0.0)
         b_stem = np.maximum(np.linalg.norm(x - p[np.minimum(root[par], n - 1)], axis=1) - ring[par], 0.0)
         span = np.clip(((x - cen[par]) * ax_i[par]).sum(1) - end_i[par], 0.0, length_i[par])
         b_piece = start_b[par] + span
