@@ -242,13 +242,14 @@ class EnvFXWindSettings(PropertyGroup):
     # bake settings
     ao_samples: IntProperty(
         name="AO Samples",
-        description="Cycles samples for the ambient occlusion baked into the alpha channel (0 = no AO bake, "
-        "alpha is 1)",
+        description="Ray directions (at least 16) for the ambient occlusion baked into the alpha channel: "
+        "occlusion by the asset itself, the ground under its base included (0 = no AO, alpha is 1)",
         default=16, min=0, soft_max=256, max=core_wind.MAX_AO_SAMPLES,
     )
     leaf_size: FloatProperty(
         name="Leaf Size",
-        description="Islands smaller than this fraction of the asset height are leaves (cards, needles, blades)",
+        description="Islands standing on the ground at least this fraction of the asset height are stems with "
+        "their own roots; smaller ones hang from the plant (leaves are the islands nothing hangs from)",
         default=0.2, min=0.01, max=0.99, subtype="FACTOR",
     )
     channel_layout: EnumProperty(

@@ -10,6 +10,10 @@
    object (its per-object work: the gusts at the plant's origin and every oscillator).
 4. The grass's terrain follow on those grass clumps: no terrain object, a flat terrain, a bent terrain (the
    follow then reads the terrain's bend back at each grass vertex).
+6. Vegetation as real assets build it (``--veg-*``): the wind-data bake (numpy core, AO excluded; target at most
+   5 s at ~1M vertices) and, separately, the AO of an asset of 2k separate branch pieces and ~50k separate leaf
+   cards; and the same two times for every asset of the real-vegetation corpus already fetched into the cache
+   (tools/fetch_assets.py; ``--no-corpus`` leaves them out).
 5. Remove Wind (``--remove-plants N``, off by default): N plant objects, each with its own baked mesh, taken out
    of the wind at once, and N / 2 of them, so the time per object shows whether it stays flat (it is linear:
    the meshes still in the wind are found in one pass over the file's objects after the loop).
@@ -40,6 +44,11 @@ def main(argv):
     parser.add_argument("--plants", type=int, default=500, help="plant objects in the many-plants lines (0: skip)")
     parser.add_argument("--remove-plants", type=int, default=0,
                         help="plant objects, each with its own mesh, for the Remove Wind line (0: skip)")
+    parser.add_argument("--veg-branches", type=int, default=100, help="first-level branches of the vegetation line")
+    parser.add_argument("--veg-twigs", type=int, default=19, help="twigs per branch (pieces: branches x (1 + twigs))")
+    parser.add_argument("--veg-leaves", type=int, default=26, help="leaf cards (double-sided, 8 vertices) per twig")
+    parser.add_argument("--veg-sides", type=int, default=56, help="sides of every branch tube")
+    parser.add_argument("--no-corpus", action="store_true", help="leave out the corpus assets")
     args = parser.parse_args(argv)
 
     import bpy
@@ -168,6 +177,7 @@ def main(argv):
                 _terrain_follow(bpy, envfx, scene, plants, time_frames, args, version)
             for plant in plants:
                 bpy.data.objects.remove(plant)
+    _vegetation(envfx, args, version)
     if args.remove_plants > 0:
         shape = shapes.make_grass(blades=4, height=0.5, seed=2)
         for count in (args.remove_plants // 2, args.remove_plants):
@@ -251,6 +261,62 @@ def _plants(bpy, scene, ops, kind, shape, count):
     ops.apply_preset(plants, kind)
     ops.add_wind(scene, plants)
     return plants
+
+
+def _bake_times(core, hier, positions, faces):
+    import numpy as np
+
+    edges = np.unique(np.sort(np.concatenate([faces[:, [0, 1]], faces[:, [1, 2]], faces[:, [2, 0]]]), axis=1),
+                      axis=0)
+    t0 = time.perf_counter()
+    res = core.bake_wind_data(positions, edges)
+    t_bake = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    hier.ambient_occlusion(positions, faces, directions=32)
+    return res, t_bake, time.perf_counter() - t0
+
+
+def _read_obj(path):
+    """Positions (Z up, metres: the corpus is Y-up centimetres) and triangles of an OBJ the fetch script wrote."""
+    import numpy as np
+
+    v, f = [], []
+    with open(path) as fh:
+        for line in fh:
+            if line.startswith("v "):
+                v.append(line.split()[1:4])
+            elif line.startswith("f "):
+                f.append([int(x.split("/")[0]) - 1 for x in line.split()[1:4]])
+    v = np.array(v, np.float64) * 0.01
+    return np.stack([v[:, 0], -v[:, 2], v[:, 1]], 1), np.array(f, np.int64)
+
+
+def _vegetation(envfx, args, version):
+    core = importlib.import_module(envfx.__name__ + ".core.wind")
+    hier = importlib.import_module(envfx.__name__ + ".core.wind_hierarchy")
+    shapes = importlib.import_module(envfx.__name__ + ".core.wind_shapes")
+    tree = shapes.make_vegetation("double", "touch", height=12.0, n_branches=args.veg_branches, twigs=args.veg_twigs,
+                                  leaves_per_twig=args.veg_leaves, sides=args.veg_sides)
+    res, t_bake, t_ao = _bake_times(core, hier, tree["positions"], tree["faces"])
+    emit(bench="wind_bake_vegetation", blender=version, vertices=len(tree["positions"]),
+         cards=int(tree["leaf_id"].max() + 1), branch_pieces=args.veg_branches * (1 + args.veg_twigs),
+         islands=res.n_islands, structure=core.levels_text(res), seconds=round(t_bake, 3), target_seconds=5.0,
+         ao_seconds=round(t_ao, 3), load_avg=os.getloadavg()[0])
+    if args.no_corpus:
+        return
+    index = os.path.join(os.environ.get("ENVFX_ASSET_CACHE") or os.path.join(ROOT, ".cache", "assets"),
+                         "index.json")
+    if not os.path.exists(index):
+        emit(bench="wind_bake_corpus", skipped="no corpus in the cache: run tools/fetch_assets.py")
+        return
+    with open(index) as fh:
+        assets = json.load(fh)["assets"]
+    for asset in assets:
+        positions, faces = _read_obj(asset["obj"])
+        res, t_bake, t_ao = _bake_times(core, hier, positions, faces)
+        emit(bench="wind_bake_corpus", blender=version, asset=asset["name"], vertices=len(positions),
+             islands=res.n_islands, structure=core.levels_text(res), seconds=round(t_bake, 3),
+             ao_seconds=round(t_ao, 3), load_avg=os.getloadavg()[0])
 
 
 if __name__ == "__main__":

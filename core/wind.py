@@ -6,18 +6,18 @@ Bake (``bake_wind_data``), per vertex of an asset made of one or more objects, i
 - B       distance from the trunk along the branch structure, normalised over the asset (branch motion);
 - R       distance from the point where a leaf island attaches to its branch, normalised per leaf (flutter);
 - G       a stable per-branch index in 0..1 (phase offset, so branches do not move in unison);
-- A       ambient occlusion (baked by Cycles in the bridge; 1.0 here).
+- A       ambient occlusion by the asset itself (``wind_hierarchy.ambient_occlusion``, called by the bridge).
 
-Structure detection, from the vertices that belong to a face only (a vertex without one, such as a stray point or a
+Structure, from the vertices that belong to a face only (a vertex without one, such as a stray point or a
 loose-edge strand, takes the data of its nearest vertex with a face): islands (connected components of the edge
-graph); the trunk is the island holding the asset's lowest vertex (or the islands marked trunk); its axis is the
-per-height-slice median of the trunk's vertices (so leaning trunks and assets away from the origin work) and its
-radius a low percentile of the distances to that axis. Islands small against the asset's height are leaves (cards,
-needles, blades); the others are branches. Branches welded to the trunk are the connected pieces of the trunk island
-outside the trunk's core; other islands standing on the ground are stems (multi-stem bushes, grass blades) whose B
-grows from their own root. A leaf attaches at its vertex nearest the branch/trunk geometry and inherits B and G from
-there.
-Overrides (vertex groups / material slots, resolved by the bridge) label vertices trunk / branch / leaf.
+graph, vertices at one position joined); the trunk is the largest island standing on the ground (or the islands
+marked trunk; with all islands of about one size, none is found and the lowest is used); its axis and radius per
+height slice split off branches welded to it. Every other island hangs from the finest clearly bigger island within
+a tolerance relative to the asset (``wind_hierarchy.attach_islands``), giving trunk -> branch levels -> leaves
+(islands nothing hangs from); other islands standing on the ground and not small are stems with their own roots.
+B grows along that hierarchy from the trunk, G is one phase per first-level branch, R runs over each leaf from the
+end that hangs from its parent. Overrides (vertex groups / material slots, resolved by the bridge) label vertices
+trunk / branch / leaf.
 
 Live wind (``wind_offsets``): the reference the geometry-nodes group "EnvFX Wind" must match to 1e-4. The
 talk's motions are summed as a swing (``wind_swing``) that ``keep_lengths`` turns into motion along arcs about
@@ -38,6 +38,8 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
+
+from . import wind_hierarchy
 
 # --- constants shared with shader_nodes/wind.py ----------------------------------------------------------
 
@@ -170,6 +172,12 @@ class BakeResult:
     warnings: list = field(default_factory=list)
     faceless: np.ndarray = None  # (N,) bool: vertices without a face, left out of the structure
     source: np.ndarray = None    # (N,) int64: whose data each vertex carries (itself, or a faceless one's nearest)
+    levels: list = field(default_factory=list)  # branches per hierarchy level (level 1 hangs from the trunk)
+    n_stems: int = 0             # other islands standing on the ground with their own roots
+    n_far: int = 0               # leaves attached from farther than the tolerance
+    trunk_found: bool = True     # False: all islands about one size, the lowest taken as the trunk
+    island: np.ndarray = None    # (N,) island of each vertex (of the vertices with faces)
+    parent: np.ndarray = None    # (islands,) the island each hangs from (-1: trunk or stem)
 
 
 def bake_wind_data(positions, edges, labels=None, leaf_fraction: float = 0.2, slices: int = 24,
@@ -265,7 +273,13 @@ def _nearest(points, queries, max_samples: int, seed: int) -> np.ndarray:
 
 
 def _structure_steps(p, edges, labels, leaf_fraction, slices, max_samples, seed):
-    """The structure of the vertices with faces (see ``bake_steps``): yields progress, returns the ``BakeResult``."""
+    """The structure of the vertices with faces (see ``bake_steps``): yields progress, returns the ``BakeResult``.
+
+    Islands (connected pieces) make a tree by proximity (``wind_hierarchy.attach_islands``): the trunk is the root,
+    every other island hangs from the clearly bigger island it touches or comes closest to. Islands nothing hangs
+    from are leaves (whatever their construction); the others are branches, by level. B grows along that tree from
+    the trunk (continuous where a piece attaches: it starts at its parent's B there), G is one phase per first-level
+    branch with everything hanging from it, R runs 0..1 over each leaf from where it attaches."""
     n = len(p)
     warnings = []
 
@@ -277,12 +291,12 @@ def _structure_steps(p, edges, labels, leaf_fraction, slices, max_samples, seed)
     height = ((z - zmin) / hgt).astype(np.float32)
     yield 0.05
 
-    # islands
-    comp = connected_components(n, edges)
+    # islands; vertices at one position are one (a card of two unwelded triangles, a double-sided card's twins)
+    comp = connected_components(n, np.concatenate([edges, wind_hierarchy.coincident_pairs(p)]))
     roots, inv = np.unique(comp, return_inverse=True)
     k = len(roots)
     order, starts, counts = _segments(inv, k)
-    yield 0.3
+    yield 0.15
     lo = np.stack([_seg_reduce(np.minimum, p[:, i], order, starts, counts) for i in range(3)], 1)
     hi = np.stack([_seg_reduce(np.maximum, p[:, i], order, starts, counts) for i in range(3)], 1)
     size = np.linalg.norm(hi - lo, axis=1)
@@ -290,14 +304,38 @@ def _structure_steps(p, edges, labels, leaf_fraction, slices, max_samples, seed)
     np.maximum.at(isl_label, inv, np.where(labels == LABEL_TRUNK, 0, labels).astype(np.int8))
     has_trunk = np.zeros(k, bool)
     has_trunk[inv[labels == LABEL_TRUNK]] = True
+    on_ground = lo[:, 2] <= zmin + 0.03 * hgt
 
+    trunk_found = True
     if has_trunk.any():
-        trunk_isl = has_trunk
+        # one bark material is usually on the trunk and every branch: of the islands marked trunk, the largest
+        # standing on the ground (else the largest) is the trunk, the others are branches
+        marked = np.where(has_trunk, size, -1.0)
+        grounded = np.where(on_ground, marked, -1.0)
+        t = int(np.argmax(grounded)) if grounded.max() > 0 else int(np.argmax(marked))
+        trunk_isl = np.zeros(k, bool)
+        trunk_isl[t] = True
+        isl_label[has_trunk & ~trunk_isl] = np.maximum(isl_label[has_trunk & ~trunk_isl], LABEL_BRANCH)
     else:
         trunk_isl = np.zeros(k, bool)
-        trunk_isl[inv[int(np.argmin(z))]] = True
-    leaf_isl = np.where(isl_label == LABEL_LEAF, True,
-                        np.where(isl_label == LABEL_BRANCH, False, size < leaf_fraction * hgt)) & ~trunk_isl
+        big = float(size.max())
+        if k >= 3 and big < 1.5 * float(np.median(size)):
+            # no island stands out: all leaves (a clump of cards, a bed of blades); the lowest one is the trunk
+            trunk_found = False
+            trunk_isl[inv[int(np.argmin(z))]] = True
+            warnings.append(f"No trunk found: the asset's {k} islands are all of about one size (leaves, cards or "
+                            f"blades, none at least 1.5x the typical one), so the lowest island is taken as the "
+                            f"trunk and everything hangs from it; mark the trunk with an {VERTEX_GROUP_NAMES[0]} "
+                            f"vertex group or a material named trunk or bark if it is there")
+        else:
+            cand = on_ground & (size >= 0.5 * big)
+            t = int(np.argmax(np.where(cand, size, -1.0))) if cand.any() else int(np.argmax(size))
+            trunk_isl[t] = True
+            if not on_ground[t]:
+                warnings.append(f"The trunk (the largest island) does not reach the ground: it starts "
+                                f"{float(lo[t, 2]) - zmin:.3g} m above the asset's lowest point, which is the base "
+                                f"of the height gradient; B is 0 on the trunk all the same. Mark the trunk with an "
+                                f"{VERTEX_GROUP_NAMES[0]} vertex group if another island is the trunk")
     if k == 1:
         warnings.append("The asset is a single island: height gradient and B come from the geometry alone "
                         "(no separate leaves); mark leaves with an EnvFX_Leaf vertex group or material if needed")
@@ -343,11 +381,25 @@ def _structure_steps(p, edges, labels, leaf_fraction, slices, max_samples, seed)
     b_raw = np.maximum(radial - ar, 0.0)
     core = vtrunk & ((radial <= 1.5 * ar + 1e-3 * hgt) | (labels == LABEL_TRUNK))
     b_raw[core] = 0.0
-    # stems: other non-leaf islands standing on the ground (multi-stem bushes, grass blades): B grows from
-    # their own root (lowest vertex), so their bases stay put like the trunk's
-    stem_isl = ~trunk_isl & ~leaf_isl & (lo[:, 2] <= zmin + 0.03 * hgt)
+    # pieces of the trunk island outside its core are welded branches only when they reach well out of it (a
+    # tapering trunk's top is not a branch)
+    outside = vtrunk & ~core
+    if outside.any():
+        e_out = edges[outside[edges[:, 0]] & outside[edges[:, 1]]] if edges.size else edges
+        sub = connected_components(n, e_out)
+        reach = np.zeros(n)
+        np.maximum.at(reach, sub[outside], b_raw[outside])
+        stub = outside & (reach[sub] <= 0.05 * hgt)
+        core |= stub
+        b_raw[stub] = 0.0
+        outside &= ~stub
+    yield 0.3
+
+    # stems: other islands standing on the ground, not small (multi-stem bushes, grass blades): their own roots,
+    # B grows from their lowest vertex so their bases stay put like the trunk's
+    stem_isl = ~trunk_isl & on_ground & (size >= leaf_fraction * hgt) & (isl_label != LABEL_LEAF)
     vstem = stem_isl[inv]
-    root = np.zeros(k, np.int64)
+    root = np.full(k, n, np.int64)
     ring = np.zeros(k)
     if vstem.any():
         sv = np.nonzero(vstem)[0]
@@ -355,100 +407,178 @@ def _structure_steps(p, edges, labels, leaf_fraction, slices, max_samples, seed)
         low = np.full(k, np.inf)
         np.minimum.at(low, si, z[sv])
         at_low = z[sv] <= low[si]
-        root[stem_isl] = n
         np.minimum.at(root, si[at_low], sv[at_low])
         dist = np.linalg.norm(p[sv] - p[root[si]], axis=1)
-        # the root's own ring (vertices within 1% of the height above the root) stays put
-        near = z[sv] <= low[si] + 0.01 * hgt
-        np.maximum.at(ring, si[near], dist[near])
+        near_root = z[sv] <= low[si] + 0.01 * hgt  # the root's own ring stays put
+        np.maximum.at(ring, si[near_root], dist[near_root])
         b_raw[sv] = np.maximum(dist - ring[si], 0.0)
-    yield 0.5
 
-    # branches: separate branch islands + pieces of the trunk island outside its core
-    vleaf = leaf_isl[inv]
-    outside = vtrunk & ~core
-    e_out = edges[outside[edges[:, 0]] & outside[edges[:, 1]]] if edges.size else edges
-    sub = connected_components(n, e_out)
-    branch_key = np.where(outside, sub, np.where(~vtrunk & ~vleaf, n + comp, -1))
-    phase = np.zeros(n, np.float64)
-    is_branch = branch_key >= 0
-    n_branches = 0
-    if is_branch.any():
-        keys, kinv = np.unique(branch_key[is_branch], return_inverse=True)
-        n_branches = len(keys)
-        phase[is_branch] = np.mod((kinv + 1) * GOLDEN, 1.0)
+    # the hierarchy: every other island hangs from a clearly bigger one nearby (the trunk is bigger than all)
+    # the size that ranks islands: twice the farthest distance from the centroid (turning a card changes its
+    # bounding box, not this)
+    cen = np.stack([np.bincount(inv, weights=p[:, i], minlength=k) for i in range(3)], 1) / counts[:, None]
+    rank_size = np.zeros(k)
+    np.maximum.at(rank_size, inv, 2.0 * np.linalg.norm(p - cen[inv], axis=1))
+    rank_size[trunk_isl] = np.inf
+    is_root = trunk_isl | stem_isl
+    ext = float((p.max(axis=0) - p.min(axis=0)).max())
+    tol = wind_hierarchy.TOLERANCE * ext
+    if k > 1:
+        att = wind_hierarchy.attach_islands(p, edges, inv, k, rank_size, tol, seed)
+    else:
+        att = dict(parent=np.full(k, -1), vertex=np.zeros(k, np.int64), pa=np.zeros(k, np.int64),
+                   pb=np.zeros(k, np.int64), pt=np.zeros(k), gap=np.full(k, np.inf), near=np.zeros(k, bool))
+    parent = np.where(is_root, -1, att["parent"])
     yield 0.6
+    children = np.bincount(parent[parent >= 0], minlength=k)
+    hangs = parent >= 0
+    leaf_isl = hangs & (((children == 0) & (isl_label != LABEL_BRANCH)) | (isl_label == LABEL_LEAF))
+    branch_isl = hangs & ~leaf_isl
+    depth = wind_hierarchy.depths(parent)
+    vleaf = leaf_isl[inv]
 
-    # leaves: attach at the vertex nearest the branch / trunk geometry
+    # B along the hierarchy, level by level: a piece starts at its parent's B where it attaches
+    av, pa, pb, pt = att["vertex"], att["pa"], att["pb"], att["pt"]
+    vdepth = depth[inv]
+    anchor = p[pa] + pt[:, None] * (p[pb] - p[pa])
+    hv = np.nonzero(hangs[inv])[0]
+    along = np.zeros(n)  # each hanging piece's distance from its attached end, along the piece
+    along[hv], ax_i, end_i = wind_hierarchy.along_card(p, hv, inv[hv], anchor, cen, k)
+    length_i = np.zeros(k)
+    np.maximum.at(length_i, inv[hv], along[hv])
+    # a piece's B is affine along its axis (start + distance from its attached end), so its parent's B at the
+    # child's attached end is exact wherever the search met the parent
+    x_end = cen + ax_i * end_i[:, None]
+    start_b = np.zeros(k)
+    for d in range(1, int(depth.max()) + 1 if k else 1):  # a loop over hierarchy levels
+        isl = np.nonzero((depth == d) & hangs)[0]
+        if not len(isl):
+            continue
+        par = parent[isl]
+        x = x_end[isl]
+        on_trunk = trunk_isl[par]
+        # on the trunk: 0 on its core; met on a welded branch, that branch's B (the distance out of the trunk's
+        # radius) at the child's attached end
+        a_, b_ = pa[isl], pb[isl]
+        xr = np.hypot(x[:, 0] - np.interp(x[:, 2], centres_z, cx), x[:, 1] - np.interp(x[:, 2], centres_z, cy))
+        b_trunk = np.where(outside[a_] | outside[b_], np.maximum(xr - np.interp(x[:, 2], centres_z, rad), 0.0), 0.0)
+        b_stem = np.maximum(np.linalg.norm(x - p[np.minimum(root[par], n - 1)], axis=1) - ring[par], 0.0)
+        span = np.clip(((x - cen[par]) * ax_i[par]).sum(1) - end_i[par], 0.0, length_i[par])
+        b_piece = start_b[par] + span
+        start_b[isl] = np.where(on_trunk, b_trunk, np.where(stem_isl[par], b_stem, b_piece))
+        v = np.nonzero((vdepth == d) & hangs[inv])[0]
+        b_raw[v] = start_b[inv[v]] + along[v]
+
+    # G: one phase per first-level branch (a piece welded to the trunk, an island hanging from the trunk or a stem)
+    phase = np.zeros(n, np.float64)
+    n_welded = 0
+    if outside.any():
+        keys, kinv = np.unique(sub[outside], return_inverse=True)
+        n_welded = len(keys)
+        phase[outside] = np.mod((kinv + 1) * GOLDEN, 1.0)
+    iphase = np.zeros(k)
+    first = hangs & (depth == 1) & trunk_isl[np.maximum(parent, 0)]
+    inherit = np.zeros(k)
+    inherit[first] = np.where(pt[first] < 0.5, phase[pa[first]], phase[pb[first]])
+    inherit[first] = np.where(inherit[first] == 0.0, np.maximum(phase[pa[first]], phase[pb[first]]), inherit[first])
+    lone = np.nonzero(first & (inherit == 0.0))[0]
+    if n_welded and len(lone):
+        # attached to the trunk's core beside a welded branch's base: that branch's, when it is within reach
+        ov = np.nonzero(outside)[0]
+        near_v = ov[_nearest(p[ov], p[av[lone]], max_samples, seed)]
+        close = np.linalg.norm(p[near_v] - p[av[lone]], axis=1) <= tol
+        inherit[lone[close]] = phase[near_v[close]]
+    # a leaf stuck on the trunk's core belongs to the trunk: B 0 and the trunk's phase (it only flutters)
+    on_core = first & leaf_isl & (inherit == 0.0)
+    b_raw[on_core[inv]] = 0.0
+    fresh = (first & (inherit == 0.0) & ~on_core) | stem_isl
+    ids = np.nonzero(fresh)[0]
+    iphase[ids] = np.mod((n_welded + np.arange(len(ids)) + 1) * GOLDEN, 1.0)
+    iphase[first & ~fresh & ~on_core] = inherit[first & ~fresh & ~on_core]
+    for d in range(1, int(depth.max()) + 1 if k else 1):  # deeper levels take their parent's phase
+        isl = hangs & (depth == d) & ~first
+        iphase[isl] = iphase[parent[isl]]
+    not_trunk = ~vtrunk
+    phase[not_trunk] = iphase[inv[not_trunk]]
+    yield 0.7
+
+    # R: 0 where a leaf attaches, 1 at its farthest point
     leaf = np.zeros(n, np.float64)
     leaf_phase = np.zeros(n, np.float64)
     leaf_ids = np.nonzero(leaf_isl)[0]
     n_leaves = len(leaf_ids)
+    n_far = 0
     if n_leaves:
-        solid = np.nonzero(~vleaf)[0]
-        rng = np.random.default_rng(seed)
-        if len(solid) > max_samples:
-            solid = np.sort(rng.choice(solid, max_samples, replace=False))
-        sp = p[solid]
-        centre = 0.5 * (lo[leaf_ids] + hi[leaf_ids])
-        kn = min(4, len(sp))
-        knn = np.empty((n_leaves, kn), np.int64)
-        sp32 = sp.astype(np.float32)
-        sp_sq = (sp32 * sp32).sum(1)
-        chunk = max(1, 4_000_000 // max(len(sp), 1))
-        for i in range(0, n_leaves, chunk):  # chunks of leaves (memory bound), not a loop over vertices
-            c = centre[i:i + chunk].astype(np.float32)
-            d2 = sp_sq[None, :] - 2.0 * (c @ sp32.T)
-            knn[i:i + chunk] = np.argpartition(d2, kn - 1, axis=1)[:, :kn] if kn < len(sp) else np.arange(kn)
-            yield 0.6 + 0.3 * min(1.0, (i + chunk) / n_leaves)
-        leaf_row = np.zeros(k, np.int64)
-        leaf_row[leaf_ids] = np.arange(n_leaves)
         lv = np.nonzero(vleaf)[0]
         li = inv[lv]
-        cand = knn[leaf_row[li]]                                   # (nl, kn) solid sample indices
-        plv = p[lv].astype(np.float32)
-        dc = np.empty((len(lv), kn), np.float32)
-        for j in range(kn):  # distance to each of the few candidates
-            dc[:, j] = np.linalg.norm(plv - sp32[cand[:, j]], axis=1)
-        best = np.argmin(dc, axis=1)
-        dist_t = dc[np.arange(len(lv)), best].astype(np.float64)
-        # per leaf island: the vertex nearest the branch (ties: the lowest index) is the attachment
-        gap = np.full(k, np.inf)
-        np.minimum.at(gap, li, dist_t)
-        is_min = dist_t <= gap[li]
-        attach_v = np.full(k, n, np.int64)
-        np.minimum.at(attach_v, li[is_min], lv[is_min])
-        first = np.zeros(len(lv), bool)
-        first[is_min] = lv[is_min] == attach_v[li[is_min]]
-        src = np.zeros(k, np.int64)
-        src[li[first]] = solid[cand[first, best[first]]]
-        d_att = np.linalg.norm(p[lv] - p[attach_v[li]], axis=1)
+        d_att = along[lv]
         dmax = np.zeros(k)
         np.maximum.at(dmax, li, d_att)
-        leaf[lv] = np.where(dmax[li] > 0, d_att / np.maximum(dmax[li], 1e-12), 0.0)
-        # B from the attachment point, G from the branch it attaches to
-        # B at the attachment, measured like the structure it hangs from (0 on the trunk's core; from the root on
-        # a stem; from the trunk axis otherwise), at the leaf's own attachment vertex: no nearest-vertex ties
-        sk = inv[src[li]]
-        p_att = p[attach_v[li]]
-        from_root = np.maximum(np.linalg.norm(p_att - p[root[sk]], axis=1) - ring[sk], 0.0)
-        b_raw[lv] = np.where(core[src[li]], 0.0, np.where(stem_isl[sk], from_root, b_raw[attach_v[li]]))
-        phase[lv] = phase[src[li]]
+        leaf[lv] = np.clip(np.where(dmax[li] > 0, d_att / np.maximum(dmax[li], 1e-12), 0.0), 0.0, 1.0)
+        leaf_row = np.zeros(k, np.int64)
+        leaf_row[leaf_ids] = np.arange(n_leaves)
         leaf_phase[lv] = np.mod((leaf_row[li] + 1) * GOLDEN, 1.0)
-        far = gap[leaf_ids] > np.maximum(2.0 * size[leaf_ids], 0.05 * hgt)
-        if far.any():
-            warnings.append(f"{int(far.sum())} leaf island(s) are far from any branch or trunk (up to "
-                            f"{gap[leaf_ids].max():.3g} m): they flutter from their own nearest point; mark them "
-                            f"with vertex groups or move them onto a branch")
+        far = leaf_isl & ~att["near"] & (att["gap"] > np.maximum(2.0 * size, tol))
+        n_far = int(far.sum())
+        if n_far:
+            warnings.append(f"{n_far} leaf island(s) are far from any branch or trunk (up to "
+                            f"{float(att['gap'][far].max()):.3g} m, more than {tol:.3g} m): each was attached to "
+                            f"its nearest bigger island; mark them with vertex groups or move them onto a branch")
 
     bmax = float(b_raw.max())
     branch = b_raw / bmax if bmax > 0 else b_raw
     kind = np.where(vleaf, LABEL_LEAF, np.where(core, LABEL_TRUNK, LABEL_BRANCH)).astype(np.int8)
+    levels = []
+    for d in range(1, int(depth.max()) + 1 if k else 1):
+        levels.append(int((branch_isl & (depth == d)).sum()) + (n_welded if d == 1 else 0))
+    if not levels and n_welded:
+        levels = [n_welded]
+    while levels and levels[-1] == 0:
+        levels.pop()
+    n_branches = n_welded + int(branch_isl.sum()) + int(stem_isl.sum())
+    warnings += _degenerate_warnings(k, n_leaves, n_branches, phase[vleaf], branch[~core], leaf_isl, parent,
+                                     trunk_isl)
     yield 1.0
     return BakeResult(
         height=height, branch=branch.astype(np.float32), leaf=leaf.astype(np.float32),
         phase=phase.astype(np.float32), leaf_phase=leaf_phase.astype(np.float32), kind=kind,
-        asset_height=hgt, base_z=zmin, n_islands=k, n_leaves=n_leaves, n_branches=n_branches, warnings=warnings)
+        asset_height=hgt, base_z=zmin, n_islands=k, n_leaves=n_leaves, n_branches=n_branches, warnings=warnings,
+        levels=levels, n_stems=int(stem_isl.sum()), n_far=n_far, trunk_found=trunk_found, island=inv,
+        parent=parent)
+
+
+VERTEX_GROUP_NAMES = ("EnvFX_Trunk", "EnvFX_Branch", "EnvFX_Leaf")
+
+
+def _degenerate_warnings(k, n_leaves, n_branches, leaf_g, nontrunk_b, leaf_isl, parent, trunk_isl) -> list:
+    """Warnings for a result a game cannot use, each saying what was found and which override fixes it."""
+    out = []
+    if k < 3:
+        return out
+    if n_leaves >= 2 and n_branches == 0:
+        out.append(f"No branch found under the foliage: all {n_leaves} leaves hang from the trunk, so they sway "
+                   f"with it, not with branches; mark branches with an EnvFX_Branch vertex group or a material "
+                   f"named branch")
+    if n_leaves >= 2 and len(leaf_g) and float(np.ptp(leaf_g)) == 0.0:
+        out.append(f"All {n_leaves} leaves got the same branch phase (G), so they sway in unison; mark branches "
+                   f"with an EnvFX_Branch vertex group or a material named branch")
+    if len(nontrunk_b) and float(nontrunk_b.max()) == 0.0:
+        out.append("B is 0 on everything outside the trunk, so no branch moves; mark the trunk with an "
+                   "EnvFX_Trunk vertex group (or a material named trunk or bark) and branches with EnvFX_Branch")
+    return out
+
+
+def levels_text(result: "BakeResult") -> str:
+    """The structure found, for the Info line: trunk, branches per level, leaves."""
+    parts = ["trunk" if result.trunk_found else "no trunk (lowest island used)"]
+    if result.n_stems:
+        parts.append(f"{result.n_stems} stem{'s' if result.n_stems != 1 else ''}")
+    for i, count in enumerate(result.levels or []):
+        parts.append(f"{count} level-{i + 1} branch{'es' if count != 1 else ''}")
+    if not result.levels and not result.n_stems:
+        parts.append("0 branches")
+    parts.append(f"{result.n_leaves} lea{'ves' if result.n_leaves != 1 else 'f'}")
+    return ", ".join(parts)
 
 
 def pack_channels(result: BakeResult, ao=None, layout: str = "HZD", custom=None) -> np.ndarray:

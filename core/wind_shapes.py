@@ -195,3 +195,144 @@ def make_bush(stems=4, height=1.5, leaves_per_stem=6, seed=0, origin=(0.0, 0.0, 
         "kind": np.concatenate(kind), "branch_id": np.concatenate(bid), "leaf_id": np.concatenate(lid),
         "along": np.concatenate(along), "attach": np.concatenate(attach),
     }
+
+
+# --- vegetation as real assets build it: separate pieces ---------------------------------------------------
+
+LEAF_CARDS = ("quad", "tris", "crossed", "double", "strip", "clump")
+LEAF_PLACES = ("touch", "hover", "tip")
+
+
+def _card(kind, base, direction, side, size):
+    """Vertices and triangles of one leaf card of construction ``kind`` growing from ``base`` along ``direction``
+    (unit), ``side`` (unit, across it). Returns (verts, tris, base_flags, tip_flags)."""
+    d, s = np.asarray(direction, float), np.asarray(side, float)
+    w = 0.35 * size
+    up = np.cross(d, s)
+    if kind in ("quad", "double", "tris"):
+        quad = np.array([base - w * s, base + w * s, base + w * s + size * d, base - w * s + size * d])
+        if kind == "quad":
+            return quad, np.array([[0, 1, 2], [0, 2, 3]]), np.array([1, 1, 0, 0], bool), np.array([0, 0, 1, 1], bool)
+        if kind == "tris":  # two unwelded triangles (6 vertices)
+            v = np.concatenate([quad[[0, 1, 2]], quad[[0, 2, 3]]])
+            return (v, np.array([[0, 1, 2], [3, 4, 5]]), np.array([1, 1, 0, 1, 0, 0], bool),
+                    np.array([0, 0, 1, 0, 1, 1], bool))
+        # two coincident faces of opposite normals, not welded (8 vertices)
+        v = np.concatenate([quad, quad])
+        return (v, np.array([[0, 1, 2], [0, 2, 3], [4, 6, 5], [4, 7, 6]]), np.array([1, 1, 0, 0] * 2, bool),
+                np.array([0, 0, 1, 1] * 2, bool))
+    if kind == "crossed":  # two quads crossing along the card's axis, welded nowhere
+        a = np.array([base - w * s, base + w * s, base + w * s + size * d, base - w * s + size * d])
+        b = np.array([base - w * up, base + w * up, base + w * up + size * d, base - w * up + size * d])
+        v = np.concatenate([a, b])
+        t = np.array([[0, 1, 2], [0, 2, 3], [4, 5, 6], [4, 6, 7]])
+        return v, t, np.array([1, 1, 0, 0] * 2, bool), np.array([0, 0, 1, 1] * 2, bool)
+    if kind == "strip":  # a bending strip of three segments (8 vertices)
+        t = np.linspace(0.0, 1.0, 4)
+        centre = base + size * t[:, None] * d + 0.15 * size * (t ** 2)[:, None] * up
+        v = np.concatenate([centre - w * s, centre + w * s])  # 0..3 left, 4..7 right
+        tris = []
+        for i in range(3):
+            tris += [[i, i + 4, i + 5], [i, i + 5, i + 1]]
+        return (v, np.array(tris), np.array([1, 0, 0, 0, 1, 0, 0, 0], bool),
+                np.array([0, 0, 0, 1, 0, 0, 0, 1], bool))
+    # clump: a small closed octahedron of leaves
+    c = base + 0.5 * size * d
+    r = 0.5 * size
+    v = np.array([c - r * d, c + r * d, c + r * s, c - r * s, c + r * up, c - r * up])
+    tris = np.array([[0, 2, 4], [0, 4, 3], [0, 3, 5], [0, 5, 2], [1, 4, 2], [1, 3, 4], [1, 5, 3], [1, 2, 5]])
+    return v, tris, np.array([1, 0, 0, 0, 0, 0], bool), np.array([0, 1, 0, 0, 0, 0], bool)
+
+
+def make_vegetation(card="quad", place="touch", height=6.0, n_branches=5, twigs=3, leaves_per_twig=4, seed=0,
+                    origin=(0.0, 0.0, 0.0), sides=8):
+    """A tree of separate, unwelded pieces, as tree generators and asset libraries build them: a closed trunk
+    tube; first-level branch tubes starting inside the trunk; twig tubes starting on their branch's surface; leaf
+    cards of construction ``card`` (``LEAF_CARDS``) along each twig, ``place`` (``LEAF_PLACES``): touching it,
+    hovering a little away or all at its tip. Ground truth per vertex: ``kind`` (1 trunk, 2 branch or twig, 3 leaf),
+    ``branch_id`` (the first-level branch it belongs to, -1 on the trunk), ``level`` (0 trunk, 1, 2, 3 leaf),
+    ``leaf_id``, ``leaf_base`` / ``leaf_tip`` (a card's attach end and far end), ``along`` (distance from the
+    piece's start)."""
+    rng = np.random.default_rng(seed)
+    origin = np.asarray(origin, float)
+    parts = []
+
+    def add(v, f, kind, bid, level, leaf=-1, base=None, tip=None, along=None):
+        n = len(v)
+        parts.append(dict(v=np.asarray(v, float), f=np.asarray(f, np.int64), kind=np.full(n, kind, np.int8),
+                          bid=np.full(n, bid), level=np.full(n, level), leaf=np.full(n, leaf),
+                          base=np.zeros(n, bool) if base is None else base,
+                          tip=np.zeros(n, bool) if tip is None else tip,
+                          along=np.zeros(n) if along is None else along))
+
+    def tube(p0, p1, r, rings, closed=True):
+        v, t, al = _tube(p0, p1, r, sides, rings)
+        if closed:  # caps: a centre vertex at each end
+            n = len(v)
+            v = np.concatenate([v, [p0, p1]])
+            s = np.arange(sides)
+            cap0 = np.stack([np.full(sides, n), (s + 1) % sides, s], 1)
+            top = (rings - 1) * sides
+            cap1 = np.stack([np.full(sides, n + 1), top + s, top + (s + 1) % sides], 1)
+            t = np.concatenate([t, cap0, cap1])
+            al = np.concatenate([al, [0.0, np.linalg.norm(np.asarray(p1) - p0)]])
+        return v, t, al
+
+    trunk_r = 0.035 * height
+    v, t, al = tube(origin, origin + [0, 0, height], trunk_r, 16)
+    add(v, t, 1, -1, 0, along=al)
+    leaf_count = 0
+    for b in range(n_branches):
+        ang = 2 * np.pi * b / n_branches + rng.uniform(-0.2, 0.2)
+        h = height * (0.35 + 0.5 * b / max(n_branches - 1, 1))
+        out = np.array([np.cos(ang), np.sin(ang), 0.0])
+        bdir = out * 0.85 + np.array([0, 0, 0.5])
+        bdir /= np.linalg.norm(bdir)
+        blen = height * 0.4
+        p0 = origin + [0, 0, h] + out * 0.3 * trunk_r  # starts inside the trunk
+        p1 = p0 + blen * bdir
+        br = 0.4 * trunk_r
+        v, t, al = tube(p0, p1, br, 8)
+        add(v, t, 2, b, 1, along=al)
+        for w in range(twigs):
+            f = 0.35 + 0.6 * w / max(twigs - 1, 1)
+            side = np.cross(bdir, [0, 0, 1.0])
+            side /= np.linalg.norm(side)
+            sgn = 1 if w % 2 == 0 else -1
+            tdir = bdir * 0.5 + sgn * side * 0.8 + np.array([0, 0, 0.2])
+            tdir /= np.linalg.norm(tdir)
+            q0 = p0 + f * blen * bdir + sgn * side * br  # on the branch's surface
+            tlen = height * 0.15
+            q1 = q0 + tlen * tdir
+            tr = 0.3 * br
+            v, t, al = tube(q0, q1, tr, 5, closed=False)
+            add(v, t, 2, b, 2, along=al)
+            across = np.cross(tdir, [0, 0, 1.0])
+            across /= np.linalg.norm(across)
+            size = 0.06 * height
+            for i in range(leaves_per_twig):
+                if place == "tip":
+                    base = q1 + 0.3 * tr * tdir + 0.05 * size * (i - (leaves_per_twig - 1) / 2) * across
+                    ldir = tdir + 0.6 * (i - (leaves_per_twig - 1) / 2) * across
+                else:
+                    fa = 0.4 + 0.55 * i / max(leaves_per_twig - 1, 1)
+                    s2 = 1 if i % 2 == 0 else -1
+                    gap = tr if place == "touch" else tr + 0.15 * size
+                    base = q0 + fa * tlen * tdir + s2 * across * gap
+                    ldir = s2 * across + np.array([0, 0, 0.2])
+                ldir /= np.linalg.norm(ldir)
+                lside = np.cross(ldir, [0, 0, 1.0])
+                if np.linalg.norm(lside) < 1e-6:
+                    lside = np.array([1.0, 0, 0])
+                lside /= np.linalg.norm(lside)
+                lv, lt, lb, ltip = _card(card, base, ldir, lside, size)
+                add(lv, lt, 3, b, 3, leaf=leaf_count, base=lb, tip=ltip)
+                leaf_count += 1
+    offs = np.cumsum([0] + [len(q["v"]) for q in parts[:-1]])
+    out = {k2: np.concatenate([q[k1] for q in parts]) for k1, k2 in (
+        ("v", "positions"), ("kind", "kind"), ("bid", "branch_id"), ("level", "level"), ("leaf", "leaf_id"),
+        ("base", "leaf_base"), ("tip", "leaf_tip"), ("along", "along"))}
+    out["faces"] = np.concatenate([q["f"] + o for q, o in zip(parts, offs)])
+    out["edges"] = faces_to_edges(out["faces"])
+    out["piece"] = np.concatenate([np.full(len(q["v"]), i) for i, q in enumerate(parts)])
+    return out

@@ -12,6 +12,7 @@ from bpy.props import EnumProperty
 
 from .. import bridge, progress
 from ..core import wind as core_wind
+from ..core import wind_hierarchy
 from ..shader_nodes import bend as bend_nodes
 from ..shader_nodes import common as nodes_common
 from ..shader_nodes import wind as wind_nodes
@@ -24,7 +25,6 @@ WIND_ATTR = "EnvFX_Wind"
 EXPORT_ATTR = "EnvFX_Wind_Export"
 HEIGHT_UV = "EnvFX_Height_UV"  # UV map: U the height gradient, V 0 (what FBX and glTF carry to a game)
 MAX_UV_MAPS = 8  # Blender's limit per mesh
-AO_TMP_ATTR = "EnvFX_AO_tmp"
 # on a baked mesh: the asset height per unit of world Z scale. Each object showing the mesh (linked duplicates of
 # a plant at random scales) gets it times its own world Z scale as its Asset Height (``assign_heights``)
 UNIT_HEIGHT_KEY = "envfx_wind_unit_height"
@@ -162,6 +162,13 @@ def _mesh_edges(mesh) -> np.ndarray:
     return buf.reshape(-1, 2)
 
 
+def _mesh_triangles(mesh) -> np.ndarray:
+    tris = mesh.loop_triangles
+    buf = np.empty(len(tris) * 3, np.int32)
+    tris.foreach_get("vertices", buf)
+    return buf.reshape(-1, 3).astype(np.int64)
+
+
 def _faced_vertices(mesh) -> np.ndarray:
     """Per vertex: whether it belongs to a face (loose points and the vertices of loose edges do not)."""
     loops = np.empty(len(mesh.loops), np.int32)
@@ -254,14 +261,8 @@ def bake_job(scene, objects, depsgraph=None, ao_samples=None, leaf_size=None, la
     if custom is None:
         custom = (s.custom_r, s.custom_g, s.custom_b, s.custom_a)
     meshes, skipped, warnings = validate(scene, objects, layout, custom)
-    if not 0 <= ao_samples <= core_wind.MAX_AO_SAMPLES:  # before any work: Cycles refuses more, after the structure
+    if not 0 <= ao_samples <= core_wind.MAX_AO_SAMPLES:  # before any work
         raise WindInputError(f"AO samples {ao_samples} must be 0 (no AO) to {core_wind.MAX_AO_SAMPLES}")
-    if ao_samples > 0:
-        view_layer = bpy.context.view_layer
-        for obj in meshes:
-            if view_layer.objects.get(obj.name) is not obj or obj.hide_render:
-                raise WindInputError(f"{obj.name} is hidden from rendering or not in the view layer, so Cycles "
-                                     f"cannot bake its AO: show it, or set AO Samples to 0")
     result = WindResult(skipped=skipped, warnings=warnings)
     no_room = [obj.name for obj in meshes if height_uv and obj.data.uv_layers.get(HEIGHT_UV) is None
                and len(obj.data.uv_layers) >= MAX_UV_MAPS]
@@ -271,13 +272,14 @@ def bake_job(scene, objects, depsgraph=None, ao_samples=None, leaf_size=None, la
     if depsgraph is not None:
         result.warnings += _modifier_warnings(meshes, depsgraph)
 
-    positions, edges, labels, faced, counts = [], [], [], [], []
+    positions, edges, labels, faced, counts, triangles = [], [], [], [], [], []
     offset = 0
     for obj in meshes:
         co = bridge.get_positions(obj.data).astype(np.float64)
         m = bridge.matrix_to_numpy(obj.matrix_world)
         positions.append(co @ m[:3, :3].T + m[:3, 3])
         edges.append(_mesh_edges(obj.data).astype(np.int64) + offset)
+        triangles.append(_mesh_triangles(obj.data) + offset)
         labels.append(np.maximum(material_labels(obj), vertex_group_labels(obj, scene)))
         faced.append(_faced_vertices(obj.data))
         counts.append(len(co))
@@ -296,12 +298,16 @@ def bake_job(scene, objects, depsgraph=None, ao_samples=None, leaf_size=None, la
     n = len(res.height)
     ao = np.ones(n, np.float32)
     if ao_samples > 0:
-        ao_job = _bake_ao(scene, meshes, ao_samples)
-        try:
-            while True:
-                yield 0.7 + 0.25 * next(ao_job)
-        except StopIteration as stop:
-            ao = np.concatenate(stop.value).astype(np.float32)[res.source]  # Cycles bakes no AO off the faces
+        yield 0.7
+        # occlusion by the asset itself (its other objects too), in world space; a vertex without faces takes
+        # its nearest faced vertex's
+        ao = wind_hierarchy.ambient_occlusion(np.concatenate(positions), np.concatenate(triangles),
+                                              directions=ao_directions(ao_samples))[res.source]
+        leafy = res.kind == core_wind.LABEL_LEAF
+        if leafy.any() and float(ao[leafy].max()) <= 1e-3:
+            result.warnings.append(f"AO (A) is 0 on all {res.n_leaves} leaves: they are enclosed by the asset; "
+                                   f"check for a closed hull around the foliage, or mark its material as a leaf")
+        yield 0.95
     hzd = core_wind.pack_channels(res, ao, "HZD")
     export = core_wind.pack_channels(res, ao, layout, custom) if layout != "HZD" else None
     # all computed: write
@@ -324,7 +330,7 @@ def bake_job(scene, objects, depsgraph=None, ao_samples=None, leaf_size=None, la
                and obj.data.name in baked and obj.library is None and obj not in done]
     assign_heights(sharers, result)  # instances sharing a baked mesh (grass clumps) get its height at their scale
     result.stats = dict(vertices=n, islands=res.n_islands, leaves=res.n_leaves, branches=res.n_branches,
-                        height=res.asset_height)
+                        height=res.asset_height, structure=core_wind.levels_text(res), levels=list(res.levels))
     yield 1.0
     return result
 
@@ -425,56 +431,9 @@ def _write_height_uv(mesh, height):
     uv.data.foreach_set("uv", coords.reshape(-1))
 
 
-def _bake_ao(scene, meshes, samples):
-    """Cycles AO bake into a temporary colour attribute per mesh; returns the per-vertex AO arrays. Everything
-    it changes (engine, samples, selection, temporary attributes) is restored in ``finally``."""
-    view_layer = bpy.context.view_layer
-    state = dict(engine=scene.render.engine, samples=scene.cycles.samples,
-                 selected=[o.name for o in view_layer.objects if o.select_get()],
-                 active=view_layer.objects.active.name if view_layer.objects.active else None)
-    colors_before = {obj.name: (obj.data.color_attributes.active_color_name,
-                                obj.data.color_attributes.default_color_name) for obj in meshes}
-    try:
-        scene.render.engine = "CYCLES"
-        scene.cycles.samples = samples
-        for obj in view_layer.objects:
-            obj.select_set(False)
-        for obj in meshes:
-            mesh = obj.data
-            old = mesh.attributes.get(AO_TMP_ATTR)
-            if old is not None:
-                mesh.attributes.remove(old)
-            attr = mesh.color_attributes.new(AO_TMP_ATTR, "FLOAT_COLOR", "POINT")
-            mesh.color_attributes.active_color_name = attr.name
-            obj.select_set(True)
-        view_layer.objects.active = meshes[0]
-        yield 0.1
-        result = bpy.ops.object.bake(type="AO", target="VERTEX_COLORS", use_selected_to_active=False)
-        if result != {"FINISHED"}:
-            raise RuntimeError("Cycles AO bake failed: set AO Samples to 0 to bake without AO")
-        yield 0.9
-        out = []
-        for obj in meshes:
-            buf = np.empty(len(obj.data.vertices) * 4, np.float32)
-            obj.data.attributes[AO_TMP_ATTR].data.foreach_get("color", buf)
-            out.append(buf.reshape(-1, 4)[:, 0].copy())
-        return out
-    finally:
-        for obj in meshes:
-            attr = obj.data.attributes.get(AO_TMP_ATTR)
-            if attr is not None:
-                obj.data.attributes.remove(attr)
-            active, default = colors_before[obj.name]
-            if active and obj.data.color_attributes.get(active) is not None:
-                obj.data.color_attributes.active_color_name = active
-            if default and obj.data.color_attributes.get(default) is not None:
-                obj.data.color_attributes.default_color_name = default
-        scene.render.engine = state["engine"]
-        scene.cycles.samples = state["samples"]
-        for obj in view_layer.objects:
-            obj.select_set(obj.name in state["selected"])
-        if state["active"] is not None and state["active"] in view_layer.objects:
-            view_layer.objects.active = view_layer.objects[state["active"]]
+def ao_directions(samples: int) -> int:
+    """Ray directions of the AO for the AO Samples setting: the setting, at least 16 and at most 256."""
+    return int(min(max(samples, 16), 256))
 
 
 def bake(scene, objects, depsgraph=None, **kw) -> WindResult:
@@ -603,8 +562,8 @@ def _report(op, result: WindResult, verb: str):
     details = ""
     if result.stats:
         st = result.stats
-        details = (f" ({st['vertices']} vertices, {st['islands']} islands, {st['branches']} branches, "
-                   f"{st['leaves']} leaves, height {st['height']:.3g} m)")
+        details = (f" ({st['vertices']} vertices, {st['islands']} islands: {st['structure']}; "
+                   f"height {st['height']:.3g} m)")
     report_result(op, result, verb, details)
 
 

@@ -51,6 +51,10 @@ class VIEW3D_PT_envfx_wind(EnvFXSubPanel, bpy.types.Panel):
                 row.prop(s, name, text="")
         box.prop(s, "height_uv")
         box.operator("envfx.wind_bake_data", icon="RENDER_STILL")
+        row = box.row(align=True)
+        row.label(text="View")
+        for channel, text in (("R", "R"), ("G", "G"), ("B", "B"), ("A", "A"), ("HEIGHT", "H"), ("OFF", "Off")):
+            row.operator("envfx.wind_view", text=text).channel = channel
 
         draw_status(layout, status(context.scene, context.active_object))
         row = layout.row(align=True)

@@ -20,6 +20,8 @@ run() {
     "$@" || {
     rc=$?; [ $rc -eq 5 ] || status=1; }
 }
+# the real-vegetation corpus of the wind tests: fetched once into .cache/assets (its tests skip, saying why, if not)
+"$PY50" tools/fetch_assets.py >/dev/null || echo "fetching the vegetation corpus failed: its tests will skip"
 run core "$PY50" tests/core "$@"
 run blender-5.0 "$PY50" tests/blender "$@"
 run blender-4.2 "$PY42" tests/blender "$@"

@@ -1,0 +1,57 @@
+"""Viewport view of the baked wind data: one material per channel (R, G, B, A of EnvFX_Wind, or EnvFX_Height),
+showing the value as a colour (dark blue 0, green 0.5, yellow 1), unlit, so an artist checks the data by eye in
+Material Preview or Rendered shading."""
+
+import bpy
+
+CHANNELS = ("R", "G", "B", "A", "HEIGHT")
+PREFIX = "EnvFX Wind View "
+VERSION = 1
+RAMP = ((0.0, (0.05, 0.03, 0.35, 1.0)), (0.5, (0.1, 0.7, 0.35, 1.0)), (1.0, (1.0, 0.95, 0.1, 1.0)))
+
+
+def material_name(channel: str) -> str:
+    return PREFIX + channel
+
+
+def is_view_material(mat) -> bool:
+    return mat is not None and mat.name.startswith(PREFIX) and mat.get("envfx_wind_view") is not None
+
+
+def ensure_view_material(channel: str, wind_attr: str, height_attr: str):
+    """The view material of ``channel`` (built, or rebuilt when its version stamp is older)."""
+    if channel not in CHANNELS:
+        raise ValueError(f"Unknown wind channel {channel!r}: use one of {', '.join(CHANNELS)}")
+    name = material_name(channel)
+    mat = bpy.data.materials.get(name)
+    if mat is not None and mat.get("envfx_wind_view") == VERSION:
+        return mat
+    if mat is None:
+        mat = bpy.data.materials.new(name)
+    mat.use_nodes = True
+    tree = mat.node_tree
+    tree.nodes.clear()
+    attr = tree.nodes.new("ShaderNodeAttribute")
+    attr.attribute_type = "GEOMETRY"
+    attr.attribute_name = height_attr if channel == "HEIGHT" else wind_attr
+    ramp = tree.nodes.new("ShaderNodeValToRGB")
+    elements = ramp.color_ramp.elements
+    while len(elements) < len(RAMP):
+        elements.new(0.5)
+    for element, (pos, color) in zip(elements, RAMP):
+        element.position = pos
+        element.color = color
+    if channel in ("R", "G", "B"):
+        sep = tree.nodes.new("ShaderNodeSeparateColor")
+        tree.links.new(attr.outputs["Color"], sep.inputs["Color"])
+        tree.links.new(sep.outputs[{"R": "Red", "G": "Green", "B": "Blue"}[channel]], ramp.inputs["Fac"])
+    elif channel == "A":
+        tree.links.new(attr.outputs["Alpha"], ramp.inputs["Fac"])
+    else:
+        tree.links.new(attr.outputs["Fac"], ramp.inputs["Fac"])
+    emit = tree.nodes.new("ShaderNodeEmission")
+    out = tree.nodes.new("ShaderNodeOutputMaterial")
+    tree.links.new(ramp.outputs["Color"], emit.inputs["Color"])
+    tree.links.new(emit.outputs["Emission"], out.inputs["Surface"])
+    mat["envfx_wind_view"] = VERSION
+    return mat
