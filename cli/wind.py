@@ -30,7 +30,8 @@ def add_parser(sub):
     target.add_argument("--collection", help="bake every mesh of this collection as one asset")
     target.add_argument("--objects", help="comma-separated object names forming one asset")
     target.add_argument("--each", action="store_true", help="bake every mesh of the scene as its own asset")
-    p.add_argument("--ao-samples", type=int, help=f"Cycles AO samples, 0 (no AO) to {core_wind.MAX_AO_SAMPLES}")
+    p.add_argument("--ao-samples", type=int,
+                   help=f"ambient-occlusion ray directions per vertex, 0 (no AO) to {core_wind.MAX_AO_SAMPLES}")
     p.add_argument("--leaf-size", type=float, help="leaf island size as a fraction of the asset height")
     p.add_argument("--layout", choices=core_wind.LAYOUTS, help="export channel layout")
     p.add_argument("--custom", help="four comma-separated channel sources for --layout CUSTOM "
