@@ -15,10 +15,17 @@ jittered over the light's size, averaged.
 
 from __future__ import annotations
 
+import json
 import math
+import os
+import shutil
+import tempfile
 from dataclasses import dataclass, field
 
 import numpy as np
+
+from . import exr, png
+from .colour import linear_to_srgb
 
 FALLOFFS = ("PHYSICAL", "SMOOTH")
 SMOOTHINGS = ("NONE", "MIPS", "BLUR")
@@ -597,6 +604,34 @@ def light_circles(grid: Grid, lights, ground_z: float, scale: float = 0.5) -> np
     return out
 
 
+def vertex_light(points, normals, lights, grid: Grid, occ: np.ndarray) -> np.ndarray:
+    """Day 1: (N, 3) float32 light at the vertices of static 3D geometry (the walls themselves): each light's
+    intensity times the cosine at the vertex normal over the squared distance, where the light sees the vertex from
+    above (the shadow test of the map, with a texel and a half of slack so a wall's own face does not shadow it)."""
+    p = np.asarray(points, dtype=np.float32).reshape(-1, 3)
+    nrm = np.asarray(normals, dtype=np.float32).reshape(-1, 3)
+    out = np.zeros((len(p), 3), dtype=np.float32)
+    if len(p) == 0:
+        return out
+    bi, bj = np.nonzero(boundary(occ))
+    bx, by = grid.xs()[bj].astype(np.float64), grid.ys()[bi].astype(np.float64)
+    half = 0.5 * max(grid.tx, grid.ty)
+    nbins = int(min(max(16 * max(grid.width, grid.height), 1024), 1 << 18))
+    scale = np.float32(nbins / 4.0)
+    slack = np.float32(3.0 * half)
+    for light in lights:
+        smap = _polar_map(bx, by, half, light.x, light.y, nbins)
+        dx, dy = p[:, 0] - np.float32(light.x), p[:, 1] - np.float32(light.y)
+        b = np.minimum((_diamond(dx, dy) * scale).astype(np.int32), nbins - 1)
+        seen = np.sqrt(dx * dx + dy * dy) - slack <= smap[b]
+        v = np.stack([-dx, -dy, np.float32(light.z) - p[:, 2]], axis=1)
+        d2 = np.maximum((v * v).sum(1), 1e-8)
+        cos = np.maximum((v * nrm).sum(1) / np.sqrt(d2), 0.0)
+        e = np.float32(intensity(light)) * cos / d2 * seen
+        out += e[:, None] * np.asarray(light.colour, dtype=np.float32)[None, :]
+    return out
+
+
 # --- dynamic shadows (Day 5) -------------------------------------------------------------------------------
 
 @dataclass
@@ -637,3 +672,69 @@ def nearest_light(points_xy, lights_xy) -> np.ndarray:
     p = np.asarray(points_xy, dtype=np.float64).reshape(-1, 2)
     q = np.asarray(lights_xy, dtype=np.float64).reshape(-1, 2)
     return np.argmin(((p[:, None, :] - q[None, :, :]) ** 2).sum(-1), axis=1)
+
+
+# --- files -------------------------------------------------------------------------------------------------
+
+FILES = ("lightmap.exr", "lightmap.png", "lightmap.json")
+CIRCLES_FILE = "lightmap_circles.exr"
+ORIENTATION = "row 0 is y_max, column 0 is x_min"
+
+
+def check_output_folder(folder: str) -> str:
+    """Make ``folder`` (and its parents) and prove it can be written by writing and removing a file there (the
+    permission bits lie: root passes os.access everywhere, a read-only mount passes it too). Returns its absolute
+    path."""
+    if not folder or not folder.strip():
+        raise LightmapError("No output folder: set the Output Folder of the light map")
+    folder = os.path.abspath(folder)
+    if os.path.exists(folder) and not os.path.isdir(folder):
+        raise LightmapError(f"Output {folder!r} is a file, not a folder: choose a folder")
+    try:
+        os.makedirs(folder, exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix=".envfx_lightmap_probe_", dir=folder)
+        os.close(fd)
+        os.remove(probe)
+    except OSError as exc:
+        raise LightmapError(f"Output folder {folder!r} cannot be written ({exc.strerror or exc}): choose a folder you "
+                            "can write to") from None
+    return folder
+
+
+def white_point(rgb: np.ndarray, occ: np.ndarray) -> float:
+    """The light that the 8-bit PNG shows as white: the 99.5th percentile of the brightest channel on the free
+    ground (a few hot spots under the lights clip; 1 when the map is dark)."""
+    peak = rgb.max(axis=2)[~occ] if occ is not None and (~occ).any() else rgb.max(axis=2).ravel()
+    peak = peak[peak > 0]
+    if peak.size == 0:
+        return 1.0
+    return float(max(np.percentile(peak, 99.5), 1e-12))
+
+
+def write_outputs(folder: str, result: Result, meta: dict, circles: np.ndarray | None = None) -> list:
+    """Write lightmap.exr (linear float RGB), lightmap.png (8-bit sRGB, ``meta['png_white']`` as white) and
+    lightmap.json (``meta`` plus region, resolution and orientation), and the light circles when given. All files
+    are written into a hidden folder first and moved in together: a failure leaves no half-written file. Returns the
+    paths."""
+    folder = check_output_folder(folder)
+    white = float(meta.get("png_white") or white_point(result.rgb, result.occupancy))
+    doc = dict(meta)
+    doc.update(region=[float(v) for v in result.grid.region], resolution=[result.grid.width, result.grid.height],
+               orientation=ORIENTATION, png_white=white,
+               texel_size=[result.grid.tx, result.grid.ty], files=list(FILES) + ([CIRCLES_FILE] if circles is not None
+                                                                                  else []))
+    tmp = tempfile.mkdtemp(prefix=".envfx_lightmap_", dir=folder)
+    try:
+        exr.write_exr(os.path.join(tmp, "lightmap.exr"), result.rgb, "RGB")
+        png.write_png(os.path.join(tmp, "lightmap.png"), linear_to_srgb(result.rgb / np.float32(white)))
+        if circles is not None:
+            exr.write_exr(os.path.join(tmp, CIRCLES_FILE), circles, "RGB")
+        with open(os.path.join(tmp, "lightmap.json"), "w", encoding="utf-8") as fh:
+            json.dump(doc, fh, indent=2)
+        paths = []
+        for name in doc["files"]:
+            os.replace(os.path.join(tmp, name), os.path.join(folder, name))
+            paths.append(os.path.join(folder, name))
+        return paths
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
