@@ -1,0 +1,160 @@
+"""Benchmark: the 2D light map of a top-down level (a 2048x2048 map, 32 point lights, 16 penumbra samples) against a
+Cycles CPU bake of the same scene at the same resolution, in the same run; the shadow-mask agreement (IoU) of the
+two says whether Cycles' sample count gives the same answer. Peak memory of the EnvFX bake (numpy allocations, by
+tracemalloc) and of the process. Prints JSON lines.
+
+Run: $(tools/venv.sh 5.0) benchmarks/bench_lightmap.py [--size 2048] [--lights 32] [--samples 16]
+     [--cycles-samples 16] [--no-cycles]
+"""
+
+import argparse
+import importlib
+import json
+import os
+import resource
+import sys
+import tempfile
+import time
+import tracemalloc
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "tests", "blender"))
+
+import bpy  # noqa: E402
+
+import conftest  # noqa: E402  (enables the add-on the way the tests do)
+
+
+def build_level(bpy, n_lights: int, seed: int = 3):
+    """A 64 x 64 m level: a ground plane, 40 wall blocks 6 m tall, ``n_lights`` point lights 2.5 m up, none inside
+    a wall."""
+    rng = np.random.default_rng(seed)
+    bpy.ops.wm.read_homefile(app_template="", use_empty=True)
+    scene = bpy.context.scene
+    mesh = bpy.data.meshes.new("Ground")
+    mesh.from_pydata([(-32, -32, 0), (32, -32, 0), (32, 32, 0), (-32, 32, 0)], [], [(0, 1, 2, 3)])
+    uv = mesh.uv_layers.new(name="UVMap")
+    for loop, co in zip(uv.data, [(0, 0), (1, 0), (1, 1), (0, 1)]):
+        loop.uv = co
+    ground = bpy.data.objects.new("Ground", mesh)
+    scene.collection.objects.link(ground)
+    walls = bpy.data.collections.new("Walls")
+    scene.collection.children.link(walls)
+    boxes = []
+    for k in range(40):
+        x, y = rng.uniform(-29, 29, 2)
+        sx, sy = (rng.uniform(0.5, 8), 0.6) if k % 2 else (0.6, rng.uniform(0.5, 8))
+        boxes.append((x, y, sx, sy))
+        verts = [(x + dx * sx / 2, y + dy * sy / 2, z) for z in (0, 6) for dx, dy in ((-1, -1), (1, -1), (1, 1),
+                                                                                         (-1, 1))]
+        faces = [(0, 3, 2, 1), (4, 5, 6, 7), (0, 1, 5, 4), (1, 2, 6, 5), (2, 3, 7, 6), (3, 0, 4, 7)]
+        wm = bpy.data.meshes.new(f"Wall{k}")
+        wm.from_pydata(verts, [], faces)
+        walls.objects.link(bpy.data.objects.new(f"Wall{k}", wm))
+    lights = bpy.data.collections.new("Lights")
+    scene.collection.children.link(lights)
+    placed = 0
+    while placed < n_lights:
+        x, y = rng.uniform(-30, 30, 2)
+        if any(abs(x - bx) < bsx / 2 + 0.5 and abs(y - by) < bsy / 2 + 0.5 for bx, by, bsx, bsy in boxes):
+            continue
+        data = bpy.data.lights.new(f"Lamp{placed}", "POINT")
+        data.energy = float(rng.uniform(300, 900))
+        data.shadow_soft_size = 0.25
+        data.color = tuple(rng.uniform(0.6, 1.0, 3))
+        obj = bpy.data.objects.new(f"Lamp{placed}", data)
+        obj.location = (x, y, 2.5)
+        lights.objects.link(obj)
+        placed += 1
+    bpy.context.view_layer.update()
+    return scene, ground, walls, lights
+
+
+def cycles_bake(bpy, scene, ground, size, samples):
+    scene.render.engine = "CYCLES"
+    scene.cycles.device = "CPU"
+    scene.cycles.samples = samples
+    scene.cycles.use_denoising = False
+    scene.cycles.use_adaptive_sampling = False
+    img = bpy.data.images.new("CyclesBake", size, size, float_buffer=True)
+    mat = bpy.data.materials.new("BakeGround")
+    if bpy.app.version < (5, 0, 0):
+        mat.use_nodes = True
+    node = mat.node_tree.nodes.new("ShaderNodeTexImage")
+    node.image = img
+    mat.node_tree.nodes.active = node
+    ground.data.materials.append(mat)
+    for obj in scene.objects:
+        obj.select_set(obj == ground)
+    bpy.context.view_layer.objects.active = ground
+    scene.render.bake.margin = 0
+    t0 = time.perf_counter()
+    bpy.ops.object.bake(type="DIFFUSE", pass_filter={"DIRECT"}, use_clear=True)
+    seconds = time.perf_counter() - t0
+    px = np.empty(size * size * 4, dtype=np.float32)
+    img.pixels.foreach_get(px)
+    return seconds, px.reshape(size, size, 4)[::-1, :, :3].copy()
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--size", type=int, default=2048)
+    parser.add_argument("--lights", type=int, default=32)
+    parser.add_argument("--samples", type=int, default=16)
+    parser.add_argument("--cycles-samples", type=int, default=16)
+    parser.add_argument("--no-cycles", action="store_true")
+    args = parser.parse_args(argv)
+    envfx = conftest.enable_addon()
+    ops = importlib.import_module(envfx.__name__ + ".operators.lightmap")
+    core = importlib.import_module(envfx.__name__ + ".core.lightmap2d")
+    scene, ground, walls, lights = build_level(bpy, args.lights)
+    s = scene.envfx.lightmap
+    s.ground, s.obstacles, s.lights = ground, walls, lights
+    s.resolution, s.penumbra_samples, s.apply_to_ground = args.size, args.samples, False
+    out = tempfile.mkdtemp(prefix="envfx-bench-lightmap-")
+    s.output_dir = out
+    common = {"bench": "lightmap", "blender": bpy.app.version_string, "size": args.size, "lights": args.lights,
+              "penumbra_samples": args.samples, "cpus": os.cpu_count(), "load_avg_1min": os.getloadavg()[0]}
+    # the map itself (core), then the whole operator path (gather, bake, write the three files)
+    inputs = ops.gather(scene, ())
+    tracemalloc.start()
+    t0 = time.perf_counter()
+    grid = core.make_grid(inputs.region, inputs.settings.resolution)
+    occ = core.rasterise(grid, inputs.triangles)
+    result = core.bake(grid, occ, inputs.lights, inputs.ground_z, inputs.settings)
+    t_core = time.perf_counter() - t0
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    t0 = time.perf_counter()
+    ops.bake_lightmap(scene)
+    t_all = time.perf_counter() - t0
+    row = {**common, "what": "envfx", "seconds_core": round(t_core, 3), "seconds_with_files": round(t_all, 3),
+           "peak_numpy_mb": round(peak / 2 ** 20, 1),
+           "peak_process_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}
+    print(json.dumps(row), flush=True)
+    if args.no_cycles:
+        return 0
+    t_cycles, cyc = cycles_bake(bpy, scene, ground, args.size, args.cycles_samples)
+    # agreement: the shadow masks against the unshadowed light of each (ours without walls; Cycles' own would
+    # double its time, so ours, scaled to Cycles' units, stands in)
+    open_map = core.bake(grid, np.zeros_like(occ), inputs.lights, inputs.ground_z, inputs.settings).rgb.sum(2)
+    ours = result.rgb.sum(2)
+    cy = cyc.sum(2)
+    scale = 1.0 / np.pi  # our irradiance in Cycles' colourless diffuse units
+    consider = ~occ & (open_map > 1e-3 * open_map.max())
+    cyc_shadow = (cy < 0.5 * open_map * scale) & consider
+    our_shadow = (ours < 0.5 * open_map) & consider
+    iou = float((cyc_shadow & our_shadow).sum() / max((cyc_shadow | our_shadow).sum(), 1))
+    lit = consider & ~cyc_shadow & ~our_shadow
+    corr = float(np.corrcoef(ours[lit], cy[lit])[0, 1]) if lit.sum() > 2 else float("nan")
+    print(json.dumps({**common, "what": "cycles", "cycles_samples": args.cycles_samples,
+                      "seconds": round(t_cycles, 3), "speedup_core": round(t_cycles / t_core, 2),
+                      "speedup_with_files": round(t_cycles / t_all, 2), "shadow_iou": round(iou, 4),
+                      "lit_correlation": round(corr, 4)}), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
