@@ -461,6 +461,15 @@ class EnvFXLightmapSettings(PropertyGroup):
         description="Multiply the ground material's base colour by the baked map (visible in Eevee at once)",
         default=True,
     )
+    baked_region: FloatVectorProperty(
+        name="Baked Region",
+        description="x_min, y_min, x_max, y_max of the last bake (read by the actors' shadows)",
+        size=4, default=(0.0, 0.0, 0.0, 0.0), options={"HIDDEN"},
+    )
+    baked_ground_z: FloatProperty(
+        name="Baked Ground Height", description="z of the ground at the last bake", default=0.0,
+        options={"HIDDEN"},
+    )
     output_dir: StringProperty(
         name="Output Folder",
         description="Where lightmap.exr, lightmap.png and lightmap.json are written",

@@ -590,6 +590,23 @@ def bake(grid: Grid, occ: np.ndarray, lights, ground_z: float, settings: Setting
             return stop.value
 
 
+def distance_image(grid: Grid, occ: np.ndarray, longest: int = 256) -> tuple:
+    """(image (h, w) float32, cell size): the distance from each cell to the nearest wall on a grid of at most
+    ``longest`` cells along its longest side, made safe for sampling anywhere in the cell with bilinear
+    interpolation (a cell marks a wall anywhere in it, and the value is lowered by a cell's diagonal). What the
+    actors' shadows read to keep out of walls. Large (the region's diagonal) where there are no walls."""
+    h, w = occ.shape
+    factor = max(1, -(-max(h, w) // longest))
+    lh, lw = -(-h // factor), -(-w // factor)
+    pad = np.zeros((lh * factor, lw * factor), dtype=bool)
+    pad[:h, :w] = occ
+    low = pad.reshape(lh, factor, lw, factor).any(axis=(1, 3))
+    cell = factor * max(grid.tx, grid.ty)
+    diag = math.hypot(grid.region[2] - grid.region[0], grid.region[3] - grid.region[1])
+    d = np.minimum(distance_map(low, cell), diag)
+    return np.maximum(d - np.float32(cell * math.sqrt(2.0)), 0.0).astype(np.float32), cell
+
+
 def light_circles(grid: Grid, lights, ground_z: float, scale: float = 0.5) -> np.ndarray:
     """Day 6, Solution 3: the pre-rendered buffer of every light's circle, smaller than its reach and without
     shadows ((H, W, 3) float32, peak 1 per light times its colour), which a game lays over its lens-dirt texture."""
@@ -649,9 +666,10 @@ class ShadowQuad:
 def shadow_quad(actor_xy, half_size, light_xy, wall_distance: float, wall_size: float, length: float = 2.0,
                 max_angle: float = 0.6, fade: float = 0.2) -> ShadowQuad:
     """The write-up's 1-2 sprite shadow for a rectangular actor (``half_size`` = (hx, hy), axis-aligned) lit by a
-    light at ``light_xy``: cast away from the light, as wide as the actor seen across the beam, its length limited to
-    the distance to the nearest wall + the wall size (so it does not show through), and fading to nothing as the
-    actor's angular size seen from the light grows from ``max_angle - fade`` to ``max_angle`` (too close)."""
+    light at ``light_xy``: cast away from the light, as wide as the actor seen across the beam, so short that no
+    corner of it is farther from the actor's centre than the nearest wall + the wall size (so it does not show
+    through a wall), and fading to nothing as the actor's angular size seen from the light grows from
+    ``max_angle - fade`` to ``max_angle`` (too close). The geometry-nodes twin: shader_nodes/lightmap.py."""
     ax, ay = (float(v) for v in actor_xy)
     lx, ly = (float(v) for v in light_xy)
     vx, vy = ax - lx, ay - ly
@@ -664,7 +682,9 @@ def shadow_quad(actor_xy, half_size, light_xy, wall_distance: float, wall_size: 
     spread = math.atan2(0.5 * width, d)
     angular = 2.0 * spread
     alpha = float(np.clip((max_angle - angular) / max(fade, 1e-9), 0.0, 1.0))
-    return ShadowQuad((ux, uy), width, float(min(length, max(wall_distance + wall_size, 0.0))), spread, alpha)
+    reach = max(wall_distance + wall_size, 0.0)
+    return ShadowQuad((ux, uy), width, float(min(length, math.sqrt(max(reach * reach - 0.25 * width * width, 0.0)))),
+                      spread, alpha)
 
 
 def nearest_light(points_xy, lights_xy) -> np.ndarray:
@@ -678,6 +698,7 @@ def nearest_light(points_xy, lights_xy) -> np.ndarray:
 
 FILES = ("lightmap.exr", "lightmap.png", "lightmap.json")
 CIRCLES_FILE = "lightmap_circles.exr"
+DISTANCE_FILE = "lightmap_distance.exr"
 ORIENTATION = "row 0 is y_max, column 0 is x_min"
 
 
@@ -711,9 +732,11 @@ def white_point(rgb: np.ndarray, occ: np.ndarray) -> float:
     return float(max(np.percentile(peak, 99.5), 1e-12))
 
 
-def write_outputs(folder: str, result: Result, meta: dict, circles: np.ndarray | None = None) -> list:
+def write_outputs(folder: str, result: Result, meta: dict, circles: np.ndarray | None = None,
+                  distance: np.ndarray | None = None) -> list:
     """Write lightmap.exr (linear float RGB), lightmap.png (8-bit sRGB, ``meta['png_white']`` as white) and
-    lightmap.json (``meta`` plus region, resolution and orientation), and the light circles when given. All files
+    lightmap.json (``meta`` plus region, resolution and orientation), and the light circles and the distance image
+    (``distance_image``: the same region, its own resolution, grey RGB) when given. All files
     are written into a hidden folder first and moved in together: a failure leaves no half-written file. Returns the
     paths."""
     folder = check_output_folder(folder)
@@ -721,14 +744,17 @@ def write_outputs(folder: str, result: Result, meta: dict, circles: np.ndarray |
     doc = dict(meta)
     doc.update(region=[float(v) for v in result.grid.region], resolution=[result.grid.width, result.grid.height],
                orientation=ORIENTATION, png_white=white,
-               texel_size=[result.grid.tx, result.grid.ty], files=list(FILES) + ([CIRCLES_FILE] if circles is not None
-                                                                                  else []))
+               texel_size=[result.grid.tx, result.grid.ty],
+               files=list(FILES) + ([CIRCLES_FILE] if circles is not None else [])
+               + ([DISTANCE_FILE] if distance is not None else []))
     tmp = tempfile.mkdtemp(prefix=".envfx_lightmap_", dir=folder)
     try:
         exr.write_exr(os.path.join(tmp, "lightmap.exr"), result.rgb, "RGB")
         png.write_png(os.path.join(tmp, "lightmap.png"), linear_to_srgb(result.rgb / np.float32(white)))
         if circles is not None:
             exr.write_exr(os.path.join(tmp, CIRCLES_FILE), circles, "RGB")
+        if distance is not None:
+            exr.write_exr(os.path.join(tmp, DISTANCE_FILE), np.repeat(distance[:, :, None], 3, axis=2), "RGB")
         with open(os.path.join(tmp, "lightmap.json"), "w", encoding="utf-8") as fh:
             json.dump(doc, fh, indent=2)
         paths = []

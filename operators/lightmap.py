@@ -16,10 +16,13 @@ import numpy as np
 
 from .. import bridge, progress
 from ..core import lightmap2d as core_lm
+from ..shader_nodes import common as nodes_common
 from ..shader_nodes import lightmap as lightmap_nodes
 from .common import NeedsScene, output_folder, path_in_file
 
 IMAGE_NAME = "EnvFX Light Map"
+DISTANCE_IMAGE_NAME = "EnvFX Light Map Distance"
+SHADOW_SUFFIX = " Shadow"
 COLOUR_ATTRIBUTE = "EnvFX Light"
 # the settings of scene.envfx.lightmap a bake reads, in the order lightmap.json lists them
 SETTING_NAMES = ("resolution", "penumbra_samples", "falloff", "smoothing", "smoothing_levels", "occlusion_distance",
@@ -226,6 +229,7 @@ def _bake(scene_name: str, inputs: Inputs):
             break
         yield 0.05 + 0.85 * fraction
     circles = core_lm.light_circles(grid, inputs.lights, inputs.ground_z) if inputs.options["light_circles"] else None
+    distance, _ = core_lm.distance_image(grid, occ)
     white = core_lm.white_point(result.rgb, result.occupancy)
     meta = {
         "ground": inputs.ground, "ground_z": inputs.ground_z, "obstacles": inputs.obstacles,
@@ -238,13 +242,17 @@ def _bake(scene_name: str, inputs: Inputs):
         "png_white": white,
     }
     try:
-        files = core_lm.write_outputs(inputs.folder, result, meta, circles)
+        files = core_lm.write_outputs(inputs.folder, result, meta, circles, distance)
     except (core_lm.LightmapError, OSError) as exc:
         raise LightmapInputError(f"Writing the light map failed: {exc}; nothing was written") from None
     yield 0.95
     scene = bpy.data.scenes[scene_name]
     out = LightmapResult(files=files, region=grid.region, resolution=(grid.width, grid.height),
                          lights=[lt.name for lt in inputs.lights], warnings=inputs.warnings + result.warnings)
+    s = scene.envfx.lightmap
+    s.baked_region = grid.region
+    s.baked_ground_z = inputs.ground_z
+    _load_image(DISTANCE_IMAGE_NAME, os.path.join(inputs.folder, core_lm.DISTANCE_FILE), data=True)
     if inputs.options["apply_to_ground"]:
         out.materials = show_on_ground(scene, inputs.ground, files[0], grid.region, 1.0 / white)
     if inputs.options["vertex_colours"]:
@@ -254,17 +262,22 @@ def _bake(scene_name: str, inputs: Inputs):
     return out
 
 
+def _load_image(name: str, path: str, data: bool = False):
+    """Image ``name`` showing the file at ``path`` (loaded, or pointed there and reloaded)."""
+    image = bpy.data.images.get(name)
+    if image is None or image.library is not None:
+        image = bpy.data.images.load(path, check_existing=False)
+        image.name = name
+    image.filepath = path_in_file(path)
+    image.reload()
+    if data:
+        image.colorspace_settings.is_data = True
+    return image
+
+
 def show_on_ground(scene, ground_name: str, exr_path: str, region, scale: float) -> list:
     """Load (or reload) the EXR as image IMAGE_NAME and put the light-map group on the ground's materials."""
-    image = bpy.data.images.get(IMAGE_NAME)
-    path = path_in_file(exr_path)
-    if image is None or image.library is not None:
-        image = bpy.data.images.load(exr_path, check_existing=False)
-        image.name = IMAGE_NAME
-    else:
-        image.filepath = path
-        image.reload()
-    image.filepath = path
+    image = _load_image(IMAGE_NAME, exr_path)
     tree = lightmap_nodes.ensure_lightmap_group(ground_name, image, region, scale)
     ground = scene.objects.get(ground_name)
     return lightmap_nodes.apply_to_ground(ground, tree) if ground is not None else []
@@ -319,6 +332,67 @@ def bake_file(path: str, out_dir: str, scene: str | None = None, overrides: dict
     return result
 
 
+# --- actors' shadows (Day 5) ------------------------------------------------------------------------------
+
+def add_actor_shadows(scene, actors) -> list:
+    """Give each actor a live shadow: an object "<actor> Shadow" at the origin whose geometry-nodes modifier
+    (shader_nodes.lightmap SHADOW_GROUP) draws 1-2 soft sprites away from the nearest light of the Lights collection,
+    kept out of the walls by the last bake's distance map. Again on an actor that has one: its inputs are renewed.
+    Returns the shadow objects' names. Raises LightmapInputError before changing anything."""
+    s = scene.envfx.lightmap
+    if s.lights is None:
+        raise LightmapInputError("Actor shadows follow the lights of a collection: choose the Lights collection of the "
+                                 "light map")
+    image = bpy.data.images.get(DISTANCE_IMAGE_NAME)
+    if image is None or tuple(s.baked_region[2:]) == tuple(s.baked_region[:2]):
+        raise LightmapInputError("Bake the light map first: the actors' shadows are kept out of walls by its "
+                                 "distance map")
+    actors = [a for a in dict.fromkeys(actors) if a.type != "LIGHT" and a != s.ground
+              and not a.name.endswith(SHADOW_SUFFIX)]
+    if not actors:
+        raise LightmapInputError("No actors: select the moving objects that should cast shadows (not lights, the "
+                                 "ground or shadows)")
+    tree = lightmap_nodes.ensure_shadow_group()
+    mat = lightmap_nodes.ensure_shadow_material()
+    names = []
+    for actor in actors:
+        name = actor.name + SHADOW_SUFFIX
+        obj = bpy.data.objects.get(name)
+        if obj is None:
+            obj = bpy.data.objects.new(name, bpy.data.meshes.new(name))
+            for coll in actor.users_collection:
+                coll.objects.link(obj)
+        mod = next((m for m in obj.modifiers if m.type == "NODES" and m.node_group == tree), None)
+        if mod is None:
+            mod = obj.modifiers.new(lightmap_nodes.SHADOW_GROUP, "NODES")
+            mod.node_group = tree
+        values = {"Actor": actor, "Lights": s.lights, "Distance Map": image, "Material": mat,
+                  "Region Min": (s.baked_region[0], s.baked_region[1], 0.0),
+                  "Region Max": (s.baked_region[2], s.baked_region[3], 0.0), "Ground Height": s.baked_ground_z}
+        for key, value in values.items():
+            mod[nodes_common.input_identifier(tree, key)] = value
+        obj.update_tag()
+        names.append(obj.name)
+    return names
+
+
+class ENVFX_OT_lightmap_actor_shadows(NeedsScene, bpy.types.Operator):
+    """Give the selected moving objects live soft shadows cast away from the nearest light (Day 5)"""
+
+    bl_idname = "envfx.lightmap_actor_shadows"
+    bl_label = "Add Actor Shadows"
+    bl_options = {"REGISTER", "UNDO"}
+
+    def execute(self, context):
+        try:
+            names = add_actor_shadows(context.scene, list(getattr(context, "selected_objects", None) or []))
+        except LightmapInputError as exc:
+            self.report({"ERROR"}, str(exc))
+            return {"CANCELLED"}
+        self.report({"INFO"}, f"Shadows: {', '.join(names)}")
+        return {"FINISHED"}
+
+
 # --- operator ----------------------------------------------------------------------------------------------
 
 class ENVFX_OT_lightmap_bake(NeedsScene, progress.ModalJobOperator, bpy.types.Operator):
@@ -348,4 +422,4 @@ class ENVFX_OT_lightmap_bake(NeedsScene, progress.ModalJobOperator, bpy.types.Op
         return {"FINISHED"}
 
 
-classes = (ENVFX_OT_lightmap_bake,)
+classes = (ENVFX_OT_lightmap_bake, ENVFX_OT_lightmap_actor_shadows)

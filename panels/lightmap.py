@@ -37,6 +37,7 @@ class VIEW3D_PT_envfx_lightmap(EnvFXSubPanel, bpy.types.Panel):
         col.prop(s, "vertex_colours")
         col.prop(s, "light_circles")
         layout.operator("envfx.lightmap_bake", icon="LIGHT_SUN")
+        layout.operator("envfx.lightmap_actor_shadows", icon="MOD_OPACITY")
 
 
 classes = (VIEW3D_PT_envfx_lightmap,)

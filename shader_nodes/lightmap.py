@@ -131,3 +131,262 @@ def apply_to_ground(ground, tree) -> list:
         ground.data.materials.append(mat)
         mats = [mat]
     return [m.name for m in mats if m.library is None and apply_to_material(m, tree)]
+
+
+# --- actors' dynamic shadows (Day 5) -----------------------------------------------------------------------
+# One object per actor carries a geometry-nodes modifier of SHADOW_GROUP: it reads the actor's bounds and the lights'
+# positions live, so the shadow follows the actor and the lights every frame. Per actor: the nearest light and the
+# second nearest, cross-faded by how much nearer the nearest is (so a change of nearest light fades, never jumps);
+# per light two sprites turned by half the actor's angular size each way (the cone), cast away from the light, as
+# wide as the actor across the beam, short enough that no corner reaches farther than the distance map's nearest
+# wall (+ Wall Size), fading out when the actor's angular size passes Max Angle. core.lightmap2d.shadow_quad is
+# its numpy twin.
+
+SHADOW_GROUP = "EnvFX Actor Shadow"
+SHADOW_STAMP = "actor-shadow-2"
+SHADOW_MATERIAL = "EnvFX Actor Shadow"
+ALPHA_ATTRIBUTE = "shadow_alpha"
+FADE_ATTRIBUTE = "shadow_fade"
+
+
+class _Builder:
+    """Small helpers to wire math in a node tree (inputs of Math nodes have no distinct names, so by index)."""
+
+    def __init__(self, tree):
+        self.tree = tree
+        self.x = 0
+
+    def node(self, kind, **props):
+        n = self.tree.nodes.new(kind)
+        for key, value in props.items():
+            setattr(n, key, value)
+        n.location = (self.x, 0)
+        self.x += 30
+        return n
+
+    def _feed(self, sock, value):
+        if hasattr(value, "is_output"):
+            self.tree.links.new(value, sock)
+        else:
+            sock.default_value = value
+
+    def math(self, op, a, b=None, c=None):
+        n = self.node("ShaderNodeMath", operation=op)
+        for k, v in enumerate((a, b, c)):
+            if v is not None:
+                self._feed(n.inputs[k], v)
+        return n.outputs[0]
+
+    def vec(self, op, a, b=None, scale=None):
+        n = self.node("ShaderNodeVectorMath", operation=op)
+        self._feed(n.inputs[0], a)
+        if b is not None:
+            self._feed(n.inputs[1], b)
+        if scale is not None:
+            self._feed(n.inputs["Scale"], scale)
+        return n.outputs["Value"] if op in {"LENGTH", "DOT_PRODUCT", "DISTANCE"} else n.outputs["Vector"]
+
+    def sep(self, v):
+        n = self.node("ShaderNodeSeparateXYZ")
+        self._feed(n.inputs[0], v)
+        return n.outputs["X"], n.outputs["Y"], n.outputs["Z"]
+
+    def comb(self, x, y, z=0.0):
+        n = self.node("ShaderNodeCombineXYZ")
+        for k, v in enumerate((x, y, z)):
+            self._feed(n.inputs[k], v)
+        return n.outputs[0]
+
+    def lerp(self, a, b, t):
+        return self.math("MULTIPLY_ADD", self.math("SUBTRACT", b, a), t, a)
+
+    def clamp01(self, v):
+        n = self.node("ShaderNodeClamp")
+        self._feed(n.inputs["Value"], v)
+        return n.outputs[0]
+
+
+def _build_shadow(tree):
+    c = common
+    c.socket(tree, "Geometry", "INPUT", "NodeSocketGeometry")
+    c.socket(tree, "Actor", "INPUT", "NodeSocketObject", description="The moving object whose shadow this is")
+    c.socket(tree, "Lights", "INPUT", "NodeSocketCollection", description="The lights that cast it (nearest wins)")
+    c.socket(tree, "Distance Map", "INPUT", "NodeSocketImage",
+             description="lightmap_distance.exr of the light-map bake: how far the nearest wall is")
+    c.socket(tree, "Region Min", "INPUT", "NodeSocketVector", description="x_min, y_min of the light map")
+    c.socket(tree, "Region Max", "INPUT", "NodeSocketVector", default=(1.0, 1.0, 0.0),
+             description="x_max, y_max of the light map")
+    c.socket(tree, "Ground Height", "INPUT", "NodeSocketFloat", description="z of the ground the shadow lies on")
+    c.socket(tree, "Length", "INPUT", "NodeSocketFloat", default=2.0, min_value=0.0, description="Longest shadow")
+    c.socket(tree, "Max Angle", "INPUT", "NodeSocketFloat", default=0.6, min_value=0.0,
+             description="The actor's angular size seen from the light (radians) at which the shadow is gone")
+    c.socket(tree, "Fade", "INPUT", "NodeSocketFloat", default=0.2, min_value=0.001,
+             description="Angular range (radians) over which it fades out before Max Angle")
+    c.socket(tree, "Wall Size", "INPUT", "NodeSocketFloat", default=0.0, min_value=0.0,
+             description="How far past the nearest wall's face a shadow may reach")
+    c.socket(tree, "Cross Fade", "INPUT", "NodeSocketFloat", default=1.0, min_value=0.001,
+             description="When the second nearest light is less than this much farther, the two shadows cross-fade")
+    c.socket(tree, "Opacity", "INPUT", "NodeSocketFloat", default=0.6, min_value=0.0, max_value=1.0)
+    c.socket(tree, "Material", "INPUT", "NodeSocketMaterial")
+    c.socket(tree, "Geometry", "OUTPUT", "NodeSocketGeometry")
+    b = _Builder(tree)
+    gin = b.node("NodeGroupInput")
+    gout = b.node("NodeGroupOutput")
+    # the actor's centre and half size, world space (this object sits at the origin, unrotated)
+    info = b.node("GeometryNodeObjectInfo", transform_space="RELATIVE")
+    tree.links.new(gin.outputs["Actor"], info.inputs["Object"])
+    bbox = b.node("GeometryNodeBoundBox")
+    tree.links.new(info.outputs["Geometry"], bbox.inputs["Geometry"])
+    centre = b.vec("SCALE", b.vec("ADD", bbox.outputs["Min"], bbox.outputs["Max"]), scale=0.5)
+    half = b.vec("SCALE", b.vec("SUBTRACT", bbox.outputs["Max"], bbox.outputs["Min"]), scale=0.5)
+    ax, ay, _ = b.sep(centre)
+    hx, hy, _ = b.sep(half)
+    actor = b.comb(ax, ay)
+    # the lights as points on the ground plane
+    coll = b.node("GeometryNodeCollectionInfo", transform_space="RELATIVE")
+    coll.inputs["Separate Children"].default_value = True
+    tree.links.new(gin.outputs["Lights"], coll.inputs["Collection"])
+    pts = b.node("GeometryNodeInstancesToPoints")
+    tree.links.new(coll.outputs[0], pts.inputs["Instances"])
+    pos = b.node("GeometryNodeInputPosition").outputs["Position"]
+    px, py, _ = b.sep(pos)
+    flat = b.node("GeometryNodeSetPosition")
+    tree.links.new(pts.outputs["Points"], flat.inputs["Geometry"])
+    tree.links.new(b.comb(px, py), flat.inputs["Position"])
+
+    def nearest(geometry):
+        near = b.node("GeometryNodeSampleNearest", domain="POINT")
+        tree.links.new(geometry, near.inputs["Geometry"])
+        tree.links.new(actor, near.inputs["Sample Position"])
+        at = b.node("GeometryNodeSampleIndex", data_type="FLOAT_VECTOR", domain="POINT")
+        tree.links.new(geometry, at.inputs["Geometry"])
+        tree.links.new(pos, at.inputs["Value"])
+        tree.links.new(near.outputs["Index"], at.inputs["Index"])
+        size = b.node("GeometryNodeAttributeDomainSize", component="POINTCLOUD")
+        tree.links.new(geometry, size.inputs["Geometry"])
+        return near.outputs["Index"], at.outputs["Value"], size.outputs["Point Count"]
+
+    i1, l1, n1 = nearest(flat.outputs["Geometry"])
+    drop = b.node("GeometryNodeDeleteGeometry", domain="POINT")
+    tree.links.new(flat.outputs["Geometry"], drop.inputs["Geometry"])
+    tree.links.new(b.math("COMPARE", b.node("GeometryNodeInputIndex").outputs["Index"], i1, 0.5),
+                   drop.inputs["Selection"])
+    _, l2, n2 = nearest(drop.outputs["Geometry"])
+    d1 = b.vec("DISTANCE", actor, l1)
+    d2 = b.vec("DISTANCE", actor, l2)
+    has1 = b.math("GREATER_THAN", n1, 0.5)
+    has2 = b.math("GREATER_THAN", n2, 0.5)
+    # cross-fade: equal distances share half and half; the nearest alone once the other is Cross Fade farther
+    w1 = b.clamp01(b.math("ADD", 0.5, b.math("DIVIDE", b.math("SUBTRACT", d2, d1),
+                                                      b.math("MULTIPLY", gin.outputs["Cross Fade"], 2.0))))
+    w1 = b.math("MULTIPLY", has1, b.math("MAXIMUM", w1, b.math("SUBTRACT", 1.0, has2)))
+    w2 = b.math("MULTIPLY", has2, b.math("SUBTRACT", 1.0, w1))
+    # the distance to the nearest wall, from the distance map at the actor's centre
+    rmin_x, rmin_y, _ = b.sep(gin.outputs["Region Min"])
+    rmax_x, rmax_y, _ = b.sep(gin.outputs["Region Max"])
+    u = b.math("DIVIDE", b.math("SUBTRACT", ax, rmin_x), b.math("SUBTRACT", rmax_x, rmin_x))
+    v = b.math("DIVIDE", b.math("SUBTRACT", ay, rmin_y), b.math("SUBTRACT", rmax_y, rmin_y))
+    tex = b.node("GeometryNodeImageTexture", interpolation="Linear", extension="EXTEND")
+    tree.links.new(gin.outputs["Distance Map"], tex.inputs["Image"])
+    tree.links.new(b.comb(u, v), tex.inputs["Vector"])
+    wall, _, _ = b.sep(tex.outputs["Color"])
+    reach = b.math("ADD", wall, gin.outputs["Wall Size"])
+
+    def per_light(light, weight):
+        offset = b.vec("SUBTRACT", actor, light)
+        dist = b.math("MAXIMUM", b.vec("LENGTH", offset), 1e-6)
+        ux = b.math("DIVIDE", b.sep(offset)[0], dist)
+        uy = b.math("DIVIDE", b.sep(offset)[1], dist)
+        width = b.math("MULTIPLY", 2.0, b.math("ADD", b.math("MULTIPLY", hx, b.math("ABSOLUTE", uy)),
+                                                 b.math("MULTIPLY", hy, b.math("ABSOLUTE", ux))))
+        spread = b.math("ARCTAN2", b.math("MULTIPLY", width, 0.5), dist)
+        fade = b.clamp01(b.math("DIVIDE", b.math("SUBTRACT", gin.outputs["Max Angle"],
+                                                 b.math("MULTIPLY", spread, 2.0)), gin.outputs["Fade"]))
+        alpha = b.math("MULTIPLY", b.math("MULTIPLY", fade, weight), gin.outputs["Opacity"])
+        room = b.math("SQRT", b.math("MAXIMUM", b.math("SUBTRACT", b.math("MULTIPLY", reach, reach),
+                                                                 b.math("MULTIPLY", b.math("MULTIPLY", width, width),
+                                                                        0.25)), 0.0))
+        length = b.math("MINIMUM", gin.outputs["Length"], room)
+        return ux, uy, width, spread, alpha, length
+
+    first, second = per_light(l1, w1), per_light(l2, w2)
+    # four sprites: copy k lights from light k // 2, turned by -spread / 2 (even k) or +spread / 2 (odd k)
+    grid = b.node("GeometryNodeMeshGrid")
+    grid.inputs["Size X"].default_value = 1.0
+    grid.inputs["Size Y"].default_value = 1.0
+    grid.inputs["Vertices X"].default_value = 2
+    grid.inputs["Vertices Y"].default_value = 2
+    dup = b.node("GeometryNodeDuplicateElements", domain="FACE")
+    tree.links.new(grid.outputs["Mesh"], dup.inputs["Geometry"])
+    dup.inputs["Amount"].default_value = 4
+    store = b.node("GeometryNodeStoreNamedAttribute", data_type="INT", domain="FACE")
+    store.inputs["Name"].default_value = "shadow_copy"
+    tree.links.new(dup.outputs["Geometry"], store.inputs["Geometry"])
+    tree.links.new(dup.outputs["Duplicate Index"], store.inputs["Value"])
+    copy = b.node("GeometryNodeInputNamedAttribute", data_type="INT")
+    copy.inputs["Name"].default_value = "shadow_copy"
+    k = copy.outputs["Attribute"]
+    which = b.math("FLOOR", b.math("MULTIPLY", k, 0.5))
+    sign = b.math("SUBTRACT", b.math("MULTIPLY", b.math("FLOORED_MODULO", k, 2.0), 2.0), 1.0)
+    ux, uy, width, spread, alpha, length = (b.lerp(a, c2, which) for a, c2 in zip(first, second))
+    turn = b.math("MULTIPLY", b.math("MULTIPLY", spread, 0.5), sign)
+    cos_t, sin_t = b.math("COSINE", turn), b.math("SINE", turn)
+    dx = b.math("SUBTRACT", b.math("MULTIPLY", ux, cos_t), b.math("MULTIPLY", uy, sin_t))
+    dy = b.math("ADD", b.math("MULTIPLY", ux, sin_t), b.math("MULTIPLY", uy, cos_t))
+    lx, ly, _ = b.sep(pos)
+    s = b.math("ADD", lx, 0.5)  # 0 at the actor, 1 at the shadow's far end
+    along = b.math("MULTIPLY", s, length)
+    across = b.math("MULTIPLY", ly, width)
+    x = b.math("ADD", ax, b.math("SUBTRACT", b.math("MULTIPLY", along, dx), b.math("MULTIPLY", across, dy)))
+    y = b.math("ADD", ay, b.math("ADD", b.math("MULTIPLY", along, dy), b.math("MULTIPLY", across, dx)))
+    z = b.math("ADD", gin.outputs["Ground Height"], 0.01)
+    geometry = store.outputs["Geometry"]
+    for name, value in ((ALPHA_ATTRIBUTE, b.math("MULTIPLY", alpha, 0.5)),
+                        (FADE_ATTRIBUTE, b.math("SUBTRACT", 1.0, s))):  # stored before the corners move
+        st = b.node("GeometryNodeStoreNamedAttribute", data_type="FLOAT", domain="POINT")
+        st.inputs["Name"].default_value = name
+        tree.links.new(geometry, st.inputs["Geometry"])
+        tree.links.new(value, st.inputs["Value"])
+        geometry = st.outputs["Geometry"]
+    place = b.node("GeometryNodeSetPosition")
+    tree.links.new(geometry, place.inputs["Geometry"])
+    tree.links.new(b.comb(x, y, z), place.inputs["Position"])
+    geometry = place.outputs["Geometry"]
+    mat = b.node("GeometryNodeSetMaterial")
+    tree.links.new(geometry, mat.inputs["Geometry"])
+    tree.links.new(gin.outputs["Material"], mat.inputs["Material"])
+    tree.links.new(mat.outputs["Geometry"], gout.inputs["Geometry"])
+
+
+def ensure_shadow_group():
+    return common.ensure_tree(SHADOW_GROUP, "GeometryNodeTree", SHADOW_STAMP, _build_shadow)
+
+
+def ensure_shadow_material():
+    """Black, its alpha the sprites' alpha times the fade along their length (the write-up's gradient sprite)."""
+    mat = bpy.data.materials.get(SHADOW_MATERIAL)
+    if mat is not None and mat.get(common.STAMP_KEY) == SHADOW_STAMP:
+        return mat
+    if mat is None or mat.library is not None:
+        mat = bpy.data.materials.new(SHADOW_MATERIAL)
+    if bpy.app.version < (5, 0, 0) or mat.node_tree is None:
+        mat.use_nodes = True
+    nt = mat.node_tree
+    nt.nodes.clear()
+    out = nt.nodes.new("ShaderNodeOutputMaterial")
+    bsdf = nt.nodes.new("ShaderNodeBsdfPrincipled")
+    bsdf.inputs["Base Color"].default_value = (0.0, 0.0, 0.0, 1.0)
+    bsdf.inputs["Roughness"].default_value = 1.0
+    a = nt.nodes.new("ShaderNodeAttribute")
+    a.attribute_name = ALPHA_ATTRIBUTE
+    f = nt.nodes.new("ShaderNodeAttribute")
+    f.attribute_name = FADE_ATTRIBUTE
+    mul = nt.nodes.new("ShaderNodeMath")
+    mul.operation = "MULTIPLY"
+    nt.links.new(a.outputs["Fac"], mul.inputs[0])
+    nt.links.new(f.outputs["Fac"], mul.inputs[1])
+    nt.links.new(mul.outputs[0], bsdf.inputs["Alpha"])
+    nt.links.new(bsdf.outputs["BSDF"], out.inputs["Surface"])
+    mat.surface_render_method = "BLENDED"
+    mat[common.STAMP_KEY] = SHADOW_STAMP
+    return mat

@@ -304,3 +304,123 @@ def test_bake_file_opens_a_blend_and_bakes_its_scene(envfx, tmp_path):
     assert result.resolution == (32, 32)
     meta = json.loads((tmp_path / "o" / "lightmap.json").read_text())
     assert meta["settings"]["resolution"] == 32 and meta["settings"]["penumbra_samples"] == 2
+
+
+# --- actors' shadows (Day 5) -------------------------------------------------------------------------------
+
+def shadow_sprites(obj):
+    """The evaluated shadow object's four sprites: [(corners (4, 2), alpha, copy index)] and the fade per corner."""
+    dg = bpy.context.evaluated_depsgraph_get()
+    ev = obj.evaluated_get(dg)
+    mesh = ev.to_mesh()
+    try:
+        n = len(mesh.vertices)
+        pos = np.empty(n * 3, dtype=np.float32)
+        mesh.vertices.foreach_get("co", pos)
+        alpha = np.empty(n, dtype=np.float32)
+        mesh.attributes["shadow_alpha"].data.foreach_get("value", alpha)
+        fade = np.empty(n, dtype=np.float32)
+        mesh.attributes["shadow_fade"].data.foreach_get("value", fade)
+        faces = [list(p.vertices) for p in mesh.polygons]
+    finally:
+        ev.to_mesh_clear()
+    pos = pos.reshape(n, 3)
+    return [(pos[f, :2], float(alpha[f].mean()), fade[f]) for f in faces], pos
+
+
+def actor_level(envfx, tmp_path, lamp_at=(-4.0, -1.0, 2.0)):
+    scene, ground, walls = level(lights=((lamp_at, 600.0), ((4.0, 4.5, 2.5), 500.0)))
+    scene.envfx.lightmap.output_dir = str(tmp_path)
+    lm_ops(envfx).bake_lightmap(scene)
+    bpy.ops.mesh.primitive_cube_add(size=1, location=(-1.0, -1.0, 0.5))
+    actor = bpy.context.active_object
+    actor.name = "Actor"
+    actor.scale = (0.6, 0.4, 1.0)
+    names = lm_ops(envfx).add_actor_shadows(scene, [actor])
+    return scene, actor, bpy.data.objects[names[0]]
+
+
+def test_actor_shadow_points_away_from_the_nearest_light_and_matches_its_numpy_twin(envfx, tmp_path):
+    scene, actor, shadow = actor_level(envfx, tmp_path)
+    sprites, pos = shadow_sprites(shadow)
+    assert len(sprites) == 4
+    lm = core(envfx)
+    # the nearest lamp (-4, -1): the actor at (-1, -1) casts towards +x; the far lamp's sprites are faded out
+    # (the wall Wall0 starts 1.6 from the actor's centre: the distance map says a little less, never more)
+    twin = lm.shadow_quad((-1, -1), (0.3, 0.2), (-4, -1), wall_distance=1.6, wall_size=0.0, length=2.0)
+    near = [sp for sp in sprites if sp[1] > 0]
+    assert len(near) == 2
+    for corners, alpha, fade in near:
+        start = corners[fade > 0.5].mean(0)
+        end = corners[fade < 0.5].mean(0)
+        direction = (end - start) / np.linalg.norm(end - start)
+        assert np.dot(direction, twin.direction) > np.cos(twin.spread) - 1e-3  # away from the light, within the cone
+        sides = sorted([np.linalg.norm(corners[0] - corners[1]), np.linalg.norm(corners[1] - corners[2])])
+        assert sides[0] == pytest.approx(twin.width, rel=1e-3)
+        assert 0.7 * twin.length < sides[1] <= twin.length + 1e-3
+        assert alpha == pytest.approx(0.5 * 0.6 * twin.alpha, rel=1e-3)
+    assert pos[:, 2] == pytest.approx(0.01, abs=1e-4)  # on the ground
+
+
+def test_actor_shadow_never_reaches_into_a_wall(envfx, tmp_path):
+    scene, actor, shadow = actor_level(envfx, tmp_path)
+    lm = core(envfx)
+    s = scene.envfx.lightmap
+    grid = lm.make_grid(tuple(s.baked_region), 256)
+    walls = np.concatenate([np.asarray(lm_ops(envfx).bridge.world_triangles(o, bpy.context.evaluated_depsgraph_get()))
+                            for o in bpy.data.collections["Walls"].objects])
+    occ = lm.rasterise(grid, walls)
+    for x in np.linspace(-0.9, 0.2, 6):  # the actor walks up to the wall Wall0 (x 0.6 .. 1.4)
+        actor.location.x = x
+        bpy.context.view_layer.update()
+        sprites, _ = shadow_sprites(shadow)
+        for corners, alpha, _ in sprites:
+            if alpha <= 0:
+                continue
+            # points all over the sprite
+            a, b_, c = corners[0], corners[1], corners[3]
+            t = np.linspace(0, 1, 15)
+            pts = (a[None, None] + t[:, None, None] * (b_ - a)[None, None] + t[None, :, None] * (c - a)[None, None])
+            i, j = grid.texel_of(pts[..., 0].ravel(), pts[..., 1].ravel())
+            assert not occ[i, j].any(), x
+    # right at the wall there is hardly room for a shadow
+    assert max(np.linalg.norm(c[0] - c[3]) + np.linalg.norm(c[0] - c[1]) for c, a, _ in sprites if a > 0) < 2.0
+
+
+def test_actor_shadow_fades_when_the_light_is_too_close_and_cross_fades_between_lights(envfx, tmp_path):
+    scene, actor, shadow = actor_level(envfx, tmp_path)
+    lamp = bpy.data.objects["Lamp0"]
+    alphas = []
+    for gap in (3.0, 1.2, 0.9, 0.6):
+        lamp.location.x = actor.location.x - gap
+        bpy.context.view_layer.update()
+        sprites, _ = shadow_sprites(shadow)
+        alphas.append(sum(a for _, a, _ in sprites))
+    assert alphas[0] > 0.5 and alphas[-1] == pytest.approx(0.0, abs=1e-6)
+    assert alphas == sorted(alphas, reverse=True)
+    # halfway between two lamps: each lamp's pair of sprites has half the weight, and it changes smoothly
+    lamp.location = (-4.0, -1.0, 2.0)
+    other = bpy.data.objects["Lamp1"]
+    other.location = (2.0, -1.0, 2.5)
+    weights = []
+    for x in (-1.6, -1.2, -1.0, -0.8, -0.4):
+        actor.location = (x, -1.0, 0.5)
+        bpy.context.view_layer.update()
+        sprites, _ = shadow_sprites(shadow)
+        towards_plus = sum(a for c, a, f in sprites if (c[f < 0.5].mean(0) - c[f > 0.5].mean(0))[0] > 0)
+        towards_minus = sum(a for c, a, f in sprites if (c[f < 0.5].mean(0) - c[f > 0.5].mean(0))[0] < 0)
+        weights.append(towards_plus / max(towards_plus + towards_minus, 1e-9))
+    assert weights[0] == pytest.approx(1.0) and weights[-1] == pytest.approx(0.0)
+    assert weights[2] == pytest.approx(0.5, abs=0.05)
+    assert weights == sorted(weights, reverse=True)
+
+
+def test_actor_shadows_need_a_bake_and_a_lights_collection(envfx, tmp_path):
+    scene, _, _ = level()
+    bpy.ops.mesh.primitive_cube_add(size=1)
+    actor = bpy.context.active_object
+    with pytest.raises(lm_ops(envfx).LightmapInputError, match="Bake the light map first"):
+        lm_ops(envfx).add_actor_shadows(scene, [actor])
+    scene.envfx.lightmap.lights = None
+    with pytest.raises(lm_ops(envfx).LightmapInputError, match="Lights collection"):
+        lm_ops(envfx).add_actor_shadows(scene, [actor])

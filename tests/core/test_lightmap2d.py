@@ -202,10 +202,35 @@ def test_shadow_quad_points_away_from_the_light_and_fades_when_close():
     assert diag.direction == pytest.approx((math.sqrt(0.5), math.sqrt(0.5)))
     assert diag.width == pytest.approx(math.sqrt(2))  # a square seen along its diagonal
     # the length never passes the nearest wall (plus the wall's size)
-    assert lm.shadow_quad((10, 5), (0.5, 0.25), (4, 5), wall_distance=0.3, wall_size=0.2).length == pytest.approx(0.5)
+    # (no corner of it farther from the actor's centre than that: the quad is 0.5 wide here)
+    near_wall = lm.shadow_quad((10, 5), (0.5, 0.25), (4, 5), wall_distance=0.3, wall_size=0.2)
+    assert near_wall.length == pytest.approx(math.sqrt(0.5 ** 2 - 0.25 ** 2))
     # too close to the light: the cone is too wide for two sprites, it fades to nothing
     alphas = [lm.shadow_quad((10, 5), (0.5, 0.5), (10 - d, 5), 5.0, 0.5).alpha for d in (3.0, 1.7, 1.4, 0.5)]
     assert alphas[0] == 1.0 and alphas[-1] == 0.0 and alphas == sorted(alphas, reverse=True)
+
+
+def test_distance_image_never_says_farther_than_the_walls_are():
+    grid = lm.make_grid((0, 0, 40, 20), 400)
+    occ = lm.rasterise(grid, np.concatenate([box(10, 5, 12, 15), box(25, 0, 26, 8)]))
+    img, cell = lm.distance_image(grid, occ, longest=64)
+    assert img.shape == (-(-200 // 7), -(-400 // 7)) and cell == pytest.approx(0.7)
+    # bilinear samples anywhere: never more than the true distance to the nearest wall texel
+    rng = np.random.default_rng(0)
+    pts = rng.uniform((0, 0), (40, 20), (400, 2))
+    h, w = img.shape
+    fx = np.clip((pts[:, 0] - 0) / cell - 0.5, 0, w - 1)
+    fy = np.clip((20 - pts[:, 1]) / cell - 0.5, 0, h - 1)
+    x0, y0 = np.floor(fx).astype(int), np.floor(fy).astype(int)
+    x1, y1 = np.minimum(x0 + 1, w - 1), np.minimum(y0 + 1, h - 1)
+    ax, ay = fx - x0, fy - y0
+    val = (img[y0, x0] * (1 - ax) * (1 - ay) + img[y0, x1] * ax * (1 - ay) + img[y1, x0] * (1 - ax) * ay
+           + img[y1, x1] * ax * ay)
+    ti, tj = np.nonzero(occ)
+    wx, wy = grid.xs()[tj], grid.ys()[ti]
+    true = np.sqrt((pts[:, 0, None] - wx[None]) ** 2 + (pts[:, 1, None] - wy[None]) ** 2).min(1) - 0.5 * grid.tx
+    assert np.all(val <= np.maximum(true, 0) + 1e-4)
+    assert np.mean(val) > 0.5 * np.mean(np.maximum(true, 0))  # and not uselessly small
 
 
 def test_nearest_light_cache():
