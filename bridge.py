@@ -131,3 +131,14 @@ def set_point_colours(mesh, name: str, colours: np.ndarray):
     attr.data.foreach_set("color", arr)
     mesh.update()
     return attr
+
+
+def set_image_pixels(image, pixels: np.ndarray):
+    """Write (H, W, 4) float pixels, row 0 at the top, into a Blender image of that size (Blender stores the bottom
+    row first)."""
+    w, h = image.size
+    arr = np.ascontiguousarray(np.asarray(pixels, dtype=np.float32)[::-1]).reshape(-1)
+    if arr.size != w * h * 4:
+        raise ValueError(f"image {image.name!r} is {w} x {h}, got {arr.size // 4} pixels")
+    image.pixels.foreach_set(arr)
+    image.update()

@@ -461,6 +461,19 @@ class EnvFXLightmapSettings(PropertyGroup):
         description="Multiply the ground material's base colour by the baked map (visible in Eevee at once)",
         default=True,
     )
+    lens_dirt: PointerProperty(
+        name="Lens Dirt",
+        description="Dirty lens: the dirt texture laid over bright parts of the picture (empty: a generated one)",
+        type=bpy.types.Image,
+    )
+    lens_strength: FloatProperty(
+        name="Lens Strength", description="Dirty lens: how strongly the dirt lights up over the brightest parts",
+        default=0.8, min=0.0, soft_max=4.0,
+    )
+    lens_threshold: FloatProperty(
+        name="Lens Threshold", description="Dirty lens: brightness (of a blurred copy of the picture) where the dirt "
+        "starts to show", default=0.6, min=0.0, soft_max=4.0,
+    )
     baked_region: FloatVectorProperty(
         name="Baked Region",
         description="x_min, y_min, x_max, y_max of the last bake (read by the actors' shadows)",

@@ -764,3 +764,18 @@ def write_outputs(folder: str, result: Result, meta: dict, circles: np.ndarray |
         return paths
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def lens_dirt(height: int, width: int, seed: int = 0, spots: int = 60) -> np.ndarray:
+    """(H, W) float32 in 0..1: a procedural lens-dirt texture (soft smudges of varied size and strength), for the
+    dirty-lens effect when no dirt image is given."""
+    rng = np.random.default_rng(seed)
+    y = np.arange(height, dtype=np.float32)[:, None] / max(height, width)
+    x = np.arange(width, dtype=np.float32)[None, :] / max(height, width)
+    out = np.zeros((height, width), dtype=np.float32)
+    for cx, cy, r, a in zip(rng.uniform(0, width / max(height, width), spots),
+                            rng.uniform(0, height / max(height, width), spots),
+                            rng.uniform(0.01, 0.08, spots), rng.uniform(0.2, 1.0, spots)):
+        d2 = ((x - np.float32(cx)) ** 2 + (y - np.float32(cy)) ** 2) / np.float32(r * r)
+        out += np.float32(a) * np.exp(-d2 * 2.0)
+    return np.clip(out, 0.0, 1.0)

@@ -393,6 +393,50 @@ class ENVFX_OT_lightmap_actor_shadows(NeedsScene, bpy.types.Operator):
         return {"FINISHED"}
 
 
+# --- dirty lens (Day 6) ------------------------------------------------------------------------------------
+
+LENS_DIRT_IMAGE = "EnvFX Lens Dirt"
+
+
+def setup_dirty_lens(scene, dirt=None, strength: float | None = None, threshold: float | None = None):
+    """Give ``scene`` the dirty-lens compositor set-up (shader_nodes.lightmap.ensure_dirty_lens) with the dirt image
+    ``dirt`` (default: the Lens Dirt setting, else a generated EnvFX Lens Dirt image). Returns the compositor tree.
+    Raises LightmapInputError when the scene has a compositor set-up of the user's (nothing changed)."""
+    s = scene.envfx.lightmap
+    tree = lightmap_nodes.scene_compositor(scene)
+    if tree is not None and not lightmap_nodes.is_own_compositor(tree) and (
+            lightmap_nodes.NEW_COMPOSITOR or not lightmap_nodes._is_default_compositor(tree)):
+        raise LightmapInputError(f"Scene {scene.name!r} already has a compositor set-up of its own: remove it (or "
+                                 "use a copy of the scene) before adding the dirty lens")
+    dirt = dirt or s.lens_dirt
+    if dirt is None:
+        dirt = bpy.data.images.get(LENS_DIRT_IMAGE)
+        if dirt is None:
+            dirt = bpy.data.images.new(LENS_DIRT_IMAGE, 512, 512, float_buffer=True)
+            grey = core_lm.lens_dirt(512, 512)
+            bridge.set_image_pixels(dirt, np.stack([grey, grey, grey, np.ones_like(grey)], axis=2))
+            dirt.pack()
+    return lightmap_nodes.ensure_dirty_lens(scene, dirt, s.lens_strength if strength is None else strength,
+                                            s.lens_threshold if threshold is None else threshold)
+
+
+class ENVFX_OT_lightmap_dirty_lens(NeedsScene, bpy.types.Operator):
+    """Set up the compositor so a lens-dirt texture shows over the bright parts of the picture (Day 6)"""
+
+    bl_idname = "envfx.lightmap_dirty_lens"
+    bl_label = "Add Dirty Lens"
+    bl_options = {"REGISTER", "UNDO"}
+
+    def execute(self, context):
+        try:
+            setup_dirty_lens(context.scene)
+        except LightmapInputError as exc:
+            self.report({"ERROR"}, str(exc))
+            return {"CANCELLED"}
+        self.report({"INFO"}, "Dirty lens added to the compositor")
+        return {"FINISHED"}
+
+
 # --- operator ----------------------------------------------------------------------------------------------
 
 class ENVFX_OT_lightmap_bake(NeedsScene, progress.ModalJobOperator, bpy.types.Operator):
@@ -422,4 +466,4 @@ class ENVFX_OT_lightmap_bake(NeedsScene, progress.ModalJobOperator, bpy.types.Op
         return {"FINISHED"}
 
 
-classes = (ENVFX_OT_lightmap_bake, ENVFX_OT_lightmap_actor_shadows)
+classes = (ENVFX_OT_lightmap_bake, ENVFX_OT_lightmap_actor_shadows, ENVFX_OT_lightmap_dirty_lens)

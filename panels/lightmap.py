@@ -38,6 +38,11 @@ class VIEW3D_PT_envfx_lightmap(EnvFXSubPanel, bpy.types.Panel):
         col.prop(s, "light_circles")
         layout.operator("envfx.lightmap_bake", icon="LIGHT_SUN")
         layout.operator("envfx.lightmap_actor_shadows", icon="MOD_OPACITY")
+        col = layout.column()
+        col.prop(s, "lens_dirt")
+        col.prop(s, "lens_strength")
+        col.prop(s, "lens_threshold")
+        layout.operator("envfx.lightmap_dirty_lens", icon="NODE_COMPOSITING")
 
 
 classes = (VIEW3D_PT_envfx_lightmap,)

@@ -390,3 +390,125 @@ def ensure_shadow_material():
     mat.surface_render_method = "BLENDED"
     mat[common.STAMP_KEY] = SHADOW_STAMP
     return mat
+
+
+# --- dirty lens (Day 6) ------------------------------------------------------------------------------------
+# The write-up's Solution 1 and 2 in the compositor: the lens-dirt texture shows where the picture is bright, in
+# the colour of the light (a blurred copy of the picture stands in for the buffer of lights), added on top:
+#   out = image + strength * dirt * blur(image) * smoothstep(threshold, threshold + softness, lum(blur(image)))
+# The compositor tree moved in Blender 5.0: a node group at scene.compositing_node_group (its output a group
+# output) instead of 4.2's scene.node_tree (a Composite node); some nodes moved to the shared function nodes.
+
+LENS_GROUP = "EnvFX Dirty Lens"
+LENS_STAMP = "dirty-lens-1"
+NEW_COMPOSITOR = bpy.app.version >= (5, 0, 0)
+
+
+def scene_compositor(scene):
+    """The scene's compositor node tree, or None."""
+    return scene.compositing_node_group if NEW_COMPOSITOR else (scene.node_tree if scene.use_nodes else None)
+
+
+def is_own_compositor(tree) -> bool:
+    return tree is not None and tree.get(common.STAMP_KEY) == LENS_STAMP
+
+
+def _is_default_compositor(tree) -> bool:
+    """4.2's tree as Use Nodes makes it (Render Layers into Composite), which a set-up may replace."""
+    return {n.bl_idname for n in tree.nodes} <= {"CompositorNodeRLayers", "CompositorNodeComposite"}
+
+
+def _mix(tree, blend: str, a, b, x):
+    if NEW_COMPOSITOR:
+        n = tree.nodes.new("ShaderNodeMix")
+        n.data_type = "RGBA"
+        n.blend_type = blend
+        n.inputs["Factor"].default_value = 1.0
+        sa, sb = (next(s for s in n.inputs if s.name == k and s.type == "RGBA") for k in ("A", "B"))
+        out = next(s for s in n.outputs if s.type == "RGBA")
+    else:
+        n = tree.nodes.new("CompositorNodeMixRGB")
+        n.blend_type = blend
+        n.inputs[0].default_value = 1.0
+        sa, sb, out = n.inputs[1], n.inputs[2], n.outputs[0]
+    n.location = (x, 0)
+    for sock, value in ((sa, a), (sb, b)):
+        if hasattr(value, "is_output"):
+            tree.links.new(value, sock)
+        else:
+            sock.default_value = value
+    return out
+
+
+def _build_lens(tree, dirt_image, strength: float, threshold: float, softness: float, blur_px: int):
+    nodes, links = tree.nodes, tree.links
+    render = nodes.new("CompositorNodeRLayers")
+    render.location = (-800, 0)
+    blur = nodes.new("CompositorNodeBlur")
+    blur.location = (-600, -200)
+    if NEW_COMPOSITOR:
+        blur.inputs["Size"].default_value = (blur_px, blur_px)
+    else:
+        blur.size_x = blur.size_y = blur_px
+    links.new(render.outputs["Image"], blur.inputs["Image"])
+    lum = nodes.new("CompositorNodeRGBToBW")
+    lum.location = (-400, -300)
+    links.new(blur.outputs["Image"], lum.inputs["Image"])
+    if NEW_COMPOSITOR:
+        rng = nodes.new("ShaderNodeMapRange")
+        rng.clamp = True
+        rng.interpolation_type = "SMOOTHSTEP"
+        out_mask = rng.outputs["Result"]
+    else:
+        rng = nodes.new("CompositorNodeMapRange")
+        rng.use_clamp = True
+        out_mask = rng.outputs["Value"]
+    rng.name = rng.label = "Threshold"
+    rng.location = (-200, -300)
+    links.new(lum.outputs["Val"], rng.inputs["Value"])
+    rng.inputs["From Min"].default_value = threshold
+    rng.inputs["From Max"].default_value = threshold + softness
+    rng.inputs["To Min"].default_value = 0.0
+    rng.inputs["To Max"].default_value = strength
+    dirt = nodes.new("CompositorNodeImage")
+    dirt.name = dirt.label = "Lens Dirt"
+    dirt.image = dirt_image
+    dirt.location = (-400, 200)
+    # 4.2's Mix nodes take a single value as a grey colour; 5.0's Mix is typed, so the mask passes as a colour
+    lit = _mix(tree, "MULTIPLY", dirt.outputs["Image"], blur.outputs["Image"], 0)
+    glow = _mix(tree, "MULTIPLY", lit, out_mask, 200)
+    final = _mix(tree, "ADD", render.outputs["Image"], glow, 400)
+    if NEW_COMPOSITOR:
+        common.socket(tree, "Image", "OUTPUT", "NodeSocketColor")
+        gout = nodes.new("NodeGroupOutput")
+        gout.location = (650, 0)
+        links.new(final, gout.inputs["Image"])
+    else:
+        comp = nodes.new("CompositorNodeComposite")
+        comp.location = (650, 0)
+        links.new(final, comp.inputs["Image"])
+    viewer = nodes.new("CompositorNodeViewer")
+    viewer.location = (650, -200)
+    links.new(final, viewer.inputs["Image"])
+    tree[common.STAMP_KEY] = LENS_STAMP
+
+
+def ensure_dirty_lens(scene, dirt_image, strength: float = 0.8, threshold: float = 0.6, softness: float = 0.4,
+                      blur_px: int = 24):
+    """Give ``scene`` the dirty-lens compositor set-up (made again on a second call). A compositor set-up of the
+    user's is not replaced: ValueError saying so."""
+    tree = scene_compositor(scene)
+    if tree is not None and not is_own_compositor(tree) and not (not NEW_COMPOSITOR and _is_default_compositor(tree)):
+        raise ValueError(f"Scene {scene.name!r} already has a compositor set-up of its own: remove it (or use a copy "
+                         "of the scene) before adding the dirty lens")
+    if NEW_COMPOSITOR:
+        if tree is None:
+            tree = bpy.data.node_groups.new(LENS_GROUP, "CompositorNodeTree")
+            scene.compositing_node_group = tree
+        common.clear_tree(tree)
+    else:
+        scene.use_nodes = True
+        tree = scene.node_tree
+        tree.nodes.clear()
+    _build_lens(tree, dirt_image, strength, threshold, softness, blur_px)
+    return tree

@@ -180,7 +180,8 @@ def test_bake_writes_the_files_and_shows_the_map_on_the_ground(envfx, tmp_path):
     s.light_circles = True
     assert bpy.ops.envfx.lightmap_bake() == {"FINISHED"}
     out = tmp_path / "out"
-    assert sorted(os.listdir(out)) == ["lightmap.exr", "lightmap.json", "lightmap.png", "lightmap_circles.exr"]
+    assert sorted(os.listdir(out)) == ["lightmap.exr", "lightmap.json", "lightmap.png", "lightmap_circles.exr",
+                                       "lightmap_distance.exr"]
     meta = json.loads((out / "lightmap.json").read_text())
     assert meta["region"] == pytest.approx([-6, -6, 6, 6]) and meta["resolution"] == [RES, RES]
     assert meta["orientation"] == "row 0 is y_max, column 0 is x_min"
@@ -424,3 +425,74 @@ def test_actor_shadows_need_a_bake_and_a_lights_collection(envfx, tmp_path):
     scene.envfx.lightmap.lights = None
     with pytest.raises(lm_ops(envfx).LightmapInputError, match="Lights collection"):
         lm_ops(envfx).add_actor_shadows(scene, [actor])
+
+
+# --- dirty lens (Day 6) ------------------------------------------------------------------------------------
+
+def render_exr(scene, path):
+    scene.render.image_settings.file_format = "OPEN_EXR"
+    scene.render.filepath = path
+    bpy.ops.render.render(write_still=True)
+    img = bpy.data.images.load(path, check_existing=False)
+    w, h = img.size
+    px = np.empty(w * h * 4, dtype=np.float32)
+    img.pixels.foreach_get(px)
+    bpy.data.images.remove(img)
+    return px.reshape(h, w, 4)[::-1, :, :3]
+
+
+def test_dirty_lens_lights_the_dirt_over_bright_parts_only(envfx, tmp_path):
+    bpy.ops.wm.read_homefile(app_template="", use_empty=True)
+    scene = bpy.context.scene
+    scene.render.engine = "CYCLES"
+    scene.cycles.samples = 1
+    scene.cycles.use_denoising = False
+    scene.render.resolution_x = scene.render.resolution_y = 32
+    scene.render.resolution_percentage = 100
+    scene.view_settings.view_transform = "Standard"
+    world = bpy.data.worlds.new("Black")
+    world.color = (0, 0, 0)
+    scene.world = world
+    # a bright emissive square on the left of the frame, nothing on the right
+    mat = bpy.data.materials.new("Glow")
+    if bpy.app.version < (5, 0, 0):
+        mat.use_nodes = True
+    nt = mat.node_tree
+    nt.nodes.clear()
+    em = nt.nodes.new("ShaderNodeEmission")
+    em.inputs["Strength"].default_value = 4.0
+    out = nt.nodes.new("ShaderNodeOutputMaterial")
+    nt.links.new(em.outputs["Emission"], out.inputs["Surface"])
+    bpy.ops.mesh.primitive_plane_add(size=1.0, location=(-0.6, 0, 0))
+    bpy.context.active_object.data.materials.append(mat)
+    cam = bpy.data.objects.new("Cam", bpy.data.cameras.new("Cam"))
+    cam.data.type = "ORTHO"
+    cam.data.ortho_scale = 2.5
+    cam.location = (0, 0, 5)
+    scene.collection.objects.link(cam)
+    scene.camera = cam
+    plain = render_exr(scene, str(tmp_path / "plain.exr"))
+    dirt = bpy.data.images.new("Dirt", 8, 8)
+    dirt.generated_color = (1, 1, 1, 1)
+    lm_ops(envfx).setup_dirty_lens(scene, dirt, strength=1.0, threshold=0.5)
+    tree = envfx.shader_nodes.lightmap.scene_compositor(scene)
+    assert envfx.shader_nodes.lightmap.is_own_compositor(tree)
+    dirty = render_exr(scene, str(tmp_path / "dirty.exr"))
+    lum_plain = plain.mean(2)
+    bright = lum_plain > 2.0
+    dark = np.zeros_like(bright)
+    dark[:, 26:] = True
+    assert bright.sum() > 50
+    gain = dirty[bright] - plain[bright]
+    assert np.all(gain >= -1e-3) and gain.mean() > 0.05 and gain.max() > 0.3
+    assert np.abs(dirty[dark] - plain[dark]).max() < 1e-3
+    # a second call rebuilds it in place; a compositor set-up of the user's is left alone, refused
+    assert lm_ops(envfx).setup_dirty_lens(scene, dirt) == tree
+    if bpy.app.version >= (5, 0, 0):
+        scene.compositing_node_group = bpy.data.node_groups.new("Mine", "CompositorNodeTree")
+    else:
+        tree.nodes.clear()
+        tree.nodes.new("CompositorNodeBlur")
+        tree[envfx.shader_nodes.common.STAMP_KEY] = ""
+    with pytest.raises(lm_ops(envfx).LightmapInputError, match="compositor set-up of its own"):
+        lm_ops(envfx).setup_dirty_lens(scene, dirt)
