@@ -306,11 +306,20 @@ def _polar_map(bx, by, half, lx, ly, nbins):
     return smap
 
 
-def _pass(dx, dy, smap, scale, nbins):
-    """Whether each offset (dx, dy) from the light is nearer than the polar map's blocker in its direction."""
-    b = (_diamond(dx, dy) * scale).astype(np.int32)
+def _pass(dx, dy, smap2, scale, nbins):
+    """Whether each offset (dx, dy) from the light is nearer than the polar map's blocker in its direction
+    (``smap2``: the map's squared distances). ``_diamond`` written out with in-place steps (this is the hot loop)."""
+    s = np.abs(dx) + np.abs(dy)
+    s += np.float32(1e-30)
+    t = np.divide(dy, s, out=s)
+    t -= np.float32(1)
+    t *= np.copysign(np.float32(1), dx)
+    t += np.float32(2)
+    t *= scale
+    b = t.astype(np.int32)
     np.minimum(b, nbins - 1, out=b)
-    return np.sqrt(dx * dx + dy * dy) <= smap[b]
+    d2 = dx * dx + dy * dy
+    return d2 <= smap2[b]
 
 
 def _dilate(mask: np.ndarray, r: int) -> np.ndarray:
@@ -340,7 +349,7 @@ def visibility(xs, ys, occ_boundary_xy, half: float, lx: float, ly: float, offse
     bx, by = occ_boundary_xy
     offsets = np.asarray(offsets, dtype=np.float64).reshape(-1, 2)
     scale = np.float32(nbins / 4.0)
-    maps = [(lx + ox, ly + oy, _polar_map(bx, by, half, lx + ox, ly + oy, nbins)) for ox, oy in offsets]
+    maps = [(lx + ox, ly + oy, _polar_map(bx, by, half, lx + ox, ly + oy, nbins) ** 2) for ox, oy in offsets]
 
     def share(px_all, py_all, grid_shape=None):
         acc = None
@@ -530,7 +539,7 @@ def bake_job(grid: Grid, occ: np.ndarray, lights, ground_z: float, settings: Set
     settings.validate()
     check_lights(grid, occ, lights, ground_z)
     h, w = occ.shape
-    rgb = np.zeros((h, w, 3), dtype=np.float32)
+    planes = np.zeros((3, h, w), dtype=np.float32)  # accumulated per channel (contiguous writes), RGB at the end
     xs, ys = grid.xs(), grid.ys()
     bnd = boundary(occ)
     bi, bj = np.nonzero(bnd)
@@ -554,7 +563,7 @@ def bake_job(grid: Grid, occ: np.ndarray, lights, ground_z: float, settings: Set
         dy = (cy - np.float32(light.y))[:, None]
         value = falloff_values(light, dx, dy, height, settings.falloff, radius)
         if settings.falloff == "PHYSICAL" and light.influence <= 0:
-            value = np.where(dx * dx + dy * dy <= np.float32(radius * radius), value, 0.0).astype(np.float32)
+            value *= (dx * dx + dy * dy) <= np.float32(radius * radius)
         sel = (bj >= c0) & (bj < c1) & (bi >= r0) & (bi < r1)
         offsets = jitter_offsets(light.radius, int(settings.penumbra_samples), settings.seed + n)
         # jittered positions inside an obstacle see nothing: leave them out
@@ -567,10 +576,14 @@ def bake_job(grid: Grid, occ: np.ndarray, lights, ground_z: float, settings: Set
         span = max(c1 - c0, r1 - r0)
         nbins = int(min(max(16 * span, 1024), 1 << 18))
         vis = visibility(cx, cy, (bx_all[sel], by_all[sel]), half, light.x, light.y, offsets, nbins)
-        contrib = value * vis
-        rgb[r0:r1, c0:c1] += contrib[:, :, None] * np.asarray(light.colour, dtype=np.float32)[None, None, :]
+        vis *= value
+        for k in range(3):
+            if light.colour[k]:
+                planes[k, r0:r1, c0:c1] += vis * np.float32(light.colour[k])
         yield (n + 1) / (len(lights) + 1)
-    rgb[occ] = 0.0  # under the walls
+    planes[:, occ] = 0.0  # under the walls
+    rgb = np.ascontiguousarray(planes.transpose(1, 2, 0))
+    del planes
     rgb = smooth(rgb, settings.smoothing, int(settings.smoothing_levels))
     occl = None
     if settings.occlusion_distance > 0 and settings.occlusion_strength > 0:
