@@ -1,10 +1,15 @@
 """Benchmark: the 2D light map of a top-down level (a 2048x2048 map, 32 point lights, 16 penumbra samples) against a
-Cycles CPU bake of the same scene at the same resolution, in the same run; the shadow-mask agreement (IoU) of the
-two says whether Cycles' sample count gives the same answer. Peak memory of the EnvFX bake (numpy allocations, by
-tracemalloc) and of the process. Prints JSON lines.
+Cycles CPU bake of the same scene at the same resolution, in the same run. Peak memory of the EnvFX bake (numpy
+allocations, by tracemalloc) and of the process. Prints JSON lines.
+
+Which Cycles sample count is "the same answer": at --match-size (Cycles' noise per texel does not depend on the map's
+size) Cycles bakes the level at each of --match-samples, and the shadow masks (where the walls take more than half
+of the light, against Cycles' own bake without walls at the highest count) are compared with ours: the first count
+whose IoU reaches 0.9 is the matching count. The full-size Cycles bake runs at --cycles-samples (a cheap count on a
+shared machine); its time at the matching count is extrapolated linearly in samples, and both speed-ups are printed.
 
 Run: $(tools/venv.sh 5.0) benchmarks/bench_lightmap.py [--size 2048] [--lights 32] [--samples 16]
-     [--cycles-samples 16] [--no-cycles]
+     [--cycles-samples 16] [--match-size 256] [--match-samples 16,64,256] [--no-cycles]
 """
 
 import argparse
@@ -72,20 +77,22 @@ def build_level(bpy, n_lights: int, seed: int = 3):
     return scene, ground, walls, lights
 
 
-def cycles_bake(bpy, scene, ground, size, samples):
+def cycles_bake(bpy, scene, ground, size, samples, name="CyclesBake"):
     scene.render.engine = "CYCLES"
     scene.cycles.device = "CPU"
     scene.cycles.samples = samples
     scene.cycles.use_denoising = False
     scene.cycles.use_adaptive_sampling = False
-    img = bpy.data.images.new("CyclesBake", size, size, float_buffer=True)
-    mat = bpy.data.materials.new("BakeGround")
+    img = bpy.data.images.new(name, size, size, float_buffer=True)
+    mat = bpy.data.materials.get("BakeGround") or bpy.data.materials.new("BakeGround")
     if bpy.app.version < (5, 0, 0):
         mat.use_nodes = True
-    node = mat.node_tree.nodes.new("ShaderNodeTexImage")
+    node = mat.node_tree.nodes.get("BakeTarget") or mat.node_tree.nodes.new("ShaderNodeTexImage")
+    node.name = "BakeTarget"
     node.image = img
     mat.node_tree.nodes.active = node
-    ground.data.materials.append(mat)
+    if not ground.data.materials:
+        ground.data.materials.append(mat)
     for obj in scene.objects:
         obj.select_set(obj == ground)
     bpy.context.view_layer.objects.active = ground
@@ -95,7 +102,41 @@ def cycles_bake(bpy, scene, ground, size, samples):
     seconds = time.perf_counter() - t0
     px = np.empty(size * size * 4, dtype=np.float32)
     img.pixels.foreach_get(px)
+    bpy.data.images.remove(img)
     return seconds, px.reshape(size, size, 4)[::-1, :, :3].copy()
+
+
+def shadow_iou(cyc, cyc_open, ours, ours_open, occ):
+    """IoU of the shadow masks: where the walls take more than half of the light (each against its own bake
+    without walls), on the free ground the light reaches."""
+    consider = ~occ & (cyc_open > 1e-3 * cyc_open.max()) & (ours_open > 1e-3 * ours_open.max())
+    a = (cyc < 0.5 * cyc_open) & consider
+    b = (ours < 0.5 * ours_open) & consider
+    return float((a & b).sum() / max((a | b).sum(), 1))
+
+
+def matching_samples(bpy, core, scene, ground, walls, inputs, size, counts, common):
+    """The first Cycles sample count whose shadow masks agree with ours (IoU >= 0.9) at ``size``; prints a line
+    per count. None when none does."""
+    settings = core.Settings(**{**inputs.settings.__dict__, "resolution": size})
+    grid = core.make_grid(inputs.region, size)
+    occ = core.rasterise(grid, inputs.triangles)
+    ours = core.bake(grid, occ, inputs.lights, inputs.ground_z, settings).rgb.sum(2)
+    ours_open = core.bake(grid, np.zeros_like(occ), inputs.lights, inputs.ground_z, settings).rgb.sum(2)
+    for obj in walls.objects:
+        obj.hide_render = True
+    _, cyc_open = cycles_bake(bpy, scene, ground, size, max(counts), "CyclesOpen")
+    for obj in walls.objects:
+        obj.hide_render = False
+    found = None
+    for n in counts:
+        seconds, cyc = cycles_bake(bpy, scene, ground, size, n, f"CyclesMatch{n}")
+        iou = shadow_iou(cyc.sum(2), cyc_open.sum(2), ours, ours_open, occ)
+        print(json.dumps({**common, "what": "cycles_match", "match_size": size, "cycles_samples": n,
+                          "seconds": round(seconds, 3), "shadow_iou": round(iou, 4)}), flush=True)
+        if found is None and iou >= 0.9:
+            found = n
+    return found
 
 
 def main(argv=None):
@@ -104,6 +145,8 @@ def main(argv=None):
     parser.add_argument("--lights", type=int, default=32)
     parser.add_argument("--samples", type=int, default=16)
     parser.add_argument("--cycles-samples", type=int, default=16)
+    parser.add_argument("--match-size", type=int, default=256)
+    parser.add_argument("--match-samples", default="16,64,256")
     parser.add_argument("--no-cycles", action="store_true")
     args = parser.parse_args(argv)
     envfx = conftest.enable_addon()
@@ -136,23 +179,22 @@ def main(argv=None):
     print(json.dumps(row), flush=True)
     if args.no_cycles:
         return 0
+    counts = sorted(int(c) for c in args.match_samples.split(","))
+    match = matching_samples(bpy, core, scene, ground, walls, inputs, args.match_size, counts, common)
     t_cycles, cyc = cycles_bake(bpy, scene, ground, args.size, args.cycles_samples)
-    # agreement: the shadow masks against the unshadowed light of each (ours without walls; Cycles' own would
-    # double its time, so ours, scaled to Cycles' units, stands in)
+    # the full-size masks: Cycles against our open map in its units (a full-size Cycles bake without walls would
+    # double the longest part of the run); noisy at a low sample count, which is what the match above measures
     open_map = core.bake(grid, np.zeros_like(occ), inputs.lights, inputs.ground_z, inputs.settings).rgb.sum(2)
-    ours = result.rgb.sum(2)
-    cy = cyc.sum(2)
-    scale = 1.0 / np.pi  # our irradiance in Cycles' colourless diffuse units
-    consider = ~occ & (open_map > 1e-3 * open_map.max())
-    cyc_shadow = (cy < 0.5 * open_map * scale) & consider
-    our_shadow = (ours < 0.5 * open_map) & consider
-    iou = float((cyc_shadow & our_shadow).sum() / max((cyc_shadow | our_shadow).sum(), 1))
-    lit = consider & ~cyc_shadow & ~our_shadow
-    corr = float(np.corrcoef(ours[lit], cy[lit])[0, 1]) if lit.sum() > 2 else float("nan")
-    print(json.dumps({**common, "what": "cycles", "cycles_samples": args.cycles_samples,
-                      "seconds": round(t_cycles, 3), "speedup_core": round(t_cycles / t_core, 2),
-                      "speedup_with_files": round(t_cycles / t_all, 2), "shadow_iou": round(iou, 4),
-                      "lit_correlation": round(corr, 4)}), flush=True)
+    iou = shadow_iou(cyc.sum(2), open_map / np.pi, result.rgb.sum(2), open_map, occ)
+    row = {**common, "what": "cycles", "cycles_samples": args.cycles_samples, "seconds": round(t_cycles, 3),
+           "speedup_core": round(t_cycles / t_core, 2), "speedup_with_files": round(t_cycles / t_all, 2),
+           "shadow_iou": round(iou, 4), "matching_samples": match}
+    if match is not None:
+        t_match = t_cycles * match / args.cycles_samples
+        row.update(seconds_at_matching_samples_extrapolated=round(t_match, 1),
+                   speedup_core_at_matching=round(t_match / t_core, 2),
+                   speedup_with_files_at_matching=round(t_match / t_all, 2))
+    print(json.dumps(row), flush=True)
     return 0
 
 
