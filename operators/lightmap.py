@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import math
 import os
+import time
 from dataclasses import dataclass, field
 
 import bpy
 import numpy as np
+from mathutils import Vector
 
 from .. import bridge, progress
 from ..core import lightmap2d as core_lm
@@ -82,7 +84,7 @@ def core_light(obj, warnings: list):
         return None
     m = obj.matrix_world
     loc = m.translation
-    axis = m.to_3x3() @ bpy_vector((0.0, 0.0, -1.0))
+    axis = m.to_3x3() @ Vector((0.0, 0.0, -1.0))
     axis.normalize()
     sx, sy, sz = (abs(v) for v in m.to_scale())
     if light.type == "AREA":
@@ -96,12 +98,6 @@ def core_light(obj, warnings: list):
         power=float(light.energy), radius=radius, kind=light.type, direction=tuple(float(c) for c in axis),
         spot_size=float(getattr(light, "spot_size", math.pi / 4)), spot_blend=float(getattr(light, "spot_blend", 0)),
         influence=influence, name=obj.name)
-
-
-def bpy_vector(values):
-    import mathutils  # a Blender module: imported where a Blender vector is needed, the rest of the file is numpy
-
-    return mathutils.Vector(values)
 
 
 def settings_from_scene(scene, overrides: dict | None = None) -> tuple:
@@ -214,8 +210,6 @@ def bake_lightmap_job(scene, selected=(), overrides: dict | None = None):
 
 
 def _bake(scene_name: str, inputs: Inputs):
-    import time
-
     start = time.perf_counter()
     grid = core_lm.make_grid(inputs.region, inputs.settings.resolution)
     occ = core_lm.rasterise(grid, inputs.triangles)
