@@ -2,14 +2,17 @@
 Cycles CPU bake of the same scene at the same resolution, in the same run. Peak memory of the EnvFX bake (numpy
 allocations, by tracemalloc) and of the process. Prints JSON lines.
 
-Which Cycles sample count is "the same answer": at --match-size (Cycles' noise per texel does not depend on the map's
-size) Cycles bakes the level at each of --match-samples, and the shadow masks (where the walls take more than half
-of the light, against Cycles' own bake without walls at the highest count) are compared with ours: the first count
-whose IoU reaches 0.9 is the matching count. The full-size Cycles bake runs at --cycles-samples (a cheap count on a
-shared machine); its time at the matching count is extrapolated linearly in samples, and both speed-ups are printed.
+Which Cycles sample count is "the same answer": Cycles bakes a window of --match-size x --match-size texels of the
+map, at the full map's texel size (a plane over that window: Cycles' noise per texel and our rasterising both stay as
+at full size), at each of --match-samples; the shadow masks there (where the walls take more than half of the light
+that reaches the ground without them: our bake without walls, in Cycles' units (/ pi, as tests/blender checks), so
+that only Cycles' own noise counts) are compared with the same window of our full map: the first count whose IoU
+reaches 0.9 is the matching count. The full-size Cycles bake runs at
+--cycles-samples (a cheap count on a shared machine); its time at the matching count is extrapolated linearly in
+samples, and both speed-ups are printed.
 
 Run: $(tools/venv.sh 5.0) benchmarks/bench_lightmap.py [--size 2048] [--lights 32] [--samples 16]
-     [--cycles-samples 16] [--match-size 256] [--match-samples 16,64,256] [--no-cycles]
+     [--cycles-samples 16] [--match-size 128] [--match-samples 16,64,256,1024] [--no-cycles]
 """
 
 import argparse
@@ -115,27 +118,60 @@ def shadow_iou(cyc, cyc_open, ours, ours_open, occ):
     return float((a & b).sum() / max((a | b).sum(), 1))
 
 
-def matching_samples(bpy, core, scene, ground, walls, inputs, size, counts, common):
-    """The first Cycles sample count whose shadow masks agree with ours (IoU >= 0.9) at ``size``; prints a line
-    per count. None when none does."""
-    settings = core.Settings(**{**inputs.settings.__dict__, "resolution": size})
-    grid = core.make_grid(inputs.region, size)
-    occ = core.rasterise(grid, inputs.triangles)
-    ours = core.bake(grid, occ, inputs.lights, inputs.ground_z, settings).rgb.sum(2)
-    ours_open = core.bake(grid, np.zeros_like(occ), inputs.lights, inputs.ground_z, settings).rgb.sum(2)
-    for obj in walls.objects:
-        obj.hide_render = True
-    _, cyc_open = cycles_bake(bpy, scene, ground, size, max(counts), "CyclesOpen")
-    for obj in walls.objects:
-        obj.hide_render = False
-    found = None
-    for n in counts:
-        seconds, cyc = cycles_bake(bpy, scene, ground, size, n, f"CyclesMatch{n}")
-        iou = shadow_iou(cyc.sum(2), cyc_open.sum(2), ours, ours_open, occ)
-        print(json.dumps({**common, "what": "cycles_match", "match_size": size, "cycles_samples": n,
-                          "seconds": round(seconds, 3), "shadow_iou": round(iou, 4)}), flush=True)
-        if found is None and iou >= 0.9:
-            found = n
+def window_plane(bpy, scene, region, z):
+    """A UV-mapped plane over ``region`` just above the ground, for Cycles to bake a window of the map into."""
+    x0, y0, x1, y1 = region
+    mesh = bpy.data.meshes.new("MatchWindow")
+    mesh.from_pydata([(x0, y0, z), (x1, y0, z), (x1, y1, z), (x0, y1, z)], [], [(0, 1, 2, 3)])
+    uv = mesh.uv_layers.new(name="UVMap")
+    for loop, co in zip(uv.data, [(0, 0), (1, 0), (1, 1), (0, 1)]):
+        loop.uv = co
+    obj = bpy.data.objects.new("MatchWindow", mesh)
+    scene.collection.objects.link(obj)
+    return obj
+
+
+def best_window(ours, open_map, occ, n):
+    """(row, column) of the n x n window (on a grid of candidates) with the most shadow-edge texels of our map."""
+    shadow = (ours < 0.5 * open_map) & ~occ
+    edge = np.zeros_like(shadow)
+    edge[1:] |= shadow[1:] != shadow[:-1]
+    edge[:, 1:] |= shadow[:, 1:] != shadow[:, :-1]
+    h, w = edge.shape
+    best, where = -1, (0, 0)
+    for r in range(0, max(h - n, 0) + 1, max(n // 2, 1)):
+        for c in range(0, max(w - n, 0) + 1, max(n // 2, 1)):
+            count = int(edge[r:r + n, c:c + n].sum())
+            if count > best:
+                best, where = count, (r, c)
+    return where
+
+
+def matching_samples(bpy, scene, ground, walls, grid, occ, ours, ours_open, n, counts, common):
+    """The first Cycles sample count whose shadow masks agree with ours (IoU >= 0.9) on an n x n window of the map at
+    its own texel size; prints a line per count. None when none does."""
+    n = min(n, grid.width, grid.height)
+    r, c = best_window(ours, ours_open, occ, n)
+    x0 = grid.region[0] + c * grid.tx
+    y1 = grid.region[3] - r * grid.ty
+    window = (x0, y1 - n * grid.ty, x0 + n * grid.tx, y1)
+    plane = window_plane(bpy, scene, window, max(v.co.z for v in ground.data.vertices) + 1e-3)
+    ground.hide_render = True
+    try:
+        sl = (slice(r, r + n), slice(c, c + n))
+        cyc_open = ours_open[sl] / np.pi
+        found = None
+        for k in counts:
+            seconds, cyc = cycles_bake(bpy, scene, plane, n, k, f"CyclesMatch{k}")
+            iou = shadow_iou(cyc.sum(2), cyc_open, ours[sl], ours_open[sl], occ[sl])
+            print(json.dumps({**common, "what": "cycles_match", "window": [round(v, 3) for v in window],
+                              "match_size": n, "cycles_samples": k, "seconds": round(seconds, 3),
+                              "shadow_iou": round(iou, 4)}), flush=True)
+            if found is None and iou >= 0.9:
+                found = k
+    finally:
+        ground.hide_render = False
+        bpy.data.objects.remove(plane)
     return found
 
 
@@ -145,8 +181,8 @@ def main(argv=None):
     parser.add_argument("--lights", type=int, default=32)
     parser.add_argument("--samples", type=int, default=16)
     parser.add_argument("--cycles-samples", type=int, default=16)
-    parser.add_argument("--match-size", type=int, default=256)
-    parser.add_argument("--match-samples", default="16,64,256")
+    parser.add_argument("--match-size", type=int, default=128)
+    parser.add_argument("--match-samples", default="16,64,256,1024")
     parser.add_argument("--no-cycles", action="store_true")
     args = parser.parse_args(argv)
     envfx = conftest.enable_addon()
@@ -180,11 +216,12 @@ def main(argv=None):
     if args.no_cycles:
         return 0
     counts = sorted(int(c) for c in args.match_samples.split(","))
-    match = matching_samples(bpy, core, scene, ground, walls, inputs, args.match_size, counts, common)
+    open_map = core.bake(grid, np.zeros_like(occ), inputs.lights, inputs.ground_z, inputs.settings).rgb.sum(2)
+    match = matching_samples(bpy, scene, ground, walls, grid, occ, result.rgb.sum(2), open_map, args.match_size,
+                             counts, common)
     t_cycles, cyc = cycles_bake(bpy, scene, ground, args.size, args.cycles_samples)
     # the full-size masks: Cycles against our open map in its units (a full-size Cycles bake without walls would
     # double the longest part of the run); noisy at a low sample count, which is what the match above measures
-    open_map = core.bake(grid, np.zeros_like(occ), inputs.lights, inputs.ground_z, inputs.settings).rgb.sum(2)
     iou = shadow_iou(cyc.sum(2), open_map / np.pi, result.rgb.sum(2), open_map, occ)
     row = {**common, "what": "cycles", "cycles_samples": args.cycles_samples, "seconds": round(t_cycles, 3),
            "speedup_core": round(t_cycles / t_core, 2), "speedup_with_files": round(t_cycles / t_all, 2),

@@ -32,8 +32,11 @@ SMOOTHINGS = ("NONE", "MIPS", "BLUR")
 LIGHT_KINDS = ("POINT", "SPOT", "AREA")
 MAX_RESOLUTION = 16384
 MAX_SAMPLES = 256
-# PHYSICAL: a light's area of influence ends where its irradiance is this share of its peak (at its foot)
-CUTOFF_SHARE = 1.0 / 1000.0
+# A light's area of influence ends where its PHYSICAL irradiance is this share of its peak (at its foot): PHYSICAL
+# keeps the faint tails (many far lights add up in a level's dim corners, as Cycles shows); SMOOTH's gradient circle
+# ends much sooner, at the write-up's visible circle
+CUTOFF_SHARE = 1e-5
+SMOOTH_CUTOFF_SHARE = 1e-3
 
 
 class LightmapError(ValueError):
@@ -227,10 +230,11 @@ def intensity(light: Light) -> float:
 
 def influence_radius(light: Light, height: float, falloff: str) -> float:
     """Radius (world units, on the ground) of the light's area of influence: ``light.influence`` when set, else
-    where PHYSICAL irradiance falls to CUTOFF_SHARE of its peak."""
+    where PHYSICAL irradiance falls to CUTOFF_SHARE (SMOOTH: SMOOTH_CUTOFF_SHARE) of its peak."""
     if light.influence > 0:
         return float(light.influence)
-    d = height * CUTOFF_SHARE ** (-1.0 / 3.0)
+    share = SMOOTH_CUTOFF_SHARE if falloff == "SMOOTH" else CUTOFF_SHARE
+    d = height * share ** (-1.0 / 3.0)
     return float(math.sqrt(max(d * d - height * height, 0.0)))
 
 
