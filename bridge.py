@@ -82,15 +82,6 @@ def add_modifier_before_bend(obj, name: str, node_group):
     return mod
 
 
-def get_image_pixels(image) -> np.ndarray:
-    """(width * height * channels,) float32 pixels of an image, as ``image.pixels`` holds them (rows from the
-    bottom, channels interleaved)."""
-    w, h = image.size
-    buf = np.empty(w * h * image.channels, dtype=np.float32)
-    image.pixels.foreach_get(buf)
-    return buf
-
-
 def fill_mesh(mesh, positions: np.ndarray, loop_vertices: np.ndarray, loop_starts: np.ndarray):
     """Add vertices at ``positions`` (N, 3) and polygons to an empty mesh: polygon k has the corners
     ``loop_vertices[loop_starts[k]:loop_starts[k + 1]]``. The caller then makes the edges (``mesh.update``)."""
@@ -110,3 +101,75 @@ def set_corner_uvs(uv_layer, uvs: np.ndarray):
 def set_smooth(mesh, smooth: np.ndarray):
     """Shade each polygon smooth (True) or flat."""
     mesh.polygons.foreach_set("use_smooth", np.ascontiguousarray(smooth, dtype=bool))
+
+
+def world_triangles(obj, depsgraph) -> np.ndarray:
+    """(T, 3, 3) float32 world-space corners of the evaluated object's triangles (modifiers applied); empty for an
+    object with no surface."""
+    ev = obj.evaluated_get(depsgraph)
+    try:
+        mesh = ev.to_mesh()
+    except RuntimeError:  # no geometry to make a mesh of
+        return np.zeros((0, 3, 3), dtype=np.float32)
+    if mesh is None:
+        return np.zeros((0, 3, 3), dtype=np.float32)
+    try:
+        mesh.calc_loop_triangles()
+        n = len(mesh.loop_triangles)
+        pos = get_positions(mesh).astype(np.float64)
+        idx = np.empty(n * 3, dtype=np.int32)
+        if n:
+            mesh.loop_triangles.foreach_get("vertices", idx)
+        m = matrix_to_numpy(ev.matrix_world)
+        world = pos @ m[:3, :3].T + m[:3, 3]
+        return world[idx.reshape(n, 3)].astype(np.float32)
+    finally:
+        ev.to_mesh_clear()
+
+
+def world_points_and_normals(obj, depsgraph) -> tuple:
+    """((N, 3) world positions, (N, 3) unit world normals) of the evaluated mesh's vertices (for vertex colours:
+    the counts match ``obj.data`` when no modifier changes the topology)."""
+    ev = obj.evaluated_get(depsgraph)
+    mesh = ev.to_mesh()
+    try:
+        n = len(mesh.vertices)
+        pos = get_positions(mesh).astype(np.float64)
+        nor = np.empty(n * 3, dtype=np.float32)
+        if n:
+            mesh.vertex_normals.foreach_get("vector", nor)
+        m = matrix_to_numpy(ev.matrix_world)
+        world = pos @ m[:3, :3].T + m[:3, 3]
+        normal_matrix = np.linalg.inv(m[:3, :3]).T
+        wn = nor.reshape(n, 3).astype(np.float64) @ normal_matrix.T
+        wn /= np.maximum(np.linalg.norm(wn, axis=1, keepdims=True), 1e-12)
+        return world.astype(np.float32), wn.astype(np.float32)
+    finally:
+        ev.to_mesh_clear()
+
+
+def set_point_colours(mesh, name: str, colours: np.ndarray):
+    """Write (N, 4) float colours to the mesh's per-vertex colour attribute ``name`` (made if missing)."""
+    attr = mesh.color_attributes.get(name)
+    if attr is not None and (attr.domain != "POINT" or attr.data_type != "FLOAT_COLOR"):
+        mesh.color_attributes.remove(attr)
+        attr = None
+    if attr is None:
+        attr = mesh.color_attributes.new(name, "FLOAT_COLOR", "POINT")
+    arr = np.ascontiguousarray(colours, dtype=np.float32).reshape(-1)
+    if arr.size != len(mesh.vertices) * 4:
+        raise ValueError(f"mesh {mesh.name!r} has {len(mesh.vertices)} vertices, got {arr.size // 4} colours")
+    attr.data.foreach_set("color", arr)
+    mesh.update()
+    return attr
+
+
+def set_image_pixels(image, pixels: np.ndarray):
+    """Write (H, W, 4) float pixels, row 0 at the top, into a Blender image of that size (Blender stores the bottom
+    row first)."""
+    w, h = image.size
+    arr = np.ascontiguousarray(np.asarray(pixels, dtype=np.float32)[::-1]).reshape(-1)
+    if arr.size != w * h * 4:
+        raise ValueError(f"image {image.name!r} is {w} x {h}, got {arr.size // 4} pixels")
+    image.pixels.foreach_set(arr)
+    image.update()

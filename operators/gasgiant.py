@@ -56,7 +56,7 @@ def load_palette(path: str) -> np.ndarray:
         channels = image.channels
         if w == 0 or h == 0 or channels == 0:
             raise GasGiantInputError(f"Palette image {full!r} cannot be read (no pixels): use a PNG or JPEG")
-        buf = bridge.get_image_pixels(image)
+        buf = bridge.image_pixels(image).ravel()
         is_float, is_data = image.is_float, image.colorspace_settings.is_data
     finally:
         bpy.data.images.remove(image)

@@ -2,9 +2,9 @@
 
 import bpy
 
-from . import bend, gasgiant, main, mips, snow, wind
+from . import bend, gasgiant, lightmap, main, mips, snow, wind
 
-modules = (main, bend, wind, snow, gasgiant, mips)
+modules = (main, bend, wind, snow, gasgiant, mips, lightmap)
 classes = tuple(cls for module in modules for cls in module.classes)
 
 

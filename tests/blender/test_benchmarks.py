@@ -32,6 +32,9 @@ SMOKE = {
     "bench_node_costs.py": (["--verts", "400", "--objects", "2", "--chain", "2", "--frames", "1", "--rounds", "1"],
                             {("bench", "node_cost_per_vertex"): 9, ("bench", "node_cost_per_object"): 2}),
     "bench_gasgiant.py": (["--quick", "--only", "field"], {("measure", "gasgiant_field_file"): 1}),
+    "bench_lightmap.py": (["--size", "32", "--lights", "2", "--samples", "2", "--cycles-samples", "1",
+                           "--match-size", "16", "--match-samples", "1,2"],
+                          {("bench", "lightmap"): 4}),
 }
 
 

@@ -199,8 +199,10 @@ NOT_SETTINGS = {
                  "nz", "outputs", "pz", "read_exr", "right", "scale", "settings", "slot", "slot_index", "still_exr",
                  "still_png", "times", "unit", "up", "velocity", "version", "write_exr"},
     "mips": {"dds_format", "files", "null"},
+    "lightmap": set(),
 }
-SECTIONS = {"World Bend": "bend", "Wind": "wind", "Snow": "snow", "Gas Giant": "gasgiant", "Mip Chains": "mips"}
+SECTIONS = {"World Bend": "bend", "Wind": "wind", "Snow": "snow", "Gas Giant": "gasgiant", "Mip Chains": "mips",
+            "2D Light Map": "lightmap"}
 
 
 def feature_texts():

@@ -1,0 +1,798 @@
+"""2D light map (Tile Rider's top-down lighting): occupancy, per-light falloff with shadows and a jittered penumbra,
+smoothing by downsampled copies or a blur, distance-map occlusion near walls, the light-circle buffer for a dirty
+lens, and the dynamic shadow quads of moving actors. Pure numpy, float32; no bpy.
+
+Conventions: the map covers ``region`` = (x_min, y_min, x_max, y_max) in world units seen from above; row 0 is
+y_max, column 0 is x_min; texel (i, j) has its centre at (x_min + (j + 0.5) * tx, y_max - (i + 0.5) * ty).
+
+Shadows: obstacles are walls in the write-up's 2D sense (taller than the lights): a texel is lit by a light position
+when the straight segment between them, seen from above, crosses no occupied texel. Per light position the
+occupied texels on the edge of an obstacle are drawn into a 1D polar shadow map (nearest blocking distance per
+angle; the angle is the cheap monotone "diamond angle"), and every texel of the light's area of influence is tested
+against it in one vectorised pass. The penumbra is the F.E.A.R. trick of Day 2: the same pass for light positions
+jittered over the light's size, averaged.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import exr, png
+from .colour import linear_to_srgb
+
+FALLOFFS = ("PHYSICAL", "SMOOTH")
+SMOOTHINGS = ("NONE", "MIPS", "BLUR")
+LIGHT_KINDS = ("POINT", "SPOT", "AREA")
+MAX_RESOLUTION = 16384
+MAX_SAMPLES = 256
+# A light's area of influence ends where its PHYSICAL irradiance is this share of its peak (at its foot): PHYSICAL
+# keeps the faint tails (many far lights add up in a level's dim corners, as Cycles shows); SMOOTH's gradient circle
+# ends much sooner, at the write-up's visible circle
+CUTOFF_SHARE = 1e-5
+SMOOTH_CUTOFF_SHARE = 1e-3
+
+
+class LightmapError(ValueError):
+    """The inputs cannot give a light map; the message says what is wrong and what to do."""
+
+
+@dataclass
+class Light:
+    """One light, in world units. ``power`` in watts as Blender gives it; ``radius`` the size the penumbra jitters
+    over (point and spot: the light's radius; area: half its size); ``influence``: radius of influence on the ground
+    (0: from the falloff). Spot: ``direction`` (unit vector it points along), ``spot_size`` (full cone angle,
+    radians), ``spot_blend``. Area: ``direction`` (the side it emits to)."""
+    x: float
+    y: float
+    z: float
+    colour: tuple = (1.0, 1.0, 1.0)
+    power: float = 1000.0
+    radius: float = 0.0
+    kind: str = "POINT"
+    direction: tuple = (0.0, 0.0, -1.0)
+    spot_size: float = math.pi / 4
+    spot_blend: float = 0.15
+    influence: float = 0.0
+    name: str = "Light"
+
+
+@dataclass
+class Settings:
+    resolution: int = 512
+    penumbra_samples: int = 8
+    falloff: str = "PHYSICAL"
+    smoothing: str = "NONE"
+    smoothing_levels: int = 3
+    occlusion_distance: float = 0.0
+    occlusion_strength: float = 0.5
+    seed: int = 0
+
+    def validate(self) -> "Settings":
+        if not 1 <= int(self.resolution) <= MAX_RESOLUTION:
+            raise LightmapError(f"Resolution {self.resolution} is out of range: use 1 to {MAX_RESOLUTION} texels "
+                                "along the longest side")
+        if not 1 <= int(self.penumbra_samples) <= MAX_SAMPLES:
+            raise LightmapError(f"Penumbra samples {self.penumbra_samples}: use 1 to {MAX_SAMPLES}")
+        if self.falloff not in FALLOFFS:
+            raise LightmapError(f"Unknown falloff {self.falloff!r}: use {' or '.join(FALLOFFS)}")
+        if self.smoothing not in SMOOTHINGS:
+            raise LightmapError(f"Unknown smoothing {self.smoothing!r}: use {', '.join(SMOOTHINGS)}")
+        if not 1 <= int(self.smoothing_levels) <= 8:
+            raise LightmapError(f"Smoothing levels {self.smoothing_levels}: use 1 to 8")
+        if not (self.occlusion_distance >= 0.0 and math.isfinite(self.occlusion_distance)):
+            raise LightmapError(f"Occlusion distance {self.occlusion_distance}: use 0 (off) or a positive distance")
+        if not 0.0 <= self.occlusion_strength <= 1.0:
+            raise LightmapError(f"Occlusion strength {self.occlusion_strength}: use 0 to 1")
+        return self
+
+
+@dataclass
+class Grid:
+    region: tuple  # (x_min, y_min, x_max, y_max)
+    width: int
+    height: int
+
+    @property
+    def tx(self) -> float:
+        return (self.region[2] - self.region[0]) / self.width
+
+    @property
+    def ty(self) -> float:
+        return (self.region[3] - self.region[1]) / self.height
+
+    def xs(self) -> np.ndarray:
+        """(W,) x of the texel centres."""
+        return (self.region[0] + (np.arange(self.width, dtype=np.float64) + 0.5) * self.tx).astype(np.float32)
+
+    def ys(self) -> np.ndarray:
+        """(H,) y of the texel centres (row 0 is y_max)."""
+        return (self.region[3] - (np.arange(self.height, dtype=np.float64) + 0.5) * self.ty).astype(np.float32)
+
+    def texel_of(self, x, y):
+        """(row, column) of the texels holding world points (clipped to the grid)."""
+        j = np.clip(np.floor((np.asarray(x, np.float64) - self.region[0]) / self.tx), 0, self.width - 1)
+        i = np.clip(np.floor((self.region[3] - np.asarray(y, np.float64)) / self.ty), 0, self.height - 1)
+        return i.astype(np.int64), j.astype(np.int64)
+
+
+@dataclass
+class Result:
+    rgb: np.ndarray                  # (H, W, 3) float32 linear light
+    occupancy: np.ndarray            # (H, W) bool
+    occlusion: np.ndarray | None     # (H, W) float32 factor (1 = untouched) or None
+    grid: Grid
+    warnings: list = field(default_factory=list)
+
+
+def make_grid(region, resolution: int) -> Grid:
+    """The grid over ``region`` with ``resolution`` texels along its longest side (near-square texels)."""
+    x0, y0, x1, y1 = (float(v) for v in region)
+    w, h = x1 - x0, y1 - y0
+    if not (math.isfinite(w) and math.isfinite(h)) or w <= 0 or h <= 0:
+        raise LightmapError(f"The region {w:g} x {h:g} has no area seen from above: use a ground object that is flat "
+                            "on the ground (not edge-on) or a rectangle with width and depth")
+    resolution = int(resolution)
+    if not 1 <= resolution <= MAX_RESOLUTION:
+        raise LightmapError(f"Resolution {resolution} is out of range: use 1 to {MAX_RESOLUTION} texels along the "
+                            "longest side")
+    texel = max(w, h) / resolution
+    return Grid((x0, y0, x1, y1), max(1, int(round(w / texel))), max(1, int(round(h / texel))))
+
+
+# --- occupancy ---------------------------------------------------------------------------------------------
+
+def rasterise(grid: Grid, triangles, chunk: int = 4_000_000) -> np.ndarray:
+    """(H, W) bool: texels whose centre lies in a triangle seen from above, plus texels that a triangle's edges
+    pass through (so walls made of vertical faces only, edge-on from above, still block). ``triangles`` is
+    (T, 3, 2 or 3) world coordinates. Vectorised over (triangle, texel-of-its-box) pairs, ``chunk`` at a time."""
+    occ = np.zeros((grid.height, grid.width), dtype=bool)
+    tri = np.asarray(triangles, dtype=np.float64)
+    if tri.size == 0:
+        return occ
+    tri = tri[..., :2]
+    # to texel space: u = column + 0.5 at the centre, v = row + 0.5
+    u = (tri[..., 0] - grid.region[0]) / grid.tx
+    v = (grid.region[3] - tri[..., 1]) / grid.ty
+    # edges: points every half texel along each edge
+    for a, b in ((0, 1), (1, 2), (2, 0)):
+        du, dv = u[:, b] - u[:, a], v[:, b] - v[:, a]
+        steps = np.ceil(np.maximum(np.abs(du), np.abs(dv)) * 2).astype(np.int64) + 1
+        steps = np.minimum(steps, 4 * max(grid.width, grid.height) + 2)
+        for start in range(0, len(steps), 200_000):  # bounded memory on huge meshes
+            s = steps[start:start + 200_000]
+            idx = np.repeat(np.arange(start, start + len(s)), s)
+            first = np.repeat(np.cumsum(s) - s, s)
+            t = (np.arange(len(idx)) - first) / np.maximum(np.repeat(s, s) - 1, 1)
+            pu = u[idx, a] + t * du[idx]
+            pv = v[idx, a] + t * dv[idx]
+            # a point on a texel's border (a box's side face on a texel line) marks neither side: the box's top
+            # face rasterises it; only edges through a texel mark it
+            ok = ((pu >= 0) & (pu < grid.width) & (pv >= 0) & (pv < grid.height)
+                  & (np.abs(pu - np.round(pu)) > 1e-6) & (np.abs(pv - np.round(pv)) > 1e-6))
+            occ[pv[ok].astype(np.int64), pu[ok].astype(np.int64)] = True
+    # interiors: texel centres inside the triangle
+    umin = np.clip(np.floor(u.min(1) - 0.5), 0, grid.width).astype(np.int64)
+    umax = np.clip(np.ceil(u.max(1) - 0.5), -1, grid.width - 1).astype(np.int64)
+    vmin = np.clip(np.floor(v.min(1) - 0.5), 0, grid.height).astype(np.int64)
+    vmax = np.clip(np.ceil(v.max(1) - 0.5), -1, grid.height - 1).astype(np.int64)
+    bw, bh = umax - umin + 1, vmax - vmin + 1
+    area2 = (u[:, 1] - u[:, 0]) * (v[:, 2] - v[:, 0]) - (u[:, 2] - u[:, 0]) * (v[:, 1] - v[:, 0])
+    keep = np.nonzero((bw > 0) & (bh > 0) & (np.abs(area2) > 1e-12))[0]
+    counts = (bw * bh)[keep]
+    ends = np.cumsum(counts)
+    start_t = 0
+    while start_t < len(keep):
+        stop_t = int(np.searchsorted(ends, (ends[start_t - 1] if start_t else 0) + chunk, side="right"))
+        stop_t = max(stop_t, start_t + 1)
+        ks, cs = keep[start_t:stop_t], counts[start_t:stop_t]
+        idx = np.repeat(ks, cs)
+        local = np.arange(len(idx)) - np.repeat(np.cumsum(cs) - cs, cs)
+        col = umin[idx] + local % bw[idx]
+        row = vmin[idx] + local // bw[idx]
+        pu, pv = col + 0.5, row + 0.5
+        sign = np.sign(area2[idx])
+        inside = np.ones(len(idx), dtype=bool)
+        for a, b in ((0, 1), (1, 2), (2, 0)):
+            e = (u[idx, b] - u[idx, a]) * (pv - v[idx, a]) - (v[idx, b] - v[idx, a]) * (pu - u[idx, a])
+            inside &= e * sign >= 0
+        occ[row[inside], col[inside]] = True
+        start_t = stop_t
+    return occ
+
+
+def boundary(occ: np.ndarray) -> np.ndarray:
+    """Occupied texels with a free 4-neighbour (the only ones a ray from a free texel can meet first)."""
+    free = ~occ
+    edge = np.zeros_like(occ)
+    edge[1:] |= free[:-1]
+    edge[:-1] |= free[1:]
+    edge[:, 1:] |= free[:, :-1]
+    edge[:, :-1] |= free[:, 1:]
+    return occ & edge
+
+
+# --- lights ------------------------------------------------------------------------------------------------
+
+def intensity(light: Light) -> float:
+    """Radiant intensity (W/sr) straight down the light's axis, as Cycles computes it from Blender's watts: a point
+    or spot light P / (4 pi), an area light P / pi (one-sided Lambertian emitter)."""
+    if light.kind == "AREA":
+        return float(light.power) / math.pi
+    return float(light.power) / (4.0 * math.pi)
+
+
+def influence_radius(light: Light, height: float, falloff: str) -> float:
+    """Radius (world units, on the ground) of the light's area of influence: ``light.influence`` when set, else
+    where PHYSICAL irradiance falls to CUTOFF_SHARE (SMOOTH: SMOOTH_CUTOFF_SHARE) of its peak."""
+    if light.influence > 0:
+        return float(light.influence)
+    share = SMOOTH_CUTOFF_SHARE if falloff == "SMOOTH" else CUTOFF_SHARE
+    d = height * share ** (-1.0 / 3.0)
+    return float(math.sqrt(max(d * d - height * height, 0.0)))
+
+
+def falloff_values(light: Light, dx, dy, height: float, falloff: str, radius: float) -> np.ndarray:
+    """Irradiance on the ground (before colour and shadows) at ground offsets (dx, dy) from the light's foot.
+    PHYSICAL: I cos(theta) / d^2, with the spot cone or the area light's own cosine as Cycles has them; SMOOTH: the
+    write-up's gradient circle, its peak the physical value at the light's foot, falling as (1 - r/R)^2 to 0 at R."""
+    h = np.float32(height)
+    inten = np.float32(intensity(light))
+    r2 = dx * dx + dy * dy
+    if falloff == "SMOOTH":
+        r = np.sqrt(r2)
+        t = np.clip(1.0 - r / np.float32(max(radius, 1e-9)), 0.0, 1.0)
+        value = (inten / (h * h)) * t * t
+    else:
+        d2 = r2 + h * h
+        value = inten * h / (d2 * np.sqrt(d2))
+    if light.kind == "SPOT":
+        d = np.sqrt(r2 + h * h)
+        ax, ay, az = (np.float32(c) for c in light.direction)
+        cos_axis = (dx * ax + dy * ay - h * az) / d
+        cos_half = np.float32(math.cos(light.spot_size / 2))
+        smooth = np.float32(max((1.0 - cos_half) * light.spot_blend, 1e-6))
+        t = np.clip((cos_axis - cos_half) / smooth, 0.0, 1.0)
+        value = value * (t * t * (3 - 2 * t))
+    elif light.kind == "AREA":
+        d = np.sqrt(r2 + h * h)
+        ax, ay, az = (np.float32(c) for c in light.direction)
+        value = value * np.maximum((dx * ax + dy * ay - h * az) / d, 0.0)
+    return value.astype(np.float32, copy=False)
+
+
+def jitter_offsets(radius: float, samples: int, seed: int = 0) -> np.ndarray:
+    """(N, 2) offsets over a disc of ``radius`` (a Vogel spiral, turned by ``seed``): where the light is moved for
+    each penumbra pass. One sample, or a light of no size: the centre only."""
+    if samples <= 1 or radius <= 0:
+        return np.zeros((1, 2), dtype=np.float64)
+    k = np.arange(samples, dtype=np.float64)
+    turn = np.random.default_rng(seed).uniform(0, 2 * math.pi)
+    r = radius * np.sqrt((k + 0.5) / samples)
+    a = k * math.pi * (3 - math.sqrt(5)) + turn
+    return np.stack([r * np.cos(a), r * np.sin(a)], axis=1)
+
+
+def _diamond(dx, dy):
+    """Monotone stand-in for the angle of (dx, dy), in [0, 4) (cheaper than arctan2)."""
+    s = np.abs(dx) + np.abs(dy)
+    t = dy / np.where(s > 0, s, 1)
+    return np.where(dx >= 0, t, 2 - t) + 1
+
+
+def _polar_map(bx, by, half, lx, ly, nbins):
+    """Nearest blocking distance per diamond-angle bin, from the light at (lx, ly), of the occupied squares centred at
+    (bx, by) with half-size ``half``."""
+    smap = np.full(nbins, np.inf, dtype=np.float32)
+    if len(bx) == 0:
+        return smap
+    dx, dy = bx - lx, by - ly
+    centre = _diamond(dx, dy)
+    lo = np.full(len(bx), np.inf)
+    hi = np.full(len(bx), -np.inf)
+    for sx, sy in ((-1, -1), (-1, 1), (1, -1), (1, 1)):
+        delta = (_diamond(dx + sx * half, dy + sy * half) - centre + 2) % 4 - 2
+        lo = np.minimum(lo, delta)
+        hi = np.maximum(hi, delta)
+    scale = nbins / 4.0
+    b0 = np.floor((centre + lo) * scale).astype(np.int64)
+    b1 = np.floor((centre + hi) * scale).astype(np.int64)
+    dist = (np.sqrt(dx * dx + dy * dy) - half).astype(np.float32)
+    counts = np.minimum(b1 - b0 + 1, nbins)
+    idx = np.repeat(b0, counts) + (np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts))
+    np.minimum.at(smap, idx % nbins, np.repeat(dist, counts))
+    return smap
+
+
+def _pass(dx, dy, smap2, scale, nbins):
+    """Whether each offset (dx, dy) from the light is nearer than the polar map's blocker in its direction
+    (``smap2``: the map's squared distances). ``_diamond`` written out with in-place steps (this is the hot loop)."""
+    s = np.abs(dx) + np.abs(dy)
+    s += np.float32(1e-30)
+    t = np.divide(dy, s, out=s)
+    t -= np.float32(1)
+    t *= np.copysign(np.float32(1), dx)
+    t += np.float32(2)
+    t *= scale
+    b = t.astype(np.int32)
+    np.minimum(b, nbins - 1, out=b)
+    d2 = dx * dx + dy * dy
+    return d2 <= smap2[b]
+
+
+def _dilate(mask: np.ndarray, r: int) -> np.ndarray:
+    """Texels within ``r`` texels (a square) of a True texel."""
+    out = mask.copy()
+    for axis in (0, 1):
+        src = out.copy()
+        n = src.shape[axis]
+        for k in range(1, min(r, n - 1) + 1):
+            lo = [slice(None)] * 2
+            hi = [slice(None)] * 2
+            lo[axis], hi[axis] = slice(0, n - k), slice(k, n)
+            out[tuple(lo)] |= src[tuple(hi)]
+            out[tuple(hi)] |= src[tuple(lo)]
+    return out
+
+
+def visibility(xs, ys, occ_boundary_xy, half: float, lx: float, ly: float, offsets, nbins: int,
+               coarse: int = 4) -> np.ndarray:
+    """(len(ys), len(xs)) float32: the share of the light positions (lx, ly) + ``offsets`` that each texel centre
+    sees. ``occ_boundary_xy`` = (bx, by) centres of the blocking texels (``boundary``) of half-size ``half``.
+
+    Every position is one pass over the texels; the passes of the jittered positions are only needed where the
+    positions disagree (the penumbra), so the first position is tested everywhere, all of them on every
+    ``coarse``-th texel, and all of them on the texels near a shadow edge of the first or near a coarse penumbra
+    texel; elsewhere the first position's answer stands."""
+    bx, by = occ_boundary_xy
+    offsets = np.asarray(offsets, dtype=np.float64).reshape(-1, 2)
+    scale = np.float32(nbins / 4.0)
+    maps = [(lx + ox, ly + oy, _polar_map(bx, by, half, lx + ox, ly + oy, nbins) ** 2) for ox, oy in offsets]
+
+    def share(px_all, py_all, grid_shape=None):
+        acc = None
+        for px, py, smap in maps:
+            if grid_shape is None:
+                lit = _pass(px_all - np.float32(px), py_all - np.float32(py), smap, scale, nbins)
+            else:
+                lit = _pass((px_all - np.float32(px))[None, :], (py_all - np.float32(py))[:, None], smap, scale,
+                            nbins)
+            acc = lit.astype(np.float32) if acc is None else acc + lit
+        return acc * np.float32(1.0 / len(maps))
+
+    first_x, first_y, first_map = maps[0]
+    vis = _pass((xs - np.float32(first_x))[None, :], (ys - np.float32(first_y))[:, None], first_map, scale,
+                nbins).astype(np.float32)
+    if len(maps) == 1:
+        return vis
+    h, w = vis.shape
+    edge = np.zeros((h, w), dtype=bool)
+    edge[1:] |= vis[1:] != vis[:-1]
+    edge[:-1] |= vis[1:] != vis[:-1]
+    edge[:, 1:] |= vis[:, 1:] != vis[:, :-1]
+    edge[:, :-1] |= vis[:, 1:] != vis[:, :-1]
+    near = _dilate(edge, coarse)
+    if coarse > 1 and h > coarse and w > coarse:
+        cs = share(xs[coarse // 2::coarse], ys[coarse // 2::coarse], grid_shape=True)
+        partial = _dilate((cs > 0) & (cs < 1), 1)
+        # coarse sample k sits at texel k * coarse + coarse // 2, inside the cell of texels [k * coarse, (k + 1) *
+        # coarse) that np.repeat gives it
+        up = np.repeat(np.repeat(partial, coarse, axis=0), coarse, axis=1)
+        near[:min(h, up.shape[0]), :min(w, up.shape[1])] |= up[:h, :w]
+        near[up.shape[0]:, :] = True  # the last partial cells, which no coarse sample covers
+        near[:, up.shape[1]:] = True
+    else:
+        near[:] = True
+    ii, jj = np.nonzero(near)
+    if len(ii):
+        vis[ii, jj] = share(xs[jj], ys[ii])
+    return vis
+
+
+def check_lights(grid: Grid, occ: np.ndarray, lights, ground_z: float):
+    """Refuse lights the map cannot use: none, below the ground, outside the region, inside an obstacle."""
+    if not lights:
+        raise LightmapError("No lights: add point, spot or area lights to the scene (or to the Lights collection)")
+    x0, y0, x1, y1 = grid.region
+    below = [lt.name for lt in lights if lt.z <= ground_z]
+    if below:
+        raise LightmapError(f"Light(s) {', '.join(below)} are not above the ground (z {ground_z:g}): raise them")
+    outside = [lt.name for lt in lights if not (x0 <= lt.x <= x1 and y0 <= lt.y <= y1)]
+    if outside:
+        raise LightmapError(f"Light(s) {', '.join(outside)} are outside the region ({x0:g}, {y0:g}) to ({x1:g}, "
+                            f"{y1:g}) seen from above: move them over the ground, make the ground larger, or leave "
+                            "them out of the Lights collection")
+    if occ.all():
+        raise LightmapError("The obstacles cover the whole region: nothing on the ground can be lit; check the "
+                            "Obstacles collection (is the ground itself in it?)")
+    i, j = grid.texel_of([lt.x for lt in lights], [lt.y for lt in lights])
+    inside = [lt.name for lt, k in zip(lights, occ[i, j]) if k]
+    if inside:
+        raise LightmapError(f"Light(s) {', '.join(inside)} are inside an obstacle seen from above: move them out of "
+                            "the walls")
+
+
+# --- smoothing and occlusion -------------------------------------------------------------------------------
+
+def _resize_bilinear(img: np.ndarray, h: int, w: int) -> np.ndarray:
+    """Bilinear resize of (H, W, ...) to (h, w, ...), texel centres aligned (as a GPU samples a stretched texture)."""
+    sh, sw = img.shape[:2]
+    y = np.clip((np.arange(h, dtype=np.float32) + 0.5) * (sh / h) - 0.5, 0, sh - 1)
+    x = np.clip((np.arange(w, dtype=np.float32) + 0.5) * (sw / w) - 0.5, 0, sw - 1)
+    y0 = np.floor(y).astype(np.int64)
+    x0 = np.floor(x).astype(np.int64)
+    y1, x1 = np.minimum(y0 + 1, sh - 1), np.minimum(x0 + 1, sw - 1)
+    fy = (y - y0).reshape((h, 1) + (1,) * (img.ndim - 2)).astype(np.float32)
+    fx = (x - x0).reshape((1, w) + (1,) * (img.ndim - 2)).astype(np.float32)
+    top = img[y0][:, x0] * (1 - fx) + img[y0][:, x1] * fx
+    bottom = img[y1][:, x0] * (1 - fx) + img[y1][:, x1] * fx
+    return (top * (1 - fy) + bottom * fy).astype(np.float32)
+
+
+def _downsample2(img: np.ndarray) -> np.ndarray:
+    h, w = img.shape[:2]
+    h2, w2 = max(1, h // 2), max(1, w // 2)
+    if h < 2 or w < 2:
+        return img.copy()
+    a = img[:h2 * 2, :w2 * 2]
+    return (0.25 * (a[0::2, 0::2] + a[1::2, 0::2] + a[0::2, 1::2] + a[1::2, 1::2])).astype(np.float32)
+
+
+def smooth_mips(img: np.ndarray, levels: int) -> np.ndarray:
+    """Day 3: the map and ``levels`` copies at 1/2, 1/4, ... scale, each stretched back bilinearly, blended with
+    alpha 1/N."""
+    h, w = img.shape[:2]
+    out = img.astype(np.float32).copy()
+    level = img.astype(np.float32)
+    for _ in range(levels):
+        level = _downsample2(level)
+        out += _resize_bilinear(level, h, w)
+    out /= np.float32(levels + 1)
+    return out
+
+
+def _box(img: np.ndarray, r: int, axis: int) -> np.ndarray:
+    n = img.shape[axis]
+    pad = [(0, 0)] * img.ndim
+    pad[axis] = (r + 1, r)
+    c = np.cumsum(np.pad(img, pad, mode="edge"), axis=axis, dtype=np.float64)
+    hi = np.take(c, np.arange(2 * r + 1, 2 * r + 1 + n), axis=axis)
+    lo = np.take(c, np.arange(0, n), axis=axis)
+    return ((hi - lo) / (2 * r + 1)).astype(np.float32)
+
+
+def blur(img: np.ndarray, radius: int) -> np.ndarray:
+    """A plain blur: three box passes of ``radius`` texels per axis (close to a Gaussian)."""
+    out = img.astype(np.float32)
+    if radius < 1:
+        return out
+    for _ in range(3):
+        out = _box(_box(out, radius, 0), radius, 1)
+    return out
+
+
+def smooth(img: np.ndarray, mode: str, levels: int) -> np.ndarray:
+    if mode == "MIPS":
+        return smooth_mips(img, levels)
+    if mode == "BLUR":
+        return blur(img, max(1, 2 ** (levels - 1) // 2))
+    return img
+
+
+def distance_map(occ: np.ndarray, cell: float = 1.0, chunk: int = 64) -> np.ndarray:
+    """(H, W) float32 Euclidean distance from each texel centre to the nearest occupied texel centre (``cell`` world
+    units per texel; inf when nothing is occupied). Rows by cumulative passes, then columns by brute force over
+    rows (meant for the low-resolution occlusion grid)."""
+    h, w = occ.shape
+    if not occ.any():
+        return np.full((h, w), np.inf, dtype=np.float32)
+    big = float(h + w + 1)
+    cols = np.arange(w, dtype=np.float64)
+    last = np.where(occ, cols[None, :], -np.inf)
+    left = cols[None, :] - np.maximum.accumulate(last, axis=1)
+    nxt = np.where(occ, cols[None, :], np.inf)
+    right = np.minimum.accumulate(nxt[:, ::-1], axis=1)[:, ::-1] - cols[None, :]
+    g = np.minimum(np.minimum(left, right), big) ** 2  # (H, W) squared distance along the row
+    rows = np.arange(h, dtype=np.float64)
+    out = np.empty((h, w), dtype=np.float64)
+    for start in range(0, h, chunk):  # rows in chunks: (chunk, H, W) candidates
+        r = rows[start:start + chunk]
+        out[start:start + chunk] = (g[None, :, :] + ((r[:, None] - rows[None, :]) ** 2)[:, :, None]).min(axis=1)
+    return (np.sqrt(out) * cell).astype(np.float32)
+
+
+def occlusion(grid: Grid, occ: np.ndarray, distance: float, strength: float) -> np.ndarray:
+    """Day 4: (H, W) float32 factor darkening the ground near walls: 1 - strength at a wall, easing to 1 at
+    ``distance`` and beyond. The distance map is computed on a low-resolution grid (cells of about a quarter of
+    ``distance``) and stretched back bilinearly (the write-up's hardware interpolation); the darkening eases out over
+    ``distance`` less the cells' reach, so stretched back it never reaches beyond ``distance``."""
+    h, w = occ.shape
+    if distance <= 0 or strength <= 0 or not occ.any():
+        return np.ones((h, w), dtype=np.float32)
+    texel = max(grid.tx, grid.ty)
+    factor = max(1, int(distance / 8.0 / texel))
+    lh, lw = -(-h // factor), -(-w // factor)
+    pad = np.zeros((lh * factor, lw * factor), dtype=bool)
+    pad[:h, :w] = occ
+    low = pad.reshape(lh, factor, lw, factor).any(axis=(1, 3))
+    cell = factor * texel
+    d = distance_map(low, cell)
+    # (cells of an eighth of ``distance``: the reach is about a quarter of it)
+    # a low cell marks a wall anywhere in it (up to half a cell's diagonal off its centre), and a texel reads
+    # low samples up to a cell's diagonal away: shift by both, so no darkening leaks beyond ``distance``
+    reach = (1.5 * math.sqrt(2.0) * cell + texel) if factor > 1 else 0.0
+    t = np.clip(d / np.float32(distance - reach), 0.0, 1.0)
+    low_factor = 1.0 - np.float32(strength) * (1.0 - t) ** 2
+    if factor == 1:
+        return low_factor.astype(np.float32)
+    full = _resize_bilinear(low_factor, lh * factor, lw * factor)[:h, :w]
+    return full.astype(np.float32)
+
+
+# --- the bake ----------------------------------------------------------------------------------------------
+
+def bake_job(grid: Grid, occ: np.ndarray, lights, ground_z: float, settings: Settings):
+    """Job generator (see progress.py): yields fractions, returns a Result. Lights are blended additively, each
+    rendered over its area of influence only."""
+    settings.validate()
+    check_lights(grid, occ, lights, ground_z)
+    h, w = occ.shape
+    planes = np.zeros((3, h, w), dtype=np.float32)  # accumulated per channel (contiguous writes), RGB at the end
+    xs, ys = grid.xs(), grid.ys()
+    bnd = boundary(occ)
+    bi, bj = np.nonzero(bnd)
+    bx_all, by_all = xs[bj].astype(np.float64), ys[bi].astype(np.float64)
+    half = 0.5 * max(grid.tx, grid.ty)
+    warnings = []
+    for n, light in enumerate(lights):
+        height = light.z - ground_z
+        radius = influence_radius(light, height, settings.falloff)
+        if radius <= 0:
+            radius = max(grid.region[2] - grid.region[0], grid.region[3] - grid.region[1])
+        # the crop: texels within ``radius`` of the light's foot (the box holds every segment to it)
+        c0 = int(np.clip(np.floor((light.x - radius - grid.region[0]) / grid.tx), 0, w))
+        c1 = int(np.clip(np.ceil((light.x + radius - grid.region[0]) / grid.tx), 0, w))
+        r0 = int(np.clip(np.floor((grid.region[3] - (light.y + radius)) / grid.ty), 0, h))
+        r1 = int(np.clip(np.ceil((grid.region[3] - (light.y - radius)) / grid.ty), 0, h))
+        if c1 <= c0 or r1 <= r0:
+            continue
+        cx, cy = xs[c0:c1], ys[r0:r1]
+        dx = (cx - np.float32(light.x))[None, :]
+        dy = (cy - np.float32(light.y))[:, None]
+        value = falloff_values(light, dx, dy, height, settings.falloff, radius)
+        if settings.falloff == "PHYSICAL" and light.influence <= 0:
+            value *= (dx * dx + dy * dy) <= np.float32(radius * radius)
+        sel = (bj >= c0) & (bj < c1) & (bi >= r0) & (bi < r1)
+        offsets = jitter_offsets(light.radius, int(settings.penumbra_samples), settings.seed + n)
+        # jittered positions inside an obstacle see nothing: leave them out
+        oi, oj = grid.texel_of(light.x + offsets[:, 0], light.y + offsets[:, 1])
+        free = ~occ[oi, oj]
+        if not free.all():
+            warnings.append(f"{light.name}: {int((~free).sum())} of {len(offsets)} penumbra positions fall inside an "
+                            "obstacle (the light's size reaches into a wall) and were left out")
+            offsets = offsets[free]
+        span = max(c1 - c0, r1 - r0)
+        nbins = int(min(max(16 * span, 1024), 1 << 18))
+        vis = visibility(cx, cy, (bx_all[sel], by_all[sel]), half, light.x, light.y, offsets, nbins)
+        vis *= value
+        for k in range(3):
+            if light.colour[k]:
+                planes[k, r0:r1, c0:c1] += vis * np.float32(light.colour[k])
+        yield (n + 1) / (len(lights) + 1)
+    planes[:, occ] = 0.0  # under the walls
+    rgb = np.ascontiguousarray(planes.transpose(1, 2, 0))
+    del planes
+    rgb = smooth(rgb, settings.smoothing, int(settings.smoothing_levels))
+    occl = None
+    if settings.occlusion_distance > 0 and settings.occlusion_strength > 0:
+        occl = occlusion(grid, occ, settings.occlusion_distance, settings.occlusion_strength)
+        rgb *= occl[:, :, None]
+    yield 1.0
+    return Result(rgb=rgb, occupancy=occ, occlusion=occl, grid=grid, warnings=warnings)
+
+
+def bake(grid: Grid, occ: np.ndarray, lights, ground_z: float, settings: Settings) -> Result:
+    """``bake_job`` run to its end."""
+    job = bake_job(grid, occ, lights, ground_z, settings)
+    while True:
+        try:
+            next(job)
+        except StopIteration as stop:
+            return stop.value
+
+
+def distance_image(grid: Grid, occ: np.ndarray, longest: int = 256) -> tuple:
+    """(image (h, w) float32, cell size): the distance from each cell to the nearest wall on a grid of at most
+    ``longest`` cells along its longest side, made safe for sampling anywhere in the cell with bilinear
+    interpolation (a cell marks a wall anywhere in it, and the value is lowered by a cell's diagonal). What the
+    actors' shadows read to keep out of walls. Large (the region's diagonal) where there are no walls."""
+    h, w = occ.shape
+    factor = max(1, -(-max(h, w) // longest))
+    lh, lw = -(-h // factor), -(-w // factor)
+    pad = np.zeros((lh * factor, lw * factor), dtype=bool)
+    pad[:h, :w] = occ
+    low = pad.reshape(lh, factor, lw, factor).any(axis=(1, 3))
+    cell = factor * max(grid.tx, grid.ty)
+    diag = math.hypot(grid.region[2] - grid.region[0], grid.region[3] - grid.region[1])
+    d = np.minimum(distance_map(low, cell), diag)
+    return np.maximum(d - np.float32(cell * math.sqrt(2.0)), 0.0).astype(np.float32), cell
+
+
+def light_circles(grid: Grid, lights, ground_z: float, scale: float = 0.5) -> np.ndarray:
+    """Day 6, Solution 3: the pre-rendered buffer of every light's circle, smaller than its reach and without
+    shadows ((H, W, 3) float32, peak 1 per light times its colour), which a game lays over its lens-dirt texture."""
+    h, w = grid.height, grid.width
+    out = np.zeros((h, w, 3), dtype=np.float32)
+    xs, ys = grid.xs(), grid.ys()
+    for light in lights:
+        r = max(influence_radius(light, light.z - ground_z, "SMOOTH") * scale, 1e-6)
+        d = np.sqrt((xs[None, :] - np.float32(light.x)) ** 2 + (ys[:, None] - np.float32(light.y)) ** 2)
+        t = np.clip(1.0 - d / np.float32(r), 0.0, 1.0)
+        out += (t * t)[:, :, None] * np.asarray(light.colour, dtype=np.float32)
+    return out
+
+
+def vertex_light(points, normals, lights, grid: Grid, occ: np.ndarray) -> np.ndarray:
+    """Day 1: (N, 3) float32 light at the vertices of static 3D geometry (the walls themselves): each light's
+    intensity times the cosine at the vertex normal over the squared distance, where the light sees the vertex from
+    above (the shadow test of the map, with a texel and a half of slack so a wall's own face does not shadow it)."""
+    p = np.asarray(points, dtype=np.float32).reshape(-1, 3)
+    nrm = np.asarray(normals, dtype=np.float32).reshape(-1, 3)
+    out = np.zeros((len(p), 3), dtype=np.float32)
+    if len(p) == 0:
+        return out
+    bi, bj = np.nonzero(boundary(occ))
+    bx, by = grid.xs()[bj].astype(np.float64), grid.ys()[bi].astype(np.float64)
+    half = 0.5 * max(grid.tx, grid.ty)
+    nbins = int(min(max(16 * max(grid.width, grid.height), 1024), 1 << 18))
+    scale = np.float32(nbins / 4.0)
+    slack = np.float32(3.0 * half)
+    for light in lights:
+        smap = _polar_map(bx, by, half, light.x, light.y, nbins)
+        dx, dy = p[:, 0] - np.float32(light.x), p[:, 1] - np.float32(light.y)
+        b = np.minimum((_diamond(dx, dy) * scale).astype(np.int32), nbins - 1)
+        seen = np.sqrt(dx * dx + dy * dy) - slack <= smap[b]
+        v = np.stack([-dx, -dy, np.float32(light.z) - p[:, 2]], axis=1)
+        d2 = np.maximum((v * v).sum(1), 1e-8)
+        cos = np.maximum((v * nrm).sum(1) / np.sqrt(d2), 0.0)
+        e = np.float32(intensity(light)) * cos / d2 * seen
+        out += e[:, None] * np.asarray(light.colour, dtype=np.float32)[None, :]
+    return out
+
+
+# --- dynamic shadows (Day 5) -------------------------------------------------------------------------------
+
+@dataclass
+class ShadowQuad:
+    """One actor's shadow: ``direction`` (unit, on the ground, away from the light), ``width`` (the actor's footprint
+    projected across the beam), ``length`` (clamped by the distance map), ``spread`` (half-angle between the two
+    sprites of the cone, radians), ``alpha`` per sprite (0 when faded out)."""
+    direction: tuple
+    width: float
+    length: float
+    spread: float
+    alpha: float
+
+
+def shadow_quad(actor_xy, half_size, light_xy, wall_distance: float, wall_size: float, length: float = 2.0,
+                max_angle: float = 0.6, fade: float = 0.2) -> ShadowQuad:
+    """The write-up's 1-2 sprite shadow for a rectangular actor (``half_size`` = (hx, hy), axis-aligned) lit by a
+    light at ``light_xy``: cast away from the light, as wide as the actor seen across the beam, so short that no
+    corner of it is farther from the actor's centre than the nearest wall + the wall size (so it does not show
+    through a wall), and fading to nothing as the actor's angular size seen from the light grows from
+    ``max_angle - fade`` to ``max_angle`` (too close). The geometry-nodes twin: shader_nodes/lightmap.py."""
+    ax, ay = (float(v) for v in actor_xy)
+    lx, ly = (float(v) for v in light_xy)
+    vx, vy = ax - lx, ay - ly
+    d = math.hypot(vx, vy)
+    if d < 1e-9:
+        return ShadowQuad((1.0, 0.0), 0.0, 0.0, 0.0, 0.0)
+    ux, uy = vx / d, vy / d
+    hx, hy = (float(v) for v in half_size)
+    width = 2.0 * (hx * abs(uy) + hy * abs(ux))  # footprint projected on the axis across the beam
+    spread = math.atan2(0.5 * width, d)
+    angular = 2.0 * spread
+    alpha = float(np.clip((max_angle - angular) / max(fade, 1e-9), 0.0, 1.0))
+    reach = max(wall_distance + wall_size, 0.0)
+    return ShadowQuad((ux, uy), width, float(min(length, math.sqrt(max(reach * reach - 0.25 * width * width, 0.0)))),
+                      spread, alpha)
+
+
+def nearest_light(points_xy, lights_xy) -> np.ndarray:
+    """(N,) index of the nearest light of each point (the cache the write-up prepares once per level)."""
+    p = np.asarray(points_xy, dtype=np.float64).reshape(-1, 2)
+    q = np.asarray(lights_xy, dtype=np.float64).reshape(-1, 2)
+    return np.argmin(((p[:, None, :] - q[None, :, :]) ** 2).sum(-1), axis=1)
+
+
+# --- files -------------------------------------------------------------------------------------------------
+
+FILES = ("lightmap.exr", "lightmap.png", "lightmap.json")
+CIRCLES_FILE = "lightmap_circles.exr"
+DISTANCE_FILE = "lightmap_distance.exr"
+ORIENTATION = "row 0 is y_max, column 0 is x_min"
+
+
+def check_output_folder(folder: str) -> str:
+    """Make ``folder`` (and its parents) and prove it can be written by writing and removing a file there (the
+    permission bits lie: root passes os.access everywhere, a read-only mount passes it too). Returns its absolute
+    path."""
+    if not folder or not folder.strip():
+        raise LightmapError("No output folder: set the Output Folder of the light map")
+    folder = os.path.abspath(folder)
+    if os.path.exists(folder) and not os.path.isdir(folder):
+        raise LightmapError(f"Output {folder!r} is a file, not a folder: choose a folder")
+    try:
+        os.makedirs(folder, exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix=".envfx_lightmap_probe_", dir=folder)
+        os.close(fd)
+        os.remove(probe)
+    except OSError as exc:
+        raise LightmapError(f"Output folder {folder!r} cannot be written ({exc.strerror or exc}): choose a folder you "
+                            "can write to") from None
+    return folder
+
+
+def white_point(rgb: np.ndarray, occ: np.ndarray) -> float:
+    """The light that the 8-bit PNG shows as white: the 99.5th percentile of the brightest channel on the free
+    ground (a few hot spots under the lights clip; 1 when the map is dark)."""
+    peak = rgb.max(axis=2)[~occ] if occ is not None and (~occ).any() else rgb.max(axis=2).ravel()
+    peak = peak[peak > 0]
+    if peak.size == 0:
+        return 1.0
+    return float(max(np.percentile(peak, 99.5), 1e-12))
+
+
+def write_outputs(folder: str, result: Result, meta: dict, circles: np.ndarray | None = None,
+                  distance: np.ndarray | None = None) -> list:
+    """Write lightmap.exr (linear float RGB), lightmap.png (8-bit sRGB, ``meta['png_white']`` as white) and
+    lightmap.json (``meta`` plus region, resolution and orientation), and the light circles and the distance image
+    (``distance_image``: the same region, its own resolution, grey RGB) when given. All files
+    are written into a hidden folder first and moved in together: a failure leaves no half-written file. Returns the
+    paths."""
+    folder = check_output_folder(folder)
+    white = float(meta.get("png_white") or white_point(result.rgb, result.occupancy))
+    doc = dict(meta)
+    doc.update(region=[float(v) for v in result.grid.region], resolution=[result.grid.width, result.grid.height],
+               orientation=ORIENTATION, png_white=white,
+               texel_size=[result.grid.tx, result.grid.ty],
+               files=list(FILES) + ([CIRCLES_FILE] if circles is not None else [])
+               + ([DISTANCE_FILE] if distance is not None else []))
+    tmp = tempfile.mkdtemp(prefix=".envfx_lightmap_", dir=folder)
+    try:
+        exr.write_exr(os.path.join(tmp, "lightmap.exr"), result.rgb, "RGB")
+        png.write_png(os.path.join(tmp, "lightmap.png"), linear_to_srgb(result.rgb / np.float32(white)))
+        if circles is not None:
+            exr.write_exr(os.path.join(tmp, CIRCLES_FILE), circles, "RGB")
+        if distance is not None:
+            exr.write_exr(os.path.join(tmp, DISTANCE_FILE), np.repeat(distance[:, :, None], 3, axis=2), "RGB")
+        with open(os.path.join(tmp, "lightmap.json"), "w", encoding="utf-8") as fh:
+            json.dump(doc, fh, indent=2)
+        paths = []
+        for name in doc["files"]:
+            os.replace(os.path.join(tmp, name), os.path.join(folder, name))
+            paths.append(os.path.join(folder, name))
+        return paths
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def lens_dirt(height: int, width: int, seed: int = 0, spots: int = 60) -> np.ndarray:
+    """(H, W) float32 in 0..1: a procedural lens-dirt texture (soft smudges of varied size and strength), for the
+    dirty-lens effect when no dirt image is given."""
+    rng = np.random.default_rng(seed)
+    y = np.arange(height, dtype=np.float32)[:, None] / max(height, width)
+    x = np.arange(width, dtype=np.float32)[None, :] / max(height, width)
+    out = np.zeros((height, width), dtype=np.float32)
+    for cx, cy, r, a in zip(rng.uniform(0, width / max(height, width), spots),
+                            rng.uniform(0, height / max(height, width), spots),
+                            rng.uniform(0.01, 0.08, spots), rng.uniform(0.2, 1.0, spots)):
+        d2 = ((x - np.float32(cx)) ** 2 + (y - np.float32(cy)) ** 2) / np.float32(r * r)
+        out += np.float32(a) * np.exp(-d2 * 2.0)
+    return np.clip(out, 0.0, 1.0)

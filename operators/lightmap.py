@@ -1,0 +1,463 @@
+"""2D light map operators: gather the ground, the obstacles and the lights of a scene, call core.lightmap2d, write the
+files, show the map on the ground.
+
+Scripts call ``bake_lightmap`` (or ``bake_lightmap_job`` for progress); the operator does exactly that, and a
+command line calls ``bake_file`` (open a .blend, settings from its scene with overrides, bake, write).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from dataclasses import dataclass, field
+
+import bpy
+import numpy as np
+from mathutils import Vector
+
+from .. import bridge, progress
+from ..core import lightmap2d as core_lm
+from ..shader_nodes import common as nodes_common
+from ..shader_nodes import lightmap as lightmap_nodes
+from .common import NeedsScene, output_folder, path_in_file
+
+IMAGE_NAME = "EnvFX Light Map"
+DISTANCE_IMAGE_NAME = "EnvFX Light Map Distance"
+SHADOW_SUFFIX = " Shadow"
+COLOUR_ATTRIBUTE = "EnvFX Light"
+# the settings of scene.envfx.lightmap a bake reads, in the order lightmap.json lists them
+SETTING_NAMES = ("resolution", "penumbra_samples", "falloff", "smoothing", "smoothing_levels", "occlusion_distance",
+                 "occlusion_strength", "light_circles", "vertex_colours", "apply_to_ground")
+
+
+class LightmapInputError(ValueError):
+    """Nothing could be baked; nothing was written and the scene is unchanged."""
+
+
+@dataclass
+class Inputs:
+    """Everything a bake needs, read from the scene (names, never Blender objects: they survive undo)."""
+    ground: str
+    region: tuple
+    ground_z: float
+    triangles: np.ndarray
+    obstacles: list
+    lights: list                 # core_lm.Light
+    settings: core_lm.Settings
+    options: dict                # light_circles, vertex_colours, apply_to_ground
+    folder: str
+    warnings: list = field(default_factory=list)
+
+
+@dataclass
+class LightmapResult:
+    files: list
+    region: tuple
+    resolution: tuple
+    lights: list
+    materials: list = field(default_factory=list)
+    coloured: list = field(default_factory=list)
+    warnings: list = field(default_factory=list)
+    seconds: float = 0.0
+
+
+# --- gathering ---------------------------------------------------------------------------------------------
+
+def _drawable(obj) -> bool:
+    return obj.type in bridge.GEOMETRY_TYPES or obj.type in {"SURFACE", "META"}
+
+
+def scene_lights(scene, collection=None) -> list:
+    """The light objects a bake uses: the collection's (and its children's), else every light of the scene; lights
+    hidden from renders are left out, as Cycles leaves them out."""
+    objs = collection.all_objects if collection is not None else scene.objects
+    return [o for o in objs if o.type == "LIGHT" and not o.hide_render]
+
+
+def core_light(obj, warnings: list):
+    """A Blender light as a core Light, or None (a sun, which has no position, with a warning)."""
+    light = obj.data
+    if light.type not in core_lm.LIGHT_KINDS:
+        warnings.append(f"{obj.name}: a {light.type.lower()} light has no place on the map; left out (use point, "
+                        "spot or area lights)")
+        return None
+    m = obj.matrix_world
+    loc = m.translation
+    axis = m.to_3x3() @ Vector((0.0, 0.0, -1.0))
+    axis.normalize()
+    sx, sy, sz = (abs(v) for v in m.to_scale())
+    if light.type == "AREA":
+        size_y = light.size_y if light.shape in {"RECTANGLE", "ELLIPSE"} else light.size
+        radius = 0.5 * max(light.size * sx, size_y * sy)
+    else:
+        radius = float(light.shadow_soft_size)
+    influence = float(light.cutoff_distance) if getattr(light, "use_custom_distance", False) else 0.0
+    return core_lm.Light(
+        x=float(loc.x), y=float(loc.y), z=float(loc.z), colour=tuple(float(c) for c in light.color),
+        power=float(light.energy), radius=radius, kind=light.type, direction=tuple(float(c) for c in axis),
+        spot_size=float(getattr(light, "spot_size", math.pi / 4)), spot_blend=float(getattr(light, "spot_blend", 0)),
+        influence=influence, name=obj.name)
+
+
+def settings_from_scene(scene, overrides: dict | None = None) -> tuple:
+    """(core Settings, options dict, output folder setting) from ``scene.envfx.lightmap``, with ``overrides`` (by
+    setting name) on top."""
+    s = scene.envfx.lightmap
+    values = {name: getattr(s, name) for name in SETTING_NAMES}
+    values["output_dir"] = s.output_dir
+    values.update({k: v for k, v in (overrides or {}).items() if v is not None})
+    settings = core_lm.Settings(
+        resolution=int(values["resolution"]), penumbra_samples=int(values["penumbra_samples"]),
+        falloff=values["falloff"], smoothing=values["smoothing"], smoothing_levels=int(values["smoothing_levels"]),
+        occlusion_distance=float(values["occlusion_distance"]),
+        occlusion_strength=float(values["occlusion_strength"]))
+    options = {k: bool(values[k]) for k in ("light_circles", "vertex_colours", "apply_to_ground")}
+    return settings, options, values["output_dir"]
+
+
+def gather(scene, selected=(), overrides: dict | None = None) -> Inputs:
+    """Read and check everything a bake needs from ``scene`` (``selected``: the obstacles when no Obstacles
+    collection is set). Raises LightmapInputError; changes nothing."""
+    s = scene.envfx.lightmap
+    try:
+        settings, options, out = settings_from_scene(scene, overrides)
+        settings.validate()
+    except core_lm.LightmapError as exc:
+        raise LightmapInputError(str(exc)) from None
+    overrides = overrides or {}
+    ground = overrides.get("ground") or s.ground
+    if isinstance(ground, str):
+        name = ground
+        ground = scene.objects.get(name)
+        if ground is None:
+            raise LightmapInputError(f"No object named {name!r} in scene {scene.name!r} to use as the ground")
+    if ground is None:
+        raise LightmapInputError("No ground: choose the Ground object of the light map (its bounds seen from above "
+                                 "are the map's region)")
+    obstacles_coll = _collection(overrides.get("obstacles"), s.obstacles, "obstacles")
+    lights_coll = _collection(overrides.get("lights"), s.lights, "lights")
+    warnings = []
+    depsgraph = bpy.context.evaluated_depsgraph_get()
+    if bpy.context.scene != scene:
+        depsgraph = scene.view_layers[0].depsgraph
+        depsgraph.update()
+    ground_tris = bridge.world_triangles(ground, depsgraph)
+    if len(ground_tris) == 0:
+        raise LightmapInputError(f"Ground {ground.name!r} has no surface: use a mesh (a plane) for the ground")
+    lo, hi = ground_tris.reshape(-1, 3).min(0), ground_tris.reshape(-1, 3).max(0)
+    region = tuple(float(v) for v in (lo[0], lo[1], hi[0], hi[1]))
+    if not (hi[0] - lo[0] > 1e-6 and hi[1] - lo[1] > 1e-6):
+        raise LightmapInputError(f"Ground {ground.name!r} has no area seen from above ({hi[0] - lo[0]:g} x "
+                                 f"{hi[1] - lo[1]:g}): use a ground lying flat (a plane facing up) with a size")
+    ground_z = float(hi[2])
+    if obstacles_coll is not None:
+        candidates = list(obstacles_coll.all_objects)
+    else:
+        candidates = list(selected)
+    obstacles = [o for o in dict.fromkeys(candidates)
+                 if o != ground and _drawable(o) and not o.hide_render]
+    if any(o == ground for o in candidates):
+        warnings.append(f"The ground {ground.name!r} is among the obstacles; it is not treated as one")
+    tris = [bridge.world_triangles(o, depsgraph) for o in obstacles]
+    triangles = np.concatenate(tris) if tris else np.zeros((0, 3, 3), dtype=np.float32)
+    objs = scene_lights(scene, lights_coll)
+    lights = [lt for lt in (core_light(o, warnings) for o in objs) if lt is not None]
+    if not lights:
+        where = f"collection {lights_coll.name!r}" if lights_coll is not None else f"scene {scene.name!r}"
+        raise LightmapInputError(f"No lights: {where} has no point, spot or area light (visible in renders); add one "
+                                 "or choose another Lights collection")
+    folder = output_folder(out, "Output folder", "No output folder: set the Output Folder of the light map",
+                           LightmapInputError)
+    try:
+        grid = core_lm.make_grid(region, settings.resolution)
+        _check_memory(grid)
+        occ = core_lm.rasterise(grid, triangles)
+        core_lm.check_lights(grid, occ, lights, ground_z)
+        core_lm.check_output_folder(folder)
+    except core_lm.LightmapError as exc:
+        raise LightmapInputError(str(exc)) from None
+    return Inputs(ground=ground.name, region=region, ground_z=ground_z, triangles=triangles,
+                  obstacles=[o.name for o in obstacles], lights=lights, settings=settings, options=options,
+                  folder=folder, warnings=warnings)
+
+
+def _check_memory(grid):
+    need = grid.width * grid.height * 4 * 24  # float32 working arrays of a light's area of influence and the map
+    if need > 2 * 1024 ** 3:
+        raise core_lm.LightmapError(f"A {grid.width} x {grid.height} map needs about {need / 1024 ** 3:.1f} GB: "
+                                    "lower the Resolution")
+
+
+def _collection(override, setting, what):
+    if override is None:
+        return setting
+    if isinstance(override, str):
+        coll = bpy.data.collections.get(override)
+        if coll is None:
+            raise LightmapInputError(f"No collection named {override!r} for the {what}")
+        return coll
+    return override
+
+
+# --- baking ------------------------------------------------------------------------------------------------
+
+def bake_lightmap_job(scene, selected=(), overrides: dict | None = None):
+    """Check now (raises LightmapInputError), then return a job generator that bakes, writes the files and shows the
+    map on the ground; its result is a LightmapResult."""
+    inputs = gather(scene, selected, overrides)
+    return _bake(scene.name, inputs)
+
+
+def _bake(scene_name: str, inputs: Inputs):
+    start = time.perf_counter()
+    grid = core_lm.make_grid(inputs.region, inputs.settings.resolution)
+    occ = core_lm.rasterise(grid, inputs.triangles)
+    yield 0.05
+    job = core_lm.bake_job(grid, occ, inputs.lights, inputs.ground_z, inputs.settings)
+    while True:
+        try:
+            fraction = next(job)
+        except StopIteration as stop:
+            result = stop.value
+            break
+        yield 0.05 + 0.85 * fraction
+    circles = core_lm.light_circles(grid, inputs.lights, inputs.ground_z) if inputs.options["light_circles"] else None
+    distance, _ = core_lm.distance_image(grid, occ)
+    white = core_lm.white_point(result.rgb, result.occupancy)
+    meta = {
+        "ground": inputs.ground, "ground_z": inputs.ground_z, "obstacles": inputs.obstacles,
+        "lights": [{"name": lt.name, "kind": lt.kind, "position": [lt.x, lt.y, lt.z], "power": lt.power,
+                    "colour": list(lt.colour), "radius": lt.radius} for lt in inputs.lights],
+        "settings": {name: getattr(inputs.settings, name) for name in
+                     ("resolution", "penumbra_samples", "falloff", "smoothing", "smoothing_levels",
+                      "occlusion_distance", "occlusion_strength", "seed")} | inputs.options,
+        "units": "irradiance on the ground in W/m^2 as Cycles computes it (PHYSICAL); the EXR holds it linear",
+        "png_white": white,
+    }
+    try:
+        files = core_lm.write_outputs(inputs.folder, result, meta, circles, distance)
+    except (core_lm.LightmapError, OSError) as exc:
+        raise LightmapInputError(f"Writing the light map failed: {exc}; nothing was written") from None
+    yield 0.95
+    scene = bpy.data.scenes[scene_name]
+    out = LightmapResult(files=files, region=grid.region, resolution=(grid.width, grid.height),
+                         lights=[lt.name for lt in inputs.lights], warnings=inputs.warnings + result.warnings)
+    s = scene.envfx.lightmap
+    s.baked_region = grid.region
+    s.baked_ground_z = inputs.ground_z
+    _load_image(DISTANCE_IMAGE_NAME, os.path.join(inputs.folder, core_lm.DISTANCE_FILE), data=True)
+    if inputs.options["apply_to_ground"]:
+        out.materials = show_on_ground(scene, inputs.ground, files[0], grid.region, 1.0 / white)
+    if inputs.options["vertex_colours"]:
+        out.coloured = colour_vertices(scene, inputs, grid, occ, 1.0 / white, out.warnings)
+    out.seconds = time.perf_counter() - start
+    yield 1.0
+    return out
+
+
+def _load_image(name: str, path: str, data: bool = False):
+    """Image ``name`` showing the file at ``path`` (loaded, or pointed there and reloaded)."""
+    image = bpy.data.images.get(name)
+    if image is None or image.library is not None:
+        image = bpy.data.images.load(path, check_existing=False)
+        image.name = name
+    image.filepath = path_in_file(path)
+    image.reload()
+    if data:
+        image.colorspace_settings.is_data = True
+    return image
+
+
+def show_on_ground(scene, ground_name: str, exr_path: str, region, scale: float) -> list:
+    """Load (or reload) the EXR as image IMAGE_NAME and put the light-map group on the ground's materials."""
+    image = _load_image(IMAGE_NAME, exr_path)
+    tree = lightmap_nodes.ensure_lightmap_group(ground_name, image, region, scale)
+    ground = scene.objects.get(ground_name)
+    return lightmap_nodes.apply_to_ground(ground, tree) if ground is not None else []
+
+
+def colour_vertices(scene, inputs: Inputs, grid, occ, scale: float, warnings: list) -> list:
+    """Day 1: the light of the static 3D obstacles merged into a per-vertex colour attribute (COLOUR_ATTRIBUTE),
+    scaled like the PNG (1 = its white)."""
+    depsgraph = bpy.context.evaluated_depsgraph_get()
+    done = []
+    for name in inputs.obstacles:
+        obj = scene.objects.get(name)
+        if obj is None or obj.type != "MESH" or obj.data.library is not None:
+            continue
+        points, normals = bridge.world_points_and_normals(obj, depsgraph)
+        if len(points) != len(obj.data.vertices):
+            warnings.append(f"{name}: its modifiers change its vertex count; no vertex colours")
+            continue
+        light = core_lm.vertex_light(points, normals, inputs.lights, grid, occ) * np.float32(scale)
+        colours = np.concatenate([light, np.ones((len(light), 1), np.float32)], axis=1)
+        bridge.set_point_colours(obj.data, COLOUR_ATTRIBUTE, colours)
+        done.append(name)
+    return done
+
+
+def bake_lightmap(scene, selected=(), overrides: dict | None = None) -> LightmapResult:
+    """Bake with the scene's settings (``overrides`` by setting name on top), reporting progress."""
+    return progress.run(bake_lightmap_job(scene, selected, overrides), "Light map")
+
+
+def bake_file(path: str, out_dir: str, scene: str | None = None, overrides: dict | None = None,
+              save: bool = False) -> LightmapResult:
+    """What ``blender -c envfx lightmap FILE.blend --out DIR`` does for one file: open it, take scene ``scene``
+    (default: the file's active scene), bake with its settings and ``overrides`` (keys as in scene.envfx.lightmap:
+    ground, obstacles, lights by name, resolution, penumbra_samples, falloff, smoothing, ...), write into
+    ``out_dir``; with ``save`` the file is saved with the map on its ground. Raises LightmapInputError
+    (FileNotFoundError for a missing file)."""
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"No such .blend file {path!r}")
+    bpy.ops.wm.open_mainfile(filepath=path, load_ui=False)
+    target = bpy.data.scenes.get(scene) if scene else bpy.context.scene
+    if target is None:
+        raise LightmapInputError(f"{os.path.basename(path)} has no scene {scene!r}: choose one of "
+                                 + ", ".join(repr(s.name) for s in bpy.data.scenes))
+    if bpy.context.window is not None and bpy.context.window.scene != target:
+        bpy.context.window.scene = target
+    merged = dict(overrides or {})
+    merged["output_dir"] = os.path.abspath(out_dir)
+    result = bake_lightmap(target, (), merged)
+    if save:
+        bpy.ops.wm.save_mainfile()
+    return result
+
+
+# --- actors' shadows (Day 5) ------------------------------------------------------------------------------
+
+def add_actor_shadows(scene, actors) -> list:
+    """Give each actor a live shadow: an object "<actor> Shadow" at the origin whose geometry-nodes modifier
+    (shader_nodes.lightmap SHADOW_GROUP) draws 1-2 soft sprites away from the nearest light of the Lights collection,
+    kept out of the walls by the last bake's distance map. Again on an actor that has one: its inputs are renewed.
+    Returns the shadow objects' names. Raises LightmapInputError before changing anything."""
+    s = scene.envfx.lightmap
+    if s.lights is None:
+        raise LightmapInputError("Actor shadows follow the lights of a collection: choose the Lights collection of the "
+                                 "light map")
+    image = bpy.data.images.get(DISTANCE_IMAGE_NAME)
+    if image is None or tuple(s.baked_region[2:]) == tuple(s.baked_region[:2]):
+        raise LightmapInputError("Bake the light map first: the actors' shadows are kept out of walls by its "
+                                 "distance map")
+    actors = [a for a in dict.fromkeys(actors) if a.type != "LIGHT" and a != s.ground
+              and not a.name.endswith(SHADOW_SUFFIX)]
+    if not actors:
+        raise LightmapInputError("No actors: select the moving objects that should cast shadows (not lights, the "
+                                 "ground or shadows)")
+    tree = lightmap_nodes.ensure_shadow_group()
+    mat = lightmap_nodes.ensure_shadow_material()
+    names = []
+    for actor in actors:
+        name = actor.name + SHADOW_SUFFIX
+        obj = bpy.data.objects.get(name)
+        if obj is None:
+            obj = bpy.data.objects.new(name, bpy.data.meshes.new(name))
+            for coll in actor.users_collection:
+                coll.objects.link(obj)
+        mod = next((m for m in obj.modifiers if m.type == "NODES" and m.node_group == tree), None)
+        if mod is None:
+            mod = obj.modifiers.new(lightmap_nodes.SHADOW_GROUP, "NODES")
+            mod.node_group = tree
+        values = {"Actor": actor, "Lights": s.lights, "Distance Map": image, "Material": mat,
+                  "Region Min": (s.baked_region[0], s.baked_region[1], 0.0),
+                  "Region Max": (s.baked_region[2], s.baked_region[3], 0.0), "Ground Height": s.baked_ground_z}
+        for key, value in values.items():
+            mod[nodes_common.input_identifier(tree, key)] = value
+        obj.update_tag()
+        names.append(obj.name)
+    return names
+
+
+class ENVFX_OT_lightmap_actor_shadows(NeedsScene, bpy.types.Operator):
+    """Give the selected moving objects live soft shadows cast away from the nearest light (Day 5)"""
+
+    bl_idname = "envfx.lightmap_actor_shadows"
+    bl_label = "Add Actor Shadows"
+    bl_options = {"REGISTER", "UNDO"}
+
+    def execute(self, context):
+        try:
+            names = add_actor_shadows(context.scene, list(getattr(context, "selected_objects", None) or []))
+        except LightmapInputError as exc:
+            self.report({"ERROR"}, str(exc))
+            return {"CANCELLED"}
+        self.report({"INFO"}, f"Shadows: {', '.join(names)}")
+        return {"FINISHED"}
+
+
+# --- dirty lens (Day 6) ------------------------------------------------------------------------------------
+
+LENS_DIRT_IMAGE = "EnvFX Lens Dirt"
+
+
+def setup_dirty_lens(scene, dirt=None, strength: float | None = None, threshold: float | None = None):
+    """Give ``scene`` the dirty-lens compositor set-up (shader_nodes.lightmap.ensure_dirty_lens) with the dirt image
+    ``dirt`` (default: the Lens Dirt setting, else a generated EnvFX Lens Dirt image). Returns the compositor tree.
+    Raises LightmapInputError when the scene has a compositor set-up of the user's (nothing changed)."""
+    s = scene.envfx.lightmap
+    tree = lightmap_nodes.scene_compositor(scene)
+    if tree is not None and not lightmap_nodes.is_own_compositor(tree) and (
+            lightmap_nodes.NEW_COMPOSITOR or not lightmap_nodes._is_default_compositor(tree)):
+        raise LightmapInputError(f"Scene {scene.name!r} already has a compositor set-up of its own: remove it (or "
+                                 "use a copy of the scene) before adding the dirty lens")
+    dirt = dirt or s.lens_dirt
+    if dirt is None:
+        dirt = bpy.data.images.get(LENS_DIRT_IMAGE)
+        if dirt is None:
+            dirt = bpy.data.images.new(LENS_DIRT_IMAGE, 512, 512, float_buffer=True)
+            grey = core_lm.lens_dirt(512, 512)
+            bridge.set_image_pixels(dirt, np.stack([grey, grey, grey, np.ones_like(grey)], axis=2))
+            dirt.pack()
+    return lightmap_nodes.ensure_dirty_lens(scene, dirt, s.lens_strength if strength is None else strength,
+                                            s.lens_threshold if threshold is None else threshold)
+
+
+class ENVFX_OT_lightmap_dirty_lens(NeedsScene, bpy.types.Operator):
+    """Set up the compositor so a lens-dirt texture shows over the bright parts of the picture (Day 6)"""
+
+    bl_idname = "envfx.lightmap_dirty_lens"
+    bl_label = "Add Dirty Lens"
+    bl_options = {"REGISTER", "UNDO"}
+
+    def execute(self, context):
+        try:
+            setup_dirty_lens(context.scene)
+        except LightmapInputError as exc:
+            self.report({"ERROR"}, str(exc))
+            return {"CANCELLED"}
+        self.report({"INFO"}, "Dirty lens added to the compositor")
+        return {"FINISHED"}
+
+
+# --- operator ----------------------------------------------------------------------------------------------
+
+class ENVFX_OT_lightmap_bake(NeedsScene, progress.ModalJobOperator, bpy.types.Operator):
+    """Bake the 2D light map of the ground: soft shadows of the obstacles from the scene's lights, written as EXR, PNG
+    and JSON and shown on the ground"""
+
+    bl_idname = "envfx.lightmap_bake"
+    bl_label = "Bake 2D Light Map"
+    bl_options = {"REGISTER", "UNDO"}
+
+    job_label = "Light map"
+
+    def make_job(self, context):
+        try:
+            return bake_lightmap_job(context.scene, list(getattr(context, "selected_objects", None) or []))
+        except LightmapInputError as exc:
+            self.report({"ERROR"}, str(exc))
+            return None
+
+    def finish(self, context, result):
+        for warning in result.warnings:
+            self.report({"WARNING"}, warning)
+        w, h = result.resolution
+        self.report({"INFO"}, f"Light map {w} x {h} of {len(result.lights)} light(s) in {result.seconds:.1f} s: "
+                    f"{os.path.dirname(result.files[0])}"
+                    + (f"; shown on {', '.join(result.materials)}" if result.materials else ""))
+        return {"FINISHED"}
+
+
+classes = (ENVFX_OT_lightmap_bake, ENVFX_OT_lightmap_actor_shadows, ENVFX_OT_lightmap_dirty_lens)

@@ -1,0 +1,498 @@
+"""2D light map in Blender: the bake against a Cycles bake of the same scene, the files it writes, the ground's
+material, vertex colours, and the refusals of bad input (scene unchanged, nothing written)."""
+
+import importlib
+import json
+import os
+
+import bpy
+import numpy as np
+import pytest
+
+RES = 64
+
+
+def lm_ops(envfx):
+    return importlib.import_module(envfx.__name__ + ".operators.lightmap")
+
+
+def core(envfx):
+    return importlib.import_module(envfx.__name__ + ".core.lightmap2d")
+
+
+def exr(envfx):
+    return importlib.import_module(envfx.__name__ + ".core.exr")
+
+
+def level(lights=(((-2.0, -1.5, 2.0), 600.0), ((3.5, 3.0, 2.5), 500.0)), radius=0.1, walls=None):
+    """A top-down level: a 12 x 12 ground plane, blocks (taller than the lights) in collection Walls, point lights
+    in collection Lights."""
+    bpy.ops.wm.read_homefile(app_template="", use_empty=True)
+    scene = bpy.context.scene
+    mesh = bpy.data.meshes.new("Ground")
+    mesh.from_pydata([(-6, -6, 0), (6, -6, 0), (6, 6, 0), (-6, 6, 0)], [], [(0, 1, 2, 3)])
+    uv = mesh.uv_layers.new(name="UVMap")
+    for loop, co in zip(uv.data, [(0, 0), (1, 0), (1, 1), (0, 1)]):
+        loop.uv = co
+    ground = bpy.data.objects.new("Ground", mesh)
+    scene.collection.objects.link(ground)
+    coll = bpy.data.collections.new("Walls")
+    scene.collection.children.link(coll)
+    for k, (x, y, sx, sy) in enumerate(walls or ((1.0, -1.0, 0.8, 5.0), (-3.0, 2.0, 4.0, 0.8), (3.0, -4.0, 1.5, 1.5))):
+        bpy.ops.mesh.primitive_cube_add(size=1, location=(x, y, 2.5))
+        wall = bpy.context.active_object
+        wall.name = f"Wall{k}"
+        wall.scale = (sx, sy, 5.0)
+        for c in list(wall.users_collection):
+            c.objects.unlink(wall)
+        coll.objects.link(wall)
+    lcoll = bpy.data.collections.new("Lights")
+    scene.collection.children.link(lcoll)
+    for k, (loc, power) in enumerate(lights):
+        data = bpy.data.lights.new(f"Lamp{k}", "POINT")
+        data.energy = power
+        data.shadow_soft_size = radius
+        obj = bpy.data.objects.new(f"Lamp{k}", data)
+        obj.location = loc
+        lcoll.objects.link(obj)
+    bpy.context.view_layer.update()
+    s = scene.envfx.lightmap
+    s.ground, s.obstacles, s.lights, s.resolution, s.penumbra_samples = ground, coll, lcoll, RES, 16
+    return scene, ground, coll
+
+
+def cycles_bake(scene, ground, samples=64):
+    """Cycles CPU bake of the direct diffuse light on the ground (no colour): (RES, RES) array, row 0 at y max."""
+    scene.render.engine = "CYCLES"
+    scene.cycles.device = "CPU"
+    scene.cycles.samples = samples
+    scene.cycles.use_denoising = False
+    if hasattr(scene.cycles, "use_adaptive_sampling"):
+        scene.cycles.use_adaptive_sampling = False
+    scene.render.threads_mode = "FIXED"
+    scene.render.threads = 2
+    img = bpy.data.images.get("CyclesBake") or bpy.data.images.new("CyclesBake", RES, RES, float_buffer=True)
+    mat = bpy.data.materials.get("BakeGround") or bpy.data.materials.new("BakeGround")
+    if bpy.app.version < (5, 0, 0):
+        mat.use_nodes = True
+    node = mat.node_tree.nodes.get("BakeTarget") or mat.node_tree.nodes.new("ShaderNodeTexImage")
+    node.name = "BakeTarget"
+    node.image = img
+    mat.node_tree.nodes.active = node
+    if not ground.data.materials:
+        ground.data.materials.append(mat)
+    for obj in scene.objects:
+        obj.select_set(obj == ground)
+    bpy.context.view_layer.objects.active = ground
+    scene.render.bake.margin = 0
+    bpy.ops.object.bake(type="DIFFUSE", pass_filter={"DIRECT"}, use_clear=True)
+    px = np.empty(RES * RES * 4, dtype=np.float32)
+    img.pixels.foreach_get(px)
+    return px.reshape(RES, RES, 4)[::-1, :, 0].copy()
+
+
+def set_walls_render(coll, hidden: bool):
+    for obj in coll.objects:
+        obj.hide_render = hidden
+
+
+def our_map(envfx, scene, **overrides):
+    """Our map's red channel for ``scene`` with ``overrides``, and the occupancy."""
+    ops = lm_ops(envfx)
+    inputs = ops.gather(scene, (), dict(overrides, output_dir=bpy.app.tempdir or "/tmp"))
+    grid = core(envfx).make_grid(inputs.region, inputs.settings.resolution)
+    occ = core(envfx).rasterise(grid, inputs.triangles)
+    return core(envfx).bake(grid, occ, inputs.lights, inputs.ground_z, inputs.settings).rgb[..., 0], occ
+
+
+def masks(cyc, cyc_open, ours, ours_open, occ):
+    """Shadow masks, Cycles' and ours: where the walls take away more than half of the light that would reach the
+    ground (on the free ground the light reaches at all)."""
+    consider = ~occ & (cyc_open > 1e-3 * cyc_open.max()) & (ours_open > 1e-3 * ours_open.max())
+    return (cyc < 0.5 * cyc_open) & consider, (ours < 0.5 * ours_open) & consider, consider
+
+
+@pytest.fixture(scope="module")
+def cycles_level(envfx):
+    """The level's Cycles bakes, all lights and each alone, with and without the walls: {key: array}."""
+    scene, ground, walls = level()
+    bakes = {}
+    lamps = [o for o in bpy.data.collections["Lights"].objects]
+    for key in ["all"] + [lamp.name for lamp in lamps]:
+        for lamp in lamps:
+            lamp.hide_render = key not in ("all", lamp.name)
+        for hidden in (False, True):
+            set_walls_render(walls, hidden)
+            bakes[key, hidden] = cycles_bake(scene, ground)
+    return bakes
+
+
+def our_level_maps(envfx, falloff):
+    scene, _, _ = level()
+    scene.envfx.lightmap.falloff = falloff
+    maps = {}
+    nothing = bpy.data.collections.new("Nothing")
+    for key in ["all", "Lamp0", "Lamp1"]:
+        lights = bpy.data.collections["Lights"]
+        if key != "all":
+            lights = bpy.data.collections.new(f"Only {key}")
+            lights.objects.link(bpy.data.objects[key])
+        maps[key, False], occ = our_map(envfx, scene, falloff=falloff, lights=lights)
+        maps[key, True], _ = our_map(envfx, scene, falloff=falloff, lights=lights, obstacles=nothing)
+    return maps, occ
+
+
+@pytest.mark.parametrize("falloff", ["PHYSICAL", "SMOOTH"])
+def test_the_map_agrees_with_a_cycles_bake(envfx, cycles_level, falloff):
+    """Each light's shadow mask agrees with Cycles' (IoU over both lights' masks); at PHYSICAL the brightness of the
+    lit ground correlates too, after one global scale, and that scale is what the units say."""
+    ours, occ = our_level_maps(envfx, falloff)
+    both = np.zeros(2)
+    for key in ("Lamp0", "Lamp1"):
+        cyc_shadow, our_shadow, _ = masks(cycles_level[key, False], cycles_level[key, True], ours[key, False],
+                                          ours[key, True], occ)
+        assert cyc_shadow.sum() > 20  # the light does cast shadows here
+        both += ((cyc_shadow & our_shadow).sum(), (cyc_shadow | our_shadow).sum())
+    iou = both[0] / both[1]
+    print(f"{falloff}: shadow IoU {iou:.3f} over {int(both[1])} texels")
+    assert iou >= 0.9
+    if falloff == "PHYSICAL":
+        cyc, mine = cycles_level["all", False], ours["all", False]
+        cyc_shadow, our_shadow, consider = masks(cyc, cycles_level["all", True], mine, ours["all", True], occ)
+        lit = consider & ~cyc_shadow & ~our_shadow
+        scale = (mine[lit] * cyc[lit]).sum() / (mine[lit] ** 2).sum()
+        r = np.corrcoef(mine[lit] * scale, cyc[lit])[0, 1]
+        rel = np.abs(mine[lit] * scale - cyc[lit]).mean() / cyc[lit].mean()
+        print(f"brightness: correlation {r:.4f}, scale {scale:.4f}, mean relative error {rel:.3f}")
+        assert r >= 0.95
+        # the global scale is what our units say: irradiance, which Cycles' colourless diffuse pass shows / pi
+        assert scale == pytest.approx(1 / np.pi, rel=0.1)
+
+
+def test_bake_writes_the_files_and_shows_the_map_on_the_ground(envfx, tmp_path):
+    scene, ground, _ = level()
+    bpy.data.objects["Lamp1"].hide_render = True  # (left out, as Cycles leaves it out)
+    s = scene.envfx.lightmap
+    s.output_dir = str(tmp_path / "out")
+    s.occlusion_distance = 0.5
+    s.smoothing = "MIPS"
+    s.vertex_colours = True
+    s.light_circles = True
+    assert bpy.ops.envfx.lightmap_bake() == {"FINISHED"}
+    out = tmp_path / "out"
+    assert sorted(os.listdir(out)) == ["lightmap.exr", "lightmap.json", "lightmap.png", "lightmap_circles.exr",
+                                       "lightmap_distance.exr"]
+    meta = json.loads((out / "lightmap.json").read_text())
+    assert meta["region"] == pytest.approx([-6, -6, 6, 6]) and meta["resolution"] == [RES, RES]
+    assert meta["orientation"] == "row 0 is y_max, column 0 is x_min"
+    assert meta["settings"]["smoothing"] == "MIPS" and meta["settings"]["occlusion_distance"] == pytest.approx(0.5)
+    px, names = exr(envfx).read_exr(str(out / "lightmap.exr"))
+    assert px.shape == (RES, RES, 3) and names == ["B", "G", "R"]
+    # Blender reads both files back; the PNG is 8-bit
+    png = bpy.data.images.load(str(out / "lightmap.png"))
+    assert tuple(png.size) == (RES, RES) and not png.is_float
+    # the lamp at (-2, -1.5) is bright, the texel right behind the wall Wall0 (x 0.6..1.4) from it is dark
+    grid = core(envfx).make_grid(meta["region"], RES)
+    i, j = grid.texel_of(-2, -1.5)
+    k, m = grid.texel_of(2.5, -1.5)
+    assert px[k, m, 0] == 0 and px[i, j, 0] > 0
+    # the ground shows it: its material multiplies the base colour by the group
+    mat = ground.material_slots[0].material
+    node = mat.node_tree.nodes["EnvFX Light Map"]
+    assert node.node_tree.nodes["Light Map"].image.name == "EnvFX Light Map"
+    bsdf = next(n for n in mat.node_tree.nodes if n.type == "BSDF_PRINCIPLED")
+    assert bsdf.inputs["Base Color"].links[0].from_node == node
+    # the walls got vertex colours: the face towards the lamp is lit, the one away from it dark
+    wall = bpy.data.objects["Wall0"]
+    attr = wall.data.color_attributes["EnvFX Light"]
+    cols = np.array([c.color[0] for c in attr.data])
+    xs = np.array([(wall.matrix_world @ v.co).x for v in wall.data.vertices])
+    assert cols[xs < 1.0].max() > 0 and cols[xs > 1.0].max() == 0
+    # a second bake replaces the files and keeps one group node
+    assert bpy.ops.envfx.lightmap_bake() == {"FINISHED"}
+    assert sum(1 for n in mat.node_tree.nodes if n.type == "GROUP") == 1
+
+
+def scene_state():
+    return (sorted(bpy.data.objects.keys()), sorted(bpy.data.materials.keys()), sorted(bpy.data.images.keys()),
+            sorted(bpy.data.node_groups.keys()))
+
+
+@pytest.mark.parametrize("case, message", [
+    ("no_lights", "No lights"),
+    ("light_outside", "outside the region"),
+    ("light_in_wall", "inside an obstacle"),
+    ("covered", "cover the whole region"),
+    ("zero_resolution", "Resolution 0"),
+    ("huge_resolution", "Resolution"),
+    ("flat_ground", "no area seen from above"),
+    ("unwritable", "cannot be written"),
+    ("no_ground", "No ground"),
+])
+def test_bad_input_is_refused_with_what_to_do(envfx, tmp_path, case, message):
+    scene, ground, walls = level()
+    s = scene.envfx.lightmap
+    s.output_dir = str(tmp_path / "out")
+    overrides = {}
+    if case == "no_lights":
+        for obj in list(bpy.data.collections["Lights"].objects):
+            bpy.data.objects.remove(obj)
+    elif case == "light_outside":
+        bpy.data.objects["Lamp1"].location.x = 9
+    elif case == "light_in_wall":
+        bpy.data.objects["Lamp1"].location = (1.0, -1.0, 2.0)
+    elif case == "covered":
+        bpy.ops.mesh.primitive_cube_add(size=14, location=(0, 0, 0))
+        cover = bpy.context.active_object
+        walls.objects.link(cover)
+        bpy.data.objects["Lamp0"].location.z = 9
+        bpy.data.objects["Lamp1"].location.z = 9
+    elif case == "zero_resolution":
+        overrides["resolution"] = 0
+    elif case == "huge_resolution":
+        overrides["resolution"] = 10 ** 7
+    elif case == "flat_ground":
+        ground.scale.y = 0.0
+    elif case == "unwritable":
+        blocker = tmp_path / "file"
+        blocker.write_text("x")
+        s.output_dir = str(blocker / "out")
+    elif case == "no_ground":
+        s.ground = None
+    bpy.context.view_layer.update()
+    before = scene_state()
+    with pytest.raises(lm_ops(envfx).LightmapInputError, match=message):
+        lm_ops(envfx).bake_lightmap(scene, (), overrides)
+    assert scene_state() == before
+    assert not (tmp_path / "out").exists() or not os.listdir(tmp_path / "out")
+    if not overrides:  # the operator says the same and cancels (an error report raises in background mode)
+        with pytest.raises(RuntimeError, match=message):
+            bpy.ops.envfx.lightmap_bake()
+        assert scene_state() == before
+
+
+def test_a_read_only_folder_is_refused_even_for_root(envfx, tmp_path):
+    """os.access says yes to root everywhere: the bake tries to write."""
+    scene, _, _ = level()
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    os.chmod(ro, 0o500)
+    try:
+        scene.envfx.lightmap.output_dir = str(ro / "out")
+        if os.geteuid() == 0:
+            pytest.skip("root can write into a read-only folder; the probe file is what decides")
+        with pytest.raises(lm_ops(envfx).LightmapInputError, match="cannot be written"):
+            lm_ops(envfx).bake_lightmap(scene)
+    finally:
+        os.chmod(ro, 0o700)
+
+
+def test_no_obstacles_bakes_the_plain_falloff(envfx, tmp_path):
+    scene, _, _ = level()
+    scene.envfx.lightmap.obstacles = None  # and nothing selected
+    scene.envfx.lightmap.output_dir = str(tmp_path)
+    result = lm_ops(envfx).bake_lightmap(scene, ())
+    px, _ = exr(envfx).read_exr(result.files[0])
+    assert (px[..., 0] > 0).all()
+
+
+def test_bake_file_opens_a_blend_and_bakes_its_scene(envfx, tmp_path):
+    level()
+    path = str(tmp_path / "level.blend")
+    bpy.ops.wm.save_as_mainfile(filepath=path)
+    bpy.ops.wm.read_homefile(app_template="")
+    result = lm_ops(envfx).bake_file(path, str(tmp_path / "o"), overrides={"resolution": 32, "penumbra_samples": 2})
+    assert result.resolution == (32, 32)
+    meta = json.loads((tmp_path / "o" / "lightmap.json").read_text())
+    assert meta["settings"]["resolution"] == 32 and meta["settings"]["penumbra_samples"] == 2
+
+
+# --- actors' shadows (Day 5) -------------------------------------------------------------------------------
+
+def shadow_sprites(obj):
+    """The evaluated shadow object's four sprites: [(corners (4, 2), alpha, copy index)] and the fade per corner."""
+    dg = bpy.context.evaluated_depsgraph_get()
+    ev = obj.evaluated_get(dg)
+    mesh = ev.to_mesh()
+    try:
+        n = len(mesh.vertices)
+        pos = np.empty(n * 3, dtype=np.float32)
+        mesh.vertices.foreach_get("co", pos)
+        alpha = np.empty(n, dtype=np.float32)
+        mesh.attributes["shadow_alpha"].data.foreach_get("value", alpha)
+        fade = np.empty(n, dtype=np.float32)
+        mesh.attributes["shadow_fade"].data.foreach_get("value", fade)
+        faces = [list(p.vertices) for p in mesh.polygons]
+    finally:
+        ev.to_mesh_clear()
+    pos = pos.reshape(n, 3)
+    return [(pos[f, :2], float(alpha[f].mean()), fade[f]) for f in faces], pos
+
+
+def actor_level(envfx, tmp_path, lamp_at=(-4.0, -1.0, 2.0)):
+    scene, ground, walls = level(lights=((lamp_at, 600.0), ((4.0, 4.5, 2.5), 500.0)))
+    scene.envfx.lightmap.output_dir = str(tmp_path)
+    lm_ops(envfx).bake_lightmap(scene)
+    bpy.ops.mesh.primitive_cube_add(size=1, location=(-1.0, -1.0, 0.5))
+    actor = bpy.context.active_object
+    actor.name = "Actor"
+    actor.scale = (0.6, 0.4, 1.0)
+    names = lm_ops(envfx).add_actor_shadows(scene, [actor])
+    return scene, actor, bpy.data.objects[names[0]]
+
+
+def test_actor_shadow_points_away_from_the_nearest_light_and_matches_its_numpy_twin(envfx, tmp_path):
+    scene, actor, shadow = actor_level(envfx, tmp_path)
+    sprites, pos = shadow_sprites(shadow)
+    assert len(sprites) == 4
+    lm = core(envfx)
+    # the nearest lamp (-4, -1): the actor at (-1, -1) casts towards +x; the far lamp's sprites are faded out
+    # (the wall Wall0 starts 1.6 from the actor's centre: the distance map says a little less, never more)
+    twin = lm.shadow_quad((-1, -1), (0.3, 0.2), (-4, -1), wall_distance=1.6, wall_size=0.0, length=2.0)
+    near = [sp for sp in sprites if sp[1] > 0]
+    assert len(near) == 2
+    for corners, alpha, fade in near:
+        start = corners[fade > 0.5].mean(0)
+        end = corners[fade < 0.5].mean(0)
+        direction = (end - start) / np.linalg.norm(end - start)
+        assert np.dot(direction, twin.direction) > np.cos(twin.spread) - 1e-3  # away from the light, within the cone
+        sides = sorted([np.linalg.norm(corners[0] - corners[1]), np.linalg.norm(corners[1] - corners[2])])
+        assert sides[0] == pytest.approx(twin.width, rel=1e-3)
+        assert 0.7 * twin.length < sides[1] <= twin.length + 1e-3
+        assert alpha == pytest.approx(0.5 * 0.6 * twin.alpha, rel=1e-3)
+    assert pos[:, 2] == pytest.approx(0.01, abs=1e-4)  # on the ground
+
+
+def test_actor_shadow_never_reaches_into_a_wall(envfx, tmp_path):
+    scene, actor, shadow = actor_level(envfx, tmp_path)
+    lm = core(envfx)
+    s = scene.envfx.lightmap
+    grid = lm.make_grid(tuple(s.baked_region), 256)
+    walls = np.concatenate([np.asarray(lm_ops(envfx).bridge.world_triangles(o, bpy.context.evaluated_depsgraph_get()))
+                            for o in bpy.data.collections["Walls"].objects])
+    occ = lm.rasterise(grid, walls)
+    for x in np.linspace(-0.9, 0.2, 6):  # the actor walks up to the wall Wall0 (x 0.6 .. 1.4)
+        actor.location.x = x
+        bpy.context.view_layer.update()
+        sprites, _ = shadow_sprites(shadow)
+        for corners, alpha, _ in sprites:
+            if alpha <= 0:
+                continue
+            # points all over the sprite
+            a, b_, c = corners[0], corners[1], corners[3]
+            t = np.linspace(0, 1, 15)
+            pts = (a[None, None] + t[:, None, None] * (b_ - a)[None, None] + t[None, :, None] * (c - a)[None, None])
+            i, j = grid.texel_of(pts[..., 0].ravel(), pts[..., 1].ravel())
+            assert not occ[i, j].any(), x
+    # right at the wall there is hardly room for a shadow
+    assert max(np.linalg.norm(c[0] - c[3]) + np.linalg.norm(c[0] - c[1]) for c, a, _ in sprites if a > 0) < 2.0
+
+
+def test_actor_shadow_fades_when_the_light_is_too_close_and_cross_fades_between_lights(envfx, tmp_path):
+    scene, actor, shadow = actor_level(envfx, tmp_path)
+    lamp = bpy.data.objects["Lamp0"]
+    alphas = []
+    for gap in (3.0, 1.2, 0.9, 0.6):
+        lamp.location.x = actor.location.x - gap
+        bpy.context.view_layer.update()
+        sprites, _ = shadow_sprites(shadow)
+        alphas.append(sum(a for _, a, _ in sprites))
+    assert alphas[0] > 0.5 and alphas[-1] == pytest.approx(0.0, abs=1e-6)
+    assert alphas == sorted(alphas, reverse=True)
+    # halfway between two lamps: each lamp's pair of sprites has half the weight, and it changes smoothly
+    lamp.location = (-4.0, -1.0, 2.0)
+    other = bpy.data.objects["Lamp1"]
+    other.location = (2.0, -1.0, 2.5)
+    weights = []
+    for x in (-1.6, -1.2, -1.0, -0.8, -0.4):
+        actor.location = (x, -1.0, 0.5)
+        bpy.context.view_layer.update()
+        sprites, _ = shadow_sprites(shadow)
+        towards_plus = sum(a for c, a, f in sprites if (c[f < 0.5].mean(0) - c[f > 0.5].mean(0))[0] > 0)
+        towards_minus = sum(a for c, a, f in sprites if (c[f < 0.5].mean(0) - c[f > 0.5].mean(0))[0] < 0)
+        weights.append(towards_plus / max(towards_plus + towards_minus, 1e-9))
+    assert weights[0] == pytest.approx(1.0) and weights[-1] == pytest.approx(0.0)
+    assert weights[2] == pytest.approx(0.5, abs=0.05)
+    assert weights == sorted(weights, reverse=True)
+
+
+def test_actor_shadows_need_a_bake_and_a_lights_collection(envfx, tmp_path):
+    scene, _, _ = level()
+    bpy.ops.mesh.primitive_cube_add(size=1)
+    actor = bpy.context.active_object
+    with pytest.raises(lm_ops(envfx).LightmapInputError, match="Bake the light map first"):
+        lm_ops(envfx).add_actor_shadows(scene, [actor])
+    scene.envfx.lightmap.lights = None
+    with pytest.raises(lm_ops(envfx).LightmapInputError, match="Lights collection"):
+        lm_ops(envfx).add_actor_shadows(scene, [actor])
+
+
+# --- dirty lens (Day 6) ------------------------------------------------------------------------------------
+
+def render_exr(scene, path):
+    scene.render.image_settings.file_format = "OPEN_EXR"
+    scene.render.filepath = path
+    bpy.ops.render.render(write_still=True)
+    img = bpy.data.images.load(path, check_existing=False)
+    w, h = img.size
+    px = np.empty(w * h * 4, dtype=np.float32)
+    img.pixels.foreach_get(px)
+    bpy.data.images.remove(img)
+    return px.reshape(h, w, 4)[::-1, :, :3]
+
+
+def test_dirty_lens_lights_the_dirt_over_bright_parts_only(envfx, tmp_path):
+    bpy.ops.wm.read_homefile(app_template="", use_empty=True)
+    scene = bpy.context.scene
+    scene.render.engine = "CYCLES"
+    scene.cycles.samples = 1
+    scene.cycles.use_denoising = False
+    scene.render.resolution_x = scene.render.resolution_y = 32
+    scene.render.resolution_percentage = 100
+    scene.view_settings.view_transform = "Standard"
+    world = bpy.data.worlds.new("Black")
+    world.color = (0, 0, 0)
+    scene.world = world
+    # a bright emissive square on the left of the frame, nothing on the right
+    mat = bpy.data.materials.new("Glow")
+    if bpy.app.version < (5, 0, 0):
+        mat.use_nodes = True
+    nt = mat.node_tree
+    nt.nodes.clear()
+    em = nt.nodes.new("ShaderNodeEmission")
+    em.inputs["Strength"].default_value = 4.0
+    out = nt.nodes.new("ShaderNodeOutputMaterial")
+    nt.links.new(em.outputs["Emission"], out.inputs["Surface"])
+    bpy.ops.mesh.primitive_plane_add(size=1.0, location=(-0.6, 0, 0))
+    bpy.context.active_object.data.materials.append(mat)
+    cam = bpy.data.objects.new("Cam", bpy.data.cameras.new("Cam"))
+    cam.data.type = "ORTHO"
+    cam.data.ortho_scale = 2.5
+    cam.location = (0, 0, 5)
+    scene.collection.objects.link(cam)
+    scene.camera = cam
+    plain = render_exr(scene, str(tmp_path / "plain.exr"))
+    dirt = bpy.data.images.new("Dirt", 8, 8)
+    dirt.generated_color = (1, 1, 1, 1)
+    lm_ops(envfx).setup_dirty_lens(scene, dirt, strength=1.0, threshold=0.5)
+    tree = envfx.shader_nodes.lightmap.scene_compositor(scene)
+    assert envfx.shader_nodes.lightmap.is_own_compositor(tree)
+    dirty = render_exr(scene, str(tmp_path / "dirty.exr"))
+    lum_plain = plain.mean(2)
+    bright = lum_plain > 2.0
+    dark = np.zeros_like(bright)
+    dark[:, 26:] = True
+    assert bright.sum() > 50
+    gain = dirty[bright] - plain[bright]
+    assert np.all(gain >= -1e-3) and gain.mean() > 0.05 and gain.max() > 0.3
+    assert np.abs(dirty[dark] - plain[dark]).max() < 1e-3
+    # a second call rebuilds it in place; a compositor set-up of the user's is left alone, refused
+    assert lm_ops(envfx).setup_dirty_lens(scene, dirt) == tree
+    if bpy.app.version >= (5, 0, 0):
+        scene.compositing_node_group = bpy.data.node_groups.new("Mine", "CompositorNodeTree")
+    else:
+        tree.nodes.clear()
+        tree.nodes.new("CompositorNodeBlur")
+        tree[envfx.shader_nodes.common.STAMP_KEY] = ""
+    with pytest.raises(lm_ops(envfx).LightmapInputError, match="compositor set-up of its own"):
+        lm_ops(envfx).setup_dirty_lens(scene, dirt)

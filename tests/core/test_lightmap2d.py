@@ -1,0 +1,269 @@
+"""2D light map (core/lightmap2d.py): occupancy, hard and soft shadows, falloff, smoothing, distance-map occlusion,
+shadow quads, and the refusals of bad input."""
+
+import math
+
+import numpy as np
+import pytest
+
+from core import lightmap2d as lm
+
+
+def box(x0, y0, x1, y1, z=3.0):
+    """The top-down triangles of a closed box (its top face and its four side faces)."""
+    top = [[(x0, y0, z), (x1, y0, z), (x1, y1, z)], [(x0, y0, z), (x1, y1, z), (x0, y1, z)]]
+    sides = []
+    for (ax, ay), (bx, by) in (((x0, y0), (x1, y0)), ((x1, y0), (x1, y1)), ((x1, y1), (x0, y1)), ((x0, y1), (x0, y0))):
+        sides += [[(ax, ay, 0), (bx, by, 0), (bx, by, z)], [(ax, ay, 0), (bx, by, z), (ax, ay, z)]]
+    return np.array(top + sides, dtype=np.float64)
+
+
+def bake(region, res, boxes, lights, **kw):
+    grid = lm.make_grid(region, res)
+    tris = np.concatenate([box(*b) for b in boxes]) if boxes else np.zeros((0, 3, 3))
+    occ = lm.rasterise(grid, tris)
+    settings = lm.Settings(resolution=res, **kw)
+    return lm.bake(grid, occ, lights, 0.0, settings), grid, occ
+
+
+def visibility_of(region, res, boxes, light, samples, coarse=4):
+    grid = lm.make_grid(region, res)
+    occ = lm.rasterise(grid, np.concatenate([box(*b) for b in boxes]))
+    bi, bj = np.nonzero(lm.boundary(occ))
+    offsets = lm.jitter_offsets(light.radius, samples, 0)
+    vis = lm.visibility(grid.xs(), grid.ys(), (grid.xs()[bj], grid.ys()[bi]), 0.5 * grid.tx, light.x, light.y,
+                        offsets, 16 * res, coarse=coarse)
+    vis[occ] = np.nan
+    return vis, grid, occ
+
+
+# --- grid and occupancy ------------------------------------------------------------------------------------
+
+def test_grid_keeps_the_longest_side_and_row_zero_is_y_max():
+    grid = lm.make_grid((-10, 0, 30, 20), 400)
+    assert (grid.width, grid.height) == (400, 200)
+    assert grid.xs()[0] == pytest.approx(-10 + 0.05) and grid.ys()[0] == pytest.approx(20 - 0.05)
+    assert grid.texel_of(-9.99, 19.99) == (0, 0)
+
+
+def test_a_box_fills_exactly_its_texels():
+    grid = lm.make_grid((0, 0, 20, 10), 200)
+    occ = lm.rasterise(grid, box(9, 3, 10, 7))
+    assert occ.sum() == 10 * 40
+    rows, cols = np.nonzero(occ)
+    assert (cols.min(), cols.max(), rows.min(), rows.max()) == (90, 99, 30, 69)
+
+
+def test_a_wall_made_of_one_vertical_face_still_blocks():
+    grid = lm.make_grid((0, 0, 20, 10), 200)
+    plane = np.array([[(9.03, 2, 0), (9.03, 8, 0), (9.03, 8, 3)], [(9.03, 2, 0), (9.03, 8, 3), (9.03, 2, 3)]])
+    occ = lm.rasterise(grid, plane)
+    assert occ[:, 90].sum() == 60 and occ.sum() == 60
+
+
+# --- shadows -----------------------------------------------------------------------------------------------
+
+def test_a_light_of_no_size_gives_hard_shadows_one_texel_step():
+    vis, grid, occ = visibility_of((0, 0, 30, 20), 300, [(9, 3, 10, 20)], lm.Light(5, 2, 1.5, radius=0.0), 16)
+    free = vis[~occ]
+    assert set(np.unique(free)) == {0.0, 1.0}
+    # along a column behind the wall the shadow edge is one step: lit, then dark, never in between
+    col = vis[:, 200]
+    assert np.all(np.diff(col[~np.isnan(col)]) != 0.5)
+    # the edge lies on the line from the light through the wall's corner (10, 3): at x = 20.05, y = 3 + 15.05 / 5
+    y_edge = 2 + (20.05 - 5) * (3 - 2) / (10 - 5)
+    ys = grid.ys()
+    assert np.all(col[ys < y_edge - grid.ty] == 1) and np.all(col[(ys > y_edge + grid.ty) & (ys < 20)] == 0)
+
+
+def penumbra_width(vis, grid, x):
+    col = vis[:, grid.texel_of(x, 0)[1]]
+    return np.sum((col > 0.02) & (col < 0.98)) * grid.ty
+
+
+def test_penumbra_grows_with_light_size_and_distance_from_the_occluder():
+    region, walls = (0, 0, 40, 20), [(9, 3, 10, 20)]
+    widths = {}
+    for radius in (0.25, 0.5, 1.0):
+        vis, grid, _ = visibility_of(region, 400, walls, lm.Light(5, 2, 1.5, radius=radius), 32)
+        widths[radius] = [penumbra_width(vis, grid, x) for x in (15, 25, 35)]
+    for radius, (near, mid, far) in widths.items():
+        assert near < mid < far, (radius, widths)
+    for k in range(3):
+        assert widths[0.25][k] < widths[0.5][k] < widths[1.0][k], widths
+    # about what the geometry says: an occluder edge 5.1 from the light, a disc of radius r, receiver at distance D
+    # behind the light: width ~ 2 r (D - d_o) / d_o along the beam, more across it here (the beam is slanted)
+    assert widths[1.0][2] > 2 * 1.0 * (35 - 10) / 5.1 * 0.6
+
+
+def test_the_penumbra_shortcut_matches_every_pass_everywhere():
+    region, walls = (0, 0, 40, 20), [(9, 3, 10, 20), (20, 0, 21, 6), (14, 9, 16, 11)]
+    light = lm.Light(5, 2, 1.5, radius=0.7)
+    fast, _, occ = visibility_of(region, 300, walls, light, 16, coarse=4)
+    full, _, _ = visibility_of(region, 300, walls, light, 16, coarse=1)
+    assert np.nanmax(np.abs(fast - full)) < 1e-6
+
+
+def test_no_obstacles_gives_the_plain_physical_falloff():
+    light = lm.Light(10, 5, 2.0, power=800, radius=0.3, colour=(1.0, 0.5, 0.25))
+    result, grid, _ = bake((0, 0, 20, 10), 100, [], [light], penumbra_samples=8)
+    dx = grid.xs()[None, :] - 10
+    dy = grid.ys()[:, None] - 5
+    d2 = dx * dx + dy * dy + 4.0
+    expected = 800 / (4 * math.pi) * 2.0 / d2 ** 1.5  # I cos / d^2, I = P / (4 pi), cos = h / d
+    assert np.allclose(result.rgb[..., 0], expected, rtol=1e-4)
+    assert np.allclose(result.rgb[..., 2], 0.25 * expected, rtol=1e-4)
+    # inverse square: 4x the height under the light, 1/16 the light
+    high, _, _ = bake((0, 0, 20, 10), 100, [], [lm.Light(10, 5, 8.0, power=800)], penumbra_samples=1)
+    i, j = grid.texel_of(10.05, 5.05)
+    assert high.rgb[i, j, 0] == pytest.approx(result.rgb[i, j, 0] / 16, rel=0.01)
+
+
+def test_smooth_falloff_is_a_gradient_circle_to_its_radius():
+    light = lm.Light(10, 5, 2.0, power=800, influence=4.0)
+    result, grid, _ = bake((0, 0, 20, 10), 200, [], [light], falloff="SMOOTH", penumbra_samples=1)
+    r = np.hypot(grid.xs()[None, :] - 10, grid.ys()[:, None] - 5)
+    v = result.rgb[..., 0]
+    assert np.all(v[r > 4.0] == 0) and np.all(v[r < 3.9] > 0)
+    assert v.max() == pytest.approx(800 / (4 * math.pi) / 4.0 * (1 - 0.05 * math.sqrt(2) / 4) ** 2, rel=1e-3)
+    assert np.all(np.diff(v[50, 100:150]) <= 1e-6)  # falls off monotonically
+
+
+def test_lights_blend_additively():
+    a, b = lm.Light(5, 5, 2, power=300), lm.Light(14, 4, 3, power=500, colour=(0.2, 1, 1))
+    walls = [(9, 2, 10, 8)]
+    both, _, _ = bake((0, 0, 20, 10), 100, walls, [a, b], penumbra_samples=1)
+    one, _, _ = bake((0, 0, 20, 10), 100, walls, [a], penumbra_samples=1)
+    two, _, _ = bake((0, 0, 20, 10), 100, walls, [b], penumbra_samples=1)
+    assert np.allclose(both.rgb, one.rgb + two.rgb, rtol=1e-5, atol=1e-7)
+
+
+# --- smoothing and occlusion -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("mode", ["MIPS", "BLUR"])
+def test_smoothing_softens_the_shadow_edge_and_keeps_the_light(mode):
+    light = lm.Light(5, 5, 2.0, power=500)
+    sharp, grid, occ = bake((0, 0, 20, 10), 200, [(9, 0, 10, 4.5)], [light], penumbra_samples=1)
+    soft, _, _ = bake((0, 0, 20, 10), 200, [(9, 0, 10, 4.5)], [light], penumbra_samples=1, smoothing=mode)
+    col = grid.texel_of(15, 0)[1]
+    step = np.abs(np.diff(sharp.rgb[:, col, 0])).max()
+    assert np.abs(np.diff(soft.rgb[:, col, 0])).max() < 0.6 * step
+    assert soft.rgb.mean() == pytest.approx(sharp.rgb.mean(), rel=0.05)
+
+
+def test_distance_map_is_euclidean():
+    occ = np.zeros((40, 50), dtype=bool)
+    occ[10, 20] = True
+    occ[30, 5] = True
+    d = lm.distance_map(occ, 0.5)
+    i, j = np.mgrid[0:40, 0:50]
+    expected = np.minimum(np.hypot(i - 10, j - 20), np.hypot(i - 30, j - 5)) * 0.5
+    assert np.allclose(d, expected, atol=1e-5)
+
+
+def test_occlusion_darkens_only_within_its_distance_of_walls():
+    grid = lm.make_grid((0, 0, 40, 20), 400)
+    occ = lm.rasterise(grid, np.concatenate([box(10, 5, 12, 15), box(25, 0, 26, 8)]))
+    factor = lm.occlusion(grid, occ, 2.0, 0.6)
+    i, j = np.mgrid[0:occ.shape[0], 0:occ.shape[1]]
+    ti, tj = np.nonzero(occ)
+    # exact distance of each texel to the nearest wall texel (brute force on a subsample)
+    sample = (i % 7 == 0) & (j % 7 == 0) & ~occ
+    si, sj = i[sample], j[sample]
+    d = np.sqrt(((si[:, None] - ti[None, :]) ** 2 + (sj[:, None] - tj[None, :]) ** 2).min(1)) * grid.tx
+    f = factor[si, sj]
+    assert np.all(f[d >= 2.0] == 1.0)
+    assert np.all(f[d < 0.4] < 0.85) and f.min() >= 0.4 - 1e-6
+    assert np.all(f[d < 2.0] <= 1.0)
+    # and the bake applies it
+    light = lm.Light(20, 18, 3.0, power=2000)
+    plain = lm.bake(grid, occ, [light], 0.0, lm.Settings(resolution=400, penumbra_samples=1))
+    dark = lm.bake(grid, occ, [light], 0.0, lm.Settings(resolution=400, penumbra_samples=1, occlusion_distance=2.0,
+                                                        occlusion_strength=0.6))
+    assert np.allclose(dark.rgb, plain.rgb * factor[:, :, None])
+
+
+# --- light circles and shadow quads ------------------------------------------------------------------------
+
+def test_light_circles_peak_at_each_light_without_shadows():
+    grid = lm.make_grid((0, 0, 20, 10), 200)
+    lights = [lm.Light(5.05, 5.05, 2, colour=(1, 0, 0)), lm.Light(15.05, 5.05, 2, colour=(0, 0, 1))]
+    buf = lm.light_circles(grid, lights, 0.0)
+    i, j = grid.texel_of(5.05, 5.05)
+    assert buf[i, j, 0] > 0.9 and buf[i, j, 2] == 0
+    assert buf[..., 0].argmax() == np.ravel_multi_index((i, j), buf.shape[:2])
+
+
+def test_shadow_quad_points_away_from_the_light_and_fades_when_close():
+    q = lm.shadow_quad((10, 5), (0.5, 0.25), (4, 5), wall_distance=5.0, wall_size=0.5)
+    assert q.direction == pytest.approx((1.0, 0.0))
+    assert q.width == pytest.approx(0.5) and q.alpha == 1.0
+    diag = lm.shadow_quad((10, 10), (0.5, 0.5), (7, 7), wall_distance=5.0, wall_size=0.5)
+    assert diag.direction == pytest.approx((math.sqrt(0.5), math.sqrt(0.5)))
+    assert diag.width == pytest.approx(math.sqrt(2))  # a square seen along its diagonal
+    # the length never passes the nearest wall (plus the wall's size)
+    # (no corner of it farther from the actor's centre than that: the quad is 0.5 wide here)
+    near_wall = lm.shadow_quad((10, 5), (0.5, 0.25), (4, 5), wall_distance=0.3, wall_size=0.2)
+    assert near_wall.length == pytest.approx(math.sqrt(0.5 ** 2 - 0.25 ** 2))
+    # too close to the light: the cone is too wide for two sprites, it fades to nothing
+    alphas = [lm.shadow_quad((10, 5), (0.5, 0.5), (10 - d, 5), 5.0, 0.5).alpha for d in (3.0, 1.7, 1.4, 0.5)]
+    assert alphas[0] == 1.0 and alphas[-1] == 0.0 and alphas == sorted(alphas, reverse=True)
+
+
+def test_distance_image_never_says_farther_than_the_walls_are():
+    grid = lm.make_grid((0, 0, 40, 20), 400)
+    occ = lm.rasterise(grid, np.concatenate([box(10, 5, 12, 15), box(25, 0, 26, 8)]))
+    img, cell = lm.distance_image(grid, occ, longest=64)
+    assert img.shape == (-(-200 // 7), -(-400 // 7)) and cell == pytest.approx(0.7)
+    # bilinear samples anywhere: never more than the true distance to the nearest wall texel
+    rng = np.random.default_rng(0)
+    pts = rng.uniform((0, 0), (40, 20), (400, 2))
+    h, w = img.shape
+    fx = np.clip((pts[:, 0] - 0) / cell - 0.5, 0, w - 1)
+    fy = np.clip((20 - pts[:, 1]) / cell - 0.5, 0, h - 1)
+    x0, y0 = np.floor(fx).astype(int), np.floor(fy).astype(int)
+    x1, y1 = np.minimum(x0 + 1, w - 1), np.minimum(y0 + 1, h - 1)
+    ax, ay = fx - x0, fy - y0
+    val = (img[y0, x0] * (1 - ax) * (1 - ay) + img[y0, x1] * ax * (1 - ay) + img[y1, x0] * (1 - ax) * ay
+           + img[y1, x1] * ax * ay)
+    ti, tj = np.nonzero(occ)
+    wx, wy = grid.xs()[tj], grid.ys()[ti]
+    true = np.sqrt((pts[:, 0, None] - wx[None]) ** 2 + (pts[:, 1, None] - wy[None]) ** 2).min(1) - 0.5 * grid.tx
+    assert np.all(val <= np.maximum(true, 0) + 1e-4)
+    assert np.mean(val) > 0.5 * np.mean(np.maximum(true, 0))  # and not uselessly small
+
+
+def test_nearest_light_cache():
+    idx = lm.nearest_light([(0, 0), (9, 1), (5.6, 0)], [(1, 0), (10, 0)])
+    assert idx.tolist() == [0, 1, 1]
+
+
+# --- bad input ---------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("region, res, message", [
+    ((0, 0, 0, 10), 100, "no area"),
+    ((0, 0, 10, 10), 0, "out of range"),
+    ((0, 0, 10, 10), 10 ** 6, "out of range"),
+])
+def test_bad_grids_are_refused(region, res, message):
+    with pytest.raises(lm.LightmapError, match=message):
+        lm.make_grid(region, res)
+
+
+@pytest.mark.parametrize("lights, boxes, message", [
+    ([], [], "No lights"),
+    ([lm.Light(25, 5, 2, name="Far")], [], "Far are outside the region"),
+    ([lm.Light(5, 5, -1, name="Low")], [], "not above the ground"),
+    ([lm.Light(5, 5, 2, name="Buried")], [(4, 4, 6, 6)], "Buried are inside an obstacle"),
+    ([lm.Light(5, 5, 2)], [(-1, -1, 21, 11)], "cover the whole region"),
+])
+def test_bad_lights_and_obstacles_are_refused(lights, boxes, message):
+    with pytest.raises(lm.LightmapError, match=message):
+        bake((0, 0, 20, 10), 50, boxes, lights)
+
+
+def test_bad_settings_are_refused():
+    for kw, message in ((dict(penumbra_samples=0), "Penumbra samples"), (dict(falloff="LINEAR"), "falloff"),
+                        (dict(smoothing="X"), "smoothing"), (dict(occlusion_strength=2), "strength")):
+        with pytest.raises(lm.LightmapError, match=message):
+            lm.Settings(**kw).validate()
