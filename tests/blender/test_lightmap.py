@@ -496,3 +496,39 @@ def test_dirty_lens_lights_the_dirt_over_bright_parts_only(envfx, tmp_path):
         tree[envfx.shader_nodes.common.STAMP_KEY] = ""
     with pytest.raises(lm_ops(envfx).LightmapInputError, match="compositor set-up of its own"):
         lm_ops(envfx).setup_dirty_lens(scene, dirt)
+
+
+def test_envfx_lightmap_command_bakes_each_file_and_leaves_it_unchanged(envfx, tmp_path, capsys):
+    level()
+    paths = []
+    for name in ("a", "b"):
+        paths.append(str(tmp_path / f"{name}.blend"))
+        bpy.ops.wm.save_as_mainfile(filepath=paths[-1])
+    before = [os.path.getmtime(p) for p in paths]
+    code = envfx.cli.main(["lightmap", *paths, "--out", str(tmp_path / "maps"), "--resolution", "24", "--samples",
+                           "2", "--falloff", "SMOOTH"])
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    for name in ("a", "b"):
+        meta = json.loads((tmp_path / "maps" / name / "lightmap.json").read_text())
+        assert meta["settings"]["resolution"] == 24 and meta["settings"]["falloff"] == "SMOOTH"
+        assert (tmp_path / "maps" / name / "lightmap.png").is_file()
+    assert [os.path.getmtime(p) for p in paths] == before  # without --save no .blend is changed
+    assert "wrote" in out.out and "24x24 texels" in out.out
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--resolution", "0"], "--resolution 0: use 1 to 16384"),
+    (["--samples", "999"], "--samples 999: use 1 to 256"),
+    (["--occlusion-distance", "nan"], "--occlusion-distance nan: use a finite number"),
+    (["--ground", "Nope"], "Nope"),
+    (["--ground", ""], "--ground"),
+])
+def test_envfx_lightmap_command_refuses_bad_input(envfx, tmp_path, capsys, args, message):
+    level()
+    path = str(tmp_path / "level.blend")
+    bpy.ops.wm.save_as_mainfile(filepath=path)
+    code = envfx.cli.main(["lightmap", path, "--out", str(tmp_path / "maps"), *args])
+    assert code == 2
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "maps" / "lightmap.json").exists()
