@@ -32,6 +32,41 @@ def encode_png(pixels, level: int = 6) -> bytes:
             + _chunk(b"IDAT", zlib.compress(rows.tobytes(), level)) + _chunk(b"IEND", b""))
 
 
+def decode_png(data: bytes) -> np.ndarray:
+    """(H, W, C) uint8 or uint16 pixels of a PNG that ``encode_png`` wrote (non-interlaced grey, grey+alpha, RGB or
+    RGBA of 8 or 16 bits; filters none, sub, up; the others are refused). For checks and tests."""
+    if data[:8] != b"\x89PNG\r\n\x1a\n":
+        raise ValueError("not a PNG file")
+    pos, ihdr, idat = 8, None, []
+    while pos < len(data):
+        size = struct.unpack_from(">I", data, pos)[0]
+        kind, body = data[pos + 4:pos + 8], data[pos + 8:pos + 8 + size]
+        if kind == b"IHDR":
+            ihdr = struct.unpack(">2I5B", body)
+        elif kind == b"IDAT":
+            idat.append(body)
+        pos += 12 + size
+    w, h, depth, colour_type, _comp, _filt, interlace = ihdr
+    c = {0: 1, 4: 2, 2: 3, 6: 4}.get(colour_type)
+    if c is None or depth not in (8, 16) or interlace:
+        raise ValueError(f"PNG colour type {colour_type}, depth {depth}, interlace {interlace} is not read here")
+    bpp = c * depth // 8
+    rows = np.frombuffer(zlib.decompress(b"".join(idat)), dtype=np.uint8).reshape(h, 1 + w * bpp)
+    out = rows[:, 1:].copy()
+    for y in range(h):  # a loop over rows (each row's filter depends on the one above), vectorised within
+        f = rows[y, 0]
+        if f == 2 and y > 0:
+            out[y] += out[y - 1]
+        elif f == 1:
+            line = out[y].reshape(w, bpp)
+            out[y] = np.cumsum(line, axis=0, dtype=np.uint8).reshape(-1)
+        elif f not in (0, 2):
+            raise ValueError(f"PNG filter {f} is not read here")
+    if depth == 16:
+        return out.view(">u2").astype(np.uint16).reshape(h, w, c)
+    return out.reshape(h, w, c)
+
+
 def to_uint8(img) -> np.ndarray:
     """Float 0..1 (clipped) or uint8 pixels as uint8."""
     arr = np.asarray(img)
