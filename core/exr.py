@@ -109,7 +109,11 @@ def read_exr(path: str):
     """(pixels (H, W, C) float32 in the file's channel order sorted by name, channel names) of an EXR written by
     ``write_exr`` (scanline, FLOAT or HALF channels, all of one type, no or ZIP compression)."""
     with open(path, "rb") as fh:
-        data = fh.read()
+        return decode_exr(fh.read())
+
+
+def decode_exr(data: bytes):
+    """``read_exr`` of the file's bytes."""
     magic, version = struct.unpack_from("<ii", data, 0)
     if magic != MAGIC:
         raise ValueError("not an OpenEXR file")
