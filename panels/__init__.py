@@ -2,9 +2,9 @@
 
 import bpy
 
-from . import bend, gasgiant, main, mips, snow, wind
+from . import bend, gasgiant, main, mips, snow, vat, wind
 
-modules = (main, bend, wind, snow, gasgiant, mips)
+modules = (main, bend, wind, snow, gasgiant, mips, vat)
 classes = tuple(cls for module in modules for cls in module.classes)
 
 
