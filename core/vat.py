@@ -14,8 +14,9 @@ and its normal. The textures store one texel per vertex and frame:
   (max - min)``, ``t`` = the texel / 65535; the error is at most half of ``(max - min) / 65535``). Normals are
   stored as they are in float, and remapped from -1..1 in PNG.
 - Packed normals: instead of a separate texture, the normal goes into the position texture's alpha channel,
-  octahedral-encoded with two integers of ``bits`` bits (``a * 2**bits + b``): 12 bits each in an EXR32 float
-  (integers up to 2**24 are exact there), 8 bits each in a PNG16 texel. Half floats hold too few digits for that.
+  octahedral-encoded with two integers of ``bits`` bits (``a * 2**bits + b``): 11 bits each in an EXR32 float
+  (integers below 2**22, so a shader's float math on them, rounding included, stays exact), 8 bits each in a
+  PNG16 texel. Half floats hold too few digits for that.
 - Coordinate systems: ``BLENDER`` (object space as Blender has it), or the axes and units a game imports through
   ``core.bend_engines`` (GODOT glTF ``(x, z, -y)``, UNITY FBX ``(-x, z, -y)``, UNREAL FBX ``100 * (x, -y, z)``);
   offsets are scaled to the engine's units, normals only turned.
@@ -40,7 +41,7 @@ NORMAL_MODES = ("NONE", "TEXTURE", "PACKED")
 ENGINES = ("BLENDER",) + tuple(bend_engines.ENGINES)
 MAX_TEXTURE_SIZE = 8192
 HALF_MAX = 65504.0
-PACK_BITS = {"EXR32": 12, "PNG16": 8}
+PACK_BITS = {"EXR32": 11, "PNG16": 8}
 UV_NAME = "EnvFX_VAT"
 FORMAT_VERSION = 1
 # what the glTF / FBX proxy export is per engine (the axes of core.bend_engines assume that export)

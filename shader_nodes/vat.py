@@ -44,7 +44,7 @@ INPUTS = (
     ("Normal Min", "NodeSocketFloat", 0.0),
     ("Normal Span", "NodeSocketFloat", 1.0),
     ("Pack Scale", "NodeSocketFloat", 1.0),
-    ("Pack Base", "NodeSocketFloat", 4096.0),
+    ("Pack Base", "NodeSocketFloat", 2048.0),
 )
 
 
@@ -160,7 +160,7 @@ def player_inputs(meta: dict) -> dict:
         "Normal Min": 0.0,
         "Normal Span": 1.0,
         "Pack Scale": 1.0,
-        "Pack Base": 4096.0,
+        "Pack Base": 2048.0,
     }
     if meta["normals"] == "TEXTURE" and meta["textures"]["normal"]["remap"]:
         values["Normal Min"] = -1.0

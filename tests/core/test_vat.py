@@ -99,7 +99,7 @@ def test_packed_normals_round_trip(encoding):
     enc = vat.encode_bake("a", rest, offsets, normals, list(range(6)),
                           vat.VatSettings(encoding=encoding, normals="PACKED"))
     assert set(enc.files) == {"a_vat_pos" + vat.file_extension(encoding), "a_vat.json"} - {"a_vat.json"}
-    limit = 0.1 if encoding == "EXR32" else 1.0
+    limit = 0.15 if encoding == "EXR32" else 1.0
     assert vat.angle_degrees(vat.decode_normals(enc.files, enc.meta), normals).max() < limit
     back = vat.decode_positions(enc.files, enc.meta, rest)
     assert np.abs(back - (rest[None] + offsets)).max() < 1e-4
