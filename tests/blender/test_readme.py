@@ -199,8 +199,12 @@ NOT_SETTINGS = {
                  "nz", "outputs", "pz", "read_exr", "right", "scale", "settings", "slot", "slot_index", "still_exr",
                  "still_png", "times", "unit", "up", "velocity", "version", "write_exr"},
     "mips": {"dds_format", "files", "null"},
+    "vat": {"bounds", "coordinate_system", "fps", "frame_v_step", "frames", "height", "index", "layout", "mesh",
+            "name", "null", "playback_fps", "precision", "remap", "rows_per_frame", "textures", "uv",
+            "vertex_count", "width", "file", "units_per_blender_unit", "matrix_from_blender", "f", "i", "t"},
 }
-SECTIONS = {"World Bend": "bend", "Wind": "wind", "Snow": "snow", "Gas Giant": "gasgiant", "Mip Chains": "mips"}
+SECTIONS = {"World Bend": "bend", "Wind": "wind", "Snow": "snow", "Gas Giant": "gasgiant", "Mip Chains": "mips",
+            "Vertex Animation Textures": "vat"}
 
 
 def feature_texts():
