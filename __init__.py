@@ -5,7 +5,7 @@ import bpy
 from . import cli, handlers, operators, panels, props
 
 # Features that exist, in the order they appear in the panel and in `envfx info`.
-FEATURES = ("bend", "wind", "snow", "gasgiant", "mips")
+FEATURES = ("bend", "wind", "snow", "gasgiant", "mips", "vat")
 
 _modules = (props, operators, panels, handlers)
 _cli_handle = None

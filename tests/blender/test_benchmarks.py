@@ -30,6 +30,7 @@ SMOKE = {
     "bench_node_costs.py": (["--verts", "400", "--objects", "2", "--chain", "2", "--frames", "1", "--rounds", "1"],
                             {("bench", "node_cost_per_vertex"): 9, ("bench", "node_cost_per_object"): 2}),
     "bench_gasgiant.py": (["--quick", "--only", "field"], {("measure", "gasgiant_field_file"): 1}),
+    "bench_vat.py": (["--verts", "400", "--frames", "3", "--encodings", "EXR32,PNG16"], {("bench", "vat_bake"): 2}),
 }
 
 
