@@ -856,6 +856,12 @@ class EnvFXVatSettings(PropertyGroup):
         "and Unreal)",
         default=True,
     )
+    compress: BoolProperty(
+        name="Compress",
+        description="Deflate the textures (EXR ZIP, PNG level 1): about a third smaller, but encoding a large bake "
+        "then takes several times as long as evaluating its frames",
+        default=False,
+    )
     output_dir: StringProperty(
         name="Output Folder",
         description="Where the textures, the JSON file and the proxy mesh are written",

@@ -4,7 +4,7 @@ scene evaluation (frame changes and reading the evaluated mesh), encoding (core.
 bytes) and writing (files, the proxy and its export). Prints one JSON line per encoding.
 
 Run: /work/main/.venvs/blender-5.0/bin/python benchmarks/bench_vat.py [--verts 100000] [--frames 250]
-     [--encodings EXR32,EXR16,PNG16]
+     [--encodings EXR32,EXR16,PNG16] [--compress]
 """
 
 import argparse
@@ -38,6 +38,7 @@ def main(argv=None):
     parser.add_argument("--verts", type=int, default=100_000)
     parser.add_argument("--frames", type=int, default=250)
     parser.add_argument("--encodings", default="EXR32,EXR16,PNG16")
+    parser.add_argument("--compress", action="store_true", help="deflate the textures (the Compress setting)")
     args = parser.parse_args(argv)
 
     import bpy
@@ -54,7 +55,7 @@ def main(argv=None):
     for encoding in [e.strip().upper() for e in args.encodings.split(",") if e.strip()]:
         out = tempfile.mkdtemp(prefix="envfx-bench-vat-")
         opts = ops.VatOptions(frame_start=1, frame_end=args.frames, encoding=encoding, engine="GODOT",
-                              export_mesh=True)
+                              export_mesh=True, compress=args.compress)
         t0 = time.perf_counter()
         result = ops.bake_vat(scene, [obj], out, opts)
         wall = time.perf_counter() - t0
@@ -62,7 +63,8 @@ def main(argv=None):
         meta = result.meta[obj.name]
         size = sum(os.path.getsize(p) for p in result.files)
         print(json.dumps({
-            "bench": "vat_bake", "blender": bpy.app.version_string, "encoding": encoding, "vertices": n,
+            "bench": "vat_bake", "blender": bpy.app.version_string, "encoding": encoding, "compress": args.compress,
+            "vertices": n,
             "frames": args.frames, "texture": [meta["layout"]["width"], meta["layout"]["height"]],
             "total_s": round(wall, 3), "evaluate_s": round(t["evaluate"], 3), "encode_s": round(t["encode"], 3),
             "write_s": round(t["write"], 3), "encode_share": round(t["encode"] / wall, 4),

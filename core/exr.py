@@ -50,11 +50,24 @@ def _zip_unpack(data: bytes, size: int) -> bytes:
     return out.tobytes()
 
 
-def encode_exr(pixels, channels: str | None = None, compression: int = ZIP_COMPRESSION, level: int = 6,
-               half: bool = False) -> bytes:
-    """EXR bytes of an (H, W, C) float image, row 0 at the top; ``channels`` names C channels (default "Y",
-    "RGB" or "RGBA" by C); pixels are stored as 32-bit floats, or as 16-bit halves with ``half`` (values beyond
-    the half range, 65504, become infinite: callers check first)."""
+def _header(h: int, w: int, channels: str, compression: int, half: bool) -> tuple:
+    """(channel order sorted by name, header bytes) of a file of ``h`` x ``w`` pixels."""
+    c = len(channels)
+    order = sorted(range(c), key=lambda k: channels[k])  # channels are stored sorted by name
+    kind = HALF if half else FLOAT
+    chlist = b"".join(channels[k].encode() + b"\0" + struct.pack("<iB3xii", kind, 0, 1, 1) for k in order) + b"\0"
+    box = struct.pack("<4i", 0, 0, w - 1, h - 1)
+    header = (struct.pack("<ii", MAGIC, 2) + _attr("channels", "chlist", chlist)
+              + _attr("compression", "compression", bytes([compression]))
+              + _attr("dataWindow", "box2i", box) + _attr("displayWindow", "box2i", box)
+              + _attr("lineOrder", "lineOrder", b"\0") + _attr("pixelAspectRatio", "float", struct.pack("<f", 1.0))
+              + _attr("screenWindowCenter", "v2f", struct.pack("<ff", 0.0, 0.0))
+              + _attr("screenWindowWidth", "float", struct.pack("<f", 1.0)) + b"\0")
+    return order, header
+
+
+def _prepare(pixels, channels, compression, half):
+    """(float32 (H, W, C) array, channel order sorted by name, header bytes) for a file of ``pixels``."""
     arr = np.asarray(pixels, dtype=np.float32)
     if arr.ndim == 2:
         arr = arr[:, :, None]
@@ -67,16 +80,46 @@ def encode_exr(pixels, channels: str | None = None, compression: int = ZIP_COMPR
         raise ValueError(f"EXR channels {channels!r} do not match {c} image channels")
     if compression not in _LINES:
         raise ValueError(f"EXR compression {compression}: use {NO_COMPRESSION} (none) or {ZIP_COMPRESSION} (ZIP)")
-    order = sorted(range(c), key=lambda k: channels[k])  # channels are stored sorted by name
+    order, header = _header(h, w, channels, compression, half)
+    return arr, order, header
+
+
+def uncompressed_file(height: int, width: int, channels: str, half: bool = False) -> tuple:
+    """An uncompressed EXR file of ``height`` x ``width`` pixels to be filled in place: (uint8 array of the whole
+    file, header and offset table written; the (H, C, W) view of its pixel data, the channel planes in name order;
+    the plane of each of ``channels``). A bake writes its rows as they come, then ``fh.write``s the array."""
+    c = len(channels)
+    order, header = _header(height, width, channels, NO_COMPRESSION, half)
+    block = np.dtype([("y", "<i4"), ("size", "<i4"), ("data", _DTYPES[HALF if half else FLOAT], (c, width))])
+    start = len(header) + 8 * height
+    buf = np.zeros(start + height * block.itemsize, dtype=np.uint8)
+    buf[:len(header)] = np.frombuffer(header, dtype=np.uint8)
+    buf[len(header):start] = (start + np.arange(height, dtype="<u8") * block.itemsize).view(np.uint8)
+    blocks = buf[start:].view(block)
+    blocks["y"] = np.arange(height)
+    blocks["size"] = block.itemsize - 8
+    return buf, blocks["data"], [order.index(k) for k in range(c)]
+
+
+def encode_exr_array(pixels, channels: str | None = None, half: bool = False) -> np.ndarray:
+    """``encode_exr`` without compression, as a uint8 array (``uncompressed_file`` filled from ``pixels``)."""
+    arr, _order, _header = _prepare(pixels, channels, NO_COMPRESSION, half)
+    h, w, c = arr.shape
+    channels = channels or {1: "Y", 2: "YA", 3: "RGB", 4: "RGBA"}[c]
+    buf, data, planes = uncompressed_file(h, w, channels, half)
+    for k in range(c):
+        data[:, planes[k], :] = arr[:, :, k]
+    return buf
+
+
+def encode_exr(pixels, channels: str | None = None, compression: int = ZIP_COMPRESSION, level: int = 6,
+               half: bool = False) -> bytes:
+    """EXR bytes of an (H, W, C) float image, row 0 at the top; ``channels`` names C channels (default "Y",
+    "RGB" or "RGBA" by C); pixels are stored as 32-bit floats, or as 16-bit halves with ``half`` (values beyond
+    the half range, 65504, become infinite: callers check first)."""
+    arr, order, header = _prepare(pixels, channels, compression, half)
+    h, w, c = arr.shape
     kind = HALF if half else FLOAT
-    chlist = b"".join(channels[k].encode() + b"\0" + struct.pack("<iB3xii", kind, 0, 1, 1) for k in order) + b"\0"
-    box = struct.pack("<4i", 0, 0, w - 1, h - 1)
-    header = (struct.pack("<ii", MAGIC, 2) + _attr("channels", "chlist", chlist)
-              + _attr("compression", "compression", bytes([compression]))
-              + _attr("dataWindow", "box2i", box) + _attr("displayWindow", "box2i", box)
-              + _attr("lineOrder", "lineOrder", b"\0") + _attr("pixelAspectRatio", "float", struct.pack("<f", 1.0))
-              + _attr("screenWindowCenter", "v2f", struct.pack("<ff", 0.0, 0.0))
-              + _attr("screenWindowWidth", "float", struct.pack("<f", 1.0)) + b"\0")
     lines = _LINES[compression]
     nblocks = (h + lines - 1) // lines
     # (H, C, W): each scanline holds each channel's row in turn

@@ -172,10 +172,14 @@ def to_engine(vectors, engine: str, unit_scale: float = 1.0, normal: bool = Fals
     """(..., 3) Blender object-space offsets (scaled to engine units) or normals (only turned) in the engine's
     axes, float32."""
     m, scale = engine_matrix(engine, unit_scale)
-    out = np.asarray(vectors, dtype=np.float64) @ m.T
-    if not normal:
-        out *= scale
-    return out.astype(np.float32)
+    arr = np.asarray(vectors, dtype=np.float32)
+    if engine == "BLENDER":
+        return arr.copy()
+    # every engine's matrix swaps axes and flips signs: one column per row, a gather and a multiply in float32
+    # (exact, where a float64 matrix product of a 250-frame bake costs seconds and gigabytes)
+    columns = np.argmax(np.abs(m), axis=1)
+    factors = m[np.arange(3), columns] * (1.0 if normal else scale)
+    return arr[..., columns] * factors.astype(np.float32)
 
 
 def from_engine_axes(engine: str, unit_scale: float = 1.0) -> np.ndarray:
@@ -265,11 +269,13 @@ def quantise16(values, lo, hi) -> np.ndarray:
     return np.floor(np.clip(t, 0.0, 1.0) * 65535.0 + 0.5).astype(np.uint16)
 
 
-def encode_texture(image, encoding: str, remap=None, raw_channels=(), level: int = 1) -> bytes:
+def encode_texture(image, encoding: str, remap=None, raw_channels=(), level: int = 0):
     """File bytes of an (H, W, C) float image (row 0 at the top). PNG16: the channels are remapped through
     ``remap`` = (min, max) per channel, except the channels in ``raw_channels``, which hold integers already (packed
     normals) and are stored as they are. EXR: stored as they are (``EXR16`` as half floats; VatError beyond their
-    range). ``level``: the zlib level (1 keeps encoding a small share of a bake's time)."""
+    range). ``level``: the zlib level; 0 writes EXR uncompressed and PNG deflate-stored (vertex offsets compress
+    by about 40% at best, and compressing them takes several times as long as evaluating the scene). Returns
+    bytes, or for an uncompressed EXR a uint8 array of the file (bytes-like: ``fh.write`` takes it)."""
     arr = np.asarray(image, dtype=np.float32)
     c = arr.shape[2]
     if encoding == "PNG16":
@@ -286,19 +292,21 @@ def encode_texture(image, encoding: str, remap=None, raw_channels=(), level: int
         if big > HALF_MAX:
             raise VatError(f"A value of {big:g} is beyond what a half float holds ({HALF_MAX:g}): choose EXR32")
     channels = {1: "R", 2: "RG", 3: "RGB", 4: "RGBA"}[c]
+    if level <= 0:
+        return exr.encode_exr_array(arr, channels, half=encoding == "EXR16")
     return exr.encode_exr(arr, channels, exr.ZIP_COMPRESSION, level=level, half=encoding == "EXR16")
 
 
 def decode_texture(data: bytes, encoding: str, remap=None, raw_channels=()) -> np.ndarray:
     """(H, W, C) float64 values of a texture ``encode_texture`` wrote, decoded as a shader does."""
     if encoding == "PNG16":
-        q = png.decode_png(data).astype(np.float64)
+        q = png.decode_png(bytes(data)).astype(np.float64)
         lo, hi = remap
         out = np.empty(q.shape)
         for k in range(q.shape[2]):
             out[..., k] = q[..., k] if k in raw_channels else lo[k] + q[..., k] / 65535.0 * (hi[k] - lo[k])
         return out
-    pixels, names = exr.decode_exr(data)
+    pixels, names = exr.decode_exr(bytes(data))
     order = [names.index(ch) for ch in "RGBA"[:len(names)]]
     return pixels[..., order].astype(np.float64)
 
@@ -405,11 +413,13 @@ class VatSettings:
     engine: str = "BLENDER"
     unit_scale: float = 1.0
     max_size: int = MAX_TEXTURE_SIZE
-    level: int = 1
+    level: int = 0                   # zlib level of the textures: 0 none (fast), 1..9 smaller files
 
     def validate(self) -> "VatSettings":
         check_settings(self.encoding, self.normals, self.engine)
         engine_matrix(self.engine, self.unit_scale)
+        if not 0 <= int(self.level) <= 9:
+            raise VatError(f"Compression level {self.level} must be 0 (none) to 9")
         if not 1 <= int(self.max_size) <= 65535:
             raise VatError(f"Maximum texture size {self.max_size} must be 1 to 65535")
         return self

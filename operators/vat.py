@@ -54,6 +54,7 @@ class VatOptions:
     attributes: tuple = ()            # extra point attributes to bake (the wind colour "EnvFX_Wind", ...)
     max_size: int = core_vat.MAX_TEXTURE_SIZE
     export_mesh: bool = True          # glTF (Godot) or FBX (Unity, Unreal) of the proxy
+    compress: bool = False            # deflate the textures: smaller files, much slower encoding
     add_proxy: bool = True            # add <object>_VAT with the player to the scene
 
 
@@ -64,7 +65,7 @@ def options_from_scene(scene) -> VatOptions:
     return VatOptions(frame_start=s.frame_start, frame_end=s.frame_end, step=s.step,
                       loop_frames=s.loop_frames if s.loop else 0, encoding=s.encoding, normals=s.normals,
                       engine=s.engine, attributes=parse_attributes(s.attributes), max_size=s.max_size,
-                      export_mesh=s.export_mesh)
+                      export_mesh=s.export_mesh, compress=s.compress)
 
 
 def parse_attributes(text: str) -> tuple:
@@ -109,7 +110,7 @@ def validate(scene, objects, out_dir: str, opts: VatOptions) -> tuple:
         settings = core_vat.VatSettings(encoding=opts.encoding, normals=opts.normals, engine=opts.engine,
                                         unit_scale=scene.unit_settings.scale_length
                                         if scene.unit_settings.system != "NONE" else 1.0,
-                                        max_size=opts.max_size).validate()
+                                        max_size=opts.max_size, level=1 if opts.compress else 0).validate()
         frames = core_vat.baked_frames(opts.frame_start, opts.frame_end, opts.step, opts.loop_frames)
     except core_vat.VatError as exc:
         raise VatInputError(str(exc)) from None

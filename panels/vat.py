@@ -31,6 +31,7 @@ class VIEW3D_PT_envfx_vat(EnvFXSubPanel, bpy.types.Panel):
         col.prop(s, "engine")
         col.prop(s, "attributes")
         col.prop(s, "max_size")
+        col.prop(s, "compress")
         sub = col.column()
         sub.active = s.engine != "BLENDER"
         sub.prop(s, "export_mesh")

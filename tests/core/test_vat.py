@@ -170,3 +170,12 @@ def test_file_names_are_sanitised(name, stem):
 
 def test_stems_are_unique_ignoring_case():
     assert vat.unique_stems(["Tree", "tree", "a/b", "a:b"]) == ["Tree", "tree_2", "a_b", "a_b_2"]
+
+
+@pytest.mark.parametrize("half", [False, True])
+def test_the_one_pass_exr_writer_writes_the_same_file(half):
+    from core import exr
+
+    img = np.random.default_rng(2).normal(size=(37, 11, 4)).astype(np.float32)
+    fast = exr.encode_exr_array(img, "RGBA", half=half)
+    assert bytes(fast) == exr.encode_exr(img, "RGBA", exr.NO_COMPRESSION, half=half)
