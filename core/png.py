@@ -13,20 +13,24 @@ def _chunk(kind: bytes, data: bytes) -> bytes:
 
 
 def encode_png(pixels, level: int = 6) -> bytes:
-    """PNG of an (H, W, C) uint8 or uint16 array, C = 1 grey, 2 grey+alpha, 3 RGB, 4 RGBA (filter 'up').
-    Row 0 is the top of the picture."""
+    """PNG of an (H, W, C) uint8 or uint16 array, C = 1 grey, 2 grey+alpha, 3 RGB, 4 RGBA (filter 'up'; none
+    at level 0, which stores the rows without deflating them). Row 0 is the top of the picture."""
     arr = np.asarray(pixels)
     if arr.ndim == 2:
         arr = arr[:, :, None]
-    if arr.ndim != 3 or arr.shape[2] not in (1, 2, 3, 4) or arr.dtype not in (np.uint8, np.uint16):
+    if arr.ndim != 3 or arr.shape[2] not in (1, 2, 3, 4) or arr.dtype not in (np.uint8, np.uint16, np.dtype(">u2")):
         raise ValueError(f"Cannot write a PNG of shape {arr.shape} {arr.dtype}: use (H, W, 1-4) uint8 or uint16")
     h, w, c = arr.shape
     depth = 8 if arr.dtype == np.uint8 else 16
     colour_type = {1: 0, 2: 4, 3: 2, 4: 6}[c]
-    raw = np.ascontiguousarray(arr.astype(">u2") if depth == 16 else arr).view(np.uint8).reshape(h, -1)
-    up = raw.copy()
-    up[1:] -= raw[:-1]  # uint8 arithmetic wraps mod 256, as the 'up' filter wants
-    rows = np.concatenate([np.full((h, 1), 2, dtype=np.uint8), up], axis=1)
+    raw = np.ascontiguousarray(arr.astype(">u2", copy=False) if depth == 16 else arr).view(np.uint8).reshape(h, -1)
+    rows = np.empty((h, raw.shape[1] + 1), dtype=np.uint8)
+    rows[:, 1:] = raw
+    if level > 0:
+        rows[:, 0] = 2
+        rows[1:, 1:] -= raw[:-1]  # uint8 arithmetic wraps mod 256, as the 'up' filter wants
+    else:
+        rows[:, 0] = 0  # stored, not deflated: filtering would gain nothing
     ihdr = struct.pack(">2I5B", w, h, depth, colour_type, 0, 0, 0)
     return (b"\x89PNG\r\n\x1a\n" + _chunk(b"IHDR", ihdr)
             + _chunk(b"IDAT", zlib.compress(rows.tobytes(), level)) + _chunk(b"IEND", b""))

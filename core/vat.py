@@ -264,11 +264,6 @@ def remap_range(values, fixed=None) -> tuple:
     return lo, hi
 
 
-def quantise16(values, lo, hi) -> np.ndarray:
-    t = (np.asarray(values, dtype=np.float64) - lo) / (hi - lo)
-    return np.floor(np.clip(t, 0.0, 1.0) * 65535.0 + 0.5).astype(np.uint16)
-
-
 def encode_texture(image, encoding: str, remap=None, raw_channels=(), level: int = 0):
     """File bytes of an (H, W, C) float image (row 0 at the top). PNG16: the channels are remapped through
     ``remap`` = (min, max) per channel, except the channels in ``raw_channels``, which hold integers already (packed
@@ -279,13 +274,12 @@ def encode_texture(image, encoding: str, remap=None, raw_channels=(), level: int
     arr = np.asarray(image, dtype=np.float32)
     c = arr.shape[2]
     if encoding == "PNG16":
-        lo, hi = remap
-        out = np.empty(arr.shape, dtype=np.uint16)
-        for k in range(c):  # a loop over channels, vectorised within
-            if k in raw_channels:
-                out[..., k] = np.clip(arr[..., k], 0, 65535).astype(np.uint16)
-            else:
-                out[..., k] = quantise16(arr[..., k], lo[k], hi[k])
+        lo = np.asarray(remap[0], dtype=np.float64)[:c].copy()
+        span = np.asarray(remap[1], dtype=np.float64)[:c] - lo
+        raw = list(raw_channels)
+        lo[raw], span[raw] = 0.0, 65535.0  # integers already (packed normals): stored as they are
+        t = (arr - lo.astype(np.float32)) * (65535.0 / span).astype(np.float32) + np.float32(0.5)
+        out = np.clip(t, 0.0, 65535.0, out=t).astype(">u2")
         return png.encode_png(out, level=level)
     if encoding == "EXR16":
         big = float(np.abs(arr).max()) if arr.size else 0.0
@@ -432,96 +426,249 @@ class Encoded:
     layout: Layout
 
 
+def _column_bounds(a) -> tuple:
+    """(min, max) per column of an (N, C) array: one strided pass per column (numpy's ``min(axis=0)`` of a narrow
+    array is about 20 times slower)."""
+    return (np.array([a[:, k].min() for k in range(a.shape[1])]),
+            np.array([a[:, k].max() for k in range(a.shape[1])]))
+
+
+class _Texture:
+    """One texture filled frame by frame: the final uncompressed EXR file itself (rows written in place), or a
+    float32 image encoded at the end (PNG16, which needs the whole bake's remap range, and compressed EXR)."""
+
+    def __init__(self, layout: Layout, channels: str, encoding: str, level: int):
+        self.layout, self.encoding, self.level, self.c = layout, encoding, level, len(channels)
+        self.direct = encoding != "PNG16" and level <= 0
+        if self.direct:
+            self.file, self.data, self.planes = exr.uncompressed_file(layout.height, layout.width, channels,
+                                                                      half=encoding == "EXR16")
+            self.channel_of_plane = np.argsort(self.planes)
+        else:
+            self.image = np.zeros((layout.height, layout.width, self.c), np.float32)
+        self.max_abs = 0.0
+
+    def put(self, f: int, values):
+        """Write frame ``f``'s (N, C) values into its rows."""
+        lay = self.layout
+        rows = slice(f * lay.rows_per_frame, (f + 1) * lay.rows_per_frame)
+        per = lay.rows_per_frame * lay.width
+        padded = values if values.shape[0] == per else np.concatenate(
+            [values, np.zeros((per - values.shape[0], values.shape[1]), values.dtype)])
+        grid = padded.reshape(lay.rows_per_frame, lay.width, self.c)
+        if self.encoding == "EXR16":
+            self.max_abs = max(self.max_abs, float(np.abs(values).max()))
+        if self.direct:
+            for k in range(self.c):
+                self.data[rows, self.planes[k], :] = grid[:, :, k]
+        else:
+            self.image[rows] = grid
+
+    def put_columns(self, f: int, values, columns, factors, extra=None):
+        """Write frame ``f``: texture channel k is ``values[:, columns[k]] * factors[k]`` (an engine's axes from
+        Blender's), then ``extra`` (N,) as the last channel."""
+        lay = self.layout
+        n = values.shape[0]
+        vals = values[:, columns] * np.asarray(factors, dtype=np.float32)
+        if extra is not None:
+            vals = np.concatenate([vals, np.asarray(extra, np.float32)[:, None]], axis=1)
+        if self.encoding == "EXR16":
+            self.max_abs = max(self.max_abs, float(np.abs(vals).max()))
+        if self.direct:
+            vals = vals[:, self.channel_of_plane]
+        w, first = lay.width, f * lay.rows_per_frame
+        for r in range(lay.rows_per_frame):  # a frame's few rows (13 for 100,000 vertices), vectorised within
+            a, b = r * w, min(n, (r + 1) * w)
+            if a >= n:
+                break
+            if self.direct:
+                self.data[first + r, :, :b - a] = vals[a:b].T
+            else:
+                self.image[first + r, :b - a] = vals[a:b]
+
+    def encode(self, remap=None, raw=()):
+        if self.encoding == "EXR16" and self.max_abs > HALF_MAX:
+            raise VatError(f"A value of {self.max_abs:g} is beyond what a half float holds ({HALF_MAX:g}): choose "
+                           f"EXR32")
+        if self.direct:
+            return self.file
+        return encode_texture(self.image, self.encoding, remap, raw, self.level)
+
+
+class VatEncoder:
+    """A bake encoded as it is evaluated: ``add(f, positions, normals, extras)`` per baked frame (Blender object
+    space: positions, not offsets), ``finish()`` -> Encoded. Each frame's offsets go straight into the texture
+    (uncompressed EXR: into the file's own buffer), so a bake makes one pass over its data instead of one per step
+    (offsets, engine axes, layout, file)."""
+
+    def __init__(self, stem: str, rest, frames, settings: VatSettings, normals: bool = True, extras=None,
+                 fps: float = 24.0, loop: bool = False, source: str = ""):
+        self.settings = settings.validate()
+        self.stem, self.frames, self.fps, self.loop, self.source = stem, list(frames), fps, loop, source
+        self.rest = np.asarray(rest, dtype=np.float32)
+        n = self.rest.shape[0]
+        self.layout = plan_layout(n, len(self.frames), settings.max_size)
+        enc = settings.encoding
+        self.normals = settings.normals if normals else "NONE"
+        self.extras = dict(extras or {})  # name -> channels
+        self.names = output_names(stem, enc, self.normals, self.extras, EXPORT_FORMAT[settings.engine])
+        self.bits = PACK_BITS.get(enc)
+        packed = self.normals == "PACKED"
+        self.pos = _Texture(self.layout, "RGBA" if packed else "RGB", enc, settings.level)
+        self.nrm = _Texture(self.layout, "RGB", enc, settings.level) if self.normals == "TEXTURE" else None
+        self.attr = {name: _Texture(self.layout, "RGBA"[:c] if c <= 4 else "", enc, settings.level)
+                     for name, c in self.extras.items()}
+        self.attr_range = {name: (np.full(c, np.inf), np.full(c, -np.inf)) for name, c in self.extras.items()}
+        self.rest_e = to_engine(self.rest, settings.engine, settings.unit_scale)
+        m, scale = engine_matrix(settings.engine, settings.unit_scale)
+        self.columns = np.argmax(np.abs(m), axis=1)
+        self.turn = m[np.arange(3), self.columns]
+        self.factors = self.turn * scale
+        self.lo = np.full(3, np.inf)
+        self.hi = np.full(3, -np.inf)
+        self.moved_lo = np.full(3, np.inf)
+        self.moved_hi = np.full(3, -np.inf)
+        self.max_offset = 0.0
+        self.first = None
+        self.first_normals = None
+        self.change = 0.0
+
+    def add(self, f: int, positions, normals=None, extras=None):
+        st = self.settings
+        positions = np.asarray(positions, dtype=np.float32)
+        moving = self.change > 1e-6  # once something moved, frames need not be compared with the first any more
+        if self.first is None:
+            self.first = positions.copy()
+        elif not moving:
+            self.change = max(self.change, float(np.abs(positions - self.first).max()))
+        off = positions - self.rest
+        # bounds in Blender's axes (turned into the engine's at the end: its axes are swaps and sign flips)
+        lo, hi = _column_bounds(off)
+        self.lo, self.hi = np.minimum(self.lo, lo), np.maximum(self.hi, hi)
+        lo, hi = _column_bounds(positions)
+        self.moved_lo, self.moved_hi = np.minimum(self.moved_lo, lo), np.maximum(self.moved_hi, hi)
+        square = off[:, 0] * off[:, 0] + off[:, 1] * off[:, 1] + off[:, 2] * off[:, 2]
+        self.max_offset = max(self.max_offset, float(square.max()))
+        packed = None
+        if self.normals != "NONE" and normals is not None:
+            nrm = np.asarray(normals, dtype=np.float32)
+            if self.first_normals is None:
+                self.first_normals = nrm.copy()
+            elif not moving:
+                self.change = max(self.change, float(np.abs(nrm - self.first_normals).max()))
+            if self.normals == "PACKED":
+                packed = pack_normals(to_engine(nrm, st.engine, st.unit_scale, normal=True), self.bits)
+            else:
+                self.nrm.put_columns(f, nrm, self.columns, self.turn)
+        self.pos.put_columns(f, off, self.columns, self.factors, packed)
+        for name, values in (extras or {}).items():
+            values = np.asarray(values, dtype=np.float32).reshape(positions.shape[0], -1)
+            lo, hi = self.attr_range[name]
+            vlo, vhi = _column_bounds(values)
+            self.attr_range[name] = (np.minimum(lo, vlo), np.maximum(hi, vhi))
+            self.attr[name].put(f, values)
+
+    def _engine_bounds(self, lo, hi, scale=True):
+        """Blender-axis bounds (lo, hi) in the engine's axes."""
+        f = self.factors if scale else self.turn
+        a, b = lo[self.columns] * f, hi[self.columns] * f
+        return np.minimum(a, b).astype(np.float64), np.maximum(a, b).astype(np.float64)
+
+    def static(self, tolerance: float = 1e-6) -> bool:
+        return self.change <= tolerance
+
+    def finish(self) -> Encoded:
+        st, enc, lay, names = self.settings, self.settings.encoding, self.layout, self.names
+        files, textures = {}, {}
+        remap = None
+        self.lo, self.hi = self._engine_bounds(self.lo, self.hi)
+        self.moved_lo, self.moved_hi = self._engine_bounds(self.moved_lo, self.moved_hi)
+        self.max_offset = float(np.sqrt(self.max_offset)) * float(np.abs(self.factors).max())
+        raw = (3,) if self.normals == "PACKED" else ()
+        if enc == "PNG16":
+            lo = self.lo.astype(np.float64)
+            remap = (lo, np.where(self.hi > lo, self.hi, lo + 1.0))
+        pos_remap = None if remap is None else ((np.r_[remap[0], 0.0], np.r_[remap[1], 1.0]) if raw else remap)
+        files[names["position"]] = self.pos.encode(pos_remap, raw)
+        textures["position"] = {"file": names["position"], "channels": "RGBA" if raw else "RGB",
+                                "content": "offset from the rest position, object space, engine units",
+                                "remap": _remap_dict(remap, 3)}
+        if raw:
+            textures["position"]["packed_normal"] = {
+                "channel": "A", "bits": self.bits,
+                "decode": f"a = floor(p / {2 ** self.bits}); b = p - a * {2 ** self.bits}; "
+                f"oct = vec2(a, b) / {2 ** self.bits - 1} * 2 - 1; octahedral decode"
+                + ("; p = round(the texel * 65535) (PNG16)" if enc == "PNG16" else "")}
+        if self.nrm is not None:
+            nremap = (np.full(3, -1.0), np.full(3, 1.0)) if enc == "PNG16" else None
+            files[names["normal"]] = self.nrm.encode(nremap)
+            textures["normal"] = {"file": names["normal"], "channels": "RGB", "content": "unit normal, object space",
+                                  "remap": _remap_dict(nremap, 3)}
+        for name, tex in self.attr.items():
+            key = f"attr:{name}"
+            aremap = None
+            if enc == "PNG16":
+                lo, hi = self.attr_range[name]
+                aremap = (lo, np.where(hi > lo, hi, lo + 1.0))
+            files[names[key]] = tex.encode(aremap)
+            textures[name] = {"file": names[key], "channels": "RGBA"[:tex.c] if tex.c <= 4 else "",
+                              "content": f"attribute {name!r} per frame", "remap": _remap_dict(aremap, tex.c)}
+        frames = self.frames
+        step = int(frames[1] - frames[0]) if len(frames) > 1 else 1
+        matrix, scale = engine_matrix(st.engine, st.unit_scale)
+        meta = {
+            "format": "envfx-vat",
+            "version": FORMAT_VERSION,
+            "object": self.source or self.stem,
+            "encoding": enc,
+            "frames": len(frames),
+            "frame_start": int(frames[0]),
+            "frame_end": int(frames[-1]),
+            "step": step,
+            "fps": float(self.fps),
+            "playback_fps": float(self.fps) / step,
+            "loop": bool(self.loop),
+            "vertex_count": lay.vertices,
+            "layout": lay.to_dict(),
+            "uv": {"name": UV_NAME, "v_origin": "bottom (Blender, FBX, Unity); a glTF has v = 1 - v: top",
+                   "frame_v_step": lay.frame_v_step},
+            "normals": self.normals,
+            "textures": textures,
+            "coordinate_system": {
+                "engine": st.engine,
+                "matrix_from_blender": np.asarray(matrix).tolist(),
+                "units_per_blender_unit": scale,
+                "axes": "Blender object space (Z up, right-handed)" if st.engine == "BLENDER" else
+                bend_engines.ENGINES[st.engine][4],
+                "units": "Blender units" if st.engine == "BLENDER" else bend_engines.units_note(st.engine,
+                                                                                                 st.unit_scale),
+                "export": EXPORT_FORMAT[st.engine],
+            },
+            "bounds": {"rest_min": self.rest_e.min(axis=0).tolist(), "rest_max": self.rest_e.max(axis=0).tolist(),
+                       "animated_min": self.moved_lo.tolist(), "animated_max": self.moved_hi.tolist(),
+                       "max_offset": self.max_offset},
+            "files": sorted(names.values()),
+        }
+        meta["precision"] = precision(enc, remap, float((self.moved_hi - self.moved_lo).max()),
+                                      float(max(np.abs(self.lo).max(), np.abs(self.hi).max())))
+        return Encoded(files, meta, lay)
+
+
 def encode_bake(stem: str, rest, offsets, normals, frames, settings: VatSettings, fps: float = 24.0,
                 loop: bool = False, extras=None, source: str = "") -> Encoded:
     """Encode one object's bake: ``rest`` (N, 3) rest positions, ``offsets`` (F, N, 3) offsets from the rest
-    pose, ``normals`` (F, N, 3) or None, in Blender's object space; ``extras`` {attribute name: (F, N, C)}."""
-    settings = settings.validate()
+    pose, ``normals`` (F, N, 3) or None, in Blender's object space; ``extras`` {attribute name: (F, N, C)}.
+    (``VatEncoder`` does the same frame by frame.)"""
     offsets = np.asarray(offsets, dtype=np.float32)
-    f, n, _ = offsets.shape
-    layout = plan_layout(n, f, settings.max_size)
-    enc, eng = settings.encoding, settings.engine
-    extras = dict(extras or {})
-    names = output_names(stem, enc, settings.normals if normals is not None else "NONE", extras,
-                         EXPORT_FORMAT[eng])
-    files, textures = {}, {}
-    off_e = to_engine(offsets, eng, settings.unit_scale)
-    channels = [off_e]
-    raw = ()
-    nrm_e = None
-    if normals is not None and settings.normals != "NONE":
-        nrm_e = to_engine(normals, eng, settings.unit_scale, normal=True)
-    bits = PACK_BITS.get(enc)
-    if nrm_e is not None and settings.normals == "PACKED":
-        channels.append(pack_normals(nrm_e, bits)[..., None].astype(np.float32))
-        raw = (3,)
-    pos_values = np.concatenate(channels, axis=2) if len(channels) > 1 else off_e
-    remap = remap_range(off_e) if enc == "PNG16" else None
-    if remap is not None and raw:
-        remap = (np.r_[remap[0], 0.0], np.r_[remap[1], 1.0])
-    files[names["position"]] = encode_texture(pack_frames(pos_values, layout), enc, remap, raw, settings.level)
-    textures["position"] = {"file": names["position"], "channels": "RGBA" if raw else "RGB",
-                            "content": "offset from the rest position, object space, engine units",
-                            "remap": _remap_dict(remap, 3)}
-    if raw:
-        textures["position"]["packed_normal"] = {
-            "channel": "A", "bits": bits, "decode": f"a = floor(p / {2 ** bits}); b = p - a * {2 ** bits}; "
-            f"oct = vec2(a, b) / {2 ** bits - 1} * 2 - 1; octahedral decode"
-            + ("; p = the texel * 65535 (PNG16)" if enc == "PNG16" else "")}
-    if nrm_e is not None and settings.normals == "TEXTURE":
-        nremap = remap_range(nrm_e, fixed=(-1.0, 1.0)) if enc == "PNG16" else None
-        files[names["normal"]] = encode_texture(pack_frames(nrm_e, layout), enc, nremap, (), settings.level)
-        textures["normal"] = {"file": names["normal"], "channels": "RGB", "content": "unit normal, object space",
-                              "remap": _remap_dict(nremap, 3)}
-    for attr, values in extras.items():
-        values = np.asarray(values, dtype=np.float32)
-        if values.ndim == 2:
-            values = values[..., None]
-        aremap = remap_range(values) if enc == "PNG16" else None
-        key = f"attr:{attr}"
-        files[names[key]] = encode_texture(pack_frames(values, layout), enc, aremap, (), settings.level)
-        textures[attr] = {"file": names[key], "channels": "RGBA"[:values.shape[2]] if values.shape[2] <= 4 else "",
-                          "content": f"attribute {attr!r} per frame", "remap": _remap_dict(aremap, values.shape[2])}
-    rest_e = to_engine(rest, eng, settings.unit_scale)
-    moved = rest_e[None] + off_e
-    matrix, scale = engine_matrix(eng, settings.unit_scale)
-    meta = {
-        "format": "envfx-vat",
-        "version": FORMAT_VERSION,
-        "object": source or stem,
-        "encoding": enc,
-        "frames": f,
-        "frame_start": int(frames[0]),
-        "frame_end": int(frames[-1]),
-        "step": int(frames[1] - frames[0]) if f > 1 else 1,
-        "fps": float(fps),
-        "playback_fps": float(fps) / (int(frames[1] - frames[0]) if f > 1 else 1),
-        "loop": bool(loop),
-        "vertex_count": n,
-        "layout": layout.to_dict(),
-        "uv": {"name": UV_NAME, "v_origin": "bottom (Blender, FBX, Unity); a glTF has v = 1 - v: top",
-               "frame_v_step": layout.frame_v_step},
-        "normals": settings.normals if nrm_e is not None else "NONE",
-        "textures": textures,
-        "coordinate_system": {
-            "engine": eng,
-            "matrix_from_blender": np.asarray(matrix).tolist(),
-            "units_per_blender_unit": scale,
-            "axes": "Blender object space (Z up, right-handed)" if eng == "BLENDER" else
-            bend_engines.ENGINES[eng][4],
-            "units": "Blender units" if eng == "BLENDER" else bend_engines.units_note(eng, settings.unit_scale),
-            "export": EXPORT_FORMAT[eng],
-        },
-        "bounds": {"rest_min": rest_e.min(axis=0).tolist(), "rest_max": rest_e.max(axis=0).tolist(),
-                   "animated_min": moved.reshape(-1, 3).min(axis=0).tolist(),
-                   "animated_max": moved.reshape(-1, 3).max(axis=0).tolist(),
-                   "max_offset": float(np.linalg.norm(off_e, axis=2).max())},
-        "files": sorted(names.values()),
-    }
-    meta["precision"] = precision(enc, remap if remap is None else (remap[0][:3], remap[1][:3]),
-                                  float(np.ptp(moved.reshape(-1, 3), axis=0).max()),
-                                  float(np.abs(off_e).max()))
-    return Encoded(files, meta, layout)
+    extras = {name: np.asarray(v, np.float32).reshape(offsets.shape[0], offsets.shape[1], -1)
+              for name, v in (extras or {}).items()}
+    encoder = VatEncoder(stem, rest, frames, settings, normals=normals is not None,
+                         extras={name: v.shape[2] for name, v in extras.items()}, fps=fps, loop=loop, source=source)
+    rest = encoder.rest
+    for f in range(offsets.shape[0]):
+        encoder.add(f, rest + offsets[f], None if normals is None else normals[f],
+                    {name: v[f] for name, v in extras.items()})
+    return encoder.finish()
 
 
 def _remap_dict(remap, c: int):

@@ -151,18 +151,19 @@ def _depsgraph(scene):
 
 
 class _Sampler:
-    """Per object: the arrays of every baked frame, filled frame by frame."""
+    """Per object: reads each baked frame of the evaluated mesh and hands it to its ``core.vat.VatEncoder`` (made at
+    the first frame, when the vertex count and so the rest pose are known). ``encode_seconds`` is the time spent
+    in the encoder."""
 
-    def __init__(self, obj, frames, normals: bool, attributes):
-        self.name = obj.name
-        self.frames = frames
-        self.normals = normals
-        self.attributes = attributes
+    def __init__(self, obj, stem, frames, settings, attributes, fps, loop):
+        self.name, self.stem, self.frames = obj.name, stem, frames
+        self.settings, self.attributes, self.fps, self.loop = settings, attributes, fps, loop
         self.counts = []
-        self.positions = None
-        self.nrm = None
-        self.extras = {}
+        self.encoder = None
         self.proxy_mesh = None
+        self.rest = None
+        self.warnings = []
+        self.encode_seconds = 0.0
 
     def read(self, i, obj, depsgraph):
         ev = obj.evaluated_get(depsgraph)
@@ -173,25 +174,31 @@ class _Sampler:
             message = core_vat.topology_change(self.counts, self.frames[:len(self.counts)])
             if message:
                 raise VatInputError(f"{self.name}: {message}")
-            n = counts[0]
-            if self.positions is None:
-                if n == 0:
-                    raise VatInputError(f"{self.name} has no vertices at frame {self.frames[0]}: nothing to bake")
-                f = len(self.frames)
-                self.positions = np.empty((f, n, 3), np.float32)
-                self.nrm = np.empty((f, n, 3), np.float32) if self.normals else None
-            self.positions[i] = bridge.get_positions(mesh)
-            if self.nrm is not None:
-                self.nrm[i] = bridge.vertex_normals(mesh)
+            if counts[0] == 0:
+                raise VatInputError(f"{self.name} has no vertices at frame {self.frames[0]}: nothing to bake")
+            positions = bridge.get_positions(mesh)
+            normals = bridge.vertex_normals(mesh) if self.settings.normals != "NONE" else None
+            extras = {}
             for attr in self.attributes:
                 try:
-                    values = bridge.point_attribute(mesh, attr)
+                    extras[attr] = bridge.point_attribute(mesh, attr)
                 except KeyError:
                     raise VatInputError(f"{self.name} has no attribute {attr!r} at frame {self.frames[i]}: check "
                                         f"the name in Extra Attributes") from None
                 except TypeError as exc:
                     raise VatInputError(f"{self.name}: {exc}") from None
-                self.extras.setdefault(attr, np.empty((len(self.frames),) + values.shape, np.float32))[i] = values
+            t = time.perf_counter()
+            if self.encoder is None:
+                self.rest = self._rest(obj, positions)
+                try:
+                    self.encoder = core_vat.VatEncoder(
+                        self.stem, self.rest, self.frames, self.settings, normals=normals is not None,
+                        extras={a: v.shape[1] for a, v in extras.items()}, fps=self.fps, loop=self.loop,
+                        source=self.name)
+                except core_vat.VatError as exc:
+                    raise VatInputError(f"{self.name}: {exc}") from None
+            self.encoder.add(i, positions, normals, extras)
+            self.encode_seconds += time.perf_counter() - t
         finally:
             ev.to_mesh_clear()
         if i == 0:  # the proxy: the geometry of the first baked frame (its topology is the bake's)
@@ -199,15 +206,14 @@ class _Sampler:
                                                                depsgraph=depsgraph)
             self.proxy_mesh.name = self.name + PROXY_SUFFIX
 
-
-def _rest(obj, sampler, warnings) -> np.ndarray:
-    """The rest pose: the mesh's own positions when the modifiers keep its vertices, else the first baked frame."""
-    n = sampler.positions.shape[1]
-    if len(obj.data.vertices) == n:
-        return bridge.get_positions(obj.data).copy()
-    warnings.append(f"{obj.name}: its modifiers change the vertex count ({len(obj.data.vertices)} -> {n}), so the "
-                    f"rest pose is the first baked frame, {sampler.frames[0]}")
-    return sampler.positions[0].copy()
+    def _rest(self, obj, positions) -> np.ndarray:
+        """The rest pose: the mesh's own positions when the modifiers keep its vertices, else the first frame."""
+        n = positions.shape[0]
+        if len(obj.data.vertices) == n:
+            return bridge.get_positions(obj.data).copy()
+        self.warnings.append(f"{obj.name}: its modifiers change the vertex count ({len(obj.data.vertices)} -> {n}), "
+                             f"so the rest pose is the first baked frame, {self.frames[0]}")
+        return positions.copy()
 
 
 # --- the proxy ----------------------------------------------------------------------------------------------
@@ -305,8 +311,10 @@ def _bake(scene, names, out_dir, opts, frames, settings, result):
     t0 = time.perf_counter()
     timings = {"evaluate": 0.0, "encode": 0.0, "write": 0.0}
     old_frame, old_sub = scene.frame_current, scene.frame_subframe
-    want_normals = opts.normals != "NONE"
-    samplers = {n: _Sampler(bpy.data.objects[n], frames, want_normals, opts.attributes) for n in names}
+    stems = core_vat.unique_stems(names)
+    fps = scene.render.fps / scene.render.fps_base
+    samplers = {n: _Sampler(bpy.data.objects[n], stem, frames, settings, opts.attributes, fps, bool(opts.loop_frames))
+                for n, stem in zip(names, stems)}
     made, renamed, staging = [], [], None
     had_player = bpy.data.node_groups.get(vat_nodes.GROUP_NAME) is not None
     ok = False
@@ -327,34 +335,36 @@ def _bake(scene, names, out_dir, opts, frames, settings, result):
                     after[name] = bridge.evaluated_positions(obj, depsgraph)
             timings["evaluate"] += time.perf_counter() - t
             yield 0.8 * (i + 1) / steps
+        for sampler in samplers.values():  # the encoder's share of the frames' time
+            timings["evaluate"] -= sampler.encode_seconds
+            timings["encode"] += sampler.encode_seconds
         scene.frame_set(old_frame, subframe=old_sub)
 
         # 2. encode, stage, make the proxies, export them, then move everything in
         staging = outputs.Staging(out_dir, "vat", error=VatInputError)
-        stems = core_vat.unique_stems(names)
-        fps = scene.render.fps / scene.render.fps_base
         written = []
-        for k, (name, stem) in enumerate(zip(names, stems)):
+        for k, name in enumerate(names):
             obj, sampler = bpy.data.objects[name], samplers[name]
-            rest = _rest(obj, sampler, result.warnings)
-            offsets = sampler.positions - rest[None]
-            if core_vat.is_static(sampler.positions, sampler.nrm):
+            stem, rest, encoder = sampler.stem, sampler.rest, sampler.encoder
+            result.warnings.extend(sampler.warnings)
+            if encoder.static():
                 result.warnings.append(f"{name}: nothing moves over frames {frames[0]} to {frames[-1]} (static): the "
                                        f"VAT holds one pose; check the frame range, or that the animation, armature "
                                        f"or EnvFX effect is on")
             if loop_after is not None:
-                gap = core_vat.loop_gap(sampler.positions[0], after[name])
-                if gap > 1e-4 * max(1e-6, float(np.ptp(sampler.positions.reshape(-1, 3), axis=0).max())):
+                gap = core_vat.loop_gap(encoder.first, after[name])
+                size = float(np.ptp(encoder.first, axis=0).max())
+                if gap > 1e-4 * max(1e-6, size):
                     result.warnings.append(
                         f"{name}: frame {loop_after} is {gap:.4g} away from frame {frames[0]}, so the loop of "
                         f"{opts.loop_frames} frames jumps when it wraps: set the loop length to the animation's "
                         f"period (for EnvFX wind, its Loop Frames)")
             t = time.perf_counter()
             try:
-                enc = core_vat.encode_bake(stem, rest, offsets, sampler.nrm, frames, settings, fps=fps,
-                                           loop=bool(opts.loop_frames), extras=sampler.extras, source=name)
+                enc = encoder.finish()
             except core_vat.VatError as exc:
                 raise VatInputError(f"{name}: {exc}") from None
+            sampler.encoder = None
             timings["encode"] += time.perf_counter() - t
             t = time.perf_counter()
             for file_name, data in enc.files.items():
