@@ -278,9 +278,7 @@ def encode_texture(image, encoding: str, remap=None, raw_channels=(), level: int
         span = np.asarray(remap[1], dtype=np.float64)[:c] - lo
         raw = list(raw_channels)
         lo[raw], span[raw] = 0.0, 65535.0  # integers already (packed normals): stored as they are
-        t = (arr - lo.astype(np.float32)) * (65535.0 / span).astype(np.float32) + np.float32(0.5)
-        out = np.clip(t, 0.0, 65535.0, out=t).astype(">u2")
-        return png.encode_png(out, level=level)
+        return png.encode_png16_from_float(arr, lo, 65535.0 / span, level=level)
     if encoding == "EXR16":
         big = float(np.abs(arr).max()) if arr.size else 0.0
         if big > HALF_MAX:

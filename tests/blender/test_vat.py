@@ -286,3 +286,34 @@ def test_operator_reports_bad_input_and_cancels(vat, tmp_path):
     with pytest.raises(RuntimeError, match="not a mesh"):
         bpy.ops.envfx.vat_bake()
     assert os.listdir(tmp_path) == []
+
+
+def test_bake_file_opens_a_blend_and_bakes_its_objects_by_name(vat, tmp_path):
+    """What a command line does per file: open it, find the objects, bake; unknown names are refused first."""
+    armature_mesh()
+    path = str(tmp_path / "level.blend")
+    bpy.ops.wm.save_as_mainfile(filepath=path)
+    bpy.ops.wm.read_homefile(app_template="")
+    with pytest.raises(vat.ops.VatInputError, match="no object 'Nope'.*--objects"):
+        vat.ops.bake_file(path, ["Arm", "Nope"], str(tmp_path / "out"))
+    assert not (tmp_path / "out").exists()
+    result = vat.ops.bake_file(path, ["Arm"], str(tmp_path / "out"), frames=(1, 10), step=3, encoding="png16",
+                               engine="unity")
+    assert result.meta["Arm"]["frames"] == 4 and result.meta["Arm"]["encoding"] == "PNG16"
+    assert sorted(os.listdir(tmp_path / "out")) == ["Arm_vat.fbx", "Arm_vat.json", "Arm_vat_nrm.png",
+                                                    "Arm_vat_pos.png"]
+
+
+@pytest.mark.parametrize("steps", [3, 11])  # while evaluating frames; after the proxy was made
+def test_cancel_leaves_nothing_behind(vat, tmp_path, steps):
+    obj = armature_mesh()
+    bpy.context.scene.frame_set(2)
+    before = sorted(o.name for o in bpy.data.objects)
+    meshes = len(bpy.data.meshes)
+    job = vat.ops.bake_vat_job(bpy.context.scene, [obj], str(tmp_path / "out"), vat.ops.VatOptions(1, 10))
+    for _ in range(steps):
+        next(job)
+    job.close()
+    unchanged(tmp_path / "out", before, frame=2)
+    assert len(bpy.data.meshes) == meshes
+    assert vat.nodes.GROUP_NAME not in bpy.data.node_groups
