@@ -454,8 +454,6 @@ class _Texture:
         padded = values if values.shape[0] == per else np.concatenate(
             [values, np.zeros((per - values.shape[0], values.shape[1]), values.dtype)])
         grid = padded.reshape(lay.rows_per_frame, lay.width, self.c)
-        if self.encoding == "EXR16":
-            self.max_abs = max(self.max_abs, float(np.abs(values).max()))
         if self.direct:
             for k in range(self.c):
                 self.data[rows, self.planes[k], :] = grid[:, :, k]
@@ -470,8 +468,6 @@ class _Texture:
         vals = values[:, columns] * np.asarray(factors, dtype=np.float32)
         if extra is not None:
             vals = np.concatenate([vals, np.asarray(extra, np.float32)[:, None]], axis=1)
-        if self.encoding == "EXR16":
-            self.max_abs = max(self.max_abs, float(np.abs(vals).max()))
         if self.direct:
             vals = vals[:, self.channel_of_plane]
         w, first = lay.width, f * lay.rows_per_frame
@@ -480,11 +476,15 @@ class _Texture:
             if a >= n:
                 break
             if self.direct:
-                self.data[first + r, :, :b - a] = vals[a:b].T
+                with np.errstate(over="ignore"):  # beyond a half float: refused by encode(), from the bounds
+                    self.data[first + r, :, :b - a] = vals[a:b].T
             else:
                 self.image[first + r, :b - a] = vals[a:b]
 
-    def encode(self, remap=None, raw=()):
+    def encode(self, remap=None, raw=(), max_abs: float = 0.0):
+        """The file's bytes; ``max_abs``: the largest magnitude written (from the caller's bounds: EXR16 refuses
+        what a half float cannot hold)."""
+        self.max_abs = max(self.max_abs, float(max_abs))
         if self.encoding == "EXR16" and self.max_abs > HALF_MAX:
             raise VatError(f"A value of {self.max_abs:g} is beyond what a half float holds ({HALF_MAX:g}): choose "
                            f"EXR32")
@@ -587,7 +587,7 @@ class VatEncoder:
             lo = self.lo.astype(np.float64)
             remap = (lo, np.where(self.hi > lo, self.hi, lo + 1.0))
         pos_remap = None if remap is None else ((np.r_[remap[0], 0.0], np.r_[remap[1], 1.0]) if raw else remap)
-        files[names["position"]] = self.pos.encode(pos_remap, raw)
+        files[names["position"]] = self.pos.encode(pos_remap, raw, max(np.abs(self.lo).max(), np.abs(self.hi).max()))
         textures["position"] = {"file": names["position"], "channels": "RGBA" if raw else "RGB",
                                 "content": "offset from the rest position, object space, engine units",
                                 "remap": _remap_dict(remap, 3)}
@@ -608,7 +608,8 @@ class VatEncoder:
             if enc == "PNG16":
                 lo, hi = self.attr_range[name]
                 aremap = (lo, np.where(hi > lo, hi, lo + 1.0))
-            files[names[key]] = tex.encode(aremap)
+            lo, hi = self.attr_range[name]
+            files[names[key]] = tex.encode(aremap, (), max(np.abs(lo).max(), np.abs(hi).max()))
             textures[name] = {"file": names[key], "channels": "RGBA"[:tex.c] if tex.c <= 4 else "",
                               "content": f"attribute {name!r} per frame", "remap": _remap_dict(aremap, tex.c)}
         frames = self.frames

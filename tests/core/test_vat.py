@@ -127,6 +127,10 @@ def test_engine_axes_are_the_bends_and_the_player_can_undo_them():
 def test_half_floats_refuse_values_they_cannot_hold():
     with pytest.raises(vat.VatError, match="EXR32"):
         vat.encode_texture(np.full((2, 2, 3), 70000.0), "EXR16")
+    rest = np.zeros((4, 3))
+    with pytest.raises(vat.VatError, match="choose EXR32"):  # Unreal's centimetres: 800 m is 80,000 cm
+        vat.encode_bake("far", rest, np.full((2, 4, 3), 800.0), None, [1, 2],
+                        vat.VatSettings(encoding="EXR16", engine="UNREAL", normals="NONE"))
     with pytest.raises(vat.VatError, match="Packed normals need EXR32 or PNG16"):
         vat.VatSettings(encoding="EXR16", normals="PACKED").validate()
 
