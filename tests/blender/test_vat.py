@@ -317,3 +317,29 @@ def test_cancel_leaves_nothing_behind(vat, tmp_path, steps):
     unchanged(tmp_path / "out", before, frame=2)
     assert len(bpy.data.meshes) == meshes
     assert vat.nodes.GROUP_NAME not in bpy.data.node_groups
+
+
+def test_fbx_proxy_holds_the_rest_pose_and_the_vat_uvs(vat, tmp_path, load_helper):
+    """The Unity/Unreal proxy: Blender's FBX exporter writes the rest pose (not the player's pose at the current
+    frame) with Apply Transform, in the axes its GlobalSettings name, and the UV map EnvFX_VAT addresses each
+    corner's vertex texel (V from the bottom, as FBX counts it)."""
+    fbx = load_helper("fbx_reader", "tests", "blender", "fbx_reader.py")
+    obj = armature_mesh()
+    bpy.context.scene.frame_set(7)
+    result = vat.ops.bake_vat(bpy.context.scene, [obj], str(tmp_path),
+                              vat.ops.VatOptions(frame_start=1, frame_end=10, engine="UNITY"))
+    meta = result.meta["Arm"]
+    root = fbx.read(str(tmp_path / meta["mesh"]))
+    (geometry,) = fbx.objects(root, "Geometry").values()
+    rest = vat.bridge.get_positions(obj.data).astype(np.float64)
+    in_file = fbx.vertices(geometry) @ fbx.to_z_up(root).T
+    scale = np.abs(in_file).max() / np.abs(rest).max()  # the exporter's unit scale (1 or 100)
+    np.testing.assert_allclose(in_file / scale, rest, atol=1e-4)
+    corners = fbx.corner_vertices(geometry)
+    uvs = fbx.layers(geometry, "LayerElementUV", "UV", "UVIndex", 2)
+    assert list(uvs)[meta["uv"]["index"]] == "EnvFX_VAT"
+    uv = uvs["EnvFX_VAT"]
+    lay = meta["layout"]
+    index = np.floor((1.0 - uv[:, 1]) * lay["height"]).astype(int) * lay["width"] + \
+        np.floor(uv[:, 0] * lay["width"]).astype(int)
+    assert np.array_equal(index, corners)
