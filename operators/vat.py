@@ -446,6 +446,7 @@ def _bake(scene, names, out_dir, opts, frames, settings, result):
         proxy = bpy.data.objects.get(name + PROXY_SUFFIX)
         if proxy is None or not opts.add_proxy:
             continue
+        proxy.data.name = proxy.name  # the earlier proxy's mesh, which held the name, is gone
         folder = out_dir
         positions = _load_image(os.path.join(folder, meta["textures"]["position"]["file"]))
         normals = _load_image(os.path.join(folder, meta["textures"]["normal"]["file"])) \

@@ -181,6 +181,7 @@ def test_operator_bakes_the_selection_with_the_scene_settings(vat, tmp_path):
     assert bpy.ops.envfx.vat_bake() == {"FINISHED"}
     assert sorted(os.listdir(tmp_path)) == ["Arm_vat.glb", "Arm_vat.json", "Arm_vat_nrm.exr", "Arm_vat_pos.exr"]
     assert [o.name for o in bpy.data.objects if o.name.startswith("Arm_VAT")] == ["Arm_VAT"]
+    assert [m.name for m in bpy.data.meshes if m.name.startswith("Arm_VAT")] == ["Arm_VAT"]
 
 
 def read_glb(path):
