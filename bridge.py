@@ -173,3 +173,60 @@ def set_image_pixels(image, pixels: np.ndarray):
         raise ValueError(f"image {image.name!r} is {w} x {h}, got {arr.size // 4} pixels")
     image.pixels.foreach_set(arr)
     image.update()
+
+
+def mesh_counts(mesh) -> tuple:
+    """(vertices, edges, faces, corners): what must not change over a vertex animation."""
+    return len(mesh.vertices), len(mesh.edges), len(mesh.polygons), len(mesh.loops)
+
+
+def vertex_normals(mesh) -> np.ndarray:
+    """(N, 3) float32 vertex normals (object space) of a mesh."""
+    n = len(mesh.vertices)
+    buf = np.empty(n * 3, dtype=np.float32)
+    if n:
+        mesh.vertex_normals.foreach_get("vector", buf)
+    return buf.reshape(n, 3)
+
+
+# attribute data type -> (foreach key, components)
+_ATTR_KINDS = {"FLOAT": ("value", 1), "INT": ("value", 1), "FLOAT2": ("vector", 2), "FLOAT_VECTOR": ("vector", 3),
+               "FLOAT_COLOR": ("color", 4), "BYTE_COLOR": ("color", 4)}
+
+
+def point_attribute(mesh, name: str) -> np.ndarray:
+    """(N, C) float32 values per vertex of the attribute ``name`` (point domain; a corner attribute is averaged
+    over each vertex's corners). KeyError when the mesh has no such attribute, TypeError for a type that is not
+    numbers (bool, string, quaternion...)."""
+    attr = mesh.attributes[name]
+    if attr.data_type not in _ATTR_KINDS or attr.domain not in ("POINT", "CORNER"):
+        raise TypeError(f"attribute {name!r} is {attr.data_type.lower()} on the {attr.domain.lower()} domain: only "
+                        f"numbers and colours on points or face corners can be baked")
+    key, c = _ATTR_KINDS[attr.data_type]
+    buf = np.empty(len(attr.data) * c, dtype=np.float32)
+    if buf.size:
+        attr.data.foreach_get(key, buf)
+    values = buf.reshape(-1, c)
+    if attr.domain == "POINT":
+        return values
+    loops = np.empty(len(mesh.loops), dtype=np.int32)
+    mesh.loops.foreach_get("vertex_index", loops)
+    n = len(mesh.vertices)
+    total = np.zeros((n, c), np.float64)
+    np.add.at(total, loops, values)
+    count = np.bincount(loops, minlength=n)[:, None]
+    return (total / np.maximum(count, 1)).astype(np.float32)
+
+
+def set_vertex_uv(mesh, name: str, uv_per_vertex: np.ndarray):
+    """Add (or replace) the UV map ``name`` whose every corner gets the UV of its vertex ((N, 2) array)."""
+    old = mesh.uv_layers.get(name)
+    if old is not None:
+        mesh.uv_layers.remove(old)
+    layer = mesh.uv_layers.new(name=name, do_init=False)
+    loops = np.empty(len(mesh.loops), dtype=np.int32)
+    mesh.loops.foreach_get("vertex_index", loops)
+    data = np.ascontiguousarray(np.asarray(uv_per_vertex, dtype=np.float32)[loops]).reshape(-1)
+    if data.size:
+        layer.uv.foreach_set("vector", data)
+    return layer

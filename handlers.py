@@ -10,11 +10,13 @@ def on_load_post(*_args):
     by Blender 5.0 with its default keyframes pass their values through unchanged (``common.straighten``)."""
     from .shader_nodes import bend as bend_nodes
     from .shader_nodes import common
+    from .shader_nodes import vat as vat_nodes
     from .shader_nodes import wind as wind_nodes
 
     common.straighten_drivers()
     bend_nodes.refresh_after_load()
     wind_nodes.refresh_after_load()
+    vat_nodes.refresh_after_load()
 
 
 # --- objects appended from another file join the scene's bend, wind and snow trails ---

@@ -1,5 +1,5 @@
 """OpenEXR writing in pure numpy + zlib (Blender ships no OpenEXR Python module): single-part scanline files,
-32-bit float channels, ZIP compression (16 scanlines per block) or none.
+32-bit float (FLOAT) or 16-bit half (HALF) channels, ZIP compression (16 scanlines per block) or none.
 
 Layout (OpenEXR file format, version 2): magic, version, header attributes (channels, compression, dataWindow,
 displayWindow, lineOrder, pixelAspectRatio, screenWindowCenter, screenWindowWidth), the chunk offset table, then
@@ -21,7 +21,8 @@ import numpy as np
 MAGIC = 20000630
 NO_COMPRESSION, ZIP_COMPRESSION = 0, 3
 _LINES = {NO_COMPRESSION: 1, ZIP_COMPRESSION: 16}
-FLOAT = 2
+HALF, FLOAT = 1, 2
+_DTYPES = {HALF: "<f2", FLOAT: "<f4"}
 
 
 def _attr(name: str, kind: str, data: bytes) -> bytes:
@@ -49,9 +50,24 @@ def _zip_unpack(data: bytes, size: int) -> bytes:
     return out.tobytes()
 
 
-def encode_exr(pixels, channels: str | None = None, compression: int = ZIP_COMPRESSION, level: int = 6) -> bytes:
-    """EXR bytes of an (H, W, C) float image, row 0 at the top; ``channels`` names C channels (default "Y",
-    "RGB" or "RGBA" by C); pixels are stored as 32-bit floats."""
+def _header(h: int, w: int, channels: str, compression: int, half: bool) -> tuple:
+    """(channel order sorted by name, header bytes) of a file of ``h`` x ``w`` pixels."""
+    c = len(channels)
+    order = sorted(range(c), key=lambda k: channels[k])  # channels are stored sorted by name
+    kind = HALF if half else FLOAT
+    chlist = b"".join(channels[k].encode() + b"\0" + struct.pack("<iB3xii", kind, 0, 1, 1) for k in order) + b"\0"
+    box = struct.pack("<4i", 0, 0, w - 1, h - 1)
+    header = (struct.pack("<ii", MAGIC, 2) + _attr("channels", "chlist", chlist)
+              + _attr("compression", "compression", bytes([compression]))
+              + _attr("dataWindow", "box2i", box) + _attr("displayWindow", "box2i", box)
+              + _attr("lineOrder", "lineOrder", b"\0") + _attr("pixelAspectRatio", "float", struct.pack("<f", 1.0))
+              + _attr("screenWindowCenter", "v2f", struct.pack("<ff", 0.0, 0.0))
+              + _attr("screenWindowWidth", "float", struct.pack("<f", 1.0)) + b"\0")
+    return order, header
+
+
+def _prepare(pixels, channels, compression, half):
+    """(float32 (H, W, C) array, channel order sorted by name, header bytes) for a file of ``pixels``."""
     arr = np.asarray(pixels, dtype=np.float32)
     if arr.ndim == 2:
         arr = arr[:, :, None]
@@ -64,19 +80,50 @@ def encode_exr(pixels, channels: str | None = None, compression: int = ZIP_COMPR
         raise ValueError(f"EXR channels {channels!r} do not match {c} image channels")
     if compression not in _LINES:
         raise ValueError(f"EXR compression {compression}: use {NO_COMPRESSION} (none) or {ZIP_COMPRESSION} (ZIP)")
-    order = sorted(range(c), key=lambda k: channels[k])  # channels are stored sorted by name
-    chlist = b"".join(channels[k].encode() + b"\0" + struct.pack("<iB3xii", FLOAT, 0, 1, 1) for k in order) + b"\0"
-    box = struct.pack("<4i", 0, 0, w - 1, h - 1)
-    header = (struct.pack("<ii", MAGIC, 2) + _attr("channels", "chlist", chlist)
-              + _attr("compression", "compression", bytes([compression]))
-              + _attr("dataWindow", "box2i", box) + _attr("displayWindow", "box2i", box)
-              + _attr("lineOrder", "lineOrder", b"\0") + _attr("pixelAspectRatio", "float", struct.pack("<f", 1.0))
-              + _attr("screenWindowCenter", "v2f", struct.pack("<ff", 0.0, 0.0))
-              + _attr("screenWindowWidth", "float", struct.pack("<f", 1.0)) + b"\0")
+    order, header = _header(h, w, channels, compression, half)
+    return arr, order, header
+
+
+def uncompressed_file(height: int, width: int, channels: str, half: bool = False) -> tuple:
+    """An uncompressed EXR file of ``height`` x ``width`` pixels to be filled in place: (uint8 array of the whole
+    file, header and offset table written; the (H, C, W) view of its pixel data, the channel planes in name order;
+    the plane of each of ``channels``). A bake writes its rows as they come, then ``fh.write``s the array."""
+    c = len(channels)
+    order, header = _header(height, width, channels, NO_COMPRESSION, half)
+    block = np.dtype([("y", "<i4"), ("size", "<i4"), ("data", _DTYPES[HALF if half else FLOAT], (c, width))])
+    start = len(header) + 8 * height
+    buf = np.zeros(start + height * block.itemsize, dtype=np.uint8)
+    buf[:len(header)] = np.frombuffer(header, dtype=np.uint8)
+    buf[len(header):start] = (start + np.arange(height, dtype="<u8") * block.itemsize).view(np.uint8)
+    blocks = buf[start:].view(block)
+    blocks["y"] = np.arange(height)
+    blocks["size"] = block.itemsize - 8
+    return buf, blocks["data"], [order.index(k) for k in range(c)]
+
+
+def encode_exr_array(pixels, channels: str | None = None, half: bool = False) -> np.ndarray:
+    """``encode_exr`` without compression, as a uint8 array (``uncompressed_file`` filled from ``pixels``)."""
+    arr, _order, _header = _prepare(pixels, channels, NO_COMPRESSION, half)
+    h, w, c = arr.shape
+    channels = channels or {1: "Y", 2: "YA", 3: "RGB", 4: "RGBA"}[c]
+    buf, data, planes = uncompressed_file(h, w, channels, half)
+    for k in range(c):
+        data[:, planes[k], :] = arr[:, :, k]
+    return buf
+
+
+def encode_exr(pixels, channels: str | None = None, compression: int = ZIP_COMPRESSION, level: int = 6,
+               half: bool = False) -> bytes:
+    """EXR bytes of an (H, W, C) float image, row 0 at the top; ``channels`` names C channels (default "Y",
+    "RGB" or "RGBA" by C); pixels are stored as 32-bit floats, or as 16-bit halves with ``half`` (values beyond
+    the half range, 65504, become infinite: callers check first)."""
+    arr, order, header = _prepare(pixels, channels, compression, half)
+    h, w, c = arr.shape
+    kind = HALF if half else FLOAT
     lines = _LINES[compression]
     nblocks = (h + lines - 1) // lines
     # (H, C, W): each scanline holds each channel's row in turn
-    planar = np.ascontiguousarray(arr[:, :, order].transpose(0, 2, 1)).astype("<f4")
+    planar = np.ascontiguousarray(arr[:, :, order].transpose(0, 2, 1)).astype(_DTYPES[kind])
     blocks = []
     for b in range(nblocks):  # a loop over blocks of scanlines, each vectorised
         raw = planar[b * lines:(b + 1) * lines].tobytes()
@@ -94,17 +141,22 @@ def encode_exr(pixels, channels: str | None = None, compression: int = ZIP_COMPR
     return header + struct.pack(f"<{nblocks}Q", *offsets) + b"".join(blocks)
 
 
-def write_exr(path: str, pixels, channels: str | None = None, compression: int = ZIP_COMPRESSION):
-    data = encode_exr(pixels, channels, compression)
+def write_exr(path: str, pixels, channels: str | None = None, compression: int = ZIP_COMPRESSION,
+              half: bool = False):
+    data = encode_exr(pixels, channels, compression, half=half)
     with open(path, "wb") as fh:
         fh.write(data)
 
 
 def read_exr(path: str):
     """(pixels (H, W, C) float32 in the file's channel order sorted by name, channel names) of an EXR written by
-    ``write_exr`` (scanline, FLOAT channels, no or ZIP compression)."""
+    ``write_exr`` (scanline, FLOAT or HALF channels, all of one type, no or ZIP compression)."""
     with open(path, "rb") as fh:
-        data = fh.read()
+        return decode_exr(fh.read())
+
+
+def decode_exr(data: bytes):
+    """``read_exr`` of the file's bytes."""
     magic, version = struct.unpack_from("<ii", data, 0)
     if magic != MAGIC:
         raise ValueError("not an OpenEXR file")
@@ -118,15 +170,17 @@ def read_exr(path: str):
         attrs[name] = data[tend + 5:tend + 5 + size]
         pos = tend + 5 + size
     pos += 1
-    names = []
+    names, kinds = [], set()
     cl = attrs["channels"]
     p = 0
     while cl[p] != 0:
         end = cl.index(b"\0", p)
         names.append(cl[p:end].decode())
-        if struct.unpack_from("<i", cl, end + 1)[0] != FLOAT:
-            raise ValueError("only FLOAT channels are read")
+        kinds.add(struct.unpack_from("<i", cl, end + 1)[0])
         p = end + 1 + 16
+    if len(kinds) != 1 or not kinds <= set(_DTYPES):
+        raise ValueError("only files whose channels are all FLOAT or all HALF are read")
+    dtype = np.dtype(_DTYPES[kinds.pop()])
     x0, y0, x1, y1 = struct.unpack("<4i", attrs["dataWindow"])
     w, h = x1 - x0 + 1, y1 - y0 + 1
     comp = attrs["compression"][0]
@@ -138,9 +192,9 @@ def read_exr(path: str):
     for off in offsets:
         y, size = struct.unpack_from("<ii", data, off)
         n = min(lines, h - (y - y0))
-        raw_size = n * c * w * 4
+        raw_size = n * c * w * dtype.itemsize
         blk = data[off + 8:off + 8 + size]
         if size < raw_size:
             blk = _zip_unpack(blk, raw_size)
-        out[y - y0:y - y0 + n] = np.frombuffer(blk, dtype="<f4").reshape(n, c, w)
+        out[y - y0:y - y0 + n] = np.frombuffer(blk, dtype=dtype).reshape(n, c, w)
     return out.transpose(0, 2, 1).copy(), names

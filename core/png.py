@@ -9,27 +9,88 @@ import numpy as np
 
 
 def _chunk(kind: bytes, data: bytes) -> bytes:
-    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+    crc = zlib.crc32(data, zlib.crc32(kind)) & 0xFFFFFFFF  # without a copy of kind + data
+    return b"".join((struct.pack(">I", len(data)), kind, data, struct.pack(">I", crc)))
 
 
 def encode_png(pixels, level: int = 6) -> bytes:
-    """PNG of an (H, W, C) uint8 or uint16 array, C = 1 grey, 2 grey+alpha, 3 RGB, 4 RGBA (filter 'up').
-    Row 0 is the top of the picture."""
+    """PNG of an (H, W, C) uint8 or uint16 array, C = 1 grey, 2 grey+alpha, 3 RGB, 4 RGBA (filter 'up'; none
+    at level 0, which stores the rows without deflating them). Row 0 is the top of the picture."""
     arr = np.asarray(pixels)
     if arr.ndim == 2:
         arr = arr[:, :, None]
-    if arr.ndim != 3 or arr.shape[2] not in (1, 2, 3, 4) or arr.dtype not in (np.uint8, np.uint16):
+    if arr.ndim != 3 or arr.shape[2] not in (1, 2, 3, 4) or arr.dtype not in (np.uint8, np.uint16, np.dtype(">u2")):
         raise ValueError(f"Cannot write a PNG of shape {arr.shape} {arr.dtype}: use (H, W, 1-4) uint8 or uint16")
     h, w, c = arr.shape
     depth = 8 if arr.dtype == np.uint8 else 16
     colour_type = {1: 0, 2: 4, 3: 2, 4: 6}[c]
-    raw = np.ascontiguousarray(arr.astype(">u2") if depth == 16 else arr).view(np.uint8).reshape(h, -1)
-    up = raw.copy()
-    up[1:] -= raw[:-1]  # uint8 arithmetic wraps mod 256, as the 'up' filter wants
-    rows = np.concatenate([np.full((h, 1), 2, dtype=np.uint8), up], axis=1)
+    raw = np.ascontiguousarray(arr.astype(">u2", copy=False) if depth == 16 else arr).view(np.uint8).reshape(h, -1)
+    rows = np.empty((h, raw.shape[1] + 1), dtype=np.uint8)
+    rows[:, 1:] = raw
+    if level > 0:
+        rows[:, 0] = 2
+        rows[1:, 1:] -= raw[:-1]  # uint8 arithmetic wraps mod 256, as the 'up' filter wants
+    else:
+        rows[:, 0] = 0  # stored, not deflated: filtering would gain nothing
     ihdr = struct.pack(">2I5B", w, h, depth, colour_type, 0, 0, 0)
     return (b"\x89PNG\r\n\x1a\n" + _chunk(b"IHDR", ihdr)
             + _chunk(b"IDAT", zlib.compress(rows.tobytes(), level)) + _chunk(b"IEND", b""))
+
+
+def decode_png(data: bytes) -> np.ndarray:
+    """(H, W, C) uint8 or uint16 pixels of a PNG that ``encode_png`` wrote (non-interlaced grey, grey+alpha, RGB or
+    RGBA of 8 or 16 bits; filters none, sub, up; the others are refused). For checks and tests."""
+    if data[:8] != b"\x89PNG\r\n\x1a\n":
+        raise ValueError("not a PNG file")
+    pos, ihdr, idat = 8, None, []
+    while pos < len(data):
+        size = struct.unpack_from(">I", data, pos)[0]
+        kind, body = data[pos + 4:pos + 8], data[pos + 8:pos + 8 + size]
+        if kind == b"IHDR":
+            ihdr = struct.unpack(">2I5B", body)
+        elif kind == b"IDAT":
+            idat.append(body)
+        pos += 12 + size
+    w, h, depth, colour_type, _comp, _filt, interlace = ihdr
+    c = {0: 1, 4: 2, 2: 3, 6: 4}.get(colour_type)
+    if c is None or depth not in (8, 16) or interlace:
+        raise ValueError(f"PNG colour type {colour_type}, depth {depth}, interlace {interlace} is not read here")
+    bpp = c * depth // 8
+    rows = np.frombuffer(zlib.decompress(b"".join(idat)), dtype=np.uint8).reshape(h, 1 + w * bpp)
+    out = rows[:, 1:].copy()
+    for y in range(h):  # a loop over rows (each row's filter depends on the one above), vectorised within
+        f = rows[y, 0]
+        if f == 2 and y > 0:
+            out[y] += out[y - 1]
+        elif f == 1:
+            line = out[y].reshape(w, bpp)
+            out[y] = np.cumsum(line, axis=0, dtype=np.uint8).reshape(-1)
+        elif f not in (0, 2):
+            raise ValueError(f"PNG filter {f} is not read here")
+    if depth == 16:
+        return out.view(">u2").astype(np.uint16).reshape(h, w, c)
+    return out.reshape(h, w, c)
+
+
+def encode_png16_from_float(image, lo, scale, level: int = 0, chunk_rows: int = 256) -> bytes:
+    """16-bit PNG of an (H, W, C) float32 ``image`` quantised on the way in, ``texel = round((value - lo) *
+    scale)`` clamped to 0..65535 per channel, a block of rows at a time straight into the file's row buffer (no
+    full-size temporary copies: a 300 MB bake is quantised in one pass). Filter none; ``level`` 0 stores the rows
+    without deflating them."""
+    h, w, c = image.shape
+    rows = np.zeros((h, 1 + w * c * 2), dtype=np.uint8)  # filter byte 0 (none) per row
+    texels = rows[:, 1:].view(">u2").reshape(h, w, c)
+    lo = np.asarray(lo, dtype=np.float32)
+    scale = np.asarray(scale, dtype=np.float32)
+    for a in range(0, h, chunk_rows):  # blocks of rows bound the temporary, each vectorised
+        t = image[a:a + chunk_rows] - lo
+        t *= scale
+        t += np.float32(0.5)
+        np.clip(t, 0.0, 65535.0, out=t)
+        texels[a:a + chunk_rows] = t
+    ihdr = struct.pack(">2I5B", w, h, 16, {1: 0, 2: 4, 3: 2, 4: 6}[c], 0, 0, 0)
+    return (b"\x89PNG\r\n\x1a\n" + _chunk(b"IHDR", ihdr) + _chunk(b"IDAT", zlib.compress(rows, level))
+            + _chunk(b"IEND", b""))
 
 
 def to_uint8(img) -> np.ndarray:

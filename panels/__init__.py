@@ -2,9 +2,9 @@
 
 import bpy
 
-from . import bend, gasgiant, lightmap, main, mips, snow, wind
+from . import bend, gasgiant, lightmap, main, mips, snow, vat, wind
 
-modules = (main, bend, wind, snow, gasgiant, mips, lightmap)
+modules = (main, bend, wind, snow, gasgiant, mips, lightmap, vat)
 classes = tuple(cls for module in modules for cls in module.classes)
 
 

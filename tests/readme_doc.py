@@ -22,7 +22,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 README = os.path.join(ROOT, "README.md")
 DOCS = os.path.join(ROOT, "docs")
 FEATURE_PAGES = {"bend": "docs/bend.md", "wind": "docs/wind.md", "snow": "docs/snow.md",
-                 "gasgiant": "docs/gasgiant.md", "mips": "docs/mips.md"}
+                 "gasgiant": "docs/gasgiant.md", "mips": "docs/mips.md", "vat": "docs/vat.md"}
 
 
 def text() -> str:

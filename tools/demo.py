@@ -18,7 +18,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tools"))
 
 # demo parts in the order they are built; each module has build(ctx) -> list of files written
-PARTS = ("bend", "wind", "snow", "gasgiant", "mips", "lightmap")
+PARTS = ("bend", "wind", "snow", "gasgiant", "mips", "lightmap", "vat")
 
 
 class DemoContext:

@@ -35,6 +35,7 @@ SMOKE = {
     "bench_lightmap.py": (["--size", "32", "--lights", "2", "--samples", "2", "--cycles-samples", "1",
                            "--match-size", "16", "--match-samples", "1,2"],
                           {("bench", "lightmap"): 4}),
+    "bench_vat.py": (["--verts", "400", "--frames", "3", "--encodings", "EXR32,PNG16"], {("bench", "vat_bake"): 2}),
 }
 
 

@@ -200,9 +200,12 @@ NOT_SETTINGS = {
                  "still_png", "times", "unit", "up", "velocity", "version", "write_exr"},
     "mips": {"dds_format", "files", "null"},
     "lightmap": set(),
+    "vat": {"bounds", "coordinate_system", "fps", "frame_v_step", "frames", "height", "index", "layout", "mesh",
+            "name", "null", "playback_fps", "precision", "remap", "rows_per_frame", "textures", "uv",
+            "vertex_count", "width", "file", "units_per_blender_unit", "matrix_from_blender", "f", "i", "t"},
 }
 SECTIONS = {"World Bend": "bend", "Wind": "wind", "Snow": "snow", "Gas Giant": "gasgiant", "Mip Chains": "mips",
-            "2D Light Map": "lightmap"}
+            "2D Light Map": "lightmap", "Vertex Animation Textures": "vat"}
 
 
 def feature_texts():

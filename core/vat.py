@@ -1,0 +1,733 @@
+"""Vertex animation textures (VAT), pure numpy: an animated mesh's per-frame vertex offsets and normals as
+textures a game's vertex shader plays back.
+
+A bake evaluates the mesh at every baked frame and keeps, per vertex, its offset from the rest pose (object space)
+and its normal. The textures store one texel per vertex and frame:
+
+- Layout: ``width`` texels per row, ``rows_per_frame = ceil(vertices / width)`` rows per frame, frames one under
+  the other (frame 0 at the top of the image), ``height = frames * rows_per_frame``; both sides stay within
+  ``max_size`` (8192 by default). Vertex ``i`` of baked frame ``f`` is texel ``x = i % width``,
+  ``row = f * rows_per_frame + i // width`` (row 0 = the image's top row). The width is the vertex count spread
+  evenly over the fewest rows that hold it, so a frame's rows are full but for at most one texel per row.
+- Encodings: ``EXR32`` (32-bit float, exact), ``EXR16`` (half float: about 3 significant digits, and values
+  up to 65504) and ``PNG16`` (16-bit integers through a stored remap range per channel: ``value = min + t *
+  (max - min)``, ``t`` = the texel / 65535; the error is at most half of ``(max - min) / 65535``). Normals are
+  stored as they are in float, and remapped from -1..1 in PNG.
+- Packed normals: instead of a separate texture, the normal goes into the position texture's alpha channel,
+  octahedral-encoded with two integers of ``bits`` bits (``a * 2**bits + b``): 11 bits each in an EXR32 float
+  (integers below 2**22, so a shader's float math on them, rounding included, stays exact), 8 bits each in a
+  PNG16 texel. Half floats hold too few digits for that.
+- Coordinate systems: ``BLENDER`` (object space as Blender has it), or the axes and units a game imports through
+  ``core.bend_engines`` (GODOT glTF ``(x, z, -y)``, UNITY FBX ``(-x, z, -y)``, UNREAL FBX ``100 * (x, -y, z)``);
+  offsets are scaled to the engine's units, normals only turned.
+
+``vat_json`` gives the metadata a shader needs; ``encode_texture`` / ``decode_texture`` turn per-frame arrays into
+file bytes and back (the decoder is what a shader does, and what the tests hold the node-group player to).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import unicodedata
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from . import bend_engines, exr, png
+
+ENCODINGS = ("EXR16", "EXR32", "PNG16")
+NORMAL_MODES = ("NONE", "TEXTURE", "PACKED")
+ENGINES = ("BLENDER",) + tuple(bend_engines.ENGINES)
+MAX_TEXTURE_SIZE = 8192
+HALF_MAX = 65504.0
+PACK_BITS = {"EXR32": 11, "PNG16": 8}
+UV_NAME = "EnvFX_VAT"
+FORMAT_VERSION = 1
+# what the glTF / FBX proxy export is per engine (the axes of core.bend_engines assume that export)
+EXPORT_FORMAT = {"BLENDER": None, "GODOT": "GLTF", "UNITY": "FBX", "UNREAL": "FBX"}
+# file-name characters Windows, macOS or Linux refuse, and the names Windows reserves
+_RESERVED = {"CON", "PRN", "AUX", "NUL", *(f"COM{i}" for i in range(1, 10)), *(f"LPT{i}" for i in range(1, 10))}
+
+
+class VatError(ValueError):
+    """Bad input or settings; the message says what is wrong and what to do."""
+
+
+# --- frames and layout -------------------------------------------------------------------------------------
+
+def baked_frames(start: int, end: int, step: int = 1, loop_frames: int = 0) -> list:
+    """The frames a bake evaluates: ``start, start + step, ...`` up to ``end`` (included), or, with a loop length,
+    ``[start, start + loop_frames)`` so that the frame after the last is the first again (a seamless loop)."""
+    start, end, step, loop_frames = int(start), int(end), int(step), int(loop_frames)
+    if step < 1:
+        raise VatError(f"Frame step {step} must be 1 or more")
+    if loop_frames > 0:
+        if loop_frames % step:
+            raise VatError(f"The loop length {loop_frames} is not a multiple of the frame step {step}: the loop would "
+                           f"not close; set a step that divides it, or another loop length")
+        frames = list(range(start, start + loop_frames, step))
+        where = f"a loop of {loop_frames} frame(s) from {start}"
+    else:
+        if end < start:
+            raise VatError(f"The frame range {start} to {end} is empty: set the end frame after the start frame")
+        frames = list(range(start, end + 1, step))
+        where = f"frames {start} to {end}"
+    if len(frames) < 2:
+        raise VatError(f"{where[0].upper() + where[1:]} with step {step} is a single frame: a vertex animation needs "
+                       f"at least two; widen the frame range (or the loop length) or lower the step")
+    return frames
+
+
+@dataclass(frozen=True)
+class Layout:
+    vertices: int
+    frames: int
+    width: int
+    rows_per_frame: int
+
+    @property
+    def height(self) -> int:
+        return self.frames * self.rows_per_frame
+
+    def texels(self) -> tuple:
+        """(x, row in frame 0) of every vertex, int arrays."""
+        i = np.arange(self.vertices)
+        return i % self.width, i // self.width
+
+    def uvs(self) -> np.ndarray:
+        """(N, 2) float32 UVs of the texel centres of frame 0, Blender's convention (v = 0 at the image's bottom
+        row): u = (x + 0.5) / width, v = 1 - (row + 0.5) / height. Frame f is at v - f * frame_v_step."""
+        x, row = self.texels()
+        u = (x + 0.5) / self.width
+        v = 1.0 - (row + 0.5) / self.height
+        return np.stack([u, v], axis=1).astype(np.float32)
+
+    @property
+    def frame_v_step(self) -> float:
+        return self.rows_per_frame / self.height
+
+    def to_dict(self) -> dict:
+        return {"width": self.width, "height": self.height, "rows_per_frame": self.rows_per_frame,
+                "vertices": self.vertices, "frames": self.frames, "frame_v_step": self.frame_v_step,
+                "texel": "x = i % width; row = frame * rows_per_frame + i // width (row 0 = the image's top row)"}
+
+
+def plan_layout(vertices: int, frames: int, max_size: int = MAX_TEXTURE_SIZE) -> Layout:
+    """The layout of ``vertices`` over ``frames`` within ``max_size`` texels a side, or VatError saying which
+    setting to change."""
+    vertices, frames, max_size = int(vertices), int(frames), int(max_size)
+    if vertices < 1:
+        raise VatError("The mesh has no vertices: nothing to bake")
+    if max_size < 1:
+        raise VatError(f"Maximum texture size {max_size} must be 1 or more")
+    rows = -(-vertices // max_size)
+    width = -(-vertices // rows)
+    height = frames * rows
+    if height > max_size:
+        most = max_size // rows
+        advice = (f"bake at most {most} frames (a larger Frame Step or a shorter range)" if most >= 2 else
+                  "the mesh has too many vertices for one texture of this size: use a mesh with fewer vertices")
+        raise VatError(f"{vertices} vertices over {frames} frames need {rows} row(s) per frame, {height} rows in all, "
+                       f"more than the Maximum Texture Size of {max_size}: {advice}, or raise the Maximum Texture "
+                       f"Size if the engine takes larger textures")
+    return Layout(vertices, frames, width, rows)
+
+
+def pack_frames(values, layout: Layout) -> np.ndarray:
+    """(F, N, C) per-frame values -> (H, W, C) image (row 0 = top); the unused texels at the end of each frame's
+    last row are 0."""
+    arr = np.asarray(values, dtype=np.float32)
+    f, n, c = arr.shape
+    assert (f, n) == (layout.frames, layout.vertices), (arr.shape, layout)
+    per = layout.rows_per_frame * layout.width
+    out = np.zeros((f, per, c), dtype=np.float32)
+    out[:, :n] = arr
+    return out.reshape(layout.height, layout.width, c)
+
+
+def unpack_frames(image, layout: Layout) -> np.ndarray:
+    """(H, W, C) image (row 0 = top) -> (F, N, C) per-frame values."""
+    arr = np.asarray(image)
+    c = arr.shape[2]
+    return arr.reshape(layout.frames, layout.rows_per_frame * layout.width, c)[:, :layout.vertices]
+
+
+# --- coordinate systems ------------------------------------------------------------------------------------
+
+def engine_matrix(engine: str, unit_scale: float = 1.0) -> tuple:
+    """(3x3 rotation Blender -> engine, engine units per Blender unit) for object-space vectors."""
+    if engine == "BLENDER":
+        return np.eye(3), 1.0
+    if engine not in bend_engines.ENGINES:
+        raise VatError(f"Unknown engine {engine!r}: use one of {', '.join(ENGINES)}")
+    try:
+        scale = bend_engines.engine_scale(engine, unit_scale)
+    except ValueError as exc:
+        raise VatError(str(exc)) from None
+    return np.asarray(bend_engines.ENGINES[engine][0], dtype=np.float64), float(scale)
+
+
+def to_engine(vectors, engine: str, unit_scale: float = 1.0, normal: bool = False) -> np.ndarray:
+    """(..., 3) Blender object-space offsets (scaled to engine units) or normals (only turned) in the engine's
+    axes, float32."""
+    m, scale = engine_matrix(engine, unit_scale)
+    arr = np.asarray(vectors, dtype=np.float32)
+    if engine == "BLENDER":
+        return arr.copy()
+    # every engine's matrix swaps axes and flips signs: one column per row, a gather and a multiply in float32
+    # (exact, where a float64 matrix product of a 250-frame bake costs seconds and gigabytes)
+    columns = np.argmax(np.abs(m), axis=1)
+    factors = m[np.arange(3), columns] * (1.0 if normal else scale)
+    return arr[..., columns] * factors.astype(np.float32)
+
+
+def from_engine_axes(engine: str, unit_scale: float = 1.0) -> np.ndarray:
+    """(3, 3) rows: the Blender x, y and z axes of an engine-space offset ``d`` are ``dot(row_i, d)`` (the
+    inverse of ``to_engine``: the transpose of the rotation, divided by the scale). The player uses them."""
+    m, scale = engine_matrix(engine, unit_scale)
+    return (m.T / scale).astype(np.float64)
+
+
+# --- normals -----------------------------------------------------------------------------------------------
+
+def octahedral_encode(normals) -> np.ndarray:
+    """(N, 3) unit vectors -> (N, 2) in [-1, 1] (octahedral map)."""
+    n = np.asarray(normals, dtype=np.float64)
+    n = n / np.maximum(np.abs(n).sum(axis=1, keepdims=True), 1e-30)
+    xy = n[:, :2].copy()
+    low = n[:, 2] < 0
+    sign = np.where(xy[low] >= 0, 1.0, -1.0)
+    xy[low] = (1.0 - np.abs(xy[low][:, ::-1])) * sign
+    return xy
+
+
+def octahedral_decode(xy) -> np.ndarray:
+    """(N, 2) in [-1, 1] -> (N, 3) unit vectors (what a shader does)."""
+    xy = np.asarray(xy, dtype=np.float64)
+    z = 1.0 - np.abs(xy).sum(axis=1)
+    out = np.concatenate([xy, z[:, None]], axis=1)
+    low = z < 0
+    sign = np.where(xy[low] >= 0, 1.0, -1.0)
+    out[low, :2] = (1.0 - np.abs(xy[low][:, ::-1])) * sign
+    return out / np.linalg.norm(out, axis=1, keepdims=True)
+
+
+def pack_normals(normals, bits: int) -> np.ndarray:
+    """(..., 3) unit normals -> (...) integers ``a * 2**bits + b`` (as float64): the octahedral coordinates
+    quantised to ``bits`` bits each."""
+    n = np.asarray(normals, dtype=np.float64)
+    shape = n.shape[:-1]
+    xy = octahedral_encode(n.reshape(-1, 3))
+    top = 2 ** bits - 1
+    q = np.floor((xy * 0.5 + 0.5) * top + 0.5)
+    return (q[:, 0] * 2 ** bits + q[:, 1]).reshape(shape)
+
+
+def unpack_normals(packed, bits: int) -> np.ndarray:
+    p = np.floor(np.asarray(packed, dtype=np.float64) + 0.5)
+    shape = p.shape
+    a = np.floor(p / 2 ** bits)
+    b = p - a * 2 ** bits
+    xy = np.stack([a, b], axis=-1).reshape(-1, 2) / (2 ** bits - 1) * 2.0 - 1.0
+    return octahedral_decode(xy).reshape(shape + (3,))
+
+
+# --- encodings ---------------------------------------------------------------------------------------------
+
+def file_extension(encoding: str) -> str:
+    return ".png" if encoding == "PNG16" else ".exr"
+
+
+def check_settings(encoding: str, normals: str, engine: str):
+    if encoding not in ENCODINGS:
+        raise VatError(f"Unknown encoding {encoding!r}: use one of {', '.join(ENCODINGS)}")
+    if normals not in NORMAL_MODES:
+        raise VatError(f"Unknown normals mode {normals!r}: use one of {', '.join(NORMAL_MODES)}")
+    if engine not in ENGINES:
+        raise VatError(f"Unknown engine {engine!r}: use one of {', '.join(ENGINES)}")
+    if normals == "PACKED" and encoding not in PACK_BITS:
+        raise VatError("Packed normals need EXR32 or PNG16 (a half float holds too few digits for them): choose "
+                       "another encoding, or Normals: Texture")
+
+
+def remap_range(values, fixed=None) -> tuple:
+    """(min, max) per channel of (..., C) values for PNG16; a channel that never changes gets a span of 1 (its
+    texels are all 0)."""
+    if fixed is not None:
+        lo, hi = fixed
+        c = np.asarray(values).shape[-1]
+        return np.full(c, lo, np.float64), np.full(c, hi, np.float64)
+    arr = np.asarray(values, dtype=np.float64).reshape(-1, np.asarray(values).shape[-1])
+    lo, hi = arr.min(axis=0), arr.max(axis=0)
+    hi = np.where(hi > lo, hi, lo + 1.0)
+    return lo, hi
+
+
+def encode_texture(image, encoding: str, remap=None, raw_channels=(), level: int = 0):
+    """File bytes of an (H, W, C) float image (row 0 at the top). PNG16: the channels are remapped through
+    ``remap`` = (min, max) per channel, except the channels in ``raw_channels``, which hold integers already (packed
+    normals) and are stored as they are. EXR: stored as they are (``EXR16`` as half floats; VatError beyond their
+    range). ``level``: the zlib level; 0 writes EXR uncompressed and PNG deflate-stored (vertex offsets compress
+    by about 40% at best, and compressing them takes several times as long as evaluating the scene). Returns
+    bytes, or for an uncompressed EXR a uint8 array of the file (bytes-like: ``fh.write`` takes it)."""
+    arr = np.asarray(image, dtype=np.float32)
+    c = arr.shape[2]
+    if encoding == "PNG16":
+        lo = np.asarray(remap[0], dtype=np.float64)[:c].copy()
+        span = np.asarray(remap[1], dtype=np.float64)[:c] - lo
+        raw = list(raw_channels)
+        lo[raw], span[raw] = 0.0, 65535.0  # integers already (packed normals): stored as they are
+        return png.encode_png16_from_float(arr, lo, 65535.0 / span, level=level)
+    if encoding == "EXR16":
+        big = float(np.abs(arr).max()) if arr.size else 0.0
+        if big > HALF_MAX:
+            raise VatError(f"A value of {big:g} is beyond what a half float holds ({HALF_MAX:g}): choose EXR32")
+    channels = {1: "R", 2: "RG", 3: "RGB", 4: "RGBA"}[c]
+    if level <= 0:
+        return exr.encode_exr_array(arr, channels, half=encoding == "EXR16")
+    return exr.encode_exr(arr, channels, exr.ZIP_COMPRESSION, level=level, half=encoding == "EXR16")
+
+
+def decode_texture(data: bytes, encoding: str, remap=None, raw_channels=()) -> np.ndarray:
+    """(H, W, C) float64 values of a texture ``encode_texture`` wrote, decoded as a shader does."""
+    if encoding == "PNG16":
+        q = png.decode_png(bytes(data)).astype(np.float64)
+        lo, hi = remap
+        out = np.empty(q.shape)
+        for k in range(q.shape[2]):
+            out[..., k] = q[..., k] if k in raw_channels else lo[k] + q[..., k] / 65535.0 * (hi[k] - lo[k])
+        return out
+    pixels, names = exr.decode_exr(bytes(data))
+    order = [names.index(ch) for ch in "RGBA"[:len(names)]]
+    return pixels[..., order].astype(np.float64)
+
+
+def precision(encoding: str, remap=None, bounds_size: float = 1.0, max_abs: float = 1.0) -> float:
+    """The largest position error the encoding allows: PNG16 the widest remap span / 65535, EXR16 half a half
+    float's step at ``max_abs``, EXR32 1e-5 of the bounds' size."""
+    if encoding == "PNG16":
+        lo, hi = remap
+        return float(np.max(np.asarray(hi) - np.asarray(lo))) / 65535.0
+    if encoding == "EXR16":
+        return max(float(max_abs), 6.1e-5) * 2.0 ** -11
+    return 1e-5 * max(float(bounds_size), 1e-6)
+
+
+# --- the bake's arrays -------------------------------------------------------------------------------------
+
+def topology_change(counts, frames) -> str | None:
+    """The message for the first baked frame whose (vertices, edges, faces, corners) differ from the first's, or
+    None: a VAT addresses each vertex by its index, so topology must not change."""
+    first = tuple(counts[0])
+    for frame, c in zip(frames, counts):
+        if tuple(c) != first:
+            what = ", ".join(f"{name} {a} -> {b}" for name, a, b in zip(("vertices", "edges", "faces", "corners"),
+                                                                         first, c) if a != b)
+            return (f"the topology changes at frame {frame} ({what} since frame {frames[0]}): a vertex animation "
+                    f"texture needs the same vertices in every frame; bake a range before the change, or apply "
+                    f"the modifier that adds or removes geometry (remesh, decimate, a particle or boolean "
+                    f"modifier) first")
+    return None
+
+
+def is_static(offsets, normals=None, tolerance: float = 1e-6) -> bool:
+    """Whether every frame equals the first (nothing moves over the baked range)."""
+    arr = np.asarray(offsets)
+    if arr.shape[0] < 2:
+        return True
+    if float(np.abs(arr[1:] - arr[:1]).max()) > tolerance:
+        return False
+    if normals is not None:
+        n = np.asarray(normals)
+        return float(np.abs(n[1:] - n[:1]).max()) <= tolerance
+    return True
+
+
+def loop_gap(first, after_last) -> float:
+    """How far (largest vertex distance) the frame after a loop's last is from its first: 0 for a seamless loop."""
+    return float(np.linalg.norm(np.asarray(after_last, np.float64) - np.asarray(first, np.float64), axis=1).max())
+
+
+# --- names -------------------------------------------------------------------------------------------------
+
+def file_stem(name: str) -> str:
+    """A file-name stem for an object name that every file system takes: letters, digits and marks of any script
+    kept (NFC), anything else (``/ \\ : * ? " < > |``, spaces, control characters) becomes ``_``; no leading or
+    trailing dot or underscore; Windows' reserved names (CON, NUL, COM1...) get a ``_`` appended; at most 100
+    characters."""
+    base = unicodedata.normalize("NFC", str(name))
+    base = "".join(c if c in "-." or unicodedata.category(c)[0] in "LNM" else "_" for c in base)
+    base = re.sub(r"_+", "_", base).strip("._")[:100].strip("._") or "mesh"
+    if base.split(".")[0].upper() in _RESERVED:
+        base += "_"
+    return base
+
+
+def unique_stems(names) -> list:
+    """``file_stem`` of each name, made unique ignoring case (``Tree`` and ``tree`` -> ``Tree``, ``tree_2``)."""
+    out, given = [], set()
+    for name in names:
+        stem = file_stem(name)
+        if stem.lower() in given:
+            n = 2
+            while f"{stem}_{n}".lower() in given:
+                n += 1
+            stem = f"{stem}_{n}"
+        given.add(stem.lower())
+        out.append(stem)
+    return out
+
+
+def output_names(stem: str, encoding: str, normals: str, extras=(), export: str | None = None) -> dict:
+    """{role: file name} a bake of ``stem`` writes: position, normal (with Normals: Texture), one per extra
+    attribute, the JSON, and the proxy mesh (``export`` GLTF: .glb, FBX: .fbx)."""
+    ext = file_extension(encoding)
+    names = {"position": f"{stem}_vat_pos{ext}"}
+    if normals == "TEXTURE":
+        names["normal"] = f"{stem}_vat_nrm{ext}"
+    for attr in extras:
+        names[f"attr:{attr}"] = f"{stem}_vat_{file_stem(attr)}{ext}"
+    names["json"] = f"{stem}_vat.json"
+    if export == "GLTF":
+        names["mesh"] = f"{stem}_vat.glb"
+    elif export == "FBX":
+        names["mesh"] = f"{stem}_vat.fbx"
+    return names
+
+
+# --- the whole bake: arrays in, files and metadata out -------------------------------------------------------
+
+@dataclass
+class VatSettings:
+    encoding: str = "EXR32"
+    normals: str = "TEXTURE"
+    engine: str = "BLENDER"
+    unit_scale: float = 1.0
+    max_size: int = MAX_TEXTURE_SIZE
+    level: int = 0                   # zlib level of the textures: 0 none (fast), 1..9 smaller files
+
+    def validate(self) -> "VatSettings":
+        check_settings(self.encoding, self.normals, self.engine)
+        engine_matrix(self.engine, self.unit_scale)
+        if not 0 <= int(self.level) <= 9:
+            raise VatError(f"Compression level {self.level} must be 0 (none) to 9")
+        if not 1 <= int(self.max_size) <= 65535:
+            raise VatError(f"Maximum texture size {self.max_size} must be 1 to 65535")
+        return self
+
+
+@dataclass
+class Encoded:
+    files: dict          # file name -> bytes
+    meta: dict           # the JSON (without the proxy mesh's entries, which the caller adds)
+    layout: Layout
+
+
+def _column_bounds(a) -> tuple:
+    """(min, max) per column of an (N, C) array: one strided pass per column (numpy's ``min(axis=0)`` of a narrow
+    array is about 20 times slower)."""
+    return (np.array([a[:, k].min() for k in range(a.shape[1])]),
+            np.array([a[:, k].max() for k in range(a.shape[1])]))
+
+
+class _Texture:
+    """One texture filled frame by frame: the final uncompressed EXR file itself (rows written in place), or a
+    float32 image encoded at the end (PNG16, which needs the whole bake's remap range, and compressed EXR)."""
+
+    def __init__(self, layout: Layout, channels: str, encoding: str, level: int):
+        self.layout, self.encoding, self.level, self.c = layout, encoding, level, len(channels)
+        self.direct = encoding != "PNG16" and level <= 0
+        if self.direct:
+            self.file, self.data, self.planes = exr.uncompressed_file(layout.height, layout.width, channels,
+                                                                      half=encoding == "EXR16")
+            self.channel_of_plane = np.argsort(self.planes)
+        else:
+            self.image = np.zeros((layout.height, layout.width, self.c), np.float32)
+        self.max_abs = 0.0
+
+    def put(self, f: int, values):
+        """Write frame ``f``'s (N, C) values into its rows."""
+        lay = self.layout
+        rows = slice(f * lay.rows_per_frame, (f + 1) * lay.rows_per_frame)
+        per = lay.rows_per_frame * lay.width
+        padded = values if values.shape[0] == per else np.concatenate(
+            [values, np.zeros((per - values.shape[0], values.shape[1]), values.dtype)])
+        grid = padded.reshape(lay.rows_per_frame, lay.width, self.c)
+        if self.direct:
+            for k in range(self.c):
+                self.data[rows, self.planes[k], :] = grid[:, :, k]
+        else:
+            self.image[rows] = grid
+
+    def put_columns(self, f: int, values, columns, factors, extra=None):
+        """Write frame ``f``: texture channel k is ``values[:, columns[k]] * factors[k]`` (an engine's axes from
+        Blender's), then ``extra`` (N,) as the last channel."""
+        lay = self.layout
+        n = values.shape[0]
+        vals = values[:, columns] * np.asarray(factors, dtype=np.float32)
+        if extra is not None:
+            vals = np.concatenate([vals, np.asarray(extra, np.float32)[:, None]], axis=1)
+        if self.direct:
+            vals = vals[:, self.channel_of_plane]
+        w, first = lay.width, f * lay.rows_per_frame
+        for r in range(lay.rows_per_frame):  # a frame's few rows (13 for 100,000 vertices), vectorised within
+            a, b = r * w, min(n, (r + 1) * w)
+            if a >= n:
+                break
+            if self.direct:
+                with np.errstate(over="ignore"):  # beyond a half float: refused by encode(), from the bounds
+                    self.data[first + r, :, :b - a] = vals[a:b].T
+            else:
+                self.image[first + r, :b - a] = vals[a:b]
+
+    def encode(self, remap=None, raw=(), max_abs: float = 0.0):
+        """The file's bytes; ``max_abs``: the largest magnitude written (from the caller's bounds: EXR16 refuses
+        what a half float cannot hold)."""
+        self.max_abs = max(self.max_abs, float(max_abs))
+        if self.encoding == "EXR16" and self.max_abs > HALF_MAX:
+            raise VatError(f"A value of {self.max_abs:g} is beyond what a half float holds ({HALF_MAX:g}): choose "
+                           f"EXR32")
+        if self.direct:
+            return self.file
+        return encode_texture(self.image, self.encoding, remap, raw, self.level)
+
+
+class VatEncoder:
+    """A bake encoded as it is evaluated: ``add(f, positions, normals, extras)`` per baked frame (Blender object
+    space: positions, not offsets), ``finish()`` -> Encoded. Each frame's offsets go straight into the texture
+    (uncompressed EXR: into the file's own buffer), so a bake makes one pass over its data instead of one per step
+    (offsets, engine axes, layout, file)."""
+
+    def __init__(self, stem: str, rest, frames, settings: VatSettings, normals: bool = True, extras=None,
+                 fps: float = 24.0, loop: bool = False, source: str = ""):
+        self.settings = settings.validate()
+        self.stem, self.frames, self.fps, self.loop, self.source = stem, list(frames), fps, loop, source
+        self.rest = np.asarray(rest, dtype=np.float32)
+        n = self.rest.shape[0]
+        self.layout = plan_layout(n, len(self.frames), settings.max_size)
+        enc = settings.encoding
+        self.normals = settings.normals if normals else "NONE"
+        self.extras = dict(extras or {})  # name -> channels
+        self.names = output_names(stem, enc, self.normals, self.extras, EXPORT_FORMAT[settings.engine])
+        self.bits = PACK_BITS.get(enc)
+        packed = self.normals == "PACKED"
+        self.pos = _Texture(self.layout, "RGBA" if packed else "RGB", enc, settings.level)
+        self.nrm = _Texture(self.layout, "RGB", enc, settings.level) if self.normals == "TEXTURE" else None
+        self.attr = {name: _Texture(self.layout, "RGBA"[:c] if c <= 4 else "", enc, settings.level)
+                     for name, c in self.extras.items()}
+        self.attr_range = {name: (np.full(c, np.inf), np.full(c, -np.inf)) for name, c in self.extras.items()}
+        self.rest_e = to_engine(self.rest, settings.engine, settings.unit_scale)
+        m, scale = engine_matrix(settings.engine, settings.unit_scale)
+        self.columns = np.argmax(np.abs(m), axis=1)
+        self.turn = m[np.arange(3), self.columns]
+        self.factors = self.turn * scale
+        self.lo = np.full(3, np.inf)
+        self.hi = np.full(3, -np.inf)
+        self.moved_lo = np.full(3, np.inf)
+        self.moved_hi = np.full(3, -np.inf)
+        self.max_offset = 0.0
+        self.first = None
+        self.first_normals = None
+        self.change = 0.0
+
+    def add(self, f: int, positions, normals=None, extras=None):
+        st = self.settings
+        positions = np.asarray(positions, dtype=np.float32)
+        moving = self.change > 1e-6  # once something moved, frames need not be compared with the first any more
+        if self.first is None:
+            self.first = positions.copy()
+        elif not moving:
+            self.change = max(self.change, float(np.abs(positions - self.first).max()))
+        off = positions - self.rest
+        # bounds in Blender's axes (turned into the engine's at the end: its axes are swaps and sign flips)
+        lo, hi = _column_bounds(off)
+        self.lo, self.hi = np.minimum(self.lo, lo), np.maximum(self.hi, hi)
+        lo, hi = _column_bounds(positions)
+        self.moved_lo, self.moved_hi = np.minimum(self.moved_lo, lo), np.maximum(self.moved_hi, hi)
+        square = off[:, 0] * off[:, 0] + off[:, 1] * off[:, 1] + off[:, 2] * off[:, 2]
+        self.max_offset = max(self.max_offset, float(square.max()))
+        packed = None
+        if self.normals != "NONE" and normals is not None:
+            nrm = np.asarray(normals, dtype=np.float32)
+            if self.first_normals is None:
+                self.first_normals = nrm.copy()
+            elif not moving:
+                self.change = max(self.change, float(np.abs(nrm - self.first_normals).max()))
+            if self.normals == "PACKED":
+                packed = pack_normals(to_engine(nrm, st.engine, st.unit_scale, normal=True), self.bits)
+            else:
+                self.nrm.put_columns(f, nrm, self.columns, self.turn)
+        self.pos.put_columns(f, off, self.columns, self.factors, packed)
+        for name, values in (extras or {}).items():
+            values = np.asarray(values, dtype=np.float32).reshape(positions.shape[0], -1)
+            lo, hi = self.attr_range[name]
+            vlo, vhi = _column_bounds(values)
+            self.attr_range[name] = (np.minimum(lo, vlo), np.maximum(hi, vhi))
+            self.attr[name].put(f, values)
+
+    def _engine_bounds(self, lo, hi, scale=True):
+        """Blender-axis bounds (lo, hi) in the engine's axes."""
+        f = self.factors if scale else self.turn
+        a, b = lo[self.columns] * f, hi[self.columns] * f
+        return np.minimum(a, b).astype(np.float64), np.maximum(a, b).astype(np.float64)
+
+    def static(self, tolerance: float = 1e-6) -> bool:
+        return self.change <= tolerance
+
+    def finish(self) -> Encoded:
+        st, enc, lay, names = self.settings, self.settings.encoding, self.layout, self.names
+        files, textures = {}, {}
+        remap = None
+        self.lo, self.hi = self._engine_bounds(self.lo, self.hi)
+        self.moved_lo, self.moved_hi = self._engine_bounds(self.moved_lo, self.moved_hi)
+        self.max_offset = float(np.sqrt(self.max_offset)) * float(np.abs(self.factors).max())
+        raw = (3,) if self.normals == "PACKED" else ()
+        if enc == "PNG16":
+            lo = self.lo.astype(np.float64)
+            remap = (lo, np.where(self.hi > lo, self.hi, lo + 1.0))
+        pos_remap = None if remap is None else ((np.r_[remap[0], 0.0], np.r_[remap[1], 1.0]) if raw else remap)
+        files[names["position"]] = self.pos.encode(pos_remap, raw, max(np.abs(self.lo).max(), np.abs(self.hi).max()))
+        textures["position"] = {"file": names["position"], "channels": "RGBA" if raw else "RGB",
+                                "content": "offset from the rest position, object space, engine units",
+                                "remap": _remap_dict(remap, 3)}
+        if raw:
+            textures["position"]["packed_normal"] = {
+                "channel": "A", "bits": self.bits,
+                "decode": f"a = floor(p / {2 ** self.bits}); b = p - a * {2 ** self.bits}; "
+                f"oct = vec2(a, b) / {2 ** self.bits - 1} * 2 - 1; octahedral decode"
+                + ("; p = round(the texel * 65535) (PNG16)" if enc == "PNG16" else "")}
+        if self.nrm is not None:
+            nremap = (np.full(3, -1.0), np.full(3, 1.0)) if enc == "PNG16" else None
+            files[names["normal"]] = self.nrm.encode(nremap)
+            textures["normal"] = {"file": names["normal"], "channels": "RGB", "content": "unit normal, object space",
+                                  "remap": _remap_dict(nremap, 3)}
+        for name, tex in self.attr.items():
+            key = f"attr:{name}"
+            aremap = None
+            if enc == "PNG16":
+                lo, hi = self.attr_range[name]
+                aremap = (lo, np.where(hi > lo, hi, lo + 1.0))
+            lo, hi = self.attr_range[name]
+            files[names[key]] = tex.encode(aremap, (), max(np.abs(lo).max(), np.abs(hi).max()))
+            textures[name] = {"file": names[key], "channels": "RGBA"[:tex.c] if tex.c <= 4 else "",
+                              "content": f"attribute {name!r} per frame", "remap": _remap_dict(aremap, tex.c)}
+        frames = self.frames
+        step = int(frames[1] - frames[0]) if len(frames) > 1 else 1
+        matrix, scale = engine_matrix(st.engine, st.unit_scale)
+        meta = {
+            "format": "envfx-vat",
+            "version": FORMAT_VERSION,
+            "object": self.source or self.stem,
+            "encoding": enc,
+            "frames": len(frames),
+            "frame_start": int(frames[0]),
+            "frame_end": int(frames[-1]),
+            "step": step,
+            "fps": float(self.fps),
+            "playback_fps": float(self.fps) / step,
+            "loop": bool(self.loop),
+            "vertex_count": lay.vertices,
+            "layout": lay.to_dict(),
+            "uv": {"name": UV_NAME, "v_origin": "bottom (Blender, FBX, Unity); a glTF has v = 1 - v: top",
+                   "frame_v_step": lay.frame_v_step},
+            "normals": self.normals,
+            "textures": textures,
+            "coordinate_system": {
+                "engine": st.engine,
+                "matrix_from_blender": np.asarray(matrix).tolist(),
+                "units_per_blender_unit": scale,
+                "axes": "Blender object space (Z up, right-handed)" if st.engine == "BLENDER" else
+                bend_engines.ENGINES[st.engine][4],
+                "units": "Blender units" if st.engine == "BLENDER" else bend_engines.units_note(st.engine,
+                                                                                                 st.unit_scale),
+                "export": EXPORT_FORMAT[st.engine],
+            },
+            "bounds": {"rest_min": self.rest_e.min(axis=0).tolist(), "rest_max": self.rest_e.max(axis=0).tolist(),
+                       "animated_min": self.moved_lo.tolist(), "animated_max": self.moved_hi.tolist(),
+                       "max_offset": self.max_offset},
+            "files": sorted(names.values()),
+        }
+        meta["precision"] = precision(enc, remap, float((self.moved_hi - self.moved_lo).max()),
+                                      float(max(np.abs(self.lo).max(), np.abs(self.hi).max())))
+        return Encoded(files, meta, lay)
+
+
+def encode_bake(stem: str, rest, offsets, normals, frames, settings: VatSettings, fps: float = 24.0,
+                loop: bool = False, extras=None, source: str = "") -> Encoded:
+    """Encode one object's bake: ``rest`` (N, 3) rest positions, ``offsets`` (F, N, 3) offsets from the rest
+    pose, ``normals`` (F, N, 3) or None, in Blender's object space; ``extras`` {attribute name: (F, N, C)}.
+    (``VatEncoder`` does the same frame by frame.)"""
+    offsets = np.asarray(offsets, dtype=np.float32)
+    extras = {name: np.asarray(v, np.float32).reshape(offsets.shape[0], offsets.shape[1], -1)
+              for name, v in (extras or {}).items()}
+    encoder = VatEncoder(stem, rest, frames, settings, normals=normals is not None,
+                         extras={name: v.shape[2] for name, v in extras.items()}, fps=fps, loop=loop, source=source)
+    rest = encoder.rest
+    for f in range(offsets.shape[0]):
+        encoder.add(f, rest + offsets[f], None if normals is None else normals[f],
+                    {name: v[f] for name, v in extras.items()})
+    return encoder.finish()
+
+
+def _remap_dict(remap, c: int):
+    if remap is None:
+        return None
+    return {"min": [float(v) for v in remap[0][:c]], "max": [float(v) for v in remap[1][:c]],
+            "decode": "value = min + texel * (max - min)"}
+
+
+def settings_dict(settings: VatSettings) -> dict:
+    return asdict(settings)
+
+
+def decode_positions(files: dict, meta: dict, rest) -> np.ndarray:
+    """(F, N, 3) Blender object-space positions back from a bake's files and JSON (what a shader computes, then
+    turned back to Blender's axes and units): the round trip the tests check."""
+    layout = Layout(meta["vertex_count"], meta["frames"], meta["layout"]["width"], meta["layout"]["rows_per_frame"])
+    tex = meta["textures"]["position"]
+    remap = tex["remap"]
+    rm = None if remap is None else (np.r_[remap["min"], 0.0], np.r_[remap["max"], 1.0])
+    img = decode_texture(files[tex["file"]], meta["encoding"], rm, (3,) if "packed_normal" in tex else ())
+    off = unpack_frames(img, layout)[..., :3]
+    back = from_engine_axes(meta["coordinate_system"]["engine"],
+                            _unit_scale(meta)) if meta["coordinate_system"]["engine"] != "BLENDER" else np.eye(3)
+    return np.asarray(rest, np.float64)[None] + off @ back.T
+
+
+def decode_normals(files: dict, meta: dict) -> np.ndarray:
+    """(F, N, 3) Blender object-space normals back from a bake (texture or packed)."""
+    layout = Layout(meta["vertex_count"], meta["frames"], meta["layout"]["width"], meta["layout"]["rows_per_frame"])
+    m = np.asarray(meta["coordinate_system"]["matrix_from_blender"], dtype=np.float64)
+    if meta["normals"] == "TEXTURE":
+        tex = meta["textures"]["normal"]
+        rm = None if tex["remap"] is None else (np.asarray(tex["remap"]["min"]), np.asarray(tex["remap"]["max"]))
+        n = unpack_frames(decode_texture(files[tex["file"]], meta["encoding"], rm), layout)
+    else:
+        tex = meta["textures"]["position"]
+        remap = tex["remap"]
+        rm = None if remap is None else (np.r_[remap["min"], 0.0], np.r_[remap["max"], 1.0])
+        img = decode_texture(files[tex["file"]], meta["encoding"], rm, (3,))
+        n = unpack_normals(unpack_frames(img, layout)[..., 3], tex["packed_normal"]["bits"])
+    return n @ m  # the rotation's inverse is its transpose: n_blender = M^T n_engine, as rows: n @ M
+
+
+def _unit_scale(meta) -> float:
+    """The scene unit scale a bake's JSON implies (FBX engines: units_per_blender_unit / units per metre)."""
+    eng = meta["coordinate_system"]["engine"]
+    per_metre = bend_engines.ENGINES[eng][1]
+    return meta["coordinate_system"]["units_per_blender_unit"] / per_metre if bend_engines.ENGINES[eng][5] == "FBX" \
+        else 1.0
+
+
+def angle_degrees(a, b) -> np.ndarray:
+    """Angles (degrees) between (..., 3) vectors."""
+    a = np.asarray(a, np.float64)
+    b = np.asarray(b, np.float64)
+    cos = (a * b).sum(-1) / np.maximum(np.linalg.norm(a, axis=-1) * np.linalg.norm(b, axis=-1), 1e-30)
+    return np.degrees(np.arccos(np.clip(cos, -1.0, 1.0)))
+
+
+def frames_needed(vertices: int, max_size: int = MAX_TEXTURE_SIZE) -> int:
+    """The most frames ``vertices`` fit in one texture of ``max_size``."""
+    return max_size // max(1, math.ceil(vertices / max_size))

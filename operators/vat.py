@@ -1,0 +1,545 @@
+"""Vertex animation texture bake: evaluate animated meshes frame by frame through bpy, encode them with core.vat,
+write the textures, the JSON and the proxy mesh (glTF or FBX through Blender's exporters), and add the proxy
+``<object>_VAT`` with the VAT player to the scene.
+
+Scripts call ``bake_vat`` (or ``bake_vat_job`` for progress); the operator does exactly that with the scene's
+settings (``scene.envfx.vat``) and the selected objects; ``bake_file`` is what a command line does per .blend file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass, field
+
+import bpy
+import numpy as np
+
+from .. import bridge, progress
+from ..core import outputs
+from ..core import vat as core_vat
+from ..shader_nodes import vat as vat_nodes
+from .common import NeedsScene, edit_mode_text, in_edit_mode, output_folder
+
+PROXY_SUFFIX = "_VAT"
+PROXY_TAG = "envfx_vat_source"   # object custom property: the object a proxy plays back
+MODIFIER_NAME = "EnvFX VAT"
+
+
+class VatInputError(ValueError):
+    """Nothing could be baked; nothing was written and the scene is unchanged."""
+
+
+@dataclass
+class VatResult:
+    files: list = field(default_factory=list)       # paths written
+    proxies: list = field(default_factory=list)     # names of the proxy objects made
+    meta: dict = field(default_factory=dict)        # object name -> the JSON written
+    warnings: list = field(default_factory=list)
+    skipped: dict = field(default_factory=dict)     # object name -> why
+    timings: dict = field(default_factory=dict)     # seconds: evaluate, encode, write, total
+    removed: list = field(default_factory=list)     # files an earlier bake wrote that this one does not
+
+
+@dataclass
+class VatOptions:
+    frame_start: int = 1
+    frame_end: int = 250
+    step: int = 1
+    loop_frames: int = 0              # > 0: bake [frame_start, frame_start + loop_frames), a seamless loop
+    encoding: str = "EXR32"
+    normals: str = "TEXTURE"
+    engine: str = "BLENDER"
+    attributes: tuple = ()            # extra point attributes to bake (the wind colour "EnvFX_Wind", ...)
+    max_size: int = core_vat.MAX_TEXTURE_SIZE
+    export_mesh: bool = True          # glTF (Godot) or FBX (Unity, Unreal) of the proxy
+    compress: bool = False            # deflate the textures: smaller files, much slower encoding
+    add_proxy: bool = True            # add <object>_VAT with the player to the scene
+
+
+# --- settings ---------------------------------------------------------------------------------------------
+
+def options_from_scene(scene) -> VatOptions:
+    s = scene.envfx.vat
+    return VatOptions(frame_start=s.frame_start, frame_end=s.frame_end, step=s.step,
+                      loop_frames=s.loop_frames if s.loop else 0, encoding=s.encoding, normals=s.normals,
+                      engine=s.engine, attributes=parse_attributes(s.attributes), max_size=s.max_size,
+                      export_mesh=s.export_mesh, compress=s.compress)
+
+
+def parse_attributes(text: str) -> tuple:
+    return tuple(dict.fromkeys(t.strip() for t in str(text).split(",") if t.strip()))
+
+
+def resolve_output_dir(path: str) -> str:
+    return output_folder(path, "Output folder", "No output folder: set the Output Folder in the EnvFX VAT panel",
+                         VatInputError)
+
+
+# --- checks before any work --------------------------------------------------------------------------------
+
+def mesh_objects(objects, result: VatResult) -> list:
+    """The objects that can be baked, each once; the others are booked in ``result.skipped`` with why."""
+    ok = []
+    for obj in dict.fromkeys(objects):
+        if obj.type != "MESH":
+            result.skipped[obj.name] = (f"a {obj.type.lower()} object, not a mesh: convert it to a mesh "
+                                        f"(Object > Convert > Mesh) to bake it")
+        elif obj.get(PROXY_TAG) is not None:
+            result.skipped[obj.name] = "a VAT proxy (it plays a bake): bake the object it plays instead"
+        else:
+            ok.append(obj)
+    return ok
+
+
+def check_proxy_names(scene, objects):
+    """Refuse a bake whose proxy name is taken by an object EnvFX did not make."""
+    for obj in objects:
+        name = obj.name + PROXY_SUFFIX
+        other = bpy.data.objects.get(name)
+        if other is not None and other.get(PROXY_TAG) is None:
+            raise VatInputError(f"An object named {name!r} exists and is no VAT proxy: rename it, so the bake of "
+                                f"{obj.name} can add its proxy under that name")
+
+
+def validate(scene, objects, out_dir: str, opts: VatOptions) -> tuple:
+    """Everything that can be checked before a frame is evaluated; returns (frames, settings, meshes, result)."""
+    result = VatResult()
+    try:
+        settings = core_vat.VatSettings(encoding=opts.encoding, normals=opts.normals, engine=opts.engine,
+                                        unit_scale=scene.unit_settings.scale_length
+                                        if scene.unit_settings.system != "NONE" else 1.0,
+                                        max_size=opts.max_size, level=1 if opts.compress else 0).validate()
+        frames = core_vat.baked_frames(opts.frame_start, opts.frame_end, opts.step, opts.loop_frames)
+    except core_vat.VatError as exc:
+        raise VatInputError(str(exc)) from None
+    if not objects:
+        raise VatInputError("Nothing selected: select the animated mesh objects to bake")
+    meshes = mesh_objects(objects, result)
+    if not meshes:
+        raise VatInputError("Nothing to bake: " + result_skipped_text(result))
+    names = in_edit_mode(meshes)
+    if names:
+        raise VatInputError(edit_mode_text(names))
+    missing = [o.name for o in meshes if scene.collection.all_objects.get(o.name) != o]
+    if missing:
+        raise VatInputError(f"{', '.join(missing)} {'is' if len(missing) == 1 else 'are'} not in scene "
+                            f"{scene.name!r}: bake in the scene that holds them")
+    check_proxy_names(scene, meshes)
+    outputs.check_folder(out_dir, error=VatInputError,
+                         empty="No output folder: set the Output Folder in the EnvFX VAT panel")
+    for obj in meshes:
+        for attr in opts.attributes:
+            if obj.data.attributes.get(attr) is None and obj.evaluated_get(
+                    bpy.context.evaluated_depsgraph_get()).data.attributes.get(attr) is None:
+                raise VatInputError(f"{obj.name} has no attribute {attr!r}: check the name in Extra Attributes "
+                                    f"(the mesh's Attributes and Color Attributes list them)")
+    return frames, settings, meshes, result
+
+
+def result_skipped_text(result: VatResult) -> str:
+    return "; ".join(f"{name} ({why})" for name, why in result.skipped.items())
+
+
+# --- evaluation ---------------------------------------------------------------------------------------------
+
+def _depsgraph(scene):
+    context = bpy.context
+    layer = context.view_layer if getattr(context, "scene", None) == scene else scene.view_layers[0]
+    return layer.depsgraph if layer.depsgraph is not None else context.evaluated_depsgraph_get()
+
+
+class _Sampler:
+    """Per object: reads each baked frame of the evaluated mesh and hands it to its ``core.vat.VatEncoder`` (made at
+    the first frame, when the vertex count and so the rest pose are known). ``encode_seconds`` is the time spent
+    in the encoder."""
+
+    def __init__(self, obj, stem, frames, settings, attributes, fps, loop):
+        self.name, self.stem, self.frames = obj.name, stem, frames
+        self.settings, self.attributes, self.fps, self.loop = settings, attributes, fps, loop
+        self.counts = []
+        self.encoder = None
+        self.proxy_mesh = None
+        self.rest = None
+        self.warnings = []
+        self.encode_seconds = 0.0
+
+    def read(self, i, obj, depsgraph):
+        ev = obj.evaluated_get(depsgraph)
+        mesh = ev.to_mesh()
+        try:
+            counts = bridge.mesh_counts(mesh)
+            self.counts.append(counts)
+            message = core_vat.topology_change(self.counts, self.frames[:len(self.counts)])
+            if message:
+                raise VatInputError(f"{self.name}: {message}")
+            if counts[0] == 0:
+                raise VatInputError(f"{self.name} has no vertices at frame {self.frames[0]}: nothing to bake")
+            positions = bridge.get_positions(mesh)
+            normals = bridge.vertex_normals(mesh) if self.settings.normals != "NONE" else None
+            extras = {}
+            for attr in self.attributes:
+                try:
+                    extras[attr] = bridge.point_attribute(mesh, attr)
+                except KeyError:
+                    raise VatInputError(f"{self.name} has no attribute {attr!r} at frame {self.frames[i]}: check "
+                                        f"the name in Extra Attributes") from None
+                except TypeError as exc:
+                    raise VatInputError(f"{self.name}: {exc}") from None
+            t = time.perf_counter()
+            if self.encoder is None:
+                self.rest = self._rest(obj, positions)
+                try:
+                    self.encoder = core_vat.VatEncoder(
+                        self.stem, self.rest, self.frames, self.settings, normals=normals is not None,
+                        extras={a: v.shape[1] for a, v in extras.items()}, fps=self.fps, loop=self.loop,
+                        source=self.name)
+                except core_vat.VatError as exc:
+                    raise VatInputError(f"{self.name}: {exc}") from None
+            self.encoder.add(i, positions, normals, extras)
+            self.encode_seconds += time.perf_counter() - t
+        finally:
+            ev.to_mesh_clear()
+        if i == 0:  # the proxy: the geometry of the first baked frame (its topology is the bake's)
+            self.proxy_mesh = bpy.data.meshes.new_from_object(ev, preserve_all_data_layers=True,
+                                                               depsgraph=depsgraph)
+            self.proxy_mesh.name = self.name + PROXY_SUFFIX
+
+    def _rest(self, obj, positions) -> np.ndarray:
+        """The rest pose: the mesh's own positions when the modifiers keep its vertices, else the first frame."""
+        n = positions.shape[0]
+        if len(obj.data.vertices) == n:
+            return bridge.get_positions(obj.data).copy()
+        self.warnings.append(f"{obj.name}: its modifiers change the vertex count ({len(obj.data.vertices)} -> {n}), "
+                             f"so the rest pose is the first baked frame, {self.frames[0]}")
+        return positions.copy()
+
+
+# --- the proxy ----------------------------------------------------------------------------------------------
+
+def _make_proxy(scene, obj, mesh, rest, layout):
+    """A new object ``<obj>_VAT`` (the name is freed first: an earlier proxy is renamed aside, returned to be
+    removed after success or renamed back on failure) with ``mesh`` at the rest pose and the UV map EnvFX_VAT."""
+    name = obj.name + PROXY_SUFFIX
+    old = bpy.data.objects.get(name)
+    if old is not None:
+        old.name = name + ".envfx-old"
+    bridge.set_positions(mesh, rest)
+    for attr in (vat_nodes.NORMAL_ATTR,):
+        if mesh.attributes.get(attr) is not None:
+            mesh.attributes.remove(mesh.attributes[attr])
+    layer = bridge.set_vertex_uv(mesh, core_vat.UV_NAME, layout.uvs())
+    uv_index = list(mesh.uv_layers).index(layer)
+    proxy = bpy.data.objects.new(name, mesh)
+    inside = scene.collection.children_recursive
+    collections = [c for c in obj.users_collection if c == scene.collection or c in inside]
+    (collections[0] if collections else scene.collection).objects.link(proxy)
+    proxy.matrix_world = obj.matrix_world.copy()
+    proxy[PROXY_TAG] = obj.name
+    mod = proxy.modifiers.new(MODIFIER_NAME, "NODES")
+    mod.node_group = vat_nodes.ensure_vat_player()
+    return proxy, old, uv_index
+
+
+def _export_proxy(scene, proxy, path: str, kind: str):
+    """Write the proxy (its mesh without the player: the rest pose and its UV maps) with Blender's own glTF or FBX
+    exporter (an operator: Blender has no data-API exporter), selecting only the proxy while it runs."""
+    view_layer = bpy.context.view_layer if bpy.context.scene == scene else scene.view_layers[0]
+    selected = [o for o in view_layer.objects if o.select_get(view_layer=view_layer)]
+    active = view_layer.objects.active
+    try:
+        for o in selected:
+            o.select_set(False, view_layer=view_layer)
+        proxy.select_set(True, view_layer=view_layer)
+        view_layer.objects.active = proxy
+        with bpy.context.temp_override(scene=scene, view_layer=view_layer, selected_objects=[proxy],
+                                       active_object=proxy, object=proxy):
+            if kind == "GLTF":
+                done = bpy.ops.export_scene.gltf(filepath=path, export_format="GLB", use_selection=True,
+                                                 export_apply=False, export_animations=False, export_yup=True,
+                                                 export_texcoords=True, export_normals=True)
+            else:
+                done = bpy.ops.export_scene.fbx(filepath=path, use_selection=True, use_mesh_modifiers=False,
+                                                bake_space_transform=True, axis_forward="-Z", axis_up="Y",
+                                                object_types={"MESH"}, bake_anim=False, add_leaf_bones=False)
+    finally:
+        proxy.select_set(False, view_layer=view_layer)
+        for o in selected:
+            try:
+                o.select_set(True, view_layer=view_layer)
+            except ReferenceError:
+                pass
+        view_layer.objects.active = active
+    if done != {"FINISHED"} or not os.path.isfile(path):
+        raise VatInputError(f"Blender's {kind.replace('GLTF', 'glTF')} exporter did not write {path!r}: see the "
+                            f"system console")
+
+
+def _load_image(path: str):
+    image = bpy.data.images.load(path, check_existing=True)
+    image.reload()
+    image.colorspace_settings.name = "Non-Color"
+    image.alpha_mode = "CHANNEL_PACKED"
+    return image
+
+
+def _previous_files(out_dir: str, stem: str) -> list:
+    """Names an earlier bake of ``stem`` wrote into ``out_dir`` (its JSON's "files"), still there."""
+    try:
+        with open(os.path.join(out_dir, f"{stem}_vat.json"), encoding="utf-8") as fh:
+            meta = json.load(fh)
+    except (OSError, ValueError):
+        return []
+    if not isinstance(meta, dict) or meta.get("format") != "envfx-vat" or not isinstance(meta.get("files"), list):
+        return []
+    return [n for n in meta["files"] if isinstance(n, str) and os.path.basename(n) == n and n.startswith(stem)
+            and os.path.isfile(os.path.join(out_dir, n))]
+
+
+# --- the bake -----------------------------------------------------------------------------------------------
+
+def bake_vat_job(scene, objects, out_dir: str, opts: VatOptions | None = None):
+    """Validate (raises VatInputError at once), then return a job generator that bakes ``objects`` into
+    ``out_dir`` and returns a VatResult. On an error or a cancel nothing is written and the scene is as it was."""
+    opts = opts or VatOptions()
+    frames, settings, meshes, result = validate(scene, objects, out_dir, opts)
+    return _bake(scene, [o.name for o in meshes], out_dir, opts, frames, settings, result)
+
+
+def _bake(scene, names, out_dir, opts, frames, settings, result):
+    t0 = time.perf_counter()
+    timings = {"evaluate": 0.0, "encode": 0.0, "write": 0.0}
+    old_frame, old_sub = scene.frame_current, scene.frame_subframe
+    stems = core_vat.unique_stems(names)
+    fps = scene.render.fps / scene.render.fps_base
+    samplers = {n: _Sampler(bpy.data.objects[n], stem, frames, settings, opts.attributes, fps, bool(opts.loop_frames))
+                for n, stem in zip(names, stems)}
+    made, renamed, staging = [], [], None
+    had_player = bpy.data.node_groups.get(vat_nodes.GROUP_NAME) is not None
+    ok = False
+    try:
+        # 1. evaluate every frame (and, for a loop, the frame after the last, which must be the first again)
+        loop_after = frames[0] + opts.loop_frames if opts.loop_frames else None
+        after = {}
+        steps = len(frames) + (1 if loop_after is not None else 0)
+        for i, frame in enumerate(frames + ([loop_after] if loop_after is not None else [])):
+            t = time.perf_counter()
+            scene.frame_set(frame)
+            depsgraph = _depsgraph(scene)
+            for name, sampler in samplers.items():
+                obj = bpy.data.objects[name]
+                if i < len(frames):
+                    sampler.read(i, obj, depsgraph)
+                else:
+                    after[name] = bridge.evaluated_positions(obj, depsgraph)
+            timings["evaluate"] += time.perf_counter() - t
+            yield 0.8 * (i + 1) / steps
+        for sampler in samplers.values():  # the encoder's share of the frames' time
+            timings["evaluate"] -= sampler.encode_seconds
+            timings["encode"] += sampler.encode_seconds
+        scene.frame_set(old_frame, subframe=old_sub)
+
+        # 2. encode, stage, make the proxies, export them, then move everything in
+        staging = outputs.Staging(out_dir, "vat", error=VatInputError)
+        written = []
+        for k, name in enumerate(names):
+            obj, sampler = bpy.data.objects[name], samplers[name]
+            stem, rest, encoder = sampler.stem, sampler.rest, sampler.encoder
+            result.warnings.extend(sampler.warnings)
+            if encoder.static():
+                result.warnings.append(f"{name}: nothing moves over frames {frames[0]} to {frames[-1]} (static): the "
+                                       f"VAT holds one pose; check the frame range, or that the animation, armature "
+                                       f"or EnvFX effect is on")
+            if loop_after is not None:
+                gap = core_vat.loop_gap(encoder.first, after[name])
+                size = float(np.ptp(encoder.first, axis=0).max())
+                if gap > 1e-4 * max(1e-6, size):
+                    result.warnings.append(
+                        f"{name}: frame {loop_after} is {gap:.4g} away from frame {frames[0]}, so the loop of "
+                        f"{opts.loop_frames} frames jumps when it wraps: set the loop length to the animation's "
+                        f"period (for EnvFX wind, its Loop Frames)")
+            t = time.perf_counter()
+            try:
+                enc = encoder.finish()
+            except core_vat.VatError as exc:
+                raise VatInputError(f"{name}: {exc}") from None
+            sampler.encoder = None
+            timings["encode"] += time.perf_counter() - t
+            t = time.perf_counter()
+            for file_name, data in enc.files.items():
+                with open(staging.file(file_name), "wb") as fh:
+                    fh.write(data)
+            del enc.files
+            meta = enc.meta
+            proxy = None
+            if opts.add_proxy or opts.export_mesh:
+                proxy, old, uv_index = _make_proxy(scene, obj, sampler.proxy_mesh, rest, enc.layout)
+                sampler.proxy_mesh = None  # the proxy owns it now
+                made.append(proxy.name)
+                if old is not None:
+                    renamed.append((old.name, proxy.name))
+                meta["uv"]["index"] = uv_index
+            kind = core_vat.EXPORT_FORMAT[settings.engine] if opts.export_mesh else None
+            if kind is not None:
+                mesh_name = f"{stem}_vat.{'glb' if kind == 'GLTF' else 'fbx'}"
+                _export_proxy(scene, proxy, staging.file(mesh_name), kind)
+                meta["mesh"] = mesh_name
+            else:
+                meta["files"] = [n for n in meta["files"] if not n.endswith((".glb", ".fbx"))]
+                meta["mesh"] = None
+            with open(staging.file(f"{stem}_vat.json"), "w", encoding="utf-8") as fh:
+                json.dump(meta, fh, indent=2)
+            written.append((stem, list(meta["files"])))
+            result.meta[name] = meta
+            timings["write"] += time.perf_counter() - t
+            yield 0.8 + 0.2 * (k + 1) / len(names)
+
+        t = time.perf_counter()
+        stale = []
+        for stem, files in written:
+            stale += [os.path.join(out_dir, n) for n in _previous_files(out_dir, stem) if n not in files]
+        try:
+            result.files = staging.commit()
+        except OSError as exc:
+            raise VatInputError(f"Writing into {out_dir!r} failed ({exc.strerror or exc}): nothing was written") \
+                from None
+        for path in stale:
+            try:
+                os.remove(path)
+                result.removed.append(path)
+            except OSError:
+                result.warnings.append(f"could not remove {path}, which an earlier bake wrote: remove it by hand")
+        ok = True
+    finally:
+        if not ok:
+            scene.frame_set(old_frame, subframe=old_sub)
+            if staging is not None:
+                staging.abort()
+            for name in made:
+                proxy = bpy.data.objects.get(name)
+                if proxy is not None:
+                    mesh = proxy.data
+                    bpy.data.objects.remove(proxy)
+                    if mesh.users == 0:
+                        bpy.data.meshes.remove(mesh)
+            for old_name, name in renamed:
+                old = bpy.data.objects.get(old_name)
+                if old is not None:
+                    old.name = name
+            for sampler in samplers.values():
+                if sampler.proxy_mesh is not None:
+                    bpy.data.meshes.remove(sampler.proxy_mesh)
+            player = bpy.data.node_groups.get(vat_nodes.GROUP_NAME)
+            if player is not None and not had_player:
+                bpy.data.node_groups.remove(player)
+
+    # 3. success: earlier proxies go, the new ones show their bake
+    for old_name, _name in renamed:
+        old = bpy.data.objects.get(old_name)
+        if old is not None:
+            mesh = old.data
+            bpy.data.objects.remove(old)
+            if mesh is not None and mesh.users == 0:
+                bpy.data.meshes.remove(mesh)
+    for name, meta in result.meta.items():
+        proxy = bpy.data.objects.get(name + PROXY_SUFFIX)
+        if proxy is None or not opts.add_proxy:
+            continue
+        proxy.data.name = proxy.name  # the earlier proxy's mesh, which held the name, is gone
+        folder = out_dir
+        positions = _load_image(os.path.join(folder, meta["textures"]["position"]["file"]))
+        normals = _load_image(os.path.join(folder, meta["textures"]["normal"]["file"])) \
+            if meta["normals"] == "TEXTURE" else None
+        vat_nodes.set_player_inputs(proxy.modifiers[MODIFIER_NAME], meta, positions, normals)
+        proxy.data.update()
+        result.proxies.append(proxy.name)
+    if not opts.add_proxy:
+        for name in made:
+            proxy = bpy.data.objects.get(name)
+            if proxy is not None:
+                mesh = proxy.data
+                bpy.data.objects.remove(proxy)
+                bpy.data.meshes.remove(mesh)
+    timings["total"] = time.perf_counter() - t0
+    result.timings = timings
+    return result
+
+
+def bake_vat(scene, objects, out_dir: str, opts: VatOptions | None = None) -> VatResult:
+    """Bake and return the VatResult (progress lines in background mode)."""
+    return progress.run(bake_vat_job(scene, objects, out_dir, opts), "VAT")
+
+
+def bake_file(blend_path: str, object_names, out_dir: str, frames: tuple | None = None, step: int = 1,
+              encoding: str = "EXR32", engine: str = "BLENDER", normals: str = "TEXTURE", loop_frames: int = 0,
+              attributes=(), save: bool = False) -> VatResult:
+    """What ``blender -c envfx vat FILE.blend --objects NAMES --out DIR`` does per file: open ``blend_path``,
+    find the objects by name in its scene, bake them (``frames`` (first, last), default the scene's range) into
+    ``out_dir`` with the JSON and the proxy mesh; ``save``: save the file with the proxies added. Raises
+    VatInputError (the message says what to do)."""
+    if not os.path.isfile(blend_path):
+        raise VatInputError(f"No such .blend file {blend_path!r}: check the path")
+    bpy.ops.wm.open_mainfile(filepath=os.path.abspath(blend_path), load_ui=False)
+    scene = bpy.context.scene
+    names = list(dict.fromkeys(object_names))
+    missing = [n for n in names if scene.collection.all_objects.get(n) is None]
+    if missing:
+        raise VatInputError(f"{os.path.basename(blend_path)} has no object {', '.join(map(repr, missing))} in scene "
+                            f"{scene.name!r}: check --objects (names are case-sensitive)")
+    first, last = frames if frames else (scene.frame_start, scene.frame_end)
+    opts = VatOptions(frame_start=int(first), frame_end=int(last), step=int(step), loop_frames=int(loop_frames),
+                      encoding=encoding.upper(), engine=engine.upper(), normals=normals.upper(),
+                      attributes=tuple(attributes))
+    result = bake_vat(scene, [scene.objects[n] for n in names], os.path.abspath(out_dir), opts)
+    if save:
+        bpy.ops.wm.save_mainfile()
+    return result
+
+
+# --- operator -----------------------------------------------------------------------------------------------
+
+class ENVFX_OT_vat_bake(NeedsScene, progress.ModalJobOperator, bpy.types.Operator):
+    """Bake the selected animated meshes into vertex animation textures, a JSON file and a proxy mesh, and add the
+    proxy with the VAT player to the scene"""
+
+    bl_idname = "envfx.vat_bake"
+    bl_label = "Bake VAT"
+    bl_options = {"REGISTER", "UNDO"}
+
+    job_label = "VAT"
+
+    @classmethod
+    def poll(cls, context):
+        if not super().poll(context):
+            return False
+        editing = getattr(context, "edit_object", None)
+        if editing is not None:
+            cls.poll_message_set(edit_mode_text([editing.name]))
+            return False
+        return True
+
+    def make_job(self, context):
+        scene = context.scene
+        try:
+            opts = options_from_scene(scene)
+            out = resolve_output_dir(scene.envfx.vat.output_dir)
+            objects = list(getattr(context, "selected_objects", None) or ())
+            job = bake_vat_job(scene, objects, out, opts)
+        except VatInputError as exc:
+            self.report({"ERROR"}, str(exc))
+            return None
+        return job
+
+    def finish(self, context, result):
+        for warning in result.warnings:
+            self.report({"WARNING"}, warning)
+        if result.skipped:
+            self.report({"WARNING"}, "Skipped: " + result_skipped_text(result))
+        sizes = "; ".join(f"{name}: {m['vertex_count']} vertices x {m['frames']} frames in "
+                          f"{m['layout']['width']}x{m['layout']['height']}" for name, m in result.meta.items())
+        self.report({"INFO"}, f"Baked {len(result.meta)} object(s) into {len(result.files)} file(s); {sizes}")
+        return {"FINISHED"}
+
+
+classes = (ENVFX_OT_vat_bake,)

@@ -1,0 +1,45 @@
+"""Vertex animation texture panel: a sub-panel of the 3D viewport's EnvFX tab. draw() only reads state."""
+
+import bpy
+
+from .main import EnvFXSubPanel
+
+
+class VIEW3D_PT_envfx_vat(EnvFXSubPanel, bpy.types.Panel):
+    bl_label = "Vertex Animation Textures"
+    bl_options = {"DEFAULT_CLOSED"}
+
+    def draw(self, context):
+        layout = self.layout
+        layout.use_property_split = True
+        layout.use_property_decorate = False
+        s = context.scene.envfx.vat
+        col = layout.column(align=True)
+        col.prop(s, "frame_start")
+        sub = col.column(align=True)
+        sub.active = not s.loop
+        sub.prop(s, "frame_end")
+        col.prop(s, "step")
+        col = layout.column()
+        col.prop(s, "loop")
+        sub = col.column()
+        sub.active = s.loop
+        sub.prop(s, "loop_frames")
+        col = layout.column()
+        col.prop(s, "encoding")
+        col.prop(s, "normals")
+        col.prop(s, "engine")
+        col.prop(s, "attributes")
+        col.prop(s, "max_size")
+        col.prop(s, "compress")
+        sub = col.column()
+        sub.active = s.engine != "BLENDER"
+        sub.prop(s, "export_mesh")
+        col.prop(s, "output_dir")
+        selected = [o for o in (getattr(context, "selected_objects", None) or ()) if o.type == "MESH"]
+        if not selected:
+            layout.label(text="Select the animated meshes to bake", icon="INFO")
+        layout.operator("envfx.vat_bake", icon="RENDER_ANIMATION")
+
+
+classes = (VIEW3D_PT_envfx_vat,)

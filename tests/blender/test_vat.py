@@ -1,0 +1,346 @@
+"""Vertex animation textures in Blender: the proxy with the VAT player plays back what was baked (positions within
+the encoding's precision, normals within a degree) for an armature, an EnvFX wind asset and a bent mesh, in every
+encoding and engine space; the glTF proxy is what the JSON says; bad input is refused with nothing written and
+the scene unchanged."""
+
+import importlib
+import json
+import os
+import struct
+
+import bpy
+import numpy as np
+import pytest
+
+
+@pytest.fixture
+def vat(envfx):
+    class M:
+        ops = importlib.import_module(envfx.__name__ + ".operators.vat")
+        core = importlib.import_module(envfx.__name__ + ".core.vat")
+        nodes = importlib.import_module(envfx.__name__ + ".shader_nodes.vat")
+        bridge = importlib.import_module(envfx.__name__ + ".bridge")
+    return M
+
+
+def armature_mesh(name="Arm", frames=10):
+    """A small cylinder bent by a one-bone armature that rotates from frame 1 to ``frames``."""
+    bpy.ops.mesh.primitive_cylinder_add(vertices=8, depth=2.0, location=(0, 0, 1))
+    obj = bpy.context.active_object
+    obj.name = name
+    bpy.ops.object.transform_apply(location=True)
+    arm_data = bpy.data.armatures.new(name + "Rig")
+    rig = bpy.data.objects.new(name + "Rig", arm_data)
+    bpy.context.scene.collection.objects.link(rig)
+    bpy.context.view_layer.objects.active = rig
+    bpy.ops.object.mode_set(mode="EDIT")
+    bone = arm_data.edit_bones.new("Bone")
+    bone.head, bone.tail = (0, 0, 0), (0, 0, 2)
+    bpy.ops.object.mode_set(mode="OBJECT")
+    group = obj.vertex_groups.new(name="Bone")
+    for v in obj.data.vertices:
+        group.add([v.index], min(1.0, max(0.0, v.co.z / 2.0)), "REPLACE")
+    mod = obj.modifiers.new("Armature", "ARMATURE")
+    mod.object = rig
+    pb = rig.pose.bones["Bone"]
+    pb.rotation_mode = "XYZ"
+    pb.rotation_euler = (0, 0, 0)
+    pb.keyframe_insert("rotation_euler", frame=1)
+    pb.rotation_euler = (0.9, 0.2, 0.4)
+    pb.keyframe_insert("rotation_euler", frame=frames)
+    obj.location = (1.0, 2.0, 0.5)
+    return obj
+
+
+def evaluated(vat, obj):
+    dg = bpy.context.evaluated_depsgraph_get()
+    ev = obj.evaluated_get(dg)
+    mesh = ev.to_mesh()
+    try:
+        pos = vat.bridge.get_positions(mesh).copy()
+        nrm = vat.bridge.vertex_normals(mesh).copy()
+        attr = mesh.attributes.get(vat.nodes.NORMAL_ATTR)
+        played = None
+        if attr is not None:
+            buf = np.empty(len(mesh.vertices) * 3, np.float32)
+            attr.data.foreach_get("vector", buf)
+            played = buf.reshape(-1, 3)
+        return pos, nrm, played
+    finally:
+        ev.to_mesh_clear()
+
+
+def assert_round_trip(vat, obj, result, frames, normal_limit=1.0):
+    """At every baked frame the proxy's positions equal the original's within the encoding's precision, and its
+    played normals are within ``normal_limit`` degrees of the original's."""
+    scene = bpy.context.scene
+    meta = result.meta[obj.name]
+    proxy = bpy.data.objects[obj.name + "_VAT"]
+    tol = meta["precision"] / meta["coordinate_system"]["units_per_blender_unit"]
+    if meta["encoding"] == "PNG16":
+        tol = tol * 0.5 + 1e-6  # rounding: half a step
+    worst_pos, worst_angle = 0.0, 0.0
+    for frame in frames:
+        scene.frame_set(frame)
+        want, want_n, _ = evaluated(vat, obj)
+        got, _, got_n = evaluated(vat, proxy)
+        worst_pos = max(worst_pos, float(np.abs(got - want).max()))
+        if meta["normals"] != "NONE":
+            worst_angle = max(worst_angle, float(vat.core.angle_degrees(got_n, want_n).max()))
+    assert worst_pos <= tol + 1e-6, (worst_pos, tol)
+    assert worst_angle < normal_limit
+    return worst_pos, worst_angle
+
+
+# --- round trips --------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("encoding, engine, normals", [
+    ("EXR32", "BLENDER", "TEXTURE"), ("EXR32", "UNITY", "PACKED"), ("EXR16", "GODOT", "TEXTURE"),
+    ("PNG16", "UNREAL", "TEXTURE"), ("PNG16", "BLENDER", "PACKED")])
+def test_armature_round_trip(vat, tmp_path, encoding, engine, normals):
+    obj = armature_mesh()
+    scene = bpy.context.scene
+    scene.frame_set(4)
+    opts = vat.ops.VatOptions(frame_start=1, frame_end=10, step=3, encoding=encoding, engine=engine, normals=normals)
+    result = vat.ops.bake_vat(scene, [obj], str(tmp_path), opts)
+    assert scene.frame_current == 4  # the scene's frame is restored
+    meta = result.meta["Arm"]
+    assert meta["frames"] == 4 and meta["step"] == 3
+    limit = {"EXR32": 0.15, "EXR16": 1.0, "PNG16": 1.0}[encoding]
+    if normals == "PACKED" and encoding == "PNG16":
+        limit = 1.5  # 8 bits per octahedral coordinate
+    assert_round_trip(vat, obj, result, [1, 4, 7, 10], normal_limit=limit)
+    on_disk = json.loads((tmp_path / "Arm_vat.json").read_text())
+    assert on_disk["layout"] == meta["layout"] and set(on_disk["files"]) <= set(os.listdir(tmp_path))
+    assert (tmp_path / on_disk["textures"]["position"]["file"]).is_file()
+    tree = bpy.data.objects["Arm_VAT"].modifiers["EnvFX VAT"].node_group
+    tex = tree.nodes["Position Texture"]
+    assert tex.interpolation == "Closest"
+
+
+def test_wind_asset_loops_seamlessly_and_bakes_its_colour(vat, envfx, tmp_path):
+    scene = bpy.context.scene
+    scene.envfx.wind.ao_samples = 0
+    scene.envfx.wind.loop_frames = 24
+    bpy.ops.mesh.primitive_grid_add(x_subdivisions=4, y_subdivisions=4, size=1.0)
+    plant = bpy.context.active_object
+    plant.name = "Plant"
+    plant.rotation_euler = (1.2, 0, 0)
+    bpy.ops.object.transform_apply(rotation=True)
+    envfx.operators.wind.bake(scene, [plant])
+    envfx.operators.wind.add_wind(scene, [plant])
+    opts = vat.ops.VatOptions(frame_start=1, step=2, loop_frames=24, attributes=("EnvFX_Wind",))
+    result = vat.ops.bake_vat(scene, [plant], str(tmp_path), opts)
+    meta = result.meta["Plant"]
+    assert meta["loop"] and meta["frames"] == 12 and meta["frame_end"] == 23
+    assert not [w for w in result.warnings if "jumps" in w or "static" in w], result.warnings
+    assert "EnvFX_Wind" in meta["textures"]
+    assert_round_trip(vat, plant, result, range(1, 24, 2))
+    # the proxy wraps: frame 25 plays frame 1 again, as the wind does
+    proxy = bpy.data.objects["Plant_VAT"]
+    scene.frame_set(1)
+    first = evaluated(vat, proxy)[0]
+    scene.frame_set(25)
+    assert np.allclose(evaluated(vat, proxy)[0], first)
+    assert np.allclose(evaluated(vat, plant)[0], first, atol=1e-4)
+
+
+def test_bent_mesh_round_trip(vat, envfx, tmp_path):
+    scene = bpy.context.scene
+    s = scene.envfx.bend
+    pivot = bpy.data.objects.new("Player", None)
+    scene.collection.objects.link(pivot)
+    s.pivot = pivot
+    s.strength = 0.05
+    pivot.location = (0, -4, 0)
+    pivot.keyframe_insert("location", frame=1)
+    pivot.location = (0, 6, 0)
+    pivot.keyframe_insert("location", frame=8)
+    bpy.ops.mesh.primitive_grid_add(x_subdivisions=6, y_subdivisions=6, size=6.0)
+    ground = bpy.context.active_object
+    ground.name = "Ground"
+    envfx.operators.bend.add_bend(scene, [ground])
+    result = vat.ops.bake_vat(scene, [ground], str(tmp_path), vat.ops.VatOptions(frame_start=1, frame_end=8))
+    assert not [w for w in result.warnings if "static" in w]
+    assert_round_trip(vat, ground, result, range(1, 9))
+
+
+def test_operator_bakes_the_selection_with_the_scene_settings(vat, tmp_path):
+    obj = armature_mesh()
+    s = bpy.context.scene.envfx.vat
+    s.frame_start, s.frame_end, s.step = 1, 10, 1
+    s.encoding = "PNG16"
+    s.engine = "GODOT"
+    s.output_dir = str(tmp_path)
+    for o in bpy.context.view_layer.objects:
+        o.select_set(o == obj)
+    assert bpy.ops.envfx.vat_bake() == {"FINISHED"}
+    assert sorted(os.listdir(tmp_path)) == ["Arm_vat.glb", "Arm_vat.json", "Arm_vat_nrm.png", "Arm_vat_pos.png"]
+    # a second bake replaces the proxy (one object, not Arm_VAT.001) and the files of the first
+    s.encoding = "EXR32"
+    assert bpy.ops.envfx.vat_bake() == {"FINISHED"}
+    assert sorted(os.listdir(tmp_path)) == ["Arm_vat.glb", "Arm_vat.json", "Arm_vat_nrm.exr", "Arm_vat_pos.exr"]
+    assert [o.name for o in bpy.data.objects if o.name.startswith("Arm_VAT")] == ["Arm_VAT"]
+    assert [m.name for m in bpy.data.meshes if m.name.startswith("Arm_VAT")] == ["Arm_VAT"]
+
+
+def read_glb(path):
+    data = open(path, "rb").read()
+    length = struct.unpack_from("<I", data, 12)[0]
+    doc = json.loads(data[20:20 + length])
+    binary = data[20 + length + 8:]
+
+    def accessor(i):
+        acc = doc["accessors"][i]
+        view = doc["bufferViews"][acc["bufferView"]]
+        comps = {"VEC2": 2, "VEC3": 3}[acc["type"]]
+        start = view.get("byteOffset", 0) + acc.get("byteOffset", 0)
+        return np.frombuffer(binary, np.float32, acc["count"] * comps, start).reshape(-1, comps)
+    return doc, accessor
+
+
+def test_gltf_proxy_holds_the_rest_pose_in_godot_axes_and_the_vat_uvs(vat, tmp_path):
+    obj = armature_mesh()
+    result = vat.ops.bake_vat(bpy.context.scene, [obj], str(tmp_path),
+                              vat.ops.VatOptions(frame_start=1, frame_end=10, engine="GODOT"))
+    meta = result.meta["Arm"]
+    doc, accessor = read_glb(tmp_path / meta["mesh"])
+    prim = doc["meshes"][0]["primitives"][0]
+    uv_key = f"TEXCOORD_{meta['uv']['index']}"
+    assert uv_key in prim["attributes"], prim["attributes"]
+    pos = accessor(prim["attributes"]["POSITION"])
+    uv = accessor(prim["attributes"][uv_key])
+    rest = vat.bridge.get_positions(obj.data)
+    lay = meta["layout"]
+    # glTF's v runs from the top: the vertex's texel of frame 0 is (u * width, v * height) from the top-left
+    x = np.floor(uv[:, 0] * lay["width"]).astype(int)
+    row = np.floor(uv[:, 1] * lay["height"]).astype(int)
+    index = row * lay["width"] + x
+    assert np.allclose(pos, vat.core.to_engine(rest[index], "GODOT"), atol=1e-5)
+
+
+# --- bad input ----------------------------------------------------------------------------------------------
+
+def unchanged(tmp_path, names_before, frame=1):
+    assert sorted(o.name for o in bpy.data.objects) == names_before
+    assert bpy.context.scene.frame_current == frame
+    assert not tmp_path.exists() or os.listdir(tmp_path) == []
+
+
+def test_topology_change_is_refused_naming_the_frame(vat, tmp_path):
+    bpy.ops.mesh.primitive_ico_sphere_add(subdivisions=1)
+    obj = bpy.context.active_object
+    build = obj.modifiers.new("Build", "BUILD")
+    build.frame_start, build.frame_duration = 1, 10
+    bpy.context.scene.frame_set(2)
+    before = sorted(o.name for o in bpy.data.objects)
+    with pytest.raises(vat.ops.VatInputError, match=r"topology changes at frame 5 .*faces .* since frame 3"):
+        vat.ops.bake_vat(bpy.context.scene, [obj], str(tmp_path / "out"), vat.ops.VatOptions(3, 12, step=2))
+    unchanged(tmp_path / "out", before, frame=2)
+    assert vat.nodes.GROUP_NAME not in bpy.data.node_groups
+    assert len(bpy.data.meshes) == len({o.data for o in bpy.data.objects if o.type == "MESH"})
+
+
+@pytest.mark.parametrize("opts, words", [
+    (dict(frame_start=3, frame_end=3), "single frame"),
+    (dict(frame_start=1, frame_end=10, max_size=8), "at most 4 frames .* raise the Maximum Texture Size"),
+    (dict(frame_start=1, frame_end=10, encoding="EXR16", normals="PACKED"), "Packed normals need"),
+])
+def test_bad_settings_are_refused_before_any_work(vat, tmp_path, opts, words):
+    obj = armature_mesh()
+    before = sorted(o.name for o in bpy.data.objects)
+    with pytest.raises(vat.ops.VatInputError, match=words):
+        vat.ops.bake_vat(bpy.context.scene, [obj], str(tmp_path / "out"), vat.ops.VatOptions(**opts))
+    unchanged(tmp_path / "out", before)
+
+
+def test_static_mesh_is_baked_with_a_warning_and_non_meshes_are_skipped(vat, tmp_path):
+    cube, camera = bpy.data.objects["Cube"], bpy.data.objects["Camera"]
+    result = vat.ops.bake_vat(bpy.context.scene, [cube, camera], str(tmp_path), vat.ops.VatOptions(1, 5))
+    assert any("static" in w for w in result.warnings)
+    assert "not a mesh" in result.skipped["Camera"]
+    with pytest.raises(vat.ops.VatInputError, match="camera object, not a mesh"):
+        vat.ops.bake_vat(bpy.context.scene, [camera], str(tmp_path), vat.ops.VatOptions(1, 5))
+
+
+def test_unwritable_folder_is_refused(vat):
+    obj = armature_mesh()
+    before = sorted(o.name for o in bpy.data.objects)
+    with pytest.raises(vat.ops.VatInputError, match="cannot be written|cannot be made|choose"):
+        vat.ops.bake_vat(bpy.context.scene, [obj], "/proc/envfx-vat", vat.ops.VatOptions(1, 10))
+    assert sorted(o.name for o in bpy.data.objects) == before
+
+
+def test_names_file_systems_reject_are_sanitised(vat, tmp_path):
+    obj = armature_mesh(name='Tree: "big"/01*')
+    result = vat.ops.bake_vat(bpy.context.scene, [obj], str(tmp_path), vat.ops.VatOptions(1, 10))
+    assert sorted(os.listdir(tmp_path)) == ["Tree_big_01_vat.json", "Tree_big_01_vat_nrm.exr",
+                                            "Tree_big_01_vat_pos.exr"]
+    assert result.proxies == ['Tree: "big"/01*_VAT']
+
+
+def test_operator_reports_bad_input_and_cancels(vat, tmp_path):
+    s = bpy.context.scene.envfx.vat
+    s.output_dir = str(tmp_path)
+    for o in bpy.context.view_layer.objects:
+        o.select_set(o.name == "Camera")
+    with pytest.raises(RuntimeError, match="not a mesh"):
+        bpy.ops.envfx.vat_bake()
+    assert os.listdir(tmp_path) == []
+
+
+def test_bake_file_opens_a_blend_and_bakes_its_objects_by_name(vat, tmp_path):
+    """What a command line does per file: open it, find the objects, bake; unknown names are refused first."""
+    armature_mesh()
+    path = str(tmp_path / "level.blend")
+    bpy.ops.wm.save_as_mainfile(filepath=path)
+    bpy.ops.wm.read_homefile(app_template="")
+    with pytest.raises(vat.ops.VatInputError, match="no object 'Nope'.*--objects"):
+        vat.ops.bake_file(path, ["Arm", "Nope"], str(tmp_path / "out"))
+    assert not (tmp_path / "out").exists()
+    result = vat.ops.bake_file(path, ["Arm"], str(tmp_path / "out"), frames=(1, 10), step=3, encoding="png16",
+                               engine="unity")
+    assert result.meta["Arm"]["frames"] == 4 and result.meta["Arm"]["encoding"] == "PNG16"
+    assert sorted(os.listdir(tmp_path / "out")) == ["Arm_vat.fbx", "Arm_vat.json", "Arm_vat_nrm.png",
+                                                    "Arm_vat_pos.png"]
+
+
+@pytest.mark.parametrize("steps", [3, 11])  # while evaluating frames; after the proxy was made
+def test_cancel_leaves_nothing_behind(vat, tmp_path, steps):
+    obj = armature_mesh()
+    bpy.context.scene.frame_set(2)
+    before = sorted(o.name for o in bpy.data.objects)
+    meshes = len(bpy.data.meshes)
+    job = vat.ops.bake_vat_job(bpy.context.scene, [obj], str(tmp_path / "out"), vat.ops.VatOptions(1, 10))
+    for _ in range(steps):
+        next(job)
+    job.close()
+    unchanged(tmp_path / "out", before, frame=2)
+    assert len(bpy.data.meshes) == meshes
+    assert vat.nodes.GROUP_NAME not in bpy.data.node_groups
+
+
+def test_fbx_proxy_holds_the_rest_pose_and_the_vat_uvs(vat, tmp_path, load_helper):
+    """The Unity/Unreal proxy: Blender's FBX exporter writes the rest pose (not the player's pose at the current
+    frame) with Apply Transform, in the axes its GlobalSettings name, and the UV map EnvFX_VAT addresses each
+    corner's vertex texel (V from the bottom, as FBX counts it)."""
+    fbx = load_helper("fbx_reader", "tests", "blender", "fbx_reader.py")
+    obj = armature_mesh()
+    bpy.context.scene.frame_set(7)
+    result = vat.ops.bake_vat(bpy.context.scene, [obj], str(tmp_path),
+                              vat.ops.VatOptions(frame_start=1, frame_end=10, engine="UNITY"))
+    meta = result.meta["Arm"]
+    root = fbx.read(str(tmp_path / meta["mesh"]))
+    (geometry,) = fbx.objects(root, "Geometry").values()
+    rest = vat.bridge.get_positions(obj.data).astype(np.float64)
+    in_file = fbx.vertices(geometry) @ fbx.to_z_up(root).T
+    scale = np.abs(in_file).max() / np.abs(rest).max()  # the exporter's unit scale (1 or 100)
+    np.testing.assert_allclose(in_file / scale, rest, atol=1e-4)
+    corners = fbx.corner_vertices(geometry)
+    uvs = fbx.layers(geometry, "LayerElementUV", "UV", "UVIndex", 2)
+    assert list(uvs)[meta["uv"]["index"]] == "EnvFX_VAT"
+    uv = uvs["EnvFX_VAT"]
+    lay = meta["layout"]
+    index = np.floor((1.0 - uv[:, 1]) * lay["height"]).astype(int) * lay["width"] + \
+        np.floor(uv[:, 0] * lay["width"]).astype(int)
+    assert np.array_equal(index, corners)

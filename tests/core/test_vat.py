@@ -1,0 +1,185 @@
+"""Vertex animation textures (core/vat.py): layout, encodings, packed normals, engine axes, names, bad input."""
+
+import json
+
+import numpy as np
+import pytest
+
+from core import bend_engines, vat
+
+
+def animated(n=50, frames=6, seed=0, scale=1.0):
+    rng = np.random.default_rng(seed)
+    rest = rng.uniform(-1, 1, (n, 3)) * scale
+    t = np.arange(frames)[:, None, None]
+    offsets = (0.3 * np.sin(t * 0.7 + rest[None] * 3.0) * scale).astype(np.float32)
+    normals = rng.normal(size=(frames, n, 3))
+    normals /= np.linalg.norm(normals, axis=2, keepdims=True)
+    return rest, offsets, normals
+
+
+# --- frames and layout -------------------------------------------------------------------------------------
+
+def test_frames_include_the_end_and_a_loop_leaves_out_the_frame_that_repeats_the_first():
+    assert vat.baked_frames(1, 10, 3) == [1, 4, 7, 10]
+    assert vat.baked_frames(1, 99, 2, loop_frames=8) == [1, 3, 5, 7]  # frame 9 would repeat frame 1
+
+
+@pytest.mark.parametrize("args, words", [((5, 5, 1), "single frame"), ((1, 10, 20), "single frame"),
+                                         ((5, 1, 1), "empty"), ((1, 10, 0), "step"),
+                                         ((1, 10, 3, 8), "not a multiple")])
+def test_bad_frame_ranges_are_refused_saying_what_to_change(args, words):
+    with pytest.raises(vat.VatError, match=words):
+        vat.baked_frames(*args)
+
+
+def test_layout_wraps_long_vertex_counts_and_stays_within_the_size():
+    lay = vat.plan_layout(100_000, 250)
+    assert lay.width <= 8192 and lay.height <= 8192
+    assert lay.rows_per_frame == 13 and lay.width * lay.rows_per_frame >= 100_000
+    assert lay.width * (lay.rows_per_frame - 1) < 100_000  # no row is wasted
+    small = vat.plan_layout(10, 4)
+    assert (small.width, small.rows_per_frame, small.height) == (10, 1, 4)
+
+
+def test_a_mesh_too_big_for_the_texture_names_the_setting_to_change():
+    with pytest.raises(vat.VatError, match="Frame Step or a shorter range.*Maximum Texture Size"):
+        vat.plan_layout(100_000, 700)
+    with pytest.raises(vat.VatError, match="too many vertices"):
+        vat.plan_layout(5000, 2, max_size=64)
+    assert vat.frames_needed(100_000) == 630
+
+
+def test_packing_puts_each_vertex_at_its_texel_and_uvs_hit_texel_centres():
+    lay = vat.plan_layout(23, 3, max_size=10)
+    values = np.arange(3 * 23, dtype=np.float32).reshape(3, 23, 1)
+    img = vat.pack_frames(values, lay)
+    assert img.shape == (lay.height, lay.width, 1)
+    x, row = lay.texels()
+    for f in range(3):
+        assert np.array_equal(img[f * lay.rows_per_frame + row, x, 0], values[f, :, 0])
+    assert np.array_equal(vat.unpack_frames(img, lay), values)
+    uv = lay.uvs()
+    # Blender's v counts from the bottom row: row r (from the top) is at v = 1 - (r + 0.5) / height
+    assert np.allclose(np.floor(uv[:, 0] * lay.width), x)
+    assert np.allclose(np.floor((1 - uv[:, 1]) * lay.height), row)
+    assert lay.frame_v_step == pytest.approx(lay.rows_per_frame / lay.height)
+
+
+# --- encodings round trip ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("encoding", vat.ENCODINGS)
+@pytest.mark.parametrize("engine", vat.ENGINES)
+def test_positions_and_normals_round_trip_within_the_encodings_precision(encoding, engine):
+    rest, offsets, normals = animated()
+    frames = list(range(1, 7))
+    enc = vat.encode_bake("tree", rest, offsets, normals, frames, vat.VatSettings(encoding=encoding, engine=engine))
+    back = vat.decode_positions(enc.files, enc.meta, rest)
+    truth = rest[None] + offsets
+    err = np.abs(back - truth).max()
+    if encoding == "EXR32":
+        bounds = np.ptp(truth.reshape(-1, 3), axis=0).max()
+        assert err <= 1e-5 * bounds
+    elif encoding == "PNG16":
+        rm = enc.meta["textures"]["position"]["remap"]
+        span = (np.array(rm["max"]) - np.array(rm["min"])).max()
+        scale = vat.engine_matrix(engine)[1]
+        assert err <= span / 65535 / scale + 1e-7
+    else:
+        assert err <= np.abs(offsets).max() * 2 ** -10
+    angles = vat.angle_degrees(vat.decode_normals(enc.files, enc.meta), normals)
+    assert angles.max() < (1.0 if encoding != "EXR16" else 1.0)
+    meta = json.loads(json.dumps(enc.meta))  # JSON-able
+    assert meta["frames"] == 6 and meta["vertex_count"] == 50 and meta["coordinate_system"]["engine"] == engine
+
+
+@pytest.mark.parametrize("encoding", ["EXR32", "PNG16"])
+def test_packed_normals_round_trip(encoding):
+    rest, offsets, normals = animated(n=400)
+    enc = vat.encode_bake("a", rest, offsets, normals, list(range(6)),
+                          vat.VatSettings(encoding=encoding, normals="PACKED"))
+    assert set(enc.files) == {"a_vat_pos" + vat.file_extension(encoding), "a_vat.json"} - {"a_vat.json"}
+    limit = 0.15 if encoding == "EXR32" else 1.0
+    assert vat.angle_degrees(vat.decode_normals(enc.files, enc.meta), normals).max() < limit
+    back = vat.decode_positions(enc.files, enc.meta, rest)
+    assert np.abs(back - (rest[None] + offsets)).max() < 1e-4
+
+
+def test_octahedral_map_covers_every_direction():
+    rng = np.random.default_rng(3)
+    n = rng.normal(size=(5000, 3))
+    n /= np.linalg.norm(n, axis=1, keepdims=True)
+    n[:6] = [[1, 0, 0], [-1, 0, 0], [0, 1, 0], [0, -1, 0], [0, 0, 1], [0, 0, -1]]
+    assert np.allclose(vat.octahedral_decode(vat.octahedral_encode(n)), n, atol=1e-12)
+    assert vat.angle_degrees(vat.unpack_normals(vat.pack_normals(n, 12), 12), n).max() < 0.1
+
+
+def test_engine_axes_are_the_bends_and_the_player_can_undo_them():
+    v = np.array([[1.0, 2.0, 3.0]])
+    for engine in bend_engines.ENGINES:
+        assert np.allclose(vat.to_engine(v, engine, 0.5), bend_engines.to_engine(v, engine, 0.5))
+        back = vat.to_engine(v, engine, 0.5) @ vat.from_engine_axes(engine, 0.5).T
+        assert np.allclose(back, v)
+    assert np.allclose(vat.to_engine(v, "UNREAL"), [[100, -200, 300]])
+    assert np.allclose(vat.to_engine(v, "UNREAL", normal=True), [[1, -2, 3]])
+
+
+def test_half_floats_refuse_values_they_cannot_hold():
+    with pytest.raises(vat.VatError, match="EXR32"):
+        vat.encode_texture(np.full((2, 2, 3), 70000.0), "EXR16")
+    rest = np.zeros((4, 3))
+    with pytest.raises(vat.VatError, match="choose EXR32"):  # Unreal's centimetres: 800 m is 80,000 cm
+        vat.encode_bake("far", rest, np.full((2, 4, 3), 800.0), None, [1, 2],
+                        vat.VatSettings(encoding="EXR16", engine="UNREAL", normals="NONE"))
+    with pytest.raises(vat.VatError, match="Packed normals need EXR32 or PNG16"):
+        vat.VatSettings(encoding="EXR16", normals="PACKED").validate()
+
+
+def test_extra_attributes_get_their_own_texture():
+    rest, offsets, normals = animated(n=20, frames=3)
+    colour = np.random.default_rng(1).uniform(0, 1, (3, 20, 4))
+    enc = vat.encode_bake("t", rest, offsets, None, [1, 2, 3], vat.VatSettings(encoding="PNG16", normals="NONE"),
+                          extras={"EnvFX_Wind": colour})
+    tex = enc.meta["textures"]["EnvFX_Wind"]
+    assert tex["file"] == "t_vat_EnvFX_Wind.png"
+    lay = enc.layout
+    rm = (np.array(tex["remap"]["min"]), np.array(tex["remap"]["max"]))
+    got = vat.unpack_frames(vat.decode_texture(enc.files[tex["file"]], "PNG16", rm), lay)
+    assert np.abs(got - colour).max() <= 1.0 / 65535
+    assert enc.meta["normals"] == "NONE" and "normal" not in enc.meta["textures"]
+
+
+# --- checks ------------------------------------------------------------------------------------------------
+
+def test_topology_change_names_the_first_frame():
+    counts = [(8, 12, 6, 24)] * 3 + [(10, 15, 7, 28)] * 2
+    msg = vat.topology_change(counts, [1, 2, 3, 4, 5])
+    assert "frame 4" in msg and "vertices 8 -> 10" in msg and "since frame 1" in msg
+    assert vat.topology_change([(8, 12, 6, 24)] * 3, [1, 2, 3]) is None
+
+
+def test_static_and_loop_checks():
+    rest, offsets, normals = animated()
+    assert not vat.is_static(offsets)
+    assert vat.is_static(np.zeros((4, 5, 3)))
+    assert vat.loop_gap(rest, rest) == 0.0
+
+
+@pytest.mark.parametrize("name, stem", [("Tree", "Tree"), ("my tree/leaf:01", "my_tree_leaf_01"),
+                                        ('a*b?c"d<e>f|g\\h', "a_b_c_d_e_f_g_h"), ("CON", "CON_"),
+                                        ("..", "mesh"), ("Baum ä", "Baum_ä"), ("木", "木")])
+def test_file_names_are_sanitised(name, stem):
+    assert vat.file_stem(name) == stem
+
+
+def test_stems_are_unique_ignoring_case():
+    assert vat.unique_stems(["Tree", "tree", "a/b", "a:b"]) == ["Tree", "tree_2", "a_b", "a_b_2"]
+
+
+@pytest.mark.parametrize("half", [False, True])
+def test_the_one_pass_exr_writer_writes_the_same_file(half):
+    from core import exr
+
+    img = np.random.default_rng(2).normal(size=(37, 11, 4)).astype(np.float32)
+    fast = exr.encode_exr_array(img, "RGBA", half=half)
+    assert bytes(fast) == exr.encode_exr(img, "RGBA", exr.NO_COMPRESSION, half=half)
