@@ -583,12 +583,11 @@ def _snow_value_changed(self, context):
 
 def _snow_trails_changed(self, context):
     # the actors/occluders collections change the trails group's nodes
+    from .operators.snow import trails as snow_trails
     from .shader_nodes import snow as snow_nodes
 
-    from .operators import snow as snow_ops
-
     scene = self.id_data
-    if snow_ops.scene_has_trails(scene):  # another scene's trails keep their actors and settings
+    if snow_trails.scene_has_trails(scene):  # another scene's trails keep their actors and settings
         try:
             snow_nodes.ensure_trails(scene)
         except ValueError:
@@ -755,9 +754,9 @@ class EnvFXSnowSettings(PropertyGroup):
 
 def _snow_actor_changed(self, context):
     # the live trails follow the actors' sizes (handlers.py: measured again at the next update)
-    from .operators import snow as snow_ops
+    from .operators.snow import trails as snow_trails
 
-    snow_ops.forget_followed()
+    snow_trails.forget_followed()
 
 
 class EnvFXSnowObjectSettings(PropertyGroup):

@@ -2,9 +2,9 @@
 
 import bpy
 
-from . import bend, gasgiant, mips, snow, snow_render, wind
+from . import bend, gasgiant, mips, snow, wind
 
-modules = (bend, wind, snow, snow_render, gasgiant, mips)
+modules = (bend, wind, snow, gasgiant, mips)
 classes = tuple(cls for module in modules for cls in module.classes)
 
 
