@@ -4,6 +4,7 @@ import bpy
 from bpy.app.handlers import persistent
 
 from . import progress
+from .operators import bend as bend_ops
 from .operators.snow import bake as snow_bake
 from .operators.snow import render as snow_render
 from .operators.snow import trails as snow_trails
@@ -224,11 +225,11 @@ def on_save_pre_release_groups(*_args):
 @persistent
 def on_bend_readers(scene, *_args):
     """depsgraph_update_post: the wind's terrain follow and the snow coverage read the bend their target shows now
-    (``shader_nodes.bend.sync_readers``): a bend modifier switched on or off by hand, a terrain or snow that got
+    (``operators.bend.sync_readers``): a bend modifier switched on or off by hand, a terrain or snow that got
     or lost its bend, a bend group rebuilt for a new mode. Only pointers and links change here, no data is
     removed; cheap when nothing changed (a few modifiers)."""
     try:
-        bend_nodes.sync_readers(scene)
+        bend_ops.sync_readers(scene)
     except Exception as exc:  # a handler must never break playback
         print(f"EnvFX: the wind's terrain follow and the snow coverage could not follow the bend: {exc}")
 

@@ -18,9 +18,12 @@ from .core import bend as core_bend
 from .core import gasgiant as core_gasgiant
 from .core import mips as core_mips
 from .core import wind as core_wind
+from .operators import bend as bend_ops
+from .operators.common import PATH_OPTIONS
+from .operators.snow import actors as snow_actors
+from .operators.snow import trails as snow_trails
+from .shader_nodes import snow as snow_nodes
 
-# Blender 5.0 warns about "//" paths unless a path property says it supports them; 4.2 has no such option.
-PATH_OPTIONS = {"PATH_SUPPORTS_BLEND_RELATIVE"} if bpy.app.version >= (5, 0, 0) else set()
 # Per-object settings can be changed on a library override (an asset linked into a level) and are saved with it.
 OVERRIDABLE = {"LIBRARY_OVERRIDABLE"}
 
@@ -126,7 +129,7 @@ def _bend_exclude_changed(self, context):
         if mod.type == "NODES" and bend_nodes.is_bend_group(mod.node_group):
             mod.show_viewport = not self.bend_exclude
             mod.show_render = not self.bend_exclude
-    bend_nodes.sync_readers()  # what reads this object's geometry (terrain follow, snow coverage) follows
+    bend_ops.sync_readers()  # what reads this object's geometry (terrain follow, snow coverage) follows
 
 
 # --- Wind -------------------------------------------------------------------------------------------------
@@ -583,13 +586,10 @@ def _snow_value_changed(self, context):
 
 def _snow_trails_changed(self, context):
     # the actors/occluders collections change the trails group's nodes
-    from .operators.snow import trails as snow_trails
-    from .shader_nodes import snow as snow_nodes
-
     scene = self.id_data
     if snow_trails.scene_has_trails(scene):  # another scene's trails keep their actors and settings
         try:
-            snow_nodes.ensure_trails(scene)
+            snow_nodes.ensure_trails(scene, snow_actors.actor_specs(scene)[0])
         except ValueError:
             pass
 
@@ -754,8 +754,6 @@ class EnvFXSnowSettings(PropertyGroup):
 
 def _snow_actor_changed(self, context):
     # the live trails follow the actors' sizes (handlers.py: measured again at the next update)
-    from .operators.snow import trails as snow_trails
-
     snow_trails.forget_followed()
 
 

@@ -11,6 +11,10 @@ import bpy
 from .. import bridge
 from ..shader_nodes import common as nodes_common
 
+# Blender 5.0 warns about "//" paths unless a path property says it supports them; 4.2 has no such option. (Here,
+# not in props, so that the operators' own path properties need not import the layer above them.)
+PATH_OPTIONS = {"PATH_SUPPORTS_BLEND_RELATIVE"} if bpy.app.version >= (5, 0, 0) else set()
+
 
 def output_folder(path: str, label: str, blank: str, error=ValueError) -> str:
     """The folder setting ``path`` (labelled ``label`` in messages) as the folder to write into. Refused with

@@ -326,19 +326,3 @@ def shown_group(obj):
         if mod.type == "NODES" and mod.show_viewport and is_bend_group(mod.node_group):
             return mod.node_group
     return None
-
-
-def sync_readers(scene=None) -> bool:
-    """Point the groups that read another object's bent geometry (the wind's terrain follow, the snow coverage)
-    of ``scene`` (default: every scene) at the bend that geometry shows now, or at none. Call it after a bend is
-    added to, removed from, applied to or switched on or off on an object; the dependency-graph handler calls it
-    too (a change made by hand is caught at the next update). Cheap: a few modifiers per scene. Returns whether
-    anything changed."""
-    from . import snow as snow_nodes
-    from . import wind as wind_nodes
-
-    changed = False
-    for s in bpy.data.scenes if scene is None else (scene,):
-        changed |= wind_nodes.sync_terrain_bend(s)
-        changed |= snow_nodes.sync_coverage_bend(s)
-    return changed

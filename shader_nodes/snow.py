@@ -44,6 +44,7 @@ import hashlib
 import bpy
 
 from ..core import snow as core_snow
+from . import bend as bend_nodes
 from . import common
 
 GROUP_NAME = "EnvFX Snow Trails"
@@ -78,13 +79,6 @@ DRIVEN = {
     "Camera Fade Start": "camera_fade_start",
     "Camera Fade End": "camera_fade_end",
 }
-
-
-def actor_specs(scene):
-    """[(object name, radius, depth, bottom offset)] for the scene's actor collection (lights are skipped)."""
-    from ..operators import snow as snow_ops
-
-    return snow_ops.actor_specs(scene)[0]
 
 
 def _stamp(has_occluders: bool) -> str:
@@ -930,15 +924,15 @@ def _scene_group(scene, kind, name, stamp, build, keep_shared: bool):
     return common.ensure_scene_group(scene, kind, name, stamp, build)[0]
 
 
-def ensure_trails(scene, specs=None) -> bpy.types.NodeTree:
+def ensure_trails(scene, specs) -> bpy.types.NodeTree:
     """The scene's "EnvFX Snow Trails" group (each scene of a file has its own: the first one made has that
     name, others are named after their scene), built for the scene's actors and occluders and driven by its
     settings. Rebuilt in place when the scene gets or loses its occluder collection; another occluder collection
     is a value of the "Occluders" node, and when only the actors or their sizes change just the actor part is
     rebuilt (the running trails stay in both cases). The actor inputs of every modifier using it are driven by
-    the actors' locations. Scenes that share their snow (``shares_snow``) keep sharing the group."""
-    if specs is None:
-        specs = actor_specs(scene)
+    the actors' locations. Scenes that share their snow (``shares_snow``) keep sharing the group. ``specs``: the
+    actors as ``operators.snow.actor_specs`` measures them ([(object name, radius, depth, bottom offset)]; lights
+    are skipped)."""
     occ = scene.envfx.snow.occluders
     tree = _scene_group(scene, KIND, GROUP_NAME, _stamp(occ is not None), lambda t: _build(t, occ is not None),
                         shares_snow(scene))
@@ -1184,8 +1178,6 @@ def surfaces_bend(coll):
     bent level bends its snow with its terrain): snow left unbent beside bent snow reads as if bent."""
     if coll is None:
         return None
-    from . import bend as bend_nodes
-
     for obj in coll.objects:
         group = bend_nodes.shown_group(obj)
         if group is not None:

@@ -1690,7 +1690,7 @@ def _bent_level_with_walkers(envfx, bend_walkers=True):
     assert bpy.ops.envfx.snow_trails_add() == {"FINISHED"}
     if bend_walkers:
         envfx.operators.bend.add_bend(scene, [near, far])
-    envfx.shader_nodes.bend.sync_readers(scene)  # what operators.bend will call itself
+    envfx.operators.bend.sync_readers(scene)  # what operators.bend will call itself
     for f in range(1, 4):
         scene.frame_set(f)
     return scene, terrain, snow, near, far
