@@ -40,6 +40,7 @@ Numbers the user tweaks (rim, fades, refill) are Value nodes driven by ``scene.e
 from __future__ import annotations
 
 import hashlib
+import types
 
 import bpy
 
@@ -130,8 +131,52 @@ class SnowBuilder(common.Builder):
         return self.vmath("MULTIPLY", vec, self.vector(label + " Flatten", (1.0, 1.0, 0.0)), label=label)
 
 
+class _Shared(types.SimpleNamespace):
+    """The sockets and nodes that a stage of ``_build`` hands on to the later ones."""
+
+    def get(self, names: str) -> tuple:
+        return tuple(getattr(self, n) for n in names.split())
+
+    def put(self, **values):
+        vars(self).update(values)
+
+
+def _grid(b, mn, mx, tag):
+    """(its low corner separated, the cell size, the height, the middle height) of the CELLS x CELLS lookup table
+    over the box ``mn``..``mx``."""
+    ext = b.node("ShaderNodeSeparateXYZ", f"{tag} Extent")
+    b.link(b.vmath("SUBTRACT", mx, mn), ext.inputs[0])
+    cell = b.math("MAXIMUM", b.math("DIVIDE", b.math("MAXIMUM", ext.outputs["X"], ext.outputs["Y"]),
+                                    float(CELLS)), 1e-9, label=f"{tag} Cell Size")
+    lo = b.node("ShaderNodeSeparateXYZ", f"{tag} Lo")
+    b.link(mn, lo.inputs[0])
+    mid_z = b.math("MULTIPLY_ADD", ext.outputs["Z"], 0.5, lo.outputs["Z"], label=f"{tag} Mid Z")
+    return lo, cell, ext.outputs["Z"], mid_z
+
+
+def _ival(b, geometry, name, idx, label):
+    return b.sample_index(geometry, b.named(name, "INT", label=f"Read {label}").outputs["Attribute"], idx,
+                          "INT", label=label)
+
+
 def _build(tree, occluders: bool):
+    """The live trails group: its stages, in the order they make their nodes (names, locations and the join
+    orders depend on it)."""
     b = SnowBuilder(tree)
+    s = _Shared()
+    _inputs(b, tree, s)
+    _zone_and_paths(b, s)
+    _stamp_fields(b, s)
+    _cell_sort(b, tree, s)
+    _near_cells(b, s, occluders)
+    _grow_state(b, s, occluders)
+    _stamp_state(b, s, occluders)
+    _puffs_and_display(b, s)
+
+
+def _inputs(b, tree, s):
+    """The group's sockets, its driven values, the actor points' join, the occluders' footprint and the
+    snow object's world transform (``P``: the world position of the vertex)."""
     common.socket(tree, "Geometry", "INPUT", "NodeSocketGeometry")
     common.socket(tree, "Geometry", "OUTPUT", "NodeSocketGeometry")
     tree.interface.new_panel("Actors", default_closed=True)
@@ -168,6 +213,14 @@ def _build(tree, occluders: bool):
     b.link(matrix, to_world.inputs["Transform"])
     P = to_world.outputs[0]
 
+    s.put(P=P, actors_now=actors_now, group_in=group_in, group_out=group_out, matrix=matrix, occ_flat=occ_flat,
+          to_world=to_world, values=values)
+
+
+def _zone_and_paths(b, s):
+    """The simulation zone, the actors' previous points matched by key, and the mesh of their paths (one edge
+    per actor, previous -> current bottom point, flattened)."""
+    group_in, actors_now = s.get("group_in actors_now")
     # --- simulation zone ---
     sim_in = b.node("GeometryNodeSimulationInput", "Sim In", location=(-600, 0))
     sim_out = b.node("GeometryNodeSimulationOutput", "Sim Out", location=(2200, 0))
@@ -221,6 +274,14 @@ def _build(tree, occluders: bool):
     b.link(b.math("FLOORED_MODULO", index, 2.0, label="Odd"), delete.inputs["Selection"])
     paths = delete.outputs[0]
 
+    s.put(actors_before=actors_before, dt=dt, index=index, paths=paths, pos_in=pos_in, sim_in=sim_in, sim_out=sim_out,
+          size=size, snow_geo=snow_geo)
+
+
+def _stamp_fields(b, s):
+    """The stamp of the nearest path at a point (``core.snow.stamp_points``) and the trail update from the old
+    state (``core.snow.trail_update``), as fields."""
+    paths, P, actors_before, pos_in, actors_now, values, dt = s.get("paths P actors_before pos_in actors_now values dt")
     nearest = b.node("GeometryNodeSampleNearest", "Nearest Path", domain="EDGE")
     b.link(paths, nearest.inputs["Geometry"])
     b.link(b.flat(P, "P"), nearest.inputs["Sample Position"])
@@ -268,25 +329,23 @@ def _build(tree, occluders: bool):
     new_rim = b.math("MAXIMUM", kept_rim, b.math("MULTIPLY", rim_s, inside), label="New Rim")
 
     thick_node = b.named("snow_thickness")
+    s.put(kd=kd, keep=keep, nearest=nearest, new_down=new_down, new_rim=new_rim, old_down=old_down, old_rim=old_rim,
+          thick_node=thick_node)
+
+
+def _cell_sort(b, tree, s):
+    """Once, when the simulation starts: each vertex's cell of the lookup table, its rank in the cell, the
+    vertices as points sorted by cell ("Sorted") and per cell its first sorted point and count ("Cells")."""
+    group_in, index, sim_in = s.get("group_in index sim_in")
 
     # coarse lookup table: CELLS x CELLS cells over the snow's bounding box (object space), flagging the cells
     # a path (or an occluder) may reach; only the snow vertices in flagged cells evaluate the nearest-path
     # search and the occluder ray (a store's value field is evaluated for its selection only). The bound is
     # conservative, so the result is exactly that of evaluating every vertex. Each vertex's cell is computed
     # once, when the simulation starts (attribute snow_cell).
-    def grid(mn, mx, tag):
-        ext = b.node("ShaderNodeSeparateXYZ", f"{tag} Extent")
-        b.link(b.vmath("SUBTRACT", mx, mn), ext.inputs[0])
-        cell = b.math("MAXIMUM", b.math("DIVIDE", b.math("MAXIMUM", ext.outputs["X"], ext.outputs["Y"]),
-                                        float(CELLS)), 1e-9, label=f"{tag} Cell Size")
-        lo = b.node("ShaderNodeSeparateXYZ", f"{tag} Lo")
-        b.link(mn, lo.inputs[0])
-        mid_z = b.math("MULTIPLY_ADD", ext.outputs["Z"], 0.5, lo.outputs["Z"], label=f"{tag} Mid Z")
-        return lo, cell, ext.outputs["Z"], mid_z
-
     start_bbox = b.node("GeometryNodeBoundBox", "Start Bounds")
     b.link(group_in.outputs[0], start_bbox.inputs["Geometry"])
-    lo0, cell0, _, _ = grid(start_bbox.outputs["Min"], start_bbox.outputs["Max"], "Start")
+    lo0, cell0, _, _ = _grid(b, start_bbox.outputs["Min"], start_bbox.outputs["Max"], "Start")
     p_obj = b.node("ShaderNodeSeparateXYZ", "P Object")
     b.link(b.node("GeometryNodeInputPosition", "Start Pos").outputs[0], p_obj.inputs[0])
 
@@ -348,12 +407,19 @@ def _build(tree, occluders: bool):
             tree.links.remove(link)
     b.link(start_geo, sim_in.inputs["Geometry"])
 
+
+def _near_cells(b, s, occluders):
+    """The table of the cells a path (or an occluder) may reach this frame, searched only in the blocks of the
+    coarse table near a path, with each near cell's nearest path and whether it is apart from the others."""
+    (sim_in, index, matrix, actors_now, values, paths, actors_before, pos_in, size, occ_flat) = s.get(
+        "sim_in index matrix actors_now values paths actors_before pos_in size occ_flat")
+
     # the snow's bounds, measured once when the simulation starts (kept on the "Cells" state)
     def start_bound(name):
         return b.sample_index(sim_in.outputs["Cells"], b.named(name, "FLOAT_VECTOR", label=f"Read {name}")
                               .outputs["Attribute"], 0, "FLOAT_VECTOR", label=f"Snow {name}")
 
-    lo, cell, ext_z, mid_z = grid(start_bound("bound_min"), start_bound("bound_max"), "Snow")
+    lo, cell, ext_z, mid_z = _grid(b, start_bound("bound_min"), start_bound("bound_max"), "Snow")
     def centres(n, size, tag):
         """World XY centres (z = 0) of an n x n grid of cells of ``size`` over the snow's bounds, by index."""
         gx = b.math("FLOORED_MODULO", index, float(n), label=f"{tag} X")
@@ -463,6 +529,12 @@ def _build(tree, occluders: bool):
         occ_cell = b.math("LESS_THAN", occ_prox.outputs["Distance"], b.math("ADD", half_cell, 1e-6),
                           label="Occ Cell")
         table_geo = b.store(table_geo, "occ", occ_cell, data_type="BOOLEAN", label="Store Occ Cell")
+    s.put(table_geo=table_geo)
+
+
+def _grow_state(b, s, occluders):
+    """The trail state cloud, grown by a block of points for each cell reached for the first time."""
+    sim_in, index, table_geo = s.get("sim_in index table_geo")
     # --- trail state, kept off the 1M-vertex mesh: only the vertices of the "held" cells (cells a path or an
     # occluder has reached) carry a state, stored cell by cell in one small point cloud "State" (STATE per
     # point); the table "Held" gives each cell the start of its block in it plus one (0 = no state). A vertex's
@@ -473,13 +545,9 @@ def _build(tree, occluders: bool):
     sorted_pts = sim_in.outputs["Sorted"]
     cells_static = sim_in.outputs["Cells"]
 
-    def ival(geometry, name, idx, label):
-        return b.sample_index(geometry, b.named(name, "INT", label=f"Read {label}").outputs["Attribute"], idx,
-                              "INT", label=label)
-
-    count = ival(cells_static, "count", index, "Cell Count")
-    start = ival(cells_static, "start", index, "Cell Start")
-    d1_old = ival(held_prev, "d1", index, "Old Block")
+    count = _ival(b, cells_static, "count", index, "Cell Count")
+    start = _ival(b, cells_static, "start", index, "Cell Start")
+    d1_old = _ival(b, held_prev, "d1", index, "Old Block")
     # the flags stored above are read back (a field used by two stores would be evaluated twice: the proximity
     # search is the table's main cost)
     cand_cell = b.named("near", "BOOLEAN", label="Read Near Cell").outputs["Attribute"]
@@ -530,6 +598,17 @@ def _build(tree, occluders: bool):
     geo = grown.outputs[0]
     sidx = b.named("sidx", "INT", label="Read Point Sorted").outputs["Attribute"]
     point_cell = b.named("cell", "INT", label="Read Point Cell").outputs["Attribute"]
+    s.put(cells_static=cells_static, geo=geo, point_cell=point_cell, sidx=sidx, sorted_pts=sorted_pts,
+          table_geo=table_geo)
+
+
+def _stamp_state(b, s, occluders):
+    """The state points near a path stamped, the others refilled, the occluders' hold, and the "Held" table of
+    each cell's block."""
+    (sorted_pts, sidx, to_world, geo, thick_node, table_geo, point_cell, nearest, new_down, new_rim, kd, keep,
+     old_down, old_rim, values, occ_flat, P, index, snow_geo, sim_out, actors_now) = s.get(
+        "sorted_pts sidx to_world geo thick_node table_geo point_cell nearest new_down new_rim kd keep "
+        "old_down old_rim values occ_flat P index snow_geo sim_out actors_now")
     # P (the vertex's world position) is gathered where it is needed (the stamp of the points near a path, the
     # occluders)
     b.link(b.sample_index(sorted_pts, b.node("GeometryNodeInputPosition", "Sorted Pos").outputs[0], sidx,
@@ -577,7 +656,7 @@ def _build(tree, occluders: bool):
     # the block table: d1 per cell (the cache keeps it and the state cloud only)
     held_out = b.node("GeometryNodePoints", "Held Table")
     held_out.inputs["Count"].default_value = CELLS * CELLS
-    held_geo = b.store(held_out.outputs[0], "d1", ival(table_geo, "d1", index, "Block"), data_type="INT",
+    held_geo = b.store(held_out.outputs[0], "d1", _ival(b, table_geo, "d1", index, "Block"), data_type="INT",
                        label="Store Held Table")
     # booleans end to end for the display's selection (one byte a vertex, no conversion)
     held_geo = b.store(held_geo, "held", b.compare("GREATER_THAN", b.named("d1", "INT", label="Read Held Block")
@@ -585,6 +664,16 @@ def _build(tree, occluders: bool):
                        label="Store Held Flag")
     b.link(snow_geo, sim_out.inputs["Geometry"])
     b.link(actors_now, sim_out.inputs["Actors"])
+    s.put(geo=geo, held_geo=held_geo, near_pt=near_pt)
+
+
+def _puffs_and_display(b, s):
+    """The puffs, and the shown snow: each held vertex moved by its trail, with the camera fade laying the snow
+    flat far from the camera."""
+    (values, P, sorted_pts, sidx, thick_node, geo, near_pt, sim_in, dt, sim_out, held_geo, cells_static, matrix,
+     group_out) = s.get(
+        "values P sorted_pts sidx thick_node geo near_pt sim_in dt sim_out held_geo cells_static matrix "
+        "group_out")
     puffs_on = b.compare("GREATER_THAN", values["Puffs"], 0.5, data_type="FLOAT", label="Puffs Wanted")
     # the active camera (world location; none: Object Info gives scale 0, and the snow is shown as near it)
     cam = b.node("GeometryNodeInputActiveCamera", "Camera")
@@ -634,7 +723,7 @@ def _build(tree, occluders: bool):
     # vertices only)
     state = sim_out.outputs["State"]
     cell_v = b.named("snow_cell", "INT", label="Read Display Cell").outputs["Attribute"]
-    d1_v = ival(sim_out.outputs["Held"], "d1", cell_v, "Vertex Block")
+    d1_v = _ival(b, sim_out.outputs["Held"], "d1", cell_v, "Vertex Block")
     moved = b.sample_index(sim_out.outputs["Held"], b.named("held", "BOOLEAN", label="Read Held Flag")
                            .outputs["Attribute"], cell_v, "BOOLEAN", label="Moved")
     at = b.math("ADD", b.math("SUBTRACT", d1_v, 1.0),
