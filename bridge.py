@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bpy
 import numpy as np
 
 # Object types that can carry a geometry-nodes modifier and hold geometry worth deforming (text too: Blender
@@ -44,16 +45,6 @@ def evaluated_positions(obj, depsgraph) -> np.ndarray:
         ev.to_mesh_clear()
 
 
-def image_pixels(image) -> np.ndarray:
-    """(H, W, C) float32 pixels of a Blender image as Blender stores them: bottom row first, C = its channels."""
-    w, h = image.size
-    c = image.channels
-    buf = np.empty(w * h * c, dtype=np.float32)
-    if buf.size:
-        image.pixels.foreach_get(buf)
-    return buf.reshape(h, w, c)
-
-
 def get_shape_key_positions(key_block) -> np.ndarray:
     n = len(key_block.data)
     buf = np.empty(n * 3, dtype=np.float32)
@@ -68,19 +59,204 @@ def set_shape_key_positions(key_block, positions: np.ndarray):
         key_block.data.foreach_set("co", arr)
 
 
-def add_modifier_before_bend(obj, name: str, node_group):
-    """Add a geometry-nodes modifier using ``node_group`` to ``obj``, placed before the world bend (the bend
-    is always the last deformation, as in the write-up's vertex shader). Returns the modifier."""
-    from .shader_nodes.bend import is_bend_group
+# --- geometry from Blender --------------------------------------------------------------------------------
+# An object's geometry is what it draws: its own evaluated mesh and every instance it makes (a collection
+# instance, geometry-nodes instances, particle or vertex/face instances, nested ones included), each placed by its
+# world matrix. ``to_mesh`` of the object alone has no instances, so they are read from the depsgraph's
+# ``object_instances``, in one pass for all the objects asked about.
 
-    mod = obj.modifiers.new(name, "NODES")
-    mod.node_group = node_group
-    bend_index = next(
-        (i for i, m in enumerate(obj.modifiers) if m.type == "NODES" and is_bend_group(m.node_group)), None)
-    if bend_index is not None and bend_index < len(obj.modifiers) - 1:
-        obj.modifiers.move(len(obj.modifiers) - 1, bend_index)
-    return mod
 
+def instances_collection(obj) -> bool:
+    """Whether ``obj`` is a collection instance (an Empty showing a collection)."""
+    return obj.instance_type == "COLLECTION" and obj.instance_collection is not None
+
+
+def _makes_instances(obj) -> bool:
+    """Whether ``obj`` may put instances into the scene (only then are the depsgraph's instances walked)."""
+    return (obj.instance_type != "NONE" or len(obj.particle_systems) > 0
+            or any(m.type == "NODES" for m in obj.modifiers))
+
+
+def _shows_itself(obj) -> bool:
+    """Whether the object's own geometry is drawn: an object instancing on its vertices, faces or particles can
+    hide itself (Instancing > Render, the emitter's Show Emitter in renders)."""
+    if obj.instance_type in {"VERTS", "FACES"} or len(obj.particle_systems):
+        return obj.show_instancer_for_render
+    return True
+
+
+GEOMETRY_OBJECT_TYPES = GEOMETRY_TYPES | {"SURFACE", "META"}  # object types whose geometry can be read
+
+
+def _local_mesh(ev, with_weights: str = "", with_uvs: bool = False):
+    """(positions (N, 3), triangle corners (T, 3) as vertex indices, weights (T, 3) of the point attribute
+    ``with_weights`` or None, UVs (T, 3, 2) of the active UV map or None) of the evaluated object ``ev``'s mesh,
+    object space; None when it has no mesh or no faces."""
+    if ev.type not in GEOMETRY_OBJECT_TYPES:  # an Empty, a light...: to_mesh would complain on the console
+        return None
+    try:
+        mesh = ev.to_mesh()
+    except RuntimeError:
+        return None
+    try:
+        if mesh is None:
+            return None
+        mesh.calc_loop_triangles()
+        nt = len(mesh.loop_triangles)
+        if not nt:  # a point scatter's own points, an instancer's empty mesh: nothing to draw, no UVs needed
+            return None
+        pos = get_positions(mesh).astype(np.float64)
+        idx = np.empty(nt * 3, dtype=np.int32)
+        mesh.loop_triangles.foreach_get("vertices", idx)
+        idx = idx.reshape(nt, 3)
+        weights = None
+        attr = mesh.attributes.get(with_weights) if with_weights else None
+        if attr is not None and attr.domain == "POINT" and attr.data_type == "FLOAT":
+            buf = np.empty(len(mesh.vertices), dtype=np.float32)
+            attr.data.foreach_get("value", buf)
+            weights = buf.astype(np.float64)[idx]
+        uvs = None
+        if with_uvs and mesh.uv_layers.active is not None:
+            loops = np.empty(nt * 3, dtype=np.int32)
+            mesh.loop_triangles.foreach_get("loops", loops)
+            uv = np.empty(len(mesh.loops) * 2, dtype=np.float32)
+            mesh.uv_layers.active.uv.foreach_get("vector", uv)
+            uvs = uv.reshape(-1, 2)[loops.reshape(nt, 3)]
+        return pos, idx, weights, uvs
+    finally:
+        ev.to_mesh_clear()
+
+
+def _placed(local, m):
+    """(world triangles (T, 3, 3), weights, UVs) of a ``_local_mesh`` placed by the world matrix ``m``, wound for
+    the world (``_world_winding``; the weights and UVs corner for corner with the triangles)."""
+    pos, idx, weights, uvs = local
+    pos = pos @ m[:3, :3].T + m[:3, 3]
+    idx, weights, uvs = (None if a is None else _world_winding(a, m) for a in (idx, weights, uvs))
+    return pos[idx], weights, uvs
+
+
+def evaluated_parts(objects, depsgraph, with_weights: str = "", with_uvs: bool = False, counts=None) -> list:
+    """For each of ``objects``, the list of the parts of the geometry it draws, each (world triangles (T, 3, 3),
+    weights (T, 3) or None, UVs (T, 3, 2) or None; see ``_local_mesh``): its own evaluated mesh (unless it hides
+    itself, ``_shows_itself``) and its instances. ``counts(instancer, source)`` (original objects; default: all)
+    says whether an instance of ``source`` made by ``instancer`` counts. Instances sharing a mesh read it once."""
+    objects = list(objects)
+    parts = [[] for _ in objects]
+    instancers = {}
+    for i, obj in enumerate(objects):
+        if _shows_itself(obj):
+            ev = obj.evaluated_get(depsgraph)
+            local = _local_mesh(ev, with_weights, with_uvs)
+            if local is not None:
+                parts[i].append(_placed(local, matrix_to_numpy(ev.matrix_world)))
+        if _makes_instances(obj):
+            instancers[obj.as_pointer()] = i
+    if not instancers:
+        return parts
+    meshes = {}  # an instance's evaluated mesh is owned by the depsgraph: read each one once
+    for inst in depsgraph.object_instances:  # an instance's objects are valid only during its step
+        if not inst.is_instance:
+            continue
+        i = instancers.get(inst.parent.original.as_pointer())
+        if i is None:
+            continue
+        ev = inst.object
+        if counts is not None and not counts(objects[i], ev.original):
+            continue
+        key = ev.data.as_pointer() if ev.type == "MESH" and ev.data is not None else None
+        local = meshes.get(key) if key is not None else None
+        if local is None:
+            local = _local_mesh(ev, with_weights, with_uvs)
+            if local is None:
+                continue
+            if key is not None:
+                meshes[key] = local
+        parts[i].append(_placed(local, matrix_to_numpy(inst.matrix_world)))
+    return parts
+
+
+def _joined(parts) -> tuple[np.ndarray, np.ndarray | None]:
+    """(triangles, weights) of the parts of one object, joined; parts without weights count as weight 1 (None
+    when no part has any)."""
+    if not parts:
+        return np.zeros((0, 3, 3)), None
+    tris = np.concatenate([t for t, _w, _uv in parts])
+    if all(w is None for _t, w, _uv in parts):
+        return tris, None
+    return tris, np.concatenate([np.ones((t.shape[0], 3)) if w is None else w for t, w, _uv in parts])
+
+
+def objects_triangles(objects, depsgraph, with_weights: str = "", counts=None) -> list:
+    """[(world triangles, weights)] of each of ``objects`` (``world_triangles`` for many objects at once, one
+    walk through the instances; ``counts`` as in ``evaluated_parts``)."""
+    return [_joined(p) for p in evaluated_parts(objects, depsgraph, with_weights, counts=counts)]
+
+
+def _world_winding(idx, m):
+    """Triangle corner indices (T, 3), or anything per corner (weights, UVs), wound for the world: a mirroring
+    matrix (negative determinant, e.g. a tile scaled -1 on one axis) turns a counter-clockwise triangle clockwise,
+    so its normal would point away from the side Blender shows as the front; swapping two corners keeps the
+    normals as Blender draws them."""
+    if np.linalg.det(m[:3, :3]) < 0:
+        return idx[:, ::-1]
+    return idx
+
+
+def world_triangles(obj, depsgraph, with_weights: str = "") -> tuple[np.ndarray, np.ndarray | None]:
+    """(T, 3, 3) world-space triangles of the geometry the evaluated object draws, its instances included
+    (``evaluated_parts``; wound so that their normals are Blender's world normals, mirrored objects included),
+    and (T, 3) weights of the point attribute ``with_weights`` of the evaluated meshes (None when no part has
+    one; parts without it count as 1)."""
+    return objects_triangles([obj], depsgraph, with_weights)[0]
+
+
+def rest_triangles(obj) -> np.ndarray:
+    """(T, 3, 3) world-space triangles of a mesh object's own data (no modifiers)."""
+    mesh = obj.data
+    mesh.calc_loop_triangles()
+    nt = len(mesh.loop_triangles)
+    idx = np.empty(nt * 3, dtype=np.int32)
+    if nt:
+        mesh.loop_triangles.foreach_get("vertices", idx)
+    pos = get_positions(mesh).astype(np.float64)
+    m = matrix_to_numpy(obj.matrix_world)
+    pos = pos @ m[:3, :3].T + m[:3, 3]
+    return pos[_world_winding(idx.reshape(nt, 3), m)]
+
+
+def image_pixels(image) -> np.ndarray:
+    """(H, W, C) float32 pixels of a Blender image as Blender stores them: bottom row first, C = its channels."""
+    w, h = image.size
+    c = image.channels
+    buf = np.empty(w * h * c, dtype=np.float32)
+    if buf.size:
+        image.pixels.foreach_get(buf)
+    return buf.reshape(h, w, c)
+
+
+def quad_mesh(name: str, vertices, faces, point_floats=None):
+    """A new mesh ``name`` of ``vertices`` (N, 3) and quads ``faces`` (F, 4), shaded smooth, with a float point
+    attribute for each {name: (N,) values} of ``point_floats``."""
+    mesh = bpy.data.meshes.new(name)
+    nv, nf = vertices.shape[0], faces.shape[0]
+    mesh.vertices.add(nv)
+    mesh.attributes["position"].data.foreach_set("vector", vertices.astype(np.float32).ravel())
+    mesh.loops.add(nf * 4)
+    mesh.polygons.add(nf)
+    mesh.polygons.foreach_set("loop_start", np.arange(0, nf * 4, 4, dtype=np.int32))
+    mesh.loops.foreach_set("vertex_index", faces.astype(np.int32).ravel())
+    mesh.update(calc_edges=True)
+    mesh.validate(clean_customdata=False)
+    for attr_name, values in (point_floats or {}).items():
+        attr = mesh.attributes.new(attr_name, "FLOAT", "POINT")
+        attr.data.foreach_set("value", values.astype(np.float32))
+    mesh.polygons.foreach_set("use_smooth", np.ones(nf, dtype=bool))
+    mesh.update()
+    return mesh
+
+
+# --- meshes, images and attributes made or read by the bakes ------------------------------------------------
 
 def fill_mesh(mesh, positions: np.ndarray, loop_vertices: np.ndarray, loop_starts: np.ndarray):
     """Add vertices at ``positions`` (N, 3) and polygons to an empty mesh: polygon k has the corners
@@ -103,7 +279,7 @@ def set_smooth(mesh, smooth: np.ndarray):
     mesh.polygons.foreach_set("use_smooth", np.ascontiguousarray(smooth, dtype=bool))
 
 
-def world_triangles(obj, depsgraph) -> np.ndarray:
+def triangle_corners(obj, depsgraph) -> np.ndarray:
     """(T, 3, 3) float32 world-space corners of the evaluated object's triangles (modifiers applied); empty for an
     object with no surface."""
     ev = obj.evaluated_get(depsgraph)
@@ -189,7 +365,6 @@ def vertex_normals(mesh) -> np.ndarray:
     return buf.reshape(n, 3)
 
 
-# attribute data type -> (foreach key, components)
 _ATTR_KINDS = {"FLOAT": ("value", 1), "INT": ("value", 1), "FLOAT2": ("vector", 2), "FLOAT_VECTOR": ("vector", 3),
                "FLOAT_COLOR": ("color", 4), "BYTE_COLOR": ("color", 4)}
 

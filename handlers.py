@@ -3,16 +3,21 @@
 import bpy
 from bpy.app.handlers import persistent
 
+from . import progress
+from .operators import bend as bend_ops
+from .operators.snow import bake as snow_bake
+from .operators.snow import render as snow_render
+from .operators.snow import trails as snow_trails
+from .shader_nodes import bend as bend_nodes
+from .shader_nodes import common
+from .shader_nodes import vat as vat_nodes
+from .shader_nodes import wind as wind_nodes
+
 
 @persistent
 def on_load_post(*_args):
     """Files saved with an older EnvFX keep working: outdated node groups are rebuilt in place, and drivers made
     by Blender 5.0 with its default keyframes pass their values through unchanged (``common.straighten``)."""
-    from .shader_nodes import bend as bend_nodes
-    from .shader_nodes import common
-    from .shader_nodes import vat as vat_nodes
-    from .shader_nodes import wind as wind_nodes
-
     common.straighten_drivers()
     bend_nodes.refresh_after_load()
     wind_nodes.refresh_after_load()
@@ -38,8 +43,6 @@ def on_follow_own_pivot(scene, *_args):
     pivot is its group's: one node lookup). Blender copies a scene inside a frame change of the new scene; not in
     its frame_change_pre, where Blender 4.2 crashed when a copied scene's modifiers were re-pointed before its
     first evaluation (see the snow handlers below), but in the frame_change_post of that same change."""
-    from .shader_nodes import bend as bend_nodes
-
     try:
         bend_nodes.follow_own_pivot(scene)
     except Exception as exc:  # a handler must never break playback
@@ -48,10 +51,6 @@ def on_follow_own_pivot(scene, *_args):
 
 @persistent
 def on_claim_appended(scene, *_args):
-    from .operators import snow as snow_ops
-    from .shader_nodes import bend as bend_nodes
-    from .shader_nodes import wind as wind_nodes
-
     actors = scene.envfx.snow.actors
     counts = (len(bpy.data.node_groups), len(bpy.data.objects), len(bpy.data.scenes),
               actors.name if actors is not None else "")
@@ -61,7 +60,7 @@ def on_claim_appended(scene, *_args):
     try:
         bend_nodes.claim_appended(scene)
         wind_nodes.claim_appended(scene)
-        snow_ops.claim_appended(scene)
+        snow_trails.claim_appended(scene)
     except Exception as exc:  # a handler must never break playback
         print(f"EnvFX: appended objects could not join the scene's bend, wind and snow trails: {exc}")
 
@@ -82,17 +81,15 @@ _split_later: set = set()  # names of scenes whose split frame_change_pre left t
 
 
 def _follow(scene, may_split: bool, depsgraph=None):
-    from .operators import snow as snow_ops
-
     try:
         # snow unlinked from the scene (moved out, not deleted) leaves what its actors sink into at once. Only
         # when collections changed, and only in the dependency-graph handler: while the trails play, every frame
         # tags the collections the coverage reads, and the per-frame check must stay cheap
-        if depsgraph is not None and depsgraph.id_type_updated("COLLECTION") and snow_ops.surfaces_left_scene(scene):
-            snow_ops.forget_followed(scene)
-        if snow_ops.follow_actors(scene, may_split=may_split) is None:
+        if depsgraph is not None and depsgraph.id_type_updated("COLLECTION") and snow_trails.surfaces_left_scene(scene):
+            snow_trails.forget_followed(scene)
+        if snow_trails.follow_actors(scene, may_split=may_split) is None:
             _split_later.add(scene.name)
-        if snow_ops.pending_clean_up() and timers_run() and not bpy.app.timers.is_registered(snow_clean_up):
+        if snow_trails.pending_clean_up() and timers_run() and not bpy.app.timers.is_registered(snow_clean_up):
             bpy.app.timers.register(snow_clean_up, first_interval=0.0)
     except Exception as exc:  # a handler must never break playback
         print(f"EnvFX: the snow trails could not follow the actors: {exc}")
@@ -112,15 +109,12 @@ def snow_clean_up():
     (not in the frame or dependency-graph handlers that book the work); it waits while a job reads the scenes:
     a render or bake, any job that locks the interface (Blender asks timers not to change data then), or an
     EnvFX bake run from the UI."""
-    from . import progress
-    from .operators import snow as snow_ops
-
     wm = getattr(bpy.context, "window_manager", None)
     if (any(bpy.app.is_job_running(job) for job in ("RENDER", "OBJECT_BAKE", "COMPOSITE"))
             or (wm is not None and wm.is_interface_locked) or progress.job_running()):
         return 1.0
     try:
-        snow_ops.clean_up_pending()
+        snow_trails.clean_up_pending()
     except Exception as exc:  # a timer must not raise into the main loop
         print(f"EnvFX: the left-overs of removed snow trails could not be removed: {exc}")
     return None
@@ -160,29 +154,26 @@ def on_snow_load_pre(*_args):
 
 @persistent
 def on_snow_load_post(*_args):
-    from .operators import snow as snow_ops
-    from .operators import snow_render
-
     snow_render.forget()  # the new file has simulated nothing
-    snow_ops.forget_followed()
+    snow_trails.forget_followed()
     _split_later.clear()
     try:
-        snow_ops.split_shared_snow()  # a file saved when all scenes' snow went into one collection
+        snow_trails.split_shared_snow()  # a file saved when all scenes' snow went into one collection
     except Exception as exc:  # a handler must never break loading
         print(f"EnvFX: the scenes could not get their own snow collections: {exc}")
     try:
-        snow_ops.claim_legacy_surfaces()  # a file saved when all scenes shared one snow surfaces collection
+        snow_trails.claim_legacy_surfaces()  # a file saved when all scenes shared one snow surfaces collection
     except Exception as exc:  # a handler must never break loading
         print(f"EnvFX: the scenes could not get their own snow surfaces: {exc}")
     # each scene's snow surfaces hold exactly its trailed snow from the load on, not from a later frame change:
     # Blender 4.2 crashed when a frame change unlinked a stale member while it switched to that scene
     try:
         for scene in bpy.data.scenes:
-            snow_ops.sync_surfaces(scene)
+            snow_trails.sync_surfaces(scene)
     except Exception as exc:  # a handler must never break loading
         print(f"EnvFX: the scenes' snow surfaces could not be brought up to date: {exc}")
     try:
-        snow_ops.refresh_buffer_groups()  # Snow from Bake groups of an older EnvFX rebuilt; each bake as it is now
+        snow_bake.refresh_buffer_groups()  # Snow from Bake groups of an older EnvFX rebuilt; each bake as it is now
     except Exception as exc:  # a handler must never break loading
         print(f"EnvFX: the snow driven by a bake could not be brought up to date (press Snow from Bake): {exc}")
 
@@ -191,10 +182,8 @@ def on_snow_load_post(*_args):
 def on_snow_save_pre(*_args):
     """Before a save: what trails removed by hand left behind is not written into the file (background scripts
     run no timers). No evaluation runs here, so removing data is safe."""
-    from .operators import snow as snow_ops
-
     try:
-        snow_ops.clean_up_pending(list(bpy.data.scenes))
+        snow_trails.clean_up_pending(list(bpy.data.scenes))
     except Exception as exc:  # a handler must never break saving
         print(f"EnvFX: the left-overs of removed snow trails could not be removed: {exc}")
 
@@ -225,10 +214,6 @@ def on_save_pre_release_groups(*_args):
     group, with its drivers, that moves nothing. Not done in the depsgraph or frame handlers: removing data while
     Blender evaluates it can crash it; a save is a safe point. The scenes' settings stay, and Add Bend or Add Wind
     builds the group again."""
-    from .shader_nodes import bend as bend_nodes
-    from .shader_nodes import common
-    from .shader_nodes import wind as wind_nodes
-
     try:
         for kind in (bend_nodes.KIND, wind_nodes.KIND):
             for tree in [t for t in bpy.data.node_groups if t.get(common.KIND_KEY) == kind]:
@@ -242,13 +227,11 @@ def on_save_pre_release_groups(*_args):
 @persistent
 def on_bend_readers(scene, *_args):
     """depsgraph_update_post: the wind's terrain follow and the snow coverage read the bend their target shows now
-    (``shader_nodes.bend.sync_readers``): a bend modifier switched on or off by hand, a terrain or snow that got
+    (``operators.bend.sync_readers``): a bend modifier switched on or off by hand, a terrain or snow that got
     or lost its bend, a bend group rebuilt for a new mode. Only pointers and links change here, no data is
     removed; cheap when nothing changed (a few modifiers)."""
-    from .shader_nodes import bend as bend_nodes
-
     try:
-        bend_nodes.sync_readers(scene)
+        bend_ops.sync_readers(scene)
     except Exception as exc:  # a handler must never break playback
         print(f"EnvFX: the wind's terrain follow and the snow coverage could not follow the bend: {exc}")
 
@@ -263,8 +246,6 @@ CLAIM_HANDLERS = (("depsgraph_update_post", on_claim_appended), ("frame_change_p
 def on_render_init_trails(scene, *_args):
     """render_init: a background render of live snow trails not simulated in this process warns (the render shows
     the snow as last simulated: untouched in a fresh process)."""
-    from .operators import snow_render
-
     snow_render.warn_unsimulated_render(scene)
 
 
@@ -272,16 +253,12 @@ SAVE_HANDLERS = (("save_pre", on_save_pre_overrides), ("save_pre", on_save_pre_r
 @persistent
 def on_trails_frame(scene, *_args):
     """frame_change_post: what Blender has simulated of the trails (``snow_render.note_frame``)."""
-    from .operators import snow_render
-
     snow_render.note_frame(scene)
 
 
 @persistent
 def on_trails_update(scene, *_args):
     """depsgraph_update_post: a change on the start frame restarts the trails (``snow_render.note_update``)."""
-    from .operators import snow_render
-
     snow_render.note_update(scene)
 
 
@@ -305,8 +282,6 @@ def revive_open_file():
     """What opening the open file with EnvFX enabled would do: the dead drivers of EnvFX come back
     (``common.revive_drivers``) and the load_post handlers run (outdated groups rebuilt and rewired, appended
     objects and copied scenes handled as after a load)."""
-    from .shader_nodes import common
-
     try:
         common.revive_drivers()
         on_load_post()

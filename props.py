@@ -20,8 +20,12 @@ from .core import lightmap2d as core_lightmap
 from .core import mips as core_mips
 from .core import vat as core_vat
 from .core import wind as core_wind
+from .operators import bend as bend_ops
 from .operators.common import PATH_OPTIONS, restore_good_numbers
+from .operators.snow import actors as snow_actors
+from .operators.snow import trails as snow_trails
 from .shader_nodes import bend as bend_nodes
+from .shader_nodes import snow as snow_nodes
 from .shader_nodes import wind as wind_nodes
 
 # Per-object settings can be changed on a library override (an asset linked into a level) and are saved with it.
@@ -155,7 +159,7 @@ def _bend_exclude_changed(self, context):
         if mod.type == "NODES" and bend_nodes.is_bend_group(mod.node_group):
             mod.show_viewport = not self.bend_exclude
             mod.show_render = not self.bend_exclude
-    bend_nodes.sync_readers()  # what reads this object's geometry (terrain follow, snow coverage) follows
+    bend_ops.sync_readers()  # what reads this object's geometry (terrain follow, snow coverage) follows
 
 
 # --- Wind -------------------------------------------------------------------------------------------------
@@ -579,14 +583,10 @@ def _snow_value_changed(self, context):
 
 def _snow_trails_changed(self, context):
     # the actors/occluders collections change the trails group's nodes
-    from .shader_nodes import snow as snow_nodes
-
-    from .operators import snow as snow_ops
-
     scene = self.id_data
-    if snow_ops.scene_has_trails(scene):  # another scene's trails keep their actors and settings
+    if snow_trails.scene_has_trails(scene):  # another scene's trails keep their actors and settings
         try:
-            snow_nodes.ensure_trails(scene)
+            snow_nodes.ensure_trails(scene, snow_actors.actor_specs(scene)[0])
         except ValueError:
             pass
 
@@ -752,9 +752,7 @@ class EnvFXSnowSettings(PropertyGroup):
 @_numbers_checked
 def _snow_actor_changed(self, context):
     # the live trails follow the actors' sizes (handlers.py: measured again at the next update)
-    from .operators import snow as snow_ops
-
-    snow_ops.forget_followed()
+    snow_trails.forget_followed()
 
 
 class EnvFXSnowObjectSettings(PropertyGroup):

@@ -302,7 +302,7 @@ def bench_coverage(n_side, n_actors, frames, rounds=3):
             bend_mod.show_viewport = bent
             for m in coverage:
                 m.show_viewport = on
-            envfx.shader_nodes.bend.sync_readers(scene)
+            envfx.operators.bend.sync_readers(scene)
             bpy.context.view_layer.update()
             got[(bent, on)].append(_time_frames(scene, frames)[0])
     ms = {k: float(np.median(v)) * 1e3 for k, v in got.items()}

@@ -231,7 +231,7 @@ def _terrain_follow(bpy, envfx, scene, plants, time_frames, args, version):
         for name, (target, bent) in states.items():
             scene.envfx.wind.terrain_object = target
             bend_mod.show_viewport = bent
-            envfx.shader_nodes.bend.sync_readers(scene)
+            envfx.operators.bend.sync_readers(scene)
             bpy.context.view_layer.update()
             got[name].append(time_frames())
     ms = {name: float(np.median(t)) * 1e3 for name, t in got.items()}

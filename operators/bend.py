@@ -14,6 +14,7 @@ from ..core import bend_engines
 from ..core import wind as core_wind
 from ..shader_nodes import bend as bend_nodes
 from ..shader_nodes import common
+from ..shader_nodes import snow as snow_nodes
 from ..shader_nodes import wind as wind_nodes
 from .common import (PATH_OPTIONS, NeedsScene, ObjectsResult, changeable, evaluated_check, instancers_of,
                      join_scene_group, kept_by_override_reason, linked_reason, no_modifier_reason, output_folder,
@@ -127,7 +128,7 @@ def add_bend(scene, objects) -> BendResult:
             f"Strength {settings.strength:g} drops these objects by up to {worst:.3g} m over {extent:.3g} m: "
             f"they fold out of sight; lower the strength"
         )
-    bend_nodes.sync_readers(scene)  # a terrain or snow bent now: what reads its geometry undoes its bend
+    sync_readers(scene)  # a terrain or snow bent now: what reads its geometry undoes its bend
     return result
 
 
@@ -184,7 +185,7 @@ def remove_bend(objects) -> BendResult:
             obj.modifiers.remove(mod)
         result.changed.append(obj.name)
     _release(groups)
-    bend_nodes.sync_readers()  # what read these objects' bent geometry (terrain follow, snow coverage) lets go
+    sync_readers()  # what read these objects' bent geometry (terrain follow, snow coverage) lets go
     return result
 
 
@@ -286,7 +287,7 @@ def apply_bend(scene, objects) -> BendResult:
         mesh[APPLIED_MARK] = scene.name
         result.changed.append(obj.name)
     _release(groups)
-    bend_nodes.sync_readers()  # what read these objects' bent geometry (terrain follow, snow coverage) lets go
+    sync_readers()  # what read these objects' bent geometry (terrain follow, snow coverage) lets go
     return result
 
 
@@ -360,6 +361,20 @@ def set_exclude(objects, exclude: bool) -> BendResult:
         obj.envfx.bend_exclude = exclude
         result.changed.append(obj.name)
     return result
+
+
+def sync_readers(scene=None) -> bool:
+    """Point the groups that read another object's bent geometry (the wind's terrain follow, the snow coverage)
+    of ``scene`` (default: every scene) at the bend that geometry shows now, or at none. Call it after a bend is
+    added to, removed from, applied to or switched on or off on an object; the dependency-graph handler calls it
+    too (a change made by hand is caught at the next update). Cheap: a few modifiers per scene. Returns whether
+    anything changed. (It lives here, above the node modules it calls, so that ``shader_nodes.bend``, which both
+    of them import, imports neither.)"""
+    changed = False
+    for s in bpy.data.scenes if scene is None else (scene,):
+        changed |= wind_nodes.sync_terrain_bend(s)
+        changed |= snow_nodes.sync_coverage_bend(s)
+    return changed
 
 
 class _BendTargetsOperator(NeedsScene):

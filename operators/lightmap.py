@@ -142,7 +142,7 @@ def gather(scene, selected=(), overrides: dict | None = None) -> Inputs:
     if bpy.context.scene != scene:
         depsgraph = scene.view_layers[0].depsgraph
         depsgraph.update()
-    ground_tris = bridge.world_triangles(ground, depsgraph)
+    ground_tris = bridge.triangle_corners(ground, depsgraph)
     if len(ground_tris) == 0:
         raise LightmapInputError(f"Ground {ground.name!r} has no surface: use a mesh (a plane) for the ground")
     lo, hi = ground_tris.reshape(-1, 3).min(0), ground_tris.reshape(-1, 3).max(0)
@@ -159,7 +159,7 @@ def gather(scene, selected=(), overrides: dict | None = None) -> Inputs:
                  if o != ground and _drawable(o) and not o.hide_render]
     if any(o == ground for o in candidates):
         warnings.append(f"The ground {ground.name!r} is among the obstacles; it is not treated as one")
-    tris = [bridge.world_triangles(o, depsgraph) for o in obstacles]
+    tris = [bridge.triangle_corners(o, depsgraph) for o in obstacles]
     triangles = np.concatenate(tris) if tris else np.zeros((0, 3, 3), dtype=np.float32)
     objs = scene_lights(scene, lights_coll)
     lights = [lt for lt in (core_light(o, warnings) for o in objs) if lt is not None]

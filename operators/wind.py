@@ -487,7 +487,7 @@ def add_wind(scene, objects) -> WindResult:
     tree = wind_nodes.ensure_wind(scene)
     for obj in candidates:
         joined = join_scene_group(result, obj, wind_modifiers(obj), tree,
-                                  lambda o=obj: bridge.add_modifier_before_bend(o, MODIFIER_NAME, tree),
+                                  lambda o=obj: bend_nodes.add_modifier_before_bend(o, MODIFIER_NAME, tree),
                                   "was in the wind of", "wind")
         wind_nodes.write_live_attributes(obj.data)  # adding again refreshes the live data
         if not joined:

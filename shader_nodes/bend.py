@@ -352,17 +352,13 @@ def shown_group(obj):
     return None
 
 
-def sync_readers(scene=None) -> bool:
-    """Point the groups that read another object's bent geometry (the wind's terrain follow, the snow coverage)
-    of ``scene`` (default: every scene) at the bend that geometry shows now, or at none. Call it after a bend is
-    added to, removed from, applied to or switched on or off on an object; the dependency-graph handler calls it
-    too (a change made by hand is caught at the next update). Cheap: a few modifiers per scene. Returns whether
-    anything changed."""
-    from . import snow as snow_nodes
-    from . import wind as wind_nodes
-
-    changed = False
-    for s in bpy.data.scenes if scene is None else (scene,):
-        changed |= wind_nodes.sync_terrain_bend(s)
-        changed |= snow_nodes.sync_coverage_bend(s)
-    return changed
+def add_modifier_before_bend(obj, name: str, node_group):
+    """Add a geometry-nodes modifier using ``node_group`` to ``obj``, placed before the world bend (the bend
+    is always the last deformation, as in the write-up's vertex shader). Returns the modifier."""
+    mod = obj.modifiers.new(name, "NODES")
+    mod.node_group = node_group
+    bend_index = next(
+        (i for i, m in enumerate(obj.modifiers) if m.type == "NODES" and is_bend_group(m.node_group)), None)
+    if bend_index is not None and bend_index < len(obj.modifiers) - 1:
+        obj.modifiers.move(len(obj.modifiers) - 1, bend_index)
+    return mod

@@ -244,7 +244,7 @@ def test_bend_stays_the_last_modifier(envfx):
     select_only([cube])
     bpy.ops.envfx.bend_add()
     group = bpy.data.node_groups.new("Other", "GeometryNodeTree")
-    envfx.bridge.add_modifier_before_bend(cube, "Other", group)
+    envfx.shader_nodes.bend.add_modifier_before_bend(cube, "Other", group)
     assert cube.modifiers[-1].node_group.name == "EnvFX Bend"
 
 
@@ -254,7 +254,7 @@ def test_add_bend_again_moves_the_bend_back_after_a_modifier_added_by_hand(envfx
     bpy.ops.envfx.bend_add()
     cube.modifiers.new("Subdivision", "SUBSURF")  # the user adds it after the bend
     group = bpy.data.node_groups.new("Other", "GeometryNodeTree")
-    envfx.bridge.add_modifier_before_bend(cube, "Wind", group)
+    envfx.shader_nodes.bend.add_modifier_before_bend(cube, "Wind", group)
     result = envfx.operators.bend.add_bend(bpy.context.scene, [cube])
     assert [m.name for m in cube.modifiers] == ["Wind", "Subdivision", "EnvFX Bend"]
     assert result.changed == ["Cube"] and not result.unchanged

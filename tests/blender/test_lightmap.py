@@ -368,7 +368,7 @@ def test_actor_shadow_never_reaches_into_a_wall(envfx, tmp_path):
     lm = core(envfx)
     s = scene.envfx.lightmap
     grid = lm.make_grid(tuple(s.baked_region), 256)
-    walls = np.concatenate([np.asarray(lm_ops(envfx).bridge.world_triangles(o, bpy.context.evaluated_depsgraph_get()))
+    walls = np.concatenate([np.asarray(lm_ops(envfx).bridge.triangle_corners(o, bpy.context.evaluated_depsgraph_get()))
                             for o in bpy.data.collections["Walls"].objects])
     occ = lm.rasterise(grid, walls)
     for x in np.linspace(-0.9, 0.2, 6):  # the actor walks up to the wall Wall0 (x 0.6 .. 1.4)

@@ -715,7 +715,7 @@ def test_cli_bake_removes_the_temporary_folders_a_killed_bake_left(envfx, tmp_pa
     out = tmp_path / "buffer"
     out.mkdir()
     dead = subprocess_pid_that_ended()
-    old = envfx.core.snow._STARTED - 60.0  # before this process (its add-on) started
+    old = envfx.core.snow.files._STARTED - 60.0  # before this process (its add-on) started
     for name in (f".envfx_snow_{dead}_k1ll3d", ".envfx_snow_x7qz9a0b", f".envfx_snow_{os.getpid()}_mine",
                  ".envfx_snow_1_init", "keep_me", f".envfx_snow_{dead}_new"):
         (out / name).mkdir()
@@ -1690,7 +1690,7 @@ def _bent_level_with_walkers(envfx, bend_walkers=True):
     assert bpy.ops.envfx.snow_trails_add() == {"FINISHED"}
     if bend_walkers:
         envfx.operators.bend.add_bend(scene, [near, far])
-    envfx.shader_nodes.bend.sync_readers(scene)  # what operators.bend will call itself
+    envfx.operators.bend.sync_readers(scene)  # what operators.bend will call itself
     for f in range(1, 4):
         scene.frame_set(f)
     return scene, terrain, snow, near, far

@@ -182,7 +182,7 @@ def test_the_render_warning_is_not_fooled(envfx, load_helper, tmp_path, probe, c
     file forgets it; a scene renamed keeps it; trails off in the viewport (on for renders) simulate nothing, so
     Simulate Trails refuses them, saying what to do."""
     scene, name, rest = _walker_file(envfx, load_helper, tmp_path)
-    sr = importlib.import_module(envfx.__name__ + ".operators.snow_render")
+    sr = importlib.import_module(envfx.__name__ + ".operators.snow.render")
     assert bpy.ops.envfx.snow_trails_simulate() == {"FINISHED"}
     scene.frame_set(scene.frame_start)
     scene.name = "Shot010"

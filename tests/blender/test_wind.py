@@ -919,7 +919,7 @@ def _bent_grass_on_terrain(mods, envfx):
     b.mode, b.axis, b.pivot, b.strength, b.spread = "RUNNER", "POS_Y", pivot, 0.01, 2.0
     mods.ops.add_wind(scene, [obj])
     envfx.operators.bend.add_bend(scene, [terrain, obj])
-    envfx.shader_nodes.bend.sync_readers(scene)  # what operators.bend will call itself
+    envfx.operators.bend.sync_readers(scene)  # what operators.bend will call itself
     m = mods.bridge.matrix_to_numpy(obj.matrix_world)
     world = mods.bridge.get_positions(obj.data).astype(np.float64) @ m[:3, :3].T + m[:3, 3]
     p0 = np.array(terrain.matrix_world.translation)
@@ -1012,7 +1012,7 @@ def test_grass_on_bent_terrain_stands_on_it_bent_once(mods, envfx):
     terrain.envfx.bend_exclude = False
     assert _bent_gn_vs_core(mods, envfx, obj, (10,)) < 1e-4
     envfx.operators.bend.remove_bend([terrain])
-    envfx.shader_nodes.bend.sync_readers(scene)
+    envfx.operators.bend.sync_readers(scene)
     assert _bent_gn_vs_core(mods, envfx, obj, (11,), tz) < 1e-4
 
 

@@ -433,14 +433,14 @@ def test_snow_bake_files_and_json(tmp_path):
     assert round(snow.bake_output_bytes(512, 1) / 2**20) == 4
     assert round(snow.bake_output_bytes(512, 100000) / 2**30) == 391
     about = int(quoted(r"the JSON up to about (\d+) bytes for every frame").group(1))
-    assert abs(snow._json_frame_bytes("snow_buffer") - about) <= 10
+    assert abs(snow.files._json_frame_bytes("snow_buffer") - about) <= 10
     assert snow.TEMP_PREFIX == ".envfx_snow_" and "`.envfx_snow_<pid>_*`" in PROSE
 
 
 def test_snow_and_wind_names_in_the_code():
     """Attribute, vertex-group, node-group and material names the README gives appear in the code."""
-    source = "".join(read(folder, f) for d in ("core", "operators", "shader_nodes")  # packages' modules too
-                     for folder, _, names in sorted(os.walk(os.path.join(ROOT, d))) for f in sorted(names)
+    source = "".join(read(folder, f) for d in ("core", "operators", "shader_nodes")  # packages included
+                     for folder, _dirs, files in sorted(os.walk(os.path.join(ROOT, d))) for f in sorted(files)
                      if f.endswith(".py"))
     names = {s for s in SPANS if re.fullmatch(r"\.?EnvFX_\w+|snow_(thickness|coverage)|envfx_bend_applied", s)}
     assert {"EnvFX_Height", "EnvFX_Wind", "EnvFX_Wind_Export", "EnvFX_Height_UV", "EnvFX_Trunk",

@@ -14,8 +14,8 @@ import sys
 
 import bpy
 
-from .. import progress
-from . import snow as snow_ops
+from ... import progress
+from .trails import trails_modifiers
 
 # scene (its pointer: renaming keeps it) -> the last frame Blender simulated the scene's trails to, one frame at a
 # time from its start frame, in this session (as far as EnvFX can tell: frame changes seen one by one from the start
@@ -31,14 +31,14 @@ class SimulateInputError(ValueError):
 
 def live_trailed(scene) -> list:
     """The scene's objects whose live trails a render shows (a trails modifier on for renders)."""
-    return [obj for obj in scene.objects if any(m.show_render for m in snow_ops.trails_modifiers(obj))]
+    return [obj for obj in scene.objects if any(m.show_render for m in trails_modifiers(obj))]
 
 
 def hidden_in_viewport(scene) -> list:
     """The scene's objects with live trails on for renders but off in the viewport: Blender simulates only what the
     viewport evaluates, so frames stepped there simulate nothing of them."""
     return [obj for obj in scene.objects
-            if any(m.show_render and not m.show_viewport for m in snow_ops.trails_modifiers(obj))]
+            if any(m.show_render and not m.show_viewport for m in trails_modifiers(obj))]
 
 
 def simulate_job(scene, end: int | None = None):
@@ -160,6 +160,3 @@ class ENVFX_OT_snow_trails_simulate(progress.ModalJobOperator, bpy.types.Operato
                               f"playhead stays on the last one: on the start frame, a change of the scene restarts "
                               f"the simulation)")
         return {"FINISHED"}
-
-
-classes = (ENVFX_OT_snow_trails_simulate,)

@@ -1,4 +1,4 @@
-"""Node groups of the snow: "EnvFX Snow Trails" (geometry nodes, live trails) and the "EnvFX Snow" material.
+"""The node graph of "EnvFX Snow Trails" (geometry nodes, live trails), built stage by stage.
 
 "EnvFX Snow Trails" is ``core.snow``'s trail state evaluated per frame in a simulation zone:
 
@@ -39,105 +39,58 @@ Numbers the user tweaks (rim, fades, refill) are Value nodes driven by ``scene.e
 
 from __future__ import annotations
 
-import hashlib
+import types
 
-import bpy
+from .. import common
+from .base import ACTORS_KEY, ACTORS_NODE, CELLS, COARSE, DRIVEN, GRAVITY, GROUND_KEEP, STATE, SnowBuilder
+from .puffs import puffs_shown, puffs_step
 
-from ..core import snow as core_snow
-from . import common
+class _Shared(types.SimpleNamespace):
+    """The sockets and nodes that a stage of ``_build`` hands on to the later ones."""
 
-GROUP_NAME = "EnvFX Snow Trails"
-KIND = "snow_trails"  # one group per scene (common.ensure_scene_group)
-MATERIAL_NAME = "EnvFX Snow"
-VERSION = 28
-# FLOAT_VECTOR attribute of the state cloud's points: (down, rim) of core.snow's trail state, and how much deeper
-# the vertex was pushed this frame (the puffs; only meaningful on the points near a path this frame)
-STATE = "snow_trail"
-ACTORS_NODE = "Actors"  # the Join Geometry node of the actor points
-SLOT = "Slot "  # name prefix of the per-actor nodes (rebuilt in place by _build_actors)
-ACTORS_KEY = "envfx_snow_actors"  # the group's custom property: stamp of the actors it was built for
-KEYS_KEY = "envfx_snow_keys"  # the group's custom property: {actor name: key}
-CELLS = core_snow.TRAIL_CELLS  # the lookup table that limits the nearest-path search to vertices near a path
-COARSE = 4  # cells per side of a block of the coarse table that limits the cells' nearest-path search
+    def get(self, names: str) -> tuple:
+        return tuple(getattr(self, n) for n in names.split())
 
-# the displayed snow never goes below this fraction of its thickness (a thin layer stays on the ground, so the
-# snow and the terrain under it never fight for the same depth): core.snow's, which its twin shown_offset uses
-GROUND_KEEP = core_snow.GROUND_KEEP
-GRAVITY = "Gravity Z"  # Value node driven by the scene's gravity (z), for the puffs
-
-DRIVEN = {
-    "Puffs": "puffs",
-    "Puff Rate": "puff_rate",
-    "Puff Speed": "puff_speed",
-    "Puff Lifetime": "puff_lifetime",
-    "Puff Size": "puff_size",
-    "Rim Height": "rim_height",
-    "Rim Width": "rim_width",
-    "Fade Height": "fade_height",
-    "Refill Rate": "refill_rate",
-    "Camera Fade Start": "camera_fade_start",
-    "Camera Fade End": "camera_fade_end",
-}
+    def put(self, **values):
+        vars(self).update(values)
 
 
-def actor_specs(scene):
-    """[(object name, radius, depth, bottom offset)] for the scene's actor collection (lights are skipped)."""
-    from ..operators import snow as snow_ops
-
-    return snow_ops.actor_specs(scene)[0]
-
-
-def _stamp(has_occluders: bool) -> str:
-    """What the group's structure was built for: the version and whether there are occluders (which collection
-    is a value of its "Occluders" node, so choosing another one keeps the running trails)."""
-    return f"{VERSION}:{'occluders' if has_occluders else 'open'}"
-
-
-def _actor_stamp(specs) -> str:
-    """What the actor part of the group was built for: the actors' names, radii, depths and bottom offsets."""
-    text = repr([(n, round(r, 6), round(d, 6), round(o, 6)) for n, r, d, o in specs])
-    return hashlib.sha1(text.encode()).hexdigest()[:16]
+def _grid(b, mn, mx, tag):
+    """(its low corner separated, the cell size, the height, the middle height) of the CELLS x CELLS lookup table
+    over the box ``mn``..``mx``."""
+    ext = b.node("ShaderNodeSeparateXYZ", f"{tag} Extent")
+    b.link(b.vmath("SUBTRACT", mx, mn), ext.inputs[0])
+    cell = b.math("MAXIMUM", b.math("DIVIDE", b.math("MAXIMUM", ext.outputs["X"], ext.outputs["Y"]),
+                                    float(CELLS)), 1e-9, label=f"{tag} Cell Size")
+    lo = b.node("ShaderNodeSeparateXYZ", f"{tag} Lo")
+    b.link(mn, lo.inputs[0])
+    mid_z = b.math("MULTIPLY_ADD", ext.outputs["Z"], 0.5, lo.outputs["Z"], label=f"{tag} Mid Z")
+    return lo, cell, ext.outputs["Z"], mid_z
 
 
-class SnowBuilder(common.Builder):
-    def sample_index(self, geometry, value, index, data_type="FLOAT", domain="POINT", label=""):
-        node = self.node("GeometryNodeSampleIndex", label, data_type=data_type, domain=domain)
-        self.link(geometry, node.inputs["Geometry"])
-        self.feed(node.inputs["Value"], value)
-        self.feed(node.inputs["Index"], index)
-        return node.outputs["Value"]
-
-    def named(self, name, data_type="FLOAT", label=""):
-        node = self.node("GeometryNodeInputNamedAttribute", label or f"Read {name}", data_type=data_type)
-        node.inputs["Name"].default_value = name
-        return node
-
-    def store(self, geometry, name, value, data_type="FLOAT", domain="POINT", label="", selection=None):
-        node = self.node("GeometryNodeStoreNamedAttribute", label or f"Store {name}", data_type=data_type,
-                         domain=domain)
-        self.link(geometry, node.inputs["Geometry"])
-        if selection is not None:
-            self.feed(node.inputs["Selection"], selection)
-        node.inputs["Name"].default_value = name
-        self.feed(node.inputs["Value"], value)
-        return node.outputs["Geometry"]
-
-    def boolean(self, operation, a, b=None, label=""):
-        node = self.node("FunctionNodeBooleanMath", label, operation=operation)
-        self.feed(node.inputs[0], a)
-        if b is not None:
-            self.feed(node.inputs[1], b)
-        return node.outputs[0]
-
-    def clamp01(self, value, label=""):
-        return self.math("ADD", value, 0.0, label=label, use_clamp=True)
-
-    def flat(self, vec, label=""):
-        return self.vmath("MULTIPLY", vec, self.vector(label + " Flatten", (1.0, 1.0, 0.0)), label=label)
+def _ival(b, geometry, name, idx, label):
+    return b.sample_index(geometry, b.named(name, "INT", label=f"Read {label}").outputs["Attribute"], idx,
+                          "INT", label=label)
 
 
 def _build(tree, occluders: bool):
+    """The live trails group: its stages, in the order they make their nodes (names, locations and the join
+    orders depend on it)."""
     b = SnowBuilder(tree)
+    s = _Shared()
+    _inputs(b, tree, s)
+    _zone_and_paths(b, s)
+    _stamp_fields(b, s)
+    _cell_sort(b, tree, s)
+    _near_cells(b, s, occluders)
+    _grow_state(b, s, occluders)
+    _stamp_state(b, s, occluders)
+    _puffs_and_display(b, s)
+
+
+def _inputs(b, tree, s):
+    """The group's sockets, its driven values, the actor points' join, the occluders' footprint and the
+    snow object's world transform (``P``: the world position of the vertex)."""
     common.socket(tree, "Geometry", "INPUT", "NodeSocketGeometry")
     common.socket(tree, "Geometry", "OUTPUT", "NodeSocketGeometry")
     tree.interface.new_panel("Actors", default_closed=True)
@@ -174,6 +127,14 @@ def _build(tree, occluders: bool):
     b.link(matrix, to_world.inputs["Transform"])
     P = to_world.outputs[0]
 
+    s.put(P=P, actors_now=actors_now, group_in=group_in, group_out=group_out, matrix=matrix, occ_flat=occ_flat,
+          to_world=to_world, values=values)
+
+
+def _zone_and_paths(b, s):
+    """The simulation zone, the actors' previous points matched by key, and the mesh of their paths (one edge
+    per actor, previous -> current bottom point, flattened)."""
+    group_in, actors_now = s.get("group_in actors_now")
     # --- simulation zone ---
     sim_in = b.node("GeometryNodeSimulationInput", "Sim In", location=(-600, 0))
     sim_out = b.node("GeometryNodeSimulationOutput", "Sim Out", location=(2200, 0))
@@ -227,6 +188,14 @@ def _build(tree, occluders: bool):
     b.link(b.math("FLOORED_MODULO", index, 2.0, label="Odd"), delete.inputs["Selection"])
     paths = delete.outputs[0]
 
+    s.put(actors_before=actors_before, dt=dt, index=index, paths=paths, pos_in=pos_in, sim_in=sim_in, sim_out=sim_out,
+          size=size, snow_geo=snow_geo)
+
+
+def _stamp_fields(b, s):
+    """The stamp of the nearest path at a point (``core.snow.stamp_points``) and the trail update from the old
+    state (``core.snow.trail_update``), as fields."""
+    paths, P, actors_before, pos_in, actors_now, values, dt = s.get("paths P actors_before pos_in actors_now values dt")
     nearest = b.node("GeometryNodeSampleNearest", "Nearest Path", domain="EDGE")
     b.link(paths, nearest.inputs["Geometry"])
     b.link(b.flat(P, "P"), nearest.inputs["Sample Position"])
@@ -274,25 +243,23 @@ def _build(tree, occluders: bool):
     new_rim = b.math("MAXIMUM", kept_rim, b.math("MULTIPLY", rim_s, inside), label="New Rim")
 
     thick_node = b.named("snow_thickness")
+    s.put(kd=kd, keep=keep, nearest=nearest, new_down=new_down, new_rim=new_rim, old_down=old_down, old_rim=old_rim,
+          thick_node=thick_node)
+
+
+def _cell_sort(b, tree, s):
+    """Once, when the simulation starts: each vertex's cell of the lookup table, its rank in the cell, the
+    vertices as points sorted by cell ("Sorted") and per cell its first sorted point and count ("Cells")."""
+    group_in, index, sim_in = s.get("group_in index sim_in")
 
     # coarse lookup table: CELLS x CELLS cells over the snow's bounding box (object space), flagging the cells
     # a path (or an occluder) may reach; only the snow vertices in flagged cells evaluate the nearest-path
     # search and the occluder ray (a store's value field is evaluated for its selection only). The bound is
     # conservative, so the result is exactly that of evaluating every vertex. Each vertex's cell is computed
     # once, when the simulation starts (attribute snow_cell).
-    def grid(mn, mx, tag):
-        ext = b.node("ShaderNodeSeparateXYZ", f"{tag} Extent")
-        b.link(b.vmath("SUBTRACT", mx, mn), ext.inputs[0])
-        cell = b.math("MAXIMUM", b.math("DIVIDE", b.math("MAXIMUM", ext.outputs["X"], ext.outputs["Y"]),
-                                        float(CELLS)), 1e-9, label=f"{tag} Cell Size")
-        lo = b.node("ShaderNodeSeparateXYZ", f"{tag} Lo")
-        b.link(mn, lo.inputs[0])
-        mid_z = b.math("MULTIPLY_ADD", ext.outputs["Z"], 0.5, lo.outputs["Z"], label=f"{tag} Mid Z")
-        return lo, cell, ext.outputs["Z"], mid_z
-
     start_bbox = b.node("GeometryNodeBoundBox", "Start Bounds")
     b.link(group_in.outputs[0], start_bbox.inputs["Geometry"])
-    lo0, cell0, _, _ = grid(start_bbox.outputs["Min"], start_bbox.outputs["Max"], "Start")
+    lo0, cell0, _, _ = _grid(b, start_bbox.outputs["Min"], start_bbox.outputs["Max"], "Start")
     p_obj = b.node("ShaderNodeSeparateXYZ", "P Object")
     b.link(b.node("GeometryNodeInputPosition", "Start Pos").outputs[0], p_obj.inputs[0])
 
@@ -354,12 +321,19 @@ def _build(tree, occluders: bool):
             tree.links.remove(link)
     b.link(start_geo, sim_in.inputs["Geometry"])
 
+
+def _near_cells(b, s, occluders):
+    """The table of the cells a path (or an occluder) may reach this frame, searched only in the blocks of the
+    coarse table near a path, with each near cell's nearest path and whether it is apart from the others."""
+    (sim_in, index, matrix, actors_now, values, paths, actors_before, pos_in, size, occ_flat) = s.get(
+        "sim_in index matrix actors_now values paths actors_before pos_in size occ_flat")
+
     # the snow's bounds, measured once when the simulation starts (kept on the "Cells" state)
     def start_bound(name):
         return b.sample_index(sim_in.outputs["Cells"], b.named(name, "FLOAT_VECTOR", label=f"Read {name}")
                               .outputs["Attribute"], 0, "FLOAT_VECTOR", label=f"Snow {name}")
 
-    lo, cell, ext_z, mid_z = grid(start_bound("bound_min"), start_bound("bound_max"), "Snow")
+    lo, cell, ext_z, mid_z = _grid(b, start_bound("bound_min"), start_bound("bound_max"), "Snow")
     def centres(n, size, tag):
         """World XY centres (z = 0) of an n x n grid of cells of ``size`` over the snow's bounds, by index."""
         gx = b.math("FLOORED_MODULO", index, float(n), label=f"{tag} X")
@@ -469,6 +443,12 @@ def _build(tree, occluders: bool):
         occ_cell = b.math("LESS_THAN", occ_prox.outputs["Distance"], b.math("ADD", half_cell, 1e-6),
                           label="Occ Cell")
         table_geo = b.store(table_geo, "occ", occ_cell, data_type="BOOLEAN", label="Store Occ Cell")
+    s.put(table_geo=table_geo)
+
+
+def _grow_state(b, s, occluders):
+    """The trail state cloud, grown by a block of points for each cell reached for the first time."""
+    sim_in, index, table_geo = s.get("sim_in index table_geo")
     # --- trail state, kept off the 1M-vertex mesh: only the vertices of the "held" cells (cells a path or an
     # occluder has reached) carry a state, stored cell by cell in one small point cloud "State" (STATE per
     # point); the table "Held" gives each cell the start of its block in it plus one (0 = no state). A vertex's
@@ -479,13 +459,9 @@ def _build(tree, occluders: bool):
     sorted_pts = sim_in.outputs["Sorted"]
     cells_static = sim_in.outputs["Cells"]
 
-    def ival(geometry, name, idx, label):
-        return b.sample_index(geometry, b.named(name, "INT", label=f"Read {label}").outputs["Attribute"], idx,
-                              "INT", label=label)
-
-    count = ival(cells_static, "count", index, "Cell Count")
-    start = ival(cells_static, "start", index, "Cell Start")
-    d1_old = ival(held_prev, "d1", index, "Old Block")
+    count = _ival(b, cells_static, "count", index, "Cell Count")
+    start = _ival(b, cells_static, "start", index, "Cell Start")
+    d1_old = _ival(b, held_prev, "d1", index, "Old Block")
     # the flags stored above are read back (a field used by two stores would be evaluated twice: the proximity
     # search is the table's main cost)
     cand_cell = b.named("near", "BOOLEAN", label="Read Near Cell").outputs["Attribute"]
@@ -536,6 +512,17 @@ def _build(tree, occluders: bool):
     geo = grown.outputs[0]
     sidx = b.named("sidx", "INT", label="Read Point Sorted").outputs["Attribute"]
     point_cell = b.named("cell", "INT", label="Read Point Cell").outputs["Attribute"]
+    s.put(cells_static=cells_static, geo=geo, point_cell=point_cell, sidx=sidx, sorted_pts=sorted_pts,
+          table_geo=table_geo)
+
+
+def _stamp_state(b, s, occluders):
+    """The state points near a path stamped, the others refilled, the occluders' hold, and the "Held" table of
+    each cell's block."""
+    (sorted_pts, sidx, to_world, geo, thick_node, table_geo, point_cell, nearest, new_down, new_rim, kd, keep,
+     old_down, old_rim, values, occ_flat, P, index, snow_geo, sim_out, actors_now) = s.get(
+        "sorted_pts sidx to_world geo thick_node table_geo point_cell nearest new_down new_rim kd keep "
+        "old_down old_rim values occ_flat P index snow_geo sim_out actors_now")
     # P (the vertex's world position) is gathered where it is needed (the stamp of the points near a path, the
     # occluders)
     b.link(b.sample_index(sorted_pts, b.node("GeometryNodeInputPosition", "Sorted Pos").outputs[0], sidx,
@@ -583,7 +570,7 @@ def _build(tree, occluders: bool):
     # the block table: d1 per cell (the cache keeps it and the state cloud only)
     held_out = b.node("GeometryNodePoints", "Held Table")
     held_out.inputs["Count"].default_value = CELLS * CELLS
-    held_geo = b.store(held_out.outputs[0], "d1", ival(table_geo, "d1", index, "Block"), data_type="INT",
+    held_geo = b.store(held_out.outputs[0], "d1", _ival(b, table_geo, "d1", index, "Block"), data_type="INT",
                        label="Store Held Table")
     # booleans end to end for the display's selection (one byte a vertex, no conversion)
     held_geo = b.store(held_geo, "held", b.compare("GREATER_THAN", b.named("d1", "INT", label="Read Held Block")
@@ -591,6 +578,16 @@ def _build(tree, occluders: bool):
                        label="Store Held Flag")
     b.link(snow_geo, sim_out.inputs["Geometry"])
     b.link(actors_now, sim_out.inputs["Actors"])
+    s.put(geo=geo, held_geo=held_geo, near_pt=near_pt)
+
+
+def _puffs_and_display(b, s):
+    """The puffs, and the shown snow: each held vertex moved by its trail, with the camera fade laying the snow
+    flat far from the camera."""
+    (values, P, sorted_pts, sidx, thick_node, geo, near_pt, sim_in, dt, sim_out, held_geo, cells_static, matrix,
+     group_out) = s.get(
+        "values P sorted_pts sidx thick_node geo near_pt sim_in dt sim_out held_geo cells_static matrix "
+        "group_out")
     puffs_on = b.compare("GREATER_THAN", values["Puffs"], 0.5, data_type="FLOAT", label="Puffs Wanted")
     # the active camera (world location; none: Object Info gives scale 0, and the snow is shown as near it)
     cam = b.node("GeometryNodeInputActiveCamera", "Camera")
@@ -617,7 +614,7 @@ def _build(tree, occluders: bool):
                                                   label="Puff Vertex Thickness"), -GROUND_KEEP, label="Puff Flat")
     puff_start = b.vmath("ADD", P, b.combine_xyz(0.0, 0.0, b.math("MULTIPLY", puff_flat_share, puff_flat),
                                                  label="Puff Lowered"), label="Puff Start")
-    b.link(_puffs_step(b, geo, near_pt, puff_start, sim_in, dt, values, puffs_on), sim_out.inputs["Puffs"])
+    b.link(puffs_step(b, geo, near_pt, puff_start, sim_in, dt, values, puffs_on), sim_out.inputs["Puffs"])
     for name in ("edge", "pnear"):  # per frame only: not kept in the cache
         drop = b.node("GeometryNodeRemoveAttribute", f"Drop {name}")
         b.link(geo, drop.inputs["Geometry"])
@@ -640,7 +637,7 @@ def _build(tree, occluders: bool):
     # vertices only)
     state = sim_out.outputs["State"]
     cell_v = b.named("snow_cell", "INT", label="Read Display Cell").outputs["Attribute"]
-    d1_v = ival(sim_out.outputs["Held"], "d1", cell_v, "Vertex Block")
+    d1_v = _ival(b, sim_out.outputs["Held"], "d1", cell_v, "Vertex Block")
     moved = b.sample_index(sim_out.outputs["Held"], b.named("held", "BOOLEAN", label="Read Held Flag")
                            .outputs["Attribute"], cell_v, "BOOLEAN", label="Moved")
     at = b.math("ADD", b.math("SUBTRACT", d1_v, 1.0),
@@ -709,102 +706,9 @@ def _build(tree, occluders: bool):
     b.link(b.vmath("SCALE", up_flat, scale=shown_rest, label="Faded Untouched Offset"), flat_pos.inputs["Offset"])
     snow_shown = b.switch("Lay Flat", laying_flat, flat_pos.outputs[0], near_pos.outputs[0], "GEOMETRY")
     joined = b.node("GeometryNodeJoinGeometry", "Snow And Puffs")
-    b.link(_puffs_shown(b, sim_out.outputs["Puffs"], invert, values, puffs_on), joined.inputs[0])
+    b.link(puffs_shown(b, sim_out.outputs["Puffs"], invert, values, puffs_on), joined.inputs[0])
     b.link(snow_shown, joined.inputs[0])  # join order: the last link comes first
     b.link(joined.outputs[0], group_out.inputs[0])
-
-
-def _puffs_step(b, state, near_pt, P, sim_in, dt, values, puffs_on):
-    """The puffs' frame in the zone (``core.snow.puff_step``): last frame's puffs gain gravity, move and age, the
-    dead ones go; the held vertices pushed down this frame (STATE z) throw new ones with chance "Puff Rate"
-    from the shown snow top at their vertex (``P``: the world position, lowered with the snow where the camera
-    fade lays it flat), launched up and a little sideways (not on the simulation's first frame, where
-    the actors are put into the snow, not moved). Off ("Puffs" 0): no puffs, no work."""
-    seed = b.node("GeometryNodeInputSceneTime", "Puff Time").outputs["Frame"]
-
-    def by_id(sockets, identifier):  # the Random Value node's sockets share names across its data types
-        return next(sock for sock in sockets if sock.identifier == identifier)
-
-    def rnd(lo, hi, offset, label):
-        node = b.node("FunctionNodeRandomValue", label, data_type="FLOAT")
-        b.feed(by_id(node.inputs, "Min_001"), lo)
-        b.feed(by_id(node.inputs, "Max_001"), hi)
-        b.feed(node.inputs["Seed"], b.math("ADD", b.math("MULTIPLY", seed, 7.0), offset))
-        return by_id(node.outputs, "Value_001")
-
-    # the flight of last frame's puffs (semi-implicit Euler)
-    prev = sim_in.outputs["Puffs"]
-    vel = b.vmath("ADD", b.named("velocity", "FLOAT_VECTOR", label="Read Puff Velocity").outputs["Attribute"],
-                  b.combine_xyz(0.0, 0.0, b.math("MULTIPLY", values[GRAVITY], dt), label="Gravity Step"),
-                  label="Puff Velocity")
-    flown = b.store(prev, "velocity", vel, data_type="FLOAT_VECTOR", label="Store Puff Velocity")
-    moved = b.node("GeometryNodeSetPosition", "Puff Flight")
-    b.link(flown, moved.inputs["Geometry"])
-    b.link(b.vmath("SCALE", b.named("velocity", "FLOAT_VECTOR", label="Read New Puff Velocity")
-                   .outputs["Attribute"], scale=dt, label="Puff Step"), moved.inputs["Offset"])
-    aged = b.store(moved.outputs[0], "age", b.math("ADD", b.named("age", label="Read Puff Age").outputs["Attribute"],
-                                                   dt, label="Puff Age"), label="Store Puff Age")
-    dead = b.node("GeometryNodeDeleteGeometry", "Dead Puffs", domain="POINT")
-    b.link(aged, dead.inputs["Geometry"])
-    b.link(b.compare("GREATER_EQUAL", b.named("age", label="Read Aged").outputs["Attribute"],
-                     values["Puff Lifetime"], data_type="FLOAT", label="Puff Dead"), dead.inputs["Selection"])
-
-    # new puffs from the vertices pushed down this frame
-    pushed = b.node("ShaderNodeSeparateXYZ", "Pushed")
-    b.link(b.named(STATE, data_type="FLOAT_VECTOR", label="Read Pushed").outputs["Attribute"], pushed.inputs[0])
-    chance = b.node("FunctionNodeRandomValue", "Puff Chance", data_type="BOOLEAN")
-    b.feed(chance.inputs["Probability"], values["Puff Rate"])
-    b.feed(chance.inputs["Seed"], seed)
-    throws = b.boolean("AND", b.boolean("AND", near_pt, b.compare(
-        "GREATER_THAN", pushed.outputs["Z"], core_snow.PUFF_MIN_PUSH, data_type="FLOAT", label="Pushed Enough"),
-        label="Pushed Here"), b.boolean("AND", by_id(chance.outputs, "Value_003"), b.compare(
-            "GREATER_THAN", dt, 0.0, data_type="FLOAT", label="Not First Frame")), label="Throws")
-    throwers = b.node("GeometryNodeDeleteGeometry", "Throwers", domain="POINT")
-    b.link(state, throwers.inputs["Geometry"])
-    b.link(b.boolean("NOT", throws, label="No Throw"), throwers.inputs["Selection"])
-    count = b.node("GeometryNodeAttributeDomainSize", "Puff Count", component="POINTCLOUD")
-    b.link(throwers.outputs["Geometry"], count.inputs[0])
-    born = b.node("GeometryNodePoints", "New Puffs")
-    b.link(count.outputs["Point Count"], born.inputs["Count"])
-    # a point's world position is P of its vertex, the shown snow top (gathered from the thrower)
-    b.link(b.sample_index(throwers.outputs["Geometry"], P, b.node("GeometryNodeInputIndex", "Puff Index").outputs[0],
-                          "FLOAT_VECTOR", label="Puff Start"), born.inputs["Position"])
-    angle = rnd(0.0, 6.283185307, 1.0, "Puff Direction")
-    speed = b.math("MULTIPLY", values["Puff Speed"], rnd(0.5, 1.0, 2.0, "Puff Speed Share"), label="Launch Speed")
-    side = b.math("MULTIPLY", speed, core_snow.PUFF_SIDEWAYS, label="Sideways Speed")
-    launch = b.combine_xyz(b.math("MULTIPLY", side, b.math("COSINE", angle)),
-                           b.math("MULTIPLY", side, b.math("SINE", angle)), speed, label="Launch")
-    fresh = b.store(born.outputs[0], "velocity", launch, data_type="FLOAT_VECTOR", label="Store Launch")
-    fresh = b.store(fresh, "age", 0.0, label="Store Birth")
-    puffs = b.node("GeometryNodeJoinGeometry", "Puffs")
-    b.link(fresh, puffs.inputs[0])
-    b.link(dead.outputs["Geometry"], puffs.inputs[0])  # join order: the last link comes first
-    return b.switch("Puffs On", puffs_on, puffs.outputs[0], input_type="GEOMETRY")  # lazy: off, no work
-
-
-def _puffs_shown(b, puffs, invert, values, puffs_on):
-    """The puffs as small snow balls (instances), in the snow object's space, shrinking with age."""
-    local = b.node("GeometryNodeSetPosition", "Puffs Local")
-    b.link(puffs, local.inputs["Geometry"])
-    to_local = b.node("FunctionNodeTransformPoint", "Puff To Local")
-    b.link(b.node("GeometryNodeInputPosition", "Puff Pos").outputs[0], to_local.inputs["Vector"])
-    b.link(invert.outputs[0], to_local.inputs["Transform"])
-    b.link(to_local.outputs[0], local.inputs["Position"])
-    ball = b.node("GeometryNodeMeshIcoSphere", "Puff Ball")
-    ball.inputs["Radius"].default_value = 1.0
-    ball.inputs["Subdivisions"].default_value = 1
-    snow_ball = b.node("GeometryNodeSetMaterial", "Puff Material")
-    b.link(ball.outputs["Mesh"], snow_ball.inputs["Geometry"])
-    snow_ball.inputs["Material"].default_value = ensure_material()
-    inst = b.node("GeometryNodeInstanceOnPoints", "Puff Balls")
-    b.link(local.outputs[0], inst.inputs["Points"])
-    b.link(snow_ball.outputs[0], inst.inputs["Instance"])
-    size = b.math("MULTIPLY", values["Puff Size"], b.clamp01(b.math(
-        "SUBTRACT", 1.0, b.math("DIVIDE", b.named("age", label="Read Shown Age").outputs["Attribute"],
-                                b.math("MAXIMUM", values["Puff Lifetime"], 1e-6)))), label="Puff Radius")
-    b.link(size, inst.inputs["Scale"])
-    # off: hidden at once (a cached frame of the simulation may still hold puffs)
-    return b.switch("Puffs Shown", puffs_on, inst.outputs["Instances"], input_type="GEOMETRY")
 
 
 def _occluder_stores(b, geo, occ_flat, P, thick_node, occ_here):
@@ -824,481 +728,3 @@ def _occluder_stores(b, geo, occ_flat, P, thick_node, occ_here):
                                             cur.outputs["Z"]), data_type="FLOAT_VECTOR", selection=occ_here,
                   label="Store Occ State")
     return geo
-
-
-def actor_input(i: int) -> str:
-    return f"Actor {i}"
-
-
-def _build_actors(tree, specs):
-    """(Re)build the actor part of the group in place: the "Actor i" inputs and one point per actor joined into
-    the "Actors" node. The rest of the group, and so the simulation zone and its state, is left as it is: actors
-    can come and go while the trails run (the zone matches an actor to its previous point by its key)."""
-    b = SnowBuilder(tree)
-    for node in [n for n in tree.nodes if n.name.startswith(SLOT)]:
-        tree.nodes.remove(node)
-    items = tree.interface.items_tree
-    panel = next(item for item in items if item.item_type == "PANEL" and item.name == "Actors")
-    have = {item.name: item for item in items if item.item_type == "SOCKET" and item.in_out == "INPUT"
-            and item.name.startswith("Actor ")}
-    for i, (name, *_) in enumerate(specs):
-        item = have.pop(actor_input(i), None)
-        if item is None:
-            item = tree.interface.new_socket(name=actor_input(i), in_out="INPUT", socket_type="NodeSocketVector",
-                                             parent=panel)
-        item.description = f"World location of actor {name} (driven)"
-    for item in have.values():
-        tree.interface.remove(item)
-    # a key per actor name, kept while the actor stays (1, 2, ...: exact in float, never 0)
-    keys = {k: int(v) for k, v in tree.get(KEYS_KEY, {}).items()}
-    next_key = max(keys.values(), default=0) + 1
-    for name, *_ in specs:
-        if name not in keys:
-            keys[name] = next_key
-            next_key += 1
-    tree[KEYS_KEY] = {name: keys[name] for name, *_ in specs}
-    group_in, joined = tree.nodes["Group Input"], tree.nodes[ACTORS_NODE]
-    if specs:
-        # one point cloud of N points whose values are picked by index (Index Switch nodes): a handful of nodes
-        # per frame for any number of actors (a point node and two stores per actor cost ~1 ms a frame at 32).
-        # The location comes through drivers on the modifier's inputs (transform only): an Object Info node
-        # would make the snow depend on the actor's geometry, and the actor's snow coverage depends on the
-        # snow; a driven value inside the group would make every frame a change of the group (re-analysed
-        # each frame)
-        index = b.node("GeometryNodeInputIndex", f"{SLOT}Index", location=(-2000, 600)).outputs[0]
-
-        def by_index(tag, data_type, values, x):
-            node = b.node("GeometryNodeIndexSwitch", f"{SLOT}{tag}", location=(x, 600), data_type=data_type)
-            node.index_switch_items.clear()
-            for _ in values:
-                node.index_switch_items.new()
-            b.link(index, node.inputs["Index"])
-            for i, value in enumerate(values):
-                b.feed(node.inputs[i + 1], value)
-            return node.outputs[0]
-
-        location = by_index("Location", "VECTOR", [group_in.outputs[actor_input(i)] for i in range(len(specs))],
-                            -1800)
-        lift = by_index("Offset", "VECTOR", [(0.0, 0.0, offset) for *_, offset in specs], -1800)
-        bottom = b.vmath("SUBTRACT", location, lift, label=f"{SLOT}Bottom")
-        bottom.node.location = (-1600, 600)
-        pts = b.node("GeometryNodePoints", f"{SLOT}Points", location=(-1400, 600))
-        pts.inputs["Count"].default_value = len(specs)
-        b.link(bottom, pts.inputs["Position"])
-        b.link(by_index("Radius", "FLOAT", [radius for _, radius, _, _ in specs], -1600), pts.inputs["Radius"])
-        geo = b.store(pts.outputs[0], "depth", by_index("Depth", "FLOAT", [depth for _, _, depth, _ in specs], -1400),
-                      label=f"{SLOT}Depth")
-        geo = b.store(geo, "key", by_index("Key", "INT", [keys[name] for name, *_ in specs], -1200), data_type="INT",
-                      label=f"{SLOT}Key")
-        b.link(geo, joined.inputs[0])
-    tree[ACTORS_KEY] = _actor_stamp(specs)
-
-
-def is_trails_group(tree) -> bool:
-    """Whether ``tree`` is a scene's live-trails group."""
-    return common.is_scene_group(tree, KIND, GROUP_NAME)
-
-
-def group_for(scene):
-    """The live-trails group of ``scene``, or None when none of its snow has trails yet."""
-    return common.scene_group(scene, KIND, GROUP_NAME)
-
-
-def shares_snow(scene, tree=None) -> bool:
-    """Whether ``scene`` shares its trails group with another scene through the snow itself: an object of the
-    scene that carries the group is in one of those scenes too (Scene > New > Linked Copy links the same snow
-    into both). A snow object carries one trails group only, so such scenes keep one trails group, coverage group
-    and snow surfaces between them instead of splitting (a split would leave the shared snow on the other
-    scene's group and give this one empty groups). ~30 us per object carrying the group among 5000 objects;
-    called on changes only."""
-    tree = tree or group_for(scene)
-    if tree is None:
-        return False
-    others = [s for s in common.scenes_using(tree, KIND) if s != scene]
-    if not others:
-        return False
-    return any(common.in_scene(obj, s) for obj in common.users_in(scene, tree) for s in others)
-
-
-def _scene_group(scene, kind, name, stamp, build, keep_shared: bool):
-    """``common.ensure_scene_group``, except that with ``keep_shared`` a group the scene shares with another
-    scene stays shared (rebuilt in place when outdated) instead of being split."""
-    tree = common.scene_group(scene, kind, name) if keep_shared else None
-    if tree is not None:
-        common.rebuild_if_outdated(tree, stamp, build)
-        return tree
-    return common.ensure_scene_group(scene, kind, name, stamp, build)[0]
-
-
-def ensure_trails(scene, specs=None) -> bpy.types.NodeTree:
-    """The scene's "EnvFX Snow Trails" group (each scene of a file has its own: the first one made has that
-    name, others are named after their scene), built for the scene's actors and occluders and driven by its
-    settings. Rebuilt in place when the scene gets or loses its occluder collection; another occluder collection
-    is a value of the "Occluders" node, and when only the actors or their sizes change just the actor part is
-    rebuilt (the running trails stay in both cases). The actor inputs of every modifier using it are driven by
-    the actors' locations. Scenes that share their snow (``shares_snow``) keep sharing the group."""
-    if specs is None:
-        specs = actor_specs(scene)
-    occ = scene.envfx.snow.occluders
-    tree = _scene_group(scene, KIND, GROUP_NAME, _stamp(occ is not None), lambda t: _build(t, occ is not None),
-                        shares_snow(scene))
-    occ_node = tree.nodes["Occluders"].inputs["Collection"]
-    if occ_node.default_value != occ:
-        occ_node.default_value = occ
-    if tree.get(ACTORS_KEY) != _actor_stamp(specs):
-        _build_actors(tree, specs)
-    _drive(scene, tree)
-    for obj in bpy.data.objects:
-        for mod in obj.modifiers:
-            if mod.type == "NODES" and mod.node_group == tree:
-                drive_modifier(obj, mod, specs)
-    return tree
-
-
-def _modifier_drivers(obj, mod):
-    if obj.animation_data is None:
-        return {}
-    prefix = f'modifiers["{mod.name}"]['
-    return {(fc.data_path, fc.array_index): fc for fc in obj.animation_data.drivers
-            if fc.data_path.startswith(prefix)}
-
-
-def undrive_modifier(obj, mod):
-    """Remove the actor drivers of a trails modifier, before the modifier goes (Blender 4.2 keeps drivers of a
-    removed modifier)."""
-    for fc in _modifier_drivers(obj, mod).values():
-        obj.animation_data.drivers.remove(fc)
-
-
-def drive_modifier(obj, mod, specs):
-    """Drive a trails modifier's actor inputs with the actors' world locations (transform channels, no
-    Python); drivers of inputs the group no longer has are removed."""
-    tree = mod.node_group
-    mod.node_group = tree  # make sure the modifier has the group's current inputs
-    drivers = _modifier_drivers(obj, mod)
-    wanted = set()
-    for i, (name, *_) in enumerate(specs):
-        actor = bpy.data.objects.get(name)
-        ident = common.input_identifier(tree, actor_input(i))
-        path = f'modifiers["{mod.name}"]["{ident}"]'
-        mod[ident] = tuple(actor.matrix_world.translation)
-        for k, axis in enumerate("XYZ"):
-            wanted.add((path, k))
-            fcurve = drivers.get((path, k))
-            var = fcurve.driver.variables[0] if fcurve and fcurve.driver.variables else None
-            if (var is not None and var.type == "TRANSFORMS" and var.targets[0].id == actor
-                    and var.targets[0].transform_type == f"LOC_{axis}"):
-                continue
-            if fcurve is None:
-                fcurve = obj.driver_add(path, k)
-            target = common.new_variable(fcurve, "loc", "TRANSFORMS").targets[0]
-            target.id = actor
-            target.transform_type = f"LOC_{axis}"
-            target.transform_space = "WORLD_SPACE"
-    for key, fc in drivers.items():
-        if key not in wanted:
-            obj.animation_data.drivers.remove(fc)
-
-
-def _drive(scene, tree, driven=DRIVEN):
-    common.drive_values(tree, scene, {label: f"envfx.snow.{prop}" for label, prop in driven.items()})
-    if GRAVITY in tree.nodes:  # the puffs fall with the scene's gravity
-        common.drive_values(tree, scene, {GRAVITY: "gravity[2]"})
-
-
-# --- material ---------------------------------------------------------------------------------------------
-
-MATERIAL_VERSION = 1
-
-
-def ensure_material() -> bpy.types.Material:
-    """The "EnvFX Snow" material: bright, soft subsurface snow with sparkle; the trails shade through the
-    deformed normals (generated snow meshes are smooth-shaded). Works in Eevee and Cycles."""
-    mat = bpy.data.materials.get(MATERIAL_NAME)
-    if mat is not None and mat.get(common.STAMP_KEY) == MATERIAL_VERSION:
-        return mat
-    if mat is None:
-        mat = bpy.data.materials.new(MATERIAL_NAME)
-    if bpy.app.version < (5, 0, 0) or mat.node_tree is None:  # Blender 5 materials always have nodes
-        mat.use_nodes = True
-    nt = mat.node_tree
-    nt.nodes.clear()
-    b = common.Builder(nt)
-    out = b.node("ShaderNodeOutputMaterial", "Output", location=(900, 0))
-    bsdf = b.node("ShaderNodeBsdfPrincipled", "Snow BSDF", location=(500, 0))
-    bsdf.inputs["Base Color"].default_value = (0.9, 0.93, 0.97, 1.0)
-    bsdf.inputs["Subsurface Weight"].default_value = 0.25
-    bsdf.inputs["Subsurface Radius"].default_value = (0.6, 0.8, 1.0)
-    bsdf.inputs["Subsurface Scale"].default_value = 0.05
-    bsdf.inputs["Roughness"].default_value = 0.55
-    # sparkle: tiny bright cells with a low roughness
-    coord = b.node("ShaderNodeTexCoord", "Coords", location=(-700, 0))
-    vor = b.node("ShaderNodeTexVoronoi", "Sparkle Cells", location=(-500, 0))
-    vor.inputs["Scale"].default_value = 400.0
-    b.link(coord.outputs["Object"], vor.inputs["Vector"])
-    ramp = b.node("ShaderNodeMapRange", "Sparkle", location=(-300, 0))
-    ramp.inputs["From Min"].default_value = 0.0
-    ramp.inputs["From Max"].default_value = 0.08
-    ramp.inputs["To Min"].default_value = 1.0
-    ramp.inputs["To Max"].default_value = 0.0
-    ramp.clamp = True
-    b.link(vor.outputs["Distance"], ramp.inputs["Value"])
-    spec = b.node("ShaderNodeMath", "Specular", location=(-100, 0), operation="MULTIPLY_ADD")
-    b.link(ramp.outputs[0], spec.inputs[0])
-    spec.inputs[1].default_value = 1.5
-    spec.inputs[2].default_value = 0.5
-    b.link(spec.outputs[0], bsdf.inputs["Specular IOR Level"])
-    rough = b.node("ShaderNodeMath", "Sparkle Roughness", location=(100, -200), operation="MULTIPLY_ADD")
-    b.link(ramp.outputs[0], rough.inputs[0])
-    rough.inputs[1].default_value = -0.45
-    rough.inputs[2].default_value = 0.55
-    b.link(rough.outputs[0], bsdf.inputs["Roughness"])
-    # fine grain bump on top of the deformation normals
-    noise = b.node("ShaderNodeTexNoise", "Grain", location=(-300, -300))
-    noise.inputs["Scale"].default_value = 60.0
-    b.link(coord.outputs["Object"], noise.inputs["Vector"])
-    bump = b.node("ShaderNodeBump", "Grain Bump", location=(200, -400))
-    bump.inputs["Strength"].default_value = 0.08
-    b.link(noise.outputs["Fac"], bump.inputs["Height"])
-    b.link(bump.outputs["Normal"], bsdf.inputs["Normal"])
-    b.link(bsdf.outputs[0], out.inputs["Surface"])
-    mat[common.STAMP_KEY] = MATERIAL_VERSION
-    return mat
-
-
-# --- actor snow coverage ----------------------------------------------------------------------------------
-
-COVERAGE_GROUP = "EnvFX Snow Coverage"
-COVERAGE_KIND = "snow_coverage"
-COVERAGE_VERSION = 3
-COVERAGE_DRIVEN = {"Melt Time": "coverage_melt_time"}
-SURFACES_COLLECTION = "EnvFX Snow Surfaces"  # not linked to a scene: the snow meshes the actors sink into
-SURFACES_KEY = "envfx_snow_surfaces"  # the scene's ID property pointing at its surfaces collection
-SURFACES_NODE = "Snow Surfaces"  # the coverage group's Collection Info node
-
-
-def surfaces_for(scene):
-    """The scene's snow surfaces collection, or None."""
-    coll = scene.get(SURFACES_KEY)
-    return coll if isinstance(coll, bpy.types.Collection) else None
-
-
-def surfaces_shared(scene, coll) -> bool:
-    """Whether another scene's surfaces collection is ``coll`` too (a scene copied from another, until it gets
-    its own)."""
-    return any(s != scene and s.get(SURFACES_KEY) == coll for s in bpy.data.scenes)
-
-
-def ensure_surfaces_collection(scene, current=None, keep_shared: bool = False):
-    """The hidden collection of the snow meshes ``scene``'s actors sink into: one per scene, like the groups
-    ("EnvFX Snow Surfaces", later ones "EnvFX Snow Surfaces (scene name)"). A scene without one takes ``current``
-    (what its coverage group reads, in a file saved before scenes had their own) unless another scene has it; a
-    scene copied from another gets its own (with ``keep_shared``, one sharing its snow keeps the shared one)."""
-    coll = surfaces_for(scene) or current
-    if coll is None or coll.library is not None or surfaces_shared(scene, coll) and not (
-            keep_shared and coll == surfaces_for(scene)):
-        taken = bpy.data.collections.get(SURFACES_COLLECTION) is not None
-        coll = bpy.data.collections.new(f"{SURFACES_COLLECTION} ({scene.name})" if taken else SURFACES_COLLECTION)
-    if scene.get(SURFACES_KEY) != coll:
-        scene[SURFACES_KEY] = coll
-    return coll
-
-
-def _build_coverage(tree):
-    b = SnowBuilder(tree)
-    common.socket(tree, "Geometry", "INPUT", "NodeSocketGeometry")
-    common.socket(tree, "Band", "INPUT", "NodeSocketFloat", default=0.1, min_value=1e-6,
-                  description="Height over which the coverage fades from 1 (in the snow) to 0 (above it)")
-    common.socket(tree, "Geometry", "OUTPUT", "NodeSocketGeometry")
-    group_in = b.node("NodeGroupInput", "Group Input", location=(-1400, 0))
-    group_out = b.node("NodeGroupOutput", "Group Output", location=(1400, 0))
-    info = b.node("GeometryNodeCollectionInfo", SURFACES_NODE, transform_space="ORIGINAL")  # ensure_coverage sets it
-    info.inputs["Separate Children"].default_value = False
-    info.inputs["Reset Children"].default_value = False
-    realize = b.node("GeometryNodeRealizeInstances", "Snow Real")
-    b.link(info.outputs[0], realize.inputs[0])
-    self_info = b.node("GeometryNodeObjectInfo", "Self Info", transform_space="ORIGINAL")
-    b.link(b.node("GeometryNodeSelfObject", "Self").outputs[0], self_info.inputs["Object"])
-    to_world = b.node("FunctionNodeTransformPoint", "To World")
-    position = b.node("GeometryNodeInputPosition", "Position").outputs[0]
-    b.link(position, to_world.inputs["Vector"])
-    b.link(self_info.outputs["Transform"], to_world.inputs["Transform"])
-    P = to_world.outputs[0]
-    # the snow surface straight below (or above) the vertex: a ray down from far above
-    ray = b.node("GeometryNodeRaycast", "Snow Below")
-    b.link(realize.outputs[0], ray.inputs["Target Geometry"])
-    b.link(b.vmath("ADD", P, b.vector("High", (0.0, 0.0, 1.0e4))), ray.inputs["Source Position"])
-    ray.inputs["Ray Direction"].default_value = (0.0, 0.0, -1.0)
-    ray.inputs["Ray Length"].default_value = 2.0e4
-    hit = b.node("ShaderNodeSeparateXYZ", "Hit Sep")
-    b.link(ray.outputs["Hit Position"], hit.inputs[0])
-    pz = b.node("ShaderNodeSeparateXYZ", "P Sep")
-    b.link(P, pz.inputs[0])
-    # the ray hits the snow as its bend draws it, the actor's vertices are physical (before the actor's own bend):
-    # the snow's physical height here is the hit's plus the drop its bend gives this vertex's world x, y
-    # (common.build_bend_drop; 0 when the snow shows no bend)
-    drop = common.build_bend_drop(b, group_in.outputs["Geometry"], position, self_info.outputs["Transform"],
-                                  "Snow Drop")
-    snow_z = b.math("ADD", hit.outputs["Z"], drop, label="Snow Z")
-    band = group_in.outputs["Band"]
-    cover = b.clamp01(b.math("DIVIDE", b.math("ADD", b.math("SUBTRACT", snow_z, pz.outputs["Z"]), band),
-                             band), label="Coverage")
-    cover = b.math("MULTIPLY", cover, ray.outputs["Is Hit"], label="Coverage Hit")
-    # the layer stays on and melts linearly over "Melt Time" seconds (0: only while in the snow): a simulation
-    # keeps last frame's coverage per point (the actor's topology does not change, so points match by index)
-    melt = b.value("Melt Time", 0.0)
-    sim_in = b.node("GeometryNodeSimulationInput", "Coverage Sim In")
-    sim_out = b.node("GeometryNodeSimulationOutput", "Coverage Sim Out")
-    sim_in.pair_with_output(sim_out)
-    first = b.store(group_in.outputs["Geometry"], "snow_coverage", cover, label="Coverage First")
-    b.link(first, sim_in.inputs["Geometry"])
-    prev = b.sample_index(sim_in.outputs["Geometry"], b.named("snow_coverage").outputs["Attribute"],
-                          b.node("GeometryNodeInputIndex", "Coverage Index").outputs[0], label="Coverage Prev")
-    melted = b.math("SUBTRACT", prev, b.math("DIVIDE", sim_in.outputs["Delta Time"], b.math("MAXIMUM", melt, 1e-6)),
-                    label="Coverage Melted")
-    kept = b.math("MAXIMUM", cover, melted, label="Coverage Kept")
-    geo = b.store(group_in.outputs["Geometry"], "snow_coverage", kept, label="Coverage Store")
-    b.link(geo, sim_out.inputs["Geometry"])
-    b.link(sim_out.outputs["Geometry"], group_out.inputs[0])
-
-
-def ensure_coverage(scene) -> bpy.types.NodeTree:
-    """"EnvFX Snow Coverage": the point attribute ``snow_coverage`` (0..1) on an actor, 1 where it is in the
-    snow (below the trail-deformed snow surface), fading to 0 over Band above it; where the actor leaves the
-    snow the layer melts away over ``scene.envfx.snow.coverage_melt_time`` seconds (a simulation). One group
-    per scene, like the trails; scenes that share their snow (``shares_snow``) share it and its surfaces."""
-    keep = shares_snow(scene)
-    tree = _scene_group(scene, COVERAGE_KIND, COVERAGE_GROUP, str(COVERAGE_VERSION), _build_coverage, keep)
-    surfaces = tree.nodes[SURFACES_NODE].inputs["Collection"]
-    coll = ensure_surfaces_collection(scene, surfaces.default_value, keep)
-    if surfaces.default_value != coll:
-        surfaces.default_value = coll
-    _drive(scene, tree, COVERAGE_DRIVEN)
-    common.point_bend_reader(tree, surfaces_bend(coll))
-    return tree
-
-
-def surfaces_bend(coll):
-    """The bend the snow of the surfaces collection ``coll`` shows (the first one shown among its objects), or
-    None. The coverage reads the snow as that bend draws it; all the scene's snow is taken to share one bend (a
-    bent level bends its snow with its terrain): snow left unbent beside bent snow reads as if bent."""
-    if coll is None:
-        return None
-    from . import bend as bend_nodes
-
-    for obj in coll.objects:
-        group = bend_nodes.shown_group(obj)
-        if group is not None:
-            return group
-    return None
-
-
-def sync_coverage_bend(scene) -> bool:
-    """Point ``scene``'s coverage group at the bend its snow surfaces show (or at none). Returns whether anything
-    changed."""
-    tree = common.scene_group(scene, COVERAGE_KIND, COVERAGE_GROUP)
-    if tree is None or tree.library is not None or tree.nodes.get(common.BEND_READER) is None:
-        return False
-    return common.point_bend_reader(tree, surfaces_bend(tree.nodes[SURFACES_NODE].inputs["Collection"].default_value))
-
-
-# --- snow driven by a baked buffer ------------------------------------------------------------------------
-
-BUFFER_GROUP = "EnvFX Snow Buffer"
-BUFFER_KIND = "snow_buffer"  # one group per bake image
-BUFFER_VERSION = 2  # 2: the baked range's first and last frames (after the range the last one holds)
-NO_START = -1.0e9  # "First Frame" of a bake of the final state only: it shows at every frame
-
-
-def _build_buffer(tree):
-    b = SnowBuilder(tree)
-    common.socket(tree, "Geometry", "INPUT", "NodeSocketGeometry")
-    common.socket(tree, "Geometry", "OUTPUT", "NodeSocketGeometry")
-    group_in = b.node("NodeGroupInput", "Group Input", location=(-1400, 0))
-    group_out = b.node("NodeGroupOutput", "Group Output", location=(1400, 0))
-    origin_x, origin_y, size = b.value("Origin X"), b.value("Origin Y"), b.value("Size", 1.0)
-    self_info = b.node("GeometryNodeObjectInfo", "Self Info", transform_space="ORIGINAL")
-    b.link(b.node("GeometryNodeSelfObject", "Self").outputs[0], self_info.inputs["Object"])
-    matrix = self_info.outputs["Transform"]
-    to_world = b.node("FunctionNodeTransformPoint", "To World")
-    b.link(b.node("GeometryNodeInputPosition", "Position").outputs[0], to_world.inputs["Vector"])
-    b.link(matrix, to_world.inputs["Transform"])
-    sep = b.node("ShaderNodeSeparateXYZ", "P Sep")
-    b.link(to_world.outputs[0], sep.inputs[0])
-    u = b.math("DIVIDE", b.math("SUBTRACT", sep.outputs["X"], origin_x), size, label="U")
-    v = b.math("DIVIDE", b.math("SUBTRACT", sep.outputs["Y"], origin_y), size, label="V")
-    tex = b.node("GeometryNodeImageTexture", "Buffer", interpolation="Linear", extension="EXTEND")
-    b.link(b.combine_xyz(u, v, 0.0, label="UV"), tex.inputs["Vector"])
-    # the baked frames are first..last: after them the last one holds (the trails stay as the bake left them),
-    # before them the snow is untouched (the bake's time starts at its first frame)
-    first, last = b.value("First Frame", 1.0), b.value("Last Frame", 1.0)
-    frame = b.node("GeometryNodeInputSceneTime", "Time").outputs["Frame"]
-    b.link(b.math("MAXIMUM", b.math("MINIMUM", frame, last, label="Not After"), first, label="Baked Frame"),
-           tex.inputs["Frame"])
-    started = b.math("GREATER_THAN", b.math("ADD", frame, 0.5, label="Frame Rounded"), first, label="Started")
-    rgb = b.node("FunctionNodeSeparateColor", "Channels")
-    b.link(tex.outputs["Color"], rgb.inputs[0])
-    thick_node = b.named("snow_thickness")
-    no_attr = b.math("SUBTRACT", 1.0, thick_node.outputs["Exists"], label="No Thickness")
-    thickness = b.math("MULTIPLY_ADD", no_attr, 1.0e6, thick_node.outputs["Attribute"], label="Thickness")
-    disp = b.math("MULTIPLY", b.math("MAXIMUM", rgb.outputs["Red"], b.math("MULTIPLY", thickness, -GROUND_KEEP),
-                                     label="Baked Displacement"), started, label="Displacement")
-    invert = b.node("FunctionNodeInvertMatrix", "Invert")
-    b.link(matrix, invert.inputs[0])
-    local_up = b.node("FunctionNodeTransformDirection", "Up Local")
-    b.link(invert.outputs[0], local_up.inputs["Transform"])
-    local_up.inputs["Direction"].default_value = (0.0, 0.0, 1.0)
-    set_pos = b.node("GeometryNodeSetPosition", "Set Position")
-    b.link(group_in.outputs[0], set_pos.inputs["Geometry"])
-    b.link(b.vmath("SCALE", local_up.outputs[0], scale=disp, label="Offset Local"), set_pos.inputs["Offset"])
-    b.link(set_pos.outputs[0], group_out.inputs[0])
-
-
-def is_buffer_group(tree) -> bool:
-    """Whether ``tree`` is a bake's buffer group."""
-    return common.is_scene_group(tree, BUFFER_KIND, BUFFER_GROUP)
-
-
-def ensure_buffer_group(image, meta: dict) -> bpy.types.NodeTree:
-    """The group of one bake: the snow offset by the R channel of the baked buffer ``image`` (one image or the
-    sequence), placed with the bake's metadata (the follow window's origin is keyframed per frame). A sequence
-    shows its last frame after the baked range and untouched snow before it. Each bake has its own group (the
-    first "EnvFX Snow Buffer", others "EnvFX Snow Buffer (<image>)"), so two snow areas of a file can follow two
-    bakes."""
-    tree = next((t for t in bpy.data.node_groups if is_buffer_group(t) and t.library is None
-                 and "Buffer" in t.nodes and t.nodes["Buffer"].inputs["Image"].default_value == image), None)
-    if tree is None:
-        taken = bpy.data.node_groups.get(BUFFER_GROUP) is not None
-        tree = bpy.data.node_groups.new(f"{BUFFER_GROUP} ({image.name})" if taken else BUFFER_GROUP,
-                                        "GeometryNodeTree")
-    tree[common.KIND_KEY] = BUFFER_KIND
-    common.rebuild_if_outdated(tree, str(BUFFER_VERSION), _build_buffer)
-    tree.nodes["Buffer"].inputs["Image"].default_value = image
-    tree.nodes["Size"].outputs[0].default_value = float(meta["world_size"])
-    frames = meta["frames"]
-    tree.nodes["First Frame"].outputs[0].default_value = float(frames[0]["frame"]) if meta["sequence"] else NO_START
-    tree.nodes["Last Frame"].outputs[0].default_value = float(frames[-1]["frame"])
-    if tree.animation_data is not None:
-        tree.animation_data_clear()
-    origins = {tuple(f["origin"]) for f in frames}
-    for k, label in enumerate(("Origin X", "Origin Y")):
-        sock = tree.nodes[label].outputs[0]
-        sock.default_value = float(frames[-1]["origin"][k])
-        if len(origins) > 1:
-            for f in frames:
-                sock.default_value = float(f["origin"][k])
-                sock.keyframe_insert("default_value", frame=f["frame"])
-            for fc in _fcurves(tree):
-                for kp in fc.keyframe_points:
-                    kp.interpolation = "CONSTANT"
-    return tree
-
-
-def _fcurves(id_data):
-    action = id_data.animation_data.action if id_data.animation_data else None
-    if action is None:
-        return []
-    if hasattr(action, "fcurves") and bpy.app.version < (5, 0, 0):
-        return list(action.fcurves)
-    return [fc for layer in action.layers for strip in layer.strips for bag in strip.channelbags
-            for fc in bag.fcurves]

@@ -1,0 +1,110 @@
+"""Snow driven by a baked buffer: the "EnvFX Snow Buffer" group of each bake image offsets the snow by the baked
+trails instead of the live ones."""
+
+from __future__ import annotations
+
+import bpy
+
+from .. import common
+from .base import GROUND_KEEP, SnowBuilder
+
+# --- snow driven by a baked buffer ------------------------------------------------------------------------
+
+BUFFER_GROUP = "EnvFX Snow Buffer"
+BUFFER_KIND = "snow_buffer"  # one group per bake image
+BUFFER_VERSION = 2  # 2: the baked range's first and last frames (after the range the last one holds)
+NO_START = -1.0e9  # "First Frame" of a bake of the final state only: it shows at every frame
+
+
+def _build_buffer(tree):
+    b = SnowBuilder(tree)
+    common.socket(tree, "Geometry", "INPUT", "NodeSocketGeometry")
+    common.socket(tree, "Geometry", "OUTPUT", "NodeSocketGeometry")
+    group_in = b.node("NodeGroupInput", "Group Input", location=(-1400, 0))
+    group_out = b.node("NodeGroupOutput", "Group Output", location=(1400, 0))
+    origin_x, origin_y, size = b.value("Origin X"), b.value("Origin Y"), b.value("Size", 1.0)
+    self_info = b.node("GeometryNodeObjectInfo", "Self Info", transform_space="ORIGINAL")
+    b.link(b.node("GeometryNodeSelfObject", "Self").outputs[0], self_info.inputs["Object"])
+    matrix = self_info.outputs["Transform"]
+    to_world = b.node("FunctionNodeTransformPoint", "To World")
+    b.link(b.node("GeometryNodeInputPosition", "Position").outputs[0], to_world.inputs["Vector"])
+    b.link(matrix, to_world.inputs["Transform"])
+    sep = b.node("ShaderNodeSeparateXYZ", "P Sep")
+    b.link(to_world.outputs[0], sep.inputs[0])
+    u = b.math("DIVIDE", b.math("SUBTRACT", sep.outputs["X"], origin_x), size, label="U")
+    v = b.math("DIVIDE", b.math("SUBTRACT", sep.outputs["Y"], origin_y), size, label="V")
+    tex = b.node("GeometryNodeImageTexture", "Buffer", interpolation="Linear", extension="EXTEND")
+    b.link(b.combine_xyz(u, v, 0.0, label="UV"), tex.inputs["Vector"])
+    # the baked frames are first..last: after them the last one holds (the trails stay as the bake left them),
+    # before them the snow is untouched (the bake's time starts at its first frame)
+    first, last = b.value("First Frame", 1.0), b.value("Last Frame", 1.0)
+    frame = b.node("GeometryNodeInputSceneTime", "Time").outputs["Frame"]
+    b.link(b.math("MAXIMUM", b.math("MINIMUM", frame, last, label="Not After"), first, label="Baked Frame"),
+           tex.inputs["Frame"])
+    started = b.math("GREATER_THAN", b.math("ADD", frame, 0.5, label="Frame Rounded"), first, label="Started")
+    rgb = b.node("FunctionNodeSeparateColor", "Channels")
+    b.link(tex.outputs["Color"], rgb.inputs[0])
+    thick_node = b.named("snow_thickness")
+    no_attr = b.math("SUBTRACT", 1.0, thick_node.outputs["Exists"], label="No Thickness")
+    thickness = b.math("MULTIPLY_ADD", no_attr, 1.0e6, thick_node.outputs["Attribute"], label="Thickness")
+    disp = b.math("MULTIPLY", b.math("MAXIMUM", rgb.outputs["Red"], b.math("MULTIPLY", thickness, -GROUND_KEEP),
+                                     label="Baked Displacement"), started, label="Displacement")
+    invert = b.node("FunctionNodeInvertMatrix", "Invert")
+    b.link(matrix, invert.inputs[0])
+    local_up = b.node("FunctionNodeTransformDirection", "Up Local")
+    b.link(invert.outputs[0], local_up.inputs["Transform"])
+    local_up.inputs["Direction"].default_value = (0.0, 0.0, 1.0)
+    set_pos = b.node("GeometryNodeSetPosition", "Set Position")
+    b.link(group_in.outputs[0], set_pos.inputs["Geometry"])
+    b.link(b.vmath("SCALE", local_up.outputs[0], scale=disp, label="Offset Local"), set_pos.inputs["Offset"])
+    b.link(set_pos.outputs[0], group_out.inputs[0])
+
+
+def is_buffer_group(tree) -> bool:
+    """Whether ``tree`` is a bake's buffer group."""
+    return common.is_scene_group(tree, BUFFER_KIND, BUFFER_GROUP)
+
+
+def ensure_buffer_group(image, meta: dict) -> bpy.types.NodeTree:
+    """The group of one bake: the snow offset by the R channel of the baked buffer ``image`` (one image or the
+    sequence), placed with the bake's metadata (the follow window's origin is keyframed per frame). A sequence
+    shows its last frame after the baked range and untouched snow before it. Each bake has its own group (the
+    first "EnvFX Snow Buffer", others "EnvFX Snow Buffer (<image>)"), so two snow areas of a file can follow two
+    bakes."""
+    tree = next((t for t in bpy.data.node_groups if is_buffer_group(t) and t.library is None
+                 and "Buffer" in t.nodes and t.nodes["Buffer"].inputs["Image"].default_value == image), None)
+    if tree is None:
+        taken = bpy.data.node_groups.get(BUFFER_GROUP) is not None
+        tree = bpy.data.node_groups.new(f"{BUFFER_GROUP} ({image.name})" if taken else BUFFER_GROUP,
+                                        "GeometryNodeTree")
+    tree[common.KIND_KEY] = BUFFER_KIND
+    common.rebuild_if_outdated(tree, str(BUFFER_VERSION), _build_buffer)
+    tree.nodes["Buffer"].inputs["Image"].default_value = image
+    tree.nodes["Size"].outputs[0].default_value = float(meta["world_size"])
+    frames = meta["frames"]
+    tree.nodes["First Frame"].outputs[0].default_value = float(frames[0]["frame"]) if meta["sequence"] else NO_START
+    tree.nodes["Last Frame"].outputs[0].default_value = float(frames[-1]["frame"])
+    if tree.animation_data is not None:
+        tree.animation_data_clear()
+    origins = {tuple(f["origin"]) for f in frames}
+    for k, label in enumerate(("Origin X", "Origin Y")):
+        sock = tree.nodes[label].outputs[0]
+        sock.default_value = float(frames[-1]["origin"][k])
+        if len(origins) > 1:
+            for f in frames:
+                sock.default_value = float(f["origin"][k])
+                sock.keyframe_insert("default_value", frame=f["frame"])
+            for fc in _fcurves(tree):
+                for kp in fc.keyframe_points:
+                    kp.interpolation = "CONSTANT"
+    return tree
+
+
+def _fcurves(id_data):
+    action = id_data.animation_data.action if id_data.animation_data else None
+    if action is None:
+        return []
+    if hasattr(action, "fcurves") and bpy.app.version < (5, 0, 0):
+        return list(action.fcurves)
+    return [fc for layer in action.layers for strip in layer.strips for bag in strip.channelbags
+            for fc in bag.fcurves]
