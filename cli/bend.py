@@ -35,6 +35,12 @@ def add_parser(sub):
     p.add_argument("--pivot", help="name of the pivot object (player or camera)")
     for name in ("strength", "spread", "side-strength", "side-spread", "horizon-offset"):
         p.add_argument(f"--{name}", type=float)
+    p.add_argument("--subdivide", action="store_true",
+                   help="put a Simple subdivision before the bend of each mesh too coarse for it (the scene's "
+                   "Subdivide Coarse Meshes; the meshes stay untouched); without it such meshes are only named")
+    p.add_argument("--tolerance", type=float, metavar="M",
+                   help="how far a straight edge may be from the bent curve before a mesh counts as too coarse "
+                   f"(default: the scene's Tolerance, {core_bend.DEFAULT_TOLERANCE:g} m unless set)")
     action = p.add_mutually_exclusive_group()
     action.add_argument("--apply", action="store_true", help="bake the bend into the meshes")
     action.add_argument("--remove", action="store_true", help="remove the bend instead of adding it")
@@ -67,6 +73,8 @@ def run(args) -> int:
         if not math.isfinite(args.view_distance) or args.view_distance < 0:
             raise CliError(f"--view-distance {args.view_distance}: use a finite distance of 0 or more, in metres "
                            f"(how far from the player the game draws)")
+    if args.tolerance is not None and not (math.isfinite(args.tolerance) and args.tolerance > 0):
+        raise CliError(f"--tolerance {args.tolerance}: use a distance above 0 in metres, like 0.05")
     args.output = batch.check_blends(args.blend, args.output)
     batch.check_names(args, "objects", "collection", "pivot", "scene")
     for attr in BEND_NUMBERS:
@@ -96,7 +104,8 @@ def run(args) -> int:
 
 
 def _bend_settings(settings) -> tuple:
-    return (settings.mode, settings.axis, settings.pivot, *(getattr(settings, a) for a in BEND_NUMBERS))
+    return (settings.mode, settings.axis, settings.pivot, *(getattr(settings, a) for a in BEND_NUMBERS),
+            settings.subdivide, settings.tolerance)
 
 
 def _bend_file(args, path: str, export_engines):
@@ -133,6 +142,10 @@ def _bend_file(args, path: str, export_engines):
     for attr in BEND_NUMBERS:
         if getattr(args, attr) is not None:
             setattr(settings, attr, getattr(args, attr))
+    if args.subdivide:
+        settings.subdivide = True
+    if args.tolerance is not None:
+        settings.tolerance = args.tolerance
 
     if export_engines:
         try:
