@@ -53,7 +53,8 @@ def add_parser(sub):
     action.add_argument("--remove", action="store_true", help="remove the bend instead of adding it")
     action.add_argument("--export-engines", metavar="DIR",
                         help="only write the bend (with the settings given) as shader includes for Godot, Unity "
-                        "and Unreal and envfx_bend.json into DIR (with several files: DIR/<file name>/); no "
+                        "and Unreal (each with a ready-to-use example material and pivot script) and envfx_bend.json "
+                        "into DIR (with several files: DIR/<file name>/); no "
                         "object is changed and nothing is saved, so --output, --objects and --collection are refused "
                         "with it; a scene without meshes exports too (default: none, bend the objects)")
     p.add_argument("--view-distance", type=float, metavar="M",

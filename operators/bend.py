@@ -592,7 +592,8 @@ def flat_bounds(scene, params, depsgraph=None) -> list[tuple]:
 
 
 def export_engines(scene, folder: str, view_distance: float | None = None) -> list[str]:
-    """Write the scene's bend as shader includes for Godot, Unity and Unreal and ``envfx_bend.json`` into
+    """Write the scene's bend as shader includes for Godot, Unity and Unreal (each with a ready-to-use example
+    material and the game code that sets the pivot every frame) and ``envfx_bend.json`` into
     ``folder``, in each engine's units for the scene's unit scale; returns the paths. The JSON's culling section
     covers the scene's bent objects (``flat_bounds``) for ``view_distance`` (Blender units; default the scene's
     ``envfx.bend.view_distance``). Raises BendInputError (with what to do) for a blank or unwritable folder or
@@ -614,7 +615,8 @@ def export_engines(scene, folder: str, view_distance: float | None = None) -> li
 
 class ENVFX_OT_bend_export_engines(NeedsScene, bpy.types.Operator):
     """Write the scene's bend for game engines: shader includes for Godot, Unity (Shader Graph Custom Function)
-    and Unreal, and envfx_bend.json with every number in each engine's axes and units"""
+    and Unreal with ready-to-use examples (a material and the game code that sets the pivot every frame), and
+    envfx_bend.json with every number in each engine's axes and units"""
 
     bl_idname = "envfx.bend_export_engines"
     bl_label = "Export for Game Engines"

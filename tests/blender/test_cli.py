@@ -372,8 +372,10 @@ def test_bend_several_files_does_the_good_ones_and_names_the_bad_one(envfx, scen
     out = tmp_path / "engines"
     assert envfx.cli.main(["bend", scene_file, level2, "--export-engines", str(out)]) == 0
     for stem in ("scene", "level2"):
-        assert sorted(os.listdir(out / stem)) == ["EnvFXBend.hlsl", "EnvFXBend.ush", "envfx_bend.gdshaderinc",
-                                                  "envfx_bend.json"]
+        assert sorted(os.listdir(out / stem)) == ["EnvFXBend.hlsl", "EnvFXBend.ush", "EnvFXBendPivot.cs",
+                                                  "EnvFXBend_ShaderGraph.md", "EnvFXBend_Unreal.md",
+                                                  "envfx_bend.gdshaderinc", "envfx_bend.json",
+                                                  "envfx_bend_example.gdshader", "envfx_bend_pivot.gd"]
 
 
 def test_bend_remove(envfx, scene_file):
@@ -393,7 +395,7 @@ def test_bend_export_engines_writes_the_files_and_leaves_the_blend_alone(envfx, 
     code = envfx.cli.main(["bend", scene_file, "--mode", "RUNNER_2AXIS", "--strength", "0.03", "--pivot", "Player",
                            "--export-engines", str(out)])
     assert code == 0, capsys.readouterr()
-    assert "wrote 4 files" in capsys.readouterr().out
+    assert "wrote 9 files" in capsys.readouterr().out
     meta = json.loads((out / "envfx_bend.json").read_text())
     assert meta["blender"]["mode"] == "RUNNER_2AXIS" and meta["blender"]["strength"] == pytest.approx(0.03)
     assert meta["blender"]["unit_scale"] == pytest.approx(0.01)
