@@ -158,9 +158,10 @@ def coarse_meshes(objects, params, tolerance: float) -> list[tuple[str, float, i
         if obj.type != "MESH" or obj.data is None or obj.envfx.bend_exclude or not len(obj.data.edges):
             continue
         error = float(core_bend.edge_errors(bridge.world_positions(obj), bridge.get_edges(obj.data), params).max())
-        if error / 4.0 ** _levels_before_bend(obj) > tolerance:
-            rows.append((obj.name, error / 4.0 ** _levels_before_bend(obj),
-                         core_bend.subdivision_levels(error / 4.0 ** _levels_before_bend(obj, ours=False), tolerance)))
+        shown = error / 4.0 ** _levels_before_bend(obj)  # each level halves the edges: a quarter of the error
+        if shown > tolerance:
+            own = error / 4.0 ** _levels_before_bend(obj, ours=False)
+            rows.append((obj.name, shown, core_bend.subdivision_levels(own, tolerance)))
     return rows
 
 
