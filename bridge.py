@@ -35,6 +35,20 @@ def set_positions(mesh, positions: np.ndarray):
     mesh.update()
 
 
+def get_edges(mesh) -> np.ndarray:
+    """(E, 2) int32 vertex indices of a mesh's edges."""
+    buf = np.empty(len(mesh.edges) * 2, dtype=np.int32)
+    if buf.size:
+        mesh.edges.foreach_get("vertices", buf)
+    return buf.reshape(-1, 2)
+
+
+def world_positions(obj) -> np.ndarray:
+    """(N, 3) float64 world positions of the vertices of a mesh object's own mesh (no modifiers)."""
+    m = matrix_to_numpy(obj.matrix_world)
+    return get_positions(obj.data).astype(np.float64) @ m[:3, :3].T + m[:3, 3]
+
+
 def evaluated_positions(obj, depsgraph) -> np.ndarray:
     """(N, 3) object-space vertex positions of the evaluated object (all modifiers applied)."""
     ev = obj.evaluated_get(depsgraph)

@@ -151,6 +151,20 @@ class EnvFXBendSettings(PropertyGroup):
         "it exports hold every bent point this close to the pivot",
         default=100.0, min=0.0, max=core_bend.MAX_DISTANCE, soft_max=1000.0, subtype="DISTANCE",
     )
+    tolerance: FloatProperty(
+        name="Tolerance",
+        description="How far a straight edge between two bent vertices may be from the curve it should follow "
+        "(a vertex-shader bend moves vertices only). Add Bend and this panel name the meshes whose edges along "
+        "the bend are too long for it",
+        default=core_bend.DEFAULT_TOLERANCE, min=1e-4, max=core_bend.MAX_DISTANCE, soft_min=0.001, soft_max=1.0,
+        subtype="DISTANCE",
+    )
+    subdivide: BoolProperty(
+        name="Subdivide Coarse Meshes",
+        description="Add Bend puts a Simple Subdivision Surface modifier before the bend of a mesh too coarse for the "
+        "tolerance, with the levels its edges need (the mesh itself stays untouched; Remove Bend removes it again)",
+        default=False,
+    )
 
 
 def _bend_exclude_changed(self, context):

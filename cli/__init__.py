@@ -21,6 +21,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for command in (info, bend, wind, snow, gas_giant, mips, lightmap):  # in the order `--help` lists them
         command.add_parser(sub)
+    for command_parser in sub.choices.values():
+        command_parser.formatter_class = batch.DefaultsHelpFormatter
     return parser
 
 

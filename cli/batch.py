@@ -20,6 +20,25 @@ class CliError(Exception):
     """Bad input: the message says what is wrong and what to do (exit code 2)."""
 
 
+# --- help ------------------------------------------------------------------------------------------------
+
+class DefaultsHelpFormatter(argparse.HelpFormatter):
+    """Every option's help shows its default: one written in the help text ("(default: ...)") stays; otherwise
+    argparse's own default is added ("off" for a switch). An option whose default is None (it keeps what the file
+    has) says so in its help text."""
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        if ("default" in text or not action.option_strings or action.required
+                or action.default is argparse.SUPPRESS):
+            return text
+        if action.nargs == 0 and isinstance(action.const, bool):  # store_true / store_false
+            return f"{text} (default: {'off' if action.const else 'on'})".lstrip()
+        if action.default is None:
+            return text
+        return f"{text} (default: %(default)s)".lstrip()
+
+
 # --- arguments and paths, checked before any file is opened -----------------------------------------------
 
 def check_blend(path: str):

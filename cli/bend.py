@@ -28,21 +28,35 @@ def add_parser(sub):
     p.add_argument("--scene", help="the scene to bend (each scene has its own bend; default: the file's current "
                    "scene)")
     target = p.add_mutually_exclusive_group()
-    target.add_argument("--collection", help="bend every object of this collection")
-    target.add_argument("--objects", help="comma-separated object names to bend")
-    p.add_argument("--mode", choices=core_bend.MODES)
-    p.add_argument("--axis", choices=core_bend.AXES)
-    p.add_argument("--pivot", help="name of the pivot object (player or camera)")
-    for name in ("strength", "spread", "side-strength", "side-spread", "horizon-offset"):
-        p.add_argument(f"--{name}", type=float)
+    target.add_argument("--collection", help="bend every object of this collection (default: every mesh of the scene "
+                        "but the pivot)")
+    target.add_argument("--objects", help="comma-separated object names to bend (default: every mesh of the scene "
+                        "but the pivot)")
+    kept = "(default: the scene's, as the file has it; a new scene's is {})"
+    p.add_argument("--mode", choices=core_bend.MODES, help="shape of the bend " + kept.format("RUNNER"))
+    p.add_argument("--axis", choices=core_bend.AXES, help="world axis the world bends along " + kept.format("POS_Y"))
+    p.add_argument("--pivot", help="name of the pivot object (player or camera) " + kept.format("none: the origin"))
+    for name, what, new in (("strength", "drop = strength * distance^2 beyond the flat zone", "0.01"),
+                            ("spread", "half-width of the flat zone, metres", "2"),
+                            ("side-strength", "strength across the forward axis (RUNNER_2AXIS)", "0.01"),
+                            ("side-spread", "flat zone across the forward axis (RUNNER_2AXIS)", "2"),
+                            ("horizon-offset", "moves the top of the bend ahead of the pivot, metres", "0")):
+        p.add_argument(f"--{name}", type=float, help=f"{what} {kept.format(new)}")
+    p.add_argument("--subdivide", action="store_true",
+                   help="put a Simple subdivision before the bend of each mesh too coarse for it (the scene's "
+                   "Subdivide Coarse Meshes; the meshes stay untouched); without it such meshes are only named")
+    p.add_argument("--tolerance", type=float, metavar="M",
+                   help="how far a straight edge may be from the bent curve before a mesh counts as too coarse "
+                   f"(default: the scene's Tolerance, {core_bend.DEFAULT_TOLERANCE:g} m unless set)")
     action = p.add_mutually_exclusive_group()
     action.add_argument("--apply", action="store_true", help="bake the bend into the meshes")
     action.add_argument("--remove", action="store_true", help="remove the bend instead of adding it")
     action.add_argument("--export-engines", metavar="DIR",
                         help="only write the bend (with the settings given) as shader includes for Godot, Unity "
-                        "and Unreal and envfx_bend.json into DIR (with several files: DIR/<file name>/); no "
+                        "and Unreal (each with a ready-to-use example material and pivot script) and envfx_bend.json "
+                        "into DIR (with several files: DIR/<file name>/); no "
                         "object is changed and nothing is saved, so --output, --objects and --collection are refused "
-                        "with it; a scene without meshes exports too")
+                        "with it; a scene without meshes exports too (default: none, bend the objects)")
     p.add_argument("--view-distance", type=float, metavar="M",
                    help="with --export-engines: how far from the pivot the game draws (metres), for the culling "
                    "bounds written into envfx_bend.json (default: the scene's View Distance, 100 m unless set)")
@@ -67,6 +81,8 @@ def run(args) -> int:
         if not math.isfinite(args.view_distance) or args.view_distance < 0:
             raise CliError(f"--view-distance {args.view_distance}: use a finite distance of 0 or more, in metres "
                            f"(how far from the player the game draws)")
+    if args.tolerance is not None and not (math.isfinite(args.tolerance) and args.tolerance > 0):
+        raise CliError(f"--tolerance {args.tolerance}: use a distance above 0 in metres, like 0.05")
     args.output = batch.check_blends(args.blend, args.output)
     batch.check_names(args, "objects", "collection", "pivot", "scene")
     for attr in BEND_NUMBERS:
@@ -96,7 +112,8 @@ def run(args) -> int:
 
 
 def _bend_settings(settings) -> tuple:
-    return (settings.mode, settings.axis, settings.pivot, *(getattr(settings, a) for a in BEND_NUMBERS))
+    return (settings.mode, settings.axis, settings.pivot, *(getattr(settings, a) for a in BEND_NUMBERS),
+            settings.subdivide, settings.tolerance)
 
 
 def _bend_file(args, path: str, export_engines):
@@ -133,6 +150,10 @@ def _bend_file(args, path: str, export_engines):
     for attr in BEND_NUMBERS:
         if getattr(args, attr) is not None:
             setattr(settings, attr, getattr(args, attr))
+    if args.subdivide:
+        settings.subdivide = True
+    if args.tolerance is not None:
+        settings.tolerance = args.tolerance
 
     if export_engines:
         try:

@@ -27,20 +27,27 @@ def add_parser(sub):
     )
     p.add_argument("--out", required=True, help="output folder (created if missing; the files of the previous bake "
                    "there that this one does not write are removed, and named)")
-    p.add_argument("--preset", choices=[k.lower() for k in core_gasgiant.PRESETS], help="look preset")
+    p.add_argument("--preset", choices=[k.lower() for k in core_gasgiant.PRESETS],
+                   help="look preset: sets the look options it names (options given explicitly win; default: none)")
     p.add_argument("--palette", help="palette image (RGB/RGBA); default: a latitude colour ramp")
     for option in core_gasgiant.cli_options():  # every setting's option, from the one settings table
         p.add_argument(option.flag, **option.kwargs)
     p.add_argument("--cubemap-palette", metavar="DIR",
                    help="colour the particles from the cube faces of an earlier bake in DIR: gasgiant_{px,...,nz}.png, "
-                   "or gasgiant_{posx,...,negz}.png of a gltf/unity bake (its gasgiant.json says which)")
+                   "or gasgiant_{posx,...,negz}.png of a gltf/unity bake (its gasgiant.json says which; default: none)")
+    caps = core_gasgiant.PREVIEW_CAPS
+    p.add_argument("--preview", action="store_true",
+                   help=f"a quick look in seconds: the bake with at most {caps['particles']:,} particles, "
+                   f"{caps['iterations']} iterations, a {caps['field_size']} velocity field, {caps['cubemap_size']} "
+                   f"cube faces, a {caps['equirect_width']} equirectangular image and {caps['frames']} frame (coarser "
+                   f"and less swirled than the full bake)")
     p.add_argument("--random", action="store_true",
                    help="random bands, band speed, velocity factor, noise scale, W offset from the seed, with "
                    "vertical bands (options given explicitly win)")
     p.add_argument("--save", metavar="FILE.blend",
                    help="also add a planet wearing the texture to this .blend and save it: an existing file is "
                    "opened and keeps everything it has (a planet of the same name is updated); a new path gets "
-                   "Blender's startup scene with the planet")
+                   "Blender's startup scene with the planet (default: none, only the texture files)")
     p.add_argument("--planet", help="name of the planet object (with --save; default \"Gas Giant\")")
     p.set_defaults(func=run)
 
@@ -75,6 +82,8 @@ def gasgiant_params(args):
         except gasgiant_ops.GasGiantInputError as exc:
             raise CliError(str(exc)) from None
     params = replace(params, **changes)
+    if args.preview:
+        params = core_gasgiant.preview(params)
     try:
         params.validate(core_gasgiant.available_memory())
         core_gasgiant.check_output_folder(args.out)
@@ -98,12 +107,26 @@ def gasgiant_params(args):
     return params
 
 
+def estimate_text(params) -> str:
+    """The bake's size and estimated time, printed before it starts."""
+    seconds = core_gasgiant.estimate_seconds(params)
+    when = f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.0f} min"
+    rate = core_gasgiant.STEPS_PER_SECOND_PER_THREAD * min(params.threads, os.cpu_count() or 1) / 1e6
+    return (f"{params.particles:,} particles x {params.iterations} iterations x {params.frames} frame(s): "
+            f"{core_gasgiant.particle_steps(params) / 1e9:.3g} billion particle-steps, about {when} (an estimate at "
+            f"{rate:.0f}M particle-steps/s, as measured on 2 threads; a busy machine is slower; --preview gives a "
+            f"look in seconds)")
+
+
 def run(args) -> int:
     params = gasgiant_params(args)
     try:
         fields = core_gasgiant.check_field_files(params)  # read once, handed to the bake
     except core_gasgiant.GasGiantError as exc:
         raise CliError(str(exc)) from None
+    if args.preview:
+        print(f"envfx gas-giant: {core_gasgiant.preview_text(params)}")
+    print(f"envfx gas-giant: {estimate_text(params)}")
     if args.save and os.path.isfile(args.save):
         batch.open_blend(args.save)  # the planet joins the file's current scene: nothing of the file is lost
     try:
@@ -113,7 +136,7 @@ def run(args) -> int:
     except progress.Cancelled as exc:
         print(f"envfx gas-giant: {exc}", file=sys.stderr)
         return 1
-    steps = params.particles * (params.iterations + (params.frames - 1) * params.frame_iterations)
+    steps = core_gasgiant.particle_steps(params)
     print(f"envfx gas-giant: wrote {len(result.files)} image(s) and gasgiant.json to {result.folder} in "
           f"{result.seconds:.1f} s ({steps / max(result.seconds, 1e-9) / 1e6:.1f}M particle-steps/s overall)")
     if result.removed_note():

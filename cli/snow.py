@@ -16,6 +16,9 @@ from . import batch
 from .batch import CliError
 
 
+F = " (default: as the file has it)"  # what an option left out keeps: the file's setting
+
+
 def add_parser(sub):
     p = sub.add_parser(
         "snow",
@@ -27,25 +30,26 @@ def add_parser(sub):
     p.add_argument("blend", help="the .blend file to open (one: for several, run snow once per file)")
     p.add_argument("--output", "-o", help="where to save (default: overwrite the input)")
     p.add_argument("--generate", action="store_true", help="generate snow cover over --objects")
-    p.add_argument("--objects", help="comma-separated terrain object names (for --generate)")
-    p.add_argument("--spacing", type=float, help="snow vertex spacing (scene units)")
-    p.add_argument("--thickness", type=float, help="snow thickness (scene units)")
-    p.add_argument("--max-slope", type=float, help="max slope in degrees")
-    p.add_argument("--lods", type=int, help="levels of detail (1-8)")
-    p.add_argument("--budget", type=int, help="vertex budget")
+    p.add_argument("--objects", help="comma-separated terrain object names (needed by --generate: no default)")
+    p.add_argument("--spacing", type=float, help=f"snow vertex spacing (scene units){F}")
+    p.add_argument("--thickness", type=float, help=f"snow thickness (scene units){F}")
+    p.add_argument("--max-slope", type=float, help=f"max slope in degrees{F}")
+    p.add_argument("--lods", type=int, help=f"levels of detail (1-8){F}")
+    p.add_argument("--budget", type=int, help=f"vertex budget{F}")
     p.add_argument("--trails", action="store_true", help="add live trails to every snow mesh of the scene")
-    p.add_argument("--actors", help="name of the actor collection")
-    p.add_argument("--occluders", help="name of the occluder collection")
+    p.add_argument("--actors", help=f"name of the actor collection{F}")
+    p.add_argument("--occluders", help=f"name of the occluder collection{F}")
     p.add_argument("--bake", action="store_true",
                    help="bake the interaction buffer into --out-dir (its size is estimated first and a bake that "
                    "does not fit on the disk is refused; SIGTERM or Ctrl-C cancels it and removes its temporary "
                    "files, exit 1)")
-    p.add_argument("--out-dir", help="folder for the EXR images and JSON (for --bake)")
-    p.add_argument("--resolution", type=int, help="buffer resolution in texels")
-    p.add_argument("--size", type=float, help="world size of the follow window")
-    p.add_argument("--frames", help="frame range START:END")
-    p.add_argument("--framing", choices=("AREA", "FOLLOW"))
-    p.add_argument("--pivot", help="object the FOLLOW window follows")
+    p.add_argument("--out-dir", help=f"folder for the EXR images and JSON (for --bake){F}")
+    p.add_argument("--resolution", type=int, help=f"buffer resolution in texels{F}")
+    p.add_argument("--size", type=float, help=f"world size of the follow window{F}")
+    p.add_argument("--frames", help="frame range START:END (default: the scene's frame range)")
+    p.add_argument("--framing", choices=("AREA", "FOLLOW"),
+                   help=f"the buffer's window: the snow's area, or one that follows --pivot{F}")
+    p.add_argument("--pivot", help=f"object the FOLLOW window follows{F}")
     p.add_argument("--final-only", action="store_true", help="write only the final frame's image")
     p.set_defaults(func=run)
     # a frame range that starts below 0 (--frames -3:-1) is a value, not an unknown option (argparse takes only

@@ -15,6 +15,9 @@ from . import batch
 from .batch import CliError
 
 
+F = " (default: as the file has it)"  # what an option left out keeps: the file's setting
+
+
 def add_parser(sub):
     p = sub.add_parser(
         "wind",
@@ -27,19 +30,22 @@ def add_parser(sub):
     p.add_argument("blend", nargs="+", help=".blend file(s) to open")
     p.add_argument("--output", "-o", help="where to save (only with one input; default: overwrite the input)")
     target = p.add_mutually_exclusive_group()
-    target.add_argument("--collection", help="bake every mesh of this collection as one asset")
-    target.add_argument("--objects", help="comma-separated object names forming one asset")
+    target.add_argument("--collection", help="bake every mesh of this collection as one asset (default: every mesh "
+                        "of the scene as one asset)")
+    target.add_argument("--objects", help="comma-separated object names forming one asset (default: every mesh of "
+                        "the scene)")
     target.add_argument("--each", action="store_true", help="bake every mesh of the scene as its own asset")
     p.add_argument("--ao-samples", type=int,
-                   help=f"ambient-occlusion ray directions per vertex, 0 (no AO) to {core_wind.MAX_AO_SAMPLES}")
-    p.add_argument("--leaf-size", type=float, help="leaf island size as a fraction of the asset height")
-    p.add_argument("--layout", choices=core_wind.LAYOUTS, help="export channel layout")
+                   help=f"ambient-occlusion ray directions per vertex, 0 (no AO) to {core_wind.MAX_AO_SAMPLES}{F}")
+    p.add_argument("--leaf-size", type=float, help=f"leaf island size as a fraction of the asset height{F}")
+    p.add_argument("--layout", choices=core_wind.LAYOUTS, help=f"export channel layout{F}")
     p.add_argument("--custom", help="four comma-separated channel sources for --layout CUSTOM "
-                   f"({', '.join(core_wind.SOURCES)})")
+                   f"({', '.join(core_wind.SOURCES)}){F}")
     p.add_argument("--height-uv", action=argparse.BooleanOptionalAction,
                    help="also write the height gradient into the UV map EnvFX_Height_UV (default: the scene's "
                    "setting, on)")
-    p.add_argument("--preset", choices=tuple(core_wind.PRESETS), help="per-asset wind preset to set")
+    p.add_argument("--preset", choices=tuple(core_wind.PRESETS),
+                   help="per-asset wind preset to set (default: none, the assets keep theirs)")
     p.add_argument("--add", action="store_true", help="also put the baked objects in the live wind")
     p.add_argument("--remove", action="store_true", help="only remove the live wind (no bake)")
     p.set_defaults(func=run)

@@ -435,3 +435,63 @@ def max_drop_over_box(bmin, bmax, params: BendParams) -> float:
     c = centre(params)
     pts = np.concatenate([pts, c[None, :]])
     return float(np.max(np.abs(drop(pts, params))))
+
+
+# --- Coarse meshes ---------------------------------------------------------------------------------------------
+# A vertex-shader bend moves vertices only: between two vertices an edge stays straight, so a mesh needs vertices
+# along the bend. Over an edge whose horizontal length along a drop ``a * u^2`` is ``h``, the straight edge is off
+# the curve by at most ``|a| * h^2 / 4`` (linear interpolation of a function whose second derivative is ``2a``:
+# ``f'' * h^2 / 8``). The flat zone only lowers the second derivative, and a planet's radial drop bends no edge
+# more than a runner's of the same strength, so the bound holds in every mode.
+
+# what Add Bend and the Bend panel accept by default: a straight edge 5 cm off the curve it should follow
+DEFAULT_TOLERANCE = 0.05
+# Subdivision levels the fix may add: each level quadruples the faces (level 6: 4096 faces per face)
+MAX_SUBDIVISION_LEVELS = 6
+
+
+def edge_errors(points: np.ndarray, edges: np.ndarray, params: BendParams) -> np.ndarray:
+    """How far each straight edge between two bent vertices can be from the bent surface it should follow:
+    ``|a| * h^2 / 4`` per bend term, ``h`` the edge's length along that term's axis (horizontal length for a
+    planet), counted only for an edge that reaches the bent region (beyond the flat zone at the current pivot).
+
+    points: (N, 3) world positions; edges: (E, 2) vertex indices. Returns (E,) float64, 0 for edges in the flat
+    zone and for a disabled bend."""
+    params.validate()
+    p = np.asarray(points, dtype=np.float64).reshape(-1, 3)
+    e = np.asarray(edges, dtype=np.int64).reshape(-1, 2)
+    out = np.zeros(e.shape[0])
+    if not params.enabled or e.shape[0] == 0:
+        return out
+    f, side = axis_vectors(params.axis)
+    c = centre(params)
+    rel = p[:, :2] - c[:2]
+    a, b = rel[e[:, 0]], rel[e[:, 1]]
+
+    def term(strength, vec, spread):
+        ua, ub = a @ vec[:2], b @ vec[:2]
+        bent = np.maximum(np.abs(ua), np.abs(ub)) > spread  # |u| is convex: an edge's largest |u| is at an end
+        return np.where(bent, abs(strength) * (ub - ua) ** 2 / 4.0, 0.0)
+
+    if params.mode == "RUNNER":
+        out += term(params.strength, f, params.spread)
+    elif params.mode == "RUNNER_2AXIS":
+        out += term(params.strength, f, params.spread) + term(params.side_strength, side, params.side_spread)
+    elif params.mode == "CYLINDER":
+        out += term(params.strength, side, params.spread)
+    else:  # PLANET: the second derivative of (r - s)^2 along any horizontal direction is at most 2
+        bent = np.maximum(np.hypot(a[:, 0], a[:, 1]), np.hypot(b[:, 0], b[:, 1])) > params.spread
+        out += np.where(bent, abs(params.strength) * np.sum((b - a) ** 2, axis=1) / 4.0, 0.0)
+    return out
+
+
+def subdivision_levels(error: float, tolerance: float) -> int:
+    """How many times an edge ``error`` off the curve must be halved to come within ``tolerance``: each halving
+    (a Simple subdivision level) divides the error by 4. Not capped (compare with MAX_SUBDIVISION_LEVELS)."""
+    tolerance = float(tolerance)
+    if not (np.isfinite(tolerance) and tolerance > 0.0):
+        raise BendError(f"Tolerance {tolerance} must be a distance above 0: how far a straight edge may be from "
+                        f"the bent curve, like 0.05 m")
+    if not error > tolerance:
+        return 0
+    return int(np.ceil(np.log(float(error) / tolerance) / np.log(4.0) - 1e-9))

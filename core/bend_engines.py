@@ -309,6 +309,128 @@ component's Bounds Scale = the object's "bounds_scale".
 }
 
 
+# Ready-to-use examples written next to each include by ``export_files``: a material that uses the include and the
+# few lines of game code that feed it the player's position every frame (docs/bend-engines.md walks through them).
+EXAMPLE_FILES = {
+    "GODOT": {
+        "envfx_bend_example.gdshader": """\
+// EnvFX World Bend: a Godot 4 spatial shader that bends its mesh as the Blender viewport does.
+// Keep it next to envfx_bend.gdshaderinc, add the shader global envfx_pivot (Project Settings > Globals >
+// Shader Globals, type vec3) and put envfx_bend_pivot.gd on the player: it sets envfx_pivot every frame.
+shader_type spatial;
+render_mode world_vertex_coords; // VERTEX, NORMAL, TANGENT, BINORMAL in world space
+
+#include "envfx_bend.gdshaderinc"
+
+global uniform vec3 envfx_pivot;
+uniform vec4 albedo : source_color = vec4(1.0);
+uniform sampler2D albedo_texture : source_color, hint_default_white;
+
+void vertex() {
+	vec3 flat_pos = VERTEX; // the normal and tangents take the flat position: bend the position last
+	NORMAL = envfx_bend_normal(flat_pos, NORMAL, envfx_pivot);
+	TANGENT = envfx_bend_tangent(flat_pos, TANGENT, envfx_pivot);
+	BINORMAL = envfx_bend_tangent(flat_pos, BINORMAL, envfx_pivot);
+	VERTEX = envfx_bend(flat_pos, envfx_pivot);
+}
+
+void fragment() {
+	ALBEDO = albedo.rgb * texture(albedo_texture, UV).rgb;
+}
+""",
+        "envfx_bend_pivot.gd": """\
+# EnvFX World Bend: sets the shader global envfx_pivot to the player's world position every frame, so every
+# material using envfx_bend.gdshaderinc (envfx_bend_example.gdshader) bends around the player.
+# Put it on the player (or the camera), or on any node and set target. The global must exist:
+# Project Settings > Globals > Shader Globals, envfx_pivot, vec3.
+extends Node3D
+
+## The node the world bends around (empty: this node).
+@export var target: Node3D
+
+
+func _process(_delta: float) -> void:
+	var pivot: Node3D = target if target != null else self
+	RenderingServer.global_shader_parameter_set(&"envfx_pivot", pivot.global_position)
+""",
+    },
+    "UNITY": {
+        "EnvFXBendPivot.cs": """\
+// EnvFX World Bend: sets the global shader vector _EnvFXPivot to this object's position every frame, so every
+// material using EnvFXBend.hlsl bends around it. Add it to the player (or the camera).
+using UnityEngine;
+
+public class EnvFXBendPivot : MonoBehaviour
+{
+    static readonly int PivotId = Shader.PropertyToID("_EnvFXPivot");
+
+    void LateUpdate()
+    {
+        Shader.SetGlobalVector(PivotId, transform.position);
+    }
+}
+""",
+        "EnvFXBend_ShaderGraph.md": """\
+# EnvFX World Bend in Unity Shader Graph
+
+1. Copy `EnvFXBend.hlsl` and `EnvFXBendPivot.cs` into the project's `Assets` folder.
+2. In the Shader Graph's Blackboard add a **Vector3** property, Reference `_EnvFXPivot`, Scope **Global**
+   (older versions: untick Exposed). `EnvFXBendPivot` sets it for every material at once.
+3. Vertex stage, position: a **Position** node (Space: Absolute World) into a **Custom Function** node (Type: File,
+   Source: `EnvFXBend.hlsl`, Name: `EnvFXBend`; inputs `WorldPos` Vector3, `Pivot` Vector3 (the property);
+   output `Out` Vector3), then a **Transform** node (Absolute World to Object, Type: Position) into
+   **Vertex Position**.
+4. Vertex stage, normal: a **Normal Vector** node (Space: World) and the same Position into a Custom Function
+   `EnvFXBendNormal` (inputs `WorldPos`, `WorldNormal`, `Pivot`; output `Out`), then a Transform (World to Object,
+   Type: Normal) into **Vertex Normal**. The tangent the same way with `EnvFXBendTangent` into **Vertex Tangent**.
+5. Add the `EnvFXBendPivot` component to the player (or the camera).
+6. Culling: give each renderer the bounds in `envfx_bend.json` (`engines.UNITY.culling.objects`: `bounds_center`,
+   `bounds_size`), or it may vanish at the screen's edge while its bent self is still in view.
+
+A graph set to half precision uses the `_half` functions of the same file by itself.
+""",
+    },
+    "UNREAL": {
+        "EnvFXBend_Unreal.md": """\
+# EnvFX World Bend in Unreal Engine 5
+
+1. Put `EnvFXBend.ush` in a plugin's `Shaders` folder (it is then `/Plugin/<Name>/EnvFXBend.ush`), or in a folder
+   mapped with `AddShaderSourceDirectoryMapping` in a project module.
+2. **Material Parameter Collection** `MPC_EnvFXBend` with one Vector Parameter `Pivot`: the player's position,
+   in centimetres, set every frame (step 5).
+3. **Material Function** `MF_EnvFXBend` (Expose to Library):
+   - a **Collection Parameter** node (`MPC_EnvFXBend`, `Pivot`) through a **Component Mask** (R G B);
+   - an **Absolute World Position** node (Excluding Material Offsets);
+   - a **Custom** node: Output Type `CMOT Float 3`, Include File Paths `/Plugin/<Name>/EnvFXBend.ush`, inputs
+     `WorldPos` and `Pivot`, Code `return envfx_bend(WorldPos, Pivot) - WorldPos;`, into a Function Output
+     `World Position Offset`;
+   - a second Custom node with an input `WorldNormal` (the Vertex Normal WS, or the normal map through Transform
+     Vector Tangent to World), Code `return envfx_bend_normal(WorldPos, WorldNormal, Pivot);`, into a Function
+     Output `Normal` (untick the material's Tangent Space Normal to use it).
+4. In each bent material: `MF_EnvFXBend`'s World Position Offset into the material's **World Position Offset**,
+   and set the material's Max World Position Offset Displacement to `max_displacement` of `envfx_bend.json`
+   (`engines.UNREAL.culling`), so bent objects are not culled too early.
+5. Feed the pivot every frame, in the player's Blueprint: **Event Tick** -> **Set Vector Parameter Value**
+   (Collection `MPC_EnvFXBend`, Parameter Name `Pivot`, Parameter Value: **Get Actor Location**). In C++, the
+   same in the pawn's `Tick` (module dependency `Engine`):
+
+```cpp
+#include "Kismet/KismetMaterialLibrary.h"
+#include "Materials/MaterialParameterCollection.h"
+
+// in the pawn's header: UPROPERTY(EditAnywhere) UMaterialParameterCollection* EnvFXBendCollection;
+void AMyPawn::Tick(float DeltaSeconds)
+{
+    Super::Tick(DeltaSeconds);
+    UKismetMaterialLibrary::SetVectorParameterValue(this, EnvFXBendCollection, TEXT("Pivot"),
+                                                    FLinearColor(GetActorLocation()));
+}
+```
+""",
+    },
+}
+
+
 # how far from the pivot a game draws, when the caller does not say (Blender units)
 DEFAULT_VIEW_DISTANCE = 100.0
 
@@ -386,7 +508,8 @@ def culling(params: core_bend.BendParams, objects=(), view_distance: float = DEF
 
 def export_files(params: core_bend.BendParams, folder: str, source: str = "", unit_scale: float = 1.0,
                  objects=(), view_distance: float = DEFAULT_VIEW_DISTANCE) -> list[str]:
-    """Write every engine's shader include and ``envfx_bend.json`` into ``folder`` (created if missing), for a
+    """Write every engine's shader include, its examples (``EXAMPLE_FILES``: a material using the include and the
+    game code that sets the pivot every frame) and ``envfx_bend.json`` into ``folder`` (created if missing), for a
     scene whose ``scale_length`` is ``unit_scale``; returns the paths written. ``objects`` (``(name, flat_min,
     flat_max)``: the bent objects' world bounds, unbent, in Blender) and ``view_distance`` (how far from the
     pivot the game draws, Blender units) give the JSON's ``culling`` (see ``culling``). Raises BendError for bad
@@ -416,6 +539,8 @@ def export_files(params: core_bend.BendParams, folder: str, source: str = "", un
             for engine, spec in ENGINES.items()
         },
     }
+    for examples in EXAMPLE_FILES.values():  # each engine's ready-to-use material and game code, beside its include
+        texts.update(examples)
     texts[JSON_NAME] = json.dumps(meta, indent=2) + "\n"
     os.makedirs(folder, exist_ok=True)
     # every file is written next to its place first: a failure leaves the folder as it was

@@ -21,6 +21,7 @@ from .common import (PATH_OPTIONS, NeedsScene, ObjectsResult, changeable, evalua
                      poll_not_in_edit_mode, refuse_edit_mode, report_result)
 
 MODIFIER_NAME = "EnvFX Bend"
+SUBDIVISION_NAME = "EnvFX Bend Subdivision"  # the Simple subdivision Add Bend puts before the bend of a coarse mesh
 APPLIED_MARK = "envfx_bend_applied"  # custom property apply_bend leaves on a mesh (value: the scene's name)
 
 
@@ -121,6 +122,7 @@ def add_bend(scene, objects) -> BendResult:
                                "or camera): Pivot in the EnvFX panel, or --pivot on the command line")
     elif settings.pivot.name not in scene.objects:
         result.warnings.append(f"Pivot {settings.pivot.name!r} is not in this scene (deleted?): choose another pivot")
+    _check_coarse(scene, candidates, core_params, result)
     extent, worst = _scene_extent_and_drop([bpy.data.objects[n] for n in result.changed + result.unchanged],
                                            core_params)
     if extent > 0 and worst > 10.0 * extent:
@@ -130,6 +132,116 @@ def add_bend(scene, objects) -> BendResult:
         )
     sync_readers(scene)  # a terrain or snow bent now: what reads its geometry undoes its bend
     return result
+
+
+def bend_subdivisions(obj):
+    """The Simple subdivisions Add Bend put before the object's bend (Subdivide Coarse Meshes)."""
+    return [m for m in obj.modifiers if m.type == "SUBSURF" and m.name.startswith(SUBDIVISION_NAME)]
+
+
+def _levels_before_bend(obj, ours: bool = True) -> int:
+    """Subdivision levels the viewport shows before the object's bend (any Subdivision Surface modifier; without
+    ``ours``, not counting the EnvFX Bend Subdivision): each level halves the edges the bend sees."""
+    mods = list(obj.modifiers)
+    bends = bend_modifiers(obj)
+    end = mods.index(bends[0]) if bends else len(mods)
+    skip = () if ours else bend_subdivisions(obj)
+    return sum(m.levels for m in mods[:end] if m.type == "SUBSURF" and m.show_viewport and m not in skip)
+
+
+def coarse_meshes(objects, params, tolerance: float) -> list[tuple[str, float, int]]:
+    """(name, error, levels) of each mesh object whose straight edges, as the bend sees them (its mesh, halved by
+    each Subdivision Surface level before the bend), are more than ``tolerance`` off the bent curve
+    (``core.bend.edge_errors`` at the current pivot): ``error`` the worst, in Blender units; ``levels`` the Simple
+    subdivision levels that bring it within the tolerance (not counting the EnvFX Bend Subdivision)."""
+    rows = []
+    for obj in objects:
+        if obj.type != "MESH" or obj.data is None or obj.envfx.bend_exclude or not len(obj.data.edges):
+            continue
+        error = float(core_bend.edge_errors(bridge.world_positions(obj), bridge.get_edges(obj.data), params).max())
+        shown = error / 4.0 ** _levels_before_bend(obj)  # each level halves the edges: a quarter of the error
+        if shown > tolerance:
+            own = error / 4.0 ** _levels_before_bend(obj, ours=False)
+            rows.append((obj.name, shown, core_bend.subdivision_levels(own, tolerance)))
+    return rows
+
+
+def _subdivide_before_bend(obj, levels: int):
+    """Give ``obj`` the EnvFX Bend Subdivision (Simple, ``levels``) just before its bend; its mesh is untouched."""
+    mods = bend_subdivisions(obj)
+    mod = mods[0] if mods else obj.modifiers.new(SUBDIVISION_NAME, "SUBSURF")
+    mod.subdivision_type = "SIMPLE"
+    mod.uv_smooth = "NONE"  # straight in UV too: the subdivision only adds vertices for the bend to move
+    mod.levels = mod.render_levels = levels
+    mod.show_viewport = mod.show_render = True
+    first_bend = list(obj.modifiers).index(bend_modifiers(obj)[0])
+    index = list(obj.modifiers).index(mod)
+    if index != first_bend - 1:
+        obj.modifiers.move(index, first_bend if index > first_bend else first_bend - 1)
+
+
+def _check_coarse(scene, objects, params, result: BendResult):
+    """Warn about the meshes too coarse for the bend, or (the scene's Subdivide Coarse Meshes) subdivide them."""
+    settings = scene.envfx.bend
+    tolerance = settings.tolerance
+    coarse = coarse_meshes([o for o in objects if bend_modifiers(o)], params, tolerance)
+    if not coarse:
+        return
+    if not settings.subdivide:
+        names = ", ".join(f"{name} ({error:.3g} m)" for name, error, _levels in coarse[:5])
+        more = f" and {len(coarse) - 5} more" if len(coarse) > 5 else ""
+        result.warnings.append(
+            f"Too coarse for the bend: {names}{more}: a straight edge between two bent vertices is that far off the "
+            f"curve (tolerance {tolerance:g} m), since a bend moves vertices only; add vertices along the bend, or "
+            f"switch on Subdivide Coarse Meshes (scene.envfx.bend.subdivide) and Add Bend again: a Simple "
+            f"subdivision before the bend, the mesh untouched")
+        return
+    capped = []
+    for name, error, levels in coarse:
+        obj = bpy.data.objects[name]
+        override = obj.override_library is not None
+        if override:
+            result.warnings.append(f"{name}: too coarse for the bend ({error:.3g} m off), and a library override "
+                                   f"cannot take the subdivision before its bend; subdivide it in its library")
+            continue
+        _subdivide_before_bend(obj, min(levels, core_bend.MAX_SUBDIVISION_LEVELS))
+        if levels > core_bend.MAX_SUBDIVISION_LEVELS:
+            capped.append(f"{name} (needs {levels})")
+        if name in result.unchanged:
+            result.unchanged.remove(name)
+            result.changed.append(name)
+    done = [name for name, _e, _l in coarse if bpy.data.objects[name].override_library is None]
+    if done:
+        result.warnings.append(f"Subdivided before the bend (Simple, the mesh untouched): {', '.join(done)}")
+    if capped:
+        result.warnings.append(
+            f"Still coarse after {core_bend.MAX_SUBDIVISION_LEVELS} subdivision levels: {', '.join(capped)}: add "
+            f"vertices along the bend to the mesh itself")
+
+
+_coarse_cache = {"key": None, "rows": []}
+
+
+def coarse_in_scene(scene) -> list[tuple[str, float, int]]:
+    """``coarse_meshes`` of every mesh ``scene`` bends, for the Bend panel: computed again only when the bend, the
+    tolerance, or an object's mesh, place or subdivision levels change (cheap to call on every redraw)."""
+    tree = bend_nodes.group_for(scene)
+    if tree is None:
+        return []
+    objects = [o for o in scene.objects if o.type == "MESH" and o.data is not None and not o.envfx.bend_exclude
+               and any(m.node_group == tree and m.show_viewport for m in bend_modifiers(o))]
+    params = bend_nodes.params_from_scene(scene)
+    try:
+        params.validate()
+    except core_bend.BendError:
+        return []
+    key = (scene.name, params, scene.envfx.bend.tolerance,
+           [(o.name, o.data.name, len(o.data.vertices), len(o.data.edges), tuple(map(tuple, o.matrix_world)),
+             _levels_before_bend(o)) for o in objects])
+    if _coarse_cache["key"] != key:
+        _coarse_cache["rows"] = coarse_meshes(objects, params, scene.envfx.bend.tolerance)
+        _coarse_cache["key"] = key
+    return _coarse_cache["rows"]
 
 
 def _add_modifier(obj, tree):
@@ -181,7 +293,7 @@ def remove_bend(objects) -> BendResult:
             result.skipped[obj.name] = reason
             continue
         groups.update(m.node_group for m in mods)
-        for mod in mods:
+        for mod in mods + bend_subdivisions(obj):
             obj.modifiers.remove(mod)
         result.changed.append(obj.name)
     _release(groups)
@@ -496,7 +608,8 @@ def flat_bounds(scene, params, depsgraph=None) -> list[tuple]:
 
 
 def export_engines(scene, folder: str, view_distance: float | None = None) -> list[str]:
-    """Write the scene's bend as shader includes for Godot, Unity and Unreal and ``envfx_bend.json`` into
+    """Write the scene's bend as shader includes for Godot, Unity and Unreal (each with a ready-to-use example
+    material and the game code that sets the pivot every frame) and ``envfx_bend.json`` into
     ``folder``, in each engine's units for the scene's unit scale; returns the paths. The JSON's culling section
     covers the scene's bent objects (``flat_bounds``) for ``view_distance`` (Blender units; default the scene's
     ``envfx.bend.view_distance``). Raises BendInputError (with what to do) for a blank or unwritable folder or
@@ -518,7 +631,8 @@ def export_engines(scene, folder: str, view_distance: float | None = None) -> li
 
 class ENVFX_OT_bend_export_engines(NeedsScene, bpy.types.Operator):
     """Write the scene's bend for game engines: shader includes for Godot, Unity (Shader Graph Custom Function)
-    and Unreal, and envfx_bend.json with every number in each engine's axes and units"""
+    and Unreal with ready-to-use examples (a material and the game code that sets the pivot every frame), and
+    envfx_bend.json with every number in each engine's axes and units"""
 
     bl_idname = "envfx.bend_export_engines"
     bl_label = "Export for Game Engines"

@@ -138,7 +138,8 @@ def params_from_settings(s, palette=None, palette_cube=None) -> core_gasgiant.Ga
         save_field=_field_path(s.save_field_path, "Save Velocity Field"),
         load_field=_field_path(s.load_field_path, "Load Velocity Field"),
         palette=palette, palette_cube=palette_cube)
-    return core_gasgiant.GasGiantParams(**values)
+    params = core_gasgiant.GasGiantParams(**values)
+    return core_gasgiant.preview(params) if s.preview else params  # Preview: a look in seconds
 
 
 def _field_path(path: str, label: str) -> str:

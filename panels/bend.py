@@ -2,6 +2,7 @@
 
 import bpy
 
+from ..operators import bend as bend_ops
 from ..shader_nodes import bend as bend_nodes
 from .main import EnvFXSubPanel, draw_status, group_status
 
@@ -11,6 +12,18 @@ def status(scene, obj) -> list:
     return group_status(scene, obj, bend_nodes.group_for(scene), bend_nodes.is_bend_group,
                         "Nothing bent in this scene yet", "Bends {n} object(s) of this scene (group {group})",
                         "bend", "Add Bend to give it this scene's")
+
+
+def coarse_status(scene) -> list:
+    """(text, is_alert) lines naming the bent meshes too coarse for the bend now (``coarse_in_scene``, cached)."""
+    rows = bend_ops.coarse_in_scene(scene)
+    if not rows:
+        return []
+    names = ", ".join(f"{name} ({error:.2g} m off)" for name, error, _levels in rows[:3])
+    more = f" and {len(rows) - 3} more" if len(rows) > 3 else ""
+    fix = ("Add Bend again to subdivide them" if scene.envfx.bend.subdivide
+           else "Switch on Subdivide Coarse and Add Bend again, or add vertices along the bend")
+    return [(f"Too coarse for the bend: {names}{more}", True), (fix, True)]
 
 
 class VIEW3D_PT_envfx_bend(EnvFXSubPanel, bpy.types.Panel):
@@ -36,7 +49,10 @@ class VIEW3D_PT_envfx_bend(EnvFXSubPanel, bpy.types.Panel):
             col.prop(s, "side_strength")
             col.prop(s, "side_spread")
 
-        draw_status(layout, status(context.scene, context.active_object))
+        draw_status(layout, status(context.scene, context.active_object) + coarse_status(context.scene))
+        row = layout.row(align=True)
+        row.prop(s, "subdivide", text="Subdivide Coarse")
+        row.prop(s, "tolerance", text="Tolerance")
 
         row = layout.row(align=True)
         row.operator("envfx.bend_add", icon="ADD")

@@ -102,15 +102,22 @@ class VIEW3D_PT_envfx_gasgiant(EnvFXSubPanel, bpy.types.Panel):
         sub.active = s.make_planet
         sub.prop(s, "planet_name")
 
-        est = core_gasgiant.estimate_memory(core_gasgiant.GasGiantParams(
-            particles=s.particles, field_size=int(s.field_size), cubemap_size=int(s.cubemap_size),
-            equirect_width=int(s.equirect_width), threads=s.threads, fade_to_palette=s.fade_to_palette,
-            frames=s.frames, time_step=s.time_step, noise_speed=s.noise_speed, field_interval=s.field_interval,
-            save_field="x.npz" if s.save_field_path.strip() else ""))
-        steps = s.particles * (s.iterations + (s.frames - 1) * s.frame_iterations)
-        layout.label(text=f"Needs about {est / 2**30:.2f} GB, {steps / 1e9:.2f} billion particle-steps",
-                     icon="INFO")
-        layout.operator("envfx.gasgiant_bake", icon="RENDER_STILL")
+        params = core_gasgiant.GasGiantParams(
+            particles=s.particles, iterations=s.iterations, field_size=int(s.field_size),
+            cubemap_size=int(s.cubemap_size), equirect_width=int(s.equirect_width), threads=s.threads,
+            fade_to_palette=s.fade_to_palette, frames=s.frames, frame_iterations=s.frame_iterations,
+            time_step=s.time_step, noise_speed=s.noise_speed, field_interval=s.field_interval,
+            save_field="x.npz" if s.save_field_path.strip() else "")
+        if s.preview:
+            params = core_gasgiant.preview(params)
+        est = core_gasgiant.estimate_memory(params)
+        seconds = core_gasgiant.estimate_seconds(params)
+        when = f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.0f} min"
+        layout.label(text=f"Needs about {est / 2**30:.2f} GB, {core_gasgiant.particle_steps(params) / 1e9:.2f} "
+                     f"billion particle-steps, about {when} (estimate)", icon="INFO")
+        row = layout.row(align=True)
+        row.prop(s, "preview", toggle=True, icon="HIDE_OFF")
+        row.operator("envfx.gasgiant_bake", icon="RENDER_STILL")
 
 
 classes = (VIEW3D_PT_envfx_gasgiant,)

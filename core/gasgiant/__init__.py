@@ -76,9 +76,9 @@ from .noise import simplex4_grad
 from .outputs import (METADATA_FORMAT, METADATA_NAME, METADATA_VERSION, OUTPUT_NAME, BakeResult, all_output_names,
                       output_names, previous_outputs)
 from .palette import colors_at
-from .params import (BYTES_PER_PARTICLE, CHUNK, PRESETS, RANDOM_KEYS, WAVE, GasGiantError, GasGiantParams,
-                     available_memory, estimate_memory, field_times, key_frame_count, preset, preset_values,
-                     random_look)
+from .params import (BYTES_PER_PARTICLE, CHUNK, PREVIEW_CAPS, PRESETS, RANDOM_KEYS, STEPS_PER_SECOND_PER_THREAD, WAVE,
+                     GasGiantError, GasGiantParams, available_memory, estimate_memory, estimate_seconds, field_times,
+                     key_frame_count, particle_steps, preset, preset_values, preview, preview_text, random_look)
 from .settings import (ABOVE_LOWEST, CUBE_LAYOUTS, CUBEMAP_SIZES, DEFAULT_RAMP, DEFAULT_RAMP_COLORS, EQUIRECT_WIDTHS,
                        FIELD_SIZES, FILE_FORMATS, FLOAT_RANGES, MAPPINGS, MAX_FRAMES, MAX_MAGNITUDE, MAX_PARTICLES,
                        PARAM_SETTINGS, SETTINGS, UI_SETTINGS, CliOption, Setting, cli_changes, cli_flag, cli_options,
@@ -89,6 +89,7 @@ from .simulation import HOT_PINK, SORT_CELLS, SORT_INTERVAL, Simulation
 __all__ = [
     "FACES", "GasGiantParams", "GasGiantError", "PRESETS", "preset", "Simulation", "build_field", "band_profile",
     "velocity_at", "surface_divergence", "sample_field", "bake", "run_bake", "write_png", "estimate_memory",
+    "estimate_seconds", "particle_steps", "preview", "preview_text", "PREVIEW_CAPS", "STEPS_PER_SECOND_PER_THREAD",
     "ABOVE_LOWEST", "BYTES_PER_PARTICLE", "CHUNK", "CUBE_LAYOUTS", "CUBEMAP_SIZES", "DEFAULT_RAMP",
     "DEFAULT_RAMP_COLORS", "ENGINE_AXES", "ENGINE_FACES", "ENGINE_SLOTS", "EQUIRECT_WIDTHS", "FIELD_FILE_FORMAT",
     "FIELD_FILE_VERSION", "FIELD_KEYS", "FIELD_SIZES", "FILE_FORMATS", "FLOAT_RANGES", "FLOW_NOISE_PEAK",

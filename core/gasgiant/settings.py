@@ -26,6 +26,10 @@ MAX_PARTICLES = 200_000_000
 MAX_FRAMES = 1_048_574
 # no setting needs a number this large; far above it the velocities overflow float32 and the particles get lost
 MAX_MAGNITUDE = 1e6
+# What a preview bake caps (a look in seconds: about 5 s on two busy cores): fewer particles and iterations, a
+# coarser field, smaller images, one frame. Settings already below a cap stay.
+PREVIEW_CAPS = {"particles": 100_000, "iterations": 100, "field_size": 64, "cubemap_size": 256,
+                "equirect_width": 512, "frames": 1}
 
 
 def symmetric_ramp(colors) -> tuple:
@@ -253,6 +257,12 @@ SETTINGS = (
     Setting("field_interval", "int", 4, "Field Interval", "Frames between full velocity-field builds; the frames "
             "between mix the two nearest fields (1 = build every frame)", ui="INT", min=1, soft_max=50,
             cli="field-interval", cli_help="frames between velocity-field builds (animations)"),
+    # a quick look: the bake with the settings capped (params.PREVIEW_CAPS: particles, iterations, sizes, one frame)
+    Setting("preview", "bool", False, "Preview", f"Bake a quick look in seconds: at most "
+            f"{PREVIEW_CAPS['particles']:,} particles, {PREVIEW_CAPS['iterations']} iterations, a "
+            f"{PREVIEW_CAPS['field_size']} velocity field, {PREVIEW_CAPS['cubemap_size']} cube faces, a "
+            f"{PREVIEW_CAPS['equirect_width']} equirectangular image and one frame (coarser and less swirled than the "
+            f"full bake)", param=False, ui="BOOL"),
     # the planet
     Setting("make_planet", "bool", True, "Make Planet", "Add (or update) a planet sphere wearing the result",
             param=False, ui="BOOL"),
@@ -311,9 +321,24 @@ def _cli_kwargs(s: Setting) -> dict:
         kwargs = dict(type=int if s.type == "int" else float)
     else:
         kwargs = {}
-    if s.cli_help is not None:
-        kwargs["help"] = s.cli_help
+    text = s.cli_help if s.cli_help is not None else s.description[:1].lower() + s.description[1:]
+    if "default" not in text:
+        text += f" (default: {default_text(s)})"
+    kwargs["help"] = text.replace("%", "%%")  # argparse formats help with %
     return kwargs
+
+
+def default_text(s: Setting) -> str:
+    """A setting's default as the command line is given it: "8000000", "off", "sinusoidal", "1 1 1", "none"."""
+    if s.type == "bool":
+        return "on" if s.default else "off"
+    if s.ui == "ENUM":
+        return s.default.lower()
+    if s.ui == "COLOR":
+        return " ".join(f"{x:g}" for x in s.default)
+    if s.type == "float":
+        return f"{s.default:g}"
+    return str(s.default) if s.default not in ("", None) else "none"
 
 
 def cli_options() -> list:

@@ -1456,3 +1456,81 @@ def test_exported_culling_of_a_scene_that_is_not_the_current_one(envfx, tmp_path
     assert row["name"] == ground.name
     np.testing.assert_allclose(row["flat_min"], [-20.0, -20.0, 0.0], atol=1e-5)
     np.testing.assert_allclose(row["bent_min"], [-20.0, -20.0, -cull["margin_down"]], atol=1e-5)
+
+
+def _one_quad_road(envfx, subdivide):
+    """The issue's road: one plane of 4 vertices scaled to 3 x 120 m, a runner bend of 0.012 ahead of a player."""
+    bpy.ops.mesh.primitive_plane_add(size=1.0, location=(0.0, 40.0, 0.0))
+    road = bpy.context.active_object
+    road.name, road.scale = "Road", (3.0, 120.0, 1.0)
+    s = bpy.context.scene.envfx.bend
+    s.mode, s.axis, s.pivot = "RUNNER", "POS_Y", pivot_empty("Player", (0.0, 0.0, 0.6))
+    s.horizon_offset, s.strength, s.spread = 4.0, 0.012, 3.0
+    s.subdivide = subdivide
+    bpy.context.view_layer.update()
+    select_only([road])
+    return road
+
+
+def _centre_line_z(envfx, obj, ys):
+    """World z of the evaluated (bent) surface of ``obj`` along its edge x = 1.5 at ``ys``, between vertices."""
+    world = evaluated_local(envfx, obj) @ np.array(obj.matrix_world)[:3, :3].T + np.array(obj.matrix_world)[:3, 3]
+    line = world[np.abs(world[:, 0] - 1.5) < 1e-4]
+    order = np.argsort(line[:, 1])
+    return np.interp(ys, line[order, 1], line[order, 2])
+
+
+def test_a_coarse_road_is_named_and_subdivide_bends_it_within_one_percent_of_the_formula(envfx):
+    """Issue #29 part 3: one scaled quad only tilts; Add Bend names it, and with Subdivide Coarse Meshes a Simple
+    subdivision before the bend (the mesh untouched) makes it follow core.bend.forward at mid-road; Remove Bend
+    takes the subdivision away too."""
+    road = _one_quad_road(envfx, subdivide=False)
+    result = envfx.operators.bend.add_bend(bpy.context.scene, [road])
+    assert result.changed == ["Road"]
+    assert any("Too coarse for the bend: Road (43.2 m)" in w and "scene.envfx.bend.subdivide" in w
+               for w in result.warnings), result.warnings
+    params = envfx.shader_nodes.bend.params_from_scene(bpy.context.scene)
+    mid = np.array([[1.5, 40.0, 0.0], [1.5, 41.9, 0.0]])
+    formula = envfx.core.bend.forward(mid, params)[:, 2]
+    assert abs(_centre_line_z(envfx, road, mid[:, 1])[0] - formula[0]) > 30.0  # the straight slope of the issue
+    assert [r[0] for r in envfx.panels.bend.coarse_status(bpy.context.scene)[:1]] == [
+        "Too coarse for the bend: Road (43 m off)"]
+
+    bpy.context.scene.envfx.bend.subdivide = True
+    assert bpy.ops.envfx.bend_add() == {"FINISHED"}
+    mods = [m.name for m in road.modifiers]
+    assert mods == ["EnvFX Bend Subdivision", "EnvFX Bend"]
+    sub = road.modifiers["EnvFX Bend Subdivision"]
+    assert (sub.subdivision_type, sub.levels, sub.render_levels) == ("SIMPLE", 5, 5)
+    assert len(road.data.vertices) == 4  # the mesh itself is untouched
+    z = _centre_line_z(envfx, road, mid[:, 1])
+    np.testing.assert_allclose(z, formula, rtol=0.01)
+    assert np.all(np.abs(z - formula) <= bpy.context.scene.envfx.bend.tolerance)
+    assert envfx.panels.bend.coarse_status(bpy.context.scene) == []
+
+    assert envfx.operators.bend.remove_bend([road]).changed == ["Road"]
+    assert list(road.modifiers) == []
+
+
+def test_a_fine_mesh_is_not_named_and_a_subdivision_of_its_own_counts(envfx):
+    """The demo-like scene (quads 0.2 m across) is fine for its bend; a coarse cage with a Subdivision Surface of
+    its own before the bend is judged by what the bend sees."""
+    objects = demo_like_scene(envfx, "RUNNER_2AXIS")
+    result = envfx.operators.bend.add_bend(bpy.context.scene, objects)
+    assert not any("coarse" in w for w in result.warnings), result.warnings
+    assert envfx.panels.bend.coarse_status(bpy.context.scene) == []
+    bpy.ops.mesh.primitive_plane_add(size=1.0, location=(0.0, 40.0, 0.0))
+    cage = bpy.context.active_object
+    cage.name, cage.scale = "Cage", (3.0, 3.0, 1.0)  # 3 m edges at 0.012: 2.7 cm off, within 5 cm
+    bpy.context.view_layer.update()
+    assert not any("coarse" in w for w in envfx.operators.bend.add_bend(bpy.context.scene, [cage]).warnings)
+    cage.scale = (3.0, 12.0, 1.0)  # 12 m: 0.43 m off; two levels of its own: 2.7 cm
+    bpy.context.view_layer.update()
+    assert envfx.operators.bend.coarse_meshes([cage], envfx.shader_nodes.bend.params_from_scene(bpy.context.scene),
+                                              0.05)[0][0] == "Cage"
+    sub = cage.modifiers.new("Subdivision", "SUBSURF")
+    sub.levels = 2
+    bpy.context.scene.envfx.bend.subdivide = True
+    result = envfx.operators.bend.add_bend(bpy.context.scene, [cage])
+    assert not any("coarse" in w.lower() or "Subdivided" in w for w in result.warnings), result.warnings
+    assert [m.name for m in cage.modifiers] == ["Subdivision", "EnvFX Bend"]

@@ -372,8 +372,10 @@ def test_bend_several_files_does_the_good_ones_and_names_the_bad_one(envfx, scen
     out = tmp_path / "engines"
     assert envfx.cli.main(["bend", scene_file, level2, "--export-engines", str(out)]) == 0
     for stem in ("scene", "level2"):
-        assert sorted(os.listdir(out / stem)) == ["EnvFXBend.hlsl", "EnvFXBend.ush", "envfx_bend.gdshaderinc",
-                                                  "envfx_bend.json"]
+        assert sorted(os.listdir(out / stem)) == ["EnvFXBend.hlsl", "EnvFXBend.ush", "EnvFXBendPivot.cs",
+                                                  "EnvFXBend_ShaderGraph.md", "EnvFXBend_Unreal.md",
+                                                  "envfx_bend.gdshaderinc", "envfx_bend.json",
+                                                  "envfx_bend_example.gdshader", "envfx_bend_pivot.gd"]
 
 
 def test_bend_remove(envfx, scene_file):
@@ -393,7 +395,7 @@ def test_bend_export_engines_writes_the_files_and_leaves_the_blend_alone(envfx, 
     code = envfx.cli.main(["bend", scene_file, "--mode", "RUNNER_2AXIS", "--strength", "0.03", "--pivot", "Player",
                            "--export-engines", str(out)])
     assert code == 0, capsys.readouterr()
-    assert "wrote 4 files" in capsys.readouterr().out
+    assert "wrote 9 files" in capsys.readouterr().out
     meta = json.loads((out / "envfx_bend.json").read_text())
     assert meta["blender"]["mode"] == "RUNNER_2AXIS" and meta["blender"]["strength"] == pytest.approx(0.03)
     assert meta["blender"]["unit_scale"] == pytest.approx(0.01)
@@ -819,3 +821,22 @@ def test_snow_bakes_a_negative_frame_range_as_written(envfx, tmp_path, capsys):
     assert envfx.cli.main(["snow", path, "--bake", "--actors", "Walkers", "--out-dir", str(out), "--frames",
                            "-3"]) == 2
     assert "--frames '-3': use START:END, e.g. 1:250 or -3:-1" in capsys.readouterr().err
+
+
+def test_bend_names_a_coarse_mesh_and_subdivide_puts_a_subdivision_before_the_bend(envfx, scene_file, capsys):
+    """The cube's 2 m edges at strength 0.2 are 0.2 m off the curve: named; --tolerance 1 accepts them;
+    --subdivide --tolerance 0.02 gives it two Simple levels before the bend (0.0125 m), its mesh left alone."""
+    args = ["bend", scene_file, "--objects", "Cube", "--pivot", "Player", "--strength", "0.2"]
+    assert envfx.cli.main([*args, "--tolerance", "1"]) == 0
+    assert "Too coarse" not in capsys.readouterr().out
+    assert envfx.cli.main([*args, "--tolerance", "0.05"]) == 0  # the file keeps the tolerance it was saved with
+    assert "Too coarse for the bend: Cube (0.2 m)" in capsys.readouterr().out
+    assert envfx.cli.main([*args, "--tolerance", "0.02", "--subdivide"]) == 0
+    assert "Subdivided before the bend (Simple, the mesh untouched): Cube" in capsys.readouterr().out
+    bpy.ops.wm.open_mainfile(filepath=scene_file)
+    cube = bpy.data.objects["Cube"]
+    assert [(m.type, m.name) for m in cube.modifiers] == [("SUBSURF", "EnvFX Bend Subdivision"),
+                                                          ("NODES", "EnvFX Bend")]
+    assert (cube.modifiers[0].subdivision_type, cube.modifiers[0].levels, len(cube.data.vertices)) == ("SIMPLE", 2, 8)
+    assert envfx.cli.main(["bend", scene_file, "--tolerance", "0"]) == 2
+    assert "--tolerance 0.0: use a distance above 0" in capsys.readouterr().err

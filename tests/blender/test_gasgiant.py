@@ -877,3 +877,61 @@ def test_the_command_line_options_are_the_tables(envfx):
         assert (action.type, action.nargs, action.choices, action.help, action.default, action.const) == \
             (kw.get("type"), 0 if flag else kw.get("nargs"), kw.get("choices"), kw.get("help"), kw.get("default"),
              True if flag else None), option.flag
+
+
+def test_gas_giant_help_shows_every_default(envfx, capsys):
+    """Issue #29 part 5: `envfx gas-giant --help` shows the default of every option, the settings table's among
+    them (8,000,000 particles and 1000 iterations are not a surprise any more)."""
+    assert envfx.cli.main(["gas-giant", "--help"]) == 0
+    text = " ".join(capsys.readouterr().out.split())  # argparse wraps lines
+    defaults = envfx.core.gasgiant.GasGiantParams()
+    for needle in (f"(default: {defaults.particles})", f"(default: {defaults.iterations})", "(default: 512)",
+                   "(default: 1024)", "(default: 2048)", "(default: sinusoidal)", "(default: 1 1 1)",
+                   "--preview", "(default: off)"):
+        assert needle in text, needle
+    sub = next(a for a in envfx.cli.build_parser()._actions if a.dest == "command").choices["gas-giant"]
+    formatter = sub._get_formatter()
+    for action in sub._actions:
+        if action.option_strings and action.dest != "help" and not action.required:
+            assert "default" in formatter._get_help_string(action), action.option_strings
+
+
+def test_every_option_of_every_command_shows_its_default(envfx):
+    """Every command's --help says, for each option, what happens without it."""
+    commands = next(a for a in envfx.cli.build_parser()._actions if a.dest == "command").choices
+    for name, sub in commands.items():
+        formatter = sub._get_formatter()
+        for action in sub._actions:
+            if action.option_strings and action.dest != "help" and not action.required:
+                assert "default" in formatter._get_help_string(action), (name, action.option_strings)
+
+
+def test_cli_preview_bakes_reduced_settings_and_says_so_with_an_estimate(envfx, tmp_path, capsys):
+    """--preview caps particles, iterations, field and face sizes and frames (never raises one), and the bake runs;
+    every bake prints its estimated time first."""
+    caps = envfx.core.gasgiant.PREVIEW_CAPS
+    args = envfx.cli.build_parser().parse_args(["gas-giant", "--out", str(tmp_path / "p"), "--preview",
+                                                "--frames", "3", "--cubemap", "128"])
+    params = envfx.cli.gas_giant.gasgiant_params(args)
+    assert (params.particles, params.iterations, params.field_size, params.cubemap_size, params.equirect_width,
+            params.frames) == (caps["particles"], caps["iterations"], caps["field_size"], 128,
+                               caps["equirect_width"], 1)
+    full = envfx.core.gasgiant.GasGiantParams()
+    assert envfx.core.gasgiant.estimate_seconds(full, cpus=2) == pytest.approx(256.4, rel=0.01)  # the issue's bake
+    assert envfx.core.gasgiant.estimate_seconds(params, cpus=2) < 1.0
+    code = envfx.cli.main(["gas-giant", "--out", str(tmp_path / "p"), "--preview", "--particles", "20000"])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "preview: 20,000 particles, 100 iterations, field 64, cube faces 256, equirect 512" in out
+    assert "about 0 s (an estimate at" in out
+    assert (tmp_path / "p" / "gasgiant_equirect.png").exists()
+
+
+def test_panel_preview_bakes_the_reduced_settings(envfx):
+    s = bpy.context.scene.envfx.gasgiant
+    s.preview = True
+    params = envfx.operators.gasgiant.params_from_settings(s)
+    caps = envfx.core.gasgiant.PREVIEW_CAPS
+    assert (params.particles, params.iterations, params.field_size) == (caps["particles"], caps["iterations"], 64)
+    s.preview = False
+    assert envfx.operators.gasgiant.params_from_settings(s).particles == 8_000_000

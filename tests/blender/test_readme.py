@@ -187,7 +187,7 @@ def test_documented_scene_settings_in_prose(envfx):
 # to the code by tests/core/test_readme.py), material keywords, shader and Blender names. Any other lower-case
 # name there must be a setting of the feature (scene.envfx.<feature>, object.envfx.<feature>) or of object.envfx.
 NOT_SETTINGS = {
-    "bend": {"envfx_bend", "scale_length", "world_vertex_coords"},
+    "bend": {"envfx_bend", "scale_length", "world_vertex_coords", "envfx_pivot"},
     "wind": {"bark", "branch", "frond", "leaf", "leaves", "needle", "trunk", "s", "terrain_z"},
     "snow": {"bake", "bake_job", "camera_fade", "generate_cover", "read_exr", "resolution", "shown_offset",
              "simulate_points", "snow_coverage", "snow_thickness", "stamp_points", "stamp_profile", "timeout", "u",

@@ -371,3 +371,57 @@ def test_has_down_and_live_local_leave_a_squashed_object_as_it_is():
     assert cb.has_down(squashed_x)
     assert np.abs(cb.live_local(pts, squashed_x, params) - pts).max() > 1.0
     assert np.array_equal(cb.live_local(pts, healthy, cb.BendParams(mode="RUNNER", enabled=False)), pts)
+
+
+def _worst_chord_error(a, b, p, samples=257):
+    """The largest vertical distance between the straight edge from bent a to bent b and the bent edge, sampled."""
+    t = np.linspace(0.0, 1.0, samples)
+    line = a[None, :] + t[:, None] * (b - a)[None, :]
+    curve = cb.forward(line, p)[:, 2]
+    ends = cb.forward(np.stack([a, b]), p)[:, 2]
+    return float(np.max(np.abs(ends[0] + t * (ends[1] - ends[0]) - curve)))
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_edge_error_bounds_the_straight_edge_off_the_curve_and_is_reached(mode):
+    """The issue's coarse road: a straight edge between two bent vertices is off the curve by at most
+    |a| h^2 / 4 (h along the bend), never more, and about that much for an edge wholly in the bent region."""
+    rng = np.random.default_rng(3)
+    p = params(mode=mode, side_strength=-0.04)
+    a = rng.uniform(-30, 30, (300, 3))
+    b = a + rng.uniform(-8, 8, (300, 3))
+    pts = np.concatenate([a, b])
+    edges = np.stack([np.arange(300), np.arange(300) + 300], axis=1)
+    bound = cb.edge_errors(pts, edges, p)
+    actual = np.array([_worst_chord_error(a[i], b[i], p) for i in range(300)])
+    assert np.all(actual <= bound * (1 + 1e-9) + 1e-12)
+    assert np.max(actual / np.maximum(bound, 1e-12)) > 0.95  # the bound is tight, not a loose guess
+
+
+def test_edge_error_of_a_one_quad_road_and_of_a_fine_grid():
+    """One 120 m edge along a runner bend of 0.012 is 43.2 m off at worst; 0.2 m edges are not; edges in the flat
+    zone count 0 (they stay straight), and a disabled bend bends nothing."""
+    p = params(mode="RUNNER", axis="POS_Y", pivot=(0.0, 0.0, 0.0), horizon_offset=4.0, strength=0.012, spread=3.0)
+    road = np.array([[-1.5, -20.0, 0.0], [1.5, -20.0, 0.0], [1.5, 100.0, 0.0], [-1.5, 100.0, 0.0]])
+    edges = np.array([[0, 1], [1, 2], [2, 3], [3, 0]])
+    err = cb.edge_errors(road, edges, p)
+    np.testing.assert_allclose(err, [0.0, 0.012 * 120.0 ** 2 / 4, 0.0, 0.012 * 120.0 ** 2 / 4])
+    ys = np.arange(-20.0, 100.0001, 0.2)
+    fine = np.stack([np.zeros_like(ys), ys, np.zeros_like(ys)], axis=1)
+    chain = np.stack([np.arange(len(ys) - 1), np.arange(1, len(ys))], axis=1)
+    assert cb.edge_errors(fine, chain, p).max() < 1e-3
+    flat = np.array([[0.0, 2.0, 0.0], [0.0, 6.0, 0.0]])  # within the flat zone 4 +- 3
+    assert cb.edge_errors(flat, np.array([[0, 1]]), p)[0] == 0.0
+    assert not cb.edge_errors(road, edges, params(enabled=False)).any()
+    assert cb.edge_errors(road, np.zeros((0, 2), int), p).shape == (0,)
+
+
+def test_subdivision_levels_bring_the_error_within_the_tolerance():
+    for error in (0.01, 0.05, 0.0500001, 0.2, 43.2, 1e4):
+        levels = cb.subdivision_levels(error, 0.05)
+        assert error / 4.0 ** levels <= 0.05 + 1e-12
+        assert levels == 0 or error / 4.0 ** (levels - 1) > 0.05
+    assert cb.subdivision_levels(43.2, 0.05) == 5
+    for bad in (0.0, -1.0, float("nan"), float("inf")):
+        with pytest.raises(cb.BendError, match="Tolerance"):
+            cb.subdivision_levels(1.0, bad)

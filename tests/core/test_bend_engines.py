@@ -62,7 +62,12 @@ def test_export_files_and_json(tmp_path):
     params = core_bend.BendParams(mode="PLANET", pivot=(1.0, 2.0, 0.5), strength=0.02, spread=3.0)
     paths = be.export_files(params, str(tmp_path / "out"), source="level.blend")
     names = sorted(p.split("/")[-1] for p in paths)
-    assert names == sorted([spec[3] for spec in be.ENGINES.values()] + [be.JSON_NAME])
+    examples = [name for files in be.EXAMPLE_FILES.values() for name in files]
+    assert names == sorted([spec[3] for spec in be.ENGINES.values()] + [be.JSON_NAME] + examples)
+    assert set(examples) == {"envfx_bend_example.gdshader", "envfx_bend_pivot.gd", "EnvFXBendPivot.cs",
+                             "EnvFXBend_ShaderGraph.md", "EnvFXBend_Unreal.md"}
+    for name in examples:
+        assert (tmp_path / "out" / name).read_text() == next(f[name] for f in be.EXAMPLE_FILES.values() if name in f)
     meta = json.loads((tmp_path / "out" / be.JSON_NAME).read_text())
     assert meta["blender"]["mode"] == "PLANET" and meta["source"] == "level.blend"
     assert meta["engines"]["UNREAL"]["pivot"] == pytest.approx([100.0, -200.0, 50.0])

@@ -8,6 +8,7 @@ Then the compiled shaders (SPIR-V) run on a real OpenGL driver, Mesa's software 
 buffer with its bent position as the colour, which must equal ``core.bend`` in the engine's axes."""
 
 import ctypes
+import re
 import os
 import subprocess
 import sysconfig
@@ -403,3 +404,120 @@ def test_the_gpu_normal_check_can_fail(gpu, tmp_path):
     got = run_direction(gpu, tmp_path, wrong, "UNREAL", "normal", be.to_engine([params.pivot], "UNREAL")[0],
                         be.to_engine(points, "UNREAL"), engine_direction(normals, "UNREAL"))
     assert angles(got, engine_direction(core_bend.forward_normals(points, normals, params), "UNREAL")).max() > 0.1
+
+
+# --- the ready-to-use examples written beside the includes ------------------------------------------------
+
+GODOT_BUILTINS = "vec3 VERTEX;\nvec3 NORMAL;\nvec3 TANGENT;\nvec3 BINORMAL;\nvec2 UV;\nvec3 ALBEDO;\n"
+GODOT_SHADER_MAIN = """
+layout(location = 0) in vec3 position;
+layout(location = 1) in vec2 pixel;
+layout(location = 2) in vec3 direction;
+layout(location = 0) out vec3 bent;
+void main() {
+    VERTEX = position;
+    NORMAL = direction;
+    TANGENT = vec3(1.0, 0.0, 0.0);
+    BINORMAL = vec3(0.0, 0.0, 1.0);
+    UV = vec2(0.5);
+    vertex();
+    RESULT
+    gl_Position = vec4(pixel, 0.0, 1.0);
+}
+"""
+
+
+def godot_shader_as_glsl(shader: str, include: str, pivot, result: str = "bent = VERTEX;") -> str:
+    """A Godot spatial shader (Godot's shading language) as the GLSL 450 vertex shader the include's test compiles
+    ("#version 450" + include + main): its ``#include`` of envfx_bend.gdshaderinc replaced by ``include``, Godot's
+    built-ins (VERTEX, NORMAL, ...) as globals that main() fills from the point and its direction before calling
+    vertex(), the global uniform envfx_pivot as the constant ``pivot``, other uniforms as constants of their
+    default (samplers stay samplers), shader_type and render_mode left out. ``result`` says what main() draws."""
+    lines = ["#version 450", GODOT_BUILTINS]
+    binding = 0
+    for line in shader.splitlines():
+        stripped = line.strip()
+        if stripped.startswith(("shader_type ", "render_mode ")):
+            continue
+        if stripped.startswith("#include"):
+            assert stripped == '#include "envfx_bend.gdshaderinc"', stripped
+            lines.append(include)
+            continue
+        uniform = re.match(r"(global )?uniform (\w+) (\w+)\s*(?::[^=;]*)?(?:=\s*([^;]*))?;", stripped)
+        if uniform:
+            is_global, kind, name, default = uniform.groups()
+            if is_global:
+                assert name == "envfx_pivot", name
+                lines.append(f"const vec3 envfx_pivot = vec3({', '.join(repr(float(v)) for v in pivot)});")
+            elif kind.startswith("sampler"):
+                lines.append(f"layout(binding = {binding}) uniform {kind} {name};")
+                binding += 1
+            else:
+                lines.append(f"const {kind} {name} = {default or kind + '(0.0)'};")
+            continue
+        lines.append(line)
+    return "\n".join(lines) + GODOT_SHADER_MAIN.replace("RESULT", result)
+
+
+def test_the_godot_example_shader_compiles_and_bends_like_core(gpu, tmp_path):
+    """Issue #29 part 4: the .gdshader written beside the include compiles with glslang (fragment() included),
+    and run on llvmpipe its vertex() puts VERTEX where core.bend draws the point and NORMAL where
+    core.bend.forward_normals turns it, in Godot's axes."""
+    params = core_bend.BendParams(mode="RUNNER_2AXIS", axis="NEG_X", pivot=(3.0, -2.0, 0.5), horizon_offset=2.0,
+                                  strength=0.03, spread=1.5, side_strength=-0.02, side_spread=1.0)
+    shader = be.EXAMPLE_FILES["GODOT"]["envfx_bend_example.gdshader"]
+    assert shader.startswith("// EnvFX") and "shader_type spatial;" in shader and "envfx_bend_normal(" in shader
+    include = be.shader_source(params, "GODOT")
+    pivot = be.to_engine([params.pivot], "GODOT")[0]
+    whole = godot_shader_as_glsl(shader, include, pivot, "vertex(); fragment(); bent = VERTEX + ALBEDO * 0.0;")
+    done = compile_shader(whole, False, tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr + whole
+    rng = np.random.default_rng(11)
+    points = rng.uniform(-30, 30, (128, 3))
+    normals = rng.normal(size=(128, 3))
+    normals /= np.linalg.norm(normals, axis=1, keepdims=True)
+    frag = spirv(GLSL_RUN_FRAG, "frag", False, tmp_path)
+    got = gpu.run(spirv(godot_shader_as_glsl(shader, include, pivot), "vert", False, tmp_path), frag,
+                  be.to_engine(points, "GODOT"))
+    want = be.to_engine(core_bend.forward(points, params), "GODOT")
+    np.testing.assert_allclose(got, want, rtol=0, atol=2e-6 * np.abs(want).max())
+    got = gpu.run(spirv(godot_shader_as_glsl(shader, include, pivot, "bent = NORMAL;"), "vert", False, tmp_path),
+                  frag, be.to_engine(points, "GODOT"), be.to_engine(normals, "GODOT"))
+    want = be.to_engine(core_bend.forward_normals(points, normals, params), "GODOT")
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-5)
+
+
+def test_the_godot_example_wrapper_can_fail(tmp_path):
+    """A Godot shader that calls the include wrongly does not compile through the wrapper."""
+    shader = be.EXAMPLE_FILES["GODOT"]["envfx_bend_example.gdshader"].replace(
+        "envfx_bend(flat_pos, envfx_pivot)", "envfx_bend(flat_pos)")
+    glsl = godot_shader_as_glsl(shader, be.shader_source(core_bend.BendParams(), "GODOT"), (0.0, 0.0, 0.0))
+    assert compile_shader(glsl, False, tmp_path).returncode != 0
+
+
+def test_the_godot_example_script_parses_and_sets_the_global_the_shader_reads():
+    """The GDScript beside the include parses with gdtoolkit's GDScript parser and sets envfx_pivot every frame;
+    a broken script does not parse."""
+    try:
+        from gdtoolkit.parser import parser as gd_parser
+    except ImportError:
+        pytest.fail("gdtoolkit is missing: run the tests with tools/test.sh, whose venv has gdtoolkit")
+    script = be.EXAMPLE_FILES["GODOT"]["envfx_bend_pivot.gd"]
+    tree = gd_parser.parse(script)
+    assert tree is not None
+    assert 'global_shader_parameter_set(&"envfx_pivot"' in script and "func _process(" in script
+    assert "global uniform vec3 envfx_pivot;" in be.EXAMPLE_FILES["GODOT"]["envfx_bend_example.gdshader"]
+    with pytest.raises(Exception):  # noqa: B017 - lark's errors have no common public base here
+        gd_parser.parse(script.replace("func _process(_delta: float) -> void:", "func _process(_delta: float) ->"))
+
+
+def test_the_unity_and_unreal_examples_name_the_global_pivot_the_includes_read():
+    unity = be.EXAMPLE_FILES["UNITY"]
+    assert 'Shader.PropertyToID("_EnvFXPivot")' in unity["EnvFXBendPivot.cs"]
+    assert "Shader.SetGlobalVector(PivotId, transform.position);" in unity["EnvFXBendPivot.cs"]
+    assert unity["EnvFXBendPivot.cs"].count("{") == unity["EnvFXBendPivot.cs"].count("}")
+    assert "`_EnvFXPivot`" in unity["EnvFXBend_ShaderGraph.md"] and "_EnvFXPivot" in be.shader_source(
+        core_bend.BendParams(), "UNITY")
+    unreal = be.EXAMPLE_FILES["UNREAL"]["EnvFXBend_Unreal.md"]
+    assert "MPC_EnvFXBend" in unreal and "return envfx_bend(WorldPos, Pivot) - WorldPos;" in unreal
+    assert "SetVectorParameterValue" in unreal

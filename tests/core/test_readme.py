@@ -312,10 +312,9 @@ def test_bend_engine_files(tmp_path):
     paths = bend_engines.export_files(core_bend.BendParams(), str(tmp_path))
     assert sorted(os.path.basename(p) for p in paths) == sorted(name for name, _ in table)
     assert bend_engines.JSON_NAME == "envfx_bend.json"
-    for name, engine in table:
+    for name, engine in table:  # each file in its engine's row: the include or one of its examples
         if engine != "all":
-            assert bend_engines.ENGINES[engine.lower()][3] == name if engine.lower() in bend_engines.ENGINES \
-                else any(spec[3] == name for spec in bend_engines.ENGINES.values())
+            assert name in (bend_engines.ENGINES[engine.upper()][3], *bend_engines.EXAMPLE_FILES[engine.upper()])
     assert "EnvFXBend" in read("core", "bend_engines.py")  # the Unity Custom Function's name
 
 
