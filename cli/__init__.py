@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import batch, bend, gas_giant, info, lightmap, mips, snow, wind
+from . import batch, bend, gas_giant, info, lightmap, mips, snow, vat, wind
 from .batch import CliError
 
 PROG = "blender -c envfx"
@@ -19,7 +19,7 @@ PROG = "blender -c envfx"
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog=PROG, description="EnvFX headless commands")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for command in (info, bend, wind, snow, gas_giant, mips, lightmap):  # in the order `--help` lists them
+    for command in (info, bend, wind, snow, gas_giant, mips, lightmap, vat):  # in the order `--help` lists them
         command.add_parser(sub)
     for command_parser in sub.choices.values():
         command_parser.formatter_class = batch.DefaultsHelpFormatter

@@ -344,3 +344,33 @@ def test_fbx_proxy_holds_the_rest_pose_and_the_vat_uvs(vat, tmp_path, load_helpe
     index = np.floor((1.0 - uv[:, 1]) * lay["height"]).astype(int) * lay["width"] + \
         np.floor(uv[:, 0] * lay["width"]).astype(int)
     assert np.array_equal(index, corners)
+
+
+def test_envfx_vat_command_bakes_each_file_and_leaves_it_unchanged(vat, envfx, tmp_path, capsys):
+    armature_mesh()
+    path = str(tmp_path / "level.blend")
+    bpy.ops.wm.save_as_mainfile(filepath=path)
+    before = os.path.getmtime(path)
+    code = envfx.cli.main(["vat", path, "--objects", "Arm", "--out", str(tmp_path / "out"), "--frames", "1:10",
+                           "--step", "3", "--encoding", "png16", "--engine", "unity"])
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    meta = json.loads((tmp_path / "out" / "Arm_vat.json").read_text())
+    assert meta["frames"] == 4 and meta["encoding"] == "PNG16"
+    assert os.path.getmtime(path) == before and "wrote 4 file(s)" in out.out
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--objects", "Arm", "--frames", "10:1"], "the last frame must come after the first"),
+    (["--objects", "Arm", "--frames", "x"], "give the first and last frame as A:B"),
+    (["--objects", "Arm", "--step", "0"], "--step 0: use 1 or more"),
+    (["--objects", " , "], "--objects is empty"),
+    (["--objects", "Nope"], "no object 'Nope'"),
+])
+def test_envfx_vat_command_refuses_bad_input(vat, envfx, tmp_path, capsys, args, message):
+    armature_mesh()
+    path = str(tmp_path / "level.blend")
+    bpy.ops.wm.save_as_mainfile(filepath=path)
+    assert envfx.cli.main(["vat", path, "--out", str(tmp_path / "out"), *args]) == 2
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
