@@ -188,7 +188,7 @@ def bake_job(tracks, radius, depth, stamp: StampParams, buf: BufferParams, frame
     stale = remove_stale_temp(out_dir) if out_dir is not None else []
     if out_dir is not None:
         check_disk_space(out_dir, res, n_frames if sequence else 1, n_frames, basename)
-    tmp = tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}{os.getpid()}_", dir=out_dir) if out_dir is not None else None
+    tmp = tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}{os.getpid()}-", dir=out_dir) if out_dir is not None else None
     try:
         fields = _Fields(res)
         dt = 1.0 / stamp.fps

@@ -695,7 +695,7 @@ def test_cli_bake_killed_with_sigterm_removes_its_temporary_files(envfx, tmp_pat
                             stderr=subprocess.STDOUT, text=True)
     try:
         deadline = time.monotonic() + 300
-        while not [p for p in out.glob(".envfx_snow_*") if any(p.iterdir())]:  # frames being written
+        while not [p for p in out.glob(".envfx-staging-snow-*") if any(p.iterdir())]:  # frames being written
             assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()[0][-2000:]
             time.sleep(0.05)
         proc.send_signal(signal.SIGTERM)
@@ -715,7 +715,7 @@ def test_cli_bake_removes_the_temporary_folders_a_killed_bake_left(envfx, tmp_pa
     out = tmp_path / "buffer"
     out.mkdir()
     dead = subprocess_pid_that_ended()
-    old = envfx.core.snow.files._STARTED - 60.0  # before this process (its add-on) started
+    old = envfx.core.outputs._STARTED - 60.0  # before this process (its add-on) started
     for name in (f".envfx_snow_{dead}_k1ll3d", ".envfx_snow_x7qz9a0b", f".envfx_snow_{os.getpid()}_mine",
                  ".envfx_snow_1_init", "keep_me", f".envfx_snow_{dead}_new"):
         (out / name).mkdir()

@@ -433,7 +433,7 @@ def test_snow_bake_files_and_json(tmp_path):
     assert round(snow.bake_output_bytes(512, 100000) / 2**30) == 391
     about = int(quoted(r"the JSON up to about (\d+) bytes for every frame").group(1))
     assert abs(snow.files._json_frame_bytes("snow_buffer") - about) <= 10
-    assert snow.TEMP_PREFIX == ".envfx_snow_" and "`.envfx_snow_<pid>_*`" in PROSE
+    assert snow.TEMP_PREFIX == ".envfx-staging-snow-" and "`.envfx-staging-snow-<pid>-*`" in PROSE
 
 
 def test_snow_and_wind_names_in_the_code():

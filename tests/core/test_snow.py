@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from core import snow
+from core import outputs, snow
 
 
 def plane_tris(size=10.0, n=10, z=0.0, tilt=0.0, offset=(0.0, 0.0)):
@@ -296,7 +296,7 @@ def test_output_estimate_bounds_what_a_bake_writes(tmp_path):
 
 def test_bake_too_large_for_the_disk_is_refused_before_anything_is_written(tmp_path, monkeypatch):
     free = snow.bake_output_bytes(16, 5)  # room for 5 frames
-    monkeypatch.setattr(snow.files.shutil, "disk_usage", lambda path: type("Usage", (), {"free": free})())
+    monkeypatch.setattr(outputs.shutil, "disk_usage", lambda path: type("Usage", (), {"free": free})())
     buf = snow.BufferParams(resolution=16, size=4.0, origin=(-2.0, -2.0))
     with pytest.raises(snow.SnowError, match=r"would write up to 0\.0 MB \(6 frame\(s\) of 16x16 float EXR\) but "
                        r"only 0\.0 MB is free in .*: bake fewer frames, a lower resolution or only the final frame"):
@@ -331,11 +331,11 @@ def test_a_killed_bakes_folder_does_not_keep_later_bakes_off_the_disk(tmp_path, 
     stale = out / ".envfx_snow_999999999_abc"  # no such process
     stale.mkdir(parents=True)
     (stale / "snow_buffer_0001.exr").write_bytes(b"\0" * 2_000_000)
-    old = snow.files._STARTED - 3600.0
+    old = outputs._STARTED - 3600.0
     os.utime(stale, (old, old))
     need = snow.bake_output_bytes(128, 1)
     # the disk has room for half the bake, and for all of it once the killed bake's 2 MB are gone
-    monkeypatch.setattr(snow.files.shutil, "disk_usage", lambda path: type("Usage", (), {
+    monkeypatch.setattr(outputs.shutil, "disk_usage", lambda path: type("Usage", (), {
         "free": need // 2 + (0 if stale.exists() else 2_000_000)})())
     assert snow.check_disk_space(str(out), 128, 1) == need       # the killed bake's files count as free
     with pytest.raises(snow.SnowError, match=r"up to 0\.3 MB .* but only 0\.1 MB is free"):
@@ -350,7 +350,7 @@ def test_remove_stale_temp_only_removes_dead_runs_folders(tmp_path):
 
     ended = subprocess.Popen(["true"])
     ended.wait()
-    old = snow.files._STARTED - 60.0
+    old = outputs._STARTED - 60.0
     names = {f".envfx_snow_{ended.pid}_a1b2": True, ".envfx_snow_q8x_z2k4": True,  # dead pid; made before pids
              f".envfx_snow_{os.getpid()}_c3": False, ".envfx_snow_1_d4": False,  # running processes
              f".envfx_snow_{ended.pid}_new": False,  # newer than this process
@@ -400,15 +400,15 @@ def test_pid_probe_on_windows_opens_the_process_and_never_signals(tmp_path, monk
     def no_signal(*args):
         raise AssertionError("os.kill must not be used on Windows")
 
-    monkeypatch.setattr(snow.files, "_windows_api", lambda: (kernel32, lambda: kernel32.error))
-    monkeypatch.setattr(snow.files.os, "kill", no_signal)
-    old = snow.files._STARTED - 60.0
+    monkeypatch.setattr(outputs, "_windows_api", lambda: (kernel32, lambda: kernel32.error))
+    monkeypatch.setattr(outputs.os, "kill", no_signal)
+    old = outputs._STARTED - 60.0
     for pid in (4242, 4343, 4545):
         (tmp_path / f".envfx_snow_{pid}_x").mkdir()
         os.utime(tmp_path / f".envfx_snow_{pid}_x", (old, old))
-    monkeypatch.setattr(snow.files.os, "name", "nt")
+    monkeypatch.setattr(outputs.os, "name", "nt")
     try:  # os.name is back before anything can fail (pytest's own paths depend on it)
-        running = {pid: snow.files._pid_running(pid) for pid in (4242, 4343, 4444, 4545, 2**40)}
+        running = {pid: outputs.pid_running(pid) for pid in (4242, 4343, 4444, 4545, 2**40)}
         removed = sorted(snow.remove_stale_temp(str(tmp_path)))
     finally:
         monkeypatch.undo()
