@@ -130,7 +130,7 @@ def _remove_track_probe(name):
 def bake_job(scene):
     """Generator: gather the actors' paths over the frame range, bake the buffer into the output folder.
     Yields progress; returns a ``core.snow.BakeResult``. The scene's frame and modifiers are restored."""
-    out, _specs, _ = bake_inputs(scene)
+    out, specs, _ = bake_inputs(scene)
     s = scene.envfx.snow
     frames = list(range(s.frame_start, s.frame_end + 1))
     # every actor is measured at each frame (its size may be animated, and one without a size at the current
@@ -176,8 +176,8 @@ def bake_job(scene):
     snow_tris = [bridge.rest_triangles(o) for o in snow if o.get(SNOW_TAG) == 0 and o.type == "MESH"]
     snow_tris = np.concatenate(snow_tris) if snow_tris else np.zeros((0, 3, 3))
     occ_tris = None
-    if s.occluders is not None:
-        occ_tris = collection_triangles(scene, s.occluders)  # as the live trails read them
+    if s.occluders is not None:  # as the live trails read them (an actor among them only as an actor)
+        occ_tris = collection_triangles(scene, snow_nodes.occluders_read(scene, {n for n, *_ in specs}))
         if not occ_tris.shape[0]:
             occ_tris = None
     if s.framing == "AREA":

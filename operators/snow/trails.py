@@ -132,6 +132,8 @@ def _signature(scene, tree):
     # the scene's: counting a scene's objects walks its collections, ~90 us a frame for 2000 objects here, ~3x
     # the file's.)
     own = (tree.users, len(bpy.data.objects))
+    occ = scene.envfx.snow.occluders  # (an actor among them is read as an actor only: snow_nodes.occluders_read)
+    own += (occ.name, tuple(occ.all_objects.keys())) if occ is not None else ()
     coll = scene.envfx.snow.actors
     if coll is None:
         return ("", (), (), tree.get(snow_nodes.ACTORS_KEY), own)
@@ -275,6 +277,8 @@ def follow_actors(scene, may_split: bool = True) -> bool | None:
     if changed:
         tree = snow_nodes.ensure_trails(scene, specs)
         _give_coverage(scene, specs)
+    else:
+        snow_nodes.sync_occluders(scene, tree, specs)
     sync_surfaces(scene, tree)
     _followed[scene.name] = _signature(scene, tree)
     return changed

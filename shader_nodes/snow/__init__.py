@@ -22,7 +22,7 @@ from .coverage import (COVERAGE_GROUP, COVERAGE_KIND, COVERAGE_VERSION, SURFACES
                        surfaces_shared, sync_coverage_bend)
 from .material import MATERIAL_NAME, MATERIAL_VERSION, ensure_material
 from .trails import (GROUP_NAME, KEYS_KEY, KIND, VERSION, _actor_stamp, actor_input, drive_modifier, ensure_trails,
-                     group_for, is_trails_group, shares_snow, undrive_modifier)
+                     group_for, is_trails_group, occluders_read, shares_snow, sync_occluders, undrive_modifier)
 
 __all__ = (
     "base", "buffer", "coverage", "graph", "material", "puffs", "trails",
@@ -33,5 +33,6 @@ __all__ = (
     "sync_coverage_bend",
     "MATERIAL_NAME", "MATERIAL_VERSION", "ensure_material",
     "GROUP_NAME", "KEYS_KEY", "KIND", "VERSION", "_actor_stamp", "actor_input", "drive_modifier", "ensure_trails",
+    "occluders_read", "sync_occluders",
     "group_for", "is_trails_group", "shares_snow", "undrive_modifier",
 )

@@ -134,6 +134,49 @@ def _scene_group(scene, kind, name, stamp, build, keep_shared: bool):
     return common.ensure_scene_group(scene, kind, name, stamp, build)[0]
 
 
+DERIVED_KEY = "envfx_occluders_without_actors"  # a collection's custom property: the occluder collection it mirrors
+
+
+def occluders_read(scene, actor_names) -> bpy.types.Collection | None:
+    """The collection the scene's trails read as occluders: its Occluders setting, or, when some of its objects
+    are also actors (``actor_names``), a collection in no scene holding the others (made or brought up to date).
+    An actor's snow coverage reads the snow, so snow held down by that actor's geometry would depend on the
+    actor's own coverage: a dependency cycle (and Blender crashed evaluating one). An actor in the occluders is
+    read as an actor only: its trail stamps the snow where it walks."""
+    occ = scene.envfx.snow.occluders
+    if occ is None:
+        return None
+    overlap = [o for o in occ.all_objects if o.name in actor_names]
+    if not overlap:
+        return occ
+    derived = next((c for c in bpy.data.collections if c.get(DERIVED_KEY) == occ.name and c.library is None
+                    and c.users <= 1), None)
+    if derived is None:
+        derived = bpy.data.collections.new(f"EnvFX Occluders ({occ.name}, no actors)")
+        derived[DERIVED_KEY] = occ.name
+    want = {o.name: o for o in occ.all_objects if o.name not in actor_names}
+    for obj in list(derived.objects):
+        if obj.name not in want:
+            derived.objects.unlink(obj)
+    for name, obj in want.items():
+        if derived.objects.get(name) is None:
+            derived.objects.link(obj)
+    return derived
+
+
+def sync_occluders(scene, tree, specs) -> bool:
+    """Point the trails group ``tree`` at what ``occluders_read`` gives for the actors ``specs``; True when the
+    node changed."""
+    node = tree.nodes.get("Occluders")
+    if node is None:
+        return False
+    read = occluders_read(scene, {name for name, *_ in specs})
+    if node.inputs["Collection"].default_value == read:
+        return False
+    node.inputs["Collection"].default_value = read
+    return True
+
+
 def ensure_trails(scene, specs) -> bpy.types.NodeTree:
     """The scene's "EnvFX Snow Trails" group (each scene of a file has its own: the first one made has that
     name, others are named after their scene), built for the scene's actors and occluders and driven by its
@@ -146,9 +189,7 @@ def ensure_trails(scene, specs) -> bpy.types.NodeTree:
     occ = scene.envfx.snow.occluders
     tree = _scene_group(scene, KIND, GROUP_NAME, _stamp(occ is not None), lambda t: _build(t, occ is not None),
                         shares_snow(scene))
-    occ_node = tree.nodes["Occluders"].inputs["Collection"]
-    if occ_node.default_value != occ:
-        occ_node.default_value = occ
+    sync_occluders(scene, tree, specs)
     if tree.get(ACTORS_KEY) != _actor_stamp(specs):
         _build_actors(tree, specs)
     _drive(scene, tree)

@@ -179,3 +179,66 @@ def test_unusable_numbers_set_before_add_wind_never_make_nan_vertices(envfx):
         scene.frame_set(frame)
         got = envfx.bridge.evaluated_positions(card, bpy.context.evaluated_depsgraph_get())
         assert np.isfinite(got).all(), frame
+
+
+def test_a_hair_actor_that_is_also_an_occluder_bakes_without_a_crash_or_a_cycle(tmp_path):
+    """The scene that aborted Blender ("pure virtual method called") in Bake Interaction Buffer, three times over in
+    a process of its own: it finishes, with no dependency cycle (an actor in the occluders is read as an actor
+    only: its snow coverage reads the snow it would otherwise hold down)."""
+    import os
+    import subprocess
+    import sys
+
+    script = os.path.join(os.path.dirname(__file__), "hair_actor_bake.py")
+    run = subprocess.run([sys.executable, script, str(tmp_path / "out"), "3"], capture_output=True, text=True,
+                         timeout=900, env=dict(os.environ, HOME=str(tmp_path)))
+    printed = run.stdout + run.stderr
+    assert run.returncode == 0 and "ok" in run.stdout.splitlines(), printed[-3000:]
+    assert _cycles(printed) == 0, printed[-3000:]
+    assert (tmp_path / "out" / "2" / "snow_buffer.json").is_file()
+
+
+def test_actors_in_the_occluders_make_no_cycle_and_the_rest_still_hold_the_snow(capfd, envfx):
+    """Occluders = the actors' collection plus a crate: the player (an actor) is left out of what the trails read
+    as occluders, the crate is read."""
+    scene = bpy.context.scene
+    plane = _plane("Ground")
+    bpy.ops.mesh.primitive_cube_add(size=0.5, location=(0, 0, 0.25))
+    player = bpy.context.active_object
+    player.name = "Player"
+    bpy.ops.mesh.primitive_cube_add(size=0.5, location=(2, 2, 0.25))
+    crate = bpy.context.active_object
+    crate.name = "Crate"
+    actors = bpy.data.collections.new("Actors")
+    scene.collection.children.link(actors)
+    for obj in (player, crate):
+        for coll in list(obj.users_collection):
+            coll.objects.unlink(obj)
+    actors.objects.link(player)
+    occluders = bpy.data.collections.new("Occluders")
+    scene.collection.children.link(occluders)
+    occluders.children.link(actors)
+    occluders.objects.link(crate)
+    scene.envfx.bend.pivot = player
+    scene.envfx.snow.actors = actors
+    scene.envfx.snow.occluders = occluders
+    scene.envfx.snow.spacing = 0.5
+    assert _run("bend_add", [plane, player]) == {"FINISHED"}
+    assert _run("snow_generate", [plane]) == {"FINISHED"}
+    assert _run("snow_trails_add", list(scene.objects)) == {"FINISHED"}
+    for frame in (2, 3):
+        scene.frame_set(frame)
+    tree = envfx.shader_nodes.snow.group_for(scene)
+    read = tree.nodes["Occluders"].inputs["Collection"].default_value
+    assert read is not occluders and sorted(o.name for o in read.all_objects) == ["Crate"]
+    printed = capfd.readouterr()
+    assert _cycles(printed.out + printed.err) == 0, printed.out + printed.err
+    # a new object in the occluders is read too; the actor stays left out
+    bpy.ops.mesh.primitive_cube_add(size=0.5, location=(-2, 2, 0.25))
+    barrel = bpy.context.active_object
+    for coll in list(barrel.users_collection):
+        coll.objects.unlink(barrel)
+    occluders.objects.link(barrel)
+    envfx.operators.snow.trails.follow_actors(scene)
+    read = tree.nodes["Occluders"].inputs["Collection"].default_value
+    assert sorted(o.name for o in read.all_objects) == sorted(["Crate", barrel.name])
