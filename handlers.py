@@ -267,6 +267,22 @@ RENDER_HANDLERS = (("render_init", on_render_init_trails), ("frame_change_post",
 READER_HANDLERS = (("depsgraph_update_post", on_bend_readers),)
 
 
+@persistent
+def on_wind_sync(scene, depsgraph=None):
+    """depsgraph_update_post: a deleted or unlinked wind object (or terrain) lets go of the scene's wind group."""
+    wind_nodes.keep_in_sync(scene, depsgraph)
+
+
+@persistent
+def on_wind_sync_frame(scene, *_args):
+    """frame_change_pre: the same before the frame is evaluated (a script stepping frames fires no depsgraph
+    update in background mode)."""
+    wind_nodes.keep_in_sync_on_frame(scene)
+
+
+WIND_HANDLERS = (("depsgraph_update_post", on_wind_sync), ("frame_change_pre", on_wind_sync_frame))
+
+
 # --- EnvFX enabled with a file open ---
 # While EnvFX is disabled, Blender cannot read the envfx.* properties that the bend, wind and snow drivers read,
 # marks those drivers invalid and never evaluates them again. Opening a file clears the marks (and runs the
@@ -301,7 +317,7 @@ def _revive_later():
 
 def register():
     bpy.app.handlers.load_post.append(on_load_post)
-    for name, fn in SNOW_HANDLERS + CLAIM_HANDLERS + SAVE_HANDLERS + READER_HANDLERS + RENDER_HANDLERS:
+    for name, fn in SNOW_HANDLERS + CLAIM_HANDLERS + SAVE_HANDLERS + READER_HANDLERS + RENDER_HANDLERS + WIND_HANDLERS:
         getattr(bpy.app.handlers, name).append(fn)
     # Enabled by hand (Preferences, addon_utils.enable, installing the zip): the open file is there to revive.
     # Registered at start-up or by Reload Scripts, bpy.data is hidden: at start-up a file load (and load_post)
@@ -320,6 +336,6 @@ def unregister():
         bpy.app.timers.unregister(snow_clean_up)
     if on_load_post in bpy.app.handlers.load_post:
         bpy.app.handlers.load_post.remove(on_load_post)
-    for name, fn in SNOW_HANDLERS + CLAIM_HANDLERS + SAVE_HANDLERS + READER_HANDLERS + RENDER_HANDLERS:
+    for name, fn in SNOW_HANDLERS + CLAIM_HANDLERS + SAVE_HANDLERS + READER_HANDLERS + RENDER_HANDLERS + WIND_HANDLERS:
         if fn in getattr(bpy.app.handlers, name):
             getattr(bpy.app.handlers, name).remove(fn)

@@ -620,15 +620,6 @@ class ENVFX_OT_wind_add(bpy.types.Operator):
     bl_label = "Add Wind"
     bl_options = {"REGISTER", "UNDO"}
 
-    # the wind's depsgraph handler lives and dies with this operator's registration
-    @classmethod
-    def register(cls):
-        wind_nodes.register_handlers()
-
-    @classmethod
-    def unregister(cls):
-        wind_nodes.unregister_handlers()
-
     @classmethod
     def poll(cls, context):
         return _poll_selection(cls, context) and poll_not_in_edit_mode(cls, context, _is_mesh)

@@ -25,7 +25,6 @@ import math
 
 import bpy
 import numpy as np
-from bpy.app.handlers import persistent
 
 from ..core import wind as core_wind
 from . import bend as bend_nodes
@@ -473,9 +472,8 @@ def _out_of_sync(scene, tree) -> bool:
             or tree.nodes["Terrain"].inputs["Object"].default_value != terrain)
 
 
-@persistent
 def keep_in_sync(scene, depsgraph=None):
-    """depsgraph_update_post handler: when the wind object was deleted or unlinked (or a terrain object), point
+    """(depsgraph_update_post, handlers.py) When the wind object was deleted or unlinked (or a terrain object), point
     the scene's group back at its own settings, so the live wind and ``params_from_scene`` agree."""
     tree = group_for(scene)
     if tree is None or tree.library is not None or tree.nodes.get("Source") is None:
@@ -484,9 +482,8 @@ def keep_in_sync(scene, depsgraph=None):
         sync(scene, tree)
 
 
-@persistent
 def keep_in_sync_on_frame(scene, *_args):
-    """frame_change_pre handler: the same, before the frame is evaluated. A script that deletes the wind object
+    """(frame_change_pre, handlers.py) The same, before the frame is evaluated. A script that deletes the wind object
     and steps frames (``frame_set``) fires no depsgraph update in background mode, so the dead source moved the
     plants until some unrelated change. Only re-wires the scene's own, current group here (a group to rebuild or
     split is left to the depsgraph handler: re-pointing modifiers inside a frame change crashed Blender 4.2)."""
@@ -507,23 +504,6 @@ def sync_terrain_bend(scene) -> bool:
         return False
     terrain = tree.nodes["Terrain"].inputs["Object"].default_value
     return common.point_bend_reader(tree, bend_nodes.shown_group(terrain))
-
-
-HANDLERS = (("depsgraph_update_post", keep_in_sync), ("frame_change_pre", keep_in_sync_on_frame))
-
-
-def register_handlers():
-    for kind, handler in HANDLERS:
-        handlers = getattr(bpy.app.handlers, kind)
-        if handler not in handlers:
-            handlers.append(handler)
-
-
-def unregister_handlers():
-    for kind, handler in HANDLERS:
-        handlers = getattr(bpy.app.handlers, kind)
-        while handler in handlers:
-            handlers.remove(handler)
 
 
 def source_object(scene):
