@@ -11,6 +11,7 @@ import numpy as np
 from bpy.props import BoolProperty
 
 from ... import bridge, progress
+from ...core import bend as core_bend
 from ...core import snow as core_snow
 from ...shader_nodes import bend as bend_nodes
 from ...shader_nodes import snow as snow_nodes
@@ -343,7 +344,7 @@ class ENVFX_OT_snow_bake_buffer(progress.ModalJobOperator, bpy.types.Operator):
     def make_job(self, context):
         try:
             bake_inputs(context.scene)
-        except (SnowInputError, core_snow.SnowError) as exc:
+        except (SnowInputError, core_snow.SnowError, core_bend.BendError) as exc:  # (a bent actor is measured)
             self.report({"ERROR"}, str(exc))
             return None
         return bake_job(context.scene)

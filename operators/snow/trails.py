@@ -7,6 +7,7 @@ from __future__ import annotations
 import bpy
 
 from ...shader_nodes import bend as bend_nodes
+from ...core import bend as core_bend
 from ...core import snow as core_snow
 from ...shader_nodes import common
 from ...shader_nodes import snow as snow_nodes
@@ -449,7 +450,7 @@ def split_shared_snow() -> list:
     for scene, objs in trailed.items():  # trailed by another scene's group (Add Trails there took it): its own
         try:
             add_trails(scene, objs)
-        except (SnowInputError, core_snow.SnowError) as exc:
+        except (SnowInputError, core_snow.SnowError, core_bend.BendError) as exc:
             print(f"EnvFX: the snow {', '.join(o.name for o in objs)} moved to scene {scene.name!r} keeps the trails "
                   f"it had ({exc}); press Add Trails in {scene.name!r}")
     return moved
@@ -470,7 +471,7 @@ class ENVFX_OT_snow_trails_add(bpy.types.Operator):
         objects = selected or snow_objects(context.scene)
         try:
             changed, skipped = add_trails(context.scene, objects)
-        except (SnowInputError, core_snow.SnowError) as exc:
+        except (SnowInputError, core_snow.SnowError, core_bend.BendError) as exc:  # (a bent actor is measured)
             self.report({"ERROR"}, str(exc))
             return {"CANCELLED"}
         if skipped:

@@ -242,3 +242,32 @@ def test_actors_in_the_occluders_make_no_cycle_and_the_rest_still_hold_the_snow(
     envfx.operators.snow.trails.follow_actors(scene)
     read = tree.nodes["Occluders"].inputs["Collection"].default_value
     assert sorted(o.name for o in read.all_objects) == sorted(["Crate", barrel.name])
+
+
+@pytest.mark.parametrize("op", ["snow_trails_add", "snow_bake_buffer"])
+def test_an_unusable_bend_saved_in_a_file_is_refused_with_a_sentence_by_the_snow(envfx, tmp_path, op):
+    """A bend number an older EnvFX let through (stored straight into the file, past the settings' checks) made
+    Add Trails and Bake Interaction Buffer raise BendError as a traceback: they refuse, saying what is wrong."""
+    scene = bpy.context.scene
+    plane = _plane("Ground")
+    bpy.ops.mesh.primitive_cube_add(size=0.5, location=(0, 0, 0.25))
+    cube = bpy.context.active_object
+    actors = bpy.data.collections.new("Actors")
+    scene.collection.children.link(actors)
+    for coll in list(cube.users_collection):
+        coll.objects.unlink(cube)
+    actors.objects.link(cube)
+    scene.envfx.snow.actors = actors
+    scene.envfx.snow.spacing = 0.5
+    assert _run("bend_add", [plane, cube]) == {"FINISHED"}
+    assert _run("snow_generate", [plane]) == {"FINISHED"}
+    if op == "snow_bake_buffer":
+        assert _run("snow_trails_add", list(scene.objects)) == {"FINISHED"}
+        s = scene.envfx.snow
+        s.frame_start, s.frame_end, s.buffer_resolution, s.output_dir = 1, 2, 8, str(tmp_path / "out")
+    scene.envfx.bend["horizon_offset"] = 1e30  # as a file saved before the checks holds it
+    with pytest.raises(RuntimeError) as err:
+        _run(op, list(scene.objects))
+    message = str(err.value)
+    assert "orizon" in message and "Traceback" not in message and "Python:" not in message, message
+    assert not (tmp_path / "out").exists()
