@@ -395,7 +395,7 @@ def _structure_steps(p, edges, labels, leaf_fraction, slices, max_samples, seed)
     is_root = trunk_isl | stem_isl
     ext = float((p.max(axis=0) - p.min(axis=0)).max())
     tol = wind_hierarchy.TOLERANCE * ext
-    if k > 1:
+    if k > 1 and not is_root.all():  # (every island a stem: nothing hangs)
         att = wind_hierarchy.attach_islands(p, edges, inv, k, rank_size, tol, seed)
     else:
         att = dict(parent=np.full(k, -1), vertex=np.zeros(k, np.int64), pa=np.zeros(k, np.int64),

@@ -153,6 +153,13 @@ def test_multi_stem_bush_has_no_trunk():
             (g,) = np.unique(res.phase[bush["branch_id"] == s])  # the stem and its leaves
             stem_g.append(round(float(g), 5))
         assert len(set(stem_g)) == 4
+    # two comparable blades and nothing else: two stems, nothing hangs
+    z = np.linspace(0.0, 1.0, 4)
+    blade = np.array([[x, 0.0, zz] for zz in z for x in (-0.05, 0.05)])
+    faces = np.array([[a, a + 1, a + 3] for a in range(0, 6, 2)] + [[a, a + 3, a + 2] for a in range(0, 6, 2)])
+    two = np.concatenate([blade, blade * (1.0, 1.0, 0.9) + (0.5, 0.0, 0.0)])
+    res = wind.bake_wind_data(two, wind_shapes.faces_to_edges(np.concatenate([faces, faces + 8])))
+    assert res.multi_stem and res.n_stems == 2 and res.branch.max() == 1.0 and len(np.unique(res.phase)) == 2
 
 
 def test_a_trunk_that_stands_out_stays_the_trunk():
