@@ -11,7 +11,9 @@ Bake (``bake_wind_data``), per vertex of an asset made of one or more objects, i
 Structure, from the vertices that belong to a face only (a vertex without one, such as a stray point or a
 loose-edge strand, takes the data of its nearest vertex with a face): islands (connected components of the edge
 graph, vertices at one position joined); the trunk is the largest island standing on the ground (or the islands
-marked trunk; with all islands of about one size, none is found and the lowest is used); its axis and radius per
+marked trunk; with all islands of about one size, none is found and the lowest is used) when it is at least
+``TRUNK_STANDOUT`` times the next stem-sized island on the ground; else (a multi-stem bush) there is no trunk and all
+of those are stems with their own roots (``BakeResult.multi_stem``); the trunk's axis and radius per
 height slice split off branches welded to it. Every other island hangs from the finest clearly bigger island within
 a tolerance relative to the asset (``wind_hierarchy.attach_islands``), giving trunk -> branch levels -> leaves
 (islands nothing hangs from); other islands standing on the ground and not small are stems with their own roots.
@@ -106,6 +108,8 @@ class WindError(ValueError):
 
 
 FLAT_HEIGHT = 1e-9  # an asset whose vertices with faces span no more than this along world Z is flat
+TRUNK_STANDOUT = 1.5  # the largest island on the ground is the trunk only when at least this much bigger (bounding-
+                      # box diagonal) than the next stem-sized one; else they are all stems (a multi-stem bush)
 
 
 def flat_error(names=()) -> WindError:
@@ -175,7 +179,8 @@ class BakeResult:
     levels: list = field(default_factory=list)  # branches per hierarchy level (level 1 hangs from the trunk)
     n_stems: int = 0             # other islands standing on the ground with their own roots
     n_far: int = 0               # leaves attached from farther than the tolerance
-    trunk_found: bool = True     # False: all islands about one size, the lowest taken as the trunk
+    trunk_found: bool = True     # False: no trunk (all islands about one size, or several comparable stems)
+    multi_stem: bool = False     # several comparable stems on the ground, none the trunk: every one has its root
     island: np.ndarray = None    # (N,) island of each vertex (of the vertices with faces)
     parent: np.ndarray = None    # (islands,) the island each hangs from (-1: trunk or stem)
 
@@ -275,11 +280,12 @@ def _nearest(points, queries, max_samples: int, seed: int) -> np.ndarray:
 def _structure_steps(p, edges, labels, leaf_fraction, slices, max_samples, seed):
     """The structure of the vertices with faces (see ``bake_steps``): yields progress, returns the ``BakeResult``.
 
-    Islands (connected pieces) make a tree by proximity (``wind_hierarchy.attach_islands``): the trunk is the root,
-    every other island hangs from the clearly bigger island it touches or comes closest to. Islands nothing hangs
-    from are leaves (whatever their construction); the others are branches, by level. B grows along that tree from
-    the trunk (continuous where a piece attaches: it starts at its parent's B there), G is one phase per first-level
-    branch with everything hanging from it, R runs 0..1 over each leaf from where it attaches."""
+    Islands (connected pieces) make a tree by proximity (``wind_hierarchy.attach_islands``): the trunk is the root
+    (without a trunk, each stem is the root of its own tree), every other island hangs from the clearly bigger
+    island it touches or comes closest to. Islands nothing hangs from are leaves (whatever their construction); the
+    others are branches, by level. B grows along that tree from the trunk (continuous where a piece attaches: it
+    starts at its parent's B there), G is one phase per first-level branch with everything hanging from it, R runs
+    0..1 over each leaf from where it attaches."""
     n = len(p)
     warnings = []
 
@@ -307,6 +313,7 @@ def _structure_steps(p, edges, labels, leaf_fraction, slices, max_samples, seed)
     on_ground = lo[:, 2] <= zmin + 0.03 * hgt
 
     trunk_found = True
+    multi_stem = False
     if has_trunk.any():
         # one bark material is usually on the trunk and every branch: of the islands marked trunk, the largest
         # standing on the ground (else the largest) is the trunk, the others are branches
@@ -330,7 +337,15 @@ def _structure_steps(p, edges, labels, leaf_fraction, slices, max_samples, seed)
         else:
             cand = on_ground & (size >= 0.5 * big)
             t = int(np.argmax(np.where(cand, size, -1.0))) if cand.any() else int(np.argmax(size))
-            trunk_isl[t] = True
+            # the trunk stands out from the other stem-sized islands on the ground; when the next one is
+            # comparable (a multi-stem bush, a clump of reeds, a flower patch), there is no trunk: all are stems
+            stems = on_ground & (size >= leaf_fraction * hgt) & (isl_label != LABEL_LEAF)
+            stems[t] = False
+            if cand[t] and stems.any() and size[t] < TRUNK_STANDOUT * float(size[stems].max()):
+                multi_stem = True
+                trunk_found = False
+            else:
+                trunk_isl[t] = True
             if not on_ground[t]:
                 warnings.append(f"The trunk (the largest island) does not reach the ground: it starts "
                                 f"{float(lo[t, 2]) - zmin:.3g} m above the asset's lowest point, which is the base "
@@ -340,59 +355,14 @@ def _structure_steps(p, edges, labels, leaf_fraction, slices, max_samples, seed)
         warnings.append("The asset is a single island: height gradient and B come from the geometry alone "
                         "(no separate leaves); mark leaves with an EnvFX_Leaf vertex group or material if needed")
 
-    # trunk axis and radius per height slice
+    # trunk axis and radius per height slice; without a trunk (several comparable stems) every B comes from a
+    # stem's root or the hierarchy
     vtrunk = trunk_isl[inv]
-    tp = p[vtrunk]
-    tz0, tz1 = float(tp[:, 2].min()), float(tp[:, 2].max())
-    edges_z = np.linspace(tz0, tz1, slices + 1)
-    centres_z = 0.5 * (edges_z[:-1] + edges_z[1:])
-    sl = np.clip(((tp[:, 2] - tz0) / max(tz1 - tz0, 1e-12) * slices).astype(np.int64), 0, slices - 1)
-    # robust axis: a cubic x(z), y(z) fitted to the trunk island's vertices, re-fitted without the vertices
-    # far from it (welded branches), its radius per slice from the kept vertices
-    zn = (tp[:, 2] - tz0) / max(tz1 - tz0, 1e-12)
-    vand = np.vander(zn, 4)
-    w = np.ones(len(tp), bool)
-    for _ in range(6):
-        coef, *_ = np.linalg.lstsq(vand[w], tp[w, :2], rcond=None)
-        fit = vand @ coef
-        d = np.hypot(tp[:, 0] - fit[:, 0], tp[:, 1] - fit[:, 1])
-        r_est = np.median(d[w])
-        w_new = d <= 1.5 * r_est + 1e-9 * hgt
-        if np.array_equal(w_new, w) or w_new.sum() < 4:
-            break
-        w = w_new
-    cx = np.full(slices, np.nan)
-    cy = np.full(slices, np.nan)
-    rad = np.full(slices, np.nan)
-    fit_c = np.vander((centres_z - tz0) / max(tz1 - tz0, 1e-12), 4) @ coef
-    for s in range(slices):  # a loop over slices, not vertices
-        m = (sl == s) & w
-        if m.any():
-            cx[s], cy[s] = fit_c[s]
-            rad[s] = np.percentile(d[m], 70)
-    ok = ~np.isnan(cx)
-    cx = np.interp(centres_z, centres_z[ok], cx[ok])
-    cy = np.interp(centres_z, centres_z[ok], cy[ok])
-    rad = np.interp(centres_z, centres_z[ok], rad[ok])
-    ax = np.interp(z, centres_z, cx)
-    ay = np.interp(z, centres_z, cy)
-    ar = np.interp(z, centres_z, rad)
-    radial = np.hypot(p[:, 0] - ax, p[:, 1] - ay)
-    b_raw = np.maximum(radial - ar, 0.0)
-    core = vtrunk & ((radial <= 1.5 * ar + 1e-3 * hgt) | (labels == LABEL_TRUNK))
-    b_raw[core] = 0.0
-    # pieces of the trunk island outside its core are welded branches only when they reach well out of it (a
-    # tapering trunk's top is not a branch)
-    outside = vtrunk & ~core
-    if outside.any():
-        e_out = edges[outside[edges[:, 0]] & outside[edges[:, 1]]] if edges.size else edges
-        sub = connected_components(n, e_out)
-        reach = np.zeros(n)
-        np.maximum.at(reach, sub[outside], b_raw[outside])
-        stub = outside & (reach[sub] <= 0.05 * hgt)
-        core |= stub
-        b_raw[stub] = 0.0
-        outside &= ~stub
+    if vtrunk.any():
+        centres_z, cx, cy, rad, b_raw, core, outside, sub = _trunk_axis(p, edges, vtrunk, labels, hgt, slices)
+    else:
+        centres_z, cx, cy, rad = np.zeros(1), np.zeros(1), np.zeros(1), np.zeros(1)
+        b_raw, core, outside, sub = np.zeros(n), np.zeros(n, bool), np.zeros(n, bool), None
     yield 0.3
 
     # stems: other islands standing on the ground, not small (multi-stem bushes, grass blades): their own roots,
@@ -420,10 +390,12 @@ def _structure_steps(p, edges, labels, leaf_fraction, slices, max_samples, seed)
     rank_size = np.zeros(k)
     np.maximum.at(rank_size, inv, 2.0 * np.linalg.norm(p - cen[inv], axis=1))
     rank_size[trunk_isl] = np.inf
+    if multi_stem:  # no trunk: the stems stand in for it (bigger than any piece, and equal among themselves)
+        rank_size[stem_isl] = np.inf
     is_root = trunk_isl | stem_isl
     ext = float((p.max(axis=0) - p.min(axis=0)).max())
     tol = wind_hierarchy.TOLERANCE * ext
-    if k > 1:
+    if k > 1 and not is_root.all():  # (every island a stem: nothing hangs)
         att = wind_hierarchy.attach_islands(p, edges, inv, k, rank_size, tol, seed)
     else:
         att = dict(parent=np.full(k, -1), vertex=np.zeros(k, np.int64), pa=np.zeros(k, np.int64),
@@ -543,8 +515,69 @@ def _structure_steps(p, edges, labels, leaf_fraction, slices, max_samples, seed)
         height=height, branch=branch.astype(np.float32), leaf=leaf.astype(np.float32),
         phase=phase.astype(np.float32), leaf_phase=leaf_phase.astype(np.float32), kind=kind,
         asset_height=hgt, base_z=zmin, n_islands=k, n_leaves=n_leaves, n_branches=n_branches, warnings=warnings,
-        levels=levels, n_stems=int(stem_isl.sum()), n_far=n_far, trunk_found=trunk_found, island=inv,
-        parent=parent)
+        levels=levels, n_stems=int(stem_isl.sum()), n_far=n_far, trunk_found=trunk_found, multi_stem=multi_stem,
+        island=inv, parent=parent)
+
+
+def _trunk_axis(p, edges, vtrunk, labels, hgt, slices):
+    """The trunk (vertices ``vtrunk``) per height slice: its axis and radius, B as the distance out of that radius,
+    its core and the branches welded to it. Returns (slice centres, axis x, axis y, radius, B, core, welded,
+    their components)."""
+    n = len(p)
+    z = p[:, 2]
+    tp = p[vtrunk]
+    tz0, tz1 = float(tp[:, 2].min()), float(tp[:, 2].max())
+    edges_z = np.linspace(tz0, tz1, slices + 1)
+    centres_z = 0.5 * (edges_z[:-1] + edges_z[1:])
+    sl = np.clip(((tp[:, 2] - tz0) / max(tz1 - tz0, 1e-12) * slices).astype(np.int64), 0, slices - 1)
+    # robust axis: a cubic x(z), y(z) fitted to the trunk island's vertices, re-fitted without the vertices
+    # far from it (welded branches), its radius per slice from the kept vertices
+    zn = (tp[:, 2] - tz0) / max(tz1 - tz0, 1e-12)
+    vand = np.vander(zn, 4)
+    w = np.ones(len(tp), bool)
+    for _ in range(6):
+        coef, *_ = np.linalg.lstsq(vand[w], tp[w, :2], rcond=None)
+        fit = vand @ coef
+        d = np.hypot(tp[:, 0] - fit[:, 0], tp[:, 1] - fit[:, 1])
+        r_est = np.median(d[w])
+        w_new = d <= 1.5 * r_est + 1e-9 * hgt
+        if np.array_equal(w_new, w) or w_new.sum() < 4:
+            break
+        w = w_new
+    cx = np.full(slices, np.nan)
+    cy = np.full(slices, np.nan)
+    rad = np.full(slices, np.nan)
+    fit_c = np.vander((centres_z - tz0) / max(tz1 - tz0, 1e-12), 4) @ coef
+    for s in range(slices):  # a loop over slices, not vertices
+        m = (sl == s) & w
+        if m.any():
+            cx[s], cy[s] = fit_c[s]
+            rad[s] = np.percentile(d[m], 70)
+    ok = ~np.isnan(cx)
+    cx = np.interp(centres_z, centres_z[ok], cx[ok])
+    cy = np.interp(centres_z, centres_z[ok], cy[ok])
+    rad = np.interp(centres_z, centres_z[ok], rad[ok])
+    ax = np.interp(z, centres_z, cx)
+    ay = np.interp(z, centres_z, cy)
+    ar = np.interp(z, centres_z, rad)
+    radial = np.hypot(p[:, 0] - ax, p[:, 1] - ay)
+    b_raw = np.maximum(radial - ar, 0.0)
+    core = vtrunk & ((radial <= 1.5 * ar + 1e-3 * hgt) | (labels == LABEL_TRUNK))
+    b_raw[core] = 0.0
+    # pieces of the trunk island outside its core are welded branches only when they reach well out of it (a
+    # tapering trunk's top is not a branch)
+    outside = vtrunk & ~core
+    sub = None
+    if outside.any():
+        e_out = edges[outside[edges[:, 0]] & outside[edges[:, 1]]] if edges.size else edges
+        sub = connected_components(n, e_out)
+        reach = np.zeros(n)
+        np.maximum.at(reach, sub[outside], b_raw[outside])
+        stub = outside & (reach[sub] <= 0.05 * hgt)
+        core |= stub
+        b_raw[stub] = 0.0
+        outside &= ~stub
+    return centres_z, cx, cy, rad, b_raw, core, outside, sub
 
 
 VERTEX_GROUP_NAMES = ("EnvFX_Trunk", "EnvFX_Branch", "EnvFX_Leaf")
@@ -570,7 +603,7 @@ def _degenerate_warnings(k, n_leaves, n_branches, leaf_g, nontrunk_b, leaf_isl, 
 
 def levels_text(result: "BakeResult") -> str:
     """The structure found, for the Info line: trunk, branches per level, leaves."""
-    parts = ["trunk" if result.trunk_found else "no trunk (lowest island used)"]
+    parts = ["trunk" if result.trunk_found else "no trunk" if result.multi_stem else "no trunk (lowest island used)"]
     if result.n_stems:
         parts.append(f"{result.n_stems} stem{'s' if result.n_stems != 1 else ''}")
     for i, count in enumerate(result.levels or []):

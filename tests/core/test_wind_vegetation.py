@@ -134,6 +134,51 @@ def test_all_leaves_says_no_trunk_and_uses_the_lowest():
     assert "no trunk" in wind.levels_text(res)
 
 
+def test_multi_stem_bush_has_no_trunk():
+    """Several comparable stems on the ground (the largest less than 1.5x the next): no trunk, every stem is a stem
+    with its B growing from its own root and its own G, leaves with their stem's G; said in the Info line, not
+    warned about. Relative to the asset: the same at 100x the size."""
+    bush = wind_shapes.make_bush()
+    for scale in (1.0, 100.0):
+        res = wind.bake_wind_data(bush["positions"] * scale, bush["edges"])
+        assert res.multi_stem and not res.trunk_found and res.n_stems == 4
+        assert res.warnings == []
+        assert wind.levels_text(res).startswith("no trunk, 4 stems") and "lowest island" not in wind.levels_text(res)
+        assert not np.any(res.kind == wind.LABEL_TRUNK)
+        stem_g = []
+        for s in range(4):
+            stem = (bush["kind"] == 2) & (bush["branch_id"] == s)
+            root = stem & (bush["along"] == 0.0)
+            assert np.all(res.branch[root] == 0.0) and res.branch[stem].max() > 0.5  # none is rigid
+            (g,) = np.unique(res.phase[bush["branch_id"] == s])  # the stem and its leaves
+            stem_g.append(round(float(g), 5))
+        assert len(set(stem_g)) == 4
+    # two comparable blades and nothing else: two stems, nothing hangs
+    z = np.linspace(0.0, 1.0, 4)
+    blade = np.array([[x, 0.0, zz] for zz in z for x in (-0.05, 0.05)])
+    faces = np.array([[a, a + 1, a + 3] for a in range(0, 6, 2)] + [[a, a + 3, a + 2] for a in range(0, 6, 2)])
+    two = np.concatenate([blade, blade * (1.0, 1.0, 0.9) + (0.5, 0.0, 0.0)])
+    res = wind.bake_wind_data(two, wind_shapes.faces_to_edges(np.concatenate([faces, faces + 8])))
+    assert res.multi_stem and res.n_stems == 2 and res.branch.max() == 1.0 and len(np.unique(res.phase)) == 2
+
+
+def test_a_trunk_that_stands_out_stays_the_trunk():
+    """One stem 2x the others (at least 1.5x the next): the trunk, the others stems, as a tree with a bush beside it;
+    the tree stays a tree."""
+    bush = wind_shapes.make_bush()
+    p = bush["positions"].astype(np.float64).copy()
+    big = bush["branch_id"] == 0
+    root = p[big & (bush["kind"] == 2) & (bush["along"] == 0.0)].mean(0)
+    p[big] = root + 2.0 * (p[big] - root)
+    res = wind.bake_wind_data(p, bush["edges"])
+    assert res.trunk_found and not res.multi_stem and res.n_stems == 3
+    assert wind.levels_text(res).startswith("trunk, 3 stems")
+    assert np.all(res.branch[big & (bush["kind"] == 2)] == 0.0)
+    tree = wind_shapes.make_tree()
+    res = wind.bake_wind_data(tree["positions"], tree["edges"])
+    assert res.trunk_found and not res.multi_stem and res.n_stems == 0
+
+
 def test_trunk_off_the_ground_and_far_leaves_are_named():
     t = wind_shapes.make_vegetation("quad", "touch")
     p = t["positions"].copy()
