@@ -83,6 +83,22 @@ def named(ids, name: str, what: str, option: str = ""):
     return found
 
 
+def output_folders(blends, out: str, option: str = "--out") -> dict:
+    """{.blend path: the folder its outputs go to}, checked before any file is opened: every input is a .blend
+    that exists; ``out`` itself for one file (``//`` is its folder), ``out/<file name>`` for each of several
+    (refused when two inputs have the same file name)."""
+    for path in blends:
+        check_blend(path)
+    out = cli_path(out, option, blend=blends[0] if len(blends) == 1 else None, no_blend="with several files ")
+    if len(blends) == 1:
+        return {blends[0]: out}
+    folders = {path: os.path.join(out, os.path.splitext(os.path.basename(path))[0]) for path in blends}
+    if len({f.lower() for f in folders.values()}) < len(folders):
+        raise CliError(f"two input files have the same name and would write into the same folder: run them "
+                       f"separately, each with its own {option}")
+    return folders
+
+
 def check_names(args, *names):
     """An option given as an empty string (an empty pipeline variable) is refused, not read as "not given"."""
     for name in names:

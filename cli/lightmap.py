@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import os
 import sys
 
 import bpy
@@ -80,17 +79,8 @@ def overrides(args) -> dict:
 
 def run(args) -> int:
     batch.check_names(args, "scene", "ground", "obstacles", "lights")
-    for path in args.blend:
-        batch.check_blend(path)
-    out = batch.cli_path(args.out, "--out", blend=args.blend[0] if len(args.blend) == 1 else None,
-                         no_blend="with several files ")
     changes = overrides(args)
-    folders = {path: out for path in args.blend}
-    if len(args.blend) > 1:
-        folders = {path: os.path.join(out, os.path.splitext(os.path.basename(path))[0]) for path in args.blend}
-        if len({f.lower() for f in folders.values()}) < len(folders):
-            raise CliError("two input files have the same name and would write into the same folder: run them "
-                           "separately, each with its own --out")
+    folders = batch.output_folders(args.blend, args.out)
     return batch.run_files("lightmap", args.blend, lambda path: _lightmap_file(args, path, folders[path], changes),
                            changes=args.save)
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import re
 import sys
 
@@ -67,16 +66,7 @@ def run(args) -> int:
     if args.loop < 0:
         raise CliError(f"--loop {args.loop}: use the loop's length in frames, or 0 for no loop")
     attributes = tuple(a.strip() for a in (args.attributes or "").split(",") if a.strip())
-    for path in args.blend:
-        batch.check_blend(path)
-    out = batch.cli_path(args.out, "--out", blend=args.blend[0] if len(args.blend) == 1 else None,
-                         no_blend="with several files ")
-    folders = {path: out for path in args.blend}
-    if len(args.blend) > 1:
-        folders = {path: os.path.join(out, os.path.splitext(os.path.basename(path))[0]) for path in args.blend}
-        if len({f.lower() for f in folders.values()}) < len(folders):
-            raise CliError("two input files have the same name and would write into the same folder: run them "
-                           "separately, each with its own --out")
+    folders = batch.output_folders(args.blend, args.out)
     return batch.run_files("vat", args.blend,
                            lambda path: _vat_file(args, path, folders[path], names, frames, attributes),
                            changes=args.save)
