@@ -38,7 +38,7 @@ def add_parser(sub):
     p.add_argument("--normals", default="texture", choices=("texture", "packed", "none"),
                    help="normals in their own texture, packed into the position texture's alpha, or none")
     p.add_argument("--attributes", help="comma-separated extra point attributes to bake "
-                   "(e.g. EnvFX_Wind)")
+                   "(e.g. EnvFX_Wind; default: none)")
     p.add_argument("--save", action="store_true", help="save each .blend with the proxies added")
     p.set_defaults(func=run)
 

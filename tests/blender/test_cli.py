@@ -158,8 +158,9 @@ def test_info_describes_each_scene_of_each_file_and_changes_nothing(envfx, scene
 
 
 def test_info_json_is_strict_json_when_a_script_left_a_setting_at_nan(envfx, scene_file, capsys):
-    """A FloatProperty takes NaN from a script; JSON has no NaN (strict parsers reject the line): it is null."""
-    bpy.context.scene.envfx.bend.horizon_offset = float("nan")
+    """A file can hold NaN in a setting (saved before the settings refused it, or written straight into the ID
+    property by a script); JSON has no NaN (strict parsers reject the line): it is null."""
+    bpy.context.scene.envfx.bend["horizon_offset"] = float("nan")
     bpy.ops.wm.save_as_mainfile(filepath=scene_file)
     capsys.readouterr()
     assert envfx.cli.main(["info", scene_file, "--json"]) == 0

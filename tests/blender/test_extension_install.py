@@ -108,7 +108,7 @@ def test_built_zip_installs_enables_and_bends(tmp_path):
     assert result["file"].startswith(str(home))  # the installed copy, not this checkout
     assert result["error"] < 1e-4 and result["moved"] > 1.0
     # every feature made it into the zip and registered its operators
-    assert result["features"] == ["bend", "wind", "snow", "gasgiant", "mips", "vat"]
+    assert result["features"] == ["bend", "wind", "snow", "gasgiant", "mips", "lightmap", "vat"]
     for op in ("bend_add", "wind_bake_data", "wind_add", "snow_generate", "snow_trails_add", "snow_bake_buffer",
                "gasgiant_bake", "mips_bake", "vat_bake"):
         assert op in result["operators"], op

@@ -366,7 +366,7 @@ EXAMPLES = doc.cli_examples(DOCS)
 
 def test_cli_examples_are_read():
     commands = {ex.argv[0] for ex in EXAMPLES}
-    assert commands == {"--help", "info", "bend", "wind", "snow", "gas-giant", "mips"}
+    assert commands == {"--help", "info", "bend", "wind", "snow", "gas-giant", "mips", "lightmap", "vat"}
     assert sum(ex.synopsis for ex in EXAMPLES) == 1 and len(EXAMPLES) >= 18
 
 
@@ -429,7 +429,7 @@ def test_cli_synopsis_lists_every_gas_giant_option(envfx):
 def test_cli_options_named_in_prose_exist(envfx):
     parser = doc_parser(envfx)
     commands = {name: options_of(doc_parser(envfx, name)) for name in ("info", "bend", "wind", "snow",
-                                                                       "gas-giant", "mips")}
+                                                                       "gas-giant", "mips", "lightmap", "vat")}
     every = set().union(*commands.values())
     mentions = doc.option_mentions(doc.all_text(exclude=("docs/benchmarks.md",)))
     assert len(mentions) >= 25
