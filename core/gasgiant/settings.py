@@ -7,8 +7,9 @@ against (``check``: the name its error message gives it, lowest, highest, extra 
 (``cli``, ``cli_help``).
 
 Made from it: the fields and defaults of ``GasGiantParams`` (params.py), ``FLOAT_RANGES``, the properties of
-``EnvFXGasGiantSettings`` (props.py), ``params_from_settings`` (operators/gasgiant.py) and the command line's options
-(``cli_options``, ``cli_changes``, ``cli_flag``). A new setting is one more entry here (and a line in the panel).
+``EnvFXGasGiantSettings`` (props/gasgiant.py), ``params_from_settings`` (operators/gasgiant.py) and the command
+line's options (``cli_options``, ``cli_changes``, ``cli_flag``). A new setting is one more entry here (and a line in
+the panel).
 """
 
 from __future__ import annotations

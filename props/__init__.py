@@ -1,0 +1,92 @@
+"""All user-facing settings: ``Scene.envfx`` (global) and ``Object.envfx`` (per object).
+
+One module per feature (``props/bend.py``, ``props/wind.py``, ...) holds that feature's settings; this module holds
+the two roots that gather them, the registration order and the names other modules read from ``props``."""
+
+from __future__ import annotations
+
+import bpy
+from bpy.props import BoolProperty, PointerProperty
+from bpy.types import PropertyGroup
+
+from .bend import EnvFXBendSettings, _bend_exclude_changed
+from .common import OVERRIDABLE, _numbers_checked, _report
+from .gasgiant import EnvFXGasGiantSettings
+from .lightmap import EnvFXLightmapSettings
+from .mips import EnvFXMipsSettings
+from .snow import EnvFXSnowObjectSettings, EnvFXSnowSettings
+from .vat import EnvFXVatSettings
+from .wind import EnvFXObjectWindSettings, EnvFXWindSettings
+
+__all__ = (
+    "OVERRIDABLE",
+    "_numbers_checked",
+    "_report",
+    "EnvFXBendSettings",
+    "EnvFXWindSettings",
+    "EnvFXObjectWindSettings",
+    "EnvFXMipsSettings",
+    "EnvFXGasGiantSettings",
+    "EnvFXSnowSettings",
+    "EnvFXSnowObjectSettings",
+    "EnvFXLightmapSettings",
+    "EnvFXVatSettings",
+    "EnvFXSceneSettings",
+    "EnvFXObjectSettings",
+    "classes",
+    "register",
+    "unregister",
+)
+
+
+# --- Roots ------------------------------------------------------------------------------------------------
+
+class EnvFXSceneSettings(PropertyGroup):
+    bend: PointerProperty(type=EnvFXBendSettings)
+    wind: PointerProperty(type=EnvFXWindSettings)
+    mips: PointerProperty(type=EnvFXMipsSettings)
+    gasgiant: PointerProperty(type=EnvFXGasGiantSettings)
+    snow: PointerProperty(type=EnvFXSnowSettings)
+    lightmap: PointerProperty(type=EnvFXLightmapSettings)
+    vat: PointerProperty(type=EnvFXVatSettings)
+
+
+class EnvFXObjectSettings(PropertyGroup):
+    bend_exclude: BoolProperty(
+        name="Exclude from Bend",
+        description="Never bend this object (the write-up's BEND_OFF), even when its collection is bent",
+        default=False,
+        update=_bend_exclude_changed,
+        override=OVERRIDABLE,
+    )
+    wind: PointerProperty(type=EnvFXObjectWindSettings, override=OVERRIDABLE)
+    snow: PointerProperty(type=EnvFXSnowObjectSettings, override=OVERRIDABLE)
+
+
+classes = (
+    EnvFXBendSettings,
+    EnvFXWindSettings,
+    EnvFXObjectWindSettings,
+    EnvFXMipsSettings,
+    EnvFXGasGiantSettings,
+    EnvFXSnowSettings,
+    EnvFXSnowObjectSettings,
+    EnvFXLightmapSettings,
+    EnvFXVatSettings,
+    EnvFXSceneSettings,
+    EnvFXObjectSettings,
+)
+
+
+def register():
+    for cls in classes:
+        bpy.utils.register_class(cls)
+    bpy.types.Scene.envfx = PointerProperty(type=EnvFXSceneSettings)
+    bpy.types.Object.envfx = PointerProperty(type=EnvFXObjectSettings, override=OVERRIDABLE)
+
+
+def unregister():
+    del bpy.types.Object.envfx
+    del bpy.types.Scene.envfx
+    for cls in reversed(classes):
+        bpy.utils.unregister_class(cls)
