@@ -177,7 +177,7 @@ def _structure_steps(p, edges, labels, leaf_fraction, slices, max_samples, seed)
     island it touches or comes closest to. Islands nothing hangs from are leaves (whatever their construction); the
     others are branches, by level. B grows along that tree from the trunk (continuous where a piece attaches: it
     starts at its parent's B there), G is one phase per first-level branch with everything hanging from it, R runs
-    0..1 over each leaf from where it attaches."""
+    0..1 over each leaf from where it attaches. The stages below run in this order; each yields nothing itself."""
     n = len(p)
     warnings = []
 
@@ -195,6 +195,67 @@ def _structure_steps(p, edges, labels, leaf_fraction, slices, max_samples, seed)
     k = len(roots)
     order, starts, counts = _segments(inv, k)
     yield 0.15
+    lo, size, isl_label, has_trunk, on_ground = _island_boxes(p, labels, inv, k, order, starts, counts, zmin, hgt)
+    trunk_isl, trunk_found, multi_stem = _pick_trunk(z, k, inv, lo, size, isl_label, has_trunk, on_ground, zmin,
+                                                     hgt, leaf_fraction, warnings)
+    if k == 1:
+        warnings.append("The asset is a single island: height gradient and B come from the geometry alone "
+                        "(no separate leaves); mark leaves with an EnvFX_Leaf vertex group or material if needed")
+
+    # trunk axis and radius per height slice; without a trunk (several comparable stems) every B comes from a
+    # stem's root or the hierarchy
+    vtrunk = trunk_isl[inv]
+    if vtrunk.any():
+        centres_z, cx, cy, rad, b_raw, core, outside, sub = _trunk_axis(p, edges, vtrunk, labels, hgt, slices)
+    else:
+        centres_z, cx, cy, rad = np.zeros(1), np.zeros(1), np.zeros(1), np.zeros(1)
+        b_raw, core, outside, sub = np.zeros(n), np.zeros(n, bool), np.zeros(n, bool), None
+    yield 0.3
+
+    stem_isl, root, ring = _stem_roots(p, z, k, inv, trunk_isl, on_ground, size, isl_label, leaf_fraction, hgt,
+                                       b_raw)
+    cen, tol, att, parent = _hang_islands(p, edges, inv, k, counts, trunk_isl, stem_isl, multi_stem, seed)
+    yield 0.6
+    children = np.bincount(parent[parent >= 0], minlength=k)
+    hangs = parent >= 0
+    leaf_isl = hangs & (((children == 0) & (isl_label != LABEL_BRANCH)) | (isl_label == LABEL_LEAF))
+    branch_isl = hangs & ~leaf_isl
+    depth = wind_hierarchy.depths(parent)
+    vleaf = leaf_isl[inv]
+
+    along = _b_along_hierarchy(p, k, inv, parent, depth, hangs, att, cen, trunk_isl, stem_isl, root, ring,
+                               (centres_z, cx, cy, rad), outside, b_raw)
+    phase, n_welded = _branch_phases(p, k, inv, parent, depth, hangs, att, trunk_isl, stem_isl, leaf_isl, vtrunk,
+                                     outside, sub, b_raw, tol, max_samples, seed)
+    yield 0.7
+
+    leaf, leaf_phase, n_leaves, n_far = _leaf_gradients(n, k, inv, leaf_isl, vleaf, along, att, size, tol, warnings)
+
+    bmax = float(b_raw.max())
+    branch = b_raw / bmax if bmax > 0 else b_raw
+    kind = np.where(vleaf, LABEL_LEAF, np.where(core, LABEL_TRUNK, LABEL_BRANCH)).astype(np.int8)
+    levels = []
+    for d in range(1, int(depth.max()) + 1 if k else 1):
+        levels.append(int((branch_isl & (depth == d)).sum()) + (n_welded if d == 1 else 0))
+    if not levels and n_welded:
+        levels = [n_welded]
+    while levels and levels[-1] == 0:
+        levels.pop()
+    n_branches = n_welded + int(branch_isl.sum()) + int(stem_isl.sum())
+    warnings += _degenerate_warnings(k, n_leaves, n_branches, phase[vleaf], branch[~core], leaf_isl, parent,
+                                     trunk_isl)
+    yield 1.0
+    return BakeResult(
+        height=height, branch=branch.astype(np.float32), leaf=leaf.astype(np.float32),
+        phase=phase.astype(np.float32), leaf_phase=leaf_phase.astype(np.float32), kind=kind,
+        asset_height=hgt, base_z=zmin, n_islands=k, n_leaves=n_leaves, n_branches=n_branches, warnings=warnings,
+        levels=levels, n_stems=int(stem_isl.sum()), n_far=n_far, trunk_found=trunk_found, multi_stem=multi_stem,
+        island=inv, parent=parent)
+
+
+def _island_boxes(p, labels, inv, k, order, starts, counts, zmin, hgt):
+    """Per island: its bounding box's low corner and diagonal, its strongest override label (trunk aside), whether
+    a vertex of it is marked trunk, and whether it stands on the ground."""
     lo = np.stack([_seg_reduce(np.minimum, p[:, i], order, starts, counts) for i in range(3)], 1)
     hi = np.stack([_seg_reduce(np.maximum, p[:, i], order, starts, counts) for i in range(3)], 1)
     size = np.linalg.norm(hi - lo, axis=1)
@@ -203,7 +264,13 @@ def _structure_steps(p, edges, labels, leaf_fraction, slices, max_samples, seed)
     has_trunk = np.zeros(k, bool)
     has_trunk[inv[labels == LABEL_TRUNK]] = True
     on_ground = lo[:, 2] <= zmin + 0.03 * hgt
+    return lo, size, isl_label, has_trunk, on_ground
 
+
+def _pick_trunk(z, k, inv, lo, size, isl_label, has_trunk, on_ground, zmin, hgt, leaf_fraction, warnings):
+    """The trunk island (a marked one, the one that stands out, the lowest when none does, or none for a multi-stem
+    bush). Returns (trunk islands mask, trunk found, multi stem); raises marked branches' labels in ``isl_label``
+    and adds to ``warnings``."""
     trunk_found = True
     multi_stem = False
     if has_trunk.any():
@@ -243,22 +310,14 @@ def _structure_steps(p, edges, labels, leaf_fraction, slices, max_samples, seed)
                                 f"{float(lo[t, 2]) - zmin:.3g} m above the asset's lowest point, which is the base "
                                 f"of the height gradient; B is 0 on the trunk all the same. Mark the trunk with an "
                                 f"{VERTEX_GROUP_NAMES[0]} vertex group if another island is the trunk")
-    if k == 1:
-        warnings.append("The asset is a single island: height gradient and B come from the geometry alone "
-                        "(no separate leaves); mark leaves with an EnvFX_Leaf vertex group or material if needed")
+    return trunk_isl, trunk_found, multi_stem
 
-    # trunk axis and radius per height slice; without a trunk (several comparable stems) every B comes from a
-    # stem's root or the hierarchy
-    vtrunk = trunk_isl[inv]
-    if vtrunk.any():
-        centres_z, cx, cy, rad, b_raw, core, outside, sub = _trunk_axis(p, edges, vtrunk, labels, hgt, slices)
-    else:
-        centres_z, cx, cy, rad = np.zeros(1), np.zeros(1), np.zeros(1), np.zeros(1)
-        b_raw, core, outside, sub = np.zeros(n), np.zeros(n, bool), np.zeros(n, bool), None
-    yield 0.3
 
-    # stems: other islands standing on the ground, not small (multi-stem bushes, grass blades): their own roots,
-    # B grows from their lowest vertex so their bases stay put like the trunk's
+def _stem_roots(p, z, k, inv, trunk_isl, on_ground, size, isl_label, leaf_fraction, hgt, b_raw):
+    """Stems: other islands standing on the ground, not small (multi-stem bushes, grass blades): their own roots,
+    B (written into ``b_raw``) grows from their lowest vertex so their bases stay put like the trunk's. Returns
+    (stem islands mask, each island's root vertex, its root ring's radius)."""
+    n = len(p)
     stem_isl = ~trunk_isl & on_ground & (size >= leaf_fraction * hgt) & (isl_label != LABEL_LEAF)
     vstem = stem_isl[inv]
     root = np.full(k, n, np.int64)
@@ -274,8 +333,12 @@ def _structure_steps(p, edges, labels, leaf_fraction, slices, max_samples, seed)
         near_root = z[sv] <= low[si] + 0.01 * hgt  # the root's own ring stays put
         np.maximum.at(ring, si[near_root], dist[near_root])
         b_raw[sv] = np.maximum(dist - ring[si], 0.0)
+    return stem_isl, root, ring
 
-    # the hierarchy: every other island hangs from a clearly bigger one nearby (the trunk is bigger than all)
+
+def _hang_islands(p, edges, inv, k, counts, trunk_isl, stem_isl, multi_stem, seed):
+    """The hierarchy: every other island hangs from a clearly bigger one nearby (the trunk is bigger than all).
+    Returns (island centroids, the attach tolerance, ``wind_hierarchy.attach_islands``' result, parents)."""
     # the size that ranks islands: twice the farthest distance from the centroid (turning a card changes its
     # bounding box, not this)
     cen = np.stack([np.bincount(inv, weights=p[:, i], minlength=k) for i in range(3)], 1) / counts[:, None]
@@ -293,16 +356,17 @@ def _structure_steps(p, edges, labels, leaf_fraction, slices, max_samples, seed)
         att = dict(parent=np.full(k, -1), vertex=np.zeros(k, np.int64), pa=np.zeros(k, np.int64),
                    pb=np.zeros(k, np.int64), pt=np.zeros(k), gap=np.full(k, np.inf), near=np.zeros(k, bool))
     parent = np.where(is_root, -1, att["parent"])
-    yield 0.6
-    children = np.bincount(parent[parent >= 0], minlength=k)
-    hangs = parent >= 0
-    leaf_isl = hangs & (((children == 0) & (isl_label != LABEL_BRANCH)) | (isl_label == LABEL_LEAF))
-    branch_isl = hangs & ~leaf_isl
-    depth = wind_hierarchy.depths(parent)
-    vleaf = leaf_isl[inv]
+    return cen, tol, att, parent
 
-    # B along the hierarchy, level by level: a piece starts at its parent's B where it attaches
-    av, pa, pb, pt = att["vertex"], att["pa"], att["pb"], att["pt"]
+
+def _b_along_hierarchy(p, k, inv, parent, depth, hangs, att, cen, trunk_isl, stem_isl, root, ring, axis, outside,
+                       b_raw):
+    """B along the hierarchy, level by level: a piece starts at its parent's B where it attaches (written into
+    ``b_raw``; ``axis``: the trunk's slice centres, axis x, y and radius). Returns each vertex's distance from its
+    piece's attached end."""
+    n = len(p)
+    centres_z, cx, cy, rad = axis
+    pa, pb, pt = att["pa"], att["pb"], att["pt"]
     vdepth = depth[inv]
     anchor = p[pa] + pt[:, None] * (p[pb] - p[pa])
     hv = np.nonzero(hangs[inv])[0]
@@ -332,8 +396,16 @@ def _structure_steps(p, edges, labels, leaf_fraction, slices, max_samples, seed)
         start_b[isl] = np.where(on_trunk, b_trunk, np.where(stem_isl[par], b_stem, b_piece))
         v = np.nonzero((vdepth == d) & hangs[inv])[0]
         b_raw[v] = start_b[inv[v]] + along[v]
+    return along
 
-    # G: one phase per first-level branch (a piece welded to the trunk, an island hanging from the trunk or a stem)
+
+def _branch_phases(p, k, inv, parent, depth, hangs, att, trunk_isl, stem_isl, leaf_isl, vtrunk, outside, sub, b_raw,
+                   tol, max_samples, seed):
+    """G: one phase per first-level branch (a piece welded to the trunk, an island hanging from the trunk or a
+    stem), inherited down the hierarchy; a leaf stuck on the trunk's core gets B 0 (in ``b_raw``). Returns (G per
+    vertex, the number of branches welded to the trunk)."""
+    n = len(p)
+    av, pa, pb, pt = att["vertex"], att["pa"], att["pb"], att["pt"]
     phase = np.zeros(n, np.float64)
     n_welded = 0
     if outside.any():
@@ -364,9 +436,12 @@ def _structure_steps(p, edges, labels, leaf_fraction, slices, max_samples, seed)
         iphase[isl] = iphase[parent[isl]]
     not_trunk = ~vtrunk
     phase[not_trunk] = iphase[inv[not_trunk]]
-    yield 0.7
+    return phase, n_welded
 
-    # R: 0 where a leaf attaches, 1 at its farthest point
+
+def _leaf_gradients(n, k, inv, leaf_isl, vleaf, along, att, size, tol, warnings):
+    """R: 0 where a leaf attaches, 1 at its farthest point, and one phase per leaf (CryEngine G); adds a warning
+    for leaves far from everything. Returns (R, leaf phase, number of leaves, number of far leaves)."""
     leaf = np.zeros(n, np.float64)
     leaf_phase = np.zeros(n, np.float64)
     leaf_ids = np.nonzero(leaf_isl)[0]
@@ -388,27 +463,7 @@ def _structure_steps(p, edges, labels, leaf_fraction, slices, max_samples, seed)
             warnings.append(f"{n_far} leaf island(s) are far from any branch or trunk (up to "
                             f"{float(att['gap'][far].max()):.3g} m, more than {tol:.3g} m): each was attached to "
                             f"its nearest bigger island; mark them with vertex groups or move them onto a branch")
-
-    bmax = float(b_raw.max())
-    branch = b_raw / bmax if bmax > 0 else b_raw
-    kind = np.where(vleaf, LABEL_LEAF, np.where(core, LABEL_TRUNK, LABEL_BRANCH)).astype(np.int8)
-    levels = []
-    for d in range(1, int(depth.max()) + 1 if k else 1):
-        levels.append(int((branch_isl & (depth == d)).sum()) + (n_welded if d == 1 else 0))
-    if not levels and n_welded:
-        levels = [n_welded]
-    while levels and levels[-1] == 0:
-        levels.pop()
-    n_branches = n_welded + int(branch_isl.sum()) + int(stem_isl.sum())
-    warnings += _degenerate_warnings(k, n_leaves, n_branches, phase[vleaf], branch[~core], leaf_isl, parent,
-                                     trunk_isl)
-    yield 1.0
-    return BakeResult(
-        height=height, branch=branch.astype(np.float32), leaf=leaf.astype(np.float32),
-        phase=phase.astype(np.float32), leaf_phase=leaf_phase.astype(np.float32), kind=kind,
-        asset_height=hgt, base_z=zmin, n_islands=k, n_leaves=n_leaves, n_branches=n_branches, warnings=warnings,
-        levels=levels, n_stems=int(stem_isl.sum()), n_far=n_far, trunk_found=trunk_found, multi_stem=multi_stem,
-        island=inv, parent=parent)
+    return leaf, leaf_phase, n_leaves, n_far
 
 
 def _trunk_axis(p, edges, vtrunk, labels, hgt, slices):
