@@ -407,6 +407,22 @@ def point_attribute(mesh, name: str) -> np.ndarray:
     return (total / np.maximum(count, 1)).astype(np.float32)
 
 
+def write_point_attribute(mesh, name: str, data_type: str, values):
+    """Write per-vertex ``values`` (N or (N, C) numbers) to the point attribute ``name`` of type ``data_type``
+    ("FLOAT", "FLOAT_VECTOR", "FLOAT_COLOR"...), made if missing and remade when its domain or type differ;
+    ``values`` None removes the attribute. Returns the attribute (None when removed)."""
+    attrs = mesh.attributes
+    attr = attrs.get(name)
+    if attr is not None and (attr.domain != "POINT" or attr.data_type != data_type or values is None):
+        attrs.remove(attr)
+        attr = None
+    if values is None:
+        return None
+    attr = attr or attrs.new(name, data_type, "POINT")
+    attr.data.foreach_set(_ATTR_KINDS[data_type][0], np.ascontiguousarray(values, np.float32).reshape(-1))
+    return attr
+
+
 def set_vertex_uv(mesh, name: str, uv_per_vertex: np.ndarray):
     """Add (or replace) the UV map ``name`` whose every corner gets the UV of its vertex ((N, 2) array)."""
     old = mesh.uv_layers.get(name)
