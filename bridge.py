@@ -423,6 +423,31 @@ def write_point_attribute(mesh, name: str, data_type: str, values):
     return attr
 
 
+def corner_vertices(mesh) -> np.ndarray:
+    """(corners,) int32 vertex index of every face corner (loop) of a mesh."""
+    loops = np.empty(len(mesh.loops), dtype=np.int32)
+    mesh.loops.foreach_get("vertex_index", loops)
+    return loops
+
+
+def face_materials(mesh) -> tuple[np.ndarray, np.ndarray]:
+    """(material slot index, corner count) per face of a mesh, int32 each."""
+    nf = len(mesh.polygons)
+    mat = np.empty(nf, np.int32)
+    mesh.polygons.foreach_get("material_index", mat)
+    totals = np.empty(nf, np.int32)
+    mesh.polygons.foreach_get("loop_total", totals)
+    return mat, totals
+
+
+def loop_triangle_vertices(mesh) -> np.ndarray:
+    """(T, 3) int32 vertex indices of a mesh's loop triangles as they are (not recalculated here)."""
+    tris = mesh.loop_triangles
+    buf = np.empty(len(tris) * 3, np.int32)
+    tris.foreach_get("vertices", buf)
+    return buf.reshape(-1, 3)
+
+
 def set_vertex_uv(mesh, name: str, uv_per_vertex: np.ndarray):
     """Add (or replace) the UV map ``name`` whose every corner gets the UV of its vertex ((N, 2) array)."""
     old = mesh.uv_layers.get(name)
