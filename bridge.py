@@ -407,6 +407,47 @@ def point_attribute(mesh, name: str) -> np.ndarray:
     return (total / np.maximum(count, 1)).astype(np.float32)
 
 
+def write_point_attribute(mesh, name: str, data_type: str, values):
+    """Write per-vertex ``values`` (N or (N, C) numbers) to the point attribute ``name`` of type ``data_type``
+    ("FLOAT", "FLOAT_VECTOR", "FLOAT_COLOR"...), made if missing and remade when its domain or type differ;
+    ``values`` None removes the attribute. Returns the attribute (None when removed)."""
+    attrs = mesh.attributes
+    attr = attrs.get(name)
+    if attr is not None and (attr.domain != "POINT" or attr.data_type != data_type or values is None):
+        attrs.remove(attr)
+        attr = None
+    if values is None:
+        return None
+    attr = attr or attrs.new(name, data_type, "POINT")
+    attr.data.foreach_set(_ATTR_KINDS[data_type][0], np.ascontiguousarray(values, np.float32).reshape(-1))
+    return attr
+
+
+def corner_vertices(mesh) -> np.ndarray:
+    """(corners,) int32 vertex index of every face corner (loop) of a mesh."""
+    loops = np.empty(len(mesh.loops), dtype=np.int32)
+    mesh.loops.foreach_get("vertex_index", loops)
+    return loops
+
+
+def face_materials(mesh) -> tuple[np.ndarray, np.ndarray]:
+    """(material slot index, corner count) per face of a mesh, int32 each."""
+    nf = len(mesh.polygons)
+    mat = np.empty(nf, np.int32)
+    mesh.polygons.foreach_get("material_index", mat)
+    totals = np.empty(nf, np.int32)
+    mesh.polygons.foreach_get("loop_total", totals)
+    return mat, totals
+
+
+def loop_triangle_vertices(mesh) -> np.ndarray:
+    """(T, 3) int32 vertex indices of a mesh's loop triangles as they are (not recalculated here)."""
+    tris = mesh.loop_triangles
+    buf = np.empty(len(tris) * 3, np.int32)
+    tris.foreach_get("vertices", buf)
+    return buf.reshape(-1, 3)
+
+
 def set_vertex_uv(mesh, name: str, uv_per_vertex: np.ndarray):
     """Add (or replace) the UV map ``name`` whose every corner gets the UV of its vertex ((N, 2) array)."""
     old = mesh.uv_layers.get(name)

@@ -110,11 +110,23 @@ def attach_islands(p, edges, inv, k, rank_size, tol, seed=0):
     inf, so it can be anyone's parent); an island only hangs from one at least ``BIGGER`` times its size (crossed
     quads and double-sided twins never hang from each other). Returns a dict of (k,) arrays: ``parent`` (-1: none
     bigger exists), ``vertex`` (the island's own vertex where it attaches), ``pa``/``pb``/``pt`` (the parent point:
-    between vertices pa and pb at t), ``gap`` (distance, inf without parent), ``near`` (found within ``tol``)."""
-    n = len(p)
+    between vertices pa and pb at t), ``gap`` (distance, inf without parent), ``near`` (found within ``tol``).
+
+    In stages: the query vertices, the candidate parent points in a grid of cells, the search within ``tol``,
+    the search farther for the islands left without a parent, and the result."""
     p = canonical_frame(p)  # the search grid follows the asset, so the result does not depend on its placement
+    qv, ends_v = _unique_queries(p, inv, k)
+    cand, grid = _candidate_points(p, edges, inv, k, rank_size, tol)
+    best = _near_search(p, inv, k, rank_size, tol, qv, cand, grid)
+    near = best["p"] >= 0
+    _far_search(p, inv, rank_size, seed, qv, ends_v, cand, best)
+    return _attachments(inv, k, cand, best, near)
+
+
+def _unique_queries(p, inv, k):
+    """The query vertices of every island, one per position of an island (a double-sided card's twins look
+    once), and the islands' end vertices."""
     qv, ends_v = query_vertices(p, inv, k)
-    # one query per position of an island (a double-sided card's twins look once)
     ext = max(float(np.ptp(p, axis=0).max()), 1e-12)
     q = np.round((p[qv] - p.min(axis=0)) / (1e-6 * ext)).astype(np.int64)
     qmax = q.max(axis=0) + 1
@@ -122,9 +134,15 @@ def attach_islands(p, edges, inv, k, rank_size, tol, seed=0):
     o = np.lexsort((inv[qv], pkey))
     once = np.ones(len(o), bool)
     once[1:] = (pkey[o[1:]] != pkey[o[:-1]]) | (inv[qv][o[1:]] != inv[qv][o[:-1]])
-    qv = qv[np.sort(o[once])]
-    qi = inv[qv]
-    # candidate parent points: the vertices and points along long edges, one per (half-tolerance voxel, island)
+    return qv[np.sort(o[once])], ends_v
+
+
+def _candidate_points(p, edges, inv, k, rank_size, tol):
+    """Candidate parent points: the vertices and points along long edges, one per (half-tolerance voxel, island),
+    of the islands something can hang from, kept per cell of ``2 tol`` for its ``ISLANDS_PER_CELL`` biggest
+    islands (up to ``CELL_CAP`` points each). Returns (pa, pb, pt, points, islands) sorted by cell, and the grid
+    (low corner, cell size, dims, cell keys, their starts and counts)."""
+    n = len(p)
     ea, eb, et = _edge_points(p, edges, 0.5 * tol)
     pa = np.concatenate([np.arange(n), ea])
     pb = np.concatenate([np.arange(n), eb])
@@ -165,7 +183,16 @@ def attach_islands(p, edges, inv, k, rank_size, tol, seed=0):
     ckey_s = ckey_s[kept]
     pa, pb, pt, pts, pis = pa[order], pb[order], pt[order], pts[order], pis[order]
     ukeys, ustart, ucount = np.unique(ckey_s, return_index=True, return_counts=True)
+    return (pa, pb, pt, pts, pis), (lo, cell, dims, ukeys, ustart, ucount)
 
+
+def _near_search(p, inv, k, rank_size, tol, qv, cand, grid):
+    """Per island, within ``tol`` of its query vertices: the finest clearly bigger island's nearest candidate
+    point, or the nearest much bigger one's when the finest is about the island's own size (a sibling). Returns a
+    dict of (k,) arrays: ``d`` (distance), ``q`` (query vertex), ``p`` (candidate point; -1: none found)."""
+    _pa, _pb, _pt, pts, pis = cand
+    lo, cell, dims, ukeys, ustart, ucount = grid
+    qi = inv[qv]
     best_d = np.full(k, np.inf)
     best_key = np.full(k, np.inf)
     srank = np.unique(rank_size, return_inverse=True)[1].reshape(-1).astype(np.float64)  # equal sizes, equal rank
@@ -222,9 +249,17 @@ def attach_islands(p, edges, inv, k, rank_size, tol, seed=0):
     sibling = (best_p >= 0) & (alt_p >= 0)
     sibling[sibling] = rank_size[pis[best_p[sibling]]] < MUCH_BIGGER * rank_size[sibling]
     best_p[sibling], best_q[sibling], best_d[sibling] = alt_p[sibling], alt_q[sibling], alt_d[sibling]
-    near = best_p >= 0
-    # far islands: the nearest clearly bigger island anywhere (a seeded sample of the candidate points), then,
-    # for islands that have no clearly bigger one, any bigger island
+    return dict(d=best_d, q=best_q, p=best_p)
+
+
+def _far_search(p, inv, rank_size, seed, qv, ends_v, cand, best):
+    """Far islands (updating ``best`` in place): the nearest clearly bigger island anywhere (a seeded sample of
+    the candidate points), then, for islands that have no clearly bigger one, any bigger island (a plain vertex,
+    stored as ``-2 - vertex``)."""
+    _pa, _pb, _pt, pts, pis = cand
+    best_d, best_q, best_p = best["d"], best["q"], best["p"]
+    qi = inv[qv]
+    qp = p[qv]
     for factor in (BIGGER, 1.0):
         todo = (best_p == -1) & (rank_size < np.inf)
         todo_q = todo[qi]
@@ -232,24 +267,24 @@ def attach_islands(p, edges, inv, k, rank_size, tol, seed=0):
             break
         # at BIGGER the search points serve; at 1.0 the plain vertices (the points hold only possible parents)
         cand_pts, cand_isl = (pts, pis) if factor != 1.0 else (p, inv)
-        cand = np.arange(len(cand_pts))
-        if len(cand) > FAR_SAMPLES:
-            cand = np.sort(np.random.default_rng(seed).choice(cand, FAR_SAMPLES, replace=False))
-        cp = cand_pts[cand].astype(np.float32)
+        cidx = np.arange(len(cand_pts))
+        if len(cidx) > FAR_SAMPLES:
+            cidx = np.sort(np.random.default_rng(seed).choice(cidx, FAR_SAMPLES, replace=False))
+        cp = cand_pts[cidx].astype(np.float32)
         cp_sq = (cp * cp).sum(1)
-        cs = rank_size[cand_isl[cand]]
+        cs = rank_size[cand_isl[cidx]]
         # per far island, its two end vertices look (not all its query vertices)
         tq = np.nonzero(todo_q & np.isin(qv, ends_v))[0]
-        step = max(1, 4_000_000 // max(len(cand), 1))
+        step = max(1, 4_000_000 // max(len(cidx), 1))
         for s in range(0, len(tq), step):
             qq = tq[s:s + step]
             own = qi[qq]
             q32 = qp[qq].astype(np.float32)
             d2 = np.maximum(cp_sq[None, :] - 2.0 * (q32 @ cp.T) + (q32 * q32).sum(1)[:, None], 0.0)
-            bad = (cs[None, :] <= factor * rank_size[own][:, None]) | (cand_isl[cand][None, :] == own[:, None])
+            bad = (cs[None, :] <= factor * rank_size[own][:, None]) | (cand_isl[cidx][None, :] == own[:, None])
             if factor == 1.0:  # equal sizes: the lower island index is the bigger (a strict order, no cycles)
                 eq = cs[None, :] == rank_size[own][:, None]
-                bad &= ~(eq & (cand_isl[cand][None, :] < own[:, None]))
+                bad &= ~(eq & (cand_isl[cidx][None, :] < own[:, None]))
             d2[bad] = np.inf
             j = np.argmin(d2, axis=1)
             dj = np.sqrt(d2[np.arange(len(qq)), j])
@@ -262,7 +297,13 @@ def attach_islands(p, edges, inv, k, rank_size, tol, seed=0):
             best_d[own[o]] = dj[o]
             best_q[own[o]] = qv[qq[o]]
             # a search point, or (-2 - vertex) for a plain vertex
-            best_p[own[o]] = cand[j[o]] if factor != 1.0 else -2 - cand[j[o]]
+            best_p[own[o]] = cidx[j[o]] if factor != 1.0 else -2 - cidx[j[o]]
+
+
+def _attachments(inv, k, cand, best, near):
+    """The result of ``attach_islands`` from the best point found per island."""
+    pa, pb, pt, _pts, pis = cand
+    best_d, best_q, best_p = best["d"], best["q"], best["p"]
     parent = np.full(k, -1, np.int64)
     vtx = np.where(best_q >= 0, best_q, -1)
     ra = np.zeros(k, np.int64)

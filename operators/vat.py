@@ -308,6 +308,8 @@ def bake_vat_job(scene, objects, out_dir: str, opts: VatOptions | None = None):
 
 
 def _bake(scene, names, out_dir, opts, frames, settings, result):
+    """The bake job, in stages: evaluate every frame, write each object's files (and proxy) into a staging
+    folder, move them in; on failure undo everything made, on success show the new proxies."""
     t0 = time.perf_counter()
     timings = {"evaluate": 0.0, "encode": 0.0, "write": 0.0}
     old_frame, old_sub = scene.frame_current, scene.frame_subframe
@@ -320,121 +322,154 @@ def _bake(scene, names, out_dir, opts, frames, settings, result):
     ok = False
     try:
         # 1. evaluate every frame (and, for a loop, the frame after the last, which must be the first again)
-        loop_after = frames[0] + opts.loop_frames if opts.loop_frames else None
-        after = {}
-        steps = len(frames) + (1 if loop_after is not None else 0)
-        for i, frame in enumerate(frames + ([loop_after] if loop_after is not None else [])):
-            t = time.perf_counter()
-            scene.frame_set(frame)
-            depsgraph = _depsgraph(scene)
-            for name, sampler in samplers.items():
-                obj = bpy.data.objects[name]
-                if i < len(frames):
-                    sampler.read(i, obj, depsgraph)
-                else:
-                    after[name] = bridge.evaluated_positions(obj, depsgraph)
-            timings["evaluate"] += time.perf_counter() - t
-            yield 0.8 * (i + 1) / steps
-        for sampler in samplers.values():  # the encoder's share of the frames' time
-            timings["evaluate"] -= sampler.encode_seconds
-            timings["encode"] += sampler.encode_seconds
+        loop_after, after = yield from _evaluate_frames(scene, frames, opts, samplers, timings)
         scene.frame_set(old_frame, subframe=old_sub)
 
         # 2. encode, stage, make the proxies, export them, then move everything in
         staging = outputs.Staging(out_dir, "vat", error=VatInputError)
         written = []
         for k, name in enumerate(names):
-            obj, sampler = bpy.data.objects[name], samplers[name]
-            stem, rest, encoder = sampler.stem, sampler.rest, sampler.encoder
-            result.warnings.extend(sampler.warnings)
-            if encoder.static():
-                result.warnings.append(f"{name}: nothing moves over frames {frames[0]} to {frames[-1]} (static): the "
-                                       f"VAT holds one pose; check the frame range, or that the animation, armature "
-                                       f"or EnvFX effect is on")
-            if loop_after is not None:
-                gap = core_vat.loop_gap(encoder.first, after[name])
-                size = float(np.ptp(encoder.first, axis=0).max())
-                if gap > 1e-4 * max(1e-6, size):
-                    result.warnings.append(
-                        f"{name}: frame {loop_after} is {gap:.4g} away from frame {frames[0]}, so the loop of "
-                        f"{opts.loop_frames} frames jumps when it wraps: set the loop length to the animation's "
-                        f"period (for EnvFX wind, its Loop Frames)")
-            t = time.perf_counter()
-            try:
-                enc = encoder.finish()
-            except core_vat.VatError as exc:
-                raise VatInputError(f"{name}: {exc}") from None
-            sampler.encoder = None
-            timings["encode"] += time.perf_counter() - t
-            t = time.perf_counter()
-            for file_name, data in enc.files.items():
-                with open(staging.file(file_name), "wb") as fh:
-                    fh.write(data)
-            del enc.files
-            meta = enc.meta
-            proxy = None
-            if opts.add_proxy or opts.export_mesh:
-                proxy, old, uv_index = _make_proxy(scene, obj, sampler.proxy_mesh, rest, enc.layout)
-                sampler.proxy_mesh = None  # the proxy owns it now
-                made.append(proxy.name)
-                if old is not None:
-                    renamed.append((old.name, proxy.name))
-                meta["uv"]["index"] = uv_index
-            kind = core_vat.EXPORT_FORMAT[settings.engine] if opts.export_mesh else None
-            if kind is not None:
-                mesh_name = f"{stem}_vat.{'glb' if kind == 'GLTF' else 'fbx'}"
-                _export_proxy(scene, proxy, staging.file(mesh_name), kind)
-                meta["mesh"] = mesh_name
-            else:
-                meta["files"] = [n for n in meta["files"] if not n.endswith((".glb", ".fbx"))]
-                meta["mesh"] = None
-            with open(staging.file(f"{stem}_vat.json"), "w", encoding="utf-8") as fh:
-                json.dump(meta, fh, indent=2)
-            written.append((stem, list(meta["files"])))
-            result.meta[name] = meta
-            timings["write"] += time.perf_counter() - t
+            written.append(_write_object(scene, name, samplers[name], frames, opts, settings, loop_after, after,
+                                         staging, made, renamed, result, timings))
             yield 0.8 + 0.2 * (k + 1) / len(names)
-
-        t = time.perf_counter()
-        stale = []
-        for stem, files in written:
-            stale += [os.path.join(out_dir, n) for n in _previous_files(out_dir, stem) if n not in files]
-        try:
-            result.files = staging.commit()
-        except OSError as exc:
-            raise VatInputError(f"Writing into {out_dir!r} failed ({exc.strerror or exc}): nothing was written") \
-                from None
-        for path in stale:
-            try:
-                os.remove(path)
-                result.removed.append(path)
-            except OSError:
-                result.warnings.append(f"could not remove {path}, which an earlier bake wrote: remove it by hand")
+        _commit(out_dir, staging, written, result)
         ok = True
     finally:
         if not ok:
-            scene.frame_set(old_frame, subframe=old_sub)
-            if staging is not None:
-                staging.abort()
-            for name in made:
-                proxy = bpy.data.objects.get(name)
-                if proxy is not None:
-                    mesh = proxy.data
-                    bpy.data.objects.remove(proxy)
-                    if mesh.users == 0:
-                        bpy.data.meshes.remove(mesh)
-            for old_name, name in renamed:
-                old = bpy.data.objects.get(old_name)
-                if old is not None:
-                    old.name = name
-            for sampler in samplers.values():
-                if sampler.proxy_mesh is not None:
-                    bpy.data.meshes.remove(sampler.proxy_mesh)
-            player = bpy.data.node_groups.get(vat_nodes.GROUP_NAME)
-            if player is not None and not had_player:
-                bpy.data.node_groups.remove(player)
+            _undo(scene, old_frame, old_sub, staging, made, renamed, samplers, had_player)
 
     # 3. success: earlier proxies go, the new ones show their bake
+    _show_proxies(opts, out_dir, made, renamed, result)
+    timings["total"] = time.perf_counter() - t0
+    result.timings = timings
+    return result
+
+
+def _evaluate_frames(scene, frames, opts, samplers, timings):
+    """Job generator: every frame read by the samplers (and, for a loop, the frame after the last, which must be
+    the first again). Yields progress up to 0.8, returns (that frame or None, its positions per object)."""
+    loop_after = frames[0] + opts.loop_frames if opts.loop_frames else None
+    after = {}
+    steps = len(frames) + (1 if loop_after is not None else 0)
+    for i, frame in enumerate(frames + ([loop_after] if loop_after is not None else [])):
+        t = time.perf_counter()
+        scene.frame_set(frame)
+        depsgraph = _depsgraph(scene)
+        for name, sampler in samplers.items():
+            obj = bpy.data.objects[name]
+            if i < len(frames):
+                sampler.read(i, obj, depsgraph)
+            else:
+                after[name] = bridge.evaluated_positions(obj, depsgraph)
+        timings["evaluate"] += time.perf_counter() - t
+        yield 0.8 * (i + 1) / steps
+    for sampler in samplers.values():  # the encoder's share of the frames' time
+        timings["evaluate"] -= sampler.encode_seconds
+        timings["encode"] += sampler.encode_seconds
+    return loop_after, after
+
+
+def _write_object(scene, name, sampler, frames, opts, settings, loop_after, after, staging, made, renamed, result,
+                  timings):
+    """One object's textures, proxy (recorded in ``made`` / ``renamed``), exported mesh and JSON in the staging
+    folder, with its warnings. Returns (its stem, the files it wrote)."""
+    obj = bpy.data.objects[name]
+    stem, rest, encoder = sampler.stem, sampler.rest, sampler.encoder
+    result.warnings.extend(sampler.warnings)
+    if encoder.static():
+        result.warnings.append(f"{name}: nothing moves over frames {frames[0]} to {frames[-1]} (static): the "
+                               f"VAT holds one pose; check the frame range, or that the animation, armature "
+                               f"or EnvFX effect is on")
+    if loop_after is not None:
+        gap = core_vat.loop_gap(encoder.first, after[name])
+        size = float(np.ptp(encoder.first, axis=0).max())
+        if gap > 1e-4 * max(1e-6, size):
+            result.warnings.append(
+                f"{name}: frame {loop_after} is {gap:.4g} away from frame {frames[0]}, so the loop of "
+                f"{opts.loop_frames} frames jumps when it wraps: set the loop length to the animation's "
+                f"period (for EnvFX wind, its Loop Frames)")
+    t = time.perf_counter()
+    try:
+        enc = encoder.finish()
+    except core_vat.VatError as exc:
+        raise VatInputError(f"{name}: {exc}") from None
+    sampler.encoder = None
+    timings["encode"] += time.perf_counter() - t
+    t = time.perf_counter()
+    for file_name, data in enc.files.items():
+        with open(staging.file(file_name), "wb") as fh:
+            fh.write(data)
+    del enc.files
+    meta = enc.meta
+    proxy = None
+    if opts.add_proxy or opts.export_mesh:
+        proxy, old, uv_index = _make_proxy(scene, obj, sampler.proxy_mesh, rest, enc.layout)
+        sampler.proxy_mesh = None  # the proxy owns it now
+        made.append(proxy.name)
+        if old is not None:
+            renamed.append((old.name, proxy.name))
+        meta["uv"]["index"] = uv_index
+    kind = core_vat.EXPORT_FORMAT[settings.engine] if opts.export_mesh else None
+    if kind is not None:
+        mesh_name = f"{stem}_vat.{'glb' if kind == 'GLTF' else 'fbx'}"
+        _export_proxy(scene, proxy, staging.file(mesh_name), kind)
+        meta["mesh"] = mesh_name
+    else:
+        meta["files"] = [n for n in meta["files"] if not n.endswith((".glb", ".fbx"))]
+        meta["mesh"] = None
+    with open(staging.file(f"{stem}_vat.json"), "w", encoding="utf-8") as fh:
+        json.dump(meta, fh, indent=2)
+    result.meta[name] = meta
+    timings["write"] += time.perf_counter() - t
+    return stem, list(meta["files"])
+
+
+def _commit(out_dir, staging, written, result):
+    """Move the staged files in and remove the files an earlier bake of the same stems wrote that this one did
+    not."""
+    stale = []
+    for stem, files in written:
+        stale += [os.path.join(out_dir, n) for n in _previous_files(out_dir, stem) if n not in files]
+    try:
+        result.files = staging.commit()
+    except OSError as exc:
+        raise VatInputError(f"Writing into {out_dir!r} failed ({exc.strerror or exc}): nothing was written") \
+            from None
+    for path in stale:
+        try:
+            os.remove(path)
+            result.removed.append(path)
+        except OSError:
+            result.warnings.append(f"could not remove {path}, which an earlier bake wrote: remove it by hand")
+
+
+def _undo(scene, old_frame, old_sub, staging, made, renamed, samplers, had_player):
+    """A failed or cancelled bake leaves the scene as it was: the frame, no staged files, no new proxies (earlier
+    ones keep their names), no sampler meshes, no player group it made."""
+    scene.frame_set(old_frame, subframe=old_sub)
+    if staging is not None:
+        staging.abort()
+    for name in made:
+        proxy = bpy.data.objects.get(name)
+        if proxy is not None:
+            mesh = proxy.data
+            bpy.data.objects.remove(proxy)
+            if mesh.users == 0:
+                bpy.data.meshes.remove(mesh)
+    for old_name, name in renamed:
+        old = bpy.data.objects.get(old_name)
+        if old is not None:
+            old.name = name
+    for sampler in samplers.values():
+        if sampler.proxy_mesh is not None:
+            bpy.data.meshes.remove(sampler.proxy_mesh)
+    player = bpy.data.node_groups.get(vat_nodes.GROUP_NAME)
+    if player is not None and not had_player:
+        bpy.data.node_groups.remove(player)
+
+
+def _show_proxies(opts, out_dir, made, renamed, result):
+    """After a bake: earlier proxies go, the new ones play their bake (or go too without Add Proxy)."""
     for old_name, _name in renamed:
         old = bpy.data.objects.get(old_name)
         if old is not None:
@@ -461,9 +496,6 @@ def _bake(scene, names, out_dir, opts, frames, settings, result):
                 mesh = proxy.data
                 bpy.data.objects.remove(proxy)
                 bpy.data.meshes.remove(mesh)
-    timings["total"] = time.perf_counter() - t0
-    result.timings = timings
-    return result
 
 
 def bake_vat(scene, objects, out_dir: str, opts: VatOptions | None = None) -> VatResult:

@@ -78,7 +78,7 @@ def _skip_reason(obj) -> str | None:
 def material_labels(obj) -> np.ndarray:
     """Per-vertex override labels from the object's material slots (0 where no slot marks it)."""
     mesh = obj.data
-    nv, nf = len(mesh.vertices), len(mesh.polygons)
+    nv = len(mesh.vertices)
     slot_label = np.zeros(max(len(obj.material_slots), 1), np.int8)
     for i, slot in enumerate(obj.material_slots):
         name = slot.material.name.lower() if slot.material is not None else ""
@@ -89,12 +89,8 @@ def material_labels(obj) -> np.ndarray:
     labels = np.zeros(nv, np.int8)
     if not slot_label.any():
         return labels
-    mat = np.empty(nf, np.int32)
-    mesh.polygons.foreach_get("material_index", mat)
-    totals = np.empty(nf, np.int32)
-    mesh.polygons.foreach_get("loop_total", totals)
-    loop_verts = np.empty(len(mesh.loops), np.int32)
-    mesh.loops.foreach_get("vertex_index", loop_verts)
+    mat, totals = bridge.face_materials(mesh)
+    loop_verts = bridge.corner_vertices(mesh)
     face_label = slot_label[np.clip(mat, 0, len(slot_label) - 1)]
     np.maximum.at(labels, loop_verts, np.repeat(face_label, totals))
     return labels
@@ -110,7 +106,8 @@ VERTEX_GROUPS = (
 def vertex_group_labels(obj, scene) -> np.ndarray:
     """Per-vertex override labels from vertex groups ``EnvFX_Trunk`` / ``EnvFX_Branch`` / ``EnvFX_Leaf`` (weight
     above 0.5). Read in bulk: a throw-away object sharing the mesh gets a geometry-nodes modifier that stores each
-    group as a float attribute; the evaluated mesh is read with foreach_get; everything temporary is removed."""
+    group as a float attribute; the evaluated mesh is read in bulk (``bridge.point_attribute``); everything
+    temporary is removed."""
     n = len(obj.data.vertices)
     labels = np.zeros(n, np.int8)
     present = [(label, name) for label, name in VERTEX_GROUPS if obj.vertex_groups.get(name) is not None]
@@ -145,8 +142,7 @@ def vertex_group_labels(obj, scene) -> np.ndarray:
         mesh = ev.to_mesh()
         try:
             for label, name in present:
-                buf = np.empty(n, np.float32)
-                mesh.attributes["envfx_tmp_" + name].data.foreach_get("value", buf)
+                buf = bridge.point_attribute(mesh, "envfx_tmp_" + name).reshape(n)
                 labels[buf > 0.5] = np.maximum(labels[buf > 0.5], label)
         finally:
             ev.to_mesh_clear()
@@ -156,23 +152,13 @@ def vertex_group_labels(obj, scene) -> np.ndarray:
     return labels
 
 
-def _mesh_edges(mesh) -> np.ndarray:
-    buf = np.empty(len(mesh.edges) * 2, np.int32)
-    mesh.edges.foreach_get("vertices", buf)
-    return buf.reshape(-1, 2)
-
-
 def _mesh_triangles(mesh) -> np.ndarray:
-    tris = mesh.loop_triangles
-    buf = np.empty(len(tris) * 3, np.int32)
-    tris.foreach_get("vertices", buf)
-    return buf.reshape(-1, 3).astype(np.int64)
+    return bridge.loop_triangle_vertices(mesh).astype(np.int64)
 
 
 def _faced_vertices(mesh) -> np.ndarray:
     """Per vertex: whether it belongs to a face (loose points and the vertices of loose edges do not)."""
-    loops = np.empty(len(mesh.loops), np.int32)
-    mesh.loops.foreach_get("vertex_index", loops)
+    loops = bridge.corner_vertices(mesh)
     faced = np.zeros(len(mesh.vertices), bool)
     faced[loops] = True
     return faced
@@ -278,7 +264,7 @@ def bake_job(scene, objects, depsgraph=None, ao_samples=None, leaf_size=None, la
         co = bridge.get_positions(obj.data).astype(np.float64)
         m = bridge.matrix_to_numpy(obj.matrix_world)
         positions.append(co @ m[:3, :3].T + m[:3, 3])
-        edges.append(_mesh_edges(obj.data).astype(np.int64) + offset)
+        edges.append(bridge.get_edges(obj.data).astype(np.int64) + offset)
         triangles.append(_mesh_triangles(obj.data) + offset)
         labels.append(np.maximum(material_labels(obj), vertex_group_labels(obj, scene)))
         faced.append(_faced_vertices(obj.data))
@@ -390,17 +376,9 @@ def assign_heights(objects, result) -> list:
 
 
 def _write(mesh, height, rgba, export, height_uv):
-    attrs = mesh.attributes
-    for name, kind, data, key in ((HEIGHT_ATTR, "FLOAT", height, "value"), (WIND_ATTR, "FLOAT_COLOR", rgba, "color"),
-                                  (EXPORT_ATTR, "FLOAT_COLOR", export, "color")):
-        old = attrs.get(name)
-        if old is not None and (old.domain != "POINT" or old.data_type != kind or data is None):
-            attrs.remove(old)
-            old = None
-        if data is None:
-            continue
-        attr = old or attrs.new(name, kind, "POINT")
-        attr.data.foreach_set(key, np.ascontiguousarray(data, np.float32).reshape(-1))
+    for name, kind, data in ((HEIGHT_ATTR, "FLOAT", height), (WIND_ATTR, "FLOAT_COLOR", rgba),
+                             (EXPORT_ATTR, "FLOAT_COLOR", export)):
+        bridge.write_point_attribute(mesh, name, kind, data)
     if any(mesh.attributes.get(name) is not None for name in core_wind.LIVE_ATTRS):
         wind_nodes.write_live_attributes(mesh)  # in wind already: the live wind follows the new bake
     _write_height_uv(mesh, height if height_uv else None)
@@ -424,11 +402,10 @@ def _write_height_uv(mesh, height):
         if len(mesh.uv_layers) >= MAX_UV_MAPS:
             return
         uv = mesh.uv_layers.new(name=HEIGHT_UV, do_init=False)
-    loops = np.empty(len(mesh.loops), np.int64)
-    mesh.loops.foreach_get("vertex_index", loops)
+    loops = bridge.corner_vertices(mesh)
     coords = np.zeros((len(loops), 2), np.float32)
     coords[:, 0] = np.asarray(height, np.float32)[loops]
-    uv.data.foreach_set("uv", coords.reshape(-1))
+    bridge.set_corner_uvs(uv, coords)
 
 
 def ao_directions(samples: int) -> int:

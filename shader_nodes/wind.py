@@ -24,8 +24,8 @@ from __future__ import annotations
 import math
 
 import bpy
-import numpy as np
 
+from .. import bridge
 from ..core import wind as core_wind
 from . import bend as bend_nodes
 from . import common
@@ -69,8 +69,79 @@ ONES = (1.0, 1.0, 1.0)
 HALVES = (0.5, 0.5, 0.5)
 
 
+class _Builder(common.Builder):
+    """``common.Builder`` with the wind graph's shorthands: chains of scalar math, the loop quantisation and
+    angles of three frequencies at once (after ``_time`` set the loop's sockets), direction transforms,
+    separations and attribute reads."""
+
+    def m(self, op, x, y=None, z=None):
+        return self.math(op, x, y, z)
+
+    def mul(self, *xs):
+        out = xs[0]
+        for x in xs[1:]:
+            out = self.m("MULTIPLY", out, x)
+        return out
+
+    def add(self, *xs):
+        out = xs[0]
+        for x in xs[1:]:
+            out = self.m("ADD", out, x)
+        return out
+
+    def quant3(self, f3, label):
+        """quant(f) = f + looped (max(round(f period), 1) / period - f) of three frequencies at once: per asset
+        every node costs about the same whatever it computes, so the oscillators go three to a vector node."""
+        rounded = self.vmath("FLOOR", self.vmath("ADD", self.vmath("SCALE", f3, scale=self.period), HALVES))  # Round
+        fq = self.vmath("DIVIDE", self.vmath("MAXIMUM", rounded, ONES), self.period3)
+        return self.vmath("ADD", f3, self.vmath("SCALE", self.vmath("SUBTRACT", fq, f3), scale=self.looped),
+                          label=label)
+
+    def angles3(self, f3, phase3, label):
+        """2 pi f t + phase of three quantised frequencies."""
+        return self.vmath("ADD", self.vmath("SCALE", f3, scale=self.t2pi), phase3, label=label)
+
+    def transform_dir(self, matrix, vec, label):
+        node = self.node("FunctionNodeTransformDirection", label)
+        self.link(vec, node.inputs["Direction"])
+        self.link(matrix, node.inputs["Transform"])
+        return node.outputs[0]
+
+    def sep3(self, vec, label):
+        node = self.node("ShaderNodeSeparateXYZ", label)
+        self.link(vec, node.inputs[0])
+        return node.outputs["X"], node.outputs["Y"], node.outputs["Z"]
+
+    def attr(self, name, data_type="FLOAT"):
+        node = self.node("GeometryNodeInputNamedAttribute", name, data_type=data_type)
+        node.inputs["Name"].default_value = name
+        return node.outputs["Attribute"]
+
+
 def _build(tree):
-    b = common.Builder(tree)
+    """The group's graph, stage by stage in the order the nodes are made (their names and links follow it)."""
+    b = _Builder(tree)
+    gi, go, inp, val, use_source, use_terrain, source_strength = _interface(tree, b)
+    t = _time(b, val)
+    self_info, ox, oy, invert, d, sep_d, strength = _origin_and_direction(b, val, use_source, source_strength)
+    eff, hs, ceh = _gust(b, inp, val, ox, oy, strength)
+    inv_m, d_loc, main_k, bend_k, vc, vs, mc, ms = _asset_motion(b, inp, invert, d, sep_d, ceh)
+    swing_tree, hg, rel, carry_h, position = _tree_swing(b, main_k, bend_k, d_loc, vc, vs, mc, ms)
+    grass_extra, fade, is_grass, swing = _grass_swing(b, inp, val, t, eff, hs, ox, oy, self_info, inv_m, hg, position,
+                                                      swing_tree)
+    local_tree, faded = _keep_lengths(b, inp, rel, swing, inv_m, hs, grass_extra, d_loc, main_k, carry_h, fade,
+                                      position)
+    local = _terrain(b, gi, self_info, invert, position, use_terrain, faded, is_grass, local_tree)
+
+
+    set_pos = b.node("GeometryNodeSetPosition", "Set Position", location=(2800, 0))
+    b.link(gi.outputs["Geometry"], set_pos.inputs["Geometry"])
+    b.link(local, set_pos.inputs["Offset"])
+    b.link(set_pos.outputs[0], go.inputs["Geometry"])
+
+
+def _interface(tree, b):
+    """The group's inputs and output, and the Value nodes driven from the scene (placed in a column)."""
     common.socket(tree, "Geometry", "INPUT", "NodeSocketGeometry")
     for name, (default, lo, hi) in ASSET_INPUTS.items():
         common.socket(tree, name, "INPUT", "NodeSocketFloat", default, lo, hi)
@@ -85,47 +156,30 @@ def _build(tree):
     source_strength = b.value("Source Strength", 0.0)
     for i, label in enumerate(list(DRIVEN) + ["Use Source", "Source Strength", "Use Terrain"]):
         tree.nodes[label].location = (-2400, -600 - 90 * i)
+    return gi, go, inp, val, use_source, use_terrain, source_strength
 
-    def m(op, x, y=None, z=None):
-        return b.math(op, x, y, z)
 
-    def mul(*xs):
-        out = xs[0]
-        for x in xs[1:]:
-            out = m("MULTIPLY", out, x)
-        return out
-
-    def add(*xs):
-        out = xs[0]
-        for x in xs[1:]:
-            out = m("ADD", out, x)
-        return out
-
+def _time(b, val):
+    """The scene time in seconds and the loop's sockets the quantisation reads (kept on ``b``)."""
     # time and loop quantisation. With a loop, the frame is wrapped into it first (floored modulo, exact in float32):
     # every frequency makes whole cycles per loop, so the angles are the same, but float32 keeps them exact at any
     # frame number (the absolute time lost a loop's closure and the twin's 1e-4 past about frame 15000)
     scene_time = b.node("GeometryNodeInputSceneTime", "Scene Time")
-    looped = m("GREATER_THAN", val["Loop Frames"], 0.5)
+    looped = b.m("GREATER_THAN", val["Loop Frames"], 0.5)
     frame = scene_time.outputs["Frame"]
-    wrapped = m("FLOORED_MODULO", frame, val["Loop Frames"])  # 0 without a loop, and then not used
-    frame = b.math("MULTIPLY_ADD", m("SUBTRACT", wrapped, frame), looped, frame, label="Loop Frame")
-    t = m("DIVIDE", mul(frame, val["FPS Base"]), val["FPS"])
-    period = m("DIVIDE", mul(val["Loop Frames"], val["FPS Base"]), val["FPS"])
+    wrapped = b.m("FLOORED_MODULO", frame, val["Loop Frames"])  # 0 without a loop, and then not used
+    frame = b.math("MULTIPLY_ADD", b.m("SUBTRACT", wrapped, frame), looped, frame, label="Loop Frame")
+    t = b.m("DIVIDE", b.mul(frame, val["FPS Base"]), val["FPS"])
+    period = b.m("DIVIDE", b.mul(val["Loop Frames"], val["FPS Base"]), val["FPS"])
 
-    t2pi = mul(t, TWO_PI)
+    t2pi = b.mul(t, TWO_PI)
     period3 = b.vmath("SCALE", ONES, scale=period, label="Period3")
+    b.looped, b.period, b.period3, b.t2pi = looped, period, period3, t2pi
+    return t
 
-    def quant3(f3, label):
-        """quant(f) = f + looped (max(round(f period), 1) / period - f) of three frequencies at once: per asset
-        every node costs about the same whatever it computes, so the oscillators go three to a vector node."""
-        rounded = b.vmath("FLOOR", b.vmath("ADD", b.vmath("SCALE", f3, scale=period), HALVES))  # the Round node
-        fq = b.vmath("DIVIDE", b.vmath("MAXIMUM", rounded, ONES), period3)
-        return b.vmath("ADD", f3, b.vmath("SCALE", b.vmath("SUBTRACT", fq, f3), scale=looped), label=label)
 
-    def angles3(f3, phase3, label):
-        """2 pi f t + phase of three quantised frequencies."""
-        return b.vmath("ADD", b.vmath("SCALE", f3, scale=t2pi), phase3, label=label)
-
+def _origin_and_direction(b, val, use_source, source_strength):
+    """The asset's origin and matrix, and the wind's direction (horizontal, unit) and strength."""
     # asset origin and matrix
     self_obj = b.node("GeometryNodeSelfObject", "Self")
     self_info = b.node("GeometryNodeObjectInfo", "Self Info", transform_space="ORIGINAL")
@@ -138,7 +192,7 @@ def _build(tree):
 
     # wind direction (horizontal, unit) and strength: scene settings or the source object
     a = val["Direction"]
-    d_scene = b.combine_xyz(m("COSINE", a), m("SINE", a), 0.0, label="Scene Dir")
+    d_scene = b.combine_xyz(b.m("COSINE", a), b.m("SINE", a), 0.0, label="Scene Dir")
     src_info = b.node("GeometryNodeObjectInfo", "Source", transform_space="ORIGINAL")
     d_field = b.node("FunctionNodeTransformDirection", "Source Z")
     d_field.inputs["Direction"].default_value = (0.0, 0.0, 1.0)
@@ -148,84 +202,81 @@ def _build(tree):
     d = b.vmath("NORMALIZE", flat, label="Wind Dir")
     sep_d = b.node("ShaderNodeSeparateXYZ", "Dir XYZ")
     b.link(d, sep_d.inputs[0])
-    strength = add(val["Strength"], mul(use_source, m("SUBTRACT", source_strength, val["Strength"])))
+    strength = b.add(val["Strength"], b.mul(use_source, b.m("SUBTRACT", source_strength, val["Strength"])))
+    return self_info, ox, oy, invert, d, sep_d, strength
 
+
+def _gust(b, inp, val, ox, oy, strength):
+    """The spring-filtered gust at the origin, the effective wind and its scale per asset height."""
     # spring-filtered gust at the origin and the effective wind: sum of amp gain sin(a - lag) over three waves,
     # with r = f / f0, gain = 1 / (1 + r^2) and lag = 2 atan r, that is
     # amp (sin a (1 - r^2) - 2 r cos a) / (1 + r^2)^2 (the same values, with no arctangent per wave)
-    f3 = quant3(b.vmath("SCALE", core_wind.GUST_MULTS, scale=val["Gust Frequency"]), "Gust Hz")
-    r3 = b.vmath("SCALE", f3, scale=m("DIVIDE", 1.0, inp["Spring Hz"]), label="Gust Ratio")
+    f3 = b.quant3(b.vmath("SCALE", core_wind.GUST_MULTS, scale=val["Gust Frequency"]), "Gust Hz")
+    r3 = b.vmath("SCALE", f3, scale=b.m("DIVIDE", 1.0, inp["Spring Hz"]), label="Gust Ratio")
     r3sq = b.vmath("MULTIPLY", r3, r3)
     wx, wy = (tuple(float(w_[i]) for w_ in core_wind.GUST_WAVES) for i in (0, 1))
     origin_phase = b.vmath("ADD", b.vmath("SCALE", wx, scale=ox), b.vmath("SCALE", wy, scale=oy))
-    a3 = angles3(f3, b.vmath("ADD", origin_phase, core_wind.GUST_PHASES), "Gust Angles")
+    a3 = b.angles3(f3, b.vmath("ADD", origin_phase, core_wind.GUST_PHASES), "Gust Angles")
     num = b.vmath("SUBTRACT", b.vmath("MULTIPLY", b.vmath("SINE", a3), b.vmath("SUBTRACT", ONES, r3sq)),
                   b.vmath("MULTIPLY", b.vmath("SCALE", r3, scale=2.0), b.vmath("COSINE", a3)))
     den = b.vmath("ADD", ONES, r3sq)
     gust_terms = b.vmath("DIVIDE", num, b.vmath("MULTIPLY", den, den), label="Gust Terms")
     gust = b.vmath("DOT_PRODUCT", gust_terms, core_wind.GUST_AMPS, label="Gust")
-    w = m("MAXIMUM", mul(strength, add(mul(val["Gust Strength"], gust), 1.0)), 0.0)
+    w = b.m("MAXIMUM", b.mul(strength, b.add(b.mul(val["Gust Strength"], gust), 1.0)), 0.0)
     k = inp["Ramp"]
-    eff = m("DIVIDE", mul(w, add(k, 1.0)), add(mul(k, w), 1.0))
-    c = m("DIVIDE", 1.0, inp["Rigidity"])
+    eff = b.m("DIVIDE", b.mul(w, b.add(k, 1.0)), b.add(b.mul(k, w), 1.0))
+    c = b.m("DIVIDE", 1.0, inp["Rigidity"])
     hs = inp["Asset Height"]
-    ceh = mul(c, eff, hs)
+    ceh = b.mul(c, eff, hs)
+    return eff, hs, ceh
 
+
+def _asset_motion(b, inp, invert, d, sep_d, ceh):
+    """Per-asset single values: the wind in object space, the bend scales, the branch oscillations and the
+    leaf flutter."""
     # Per-asset single values first, then per vertex only plain float attribute reads, three scalar operations
     # and five vector scale/adds (see ``core.wind.live_attributes``): no colour separation, no per-vertex wave,
     # noise or matrix transform.
-    def transform_dir(matrix, vec, label):
-        node = b.node("FunctionNodeTransformDirection", label)
-        b.link(vec, node.inputs["Direction"])
-        b.link(matrix, node.inputs["Transform"])
-        return node.outputs[0]
-
-    def sep3(vec, label):
-        node = b.node("ShaderNodeSeparateXYZ", label)
-        b.link(vec, node.inputs[0])
-        return node.outputs["X"], node.outputs["Y"], node.outputs["Z"]
-
     inv_m = invert.outputs[0]
-    d_loc = transform_dir(inv_m, d, "Dir Local")
+    d_loc = b.transform_dir(inv_m, d, "Dir Local")
     # the wind's frame in object space, as matrix columns: along it, across it, up
     wind_frame = b.node("FunctionNodeCombineMatrix", "Wind Frame")
-    columns = ((sep_d.outputs["X"], sep_d.outputs["Y"], 0.0, 0.0), (m("MULTIPLY", sep_d.outputs["Y"], -1.0),
+    columns = ((sep_d.outputs["X"], sep_d.outputs["Y"], 0.0, 0.0), (b.m("MULTIPLY", sep_d.outputs["Y"], -1.0),
                sep_d.outputs["X"], 0.0, 0.0), (0.0, 0.0, 1.0, 0.0), (0.0, 0.0, 0.0, 1.0))
     for sock, value in zip(wind_frame.inputs, (v for col in columns for v in col)):
         b.feed(sock, value)
     frame_loc = b.node("FunctionNodeMatrixMultiply", "Wind Frame Local")
     b.link(inv_m, frame_loc.inputs[0])
     b.link(wind_frame.outputs[0], frame_loc.inputs[1])
-    main_k = mul(inp["Main Bend"], ceh, core_wind.MAIN_SCALE)
-    bend_k = mul(inp["Bend"], ceh, core_wind.BRANCH_SCALE)
+    main_k = b.mul(inp["Main Bend"], ceh, core_wind.MAIN_SCALE)
+    bend_k = b.mul(inp["Bend"], ceh, core_wind.BRANCH_SCALE)
     # branch oscillations along, across and up the wind: amplitudes times sines in the wind's frame, taken to
     # object space by one transform
     amps3 = b.vmath("SCALE", b.vmath("MULTIPLY", b.combine_xyz(inp["Bend"], inp["Sway"], inp["Lift"]),
                                      tuple(k_ * core_wind.BRANCH_SCALE for k_ in (0.3, 0.5, 0.4))),
                     scale=ceh, label="Branch Amps")
-    branch_angles = angles3(quant3(b.vmath("SCALE", core_wind.BRANCH_MULTS, scale=inp["Branch Hz"]), "Branch Hz"),
+    branch_angles = b.angles3(b.quant3(b.vmath("SCALE", core_wind.BRANCH_MULTS, scale=inp["Branch Hz"]), "Branch Hz"),
                             core_wind.BRANCH_PHASES, "Branch Angles")
-    vc = transform_dir(frame_loc.outputs[0], b.vmath("MULTIPLY", amps3, b.vmath("SINE", branch_angles)),
+    vc = b.transform_dir(frame_loc.outputs[0], b.vmath("MULTIPLY", amps3, b.vmath("SINE", branch_angles)),
                        "Branch Sin")
-    vs = transform_dir(frame_loc.outputs[0], b.vmath("MULTIPLY", amps3, b.vmath("COSINE", branch_angles)),
+    vs = b.transform_dir(frame_loc.outputs[0], b.vmath("MULTIPLY", amps3, b.vmath("COSINE", branch_angles)),
                        "Branch Cos")
     # leaf flutter per object axis
-    mamp = mul(inp["Micro"], ceh, core_wind.MICRO_SCALE)
-    micro_angles = angles3(quant3(core_wind.MICRO_HZ, "Micro Hz"), core_wind.MICRO_PHASES, "Micro Angles")
+    mamp = b.mul(inp["Micro"], ceh, core_wind.MICRO_SCALE)
+    micro_angles = b.angles3(b.quant3(core_wind.MICRO_HZ, "Micro Hz"), core_wind.MICRO_PHASES, "Micro Angles")
     mc = b.vmath("SCALE", b.vmath("SINE", micro_angles), scale=mamp, label="Micro Sin")
     ms = b.vmath("SCALE", b.vmath("COSINE", micro_angles), scale=mamp, label="Micro Cos")
+    return inv_m, d_loc, main_k, bend_k, vc, vs, mc, ms
 
+
+def _tree_swing(b, main_k, bend_k, d_loc, vc, vs, mc, ms):
+    """Per vertex: the live attributes and the tree's swing (five scaled vectors)."""
     # per vertex
-    def attr(name, data_type="FLOAT"):
-        node = b.node("GeometryNodeInputNamedAttribute", name, data_type=data_type)
-        node.inputs["Name"].default_value = name
-        return node.outputs["Attribute"]
-
-    b_branch, bc, bs, rc, rs, hg = (attr(name) for name in core_wind.LIVE_ATTRS[:6])
-    rel = attr(core_wind.LIVE_ATTRS[6], "FLOAT_VECTOR")
-    carry_h = attr(core_wind.LIVE_ATTRS[7])
+    b_branch, bc, bs, rc, rs, hg = (b.attr(name) for name in core_wind.LIVE_ATTRS[:6])
+    rel = b.attr(core_wind.LIVE_ATTRS[6], "FLOAT_VECTOR")
+    carry_h = b.attr(core_wind.LIVE_ATTRS[7])
     position = b.node("GeometryNodeInputPosition", "Position").outputs[0]
-    along = b.math("MULTIPLY_ADD", mul(hg, hg), main_k, mul(b_branch, bend_k), label="Along")
+    along = b.math("MULTIPLY_ADD", b.mul(hg, hg), main_k, b.mul(b_branch, bend_k), label="Along")
     # five scaled vectors: each field node costs an object one to two microseconds whatever the mesh's size,
     # so nine vector nodes beat fifteen scalar multiply-adds and a Combine XYZ for the many small plants of a
     # level; on a 1M-vertex tree the vector form costs about 0.1 of a bare Set Position more per frame
@@ -233,61 +284,74 @@ def _build(tree):
     for vec, f in ((vc, bc), (vs, bs), (mc, rc), (ms, rs)):
         swing_tree = b.vmath("ADD", swing_tree, b.vmath("SCALE", vec, scale=f))
     swing_tree.node.label = swing_tree.node.name = "Tree Swing"
+    return swing_tree, hg, rel, carry_h, position
 
+
+def _grass_swing(b, inp, val, t, eff, hs, ox, oy, self_info, inv_m, hg, position, swing_tree):
+    """The grass terms (figure-eight, camera tilt and fade, wobble) and the swing switched on grass."""
     # grass: ambient figure-eight (per asset) and wobble along the normal, only built into the result for grass;
     # both driven by the effective wind at the origin (``LiveTerms.ambient``): still air leaves the grass still
-    ambient = mul(val["Ambient"], eff, hs)
-    grass_amp = mul(ambient, core_wind.AMBIENT_SCALE)
-    po = add(mul(ox, core_wind.OBJECT_PHASE[0]), mul(oy, core_wind.OBJECT_PHASE[1]))
+    ambient = b.mul(val["Ambient"], eff, hs)
+    grass_amp = b.mul(ambient, core_wind.AMBIENT_SCALE)
+    po = b.add(b.mul(ox, core_wind.OBJECT_PHASE[0]), b.mul(oy, core_wind.OBJECT_PHASE[1]))
     # the figure-eight's two frequencies and the wobble's, quantised together
-    grass_hz = quant3((core_wind.AMBIENT_HZ, 2.0 * core_wind.AMBIENT_HZ, core_wind.WOBBLE_HZ), "Grass Hz")
-    eight = b.vmath("SINE", angles3(grass_hz, b.vmath("SCALE", (1.0, 2.0, 0.0), scale=po), "Grass Angles"))
+    grass_hz = b.quant3((core_wind.AMBIENT_HZ, 2.0 * core_wind.AMBIENT_HZ, core_wind.WOBBLE_HZ), "Grass Hz")
+    eight = b.vmath("SINE", b.angles3(grass_hz, b.vmath("SCALE", (1.0, 2.0, 0.0), scale=po), "Grass Angles"))
     e8 = b.vmath("MULTIPLY", eight, b.vmath("SCALE", (1.0, 0.5, 0.0), scale=grass_amp), label="Figure Eight")
     # tilt away from a camera that looks down, distance fade (the active camera; none: no tilt, no fade)
     cam = b.node("GeometryNodeInputActiveCamera", "Active Camera")
     cam_info = b.node("GeometryNodeObjectInfo", "Camera Info", transform_space="ORIGINAL")
     b.link(cam.outputs[0], cam_info.inputs["Object"])
-    has_cam = m("GREATER_THAN", b.vmath("LENGTH", cam_info.outputs["Scale"]), 0.0)
+    has_cam = b.m("GREATER_THAN", b.vmath("LENGTH", cam_info.outputs["Scale"]), 0.0)
     cam_z = b.node("FunctionNodeTransformDirection", "Camera Z")
     cam_z.inputs["Direction"].default_value = (0.0, 0.0, 1.0)
     b.link(cam_info.outputs["Transform"], cam_z.inputs["Transform"])
-    _cx, _cy, cam_zz = sep3(b.vmath("NORMALIZE", cam_z.outputs[0]), "Camera Z XYZ")
-    down = m("MAXIMUM", cam_zz, 0.0)
+    _cx, _cy, cam_zz = b.sep3(b.vmath("NORMALIZE", cam_z.outputs[0]), "Camera Z XYZ")
+    down = b.m("MAXIMUM", cam_zz, 0.0)
     to_asset = b.vmath("SUBTRACT", self_info.outputs["Location"], cam_info.outputs["Location"])
     away = b.vmath("NORMALIZE", b.vmath("MULTIPLY", to_asset, b.vector("Flatten Away", (1.0, 1.0, 0.0))))
-    tilt = b.vmath("SCALE", away, scale=mul(val["Grass Tilt"], down, core_wind.TILT_SCALE, hs, has_cam))
+    tilt = b.vmath("SCALE", away, scale=b.mul(val["Grass Tilt"], down, core_wind.TILT_SCALE, hs, has_cam))
     dist = b.vmath("LENGTH", to_asset)
-    fade_raw = b.math("DIVIDE", m("SUBTRACT", val["Fade End"], dist), m("SUBTRACT", val["Fade End"],
+    fade_raw = b.math("DIVIDE", b.m("SUBTRACT", val["Fade End"], dist), b.m("SUBTRACT", val["Fade End"],
                                                                         val["Fade Start"]), use_clamp=True)
-    fade_on = mul(m("GREATER_THAN", val["Fade End"], val["Fade Start"]), has_cam)
-    fade = m("SUBTRACT", 1.0, mul(fade_on, m("SUBTRACT", 1.0, fade_raw)))
-    grass_extra = transform_dir(inv_m, b.vmath("ADD", e8, tilt), "Grass Extra Local")
+    fade_on = b.mul(b.m("GREATER_THAN", val["Fade End"], val["Fade Start"]), has_cam)
+    fade = b.m("SUBTRACT", 1.0, b.mul(fade_on, b.m("SUBTRACT", 1.0, fade_raw)))
+    grass_extra = b.transform_dir(inv_m, b.vmath("ADD", e8, tilt), "Grass Extra Local")
     normal = b.node("GeometryNodeInputNormal", "Normal").outputs[0]
     wdot = b.vmath("DOT_PRODUCT", position, b.vector("Wobble Wave", tuple(v / TWO_PI for v in core_wind.WOBBLE_WAVE)))
-    wobble_k = mul(ambient, core_wind.WOBBLE_SCALE * 8.0)
-    ww = m("WRAP", add(wdot, mul(sep3(grass_hz, "Grass Hz XYZ")[2], t)), 0.5, -0.5)
-    wamp = mul(mul(hg, wobble_k), mul(ww, m("MULTIPLY_ADD", m("ABSOLUTE", ww), -2.0, 1.0)))
+    wobble_k = b.mul(ambient, core_wind.WOBBLE_SCALE * 8.0)
+    ww = b.m("WRAP", b.add(wdot, b.mul(b.sep3(grass_hz, "Grass Hz XYZ")[2], t)), 0.5, -0.5)
+    wamp = b.mul(b.mul(hg, wobble_k), b.mul(ww, b.m("MULTIPLY_ADD", b.m("ABSOLUTE", ww), -2.0, 1.0)))
     is_grass = b.compare("GREATER_THAN", inp["Grass"], 0.5, data_type="FLOAT", label="Is Grass")
     grass_swing = b.vmath("ADD", b.vmath("ADD", swing_tree, b.vmath("SCALE", grass_extra, scale=hg)),
                           b.vmath("SCALE", normal, scale=wamp), label="Grass Swing")
     swing = b.switch("Swing Switch", is_grass, grass_swing, swing_tree, "VECTOR")
+    return grass_extra, fade, is_grass, swing
 
+
+def _keep_lengths(b, inp, rel, swing, inv_m, hs, grass_extra, d_loc, main_k, carry_h, fade, position):
+    """The swing turned into motion that keeps lengths, a branch's carry, and the grass fade."""
     # keep lengths (``core.wind.keep_lengths``): turn about the attach point towards the swung place, keeping the
     # distance (0 / 0 is 0: a vertex at its attach point stays), then carry a branch as the bend moves the asset's
     # axis at its attach point (Carry = its height; 0 on the trunk and stems, and then exactly nothing)
     q = b.vmath("ADD", rel, swing, label="Swung")
-    turned = b.vmath("SCALE", q, scale=m("DIVIDE", b.vmath("LENGTH", rel), b.vmath("LENGTH", q)), label="Turned")
-    up_l = transform_dir(inv_m, b.vector("World Up", (0.0, 0.0, 1.0)), "World Up Local")
-    inv_hs = m("DIVIDE", 1.0, hs)
-    lean0 = b.vmath("ADD", up_l, b.vmath("SCALE", grass_extra, scale=mul(inp["Grass"], inv_hs)), label="Lean Base")
-    lean = b.vmath("ADD", b.vmath("SCALE", b.vmath("SCALE", d_loc, scale=mul(main_k, inv_hs)), scale=carry_h), lean0,
+    turned = b.vmath("SCALE", q, scale=b.m("DIVIDE", b.vmath("LENGTH", rel), b.vmath("LENGTH", q)), label="Turned")
+    up_l = b.transform_dir(inv_m, b.vector("World Up", (0.0, 0.0, 1.0)), "World Up Local")
+    inv_hs = b.m("DIVIDE", 1.0, hs)
+    lean0 = b.vmath("ADD", up_l, b.vmath("SCALE", grass_extra, scale=b.mul(inp["Grass"], inv_hs)), label="Lean Base")
+    lean = b.vmath("ADD", b.vmath("SCALE", b.vmath("SCALE", d_loc, scale=b.mul(main_k, inv_hs)), scale=carry_h), lean0,
                    label="Lean")
     carry = b.vmath("SCALE", b.vmath("SUBTRACT", b.vmath("NORMALIZE", lean), b.vmath("NORMALIZE", up_l)),
-                    scale=mul(carry_h, mul(hs, b.vmath("LENGTH", up_l))), label="Carry")
+                    scale=b.mul(carry_h, b.mul(hs, b.vmath("LENGTH", up_l))), label="Carry")
     local_tree = b.vmath("ADD", b.vmath("SUBTRACT", turned, rel), carry)
     local_tree.node.label = local_tree.node.name = "Tree Local Offset"
     faded = b.vmath("ADD", b.vmath("SCALE", local_tree, scale=fade),
-                    b.vmath("SCALE", position, scale=m("SUBTRACT", fade, 1.0)), label="Grass Faded")
+                    b.vmath("SCALE", position, scale=b.m("SUBTRACT", fade, 1.0)), label="Grass Faded")
+    return local_tree, faded
+
+
+def _terrain(b, gi, self_info, invert, position, use_terrain, faded, is_grass, local_tree):
+    """Grass follows the terrain object (a ray per vertex, only with a terrain), and the offset chosen per kind."""
     # follow the terrain: a vertical ray (world down) from above each vertex onto the terrain object. The rays are
     # cast in the terrain's own space onto its evaluated mesh as it is (ORIGINAL): every clump then hits the same
     # mesh, whose BVH tree Blender builds once and keeps (5.0). A RELATIVE Object Info would transform the
@@ -299,7 +363,7 @@ def _build(tree):
     b.link(terrain.outputs["Transform"], terrain_inv.inputs[0])
     b.link(terrain_inv.outputs[0], to_terrain.inputs[0])
     b.link(self_info.outputs["Transform"], to_terrain.inputs[1])
-    up_local = b.vmath("NORMALIZE", transform_dir(invert.outputs[0], b.vector("Up", (0.0, 0.0, 1.0)), "Up Local"))
+    up_local = b.vmath("NORMALIZE", b.transform_dir(invert.outputs[0], b.vector("Up", (0.0, 0.0, 1.0)), "Up Local"))
     ray = b.node("GeometryNodeRaycast", "Terrain Ray")
     b.link(terrain.outputs["Geometry"], ray.inputs["Target Geometry"])
     start = b.node("FunctionNodeTransformPoint", "Ray Start Terrain")
@@ -307,32 +371,29 @@ def _build(tree):
     b.link(to_terrain.outputs[0], start.inputs["Transform"])
     b.link(start.outputs[0], ray.inputs["Source Position"])
     # down by 2 TERRAIN_RAY object units of the clump, in the terrain's space (the node normalises the direction)
-    down_t = transform_dir(to_terrain.outputs[0], b.vmath("SCALE", up_local, scale=-2.0 * core_wind.TERRAIN_RAY),
+    down_t = b.transform_dir(to_terrain.outputs[0], b.vmath("SCALE", up_local, scale=-2.0 * core_wind.TERRAIN_RAY),
                            "Ray Down Terrain")
     b.link(down_t, ray.inputs["Ray Direction"])
     b.link(b.vmath("LENGTH", down_t), ray.inputs["Ray Length"])
     hit_world = b.node("FunctionNodeTransformPoint", "Hit World")
     b.link(ray.outputs["Hit Position"], hit_world.inputs["Vector"])
     b.link(terrain.outputs["Transform"], hit_world.inputs["Transform"])
-    _hx, _hy, hz = sep3(hit_world.outputs[0], "Hit XYZ")
-    _ox, _oy, oz = sep3(self_info.outputs["Location"], "Origin Z")
+    _hx, _hy, hz = b.sep3(hit_world.outputs[0], "Hit XYZ")
+    _ox, _oy, oz = b.sep3(self_info.outputs["Location"], "Origin Z")
     # the ray hits the terrain as its bend draws it: its physical height here is the hit's plus the drop the
     # terrain's bend gives this vertex's world x, y (common.build_bend_drop; 0 when the terrain shows no bend)
     drop = common.build_bend_drop(b, gi.outputs["Geometry"], position, self_info.outputs["Transform"],
                                   "Terrain Drop")
-    dz = mul(m("SUBTRACT", add(hz, drop), oz), ray.outputs["Is Hit"])
-    terrain_local = transform_dir(invert.outputs[0], b.combine_xyz(0.0, 0.0, dz, label="Terrain Lift"), "Terrain Local")
+    dz = b.mul(b.m("SUBTRACT", b.add(hz, drop), oz), ray.outputs["Is Hit"])
+    terrain_local = b.transform_dir(invert.outputs[0], b.combine_xyz(0.0, 0.0, dz, label="Terrain Lift"),
+                                    "Terrain Local")
     # without a terrain object no vertex casts a ray (a switch on a single value evaluates only what it chooses)
     has_terrain = b.compare("GREATER_THAN", use_terrain, 0.5, data_type="FLOAT", label="Has Terrain")
     local_grass = b.switch("Terrain Switch", has_terrain, b.vmath("ADD", faded, terrain_local, label="On Terrain"),
                            faded, "VECTOR")
     local_grass.node.label = local_grass.node.name = "Grass Local Offset"
     local = b.switch("Grass Switch", is_grass, local_grass, local_tree, "VECTOR")
-
-    set_pos = b.node("GeometryNodeSetPosition", "Set Position", location=(2800, 0))
-    b.link(gi.outputs["Geometry"], set_pos.inputs["Geometry"])
-    b.link(local, set_pos.inputs["Offset"])
-    b.link(set_pos.outputs[0], go.inputs["Geometry"])
+    return local
 
 
 def is_wind_group(tree) -> bool:
@@ -389,21 +450,12 @@ def write_live_attributes(mesh):
             if attrs.get(name) is not None:
                 attrs.remove(attrs[name])
         return False
-    rgba = np.empty(n * 4, np.float32)
-    col.data.foreach_get("color", rgba)
-    h = np.empty(n, np.float32)
-    height.data.foreach_get("value", h)
-    co = np.empty(n * 3, np.float32)
-    mesh.vertices.foreach_get("co", co)
-    live = core_wind.live_attributes(co.reshape(-1, 3), h, rgba.reshape(-1, 4))
+    rgba = bridge.point_attribute(mesh, "EnvFX_Wind").reshape(n, 4)
+    h = bridge.point_attribute(mesh, "EnvFX_Height").reshape(n)
+    live = core_wind.live_attributes(bridge.get_positions(mesh), h, rgba)
     for name, values in live.items():
-        kind, key = ("FLOAT_VECTOR", "vector") if name in core_wind.LIVE_VECTORS else ("FLOAT", "value")
-        attr = attrs.get(name)
-        if attr is not None and (attr.domain != "POINT" or attr.data_type != kind):
-            attrs.remove(attr)
-            attr = None
-        attr = attr or attrs.new(name, kind, "POINT")
-        attr.data.foreach_set(key, values.ravel())
+        kind = "FLOAT_VECTOR" if name in core_wind.LIVE_VECTORS else "FLOAT"
+        bridge.write_point_attribute(mesh, name, kind, values)
     mesh.update()
     return True
 
