@@ -210,3 +210,24 @@ def _scene_depsgraph(scene):
 def scene_depsgraph():
     """A function scene -> that scene's evaluated dependency graph, up to date."""
     return _scene_depsgraph
+
+
+
+_SESSION = {}
+
+
+def pytest_sessionfinish(session, exitstatus):
+    _SESSION["status"] = int(exitstatus)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_unconfigure(config):
+    """Blender 4.2 as a Python module crashes as the process exits after a glTF export (a bare
+    ``bpy.ops.export_scene.gltf`` and exit: segmentation fault, exit code 139; 5.0 exits cleanly), and the VAT
+    tests export glTF. On 4.2 the run ends here with pytest's own status, after every report is written."""
+    if bpy.app.version < (5, 0, 0) and "status" in _SESSION:
+        import sys  # (only here: this hook is its only user)
+
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(_SESSION["status"])
