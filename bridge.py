@@ -16,11 +16,16 @@ def matrix_to_numpy(matrix) -> np.ndarray:
 
 
 def get_positions(mesh) -> np.ndarray:
-    """(N, 3) float32 vertex positions of a mesh, through the position attribute (fast path)."""
+    """(N, 3) float32 vertex positions of a mesh, through the position attribute (fast path; a mesh in Edit Mode
+    has no attributes until it leaves it: its vertices are read then)."""
     n = len(mesh.vertices)
     buf = np.empty(n * 3, dtype=np.float32)
     if n:
-        mesh.attributes["position"].data.foreach_get("vector", buf)
+        attr = mesh.attributes.get("position")
+        if attr is not None:
+            attr.data.foreach_get("vector", buf)
+        else:
+            mesh.vertices.foreach_get("co", buf)
     return buf.reshape(n, 3)
 
 

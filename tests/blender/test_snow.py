@@ -1828,7 +1828,7 @@ def test_generate_on_bent_terrain_with_refused_bend_settings_changes_nothing(env
     """Bent terrain with bend settings the bend refuses (a Spread of 2e6 m): Generate Snow reports why and
     builds nothing (it raised the bend's error after making the snow); the terrain's bend is shown again."""
     scene, ground = _bent_ground(envfx)
-    scene.envfx.bend.spread = 2e6
+    scene.envfx.bend["spread"] = 2e6  # as a file saved before the settings refused it holds it
     select_only(ground)
     before = _state()
     with pytest.raises(RuntimeError, match=r"bend settings are refused: Bend spread .* is enormous"):
