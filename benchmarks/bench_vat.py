@@ -76,4 +76,11 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    code = main()
+    import bpy  # (loaded by main already)
+
+    if bpy.app.version < (5, 0, 0):  # Blender 4.2 as a module crashes at exit after a glTF export (docs/vat.md)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    sys.exit(code)
