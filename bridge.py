@@ -55,10 +55,13 @@ def world_positions(obj) -> np.ndarray:
 
 
 def evaluated_positions(obj, depsgraph) -> np.ndarray:
-    """(N, 3) object-space vertex positions of the evaluated object (all modifiers applied)."""
+    """(N, 3) object-space vertex positions of the evaluated object (all modifiers applied); none for an object
+    that evaluates to no mesh (a curve or text with nothing to draw)."""
     ev = obj.evaluated_get(depsgraph)
     mesh = ev.to_mesh()
     try:
+        if mesh is None:
+            return np.zeros((0, 3), dtype=np.float32)
         return get_positions(mesh).copy()
     finally:
         ev.to_mesh_clear()

@@ -2,6 +2,8 @@
 (the bend reads its pivot's transform only, through a stand-in Empty), and degenerate input never reaches the
 meshes as NaN."""
 
+import json
+
 import bpy
 import numpy as np
 import pytest
@@ -271,3 +273,17 @@ def test_an_unusable_bend_saved_in_a_file_is_refused_with_a_sentence_by_the_snow
     message = str(err.value)
     assert "orizon" in message and "Traceback" not in message and "Python:" not in message, message
     assert not (tmp_path / "out").exists()
+
+
+def test_export_for_game_engines_leaves_out_a_bent_curve_with_nothing_to_draw(envfx, tmp_path):
+    """A bent curve (or text) that evaluates to no mesh made Export for Game Engines raise an AttributeError
+    traceback (the fuzzer found it): it is left out of the culling bounds, the rest is exported."""
+    scene = bpy.context.scene
+    plane = _plane("Ground")
+    curve = bpy.data.objects.new("EmptyCurve", bpy.data.curves.new("EmptyCurve", "CURVE"))
+    scene.collection.objects.link(curve)
+    assert _run("bend_add", [plane, curve]) == {"FINISHED"}
+    assert envfx.bridge.evaluated_positions(curve, bpy.context.evaluated_depsgraph_get()).shape == (0, 3)
+    assert bpy.ops.envfx.bend_export_engines(directory=str(tmp_path / "eng")) == {"FINISHED"}
+    meta = json.loads((tmp_path / "eng" / "envfx_bend.json").read_text())
+    assert [o["name"] for o in meta["blender"]["culling"]["objects"]] == ["Ground"]
