@@ -317,8 +317,17 @@ def bake_job(scene, objects, depsgraph=None, ao_samples=None, leaf_size=None, la
     assign_heights(sharers, result)  # instances sharing a baked mesh (grass clumps) get its height at their scale
     result.stats = dict(vertices=n, islands=res.n_islands, leaves=res.n_leaves, branches=res.n_branches,
                         height=res.asset_height, structure=core_wind.levels_text(res), levels=list(res.levels))
+    not_grass = [o.name for o in meshes if o.envfx.wind.category != "GRASS"]
+    if res.multi_stem and res.n_stems >= GRASS_FIELD_STEMS and not_grass:
+        result.warnings.append(f"{', '.join(not_grass)}: {res.n_stems} blades stand on the ground side by side with "
+                               f"no trunk, like grass: set the wind Category to Grass (Preset > Grass), or the blades "
+                               f"barely move (the Tree category bends the whole asset, and blades are short)")
     yield 1.0
     return result
+
+
+# this many stems side by side with no trunk read as grass (a bush or a flower patch has fewer)
+GRASS_FIELD_STEMS = 12
 
 
 def z_scale(obj) -> float:

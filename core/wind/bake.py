@@ -285,8 +285,14 @@ def _pick_trunk(z, k, inv, lo, size, isl_label, has_trunk, on_ground, zmin, hgt,
     else:
         trunk_isl = np.zeros(k, bool)
         big = float(size.max())
-        if k >= 3 and big < 1.5 * float(np.median(size)):
-            # no island stands out: all leaves (a clump of cards, a bed of blades); the lowest one is the trunk
+        blades = on_ground & (size >= leaf_fraction * hgt) & (isl_label != LABEL_LEAF)
+        if k >= 3 and big < 1.5 * float(np.median(size)) and blades.sum() >= 2:
+            # no island stands out and they stand on the ground at a stem's size: grass (a bed of blades, a clump of
+            # reeds); no trunk, every blade a stem with its own root
+            multi_stem = True
+            trunk_found = False
+        elif k >= 3 and big < 1.5 * float(np.median(size)):
+            # no island stands out: all leaves (a clump of cards floating, leaves); the lowest one is the trunk
             trunk_found = False
             trunk_isl[inv[int(np.argmin(z))]] = True
             warnings.append(f"No trunk found: the asset's {k} islands are all of about one size (leaves, cards or "

@@ -1315,3 +1315,37 @@ def test_linked_plants_are_left_alone_and_an_override_keeps_its_library_wind_and
     assert override.envfx.wind.category == "GRASS"
     assert [m.node_group for m in mods.ops.wind_modifiers(override)] == [mods.nodes.group_for(bpy.context.scene)]
     assert _gn_vs_core(mods, override, (5, 30)) < 1e-4
+
+
+def _grass_field(blades: int, seed: int = 3):
+    """One mesh of ``blades`` thin vertical quads (0.4-0.6 m tall) scattered over 6 x 6 m: a field of grass."""
+    rng = np.random.default_rng(seed)
+    verts, faces = [], []
+    for i in range(blades):
+        x, y = rng.uniform(-3, 3, 2)
+        h, w, a = rng.uniform(0.4, 0.6), 0.02, rng.uniform(0, math.pi)
+        dx, dy = w * math.cos(a), w * math.sin(a)
+        verts += [(x - dx, y - dy, 0.0), (x + dx, y + dy, 0.0), (x + dx, y + dy, h), (x - dx, y - dy, h)]
+        faces.append(tuple(range(4 * i, 4 * i + 4)))
+    mesh = bpy.data.meshes.new("Field")
+    mesh.from_pydata(verts, [], faces)
+    obj = bpy.data.objects.new("Field", mesh)
+    bpy.context.scene.collection.objects.link(obj)
+    return obj
+
+
+def test_a_grass_field_baked_with_defaults_is_named_as_blades_and_the_grass_category_recommended(mods, capsys):
+    """#29: 300 blades in one object, baked with the defaults (category Tree): the report calls them stems standing
+    with no trunk and recommends the Grass category; set to Grass, no recommendation; a bush of 4 stems gets none."""
+    field = _grass_field(300)
+    _select([field])
+    assert bpy.ops.envfx.wind_bake_data() == {"FINISHED"}
+    out = capsys.readouterr().out
+    assert "no trunk, 300 stems" in out and "Category to Grass" in out, out
+    field.envfx.wind.category = "GRASS"
+    assert bpy.ops.envfx.wind_bake_data() == {"FINISHED"}
+    assert "Category to Grass" not in capsys.readouterr().out
+    bush = _grass_field(4, seed=5)
+    _select([bush])
+    assert bpy.ops.envfx.wind_bake_data() == {"FINISHED"}
+    assert "Category to Grass" not in capsys.readouterr().out

@@ -115,8 +115,9 @@ def test_corpus_asset(mods, corpus, name):
     result = mods.ops.bake(bpy.context.scene, objects, ao_samples=16)
     p, edges, rgba = _gather(mods, objects)
     isl = _islands(mods, p, edges)
-    if name == "grass":  # blades only: no trunk, said so
-        assert any(w.startswith("No trunk found") for w in result.warnings)
+    if name == "grass":  # a clump of blades standing on the ground: no trunk, every blade a stem with its root
+        assert result.stats["structure"].startswith("no trunk, "), result.stats["structure"]
+        assert not any(w.startswith("No trunk found") for w in result.warnings), result.warnings
         return
     assert result.stats["levels"] and "0 branches" not in result.stats["structure"]
     check_asset(p, isl, rgba, result.stats["levels"])
