@@ -68,3 +68,47 @@ def test_each_feature_keeps_its_settings_in_its_own_module(envfx):
             module = type(getattr(owner, name)).__module__
             assert module == f"{envfx.__name__}.props.{name}", f"{name}: {module}"
     assert type(scene).__module__ == f"{envfx.__name__}.props"
+
+
+# the numpy core's settings dataclass -> (settings group, {field: setting of another name or None: why})
+CORE_TWINS = {
+    "bend": ("core.bend.BendParams", "scene.bend", {}),
+    "scene wind": ("core.wind.SceneWind", "scene.wind", {
+        "fps": None,  # the scene's frame rate (render settings), not a wind setting
+        "fade_start": "grass_fade_start", "fade_end": "grass_fade_end",  # the grass's camera fade
+    }),
+    "asset wind": ("core.wind.AssetWind", "object.wind", {}),
+    "snow cover": ("core.snow.CoverParams", "scene.snow", {}),
+    "snow stamp": ("core.snow.StampParams", "scene.snow", {"fps": None}),  # the scene's frame rate
+    "snow buffer": ("core.snow.BufferParams", "scene.snow", {
+        "resolution": "buffer_resolution", "size": "buffer_size",  # the interaction buffer's, not the snow mesh's
+        "origin": None,  # where the window is: from the snow's bounds or the pivot at each frame, not a setting
+        "occluder_depth": "thickness",  # occluders hold the snow down by its thickness
+        # the buffer's grass and ripple simulation and the follow window's edge fade keep the write-up's numbers:
+        # scripts set them on the core (core.snow.bake); no panel setting
+        "edge_fade": None, "grass_frequency": None, "grass_damping": None, "grass_recover": None,
+        "ripple_speed": None, "ripple_damping": None,
+    }),
+}
+
+
+@pytest.mark.parametrize("twin", list(CORE_TWINS))
+def test_every_field_of_the_core_settings_is_the_setting_of_the_same_name(envfx, twin):
+    """The numpy core's settings dataclasses and the Blender settings name a setting the same way (the few
+    exceptions are listed above with the reason), so the panel, scripts and the core speak of one thing."""
+    import dataclasses
+    import importlib
+
+    path, owner, renamed = CORE_TWINS[twin]
+    module, cls = path.rsplit(".", 1)
+    fields = [f.name for f in dataclasses.fields(getattr(importlib.import_module(f"{envfx.__name__}.{module}"), cls))]
+    holder, group = owner.split(".")
+    obj = bpy.data.objects.new("Twin", None)
+    settings = getattr((bpy.context.scene if holder == "scene" else obj).envfx, group).bl_rna.properties
+    for name in fields:
+        if name in renamed:
+            assert renamed[name] is None or renamed[name] in settings, (twin, name)
+            assert name not in settings or renamed[name] is None, f"{twin}: {name} is a setting now: drop its entry"
+            continue
+        assert name in settings, f"{path}.{name} has no setting {owner}.{name}: name them alike or list it"
+    bpy.data.objects.remove(obj)
