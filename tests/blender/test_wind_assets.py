@@ -4,6 +4,7 @@ unwelded pieces, every kind of leaf card, several objects sharing an alpha leaf 
 over every leaf, G is one value per island and differs between branches, B is 0 at the trunk's base and grows
 outwards, A is not black and brighter outside the foliage than inside it."""
 
+import importlib
 import json
 import os
 
@@ -167,3 +168,35 @@ def test_synthetic_construction(mods, card, place):
     assert all(len(v) == 1 for v in g) and len({round(float(v[0]), 5) for v in g}) == 5
     if card != "clump":
         assert rgba[t["leaf_base"][order], 0].max() < 0.2 and rgba[t["leaf_tip"][order], 0].max() > 0.95
+
+
+@pytest.mark.parametrize("name", ["flower_blue", "ez_aspen_small_single"])
+def test_corpus_asset_in_wind_bakes_into_a_vat_that_plays_it_back(mods, envfx, corpus, tmp_path, name):
+    """A real asset (imported Y-up in centimetres, away from the origin) baked for wind, put in the live wind and
+    baked into vertex animation textures: the VAT player's proxy equals the swaying asset at every baked frame
+    (float EXR: within 1e-5 of the asset's size)."""
+    paths, skipped = corpus
+    if name not in paths:
+        pytest.skip(f"{name} could not be made: {skipped.get(name)}")
+    for o in list(bpy.data.objects):
+        bpy.data.objects.remove(o)
+    objects = _import(paths[name])
+    scene = bpy.context.scene
+    scene.envfx.wind.strength = 3.0
+    mods.ops.bake(scene, objects, ao_samples=0)
+    mods.ops.add_wind(scene, objects)
+    vat_ops = importlib.import_module(envfx.__name__ + ".operators.vat")
+    opts = vat_ops.VatOptions(frame_start=1, frame_end=13, step=4, encoding="EXR32", export_mesh=False)
+    result = vat_ops.bake_vat(scene, objects, str(tmp_path / "vat"), opts)
+    assert sorted(result.meta) == sorted(o.name for o in objects) and not result.skipped
+    moved = 0.0
+    for frame in (1, 5, 9, 13):
+        scene.frame_set(frame)
+        dg = bpy.context.evaluated_depsgraph_get()
+        for obj in objects:
+            want = mods.bridge.evaluated_positions(obj, dg)
+            got = mods.bridge.evaluated_positions(bpy.data.objects[obj.name + "_VAT"], dg)
+            size = float(np.ptp(want, axis=0).max())
+            assert np.abs(got - want).max() <= 1e-5 * size + 1e-6, (obj.name, frame)
+            moved = max(moved, float(np.abs(want - mods.bridge.get_positions(obj.data)).max()) / size)
+    assert moved > 1e-3  # the wind really moved it
