@@ -219,16 +219,21 @@ def many_objects(envfx, count, repeats, rounds):
         bpy.data.objects.remove(obj)
 
 
+def keyed_empty(scene, frames: int, name: str = "Pivot"):
+    """An Empty keyed to walk 0.05 m a frame diagonally (along either horizontal axis) from frame 1."""
+    empty = bpy.data.objects.new(name, None)
+    scene.collection.objects.link(empty)
+    empty.location = (0.0, 0.0, 0.0)
+    empty.keyframe_insert("location", frame=1)
+    empty.location = (0.05 * frames, 0.05 * frames, 0.0)
+    empty.keyframe_insert("location", frame=frames + 1)
+    return empty
+
+
 def keyed_pivot(scene, frames: int):
-    """The bend's pivot, keyed to walk 0.05 m a frame diagonally (along either horizontal axis) from frame 1."""
-    pivot = bpy.data.objects.new("Pivot", None)
-    scene.collection.objects.link(pivot)
-    pivot.location = (0.0, 0.0, 0.0)
-    pivot.keyframe_insert("location", frame=1)
-    pivot.location = (0.05 * frames, 0.05 * frames, 0.0)
-    pivot.keyframe_insert("location", frame=frames + 1)
-    scene.envfx.bend.pivot = pivot
-    return pivot
+    """The bend's pivot, a keyed Empty (``keyed_empty``)."""
+    scene.envfx.bend.pivot = keyed_empty(scene, frames)
+    return scene.envfx.bend.pivot
 
 
 def _floor_group(kind):
@@ -371,22 +376,36 @@ def frame_change_props(envfx, count, frames, rounds):
     keyed_pivot(scene, frames)
     envfx.operators.bend.add_bend(scene, props)
     ref = framebench.reference_scene(scene, [mesh] * count, locations=locations)
+    # the floor of any bend of many props: the props with a minimal modifier that reads the (keyed) pivot's
+    # location, in a third scene with its own keyed pivot
+    floor = framebench.new_scene("Follow Pivot", scene)
+    floor_pivot = keyed_empty(floor, frames, "Floor Pivot")
+    follow = pivot_group(floor_pivot)
+    for i, loc in enumerate(locations):
+        obj = bpy.data.objects.new(f"Follow {i}", mesh)
+        obj.location = loc
+        obj.modifiers.new("Follow", "NODES").node_group = follow
+        floor.collection.objects.link(obj)
     s = scene.envfx.bend
-    modes = ("RUNNER", "RUNNER_2AXIS", "PLANET", "CYLINDER")
+    modes = ("RUNNER", "RUNNER_2AXIS", "PLANET", "CYLINDER", "follow_pivot")
     got = {mode: {"effect": [], "reference": []} for mode in modes}
     for _round in range(rounds):
         for mode in modes:
-            s.mode = mode
-            res = framebench.frame_change(scene, ref, range(1, frames + 2), 1)
+            if mode != "follow_pivot":
+                s.mode = mode
+            effect = floor if mode == "follow_pivot" else scene
+            res = framebench.frame_change(effect, ref, range(1, frames + 2), 1)
             for key in ("effect", "reference"):
                 got[mode][key] += res[key]
             got[mode]["frames"] = res["frames"]
     for mode, res in got.items():
         out = framebench.summary(res)
-        framebench.emit(bench="bend_props_per_frame", mode=mode, objects=count, vertices_each=4, **out,
+        bench = "bend_props_per_frame" if mode != "follow_pivot" else "bend_props_floor"
+        framebench.emit(bench=bench, mode=mode, objects=count, vertices_each=4, **out,
                         extra_per_object_us=round((out["effect_s"] - out["reference_s"]) / count * 1e6, 2),
                         target_ratio=1.5)
-    bpy.data.scenes.remove(ref)
+    for other in (ref, floor):
+        bpy.data.scenes.remove(other)
 
 
 def main(argv):
