@@ -1,7 +1,8 @@
 """Per-frame cost of the world bend on a 1M-vertex mesh against a bare geometry-nodes Set Position.
 
 usage: $(tools/venv.sh 5.0) benchmarks/bench_bend.py [--verts 1000000] [--repeats 15] [--rounds 7]
-       [--objects 1000] [--frames 40] [--frame-rounds 9] [--props 5000] [--only frame,forced]
+       [--objects 1000] [--frames 40] [--frame-rounds 9] [--props 5000] [--props-frames 10]
+       [--props-rounds 3] [--only frame,forced]
 
 The quoted measure is by frame changes (``framebench``, the lines with "method": "frame_change", "quoted": true):
 the bent grid's scene, its pivot keyed to walk along the forward axis, against a reference scene holding the same
@@ -417,6 +418,8 @@ def main(argv):
     parser.add_argument("--frames", type=int, default=40, help="frames per round of the frame-change measure")
     parser.add_argument("--frame-rounds", type=int, default=9, help="rounds of the frame-change measure")
     parser.add_argument("--props", type=int, default=5000, help="props of the frame-change level (0: skip it)")
+    parser.add_argument("--props-frames", type=int, default=10, help="frames per round of the props level")
+    parser.add_argument("--props-rounds", type=int, default=3, help="rounds of the props level")
     parser.add_argument("--only", default="frame,forced", help="frame (frame changes), forced (forced updates)")
     args = parser.parse_args(argv)
     envfx = enable()
@@ -425,7 +428,7 @@ def main(argv):
     if "frame" in only:
         frame_change_grid(envfx, side, args.frames, args.frame_rounds)
         if args.props > 0:
-            frame_change_props(envfx, args.props, args.frames, args.frame_rounds)
+            frame_change_props(envfx, args.props, args.props_frames, args.props_rounds)
     if "forced" not in only:
         return 0
     bpy.ops.wm.read_homefile(app_template="", use_empty=True)
