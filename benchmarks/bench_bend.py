@@ -336,6 +336,16 @@ def frame_change_grid(envfx, side, frames, rounds):
     envfx.operators.bend.add_bend(scene, [bent])
     ref = framebench.reference_scene(scene, [mesh])
     floors = floor_scenes(scene, mesh, frames)
+    # what the per-frame evaluation of the group's scene-setting drivers costs: a second scene bent the same way
+    # (Runner; its own group) whose drivers are muted (the values stay as they are)
+    muted = framebench.new_scene("Runner Drivers Muted", scene)
+    obj = bpy.data.objects.new("Bent Muted", mesh)
+    muted.collection.objects.link(obj)
+    keyed_pivot(muted, frames)
+    envfx.operators.bend.add_bend(muted, [obj])
+    for fc in envfx.shader_nodes.bend.group_for(muted).animation_data.drivers:
+        fc.mute = True
+    floors["runner_drivers_muted"] = muted
     s = scene.envfx.bend
     got = {case: {"effect": [], "reference": []} for case in (*CASES, *floors)}
     for _round in range(rounds):

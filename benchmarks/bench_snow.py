@@ -9,6 +9,9 @@ against a reference scene holding the same mesh with a bare time-dependent Set P
 frames stepped alternately, each round from a fresh simulation; one line per span of frames (the cost against the
 frame number: it grows as the trails spread) and one for the whole shot.
 
+``--only numpy_floor`` measures the floor of moving the snow from a numpy frame handler instead (writing every
+vertex's position with ``foreach_set``, nothing computed) by the same frame changes.
+
 The older measure (``--only trails``, "method": "frame_change_sequential", "quoted": false) follows.
 
 The trails are timed against the bare Set Position in interleaved rounds (the machine is shared): ``ratio`` is the
@@ -146,6 +149,40 @@ def bench_shot(n_side, n_actors, frames, rounds, bins):
              actors=n_actors, shot_frames=frames, rounds=rounds, **span, target_ratio=3.0)
     emit(bench="trails_shot", vertices=n_side * n_side, actors=n_actors, shot_frames=frames,
          **framebench.summary(got), worst_span_ratio=max(sp["ratio_median"] for sp in spans), target_ratio=3.0)
+    bpy.data.scenes.remove(ref)
+
+
+def bench_numpy_floor(n_side, frames, rounds):
+    """The floor of moving the snow from Python instead of geometry nodes (a numpy trail state updated by a frame
+    handler): a frame_change_pre handler that only writes every vertex's position (rest + a frame-dependent lift,
+    one numpy add) with ``foreach_set`` and tags the mesh, nothing computed, against the reference scene."""
+    import bpy
+    import framebench
+
+    bpy.ops.wm.read_homefile(app_template="", use_empty=True)
+    scene = bpy.context.scene
+    scene.frame_start, scene.frame_end = 1, frames + 1
+    mesh = framebench.grid_mesh("Snow", n_side)
+    ref = framebench.reference_scene(scene, [mesh.copy()])
+    obj = bpy.data.objects.new("Written", mesh)
+    scene.collection.objects.link(obj)
+    rest = np.empty(3 * len(mesh.vertices), np.float32)
+    mesh.attributes["position"].data.foreach_get("vector", rest)
+    lift = np.zeros_like(rest)
+    lift[2::3] = 1.0
+
+    def write(sc, *_args):
+        if sc != scene:
+            return
+        mesh.attributes["position"].data.foreach_set("vector", rest + np.float32(1e-4 * sc.frame_current) * lift)
+        mesh.update_tag()
+
+    bpy.app.handlers.frame_change_pre.append(write)
+    try:
+        got = framebench.frame_change(scene, ref, range(1, frames + 2), rounds)
+    finally:
+        bpy.app.handlers.frame_change_pre.remove(write)
+    emit(bench="trails_numpy_handler_floor", vertices=n_side * n_side, **framebench.summary(got))
     bpy.data.scenes.remove(ref)
 
 
@@ -410,6 +447,8 @@ def main():
     if "shot" in only:
         bench_shot(100 if args.quick else 1000, 32, 10 if args.quick else args.shot_frames,
                    2 if args.quick else args.shot_rounds, args.shot_bins)
+    if "numpy_floor" in only:
+        bench_numpy_floor(100 if args.quick else 1000, 5 if args.quick else args.frames, 2 if args.quick else 5)
     if "trails" in only:
         for layout in args.layout.split(","):
             for camera in args.camera.split(","):
