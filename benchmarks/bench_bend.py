@@ -1,8 +1,17 @@
 """Per-frame cost of the world bend on a 1M-vertex mesh against a bare geometry-nodes Set Position.
 
 usage: $(tools/venv.sh 5.0) benchmarks/bench_bend.py [--verts 1000000] [--repeats 15] [--rounds 7]
-       [--objects 1000]
-Prints one JSON line per mode (PLANET with and without a flat spread): median seconds per evaluation of the
+       [--objects 1000] [--frames 40] [--frame-rounds 9] [--props 5000] [--props-frames 10]
+       [--props-rounds 3] [--only frame,forced]
+
+The quoted measure is by frame changes (``framebench``, the lines with "method": "frame_change", "quoted": true):
+the bent grid's scene, its pivot keyed to walk along the forward axis, against a reference scene holding the same
+grid with a bare time-dependent Set Position, their frames stepped alternately (``scene.frame_set``: animation,
+drivers, frame handlers, the dependency graph, as playback pays them), the modes taking turns round after round;
+then a level of --props small bent props (4 vertices each) against the same props with the reference modifier.
+
+The forced-update lines ("method": "forced_update", "quoted": false) are the older measure, kept beside it:
+one JSON line per mode (PLANET with and without a flat spread): median seconds per evaluation of the
 bend and of the bare Set Position (interleaved frame by frame in the same run), and their ratio: the median
 over --rounds rounds, in which the modes take turns, of each round's ratio (with its min and max).
 Re-evaluation is forced the way playback does it: the pivot moves (bend) or the object is tagged (bare), then
@@ -26,6 +35,15 @@ import bpy
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tests", "blender"))
+sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+
+import framebench  # noqa: E402  (benchmarks/ is on the path from here)
+
+# (mode, spread, enabled): PLANET twice, with the default flat spread (a square root per vertex) and without one;
+# last the bend switched off (scene.envfx.bend.enabled): the geometry should pass through
+CASES = (("RUNNER", 2.0, True), ("RUNNER_2AXIS", 2.0, True), ("PLANET", 2.0, True), ("PLANET", 0.0, True),
+         ("CYLINDER", 2.0, True), ("RUNNER", 2.0, False))
+TARGETS = {"RUNNER": 1.25, "CYLINDER": 1.25, "RUNNER_2AXIS": 1.35, "PLANET": 1.35}
 
 
 def enable():
@@ -133,7 +151,7 @@ def root_cost(side, repeats, rounds):
     print(json.dumps({
         "bench": "per_vertex_sqrt_cost", "blender": bpy.app.version_string, "vertices": side * side,
         "bare_set_position_s": round(bare, 5), "dot_abs_s": round(with_abs, 5), "dot_sqrt_s": round(with_sqrt, 5),
-        "sqrt_cost_of_bare": round((with_sqrt - with_abs) / bare, 3),
+        "method": "forced_update", "quoted": False, "sqrt_cost_of_bare": round((with_sqrt - with_abs) / bare, 3),
         "offset_floor_ratio": round(with_abs / bare, 3),
         "loadavg_1min": round(os.getloadavg()[0], 2), "cpus": os.cpu_count(),
     }), flush=True)
@@ -192,7 +210,8 @@ def many_objects(envfx, count, repeats, rounds):
             got["bend"].append(frame_time(bent, plain))
         plain_s, bend_s = statistics.median(got["plain"]), statistics.median(got["bend"])
         print(json.dumps({
-            "bench": "bend_many_objects", "blender": bpy.app.version_string, "mode": mode, "objects": count,
+            "bench": "bend_many_objects", "method": "forced_update", "quoted": False,
+            "blender": bpy.app.version_string, "mode": mode, "objects": count,
             "vertices_each": 4, "bend_frame_s": round(bend_s, 5), "follow_pivot_frame_s": round(plain_s, 5),
             "ratio": round(bend_s / plain_s, 3), "extra_per_object_us": round((bend_s - plain_s) / count * 1e6, 2),
             "loadavg_1min": round(os.getloadavg()[0], 2), "cpus": os.cpu_count(),
@@ -201,16 +220,228 @@ def many_objects(envfx, count, repeats, rounds):
         bpy.data.objects.remove(obj)
 
 
+def keyed_empty(scene, frames: int, name: str = "Pivot"):
+    """An Empty keyed to walk 0.05 m a frame diagonally (along either horizontal axis) from frame 1."""
+    empty = bpy.data.objects.new(name, None)
+    scene.collection.objects.link(empty)
+    empty.location = (0.0, 0.0, 0.0)
+    empty.keyframe_insert("location", frame=1)
+    empty.location = (0.05 * frames, 0.05 * frames, 0.0)
+    empty.keyframe_insert("location", frame=frames + 1)
+    return empty
+
+
+def keyed_pivot(scene, frames: int):
+    """The bend's pivot, a keyed Empty (``keyed_empty``)."""
+    scene.envfx.bend.pivot = keyed_empty(scene, frames)
+    return scene.envfx.bend.pivot
+
+
+def _floor_group(kind):
+    """A time-dependent Set Position doing the least per vertex: ``one_op``, one vector operation on the position
+    (the offset is the position scaled by the scene time); ``runner_ops``, the Runner's per-vertex operations
+    with constant per-object values (dot, add, absolute, subtract, maximum, square, scale)."""
+    tree = framebench.reference_group().copy()
+    tree.name = f"Floor {kind}"
+    nodes, links = tree.nodes, tree.links
+    sp = next(n for n in nodes if n.bl_idname == "GeometryNodeSetPosition")
+    seconds = next(n for n in nodes if n.bl_idname == "GeometryNodeInputSceneTime").outputs["Seconds"]
+    pos = nodes.new("GeometryNodeInputPosition").outputs[0]
+    if kind == "one_op":
+        v = nodes.new("ShaderNodeVectorMath")
+        v.operation = "SCALE"
+        links.new(pos, v.inputs[0])
+        links.new(seconds, v.inputs["Scale"])
+        links.new(v.outputs["Vector"], sp.inputs["Offset"])
+        return tree
+    d = nodes.new("ShaderNodeVectorMath")
+    d.operation = "DOT_PRODUCT"
+    d.inputs[1].default_value = (0.0, 1.0, 0.0)
+    links.new(pos, d.inputs[0])
+    prev = d.outputs["Value"]
+    for op, value in (("ADD", None), ("ABSOLUTE", None), ("SUBTRACT", 2.0), ("MAXIMUM", 0.0)):
+        m = nodes.new("ShaderNodeMath")
+        m.operation = op
+        links.new(prev, m.inputs[0])
+        if op == "ADD":
+            links.new(seconds, m.inputs[1])
+        elif value is not None:
+            m.inputs[1].default_value = value
+        prev = m.outputs[0]
+    sq = nodes.new("ShaderNodeMath")
+    sq.operation = "MULTIPLY"
+    links.new(prev, sq.inputs[0])
+    links.new(prev, sq.inputs[1])
+    v = nodes.new("ShaderNodeVectorMath")
+    v.operation = "SCALE"
+    v.inputs[0].default_value = (0.0, 0.0, -1e-3)
+    links.new(sq.outputs[0], v.inputs["Scale"])
+    links.new(v.outputs["Vector"], sp.inputs["Offset"])
+    return tree
+
+
+def _displace_scene(like, mesh, frames):
+    """Another way Blender moves vertices per frame: a Displace modifier sampling a static 1D float image of the
+    Runner's drop (a max(0, |u| - s)^2) at the vertex seen from a keyed Empty (texture coordinates Object), so
+    nothing is updated per frame but the Empty's transform."""
+    import numpy as np
+
+    scene = framebench.new_scene("Displace", like)
+    img = bpy.data.images.new("Drop", 4096, 1, float_buffer=True)
+    u = np.linspace(-100.0, 100.0, 4096, dtype=np.float32)
+    drop = 0.002 * np.maximum(np.abs(u) - 2.0, 0.0) ** 2
+    img.pixels.foreach_set(np.repeat(drop, 4).astype(np.float32))
+    tex = bpy.data.textures.new("Drop", "IMAGE")
+    tex.image = img
+    tex.extension = "EXTEND"
+    empty = bpy.data.objects.new("Displace Pivot", None)
+    scene.collection.objects.link(empty)
+    empty.scale = (100.0, 100.0, 100.0)
+    empty.location = (0.0, 0.0, 0.0)
+    empty.keyframe_insert("location", frame=1)
+    empty.location = (0.05 * frames, 0.05 * frames, 0.0)
+    empty.keyframe_insert("location", frame=frames + 1)
+    obj = bpy.data.objects.new("Displaced", mesh)
+    mod = obj.modifiers.new("Displace", "DISPLACE")
+    mod.texture, mod.texture_coords, mod.texture_coords_object = tex, "OBJECT", empty
+    mod.direction, mod.space, mod.strength, mod.mid_level = "Z", "GLOBAL", -1.0, 0.0
+    scene.collection.objects.link(obj)
+    return scene
+
+
+def floor_scenes(like, mesh, frames):
+    """{name: scene} of the floors measured beside the bend: the least a Set Position computing its offset per
+    vertex costs, the Runner's per-vertex operations alone, and a Displace modifier with a static image."""
+    out = {}
+    for kind in ("one_op", "runner_ops"):
+        scene = framebench.new_scene(f"Floor {kind}", like)
+        obj = bpy.data.objects.new(f"Floor {kind}", mesh)
+        obj.modifiers.new(kind, "NODES").node_group = _floor_group(kind)
+        scene.collection.objects.link(obj)
+        out[f"floor_{kind}"] = scene
+    out["displace_image"] = _displace_scene(like, mesh, frames)
+    return out
+
+
+def frame_change_grid(envfx, side, frames, rounds):
+    """One JSON line per case of CASES: the bent grid's frame changes against the reference scene's
+    (``framebench``); the cases take turns round after round."""
+    bpy.ops.wm.read_homefile(app_template="", use_empty=True)
+    scene = bpy.context.scene
+    scene.frame_start, scene.frame_end = 1, frames + 1
+    mesh = framebench.grid_mesh("Grid", side)
+    bent = bpy.data.objects.new("Bent", mesh)
+    scene.collection.objects.link(bent)
+    keyed_pivot(scene, frames)
+    envfx.operators.bend.add_bend(scene, [bent])
+    ref = framebench.reference_scene(scene, [mesh])
+    floors = floor_scenes(scene, mesh, frames)
+    # what the per-frame evaluation of the group's scene-setting drivers costs: a second scene bent the same way
+    # (Runner; its own group) whose drivers are muted (the values stay as they are)
+    muted = framebench.new_scene("Runner Drivers Muted", scene)
+    obj = bpy.data.objects.new("Bent Muted", mesh)
+    muted.collection.objects.link(obj)
+    keyed_pivot(muted, frames)
+    envfx.operators.bend.add_bend(muted, [obj])
+    for fc in envfx.shader_nodes.bend.group_for(muted).animation_data.drivers:
+        fc.mute = True
+    floors["runner_drivers_muted"] = muted
+    s = scene.envfx.bend
+    got = {case: {"effect": [], "reference": []} for case in (*CASES, *floors)}
+    for _round in range(rounds):
+        for case in (*CASES, *floors):
+            if case in floors:
+                effect = floors[case]
+            else:
+                effect = scene
+                s.mode, s.spread, s.enabled = case
+            res = framebench.frame_change(effect, ref, range(1, frames + 2), 1)
+            for key in ("effect", "reference"):
+                got[case][key] += res[key]
+            got[case]["frames"] = res["frames"]
+    for name in floors:
+        framebench.emit(bench="bend_floor_per_frame", floor=name, vertices=side * side,
+                        **framebench.summary(got.pop(name)))
+    for (mode, spread, enabled), res in got.items():
+        framebench.emit(bench="bend_per_frame", mode=mode, spread=spread, enabled=enabled, vertices=side * side,
+                        **framebench.summary(res), target_ratio=TARGETS[mode] if enabled else None)
+    for other in (ref, *floors.values()):
+        bpy.data.scenes.remove(other)
+
+
+def frame_change_props(envfx, count, frames, rounds):
+    """One JSON line per mode: a level of ``count`` small props (4 vertices, one shared mesh, the common case of
+    a game level) bent, against the same props with the reference modifier, by frame changes."""
+    bpy.ops.wm.read_homefile(app_template="", use_empty=True)
+    scene = bpy.context.scene
+    scene.frame_start, scene.frame_end = 1, frames + 1
+    mesh = framebench.grid_mesh("Prop", 2, size=1.0)
+    cols = int(count ** 0.5) + 1
+    locations = [(2.0 * (i % cols), 2.0 * (i // cols), 0.0) for i in range(count)]
+    props = []
+    for i, loc in enumerate(locations):
+        obj = bpy.data.objects.new(f"Prop {i}", mesh)
+        obj.location = loc
+        scene.collection.objects.link(obj)
+        props.append(obj)
+    keyed_pivot(scene, frames)
+    envfx.operators.bend.add_bend(scene, props)
+    ref = framebench.reference_scene(scene, [mesh] * count, locations=locations)
+    # the floor of any bend of many props: the props with a minimal modifier that reads the (keyed) pivot's
+    # location, in a third scene with its own keyed pivot
+    floor = framebench.new_scene("Follow Pivot", scene)
+    floor_pivot = keyed_empty(floor, frames, "Floor Pivot")
+    follow = pivot_group(floor_pivot)
+    for i, loc in enumerate(locations):
+        obj = bpy.data.objects.new(f"Follow {i}", mesh)
+        obj.location = loc
+        obj.modifiers.new("Follow", "NODES").node_group = follow
+        floor.collection.objects.link(obj)
+    s = scene.envfx.bend
+    modes = ("RUNNER", "RUNNER_2AXIS", "PLANET", "CYLINDER", "follow_pivot")
+    got = {mode: {"effect": [], "reference": []} for mode in modes}
+    for _round in range(rounds):
+        for mode in modes:
+            if mode != "follow_pivot":
+                s.mode = mode
+            effect = floor if mode == "follow_pivot" else scene
+            res = framebench.frame_change(effect, ref, range(1, frames + 2), 1)
+            for key in ("effect", "reference"):
+                got[mode][key] += res[key]
+            got[mode]["frames"] = res["frames"]
+    for mode, res in got.items():
+        out = framebench.summary(res)
+        bench = "bend_props_per_frame" if mode != "follow_pivot" else "bend_props_floor"
+        framebench.emit(bench=bench, mode=mode, objects=count, vertices_each=4, **out,
+                        extra_per_object_us=round((out["effect_s"] - out["reference_s"]) / count * 1e6, 2),
+                        target_ratio=1.5)
+    for other in (ref, floor):
+        bpy.data.scenes.remove(other)
+
+
 def main(argv):
     parser = argparse.ArgumentParser()
     parser.add_argument("--verts", type=int, default=1_000_000)
     parser.add_argument("--repeats", type=int, default=15)
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--objects", type=int, default=1000, help="props in the many-objects line (0: skip it)")
+    parser.add_argument("--frames", type=int, default=40, help="frames per round of the frame-change measure")
+    parser.add_argument("--frame-rounds", type=int, default=9, help="rounds of the frame-change measure")
+    parser.add_argument("--props", type=int, default=5000, help="props of the frame-change level (0: skip it)")
+    parser.add_argument("--props-frames", type=int, default=10, help="frames per round of the props level")
+    parser.add_argument("--props-rounds", type=int, default=3, help="rounds of the props level")
+    parser.add_argument("--only", default="frame,forced", help="frame (frame changes), forced (forced updates)")
     args = parser.parse_args(argv)
     envfx = enable()
-    bpy.ops.wm.read_homefile(app_template="", use_empty=True)
     side = int(round(args.verts ** 0.5))
+    only = args.only.split(",")
+    if "frame" in only:
+        frame_change_grid(envfx, side, args.frames, args.frame_rounds)
+        if args.props > 0:
+            frame_change_props(envfx, args.props, args.props_frames, args.props_rounds)
+    if "forced" not in only:
+        return 0
+    bpy.ops.wm.read_homefile(app_template="", use_empty=True)
     root_cost(side, args.repeats, args.rounds)
     scene = bpy.context.scene
     bare = grid("Bare", side)
@@ -223,10 +454,7 @@ def main(argv):
     s.pivot = pivot
     envfx.operators.bend.add_bend(scene, [bent])
     dg = bpy.context.evaluated_depsgraph_get()
-    # PLANET twice: with the default flat spread (a square root per vertex) and without one (none); last the
-    # bend switched off (scene.envfx.bend.enabled): the geometry should pass through
-    cases = (("RUNNER", 2.0, True), ("RUNNER_2AXIS", 2.0, True), ("PLANET", 2.0, True), ("PLANET", 0.0, True),
-             ("CYLINDER", 2.0, True), ("RUNNER", 2.0, False))
+    cases = CASES
     samples = {case: {"bare": [], "bend": [], "ratio": []} for case in cases}
     # the cases take turns round after round, so a slow spell of the machine touches every case alike; within a
     # round the bare and the bent mesh alternate frame by frame and the round's ratio is of their medians
@@ -254,7 +482,8 @@ def main(argv):
     for (mode, spread, enabled), got in samples.items():
         s.mode, s.spread = mode, spread
         print(json.dumps({
-            "bench": "bend_per_frame", "blender": bpy.app.version_string, "mode": mode, "spread": spread,
+            "bench": "bend_per_frame", "method": "forced_update", "quoted": False,
+            "blender": bpy.app.version_string, "mode": mode, "spread": spread,
             "enabled": enabled,
             "strength": round(s.strength, 4), "side_strength": round(s.side_strength, 4), "vertices": side * side,
             "repeats": args.repeats, "rounds": args.rounds, "bend_s": round(statistics.median(got["bend"]), 5),

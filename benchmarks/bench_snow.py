@@ -1,7 +1,18 @@
 """Snow benchmarks (JSON lines): live trails per frame vs a bare Set Position, buffer bake, cover generation, the
 actors' snow coverage per frame on flat and on bent snow (``--only coverage``).
 
-Run with a venv python that has bpy: ``python benchmarks/bench_snow.py [--quick] [--only trails]``.
+Run with a venv python that has bpy: ``python benchmarks/bench_snow.py [--quick] [--only shot,trails]``.
+
+The quoted measure of the trails is ``--only shot`` (lines "method": "frame_change", "quoted": true): a shot of
+``--shot-frames`` frames (250) in which 32 actors walk across the whole 1M-vertex snow field, the snow's scene
+against a reference scene holding the same mesh with a bare time-dependent Set Position (``framebench``), their
+frames stepped alternately, each round from a fresh simulation; one line per span of frames (the cost against the
+frame number: it grows as the trails spread) and one for the whole shot.
+
+``--only numpy_floor`` measures the floor of moving the snow from a numpy frame handler instead (writing every
+vertex's position with ``foreach_set``, nothing computed) by the same frame changes.
+
+The older measure (``--only trails``, "method": "frame_change_sequential", "quoted": false) follows.
 
 The trails are timed against the bare Set Position in interleaved rounds (the machine is shared): ``ratio`` is the
 median of the rounds' ratios of median frame times, ``ratio_min`` the best trails frame over the best bare frame;
@@ -24,6 +35,7 @@ import numpy as np
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, "tests", "blender"))
+sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 
 
 def emit(**kw):
@@ -77,6 +89,101 @@ def _use(obj, tree):
         obj.modifiers.remove(m)
     mod = obj.modifiers.new(tree.name, "NODES")
     mod.node_group = tree
+
+
+def walk_across(bpy, collection, n_actors, frames, size, seed=0):
+    """``n_actors`` Empties keyed to walk across the whole snow field (``size`` metres square, centred) from frame 1
+    to ``frames`` + 1: half from the west edge to the east one, half from the south to the north, each at its own
+    random offset and with a random sideways drift, so the trails end up over all of it."""
+    rng = np.random.default_rng(seed)
+    half = 0.48 * size
+    for i in range(n_actors):
+        a = bpy.data.objects.new(f"Walker{i:02d}", None)
+        a.empty_display_size = 0.5
+        collection.objects.link(a)
+        across = rng.uniform(-half, half)
+        drift = rng.uniform(-0.1, 0.1) * size
+        start, end = np.array([-half, across]), np.array([half, np.clip(across + drift, -half, half)])
+        if i % 2:
+            start, end = start[::-1], end[::-1]
+        a.location = (*start, 0.3)
+        a.keyframe_insert("location", frame=1)
+        a.location = (*end, 0.3)
+        a.keyframe_insert("location", frame=frames + 1)
+
+
+def bench_shot(n_side, n_actors, frames, rounds, bins):
+    """The trails over a shot of ``frames`` frames (32 actors walking across the whole snow) by frame changes,
+    against the reference scene (``framebench``); every round restarts the simulation (the trails removed and
+    given again, untimed), so each computes the shot afresh."""
+    import bpy
+    import conftest
+    import framebench
+
+    envfx = conftest.enable_addon()
+    bpy.ops.wm.read_homefile(app_template="", use_empty=True)
+    scene = bpy.context.scene
+    size = 100.0
+    mesh = grid_mesh(bpy, "Snow", n_side, size)
+    snow = bpy.data.objects.new("Snow", mesh)
+    snow["envfx_snow"] = 0
+    scene.collection.objects.link(snow)
+    actors = bpy.data.collections.new("Actors")
+    scene.collection.children.link(actors)
+    walk_across(bpy, actors, n_actors, frames, size)
+    scene.envfx.snow.actors = actors
+    scene.frame_start, scene.frame_end = 1, frames + 1
+    scene.frame_set(1)
+    ref = framebench.reference_scene(scene, [mesh])
+
+    def restart(_round):
+        scene.frame_set(1)
+        envfx.operators.snow.remove_trails([snow], scene)
+        envfx.operators.snow.add_trails(scene, [snow])
+        bpy.context.view_layer.update()
+
+    got = framebench.frame_change(scene, ref, range(1, frames + 2), rounds, before_round=restart)
+    spans = framebench.per_frame(got, bins)
+    for span in spans:
+        emit(bench="trails_shot_per_frame", method="frame_change", quoted=True, vertices=n_side * n_side,
+             actors=n_actors, shot_frames=frames, rounds=rounds, **span, target_ratio=3.0)
+    emit(bench="trails_shot", vertices=n_side * n_side, actors=n_actors, shot_frames=frames,
+         **framebench.summary(got), worst_span_ratio=max(sp["ratio_median"] for sp in spans), target_ratio=3.0)
+    bpy.data.scenes.remove(ref)
+
+
+def bench_numpy_floor(n_side, frames, rounds):
+    """The floor of moving the snow from Python instead of geometry nodes (a numpy trail state updated by a frame
+    handler): a frame_change_pre handler that only writes every vertex's position (rest + a frame-dependent lift,
+    one numpy add) with ``foreach_set`` and tags the mesh, nothing computed, against the reference scene."""
+    import bpy
+    import framebench
+
+    bpy.ops.wm.read_homefile(app_template="", use_empty=True)
+    scene = bpy.context.scene
+    scene.frame_start, scene.frame_end = 1, frames + 1
+    mesh = framebench.grid_mesh("Snow", n_side)
+    ref = framebench.reference_scene(scene, [mesh.copy()])
+    obj = bpy.data.objects.new("Written", mesh)
+    scene.collection.objects.link(obj)
+    rest = np.empty(3 * len(mesh.vertices), np.float32)
+    mesh.attributes["position"].data.foreach_get("vector", rest)
+    lift = np.zeros_like(rest)
+    lift[2::3] = 1.0
+
+    def write(sc, *_args):
+        if sc != scene:
+            return
+        mesh.attributes["position"].data.foreach_set("vector", rest + np.float32(1e-4 * sc.frame_current) * lift)
+        mesh.update_tag()
+
+    bpy.app.handlers.frame_change_pre.append(write)
+    try:
+        got = framebench.frame_change(scene, ref, range(1, frames + 2), rounds)
+    finally:
+        bpy.app.handlers.frame_change_pre.remove(write)
+    emit(bench="trails_numpy_handler_floor", vertices=n_side * n_side, **framebench.summary(got))
+    bpy.data.scenes.remove(ref)
 
 
 def bench_trails(n_side, n_actors, frames, rounds=3, layout="cells", puffs=False, camera="none"):
@@ -208,7 +315,8 @@ def bench_trails(n_side, n_actors, frames, rounds=3, layout="cells", puffs=False
     tree.links.new(sp.outputs[0], go.inputs[0])
     scene.frame_set(1)
     state_floor, _ = _time_frames(scene, frames)
-    emit(bench="trails_per_frame", layout=layout, puffs=puffs, camera=camera, vertices=n_side * n_side,
+    emit(bench="trails_per_frame", method="frame_change_sequential", quoted=False,
+         layout=layout, puffs=puffs, camera=camera, vertices=n_side * n_side,
          actors=n_actors, frames=frames,
          rounds=rounds,
          trails_s=round(trails, 4), bare_set_position_s=round(bare, 4),
@@ -316,7 +424,10 @@ def bench_coverage(n_side, n_actors, frames, rounds=3):
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--quick", action="store_true", help="small sizes (a smoke run)")
-    p.add_argument("--only", default="trails,bake,cover,coverage")
+    p.add_argument("--only", default="shot,trails,bake,cover,coverage")
+    p.add_argument("--shot-frames", type=int, default=250, help="frames of the shot (--only shot)")
+    p.add_argument("--shot-rounds", type=int, default=5, help="rounds of the shot, each from a fresh simulation")
+    p.add_argument("--shot-bins", type=int, default=10, help="spans of frames the shot's cost is reported in")
     p.add_argument("--rounds", type=int, default=5, help="interleaved bare/trails rounds of the trails bench")
     p.add_argument("--frames", type=int, default=20, help="frames per round of the trails bench")
     p.add_argument("--puffs", action="store_true", help="trails with snow puffs on (default: off, as in a new scene)")
@@ -333,6 +444,11 @@ def main():
     if "coverage" in only:
         bench_coverage(100 if args.quick else 1000, 4 if args.quick else 32, 5 if args.quick else args.frames,
                        2 if args.quick else 3)
+    if "shot" in only:
+        bench_shot(100 if args.quick else 1000, 32, 10 if args.quick else args.shot_frames,
+                   2 if args.quick else args.shot_rounds, args.shot_bins)
+    if "numpy_floor" in only:
+        bench_numpy_floor(100 if args.quick else 1000, 5 if args.quick else args.frames, 2 if args.quick else 5)
     if "trails" in only:
         for layout in args.layout.split(","):
             for camera in args.camera.split(","):

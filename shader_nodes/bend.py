@@ -26,7 +26,7 @@ from . import common
 
 GROUP_NAME = "EnvFX Bend"
 KIND = "bend"  # one group per scene (common.ensure_scene_group)
-VERSION = 11
+VERSION = 12
 
 # Value nodes driven from scene.envfx.bend.<prop>
 DRIVEN = {
@@ -84,9 +84,7 @@ def _build(tree, mode: str, axis: str):
         b.feed(node.inputs["Direction"], vec)
         return node.outputs[0]
 
-    origin = b.node("FunctionNodeTransformPoint", "Object Origin")
-    origin.inputs["Vector"].default_value = (0.0, 0.0, 0.0)
-    b.link(matrix, origin.inputs["Transform"])
+    origin = self_info.outputs["Location"]  # the matrix's translation
     down = b.node("FunctionNodeTransformDirection", "Down Local")
     down.inputs["Direction"].default_value = (0.0, 0.0, -1.0)
     b.link(invert.outputs[0], down.inputs["Transform"])
@@ -94,19 +92,24 @@ def _build(tree, mode: str, axis: str):
     f_vec, side_vec = core_bend.axis_vectors(axis)
     f_vec = tuple(float(v) for v in f_vec)
     side_vec = tuple(float(v) for v in side_vec)
-    # centre = pivot + offset * forward; rel_origin = object origin - centre (world)
-    offset_vec = b.vmath("SCALE", b.vector("Forward", f_vec), scale=values["Horizon Offset"], label="Offset Vec")
-    centre = b.vmath("ADD", pivot_loc, offset_vec, label="Centre")
-    rel_origin = b.vmath("SUBTRACT", origin.outputs[0], centre, label="Origin Rel")
+    # centre = pivot + offset * forward; rel_origin = object origin - centre (world) = (origin - pivot) + offset *
+    # (-forward): one multiply-add (the offset, a single value, is read as (offset, offset, offset)). Every node
+    # here is evaluated once per object, and in a level of many small props that is what the bend costs
+    rel = b.node("ShaderNodeVectorMath", "Origin Rel", operation="MULTIPLY_ADD")
+    rel.inputs[0].default_value = tuple(-v for v in f_vec)
+    b.link(values["Horizon Offset"], rel.inputs[1])
+    b.link(b.vmath("SUBTRACT", origin, pivot_loc, label="Origin From Pivot"), rel.inputs[2])
+    rel_origin = rel.outputs["Vector"]
 
-    strength = b.math("MULTIPLY", values["Strength"], values["Enabled"], label="Strength On")
-    side_strength = b.math("MULTIPLY", values["Side Strength"], values["Enabled"], label="Side Strength On")
+    # switched off, the group passes the geometry through (the switch below): the strengths need no factor
+    strength = values["Strength"]
+    side_strength = values["Side Strength"]
     position = b.node("GeometryNodeInputPosition", "Position").outputs[0]
 
     def axis_falloff(vec, spread, tag, k=None):
         """max(0, |dot(world - centre, vec)| - spread) per vertex, with the object-space axis; with a per-object
         factor ``k`` >= 0 it is k times that (axis and spread scaled by k once per object)."""
-        axis = b.vector(f"{tag} Axis", vec)
+        axis = vec  # a constant: the sockets' own value, no node
         if k is not None:
             axis = b.vmath("SCALE", axis, scale=k, label=f"{tag} Axis Scaled")
             spread = b.math("MULTIPLY", spread, k, label=f"{tag} Spread Scaled")
@@ -128,6 +131,7 @@ def _build(tree, mode: str, axis: str):
         amount, down_scaled = _two_axes(b, axis_falloff, squared, f_vec, side_vec, values, strength, side_strength,
                                         down.outputs[0])
     elif mode == "PLANET":
+        centre = b.vmath("SUBTRACT", origin, rel_origin, label="Centre")
         amount = _planet_amount(b, to_local_direction, rel_origin, position, matrix, invert, centre, values["Spread"])
         down_scaled = b.vmath("SCALE", down.outputs[0], scale=strength, label="Down Scaled")
     else:
@@ -139,9 +143,8 @@ def _build(tree, mode: str, axis: str):
     b.link(offset, set_pos.inputs["Offset"])
     # switched off (scene.envfx.bend.enabled), the geometry passes through: no vertex is computed at all; so does
     # an object whose matrix has no object-space "down" (scaled to nothing on an axis, its own or a parent's)
-    enabled = b.compare("GREATER_THAN", values["Enabled"], 0.5, data_type="FLOAT", label="Is Enabled")
     bends = b.node("FunctionNodeBooleanMath", "Enabled And Bendable", operation="AND")
-    b.link(enabled, bends.inputs[0])
+    b.link(values["Enabled"], bends.inputs[0])  # 0 or 1, read as a boolean (> 0)
     b.link(_bendable(b, self_info.outputs["Scale"], down.outputs[0]), bends.inputs[1])
     b.link(b.switch("On Off", bends.outputs[0], set_pos.outputs[0], group_in.outputs[0], "GEOMETRY"),
            group_out.inputs[0])
@@ -192,7 +195,7 @@ def _planet_radius_sq_general(b, to_local_direction, rel_origin, position):
     per-vertex matrix product measures ~4x slower than a dot product in geometry nodes)."""
     def horizontal(vec, tag):
         a_local = to_local_direction(vec, f"{tag} Axis Local")
-        c0 = b.vmath("DOT_PRODUCT", rel_origin, b.vector(f"{tag} Axis", vec), label=f"{tag} C0")
+        c0 = b.vmath("DOT_PRODUCT", rel_origin, vec, label=f"{tag} C0")
         return b.math("ADD", b.vmath("DOT_PRODUCT", position, a_local, label=f"{tag} Dot"), c0, label=tag)
 
     x = horizontal((1.0, 0.0, 0.0), "X")
