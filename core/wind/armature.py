@@ -9,9 +9,10 @@ From bone heads, tails and parents (armature space or world space, all alike) an
   turn away from its parent (within about 37 degrees, ``TRUNK_TURN``; a root lying flat, as a game rig's "root"
   bone, is continued by a child pointing up). Trunk bones give B = 0 and G = 0.
 - B grows along every bone chain from where it leaves the trunk: a bone's head starts at its parent's B at the
-  point of the parent nearest to it (0 on the trunk), and B grows with the distance along the bone. A vertex takes
-  the weighted mean, over its bones, of B at its projection onto each bone; the result is normalised over the
-  asset (1 at the farthest tip), as the geometric bake's is.
+  point of the parent nearest to it (0 on the trunk), and B grows with the distance along the bone (up to its
+  tail, or to the farthest vertex it mostly holds when that is beyond: tails of end bones are guesses after an
+  import). A vertex takes the weighted mean, over its bones, of B at its projection onto each bone; the result is
+  normalised over the asset (1 at the farthest tip), as the geometric bake's is.
 - G: one phase per first-level branch bone (a bone whose parent is the trunk and that is not the trunk), the
   geometric bake's golden-ratio sequence in bone order, inherited by everything below it. A vertex takes the phase
   of its heaviest non-trunk bone (0 when only trunk bones hold it).
@@ -172,6 +173,14 @@ def armature_wind(positions, heads, tails, parents, weights, chunk: int = 8192) 
     tree = bone_tree(h, t, par)
     vec = t - h
     unit = vec / np.maximum(tree.length, 1e-12)[:, None]
+    # a bone reaches as far as the vertices it mostly holds: an end bone's tail is often only a guess (importers
+    # make one up from its parent, FBX and glTF store no tails), and leaves hang beyond it
+    reach = tree.length.copy()
+    top = np.argmax(w, axis=1)
+    mostly = weighted & (w[np.arange(n), top] >= 0.5)
+    if mostly.any():
+        proj = ((p[mostly] - h[top[mostly]]) * unit[top[mostly]]).sum(1)
+        np.maximum.at(reach, top[mostly], proj)
     branch_raw = np.zeros(n)
     phase = np.zeros(n)
     used = np.nonzero(w.any(0) & ~tree.trunk)[0]  # trunk bones add B 0
@@ -180,7 +189,7 @@ def armature_wind(positions, heads, tails, parents, weights, chunk: int = 8192) 
         ws = w[sl]
         if len(used):
             wu = ws[:, used].astype(np.float64)
-            b = tree.b_head[used][None] + _along(p[sl], h, unit, tree.length, used)
+            b = tree.b_head[used][None] + _along(p[sl], h, unit, reach, used)
             branch_raw[sl] = (wu * b).sum(1) / np.maximum(ws.sum(1), 1e-12)
             heavy = np.argmax(wu, axis=1)
             has = wu[np.arange(len(wu)), heavy] > 0
@@ -188,8 +197,7 @@ def armature_wind(positions, heads, tails, parents, weights, chunk: int = 8192) 
     loose = np.nonzero(~weighted)[0]
     if len(loose):
         nearest = _nearest_bone(p[loose], h, t)
-        b = tree.b_head[nearest] + np.clip(((p[loose] - h[nearest]) * unit[nearest]).sum(1), 0.0,
-                                           tree.length[nearest])
+        b = tree.b_head[nearest] + np.clip(((p[loose] - h[nearest]) * unit[nearest]).sum(1), 0.0, reach[nearest])
         branch_raw[loose] = np.where(tree.trunk[nearest], 0.0, b)
         phase[loose] = tree.phase[nearest]
     bmax = float(branch_raw.max())
