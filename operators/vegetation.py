@@ -25,7 +25,7 @@ from .common import ObjectsResult, changeable, report_result
 COLORIZE_NODE = "EnvFX Colorize"
 VEGETATION_NODE = "EnvFX Vegetation"
 SURFACE_NODE = "EnvFX Vegetation Surface"
-NEUTRAL_KEY = "envfx_neutralised"  # material ID property: {image node name: original image name}
+NEUTRAL_KEY = "envfx_neutralised"  # material ID property: {image node name: the original image}
 SET_NAME = "EnvFX Colorize Set"
 WIND_ATTR = vegetation_nodes.WIND_ATTR
 
@@ -262,10 +262,9 @@ def _restore_images(mat):
     saved = mat.get(NEUTRAL_KEY)
     if not saved:
         return
-    for node_name, image_name in dict(saved).items():
+    for node_name, image in dict(saved).items():
         node = mat.node_tree.nodes.get(node_name) if mat.node_tree is not None else None
-        image = bpy.data.images.get(image_name)
-        if node is not None and image is not None and node.bl_idname == "ShaderNodeTexImage":
+        if node is not None and isinstance(image, bpy.types.Image) and node.bl_idname == "ShaderNodeTexImage":
             node.image = image
     del mat[NEUTRAL_KEY]
 
@@ -419,8 +418,10 @@ def neutralise_albedo(mat) -> bpy.types.Image:
     bridge.set_image_pixels(new, neutral)
     new.file_format = "OPEN_EXR"
     new.pack()
+    # the original, by pointer: the material's ID property is a user of it, so it is saved with the file while no
+    # node shows it
     saved = dict(mat.get(NEUTRAL_KEY, {}))
-    saved.setdefault(node.name, image.name)
+    saved.setdefault(node.name, image)
     mat[NEUTRAL_KEY] = saved
     node.image = new
     return new

@@ -380,7 +380,7 @@ def test_a_material_shared_with_other_objects_is_refused_or_copied(veg):
     assert _material_state(mat) == before
 
 
-@pytest.mark.parametrize("problem", ["missing", "not square", "no set"])
+@pytest.mark.parametrize("problem", ["missing", "file missing", "not square", "no set"])
 def test_bad_world_data_is_refused(veg, problem):
     scene = _empty_scene()
     _setup_colorize(veg, scene)
@@ -388,6 +388,14 @@ def test_bad_world_data_is_refused(veg, problem):
     if problem == "missing":
         s.world_data = None
         match = "world-data"
+    elif problem == "file missing":
+        img = bpy.data.images.new("Gone", 4, 4)
+        img.source = "FILE"
+        img.filepath = "//no_such_world_data.png"
+        img.reload()
+        assert tuple(img.size) == (0, 0)
+        s.world_data = img
+        match = "no pixels"
     elif problem == "not square":
         s.world_data = _float_image("Wide", np.zeros((8, 16), np.float32))
         match = "square"
@@ -430,3 +438,29 @@ def test_new_colorize_set_from_colours_and_from_an_image(veg):
     assert tuple(s.colorize_set.size) == (128, 8)
     with pytest.raises(RuntimeError, match="Nope"):
         bpy.ops.envfx.vegetation_new_set(source="IMAGE", image="Nope")
+
+
+def test_the_colorize_set_and_materials_survive_save_and_reopen(veg, save_and_reopen):
+    scene = _empty_scene()
+    _setup_colorize(veg, scene)
+    assert bpy.ops.envfx.vegetation_new_set() == {"FINISHED"}
+    want = veg.bridge.image_pixels(scene.envfx.vegetation.colorize_set).copy()
+    mat = _textured_material("Leaf")
+    before = _material_state(mat)
+    obj = _wind_plane(veg, "Tree", (0, 0, 0), mat)
+    for o in bpy.data.objects:
+        o.select_set(o == obj)
+    bpy.context.view_layer.objects.active = obj
+    assert bpy.ops.envfx.vegetation_apply() == {"FINISHED"}
+    assert bpy.ops.envfx.vegetation_neutralise() == {"FINISHED"}
+    save_and_reopen()
+    scene = bpy.context.scene
+    img = scene.envfx.vegetation.colorize_set
+    assert img is not None and img.is_float and tuple(img.size) == (128, 16)
+    assert np.allclose(veg.bridge.image_pixels(img), want, atol=1e-6)
+    obj = bpy.data.objects["Tree"]
+    for o in bpy.data.objects:
+        o.select_set(o == obj)
+    bpy.context.view_layer.objects.active = obj
+    assert bpy.ops.envfx.vegetation_remove() == {"FINISHED"}
+    assert _material_state(bpy.data.materials["Leaf"]) == before  # the original albedo was kept in the file
