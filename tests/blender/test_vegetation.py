@@ -464,3 +464,55 @@ def test_the_colorize_set_and_materials_survive_save_and_reopen(veg, save_and_re
     bpy.context.view_layer.objects.active = obj
     assert bpy.ops.envfx.vegetation_remove() == {"FINISHED"}
     assert _material_state(bpy.data.materials["Leaf"]) == before  # the original albedo was kept in the file
+
+
+@pytest.fixture(scope="session")
+def corpus(load_helper):
+    """name -> OBJ path of the real-asset corpus (tools/fetch_assets.py); skips, saying why, when none was fetched."""
+    fetch = load_helper("fetch_assets", "tools", "fetch_assets.py")
+    index = fetch.fetch(fetch.cache_dir(), quiet=True)
+    if not index["assets"]:
+        pytest.skip(f"no corpus asset could be fetched: {index['skipped']}")
+    return {a["name"]: a["obj"] for a in index["assets"]}
+
+
+@pytest.mark.parametrize("name, category", [("ez_aspen_small_single", "TREE"), ("grass", "GRASS")])
+def test_real_assets_take_the_vegetation_look_and_give_it_back(veg, mods, corpus, name, category, tmp_path):
+    """A generated aspen and a grass tuft with an alpha-blended card material (imported from their OBJ and MTL
+    files): baked, shaded as vegetation and colorized, rendered, and given back their materials exactly."""
+    if name not in corpus:
+        pytest.skip(f"{name} was not fetched")
+    scene = _empty_scene()
+    _setup_colorize(veg, scene)
+    objects = [o for o in bpy.data.objects if o.type == "MESH"]
+    assert bpy.ops.wm.obj_import(filepath=corpus[name], up_axis="Y", forward_axis="NEGATIVE_Z",
+                                 global_scale=0.01) == {"FINISHED"}
+    objects = [o for o in bpy.data.objects if o.type == "MESH" and o not in objects]
+    mats = {s.material for o in objects for s in o.material_slots if s.material is not None}
+    assert mats
+    before = {m.name: _material_state(m) for m in mats}
+    mods.ops.apply_preset(objects, category)
+    mods.ops.bake(scene, objects, ao_samples=0)
+    lo = np.min([np.array(o.matrix_world) @ np.append(np.array(o.bound_box).min(0), 1) for o in objects], 0)[:3]
+    hi = np.max([np.array(o.matrix_world) @ np.append(np.array(o.bound_box).max(0), 1) for o in objects], 0)[:3]
+    sun = bpy.data.objects.new("Sun", bpy.data.lights.new("Sun", "SUN"))
+    sun.rotation_euler = (0.8, 0.0, 0.0)  # from behind the camera, above
+    scene.collection.objects.link(sun)
+    cam = bpy.data.objects.new("Cam", bpy.data.cameras.new("Cam"))
+    scene.collection.objects.link(cam)
+    centre = (lo + hi) / 2
+    cam.location = (centre[0], centre[1] - 3 * max(hi - lo), centre[2])
+    cam.rotation_euler = (math.pi / 2, 0.0, 0.0)
+    scene.camera = cam
+    plain = _render(scene, str(tmp_path / "plain.exr"), eevee_engine(), 48)
+    result = veg.ops.apply_vegetation(scene, objects)
+    assert sorted(result.changed) == sorted(o.name for o in objects)
+    assert all(o.envfx.colorize_per_vertex == (category == "GRASS") for o in objects)
+    for m in mats:
+        assert {"EnvFX Vegetation", "EnvFX Vegetation Surface"} <= {n.name for n in m.node_tree.nodes}, m.name
+    px = _render(scene, str(tmp_path / "asset.exr"), eevee_engine(), 48)
+    # the asset shows and is lit (colorized: another colour, about as bright)
+    assert plain[..., :3].sum() > 0 and np.isfinite(px).all()
+    assert px[..., :3].sum() > 0.2 * plain[..., :3].sum(), (px[..., :3].sum(), plain[..., :3].sum())
+    veg.ops.remove_vegetation(objects)
+    assert {m.name: _material_state(m) for m in mats} == before
