@@ -61,16 +61,31 @@ def bone_arrays(arm):
     return heads, tails, parents, names
 
 
-def read_weights(obj, bone_names, scene) -> np.ndarray:
-    """(vertices, bones) float32 weights of ``obj``'s vertex groups named after ``bone_names`` (a column of zeros
-    for a bone without a group). Read in bulk: a throw-away object sharing the mesh gets a geometry-nodes modifier
-    that stores each group as a float attribute, the evaluated mesh is read (``bridge.point_attribute``), and
-    everything temporary is removed."""
+BATCH = 32  # vertex groups read per evaluation (memory: vertices x BATCH floats at a time)
+
+
+def read_influences(obj, bone_names, scene, k: int = core_armature.MAX_INFLUENCES):
+    """The skinning of ``obj`` as each vertex's ``k`` heaviest bones: (bone indices (N, k), weights (N, k)), the
+    bones numbered as in ``bone_names`` (its vertex groups of those names). Read in bulk, ``BATCH`` groups at a
+    time: a throw-away object sharing the mesh gets a geometry-nodes modifier that stores each group as a float
+    attribute, the evaluated mesh is read (``bridge.point_attribute``), and everything temporary is removed."""
     n = len(obj.data.vertices)
-    weights = np.zeros((n, len(bone_names)), np.float32)
+    idx = np.zeros((n, 0), np.int64)
+    w = np.zeros((n, 0), np.float32)
     present = [(i, name) for i, name in enumerate(bone_names) if obj.vertex_groups.get(name) is not None]
-    if not present or n == 0:
-        return weights
+    for start in range(0, len(present), BATCH):
+        batch = present[start:start + BATCH]
+        cols = _read_groups(obj, [name for _i, name in batch], scene)
+        idx, w = core_armature.merge_influences(idx, w, np.tile([i for i, _name in batch], (n, 1)), cols, k)
+    return idx, w
+
+
+def _read_groups(obj, names, scene) -> np.ndarray:
+    """(vertices, len(names)) float32 weights of ``obj``'s vertex groups ``names``."""
+    n = len(obj.data.vertices)
+    out = np.zeros((n, len(names)), np.float32)
+    if n == 0:
+        return out
     group = bpy.data.node_groups.new("EnvFX Wind Read Bones (temporary)", "GeometryNodeTree")
     tmp = bpy.data.objects.new("EnvFX Wind Read Bones (temporary)", obj.data)
     try:
@@ -79,7 +94,7 @@ def read_weights(obj, bone_names, scene) -> np.ndarray:
         gi = group.nodes.new("NodeGroupInput")
         go = group.nodes.new("NodeGroupOutput")
         geo = gi.outputs[0]
-        for i, name in present:
+        for i, name in enumerate(names):
             read = group.nodes.new("GeometryNodeInputNamedAttribute")
             read.data_type = "FLOAT"
             read.inputs["Name"].default_value = name
@@ -99,14 +114,14 @@ def read_weights(obj, bone_names, scene) -> np.ndarray:
         ev = tmp.evaluated_get(depsgraph)
         mesh = ev.to_mesh()
         try:
-            for i, _name in present:
-                weights[:, i] = bridge.point_attribute(mesh, f"envfx_tmp_bone_{i}").reshape(n)
+            for i in range(len(names)):
+                out[:, i] = bridge.point_attribute(mesh, f"envfx_tmp_bone_{i}").reshape(n)
         finally:
             ev.to_mesh_clear()
     finally:
         bpy.data.objects.remove(tmp)
         bpy.data.node_groups.remove(group)
-    return weights
+    return out
 
 
 def from_armature(scene, meshes, objects, positions, counts, res, result):
@@ -121,12 +136,15 @@ def from_armature(scene, meshes, objects, positions, counts, res, result):
     if not names:
         raise WindError(f"Armature {arm.name!r} ({how}) has no bones: add bones, or remove the Armature modifier to "
                         f"bake from the geometry")
-    weights = np.concatenate([read_weights(obj, names, scene) for obj in meshes])
+    read = [read_influences(obj, names, scene) for obj in meshes]
+    k = max(r[0].shape[1] for r in read)
+    idx = np.concatenate([np.pad(r[0], ((0, 0), (0, k - r[0].shape[1]))) for r in read])
+    weights = np.concatenate([np.pad(r[1], ((0, 0), (0, k - r[1].shape[1]))) for r in read])
     if not (weights >= core_armature.MIN_WEIGHT).any():
         raise WindError(f"No vertex of {', '.join(o.name for o in meshes)} is weighted to a bone of armature "
                         f"{arm.name!r} ({how}): weight the mesh to its bones (Ctrl+P > With Automatic Weights, or "
                         f"Weight Paint), or remove the Armature modifier to bake the wind data from the geometry")
-    wind = core_armature.armature_wind(positions, heads, tails, parents, weights)
+    wind = core_armature.armature_wind(positions, heads, tails, parents, influences=(idx, weights))
     out = core_armature.with_armature(res, wind)
     loose = int((~wind.weighted).sum())
     if loose:

@@ -33,6 +33,7 @@ from .params import GOLDEN, LABEL_LEAF, LABEL_TRUNK, WindError
 
 TRUNK_TURN = 0.8  # cosine: a child turning more than ~37 degrees away from its trunk bone is a branch
 MIN_WEIGHT = 1e-4  # below this a weight counts as none
+MAX_INFLUENCES = 8  # bones kept per vertex (game skinning keeps 4; the rest of a vertex's weight is tiny)
 
 
 @dataclass
@@ -135,12 +136,6 @@ def bone_tree(heads, tails, parents) -> BoneTree:
     return BoneTree(trunk=trunk, depth=depth, first=first, phase=phase, b_head=b_head, length=length)
 
 
-def _along(positions, h, unit, length, bones):
-    """(N, k) distance along each of ``bones`` of every position's projection onto it, clamped to the bone."""
-    d = positions[:, None, :] - h[bones][None]
-    return np.clip(np.einsum("nkc,kc->nk", d, unit[bones]), 0.0, length[bones][None])
-
-
 def _nearest_bone(positions, h, t, chunk=4096) -> np.ndarray:
     """The bone whose segment is nearest to each position."""
     seg = t - h
@@ -154,15 +149,47 @@ def _nearest_bone(positions, h, t, chunk=4096) -> np.ndarray:
     return out
 
 
-def armature_wind(positions, heads, tails, parents, weights, chunk: int = 8192) -> ArmatureWind:
-    """B and G per vertex from the bones. ``positions`` (N, 3) and the bones in one space; ``weights`` (N, bones)
-    the skinning weights (columns in bone order; a bone without a vertex group is a column of zeros)."""
+def top_influences(weights, k: int = MAX_INFLUENCES):
+    """The ``k`` largest weights of each vertex of a dense (N, bones) weight array: (bone indices (N, k) int64,
+    weights (N, k) float32), the unused slots weight 0."""
+    w = np.asarray(weights, dtype=np.float32)
+    if w.ndim != 2:
+        raise WindError(f"Weights must be (vertices, bones), got shape {w.shape}")
+    k = min(k, w.shape[1])
+    idx = np.argpartition(-w, k - 1, axis=1)[:, :k] if k < w.shape[1] else np.tile(np.arange(w.shape[1]),
+                                                                                    (len(w), 1))
+    return idx.astype(np.int64), np.take_along_axis(w, idx, axis=1)
+
+
+def merge_influences(idx, w, more_idx, more_w, k: int = MAX_INFLUENCES):
+    """Keep the ``k`` largest of two sets of influences per vertex (reading the weights in batches of bones)."""
+    all_idx = np.concatenate([idx, more_idx], axis=1)
+    all_w = np.concatenate([w, more_w], axis=1).astype(np.float32)
+    if all_w.shape[1] <= k:
+        return all_idx, all_w
+    keep = np.argpartition(-all_w, k - 1, axis=1)[:, :k]
+    return np.take_along_axis(all_idx, keep, axis=1), np.take_along_axis(all_w, keep, axis=1)
+
+
+def armature_wind(positions, heads, tails, parents, weights=None, influences=None,
+                  chunk: int = 65536) -> ArmatureWind:
+    """B and G per vertex from the bones. ``positions`` (N, 3) and the bones in one space; the skinning as
+    ``weights`` (N, bones) dense (columns in bone order; a bone without a vertex group is a column of zeros) or as
+    ``influences`` = (bone indices (N, k), weights (N, k)), a vertex's few bones (what the bridge reads: memory
+    N x k, not N x bones)."""
     p = np.asarray(positions, dtype=np.float64).reshape(-1, 3)
     h, t, par = _check(heads, tails, parents)
     n, nb = len(p), len(h)
-    w = np.asarray(weights, dtype=np.float32)
-    if w.shape != (n, nb):
-        raise WindError(f"Weights must be (vertices, bones) = ({n}, {nb}), got {w.shape}")
+    if influences is None:
+        if weights is None or np.shape(weights) != (n, nb):
+            raise WindError(f"Weights must be (vertices, bones) = ({n}, {nb}), got {np.shape(weights)}")
+        influences = top_influences(weights)
+    idx = np.asarray(influences[0], dtype=np.int64)
+    w = np.asarray(influences[1], dtype=np.float32)
+    if idx.shape != w.shape or idx.ndim != 2 or len(idx) != n:
+        raise WindError(f"Influences must be two (vertices, k) arrays for {n} vertices, got {idx.shape} and {w.shape}")
+    if idx.size and (idx.min() < 0 or idx.max() >= nb):
+        raise WindError("Influence bone indices out of range")
     w = np.where(np.isfinite(w) & (w >= MIN_WEIGHT), w, 0.0).astype(np.float32)
     total = w.sum(1)
     weighted = total > 0
@@ -173,27 +200,28 @@ def armature_wind(positions, heads, tails, parents, weights, chunk: int = 8192) 
     tree = bone_tree(h, t, par)
     vec = t - h
     unit = vec / np.maximum(tree.length, 1e-12)[:, None]
+    rows = np.arange(n)
+    heavy = np.argmax(w, axis=1)
+    top = idx[rows, heavy]
     # a bone reaches as far as the vertices it mostly holds: an end bone's tail is often only a guess (importers
     # make one up from its parent, FBX and glTF store no tails), and leaves hang beyond it
     reach = tree.length.copy()
-    top = np.argmax(w, axis=1)
-    mostly = weighted & (w[np.arange(n), top] >= 0.5)
+    mostly = weighted & (w[rows, heavy] >= 0.5)
     if mostly.any():
         proj = ((p[mostly] - h[top[mostly]]) * unit[top[mostly]]).sum(1)
         np.maximum.at(reach, top[mostly], proj)
     branch_raw = np.zeros(n)
     phase = np.zeros(n)
-    used = np.nonzero(w.any(0) & ~tree.trunk)[0]  # trunk bones add B 0
     for s in range(0, n, chunk):
         sl = slice(s, s + chunk)
-        ws = w[sl]
-        if len(used):
-            wu = ws[:, used].astype(np.float64)
-            b = tree.b_head[used][None] + _along(p[sl], h, unit, reach, used)
-            branch_raw[sl] = (wu * b).sum(1) / np.maximum(ws.sum(1), 1e-12)
-            heavy = np.argmax(wu, axis=1)
-            has = wu[np.arange(len(wu)), heavy] > 0
-            phase[sl] = np.where(has, tree.phase[used][heavy], 0.0)
+        bi, ws = idx[sl], w[sl].astype(np.float64)
+        along = np.clip(np.einsum("nkc,nkc->nk", p[sl, None, :] - h[bi], unit[bi]), 0.0, reach[bi])
+        b = np.where(tree.trunk[bi], 0.0, tree.b_head[bi] + along)  # trunk bones add B 0
+        branch_raw[sl] = (ws * b).sum(1) / np.maximum(ws.sum(1), 1e-12)
+        wn = np.where(tree.trunk[bi], 0.0, ws)  # the phase of the heaviest non-trunk bone
+        hv = np.argmax(wn, axis=1)
+        r = np.arange(len(wn))
+        phase[sl] = np.where(wn[r, hv] > 0, tree.phase[bi[r, hv]], 0.0)
     loose = np.nonzero(~weighted)[0]
     if len(loose):
         nearest = _nearest_bone(p[loose], h, t)

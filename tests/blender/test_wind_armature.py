@@ -100,7 +100,11 @@ def _wind(obj, mods):
 
 
 def _dominant(arm_ops, obj, scene, names):
-    w = arm_ops.read_weights(obj, names, scene)
+    """Each vertex's heaviest bone (-1: none) and the dense weights, read through the bake's own reader."""
+    idx, iw = arm_ops.read_influences(obj, names, scene)
+    w = np.zeros((len(idx), len(names)), np.float32)
+    if idx.shape[1]:
+        np.put_along_axis(w, idx, iw, axis=1)
     return np.where(w.max(1) > 0, np.argmax(w, 1), -1), w
 
 

@@ -92,3 +92,19 @@ def test_with_armature_replaces_b_and_g_only():
     assert np.array_equal(out.height, res.height) and np.array_equal(out.leaf, res.leaf)
     assert np.array_equal(out.branch, fake.branch) and np.all(out.phase == np.float32(0.3))
     assert out.levels == [2, 1]
+
+
+def test_influences_read_in_batches_give_what_dense_weights_give():
+    heads, tails, parents = skeleton()
+    rng = np.random.default_rng(5)
+    pts = rng.uniform(-1, 2, (300, 3)) + np.array([0, 0, 2.0])
+    w = rng.random((300, 6)).astype(np.float32) * (rng.random((300, 6)) < 0.5)
+    dense = arm.armature_wind(pts, heads, tails, parents, w)
+    idx, ww = arm.top_influences(w[:, :3], k=4)
+    idx2, ww2 = arm.top_influences(w[:, 3:], k=4)
+    merged = arm.merge_influences(idx, ww, idx2 + 3, ww2, k=6)
+    sparse = arm.armature_wind(pts, heads, tails, parents, influences=merged)
+    assert np.allclose(dense.branch, sparse.branch, atol=1e-6) and np.array_equal(dense.phase, sparse.phase)
+    # keeping the top 2 of each vertex keeps its two heaviest weights
+    i2, w2 = arm.merge_influences(idx, ww, idx2 + 3, ww2, k=2)
+    assert np.allclose(np.sort(w2, 1), np.sort(w, 1)[:, -2:])
