@@ -290,7 +290,8 @@ def add_colorize(scene, objects, single_user: bool = False) -> VegetationResult:
     mats = _materials(objects, result)
     if not mats:
         raise VegetationInputError(f"Nothing to colorize: {result.skipped_text() or 'select the assets'}")
-    targets = {m: find_target(m) for m in mats}  # every material checked before any changes
+    for mat in mats:  # every material checked before anything changes
+        find_target(mat)
     mats = _check_shared(mats, objects, single_user)
     targets = {m: find_target(m) for m in mats}
     done = set()
@@ -331,16 +332,15 @@ def apply_vegetation(scene, objects, single_user: bool = False) -> VegetationRes
     mats = _materials(objects, result)
     if not mats:
         raise VegetationInputError(f"Nothing to shade: {result.skipped_text() or 'select the asset'}")
-    for mat in mats:
+    for mat in mats:  # every material checked before anything changes
         find_target(mat)
     mats = _check_shared(mats, objects, single_user)
-    targets = {m: find_target(m) for m in mats}
     done = set()
     for mat, users in mats.items():
         if has_vegetation(mat):
             continue
         strip(mat, (colorize_nodes.GROUP_NAME,))  # the vegetation group colorizes itself
-        _insert_vegetation(mat, scene, find_target(mat) if has_colorize(mat) else targets[mat])
+        _insert_vegetation(mat, scene, find_target(mat))
         done.update(o.name for o in users)
     for users in mats.values():
         for obj in users:
