@@ -51,6 +51,10 @@ def add_parser(sub):
                    help=f"the buffer's window: the snow's area, or one that follows --pivot{F}")
     p.add_argument("--pivot", help=f"object the FOLLOW window follows{F}")
     p.add_argument("--final-only", action="store_true", help="write only the final frame's image")
+    p.add_argument("--export-engines", metavar="DIR",
+                   help="write the snow's displacement from the buffer as shader code for Godot, Unity and Unreal "
+                   "and envfx_snow.json into DIR (after --bake when given: that bake's window; else the scene's "
+                   "bake in its output folder, or its follow window)")
     p.set_defaults(func=run)
     # a frame range that starts below 0 (--frames -3:-1) is a value, not an unknown option (argparse takes only
     # plain negative numbers for values)
@@ -130,8 +134,10 @@ def _check_snow_ranges(args):
 
 def run(args) -> int:
     batch.check_names(args, "objects", "actors", "occluders", "pivot")
-    if not (args.generate or args.trails or args.bake):
-        raise CliError("Nothing to do: pass --generate, --trails and/or --bake")
+    if not (args.generate or args.trails or args.bake or args.export_engines is not None):
+        raise CliError("Nothing to do: pass --generate, --trails, --bake and/or --export-engines")
+    if args.export_engines is not None and not args.export_engines.strip():
+        raise CliError("--export-engines is empty: give the folder the engine files are written to")
     if args.generate and not args.objects:
         raise CliError("--generate needs --objects: the terrain objects to cover")
     if args.bake and not args.out_dir:
@@ -227,6 +233,12 @@ def _snow_file(args, path: str, frames, saves: bool) -> int:
             warning = snow_ops.range_warning(scene, s.frame_start, s.frame_end, s.sequence)
             if warning is not None:
                 print(f"envfx snow: {path}: warning: {warning}")
+        if args.export_engines is not None:
+            folder = args.export_engines if args.export_engines.startswith("//") else \
+                os.path.abspath(args.export_engines)
+            written = snow_ops.engines.export_engines(scene, folder)
+            print(f"envfx snow: {path}: wrote {len(written)} files for game engines into "
+                  f"{os.path.dirname(written[0])}")
     except snow_ops.SnowInputError as exc:
         raise CliError(exc.cli or str(exc)) from None
     except core_snow.SnowError as exc:

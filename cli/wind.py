@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 import bpy
@@ -11,6 +12,7 @@ from .. import progress
 from ..core import wind as core_wind
 from ..operators import bend as bend_ops
 from ..operators import wind as wind_ops
+from ..operators import wind_engines as wind_engine_ops
 from . import batch
 from .batch import CliError
 
@@ -48,6 +50,10 @@ def add_parser(sub):
                    help="per-asset wind preset to set (default: none, the assets keep theirs)")
     p.add_argument("--add", action="store_true", help="also put the baked objects in the live wind")
     p.add_argument("--remove", action="store_true", help="only remove the live wind (no bake)")
+    p.add_argument("--export-engines", metavar="DIR",
+                   help="after the bake: write each asset's live wind as shader code for Godot, Unity and Unreal and "
+                   "envfx_wind.json into DIR (with several files: DIR/<file name>/), and the UV maps the shaders "
+                   "read onto the meshes (saved with the file)")
     p.set_defaults(func=run)
 
 
@@ -58,6 +64,7 @@ def run(args) -> int:
         given = {name: getattr(args, name) for name in ("add", "preset", "ao_samples", "leaf_size", "layout",
                                                        "custom", "height_uv")}
         given["add"] = given["add"] or None  # a store_true flag is False when not given
+        given["export_engines"] = args.export_engines
         ignored = [("--no-height-uv" if value is False else f"--{name.replace('_', '-')}")
                    for name, value in given.items() if value is not None]  # (--ao-samples 0 is given too)
         if ignored:
@@ -76,10 +83,16 @@ def run(args) -> int:
             raise CliError("--custom sets the channels of --layout CUSTOM: add --layout CUSTOM, or drop --custom")
     if args.layout == "CUSTOM" and custom is None:
         raise CliError("--layout CUSTOM needs --custom R,G,B,A")
-    return batch.run_files("wind", args.blend, lambda path: _wind_file(args, path, custom))
+    if args.export_engines is not None and not args.export_engines.strip():
+        raise CliError("--export-engines is empty: give the folder the engine files are written to")
+    engines = {path: args.export_engines for path in args.blend}
+    if args.export_engines and len(args.blend) > 1:
+        for path in args.blend:
+            engines[path] = os.path.join(args.export_engines, os.path.splitext(os.path.basename(path))[0])
+    return batch.run_files("wind", args.blend, lambda path: _wind_file(args, path, custom, engines[path]))
 
 
-def _wind_file(args, path: str, custom):
+def _wind_file(args, path: str, custom, export_engines=None):
     """``envfx wind`` on one file: every asset is checked before anything changes."""
     if not args.output:
         batch.check_writable_in_place(path)
@@ -107,6 +120,7 @@ def _wind_file(args, path: str, custom):
                 return
             print(done)
         else:
+            baked = []
             for asset in assets:  # validate every asset before changing anything
                 wind_ops.validate(scene, asset, args.layout or scene.envfx.wind.channel_layout, custom)
             for asset in assets:
@@ -125,7 +139,13 @@ def _wind_file(args, path: str, custom):
                       f"{st.get('from', 'the geometry')}")
                 if args.add:
                     wind_ops.add_wind(scene, [bpy.data.objects[n] for n in result.changed])
-    except (wind_ops.WindInputError, core_wind.WindError) as exc:
+                baked += result.changed
+            if export_engines:  # every asset of the file at once: one envfx_wind.json
+                folder = export_engines if export_engines.startswith("//") else os.path.abspath(export_engines)
+                paths, _done = wind_engine_ops.export_engines(scene, [bpy.data.objects[n] for n in baked], folder)
+                print(f"envfx wind: {path}: wrote {len(paths)} files for game engines into "
+                      f"{os.path.dirname(paths[0])}")
+    except (wind_ops.WindInputError, core_wind.WindError, wind_engine_ops.WindEngineError) as exc:
         raise CliError(str(exc)) from None
     except progress.Cancelled as exc:  # (the assets baked before it are not saved either: the file is as it was)
         print(f"envfx wind: {path}: {exc}; {path} not saved", file=sys.stderr)

@@ -106,3 +106,46 @@ def write_png(path: str, img, level: int = 4):
     data = encode_png(to_uint8(img), level)
     with open(path, "wb") as fh:
         fh.write(data)
+
+
+STORED_BLOCK = 65535  # the most bytes one stored (not deflated) deflate block holds
+
+
+def stored_png16_file(height: int, width: int, channels: int):
+    """An uncompressed 16-bit PNG of ``height`` x ``width`` pixels of ``channels`` (1-4) to be filled in place, or
+    None when a row is longer than one stored deflate block (``1 + width * channels * 2 > 65535``: then
+    ``encode_png16_from_float`` writes it). The IDAT holds a zlib stream of stored blocks, one per row (filter
+    byte 0 and the row), so each row's texels are a strided view of the file itself: a bake quantises straight
+    into the file, with no staging image and no copy through ``zlib.compress``.
+
+    Returns (uint8 array of the whole file, the (H, W, C) big-endian uint16 view of its texels, ``seal``): call
+    ``seal()`` once every texel is written, to fill in the zlib checksum and the chunk's CRC."""
+    row = 1 + width * channels * 2
+    if row > STORED_BLOCK or channels not in (1, 2, 3, 4):
+        return None
+    ihdr = _chunk(b"IHDR", struct.pack(">2I5B", width, height, 16, {1: 0, 2: 4, 3: 2, 4: 6}[channels], 0, 0, 0))
+    head = b"\x89PNG\r\n\x1a\n" + ihdr
+    stream = 2 + height * (5 + row) + 4  # zlib header, blocks, Adler-32
+    start = len(head) + 8  # the IDAT's length and type
+    iend = _chunk(b"IEND", b"")
+    buf = np.zeros(start + stream + 4 + len(iend), dtype=np.uint8)
+    buf[:len(head)] = np.frombuffer(head, np.uint8)
+    buf[len(head):start] = np.frombuffer(struct.pack(">I", stream) + b"IDAT", np.uint8)
+    buf[start:start + 2] = (0x78, 0x01)  # deflate, 32K window, no dictionary, fastest
+    blocks = buf[start + 2:start + 2 + height * (5 + row)].reshape(height, 5 + row)
+    blocks[:, 1:5] = np.frombuffer(struct.pack("<2H", row, row ^ 0xFFFF), np.uint8)  # LEN, NLEN; byte 0: BTYPE 00
+    blocks[-1, 0] = 1  # BFINAL on the last
+    buf[len(buf) - len(iend):] = np.frombuffer(iend, np.uint8)
+    texels = blocks[:, 6:].view(">u2").reshape(height, width, channels)  # after each row's filter byte (0: none)
+
+    def seal():
+        adler = 1
+        for y in range(height):  # one call per row: the rows are not contiguous (a block header before each)
+            adler = zlib.adler32(blocks[y, 5:], adler)
+        end = start + stream
+        buf[end - 4:end] = np.frombuffer(struct.pack(">I", adler), np.uint8)
+        crc = zlib.crc32(buf[start - 4:end]) & 0xFFFFFFFF  # the chunk's type and data
+        buf[end:end + 4] = np.frombuffer(struct.pack(">I", crc), np.uint8)
+        return buf
+
+    return buf, texels, seal

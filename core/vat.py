@@ -432,65 +432,93 @@ def _column_bounds(a) -> tuple:
 
 
 class _Texture:
-    """One texture filled frame by frame: the final uncompressed EXR file itself (rows written in place), or a
-    float32 image encoded at the end (PNG16, which needs the whole bake's remap range, and compressed EXR)."""
+    """One texture filled frame by frame, channel planes at a time (``put_planes``: (C, N) rows of a frame):
 
-    def __init__(self, layout: Layout, channels: str, encoding: str, level: int):
+    - uncompressed EXR: the final file itself (``core.exr.uncompressed_file``: each channel's row written in place);
+    - uncompressed PNG16: the final file itself (``core.png.stored_png16_file``), quantised as the frames come when
+      the remap range is known up front (``fixed``: normals, -1..1), else each channel kept as a float32 plane and
+      quantised into the file at the end, when the bake's range is known (offsets, attributes);
+    - compressed (``level`` > 0), or a PNG row too long for a stored block: a float32 image encoded at the end."""
+
+    def __init__(self, layout: Layout, channels: str, encoding: str, level: int, fixed=None):
         self.layout, self.encoding, self.level, self.c = layout, encoding, level, len(channels)
-        self.direct = encoding != "PNG16" and level <= 0
-        if self.direct:
-            self.file, self.data, self.planes = exr.uncompressed_file(layout.height, layout.width, channels,
-                                                                      half=encoding == "EXR16")
-            self.channel_of_plane = np.argsort(self.planes)
-        else:
-            self.image = np.zeros((layout.height, layout.width, self.c), np.float32)
+        self.mode = "image"
+        self.fixed = None
+        h, w = layout.height, layout.width
+        if encoding != "PNG16" and level <= 0:
+            self.mode = "exr"
+            self.file, self.data, self.planes = exr.uncompressed_file(h, w, channels, half=encoding == "EXR16")
+        elif encoding == "PNG16" and level <= 0:
+            made = png.stored_png16_file(h, w, self.c)
+            if made is not None:
+                self.mode = "png"
+                self.file, self.texels, self.seal = made
+                if fixed is not None:  # (lo, hi) per channel: quantised as they come
+                    lo = np.asarray(fixed[0], np.float64)[:self.c]
+                    self.fixed = (lo.astype(np.float32), (65535.0 / (np.asarray(fixed[1], np.float64)[:self.c] - lo))
+                                  .astype(np.float32))
+                else:
+                    self.planes_f = np.zeros((self.c, h, w), np.float32)
+        if self.mode == "image":
+            self.image = np.zeros((h, w, self.c), np.float32)
         self.max_abs = 0.0
 
     def put(self, f: int, values):
         """Write frame ``f``'s (N, C) values into its rows."""
-        lay = self.layout
-        rows = slice(f * lay.rows_per_frame, (f + 1) * lay.rows_per_frame)
-        per = lay.rows_per_frame * lay.width
-        padded = values if values.shape[0] == per else np.concatenate(
-            [values, np.zeros((per - values.shape[0], values.shape[1]), values.dtype)])
-        grid = padded.reshape(lay.rows_per_frame, lay.width, self.c)
-        if self.direct:
-            for k in range(self.c):
-                self.data[rows, self.planes[k], :] = grid[:, :, k]
-        else:
-            self.image[rows] = grid
+        self.put_planes(f, np.ascontiguousarray(np.asarray(values, np.float32).T))
 
-    def put_columns(self, f: int, values, columns, factors, extra=None):
-        """Write frame ``f``: texture channel k is ``values[:, columns[k]] * factors[k]`` (an engine's axes from
-        Blender's), then ``extra`` (N,) as the last channel."""
+    def put_planes(self, f: int, planes):
+        """Write frame ``f``: texture channel k is ``planes[k]`` ((C, N) float32, each row contiguous)."""
         lay = self.layout
-        n = values.shape[0]
-        vals = values[:, columns] * np.asarray(factors, dtype=np.float32)
-        if extra is not None:
-            vals = np.concatenate([vals, np.asarray(extra, np.float32)[:, None]], axis=1)
-        if self.direct:
-            vals = vals[:, self.channel_of_plane]
+        n = planes.shape[1]
         w, first = lay.width, f * lay.rows_per_frame
-        for r in range(lay.rows_per_frame):  # a frame's few rows (13 for 100,000 vertices), vectorised within
-            a, b = r * w, min(n, (r + 1) * w)
-            if a >= n:
-                break
-            if self.direct:
-                with np.errstate(over="ignore"):  # beyond a half float: refused by encode(), from the bounds
-                    self.data[first + r, :, :b - a] = vals[a:b].T
-            else:
-                self.image[first + r, :b - a] = vals[a:b]
+        with np.errstate(over="ignore"):  # beyond a half float: refused by encode(), from the bounds
+            for r in range(lay.rows_per_frame):  # a frame's few rows (13 for 100,000 vertices), vectorised within
+                a, b = r * w, min(n, (r + 1) * w)
+                if a >= n:
+                    break
+                y = first + r
+                for k in range(self.c):
+                    if self.mode == "exr":
+                        self.data[y, self.planes[k], :b - a] = planes[k, a:b]
+                    elif self.mode == "png" and self.fixed is not None:
+                        self.texels[y, :b - a, k] = _quantise(planes[k, a:b], self.fixed[0][k], self.fixed[1][k])
+                    elif self.mode == "png":
+                        self.planes_f[k, y, :b - a] = planes[k, a:b]
+                    else:
+                        self.image[y, :b - a, k] = planes[k, a:b]
 
     def encode(self, remap=None, raw=(), max_abs: float = 0.0):
-        """The file's bytes; ``max_abs``: the largest magnitude written (from the caller's bounds: EXR16 refuses
-        what a half float cannot hold)."""
+        """The file's bytes (a uint8 array for the uncompressed ones: ``fh.write`` takes it); ``max_abs``: the
+        largest magnitude written (from the caller's bounds: EXR16 refuses what a half float cannot hold)."""
         self.max_abs = max(self.max_abs, float(max_abs))
         if self.encoding == "EXR16" and self.max_abs > HALF_MAX:
             raise VatError(f"A value of {self.max_abs:g} is beyond what a half float holds ({HALF_MAX:g}): choose "
                            f"EXR32")
-        if self.direct:
+        if self.mode == "exr":
             return self.file
+        if self.mode == "png":
+            if self.fixed is None:
+                lo = np.asarray(remap[0], dtype=np.float64)[:self.c].copy()
+                span = np.asarray(remap[1], dtype=np.float64)[:self.c] - lo
+                lo[list(raw)], span[list(raw)] = 0.0, 65535.0  # integers already (packed normals)
+                scale = (65535.0 / span).astype(np.float32)
+                lo = lo.astype(np.float32)
+                step = max(1, (1 << 18) // max(1, self.layout.width))  # blocks of rows that stay in the cache
+                for a in range(0, self.layout.height, step):
+                    for k in range(self.c):
+                        self.texels[a:a + step, :, k] = _quantise(self.planes_f[k, a:a + step], lo[k], scale[k])
+                del self.planes_f
+            return self.seal()
         return encode_texture(self.image, self.encoding, remap, raw, self.level)
+
+
+def _quantise(values, lo, scale):
+    """``round((values - lo) * scale)`` clamped to 0..65535, float32 (the texels of PNG16)."""
+    t = values - lo
+    t *= scale
+    t += np.float32(0.5)
+    return np.clip(t, 0.0, 65535.0, out=t)
 
 
 class VatEncoder:
@@ -513,7 +541,8 @@ class VatEncoder:
         self.bits = PACK_BITS.get(enc)
         packed = self.normals == "PACKED"
         self.pos = _Texture(self.layout, "RGBA" if packed else "RGB", enc, settings.level)
-        self.nrm = _Texture(self.layout, "RGB", enc, settings.level) if self.normals == "TEXTURE" else None
+        self.nrm = _Texture(self.layout, "RGB", enc, settings.level, fixed=(np.full(3, -1.0), np.full(3, 1.0))) \
+            if self.normals == "TEXTURE" else None
         self.attr = {name: _Texture(self.layout, "RGBA"[:c] if c <= 4 else "", enc, settings.level)
                      for name, c in self.extras.items()}
         self.attr_range = {name: (np.full(c, np.inf), np.full(c, -np.inf)) for name, c in self.extras.items()}
@@ -522,6 +551,8 @@ class VatEncoder:
         self.columns = np.argmax(np.abs(m), axis=1)
         self.turn = m[np.arange(3), self.columns]
         self.factors = self.turn * scale
+        self.factors32, self.turn32 = self.factors.astype(np.float32), self.turn.astype(np.float32)
+        self.rest_t = np.ascontiguousarray(self.rest.T[self.columns])  # (3, N) in the engine's axis order
         self.lo = np.full(3, np.inf)
         self.hi = np.full(3, -np.inf)
         self.moved_lo = np.full(3, np.inf)
@@ -539,15 +570,21 @@ class VatEncoder:
             self.first = positions.copy()
         elif not moving:
             self.change = max(self.change, float(np.abs(positions - self.first).max()))
-        off = positions - self.rest
-        # bounds in Blender's axes (turned into the engine's at the end: its axes are swaps and sign flips)
-        lo, hi = _column_bounds(off)
-        self.lo, self.hi = np.minimum(self.lo, lo), np.maximum(self.hi, hi)
-        lo, hi = _column_bounds(positions)
-        self.moved_lo, self.moved_hi = np.minimum(self.moved_lo, lo), np.maximum(self.moved_hi, hi)
-        square = off[:, 0] * off[:, 0] + off[:, 1] * off[:, 1] + off[:, 2] * off[:, 2]
+        # one gather into (3, N) rows in the engine's axis order (still Blender's units and signs), then every
+        # per-frame pass runs over contiguous rows: bounds, the offsets, the texture's channel rows
+        pos_t = positions.T[self.columns]
+        lo, hi = pos_t.min(axis=1), pos_t.max(axis=1)
+        self.moved_lo[self.columns] = np.minimum(self.moved_lo[self.columns], lo)
+        self.moved_hi[self.columns] = np.maximum(self.moved_hi[self.columns], hi)
+        off_t = np.subtract(pos_t, self.rest_t, out=pos_t)
+        lo, hi = off_t.min(axis=1), off_t.max(axis=1)
+        self.lo[self.columns] = np.minimum(self.lo[self.columns], lo)
+        self.hi[self.columns] = np.maximum(self.hi[self.columns], hi)
+        square = off_t[0] * off_t[0]
+        square += off_t[1] * off_t[1]
+        square += off_t[2] * off_t[2]
         self.max_offset = max(self.max_offset, float(square.max()))
-        packed = None
+        off_t *= self.factors32[:, None]  # the engine's signs and units
         if self.normals != "NONE" and normals is not None:
             nrm = np.asarray(normals, dtype=np.float32)
             if self.first_normals is None:
@@ -556,9 +593,12 @@ class VatEncoder:
                 self.change = max(self.change, float(np.abs(nrm - self.first_normals).max()))
             if self.normals == "PACKED":
                 packed = pack_normals(to_engine(nrm, st.engine, st.unit_scale, normal=True), self.bits)
+                off_t = np.concatenate([off_t, packed.astype(np.float32)[None]])
             else:
-                self.nrm.put_columns(f, nrm, self.columns, self.turn)
-        self.pos.put_columns(f, off, self.columns, self.factors, packed)
+                nrm_t = nrm.T[self.columns]
+                nrm_t *= self.turn32[:, None]
+                self.nrm.put_planes(f, nrm_t)
+        self.pos.put_planes(f, off_t)
         for name, values in (extras or {}).items():
             values = np.asarray(values, dtype=np.float32).reshape(positions.shape[0], -1)
             lo, hi = self.attr_range[name]

@@ -19,6 +19,7 @@ import numpy as np
 from .. import bridge, progress
 from ..core import outputs
 from ..core import vat as core_vat
+from ..core import vat_engines
 from ..shader_nodes import vat as vat_nodes
 from .common import NeedsScene, edit_mode_text, in_edit_mode, output_folder
 
@@ -417,6 +418,13 @@ def _write_object(scene, name, sampler, frames, opts, settings, loop_after, afte
     else:
         meta["files"] = [n for n in meta["files"] if not n.endswith((".glb", ".fbx"))]
         meta["mesh"] = None
+    if settings.engine in vat_engines.ENGINES:  # the engine's player include and this bake's material or recipe
+        shader_files = vat_engines.engine_files(meta, stem)
+        for file_name, text in shader_files.items():
+            with open(staging.file(file_name), "w", encoding="utf-8") as fh:
+                fh.write(text)
+        meta["engine_shader"] = vat_engines.engine_meta(meta, shader_files)
+        meta["files"] = sorted(set(meta["files"]) | set(shader_files))
     with open(staging.file(f"{stem}_vat.json"), "w", encoding="utf-8") as fh:
         json.dump(meta, fh, indent=2)
     result.meta[name] = meta

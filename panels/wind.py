@@ -60,6 +60,7 @@ class VIEW3D_PT_envfx_wind(EnvFXSubPanel, bpy.types.Panel):
         row = layout.row(align=True)
         row.operator("envfx.wind_add", icon="ADD")
         row.operator("envfx.wind_remove", icon="REMOVE", text="Remove")
+        layout.operator("envfx.wind_export_engines", icon="EXPORT")
 
         obj = context.active_object
         if obj is not None and hasattr(obj, "envfx"):

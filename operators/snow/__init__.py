@@ -11,11 +11,12 @@ importing only those before it:
     trails      the live trails: adding, following the actors, removing, cleaning up
     render      Simulate Trails, and the warning of a background render that would show no trails
     bake        Bake Interaction Buffer, Snow from Bake
+    engines     Export for Game Engines (the snow's displacement from the buffer as shader code)
 
 This package re-exports the names scripts, the CLI and the tests use (``operators.snow.add_trails``).
 """
 
-from . import actors, bake, collection, cover, render, terrain, trails
+from . import actors, bake, collection, cover, engines, render, terrain, trails
 from .actors import actor_specs
 from .bake import (bake_counts, bake_inputs, bake_job, buffer_modifiers, drive_from_bake, drive_from_trails,
                    range_warning, stamp_params)
@@ -26,7 +27,7 @@ from .trails import (MODIFIER_NAME, add_trails, follow_actors, pending_clean_up,
                      trails_modifiers)
 
 __all__ = (
-    "actors", "bake", "collection", "cover", "render", "terrain", "trails",
+    "actors", "bake", "collection", "cover", "engines", "render", "terrain", "trails",
     "COLLECTION_KEY", "MODIFIER_NAME", "OCCLUDER_READER", "SnowInputError",
     "actor_specs", "add_trails", "bake_counts", "bake_inputs", "bake_job", "buffer_modifiers", "covers_of",
     "drive_from_bake", "drive_from_trails", "follow_actors", "generate_snow", "is_snow_object", "mesh_from_cover",
@@ -42,4 +43,5 @@ classes = (
     trails.ENVFX_OT_snow_trails_remove,
     bake.ENVFX_OT_snow_bake_buffer,
     render.ENVFX_OT_snow_trails_simulate,
+    engines.ENVFX_OT_snow_export_engines,
 )

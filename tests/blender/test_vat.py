@@ -175,11 +175,13 @@ def test_operator_bakes_the_selection_with_the_scene_settings(vat, tmp_path):
     for o in bpy.context.view_layer.objects:
         o.select_set(o == obj)
     assert bpy.ops.envfx.vat_bake() == {"FINISHED"}
-    assert sorted(os.listdir(tmp_path)) == ["Arm_vat.glb", "Arm_vat.json", "Arm_vat_nrm.png", "Arm_vat_pos.png"]
+    assert sorted(os.listdir(tmp_path)) == ["Arm_vat.gdshader", "Arm_vat.glb", "Arm_vat.json", "Arm_vat_nrm.png",
+                                            "Arm_vat_pos.png", "envfx_vat.gdshaderinc"]
     # a second bake replaces the proxy (one object, not Arm_VAT.001) and the files of the first
     s.encoding = "EXR32"
     assert bpy.ops.envfx.vat_bake() == {"FINISHED"}
-    assert sorted(os.listdir(tmp_path)) == ["Arm_vat.glb", "Arm_vat.json", "Arm_vat_nrm.exr", "Arm_vat_pos.exr"]
+    assert sorted(os.listdir(tmp_path)) == ["Arm_vat.gdshader", "Arm_vat.glb", "Arm_vat.json", "Arm_vat_nrm.exr",
+                                            "Arm_vat_pos.exr", "envfx_vat.gdshaderinc"]
     assert [o.name for o in bpy.data.objects if o.name.startswith("Arm_VAT")] == ["Arm_VAT"]
     assert [m.name for m in bpy.data.meshes if m.name.startswith("Arm_VAT")] == ["Arm_VAT"]
 
@@ -301,8 +303,8 @@ def test_bake_file_opens_a_blend_and_bakes_its_objects_by_name(vat, tmp_path):
     result = vat.ops.bake_file(path, ["Arm"], str(tmp_path / "out"), frames=(1, 10), step=3, encoding="png16",
                                engine="unity")
     assert result.meta["Arm"]["frames"] == 4 and result.meta["Arm"]["encoding"] == "PNG16"
-    assert sorted(os.listdir(tmp_path / "out")) == ["Arm_vat.fbx", "Arm_vat.json", "Arm_vat_nrm.png",
-                                                    "Arm_vat_pos.png"]
+    assert sorted(os.listdir(tmp_path / "out")) == ["Arm_VAT_Unity.md", "Arm_vat.fbx", "Arm_vat.json",
+                                                    "Arm_vat_nrm.png", "Arm_vat_pos.png", "EnvFXVAT.hlsl"]
 
 
 @pytest.mark.parametrize("steps", [3, 11])  # while evaluating frames; after the proxy was made
@@ -357,7 +359,7 @@ def test_envfx_vat_command_bakes_each_file_and_leaves_it_unchanged(vat, envfx, t
     assert code == 0, out.err
     meta = json.loads((tmp_path / "out" / "Arm_vat.json").read_text())
     assert meta["frames"] == 4 and meta["encoding"] == "PNG16"
-    assert os.path.getmtime(path) == before and "wrote 4 file(s)" in out.out
+    assert os.path.getmtime(path) == before and "wrote 6 file(s)" in out.out
 
 
 @pytest.mark.parametrize("args, message", [

@@ -1,0 +1,420 @@
+"""The live wind in game engines: ``core.wind.live`` (the twin of the "EnvFX Wind" node group) as vertex shader code
+for Godot, Unity and Unreal.
+
+Per vertex the shader reads what the live wind reads in Blender: the rest position, the normal and the live
+attributes of ``core.wind.live.live_attributes`` (``LIVE_ATTRS``: B, Bc, Bs, Rc, Rs, H, Pivot (a vector), Carry,
+baked from the vertex colour EnvFX_Wind, EnvFX_Height and the rest positions); per asset, its wind settings
+(constants of the generated include: category, rigidity, bend, sway, lift, micro, ramp, main bend, height); per
+frame, the scene's wind as uniforms (direction, strength, gusts, loop, fps, grass ambient, tilt and fade, the
+camera) and the object's world matrix. It returns the object-space offset of ``core.wind.live.wind_offsets``
+(every motion term: whole-asset bend, branch bend, sway and lift, leaf flutter, gusts through the category's
+spring response, grass figure-eight, wobble, camera tilt and distance fade, the length-keeping arcs; the terrain
+following of grass is Blender's: a game places its grass on its own terrain).
+
+Axes: the shader takes everything in the engine's axes and units (``core.bend_engines``: Godot glTF ``(x, z, -y)``,
+Unity FBX ``(-x, z, -y)``, Unreal FBX ``100 * (x, -y, z)``, times the FBX unit scale) and turns it into Blender's
+(``A^T v / k``) first, runs the Blender formulas as they are, and turns the offset back (``k A off``); the
+Pivot attribute is a length (engine units), the other attributes are plain numbers. Matches ``core/wind/live.py``
+as of this module's ``LIVE_VERSION``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+
+import numpy as np
+
+from . import bend_engines
+from .vat import unique_stems
+from .wind import live as core_live
+from .wind.params import (AMBIENT_HZ, AMBIENT_SCALE, BRANCH_HZ, BRANCH_MULTS, BRANCH_PHASES, BRANCH_SCALE, GUST_AMPS,
+                          GUST_MULTS, GUST_PHASES, GUST_WAVES, LIVE_ATTRS, MAIN_SCALE, MICRO_HZ, MICRO_PHASES,
+                          MICRO_SCALE, OBJECT_PHASE, SPRING_HZ, TILT_SCALE, WOBBLE_HZ, WOBBLE_SCALE, WOBBLE_WAVE)
+
+ENGINES = tuple(bend_engines.ENGINES)
+INCLUDE = {"GODOT": "envfx_wind.gdshaderinc", "UNITY": "EnvFXWind.hlsl", "UNREAL": "EnvFXWind.ush"}
+JSON_NAME = "envfx_wind.json"
+# the UV maps Export for Game Engines writes: (name, the two live attributes (index in LIVE_ATTRS, component))
+CHANNELS = (("EnvFX_Wind_BH", ((0, None), (5, None))), ("EnvFX_Wind_Bcs", ((1, None), (2, None))),
+            ("EnvFX_Wind_Rcs", ((3, None), (4, None))), ("EnvFX_Wind_PivotXY", ((6, 0), (6, 1))),
+            ("EnvFX_Wind_PivotZ", ((6, 2), (7, None))))
+# whether the engine's import counts V from the top (glTF's V is 1 - Blender's; Unreal's FBX import flips it)
+V_FLIP = {"GODOT": True, "UNITY": False, "UNREAL": True}
+LIVE_VERSION = "core/wind/live.py of main at ebe07ef (before the cheaper nodes and per-blade grass gusts)"
+
+
+def _num(value) -> str:
+    text = f"{float(value):.9g}"
+    return text if any(c in text for c in ".eEn") else text + ".0"
+
+
+def axes(engine: str, unit_scale: float = 1.0) -> tuple:
+    """(3x3 matrix Blender -> engine, engine units per Blender unit)."""
+    return np.asarray(bend_engines.ENGINES[engine][0], np.float64), bend_engines.engine_scale(engine, unit_scale)
+
+
+def scene_uniforms(scene: core_live.SceneWind, engine: str, unit_scale: float = 1.0) -> dict:
+    """The scene's wind as the shader's uniforms, in the engine's axes and units: ``wind`` = (direction xyz (the
+    engine's world; its horizontal part is used), strength), ``gusts`` = (gust strength, gust frequency Hz, loop
+    frames, fps), ``grass`` = (ambient, tilt, fade start, fade end) (fade distances in engine units)."""
+    a, k = axes(engine, unit_scale)
+    d = a @ np.asarray(scene.direction, np.float64)
+    return {"wind": [*d.tolist(), float(scene.strength)],
+            "gusts": [float(scene.gust_strength), float(scene.gust_frequency), float(scene.loop_frames),
+                      float(scene.fps)],
+            "grass": [float(scene.ambient), float(scene.grass_tilt), float(scene.fade_start) * k,
+                      float(scene.fade_end) * k]}
+
+
+def engine_matrix_world(matrix_world, engine: str, unit_scale: float = 1.0) -> np.ndarray:
+    """A Blender 4x4 world matrix as the engine has the object's (``A M A^T``, translation times ``k``)."""
+    a, k = axes(engine, unit_scale)
+    m = np.asarray(matrix_world, np.float64).reshape(4, 4)
+    out = np.eye(4)
+    out[:3, :3] = a @ m[:3, :3] @ a.T
+    out[:3, 3] = k * (a @ m[:3, 3])
+    return out
+
+
+def channel_uvs(live: dict) -> dict:
+    """{UV map name: (N, 2) float32} of the live attributes (``CHANNELS``), as Blender holds them."""
+    out = {}
+    for name, parts in CHANNELS:
+        cols = []
+        for index, comp in parts:
+            v = np.asarray(live[LIVE_ATTRS[index]], np.float32)
+            cols.append(v[:, comp] if comp is not None else v.reshape(-1))
+        out[name] = np.stack(cols, axis=1)
+    return out
+
+
+def engine_uvs(uvs: dict, engine: str) -> dict:
+    """The channels as the engine's import has them (V flipped where its import flips it)."""
+    out = {}
+    for name, uv in uvs.items():
+        uv = np.asarray(uv, np.float64).copy()
+        if V_FLIP[engine]:
+            uv[:, 1] = 1.0 - uv[:, 1]
+        out[name] = uv
+    return out
+
+
+def _quantized(freq: float) -> str:
+    """GLSL/HLSL expression: ``freq`` rounded to whole cycles per loop (``core.wind.live.quantize``)."""
+    return f"envfx_wind_quantize({_num(freq)}, gusts)"
+
+
+def shader_source(engine: str, asset: core_live.AssetWind, unit_scale: float = 1.0, source: str = "") -> str:
+    """The engine's wind include for one asset (its settings are constants; the scene's wind are parameters)."""
+    a, k = axes(engine, unit_scale)
+    glsl = engine == "GODOT"
+    v2, v3, v4 = ("vec2", "vec3", "vec4") if glsl else ("float2", "float3", "float4")
+    m3, m4 = ("mat3", "mat4") if glsl else ("float3x3", "float4x4")
+    const = "const" if glsl else "static const"
+    cat = asset.category
+    grass = cat == "GRASS"
+    source = " ".join(str(source).split())
+
+    def vec(values):
+        return f"{v3}({', '.join(_num(v) for v in values)})"
+
+    # GLSL matrices are column-major: mat3(c0, c1, c2); HLSL float3x3(r0, r1, r2) is row-major. ``mul3(M, v)`` is
+    # M v in both; Blender from engine: A^T
+    if glsl:
+        a_t = f"mat3({', '.join(vec(a[i]) for i in range(3))})"   # columns = rows of A -> A^T
+        a_m = f"mat3({', '.join(vec(a[:, j]) for j in range(3))})"  # columns of A -> A
+
+        def mul(m, v):
+            return f"({m} * {v})"
+    else:
+        a_t = f"float3x3({', '.join(vec(a[:, j]) for j in range(3))})"  # rows = columns of A -> A^T
+        a_m = f"float3x3({', '.join(vec(a[i]) for i in range(3))})"
+
+        def mul(m, v):
+            return f"mul({m}, {v})"
+
+    gust_terms = []
+    for amp, mult, ph, wave in zip(GUST_AMPS, GUST_MULTS, GUST_PHASES, GUST_WAVES):
+        gust_terms.append((amp, mult, ph, wave))
+    lines = [
+        f"// EnvFX Wind: the live wind of one asset ({cat}){' (' + source + ')' if source else ''}.",
+        f"// Axes and units: {bend_engines.ENGINES[engine][4]}; {bend_engines.units_note(engine, unit_scale)}.",
+        "// Generated by EnvFX from the asset's wind settings: export again after changing them. The scene's wind",
+        "// comes as parameters (envfx_wind.json has the scene's values): wind = (direction xyz, strength), gusts =",
+        "// (gust strength, gust frequency Hz, loop frames (0: none), fps), grass = (ambient, tilt, fade start, fade",
+        "// end). Per vertex: the rest position and the normal (engine axes and units) and the live attributes (B, Bc,",
+        "// Bs, Rc, Rs, H, Pivot, Carry; Pivot in Blender's object axes and units) from the five UV channels Export",
+        "// for Game Engines writes (envfx_wind_offset_uv). Returns the object-space offset (engine axes and units).",
+        "#ifndef ENVFX_WIND_INCLUDED",
+        "#define ENVFX_WIND_INCLUDED",
+        f"{const} float ENVFX_WIND_PI2 = {_num(2.0 * math.pi)};",
+        f"{const} float ENVFX_WIND_K = {_num(k)}; // engine units per Blender unit",
+        f"{const} float ENVFX_WIND_SPRING = {_num(SPRING_HZ[cat])};",
+        f"{const} float ENVFX_WIND_BRANCH_HZ = {_num(BRANCH_HZ[cat])};",
+        f"{const} float ENVFX_WIND_RIGIDITY = {_num(asset.rigidity)};",
+        f"{const} float ENVFX_WIND_BEND = {_num(asset.bend)};",
+        f"{const} float ENVFX_WIND_SWAY = {_num(asset.sway)};",
+        f"{const} float ENVFX_WIND_LIFT = {_num(asset.lift)};",
+        f"{const} float ENVFX_WIND_MICRO = {_num(asset.micro)};",
+        f"{const} float ENVFX_WIND_RAMP = {_num(asset.ramp)};",
+        f"{const} float ENVFX_WIND_MAIN_BEND = {_num(1.0 if asset.main_bend else 0.0)};",
+        f"{const} float ENVFX_WIND_HEIGHT = {_num(asset.asset_height)}; // Blender units",
+        "",
+        f"{v3} envfx_wind_to_blender({v3} v) {{ return {mul(a_t, 'v')}; }}",
+        f"{v3} envfx_wind_to_engine({v3} v) {{ return {mul(a_m, 'v')}; }}",
+        "",
+        "// a frequency rounded to whole cycles per loop (at least one), when a loop is set",
+        f"float envfx_wind_quantize(float f, {v4} gusts) {{",
+        "    if (gusts.z <= 0.0) {",
+        "        return f;",
+        "    }",
+        "    float period = gusts.z / gusts.w;",
+        "    return max(floor(f * period + 0.5), 1.0) / period;",
+        "}",
+        "",
+        "// seconds of a frame (wrapped into the loop first)",
+        f"float envfx_wind_time(float frame, {v4} gusts) {{",
+        "    if (gusts.z > 0.0) {",
+        "        frame = frame - gusts.z * floor(frame / gusts.z);",
+        "    }",
+        "    return frame / gusts.w;",
+        "}",
+        "",
+        "// the grass wobble's parabolic sine",
+        "float envfx_wind_wave(float turns) {",
+        "    float w = turns - floor(turns + 0.5);",
+        "    return 8.0 * w * (1.0 - 2.0 * abs(w));",
+        "}",
+        "",
+        f"{v3} envfx_wind_unit({v3} v) {{",
+        "    float l = length(v);",
+        f"    return l > 0.0 ? v / l : {v3}(0.0, 0.0, 0.0);",
+        "}",
+        "",
+        "// the effective wind at the asset: strength with the spring-filtered gusts, then the asset's ramp",
+        f"float envfx_wind_effective(float t, {v3} origin, {v4} wind, {v4} gusts) {{",
+        "    float f0 = ENVFX_WIND_SPRING;",
+        "    float total = 0.0;",
+    ]
+    for amp, mult, ph, wave in gust_terms:
+        lines += [
+            "    {",
+            f"        float f = envfx_wind_quantize(gusts.y * {_num(mult)}, gusts);",
+            "        float gain = f0 * f0 / (f0 * f0 + f * f);",
+            "        float lag = 2.0 * atan(f / f0);",
+            f"        total += {_num(amp)} * gain * sin(ENVFX_WIND_PI2 * f * t + {_num(wave[0])} * origin.x"
+            f" + {_num(wave[1])} * origin.y + {_num(ph)} - lag);",
+            "    }",
+        ]
+    lines += [
+        "    float w = max(0.0, wind.w * (1.0 + gusts.x * total));",
+        "    return w * (1.0 + ENVFX_WIND_RAMP) / (1.0 + ENVFX_WIND_RAMP * w);",
+        "}",
+        "",
+        "// the object-space offset (engine axes and units) of a vertex at frame `frame` (the scene's frame number;",
+        "// a game: seconds * fps). object_to_world: the object's world matrix; camera_pos / camera_z: the camera's",
+        "// world position and its +Z (backwards) axis (grass only; any values elsewhere)",
+        f"{v3} envfx_wind_offset({v3} rest_pos, {v3} normal, float b, float bc, float bs, float rc, float rs,",
+        f"                       float h, {v3} pivot, float carry, {m4} object_to_world, float frame,",
+        f"                       {v4} wind, {v4} gusts, {v4} grass, {v3} camera_pos, {v3} camera_z) {{",
+    ]
+    if glsl:
+        lines += [
+            "    mat3 m3e = mat3(object_to_world);",
+            "    vec3 origin_e = object_to_world[3].xyz;",
+        ]
+    else:
+        lines += [
+            "    float3x3 m3e = (float3x3)object_to_world;",
+            "    float3 origin_e = float3(object_to_world[0][3], object_to_world[1][3], object_to_world[2][3]);",
+        ]
+    # Blender world <- engine world: A^T / k for points, A^T for directions; object matrix M = A^T Me A
+    lines += [
+        f"    {m3} inv3;",
+    ]
+    if glsl:
+        lines += [
+            f"    mat3 m3 = {a_t} * m3e * {a_m};",
+            "    inv3 = inverse(m3);",
+        ]
+    else:
+        lines += [
+            f"    float3x3 m3 = mul({a_t}, mul(m3e, {a_m}));",
+            "    float det = determinant(m3);",
+            "    inv3 = float3x3(cross(m3[1], m3[2]), cross(m3[2], m3[0]), cross(m3[0], m3[1]));",
+            "    inv3 = transpose(inv3) / det;",
+        ]
+    lines += [
+        f"    {v3} origin = envfx_wind_to_blender(origin_e) / ENVFX_WIND_K;",
+        f"    {v3} p = envfx_wind_to_blender(rest_pos) / ENVFX_WIND_K;",
+        f"    {v3} n = envfx_wind_to_blender(normal);",
+        f"    {v3} rel = pivot; // Blender object axes and units, as the UV channels carry it",
+        "    float t = envfx_wind_time(frame, gusts);",
+        f"    {v3} wd = envfx_wind_to_blender(wind.xyz);",
+        f"    {v3} d = envfx_wind_unit({v3}(wd.x, wd.y, 0.0));",
+        "    if (length(wd.xy) <= 1e-12) {",
+        f"        d = {v3}(0.0, 0.0, 0.0);",
+        "    }",
+        f"    {v3} across = {v3}(-d.y, d.x, 0.0);",
+        f"    {v3} up = {v3}(0.0, 0.0, 1.0);",
+        "    float eff = envfx_wind_effective(t, origin, wind, gusts);",
+        "    float kk = eff * ENVFX_WIND_HEIGHT / ENVFX_WIND_RIGIDITY;",
+        f"    float main_amp = ENVFX_WIND_MAIN_BEND * kk * {_num(MAIN_SCALE)};",
+        f"    float bend = ENVFX_WIND_BEND * kk * {_num(BRANCH_SCALE)};",
+        f"    {v3} vc = {v3}(0.0, 0.0, 0.0);",
+        f"    {v3} vs = {v3}(0.0, 0.0, 0.0);",
+    ]
+    amps = ["0.3 * bend", f"0.5 * ENVFX_WIND_SWAY * kk * {_num(BRANCH_SCALE)}",
+            f"0.4 * ENVFX_WIND_LIFT * kk * {_num(BRANCH_SCALE)}"]
+    for mult, ph, amp, dvec in zip(BRANCH_MULTS, BRANCH_PHASES, amps, ("d", "across", "up")):
+        lines += [
+            "    {",
+            f"        float x = ENVFX_WIND_PI2 * envfx_wind_quantize(ENVFX_WIND_BRANCH_HZ * {_num(mult)}, gusts) * t"
+            f" + {_num(ph)};",
+            f"        vc += ({amp}) * sin(x) * {dvec};",
+            f"        vs += ({amp}) * cos(x) * {dvec};",
+            "    }",
+        ]
+    lines += [
+        f"    float mamp = ENVFX_WIND_MICRO * kk * {_num(MICRO_SCALE)};",
+        f"    {v3} marg = ENVFX_WIND_PI2 * {v3}({', '.join(_quantized(f) for f in MICRO_HZ)}) * t"
+        f" + {vec(MICRO_PHASES)};",
+        f"    {v3} mc = mamp * sin(marg);",
+        f"    {v3} ms = mamp * cos(marg);",
+        f"    {v3} extra = {v3}(0.0, 0.0, 0.0);",
+        "    float ambient = grass.x * eff * ENVFX_WIND_HEIGHT;",
+        "    float fade = 1.0;",
+    ]
+    if grass:
+        lines += [
+            f"    float fa = {_quantized(AMBIENT_HZ)};",
+            f"    float fa2 = {_quantized(2.0 * AMBIENT_HZ)};",
+            f"    float po = {_num(OBJECT_PHASE[0])} * origin.x + {_num(OBJECT_PHASE[1])} * origin.y;",
+            f"    float aamp = ambient * {_num(AMBIENT_SCALE)};",
+            f"    extra += {v3}(aamp * sin(ENVFX_WIND_PI2 * fa * t + po), aamp * 0.5 * sin(ENVFX_WIND_PI2 * fa2 * t"
+            f" + 2.0 * po), 0.0);",
+            f"    {v3} cam = envfx_wind_to_blender(camera_pos) / ENVFX_WIND_K;",
+            f"    {v3} cz = envfx_wind_to_blender(camera_z);",
+            f"    {v3} look = -cz / max(length(cz), 1e-12);",
+            "    float down = max(0.0, -look.z);",
+            f"    {v3} toward = origin - cam;",
+            f"    {v3} away = envfx_wind_unit({v3}(toward.x, toward.y, 0.0));",
+            "    if (length(toward.xy) <= 1e-12) {",
+            f"        away = {v3}(0.0, 0.0, 0.0);",
+            "    }",
+            f"    extra += grass.y * down * {_num(TILT_SCALE)} * ENVFX_WIND_HEIGHT * away;",
+            "    float fade_start = grass.z / ENVFX_WIND_K;",
+            "    float fade_end = grass.w / ENVFX_WIND_K;",
+            "    if (fade_end > fade_start) {",
+            "        fade = clamp((fade_end - length(cam - origin)) / (fade_end - fade_start), 0.0, 1.0);",
+            "    }",
+        ]
+    lines += [
+        f"    {v3} dir_o = {mul('inv3', 'd')};",
+        f"    {v3} vc_o = {mul('inv3', 'vc')};",
+        f"    {v3} vs_o = {mul('inv3', 'vs')};",
+        f"    {v3} swing = (h * h * main_amp + b * bend) * dir_o + bc * vc_o + bs * vs_o + rc * mc + rs * ms;",
+        f"    {v3} extra_o = {mul('inv3', 'extra')};",
+    ]
+    if grass:
+        ww = np.asarray(WOBBLE_WAVE, np.float64) / (2.0 * math.pi)
+        lines += [
+            f"    float fw = {_quantized(WOBBLE_HZ)};",
+            f"    float wamp = ambient * {_num(WOBBLE_SCALE)} * h * envfx_wind_wave(dot(p, {vec(ww)}) + fw * t);",
+            "    swing += h * extra_o + wamp * n;",
+        ]
+    lines += [
+        f"    {v3} q = rel + swing;",
+        "    float rest_len = length(rel);",
+        "    float now_len = length(q);",
+        f"    {v3} turned = now_len > 0.0 ? q * (rest_len / now_len) : {v3}(0.0, 0.0, 0.0);",
+        f"    {v3} up_o = {mul('inv3', f'{v3}(0.0, 0.0, 1.0)')};",
+        "    float inv_h = ENVFX_WIND_HEIGHT > 0.0 ? 1.0 / ENVFX_WIND_HEIGHT : 0.0;",
+        f"    {v3} lean = up_o + carry * dir_o * (main_amp * inv_h);",
+    ]
+    if grass:
+        lines.append("    lean += extra_o * inv_h;")
+    lines += [
+        f"    {v3} carried = (carry * ENVFX_WIND_HEIGHT * length(up_o)) * (envfx_wind_unit(lean) -"
+        " envfx_wind_unit(up_o));",
+        f"    {v3} local = turned - rel + carried;",
+    ]
+    if grass:
+        lines.append("    local = fade * local + (fade - 1.0) * p;")
+    lines += [
+        "    return ENVFX_WIND_K * envfx_wind_to_engine(local);",
+        "}",
+    ]
+    flip = "1.0 - " if V_FLIP[engine] else ""
+    lines += [
+        "",
+        "// the same from the UV channels as the engine imports them: EnvFX_Wind_BH (B, H), EnvFX_Wind_Bcs (Bc, Bs),",
+        "// EnvFX_Wind_Rcs (Rc, Rs), EnvFX_Wind_PivotXY (Pivot x, y), EnvFX_Wind_PivotZ (Pivot z, Carry)"
+        + ("; the import counts V from the top (V = 1 - Blender's)" if V_FLIP[engine] else ""),
+        f"{v3} envfx_wind_offset_uv({v3} rest_pos, {v3} normal, {v2} uv_bh, {v2} uv_bcs, {v2} uv_rcs, {v2} uv_pxy,",
+        f"                          {v2} uv_pz, {m4} object_to_world, float frame, {v4} wind, {v4} gusts,",
+        f"                          {v4} grass, {v3} camera_pos, {v3} camera_z) {{",
+        f"    return envfx_wind_offset(rest_pos, normal, uv_bh.x, uv_bcs.x, {flip}uv_bcs.y, uv_rcs.x, {flip}uv_rcs.y,",
+        f"                             {flip}uv_bh.y, {v3}(uv_pxy.x, {flip}uv_pxy.y, uv_pz.x), {flip}uv_pz.y,",
+        "                             object_to_world, frame, wind, gusts, grass, camera_pos, camera_z);",
+        "}",
+    ]
+    if engine == "UNITY":
+        lines += [
+            "",
+            "// Shader Graph Custom Function \"EnvFXWind\" (UV nodes on the five channels, Object space position and",
+            "// normal, the Object node's matrix, the scene's wind as global properties)",
+            "void EnvFXWind_float(float3 RestPos, float3 Normal, float2 UvBH, float2 UvBcs, float2 UvRcs,",
+            "                     float2 UvPivotXY, float2 UvPivotZ, float4x4 ObjectToWorld, float Frame, float4 Wind,",
+            "                     float4 Gusts, float4 Grass, float3 CameraPos, float3 CameraZ, out float3 Offset) {",
+            "    Offset = envfx_wind_offset_uv(RestPos, Normal, UvBH, UvBcs, UvRcs, UvPivotXY, UvPivotZ,",
+            "                                  ObjectToWorld, Frame, Wind, Gusts, Grass, CameraPos, CameraZ);",
+            "}",
+        ]
+    lines.append("#endif")
+    return "\n".join(lines) + "\n"
+
+
+def export_files(folder: str, assets: dict, scene: core_live.SceneWind, unit_scale: float = 1.0,
+                 source: str = "") -> list:
+    """Write, per asset (``{name: AssetWind}``) and engine, the wind include, and ``envfx_wind.json`` (the scene's
+    wind as each engine's uniforms, each asset's settings and files) into ``folder``; a failure leaves the folder
+    as it was. Returns the paths written."""
+    texts, entries = {}, {}
+    for stem, (name, asset) in zip(unique_stems(list(assets)), assets.items()):
+        files = {}
+        for engine in ENGINES:
+            base, ext = os.path.splitext(INCLUDE[engine])
+            file_name = f"{base}_{stem}{ext}"
+            texts[file_name] = shader_source(engine, asset, unit_scale, f"{source}, {name}" if source else name)
+            files[engine] = file_name
+        entries[name] = {"files": files, "category": asset.category, "rigidity": asset.rigidity,
+                         "bend": asset.bend, "sway": asset.sway, "lift": asset.lift, "micro": asset.micro,
+                         "ramp": asset.ramp, "main_bend": asset.main_bend, "asset_height": asset.asset_height}
+    meta = {"format": "envfx-wind-engines", "version": 1, "source": source, "live": LIVE_VERSION,
+            "unit_scale": float(unit_scale),
+            "scene": {e: scene_uniforms(scene, e, unit_scale) for e in ENGINES},
+            "assets": entries,
+            "attributes": {"B": LIVE_ATTRS[0], "Bc": LIVE_ATTRS[1], "Bs": LIVE_ATTRS[2], "Rc": LIVE_ATTRS[3],
+                           "Rs": LIVE_ATTRS[4], "H": LIVE_ATTRS[5], "Pivot": LIVE_ATTRS[6], "Carry": LIVE_ATTRS[7]}}
+    texts[JSON_NAME] = json.dumps(meta, indent=2) + "\n"
+    os.makedirs(folder, exist_ok=True)
+    done = []
+    try:
+        for name, text in texts.items():
+            tmp = os.path.join(folder, name + ".tmp")
+            with open(tmp, "w", encoding="utf-8") as fh:
+                done.append(tmp)
+                fh.write(text)
+    except OSError:
+        for tmp in done:
+            if os.path.exists(tmp):
+                os.remove(tmp)
+        raise
+    written = []
+    for tmp in done:
+        os.replace(tmp, tmp[:-4])
+        written.append(tmp[:-4])
+    return written

@@ -1,0 +1,135 @@
+"""Export for Game Engines (wind): each selected wind asset's live wind as shader includes for Godot, Unity and
+Unreal and ``envfx_wind.json`` (``core.wind_engines``), and the five UV maps the shaders read (the live wind's
+per-vertex attributes, ``core.wind_engines.CHANNELS``), written onto the meshes so that Blender's glTF and FBX
+exporters (Apply Modifiers off) carry them to the game."""
+
+from __future__ import annotations
+
+import os
+
+import bpy
+from bpy.props import StringProperty
+
+from .. import bridge
+from ..core import wind as core_wind
+from ..core import wind_engines
+from ..shader_nodes import wind as wind_nodes
+from . import bend as bend_ops
+from .common import PATH_OPTIONS, ObjectsResult, edit_mode_text, in_edit_mode, output_folder, report_result
+
+MAX_UV_MAPS = 8  # Blender's limit per mesh
+
+
+class WindEngineError(ValueError):
+    """Nothing was exported; the message says what to do."""
+
+
+def _skip_reason(obj) -> str | None:
+    if obj.type != "MESH":
+        return "not a mesh"
+    mesh = obj.data
+    attrs = mesh.attributes
+    col, height = attrs.get("EnvFX_Wind"), attrs.get("EnvFX_Height")
+    if col is None or height is None or col.domain != "POINT" or height.domain != "POINT":
+        return "no wind data: bake it first (Bake Wind Data)"
+    if mesh.library is not None:
+        return f"its mesh is linked from {mesh.library.filepath!r}: export it from that file"
+    names = {n for n, _parts in wind_engines.CHANNELS}
+    have = {uv.name for uv in mesh.uv_layers}
+    if len(have | names) > MAX_UV_MAPS:
+        return (f"it has {len(have - names)} UV maps and the wind needs {len(names)} more, beyond Blender's "
+                f"{MAX_UV_MAPS}: remove {len(have | names) - MAX_UV_MAPS} UV map(s) first")
+    return None
+
+
+def write_channels(obj) -> dict:
+    """Write the wind's UV maps onto ``obj``'s mesh (replacing earlier ones; the active and render UV maps stay);
+    returns {UV map name: (N, 2)} as written."""
+    mesh = obj.data
+    n = len(mesh.vertices)
+    rgba = bridge.point_attribute(mesh, "EnvFX_Wind").reshape(n, 4)
+    h = bridge.point_attribute(mesh, "EnvFX_Height").reshape(n)
+    live = core_wind.live_attributes(bridge.get_positions(mesh), h, rgba)
+    uvs = wind_engines.channel_uvs(live)
+    active = mesh.uv_layers.active.name if mesh.uv_layers.active is not None else None
+    render = next((uv.name for uv in mesh.uv_layers if uv.active_render), None)
+    for name, values in uvs.items():
+        bridge.set_vertex_uv(mesh, name, values)
+    if active is not None:
+        mesh.uv_layers.active = mesh.uv_layers[active]
+    if render is not None:
+        mesh.uv_layers[render].active_render = True
+    mesh.update()
+    return uvs
+
+
+def export_engines(scene, objects, folder: str) -> tuple:
+    """Export the wind assets among ``objects`` for game engines into ``folder``: their UV channels onto their
+    meshes, one include per asset and engine, ``envfx_wind.json``. Returns (paths written, ObjectsResult: the
+    assets changed and the objects skipped with why). Raises WindEngineError, with nothing changed, for a blank or
+    unwritable folder, no wind asset among ``objects``, or a mesh in Edit Mode."""
+    path = output_folder(folder, "The folder", "No folder: choose the folder the engine files are written to",
+                         WindEngineError)
+    result = ObjectsResult()
+    assets = []
+    for obj in objects:
+        why = _skip_reason(obj)
+        if why:
+            result.skipped[obj.name] = why
+        else:
+            assets.append(obj)
+    if not assets:
+        why = f" ({result.skipped_text()})" if result.skipped else ""
+        raise WindEngineError(f"No wind asset to export{why}: bake wind data on the selected meshes first")
+    names = in_edit_mode(assets)
+    if names:
+        raise WindEngineError(edit_mode_text(names))
+    source = f"{bpy.path.basename(bpy.data.filepath) or 'unsaved file'}, scene {scene.name}"
+    params = {obj.name: wind_nodes.asset_params(obj) for obj in assets}
+    try:
+        paths = wind_engines.export_files(path, params, wind_nodes.params_from_scene(scene),
+                                          bend_ops.unit_scale(scene), source)
+    except OSError as exc:
+        raise WindEngineError(f"Cannot write the engine files into {path!r} ({exc.strerror or exc}): choose a "
+                              f"writable folder") from None
+    for obj in assets:
+        write_channels(obj)
+        result.changed.append(obj.name)
+    return paths, result
+
+
+class ENVFX_OT_wind_export_engines(bpy.types.Operator):
+    """Write the selected wind assets' live wind for game engines: shader includes for Godot, Unity (Shader Graph
+    Custom Function) and Unreal, envfx_wind.json with the scene's wind in each engine's axes and units, and the
+    UV maps the shaders read onto the meshes (export them with glTF or FBX, Apply Modifiers off)"""
+
+    bl_idname = "envfx.wind_export_engines"
+    bl_label = "Export for Game Engines"
+    bl_options = {"REGISTER", "UNDO"}
+
+    directory: StringProperty(name="Folder", description="Folder the engine files are written to (// is the .blend "
+                              "file's folder)", default="", subtype="DIR_PATH", options=PATH_OPTIONS)
+
+    @classmethod
+    def poll(cls, context):
+        if not getattr(context, "selected_objects", None):
+            cls.poll_message_set("Select the wind assets to export")
+            return False
+        return True
+
+    def invoke(self, context, event):
+        context.window_manager.fileselect_add(self)
+        return {"RUNNING_MODAL"}
+
+    def execute(self, context):
+        try:
+            paths, result = export_engines(context.scene, list(context.selected_objects), self.directory)
+        except WindEngineError as exc:
+            self.report({"ERROR"}, str(exc))
+            return {"CANCELLED"}
+        report_result(self, result, "Wrote the wind's UV channels on")
+        self.report({"INFO"}, f"Wrote {len(paths)} files for game engines into {os.path.dirname(paths[0])}")
+        return {"FINISHED"}
+
+
+classes = (ENVFX_OT_wind_export_engines,)

@@ -1,0 +1,243 @@
+"""Export for Game Engines (wind): the operator and `wind --export-engines` write each asset's includes, the
+scene's wind in envfx_wind.json and the five UV maps the shaders read; a wind asset exported with Blender's glTF
+and FBX exporters (Apply Modifiers off) carries those channels, and the engine include run on llvmpipe over the
+exported data (the glb as Godot reads it; the FBX read back through Blender's FBX importer, in Unity's axes)
+moves every vertex where the Blender preview (the live wind) draws it. Running shaders needs glslang, moderngl and
+PyOpenGL: installed in the Blender 5.0 test venv (tools/venv.sh); on 4.2 the files and channels are checked."""
+
+import importlib
+import importlib.util
+import json
+import os
+
+import bpy
+import numpy as np
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+_spec = importlib.util.spec_from_file_location("envfx_test_vat_helpers", os.path.join(HERE, "test_vat.py"))
+_helpers = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_helpers)
+
+GODOT_MAIN = """
+layout(location = 0) in vec2 pixel;
+layout(location = 1) in vec3 rest_pos;
+layout(location = 2) in vec3 normal;
+layout(location = 3) in vec4 uv_a;
+layout(location = 4) in vec4 uv_b;
+layout(location = 5) in vec2 uv_c;
+layout(location = 0) out vec4 result;
+void main() {
+    gl_Position = vec4(pixel, 0.0, 1.0);
+    vec3 off = envfx_wind_offset_uv(rest_pos, normal, uv_a.xy, uv_a.zw, uv_b.xy, uv_b.zw, uv_c, mat4(@MATRIX@),
+                                    @FRAME@, vec4(@WIND@), vec4(@GUSTS@), vec4(@GRASS@), vec3(0.0),
+                                    vec3(0.0, 1.0, 0.0));
+    result = vec4(off, 1.0);
+}
+"""
+UNITY_MAIN = """
+struct Out { float4 position : SV_Position; float4 result : TEXCOORD0; };
+Out main(float2 pixel : TEXCOORD0, float3 rest_pos : TEXCOORD1, float3 normal : TEXCOORD2,
+         float4 uv_a : TEXCOORD3, float4 uv_b : TEXCOORD4, float2 uv_c : TEXCOORD5) {
+    Out o;
+    o.position = float4(pixel, 0.0, 1.0);
+    float3 off;
+    EnvFXWind_float(rest_pos, normal, uv_a.xy, uv_a.zw, uv_b.xy, uv_b.zw, uv_c, float4x4(@MATRIX@), @FRAME@,
+                    float4(@WIND@), float4(@GUSTS@), float4(@GRASS@), float3(0.0, 0.0, 0.0), float3(0.0, 1.0, 0.0),
+                    off);
+    o.result = float4(off, 1.0);
+    return o;
+}
+"""
+
+
+@pytest.fixture
+def mods(envfx):
+    class M:
+        ops = importlib.import_module(envfx.__name__ + ".operators.wind_engines")
+        core = importlib.import_module(envfx.__name__ + ".core.wind_engines")
+        wind = envfx.operators.wind
+        bridge = envfx.bridge
+    return M
+
+
+def plant(envfx, name="Plant"):
+    """A wind asset: an upright subdivided sheet, baked, in the live wind, rotated, scaled and moved."""
+    scene = bpy.context.scene
+    scene.envfx.wind.ao_samples = 0
+    scene.envfx.wind.strength = 2.0
+    bpy.ops.mesh.primitive_grid_add(x_subdivisions=12, y_subdivisions=12, size=2.0)
+    obj = bpy.context.active_object
+    obj.name = name
+    obj.rotation_euler = (1.4, 0, 0)
+    bpy.ops.object.transform_apply(rotation=True)
+    obj.data.uv_layers.new(name="UVMap") if not obj.data.uv_layers else None
+    envfx.operators.wind.bake(scene, [obj])
+    envfx.operators.wind.add_wind(scene, [obj])
+    obj.location = (3.0, -2.0, 0.5)
+    obj.rotation_euler = (0.0, 0.0, 0.7)
+    obj.scale = (1.3, 1.3, 1.3)
+    bpy.context.view_layer.update()
+    return obj
+
+
+def preview_offsets(mods, obj, frames):
+    """{frame: (N, 3) object-space offsets of the live wind (the Blender preview)}."""
+    scene = bpy.context.scene
+    rest = mods.bridge.get_positions(obj.data).astype(np.float64)
+    out = {}
+    for frame in frames:
+        scene.frame_set(frame)
+        dg = bpy.context.evaluated_depsgraph_get()
+        ev = obj.evaluated_get(dg)
+        mesh = ev.to_mesh()
+        try:
+            out[frame] = mods.bridge.get_positions(mesh).astype(np.float64) - rest
+        finally:
+            ev.to_mesh_clear()
+    return rest, out
+
+
+def gpu_helpers():
+    spec = importlib.util.spec_from_file_location("engine_gpu", os.path.join(HERE, "..", "core", "engine_gpu.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def run(gpu_mod, gpu, tmp_path, engine, include, main, positions, normals, uvs, matrix, frame, uniforms):
+    subst = {"MATRIX": ", ".join(repr(float(v)) for v in (matrix.T if engine == "GODOT" else matrix).reshape(-1)),
+             "FRAME": repr(float(frame))}
+    for key in ("wind", "gusts", "grass"):
+        subst[key.upper()] = ", ".join(repr(float(v)) for v in uniforms[key])
+    for key, value in subst.items():
+        main = main.replace(f"@{key}@", value)
+    hlsl = engine != "GODOT"
+    vert = gpu_mod.spirv(("#version 450\n" if not hlsl else "") + include + main, "vert", hlsl, tmp_path)
+    frag = gpu_mod.spirv(gpu_mod.HLSL_FRAG if hlsl else gpu_mod.GLSL_FRAG, "frag", hlsl, tmp_path)
+    return gpu.run(vert, frag, [positions, normals, np.hstack(uvs[0:2]), np.hstack(uvs[2:4]), uvs[4]])[:, :3]
+
+
+def test_export_writes_the_channels_and_the_exported_gltf_and_fbx_play_the_preview(envfx, mods, tmp_path):
+    obj = plant(envfx)
+    scene = bpy.context.scene
+    paths, result = mods.ops.export_engines(scene, [obj], str(tmp_path / "engines"))
+    assert result.changed == ["Plant"]
+    names = sorted(os.path.basename(p) for p in paths)
+    assert names == sorted(["envfx_wind_Plant.gdshaderinc", "EnvFXWind_Plant.hlsl", "EnvFXWind_Plant.ush",
+                            "envfx_wind.json"])
+    meta = json.loads((tmp_path / "engines" / "envfx_wind.json").read_text())
+    assert meta["assets"]["Plant"]["category"] == obj.envfx.wind.category
+    channels = [name for name, _ in mods.core.CHANNELS]
+    uv_names = [uv.name for uv in obj.data.uv_layers]
+    assert set(channels) <= set(uv_names) and obj.data.uv_layers.active.name == "UVMap"
+    # the exporters, Apply Modifiers off
+    for o in scene.objects:
+        o.select_set(o == obj)
+    bpy.context.view_layer.objects.active = obj
+    glb, fbx = str(tmp_path / "plant.glb"), str(tmp_path / "plant.fbx")
+    assert bpy.ops.export_scene.gltf(filepath=glb, export_format="GLB", use_selection=True, export_apply=False,
+                                     export_animations=False, export_texcoords=True, export_normals=True) == \
+        {"FINISHED"}
+    assert bpy.ops.export_scene.fbx(filepath=fbx, use_selection=True, use_mesh_modifiers=False,
+                                    bake_space_transform=True, axis_forward="-Z", axis_up="Y",
+                                    object_types={"MESH"}, bake_anim=False) == {"FINISHED"}
+    frames = (1, 9, 30)
+    rest, preview = preview_offsets(mods, obj, frames)
+    size = float(np.ptp(rest, axis=0).max())
+    live_uvs = {name: np.asarray(uv, np.float64) for name, uv in mods.core.channel_uvs(
+        envfx.core.wind.live_attributes(rest, mods.bridge.point_attribute(obj.data, "EnvFX_Height").reshape(-1),
+                                        mods.bridge.point_attribute(obj.data, "EnvFX_Wind").reshape(-1, 4))).items()}
+
+    # glTF as Godot reads it: POSITION and NORMAL in Godot's axes, TEXCOORD_n in the mesh's UV map order, V flipped
+    doc, accessor = _helpers.read_glb(glb)
+    prim = doc["meshes"][0]["primitives"][0]
+    pos_g = accessor(prim["attributes"]["POSITION"]).astype(np.float64)
+    a_g = np.asarray(envfx.core.bend_engines.ENGINES["GODOT"][0], np.float64)
+    index = {tuple(np.round(p, 4)): i for i, p in enumerate(rest @ a_g.T)}
+    vert = np.array([index[tuple(np.round(p, 4))] for p in pos_g])  # the glb's vertices are the mesh's, split
+    uvs_g = []
+    for name in channels:
+        key = f"TEXCOORD_{uv_names.index(name)}"
+        assert key in prim["attributes"], f"the glb has no {key} ({name})"
+        uv = accessor(prim["attributes"][key]).astype(np.float64)
+        np.testing.assert_allclose(uv[:, 0], live_uvs[name][vert, 0], atol=1e-6)
+        np.testing.assert_allclose(1.0 - uv[:, 1], live_uvs[name][vert, 1], atol=1e-6)  # glTF's V
+        uvs_g.append(uv)
+
+    # FBX read back by Blender's importer: the channels by name, per vertex (matched by world position)
+    before = set(bpy.data.objects)
+    assert bpy.ops.import_scene.fbx(filepath=fbx) == {"FINISHED"}
+    imported = next(o for o in bpy.data.objects if o not in before and o.type == "MESH")
+    imp_mesh = imported.data
+    world_imp = mods.bridge.get_positions(imp_mesh).astype(np.float64) @ np.asarray(imported.matrix_world)[:3, :3].T \
+        + np.asarray(imported.matrix_world)[:3, 3]
+    m = np.asarray(obj.matrix_world)
+    world = rest @ m[:3, :3].T + m[:3, 3]
+    index = {tuple(np.round(p, 3)): i for i, p in enumerate(world)}
+    vert_f = np.array([index[tuple(np.round(p, 3))] for p in world_imp])
+    loops = mods.bridge.corner_vertices(imp_mesh)
+    uvs_f = []
+    for name in channels:
+        layer = imp_mesh.uv_layers.get(name)
+        assert layer is not None, f"the FBX lost the UV map {name}"
+        corner = np.empty(len(imp_mesh.loops) * 2, np.float32)
+        layer.uv.foreach_get("vector", corner)
+        per_vertex = np.zeros((len(imp_mesh.vertices), 2))
+        per_vertex[loops] = corner.reshape(-1, 2)
+        np.testing.assert_allclose(per_vertex, live_uvs[name][vert_f], atol=1e-6)
+        uvs_f.append(per_vertex)
+    scene.frame_set(1)
+
+    if bpy.app.version < (5, 0, 0):
+        pytest.skip("the engine shader tools (glslang, moderngl) are installed in the Blender 5.0 test venv")
+    gpu_mod = gpu_helpers()
+    gpu = gpu_mod.Gpu()
+    params = envfx.shader_nodes.wind.params_from_scene(scene)
+    worst = 0.0
+    for engine, main, positions, normals, uvs, verts in (
+            ("GODOT", GODOT_MAIN, pos_g, accessor(prim["attributes"]["NORMAL"]), uvs_g, vert),
+            ("UNITY", UNITY_MAIN, envfx.core.bend_engines.to_engine(rest[vert_f], "UNITY"),
+             mods.bridge.vertex_normals(obj.data)[vert_f] @ np.asarray(
+                 envfx.core.bend_engines.ENGINES["UNITY"][0], np.float64).T, uvs_f, vert_f)):
+        include = (tmp_path / "engines" / meta["assets"]["Plant"]["files"][engine]).read_text()
+        a, k = mods.core.axes(engine)
+        matrix = mods.core.engine_matrix_world(m, engine)
+        uniforms = mods.core.scene_uniforms(params, engine)
+        for frame in frames:
+            got = run(gpu_mod, gpu, tmp_path, engine, include, main, positions, normals, uvs, matrix, frame,
+                      uniforms)
+            want = k * preview[frame][verts] @ a.T
+            worst = max(worst, float(np.abs(got - want).max()))
+        assert np.abs(want).max() > 0.01 * size
+    assert worst <= 1e-4 * size, (worst, size)
+
+
+def test_export_refuses_what_it_cannot_export(envfx, mods, tmp_path):
+    bpy.ops.mesh.primitive_cube_add()
+    cube = bpy.context.active_object
+    with pytest.raises(mods.ops.WindEngineError, match="No wind asset to export .*no wind data: bake it first"):
+        mods.ops.export_engines(bpy.context.scene, [cube], str(tmp_path / "x"))
+    with pytest.raises(mods.ops.WindEngineError, match="No folder"):
+        mods.ops.export_engines(bpy.context.scene, [cube], "")
+    assert not (tmp_path / "x").exists()
+    obj = plant(envfx)
+    for i in range(8 - len(obj.data.uv_layers)):
+        obj.data.uv_layers.new(name=f"extra{i}")
+    with pytest.raises(mods.ops.WindEngineError, match="beyond Blender's 8"):
+        mods.ops.export_engines(bpy.context.scene, [obj], str(tmp_path / "y"))
+    assert not (tmp_path / "y").exists()
+
+
+def test_the_command_exports_the_baked_assets(envfx, tmp_path, capsys):
+    plant(envfx)
+    path = str(tmp_path / "plant.blend")
+    bpy.ops.wm.save_as_mainfile(filepath=path)
+    code = envfx.cli.main(["wind", path, "--objects", "Plant", "--ao-samples", "0",
+                           "--export-engines", str(tmp_path / "out")])
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    assert "wrote 4 files for game engines" in out.out
+    assert (tmp_path / "out" / "EnvFXWind_Plant.ush").is_file()
+    bpy.ops.wm.open_mainfile(filepath=path)
+    assert bpy.data.objects["Plant"].data.uv_layers.get("EnvFX_Wind_PivotZ") is not None  # saved with the file
