@@ -135,7 +135,8 @@ def _wind_file(args, path: str, custom, export_engines=None):
                 batch.print_warnings("wind", path, result)
                 st = result.stats
                 print(f"envfx wind: {path}: baked {', '.join(result.changed)}: {st['vertices']} vertices, "
-                      f"{st['branches']} branches, {st['leaves']} leaves, height {st['height']:.3g} m")
+                      f"{st['branches']} branches, {st['leaves']} leaves, height {st['height']:.3g} m; B and G from "
+                      f"{st.get('from', 'the geometry')}")
                 if args.add:
                     wind_ops.add_wind(scene, [bpy.data.objects[n] for n in result.changed])
                 baked += result.changed

@@ -16,6 +16,7 @@ from ..core import wind_hierarchy
 from ..shader_nodes import bend as bend_nodes
 from ..shader_nodes import common as nodes_common
 from ..shader_nodes import wind as wind_nodes
+from . import wind_armature
 from .common import (ObjectsResult, changeable, evaluated_check, join_scene_group, kept_by_override_reason,
                      linked_reason, no_modifier_reason, poll_not_in_edit_mode, refuse_edit_mode, report_result)
 
@@ -280,6 +281,11 @@ def bake_job(scene, objects, depsgraph=None, ao_samples=None, leaf_size=None, la
         res = stop.value
     except core_wind.WindError as exc:
         raise WindInputError(str(exc)) from None
+    # a skinned asset: B and G from its bones (operators/wind_armature.py; sets result.stats["from"])
+    try:
+        res = wind_armature.from_armature(scene, meshes, objects, np.concatenate(positions), counts, res, result)
+    except core_wind.WindError as exc:
+        raise WindInputError(str(exc)) from None
     result.warnings += res.warnings + _faceless_warnings(meshes, counts, res.faceless)
     n = len(res.height)
     ao = np.ones(n, np.float32)
@@ -315,7 +321,7 @@ def bake_job(scene, objects, depsgraph=None, ao_samples=None, leaf_size=None, la
     sharers = [obj for obj in bpy.data.objects if obj.type == "MESH" and obj.data is not None
                and obj.data.name in baked and obj.library is None and obj not in done]
     assign_heights(sharers, result)  # instances sharing a baked mesh (grass clumps) get its height at their scale
-    result.stats = dict(vertices=n, islands=res.n_islands, leaves=res.n_leaves, branches=res.n_branches,
+    result.stats.update(vertices=n, islands=res.n_islands, leaves=res.n_leaves, branches=res.n_branches,
                         height=res.asset_height, structure=core_wind.levels_text(res), levels=list(res.levels))
     not_grass = [o.name for o in meshes if o.envfx.wind.category != "GRASS"]
     if res.multi_stem and res.n_stems >= GRASS_FIELD_STEMS and not_grass:
@@ -549,7 +555,7 @@ def _report(op, result: WindResult, verb: str):
     if result.stats:
         st = result.stats
         details = (f" ({st['vertices']} vertices, {st['islands']} islands: {st['structure']}; "
-                   f"height {st['height']:.3g} m)")
+                   f"height {st['height']:.3g} m; B and G from {st.get('from', 'the geometry')})")
     report_result(op, result, verb, details)
 
 

@@ -16,6 +16,7 @@ from .lightmap import EnvFXLightmapSettings
 from .mips import EnvFXMipsSettings
 from .snow import EnvFXSnowObjectSettings, EnvFXSnowSettings
 from .vat import EnvFXVatSettings
+from .vegetation import EnvFXVegetationSettings, colorize_band_property, colorize_per_vertex_property
 from .wind import EnvFXObjectWindSettings, EnvFXWindSettings
 
 __all__ = (
@@ -31,6 +32,7 @@ __all__ = (
     "EnvFXSnowObjectSettings",
     "EnvFXLightmapSettings",
     "EnvFXVatSettings",
+    "EnvFXVegetationSettings",
     "EnvFXSceneSettings",
     "EnvFXObjectSettings",
     "classes",
@@ -49,6 +51,7 @@ class EnvFXSceneSettings(PropertyGroup):
     snow: PointerProperty(type=EnvFXSnowSettings)
     lightmap: PointerProperty(type=EnvFXLightmapSettings)
     vat: PointerProperty(type=EnvFXVatSettings)
+    vegetation: PointerProperty(type=EnvFXVegetationSettings)
 
 
 class EnvFXObjectSettings(PropertyGroup):
@@ -61,6 +64,10 @@ class EnvFXObjectSettings(PropertyGroup):
     )
     wind: PointerProperty(type=EnvFXObjectWindSettings, override=OVERRIDABLE)
     snow: PointerProperty(type=EnvFXSnowObjectSettings, override=OVERRIDABLE)
+    # the vegetation's per-object settings sit here, not in a sub-group: the colorize shader reads them as Object
+    # attributes by path, which Blender resolves one level deep only (props/vegetation.py)
+    colorize_band: colorize_band_property()
+    colorize_per_vertex: colorize_per_vertex_property()
 
 
 classes = (
@@ -73,6 +80,7 @@ classes = (
     EnvFXSnowObjectSettings,
     EnvFXLightmapSettings,
     EnvFXVatSettings,
+    EnvFXVegetationSettings,
     EnvFXSceneSettings,
     EnvFXObjectSettings,
 )

@@ -1,6 +1,7 @@
 """Demo part: a small forest and a grass field in wind. Trees and grass clumps are built from numpy meshes with
 bark / leaf materials (the material names double as the bake's trunk / leaf overrides), their wind data is baked
-with the add-on's operator, a Wind force field drives the scene wind, and two frames of a seamless loop render."""
+with the add-on's operator, a Wind force field drives the scene wind, the vegetation look colorizes them by where
+they stand, and two frames of a seamless loop render."""
 
 import math
 
@@ -42,6 +43,41 @@ def _select(bpy, objects):
     for o in objects:
         o.select_set(True)
     bpy.context.view_layer.objects.active = objects[0]
+
+
+def _colorize(bpy, scene, trees, grass, rng):
+    """The vegetation look (docs/vegetation.md): a colorize set from four picked colours, a world-data ramp across
+    the meadow (lush on the left, dry on the right), a band per tree, grass per vertex; AO and translucent leaves."""
+    import numpy as np
+
+    v = scene.envfx.vegetation
+    v.colour_1, v.colour_2, v.colour_3, v.colour_4 = (0.04, 0.25, 0.03), (0.12, 0.35, 0.04), (0.45, 0.4, 0.1), \
+        (0.62, 0.42, 0.15)
+    assert bpy.ops.envfx.vegetation_new_set() == {"FINISHED"}
+    y, x = np.mgrid[0:64, 0:64] / 63.0
+    world = bpy.data.images.new("Wind World Data", 64, 64, float_buffer=True)
+    world.colorspace_settings.name = "Non-Color"  # before the pixels: a generated image is remade when it changes
+    px = np.ones((64, 64, 4), np.float32)
+    px[..., :3] = (0.1 + 0.8 * x + 0.08 * np.sin(9 * y))[..., None].clip(0, 1)  # lush on the left, dry on the right
+    world.pixels.foreach_set(px.ravel())
+    world.file_format = "OPEN_EXR"  # packed as floats
+    world.pack()
+    v.world_data = world
+    v.region_min, v.region_size = (X0 - 12.0, -6.0), 24.0
+    for obj in trees:
+        obj.envfx.colorize_band = int(rng.integers(2, 7))
+    for obj in grass:
+        obj.envfx.colorize_band = 4
+    _select(bpy, trees + grass)
+    assert bpy.ops.envfx.vegetation_apply() == {"FINISHED"}
+    # the colour comes from the set: leaves and grass mid-grey under it (as Neutralise Albedo makes textures); the
+    # bark keeps its own colour (mask 0)
+    for mat in {s.material for o in trees + grass for s in o.material_slots}:
+        node = mat.node_tree.nodes["EnvFX Vegetation"]
+        if "Bark" in mat.name:
+            node.inputs["Mask"].default_value = 0.0
+        else:
+            node.inputs["Albedo"].default_value = (0.5, 0.5, 0.5, 1.0)
 
 
 def build(ctx):
@@ -114,6 +150,7 @@ def build(ctx):
     w.loop_frames = 96
     _select(bpy, trees + grass)
     assert bpy.ops.envfx.wind_add() == {"FINISHED"}
+    _colorize(bpy, scene, trees, grass, rng)
 
     cam_data = bpy.data.cameras.new("Wind Camera")
     cam_data.lens = 28
