@@ -1,0 +1,292 @@
+"""`envfx farm`: write any batch command as an Open Job Description job (docs/farm.md), and run its tasks.
+
+    blender -c envfx farm COMMAND ARGS... --out JOB_DIR [--chunk N] [--blender PATH]
+
+writes ``JOB_DIR/template.yaml`` and ``JOB_DIR/parameters.json`` (``core.farm``). The job's tasks call back into
+this module: ``farm task JOB.json N --path NAME=VALUE...`` runs the command on share N, ``farm gather JOB.json
+--path ...`` writes the report.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import os
+import shlex
+import signal
+import sys
+
+from ..core import farm as core_farm
+from ..operators import mips as mips_ops
+from . import batch
+from .batch import CliError
+
+FARM_OPTIONS = ("--out", "--chunk", "--blender")  # the farm's own options, after the command's arguments
+
+
+def add_parser(sub):
+    p = sub.add_parser(
+        "farm",
+        help="Write a batch command as an Open Job Description job (template + parameters) for a render farm",
+        usage="blender -c envfx farm COMMAND ARGS... --out JOB_DIR [--chunk N] [--blender PATH]",
+        description="Write JOB_DIR/template.yaml (OpenJD jobtemplate-2023-09) and JOB_DIR/parameters.json for "
+        f"one of {', '.join(core_farm.COMMANDS)} with its arguments: one task per input file (--chunk N: per N "
+        "files), each running `blender -b -c envfx COMMAND` on its share, and a Gather step that reports the "
+        "whole job as the one-machine batch does. Every path is a job parameter of type PATH (absolute paths, "
+        "or // for the .blend file's folder). Run it here with `openjd run JOB_DIR/template.yaml -p "
+        "file://JOB_DIR/parameters.json`, or submit it to a farm. The farm's options come after the command's "
+        "(a command's own --out comes before the job's).",
+    )
+    p.add_argument("rest", nargs=argparse.REMAINDER, metavar="COMMAND ARGS...",
+                   help="the command and its arguments, then --out JOB_DIR (the job's folder), --chunk N (input "
+                   "files per task, default 1) and --blender PATH (the Blender the workers run, default blender)")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    rest = list(args.rest)
+    if rest and rest[0] == "task":
+        return run_task(rest[1:])
+    if rest and rest[0] == "gather":
+        return run_gather(rest[1:])
+    try:
+        job = plan(rest)
+        paths = core_farm.write_job(job)
+    except SystemExit as exc:  # a command's --help
+        return int(exc.code or 0)
+    except core_farm.FarmError as exc:
+        raise CliError(str(exc)) from None
+    files = sum(len(s) for s in job.shares)
+    what = f"{files} file(s) in {len(job.shares)} task(s)" if files else "one task"
+    print(f"envfx farm: wrote {paths[0]} and {paths[1]}: {job.command} over {what}, then Gather")
+    print(f"envfx farm: run it here: openjd run {shlex.quote(paths[0])} -p file://{shlex.quote(paths[1])}")
+    return 0
+
+
+def split_farm_options(tokens: list) -> tuple:
+    """(command tokens, {option: value}): the farm's options are the last ones, each at most once (so a command's
+    own --out stays the command's when the job's --out follows it)."""
+    tokens = list(tokens)
+    found = {}
+    while tokens:
+        last2 = tokens[-2] if len(tokens) > 1 else None
+        tail = tokens[-1]
+        name = tail.split("=", 1)[0] if tail.startswith("--") and "=" in tail else None
+        if name in FARM_OPTIONS and name not in found:
+            found[name] = tail.split("=", 1)[1]
+            tokens.pop()
+        elif last2 in FARM_OPTIONS and last2 not in found:
+            found[last2] = tail
+            del tokens[-2:]
+        else:
+            break
+    return tokens, found
+
+
+def _command_parser(command: str) -> argparse.ArgumentParser:
+    from . import build_parser, subcommand_parser  # cli/__init__ imports this module: reached at run time
+
+    return subcommand_parser(build_parser(), command)
+
+
+def _classify(parser: argparse.ArgumentParser, tokens: list) -> tuple:
+    """(positional tokens, [(option, value)] of the options that take a value, [flag tokens]) as argparse reads
+    ``tokens``; an option's value is the token after it (or after ``=``)."""
+    actions = {s: a for a in parser._actions for s in a.option_strings}
+    positional, valued, plain = [], [], []
+    i = 0
+    while i < len(tokens):
+        token = tokens[i]
+        if token == "--":
+            positional += tokens[i + 1:]
+            break
+        name, eq, value = token.partition("=") if token.startswith("--") else (token, "", "")
+        action = actions.get(name)
+        if action is None:
+            positional.append(token)
+        elif action.nargs == 0:
+            plain.append(token)
+        elif eq:
+            valued.append((max(action.option_strings, key=len), value))
+        else:
+            valued.append((max(action.option_strings, key=len), tokens[i + 1] if i + 1 < len(tokens) else ""))
+            i += 1
+        i += 1
+    return positional, valued, plain
+
+
+def plan(tokens: list) -> core_farm.Job:
+    """The job for ``blender -c envfx farm`` ``tokens``; CliError / FarmError for bad input (nothing written)."""
+    tokens, options = split_farm_options(tokens)
+    if not tokens:
+        raise CliError("give the command to run as a farm job and its arguments, then --out JOB_DIR, e.g. "
+                       "farm mips /textures --out /jobs/mips-out --out /jobs/mips-job")
+    command, command_tokens = tokens[0], tokens[1:]
+    spec = core_farm.command_of(command)
+    if "--out" not in options:
+        raise CliError("--out JOB_DIR is missing: give the folder to write the job into, after the command's "
+                       "arguments (a command's own --out comes first)")
+    chunk_text = options.get("--chunk", "1")
+    try:
+        chunk = int(chunk_text)
+    except ValueError:
+        raise CliError(f"--chunk {chunk_text!r}: give the number of input files per task, 1 or more") from None
+    if "--chunk" in options:
+        core_farm.check_chunk(chunk, command)
+    for option, value in options.items():
+        if not value.strip():
+            raise CliError(f"{option} is empty: give {'a number' if option == '--chunk' else 'a path'}")
+    parser = _command_parser(command)
+    try:  # the command's own argument checks, as the one-machine run makes them
+        namespace = parser.parse_args(command_tokens)
+    except SystemExit as exc:  # (argparse printed the error with the command's usage; --help its help)
+        if not exc.code:
+            raise
+        raise CliError(f"the arguments of {command} are not valid (see above): fix them as for "
+                       f"blender -c envfx {command}") from None
+    batch.check_text_options(parser, namespace)
+    positional, valued, plain = _classify(parser, command_tokens)
+    inputs = [core_farm.absolute(p, "INPUT") for p in positional]
+    base = None
+    if spec.inputs == "blend":
+        for path in inputs:
+            batch.check_blend(path)
+        if len(inputs) == 1:
+            base = inputs[0]
+        outputs = [v for o, v in valued if o == "--output"]
+        if outputs and len(inputs) > 1:
+            raise CliError("--output works with one input file; with several, each file is saved in place")
+    labels = None
+    if spec.inputs == "image":
+        try:
+            found = mips_ops.inputs_from_paths(inputs)
+        except mips_ops.MipsInputError as exc:
+            raise CliError(str(exc)) from None
+        renamed = [i for i in found if i.stem != mips_ops._stem(os.path.basename(i.path))]
+        if renamed:  # one batch names them apart (a, a_2); tasks of one image each would write the same files
+            raise CliError(f"{', '.join(repr(i.path) for i in renamed)}: another input has the same name, and in a "
+                           f"task of its own each would be written under that one name: rename them apart")
+        inputs = labels = [i.path for i in found]
+    args = list(plain)
+    saved = dict(valued).get("--save")
+    if command == "gas-giant" and saved is not None:
+        base = core_farm.absolute(saved, "--save")
+    for option, value in valued:
+        if option in spec.paths:
+            args.append((option, core_farm.absolute(value, option, base=base)))
+        else:
+            args += [option, value]
+    if spec.per_file_out and len(inputs) > 1:  # several files: <folder>/<file name> each, and no two alike
+        for option, path in [a for a in args if isinstance(a, tuple) and a[0] in spec.per_file_out]:
+            batch.output_folders(inputs, path, option)
+    return core_farm.plan_job(command, inputs, args, core_farm.absolute(options["--out"], "--out"), chunk=chunk,
+                              blender=options.get("--blender", "blender"), labels=labels)
+
+
+# --- the job's tasks -----------------------------------------------------------------------------------------
+
+class _Tee(io.TextIOBase):
+    """Writes to ``stream`` and keeps a copy (the task's log shows the command's lines; its summary keeps them)."""
+
+    def __init__(self, stream):
+        self.stream = stream
+        self.copy = io.StringIO()
+
+    def write(self, text):
+        self.copy.write(text)
+        return self.stream.write(text)
+
+    def flush(self):
+        self.stream.flush()
+
+    def fileno(self):
+        return self.stream.fileno()
+
+    def lines(self) -> list:
+        return [line for line in self.copy.getvalue().splitlines() if line.strip()]
+
+
+def _task_args(tokens: list, name: str) -> tuple:
+    """(job description, [numbers], {parameter: path}) from ``JOB.json [N] --path NAME=VALUE...``."""
+    p = argparse.ArgumentParser(prog=f"blender -c envfx farm {name}")
+    p.add_argument("job")
+    if name == "task":
+        p.add_argument("task", type=int)
+    p.add_argument("--path", action="append", default=[], metavar="NAME=VALUE")
+    args = p.parse_args(tokens)
+    paths = {}
+    for item in args.path:
+        key, eq, value = item.partition("=")
+        if not eq:
+            raise CliError(f"--path {item!r}: give NAME=VALUE")
+        paths[key] = value
+    if "JobFolder" not in paths:
+        raise CliError("--path JobFolder=... is missing: the job folder the summaries go to")
+    try:
+        desc = core_farm.read_description(args.job)
+    except (OSError, ValueError) as exc:
+        raise CliError(f"cannot read the job description {args.job!r} ({exc})") from None
+    return desc, getattr(args, "task", None), paths
+
+
+def run_task(tokens: list) -> int:
+    """One task: the command on each file of its share in turn, then the share's summary. SIGTERM or Ctrl-C (a
+    farm cancelling the task) stops it after the file in progress (the command cancels a bake in progress)."""
+    from . import main  # cli/__init__ imports this module: its main is reached at run time
+
+    try:
+        desc, task, paths = _task_args(tokens, "task")
+        commands = core_farm.share_commands(desc, task, paths)
+    except SystemExit as exc:
+        return int(exc.code or 0)
+    except core_farm.FarmError as exc:
+        raise CliError(str(exc)) from None
+    stop = []
+
+    def note(signum, _frame):
+        stop.append(signum)
+
+    files, code = [], 0
+    previous = {s: signal.signal(s, note) for s in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        for label, argv in commands:
+            if stop:
+                files.append({"label": label, "status": "not done", "code": 1, "errors": [], "output": []})
+                continue
+            print(f"envfx farm: task {task}: blender -c envfx {shlex.join(argv)}", flush=True)
+            out, err = _Tee(sys.stdout), _Tee(sys.stderr)
+            sys.stdout, sys.stderr = out, err
+            try:
+                result = main(argv)
+            finally:
+                sys.stdout, sys.stderr = out.stream, err.stream
+            errors = [line for line in err.lines() if ": error: " in line] or err.lines()
+            cancelled = result == 1 and any(": cancelled" in line or "SIGTERM" in line for line in err.lines())
+            if cancelled:
+                stop.append(signal.SIGTERM)
+            status = "done" if result == 0 else "not done" if cancelled else "failed"
+            files.append({"label": label, "status": status, "code": result, "errors": errors if result else [],
+                          "output": out.lines()})
+            code = max(code, result)
+        code = max(code, 1) if stop else code
+        where = core_farm.write_summary(paths["JobFolder"], task, files, code)
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+    print(f"envfx farm: task {task}: {sum(f['status'] == 'done' for f in files)} of {len(files)} done; "
+          f"summary {where}")
+    return code
+
+
+def run_gather(tokens: list) -> int:
+    try:
+        desc, _task, paths = _task_args(tokens, "gather")
+    except SystemExit as exc:
+        return int(exc.code or 0)
+    lines, code = core_farm.gather(desc, paths["JobFolder"])
+    report = core_farm.write_report(paths["JobFolder"], lines)
+    for line in lines[:-1]:
+        print(line, file=sys.stderr)
+    print(lines[-1])
+    print(f"envfx farm: report {report}")
+    return code
