@@ -23,6 +23,8 @@ def build_parser() -> argparse.ArgumentParser:
         command.add_parser(sub)
     for command_parser in sub.choices.values():
         command_parser.formatter_class = batch.DefaultsHelpFormatter
+    # farm checks the other commands' arguments with their parsers, and its tasks run them (as main does)
+    sub.choices["farm"].set_defaults(build_parser=build_parser, subcommand_parser=subcommand_parser, cli_main=main)
     return parser
 
 

@@ -46,11 +46,11 @@ def add_parser(sub):
 def run(args) -> int:
     rest = list(args.rest)
     if rest and rest[0] == "task":
-        return run_task(rest[1:])
+        return run_task(rest[1:], args.cli_main)
     if rest and rest[0] == "gather":
         return run_gather(rest[1:])
     try:
-        job = plan(rest)
+        job = plan(rest, lambda command: args.subcommand_parser(args.build_parser(), command))
         paths = core_farm.write_job(job)
     except SystemExit as exc:  # a command's --help
         return int(exc.code or 0)
@@ -83,12 +83,6 @@ def split_farm_options(tokens: list) -> tuple:
     return tokens, found
 
 
-def _command_parser(command: str) -> argparse.ArgumentParser:
-    from . import build_parser, subcommand_parser  # cli/__init__ imports this module: reached at run time
-
-    return subcommand_parser(build_parser(), command)
-
-
 def _classify(parser: argparse.ArgumentParser, tokens: list) -> tuple:
     """(positional tokens, [(option, value)] of the options that take a value, [flag tokens]) as argparse reads
     ``tokens``; an option's value is the token after it (or after ``=``)."""
@@ -115,8 +109,9 @@ def _classify(parser: argparse.ArgumentParser, tokens: list) -> tuple:
     return positional, valued, plain
 
 
-def plan(tokens: list) -> core_farm.Job:
-    """The job for ``blender -c envfx farm`` ``tokens``; CliError / FarmError for bad input (nothing written)."""
+def plan(tokens: list, command_parser) -> core_farm.Job:
+    """The job for ``blender -c envfx farm`` ``tokens``; CliError / FarmError for bad input (nothing written).
+    ``command_parser(name)``: the argument parser of the command ``name``."""
     tokens, options = split_farm_options(tokens)
     if not tokens:
         raise CliError("give the command to run as a farm job and its arguments, then --out JOB_DIR, e.g. "
@@ -136,7 +131,7 @@ def plan(tokens: list) -> core_farm.Job:
     for option, value in options.items():
         if not value.strip():
             raise CliError(f"{option} is empty: give {'a number' if option == '--chunk' else 'a path'}")
-    parser = _command_parser(command)
+    parser = command_parser(command)
     try:  # the command's own argument checks, as the one-machine run makes them
         namespace = parser.parse_args(command_tokens)
     except SystemExit as exc:  # (argparse printed the error with the command's usage; --help its help)
@@ -229,11 +224,10 @@ def _task_args(tokens: list, name: str) -> tuple:
     return desc, getattr(args, "task", None), paths
 
 
-def run_task(tokens: list) -> int:
-    """One task: the command on each file of its share in turn, then the share's summary. SIGTERM or Ctrl-C (a
-    farm cancelling the task) stops it after the file in progress (the command cancels a bake in progress)."""
-    from . import main  # cli/__init__ imports this module: its main is reached at run time
-
+def run_task(tokens: list, main) -> int:
+    """One task: the command on each file of its share in turn (``main(argv)``: the command line's entry point),
+    then the share's summary. SIGTERM or Ctrl-C (a farm cancelling the task) stops it after the file in progress
+    (the command cancels a bake in progress)."""
     try:
         desc, task, paths = _task_args(tokens, "task")
         commands = core_farm.share_commands(desc, task, paths)

@@ -141,7 +141,7 @@ def absolute(path: str, option: str, base: str | None = None) -> str:
         if base is None:
             raise FarmError(f"{option} {path!r} starts with // (the .blend file's folder), and there is no one .blend "
                             f"file it is relative to here: give an absolute path")
-        return os.path.normpath(os.path.join(base, path[2:]))
+        return os.path.normpath(os.path.join(os.path.dirname(base), path[2:]))
     if not os.path.isabs(path):
         blend = " (or one starting with // for the .blend file's folder)" if base is not None else ""
         raise FarmError(f"{option} {path!r} is relative to the current folder, which a farm cannot map (its workers "
@@ -222,14 +222,14 @@ def plan_job(command: str, inputs: list, args: list, job_folder: str, chunk: int
             per_file.append((option, PathArg(p.name)))
         else:
             tokens += [option, PathArg(p.name)]
-    outputs = [p for p in params if p.flow in ("OUT", "INOUT") and p.name != "JobFolder"]
-    for p in [*outputs, params[0]]:
-        for q in folders.values():
-            if q is not p and inside(p.path, q.path):
-                what = "The job folder" if p is params[0] else f"The output {p.what.split(' of ')[0]}"
-                raise FarmError(f"{what} {p.path!r} is inside the input folder {q.path!r}: a farm sends input "
+    outputs = [(f"The output {option}", path) for option, path in (a for a in args if not isinstance(a, str))
+               if spec.paths[option][1] != "IN"]
+    for what, path in [*outputs, ("The job folder", job_folder)]:
+        for folder in folders:
+            if inside(path, folder):
+                raise FarmError(f"{what} {path!r} is inside the input folder {folder!r}: a farm sends input "
                                 f"folders to its workers and brings output folders back, and would send the "
-                                f"outputs along as inputs; choose a folder outside {q.path!r}")
+                                f"outputs along as inputs; choose a folder outside {folder!r}")
     if shares_files:
         shares = [shares_files[i:i + chunk] for i in range(0, len(shares_files), chunk)]
     else:
