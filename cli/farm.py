@@ -118,9 +118,6 @@ def plan(tokens: list, command_parser) -> core_farm.Job:
                        "farm mips /textures --out /jobs/mips-out --out /jobs/mips-job")
     command, command_tokens = tokens[0], tokens[1:]
     spec = core_farm.command_of(command)
-    if "--out" not in options:
-        raise CliError("--out JOB_DIR is missing: give the folder to write the job into, after the command's "
-                       "arguments (a command's own --out comes first)")
     chunk_text = options.get("--chunk", "1")
     try:
         chunk = int(chunk_text)
@@ -132,6 +129,13 @@ def plan(tokens: list, command_parser) -> core_farm.Job:
         if not value.strip():
             raise CliError(f"{option} is empty: give {'a number' if option == '--chunk' else 'a path'}")
     parser = command_parser(command)
+    own_out = any("--out" in a.option_strings and a.required for a in parser._actions)
+    if own_out and "--out" not in [o for o, _v in _classify(parser, command_tokens)[1]]:
+        options.pop("--out", None)  # the one --out given is the command's own
+    if "--out" not in options:
+        both = f" ({command} has an --out of its own: give both, the job's last)" if own_out else ""
+        raise CliError(f"--out JOB_DIR is missing: give the folder to write the job into, after the command's "
+                       f"arguments{both}")
     try:  # the command's own argument checks, as the one-machine run makes them
         namespace = parser.parse_args(command_tokens)
     except SystemExit as exc:  # (argparse printed the error with the command's usage; --help its help)
