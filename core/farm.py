@@ -198,16 +198,27 @@ def plan_job(command: str, inputs: list, args: list, job_folder: str, chunk: int
 
     param_for(job_folder, "DIRECTORY", "INOUT", "JobFolder", "the job's folder: its template, the tasks' summaries "
               "and the gathered report")
+    # the input files' folders as PATH parameters (a file alone in its folder is a parameter of its own: the job
+    # does not reach into the rest of its folder)
+    counts = {}
+    for path in inputs:
+        counts[os.path.dirname(path)] = counts.get(os.path.dirname(path), 0) + 1
     folders = {}
     shares_files = []
+    flow = "INOUT" if spec.in_place else "IN"
+    saved = " (saved in place)" if spec.in_place else ""
     for path in inputs:
         folder = os.path.dirname(path)
+        if counts[folder] == 1:
+            p = param_for(path, "FILE", flow, f"Input{len(params)}", "an input file" + saved)
+            shares_files.append((PathArg(p.name), path))
+            continue
         if folder not in folders:
-            folders[folder] = param_for(folder, "DIRECTORY", "INOUT" if spec.in_place else "IN",
-                                        f"Input{len(folders) + 1}", "a folder of input files"
-                                        + (" (saved in place)" if spec.in_place else ""))
-        shares_files.append((PathArg(folders[folder].name, os.path.basename(path)),
-                             (labels or inputs)[len(shares_files)]))
+            folders[folder] = param_for(folder, "DIRECTORY", flow, f"Input{len(params)}",
+                                        "a folder of input files" + saved)
+        shares_files.append((PathArg(folders[folder].name, os.path.basename(path)), path))
+    if labels:
+        shares_files = [(arg, label) for (arg, _path), label in zip(shares_files, labels)]
     tokens, per_file = [], []
     for arg in args:
         if isinstance(arg, str):

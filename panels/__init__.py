@@ -2,9 +2,9 @@
 
 import bpy
 
-from . import bend, gasgiant, lightmap, main, mips, snow, vat, wind
+from . import bend, farm, gasgiant, lightmap, main, mips, snow, vat, wind
 
-modules = (main, bend, wind, snow, gasgiant, mips, lightmap, vat)
+modules = (main, bend, wind, snow, gasgiant, mips, lightmap, vat, farm)
 classes = tuple(cls for module in modules for cls in module.classes)
 
 

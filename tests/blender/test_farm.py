@@ -265,10 +265,48 @@ def test_a_task_killed_halfway_and_run_again_leaves_the_outputs_of_an_uninterrup
 ])
 def test_bad_input_says_what_to_do_and_writes_nothing(envfx, tmp_path, capsys, monkeypatch, args, message):
     monkeypatch.chdir(tmp_path)
-    _textures(str(tmp_path / "tex"), 1)
+    _textures(str(tmp_path / "tex"), 2)
     bpy.ops.wm.save_as_mainfile(filepath=str(tmp_path / "a.blend"))
     args = [a.format(tmp=tmp_path) for a in args]
     job = [] if message.startswith("--out JOB_DIR") else ["--out", str(tmp_path / "job")]
     assert envfx.cli.main(["farm", *args, *job]) == 2
     assert f"envfx farm: error: {message.format(tmp=tmp_path)}" in capsys.readouterr().err
     assert not (tmp_path / "job").exists() and not (tmp_path / "o").exists()
+
+
+@needs_openjd
+def test_write_farm_job_writes_the_scenes_bakes_and_the_jobs_run(envfx, tmp_path, launcher):
+    _textures(str(tmp_path / "tex"), 2)
+    bpy.ops.mesh.primitive_plane_add(size=4)
+    scene = bpy.context.scene
+    scene.envfx.lightmap.ground = bpy.context.active_object
+    scene.envfx.mips.source = "FOLDER"
+    scene.envfx.mips.folder = str(tmp_path / "tex")
+    scene.envfx.mips.output_dir = "//mips"
+    bpy.ops.wm.save_as_mainfile(filepath=str(tmp_path / "level.blend"))
+    jobs = envfx.operators.farm.farm_jobs(scene, [], str(tmp_path / "jobs"), blender=launcher)
+    assert [(job.command, len(job.shares)) for job in jobs] == [("lightmap", 1), ("mips", 2)]
+    assert bpy.ops.envfx.farm_write(directory=str(tmp_path / "jobs")) == {"FINISHED"}
+    for command in ("lightmap", "mips"):
+        template = tmp_path / "jobs" / command / "template.yaml"
+        check = subprocess.run([OPENJD, "check", str(template)], capture_output=True, text=True)
+        assert check.returncode == 0, check.stdout + check.stderr
+    # the running Blender is the one the job names; here (Blender as a module) the launcher stands in for it
+    envfx.operators.farm.write_farm_jobs(jobs)
+    codes, log, _run_codes, gather_code = run_job(str(tmp_path / "jobs" / "mips"))
+    assert codes == ["0", "0"] and gather_code == 0, log
+    assert sorted(n for n in os.listdir(tmp_path / "mips") if n.endswith(".json")) == \
+        ["leaf00_mips.json", "leaf01_mips.json"]
+
+
+def test_write_farm_job_of_an_unsaved_file_says_to_save_it_and_writes_nothing(envfx, tmp_path):
+    bpy.ops.mesh.primitive_plane_add()
+    bpy.context.scene.envfx.lightmap.ground = bpy.context.active_object
+    with pytest.raises(RuntimeError, match="The file is not saved: save it first"):
+        bpy.ops.envfx.farm_write(directory=str(tmp_path / "jobs"))
+    bpy.ops.wm.save_as_mainfile(filepath=str(tmp_path / "level.blend"))
+    bpy.context.scene.envfx.lightmap.ground = None
+    bpy.ops.wm.save_mainfile()
+    with pytest.raises(RuntimeError, match="The scene has no bake set up for a farm"):
+        bpy.ops.envfx.farm_write(directory=str(tmp_path / "jobs"))
+    assert not (tmp_path / "jobs").exists()

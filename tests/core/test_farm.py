@@ -89,8 +89,10 @@ def test_tasks_split_by_file_and_chunk_and_run_with_the_mapped_paths(tmp_path):
     assert cmd == [(str(tmp_path / "in" / "b.blend"), ["lightmap", "/i/b.blend", "--out", "/o/b", "--resolution",
                                                         "64"])]
     vat = jobs["vat"].description()  # one file: the folder itself
-    assert farm.share_commands(vat, 1, {"JobFolder": "/j", "Input1": "/i", "Out": "/o"})[0][1][:4] == \
+    assert farm.share_commands(vat, 1, {"JobFolder": "/j", "Input1": "/i/a.blend", "Out": "/o"})[0][1][:4] == \
         ["vat", "/i/a.blend", "--out", "/o"]
+    vat_params = farm.template(jobs["vat"])["parameterDefinitions"]  # a file alone in its folder: a FILE
+    assert (vat_params[2]["name"], vat_params[2]["objectType"]) == ("Input1", "FILE")
     gas = jobs["gas-giant"].description()
     assert len(gas["shares"]) == 1
     assert farm.share_commands(gas, 1, {"JobFolder": "/j", "Out": "/o", "Palette": "/p/leaf.png"}) == [
@@ -138,8 +140,8 @@ def test_gather_names_the_file_of_an_error_that_did_not(tmp_path):
 
 @pytest.mark.parametrize("command, inputs, args, chunk, message", [
     ("info", ["in/a.blend"], [], 1, "info cannot be split into farm tasks: info only prints"),
-    ("mips", ["tex/a.png"], [("--out", "tex/mips")], 1, "The output --out .* is inside the input folder"),
-    ("lightmap", ["in/a.blend"], [("--out", "in")], 1, "inside the input folder"),
+    ("mips", ["tex/a.png", "tex/b.png"], [("--out", "tex/mips")], 1, "The output --out .* is inside the input folder"),
+    ("lightmap", ["in/a.blend", "in/b.blend"], [("--out", "in/maps")], 1, "inside the input folder"),
     ("mips", ["tex/a.png"], [("--out", "out")], 0, "--chunk 0: give the number of input files per task, 1 or more"),
     ("gas-giant", [], [("--out", "out")], 4, "--chunk 4: gas-giant runs as one task .a gas giant sequence is one "
      "simulation"),
@@ -154,9 +156,11 @@ def test_bad_input_is_refused_and_nothing_is_written(tmp_path, command, inputs, 
 
 
 def test_the_job_folder_inside_an_input_folder_is_refused(tmp_path):
-    blends = _files(tmp_path, ["a.blend"])
+    blends = _files(tmp_path, ["a.blend", "b.blend"])
     with pytest.raises(farm.FarmError, match="The job folder .* is inside the input folder"):
         farm.plan_job("wind", blends, [], str(tmp_path / "in" / "job"))
+    farm.plan_job("lightmap", blends[:1], [("--out", str(tmp_path / "in" / "maps"))], str(tmp_path / "job"))  # one
+    # file is no folder of inputs: its light map may go next to it
 
 
 def test_a_path_relative_to_the_current_folder_is_refused_and_slash_slash_is_the_blend_folder(tmp_path):
