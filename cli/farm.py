@@ -38,8 +38,13 @@ def add_parser(sub):
         "(a command's own --out comes before the job's).",
     )
     p.add_argument("rest", nargs=argparse.REMAINDER, metavar="COMMAND ARGS...",
-                   help="the command and its arguments, then --out JOB_DIR (the job's folder), --chunk N (input "
-                   "files per task, default 1) and --blender PATH (the Blender the workers run, default blender)")
+                   help="the command and its arguments, then the farm's options")
+    # (also taken before COMMAND; after it they are read from the end, each once: split_farm_options)
+    p.add_argument("--out", metavar="JOB_DIR", help="the job's folder: template.yaml, parameters.json, the tasks' "
+                   "summaries and the report (created if missing)")
+    p.add_argument("--chunk", metavar="N", help="input files per task (default: 1)")
+    p.add_argument("--blender", metavar="PATH", help="the Blender the workers run: an absolute path or a program on "
+                   "their PATH (default: blender)")
     p.set_defaults(func=run)
 
 
@@ -49,8 +54,9 @@ def run(args) -> int:
         return run_task(rest[1:], args.cli_main)
     if rest and rest[0] == "gather":
         return run_gather(rest[1:])
+    before = {f"--{name}": getattr(args, name) for name in ("out", "chunk", "blender") if getattr(args, name)}
     try:
-        job = plan(rest, lambda command: args.subcommand_parser(args.build_parser(), command))
+        job = plan(rest, lambda command: args.subcommand_parser(args.build_parser(), command), before)
         paths = core_farm.write_job(job)
     except SystemExit as exc:  # a command's --help
         return int(exc.code or 0)
@@ -63,11 +69,12 @@ def run(args) -> int:
     return 0
 
 
-def split_farm_options(tokens: list) -> tuple:
+def split_farm_options(tokens: list, taken=()) -> tuple:
     """(command tokens, {option: value}): the farm's options are the last ones, each at most once (so a command's
-    own --out stays the command's when the job's --out follows it)."""
+    own --out stays the command's when the job's --out follows it); those in ``taken`` (given before the command)
+    are the command's."""
     tokens = list(tokens)
-    found = {}
+    found = dict.fromkeys(taken)
     while tokens:
         last2 = tokens[-2] if len(tokens) > 1 else None
         tail = tokens[-1]
@@ -80,7 +87,7 @@ def split_farm_options(tokens: list) -> tuple:
             del tokens[-2:]
         else:
             break
-    return tokens, found
+    return tokens, {k: v for k, v in found.items() if k not in taken}
 
 
 def _classify(parser: argparse.ArgumentParser, tokens: list) -> tuple:
@@ -109,10 +116,13 @@ def _classify(parser: argparse.ArgumentParser, tokens: list) -> tuple:
     return positional, valued, plain
 
 
-def plan(tokens: list, command_parser) -> core_farm.Job:
+def plan(tokens: list, command_parser, before: dict | None = None) -> core_farm.Job:
     """The job for ``blender -c envfx farm`` ``tokens``; CliError / FarmError for bad input (nothing written).
-    ``command_parser(name)``: the argument parser of the command ``name``."""
-    tokens, options = split_farm_options(tokens)
+    ``command_parser(name)``: the argument parser of the command ``name``; ``before``: the farm's options given
+    before the command."""
+    before = before or {}
+    tokens, options = split_farm_options(tokens, taken=tuple(before))
+    options.update(before)
     if not tokens:
         raise CliError("give the command to run as a farm job and its arguments, then --out JOB_DIR, e.g. "
                        "farm mips /textures --out /jobs/mips-out --out /jobs/mips-job")
