@@ -15,6 +15,7 @@ import os
 import shlex
 import signal
 import sys
+import traceback
 
 from ..core import farm as core_farm
 from ..operators import mips as mips_ops
@@ -91,10 +92,10 @@ def split_farm_options(tokens: list, taken=()) -> tuple:
 
 
 def _classify(parser: argparse.ArgumentParser, tokens: list) -> tuple:
-    """(positional tokens, [(option, value)] of the options that take a value, [flag tokens]) as argparse reads
-    ``tokens``; an option's value is the token after it (or after ``=``)."""
+    """(positional tokens, the other arguments in order: plain tokens, and (option, value) for each option that
+    takes one value) as argparse reads ``tokens``; an option's value is the token after it (or after ``=``)."""
     actions = {s: a for a in parser._actions for s in a.option_strings}
-    positional, valued, plain = [], [], []
+    positional, rest = [], []
     i = 0
     while i < len(tokens):
         token = tokens[i]
@@ -106,14 +107,17 @@ def _classify(parser: argparse.ArgumentParser, tokens: list) -> tuple:
         if action is None:
             positional.append(token)
         elif action.nargs == 0:
-            plain.append(token)
+            rest.append(token)
+        elif isinstance(action.nargs, int) and action.nargs > 1:  # (gas-giant --cloud-color R G B): no paths
+            rest += tokens[i:i + 1 + action.nargs]
+            i += action.nargs
         elif eq:
-            valued.append((max(action.option_strings, key=len), value))
+            rest.append((max(action.option_strings, key=len), value))
         else:
-            valued.append((max(action.option_strings, key=len), tokens[i + 1] if i + 1 < len(tokens) else ""))
+            rest.append((max(action.option_strings, key=len), tokens[i + 1] if i + 1 < len(tokens) else ""))
             i += 1
         i += 1
-    return positional, valued, plain
+    return positional, rest
 
 
 def plan(tokens: list, command_parser, before: dict | None = None) -> core_farm.Job:
@@ -140,7 +144,7 @@ def plan(tokens: list, command_parser, before: dict | None = None) -> core_farm.
             raise CliError(f"{option} is empty: give {'a number' if option == '--chunk' else 'a path'}")
     parser = command_parser(command)
     own_out = any("--out" in a.option_strings and a.required for a in parser._actions)
-    if own_out and "--out" not in [o for o, _v in _classify(parser, command_tokens)[1]]:
+    if own_out and "--out" not in [a[0] for a in _classify(parser, command_tokens)[1] if isinstance(a, tuple)]:
         options.pop("--out", None)  # the one --out given is the command's own
     if "--out" not in options:
         both = f" ({command} has an --out of its own: give both, the job's last)" if own_out else ""
@@ -154,7 +158,8 @@ def plan(tokens: list, command_parser, before: dict | None = None) -> core_farm.
         raise CliError(f"the arguments of {command} are not valid (see above): fix them as for "
                        f"blender -c envfx {command}") from None
     batch.check_text_options(parser, namespace)
-    positional, valued, plain = _classify(parser, command_tokens)
+    positional, rest = _classify(parser, command_tokens)
+    valued = [a for a in rest if isinstance(a, tuple)]
     inputs = [core_farm.absolute(p, "INPUT") for p in positional]
     base = None
     if spec.inputs == "blend":
@@ -176,15 +181,17 @@ def plan(tokens: list, command_parser, before: dict | None = None) -> core_farm.
             raise CliError(f"{', '.join(repr(i.path) for i in renamed)}: another input has the same name, and in a "
                            f"task of its own each would be written under that one name: rename them apart")
         inputs = labels = [i.path for i in found]
-    args = list(plain)
+    args = []
     saved = dict(valued).get("--save")
     if command == "gas-giant" and saved is not None:
         base = core_farm.absolute(saved, "--save")
-    for option, value in valued:
-        if option in spec.paths:
-            args.append((option, core_farm.absolute(value, option, base=base)))
+    for arg in rest:
+        if isinstance(arg, str):
+            args.append(arg)
+        elif arg[0] in spec.paths:
+            args.append((arg[0], core_farm.absolute(arg[1], arg[0], base=base)))
         else:
-            args += [option, value]
+            args += list(arg)
     if spec.per_file_out and len(inputs) > 1:  # several files: <folder>/<file name> each, and no two alike
         for option, path in [a for a in args if isinstance(a, tuple) and a[0] in spec.per_file_out]:
             batch.output_folders(inputs, path, option)
@@ -266,6 +273,11 @@ def run_task(tokens: list, main) -> int:
             sys.stdout, sys.stderr = out, err
             try:
                 result = main(argv)
+            except Exception as exc:  # a bug, not bad input: the file fails (retryable), the others still run
+                traceback.print_exc()
+                print(f"envfx {argv[0]}: {label}: error: {type(exc).__name__}: {exc} (an EnvFX bug: please report "
+                      f"it with the lines above)", file=sys.stderr)
+                result = 1
             finally:
                 sys.stdout, sys.stderr = out.stream, err.stream
             errors = [line for line in err.lines() if ": error: " in line] or err.lines()

@@ -310,3 +310,22 @@ def test_write_farm_job_of_an_unsaved_file_says_to_save_it_and_writes_nothing(en
     with pytest.raises(RuntimeError, match="The scene has no bake set up for a farm"):
         bpy.ops.envfx.farm_write(directory=str(tmp_path / "jobs"))
     assert not (tmp_path / "jobs").exists()
+
+
+def test_gas_giant_job_is_one_task_with_every_option_and_its_paths_as_parameters(envfx, tmp_path, capsys):
+    palette = _textures(str(tmp_path / "pal"), 1)[0]
+    assert envfx.cli.main(["farm", "gas-giant", "--out", str(tmp_path / "gg"), "--frames", "24", "--cloud-mode",
+                           "--cloud-color", "1", "0.5", "0.25", "--palette", palette, "--out",
+                           str(tmp_path / "job")]) == 0
+    assert "gas-giant over one task" in capsys.readouterr().out
+    with open(tmp_path / "job" / "parameters.json") as fh:
+        params = json.load(fh)
+    assert params == {"Blender": "blender", "JobFolder": str(tmp_path / "job"), "Out": str(tmp_path / "gg"),
+                      "Palette": palette}
+    job = envfx.core.farm
+    with open(tmp_path / "job" / "template.yaml") as fh:
+        text = fh.read()
+    desc = json.loads(json.loads(text.split("data: ", 1)[1].split("\n", 1)[0]))
+    assert job.share_commands(desc, 1, {"JobFolder": "/j", "Out": "/farm/gg", "Palette": "/farm/p.png"}) == [
+        ("gas-giant", ["gas-giant", "--out", "/farm/gg", "--frames", "24", "--cloud-mode", "--cloud-color", "1",
+                       "0.5", "0.25", "--palette", "/farm/p.png"])]  # (in the order given, the paths mapped)
