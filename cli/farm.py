@@ -170,7 +170,6 @@ def plan(tokens: list, command_parser, before: dict | None = None) -> core_farm.
         outputs = [v for o, v in valued if o == "--output"]
         if outputs and len(inputs) > 1:
             raise CliError("--output works with one input file; with several, each file is saved in place")
-    labels = None
     if spec.inputs == "image":
         try:
             found = mips_ops.inputs_from_paths(inputs)
@@ -180,7 +179,7 @@ def plan(tokens: list, command_parser, before: dict | None = None) -> core_farm.
         if renamed:  # one batch names them apart (a, a_2); tasks of one image each would write the same files
             raise CliError(f"{', '.join(repr(i.path) for i in renamed)}: another input has the same name, and in a "
                            f"task of its own each would be written under that one name: rename them apart")
-        inputs = labels = [i.path for i in found]
+        inputs = [i.path for i in found]
     args = []
     saved = dict(valued).get("--save")
     if command == "gas-giant" and saved is not None:
@@ -196,7 +195,7 @@ def plan(tokens: list, command_parser, before: dict | None = None) -> core_farm.
         for option, path in [a for a in args if isinstance(a, tuple) and a[0] in spec.per_file_out]:
             batch.output_folders(inputs, path, option)
     return core_farm.plan_job(command, inputs, args, core_farm.absolute(options["--out"], "--out"), chunk=chunk,
-                              blender=options.get("--blender", "blender"), labels=labels)
+                              blender=options.get("--blender", "blender"))
 
 
 # --- the job's tasks -----------------------------------------------------------------------------------------
@@ -303,7 +302,7 @@ def run_gather(tokens: list) -> int:
         desc, _task, paths = _task_args(tokens, "gather")
     except SystemExit as exc:
         return int(exc.code or 0)
-    lines, code = core_farm.gather(desc, paths["JobFolder"])
+    lines, code = core_farm.gather(desc, paths)
     report = core_farm.write_report(paths["JobFolder"], lines)
     for line in lines[:-1]:
         print(line, file=sys.stderr)

@@ -101,7 +101,7 @@ class Job:
     command: str
     folder: str                        # the job folder (template, parameters, summaries, report)
     params: list                       # [Param], in template order
-    shares: list                       # [[(PathArg, label)]] (one share with no files: a command without inputs)
+    shares: list                       # [[PathArg]] (one share with no files: a command without inputs)
     args: list                         # tokens: str, or PathArg
     per_file_out: list                 # [(option, PathArg)] given once per file (<folder>/<file name> with several)
     blender: str
@@ -113,7 +113,7 @@ class Job:
                 "changes": COMMANDS[self.command].changes,
                 "args": [a.to_json() if isinstance(a, PathArg) else a for a in self.args],
                 "per_file_out": [[option, arg.to_json()] for option, arg in self.per_file_out],
-                "shares": [[{"path": arg.to_json(), "label": label} for arg, label in share] for share in self.shares]}
+                "shares": [[[arg.param, arg.name] for arg in share] for share in self.shares]}
 
 
 # --- checks ------------------------------------------------------------------------------------------------
@@ -167,8 +167,7 @@ def _param_name(option: str) -> str:
 
 # --- planning --------------------------------------------------------------------------------------------
 
-def plan_job(command: str, inputs: list, args: list, job_folder: str, chunk: int = 1, blender: str = "blender",
-             labels: list | None = None) -> Job:
+def plan_job(command: str, inputs: list, args: list, job_folder: str, chunk: int = 1, blender: str = "blender") -> Job:
     """The job for ``command`` over ``inputs`` (absolute file paths, in order), with ``args`` the command's other
     arguments: plain tokens, and ``(option, path)`` pairs for its path options (absolute paths). Raises FarmError
     for bad input; nothing is written."""
@@ -211,14 +210,12 @@ def plan_job(command: str, inputs: list, args: list, job_folder: str, chunk: int
         folder = os.path.dirname(path)
         if counts[folder] == 1:
             p = param_for(path, "FILE", flow, f"Input{len(params)}", "an input file" + saved)
-            shares_files.append((PathArg(p.name), path))
+            shares_files.append(PathArg(p.name))
             continue
         if folder not in folders:
             folders[folder] = param_for(folder, "DIRECTORY", flow, f"Input{len(params)}",
                                         "a folder of input files" + saved)
-        shares_files.append((PathArg(folders[folder].name, os.path.basename(path)), path))
-    if labels:
-        shares_files = [(arg, label) for (arg, _path), label in zip(shares_files, labels)]
+        shares_files.append(PathArg(folders[folder].name, os.path.basename(path)))
     tokens, per_file = [], []
     for arg in args:
         if isinstance(arg, str):
@@ -395,7 +392,8 @@ def resolve(arg: dict, paths: dict) -> str:
 
 
 def share_commands(desc: dict, task: int, paths: dict) -> list:
-    """[(label, argv)] of task ``task`` (1-based): the command line of each of its files (one with no files)."""
+    """[(file, argv)] of task ``task`` (1-based): the command line of each of its files (one with no files: the
+    command's name in place of the file)."""
     shares = desc["shares"]
     if not 1 <= task <= len(shares):
         raise FarmError(f"Task {task}: the job has tasks 1 to {len(shares)}")
@@ -403,15 +401,16 @@ def share_commands(desc: dict, task: int, paths: dict) -> list:
     out = []
     for item in shares[task - 1] or [None]:
         argv = [desc["command"]]
+        path = desc["command"]
         if item is not None:
-            path = resolve(item["path"], paths)
+            path = resolve({"param": item[0], "name": item[1]}, paths)
             argv.append(path)
         for option, arg in desc["per_file_out"]:
             folder = resolve(arg, paths)
             if item is not None and desc["several"]:
                 folder = os.path.join(folder, os.path.splitext(os.path.basename(path))[0])
             argv += [option, folder]
-        out.append((item["label"] if item else desc["command"], argv + args))
+        out.append((path, argv + args))
     return out
 
 
@@ -437,13 +436,15 @@ def _error_line(command: str, label: str, line: str) -> str:
     return line
 
 
-def gather(desc: dict, job_folder: str) -> tuple:
-    """(report lines, exit code) from the tasks' summaries, worded as the one-machine batch: each failed file with
-    its reason, "N of M files failed", the files not done (a task that left no summary: not run yet, or stopped)."""
+def gather(desc: dict, paths: dict) -> tuple:
+    """(report lines, exit code) from the tasks' summaries in ``paths["JobFolder"]``, worded as the one-machine
+    batch: each failed file with its reason, "N of M files failed", the files not done (a task that left no summary:
+    not run yet, or stopped). Files are named by their paths here (``paths``: the path parameters' values)."""
     command = desc["command"]
+    job_folder = paths["JobFolder"]
     done, failed, left, lines, missing, code = [], [], [], [], [], 0
     for task, share in enumerate(desc["shares"], 1):
-        labels = [item["label"] for item in share] or [command]
+        labels = [resolve({"param": p, "name": n}, paths) for p, n in share] or [command]
         try:
             with open(summary_path(job_folder, task), encoding="utf-8") as fh:
                 summary = json.load(fh)

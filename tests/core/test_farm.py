@@ -66,8 +66,8 @@ def test_every_path_is_a_path_parameter_and_the_files_are_named_by_them(tmp_path
     assert params["Out"]["dataFlow"] == "OUT" and params["JobFolder"]["dataFlow"] == "INOUT"
     assert params["Blender"]["type"] == "STRING"
     desc = json.loads(doc["steps"][0]["script"]["embeddedFiles"][0]["data"])
-    assert str(tmp_path) not in json.dumps([desc["args"], desc["per_file_out"], [[f["path"] for f in s]
-                                                                                 for s in desc["shares"]]])
+    assert str(tmp_path) not in json.dumps(desc)  # every path by its parameter
+    assert desc["shares"] == [[["Input1", "a.blend"]], [["Input1", "b.blend"]], [["Input1", "c.blend"]]]
     assert farm.template(jobs["wind"])["parameterDefinitions"][2]["dataFlow"] == "INOUT"  # saved in place
     gas = {p["name"]: p for p in farm.template(jobs["gas-giant"])["parameterDefinitions"]}
     assert gas["Palette"]["objectType"] == "FILE" and gas["Palette"]["dataFlow"] == "IN"
@@ -80,14 +80,13 @@ def test_tasks_split_by_file_and_chunk_and_run_with_the_mapped_paths(tmp_path):
     assert [len(s) for s in wind["shares"]] == [2, 1]
     mapped = {"JobFolder": "/farm/job", "Input1": "/farm/in"}
     assert farm.share_commands(wind, 1, mapped) == [
-        (str(tmp_path / "in" / "a.blend"), ["wind", "/farm/in/a.blend", "--ao-samples", "0"]),
-        (str(tmp_path / "in" / "b.blend"), ["wind", "/farm/in/b.blend", "--ao-samples", "0"])]
+        ("/farm/in/a.blend", ["wind", "/farm/in/a.blend", "--ao-samples", "0"]),
+        ("/farm/in/b.blend", ["wind", "/farm/in/b.blend", "--ao-samples", "0"])]
     # several files: each writes into <out>/<file name>, as the one-machine batch does
     light = jobs["lightmap"].description()
     assert len(light["shares"]) == 3
     cmd = farm.share_commands(light, 2, {"JobFolder": "/j", "Input1": "/i", "Out": "/o"})
-    assert cmd == [(str(tmp_path / "in" / "b.blend"), ["lightmap", "/i/b.blend", "--out", "/o/b", "--resolution",
-                                                        "64"])]
+    assert cmd == [("/i/b.blend", ["lightmap", "/i/b.blend", "--out", "/o/b", "--resolution", "64"])]
     vat = jobs["vat"].description()  # one file: the folder itself
     assert farm.share_commands(vat, 1, {"JobFolder": "/j", "Input1": "/i/a.blend", "Out": "/o"})[0][1][:4] == \
         ["vat", "/i/a.blend", "--out", "/o"]
@@ -110,14 +109,14 @@ def _summary(folder, task, *entries, code=0):
 def test_gather_words_the_report_as_the_one_machine_batch(tmp_path):
     blends = _files(tmp_path, ["a.blend", "b.blend", "c.blend", "d.blend"])
     job = farm.plan_job("wind", blends, [], str(tmp_path / "job"))
-    desc, folder = job.description(), job.folder
-    lines, code = farm.gather(desc, folder)
+    desc, folder, paths = job.description(), job.folder, farm.parameter_values(job)
+    lines, code = farm.gather(desc, paths)
     assert code == 1 and lines[-1] == "envfx farm: wind: 0 of 4 file(s) done by 4 task(s)"
     assert "not done (left as they were): " + ", ".join(blends) in lines[0]
     _summary(folder, 1, (blends[0], "done", 0, []))
     _summary(folder, 2, (blends[1], "failed", 2, [f"envfx wind: {blends[1]}: error: the file is read-only"]), code=2)
     _summary(folder, 3, (blends[2], "done", 0, []))
-    lines, code = farm.gather(desc, folder)
+    lines, code = farm.gather(desc, paths)
     assert code == 2
     assert lines[0] == f"envfx wind: {blends[1]}: error: the file is read-only"
     assert lines[1] == f"envfx wind: 1 of 4 files failed and were left unchanged: {blends[1]}"
@@ -125,7 +124,10 @@ def test_gather_words_the_report_as_the_one_machine_batch(tmp_path):
                         f"task(s) 4 left no summary: not run yet, or stopped before the end: run them again")
     _summary(folder, 4, (blends[3], "done", 0, []))
     _summary(folder, 2, (blends[1], "done", 0, []))  # the task run again replaces its summary
-    assert farm.gather(desc, folder) == (["envfx farm: wind: 4 of 4 file(s) done by 4 task(s)"], 0)
+    assert farm.gather(desc, paths) == (["envfx farm: wind: 4 of 4 file(s) done by 4 task(s)"], 0)
+    mapped = dict(paths, Input1="/farm/in")  # on a worker: the files by their paths there
+    _summary(folder, 4, (blends[3], "failed", 1, []), code=1)
+    assert farm.gather(desc, mapped)[0][0] == "envfx wind: /farm/in/d.blend: error: failed with exit code 1"
 
 
 def test_gather_names_the_file_of_an_error_that_did_not(tmp_path):
@@ -133,7 +135,7 @@ def test_gather_names_the_file_of_an_error_that_did_not(tmp_path):
     job = farm.plan_job("mips", images, [("--out", str(tmp_path / "out"))], str(tmp_path / "job"))
     _summary(job.folder, 1, (images[0], "failed", 2, ["envfx mips: error: Image file cannot be read"]), code=2)
     _summary(job.folder, 2, (images[1], "done", 0, []))
-    lines, code = farm.gather(job.description(), job.folder)
+    lines, code = farm.gather(job.description(), farm.parameter_values(job))
     assert lines[:2] == [f"envfx mips: {images[0]}: error: Image file cannot be read",
                          f"envfx mips: 1 of 2 files failed: {images[0]}"]  # (mips changes no input: no "unchanged")
 
