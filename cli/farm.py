@@ -280,7 +280,8 @@ def run_task(tokens: list, main) -> int:
             finally:
                 sys.stdout, sys.stderr = out.stream, err.stream
             errors = [line for line in err.lines() if ": error: " in line] or err.lines()
-            cancelled = result == 1 and any(": cancelled" in line or "SIGTERM" in line for line in err.lines())
+            # a cancel (SIGTERM, Ctrl-C) reached the command's own handler: its bake or batch says "cancelled"
+            cancelled = result == 1 and any("cancelled" in line for line in err.lines())
             if cancelled:
                 stop.append(signal.SIGTERM)
             status = "done" if result == 0 else "not done" if cancelled else "failed"

@@ -332,3 +332,35 @@ def test_gas_giant_job_is_one_task_with_every_option_and_its_paths_as_parameters
     assert job.share_commands(desc, 1, {"JobFolder": "/j", "Out": "/farm/gg", "Palette": "/farm/p.png"}) == [
         ("gas-giant", ["gas-giant", "--out", "/farm/gg", "--frames", "24", "--cloud-mode", "--cloud-color", "1",
                        "0.5", "0.25", "--palette", "/farm/p.png"])]  # (in the order given, the paths mapped)
+
+
+def test_a_task_told_to_stop_cancels_its_bake_and_leaves_its_files_not_done(envfx, tmp_path, launcher):
+    """SIGTERM (a farm cancelling the task) during the first file of a share: the bake is cancelled and cleans
+    up, the file after it is not started, and the summary says both are not done (exit 1, worth a retry)."""
+    paths = _textures(str(tmp_path / "tex"), 2, size=1024, seed=3)
+    out = tmp_path / "out"
+    assert envfx.cli.main(["farm", "mips", *paths, "--out", str(out), "--supersample", "8", "--chunk", "2",
+                           "--out", str(tmp_path / "job"), "--blender", launcher]) == 0
+    with open(tmp_path / "job" / "template.yaml") as fh:
+        data = json.loads(fh.read().split("data: ", 1)[1].split("\n", 1)[0])
+    with open(tmp_path / "job.json", "w") as fh:
+        fh.write(data)
+    params = json.load(open(tmp_path / "job" / "parameters.json"))
+    task = subprocess.Popen([launcher, "-b", "-c", "envfx", "farm", "task", str(tmp_path / "job.json"), "1",
+                             *[w for k, v in params.items() if k != "Blender" for w in ("--path", f"{k}={v}")]],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and task.poll() is None:
+        if out.is_dir() and any(n.startswith(".envfx-staging") for n in os.listdir(out)):
+            break
+        time.sleep(0.02)
+    assert task.poll() is None, "the task ended before it could be stopped: use a bigger image"
+    task.send_signal(signal.SIGTERM)
+    log = task.communicate()[0]
+    assert task.returncode == 1, log
+    assert not out.exists()  # the bake's staging folder and the output folder it made removed: nothing written
+    with open(tmp_path / "job" / "summaries" / "task-00001.json") as fh:
+        summary = json.load(fh)
+    assert [f["status"] for f in summary["files"]] == ["not done", "not done"] and summary["code"] == 1
+    lines, code = envfx.core.farm.gather(json.loads(data), params)
+    assert code == 1 and f"not done: {paths[0]}, {paths[1]}" in lines[0]
