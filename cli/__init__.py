@@ -1,5 +1,5 @@
 """`blender -c envfx ...` sub-commands for headless batch work, one module per command (info, bend, wind, snow,
-gas_giant, mips, lightmap, vat) and the batch rules they share (batch).
+gas_giant, mips, lightmap, vat, farm) and the batch rules they share (batch).
 
 ``main(argv)`` is the entry point (the registered command calls it); it returns a process exit code:
 0 done, 1 the work failed, 2 bad arguments or input.
@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import batch, bend, gas_giant, info, lightmap, mips, snow, vat, wind
+from . import batch, bend, farm, gas_giant, info, lightmap, mips, snow, vat, wind
 from .batch import CliError
 
 PROG = "blender -c envfx"
@@ -19,10 +19,12 @@ PROG = "blender -c envfx"
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog=PROG, description="EnvFX headless commands")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for command in (info, bend, wind, snow, gas_giant, mips, lightmap, vat):  # in the order `--help` lists them
+    for command in (info, bend, wind, snow, gas_giant, mips, lightmap, vat, farm):  # in the order `--help` lists them
         command.add_parser(sub)
     for command_parser in sub.choices.values():
         command_parser.formatter_class = batch.DefaultsHelpFormatter
+    # farm checks the other commands' arguments with their parsers, and its tasks run them (as main does)
+    sub.choices["farm"].set_defaults(build_parser=build_parser, subcommand_parser=subcommand_parser, cli_main=main)
     return parser
 
 

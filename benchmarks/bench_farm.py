@@ -1,0 +1,165 @@
+"""Benchmark: farm jobs (`blender -c envfx farm`) run by `openjd run` on this machine vs the one-machine batch over
+the same inputs: the 12-texture mips job and a 24-frame gas-giant sequence (small settings). Wall time of the batch
+(one Blender process), of the job on one worker (one openjd session running every task, then Gather) and on two
+workers (two sessions at once, each half of the tasks, then Gather); the job format's overhead per task. Rounds are
+interleaved (batch, one worker, two workers, batch, ...); prints JSON lines with the median, min and max of each and
+of the per-round ratios.
+
+The Blender the tasks run is Blender as a Python module (this Python, through tests/blender/cli_in_subprocess.py):
+each task starts it anew, as a farm worker starts Blender. openjd comes from this Python's folder or the 5.0 venv.
+
+Run: .venvs/blender-5.0/bin/python benchmarks/bench_farm.py [--textures 12] [--size 256] [--frames 24] [--rounds 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+from core import farm  # noqa: E402
+
+
+def write_launcher(folder) -> str:
+    """A `blender` for the jobs: `blender -b -c envfx ARGS` runs this checkout's command line in this Python (as
+    tests/blender/test_farm.py does)."""
+    path = os.path.join(folder, "blender")
+    with open(path, "w") as fh:
+        fh.write(f'#!/bin/sh\n[ "$1" = -b ] && shift\n[ "$1" = -c ] && shift 2\nexec "{sys.executable}" '
+                 f'"{os.path.join(ROOT, "tests", "blender", "cli_in_subprocess.py")}" "$@"\n')
+    os.chmod(path, 0o755)
+    return path
+
+
+def find_openjd():
+    venvs = os.environ.get("ENVFX_VENV_DIR", os.path.join(ROOT, ".venvs"))
+    return (shutil.which("openjd", path=os.path.dirname(sys.executable))
+            or shutil.which("openjd", path=os.path.join(venvs, "blender-5.0", "bin")) or shutil.which("openjd"))
+
+
+def write_textures(folder, count, size):
+    """``count`` RGBA PNG leaf cards of ``size`` pixels (a noisy alpha), written with numpy and zlib only."""
+    import struct
+    import zlib
+
+    import numpy as np
+
+    os.makedirs(folder, exist_ok=True)
+    rng = np.random.default_rng(7)
+    for i in range(count):
+        px = (rng.random((size, size, 4)) * 255).astype(np.uint8)
+        raw = b"".join(b"\0" + px[y].tobytes() for y in range(size))
+
+        def chunk(kind, data):
+            return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+        png = (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", size, size, 8, 6, 0, 0, 0))
+               + chunk(b"IDAT", zlib.compress(raw, 6)) + chunk(b"IEND", b""))
+        with open(os.path.join(folder, f"leaf{i:02d}.png"), "wb") as fh:
+            fh.write(png)
+
+
+def run(argv):
+    subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def openjd_run(openjd, job, *args):
+    return subprocess.Popen([openjd, "run", os.path.join(job, farm.TEMPLATE_NAME), "-p",
+                             "file://" + os.path.join(job, farm.PARAMETERS_NAME), *args],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def run_job(openjd, job, step, tasks, workers) -> tuple:
+    """(seconds of the tasks, seconds of Gather)."""
+    shares = [[{"Task": str(t)} for t in range(1 + w, tasks + 1, workers)] for w in range(workers)]
+    t0 = time.perf_counter()
+    runs = [openjd_run(openjd, job, "--step", step, "--tasks", json.dumps(s)) for s in shares if s]
+    codes = [r.wait() for r in runs]
+    t1 = time.perf_counter()
+    gather = openjd_run(openjd, job, "--step", "Gather", "--no-run-dependencies").wait()
+    if any(codes) or gather:
+        raise RuntimeError(f"the job {job} failed (openjd exit codes {codes}, Gather {gather})")
+    return t1 - t0, time.perf_counter() - t1
+
+
+def spread(values):
+    return {"median": round(statistics.median(values), 3), "min": round(min(values), 3),
+            "max": round(max(values), 3)}
+
+
+def bench(name, blender, openjd, work, command, tasks, step, rounds, worker_counts):
+    """Interleaved rounds of the batch and the job on each number of workers, into fresh output folders."""
+    times = {"batch": [], **{f"openjd_{w}": [] for w in worker_counts}}
+    tasks_only, gathers = {w: [] for w in worker_counts}, []
+    for r in range(rounds):
+        out = os.path.join(work, f"{name}-batch-{r}")
+        t0 = time.perf_counter()
+        run([blender, "-b", "-c", "envfx", *command(out)])
+        times["batch"].append(time.perf_counter() - t0)
+        for w in worker_counts:
+            out, job = os.path.join(work, f"{name}-out-{w}-{r}"), os.path.join(work, f"{name}-job-{w}-{r}")
+            run([blender, "-b", "-c", "envfx", "farm", *command(out), "--out", job, "--blender", blender])
+            task_s, gather_s = run_job(openjd, job, step, tasks, w)  # (writing the job is not part of the run)
+            times[f"openjd_{w}"].append(task_s + gather_s)
+            tasks_only[w].append(task_s)
+            gathers.append(gather_s)
+    rows = []
+    for mode, values in times.items():
+        rows.append({"bench": "farm", "job": name, "mode": mode, "tasks": tasks if mode != "batch" else None,
+                     "seconds": spread(values), "rounds": rounds})
+    for w in worker_counts:
+        ratios = [j / b for j, b in zip(times[f"openjd_{w}"], times["batch"])]
+        row = {"bench": "farm", "job": name, "mode": f"openjd_{w}/batch", "ratio": spread(ratios)}
+        if w == 1:  # one worker runs the batch's work task by task: the rest is the job format's cost
+            row["overhead_per_task_s"] = spread([(t - b) / tasks for t, b in zip(tasks_only[1], times["batch"])])
+            row["gather_s"] = spread(gathers)
+        rows.append(row)
+    return rows
+
+
+def main(args=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--textures", type=int, default=12, help="textures of the mips job")
+    parser.add_argument("--size", type=int, default=256, help="texture size in pixels")
+    parser.add_argument("--frames", type=int, default=24, help="frames of the gas-giant sequence")
+    parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds")
+    args = parser.parse_args(args)
+    openjd = find_openjd()
+    if openjd is None:
+        print(json.dumps({"bench": "farm", "error": "openjd-cli is not installed: tools/venv.sh 5.0 installs it"}))
+        return 1
+    work = tempfile.mkdtemp(prefix="envfx-bench-farm-")
+    try:
+        blender = write_launcher(work)
+        tex = os.path.join(work, "tex")
+        write_textures(tex, args.textures, args.size)
+        rows = bench("mips", blender, openjd, work, lambda out: ["mips", tex, "--out", out], args.textures, "Mips",
+                     args.rounds, (1, 2))
+        gas = ["--frames", str(args.frames), "--particles", "20000", "--iterations", "20", "--field", "16",
+               "--cubemap", "64", "--equirect", "128"]
+        # a gas giant sequence is one task (each frame moves on the particles of the one before): two workers
+        # would run the same one task
+        rows += bench("gas-giant", blender, openjd, work, lambda out: ["gas-giant", "--out", out, *gas], 1,
+                      "GasGiant", args.rounds, (1,))
+        for row in rows:
+            row["machine"] = "2 cores shared with other jobs: ratios within one run, not absolute times"
+            print(json.dumps(row))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.stdout.flush()
+    code = main()
+    sys.stdout.flush()
+    os._exit(code)

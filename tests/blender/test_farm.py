@@ -1,0 +1,366 @@
+"""`blender -c envfx farm`: jobs written, checked and run by `openjd` on this machine, two tasks at once, and the
+outputs compared with the one-machine batch over the same inputs. Inside the tests the Blender the tasks run is
+this Python with Blender as a module (``tests/blender/cli_in_subprocess.py`` behind a small launcher script)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+import bpy
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _openjd():
+    near = shutil.which("openjd", path=os.path.dirname(sys.executable))
+    venvs = os.environ.get("ENVFX_VENV_DIR", os.path.join(HERE, "..", "..", ".venvs"))
+    return near or shutil.which("openjd", path=os.path.join(venvs, "blender-5.0", "bin"))
+
+
+OPENJD = _openjd()
+needs_openjd = pytest.mark.skipif(OPENJD is None, reason="openjd-cli is not installed (tools/venv.sh 5.0 installs it)")
+
+
+def write_launcher(folder) -> str:
+    """A `blender` for the job: `blender -b -c envfx ARGS` runs the EnvFX command line of this checkout in this
+    Python (Blender as a module)."""
+    path = os.path.join(str(folder), "blender")
+    with open(path, "w") as fh:
+        fh.write(f'#!/bin/sh\n[ "$1" = -b ] && shift\n[ "$1" = -c ] && shift 2\n'
+                 f'exec "{sys.executable}" "{os.path.join(HERE, "cli_in_subprocess.py")}" "$@"\n')
+    os.chmod(path, 0o755)
+    return path
+
+
+@pytest.fixture
+def launcher(tmp_path):
+    return write_launcher(tmp_path)
+
+
+def openjd_run(job_dir, *args, **kw):
+    return subprocess.Popen([OPENJD, "run", os.path.join(job_dir, "template.yaml"), "-p",
+                             "file://" + os.path.join(job_dir, "parameters.json"), *args],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **kw)
+
+
+def run_job(job_dir, workers: int = 2) -> tuple:
+    """Every task of the job's first step on ``workers`` sessions at once, then Gather: (the tasks' exit codes, the
+    Gather log, openjd's exit codes, Gather's exit code)."""
+    with open(os.path.join(job_dir, "template.yaml")) as fh:
+        text = fh.read()
+    step = text.split('steps:\n  - name: "', 1)[1].split('"', 1)[0]
+    count = int(text.split('range: "1-', 1)[1].split('"', 1)[0])
+    tasks = [[{"Task": str(t)} for t in range(1 + w, count + 1, workers)] for w in range(workers)]
+    runs = [openjd_run(job_dir, "--step", step, "--tasks", json.dumps(share)) for share in tasks if share]
+    logs = [r.communicate()[0] for r in runs]
+    gather = openjd_run(job_dir, "--step", "Gather", "--no-run-dependencies")
+    log = gather.communicate()[0]
+    codes = [_exit_codes(text) for text in logs]
+    return [c for c in codes for c in c], log, [r.returncode for r in runs], int(_exit_codes(log)[0])
+
+
+def _exit_codes(log: str) -> list:
+    """The exit codes of the task processes, as openjd logs them (its own exit code is 1 for any failure)."""
+    return [line.split("exited with code: ")[1].split()[0] for line in log.splitlines() if "exited with code: " in line]
+
+
+def _textures(folder, count, size=16, seed=1):
+    os.makedirs(folder, exist_ok=True)
+    rng = np.random.default_rng(seed)
+    paths = []
+    for i in range(count):
+        img = bpy.data.images.new(f"t{i}", size, size, alpha=True)
+        img.pixels.foreach_set(rng.random((size, size, 4)).astype(np.float32).ravel())
+        img.filepath_raw = os.path.join(folder, f"leaf{i:02d}.png")
+        img.file_format = "PNG"
+        img.save()
+        bpy.data.images.remove(img)
+        paths.append(os.path.join(folder, f"leaf{i:02d}.png"))
+    return paths
+
+
+def _tree_files(folder, count):
+    """``count`` small plants (a trunk and a crown), saved uncompressed (bytes can be compared)."""
+    os.makedirs(folder, exist_ok=True)
+    paths = []
+    for i in range(count):
+        bpy.ops.wm.read_homefile(app_template="")
+        for obj in list(bpy.data.objects):
+            bpy.data.objects.remove(obj)
+        bpy.ops.mesh.primitive_cylinder_add(radius=0.05 + 0.01 * i, depth=2, location=(0, 0, 1), vertices=8)
+        bpy.ops.mesh.primitive_ico_sphere_add(radius=0.5, location=(0, 0, 2.2), subdivisions=1)
+        path = os.path.join(folder, f"plant{i}.blend")
+        bpy.ops.wm.save_as_mainfile(filepath=path, compress=False)
+        paths.append(path)
+    bpy.ops.wm.read_homefile(app_template="")
+    return paths
+
+
+def _tree(folder) -> dict:
+    out = {}
+    for root, _dirs, files in os.walk(folder):
+        for name in files:
+            with open(os.path.join(root, name), "rb") as fh:
+                out[os.path.relpath(os.path.join(root, name), folder)] = fh.read()
+    return out
+
+
+@needs_openjd
+def test_mips_job_of_12_textures_on_two_workers_equals_the_one_machine_batch(envfx, tmp_path, launcher, capsys):
+    _textures(str(tmp_path / "tex"), 12)
+    assert envfx.cli.main(["farm", "mips", str(tmp_path / "tex"), "--out", str(tmp_path / "farm-out"),
+                           "--out", str(tmp_path / "job"), "--blender", launcher]) == 0
+    assert "mips over 12 file(s) in 12 task(s)" in capsys.readouterr().out
+    check = subprocess.run([OPENJD, "check", str(tmp_path / "job" / "template.yaml")], capture_output=True, text=True)
+    assert check.returncode == 0, check.stdout + check.stderr
+    codes, log, run_codes, gather_code = run_job(str(tmp_path / "job"))
+    assert codes == ["0"] * 12 and run_codes == [0, 0], log
+    assert gather_code == 0 and "envfx farm: mips: 12 of 12 file(s) done by 12 task(s)" in log
+    assert envfx.cli.main(["mips", str(tmp_path / "tex"), "--out", str(tmp_path / "one")]) == 0
+    one, farm = _tree(str(tmp_path / "one")), _tree(str(tmp_path / "farm-out"))
+    assert len(one) == 12 * 8 and sorted(farm) == sorted(one)  # 5 levels, DDS, report, comparison per image
+    assert [name for name in one if farm[name] != one[name]] == []
+
+
+@needs_openjd
+def test_wind_job_of_6_files_on_two_workers_equals_the_one_machine_batch(envfx, tmp_path, launcher, capsys):
+    plants = _tree_files(str(tmp_path / "plants"), 6)
+    shutil.copytree(tmp_path / "plants", tmp_path / "one")
+    before = _tree(str(tmp_path / "plants"))
+    assert envfx.cli.main(["farm", "wind", *plants, "--ao-samples", "0", "--out", str(tmp_path / "job"), "--chunk",
+                           "2", "--blender", launcher]) == 0
+    codes, log, run_codes, gather_code = run_job(str(tmp_path / "job"))
+    assert codes == ["0"] * 3 and gather_code == 0, log
+    assert "envfx farm: wind: 6 of 6 file(s) done by 3 task(s)" in log
+    # the one-machine batch, in a process of its own as the tasks; a saved .blend holds fields Blender sets per
+    # session (each datablock's session number, counted from the session's first file), so the job's files (two
+    # per process) and the batch's (six in one) are compared by what they hold: every object, its modifiers and
+    # wind settings, every mesh attribute and UV map, bit for bit; and by their size
+    files = [str(tmp_path / "one" / os.path.basename(p)) for p in plants]
+    subprocess.run([launcher, "-b", "-c", "envfx", "wind", *files, "--ao-samples", "0"], check=True,
+                   capture_output=True)
+    # a task run again (a farm's retry after the files were saved) bakes the baked files: the same content
+    again = openjd_run(str(tmp_path / "job"), "--step", "Wind", "-tp", "Task=2")
+    assert again.wait() == 0, again.communicate()[0]
+    one, farm = _tree(str(tmp_path / "one")), _tree(str(tmp_path / "plants"))
+    assert sorted(n for n in one if n.endswith(".blend")) == sorted(before)
+    for name in before:
+        assert farm[name] != before[name]  # baked
+        assert len(farm[name]) == len(one[name])
+        content = _blend_content(str(tmp_path / "one" / name))
+        assert "EnvFX_Height_UV" in str(content)  # (the wind's data is in what is compared)
+        assert _blend_content(str(tmp_path / "plants" / name)) == content, name
+
+
+def _rna_values(struct, depth=0) -> dict:
+    """A PropertyGroup's settings as plain values (pointers by name; nested groups one level down)."""
+    out = {}
+    for prop in struct.bl_rna.properties:
+        if prop.identifier == "rna_type":
+            continue
+        value = getattr(struct, prop.identifier)
+        if prop.type == "POINTER":
+            if isinstance(value, bpy.types.ID) or value is None:
+                out[prop.identifier] = getattr(value, "name", None)
+            elif depth < 2:
+                out[prop.identifier] = _rna_values(value, depth + 1)
+        elif prop.type != "COLLECTION":
+            out[prop.identifier] = tuple(value) if hasattr(value, "__len__") and not isinstance(value, str) \
+                else value
+    return out
+
+
+# data type -> (field, values per element, numpy type) for foreach_get
+ATTRIBUTE_DATA = {"FLOAT": ("value", 1, np.float32), "INT": ("value", 1, np.int32), "BOOLEAN": ("value", 1, bool),
+                  "INT8": ("value", 1, np.int8), "FLOAT_VECTOR": ("vector", 3, np.float32),
+                  "FLOAT_COLOR": ("color", 4, np.float32), "BYTE_COLOR": ("color", 4, np.float32),
+                  "FLOAT2": ("vector", 2, np.float32), "INT32_2D": ("value", 2, np.int32),
+                  "QUATERNION": ("value", 4, np.float32), "FLOAT4X4": ("value", 16, np.float32)}
+
+
+def _blend_content(path) -> dict:
+    bpy.ops.wm.open_mainfile(filepath=path, load_ui=False)
+    content = {}
+    for obj in bpy.data.objects:
+        item = {"type": obj.type, "matrix": [tuple(r) for r in obj.matrix_world],
+                "modifiers": [(m.type, m.name, getattr(getattr(m, "node_group", None), "name", None))
+                              for m in obj.modifiers], "envfx": _rna_values(obj.envfx)}
+        if obj.type == "MESH":
+            mesh = obj.data
+            for attr in mesh.attributes:
+                field, width, dtype = ATTRIBUTE_DATA[attr.data_type]
+                buf = np.zeros(len(attr.data) * width, dtype)
+                attr.data.foreach_get(field, buf)
+                item[f"attribute {attr.name} {attr.domain} {attr.data_type}"] = buf.tobytes()
+            item["uv"] = [uv.name for uv in mesh.uv_layers]
+        content[obj.name] = item
+    content["scene envfx"] = _rna_values(bpy.context.scene.envfx)
+    bpy.ops.wm.read_homefile(app_template="")
+    return content
+
+
+@needs_openjd
+def test_one_bad_file_fails_only_its_task_and_gather_names_it(envfx, tmp_path, launcher):
+    paths = _textures(str(tmp_path / "tex"), 3)
+    with open(paths[1], "wb") as fh:
+        fh.write(b"not a png")
+    assert envfx.cli.main(["farm", "mips", *paths, "--out", str(tmp_path / "out"), "--out", str(tmp_path / "job"),
+                           "--blender", launcher]) == 0
+    codes, log, _run_codes, gather_code = run_job(str(tmp_path / "job"), workers=3)  # (a session stops at a failure)
+    assert codes == ["0", "2", "0"], log
+    assert gather_code == 2
+    assert f"envfx mips: {paths[1]}: error: " in log
+    assert f"envfx mips: 1 of 3 files failed: {paths[1]}" in log
+    assert "envfx farm: mips: 2 of 3 file(s) done by 3 task(s)" in log
+    with open(tmp_path / "job" / "report.txt") as fh:
+        assert f"1 of 3 files failed: {paths[1]}" in fh.read()
+    assert sorted(n for n in os.listdir(tmp_path / "out") if n.endswith("_mips.json")) == \
+        ["leaf00_mips.json", "leaf02_mips.json"]
+
+
+@needs_openjd
+def test_a_task_killed_halfway_and_run_again_leaves_the_outputs_of_an_uninterrupted_run(envfx, tmp_path, launcher):
+    paths = _textures(str(tmp_path / "tex"), 1, size=1024, seed=3)
+    out = tmp_path / "out"
+    assert envfx.cli.main(["farm", "mips", *paths, "--out", str(out), "--supersample", "8", "--out",
+                           str(tmp_path / "job"), "--blender", launcher]) == 0
+    run = openjd_run(str(tmp_path / "job"), "--step", "Mips", "-tp", "Task=1", start_new_session=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and run.poll() is None:
+        if out.is_dir() and any(n.startswith(".envfx-staging") for n in os.listdir(out)):
+            break
+        time.sleep(0.02)
+    assert run.poll() is None, "the task ended before it could be killed halfway: use a bigger image"
+    os.killpg(run.pid, signal.SIGKILL)  # the worker dies: no cleanup runs
+    run.communicate()
+    assert [n for n in os.listdir(out) if not n.startswith(".envfx-staging")] == []  # nothing half-written
+    assert not (tmp_path / "job" / "summaries" / "task-00001.json").exists()
+    again = openjd_run(str(tmp_path / "job"), "--step", "Mips", "-tp", "Task=1")
+    assert again.wait() == 0, again.communicate()[0]
+    assert envfx.cli.main(["mips", *paths, "--out", str(tmp_path / "one"), "--supersample", "8"]) == 0
+    assert _tree(str(out)) == _tree(str(tmp_path / "one"))  # the killed task's staging folder removed too
+    again = openjd_run(str(tmp_path / "job"), "--step", "Mips", "-tp", "Task=1")  # and run twice: the same
+    assert again.wait() == 0
+    assert _tree(str(out)) == _tree(str(tmp_path / "one"))
+
+
+@pytest.mark.parametrize("args, message", [
+    (["info", "{tmp}/a.blend"], "info cannot be split into farm tasks: info only prints what .blend files hold"),
+    (["mips", "{tmp}/tex", "--out", "{tmp}/tex/mips"], "The output --out '{tmp}/tex/mips' is inside the input folder "
+     "'{tmp}/tex'"),
+    (["mips", "{tmp}/tex", "--out", "{tmp}/o", "--chunk", "0"], "--chunk 0: give the number of input files per task"),
+    (["mips", "tex", "--out", "{tmp}/o"], "INPUT 'tex' is relative to the current folder, which a farm cannot map"),
+    (["wind", "{tmp}/a.blend", "--output", "out.blend"], "--output 'out.blend' is relative to the current folder"),
+    (["gas-giant", "--out", "{tmp}/o", "--frames", "4", "--chunk", "2"], "--chunk 2: gas-giant runs as one task "
+     "(a gas giant sequence is one simulation"),
+    (["wind", "{tmp}/a.blend", "--ao-samples"], "the arguments of wind are not valid"),
+    (["mips", "{tmp}/tex", "--out", "{tmp}/o"], "--out JOB_DIR is missing: give the folder to write the job into, "
+     "after the command's arguments (mips has an --out of its own: give both, the job's last)"),
+])
+def test_bad_input_says_what_to_do_and_writes_nothing(envfx, tmp_path, capsys, monkeypatch, args, message):
+    monkeypatch.chdir(tmp_path)
+    _textures(str(tmp_path / "tex"), 2)
+    bpy.ops.wm.save_as_mainfile(filepath=str(tmp_path / "a.blend"))
+    args = [a.format(tmp=tmp_path) for a in args]
+    job = [] if message.startswith("--out JOB_DIR") else ["--out", str(tmp_path / "job")]
+    assert envfx.cli.main(["farm", *args, *job]) == 2
+    assert f"envfx farm: error: {message.format(tmp=tmp_path)}" in capsys.readouterr().err
+    assert not (tmp_path / "job").exists() and not (tmp_path / "o").exists()
+
+
+@needs_openjd
+def test_write_farm_job_writes_the_scenes_bakes_and_the_jobs_run(envfx, tmp_path, launcher):
+    _textures(str(tmp_path / "tex"), 2)
+    bpy.ops.mesh.primitive_plane_add(size=4)
+    scene = bpy.context.scene
+    scene.envfx.lightmap.ground = bpy.context.active_object
+    scene.envfx.mips.source = "FOLDER"
+    scene.envfx.mips.folder = str(tmp_path / "tex")
+    scene.envfx.mips.output_dir = "//mips"
+    bpy.ops.wm.save_as_mainfile(filepath=str(tmp_path / "level.blend"))
+    jobs = envfx.operators.farm.farm_jobs(scene, [], str(tmp_path / "jobs"), blender=launcher)
+    assert [(job.command, len(job.shares)) for job in jobs] == [("lightmap", 1), ("mips", 2)]
+    assert bpy.ops.envfx.farm_write(directory=str(tmp_path / "jobs")) == {"FINISHED"}
+    for command in ("lightmap", "mips"):
+        template = tmp_path / "jobs" / command / "template.yaml"
+        check = subprocess.run([OPENJD, "check", str(template)], capture_output=True, text=True)
+        assert check.returncode == 0, check.stdout + check.stderr
+    # the running Blender is the one the job names; here (Blender as a module) the launcher stands in for it
+    envfx.operators.farm.write_farm_jobs(jobs)
+    codes, log, _run_codes, gather_code = run_job(str(tmp_path / "jobs" / "mips"))
+    assert codes == ["0", "0"] and gather_code == 0, log
+    assert sorted(n for n in os.listdir(tmp_path / "mips") if n.endswith(".json")) == \
+        ["leaf00_mips.json", "leaf01_mips.json"]
+
+
+def test_write_farm_job_of_an_unsaved_file_says_to_save_it_and_writes_nothing(envfx, tmp_path):
+    bpy.ops.mesh.primitive_plane_add()
+    bpy.context.scene.envfx.lightmap.ground = bpy.context.active_object
+    with pytest.raises(RuntimeError, match="The file is not saved: save it first"):
+        bpy.ops.envfx.farm_write(directory=str(tmp_path / "jobs"))
+    bpy.ops.wm.save_as_mainfile(filepath=str(tmp_path / "level.blend"))
+    bpy.context.scene.envfx.lightmap.ground = None
+    bpy.ops.wm.save_mainfile()
+    with pytest.raises(RuntimeError, match="The scene has no bake set up for a farm"):
+        bpy.ops.envfx.farm_write(directory=str(tmp_path / "jobs"))
+    assert not (tmp_path / "jobs").exists()
+
+
+def test_gas_giant_job_is_one_task_with_every_option_and_its_paths_as_parameters(envfx, tmp_path, capsys):
+    palette = _textures(str(tmp_path / "pal"), 1)[0]
+    assert envfx.cli.main(["farm", "gas-giant", "--out", str(tmp_path / "gg"), "--frames", "24", "--cloud-mode",
+                           "--cloud-color", "1", "0.5", "0.25", "--palette", palette, "--out",
+                           str(tmp_path / "job")]) == 0
+    assert "gas-giant over one task" in capsys.readouterr().out
+    with open(tmp_path / "job" / "parameters.json") as fh:
+        params = json.load(fh)
+    assert params == {"Blender": "blender", "JobFolder": str(tmp_path / "job"), "Out": str(tmp_path / "gg"),
+                      "Palette": palette}
+    job = envfx.core.farm
+    with open(tmp_path / "job" / "template.yaml") as fh:
+        text = fh.read()
+    desc = json.loads(json.loads(text.split("data: ", 1)[1].split("\n", 1)[0]))
+    assert job.share_commands(desc, 1, {"JobFolder": "/j", "Out": "/farm/gg", "Palette": "/farm/p.png"}) == [
+        ("gas-giant", ["gas-giant", "--out", "/farm/gg", "--frames", "24", "--cloud-mode", "--cloud-color", "1",
+                       "0.5", "0.25", "--palette", "/farm/p.png"])]  # (in the order given, the paths mapped)
+
+
+def test_a_task_told_to_stop_cancels_its_bake_and_leaves_its_files_not_done(envfx, tmp_path, launcher):
+    """SIGTERM (a farm cancelling the task) during the first file of a share: the bake is cancelled and cleans
+    up, the file after it is not started, and the summary says both are not done (exit 1, worth a retry)."""
+    paths = _textures(str(tmp_path / "tex"), 2, size=1024, seed=3)
+    out = tmp_path / "out"
+    assert envfx.cli.main(["farm", "mips", *paths, "--out", str(out), "--supersample", "8", "--chunk", "2",
+                           "--out", str(tmp_path / "job"), "--blender", launcher]) == 0
+    with open(tmp_path / "job" / "template.yaml") as fh:
+        data = json.loads(fh.read().split("data: ", 1)[1].split("\n", 1)[0])
+    with open(tmp_path / "job.json", "w") as fh:
+        fh.write(data)
+    params = json.load(open(tmp_path / "job" / "parameters.json"))
+    task = subprocess.Popen([launcher, "-b", "-c", "envfx", "farm", "task", str(tmp_path / "job.json"), "1",
+                             *[w for k, v in params.items() if k != "Blender" for w in ("--path", f"{k}={v}")]],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and task.poll() is None:
+        if out.is_dir() and any(n.startswith(".envfx-staging") for n in os.listdir(out)):
+            break
+        time.sleep(0.02)
+    assert task.poll() is None, "the task ended before it could be stopped: use a bigger image"
+    task.send_signal(signal.SIGTERM)
+    log = task.communicate()[0]
+    assert task.returncode == 1, log
+    assert not out.exists()  # the bake's staging folder and the output folder it made removed: nothing written
+    with open(tmp_path / "job" / "summaries" / "task-00001.json") as fh:
+        summary = json.load(fh)
+    assert [f["status"] for f in summary["files"]] == ["not done", "not done"] and summary["code"] == 1
+    lines, code = envfx.core.farm.gather(json.loads(data), params)
+    assert code == 1 and f"not done: {paths[0]}, {paths[1]}" in lines[0]
