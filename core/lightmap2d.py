@@ -20,6 +20,7 @@ import math
 import os
 import shutil
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -37,6 +38,8 @@ MAX_SAMPLES = 256
 # ends much sooner, at the write-up's visible circle
 CUTOFF_SHARE = 1e-5
 SMOOTH_CUTOFF_SHARE = 1e-3
+# texels along a tile's side in the shadow test (tiles lit or dark as a whole skip the per-texel test)
+TILE = 16
 
 
 class LightmapError(ValueError):
@@ -238,12 +241,20 @@ def influence_radius(light: Light, height: float, falloff: str) -> float:
     return float(math.sqrt(max(d * d - height * height, 0.0)))
 
 
-def falloff_values(light: Light, dx, dy, height: float, falloff: str, radius: float) -> np.ndarray:
+def falloff_values(light: Light, dx, dy, height: float, falloff: str, radius: float, gain: float = 1.0
+                   ) -> np.ndarray:
     """Irradiance on the ground (before colour and shadows) at ground offsets (dx, dy) from the light's foot.
     PHYSICAL: I cos(theta) / d^2, with the spot cone or the area light's own cosine as Cycles has them; SMOOTH: the
-    write-up's gradient circle, its peak the physical value at the light's foot, falling as (1 - r/R)^2 to 0 at R."""
+    write-up's gradient circle, its peak the physical value at the light's foot, falling as (1 - r/R)^2 to 0 at R.
+    Times ``gain``."""
     h = np.float32(height)
-    inten = np.float32(intensity(light))
+    inten = np.float32(intensity(light) * gain)
+    if falloff == "PHYSICAL" and light.kind == "POINT" and np.ndim(dx) == 2 and np.ndim(dy) == 2:
+        # the common case on a grid, in four passes over it: I h / (d2 sqrt(d2))
+        d2 = (dx * dx) + (dy * dy + h * h)
+        value = np.sqrt(d2)
+        value *= d2
+        return np.divide(inten * h, value, out=value)
     r2 = dx * dx + dy * dy
     if falloff == "SMOOTH":
         r = np.sqrt(r2)
@@ -326,73 +337,134 @@ def _pass(dx, dy, smap2, scale, nbins):
     return d2 <= smap2[b]
 
 
-def _dilate(mask: np.ndarray, r: int) -> np.ndarray:
-    """Texels within ``r`` texels (a square) of a True texel."""
-    out = mask.copy()
-    for axis in (0, 1):
-        src = out.copy()
-        n = src.shape[axis]
-        for k in range(1, min(r, n - 1) + 1):
-            lo = [slice(None)] * 2
-            hi = [slice(None)] * 2
-            lo[axis], hi[axis] = slice(0, n - k), slice(k, n)
-            out[tuple(lo)] |= src[tuple(hi)]
-            out[tuple(hi)] |= src[tuple(lo)]
-    return out
+def _range_tables(values: np.ndarray, longest: int):
+    """Sparse tables of running minima and maxima of ``values`` (1D): row k holds the min (max) of
+    values[i:i + 2**k], for ranges up to ``longest`` long (rows past a row's end: +inf / -inf, never read)."""
+    n = len(values)
+    levels = max(1, int(longest - 1).bit_length() + 1)
+    lo = np.full((levels, n), np.inf, dtype=np.float32)
+    hi = np.full((levels, n), -np.inf, dtype=np.float32)
+    lo[0] = values
+    hi[0] = values
+    for k in range(1, levels):
+        step = 1 << (k - 1)
+        np.minimum(lo[k - 1, :n - step], lo[k - 1, step:], out=lo[k, :n - step])
+        np.maximum(hi[k - 1, :n - step], hi[k - 1, step:], out=hi[k, :n - step])
+    return lo, hi
+
+
+def _tile_bounds(gx, gy, px, py, scale, nbins):
+    """Per tile seen from (px, py): tile (i, j) is the box [gx[j], gx[j + 1]] x [gy[i + 1], gy[i]] (float32 lines,
+    x rising, y falling) holding its texel centres. Returns (th * tw,) arrays: the least and the greatest squared
+    distance of the box from the light as ``_pass`` computes squared distances in float32 (squares and sums round
+    monotonically: bounds of every texel's), and the range of polar-map bins its texels can read: first bin (may
+    be negative: wrapped) and count, widened by two bins against rounding. Tiles touching the light or seeing it
+    under a wide angle get count 0 (undecided)."""
+    dxl = gx - np.float32(px)
+    dyl = gy - np.float32(py)
+    ax = np.maximum(np.abs(dxl[:-1]), np.abs(dxl[1:]))
+    ay = np.maximum(np.abs(dyl[:-1]), np.abs(dyl[1:]))
+    far2 = ((ay * ay)[:, None] + (ax * ax)[None, :]).ravel()
+    nx = np.where((dxl[:-1] <= 0) & (dxl[1:] >= 0), np.float32(0), np.minimum(np.abs(dxl[:-1]), np.abs(dxl[1:])))
+    ny = np.where((dyl[:-1] >= 0) & (dyl[1:] <= 0), np.float32(0), np.minimum(np.abs(dyl[:-1]), np.abs(dyl[1:])))
+    near2 = ((ny * ny)[:, None] + (nx * nx)[None, :]).ravel()
+    holds = ((ny == 0)[:, None] & (nx == 0)[None, :]).ravel()
+    # the angular span: a box without the light sees it within the angles of its corners (diamond angles of the
+    # lattice of tile corners, relative to each tile's top-left corner)
+    t = _diamond(dxl[None, :], dyl[:, None])
+    ref = t[:-1, :-1]
+    lo = np.zeros(ref.shape, dtype=np.float32)
+    hi = np.zeros(ref.shape, dtype=np.float32)
+    for corner in (t[:-1, 1:], t[1:, :-1], t[1:, 1:]):
+        delta = corner - ref
+        delta += np.float32(2)
+        delta %= np.float32(4)
+        delta -= np.float32(2)
+        np.minimum(lo, delta, out=lo)
+        np.maximum(hi, delta, out=hi)
+    first = np.floor((ref + lo) * scale).astype(np.int64).ravel() - 2
+    count = np.floor((ref + hi) * scale).astype(np.int64).ravel() + 3 - first
+    count[holds | ((hi - lo) > 1.0).ravel() | (count >= nbins)] = 0
+    return near2, far2, first, count
 
 
 def visibility(xs, ys, occ_boundary_xy, half: float, lx: float, ly: float, offsets, nbins: int,
-               coarse: int = 4) -> np.ndarray:
+               tile: int | None = None) -> np.ndarray:
     """(len(ys), len(xs)) float32: the share of the light positions (lx, ly) + ``offsets`` that each texel centre
     sees. ``occ_boundary_xy`` = (bx, by) centres of the blocking texels (``boundary``) of half-size ``half``.
 
-    Every position is one pass over the texels; the passes of the jittered positions are only needed where the
-    positions disagree (the penumbra), so the first position is tested everywhere, all of them on every
-    ``coarse``-th texel, and all of them on the texels near a shadow edge of the first or near a coarse penumbra
-    texel; elsewhere the first position's answer stands."""
+    Equal to ``visibility_reference`` (every position tested on every texel), but per position the map is cut into
+    ``tile`` x ``tile`` texel tiles, and a tile whose farthest texel is nearer than the nearest blocker over all the
+    polar-map bins it can read is lit as a whole, one whose nearest texel is beyond the farthest of those blockers
+    is dark as a whole (range minima and maxima of the polar map from sparse tables); only the other tiles (along
+    the shadow edges of that position) are tested texel by texel."""
+    n = len(np.asarray(offsets).reshape(-1, 2))
+    return _visibility_counts(xs, ys, occ_boundary_xy, half, lx, ly, offsets, nbins, tile) * np.float32(1.0 / n)
+
+
+def _visibility_counts(xs, ys, occ_boundary_xy, half: float, lx: float, ly: float, offsets, nbins: int,
+                       tile: int | None = None) -> np.ndarray:
+    """``visibility`` before the division: how many of the positions see each texel (float32)."""
+    bx, by = occ_boundary_xy
+    tile = TILE if tile is None else int(tile)
+    offsets = np.asarray(offsets, dtype=np.float64).reshape(-1, 2)
+    xs = np.asarray(xs, dtype=np.float32)
+    ys = np.asarray(ys, dtype=np.float32)
+    h, w = len(ys), len(xs)
+    th, tw = -(-h // tile), -(-w // tile)
+    # padded with copies of the last texel (its tests are cropped away; bounds stay tight)
+    xt = np.pad(xs, (0, tw * tile - w), mode="edge").reshape(tw, tile)
+    yt = np.pad(ys, (0, th * tile - h), mode="edge").reshape(th, tile)
+    # tile corners: tile j spans texel centres xt[j, 0] .. xt[j, -1] within [gx[j], gx[j + 1]] (likewise y, falling)
+    gx = np.append(xt[:, 0], xt[-1, -1])
+    gy = np.append(yt[:, 0], yt[-1, -1])
+    scale = np.float32(nbins / 4.0)
+    longest = min(nbins, 1024)  # wider tiles (near the light) are tested texel by texel
+    count = np.zeros(th * tw, dtype=np.float32)    # positions that light a tile as a whole
+    mixed_tiles = []
+    for ox, oy in offsets:
+        px, py = lx + ox, ly + oy
+        smap2 = _polar_map(bx, by, half, px, py, nbins) ** 2
+        near2, far2, first, span = _tile_bounds(gx, gy, px, py, scale, nbins)
+        valid = (span > 0) & (span <= longest)
+        n = np.clip(span, 1, longest)
+        start = first % nbins
+        k = (np.frexp(n.astype(np.float32))[1] - 1).astype(np.int64)  # floor(log2(n)), exactly
+        tmin, tmax = _range_tables(np.concatenate([smap2, smap2]), longest)
+        end = start + n - (np.int64(1) << k)
+        lit = far2 <= np.minimum(tmin[k, start], tmin[k, end])
+        lit &= valid
+        dark = near2 > np.maximum(tmax[k, start], tmax[k, end])
+        dark &= valid
+        count += lit
+        mixed = ~(lit | dark)
+        mixed_tiles.append((px, py, smap2, np.nonzero(mixed)[0]))
+    # the whole tiles' counts, then the positions tested texel by texel added on their tiles (tile-major), then
+    # laid out as the image
+    acc = np.repeat(count, tile * tile).reshape(th * tw, tile, tile)
+    for px, py, smap2, todo in mixed_tiles:
+        for part in np.array_split(todo, max(1, len(todo) // 4096)):  # bounded temporaries
+            dx = (xt[part % tw] - np.float32(px))[:, None, :]
+            dy = (yt[part // tw] - np.float32(py))[:, :, None]
+            acc[part] += _pass(dx, dy, smap2, scale, nbins)
+    out = acc.reshape(th, tw, tile, tile).transpose(0, 2, 1, 3).reshape(th * tile, tw * tile)
+    return out[:h, :w]
+
+
+def visibility_reference(xs, ys, occ_boundary_xy, half: float, lx: float, ly: float, offsets,
+                         nbins: int) -> np.ndarray:
+    """``visibility`` the plain way: every light position tested on every texel (what the tests pin it to)."""
     bx, by = occ_boundary_xy
     offsets = np.asarray(offsets, dtype=np.float64).reshape(-1, 2)
+    xs = np.asarray(xs, dtype=np.float32)
+    ys = np.asarray(ys, dtype=np.float32)
     scale = np.float32(nbins / 4.0)
-    maps = [(lx + ox, ly + oy, _polar_map(bx, by, half, lx + ox, ly + oy, nbins) ** 2) for ox, oy in offsets]
-
-    def share(px_all, py_all, grid_shape=None):
-        acc = None
-        for px, py, smap in maps:
-            if grid_shape is None:
-                lit = _pass(px_all - np.float32(px), py_all - np.float32(py), smap, scale, nbins)
-            else:
-                lit = _pass((px_all - np.float32(px))[None, :], (py_all - np.float32(py))[:, None], smap, scale,
-                            nbins)
-            acc = lit.astype(np.float32) if acc is None else acc + lit
-        return acc * np.float32(1.0 / len(maps))
-
-    first_x, first_y, first_map = maps[0]
-    vis = _pass((xs - np.float32(first_x))[None, :], (ys - np.float32(first_y))[:, None], first_map, scale,
-                nbins).astype(np.float32)
-    if len(maps) == 1:
-        return vis
-    h, w = vis.shape
-    edge = np.zeros((h, w), dtype=bool)
-    edge[1:] |= vis[1:] != vis[:-1]
-    edge[:-1] |= vis[1:] != vis[:-1]
-    edge[:, 1:] |= vis[:, 1:] != vis[:, :-1]
-    edge[:, :-1] |= vis[:, 1:] != vis[:, :-1]
-    near = _dilate(edge, coarse)
-    if coarse > 1 and h > coarse and w > coarse:
-        cs = share(xs[coarse // 2::coarse], ys[coarse // 2::coarse], grid_shape=True)
-        partial = _dilate((cs > 0) & (cs < 1), 1)
-        # coarse sample k sits at texel k * coarse + coarse // 2, inside the cell of texels [k * coarse, (k + 1) *
-        # coarse) that np.repeat gives it
-        up = np.repeat(np.repeat(partial, coarse, axis=0), coarse, axis=1)
-        near[:min(h, up.shape[0]), :min(w, up.shape[1])] |= up[:h, :w]
-        near[up.shape[0]:, :] = True  # the last partial cells, which no coarse sample covers
-        near[:, up.shape[1]:] = True
-    else:
-        near[:] = True
-    ii, jj = np.nonzero(near)
-    if len(ii):
-        vis[ii, jj] = share(xs[jj], ys[ii])
-    return vis
+    acc = np.zeros((len(ys), len(xs)), dtype=np.float32)
+    for ox, oy in offsets:
+        px, py = lx + ox, ly + oy
+        smap2 = _polar_map(bx, by, half, px, py, nbins) ** 2
+        acc += _pass((xs - np.float32(px))[None, :], (ys - np.float32(py))[:, None], smap2, scale, nbins)
+    return acc * np.float32(1.0 / len(offsets))
 
 
 def check_lights(grid: Grid, occ: np.ndarray, lights, ground_z: float):
@@ -537,57 +609,108 @@ def occlusion(grid: Grid, occ: np.ndarray, distance: float, strength: float) -> 
 
 # --- the bake ----------------------------------------------------------------------------------------------
 
-def bake_job(grid: Grid, occ: np.ndarray, lights, ground_z: float, settings: Settings):
+def _render_light(grid: Grid, occ: np.ndarray, blockers, light: Light, index: int, ground_z: float,
+                  settings: Settings):
+    """One light's light on its area of influence: ((r0, r1, c0, c1) crop, (r1 - r0, c1 - c0) float32 irradiance
+    with shadows, before colour; None when the crop is empty) and a warning or None."""
+    bi, bj, bx_all, by_all = blockers
+    h, w = occ.shape
+    height = light.z - ground_z
+    radius = influence_radius(light, height, settings.falloff)
+    if radius <= 0:
+        radius = max(grid.region[2] - grid.region[0], grid.region[3] - grid.region[1])
+    # the crop: texels within ``radius`` of the light's foot (the box holds every segment to it)
+    c0 = int(np.clip(np.floor((light.x - radius - grid.region[0]) / grid.tx), 0, w))
+    c1 = int(np.clip(np.ceil((light.x + radius - grid.region[0]) / grid.tx), 0, w))
+    r0 = int(np.clip(np.floor((grid.region[3] - (light.y + radius)) / grid.ty), 0, h))
+    r1 = int(np.clip(np.ceil((grid.region[3] - (light.y - radius)) / grid.ty), 0, h))
+    if c1 <= c0 or r1 <= r0:
+        return None, None
+    cx, cy = grid.xs()[c0:c1], grid.ys()[r0:r1]
+    dx = (cx - np.float32(light.x))[None, :]
+    dy = (cy - np.float32(light.y))[:, None]
+    sel = (bj >= c0) & (bj < c1) & (bi >= r0) & (bi < r1)
+    offsets = jitter_offsets(light.radius, int(settings.penumbra_samples), settings.seed + index)
+    # jittered positions inside an obstacle see nothing: leave them out
+    oi, oj = grid.texel_of(light.x + offsets[:, 0], light.y + offsets[:, 1])
+    free = ~occ[oi, oj]
+    warning = None
+    if not free.all():
+        warning = (f"{light.name}: {int((~free).sum())} of {len(offsets)} penumbra positions fall inside an "
+                   "obstacle (the light's size reaches into a wall) and were left out")
+        offsets = offsets[free]
+    span = max(c1 - c0, r1 - r0)
+    nbins = int(min(max(16 * span, 1024), 1 << 18))
+    half = 0.5 * max(grid.tx, grid.ty)
+    vis = _visibility_counts(cx, cy, (bx_all[sel], by_all[sel]), half, light.x, light.y, offsets, nbins)
+    # the share of the positions: 1 / N folded into the falloff's constant
+    value = falloff_values(light, dx, dy, height, settings.falloff, radius, gain=1.0 / len(offsets))
+    far2 = max(float(np.abs(dx).max()), 0.0) ** 2 + float(np.abs(dy).max()) ** 2
+    if settings.falloff == "PHYSICAL" and light.influence <= 0 and far2 > radius * radius:
+        value *= (dx * dx + dy * dy) <= np.float32(radius * radius)
+    vis *= value
+    return ((r0, r1, c0, c1), vis), warning
+
+
+def bake_threads() -> int:
+    """Lights rendered at once (numpy lets go of the GIL in its loops): the CPUs this process may use, at most 4
+    (each light in flight holds a few copies of its crop)."""
+    try:
+        n = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        n = os.cpu_count() or 1
+    return max(1, min(n, 4))
+
+
+def bake_job(grid: Grid, occ: np.ndarray, lights, ground_z: float, settings: Settings, threads: int | None = None):
     """Job generator (see progress.py): yields fractions, returns a Result. Lights are blended additively, each
-    rendered over its area of influence only."""
+    rendered over its area of influence only, ``threads`` of them at once (None: ``bake_threads()``); the sum is the
+    same whatever the number of threads (lights are added in their order)."""
     settings.validate()
     check_lights(grid, occ, lights, ground_z)
     h, w = occ.shape
     planes = np.zeros((3, h, w), dtype=np.float32)  # accumulated per channel (contiguous writes), RGB at the end
     xs, ys = grid.xs(), grid.ys()
-    bnd = boundary(occ)
-    bi, bj = np.nonzero(bnd)
-    bx_all, by_all = xs[bj].astype(np.float64), ys[bi].astype(np.float64)
-    half = 0.5 * max(grid.tx, grid.ty)
+    bi, bj = np.nonzero(boundary(occ))
+    blockers = (bi, bj, xs[bj].astype(np.float64), ys[bi].astype(np.float64))
     warnings = []
-    for n, light in enumerate(lights):
-        height = light.z - ground_z
-        radius = influence_radius(light, height, settings.falloff)
-        if radius <= 0:
-            radius = max(grid.region[2] - grid.region[0], grid.region[3] - grid.region[1])
-        # the crop: texels within ``radius`` of the light's foot (the box holds every segment to it)
-        c0 = int(np.clip(np.floor((light.x - radius - grid.region[0]) / grid.tx), 0, w))
-        c1 = int(np.clip(np.ceil((light.x + radius - grid.region[0]) / grid.tx), 0, w))
-        r0 = int(np.clip(np.floor((grid.region[3] - (light.y + radius)) / grid.ty), 0, h))
-        r1 = int(np.clip(np.ceil((grid.region[3] - (light.y - radius)) / grid.ty), 0, h))
-        if c1 <= c0 or r1 <= r0:
-            continue
-        cx, cy = xs[c0:c1], ys[r0:r1]
-        dx = (cx - np.float32(light.x))[None, :]
-        dy = (cy - np.float32(light.y))[:, None]
-        value = falloff_values(light, dx, dy, height, settings.falloff, radius)
-        if settings.falloff == "PHYSICAL" and light.influence <= 0:
-            value *= (dx * dx + dy * dy) <= np.float32(radius * radius)
-        sel = (bj >= c0) & (bj < c1) & (bi >= r0) & (bi < r1)
-        offsets = jitter_offsets(light.radius, int(settings.penumbra_samples), settings.seed + n)
-        # jittered positions inside an obstacle see nothing: leave them out
-        oi, oj = grid.texel_of(light.x + offsets[:, 0], light.y + offsets[:, 1])
-        free = ~occ[oi, oj]
-        if not free.all():
-            warnings.append(f"{light.name}: {int((~free).sum())} of {len(offsets)} penumbra positions fall inside an "
-                            "obstacle (the light's size reaches into a wall) and were left out")
-            offsets = offsets[free]
-        span = max(c1 - c0, r1 - r0)
-        nbins = int(min(max(16 * span, 1024), 1 << 18))
-        vis = visibility(cx, cy, (bx_all[sel], by_all[sel]), half, light.x, light.y, offsets, nbins)
-        vis *= value
+    threads = bake_threads() if threads is None else max(1, int(threads))
+
+    def add(n, rendered):
+        done, warning = rendered
+        if warning:
+            warnings.append(warning)
+        if done is None:
+            return
+        (r0, r1, c0, c1), vis = done
+        light = lights[n]
+        tmp = np.empty_like(vis)
         for k in range(3):
             if light.colour[k]:
-                planes[k, r0:r1, c0:c1] += vis * np.float32(light.colour[k])
-        yield (n + 1) / (len(lights) + 1)
+                view = planes[k, r0:r1, c0:c1]
+                np.add(view, np.multiply(vis, np.float32(light.colour[k]), out=tmp), out=view)
+
+    if threads == 1:
+        for n, light in enumerate(lights):
+            add(n, _render_light(grid, occ, blockers, light, n, ground_z, settings))
+            yield (n + 1) / (len(lights) + 1)
+    else:
+        pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="envfx-lightmap")
+        try:
+            pending = {}
+            for n in range(len(lights)):
+                # a few lights ahead of the one being added (bounded memory), added in order
+                for m in range(n, min(n + threads + 1, len(lights))):
+                    if m not in pending:
+                        pending[m] = pool.submit(_render_light, grid, occ, blockers, lights[m], m, ground_z,
+                                                 settings)
+                add(n, pending.pop(n).result())
+                yield (n + 1) / (len(lights) + 1)
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
     planes[:, occ] = 0.0  # under the walls
     rgb = np.ascontiguousarray(planes.transpose(1, 2, 0))
-    del planes
+    planes = None  # freed before smoothing
     rgb = smooth(rgb, settings.smoothing, int(settings.smoothing_levels))
     occl = None
     if settings.occlusion_distance > 0 and settings.occlusion_strength > 0:
@@ -597,9 +720,10 @@ def bake_job(grid: Grid, occ: np.ndarray, lights, ground_z: float, settings: Set
     return Result(rgb=rgb, occupancy=occ, occlusion=occl, grid=grid, warnings=warnings)
 
 
-def bake(grid: Grid, occ: np.ndarray, lights, ground_z: float, settings: Settings) -> Result:
+def bake(grid: Grid, occ: np.ndarray, lights, ground_z: float, settings: Settings, threads: int | None = None
+         ) -> Result:
     """``bake_job`` run to its end."""
-    job = bake_job(grid, occ, lights, ground_z, settings)
+    job = bake_job(grid, occ, lights, ground_z, settings, threads)
     while True:
         try:
             next(job)

@@ -26,13 +26,14 @@ def bake(region, res, boxes, lights, **kw):
     return lm.bake(grid, occ, lights, 0.0, settings), grid, occ
 
 
-def visibility_of(region, res, boxes, light, samples, coarse=4):
+def visibility_of(region, res, boxes, light, samples, tile=None, reference=False, nbins=None):
     grid = lm.make_grid(region, res)
-    occ = lm.rasterise(grid, np.concatenate([box(*b) for b in boxes]))
+    occ = lm.rasterise(grid, np.concatenate([box(*b) for b in boxes]) if boxes else np.zeros((0, 3, 3)))
     bi, bj = np.nonzero(lm.boundary(occ))
     offsets = lm.jitter_offsets(light.radius, samples, 0)
-    vis = lm.visibility(grid.xs(), grid.ys(), (grid.xs()[bj], grid.ys()[bi]), 0.5 * grid.tx, light.x, light.y,
-                        offsets, 16 * res, coarse=coarse)
+    args = (grid.xs(), grid.ys(), (grid.xs()[bj], grid.ys()[bi]), 0.5 * max(grid.tx, grid.ty), light.x, light.y,
+            offsets, nbins or 16 * res)
+    vis = lm.visibility_reference(*args) if reference else lm.visibility(*args, tile=tile)
     vis[occ] = np.nan
     return vis, grid, occ
 
@@ -96,12 +97,52 @@ def test_penumbra_grows_with_light_size_and_distance_from_the_occluder():
     assert widths[1.0][2] > 2 * 1.0 * (35 - 10) / 5.1 * 0.6
 
 
-def test_the_penumbra_shortcut_matches_every_pass_everywhere():
-    region, walls = (0, 0, 40, 20), [(9, 3, 10, 20), (20, 0, 21, 6), (14, 9, 16, 11)]
+@pytest.mark.parametrize("tile", [1, 3, 8, 16, 64])
+def test_the_tiled_shadow_test_equals_every_position_on_every_texel(tile):
+    """Tiles lit or dark as a whole skip the per-texel test: the map is still exactly the one of testing every
+    jittered position on every texel (the reference), whatever the tile size (64: larger than parts of the map)."""
+    region, walls = (0, 0, 40, 20), [(9, 3, 10, 20), (20, 0, 21, 6), (14, 9, 16, 11), (30, 12, 30.1, 12.1)]
     light = lm.Light(5, 2, 1.5, radius=0.7)
-    fast, _, occ = visibility_of(region, 300, walls, light, 16, coarse=4)
-    full, _, _ = visibility_of(region, 300, walls, light, 16, coarse=1)
-    assert np.nanmax(np.abs(fast - full)) < 1e-6
+    fast, _, occ = visibility_of(region, 301, walls, light, 16, tile=tile)
+    full, _, _ = visibility_of(region, 301, walls, light, 16, reference=True)
+    assert np.array_equal(np.isnan(fast), np.isnan(full))
+    assert np.array_equal(fast[~occ], full[~occ])
+    assert ((full > 0) & (full < 1)).sum() > 500  # there is a penumbra to get right
+
+
+def test_the_tiled_shadow_test_equals_the_reference_on_random_levels():
+    """Random small levels (thin and thick walls, lights on texel centres and lines, hard and soft, coarse and fine
+    polar maps): the tiled test and the reference agree on every texel."""
+    rng = np.random.default_rng(7)
+    for trial in range(24):
+        res = int(rng.integers(20, 200))
+        region = (0.0, 0.0, float(rng.uniform(5, 40)), float(rng.uniform(5, 40)))
+        walls = []
+        for _ in range(int(rng.integers(0, 8))):
+            x0, y0 = rng.uniform(0, region[2]), rng.uniform(0, region[3])
+            walls.append((x0, y0, x0 + rng.uniform(0.05, 4), y0 + rng.uniform(0.05, 4)))
+        grid = lm.make_grid(region, res)
+        lx, ly = rng.uniform(0, region[2]), rng.uniform(0, region[3])
+        if trial % 4 == 0:  # on a texel centre and a tile line
+            lx, ly = float(grid.xs()[grid.width // 3]), float(grid.ys()[16 % grid.height])
+        light = lm.Light(lx, ly, 2.0, radius=float(rng.choice([0.0, 0.1, 0.5, 2.0])))
+        samples, nbins = int(rng.choice([1, 4, 16])), int(rng.choice([1024, 16 * res]))
+        for tile in (2, 8, 16):
+            fast, _, occ = visibility_of(region, res, walls, light, samples, tile=tile, nbins=nbins)
+            full, _, _ = visibility_of(region, res, walls, light, samples, reference=True, nbins=nbins)
+            assert np.array_equal(fast[~occ], full[~occ]), (trial, tile)
+
+
+def test_lights_rendered_on_several_threads_add_up_to_the_same_map():
+    walls = [(9, 3, 10, 20), (20, 0, 21, 6), (14, 9, 16, 11)]
+    spots = [(5, 2), (12, 4), (18, 8), (25, 3), (33, 15), (6, 14)]
+    lights = [lm.Light(x, y, 1.5, colour=(1.0, 0.5 + 0.1 * k, 0.2), radius=0.3) for k, (x, y) in enumerate(spots)]
+    one, _, _ = bake((0, 0, 40, 20), 200, walls, lights, penumbra_samples=8)
+    grid = lm.make_grid((0, 0, 40, 20), 200)
+    occ = lm.rasterise(grid, np.concatenate([box(*b) for b in walls]))
+    for threads in (1, 2, 3):
+        many = lm.bake(grid, occ, lights, 0.0, lm.Settings(resolution=200, penumbra_samples=8), threads=threads)
+        assert np.array_equal(many.rgb, one.rgb)
 
 
 def test_no_obstacles_gives_the_plain_physical_falloff():
