@@ -18,7 +18,10 @@
    (strength 5) in one scene, an identical grid under a bare time-dependent Set Position in a second scene, both
    stepped by ``scene.frame_set`` in turn for many interleaved rounds (median ratio over rounds, min and max).
    Target: at most 2x on Blender 5.0. ``--before REV`` times that revision's wind group beside it, in the same
-   run. Line 2 (a forced update of the modifiers in one scene) is kept beside it.
+   run. Two more scenes give the floor: ``reads`` only reads the three static vectors the wind reads per vertex
+   (Pivot, Branch, Leaf) into a time-scaled offset; ``floor`` reads two of them and keeps the length with one
+   square root per vertex (the least a length-keeping motion computes). Line 2 (a forced update of the modifiers
+   in one scene) is kept beside it.
 5. Remove Wind (``--remove-plants N``, off by default): N plant objects, each with its own baked mesh, taken out
    of the wind at once, and N / 2 of them, so the time per object shows whether it stays flat (it is linear:
    the meshes still in the wind are found in one pass over the file's objects after the loop).
@@ -219,6 +222,39 @@ def _bare_frame_group(common, name):
     return common.ensure_tree(name, "GeometryNodeTree", "1", build)
 
 
+def _floor_group(common, core, name, turn):
+    """The least a length-keeping live wind reads and computes per vertex, as the floor the wind is measured
+    against: the three static vectors it reads (Pivot, Branch, Leaf) summed into a time-scaled offset
+    (``turn`` False), or the vector from the attach point and one static vector swung by a time-dependent factor
+    and turned back to the rest length with one square root (``turn`` True: two reads and the rescale)."""
+    def build(tree_):
+        b = common.Builder(tree_)
+        common.socket(tree_, "Geometry", "INPUT", "NodeSocketGeometry")
+        common.socket(tree_, "Geometry", "OUTPUT", "NodeSocketGeometry")
+        gi = b.node("NodeGroupInput", "In")
+        go = b.node("NodeGroupOutput", "Out")
+        st = b.node("GeometryNodeInputSceneTime", "Time")
+        k = b.math("MULTIPLY", st.outputs["Frame"], 1e-3)
+
+        def attr(name_):
+            node = b.node("GeometryNodeInputNamedAttribute", name_, data_type="FLOAT_VECTOR")
+            node.inputs["Name"].default_value = name_
+            return node.outputs["Attribute"]
+
+        rel, leaf = attr(core.LIVE_ATTRS[3]), attr(core.LIVE_ATTRS[1])
+        if turn:
+            q = b.vmath("ADD", rel, b.vmath("SCALE", leaf, scale=k))
+            ratio = b.math("DIVIDE", b.vmath("DOT_PRODUCT", rel, rel), b.vmath("DOT_PRODUCT", q, q))
+            off = b.vmath("SUBTRACT", b.vmath("SCALE", q, scale=b.math("SQRT", ratio)), rel)
+        else:
+            off = b.vmath("SCALE", b.vmath("ADD", b.vmath("ADD", rel, leaf), attr(core.LIVE_ATTRS[0])), scale=k)
+        sp = b.node("GeometryNodeSetPosition", "Set Position")
+        b.link(gi.outputs[0], sp.inputs["Geometry"])
+        b.link(off, sp.inputs["Offset"])
+        b.link(sp.outputs[0], go.inputs[0])
+    return common.ensure_tree(name, "GeometryNodeTree", "1", build)
+
+
 def _group_of_revision(bpy, envfx, common, rev):
     """The live-wind group as ``shader_nodes/wind.py`` of git revision ``rev`` built it (its module loaded from
     ``git show`` into this add-on's package, so its relative imports resolve here), for a before/after ratio in one
@@ -236,6 +272,7 @@ def _group_of_revision(bpy, envfx, common, rev):
         shim = types.ModuleType(core.__name__ + "_before")
         shim.__dict__.update(core.__dict__)
         shim.LIVE_ATTRS = core.LIVE_ATTRS_OLD + core.LIVE_ATTRS[2:]
+        shim.OBJECT_PHASE = (0.37, 0.59)  # (its grass figure-eight's phase per metre of the origin)
         module.core_wind = shim
     group = bpy.data.node_groups.new(f"Wind {rev}", "GeometryNodeTree")
     module._build(group)
@@ -291,11 +328,13 @@ def _frame_changes(bpy, envfx, ops, common, args, version):
         return scene
 
     scenes["bare"] = copy_scene("Bare", _bare_frame_group(common, "Bench Bare Frame"))
+    core = importlib.import_module(envfx.__name__ + ".core.wind")
+    for name, turn in (("reads", False), ("floor", True)):
+        scenes[name] = copy_scene(name.title(), _floor_group(common, core, f"Bench Wind {name.title()}", turn))
     if args.before:
         module, group = _group_of_revision(bpy, envfx, common, args.before)
         scene = copy_scene("Before", group, module.asset_input_values(obj))
         if module.VERSION < 15:  # it reads the five floats that Branch and Leaf replaced
-            core = importlib.import_module(envfx.__name__ + ".core.wind")
             twin = scene.collection.objects[0].data
             n = len(twin.vertices)
             vec = {}
@@ -338,6 +377,10 @@ def _frame_changes(bpy, envfx, ops, common, args, version):
                 wind_ms=ms["wind"], bare_set_position_ms=ms["bare"], ratio=ratio, ratio_min=lo, ratio_max=hi,
                 target_ratio=2.0, quoted="ratio (median over rounds of the per-round ratio of frame-change medians)",
                 frames=args.fc_frames, rounds=args.fc_rounds, load_avg=load, load_avg_end=os.getloadavg()[0])
+    for name in ("reads", "floor"):
+        f_ratio, f_lo, f_hi = ratios(name)
+        line.update({f"{name}_ms": ms[name], f"{name}_ratio": f_ratio, f"{name}_ratio_min": f_lo,
+                     f"{name}_ratio_max": f_hi})
     if args.before:
         b_ratio, b_lo, b_hi = ratios("before")
         line.update(before=args.before, before_ms=ms["before"], before_ratio=b_ratio, before_ratio_min=b_lo,
