@@ -11,12 +11,15 @@ Per asset (single values) the group computes the spring-filtered gust at the ass
 wind and every time-dependent factor (``core.wind.live_terms``: wind directions in object space, the sines and
 cosines of the branch and flutter oscillations). Geometry nodes pay about the same per asset for every node they
 evaluate, whatever it computes, so the three gust waves, branch oscillations and leaf flutters go three to a
-vector node, and the branch motion is one transform of the wind's frame. Per vertex it only reads the hidden
-attributes ``core.wind.LIVE_ATTRS`` (written by ``write_live_attributes`` from ``EnvFX_Wind``, ``EnvFX_Height``
-and the rest positions when wind is added or re-baked), sums five scaled vectors into the swing (plus the grass
-terms, built only for grass) and turns it into motion that keeps lengths (``core.wind.keep_lengths``: a rescale
-about the vertex's attach point, and a branch's carry). Every number mirrors ``core.wind``; the gust's phase lag
-takes an equivalent form without an arctangent (see the gust below).
+vector node, and the branch motion is one transform of the wind's frame. Per vertex it reads the hidden attributes
+``core.wind.LIVE_ATTRS`` (written by ``write_live_attributes`` from ``EnvFX_Wind``, ``EnvFX_Height`` and the rest
+positions when wind is added or re-baked; the static factors three to a vector, as a read costs a 1M-vertex object
+as much as a dozen additions), forms the swing as six dot products with per-asset rows and turns it into motion
+that keeps lengths (``core.wind.keep_lengths``: a rescale about the vertex's attach point with one square root, and
+a branch's carry in a second Set Position of only the carried vertices). Grass is built apart behind a switch (a
+tree never evaluates it): each blade takes its own gust and figure-eight (``core.wind.blade_wind``). Every number
+mirrors ``core.wind``; the per-asset gust's phase lag takes an equivalent form without an arctangent (see the gust
+below).
 """
 
 from __future__ import annotations
@@ -242,9 +245,9 @@ def _gust(b, inp, val, ox, oy, strength):
 def _asset_motion(b, inp, invert, d, sep_d, ceh):
     """Per-asset single values: the wind in object space, the bend scales, the branch oscillations and the
     leaf flutter."""
-    # Per-asset single values first, then per vertex only plain float attribute reads, three scalar operations
-    # and five vector scale/adds (see ``core.wind.live_attributes``): no colour separation, no per-vertex wave,
-    # noise or matrix transform.
+    # Per-asset single values: per vertex (``_tree_swing``) only attribute reads and dot products with rows made
+    # of these (see ``core.wind.live_attributes``): no colour separation, no per-vertex wave, noise or matrix
+    # transform.
     inv_m = invert.outputs[0]
     d_loc = b.transform_dir(inv_m, d, "Dir Local")
     # the wind's frame in object space, as matrix columns: along it, across it, up
