@@ -14,6 +14,14 @@
    5 s at ~1M vertices) and, separately, the AO of an asset of 2k separate branch pieces and ~50k separate leaf
    cards; and the same two times for every asset of the real-vegetation corpus already fetched into the cache
    (tools/fetch_assets.py; ``--no-corpus`` leaves them out).
+7. Frame changes (``wind_frame_change``, the quoted per-frame number, #30): a 1M-vertex grid stood up in the wind
+   (strength 5) in one scene, an identical grid under a bare time-dependent Set Position in a second scene, both
+   stepped by ``scene.frame_set`` in turn for many interleaved rounds (median ratio over rounds, min and max).
+   Target: at most 2x on Blender 5.0. ``--before REV`` times that revision's wind group beside it, in the same
+   run. Two more scenes give the floor: ``reads`` only reads the three static vectors the wind reads per vertex
+   (Pivot, Branch, Leaf) into a time-scaled offset; ``floor`` reads two of them and keeps the length with one
+   square root per vertex (the least a length-keeping motion computes). Line 2 (a forced update of the modifiers
+   in one scene) is kept beside it.
 5. Remove Wind (``--remove-plants N``, off by default): N plant objects, each with its own baked mesh, taken out
    of the wind at once, and N / 2 of them, so the time per object shows whether it stays flat (it is linear:
    the meshes still in the wind are found in one pass over the file's objects after the loop).
@@ -49,6 +57,15 @@ def main(argv):
     parser.add_argument("--veg-leaves", type=int, default=26, help="leaf cards (double-sided, 8 vertices) per twig")
     parser.add_argument("--veg-sides", type=int, default=56, help="sides of every branch tube")
     parser.add_argument("--no-corpus", action="store_true", help="leave out the corpus assets")
+    parser.add_argument("--grid-side", type=int, default=1000,
+                        help="vertices per side of the frame-change grid (1000: 1M vertices; 0: skip that line)")
+    parser.add_argument("--fc-rounds", type=int, default=15, help="interleaved rounds of the frame-change line")
+    parser.add_argument("--fc-frames", type=int, default=8, help="frame changes per scene and round")
+    parser.add_argument("--fc-strength", type=float, default=5.0, help="wind strength of the frame-change line")
+    parser.add_argument("--before", default="",
+                        help="a git revision: its wind group is timed in a third scene of the frame-change line")
+    parser.add_argument("--live-only", action="store_true",
+                        help="only the frame-change line (no bakes, no forced updates, no plants)")
     args = parser.parse_args(argv)
 
     import bpy
@@ -63,6 +80,10 @@ def main(argv):
     common = importlib.import_module(envfx.__name__ + ".shader_nodes.common")
     version = bpy.app.version_string
     load = os.getloadavg()[0]
+    if args.grid_side > 0:
+        _frame_changes(bpy, envfx, ops, common, args, version)
+    if args.live_only:
+        return 0
 
     tree = shapes.make_tree(height=12.0, n_branches=args.branches, leaves_per_branch=args.leaves_per_branch,
                             leaf_grid=args.leaf_grid, trunk_sides=64, trunk_rings=400, branch_sides=16)
@@ -183,6 +204,196 @@ def main(argv):
         for count in (args.remove_plants // 2, args.remove_plants):
             _remove_wind(bpy, scene, ops, shape, count, version)
     return 0
+
+
+def _bare_frame_group(common, name):
+    """A bare time-dependent Set Position: a constant offset (0, 0, frame / 1000), re-evaluated at every frame."""
+    def build(tree_):
+        b = common.Builder(tree_)
+        common.socket(tree_, "Geometry", "INPUT", "NodeSocketGeometry")
+        common.socket(tree_, "Geometry", "OUTPUT", "NodeSocketGeometry")
+        gi = b.node("NodeGroupInput", "In")
+        go = b.node("NodeGroupOutput", "Out")
+        st = b.node("GeometryNodeInputSceneTime", "Time")
+        sp = b.node("GeometryNodeSetPosition", "Set Position")
+        b.link(gi.outputs[0], sp.inputs["Geometry"])
+        b.link(b.combine_xyz(0.0, 0.0, b.math("MULTIPLY", st.outputs["Frame"], 1e-3)), sp.inputs["Offset"])
+        b.link(sp.outputs[0], go.inputs[0])
+    return common.ensure_tree(name, "GeometryNodeTree", "1", build)
+
+
+def _floor_group(common, core, name, turn):
+    """The least a length-keeping live wind reads and computes per vertex, as the floor the wind is measured
+    against: the three static vectors it reads (Pivot, Branch, Leaf) summed into a time-scaled offset
+    (``turn`` False), or the vector from the attach point and one static vector swung by a time-dependent factor
+    and turned back to the rest length with one square root (``turn`` True: two reads and the rescale)."""
+    def build(tree_):
+        b = common.Builder(tree_)
+        common.socket(tree_, "Geometry", "INPUT", "NodeSocketGeometry")
+        common.socket(tree_, "Geometry", "OUTPUT", "NodeSocketGeometry")
+        gi = b.node("NodeGroupInput", "In")
+        go = b.node("NodeGroupOutput", "Out")
+        st = b.node("GeometryNodeInputSceneTime", "Time")
+        k = b.math("MULTIPLY", st.outputs["Frame"], 1e-3)
+
+        def attr(name_):
+            node = b.node("GeometryNodeInputNamedAttribute", name_, data_type="FLOAT_VECTOR")
+            node.inputs["Name"].default_value = name_
+            return node.outputs["Attribute"]
+
+        rel, leaf = attr(core.LIVE_ATTRS[3]), attr(core.LIVE_ATTRS[1])
+        if turn:
+            q = b.vmath("ADD", rel, b.vmath("SCALE", leaf, scale=k))
+            ratio = b.math("DIVIDE", b.vmath("DOT_PRODUCT", rel, rel), b.vmath("DOT_PRODUCT", q, q))
+            off = b.vmath("SUBTRACT", b.vmath("SCALE", q, scale=b.math("SQRT", ratio)), rel)
+        else:
+            off = b.vmath("SCALE", b.vmath("ADD", b.vmath("ADD", rel, leaf), attr(core.LIVE_ATTRS[0])), scale=k)
+        sp = b.node("GeometryNodeSetPosition", "Set Position")
+        b.link(gi.outputs[0], sp.inputs["Geometry"])
+        b.link(off, sp.inputs["Offset"])
+        b.link(sp.outputs[0], go.inputs[0])
+    return common.ensure_tree(name, "GeometryNodeTree", "1", build)
+
+
+def _group_of_revision(bpy, envfx, common, rev):
+    """The live-wind group as ``shader_nodes/wind.py`` of git revision ``rev`` built it (its module loaded from
+    ``git show`` into this add-on's package, so its relative imports resolve here), for a before/after ratio in one
+    run. Returns (module, group)."""
+    import subprocess
+    import types
+
+    source = subprocess.run(["git", "-C", ROOT, "show", f"{rev}:shader_nodes/wind.py"], check=True,
+                            capture_output=True, text=True).stdout
+    module = types.ModuleType(envfx.__name__ + ".shader_nodes._wind_before")
+    module.__package__ = envfx.__name__ + ".shader_nodes"
+    exec(compile(source, f"{rev}:shader_nodes/wind.py", "exec"), module.__dict__)
+    if module.VERSION < 15:  # its attribute names: five floats where Branch and Leaf are now, then H, Pivot, Carry
+        core = module.core_wind
+        shim = types.ModuleType(core.__name__ + "_before")
+        shim.__dict__.update(core.__dict__)
+        shim.LIVE_ATTRS = core.LIVE_ATTRS_OLD + core.LIVE_ATTRS[2:]
+        shim.OBJECT_PHASE = (0.37, 0.59)  # (its grass figure-eight's phase per metre of the origin)
+        module.core_wind = shim
+    group = bpy.data.node_groups.new(f"Wind {rev}", "GeometryNodeTree")
+    module._build(group)
+    return module, group
+
+
+def _frame_changes(bpy, envfx, ops, common, args, version):
+    """The live wind as playback pays it (#30): a grid of ``--grid-side`` squared vertices stood up (baked, wind at
+    ``--fc-strength``) in one scene, an identical grid (a copy of the baked mesh) under a bare time-dependent Set
+    Position in a second scene of the same process (and with ``--before REV`` a third copy under that revision's
+    wind group in a third scene). Each scene is stepped by ``scene.frame_set`` (frame handlers, drivers, the
+    depsgraph: what the timeline does), the scenes in turn frame by frame, their order turned every round; each
+    round gives the ratio of the medians of its frame changes, and the line quotes the median over rounds with
+    their min and max."""
+    import numpy as np
+
+    bpy.ops.wm.read_homefile(app_template="", use_empty=True)
+    wind_scene = bpy.context.scene
+    wind_scene.name = "Wind"
+    side = args.grid_side
+    xs = np.linspace(-1.0, 1.0, side, dtype=np.float32)
+    zs = np.linspace(0.0, 2.0, side, dtype=np.float32)
+    gx, gz = np.meshgrid(xs, zs)
+    co = np.stack([gx.ravel(), np.zeros(gx.size, np.float32), gz.ravel()], axis=1)
+    idx = np.arange(side * side, dtype=np.int32).reshape(side, side)
+    quads = np.stack([idx[:-1, :-1], idx[:-1, 1:], idx[1:, 1:], idx[1:, :-1]], axis=-1).reshape(-1)
+    n_faces = (side - 1) ** 2
+    mesh = bpy.data.meshes.new("Grid")
+    mesh.vertices.add(len(co))
+    mesh.vertices.foreach_set("co", co.ravel())
+    mesh.loops.add(len(quads))
+    mesh.loops.foreach_set("vertex_index", quads)
+    mesh.polygons.add(n_faces)
+    mesh.polygons.foreach_set("loop_start", np.arange(0, 4 * n_faces, 4, dtype=np.int32))
+    mesh.update(calc_edges=True)
+    obj = bpy.data.objects.new("Grid Wind", mesh)
+    wind_scene.collection.objects.link(obj)
+    bpy.context.view_layer.update()
+    ops.bake(wind_scene, [obj], ao_samples=0)
+    wind_scene.envfx.wind.strength = args.fc_strength
+    ops.add_wind(wind_scene, [obj])
+    scenes = {"wind": wind_scene}
+
+    def copy_scene(name, group, inputs=None):
+        scene = bpy.data.scenes.new(name)
+        twin = bpy.data.objects.new(f"Grid {name}", mesh.copy())
+        twin.envfx.wind.asset_height = obj.envfx.wind.asset_height
+        scene.collection.objects.link(twin)
+        mod = twin.modifiers.new(name, "NODES")
+        mod.node_group = group
+        for key, value in (inputs or {}).items():
+            mod[common.input_identifier(group, key)] = float(value)
+        return scene
+
+    scenes["bare"] = copy_scene("Bare", _bare_frame_group(common, "Bench Bare Frame"))
+    core = importlib.import_module(envfx.__name__ + ".core.wind")
+    for name, turn in (("reads", False), ("floor", True)):
+        scenes[name] = copy_scene(name.title(), _floor_group(common, core, f"Bench Wind {name.title()}", turn))
+    if args.before:
+        module, group = _group_of_revision(bpy, envfx, common, args.before)
+        scene = copy_scene("Before", group, module.asset_input_values(obj))
+        if module.VERSION < 15:  # it reads the five floats that Branch and Leaf replaced
+            twin = scene.collection.objects[0].data
+            n = len(twin.vertices)
+            vec = {}
+            for name in core.LIVE_ATTRS[:2]:
+                vec[name] = np.empty(n * 3, np.float32)
+                twin.attributes[name].data.foreach_get("vector", vec[name])
+            floats = list(vec[core.LIVE_ATTRS[0]].reshape(n, 3).T) + list(vec[core.LIVE_ATTRS[1]].reshape(n, 3).T[:2])
+            for name, values in zip(core.LIVE_ATTRS_OLD, floats):
+                twin.attributes.new(name, "FLOAT", "POINT").data.foreach_set("value", np.ascontiguousarray(values))
+        scene.envfx.wind.strength = args.fc_strength
+        module._wire(scene, group)
+        scenes["before"] = scene
+    for scene in scenes.values():
+        scene.frame_start, scene.frame_end = 1, 250
+        scene.frame_set(1)  # (makes the scene's depsgraph: one of a scene not in the window is made on demand)
+    names = list(scenes)
+    per_round = {name: [] for name in names}
+    load = os.getloadavg()[0]
+    for rnd in range(args.fc_rounds):
+        order = names if rnd % 2 == 0 else names[::-1]
+        times = {name: [] for name in names}
+        start = 2 + (rnd * args.fc_frames) % 200
+        for scene in scenes.values():
+            scene.frame_set(start - 1)
+        for frame in range(start, start + args.fc_frames):
+            for name in order:
+                t0 = time.perf_counter()
+                scenes[name].frame_set(frame)
+                times[name].append(time.perf_counter() - t0)
+        for name in names:
+            per_round[name].append(float(np.median(times[name])))
+    ms = {name: round(float(np.median(v)) * 1e3, 2) for name, v in per_round.items()}
+
+    def ratios(name):
+        r = [w / b_ for w, b_ in zip(per_round[name], per_round["bare"])]
+        return round(float(np.median(r)), 2), round(min(r), 2), round(max(r), 2)
+
+    ratio, lo, hi = ratios("wind")
+    line = dict(bench="wind_frame_change", blender=version, vertices=side * side, strength=args.fc_strength,
+                wind_ms=ms["wind"], bare_set_position_ms=ms["bare"], ratio=ratio, ratio_min=lo, ratio_max=hi,
+                target_ratio=2.0, quoted="ratio (median over rounds of the per-round ratio of frame-change medians)",
+                frames=args.fc_frames, rounds=args.fc_rounds, load_avg=load, load_avg_end=os.getloadavg()[0])
+    for name in ("reads", "floor"):
+        f_ratio, f_lo, f_hi = ratios(name)
+        line.update({f"{name}_ms": ms[name], f"{name}_ratio": f_ratio, f"{name}_ratio_min": f_lo,
+                     f"{name}_ratio_max": f_hi})
+    if args.before:
+        b_ratio, b_lo, b_hi = ratios("before")
+        line.update(before=args.before, before_ms=ms["before"], before_ratio=b_ratio, before_ratio_min=b_lo,
+                    before_ratio_max=b_hi)
+    # the evaluated grid moved (the wind really ran; a silent no-op would flatter the ratio)
+    dg = wind_scene.view_layers[0].depsgraph
+    moved = obj.evaluated_get(dg).data.vertices[side * side - 1].co[0] - obj.data.vertices[side * side - 1].co[0]
+    line["top_corner_dx"] = round(float(moved), 4)
+    emit(**line)
+    for scene in list(scenes.values())[1:]:
+        for o in list(scene.collection.objects):
+            bpy.data.objects.remove(o)
+        bpy.data.scenes.remove(scene)
 
 
 def _remove_wind(bpy, scene, ops, shape, count, version):

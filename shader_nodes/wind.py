@@ -11,12 +11,15 @@ Per asset (single values) the group computes the spring-filtered gust at the ass
 wind and every time-dependent factor (``core.wind.live_terms``: wind directions in object space, the sines and
 cosines of the branch and flutter oscillations). Geometry nodes pay about the same per asset for every node they
 evaluate, whatever it computes, so the three gust waves, branch oscillations and leaf flutters go three to a
-vector node, and the branch motion is one transform of the wind's frame. Per vertex it only reads the hidden
-attributes ``core.wind.LIVE_ATTRS`` (written by ``write_live_attributes`` from ``EnvFX_Wind``, ``EnvFX_Height``
-and the rest positions when wind is added or re-baked), sums five scaled vectors into the swing (plus the grass
-terms, built only for grass) and turns it into motion that keeps lengths (``core.wind.keep_lengths``: a rescale
-about the vertex's attach point, and a branch's carry). Every number mirrors ``core.wind``; the gust's phase lag
-takes an equivalent form without an arctangent (see the gust below).
+vector node, and the branch motion is one transform of the wind's frame. Per vertex it reads the hidden attributes
+``core.wind.LIVE_ATTRS`` (written by ``write_live_attributes`` from ``EnvFX_Wind``, ``EnvFX_Height`` and the rest
+positions when wind is added or re-baked; the static factors three to a vector, as a read costs a 1M-vertex object
+as much as a dozen additions), forms the swing as six dot products with per-asset rows and turns it into motion
+that keeps lengths (``core.wind.keep_lengths``: a rescale about the vertex's attach point with one square root, and
+a branch's carry in a second Set Position of only the carried vertices). Grass is built apart behind a switch (a
+tree never evaluates it): each blade takes its own gust and figure-eight (``core.wind.blade_wind``). Every number
+mirrors ``core.wind``; the per-asset gust's phase lag takes an equivalent form without an arctangent (see the gust
+below).
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from . import common
 
 GROUP_NAME = "EnvFX Wind"
 KIND = "wind"  # one group per scene (common.ensure_scene_group)
-VERSION = 14
+VERSION = 15
 
 # Value nodes driven from the scene: label -> data path on the scene
 DRIVEN = {
@@ -124,20 +127,20 @@ def _build(tree):
     gi, go, inp, val, use_source, use_terrain, source_strength = _interface(tree, b)
     t = _time(b, val)
     self_info, ox, oy, invert, d, sep_d, strength = _origin_and_direction(b, val, use_source, source_strength)
-    eff, hs, ceh = _gust(b, inp, val, ox, oy, strength)
+    eff, hs, ceh, gust_parts = _gust(b, inp, val, ox, oy, strength)
     inv_m, d_loc, main_k, bend_k, vc, vs, mc, ms = _asset_motion(b, inp, invert, d, sep_d, ceh)
-    swing_tree, hg, rel, carry_h, position = _tree_swing(b, main_k, bend_k, d_loc, vc, vs, mc, ms)
-    grass_extra, fade, is_grass, swing = _grass_swing(b, inp, val, t, eff, hs, ox, oy, self_info, inv_m, hg, position,
-                                                      swing_tree)
-    local_tree, faded = _keep_lengths(b, inp, rel, swing, inv_m, hs, grass_extra, d_loc, main_k, carry_h, fade,
-                                      position)
-    local = _terrain(b, gi, self_info, invert, position, use_terrain, faded, is_grass, local_tree)
-
-
-    set_pos = b.node("GeometryNodeSetPosition", "Set Position", location=(2800, 0))
-    b.link(gi.outputs["Geometry"], set_pos.inputs["Geometry"])
-    b.link(local, set_pos.inputs["Offset"])
-    b.link(set_pos.outputs[0], go.inputs["Geometry"])
+    swing_unit, rel, position = _tree_swing(b, main_k, bend_k, d_loc, vc, vs, mc, ms)
+    is_grass = b.compare("GREATER_THAN", inp["Grass"], 0.5, data_type="FLOAT", label="Is Grass")
+    tree_geo = _tree_motion(b, gi, inp, rel, swing_unit, inv_m, hs, d_loc, main_k)
+    grass = _blade_wind(b, inp, val, t, d, hs, self_info, invert, rel, position, strength, gust_parts)
+    local_grass = _grass_motion(b, gi, inp, val, hs, self_info, invert, inv_m, d, d_loc, main_k, rel, position,
+                                swing_unit, grass, use_terrain)
+    set_grass = b.node("GeometryNodeSetPosition", "Set Position Grass", location=(2800, -300))
+    b.link(gi.outputs["Geometry"], set_grass.inputs["Geometry"])
+    b.link(local_grass, set_grass.inputs["Offset"])
+    # a switch on a single value evaluates only the side it chooses: a tree never computes the grass terms
+    geo = b.switch("Grass Switch", is_grass, set_grass.outputs[0], tree_geo, "GEOMETRY")
+    b.link(geo, go.inputs["Geometry"])
 
 
 def _interface(tree, b):
@@ -174,7 +177,7 @@ def _time(b, val):
 
     t2pi = b.mul(t, TWO_PI)
     period3 = b.vmath("SCALE", ONES, scale=period, label="Period3")
-    b.looped, b.period, b.period3, b.t2pi = looped, period, period3, t2pi
+    b.looped, b.period, b.period3, b.t2pi, b.t = looped, period, period3, t2pi, t
     return t
 
 
@@ -207,7 +210,8 @@ def _origin_and_direction(b, val, use_source, source_strength):
 
 
 def _gust(b, inp, val, ox, oy, strength):
-    """The spring-filtered gust at the origin, the effective wind and its scale per asset height."""
+    """The spring-filtered gust at the origin, the effective wind and its scale per asset height (per unit of wind
+    for grass), and the gust's frequencies, gains and lags for the blades of grass."""
     # spring-filtered gust at the origin and the effective wind: sum of amp gain sin(a - lag) over three waves,
     # with r = f / f0, gain = 1 / (1 + r^2) and lag = 2 atan r, that is
     # amp (sin a (1 - r^2) - 2 r cos a) / (1 + r^2)^2 (the same values, with no arctangent per wave)
@@ -224,19 +228,26 @@ def _gust(b, inp, val, ox, oy, strength):
     gust = b.vmath("DOT_PRODUCT", gust_terms, core_wind.GUST_AMPS, label="Gust")
     w = b.m("MAXIMUM", b.mul(strength, b.add(b.mul(val["Gust Strength"], gust), 1.0)), 0.0)
     k = inp["Ramp"]
-    eff = b.m("DIVIDE", b.mul(w, b.add(k, 1.0)), b.add(b.mul(k, w), 1.0))
+    eff = b.math("DIVIDE", b.mul(w, b.add(k, 1.0)), b.add(b.mul(k, w), 1.0), label="Effective Wind")
     c = b.m("DIVIDE", 1.0, inp["Rigidity"])
     hs = inp["Asset Height"]
-    ceh = b.mul(c, eff, hs)
-    return eff, hs, ceh
+    # grass: every term per unit of wind, each blade scales them by its own (``_blade_wind``)
+    per_asset = b.math("ADD", eff, b.mul(inp["Grass"], b.m("SUBTRACT", 1.0, eff)), label="Asset Wind")
+    ceh = b.mul(c, per_asset, hs)
+    # the blades' gust: amp_i gain_i = amp_i / (1 + r_i^2) and lag_i = 2 atan r_i (single values)
+    gains = b.vmath("DIVIDE", core_wind.GUST_AMPS, den, label="Gust Gains")
+    rx, ry, rz = b.sep3(r3, "Gust Ratio XYZ")
+    lag3 = b.vmath("SCALE", b.combine_xyz(b.m("ARCTANGENT", rx), b.m("ARCTANGENT", ry), b.m("ARCTANGENT", rz)),
+                   scale=2.0, label="Gust Lags")
+    return eff, hs, ceh, (f3, gains, lag3)
 
 
 def _asset_motion(b, inp, invert, d, sep_d, ceh):
     """Per-asset single values: the wind in object space, the bend scales, the branch oscillations and the
     leaf flutter."""
-    # Per-asset single values first, then per vertex only plain float attribute reads, three scalar operations
-    # and five vector scale/adds (see ``core.wind.live_attributes``): no colour separation, no per-vertex wave,
-    # noise or matrix transform.
+    # Per-asset single values: per vertex (``_tree_swing``) only attribute reads and dot products with rows made
+    # of these (see ``core.wind.live_attributes``): no colour separation, no per-vertex wave, noise or matrix
+    # transform.
     inv_m = invert.outputs[0]
     d_loc = b.transform_dir(inv_m, d, "Dir Local")
     # the wind's frame in object space, as matrix columns: along it, across it, up
@@ -270,34 +281,103 @@ def _asset_motion(b, inp, invert, d, sep_d, ceh):
 
 
 def _tree_swing(b, main_k, bend_k, d_loc, vc, vs, mc, ms):
-    """Per vertex: the live attributes and the tree's swing (five scaled vectors)."""
-    # per vertex
-    b_branch, bc, bs, rc, rs, hg = (b.attr(name) for name in core_wind.LIVE_ATTRS[:6])
-    rel = b.attr(core_wind.LIVE_ATTRS[6], "FLOAT_VECTOR")
-    carry_h = b.attr(core_wind.LIVE_ATTRS[7])
+    """Per vertex: the swing ``(Ba bend + H^2 main) dir + Bac vc + Bas vs + Rc mc + Rs ms`` as six dot products of
+    the two static vectors Branch = (Ba, Bac, Bas) and Leaf = (Rc, Rs, H^2) with per-asset rows, three per axis:
+    an attribute read costs a 1M-vertex object as much as a dozen additions, a dot product about one."""
+    branch = b.attr(core_wind.LIVE_ATTRS[0], "FLOAT_VECTOR")
+    leaf = b.attr(core_wind.LIVE_ATTRS[1], "FLOAT_VECTOR")
+    rel = b.attr(core_wind.LIVE_ATTRS[3], "FLOAT_VECTOR")
     position = b.node("GeometryNodeInputPosition", "Position").outputs[0]
-    along = b.math("MULTIPLY_ADD", b.mul(hg, hg), main_k, b.mul(b_branch, bend_k), label="Along")
-    # five scaled vectors: each field node costs an object one to two microseconds whatever the mesh's size,
-    # so nine vector nodes beat fifteen scalar multiply-adds and a Combine XYZ for the many small plants of a
-    # level; on a 1M-vertex tree the vector form costs about 0.1 of a bare Set Position more per frame
-    swing_tree = b.vmath("SCALE", d_loc, scale=along)
-    for vec, f in ((vc, bc), (vs, bs), (mc, rc), (ms, rs)):
-        swing_tree = b.vmath("ADD", swing_tree, b.vmath("SCALE", vec, scale=f))
-    swing_tree.node.label = swing_tree.node.name = "Tree Swing"
-    return swing_tree, hg, rel, carry_h, position
+    sd, svc, svs, smc, sms = (b.sep3(v, f"{name} XYZ") for v, name in ((d_loc, "Dir Local"), (vc, "Branch Sin"),
+                                                                      (vs, "Branch Cos"), (mc, "Micro Sin"),
+                                                                      (ms, "Micro Cos")))
+    axes = []
+    for i, axis in enumerate("XYZ"):
+        row_b = b.combine_xyz(b.mul(bend_k, sd[i]), svc[i], svs[i], label=f"Branch Row {axis}")
+        row_l = b.combine_xyz(smc[i], sms[i], b.mul(main_k, sd[i]), label=f"Leaf Row {axis}")
+        axes.append(b.add(b.vmath("DOT_PRODUCT", branch, row_b), b.vmath("DOT_PRODUCT", leaf, row_l)))
+    return b.combine_xyz(*axes, label="Tree Swing"), rel, position
 
 
-def _grass_swing(b, inp, val, t, eff, hs, ox, oy, self_info, inv_m, hg, position, swing_tree):
-    """The grass terms (figure-eight, camera tilt and fade, wobble) and the swing switched on grass."""
-    # grass: ambient figure-eight (per asset) and wobble along the normal, only built into the result for grass;
-    # both driven by the effective wind at the origin (``LiveTerms.ambient``): still air leaves the grass still
-    ambient = b.mul(val["Ambient"], eff, hs)
-    grass_amp = b.mul(ambient, core_wind.AMBIENT_SCALE)
-    po = b.add(b.mul(ox, core_wind.OBJECT_PHASE[0]), b.mul(oy, core_wind.OBJECT_PHASE[1]))
-    # the figure-eight's two frequencies and the wobble's, quantised together
+def _turn(b, rel, swing, label):
+    """The offset that turns the vertex about its attach point towards its swung place, keeping its distance
+    (``core.wind.keep_lengths`` step 1): ``q |rel| / |q| - rel`` with ``q = rel + swing``, as
+    ``q sqrt(rel.rel / q.q)``: one square root per vertex (0 / 0 is 0: a vertex at its attach point stays)."""
+    q = b.vmath("ADD", rel, swing, label=f"Swung {label}")
+    ratio = b.m("DIVIDE", b.vmath("DOT_PRODUCT", rel, rel), b.vmath("DOT_PRODUCT", q, q))
+    turned = b.vmath("SCALE", q, scale=b.m("SQRT", ratio), label=f"Turned {label}")
+    return b.vmath("SUBTRACT", turned, rel)
+
+
+def _carry(b, carry_h, lean, up_l, hs, label):
+    """A branch's carry (``core.wind.keep_lengths`` step 2): ``hA H |up| (normalize(lean) - normalize(up))``."""
+    return b.vmath("SCALE", b.vmath("SUBTRACT", b.vmath("NORMALIZE", lean), b.vmath("NORMALIZE", up_l)),
+                   scale=b.mul(carry_h, b.mul(hs, b.vmath("LENGTH", up_l))), label=label)
+
+
+def _tree_motion(b, gi, inp, rel, swing, inv_m, hs, d_loc, main_k):
+    """Trees, plants and specials: the swing turned about the attach points (a Set Position of every vertex), then
+    the branches carried (a second Set Position of only the vertices with a Carry: the trunk and stems skip the
+    carry's square root)."""
+    set_turn = b.node("GeometryNodeSetPosition", "Set Position", location=(2600, 0))
+    b.link(gi.outputs["Geometry"], set_turn.inputs["Geometry"])
+    b.link(_turn(b, rel, swing, "Tree"), set_turn.inputs["Offset"])
+    carry_h = b.attr(core_wind.LIVE_ATTRS[4])
+    up_l = b.transform_dir(inv_m, b.vector("World Up", (0.0, 0.0, 1.0)), "World Up Local")
+    # the axis's direction at hA, over H: up + hA main dir / H
+    lean = b.vmath("ADD", up_l, b.vmath("SCALE", b.vmath("SCALE", d_loc, scale=b.m("DIVIDE", main_k, hs)),
+                                        scale=carry_h), label="Lean")
+    set_carry = b.node("GeometryNodeSetPosition", "Set Position Carry", location=(2800, 0))
+    b.link(set_turn.outputs[0], set_carry.inputs["Geometry"])
+    b.link(b.compare("GREATER_THAN", carry_h, 0.0, data_type="FLOAT", label="Carried"), set_carry.inputs["Selection"])
+    b.link(_carry(b, carry_h, lean, up_l, hs, "Carry"), set_carry.inputs["Offset"])
+    return set_carry.outputs[0]
+
+
+def _blade_wind(b, inp, val, t, d, hs, self_info, invert, rel, position, strength, gust_parts):
+    """Grass, per vertex: the wind of the vertex's blade at its attach point ``X = M A`` (``A = p - Pivot``;
+    ``core.wind.blade_wind``): the gust and the figure-eight of the world origin at ``tau = t - X.d / U``. Their
+    angles ``2 pi f tau`` are the per-asset ``2 pi f t`` less ``2 pi f / U`` times ``X.d = A.(M^T d) + o.d``: one
+    dot product per vertex (no matrix per vertex). Returns (effective wind, the sines of the figure-eight's angles,
+    the grass frequencies)."""
+    f3, gains, lag3 = gust_parts
+    a = b.vmath("SUBTRACT", position, rel, label="Blade Root")
+    mt = b.node("FunctionNodeTransposeMatrix", "Transpose")
+    b.link(self_info.outputs["Transform"], mt.inputs[0])
+    d_obj = b.transform_dir(mt.outputs[0], d, "Wind Dir Transposed")
+    along = b.math("ADD", b.vmath("DOT_PRODUCT", a, d_obj), b.vmath("DOT_PRODUCT", self_info.outputs["Location"], d),
+                   label="Blade Along Wind")  # X.d
+    travel = TWO_PI / core_wind.GUST_SPEED
+    base = b.vmath("SUBTRACT", b.angles3(f3, core_wind.GUST_PHASES, "Blade Gust Base"), lag3)
+    arg = b.vmath("SUBTRACT", base, b.vmath("SCALE", b.vmath("SCALE", f3, scale=travel), scale=along))
+    gust = b.vmath("DOT_PRODUCT", b.vmath("SINE", arg), gains, label="Blade Gust")
+    s = strength
+    w = b.m("MAXIMUM", b.math("MULTIPLY_ADD", gust, b.mul(s, val["Gust Strength"]), s), 0.0)
+    k = inp["Ramp"]
+    eff = b.math("DIVIDE", b.mul(w, b.add(k, 1.0)), b.math("MULTIPLY_ADD", k, w, 1.0), label="Blade Wind")
+    # the figure-eight's angles 2 pi fa tau, 2 pi fa2 tau (the third, the wobble's frequency, is not used here)
     grass_hz = b.quant3((core_wind.AMBIENT_HZ, 2.0 * core_wind.AMBIENT_HZ, core_wind.WOBBLE_HZ), "Grass Hz")
-    eight = b.vmath("SINE", b.angles3(grass_hz, b.vmath("SCALE", (1.0, 2.0, 0.0), scale=po), "Grass Angles"))
-    e8 = b.vmath("MULTIPLY", eight, b.vmath("SCALE", (1.0, 0.5, 0.0), scale=grass_amp), label="Figure Eight")
+    arg8 = b.vmath("SUBTRACT", b.angles3(grass_hz, (0.0, 0.0, 0.0), "Grass Angles"),
+                   b.vmath("SCALE", b.vmath("SCALE", grass_hz, scale=travel), scale=along))
+    eight = b.vmath("SINE", arg8, label="Figure Eight")
+    return eff, eight, grass_hz
+
+
+def _grass_motion(b, gi, inp, val, hs, self_info, invert, inv_m, d, d_loc, main_k, rel, position, swing_unit, grass,
+                  use_terrain):
+    """Grass: the swing per unit of wind times the blade's wind, the blade's figure-eight and the camera tilt
+    (times H), the wobble; kept lengths, carried, faded and on the terrain: the offset of a grass vertex."""
+    eff, eight, grass_hz = grass
+    hg = b.attr(core_wind.LIVE_ATTRS[2])
+    t = b.t
+    ambient = b.mul(val["Ambient"], hs)  # per unit of wind
+    grass_amp = b.mul(ambient, core_wind.AMBIENT_SCALE)
+    # the figure-eight in object space: inv3 aamp (sin a1 d + 0.5 sin a2 across) = sin a1 c0 + sin a2 c1
+    across = b.vmath("CROSS_PRODUCT", (0.0, 0.0, 1.0), d, label="Across Wind")
+    c0 = b.transform_dir(inv_m, b.vmath("SCALE", d, scale=grass_amp), "Eight Along Local")
+    c1 = b.transform_dir(inv_m, b.vmath("SCALE", across, scale=b.mul(grass_amp, 0.5)), "Eight Across Local")
+    e1, e2, _e3 = b.sep3(eight, "Figure Eight XYZ")
+    e8 = b.vmath("ADD", b.vmath("SCALE", c0, scale=e1), b.vmath("SCALE", c1, scale=e2))
     # tilt away from a camera that looks down, distance fade (the active camera; none: no tilt, no fade)
     cam = b.node("GeometryNodeInputActiveCamera", "Active Camera")
     cam_info = b.node("GeometryNodeObjectInfo", "Camera Info", transform_space="ORIGINAL")
@@ -316,42 +396,30 @@ def _grass_swing(b, inp, val, t, eff, hs, ox, oy, self_info, inv_m, hg, position
                                                                         val["Fade Start"]), use_clamp=True)
     fade_on = b.mul(b.m("GREATER_THAN", val["Fade End"], val["Fade Start"]), has_cam)
     fade = b.m("SUBTRACT", 1.0, b.mul(fade_on, b.m("SUBTRACT", 1.0, fade_raw)))
-    grass_extra = b.transform_dir(inv_m, b.vmath("ADD", e8, tilt), "Grass Extra Local")
+    lean_local = b.vmath("ADD", b.vmath("SCALE", e8, scale=eff), b.transform_dir(inv_m, tilt, "Tilt Local"),
+                         label="Grass Lean")
     normal = b.node("GeometryNodeInputNormal", "Normal").outputs[0]
     wdot = b.vmath("DOT_PRODUCT", position, b.vector("Wobble Wave", tuple(v / TWO_PI for v in core_wind.WOBBLE_WAVE)))
-    wobble_k = b.mul(ambient, core_wind.WOBBLE_SCALE * 8.0)
-    ww = b.m("WRAP", b.add(wdot, b.mul(b.sep3(grass_hz, "Grass Hz XYZ")[2], t)), 0.5, -0.5)
-    wamp = b.mul(b.mul(hg, wobble_k), b.mul(ww, b.m("MULTIPLY_ADD", b.m("ABSOLUTE", ww), -2.0, 1.0)))
-    is_grass = b.compare("GREATER_THAN", inp["Grass"], 0.5, data_type="FLOAT", label="Is Grass")
-    grass_swing = b.vmath("ADD", b.vmath("ADD", swing_tree, b.vmath("SCALE", grass_extra, scale=hg)),
-                          b.vmath("SCALE", normal, scale=wamp), label="Grass Swing")
-    swing = b.switch("Swing Switch", is_grass, grass_swing, swing_tree, "VECTOR")
-    return grass_extra, fade, is_grass, swing
-
-
-def _keep_lengths(b, inp, rel, swing, inv_m, hs, grass_extra, d_loc, main_k, carry_h, fade, position):
-    """The swing turned into motion that keeps lengths, a branch's carry, and the grass fade."""
-    # keep lengths (``core.wind.keep_lengths``): turn about the attach point towards the swung place, keeping the
-    # distance (0 / 0 is 0: a vertex at its attach point stays), then carry a branch as the bend moves the asset's
-    # axis at its attach point (Carry = its height; 0 on the trunk and stems, and then exactly nothing)
-    q = b.vmath("ADD", rel, swing, label="Swung")
-    turned = b.vmath("SCALE", q, scale=b.m("DIVIDE", b.vmath("LENGTH", rel), b.vmath("LENGTH", q)), label="Turned")
-    up_l = b.transform_dir(inv_m, b.vector("World Up", (0.0, 0.0, 1.0)), "World Up Local")
+    ww = b.m("WRAP", b.add(wdot, b.mul(b.sep3(grass_hz, "Wobble Hz XYZ")[2], t)), 0.5, -0.5)
+    wamp = b.mul(b.mul(hg, eff, ambient, core_wind.WOBBLE_SCALE * 8.0),
+                 b.mul(ww, b.m("MULTIPLY_ADD", b.m("ABSOLUTE", ww), -2.0, 1.0)))
+    swing = b.vmath("ADD", b.vmath("ADD", b.vmath("SCALE", swing_unit, scale=eff),
+                                   b.vmath("SCALE", lean_local, scale=hg)),
+                    b.vmath("SCALE", normal, scale=wamp), label="Grass Swing")
+    carry_h = b.attr(core_wind.LIVE_ATTRS[4])
+    up_l = b.transform_dir(inv_m, b.vector("Grass Up", (0.0, 0.0, 1.0)), "Grass Up Local")
     inv_hs = b.m("DIVIDE", 1.0, hs)
-    lean0 = b.vmath("ADD", up_l, b.vmath("SCALE", grass_extra, scale=b.mul(inp["Grass"], inv_hs)), label="Lean Base")
-    lean = b.vmath("ADD", b.vmath("SCALE", b.vmath("SCALE", d_loc, scale=b.mul(main_k, inv_hs)), scale=carry_h), lean0,
-                   label="Lean")
-    carry = b.vmath("SCALE", b.vmath("SUBTRACT", b.vmath("NORMALIZE", lean), b.vmath("NORMALIZE", up_l)),
-                    scale=b.mul(carry_h, b.mul(hs, b.vmath("LENGTH", up_l))), label="Carry")
-    local_tree = b.vmath("ADD", b.vmath("SUBTRACT", turned, rel), carry)
-    local_tree.node.label = local_tree.node.name = "Tree Local Offset"
-    faded = b.vmath("ADD", b.vmath("SCALE", local_tree, scale=fade),
+    lean = b.vmath("ADD", b.vmath("ADD", up_l, b.vmath("SCALE", lean_local, scale=inv_hs)),
+                   b.vmath("SCALE", d_loc, scale=b.mul(carry_h, eff, main_k, inv_hs)), label="Grass Axis")
+    local = b.vmath("ADD", _turn(b, rel, swing, "Grass"), _carry(b, carry_h, lean, up_l, hs, "Grass Carry"),
+                    label="Grass Offset")
+    faded = b.vmath("ADD", b.vmath("SCALE", local, scale=fade),
                     b.vmath("SCALE", position, scale=b.m("SUBTRACT", fade, 1.0)), label="Grass Faded")
-    return local_tree, faded
+    return _terrain(b, gi, self_info, invert, position, use_terrain, faded)
 
 
-def _terrain(b, gi, self_info, invert, position, use_terrain, faded, is_grass, local_tree):
-    """Grass follows the terrain object (a ray per vertex, only with a terrain), and the offset chosen per kind."""
+def _terrain(b, gi, self_info, invert, position, use_terrain, faded):
+    """Grass follows the terrain object (a ray per vertex, only with a terrain)."""
     # follow the terrain: a vertical ray (world down) from above each vertex onto the terrain object. The rays are
     # cast in the terrain's own space onto its evaluated mesh as it is (ORIGINAL): every clump then hits the same
     # mesh, whose BVH tree Blender builds once and keeps (5.0). A RELATIVE Object Info would transform the
@@ -392,8 +460,7 @@ def _terrain(b, gi, self_info, invert, position, use_terrain, faded, is_grass, l
     local_grass = b.switch("Terrain Switch", has_terrain, b.vmath("ADD", faded, terrain_local, label="On Terrain"),
                            faded, "VECTOR")
     local_grass.node.label = local_grass.node.name = "Grass Local Offset"
-    local = b.switch("Grass Switch", is_grass, local_grass, local_tree, "VECTOR")
-    return local
+    return local_grass
 
 
 def is_wind_group(tree) -> bool:
@@ -446,10 +513,13 @@ def write_live_attributes(mesh):
     ok = (col is not None and col.domain == "POINT" and col.data_type == "FLOAT_COLOR" and height is not None
           and height.domain == "POINT" and height.data_type == "FLOAT")
     if not ok:
-        for name in core_wind.LIVE_ATTRS:
+        for name in core_wind.LIVE_ATTRS + core_wind.LIVE_ATTRS_OLD:
             if attrs.get(name) is not None:
                 attrs.remove(attrs[name])
         return False
+    for name in core_wind.LIVE_ATTRS_OLD:  # (EnvFX before group version 15 wrote five floats instead of two vectors)
+        if attrs.get(name) is not None:
+            attrs.remove(attrs[name])
     rgba = bridge.point_attribute(mesh, "EnvFX_Wind").reshape(n, 4)
     h = bridge.point_attribute(mesh, "EnvFX_Height").reshape(n)
     live = core_wind.live_attributes(bridge.get_positions(mesh), h, rgba)
@@ -465,7 +535,7 @@ def remove_live_attributes(mesh):
     cannot be changed here)."""
     if mesh.library is not None:
         return
-    for name in core_wind.LIVE_ATTRS:
+    for name in core_wind.LIVE_ATTRS + core_wind.LIVE_ATTRS_OLD:
         attr = mesh.attributes.get(name)
         if attr is not None:
             mesh.attributes.remove(attr)

@@ -10,8 +10,8 @@ import numpy as np
 
 from .params import (SPRING_HZ, BRANCH_HZ, GUST_AMPS, GUST_MULTS, GUST_PHASES, GUST_WAVES, MAIN_SCALE, BRANCH_SCALE,
     MICRO_SCALE, MICRO_HZ, MICRO_PHASES, MICRO_WAVES, LIVE_ATTRS, PIVOT_B, PIVOT_H, PIVOT_BASE,
-    BRANCH_MULTS, BRANCH_PHASES, AMBIENT_HZ, AMBIENT_SCALE, WOBBLE_HZ, WOBBLE_SCALE, WOBBLE_WAVE, OBJECT_PHASE,
-    TILT_SCALE)
+    BRANCH_MULTS, BRANCH_PHASES, AMBIENT_HZ, AMBIENT_SCALE, WOBBLE_HZ, WOBBLE_SCALE, WOBBLE_WAVE, TILT_SCALE,
+    GUST_SPEED)
 
 
 # --- live wind --------------------------------------------------------------------------------------------
@@ -75,23 +75,43 @@ def horizontal_dir(direction) -> np.ndarray:
     return d / length if length > 1e-12 else np.zeros(3)
 
 
-def gust(t: float, origin, scene: SceneWind, category: str) -> float:
-    """Spring-filtered gust signal at time ``t`` (s) for an asset at world ``origin``."""
+def gust(t: float, origin, scene: SceneWind, category: str, travel: bool = False):
+    """Spring-filtered gust signal at time ``t`` (s) at world ``origin`` (a point, or (N, 3) points: one value
+    each): ``sum_i amp_i gain_i sin(2 pi f_i t + W_i . origin_xy + ph_i - lag_i)`` over the three waves, with
+    ``f_i`` the quantised ``gust_frequency * GUST_MULTS[i]``, ``gain_i = f0^2 / (f0^2 + f_i^2)`` and
+    ``lag_i = 2 atan(f_i / f0)`` (``f0`` the category's spring frequency, ``W_i`` = ``GUST_WAVES[i]``).
+
+    ``travel`` (grass, per blade): the waves travel across the field along the wind direction ``d`` at
+    ``GUST_SPEED`` ``U`` instead: ``W_i . origin_xy`` becomes ``- 2 pi f_i (origin . d) / U``, so the gust at a
+    point is the gust at the world origin ``(origin . d) / U`` seconds earlier. A phase fixed in time: the gust
+    stays periodic in the loop."""
+    pts = np.asarray(origin, np.float64)
     f0 = SPRING_HZ[category]
+    d = horizontal_dir(scene.direction)
     total = 0.0
-    for amp, mult, ph, wave in zip(GUST_AMPS, GUST_MULTS, GUST_PHASES, GUST_WAVES):
+    for amp, mult, ph, wave_ in zip(GUST_AMPS, GUST_MULTS, GUST_PHASES, GUST_WAVES):
         f = float(quantize(scene.gust_frequency * mult, scene.loop_frames, scene.fps))
         gain = f0 * f0 / (f0 * f0 + f * f)
         lag = 2.0 * math.atan(f / f0)
-        arg = 2 * math.pi * f * t + wave[0] * origin[0] + wave[1] * origin[1] + ph - lag
-        total += amp * gain * math.sin(arg)
-    return total
+        if travel:
+            spatial = -2.0 * math.pi * f / GUST_SPEED * (pts[..., :3] @ d)
+        else:
+            spatial = wave_[0] * pts[..., 0] + wave_[1] * pts[..., 1]
+        total = total + amp * gain * np.sin(2 * math.pi * f * t + spatial + ph - lag)
+    return float(total) if pts.ndim == 1 else total
 
 
-def effective_wind(t: float, origin, scene: SceneWind, asset: AssetWind) -> float:
-    w = max(0.0, scene.strength * (1.0 + scene.gust_strength * gust(t, origin, scene, asset.category)))
-    k = asset.ramp
-    return w * (1.0 + k) / (1.0 + k * w)
+def ramp_wind(w, ramp: float):
+    """The asset's ramp of the wind ``w`` (>= 0): ``w (1 + k) / (1 + k w)``."""
+    return w * (1.0 + ramp) / (1.0 + ramp * w)
+
+
+def effective_wind(t: float, origin, scene: SceneWind, asset: AssetWind, travel: bool = False):
+    """``ramp(max(0, strength (1 + gust_strength gust)))`` at ``origin`` (a point or (N, 3) points)."""
+    w = np.maximum(0.0, scene.strength * (1.0 + scene.gust_strength * gust(t, origin, scene, asset.category,
+                                                                          travel)))
+    out = ramp_wind(w, asset.ramp)
+    return float(out) if np.ndim(out) == 0 else out
 
 
 def grass_fade(camera_matrix, origin, scene: SceneWind) -> float:
@@ -124,11 +144,12 @@ def live_attributes(positions, height, wind_color) -> dict:
     Computed per mesh: a branch whose leaves are in another object swings those leaves about their own lowest
     point.
 
-    - branch phase ``phi = 2 pi G`` (per branch): ``Ba``, ``Ba cos phi``, ``Ba sin phi``;
-    - leaf flutter phase ``psi = 2 pi G + p.W0 + sin(p.W1) + sin(p.W2)`` (a smooth 3D field through object space,
-      ``W`` = ``MICRO_WAVES``): ``R cos psi``, ``R sin psi``;
-    - H: the height the whole-asset bend reads, ``h - hA`` on the ground pieces, 0 on branches; Pivot ``p - A``;
-      Carry: ``hA`` of a branch, 0 on the ground pieces."""
+    - Branch, a vector: ``(Ba, Ba cos phi, Ba sin phi)`` with the branch phase ``phi = 2 pi G`` (per branch);
+    - Leaf, a vector: ``(R cos psi, R sin psi, H^2)`` with the leaf flutter phase
+      ``psi = 2 pi G + p.W0 + sin(p.W1) + sin(p.W2)`` (a smooth 3D field through object space, ``W`` =
+      ``MICRO_WAVES``), and the square of
+    - H: the height the whole-asset bend reads, ``h - hA`` on the ground pieces, 0 on branches (stored alone too:
+      the grass terms read it); Pivot ``p - A``; Carry: ``hA`` of a branch, 0 on the ground pieces."""
     p = np.asarray(positions, np.float64).reshape(-1, 3)
     h = np.asarray(height, np.float64).reshape(-1)
     col = np.asarray(wind_color, np.float64).reshape(-1, 4)
@@ -172,8 +193,10 @@ def live_attributes(positions, height, wind_color) -> dict:
         lever = ha = np.zeros(0)
         rel = np.zeros((0, 3))
         grounded = np.zeros(0, bool)
-    values = (lever, lever * np.cos(phi), lever * np.sin(phi), r_leaf * np.cos(psi), r_leaf * np.sin(psi),
-              np.where(grounded, h - ha, 0.0), rel, np.where(grounded, 0.0, ha))
+    hh = np.where(grounded, h - ha, 0.0).astype(np.float32).astype(np.float64)
+    values = (np.stack([lever, lever * np.cos(phi), lever * np.sin(phi)], 1),
+              np.stack([r_leaf * np.cos(psi), r_leaf * np.sin(psi), hh * hh], 1),
+              hh, rel, np.where(grounded, 0.0, ha))
     return {name: v.astype(np.float32) for name, v in zip(LIVE_ATTRS, values)}
 
 
@@ -181,10 +204,13 @@ def live_attributes(positions, height, wind_color) -> dict:
 class LiveTerms:
     """The per-asset single values of one frame of the live wind (what the node group computes once per object).
     Object space swing per vertex (``wind_swing``): ``(Ba bend + H^2 main) dir + Bac vc + Bas vs + Rc mc + Rs ms``
-    with the per-vertex ``LIVE_ATTRS``; ``world_extra`` (grass) is added times ``H`` in world space. ``ambient``
-    (grass): the amplitude factor of the ambient motion,
-    ``scene.ambient * wind * asset_height`` with ``wind`` the effective wind at the asset's origin
-    (``effective_wind``)."""
+    with the per-vertex ``LIVE_ATTRS``. ``ambient``: the amplitude factor of the grass ambient motion,
+    ``scene.ambient * wind * asset_height``.
+
+    Every motion term is proportional to the effective wind: ``wind`` is the effective wind at the asset's origin
+    (``effective_wind``), except for GRASS, whose terms are per unit of wind (``wind`` = 1): each blade scales
+    them by the effective wind at its own place (``blade_wind``). ``world_extra`` (grass): the camera tilt, a
+    world lean per unit height (the figure-eight is the blade's own, ``BladeWind.extra``)."""
     main: float
     bend: float
     dir: np.ndarray
@@ -204,7 +230,8 @@ def live_terms(matrix_world, frame: float, scene: SceneWind, asset: AssetWind, c
     d = horizontal_dir(scene.direction)
     across = np.array([-d[1], d[0], 0.0])
     up = np.array([0.0, 0.0, 1.0])
-    eff = effective_wind(t, origin, scene, asset)
+    grass = asset.category == "GRASS"
+    eff = 1.0 if grass else effective_wind(t, origin, scene, asset)
     k = eff * asset.asset_height / asset.rigidity
     two_pi = 2 * math.pi
     inv3 = np.linalg.inv(m[:3, :3])
@@ -225,20 +252,13 @@ def live_terms(matrix_world, frame: float, scene: SceneWind, asset: AssetWind, c
     mc = mamp * np.sin(marg)
     ms = mamp * np.cos(marg)
 
-    extra = np.zeros(3)  # grass: per-asset figure-eight and camera tilt, times h (world)
+    extra = np.zeros(3)  # grass: the camera tilt, times h (world)
     # grass ambient motion (figure-eight and wobble), driven by the wind the grass samples (the write-up: "driven by
     # the length of the force field"): after the asset's ramp, like the base motion, so the two keep their ratio
     # at every strength and the ramp shapes the whole grass motion; still air leaves the grass still
     ambient = scene.ambient * eff * asset.asset_height
-    if asset.category == "GRASS":
-        fa = float(quantize(AMBIENT_HZ, scene.loop_frames, scene.fps))
-        fa2 = float(quantize(2 * AMBIENT_HZ, scene.loop_frames, scene.fps))
-        po = OBJECT_PHASE[0] * origin[0] + OBJECT_PHASE[1] * origin[1]
-        aamp = ambient * AMBIENT_SCALE
-        extra += np.array([aamp * math.sin(two_pi * fa * t + po),
-                           aamp * 0.5 * math.sin(two_pi * fa2 * t + 2 * po), 0.0])
     fade = 1.0
-    if asset.category == "GRASS" and camera_matrix is not None:
+    if grass and camera_matrix is not None:
         cam = np.asarray(camera_matrix, np.float64)
         look = -cam[:3, 2] / max(np.linalg.norm(cam[:3, 2]), 1e-12)
         down = max(0.0, -look[2])
@@ -247,6 +267,52 @@ def live_terms(matrix_world, frame: float, scene: SceneWind, asset: AssetWind, c
         fade = grass_fade(cam, origin, scene)
     return LiveTerms(main=main, bend=bend, dir=inv3 @ d, vc=inv3 @ vc, vs=inv3 @ vs, mc=mc, ms=ms,
                      world_extra=extra, fade=fade, ambient=ambient)
+
+
+@dataclass(frozen=True)
+class BladeWind:
+    """Grass, per vertex: the wind each blade takes at its own place (#29: a field in one object does not sway as
+    one). ``eff`` (N,): the effective wind at the vertex's blade, which scales every ``LiveTerms`` term (per unit
+    of wind for grass); ``extra`` (N, 3): the world lean per unit height, the blade's figure-eight plus the camera
+    tilt (``LiveTerms.world_extra``)."""
+    eff: np.ndarray
+    extra: np.ndarray
+
+
+def blade_wind(positions, live, matrix_world, frame: float, scene: SceneWind, asset: AssetWind,
+               lt: LiveTerms) -> BladeWind:
+    """The wind of each grass blade. A blade is the piece a vertex hangs from: its place ``X`` is its attach point
+    in world space, ``X = M (p - Pivot)`` (the same for all its vertices: the blade's root). With ``d`` the wind
+    direction, ``U`` = ``GUST_SPEED`` and ``t`` the loop time:
+
+    the gust and the figure-eight at ``X`` are those of the world origin at the time ``tau = t - X.d / U``: waves
+    that run across the field along the wind.
+
+    - the gust is ``gust(t, X, travel=True)``: ``sum_i amp_i gain_i sin(2 pi f_i tau + ph_i - lag_i)``;
+      ``eff = ramp(max(0, strength (1 + gust_strength gust)))``;
+    - the figure-eight leans the blade by ``ambient * eff * AMBIENT_SCALE * (sin(2 pi fa tau) d
+      + 0.5 sin(2 pi fa2 tau) across)`` (world, per unit height; ``across = (-d_y, d_x, 0)``; ``fa``, ``fa2`` the
+      quantised ``AMBIENT_HZ``, ``2 AMBIENT_HZ``; ``ambient`` = ``scene.ambient * asset_height``).
+
+    Per-object grass before (#29) took both at the object's origin ``o``, with the phases ``W_i . o`` and
+    ``OBJECT_PHASE . o`` and the figure-eight along world X and Y. ``X.d / U`` is a phase fixed in time, so a loop
+    stays seamless."""
+    p = np.asarray(positions, np.float64).reshape(-1, 3)
+    m = np.asarray(matrix_world, np.float64).reshape(4, 4)
+    rel = np.asarray(live[LIVE_ATTRS[3]], np.float64).reshape(-1, 3)
+    x = (p - rel) @ m[:3, :3].T + m[:3, 3]
+    t = loop_time(frame, scene)
+    eff = effective_wind(t, x, scene, asset, travel=True)
+    d = horizontal_dir(scene.direction)
+    delay = (x @ d) / GUST_SPEED
+    fa = float(quantize(AMBIENT_HZ, scene.loop_frames, scene.fps))
+    fa2 = float(quantize(2 * AMBIENT_HZ, scene.loop_frames, scene.fps))
+    two_pi = 2 * math.pi
+    aamp = lt.ambient * eff * AMBIENT_SCALE
+    across = np.array([-d[1], d[0], 0.0])
+    extra = ((aamp * np.sin(two_pi * fa * (t - delay)))[:, None] * d[None, :]
+             + (aamp * 0.5 * np.sin(two_pi * fa2 * (t - delay)))[:, None] * across[None, :])
+    return BladeWind(eff=eff, extra=extra + lt.world_extra[None, :])
 
 
 def wind_offsets(positions, height, wind_color, normals, matrix_world, frame: float, scene: SceneWind,
@@ -259,10 +325,11 @@ def wind_offsets(positions, height, wind_color, normals, matrix_world, frame: fl
     bend at its attach point (a rotation about the point below it at the asset's base), so a plant bends and never
     stretches at any strength.
 
-    Grass only: ``camera_matrix`` (4x4 world matrix of the active camera, or None) drives the tilt away from a
-    camera looking down and the distance fade; ``terrain_z`` (N,) is the world Z of the terrain under each rest
-    vertex (NaN where there is none), or None: its physical (unbent) height, as on a bent level the wind works
-    before the bend (the live wind reads the terrain as drawn plus the drop its bend gives the vertex's x, y).
+    Grass only: every blade takes the wind at its own place (``blade_wind``: gusts and the figure-eight travel
+    across a field as waves); ``camera_matrix`` (4x4 world matrix of the active camera, or None) drives the tilt
+    away from a camera looking down and the distance fade; ``terrain_z`` (N,) is the world Z of the terrain under
+    each rest vertex (NaN where there is none), or None: its physical (unbent) height, as on a bent level the wind
+    works before the bend (the live wind reads the terrain as drawn plus the drop its bend gives the vertex's x, y).
     ``live``: ``live_attributes(positions, height, wind_color)`` when already computed."""
     p = np.asarray(positions, np.float64).reshape(-1, 3)
     h = np.asarray(height, np.float64).reshape(-1)
@@ -270,8 +337,9 @@ def wind_offsets(positions, height, wind_color, normals, matrix_world, frame: fl
     m = np.asarray(matrix_world, np.float64).reshape(4, 4)
     origin = m[:3, 3]
     lt = live_terms(m, frame, scene, asset, camera_matrix)
-    swing = wind_swing(p, normals, m, frame, scene, asset, live, lt)
-    local = keep_lengths(swing, live, m, asset, lt)
+    blades = blade_wind(p, live, m, frame, scene, asset, lt) if asset.category == "GRASS" else None
+    swing = wind_swing(p, normals, m, frame, scene, asset, live, lt, blades)
+    local = keep_lengths(swing, live, m, asset, lt, blades)
     if asset.category != "GRASS":
         return local.astype(np.float32)
     # scale down and stop animating with distance; follow the terrain (placement, not faded)
@@ -286,30 +354,36 @@ def wind_offsets(positions, height, wind_color, normals, matrix_world, frame: fl
 
 
 def wind_swing(positions, normals, matrix_world, frame: float, scene: SceneWind, asset: AssetWind, live,
-               lt: LiveTerms = None) -> np.ndarray:
+               lt: LiveTerms = None, blades: BladeWind = None) -> np.ndarray:
     """(N, 3) object-space swing: where the wind pushes each vertex, as an offset, before ``keep_lengths`` turns it
     into motion along arcs. ``(Ba bend + H^2 main) dir + Bac vc + Bas vs + Rc mc + Rs ms`` (``LiveTerms``,
-    ``live_attributes``); grass adds its figure-eight and camera tilt times ``H`` and its wobble along the normal
-    (times ``H`` too; inside the swing, so they keep lengths too)."""
+    ``live_attributes``: Branch = (Ba, Bac, Bas), Leaf = (Rc, Rs, H^2)). Grass: that sum times the blade's wind
+    ``eff`` (``blade_wind``), plus its lean (figure-eight and camera tilt, ``BladeWind.extra``) times ``H`` and its
+    wobble along the normal, ``eff ambient WOBBLE_SCALE H wave(p . WOBBLE_WAVE / 2 pi + fw t)`` (inside the swing,
+    so they keep lengths too)."""
     p = np.asarray(positions, np.float64).reshape(-1, 3)
     m = np.asarray(matrix_world, np.float64).reshape(4, 4)
     lt = live_terms(m, frame, scene, asset) if lt is None else lt
-    b_branch, bc, bs, rc, rs, hh = (np.asarray(live[name], np.float64).reshape(-1) for name in LIVE_ATTRS[:6])
-    swing = ((hh * hh * lt.main + b_branch * lt.bend)[:, None] * lt.dir + bc[:, None] * lt.vc
+    branch, leaf = (np.asarray(live[name], np.float64).reshape(-1, 3) for name in LIVE_ATTRS[:2])
+    b_branch, bc, bs = branch.T
+    rc, rs, h2 = leaf.T
+    swing = ((h2 * lt.main + b_branch * lt.bend)[:, None] * lt.dir + bc[:, None] * lt.vc
              + bs[:, None] * lt.vs + rc[:, None] * lt.mc + rs[:, None] * lt.ms)
     if asset.category != "GRASS":
         return swing
+    blades = blade_wind(p, live, m, frame, scene, asset, lt) if blades is None else blades
+    hh = np.asarray(live[LIVE_ATTRS[2]], np.float64).reshape(-1)
     inv3 = np.linalg.inv(m[:3, :3])
     nrm = np.asarray(normals, np.float64).reshape(-1, 3)
     t = loop_time(frame, scene)
     fw = float(quantize(WOBBLE_HZ, scene.loop_frames, scene.fps))
-    wamp = lt.ambient * WOBBLE_SCALE * hh * wave(p @ (np.asarray(WOBBLE_WAVE) / (2 * math.pi)) + fw * t)
+    wamp = blades.eff * lt.ambient * WOBBLE_SCALE * hh * wave(p @ (np.asarray(WOBBLE_WAVE) / (2 * math.pi)) + fw * t)
     # the figure-eight and tilt lean the clump (h times a vector) like the whole-asset bend, and the wobble grows
     # with the height: both read H (h on the ground pieces; a branch is carried)
-    return swing + hh[:, None] * (inv3 @ lt.world_extra) + wamp[:, None] * nrm
+    return blades.eff[:, None] * swing + hh[:, None] * (blades.extra @ inv3.T) + wamp[:, None] * nrm
 
 
-def keep_lengths(swing, live, matrix_world, asset: AssetWind, lt: LiveTerms) -> np.ndarray:
+def keep_lengths(swing, live, matrix_world, asset: AssetWind, lt: LiveTerms, blades: BladeWind = None) -> np.ndarray:
     """(N, 3) object-space offsets that move each vertex along arcs towards its ``swing``:
 
     1. about its attach point ``A`` (``p - A`` = Pivot): ``q = p - A + swing`` rescaled to ``|p - A|``, so the
@@ -317,15 +391,15 @@ def keep_lengths(swing, live, matrix_world, asset: AssetWind, lt: LiveTerms) -> 
        GPU Gems 3 rescale; a stem's is its root);
     2. a branch is carried with its ``A``: moved as the whole-asset bend moves the asset's axis at ``A``'s height
        ``hA`` (Carry), the same rescale about the base of the point ``hA H up`` swung by ``hA^2 main dir``
-       (+ ``hA`` times the grass's figure-eight and tilt): ``T = hA H |up| (normalize(H up + hA main dir + lean)
-       - normalize(up))``, 0 for the trunk and stems (Carry 0).
+       (+ ``hA`` times the grass's lean): ``T = hA H |up| (normalize(H up + hA main dir + lean) - normalize(up))``,
+       0 for the trunk and stems (Carry 0). Grass: ``main`` and the lean are the blade's (``blades``).
 
     Step 2 moves a branch with its leaves as one piece, so both distances survive it. Assumes a uniform object
     scale (lengths are kept in object space)."""
     m = np.asarray(matrix_world, np.float64).reshape(4, 4)
     inv3 = np.linalg.inv(m[:3, :3])
-    rel = np.asarray(live[LIVE_ATTRS[6]], np.float64).reshape(-1, 3)
-    ha = np.asarray(live[LIVE_ATTRS[7]], np.float64).reshape(-1)
+    rel = np.asarray(live[LIVE_ATTRS[3]], np.float64).reshape(-1, 3)
+    ha = np.asarray(live[LIVE_ATTRS[4]], np.float64).reshape(-1)
     q = rel + swing
     rest = np.linalg.norm(rel, axis=1)
     now = np.linalg.norm(q, axis=1)
@@ -336,8 +410,13 @@ def keep_lengths(swing, live, matrix_world, asset: AssetWind, lt: LiveTerms) -> 
     inv_h = 1.0 / height if height > 0.0 else 0.0  # (the Math node's Divide: 0 for 0)
     # the axis's direction at hA, over H: up + (hA main dir + the grass's lean) / H; without wind exactly up,
     # so a branch's carry is then exactly 0
-    lean = up + (inv3 @ lt.world_extra * inv_h if asset.category == "GRASS" else 0.0)
-    lean = lean[None, :] + ha[:, None] * (lt.dir * (lt.main * inv_h))[None, :]
+    if blades is not None:
+        lean = up[None, :] + blades.extra @ inv3.T * inv_h
+        main = blades.eff * lt.main
+    else:
+        lean = up[None, :] + (inv3 @ lt.world_extra * inv_h if asset.category == "GRASS" else 0.0)
+        main = np.full(len(rel), lt.main)
+    lean = lean + (ha * main * inv_h)[:, None] * lt.dir[None, :]
 
     def unit(v):
         length = np.sqrt((v * v).sum(-1, keepdims=True))

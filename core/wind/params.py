@@ -22,12 +22,15 @@ MICRO_HZ = (2.5, 3.25, 1.925)  # leaf flutter frequency per object axis
 MICRO_PHASES = (0.0, 2.1, 4.2)  # and its phase per object axis (rad)
 MICRO_WAVES = ((3.1, 1.3, 0.7), (-1.1, 2.9, 1.7), (0.9, -2.3, 3.3))  # rad per metre, object space
 # Hidden per-vertex attributes the live wind reads (written from EnvFX_Wind, EnvFX_Height and the rest positions
-# by ``live_attributes`` when wind is added or re-baked): reading plain floats is nearly free in geometry
-# nodes, while separating a colour attribute or evaluating per-vertex waves costs more than the whole wind.
-# Pivot is a vector (from the vertex's attach point to it), the others floats.
-LIVE_ATTRS = (".EnvFX_Wind_B", ".EnvFX_Wind_Bc", ".EnvFX_Wind_Bs", ".EnvFX_Wind_Rc", ".EnvFX_Wind_Rs",
-              ".EnvFX_Wind_H", ".EnvFX_Wind_Pivot", ".EnvFX_Wind_Carry")
-LIVE_VECTORS = (".EnvFX_Wind_Pivot",)
+# by ``live_attributes`` when wind is added or re-baked). Geometry nodes pay for every attribute read and every
+# square root per vertex about as much as for a dozen additions, so the static factors of the swing go three to a
+# vector: Branch = (B, B cos phi, B sin phi) of the branch's lever, Leaf = (R cos psi, R sin psi, H^2); H alone
+# (the grass terms read it), Pivot (a vector: from the vertex's attach point to it), Carry.
+LIVE_ATTRS = (".EnvFX_Wind_Branch", ".EnvFX_Wind_Leaf", ".EnvFX_Wind_H", ".EnvFX_Wind_Pivot", ".EnvFX_Wind_Carry")
+LIVE_VECTORS = (".EnvFX_Wind_Branch", ".EnvFX_Wind_Leaf", ".EnvFX_Wind_Pivot")
+# the hidden attributes of EnvFX before 0.15 of the group (five floats in place of Branch and Leaf): removed when
+# the live attributes are rewritten
+LIVE_ATTRS_OLD = (".EnvFX_Wind_B", ".EnvFX_Wind_Bc", ".EnvFX_Wind_Bs", ".EnvFX_Wind_Rc", ".EnvFX_Wind_Rs")
 PIVOT_B = 1e-4         # a piece's attach point: its vertices within this of its lowest B; when those span more
 PIVOT_H = 0.05         # than this of the asset's height (a trunk: B is 0 all along it), the lowest of them
 PIVOT_BASE = 0.01      # (within this); a piece whose attach point is within PIVOT_H of the base stands on the ground
@@ -40,7 +43,11 @@ AMBIENT_SCALE = 0.125
 WOBBLE_HZ = 1.7
 WOBBLE_SCALE = 0.0375
 WOBBLE_WAVE = (2.0, 2.0, 0.0)
-OBJECT_PHASE = (0.37, 0.59)
+# grass only: gusts and the ambient motion travel across a field along the wind at this speed (m/s), each blade
+# taking them at its own place (``core.wind.live.blade_wind``): a gust wave of the gust frequency (0.2 Hz) is then
+# 10 m long, the figure-eight's 6.7 m (per-object grass before #29 took a phase from OBJECT_PHASE = (0.37, 0.59)
+# rad per metre of the object's origin)
+GUST_SPEED = 2.0
 TILT_SCALE = 0.15      # grass tilt at the top, in asset heights, for a camera looking straight down
 TERRAIN_RAY = 100.0    # terrain rays start this far above each vertex (object units)
 
