@@ -354,7 +354,8 @@ def _hang_islands(p, edges, inv, k, counts, trunk_isl, stem_isl, multi_stem, see
     if multi_stem:  # no trunk: the stems stand in for it (bigger than any piece, and equal among themselves)
         rank_size[stem_isl] = np.inf
     is_root = trunk_isl | stem_isl
-    ext = float((p.max(axis=0) - p.min(axis=0)).max())
+    lo, hi = wind_hierarchy.bounds(p)
+    ext = float((hi - lo).max())
     tol = wind_hierarchy.TOLERANCE * ext
     if k > 1 and not is_root.all():  # (every island a stem: nothing hangs)
         att = wind_hierarchy.attach_islands(p, edges, inv, k, rank_size, tol, seed)
