@@ -251,8 +251,10 @@ def _near_search(p, inv, k, rank_size, tol, qv, cand, grid):
     qcol = [np.ascontiguousarray(qp[:, i]) for i in range(3)]
     c_size = rank_size[pis]
     c_rank = srank[pis]
-    q_size = rank_size[qi]
     tol2 = tol * tol * (1.0 + 1e-9)  # a cut before the square root; the exact test is on the distance
+    # per cell, the box of its points: a query farther than tol from it has nothing within reach there
+    box_lo = [np.minimum.reduceat(pc, ustart) if len(ukeys) else pc[:0] for pc in pcol]
+    box_hi = [np.maximum.reduceat(pc, ustart) if len(ukeys) else pc[:0] for pc in pcol]
     chunk = 60_000
     for s in range(0, len(qv), chunk):  # chunks of queries (memory bound)
         sl = slice(s, s + chunk)
@@ -264,22 +266,28 @@ def _near_search(p, inv, k, rank_size, tol, qv, cand, grid):
             at = np.minimum(at, len(ukeys) - 1) if len(ukeys) else at
             found = (len(ukeys) > 0) & (ukeys[at] == ck) if len(ukeys) else np.zeros(len(ck), bool)
             qidx = np.nonzero(found)[0]
-            cnt = ucount[at[qidx]]
+            cat = at[qidx]
+            gap2 = np.zeros(len(qidx))
+            for qc, blo, bhi in zip(qcol, box_lo, box_hi):
+                x = qc[qidx + s]
+                gap = np.maximum(np.maximum(blo[cat] - x, x - bhi[cat]), 0.0)
+                gap2 += gap * gap
+            reach = gap2 <= tol2 * (1.0 + 1e-6)
+            qidx, cat = qidx[reach], cat[reach]
+            cnt = ucount[cat]
             rq = np.repeat(qidx, cnt)
-            rp = np.repeat(ustart[at[qidx]], cnt) + (np.arange(len(rq)) - np.repeat(np.cumsum(cnt) - cnt, cnt))
+            rp = np.repeat(ustart[cat], cnt) + (np.arange(len(rq)) - np.repeat(np.cumsum(cnt) - cnt, cnt))
             gq = rq + s
-            ok = (c_size[rp] > BIGGER * q_size[gq]) & (pis[rp] != qi[gq])
-            gq, rp = gq[ok], rp[ok]
             dx, dy, dz = (pc[rp] - qc[gq] for pc, qc in zip(pcol, qcol))
             d2 = dx * dx + dy * dy + dz * dz  # (np.linalg.norm's sum, in its order)
             close = d2 <= tol2
             gq, rp = gq[close], rp[close]
             d = np.sqrt(d2[close])
-            close = d <= tol
-            gq, rp, d = gq[close], rp[close], d[close]
+            own = qi[gq]
+            close = (d <= tol) & (c_size[rp] > BIGGER * rank_size[own]) & (pis[rp] != own)
+            gq, rp, d, own = gq[close], rp[close], d[close], own[close]
             if not len(d):
                 continue
-            own = qi[gq]
             # of the islands within reach, the finest (a leaf touching its twig and near the branch is the
             # twig's), at its nearest point: one key per pair, the least per island (no sort of the pairs)
             key = c_rank[rp] * 2.0 + d / tol
