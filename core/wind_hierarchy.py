@@ -57,11 +57,11 @@ def segment_argext(values, inv, k, largest=False, order=None):
     return out
 
 
-def query_vertices(p, inv, k, per_island=QUERIES):
+def query_vertices(p, inv, k, per_island=QUERIES, order=None):
     """(M,) vertex indices that look for a parent: per island up to ``per_island`` vertices spread through its
     vertex order (first and last included: a tube's two end rings, a card's corners), plus its two extremes along
     its longest bounding-box axis (where a branch starts and ends); and those ends alone."""
-    order = np.argsort(inv, kind="stable")
+    order = stable_argsort(inv) if order is None else order
     counts = np.bincount(inv, minlength=k)
     starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
     take = np.minimum(counts, per_island)
@@ -84,11 +84,12 @@ def query_vertices(p, inv, k, per_island=QUERIES):
 
 def _edge_points(p, edges, step, limit=4_000_000, keep=None):
     """Points along the edges longer than ``step`` (so a coarse trunk's long faces are near their points too):
-    (vertex a, vertex b, t) per point; of the edges ``keep`` (a mask, after the limit) only, when given."""
+    (edge index, t) per point and its coordinates (three columns); of the edges ``keep`` (a mask, after the limit)
+    only, when given."""
     if not len(edges):
-        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0)
-    ea, eb = edges[:, 0], edges[:, 1]
-    d = [p[:, i][eb] - p[:, i][ea] for i in range(3)]
+        return np.zeros(0, np.int64), np.zeros(0), [np.zeros(0)] * 3
+    xa = [p[:, i][edges[:, 0]] for i in range(3)]
+    d = [p[:, i][edges[:, 1]] - xa[i] for i in range(3)]
     length = np.sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2])  # (np.linalg.norm's sum, in its order)
     n_in = np.where(length > step, np.ceil(length / step).astype(np.int64) - 1, 0)
     total = int(n_in.sum())
@@ -98,23 +99,41 @@ def _edge_points(p, edges, step, limit=4_000_000, keep=None):
         n_in = np.where(keep, n_in, 0)
     idx = np.repeat(np.arange(len(edges)), n_in)
     rank = np.arange(len(idx)) - np.repeat(np.cumsum(n_in) - n_in, n_in)
-    t = (rank + 1) / (n_in[idx] + 1)
-    return ea[idx], eb[idx], t
+    t = (rank + 1) / np.repeat(n_in + 1, n_in)
+    # a + t (b - a), per column: the per-edge values repeated (as gathering them by edge would give)
+    return idx, t, [np.repeat(xa[i], n_in) + t * np.repeat(d[i], n_in) for i in range(3)]
 
 
 def coincident_pairs(p, rel=1e-6):
     """(E, 2) pairs of vertices at one position (to within ``rel`` of the asset's extent): sort-based."""
+    return position_groups(p, rel)[0]
+
+
+def position_groups(p, rel=1e-6):
+    """Vertices at one position (to within ``rel`` of the asset's extent): (E, 2) pairs of them (each with the
+    next at its position) and (N,) the rank of each vertex's position among the distinct positions (one number
+    per position)."""
     lo, hi = bounds(p) if len(p) else (np.zeros(3), np.zeros(3))
     ext = float((hi - lo).max())
     if ext <= 0:
-        return np.zeros((0, 2), np.int64)
+        return np.zeros((0, 2), np.int64), np.zeros(len(p), np.int64)
     q = np.round((p - lo) / (rel * ext)).astype(np.int64)
     qmax = bounds(q)[1] + 1
     key = (q[:, 0] * qmax[1] + q[:, 1]) * qmax[2] + q[:, 2]  # under 2**63: at most 1e6 steps per axis
-    order = np.argsort(key, kind="stable")  # the order of a lexsort of the three columns
+    order = stable_argsort(key)  # the order of a lexsort of the three columns
     ks = key[order]
     same = ks[1:] == ks[:-1]
-    return np.stack([order[:-1][same], order[1:][same]], 1)
+    gid = np.empty(len(p), np.int64)
+    gid[order] = np.concatenate(([0], np.cumsum(~same)))
+    return np.stack([order[:-1][same], order[1:][same]], 1), gid
+
+
+def stable_argsort(values):
+    """``np.argsort(values, kind="stable")`` of non-negative ints, as 16-bit ones when they fit (numpy sorts
+    those by radix, several times faster)."""
+    if len(values) and values.dtype.kind in "iu" and values.min() >= 0 and values.max() < 65536:
+        values = values.astype(np.uint16)
+    return np.argsort(values, kind="stable")
 
 
 def canonical_frame(p):
@@ -137,17 +156,18 @@ def canonical_frame(p):
     return out
 
 
-def attach_islands(p, edges, inv, k, rank_size, tol, seed=0):
+def attach_islands(p, edges, inv, k, rank_size, tol, seed=0, order=None):
     """The parent of every island. ``rank_size`` (k,): the island's size for the "bigger" test (the trunk's is
     inf, so it can be anyone's parent); an island only hangs from one at least ``BIGGER`` times its size (crossed
-    quads and double-sided twins never hang from each other). Returns a dict of (k,) arrays: ``parent`` (-1: none
+    quads and double-sided twins never hang from each other; ``order``: ``np.argsort(inv, kind="stable")`` when the
+    caller has it). Returns a dict of (k,) arrays: ``parent`` (-1: none
     bigger exists), ``vertex`` (the island's own vertex where it attaches), ``pa``/``pb``/``pt`` (the parent point:
     between vertices pa and pb at t), ``gap`` (distance, inf without parent), ``near`` (found within ``tol``).
 
     In stages: the query vertices, the candidate parent points in a grid of cells, the search within ``tol``,
     the search farther for the islands left without a parent, and the result."""
     p = canonical_frame(p)  # the search grid follows the asset, so the result does not depend on its placement
-    qv, ends_v = _unique_queries(p, inv, k)
+    qv, ends_v = _unique_queries(p, inv, k, order)
     cand, grid = _candidate_points(p, edges, inv, k, rank_size, tol)
     best = _near_search(p, inv, k, rank_size, tol, qv, cand, grid)
     near = best["p"] >= 0
@@ -155,10 +175,10 @@ def attach_islands(p, edges, inv, k, rank_size, tol, seed=0):
     return _attachments(inv, k, cand, best, near)
 
 
-def _unique_queries(p, inv, k):
+def _unique_queries(p, inv, k, order=None):
     """The query vertices of every island, one per position of an island (a double-sided card's twins look
     once), and the islands' end vertices."""
-    qv, ends_v = query_vertices(p, inv, k)
+    qv, ends_v = query_vertices(p, inv, k, order=order)
     lo, hi = bounds(p)
     ext = max(float((hi - lo).max()), 1e-12)
     q = np.round((p[qv] - lo) / (1e-6 * ext)).astype(np.int64)
@@ -179,18 +199,20 @@ def _candidate_points(p, edges, inv, k, rank_size, tol):
     smallest = rank_size.min()
     can_parent = rank_size > BIGGER * smallest
     vk = np.nonzero(can_parent[inv])[0]
-    ea, eb, et = _edge_points(p, edges, 0.5 * tol, keep=can_parent[inv[edges[:, 0]]] if len(edges) else None)
-    pa = np.concatenate([vk, ea])
-    pb = np.concatenate([vk, eb])
-    pt = np.concatenate([np.zeros(len(vk)), et])
-    # the points' coordinates a column at a time (a vertex is its own point: p + 0 * (p - p))
-    cols = [np.concatenate([p[:, i][vk], p[:, i][ea] + et * (p[:, i][eb] - p[:, i][ea])]) for i in range(3)]
-    pis = inv[pa]
+    eidx, et, ecols = _edge_points(p, edges, 0.5 * tol, keep=can_parent[inv[edges[:, 0]]] if len(edges) else None)
+    nv = len(vk)
+    # the points' coordinates a column at a time (a vertex is its own point: p + 0 * (p - p)): the vertices, then
+    # the points along the edges
+    cols = [np.concatenate([p[:, i][vk], ecols[i]]) for i in range(3)]
+    del ecols
+    pis = np.concatenate([inv[vk], inv[edges[eidx, 0]]]) if len(edges) else inv[vk]
     lo, hi = bounds(p)
     lo = lo - tol
-    vox = [np.floor((cols[i] - lo[i]) / (0.5 * tol)).astype(np.int64) for i in range(3)]
+    # (each coordinate is at least tol above lo: truncation is the floor)
+    vox = [((cols[i] - lo[i]) / (0.5 * tol)).astype(np.int64) for i in range(3)]
     vdim = [int(v.max()) + 1 if len(v) else 1 for v in vox]
     key = ((vox[0] * vdim[1] + vox[1]) * vdim[2] + vox[2]) * k + pis
+    del vox
     # the first point of each (voxel, island): a point with its predecessor's key is never one (a cheap cut of
     # the runs along tubes), then the first of each key among the rest
     run = np.ones(len(key), bool)
@@ -198,7 +220,13 @@ def _candidate_points(p, edges, inv, k, rank_size, tol):
     rest = np.nonzero(run)[0]
     _, first = np.unique(key[rest], return_index=True)
     first = rest[first]
-    pa, pb, pt, pis = pa[first], pb[first], pt[first], pis[first]
+    on_edge = first >= nv
+    fe = eidx[first[on_edge] - nv]
+    pa = np.where(on_edge, 0, vk[np.minimum(first, nv - 1)] if nv else 0)
+    pb = pa.copy()
+    pt = np.zeros(len(first))
+    pa[on_edge], pb[on_edge], pt[on_edge] = edges[fe, 0], edges[fe, 1], et[first[on_edge] - nv]
+    pis = pis[first]
     pts = np.stack([c[first] for c in cols], 1)
 
     cell = 2.0 * tol
@@ -378,24 +406,28 @@ def _attachments(inv, k, cand, best, near):
     return dict(parent=parent, vertex=vtx, pa=ra, pb=rb, pt=rt, gap=best_d, near=near)
 
 
-def along_card(p, lv, li, anchor, cen, k):
+def along_card(p, lv, li, anchor, cen, k, groups=None):
     """Distance of each leaf vertex ``lv`` (island ``li``) from the end of its leaf that is nearer ``anchor``
     (k, 3: the point of the parent it hangs from), measured along that of the leaf's two main axes that is closer
     to the way from the anchor to the leaf's centre: a card's whole attached edge is 0, its far end the largest,
     whichever of its vertices happens to be nearest the twig. 0 or more. Also returns per island the axis (k, 3)
     and the attached end's offset along it from the centre (k,): the piece's distance at any point x is
-    ``(x - centre) . axis - end``."""
+    ``(x - centre) . axis - end``. ``groups``: ``position_groups``' rank of each of ``lv``'s positions (of the
+    asset ``p`` with rel 1e-6), when the caller has it."""
     if not len(lv):
         return np.zeros(0), np.zeros((k, 3)), np.zeros(k)
     c = p[lv] - cen[li]
     # each position counts once (a double-sided card's twins, the shared corners of two triangles)
-    lo, hi = bounds(p)
-    ext = max(float((hi - lo).max()), 1e-12)
-    q = np.round((p[lv] - lo) / (1e-6 * ext)).astype(np.int64)
-    qmax = bounds(q)[1] + 1
-    qkey = (q[:, 0] * qmax[1] + q[:, 1]) * qmax[2] + q[:, 2]  # under 2**63: at most 1e6 steps per axis
-    _, qinv, qcount = np.unique(qkey, return_inverse=True, return_counts=True)
-    wgt = 1.0 / qcount[qinv.reshape(-1)]
+    if groups is None:
+        lo, hi = bounds(p)
+        ext = max(float((hi - lo).max()), 1e-12)
+        q = np.round((p[lv] - lo) / (1e-6 * ext)).astype(np.int64)
+        qmax = bounds(q)[1] + 1
+        qkey = (q[:, 0] * qmax[1] + q[:, 1]) * qmax[2] + q[:, 2]  # under 2**63: at most 1e6 steps per axis
+        _, qinv, qcount = np.unique(qkey, return_inverse=True, return_counts=True)
+        wgt = 1.0 / qcount[qinv.reshape(-1)]
+    else:
+        wgt = 1.0 / np.bincount(groups)[groups]
     cov = np.zeros((k, 3, 3))
     for i in range(3):  # 3x3 segment sums, not a loop over vertices
         for j in range(i, 3):
