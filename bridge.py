@@ -40,10 +40,23 @@ def set_positions(mesh, positions: np.ndarray):
     mesh.update()
 
 
+def _read_internal(mesh, name: str, buf) -> bool:
+    """Fill ``buf`` from the mesh's internal int attribute ``name`` (".edge_verts" two per edge, ".corner_vert"
+    one per corner): a plain copy, about a hundred times faster than the same numbers through ``mesh.edges`` /
+    ``mesh.loops``. False when the mesh has no such attribute that fills ``buf`` (in Edit Mode), for the caller to
+    read them the slow way."""
+    attr = mesh.attributes.get(name)
+    per = 2 if name == ".edge_verts" else 1
+    if attr is None or len(attr.data) * per != buf.size:
+        return False
+    attr.data.foreach_get("value", buf)
+    return True
+
+
 def get_edges(mesh) -> np.ndarray:
     """(E, 2) int32 vertex indices of a mesh's edges."""
     buf = np.empty(len(mesh.edges) * 2, dtype=np.int32)
-    if buf.size:
+    if buf.size and not _read_internal(mesh, ".edge_verts", buf):
         mesh.edges.foreach_get("vertices", buf)
     return buf.reshape(-1, 2)
 
@@ -434,7 +447,8 @@ def write_point_attribute(mesh, name: str, data_type: str, values):
 def corner_vertices(mesh) -> np.ndarray:
     """(corners,) int32 vertex index of every face corner (loop) of a mesh."""
     loops = np.empty(len(mesh.loops), dtype=np.int32)
-    mesh.loops.foreach_get("vertex_index", loops)
+    if loops.size and not _read_internal(mesh, ".corner_vert", loops):
+        mesh.loops.foreach_get("vertex_index", loops)
     return loops
 
 

@@ -10,10 +10,12 @@
    object (its per-object work: the gusts at the plant's origin and every oscillator).
 4. The grass's terrain follow on those grass clumps: no terrain object, a flat terrain, a bent terrain (the
    follow then reads the terrain's bend back at each grass vertex).
-6. Vegetation as real assets build it (``--veg-*``): the wind-data bake (numpy core, AO excluded; target at most
-   5 s at ~1M vertices) and, separately, the AO of an asset of 2k separate branch pieces and ~50k separate leaf
-   cards; and the same two times for every asset of the real-vegetation corpus already fetched into the cache
-   (tools/fetch_assets.py; ``--no-corpus`` leaves them out).
+6. Vegetation as real assets build it (``--veg-*``): the wind-data bake (AO excluded; target at most 5 s at ~1M
+   vertices) of an asset of 2k separate branch pieces and ~50k separate leaf cards, as the numpy core and as Bake
+   Wind Data end to end (read the mesh, bake, write the attributes) in ``--bake-rounds`` alternating rounds (wall
+   and CPU seconds: median, min, max), the AO separately, and the core's peak numpy memory; and the same for every
+   asset of the real-vegetation corpus already fetched into the cache (tools/fetch_assets.py; ``--no-corpus``
+   leaves them out). ``--bake-only``: lines 1 and 6 alone.
 7. Frame changes (``wind_frame_change``, the quoted per-frame number, #30): a 1M-vertex grid stood up in the wind
    (strength 5) in one scene, an identical grid under a bare time-dependent Set Position in a second scene, both
    stepped by ``scene.frame_set`` in turn for many interleaved rounds (median ratio over rounds, min and max).
@@ -28,7 +30,9 @@
 """
 
 import argparse
+import contextlib
 import importlib
+import io
 import json
 import os
 import sys
@@ -66,6 +70,10 @@ def main(argv):
                         help="a git revision: its wind group is timed in a third scene of the frame-change line")
     parser.add_argument("--live-only", action="store_true",
                         help="only the frame-change line (no bakes, no forced updates, no plants)")
+    parser.add_argument("--bake-rounds", type=int, default=3,
+                        help="rounds of the vegetation and corpus bakes (numpy core and Bake Wind Data, alternating)")
+    parser.add_argument("--bake-only", action="store_true", help="only the bake lines (1 and 6), no per-frame ones")
+    parser.add_argument("--no-ao", action="store_true", help="leave the AO out of the bake lines of 6")
     args = parser.parse_args(argv)
 
     import bpy
@@ -80,7 +88,7 @@ def main(argv):
     common = importlib.import_module(envfx.__name__ + ".shader_nodes.common")
     version = bpy.app.version_string
     load = os.getloadavg()[0]
-    if args.grid_side > 0:
+    if args.grid_side > 0 and not args.bake_only:
         _frame_changes(bpy, envfx, ops, common, args, version)
     if args.live_only:
         return 0
@@ -114,6 +122,9 @@ def main(argv):
     t_full = time.perf_counter() - t0
     emit(bench="wind_bake_blender", blender=version, vertices=n, seconds=round(t_full, 3), target_seconds=5.0,
          load_avg=load)
+    if args.bake_only:
+        _vegetation(envfx, args, version)
+        return 0
 
     # per-frame: the live wind against a bare Set Position on the same mesh. Both modifiers stay on the object
     # and only one is enabled at a time; the two are timed in alternating rounds and each keeps its best round's
@@ -474,17 +485,75 @@ def _plants(bpy, scene, ops, kind, shape, count):
     return plants
 
 
-def _bake_times(core, hier, positions, faces):
+def _spread(values):
     import numpy as np
 
+    return dict(median=round(float(np.median(values)), 3), min=round(min(values), 3), max=round(max(values), 3))
+
+
+def _blender_asset(positions, faces, name):
+    """A mesh object of ``positions`` and triangles ``faces`` in the scene (for Bake Wind Data end to end)."""
+    import bpy
+    import numpy as np
+
+    mesh = bpy.data.meshes.new(name)
+    mesh.vertices.add(len(positions))
+    mesh.vertices.foreach_set("co", np.asarray(positions, np.float32).ravel())
+    mesh.loops.add(len(faces) * 3)
+    mesh.loops.foreach_set("vertex_index", faces.astype(np.int32).ravel())
+    mesh.polygons.add(len(faces))
+    mesh.polygons.foreach_set("loop_start", (np.arange(len(faces)) * 3).astype(np.int32))
+    mesh.polygons.foreach_set("loop_total", np.full(len(faces), 3, np.int32))
+    mesh.update(calc_edges=True)
+    obj = bpy.data.objects.new(name, mesh)
+    bpy.context.scene.collection.objects.link(obj)
+    bpy.context.view_layer.update()
+    return obj
+
+
+def _bake_times(envfx, positions, faces, rounds, name, ao=True):
+    """The wind-data bake of one asset (AO excluded), in ``rounds`` alternating rounds of the numpy core (edges
+    in, result out) and of Bake Wind Data end to end (``operators.wind.bake``: read the mesh, bake, write the
+    attributes), wall and CPU seconds of each; then the AO once (unless not ``ao``), and the core bake's peak of
+    numpy memory (tracemalloc, an untimed run). Returns (result, dict of numbers)."""
+    import tracemalloc
+
+    import bpy
+    import numpy as np
+
+    core = importlib.import_module(envfx.__name__ + ".core.wind")
+    hier = importlib.import_module(envfx.__name__ + ".core.wind_hierarchy")
+    ops = importlib.import_module(envfx.__name__ + ".operators.wind")
     edges = np.unique(np.sort(np.concatenate([faces[:, [0, 1]], faces[:, [1, 2]], faces[:, [2, 0]]]), axis=1),
                       axis=0)
-    t0 = time.perf_counter()
-    res = core.bake_wind_data(positions, edges)
-    t_bake = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    hier.ambient_occlusion(positions, faces, directions=32)
-    return res, t_bake, time.perf_counter() - t0
+    obj = _blender_asset(positions, faces, name)
+    got = {key: [] for key in ("core", "core_cpu", "operator", "operator_cpu")}
+    res = None
+    for _round in range(max(1, rounds)):
+        t0, c0 = time.perf_counter(), time.process_time()
+        res = core.bake_wind_data(positions, edges)
+        got["core"].append(time.perf_counter() - t0)
+        got["core_cpu"].append(time.process_time() - c0)
+        t0, c0 = time.perf_counter(), time.process_time()
+        with contextlib.redirect_stdout(io.StringIO()):  # (its progress lines are no JSON)
+            ops.bake(bpy.context.scene, [obj], ao_samples=0)
+        got["operator"].append(time.perf_counter() - t0)
+        got["operator_cpu"].append(time.process_time() - c0)
+    mesh = obj.data
+    bpy.data.objects.remove(obj)
+    bpy.data.meshes.remove(mesh)
+    t_ao = None
+    if ao:
+        t0 = time.perf_counter()
+        hier.ambient_occlusion(positions, faces, directions=32)
+        t_ao = round(time.perf_counter() - t0, 3)
+    tracemalloc.start()
+    core.bake_wind_data(positions, edges)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    out = {f"{key}_seconds": _spread(values) for key, values in got.items()}
+    out.update(ao_seconds=t_ao, core_peak_mb=round(peak / 2 ** 20, 1), rounds=max(1, rounds))
+    return res, out
 
 
 def _read_obj(path):
@@ -504,15 +573,21 @@ def _read_obj(path):
 
 def _vegetation(envfx, args, version):
     core = importlib.import_module(envfx.__name__ + ".core.wind")
-    hier = importlib.import_module(envfx.__name__ + ".core.wind_hierarchy")
     shapes = importlib.import_module(envfx.__name__ + ".core.wind_shapes")
+    import resource
+
+    # whether this run has the OpenBLAS settings the tests keep (a benchmark may unset both: say so)
+    blas = {name: os.environ.get(name) for name in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")}
     tree = shapes.make_vegetation("double", "touch", height=12.0, n_branches=args.veg_branches, twigs=args.veg_twigs,
                                   leaves_per_twig=args.veg_leaves, sides=args.veg_sides)
-    res, t_bake, t_ao = _bake_times(core, hier, tree["positions"], tree["faces"])
+    load = os.getloadavg()[0]
+    res, got = _bake_times(envfx, tree["positions"], tree["faces"], args.bake_rounds, "Bench Vegetation",
+                           not args.no_ao)
     emit(bench="wind_bake_vegetation", blender=version, vertices=len(tree["positions"]),
          cards=int(tree["leaf_id"].max() + 1), branch_pieces=args.veg_branches * (1 + args.veg_twigs),
-         islands=res.n_islands, structure=core.levels_text(res), seconds=round(t_bake, 3), target_seconds=5.0,
-         ao_seconds=round(t_ao, 3), load_avg=os.getloadavg()[0])
+         islands=res.n_islands, structure=core.levels_text(res), seconds=got["core_seconds"]["median"],
+         target_seconds=5.0, **got, max_rss_mb=round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+         openblas=blas, load_avg=load, load_avg_end=os.getloadavg()[0])
     if args.no_corpus:
         return
     index = os.path.join(os.environ.get("ENVFX_ASSET_CACHE") or os.path.join(ROOT, ".cache", "assets"),
@@ -524,10 +599,12 @@ def _vegetation(envfx, args, version):
         assets = json.load(fh)["assets"]
     for asset in assets:
         positions, faces = _read_obj(asset["obj"])
-        res, t_bake, t_ao = _bake_times(core, hier, positions, faces)
+        load = os.getloadavg()[0]
+        res, got = _bake_times(envfx, positions, faces, args.bake_rounds, f"Bench {asset['name']}",
+                               not args.no_ao)
         emit(bench="wind_bake_corpus", blender=version, asset=asset["name"], vertices=len(positions),
-             islands=res.n_islands, structure=core.levels_text(res), seconds=round(t_bake, 3),
-             ao_seconds=round(t_ao, 3), load_avg=os.getloadavg()[0])
+             islands=res.n_islands, structure=core.levels_text(res), seconds=got["core_seconds"]["median"], **got,
+             openblas=blas, load_avg=load, load_avg_end=os.getloadavg()[0])
 
 
 if __name__ == "__main__":

@@ -27,23 +27,41 @@ QUERIES = 6              # vertices per island that look for a parent
 FAR_SAMPLES = 4096       # candidate points for the islands with nothing within reach
 
 
-def segment_argext(values, inv, k, largest=False):
+def bounds(p):
+    """(lowest, highest) coordinate per axis of (N, 3) ``p``, N > 0: a column at a time (numpy reduces the long
+    axis of a row-major (N, 3) array many times slower)."""
+    return (np.array([p[:, i].min() for i in range(p.shape[1])]),
+            np.array([p[:, i].max() for i in range(p.shape[1])]))
+
+
+def segment_argext(values, inv, k, largest=False, order=None):
     """Per segment (``inv`` in 0..k-1): the index of its smallest (or largest) value, ties to the lowest index;
-    -1 for an empty segment."""
+    -1 for an empty segment. ``order``: ``np.argsort(inv, kind="stable")`` when the caller has it."""
     v = -values if largest else values
-    order = np.lexsort((np.arange(len(v)), v, inv))
-    first = np.ones(len(order), bool)
-    first[1:] = inv[order[1:]] != inv[order[:-1]]
     out = np.full(k, -1, np.int64)
-    out[inv[order[first]]] = order[first]
+    if not len(v):
+        return out
+    if order is None:
+        order = np.argsort(inv, kind="stable")
+    vs = v[order]
+    seg = inv[order]
+    new = np.ones(len(order), bool)
+    new[1:] = seg[1:] != seg[:-1]
+    starts = np.nonzero(new)[0]
+    ext = np.minimum.reduceat(vs, starts)  # per segment, in the segments' order
+    # the segments' members sit in index order (a stable sort), so the first member at the extreme is the lowest
+    hit = np.nonzero(vs == np.repeat(ext, np.diff(np.append(starts, len(vs)))))[0]
+    first = np.ones(len(hit), bool)
+    first[1:] = seg[hit[1:]] != seg[hit[:-1]]
+    out[seg[hit[first]]] = order[hit[first]]
     return out
 
 
-def query_vertices(p, inv, k, per_island=QUERIES):
+def query_vertices(p, inv, k, per_island=QUERIES, order=None):
     """(M,) vertex indices that look for a parent: per island up to ``per_island`` vertices spread through its
     vertex order (first and last included: a tube's two end rings, a card's corners), plus its two extremes along
     its longest bounding-box axis (where a branch starts and ends); and those ends alone."""
-    order = np.argsort(inv, kind="stable")
+    order = stable_argsort(inv) if order is None else order
     counts = np.bincount(inv, minlength=k)
     starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
     take = np.minimum(counts, per_island)
@@ -52,42 +70,70 @@ def query_vertices(p, inv, k, per_island=QUERIES):
     denom = np.maximum(take - 1, 1)
     pos = np.round(rank * (counts[isl] - 1) / denom[isl]).astype(np.int64)
     picked = order[starts[isl] + pos]
-    lo = np.stack([np.minimum.reduceat(p[order, i], starts[counts > 0]) for i in range(3)], 1)
-    hi = np.stack([np.maximum.reduceat(p[order, i], starts[counts > 0]) for i in range(3)], 1)
+    cols = [np.ascontiguousarray(p[:, i])[order] for i in range(3)]
+    lo = np.stack([np.minimum.reduceat(c, starts[counts > 0]) for c in cols], 1)
+    hi = np.stack([np.maximum.reduceat(c, starts[counts > 0]) for c in cols], 1)
     axis = np.zeros(k, np.int64)
     axis[counts > 0] = np.argmax(hi - lo, axis=1)
-    along = p[np.arange(len(p)), axis[inv]]
-    ends = np.concatenate([segment_argext(along, inv, k), segment_argext(along, inv, k, largest=True)])
+    along = p.reshape(-1)[np.arange(len(p)) * 3 + axis[inv]]
+    ends = np.concatenate([segment_argext(along, inv, k, order=order),
+                           segment_argext(along, inv, k, largest=True, order=order)])
     ends = ends[ends >= 0]
     return np.unique(np.concatenate([picked, ends])), ends
 
 
-def _edge_points(p, edges, step, limit=4_000_000):
+def _edge_points(p, edges, step, limit=4_000_000, keep=None):
     """Points along the edges longer than ``step`` (so a coarse trunk's long faces are near their points too):
-    (vertex a, vertex b, t) per point."""
+    (edge index, t) per point and its coordinates (three columns); of the edges ``keep`` (a mask, after the limit)
+    only, when given."""
     if not len(edges):
-        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0)
-    length = np.linalg.norm(p[edges[:, 1]] - p[edges[:, 0]], axis=1)
+        return np.zeros(0, np.int64), np.zeros(0), [np.zeros(0)] * 3
+    xa = [p[:, i][edges[:, 0]] for i in range(3)]
+    d = [p[:, i][edges[:, 1]] - xa[i] for i in range(3)]
+    length = np.sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2])  # (np.linalg.norm's sum, in its order)
     n_in = np.where(length > step, np.ceil(length / step).astype(np.int64) - 1, 0)
     total = int(n_in.sum())
     if total > limit:  # very fine steps on a huge mesh: coarser, not more memory
         n_in = np.floor(n_in * (limit / total)).astype(np.int64)
+    if keep is not None:
+        n_in = np.where(keep, n_in, 0)
     idx = np.repeat(np.arange(len(edges)), n_in)
     rank = np.arange(len(idx)) - np.repeat(np.cumsum(n_in) - n_in, n_in)
-    t = (rank + 1) / (n_in[idx] + 1)
-    return edges[idx, 0], edges[idx, 1], t
+    t = (rank + 1) / np.repeat(n_in + 1, n_in)
+    # a + t (b - a), per column: the per-edge values repeated (as gathering them by edge would give)
+    return idx, t, [np.repeat(xa[i], n_in) + t * np.repeat(d[i], n_in) for i in range(3)]
 
 
 def coincident_pairs(p, rel=1e-6):
     """(E, 2) pairs of vertices at one position (to within ``rel`` of the asset's extent): sort-based."""
-    ext = float(np.ptp(p, axis=0).max()) if len(p) else 0.0
+    return position_groups(p, rel)[0]
+
+
+def position_groups(p, rel=1e-6):
+    """Vertices at one position (to within ``rel`` of the asset's extent): (E, 2) pairs of them (each with the
+    next at its position) and (N,) the rank of each vertex's position among the distinct positions (one number
+    per position)."""
+    lo, hi = bounds(p) if len(p) else (np.zeros(3), np.zeros(3))
+    ext = float((hi - lo).max())
     if ext <= 0:
-        return np.zeros((0, 2), np.int64)
-    q = np.round((p - p.min(axis=0)) / (rel * ext)).astype(np.int64)
-    order = np.lexsort((q[:, 2], q[:, 1], q[:, 0]))
-    qs = q[order]
-    same = np.all(qs[1:] == qs[:-1], axis=1)
-    return np.stack([order[:-1][same], order[1:][same]], 1)
+        return np.zeros((0, 2), np.int64), np.zeros(len(p), np.int64)
+    q = np.round((p - lo) / (rel * ext)).astype(np.int64)
+    qmax = bounds(q)[1] + 1
+    key = (q[:, 0] * qmax[1] + q[:, 1]) * qmax[2] + q[:, 2]  # under 2**63: at most 1e6 steps per axis
+    order = stable_argsort(key)  # the order of a lexsort of the three columns
+    ks = key[order]
+    same = ks[1:] == ks[:-1]
+    gid = np.empty(len(p), np.int64)
+    gid[order] = np.concatenate(([0], np.cumsum(~same)))
+    return np.stack([order[:-1][same], order[1:][same]], 1), gid
+
+
+def stable_argsort(values):
+    """``np.argsort(values, kind="stable")`` of non-negative ints, as 16-bit ones when they fit (numpy sorts
+    those by radix, several times faster)."""
+    if len(values) and values.dtype.kind in "iu" and values.min() >= 0 and values.max() < 65536:
+        values = values.astype(np.uint16)
+    return np.argsort(values, kind="stable")
 
 
 def canonical_frame(p):
@@ -97,7 +143,12 @@ def canonical_frame(p):
     cov = c[:, :2].T @ c[:, :2]
     _, vecs = np.linalg.eigh(cov)
     xy = c[:, :2] @ vecs
-    skew = (xy ** 3).sum(axis=0)
+    # the sign of the third moment per axis: x * x * x is many times faster than x ** 3, and the two sums' signs
+    # agree unless the moment is about 0 (a symmetric spread; far beyond their rounding), summed as x ** 3 then
+    cube = xy * xy * xy
+    skew = cube.sum(axis=0)
+    if np.any(np.abs(skew) <= 1e-6 * np.abs(cube).sum(axis=0)):
+        skew = (xy ** 3).sum(axis=0)
     xy = xy * np.where(skew < 0, -1.0, 1.0)[None, :]
     out = np.empty_like(c)
     out[:, :2] = xy
@@ -105,17 +156,18 @@ def canonical_frame(p):
     return out
 
 
-def attach_islands(p, edges, inv, k, rank_size, tol, seed=0):
+def attach_islands(p, edges, inv, k, rank_size, tol, seed=0, order=None):
     """The parent of every island. ``rank_size`` (k,): the island's size for the "bigger" test (the trunk's is
     inf, so it can be anyone's parent); an island only hangs from one at least ``BIGGER`` times its size (crossed
-    quads and double-sided twins never hang from each other). Returns a dict of (k,) arrays: ``parent`` (-1: none
+    quads and double-sided twins never hang from each other; ``order``: ``np.argsort(inv, kind="stable")`` when the
+    caller has it). Returns a dict of (k,) arrays: ``parent`` (-1: none
     bigger exists), ``vertex`` (the island's own vertex where it attaches), ``pa``/``pb``/``pt`` (the parent point:
     between vertices pa and pb at t), ``gap`` (distance, inf without parent), ``near`` (found within ``tol``).
 
     In stages: the query vertices, the candidate parent points in a grid of cells, the search within ``tol``,
     the search farther for the islands left without a parent, and the result."""
     p = canonical_frame(p)  # the search grid follows the asset, so the result does not depend on its placement
-    qv, ends_v = _unique_queries(p, inv, k)
+    qv, ends_v = _unique_queries(p, inv, k, order)
     cand, grid = _candidate_points(p, edges, inv, k, rank_size, tol)
     best = _near_search(p, inv, k, rank_size, tol, qv, cand, grid)
     near = best["p"] >= 0
@@ -123,13 +175,14 @@ def attach_islands(p, edges, inv, k, rank_size, tol, seed=0):
     return _attachments(inv, k, cand, best, near)
 
 
-def _unique_queries(p, inv, k):
+def _unique_queries(p, inv, k, order=None):
     """The query vertices of every island, one per position of an island (a double-sided card's twins look
     once), and the islands' end vertices."""
-    qv, ends_v = query_vertices(p, inv, k)
-    ext = max(float(np.ptp(p, axis=0).max()), 1e-12)
-    q = np.round((p[qv] - p.min(axis=0)) / (1e-6 * ext)).astype(np.int64)
-    qmax = q.max(axis=0) + 1
+    qv, ends_v = query_vertices(p, inv, k, order=order)
+    lo, hi = bounds(p)
+    ext = max(float((hi - lo).max()), 1e-12)
+    q = np.round((p[qv] - lo) / (1e-6 * ext)).astype(np.int64)
+    qmax = bounds(q)[1] + 1
     pkey = (q[:, 0] * qmax[1] + q[:, 1]) * qmax[2] + q[:, 2]  # under 2**63: at most 1e6 steps per axis
     o = np.lexsort((inv[qv], pkey))
     once = np.ones(len(o), bool)
@@ -142,27 +195,42 @@ def _candidate_points(p, edges, inv, k, rank_size, tol):
     of the islands something can hang from, kept per cell of ``2 tol`` for its ``ISLANDS_PER_CELL`` biggest
     islands (up to ``CELL_CAP`` points each). Returns (pa, pb, pt, points, islands) sorted by cell, and the grid
     (low corner, cell size, dims, cell keys, their starts and counts)."""
-    n = len(p)
-    ea, eb, et = _edge_points(p, edges, 0.5 * tol)
-    pa = np.concatenate([np.arange(n), ea])
-    pb = np.concatenate([np.arange(n), eb])
-    pt = np.concatenate([np.zeros(n), et])
-    pts = p[pa] + pt[:, None] * (p[pb] - p[pa])
-    pis = inv[pa]
     # islands nothing can hang from (no island is clearly smaller) are no candidates
     smallest = rank_size.min()
     can_parent = rank_size > BIGGER * smallest
-    keep = can_parent[pis]
-    pa, pb, pt, pts, pis = pa[keep], pb[keep], pt[keep], pts[keep], pis[keep]
-    lo = p.min(axis=0) - tol
-    vox = np.floor((pts - lo) / (0.5 * tol)).astype(np.int64)
-    vdim = vox.max(axis=0) + 1
-    key = ((vox[:, 0] * vdim[1] + vox[:, 1]) * vdim[2] + vox[:, 2]) * k + pis
-    _, first = np.unique(key, return_index=True)
-    pa, pb, pt, pts, pis = pa[first], pb[first], pt[first], pts[first], pis[first]
+    vk = np.nonzero(can_parent[inv])[0]
+    eidx, et, ecols = _edge_points(p, edges, 0.5 * tol, keep=can_parent[inv[edges[:, 0]]] if len(edges) else None)
+    nv = len(vk)
+    # the points' coordinates a column at a time (a vertex is its own point: p + 0 * (p - p)): the vertices, then
+    # the points along the edges
+    cols = [np.concatenate([p[:, i][vk], ecols[i]]) for i in range(3)]
+    del ecols
+    pis = np.concatenate([inv[vk], inv[edges[eidx, 0]]]) if len(edges) else inv[vk]
+    lo, hi = bounds(p)
+    lo = lo - tol
+    # (each coordinate is at least tol above lo: truncation is the floor)
+    vox = [((cols[i] - lo[i]) / (0.5 * tol)).astype(np.int64) for i in range(3)]
+    vdim = [int(v.max()) + 1 if len(v) else 1 for v in vox]
+    key = ((vox[0] * vdim[1] + vox[1]) * vdim[2] + vox[2]) * k + pis
+    del vox
+    # the first point of each (voxel, island): a point with its predecessor's key is never one (a cheap cut of
+    # the runs along tubes), then the first of each key among the rest
+    run = np.ones(len(key), bool)
+    run[1:] = key[1:] != key[:-1]
+    rest = np.nonzero(run)[0]
+    _, first = np.unique(key[rest], return_index=True)
+    first = rest[first]
+    on_edge = first >= nv
+    fe = eidx[first[on_edge] - nv]
+    pa = np.where(on_edge, 0, vk[np.minimum(first, nv - 1)] if nv else 0)
+    pb = pa.copy()
+    pt = np.zeros(len(first))
+    pa[on_edge], pb[on_edge], pt[on_edge] = edges[fe, 0], edges[fe, 1], et[first[on_edge] - nv]
+    pis = pis[first]
+    pts = np.stack([c[first] for c in cols], 1)
 
     cell = 2.0 * tol
-    dims = np.floor((p.max(axis=0) + 2 * tol - lo) / cell).astype(np.int64) + 2
+    dims = np.floor((hi + 2 * tol - lo) / cell).astype(np.int64) + 2
     cid = np.floor((pts - lo) / cell).astype(np.int64)
     ckey = (cid[:, 0] * dims[1] + cid[:, 1]) * dims[2] + cid[:, 2]
     # per cell: the points of its ISLANDS_PER_CELL biggest islands, up to CELL_CAP points each
@@ -206,6 +274,15 @@ def _near_search(p, inv, k, rank_size, tol, qv, cand, grid):
     g = (qp - lo) / cell
     base = np.floor(g).astype(np.int64)
     side = np.where(g - base >= 0.5, 1, -1)
+    # per candidate point: its coordinates a column at a time, its island's size and rank
+    pcol = [np.ascontiguousarray(pts[:, i]) for i in range(3)]
+    qcol = [np.ascontiguousarray(qp[:, i]) for i in range(3)]
+    c_size = rank_size[pis]
+    c_rank = srank[pis]
+    tol2 = tol * tol * (1.0 + 1e-9)  # a cut before the square root; the exact test is on the distance
+    # per cell, the box of its points: a query farther than tol from it has nothing within reach there
+    box_lo = [np.minimum.reduceat(pc, ustart) if len(ukeys) else pc[:0] for pc in pcol]
+    box_hi = [np.maximum.reduceat(pc, ustart) if len(ukeys) else pc[:0] for pc in pcol]
     chunk = 60_000
     for s in range(0, len(qv), chunk):  # chunks of queries (memory bound)
         sl = slice(s, s + chunk)
@@ -217,21 +294,31 @@ def _near_search(p, inv, k, rank_size, tol, qv, cand, grid):
             at = np.minimum(at, len(ukeys) - 1) if len(ukeys) else at
             found = (len(ukeys) > 0) & (ukeys[at] == ck) if len(ukeys) else np.zeros(len(ck), bool)
             qidx = np.nonzero(found)[0]
-            cnt = ucount[at[qidx]]
+            cat = at[qidx]
+            gap2 = np.zeros(len(qidx))
+            for qc, blo, bhi in zip(qcol, box_lo, box_hi):
+                x = qc[qidx + s]
+                gap = np.maximum(np.maximum(blo[cat] - x, x - bhi[cat]), 0.0)
+                gap2 += gap * gap
+            reach = gap2 <= tol2 * (1.0 + 1e-6)
+            qidx, cat = qidx[reach], cat[reach]
+            cnt = ucount[cat]
             rq = np.repeat(qidx, cnt)
-            rp = np.repeat(ustart[at[qidx]], cnt) + (np.arange(len(rq)) - np.repeat(np.cumsum(cnt) - cnt, cnt))
+            rp = np.repeat(ustart[cat], cnt) + (np.arange(len(rq)) - np.repeat(np.cumsum(cnt) - cnt, cnt))
             gq = rq + s
+            dx, dy, dz = (pc[rp] - qc[gq] for pc, qc in zip(pcol, qcol))
+            d2 = dx * dx + dy * dy + dz * dz  # (np.linalg.norm's sum, in its order)
+            close = d2 <= tol2
+            gq, rp = gq[close], rp[close]
+            d = np.sqrt(d2[close])
             own = qi[gq]
-            ok = (rank_size[pis[rp]] > BIGGER * rank_size[own]) & (pis[rp] != own)
-            gq, rp, own = gq[ok], rp[ok], own[ok]
-            d = np.linalg.norm(pts[rp] - qp[gq], axis=1)
-            close = d <= tol
-            gq, rp, own, d = gq[close], rp[close], own[close], d[close]
+            close = (d <= tol) & (c_size[rp] > BIGGER * rank_size[own]) & (pis[rp] != own)
+            gq, rp, d, own = gq[close], rp[close], d[close], own[close]
             if not len(d):
                 continue
             # of the islands within reach, the finest (a leaf touching its twig and near the branch is the
             # twig's), at its nearest point: one key per pair, the least per island (no sort of the pairs)
-            key = srank[pis[rp]] * 2.0 + d / tol
+            key = c_rank[rp] * 2.0 + d / tol
             np.minimum.at(best_key, own, key)
             win = key == best_key[own]
             best_q[own[win]] = qv[gq[win]]
@@ -239,7 +326,7 @@ def _near_search(p, inv, k, rank_size, tol, qv, cand, grid):
             best_d[own[win]] = d[win]
             # and the nearest of the much bigger ones (used when the finest is about the island's own size: a
             # sibling branch starting beside it, not its parent)
-            big = rank_size[pis[rp]] >= MUCH_BIGGER * rank_size[own]
+            big = c_size[rp] >= MUCH_BIGGER * rank_size[own]
             if big.any():
                 ob, db = own[big], d[big]
                 np.minimum.at(alt_d, ob, db)
@@ -319,23 +406,28 @@ def _attachments(inv, k, cand, best, near):
     return dict(parent=parent, vertex=vtx, pa=ra, pb=rb, pt=rt, gap=best_d, near=near)
 
 
-def along_card(p, lv, li, anchor, cen, k):
+def along_card(p, lv, li, anchor, cen, k, groups=None):
     """Distance of each leaf vertex ``lv`` (island ``li``) from the end of its leaf that is nearer ``anchor``
     (k, 3: the point of the parent it hangs from), measured along that of the leaf's two main axes that is closer
     to the way from the anchor to the leaf's centre: a card's whole attached edge is 0, its far end the largest,
     whichever of its vertices happens to be nearest the twig. 0 or more. Also returns per island the axis (k, 3)
     and the attached end's offset along it from the centre (k,): the piece's distance at any point x is
-    ``(x - centre) . axis - end``."""
+    ``(x - centre) . axis - end``. ``groups``: ``position_groups``' rank of each of ``lv``'s positions (of the
+    asset ``p`` with rel 1e-6), when the caller has it."""
     if not len(lv):
         return np.zeros(0), np.zeros((k, 3)), np.zeros(k)
     c = p[lv] - cen[li]
     # each position counts once (a double-sided card's twins, the shared corners of two triangles)
-    ext = max(float(np.ptp(p, axis=0).max()), 1e-12)
-    q = np.round((p[lv] - p.min(axis=0)) / (1e-6 * ext)).astype(np.int64)
-    qmax = q.max(axis=0) + 1
-    qkey = (q[:, 0] * qmax[1] + q[:, 1]) * qmax[2] + q[:, 2]  # under 2**63: at most 1e6 steps per axis
-    _, qinv, qcount = np.unique(qkey, return_inverse=True, return_counts=True)
-    wgt = 1.0 / qcount[qinv.reshape(-1)]
+    if groups is None:
+        lo, hi = bounds(p)
+        ext = max(float((hi - lo).max()), 1e-12)
+        q = np.round((p[lv] - lo) / (1e-6 * ext)).astype(np.int64)
+        qmax = bounds(q)[1] + 1
+        qkey = (q[:, 0] * qmax[1] + q[:, 1]) * qmax[2] + q[:, 2]  # under 2**63: at most 1e6 steps per axis
+        _, qinv, qcount = np.unique(qkey, return_inverse=True, return_counts=True)
+        wgt = 1.0 / qcount[qinv.reshape(-1)]
+    else:
+        wgt = 1.0 / np.bincount(groups)[groups]
     cov = np.zeros((k, 3, 3))
     for i in range(3):  # 3x3 segment sums, not a loop over vertices
         for j in range(i, 3):

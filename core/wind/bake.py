@@ -20,8 +20,8 @@ def connected_components(n: int, edges: np.ndarray) -> np.ndarray:
     if n == 0 or len(edges) == 0:
         return labels
     a, b = edges[:, 0], edges[:, 1]
+    la, lb = a, b  # (every vertex its own label at first)
     while True:
-        la, lb = labels[a], labels[b]
         diff = la != lb
         if not diff.any():
             return labels
@@ -33,10 +33,11 @@ def connected_components(n: int, edges: np.ndarray) -> np.ndarray:
             if np.array_equal(nxt, labels):
                 break
             labels = nxt
+        la, lb = labels[a], labels[b]
 
 
 def _segments(inv: np.ndarray, k: int):
-    order = np.argsort(inv, kind="stable")
+    order = wind_hierarchy.stable_argsort(inv)
     counts = np.bincount(inv, minlength=k)
     starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
     return order, starts, counts
@@ -190,9 +191,12 @@ def _structure_steps(p, edges, labels, leaf_fraction, slices, max_samples, seed)
     yield 0.05
 
     # islands; vertices at one position are one (a card of two unwelded triangles, a double-sided card's twins)
-    comp = connected_components(n, np.concatenate([edges, wind_hierarchy.coincident_pairs(p)]))
-    roots, inv = np.unique(comp, return_inverse=True)
-    k = len(roots)
+    pairs, groups = wind_hierarchy.position_groups(p)
+    comp = connected_components(n, np.concatenate([edges, pairs]))
+    # each island numbered by its label (its lowest vertex) in order, as np.unique's inverse would (without a sort)
+    is_root = comp == np.arange(n)
+    k = int(is_root.sum())
+    inv = (np.cumsum(is_root) - 1)[comp]
     order, starts, counts = _segments(inv, k)
     yield 0.15
     lo, size, isl_label, has_trunk, on_ground = _island_boxes(p, labels, inv, k, order, starts, counts, zmin, hgt)
@@ -214,7 +218,8 @@ def _structure_steps(p, edges, labels, leaf_fraction, slices, max_samples, seed)
 
     stem_isl, root, ring = _stem_roots(p, z, k, inv, trunk_isl, on_ground, size, isl_label, leaf_fraction, hgt,
                                        b_raw)
-    cen, tol, att, parent = _hang_islands(p, edges, inv, k, counts, trunk_isl, stem_isl, multi_stem, seed)
+    cen, tol, att, parent = _hang_islands(p, edges, inv, k, order, starts, counts, trunk_isl, stem_isl, multi_stem,
+                                          seed)
     yield 0.6
     children = np.bincount(parent[parent >= 0], minlength=k)
     hangs = parent >= 0
@@ -224,7 +229,7 @@ def _structure_steps(p, edges, labels, leaf_fraction, slices, max_samples, seed)
     vleaf = leaf_isl[inv]
 
     along = _b_along_hierarchy(p, k, inv, parent, depth, hangs, att, cen, trunk_isl, stem_isl, root, ring,
-                               (centres_z, cx, cy, rad), outside, b_raw)
+                               (centres_z, cx, cy, rad), outside, b_raw, groups)
     phase, n_welded = _branch_phases(p, k, inv, parent, depth, hangs, att, trunk_isl, stem_isl, leaf_isl, vtrunk,
                                      outside, sub, b_raw, tol, max_samples, seed)
     yield 0.7
@@ -342,22 +347,23 @@ def _stem_roots(p, z, k, inv, trunk_isl, on_ground, size, isl_label, leaf_fracti
     return stem_isl, root, ring
 
 
-def _hang_islands(p, edges, inv, k, counts, trunk_isl, stem_isl, multi_stem, seed):
+def _hang_islands(p, edges, inv, k, order, starts, counts, trunk_isl, stem_isl, multi_stem, seed):
     """The hierarchy: every other island hangs from a clearly bigger one nearby (the trunk is bigger than all).
     Returns (island centroids, the attach tolerance, ``wind_hierarchy.attach_islands``' result, parents)."""
     # the size that ranks islands: twice the farthest distance from the centroid (turning a card changes its
     # bounding box, not this)
     cen = np.stack([np.bincount(inv, weights=p[:, i], minlength=k) for i in range(3)], 1) / counts[:, None]
-    rank_size = np.zeros(k)
-    np.maximum.at(rank_size, inv, 2.0 * np.linalg.norm(p - cen[inv], axis=1))
+    d = [p[:, i] - cen[:, i][inv] for i in range(3)]  # (a column at a time; np.linalg.norm's sum, in its order)
+    rank_size = _seg_reduce(np.maximum, 2.0 * np.sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]), order, starts, counts)
     rank_size[trunk_isl] = np.inf
     if multi_stem:  # no trunk: the stems stand in for it (bigger than any piece, and equal among themselves)
         rank_size[stem_isl] = np.inf
     is_root = trunk_isl | stem_isl
-    ext = float((p.max(axis=0) - p.min(axis=0)).max())
+    lo, hi = wind_hierarchy.bounds(p)
+    ext = float((hi - lo).max())
     tol = wind_hierarchy.TOLERANCE * ext
     if k > 1 and not is_root.all():  # (every island a stem: nothing hangs)
-        att = wind_hierarchy.attach_islands(p, edges, inv, k, rank_size, tol, seed)
+        att = wind_hierarchy.attach_islands(p, edges, inv, k, rank_size, tol, seed, order)
     else:
         att = dict(parent=np.full(k, -1), vertex=np.zeros(k, np.int64), pa=np.zeros(k, np.int64),
                    pb=np.zeros(k, np.int64), pt=np.zeros(k), gap=np.full(k, np.inf), near=np.zeros(k, bool))
@@ -366,10 +372,10 @@ def _hang_islands(p, edges, inv, k, counts, trunk_isl, stem_isl, multi_stem, see
 
 
 def _b_along_hierarchy(p, k, inv, parent, depth, hangs, att, cen, trunk_isl, stem_isl, root, ring, axis, outside,
-                       b_raw):
+                       b_raw, groups=None):
     """B along the hierarchy, level by level: a piece starts at its parent's B where it attaches (written into
-    ``b_raw``; ``axis``: the trunk's slice centres, axis x, y and radius). Returns each vertex's distance from its
-    piece's attached end."""
+    ``b_raw``; ``axis``: the trunk's slice centres, axis x, y and radius; ``groups``: each vertex's position rank,
+    ``wind_hierarchy.position_groups``). Returns each vertex's distance from its piece's attached end."""
     n = len(p)
     centres_z, cx, cy, rad = axis
     pa, pb, pt = att["pa"], att["pb"], att["pt"]
@@ -377,7 +383,8 @@ def _b_along_hierarchy(p, k, inv, parent, depth, hangs, att, cen, trunk_isl, ste
     anchor = p[pa] + pt[:, None] * (p[pb] - p[pa])
     hv = np.nonzero(hangs[inv])[0]
     along = np.zeros(n)  # each hanging piece's distance from its attached end, along the piece
-    along[hv], ax_i, end_i = wind_hierarchy.along_card(p, hv, inv[hv], anchor, cen, k)
+    along[hv], ax_i, end_i = wind_hierarchy.along_card(p, hv, inv[hv], anchor, cen, k,
+                                                       None if groups is None else groups[hv])
     length_i = np.zeros(k)
     np.maximum.at(length_i, inv[hv], along[hv])
     # a piece's B is affine along its axis (start + distance from its attached end), so its parent's B at the
