@@ -42,6 +42,10 @@ CHANNELS = (("EnvFX_Wind_BH", ((0, None), (5, None))), ("EnvFX_Wind_Bcs", ((1, N
             ("EnvFX_Wind_PivotZ", ((6, 2), (7, None))))
 # whether the engine's import counts V from the top (glTF's V is 1 - Blender's; Unreal's FBX import flips it)
 V_FLIP = {"GODOT": True, "UNITY": False, "UNREAL": True}
+# where Godot 4's glTF import puts TEXCOORD_n (modules/gltf/gltf_document.cpp): TEXCOORD_0 -> UV, TEXCOORD_1 ->
+# UV2, then each pair TEXCOORD_2k+2, 2k+3 -> CUSTOMk.xy, .zw (k = 0..2; RGBA float, or RG float for a lone
+# one), up to TEXCOORD_7; Blender's glTF exporter writes every UV map as TEXCOORD_n in the mesh's UV map order
+GODOT_INPUTS = ("UV", "UV2", "CUSTOM0.xy", "CUSTOM0.zw", "CUSTOM1.xy", "CUSTOM1.zw", "CUSTOM2.xy", "CUSTOM2.zw")
 LIVE_VERSION = "core/wind/live.py of main at ebe07ef (before the cheaper nodes and per-blade grass gusts)"
 
 
@@ -90,6 +94,26 @@ def channel_uvs(live: dict) -> dict:
     return out
 
 
+def uv_order(existing) -> list:
+    """The mesh's UV map names once the channels are written: ``existing`` in order, then the channels it lacks
+    (Blender appends a new UV map)."""
+    existing = list(existing)
+    return existing + [name for name, _parts in CHANNELS if name not in existing]
+
+
+def godot_inputs(order) -> dict:
+    """{channel: the Godot vertex input that holds it (``GODOT_INPUTS``)} for a mesh whose UV maps are ``order``
+    when it is exported to glTF (TEXCOORD_n = the n-th UV map); ValueError when one is beyond TEXCOORD_7."""
+    order = list(order)
+    out = {}
+    for name, _parts in CHANNELS:
+        i = order.index(name)
+        if i >= len(GODOT_INPUTS):
+            raise ValueError(f"the UV map {name} is number {i + 1}: Godot imports at most 8 UV maps")
+        out[name] = GODOT_INPUTS[i]
+    return out
+
+
 def engine_uvs(uvs: dict, engine: str) -> dict:
     """The channels as the engine's import has them (V flipped where its import flips it)."""
     out = {}
@@ -106,8 +130,11 @@ def _quantized(freq: float) -> str:
     return f"envfx_wind_quantize({_num(freq)}, gusts)"
 
 
-def shader_source(engine: str, asset: core_live.AssetWind, unit_scale: float = 1.0, source: str = "") -> str:
-    """The engine's wind include for one asset (its settings are constants; the scene's wind are parameters)."""
+def shader_source(engine: str, asset: core_live.AssetWind, unit_scale: float = 1.0, source: str = "",
+                  uv_maps=None) -> str:
+    """The engine's wind include for one asset (its settings are constants; the scene's wind are parameters).
+    ``uv_maps``: the asset mesh's UV map names in order (default: the channels alone), from which the Godot
+    include's ``envfx_wind_offset_godot`` reads each channel where Godot's glTF import puts it."""
     a, k = axes(engine, unit_scale)
     glsl = engine == "GODOT"
     v2, v3, v4 = ("vec2", "vec3", "vec4") if glsl else ("float2", "float3", "float4")
@@ -361,6 +388,23 @@ def shader_source(engine: str, asset: core_live.AssetWind, unit_scale: float = 1
         "                             object_to_world, frame, wind, gusts, grass, camera_pos, camera_z);",
         "}",
     ]
+    if engine == "GODOT":
+        where = godot_inputs(uv_order(uv_maps or ()))
+        args = {name: where[name].lower() for name, _parts in CHANNELS}
+        lines += [
+            "",
+            "// the same from the vertex inputs as Godot 4's glTF import fills them from this asset's .glb (exported",
+            "// with its UV maps in their order: " + ", ".join(f"{n} -> {where[n]}" for n, _p in CHANNELS) + "):",
+            "// VERTEX += envfx_wind_offset_godot(VERTEX, NORMAL, UV, UV2, CUSTOM0, CUSTOM1, CUSTOM2,",
+            "//     MODEL_MATRIX, frame, wind, gusts, grass, CAMERA_POSITION_WORLD, INV_VIEW_MATRIX[2].xyz);",
+            "vec3 envfx_wind_offset_godot(vec3 rest_pos, vec3 normal, vec2 uv, vec2 uv2, vec4 custom0, vec4 custom1,",
+            "                             vec4 custom2, mat4 object_to_world, float frame, vec4 wind, vec4 gusts,",
+            "                             vec4 grass, vec3 camera_pos, vec3 camera_z) {",
+            "    return envfx_wind_offset_uv(rest_pos, normal, "
+            + ", ".join(args[n] for n, _p in CHANNELS) + ",",
+            "                                object_to_world, frame, wind, gusts, grass, camera_pos, camera_z);",
+            "}",
+        ]
     if engine == "UNITY":
         lines += [
             "",
@@ -378,21 +422,28 @@ def shader_source(engine: str, asset: core_live.AssetWind, unit_scale: float = 1
 
 
 def export_files(folder: str, assets: dict, scene: core_live.SceneWind, unit_scale: float = 1.0,
-                 source: str = "") -> list:
+                 source: str = "", uv_maps=None) -> list:
     """Write, per asset (``{name: AssetWind}``) and engine, the wind include, and ``envfx_wind.json`` (the scene's
-    wind as each engine's uniforms, each asset's settings and files) into ``folder``; a failure leaves the folder
-    as it was. Returns the paths written."""
+    wind as each engine's uniforms, each asset's settings and files, and where its channels arrive: the glTF
+    TEXCOORD set and the Godot vertex input) into ``folder``; ``uv_maps``: {asset name: its mesh's UV map names in
+    order} (default: the channels alone). A failure leaves the folder as it was. Returns the paths written."""
     texts, entries = {}, {}
+    uv_maps = uv_maps or {}
     for stem, (name, asset) in zip(unique_stems(list(assets)), assets.items()):
         files = {}
+        order = uv_order(uv_maps.get(name, ()))
         for engine in ENGINES:
             base, ext = os.path.splitext(INCLUDE[engine])
             file_name = f"{base}_{stem}{ext}"
-            texts[file_name] = shader_source(engine, asset, unit_scale, f"{source}, {name}" if source else name)
+            texts[file_name] = shader_source(engine, asset, unit_scale, f"{source}, {name}" if source else name,
+                                             order)
             files[engine] = file_name
+        godot = godot_inputs(order)
         entries[name] = {"files": files, "category": asset.category, "rigidity": asset.rigidity,
                          "bend": asset.bend, "sway": asset.sway, "lift": asset.lift, "micro": asset.micro,
-                         "ramp": asset.ramp, "main_bend": asset.main_bend, "asset_height": asset.asset_height}
+                         "ramp": asset.ramp, "main_bend": asset.main_bend, "asset_height": asset.asset_height,
+                         "channels": {n: {"uv_map": order.index(n), "gltf": f"TEXCOORD_{order.index(n)}",
+                                          "godot": godot[n]} for n, _parts in CHANNELS}}
     meta = {"format": "envfx-wind-engines", "version": 1, "source": source, "live": LIVE_VERSION,
             "unit_scale": float(unit_scale),
             "scene": {e: scene_uniforms(scene, e, unit_scale) for e in ENGINES},

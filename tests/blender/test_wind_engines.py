@@ -19,19 +19,23 @@ _spec = importlib.util.spec_from_file_location("envfx_test_vat_helpers", os.path
 _helpers = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_helpers)
 
+# Godot's vertex() built-ins as its glTF import fills them (VERTEX, NORMAL, UV, UV2, CUSTOM0..2), into the call the
+# include's comment gives
 GODOT_MAIN = """
 layout(location = 0) in vec2 pixel;
 layout(location = 1) in vec3 rest_pos;
 layout(location = 2) in vec3 normal;
-layout(location = 3) in vec4 uv_a;
-layout(location = 4) in vec4 uv_b;
-layout(location = 5) in vec2 uv_c;
+layout(location = 3) in vec2 uv_in;
+layout(location = 4) in vec2 uv2_in;
+layout(location = 5) in vec4 custom0_in;
+layout(location = 6) in vec4 custom1_in;
+layout(location = 7) in vec4 custom2_in;
 layout(location = 0) out vec4 result;
 void main() {
     gl_Position = vec4(pixel, 0.0, 1.0);
-    vec3 off = envfx_wind_offset_uv(rest_pos, normal, uv_a.xy, uv_a.zw, uv_b.xy, uv_b.zw, uv_c, mat4(@MATRIX@),
-                                    @FRAME@, vec4(@WIND@), vec4(@GUSTS@), vec4(@GRASS@), vec3(0.0),
-                                    vec3(0.0, 1.0, 0.0));
+    vec3 off = envfx_wind_offset_godot(rest_pos, normal, uv_in, uv2_in, custom0_in, custom1_in, custom2_in,
+                                       mat4(@MATRIX@), @FRAME@, vec4(@WIND@), vec4(@GUSTS@), vec4(@GRASS@),
+                                       vec3(0.0), vec3(0.0, 1.0, 0.0));
     result = vec4(off, 1.0);
 }
 """
@@ -61,8 +65,9 @@ def mods(envfx):
     return M
 
 
-def plant(envfx, name="Plant"):
-    """A wind asset: an upright subdivided sheet, baked, in the live wind, rotated, scaled and moved."""
+def plant(envfx, name="Plant", uv_maps=("UVMap",)):
+    """A wind asset: an upright subdivided sheet with the UV maps ``uv_maps``, baked, in the live wind, rotated,
+    scaled and moved."""
     scene = bpy.context.scene
     scene.envfx.wind.ao_samples = 0
     scene.envfx.wind.strength = 2.0
@@ -71,7 +76,10 @@ def plant(envfx, name="Plant"):
     obj.name = name
     obj.rotation_euler = (1.4, 0, 0)
     bpy.ops.object.transform_apply(rotation=True)
-    obj.data.uv_layers.new(name="UVMap") if not obj.data.uv_layers else None
+    for layer in list(obj.data.uv_layers):
+        obj.data.uv_layers.remove(layer)
+    for uv_name in uv_maps:
+        obj.data.uv_layers.new(name=uv_name)
     envfx.operators.wind.bake(scene, [obj])
     envfx.operators.wind.add_wind(scene, [obj])
     obj.location = (3.0, -2.0, 0.5)
@@ -105,7 +113,35 @@ def gpu_helpers():
     return module
 
 
-def run(gpu_mod, gpu, tmp_path, engine, include, main, positions, normals, uvs, matrix, frame, uniforms):
+def godot_import(prim, accessor, n):
+    """The vertex inputs Godot 4's glTF import fills from a primitive's TEXCOORD_n (modules/gltf/gltf_document.cpp,
+    GLTFDocument::_parse_meshes): TEXCOORD_0 -> UV, TEXCOORD_1 -> UV2, TEXCOORD_2k+2 and 2k+3 -> CUSTOMk.xy and .zw
+    (k = 0..2, stopping at the first k with neither); a missing input reads zeros."""
+    a = prim["attributes"]
+
+    def get(i):
+        key = f"TEXCOORD_{i}"
+        return accessor(a[key]).astype(np.float64) if key in a else None
+
+    zero = np.zeros((n, 2))
+    out = {"UV": get(0) if get(0) is not None else zero, "UV2": get(1) if get(1) is not None else zero}
+    for k in range(3):
+        first, second = get(2 + 2 * k), get(3 + 2 * k)
+        if first is None and second is None:
+            break
+        out[f"CUSTOM{k}"] = np.hstack([first if first is not None else zero, second if second is not None else zero])
+    for k in range(3):
+        out.setdefault(f"CUSTOM{k}", np.zeros((n, 4)))
+    return out
+
+
+def godot_input(inputs, where):
+    """The (N, 2) values of a Godot input named as in the JSON ("UV", "UV2", "CUSTOM1.zw")."""
+    name, _, part = where.partition(".")
+    return inputs[name] if not part else inputs[name][:, {"xy": slice(0, 2), "zw": slice(2, 4)}[part]]
+
+
+def run(gpu_mod, gpu, tmp_path, engine, include, main, attributes, matrix, frame, uniforms):
     subst = {"MATRIX": ", ".join(repr(float(v)) for v in (matrix.T if engine == "GODOT" else matrix).reshape(-1)),
              "FRAME": repr(float(frame))}
     for key in ("wind", "gusts", "grass"):
@@ -115,12 +151,17 @@ def run(gpu_mod, gpu, tmp_path, engine, include, main, positions, normals, uvs, 
     hlsl = engine != "GODOT"
     vert = gpu_mod.spirv(("#version 450\n" if not hlsl else "") + include + main, "vert", hlsl, tmp_path)
     frag = gpu_mod.spirv(gpu_mod.HLSL_FRAG if hlsl else gpu_mod.GLSL_FRAG, "frag", hlsl, tmp_path)
-    return gpu.run(vert, frag, [positions, normals, np.hstack(uvs[0:2]), np.hstack(uvs[2:4]), uvs[4]])[:, :3]
+    return gpu.run(vert, frag, attributes)[:, :3]
 
 
-def test_export_writes_the_channels_and_the_exported_gltf_and_fbx_play_the_preview(envfx, mods, tmp_path):
-    obj = plant(envfx)
+# the asset's own UV maps before the wind's (the bake's EnvFX_Height_UV, then the five of Export for Game Engines)
+# decide where Godot's import puts the channels: none: UV2, CUSTOM0 and CUSTOM1; one: CUSTOM0.xy to CUSTOM2.xy;
+# two: CUSTOM0.zw to CUSTOM2.zw
+@pytest.mark.parametrize("uv_maps", [("UVMap",), (), ("UVMap", "Lightmap")])
+def test_export_writes_the_channels_and_the_exported_gltf_and_fbx_play_the_preview(envfx, mods, tmp_path, uv_maps):
+    obj = plant(envfx, uv_maps=uv_maps)
     scene = bpy.context.scene
+    active = obj.data.uv_layers.active.name
     paths, result = mods.ops.export_engines(scene, [obj], str(tmp_path / "engines"))
     assert result.changed == ["Plant"]
     names = sorted(os.path.basename(p) for p in paths)
@@ -130,7 +171,8 @@ def test_export_writes_the_channels_and_the_exported_gltf_and_fbx_play_the_previ
     assert meta["assets"]["Plant"]["category"] == obj.envfx.wind.category
     channels = [name for name, _ in mods.core.CHANNELS]
     uv_names = [uv.name for uv in obj.data.uv_layers]
-    assert set(channels) <= set(uv_names) and obj.data.uv_layers.active.name == "UVMap"
+    assert uv_names[:len(uv_maps)] == list(uv_maps) and uv_names[-5:] == channels  # appended after the others
+    assert obj.data.uv_layers.active.name == active
     # the exporters, Apply Modifiers off
     for o in scene.objects:
         o.select_set(o == obj)
@@ -156,14 +198,24 @@ def test_export_writes_the_channels_and_the_exported_gltf_and_fbx_play_the_previ
     a_g = np.asarray(envfx.core.bend_engines.ENGINES["GODOT"][0], np.float64)
     index = {tuple(np.round(p, 4)): i for i, p in enumerate(rest @ a_g.T)}
     vert = np.array([index[tuple(np.round(p, 4))] for p in pos_g])  # the glb's vertices are the mesh's, split
-    uvs_g = []
-    for name in channels:
-        key = f"TEXCOORD_{uv_names.index(name)}"
-        assert key in prim["attributes"], f"the glb has no {key} ({name})"
-        uv = accessor(prim["attributes"][key]).astype(np.float64)
+    # the accessor layout: every UV map as TEXCOORD_n in the mesh's order, with no gap (Godot's import stops at the
+    # first missing pair); the JSON names the TEXCOORD and the Godot input of each channel, and the include reads
+    # that input
+    names = list(prim["attributes"])
+    assert [k for k in names if k.startswith("TEXCOORD_")] == [f"TEXCOORD_{i}" for i in range(len(uv_names))], names
+    godot = godot_import(prim, accessor, len(pos_g))
+    include_g = (tmp_path / "engines" / meta["assets"]["Plant"]["files"]["GODOT"]).read_text()
+    call = include_g[include_g.index("return envfx_wind_offset_uv(rest_pos, normal, ", include_g.index(
+        "vec3 envfx_wind_offset_godot(")):].split("normal, ", 1)[1].split(",\n")[0].split(", ")
+    for name, read in zip(channels, call):
+        where = meta["assets"]["Plant"]["channels"][name]
+        i = uv_names.index(name)
+        assert where["gltf"] == f"TEXCOORD_{i}" and where["godot"] == mods.core.GODOT_INPUTS[i]
+        assert read == where["godot"].lower(), (name, read, where)
+        uv = accessor(prim["attributes"][where["gltf"]]).astype(np.float64)
         np.testing.assert_allclose(uv[:, 0], live_uvs[name][vert, 0], atol=1e-6)
         np.testing.assert_allclose(1.0 - uv[:, 1], live_uvs[name][vert, 1], atol=1e-6)  # glTF's V
-        uvs_g.append(uv)
+        np.testing.assert_array_equal(godot_input(godot, where["godot"]), uv)
 
     # FBX read back by Blender's importer: the channels by name, per vertex (matched by world position)
     before = set(bpy.data.objects)
@@ -195,18 +247,19 @@ def test_export_writes_the_channels_and_the_exported_gltf_and_fbx_play_the_previ
     gpu = gpu_mod.Gpu()
     params = envfx.shader_nodes.wind.params_from_scene(scene)
     worst = 0.0
-    for engine, main, positions, normals, uvs, verts in (
-            ("GODOT", GODOT_MAIN, pos_g, accessor(prim["attributes"]["NORMAL"]), uvs_g, vert),
-            ("UNITY", UNITY_MAIN, envfx.core.bend_engines.to_engine(rest[vert_f], "UNITY"),
-             mods.bridge.vertex_normals(obj.data)[vert_f] @ np.asarray(
-                 envfx.core.bend_engines.ENGINES["UNITY"][0], np.float64).T, uvs_f, vert_f)):
+    for engine, main, attributes, verts in (
+            ("GODOT", GODOT_MAIN, [pos_g, accessor(prim["attributes"]["NORMAL"])]
+             + [godot[k] for k in ("UV", "UV2", "CUSTOM0", "CUSTOM1", "CUSTOM2")], vert),
+            ("UNITY", UNITY_MAIN, [envfx.core.bend_engines.to_engine(rest[vert_f], "UNITY"),
+                                   mods.bridge.vertex_normals(obj.data)[vert_f] @ np.asarray(
+                                       envfx.core.bend_engines.ENGINES["UNITY"][0], np.float64).T,
+                                   np.hstack(uvs_f[0:2]), np.hstack(uvs_f[2:4]), uvs_f[4]], vert_f)):
         include = (tmp_path / "engines" / meta["assets"]["Plant"]["files"][engine]).read_text()
         a, k = mods.core.axes(engine)
         matrix = mods.core.engine_matrix_world(m, engine)
         uniforms = mods.core.scene_uniforms(params, engine)
         for frame in frames:
-            got = run(gpu_mod, gpu, tmp_path, engine, include, main, positions, normals, uvs, matrix, frame,
-                      uniforms)
+            got = run(gpu_mod, gpu, tmp_path, engine, include, main, attributes, matrix, frame, uniforms)
             want = k * preview[frame][verts] @ a.T
             worst = max(worst, float(np.abs(got - want).max()))
         assert np.abs(want).max() > 0.01 * size
