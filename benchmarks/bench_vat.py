@@ -13,7 +13,8 @@ while the proxy is exported, so its encoding has three measures; each JSON line 
   lock), and it is the difference of two timed runs, so noisy;
 - ``encode_share_thread``: the encoder thread's time in the encoder over ``total`` (what the encoding would
   cost if it ran on the main thread; under load it includes the thread's waits for a core);
-- ``encode_share_exposed``: the main thread's time held up by the encoder thread over ``total``.
+- ``encode_share_exposed``: the main thread's time held up by the encoder thread over ``total``;
+- ``encode_cpu_s``: the encoder's time on a core (its thread's CPU time: the work, whatever the load).
 
 ``--modes thread,inline`` also bakes with the encoder on the main thread (``operators.vat.ENCODE_ON_THREAD``
 off: each frame encoded before the next is evaluated, as before the thread), right after the threaded bake or
@@ -178,7 +179,7 @@ def report(bpy, r, encoding, mode, args, n, meta, wall, reference, t, size):
         "total_s": round(wall, 3), "evaluate_only_s": round(reference, 3),
         "evaluate_s": round(t["evaluate"], 3), "encode_wait_s": round(t["encode_wait"], 3),
         "write_s": round(t["write"], 3), "write_wait_s": round(t["write_wait"], 3),
-        "encode_thread_s": round(t["encode"], 3),
+        "encode_thread_s": round(t["encode"], 3), "encode_cpu_s": round(t["encode_cpu"], 3),
         "write_files_thread_s": round(t["write_files"], 3), "encode_added_s": round(added, 3),
         "encode_share_added": round(added / wall, 4), "encode_share_thread": round(t["encode"] / wall, 4),
         "encode_share_exposed": round(t["encode_wait"] / wall, 4),

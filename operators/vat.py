@@ -159,8 +159,8 @@ class _EncoderThread:
     Blender evaluates the next frame, and the textures are finished and written while the proxy is exported. Tasks
     run one at a time in the order given; at most ``ahead`` wait, so a slow encoder holds the evaluation back
     instead of piling up frames. An error in a task is raised in the caller at its next ``submit`` or ``result``.
-    ``busy``: seconds the thread spent in tasks, per kind; ``waited``: seconds the caller was held up by it (in
-    all, and per kind of the task waited for: ``waited_for``).
+    ``busy``: seconds the thread spent in tasks, per kind (``<kind>_cpu``: of them on a core); ``waited``: seconds
+    the caller was held up by it (in all, and per kind of the task waited for: ``waited_for``).
     ``close()`` drops the tasks not started and waits for the one running: after it, nothing writes any more.
     ``inline``: run each task at once on the caller's thread instead (the time it takes is then all waited)."""
 
@@ -173,11 +173,12 @@ class _EncoderThread:
         self.waited_for = {}
 
     def _run(self, kind, fn, args):
-        t = time.perf_counter()
+        t, cpu = time.perf_counter(), time.thread_time()
         try:
             return fn(*args)
         finally:  # only this thread writes ``busy`` while it runs
             self.busy[kind] = self.busy.get(kind, 0.0) + time.perf_counter() - t
+            self.busy[kind + "_cpu"] = self.busy.get(kind + "_cpu", 0.0) + time.thread_time() - cpu
 
     def submit(self, kind: str, fn, *args):
         """Queue ``fn(*args)`` (``kind``: what ``busy`` books it under); returns its future."""
@@ -390,7 +391,8 @@ def _bake(scene, names, out_dir, opts, frames, settings, result):
     ``result.timings`` (seconds): ``evaluate`` and ``write`` the main thread's time in the frames and in the rest
     (proxies, exports, JSON), ``encode_wait`` its time held up by the encoder (the part of the encoding not hidden
     behind the evaluation and the export), ``write_wait`` by the textures' writing, ``encode`` and ``write_files``
-    the encoder thread's time in the encoder and in writing the textures, ``total`` the bake's."""
+    the encoder thread's time in the encoder and in writing the textures (``encode_cpu``: the encoder's time on
+    a core), ``total`` the bake's."""
     t0 = time.perf_counter()
     timings = {"evaluate": 0.0, "write": 0.0, "encode_wait": 0.0, "write_wait": 0.0, "encode": 0.0,
                "write_files": 0.0}
@@ -434,6 +436,7 @@ def _bake(scene, names, out_dir, opts, frames, settings, result):
     timings["write_wait"] = thread.waited_for.get("write", 0.0)
     timings["encode"] = thread.busy.get("encode", 0.0)
     timings["write_files"] = thread.busy.get("write", 0.0)
+    timings["encode_cpu"] = thread.busy.get("encode_cpu", 0.0)
     timings["total"] = time.perf_counter() - t0
     result.timings = timings
     return result
