@@ -2,14 +2,17 @@
 for Godot, Unity and Unreal.
 
 Per vertex the shader reads what the live wind reads in Blender: the rest position, the normal and the live
-attributes of ``core.wind.live.live_attributes`` (``LIVE_ATTRS``: B, Bc, Bs, Rc, Rs, H, Pivot (a vector), Carry,
-baked from the vertex colour EnvFX_Wind, EnvFX_Height and the rest positions); per asset, its wind settings
+attributes of ``core.wind.live.live_attributes`` (``LIVE_ATTRS``: Branch = (B, Bc, Bs), Leaf = (Rc, Rs, H^2), H,
+Pivot (a vector), Carry, baked from the vertex colour EnvFX_Wind, EnvFX_Height and the rest positions; the UV
+channels carry B, Bc, Bs, Rc, Rs, H, Pivot and Carry, the shader squares H); per asset, its wind settings
 (constants of the generated include: category, rigidity, bend, sway, lift, micro, ramp, main bend, height); per
 frame, the scene's wind as uniforms (direction, strength, gusts, loop, fps, grass ambient, tilt and fade, the
 camera) and the object's world matrix. It returns the object-space offset of ``core.wind.live.wind_offsets``
 (every motion term: whole-asset bend, branch bend, sway and lift, leaf flutter, gusts through the category's
 spring response, grass figure-eight, wobble, camera tilt and distance fade, the length-keeping arcs; the terrain
-following of grass is Blender's: a game places its grass on its own terrain).
+following of grass is Blender's: a game places its grass on its own terrain). Grass goes blade by blade as in
+``core.wind.live.blade_wind``: each vertex's blade root ``X = M (p - Pivot)`` (the object matrix and the Pivot
+channel) takes the gust and the figure-eight of the world origin at ``t - X.d / GUST_SPEED``.
 
 Axes: the shader takes everything in the engine's axes and units (``core.bend_engines``: Godot glTF ``(x, z, -y)``,
 Unity FBX ``(-x, z, -y)``, Unreal FBX ``100 * (x, -y, z)``, times the FBX unit scale) and turns it into Blender's
@@ -30,19 +33,25 @@ from . import bend_engines
 from .vat import unique_stems
 from .wind import live as core_live
 from .wind.params import (AMBIENT_HZ, AMBIENT_SCALE, BRANCH_HZ, BRANCH_MULTS, BRANCH_PHASES, BRANCH_SCALE, GUST_AMPS,
-                          GUST_MULTS, GUST_PHASES, GUST_WAVES, LIVE_ATTRS, MAIN_SCALE, MICRO_HZ, MICRO_PHASES,
-                          MICRO_SCALE, OBJECT_PHASE, SPRING_HZ, TILT_SCALE, WOBBLE_HZ, WOBBLE_SCALE, WOBBLE_WAVE)
+                          GUST_MULTS, GUST_PHASES, GUST_SPEED, GUST_WAVES, LIVE_ATTRS, MAIN_SCALE, MICRO_HZ,
+                          MICRO_PHASES, MICRO_SCALE, SPRING_HZ, TILT_SCALE, WOBBLE_HZ, WOBBLE_SCALE, WOBBLE_WAVE)
 
 ENGINES = tuple(bend_engines.ENGINES)
 INCLUDE = {"GODOT": "envfx_wind.gdshaderinc", "UNITY": "EnvFXWind.hlsl", "UNREAL": "EnvFXWind.ush"}
 JSON_NAME = "envfx_wind.json"
-# the UV maps Export for Game Engines writes: (name, the two live attributes (index in LIVE_ATTRS, component))
-CHANNELS = (("EnvFX_Wind_BH", ((0, None), (5, None))), ("EnvFX_Wind_Bcs", ((1, None), (2, None))),
-            ("EnvFX_Wind_Rcs", ((3, None), (4, None))), ("EnvFX_Wind_PivotXY", ((6, 0), (6, 1))),
-            ("EnvFX_Wind_PivotZ", ((6, 2), (7, None))))
+# the UV maps Export for Game Engines writes: (name, the two live attributes (index in LIVE_ATTRS, component)):
+# B, Bc, Bs = Branch, Rc, Rs = Leaf.xy, H, Pivot, Carry (the Leaf's third, H^2, is H * H in the shader)
+CHANNELS = (("EnvFX_Wind_BH", ((0, 0), (2, None))), ("EnvFX_Wind_Bcs", ((0, 1), (0, 2))),
+            ("EnvFX_Wind_Rcs", ((1, 0), (1, 1))), ("EnvFX_Wind_PivotXY", ((3, 0), (3, 1))),
+            ("EnvFX_Wind_PivotZ", ((3, 2), (4, None))))
 # whether the engine's import counts V from the top (glTF's V is 1 - Blender's; Unreal's FBX import flips it)
 V_FLIP = {"GODOT": True, "UNITY": False, "UNREAL": True}
-LIVE_VERSION = "core/wind/live.py of main at ebe07ef (before the cheaper nodes and per-blade grass gusts)"
+# where Godot 4's glTF import puts TEXCOORD_n (modules/gltf/gltf_document.cpp): TEXCOORD_0 -> UV, TEXCOORD_1 ->
+# UV2, then each pair TEXCOORD_2k+2, 2k+3 -> CUSTOMk.xy, .zw (k = 0..2; RGBA float, or RG float for a lone
+# one), up to TEXCOORD_7; Blender's glTF exporter writes every UV map as TEXCOORD_n in the mesh's UV map order
+GODOT_INPUTS = ("UV", "UV2", "CUSTOM0.xy", "CUSTOM0.zw", "CUSTOM1.xy", "CUSTOM1.zw", "CUSTOM2.xy", "CUSTOM2.zw")
+LIVE_VERSION = ("core/wind/live.py of main at 470e54b (the live attributes as Branch, Leaf, H, Pivot, Carry; grass "
+                "blade by blade: gusts and the figure-eight travel along the wind at GUST_SPEED)")
 
 
 def _num(value) -> str:
@@ -78,6 +87,14 @@ def engine_matrix_world(matrix_world, engine: str, unit_scale: float = 1.0) -> n
     return out
 
 
+def attribute_sources() -> dict:
+    """{the shader's per-vertex input: the Blender live attribute (``LIVE_ATTRS``) it is, with its component}."""
+    names = ("B", "H", "Bc", "Bs", "Rc", "Rs", "Pivot", None, None, "Carry")  # the CHANNELS' order
+    parts = [part for _name, pair in CHANNELS for part in pair]
+    return {label: LIVE_ATTRS[index] + (f"[{comp}]" if comp is not None and label != "Pivot" else "")
+            for label, (index, comp) in zip(names, parts) if label is not None}
+
+
 def channel_uvs(live: dict) -> dict:
     """{UV map name: (N, 2) float32} of the live attributes (``CHANNELS``), as Blender holds them."""
     out = {}
@@ -87,6 +104,26 @@ def channel_uvs(live: dict) -> dict:
             v = np.asarray(live[LIVE_ATTRS[index]], np.float32)
             cols.append(v[:, comp] if comp is not None else v.reshape(-1))
         out[name] = np.stack(cols, axis=1)
+    return out
+
+
+def uv_order(existing) -> list:
+    """The mesh's UV map names once the channels are written: ``existing`` in order, then the channels it lacks
+    (Blender appends a new UV map)."""
+    existing = list(existing)
+    return existing + [name for name, _parts in CHANNELS if name not in existing]
+
+
+def godot_inputs(order) -> dict:
+    """{channel: the Godot vertex input that holds it (``GODOT_INPUTS``)} for a mesh whose UV maps are ``order``
+    when it is exported to glTF (TEXCOORD_n = the n-th UV map); ValueError when one is beyond TEXCOORD_7."""
+    order = list(order)
+    out = {}
+    for name, _parts in CHANNELS:
+        i = order.index(name)
+        if i >= len(GODOT_INPUTS):
+            raise ValueError(f"the UV map {name} is number {i + 1}: Godot imports at most 8 UV maps")
+        out[name] = GODOT_INPUTS[i]
     return out
 
 
@@ -106,8 +143,11 @@ def _quantized(freq: float) -> str:
     return f"envfx_wind_quantize({_num(freq)}, gusts)"
 
 
-def shader_source(engine: str, asset: core_live.AssetWind, unit_scale: float = 1.0, source: str = "") -> str:
-    """The engine's wind include for one asset (its settings are constants; the scene's wind are parameters)."""
+def shader_source(engine: str, asset: core_live.AssetWind, unit_scale: float = 1.0, source: str = "",
+                  uv_maps=None) -> str:
+    """The engine's wind include for one asset (its settings are constants; the scene's wind are parameters).
+    ``uv_maps``: the asset mesh's UV map names in order (default: the channels alone), from which the Godot
+    include's ``envfx_wind_offset_godot`` reads each channel where Godot's glTF import puts it."""
     a, k = axes(engine, unit_scale)
     glsl = engine == "GODOT"
     v2, v3, v4 = ("vec2", "vec3", "vec4") if glsl else ("float2", "float3", "float4")
@@ -161,6 +201,7 @@ def shader_source(engine: str, asset: core_live.AssetWind, unit_scale: float = 1
         f"{const} float ENVFX_WIND_RAMP = {_num(asset.ramp)};",
         f"{const} float ENVFX_WIND_MAIN_BEND = {_num(1.0 if asset.main_bend else 0.0)};",
         f"{const} float ENVFX_WIND_HEIGHT = {_num(asset.asset_height)}; // Blender units",
+        f"{const} float ENVFX_WIND_GUST_SPEED = {_num(GUST_SPEED)}; // grass: gusts travel at this (Blender units / s)",
         "",
         f"{v3} envfx_wind_to_blender({v3} v) {{ return {mul(a_t, 'v')}; }}",
         f"{v3} envfx_wind_to_engine({v3} v) {{ return {mul(a_m, 'v')}; }}",
@@ -193,19 +234,22 @@ def shader_source(engine: str, asset: core_live.AssetWind, unit_scale: float = 1
         f"    return l > 0.0 ? v / l : {v3}(0.0, 0.0, 0.0);",
         "}",
         "",
-        "// the effective wind at the asset: strength with the spring-filtered gusts, then the asset's ramp",
-        f"float envfx_wind_effective(float t, {v3} origin, {v4} wind, {v4} gusts) {{",
+        "// the effective wind at a place (Blender world): strength with the spring-filtered gusts, then the asset's",
+        "// ramp; trees take it at the object's origin, each grass blade at its root, the gust waves travelling",
+        "// along the wind direction d at ENVFX_WIND_GUST_SPEED (the gust of the world origin dot(x, d) / U earlier)",
+        f"float envfx_wind_effective(float t, {v3} x, {v3} d, {v4} wind, {v4} gusts) {{",
         "    float f0 = ENVFX_WIND_SPRING;",
         "    float total = 0.0;",
     ]
     for amp, mult, ph, wave in gust_terms:
+        spatial = ("- ENVFX_WIND_PI2 * f / ENVFX_WIND_GUST_SPEED * dot(x, d)" if grass else
+                   f"+ {_num(wave[0])} * x.x + {_num(wave[1])} * x.y")
         lines += [
             "    {",
             f"        float f = envfx_wind_quantize(gusts.y * {_num(mult)}, gusts);",
             "        float gain = f0 * f0 / (f0 * f0 + f * f);",
             "        float lag = 2.0 * atan(f / f0);",
-            f"        total += {_num(amp)} * gain * sin(ENVFX_WIND_PI2 * f * t + {_num(wave[0])} * origin.x"
-            f" + {_num(wave[1])} * origin.y + {_num(ph)} - lag);",
+            f"        total += {_num(amp)} * gain * sin(ENVFX_WIND_PI2 * f * t {spatial} + {_num(ph)} - lag);",
             "    }",
         ]
     lines += [
@@ -259,7 +303,8 @@ def shader_source(engine: str, asset: core_live.AssetWind, unit_scale: float = 1
         "    }",
         f"    {v3} across = {v3}(-d.y, d.x, 0.0);",
         f"    {v3} up = {v3}(0.0, 0.0, 1.0);",
-        "    float eff = envfx_wind_effective(t, origin, wind, gusts);",
+        # grass: the terms per unit of wind, each blade scaling them by the wind at its root
+        "    float eff = envfx_wind_effective(t, origin, d, wind, gusts);" if not grass else "    float eff = 1.0;",
         "    float kk = eff * ENVFX_WIND_HEIGHT / ENVFX_WIND_RIGIDITY;",
         f"    float main_amp = ENVFX_WIND_MAIN_BEND * kk * {_num(MAIN_SCALE)};",
         f"    float bend = ENVFX_WIND_BEND * kk * {_num(BRANCH_SCALE)};",
@@ -291,10 +336,14 @@ def shader_source(engine: str, asset: core_live.AssetWind, unit_scale: float = 1
         lines += [
             f"    float fa = {_quantized(AMBIENT_HZ)};",
             f"    float fa2 = {_quantized(2.0 * AMBIENT_HZ)};",
-            f"    float po = {_num(OBJECT_PHASE[0])} * origin.x + {_num(OBJECT_PHASE[1])} * origin.y;",
-            f"    float aamp = ambient * {_num(AMBIENT_SCALE)};",
-            f"    extra += {v3}(aamp * sin(ENVFX_WIND_PI2 * fa * t + po), aamp * 0.5 * sin(ENVFX_WIND_PI2 * fa2 * t"
-            f" + 2.0 * po), 0.0);",
+            "    // the blade's root in the world, X = M (p - Pivot): its wind and figure-eight are the world origin's",
+            "    // at tau = t - dot(X, d) / U (waves running across the field along the wind)",
+            f"    {v3} root = {mul('m3', '(p - rel)')} + origin;",
+            "    float blade = envfx_wind_effective(t, root, d, wind, gusts);",
+            "    float tau = t - dot(root, d) / ENVFX_WIND_GUST_SPEED;",
+            f"    float aamp = ambient * blade * {_num(AMBIENT_SCALE)};",
+            "    extra += aamp * sin(ENVFX_WIND_PI2 * fa * tau) * d + aamp * 0.5 * sin(ENVFX_WIND_PI2 * fa2 * tau)"
+            " * across;",
             f"    {v3} cam = envfx_wind_to_blender(camera_pos) / ENVFX_WIND_K;",
             f"    {v3} cz = envfx_wind_to_blender(camera_z);",
             f"    {v3} look = -cz / max(length(cz), 1e-12);",
@@ -322,8 +371,10 @@ def shader_source(engine: str, asset: core_live.AssetWind, unit_scale: float = 1
         ww = np.asarray(WOBBLE_WAVE, np.float64) / (2.0 * math.pi)
         lines += [
             f"    float fw = {_quantized(WOBBLE_HZ)};",
-            f"    float wamp = ambient * {_num(WOBBLE_SCALE)} * h * envfx_wind_wave(dot(p, {vec(ww)}) + fw * t);",
-            "    swing += h * extra_o + wamp * n;",
+            f"    float wamp = blade * ambient * {_num(WOBBLE_SCALE)} * h * envfx_wind_wave(dot(p, {vec(ww)})"
+            " + fw * t);",
+            "    swing = blade * swing + h * extra_o + wamp * n;",
+            "    main_amp = blade * main_amp; // the carry's lean: the blade's",
         ]
     lines += [
         f"    {v3} q = rel + swing;",
@@ -361,6 +412,23 @@ def shader_source(engine: str, asset: core_live.AssetWind, unit_scale: float = 1
         "                             object_to_world, frame, wind, gusts, grass, camera_pos, camera_z);",
         "}",
     ]
+    if engine == "GODOT":
+        where = godot_inputs(uv_order(uv_maps or ()))
+        args = {name: where[name].lower() for name, _parts in CHANNELS}
+        lines += [
+            "",
+            "// the same from the vertex inputs as Godot 4's glTF import fills them from this asset's .glb (exported",
+            "// with its UV maps in their order: " + ", ".join(f"{n} -> {where[n]}" for n, _p in CHANNELS) + "):",
+            "// VERTEX += envfx_wind_offset_godot(VERTEX, NORMAL, UV, UV2, CUSTOM0, CUSTOM1, CUSTOM2,",
+            "//     MODEL_MATRIX, frame, wind, gusts, grass, CAMERA_POSITION_WORLD, INV_VIEW_MATRIX[2].xyz);",
+            "vec3 envfx_wind_offset_godot(vec3 rest_pos, vec3 normal, vec2 uv, vec2 uv2, vec4 custom0, vec4 custom1,",
+            "                             vec4 custom2, mat4 object_to_world, float frame, vec4 wind, vec4 gusts,",
+            "                             vec4 grass, vec3 camera_pos, vec3 camera_z) {",
+            "    return envfx_wind_offset_uv(rest_pos, normal, "
+            + ", ".join(args[n] for n, _p in CHANNELS) + ",",
+            "                                object_to_world, frame, wind, gusts, grass, camera_pos, camera_z);",
+            "}",
+        ]
     if engine == "UNITY":
         lines += [
             "",
@@ -378,27 +446,33 @@ def shader_source(engine: str, asset: core_live.AssetWind, unit_scale: float = 1
 
 
 def export_files(folder: str, assets: dict, scene: core_live.SceneWind, unit_scale: float = 1.0,
-                 source: str = "") -> list:
+                 source: str = "", uv_maps=None) -> list:
     """Write, per asset (``{name: AssetWind}``) and engine, the wind include, and ``envfx_wind.json`` (the scene's
-    wind as each engine's uniforms, each asset's settings and files) into ``folder``; a failure leaves the folder
-    as it was. Returns the paths written."""
+    wind as each engine's uniforms, each asset's settings and files, and where its channels arrive: the glTF
+    TEXCOORD set and the Godot vertex input) into ``folder``; ``uv_maps``: {asset name: its mesh's UV map names in
+    order} (default: the channels alone). A failure leaves the folder as it was. Returns the paths written."""
     texts, entries = {}, {}
+    uv_maps = uv_maps or {}
     for stem, (name, asset) in zip(unique_stems(list(assets)), assets.items()):
         files = {}
+        order = uv_order(uv_maps.get(name, ()))
         for engine in ENGINES:
             base, ext = os.path.splitext(INCLUDE[engine])
             file_name = f"{base}_{stem}{ext}"
-            texts[file_name] = shader_source(engine, asset, unit_scale, f"{source}, {name}" if source else name)
+            texts[file_name] = shader_source(engine, asset, unit_scale, f"{source}, {name}" if source else name,
+                                             order)
             files[engine] = file_name
+        godot = godot_inputs(order)
         entries[name] = {"files": files, "category": asset.category, "rigidity": asset.rigidity,
                          "bend": asset.bend, "sway": asset.sway, "lift": asset.lift, "micro": asset.micro,
-                         "ramp": asset.ramp, "main_bend": asset.main_bend, "asset_height": asset.asset_height}
+                         "ramp": asset.ramp, "main_bend": asset.main_bend, "asset_height": asset.asset_height,
+                         "channels": {n: {"uv_map": order.index(n), "gltf": f"TEXCOORD_{order.index(n)}",
+                                          "godot": godot[n]} for n, _parts in CHANNELS}}
     meta = {"format": "envfx-wind-engines", "version": 1, "source": source, "live": LIVE_VERSION,
             "unit_scale": float(unit_scale),
             "scene": {e: scene_uniforms(scene, e, unit_scale) for e in ENGINES},
             "assets": entries,
-            "attributes": {"B": LIVE_ATTRS[0], "Bc": LIVE_ATTRS[1], "Bs": LIVE_ATTRS[2], "Rc": LIVE_ATTRS[3],
-                           "Rs": LIVE_ATTRS[4], "H": LIVE_ATTRS[5], "Pivot": LIVE_ATTRS[6], "Carry": LIVE_ATTRS[7]}}
+            "attributes": attribute_sources()}
     texts[JSON_NAME] = json.dumps(meta, indent=2) + "\n"
     os.makedirs(folder, exist_ok=True)
     done = []

@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections import deque
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import bpy
@@ -26,6 +28,7 @@ from .common import NeedsScene, edit_mode_text, in_edit_mode, output_folder
 PROXY_SUFFIX = "_VAT"
 PROXY_TAG = "envfx_vat_source"   # object custom property: the object a proxy plays back
 MODIFIER_NAME = "EnvFX VAT"
+ENCODE_ON_THREAD = True  # False: encode on the main thread, between the frames (benchmarks/bench_vat.py compares)
 
 
 class VatInputError(ValueError):
@@ -39,7 +42,7 @@ class VatResult:
     meta: dict = field(default_factory=dict)        # object name -> the JSON written
     warnings: list = field(default_factory=list)
     skipped: dict = field(default_factory=dict)     # object name -> why
-    timings: dict = field(default_factory=dict)     # seconds: evaluate, encode, write, total
+    timings: dict = field(default_factory=dict)     # seconds, see _bake
     removed: list = field(default_factory=list)     # files an earlier bake wrote that this one does not
 
 
@@ -151,10 +154,82 @@ def _depsgraph(scene):
     return layer.depsgraph if layer.depsgraph is not None else context.evaluated_depsgraph_get()
 
 
+class _EncoderThread:
+    """The bake's encoder thread: the frames are encoded (numpy, which lets go of Python's lock while it works) while
+    Blender evaluates the next frame, and the textures are finished and written while the proxy is exported. Tasks
+    run one at a time in the order given; at most ``ahead`` wait, so a slow encoder holds the evaluation back
+    instead of piling up frames. An error in a task is raised in the caller at its next ``submit`` or ``result``.
+    ``busy``: seconds the thread spent in tasks, per kind (``<kind>_cpu``: of them on a core); ``waited``: seconds
+    the caller was held up by it (in all, and per kind of the task waited for: ``waited_for``).
+    ``close()`` drops the tasks not started and waits for the one running: after it, nothing writes any more.
+    ``inline``: run each task at once on the caller's thread instead (the time it takes is then all waited)."""
+
+    def __init__(self, ahead: int = 8, inline: bool = False):
+        self.pool = None if inline else ThreadPoolExecutor(max_workers=1, thread_name_prefix="envfx-vat-encoder")
+        self.ahead = ahead
+        self.pending = deque()
+        self.busy = {}
+        self.waited = 0.0
+        self.waited_for = {}
+
+    def _run(self, kind, fn, args):
+        t, cpu = time.perf_counter(), time.thread_time()
+        try:
+            return fn(*args)
+        finally:  # only this thread writes ``busy`` while it runs
+            self.busy[kind] = self.busy.get(kind, 0.0) + time.perf_counter() - t
+            self.busy[kind + "_cpu"] = self.busy.get(kind + "_cpu", 0.0) + time.thread_time() - cpu
+
+    def submit(self, kind: str, fn, *args):
+        """Queue ``fn(*args)`` (``kind``: what ``busy`` books it under); returns its future."""
+        if self.pool is None:
+            future = Future()
+            t = time.perf_counter()
+            try:
+                future.set_result(self._run(kind, fn, args))
+            except Exception as exc:
+                future.set_exception(exc)
+            self._waited(kind, time.perf_counter() - t)
+            future.result()  # raises its error now
+            return future
+        while self.pending and (self.pending[0].done() or len(self.pending) >= self.ahead):
+            self.result(self.pending[0])
+        future = self.pool.submit(self._run, kind, fn, args)
+        future.kind = kind
+        self.pending.append(future)
+        return future
+
+    def _waited(self, kind, seconds):
+        self.waited += seconds
+        self.waited_for[kind] = self.waited_for.get(kind, 0.0) + seconds
+
+    def result(self, future):
+        """The task's result (waiting for it), or its error."""
+        t = time.perf_counter()
+        try:
+            return future.result()
+        finally:
+            self._waited(getattr(future, "kind", "encode"), time.perf_counter() - t)
+            if future in self.pending and future.done():
+                self.pending.remove(future)
+
+    def close(self):
+        if self.pool is not None:
+            self.pool.shutdown(wait=True, cancel_futures=True)
+        self.pending.clear()
+
+
+def _named(name, fn, *args):
+    """``fn(*args)`` with a core.vat.VatError turned into the VatInputError that names the object."""
+    try:
+        return fn(*args)
+    except core_vat.VatError as exc:
+        raise VatInputError(f"{name}: {exc}") from None
+
+
 class _Sampler:
     """Per object: reads each baked frame of the evaluated mesh and hands it to its ``core.vat.VatEncoder`` (made at
-    the first frame, when the vertex count and so the rest pose are known). ``encode_seconds`` is the time spent
-    in the encoder."""
+    the first frame, when the vertex count and so the rest pose are known) on the bake's encoder thread."""
 
     def __init__(self, obj, stem, frames, settings, attributes, fps, loop):
         self.name, self.stem, self.frames = obj.name, stem, frames
@@ -164,9 +239,8 @@ class _Sampler:
         self.proxy_mesh = None
         self.rest = None
         self.warnings = []
-        self.encode_seconds = 0.0
 
-    def read(self, i, obj, depsgraph):
+    def read(self, i, obj, depsgraph, thread):
         ev = obj.evaluated_get(depsgraph)
         mesh = ev.to_mesh()
         try:
@@ -177,7 +251,7 @@ class _Sampler:
                 raise VatInputError(f"{self.name}: {message}")
             if counts[0] == 0:
                 raise VatInputError(f"{self.name} has no vertices at frame {self.frames[0]}: nothing to bake")
-            positions = bridge.get_positions(mesh)
+            positions = bridge.get_positions(mesh)  # fresh arrays, no views of Blender's memory: the thread's
             normals = bridge.vertex_normals(mesh) if self.settings.normals != "NONE" else None
             extras = {}
             for attr in self.attributes:
@@ -188,24 +262,25 @@ class _Sampler:
                                         f"the name in Extra Attributes") from None
                 except TypeError as exc:
                     raise VatInputError(f"{self.name}: {exc}") from None
-            t = time.perf_counter()
-            if self.encoder is None:
-                self.rest = self._rest(obj, positions)
-                try:
-                    self.encoder = core_vat.VatEncoder(
-                        self.stem, self.rest, self.frames, self.settings, normals=normals is not None,
-                        extras={a: v.shape[1] for a, v in extras.items()}, fps=self.fps, loop=self.loop,
-                        source=self.name)
-                except core_vat.VatError as exc:
-                    raise VatInputError(f"{self.name}: {exc}") from None
-            self.encoder.add(i, positions, normals, extras)
-            self.encode_seconds += time.perf_counter() - t
+            self.encode(thread, i, obj, positions, normals, extras)
         finally:
             ev.to_mesh_clear()
         if i == 0:  # the proxy: the geometry of the first baked frame (its topology is the bake's)
             self.proxy_mesh = bpy.data.meshes.new_from_object(ev, preserve_all_data_layers=True,
                                                                depsgraph=depsgraph)
             self.proxy_mesh.name = self.name + PROXY_SUFFIX
+
+    def encode(self, thread, i, obj, positions, normals, extras):
+        """Frame ``i`` into the textures, on the encoder ``thread`` (the encoder is made at the first frame)."""
+        if self.encoder is None:
+            self.rest = self._rest(obj, positions)
+            try:
+                self.encoder = core_vat.VatEncoder(
+                    self.stem, self.rest, self.frames, self.settings, normals=normals is not None,
+                    extras={a: v.shape[1] for a, v in extras.items()}, fps=self.fps, loop=self.loop, source=self.name)
+            except core_vat.VatError as exc:
+                raise VatInputError(f"{self.name}: {exc}") from None
+        thread.submit("encode", _named, self.name, self.encoder.add, i, positions, normals, extras)
 
     def _rest(self, obj, positions) -> np.ndarray:
         """The rest pose: the mesh's own positions when the modifiers keep its vertices, else the first frame."""
@@ -309,10 +384,18 @@ def bake_vat_job(scene, objects, out_dir: str, opts: VatOptions | None = None):
 
 
 def _bake(scene, names, out_dir, opts, frames, settings, result):
-    """The bake job, in stages: evaluate every frame, write each object's files (and proxy) into a staging
-    folder, move them in; on failure undo everything made, on success show the new proxies."""
+    """The bake job, in stages: evaluate every frame (each encoded on the encoder thread while the next is
+    evaluated), write each object's files (and proxy) into a staging folder, move them in; on failure undo
+    everything made, on success show the new proxies.
+
+    ``result.timings`` (seconds): ``evaluate`` and ``write`` the main thread's time in the frames and in the rest
+    (proxies, exports, JSON), ``encode_wait`` its time held up by the encoder (the part of the encoding not hidden
+    behind the evaluation and the export), ``write_wait`` by the textures' writing, ``encode`` and ``write_files``
+    the encoder thread's time in the encoder and in writing the textures (``encode_cpu``: the encoder's time on
+    a core), ``total`` the bake's."""
     t0 = time.perf_counter()
-    timings = {"evaluate": 0.0, "encode": 0.0, "write": 0.0}
+    timings = {"evaluate": 0.0, "write": 0.0, "encode_wait": 0.0, "write_wait": 0.0, "encode": 0.0,
+               "write_files": 0.0}
     old_frame, old_sub = scene.frame_current, scene.frame_subframe
     stems = core_vat.unique_stems(names)
     fps = scene.render.fps / scene.render.fps_base
@@ -320,63 +403,105 @@ def _bake(scene, names, out_dir, opts, frames, settings, result):
                 for n, stem in zip(names, stems)}
     made, renamed, staging = [], [], None
     had_player = bpy.data.node_groups.get(vat_nodes.GROUP_NAME) is not None
+    thread = _EncoderThread(inline=not ENCODE_ON_THREAD)
     ok = False
     try:
         # 1. evaluate every frame (and, for a loop, the frame after the last, which must be the first again)
-        loop_after, after = yield from _evaluate_frames(scene, frames, opts, samplers, timings)
+        loop_after, after = yield from _evaluate_frames(scene, frames, opts, samplers, timings, thread)
         scene.frame_set(old_frame, subframe=old_sub)
 
-        # 2. encode, stage, make the proxies, export them, then move everything in
+        # 2. finish and stage the textures (encoder thread) while the proxies are made and exported, stage the
+        # rest, then move everything in
+        t = time.perf_counter()
+        waited = thread.waited
         staging = outputs.Staging(out_dir, "vat", error=VatInputError)
         written = []
         for k, name in enumerate(names):
             written.append(_write_object(scene, name, samplers[name], frames, opts, settings, loop_after, after,
-                                         staging, made, renamed, result, timings))
+                                         staging, made, renamed, result, thread))
             yield 0.8 + 0.2 * (k + 1) / len(names)
         _commit(out_dir, staging, written, result)
+        timings["write"] = time.perf_counter() - t - (thread.waited - waited)
         ok = True
     finally:
+        thread.close()  # before anything is undone: the thread writes nothing after this
         if not ok:
             _undo(scene, old_frame, old_sub, staging, made, renamed, samplers, had_player)
 
     # 3. success: earlier proxies go, the new ones show their bake
+    t = time.perf_counter()
     _show_proxies(opts, out_dir, made, renamed, result)
+    timings["write"] += time.perf_counter() - t
+    timings["encode_wait"] = thread.waited_for.get("encode", 0.0)
+    timings["write_wait"] = thread.waited_for.get("write", 0.0)
+    timings["encode"] = thread.busy.get("encode", 0.0)
+    timings["write_files"] = thread.busy.get("write", 0.0)
+    timings["encode_cpu"] = thread.busy.get("encode_cpu", 0.0)
     timings["total"] = time.perf_counter() - t0
     result.timings = timings
     return result
 
 
-def _evaluate_frames(scene, frames, opts, samplers, timings):
-    """Job generator: every frame read by the samplers (and, for a loop, the frame after the last, which must be
-    the first again). Yields progress up to 0.8, returns (that frame or None, its positions per object)."""
+def _evaluate_frames(scene, frames, opts, samplers, timings, thread):
+    """Job generator: every frame read by the samplers, which queue it on the encoder ``thread`` (and, for a loop,
+    the frame after the last, which must be the first again). Yields progress up to 0.8, returns (that frame or
+    None, its positions per object)."""
     loop_after = frames[0] + opts.loop_frames if opts.loop_frames else None
     after = {}
     steps = len(frames) + (1 if loop_after is not None else 0)
     for i, frame in enumerate(frames + ([loop_after] if loop_after is not None else [])):
         t = time.perf_counter()
+        waited = thread.waited
         scene.frame_set(frame)
         depsgraph = _depsgraph(scene)
         for name, sampler in samplers.items():
             obj = bpy.data.objects[name]
             if i < len(frames):
-                sampler.read(i, obj, depsgraph)
+                sampler.read(i, obj, depsgraph, thread)
             else:
                 after[name] = bridge.evaluated_positions(obj, depsgraph)
-        timings["evaluate"] += time.perf_counter() - t
+        timings["evaluate"] += time.perf_counter() - t - (thread.waited - waited)
         yield 0.8 * (i + 1) / steps
-    for sampler in samplers.values():  # the encoder's share of the frames' time
-        timings["evaluate"] -= sampler.encode_seconds
-        timings["encode"] += sampler.encode_seconds
     return loop_after, after
 
 
+def _stage_textures(finished, folder):
+    """On the encoder thread, after the encoder's ``finish`` (the future ``finished``): its textures written into
+    the staging ``folder``; returns the Encoded, without the files' bytes."""
+    enc = finished.result()
+    for file_name, data in enc.files.items():
+        with open(os.path.join(folder, file_name), "wb") as fh:
+            fh.write(data)
+    del enc.files
+    return enc
+
+
 def _write_object(scene, name, sampler, frames, opts, settings, loop_after, after, staging, made, renamed, result,
-                  timings):
-    """One object's textures, proxy (recorded in ``made`` / ``renamed``), exported mesh and JSON in the staging
-    folder, with its warnings. Returns (its stem, the files it wrote)."""
+                  thread):
+    """One object's textures (finished and written on the encoder ``thread`` while the proxy is made and
+    exported), proxy (recorded in ``made`` / ``renamed``), exported mesh and JSON in the staging folder, with its
+    warnings. Returns (its stem, the files it wrote)."""
     obj = bpy.data.objects[name]
     stem, rest, encoder = sampler.stem, sampler.rest, sampler.encoder
     result.warnings.extend(sampler.warnings)
+    # the encoder's last pass (PNG16 offsets: quantised now that their range is known), then the textures staged
+    finished = thread.submit("encode", _named, name, encoder.finish)
+    staged = thread.submit("write", _stage_textures, finished, staging.path)
+    proxy = None
+    if opts.add_proxy or opts.export_mesh:
+        proxy, old, uv_index = _make_proxy(scene, obj, sampler.proxy_mesh, rest, encoder.layout)
+        sampler.proxy_mesh = None  # the proxy owns it now
+        made.append(proxy.name)
+        if old is not None:
+            renamed.append((old.name, proxy.name))
+    kind = core_vat.EXPORT_FORMAT[settings.engine] if opts.export_mesh else None
+    mesh_name = None
+    if kind is not None:
+        mesh_name = f"{stem}_vat.{'glb' if kind == 'GLTF' else 'fbx'}"
+        _export_proxy(scene, proxy, staging.file(mesh_name), kind)
+    thread.result(finished)  # (waiting for the encoder, then for the writing: booked apart)
+    enc = thread.result(staged)
+    sampler.encoder = None
     if encoder.static():
         result.warnings.append(f"{name}: nothing moves over frames {frames[0]} to {frames[-1]} (static): the "
                                f"VAT holds one pose; check the frame range, or that the animation, armature "
@@ -389,31 +514,10 @@ def _write_object(scene, name, sampler, frames, opts, settings, loop_after, afte
                 f"{name}: frame {loop_after} is {gap:.4g} away from frame {frames[0]}, so the loop of "
                 f"{opts.loop_frames} frames jumps when it wraps: set the loop length to the animation's "
                 f"period (for EnvFX wind, its Loop Frames)")
-    t = time.perf_counter()
-    try:
-        enc = encoder.finish()
-    except core_vat.VatError as exc:
-        raise VatInputError(f"{name}: {exc}") from None
-    sampler.encoder = None
-    timings["encode"] += time.perf_counter() - t
-    t = time.perf_counter()
-    for file_name, data in enc.files.items():
-        with open(staging.file(file_name), "wb") as fh:
-            fh.write(data)
-    del enc.files
     meta = enc.meta
-    proxy = None
-    if opts.add_proxy or opts.export_mesh:
-        proxy, old, uv_index = _make_proxy(scene, obj, sampler.proxy_mesh, rest, enc.layout)
-        sampler.proxy_mesh = None  # the proxy owns it now
-        made.append(proxy.name)
-        if old is not None:
-            renamed.append((old.name, proxy.name))
+    if proxy is not None:
         meta["uv"]["index"] = uv_index
-    kind = core_vat.EXPORT_FORMAT[settings.engine] if opts.export_mesh else None
-    if kind is not None:
-        mesh_name = f"{stem}_vat.{'glb' if kind == 'GLTF' else 'fbx'}"
-        _export_proxy(scene, proxy, staging.file(mesh_name), kind)
+    if mesh_name is not None:
         meta["mesh"] = mesh_name
     else:
         meta["files"] = [n for n in meta["files"] if not n.endswith((".glb", ".fbx"))]
@@ -428,7 +532,6 @@ def _write_object(scene, name, sampler, frames, opts, settings, loop_after, afte
     with open(staging.file(f"{stem}_vat.json"), "w", encoding="utf-8") as fh:
         json.dump(meta, fh, indent=2)
     result.meta[name] = meta
-    timings["write"] += time.perf_counter() - t
     return stem, list(meta["files"])
 
 

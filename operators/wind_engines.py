@@ -88,7 +88,8 @@ def export_engines(scene, objects, folder: str) -> tuple:
     params = {obj.name: wind_nodes.asset_params(obj) for obj in assets}
     try:
         paths = wind_engines.export_files(path, params, wind_nodes.params_from_scene(scene),
-                                          bend_ops.unit_scale(scene), source)
+                                          bend_ops.unit_scale(scene), source,
+                                          {obj.name: [uv.name for uv in obj.data.uv_layers] for obj in assets})
     except OSError as exc:
         raise WindEngineError(f"Cannot write the engine files into {path!r} ({exc.strerror or exc}): choose a "
                               f"writable folder") from None

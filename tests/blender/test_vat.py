@@ -7,6 +7,7 @@ import importlib
 import json
 import os
 import struct
+import threading
 
 import bpy
 import numpy as np
@@ -229,6 +230,36 @@ def unchanged(tmp_path, names_before, frame=1):
     assert not tmp_path.exists() or os.listdir(tmp_path) == []
 
 
+def encoder_threads():
+    return [t for t in threading.enumerate() if t.name.startswith("envfx-vat-encoder")]
+
+
+@pytest.mark.parametrize("on_thread", [True, False])
+def test_an_error_in_the_encoder_leaves_nothing_behind(vat, tmp_path, on_thread, monkeypatch):
+    """A half-float texture cannot hold offsets beyond 65504: the encoder (on its thread, while the proxy is
+    exported; or on the main thread) refuses, and the bake is undone: no files, no proxy, no thread left."""
+    monkeypatch.setattr(vat.ops, "ENCODE_ON_THREAD", on_thread)
+    bpy.ops.mesh.primitive_grid_add(x_subdivisions=4, y_subdivisions=4)
+    obj = bpy.context.active_object
+    obj.name = "Far"
+    obj.shape_key_add(name="Basis")
+    far = obj.shape_key_add(name="Far")
+    for point in far.data:
+        point.co.z = 1e5
+    for frame, value in ((1, 0.0), (6, 1.0)):
+        far.value = value
+        far.keyframe_insert("value", frame=frame)
+    bpy.context.scene.frame_set(2)
+    before = sorted(o.name for o in bpy.data.objects)
+    meshes = len(bpy.data.meshes)
+    with pytest.raises(vat.ops.VatInputError, match=r"^Far: A value of .* beyond what a half float holds .* EXR32"):
+        vat.ops.bake_vat(bpy.context.scene, [obj], str(tmp_path / "out"),
+                         vat.ops.VatOptions(1, 6, encoding="EXR16", engine="GODOT"))
+    unchanged(tmp_path / "out", before, frame=2)
+    assert len(bpy.data.meshes) == meshes
+    assert encoder_threads() == []
+
+
 def test_topology_change_is_refused_naming_the_frame(vat, tmp_path):
     bpy.ops.mesh.primitive_ico_sphere_add(subdivisions=1)
     obj = bpy.context.active_object
@@ -320,6 +351,7 @@ def test_cancel_leaves_nothing_behind(vat, tmp_path, steps):
     unchanged(tmp_path / "out", before, frame=2)
     assert len(bpy.data.meshes) == meshes
     assert vat.nodes.GROUP_NAME not in bpy.data.node_groups
+    assert encoder_threads() == []
 
 
 def test_fbx_proxy_holds_the_rest_pose_and_the_vat_uvs(vat, tmp_path, load_helper):

@@ -2,12 +2,15 @@
 scene's wind in envfx_wind.json and the five UV maps the shaders read; a wind asset exported with Blender's glTF
 and FBX exporters (Apply Modifiers off) carries those channels, and the engine include run on llvmpipe over the
 exported data (the glb as Godot reads it; the FBX read back through Blender's FBX importer, in Unity's axes)
-moves every vertex where the Blender preview (the live wind) draws it. Running shaders needs glslang, moderngl and
-PyOpenGL: installed in the Blender 5.0 test venv (tools/venv.sh); on 4.2 the files and channels are checked."""
+moves every vertex where the Blender preview (the live wind) draws it; a grass field blade by blade too (each
+blade's gust and figure-eight at its root, the scene's camera tilting and fading it). Running shaders needs
+glslang, moderngl and PyOpenGL: installed in the Blender 5.0 test venv (tools/venv.sh); on 4.2 the files and
+channels are checked."""
 
 import importlib
 import importlib.util
 import json
+import math
 import os
 
 import bpy
@@ -19,19 +22,23 @@ _spec = importlib.util.spec_from_file_location("envfx_test_vat_helpers", os.path
 _helpers = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_helpers)
 
+# Godot's vertex() built-ins as its glTF import fills them (VERTEX, NORMAL, UV, UV2, CUSTOM0..2), into the call the
+# include's comment gives
 GODOT_MAIN = """
 layout(location = 0) in vec2 pixel;
 layout(location = 1) in vec3 rest_pos;
 layout(location = 2) in vec3 normal;
-layout(location = 3) in vec4 uv_a;
-layout(location = 4) in vec4 uv_b;
-layout(location = 5) in vec2 uv_c;
+layout(location = 3) in vec2 uv_in;
+layout(location = 4) in vec2 uv2_in;
+layout(location = 5) in vec4 custom0_in;
+layout(location = 6) in vec4 custom1_in;
+layout(location = 7) in vec4 custom2_in;
 layout(location = 0) out vec4 result;
 void main() {
     gl_Position = vec4(pixel, 0.0, 1.0);
-    vec3 off = envfx_wind_offset_uv(rest_pos, normal, uv_a.xy, uv_a.zw, uv_b.xy, uv_b.zw, uv_c, mat4(@MATRIX@),
-                                    @FRAME@, vec4(@WIND@), vec4(@GUSTS@), vec4(@GRASS@), vec3(0.0),
-                                    vec3(0.0, 1.0, 0.0));
+    vec3 off = envfx_wind_offset_godot(rest_pos, normal, uv_in, uv2_in, custom0_in, custom1_in, custom2_in,
+                                       mat4(@MATRIX@), @FRAME@, vec4(@WIND@), vec4(@GUSTS@), vec4(@GRASS@),
+                                       vec3(@CAMERA_POS@), vec3(@CAMERA_Z@));
     result = vec4(off, 1.0);
 }
 """
@@ -43,7 +50,7 @@ Out main(float2 pixel : TEXCOORD0, float3 rest_pos : TEXCOORD1, float3 normal : 
     o.position = float4(pixel, 0.0, 1.0);
     float3 off;
     EnvFXWind_float(rest_pos, normal, uv_a.xy, uv_a.zw, uv_b.xy, uv_b.zw, uv_c, float4x4(@MATRIX@), @FRAME@,
-                    float4(@WIND@), float4(@GUSTS@), float4(@GRASS@), float3(0.0, 0.0, 0.0), float3(0.0, 1.0, 0.0),
+                    float4(@WIND@), float4(@GUSTS@), float4(@GRASS@), float3(@CAMERA_POS@), float3(@CAMERA_Z@),
                     off);
     o.result = float4(off, 1.0);
     return o;
@@ -61,8 +68,9 @@ def mods(envfx):
     return M
 
 
-def plant(envfx, name="Plant"):
-    """A wind asset: an upright subdivided sheet, baked, in the live wind, rotated, scaled and moved."""
+def plant(envfx, name="Plant", uv_maps=("UVMap",)):
+    """A wind asset: an upright subdivided sheet with the UV maps ``uv_maps``, baked, in the live wind, rotated,
+    scaled and moved."""
     scene = bpy.context.scene
     scene.envfx.wind.ao_samples = 0
     scene.envfx.wind.strength = 2.0
@@ -71,7 +79,10 @@ def plant(envfx, name="Plant"):
     obj.name = name
     obj.rotation_euler = (1.4, 0, 0)
     bpy.ops.object.transform_apply(rotation=True)
-    obj.data.uv_layers.new(name="UVMap") if not obj.data.uv_layers else None
+    for layer in list(obj.data.uv_layers):
+        obj.data.uv_layers.remove(layer)
+    for uv_name in uv_maps:
+        obj.data.uv_layers.new(name=uv_name)
     envfx.operators.wind.bake(scene, [obj])
     envfx.operators.wind.add_wind(scene, [obj])
     obj.location = (3.0, -2.0, 0.5)
@@ -105,9 +116,41 @@ def gpu_helpers():
     return module
 
 
-def run(gpu_mod, gpu, tmp_path, engine, include, main, positions, normals, uvs, matrix, frame, uniforms):
+def godot_import(prim, accessor, n):
+    """The vertex inputs Godot 4's glTF import fills from a primitive's TEXCOORD_n (modules/gltf/gltf_document.cpp,
+    GLTFDocument::_parse_meshes): TEXCOORD_0 -> UV, TEXCOORD_1 -> UV2, TEXCOORD_2k+2 and 2k+3 -> CUSTOMk.xy and .zw
+    (k = 0..2, stopping at the first k with neither); a missing input reads zeros."""
+    a = prim["attributes"]
+
+    def get(i):
+        key = f"TEXCOORD_{i}"
+        return accessor(a[key]).astype(np.float64) if key in a else None
+
+    zero = np.zeros((n, 2))
+    out = {"UV": get(0) if get(0) is not None else zero, "UV2": get(1) if get(1) is not None else zero}
+    for k in range(3):
+        first, second = get(2 + 2 * k), get(3 + 2 * k)
+        if first is None and second is None:
+            break
+        out[f"CUSTOM{k}"] = np.hstack([first if first is not None else zero, second if second is not None else zero])
+    for k in range(3):
+        out.setdefault(f"CUSTOM{k}", np.zeros((n, 4)))
+    return out
+
+
+def godot_input(inputs, where):
+    """The (N, 2) values of a Godot input named as in the JSON ("UV", "UV2", "CUSTOM1.zw")."""
+    name, _, part = where.partition(".")
+    return inputs[name] if not part else inputs[name][:, {"xy": slice(0, 2), "zw": slice(2, 4)}[part]]
+
+
+def run(gpu_mod, gpu, tmp_path, engine, include, main, attributes, matrix, frame, uniforms,
+        camera=((0.0, 0.0, 0.0), (0.0, 1.0, 0.0))):
+    """The include's offsets on llvmpipe; ``camera``: its world position and +Z axis in the engine's axes (the
+    default: none a grass asset would see, only trees run without one)."""
     subst = {"MATRIX": ", ".join(repr(float(v)) for v in (matrix.T if engine == "GODOT" else matrix).reshape(-1)),
-             "FRAME": repr(float(frame))}
+             "FRAME": repr(float(frame)), "CAMERA_POS": ", ".join(repr(float(v)) for v in camera[0]),
+             "CAMERA_Z": ", ".join(repr(float(v)) for v in camera[1])}
     for key in ("wind", "gusts", "grass"):
         subst[key.upper()] = ", ".join(repr(float(v)) for v in uniforms[key])
     for key, value in subst.items():
@@ -115,12 +158,17 @@ def run(gpu_mod, gpu, tmp_path, engine, include, main, positions, normals, uvs, 
     hlsl = engine != "GODOT"
     vert = gpu_mod.spirv(("#version 450\n" if not hlsl else "") + include + main, "vert", hlsl, tmp_path)
     frag = gpu_mod.spirv(gpu_mod.HLSL_FRAG if hlsl else gpu_mod.GLSL_FRAG, "frag", hlsl, tmp_path)
-    return gpu.run(vert, frag, [positions, normals, np.hstack(uvs[0:2]), np.hstack(uvs[2:4]), uvs[4]])[:, :3]
+    return gpu.run(vert, frag, attributes)[:, :3]
 
 
-def test_export_writes_the_channels_and_the_exported_gltf_and_fbx_play_the_preview(envfx, mods, tmp_path):
-    obj = plant(envfx)
+# the asset's own UV maps before the wind's (the bake's EnvFX_Height_UV, then the five of Export for Game Engines)
+# decide where Godot's import puts the channels: none: UV2, CUSTOM0 and CUSTOM1; one: CUSTOM0.xy to CUSTOM2.xy;
+# two: CUSTOM0.zw to CUSTOM2.zw
+@pytest.mark.parametrize("uv_maps", [("UVMap",), (), ("UVMap", "Lightmap")])
+def test_export_writes_the_channels_and_the_exported_gltf_and_fbx_play_the_preview(envfx, mods, tmp_path, uv_maps):
+    obj = plant(envfx, uv_maps=uv_maps)
     scene = bpy.context.scene
+    active = obj.data.uv_layers.active.name
     paths, result = mods.ops.export_engines(scene, [obj], str(tmp_path / "engines"))
     assert result.changed == ["Plant"]
     names = sorted(os.path.basename(p) for p in paths)
@@ -130,7 +178,8 @@ def test_export_writes_the_channels_and_the_exported_gltf_and_fbx_play_the_previ
     assert meta["assets"]["Plant"]["category"] == obj.envfx.wind.category
     channels = [name for name, _ in mods.core.CHANNELS]
     uv_names = [uv.name for uv in obj.data.uv_layers]
-    assert set(channels) <= set(uv_names) and obj.data.uv_layers.active.name == "UVMap"
+    assert uv_names[:len(uv_maps)] == list(uv_maps) and uv_names[-5:] == channels  # appended after the others
+    assert obj.data.uv_layers.active.name == active
     # the exporters, Apply Modifiers off
     for o in scene.objects:
         o.select_set(o == obj)
@@ -156,14 +205,24 @@ def test_export_writes_the_channels_and_the_exported_gltf_and_fbx_play_the_previ
     a_g = np.asarray(envfx.core.bend_engines.ENGINES["GODOT"][0], np.float64)
     index = {tuple(np.round(p, 4)): i for i, p in enumerate(rest @ a_g.T)}
     vert = np.array([index[tuple(np.round(p, 4))] for p in pos_g])  # the glb's vertices are the mesh's, split
-    uvs_g = []
-    for name in channels:
-        key = f"TEXCOORD_{uv_names.index(name)}"
-        assert key in prim["attributes"], f"the glb has no {key} ({name})"
-        uv = accessor(prim["attributes"][key]).astype(np.float64)
+    # the accessor layout: every UV map as TEXCOORD_n in the mesh's order, with no gap (Godot's import stops at the
+    # first missing pair); the JSON names the TEXCOORD and the Godot input of each channel, and the include reads
+    # that input
+    names = list(prim["attributes"])
+    assert [k for k in names if k.startswith("TEXCOORD_")] == [f"TEXCOORD_{i}" for i in range(len(uv_names))], names
+    godot = godot_import(prim, accessor, len(pos_g))
+    include_g = (tmp_path / "engines" / meta["assets"]["Plant"]["files"]["GODOT"]).read_text()
+    call = include_g[include_g.index("return envfx_wind_offset_uv(rest_pos, normal, ", include_g.index(
+        "vec3 envfx_wind_offset_godot(")):].split("normal, ", 1)[1].split(",\n")[0].split(", ")
+    for name, read in zip(channels, call):
+        where = meta["assets"]["Plant"]["channels"][name]
+        i = uv_names.index(name)
+        assert where["gltf"] == f"TEXCOORD_{i}" and where["godot"] == mods.core.GODOT_INPUTS[i]
+        assert read == where["godot"].lower(), (name, read, where)
+        uv = accessor(prim["attributes"][where["gltf"]]).astype(np.float64)
         np.testing.assert_allclose(uv[:, 0], live_uvs[name][vert, 0], atol=1e-6)
         np.testing.assert_allclose(1.0 - uv[:, 1], live_uvs[name][vert, 1], atol=1e-6)  # glTF's V
-        uvs_g.append(uv)
+        np.testing.assert_array_equal(godot_input(godot, where["godot"]), uv)
 
     # FBX read back by Blender's importer: the channels by name, per vertex (matched by world position)
     before = set(bpy.data.objects)
@@ -195,18 +254,19 @@ def test_export_writes_the_channels_and_the_exported_gltf_and_fbx_play_the_previ
     gpu = gpu_mod.Gpu()
     params = envfx.shader_nodes.wind.params_from_scene(scene)
     worst = 0.0
-    for engine, main, positions, normals, uvs, verts in (
-            ("GODOT", GODOT_MAIN, pos_g, accessor(prim["attributes"]["NORMAL"]), uvs_g, vert),
-            ("UNITY", UNITY_MAIN, envfx.core.bend_engines.to_engine(rest[vert_f], "UNITY"),
-             mods.bridge.vertex_normals(obj.data)[vert_f] @ np.asarray(
-                 envfx.core.bend_engines.ENGINES["UNITY"][0], np.float64).T, uvs_f, vert_f)):
+    for engine, main, attributes, verts in (
+            ("GODOT", GODOT_MAIN, [pos_g, accessor(prim["attributes"]["NORMAL"])]
+             + [godot[k] for k in ("UV", "UV2", "CUSTOM0", "CUSTOM1", "CUSTOM2")], vert),
+            ("UNITY", UNITY_MAIN, [envfx.core.bend_engines.to_engine(rest[vert_f], "UNITY"),
+                                   mods.bridge.vertex_normals(obj.data)[vert_f] @ np.asarray(
+                                       envfx.core.bend_engines.ENGINES["UNITY"][0], np.float64).T,
+                                   np.hstack(uvs_f[0:2]), np.hstack(uvs_f[2:4]), uvs_f[4]], vert_f)):
         include = (tmp_path / "engines" / meta["assets"]["Plant"]["files"][engine]).read_text()
         a, k = mods.core.axes(engine)
         matrix = mods.core.engine_matrix_world(m, engine)
         uniforms = mods.core.scene_uniforms(params, engine)
         for frame in frames:
-            got = run(gpu_mod, gpu, tmp_path, engine, include, main, positions, normals, uvs, matrix, frame,
-                      uniforms)
+            got = run(gpu_mod, gpu, tmp_path, engine, include, main, attributes, matrix, frame, uniforms)
             want = k * preview[frame][verts] @ a.T
             worst = max(worst, float(np.abs(got - want).max()))
         assert np.abs(want).max() > 0.01 * size
@@ -241,3 +301,117 @@ def test_the_command_exports_the_baked_assets(envfx, tmp_path, capsys):
     assert (tmp_path / "out" / "EnvFXWind_Plant.ush").is_file()
     bpy.ops.wm.open_mainfile(filepath=path)
     assert bpy.data.objects["Plant"].data.uv_layers.get("EnvFX_Wind_PivotZ") is not None  # saved with the file
+
+
+def grass_field(envfx, name="Grass", blades=12, width=8.0):
+    """A grass object: ``blades`` upright blades (subdivided strips) across a ``width`` m field, baked as Grass, in
+    the live wind, rotated, scaled and moved."""
+    scene = bpy.context.scene
+    scene.envfx.wind.ao_samples = 0
+    scene.envfx.wind.strength = 1.5
+    scene.envfx.wind.gust_strength = 0.9
+    rng = np.random.default_rng(4)
+    parts = []
+    for _blade in range(blades):
+        bpy.ops.mesh.primitive_grid_add(x_subdivisions=2, y_subdivisions=8, size=1.0)
+        blade = bpy.context.active_object
+        blade.scale = (0.06, 0.5, 1.0)
+        blade.rotation_euler = (math.pi / 2, 0.0, rng.uniform(0.0, math.pi))
+        x, y = rng.uniform(-width / 2, width / 2, 2)
+        blade.location = (x, y, 0.25)
+        parts.append(blade)
+    bpy.ops.object.select_all(action="DESELECT")
+    for blade in parts:
+        blade.select_set(True)
+    bpy.context.view_layer.objects.active = parts[0]
+    bpy.ops.object.transform_apply(location=True, rotation=True, scale=True)
+    bpy.ops.object.join()
+    obj = bpy.context.active_object
+    obj.name = name
+    for layer in list(obj.data.uv_layers):
+        obj.data.uv_layers.remove(layer)
+    obj.envfx.wind.category = "GRASS"
+    envfx.operators.wind.bake(scene, [obj])
+    envfx.operators.wind.add_wind(scene, [obj])
+    obj.location = (2.0, -1.0, 0.3)
+    obj.rotation_euler = (0.0, 0.0, 0.4)
+    obj.scale = (1.2, 1.2, 1.2)
+    bpy.context.view_layer.update()
+    return obj
+
+
+def test_exported_grass_plays_the_preview_blade_by_blade(envfx, mods, tmp_path):
+    """A grass field's blades each take the gust and the figure-eight at their own root (travelling waves): the
+    Godot include run on the exported glb as Godot imports it, with the scene's camera looking down (tilt and fade),
+    moves every vertex where the preview draws it; the blades' winds differ, and an include that takes them at the
+    object's origin is caught."""
+    obj = grass_field(envfx)
+    scene = bpy.context.scene
+    cam_data = bpy.data.cameras.new("Cam")
+    cam = bpy.data.objects.new("Cam", cam_data)
+    scene.collection.objects.link(cam)
+    cam.location = (-6.0, -5.0, 5.0)
+    cam.rotation_euler = (0.9, 0.0, -0.8)
+    scene.camera = cam
+    bpy.context.view_layer.update()
+    paths, result = mods.ops.export_engines(scene, [obj], str(tmp_path / "engines"))
+    assert result.changed == ["Grass"]
+    meta = json.loads((tmp_path / "engines" / "envfx_wind.json").read_text())
+    assert meta["assets"]["Grass"]["category"] == "GRASS"
+    for o in scene.objects:
+        o.select_set(o == obj)
+    bpy.context.view_layer.objects.active = obj
+    glb = str(tmp_path / "grass.glb")
+    assert bpy.ops.export_scene.gltf(filepath=glb, export_format="GLB", use_selection=True, export_apply=False,
+                                     export_animations=False, export_texcoords=True, export_normals=True) == \
+        {"FINISHED"}
+    frames = (1, 20, 47)
+    rest, preview = preview_offsets(mods, obj, frames)
+    m = np.asarray(obj.matrix_world)
+    params = envfx.shader_nodes.wind.params_from_scene(scene)
+    asset = envfx.shader_nodes.wind.asset_params(obj)
+    assert asset.category == "GRASS"
+    h = mods.bridge.point_attribute(obj.data, "EnvFX_Height").reshape(-1)
+    live = envfx.core.wind.live_attributes(rest, h, mods.bridge.point_attribute(obj.data, "EnvFX_Wind").reshape(-1, 4))
+    # the blades' effective winds at one frame differ (roots metres apart along the wind)
+    roots = (rest - live[envfx.core.wind.LIVE_ATTRS[3]]) @ m[:3, :3].T + m[:3, 3]
+    winds = [envfx.core.wind.effective_wind(envfx.core.wind.loop_time(f, params), roots, params, asset, travel=True)
+             for f in frames]
+    assert max(float(np.ptp(w)) for w in winds) > 0.2, [float(np.ptp(w)) for w in winds]
+
+    doc, accessor = _helpers.read_glb(glb)
+    prim = doc["meshes"][0]["primitives"][0]
+    pos_g = accessor(prim["attributes"]["POSITION"]).astype(np.float64)
+    a_g = np.asarray(envfx.core.bend_engines.ENGINES["GODOT"][0], np.float64)
+    index = {tuple(np.round(p, 4)): i for i, p in enumerate(rest @ a_g.T)}
+    vert = np.array([index[tuple(np.round(p, 4))] for p in pos_g])
+    godot = godot_import(prim, accessor, len(pos_g))
+    if bpy.app.version < (5, 0, 0):
+        pytest.skip("the engine shader tools (glslang, moderngl) are installed in the Blender 5.0 test venv")
+    gpu_mod = gpu_helpers()
+    gpu = gpu_mod.Gpu()
+    include = (tmp_path / "engines" / meta["assets"]["Grass"]["files"]["GODOT"]).read_text()
+    per_object = include.replace("float blade = envfx_wind_effective(t, root, d, wind, gusts);",
+                                 "float blade = envfx_wind_effective(t, origin, d, wind, gusts);").replace(
+        "float tau = t - dot(root, d) / ENVFX_WIND_GUST_SPEED;", "float tau = t;")
+    assert per_object != include
+    a, k = mods.core.axes("GODOT")
+    matrix = mods.core.engine_matrix_world(m, "GODOT")
+    uniforms = mods.core.scene_uniforms(params, "GODOT")
+    cm = np.asarray(cam.matrix_world)
+    camera = (k * (a @ cm[:3, 3]), a @ cm[:3, 2])
+    attributes = [pos_g, accessor(prim["attributes"]["NORMAL"])] + [godot[key] for key in
+                                                                    ("UV", "UV2", "CUSTOM0", "CUSTOM1", "CUSTOM2")]
+    worst, caught, moved = 0.0, 0.0, 0.0
+    for frame in frames:
+        want = k * preview[frame][vert] @ a.T
+        got = run(gpu_mod, gpu, tmp_path, "GODOT", include, GODOT_MAIN, attributes, matrix, frame, uniforms, camera)
+        worst = max(worst, float(np.abs(got - want).max()))
+        got = run(gpu_mod, gpu, tmp_path, "GODOT", per_object, GODOT_MAIN, attributes, matrix, frame, uniforms,
+                  camera)
+        caught = max(caught, float(np.abs(got - want).max()))
+        moved = max(moved, float(np.abs(want).max()))
+    blade_h = asset.asset_height * 1.2  # the grass asset's size in the world
+    assert moved > 0.05 * blade_h, moved
+    assert worst <= 1e-4 * blade_h, (worst, blade_h)
+    assert caught > 1e-2 * blade_h, caught

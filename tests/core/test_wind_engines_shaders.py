@@ -2,7 +2,7 @@
 and Unreal's as HLSL) and, run on Mesa's llvmpipe over thousands of vertices of a tree and a grass clump and
 several frames (with and without a loop, a rotated and scaled object, a camera looking down at the grass), gives
 the offsets of core.wind.live.wind_offsets (the twin of the Blender preview) in each engine's axes and units, to
-1e-4 of the asset's size."""
+1e-4 of the asset's size; grass blade by blade (each blade's gust and figure-eight at its root)."""
 
 import importlib.util
 import math
@@ -63,10 +63,10 @@ def _vec(values):
     return ", ".join(repr(float(v)) for v in np.asarray(values, np.float64).reshape(-1))
 
 
-def asset_mesh(category: str, seed: int, n: int = 3000):
+def asset_mesh(category: str, seed: int, n: int = 3000, field: float = 1.0):
     """A plant as the wind bake leaves it: rest positions, normals, EnvFX_Height (0 at the base, 1 at the top) and
     EnvFX_Wind (R leaf, G branch phase, B branch lever, A AO): a trunk, branches with leaves (a tree), or blades
-    standing on the ground (grass)."""
+    standing on the ground (grass) with their roots spread over a ``field`` by ``field`` square."""
     rng = np.random.default_rng(seed)
     height = 4.0 if category == "TREE" else 0.6
     if category == "TREE":
@@ -86,7 +86,7 @@ def asset_mesh(category: str, seed: int, n: int = 3000):
     else:
         blades = rng.integers(0, 40, n)
         h = rng.uniform(0.0, 1.0, n)
-        roots = rng.uniform(-0.5, 0.5, (40, 2))
+        roots = rng.uniform(-0.5 * field, 0.5 * field, (40, 2))
         p = np.column_stack([roots[blades] + 0.05 * h[:, None] * rng.normal(size=(n, 2)), h * height])
         colour = np.column_stack([np.zeros(n), blades / 40.0, np.zeros(n), np.ones(n)])
         first = np.unique(blades, return_index=True)[1]
@@ -194,6 +194,47 @@ def test_the_gpu_wind_check_can_fail(gpu, tmp_path):
                      normals @ we.axes("GODOT")[0].T, we.engine_matrix_world(m, "GODOT"), 20,
                      we.scene_uniforms(scene, "GODOT"), (np.zeros(3), np.array([0.0, 1.0, 0.0])))
     assert np.abs(got - want).max() > 1e-3 * height
+
+
+def test_grass_blades_across_a_field_each_take_their_own_gust(gpu, tmp_path):
+    """A grass object 16 m wide: each blade takes the gust and the figure-eight at its root (waves travelling along
+    the wind), so the blades' winds differ; the include follows core.wind.live blade by blade, and an include that
+    takes them at the object's origin (per-object grass) is caught."""
+    p, normals, h, colour, height = asset_mesh("GRASS", 5, 2000, field=16.0)
+    asset = core_live.AssetWind(category="GRASS", asset_height=height, rigidity=1.0, bend=1.5, sway=0.5, lift=0.2,
+                                micro=0.5, ramp=2.0)
+    scene = core_live.SceneWind(direction=(0.8, 0.6, 0.0), strength=1.2, gust_strength=0.9, gust_frequency=0.3,
+                                fps=24.0, ambient=1.0, grass_tilt=0.0, fade_start=0.0, fade_end=0.0)
+    m = object_matrix(5)
+    live = core_live.live_attributes(p, h, colour)
+    include = we.shader_source("GODOT", asset)
+    per_object = include.replace("float blade = envfx_wind_effective(t, root, d, wind, gusts);",
+                                 "float blade = envfx_wind_effective(t, origin, d, wind, gusts);")
+    per_object = per_object.replace("float tau = t - dot(root, d) / ENVFX_WIND_GUST_SPEED;", "float tau = t;")
+    assert per_object.count("origin, d, wind") == 1 and "float tau = t;" in per_object
+    a, _k = we.axes("GODOT")
+    uvs = we.engine_uvs(we.channel_uvs(live), "GODOT")
+    args = (p @ a.T, normals @ a.T, we.engine_matrix_world(m, "GODOT"))
+    cam = (np.zeros(3), np.array([0.0, 1.0, 0.0]))
+    tops = np.flatnonzero(h > 0.9)
+    worst, caught, spread, differ = 0.0, 0.0, 0.0, 0.0
+    for frame in (3, 40, 77):
+        lt = core_live.live_terms(m, frame, scene, asset)
+        blades = core_live.blade_wind(p, live, m, frame, scene, asset, lt)
+        spread = max(spread, float(np.ptp(blades.eff[tops])))
+        want = np.asarray(core_live.wind_offsets(p, h, colour, normals, m, frame, scene, asset, live=live)) @ a.T
+        # the blade tops' sideways motion (per unit of height) differs from blade to blade
+        differ = max(differ, float(np.ptp(want[tops] / h[tops, None], axis=0).max()))
+        got = run_shader(gpu, tmp_path, "GODOT", include, uvs, *args, frame, we.scene_uniforms(scene, "GODOT"), cam)
+        worst = max(worst, float(np.abs(got - want).max()))
+        got = run_shader(gpu, tmp_path, "GODOT", per_object, uvs, *args, frame, we.scene_uniforms(scene, "GODOT"),
+                         cam)
+        caught = max(caught, float(np.abs(got - want).max()))
+    size = height * np.abs(m[:3, :3]).max()
+    assert spread > 0.3, spread  # the effective wind of the blades at one frame
+    assert differ > 0.05 * height, differ
+    assert worst <= 1e-4 * size, (worst, size)
+    assert caught > 1e-2 * size, (caught, size)
 
 
 def test_export_files_write_each_assets_includes_and_the_scene(tmp_path):
