@@ -24,6 +24,7 @@ centre with a point sampler (its V = 0 is the bottom, as in Blender and FBX).
 from __future__ import annotations
 
 from . import bend_engines
+from .wind_engines import GODOT_INPUTS
 
 ENGINES = ("GODOT", "UNITY", "UNREAL")
 INCLUDE = {"GODOT": "envfx_vat.gdshaderinc", "UNITY": "EnvFXVAT.hlsl", "UNREAL": "EnvFXVAT.ush"}
@@ -249,11 +250,15 @@ def _vec(values) -> str:
 def _godot_material(stem: str, meta: dict, p: dict) -> str:
     tex = meta["textures"]
     normal = tex.get("normal", {}).get("file") if meta["normals"] == "TEXTURE" else None
+    uv_index = int(meta.get("uv", {}).get("index", 0))
+    if uv_index >= len(GODOT_INPUTS):
+        raise ValueError(f"the VAT UV map is the proxy's UV map {uv_index + 1}: Godot imports at most 8")
+    godot_input = GODOT_INPUTS[uv_index]
     return f"""\
 // EnvFX VAT: plays {meta['object']}'s vertex animation texture on {meta.get('mesh') or 'its proxy mesh'} (Godot 4).
 // Import the textures with Compress: Lossless, Mipmaps off, Filter off (PNG16: Godot reads 16-bit PNGs as 8
-// bits; bake EXR for Godot). The mesh's second UV (UV2) is the VAT UV "EnvFX_VAT" when it is the proxy's second
-// UV map; else set vat_uv_channel.
+// bits; bake EXR for Godot). The VAT UV "EnvFX_VAT" is the proxy's UV map {uv_index + 1}: the .glb's
+// TEXCOORD_{uv_index}, which Godot's glTF import puts in {godot_input}.
 shader_type spatial;
 
 #include "envfx_vat.gdshaderinc"
@@ -266,11 +271,10 @@ uniform vec4 vat_remap_min = vec4({_vec(p['remap_min'])});
 uniform vec4 vat_remap_span = vec4({_vec(p['remap_span'])});
 uniform vec4 vat_normal_mode = vec4({_vec(p['normals'])});
 uniform float vat_fps = {_num(p['fps'])};
-uniform int vat_uv_channel = {1 if meta.get('uv', {}).get('index', 0) else 0}; // 0: UV, 1: UV2
 uniform float vat_time_offset = 0.0; // seconds: start instances at different points of the animation
 
 void vertex() {{
-	vec2 vat_uv = vat_uv_channel == 1 ? UV2 : UV;
+	vec2 vat_uv = {godot_input};
 	vec3 offset;
 	vec3 normal;
 	float frame = envfx_vat_frame_at(TIME + vat_time_offset, vat_frames, vat_fps);

@@ -60,6 +60,25 @@ def test_an_engine_bake_writes_its_player_and_its_numbers(vat, tmp_path, engine)
                                    for v in shader["parameters"]["frames"]) + ")" in material
 
 
+@pytest.mark.parametrize("extra_uv_maps, godot_input", [((), "UV2"), (("Lightmap", "Detail"), "CUSTOM0.zw")])
+def test_the_godot_material_reads_the_vat_uv_where_godots_import_puts_it(vat, tmp_path, extra_uv_maps,
+                                                                         godot_input):
+    """The proxy keeps the source's UV maps before EnvFX_VAT: Godot's glTF import puts TEXCOORD_0 and _1 in UV and
+    UV2 and the others in pairs in CUSTOM0..2, and the material reads the VAT UV from there."""
+    obj = armature_mesh()
+    for name in extra_uv_maps:
+        obj.data.uv_layers.new(name=name)
+    vat.ops.bake_vat(bpy.context.scene, [obj], str(tmp_path), vat.ops.VatOptions(1, 4, engine="GODOT"))
+    meta = json.loads((tmp_path / "Arm_vat.json").read_text())
+    index = meta["uv"]["index"]
+    assert index == 1 + len(extra_uv_maps)
+    doc, accessor = read_glb(tmp_path / meta["mesh"])
+    names = list(doc["meshes"][0]["primitives"][0]["attributes"])
+    assert [k for k in names if k.startswith("TEXCOORD_")] == [f"TEXCOORD_{i}" for i in range(index + 1)], names
+    material = (tmp_path / "Arm_vat.gdshader").read_text()
+    assert f"vec2 vat_uv = {godot_input};" in material
+
+
 def test_the_blender_bake_writes_no_engine_files(vat, tmp_path):
     obj = armature_mesh()
     vat.ops.bake_vat(bpy.context.scene, [obj], str(tmp_path), vat.ops.VatOptions(frame_start=1, frame_end=4))
