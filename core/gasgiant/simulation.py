@@ -25,11 +25,11 @@ BLUR_ROWS = 64  # rows of a face per work item of the blur and fade pass
 class Simulation:
     """Particles on the sphere painting a cube map. ``step(k)`` runs k iterations.
 
-    Per particle: ``uv`` complex64 (u + i v in its face's chart), ``face`` int8 and ``col`` float32 RGBA in
-    texel units (0..``TEXEL_MAX``), 25 bytes in all. The texture ``image`` is (6 res^2, 4) uint16 RGBA, 0..``TEXEL_MAX``
-    for 0..1 (8 bytes a texel: one 64-bit gather and scatter per particle, half the memory of float32; its steps
-    of 1/65535 are 1/257 of an 8-bit output level). Every ``SORT_INTERVAL`` steps each batch is sorted by cube cell so
-    that the gathers from the field and the texture walk memory in order (several times faster than random order).
+    Per particle: ``uv`` complex64 (u + i v in its face's chart), ``face`` int8 and ``col`` uint16 RGBA in the
+    texture's units (0..``TEXEL_MAX`` for 0..1), 17 bytes in all. The texture ``image`` is (6 res^2, 4) uint16 RGBA
+    (8 bytes a texel: one 64-bit gather and scatter per particle, half the memory of float32; its steps of 1/65535
+    are 1/257 of an 8-bit output level). Every ``SORT_INTERVAL`` steps each batch is sorted by cube cell so that the
+    gathers from the field and the texture walk memory in order (several times faster than random order).
     """
 
     def __init__(self, params: GasGiantParams, time: float = 0.0, field: Field | None = None):
@@ -63,7 +63,7 @@ class Simulation:
                 job.result()
         self.uv = np.empty(self.n, dtype=np.complex64)
         self.face = np.empty(self.n, dtype=np.int8)
-        self.col = np.empty((self.n, 4), dtype=np.float32)
+        self.col = np.empty((self.n, 4), dtype=np.uint16)
         self.batches = self._batch_ranges()
         self._coarse = None  # cloud mode: the noise mask on a coarse padded cube
         for b, (s, e) in enumerate(self.batches):
@@ -136,10 +136,12 @@ class Simulation:
             face, u, v = dir_to_face_uv(d)
             self.uv[s0:e0] = (u + 1j * v).astype(np.complex64)
             self.face[s0:e0] = face
-            self.col[s0:e0, :3] = colors_at(d, self.params)
+            c = colors_at(d, self.params)
             if self.params.cloud_mode:  # each particle carries its cloud density, so the clouds swirl with the flow
-                self.col[s0:e0, :3] *= self.cloud_mask_at(d)[:, None]
-            self.col[s0:e0, :3] *= np.float32(TEXEL_MAX)
+                c *= self.cloud_mask_at(d)[:, None]
+            c *= np.float32(TEXEL_MAX)
+            c += np.float32(0.5)
+            np.copyto(self.col[s0:e0, :3], c, casting="unsafe")  # rounded (all values >= 0)
             self.col[s0:e0, 3] = TEXEL_MAX
 
     def batch_age(self, batch: int, iteration: int | None = None) -> int:
