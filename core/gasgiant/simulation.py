@@ -6,6 +6,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from ..png import to_uint8
 from .cube import (_border_index, _ring, dir_to_face_uv, equirect_directions, equirect_from_cube, face_directions,
                    face_uv_to_dir, sample_cube)
 from .field import Field, build_field
@@ -56,7 +57,7 @@ class Simulation:
             started = [self._pool.submit(self._start_face, f, sums) for f in range(6)]
         else:
             started = None
-            self._map(lambda f: self._start_face(f, sums), list(range(6)))
+            self.map(lambda f: self._start_face(f, sums), list(range(6)))
         self.field = field if field is not None else build_field(p, time)
         if started is not None:
             for job in started:
@@ -276,7 +277,8 @@ class Simulation:
         for c in range(3):  # one channel at a time (bounded memory); alpha is always 1
             self.col[s:e, c] = self.col[s:e, c][order]
 
-    def _map(self, fn, items):
+    def map(self, fn, items):
+        """Run ``fn`` on every item on the worker threads (in order on this thread with one thread); waits for all."""
         if self._pool is not None and len(items) > 1:
             list(self._pool.map(fn, items))
         else:
@@ -291,11 +293,11 @@ class Simulation:
                     if self.batch_age(b) == 0:
                         self._spawn(b, s, e, generation=self.iteration)
             if SORT_INTERVAL and self.iteration % SORT_INTERVAL == 0:
-                self._map(lambda b: self._sort_batch(*b), self.batches)
+                self.map(lambda b: self._sort_batch(*b), self.batches)
             alphas = [self.batch_alpha(b) for b in range(len(self.batches))]
             for wave in self.waves:
                 o, end = wave[0][1], wave[-1][2]
-                self._map(lambda c, o=o, alphas=alphas: self._move_chunk(c[1], c[2], o, alphas[c[0]]), wave)
+                self.map(lambda c, o=o, alphas=alphas: self._move_chunk(c[1], c[2], o, alphas[c[0]]), wave)
                 # write back in particle order: the last particle on a texel wins (deterministic)
                 self._image64[self._pidx[:end - o]] = self._vals[:end - o]
             self.iteration += 1
@@ -367,7 +369,7 @@ class Simulation:
             face += np.float32(0.5)  # rounds: every value is >= 0
             np.copyto(out, face, casting="unsafe")
 
-        self._map(band, bands)
+        self.map(band, bands)
 
     def texels(self, sl=slice(None)) -> np.ndarray:
         """float32 RGBA in 0..1 of the texture's texels ``sl`` (flat texel index)."""
@@ -438,6 +440,17 @@ class Simulation:
         4 (RGBA) in cloud mode."""
         r = self.res
         return self._out_pixels(slice(f * r * r, (f + 1) * r * r)).reshape(r, r, self.channels)
+
+    def face_png_pixels(self, f: int) -> np.ndarray:
+        """(res, res, C) uint8 pixels of face ``f`` as an 8-bit PNG holds them: ``to_uint8(face_rgb(f))``, made in
+        blocks of rows (a few MB at a time instead of a float copy of the face)."""
+        r = self.res
+        out = np.empty((r, r, self.channels), dtype=np.uint8)
+        rows = max(1, (1 << 16) // r)
+        for a in range(0, r, rows):
+            b = min(r, a + rows)
+            out[a:b] = to_uint8(self._out_pixels(slice((f * r + a) * r, (f * r + b) * r))).reshape(b - a, r, -1)
+        return out
 
     def cube_faces(self) -> np.ndarray:
         """(6, res, res, C) float32 in 0..1, faces in ``FACES`` order, row 0 at the top (C as ``face_rgb``)."""

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from core import colour, exr
+from core.png import to_uint8
 from core import gasgiant as gg
 
 SMALL = dict(particles=60_000, iterations=40, field_size=64, cubemap_size=128, equirect_width=256, threads=1)
@@ -1178,3 +1179,11 @@ def test_the_command_line_options_come_from_the_table():
                                         save_field=os.path.abspath("f.npz"), mapping="PLAIN", field_interval=3)
     assert gg.cli_changes(parser.parse_args([])) == {}
     dataclasses.replace(gg.GasGiantParams(), **gg.cli_changes(args)).validate()
+
+
+def test_png_faces_are_the_float_faces_in_8_bits():
+    for extra in ({}, {"cloud_mode": True}):
+        with gg.Simulation(gg.GasGiantParams(**{**SMALL, **extra})) as sim:
+            sim.step(25)  # painted and blurred once
+            for f in range(6):  # the PNG writer's own conversion of the float faces
+                np.testing.assert_array_equal(sim.face_png_pixels(f), to_uint8(sim.face_rgb(f)))
