@@ -187,13 +187,12 @@ class Simulation:
         y += half + np.float32(0.5)
         fx = np.floor(x)
         fy = np.floor(y)
-        b = face.astype(np.int64)
-        b *= w
-        b += fy.astype(np.int64)
-        b *= w
-        b += fx.astype(np.int64)
         x -= fx
         y -= fy
+        fy *= np.float32(w)
+        fy += fx  # row * w + column: whole numbers below 2**24, exact in float32
+        b = np.multiply(face, w * w, dtype=np.intp)
+        b += fy.astype(np.intp)
         top = self.field.chart.take(b).view(np.complex64)  # (c00, c01) interleaved
         b += w
         bot = self.field.chart.take(b).view(np.complex64)  # (c10, c11)
@@ -210,12 +209,12 @@ class Simulation:
         d += g
         uv += d
         # particles that left their face: re-project onto the face they are over now
-        u = uv.real
-        v = uv.imag
-        m = np.abs(u) > 1.0
-        m |= np.abs(v) > 1.0
-        out = np.flatnonzero(m)
+        m = np.abs(uv.view(np.float32))
+        m = m > np.float32(1.0)  # u and v of each particle side by side: any of the two is a non-zero 16-bit pair
+        out = np.flatnonzero(m.view(np.uint16))
         if out.size:
+            u = uv.real
+            v = uv.imag
             dirs = face_uv_to_dir(face[out], u[out].astype(np.float64), v[out].astype(np.float64))
             f2, u2, v2 = dir_to_face_uv(dirs)
             uv[out] = (np.clip(u2, -1.0, 1.0) + 1j * np.clip(v2, -1.0, 1.0)).astype(np.complex64)
@@ -274,8 +273,8 @@ class Simulation:
         del key
         self.uv[s:e] = self.uv[s:e][order]
         self.face[s:e] = self.face[s:e][order]
-        for c in range(3):  # one channel at a time (bounded memory); alpha is always 1
-            self.col[s:e, c] = self.col[s:e, c][order]
+        col = self.col.view(np.uint64).reshape(-1)  # a particle's RGBA as one 64-bit item
+        col[s:e] = col[s:e][order]
 
     def map(self, fn, items):
         """Run ``fn`` on every item on the worker threads (in order on this thread with one thread); waits for all."""
