@@ -129,21 +129,26 @@ class Simulation:
         return out
 
     def _spawn(self, batch, s, e, generation):
-        rng = np.random.default_rng([self.params.seed & 0xFFFFFFFF, batch, generation])
-        for s0 in range(s, e, CHUNK):  # bounded memory; each block vectorised
-            e0 = min(e, s0 + CHUNK)
-            d = rng.standard_normal((e0 - s0, 3))
-            d /= np.linalg.norm(d, axis=-1, keepdims=True)
-            face, u, v = dir_to_face_uv(d)
-            self.uv[s0:e0] = (u + 1j * v).astype(np.complex64)
-            self.face[s0:e0] = face
-            c = colors_at(d, self.params)
-            if self.params.cloud_mode:  # each particle carries its cloud density, so the clouds swirl with the flow
-                c *= self.cloud_mask_at(d)[:, None]
-            c *= np.float32(TEXEL_MAX)
-            c += np.float32(0.5)
-            np.copyto(self.col[s0:e0, :3], c, casting="unsafe")  # rounded (all values >= 0)
-            self.col[s0:e0, 3] = TEXEL_MAX
+        """Place particles s..e (of ``batch``) at random and give them their colours: in blocks of ``CHUNK``, each
+        with its own random stream (seed, batch, generation, block), on the worker threads."""
+        if self.params.cloud_mode and self._coarse is None:
+            self.cloud_mask_at(np.array([[0.0, 0.0, 1.0]]))  # built once, before the threads read it
+        self.map(lambda s0: self._spawn_block(batch, s, s0, min(e, s0 + CHUNK), generation), list(range(s, e, CHUNK)))
+
+    def _spawn_block(self, batch, s, s0, e0, generation):
+        rng = np.random.default_rng([self.params.seed & 0xFFFFFFFF, batch, generation, (s0 - s) // CHUNK])
+        d = rng.standard_normal((e0 - s0, 3))
+        d /= np.linalg.norm(d, axis=-1, keepdims=True)
+        face, u, v = dir_to_face_uv(d)
+        self.uv[s0:e0] = (u + 1j * v).astype(np.complex64)
+        self.face[s0:e0] = face
+        c = colors_at(d, self.params)
+        if self.params.cloud_mode:  # each particle carries its cloud density, so the clouds swirl with the flow
+            c *= self.cloud_mask_at(d)[:, None]
+        c *= np.float32(TEXEL_MAX)
+        c += np.float32(0.5)
+        np.copyto(self.col[s0:e0, :3], c, casting="unsafe")  # rounded (all values >= 0)
+        self.col[s0:e0, 3] = TEXEL_MAX
 
     def batch_age(self, batch: int, iteration: int | None = None) -> int:
         L = self.params.lifetime
