@@ -256,12 +256,14 @@ class Simulation:
         idx += q
         return idx
 
-    def _sort_batch(self, s, e):
+    def _sort_batch(self, s, e, threaded=False):
         """Order a batch's particles by coarse cube cell (16-bit keys: a linear-time radix sort), so each chunk
-        covers a compact patch of the sphere and its gathers from the field and the texture stay in cache."""
+        covers a compact patch of the sphere and its gathers from the field and the texture stay in cache.
+        ``threaded``: the keys and the three reorderings on the worker threads (called from this thread only)."""
         cells = SORT_CELLS
         key = np.empty(e - s, dtype=np.uint16)
-        for s0 in range(s, e, CHUNK):
+
+        def keys(s0):
             e0 = min(e, s0 + CHUNK)
             uv = self.uv[s0:e0]
             k = self.face[s0:e0].astype(np.int32)
@@ -274,12 +276,16 @@ class Simulation:
             np.clip(q, 0, cells - 1, out=q)
             k += q
             key[s0 - s:e0 - s] = k
+
+        run = self.map if threaded else lambda fn, items: [fn(item) for item in items]
+        run(keys, list(range(s, e, CHUNK)))
         order = np.argsort(key, kind="stable")
-        del key
-        self.uv[s:e] = self.uv[s:e][order]
-        self.face[s:e] = self.face[s:e][order]
         col = self.col.view(np.uint64).reshape(-1)  # a particle's RGBA as one 64-bit item
-        col[s:e] = col[s:e][order]
+
+        def reorder(arr):
+            arr[s:e] = arr[s:e][order]
+
+        run(reorder, [self.uv, self.face, col])
 
     def map(self, fn, items):
         """Run ``fn`` on every item on the worker threads (in order on this thread with one thread); waits for all."""
@@ -297,7 +303,10 @@ class Simulation:
                     if self.batch_age(b) == 0:
                         self._spawn(b, s, e, generation=self.iteration)
             if SORT_INTERVAL and self.iteration % SORT_INTERVAL == 0:
-                self.map(lambda b: self._sort_batch(*b), self.batches)
+                if len(self.batches) == 1:
+                    self._sort_batch(*self.batches[0], threaded=True)
+                else:
+                    self.map(lambda b: self._sort_batch(*b), self.batches)
             alphas = [self.batch_alpha(b) for b in range(len(self.batches))]
             for wave in self.waves:
                 o, end = wave[0][1], wave[-1][2]
