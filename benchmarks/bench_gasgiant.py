@@ -13,6 +13,11 @@ Run with a venv python: ``python benchmarks/bench_gasgiant.py [--quick] [--only 
 Prints one JSON object per measurement. Each measurement runs in its own process so its peak RSS is its own.
 The machine is shared: the load average before and after is recorded with every measurement.
 
+With ``--peer PATH`` (the gaseous-giganticus program, built by you outside EnvFX): paired whole-process runs of this
+bake and the C original at equal settings (particles, 100 iterations, 512 field, six 1024 faces, two threads) with
+the Blender baseline (bpy imported, nothing baked), several rounds, one JSON line per particle count with the
+median, minimum and maximum of each and of the paired wall-time ratio (see docs/gasgiant.md).
+
 Reference (the issue): gaseous-giganticus moves and paints 1M particles for 100 iterations with a 512 field in
 about 9 s (about 11M particle-steps/s on both cores) and holds 8M particles in about 0.65 GB.
 """
