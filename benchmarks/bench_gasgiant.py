@@ -13,6 +13,11 @@ Run with a venv python: ``python benchmarks/bench_gasgiant.py [--quick] [--only 
 Prints one JSON object per measurement. Each measurement runs in its own process so its peak RSS is its own.
 The machine is shared: the load average before and after is recorded with every measurement.
 
+With ``--peer PATH`` (the gaseous-giganticus program, built by you outside EnvFX): paired whole-process runs of this
+bake and the C original at equal settings (particles, 100 iterations, 512 field, six 1024 faces, two threads) with
+the Blender baseline (bpy imported, nothing baked), several rounds, one JSON line per particle count with the
+median, minimum and maximum of each and of the paired wall-time ratio (see docs/gasgiant.md).
+
 Reference (the issue): gaseous-giganticus moves and paints 1M particles for 100 iterations with a 512 field in
 about 9 s (about 11M particle-steps/s on both cores) and holds 8M particles in about 0.65 GB.
 """
@@ -21,6 +26,7 @@ import argparse
 import json
 import os
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -137,6 +143,118 @@ def field_file(spec):
             "load_before": [round(x, 2) for x in load0], "load_after": [round(x, 2) for x in os.getloadavg()]}
 
 
+def bake_process(spec):
+    """One whole bake as a user's Blender process runs it: ``bpy`` imported (Blender's own memory), then the bake
+    of a still (six cube faces written as PNGs, no equirectangular image: what gaseous-giganticus writes).
+    ``spec["bake"]`` False: bpy imported, nothing baked (the baseline)."""
+    import bpy  # noqa: F401  (Blender's own baseline: what importing it takes)
+
+    if not spec.get("bake", True):
+        return {}
+    sys.path.insert(0, ROOT)
+    from core import gasgiant as gg  # the numpy core the add-on runs (the add-on's UI is not what is measured)
+
+    params = gg.GasGiantParams(particles=spec["particles"], iterations=spec["iterations"],
+                               field_size=spec["field_size"], cubemap_size=spec["cubemap"], equirect_width=0,
+                               threads=spec["threads"], seed=1)
+    with tempfile.TemporaryDirectory() as tmp:
+        result = gg.run_bake(params, tmp, check_memory=False)
+        return {"files": len(result.files)}
+
+
+_SPAWN = """
+import json, os, subprocess, sys, time
+argv, cwd = json.loads(sys.argv[1]), sys.argv[2] or None
+t0 = time.perf_counter()
+proc = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+err = proc.stderr.read().decode(errors="replace")
+_, status, usage = os.wait4(proc.pid, 0)
+print(json.dumps({"wall_s": time.perf_counter() - t0, "cpu_s": usage.ru_utime + usage.ru_stime,
+                  "peak_rss_mib": usage.ru_maxrss / 1024, "code": os.waitstatus_to_exitcode(status),
+                  "err": err[-2000:]}))
+"""
+
+
+def _measure(argv, cwd=None):
+    """Run a whole process; its wall time, CPU time (user + system, all threads) and peak RSS (its own, from
+    wait4). Started from a small Python process: Linux counts the memory a process had before exec (the copy of
+    the process that forked it) in its peak, so the measuring process must be smaller than the measured ones."""
+    out = subprocess.run([sys.executable, "-S", "-c", _SPAWN, json.dumps(argv), cwd or ""], capture_output=True,
+                         text=True, check=True)
+    row = json.loads(out.stdout)
+    if row.pop("code") != 0:
+        raise RuntimeError(f"{argv[0]} failed: {row['err']}")
+    del row["err"]
+    return row
+
+
+def _spread(values, digits=3):
+    return {"median": round(statistics.median(values), digits), "min": round(min(values), digits),
+            "max": round(max(values), digits)}
+
+
+def peer_rounds(peer, sizes, rounds, iterations, field_size=512, threads=2):
+    """Paired whole-process runs of this bake and gaseous-giganticus at equal settings, interleaved: every round
+    runs, per particle count, the Blender baseline (bpy imported, nothing baked), this bake and the peer, the order
+    of the two bakes alternating between rounds. gaseous-giganticus: ``-p`` particles, ``-c`` iterations, ``-F``
+    velocity field size, ``-t`` threads, its fixed 1024 cube faces; ``-I`` = iterations, so it writes its six faces
+    only at the start (which it always does) and at the end; its other settings are its defaults. Yields one JSON
+    object per particle count."""
+    cube = 1024  # gaseous-giganticus's DIM (fixed when it is compiled)
+    rows = {n: {"ours": [], "peer": [], "baseline": [], "load": []} for n in sizes}
+    me = [sys.executable, os.path.abspath(__file__), "--bake-process"]
+    with tempfile.TemporaryDirectory() as tmp:
+        sys.path.insert(0, ROOT)
+        from core.png import write_png  # a palette for the peer (it needs an input image): latitude stripes
+
+        lat = numpy.linspace(0.0, 1.0, 512, dtype=numpy.float32)[:, None, None]
+        write_png(os.path.join(tmp, "palette.png"),
+                  numpy.broadcast_to(0.5 + 0.4 * numpy.sin(lat * 37.0), (512, 1024, 3)))
+        for rnd in range(rounds):
+            for n in sizes:
+                spec = {"particles": n, "iterations": iterations, "field_size": field_size, "cubemap": cube,
+                        "threads": threads}
+                out = os.path.join(tmp, f"peer_{n}")
+                os.makedirs(out, exist_ok=True)
+                runs = {
+                    "ours": me + [json.dumps(spec)],
+                    "peer": [peer, "-i", os.path.join(tmp, "palette.png"), "-o", os.path.join(out, "gg-"),
+                             "-p", str(n), "-c", str(iterations), "-F", str(field_size), "-t", str(threads),
+                             "-I", str(iterations)],
+                    "baseline": me + [json.dumps({"bake": False})],
+                }
+                order = ["baseline", "ours", "peer"] if rnd % 2 == 0 else ["baseline", "peer", "ours"]
+                load0 = os.getloadavg()[0]
+                for name in order:
+                    rows[n][name].append(_measure(runs[name], cwd=out if name == "peer" else None))
+                rows[n]["load"].append((load0, os.getloadavg()[0]))
+    for n in sizes:
+        r = rows[n]
+        ours, peer_, base = r["ours"], r["peer"], r["baseline"]
+        speed = [p["wall_s"] / o["wall_s"] for o, p in zip(ours, peer_, strict=True)]
+        cpu = [p["cpu_s"] / o["cpu_s"] for o, p in zip(ours, peer_, strict=True)]
+        budget = [2 * p["peak_rss_mib"] + b["peak_rss_mib"] for p, b in zip(peer_, base, strict=True)]
+        mem = [o["peak_rss_mib"] / m for o, m in zip(ours, budget, strict=True)]
+        yield {
+            "measure": "gasgiant_vs_gaseous_giganticus", "particles": n, "iterations": iterations,
+            "field_size": field_size, "cubemap": f"6x{cube}", "threads": threads, "rounds": rounds,
+            "peer_command": os.path.basename(peer) + f" -p {n} -c {iterations} -F {field_size} -t {threads} "
+                            f"-I {iterations} -i palette.png",
+            "ours_wall_s": _spread([o["wall_s"] for o in ours]), "peer_wall_s": _spread([p["wall_s"] for p in peer_]),
+            "speedup_wall": _spread(speed), "target_speedup_wall": 2.0,
+            "ours_cpu_s": _spread([o["cpu_s"] for o in ours]), "peer_cpu_s": _spread([p["cpu_s"] for p in peer_]),
+            "cpu_ratio_peer_to_ours": _spread(cpu),
+            "ours_peak_rss_mib": _spread([o["peak_rss_mib"] for o in ours], 1),
+            "peer_peak_rss_mib": _spread([p["peak_rss_mib"] for p in peer_], 1),
+            "bpy_baseline_peak_rss_mib": _spread([b["peak_rss_mib"] for b in base], 1),
+            "memory_budget_mib": _spread(budget, 1), "memory_to_budget": _spread(mem),
+            "ours_peak_above_baseline_mib": _spread([o["peak_rss_mib"] - b["peak_rss_mib"]
+                                                     for o, b in zip(ours, base, strict=True)], 1),
+            "load_before_after": [[round(a, 2), round(b, 2)] for a, b in r["load"]],
+            "cpus": os.cpu_count(),
+        }
+
+
 def _run(kind, spec):
     out = subprocess.run([sys.executable, __file__, "--one", json.dumps({"kind": kind, **spec})],
                          capture_output=True, text=True)
@@ -149,8 +267,17 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--one", help=argparse.SUPPRESS)
     parser.add_argument("--quick", action="store_true", help="fewer iterations")
-    parser.add_argument("--only", choices=["throughput", "animated", "field"], help="run one group only")
+    parser.add_argument("--only", choices=["throughput", "animated", "field", "peer"], help="run one group only")
+    parser.add_argument("--peer", metavar="PATH", help="the gaseous-giganticus program to measure against (paired "
+                        "whole-process runs at equal settings; not part of EnvFX, build it yourself)")
+    parser.add_argument("--peer-particles", default="1000000,2000000,8000000",
+                        help="particle counts of the paired runs, comma-separated")
+    parser.add_argument("--rounds", type=int, default=3, help="paired rounds per particle count")
+    parser.add_argument("--bake-process", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.bake_process:
+        print(json.dumps(bake_process(json.loads(args.bake_process))), flush=True)
+        return 0
     if args.one:
         spec = json.loads(args.one)
         kind = spec.pop("kind", "throughput")
@@ -168,6 +295,18 @@ def main():
         {"particles": 8_000_000, "iterations": 5 if args.quick else 20, "threads": 2},
     ]
     env = dict(blender=blender, numpy=numpy.__version__, python=sys.version.split()[0])
+    if args.only == "peer" and not args.peer:
+        parser.error("--only peer needs --peer PATH (the gaseous-giganticus program)")
+    if args.peer and args.only in (None, "peer"):
+        if not (os.path.isfile(args.peer) and os.access(args.peer, os.X_OK)):
+            parser.error(f"--peer {args.peer}: not an executable file (build gaseous-giganticus with make and give "
+                         f"the path of the program)")
+        sizes = [int(x) for x in args.peer_particles.split(",") if x.strip()]
+        for row in peer_rounds(args.peer, sizes, max(1, args.rounds), 30 if args.quick else 100):
+            row.update(env)
+            print(json.dumps(row), flush=True)
+        if args.only == "peer":
+            return 0
     if args.only in (None, "animated"):
         base = {"particles": 200_000 if args.quick else 1_000_000, "frames": 6 if args.quick else 12,
                 "frame_iterations": 20, "cubemap": 512, "equirect": 1024}

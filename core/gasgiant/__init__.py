@@ -83,7 +83,7 @@ from .settings import (ABOVE_LOWEST, CUBE_LAYOUTS, CUBEMAP_SIZES, DEFAULT_RAMP, 
                        FIELD_SIZES, FILE_FORMATS, FLOAT_RANGES, MAPPINGS, MAX_FRAMES, MAX_MAGNITUDE, MAX_PARTICLES,
                        PARAM_SETTINGS, SETTINGS, UI_SETTINGS, CliOption, Setting, cli_changes, cli_flag, cli_options,
                        symmetric_ramp)
-from .simulation import HOT_PINK, SORT_CELLS, SORT_INTERVAL, Simulation
+from .simulation import BLUR_ROWS, HOT_PINK, SORT_CELLS, SORT_INTERVAL, TEXEL_MAX, Simulation
 
 # the names callers use (the first line: the core API the README names)
 __all__ = [
@@ -95,7 +95,8 @@ __all__ = [
     "FIELD_FILE_VERSION", "FIELD_KEYS", "FIELD_SIZES", "FILE_FORMATS", "FLOAT_RANGES", "FLOW_NOISE_PEAK",
     "FLOW_VORTEX_PEAK", "HOT_PINK", "MAPPINGS", "MAX_FRAMES", "MAX_MAGNITUDE", "MAX_PARTICLES", "METADATA_FORMAT",
     "METADATA_NAME", "METADATA_VERSION", "OUTPUT_NAME", "POLE_TAPER_DEG", "RANDOM_KEYS", "SORT_CELLS", "SORT_INTERVAL",
-    "WAVE", "all_output_names", "available_memory", "bake_metadata", "BakeResult", "band_latitude",
+    "WAVE", "TEXEL_MAX", "BLUR_ROWS", "all_output_names", "available_memory", "bake_metadata", "BakeResult",
+    "band_latitude",
     "blender_face_image", "build_field_steps", "check_field_files", "check_field_save_path", "check_output_folder",
     "colors_at", "cube_layout_faces", "decode_flow", "dir_to_face_uv", "encode_flow", "equirect_directions",
     "equirect_from_cube", "face_directions", "face_uv_to_dir", "Field", "field_from_velocity", "field_settings",

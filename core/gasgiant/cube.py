@@ -13,15 +13,27 @@ _FACE_A = np.array([[0, 1, 0], [0, -1, 0], [-1, 0, 0], [1, 0, 0], [0, 1, 0], [0,
 _FACE_B = np.array([[0, 0, -1], [0, 0, -1], [0, 0, -1], [0, 0, -1], [1, 0, 0], [-1, 0, 0]], dtype=np.float64)
 
 
-def face_directions(size: int, pad: int = 0, faces=slice(None)) -> np.ndarray:
+def face_directions(size: int, pad: int = 0, faces=slice(None), rows=slice(None)) -> np.ndarray:
     """(6, size+2pad, size+2pad, 3) unit directions of texel centres (rows along the face's down axis);
-    ``faces`` selects some faces only."""
+    ``faces`` selects some faces only, ``rows`` some rows (of the padded face) only."""
     j = np.arange(-pad, size + pad, dtype=np.float64)
     c = (2.0 * j + 1.0) / size - 1.0
-    v, u = np.meshgrid(c, c, indexing="ij")
-    d = (_FACE_N[faces, None, None, :] + u[None, :, :, None] * _FACE_A[faces, None, None, :]
-         + v[None, :, :, None] * _FACE_B[faces, None, None, :])
-    return d / np.linalg.norm(d, axis=-1, keepdims=True)
+    u = c[None, :]
+    v = c[rows][:, None]
+    # n + u a + v b has length sqrt(1 + u^2 + v^2) (n, a, b orthonormal): each component is one of the three terms
+    inv = u * u + v * v
+    inv += 1.0
+    np.sqrt(inv, out=inv)
+    np.divide(1.0, inv, out=inv)
+    terms = (inv, u * inv, v * inv)
+    ids = np.arange(6)[faces]
+    out = np.empty((len(ids),) + inv.shape + (3,))
+    for k, f in enumerate(ids):
+        for axis in range(3):
+            for term, axes in zip(terms, (_FACE_N, _FACE_A, _FACE_B), strict=True):
+                if axes[f, axis]:
+                    np.multiply(term, axes[f, axis], out=out[k, :, :, axis])
+    return out
 
 
 def dir_to_face_uv(d: np.ndarray):

@@ -159,57 +159,88 @@ def _scaled_progress(job, lo: float, hi: float):
         yield lo + (hi - lo) * f
 
 
+def _field_blocks(n: int):
+    """(face, first row, end row) of the padded faces in blocks of about 32768 texels (bounded memory)."""
+    rows = max(1, (1 << 15) // (n + 2))
+    return [(f, a, min(n + 2, a + rows)) for f in range(6) for a in range(0, n + 2, rows)]
+
+
+def _chart_block(vel: np.ndarray, d: np.ndarray, f: int) -> np.ndarray:
+    """Chart velocities du + i dv (complex64) of float32 3D velocities ``vel`` (m, 3) at directions ``d`` (m, 3) of
+    face ``f``: u = p.a / p.n, so du = (V.a (p.n) - (p.a)(V.n)) / (p.n)^2 (the face axes are unit axes: the dot
+    products are exact)."""
+    v64 = vel.astype(np.float64)
+    pn = d @ _FACE_N[f]
+    vn = v64 @ _FACE_N[f]
+    pn2 = pn * pn
+    du = (v64 @ _FACE_A[f] * pn - d @ _FACE_A[f] * vn) / pn2
+    dv = (v64 @ _FACE_B[f] * pn - d @ _FACE_B[f] * vn) / pn2
+    out = np.empty(len(d), dtype=np.complex64)
+    out.real = du
+    out.imag = dv
+    return out
+
+
+def _new_field(n: int, noise_norm: float, vel: np.ndarray | None = None) -> Field:
+    w = n + 2
+    if vel is None:
+        vel = np.empty((6, w, w, 3), dtype=np.float32)
+    return Field(n, vel, np.empty(6 * w * w, dtype=np.complex128), noise_norm)
+
+
+def _pair_up(fld: Field):
+    """Each chart item: the texel (filled in by the blocks) and its right neighbour (zero after the last)."""
+    pairs = fld.chart.view(np.complex64).reshape(-1, 2)
+    pairs[:-1, 1] = pairs[1:, 0]
+    pairs[-1, 1] = 0.0
+
+
 def build_field_steps(params: GasGiantParams, time: float = 0.0, noise_norm: float | None = None):
-    """``build_field`` as a job: yields its progress (0..1) between blocks, returns the ``Field``."""
+    """``build_field`` as a job: yields its progress (0..1) between blocks, returns the ``Field``. Each block of
+    texels is evaluated, stored as float32 and turned into chart velocities on its own (numpy releases the GIL:
+    blocks run on threads), so the memory is the field's own plus a few blocks."""
     n = params.field_size
     perm = _perm(params.seed)
     vort = vortex_set(params)
     if noise_norm is None:
         noise_norm = _noise_norm(params, perm, vort)
-    d = face_directions(n, pad=1)
-    flat = d.reshape(-1, 3)
-    vel = np.empty_like(flat)
-    step = 1 << 15
-    starts = range(0, len(flat), step)
+    fld = _new_field(n, noise_norm)
+    w = n + 2
+    pairs = fld.chart.view(np.complex64).reshape(-1, 2)
+    blocks = _field_blocks(n)
 
-    def block(s):  # bounded memory; each block vectorised (numpy releases the GIL: blocks run on threads)
-        vel[s:s + step] = _scaled_velocity(flat[s:s + step], params, time, perm, vort, noise_norm)
+    def block(item):
+        f, a, b = item
+        d = face_directions(n, pad=1, faces=slice(f, f + 1), rows=slice(a, b)).reshape(-1, 3)
+        vel = fld.velocity[f, a:b].reshape(-1, 3)
+        vel[:] = _scaled_velocity(d, params, time, perm, vort, noise_norm)
+        pairs[(f * w + a) * w:(f * w + b) * w, 0] = _chart_block(vel, d, f)
 
-    if params.threads > 1 and len(starts) > 1:
+    if params.threads > 1:
         with ThreadPoolExecutor(params.threads) as pool:
-            for k, _ in enumerate(pool.map(block, starts)):
-                yield (k + 1) / len(starts)
+            for k, _ in enumerate(pool.map(block, blocks)):
+                yield (k + 1) / len(blocks)
     else:
-        for k, s in enumerate(starts):
-            block(s)
-            yield (k + 1) / len(starts)
-    return field_from_velocity(vel.reshape(d.shape).astype(np.float32), noise_norm, d)
+        for k, item in enumerate(blocks):
+            block(item)
+            yield (k + 1) / len(blocks)
+    _pair_up(fld)
+    return fld
 
 
 def field_from_velocity(vel: np.ndarray, noise_norm: float, d: np.ndarray | None = None) -> Field:
     """A ``Field`` from its stored float32 3D velocities (6, n+2, n+2, 3): the chart velocities the particles
     read are derived from them (so a field loaded from a file is exactly the one that was built)."""
     n = vel.shape[1] - 2
-    if d is None:
-        d = face_directions(n, pad=1)
-
-    # chart velocity: u = p.a / p.n  ->  du = (V.a (p.n) - (p.a)(V.n)) / (p.n)^2
-    def dot(arr, axes):
-        return np.einsum("fijk,fk->fij", arr, axes)
-
-    v64 = vel.astype(np.float64)
-    pn = dot(d, _FACE_N)
-    vn = dot(v64, _FACE_N)
-    du = (dot(v64, _FACE_A) * pn - dot(d, _FACE_A) * vn) / (pn * pn)
-    dv = (dot(v64, _FACE_B) * pn - dot(d, _FACE_B) * vn) / (pn * pn)
-    del v64, vn
-    c = np.zeros(6 * (n + 2) ** 2 + 1, dtype=np.complex64)
-    c[:-1] = (du + 1j * dv).reshape(-1)
-    pairs = np.empty((len(c) - 1, 2), dtype=np.complex64)
-    pairs[:, 0] = c[:-1]
-    pairs[:, 1] = c[1:]
-    return Field(n, np.ascontiguousarray(vel, dtype=np.float32), pairs.view(np.complex128).reshape(-1),
-                 noise_norm)
+    w = n + 2
+    fld = _new_field(n, noise_norm, np.ascontiguousarray(vel, dtype=np.float32))
+    pairs = fld.chart.view(np.complex64).reshape(-1, 2)
+    for f, a, b in _field_blocks(n):
+        db = (face_directions(n, pad=1, faces=slice(f, f + 1), rows=slice(a, b)) if d is None
+              else d[f:f + 1, a:b]).reshape(-1, 3)
+        pairs[(f * w + a) * w:(f * w + b) * w, 0] = _chart_block(fld.velocity[f, a:b].reshape(-1, 3), db, f)
+    _pair_up(fld)
+    return fld
 
 
 def lerp_field(a: Field, b: Field, t: float, out: Field | None = None) -> Field:

@@ -90,11 +90,14 @@ def bake(params: GasGiantParams, folder: str, check_memory: bool = True, fields:
                 todo -= k
                 yield 0.05 + 0.9 * sim.iteration / total
             names = output_names(params, f + 1 if animated else None)
-            for entry in layout:
-                for key in (f"cube_{entry['name']}", f"cube_{entry['name']}_exr"):
+
+            def write_face(entry, names=names):  # PNG: 8-bit pixels made from the texture directly
+                for key, pixels in ((f"cube_{entry['name']}", sim.face_png_pixels),
+                                    (f"cube_{entry['name']}_exr", sim.face_rgb)):
                     if key in names:
-                        _write_image(os.path.join(tmp, names[key]),
-                                     layout_face_image(sim.face_rgb(entry["face"]), entry))
+                        _write_image(os.path.join(tmp, names[key]), layout_face_image(pixels(entry["face"]), entry))
+
+            sim.map(write_face, layout)  # on the worker threads (zlib releases the GIL while it deflates)
             if params.equirect_width:
                 eq = sim.equirect()
                 vel = sim.flow_velocity(min(params.equirect_width, 1024))

@@ -16,7 +16,10 @@ def _ramp_colors(t: np.ndarray, ramp) -> np.ndarray:
     cols = np.array([c for _, c in ramp], dtype=np.float64).reshape(len(ramp), -1)[:, :3]
     order = np.argsort(stops, kind="stable")
     stops, cols = stops[order], cols[order]
-    return np.stack([np.interp(t, stops, cols[:, c]) for c in range(3)], axis=-1)
+    out = np.empty((len(t), 3), dtype=np.float32)
+    for c in range(3):
+        out[:, c] = np.interp(t, stops, cols[:, c])
+    return out
 
 
 def colors_at(p: np.ndarray, params: GasGiantParams) -> np.ndarray:
@@ -34,7 +37,7 @@ def colors_at(p: np.ndarray, params: GasGiantParams) -> np.ndarray:
     lat = np.arcsin(np.clip(q[:, 2], -1.0, 1.0))
     t = lat / math.pi + 0.5  # 0 south pole .. 1 north pole
     if params.palette is None:
-        return _ramp_colors(t, params.ramp).astype(np.float32)
+        return _ramp_colors(t, params.ramp)
     pal = np.asarray(params.palette)
     h, w = pal.shape[:2]
     row = np.clip(((1.0 - t) * h).astype(np.int64), 0, h - 1)  # image row 0 = top = north

@@ -15,11 +15,11 @@ from .settings import (ABOVE_LOWEST, CUBE_LAYOUTS, CUBEMAP_SIZES, EQUIRECT_WIDTH
                        symmetric_ramp)
 
 
-CHUNK = 1 << 17  # particles per work item (fixed: results do not depend on the thread count)
-WAVE = 8  # chunks that read the texture before it is written back (fixed, like CHUNK)
+CHUNK = 1 << 15  # particles per work item (fixed: results do not depend on the thread count)
+WAVE = 16  # chunks that read the texture before it is written back (fixed, like CHUNK)
 
-# bytes per particle: uv 8 + face 1 + colour 16
-BYTES_PER_PARTICLE = 25
+# bytes per particle: uv 8 + face 1 + colour 8 (uint16 RGBA)
+BYTES_PER_PARTICLE = 17
 
 
 class GasGiantError(ValueError):
@@ -195,7 +195,8 @@ def random_look(seed: int) -> dict:
 
 
 def estimate_memory(params: GasGiantParams) -> int:
-    """Peak bytes of a bake (measured: 8M particles, 512 field, 6x1024 cube, 4096 equirect peak at ~0.63 GB):
+    """Peak bytes of a bake (the resident memory of the bake process, less what Python, numpy and Blender take
+    before it, is about this less the fixed 150 MiB):
     particles, the stored field, the texture, the largest transient (blur / equirect / palette copy), the
     per-step scratch and a fixed baseline (Python, numpy, field building)."""
     n, f, r = params.particles, params.field_size, params.cubemap_size
@@ -206,9 +207,9 @@ def estimate_memory(params: GasGiantParams) -> int:
         fld *= 3  # two key fields and the mix between them
     if params.save_field:
         fld += (keys - 1) * 6 * (f + 2) ** 2 * (16 + 12)  # every key field is kept until it is saved
-    tex = 6 * r * r * 16 + (6 * r * r * 12 if params.fade_to_palette else 0)
-    transient = max(6 * (r + 2) ** 2 * 12 + r * r * 36, 6 * (f + 2) ** 2 * 40)
-    scratch = min(n, CHUNK * WAVE) * 24 + min(n, CHUNK) * params.threads * 100
+    tex = 6 * r * r * 8 + (6 * r * r * 6 if params.fade_to_palette else 0)  # uint16 RGBA (+ RGB start colours)
+    transient = 6 * (r + 2) ** 2 * 12 + r * r * 36 if params.equirect_width else r * r * 36
+    scratch = min(n, CHUNK * WAVE) * 16 + min(n, CHUNK) * params.threads * 160
     return int(particles + fld + tex + transient + scratch + 150 * 2**20)
 
 

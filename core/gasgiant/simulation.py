@@ -6,6 +6,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from ..png import to_uint8
 from .cube import (_border_index, _ring, dir_to_face_uv, equirect_directions, equirect_from_cube, face_directions,
                    face_uv_to_dir, sample_cube)
 from .field import Field, build_field
@@ -18,14 +19,18 @@ from .params import CHUNK, WAVE, GasGiantParams
 HOT_PINK = (1.0, 0.07843, 0.57647)  # gaseous-giganticus -h: unpainted texels fade to this, showing divergences
 SORT_INTERVAL = 32  # steps between sorting particles by cube cell (fixed: part of the result); 0 = never
 SORT_CELLS = 64  # cells per cube face side for that sort (6 * 64 * 64 < 2**16)
+TEXEL_MAX = 65535  # the texture's uint16 value for 1.0
+BLUR_ROWS = 64  # rows of a face per work item of the blur and fade pass
 
 
 class Simulation:
     """Particles on the sphere painting a cube map. ``step(k)`` runs k iterations.
 
-    Per particle: ``uv`` complex64 (u + i v in its face's chart), ``face`` int8 and ``col`` float32 RGBA,
-    25 bytes in all. Every ``SORT_INTERVAL`` steps each chunk is sorted by texel so that the gathers from the
-    field and the texture walk memory in order (several times faster than random order).
+    Per particle: ``uv`` complex64 (u + i v in its face's chart), ``face`` int8 and ``col`` uint16 RGBA in the
+    texture's units (0..``TEXEL_MAX`` for 0..1), 17 bytes in all. The texture ``image`` is (6 res^2, 4) uint16 RGBA
+    (8 bytes a texel: one 64-bit gather and scatter per particle, half the memory of float32; its steps of 1/65535
+    are 1/257 of an 8-bit output level). Every ``SORT_INTERVAL`` steps each batch is sorted by cube cell so that the
+    gathers from the field and the texture walk memory in order (several times faster than random order).
     """
 
     def __init__(self, params: GasGiantParams, time: float = 0.0, field: Field | None = None):
@@ -34,12 +39,32 @@ class Simulation:
         self.n = p.particles
         self.iteration = 0
         self.time = time
-        self.field = field if field is not None else build_field(p, time)
+        self._pool = ThreadPoolExecutor(p.threads) if p.threads > 1 else None
+        r = self.res = p.cubemap_size
         self.fsize = p.field_size
-        self.res = p.cubemap_size
+        # the texture's start colours are independent of the field: painted on a worker while the field is built
+        self.image = np.empty((6 * r * r, 4), dtype=np.uint16)
+        self.base = None
+        fade_base = p.fade_to_palette and not (p.cloud_mode or p.hot_pink)
+        if fade_base:
+            self.base = np.empty((6 * r * r, 3), dtype=np.uint16)
+        sums = np.zeros((6, 3))
+        if p.cloud_mode:
+            # clouds: the texture holds the painted brightness, starting (and fading back to) empty = transparent
+            self.image[:] = 0
+            started = None
+        elif self._pool is not None and field is None:
+            started = [self._pool.submit(self._start_face, f, sums) for f in range(6)]
+        else:
+            started = None
+            self.map(lambda f: self._start_face(f, sums), list(range(6)))
+        self.field = field if field is not None else build_field(p, time)
+        if started is not None:
+            for job in started:
+                job.result()
         self.uv = np.empty(self.n, dtype=np.complex64)
         self.face = np.empty(self.n, dtype=np.int8)
-        self.col = np.empty((self.n, 4), dtype=np.float32)
+        self.col = np.empty((self.n, 4), dtype=np.uint16)
         self.batches = self._batch_ranges()
         self._coarse = None  # cloud mode: the noise mask on a coarse padded cube
         for b, (s, e) in enumerate(self.batches):
@@ -47,31 +72,36 @@ class Simulation:
         self.chunks = self._chunk_ranges()
         # waves: fixed groups of chunks that read the texture, then write it back in order
         self.waves = [self.chunks[i:i + WAVE] for i in range(0, len(self.chunks), WAVE)]
-        wave_n = max(e - s for w in self.waves for _, s, e in [(0, w[0][1], w[-1][2])])
-        self._pidx = np.empty(wave_n, dtype=np.int64)
-        self._vals = np.empty((wave_n, 4), dtype=np.float32)
-        # texture: start from the palette colours of every texel (full coverage from the first step)
-        r = self.res
+        wave_n = max(w[-1][2] - w[0][1] for w in self.waves)
+        self._pidx = np.empty(wave_n, dtype=np.intp)
+        self._vals = np.empty(wave_n, dtype=np.uint64)  # one texel (4 x uint16) per particle
+        self._image64 = self.image.view(np.uint64).reshape(-1)
         self._border = _border_index(r)
-        self.image = np.empty((6 * r * r, 4), dtype=np.float32)
-        if p.cloud_mode:
-            # clouds: the texture holds the painted brightness, starting (and fading back to) empty = transparent
-            self.image[:] = 0.0
-        else:
-            for f in range(6):  # a loop over the six faces, each vectorised
-                d = face_directions(r, faces=slice(f, f + 1)).reshape(-1, 3)
-                self.image[f * r * r:(f + 1) * r * r, :3] = colors_at(d, p)
-            self.image[:, 3] = 1.0
-        base = self.image[:, :3].copy() if p.fade_to_palette and not (p.cloud_mode or p.hot_pink) else None
-        self._image_c = self.image.view(np.complex128).reshape(-1)
-        self.base = base
         if p.cloud_mode:
             self.centre = np.zeros(3, dtype=np.float32)
         elif p.hot_pink:
             self.centre = np.array(HOT_PINK, dtype=np.float32)
         else:
-            self.centre = self.image[:, :3].mean(axis=0, dtype=np.float64).astype(np.float32)
-        self._pool = ThreadPoolExecutor(p.threads) if p.threads > 1 else None
+            self.centre = (sums.sum(axis=0) / (6 * r * r * TEXEL_MAX)).astype(np.float32)
+
+    def _start_face(self, f: int, sums: np.ndarray):
+        """Fill face ``f`` of the texture with the palette colours of its texels (rows in blocks: bounded memory);
+        add its colour sum to ``sums[f]`` (the centre colour is their mean)."""
+        r = self.res
+        rows = max(1, (1 << 17) // r)
+        for r0 in range(0, r, rows):
+            r1 = min(r, r0 + rows)
+            d = face_directions(r, faces=slice(f, f + 1), rows=slice(r0, r1)).reshape(-1, 3)
+            c = colors_at(d, self.params)
+            del d
+            sums[f] += c.sum(axis=0, dtype=np.float64) * TEXEL_MAX
+            c *= np.float32(TEXEL_MAX)
+            c += np.float32(0.5)
+            sl = slice(f * r * r + r0 * r, f * r * r + r1 * r)
+            np.copyto(self.image[sl, :3], c, casting="unsafe")  # rounded (all values >= 0)
+            self.image[sl, 3] = TEXEL_MAX
+            if self.base is not None:
+                self.base[sl] = self.image[sl, :3]
 
     def close(self):
         if self._pool is not None:
@@ -99,18 +129,26 @@ class Simulation:
         return out
 
     def _spawn(self, batch, s, e, generation):
-        rng = np.random.default_rng([self.params.seed & 0xFFFFFFFF, batch, generation])
-        for s0 in range(s, e, CHUNK):  # bounded memory; each block vectorised
-            e0 = min(e, s0 + CHUNK)
-            d = rng.standard_normal((e0 - s0, 3))
-            d /= np.linalg.norm(d, axis=-1, keepdims=True)
-            face, u, v = dir_to_face_uv(d)
-            self.uv[s0:e0] = (u + 1j * v).astype(np.complex64)
-            self.face[s0:e0] = face
-            self.col[s0:e0, :3] = colors_at(d, self.params)
-            if self.params.cloud_mode:  # each particle carries its cloud density, so the clouds swirl with the flow
-                self.col[s0:e0, :3] *= self.cloud_mask_at(d)[:, None]
-            self.col[s0:e0, 3] = 1.0
+        """Place particles s..e (of ``batch``) at random and give them their colours: in blocks of ``CHUNK``, each
+        with its own random stream (seed, batch, generation, block), on the worker threads."""
+        if self.params.cloud_mode and self._coarse is None:
+            self.cloud_mask_at(np.array([[0.0, 0.0, 1.0]]))  # built once, before the threads read it
+        self.map(lambda s0: self._spawn_block(batch, s, s0, min(e, s0 + CHUNK), generation), list(range(s, e, CHUNK)))
+
+    def _spawn_block(self, batch, s, s0, e0, generation):
+        rng = np.random.default_rng([self.params.seed & 0xFFFFFFFF, batch, generation, (s0 - s) // CHUNK])
+        d = rng.standard_normal((e0 - s0, 3))
+        d /= np.linalg.norm(d, axis=-1, keepdims=True)
+        face, u, v = dir_to_face_uv(d)
+        self.uv[s0:e0] = (u + 1j * v).astype(np.complex64)
+        self.face[s0:e0] = face
+        c = colors_at(d, self.params)
+        if self.params.cloud_mode:  # each particle carries its cloud density, so the clouds swirl with the flow
+            c *= self.cloud_mask_at(d)[:, None]
+        c *= np.float32(TEXEL_MAX)
+        c += np.float32(0.5)
+        np.copyto(self.col[s0:e0, :3], c, casting="unsafe")  # rounded (all values >= 0)
+        self.col[s0:e0, 3] = TEXEL_MAX
 
     def batch_age(self, batch: int, iteration: int | None = None) -> int:
         L = self.params.lifetime
@@ -154,13 +192,12 @@ class Simulation:
         y += half + np.float32(0.5)
         fx = np.floor(x)
         fy = np.floor(y)
-        b = face.astype(np.int64)
-        b *= w
-        b += fy.astype(np.int64)
-        b *= w
-        b += fx.astype(np.int64)
         x -= fx
         y -= fy
+        fy *= np.float32(w)
+        fy += fx  # row * w + column: whole numbers below 2**24, exact in float32
+        b = np.multiply(face, w * w, dtype=np.intp)
+        b += fy.astype(np.intp)
         top = self.field.chart.take(b).view(np.complex64)  # (c00, c01) interleaved
         b += w
         bot = self.field.chart.take(b).view(np.complex64)  # (c10, c11)
@@ -177,24 +214,29 @@ class Simulation:
         d += g
         uv += d
         # particles that left their face: re-project onto the face they are over now
-        u = uv.real
-        v = uv.imag
-        m = np.abs(u) > 1.0
-        m |= np.abs(v) > 1.0
-        out = np.flatnonzero(m)
+        m = np.abs(uv.view(np.float32))
+        m = m > np.float32(1.0)  # u and v of each particle side by side: any of the two is a non-zero 16-bit pair
+        out = np.flatnonzero(m.view(np.uint16))
         if out.size:
+            u = uv.real
+            v = uv.imag
             dirs = face_uv_to_dir(face[out], u[out].astype(np.float64), v[out].astype(np.float64))
             f2, u2, v2 = dir_to_face_uv(dirs)
             uv[out] = (np.clip(u2, -1.0, 1.0) + 1j * np.clip(v2, -1.0, 1.0)).astype(np.complex64)
             face[out] = f2
-        # paint: the texel under each particle, blended toward the particle colour
+        # paint: the texel under each particle, blended toward the particle colour (in float32, rounded back)
         idx = self._pidx[s - o:e - o]
         self._texel_index(uv, face, out=idx)
-        vals = self._vals[s - o:e - o]
-        self._image_c.take(idx, out=vals.view(np.complex128).reshape(-1))
-        tmp = self.col[s:e] - vals
+        raw = self._vals[s - o:e - o]
+        self._image64.take(idx, out=raw)
+        texels = raw.view(np.uint16).reshape(-1, 4)
+        vals = texels.astype(np.float32)
+        tmp = np.subtract(self.col[s:e], vals)
         tmp *= np.float32(alpha)
         vals += tmp
+        del tmp
+        vals += np.float32(0.5)  # rounds: every value is >= 0
+        np.copyto(texels, vals, casting="unsafe")
 
     def _texel_index(self, uv, face, out=None):
         """Flat texel index in the output cube of particles at ``uv`` on ``face``."""
@@ -214,12 +256,14 @@ class Simulation:
         idx += q
         return idx
 
-    def _sort_batch(self, s, e):
+    def _sort_batch(self, s, e, threaded=False):
         """Order a batch's particles by coarse cube cell (16-bit keys: a linear-time radix sort), so each chunk
-        covers a compact patch of the sphere and its gathers from the field and the texture stay in cache."""
+        covers a compact patch of the sphere and its gathers from the field and the texture stay in cache.
+        ``threaded``: the keys and the three reorderings on the worker threads (called from this thread only)."""
         cells = SORT_CELLS
         key = np.empty(e - s, dtype=np.uint16)
-        for s0 in range(s, e, CHUNK):
+
+        def keys(s0):
             e0 = min(e, s0 + CHUNK)
             uv = self.uv[s0:e0]
             k = self.face[s0:e0].astype(np.int32)
@@ -232,14 +276,19 @@ class Simulation:
             np.clip(q, 0, cells - 1, out=q)
             k += q
             key[s0 - s:e0 - s] = k
-        order = np.argsort(key, kind="stable")
-        del key
-        self.uv[s:e] = self.uv[s:e][order]
-        self.face[s:e] = self.face[s:e][order]
-        for c in range(3):  # one channel at a time (bounded memory); alpha is always 1
-            self.col[s:e, c] = self.col[s:e, c][order]
 
-    def _map(self, fn, items):
+        run = self.map if threaded else lambda fn, items: [fn(item) for item in items]
+        run(keys, list(range(s, e, CHUNK)))
+        order = np.argsort(key, kind="stable")
+        col = self.col.view(np.uint64).reshape(-1)  # a particle's RGBA as one 64-bit item
+
+        def reorder(arr):
+            arr[s:e] = arr[s:e][order]
+
+        run(reorder, [self.uv, self.face, col])
+
+    def map(self, fn, items):
+        """Run ``fn`` on every item on the worker threads (in order on this thread with one thread); waits for all."""
         if self._pool is not None and len(items) > 1:
             list(self._pool.map(fn, items))
         else:
@@ -254,20 +303,24 @@ class Simulation:
                     if self.batch_age(b) == 0:
                         self._spawn(b, s, e, generation=self.iteration)
             if SORT_INTERVAL and self.iteration % SORT_INTERVAL == 0:
-                self._map(lambda b: self._sort_batch(*b), self.batches)
+                if len(self.batches) == 1:
+                    self._sort_batch(*self.batches[0], threaded=True)
+                else:
+                    self.map(lambda b: self._sort_batch(*b), self.batches)
             alphas = [self.batch_alpha(b) for b in range(len(self.batches))]
             for wave in self.waves:
                 o, end = wave[0][1], wave[-1][2]
-                self._map(lambda c, o=o, alphas=alphas: self._move_chunk(c[1], c[2], o, alphas[c[0]]), wave)
+                self.map(lambda c, o=o, alphas=alphas: self._move_chunk(c[1], c[2], o, alphas[c[0]]), wave)
                 # write back in particle order: the last particle on a texel wins (deterministic)
-                np.put(self._image_c, self._pidx[:end - o], self._vals[:end - o].view(np.complex128).reshape(-1))
+                self._image64[self._pidx[:end - o]] = self._vals[:end - o]
             self.iteration += 1
             if p.blur_interval and self.iteration % p.blur_interval == 0:
                 self.blur_and_fade()
 
     def blur_and_fade(self):
         """Blend toward a 3x3 binomial blur (across face edges) by ``blur``, then fade toward the centre colour
-        (or each texel's start colour) by ``fade_rate``: one pass per face, in place."""
+        (or each texel's start colour) by ``fade_rate``, in place: each face in bands of ``BLUR_ROWS`` rows (bounded
+        memory, on the worker threads) that read the rows around them as they were before the pass."""
         p = self.params
         r = self.res
         k = np.float32(p.blur)
@@ -275,34 +328,67 @@ class Simulation:
         if k == 0 and fr == 0:
             return
         img = self.image.reshape(6, r, r, 4)
-        target = np.append(self.centre, np.float32(0.0 if p.cloud_mode else 1.0)).astype(np.float32)
+        target = np.append(self.centre, np.float32(0.0 if p.cloud_mode else 1.0)).astype(np.float32) * TEXEL_MAX
+        bands = [(f, a, min(r, a + BLUR_ROWS)) for f in range(6) for a in range(0, r, BLUR_ROWS)]
+        frame = above = below = None
         if k > 0:
-            ring = _ring(r)
-            border = self.image[self._border]  # every face's border, read before any face changes
-            q = np.empty((r + 2, r + 2, 4), dtype=np.float32)
-        for f in range(6):  # per face (bounded memory), each vectorised
-            face = img[f]
+            # every face's border from its neighbours, and the rows next to each band, before any texel changes
+            border = self.image[self._border].astype(np.float32)  # (6, 4r + 4, 4), rows of _ring in order
+            mid = border[:, r + 2:r + 2 + 2 * r].reshape(6, r, 2, 4)
+            frame = (border[:, :r + 2], border[:, -(r + 2):], mid[:, :, 0], mid[:, :, 1])  # top, bottom, left, right
+            above = {(f, a): img[f, a - 1].astype(np.float32) for f, a, _ in bands if a > 0}
+            below = {(f, b): img[f, b].astype(np.float32) for f, _, b in bands if b < r}
+
+        def band(item):
+            f, a, b = item
+            out = img[f, a:b]
+            face = out.astype(np.float32)
             if k > 0:
+                top, bottom, left, right = (x[f] for x in frame)
+                q = np.empty((b - a + 2, r + 2, 4), dtype=np.float32)
                 q[1:-1, 1:-1] = face
-                q[ring] = border[f]
+                q[1:-1, 0] = left[a:b]
+                q[1:-1, -1] = right[a:b]
+                if a == 0:
+                    q[0] = top
+                else:
+                    q[0, 1:-1] = above[(f, a)]
+                    q[0, 0], q[0, -1] = left[a - 1], right[a - 1]
+                if b == r:
+                    q[-1] = bottom
+                else:
+                    q[-1, 1:-1] = below[(f, b)]
+                    q[-1, 0], q[-1, -1] = left[b], right[b]
                 h = q[:, :-2] + q[:, 2:]
                 h += q[:, 1:-1]
                 h += q[:, 1:-1]
+                del q
                 bl = h[:-2] + h[2:]
                 bl += h[1:-1]
                 bl += h[1:-1]  # 16 x the blur
+                del h
                 bl *= k / np.float32(16.0) * (np.float32(1.0) - fr)
                 face *= (np.float32(1.0) - k) * (np.float32(1.0) - fr)
                 face += bl
-                del h, bl
+                del bl
             else:
                 face *= np.float32(1.0) - fr
             if fr > 0:
                 if self.base is not None:
-                    face[..., :3] += fr * self.base[f * r * r:(f + 1) * r * r].reshape(r, r, 3)
-                    face[..., 3] += fr
+                    face[..., :3] += fr * self.base[(f * r + a) * r:(f * r + b) * r].reshape(b - a, r, 3)
+                    face[..., 3] += fr * TEXEL_MAX
                 else:
                     face += fr * target
+            face += np.float32(0.5)  # rounds: every value is >= 0
+            np.copyto(out, face, casting="unsafe")
+
+        self.map(band, bands)
+
+    def texels(self, sl=slice(None)) -> np.ndarray:
+        """float32 RGBA in 0..1 of the texture's texels ``sl`` (flat texel index)."""
+        out = self.image[sl].astype(np.float32)
+        out *= np.float32(1.0 / TEXEL_MAX)
+        return out
 
     # -- outputs
     @property
@@ -339,13 +425,15 @@ class Simulation:
     def _out_pixels(self, sl=slice(None)) -> np.ndarray:
         """Output pixels of texels ``sl``: RGB, or in cloud mode the cloud colour with alpha = the painted
         brightness (the particles' palette brightness x the cloud mask where they started)."""
-        if not self.params.cloud_mode:
-            return self.image[sl, :3]
         rgb = self.image[sl, :3]
+        if not self.params.cloud_mode:
+            out = rgb.astype(np.float32)
+            out *= np.float32(1.0 / TEXEL_MAX)
+            return out
         out = np.empty((len(rgb), 4), dtype=np.float32)
         out[:, :3] = np.asarray(self.params.cloud_color[:3], dtype=np.float32)
-        a = rgb.sum(axis=1)
-        a *= np.float32(1.0 / 3.0)
+        a = rgb.sum(axis=1, dtype=np.float32)
+        a *= np.float32(1.0 / (3.0 * TEXEL_MAX))
         np.clip(a, 0.0, 1.0, out=out[:, 3])
         return out
 
@@ -365,6 +453,17 @@ class Simulation:
         4 (RGBA) in cloud mode."""
         r = self.res
         return self._out_pixels(slice(f * r * r, (f + 1) * r * r)).reshape(r, r, self.channels)
+
+    def face_png_pixels(self, f: int) -> np.ndarray:
+        """(res, res, C) uint8 pixels of face ``f`` as an 8-bit PNG holds them: ``to_uint8(face_rgb(f))``, made in
+        blocks of rows (a few MB at a time instead of a float copy of the face)."""
+        r = self.res
+        out = np.empty((r, r, self.channels), dtype=np.uint8)
+        rows = max(1, (1 << 16) // r)
+        for a in range(0, r, rows):
+            b = min(r, a + rows)
+            out[a:b] = to_uint8(self._out_pixels(slice((f * r + a) * r, (f * r + b) * r))).reshape(b - a, r, -1)
+        return out
 
     def cube_faces(self) -> np.ndarray:
         """(6, res, res, C) float32 in 0..1, faces in ``FACES`` order, row 0 at the top (C as ``face_rgb``)."""
