@@ -42,7 +42,7 @@ def add_parser(sub):
                    help="the command and its arguments, then the farm's options")
     # (also taken before COMMAND; after it they are read from the end, each once: split_farm_options)
     p.add_argument("--out", metavar="JOB_DIR", help="the job's folder: template.yaml, parameters.json, the tasks' "
-                   "summaries and the report (created if missing)")
+                   "summaries and the report (created if missing; required, no default)")
     p.add_argument("--chunk", metavar="N", help="input files per task (default: 1)")
     p.add_argument("--blender", metavar="PATH", help="the Blender the workers run: an absolute path or a program on "
                    "their PATH (default: blender)")

@@ -54,7 +54,7 @@ def add_parser(sub):
     p.add_argument("--export-engines", metavar="DIR",
                    help="write the snow's displacement from the buffer as shader code for Godot, Unity and Unreal "
                    "and envfx_snow.json into DIR (after --bake when given: that bake's window; else the scene's "
-                   "bake in its output folder, or its follow window)")
+                   "bake in its output folder, or its follow window; default: no engine files)")
     p.set_defaults(func=run)
     # a frame range that starts below 0 (--frames -3:-1) is a value, not an unknown option (argparse takes only
     # plain negative numbers for values)

@@ -53,7 +53,7 @@ def add_parser(sub):
     p.add_argument("--export-engines", metavar="DIR",
                    help="after the bake: write each asset's live wind as shader code for Godot, Unity and Unreal and "
                    "envfx_wind.json into DIR (with several files: DIR/<file name>/), and the UV maps the shaders "
-                   "read onto the meshes (saved with the file)")
+                   "read onto the meshes (saved with the file); default: no engine files")
     p.set_defaults(func=run)
 
 
