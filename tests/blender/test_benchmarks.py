@@ -77,4 +77,5 @@ def test_benchmark_runs_at_its_smallest_size(script, tmp_path):
     if script == "bench_bend.py":
         floor = next(r for r in rows if r["bench"] == "per_vertex_sqrt_cost")
         assert floor["offset_floor_ratio"] > 0
-        assert all(r["ratio"] > 0 for r in rows if r["bench"] == "bend_per_frame")
+        ratios = [r["ratio"] for r in rows if r["bench"] == "bend_per_frame"]  # forced: a number; frames: median...
+        assert ratios and all((r["median"] if isinstance(r, dict) else r) > 0 for r in ratios)
