@@ -41,7 +41,7 @@ def write_launcher(folder) -> str:
 
 
 def find_openjd():
-    venvs = os.environ.get("ENVFX_VENV_DIR", os.path.join(ROOT, ".venvs"))
+    venvs = os.environ.get("ENVFX_VENV_DIR") or os.path.join(ROOT, ".venvs")  # empty = unset, as in tools/venv.sh
     return (shutil.which("openjd", path=os.path.dirname(sys.executable))
             or shutil.which("openjd", path=os.path.join(venvs, "blender-5.0", "bin")) or shutil.which("openjd"))
 

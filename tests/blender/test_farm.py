@@ -22,7 +22,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 def _openjd():
     near = shutil.which("openjd", path=os.path.dirname(sys.executable))
-    venvs = os.environ.get("ENVFX_VENV_DIR", os.path.join(HERE, "..", "..", ".venvs"))
+    venvs = os.environ.get("ENVFX_VENV_DIR") or os.path.join(HERE, "..", "..", ".venvs")  # empty = unset (venv.sh)
     return near or shutil.which("openjd", path=os.path.join(venvs, "blender-5.0", "bin"))
 
 
