@@ -27,11 +27,11 @@ horizon offset) scale by ``k`` and the strengths divide by it. The drop is along
 from __future__ import annotations
 
 import json
-import os
 
 import numpy as np
 
 from . import bend as core_bend
+from .outputs import write_text_files
 
 ENGINES = {
     # name: (matrix Blender -> engine, engine units per metre, language, file name, what the axes assume,
@@ -542,22 +542,4 @@ def export_files(params: core_bend.BendParams, folder: str, source: str = "", un
     for examples in EXAMPLE_FILES.values():  # each engine's ready-to-use material and game code, beside its include
         texts.update(examples)
     texts[JSON_NAME] = json.dumps(meta, indent=2) + "\n"
-    os.makedirs(folder, exist_ok=True)
-    # every file is written next to its place first: a failure leaves the folder as it was
-    done = []
-    try:
-        for name, text in texts.items():
-            tmp = os.path.join(folder, name + ".tmp")
-            with open(tmp, "w", encoding="utf-8") as fh:
-                done.append(tmp)
-                fh.write(text)
-    except OSError:
-        for tmp in done:
-            if os.path.exists(tmp):
-                os.remove(tmp)
-        raise
-    written = []
-    for tmp in done:
-        os.replace(tmp, tmp[:-4])
-        written.append(tmp[:-4])
-    return written
+    return write_text_files(folder, texts)

@@ -98,6 +98,29 @@ def make_folder(folder: str, what: str = "Output folder", error: type[Exception]
     return made
 
 
+def write_text_files(folder: str, texts: dict) -> list:
+    """Write ``{file name: text}`` into ``folder`` (made if missing) and return the paths. Every file is written
+    next to its place first and only then moved over it, so a failure leaves the folder's files as they were."""
+    os.makedirs(folder, exist_ok=True)
+    done = []
+    try:
+        for name, text in texts.items():
+            tmp = os.path.join(folder, name + ".tmp")
+            with open(tmp, "w", encoding="utf-8") as fh:
+                done.append(tmp)
+                fh.write(text)
+    except OSError:
+        for tmp in done:
+            if os.path.exists(tmp):
+                os.remove(tmp)
+        raise
+    written = []
+    for tmp in done:
+        os.replace(tmp, tmp[:-4])
+        written.append(tmp[:-4])
+    return written
+
+
 def remove_made(made: list):
     """Remove the folders ``make_folder`` made, as long as they are empty."""
     for path in made:

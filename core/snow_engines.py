@@ -27,11 +27,11 @@ preview's twin (``preview_displacement``).
 from __future__ import annotations
 
 import json
-import os
 
 import numpy as np
 
 from . import bend_engines
+from .outputs import write_text_files
 from .snow.buffer import engine_sampling, engine_uv_offset, sample_buffer
 from .snow.trails import GROUND_KEEP
 
@@ -232,21 +232,4 @@ def export_files(folder: str, resolution: int, world_size: float, framing: str =
                       "/ texel) * texel in Blender's x and y",
             "engines": engines}
     texts[JSON_NAME] = json.dumps(meta, indent=2) + "\n"
-    os.makedirs(folder, exist_ok=True)
-    done = []
-    try:
-        for name, text in texts.items():
-            tmp = os.path.join(folder, name + ".tmp")
-            with open(tmp, "w", encoding="utf-8") as fh:
-                done.append(tmp)
-                fh.write(text)
-    except OSError:
-        for tmp in done:
-            if os.path.exists(tmp):
-                os.remove(tmp)
-        raise
-    written = []
-    for tmp in done:
-        os.replace(tmp, tmp[:-4])
-        written.append(tmp[:-4])
-    return written
+    return write_text_files(folder, texts)

@@ -30,6 +30,7 @@ import os
 import numpy as np
 
 from . import bend_engines
+from .outputs import write_text_files
 from .vat import unique_stems
 from .wind import live as core_live
 from .wind.params import (AMBIENT_HZ, AMBIENT_SCALE, BRANCH_HZ, BRANCH_MULTS, BRANCH_PHASES, BRANCH_SCALE, GUST_AMPS,
@@ -474,21 +475,4 @@ def export_files(folder: str, assets: dict, scene: core_live.SceneWind, unit_sca
             "assets": entries,
             "attributes": attribute_sources()}
     texts[JSON_NAME] = json.dumps(meta, indent=2) + "\n"
-    os.makedirs(folder, exist_ok=True)
-    done = []
-    try:
-        for name, text in texts.items():
-            tmp = os.path.join(folder, name + ".tmp")
-            with open(tmp, "w", encoding="utf-8") as fh:
-                done.append(tmp)
-                fh.write(text)
-    except OSError:
-        for tmp in done:
-            if os.path.exists(tmp):
-                os.remove(tmp)
-        raise
-    written = []
-    for tmp in done:
-        os.replace(tmp, tmp[:-4])
-        written.append(tmp[:-4])
-    return written
+    return write_text_files(folder, texts)
