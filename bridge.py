@@ -404,6 +404,52 @@ _ATTR_KINDS = {"FLOAT": ("value", 1), "INT": ("value", 1), "FLOAT2": ("vector", 
                "FLOAT_COLOR": ("color", 4), "BYTE_COLOR": ("color", 4)}
 
 
+def vertex_group_weights(obj, names, scene) -> np.ndarray:
+    """(vertices, len(names)) float32 weights of ``obj``'s vertex groups ``names`` (0 where a vertex is not in a
+    group), read in bulk: a throw-away object sharing the mesh gets a geometry-nodes modifier that stores each group
+    as a float attribute, the evaluated mesh is read (``point_attribute``), and everything temporary is removed."""
+    n = len(obj.data.vertices)
+    out = np.zeros((n, len(names)), np.float32)
+    if n == 0 or not names:
+        return out
+    group = bpy.data.node_groups.new("EnvFX Read Vertex Groups (temporary)", "GeometryNodeTree")
+    tmp = bpy.data.objects.new("EnvFX Read Vertex Groups (temporary)", obj.data)
+    try:
+        group.interface.new_socket(name="Geometry", in_out="INPUT", socket_type="NodeSocketGeometry")
+        group.interface.new_socket(name="Geometry", in_out="OUTPUT", socket_type="NodeSocketGeometry")
+        gi = group.nodes.new("NodeGroupInput")
+        go = group.nodes.new("NodeGroupOutput")
+        geo = gi.outputs[0]
+        for i, name in enumerate(names):
+            read = group.nodes.new("GeometryNodeInputNamedAttribute")
+            read.data_type = "FLOAT"
+            read.inputs["Name"].default_value = name
+            store = group.nodes.new("GeometryNodeStoreNamedAttribute")
+            store.data_type = "FLOAT"
+            store.domain = "POINT"
+            store.inputs["Name"].default_value = f"envfx_tmp_group_{i}"
+            group.links.new(geo, store.inputs["Geometry"])
+            group.links.new(read.outputs["Attribute"], store.inputs["Value"])
+            geo = store.outputs["Geometry"]
+        group.links.new(geo, go.inputs[0])
+        scene.collection.objects.link(tmp)
+        mod = tmp.modifiers.new("read", "NODES")
+        mod.node_group = group
+        depsgraph = bpy.context.evaluated_depsgraph_get()
+        depsgraph.update()
+        ev = tmp.evaluated_get(depsgraph)
+        mesh = ev.to_mesh()
+        try:
+            for i in range(len(names)):
+                out[:, i] = point_attribute(mesh, f"envfx_tmp_group_{i}").reshape(n)
+        finally:
+            ev.to_mesh_clear()
+    finally:
+        bpy.data.objects.remove(tmp)
+        bpy.data.node_groups.remove(group)
+    return out
+
+
 def point_attribute(mesh, name: str) -> np.ndarray:
     """(N, C) float32 values per vertex of the attribute ``name`` (point domain; a corner attribute is averaged
     over each vertex's corners). KeyError when the mesh has no such attribute, TypeError for a type that is not

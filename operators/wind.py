@@ -106,50 +106,13 @@ VERTEX_GROUPS = (
 
 def vertex_group_labels(obj, scene) -> np.ndarray:
     """Per-vertex override labels from vertex groups ``EnvFX_Trunk`` / ``EnvFX_Branch`` / ``EnvFX_Leaf`` (weight
-    above 0.5). Read in bulk: a throw-away object sharing the mesh gets a geometry-nodes modifier that stores each
-    group as a float attribute; the evaluated mesh is read in bulk (``bridge.point_attribute``); everything
-    temporary is removed."""
-    n = len(obj.data.vertices)
-    labels = np.zeros(n, np.int8)
+    above 0.5), read in bulk (``bridge.vertex_group_weights``)."""
+    labels = np.zeros(len(obj.data.vertices), np.int8)
     present = [(label, name) for label, name in VERTEX_GROUPS if obj.vertex_groups.get(name) is not None]
-    if not present:
-        return labels
-    group = bpy.data.node_groups.new("EnvFX Wind Read Groups (temporary)", "GeometryNodeTree")
-    tmp = bpy.data.objects.new("EnvFX Wind Read Groups (temporary)", obj.data)
-    try:
-        group.interface.new_socket(name="Geometry", in_out="INPUT", socket_type="NodeSocketGeometry")
-        group.interface.new_socket(name="Geometry", in_out="OUTPUT", socket_type="NodeSocketGeometry")
-        gi = group.nodes.new("NodeGroupInput")
-        go = group.nodes.new("NodeGroupOutput")
-        geo = gi.outputs[0]
-        for _label, name in present:
-            read = group.nodes.new("GeometryNodeInputNamedAttribute")
-            read.data_type = "FLOAT"
-            read.inputs["Name"].default_value = name
-            store = group.nodes.new("GeometryNodeStoreNamedAttribute")
-            store.data_type = "FLOAT"
-            store.domain = "POINT"
-            store.inputs["Name"].default_value = "envfx_tmp_" + name
-            group.links.new(geo, store.inputs["Geometry"])
-            group.links.new(read.outputs["Attribute"], store.inputs["Value"])
-            geo = store.outputs["Geometry"]
-        group.links.new(geo, go.inputs[0])
-        scene.collection.objects.link(tmp)
-        mod = tmp.modifiers.new("read", "NODES")
-        mod.node_group = group
-        depsgraph = bpy.context.evaluated_depsgraph_get()
-        depsgraph.update()
-        ev = tmp.evaluated_get(depsgraph)
-        mesh = ev.to_mesh()
-        try:
-            for label, name in present:
-                buf = bridge.point_attribute(mesh, "envfx_tmp_" + name).reshape(n)
-                labels[buf > 0.5] = np.maximum(labels[buf > 0.5], label)
-        finally:
-            ev.to_mesh_clear()
-    finally:
-        bpy.data.objects.remove(tmp)
-        bpy.data.node_groups.remove(group)
+    weights = bridge.vertex_group_weights(obj, [name for _label, name in present], scene)
+    for column, (label, _name) in enumerate(present):
+        chosen = weights[:, column] > 0.5
+        labels[chosen] = np.maximum(labels[chosen], label)
     return labels
 
 

@@ -10,7 +10,6 @@ mesh's own vertices are."""
 
 from __future__ import annotations
 
-import bpy
 import numpy as np
 
 from .. import bridge
@@ -67,61 +66,16 @@ BATCH = 32  # vertex groups read per evaluation (memory: vertices x BATCH floats
 def read_influences(obj, bone_names, scene, k: int = core_armature.MAX_INFLUENCES):
     """The skinning of ``obj`` as each vertex's ``k`` heaviest bones: (bone indices (N, k), weights (N, k)), the
     bones numbered as in ``bone_names`` (its vertex groups of those names). Read in bulk, ``BATCH`` groups at a
-    time: a throw-away object sharing the mesh gets a geometry-nodes modifier that stores each group as a float
-    attribute, the evaluated mesh is read (``bridge.point_attribute``), and everything temporary is removed."""
+    time (``bridge.vertex_group_weights``)."""
     n = len(obj.data.vertices)
     idx = np.zeros((n, 0), np.int64)
     w = np.zeros((n, 0), np.float32)
     present = [(i, name) for i, name in enumerate(bone_names) if obj.vertex_groups.get(name) is not None]
     for start in range(0, len(present), BATCH):
         batch = present[start:start + BATCH]
-        cols = _read_groups(obj, [name for _i, name in batch], scene)
+        cols = bridge.vertex_group_weights(obj, [name for _i, name in batch], scene)
         idx, w = core_armature.merge_influences(idx, w, np.tile([i for i, _name in batch], (n, 1)), cols, k)
     return idx, w
-
-
-def _read_groups(obj, names, scene) -> np.ndarray:
-    """(vertices, len(names)) float32 weights of ``obj``'s vertex groups ``names``."""
-    n = len(obj.data.vertices)
-    out = np.zeros((n, len(names)), np.float32)
-    if n == 0:
-        return out
-    group = bpy.data.node_groups.new("EnvFX Wind Read Bones (temporary)", "GeometryNodeTree")
-    tmp = bpy.data.objects.new("EnvFX Wind Read Bones (temporary)", obj.data)
-    try:
-        group.interface.new_socket(name="Geometry", in_out="INPUT", socket_type="NodeSocketGeometry")
-        group.interface.new_socket(name="Geometry", in_out="OUTPUT", socket_type="NodeSocketGeometry")
-        gi = group.nodes.new("NodeGroupInput")
-        go = group.nodes.new("NodeGroupOutput")
-        geo = gi.outputs[0]
-        for i, name in enumerate(names):
-            read = group.nodes.new("GeometryNodeInputNamedAttribute")
-            read.data_type = "FLOAT"
-            read.inputs["Name"].default_value = name
-            store = group.nodes.new("GeometryNodeStoreNamedAttribute")
-            store.data_type = "FLOAT"
-            store.domain = "POINT"
-            store.inputs["Name"].default_value = f"envfx_tmp_bone_{i}"
-            group.links.new(geo, store.inputs["Geometry"])
-            group.links.new(read.outputs["Attribute"], store.inputs["Value"])
-            geo = store.outputs["Geometry"]
-        group.links.new(geo, go.inputs[0])
-        scene.collection.objects.link(tmp)
-        mod = tmp.modifiers.new("read", "NODES")
-        mod.node_group = group
-        depsgraph = bpy.context.evaluated_depsgraph_get()
-        depsgraph.update()
-        ev = tmp.evaluated_get(depsgraph)
-        mesh = ev.to_mesh()
-        try:
-            for i in range(len(names)):
-                out[:, i] = bridge.point_attribute(mesh, f"envfx_tmp_bone_{i}").reshape(n)
-        finally:
-            ev.to_mesh_clear()
-    finally:
-        bpy.data.objects.remove(tmp)
-        bpy.data.node_groups.remove(group)
-    return out
 
 
 def from_armature(scene, meshes, objects, positions, counts, res, result):
