@@ -13,6 +13,7 @@ import sys
 
 import bpy
 
+from ..core import blendfile
 from ..operators.common import grouped_warnings
 
 
@@ -244,6 +245,13 @@ def save_blend(path: str):
     except RuntimeError as exc:
         raise CliError(f"Blender could not save {path!r} ({str(exc).strip()}): check the disk space and the "
                        f"permissions of the file and its folder") from None
+    # the same scene saved by any session is the same bytes (a farm task's file equals the batch's): the numbers
+    # Blender counts per session are zeroed, whole or not at all (core.blendfile; a compressed file is left alone)
+    try:
+        blendfile.normalise_file(path)
+    except (OSError, blendfile.BlendFileError) as exc:  # the saved file is whole and right: a warning, not a failure
+        print(f"envfx: warning: {path!r} is saved, but its session numbers are not zeroed ({exc}), so its bytes "
+              f"differ from another session's save of the same scene: check the disk space", file=sys.stderr)
 
 
 # --- the batch: one file after another; Ctrl-C and SIGTERM ------------------------------------------------

@@ -295,7 +295,13 @@ def run_task(tokens: list, main) -> int:
             signal.signal(signum, handler)
     print(f"envfx farm: task {task}: {sum(f['status'] == 'done' for f in files)} of {len(files)} done; "
           f"summary {where}")
-    return code
+    refused = [f["label"] for f in files if f["status"] == "failed" and f["code"] == 2]
+    exit_code = core_farm.task_exit_code(files)
+    if refused and not exit_code:
+        print(f"envfx farm: task {task}: bad input (exit 2), which a retry would refuse again, in "
+              f"{', '.join(refused)}: the task ends with 0 so that the farm does not retry it, and Gather fails "
+              f"naming it")
+    return exit_code
 
 
 def run_gather(tokens: list) -> int:

@@ -274,10 +274,11 @@ def template(job: Job) -> dict:
         "name": f"EnvFX {job.command} ({what})",
         "description": (
             f"blender -c envfx {job.command} as a farm job, written by `blender -c envfx farm`. Each task runs "
-            f"the command on its share of the input files and exits with its code: 0 done, 1 failed (worth a "
-            f"retry: a crash, a cancel, a full disk), 2 bad input (the same again on a retry: fix the file or the "
-            f"arguments). OpenJD 2023-09 has no per-exit-code retry rule: set the farm's retries per task (Deadline "
-            f"Cloud: maxRetriesPerTask) and read a task's exit code 2 as final. Gather writes the report."),
+            f"the command on its share of the input files: it fails (exit 1, worth a retry: set the farm's "
+            f"retries per task) when a file failed (a crash, a cancel, a full disk) or was not done; a file "
+            f"refused as bad input (the command's exit 2: a retry fails the same way) is kept in the task's "
+            f"summary and the task succeeds, since OpenJD 2023-09 has no per-exit-code retry rule. Gather writes "
+            f"the report and fails (exit 2) naming the refused files."),
         "parameterDefinitions": params,
         "steps": [
             {"name": run,
@@ -490,3 +491,11 @@ def write_report(job_folder: str, lines: list) -> str:
 
 def task_count(files: int, chunk: int) -> int:
     return max(1, math.ceil(files / chunk))
+
+
+def task_exit_code(files: list) -> int:
+    """A task's exit code from its files' results (``files``: the summary's entries): 1 when a file failed in a way
+    a retry may mend (exit 1: a crash, a cancel, a full disk) or was not done, else 0, also when files were refused
+    as bad input (exit 2). OpenJD 2023-09 retries a failed task whatever its exit code, and a retry of bad input fails
+    the same way: so such a task succeeds, its summary keeps the refusal, and Gather fails naming the file."""
+    return 1 if any(f["status"] == "not done" or (f["status"] == "failed" and f["code"] != 2) for f in files) else 0

@@ -174,3 +174,13 @@ def test_a_path_relative_to_the_current_folder_is_refused_and_slash_slash_is_the
         farm.absolute("//maps", "--out")
     with pytest.raises(farm.FarmError, match="--blender 'bin/blender' is relative"):
         farm.plan_job("wind", _files(tmp_path, ["a.blend"]), [], str(tmp_path / "job"), blender="bin/blender")
+
+
+def test_a_task_fails_for_a_retry_and_succeeds_over_bad_input():
+    def f(status, code):
+        return {"label": "x", "status": status, "code": code, "errors": [], "output": []}
+    assert farm.task_exit_code([f("done", 0), f("done", 0)]) == 0
+    assert farm.task_exit_code([f("done", 0), f("failed", 2)]) == 0  # bad input: a retry fails the same; Gather says
+    assert farm.task_exit_code([f("failed", 2), f("failed", 1)]) == 1  # a crash, a full disk: worth a retry
+    assert farm.task_exit_code([f("done", 0), f("not done", 1)]) == 1  # stopped: run it again
+    assert farm.task_exit_code([]) == 0

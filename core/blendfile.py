@@ -1,0 +1,305 @@
+"""Saved .blend files made byte-stable: the fields Blender writes from one session's counters, zeroed (no bpy).
+
+A .blend file (uncompressed) is a header, then blocks, each a block header (``BHead``) and its data, then ``ENDB``.
+The ``DNA1`` block holds the SDNA: the names, types, type sizes and struct layouts of everything written, so a
+field's place in a block is read from the file itself, whatever the Blender version:
+
+* header, format 0 (Blender up to 4.x): ``BLENDER`` + ``-`` (8-byte pointers) or ``_`` (4) + ``v``/``V`` (little/
+  big endian) + 3 version digits; block headers are ``code len old SDNAnr nr`` (``old`` as wide as a pointer);
+* header, format 1 (Blender 5.0 on): ``BLENDER17-01v`` + 4 version digits; block headers are ``code SDNAnr old len
+  nr`` (int32, int32, uint64, int64, int64), little endian;
+* SDNA: ``SDNA``, ``NAME`` count + names, ``TYPE`` count + type names, ``TLEN`` type sizes (int16), ``STRC`` count +
+  structs (type, field count, then type and name per field; int16 each), every section padded to 4 bytes (5.0
+  writes the field counts and names the same way).
+
+``ID.session_uid`` is the one runtime-only field found to differ between two saves of the same scene (compared byte
+for byte, Blender 4.2 and 5.0): a number counted up for each datablock created in the session, written as it is,
+and set anew on load (readfile's ``BKE_lib_libblock_session_uid_renew`` for every ID read), so the value in the file
+is never read. ``normalise_file`` zeroes it in every ID of the file, so the same scene saved by any session is the
+same bytes. Compressed files (zstd, gzip) are left alone: ``is_compressed`` tells.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+import tempfile
+from dataclasses import dataclass
+
+# (struct, field): fields of saved datablocks that hold one session's counters and are set anew when a file is read
+RUNTIME_FIELDS = (("ID", "session_uid"),)
+ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+GZIP_MAGIC = b"\x1f\x8b"
+
+
+class BlendFileError(ValueError):
+    """Not a .blend file this reader understands (the message says why)."""
+
+
+@dataclass(frozen=True)
+class Field:
+    type: str
+    name: str      # as in the SDNA: "*next", "name[66]", "session_uid"
+    offset: int
+    size: int
+
+    @property
+    def bare(self) -> str:
+        """The field's name without pointer stars, function-pointer parentheses or array sizes."""
+        return self.name.lstrip("(*").split("[", 1)[0].split(")", 1)[0]
+
+
+@dataclass(frozen=True)
+class Block:
+    code: bytes
+    sdna: int
+    old: int
+    nr: int
+    start: int      # offset of the block's data in the file
+    length: int
+
+
+@dataclass
+class Layout:
+    """What the reader needs of a file: its byte order, pointer size, blocks and SDNA structs."""
+    endian: str                  # "<" or ">"
+    pointer: int                 # 4 or 8
+    blocks: list                 # [Block]
+    structs: list                # [(type name, size, [Field])], by SDNA index
+
+    def struct_index(self, name: str) -> int | None:
+        for i, (type_name, _size, _fields) in enumerate(self.structs):
+            if type_name == name:
+                return i
+        return None
+
+    def field(self, struct_name: str, field_name: str) -> Field | None:
+        i = self.struct_index(struct_name)
+        if i is None:
+            return None
+        return next((f for f in self.structs[i][2] if f.bare == field_name), None)
+
+    def embedded(self, struct_name: str) -> dict:
+        """{SDNA index: offset of ``struct_name`` in it} for every struct that starts with ``struct_name`` as its first
+        field (every datablock starts with its ``ID id``), ``struct_name`` itself at 0."""
+        found = {}
+        for i, (type_name, _size, fields) in enumerate(self.structs):
+            if type_name == struct_name:
+                found[i] = 0
+            elif fields and fields[0].type == struct_name and fields[0].offset == 0 and "*" not in fields[0].name:
+                found[i] = 0
+        return found
+
+
+def is_compressed(data: bytes) -> bool:
+    return data[:4] == ZSTD_MAGIC or data[:2] == GZIP_MAGIC
+
+
+def _pad4(n: int) -> int:
+    return (n + 3) & ~3
+
+
+def _header(data: bytes) -> tuple:
+    """(header size, format, pointer size, endian) of a .blend file's first bytes."""
+    if data[:7] != b"BLENDER":
+        if is_compressed(data):
+            raise BlendFileError("the file is compressed: save it without compression to compare its bytes")
+        raise BlendFileError("not a .blend file (it does not start with BLENDER)")
+    if data[7:8] in (b"-", b"_"):
+        if data[8:9] not in (b"v", b"V"):
+            raise BlendFileError(f"unknown byte order mark {data[8:9]!r} in the .blend header")
+        return 12, 0, 8 if data[7:8] == b"-" else 4, "<" if data[8:9] == b"v" else ">"
+    if data[7:9] == b"17" and data[9:10] == b"-" and data[10:12] == b"01" and data[12:13] == b"v":
+        return 17, 1, 8, "<"
+    raise BlendFileError(f"unknown .blend header {data[:17]!r}: saved by a Blender this reader does not know")
+
+
+def _bhead(fmt: int, pointer: int, endian: str) -> tuple:
+    """(struct, field order) of a block header: the order maps the unpacked values to code, len, old, SDNAnr, nr."""
+    if fmt == 1:
+        return struct.Struct(endian + "4siQqq"), ("code", "sdna", "old", "len", "nr")
+    return struct.Struct(endian + ("4siIii" if pointer == 4 else "4siQii")), ("code", "len", "old", "sdna", "nr")
+
+
+def _sdna(data: bytes, start: int, end: int, endian: str, pointer: int) -> list:
+    """The structs of the SDNA block at ``data[start:end]``: [(type name, size, [Field])]."""
+    pos = start
+
+    def expect(tag):
+        nonlocal pos
+        if data[pos:pos + 4] != tag:
+            raise BlendFileError(f"the SDNA has no {tag.decode()} section where expected: the file is damaged")
+        pos += 4
+
+    def count():
+        nonlocal pos
+        (n,) = struct.unpack_from(endian + "i", data, pos)
+        pos += 4
+        return n
+
+    def strings(n):
+        nonlocal pos
+        out = []
+        for _ in range(n):
+            stop = data.index(b"\0", pos, end)
+            out.append(data[pos:stop].decode("latin-1"))
+            pos = stop + 1
+        pos = start + _pad4(pos - start)
+        return out
+
+    expect(b"SDNA")
+    expect(b"NAME")
+    names = strings(count())
+    expect(b"TYPE")
+    types = strings(count())
+    expect(b"TLEN")
+    sizes = struct.unpack_from(f"{endian}{len(types)}h", data, pos)
+    sizes = [s & 0xFFFF for s in sizes]
+    pos = start + _pad4(pos + 2 * len(types) - start)
+    expect(b"STRC")
+    structs = []
+    for _ in range(count()):
+        type_index, n = struct.unpack_from(endian + "2h", data, pos)
+        pos += 4
+        pairs = struct.unpack_from(f"{endian}{2 * n}h", data, pos)
+        pos += 4 * n
+        fields, offset = [], 0
+        for k in range(n):
+            ftype, fname = types[pairs[2 * k]], names[pairs[2 * k + 1]]
+            size = _field_size(fname, sizes[pairs[2 * k]], pointer)
+            fields.append(Field(ftype, fname, offset, size))
+            offset += size
+        structs.append((types[type_index], sizes[type_index], fields))
+    return structs
+
+
+def _field_size(name: str, type_size: int, pointer: int) -> int:
+    """A field's size from its SDNA name: pointers (``*x``, ``(*f)()``) are pointer-sized, arrays multiply."""
+    base = pointer if name.startswith("*") or name.startswith("(*") else type_size
+    count = 1
+    for part in name.split("[")[1:]:
+        count *= int(part.split("]", 1)[0])
+    return base * count
+
+
+def layout(data: bytes) -> Layout:
+    """The blocks and SDNA of an uncompressed .blend file's bytes; BlendFileError if it cannot be read."""
+    head, fmt, pointer, endian = _header(data)
+    bhead, order = _bhead(fmt, pointer, endian)
+    blocks, pos, dna = [], head, None
+    while True:
+        if pos + bhead.size > len(data):
+            raise BlendFileError("the file ends inside a block header (no ENDB block): it is truncated")
+        values = dict(zip(order, bhead.unpack_from(data, pos)))
+        start = pos + bhead.size
+        if values["code"] == b"ENDB":
+            break
+        if values["len"] < 0 or start + values["len"] > len(data):
+            raise BlendFileError(f"a {values['code']!r} block runs past the end of the file: it is truncated")
+        block = Block(values["code"], values["sdna"], values["old"], values["nr"], start, values["len"])
+        blocks.append(block)
+        if block.code == b"DNA1":
+            dna = block
+        pos = start + values["len"]
+    if dna is None:
+        raise BlendFileError("the file has no DNA1 block (its struct layouts): it is damaged")
+    return Layout(endian, pointer, blocks, _sdna(data, dna.start, dna.start + dna.length, endian, pointer))
+
+
+def _struct_elements(lay: Layout, struct_name: str):
+    """(offset of each element, struct size) of every block of ``struct_name`` or of a struct that starts with it
+    (every ID datablock starts with ``ID id``; an embedded node tree's DATA block too)."""
+    owners = lay.embedded(struct_name)
+    for block in lay.blocks:
+        if block.code == b"DNA1" or block.sdna not in owners:
+            continue
+        size = lay.structs[block.sdna][1]
+        if size * block.nr > block.length:
+            raise BlendFileError(f"a {block.code!r} block is shorter than its structs: the file is damaged")
+        for k in range(block.nr):
+            yield block.start + k * size + owners[block.sdna]
+
+
+def runtime_spans(data: bytes, fields=RUNTIME_FIELDS, lay: Layout | None = None) -> list:
+    """[(offset, size)] of every runtime-only field (``fields``: (struct, field) pairs) in the file's blocks, in every
+    element of every block of that struct or of a struct that starts with it."""
+    lay = lay or layout(data)
+    spans = []
+    for struct_name, field_name in fields:
+        found = lay.field(struct_name, field_name)
+        if found is None:
+            continue
+        spans += [(at + found.offset, found.size) for at in _struct_elements(lay, struct_name)]
+    return sorted(spans)
+
+
+def _global_spans(data: bytes, lay: Layout) -> list:
+    """[(offset, size)] of the bytes of the file's ``FileGlobal`` that hold whatever was in memory: its padding
+    (``_pad*``) and what follows the end of its strings (Blender 5.0 copies the colour space name into a buffer it
+    does not clear, so the bytes after the name's NUL are a stack's leftovers)."""
+    spans = []
+    for at in _struct_elements(lay, "FileGlobal"):
+        for f in lay.structs[lay.struct_index("FileGlobal")][2]:
+            start = at + f.offset
+            if f.bare.startswith("_pad"):
+                spans.append((start, f.size))
+            elif f.type == "char" and "[" in f.name and "*" not in f.name:
+                end = data.find(b"\0", start, start + f.size)
+                if end != -1:
+                    spans.append((end, start + f.size - end))
+    return spans
+
+
+def _edge_swaps(data: bytes, lay: Layout) -> list:
+    """[(offset of v1, offset of v2, pointer size)] of the screen edges (``ScrEdge``) whose two vertices are written
+    in descending order of their file addresses. Blender sorts an edge's vertices by their address in memory, which
+    depends on the session's allocations; reading a file sorts them again (``BKE_screen_sort_scrvert`` after the
+    pointers are restored), so their order in the file is never read."""
+    v1, v2 = lay.field("ScrEdge", "v1"), lay.field("ScrEdge", "v2")
+    if v1 is None or v2 is None or v1.size != lay.pointer or v2.size != lay.pointer:
+        return []
+    fmt = lay.endian + ("Q" if lay.pointer == 8 else "I")
+    swaps = []
+    for at in _struct_elements(lay, "ScrEdge"):
+        (a,), (b,) = struct.unpack_from(fmt, data, at + v1.offset), struct.unpack_from(fmt, data, at + v2.offset)
+        if a > b:
+            swaps.append((at + v1.offset, at + v2.offset, lay.pointer))
+    return swaps
+
+
+def normalised(data: bytes, fields=RUNTIME_FIELDS) -> bytes:
+    """``data`` (an uncompressed .blend file's bytes) as the same scene saved by any session: every runtime-only
+    field zeroed (``fields``), ``FileGlobal``'s leftover bytes zeroed, screen edges' vertices in ascending order.
+    Compressed files are returned as they are."""
+    if is_compressed(data):
+        return data
+    lay = layout(data)
+    out = bytearray(data)
+    for offset, size in runtime_spans(data, fields, lay) + _global_spans(data, lay):
+        out[offset:offset + size] = bytes(size)
+    for a, b, size in _edge_swaps(data, lay):
+        out[a:a + size], out[b:b + size] = data[b:b + size], data[a:a + size]
+    return bytes(out)
+
+
+def normalise_file(path: str, fields=RUNTIME_FIELDS) -> bool:
+    """Zero the runtime-only fields of the .blend file ``path`` in place, whole or not at all (a temporary file
+    beside it, renamed over it, keeping its permissions). Returns whether the file changed (False for a file already
+    normalised or compressed)."""
+    with open(path, "rb") as fh:
+        data = fh.read()
+    new = normalised(data, fields)
+    if new == data:
+        return False
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".envfx-", suffix=".blend.tmp", dir=folder)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(new)
+        os.chmod(tmp, os.stat(path).st_mode & 0o7777)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise
+    return True
