@@ -1,5 +1,6 @@
 """Benchmark: farm jobs (`blender -c envfx farm`) run by `openjd run` on this machine vs the one-machine batch over
-the same inputs: the 12-texture mips job and a 24-frame gas-giant sequence (small settings). Wall time of the batch
+the same inputs: the 12-texture mips job and a 24-frame gas-giant sequence (small settings), as one task and in
+three parts (--chunk 8: one step each, in turn). Wall time of the batch
 (one Blender process), of the job on one worker (one openjd session running every task, then Gather) and on two
 workers (two sessions at once, each half of the tasks, then Gather); the job format's overhead per task. Rounds are
 interleaved (batch, one worker, two workers, batch, ...); prints JSON lines with the median, min and max of each and
@@ -91,13 +92,28 @@ def run_job(openjd, job, step, tasks, workers) -> tuple:
     return t1 - t0, time.perf_counter() - t1
 
 
+def run_parts(openjd, job, parts) -> tuple:
+    """A sequence in parts: each part's step in turn (each needs the one before), then Gather: (seconds of the
+    parts, seconds of Gather)."""
+    t0 = time.perf_counter()
+    codes = [openjd_run(openjd, job, "--step", f"GasGiant{i}", "--no-run-dependencies").wait()
+             for i in range(1, parts + 1)]
+    t1 = time.perf_counter()
+    gather = openjd_run(openjd, job, "--step", "Gather", "--no-run-dependencies").wait()
+    if any(codes) or gather:
+        raise RuntimeError(f"the job {job} failed (openjd exit codes {codes}, Gather {gather})")
+    return t1 - t0, time.perf_counter() - t1
+
+
 def spread(values):
     return {"median": round(statistics.median(values), 3), "min": round(min(values), 3),
             "max": round(max(values), 3)}
 
 
-def bench(name, blender, openjd, work, command, tasks, step, rounds, worker_counts):
-    """Interleaved rounds of the batch and the job on each number of workers, into fresh output folders."""
+def bench(name, blender, openjd, work, command, tasks, step, rounds, worker_counts, farm_args=()):
+    """Interleaved rounds of the batch and the job on each number of workers, into fresh output folders. With
+    ``step`` None the job is a sequence in ``tasks`` parts (``farm_args``: its --chunk), run one part after the
+    other."""
     times = {"batch": [], **{f"openjd_{w}": [] for w in worker_counts}}
     tasks_only, gathers = {w: [] for w in worker_counts}, []
     for r in range(rounds):
@@ -107,8 +123,11 @@ def bench(name, blender, openjd, work, command, tasks, step, rounds, worker_coun
         times["batch"].append(time.perf_counter() - t0)
         for w in worker_counts:
             out, job = os.path.join(work, f"{name}-out-{w}-{r}"), os.path.join(work, f"{name}-job-{w}-{r}")
-            run([blender, "-b", "-c", "envfx", "farm", *command(out), "--out", job, "--blender", blender])
-            task_s, gather_s = run_job(openjd, job, step, tasks, w)  # (writing the job is not part of the run)
+            run([blender, "-b", "-c", "envfx", "farm", *command(out), "--out", job, "--blender", blender, *farm_args])
+            if step is None:
+                task_s, gather_s = run_parts(openjd, job, tasks)
+            else:  # (writing the job is not part of the run)
+                task_s, gather_s = run_job(openjd, job, step, tasks, w)
             times[f"openjd_{w}"].append(task_s + gather_s)
             tasks_only[w].append(task_s)
             gathers.append(gather_s)
@@ -150,6 +169,12 @@ def main(args=None):
         # would run the same one task
         rows += bench("gas-giant", blender, openjd, work, lambda out: ["gas-giant", "--out", out, *gas], 1,
                       "GasGiant", args.rounds, (1,))
+        # the same sequence in parts of a third of its frames (--chunk): the parts run one after the other, each
+        # from the state the one before saved, so the cost is a Blender start and a state per part
+        chunk = max(1, -(-args.frames // 3))
+        parts = -(-args.frames // chunk)
+        rows += bench("gas-giant-parts", blender, openjd, work, lambda out: ["gas-giant", "--out", out, *gas],
+                      parts, None, args.rounds, (1,), farm_args=("--chunk", str(chunk)))
         for row in rows:
             row["machine"] = "2 cores shared with other jobs: ratios within one run, not absolute times"
             print(json.dumps(row))

@@ -65,6 +65,8 @@ def run(args) -> int:
         raise CliError(str(exc)) from None
     files = sum(len(s) for s in job.shares)
     what = f"{files} file(s) in {len(job.shares)} task(s)" if files else "one task"
+    if job.parts:
+        what = f"{job.parts[-1][1]} frames in {len(job.parts)} parts, one after the other"
     print(f"envfx farm: wrote {paths[0]} and {paths[1]}: {job.command} over {what}, then Gather")
     print(f"envfx farm: run it here: openjd run {shlex.quote(paths[0])} -p file://{shlex.quote(paths[1])}")
     return 0
@@ -194,8 +196,11 @@ def plan(tokens: list, command_parser, before: dict | None = None) -> core_farm.
     if spec.per_file_out and len(inputs) > 1:  # several files: <folder>/<file name> each, and no two alike
         for option, path in [a for a in args if isinstance(a, tuple) and a[0] in spec.per_file_out]:
             batch.output_folders(inputs, path, option)
+    frames = None  # a sequence split into parts of --chunk N frames (without --chunk: one task)
+    if spec.frame_parts and "--chunk" in options:
+        frames = 1 if getattr(namespace, "preview", False) else int(getattr(namespace, "frames", None) or 1)
     return core_farm.plan_job(command, inputs, args, core_farm.absolute(options["--out"], "--out"), chunk=chunk,
-                              blender=options.get("--blender", "blender"))
+                              blender=options.get("--blender", "blender"), frames=frames)
 
 
 # --- the job's tasks -----------------------------------------------------------------------------------------

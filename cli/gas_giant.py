@@ -49,6 +49,13 @@ def add_parser(sub):
                    "opened and keeps everything it has (a planet of the same name is updated); a new path gets "
                    "Blender's startup scene with the planet (default: none, only the texture files)")
     p.add_argument("--planet", help="name of the planet object (with --save; default \"Gas Giant\")")
+    p.add_argument("--part", metavar="FIRST-LAST",
+                   help="bake only frames FIRST to LAST of the --frames sequence (a farm task's share): a part after "
+                   "the first starts from the state the part before saved in --state-dir, a part before the last "
+                   "saves its own there; the parts write the files of one bake of every frame (gasgiant.json and "
+                   "--save: the last part) (default: every frame)")
+    p.add_argument("--state-dir", metavar="DIR", help="the folder of the simulation states between parts (with "
+                   "--part; default: none)")
     p.set_defaults(func=run)
 
 
@@ -63,7 +70,7 @@ def gasgiant_params(args):
     # every path as an absolute one before anything is read or opened; // is the folder of the --save .blend
     if args.save is not None:
         args.save = batch.cli_path(args.save, "--save")
-    for name in ("out", "save_field", "load_field", "palette", "cubemap_palette"):
+    for name in ("out", "save_field", "load_field", "palette", "cubemap_palette", "state_dir"):
         if getattr(args, name) is not None:
             setattr(args, name, batch.cli_path(getattr(args, name), "--" + name.replace("_", "-"), blend=args.save,
                                                no_blend="pass --save FILE.blend (// is then its folder), or "))
@@ -87,6 +94,7 @@ def gasgiant_params(args):
     try:
         params.validate(core_gasgiant.available_memory())
         core_gasgiant.check_output_folder(args.out)
+        args.part = core_gasgiant.check_part(params, parse_part(args.part), args.state_dir)
     except core_gasgiant.GasGiantError as exc:
         flag = core_gasgiant.cli_flag(exc.field)
         if flag and exc.advice:  # a bad number: name the option it came from
@@ -105,6 +113,17 @@ def gasgiant_params(args):
         if not params.equirect_width:
             raise CliError("--save needs the equirectangular image for the planet: do not pass --equirect 0")
     return params
+
+
+def parse_part(text: str | None) -> tuple | None:
+    """(first, last) of ``--part FIRST-LAST`` (or one frame N); CliError if it is not that."""
+    if text is None:
+        return None
+    first, dash, last = text.partition("-")
+    try:
+        return int(first), int(last if dash else first)
+    except ValueError:
+        raise CliError(f"--part {text!r}: give the frames to bake as FIRST-LAST (e.g. 7-12), or one frame") from None
 
 
 def estimate_text(params) -> str:
@@ -127,21 +146,31 @@ def run(args) -> int:
     if args.preview:
         print(f"envfx gas-giant: {core_gasgiant.preview_text(params)}")
     print(f"envfx gas-giant: {estimate_text(params)}")
-    if args.save and os.path.isfile(args.save):
+    first, last = args.part
+    if args.save and os.path.isfile(args.save) and last == params.frames:
         batch.open_blend(args.save)  # the planet joins the file's current scene: nothing of the file is lost
     try:
         with batch.sigterm_cancels() as cancelled:
-            result = progress.run(core_gasgiant.bake(params, args.out, fields=fields), "Gas giant bake",
-                                  should_cancel=cancelled)
+            job = core_gasgiant.bake(params, args.out, fields=fields, part=(first, last), state_dir=args.state_dir)
+            result = progress.run(job, "Gas giant bake", should_cancel=cancelled)
     except progress.Cancelled as exc:
         print(f"envfx gas-giant: {exc}", file=sys.stderr)
         return 1
     steps = core_gasgiant.particle_steps(params)
-    print(f"envfx gas-giant: wrote {len(result.files)} image(s) and gasgiant.json to {result.folder} in "
-          f"{result.seconds:.1f} s ({steps / max(result.seconds, 1e-9) / 1e6:.1f}M particle-steps/s overall)")
+    last_part = last == params.frames
+    if (first, last) == (1, params.frames):
+        print(f"envfx gas-giant: wrote {len(result.files)} image(s) and gasgiant.json to {result.folder} in "
+              f"{result.seconds:.1f} s ({steps / max(result.seconds, 1e-9) / 1e6:.1f}M particle-steps/s overall)")
+    else:
+        what = "and gasgiant.json " if last_part else ""
+        then = "" if last_part else f"; the state of frame {last} to {args.state_dir}"
+        print(f"envfx gas-giant: wrote {len(result.files)} image(s) of frames {first}-{last} of {params.frames} "
+              f"{what}to {result.folder}{then} in {result.seconds:.1f} s")
     if result.removed_note():
         print(f"envfx gas-giant: {result.removed_note()}")
-    if args.save:
+    if args.save and not last_part:
+        print(f"envfx gas-giant: the planet of --save is made by the part with the last frame ({params.frames})")
+    elif args.save:
         scene = bpy.context.scene
         args.planet = args.planet or PLANET_NAME
         before = bpy.data.objects.get(args.planet)

@@ -32,6 +32,7 @@ TEMPLATE_NAME = "template.yaml"
 PARAMETERS_NAME = "parameters.json"
 SUMMARIES = "summaries"
 REPORT_NAME = "report.txt"
+STATES = "states"  # in the job folder: the states between the parts of a sequence
 JOB_VERSION = 1
 # a task told to stop (a farm cancelling it) gets this long to finish the file in progress, then it is killed
 NOTIFY_SECONDS = 120
@@ -49,6 +50,7 @@ class Command:
     per_file_out: tuple = ()     # options whose folder is <folder>/<file name> when the batch has several files
     paths: dict = field(default_factory=dict)  # option -> (objectType FILE/DIRECTORY, dataFlow IN/OUT/INOUT)
     split: str = ""              # why the command is one task ('' when its input files split)
+    frame_parts: bool = False    # a sequence that --chunk N splits into parts of N frames, each from the last's state
     changes: bool = True         # a failed file is "left unchanged" (the batch's wording)
 
 
@@ -67,8 +69,7 @@ COMMANDS = {
     "gas-giant": Command("", paths={"--out": ("DIRECTORY", "OUT"), "--palette": ("FILE", "IN"),
                                     "--cubemap-palette": ("DIRECTORY", "IN"), "--save": ("FILE", "INOUT"),
                                     "--save-field": ("FILE", "OUT"), "--load-field": ("FILE", "IN")},
-                         split="a gas giant sequence is one simulation: each frame moves on the particles of the "
-                         "frame before, so its frames cannot be baked apart"),
+                         frame_parts=True),
 }
 UNSPLITTABLE = {
     "info": "info only prints what .blend files hold and writes nothing: there is nothing for a farm to bake; "
@@ -106,6 +107,7 @@ class Job:
     per_file_out: list                 # [(option, PathArg)] given once per file (<folder>/<file name> with several)
     blender: str
     several: bool = False
+    parts: list = field(default_factory=list)  # [(first, last)] frames of a sequence in parts: one step each, in turn
 
     def description(self) -> dict:
         """The job description embedded in the template, read by ``farm task`` and ``farm gather``."""
@@ -113,7 +115,8 @@ class Job:
                 "changes": COMMANDS[self.command].changes,
                 "args": [a.to_json() if isinstance(a, PathArg) else a for a in self.args],
                 "per_file_out": [[option, arg.to_json()] for option, arg in self.per_file_out],
-                "shares": [[[arg.param, arg.name] for arg in share] for share in self.shares]}
+                "shares": [[[arg.param, arg.name] for arg in share] for share in self.shares],
+                "parts": [list(part) for part in self.parts]}
 
 
 # --- checks ------------------------------------------------------------------------------------------------
@@ -128,7 +131,8 @@ def command_of(name: str) -> Command:
 
 def check_chunk(chunk: int, command: str):
     if chunk < 1:
-        raise FarmError(f"--chunk {chunk}: give the number of input files per task, 1 or more")
+        what = "frames" if COMMANDS[command].frame_parts else "input files"
+        raise FarmError(f"--chunk {chunk}: give the number of {what} per task, 1 or more")
     if chunk > 1 and COMMANDS[command].split:
         raise FarmError(f"--chunk {chunk}: {command} runs as one task ({COMMANDS[command].split}): drop --chunk")
 
@@ -167,9 +171,11 @@ def _param_name(option: str) -> str:
 
 # --- planning --------------------------------------------------------------------------------------------
 
-def plan_job(command: str, inputs: list, args: list, job_folder: str, chunk: int = 1, blender: str = "blender") -> Job:
+def plan_job(command: str, inputs: list, args: list, job_folder: str, chunk: int = 1, blender: str = "blender",
+             frames: int | None = None) -> Job:
     """The job for ``command`` over ``inputs`` (absolute file paths, in order), with ``args`` the command's other
-    arguments: plain tokens, and ``(option, path)`` pairs for its path options (absolute paths). Raises FarmError
+    arguments: plain tokens, and ``(option, path)`` pairs for its path options (absolute paths). ``frames``: the
+    length of a sequence that ``chunk`` splits into parts of ``chunk`` frames (None: one task). Raises FarmError
     for bad input; nothing is written."""
     spec = command_of(command)
     check_chunk(chunk, command)
@@ -242,7 +248,17 @@ def plan_job(command: str, inputs: list, args: list, job_folder: str, chunk: int
         shares = [shares_files[i:i + chunk] for i in range(0, len(shares_files), chunk)]
     else:
         shares = [[]]
-    return Job(command, job_folder, params, shares, tokens, per_file, blender, several)
+    parts = []
+    if spec.frame_parts and ("--part" in tokens or "--state-dir" in tokens):
+        raise FarmError("--part and --state-dir are the farm's to give: drop them, and give the frames per task "
+                        "with --chunk N")
+    if spec.frame_parts and frames is not None:
+        if frames < 2:
+            raise FarmError(f"--chunk {chunk}: {command} bakes one frame here, which cannot be split: drop --chunk, "
+                            f"or bake a sequence (--frames N)")
+        parts = [(a, min(a + chunk - 1, frames)) for a in range(1, frames + 1, chunk)]
+        shares = [[] for _ in parts]
+    return Job(command, job_folder, params, shares, tokens, per_file, blender, several, parts)
 
 
 # --- the template --------------------------------------------------------------------------------------------
@@ -269,6 +285,35 @@ def template(job: Job) -> dict:
     run = step_name(job.command)
     files = sum(len(s) for s in job.shares)
     what = f"{files} file(s) in {len(job.shares)} task(s)" if files else "one task"
+    if job.parts:
+        what = f"{job.parts[-1][1]} frames in {len(job.parts)} parts"
+
+    def task_script(number):
+        return {"embeddedFiles": embedded, "actions": {"onRun": {
+            "command": "{{Param.Blender}}",
+            "args": ["-b", "-c", "envfx", "farm", "task", "{{Task.File.Job}}", number, *path_args],
+            "cancelation": cancel}}}
+
+    if job.parts:  # one step per part, each after the one before: it starts from the state that one saved
+        steps = []
+        for i, (first, last) in enumerate(job.parts, 1):
+            step = {"name": part_step_name(job.command, i),
+                    "description": f"frames {first}-{last} of the sequence: blender -c envfx {job.command} --part "
+                                   f"{first}-{last}, from the state the part before saved in JobFolder/states (a "
+                                   f"retry bakes these frames again, no others)",
+                    "script": task_script(str(i))}
+            if i > 1:
+                step["dependencies"] = [{"dependsOn": part_step_name(job.command, i - 1)}]
+            steps.append(step)
+        last_step = steps[-1]["name"]
+    else:
+        steps = [{"name": run,
+                  "description": f"one task per {'share of input files' if files else 'bake'}: blender -c envfx "
+                                 f"{job.command} on it, staged and moved into place (a task can run again)",
+                  "parameterSpace": {"taskParameterDefinitions": [
+                      {"name": "Task", "type": "INT", "range": f"1-{len(job.shares)}"}]},
+                  "script": task_script("{{Task.Param.Task}}")}]
+        last_step = run
     return {
         "specificationVersion": SPEC,
         "name": f"EnvFX {job.command} ({what})",
@@ -281,25 +326,20 @@ def template(job: Job) -> dict:
             f"the report and fails (exit 2) naming the refused files."),
         "parameterDefinitions": params,
         "steps": [
-            {"name": run,
-             "description": f"one task per {'share of input files' if files else 'bake'}: blender -c envfx "
-                            f"{job.command} on it, staged and moved into place (a task can run again)",
-             "parameterSpace": {"taskParameterDefinitions": [
-                 {"name": "Task", "type": "INT", "range": f"1-{len(job.shares)}"}]},
-             "script": {"embeddedFiles": embedded, "actions": {"onRun": {
-                 "command": "{{Param.Blender}}",
-                 "args": ["-b", "-c", "envfx", "farm", "task", "{{Task.File.Job}}", "{{Task.Param.Task}}",
-                          *path_args],
-                 "cancelation": cancel}}}},
+            *steps,
             {"name": "Gather",
              "description": "the tasks' summaries as one report (files done, failed with the reason, not done), "
                             "also written to JobFolder/report.txt",
-             "dependencies": [{"dependsOn": run}],
+             "dependencies": [{"dependsOn": last_step}],
              "script": {"embeddedFiles": embedded, "actions": {"onRun": {
                  "command": "{{Param.Blender}}",
                  "args": ["-b", "-c", "envfx", "farm", "gather", "{{Task.File.Job}}", *path_args]}}}},
         ],
     }
+
+
+def part_step_name(command: str, part: int) -> str:
+    return f"{step_name(command)}{part}"
 
 
 def parameter_values(job: Job) -> dict:
@@ -399,6 +439,12 @@ def share_commands(desc: dict, task: int, paths: dict) -> list:
     if not 1 <= task <= len(shares):
         raise FarmError(f"Task {task}: the job has tasks 1 to {len(shares)}")
     args = [resolve(a, paths) if isinstance(a, dict) else a for a in desc["args"]]
+    parts = desc.get("parts") or []
+    if parts:  # a part of a sequence: its frames, and the folder of the states between parts
+        first, last = parts[task - 1]
+        states = os.path.join(resolve({"param": "JobFolder", "name": ""}, paths), STATES)
+        return [(part_label(first, last), [desc["command"], *args, "--part", f"{first}-{last}", "--state-dir",
+                                           states])]
     out = []
     for item in shares[task - 1] or [None]:
         argv = [desc["command"]]
@@ -413,6 +459,10 @@ def share_commands(desc: dict, task: int, paths: dict) -> list:
             argv += [option, folder]
         out.append((path, argv + args))
     return out
+
+
+def part_label(first: int, last: int) -> str:
+    return f"frames {first}-{last}"
 
 
 def summary_path(job_folder: str, task: int) -> str:
@@ -444,8 +494,11 @@ def gather(desc: dict, paths: dict) -> tuple:
     command = desc["command"]
     job_folder = paths["JobFolder"]
     done, failed, left, lines, missing, code = [], [], [], [], [], 0
+    parts = desc.get("parts") or []
     for task, share in enumerate(desc["shares"], 1):
         labels = [resolve({"param": p, "name": n}, paths) for p, n in share] or [command]
+        if parts:
+            labels = [part_label(*parts[task - 1])]
         try:
             with open(summary_path(job_folder, task), encoding="utf-8") as fh:
                 summary = json.load(fh)
@@ -478,6 +531,10 @@ def gather(desc: dict, paths: dict) -> tuple:
                      f"{why}")
         code = max(code, 1)
     what = f"{total} file(s)" if total else "the bake"
+    if parts:
+        lines.append(f"envfx farm: {command}: {len(done)} of {len(parts)} part(s) of the {parts[-1][1]} frames "
+                     f"done")
+        return lines, code
     lines.append(f"envfx farm: {command}: {len(done)} of {total} file(s) done by {len(desc['shares'])} task(s)"
                  if total else f"envfx farm: {command}: {what} {'done' if done else 'not done'}")
     return lines, code

@@ -51,8 +51,9 @@ The package, one module per part (each imports only the ones above it):
     The velocity field and its .npz files.
 ``palette``, ``flow``, ``simulation``
     The particles' colours; the flow map's scale and encoding; the particles painting the cube map.
-``layouts``, ``outputs``, ``metadata``, ``job``
-    Cube-face layouts; the files a bake writes; gasgiant.json; the bake job (``bake``, ``run_bake``).
+``layouts``, ``outputs``, ``metadata``, ``state``, ``job``
+    Cube-face layouts; the files a bake writes; gasgiant.json; the simulation's state between the parts of a
+    sequence baked in parts (a farm's tasks); the bake job (``bake``, ``run_bake``).
 
 Everything a caller uses is re-exported here: ``from core import gasgiant`` then ``gasgiant.run_bake(...)``.
 """
@@ -68,7 +69,7 @@ from .field import (POLE_TAPER_DEG, Field, band_latitude, band_profile, build_fi
 from .field_files import (FIELD_FILE_FORMAT, FIELD_FILE_VERSION, FIELD_KEYS, check_field_files, check_field_save_path,
                           field_settings, load_fields, save_fields)
 from .flow import FLOW_NOISE_PEAK, FLOW_VORTEX_PEAK, decode_flow, encode_flow, flow_scale
-from .job import bake, check_output_folder, run_bake
+from .job import bake, check_output_folder, check_part, run_bake
 from .layouts import (ENGINE_AXES, ENGINE_FACES, ENGINE_SLOTS, blender_face_image, cube_layout_faces,
                       layout_face_image)
 from .metadata import bake_metadata
@@ -83,6 +84,7 @@ from .settings import (ABOVE_LOWEST, CUBE_LAYOUTS, CUBEMAP_SIZES, DEFAULT_RAMP, 
                        FIELD_SIZES, FILE_FORMATS, FLOAT_RANGES, MAPPINGS, MAX_FRAMES, MAX_MAGNITUDE, MAX_PARTICLES,
                        PARAM_SETTINGS, SETTINGS, UI_SETTINGS, CliOption, Setting, cli_changes, cli_flag, cli_options,
                        symmetric_ramp)
+from .state import load_state, save_state, state_path
 from .simulation import BLUR_ROWS, HOT_PINK, SORT_CELLS, SORT_INTERVAL, TEXEL_MAX, Simulation
 
 # the names callers use (the first line: the core API the README names)
@@ -103,5 +105,6 @@ __all__ = [
     "field_times", "flow_scale", "from_band_frame", "key_frame_count", "layout_face_image", "lerp_field",
     "load_fields", "output_names", "pad_cube", "previous_outputs", "random_look", "sample_cube", "save_fields",
     "simplex4_grad", "symmetric_ramp", "to_band_frame", "vortex_set", "preset_values", "PARAM_SETTINGS", "SETTINGS",
-    "UI_SETTINGS", "CliOption", "Setting", "cli_changes", "cli_flag", "cli_options",
+    "UI_SETTINGS", "CliOption", "Setting", "cli_changes", "cli_flag", "cli_options", "check_part", "load_state",
+    "save_state", "state_path",
 ]

@@ -12,16 +12,41 @@ from .field_files import check_field_files, save_fields
 from .flow import encode_flow, flow_scale
 from .layouts import cube_layout_faces, layout_face_image
 from .metadata import _FlowStats, bake_metadata
-from .outputs import METADATA_NAME, BakeResult, _write_image, _write_json, output_names, previous_outputs
+from .outputs import (METADATA_NAME, BakeResult, _write_image, _write_json, all_output_names, output_names,
+                      previous_outputs)
 from .params import GasGiantError, GasGiantParams, available_memory, field_times
 from .simulation import Simulation
+from .state import check_state, load_state, restore, save_state, state_path
 
 
 def check_output_folder(folder: str):
     outputs.check_folder(folder, error=GasGiantError, empty="No output folder: choose where the textures go")
 
 
-def bake(params: GasGiantParams, folder: str, check_memory: bool = True, fields: dict | None = None):
+def check_part(params: GasGiantParams, part: tuple | None, state_dir: str | None) -> tuple:
+    """(first, last) frames (1-based, inclusive) to bake of ``params``' sequence; GasGiantError for a part that does
+    not fit (what to do)."""
+    if part is None:
+        return 1, params.frames
+    first, last = part
+    if not 1 <= first <= last <= params.frames:
+        raise GasGiantError(f"Frames {first}-{last} are not a part of the {params.frames} frame(s) baked: give "
+                            f"FIRST-LAST with 1 <= FIRST <= LAST <= {params.frames}")
+    if (first, last) != (1, params.frames):
+        if not state_dir:
+            raise GasGiantError("A part of a sequence needs the folder of the states between parts (--state-dir): "
+                                "each part starts from the state the part before it saved")
+        if params.save_field:
+            raise GasGiantError("--save-field saves the velocity fields of the whole sequence, and a part builds "
+                                "only its own: bake the whole sequence once with --save-field, then the parts with "
+                                "--load-field")
+        if first > 1:
+            check_state(state_path(state_dir, first - 1), params, first - 1)
+    return first, last
+
+
+def bake(params: GasGiantParams, folder: str, check_memory: bool = True, fields: dict | None = None,
+         part: tuple | None = None, state_dir: str | None = None):
     """The whole bake as a job generator (yields progress 0..1, returns a ``BakeResult``).
 
     Validates everything first (settings, memory, output folder, the velocity field file to load or the place to
@@ -31,10 +56,18 @@ def bake(params: GasGiantParams, folder: str, check_memory: bool = True, fields:
     so in the result (``removed``); other files are left alone. Animated bakes build the velocity field every
     ``field_interval`` frames and interpolate between (see ``field_times``). ``fields``: what
     ``check_field_files(params)`` returned when the caller has already run it (the field file is not read again).
+
+    ``part``: (first, last) frames of the sequence to bake here (a farm task's share; ``check_part``), with
+    ``state_dir`` the folder of the simulation states between parts (``state``): a part after the first starts from
+    the state saved at the end of the frame before it, a part before the last saves its own at its end. Each part
+    writes its frames, the same files as the whole bake's; the last part writes gasgiant.json and removes the
+    previous bake's files that the whole bake does not write.
     """
     params.validate(available_memory() if check_memory else None)
+    first, last = check_part(params, part, state_dir)
     check_output_folder(folder)
     loaded = check_field_files(params) if fields is None else fields
+    state = load_state(state_path(state_dir, first - 1), params, first - 1) if first > 1 else None
     keys, at = field_times(params)
     folder = os.path.abspath(folder)
     t0 = time.perf_counter()
@@ -60,8 +93,13 @@ def bake(params: GasGiantParams, folder: str, check_memory: bool = True, fields:
                 norm = built[k].noise_norm
             return built[k]
 
-        f0 = yield from key_field(0, 0.0, 0.05)
-        sim = Simulation(params, time=0.0, field=f0)
+        if state is None:
+            f0 = yield from key_field(0, 0.0, 0.05)
+            sim = Simulation(params, time=0.0, field=f0)
+        else:  # a later part: the particles and the texture as the part before left them
+            norm = float(state["noise_norm"])
+            f0 = yield from key_field(at(first - 1)[0], 0.0, 0.05)
+            sim = Simulation(params, time=0.0, field=f0)
         total = params.iterations + (params.frames - 1) * params.frame_iterations
         chunk = max(1, min(10, 2_000_000 // max(1, params.particles)))
         written, equis = [], []
@@ -69,8 +107,11 @@ def bake(params: GasGiantParams, folder: str, check_memory: bool = True, fields:
         layout = cube_layout_faces(params.cube_layout)
         scale = flow_scale(params)
         flow_stats = _FlowStats()
+        if state is not None:
+            restore(sim, flow_stats, state)
+            del state
         mixed = None
-        for f in range(params.frames):
+        for f in range(first - 1, last):
             todo = params.iterations if f == 0 else params.frame_iterations
             if f > 0:
                 frac = 0.05 + 0.9 * sim.iteration / total
@@ -114,13 +155,22 @@ def bake(params: GasGiantParams, folder: str, check_memory: bool = True, fields:
             yield 0.05 + 0.9 * sim.iteration / total
         if params.save_field:
             save_fields(params.save_field, params, {k * params.time_step: fld for k, fld in built.items()})
-        _write_json(os.path.join(tmp, METADATA_NAME), bake_metadata(params, flow_stats))
+        if last < params.frames:  # the next part starts from here (saved before this part's frames are moved in)
+            save_state(state_path(state_dir, last), params, last, sim, flow_stats)
         new = sorted(os.listdir(tmp))
-        stale = sorted(previous_outputs(folder) - set(new))  # read before this bake's gasgiant.json replaces it
-        staging.commit([n for n in new if n != METADATA_NAME] + [METADATA_NAME])  # the list of the files comes last
+        stale = []
+        if last == params.frames:
+            _write_json(os.path.join(tmp, METADATA_NAME), bake_metadata(params, flow_stats))
+            whole = set(new) if first == 1 else set(all_output_names(params))
+            # read before this bake's gasgiant.json replaces it
+            stale = sorted(previous_outputs(folder) - whole - {METADATA_NAME})
+        staging.commit(new + ([METADATA_NAME] if last == params.frames else []))  # the list of the files comes last
         done = True
-        result = BakeResult(folder, written, params.frames, equis, time.perf_counter() - t0,
-                            os.path.join(folder, METADATA_NAME))
+        if first > 1 and last == params.frames and params.equirect_width:  # the planet wears every frame
+            equis = [os.path.join(folder, output_names(params, f + 1 if animated else None)["equirect"])
+                     for f in range(params.frames)]
+        result = BakeResult(folder, written, last - first + 1, equis, time.perf_counter() - t0,
+                            os.path.join(folder, METADATA_NAME) if last == params.frames else None)
         for name in stale:  # the previous bake's files that this bake does not write
             try:
                 os.remove(os.path.join(folder, name))
@@ -135,9 +185,10 @@ def bake(params: GasGiantParams, folder: str, check_memory: bool = True, fields:
             staging.abort()
 
 
-def run_bake(params: GasGiantParams, folder: str, check_memory: bool = True) -> BakeResult:
+def run_bake(params: GasGiantParams, folder: str, check_memory: bool = True, part: tuple | None = None,
+             state_dir: str | None = None) -> BakeResult:
     """Drive ``bake`` to the end without progress output (scripts and tests)."""
-    job = bake(params, folder, check_memory=check_memory)
+    job = bake(params, folder, check_memory=check_memory, part=part, state_dir=state_dir)
     while True:
         try:
             next(job)

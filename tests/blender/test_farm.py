@@ -316,8 +316,12 @@ def test_a_task_killed_halfway_and_run_again_leaves_the_outputs_of_an_uninterrup
     (["mips", "{tmp}/tex", "--out", "{tmp}/o", "--chunk", "0"], "--chunk 0: give the number of input files per task"),
     (["mips", "tex", "--out", "{tmp}/o"], "INPUT 'tex' is relative to the current folder, which a farm cannot map"),
     (["wind", "{tmp}/a.blend", "--output", "out.blend"], "--output 'out.blend' is relative to the current folder"),
-    (["gas-giant", "--out", "{tmp}/o", "--frames", "4", "--chunk", "2"], "--chunk 2: gas-giant runs as one task "
-     "(a gas giant sequence is one simulation"),
+    (["snow", "{tmp}/a.blend", "--chunk", "2"], "--chunk 2: snow runs as one task (snow works on one .blend, and "
+     "its interaction buffer is one simulation"),
+    (["gas-giant", "--out", "{tmp}/o", "--frames", "1", "--chunk", "2"], "--chunk 2: gas-giant bakes one frame "
+     "here, which cannot be split: drop --chunk, or bake a sequence (--frames N)"),
+    (["gas-giant", "--out", "{tmp}/o", "--frames", "4", "--part", "1-2", "--chunk", "2"], "--part and --state-dir "
+     "are the farm's to give: drop them, and give the frames per task with --chunk N"),
     (["wind", "{tmp}/a.blend", "--ao-samples"], "the arguments of wind are not valid"),
     (["mips", "{tmp}/tex", "--out", "{tmp}/o"], "--out JOB_DIR is missing: give the folder to write the job into, "
      "after the command's arguments (mips has an --out of its own: give both, the job's last)"),
@@ -388,6 +392,36 @@ def test_gas_giant_job_is_one_task_with_every_option_and_its_paths_as_parameters
     assert job.share_commands(desc, 1, {"JobFolder": "/j", "Out": "/farm/gg", "Palette": "/farm/p.png"}) == [
         ("gas-giant", ["gas-giant", "--out", "/farm/gg", "--frames", "24", "--cloud-mode", "--cloud-color", "1",
                        "0.5", "0.25", "--palette", "/farm/p.png"])]  # (in the order given, the paths mapped)
+
+
+@needs_openjd
+def test_gas_giant_sequence_in_parts_on_openjd_equals_the_one_machine_bake(envfx, tmp_path, launcher, capsys):
+    """24 frames in parts of 8 (three steps, each after the one before, each starting from the state the one before
+    saved): the files are the one-machine bake's, byte for byte; a part run again (a retry) bakes only its frames
+    and writes the same files."""
+    args = ["--frames", "24", "--particles", "2000", "--iterations", "2", "--field", "16", "--cubemap", "64",
+            "--equirect", "128", "--frame-iterations", "1", "--time-step", "0.1", "--field-interval", "3"]
+    assert envfx.cli.main(["farm", "gas-giant", "--out", str(tmp_path / "farm-out"), *args, "--out",
+                           str(tmp_path / "job"), "--chunk", "8", "--blender", launcher]) == 0
+    assert "gas-giant over 24 frames in 3 parts, one after the other" in capsys.readouterr().out
+    check = subprocess.run([OPENJD, "check", str(tmp_path / "job" / "template.yaml")], capture_output=True, text=True)
+    assert check.returncode == 0, check.stdout + check.stderr
+    run = openjd_run(str(tmp_path / "job"))  # every step in the order of its dependencies, then Gather
+    log = run.communicate()[0]
+    assert run.returncode == 0 and _exit_codes(log) == ["0"] * 4, log
+    for part in ("--part 1-8 ", "--part 9-16 ", "--part 17-24 "):
+        assert part in log
+    assert "envfx farm: gas-giant: 3 of 3 part(s) of the 24 frames done" in log
+    assert sorted(os.listdir(tmp_path / "job" / "states")) == ["gasgiant_state_0008.npz", "gasgiant_state_0016.npz"]
+    assert envfx.cli.main(["gas-giant", "--out", str(tmp_path / "one"), *args]) == 0
+    one = _tree(str(tmp_path / "one"))
+    assert len(one) == 24 * 8 + 1 and _tree(str(tmp_path / "farm-out")) == one
+    for name in [n for n in one if n.endswith("_0012.png") or n.endswith("_0013.png")]:
+        os.remove(tmp_path / "farm-out" / name)
+    again = openjd_run(str(tmp_path / "job"), "--step", "GasGiant2", "--no-run-dependencies")
+    log = again.communicate()[0]
+    assert again.returncode == 0 and "--part 9-16 " in log and "--part 1-8" not in log, log
+    assert _tree(str(tmp_path / "farm-out")) == one
 
 
 def test_a_task_told_to_stop_cancels_its_bake_and_leaves_its_files_not_done(envfx, tmp_path, launcher):

@@ -145,8 +145,8 @@ def test_gather_names_the_file_of_an_error_that_did_not(tmp_path):
     ("mips", ["tex/a.png", "tex/b.png"], [("--out", "tex/mips")], 1, "The output --out .* is inside the input folder"),
     ("lightmap", ["in/a.blend", "in/b.blend"], [("--out", "in/maps")], 1, "inside the input folder"),
     ("mips", ["tex/a.png"], [("--out", "out")], 0, "--chunk 0: give the number of input files per task, 1 or more"),
-    ("gas-giant", [], [("--out", "out")], 4, "--chunk 4: gas-giant runs as one task .a gas giant sequence is one "
-     "simulation"),
+    ("snow", ["in/a.blend"], [], 4, "--chunk 4: snow runs as one task .snow works on one .blend, and its "
+     "interaction buffer is one simulation"),
 ])
 def test_bad_input_is_refused_and_nothing_is_written(tmp_path, command, inputs, args, chunk, message):
     inputs = [str(tmp_path / p) for p in inputs]
@@ -184,3 +184,40 @@ def test_a_task_fails_for_a_retry_and_succeeds_over_bad_input():
     assert farm.task_exit_code([f("failed", 2), f("failed", 1)]) == 1  # a crash, a full disk: worth a retry
     assert farm.task_exit_code([f("done", 0), f("not done", 1)]) == 1  # stopped: run it again
     assert farm.task_exit_code([]) == 0
+
+
+def test_a_sequence_in_parts_is_one_step_per_part_each_after_the_one_before(tmp_path):
+    out, job_dir = str(tmp_path / "out"), str(tmp_path / "job")
+    job = farm.plan_job("gas-giant", [], [("--out", out), "--frames", "20"], job_dir, chunk=8, frames=20)
+    assert job.parts == [(1, 8), (9, 16), (17, 20)] and len(job.shares) == 3
+    doc = farm.template(job)
+    steps = doc["steps"]
+    assert [s["name"] for s in steps] == ["GasGiant1", "GasGiant2", "GasGiant3", "Gather"]
+    assert [s.get("dependencies") for s in steps] == [None, [{"dependsOn": "GasGiant1"}],
+                                                       [{"dependsOn": "GasGiant2"}], [{"dependsOn": "GasGiant3"}]]
+    assert doc["name"] == "EnvFX gas-giant (20 frames in 3 parts)"
+    desc = job.description()
+    paths = {"JobFolder": "/farm/job", "Out": "/farm/out"}
+    assert farm.share_commands(desc, 2, paths) == [
+        ("frames 9-16", ["gas-giant", "--out", "/farm/out", "--frames", "20", "--part", "9-16", "--state-dir",
+                         os.path.join("/farm/job", "states")])]
+    farm.write_job(job)
+    if OPENJD:
+        check = subprocess.run([OPENJD, "check", os.path.join(job_dir, "template.yaml")], capture_output=True,
+                               text=True)
+        assert check.returncode == 0, check.stdout + check.stderr
+    entry = {"label": "frames 1-8", "status": "done", "code": 0, "errors": [], "output": []}
+    farm.write_summary(job_dir, 1, [entry], 0)
+    failed = {**entry, "label": "frames 9-16", "status": "failed", "code": 1,
+              "errors": ["envfx gas-giant: error: No saved state"]}
+    farm.write_summary(job_dir, 2, [failed], 1)
+    lines, code = farm.gather(desc, {"JobFolder": job_dir, "Out": out})
+    assert code == 1
+    assert lines[0] == "envfx gas-giant: frames 9-16: error: No saved state"
+    assert lines[1].startswith("envfx gas-giant: done frames 1-8; not done (left as they were): frames 17-20; task(s) 3 "
+                               "left no summary")
+    assert lines[-1] == "envfx farm: gas-giant: 1 of 3 part(s) of the 20 frames done"
+    with pytest.raises(farm.FarmError, match="--part and --state-dir are the farm's to give"):
+        farm.plan_job("gas-giant", [], [("--out", out), "--part", "1-2"], job_dir, chunk=2, frames=4)
+    with pytest.raises(farm.FarmError, match="bakes one frame here, which cannot be split"):
+        farm.plan_job("gas-giant", [], [("--out", out)], job_dir, chunk=2, frames=1)

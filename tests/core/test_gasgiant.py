@@ -1187,3 +1187,49 @@ def test_png_faces_are_the_float_faces_in_8_bits():
             sim.step(25)  # painted and blurred once
             for f in range(6):  # the PNG writer's own conversion of the float faces
                 np.testing.assert_array_equal(sim.face_png_pixels(f), to_uint8(sim.face_rgb(f)))
+
+
+def _files(folder):
+    return {n: (folder / n).read_bytes() for n in sorted(os.listdir(folder))}
+
+
+@pytest.mark.parametrize("extra", [dict(), dict(lifetime=3, respawn_batches=2, blur_interval=2, field_interval=2,
+                                                cloud_mode=True)])
+def test_a_sequence_baked_in_parts_is_the_bake_of_every_frame_byte_for_byte(tmp_path, extra):
+    """Parts of frames 1-2, 3-5, 6 (a farm's tasks), each starting from the state the part before saved, write the
+    files of one bake of the 6 frames, gasgiant.json included; a part run again (a retry) writes the same."""
+    params = gg.GasGiantParams(**{**TINY_BAKE, "frames": 6, "noise_speed": 0.5, "time_step": 0.1, **extra})
+    whole = gg.run_bake(params, str(tmp_path / "whole"))
+    states = str(tmp_path / "states")
+    for part in [(1, 2), (3, 5), (6, 6)]:
+        result = gg.run_bake(params, str(tmp_path / "parts"), part=part, state_dir=states)
+        assert result.frames == part[1] - part[0] + 1
+    assert _files(tmp_path / "parts") == _files(tmp_path / "whole")
+    assert sorted(os.listdir(states)) == ["gasgiant_state_0002.npz", "gasgiant_state_0005.npz"]
+    assert [os.path.basename(p) for p in result.equirect] == [os.path.basename(p) for p in whole.equirect]  # (--save)
+    gg.run_bake(params, str(tmp_path / "parts"), part=(3, 5), state_dir=states)  # run twice: the same files
+    assert _files(tmp_path / "parts") == _files(tmp_path / "whole")
+
+
+def test_a_part_refuses_a_missing_or_foreign_state_and_writes_nothing(tmp_path):
+    params = gg.GasGiantParams(**{**TINY_BAKE, "frames": 4})
+    states = str(tmp_path / "states")
+    with pytest.raises(gg.GasGiantError, match="No saved state .* of frame 2: bake the frames up to 2 first"):
+        gg.run_bake(params, str(tmp_path / "out"), part=(3, 4), state_dir=states)
+    assert not (tmp_path / "out").exists()
+    gg.run_bake(params, str(tmp_path / "out"), part=(1, 2), state_dir=states)
+    other = dataclasses.replace(params, seed=params.seed + 1)
+    with pytest.raises(gg.GasGiantError, match="was baked with other settings"):
+        gg.run_bake(other, str(tmp_path / "out2"), part=(3, 4), state_dir=states)
+    with pytest.raises(gg.GasGiantError, match="is of frame 2, not 3"):
+        os.replace(gg.state_path(states, 2), gg.state_path(states, 3))
+        gg.run_bake(params, str(tmp_path / "out2"), part=(4, 4), state_dir=states)
+    assert not (tmp_path / "out2").exists()
+    with pytest.raises(gg.GasGiantError, match="Frames 3-5 are not a part"):
+        gg.run_bake(params, str(tmp_path / "out2"), part=(3, 5), state_dir=states)
+    with pytest.raises(gg.GasGiantError, match="needs the folder of the states"):
+        gg.run_bake(params, str(tmp_path / "out2"), part=(1, 2))
+    with pytest.raises(gg.GasGiantError, match="--save-field saves the velocity fields of the whole sequence"):
+        gg.run_bake(dataclasses.replace(params, save_field=str(tmp_path / "f.npz")), str(tmp_path / "out2"),
+                    part=(1, 2), state_dir=states)
+    assert not (tmp_path / "out2").exists()
