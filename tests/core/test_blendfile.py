@@ -73,14 +73,16 @@ def _file(fmt, pointer=8, e="<", blocks=()):
 
 
 def _id(pointer, e, name, uid, us=1):
-    return struct.pack(e + ("Q" if pointer == 8 else "I"), 0xABC) + name.ljust(8, b"\0") + struct.pack(e + "2i", uid, us)
+    head = struct.pack(e + ("Q" if pointer == 8 else "I"), 0xABC)
+    return head + name.ljust(8, b"\0") + struct.pack(e + "2i", uid, us)
 
 
 def _scene(fmt, pointer=8, e="<", uids=(7, 8, 9), edge=(0x30, 0x20), garbage=b"\x7f\x13"):
     p = "Q" if pointer == 8 else "I"
     obj = [_id(pointer, e, b"OBcube", uids[0]) + struct.pack(e + "3fi", 1, 2, 3, 0),
            _id(pointer, e, b"OBlamp", uids[1]) + struct.pack(e + "3fi", 4, 5, 6, 0)]
-    glob = b" 119" + (b"Linear\0" + garbage).ljust(12, b"\0") + struct.pack(e + "2ii", *(garbage[:2].ljust(2, b"\0")), 5)
+    pads = garbage[:2].ljust(2, b"\0")
+    glob = b" 119" + (b"Linear\0" + garbage).ljust(12, b"\0") + struct.pack(e + "2ii", *pads, 5)
     edges = [struct.pack(e + p * 3 + "h3h", 0, *edge, 1, 0, 0, 0), struct.pack(e + p * 3 + "h3h", 0, 0x10, 0x40, 2,
                                                                               0, 0, 0)]
     holder = [struct.pack(e + p + "i", 0x55, 1234)]

@@ -214,8 +214,8 @@ def test_a_sequence_in_parts_is_one_step_per_part_each_after_the_one_before(tmp_
     lines, code = farm.gather(desc, {"JobFolder": job_dir, "Out": out})
     assert code == 1
     assert lines[0] == "envfx gas-giant: frames 9-16: error: No saved state"
-    assert lines[1].startswith("envfx gas-giant: done frames 1-8; not done (left as they were): frames 17-20; task(s) 3 "
-                               "left no summary")
+    assert lines[1].startswith("envfx gas-giant: done frames 1-8; not done (left as they were): frames 17-20; "
+                               "task(s) 3 left no summary")
     assert lines[-1] == "envfx farm: gas-giant: 1 of 3 part(s) of the 20 frames done"
     with pytest.raises(farm.FarmError, match="--part and --state-dir are the farm's to give"):
         farm.plan_job("gas-giant", [], [("--out", out), "--part", "1-2"], job_dir, chunk=2, frames=4)
