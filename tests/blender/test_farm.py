@@ -424,6 +424,36 @@ def test_gas_giant_sequence_in_parts_on_openjd_equals_the_one_machine_bake(envfx
     assert _tree(str(tmp_path / "farm-out")) == one
 
 
+@needs_openjd
+def test_a_gas_giant_part_killed_halfway_and_run_again_leaves_the_one_machine_bakes_files(envfx, tmp_path, launcher):
+    """The second of two parts is killed while it bakes (its worker dies: no cleanup): nothing of it is moved in and
+    no state is saved; run again, it starts from the first part's state and the files are the one-machine bake's."""
+    args = ["--frames", "4", "--particles", "300000", "--iterations", "2", "--field", "16", "--cubemap", "128",
+            "--equirect", "256", "--frame-iterations", "12", "--threads", "1"]
+    out, job = tmp_path / "farm-out", str(tmp_path / "job")
+    assert envfx.cli.main(["farm", "gas-giant", "--out", str(out), *args, "--out", job, "--chunk", "2",
+                           "--blender", launcher]) == 0
+    first = openjd_run(job, "--step", "GasGiant1", "--no-run-dependencies")
+    assert first.wait() == 0, first.communicate()[0]
+    done = sorted(os.listdir(out))
+    run = openjd_run(job, "--step", "GasGiant2", "--no-run-dependencies", start_new_session=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and run.poll() is None:
+        if any(n.startswith(".envfx-staging") for n in os.listdir(out)):
+            break
+        time.sleep(0.02)
+    assert run.poll() is None, "the part ended before it could be killed halfway: use a bigger bake"
+    time.sleep(0.5)
+    os.killpg(run.pid, signal.SIGKILL)
+    run.communicate()
+    assert [n for n in sorted(os.listdir(out)) if not n.startswith(".envfx-staging")] == done  # nothing moved in
+    assert not os.path.exists(os.path.join(job, "summaries", "task-00002.json"))
+    again = openjd_run(job, "--step", "GasGiant2", "--no-run-dependencies")
+    assert again.wait() == 0, again.communicate()[0]
+    assert envfx.cli.main(["gas-giant", "--out", str(tmp_path / "one"), *args]) == 0
+    assert _tree(str(out)) == _tree(str(tmp_path / "one"))  # (the killed part's staging folder removed too)
+
+
 def test_a_task_told_to_stop_cancels_its_bake_and_leaves_its_files_not_done(envfx, tmp_path, launcher):
     """SIGTERM (a farm cancelling the task) during the first file of a share: the bake is cancelled and cleans
     up, the file after it is not started, and the summary says both are not done (exit 1, worth a retry)."""
