@@ -460,8 +460,8 @@ class _Texture:
             self.mode = "png"
             if fixed is not None:  # (lo, hi) per channel: quantised as they come
                 lo = np.asarray(fixed[0], np.float64)[:self.c]
-                self.fixed = (lo.astype(np.float32), (65535.0 / (np.asarray(fixed[1], np.float64)[:self.c] - lo))
-                              .astype(np.float32))
+                self.fixed = (lo.astype(np.float32)[:, None], (65535.0 / (np.asarray(fixed[1], np.float64)[:self.c]
+                                                                          - lo)).astype(np.float32)[:, None])
                 self.writer = png.StoredPng16Writer(self._open(), h, w, self.c)
             else:
                 self.planes_f = np.zeros((self.c, h, w), np.float32)
@@ -493,6 +493,8 @@ class _Texture:
         if self.writer is not None:
             assert self.writer.y == first, (f, self.writer.y)
             rows = self.writer.rows(lay.rows_per_frame)
+        if self.fixed is not None:  # the whole frame quantised at once, then copied row by row as integers
+            planes = _quantise(planes, *self.fixed).astype(np.uint16)
         with np.errstate(over="ignore"):  # beyond a half float: refused by encode(), from the bounds
             for r in range(lay.rows_per_frame):  # a frame's few rows (13 for 100,000 vertices), vectorised within
                 a, b = r * w, min(n, (r + 1) * w)
@@ -503,7 +505,7 @@ class _Texture:
                     if self.mode == "exr":
                         rows[r, self.writer.planes[k], :b - a] = planes[k, a:b]
                     elif self.mode == "png" and self.fixed is not None:
-                        rows[r, :b - a, k] = _quantise(planes[k, a:b], self.fixed[0][k], self.fixed[1][k])
+                        rows[r, :b - a, k] = planes[k, a:b]
                     elif self.mode == "png":
                         self.planes_f[k, y, :b - a] = planes[k, a:b]
                     else:
