@@ -17,6 +17,9 @@ their files as the frames come. Each JSON line has:
 - ``encode_cpu_s``: the encoder's own time on a core (its thread's CPU time, whatever the load), and
   ``encode_write_cpu_s`` of it, handing the streamed files' bytes to the system; ``encode_cpu_share``: the
   encoder's CPU time over the bake's total;
+- ``encode_share_cpu``: the same in CPU time, ``(cpu - skipped_cpu) / cpu`` (the process's CPU time over all its
+  threads, Blender's included): what the encoding costs in work, which a load that stretches wall times inflates
+  much less;
 - ``encode_share_exposed``: the main thread's time held up by the encoder thread over ``total``;
 - ``encode_share_thread``: the encoder thread's wall time in the encoder over ``total``.
 
@@ -106,9 +109,10 @@ def bake(ops, scene, obj, encoding, frames, compress):
     out = tempfile.mkdtemp(prefix="envfx-bench-vat-")
     opts = ops.VatOptions(frame_start=frames[0], frame_end=frames[-1], encoding=encoding, engine="GODOT",
                           export_mesh=True, compress=compress, add_proxy=False)
-    t0 = time.perf_counter()
+    t0, cpu0 = time.perf_counter(), time.process_time()
     result = ops.bake_vat(scene, [obj], out, opts)
     wall = time.perf_counter() - t0
+    result.timings["process_cpu"] = time.process_time() - cpu0  # every thread of the process: Blender's too
     meta = result.meta[obj.name]
     size = sum(os.path.getsize(p) for p in result.files)
     for path in result.files:
@@ -164,9 +168,9 @@ def main(argv=None):
                         runs[mode] = bake(ops, scene, obj, encoding, frames, args.compress)
                 finally:
                     ops.ENCODE_ON_THREAD = True
-            skipped = runs["skipped"][0]
+            skipped = runs["skipped"][0], runs["skipped"][1]["process_cpu"]
             for mode in modes:
-                rows[encoding, mode].append(report(bpy, r, encoding, mode, args, n, *runs[mode], skipped))
+                rows[encoding, mode].append(report(bpy, r, encoding, mode, args, n, *runs[mode], *skipped))
             if "thread" in runs and "inline" in runs:
                 ratio = round(runs["thread"][0] / runs["inline"][0], 4)
                 rows[encoding, "thread"][-1]["total_over_inline"] = ratio
@@ -176,8 +180,9 @@ def main(argv=None):
         summary = {"bench": "vat_bake_summary", "blender": bpy.app.version_string, "encoding": encoding,
                    "mode": mode, "rounds": len(got), "vertices": n, "frames": args.frames,
                    "load": "idle" if max(row["load_avg_1min"] for row in got) < 1.5 else "loaded"}
-        keys = ["encode_share", "encode_cpu_s", "encode_write_cpu_s", "encode_cpu_share", "encode_share_exposed",
-                "encode_share_thread", "total_s", "skipped_s", "load_avg_1min"] + (
+        keys = ["encode_share", "encode_share_cpu", "encode_cpu_s", "encode_write_cpu_s", "encode_cpu_share",
+                "encode_share_exposed", "encode_share_thread", "total_s", "skipped_s", "cpu_s", "skipped_cpu_s",
+                "load_avg_1min"] + (
             ["total_over_inline"] if got and "total_over_inline" in got[0] else [])
         for key in keys:
             values = [row[key] for row in got]
@@ -187,13 +192,15 @@ def main(argv=None):
     return 0
 
 
-def report(bpy, r, encoding, mode, args, n, wall, t, meta, size, skipped):
+def report(bpy, r, encoding, mode, args, n, wall, t, meta, size, skipped, skipped_cpu):
     row = {
         "bench": "vat_bake", "blender": bpy.app.version_string, "round": r, "encoding": encoding,
         "mode": mode, "compress": args.compress, "vertices": n, "frames": args.frames,
         "texture": [meta["layout"]["width"], meta["layout"]["height"]],
         "total_s": round(wall, 3), "skipped_s": round(skipped, 3),
         "encode_share": round((wall - skipped) / wall, 4),
+        "cpu_s": round(t["process_cpu"], 3), "skipped_cpu_s": round(skipped_cpu, 3),
+        "encode_share_cpu": round((t["process_cpu"] - skipped_cpu) / t["process_cpu"], 4),
         "encode_cpu_s": round(t["encode_cpu"], 3), "encode_write_cpu_s": round(t["encode_write_cpu"], 3),
         "encode_cpu_share": round(t["encode_cpu"] / wall, 4),
         "encode_share_exposed": round(t["encode_wait"] / wall, 4), "encode_share_thread": round(t["encode"] / wall, 4),
