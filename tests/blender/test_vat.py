@@ -120,6 +120,20 @@ def test_armature_round_trip(vat, tmp_path, encoding, engine, normals):
     assert tex.interpolation == "Closest"
 
 
+@pytest.mark.parametrize("encoding", ["EXR32", "PNG16"])
+def test_a_compressed_bake_round_trips(vat, tmp_path, encoding):
+    """Compress on: the textures are encoded after the last frame and written by the bake (not streamed)."""
+    obj = armature_mesh()
+    opts = vat.ops.VatOptions(frame_start=1, frame_end=10, step=3, encoding=encoding, compress=True)
+    result = vat.ops.bake_vat(bpy.context.scene, [obj], str(tmp_path), opts)
+    assert_round_trip(vat, obj, result, [1, 4, 7, 10], normal_limit={"EXR32": 0.15, "PNG16": 1.0}[encoding])
+    data = (tmp_path / result.meta["Arm"]["textures"]["position"]["file"]).read_bytes()
+    if encoding == "EXR32":
+        assert b"compression\0compression\0\x01\0\0\0\x03" in data  # ZIP
+    else:
+        assert (data[data.index(b"IDAT") + 6] >> 1) & 3 != 0  # the first deflate block: not a stored one
+
+
 def test_wind_asset_loops_seamlessly_and_bakes_its_colour(vat, envfx, tmp_path):
     scene = bpy.context.scene
     scene.envfx.wind.ao_samples = 0

@@ -230,15 +230,23 @@ def test_the_streamed_png16_decodes_to_its_texels_with_valid_checksums():
         png.StoredPng16Writer(io.BytesIO(), 2, 9000, 4)
 
 
+@pytest.mark.parametrize("level", [0, 1])
 @pytest.mark.parametrize("encoding", ["EXR32", "EXR16", "PNG16"])
-def test_an_encoder_with_a_folder_streams_the_same_files_as_in_memory(tmp_path, encoding):
+def test_an_encoder_with_a_folder_streams_the_same_files_as_in_memory(tmp_path, encoding, level):
+    """Uncompressed textures are streamed into the folder; compressed ones (encoded at the end) are returned."""
     rest, offsets, normals = animated(n=70, frames=5)
-    settings = vat.VatSettings(encoding=encoding, engine="UNREAL")
+    settings = vat.VatSettings(encoding=encoding, engine="UNREAL", level=level)
     memory = vat.encode_bake("a", rest, offsets, normals, list(range(1, 6)), settings)
     enc = vat.VatEncoder("a", rest, list(range(1, 6)), settings, folder=str(tmp_path))
     for f in range(5):
         enc.add(f, enc.rest + offsets[f], normals[f])  # (as encode_bake adds them: float32)
     streamed = enc.finish()
-    assert streamed.files == {} and streamed.meta == memory.meta
-    for name, data in memory.files.items():
-        assert (tmp_path / name).read_bytes() == bytes(data)
+    assert streamed.meta == memory.meta
+    if level:
+        assert streamed.files == memory.files and not list(tmp_path.iterdir())
+        back = vat.decode_positions(streamed.files, streamed.meta, rest)
+        assert np.abs(back - (rest + offsets)).max() <= streamed.meta["precision"] / 100 + 1e-6  # (Unreal's cm)
+    else:
+        assert streamed.files == {}
+        for name, data in memory.files.items():
+            assert (tmp_path / name).read_bytes() == bytes(data)
