@@ -1,30 +1,38 @@
 """Benchmark: the VAT bake of an animated mesh (a grid of about ``--verts`` vertices under a Wave modifier) over
-``--frames`` frames, through operators.vat.bake_vat as the operator runs it, against the same frames evaluated and
-read alone (the bake's own frame loop with nothing encoded), run alternately: each bake right after its own
-evaluation-only run, ``--rounds`` rounds of every encoding.
+``--frames`` frames, through operators.vat.bake_vat as the operator runs it, against the same bake with the encoding
+skipped, run alternately (which first alternating by round), ``--rounds`` rounds of every encoding.
 
-The bake encodes each frame on a thread while Blender evaluates the next, and finishes and writes the textures
-while the proxy is exported, so its encoding has three measures; each JSON line has them all:
+The bake skipped of its encoding does all the rest: the frame changes, each frame's evaluated mesh read and handed
+to the encoder thread, the proxy made and exported (glb), the JSON and the engine files written; only its textures
+are neither computed nor written (core.vat's encoder gets the frames and drops them). Both bakes run without Add
+Proxy (the proxy's VAT player loading the finished textures into Blender is no part of the bake's encoding).
 
-- ``encode_share_added`` (the one quoted): the wall time the encoding adds to the bake beyond evaluating the
-  frames alone, ``total - write - write_wait - evaluate_only`` (``write``: the main thread's proxy, export and
-  JSON; ``write_wait``: its wait for the textures' writing), over ``total``. It holds everything the encoder
-  costs the user: waiting for it, and the evaluation slowed by it (memory bandwidth, the second core, Python's
-  lock), and it is the difference of two timed runs, so noisy;
-- ``encode_share_thread``: the encoder thread's time in the encoder over ``total`` (what the encoding would
-  cost if it ran on the main thread; under load it includes the thread's waits for a core);
+The bake encodes each frame on a thread while Blender evaluates the next, the uncompressed textures streamed into
+their files as the frames come. Each JSON line has:
+
+- ``encode_share`` (the one quoted): the wall time the encoding adds to the bake, ``(total - skipped) / total``
+  (``skipped``: the same bake with the encoding skipped, run right before or after it). It holds everything the
+  textures cost the user: computing them, writing their bytes, waiting for that, and the evaluation slowed by it
+  (the second core, memory bandwidth, Python's lock); the difference of two timed runs, so noisy under load;
+- ``encode_cpu_s``: the encoder's own time on a core (its thread's CPU time, whatever the load), and
+  ``encode_write_cpu_s`` of it, handing the streamed files' bytes to the system; ``encode_cpu_share``: the
+  encoder's CPU time over the bake's total;
+- ``encode_share_cpu``: the same in CPU time, ``(cpu - skipped_cpu) / cpu`` (the process's CPU time over all its
+  threads, Blender's included): what the encoding costs in work, which a load that stretches wall times inflates
+  much less;
 - ``encode_share_exposed``: the main thread's time held up by the encoder thread over ``total``;
-- ``encode_cpu_s``: the encoder's time on a core (its thread's CPU time: the work, whatever the load).
+- ``encode_share_thread``: the encoder thread's wall time in the encoder over ``total``.
 
 ``--modes thread,inline`` also bakes with the encoder on the main thread (``operators.vat.ENCODE_ON_THREAD``
-off: each frame encoded before the next is evaluated, as before the thread), right after the threaded bake or
-before it (alternating by round), against the same evaluation-only run: ``total_over_inline`` is the threaded
-bake's total time over the inline one's.
+off: each frame encoded before the next is evaluated), in the same round against the same skipped bake:
+``total_over_inline`` is the threaded bake's total time over the inline one's.
 
 One JSON line per bake, then one summary line per encoding and mode (median, min and max over the rounds).
 
-Run: /work/main/.venvs/blender-5.0/bin/python benchmarks/bench_vat.py [--verts 100000] [--frames 250]
-     [--encodings EXR32,EXR16,PNG16] [--rounds 5] [--modes thread,inline] [--compress]
+Run (on an idle machine for the numbers quoted; numpy's OPENBLAS_* variables do not matter here):
+    /work/main/.venvs/blender-5.0/bin/python benchmarks/bench_vat.py --rounds 7
+    /work/main/.venvs/blender-4.2/bin/python benchmarks/bench_vat.py --rounds 7
+options: [--verts 100000] [--frames 250] [--encodings EXR32,EXR16,PNG16] [--modes thread,inline] [--compress]
 """
 
 import argparse
@@ -53,34 +61,46 @@ def enable_addon():
     return importlib.import_module("bl_ext.envfx_bench.envfx.operators.vat")
 
 
-def evaluate_only(ops, scene, obj, frames):
-    """Wall seconds of the bake's own frame loop (operators.vat._evaluate_frames: frame changes, the evaluated
-    mesh read, the topology check, the proxy's mesh at the first frame, each frame's arrays handed to the encoder
-    thread) with nothing encoded: the thread gets a task that does nothing with them."""
-    import bpy
+class skipped_encoding:
+    """Within the block the bake's encoder (core.vat.VatEncoder) drops every frame and writes no texture: its add()
+    keeps the first frame (the loop check reads it) and zero bounds, its textures take nothing and finish as
+    empty files; everything else in the bake runs as always."""
 
-    def nothing(*_arrays):
-        pass
+    def __init__(self, ops):
+        self.core = ops.core_vat
 
-    class ReadOnly(ops._Sampler):
-        def encode(self, thread, i, obj, positions, normals, extras):
-            thread.submit("encode", nothing, positions, normals, extras)
+    def __enter__(self):
+        import numpy as np
 
-    settings = ops.core_vat.VatSettings(encoding="EXR32").validate()
-    sampler = ReadOnly(obj, "bench", frames, settings, (), 24.0, False)
-    thread = ops._EncoderThread()
-    timings = {"evaluate": 0.0}
-    old = scene.frame_current
-    t0 = time.perf_counter()
-    try:
-        for _ in ops._evaluate_frames(scene, frames, ops.VatOptions(), {obj.name: sampler}, timings, thread):
-            pass
-        scene.frame_set(old)
-        return time.perf_counter() - t0
-    finally:
-        thread.close()
-        if sampler.proxy_mesh is not None:
-            bpy.data.meshes.remove(sampler.proxy_mesh)
+        class NoTexture:
+            def __init__(self, layout, channels, *_args, **_kwargs):
+                self.c, self.write_cpu = len(channels), 0.0
+
+            def put(self, f, values):
+                pass
+
+            def put_planes(self, f, planes):
+                pass
+
+            def close(self):
+                pass
+
+            def encode(self, *_args, **_kwargs):
+                return b""
+
+        def add(encoder, f, positions, normals=None, extras=None):
+            if encoder.first is None:
+                encoder.first = np.asarray(positions, np.float32).copy()
+                for bounds in (encoder.lo, encoder.hi, encoder.moved_lo, encoder.moved_hi):
+                    bounds[:] = 0.0
+
+        self.saved = self.core._Texture, self.core.VatEncoder.add
+        self.core._Texture, self.core.VatEncoder.add = NoTexture, add
+        return self
+
+    def __exit__(self, *exc):
+        self.core._Texture, self.core.VatEncoder.add = self.saved
+        return False
 
 
 def bake(ops, scene, obj, encoding, frames, compress):
@@ -88,20 +108,17 @@ def bake(ops, scene, obj, encoding, frames, compress):
 
     out = tempfile.mkdtemp(prefix="envfx-bench-vat-")
     opts = ops.VatOptions(frame_start=frames[0], frame_end=frames[-1], encoding=encoding, engine="GODOT",
-                          export_mesh=True, compress=compress)
-    t0 = time.perf_counter()
+                          export_mesh=True, compress=compress, add_proxy=False)
+    t0, cpu0 = time.perf_counter(), time.process_time()
     result = ops.bake_vat(scene, [obj], out, opts)
     wall = time.perf_counter() - t0
+    result.timings["process_cpu"] = time.process_time() - cpu0  # every thread of the process: Blender's too
     meta = result.meta[obj.name]
     size = sum(os.path.getsize(p) for p in result.files)
     for path in result.files:
         os.remove(path)
     os.rmdir(out)
-    proxy = bpy.data.objects.get(obj.name + ops.PROXY_SUFFIX)
-    if proxy is not None:  # the next bake makes it again; an old one renamed aside would cost it a rename
-        mesh = proxy.data
-        bpy.data.objects.remove(proxy)
-        bpy.data.meshes.remove(mesh)
+    assert bpy.data.objects.get(obj.name + ops.PROXY_SUFFIX) is None  # (no Add Proxy: the bake removed it)
     return wall, result.timings, meta, size
 
 
@@ -136,53 +153,60 @@ def main(argv=None):
     frames = list(range(1, args.frames + 1))
     encodings = [e.strip().upper() for e in args.encodings.split(",") if e.strip()]
     rows = {(e, m): [] for e in encodings for m in modes}
-    evaluate_only(ops, scene, obj, frames[:10])  # warm up (node groups, caches)
+    bake(ops, scene, obj, encodings[0], frames[:10], args.compress)  # warm up (node groups, exporter, caches)
     for r in range(args.rounds):
         for encoding in encodings[r % len(encodings):] + encodings[:r % len(encodings)]:
-            reference = evaluate_only(ops, scene, obj, frames)
-            totals = {}
-            for mode in (modes if r % 2 == 0 else modes[::-1]):
-                ops.ENCODE_ON_THREAD = mode == "thread"
+            order = ["skipped"] + modes if r % 2 == 0 else modes[::-1] + ["skipped"]
+            runs = {}
+            for mode in order:
+                ops.ENCODE_ON_THREAD = mode != "inline"
                 try:
-                    wall, t, meta, size = bake(ops, scene, obj, encoding, frames, args.compress)
+                    if mode == "skipped":
+                        with skipped_encoding(ops):
+                            runs[mode] = bake(ops, scene, obj, encoding, frames, args.compress)
+                    else:
+                        runs[mode] = bake(ops, scene, obj, encoding, frames, args.compress)
                 finally:
                     ops.ENCODE_ON_THREAD = True
-                totals[mode] = wall
-                rows[encoding, mode].append(report(bpy, r, encoding, mode, args, n, meta, wall, reference, t,
-                                                   size))
-            if "thread" in totals and "inline" in totals:
-                rows[encoding, "thread"][-1]["total_over_inline"] = round(totals["thread"] / totals["inline"], 4)
+            skipped = runs["skipped"][0], runs["skipped"][1]["process_cpu"]
+            for mode in modes:
+                rows[encoding, mode].append(report(bpy, r, encoding, mode, args, n, *runs[mode], *skipped))
+            if "thread" in runs and "inline" in runs:
+                ratio = round(runs["thread"][0] / runs["inline"][0], 4)
+                rows[encoding, "thread"][-1]["total_over_inline"] = ratio
                 print(json.dumps({"bench": "vat_bake_pair", "round": r, "encoding": encoding,
-                                  "total_over_inline": round(totals["thread"] / totals["inline"], 4)}), flush=True)
+                                  "total_over_inline": ratio}), flush=True)
     for (encoding, mode), got in rows.items():
         summary = {"bench": "vat_bake_summary", "blender": bpy.app.version_string, "encoding": encoding,
-                   "mode": mode, "rounds": len(got), "vertices": n, "frames": args.frames}
-        keys = ["encode_share_added", "encode_share_thread", "encode_share_exposed", "total_s", "evaluate_only_s",
-                "load_avg_1min"] + (["total_over_inline"] if got and "total_over_inline" in got[0] else [])
+                   "mode": mode, "rounds": len(got), "vertices": n, "frames": args.frames,
+                   "load": "idle" if max(row["load_avg_1min"] for row in got) < 1.5 else "loaded"}
+        keys = ["encode_share", "encode_share_cpu", "encode_cpu_s", "encode_write_cpu_s", "encode_cpu_share",
+                "encode_share_exposed", "encode_share_thread", "total_s", "skipped_s", "cpu_s", "skipped_cpu_s",
+                "load_avg_1min"] + (
+            ["total_over_inline"] if got and "total_over_inline" in got[0] else [])
         for key in keys:
             values = [row[key] for row in got]
             summary[key] = {"median": round(median(values), 4), "min": round(min(values), 4),
                             "max": round(max(values), 4)}
-        ratios = [row["total_s"] / row["evaluate_only_s"] for row in got]
-        summary["total_over_evaluate_only"] = {"median": round(median(ratios), 3), "min": round(min(ratios), 3),
-                                               "max": round(max(ratios), 3)}
         print(json.dumps(summary), flush=True)
     return 0
 
 
-def report(bpy, r, encoding, mode, args, n, meta, wall, reference, t, size):
-    added = wall - t["write"] - t["write_wait"] - reference
+def report(bpy, r, encoding, mode, args, n, wall, t, meta, size, skipped, skipped_cpu):
     row = {
         "bench": "vat_bake", "blender": bpy.app.version_string, "round": r, "encoding": encoding,
         "mode": mode, "compress": args.compress, "vertices": n, "frames": args.frames,
         "texture": [meta["layout"]["width"], meta["layout"]["height"]],
-        "total_s": round(wall, 3), "evaluate_only_s": round(reference, 3),
+        "total_s": round(wall, 3), "skipped_s": round(skipped, 3),
+        "encode_share": round((wall - skipped) / wall, 4),
+        "cpu_s": round(t["process_cpu"], 3), "skipped_cpu_s": round(skipped_cpu, 3),
+        "encode_share_cpu": round((t["process_cpu"] - skipped_cpu) / t["process_cpu"], 4),
+        "encode_cpu_s": round(t["encode_cpu"], 3), "encode_write_cpu_s": round(t["encode_write_cpu"], 3),
+        "encode_cpu_share": round(t["encode_cpu"] / wall, 4),
+        "encode_share_exposed": round(t["encode_wait"] / wall, 4), "encode_share_thread": round(t["encode"] / wall, 4),
         "evaluate_s": round(t["evaluate"], 3), "encode_wait_s": round(t["encode_wait"], 3),
         "write_s": round(t["write"], 3), "write_wait_s": round(t["write_wait"], 3),
-        "encode_thread_s": round(t["encode"], 3), "encode_cpu_s": round(t["encode_cpu"], 3),
-        "write_files_thread_s": round(t["write_files"], 3), "encode_added_s": round(added, 3),
-        "encode_share_added": round(added / wall, 4), "encode_share_thread": round(t["encode"] / wall, 4),
-        "encode_share_exposed": round(t["encode_wait"] / wall, 4),
+        "encode_thread_s": round(t["encode"], 3), "write_files_thread_s": round(t["write_files"], 3),
         "bytes_written": size, "load_avg_1min": os.getloadavg()[0], "cpus": os.cpu_count()}
     print(json.dumps(row), flush=True)
     return row

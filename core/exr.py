@@ -101,6 +101,44 @@ def uncompressed_file(height: int, width: int, channels: str, half: bool = False
     return buf, blocks["data"], [order.index(k) for k in range(c)]
 
 
+class RowWriter:
+    """An uncompressed EXR of ``height`` x ``width`` pixels streamed into the binary file ``fh`` a few scanlines at
+    a time, in order, so a bake never holds the whole image: every scanline block has the same size, so the
+    header and the offset table are written first. ``rows(count)``: the (count, C, W) pixel data of the next
+    ``count`` scanlines (the channel planes in name order, ``planes[k]`` the plane of ``channels[k]``; a buffer
+    reused from one call to the next, zero at first); ``write()`` appends them; ``close()`` checks that every
+    scanline came."""
+
+    def __init__(self, fh, height: int, width: int, channels: str, half: bool = False):
+        c = len(channels)
+        order, header = _header(height, width, channels, NO_COMPRESSION, half)
+        self.block = np.dtype([("y", "<i4"), ("size", "<i4"), ("data", _DTYPES[HALF if half else FLOAT], (c, width))])
+        start = len(header) + 8 * height
+        fh.write(header + (start + np.arange(height, dtype="<u8") * self.block.itemsize).tobytes())
+        self.fh, self.height, self.y = fh, height, 0
+        self.planes = [order.index(k) for k in range(c)]
+        self._raw = self._blocks = None
+
+    def rows(self, count: int) -> np.ndarray:
+        if self._blocks is None or len(self._blocks) != count:
+            self._raw = np.zeros(count * self.block.itemsize, dtype=np.uint8)
+            self._blocks = self._raw.view(self.block)
+            self._blocks["size"] = self.block.itemsize - 8
+        self._blocks["y"] = self.y + np.arange(count)
+        return self._blocks["data"]
+
+    def write(self):
+        count = len(self._blocks)
+        if self.y + count > self.height:
+            raise ValueError(f"{self.y + count} scanlines written into an EXR of {self.height}")
+        self.fh.write(self._raw)
+        self.y += count
+
+    def close(self):
+        if self.y != self.height:
+            raise ValueError(f"{self.y} of the EXR's {self.height} scanlines were written")
+
+
 def encode_exr_array(pixels, channels: str | None = None, half: bool = False) -> np.ndarray:
     """``encode_exr`` without compression, as a uint8 array (``uncompressed_file`` filled from ``pixels``)."""
     arr, _order, _header = _prepare(pixels, channels, NO_COMPRESSION, half)

@@ -111,41 +111,58 @@ def write_png(path: str, img, level: int = 4):
 STORED_BLOCK = 65535  # the most bytes one stored (not deflated) deflate block holds
 
 
-def stored_png16_file(height: int, width: int, channels: int):
-    """An uncompressed 16-bit PNG of ``height`` x ``width`` pixels of ``channels`` (1-4) to be filled in place, or
-    None when a row is longer than one stored deflate block (``1 + width * channels * 2 > 65535``: then
-    ``encode_png16_from_float`` writes it). The IDAT holds a zlib stream of stored blocks, one per row (filter
-    byte 0 and the row), so each row's texels are a strided view of the file itself: a bake quantises straight
-    into the file, with no staging image and no copy through ``zlib.compress``.
+def stored_row_fits(width: int, channels: int) -> bool:
+    """Whether a 16-bit row of ``width`` pixels of ``channels`` (1-4) fits one stored deflate block (what
+    ``StoredPng16Writer`` writes; ``encode_png16_from_float`` writes the others)."""
+    return channels in (1, 2, 3, 4) and 1 + width * channels * 2 <= STORED_BLOCK
 
-    Returns (uint8 array of the whole file, the (H, W, C) big-endian uint16 view of its texels, ``seal``): call
-    ``seal()`` once every texel is written, to fill in the zlib checksum and the chunk's CRC."""
-    row = 1 + width * channels * 2
-    if row > STORED_BLOCK or channels not in (1, 2, 3, 4):
-        return None
-    ihdr = _chunk(b"IHDR", struct.pack(">2I5B", width, height, 16, {1: 0, 2: 4, 3: 2, 4: 6}[channels], 0, 0, 0))
-    head = b"\x89PNG\r\n\x1a\n" + ihdr
-    stream = 2 + height * (5 + row) + 4  # zlib header, blocks, Adler-32
-    start = len(head) + 8  # the IDAT's length and type
-    iend = _chunk(b"IEND", b"")
-    buf = np.zeros(start + stream + 4 + len(iend), dtype=np.uint8)
-    buf[:len(head)] = np.frombuffer(head, np.uint8)
-    buf[len(head):start] = np.frombuffer(struct.pack(">I", stream) + b"IDAT", np.uint8)
-    buf[start:start + 2] = (0x78, 0x01)  # deflate, 32K window, no dictionary, fastest
-    blocks = buf[start + 2:start + 2 + height * (5 + row)].reshape(height, 5 + row)
-    blocks[:, 1:5] = np.frombuffer(struct.pack("<2H", row, row ^ 0xFFFF), np.uint8)  # LEN, NLEN; byte 0: BTYPE 00
-    blocks[-1, 0] = 1  # BFINAL on the last
-    buf[len(buf) - len(iend):] = np.frombuffer(iend, np.uint8)
-    texels = blocks[:, 6:].view(">u2").reshape(height, width, channels)  # after each row's filter byte (0: none)
 
-    def seal():
-        adler = 1
-        for y in range(height):  # one call per row: the rows are not contiguous (a block header before each)
-            adler = zlib.adler32(blocks[y, 5:], adler)
-        end = start + stream
-        buf[end - 4:end] = np.frombuffer(struct.pack(">I", adler), np.uint8)
-        crc = zlib.crc32(buf[start - 4:end]) & 0xFFFFFFFF  # the chunk's type and data
-        buf[end:end + 4] = np.frombuffer(struct.pack(">I", crc), np.uint8)
-        return buf
+class StoredPng16Writer:
+    """An uncompressed 16-bit PNG of ``height`` x ``width`` pixels of ``channels`` (1-4) streamed into the binary
+    file ``fh`` a few rows at a time, top row first, so a bake never holds the whole file: the IDAT holds a zlib
+    stream of stored blocks, one per row (filter byte 0, none, and the row), whose sizes are known up front, and
+    the zlib checksum and the chunk's CRC are kept as the rows go.
 
-    return buf, texels, seal
+    ``rows(count)``: the (count, W, C) big-endian uint16 texels of the next ``count`` rows (a buffer reused from
+    one call to the next); ``write()`` appends them; ``close()`` (after the last row) writes the checksums and
+    the end of the file."""
+
+    def __init__(self, fh, height: int, width: int, channels: int):
+        if not stored_row_fits(width, channels):
+            raise ValueError(f"A row of {width} pixels of {channels} 16-bit channels does not fit one stored block")
+        self.fh, self.height, self.width, self.c = fh, height, width, channels
+        self.row = 1 + width * channels * 2
+        ihdr = _chunk(b"IHDR", struct.pack(">2I5B", width, height, 16, {1: 0, 2: 4, 3: 2, 4: 6}[channels], 0, 0, 0))
+        stream = 2 + height * (5 + self.row) + 4  # zlib header, blocks, Adler-32
+        idat = b"IDAT" + bytes((0x78, 0x01))  # deflate, 32K window, no dictionary, fastest
+        fh.write(b"\x89PNG\r\n\x1a\n" + ihdr + struct.pack(">I", stream) + idat)
+        self.crc = zlib.crc32(idat)  # the chunk's CRC covers its type and data
+        self.adler = 1
+        self.y = 0
+        self._blocks = None
+
+    def rows(self, count: int) -> np.ndarray:
+        if self._blocks is None or len(self._blocks) != count:
+            self._blocks = np.zeros((count, 5 + self.row), dtype=np.uint8)
+            self._blocks[:, 1:5] = np.frombuffer(struct.pack("<2H", self.row, self.row ^ 0xFFFF), np.uint8)  # LEN, NLEN
+        return self._blocks[:, 6:].view(">u2").reshape(count, self.width, self.c)  # after each row's filter byte
+
+    def write(self):
+        blocks = self._blocks
+        count = len(blocks)
+        if self.y + count > self.height:
+            raise ValueError(f"{self.y + count} rows written into a PNG of {self.height}")
+        blocks[:, 0] = 0
+        if self.y + count == self.height:
+            blocks[-1, 0] = 1  # BFINAL on the last block
+        for r in range(count):  # the checksum of the stream's data: each row's filter byte and texels
+            self.adler = zlib.adler32(blocks[r, 5:], self.adler)
+        self.crc = zlib.crc32(blocks, self.crc)
+        self.fh.write(blocks)
+        self.y += count
+
+    def close(self):
+        if self.y != self.height:
+            raise ValueError(f"{self.y} of the PNG's {self.height} rows were written")
+        tail = struct.pack(">I", self.adler)
+        self.fh.write(tail + struct.pack(">I", zlib.crc32(tail, self.crc) & 0xFFFFFFFF) + _chunk(b"IEND", b""))

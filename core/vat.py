@@ -27,8 +27,11 @@ file bytes and back (the decoder is what a shader does, and what the tests hold 
 
 from __future__ import annotations
 
+import io
 import math
+import os
 import re
+import time
 import unicodedata
 from dataclasses import asdict, dataclass
 
@@ -419,7 +422,7 @@ class VatSettings:
 
 @dataclass
 class Encoded:
-    files: dict          # file name -> bytes
+    files: dict          # file name -> bytes (those not written into the encoder's folder already)
     meta: dict           # the JSON (without the proxy mesh's entries, which the caller adds)
     layout: Layout
 
@@ -432,46 +435,66 @@ def _column_bounds(a) -> tuple:
 
 
 class _Texture:
-    """One texture filled frame by frame, channel planes at a time (``put_planes``: (C, N) rows of a frame):
+    """One texture filled frame by frame, channel planes at a time (``put_planes``: (C, N) rows of a frame), frames
+    in order:
 
-    - uncompressed EXR: the final file itself (``core.exr.uncompressed_file``: each channel's row written in place);
-    - uncompressed PNG16: the final file itself (``core.png.stored_png16_file``), quantised as the frames come when
-      the remap range is known up front (``fixed``: normals, -1..1), else each channel kept as a float32 plane and
+    - uncompressed EXR: streamed into its file frame by frame (``core.exr.RowWriter``), through a buffer of one
+      frame's scanlines;
+    - uncompressed PNG16: streamed too (``core.png.StoredPng16Writer``), quantised as the frames come when the
+      remap range is known up front (``fixed``: normals, -1..1), else each channel kept as a float32 plane and
       quantised into the file at the end, when the bake's range is known (offsets, attributes);
-    - compressed (``level`` > 0), or a PNG row too long for a stored block: a float32 image encoded at the end."""
+    - compressed (``level`` > 0), or a PNG row too long for a stored block: a float32 image encoded at the end.
 
-    def __init__(self, layout: Layout, channels: str, encoding: str, level: int, fixed=None):
+    ``path``: the file streamed into (None: memory, ``encode`` returns the bytes)."""
+
+    def __init__(self, layout: Layout, channels: str, encoding: str, level: int, fixed=None, path=None):
         self.layout, self.encoding, self.level, self.c = layout, encoding, level, len(channels)
+        self.path, self.sink, self.writer = path, None, None
         self.mode = "image"
         self.fixed = None
         h, w = layout.height, layout.width
         if encoding != "PNG16" and level <= 0:
             self.mode = "exr"
-            self.file, self.data, self.planes = exr.uncompressed_file(h, w, channels, half=encoding == "EXR16")
-        elif encoding == "PNG16" and level <= 0:
-            made = png.stored_png16_file(h, w, self.c)
-            if made is not None:
-                self.mode = "png"
-                self.file, self.texels, self.seal = made
-                if fixed is not None:  # (lo, hi) per channel: quantised as they come
-                    lo = np.asarray(fixed[0], np.float64)[:self.c]
-                    self.fixed = (lo.astype(np.float32), (65535.0 / (np.asarray(fixed[1], np.float64)[:self.c] - lo))
-                                  .astype(np.float32))
-                else:
-                    self.planes_f = np.zeros((self.c, h, w), np.float32)
+            self.writer = exr.RowWriter(self._open(), h, w, channels, half=encoding == "EXR16")
+        elif encoding == "PNG16" and level <= 0 and png.stored_row_fits(w, self.c):
+            self.mode = "png"
+            if fixed is not None:  # (lo, hi) per channel: quantised as they come
+                lo = np.asarray(fixed[0], np.float64)[:self.c]
+                self.fixed = (lo.astype(np.float32)[:, None], (65535.0 / (np.asarray(fixed[1], np.float64)[:self.c]
+                                                                          - lo)).astype(np.float32)[:, None])
+                self.writer = png.StoredPng16Writer(self._open(), h, w, self.c)
+            else:
+                self.planes_f = np.zeros((self.c, h, w), np.float32)
         if self.mode == "image":
             self.image = np.zeros((h, w, self.c), np.float32)
         self.max_abs = 0.0
+        self.write_cpu = 0.0  # seconds of this thread's CPU time spent handing the file's bytes to the system
+
+    def _open(self):
+        self.sink = io.BytesIO() if self.path is None else open(self.path, "wb")  # noqa: SIM115 - closed by close()
+        return self.sink
+
+    def close(self):
+        """Close the file streamed into (a failed bake: its folder is removed next)."""
+        if self.sink is not None and self.path is not None:
+            self.sink.close()
 
     def put(self, f: int, values):
         """Write frame ``f``'s (N, C) values into its rows."""
         self.put_planes(f, np.ascontiguousarray(np.asarray(values, np.float32).T))
 
     def put_planes(self, f: int, planes):
-        """Write frame ``f``: texture channel k is ``planes[k]`` ((C, N) float32, each row contiguous)."""
+        """Write frame ``f`` (frames in order): texture channel k is ``planes[k]`` ((C, N) float32, each row
+        contiguous)."""
         lay = self.layout
         n = planes.shape[1]
         w, first = lay.width, f * lay.rows_per_frame
+        rows = None
+        if self.writer is not None:
+            assert self.writer.y == first, (f, self.writer.y)
+            rows = self.writer.rows(lay.rows_per_frame)
+        if self.fixed is not None:  # the whole frame quantised at once, then copied row by row as integers
+            planes = _quantise(planes, *self.fixed).astype(np.uint16)
         with np.errstate(over="ignore"):  # beyond a half float: refused by encode(), from the bounds
             for r in range(lay.rows_per_frame):  # a frame's few rows (13 for 100,000 vertices), vectorised within
                 a, b = r * w, min(n, (r + 1) * w)
@@ -480,37 +503,53 @@ class _Texture:
                 y = first + r
                 for k in range(self.c):
                     if self.mode == "exr":
-                        self.data[y, self.planes[k], :b - a] = planes[k, a:b]
+                        rows[r, self.writer.planes[k], :b - a] = planes[k, a:b]
                     elif self.mode == "png" and self.fixed is not None:
-                        self.texels[y, :b - a, k] = _quantise(planes[k, a:b], self.fixed[0][k], self.fixed[1][k])
+                        rows[r, :b - a, k] = planes[k, a:b]
                     elif self.mode == "png":
                         self.planes_f[k, y, :b - a] = planes[k, a:b]
                     else:
                         self.image[y, :b - a, k] = planes[k, a:b]
+        if rows is not None:
+            self._write()
+
+    def _write(self, close=False):
+        t = time.thread_time()
+        if close:
+            self.writer.close()
+        else:
+            self.writer.write()
+        self.write_cpu += time.thread_time() - t
 
     def encode(self, remap=None, raw=(), max_abs: float = 0.0):
-        """The file's bytes (a uint8 array for the uncompressed ones: ``fh.write`` takes it); ``max_abs``: the
+        """Finish the file: its bytes, or None when it was streamed into ``path`` (then closed); ``max_abs``: the
         largest magnitude written (from the caller's bounds: EXR16 refuses what a half float cannot hold)."""
         self.max_abs = max(self.max_abs, float(max_abs))
         if self.encoding == "EXR16" and self.max_abs > HALF_MAX:
             raise VatError(f"A value of {self.max_abs:g} is beyond what a half float holds ({HALF_MAX:g}): choose "
                            f"EXR32")
-        if self.mode == "exr":
-            return self.file
-        if self.mode == "png":
-            if self.fixed is None:
-                lo = np.asarray(remap[0], dtype=np.float64)[:self.c].copy()
-                span = np.asarray(remap[1], dtype=np.float64)[:self.c] - lo
-                lo[list(raw)], span[list(raw)] = 0.0, 65535.0  # integers already (packed normals)
-                scale = (65535.0 / span).astype(np.float32)
-                lo = lo.astype(np.float32)
-                step = max(1, (1 << 18) // max(1, self.layout.width))  # blocks of rows that stay in the cache
-                for a in range(0, self.layout.height, step):
-                    for k in range(self.c):
-                        self.texels[a:a + step, :, k] = _quantise(self.planes_f[k, a:a + step], lo[k], scale[k])
-                del self.planes_f
-            return self.seal()
-        return encode_texture(self.image, self.encoding, remap, raw, self.level)
+        if self.mode == "image":
+            return encode_texture(self.image, self.encoding, remap, raw, self.level)
+        if self.mode == "png" and self.fixed is None:
+            lo = np.asarray(remap[0], dtype=np.float64)[:self.c].copy()
+            span = np.asarray(remap[1], dtype=np.float64)[:self.c] - lo
+            lo[list(raw)], span[list(raw)] = 0.0, 65535.0  # integers already (packed normals)
+            scale = (65535.0 / span).astype(np.float32)
+            lo = lo.astype(np.float32)
+            h = self.layout.height
+            self.writer = png.StoredPng16Writer(self._open(), h, self.layout.width, self.c)
+            step = max(1, (1 << 18) // max(1, self.layout.width))  # blocks of rows that stay in the cache
+            for a in range(0, h, step):
+                rows = self.writer.rows(min(step, h - a))
+                for k in range(self.c):
+                    rows[:, :, k] = _quantise(self.planes_f[k, a:a + step], lo[k], scale[k])
+                self._write()
+            del self.planes_f
+        self._write(close=True)
+        if self.path is None:
+            return self.sink.getvalue()
+        self.sink.close()
+        return None
 
 
 def _quantise(values, lo, scale):
@@ -524,11 +563,14 @@ def _quantise(values, lo, scale):
 class VatEncoder:
     """A bake encoded as it is evaluated: ``add(f, positions, normals, extras)`` per baked frame (Blender object
     space: positions, not offsets), ``finish()`` -> Encoded. Each frame's offsets go straight into the texture
-    (uncompressed EXR: into the file's own buffer), so a bake makes one pass over its data instead of one per step
-    (offsets, engine axes, layout, file)."""
+    (uncompressed: streamed into the file), so a bake makes one pass over its data instead of one per step
+    (offsets, engine axes, layout, file) and holds no whole texture but a PNG16's offsets, whose range is only
+    known at the end. ``folder``: the textures are written there, as they come (``finish`` returns only the bytes
+    of the compressed ones, encoded at the end), else kept in memory (``finish`` returns them all); ``close()``
+    after a failure closes the files (the caller removes them)."""
 
     def __init__(self, stem: str, rest, frames, settings: VatSettings, normals: bool = True, extras=None,
-                 fps: float = 24.0, loop: bool = False, source: str = ""):
+                 fps: float = 24.0, loop: bool = False, source: str = "", folder: str | None = None):
         self.settings = settings.validate()
         self.stem, self.frames, self.fps, self.loop, self.source = stem, list(frames), fps, loop, source
         self.rest = np.asarray(rest, dtype=np.float32)
@@ -540,11 +582,16 @@ class VatEncoder:
         self.names = output_names(stem, enc, self.normals, self.extras, EXPORT_FORMAT[settings.engine])
         self.bits = PACK_BITS.get(enc)
         packed = self.normals == "PACKED"
-        self.pos = _Texture(self.layout, "RGBA" if packed else "RGB", enc, settings.level)
-        self.nrm = _Texture(self.layout, "RGB", enc, settings.level, fixed=(np.full(3, -1.0), np.full(3, 1.0))) \
-            if self.normals == "TEXTURE" else None
-        self.attr = {name: _Texture(self.layout, "RGBA"[:c] if c <= 4 else "", enc, settings.level)
-                     for name, c in self.extras.items()}
+        self.folder = folder
+
+        def path(key):
+            return None if folder is None else os.path.join(folder, self.names[key])
+
+        self.pos = _Texture(self.layout, "RGBA" if packed else "RGB", enc, settings.level, path=path("position"))
+        self.nrm = _Texture(self.layout, "RGB", enc, settings.level, fixed=(np.full(3, -1.0), np.full(3, 1.0)),
+                            path=path("normal")) if self.normals == "TEXTURE" else None
+        self.attr = {name: _Texture(self.layout, "RGBA"[:c] if c <= 4 else "", enc, settings.level,
+                                    path=path(f"attr:{name}")) for name, c in self.extras.items()}
         self.attr_range = {name: (np.full(c, np.inf), np.full(c, -np.inf)) for name, c in self.extras.items()}
         self.rest_e = to_engine(self.rest, settings.engine, settings.unit_scale)
         m, scale = engine_matrix(settings.engine, settings.unit_scale)
@@ -612,6 +659,17 @@ class VatEncoder:
         a, b = lo[self.columns] * f, hi[self.columns] * f
         return np.minimum(a, b).astype(np.float64), np.maximum(a, b).astype(np.float64)
 
+    @property
+    def write_cpu(self) -> float:
+        """Seconds of CPU time (of the threads that called ``add`` and ``finish``) spent writing the streamed
+        files: the system's share of the encoding."""
+        return sum(tex.write_cpu for tex in (self.pos, self.nrm, *self.attr.values()) if tex is not None)
+
+    def close(self):
+        for tex in (self.pos, self.nrm, *self.attr.values()):
+            if tex is not None:
+                tex.close()
+
     def static(self, tolerance: float = 1e-6) -> bool:
         return self.change <= tolerance
 
@@ -628,6 +686,7 @@ class VatEncoder:
             remap = (lo, np.where(self.hi > lo, self.hi, lo + 1.0))
         pos_remap = None if remap is None else ((np.r_[remap[0], 0.0], np.r_[remap[1], 1.0]) if raw else remap)
         files[names["position"]] = self.pos.encode(pos_remap, raw, max(np.abs(self.lo).max(), np.abs(self.hi).max()))
+        # (None: written into the folder already; dropped from ``files`` at the end)
         textures["position"] = {"file": names["position"], "channels": "RGBA" if raw else "RGB",
                                 "content": "offset from the rest position, object space, engine units",
                                 "remap": _remap_dict(remap, 3)}
@@ -690,7 +749,7 @@ class VatEncoder:
         }
         meta["precision"] = precision(enc, remap, float((self.moved_hi - self.moved_lo).max()),
                                       float(max(np.abs(self.lo).max(), np.abs(self.hi).max())))
-        return Encoded(files, meta, lay)
+        return Encoded({k: v for k, v in files.items() if v is not None}, meta, lay)
 
 
 def encode_bake(stem: str, rest, offsets, normals, frames, settings: VatSettings, fps: float = 24.0,

@@ -231,11 +231,12 @@ class _Sampler:
     """Per object: reads each baked frame of the evaluated mesh and hands it to its ``core.vat.VatEncoder`` (made at
     the first frame, when the vertex count and so the rest pose are known) on the bake's encoder thread."""
 
-    def __init__(self, obj, stem, frames, settings, attributes, fps, loop):
-        self.name, self.stem, self.frames = obj.name, stem, frames
+    def __init__(self, obj, stem, frames, settings, attributes, fps, loop, folder=None):
+        self.name, self.stem, self.frames, self.folder = obj.name, stem, frames, folder
         self.settings, self.attributes, self.fps, self.loop = settings, attributes, fps, loop
         self.counts = []
         self.encoder = None
+        self.write_cpu = 0.0  # the encoder's CPU seconds in writing its streamed files (see core.vat.VatEncoder)
         self.proxy_mesh = None
         self.rest = None
         self.warnings = []
@@ -277,7 +278,8 @@ class _Sampler:
             try:
                 self.encoder = core_vat.VatEncoder(
                     self.stem, self.rest, self.frames, self.settings, normals=normals is not None,
-                    extras={a: v.shape[1] for a, v in extras.items()}, fps=self.fps, loop=self.loop, source=self.name)
+                    extras={a: v.shape[1] for a, v in extras.items()}, fps=self.fps, loop=self.loop, source=self.name,
+                    folder=self.folder)
             except core_vat.VatError as exc:
                 raise VatInputError(f"{self.name}: {exc}") from None
         thread.submit("encode", _named, self.name, self.encoder.add, i, positions, normals, extras)
@@ -385,14 +387,15 @@ def bake_vat_job(scene, objects, out_dir: str, opts: VatOptions | None = None):
 
 def _bake(scene, names, out_dir, opts, frames, settings, result):
     """The bake job, in stages: evaluate every frame (each encoded on the encoder thread while the next is
-    evaluated), write each object's files (and proxy) into a staging folder, move them in; on failure undo
-    everything made, on success show the new proxies.
+    evaluated, the uncompressed textures streamed into a staging folder as they come), write each object's other
+    files (and proxy) there, move them in; on failure undo everything made, on success show the new proxies.
 
     ``result.timings`` (seconds): ``evaluate`` and ``write`` the main thread's time in the frames and in the rest
     (proxies, exports, JSON), ``encode_wait`` its time held up by the encoder (the part of the encoding not hidden
-    behind the evaluation and the export), ``write_wait`` by the textures' writing, ``encode`` and ``write_files``
-    the encoder thread's time in the encoder and in writing the textures (``encode_cpu``: the encoder's time on
-    a core), ``total`` the bake's."""
+    behind the evaluation and the export), ``write_wait`` by the writing of the compressed textures, ``encode``
+    and ``write_files`` the encoder thread's time in the encoder (streaming included) and in writing the
+    compressed textures (``encode_cpu``: the encoder's time on a core; ``encode_write_cpu``: of it, handing the
+    streamed files' bytes to the system), ``total`` the bake's."""
     t0 = time.perf_counter()
     timings = {"evaluate": 0.0, "write": 0.0, "encode_wait": 0.0, "write_wait": 0.0, "encode": 0.0,
                "write_files": 0.0}
@@ -406,7 +409,11 @@ def _bake(scene, names, out_dir, opts, frames, settings, result):
     thread = _EncoderThread(inline=not ENCODE_ON_THREAD)
     ok = False
     try:
-        # 1. evaluate every frame (and, for a loop, the frame after the last, which must be the first again)
+        # 1. evaluate every frame (and, for a loop, the frame after the last, which must be the first again); the
+        # encoder thread streams the uncompressed textures into the staging folder as the frames come
+        staging = outputs.Staging(out_dir, "vat", error=VatInputError)
+        for sampler in samplers.values():
+            sampler.folder = staging.path
         loop_after, after = yield from _evaluate_frames(scene, frames, opts, samplers, timings, thread)
         scene.frame_set(old_frame, subframe=old_sub)
 
@@ -414,7 +421,6 @@ def _bake(scene, names, out_dir, opts, frames, settings, result):
         # rest, then move everything in
         t = time.perf_counter()
         waited = thread.waited
-        staging = outputs.Staging(out_dir, "vat", error=VatInputError)
         written = []
         for k, name in enumerate(names):
             written.append(_write_object(scene, name, samplers[name], frames, opts, settings, loop_after, after,
@@ -437,6 +443,7 @@ def _bake(scene, names, out_dir, opts, frames, settings, result):
     timings["encode"] = thread.busy.get("encode", 0.0)
     timings["write_files"] = thread.busy.get("write", 0.0)
     timings["encode_cpu"] = thread.busy.get("encode_cpu", 0.0)
+    timings["encode_write_cpu"] = sum(s.write_cpu for s in samplers.values())
     timings["total"] = time.perf_counter() - t0
     result.timings = timings
     return result
@@ -501,6 +508,7 @@ def _write_object(scene, name, sampler, frames, opts, settings, loop_after, afte
         _export_proxy(scene, proxy, staging.file(mesh_name), kind)
     thread.result(finished)  # (waiting for the encoder, then for the writing: booked apart)
     enc = thread.result(staged)
+    sampler.write_cpu = encoder.write_cpu
     sampler.encoder = None
     if encoder.static():
         result.warnings.append(f"{name}: nothing moves over frames {frames[0]} to {frames[-1]} (static): the "
@@ -558,6 +566,9 @@ def _undo(scene, old_frame, old_sub, staging, made, renamed, samplers, had_playe
     """A failed or cancelled bake leaves the scene as it was: the frame, no staged files, no new proxies (earlier
     ones keep their names), no sampler meshes, no player group it made."""
     scene.frame_set(old_frame, subframe=old_sub)
+    for sampler in samplers.values():
+        if sampler.encoder is not None:  # its open files (the encoder thread has stopped: nothing writes any more)
+            sampler.encoder.close()
     if staging is not None:
         staging.abort()
     for name in made:

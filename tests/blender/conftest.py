@@ -70,6 +70,24 @@ def load_helper():
     return load
 
 
+@pytest.fixture(scope="session")
+def corpus_asset(load_helper):
+    """A function: the objects of a real-vegetation corpus asset by name (tools/fetch_assets.py, fetched once into
+    the cache), imported as tests/blender/test_wind_assets.py imports them (OBJ, Y up, an unapplied centimetre
+    scale, away from the origin); skips the test, saying why, when the asset could not be fetched."""
+    fetch = load_helper("fetch_assets", "tools", "fetch_assets.py")
+    index = fetch.fetch(fetch.cache_dir(), quiet=True)
+    paths = {a["name"]: a["obj"] for a in index["assets"]}
+    assets = load_helper("envfx_test_wind_assets", "tests", "blender", "test_wind_assets.py")
+
+    def load(name):
+        if name not in paths:
+            pytest.skip(f"the corpus asset {name} could not be fetched: "
+                        f"{index['skipped'].get(name) or index['skipped'] or 'not in the index'}")
+        return assets._import(paths[name])
+    return load
+
+
 @pytest.fixture
 def mods(envfx):
     """The wind's modules of the enabled add-on, by short name (the wind tests' shared handle)."""

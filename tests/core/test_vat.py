@@ -1,5 +1,6 @@
 """Vertex animation textures (core/vat.py): layout, encodings, packed normals, engine axes, names, bad input."""
 
+import io
 import json
 
 import numpy as np
@@ -183,3 +184,69 @@ def test_the_one_pass_exr_writer_writes_the_same_file(half):
     img = np.random.default_rng(2).normal(size=(37, 11, 4)).astype(np.float32)
     fast = exr.encode_exr_array(img, "RGBA", half=half)
     assert bytes(fast) == exr.encode_exr(img, "RGBA", exr.NO_COMPRESSION, half=half)
+
+
+@pytest.mark.parametrize("half", [False, True])
+def test_the_streamed_exr_is_the_same_file_and_refuses_missing_scanlines(half):
+    from core import exr
+
+    img = np.random.default_rng(2).normal(size=(12, 11, 3)).astype(np.float32)
+    fh = io.BytesIO()
+    writer = exr.RowWriter(fh, 12, 11, "RGB", half=half)
+    for a in range(0, 12, 4):  # three blocks of four scanlines through one reused buffer
+        rows = writer.rows(4)
+        for k in range(3):
+            rows[:, writer.planes[k], :] = img[a:a + 4, :, k]
+        writer.write()
+    writer.close()
+    assert fh.getvalue() == exr.encode_exr(img, "RGB", exr.NO_COMPRESSION, half=half)
+    short = exr.RowWriter(io.BytesIO(), 12, 11, "RGB", half=half)
+    short.rows(4)
+    short.write()
+    with pytest.raises(ValueError, match="4 of the EXR's 12 scanlines"):
+        short.close()
+
+
+def test_the_streamed_png16_decodes_to_its_texels_with_valid_checksums():
+    import zlib
+
+    from core import png
+
+    texels = np.random.default_rng(3).integers(0, 65536, size=(9, 13, 4)).astype(np.uint16)
+    fh = io.BytesIO()
+    writer = png.StoredPng16Writer(fh, 9, 13, 4)
+    for a, b in ((0, 4), (4, 8), (8, 9)):  # the last block shorter
+        writer.rows(b - a)[:] = texels[a:b]
+        writer.write()
+    writer.close()
+    data = fh.getvalue()
+    np.testing.assert_array_equal(png.decode_png(data), texels)
+    pos = 8
+    while pos < len(data):  # every chunk's CRC (decode_png does not check them)
+        size = int.from_bytes(data[pos:pos + 4], "big")
+        assert zlib.crc32(data[pos + 4:pos + 8 + size]) == int.from_bytes(data[pos + 8 + size:pos + 12 + size], "big")
+        pos += 12 + size
+    with pytest.raises(ValueError, match="does not fit one stored block"):
+        png.StoredPng16Writer(io.BytesIO(), 2, 9000, 4)
+
+
+@pytest.mark.parametrize("level", [0, 1])
+@pytest.mark.parametrize("encoding", ["EXR32", "EXR16", "PNG16"])
+def test_an_encoder_with_a_folder_streams_the_same_files_as_in_memory(tmp_path, encoding, level):
+    """Uncompressed textures are streamed into the folder; compressed ones (encoded at the end) are returned."""
+    rest, offsets, normals = animated(n=70, frames=5)
+    settings = vat.VatSettings(encoding=encoding, engine="UNREAL", level=level)
+    memory = vat.encode_bake("a", rest, offsets, normals, list(range(1, 6)), settings)
+    enc = vat.VatEncoder("a", rest, list(range(1, 6)), settings, folder=str(tmp_path))
+    for f in range(5):
+        enc.add(f, enc.rest + offsets[f], normals[f])  # (as encode_bake adds them: float32)
+    streamed = enc.finish()
+    assert streamed.meta == memory.meta
+    if level:
+        assert streamed.files == memory.files and not list(tmp_path.iterdir())
+        back = vat.decode_positions(streamed.files, streamed.meta, rest)
+        assert np.abs(back - (rest + offsets)).max() <= streamed.meta["precision"] / 100 + 1e-6  # (Unreal's cm)
+    else:
+        assert streamed.files == {}
+        for name, data in memory.files.items():
+            assert (tmp_path / name).read_bytes() == bytes(data)
