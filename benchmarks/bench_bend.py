@@ -2,7 +2,7 @@
 
 usage: $(tools/venv.sh 5.0) benchmarks/bench_bend.py [--verts 1000000] [--repeats 15] [--rounds 7]
        [--objects 1000] [--frames 40] [--frame-rounds 9] [--props 5000] [--props-frames 10]
-       [--props-rounds 3] [--only frame,forced]
+       [--props-rounds 3] [--only frame,grid,props,forced]
 
 The quoted measure is by frame changes (``framebench``, the lines with "method": "frame_change", "quoted": true):
 the bent grid's scene, its pivot keyed to walk along the forward axis, against a reference scene holding the same
@@ -430,15 +430,17 @@ def main(argv):
     parser.add_argument("--props", type=int, default=5000, help="props of the frame-change level (0: skip it)")
     parser.add_argument("--props-frames", type=int, default=10, help="frames per round of the props level")
     parser.add_argument("--props-rounds", type=int, default=3, help="rounds of the props level")
-    parser.add_argument("--only", default="frame,forced", help="frame (frame changes), forced (forced updates)")
+    parser.add_argument("--only", default="frame,forced",
+                        help="frame (frame changes: grid and props), grid or props (one of them), forced (forced "
+                             "updates)")
     args = parser.parse_args(argv)
     envfx = enable()
     side = int(round(args.verts ** 0.5))
     only = args.only.split(",")
-    if "frame" in only:
+    if "frame" in only or "grid" in only:
         frame_change_grid(envfx, side, args.frames, args.frame_rounds)
-        if args.props > 0:
-            frame_change_props(envfx, args.props, args.props_frames, args.props_rounds)
+    if ("frame" in only or "props" in only) and args.props > 0:
+        frame_change_props(envfx, args.props, args.props_frames, args.props_rounds)
     if "forced" not in only:
         return 0
     bpy.ops.wm.read_homefile(app_template="", use_empty=True)
