@@ -2,13 +2,15 @@
 
 usage: $(tools/venv.sh 5.0) benchmarks/bench_bend.py [--verts 1000000] [--repeats 15] [--rounds 7]
        [--objects 1000] [--frames 40] [--frame-rounds 9] [--props 5000] [--props-frames 10]
-       [--props-rounds 3] [--only frame,forced]
+       [--props-rounds 3] [--only frame,grid,props,forced]
 
 The quoted measure is by frame changes (``framebench``, the lines with "method": "frame_change", "quoted": true):
 the bent grid's scene, its pivot keyed to walk along the forward axis, against a reference scene holding the same
 grid with a bare time-dependent Set Position, their frames stepped alternately (``scene.frame_set``: animation,
 drivers, frame handlers, the dependency graph, as playback pays them), the modes taking turns round after round;
-then a level of --props small bent props (4 vertices each) against the same props with the reference modifier.
+then a level of --props small bent props (4 vertices each) against the same props with the reference modifier, and
+its floors (``bend_props_floor``): the props with a minimal modifier following the pivot (one offset per object),
+with one per-vertex operation, and with the Runner's per-vertex operations on constant per-object values.
 
 The forced-update lines ("method": "forced_update", "quoted": false) are the older measure, kept beside it:
 one JSON line per mode (PLANET with and without a flat spread): median seconds per evaluation of the
@@ -371,7 +373,8 @@ def frame_change_grid(envfx, side, frames, rounds):
 
 def frame_change_props(envfx, count, frames, rounds):
     """One JSON line per mode: a level of ``count`` small props (4 vertices, one shared mesh, the common case of
-    a game level) bent, against the same props with the reference modifier, by frame changes."""
+    a game level) bent, against the same props with the reference modifier, by frame changes; and one per floor
+    (``bend_props_floor``: follow_pivot, one_op, runner_ops)."""
     bpy.ops.wm.read_homefile(app_template="", use_empty=True)
     scene = bpy.context.scene
     scene.frame_start, scene.frame_end = 1, frames + 1
@@ -387,35 +390,41 @@ def frame_change_props(envfx, count, frames, rounds):
     keyed_pivot(scene, frames)
     envfx.operators.bend.add_bend(scene, props)
     ref = framebench.reference_scene(scene, [mesh] * count, locations=locations)
-    # the floor of any bend of many props: the props with a minimal modifier that reads the (keyed) pivot's
-    # location, in a third scene with its own keyed pivot
-    floor = framebench.new_scene("Follow Pivot", scene)
-    floor_pivot = keyed_empty(floor, frames, "Floor Pivot")
-    follow = pivot_group(floor_pivot)
-    for i, loc in enumerate(locations):
-        obj = bpy.data.objects.new(f"Follow {i}", mesh)
-        obj.location = loc
-        obj.modifiers.new("Follow", "NODES").node_group = follow
-        floor.collection.objects.link(obj)
+    # the floors of any bend of many props, each in a scene of its own: the props with a minimal modifier that
+    # reads the (keyed) pivot's location (every offset one value per object); with one per-vertex operation (the
+    # offset is the position scaled by the scene time: a field, what any deformation computes per vertex); with
+    # the Runner's per-vertex operations and constant per-object values (what the bend computes per vertex)
+    floors = {"follow_pivot": framebench.new_scene("Follow Pivot", scene)}
+    floor_pivot = keyed_empty(floors["follow_pivot"], frames, "Floor Pivot")
+    groups = {"follow_pivot": pivot_group(floor_pivot)}
+    for kind in ("one_op", "runner_ops"):
+        floors[kind] = framebench.new_scene(f"Props Floor {kind}", scene)
+        groups[kind] = _floor_group(kind)
+    for kind, floor in floors.items():
+        for i, loc in enumerate(locations):
+            obj = bpy.data.objects.new(f"{kind} {i}", mesh)
+            obj.location = loc
+            obj.modifiers.new(kind, "NODES").node_group = groups[kind]
+            floor.collection.objects.link(obj)
     s = scene.envfx.bend
-    modes = ("RUNNER", "RUNNER_2AXIS", "PLANET", "CYLINDER", "follow_pivot")
+    modes = ("RUNNER", "RUNNER_2AXIS", "PLANET", "CYLINDER", *floors)
     got = {mode: {"effect": [], "reference": []} for mode in modes}
     for _round in range(rounds):
         for mode in modes:
-            if mode != "follow_pivot":
+            if mode not in floors:
                 s.mode = mode
-            effect = floor if mode == "follow_pivot" else scene
+            effect = floors.get(mode, scene)
             res = framebench.frame_change(effect, ref, range(1, frames + 2), 1)
             for key in ("effect", "reference"):
                 got[mode][key] += res[key]
             got[mode]["frames"] = res["frames"]
     for mode, res in got.items():
         out = framebench.summary(res)
-        bench = "bend_props_per_frame" if mode != "follow_pivot" else "bend_props_floor"
+        bench = "bend_props_floor" if mode in floors else "bend_props_per_frame"
         framebench.emit(bench=bench, mode=mode, objects=count, vertices_each=4, **out,
                         extra_per_object_us=round((out["effect_s"] - out["reference_s"]) / count * 1e6, 2),
                         target_ratio=1.5)
-    for other in (ref, floor):
+    for other in (ref, *floors.values()):
         bpy.data.scenes.remove(other)
 
 
@@ -430,15 +439,17 @@ def main(argv):
     parser.add_argument("--props", type=int, default=5000, help="props of the frame-change level (0: skip it)")
     parser.add_argument("--props-frames", type=int, default=10, help="frames per round of the props level")
     parser.add_argument("--props-rounds", type=int, default=3, help="rounds of the props level")
-    parser.add_argument("--only", default="frame,forced", help="frame (frame changes), forced (forced updates)")
+    parser.add_argument("--only", default="frame,forced",
+                        help="frame (frame changes: grid and props), grid or props (one of them), forced (forced "
+                             "updates)")
     args = parser.parse_args(argv)
     envfx = enable()
     side = int(round(args.verts ** 0.5))
     only = args.only.split(",")
-    if "frame" in only:
+    if "frame" in only or "grid" in only:
         frame_change_grid(envfx, side, args.frames, args.frame_rounds)
-        if args.props > 0:
-            frame_change_props(envfx, args.props, args.props_frames, args.props_rounds)
+    if ("frame" in only or "props" in only) and args.props > 0:
+        frame_change_props(envfx, args.props, args.props_frames, args.props_rounds)
     if "forced" not in only:
         return 0
     bpy.ops.wm.read_homefile(app_template="", use_empty=True)

@@ -75,3 +75,21 @@ def test_ratio_summary_and_per_frame_spans(fb):
     assert [s["frames"] for s in spans] == [[2, 6], [7, 11]]
     assert spans[0]["ratio_median"] == pytest.approx(2.5) and spans[1]["ratio_median"] == pytest.approx(7.5)
     assert spans[1]["ratio_min"] == pytest.approx(6.0) and spans[1]["ratio_max"] == pytest.approx(9.0)
+
+
+def test_every_scene_is_timed_with_an_active_dependency_graph(fb):
+    """Blender does more for an active graph (the one a window plays), and only the file's own scene had one: a
+    reference timed with an inactive graph made every ratio larger than the user pays. An active graph writes
+    the evaluated bounds back to the original object, which shows that both scenes' graphs are active."""
+    effect = bpy.data.scenes.new("Effect")  # not the file's scene: its graph is not made active by anything else
+    effect.frame_start, effect.frame_end = 1, 11
+    mesh = fb.grid_mesh("Grid", 3, size=2.0)
+    obj = bpy.data.objects.new("Effect Grid", mesh)
+    obj.modifiers.new("Reference", "NODES").node_group = fb.reference_group()
+    effect.collection.objects.link(obj)
+    ref = fb.reference_scene(effect, [mesh])
+    fb.frame_change(effect, ref, range(1, 4), 1)
+    fps = effect.render.fps / effect.render.fps_base
+    for scene, o in ((effect, obj), (ref, ref.collection.objects[0])):
+        top = max(corner[2] for corner in o.bound_box)
+        assert top == pytest.approx(1e-4 * 3 / fps, abs=1e-7), scene.name
