@@ -7,10 +7,13 @@ Prints JSON lines:
 - ``node_cost_per_vertex``, one per kind of node: on a --verts grid, a Set Position whose offset ends in a chain
   of --chain such nodes, against the same Set Position without the chain; the cost of one node as a fraction of
   a bare Set Position (constant offset). One more line gives the floor: the chain-less offset itself (one dot
-  product with the position, scaled) against the bare Set Position.
+  product with the position, scaled) against the bare Set Position. Besides math and vector operations the
+  kinds include a dot product (scaled back onto a vector), a Separate XYZ into a Combine XYZ, a named vector
+  attribute read (a different attribute each step) and a matrix transform: what the wind's per-vertex
+  swing is chosen from.
 - ``node_cost_per_object``: on --objects small grids (16 vertices), the extra time per object and per node of a
   chain of single-value nodes (computed once per object) and of a chain of field nodes (computed per vertex, but
-  on 16 vertices): what a node costs an object whatever the mesh's size.
+  on 16 vertices): what a node costs an object whatever the mesh's size (``--objects 0``: skipped).
 
 Every variant is its own object, all in one scene; an object is re-evaluated by tagging it, the variants take
 turns frame by frame and round by round, and each ratio is the median over rounds.
@@ -37,7 +40,18 @@ KINDS = {
     "vector_add": ("ShaderNodeVectorMath", "ADD", True),
     "vector_scale": ("ShaderNodeVectorMath", "SCALE", True),
     "transform_direction": ("FunctionNodeTransformDirection", None, True),
+    "math_divide": ("ShaderNodeMath", "DIVIDE", False),
+    "math_inverse_sqrt": ("ShaderNodeMath", "INVERSE_SQRT", False),
+    "vector_normalize": ("ShaderNodeVectorMath", "NORMALIZE", True),
+    "vector_multiply_add": ("ShaderNodeVectorMath", "MULTIPLY_ADD", True),
+    # these three are built specially (``Tree.chain``): a dot product of the chain's vector with a constant,
+    # scaled back onto a vector; a Separate XYZ into a Combine XYZ (two nodes, counted as one step); a named
+    # vector attribute read (a different one each step, written on the grid) added to the chain's vector
+    "vector_dot": ("ShaderNodeVectorMath", "DOT_PRODUCT", True),
+    "separate_combine": ("ShaderNodeSeparateXYZ", None, True),
+    "attribute_read": ("GeometryNodeInputNamedAttribute", None, True),
 }
+ATTR = "bench_attr_{}"  # the vector attributes the attribute_read chain reads
 
 
 class Tree:
@@ -71,6 +85,9 @@ class Tree:
         position = self.node("GeometryNodeInputPosition").outputs[0]
         out = position if on_vectors else self.dot(position)
         for _i in range(count):
+            if kind in ("vector_dot", "separate_combine", "attribute_read"):
+                out = self.special_step(kind, out, _i)
+                continue
             node = self.node(node_type, operation)
             if node_type == "FunctionNodeTransformDirection":
                 matrix = self.node("FunctionNodeCombineMatrix")
@@ -85,6 +102,27 @@ class Tree:
                         sock.default_value = (1.0001, 0.9999, 0.5) if sock.type == "VECTOR" else 1.0001
             out = node.outputs[0]
         return self.dot(out) if on_vectors else out
+
+    def special_step(self, kind, out, i):
+        if kind == "vector_dot":  # a dot product (float), scaled back onto a vector: the scale is a cheap step
+            scale = self.node("ShaderNodeVectorMath", "SCALE")
+            scale.inputs[0].default_value = (1.0001, 0.9999, 0.5)
+            self.link(self.dot(out), scale.inputs["Scale"])
+            return scale.outputs["Vector"]
+        if kind == "separate_combine":
+            sep = self.node("ShaderNodeSeparateXYZ")
+            comb = self.node("ShaderNodeCombineXYZ")
+            self.link(out, sep.inputs[0])
+            for a, b in zip(sep.outputs, comb.inputs):
+                self.link(a, b)
+            return comb.outputs[0]
+        read = self.node("GeometryNodeInputNamedAttribute")
+        read.data_type = "FLOAT_VECTOR"
+        read.inputs["Name"].default_value = ATTR.format(i)
+        add = self.node("ShaderNodeVectorMath", "ADD")
+        self.link(out, add.inputs[0])
+        self.link(read.outputs["Attribute"], add.inputs[1])
+        return add.outputs["Vector"]
 
     def dot(self, vector):
         node = self.node("ShaderNodeVectorMath", "DOT_PRODUCT")
@@ -136,6 +174,13 @@ def per_vertex(args, env):
     objects = {}
     for name, spec in variants.items():
         obj = bench_bend.grid(f"PV {name}", side)
+        if name == "attribute_read":
+            import numpy as np
+
+            rng = np.random.default_rng(0)
+            for i in range(args.chain):
+                values = rng.normal(size=3 * side * side).astype(np.float32)
+                obj.data.attributes.new(ATTR.format(i), "FLOAT_VECTOR", "POINT").data.foreach_set("vector", values)
         t = Tree(f"PV {name}")
         if spec is not None:
             t.scalar_to_offset(t.chain(*spec))
@@ -193,7 +238,8 @@ def main(argv):
     bpy.ops.wm.read_homefile(app_template="", use_empty=True)
     env = {"blender": bpy.app.version_string, "loadavg_1min": round(os.getloadavg()[0], 2), "cpus": os.cpu_count()}
     per_vertex(args, env)
-    per_object(args, env)
+    if args.objects > 0:
+        per_object(args, env)
     return 0
 
 
