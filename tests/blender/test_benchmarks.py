@@ -34,7 +34,7 @@ SMOKE = {
                        ("bench", "trails_shot"): 1, ("bench", "coverage_per_frame"): 2}),
     "bench_mips.py": (["--size", "64", "--repeat", "1"], {("bench", "mips"): 6}),
     "bench_node_costs.py": (["--verts", "400", "--objects", "2", "--chain", "2", "--frames", "1", "--rounds", "1"],
-                            {("bench", "node_cost_per_vertex"): 16, ("bench", "node_cost_per_object"): 2}),
+                            {("bench", "node_cost_per_vertex"): 16, ("bench", "node_cost_swing"): 7, ("bench", "node_cost_per_object"): 2}),
     "bench_gasgiant.py": (["--quick", "--only", "field"], {("measure", "gasgiant_field_file"): 1}),
     "bench_lightmap.py": (["--size", "32", "--lights", "2", "--samples", "2", "--rounds", "1",
                            "--match-size", "16", "--windows", "1", "--match-samples", "1,2",
