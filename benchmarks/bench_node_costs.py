@@ -7,10 +7,17 @@ Prints JSON lines:
 - ``node_cost_per_vertex``, one per kind of node: on a --verts grid, a Set Position whose offset ends in a chain
   of --chain such nodes, against the same Set Position without the chain; the cost of one node as a fraction of
   a bare Set Position (constant offset). One more line gives the floor: the chain-less offset itself (one dot
-  product with the position, scaled) against the bare Set Position.
+  product with the position, scaled) against the bare Set Position. Besides math and vector operations the
+  kinds include a dot product (scaled back onto a vector), a Separate XYZ into a Combine XYZ, a named vector
+  attribute read (a different attribute each step) and a matrix transform: what the wind's per-vertex
+  swing is chosen from.
+- ``node_cost_swing``, one per way (``swing_group``) of computing the wind's per-vertex swing from two static
+  vectors (dot products as the group does, matrix transforms, Separate XYZ with vector scales or scalar
+  multiply-adds) and of its length-keeping rescale (a square root of two dot products, or a normalise and a
+  length), each against the bare Set Position (``--no-swing``: skipped).
 - ``node_cost_per_object``: on --objects small grids (16 vertices), the extra time per object and per node of a
   chain of single-value nodes (computed once per object) and of a chain of field nodes (computed per vertex, but
-  on 16 vertices): what a node costs an object whatever the mesh's size.
+  on 16 vertices): what a node costs an object whatever the mesh's size (``--objects 0``: skipped).
 
 Every variant is its own object, all in one scene; an object is re-evaluated by tagging it, the variants take
 turns frame by frame and round by round, and each ratio is the median over rounds.
@@ -37,7 +44,18 @@ KINDS = {
     "vector_add": ("ShaderNodeVectorMath", "ADD", True),
     "vector_scale": ("ShaderNodeVectorMath", "SCALE", True),
     "transform_direction": ("FunctionNodeTransformDirection", None, True),
+    "math_divide": ("ShaderNodeMath", "DIVIDE", False),
+    "math_inverse_sqrt": ("ShaderNodeMath", "INVERSE_SQRT", False),
+    "vector_normalize": ("ShaderNodeVectorMath", "NORMALIZE", True),
+    "vector_multiply_add": ("ShaderNodeVectorMath", "MULTIPLY_ADD", True),
+    # these three are built specially (``Tree.chain``): a dot product of the chain's vector with a constant,
+    # scaled back onto a vector; a Separate XYZ into a Combine XYZ (two nodes, counted as one step); a named
+    # vector attribute read (a different one each step, written on the grid) added to the chain's vector
+    "vector_dot": ("ShaderNodeVectorMath", "DOT_PRODUCT", True),
+    "separate_combine": ("ShaderNodeSeparateXYZ", None, True),
+    "attribute_read": ("GeometryNodeInputNamedAttribute", None, True),
 }
+ATTR = "bench_attr_{}"  # the vector attributes the attribute_read chain reads
 
 
 class Tree:
@@ -71,6 +89,9 @@ class Tree:
         position = self.node("GeometryNodeInputPosition").outputs[0]
         out = position if on_vectors else self.dot(position)
         for _i in range(count):
+            if kind in ("vector_dot", "separate_combine", "attribute_read"):
+                out = self.special_step(kind, out, _i)
+                continue
             node = self.node(node_type, operation)
             if node_type == "FunctionNodeTransformDirection":
                 matrix = self.node("FunctionNodeCombineMatrix")
@@ -85,6 +106,27 @@ class Tree:
                         sock.default_value = (1.0001, 0.9999, 0.5) if sock.type == "VECTOR" else 1.0001
             out = node.outputs[0]
         return self.dot(out) if on_vectors else out
+
+    def special_step(self, kind, out, i):
+        if kind == "vector_dot":  # a dot product (float), scaled back onto a vector: the scale is a cheap step
+            scale = self.node("ShaderNodeVectorMath", "SCALE")
+            scale.inputs[0].default_value = (1.0001, 0.9999, 0.5)
+            self.link(self.dot(out), scale.inputs["Scale"])
+            return scale.outputs["Vector"]
+        if kind == "separate_combine":
+            sep = self.node("ShaderNodeSeparateXYZ")
+            comb = self.node("ShaderNodeCombineXYZ")
+            self.link(out, sep.inputs[0])
+            for a, b in zip(sep.outputs, comb.inputs):
+                self.link(a, b)
+            return comb.outputs[0]
+        read = self.node("GeometryNodeInputNamedAttribute")
+        read.data_type = "FLOAT_VECTOR"
+        read.inputs["Name"].default_value = ATTR.format(i)
+        add = self.node("ShaderNodeVectorMath", "ADD")
+        self.link(out, add.inputs[0])
+        self.link(read.outputs["Attribute"], add.inputs[1])
+        return add.outputs["Vector"]
 
     def dot(self, vector):
         node = self.node("ShaderNodeVectorMath", "DOT_PRODUCT")
@@ -136,6 +178,13 @@ def per_vertex(args, env):
     objects = {}
     for name, spec in variants.items():
         obj = bench_bend.grid(f"PV {name}", side)
+        if name == "attribute_read":
+            import numpy as np
+
+            rng = np.random.default_rng(0)
+            for i in range(args.chain):
+                values = rng.normal(size=3 * side * side).astype(np.float32)
+                obj.data.attributes.new(ATTR.format(i), "FLOAT_VECTOR", "POINT").data.foreach_set("vector", values)
         t = Tree(f"PV {name}")
         if spec is not None:
             t.scalar_to_offset(t.chain(*spec))
@@ -150,6 +199,132 @@ def per_vertex(args, env):
         print(json.dumps({"bench": "node_cost_per_vertex", "kind": kind, "vertices": side * side,
                           "chain": args.chain, "per_node_of_bare": round(statistics.median(per_node), 4),
                           "min": round(min(per_node), 4), "max": round(max(per_node), 4), **env}), flush=True)
+    for objs in objects.values():
+        for obj in objs:
+            bpy.data.objects.remove(obj)
+
+
+# the six per-asset vectors the wind's swing weighs the two static vectors' numbers by (any will do)
+SWING_VECTORS = ((0.1, 0.2, 0.3), (0.3, -0.1, 0.2), (0.05, 0.1, -0.2), (0.2, 0.1, 0.0), (-0.1, 0.3, 0.1),
+                 (0.0, 0.2, 0.1))
+SWINGS = ("reads", "dots", "transforms", "separate_scales", "separate_madds", "turn_sqrt", "turn_normalize")
+
+
+def swing_group(kind):
+    """The ways of computing the wind's per-vertex swing ``sum_k c_k u_k`` (six numbers ``c`` from two static
+    vectors A and B, six per-asset vectors ``u``) and its length-keeping rescale, as a Set Position offset (scaled
+    by the frame): ``reads`` only adds A and B; ``dots`` forms each axis as two dot products (the wind group);
+    ``transforms`` as two matrix transforms of A and B; ``separate_scales`` separates A and B and scales the
+    vectors ``u``; ``separate_madds`` separates them and sums each axis with scalar multiply-adds.
+    ``turn_sqrt`` rescales A + frame B to the length of A with a square root of two dot products (the wind's
+    rescale), ``turn_normalize`` with a normalise and a length."""
+    t = Tree(f"Swing {kind}")
+    b = t.tree.nodes.new
+
+    def attr(name):
+        node = b("GeometryNodeInputNamedAttribute")
+        node.data_type = "FLOAT_VECTOR"
+        node.inputs["Name"].default_value = name
+        return node.outputs["Attribute"]
+
+    def op(kind_, operation, *inputs, scale=None):
+        node = t.node(kind_, operation)
+        for sock, value in zip([s for s in node.inputs if s.enabled], inputs):
+            if isinstance(value, bpy.types.NodeSocket):
+                t.link(value, sock)
+            else:
+                sock.default_value = value
+        if scale is not None:
+            t.link(scale, node.inputs["Scale"])
+        return node.outputs["Value" if operation in ("DOT_PRODUCT", "LENGTH") else 0]
+
+    def vm(operation, *inputs, scale=None):
+        return op("ShaderNodeVectorMath", operation, *inputs, scale=scale)
+
+    def combine(axes):
+        node = b("ShaderNodeCombineXYZ")
+        for sock, value in zip(node.inputs, axes):
+            t.link(value, sock)
+        return node.outputs[0]
+
+    def separate(vec):
+        node = b("ShaderNodeSeparateXYZ")
+        t.link(vec, node.inputs[0])
+        return list(node.outputs)
+
+    frame = op("ShaderNodeMath", "MULTIPLY", b("GeometryNodeInputSceneTime").outputs["Frame"], 1e-4)
+    a_, b_ = attr(ATTR.format(0)), attr(ATTR.format(1))
+    us = SWING_VECTORS
+    if kind == "reads":
+        off = vm("ADD", a_, b_)
+    elif kind == "dots":
+        off = combine([op("ShaderNodeMath", "ADD", vm("DOT_PRODUCT", a_, tuple(u[i] for u in us[:3])),
+                          vm("DOT_PRODUCT", b_, tuple(u[i] for u in us[3:]))) for i in range(3)])
+    elif kind == "transforms":
+        parts = []
+        for vec, cols in ((a_, us[:3]), (b_, us[3:])):
+            matrix = t.node("FunctionNodeCombineMatrix")
+            for c, col in enumerate(cols):
+                for r, x in enumerate(col):
+                    matrix.inputs[4 * c + r].default_value = x
+            node = t.node("FunctionNodeTransformDirection")
+            t.link(vec, node.inputs["Direction"])
+            t.link(matrix.outputs[0], node.inputs["Transform"])
+            parts.append(node.outputs[0])
+        off = vm("ADD", *parts)
+    elif kind == "separate_scales":
+        off = None
+        for c, u in zip(separate(a_) + separate(b_), us):
+            term = vm("SCALE", u, scale=c)
+            off = term if off is None else vm("ADD", off, term)
+    elif kind == "separate_madds":
+        cs = separate(a_) + separate(b_)
+        axes = []
+        for i in range(3):
+            acc = op("ShaderNodeMath", "MULTIPLY", cs[0], us[0][i])
+            for c, u in zip(cs[1:], us[1:]):
+                acc = op("ShaderNodeMath", "MULTIPLY_ADD", c, u[i], acc)
+            axes.append(acc)
+        off = combine(axes)
+    else:
+        q = vm("ADD", a_, vm("SCALE", b_, scale=frame))
+        if kind == "turn_sqrt":
+            ratio = op("ShaderNodeMath", "DIVIDE", vm("DOT_PRODUCT", a_, a_), vm("DOT_PRODUCT", q, q))
+            turned = vm("SCALE", q, scale=op("ShaderNodeMath", "SQRT", ratio))
+        else:
+            turned = vm("SCALE", vm("NORMALIZE", q), scale=vm("LENGTH", a_))
+        off = vm("SUBTRACT", turned, a_)
+    t.link(vm("SCALE", off, scale=frame), t.set_pos.inputs["Offset"])
+    return t.tree
+
+
+def per_swing(args, env):
+    """``node_cost_swing``: every way of ``swing_group`` on its own --verts grid holding two random static vectors,
+    against the bare Set Position, interleaved (the ratio's median and quartiles over rounds)."""
+    import numpy as np
+
+    side = int(round(args.verts ** 0.5))
+    rng = np.random.default_rng(1)
+    objects = {}
+    for kind in ("bare",) + SWINGS:
+        obj = bench_bend.grid(f"SW {kind}", side)
+        for i in range(2):
+            values = rng.normal(size=3 * side * side).astype(np.float32)
+            obj.data.attributes.new(ATTR.format(i), "FLOAT_VECTOR", "POINT").data.foreach_set("vector", values)
+        if kind == "bare":
+            tree = Tree("SW bare").tree
+        else:
+            tree = swing_group(kind)
+        obj.modifiers.new("Nodes", "NODES").node_group = tree
+        objects[kind] = [obj]
+    got = interleaved(objects, args.frames, args.rounds)
+    for kind in SWINGS:
+        ratios = [t / b for t, b in zip(got[kind], got["bare"])]
+        q1, med, q3 = np.percentile(ratios, [25, 50, 75])
+        print(json.dumps({"bench": "node_cost_swing", "kind": kind, "vertices": side * side,
+                          "ratio_to_bare": round(float(med), 3), "q1": round(float(q1), 3), "q3": round(float(q3), 3),
+                          "min": round(min(ratios), 3), "max": round(max(ratios), 3), "rounds": args.rounds,
+                          **env}), flush=True)
     for objs in objects.values():
         for obj in objs:
             bpy.data.objects.remove(obj)
@@ -189,11 +364,15 @@ def main(argv):
     parser.add_argument("--chain", type=int, default=6)
     parser.add_argument("--frames", type=int, default=10)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--no-swing", action="store_true", help="leave out the node_cost_swing lines")
     args = parser.parse_args(argv)
     bpy.ops.wm.read_homefile(app_template="", use_empty=True)
     env = {"blender": bpy.app.version_string, "loadavg_1min": round(os.getloadavg()[0], 2), "cpus": os.cpu_count()}
     per_vertex(args, env)
-    per_object(args, env)
+    if not args.no_swing:
+        per_swing(args, env)
+    if args.objects > 0:
+        per_object(args, env)
     return 0
 
 

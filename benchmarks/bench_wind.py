@@ -23,7 +23,11 @@
    run. Two more scenes give the floor: ``reads`` only reads the three static vectors the wind reads per vertex
    (Pivot, Branch, Leaf) into a time-scaled offset; ``floor`` reads two of them and keeps the length with one
    square root per vertex (the least a length-keeping motion computes). Line 2 (a forced update of the modifiers
-   in one scene) is kept beside it.
+   in one scene) is kept beside it. ``--alternatives``: a second line (``wind_frame_change_alternatives``) times
+   the other ways Blender moves vertices per frame on copies of the same grid in the same rounds (``_Alternatives``:
+   a numpy frame handler doing the wind's length-keeping motion, 18 shape keys set per frame, a Simple Deform bend
+   and a one-bone Armature, both keyframed), each as [min, q1, median, q3, max] of its per-round ratio to the same
+   bare Set Position.
 5. Remove Wind (``--remove-plants N``, off by default): N plant objects, each with its own baked mesh, taken out
    of the wind at once, and N / 2 of them, so the time per object shows whether it stays flat (it is linear:
    the meshes still in the wind are found in one pass over the file's objects after the loop).
@@ -68,6 +72,9 @@ def main(argv):
     parser.add_argument("--fc-strength", type=float, default=5.0, help="wind strength of the frame-change line")
     parser.add_argument("--before", default="",
                         help="a git revision: its wind group is timed in a third scene of the frame-change line")
+    parser.add_argument("--alternatives", action="store_true",
+                        help="the frame-change line also times the other ways Blender moves vertices per frame (a "
+                             "numpy frame handler, shape keys, Simple Deform, Armature) on the same grid")
     parser.add_argument("--live-only", action="store_true",
                         help="only the frame-change line (no bakes, no forced updates, no plants)")
     parser.add_argument("--bake-rounds", type=int, default=3,
@@ -358,6 +365,9 @@ def _frame_changes(bpy, envfx, ops, common, args, version):
         scene.envfx.wind.strength = args.fc_strength
         module._wire(scene, group)
         scenes["before"] = scene
+    alt = _Alternatives(bpy, envfx, obj, wind_scene, copy_scene) if args.alternatives else None
+    if alt is not None:
+        scenes.update(alt.scenes)
     for scene in scenes.values():
         scene.frame_start, scene.frame_end = 1, 250
         scene.frame_set(1)  # (makes the scene's depsgraph: one of a scene not in the window is made on demand)
@@ -379,14 +389,20 @@ def _frame_changes(bpy, envfx, ops, common, args, version):
             per_round[name].append(float(np.median(times[name])))
     ms = {name: round(float(np.median(v)) * 1e3, 2) for name, v in per_round.items()}
 
-    def ratios(name):
+    def quartiles(name):
         r = [w / b_ for w, b_ in zip(per_round[name], per_round["bare"])]
-        return round(float(np.median(r)), 2), round(min(r), 2), round(max(r), 2)
+        return [round(float(q), 2) for q in np.percentile(r, [0, 25, 50, 75, 100])]
+
+    def ratios(name):
+        lo, _q1, med, _q3, hi = quartiles(name)
+        return med, lo, hi
 
     ratio, lo, hi = ratios("wind")
+    _lo, q1, _med, q3, _hi = quartiles("wind")
     line = dict(bench="wind_frame_change", blender=version, vertices=side * side, strength=args.fc_strength,
-                wind_ms=ms["wind"], bare_set_position_ms=ms["bare"], ratio=ratio, ratio_min=lo, ratio_max=hi,
-                target_ratio=2.0, quoted="ratio (median over rounds of the per-round ratio of frame-change medians)",
+                wind_ms=ms["wind"], bare_set_position_ms=ms["bare"], ratio=ratio, ratio_min=lo, ratio_q1=q1,
+                ratio_q3=q3, ratio_max=hi, target_ratio=2.0,
+                quoted="ratio (median over rounds of the per-round ratio of frame-change medians)",
                 frames=args.fc_frames, rounds=args.fc_rounds, load_avg=load, load_avg_end=os.getloadavg()[0])
     for name in ("reads", "floor"):
         f_ratio, f_lo, f_hi = ratios(name)
@@ -401,10 +417,228 @@ def _frame_changes(bpy, envfx, ops, common, args, version):
     moved = obj.evaluated_get(dg).data.vertices[side * side - 1].co[0] - obj.data.vertices[side * side - 1].co[0]
     line["top_corner_dx"] = round(float(moved), 4)
     emit(**line)
+    if alt is not None:
+        alt.close()
+        out = dict(bench="wind_frame_change_alternatives", blender=version, vertices=side * side,
+                   strength=args.fc_strength, reference="the bare time-dependent Set Position of wind_frame_change",
+                   quoted="per way: [min, q1, median, q3, max] over rounds of the per-round ratio to the reference",
+                   wind=quartiles("wind"), wind_ms=ms["wind"], bare_set_position_ms=ms["bare"],
+                   rounds=args.fc_rounds, frames=args.fc_frames, load_avg=load, load_avg_end=os.getloadavg()[0])
+        for name in alt.scenes:
+            out[name] = quartiles(name)
+            out[f"{name}_ms"] = ms[name]
+        out.update(alt.facts)
+        emit(**out)
     for scene in list(scenes.values())[1:]:
         for o in list(scene.collection.objects):
             bpy.data.objects.remove(o)
         bpy.data.scenes.remove(scene)
+
+
+class _Alternatives:
+    """The other ways Blender moves vertices per frame (#30: try them before calling the geometry-nodes cost a
+    floor), each on a copy of the baked grid in a scene of its own, stepped with the others by frame changes:
+
+    - ``handler``: a numpy frame handler (``frame_change_pre``) that computes the live wind's length-keeping motion
+      of the frame in float32 (the per-asset terms of ``core.wind.live_terms``, the swing as two 3x3 products of
+      the static vectors, the rescale about the attach point, the carry of carried vertices) and writes the
+      positions into the mesh (``foreach_set`` on the position attribute). Its largest difference from the twin
+      (``core.wind.wind_offsets``) at the last frame is in ``handler_max_error_m``; ``handler_numpy_ms`` and
+      ``handler_write_ms`` split its Python time (the rest of its frame is Blender's update of the changed mesh).
+    - ``shape_keys``: the swing as shape keys, one per static number and object axis (Branch and Leaf: 6 x 3 = 18,
+      relative to the rest), their values set per frame from the per-asset terms (what drivers would set; a
+      handler sets them here, cheaper than 18 Python drivers). A linear basis cannot keep lengths: the facts
+      ``shape_keys_max_length_ratio`` (largest distance from the attach point over its rest value) and
+      ``shape_keys_max_error_m`` (largest distance from the length-keeping motion) say how far it is, over the
+      frames of a 200-frame span (the ratio over vertices farther than 5% of the asset's height from their attach
+      point).
+    - ``simple_deform``: a Simple Deform modifier bending the grid (one arc, lengths kept along its axis), its
+      angle keyframed.
+    - ``armature``: an Armature modifier with one bone (every vertex fully weighted), its rotation keyframed:
+      rigid, so lengths are kept per bone (a tree would need a bone per branch and up to four weights a vertex).
+    """
+
+    def __init__(self, bpy, envfx, obj, wind_scene, copy_scene):
+        import numpy as np
+
+        self.bpy, self.np = bpy, np
+        self.core = importlib.import_module(envfx.__name__ + ".core.wind")
+        self.nodes = importlib.import_module(envfx.__name__ + ".shader_nodes.wind")
+        self.wind_obj, self.wind_scene = obj, wind_scene
+        self.scenes, self.facts = {}, {}
+        mesh = obj.data
+        n = len(mesh.vertices)
+        self.rest = np.empty(n * 3, np.float32)
+        mesh.attributes["position"].data.foreach_get("vector", self.rest)
+        self.rest = self.rest.reshape(n, 3)
+        self.live = {}
+        for name in self.core.LIVE_ATTRS:
+            kind = "vector" if name in self.core.LIVE_VECTORS else "value"
+            buf = np.empty(n * (3 if kind == "vector" else 1), np.float32)
+            mesh.attributes[name].data.foreach_get(kind, buf)
+            self.live[name] = buf.reshape(n, 3) if kind == "vector" else buf
+        self.rel = self.live[self.core.LIVE_ATTRS[3]]
+        self.rr = np.einsum("ij,ij->i", self.rel, self.rel)
+        self.carried = np.flatnonzero(self.live[self.core.LIVE_ATTRS[4]] > 0.0)
+        self.base = self.rest - self.rel
+        self.buf = np.empty((n, 3), np.float32)
+        # the same data one axis (or one static number) to a contiguous row, for the handler
+        self.rel_t = np.ascontiguousarray(self.rel.T)
+        self.base_t = np.ascontiguousarray(self.base.T)
+        self.static_t = np.ascontiguousarray(np.concatenate([self.live[self.core.LIVE_ATTRS[0]],
+                                                             self.live[self.core.LIVE_ATTRS[1]]], 1).T)
+        self.q = np.empty((3, n), np.float32)
+        self.row = np.empty(n, np.float32)
+        self.handler_times = []  # (numpy seconds, write seconds) of every frame the handler moved
+
+        def plain_scene(name):
+            scene = copy_scene(name, None)
+            target = scene.collection.objects[0]
+            target.modifiers.clear()
+            return scene, target
+
+        self.scenes["handler"], self.handler_obj = plain_scene("Handler")
+        self.scenes["shape_keys"], keyed = plain_scene("Shape Keys")
+        self._make_shape_keys(keyed)
+        self.scenes["simple_deform"], bent = plain_scene("Simple Deform")
+        mod = bent.modifiers.new("Bend", "SIMPLE_DEFORM")
+        mod.deform_method, mod.deform_axis = "BEND", "X"
+        for frame, angle in ((1, 0.0), (250, 1.0)):
+            mod.angle = angle
+            bent.keyframe_insert(f'modifiers["{mod.name}"].angle', frame=frame)
+        self.scenes["armature"], skinned = plain_scene("Armature")
+        self._make_armature(skinned)
+        self._handler = self._on_frame
+        bpy.app.handlers.frame_change_pre.append(self._handler)
+
+    def _make_shape_keys(self, obj):
+        np = self.np
+        obj.shape_key_add(name="Basis", from_mix=False)
+        self.keys = []
+        coeffs = np.concatenate([self.live[self.core.LIVE_ATTRS[0]], self.live[self.core.LIVE_ATTRS[1]]], 1)
+        for k in range(6):
+            for axis in range(3):
+                block = obj.shape_key_add(name=f"Swing {k} {axis}", from_mix=False)
+                block.slider_min, block.slider_max = -10.0, 10.0
+                co = self.rest.copy()
+                co[:, axis] += coeffs[:, k] * self.KEY_SCALE
+                block.data.foreach_set("co", co.ravel())
+                self.keys.append(block)
+        self.keyed = obj
+
+    KEY_SCALE = 10.0  # a key moves its vertices by 10 times the static number: the values stay within +-10
+
+    def _make_armature(self, obj):
+        bpy = self.bpy
+        arm = bpy.data.armatures.new("Bench Armature")
+        rig = bpy.data.objects.new("Bench Rig", arm)
+        obj.users_scene[0].collection.objects.link(rig)
+        rig_scene = obj.users_scene[0]
+        layer = rig_scene.view_layers[0]
+        layer.objects.active = rig
+        with bpy.context.temp_override(scene=rig_scene, view_layer=layer, active_object=rig, object=rig):
+            bpy.ops.object.mode_set(mode="EDIT")
+            bone = arm.edit_bones.new("Stem")
+            bone.head, bone.tail = (0.0, 0.0, 0.0), (0.0, 0.0, 2.0)
+            bpy.ops.object.mode_set(mode="OBJECT")
+        group = obj.vertex_groups.new(name="Stem")
+        group.add(list(range(len(obj.data.vertices))), 1.0, "REPLACE")
+        mod = obj.modifiers.new("Armature", "ARMATURE")
+        mod.object = rig
+        pose_bone = rig.pose.bones["Stem"]
+        pose_bone.rotation_mode = "XYZ"
+        for frame, angle in ((1, 0.0), (250, 1.0)):
+            pose_bone.rotation_euler = (0.0, angle, 0.0)
+            pose_bone.keyframe_insert("rotation_euler", frame=frame)
+
+    def _terms(self, frame):
+        """The per-asset terms of ``frame`` and the swing's two 3x3 matrices (columns: the vectors the static
+        numbers scale)."""
+        np = self.np
+        core = self.core
+        lt = core.live_terms(np.array(self.wind_obj.matrix_world), frame, self.nodes.params_from_scene(self.wind_scene),
+                             self.nodes.asset_params(self.wind_obj))
+        ub = np.stack([lt.bend * lt.dir, lt.vc, lt.vs], 1)
+        ul = np.stack([lt.mc, lt.ms, lt.main * lt.dir], 1)
+        return lt, ub, ul
+
+    def positions(self, frame):
+        """The live wind's positions of ``frame`` in float32 numpy (what the handler writes), computed one axis at
+        a time on contiguous rows (numpy's broadcasts over (N, 3) columns and its BLAS product of (N, 3) by
+        (3, 3) were several times slower here)."""
+        np = self.np
+        lt, ub, ul = self._terms(frame)
+        u = np.concatenate([ub, ul], 1)  # (3, 6): row = axis, column = static number
+        q = self.q
+        for axis in range(3):
+            np.copyto(q[axis], self.rel_t[axis])
+            for k in range(6):
+                np.multiply(self.static_t[k], np.float32(u[axis, k]), out=self.row)
+                q[axis] += self.row
+        qq = q[0] * q[0]
+        qq += q[1] * q[1]
+        qq += q[2] * q[2]
+        scale = np.sqrt(np.divide(self.rr, qq, out=np.zeros_like(qq), where=qq > 0.0))
+        out = self.buf
+        for axis in range(3):
+            np.multiply(q[axis], scale, out=self.row)
+            self.row += self.base_t[axis]
+            out[:, axis] = self.row
+        if self.carried.size:  # the branches' carry (core.wind.keep_lengths step 2), on the carried vertices only
+            m = np.array(self.wind_obj.matrix_world)
+            up = np.linalg.inv(m[:3, :3])[:, 2]
+            asset = self.nodes.asset_params(self.wind_obj)
+            h = asset.asset_height
+            ha = self.live[self.core.LIVE_ATTRS[4]][self.carried].astype(np.float64)
+            lean = up[None, :] + (ha * lt.main / h)[:, None] * lt.dir[None, :]
+            lean /= np.linalg.norm(lean, axis=1, keepdims=True)
+            out[self.carried] += ((ha * h * np.linalg.norm(up))[:, None] * (lean - up / np.linalg.norm(up)))
+        return out
+
+    def _on_frame(self, scene, *_args):
+        if scene == self.scenes["handler"]:
+            t0 = time.perf_counter()
+            positions = self.positions(scene.frame_current)
+            t1 = time.perf_counter()
+            mesh = self.handler_obj.data
+            mesh.attributes["position"].data.foreach_set("vector", positions.ravel())
+            mesh.update()
+            self.handler_times.append((t1 - t0, time.perf_counter() - t1))
+        elif scene == self.scenes["shape_keys"]:
+            _lt, ub, ul = self._terms(scene.frame_current)
+            values = self.np.concatenate([ub.T, ul.T]).ravel() / self.KEY_SCALE  # key (k, axis): row k, column axis
+            for block, value in zip(self.keys, values):
+                block.value = float(value)
+
+    def close(self):
+        """Unregister the handler and note how far the handler and the shape keys are from the twin."""
+        np = self.np
+        self.bpy.app.handlers.frame_change_pre.remove(self._handler)
+        frame = self.wind_scene.frame_current
+        mats = (np.array(self.wind_obj.matrix_world), self.nodes.params_from_scene(self.wind_scene),
+                self.nodes.asset_params(self.wind_obj))
+        twin = self.base.astype(np.float64) + self.rel
+        twin = twin + self.core.keep_lengths(
+            self.core.wind_swing(self.rest, None, mats[0], frame, mats[1], mats[2], self.live), self.live, mats[0],
+            mats[2], self.core.live_terms(mats[0], frame, mats[1], mats[2]))
+        self.facts["handler_numpy_ms"], self.facts["handler_write_ms"] = (
+            round(float(np.median([t[i] for t in self.handler_times])) * 1e3, 2) for i in (0, 1))
+        self.facts["handler_max_error_m"] = float(f"{np.abs(self.positions(frame) - twin).max():.2e}")
+        worst_ratio, worst_err = 1.0, 0.0
+        # (vertices within 5% of the asset's height of their attach point are left out of the ratio: a linear
+        # swing of a vertex right at its attach point multiplies a length of almost nothing)
+        moving = self.rr > (0.05 * self.wind_obj.envfx.wind.asset_height) ** 2
+        for f in range(2, 2 + 200, 7):  # over the loop's frames: the linear swing against the kept lengths
+            swing = self.core.wind_swing(self.rest, None, mats[0], f, mats[1], mats[2], self.live)
+            kept = self.core.keep_lengths(swing, self.live, mats[0], mats[2],
+                                          self.core.live_terms(mats[0], f, mats[1], mats[2]))
+            q = self.rel[moving] + swing[moving]
+            worst_ratio = max(worst_ratio, float(np.max(np.sqrt((q * q).sum(1) / self.rr[moving]))))
+            worst_err = max(worst_err, float(np.abs(swing - kept).max()))
+        self.facts.update(shape_keys_max_length_ratio=round(worst_ratio, 3),
+                          shape_keys_max_error_m=round(worst_err, 4),
+                          shape_keys_count=len(self.keys),
+                          asset_height_m=round(self.wind_obj.envfx.wind.asset_height, 3))
 
 
 def _remove_wind(bpy, scene, ops, shape, count, version):
