@@ -592,7 +592,7 @@ def occlusion(grid: Grid, occ: np.ndarray, distance: float, strength: float) -> 
     lh, lw = -(-h // factor), -(-w // factor)
     pad = np.zeros((lh * factor, lw * factor), dtype=bool)
     pad[:h, :w] = occ
-    low = pad.reshape(lh, factor, lw, factor).any(axis=(1, 3))
+    low = np.asarray(pad.reshape(lh, factor, lw, factor).any(axis=(1, 3)))  # (numpy's stubs: bool | array)
     cell = factor * texel
     d = distance_map(low, cell)
     # (cells of an eighth of ``distance``: the reach is about a quarter of it)
@@ -710,7 +710,7 @@ def bake_job(grid: Grid, occ: np.ndarray, lights, ground_z: float, settings: Set
             pool.shutdown(wait=True, cancel_futures=True)
     planes[:, occ] = 0.0  # under the walls
     rgb = np.ascontiguousarray(planes.transpose(1, 2, 0))
-    planes = None  # freed before smoothing
+    del planes  # freed before smoothing
     rgb = smooth(rgb, settings.smoothing, int(settings.smoothing_levels))
     occl = None
     if settings.occlusion_distance > 0 and settings.occlusion_strength > 0:
@@ -741,7 +741,7 @@ def distance_image(grid: Grid, occ: np.ndarray, longest: int = 256) -> tuple:
     lh, lw = -(-h // factor), -(-w // factor)
     pad = np.zeros((lh * factor, lw * factor), dtype=bool)
     pad[:h, :w] = occ
-    low = pad.reshape(lh, factor, lw, factor).any(axis=(1, 3))
+    low = np.asarray(pad.reshape(lh, factor, lw, factor).any(axis=(1, 3)))  # (numpy's stubs: bool | array)
     cell = factor * max(grid.tx, grid.ty)
     diag = math.hypot(grid.region[2] - grid.region[0], grid.region[3] - grid.region[1])
     d = np.minimum(distance_map(low, cell), diag)
