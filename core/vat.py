@@ -293,8 +293,8 @@ def encode_texture(image, encoding: str, remap=None, raw_channels=(), level: int
 def decode_texture(data: bytes, encoding: str, remap=None, raw_channels=()) -> np.ndarray:
     """(H, W, C) float64 values of a texture ``encode_texture`` wrote, decoded as a shader does."""
     if encoding == "PNG16":
-        q = png.decode_png(bytes(data)).astype(np.float64)
         lo, hi = _png16_remap(remap)
+        q = png.decode_png(bytes(data)).astype(np.float64)
         out = np.empty(q.shape)
         for k in range(q.shape[2]):
             out[..., k] = q[..., k] if k in raw_channels else lo[k] + q[..., k] / 65535.0 * (hi[k] - lo[k])

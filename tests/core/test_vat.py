@@ -183,3 +183,13 @@ def test_the_one_pass_exr_writer_writes_the_same_file(half):
     img = np.random.default_rng(2).normal(size=(37, 11, 4)).astype(np.float32)
     fast = exr.encode_exr_array(img, "RGBA", half=half)
     assert bytes(fast) == exr.encode_exr(img, "RGBA", exr.NO_COMPRESSION, half=half)
+
+
+def test_png16_without_remap_says_what_is_missing():
+    """PNG16 stores values through a (min, max) remap: asked without one, encode_texture, decode_texture and
+    precision say so (they raised "'NoneType' object is not subscriptable"; found by the type checker)."""
+    image = np.zeros((2, 2, 3), np.float32)
+    for call in (lambda: vat.encode_texture(image, "PNG16"), lambda: vat.decode_texture(b"", "PNG16"),
+                 lambda: vat.precision("PNG16")):
+        with pytest.raises(ValueError, match="PNG16 needs remap"):
+            call()
