@@ -91,7 +91,7 @@ def encode_png16_from_float(image, lo, scale, level: int = 0, chunk_rows: int = 
         np.clip(t, 0.0, 65535.0, out=t)
         texels[a:a + chunk_rows] = t
     ihdr = struct.pack(">2I5B", w, h, 16, {1: 0, 2: 4, 3: 2, 4: 6}[c], 0, 0, 0)
-    return (b"\x89PNG\r\n\x1a\n" + _chunk(b"IHDR", ihdr) + _chunk(b"IDAT", zlib.compress(memoryview(rows), level))
+    return (b"\x89PNG\r\n\x1a\n" + _chunk(b"IHDR", ihdr) + _chunk(b"IDAT", zlib.compress(rows.data, level))
             + _chunk(b"IEND", b""))
 
 
@@ -143,10 +143,10 @@ def stored_png16_file(height: int, width: int, channels: int):
     def seal():
         adler = 1
         for y in range(height):  # one call per row: the rows are not contiguous (a block header before each)
-            adler = zlib.adler32(memoryview(blocks[y, 5:]), adler)
+            adler = zlib.adler32(blocks[y, 5:].data, adler)
         end = start + stream
         buf[end - 4:end] = np.frombuffer(struct.pack(">I", adler), np.uint8)
-        crc = zlib.crc32(memoryview(buf[start - 4:end])) & 0xFFFFFFFF  # the chunk's type and data
+        crc = zlib.crc32(buf[start - 4:end].data) & 0xFFFFFFFF  # the chunk's type and data
         buf[end:end + 4] = np.frombuffer(struct.pack(">I", crc), np.uint8)
         return buf
 
