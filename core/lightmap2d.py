@@ -669,7 +669,8 @@ def bake_job(grid: Grid, occ: np.ndarray, lights, ground_z: float, settings: Set
     settings.validate()
     check_lights(grid, occ, lights, ground_z)
     h, w = occ.shape
-    planes = np.zeros((3, h, w), dtype=np.float32)  # accumulated per channel (contiguous writes), RGB at the end
+    # accumulated per channel (contiguous writes), RGB at the end
+    planes: np.ndarray | None = np.zeros((3, h, w), dtype=np.float32)
     xs, ys = grid.xs(), grid.ys()
     bi, bj = np.nonzero(boundary(occ))
     blockers = (bi, bj, xs[bj].astype(np.float64), ys[bi].astype(np.float64))
@@ -687,6 +688,7 @@ def bake_job(grid: Grid, occ: np.ndarray, lights, ground_z: float, settings: Set
         tmp = np.empty_like(vis)
         for k in range(3):
             if light.colour[k]:
+                assert planes is not None  # freed only after the last light
                 view = planes[k, r0:r1, c0:c1]
                 np.add(view, np.multiply(vis, np.float32(light.colour[k]), out=tmp), out=view)
 
@@ -710,7 +712,7 @@ def bake_job(grid: Grid, occ: np.ndarray, lights, ground_z: float, settings: Set
             pool.shutdown(wait=True, cancel_futures=True)
     planes[:, occ] = 0.0  # under the walls
     rgb = np.ascontiguousarray(planes.transpose(1, 2, 0))
-    del planes  # freed before smoothing
+    planes = None  # freed before smoothing
     rgb = smooth(rgb, settings.smoothing, int(settings.smoothing_levels))
     occl = None
     if settings.occlusion_distance > 0 and settings.occlusion_strength > 0:
