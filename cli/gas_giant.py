@@ -142,7 +142,7 @@ def run(args) -> int:
     if result.removed_note():
         print(f"envfx gas-giant: {result.removed_note()}")
     if args.save:
-        scene = bpy.context.scene
+        scene = batch.current_scene()
         args.planet = args.planet or PLANET_NAME
         before = bpy.data.objects.get(args.planet)
         updated = before is not None and before.type == "MESH" and before.library is None

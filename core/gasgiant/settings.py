@@ -357,7 +357,7 @@ def cli_changes(args) -> dict:
     return changes
 
 
-def cli_flag(field: str) -> str | None:
+def cli_flag(field: str | None) -> str | None:
     """The option that sets GasGiantParams field ``field`` ("--turbulence" for noise_speed), None if none does."""
-    s = BY_NAME.get(field)
+    s = BY_NAME.get(field) if field is not None else None
     return f"--{s.cli}" if s is not None and s.cli else None
