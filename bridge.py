@@ -7,6 +7,10 @@ from typing import Any, cast
 import bpy
 import numpy as np
 
+# Blender 5.0 or newer (else 4.2 LTS). Code that differs between the two branches on this name: the type check
+# (tools/types.sh) defines it per stub set, so each branch is checked against its own version's API only.
+BLENDER_5 = bpy.app.version >= (5, 0, 0)
+
 # Object types that can carry a geometry-nodes modifier and hold geometry worth deforming (text too: Blender
 # evaluates it as curves, then a mesh).
 GEOMETRY_TYPES = {"MESH", "CURVE", "FONT", "CURVES", "POINTCLOUD"}
