@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Any, cast
+
 import bpy
 import numpy as np
+
+# Blender 5.0 or newer (else 4.2 LTS). Code that differs between the two branches on this name: the type check
+# (tools/types.sh) defines it per stub set, so each branch is checked against its own version's API only.
+BLENDER_5 = bpy.app.version >= (5, 0, 0)
 
 # Object types that can carry a geometry-nodes modifier and hold geometry worth deforming (text too: Blender
 # evaluates it as curves, then a mesh).
@@ -276,7 +282,9 @@ def quad_mesh(name: str, vertices, faces, point_floats=None):
     mesh = bpy.data.meshes.new(name)
     nv, nf = vertices.shape[0], faces.shape[0]
     mesh.vertices.add(nv)
-    mesh.attributes["position"].data.foreach_set("vector", vertices.astype(np.float32).ravel())
+    # the stubs type attributes by their base class; position is a float vector attribute
+    cast(bpy.types.FloatVectorAttribute, mesh.attributes["position"]).data.foreach_set(
+        "vector", vertices.astype(np.float32).ravel())
     mesh.loops.add(nf * 4)
     mesh.polygons.add(nf)
     mesh.polygons.foreach_set("loop_start", np.arange(0, nf * 4, 4, dtype=np.int32))
@@ -284,7 +292,7 @@ def quad_mesh(name: str, vertices, faces, point_floats=None):
     mesh.update(calc_edges=True)
     mesh.validate(clean_customdata=False)
     for attr_name, values in (point_floats or {}).items():
-        attr = mesh.attributes.new(attr_name, "FLOAT", "POINT")
+        attr = cast(bpy.types.FloatAttribute, mesh.attributes.new(attr_name, "FLOAT", "POINT"))
         attr.data.foreach_set("value", values.astype(np.float32))
     mesh.polygons.foreach_set("use_smooth", np.ones(nf, dtype=bool))
     mesh.update()
@@ -412,28 +420,32 @@ def vertex_group_weights(obj, names, scene) -> np.ndarray:
     out = np.zeros((n, len(names)), np.float32)
     if n == 0 or not names:
         return out
-    group = bpy.data.node_groups.new("EnvFX Read Vertex Groups (temporary)", "GeometryNodeTree")
+    group = cast(bpy.types.GeometryNodeTree, bpy.data.node_groups.new(  # (a node tree of that type)
+        "EnvFX Read Vertex Groups (temporary)", "GeometryNodeTree"))  # pyright: ignore[reportArgumentType] -- the 4.2 stubs list only "DUMMY" for the tree type
     tmp = bpy.data.objects.new("EnvFX Read Vertex Groups (temporary)", obj.data)
     try:
-        group.interface.new_socket(name="Geometry", in_out="INPUT", socket_type="NodeSocketGeometry")
-        group.interface.new_socket(name="Geometry", in_out="OUTPUT", socket_type="NodeSocketGeometry")
+        interface = group.interface
+        assert interface is not None  # every node group has one
+        interface.new_socket(name="Geometry", in_out="INPUT", socket_type="NodeSocketGeometry")
+        interface.new_socket(name="Geometry", in_out="OUTPUT", socket_type="NodeSocketGeometry")
         gi = group.nodes.new("NodeGroupInput")
         go = group.nodes.new("NodeGroupOutput")
         geo = gi.outputs[0]
         for i, name in enumerate(names):
-            read = group.nodes.new("GeometryNodeInputNamedAttribute")
+            # (nodes.new and the socket lookups are typed by their base classes: cast to the node made)
+            read = cast(bpy.types.GeometryNodeInputNamedAttribute, group.nodes.new("GeometryNodeInputNamedAttribute"))
             read.data_type = "FLOAT"
-            read.inputs["Name"].default_value = name
-            store = group.nodes.new("GeometryNodeStoreNamedAttribute")
+            cast(bpy.types.NodeSocketString, read.inputs["Name"]).default_value = name
+            store = cast(bpy.types.GeometryNodeStoreNamedAttribute, group.nodes.new("GeometryNodeStoreNamedAttribute"))
             store.data_type = "FLOAT"
             store.domain = "POINT"
-            store.inputs["Name"].default_value = f"envfx_tmp_group_{i}"
+            cast(bpy.types.NodeSocketString, store.inputs["Name"]).default_value = f"envfx_tmp_group_{i}"
             group.links.new(geo, store.inputs["Geometry"])
             group.links.new(read.outputs["Attribute"], store.inputs["Value"])
             geo = store.outputs["Geometry"]
         group.links.new(geo, go.inputs[0])
         scene.collection.objects.link(tmp)
-        mod = tmp.modifiers.new("read", "NODES")
+        mod = cast(bpy.types.NodesModifier, tmp.modifiers.new("read", "NODES"))
         mod.node_group = group
         depsgraph = bpy.context.evaluated_depsgraph_get()
         depsgraph.update()
@@ -528,3 +540,10 @@ def set_vertex_uv(mesh, name: str, uv_per_vertex: np.ndarray):
     if data.size:
         layer.uv.foreach_set("vector", data)
     return layer
+
+
+def envfx_settings(data: bpy.types.ID) -> Any:
+    """The add-on's settings of a scene or an object (``scene.envfx``, ``obj.envfx``). They are registered by
+    ``props.register()``, so the API stubs do not know them, and their PropertyGroups' fields are bpy property
+    declarations rather than types: the settings are typed Any."""
+    return data.envfx  # pyright: ignore[reportAttributeAccessIssue] -- registered at run time (props.register)

@@ -3,7 +3,7 @@
 import bpy
 from bpy.app.handlers import persistent
 
-from . import progress
+from . import bridge, progress
 from .operators import bend as bend_ops
 from .operators.snow import bake as snow_bake
 from .operators.snow import render as snow_render
@@ -201,7 +201,7 @@ def on_save_pre_overrides(*_args):
         if reference is None:
             continue
         for o in (obj, reference):
-            settings = o.envfx
+            settings = bridge.envfx_settings(o)
             settings.wind, settings.snow  # noqa: B018 -- reading makes the groups
 
 

@@ -42,6 +42,22 @@ class DefaultsHelpFormatter(argparse.HelpFormatter):
 
 # --- arguments and paths, checked before any file is opened -----------------------------------------------
 
+
+def current_scene() -> bpy.types.Scene:
+    """The opened file's current scene (``bpy.context.scene``, which the API types as optional)."""
+    scene = bpy.context.scene
+    if scene is None:
+        raise CliError("the file has no current scene: open it in Blender, pick a scene and save it")
+    return scene
+
+
+def current_view_layer() -> bpy.types.ViewLayer:
+    """The current scene's view layer (``bpy.context.view_layer``, which the API types as optional)."""
+    view_layer = bpy.context.view_layer
+    if view_layer is None:
+        raise CliError("the file's scene has no view layer: open it in Blender, add one and save it")
+    return view_layer
+
 def check_blend(path: str):
     if not path.lower().endswith(".blend"):
         raise CliError(f"{path!r} is not a .blend file: pass the .blend to work on")
@@ -222,7 +238,7 @@ def leave_edit_mode():
     """A file saved in Edit Mode opens in Edit Mode, and the commands that read or write mesh data refuse objects in
     Edit Mode ("switch to Object Mode (Tab) first"): a batch has no Tab, so the file is switched to Object Mode as
     it is opened. The edits are kept: leaving Edit Mode writes the edit mesh into the mesh, as Tab does."""
-    view_layer = bpy.context.view_layer
+    view_layer = current_view_layer()
     editing = [obj for obj in view_layer.objects if obj.mode == "EDIT"]
     if not editing:
         return

@@ -7,6 +7,7 @@ import os
 
 import bpy
 
+from .. import bridge
 from ..core import bend as core_bend
 from ..operators import bend as bend_ops
 from . import batch
@@ -102,8 +103,9 @@ def run(args) -> int:
     if args.export_engines and len(args.blend) > 1:
         by_folder = {}
         for path in args.blend:
-            engines[path] = os.path.join(args.export_engines, os.path.splitext(os.path.basename(path))[0])
-            by_folder.setdefault(engines[path].lower(), []).append(path)
+            folder = os.path.join(args.export_engines, os.path.splitext(os.path.basename(path))[0])
+            engines[path] = folder
+            by_folder.setdefault(folder.lower(), []).append(path)
         for paths in by_folder.values():
             if len(paths) > 1:
                 raise CliError(f"{' and '.join(paths)} would write their engine files into the same folder "
@@ -121,10 +123,10 @@ def _bend_file(args, path: str, export_engines):
     if not export_engines and not args.output:
         batch.check_writable_in_place(path)
     batch.open_blend(path)
-    scene = bpy.context.scene
+    scene = batch.current_scene()
     if args.scene is not None:
         scene = batch.named(bpy.data.scenes, args.scene, "scene")
-    settings = scene.envfx.bend
+    settings = bridge.envfx_settings(scene).bend
     batch.check_pivot(scene, args.pivot)
     if args.collection is not None:
         try:

@@ -171,7 +171,7 @@ def run(args) -> int:
     if args.save and not last_part:
         print(f"envfx gas-giant: the planet of --save is made by the part with the last frame ({params.frames})")
     elif args.save:
-        scene = bpy.context.scene
+        scene = batch.current_scene()
         args.planet = args.planet or PLANET_NAME
         before = bpy.data.objects.get(args.planet)
         updated = before is not None and before.type == "MESH" and before.library is None

@@ -6,10 +6,11 @@ import math
 import os
 import re
 import sys
+from typing import cast
 
 import bpy
 
-from .. import progress
+from .. import bridge, progress
 from ..core import snow as core_snow
 from ..operators import snow as snow_ops
 from . import batch
@@ -86,14 +87,18 @@ def _number(v) -> str:
 def _snow_limits(prop: str) -> tuple:
     """(lowest, highest) value Blender takes for the scene's snow setting ``prop`` (it clamps or refuses
     others), read from the setting itself."""
-    snow = bpy.types.Scene.bl_rna.properties["envfx"].fixed_type.properties["snow"].fixed_type
-    rna = snow.properties[prop]
+    # (the stubs type RNA properties by their base class: cast to the kinds these are)
+    envfx = cast(bpy.types.PointerProperty, bpy.types.Scene.bl_rna.properties["envfx"]).fixed_type
+    assert envfx is not None  # a pointer to the PropertyGroup props.register() made
+    snow = cast(bpy.types.PointerProperty, envfx.properties["snow"]).fixed_type
+    assert snow is not None
+    rna = cast("bpy.types.FloatProperty | bpy.types.IntProperty", snow.properties[prop])
     return rna.hard_min, rna.hard_max
 
 
 def _snow_frame_limits() -> tuple:
     """Blender's frame range (scene.frame_set clamps to it): a bake steps through every frame."""
-    rna = bpy.types.Scene.bl_rna.properties["frame_current"]
+    rna = cast(bpy.types.IntProperty, bpy.types.Scene.bl_rna.properties["frame_current"])
     return rna.hard_min, rna.hard_max
 
 
@@ -171,8 +176,8 @@ def _snow_file(args, path: str, frames, saves: bool) -> int:
     if saves and not args.output:
         batch.check_writable_in_place(path)
     batch.open_blend(path)
-    scene = bpy.context.scene
-    s = scene.envfx.snow
+    scene = batch.current_scene()
+    s = bridge.envfx_settings(scene).snow
     objects = batch.resolve_objects(scene, args.objects) if args.objects is not None else []
     for name in ("actors", "occluders"):
         value = getattr(args, name)
@@ -206,7 +211,7 @@ def _snow_file(args, path: str, frames, saves: bool) -> int:
         if args.bake and (args.generate or args.trails):
             snow_ops.bake_inputs(scene)  # the bake's own checks (folder, disk space, pivot, actors) before the cover
         if args.generate:
-            bpy.context.view_layer.update()
+            batch.current_view_layer().update()
             old = [o.name for o in snow_ops.covers_of(scene, objects)]
             made = snow_ops.generate_snow(scene, objects, bpy.context.evaluated_depsgraph_get(), s.density_mask,
                                           s.density_texture, replace=True)  # the file's density mask, as the panel

@@ -5,8 +5,6 @@ from __future__ import annotations
 import re
 import sys
 
-import bpy
-
 from .. import progress
 from ..operators import vat as vat_ops
 from . import batch
@@ -74,7 +72,7 @@ def run(args) -> int:
 
 def _vat_file(args, path: str, out: str, names: list, frames, attributes) -> int:
     batch.open_blend(path, quiet=True)
-    scene = bpy.context.scene
+    scene = batch.current_scene()
     missing = [n for n in names if scene.collection.all_objects.get(n) is None]
     if missing:
         raise CliError(f"scene {scene.name!r} has no object {', '.join(map(repr, missing))}: check --objects "

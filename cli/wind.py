@@ -8,7 +8,7 @@ import sys
 
 import bpy
 
-from .. import progress
+from .. import bridge, progress
 from ..core import wind as core_wind
 from ..operators import bend as bend_ops
 from ..operators import wind as wind_ops
@@ -97,7 +97,7 @@ def _wind_file(args, path: str, custom, export_engines=None):
     if not args.output:
         batch.check_writable_in_place(path)
     batch.open_blend(path)
-    scene = bpy.context.scene
+    scene = batch.current_scene()
     if args.collection is not None:  # a collection of the scene (as the bend's): its objects join its wind
         try:
             assets = [bend_ops.gather_targets(batch.SceneContext(scene, []), args.collection)]
@@ -122,11 +122,11 @@ def _wind_file(args, path: str, custom, export_engines=None):
         else:
             baked = []
             for asset in assets:  # validate every asset before changing anything
-                wind_ops.validate(scene, asset, args.layout or scene.envfx.wind.channel_layout, custom)
+                wind_ops.validate(scene, asset, args.layout or bridge.envfx_settings(scene).wind.channel_layout, custom)
             for asset in assets:
                 if args.preset:
                     wind_ops.apply_preset(asset, args.preset)
-                bpy.context.view_layer.update()
+                batch.current_view_layer().update()
                 job = wind_ops.bake_job(scene, asset, bpy.context.evaluated_depsgraph_get(),
                                         ao_samples=args.ao_samples, leaf_size=args.leaf_size,
                                         layout=args.layout, custom=custom, height_uv=args.height_uv)

@@ -469,7 +469,7 @@ def culling(params: core_bend.BendParams, objects=(), view_distance: float = DEF
     ``bounds_center``/``bounds_size``, Unreal ``max_displacement`` and ``bounds_scale``)."""
     down, up = core_bend.view_margin(params, view_distance)
     k = 1.0 if engine is None else engine_scale(engine, unit_scale)
-    out = {"view_distance": float(view_distance) * k, "margin_down": down * k, "margin_up": up * k,
+    out: dict = {"view_distance": float(view_distance) * k, "margin_down": down * k, "margin_up": up * k,
            "max_displacement": max(down, up) * k}
     if engine == "GODOT":
         out["extra_cull_margin"] = out["max_displacement"]

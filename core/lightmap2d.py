@@ -592,7 +592,7 @@ def occlusion(grid: Grid, occ: np.ndarray, distance: float, strength: float) -> 
     lh, lw = -(-h // factor), -(-w // factor)
     pad = np.zeros((lh * factor, lw * factor), dtype=bool)
     pad[:h, :w] = occ
-    low = pad.reshape(lh, factor, lw, factor).any(axis=(1, 3))
+    low = np.asarray(pad.reshape(lh, factor, lw, factor).any(axis=(1, 3)))  # (numpy's stubs: bool | array)
     cell = factor * texel
     d = distance_map(low, cell)
     # (cells of an eighth of ``distance``: the reach is about a quarter of it)
@@ -669,7 +669,8 @@ def bake_job(grid: Grid, occ: np.ndarray, lights, ground_z: float, settings: Set
     settings.validate()
     check_lights(grid, occ, lights, ground_z)
     h, w = occ.shape
-    planes = np.zeros((3, h, w), dtype=np.float32)  # accumulated per channel (contiguous writes), RGB at the end
+    # accumulated per channel (contiguous writes), RGB at the end
+    planes: np.ndarray | None = np.zeros((3, h, w), dtype=np.float32)
     xs, ys = grid.xs(), grid.ys()
     bi, bj = np.nonzero(boundary(occ))
     blockers = (bi, bj, xs[bj].astype(np.float64), ys[bi].astype(np.float64))
@@ -687,6 +688,7 @@ def bake_job(grid: Grid, occ: np.ndarray, lights, ground_z: float, settings: Set
         tmp = np.empty_like(vis)
         for k in range(3):
             if light.colour[k]:
+                assert planes is not None  # freed only after the last light
                 view = planes[k, r0:r1, c0:c1]
                 np.add(view, np.multiply(vis, np.float32(light.colour[k]), out=tmp), out=view)
 
@@ -741,7 +743,7 @@ def distance_image(grid: Grid, occ: np.ndarray, longest: int = 256) -> tuple:
     lh, lw = -(-h // factor), -(-w // factor)
     pad = np.zeros((lh * factor, lw * factor), dtype=bool)
     pad[:h, :w] = occ
-    low = pad.reshape(lh, factor, lw, factor).any(axis=(1, 3))
+    low = np.asarray(pad.reshape(lh, factor, lw, factor).any(axis=(1, 3)))  # (numpy's stubs: bool | array)
     cell = factor * max(grid.tx, grid.ty)
     diag = math.hypot(grid.region[2] - grid.region[0], grid.region[3] - grid.region[1])
     d = np.minimum(distance_map(low, cell), diag)

@@ -377,6 +377,8 @@ def solve_scale(a: np.ndarray, target: float, ref: float, supersample: int):
             khi, chi = k, c
         if klo is None:
             return khi, chi / total, naive, 0.0
+    # both ends of the bracket are found here (the branches above return when one is not)
+    assert klo is not None and clo is not None and khi is not None and chi is not None
     tol = max(0.5, SEARCH_TOLERANCE * total)
     for it in range(64):
         fld.restrict(_quantiser(klo), _quantiser(khi), thr)
@@ -430,7 +432,7 @@ def build_chain_job(pixels, settings: MipSettings = MipSettings()):
 
     levels, naive_alpha, reports = [], [], []
     current = rgba
-    target = None
+    target = 0.0  # level 0's coverage: every chain has a level 0
     for i, (lh, lw) in enumerate(sizes):
         if i > 0:
             current = downsample(current)
@@ -772,7 +774,7 @@ def write_outputs(items, out_dir: str, formats=FORMATS, compare: bool = True) ->
 
 # --- a test card ------------------------------------------------------------------------------------------
 
-def make_leaf_card(height: int = 256, width: int = None, leaves: int = 24, seed: int = 0,
+def make_leaf_card(height: int = 256, width: int | None = None, leaves: int = 24, seed: int = 0,
                    slender: float = 1.0) -> np.ndarray:
     """A procedural leaf-card texture (uint8 RGBA, sRGB colour): a twig with leaves, anti-aliased alpha edges.
 

@@ -143,13 +143,13 @@ def _windows_api():
     import ctypes
     from ctypes import wintypes  # (Windows only)
 
-    kernel32 = ctypes.WinDLL("kernel32", use_last_error=True)
+    kernel32 = ctypes.WinDLL("kernel32", use_last_error=True)  # pyright: ignore[reportAttributeAccessIssue] -- Windows only: the checker reads ctypes as on Linux
     kernel32.OpenProcess.argtypes = (wintypes.DWORD, wintypes.BOOL, wintypes.DWORD)
     kernel32.OpenProcess.restype = wintypes.HANDLE
     kernel32.GetExitCodeProcess.argtypes = (wintypes.HANDLE, ctypes.POINTER(wintypes.DWORD))
     kernel32.GetExitCodeProcess.restype = wintypes.BOOL
     kernel32.CloseHandle.argtypes = (wintypes.HANDLE,)
-    return kernel32, ctypes.get_last_error
+    return kernel32, ctypes.get_last_error  # pyright: ignore[reportAttributeAccessIssue] -- Windows only, as above
 
 
 def _pid_running_windows(pid: int) -> bool:

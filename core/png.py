@@ -51,6 +51,8 @@ def decode_png(data: bytes) -> np.ndarray:
         elif kind == b"IDAT":
             idat.append(body)
         pos += 12 + size
+    if ihdr is None:
+        raise ValueError("PNG file without an IHDR chunk (its size and format): the file is damaged or cut short")
     w, h, depth, colour_type, _comp, _filt, interlace = ihdr
     c = {0: 1, 4: 2, 2: 3, 6: 4}.get(colour_type)
     if c is None or depth not in (8, 16) or interlace:
@@ -89,7 +91,7 @@ def encode_png16_from_float(image, lo, scale, level: int = 0, chunk_rows: int = 
         np.clip(t, 0.0, 65535.0, out=t)
         texels[a:a + chunk_rows] = t
     ihdr = struct.pack(">2I5B", w, h, 16, {1: 0, 2: 4, 3: 2, 4: 6}[c], 0, 0, 0)
-    return (b"\x89PNG\r\n\x1a\n" + _chunk(b"IHDR", ihdr) + _chunk(b"IDAT", zlib.compress(rows, level))
+    return (b"\x89PNG\r\n\x1a\n" + _chunk(b"IHDR", ihdr) + _chunk(b"IDAT", zlib.compress(rows.data, level))
             + _chunk(b"IEND", b""))
 
 

@@ -277,6 +277,7 @@ def encode_texture(image, encoding: str, remap=None, raw_channels=(), level: int
     arr = np.asarray(image, dtype=np.float32)
     c = arr.shape[2]
     if encoding == "PNG16":
+        remap = _png16_remap(remap)
         lo = np.asarray(remap[0], dtype=np.float64)[:c].copy()
         span = np.asarray(remap[1], dtype=np.float64)[:c] - lo
         raw = list(raw_channels)
@@ -295,8 +296,8 @@ def encode_texture(image, encoding: str, remap=None, raw_channels=(), level: int
 def decode_texture(data: bytes, encoding: str, remap=None, raw_channels=()) -> np.ndarray:
     """(H, W, C) float64 values of a texture ``encode_texture`` wrote, decoded as a shader does."""
     if encoding == "PNG16":
+        lo, hi = _png16_remap(remap)
         q = png.decode_png(bytes(data)).astype(np.float64)
-        lo, hi = remap
         out = np.empty(q.shape)
         for k in range(q.shape[2]):
             out[..., k] = q[..., k] if k in raw_channels else lo[k] + q[..., k] / 65535.0 * (hi[k] - lo[k])
@@ -306,11 +307,18 @@ def decode_texture(data: bytes, encoding: str, remap=None, raw_channels=()) -> n
     return pixels[..., order].astype(np.float64)
 
 
+def _png16_remap(remap):
+    """A PNG16 texture's ``remap``: the (min, max) per channel that 0 and 65535 stand for (ValueError without)."""
+    if remap is None:
+        raise ValueError("PNG16 needs remap: the (min, max) per channel that 0 and 65535 stand for")
+    return remap
+
+
 def precision(encoding: str, remap=None, bounds_size: float = 1.0, max_abs: float = 1.0) -> float:
     """The largest position error the encoding allows: PNG16 the widest remap span / 65535, EXR16 half a half
     float's step at ``max_abs``, EXR32 1e-5 of the bounds' size."""
     if encoding == "PNG16":
-        lo, hi = remap
+        lo, hi = _png16_remap(remap)
         return float(np.max(np.asarray(hi) - np.asarray(lo))) / 65535.0
     if encoding == "EXR16":
         return max(float(max_abs), 6.1e-5) * 2.0 ** -11
@@ -531,6 +539,7 @@ class _Texture:
         if self.mode == "image":
             return encode_texture(self.image, self.encoding, remap, raw, self.level)
         if self.mode == "png" and self.fixed is None:
+            remap = _png16_remap(remap)
             lo = np.asarray(remap[0], dtype=np.float64)[:self.c].copy()
             span = np.asarray(remap[1], dtype=np.float64)[:self.c] - lo
             lo[list(raw)], span[list(raw)] = 0.0, 65535.0  # integers already (packed normals)
@@ -580,7 +589,7 @@ class VatEncoder:
         self.normals = settings.normals if normals else "NONE"
         self.extras = dict(extras or {})  # name -> channels
         self.names = output_names(stem, enc, self.normals, self.extras, EXPORT_FORMAT[settings.engine])
-        self.bits = PACK_BITS.get(enc)
+        self.bits = PACK_BITS.get(enc, 0)  # 0: no packed normals (check_settings refuses them with EXR16)
         packed = self.normals == "PACKED"
         self.folder = folder
 
@@ -642,6 +651,7 @@ class VatEncoder:
                 packed = pack_normals(to_engine(nrm, st.engine, st.unit_scale, normal=True), self.bits)
                 off_t = np.concatenate([off_t, packed.astype(np.float32)[None]])
             else:
+                assert self.nrm is not None  # made for TEXTURE normals
                 nrm_t = nrm.T[self.columns]
                 nrm_t *= self.turn32[:, None]
                 self.nrm.put_planes(f, nrm_t)

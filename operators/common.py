@@ -14,7 +14,7 @@ from ..shader_nodes import common as nodes_common
 
 # Blender 5.0 warns about "//" paths unless a path property says it supports them; 4.2 has no such option. (Here,
 # not in props, so that the operators' own path properties need not import the layer above them.)
-PATH_OPTIONS = {"PATH_SUPPORTS_BLEND_RELATIVE"} if bpy.app.version >= (5, 0, 0) else set()
+PATH_OPTIONS = {"PATH_SUPPORTS_BLEND_RELATIVE"} if bridge.BLENDER_5 else set()
 
 
 def output_folder(path: str, label: str, blank: str, error=ValueError) -> str:

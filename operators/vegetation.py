@@ -44,7 +44,7 @@ class VegetationResult(ObjectsResult):
 def _has_nodes(mat) -> bool:
     if mat.node_tree is None:
         return False
-    if bpy.app.version < (5, 0, 0) and not mat.use_nodes:  # always on (and deprecated) from 5.0
+    if not bridge.BLENDER_5 and not mat.use_nodes:  # always on (and deprecated) from 5.0
         return False
     return True
 

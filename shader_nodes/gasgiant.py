@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import bpy
 
+from .. import bridge
+
 MATERIAL_STAMP = "gasgiant-material-2"
 STAMP_KEY = "envfx_stamp"
 
 
 def _build(mat):
-    if bpy.app.version < (5, 0, 0) or mat.node_tree is None:
+    if not bridge.BLENDER_5 or mat.node_tree is None:
         mat.use_nodes = True
     nt = mat.node_tree
     nt.nodes.clear()

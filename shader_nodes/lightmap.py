@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import bpy
 
+from .. import bridge
 from . import common
 
 GROUP_STAMP = "lightmap-group-1"
@@ -94,7 +95,7 @@ def _colour_input(node):
 
 def apply_to_material(mat, tree) -> bool:
     """Put a node of group ``tree`` in front of the base colour of ``mat``'s BSDFs (once); True when it is there."""
-    if bpy.app.version < (5, 0, 0) and not mat.use_nodes:
+    if not bridge.BLENDER_5 and not mat.use_nodes:
         mat.use_nodes = True
     nt = mat.node_tree
     if nt is None:
@@ -126,7 +127,7 @@ def apply_to_ground(ground, tree) -> list:
     mats = [slot.material for slot in ground.material_slots if slot.material is not None]
     if not mats and getattr(ground.data, "materials", None) is not None:
         mat = bpy.data.materials.get(GROUND_MATERIAL) or bpy.data.materials.new(GROUND_MATERIAL)
-        if bpy.app.version < (5, 0, 0):
+        if not bridge.BLENDER_5:
             mat.use_nodes = True
         ground.data.materials.append(mat)
         mats = [mat]
@@ -369,7 +370,7 @@ def ensure_shadow_material():
         return mat
     if mat is None or mat.library is not None:
         mat = bpy.data.materials.new(SHADOW_MATERIAL)
-    if bpy.app.version < (5, 0, 0) or mat.node_tree is None:
+    if not bridge.BLENDER_5 or mat.node_tree is None:
         mat.use_nodes = True
     nt = mat.node_tree
     nt.nodes.clear()
@@ -401,12 +402,12 @@ def ensure_shadow_material():
 
 LENS_GROUP = "EnvFX Dirty Lens"
 LENS_STAMP = "dirty-lens-1"
-NEW_COMPOSITOR = bpy.app.version >= (5, 0, 0)
+NEW_COMPOSITOR = bridge.BLENDER_5
 
 
 def scene_compositor(scene):
     """The scene's compositor node tree, or None."""
-    return scene.compositing_node_group if NEW_COMPOSITOR else (scene.node_tree if scene.use_nodes else None)
+    return scene.compositing_node_group if bridge.BLENDER_5 else (scene.node_tree if scene.use_nodes else None)
 
 
 def is_own_compositor(tree) -> bool:
@@ -419,7 +420,7 @@ def _is_default_compositor(tree) -> bool:
 
 
 def _mix(tree, blend: str, a, b, x):
-    if NEW_COMPOSITOR:
+    if bridge.BLENDER_5:
         n = tree.nodes.new("ShaderNodeMix")
         n.data_type = "RGBA"
         n.blend_type = blend
@@ -446,7 +447,7 @@ def _build_lens(tree, dirt_image, strength: float, threshold: float, softness: f
     render.location = (-800, 0)
     blur = nodes.new("CompositorNodeBlur")
     blur.location = (-600, -200)
-    if NEW_COMPOSITOR:
+    if bridge.BLENDER_5:
         blur.inputs["Size"].default_value = (blur_px, blur_px)
     else:
         blur.size_x = blur.size_y = blur_px
@@ -454,7 +455,7 @@ def _build_lens(tree, dirt_image, strength: float, threshold: float, softness: f
     lum = nodes.new("CompositorNodeRGBToBW")
     lum.location = (-400, -300)
     links.new(blur.outputs["Image"], lum.inputs["Image"])
-    if NEW_COMPOSITOR:
+    if bridge.BLENDER_5:
         rng = nodes.new("ShaderNodeMapRange")
         rng.clamp = True
         rng.interpolation_type = "SMOOTHSTEP"
@@ -478,7 +479,7 @@ def _build_lens(tree, dirt_image, strength: float, threshold: float, softness: f
     lit = _mix(tree, "MULTIPLY", dirt.outputs["Image"], blur.outputs["Image"], 0)
     glow = _mix(tree, "MULTIPLY", lit, out_mask, 200)
     final = _mix(tree, "ADD", render.outputs["Image"], glow, 400)
-    if NEW_COMPOSITOR:
+    if bridge.BLENDER_5:
         common.socket(tree, "Image", "OUTPUT", "NodeSocketColor")
         gout = nodes.new("NodeGroupOutput")
         gout.location = (650, 0)
@@ -498,10 +499,10 @@ def ensure_dirty_lens(scene, dirt_image, strength: float = 0.8, threshold: float
     """Give ``scene`` the dirty-lens compositor set-up (made again on a second call). A compositor set-up of the
     user's is not replaced: ValueError saying so."""
     tree = scene_compositor(scene)
-    if tree is not None and not is_own_compositor(tree) and not (not NEW_COMPOSITOR and _is_default_compositor(tree)):
+    if tree is not None and not is_own_compositor(tree) and not (not bridge.BLENDER_5 and _is_default_compositor(tree)):
         raise ValueError(f"Scene {scene.name!r} already has a compositor set-up of its own: remove it (or use a copy "
                          "of the scene) before adding the dirty lens")
-    if NEW_COMPOSITOR:
+    if bridge.BLENDER_5:
         if tree is None:
             tree = bpy.data.node_groups.new(LENS_GROUP, "CompositorNodeTree")
             scene.compositing_node_group = tree

@@ -22,6 +22,13 @@ run() {
 }
 # the real-vegetation corpus of the wind tests: fetched once into .cache/assets (its tests skip, saying why, if not)
 "$PY50" tools/fetch_assets.py >/dev/null || echo "fetching the vegetation corpus failed: its tests will skip"
+# static types: pyright over the add-on and its tests against the Blender 4.2 and 5.0 API stubs (tools/types.sh);
+# each run is one test case of the summary, its findings printed
+for v in 4.2 5.0; do
+  echo "=== types-$v (pyright, fake-bpy-module-$v)"
+  "$ROOT/tools/types.sh" "$v" "$OUT/types-$v.xml" > "$OUT/types-$v.txt" 2>&1 || status=1
+  grep -E ' - error|^types-|failed' "$OUT/types-$v.txt"
+done
 run core "$PY50" tests/core "$@"
 run blender-5.0 "$PY50" tests/blender "$@"
 run blender-4.2 "$PY42" tests/blender "$@"

@@ -69,7 +69,8 @@ def vortex_set(params: GasGiantParams):
     return centres, radii, sign * params.vortex_strength
 
 
-def _psi_grad(p: np.ndarray, params: GasGiantParams, time: float, perm: np.ndarray, vort) -> np.ndarray:
+def _psi_grad(p: np.ndarray, params: GasGiantParams, time: float, perm: np.ndarray,
+              vort) -> tuple[np.ndarray, np.ndarray]:
     """3D gradient of the stream function's noise part and vortex part at unit directions p (n, 3)."""
     gnoise = np.zeros_like(p)
     w = params.w_offset + time

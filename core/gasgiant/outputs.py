@@ -118,6 +118,7 @@ def _outputs_from_settings(meta: dict, present: set) -> set:
     found = set()
     for name in present:
         m = OUTPUT_NAME.fullmatch(name)
+        assert m is not None  # present holds OUTPUT_NAME names only
         number = int(m.group(2)) if m.group(2) else 0
         if 1 <= number <= frames and name == f"gasgiant_{m.group(1)}_{number:04d}.{m.group(3)}" and \
                 f"gasgiant_{m.group(1)}_0000.{m.group(3)}" in patterns:

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import field, make_dataclass, replace
+from dataclasses import dataclass, field, make_dataclass, replace
 from dataclasses import fields as dataclass_fields
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -80,6 +81,59 @@ def _check_numbers(params) -> None:
 class _GasGiantParamsMethods:
     """The methods of ``GasGiantParams`` (its fields come from the settings table)."""
 
+    if TYPE_CHECKING:  # the fields as the type checker sees them: the settings table's (a test keeps them equal)
+        particles: int
+        iterations: int
+        seed: int
+        field_size: int
+        cubemap_size: int
+        equirect_width: int
+        threads: int
+        velocity_factor: float
+        vertical_bands: bool
+        bands: float
+        band_speed: float
+        band_power: int
+        pole_attenuation: float
+        noise_scale: float
+        octaves: int
+        falloff: float
+        gain: float
+        noise_speed: float
+        w_offset: float
+        time_step: float
+        vortices: int
+        vortex_size: float
+        vortex_size_variance: float
+        vortex_strength: float
+        vortex_band_threshold: float
+        palette: np.ndarray | None
+        palette_cube: np.ndarray | None
+        mapping: str
+        ramp: tuple
+        opacity: float
+        opacity_start: float
+        lifetime: int
+        respawn_batches: int
+        fade_in: float
+        fade_out: float
+        blur_interval: int
+        blur: float
+        fade_rate: float
+        fade_to_palette: bool
+        hot_pink: bool
+        cloud_mode: bool
+        cloud_color: tuple
+        cloud_noise: float
+        file_format: str
+        cube_layout: str
+        flow_scale: float
+        save_field: str
+        load_field: str
+        frames: int
+        frame_iterations: int
+        field_interval: int
+
     def validate(self, available_bytes: int | None = None) -> "GasGiantParams":
         def need(ok, msg):
             if not ok:
@@ -127,22 +181,29 @@ class _GasGiantParamsMethods:
             need(cube.ndim == 4 and cube.shape[0] == 6 and cube.shape[3] in (3, 4) and min(cube.shape[1:3]) >= 1,
                  f"Cube-map palette of shape {cube.shape}: need six RGB or RGBA faces of one size")
         if available_bytes is not None:
-            est = estimate_memory(self)
+            est = estimate_memory(cast("GasGiantParams", self))  # (self is one: the methods' class is its base)
             need(est <= available_bytes,
                  f"{self.particles} particles need about {est / 2**30:.2f} GB but only "
                  f"{available_bytes / 2**30:.2f} GB is available: use fewer particles or smaller images")
-        return self
+        return cast("GasGiantParams", self)
 
 
-GasGiantParams = make_dataclass(
-    "GasGiantParams",
-    [(s.name, s.type, field(default=s.default, repr=s.compare, compare=s.compare)) for s in PARAM_SETTINGS],
-    bases=(_GasGiantParamsMethods,), frozen=True,
-    namespace={"__module__": __name__, "__doc__": "Everything a bake depends on: one field per setting of "
-               "``settings.SETTINGS`` that has ``param`` (its type and default from there)."})
+if TYPE_CHECKING:
+    @dataclass(frozen=True)
+    class GasGiantParams(_GasGiantParamsMethods):
+        """(for the type checker: the frozen dataclass made below from the settings table)"""
+
+        def __init__(self, **fields: Any) -> None: ...
+else:
+    GasGiantParams = make_dataclass(
+        "GasGiantParams",
+        [(s.name, s.type, field(default=s.default, repr=s.compare, compare=s.compare)) for s in PARAM_SETTINGS],
+        bases=(_GasGiantParamsMethods,), frozen=True,
+        namespace={"__module__": __name__, "__doc__": "Everything a bake depends on: one field per setting of "
+                   "``settings.SETTINGS`` that has ``param`` (its type and default from there)."})
 
 
-PRESETS = {
+PRESETS: dict[str, dict[str, Any]] = {
     "JUPITER": dict(bands=12.0, band_speed=2.0, band_power=1, pole_attenuation=1.0, noise_scale=2.2, octaves=4,
                     falloff=0.42, noise_speed=0.6, vortices=6, vortex_size=0.08, vortex_size_variance=0.04,
                     vortex_strength=2.0, opacity=0.2,

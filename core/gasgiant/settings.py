@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import Any
 
 FIELD_SIZES = (16, 32, 64, 128, 256, 512, 1024, 2048)
 CUBEMAP_SIZES = (64, 128, 256, 512, 1024, 2048, 4096)
@@ -49,7 +50,7 @@ DEFAULT_RAMP = symmetric_ramp(DEFAULT_RAMP_COLORS)
 class Setting:
     name: str  # the GasGiantParams field and the Blender property of that name
     type: str  # the GasGiantParams annotation: "int", "float", "bool", "str", "tuple", ...
-    default: object
+    default: Any  # its kind follows ``type`` (and ``ui``): a number, a flag, a name, a colour
     label: str = ""  # the property's name in the UI
     description: str = ""  # its tooltip
     param: bool = True  # a GasGiantParams field
@@ -312,6 +313,7 @@ class CliOption:
 
 
 def _cli_kwargs(s: Setting) -> dict:
+    kwargs: dict[str, Any]
     if s.type == "bool":
         kwargs = dict(action="store_true", default=None)
     elif s.ui == "ENUM":
@@ -357,7 +359,7 @@ def cli_changes(args) -> dict:
     return changes
 
 
-def cli_flag(field: str) -> str | None:
+def cli_flag(field: str | None) -> str | None:
     """The option that sets GasGiantParams field ``field`` ("--turbulence" for noise_speed), None if none does."""
-    s = BY_NAME.get(field)
+    s = BY_NAME.get(field) if field is not None else None
     return f"--{s.cli}" if s is not None and s.cli else None

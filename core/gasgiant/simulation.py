@@ -344,6 +344,7 @@ class Simulation:
             out = img[f, a:b]
             face = out.astype(np.float32)
             if k > 0:
+                assert frame is not None and above is not None and below is not None  # made when k > 0
                 top, bottom, left, right = (x[f] for x in frame)
                 q = np.empty((b - a + 2, r + 2, 4), dtype=np.float32)
                 q[1:-1, 1:-1] = face
@@ -422,7 +423,7 @@ class Simulation:
             self._coarse = n.reshape(6, m + 2, m + 2, 1).astype(np.float32)
         return sample_cube(self._coarse, d)[:, 0].astype(np.float32)
 
-    def _out_pixels(self, sl=slice(None)) -> np.ndarray:
+    def _out_pixels(self, sl: slice | np.ndarray = slice(None)) -> np.ndarray:
         """Output pixels of texels ``sl``: RGB, or in cloud mode the cloud colour with alpha = the painted
         brightness (the particles' palette brightness x the cloud mask where they started)."""
         rgb = self.image[sl, :3]

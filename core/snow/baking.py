@@ -23,7 +23,7 @@ from .stamp import StampParams, _segment_closest, _stamp_from_nearest, reach
 class BakeResult:
     frames: list                     # frame numbers written (or the final one)
     files: list                      # image paths written
-    metadata_path: str
+    metadata_path: str | None       # the JSON written (None when nothing was written: no out_dir)
     origins: np.ndarray              # (F, 2) window origin per frame
     final: np.ndarray                # (res, res, 4) float32 buffer of the last frame (row 0 = min world y)
     stale_removed: list = field(default_factory=list)  # temporary folders of a killed bake that were removed
@@ -211,6 +211,7 @@ def bake_job(tracks, radius, depth, stamp: StampParams, buf: BufferParams, frame
         occ_idx, occ_origin = None, None
         for f in range(n_frames):
             if buf.framing == "FOLLOW":
+                assert pivot_track is not None  # _checked_tracks refuses FOLLOW without a pivot
                 new_origin = snap_origin(pivot_track[f], buf.size, texel)
             else:
                 new_origin = np.asarray(buf.origin, dtype=np.float64)[:2]
@@ -226,7 +227,7 @@ def bake_job(tracks, radius, depth, stamp: StampParams, buf: BufferParams, frame
                                                  float(reach_max[f]))
             fields.trails(idx, ds, rs, cw, dep, keep)
             if occ_tris is not None:
-                if occ_idx is None or not np.array_equal(origin, occ_origin):
+                if occ_idx is None or occ_origin is None or not np.array_equal(origin, occ_origin):
                     zocc, _, _ = rasterize_top(occ_tris, origin, texel, (res, res))
                     occ_idx, occ_origin = np.flatnonzero(np.isfinite(zocc)), origin.copy()
                 fields.down[occ_idx] = np.maximum(fields.down[occ_idx], np.float32(buf.occluder_depth))
@@ -237,6 +238,7 @@ def bake_job(tracks, radius, depth, stamp: StampParams, buf: BufferParams, frame
             if write or f == n_frames - 1:
                 final = out = fields.image(fade)
                 if write:
+                    assert tmp is not None  # write implies tmp
                     frame = frame_start + f
                     name = f"{basename}_{frame:04d}.exr" if sequence else f"{basename}.exr"
                     write_exr(os.path.join(tmp, name), out)
@@ -246,6 +248,7 @@ def bake_job(tracks, radius, depth, stamp: StampParams, buf: BufferParams, frame
         meta_path = None
         paths = []
         if tmp is not None:
+            assert out_dir is not None  # tmp is made inside out_dir
             meta = buffer_metadata(buf, stamp, frame_start, origins, frames, files, sequence, unit_scale)
             with open(os.path.join(tmp, basename + ".json"), "w") as fh:
                 json.dump(meta, fh, indent=1)
@@ -254,6 +257,7 @@ def bake_job(tracks, radius, depth, stamp: StampParams, buf: BufferParams, frame
             paths = [os.path.join(out_dir, n) for n in files]
             meta_path = os.path.join(out_dir, basename + ".json")
         yield 1.0
+        assert final is not None  # made at the last frame; _checked_tracks refuses an empty frame range
         return BakeResult(frames=frames, files=paths, metadata_path=meta_path, origins=origins, final=final,
                           stale_removed=stale)
     finally:

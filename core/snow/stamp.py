@@ -35,7 +35,7 @@ class StampParams:
         return float(np.clip(1.0 - self.refill_rate / self.fps, 0.0, 1.0))
 
 
-def stamp_profile(u, depth=1.0, rim_height=0.35, rim_width=0.5):
+def stamp_profile(u, depth: float | np.ndarray = 1.0, rim_height=0.35, rim_width=0.5):
     """(down, rim, cover) of a stamp at normalised distance ``u = d / radius`` (no vertical fade)."""
     u = np.asarray(u, dtype=np.float64)
     cover = np.maximum(0.0, 1.0 - u * u)

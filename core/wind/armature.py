@@ -74,7 +74,7 @@ def _check(heads, tails, parents):
     return h, t, par
 
 
-def _order(par) -> np.ndarray:
+def _order(par) -> tuple[np.ndarray, np.ndarray]:
     """Bones parents first (breadth-first from the roots); raises on a parent cycle."""
     nb = len(par)
     depth = np.full(nb, -1, np.int64)
@@ -182,7 +182,8 @@ def armature_wind(positions, heads, tails, parents, weights=None, influences=Non
     n, nb = len(p), len(h)
     if influences is None:
         if weights is None or np.shape(weights) != (n, nb):
-            raise WindError(f"Weights must be (vertices, bones) = ({n}, {nb}), got {np.shape(weights)}")
+            got = "none" if weights is None else np.shape(weights)
+            raise WindError(f"Weights must be (vertices, bones) = ({n}, {nb}), got {got}")
         influences = top_influences(weights)
     idx = np.asarray(influences[0], dtype=np.int64)
     w = np.asarray(influences[1], dtype=np.float32)

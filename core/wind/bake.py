@@ -67,15 +67,15 @@ class BakeResult:
     n_leaves: int
     n_branches: int
     warnings: list = field(default_factory=list)
-    faceless: np.ndarray = None  # (N,) bool: vertices without a face, left out of the structure
-    source: np.ndarray = None    # (N,) int64: whose data each vertex carries (itself, or a faceless one's nearest)
+    faceless: np.ndarray | None = None  # (N,) bool: vertices without a face, left out of the structure
+    source: np.ndarray | None = None # (N,) int64: whose data each vertex carries (itself, or a faceless one's nearest)
     levels: list = field(default_factory=list)  # branches per hierarchy level (level 1 hangs from the trunk)
     n_stems: int = 0             # other islands standing on the ground with their own roots
     n_far: int = 0               # leaves attached from farther than the tolerance
     trunk_found: bool = True     # False: no trunk (all islands about one size, or several comparable stems)
     multi_stem: bool = False     # several comparable stems on the ground, none the trunk: every one has its root
-    island: np.ndarray = None    # (N,) island of each vertex (of the vertices with faces)
-    parent: np.ndarray = None    # (islands,) the island each hangs from (-1: trunk or stem)
+    island: np.ndarray | None = None # (N,) island of each vertex (of the vertices with faces)
+    parent: np.ndarray | None = None # (islands,) the island each hangs from (-1: trunk or stem)
 
 
 def bake_wind_data(positions, edges, labels=None, leaf_fraction: float = 0.2, slices: int = 24,
@@ -507,12 +507,12 @@ def _trunk_axis(p, edges, vtrunk, labels, hgt, slices):
     cx = np.full(slices, np.nan)
     cy = np.full(slices, np.nan)
     rad = np.full(slices, np.nan)
-    fit_c = np.vander((centres_z - tz0) / max(tz1 - tz0, 1e-12), 4) @ coef
+    fit_c = np.vander((centres_z - tz0) / max(tz1 - tz0, 1e-12), 4) @ coef  # pyright: ignore[reportPossiblyUnboundVariable] -- the loop above runs (6 rounds)
     for s in range(slices):  # a loop over slices, not vertices
         m = (sl == s) & w
         if m.any():
             cx[s], cy[s] = fit_c[s]
-            rad[s] = np.percentile(d[m], 70)
+            rad[s] = np.percentile(d[m], 70)  # pyright: ignore[reportPossiblyUnboundVariable] -- set by the loop above
     ok = ~np.isnan(cx)
     cx = np.interp(centres_z, centres_z[ok], cx[ok])
     cy = np.interp(centres_z, centres_z[ok], cy[ok])

@@ -19,6 +19,7 @@ def pack_channels(result: BakeResult, ao=None, layout: str = "HZD", custom=None)
     from ``SOURCES``)."""
     n = len(result.height)
     ao = np.ones(n, np.float32) if ao is None else np.asarray(ao, np.float32).reshape(n)
+    names: tuple[str, ...]
     if layout == "HZD":
         names = HZD_LAYOUT
     elif layout == "CRYENGINE":

@@ -231,7 +231,7 @@ def live_terms(matrix_world, frame: float, scene: SceneWind, asset: AssetWind, c
     across = np.array([-d[1], d[0], 0.0])
     up = np.array([0.0, 0.0, 1.0])
     grass = asset.category == "GRASS"
-    eff = 1.0 if grass else effective_wind(t, origin, scene, asset)
+    eff = 1.0 if grass else float(effective_wind(t, origin, scene, asset))  # one point: one value
     k = eff * asset.asset_height / asset.rigidity
     two_pi = 2 * math.pi
     inv3 = np.linalg.inv(m[:3, :3])
@@ -302,7 +302,7 @@ def blade_wind(positions, live, matrix_world, frame: float, scene: SceneWind, as
     rel = np.asarray(live[LIVE_ATTRS[3]], np.float64).reshape(-1, 3)
     x = (p - rel) @ m[:3, :3].T + m[:3, 3]
     t = loop_time(frame, scene)
-    eff = effective_wind(t, x, scene, asset, travel=True)
+    eff = np.asarray(effective_wind(t, x, scene, asset, travel=True))  # (N,): one value per vertex
     d = horizontal_dir(scene.direction)
     delay = (x @ d) / GUST_SPEED
     fa = float(quantize(AMBIENT_HZ, scene.loop_frames, scene.fps))
@@ -354,7 +354,7 @@ def wind_offsets(positions, height, wind_color, normals, matrix_world, frame: fl
 
 
 def wind_swing(positions, normals, matrix_world, frame: float, scene: SceneWind, asset: AssetWind, live,
-               lt: LiveTerms = None, blades: BladeWind = None) -> np.ndarray:
+               lt: LiveTerms | None = None, blades: BladeWind | None = None) -> np.ndarray:
     """(N, 3) object-space swing: where the wind pushes each vertex, as an offset, before ``keep_lengths`` turns it
     into motion along arcs. ``(Ba bend + H^2 main) dir + Bac vc + Bas vs + Rc mc + Rs ms`` (``LiveTerms``,
     ``live_attributes``: Branch = (Ba, Bac, Bas), Leaf = (Rc, Rs, H^2)). Grass: that sum times the blade's wind
@@ -383,7 +383,8 @@ def wind_swing(positions, normals, matrix_world, frame: float, scene: SceneWind,
     return blades.eff[:, None] * swing + hh[:, None] * (blades.extra @ inv3.T) + wamp[:, None] * nrm
 
 
-def keep_lengths(swing, live, matrix_world, asset: AssetWind, lt: LiveTerms, blades: BladeWind = None) -> np.ndarray:
+def keep_lengths(swing, live, matrix_world, asset: AssetWind, lt: LiveTerms,
+                 blades: BladeWind | None = None) -> np.ndarray:
     """(N, 3) object-space offsets that move each vertex along arcs towards its ``swing``:
 
     1. about its attach point ``A`` (``p - A`` = Pivot): ``q = p - A + swing`` rescaled to ``|p - A|``, so the

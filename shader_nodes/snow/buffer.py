@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import bpy
 
+from ... import bridge
 from .. import common
 from .base import GROUND_KEEP, SnowBuilder
 
@@ -104,7 +105,7 @@ def _fcurves(id_data):
     action = id_data.animation_data.action if id_data.animation_data else None
     if action is None:
         return []
-    if hasattr(action, "fcurves") and bpy.app.version < (5, 0, 0):
+    if hasattr(action, "fcurves") and not bridge.BLENDER_5:
         return list(action.fcurves)
     return [fc for layer in action.layers for strip in layer.strips for bag in strip.channelbags
             for fc in bag.fcurves]

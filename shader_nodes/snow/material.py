@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import bpy
 
+from ... import bridge
 from .. import common
 
 MATERIAL_NAME = "EnvFX Snow"
@@ -18,7 +19,7 @@ def ensure_material() -> bpy.types.Material:
         return mat
     if mat is None:
         mat = bpy.data.materials.new(MATERIAL_NAME)
-    if bpy.app.version < (5, 0, 0) or mat.node_tree is None:  # Blender 5 materials always have nodes
+    if not bridge.BLENDER_5 or mat.node_tree is None:  # Blender 5 materials always have nodes
         mat.use_nodes = True
     nt = mat.node_tree
     nt.nodes.clear()

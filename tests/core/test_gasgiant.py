@@ -1,8 +1,10 @@
 """Gas giant core: the field's physics, particle transport, seams, determinism, files, bad input."""
 
 import argparse
+import ast
 import dataclasses
 import json
+import inspect
 import math
 import os
 import re
@@ -15,6 +17,8 @@ import pytest
 from core import colour, exr
 from core.png import to_uint8
 from core import gasgiant as gg
+from core.gasgiant import params as gg_params
+from core.gasgiant import settings as gg_settings
 
 SMALL = dict(particles=60_000, iterations=40, field_size=64, cubemap_size=128, equirect_width=256, threads=1)
 
@@ -1233,3 +1237,13 @@ def test_a_part_refuses_a_missing_or_foreign_state_and_writes_nothing(tmp_path):
         gg.run_bake(dataclasses.replace(params, save_field=str(tmp_path / "f.npz")), str(tmp_path / "out2"),
                     part=(1, 2), state_dir=states)
     assert not (tmp_path / "out2").exists()
+
+
+def test_typed_fields_match_the_settings_table():
+    """GasGiantParams is made at run time from the settings table; the type checker reads its fields from the
+    ``if TYPE_CHECKING:`` block of ``_GasGiantParamsMethods`` instead. The two lists must agree (name, type, order)."""
+    tree = ast.parse(inspect.getsource(gg_params))
+    cls = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "_GasGiantParamsMethods")
+    block = next(n for n in cls.body if isinstance(n, ast.If) and ast.unparse(n.test) == "TYPE_CHECKING")
+    typed = [(n.target.id, ast.unparse(n.annotation)) for n in block.body if isinstance(n, ast.AnnAssign)]
+    assert typed == [(s.name, s.type) for s in gg_settings.PARAM_SETTINGS]

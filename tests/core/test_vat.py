@@ -250,3 +250,13 @@ def test_an_encoder_with_a_folder_streams_the_same_files_as_in_memory(tmp_path, 
         assert streamed.files == {}
         for name, data in memory.files.items():
             assert (tmp_path / name).read_bytes() == bytes(data)
+
+
+def test_png16_without_remap_says_what_is_missing():
+    """PNG16 stores values through a (min, max) remap: asked without one, encode_texture, decode_texture and
+    precision say so (they raised "'NoneType' object is not subscriptable"; found by the type checker)."""
+    image = np.zeros((2, 2, 3), np.float32)
+    for call in (lambda: vat.encode_texture(image, "PNG16"), lambda: vat.decode_texture(b"", "PNG16"),
+                 lambda: vat.precision("PNG16")):
+        with pytest.raises(ValueError, match="PNG16 needs remap"):
+            call()
