@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 import bpy
 import numpy as np
-from bpy.props import EnumProperty
+from bpy.props import BoolProperty, EnumProperty
 
 from .. import bridge, progress
 from ..core import wind as core_wind
@@ -16,6 +16,8 @@ from ..core import wind_hierarchy
 from ..shader_nodes import bend as bend_nodes
 from ..shader_nodes import common as nodes_common
 from ..shader_nodes import wind as wind_nodes
+from ..shader_nodes.snow import buffer as snow_buffer_nodes
+from ..shader_nodes.snow import trails as snow_trails_nodes
 from . import wind_armature
 from .common import (ObjectsResult, changeable, evaluated_check, join_scene_group, kept_by_override_reason,
                      linked_reason, no_modifier_reason, poll_not_in_edit_mode, refuse_edit_mode, report_result)
@@ -507,6 +509,56 @@ def apply_preset(objects, preset: str) -> WindResult:
     return result
 
 
+def _scene_buffers(scene) -> list:
+    """The baked-buffer images that objects of ``scene`` show (Use Baked Buffer), in object order, no repeats."""
+    images = []
+    for obj in scene.objects:
+        for mod in obj.modifiers:
+            tree = mod.node_group if mod.type == "NODES" else None
+            if tree is not None and snow_buffer_nodes.is_buffer_group(tree) and "Buffer" in tree.nodes:
+                image = tree.nodes["Buffer"].inputs["Image"].default_value
+                if image is not None and image not in images:
+                    images.append(image)
+    return images
+
+
+def grass_push(scene, on: bool = True, image=None) -> str:
+    """Turn the scene's grass push on (reading ``image``, else the scene's Push Buffer, else the baked buffer the
+    scene's snow shows, else the file's only one) or off. Returns what it did. Without a baked buffer to read it
+    raises ``WindInputError`` and changes nothing (the live trails carry the snow's R only: the grass channels
+    are made by the buffer bake)."""
+    s = scene.envfx.wind
+    if not on:
+        s.grass_push = False
+        return "Grass push off"
+    if image is not None and not wind_nodes.is_buffer_image(image):
+        raise WindInputError(f"Image {image.name!r} is no baked interaction buffer: bake one (Snow > Bake "
+                             f"Interaction Buffer) and load it with Use Baked Buffer")
+    if image is None and wind_nodes.is_buffer_image(s.push_buffer):
+        image = s.push_buffer
+    if image is None:
+        shown = _scene_buffers(scene)
+        in_file = [t.nodes["Buffer"].inputs["Image"].default_value for t in bpy.data.node_groups
+                   if snow_buffer_nodes.is_buffer_group(t) and "Buffer" in t.nodes]
+        in_file = [i for i in in_file if i is not None]
+        image = shown[0] if shown else (in_file[0] if len(in_file) == 1 else None)
+        if image is None and len(in_file) > 1:
+            raise WindInputError(f"{len(in_file)} baked buffers in this file and none shown in this scene: pick "
+                                 f"the Push Buffer, then Push Grass")
+    if image is None:
+        trails = any(mod.type == "NODES" and mod.node_group is not None
+                     and snow_trails_nodes.is_trails_group(mod.node_group) for obj in scene.objects
+                     for mod in obj.modifiers)
+        what = ("No baked buffer in scene {!r} to push the grass (its live trails carry only the snow's height, R)"
+                if trails else "No trails or baked buffer in scene {!r} to push the grass").format(scene.name)
+        raise WindInputError(f"{what}: grass push reads the interaction buffer's grass channels (G sway, A "
+                             f"push-down). Add actors, Bake Interaction Buffer and Use Baked Buffer (Snow panel), "
+                             f"then Push Grass")
+    s.push_buffer = image
+    s.grass_push = True
+    return f"Grass pushed by the baked buffer {image.name}"
+
+
 def _selected(context):
     objects = list(getattr(context, "selected_objects", []) or [])
     if not objects:
@@ -642,10 +694,31 @@ class ENVFX_OT_wind_preset(bpy.types.Operator):
         return {"FINISHED"}
 
 
+class ENVFX_OT_wind_grass_push(bpy.types.Operator):
+    """Actors push the grass in wind down and away, and it wobbles back: the grass reads the baked interaction
+    buffer's grass channels (G sway, A push-down)"""
+
+    bl_idname = "envfx.wind_grass_push"
+    bl_label = "Push Grass"
+    bl_options = {"REGISTER", "UNDO"}
+
+    on: BoolProperty(name="On", default=True, description="Turn grass push on (off: the grass ignores actors)")
+
+    def execute(self, context):
+        try:
+            text = grass_push(context.scene, self.on)
+        except WindInputError as exc:
+            self.report({"ERROR"}, str(exc))
+            return {"CANCELLED"}
+        self.report({"INFO"}, text)
+        return {"FINISHED"}
+
+
 classes = (
     ENVFX_OT_wind_bake_data,
     ENVFX_OT_wind_add,
     ENVFX_OT_wind_remove,
     ENVFX_OT_wind_preset,
+    ENVFX_OT_wind_grass_push,
 )
 
