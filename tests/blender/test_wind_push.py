@@ -111,9 +111,9 @@ def test_pushed_grass_equals_its_twin(mods, envfx, tmp_path, sequence):
 def test_blades_near_the_walker_are_pushed_down_and_away_and_sway_back(mods, envfx, tmp_path):
     """Still air, no camera tilt: the grass moves only by the push. At frame 13 (the walker at its middle, about
     (0, 0)), blades within its radius and off its path lean away from the path and their tips are lower (each
-    keeps its length); far blades do not move; after the walker has passed they stand up again as A recovers (at frame 100 their tips
-    are higher than at 13). The wobble alone (push strength 0: only G leans them) leans them away at 13 and then
-    back past upright, towards the path (the buffer's +G / -G wave)."""
+    keeps its length); far blades do not move; after the walker has passed they stand up again as A recovers (at
+    frame 100 their tips are higher than at 13). The wobble alone (push strength 0: only G leans them) leans them
+    away at 13 and then back past upright, towards the path (the buffer's +G / -G wave)."""
     scene = bpy.context.scene
     scene.envfx.wind.strength = scene.envfx.wind.grass_tilt = 0.0
     obj = _field(blades=900)
