@@ -16,7 +16,6 @@ from ..core import wind_hierarchy
 from ..shader_nodes import bend as bend_nodes
 from ..shader_nodes import common as nodes_common
 from ..shader_nodes import wind as wind_nodes
-from ..shader_nodes.snow import buffer as snow_buffer_nodes
 from ..shader_nodes.snow import trails as snow_trails_nodes
 from . import wind_armature
 from .common import (ObjectsResult, changeable, evaluated_check, join_scene_group, kept_by_override_reason,
@@ -509,16 +508,23 @@ def apply_preset(objects, preset: str) -> WindResult:
     return result
 
 
+def _image_of(tree):
+    """The image a bake's group reads (Snow from Bake, Water Ripples from Bake), else None."""
+    node = tree.nodes.get("Buffer") if tree.bl_idname == "GeometryNodeTree" else None
+    return node.inputs["Image"].default_value if node is not None and node.bl_idname == "GeometryNodeImageTexture" \
+        else None
+
+
 def _scene_buffers(scene) -> list:
-    """The baked-buffer images that objects of ``scene`` show (Use Baked Buffer), in object order, no repeats."""
+    """The baked-buffer images that objects of ``scene`` show (Snow from Bake, Water Ripples from Bake), in object
+    order, no repeats."""
     images = []
     for obj in scene.objects:
         for mod in obj.modifiers:
             tree = mod.node_group if mod.type == "NODES" else None
-            if tree is not None and snow_buffer_nodes.is_buffer_group(tree) and "Buffer" in tree.nodes:
-                image = tree.nodes["Buffer"].inputs["Image"].default_value
-                if image is not None and image not in images:
-                    images.append(image)
+            image = _image_of(tree) if tree is not None else None
+            if image is not None and image not in images and wind_nodes.is_buffer_image(image):
+                images.append(image)
     return images
 
 
@@ -538,9 +544,11 @@ def grass_push(scene, on: bool = True, image=None) -> str:
         image = s.push_buffer
     if image is None:
         shown = _scene_buffers(scene)
-        in_file = [t.nodes["Buffer"].inputs["Image"].default_value for t in bpy.data.node_groups
-                   if snow_buffer_nodes.is_buffer_group(t) and "Buffer" in t.nodes]
-        in_file = [i for i in in_file if i is not None]
+        in_file = []
+        for tree in bpy.data.node_groups:
+            found = _image_of(tree)
+            if found is not None and found not in in_file and wind_nodes.is_buffer_image(found):
+                in_file.append(found)
         image = shown[0] if shown else (in_file[0] if len(in_file) == 1 else None)
         if image is None and len(in_file) > 1:
             raise WindInputError(f"{len(in_file)} baked buffers in this file and none shown in this scene: pick "

@@ -676,11 +676,15 @@ def is_buffer_image(image) -> bool:
     return buffer_group_of(image) is not None
 
 
+def _bake_group(tree) -> bool:
+    return snow_buffer.is_buffer_group(tree) or snow_buffer.is_ripples_group(tree)
+
+
 def buffer_group_of(image):
-    """The bake's group ("EnvFX Snow Buffer") that reads ``image``, or None."""
+    """The bake's group ("EnvFX Snow Buffer", or "EnvFX Water Ripples") that reads ``image``, or None."""
     if image is None:
         return None
-    return next((t for t in bpy.data.node_groups if snow_buffer.is_buffer_group(t) and "Buffer" in t.nodes
+    return next((t for t in bpy.data.node_groups if _bake_group(t) and "Buffer" in t.nodes
                  and t.nodes["Buffer"].inputs["Image"].default_value == image), None)
 
 
