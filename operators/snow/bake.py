@@ -218,12 +218,12 @@ def bake_job(scene):
 
 
 def refresh_buffer_groups(folder: str | None = None) -> list:
-    """Bring the Snow from Bake (and Water Ripples from Bake) groups up to date with the bakes they show: a group saved by an older EnvFX is
-    rebuilt in place, and every group takes its bake's frame range and window from the ``snow_buffer.json`` beside
-    its images as it is now (a bake again into the same folder, over another range, is the bake the snow shows).
-    ``folder``: only the groups showing that folder's bake. A group whose bake cannot be read, or now is a single
-    image where it was a sequence (or the other way round), is left alone (Snow from Bake again sets it up).
-    Returns the groups updated."""
+    """Bring the Snow from Bake (and Water Ripples from Bake) groups up to date with the bakes they show: a group
+    saved by an older EnvFX is rebuilt in place, and every group takes its bake's frame range and window from the
+    ``snow_buffer.json`` beside its images as it is now (a bake again into the same folder, over another range, is
+    the bake the snow shows). ``folder``: only the groups showing that folder's bake. A group whose bake cannot be
+    read, or now is a single image where it was a sequence (or the other way round), is left alone (Snow from Bake
+    again sets it up). Returns the groups updated."""
     done = []
     for tree in list(bpy.data.node_groups):
         ripples = snow_nodes.is_ripples_group(tree)
