@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass, field
 
 import bpy
@@ -16,7 +17,9 @@ from ..core import wind_hierarchy
 from ..shader_nodes import bend as bend_nodes
 from ..shader_nodes import common as nodes_common
 from ..shader_nodes import wind as wind_nodes
+from ..shader_nodes.snow import buffer as snow_buffer_nodes
 from ..shader_nodes.snow import trails as snow_trails_nodes
+from . import snow as snow_ops
 from . import wind_armature
 from .common import (ObjectsResult, changeable, evaluated_check, join_scene_group, kept_by_override_reason,
                      linked_reason, no_modifier_reason, poll_not_in_edit_mode, refuse_edit_mode, report_result)
@@ -529,17 +532,18 @@ def _scene_buffers(scene) -> list:
 
 
 def grass_push(scene, on: bool = True, image=None) -> str:
-    """Turn the scene's grass push on (reading ``image``, else the scene's Push Buffer, else the baked buffer the
-    scene's snow shows, else the file's only one) or off. Returns what it did. Without a baked buffer to read it
-    raises ``WindInputError`` and changes nothing (the live trails carry the snow's R only: the grass channels
-    are made by the buffer bake)."""
+    """Turn the scene's grass push on or off. On, it reads ``image``, else the scene's Push Buffer, else the baked
+    buffer the scene shows (Snow from Bake, Water Ripples from Bake), else the file's only one, else the bake in the
+    Snow bake's Output Folder (loaded as Snow from Bake loads it). Returns what it did. Without a baked buffer to
+    read it raises ``WindInputError`` and changes nothing (the live trails carry the snow's R only: the grass
+    channels are made by the buffer bake)."""
     s = scene.envfx.wind
     if not on:
         s.grass_push = False
         return "Grass push off"
     if image is not None and not wind_nodes.is_buffer_image(image):
         raise WindInputError(f"Image {image.name!r} is no baked interaction buffer: bake one (Snow > Bake "
-                             f"Interaction Buffer) and load it with Use Baked Buffer")
+                             f"Interaction Buffer), then Push Grass")
     if image is None and wind_nodes.is_buffer_image(s.push_buffer):
         image = s.push_buffer
     if image is None:
@@ -554,17 +558,36 @@ def grass_push(scene, on: bool = True, image=None) -> str:
             raise WindInputError(f"{len(in_file)} baked buffers in this file and none shown in this scene: pick "
                                  f"the Push Buffer, then Push Grass")
     if image is None:
+        image = _load_output_folder_bake(scene)
+    if image is None:
         trails = any(mod.type == "NODES" and mod.node_group is not None
                      and snow_trails_nodes.is_trails_group(mod.node_group) for obj in scene.objects
                      for mod in obj.modifiers)
         what = ("No baked buffer in scene {!r} to push the grass (its live trails carry only the snow's height, R)"
                 if trails else "No trails or baked buffer in scene {!r} to push the grass").format(scene.name)
         raise WindInputError(f"{what}: grass push reads the interaction buffer's grass channels (G sway, A "
-                             f"push-down). Add actors, Bake Interaction Buffer and Use Baked Buffer (Snow panel), "
+                             f"push-down). Put the walkers in the Snow panel's Actors and Bake Interaction Buffer, "
                              f"then Push Grass")
     s.push_buffer = image
     s.grass_push = True
     return f"Grass pushed by the baked buffer {image.name}"
+
+
+def _load_output_folder_bake(scene):
+    """The image of the bake in the Snow bake's Output Folder, loaded (with its group) as Snow from Bake loads it;
+    None when the folder holds no bake (unset, or no snow_buffer.json). A damaged or incomplete bake there is
+    refused (``WindInputError``) before anything is loaded."""
+    folder = scene.envfx.snow.output_dir.strip()
+    if not folder or (folder.startswith("//") and not bpy.data.filepath):
+        return None
+    if not os.path.isfile(os.path.join(bpy.path.abspath(folder), "snow_buffer.json")):
+        return None
+    try:
+        image, meta = snow_ops.load_bake(scene, folder, ObjectsResult())
+    except snow_ops.SnowInputError as exc:
+        raise WindInputError(str(exc)) from None
+    snow_buffer_nodes.ensure_buffer_group(image, meta)
+    return image
 
 
 def _selected(context):

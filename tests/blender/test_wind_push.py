@@ -199,3 +199,31 @@ def test_push_on_and_off_and_the_group_skips_it_when_off(mods, envfx, tmp_path):
     assert not scene.envfx.wind.grass_push
     assert os.path.isfile(bpy.path.abspath(image.filepath))
 
+
+
+def test_push_grass_loads_the_bake_of_the_snow_panel_s_walkers(mods, envfx, tmp_path):
+    """The user's path with no snow and no water: a walker in the Snow panel's Actors, Bake Interaction Buffer into
+    the Output Folder, Push Grass (which loads that bake): the grass around the walker is pushed, equal to the
+    twin."""
+    scene = bpy.context.scene
+    obj = _field(blades=300)
+    mods.ops.add_wind(scene, [obj])
+    walkers = bpy.data.collections.new("Walkers")
+    scene.collection.children.link(walkers)
+    bpy.ops.mesh.primitive_uv_sphere_add(radius=0.5, location=(-4.0, 0.0, 0.45))
+    walker = bpy.context.active_object
+    for coll in list(walker.users_collection):
+        coll.objects.unlink(walker)
+    walkers.objects.link(walker)
+    walker.keyframe_insert("location", frame=1)
+    walker.location = (4.0, 0.0, 0.45)
+    walker.keyframe_insert("location", frame=25)
+    s = scene.envfx.snow
+    s.actors, s.frame_start, s.frame_end, s.buffer_resolution = walkers, 1, 30, 96
+    s.output_dir, s.sequence = str(tmp_path), True
+    assert bpy.ops.envfx.snow_bake_buffer() == {"FINISHED"}
+    assert bpy.ops.envfx.wind_grass_push() == {"FINISHED"}
+    assert scene.envfx.wind.push_buffer is not None
+    got = _evaluated(mods, obj, 13)
+    assert np.abs(got - _twin(mods, obj, 13)).max() < 1e-4
+    assert np.abs(got - _twin(mods, obj, 13, push=False)).max() > 0.1
