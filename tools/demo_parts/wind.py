@@ -199,5 +199,16 @@ def _walker(ctx, coll, cam):
     s.output_dir = os.path.join(ctx.out_dir, "grass_buffer")
     assert bpy.ops.envfx.snow_bake_buffer() == {"FINISHED"}
     assert bpy.ops.envfx.wind_grass_push() == {"FINISHED"}
-    files = [ctx.render(cam, "wind_push", frame=44)]
+    # closer, looking down on the walker's path: at frame 44 the grass parts around the walker and behind it; at 72
+    # (12 frames after it stopped) the blades it pushed wobble back up
+    cam_data = bpy.data.cameras.new("Wind Push Camera")
+    cam_data.lens = 30
+    push_cam = bpy.data.objects.new("Wind Push Camera", cam_data)
+    coll.objects.link(push_cam)
+    push_cam.location = (X0 + 0.5, -3.2, 3.6)
+    push_cam.rotation_euler = (math.radians(57), 0.0, math.radians(-12))
+    files = [ctx.render(push_cam, "wind_push", frame=44), ctx.render(push_cam, "wind_push_after", frame=72)]
+    from demo import side_by_side
+
+    files.append(side_by_side(files, os.path.join(ctx.out_dir, "wind_push_pair.png")))
     return files + [os.path.join(s.output_dir, "snow_buffer.json")]
