@@ -28,6 +28,11 @@
    a numpy frame handler doing the wind's length-keeping motion, 18 shape keys set per frame, a Simple Deform bend
    and a one-bone Armature, both keyframed), each as [min, q1, median, q3, max] of its per-round ratio to the same
    bare Set Position.
+8. Grass that actors push (``wind_push_frame_change``, #23): a field of ``--push-blades`` blades (4 vertices each:
+   250000 blades, 1M vertices) in the wind, pushed by ``--push-actors`` walkers through a baked interaction buffer
+   (an image sequence), against a bare Set Position on a copy of the field, by frame changes (framebench.py,
+   interleaved rounds: median ratio and its spread); beside it the same field in the wind with push off against the
+   same reference, so the push's own share shows. Target: at most 3.5x. ``--push-only``: that line alone.
 5. Remove Wind (``--remove-plants N``, off by default): N plant objects, each with its own baked mesh, taken out
    of the wind at once, and N / 2 of them, so the time per object shows whether it stays flat (it is linear:
    the meshes still in the wind are found in one pass over the file's objects after the loop).
@@ -38,6 +43,7 @@ import contextlib
 import importlib
 import io
 import json
+import math
 import os
 import sys
 import time
@@ -77,11 +83,17 @@ def main(argv):
                         help="the frame-change line also times the other ways Blender moves vertices per frame (a "
                              "numpy frame handler, shape keys, Simple Deform, Armature) on the same grid")
     parser.add_argument("--live-only", action="store_true",
-                        help="only the frame-change line (no bakes, no forced updates, no plants)")
+                        help="only the frame-change line (no bakes, no forced updates, no plants, no grass push)")
     parser.add_argument("--bake-rounds", type=int, default=3,
                         help="rounds of the vegetation and corpus bakes (numpy core and Bake Wind Data, alternating)")
     parser.add_argument("--bake-only", action="store_true", help="only the bake lines (1 and 6), no per-frame ones")
     parser.add_argument("--no-ao", action="store_true", help="leave the AO out of the bake lines of 6")
+    parser.add_argument("--push-blades", type=int, default=250000,
+                        help="grass blades (4 vertices each) of the grass-push line (0: skip it)")
+    parser.add_argument("--push-actors", type=int, default=32, help="walkers of the grass-push line")
+    parser.add_argument("--push-rounds", type=int, default=9, help="interleaved rounds of the grass-push line")
+    parser.add_argument("--push-frames", type=int, default=8, help="frame changes per scene and round (push line)")
+    parser.add_argument("--push-only", action="store_true", help="only the grass-push line")
     args = parser.parse_args(argv)
 
     import bpy
@@ -96,6 +108,10 @@ def main(argv):
     common = importlib.import_module(envfx.__name__ + ".shader_nodes.common")
     version = bpy.app.version_string
     load = os.getloadavg()[0]
+    if args.push_blades > 0 and not (args.bake_only or args.live_only):
+        _push_frame_changes(bpy, envfx, ops, args)
+    if args.push_only:
+        return 0
     if args.grid_side > 0 and not args.bake_only:
         _frame_changes(bpy, envfx, ops, common, args, version)
     if args.live_only:
@@ -645,6 +661,93 @@ class _Alternatives:
                           shape_keys_max_error_m=round(worst_err, 4),
                           shape_keys_count=len(self.keys),
                           asset_height_m=round(self.wind_obj.envfx.wind.asset_height, 3))
+
+
+def _push_frame_changes(bpy, envfx, ops, args):
+    """Line 8: grass in the wind pushed by walkers (a baked buffer), against a bare Set Position; and with push off."""
+    import shutil
+    import tempfile
+
+    import numpy as np
+
+    import framebench
+
+    snow = importlib.import_module(envfx.__name__ + ".core.snow")
+    snow_nodes = importlib.import_module(envfx.__name__ + ".shader_nodes.snow")
+    bpy.ops.wm.read_homefile(app_template="", use_empty=True)
+    pushed = bpy.context.scene
+    pushed.name = "Pushed"
+    n = args.push_blades
+    side = 50.0 * math.sqrt(n / 250000.0)  # 250000 blades over 50 x 50 m: 100 blades a square metre
+    rng = np.random.default_rng(7)
+    root = rng.uniform(-side / 2, side / 2, (n, 2)).astype(np.float32)
+    h = rng.uniform(0.3, 0.5, n).astype(np.float32)
+    a = rng.uniform(0.0, math.pi, n).astype(np.float32)
+    w = np.stack([0.01 * np.cos(a), 0.01 * np.sin(a)], 1)
+    co = np.zeros((n, 4, 3), np.float32)
+    for k, (sign, up) in enumerate(((-1, 0), (1, 0), (1, 1), (-1, 1))):
+        co[:, k, :2] = root + sign * w
+        co[:, k, 2] = up * h
+    mesh = bpy.data.meshes.new("Field")
+    mesh.vertices.add(4 * n)
+    mesh.vertices.foreach_set("co", co.ravel())
+    mesh.loops.add(4 * n)
+    mesh.loops.foreach_set("vertex_index", np.arange(4 * n, dtype=np.int32))
+    mesh.polygons.add(n)
+    mesh.polygons.foreach_set("loop_start", np.arange(0, 4 * n, 4, dtype=np.int32))
+    mesh.update(calc_edges=True)
+    field = bpy.data.objects.new("Field", mesh)
+    pushed.collection.objects.link(field)
+    bpy.context.view_layer.update()
+    t0 = time.perf_counter()
+    field.envfx.wind.category = "GRASS"
+    ops.bake(pushed, [field], ao_samples=0)
+    bake_s = time.perf_counter() - t0
+    ops.add_wind(pushed, [field])
+    # walkers across the field, frames 1-60, baked into an image sequence (256 texels over the field)
+    frames = np.arange(1, 61)
+    start = rng.uniform(-side / 2, side / 2, (args.push_actors, 2))
+    heading = rng.uniform(0, 2 * math.pi, args.push_actors)
+    step = 1.4 / 24.0 * np.stack([np.cos(heading), np.sin(heading)], 1)
+    xy = start[None] + (frames - 1)[:, None, None] * step[None]
+    tracks = np.concatenate([xy, np.zeros((len(frames), args.push_actors, 1))], 2)
+    folder = tempfile.mkdtemp(prefix="envfx-bench-push-")
+    try:
+        buf = snow.BufferParams(resolution=256, size=side, origin=(-side / 2, -side / 2))
+        result = snow.bake(tracks, np.full(args.push_actors, 0.4), np.full(args.push_actors, 0.2),
+                           snow.StampParams(fps=24.0), buf, frame_start=1, out_dir=folder, sequence=True)
+        meta = snow.read_buffer_metadata(result.metadata_path)
+        image = bpy.data.images.load(result.files[0])
+        image.source = "SEQUENCE"
+        image.colorspace_settings.name = "Non-Color"
+        image.alpha_mode = "CHANNEL_PACKED"
+        snow_nodes.ensure_buffer_group(image, meta)
+        ops.grass_push(pushed, image=image)
+        # the same field in the wind, push off, in its own scene (its own wind group), and the bare reference
+        still = framebench.new_scene("Push Off", pushed)
+        twin = bpy.data.objects.new("Field Push Off", mesh)
+        still.collection.objects.link(twin)
+        twin.envfx.wind.category = "GRASS"
+        ops.add_wind(still, [twin])
+        reference = framebench.reference_scene(pushed, [mesh.copy()])
+        for scene in (pushed, still, reference):
+            scene.frame_start, scene.frame_end = 1, 60
+        got = framebench.frame_change(pushed, reference, range(10, 11 + args.push_frames), args.push_rounds)
+        off = framebench.frame_change(still, reference, range(10, 11 + args.push_frames), args.push_rounds)
+        # the push really ran: the pushed field differs from the one with push off
+        dg_on, dg_off = pushed.view_layers[0].depsgraph, still.view_layers[0].depsgraph
+        pushed.frame_set(30)
+        still.frame_set(30)
+        on_co = np.empty(12 * n, np.float32)
+        off_co = np.empty(12 * n, np.float32)
+        field.evaluated_get(dg_on).data.vertices.foreach_get("co", on_co)
+        twin.evaluated_get(dg_off).data.vertices.foreach_get("co", off_co)
+        framebench.emit(bench="wind_push_frame_change", vertices=4 * n, blades=n, actors=args.push_actors,
+                        buffer_resolution=256, target_ratio=3.5, wind_bake_s=round(bake_s, 2),
+                        push_on=framebench.summary(got), push_off=framebench.summary(off),
+                        pushed_vertices=int((np.abs(on_co - off_co).reshape(-1, 3).max(1) > 1e-3).sum()))
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _remove_wind(bpy, scene, ops, shape, count, version):

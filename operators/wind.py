@@ -4,11 +4,12 @@
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass, field
 
 import bpy
 import numpy as np
-from bpy.props import EnumProperty
+from bpy.props import BoolProperty, EnumProperty
 
 from .. import bridge, progress
 from ..core import wind as core_wind
@@ -16,6 +17,9 @@ from ..core import wind_hierarchy
 from ..shader_nodes import bend as bend_nodes
 from ..shader_nodes import common as nodes_common
 from ..shader_nodes import wind as wind_nodes
+from ..shader_nodes.snow import buffer as snow_buffer_nodes
+from ..shader_nodes.snow import trails as snow_trails_nodes
+from . import snow as snow_ops
 from . import wind_armature
 from .common import (ObjectsResult, changeable, evaluated_check, join_scene_group, kept_by_override_reason,
                      linked_reason, no_modifier_reason, poll_not_in_edit_mode, refuse_edit_mode, report_result)
@@ -507,6 +511,85 @@ def apply_preset(objects, preset: str) -> WindResult:
     return result
 
 
+def _image_of(tree):
+    """The image a bake's group reads (Snow from Bake, Water Ripples from Bake), else None."""
+    node = tree.nodes.get("Buffer") if tree.bl_idname == "GeometryNodeTree" else None
+    return node.inputs["Image"].default_value if node is not None and node.bl_idname == "GeometryNodeImageTexture" \
+        else None
+
+
+def _scene_buffers(scene) -> list:
+    """The baked-buffer images that objects of ``scene`` show (Snow from Bake, Water Ripples from Bake), in object
+    order, no repeats."""
+    images = []
+    for obj in scene.objects:
+        for mod in obj.modifiers:
+            tree = mod.node_group if mod.type == "NODES" else None
+            image = _image_of(tree) if tree is not None else None
+            if image is not None and image not in images and wind_nodes.is_buffer_image(image):
+                images.append(image)
+    return images
+
+
+def grass_push(scene, on: bool = True, image=None) -> str:
+    """Turn the scene's grass push on or off. On, it reads ``image``, else the scene's Push Buffer, else the baked
+    buffer the scene shows (Snow from Bake, Water Ripples from Bake), else the file's only one, else the bake in the
+    Snow bake's Output Folder (loaded as Snow from Bake loads it). Returns what it did. Without a baked buffer to
+    read it raises ``WindInputError`` and changes nothing (the live trails carry the snow's R only: the grass
+    channels are made by the buffer bake)."""
+    s = scene.envfx.wind
+    if not on:
+        s.grass_push = False
+        return "Grass push off"
+    if image is not None and not wind_nodes.is_buffer_image(image):
+        raise WindInputError(f"Image {image.name!r} is no baked interaction buffer: bake one (Snow > Bake "
+                             f"Interaction Buffer), then Push Grass")
+    if image is None and wind_nodes.is_buffer_image(s.push_buffer):
+        image = s.push_buffer
+    if image is None:
+        shown = _scene_buffers(scene)
+        in_file = []
+        for tree in bpy.data.node_groups:
+            found = _image_of(tree)
+            if found is not None and found not in in_file and wind_nodes.is_buffer_image(found):
+                in_file.append(found)
+        image = shown[0] if shown else (in_file[0] if len(in_file) == 1 else None)
+        if image is None and len(in_file) > 1:
+            raise WindInputError(f"{len(in_file)} baked buffers in this file and none shown in this scene: pick "
+                                 f"the Push Buffer, then Push Grass")
+    if image is None:
+        image = _load_output_folder_bake(scene)
+    if image is None:
+        trails = any(mod.type == "NODES" and mod.node_group is not None
+                     and snow_trails_nodes.is_trails_group(mod.node_group) for obj in scene.objects
+                     for mod in obj.modifiers)
+        what = ("No baked buffer in scene {!r} to push the grass (its live trails carry only the snow's height, R)"
+                if trails else "No trails or baked buffer in scene {!r} to push the grass").format(scene.name)
+        raise WindInputError(f"{what}: grass push reads the interaction buffer's grass channels (G sway, A "
+                             f"push-down). Put the walkers in the Snow panel's Actors and Bake Interaction Buffer, "
+                             f"then Push Grass")
+    s.push_buffer = image
+    s.grass_push = True
+    return f"Grass pushed by the baked buffer {image.name}"
+
+
+def _load_output_folder_bake(scene):
+    """The image of the bake in the Snow bake's Output Folder, loaded (with its group) as Snow from Bake loads it;
+    None when the folder holds no bake (unset, or no snow_buffer.json). A damaged or incomplete bake there is
+    refused (``WindInputError``) before anything is loaded."""
+    folder = scene.envfx.snow.output_dir.strip()
+    if not folder or (folder.startswith("//") and not bpy.data.filepath):
+        return None
+    if not os.path.isfile(os.path.join(bpy.path.abspath(folder), "snow_buffer.json")):
+        return None
+    try:
+        image, meta = snow_ops.load_bake(scene, folder, ObjectsResult())
+    except snow_ops.SnowInputError as exc:
+        raise WindInputError(str(exc)) from None
+    snow_buffer_nodes.ensure_buffer_group(image, meta)
+    return image
+
+
 def _selected(context):
     objects = list(getattr(context, "selected_objects", []) or [])
     if not objects:
@@ -642,10 +725,31 @@ class ENVFX_OT_wind_preset(bpy.types.Operator):
         return {"FINISHED"}
 
 
+class ENVFX_OT_wind_grass_push(bpy.types.Operator):
+    """Actors push the grass in wind down and away, and it wobbles back: the grass reads the baked interaction
+    buffer's grass channels (G sway, A push-down)"""
+
+    bl_idname = "envfx.wind_grass_push"
+    bl_label = "Push Grass"
+    bl_options = {"REGISTER", "UNDO"}
+
+    on: BoolProperty(name="On", default=True, description="Turn grass push on (off: the grass ignores actors)")
+
+    def execute(self, context):
+        try:
+            text = grass_push(context.scene, self.on)
+        except WindInputError as exc:
+            self.report({"ERROR"}, str(exc))
+            return {"CANCELLED"}
+        self.report({"INFO"}, text)
+        return {"FINISHED"}
+
+
 classes = (
     ENVFX_OT_wind_bake_data,
     ENVFX_OT_wind_add,
     ENVFX_OT_wind_remove,
     ENVFX_OT_wind_preset,
+    ENVFX_OT_wind_grass_push,
 )
 

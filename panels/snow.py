@@ -65,6 +65,7 @@ class VIEW3D_PT_envfx_snow(EnvFXSubPanel, bpy.types.Panel):
         row = box.row(align=True)
         row.operator("envfx.snow_drive_from_bake", icon="IMAGE_DATA").use_bake = True
         row.operator("envfx.snow_drive_from_bake", text="Live Trails", icon="MOD_DISPLACE").use_bake = False
+        box.operator("envfx.snow_water_ripples", icon="MOD_WAVE")
         box.operator("envfx.snow_export_engines", icon="EXPORT")
 
         obj = context.active_object

@@ -39,6 +39,17 @@ class VIEW3D_PT_envfx_wind(EnvFXSubPanel, bpy.types.Panel):
         grass.prop(s, "grass_fade_start")
         grass.prop(s, "grass_fade_end")
         grass.prop(s, "terrain_object")
+        push = layout.column(heading="Push")
+        image, _tree = wind_nodes.push_source(context.scene)
+        if s.grass_push:
+            push.prop(s, "push_buffer")
+            push.prop(s, "push_strength")
+            push.prop(s, "push_sway")
+            if image is None:
+                push.label(text="No baked buffer: the grass is not pushed", icon="ERROR")
+            push.operator("envfx.wind_grass_push", text="Stop Pushing Grass", icon="X").on = False
+        else:
+            push.operator("envfx.wind_grass_push", text="Push Grass", icon="FORCE_FORCE").on = True
 
         box = layout.box()
         box.label(text="Wind Data", icon="MOD_VERTEX_WEIGHT")

@@ -31,6 +31,10 @@ def _poll_wind_field(self, obj):
     return obj.field is not None and obj.field.type == "WIND"
 
 
+def _poll_push_buffer(self, image):
+    return wind_nodes.is_buffer_image(image)
+
+
 _WIND_SOURCES = tuple((s, s.replace("_", " ").title(), f"Channel gets {s.lower().replace('_', ' ')}")
                       for s in core_wind.SOURCES)
 
@@ -97,6 +101,33 @@ class EnvFXWindSettings(PropertyGroup):
         type=bpy.types.Object,
         poll=lambda self, obj: obj.type == "MESH",
         update=_wind_scene_changed,
+    )
+    # grass that actors push (the baked interaction buffer's G and A)
+    grass_push: BoolProperty(
+        name="Grass Push",
+        description="Actors push the grass down and away, and it wobbles back: the grass reads the baked "
+        "interaction buffer's grass channels (G sway, A push-down) at each blade's root. Turned on by Push Grass, "
+        "which checks there is a buffer",
+        default=False, update=_wind_scene_changed,
+    )
+    push_buffer: PointerProperty(
+        name="Push Buffer",
+        description="The baked interaction buffer (its image, as Use Baked Buffer loaded it) whose grass channels "
+        "push the grass",
+        type=bpy.types.Image,
+        poll=_poll_push_buffer,
+        update=_wind_scene_changed,
+    )
+    push_strength: FloatProperty(
+        name="Push Strength",
+        description="How far a full push-down (A = 1) leans a blade away from the actor: its tip's sideways "
+        "distance per unit of its height before the turn (2.5: about 68 degrees down)",
+        default=2.5, min=0.0, soft_max=6.0, max=100.0, update=_wind_scene_changed,
+    )
+    push_sway: FloatProperty(
+        name="Push Sway",
+        description="How far the wobble after a nudge (G, between 1 and -1) leans a blade, per unit of its height",
+        default=0.6, min=0.0, soft_max=3.0, max=100.0, update=_wind_scene_changed,
     )
     # bake settings
     ao_samples: IntProperty(

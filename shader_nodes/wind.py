@@ -29,13 +29,17 @@ import math
 import bpy
 
 from .. import bridge
+import os
+
+from ..core import snow as core_snow
 from ..core import wind as core_wind
 from . import bend as bend_nodes
 from . import common
+from .snow import buffer as snow_buffer
 
 GROUP_NAME = "EnvFX Wind"
 KIND = "wind"  # one group per scene (common.ensure_scene_group)
-VERSION = 15
+VERSION = 16  # 16: grass that actors push (the interaction buffer's G and A at each blade's root)
 
 # Value nodes driven from the scene: label -> data path on the scene
 DRIVEN = {
@@ -50,7 +54,13 @@ DRIVEN = {
     "Fade End": "envfx.wind.grass_fade_end",
     "FPS": "render.fps",
     "FPS Base": "render.fps_base",
+    "Push Strength": "envfx.wind.push_strength",
+    "Push Sway": "envfx.wind.push_sway",
 }
+# Value nodes of the grass push set by ``_wire`` (On) or driven from the baked buffer's group (the window and frames)
+PUSH_VALUES = ("Push On", "Push Origin X", "Push Origin Y", "Push Size", "Push First", "Push Last")
+PUSH_FROM_BUFFER = {"Push Origin X": "Origin X", "Push Origin Y": "Origin Y", "Push Size": "Size",
+                    "Push First": "First Frame", "Push Last": "Last Frame"}
 
 # modifier inputs: name -> (default, min, max)
 ASSET_INPUTS = {
@@ -157,7 +167,9 @@ def _interface(tree, b):
     use_source = b.value("Use Source", 0.0)
     use_terrain = b.value("Use Terrain", 0.0)  # 1 when the scene has a terrain object (set by _wire)
     source_strength = b.value("Source Strength", 0.0)
-    for i, label in enumerate(list(DRIVEN) + ["Use Source", "Source Strength", "Use Terrain"]):
+    for label in PUSH_VALUES:
+        val[label] = b.value(label, 1.0 if label == "Push Size" else 0.0)
+    for i, label in enumerate(list(DRIVEN) + ["Use Source", "Source Strength", "Use Terrain"] + list(PUSH_VALUES)):
         tree.nodes[label].location = (-2400, -600 - 90 * i)
     return gi, go, inp, val, use_source, use_terrain, source_strength
 
@@ -342,6 +354,7 @@ def _blade_wind(b, inp, val, t, d, hs, self_info, invert, rel, position, strengt
     the grass frequencies)."""
     f3, gains, lag3 = gust_parts
     a = b.vmath("SUBTRACT", position, rel, label="Blade Root")
+    b.blade_root = a
     mt = b.node("FunctionNodeTransposeMatrix", "Transpose")
     b.link(self_info.outputs["Transform"], mt.inputs[0])
     d_obj = b.transform_dir(mt.outputs[0], d, "Wind Dir Transposed")
@@ -406,6 +419,10 @@ def _grass_motion(b, gi, inp, val, hs, self_info, invert, inv_m, d, d_loc, main_
     swing = b.vmath("ADD", b.vmath("ADD", b.vmath("SCALE", swing_unit, scale=eff),
                                    b.vmath("SCALE", lean_local, scale=hg)),
                     b.vmath("SCALE", normal, scale=wamp), label="Grass Swing")
+    # actors push the blades (a switch on a single value: without a baked buffer nothing of it is evaluated)
+    pushed = b.vmath("ADD", swing, _push(b, val, self_info, inv_m, hg), label="Grass Swing Pushed")
+    swing = b.switch("Push Switch", b.compare("GREATER_THAN", val["Push On"], 0.5, data_type="FLOAT",
+                                              label="Push Is On"), pushed, swing, "VECTOR")
     carry_h = b.attr(core_wind.LIVE_ATTRS[4])
     up_l = b.transform_dir(inv_m, b.vector("Grass Up", (0.0, 0.0, 1.0)), "Grass Up Local")
     inv_hs = b.m("DIVIDE", 1.0, hs)
@@ -416,6 +433,57 @@ def _grass_motion(b, gi, inp, val, hs, self_info, invert, inv_m, d, d_loc, main_
     faded = b.vmath("ADD", b.vmath("SCALE", local, scale=fade),
                     b.vmath("SCALE", position, scale=b.m("SUBTRACT", fade, 1.0)), label="Grass Faded")
     return _terrain(b, gi, self_info, invert, position, use_terrain, faded)
+
+
+def _push(b, val, self_info, inv_m, hg):
+    """The lean actors give a blade through the baked interaction buffer (``core.wind.push_lean``), in object space
+    times H (so the turn about the root keeps the blade's length). The buffer's window maps a world point to
+    ``uv = (X - origin) / size``: one matrix per asset (the window's times the object's) takes each blade's root
+    there; three samples of the buffer give G and A at the root and A one texel to +x and +y (the slope of A
+    points away from the actor's path)."""
+    size = val["Push Size"]
+    inv_s = b.m("DIVIDE", 1.0, size)
+    window = b.node("FunctionNodeCombineMatrix", "Push Window")
+    columns = ((inv_s, 0.0, 0.0, 0.0), (0.0, inv_s, 0.0, 0.0), (0.0, 0.0, 1.0, 0.0),
+               (b.mul(val["Push Origin X"], b.m("MULTIPLY", inv_s, -1.0)),
+                b.mul(val["Push Origin Y"], b.m("MULTIPLY", inv_s, -1.0)), 0.0, 1.0))
+    for sock, value in zip(window.inputs, (v for col in columns for v in col)):
+        b.feed(sock, value)
+    to_uv = b.node("FunctionNodeMatrixMultiply", "Push Object To UV")
+    b.link(window.outputs[0], to_uv.inputs[0])
+    b.link(self_info.outputs["Transform"], to_uv.inputs[1])
+    uv = b.node("FunctionNodeTransformPoint", "Push Root UV")
+    b.link(b.blade_root, uv.inputs["Vector"])
+    b.link(to_uv.outputs[0], uv.inputs["Transform"])
+    image = b.node("GeometryNodeInputImage", "Push Image")
+    info = b.node("GeometryNodeImageInfo", "Push Image Info")
+    b.link(image.outputs[0], info.inputs["Image"])
+    # the baked frames are first..last: after them the last one holds, before them nothing pushes
+    frame = b.node("GeometryNodeInputSceneTime", "Push Time").outputs["Frame"]
+    baked = b.m("MAXIMUM", b.m("MINIMUM", frame, val["Push Last"]), val["Push First"])
+    started = b.m("GREATER_THAN", b.add(frame, 0.5), val["Push First"])
+    b.link(baked, info.inputs["Frame"])  # (a sequence has no size at frame 0 unless it has that file)
+
+    def sample(vector, label):
+        tex = b.node("GeometryNodeImageTexture", label, interpolation="Linear", extension="EXTEND")
+        b.link(image.outputs[0], tex.inputs["Image"])
+        b.link(vector, tex.inputs["Vector"])
+        b.link(baked, tex.inputs["Frame"])
+        return tex
+
+    here = sample(uv.outputs[0], "Push Here")
+    step_x = b.combine_xyz(b.m("DIVIDE", 1.0, info.outputs["Width"]), 0.0, 0.0, label="Push Texel X")
+    step_y = b.combine_xyz(0.0, b.m("DIVIDE", 1.0, info.outputs["Height"]), 0.0, label="Push Texel Y")
+    a0 = here.outputs["Alpha"]
+    gx = b.m("SUBTRACT", sample(b.vmath("ADD", uv.outputs[0], step_x), "Push +X").outputs["Alpha"], a0)
+    gy = b.m("SUBTRACT", sample(b.vmath("ADD", uv.outputs[0], step_y), "Push +Y").outputs["Alpha"], a0)
+    _r, g0, _b = b.sep3(here.outputs["Color"], "Push Here RGB")
+    # (strength A + sway G) / sqrt(gx^2 + gy^2 + eps^2), with the sign and the start folded into the two gains
+    neg = b.m("MULTIPLY", started, -1.0)
+    amp = b.math("MULTIPLY_ADD", a0, b.mul(val["Push Strength"], neg), b.mul(g0, b.mul(val["Push Sway"], neg)))
+    den = b.m("SQRT", b.math("MULTIPLY_ADD", gx, gx, b.math("MULTIPLY_ADD", gy, gy, core_wind.PUSH_EPS ** 2)))
+    slope = b.transform_dir(inv_m, b.combine_xyz(gx, gy, 0.0, label="Push Slope"), "Push Slope Local")
+    return b.vmath("SCALE", slope, scale=b.mul(b.m("DIVIDE", amp, den), hg), label="Grass Push")
 
 
 def _terrain(b, gi, self_info, invert, position, use_terrain, faded):
@@ -579,7 +647,76 @@ def _wire(scene, tree):
         common.drive_values(tree, source, {"Source Strength": "field.strength"}, id_type="OBJECT")
     elif tree.animation_data and tree.animation_data.drivers.find(common.value_path("Source Strength")):
         tree.driver_remove(common.value_path("Source Strength"))
+    _wire_push(scene, tree)
     return tree
+
+
+def _wire_push(scene, tree):
+    """Point the grass push at the scene's baked buffer (its image, and drivers that read the window and frames
+    from the buffer's own group: a re-bake or a follow window's keyframed origin reach the grass), or switch it
+    off."""
+    image, buffer_tree = push_source(scene)
+    node = tree.nodes["Push Image"]
+    if node.image != image:
+        node.image = image
+    on = tree.nodes["Push On"].outputs[0]
+    if on.default_value != (1.0 if image is not None else 0.0):
+        on.default_value = 1.0 if image is not None else 0.0
+    if buffer_tree is not None:
+        driven = {label: common.value_path(src) for label, src in PUSH_FROM_BUFFER.items()}
+        common.drive_values(tree, buffer_tree, driven, id_type="NODETREE")
+    elif tree.animation_data is not None:
+        for label in PUSH_FROM_BUFFER:
+            if tree.animation_data.drivers.find(common.value_path(label)):
+                tree.driver_remove(common.value_path(label))
+
+
+def is_buffer_image(image) -> bool:
+    """Whether ``image`` is a baked interaction buffer that a bake's group in this file reads."""
+    return buffer_group_of(image) is not None
+
+
+def _bake_group(tree) -> bool:
+    return snow_buffer.is_buffer_group(tree) or snow_buffer.is_ripples_group(tree)
+
+
+def buffer_group_of(image):
+    """The bake's group ("EnvFX Snow Buffer", or "EnvFX Water Ripples") that reads ``image``, or None."""
+    if image is None:
+        return None
+    return next((t for t in bpy.data.node_groups if _bake_group(t) and "Buffer" in t.nodes
+                 and t.nodes["Buffer"].inputs["Image"].default_value == image), None)
+
+
+def push_source(scene):
+    """(image, its bake's group) the scene's grass push reads, or (None, None) when push is off or has no buffer."""
+    s = scene.envfx.wind
+    if not s.grass_push:
+        return None, None
+    tree = buffer_group_of(s.push_buffer)
+    return (s.push_buffer, tree) if tree is not None else (None, None)
+
+
+def push_params(scene, frame: int):
+    """The scene's grass push at ``frame`` as the numpy twin reads it (``core.wind.GrassPush``: the bake's frame
+    read from its EXR file, the window of the bake's group), or None when push is off. Call after
+    ``scene.frame_set(frame)`` (a follow window's origin is keyframed)."""
+    image, tree = push_source(scene)
+    if image is None:
+        return None
+    s = scene.envfx.wind
+    first, last = (tree.nodes[k].outputs[0].default_value for k in ("First Frame", "Last Frame"))
+    path = bpy.path.abspath(image.filepath)
+    if image.source == "SEQUENCE":
+        meta = core_snow.read_buffer_metadata(os.path.join(os.path.dirname(path), "snow_buffer.json"))
+        baked = max(min(frame, last), first)
+        entry = next(f for f in meta["frames"] if f["frame"] == round(baked))
+        path = os.path.join(os.path.dirname(path), entry["file"])
+    return core_wind.GrassPush(
+        buffer=core_snow.read_exr(path), origin=tuple(tree.nodes[k].outputs[0].default_value
+                                                      for k in ("Origin X", "Origin Y")),
+        size=tree.nodes["Size"].outputs[0].default_value, strength=s.push_strength, sway=s.push_sway,
+        started=frame + 0.5 > first)
 
 
 def _out_of_sync(scene, tree) -> bool:
@@ -591,7 +728,8 @@ def _out_of_sync(scene, tree) -> bool:
         terrain = None
     return (tree.nodes["Source"].inputs["Object"].default_value != source
             or tree.nodes["Use Source"].outputs[0].default_value != (1.0 if source is not None else 0.0)
-            or tree.nodes["Terrain"].inputs["Object"].default_value != terrain)
+            or tree.nodes["Terrain"].inputs["Object"].default_value != terrain
+            or tree.nodes.get("Push Image") is None or tree.nodes["Push Image"].image != push_source(scene)[0])
 
 
 def keep_in_sync(scene, depsgraph=None):

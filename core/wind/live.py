@@ -12,6 +12,7 @@ from .params import (SPRING_HZ, BRANCH_HZ, GUST_AMPS, GUST_MULTS, GUST_PHASES, G
     MICRO_SCALE, MICRO_HZ, MICRO_PHASES, MICRO_WAVES, LIVE_ATTRS, PIVOT_B, PIVOT_H, PIVOT_BASE,
     BRANCH_MULTS, BRANCH_PHASES, AMBIENT_HZ, AMBIENT_SCALE, WOBBLE_HZ, WOBBLE_SCALE, WOBBLE_WAVE, TILT_SCALE,
     GUST_SPEED)
+from .push import GrassPush, push_lean
 
 
 # --- live wind --------------------------------------------------------------------------------------------
@@ -316,7 +317,7 @@ def blade_wind(positions, live, matrix_world, frame: float, scene: SceneWind, as
 
 
 def wind_offsets(positions, height, wind_color, normals, matrix_world, frame: float, scene: SceneWind,
-                 asset: AssetWind, camera_matrix=None, terrain_z=None, live=None) -> np.ndarray:
+                 asset: AssetWind, camera_matrix=None, terrain_z=None, live=None, push: GrassPush = None) -> np.ndarray:
     """(N, 3) object-space offsets of the live wind at ``frame`` (the twin of the "EnvFX Wind" node group).
 
     The swing (``wind_swing``: the talk's bend, sway, lift, flutter, whole-asset bend and grass motion as offsets)
@@ -330,7 +331,8 @@ def wind_offsets(positions, height, wind_color, normals, matrix_world, frame: fl
     away from a camera looking down and the distance fade; ``terrain_z`` (N,) is the world Z of the terrain under
     each rest vertex (NaN where there is none), or None: its physical (unbent) height, as on a bent level the wind
     works before the bend (the live wind reads the terrain as drawn plus the drop its bend gives the vertex's x, y).
-    ``live``: ``live_attributes(positions, height, wind_color)`` when already computed."""
+    ``live``: ``live_attributes(positions, height, wind_color)`` when already computed. ``push`` (grass only, or
+    None): the interaction buffer the blades read (``push.GrassPush``: actors push them down and away)."""
     p = np.asarray(positions, np.float64).reshape(-1, 3)
     h = np.asarray(height, np.float64).reshape(-1)
     live = live_attributes(p, h, wind_color) if live is None else live
@@ -338,7 +340,7 @@ def wind_offsets(positions, height, wind_color, normals, matrix_world, frame: fl
     origin = m[:3, 3]
     lt = live_terms(m, frame, scene, asset, camera_matrix)
     blades = blade_wind(p, live, m, frame, scene, asset, lt) if asset.category == "GRASS" else None
-    swing = wind_swing(p, normals, m, frame, scene, asset, live, lt, blades)
+    swing = wind_swing(p, normals, m, frame, scene, asset, live, lt, blades, push)
     local = keep_lengths(swing, live, m, asset, lt, blades)
     if asset.category != "GRASS":
         return local.astype(np.float32)
@@ -354,13 +356,15 @@ def wind_offsets(positions, height, wind_color, normals, matrix_world, frame: fl
 
 
 def wind_swing(positions, normals, matrix_world, frame: float, scene: SceneWind, asset: AssetWind, live,
-               lt: LiveTerms | None = None, blades: BladeWind | None = None) -> np.ndarray:
+               lt: LiveTerms | None = None, blades: BladeWind | None = None,
+               push: GrassPush | None = None) -> np.ndarray:
     """(N, 3) object-space swing: where the wind pushes each vertex, as an offset, before ``keep_lengths`` turns it
     into motion along arcs. ``(Ba bend + H^2 main) dir + Bac vc + Bas vs + Rc mc + Rs ms`` (``LiveTerms``,
     ``live_attributes``: Branch = (Ba, Bac, Bas), Leaf = (Rc, Rs, H^2)). Grass: that sum times the blade's wind
     ``eff`` (``blade_wind``), plus its lean (figure-eight and camera tilt, ``BladeWind.extra``) times ``H`` and its
     wobble along the normal, ``eff ambient WOBBLE_SCALE H wave(p . WOBBLE_WAVE / 2 pi + fw t)`` (inside the swing,
-    so they keep lengths too)."""
+    so they keep lengths too); with ``push``, the lean actors give the blade (``push.push_lean`` at its root) times
+    ``H`` too, so it turns about its root."""
     p = np.asarray(positions, np.float64).reshape(-1, 3)
     m = np.asarray(matrix_world, np.float64).reshape(4, 4)
     lt = live_terms(m, frame, scene, asset) if lt is None else lt
@@ -380,7 +384,11 @@ def wind_swing(positions, normals, matrix_world, frame: float, scene: SceneWind,
     wamp = blades.eff * lt.ambient * WOBBLE_SCALE * hh * wave(p @ (np.asarray(WOBBLE_WAVE) / (2 * math.pi)) + fw * t)
     # the figure-eight and tilt lean the clump (h times a vector) like the whole-asset bend, and the wobble grows
     # with the height: both read H (h on the ground pieces; a branch is carried)
-    return blades.eff[:, None] * swing + hh[:, None] * (blades.extra @ inv3.T) + wamp[:, None] * nrm
+    lean = blades.extra
+    if push is not None:
+        rel = np.asarray(live[LIVE_ATTRS[3]], np.float64).reshape(-1, 3)
+        lean = lean + push_lean((p - rel) @ m[:3, :3].T + m[:3, 3], push)
+    return blades.eff[:, None] * swing + hh[:, None] * (lean @ inv3.T) + wamp[:, None] * nrm
 
 
 def keep_lengths(swing, live, matrix_world, asset: AssetWind, lt: LiveTerms,

@@ -19,7 +19,7 @@ This package re-exports the names scripts, the CLI and the tests use (``operator
 from . import actors, bake, collection, cover, engines, render, terrain, trails
 from .actors import actor_specs
 from .bake import (bake_counts, bake_inputs, bake_job, buffer_modifiers, drive_from_bake, drive_from_trails,
-                   range_warning, stamp_params)
+                   load_bake, range_warning, ripples_modifiers, stamp_params, water_ripples)
 from .collection import COLLECTION_KEY, SnowInputError, is_snow_object, snow_objects
 from .cover import covers_of, generate_snow, mesh_from_cover
 from .terrain import OCCLUDER_READER
@@ -32,7 +32,7 @@ __all__ = (
     "actor_specs", "add_trails", "bake_counts", "bake_inputs", "bake_job", "buffer_modifiers", "covers_of",
     "drive_from_bake", "drive_from_trails", "follow_actors", "generate_snow", "is_snow_object", "mesh_from_cover",
     "pending_clean_up", "range_warning", "remove_trails", "snow_objects", "stamp_params", "surfaces_left_scene",
-    "trails_modifiers",
+    "trails_modifiers", "load_bake", "ripples_modifiers", "water_ripples",
 )
 
 # registered in this order (as before the package)
@@ -44,4 +44,5 @@ classes = (
     bake.ENVFX_OT_snow_bake_buffer,
     render.ENVFX_OT_snow_trails_simulate,
     engines.ENVFX_OT_snow_export_engines,
+    bake.ENVFX_OT_snow_water_ripples,
 )

@@ -218,15 +218,16 @@ def bake_job(scene):
 
 
 def refresh_buffer_groups(folder: str | None = None) -> list:
-    """Bring the Snow from Bake groups up to date with the bakes they show: a group saved by an older EnvFX is
-    rebuilt in place, and every group takes its bake's frame range and window from the ``snow_buffer.json`` beside
-    its images as it is now (a bake again into the same folder, over another range, is the bake the snow shows).
-    ``folder``: only the groups showing that folder's bake. A group whose bake cannot be read, or now is a single
-    image where it was a sequence (or the other way round), is left alone (Snow from Bake again sets it up).
-    Returns the groups updated."""
+    """Bring the Snow from Bake (and Water Ripples from Bake) groups up to date with the bakes they show: a group
+    saved by an older EnvFX is rebuilt in place, and every group takes its bake's frame range and window from the
+    ``snow_buffer.json`` beside its images as it is now (a bake again into the same folder, over another range, is
+    the bake the snow shows). ``folder``: only the groups showing that folder's bake. A group whose bake cannot be
+    read, or now is a single image where it was a sequence (or the other way round), is left alone (Snow from Bake
+    again sets it up). Returns the groups updated."""
     done = []
     for tree in list(bpy.data.node_groups):
-        if not snow_nodes.is_buffer_group(tree) or tree.library is not None or "Buffer" not in tree.nodes:
+        ripples = snow_nodes.is_ripples_group(tree)
+        if not (ripples or snow_nodes.is_buffer_group(tree)) or tree.library is not None or "Buffer" not in tree.nodes:
             continue
         image = tree.nodes["Buffer"].inputs["Image"].default_value
         if image is None or image.library is not None:
@@ -240,7 +241,10 @@ def refresh_buffer_groups(folder: str | None = None) -> list:
             continue
         if bool(meta["sequence"]) != (image.source == "SEQUENCE"):
             continue
-        snow_nodes.ensure_buffer_group(image, meta)
+        if ripples:
+            snow_nodes.ensure_ripples_group(image, meta, tree.nodes["Scale"].outputs[0].default_value)
+        else:
+            snow_nodes.ensure_buffer_group(image, meta)
         image.reload()
         done.append(tree)
     return done
@@ -251,16 +255,10 @@ def refresh_buffer_groups(folder: str | None = None) -> list:
 BUFFER_MODIFIER = "EnvFX Snow Buffer"
 
 
-def drive_from_bake(scene, objects, out_dir: str = "") -> ObjectsResult:
-    """Offset ``objects`` (snow meshes) by the baked buffer in ``out_dir`` (default: the scene's output
-    folder) instead of the live trails, which are switched off (linked objects are skipped). An empty folder
-    setting, or one relative to a .blend file never saved, is refused as Bake Interaction Buffer refuses it."""
-
-    result = ObjectsResult()
-    targets = [o for o in changeable(objects, result) if o.type == "MESH" and is_snow_object(o)]
-    if not targets:
-        why = f" ({result.skipped_text()})" if result.skipped else ""
-        raise SnowInputError(f"No snow mesh to drive{why}: generate snow first or select snow meshes")
+def load_bake(scene, out_dir: str, result: ObjectsResult):
+    """(image, metadata) of the baked buffer in ``out_dir`` (default: the scene's output folder), checked and loaded
+    (the image or the sequence, read as data); a warning about its frame range goes to ``result``. Raises
+    SnowInputError saying what is wrong and what to do."""
     out_dir = _output_folder(out_dir or scene.envfx.snow.output_dir)
     meta_path = os.path.join(out_dir, "snow_buffer.json")
     if not os.path.isfile(meta_path):
@@ -286,6 +284,20 @@ def drive_from_bake(scene, objects, out_dir: str = "") -> ObjectsResult:
     image.source = "SEQUENCE" if meta["sequence"] else "FILE"
     image.colorspace_settings.name = "Non-Color"
     image.alpha_mode = "CHANNEL_PACKED"
+    return image, meta
+
+
+def drive_from_bake(scene, objects, out_dir: str = "") -> ObjectsResult:
+    """Offset ``objects`` (snow meshes) by the baked buffer in ``out_dir`` (default: the scene's output
+    folder) instead of the live trails, which are switched off (linked objects are skipped). An empty folder
+    setting, or one relative to a .blend file never saved, is refused as Bake Interaction Buffer refuses it."""
+
+    result = ObjectsResult()
+    targets = [o for o in changeable(objects, result) if o.type == "MESH" and is_snow_object(o)]
+    if not targets:
+        why = f" ({result.skipped_text()})" if result.skipped else ""
+        raise SnowInputError(f"No snow mesh to drive{why}: generate snow first or select snow meshes")
+    image, meta = load_bake(scene, out_dir, result)
     tree = snow_nodes.ensure_buffer_group(image, meta)
     for obj in targets:
         for mod in trails_modifiers(obj):
@@ -299,6 +311,40 @@ def drive_from_bake(scene, objects, out_dir: str = "") -> ObjectsResult:
             bend_nodes.add_modifier_before_bend(obj, BUFFER_MODIFIER, tree)
         result.changed.append(obj.name)
     return result
+
+
+RIPPLES_MODIFIER = "EnvFX Water Ripples"
+
+
+def water_ripples(scene, objects, out_dir: str = "", scale: float = 1.0) -> ObjectsResult:
+    """The buffer's fourth channel: raise and lower ``objects`` (water surfaces: any mesh) by the baked buffer's B
+    (the water ripples, in scene units) times ``scale`` along world up, in the viewport and in renders; the
+    normals follow the rippled surface. Each bake has its own group ("EnvFX Water Ripples"); a mesh rippled by
+    another bake before is moved to this one. Linked objects and non-meshes are skipped."""
+    result = ObjectsResult()
+    targets = [o for o in changeable(objects, result) if o.type == "MESH"]
+    if not targets:
+        why = f" ({result.skipped_text()})" if result.skipped else ""
+        raise SnowInputError(f"No mesh to ripple{why}: select the water surface (a mesh)")
+    if not (np.isfinite(scale) and scale >= 0):
+        raise SnowInputError(f"Ripple scale {scale} must be 0 or more")
+    image, meta = load_bake(scene, out_dir, result)
+    tree = snow_nodes.ensure_ripples_group(image, meta, scale)
+    for obj in targets:
+        mods = ripples_modifiers(obj)
+        if mods:
+            mods[0].node_group = tree
+            for extra in mods[1:]:
+                obj.modifiers.remove(extra)
+        else:
+            bend_nodes.add_modifier_before_bend(obj, RIPPLES_MODIFIER, tree)
+        result.changed.append(obj.name)
+    return result
+
+
+def ripples_modifiers(obj):
+    """The object's modifiers that ripple it by a baked buffer's B (of any bake)."""
+    return [m for m in obj.modifiers if m.type == "NODES" and snow_nodes.is_ripples_group(m.node_group)]
 
 
 def buffer_modifiers(obj):
@@ -355,6 +401,34 @@ class ENVFX_OT_snow_bake_buffer(progress.ModalJobOperator, bpy.types.Operator):
         if warning is not None:
             self.report({"WARNING"}, warning)
         self.report({"INFO"}, f"Wrote {len(result.files)} image(s) and {os.path.basename(result.metadata_path)}")
+        return {"FINISHED"}
+
+
+class ENVFX_OT_snow_water_ripples(bpy.types.Operator):
+    """Ripple the selected water surfaces by the baked interaction buffer's water channel (B), in the viewport and
+    in renders"""
+
+    bl_idname = "envfx.snow_water_ripples"
+    bl_label = "Water Ripples from Bake"
+    bl_options = {"REGISTER", "UNDO"}
+
+    scale: bpy.props.FloatProperty(name="Scale", description="Height of the ripples: the baked B (scene units) "
+                                   "times this", default=1.0, min=0.0, soft_max=10.0)
+
+    @classmethod
+    def poll(cls, context):
+        if not any(o.type == "MESH" for o in getattr(context, "selected_objects", []) or []):
+            cls.poll_message_set("Select the water surface (a mesh)")
+            return False
+        return True
+
+    def execute(self, context):
+        try:
+            result = water_ripples(context.scene, list(context.selected_objects), scale=self.scale)
+        except (SnowInputError, OSError, RuntimeError) as exc:
+            self.report({"ERROR"}, str(exc))
+            return {"CANCELLED"}
+        report_result(self, result, "The bake ripples")
         return {"FINISHED"}
 
 

@@ -16,7 +16,8 @@ This package re-exports the names the operators, panels, props and tests use (``
 
 from . import base, buffer, coverage, graph, material, puffs, trails
 from .base import ACTORS_KEY, CELLS, DRIVEN, GROUND_KEEP, STATE, SnowBuilder
-from .buffer import BUFFER_GROUP, BUFFER_KIND, BUFFER_VERSION, ensure_buffer_group, is_buffer_group
+from .buffer import (BUFFER_GROUP, BUFFER_KIND, BUFFER_VERSION, RIPPLES_GROUP, ensure_buffer_group,
+                     ensure_ripples_group, is_buffer_group, is_ripples_group)
 from .coverage import (COVERAGE_GROUP, COVERAGE_KIND, COVERAGE_VERSION, SURFACES_COLLECTION, SURFACES_KEY,
                        SURFACES_NODE, ensure_coverage, ensure_surfaces_collection, surfaces_bend, surfaces_for,
                        surfaces_shared, sync_coverage_bend)
@@ -28,6 +29,7 @@ __all__ = (
     "base", "buffer", "coverage", "graph", "material", "puffs", "trails",
     "ACTORS_KEY", "CELLS", "DRIVEN", "GROUND_KEEP", "STATE", "SnowBuilder",
     "BUFFER_GROUP", "BUFFER_KIND", "BUFFER_VERSION", "ensure_buffer_group", "is_buffer_group",
+    "RIPPLES_GROUP", "ensure_ripples_group", "is_ripples_group",
     "COVERAGE_GROUP", "COVERAGE_KIND", "COVERAGE_VERSION", "SURFACES_COLLECTION", "SURFACES_KEY", "SURFACES_NODE",
     "ensure_coverage", "ensure_surfaces_collection", "surfaces_bend", "surfaces_for", "surfaces_shared",
     "sync_coverage_bend",

@@ -18,6 +18,22 @@ NO_START = -1.0e9  # "First Frame" of a bake of the final state only: it shows a
 
 
 def _build_buffer(tree):
+    b, group_in, group_out, rgb, started, local_up = _buffer_read(tree)
+    thick_node = b.named("snow_thickness")
+    no_attr = b.math("SUBTRACT", 1.0, thick_node.outputs["Exists"], label="No Thickness")
+    thickness = b.math("MULTIPLY_ADD", no_attr, 1.0e6, thick_node.outputs["Attribute"], label="Thickness")
+    disp = b.math("MULTIPLY", b.math("MAXIMUM", rgb.outputs["Red"], b.math("MULTIPLY", thickness, -GROUND_KEEP),
+                                     label="Baked Displacement"), started, label="Displacement")
+    set_pos = b.node("GeometryNodeSetPosition", "Set Position")
+    b.link(group_in.outputs[0], set_pos.inputs["Geometry"])
+    b.link(b.vmath("SCALE", local_up.outputs[0], scale=disp, label="Offset Local"), set_pos.inputs["Offset"])
+    b.link(set_pos.outputs[0], group_out.inputs[0])
+
+
+def _buffer_read(tree):
+    """The part of a bake's group that reads the buffer at each vertex's world XY: (builder, group input and
+    output, the channels (a Separate Color node), whether the baked range has started, world up in object
+    space)."""
     b = SnowBuilder(tree)
     common.socket(tree, "Geometry", "INPUT", "NodeSocketGeometry")
     common.socket(tree, "Geometry", "OUTPUT", "NodeSocketGeometry")
@@ -45,19 +61,23 @@ def _build_buffer(tree):
     started = b.math("GREATER_THAN", b.math("ADD", frame, 0.5, label="Frame Rounded"), first, label="Started")
     rgb = b.node("FunctionNodeSeparateColor", "Channels")
     b.link(tex.outputs["Color"], rgb.inputs[0])
-    thick_node = b.named("snow_thickness")
-    no_attr = b.math("SUBTRACT", 1.0, thick_node.outputs["Exists"], label="No Thickness")
-    thickness = b.math("MULTIPLY_ADD", no_attr, 1.0e6, thick_node.outputs["Attribute"], label="Thickness")
-    disp = b.math("MULTIPLY", b.math("MAXIMUM", rgb.outputs["Red"], b.math("MULTIPLY", thickness, -GROUND_KEEP),
-                                     label="Baked Displacement"), started, label="Displacement")
     invert = b.node("FunctionNodeInvertMatrix", "Invert")
     b.link(matrix, invert.inputs[0])
     local_up = b.node("FunctionNodeTransformDirection", "Up Local")
     b.link(invert.outputs[0], local_up.inputs["Transform"])
     local_up.inputs["Direction"].default_value = (0.0, 0.0, 1.0)
+    return b, group_in, group_out, rgb, started, local_up
+
+
+def _build_ripples(tree):
+    """Water: the surface raised and lowered by the buffer's B (scene units) times "Scale" (the write-up's water,
+    "a slight vertical offset"; the shading normals follow the rippled surface)."""
+    b, group_in, group_out, rgb, started, local_up = _buffer_read(tree)
+    height = b.math("MULTIPLY", b.math("MULTIPLY", rgb.outputs["Blue"], b.value("Scale", 1.0), label="Ripple"),
+                    started, label="Ripple Height")
     set_pos = b.node("GeometryNodeSetPosition", "Set Position")
     b.link(group_in.outputs[0], set_pos.inputs["Geometry"])
-    b.link(b.vmath("SCALE", local_up.outputs[0], scale=disp, label="Offset Local"), set_pos.inputs["Offset"])
+    b.link(b.vmath("SCALE", local_up.outputs[0], scale=height, label="Offset Local"), set_pos.inputs["Offset"])
     b.link(set_pos.outputs[0], group_out.inputs[0])
 
 
@@ -66,21 +86,43 @@ def is_buffer_group(tree) -> bool:
     return common.is_scene_group(tree, BUFFER_KIND, BUFFER_GROUP)
 
 
+RIPPLES_GROUP = "EnvFX Water Ripples"
+RIPPLES_KIND = "water_ripples"  # one group per bake image
+RIPPLES_VERSION = 1
+
+
+def is_ripples_group(tree) -> bool:
+    """Whether ``tree`` is a bake's water-ripples group."""
+    return common.is_scene_group(tree, RIPPLES_KIND, RIPPLES_GROUP)
+
+
+def ensure_ripples_group(image, meta: dict, scale: float = 1.0) -> bpy.types.NodeTree:
+    """The water-ripples group of one bake (``ensure_buffer_group``'s twin for the B channel): the surface moved
+    along world up by B times ``scale``."""
+    return _ensure_bake_group(image, meta, RIPPLES_GROUP, RIPPLES_KIND, RIPPLES_VERSION, _build_ripples,
+                              is_ripples_group, {"Scale": scale})
+
+
 def ensure_buffer_group(image, meta: dict) -> bpy.types.NodeTree:
     """The group of one bake: the snow offset by the R channel of the baked buffer ``image`` (one image or the
     sequence), placed with the bake's metadata (the follow window's origin is keyframed per frame). A sequence
     shows its last frame after the baked range and untouched snow before it. Each bake has its own group (the
     first "EnvFX Snow Buffer", others "EnvFX Snow Buffer (<image>)"), so two snow areas of a file can follow two
     bakes."""
-    tree = next((t for t in bpy.data.node_groups if is_buffer_group(t) and t.library is None
+    return _ensure_bake_group(image, meta, BUFFER_GROUP, BUFFER_KIND, BUFFER_VERSION, _build_buffer, is_buffer_group)
+
+
+def _ensure_bake_group(image, meta, name, kind, version, build, is_kind, values=None):
+    tree = next((t for t in bpy.data.node_groups if is_kind(t) and t.library is None
                  and "Buffer" in t.nodes and t.nodes["Buffer"].inputs["Image"].default_value == image), None)
     if tree is None:
-        taken = bpy.data.node_groups.get(BUFFER_GROUP) is not None
-        tree = bpy.data.node_groups.new(f"{BUFFER_GROUP} ({image.name})" if taken else BUFFER_GROUP,
-                                        "GeometryNodeTree")
-    tree[common.KIND_KEY] = BUFFER_KIND
-    common.rebuild_if_outdated(tree, str(BUFFER_VERSION), _build_buffer)
+        taken = bpy.data.node_groups.get(name) is not None
+        tree = bpy.data.node_groups.new(f"{name} ({image.name})" if taken else name, "GeometryNodeTree")
+    tree[common.KIND_KEY] = kind
+    common.rebuild_if_outdated(tree, str(version), build)
     tree.nodes["Buffer"].inputs["Image"].default_value = image
+    for label, value in (values or {}).items():
+        tree.nodes[label].outputs[0].default_value = float(value)
     tree.nodes["Size"].outputs[0].default_value = float(meta["world_size"])
     frames = meta["frames"]
     tree.nodes["First Frame"].outputs[0].default_value = float(frames[0]["frame"]) if meta["sequence"] else NO_START

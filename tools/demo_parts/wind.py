@@ -1,7 +1,9 @@
 """Demo part: a small forest and a grass field in wind. Trees and grass clumps are built from numpy meshes with
 bark / leaf materials (the material names double as the bake's trunk / leaf overrides), their wind data is baked
 with the add-on's operator, a Wind force field drives the scene wind, the vegetation look colorizes them by where
-they stand, and two frames of a seamless loop render."""
+they stand, and two frames of a seamless loop render. A walker then crosses the meadow: its interaction buffer is
+baked (the Snow panel's Bake Interaction Buffer, with the walker as the actor) and the grass reads it (Push Grass):
+blades around the walker bend down and away from it and wobble back after it passes (a third render)."""
 
 import math
 
@@ -123,9 +125,13 @@ def build(ctx):
     g = shapes.make_grass(blades=14, height=0.7, seed=1)
     grass_mesh = _mesh(bpy, "Wind Grass", g["positions"], g["faces"], materials=(grass_mat,))
     grass = []
-    for i in range(120):  # instances share one mesh; each moves with its own phase and gust
+    for i in range(220):  # instances share one mesh; each moves with its own phase and gust
         obj = bpy.data.objects.new(f"Wind Grass {i}", grass_mesh)
-        obj.location = (X0 + rng.uniform(-9, 9), rng.uniform(-1.0, 9.0), 0.0) if i else (X0, 4.0, 0.0)
+        if i >= 120:  # a denser strip along the walker's path (see _walker)
+            u = rng.uniform(0.0, 1.0)
+            obj.location = (X0 - 7.0 + 14.0 * u, 1.0 + 2.0 * u + rng.uniform(-1.1, 1.1), 0.0)
+        else:
+            obj.location = (X0 + rng.uniform(-9, 9), rng.uniform(-1.0, 9.0), 0.0) if i else (X0, 4.0, 0.0)
         obj.rotation_euler = (0.0, 0.0, rng.uniform(0, 2 * math.pi))
         coll.objects.link(obj)
         grass.append(obj)
@@ -160,5 +166,49 @@ def build(ctx):
     cam.rotation_euler = (math.radians(80), 0.0, 0.0)
     ctx.only_visible(coll)
     files = [ctx.render(cam, "wind", frame=1), ctx.render(cam, "wind_gust", frame=40)]
+    files += _walker(ctx, coll, cam)
     scene.frame_set(1)
     return files
+
+
+def _walker(ctx, coll, cam):
+    """Grass that actors push (docs/vegetation.md): a walker crosses the meadow over frames 1-60; its interaction
+    buffer is baked (frames 1-96) into demo_out/grass_buffer and the grass reads its G and A channels."""
+    import os
+
+    bpy = ctx.bpy
+    scene = ctx.scene
+    walkers = bpy.data.collections.new("Wind Walker")
+    coll.children.link(walkers)
+    body = bpy.data.meshes.new("Wind Walker")
+    import bmesh
+
+    bm = bmesh.new()
+    bmesh.ops.create_uvsphere(bm, u_segments=24, v_segments=12, radius=0.45)
+    bm.to_mesh(body)
+    bm.free()
+    body.materials.append(_material(bpy, "Wind Walker", (0.7, 0.25, 0.15)))
+    walker = bpy.data.objects.new("Wind Walker", body)
+    walkers.objects.link(walker)
+    for frame, x, y in ((1, -7.0, 1.0), (60, 7.0, 3.0)):
+        walker.location = (X0 + x, y, 0.4)
+        walker.keyframe_insert("location", frame=frame)
+    s = scene.envfx.snow
+    s.actors, s.frame_start, s.frame_end = walkers, 1, 96
+    s.buffer_resolution, s.sequence = 256, True
+    s.output_dir = os.path.join(ctx.out_dir, "grass_buffer")
+    assert bpy.ops.envfx.snow_bake_buffer() == {"FINISHED"}
+    assert bpy.ops.envfx.wind_grass_push() == {"FINISHED"}
+    # closer, looking down on the walker's path: at frame 44 the grass parts around the walker and behind it; at 72
+    # (12 frames after it stopped) the blades it pushed wobble back up
+    cam_data = bpy.data.cameras.new("Wind Push Camera")
+    cam_data.lens = 30
+    push_cam = bpy.data.objects.new("Wind Push Camera", cam_data)
+    coll.objects.link(push_cam)
+    push_cam.location = (X0 + 0.5, -3.2, 3.6)
+    push_cam.rotation_euler = (math.radians(57), 0.0, math.radians(-12))
+    files = [ctx.render(push_cam, "wind_push", frame=44), ctx.render(push_cam, "wind_push_after", frame=72)]
+    from demo import side_by_side
+
+    files.append(side_by_side(files, os.path.join(ctx.out_dir, "wind_push_pair.png")))
+    return files + [os.path.join(s.output_dir, "snow_buffer.json")]

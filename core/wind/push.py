@@ -1,0 +1,79 @@
+"""Grass that actors push (Slime Rancher 2 write-up): the interaction buffer's G (grass sway, a wobble between +1 and
+-1 after a nudge) and A (grass push-down, 0..1) read at each blade's root turn the blade down and away from the
+actor's path, and it wobbles back.
+
+The buffer holds no direction, so the write-up's "offset sampling to derive rough directional vectors based on the
+slope of these height maps" gives one: A is a ridge along an actor's path (1 - (d / r)^2 across it, decaying
+behind the actor), so down its slope is away from the path. Per blade, at its root ``X`` (world XY; ``uv = (X -
+origin) / size``), with ``C`` the bilinear sample of the buffer (EXTEND at its edges) and ``e`` one texel:
+
+    gx = A(uv + (e, 0)) - A(uv),  gy = A(uv + (0, e)) - A(uv)
+    lean = (strength A + sway G) (-gx, -gy, 0) / sqrt(gx^2 + gy^2 + PUSH_EPS^2)
+
+a world lean per unit of height, added to the grass's swing times H like the figure-eight (``live.wind_swing``), so
+``keep_lengths`` turns it into a rotation about the blade's root: the blade keeps its length. On the ridge's crest
+(no slope) the direction fades out (blades right under the path stand, as grass parted by a foot). Before the
+bake's first frame nothing pushes (``started`` False)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+PUSH_EPS = 0.02  # A change per texel under which the push direction fades (a soft normalisation)
+
+
+@dataclass(frozen=True)
+class GrassPush:
+    """A baked interaction buffer as the grass reads it. ``buffer`` (H, W, 4) RGBA, row 0 at the window's min world
+    y (``core.snow.read_exr``); ``origin`` the window's lower-left world XY, ``size`` its world size (square);
+    ``strength`` the lean per unit of A (push-down), ``sway`` per unit of G (wobble); ``started``: whether the
+    frame is at or after the bake's first frame."""
+    buffer: np.ndarray
+    origin: tuple = (0.0, 0.0)
+    size: float = 1.0
+    strength: float = 2.5
+    sway: float = 0.6
+    started: bool = True
+
+
+def sample_uv(buffer, u, v):
+    """(N, C) bilinear samples of ``buffer`` (H, W, C; row 0 at v = 0) at texture coordinates ``u``, ``v`` (N,),
+    texel centres at (i + 0.5) / W, the edge texels extended beyond the image (the Image Texture node's Linear
+    interpolation with EXTEND)."""
+    img = np.asarray(buffer, np.float64)
+    h, w = img.shape[:2]
+    fx = np.asarray(u, np.float64) * w - 0.5
+    fy = np.asarray(v, np.float64) * h - 0.5
+    x0 = np.floor(fx)
+    y0 = np.floor(fy)
+    tx = (fx - x0)[:, None]
+    ty = (fy - y0)[:, None]
+    x0 = x0.astype(np.int64)
+    y0 = y0.astype(np.int64)
+    xa, xb = np.clip(x0, 0, w - 1), np.clip(x0 + 1, 0, w - 1)
+    ya, yb = np.clip(y0, 0, h - 1), np.clip(y0 + 1, 0, h - 1)
+    return ((img[ya, xa] * (1 - tx) + img[ya, xb] * tx) * (1 - ty)
+            + (img[yb, xa] * (1 - tx) + img[yb, xb] * tx) * ty)
+
+
+def push_lean(roots, push: GrassPush) -> np.ndarray:
+    """(N, 3) world lean per unit of height of the blades whose roots are at world ``roots`` (N, 3): see the
+    module's docstring."""
+    x = np.asarray(roots, np.float64).reshape(-1, 3)
+    out = np.zeros_like(x)
+    if not push.started or len(x) == 0:
+        return out
+    buf = np.asarray(push.buffer)
+    h, w = buf.shape[:2]
+    u = (x[:, 0] - push.origin[0]) / push.size
+    v = (x[:, 1] - push.origin[1]) / push.size
+    here = sample_uv(buf, u, v)
+    a0, g0 = here[:, 3], here[:, 1]
+    gx = sample_uv(buf[..., 3:], u + 1.0 / w, v)[:, 0] - a0
+    gy = sample_uv(buf[..., 3:], u, v + 1.0 / h)[:, 0] - a0
+    k = (push.strength * a0 + push.sway * g0) / np.sqrt(gx * gx + gy * gy + PUSH_EPS * PUSH_EPS)
+    out[:, 0] = -gx * k
+    out[:, 1] = -gy * k
+    return out

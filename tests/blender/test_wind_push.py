@@ -1,0 +1,229 @@
+"""Grass that actors push (#23 part 4): the wind's grass reads a baked interaction buffer's G (sway) and A
+(push-down) at each blade's root; the geometry-nodes group equals its numpy twin, blades near the actor's path lean
+away from it and down and wobble back after it passes, lengths are kept, push off costs nothing and changes nothing,
+and asking for push without a buffer changes nothing and says what to do."""
+
+import importlib
+import math
+import os
+
+import bpy
+import numpy as np
+import pytest
+from mathutils import Matrix
+
+WALK = ((1, (-4.0, -0.3, 0.0)), (25, (4.0, 0.3, 0.0)))  # the walker's bottom point, frames 1 to 25
+
+
+def _field(blades=300, seed=3):
+    """One mesh of ``blades`` thin vertical quads (0.4-0.6 m tall) over 6 x 6 m, baked as Grass and in the wind."""
+    rng = np.random.default_rng(seed)
+    verts, faces = [], []
+    for i in range(blades):
+        x, y = rng.uniform(-3, 3, 2)
+        h, w, a = rng.uniform(0.4, 0.6), 0.02, rng.uniform(0, math.pi)
+        dx, dy = w * math.cos(a), w * math.sin(a)
+        verts += [(x - dx, y - dy, 0.0), (x + dx, y + dy, 0.0), (x + dx, y + dy, h), (x - dx, y - dy, h)]
+        faces.append(tuple(range(4 * i, 4 * i + 4)))
+    mesh = bpy.data.meshes.new("Field")
+    mesh.from_pydata(verts, [], faces)
+    obj = bpy.data.objects.new("Field", mesh)
+    bpy.context.scene.collection.objects.link(obj)
+    obj.matrix_world = Matrix.Translation((0.5, -0.2, 0.1)) @ Matrix.Rotation(0.3, 4, "Z")
+    for o in bpy.context.view_layer.objects:
+        o.select_set(o == obj)
+    bpy.context.view_layer.objects.active = obj
+    assert bpy.ops.envfx.wind_bake_data() == {"FINISHED"}
+    obj.envfx.wind.category = "GRASS"
+    return obj
+
+
+def _baked_buffer(envfx, folder, sequence=True):
+    """A walker's interaction buffer baked over frames 1-100 (the walk ends at 25) into ``folder`` and loaded as Use
+    Baked Buffer loads it (its image and its bake's group)."""
+    snow = importlib.import_module(envfx.__name__ + ".core.snow")
+    nodes = importlib.import_module(envfx.__name__ + ".shader_nodes.snow")
+    (f0, p0), (f1, p1) = WALK
+    frames = np.arange(1, 101)
+    s = np.clip((frames - f0) / (f1 - f0), 0.0, 1.0)[:, None]
+    tracks = (np.array(p0) + s * (np.array(p1) - np.array(p0)))[:, None, :]
+    buf = snow.BufferParams(resolution=96, size=10.0, origin=(-5.0, -5.0))
+    result = snow.bake(tracks, [0.6], [0.2], snow.StampParams(fps=24.0), buf, frame_start=1, out_dir=str(folder),
+                       sequence=sequence)
+    meta = snow.read_buffer_metadata(result.metadata_path)
+    image = bpy.data.images.load(result.files[0], check_existing=True)
+    image.reload()
+    image.source = "SEQUENCE" if sequence else "FILE"
+    image.colorspace_settings.name = "Non-Color"
+    image.alpha_mode = "CHANNEL_PACKED"
+    nodes.ensure_buffer_group(image, meta)
+    return image
+
+
+def _rest(mods, obj):
+    return mods.bridge.get_positions(obj.data).astype(np.float64)
+
+
+def _read(mesh, name, width):
+    attr = mesh.attributes[name]
+    buf = np.empty(len(mesh.vertices) * width, np.float32)
+    attr.data.foreach_get({4: "color", 3: "vector"}.get(width, "value"), buf)
+    return buf.reshape(-1, width) if width > 1 else buf
+
+
+def _twin(mods, obj, frame, push=True):
+    scene = bpy.context.scene
+    mesh = obj.data
+    normals = np.empty(len(mesh.vertices) * 3, np.float32)
+    mesh.vertex_normals.foreach_get("vector", normals)
+    rest = _rest(mods, obj)
+    cam = mods.bridge.matrix_to_numpy(scene.camera.matrix_world) if scene.camera else None
+    return rest + mods.core.wind_offsets(
+        rest, _read(mesh, "EnvFX_Height", 1), _read(mesh, "EnvFX_Wind", 4), normals.reshape(-1, 3),
+        mods.bridge.matrix_to_numpy(obj.matrix_world), frame, mods.nodes.params_from_scene(scene),
+        mods.nodes.asset_params(obj), camera_matrix=cam,
+        push=mods.nodes.push_params(scene, frame) if push else None)
+
+
+def _evaluated(mods, obj, frame):
+    bpy.context.scene.frame_set(frame)
+    return mods.bridge.evaluated_positions(obj, bpy.context.evaluated_depsgraph_get())
+
+
+@pytest.mark.parametrize("sequence", [True, False])
+def test_pushed_grass_equals_its_twin(mods, envfx, tmp_path, sequence):
+    scene = bpy.context.scene
+    scene.envfx.wind.strength = 0.7
+    obj = _field()
+    mods.ops.add_wind(scene, [obj])
+    _baked_buffer(envfx, tmp_path, sequence)
+    assert "pushed by the baked buffer" in mods.ops.grass_push(scene)
+    worst = 0.0
+    for frame in (1, 9, 13, 30, 55):
+        got = _evaluated(mods, obj, frame)
+        worst = max(worst, float(np.abs(got - _twin(mods, obj, frame)).max()))
+    assert worst < 1e-4, worst
+    # the push does move the grass (against the same wind without it; the final frame only: the walk's end has
+    # had 3 s to recover by then)
+    assert np.abs(_evaluated(mods, obj, 13) - _twin(mods, obj, 13, push=False)).max() > (0.1 if sequence else 0.03)
+
+
+def test_blades_near_the_walker_are_pushed_down_and_away_and_sway_back(mods, envfx, tmp_path):
+    """Still air, no camera tilt: the grass moves only by the push. At frame 13 (the walker at its middle, about
+    (0, 0)), blades within its radius and off its path lean away from the path and their tips are lower (each
+    keeps its length); far blades do not move; after the walker has passed they stand up again as A recovers (at
+    frame 100 their tips are higher than at 13). The wobble alone (push strength 0: only G leans them) leans them
+    away at 13 and then back past upright, towards the path (the buffer's +G / -G wave)."""
+    scene = bpy.context.scene
+    scene.envfx.wind.strength = scene.envfx.wind.grass_tilt = 0.0
+    obj = _field(blades=900)
+    mods.ops.add_wind(scene, [obj])
+    _baked_buffer(envfx, tmp_path)
+    mods.ops.grass_push(scene)
+    rest = _rest(mods, obj)
+    m = np.array(obj.matrix_world)
+    world = lambda p: p @ m[:3, :3].T + m[:3, 3]  # noqa: E731
+    rest_w = world(rest).reshape(-1, 4, 3)
+    roots = rest_w[:, :2].mean(1)
+    tips_rest = rest_w[:, 2:].mean(1)
+    # the walker's path: (-4, -0.3) -> (4, 0.3); at frame 13 it is at (0, 0)
+    path_dir = np.array([8.0, 0.6]) / np.hypot(8.0, 0.6)
+    normal = np.array([-path_dir[1], path_dir[0]])
+    side = roots[:, :2] @ normal  # signed distance from the path's line
+    to_walker = np.linalg.norm(roots[:, :2], axis=1)
+
+    def tips(frame):
+        return world(_evaluated(mods, obj, frame)).reshape(-1, 4, 3)[:, 2:].mean(1)
+
+    now = tips(13)
+    along = roots[:, :2] @ path_dir
+    near = (to_walker < 0.55) & (np.abs(side) > 0.15) & (along < 0.1)  # beside it or behind it, off the path
+    far = np.linalg.norm(roots[:, :2] - np.array([0.0, 2.5]), axis=1) < 0.3  # 2.5 m off the path
+    assert near.sum() >= 5 and far.sum() >= 1, (near.sum(), far.sum())
+    moved = now - tips_rest
+    away = np.sign(side[near]) * (moved[near, :2] @ normal)
+    assert (away > 0.05).all(), away
+    assert (moved[near, 2] < -0.05).all(), moved[near, 2]
+    assert np.abs(moved[far]).max() < 1e-6
+    # lengths kept: every vertex keeps its distance from its blade's root (the middle of its two base vertices)
+    got = world(_evaluated(mods, obj, 13)).reshape(-1, 4, 3)
+    np.testing.assert_allclose(np.linalg.norm(got - got[:, :2].mean(1, keepdims=True), axis=2),
+                               np.linalg.norm(rest_w - rest_w[:, :2].mean(1, keepdims=True), axis=2), atol=1e-5)
+    late = tips(100) - tips_rest
+    assert (late[near, 2] > moved[near, 2] + 0.02).all()
+    # the wobble alone: away from the path at 13, then back past upright at some frame after
+    scene.envfx.wind.push_strength = 0.0
+    lean = [np.median(np.sign(side[near]) * ((tips(f) - tips_rest)[near, :2] @ normal)) for f in range(13, 40)]
+    assert lean[0] > 0.01 and min(lean[1:]) < -0.005, lean
+
+
+def _state(obj):
+    s = bpy.context.scene.envfx.wind
+    return (s.grass_push, s.push_buffer, len(bpy.data.images), tuple(m.name for m in obj.modifiers))
+
+
+def test_push_without_a_buffer_changes_nothing_and_says_what_to_do(mods, envfx, tmp_path):
+    scene = bpy.context.scene
+    obj = _field(blades=20)
+    mods.ops.add_wind(scene, [obj])
+    before = _state(obj)
+    rest = _evaluated(mods, obj, 7)
+    with pytest.raises(RuntimeError, match="No trails or baked buffer in scene 'Scene' to push the grass.*Bake "
+                                           "Interaction Buffer"):
+        bpy.ops.envfx.wind_grass_push()
+    assert _state(obj) == before
+    np.testing.assert_array_equal(_evaluated(mods, obj, 7), rest)
+    # push turned on by hand without a buffer: the group's push stays off (the panel says why)
+    scene.envfx.wind.grass_push = True
+    np.testing.assert_array_equal(_evaluated(mods, obj, 7), rest)
+    assert bpy.data.node_groups["EnvFX Wind"].nodes["Push On"].outputs[0].default_value == 0.0
+
+
+def test_push_on_and_off_and_the_group_skips_it_when_off(mods, envfx, tmp_path):
+    scene = bpy.context.scene
+    obj = _field(blades=50)
+    mods.ops.add_wind(scene, [obj])
+    plain = _evaluated(mods, obj, 13)
+    image = _baked_buffer(envfx, tmp_path)
+    assert bpy.ops.envfx.wind_grass_push() == {"FINISHED"}
+    tree = bpy.data.node_groups["EnvFX Wind"]
+    assert scene.envfx.wind.push_buffer == image and tree.nodes["Push Image"].image == image
+    assert np.abs(_evaluated(mods, obj, 13) - plain).max() > 0.05
+    assert bpy.ops.envfx.wind_grass_push(on=False) == {"FINISHED"}
+    assert tree.nodes["Push On"].outputs[0].default_value == 0.0 and tree.nodes["Push Image"].image is None
+    np.testing.assert_array_equal(_evaluated(mods, obj, 13), plain)
+    # the image of another bake: refused, nothing changed
+    other = bpy.data.images.new("Not A Buffer", 4, 4)
+    with pytest.raises(Exception, match="no baked interaction buffer"):
+        mods.ops.grass_push(scene, image=other)
+    assert not scene.envfx.wind.grass_push
+    assert os.path.isfile(bpy.path.abspath(image.filepath))
+
+
+
+def test_push_grass_loads_the_bake_of_the_snow_panel_s_walkers(mods, envfx, tmp_path):
+    """The user's path with no snow and no water: a walker in the Snow panel's Actors, Bake Interaction Buffer into
+    the Output Folder, Push Grass (which loads that bake): the grass around the walker is pushed, equal to the
+    twin."""
+    scene = bpy.context.scene
+    obj = _field(blades=300)
+    mods.ops.add_wind(scene, [obj])
+    walkers = bpy.data.collections.new("Walkers")
+    scene.collection.children.link(walkers)
+    bpy.ops.mesh.primitive_uv_sphere_add(radius=0.5, location=(-4.0, 0.0, 0.45))
+    walker = bpy.context.active_object
+    for coll in list(walker.users_collection):
+        coll.objects.unlink(walker)
+    walkers.objects.link(walker)
+    walker.keyframe_insert("location", frame=1)
+    walker.location = (4.0, 0.0, 0.45)
+    walker.keyframe_insert("location", frame=25)
+    s = scene.envfx.snow
+    s.actors, s.frame_start, s.frame_end, s.buffer_resolution = walkers, 1, 30, 96
+    s.output_dir, s.sequence = str(tmp_path), True
+    assert bpy.ops.envfx.snow_bake_buffer() == {"FINISHED"}
+    assert bpy.ops.envfx.wind_grass_push() == {"FINISHED"}
+    assert scene.envfx.wind.push_buffer is not None
+    got = _evaluated(mods, obj, 13)
+    assert np.abs(got - _twin(mods, obj, 13)).max() < 1e-4
+    assert np.abs(got - _twin(mods, obj, 13, push=False)).max() > 0.1

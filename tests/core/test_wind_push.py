@@ -1,0 +1,71 @@
+"""Grass push core (#23 part 4): the buffer's bilinear read, the push's direction away from an actor's path, the
+wobble, and blades that keep their lengths while pushed."""
+
+import math
+
+import numpy as np
+
+from core import snow, wind
+from core import wind_shapes
+
+
+def _walker_buffer(frames=30, res=64, size=8.0):
+    """A walker along +x through (0, 0) (frames 1-20 from x = -3 to x = 3), baked: (buffer per frame, params)."""
+    f = np.arange(1, frames + 1)
+    x = -3.0 + 6.0 * np.clip((f - 1) / 19.0, 0.0, 1.0)
+    tracks = np.stack([x, np.zeros_like(x), np.zeros_like(x)], 1)[:, None, :]
+    buf = snow.BufferParams(resolution=res, size=size, origin=(-size / 2, -size / 2))
+    # one bake per prefix of the walk: the buffer as it is at each frame
+    images = [snow.bake(tracks[:k], [0.6], [0.2], snow.StampParams(fps=24.0), buf).final for k in range(1, frames + 1)]
+    return images, buf
+
+
+def test_sample_uv_is_the_buffer_s_bilinear_read():
+    rng = np.random.default_rng(1)
+    img = rng.normal(size=(16, 16, 4)).astype(np.float32)
+    xy = rng.uniform(-1.0, 9.0, (200, 2))  # inside and beyond the window (extended edges)
+    origin, size = (0.5, -0.2), 8.0
+    got = wind.sample_uv(img, (xy[:, 0] - origin[0]) / size, (xy[:, 1] - origin[1]) / size)
+    for c in range(4):
+        np.testing.assert_allclose(got[:, c], snow.sample_buffer(img, origin, size / 16, xy, c), atol=1e-6)
+
+
+def test_push_leans_away_from_the_path_and_wobbles_back():
+    images, buf = _walker_buffer()
+    push = lambda k, **kw: wind.GrassPush(buffer=images[k - 1], origin=buf.origin, size=buf.size, **kw)  # noqa: E731
+    roots = np.array([[0.0, 0.3, 0.0], [0.0, -0.3, 0.0], [0.2, 0.45, 0.0], [0.0, 2.5, 0.0]])
+    lean = wind.push_lean(roots, push(11))  # the walker is at about (0.16, 0) at frame 11
+    assert lean[0, 1] > 0.5 and lean[1, 1] < -0.5  # away from the path on either side
+    assert abs(lean[0, 0]) < 0.5 * lean[0, 1]
+    assert lean[2, 1] > 0.2
+    np.testing.assert_array_equal(lean[3], 0.0)  # far away: nothing
+    np.testing.assert_array_equal(lean[:, 2], 0.0)
+    # the wobble alone (strength 0): away while G rises, then back past upright towards the path
+    sway = [wind.push_lean(roots[:1], push(k, strength=0.0))[0, 1] for k in range(11, 30)]
+    assert sway[0] > 0.05 and min(sway) < -0.02, sway
+    # before the bake's first frame nothing pushes
+    np.testing.assert_array_equal(wind.push_lean(roots, push(11, started=False)), 0.0)
+
+
+def test_pushed_blades_keep_their_lengths():
+    """A grass clump in the wind, pushed: every vertex keeps its distance from its blade's root."""
+    g = wind_shapes.make_grass(blades=12, height=0.8, seed=4)
+    res = wind.bake_wind_data(g["positions"], g["edges"])
+    m = np.eye(4)
+    m[:3, 3] = (0.1, 0.2, 0.0)
+    images, buf = _walker_buffer()
+    scene = wind.SceneWind(strength=1.5)
+    asset = wind.AssetWind(category="GRASS", asset_height=0.8)
+    rgba = np.c_[res.leaf, res.phase, res.branch, np.ones(len(res.leaf))]
+    live = wind.live_attributes(g["positions"], res.height, rgba)
+    normals = np.tile([0.0, 1.0, 0.0], (len(g["positions"]), 1))
+    push = wind.GrassPush(buffer=images[10], origin=buf.origin, size=buf.size, strength=4.0)
+    off = wind.wind_offsets(g["positions"], res.height, rgba, normals, m, 11, scene, asset, live=live)
+    on = wind.wind_offsets(g["positions"], res.height, rgba, normals, m, 11, scene, asset, live=live, push=push)
+    assert np.abs(on - off).max() > 0.1
+    rel = live[wind.LIVE_ATTRS[3]].astype(np.float64)
+    root = g["positions"] - rel
+    for moved in (off, on):
+        np.testing.assert_allclose(np.linalg.norm(g["positions"] + moved - root, axis=1),
+                                   np.linalg.norm(rel, axis=1), atol=1e-5)
+    assert math.isfinite(float(np.abs(on).max()))
