@@ -15,17 +15,23 @@
   (previous -> current bottom point, flattened to z = 0) is the path. A table of cells (``CELLS`` x ``CELLS``
   over the snow's bounds) flags the cells a path (or an occluder) can reach; the cells' proximity search runs
   only in the blocks of a coarse table (``COARSE`` x ``COARSE`` cells a block) near a path;
-- the trail state is the snow mesh's own attribute ``snow_trail`` = (down, rim, pushed this frame)
-  (``base.STATE``), carried through the zone with the mesh: a frame writes it on the vertices near a path only,
-  and the mesh's other arrays are shared with the simulation's cache, not copied (the cache keeps one state
-  array a frame). When the simulation starts each vertex gets its cell (``snow_cell``); the vertices whose cell
-  is near a path this frame (one gather of their cell's code) take the actor whose path is nearest (as
-  ``core.snow.stamp_points`` does): the one nearest to their cell's centre when that path is apart from every
-  other (farther than twice the reach), else their own Sample Nearest on the path edges; then the stamp,
-  vertical fade, persistence and occluders follow the core's formulas node for node;
-- after the zone every vertex reads its state (no gather, no search) and moves by
-  ``max(rim - down, -0.98 snow_thickness)`` along world Z; with the camera fade by
-  ``fade * trail + (1 - fade) * (-0.98 snow_thickness)``, so beyond Camera Fade End the snow lies flat on the
+- the trail state is kept off the snow mesh (which passes the zone unchanged, so none of its 1M-vertex arrays
+  is copied into the simulation's cache): when the simulation starts each vertex gets its cell (``snow_cell``)
+  and its rank among its cell's vertices (``snow_slot``), and the vertices sorted by cell become the point
+  cloud "Sorted" (with per cell its first sorted point and vertex count, "Cells"). The state "State" is a point
+  cloud of the vertices of the "held" cells (cells a path or an occluder has reached), cell after cell (the point's
+  position is its state (down, rim, pushed now), ``base.STATE``; attributes ``sidx`` = the vertex's sorted point,
+  ``cell``); the state "Held" is
+  the cell table of block starts (``d1`` = start + 1, 0 = no state). A cell reached for the first time gets a
+  block appended; the blocks of cells held before stay where they are, so a frame's work is the stamp near this
+  frame's paths, not a rebuild of every cell ever held. The held points of the near cells take the actor whose
+  path is nearest (as ``core.snow.stamp_points`` does): the one nearest to their cell's centre when that path is
+  apart from every other (farther than twice the reach), else their own Sample Nearest on the path edges (a
+  point's vertex position is gathered from "Sorted"); then the stamp, vertical fade, persistence and occluders
+  follow the core's formulas node for node;
+- after the zone the vertices of held cells read their state at block start + rank (two gathers, no search)
+  and move by ``max(rim - down, -0.98 snow_thickness)`` along world Z; with the camera fade every vertex moves
+  by ``fade * trail + (1 - fade) * (-0.98 snow_thickness)``, so beyond Camera Fade End the snow lies flat on the
   ground (``core.snow.shown_offset``; snow wholly within Camera Fade Start, or no active camera: only the
   trails).
 
@@ -37,7 +43,7 @@ from __future__ import annotations
 import types
 
 from .. import common
-from .base import ACTORS_KEY, ACTORS_NODE, CELLS, COARSE, DRIVEN, GRAVITY, GROUND_KEEP, STATE, SnowBuilder
+from .base import ACTORS_KEY, ACTORS_NODE, CELLS, COARSE, DRIVEN, GRAVITY, GROUND_KEEP, SnowBuilder
 from .puffs import puffs_shown, puffs_step
 
 class _Shared(types.SimpleNamespace):
@@ -63,6 +69,11 @@ def _grid(b, mn, mx, tag):
     return lo, cell, ext.outputs["Z"], mid_z
 
 
+def _ival(b, geometry, name, idx, label):
+    return b.sample_index(geometry, b.named(name, "INT", label=f"Read {label}").outputs["Attribute"], idx,
+                          "INT", label=label)
+
+
 def _build(tree, occluders: bool):
     """The live trails group: its stages, in the order they make their nodes (names, locations and the join
     orders depend on it)."""
@@ -71,8 +82,9 @@ def _build(tree, occluders: bool):
     _inputs(b, tree, s)
     _zone_and_paths(b, s)
     _stamp_fields(b, s)
-    _cells_at_start(b, tree, s)
+    _cell_sort(b, tree, s)
     _near_cells(b, s, occluders)
+    _grow_state(b, s, occluders)
     _stamp_state(b, s, occluders)
     _puffs_and_display(b, s)
 
@@ -129,7 +141,7 @@ def _zone_and_paths(b, s):
     sim_out = b.node("GeometryNodeSimulationOutput", "Sim Out", location=(2200, 0))
     sim_in.pair_with_output(sim_out)
     sim_out.state_items.new("GEOMETRY", "Actors")
-    for item in ("Cells", "Puffs"):
+    for item in ("State", "Held", "Sorted", "Cells", "Puffs"):
         sim_out.state_items.new("GEOMETRY", item)
     b.link(group_in.outputs[0], sim_in.inputs["Geometry"])
     b.link(actors_now, sim_in.inputs["Actors"])
@@ -223,7 +235,7 @@ def _stamp_fields(b, s):
 
     keep = b.clamp01(b.math("SUBTRACT", 1.0, b.math("MULTIPLY", values["Refill Rate"], dt)), label="Keep")
     old = b.node("ShaderNodeSeparateXYZ", "Old State")
-    b.link(b.named(STATE, data_type="FLOAT_VECTOR").outputs["Attribute"], old.inputs[0])
+    b.link(b.node("GeometryNodeInputPosition", "Read State").outputs[0], old.inputs[0])  # STATE: the position
     old_down, old_rim = old.outputs["X"], old.outputs["Y"]
     kd = b.math("MULTIPLY", keep, old_down, label="Kept Down")
     new_down = b.math("MAXIMUM", kd, down_s, label="New Down")
@@ -236,10 +248,10 @@ def _stamp_fields(b, s):
           thick_node=thick_node)
 
 
-def _cells_at_start(b, tree, s):
-    """Once, when the simulation starts: each vertex's cell of the lookup table (``snow_cell``) and the snow's
-    bounds ("Cells": one point with ``bound_min`` and ``bound_max``, object space)."""
-    group_in, sim_in = s.get("group_in sim_in")
+def _cell_sort(b, tree, s):
+    """Once, when the simulation starts: each vertex's cell of the lookup table, its rank in the cell, the
+    vertices as points sorted by cell ("Sorted") and per cell its first sorted point and count ("Cells")."""
+    group_in, index, sim_in = s.get("group_in index sim_in")
 
     # coarse lookup table: CELLS x CELLS cells over the snow's bounding box (object space), flagging the cells
     # a path (or an occluder) may reach; only the snow vertices in flagged cells evaluate the nearest-path
@@ -259,12 +271,51 @@ def _cells_at_start(b, tree, s):
     vertex_cell = b.math("MULTIPLY_ADD", cell_of(p_obj.outputs["Y"], lo0.outputs["Y"]), float(CELLS),
                          cell_of(p_obj.outputs["X"], lo0.outputs["X"]), label="Vertex Cell")
     start_geo = b.store(group_in.outputs[0], "snow_cell", vertex_cell, data_type="INT", label="Store Cell")
-    bounds = b.node("GeometryNodePoints", "Snow Bounds")
-    bounds.inputs["Count"].default_value = 1
-    cells_geo = bounds.outputs[0]
+    # once, when the simulation starts: each vertex's rank among its cell's vertices (snow_slot), the vertices
+    # as points sorted by cell ("Sorted"), and per cell its first sorted point and vertex count ("Cells")
+    cell_r = b.named("snow_cell", "INT", label="Read Start Cell").outputs["Attribute"]
+    rank = b.node("GeometryNodeAccumulateField", "Cell Rank", data_type="INT", domain="POINT")
+    rank.inputs[0].default_value = 1
+    b.link(cell_r, rank.inputs[1])
+    start_geo = b.store(start_geo, "snow_slot", rank.outputs["Trailing"], data_type="INT",
+                        label="Store Slot")
+    sort = b.node("GeometryNodeSortElements", "Sort By Cell", domain="POINT")
+    b.link(start_geo, sort.inputs["Geometry"])
+    b.link(cell_r, sort.inputs["Group ID"])
+    # the rank as the weight: exact in float for any cell size, and the same order as the index
+    b.link(b.named("snow_slot", "INT", label="Read Start Slot").outputs["Attribute"], sort.inputs["Sort Weight"])
+    as_points = b.node("GeometryNodeMeshToPoints", "Sorted Points", mode="VERTICES")
+    b.link(sort.outputs[0], as_points.inputs["Mesh"])
+    sorted_geo = b.store(as_points.outputs[0], "start", index, data_type="INT", label="Store Sorted Index")
+    sorted_geo = b.store(sorted_geo, "count", rank.outputs["Total"], data_type="INT", label="Store Cell Total")
+    firsts = b.node("GeometryNodeDeleteGeometry", "Cell Firsts", domain="POINT", mode="ALL")
+    b.link(sorted_geo, firsts.inputs["Geometry"])
+    b.link(b.math("GREATER_THAN", b.named("snow_slot", "INT", label="Read Sorted Slot").outputs["Attribute"], 0.0),
+           firsts.inputs["Selection"])
+    firsts_x = b.node("GeometryNodeSetPosition", "Firsts At Cell")
+    b.link(firsts.outputs[0], firsts_x.inputs["Geometry"])
+    b.link(b.combine_xyz(cell_r, 0.0, 0.0, label="Firsts X"), firsts_x.inputs["Position"])
+    cell_pts = b.node("GeometryNodePoints", "Cells Static")
+    cell_pts.inputs["Count"].default_value = CELLS * CELLS
+    b.link(b.combine_xyz(index, 0.0, 0.0, label="Cell X Pos"), cell_pts.inputs["Position"])
+    fn = b.node("GeometryNodeSampleNearest", "First Of Cell", domain="POINT")
+    b.link(firsts_x.outputs[0], fn.inputs["Geometry"])
+    b.link(b.node("GeometryNodeInputPosition", "Cell X").outputs[0], fn.inputs["Sample Position"])
+    j = fn.outputs["Index"]
+    match = b.math("COMPARE", b.sample_index(firsts_x.outputs[0], cell_r, j, "INT", label="First Cell"), index, 0.0,
+                   label="Cell Match")
+    cells_geo = b.store(cell_pts.outputs[0], "start",
+                        b.math("MULTIPLY", match, b.sample_index(firsts_x.outputs[0], b.named(
+                            "start", "INT", label="Read First Start").outputs["Attribute"], j, "INT",
+                            label="First Start")), data_type="INT", label="Store Cell Start")
+    cells_geo = b.store(cells_geo, "count",
+                        b.math("MULTIPLY", match, b.sample_index(firsts_x.outputs[0], b.named(
+                            "count", "INT", label="Read First Count").outputs["Attribute"], j, "INT",
+                            label="First Count")), data_type="INT", label="Store Cell Count")
     for name in ("Min", "Max"):
         cells_geo = b.store(cells_geo, f"bound_{name.lower()}", start_bbox.outputs[name], data_type="FLOAT_VECTOR",
                             label=f"Store Bound {name}")
+    b.link(sorted_geo, sim_in.inputs["Sorted"])
     b.link(cells_geo, sim_in.inputs["Cells"])
     for link in list(tree.links):
         if link.to_node == sim_in and link.to_socket.name == "Geometry":
@@ -402,16 +453,96 @@ def _near_cells(b, s, occluders):
     s.put(table_geo=table_geo)
 
 
+def _grow_state(b, s, occluders):
+    """The trail state cloud, grown by a block of points for each cell reached for the first time."""
+    sim_in, index, table_geo = s.get("sim_in index table_geo")
+    # --- trail state, kept off the 1M-vertex mesh: only the vertices of the "held" cells (cells a path or an
+    # occluder has reached) carry a state, stored cell by cell in one small point cloud "State" (STATE per
+    # point); the table "Held" gives each cell the start of its block in it plus one (0 = no state). A vertex's
+    # state is at block start + its rank among its cell's vertices (snow_slot, computed once). The mesh itself
+    # passes the zone unchanged, so no 1M-vertex attribute is copied into the simulation's cache.
+    held_prev = sim_in.outputs["Held"]
+    state_prev = sim_in.outputs["State"]
+    sorted_pts = sim_in.outputs["Sorted"]
+    cells_static = sim_in.outputs["Cells"]
+
+    count = _ival(b, cells_static, "count", index, "Cell Count")
+    start = _ival(b, cells_static, "start", index, "Cell Start")
+    d1_old = _ival(b, held_prev, "d1", index, "Old Block")
+    # the flags stored above are read back (a field used by two stores would be evaluated twice: the proximity
+    # search is the table's main cost)
+    cand_cell = b.named("near", "BOOLEAN", label="Read Near Cell").outputs["Attribute"]
+    if occluders:
+        cand_cell = b.boolean("OR", cand_cell, b.named("occ", "BOOLEAN", label="Read Occ Cell").outputs["Attribute"],
+                              label="Candidate Cell")
+    # the state grows by whole cells: a cell a path (or an occluder) reaches for the first time gets a block
+    # appended to the state cloud; the blocks of the cells held before stay where they are (so the per-frame work
+    # is the stamp near this frame's paths, not a rebuild of every cell ever held)
+    new_cell = b.boolean("AND", b.boolean("AND", cand_cell, b.math("GREATER_THAN", count, 0.0, label="Has Vertices")),
+                         b.math("LESS_THAN", d1_old, 0.5, label="Not Held"), label="New Cell")
+    table_geo = b.store(table_geo, "new", new_cell, data_type="BOOLEAN", label="Store New")
+    table_geo = b.store(table_geo, "start", start, data_type="INT", label="Store Start")
+    table_geo = b.store(table_geo, "count", count, data_type="INT", label="Store Count")
+    table_geo = b.store(table_geo, "cell", index, data_type="INT", label="Store Cell Index")
+    new_r = b.named("new", "BOOLEAN", label="Read New").outputs["Attribute"]
+    new_count = b.math("MULTIPLY", new_r, b.named("count", "INT", label="Read Count").outputs["Attribute"],
+                       label="New Count")
+    acc = b.node("GeometryNodeAccumulateField", "Block Starts", data_type="INT", domain="POINT")
+    b.link(new_count, acc.inputs[0])
+    old_size = b.node("GeometryNodeAttributeDomainSize", "Old State Size", component="POINTCLOUD")
+    b.link(state_prev, old_size.inputs[0])
+    old_total = old_size.outputs["Point Count"]
+    # d1 = block start + 1 in the state cloud (0 = no state); new blocks start after the old cloud
+    new_d1 = b.math("ADD", b.math("SUBTRACT", acc.outputs["Leading"], new_count), b.math("ADD", old_total, 1.0),
+                    label="New Block Start")
+    d1_new = b.math("ADD", d1_old, b.math("MULTIPLY", new_r, new_d1), label="Block")
+    table_geo = b.store(table_geo, "d1", d1_new, data_type="INT", label="Store Block")
+    dup = b.node("GeometryNodeDuplicateElements", "New Vertices", domain="POINT")
+    b.link(table_geo, dup.inputs["Geometry"])
+    b.link(new_r, dup.inputs["Selection"])
+    b.link(b.named("count", "INT", label="Read Dup Count").outputs["Attribute"], dup.inputs["Amount"])
+    # a new point's rank in its cell is its duplicate index: its vertex is the sorted point start + rank
+    new_geo = b.store(dup.outputs["Geometry"], "sidx",
+                      b.math("ADD", b.named("start", "INT", label="Read Dup Start").outputs["Attribute"],
+                             dup.outputs["Duplicate Index"]), data_type="INT", label="Store Sorted Index")
+    for name in ("near", "edge", "apart", "code", "occ", "new", "start", "count", "d1", "radius"):
+        if name == "occ" and not occluders:
+            continue
+        drop = b.node("GeometryNodeRemoveAttribute", f"Drop New {name}")
+        b.link(new_geo, drop.inputs["Geometry"])
+        drop.inputs["Name"].default_value = name
+        new_geo = drop.outputs["Geometry"]
+    # (linked: an unlinked Position input is the points' own position, an implicit field)
+    new_geo = b.set_state(new_geo, b.vector("Zero State", (0.0, 0.0, 0.0)), None, "New Zero State")
+    # the old cloud (points: the state as position, sidx = sorted vertex index, cell) with the new blocks (zero
+    # state) after it
+    grown = b.node("GeometryNodeJoinGeometry", "State Grown")
+    b.link(new_geo, grown.inputs[0])
+    b.link(state_prev, grown.inputs[0])  # join order: the last link comes first
+    geo = grown.outputs[0]
+    sidx = b.named("sidx", "INT", label="Read Point Sorted").outputs["Attribute"]
+    point_cell = b.named("cell", "INT", label="Read Point Cell").outputs["Attribute"]
+    s.put(cells_static=cells_static, geo=geo, point_cell=point_cell, sidx=sidx, sorted_pts=sorted_pts,
+          table_geo=table_geo)
+
+
 def _stamp_state(b, s, occluders):
-    """The trail state (``STATE`` on the snow mesh) of the vertices near a path stamped, the others refilled, and
-    the occluders' hold."""
-    (thick_node, table_geo, nearest, new_down, new_rim, kd, keep, old_down, old_rim, values, occ_flat, P, snow_geo,
-     sim_out, actors_now) = s.get(
-        "thick_node table_geo nearest new_down new_rim kd keep old_down old_rim values occ_flat P snow_geo sim_out "
-        "actors_now")
-    geo = snow_geo
-    point_cell = b.named("snow_cell", "INT", label="Read Vertex Cell").outputs["Attribute"]
-    # per vertex one gather of its cell's code (near: 2 x the cell's path + whether that path is apart; -1: not
+    """The state points near a path stamped, the others refilled, the occluders' hold, and the "Held" table of
+    each cell's block."""
+    (sorted_pts, sidx, to_world, geo, thick_node, table_geo, point_cell, nearest, new_down, new_rim, kd, keep,
+     old_down, old_rim, values, occ_flat, P, index, snow_geo, sim_out, actors_now) = s.get(
+        "sorted_pts sidx to_world geo thick_node table_geo point_cell nearest new_down new_rim kd keep "
+        "old_down old_rim values occ_flat P index snow_geo sim_out actors_now")
+    # P (the vertex's world position) is gathered where it is needed (the stamp of the points near a path, the
+    # occluders)
+    b.link(b.sample_index(sorted_pts, b.node("GeometryNodeInputPosition", "Sorted Pos").outputs[0], sidx,
+                          "FLOAT_VECTOR", label="Vertex Position"), to_world.inputs["Vector"])
+    if occluders:  # the occluders hold the snow down to its thickness
+        geo = b.store(geo, "snow_thickness",
+                      b.sample_index(sorted_pts, thick_node.outputs["Attribute"], sidx, label="Vertex Thickness"),
+                      label="Store Held Thickness")
+    # whether a point's cell is near a path: gathered once and stored (read by three selections below)
+    # per point one gather of its cell's code (near: 2 x the cell's path + whether that path is apart; -1: not
     # near), stored: the selections below and the puffs read it, each with a compare (no gather of their own)
     geo = b.store(geo, "pcode", b.sample_index(
         table_geo, b.named("code", "INT", label="Read Table Code").outputs["Attribute"], point_cell, "INT",
@@ -420,20 +551,18 @@ def _stamp_state(b, s, occluders):
     near_pt = b.compare("GREATER_EQUAL", pcode, 0, label="Point Near")
     cell_edge = b.math("FLOOR", b.math("MULTIPLY", pcode, 0.5), label="Point Cell Edge")
     apart_pt = b.math("FLOORED_MODULO", pcode, 2.0, label="Point Path Apart")
-    # every near vertex takes its cell's path; where that path is not apart from the others, its own nearest
+    # every near point takes its cell's path; where that path is not apart from the others, its own nearest
     geo = b.store(geo, "edge", cell_edge, data_type="INT", label="Store Point Edge", selection=near_pt)
     geo = b.store(geo, "edge", nearest.outputs["Index"], data_type="INT", label="Store Point Nearest Edge",
                   selection=b.boolean("AND", near_pt, b.compare("LESS_THAN", apart_pt, 0.5, data_type="FLOAT",
                                                                 label="Path Not Apart"), label="Near Others"))
     # trails near the paths (down and rim stored together, both from the old state);
     # far from every path only the refill applies (the stamp is 0 there)
-    stamped = b.store(geo, STATE, b.combine_xyz(new_down, new_rim, b.math("SUBTRACT", new_down, kd, label="Pushed Now"),
-                                                label="New State"), data_type="FLOAT_VECTOR",
-                      selection=near_pt)
-    decayed = b.store(stamped, STATE, b.combine_xyz(b.math("MULTIPLY", keep, old_down, label="Far Down"),
-                                                    b.math("MULTIPLY", keep, old_rim, label="Far Rim"), 0.0),
-                      data_type="FLOAT_VECTOR", selection=b.boolean("NOT", near_pt, label="Far"),
-                      label="Store Far State")
+    stamped = b.set_state(geo, b.combine_xyz(new_down, new_rim, b.math("SUBTRACT", new_down, kd, label="Pushed Now"),
+                                             label="New State"), near_pt, "Store New State")
+    decayed = b.set_state(stamped, b.combine_xyz(b.math("MULTIPLY", keep, old_down, label="Far Down"),
+                                                 b.math("MULTIPLY", keep, old_rim, label="Far Rim"), 0.0),
+                          b.boolean("NOT", near_pt, label="Far"), "Store Far State")
     refill_on = b.math("GREATER_THAN", values["Refill Rate"], 0.0, label="Refill On")
     geo = b.switch("Refilling", refill_on, decayed, stamped, "GEOMETRY")  # lazy: no refill, no work
     if occluders:
@@ -442,17 +571,29 @@ def _stamp_state(b, s, occluders):
         occ_any = b.node("GeometryNodeAttributeStatistic", "Any Occ Cell", data_type="FLOAT", domain="POINT")
         b.link(table_geo, occ_any.inputs["Geometry"])
         b.link(b.named("occ", "FLOAT", label="Read Occ Flag").outputs["Attribute"], occ_any.inputs["Attribute"])
-        geo = b.switch("Occluding", b.math("GREATER_THAN", occ_any.outputs["Max"], 0.5),
-                       _occluder_stores(b, geo, occ_flat, P, thick_node, occ_pt), geo, "GEOMETRY")
+        occluding = b.switch("Occluding", b.math("GREATER_THAN", occ_any.outputs["Max"], 0.5),
+                             _occluder_stores(b, geo, occ_flat, P, thick_node, occ_pt), geo, "GEOMETRY")
+        drop = b.node("GeometryNodeRemoveAttribute", "Drop snow_thickness")
+        b.link(occluding, drop.inputs["Geometry"])
+        drop.inputs["Name"].default_value = "snow_thickness"
+        geo = drop.outputs["Geometry"]
+    # the block table: d1 per cell (the cache keeps it and the state cloud only)
+    held_out = b.node("GeometryNodePoints", "Held Table")
+    held_out.inputs["Count"].default_value = CELLS * CELLS
+    held_geo = b.store(held_out.outputs[0], "d1", _ival(b, table_geo, "d1", index, "Block"), data_type="INT",
+                       label="Store Held Table")
+    b.link(snow_geo, sim_out.inputs["Geometry"])
     b.link(actors_now, sim_out.inputs["Actors"])
-    s.put(geo=geo, near_pt=near_pt)
+    s.put(geo=geo, held_geo=held_geo, near_pt=near_pt)
 
 
 def _puffs_and_display(b, s):
     """The puffs, and the shown snow: each held vertex moved by its trail, with the camera fade laying the snow
     flat far from the camera."""
-    (values, P, thick_node, geo, near_pt, sim_in, dt, sim_out, matrix, group_out) = s.get(
-        "values P thick_node geo near_pt sim_in dt sim_out matrix group_out")
+    (values, P, sorted_pts, sidx, thick_node, geo, near_pt, sim_in, dt, sim_out, held_geo, cells_static, matrix,
+     group_out) = s.get(
+        "values P sorted_pts sidx thick_node geo near_pt sim_in dt sim_out held_geo cells_static matrix "
+        "group_out")
     puffs_on = b.compare("GREATER_THAN", values["Puffs"], 0.5, data_type="FLOAT", label="Puffs Wanted")
     # the active camera (world location; none: Object Info gives scale 0, and the snow is shown as near it)
     cam = b.node("GeometryNodeInputActiveCamera", "Camera")
@@ -475,7 +616,8 @@ def _puffs_and_display(b, s):
     puff_flat_share = b.switch("Puff Camera Fade", has_cam, flat_share(
         b.vmath("DISTANCE", P, cam_info.outputs["Location"]), b.math("DIVIDE", 1.0, span, label="Per Metre"),
         "Puff Flat Share"), 0.0)
-    puff_flat = b.math("MULTIPLY", thick_node.outputs["Attribute"], -GROUND_KEEP, label="Puff Flat")
+    puff_flat = b.math("MULTIPLY", b.sample_index(sorted_pts, thick_node.outputs["Attribute"], sidx,
+                                                  label="Puff Vertex Thickness"), -GROUND_KEEP, label="Puff Flat")
     puff_start = b.vmath("ADD", P, b.combine_xyz(0.0, 0.0, b.math("MULTIPLY", puff_flat_share, puff_flat),
                                                  label="Puff Lowered"), label="Puff Start")
     b.link(puffs_step(b, geo, near_pt, puff_start, sim_in, dt, values, puffs_on), sim_out.inputs["Puffs"])
@@ -484,19 +626,31 @@ def _puffs_and_display(b, s):
         b.link(geo, drop.inputs["Geometry"])
         drop.inputs["Name"].default_value = name
         geo = drop.outputs["Geometry"]
-    b.link(geo, sim_out.inputs["Geometry"])
-    b.link(sim_in.outputs["Cells"], sim_out.inputs["Cells"])
+    b.link(geo, sim_out.inputs["State"])
+    b.link(held_geo, sim_out.inputs["Held"])
+    b.link(sorted_pts, sim_out.inputs["Sorted"])
+    b.link(cells_static, sim_out.inputs["Cells"])
 
-    # --- display: each vertex reads its trail state (an attribute of its own, no gather) and moves along world Z
-    # by max(rim - down, -GROUND_KEEP * its snow thickness). With the camera fade (the write-up: "The vertex
-    # offset fades out with the distance from the camera, lowering the snow flat with the ground surface further
-    # away"; core.snow.shown_offset) every vertex moves by fade * trail + (1 - fade) * (-GROUND_KEEP * thickness):
-    # the trail near the camera, the snow flat on the ground beyond Camera Fade End. Snow wholly within Camera
-    # Fade Start of the camera (or a scene without an active camera) has nothing to lay flat: then only the
-    # trails move it (a per-object switch, so the near case costs what the trails alone cost)
+    # --- display: each vertex of a held cell reads its state at block start + rank (two gathers, no search);
+    # its trail moves it along world Z by max(rim - down, -GROUND_KEEP * its snow thickness). With the camera
+    # fade (the write-up: "The vertex offset fades out with the distance from the camera, lowering the snow flat
+    # with the ground surface further away"; core.snow.shown_offset) every vertex moves by
+    # fade * trail + (1 - fade) * (-GROUND_KEEP * thickness): the trail near the camera, the snow flat on the
+    # ground beyond Camera Fade End. Snow wholly within Camera Fade Start of the camera (or a scene without an
+    # active camera) has nothing to lay flat: then only the held vertices move, by their trail (a per-object
+    # switch, so the near case costs what the trails alone cost). Everything is computed per vertex from its own
+    # rest position and thickness (no pass over the state points, no store; the state is gathered for the held
+    # vertices only)
+    state = sim_out.outputs["State"]
+    cell_v = b.named("snow_cell", "INT", label="Read Display Cell").outputs["Attribute"]
+    d1_v = _ival(b, sim_out.outputs["Held"], "d1", cell_v, "Vertex Block")
+    # held: a block start in the table (one gather a vertex, the selection is its compare)
+    moved = b.compare("GREATER_THAN", d1_v, 0, label="Moved")
+    at = b.math("ADD", b.math("SUBTRACT", d1_v, 1.0),
+                b.named("snow_slot", "INT", label="Read Slot").outputs["Attribute"], label="State Index")
     vertex_state = b.node("ShaderNodeSeparateXYZ", "Vertex State")
-    b.link(b.named(STATE, data_type="FLOAT_VECTOR", label="Read Out State").outputs["Attribute"],
-           vertex_state.inputs[0])
+    b.link(b.sample_index(state, b.node("GeometryNodeInputPosition", "Read Out State").outputs[0], at, "FLOAT_VECTOR",
+                          label="Gather State"), vertex_state.inputs[0])
     # a mesh without snow_thickness (trails on any mesh) is never clamped to a ground, nor laid flat
     thick_v = b.named("snow_thickness", label="Read Vertex Thickness")
     vertex_thickness = b.math("MULTIPLY_ADD", b.math("SUBTRACT", 1.0, thick_v.outputs["Exists"]), 1.0e6,
@@ -520,8 +674,10 @@ def _puffs_and_display(b, s):
     per_unit = b.math("DIVIDE", unit, span, label="Per Object Unit")
     flat_g = flat_share(b.vmath("DISTANCE", b.node("GeometryNodeInputPosition", "Display Pos").outputs[0],
                                 cam_local.outputs[0], label="Camera Distance"), per_unit, "Laid Flat")
-    # fade * trail + (1 - fade) * flat = trail + g * (flat - trail)
+    # fade * trail + (1 - fade) * flat = trail + g * (flat - trail): the held vertices (the only ones whose
+    # trail is not 0) and the others (g * flat) apart, so the state is gathered for the held vertices only
     shown = b.math("MULTIPLY_ADD", flat_g, b.math("SUBTRACT", flat, disp), disp, label="Shown")
+    shown_rest = b.math("MULTIPLY", flat_g, thick_v.outputs["Attribute"], label="Shown Untouched")
     # per object: the farthest corner of the snow's bounds (object space, kept on "Cells") from the camera
     def bound(name):
         return b.sample_index(sim_out.outputs["Cells"], b.named(name, "FLOAT_VECTOR", label=f"Read Shown {name}")
@@ -541,10 +697,19 @@ def _puffs_and_display(b, s):
     local_up.inputs["Direction"].default_value = (0.0, 0.0, 1.0)
     near_pos = b.node("GeometryNodeSetPosition", "Set Position", location=(2700, 0))
     b.link(sim_out.outputs["Geometry"], near_pos.inputs["Geometry"])
+    b.link(moved, near_pos.inputs["Selection"])
     b.link(b.vmath("SCALE", local_up.outputs[0], scale=disp, label="Vertex Offset"), near_pos.inputs["Offset"])
-    flat_pos = b.node("GeometryNodeSetPosition", "Set Position Faded", location=(2700, -200))
-    b.link(sim_out.outputs["Geometry"], flat_pos.inputs["Geometry"])
-    b.link(b.vmath("SCALE", local_up.outputs[0], scale=shown, label="Faded Offset"), flat_pos.inputs["Offset"])
+    # laying flat: the held vertices first, then the others (their positions are still at rest, as the camera
+    # distance wants)
+    held_pos = b.node("GeometryNodeSetPosition", "Set Position Held Faded", location=(2700, -200))
+    b.link(sim_out.outputs["Geometry"], held_pos.inputs["Geometry"])
+    b.link(moved, held_pos.inputs["Selection"])
+    b.link(b.vmath("SCALE", local_up.outputs[0], scale=shown, label="Faded Offset"), held_pos.inputs["Offset"])
+    flat_pos = b.node("GeometryNodeSetPosition", "Set Position Faded", location=(2900, -200))
+    b.link(held_pos.outputs[0], flat_pos.inputs["Geometry"])
+    b.link(b.boolean("NOT", moved, label="Untouched"), flat_pos.inputs["Selection"])
+    up_flat = b.vmath("SCALE", local_up.outputs[0], scale=-GROUND_KEEP, label="Up Flat")  # one value per object
+    b.link(b.vmath("SCALE", up_flat, scale=shown_rest, label="Faded Untouched Offset"), flat_pos.inputs["Offset"])
     snow_shown = b.switch("Lay Flat", laying_flat, flat_pos.outputs[0], near_pos.outputs[0], "GEOMETRY")
     joined = b.node("GeometryNodeJoinGeometry", "Snow And Puffs")
     b.link(puffs_shown(b, sim_out.outputs["Puffs"], invert, values, puffs_on), joined.inputs[0])
@@ -560,12 +725,10 @@ def _occluder_stores(b, geo, occ_flat, P, thick_node, occ_here):
     ray.inputs["Ray Length"].default_value = 2.0
     occ = ray.outputs["Is Hit"]
     cur = b.node("ShaderNodeSeparateXYZ", "State After Trails")
-    b.link(b.named(STATE, data_type="FLOAT_VECTOR", label="Read State After Trails").outputs["Attribute"],
-           cur.inputs[0])
+    b.link(b.node("GeometryNodeInputPosition", "Read State After Trails").outputs[0], cur.inputs[0])
     cur_down, cur_rim = cur.outputs["X"], cur.outputs["Y"]
     occ_thick = b.math("MULTIPLY", occ, thick_node.outputs["Attribute"], label="Occ Depth")
-    geo = b.store(geo, STATE, b.combine_xyz(b.math("MAXIMUM", cur_down, occ_thick, label="Down Occ"),
-                                            b.math("MULTIPLY", cur_rim, b.math("SUBTRACT", 1.0, occ), label="Rim Occ"),
-                                            cur.outputs["Z"]), data_type="FLOAT_VECTOR", selection=occ_here,
-                  label="Store Occ State")
+    geo = b.set_state(geo, b.combine_xyz(b.math("MAXIMUM", cur_down, occ_thick, label="Down Occ"),
+                                         b.math("MULTIPLY", cur_rim, b.math("SUBTRACT", 1.0, occ), label="Rim Occ"),
+                                         cur.outputs["Z"]), occ_here, "Store Occ State")
     return geo

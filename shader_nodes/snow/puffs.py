@@ -4,15 +4,15 @@ down, they fly under gravity, shrink and vanish (``core.snow.puff_step``), in th
 from __future__ import annotations
 
 from ...core import snow as core_snow
-from .base import GRAVITY, STATE
+from .base import GRAVITY
 from .material import ensure_material
 
 
 
 def puffs_step(b, state, near_pt, P, sim_in, dt, values, puffs_on):
     """The puffs' frame in the zone (``core.snow.puff_step``): last frame's puffs gain gravity, move and age, the
-    dead ones go; the snow vertices pushed down this frame (``STATE`` z) throw new ones with chance "Puff Rate"
-    from the shown snow top at their vertex (``P``: the world position, lowered with the snow where the camera
+    dead ones go; the held vertices pushed down this frame (z of the state points' position, ``base.STATE``)
+    throw new ones with chance "Puff Rate" from the shown snow top at their vertex (``P``: the world position, lowered with the snow where the camera
     fade lays it flat), launched up and a little sideways (not on the simulation's first frame, where
     the actors are put into the snow, not moved). Off ("Puffs" 0): no puffs, no work."""
     seed = b.node("GeometryNodeInputSceneTime", "Puff Time").outputs["Frame"]
@@ -46,7 +46,7 @@ def puffs_step(b, state, near_pt, P, sim_in, dt, values, puffs_on):
 
     # new puffs from the vertices pushed down this frame
     pushed = b.node("ShaderNodeSeparateXYZ", "Pushed")
-    b.link(b.named(STATE, data_type="FLOAT_VECTOR", label="Read Pushed").outputs["Attribute"], pushed.inputs[0])
+    b.link(b.node("GeometryNodeInputPosition", "Read Pushed").outputs[0], pushed.inputs[0])
     chance = b.node("FunctionNodeRandomValue", "Puff Chance", data_type="BOOLEAN")
     b.feed(chance.inputs["Probability"], values["Puff Rate"])
     b.feed(chance.inputs["Seed"], seed)
@@ -54,15 +54,15 @@ def puffs_step(b, state, near_pt, P, sim_in, dt, values, puffs_on):
         "GREATER_THAN", pushed.outputs["Z"], core_snow.PUFF_MIN_PUSH, data_type="FLOAT", label="Pushed Enough"),
         label="Pushed Here"), b.boolean("AND", by_id(chance.outputs, "Value_003"), b.compare(
             "GREATER_THAN", dt, 0.0, data_type="FLOAT", label="Not First Frame")), label="Throws")
-    throwers = b.node("GeometryNodeMeshToPoints", "Throwers", mode="VERTICES")  # the throwing vertices only
-    b.link(state, throwers.inputs["Mesh"])
-    b.link(throws, throwers.inputs["Selection"])
+    throwers = b.node("GeometryNodeDeleteGeometry", "Throwers", domain="POINT")
+    b.link(state, throwers.inputs["Geometry"])
+    b.link(b.boolean("NOT", throws, label="No Throw"), throwers.inputs["Selection"])
     count = b.node("GeometryNodeAttributeDomainSize", "Puff Count", component="POINTCLOUD")
-    b.link(throwers.outputs["Points"], count.inputs[0])
+    b.link(throwers.outputs["Geometry"], count.inputs[0])
     born = b.node("GeometryNodePoints", "New Puffs")
     b.link(count.outputs["Point Count"], born.inputs["Count"])
     # a point's world position is P of its vertex, the shown snow top (gathered from the thrower)
-    b.link(b.sample_index(throwers.outputs["Points"], P, b.node("GeometryNodeInputIndex", "Puff Index").outputs[0],
+    b.link(b.sample_index(throwers.outputs["Geometry"], P, b.node("GeometryNodeInputIndex", "Puff Index").outputs[0],
                           "FLOAT_VECTOR", label="Puff Start"), born.inputs["Position"])
     angle = rnd(0.0, 6.283185307, 1.0, "Puff Direction")
     speed = b.math("MULTIPLY", values["Puff Speed"], rnd(0.5, 1.0, 2.0, "Puff Speed Share"), label="Launch Speed")
