@@ -12,9 +12,10 @@ from .material import ensure_material
 def puffs_step(b, state, near_pt, P, sim_in, dt, values, puffs_on):
     """The puffs' frame in the zone (``core.snow.puff_step``): last frame's puffs gain gravity, move and age, the
     dead ones go; the held vertices pushed down this frame (z of the state points' position, ``base.STATE``)
-    throw new ones with chance "Puff Rate" from the shown snow top at their vertex (``P``: the world position, lowered with the snow where the camera
-    fade lays it flat), launched up and a little sideways (not on the simulation's first frame, where
-    the actors are put into the snow, not moved). Off ("Puffs" 0): no puffs, no work."""
+    throw new ones with chance "Puff Rate" from the shown snow top at their vertex (``P``: the world position,
+    lowered with the snow where the camera fade lays it flat), launched up and a little sideways (not on the
+    simulation's first frame, where the actors are put into the snow, not moved). Off ("Puffs" 0): no puffs, no
+    work."""
     seed = b.node("GeometryNodeInputSceneTime", "Puff Time").outputs["Frame"]
 
     def by_id(sockets, identifier):  # the Random Value node's sockets share names across its data types
