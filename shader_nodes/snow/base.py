@@ -6,9 +6,11 @@ from __future__ import annotations
 from ...core import snow as core_snow
 from .. import common
 
-# FLOAT_VECTOR attribute of the state cloud's points: (down, rim) of core.snow's trail state, and how much deeper
-# the vertex was pushed this frame (the puffs; only meaningful on the points near a path this frame)
-STATE = "snow_trail"
+# What the state cloud's points carry in their position (``SnowBuilder.set_state``): (down, rim) of core.snow's
+# trail state, and how much deeper the vertex was pushed this frame (the puffs; only meaningful on the points near
+# a path this frame). The position, not a named attribute: a point has one anyway, and the state cloud is copied
+# (grown) and cached every frame, so a separate vector would cost 12 more bytes a held vertex a frame.
+STATE = "position"
 ACTORS_NODE = "Actors"  # the Join Geometry node of the actor points
 ACTORS_KEY = "envfx_snow_actors"  # the group's custom property: stamp of the actors it was built for
 CELLS = core_snow.TRAIL_CELLS  # the lookup table that limits the nearest-path search to vertices near a path
@@ -55,6 +57,15 @@ class SnowBuilder(common.Builder):
             self.feed(node.inputs["Selection"], selection)
         node.inputs["Name"].default_value = name
         self.feed(node.inputs["Value"], value)
+        return node.outputs["Geometry"]
+
+    def set_state(self, geometry, value, selection, label):
+        """The state cloud's points with their trail state (``STATE``, their position) set to ``value``."""
+        node = self.node("GeometryNodeSetPosition", label)
+        self.link(geometry, node.inputs["Geometry"])
+        if selection is not None:
+            self.feed(node.inputs["Selection"], selection)
+        self.feed(node.inputs["Position"], value)
         return node.outputs["Geometry"]
 
     def boolean(self, operation, a, b=None, label=""):

@@ -19,8 +19,9 @@
   is copied into the simulation's cache): when the simulation starts each vertex gets its cell (``snow_cell``)
   and its rank among its cell's vertices (``snow_slot``), and the vertices sorted by cell become the point
   cloud "Sorted" (with per cell its first sorted point and vertex count, "Cells"). The state "State" is a point
-  cloud of the vertices of the "held" cells (cells a path or an occluder has reached), cell after cell (point
-  attributes ``snow_trail`` = (down, rim), ``sidx`` = the vertex's sorted point, ``cell``); the state "Held" is
+  cloud of the vertices of the "held" cells (cells a path or an occluder has reached), cell after cell (the point's
+  position is its state (down, rim, pushed now), ``base.STATE``; attributes ``sidx`` = the vertex's sorted point,
+  ``cell``); the state "Held" is
   the cell table of block starts (``d1`` = start + 1, 0 = no state). A cell reached for the first time gets a
   block appended; the blocks of cells held before stay where they are, so a frame's work is the stamp near this
   frame's paths, not a rebuild of every cell ever held. The held points of the near cells take the actor whose
@@ -42,7 +43,7 @@ from __future__ import annotations
 import types
 
 from .. import common
-from .base import ACTORS_KEY, ACTORS_NODE, CELLS, COARSE, DRIVEN, GRAVITY, GROUND_KEEP, STATE, SnowBuilder
+from .base import ACTORS_KEY, ACTORS_NODE, CELLS, COARSE, DRIVEN, GRAVITY, GROUND_KEEP, SnowBuilder
 from .puffs import puffs_shown, puffs_step
 
 class _Shared(types.SimpleNamespace):
@@ -234,7 +235,7 @@ def _stamp_fields(b, s):
 
     keep = b.clamp01(b.math("SUBTRACT", 1.0, b.math("MULTIPLY", values["Refill Rate"], dt)), label="Keep")
     old = b.node("ShaderNodeSeparateXYZ", "Old State")
-    b.link(b.named(STATE, data_type="FLOAT_VECTOR").outputs["Attribute"], old.inputs[0])
+    b.link(b.node("GeometryNodeInputPosition", "Read State").outputs[0], old.inputs[0])  # STATE: the position
     old_down, old_rim = old.outputs["X"], old.outputs["Y"]
     kd = b.math("MULTIPLY", keep, old_down, label="Kept Down")
     new_down = b.math("MAXIMUM", kd, down_s, label="New Down")
@@ -435,6 +436,12 @@ def _near_cells(b, s, occluders):
         b.named("edge", "INT", label="Read Cell Edge").outputs["Attribute"], "BOOLEAN", label="Cell Path Apart"),
         data_type="BOOLEAN", label="Store Cell Apart",
         selection=b.named("near", "BOOLEAN", label="Read Near For Apart").outputs["Attribute"])
+    # one code per cell for the state points' single gather: near ? 2 x edge + apart : -1
+    near_f = b.named("near", "BOOLEAN", label="Read Near For Code").outputs["Attribute"]
+    table_geo = b.store(table_geo, "code", b.math("SUBTRACT", b.math("MULTIPLY", near_f, b.math(
+        "ADD", b.math("MULTIPLY_ADD", b.named("edge", "INT", label="Read Edge For Code").outputs["Attribute"], 2.0,
+                      b.named("apart", "BOOLEAN", label="Read Apart For Code").outputs["Attribute"]), 1.0)), 1.0,
+        label="Cell Code"), data_type="INT", label="Store Cell Code")
     if occluders:  # the cells an occluder's footprint may cover
         occ_prox = b.node("GeometryNodeProximity", "Occluder Proximity", target_element="FACES")
         b.link(occ_flat.outputs[0], occ_prox.inputs[0])
@@ -498,14 +505,17 @@ def _grow_state(b, s, occluders):
     new_geo = b.store(dup.outputs["Geometry"], "sidx",
                       b.math("ADD", b.named("start", "INT", label="Read Dup Start").outputs["Attribute"],
                              dup.outputs["Duplicate Index"]), data_type="INT", label="Store Sorted Index")
-    for name in ("near", "edge", "apart", "occ", "new", "start", "count", "d1", "radius"):
+    for name in ("near", "edge", "apart", "code", "occ", "new", "start", "count", "d1", "radius"):
         if name == "occ" and not occluders:
             continue
         drop = b.node("GeometryNodeRemoveAttribute", f"Drop New {name}")
         b.link(new_geo, drop.inputs["Geometry"])
         drop.inputs["Name"].default_value = name
         new_geo = drop.outputs["Geometry"]
-    # the old cloud (points: STATE, sidx = sorted vertex index, cell) with the new blocks (zero state) after it
+    # (linked: an unlinked Position input is the points' own position, an implicit field)
+    new_geo = b.set_state(new_geo, b.vector("Zero State", (0.0, 0.0, 0.0)), None, "New Zero State")
+    # the old cloud (points: the state as position, sidx = sorted vertex index, cell) with the new blocks (zero
+    # state) after it
     grown = b.node("GeometryNodeJoinGeometry", "State Grown")
     b.link(new_geo, grown.inputs[0])
     b.link(state_prev, grown.inputs[0])  # join order: the last link comes first
@@ -532,27 +542,27 @@ def _stamp_state(b, s, occluders):
                       b.sample_index(sorted_pts, thick_node.outputs["Attribute"], sidx, label="Vertex Thickness"),
                       label="Store Held Thickness")
     # whether a point's cell is near a path: gathered once and stored (read by three selections below)
-    geo = b.store(geo, "pnear", b.sample_index(
-        table_geo, b.named("near", "BOOLEAN", label="Read Table Near").outputs["Attribute"], point_cell, "BOOLEAN",
-        label="Point Near"), data_type="BOOLEAN", label="Store Point Near")
-    near_pt = b.named("pnear", "BOOLEAN", label="Read Point Near").outputs["Attribute"]
-    cell_edge = b.sample_index(table_geo, b.named("edge", "INT", label="Read Table Edge").outputs["Attribute"],
-                               point_cell, "INT", label="Point Cell Edge")
-    apart_pt = b.sample_index(table_geo, b.named("apart", "BOOLEAN", label="Read Table Apart").outputs["Attribute"],
-                              point_cell, "BOOLEAN", label="Point Path Apart")
+    # per point one gather of its cell's code (near: 2 x the cell's path + whether that path is apart; -1: not
+    # near), stored: the selections below and the puffs read it, each with a compare (no gather of their own)
+    geo = b.store(geo, "pcode", b.sample_index(
+        table_geo, b.named("code", "INT", label="Read Table Code").outputs["Attribute"], point_cell, "INT",
+        label="Point Code"), data_type="INT", label="Store Point Code")
+    pcode = b.named("pcode", "INT", label="Read Point Code").outputs["Attribute"]
+    near_pt = b.compare("GREATER_EQUAL", pcode, 0, label="Point Near")
+    cell_edge = b.math("FLOOR", b.math("MULTIPLY", pcode, 0.5), label="Point Cell Edge")
+    apart_pt = b.math("FLOORED_MODULO", pcode, 2.0, label="Point Path Apart")
     # every near point takes its cell's path; where that path is not apart from the others, its own nearest
     geo = b.store(geo, "edge", cell_edge, data_type="INT", label="Store Point Edge", selection=near_pt)
     geo = b.store(geo, "edge", nearest.outputs["Index"], data_type="INT", label="Store Point Nearest Edge",
-                  selection=b.boolean("AND", near_pt, b.boolean("NOT", apart_pt), label="Near Others"))
+                  selection=b.boolean("AND", near_pt, b.compare("LESS_THAN", apart_pt, 0.5, data_type="FLOAT",
+                                                                label="Path Not Apart"), label="Near Others"))
     # trails near the paths (down and rim stored together, both from the old state);
     # far from every path only the refill applies (the stamp is 0 there)
-    stamped = b.store(geo, STATE, b.combine_xyz(new_down, new_rim, b.math("SUBTRACT", new_down, kd, label="Pushed Now"),
-                                                label="New State"), data_type="FLOAT_VECTOR",
-                      selection=near_pt)
-    decayed = b.store(stamped, STATE, b.combine_xyz(b.math("MULTIPLY", keep, old_down, label="Far Down"),
-                                                    b.math("MULTIPLY", keep, old_rim, label="Far Rim"), 0.0),
-                      data_type="FLOAT_VECTOR", selection=b.boolean("NOT", near_pt, label="Far"),
-                      label="Store Far State")
+    stamped = b.set_state(geo, b.combine_xyz(new_down, new_rim, b.math("SUBTRACT", new_down, kd, label="Pushed Now"),
+                                             label="New State"), near_pt, "Store New State")
+    decayed = b.set_state(stamped, b.combine_xyz(b.math("MULTIPLY", keep, old_down, label="Far Down"),
+                                                 b.math("MULTIPLY", keep, old_rim, label="Far Rim"), 0.0),
+                          b.boolean("NOT", near_pt, label="Far"), "Store Far State")
     refill_on = b.math("GREATER_THAN", values["Refill Rate"], 0.0, label="Refill On")
     geo = b.switch("Refilling", refill_on, decayed, stamped, "GEOMETRY")  # lazy: no refill, no work
     if occluders:
@@ -572,10 +582,6 @@ def _stamp_state(b, s, occluders):
     held_out.inputs["Count"].default_value = CELLS * CELLS
     held_geo = b.store(held_out.outputs[0], "d1", _ival(b, table_geo, "d1", index, "Block"), data_type="INT",
                        label="Store Held Table")
-    # booleans end to end for the display's selection (one byte a vertex, no conversion)
-    held_geo = b.store(held_geo, "held", b.compare("GREATER_THAN", b.named("d1", "INT", label="Read Held Block")
-                                                   .outputs["Attribute"], 0), data_type="BOOLEAN",
-                       label="Store Held Flag")
     b.link(snow_geo, sim_out.inputs["Geometry"])
     b.link(actors_now, sim_out.inputs["Actors"])
     s.put(geo=geo, held_geo=held_geo, near_pt=near_pt)
@@ -615,7 +621,7 @@ def _puffs_and_display(b, s):
     puff_start = b.vmath("ADD", P, b.combine_xyz(0.0, 0.0, b.math("MULTIPLY", puff_flat_share, puff_flat),
                                                  label="Puff Lowered"), label="Puff Start")
     b.link(puffs_step(b, geo, near_pt, puff_start, sim_in, dt, values, puffs_on), sim_out.inputs["Puffs"])
-    for name in ("edge", "pnear"):  # per frame only: not kept in the cache
+    for name in ("edge", "pcode"):  # per frame only: not kept in the cache
         drop = b.node("GeometryNodeRemoveAttribute", f"Drop {name}")
         b.link(geo, drop.inputs["Geometry"])
         drop.inputs["Name"].default_value = name
@@ -638,13 +644,13 @@ def _puffs_and_display(b, s):
     state = sim_out.outputs["State"]
     cell_v = b.named("snow_cell", "INT", label="Read Display Cell").outputs["Attribute"]
     d1_v = _ival(b, sim_out.outputs["Held"], "d1", cell_v, "Vertex Block")
-    moved = b.sample_index(sim_out.outputs["Held"], b.named("held", "BOOLEAN", label="Read Held Flag")
-                           .outputs["Attribute"], cell_v, "BOOLEAN", label="Moved")
+    # held: a block start in the table (one gather a vertex, the selection is its compare)
+    moved = b.compare("GREATER_THAN", d1_v, 0, label="Moved")
     at = b.math("ADD", b.math("SUBTRACT", d1_v, 1.0),
                 b.named("snow_slot", "INT", label="Read Slot").outputs["Attribute"], label="State Index")
     vertex_state = b.node("ShaderNodeSeparateXYZ", "Vertex State")
-    b.link(b.sample_index(state, b.named(STATE, data_type="FLOAT_VECTOR", label="Read Out State")
-                          .outputs["Attribute"], at, "FLOAT_VECTOR", label="Gather State"), vertex_state.inputs[0])
+    b.link(b.sample_index(state, b.node("GeometryNodeInputPosition", "Read Out State").outputs[0], at, "FLOAT_VECTOR",
+                          label="Gather State"), vertex_state.inputs[0])
     # a mesh without snow_thickness (trails on any mesh) is never clamped to a ground, nor laid flat
     thick_v = b.named("snow_thickness", label="Read Vertex Thickness")
     vertex_thickness = b.math("MULTIPLY_ADD", b.math("SUBTRACT", 1.0, thick_v.outputs["Exists"]), 1.0e6,
@@ -719,12 +725,10 @@ def _occluder_stores(b, geo, occ_flat, P, thick_node, occ_here):
     ray.inputs["Ray Length"].default_value = 2.0
     occ = ray.outputs["Is Hit"]
     cur = b.node("ShaderNodeSeparateXYZ", "State After Trails")
-    b.link(b.named(STATE, data_type="FLOAT_VECTOR", label="Read State After Trails").outputs["Attribute"],
-           cur.inputs[0])
+    b.link(b.node("GeometryNodeInputPosition", "Read State After Trails").outputs[0], cur.inputs[0])
     cur_down, cur_rim = cur.outputs["X"], cur.outputs["Y"]
     occ_thick = b.math("MULTIPLY", occ, thick_node.outputs["Attribute"], label="Occ Depth")
-    geo = b.store(geo, STATE, b.combine_xyz(b.math("MAXIMUM", cur_down, occ_thick, label="Down Occ"),
-                                            b.math("MULTIPLY", cur_rim, b.math("SUBTRACT", 1.0, occ), label="Rim Occ"),
-                                            cur.outputs["Z"]), data_type="FLOAT_VECTOR", selection=occ_here,
-                  label="Store Occ State")
+    geo = b.set_state(geo, b.combine_xyz(b.math("MAXIMUM", cur_down, occ_thick, label="Down Occ"),
+                                         b.math("MULTIPLY", cur_rim, b.math("SUBTRACT", 1.0, occ), label="Rim Occ"),
+                                         cur.outputs["Z"]), occ_here, "Store Occ State")
     return geo

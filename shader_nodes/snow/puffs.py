@@ -4,17 +4,18 @@ down, they fly under gravity, shrink and vanish (``core.snow.puff_step``), in th
 from __future__ import annotations
 
 from ...core import snow as core_snow
-from .base import GRAVITY, STATE
+from .base import GRAVITY
 from .material import ensure_material
 
 
 
 def puffs_step(b, state, near_pt, P, sim_in, dt, values, puffs_on):
     """The puffs' frame in the zone (``core.snow.puff_step``): last frame's puffs gain gravity, move and age, the
-    dead ones go; the held vertices pushed down this frame (STATE z) throw new ones with chance "Puff Rate"
-    from the shown snow top at their vertex (``P``: the world position, lowered with the snow where the camera
-    fade lays it flat), launched up and a little sideways (not on the simulation's first frame, where
-    the actors are put into the snow, not moved). Off ("Puffs" 0): no puffs, no work."""
+    dead ones go; the held vertices pushed down this frame (z of the state points' position, ``base.STATE``)
+    throw new ones with chance "Puff Rate" from the shown snow top at their vertex (``P``: the world position,
+    lowered with the snow where the camera fade lays it flat), launched up and a little sideways (not on the
+    simulation's first frame, where the actors are put into the snow, not moved). Off ("Puffs" 0): no puffs, no
+    work."""
     seed = b.node("GeometryNodeInputSceneTime", "Puff Time").outputs["Frame"]
 
     def by_id(sockets, identifier):  # the Random Value node's sockets share names across its data types
@@ -46,7 +47,7 @@ def puffs_step(b, state, near_pt, P, sim_in, dt, values, puffs_on):
 
     # new puffs from the vertices pushed down this frame
     pushed = b.node("ShaderNodeSeparateXYZ", "Pushed")
-    b.link(b.named(STATE, data_type="FLOAT_VECTOR", label="Read Pushed").outputs["Attribute"], pushed.inputs[0])
+    b.link(b.node("GeometryNodeInputPosition", "Read Pushed").outputs[0], pushed.inputs[0])
     chance = b.node("FunctionNodeRandomValue", "Puff Chance", data_type="BOOLEAN")
     b.feed(chance.inputs["Probability"], values["Puff Rate"])
     b.feed(chance.inputs["Seed"], seed)

@@ -13,7 +13,7 @@ from .graph import _build
 
 GROUP_NAME = "EnvFX Snow Trails"
 KIND = "snow_trails"  # one group per scene (common.ensure_scene_group)
-VERSION = 28
+VERSION = 29
 SLOT = "Slot "  # name prefix of the per-actor nodes (rebuilt in place by _build_actors)
 KEYS_KEY = "envfx_snow_keys"  # the group's custom property: {actor name: key}
 
