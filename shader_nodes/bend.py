@@ -26,7 +26,7 @@ from . import common
 
 GROUP_NAME = "EnvFX Bend"
 KIND = "bend"  # one group per scene (common.ensure_scene_group)
-VERSION = 13
+VERSION = 12
 
 # Value nodes driven from scene.envfx.bend.<prop>
 DRIVEN = {
@@ -42,17 +42,13 @@ DRIVEN = {
 def _bendable(b, scale, down):
     """Per object: whether its matrix has a usable object-space "down" (``core.bend.has_down``): the length of
     ``down`` (L^-1 (0, 0, -1)) times the largest column length of L is finite and below 1 / FLAT_RATIO. False
-    (NaN and inf compare false) for a matrix scaled to nothing, whose inverse is huge or not a number.
-
-    |down| * max_j s_j < T is |down| * s_j < T for every j (|down| >= 0), one element-wise vector compare: three
-    nodes evaluated once per object instead of six (a node costs a small prop about as much as another)."""
-    reach = b.vmath("SCALE", scale, scale=b.vmath("LENGTH", down, label="Down Length"), label="Down Reach")
-    limit = 1.0 / core_bend.FLAT_RATIO
-    node = b.node("FunctionNodeCompare", "Has Down", data_type="VECTOR", operation="LESS_THAN", mode="ELEMENT")
-    a_in, b_in = [s for s in node.inputs if s.enabled][:2]  # the vector pair (identifiers differ across versions)
-    b.link(reach, a_in)
-    b_in.default_value = (limit, limit, limit)
-    return node.outputs[0]
+    (NaN and inf compare false) for a matrix scaled to nothing, whose inverse is huge or not a number."""
+    xyz = b.node("ShaderNodeSeparateXYZ", "Scale XYZ")
+    b.link(scale, xyz.inputs[0])
+    largest = b.math("MAXIMUM", b.math("MAXIMUM", xyz.outputs[0], xyz.outputs[1], label="Scale Max XY"),
+                     xyz.outputs[2], label="Scale Max")
+    reach = b.math("MULTIPLY", b.vmath("LENGTH", down, label="Down Length"), largest, label="Down Reach")
+    return b.compare("LESS_THAN", reach, 1.0 / core_bend.FLAT_RATIO, data_type="FLOAT", label="Has Down")
 
 
 def _stamp(mode: str, axis: str) -> str:
