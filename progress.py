@@ -17,6 +17,7 @@ from __future__ import annotations
 import sys
 import time
 import traceback
+from typing import TYPE_CHECKING
 
 import bpy
 
@@ -144,6 +145,9 @@ class ModalJobOperator:
     _timer = None
     _job = None
 
+    if TYPE_CHECKING:  # what the operator class it is mixed into has (not declared here: Blender reads annotations)
+        def report(self, type: set[str], message: str) -> None: ...
+
     def make_job(self, context):  # pragma: no cover - interface
         raise NotImplementedError
 
@@ -190,9 +194,13 @@ class ModalJobOperator:
         _running.discard(self)
 
     def modal(self, context, event):
+        job = self._job
+        if job is None:  # not started by invoke() (or already ended): nothing to drive
+            self._end(context)
+            return {"CANCELLED"}
         action = event_action(event)
         if action == "CANCEL":
-            self._job.close()
+            job.close()
             self._end(context)
             self.report({"WARNING"}, f"{self.job_label} cancelled; nothing was written")
             return {"CANCELLED"}
@@ -201,7 +209,7 @@ class ModalJobOperator:
         if action == "HOLD":
             return {"RUNNING_MODAL"}
         try:
-            fraction = next(self._job)
+            fraction = next(job)
         except StopIteration as stop:
             self._end(context)
             return self.finish(context, stop.value)
