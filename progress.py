@@ -21,6 +21,9 @@ from typing import TYPE_CHECKING
 
 import bpy
 
+if TYPE_CHECKING:  # the stubs' name for the report kinds' literals (no such module at run time)
+    from bpy.stub_internal.rna_enums import WmReportItems
+
 
 class Cancelled(Exception):
     """The user cancelled long work; everything it made has been removed."""
@@ -146,7 +149,7 @@ class ModalJobOperator:
     _job = None
 
     if TYPE_CHECKING:  # what the operator class it is mixed into has (not declared here: Blender reads annotations)
-        def report(self, type: set[str], message: str) -> None: ...
+        def report(self, type: set[WmReportItems] | None, message: str) -> None: ...  # bpy.types.Operator's
 
     def make_job(self, context):  # pragma: no cover - interface
         raise NotImplementedError
