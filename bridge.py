@@ -547,3 +547,21 @@ def envfx_settings(data: bpy.types.ID) -> Any:
     ``props.register()``, so the API stubs do not know them, and their PropertyGroups' fields are bpy property
     declarations rather than types: the settings are typed Any."""
     return data.envfx  # pyright: ignore[reportAttributeAccessIssue] -- registered at run time (props.register)
+
+
+def context_scene(context: bpy.types.Context) -> bpy.types.Scene:
+    """``context.scene``, which the API types as optional: a panel's draw() and an operator of the 3D view always
+    have one, so None is refused with a message rather than left to fail as "None has no attribute"."""
+    scene = context.scene
+    if scene is None:
+        raise RuntimeError("EnvFX needs a scene here and the context has none: run it from a window with a scene")
+    return scene
+
+
+def panel_layout(panel: bpy.types.Panel) -> bpy.types.UILayout:
+    """The layout ``panel`` draws into, which the API types as optional: Blender sets it for draw() and
+    draw_header()."""
+    layout = panel.layout
+    if layout is None:
+        raise RuntimeError(f"{type(panel).__name__} drew outside draw() or draw_header(): it has no layout")
+    return layout

@@ -17,8 +17,12 @@ from __future__ import annotations
 import sys
 import time
 import traceback
+from typing import TYPE_CHECKING
 
 import bpy
+
+if TYPE_CHECKING:  # the stubs' name for the report kinds' literals (no such module at run time)
+    from bpy.stub_internal.rna_enums import WmReportItems
 
 
 class Cancelled(Exception):
@@ -144,6 +148,9 @@ class ModalJobOperator:
     _timer = None
     _job = None
 
+    if TYPE_CHECKING:  # what the operator class it is mixed into has (not declared here: Blender reads annotations)
+        def report(self, type: set[WmReportItems] | None, message: str) -> None: ...  # bpy.types.Operator's
+
     def make_job(self, context):  # pragma: no cover - interface
         raise NotImplementedError
 
@@ -190,9 +197,13 @@ class ModalJobOperator:
         _running.discard(self)
 
     def modal(self, context, event):
+        job = self._job
+        if job is None:  # not started by invoke() (or already ended): nothing to drive
+            self._end(context)
+            return {"CANCELLED"}
         action = event_action(event)
         if action == "CANCEL":
-            self._job.close()
+            job.close()
             self._end(context)
             self.report({"WARNING"}, f"{self.job_label} cancelled; nothing was written")
             return {"CANCELLED"}
@@ -201,7 +212,7 @@ class ModalJobOperator:
         if action == "HOLD":
             return {"RUNNING_MODAL"}
         try:
-            fraction = next(self._job)
+            fraction = next(job)
         except StopIteration as stop:
             self._end(context)
             return self.finish(context, stop.value)

@@ -238,8 +238,11 @@ def _global_spans(data: bytes, lay: Layout) -> list:
     (``_pad*``) and what follows the end of its strings (Blender 5.0 copies the colour space name into a buffer it
     does not clear, so the bytes after the name's NUL are a stack's leftovers)."""
     spans = []
+    index = lay.struct_index("FileGlobal")
+    if index is None:  # no such struct: no such block either
+        return spans
     for at in _struct_elements(lay, "FileGlobal"):
-        for f in lay.structs[lay.struct_index("FileGlobal")][2]:
+        for f in lay.structs[index][2]:
             start = at + f.offset
             if f.bare.startswith("_pad"):
                 spans.append((start, f.size))

@@ -117,7 +117,8 @@ class RowWriter:
         fh.write(header + (start + np.arange(height, dtype="<u8") * self.block.itemsize).tobytes())
         self.fh, self.height, self.y = fh, height, 0
         self.planes = [order.index(k) for k in range(c)]
-        self._raw = self._blocks = None
+        self._raw: np.ndarray | None = None  # the scanline blocks' bytes, and them as structured blocks
+        self._blocks: np.ndarray | None = None
 
     def rows(self, count: int) -> np.ndarray:
         if self._blocks is None or len(self._blocks) != count:
@@ -128,6 +129,8 @@ class RowWriter:
         return self._blocks["data"]
 
     def write(self):
+        if self._blocks is None:
+            raise ValueError("RowWriter.write() before rows(): there are no scanlines to write")
         count = len(self._blocks)
         if self.y + count > self.height:
             raise ValueError(f"{self.y + count} scanlines written into an EXR of {self.height}")

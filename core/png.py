@@ -141,7 +141,7 @@ class StoredPng16Writer:
         self.crc = zlib.crc32(idat)  # the chunk's CRC covers its type and data
         self.adler = 1
         self.y = 0
-        self._blocks = None
+        self._blocks: np.ndarray | None = None  # (count, 5 + row) uint8: each row's stored block header and row
 
     def rows(self, count: int) -> np.ndarray:
         if self._blocks is None or len(self._blocks) != count:
@@ -151,6 +151,8 @@ class StoredPng16Writer:
 
     def write(self):
         blocks = self._blocks
+        if blocks is None:
+            raise ValueError("StoredPng16Writer.write() before rows(): there are no rows to write")
         count = len(blocks)
         if self.y + count > self.height:
             raise ValueError(f"{self.y + count} rows written into a PNG of {self.height}")
@@ -158,8 +160,8 @@ class StoredPng16Writer:
         if self.y + count == self.height:
             blocks[-1, 0] = 1  # BFINAL on the last block
         for r in range(count):  # the checksum of the stream's data: each row's filter byte and texels
-            self.adler = zlib.adler32(blocks[r, 5:], self.adler)
-        self.crc = zlib.crc32(blocks, self.crc)
+            self.adler = zlib.adler32(blocks[r, 5:].data, self.adler)  # memoryviews: numpy is not typed a buffer
+        self.crc = zlib.crc32(blocks.data, self.crc)
         self.fh.write(blocks)
         self.y += count
 

@@ -34,6 +34,7 @@ import re
 import time
 import unicodedata
 from dataclasses import asdict, dataclass
+from typing import BinaryIO
 
 import numpy as np
 
@@ -457,20 +458,23 @@ class _Texture:
 
     def __init__(self, layout: Layout, channels: str, encoding: str, level: int, fixed=None, path=None):
         self.layout, self.encoding, self.level, self.c = layout, encoding, level, len(channels)
-        self.path, self.sink, self.writer = path, None, None
+        self.path = path
+        self.sink: BinaryIO | None = None  # the file streamed into: io.BytesIO when path is None
+        self.exr_writer: exr.RowWriter | None = None  # mode "exr"
+        self.png_writer: png.StoredPng16Writer | None = None  # mode "png": from the start when fixed, else at encode
         self.mode = "image"
         self.fixed = None
         h, w = layout.height, layout.width
         if encoding != "PNG16" and level <= 0:
             self.mode = "exr"
-            self.writer = exr.RowWriter(self._open(), h, w, channels, half=encoding == "EXR16")
+            self.exr_writer = exr.RowWriter(self._open(), h, w, channels, half=encoding == "EXR16")
         elif encoding == "PNG16" and level <= 0 and png.stored_row_fits(w, self.c):
             self.mode = "png"
             if fixed is not None:  # (lo, hi) per channel: quantised as they come
                 lo = np.asarray(fixed[0], np.float64)[:self.c]
                 self.fixed = (lo.astype(np.float32)[:, None], (65535.0 / (np.asarray(fixed[1], np.float64)[:self.c]
                                                                           - lo)).astype(np.float32)[:, None])
-                self.writer = png.StoredPng16Writer(self._open(), h, w, self.c)
+                self.png_writer = png.StoredPng16Writer(self._open(), h, w, self.c)
             else:
                 self.planes_f = np.zeros((self.c, h, w), np.float32)
         if self.mode == "image":
@@ -478,7 +482,7 @@ class _Texture:
         self.max_abs = 0.0
         self.write_cpu = 0.0  # seconds of this thread's CPU time spent handing the file's bytes to the system
 
-    def _open(self):
+    def _open(self) -> BinaryIO:
         self.sink = io.BytesIO() if self.path is None else open(self.path, "wb")  # noqa: SIM115 - closed by close()
         return self.sink
 
@@ -497,10 +501,14 @@ class _Texture:
         lay = self.layout
         n = planes.shape[1]
         w, first = lay.width, f * lay.rows_per_frame
-        rows = None
-        if self.writer is not None:
-            assert self.writer.y == first, (f, self.writer.y)
-            rows = self.writer.rows(lay.rows_per_frame)
+        exr_rows = png_rows = None  # the frame's rows in the file streamed into (EXR: (R, C, W), PNG16: (R, W, C))
+        exr_planes: list[int] = []
+        if self.exr_writer is not None:
+            assert self.exr_writer.y == first, (f, self.exr_writer.y)
+            exr_rows, exr_planes = self.exr_writer.rows(lay.rows_per_frame), self.exr_writer.planes
+        elif self.png_writer is not None:  # quantised as they come (fixed)
+            assert self.png_writer.y == first, (f, self.png_writer.y)
+            png_rows = self.png_writer.rows(lay.rows_per_frame)
         if self.fixed is not None:  # the whole frame quantised at once, then copied row by row as integers
             planes = _quantise(planes, *self.fixed).astype(np.uint16)
         with np.errstate(over="ignore"):  # beyond a half float: refused by encode(), from the bounds
@@ -510,23 +518,25 @@ class _Texture:
                     break
                 y = first + r
                 for k in range(self.c):
-                    if self.mode == "exr":
-                        rows[r, self.writer.planes[k], :b - a] = planes[k, a:b]
-                    elif self.mode == "png" and self.fixed is not None:
-                        rows[r, :b - a, k] = planes[k, a:b]
+                    if exr_rows is not None:
+                        exr_rows[r, exr_planes[k], :b - a] = planes[k, a:b]
+                    elif png_rows is not None:
+                        png_rows[r, :b - a, k] = planes[k, a:b]
                     elif self.mode == "png":
                         self.planes_f[k, y, :b - a] = planes[k, a:b]
                     else:
                         self.image[y, :b - a, k] = planes[k, a:b]
-        if rows is not None:
+        if exr_rows is not None or png_rows is not None:
             self._write()
 
     def _write(self, close=False):
+        writer = self.exr_writer if self.exr_writer is not None else self.png_writer
+        assert writer is not None, "only the streamed textures (EXR, PNG16) write rows"
         t = time.thread_time()
         if close:
-            self.writer.close()
+            writer.close()
         else:
-            self.writer.write()
+            writer.write()
         self.write_cpu += time.thread_time() - t
 
     def encode(self, remap=None, raw=(), max_abs: float = 0.0):
@@ -546,17 +556,18 @@ class _Texture:
             scale = (65535.0 / span).astype(np.float32)
             lo = lo.astype(np.float32)
             h = self.layout.height
-            self.writer = png.StoredPng16Writer(self._open(), h, self.layout.width, self.c)
+            self.png_writer = writer = png.StoredPng16Writer(self._open(), h, self.layout.width, self.c)
             step = max(1, (1 << 18) // max(1, self.layout.width))  # blocks of rows that stay in the cache
             for a in range(0, h, step):
-                rows = self.writer.rows(min(step, h - a))
+                rows = writer.rows(min(step, h - a))
                 for k in range(self.c):
                     rows[:, :, k] = _quantise(self.planes_f[k, a:a + step], lo[k], scale[k])
                 self._write()
             del self.planes_f
         self._write(close=True)
-        if self.path is None:
+        if isinstance(self.sink, io.BytesIO):  # path None: the bytes in memory
             return self.sink.getvalue()
+        assert self.sink is not None, "the streamed textures opened their file (__init__ or above)"
         self.sink.close()
         return None
 

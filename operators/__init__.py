@@ -8,4 +8,5 @@ modules = (bend, wind, wind_view, wind_engines, vegetation, snow, gasgiant, mips
 classes = tuple(cls for module in modules for cls in module.classes)
 
 
-register, unregister = bpy.utils.register_classes_factory(classes)
+register, unregister = bpy.utils.register_classes_factory(  # pyright: ignore[reportGeneralTypeIssues] -- typed None
+    classes)  # (the stubs type the (register, unregister) pair it returns as None)

@@ -6,15 +6,19 @@ from __future__ import annotations
 import math
 import os
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import bpy
 
 from .. import bridge
 from ..shader_nodes import common as nodes_common
 
+if TYPE_CHECKING:  # the stubs' names for the flags' literals (no such module at run time)
+    from bpy.stub_internal.rna_enums import PropertyFlagItems
+
 # Blender 5.0 warns about "//" paths unless a path property says it supports them; 4.2 has no such option. (Here,
 # not in props, so that the operators' own path properties need not import the layer above them.)
-PATH_OPTIONS = {"PATH_SUPPORTS_BLEND_RELATIVE"} if bridge.BLENDER_5 else set()
+PATH_OPTIONS: set[PropertyFlagItems] = {"PATH_SUPPORTS_BLEND_RELATIVE"} if bridge.BLENDER_5 else set()
 
 
 def output_folder(path: str, label: str, blank: str, error=ValueError) -> str:

@@ -9,6 +9,7 @@ command line (``farm_jobs``), in ``<job folder>/<command>``.
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 import bpy
 from bpy.props import IntProperty, StringProperty
@@ -17,6 +18,9 @@ from ..core import farm as core_farm
 from . import mips as mips_ops
 from .common import NeedsScene
 from .snow import snow_objects
+
+if TYPE_CHECKING:  # the stubs' name for an operator's result literals (no such module at run time)
+    from bpy.stub_internal.rna_enums import OperatorReturnItems
 
 
 class FarmInputError(ValueError):
@@ -83,11 +87,13 @@ class ENVFX_OT_farm_write(NeedsScene, bpy.types.Operator):
                               subtype="DIR_PATH", default="//farm")
     chunk: IntProperty(name="Images per Task", description="Mips: input images per farm task", default=1, min=1)
 
-    def invoke(self, context, _event):
+    def invoke(self, context, event) -> set[OperatorReturnItems]:
+        if context.window_manager is None:  # no window to pick the folder in: the folder set
+            return self.execute(context)
         context.window_manager.fileselect_add(self)
         return {"RUNNING_MODAL"}
 
-    def execute(self, context):
+    def execute(self, context) -> set[OperatorReturnItems]:
         try:
             jobs = farm_jobs(context.scene, list(getattr(context, "selected_objects", None) or ()), self.directory,
                              self.chunk)

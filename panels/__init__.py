@@ -8,4 +8,5 @@ modules = (main, bend, wind, vegetation, snow, gasgiant, mips, lightmap, vat, fa
 classes = tuple(cls for module in modules for cls in module.classes)
 
 
-register, unregister = bpy.utils.register_classes_factory(classes)
+register, unregister = bpy.utils.register_classes_factory(  # pyright: ignore[reportGeneralTypeIssues] -- typed None
+    classes)  # (the stubs type the (register, unregister) pair it returns as None)

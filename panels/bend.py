@@ -2,6 +2,7 @@
 
 import bpy
 
+from .. import bridge
 from ..operators import bend as bend_ops
 from ..shader_nodes import bend as bend_nodes
 from .main import EnvFXSubPanel, draw_status, group_status
@@ -30,13 +31,14 @@ class VIEW3D_PT_envfx_bend(EnvFXSubPanel, bpy.types.Panel):
     bl_label = "World Bend"
 
     def draw_header(self, context):
-        self.layout.prop(context.scene.envfx.bend, "enabled", text="")
+        bridge.panel_layout(self).prop(bridge.envfx_settings(bridge.context_scene(context)).bend, "enabled", text="")
 
     def draw(self, context):
-        layout = self.layout
+        layout = bridge.panel_layout(self)
         layout.use_property_split = True
         layout.use_property_decorate = True
-        s = context.scene.envfx.bend
+        scene = bridge.context_scene(context)
+        s = bridge.envfx_settings(scene).bend
         col = layout.column()
         col.active = s.enabled
         col.prop(s, "mode")
@@ -49,7 +51,7 @@ class VIEW3D_PT_envfx_bend(EnvFXSubPanel, bpy.types.Panel):
             col.prop(s, "side_strength")
             col.prop(s, "side_spread")
 
-        draw_status(layout, status(context.scene, context.active_object) + coarse_status(context.scene))
+        draw_status(layout, status(scene, context.active_object) + coarse_status(scene))
         row = layout.row(align=True)
         row.prop(s, "subdivide", text="Subdivide Coarse")
         row.prop(s, "tolerance", text="Tolerance")
@@ -66,7 +68,7 @@ class VIEW3D_PT_envfx_bend(EnvFXSubPanel, bpy.types.Panel):
         if obj is not None and hasattr(obj, "envfx"):
             box = layout.box()
             box.label(text=obj.name, icon="OBJECT_DATA")
-            box.prop(obj.envfx, "bend_exclude")
+            box.prop(bridge.envfx_settings(obj), "bend_exclude")
 
 
 classes = (VIEW3D_PT_envfx_bend,)

@@ -2,6 +2,7 @@
 
 import bpy
 
+from .. import bridge
 from .main import EnvFXSubPanel
 
 
@@ -10,7 +11,7 @@ class VIEW3D_PT_envfx_farm(EnvFXSubPanel, bpy.types.Panel):
     bl_options = {"DEFAULT_CLOSED"}
 
     def draw(self, context):
-        layout = self.layout
+        layout = bridge.panel_layout(self)
         col = layout.column(align=True)
         col.label(text="The light map, snow buffer, VAT of the selected", icon="INFO")
         col.label(text="meshes and mips of a folder, as OpenJD jobs")

@@ -2,6 +2,7 @@
 
 import bpy
 
+from .. import bridge
 from ..core import gasgiant as core_gasgiant
 from .main import EnvFXSubPanel
 
@@ -11,10 +12,10 @@ class VIEW3D_PT_envfx_gasgiant(EnvFXSubPanel, bpy.types.Panel):
     bl_options = {"DEFAULT_CLOSED"}
 
     def draw(self, context):
-        layout = self.layout
+        layout = bridge.panel_layout(self)
         layout.use_property_split = True
         layout.use_property_decorate = False
-        s = context.scene.envfx.gasgiant
+        s = bridge.envfx_settings(bridge.context_scene(context)).gasgiant
         row = layout.row(align=True)
         row.prop(s, "preset")
         row.operator("envfx.gasgiant_randomize", text="", icon="FILE_REFRESH")

@@ -2,6 +2,7 @@
 
 import bpy
 
+from .. import bridge
 from .main import EnvFXSubPanel
 
 
@@ -10,10 +11,10 @@ class VIEW3D_PT_envfx_lightmap(EnvFXSubPanel, bpy.types.Panel):
     bl_options = {"DEFAULT_CLOSED"}
 
     def draw(self, context):
-        layout = self.layout
+        layout = bridge.panel_layout(self)
         layout.use_property_split = True
         layout.use_property_decorate = False
-        s = context.scene.envfx.lightmap
+        s = bridge.envfx_settings(bridge.context_scene(context)).lightmap
         col = layout.column()
         col.prop(s, "ground")
         col.prop(s, "obstacles")

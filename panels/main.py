@@ -2,6 +2,7 @@
 
 import bpy
 
+from .. import bridge
 from ..shader_nodes import common
 
 CATEGORY = "EnvFX"
@@ -15,7 +16,7 @@ class VIEW3D_PT_envfx(bpy.types.Panel):
     bl_label = "EnvFX"
 
     def draw(self, context):
-        layout = self.layout
+        layout = bridge.panel_layout(self)
         layout.label(text="Game effects for the viewport and bakes", icon="WORLD")
 
 

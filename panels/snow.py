@@ -2,6 +2,7 @@
 
 import bpy
 
+from .. import bridge
 from ..shader_nodes import snow as snow_nodes
 from .main import EnvFXSubPanel
 
@@ -10,10 +11,10 @@ class VIEW3D_PT_envfx_snow(EnvFXSubPanel, bpy.types.Panel):
     bl_label = "Snow"
 
     def draw(self, context):
-        layout = self.layout
+        layout = bridge.panel_layout(self)
         layout.use_property_split = True
         layout.use_property_decorate = False
-        s = context.scene.envfx.snow
+        s = bridge.envfx_settings(bridge.context_scene(context)).snow
 
         box = layout.box()
         box.label(text="Snow Cover", icon="FREEZE")
@@ -72,8 +73,8 @@ class VIEW3D_PT_envfx_snow(EnvFXSubPanel, bpy.types.Panel):
         if obj is not None and hasattr(obj, "envfx"):
             box = layout.box()
             box.label(text=f"{obj.name} as an actor", icon="OBJECT_DATA")
-            box.prop(obj.envfx.snow, "radius")
-            box.prop(obj.envfx.snow, "depth")
+            box.prop(bridge.envfx_settings(obj).snow, "radius")
+            box.prop(bridge.envfx_settings(obj).snow, "depth")
 
 
 def _trails_status(layout, s):

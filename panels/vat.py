@@ -2,6 +2,7 @@
 
 import bpy
 
+from .. import bridge
 from .main import EnvFXSubPanel
 
 
@@ -10,10 +11,10 @@ class VIEW3D_PT_envfx_vat(EnvFXSubPanel, bpy.types.Panel):
     bl_options = {"DEFAULT_CLOSED"}
 
     def draw(self, context):
-        layout = self.layout
+        layout = bridge.panel_layout(self)
         layout.use_property_split = True
         layout.use_property_decorate = False
-        s = context.scene.envfx.vat
+        s = bridge.envfx_settings(bridge.context_scene(context)).vat
         col = layout.column(align=True)
         col.prop(s, "frame_start")
         sub = col.column(align=True)

@@ -3,6 +3,7 @@ draw() only reads state."""
 
 import bpy
 
+from .. import bridge
 from .main import EnvFXSubPanel
 
 
@@ -10,10 +11,10 @@ class VIEW3D_PT_envfx_vegetation(EnvFXSubPanel, bpy.types.Panel):
     bl_label = "Vegetation"
 
     def draw(self, context):
-        layout = self.layout
+        layout = bridge.panel_layout(self)
         layout.use_property_split = True
         layout.use_property_decorate = False
-        s = context.scene.envfx.vegetation
+        s = bridge.envfx_settings(bridge.context_scene(context)).vegetation
 
         box = layout.box()
         box.label(text="Colorize", icon="COLOR")
@@ -56,8 +57,8 @@ class VIEW3D_PT_envfx_vegetation(EnvFXSubPanel, bpy.types.Panel):
         if obj is not None and hasattr(obj, "envfx"):
             box = layout.box()
             box.label(text=obj.name, icon="OBJECT_DATA")
-            box.prop(obj.envfx, "colorize_band")
-            box.prop(obj.envfx, "colorize_per_vertex")
+            box.prop(bridge.envfx_settings(obj), "colorize_band")
+            box.prop(bridge.envfx_settings(obj), "colorize_per_vertex")
 
 
 classes = (VIEW3D_PT_envfx_vegetation,)

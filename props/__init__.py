@@ -89,12 +89,14 @@ classes = (
 def register():
     for cls in classes:
         bpy.utils.register_class(cls)
-    bpy.types.Scene.envfx = PointerProperty(type=EnvFXSceneSettings)
-    bpy.types.Object.envfx = PointerProperty(type=EnvFXObjectSettings, override=OVERRIDABLE)
+    bpy.types.Scene.envfx = (  # pyright: ignore[reportAttributeAccessIssue] -- the add-on's own: unknown to the stubs
+        PointerProperty(type=EnvFXSceneSettings))
+    bpy.types.Object.envfx = (  # pyright: ignore[reportAttributeAccessIssue] -- the add-on's own: unknown to the stubs
+        PointerProperty(type=EnvFXObjectSettings, override=OVERRIDABLE))
 
 
 def unregister():
-    del bpy.types.Object.envfx
-    del bpy.types.Scene.envfx
+    del bpy.types.Object.envfx  # pyright: ignore[reportAttributeAccessIssue] -- the add-on's own: unknown to the stubs
+    del bpy.types.Scene.envfx  # pyright: ignore[reportAttributeAccessIssue] -- the add-on's own: unknown to the stubs
     for cls in reversed(classes):
         bpy.utils.unregister_class(cls)

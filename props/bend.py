@@ -38,7 +38,7 @@ def _strength(name, description):
         max=core_bend.MAX_STRENGTH,
         soft_min=-0.2,
         soft_max=0.2,
-        step=0.1,
+        step=0.1,  # pyright: ignore[reportArgumentType] -- typed int in the stubs; Blender reads a float (0.1)
         precision=4,
         update=_bend_value_changed,
     )

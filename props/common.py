@@ -3,20 +3,24 @@ unusable numbers (NaN, inf, enormous) set on a setting."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import bpy
 
 from ..operators.common import restore_good_numbers
 
+if TYPE_CHECKING:  # the stubs' names for the flags' literals (no such module at run time)
+    from bpy.stub_internal.rna_enums import PropertyOverrideFlagItems
+
 # Per-object settings can be changed on a library override (an asset linked into a level) and are saved with it.
-OVERRIDABLE = {"LIBRARY_OVERRIDABLE"}
+OVERRIDABLE: set[PropertyOverrideFlagItems] = {"LIBRARY_OVERRIDABLE"}
 
 
 def _report(context, text: str):
     """Tell the user about a refused value from an update callback (no operator to report through): the console,
     and a pop-up where there is a window."""
     print(text)
-    window = getattr(context, "window", None) if context is not None else None
-    if window is not None and not bpy.app.background:
+    if context is not None and getattr(context, "window", None) is not None and not bpy.app.background:
         context.window_manager.popup_menu(lambda menu, _ctx: menu.layout.label(text=text), title="EnvFX",
                                           icon="ERROR")
 

@@ -7,6 +7,8 @@ materials to the group survive), and return it.
 
 from __future__ import annotations
 
+from typing import cast
+
 import bpy
 
 STAMP_KEY = "envfx_stamp"
@@ -22,7 +24,7 @@ def ensure_tree(name: str, tree_type: str, stamp: str, build) -> bpy.types.NodeT
     if tree is not None and tree.get(STAMP_KEY) == stamp:
         return tree
     if tree is None:
-        tree = bpy.data.node_groups.new(name, tree_type)
+        tree = bpy.data.node_groups.new(name, tree_type)  # pyright: ignore[reportArgumentType] -- a tree idname
     clear_tree(tree)
     build(tree)
     tree[STAMP_KEY] = stamp
@@ -167,7 +169,8 @@ def ensure_scene_group(scene, kind: str, name: str, stamp: str, build):
     if tree is None or others:
         shared = tree
         taken = bpy.data.node_groups.get(name) is not None
-        tree = bpy.data.node_groups.new(f"{name} ({scene.name})" if taken else name, "GeometryNodeTree")
+        tree = bpy.data.node_groups.new(  # pyright: ignore[reportArgumentType] -- 4.2 stubs: only "DUMMY"
+            f"{name} ({scene.name})" if taken else name, "GeometryNodeTree")
         if shared is not None:  # objects also in the other scenes (a linked copy) keep the shared group
             moved = [mod for obj in scene.objects if not any(obj.name in s.objects for s in others)
                      for mod in obj.modifiers if mod.type == "NODES" and mod.node_group == shared]
@@ -525,7 +528,7 @@ def _reads_envfx(fcurve) -> bool:
 def _id_collections():
     """The collections of ``bpy.data`` that hold IDs (the ones that can carry drivers)."""
     for prop in bpy.data.bl_rna.properties:
-        struct = prop.fixed_type if prop.type == "COLLECTION" else None
+        struct = cast(bpy.types.CollectionProperty, prop).fixed_type if prop.type == "COLLECTION" else None
         while struct is not None and struct.identifier != "ID":
             struct = struct.base
         if struct is not None:
@@ -627,7 +630,8 @@ def point_at_transform(socket, target, name: str):
         proxy[PROXY_KEY] = True
         proxy.empty_display_size = 0.25
         proxy.hide_render = True
-    con = proxy.constraints.get(PROXY_KEY) or proxy.constraints.new("COPY_TRANSFORMS")
+    con = cast(bpy.types.CopyTransformsConstraint,  # ours: named PROXY_KEY, or the one made here
+               proxy.constraints.get(PROXY_KEY) or proxy.constraints.new("COPY_TRANSFORMS"))
     con.name = PROXY_KEY
     con.target = target
     socket.default_value = proxy

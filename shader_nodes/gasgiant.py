@@ -3,6 +3,8 @@ planet sphere's UVs, through a Principled BSDF with a soft atmospheric rim. Buil
 
 from __future__ import annotations
 
+from typing import cast
+
 import bpy
 
 from .. import bridge
@@ -15,6 +17,8 @@ def _build(mat):
     if not bridge.BLENDER_5 or mat.node_tree is None:
         mat.use_nodes = True
     nt = mat.node_tree
+    if nt is None:  # (use_nodes made it: the checker still sees the None tested above)
+        raise RuntimeError(f"The material {mat.name!r} has no node tree to build the planet's in")
     nt.nodes.clear()
     out = nt.nodes.new("ShaderNodeOutputMaterial")
     out.location = (600, 0)
@@ -73,7 +77,10 @@ def ensure_planet_material(name: str, image, frames: int = 1, frame_start: int =
     if mat.get(STAMP_KEY) != MATERIAL_STAMP or mat.node_tree is None or \
             mat.node_tree.nodes.get("Gas Giant Texture") is None:
         _build(mat)
-    tex = mat.node_tree.nodes["Gas Giant Texture"]
+    tree = mat.node_tree
+    if tree is None:  # (_build made it: the checker still sees the None tested above)
+        raise RuntimeError(f"The material {mat.name!r} has no node tree to build the planet's in")
+    tex = cast(bpy.types.ShaderNodeTexImage, tree.nodes["Gas Giant Texture"])
     tex.image = image
     _set_clouds(mat, clouds)
     user = tex.image_user

@@ -67,7 +67,10 @@ def bake(params: GasGiantParams, folder: str, check_memory: bool = True, fields:
     first, last = check_part(params, part, state_dir)
     check_output_folder(folder)
     loaded = check_field_files(params) if fields is None else fields
-    state = load_state(state_path(state_dir, first - 1), params, first - 1) if first > 1 else None
+    state = None
+    if first > 1:
+        assert state_dir, "check_part refuses a part of a sequence without the folder of the states"
+        state = load_state(state_path(state_dir, first - 1), params, first - 1)
     keys, at = field_times(params)
     folder = os.path.abspath(folder)
     t0 = time.perf_counter()
@@ -156,6 +159,7 @@ def bake(params: GasGiantParams, folder: str, check_memory: bool = True, fields:
         if params.save_field:
             save_fields(params.save_field, params, {k * params.time_step: fld for k, fld in built.items()})
         if last < params.frames:  # the next part starts from here (saved before this part's frames are moved in)
+            assert state_dir, "check_part refuses a part of a sequence without the folder of the states"
             save_state(state_path(state_dir, last), params, last, sim, flow_stats)
         new = sorted(os.listdir(tmp))
         stale = []

@@ -24,7 +24,8 @@ class BakeResult:
     frames: int
     equirect: list  # equirect files in frame order (the planet's texture)
     seconds: float = 0.0
-    metadata: str = ""  # gasgiant.json: what every image holds and how to decode it (``bake_metadata``)
+    metadata: str | None = ""  # gasgiant.json: what every image holds and how to decode it (``bake_metadata``);
+    # None for a part of a sequence before the last, which does not write it
     removed: list = field(default_factory=list)  # names of the previous bake's files this bake removed
     not_removed: list = field(default_factory=list)  # (name, why) of those it could not remove
 

@@ -41,7 +41,7 @@ def _settings(params: GasGiantParams) -> str:
             continue
         value = getattr(params, f.name)
         if isinstance(value, np.ndarray):
-            value = [list(value.shape), str(value.dtype), hashlib.sha256(np.ascontiguousarray(value)).hexdigest()]
+            value = [list(value.shape), str(value.dtype), hashlib.sha256(np.ascontiguousarray(value).data).hexdigest()]
         values[f.name] = value
     return json.dumps(values, sort_keys=True, default=repr)
 

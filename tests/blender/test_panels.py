@@ -99,3 +99,17 @@ def test_status_of_a_linked_object_with_its_library_effect_says_to_override_it(e
     assert alert and text.startswith(f"Cube has the {feature} of ")
     assert text.endswith("it is linked; make a library override of it (Object > Library Override > Make) to give "
                          "it this scene's")
+
+
+def test_a_context_without_a_scene_or_a_panel_without_a_layout_is_named(envfx):
+    """The API types ``context.scene`` and ``panel.layout`` as optional; the helpers the panels and operators read
+    them through refuse None with a message rather than "'NoneType' object has no attribute"."""
+    scene = bpy.context.scene
+    assert envfx.bridge.context_scene(types.SimpleNamespace(scene=scene)) == scene
+    with pytest.raises(RuntimeError, match="needs a scene here and the context has none"):
+        envfx.bridge.context_scene(types.SimpleNamespace(scene=None))
+    with pytest.raises(RuntimeError, match="drew outside draw"):
+        envfx.bridge.panel_layout(types.SimpleNamespace(layout=None))
+    with pytest.raises(RuntimeError, match="needs a scene here"):  # a panel's draw() reads the scene through it
+        envfx.panels.vat.VIEW3D_PT_envfx_vat.draw(types.SimpleNamespace(layout=types.SimpleNamespace()),
+                                                  types.SimpleNamespace(scene=None))

@@ -205,3 +205,14 @@ def test_a_job_that_fails_any_other_way_still_ends(modal_op, tmp_path, failure):
     assert kind == {"ERROR"} and "nothing was written" in message
     if failure != "internal":
         assert "removed or renamed while it ran" in message and "Run it again" in message
+
+
+@pytest.mark.parametrize("kind", ["ESC", "TIMER"])
+def test_an_event_after_the_job_ended_ends_it_quietly(modal_op, kind):
+    """modal() without a job (ended, or never started by invoke): Esc raised an AttributeError out of modal() and a
+    tick reported an internal error; now both end it (timer and progress bar) without a report."""
+    op_class, context = modal_op
+    op = op_class(None)
+    assert op.modal(context, _event(kind)) == {"CANCELLED"}
+    assert context.window_manager.calls == [("timer_remove", "timer"), ("end",)]
+    assert op.reports == []

@@ -230,6 +230,19 @@ def test_the_streamed_png16_decodes_to_its_texels_with_valid_checksums():
         png.StoredPng16Writer(io.BytesIO(), 2, 9000, 4)
 
 
+@pytest.mark.parametrize("kind", ["exr", "png"])
+def test_a_streamed_write_before_any_rows_says_so_and_writes_nothing(kind):
+    """(Before, a TypeError about None's length.)"""
+    from core import exr, png
+
+    fh = io.BytesIO()
+    writer = exr.RowWriter(fh, 4, 5, "RGB") if kind == "exr" else png.StoredPng16Writer(fh, 4, 5, 3)
+    header = fh.getvalue()
+    with pytest.raises(ValueError, match=r"write\(\) before rows\(\)"):
+        writer.write()
+    assert fh.getvalue() == header and writer.y == 0
+
+
 @pytest.mark.parametrize("level", [0, 1])
 @pytest.mark.parametrize("encoding", ["EXR32", "EXR16", "PNG16"])
 def test_an_encoder_with_a_folder_streams_the_same_files_as_in_memory(tmp_path, encoding, level):
