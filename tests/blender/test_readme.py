@@ -188,7 +188,8 @@ def test_documented_scene_settings_in_prose(envfx):
 # name there must be a setting of the feature (scene.envfx.<feature>, object.envfx.<feature>) or of object.envfx.
 NOT_SETTINGS = {
     "bend": {"envfx_bend", "scale_length", "world_vertex_coords", "envfx_pivot"},
-    "wind": {"bark", "branch", "frond", "leaf", "leaves", "needle", "trunk", "s", "terrain_z"},
+    "wind": {"bark", "branch", "frond", "leaf", "leaves", "needle", "trunk", "s", "terrain_z", "foreach_set",
+             "frame_change_pre", "node_cost_swing"},
     "snow": {"bake", "bake_job", "camera_fade", "generate_cover", "read_exr", "resolution", "shown_offset",
              "simulate_points", "snow_coverage", "snow_thickness", "stamp_points", "stamp_profile", "timeout", "u",
              "units_per_blender_unit", "up", "write_exr"},
