@@ -15,16 +15,23 @@ from mathutils import Matrix
 WALK = ((1, (-4.0, -0.3, 0.0)), (25, (4.0, 0.3, 0.0)))  # the walker's bottom point, frames 1 to 25
 
 
-def _field(blades=300, seed=3):
-    """One mesh of ``blades`` thin vertical quads (0.4-0.6 m tall) over 6 x 6 m, baked as Grass and in the wind."""
+def _field(blades=300, seed=3, quads=1):
+    """One mesh of ``blades`` thin vertical quads (0.4-0.6 m tall) over 6 x 6 m, baked as Grass and in the wind;
+    ``quads`` > 1: each blade a strip of that many quads (sharing their edges) instead."""
     rng = np.random.default_rng(seed)
     verts, faces = [], []
     for i in range(blades):
         x, y = rng.uniform(-3, 3, 2)
         h, w, a = rng.uniform(0.4, 0.6), 0.02, rng.uniform(0, math.pi)
         dx, dy = w * math.cos(a), w * math.sin(a)
-        verts += [(x - dx, y - dy, 0.0), (x + dx, y + dy, 0.0), (x + dx, y + dy, h), (x - dx, y - dy, h)]
-        faces.append(tuple(range(4 * i, 4 * i + 4)))
+        if quads == 1:
+            verts += [(x - dx, y - dy, 0.0), (x + dx, y + dy, 0.0), (x + dx, y + dy, h), (x - dx, y - dy, h)]
+            faces.append(tuple(range(4 * i, 4 * i + 4)))
+            continue
+        first = len(verts)
+        for k in range(quads + 1):
+            verts += [(x - dx, y - dy, h * k / quads), (x + dx, y + dy, h * k / quads)]
+        faces += [(first + 2 * k, first + 2 * k + 1, first + 2 * k + 3, first + 2 * k + 2) for k in range(quads)]
     mesh = bpy.data.meshes.new("Field")
     mesh.from_pydata(verts, [], faces)
     obj = bpy.data.objects.new("Field", mesh)
@@ -94,7 +101,8 @@ def _evaluated(mods, obj, frame):
 def test_pushed_grass_equals_its_twin(mods, envfx, tmp_path, sequence):
     scene = bpy.context.scene
     scene.envfx.wind.strength = 0.7
-    obj = _field()
+    # a strip of 3 quads a blade with the sequence: the push is computed per face and read back per vertex
+    obj = _field(quads=3 if sequence else 1)
     mods.ops.add_wind(scene, [obj])
     _baked_buffer(envfx, tmp_path, sequence)
     assert "pushed by the baked buffer" in mods.ops.grass_push(scene)
