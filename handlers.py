@@ -202,7 +202,7 @@ def on_save_pre_overrides(*_args):
             continue
         for o in (obj, reference):
             settings = bridge.envfx_settings(o)
-            settings.wind, settings.snow  # noqa: B018 -- reading makes the groups
+            _ = settings.wind, settings.snow  # reading makes the groups
 
 
 # --- groups that nothing moves any more ---

@@ -6,6 +6,7 @@ exporters (Apply Modifiers off) carry them to the game."""
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 import bpy
 from bpy.props import StringProperty
@@ -16,6 +17,9 @@ from ..core import wind_engines
 from ..shader_nodes import wind as wind_nodes
 from . import bend as bend_ops
 from .common import PATH_OPTIONS, ObjectsResult, edit_mode_text, in_edit_mode, output_folder, report_result
+
+if TYPE_CHECKING:  # the stubs' name for an operator's result literals (no such module at run time)
+    from bpy.stub_internal.rna_enums import OperatorReturnItems
 
 MAX_UV_MAPS = 8  # Blender's limit per mesh
 
@@ -118,11 +122,13 @@ class ENVFX_OT_wind_export_engines(bpy.types.Operator):
             return False
         return True
 
-    def invoke(self, context, event):
+    def invoke(self, context, event) -> set[OperatorReturnItems]:
+        if context.window_manager is None:  # no window to pick the folder in: the folder set
+            return self.execute(context)
         context.window_manager.fileselect_add(self)
         return {"RUNNING_MODAL"}
 
-    def execute(self, context):
+    def execute(self, context) -> set[OperatorReturnItems]:
         try:
             paths, result = export_engines(context.scene, list(context.selected_objects), self.directory)
         except WindEngineError as exc:

@@ -5,12 +5,16 @@ puts each slot back as it was. ``show_channel`` / ``hide_channels`` are the plai
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 import bpy
 from bpy.props import EnumProperty
 
 from ..shader_nodes import wind_view as view_nodes
 from .wind import HEIGHT_ATTR, WIND_ATTR, WindInputError
+
+if TYPE_CHECKING:  # the stubs' name for an operator's result literals (no such module at run time)
+    from bpy.stub_internal.rna_enums import OperatorReturnItems
 
 STATE_KEY = "envfx_wind_view"  # on a viewed object: JSON of its slots' links before the view, and an added slot
 
@@ -98,7 +102,7 @@ class ENVFX_OT_wind_view(bpy.types.Operator):
             return False
         return True
 
-    def execute(self, context):
+    def execute(self, context) -> set[OperatorReturnItems]:
         try:
             if self.channel == "OFF":
                 names = hide_channels(context.scene)

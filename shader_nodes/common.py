@@ -169,8 +169,9 @@ def ensure_scene_group(scene, kind: str, name: str, stamp: str, build):
     if tree is None or others:
         shared = tree
         taken = bpy.data.node_groups.get(name) is not None
-        tree = bpy.data.node_groups.new(  # pyright: ignore[reportArgumentType] -- 4.2 stubs: only "DUMMY"
-            f"{name} ({scene.name})" if taken else name, "GeometryNodeTree")
+        tree = bpy.data.node_groups.new(
+            f"{name} ({scene.name})" if taken else name,
+            "GeometryNodeTree")  # pyright: ignore[reportArgumentType] -- 4.2 stubs: only "DUMMY"
         if shared is not None:  # objects also in the other scenes (a linked copy) keep the shared group
             moved = [mod for obj in scene.objects if not any(obj.name in s.objects for s in others)
                      for mod in obj.modifiers if mod.type == "NODES" and mod.node_group == shared]

@@ -42,7 +42,13 @@ shift; [ $# -gt 0 ] && shift
 PYTHONPATH="$TOOL" "$PY" -m pyright -p "$TMP/pyrightconfig.json" --pythonpath "$PY" "$@" > "$TMP/out.txt" 2>&1
 rc=$?
 cat "$TMP/out.txt"
-summary="$(grep -E '^[0-9]+ errors?, ' "$TMP/out.txt" | tail -1)"
+# pyright reads a config it cannot parse as no config: it then checks nothing and says "0 errors"
+if grep -q 'could not be parsed' "$TMP/out.txt"; then
+  echo "types-$VERSION: pyrightconfig.json could not be parsed (JSON with // comments): fix it, nothing was checked"
+  summary=""
+else
+  summary="$(grep -E '^[0-9]+ errors?, ' "$TMP/out.txt" | tail -1)"
+fi
 errors="$(printf '%s' "$summary" | grep -oE '^[0-9]+')"
 if [ -z "$errors" ]; then
   echo "types-$VERSION: pyright did not run (exit $rc)"; errors=1

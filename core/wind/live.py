@@ -317,7 +317,7 @@ def blade_wind(positions, live, matrix_world, frame: float, scene: SceneWind, as
 
 
 def wind_offsets(positions, height, wind_color, normals, matrix_world, frame: float, scene: SceneWind,
-                 asset: AssetWind, camera_matrix=None, terrain_z=None, live=None, push: GrassPush = None) -> np.ndarray:
+                 asset: AssetWind, camera_matrix=None, terrain_z=None, live=None, push: GrassPush | None = None) -> np.ndarray:
     """(N, 3) object-space offsets of the live wind at ``frame`` (the twin of the "EnvFX Wind" node group).
 
     The swing (``wind_swing``: the talk's bend, sway, lift, flutter, whole-asset bend and grass motion as offsets)

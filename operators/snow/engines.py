@@ -5,6 +5,7 @@ Output Folder when there is one (its window exactly), else the Follow window of 
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 import bpy
 from bpy.props import StringProperty
@@ -14,6 +15,9 @@ from ...core import snow_engines
 from .. import bend as bend_ops
 from ..common import PATH_OPTIONS, NeedsScene, output_folder
 from .collection import SnowInputError
+
+if TYPE_CHECKING:  # the stubs' name for an operator's result literals (no such module at run time)
+    from bpy.stub_internal.rna_enums import OperatorReturnItems
 
 
 def _baked(scene):
@@ -69,11 +73,13 @@ class ENVFX_OT_snow_export_engines(NeedsScene, bpy.types.Operator):
     directory: StringProperty(name="Folder", description="Folder the engine files are written to (// is the .blend "
                               "file's folder)", default="", subtype="DIR_PATH", options=PATH_OPTIONS)
 
-    def invoke(self, context, event):
+    def invoke(self, context, event) -> set[OperatorReturnItems]:
+        if context.window_manager is None:  # no window to pick the folder in: the folder set
+            return self.execute(context)
         context.window_manager.fileselect_add(self)
         return {"RUNNING_MODAL"}
 
-    def execute(self, context):
+    def execute(self, context) -> set[OperatorReturnItems]:
         try:
             paths = export_engines(context.scene, self.directory)
         except SnowInputError as exc:

@@ -65,3 +65,19 @@ def test_types_50_fail_on_core_error_only(tmp_path):
     assert run.returncode != 0, run.stdout
     assert "types-5.0: 1 errors" in run.stdout, run.stdout
     assert list(errors) == ["core_error.py"], run.stdout
+
+
+def test_pyrightconfig_parses_and_includes_files():
+    """pyright reads a pyrightconfig.json it cannot parse as no config, checks nothing and reports 0 errors (a
+    comment that swallowed the line of "include" did that): the file must be JSON once its // comments are gone,
+    with a non-empty "include" whose entries exist."""
+    import json
+
+    text = open(os.path.join(ROOT, "pyrightconfig.json"), encoding="utf-8").read()
+    # drop // comments outside strings (the config's strings hold no quote or //)
+    stripped = "\n".join(re.sub(r'^((?:[^"/]|"[^"]*")*)//.*$', r"\1", line) for line in text.splitlines())
+    config = json.loads(stripped)
+    include = config.get("include")
+    assert isinstance(include, list) and include, "pyrightconfig.json: \"include\" is missing or empty"
+    missing = [p for p in include if not os.path.exists(os.path.join(ROOT, p))]
+    assert not missing, f"pyrightconfig.json includes paths that do not exist: {missing}"
