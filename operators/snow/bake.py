@@ -302,18 +302,24 @@ def drive_from_bake(scene, objects, out_dir: str = "") -> ObjectsResult:
     for obj in targets:
         for mod in trails_modifiers(obj):
             mod.show_viewport = mod.show_render = False
-        mods = buffer_modifiers(obj)
-        if mods:  # driven by another bake before: this one replaces it (never two buffers on one mesh)
-            mods[0].node_group = tree
-            for extra in mods[1:]:
-                obj.modifiers.remove(extra)
-        else:
-            bend_nodes.add_modifier_before_bend(obj, BUFFER_MODIFIER, tree)
+        _use_group(obj, buffer_modifiers(obj), BUFFER_MODIFIER, tree)
         result.changed.append(obj.name)
     return result
 
 
 RIPPLES_MODIFIER = "EnvFX Water Ripples"
+
+
+def _use_group(obj, mods, name: str, tree) -> None:
+    """Drive ``obj`` by ``tree`` through one modifier: the first of ``mods`` (its modifiers from another bake
+    before) takes the new group and the others go (never two buffers on one mesh); without one, a modifier
+    ``name`` is added before the bend."""
+    if mods:
+        mods[0].node_group = tree
+        for extra in mods[1:]:
+            obj.modifiers.remove(extra)
+    else:
+        bend_nodes.add_modifier_before_bend(obj, name, tree)
 
 
 def water_ripples(scene, objects, out_dir: str = "", scale: float = 1.0) -> ObjectsResult:
@@ -331,13 +337,7 @@ def water_ripples(scene, objects, out_dir: str = "", scale: float = 1.0) -> Obje
     image, meta = load_bake(scene, out_dir, result)
     tree = snow_nodes.ensure_ripples_group(image, meta, scale)
     for obj in targets:
-        mods = ripples_modifiers(obj)
-        if mods:
-            mods[0].node_group = tree
-            for extra in mods[1:]:
-                obj.modifiers.remove(extra)
-        else:
-            bend_nodes.add_modifier_before_bend(obj, RIPPLES_MODIFIER, tree)
+        _use_group(obj, ripples_modifiers(obj), RIPPLES_MODIFIER, tree)
         result.changed.append(obj.name)
     return result
 
