@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, cast
 
 import bpy
 
@@ -21,7 +22,7 @@ if TYPE_CHECKING:  # the stubs' names for the flags' literals (no such module at
 PATH_OPTIONS: set[PropertyFlagItems] = {"PATH_SUPPORTS_BLEND_RELATIVE"} if bridge.BLENDER_5 else set()
 
 
-def output_folder(path: str, label: str, blank: str, error=ValueError) -> str:
+def output_folder(path: str, label: str, blank: str, error: type[Exception] = ValueError) -> str:
     """The folder setting ``path`` (labelled ``label`` in messages) as the folder to write into. Refused with
     ``error``: a blank setting (message ``blank``: which setting to set), and a folder relative to the .blend file
     (``//``) in a file never saved, which has no folder (Blender would read it relative to the folder it was started
@@ -38,10 +39,10 @@ def output_folder(path: str, label: str, blank: str, error=ValueError) -> str:
 class ObjectsResult:
     """What an operation did to a list of objects (by name: names survive undo)."""
 
-    changed: list = field(default_factory=list)
-    unchanged: list = field(default_factory=list)
-    skipped: dict = field(default_factory=dict)  # name -> reason
-    warnings: list = field(default_factory=list)
+    changed: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    skipped: dict[str, str] = field(default_factory=dict)  # name -> reason
+    warnings: list[str] = field(default_factory=list)
 
     def skipped_text(self) -> str:
         return "; ".join(f"{name} ({why})" for name, why in self.skipped.items())
@@ -53,7 +54,7 @@ class ObjectsResult:
         return text
 
 
-def no_modifier_reason(obj) -> str | None:
+def no_modifier_reason(obj: bpy.types.Object) -> str | None:
     """Why ``obj`` cannot take an EnvFX geometry-nodes modifier, or None. Library overrides can (their new
     modifiers are kept); a collection instance cannot, and is named as one with what to do."""
     if obj.type == "EMPTY" and obj.instance_type == "COLLECTION" and obj.instance_collection is not None:
@@ -66,7 +67,7 @@ def no_modifier_reason(obj) -> str | None:
     return None
 
 
-def linked_reason(obj, mesh_too: bool = False) -> str | None:
+def linked_reason(obj: bpy.types.Object, mesh_too: bool = False) -> str | None:
     """Why ``obj`` (or, with ``mesh_too``, its data, for work that writes the mesh) cannot be changed here because
     it is linked from a library, with what to do; None when it can."""
     for what, block in (("linked", obj), ("its mesh is linked", obj.data if mesh_too else None)):
@@ -76,7 +77,8 @@ def linked_reason(obj, mesh_too: bool = False) -> str | None:
     return None
 
 
-def changeable(objects, result: ObjectsResult, reason=linked_reason) -> list:
+def changeable(objects: Iterable[bpy.types.Object], result: ObjectsResult,
+               reason: Callable[[bpy.types.Object], str | None] = linked_reason) -> list[bpy.types.Object]:
     """The objects of ``objects`` that can be changed here, in order, each once (a script may pass one twice):
     those for which ``reason(obj)`` (default: whether it is linked from a library) gives None. The others are
     booked in ``result`` as skipped, with why."""
@@ -94,7 +96,8 @@ def path_in_file(path: str) -> str:
     """``path`` as the open .blend should store a file it reads (an image): relative to the .blend (``//``) when the
     file is saved and Blender's Relative Paths preference is on, as the file browser stores paths, so a project
     folder moved elsewhere (another machine, a render farm's mount) still finds its bakes; else as given."""
-    if bpy.data.filepath and bpy.context.preferences.filepaths.use_relative_paths:
+    preferences = bpy.context.preferences  # optional in the API; Blender always has them
+    if bpy.data.filepath and preferences is not None and preferences.filepaths.use_relative_paths:
         try:
             return bpy.path.relpath(path)
         except ValueError:  # on another drive (Windows): no relative path exists
@@ -102,7 +105,8 @@ def path_in_file(path: str) -> str:
     return path
 
 
-def evaluated_check(scene=None, again: str = "bake again"):
+def evaluated_check(scene: bpy.types.Scene | None = None,
+                    again: str = "bake again") -> Callable[[bpy.types.Object], str | None]:
     """A function ``obj -> reason or None``: why Blender does not evaluate ``obj`` (disabled in viewports, by its own
     or a collection's monitor icon, or only in collections excluded from the view layer), so its ``matrix_world`` is
     stale (where it stood when it was last evaluated, not where its location, rotation and scale put it now), or None.
@@ -110,12 +114,14 @@ def evaluated_check(scene=None, again: str = "bake again"):
     (default: the context's) is read through its view layer (the context's; another scene's first one); ``again``
     finishes what to do ("enable it in the viewport and <again>")."""
     context = bpy.context
-    scene = scene or context.scene
-    view_layer = context.view_layer if getattr(context, "scene", None) == scene else scene.view_layers[0]
+    scene = scene or bridge.context_scene(context)
+    view_layer = context.view_layer if getattr(context, "scene", None) == scene else None
+    if view_layer is None:  # another scene's, or a context without a view layer: the scene's first one
+        view_layer = scene.view_layers[0]
     fix = f"so Blender does not update its world transform: enable it in the viewport and {again}"
     enabled = set()
 
-    def walk(layer_collection):  # what the view layer evaluates: not excluded, not disabled in viewports
+    def walk(layer_collection: bpy.types.LayerCollection) -> None:  # what the view layer evaluates: not excluded, not disabled in viewports
         if layer_collection.exclude or layer_collection.collection.hide_viewport:
             return
         enabled.update(obj for obj in layer_collection.collection.objects if not obj.hide_viewport)
@@ -124,7 +130,7 @@ def evaluated_check(scene=None, again: str = "bake again"):
 
     walk(view_layer.layer_collection)
 
-    def reason(obj):
+    def reason(obj: bpy.types.Object) -> str | None:
         if obj in enabled:
             return None
         if view_layer.objects.get(obj.name) is not obj:
@@ -138,18 +144,18 @@ def evaluated_check(scene=None, again: str = "bake again"):
     return reason
 
 
-def in_edit_mode(objects) -> list:
+def in_edit_mode(objects: Iterable[bpy.types.Object]) -> list[str]:
     """Names of ``objects`` whose data is in Edit Mode (theirs, or a mesh they share with an object in Edit Mode):
     Blender keeps the edits in a separate edit mesh then, so the object's mesh data can be neither read nor
     written until it is back in Object Mode."""
     return [obj.name for obj in objects if obj.mode == "EDIT" or getattr(obj.data, "is_editmode", False)]
 
 
-def edit_mode_text(names) -> str:
+def edit_mode_text(names: Sequence[str]) -> str:
     return f"{', '.join(names)} {'is' if len(names) == 1 else 'are'} in Edit Mode: switch to Object Mode (Tab) first"
 
 
-def refuse_edit_mode(objects, error):
+def refuse_edit_mode(objects: Iterable[bpy.types.Object], error: type[Exception]) -> None:
     """The rule of every operation that reads or writes objects' mesh data (Apply Bend, Bake Wind Data, Add and
     Remove Wind): none of ``objects``, the ones it would read or write, may be in Edit Mode; else it raises
     ``error`` (the feature's input error) naming them, before anything is changed. Objects it would skip (a curve
@@ -159,7 +165,8 @@ def refuse_edit_mode(objects, error):
         raise error(edit_mode_text(names))
 
 
-def poll_not_in_edit_mode(cls, context, acts_on) -> bool:
+def poll_not_in_edit_mode(cls: type[bpy.types.Operator], context: bpy.types.Context,
+                          acts_on: Callable[[bpy.types.Object], bool]) -> bool:
     """The poll() part of ``refuse_edit_mode``: False, with why, while the object being edited or a selected object
     that the operator would read or write (``acts_on(obj)`` true) is in Edit Mode."""
     objects = list(getattr(context, "selected_objects", None) or ())
@@ -173,7 +180,8 @@ def poll_not_in_edit_mode(cls, context, acts_on) -> bool:
     return True
 
 
-def kept_by_override_reason(obj, mods, effect: str, instead: str) -> str | None:
+def kept_by_override_reason(obj: bpy.types.Object, mods: Sequence[bpy.types.Modifier], effect: str,
+                            instead: str) -> str | None:
     """Why the modifiers ``mods`` (of an effect) of ``obj`` cannot be removed, or None: on a library override, a
     modifier that comes from the library stays (Blender brings it back when the file is opened again).
     ``instead`` says what to do."""
@@ -184,7 +192,7 @@ def kept_by_override_reason(obj, mods, effect: str, instead: str) -> str | None:
     return f"its {effect} came from {where}, and a library override cannot remove it; {instead}"
 
 
-def instancers_of(scene, names) -> dict:
+def instancers_of(scene: bpy.types.Scene, names: Iterable[str]) -> dict[str, list[str]]:
     """{object name: names of the collection instances in ``scene`` that show it} for the objects ``names``."""
     wanted = set(names)
     shown = {}
@@ -198,7 +206,9 @@ def instancers_of(scene, names) -> dict:
     return shown
 
 
-def join_scene_group(result: ObjectsResult, obj, mods, tree, add, was: str, effect: str) -> bool:
+def join_scene_group(result: ObjectsResult, obj: bpy.types.Object, mods: Sequence[bpy.types.NodesModifier],
+                     tree: bpy.types.NodeTree, add: Callable[[], bpy.types.NodesModifier], was: str,
+                     effect: str) -> bool:
     """Put ``obj`` on its scene's group ``tree`` of an effect (``mods``: its modifiers of that effect; ``add()``
     gives it one) and book it in ``result``: unchanged when it was on ``tree`` already, else changed, with a
     warning "<obj> <was> <the group's owner>; it follows this scene's <effect> now" when it left another
@@ -217,7 +227,7 @@ def join_scene_group(result: ObjectsResult, obj, mods, tree, add, was: str, effe
 GROUP_AT = 4  # this many objects with the same warning ("<name>: <text>") are reported in one line
 
 
-def grouped_warnings(result: ObjectsResult, shown: int | None = 3) -> list:
+def grouped_warnings(result: ObjectsResult, shown: int | None = 3) -> list[str]:
     """``result.warnings``, with the same warning about many objects (``"<name>: <text>"``, a name the result
     knows) in one line, where it first came: ``"A, B, C and 997 more: <text>"`` (``shown`` names; None: all of
     them, for a log to search). Selecting a level's thousand props gives one line per kind of problem, not a
@@ -242,7 +252,7 @@ def grouped_warnings(result: ObjectsResult, shown: int | None = 3) -> list:
     return out
 
 
-def report_result(op, result: ObjectsResult, verb: str, details: str = ""):
+def report_result(op: bpy.types.Operator, result: ObjectsResult, verb: str, details: str = "") -> None:
     """Warnings (``grouped_warnings``) and skipped objects as WARNING reports, then one INFO line."""
     for warning in grouped_warnings(result):
         op.report({"WARNING"}, warning)
@@ -254,8 +264,13 @@ def report_result(op, result: ObjectsResult, verb: str, details: str = ""):
 class NeedsScene:
     """Operator mixin: greyed out, with the reason, when there is no scene to work on."""
 
+    if TYPE_CHECKING:  # what the operator class it is mixed into has (not declared here: Blender reads annotations)
+        @classmethod
+        def poll_message_set(cls, message: Callable[..., str | None] | str | None,  # bpy.types.Operator's
+                             *args: Any) -> None: ...
+
     @classmethod
-    def poll(cls, context):
+    def poll(cls, context: bpy.types.Context) -> bool:
         if context.scene is None or not hasattr(context.scene, "envfx"):
             cls.poll_message_set("Needs a scene")
             return False
@@ -270,16 +285,22 @@ class NeedsScene:
 
 # no setting of a live effect means anything this large (the bend's own distance limit, in metres)
 NUMBER_LIMIT = 1.0e6
-_last_good: dict = {}
+_last_good: dict[tuple[int, str], object] = {}
 
 
-def bad_numbers(owner) -> list[tuple[str, float]]:
+def _rna(owner: bpy.types.bpy_struct) -> bpy.types.Struct:
+    """``owner.bl_rna``: the stubs type it as the whole API's BlenderRNA, it is the struct's definition."""
+    return cast(bpy.types.Struct, owner.bl_rna)
+
+
+def bad_numbers(owner: bpy.types.bpy_struct) -> list[tuple[str, float]]:
     """(property name, value) of every float setting of the PropertyGroup ``owner`` that is NaN, infinite or
     beyond ``NUMBER_LIMIT``; remembers the others as the last good values."""
     bad = []
-    for prop in owner.bl_rna.properties:
-        if prop.type != "FLOAT" or prop.is_readonly:
+    for any_prop in _rna(owner).properties:
+        if any_prop.type != "FLOAT" or any_prop.is_readonly:
             continue
+        prop = cast(bpy.types.FloatProperty, any_prop)
         values = list(getattr(owner, prop.identifier)) if prop.array_length else [getattr(owner, prop.identifier)]
         if all(math.isfinite(v) and abs(v) <= NUMBER_LIMIT for v in values):
             _last_good[(owner.as_pointer(), prop.identifier)] = getattr(owner, prop.identifier)
@@ -288,12 +309,12 @@ def bad_numbers(owner) -> list[tuple[str, float]]:
     return bad
 
 
-def bad_numbers_text(owner, bad) -> str:
-    names = ", ".join(f"{owner.bl_rna.properties[name].name} {value:g}" for name, value in bad)
+def bad_numbers_text(owner: bpy.types.bpy_struct, bad: Sequence[tuple[str, float]]) -> str:
+    names = ", ".join(f"{_rna(owner).properties[name].name} {value:g}" for name, value in bad)
     return f"{names}: use a finite number (at most {NUMBER_LIMIT:g} in size)"
 
 
-def restore_good_numbers(owner) -> str | None:
+def restore_good_numbers(owner: bpy.types.bpy_struct) -> str | None:
     """Put every unusable float setting of ``owner`` back to its last good value (its default when none was
     seen); returns what was refused, as a sentence, or None."""
     bad = bad_numbers(owner)
@@ -301,14 +322,16 @@ def restore_good_numbers(owner) -> str | None:
         return None
     text = bad_numbers_text(owner, bad)
     for name, _value in bad:
-        good = _last_good.get((owner.as_pointer(), name), owner.bl_rna.properties[name].default)
+        prop = cast(bpy.types.FloatProperty, _rna(owner).properties[name])  # bad_numbers reads float settings only
+        default = tuple(prop.default_array) if prop.array_length else prop.default  # (an array's default is 0.0)
+        good = _last_good.get((owner.as_pointer(), name), default)
         setattr(owner, name, good)  # runs the update callback again, with a good value
     return f"EnvFX refused {text}; kept the last good value"
 
 
-def check_numbers(*owners, error=ValueError):
+def check_numbers(*owners: bpy.types.bpy_struct, error: type[Exception] = ValueError) -> None:
     """Refuse (``error``) when a settings group holds an unusable number (saved before the checks existed)."""
     for owner in owners:
         bad = bad_numbers(owner)
         if bad:
-            raise error(f"{bad_numbers_text(owner, bad)} (in {owner.bl_rna.name or owner.bl_rna.identifier})")
+            raise error(f"{bad_numbers_text(owner, bad)} (in {_rna(owner).name or _rna(owner).identifier})")

@@ -421,6 +421,18 @@ def test_unbaked_assets_are_refused(veg):
                                                                     for n in mat.node_tree.nodes)
 
 
+@pytest.mark.parametrize("bad", [float("nan"), float("inf")])
+def test_an_unusable_region_corner_is_put_back_to_its_default(veg, envfx, monkeypatch, capsys, bad):
+    """The region corner is a pair of numbers: an unusable one set before any good value was seen is put back to
+    the pair's default (it stayed NaN, with an error in the console, when the scalar default 0.0 was assigned)."""
+    monkeypatch.setattr(importlib.import_module(envfx.__name__ + ".operators.common"), "_last_good", {})
+    s = _empty_scene().envfx.vegetation
+    s.region_min = (bad, 3.0)
+    default = tuple(s.bl_rna.properties["region_min"].default_array)
+    assert tuple(s.region_min) == pytest.approx(default) and default == pytest.approx((-50.0, -50.0))
+    assert "EnvFX refused Region Corner" in capsys.readouterr().out
+
+
 def test_new_colorize_set_from_colours_and_from_an_image(veg):
     scene = _empty_scene()
     s = scene.envfx.vegetation
