@@ -105,6 +105,24 @@ def path_in_file(path: str) -> str:
     return path
 
 
+def colour_space(image: bpy.types.Image) -> bpy.types.ColorManagedInputColorspaceSettings:
+    """``image.colorspace_settings``, which the API types as optional: every image has them."""
+    settings = image.colorspace_settings
+    if settings is None:
+        raise RuntimeError(f"Image {image.name!r} has no colour space settings")
+    return settings
+
+
+def colour_space_name(image: bpy.types.Image) -> str:
+    """The name of ``image``'s colour space (``"sRGB"``, ``"Non-Color"``: the OCIO configuration's names)."""
+    return colour_space(image).name
+
+
+def set_colour_space(image: bpy.types.Image, name: str) -> None:
+    """Set ``image``'s colour space by name (``"Non-Color"``, or a name read with ``colour_space_name``)."""
+    colour_space(image).name = name  # pyright: ignore[reportAttributeAccessIssue] -- the stubs know only "NONE": the names come from the OCIO configuration
+
+
 def evaluated_check(scene: bpy.types.Scene | None = None,
                     again: str = "bake again") -> Callable[[bpy.types.Object], str | None]:
     """A function ``obj -> reason or None``: why Blender does not evaluate ``obj`` (disabled in viewports, by its own
@@ -121,7 +139,8 @@ def evaluated_check(scene: bpy.types.Scene | None = None,
     fix = f"so Blender does not update its world transform: enable it in the viewport and {again}"
     enabled = set()
 
-    def walk(layer_collection: bpy.types.LayerCollection) -> None:  # what the view layer evaluates: not excluded, not disabled in viewports
+    # what the view layer evaluates: not excluded, not disabled in viewports
+    def walk(layer_collection: bpy.types.LayerCollection) -> None:
         if layer_collection.exclude or layer_collection.collection.hide_viewport:
             return
         enabled.update(obj for obj in layer_collection.collection.objects if not obj.hide_viewport)

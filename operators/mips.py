@@ -10,19 +10,26 @@ import dataclasses
 import os
 import re
 import unicodedata
+from collections.abc import Generator, Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 import bpy
 import numpy as np
+import numpy.typing as npt
 from bpy.props import StringProperty
 
 from .. import bridge, progress
 from ..core import mips as core_mips
-from .common import NeedsScene, output_folder
+from .common import NeedsScene, colour_space, colour_space_name, output_folder, set_colour_space
+
+if TYPE_CHECKING:  # the stubs' name for an operator's result literals (no such module at run time)
+    from bpy.stub_internal.rna_enums import OperatorReturnItems
 
 IMAGE_EXTENSIONS = (".png", ".tga", ".tif", ".tiff", ".jpg", ".jpeg", ".bmp", ".exr", ".webp", ".hdr")
 COLOUR_MODES = ("AUTO", "SRGB", "LINEAR")
 DEFAULT_SETTINGS = core_mips.MipSettings()
+NO_INPUT_FOLDER = "No input folder: set the Input Folder in the EnvFX mips panel"
 
 
 class MipsInputError(ValueError):
@@ -40,17 +47,23 @@ class MipsInput:
 
 @dataclass
 class MipsResult:
-    files: list = field(default_factory=list)
-    reports: dict = field(default_factory=dict)   # stem -> core_mips.report_dict(...)
-    warnings: list = field(default_factory=list)
-    removed: list = field(default_factory=list)   # paths of an earlier run's files this run replaced
+    files: list[str] = field(default_factory=list)
+    reports: dict[str, dict[str, Any]] = field(default_factory=dict)   # stem -> core_mips.report_dict(...)
+    warnings: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)   # paths of an earlier run's files this run replaced
+
+
+# pixels as core.mips takes them: (H, W, C) bytes of an 8-bit image, or float32 0..1 of a float one
+Pixels = npt.NDArray[np.uint8] | npt.NDArray[np.float32]
+# the job generator of a bake: yields progress fractions, returns the MipsResult
+MipsJob = Generator[float, None, MipsResult]
 
 
 # --- settings ---------------------------------------------------------------------------------------------
 
-def settings_from_scene(scene) -> tuple:
+def settings_from_scene(scene: bpy.types.Scene) -> tuple[core_mips.MipSettings, tuple[str, ...], bool, str, str]:
     """(MipSettings, formats, compare, colour mode, output folder) from ``scene.envfx.mips``."""
-    s = scene.envfx.mips
+    s = bridge.envfx_settings(scene).mips
     settings = core_mips.MipSettings(ref=round(float(s.ref), 6), alpha_channel=s.alpha_channel,
                                      preserve=s.preserve, supersample=int(s.supersample),
                                      max_memory_gb=float(s.max_memory_gb))
@@ -78,7 +91,7 @@ def _stem(name: str) -> str:
     return base
 
 
-def _own_name(inp) -> bool:
+def _own_name(inp: MipsInput) -> bool:
     """Whether ``inp``'s output name is its file's (or image's) own name, not one made from it (``my leaf.png``
     becomes ``my_leaf``)."""
     name = os.path.basename(inp.path) if inp.path else inp.image_name
@@ -86,7 +99,7 @@ def _own_name(inp) -> bool:
     return unicodedata.normalize("NFC", root if ext.lower() in IMAGE_EXTENSIONS else name) == inp.stem
 
 
-def _unique(inputs: list) -> list:
+def _unique(inputs: list[MipsInput]) -> list[MipsInput]:
     """Give every input its own output name (case ignored, as on Windows and macOS), deterministically: inputs in
     their order, the inputs whose name is their own (``my_leaf.png``) before those whose name was made from theirs
     (``my leaf.png``); the first with a name keeps it, each later one becomes ``<name>_N`` with the lowest N >= 2
@@ -104,9 +117,9 @@ def _unique(inputs: list) -> list:
     return inputs
 
 
-def check_names(inputs):
+def check_names(inputs: Iterable[MipsInput]) -> None:
     """Refuse two inputs that would write the same files (names that differ only in case count as the same)."""
-    by_name = {}
+    by_name: dict[str, list[MipsInput]] = {}
     for inp in inputs:
         by_name.setdefault(inp.stem.lower(), []).append(inp)
     for same in by_name.values():
@@ -115,22 +128,23 @@ def check_names(inputs):
                                  f"same name {same[0].stem!r}: rename one of them")
 
 
-def input_from_image(image) -> MipsInput:
+def input_from_image(image: bpy.types.Image) -> MipsInput:
     return MipsInput(stem=_stem(image.name), label=image.filepath or f"<{image.name}>", image_name=image.name)
 
 
-def material_images(objects) -> list:
+def material_images(objects: Iterable[bpy.types.Object]) -> list[bpy.types.Image]:
     """Images of the image-texture nodes in the materials of ``objects`` (nested groups included), in order."""
-    found = []
+    found: list[bpy.types.Image] = []
 
-    def walk(tree, seen_trees):
+    def walk(tree: bpy.types.NodeTree | None, seen_trees: set[str]) -> None:
         if tree is None or tree.name in seen_trees:
             return
         seen_trees.add(tree.name)
         for node in tree.nodes:
-            if node.type == "TEX_IMAGE" and node.image is not None and node.image not in found:
-                found.append(node.image)
-            elif node.type == "GROUP":
+            if isinstance(node, bpy.types.ShaderNodeTexImage):
+                if node.image is not None and node.image not in found:
+                    found.append(node.image)
+            elif isinstance(node, bpy.types.ShaderNodeGroup):
                 walk(node.node_tree, seen_trees)
 
     for obj in objects:
@@ -152,11 +166,11 @@ def is_own_output(folder: str, name: str) -> bool:
     return bool(m) and os.path.isfile(os.path.join(folder, f"{m.group(1)}_mips.json"))
 
 
-def folder_files(folder: str) -> list:
+def folder_files(folder: str) -> list[str]:
     """The image files of ``folder``, without the mip chains and comparison pictures EnvFX wrote there (an
     output folder that is also the input folder does not feed a run its own outputs)."""
     if not folder:
-        raise MipsInputError("No input folder: set the Input Folder in the EnvFX mips panel")
+        raise MipsInputError(NO_INPUT_FOLDER)
     path = bpy.path.abspath(folder)
     if not os.path.isdir(path):
         raise MipsInputError(f"Input folder {path!r} does not exist: choose an existing folder")
@@ -169,7 +183,7 @@ def folder_files(folder: str) -> list:
     return files
 
 
-def inputs_from_paths(paths) -> list:
+def inputs_from_paths(paths: Iterable[str]) -> list[MipsInput]:
     """Image files, or folders of image files, as inputs (CLI, scripts)."""
     inputs = []
     for p in paths:
@@ -187,10 +201,9 @@ def inputs_from_paths(paths) -> list:
     return _unique(inputs)
 
 
-def gather_inputs(context, source: str = "", image_name: str = "") -> list:
+def gather_inputs(context: bpy.types.Context, source: str = "", image_name: str = "") -> list[MipsInput]:
     """The images the operator acts on: an image by name, else the scene setting's source."""
-    scene = context.scene
-    s = scene.envfx.mips
+    s = bridge.envfx_settings(bridge.context_scene(context)).mips
     if image_name:
         image = bpy.data.images.get(image_name)
         if image is None:
@@ -213,11 +226,13 @@ def gather_inputs(context, source: str = "", image_name: str = "") -> list:
                                  "or choose another source")
         return _unique([input_from_image(im) for im in images])
     if source == "FOLDER":
-        return inputs_from_paths([s.folder]) if s.folder else folder_files(s.folder)
+        if not s.folder:
+            raise MipsInputError(NO_INPUT_FOLDER)
+        return inputs_from_paths([s.folder])
     raise MipsInputError(f"Unknown source {source!r}: use ACTIVE, SELECTED or FOLDER")
 
 
-def png_size(path: str):
+def png_size(path: str) -> tuple[int, int] | None:
     """(width, height) from a PNG file's header without loading it, or None for other files."""
     try:
         with open(path, "rb") as fh:
@@ -229,7 +244,7 @@ def png_size(path: str):
     return None
 
 
-def check_input(inp: MipsInput, settings: core_mips.MipSettings):
+def check_input(inp: MipsInput, settings: core_mips.MipSettings) -> None:
     """Everything that can be checked without reading pixels: the image exists, is a still image, its file is
     there, and its chain fits the memory limit."""
     if inp.path:
@@ -257,7 +272,7 @@ def check_input(inp: MipsInput, settings: core_mips.MipSettings):
     _check_image_size(image, settings)
 
 
-def _check_image_size(image, settings: core_mips.MipSettings):
+def _check_image_size(image: bpy.types.Image, settings: core_mips.MipSettings) -> None:
     """An image Blender could not read has size 0 x 0; a size the settings refuse says why."""
     w, h = image.size
     if w == 0 or h == 0:
@@ -270,7 +285,7 @@ def _check_image_size(image, settings: core_mips.MipSettings):
 
 # --- reading pixels ---------------------------------------------------------------------------------------
 
-def _foreach_pixels(image) -> np.ndarray:
+def _foreach_pixels(image: bpy.types.Image) -> npt.NDArray[np.float32]:
     """(H, W, 4) top row first (Blender stores the bottom row first); fewer stored channels are widened (grey to
     RGB, alpha 1)."""
     px = bridge.image_pixels(image)[::-1]
@@ -280,8 +295,8 @@ def _foreach_pixels(image) -> np.ndarray:
     return px
 
 
-def read_image(image, colour: str = "AUTO", settings: core_mips.MipSettings = DEFAULT_SETTINGS,
-               premultiplied: bool = None) -> tuple:
+def read_image(image: bpy.types.Image, colour: str = "AUTO", settings: core_mips.MipSettings = DEFAULT_SETTINGS,
+               premultiplied: bool | None = None) -> tuple[Pixels, bool, list[str]]:
     """Pixels of a Blender image for core.mips: (array (H, W, C) top row first, srgb flag, warnings).
 
     8-bit images give their bytes (``image.pixels`` of a byte image is the stored value / 255, straight alpha).
@@ -294,10 +309,10 @@ def read_image(image, colour: str = "AUTO", settings: core_mips.MipSettings = DE
     warnings = []
     px = _foreach_pixels(image)
     has_alpha = image.depth in ((64, 128) if image.is_float else (32,)) and image.alpha_mode != "NONE"
-    is_data = image.colorspace_settings.is_data
+    is_data = colour_space(image).is_data
     if not image.is_float:
         arr = np.floor(px * 255.0 + 0.5).astype(np.uint8)
-        srgb = {"AUTO": image.colorspace_settings.name == "sRGB", "SRGB": True, "LINEAR": False}[colour]
+        srgb = {"AUTO": colour_space_name(image) == "sRGB", "SRGB": True, "LINEAR": False}[colour]
     else:
         warnings.append(f"{image.name}: float or 16-bit image, its chain is written with 8 bits per channel")
         arr = np.ascontiguousarray(px)
@@ -320,7 +335,7 @@ def _premultiplied_file(path: str) -> bool:
     return os.path.splitext(path)[1].lower() == ".exr"
 
 
-def read_input(inp: MipsInput, colour: str, settings: core_mips.MipSettings) -> tuple:
+def read_input(inp: MipsInput, colour: str, settings: core_mips.MipSettings) -> tuple[Pixels, bool, list[str]]:
     """Read one input; files and unpacked float images are loaded into a temporary datablock (alpha mode
     Channel Packed, so colour is not premultiplied) that is removed again."""
     if inp.path:
@@ -342,7 +357,7 @@ def read_input(inp: MipsInput, colour: str, settings: core_mips.MipSettings) -> 
         temp = bpy.data.images.load(path, check_existing=False)
         try:
             temp.alpha_mode = "CHANNEL_PACKED"
-            temp.colorspace_settings.name = image.colorspace_settings.name
+            set_colour_space(temp, colour_space_name(image))
             arr, srgb, warnings = read_image(temp, colour, settings, premultiplied=_premultiplied_file(path))
             return arr, srgb, [w.replace(temp.name, image.name) for w in warnings]
         finally:
@@ -352,7 +367,8 @@ def read_input(inp: MipsInput, colour: str, settings: core_mips.MipSettings) -> 
 
 # --- baking -----------------------------------------------------------------------------------------------
 
-def validate(inputs, out_dir: str, settings: core_mips.MipSettings, formats, colour: str = "AUTO") -> tuple:
+def validate(inputs: Sequence[MipsInput], out_dir: str, settings: core_mips.MipSettings, formats: str | Iterable[str],
+             colour: str = "AUTO") -> tuple[core_mips.MipSettings, tuple[str, ...]]:
     """Check everything before any work; returns (settings, formats)."""
     try:
         settings = settings.validate()
@@ -371,7 +387,7 @@ def validate(inputs, out_dir: str, settings: core_mips.MipSettings, formats, col
     return settings, formats
 
 
-def check_foreign_outputs(inputs, out_dir: str):
+def check_foreign_outputs(inputs: Iterable[MipsInput], out_dir: str) -> None:
     """Refuse a bake that would write over files no EnvFX mips run wrote (``core_mips.foreign_outputs``), such as
     the user's own ``rock_compare.png`` in an output folder that is also the input folder. Inputs do not count:
     a run never writes over an input of its own stem (an input is read, then its outputs are other names)."""
@@ -385,8 +401,9 @@ def check_foreign_outputs(inputs, out_dir: str):
                              f"folder")
 
 
-def bake_mips_job(inputs, out_dir: str, settings: core_mips.MipSettings = DEFAULT_SETTINGS,
-                  formats=core_mips.FORMATS, compare: bool = True, colour: str = "AUTO"):
+def bake_mips_job(inputs: Iterable[MipsInput], out_dir: str, settings: core_mips.MipSettings = DEFAULT_SETTINGS,
+                  formats: str | Iterable[str] = core_mips.FORMATS, compare: bool = True,
+                  colour: str = "AUTO") -> MipsJob:
     """Validate (raises MipsInputError at once), then return a job generator that bakes every input into
     ``out_dir`` and returns a MipsResult. Nothing appears in ``out_dir`` unless every image succeeded."""
     inputs = _unique([dataclasses.replace(i) for i in inputs])
@@ -404,7 +421,8 @@ def _input_file(inp: MipsInput) -> str:
     return bpy.path.abspath(image.filepath, library=image.library)
 
 
-def _bake(inputs, out_dir, settings, formats, compare, colour):
+def _bake(inputs: list[MipsInput], out_dir: str, settings: core_mips.MipSettings, formats: tuple[str, ...],
+          compare: bool, colour: str) -> MipsJob:
     result = MipsResult()
     n = len(inputs)
     keep = [f for f in map(_input_file, inputs) if f]  # an earlier run's level given as an input stays
@@ -441,8 +459,9 @@ def removed_text(result: MipsResult) -> str:
             + ", ".join(os.path.basename(p) for p in result.removed))
 
 
-def bake_mips(inputs, out_dir: str, settings: core_mips.MipSettings = DEFAULT_SETTINGS,
-              formats=core_mips.FORMATS, compare: bool = True, colour: str = "AUTO") -> MipsResult:
+def bake_mips(inputs: Iterable[MipsInput], out_dir: str, settings: core_mips.MipSettings = DEFAULT_SETTINGS,
+              formats: str | Iterable[str] = core_mips.FORMATS, compare: bool = True,
+              colour: str = "AUTO") -> MipsResult:
     """Bake and return the MipsResult (progress lines in background mode)."""
     return progress.run(bake_mips_job(inputs, out_dir, settings, formats, compare, colour), "Mips")
 
@@ -465,9 +484,9 @@ class ENVFX_OT_mips_bake(NeedsScene, progress.ModalJobOperator, bpy.types.Operat
     )
 
 
-    def make_job(self, context):
+    def make_job(self, context: bpy.types.Context) -> MipsJob | None:
         try:
-            settings, formats, compare, colour, out = settings_from_scene(context.scene)
+            settings, formats, compare, colour, out = settings_from_scene(bridge.context_scene(context))
             if not formats:
                 raise MipsInputError("No output format chosen: tick DDS and/or PNG")
             inputs = gather_inputs(context, image_name=self.image)
@@ -476,7 +495,7 @@ class ENVFX_OT_mips_bake(NeedsScene, progress.ModalJobOperator, bpy.types.Operat
             self.report({"ERROR"}, str(exc))
             return None
 
-    def finish(self, context, result):
+    def finish(self, context: bpy.types.Context, result: MipsResult) -> set[OperatorReturnItems]:
         for warning in result.warnings:
             self.report({"WARNING"}, warning)
         worst = []
