@@ -7,15 +7,15 @@ import math
 import os
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import bpy
 
 from .. import bridge
 from ..shader_nodes import common as nodes_common
 
-if TYPE_CHECKING:  # the stubs' names for the flags' literals (no such module at run time)
-    from bpy.stub_internal.rna_enums import PropertyFlagItems
+if TYPE_CHECKING:  # the stubs' names for the flags' and reports' literals (no such module at run time)
+    from bpy.stub_internal.rna_enums import PropertyFlagItems, WmReportItems
 
 # Blender 5.0 warns about "//" paths unless a path property says it supports them; 4.2 has no such option. (Here,
 # not in props, so that the operators' own path properties need not import the layer above them.)
@@ -52,6 +52,17 @@ class ObjectsResult:
         if self.unchanged:
             text += f", {len(self.unchanged)} unchanged"
         return text
+
+
+def mesh_of(obj: bpy.types.Object) -> bpy.types.Mesh:
+    """``obj.data`` of a mesh object (``obj.type == "MESH"``, which the caller checked): the API types it as any
+    object data."""
+    return cast(bpy.types.Mesh, obj.data)
+
+
+def nodes_modifiers(obj: bpy.types.Object) -> list[bpy.types.NodesModifier]:
+    """``obj``'s geometry-nodes modifiers, in order (typed as such: the API types ``obj.modifiers`` by their base)."""
+    return [cast(bpy.types.NodesModifier, m) for m in obj.modifiers if m.type == "NODES"]
 
 
 def no_modifier_reason(obj: bpy.types.Object) -> str | None:
@@ -185,9 +196,9 @@ def refuse_edit_mode(objects: Iterable[bpy.types.Object], error: type[Exception]
 
 
 def poll_not_in_edit_mode(cls: type[bpy.types.Operator], context: bpy.types.Context,
-                          acts_on: Callable[[bpy.types.Object], bool]) -> bool:
+                          acts_on: Callable[[bpy.types.Object], object]) -> bool:
     """The poll() part of ``refuse_edit_mode``: False, with why, while the object being edited or a selected object
-    that the operator would read or write (``acts_on(obj)`` true) is in Edit Mode."""
+    that the operator would read or write (``acts_on(obj)`` truthy) is in Edit Mode."""
     objects = list(getattr(context, "selected_objects", None) or ())
     editing = getattr(context, "edit_object", None)
     if editing is not None and editing not in objects:
@@ -225,8 +236,8 @@ def instancers_of(scene: bpy.types.Scene, names: Iterable[str]) -> dict[str, lis
     return shown
 
 
-def join_scene_group(result: ObjectsResult, obj: bpy.types.Object, mods: Sequence[bpy.types.NodesModifier],
-                     tree: bpy.types.NodeTree, add: Callable[[], bpy.types.NodesModifier], was: str,
+def join_scene_group(result: ObjectsResult, obj: bpy.types.Object, mods: Sequence[bpy.types.Modifier],
+                     tree: bpy.types.NodeTree, add: Callable[[], object], was: str,
                      effect: str) -> bool:
     """Put ``obj`` on its scene's group ``tree`` of an effect (``mods``: its modifiers of that effect; ``add()``
     gives it one) and book it in ``result``: unchanged when it was on ``tree`` already, else changed, with a
@@ -271,7 +282,13 @@ def grouped_warnings(result: ObjectsResult, shown: int | None = 3) -> list[str]:
     return out
 
 
-def report_result(op: bpy.types.Operator, result: ObjectsResult, verb: str, details: str = "") -> None:
+class Reporter(Protocol):
+    """What reports: an operator (or a mixin of operators that declares ``report``)."""
+
+    def report(self, type: set[WmReportItems] | None, message: str) -> None: ...  # noqa: A002 - bpy's name
+
+
+def report_result(op: Reporter, result: ObjectsResult, verb: str, details: str = "") -> None:
     """Warnings (``grouped_warnings``) and skipped objects as WARNING reports, then one INFO line."""
     for warning in grouped_warnings(result):
         op.report({"WARNING"}, warning)

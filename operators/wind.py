@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Generator, Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 import bpy
 import numpy as np
+import numpy.typing as npt
 from bpy.props import BoolProperty, EnumProperty
 
 from .. import bridge, progress
@@ -22,7 +25,11 @@ from ..shader_nodes.snow import trails as snow_trails_nodes
 from . import snow as snow_ops
 from . import wind_armature
 from .common import (ObjectsResult, changeable, evaluated_check, join_scene_group, kept_by_override_reason,
-                     linked_reason, no_modifier_reason, poll_not_in_edit_mode, refuse_edit_mode, report_result)
+                     linked_reason, mesh_of, no_modifier_reason, nodes_modifiers, poll_not_in_edit_mode,
+                     refuse_edit_mode, report_result)
+
+if TYPE_CHECKING:  # the stubs' name for an operator's result literals (no such module at run time)
+    from bpy.stub_internal.rna_enums import OperatorReturnItems
 
 MODIFIER_NAME = "EnvFX Wind"
 HEIGHT_ATTR = "EnvFX_Height"
@@ -48,7 +55,11 @@ class WindInputError(ValueError):
 
 @dataclass
 class WindResult(ObjectsResult):
-    stats: dict = field(default_factory=dict)
+    stats: dict[str, Any] = field(default_factory=dict)
+
+
+# the job generator of a bake: yields progress fractions, returns the WindResult
+WindJob = Generator[float, None, WindResult]
 
 
 def _not_mesh_reason(obj) -> str | None:
@@ -80,9 +91,9 @@ def _skip_reason(obj) -> str | None:
     return None
 
 
-def material_labels(obj) -> np.ndarray:
+def material_labels(obj: bpy.types.Object) -> npt.NDArray[np.int8]:
     """Per-vertex override labels from the object's material slots (0 where no slot marks it)."""
-    mesh = obj.data
+    mesh = mesh_of(obj)
     nv = len(mesh.vertices)
     slot_label = np.zeros(max(len(obj.material_slots), 1), np.int8)
     for i, slot in enumerate(obj.material_slots):
@@ -108,10 +119,10 @@ VERTEX_GROUPS = (
 )
 
 
-def vertex_group_labels(obj, scene) -> np.ndarray:
+def vertex_group_labels(obj: bpy.types.Object, scene: bpy.types.Scene) -> npt.NDArray[np.int8]:
     """Per-vertex override labels from vertex groups ``EnvFX_Trunk`` / ``EnvFX_Branch`` / ``EnvFX_Leaf`` (weight
     above 0.5), read in bulk (``bridge.vertex_group_weights``)."""
-    labels = np.zeros(len(obj.data.vertices), np.int8)
+    labels = np.zeros(len(mesh_of(obj).vertices), np.int8)
     present = [(label, name) for label, name in VERTEX_GROUPS if obj.vertex_groups.get(name) is not None]
     weights = bridge.vertex_group_weights(obj, [name for _label, name in present], scene)
     for column, (label, _name) in enumerate(present):
@@ -166,22 +177,25 @@ def _modifier_warnings(objects, depsgraph) -> list:
     return out
 
 
-def validate(scene, objects, layout="HZD", custom=None):
+def validate(scene: bpy.types.Scene, objects: Sequence[bpy.types.Object], layout: str = "HZD",
+             custom: Sequence[str] | None = None) -> tuple[list[bpy.types.Object], dict[str, str], list[str]]:
     """Check everything before changing anything; returns (meshes, skipped, warnings)."""
     if not objects:
         raise WindInputError("Nothing selected: select the objects of one asset (trunk, branches, leaves)")
-    meshes, skipped, warnings = [], {}, []
-    seen = {}
+    meshes: list[bpy.types.Object] = []
+    skipped: dict[str, str] = {}
+    warnings: list[str] = []
+    seen: dict[str, str] = {}
     stale = evaluated_check(scene)
     for obj in dict.fromkeys(objects):  # an object given twice is one object, not two sharing a mesh
         reason = _skip_reason(obj) or stale(obj)
-        if reason is None and obj.data.name in seen:
-            reason = f"shares its mesh with {seen[obj.data.name]}, which is baked (one bake per mesh)"
+        if reason is None and mesh_of(obj).name in seen:
+            reason = f"shares its mesh with {seen[mesh_of(obj).name]}, which is baked (one bake per mesh)"
         if reason is not None:
             skipped[obj.name] = reason
         else:
             meshes.append(obj)
-            seen[obj.data.name] = obj.name
+            seen[mesh_of(obj).name] = obj.name
     if not meshes:
         raise WindInputError("Nothing to bake: " + "; ".join(f"{n} ({w})" for n, w in skipped.items()))
     refuse_edit_mode(meshes, WindInputError)
@@ -196,30 +210,31 @@ def validate(scene, objects, layout="HZD", custom=None):
         if m.determinant() < 0:
             warnings.append(f"{obj.name} has a negative scale (mirrored): baked as it stands in the scene")
     # a flat asset is refused here, naming it, not by the bake (after the other assets of a batch were baked)
-    z = np.concatenate([bridge.get_positions(o.data).astype(np.float64)[_faced_vertices(o.data)]
+    z = np.concatenate([bridge.get_positions(mesh_of(o)).astype(np.float64)[_faced_vertices(mesh_of(o))]
                         @ bridge.matrix_to_numpy(o.matrix_world)[2, :3] + o.matrix_world[2][3] for o in meshes])
     if len(z) and np.isfinite(z).all() and z.max() - z.min() <= core_wind.FLAT_HEIGHT:
         raise WindInputError(str(core_wind.flat_error([o.name for o in meshes])))
     return meshes, skipped, warnings
 
 
-def bake_job(scene, objects, depsgraph=None, ao_samples=None, leaf_size=None, layout=None, custom=None,
-             height_uv=None):
+def bake_job(scene: bpy.types.Scene, objects: Sequence[bpy.types.Object], depsgraph: bpy.types.Depsgraph | None = None,
+             ao_samples: int | None = None, leaf_size: float | None = None, layout: str | None = None,
+             custom: Sequence[str] | None = None, height_uv: bool | None = None) -> WindJob:
     """Job generator: bake the wind data of ``objects`` (one asset) and write the attributes at the very end.
     Returns a ``WindResult``. Closing it early (cancel) leaves every mesh as it was."""
-    s = scene.envfx.wind
-    height_uv = s.height_uv if height_uv is None else height_uv
-    ao_samples = s.ao_samples if ao_samples is None else ao_samples
-    leaf_size = s.leaf_size if leaf_size is None else leaf_size
-    layout = s.channel_layout if layout is None else layout
+    s = bridge.envfx_settings(scene).wind
+    height_uv = bool(s.height_uv) if height_uv is None else height_uv
+    ao_samples = int(s.ao_samples) if ao_samples is None else ao_samples
+    leaf_size = float(s.leaf_size) if leaf_size is None else leaf_size
+    layout = str(s.channel_layout) if layout is None else layout
     if custom is None:
         custom = (s.custom_r, s.custom_g, s.custom_b, s.custom_a)
     meshes, skipped, warnings = validate(scene, objects, layout, custom)
     if not 0 <= ao_samples <= core_wind.MAX_AO_SAMPLES:  # before any work
         raise WindInputError(f"AO samples {ao_samples} must be 0 (no AO) to {core_wind.MAX_AO_SAMPLES}")
     result = WindResult(skipped=skipped, warnings=warnings)
-    no_room = [obj.name for obj in meshes if height_uv and obj.data.uv_layers.get(HEIGHT_UV) is None
-               and len(obj.data.uv_layers) >= MAX_UV_MAPS]
+    no_room = [obj.name for obj in meshes if height_uv and mesh_of(obj).uv_layers.get(HEIGHT_UV) is None
+               and len(mesh_of(obj).uv_layers) >= MAX_UV_MAPS]
     if no_room:
         result.warnings.append(f"{', '.join(no_room)} already has {MAX_UV_MAPS} UV maps (Blender's limit): no height "
                                f"UV map {HEIGHT_UV} written; remove a UV map, or switch Height UV Map off")
@@ -229,14 +244,15 @@ def bake_job(scene, objects, depsgraph=None, ao_samples=None, leaf_size=None, la
     positions, edges, labels, faced, counts, triangles = [], [], [], [], [], []
     offset = 0
     for obj in meshes:
-        co = bridge.get_positions(obj.data).astype(np.float64)
+        mesh = mesh_of(obj)
+        co = bridge.get_positions(mesh).astype(np.float64)
         m = bridge.matrix_to_numpy(obj.matrix_world)
         positions.append(co @ m[:3, :3].T + m[:3, 3])
-        edges.append(bridge.get_edges(obj.data).astype(np.int64) + offset)
+        edges.append(bridge.get_edges(mesh).astype(np.int64) + offset)
         if ao_samples > 0:  # (the AO's alone)
-            triangles.append(_mesh_triangles(obj.data) + offset)
+            triangles.append(_mesh_triangles(mesh) + offset)
         labels.append(np.maximum(material_labels(obj), vertex_group_labels(obj, scene)))
-        faced.append(_faced_vertices(obj.data))
+        faced.append(_faced_vertices(mesh))
         counts.append(len(co))
         offset += len(co)
     yield 0.05
@@ -275,23 +291,23 @@ def bake_job(scene, objects, depsgraph=None, ao_samples=None, leaf_size=None, la
     for obj, count in zip(meshes, counts):
         sl = slice(start, start + count)
         start += count
-        _write(obj.data, res.height[sl], hzd[sl], None if export is None else export[sl], height_uv)
+        _write(mesh_of(obj), res.height[sl], hzd[sl], None if export is None else export[sl], height_uv)
         result.changed.append(obj.name)
     for obj in meshes:
-        obj.envfx.wind.asset_height = res.asset_height
+        bridge.envfx_settings(obj).wind.asset_height = res.asset_height
         scale = z_scale(obj)
         if scale > 0.0:
-            obj.data[UNIT_HEIGHT_KEY] = res.asset_height / scale
-        elif UNIT_HEIGHT_KEY in obj.data:
-            del obj.data[UNIT_HEIGHT_KEY]
-    baked = {obj.data.name for obj in meshes}
+            mesh_of(obj)[UNIT_HEIGHT_KEY] = res.asset_height / scale
+        elif UNIT_HEIGHT_KEY in mesh_of(obj):
+            del mesh_of(obj)[UNIT_HEIGHT_KEY]
+    baked = {mesh_of(obj).name for obj in meshes}
     done = set(meshes)
     sharers = [obj for obj in bpy.data.objects if obj.type == "MESH" and obj.data is not None
                and obj.data.name in baked and obj.library is None and obj not in done]
     assign_heights(sharers, result)  # instances sharing a baked mesh (grass clumps) get its height at their scale
     result.stats.update(vertices=n, islands=res.n_islands, leaves=res.n_leaves, branches=res.n_branches,
                         height=res.asset_height, structure=core_wind.levels_text(res), levels=list(res.levels))
-    not_grass = [o.name for o in meshes if o.envfx.wind.category != "GRASS"]
+    not_grass = [o.name for o in meshes if bridge.envfx_settings(o).wind.category != "GRASS"]
     if res.multi_stem and res.n_stems >= GRASS_FIELD_STEMS and not_grass:
         result.warnings.append(f"{', '.join(not_grass)}: {res.n_stems} blades stand on the ground side by side with "
                                f"no trunk, like grass: set the wind Category to Grass (Preset > Grass), or the blades "
@@ -304,20 +320,23 @@ def bake_job(scene, objects, depsgraph=None, ao_samples=None, leaf_size=None, la
 GRASS_FIELD_STEMS = 12
 
 
-def z_scale(obj) -> float:
+def z_scale(obj: bpy.types.Object) -> float:
     """How much ``obj``'s world matrix stretches heights: the length of the Z row of its 3x3 part (its scale for an
     upright asset, its Y scale for a Y-up asset stood up by a 90 degree X rotation; 1 for any rotation)."""
     return obj.matrix_world.row[2].xyz.length
 
 
-def assign_heights(objects, result) -> list:
+def assign_heights(objects: Iterable[bpy.types.Object], result: ObjectsResult) -> list[bpy.types.Object]:
     """Give each of ``objects`` whose mesh was baked (it carries ``UNIT_HEIGHT_KEY``) the Asset Height of the
     baked asset at its own size: the baked height times its world Z scale over the baked object's, so a linked
     duplicate scaled 2x sways twice as far, like a scaled copy. Each object is judged in its own scene (a duplicate
     in another level of the file is evaluated there). Objects Blender does not evaluate (their world matrix is
     stale), and objects scaled to nothing now (a keyed grow-in at its first frame), keep theirs, named in one
     warning each. Returns the objects whose height changed."""
-    checks, changed, kept, flat = {}, [], [], []
+    checks: dict[bpy.types.Scene, Any] = {}
+    changed: list[bpy.types.Object] = []
+    kept: list[str] = []
+    flat: list[str] = []
     for obj in objects:
         mesh = obj.data
         unit = mesh.get(UNIT_HEIGHT_KEY) if isinstance(mesh, bpy.types.Mesh) else None
@@ -337,8 +356,9 @@ def assign_heights(objects, result) -> list:
             flat.append(obj.name)
             continue
         height = float(unit) * scale
-        if not math.isclose(obj.envfx.wind.asset_height, height, rel_tol=1e-6):
-            obj.envfx.wind.asset_height = height
+        wind = bridge.envfx_settings(obj).wind
+        if not math.isclose(wind.asset_height, height, rel_tol=1e-6):
+            wind.asset_height = height
             changed.append(obj)
 
     def listed(names):
@@ -396,20 +416,22 @@ def ao_directions(samples: int) -> int:
     return int(min(max(samples, 16), 256))
 
 
-def bake(scene, objects, depsgraph=None, **kw) -> WindResult:
+def bake(scene: bpy.types.Scene, objects: Sequence[bpy.types.Object], depsgraph: bpy.types.Depsgraph | None = None,
+         **kw: Any) -> WindResult:
     """Bake wind data now (scripts); progress lines in background mode."""
     return progress.run(bake_job(scene, objects, depsgraph, **kw), "Wind bake")
 
 
 # --- live wind --------------------------------------------------------------------------------------------
 
-def wind_modifiers(obj):
+def wind_modifiers(obj: bpy.types.Object) -> list[bpy.types.NodesModifier]:
     """The object's live-wind modifiers (of any scene's wind group)."""
-    return [m for m in obj.modifiers if m.type == "NODES" and wind_nodes.is_wind_group(m.node_group)]
+    return [m for m in nodes_modifiers(obj) if wind_nodes.is_wind_group(m.node_group)]
 
 
-def check_source(scene):
-    obj = scene.envfx.wind.source_object
+def check_source(scene: bpy.types.Scene) -> None:
+    """Refuse a wind object that is no longer in ``scene`` or is not a Wind force field."""
+    obj = bridge.envfx_settings(scene).wind.source_object
     if obj is None:
         return
     if scene.objects.get(obj.name) is not obj:
@@ -432,7 +454,7 @@ def _linked_mesh_reason(obj) -> str | None:
             f"Data)")
 
 
-def add_wind(scene, objects) -> WindResult:
+def add_wind(scene: bpy.types.Scene, objects: Iterable[bpy.types.Object]) -> WindResult:
     """Put the live wind on ``objects`` (objects already in this scene's wind are left alone; an object in the
     wind of another scene of the file, linked into both, follows this scene's wind from now on). Objects that are
     not meshes are skipped, with why: they cannot hold wind data, so they would never move. Nothing is changed
@@ -449,11 +471,12 @@ def add_wind(scene, objects) -> WindResult:
         joined = join_scene_group(result, obj, wind_modifiers(obj), tree,
                                   lambda o=obj: bend_nodes.add_modifier_before_bend(o, MODIFIER_NAME, tree),
                                   "was in the wind of", "wind")
-        wind_nodes.write_live_attributes(obj.data)  # adding again refreshes the live data
+        mesh = mesh_of(obj)  # (changeable kept meshes only)
+        wind_nodes.write_live_attributes(mesh)  # adding again refreshes the live data
         if not joined:
             continue
         wind_nodes.sync_object(obj)
-        if obj.data.attributes.get(HEIGHT_ATTR) is None:
+        if mesh.attributes.get(HEIGHT_ATTR) is None:
             result.warnings.append(f"{obj.name}: no baked wind data, so it will not move until you bake it "
                                    f"(Bake Wind Data)")
     # each at its own size (adding again refreshes it too; the property's update reaches the modifier). After the
@@ -465,14 +488,15 @@ def add_wind(scene, objects) -> WindResult:
     return result
 
 
-def remove_wind(objects) -> WindResult:
+def remove_wind(objects: Sequence[bpy.types.Object]) -> WindResult:
     """Take ``objects`` out of the live wind (and their meshes' live-wind data, unless another object in the wind
     shares the mesh). When the last object leaves a scene's wind, its group goes too (the scene's settings stay;
     Add Wind builds it again)."""
     refuse_edit_mode([obj for obj in objects if wind_modifiers(obj)], WindInputError)
     result = WindResult()
-    groups = set()
-    left = {}  # the meshes of the objects taken out, by pointer: their live data goes unless still in the wind
+    groups: set[bpy.types.NodeTree | None] = set()
+    # the meshes of the objects taken out, by pointer: their live data goes unless still in the wind
+    left: dict[int, bpy.types.Mesh] = {}
     for obj in changeable(objects, result):
         mods = wind_modifiers(obj)
         if not mods:
@@ -486,7 +510,7 @@ def remove_wind(objects) -> WindResult:
         for mod in mods:
             obj.modifiers.remove(mod)
         if obj.type == "MESH":
-            left[obj.data.as_pointer()] = obj.data
+            left[mesh_of(obj).as_pointer()] = mesh_of(obj)
         result.changed.append(obj.name)
     if left:  # one pass over the file's objects, after the loop: linear in the number of objects, not quadratic
         for o in bpy.data.objects:
@@ -500,13 +524,14 @@ def remove_wind(objects) -> WindResult:
     return result
 
 
-def apply_preset(objects, preset: str) -> WindResult:
+def apply_preset(objects: Iterable[bpy.types.Object], preset: str) -> WindResult:
+    """Set the wind response of ``objects`` to the preset ``preset`` (a key of ``core.wind.PRESETS``)."""
     if preset not in core_wind.PRESETS:
         raise WindInputError(f"Unknown wind preset {preset!r}: use one of {', '.join(core_wind.PRESETS)}")
     result = WindResult()
     for obj in changeable(objects, result):
         for key, value in core_wind.PRESETS[preset].items():
-            setattr(obj.envfx.wind, key, value)
+            setattr(bridge.envfx_settings(obj).wind, key, value)
         result.changed.append(obj.name)
     return result
 
@@ -531,13 +556,13 @@ def _scene_buffers(scene) -> list:
     return images
 
 
-def grass_push(scene, on: bool = True, image=None) -> str:
+def grass_push(scene: bpy.types.Scene, on: bool = True, image: bpy.types.Image | None = None) -> str:
     """Turn the scene's grass push on or off. On, it reads ``image``, else the scene's Push Buffer, else the baked
     buffer the scene shows (Snow from Bake, Water Ripples from Bake), else the file's only one, else the bake in the
     Snow bake's Output Folder (loaded as Snow from Bake loads it). Returns what it did. Without a baked buffer to
     read it raises ``WindInputError`` and changes nothing (the live trails carry the snow's R only: the grass
     channels are made by the buffer bake)."""
-    s = scene.envfx.wind
+    s = bridge.envfx_settings(scene).wind
     if not on:
         s.grass_push = False
         return "Grass push off"
@@ -560,9 +585,8 @@ def grass_push(scene, on: bool = True, image=None) -> str:
     if image is None:
         image = _load_output_folder_bake(scene)
     if image is None:
-        trails = any(mod.type == "NODES" and mod.node_group is not None
-                     and snow_trails_nodes.is_trails_group(mod.node_group) for obj in scene.objects
-                     for mod in obj.modifiers)
+        trails = any(mod.node_group is not None and snow_trails_nodes.is_trails_group(mod.node_group)
+                     for obj in scene.objects for mod in nodes_modifiers(obj))
         what = ("No baked buffer in scene {!r} to push the grass (its live trails carry only the snow's height, R)"
                 if trails else "No trails or baked buffer in scene {!r} to push the grass").format(scene.name)
         raise WindInputError(f"{what}: grass push reads the interaction buffer's grass channels (G sway, A "
@@ -625,14 +649,14 @@ class ENVFX_OT_wind_bake_data(progress.ModalJobOperator, bpy.types.Operator):
     job_label = "Wind bake"
 
     @classmethod
-    def poll(cls, context):
+    def poll(cls, context: bpy.types.Context) -> bool:
         return _poll_selection(cls, context) and poll_not_in_edit_mode(cls, context, _is_mesh)
 
-    def make_job(self, context):
+    def make_job(self, context: bpy.types.Context) -> WindJob | None:
         try:
             objects = _selected(context)
-            scene = context.scene
-            s = scene.envfx.wind
+            scene = bridge.context_scene(context)
+            s = bridge.envfx_settings(scene).wind
             validate(scene, objects, s.channel_layout, (s.custom_r, s.custom_g, s.custom_b, s.custom_a))
         except (WindInputError, core_wind.WindError) as exc:
             self.report({"ERROR"}, str(exc))
@@ -647,7 +671,7 @@ class ENVFX_OT_wind_bake_data(progress.ModalJobOperator, bpy.types.Operator):
             raise WindInputError(str(exc)) from None
         return result
 
-    def finish(self, context, result):
+    def finish(self, context: bpy.types.Context, result: WindResult) -> set[OperatorReturnItems]:
         _report(self, result, "Baked wind data of")
         return {"FINISHED"}
 
@@ -660,12 +684,12 @@ class ENVFX_OT_wind_add(bpy.types.Operator):
     bl_options = {"REGISTER", "UNDO"}
 
     @classmethod
-    def poll(cls, context):
+    def poll(cls, context: bpy.types.Context) -> bool:
         return _poll_selection(cls, context) and poll_not_in_edit_mode(cls, context, _is_mesh)
 
-    def execute(self, context):
+    def execute(self, context: bpy.types.Context) -> set[OperatorReturnItems]:
         try:
-            result = add_wind(context.scene, _selected(context))
+            result = add_wind(bridge.context_scene(context), _selected(context))
         except WindInputError as exc:
             self.report({"ERROR"}, str(exc))
             return {"CANCELLED"}
@@ -681,10 +705,10 @@ class ENVFX_OT_wind_remove(bpy.types.Operator):
     bl_options = {"REGISTER", "UNDO"}
 
     @classmethod
-    def poll(cls, context):
+    def poll(cls, context: bpy.types.Context) -> bool:
         return _poll_selection(cls, context) and poll_not_in_edit_mode(cls, context, wind_modifiers)
 
-    def execute(self, context):
+    def execute(self, context: bpy.types.Context) -> set[OperatorReturnItems]:
         try:
             result = remove_wind(_selected(context))
         except WindInputError as exc:
@@ -712,10 +736,10 @@ class ENVFX_OT_wind_preset(bpy.types.Operator):
     )
 
     @classmethod
-    def poll(cls, context):
+    def poll(cls, context: bpy.types.Context) -> bool:
         return _poll_selection(cls, context)
 
-    def execute(self, context):
+    def execute(self, context: bpy.types.Context) -> set[OperatorReturnItems]:
         try:
             result = apply_preset(_selected(context), self.preset)
         except WindInputError as exc:
@@ -735,9 +759,9 @@ class ENVFX_OT_wind_grass_push(bpy.types.Operator):
 
     on: BoolProperty(name="On", default=True, description="Turn grass push on (off: the grass ignores actors)")
 
-    def execute(self, context):
+    def execute(self, context: bpy.types.Context) -> set[OperatorReturnItems]:
         try:
-            text = grass_push(context.scene, self.on)
+            text = grass_push(bridge.context_scene(context), self.on)
         except WindInputError as exc:
             self.report({"ERROR"}, str(exc))
             return {"CANCELLED"}
