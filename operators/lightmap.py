@@ -10,17 +10,23 @@ from __future__ import annotations
 import math
 import os
 import time
+from collections.abc import Generator, Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, cast
 
 import bpy
 import numpy as np
+import numpy.typing as npt
 from mathutils import Vector
 
 from .. import bridge, progress
 from ..core import lightmap2d as core_lm
 from ..shader_nodes import common as nodes_common
 from ..shader_nodes import lightmap as lightmap_nodes
-from .common import NeedsScene, output_folder, path_in_file
+from .common import NeedsScene, colour_space, mesh_of, nodes_modifiers, output_folder, path_in_file
+
+if TYPE_CHECKING:  # the stubs' name for an operator's result literals (no such module at run time)
+    from bpy.stub_internal.rna_enums import OperatorReturnItems
 
 IMAGE_NAME = "EnvFX Light Map"
 DISTANCE_IMAGE_NAME = "EnvFX Light Map Distance"
@@ -39,27 +45,31 @@ class LightmapInputError(ValueError):
 class Inputs:
     """Everything a bake needs, read from the scene (names, never Blender objects: they survive undo)."""
     ground: str
-    region: tuple
+    region: tuple[float, ...]
     ground_z: float
-    triangles: np.ndarray
-    obstacles: list
-    lights: list                 # core_lm.Light
+    triangles: npt.NDArray[np.float32]
+    obstacles: list[str]
+    lights: list[core_lm.Light]
     settings: core_lm.Settings
-    options: dict                # light_circles, vertex_colours, apply_to_ground
+    options: dict[str, bool]     # light_circles, vertex_colours, apply_to_ground
     folder: str
-    warnings: list = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
 
 
 @dataclass
 class LightmapResult:
-    files: list
-    region: tuple
-    resolution: tuple
-    lights: list
-    materials: list = field(default_factory=list)
-    coloured: list = field(default_factory=list)
-    warnings: list = field(default_factory=list)
+    files: list[str]
+    region: tuple[float, ...]
+    resolution: tuple[int, int]
+    lights: list[str]
+    materials: list[str] = field(default_factory=list)
+    coloured: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
     seconds: float = 0.0
+
+
+# the job generator of a bake: yields progress fractions, returns the LightmapResult
+LightmapJob = Generator[float, None, LightmapResult]
 
 
 # --- gathering ---------------------------------------------------------------------------------------------
@@ -68,26 +78,27 @@ def _drawable(obj) -> bool:
     return obj.type in bridge.GEOMETRY_TYPES or obj.type in {"SURFACE", "META"}
 
 
-def scene_lights(scene, collection=None) -> list:
+def scene_lights(scene: bpy.types.Scene, collection: bpy.types.Collection | None = None) -> list[bpy.types.Object]:
     """The light objects a bake uses: the collection's (and its children's), else every light of the scene; lights
     hidden from renders are left out, as Cycles leaves them out."""
     objs = collection.all_objects if collection is not None else scene.objects
     return [o for o in objs if o.type == "LIGHT" and not o.hide_render]
 
 
-def core_light(obj, warnings: list):
+def core_light(obj: bpy.types.Object, warnings: list[str]) -> core_lm.Light | None:
     """A Blender light as a core Light, or None (a sun, which has no position, with a warning)."""
-    light = obj.data
-    if light.type not in core_lm.LIGHT_KINDS:
-        warnings.append(f"{obj.name}: a {light.type.lower()} light has no place on the map; left out (use point, "
+    data = cast(bpy.types.Light, obj.data)  # (scene_lights gives light objects)
+    if data.type not in core_lm.LIGHT_KINDS:
+        warnings.append(f"{obj.name}: a {data.type.lower()} light has no place on the map; left out (use point, "
                         "spot or area lights)")
         return None
+    light = cast(bpy.types.PointLight | bpy.types.SpotLight | bpy.types.AreaLight, data)  # LIGHT_KINDS
     m = obj.matrix_world
     loc = m.translation
     axis = m.to_3x3() @ Vector((0.0, 0.0, -1.0))
     axis.normalize()
     sx, sy, sz = (abs(v) for v in m.to_scale())
-    if light.type == "AREA":
+    if isinstance(light, bpy.types.AreaLight):
         size_y = light.size_y if light.shape in {"RECTANGLE", "ELLIPSE"} else light.size
         radius = 0.5 * max(light.size * sx, size_y * sy)
     else:
@@ -100,10 +111,11 @@ def core_light(obj, warnings: list):
         influence=influence, name=obj.name)
 
 
-def settings_from_scene(scene, overrides: dict | None = None) -> tuple:
+def settings_from_scene(scene: bpy.types.Scene,
+                        overrides: Mapping[str, Any] | None = None) -> tuple[core_lm.Settings, dict[str, bool], str]:
     """(core Settings, options dict, output folder setting) from ``scene.envfx.lightmap``, with ``overrides`` (by
     setting name) on top."""
-    s = scene.envfx.lightmap
+    s = bridge.envfx_settings(scene).lightmap
     values = {name: getattr(s, name) for name in SETTING_NAMES}
     values["output_dir"] = s.output_dir
     values.update({k: v for k, v in (overrides or {}).items() if v is not None})
@@ -116,10 +128,11 @@ def settings_from_scene(scene, overrides: dict | None = None) -> tuple:
     return settings, options, values["output_dir"]
 
 
-def gather(scene, selected=(), overrides: dict | None = None) -> Inputs:
+def gather(scene: bpy.types.Scene, selected: Iterable[bpy.types.Object] = (),
+           overrides: Mapping[str, Any] | None = None) -> Inputs:
     """Read and check everything a bake needs from ``scene`` (``selected``: the obstacles when no Obstacles
     collection is set). Raises LightmapInputError; changes nothing."""
-    s = scene.envfx.lightmap
+    s = bridge.envfx_settings(scene).lightmap
     try:
         settings, options, out = settings_from_scene(scene, overrides)
         settings.validate()
@@ -140,7 +153,10 @@ def gather(scene, selected=(), overrides: dict | None = None) -> Inputs:
     warnings = []
     depsgraph = bpy.context.evaluated_depsgraph_get()
     if bpy.context.scene != scene:
-        depsgraph = scene.view_layers[0].depsgraph
+        layer_graph = scene.view_layers[0].depsgraph  # optional in the API; Blender makes one when asked
+        if layer_graph is None:
+            raise RuntimeError(f"Scene {scene.name!r} has no dependency graph to evaluate its objects with")
+        depsgraph = layer_graph
         depsgraph.update()
     ground_tris = bridge.triangle_corners(ground, depsgraph)
     if len(ground_tris) == 0:
@@ -202,14 +218,15 @@ def _collection(override, setting, what):
 
 # --- baking ------------------------------------------------------------------------------------------------
 
-def bake_lightmap_job(scene, selected=(), overrides: dict | None = None):
+def bake_lightmap_job(scene: bpy.types.Scene, selected: Iterable[bpy.types.Object] = (),
+                      overrides: Mapping[str, Any] | None = None) -> LightmapJob:
     """Check now (raises LightmapInputError), then return a job generator that bakes, writes the files and shows the
     map on the ground; its result is a LightmapResult."""
     inputs = gather(scene, selected, overrides)
     return _bake(scene.name, inputs)
 
 
-def _bake(scene_name: str, inputs: Inputs):
+def _bake(scene_name: str, inputs: Inputs) -> LightmapJob:
     start = time.perf_counter()
     grid = core_lm.make_grid(inputs.region, inputs.settings.resolution)
     occ = core_lm.rasterise(grid, inputs.triangles)
@@ -243,7 +260,7 @@ def _bake(scene_name: str, inputs: Inputs):
     scene = bpy.data.scenes[scene_name]
     out = LightmapResult(files=files, region=grid.region, resolution=(grid.width, grid.height),
                          lights=[lt.name for lt in inputs.lights], warnings=inputs.warnings + result.warnings)
-    s = scene.envfx.lightmap
+    s = bridge.envfx_settings(scene).lightmap
     s.baked_region = grid.region
     s.baked_ground_z = inputs.ground_z
     _load_image(DISTANCE_IMAGE_NAME, os.path.join(inputs.folder, core_lm.DISTANCE_FILE), data=True)
@@ -256,7 +273,7 @@ def _bake(scene_name: str, inputs: Inputs):
     return out
 
 
-def _load_image(name: str, path: str, data: bool = False):
+def _load_image(name: str, path: str, data: bool = False) -> bpy.types.Image:
     """Image ``name`` showing the file at ``path`` (loaded, or pointed there and reloaded)."""
     image = bpy.data.images.get(name)
     if image is None or image.library is not None:
@@ -265,11 +282,12 @@ def _load_image(name: str, path: str, data: bool = False):
     image.filepath = path_in_file(path)
     image.reload()
     if data:
-        image.colorspace_settings.is_data = True
+        colour_space(image).is_data = True
     return image
 
 
-def show_on_ground(scene, ground_name: str, exr_path: str, region, scale: float) -> list:
+def show_on_ground(scene: bpy.types.Scene, ground_name: str, exr_path: str, region: tuple[float, ...],
+                   scale: float) -> list[str]:
     """Load (or reload) the EXR as image IMAGE_NAME and put the light-map group on the ground's materials."""
     image = _load_image(IMAGE_NAME, exr_path)
     tree = lightmap_nodes.ensure_lightmap_group(ground_name, image, region, scale)
@@ -277,32 +295,34 @@ def show_on_ground(scene, ground_name: str, exr_path: str, region, scale: float)
     return lightmap_nodes.apply_to_ground(ground, tree) if ground is not None else []
 
 
-def colour_vertices(scene, inputs: Inputs, grid, occ, scale: float, warnings: list) -> list:
+def colour_vertices(scene: bpy.types.Scene, inputs: Inputs, grid: core_lm.Grid, occ: npt.NDArray[Any], scale: float,
+                    warnings: list[str]) -> list[str]:
     """Day 1: the light of the static 3D obstacles merged into a per-vertex colour attribute (COLOUR_ATTRIBUTE),
     scaled like the PNG (1 = its white)."""
     depsgraph = bpy.context.evaluated_depsgraph_get()
     done = []
     for name in inputs.obstacles:
         obj = scene.objects.get(name)
-        if obj is None or obj.type != "MESH" or obj.data.library is not None:
+        if obj is None or obj.type != "MESH" or mesh_of(obj).library is not None:
             continue
         points, normals = bridge.world_points_and_normals(obj, depsgraph)
-        if len(points) != len(obj.data.vertices):
+        if len(points) != len(mesh_of(obj).vertices):
             warnings.append(f"{name}: its modifiers change its vertex count; no vertex colours")
             continue
         light = core_lm.vertex_light(points, normals, inputs.lights, grid, occ) * np.float32(scale)
         colours = np.concatenate([light, np.ones((len(light), 1), np.float32)], axis=1)
-        bridge.set_point_colours(obj.data, COLOUR_ATTRIBUTE, colours)
+        bridge.set_point_colours(mesh_of(obj), COLOUR_ATTRIBUTE, colours)
         done.append(name)
     return done
 
 
-def bake_lightmap(scene, selected=(), overrides: dict | None = None) -> LightmapResult:
+def bake_lightmap(scene: bpy.types.Scene, selected: Iterable[bpy.types.Object] = (),
+                  overrides: Mapping[str, Any] | None = None) -> LightmapResult:
     """Bake with the scene's settings (``overrides`` by setting name on top), reporting progress."""
     return progress.run(bake_lightmap_job(scene, selected, overrides), "Light map")
 
 
-def bake_file(path: str, out_dir: str, scene: str | None = None, overrides: dict | None = None,
+def bake_file(path: str, out_dir: str, scene: str | None = None, overrides: Mapping[str, Any] | None = None,
               save: bool = False) -> LightmapResult:
     """What ``blender -c envfx lightmap FILE.blend --out DIR`` does for one file: open it, take scene ``scene``
     (default: the file's active scene), bake with its settings and ``overrides`` (keys as in scene.envfx.lightmap:
@@ -328,12 +348,12 @@ def bake_file(path: str, out_dir: str, scene: str | None = None, overrides: dict
 
 # --- actors' shadows (Day 5) ------------------------------------------------------------------------------
 
-def add_actor_shadows(scene, actors) -> list:
+def add_actor_shadows(scene: bpy.types.Scene, actors: Iterable[bpy.types.Object]) -> list[str]:
     """Give each actor a live shadow: an object "<actor> Shadow" at the origin whose geometry-nodes modifier
     (shader_nodes.lightmap SHADOW_GROUP) draws 1-2 soft sprites away from the nearest light of the Lights collection,
     kept out of the walls by the last bake's distance map. Again on an actor that has one: its inputs are renewed.
     Returns the shadow objects' names. Raises LightmapInputError before changing anything."""
-    s = scene.envfx.lightmap
+    s = bridge.envfx_settings(scene).lightmap
     if s.lights is None:
         raise LightmapInputError("Actor shadows follow the lights of a collection: choose the Lights collection of the "
                                  "light map")
@@ -356,9 +376,9 @@ def add_actor_shadows(scene, actors) -> list:
             obj = bpy.data.objects.new(name, bpy.data.meshes.new(name))
             for coll in actor.users_collection:
                 coll.objects.link(obj)
-        mod = next((m for m in obj.modifiers if m.type == "NODES" and m.node_group == tree), None)
+        mod = next((m for m in nodes_modifiers(obj) if m.node_group == tree), None)
         if mod is None:
-            mod = obj.modifiers.new(lightmap_nodes.SHADOW_GROUP, "NODES")
+            mod = cast(bpy.types.NodesModifier, obj.modifiers.new(lightmap_nodes.SHADOW_GROUP, "NODES"))
             mod.node_group = tree
         values = {"Actor": actor, "Lights": s.lights, "Distance Map": image, "Material": mat,
                   "Region Min": (s.baked_region[0], s.baked_region[1], 0.0),
@@ -377,9 +397,10 @@ class ENVFX_OT_lightmap_actor_shadows(NeedsScene, bpy.types.Operator):
     bl_label = "Add Actor Shadows"
     bl_options = {"REGISTER", "UNDO"}
 
-    def execute(self, context):
+    def execute(self, context: bpy.types.Context) -> set[OperatorReturnItems]:
         try:
-            names = add_actor_shadows(context.scene, list(getattr(context, "selected_objects", None) or []))
+            names = add_actor_shadows(bridge.context_scene(context),
+                                      list(getattr(context, "selected_objects", None) or []))
         except LightmapInputError as exc:
             self.report({"ERROR"}, str(exc))
             return {"CANCELLED"}
@@ -392,11 +413,12 @@ class ENVFX_OT_lightmap_actor_shadows(NeedsScene, bpy.types.Operator):
 LENS_DIRT_IMAGE = "EnvFX Lens Dirt"
 
 
-def setup_dirty_lens(scene, dirt=None, strength: float | None = None, threshold: float | None = None):
+def setup_dirty_lens(scene: bpy.types.Scene, dirt: bpy.types.Image | None = None, strength: float | None = None,
+                     threshold: float | None = None) -> bpy.types.NodeTree | None:
     """Give ``scene`` the dirty-lens compositor set-up (shader_nodes.lightmap.ensure_dirty_lens) with the dirt image
     ``dirt`` (default: the Lens Dirt setting, else a generated EnvFX Lens Dirt image). Returns the compositor tree.
     Raises LightmapInputError when the scene has a compositor set-up of the user's (nothing changed)."""
-    s = scene.envfx.lightmap
+    s = bridge.envfx_settings(scene).lightmap
     tree = lightmap_nodes.scene_compositor(scene)
     if tree is not None and not lightmap_nodes.is_own_compositor(tree) and (
             lightmap_nodes.NEW_COMPOSITOR or not lightmap_nodes._is_default_compositor(tree)):
@@ -421,9 +443,9 @@ class ENVFX_OT_lightmap_dirty_lens(NeedsScene, bpy.types.Operator):
     bl_label = "Add Dirty Lens"
     bl_options = {"REGISTER", "UNDO"}
 
-    def execute(self, context):
+    def execute(self, context: bpy.types.Context) -> set[OperatorReturnItems]:
         try:
-            setup_dirty_lens(context.scene)
+            setup_dirty_lens(bridge.context_scene(context))
         except LightmapInputError as exc:
             self.report({"ERROR"}, str(exc))
             return {"CANCELLED"}
@@ -443,14 +465,15 @@ class ENVFX_OT_lightmap_bake(NeedsScene, progress.ModalJobOperator, bpy.types.Op
 
     job_label = "Light map"
 
-    def make_job(self, context):
+    def make_job(self, context: bpy.types.Context) -> LightmapJob | None:
         try:
-            return bake_lightmap_job(context.scene, list(getattr(context, "selected_objects", None) or []))
+            return bake_lightmap_job(bridge.context_scene(context),
+                                     list(getattr(context, "selected_objects", None) or []))
         except LightmapInputError as exc:
             self.report({"ERROR"}, str(exc))
             return None
 
-    def finish(self, context, result):
+    def finish(self, context: bpy.types.Context, result: LightmapResult) -> set[OperatorReturnItems]:
         for warning in result.warnings:
             self.report({"WARNING"}, warning)
         w, h = result.resolution
