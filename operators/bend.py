@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, cast
 
 import bpy
 import numpy as np
+import numpy.typing as npt
 from bpy.props import BoolProperty, StringProperty
 
 from .. import bridge
@@ -17,8 +20,11 @@ from ..shader_nodes import common
 from ..shader_nodes import snow as snow_nodes
 from ..shader_nodes import wind as wind_nodes
 from .common import (PATH_OPTIONS, NeedsScene, ObjectsResult, changeable, evaluated_check, instancers_of,
-                     join_scene_group, kept_by_override_reason, linked_reason, no_modifier_reason, output_folder,
-                     poll_not_in_edit_mode, refuse_edit_mode, report_result)
+                     join_scene_group, kept_by_override_reason, linked_reason, mesh_of, no_modifier_reason,
+                     nodes_modifiers, output_folder, poll_not_in_edit_mode, refuse_edit_mode, report_result)
+
+if TYPE_CHECKING:  # the stubs' names for an operator's result and report literals (no such module at run time)
+    from bpy.stub_internal.rna_enums import OperatorReturnItems, WmReportItems
 
 MODIFIER_NAME = "EnvFX Bend"
 SUBDIVISION_NAME = "EnvFX Bend Subdivision"  # the Simple subdivision Add Bend puts before the bend of a coarse mesh
@@ -32,12 +38,12 @@ class BendInputError(ValueError):
     """Nothing could be done; the scene is unchanged."""
 
 
-def gather_targets(context, collection_name: str = "") -> list:
+def gather_targets(context: bpy.types.Context, collection_name: str = "") -> list[bpy.types.Object]:
     """The objects an operator acts on: the named collection's (recursively), else the selection. The collection
     must be in the context's scene: its objects take that scene's bend."""
     if collection_name:
         coll = bpy.data.collections.get(collection_name)
-        scene = context.scene
+        scene = bridge.context_scene(context)
         in_scene = scene.collection.children_recursive
         if coll is None or coll not in in_scene:
             names = ", ".join(sorted(c.name for c in in_scene)) or "none"
@@ -54,14 +60,14 @@ def gather_targets(context, collection_name: str = "") -> list:
     return objects
 
 
-def bend_applied(obj) -> bool:
+def bend_applied(obj: bpy.types.Object) -> bool:
     """Whether a bend was baked into ``obj``'s mesh by apply_bend (the mesh carries APPLIED_MARK)."""
-    return obj.type == "MESH" and obj.data is not None and obj.data.get(APPLIED_MARK) is not None
+    return obj.type == "MESH" and obj.data is not None and mesh_of(obj).get(APPLIED_MARK) is not None
 
 
-def bend_modifiers(obj):
+def bend_modifiers(obj: bpy.types.Object) -> list[bpy.types.NodesModifier]:
     """The object's bend modifiers (of any scene's bend group)."""
-    return [m for m in obj.modifiers if m.type == "NODES" and bend_nodes.is_bend_group(m.node_group)]
+    return [m for m in nodes_modifiers(obj) if bend_nodes.is_bend_group(m.node_group)]
 
 
 def _bent_mesh(obj) -> bool:
@@ -76,7 +82,7 @@ def _cannot_bend_reason(obj) -> str | None:
     return reason
 
 
-def add_bend(scene, objects) -> BendResult:
+def add_bend(scene: bpy.types.Scene, objects: Iterable[bpy.types.Object]) -> BendResult:
     """Bend ``objects`` with the scene's shared bend. Objects already bent by this scene are left alone (never
     two bends); an object bent by another scene of the file (linked into both) follows this scene's bend from
     now on; excluded objects, non-geometry objects and linked objects are skipped and named."""
@@ -116,7 +122,7 @@ def add_bend(scene, objects) -> BendResult:
             f"{name} is also shown by collection instance(s) {', '.join(instances)}: an instance shows the bend of "
             f"{name}'s own place, not its own; make them real (Object > Apply > Make Instances Real) to bend each "
             f"where it stands")
-    settings = scene.envfx.bend
+    settings = bridge.envfx_settings(scene).bend
     if settings.pivot is None:
         result.warnings.append("No pivot set: the bend is centred on the world origin; choose a pivot (the player "
                                "or camera): Pivot in the EnvFX panel, or --pivot on the command line")
@@ -134,9 +140,10 @@ def add_bend(scene, objects) -> BendResult:
     return result
 
 
-def bend_subdivisions(obj):
+def bend_subdivisions(obj: bpy.types.Object) -> list[bpy.types.SubsurfModifier]:
     """The Simple subdivisions Add Bend put before the object's bend (Subdivide Coarse Meshes)."""
-    return [m for m in obj.modifiers if m.type == "SUBSURF" and m.name.startswith(SUBDIVISION_NAME)]
+    return [cast(bpy.types.SubsurfModifier, m) for m in obj.modifiers
+            if m.type == "SUBSURF" and m.name.startswith(SUBDIVISION_NAME)]
 
 
 def _levels_before_bend(obj, ours: bool = True) -> int:
@@ -149,16 +156,18 @@ def _levels_before_bend(obj, ours: bool = True) -> int:
     return sum(m.levels for m in mods[:end] if m.type == "SUBSURF" and m.show_viewport and m not in skip)
 
 
-def coarse_meshes(objects, params, tolerance: float) -> list[tuple[str, float, int]]:
+def coarse_meshes(objects: Iterable[bpy.types.Object], params: core_bend.BendParams,
+                  tolerance: float) -> list[tuple[str, float, int]]:
     """(name, error, levels) of each mesh object whose straight edges, as the bend sees them (its mesh, halved by
     each Subdivision Surface level before the bend), are more than ``tolerance`` off the bent curve
     (``core.bend.edge_errors`` at the current pivot): ``error`` the worst, in Blender units; ``levels`` the Simple
     subdivision levels that bring it within the tolerance (not counting the EnvFX Bend Subdivision)."""
     rows = []
     for obj in objects:
-        if obj.type != "MESH" or obj.data is None or obj.envfx.bend_exclude or not len(obj.data.edges):
+        if obj.type != "MESH" or obj.data is None or bridge.envfx_settings(obj).bend_exclude \
+                or not len(mesh_of(obj).edges):
             continue
-        error = float(core_bend.edge_errors(bridge.world_positions(obj), bridge.get_edges(obj.data), params).max())
+        error = float(core_bend.edge_errors(bridge.world_positions(obj), bridge.get_edges(mesh_of(obj)), params).max())
         shown = error / 4.0 ** _levels_before_bend(obj)  # each level halves the edges: a quarter of the error
         if shown > tolerance:
             own = error / 4.0 ** _levels_before_bend(obj, ours=False)
@@ -222,24 +231,26 @@ def _check_coarse(scene, objects, params, result: BendResult):
 _coarse_cache = {"key": None, "rows": []}
 
 
-def coarse_in_scene(scene) -> list[tuple[str, float, int]]:
+def coarse_in_scene(scene: bpy.types.Scene) -> list[tuple[str, float, int]]:
     """``coarse_meshes`` of every mesh ``scene`` bends, for the Bend panel: computed again only when the bend, the
     tolerance, or an object's mesh, place or subdivision levels change (cheap to call on every redraw)."""
     tree = bend_nodes.group_for(scene)
     if tree is None:
         return []
-    objects = [o for o in scene.objects if o.type == "MESH" and o.data is not None and not o.envfx.bend_exclude
+    settings = bridge.envfx_settings(scene).bend
+    objects = [o for o in scene.objects if o.type == "MESH" and o.data is not None
+               and not bridge.envfx_settings(o).bend_exclude
                and any(m.node_group == tree and m.show_viewport for m in bend_modifiers(o))]
     params = bend_nodes.params_from_scene(scene)
     try:
         params.validate()
     except core_bend.BendError:
         return []
-    key = (scene.name, params, scene.envfx.bend.tolerance,
-           [(o.name, o.data.name, len(o.data.vertices), len(o.data.edges), tuple(map(tuple, o.matrix_world)),
-             _levels_before_bend(o)) for o in objects])
+    key = (scene.name, params, settings.tolerance,
+           [(o.name, mesh_of(o).name, len(mesh_of(o).vertices), len(mesh_of(o).edges),
+             tuple(bridge.matrix_to_numpy(o.matrix_world).ravel().tolist()), _levels_before_bend(o)) for o in objects])
     if _coarse_cache["key"] != key:
-        _coarse_cache["rows"] = coarse_meshes(objects, params, scene.envfx.bend.tolerance)
+        _coarse_cache["rows"] = coarse_meshes(objects, params, settings.tolerance)
         _coarse_cache["key"] = key
     return _coarse_cache["rows"]
 
@@ -277,11 +288,11 @@ def _scene_extent_and_drop(objects, params):
     return extent, core_bend.max_drop_over_box(bmin, bmax, params)
 
 
-def remove_bend(objects) -> BendResult:
+def remove_bend(objects: Iterable[bpy.types.Object]) -> BendResult:
     """Take ``objects`` out of the bend. When the last object leaves a scene's bend, its group goes too (the
     scene's settings stay; Add Bend builds it again)."""
     result = BendResult()
-    groups = set()
+    groups: set[bpy.types.NodeTree | None] = set()
     for obj in changeable(objects, result):
         mods = bend_modifiers(obj)
         if not mods:
@@ -293,7 +304,7 @@ def remove_bend(objects) -> BendResult:
             result.skipped[obj.name] = reason
             continue
         groups.update(m.node_group for m in mods)
-        for mod in mods + bend_subdivisions(obj):
+        for mod in [*mods, *bend_subdivisions(obj)]:
             obj.modifiers.remove(mod)
         result.changed.append(obj.name)
     _release(groups)
@@ -330,7 +341,7 @@ def _release(groups):
         common.release_if_unused(tree, bend_nodes.KIND)
 
 
-def apply_bend(scene, objects) -> BendResult:
+def apply_bend(scene: bpy.types.Scene, objects: Iterable[bpy.types.Object]) -> BendResult:
     """Bake the bend into the mesh data of bent mesh objects and remove their bend modifier.
 
     The bend of the base mesh (and of every shape key) is written with ``core.bend``, using the object's
@@ -403,7 +414,7 @@ def apply_bend(scene, objects) -> BendResult:
     return result
 
 
-def bend_and_apply(scene, objects) -> tuple[BendResult, list[str]]:
+def bend_and_apply(scene: bpy.types.Scene, objects: Sequence[bpy.types.Object]) -> tuple[BendResult, list[str]]:
     """Bend ``objects`` with ``scene``'s bend and bake it into their meshes at once (``envfx bend --apply``);
     returns the result and the names of the meshes left as they were because their bend was baked already.
 
@@ -467,15 +478,16 @@ def _bent_positions(obj, params) -> tuple[list, np.ndarray]:
     return bent_keys, core_bend.forward_local(bridge.get_positions(mesh), matrix, params).astype(np.float32)
 
 
-def set_exclude(objects, exclude: bool) -> BendResult:
+def set_exclude(objects: Iterable[bpy.types.Object], exclude: bool) -> BendResult:
+    """Exclude ``objects`` from the bend (or include them again, ``exclude`` False)."""
     result = BendResult()
     for obj in changeable(objects, result):
-        obj.envfx.bend_exclude = exclude
+        bridge.envfx_settings(obj).bend_exclude = exclude
         result.changed.append(obj.name)
     return result
 
 
-def sync_readers(scene=None) -> bool:
+def sync_readers(scene: bpy.types.Scene | None = None) -> bool:
     """Point the groups that read another object's bent geometry (the wind's terrain follow, the snow coverage)
     of ``scene`` (default: every scene) at the bend that geometry shows now, or at none. Call it after a bend is
     added to, removed from, applied to or switched on or off on an object; the dependency-graph handler calls it
@@ -495,6 +507,9 @@ class _BendTargetsOperator(NeedsScene):
     bl_options = {"REGISTER", "UNDO"}
     verb = ""
 
+    if TYPE_CHECKING:  # what the operator class it is mixed into has (not declared here: Blender reads annotations)
+        def report(self, type: set[WmReportItems] | None, message: str) -> None: ...  # noqa: A002 - bpy's name
+
     collection: StringProperty(
         name="Collection",
         description="Act on every object of this collection instead of the selection",
@@ -502,10 +517,11 @@ class _BendTargetsOperator(NeedsScene):
     )
 
 
-    def run(self, context, objects) -> BendResult:  # pragma: no cover - interface
+    def run(self, context: bpy.types.Context,
+            objects: list[bpy.types.Object]) -> BendResult:  # pragma: no cover - interface
         raise NotImplementedError
 
-    def execute(self, context):
+    def execute(self, context: bpy.types.Context) -> set[OperatorReturnItems]:
         try:
             result = self.run(context, gather_targets(context, self.collection))
         except (BendInputError, core_bend.BendError) as exc:
@@ -522,8 +538,8 @@ class ENVFX_OT_bend_add(_BendTargetsOperator, bpy.types.Operator):
     bl_label = "Add Bend"
     verb = "Bent"
 
-    def run(self, context, objects):
-        return add_bend(context.scene, objects)
+    def run(self, context: bpy.types.Context, objects: list[bpy.types.Object]) -> BendResult:
+        return add_bend(bridge.context_scene(context), objects)
 
 
 class ENVFX_OT_bend_remove(_BendTargetsOperator, bpy.types.Operator):
@@ -533,7 +549,7 @@ class ENVFX_OT_bend_remove(_BendTargetsOperator, bpy.types.Operator):
     bl_label = "Remove Bend"
     verb = "Removed the bend from"
 
-    def run(self, context, objects):
+    def run(self, context: bpy.types.Context, objects: list[bpy.types.Object]) -> BendResult:
         return remove_bend(objects)
 
 
@@ -545,12 +561,13 @@ class ENVFX_OT_bend_apply(_BendTargetsOperator, bpy.types.Operator):
     verb = "Baked the bend into"
 
     @classmethod
-    def poll(cls, context):
+    def poll(cls, context: bpy.types.Context) -> bool:
         return super().poll(context) and poll_not_in_edit_mode(cls, context, _bent_mesh)
 
-    def run(self, context, objects):
-        context.view_layer.update()
-        return apply_bend(context.scene, objects)
+    def run(self, context: bpy.types.Context, objects: list[bpy.types.Object]) -> BendResult:
+        if context.view_layer is not None:  # (a context with a scene has one)
+            context.view_layer.update()
+        return apply_bend(bridge.context_scene(context), objects)
 
 
 class ENVFX_OT_bend_exclude(bpy.types.Operator):
@@ -562,7 +579,7 @@ class ENVFX_OT_bend_exclude(bpy.types.Operator):
 
     exclude: BoolProperty(name="Exclude", description="Exclude (on) or include again (off)", default=True)
 
-    def execute(self, context):
+    def execute(self, context: bpy.types.Context) -> set[OperatorReturnItems]:
         objects = list(getattr(context, "selected_objects", []) or [])
         if not objects:
             self.report({"ERROR"}, "Nothing selected: select the objects to exclude from the bend")
@@ -572,14 +589,15 @@ class ENVFX_OT_bend_exclude(bpy.types.Operator):
         return {"FINISHED"}
 
 
-def unit_scale(scene) -> float:
+def unit_scale(scene: bpy.types.Scene) -> float:
     """Metres per Blender unit as Blender's FBX exporter reads the scene: ``scale_length``, except with the unit
     system None, where it writes 1 m (io_scene_fbx ``units_blender_to_fbx_factor``)."""
     units = scene.unit_settings
     return 1.0 if units.system == "NONE" else float(units.scale_length)
 
 
-def flat_bounds(scene, params, depsgraph=None) -> list[tuple]:
+def flat_bounds(scene: bpy.types.Scene, params: core_bend.BendParams, depsgraph: bpy.types.Depsgraph | None = None
+                ) -> list[tuple[str, npt.NDArray[np.float64], npt.NDArray[np.float64]]]:
     """(name, world min, world max) of every object ``scene`` bends, unbent: its evaluated geometry (all
     modifiers, the bend too) in world space, the bend taken off exactly (``core.bend.inverse``). This is the box
     a game engine computes for the physical mesh it imports. Objects with no geometry are left out."""
@@ -593,7 +611,8 @@ def flat_bounds(scene, params, depsgraph=None) -> list[tuple]:
             depsgraph = bpy.context.evaluated_depsgraph_get()
     rows = []
     for obj in scene.objects:
-        if obj.envfx.bend_exclude or not any(m.node_group == tree and m.show_viewport for m in bend_modifiers(obj)):
+        if bridge.envfx_settings(obj).bend_exclude or not any(m.node_group == tree and m.show_viewport
+                                                               for m in bend_modifiers(obj)):
             continue
         try:
             local = bridge.evaluated_positions(obj, depsgraph)
@@ -607,7 +626,7 @@ def flat_bounds(scene, params, depsgraph=None) -> list[tuple]:
     return rows
 
 
-def export_engines(scene, folder: str, view_distance: float | None = None) -> list[str]:
+def export_engines(scene: bpy.types.Scene, folder: str, view_distance: float | None = None) -> list[str]:
     """Write the scene's bend as shader includes for Godot, Unity and Unreal (each with a ready-to-use example
     material and the game code that sets the pivot every frame) and ``envfx_bend.json`` into
     ``folder``, in each engine's units for the scene's unit scale; returns the paths. The JSON's culling section
@@ -619,7 +638,7 @@ def export_engines(scene, folder: str, view_distance: float | None = None) -> li
                          BendInputError)
     params = bend_nodes.params_from_scene(scene).validate()
     source = f"{bpy.path.basename(bpy.data.filepath) or 'unsaved file'}, scene {scene.name}"
-    view = scene.envfx.bend.view_distance if view_distance is None else view_distance
+    view = bridge.envfx_settings(scene).bend.view_distance if view_distance is None else view_distance
     objects = flat_bounds(scene, params)
     try:
         return bend_engines.export_files(params, path, source=source, unit_scale=unit_scale(scene),
@@ -640,17 +659,21 @@ class ENVFX_OT_bend_export_engines(NeedsScene, bpy.types.Operator):
     directory: StringProperty(name="Folder", description="Folder the engine files are written to (// is the .blend "
                               "file's folder)", default="", subtype="DIR_PATH", options=PATH_OPTIONS)
 
-    def invoke(self, context, event):
+    def invoke(self, context: bpy.types.Context, event: bpy.types.Event) -> set[OperatorReturnItems]:
+        if context.window_manager is None:  # no window to pick the folder in: the folder set
+            return self.execute(context)
         context.window_manager.fileselect_add(self)
         return {"RUNNING_MODAL"}
 
-    def draw(self, context):
+    def draw(self, context: bpy.types.Context) -> None:
+        if self.layout is None:  # (Blender sets it for draw())
+            return
         # the culling bounds' view distance is the scene's setting (the CLI and scripts read it too)
-        self.layout.prop(context.scene.envfx.bend, "view_distance")
+        self.layout.prop(bridge.envfx_settings(bridge.context_scene(context)).bend, "view_distance")
 
-    def execute(self, context):
+    def execute(self, context: bpy.types.Context) -> set[OperatorReturnItems]:
         try:
-            paths = export_engines(context.scene, self.directory)
+            paths = export_engines(bridge.context_scene(context), self.directory)
         except (BendInputError, core_bend.BendError) as exc:
             self.report({"ERROR"}, str(exc))
             return {"CANCELLED"}
