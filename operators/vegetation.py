@@ -10,7 +10,9 @@ image is swapped back for the original."""
 
 from __future__ import annotations
 
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import bpy
 import numpy as np
@@ -20,7 +22,10 @@ from .. import bridge
 from ..core import colorize as core_colorize
 from ..shader_nodes import colorize as colorize_nodes
 from ..shader_nodes import vegetation as vegetation_nodes
-from .common import ObjectsResult, changeable, report_result
+from .common import ObjectsResult, changeable, colour_space_name, mesh_of, report_result, set_colour_space
+
+if TYPE_CHECKING:  # the stubs' names for an operator's result and report literals (no such module at run time)
+    from bpy.stub_internal.rna_enums import OperatorReturnItems, WmReportItems
 
 COLORIZE_NODE = "EnvFX Colorize"
 VEGETATION_NODE = "EnvFX Vegetation"
@@ -53,28 +58,42 @@ def _has_nodes(mat) -> bool:
 class Target:
     """Where a material's look is made: its output node, the surface shader socket feeding it, and the BSDF
     whose base colour (and normal) the groups go in front of."""
-    output: object
-    surface: object       # the socket linked into the output's Surface
-    bsdf: object
-    base: object          # the BSDF's Base Color (or Color) input
-    normal: object        # the BSDF's Normal input, or None
+    output: bpy.types.Node
+    surface: bpy.types.NodeSocket         # the socket linked into the output's Surface
+    bsdf: bpy.types.Node
+    base: bpy.types.NodeSocket            # the BSDF's Base Color (or Color) input
+    normal: bpy.types.NodeSocket | None   # the BSDF's Normal input, or None
 
 
-def find_target(mat) -> Target:
+def _source(socket: bpy.types.NodeSocket) -> bpy.types.NodeSocket | None:
+    """The output socket that feeds the input ``socket``, or None (the 5.0 API types a socket's links as
+    optional)."""
+    links = socket.links
+    return links[0].from_socket if socket.is_linked and links else None
+
+
+def _feeder(socket: bpy.types.NodeSocket) -> bpy.types.Node | None:
+    """The node that feeds the input ``socket``, or None."""
+    links = socket.links
+    return links[0].from_node if socket.is_linked and links else None
+
+
+def find_target(mat: bpy.types.Material) -> Target:
     """The output, surface and BSDF of ``mat``; ``VegetationInputError`` saying what is missing."""
-    if not _has_nodes(mat):
+    nt = mat.node_tree
+    if nt is None or not _has_nodes(mat):
         raise VegetationInputError(f"Material {mat.name!r} has no shader nodes: switch on Use Nodes (or give it a "
                                    f"Principled BSDF) first")
-    nt = mat.node_tree
     out = nt.get_output_node("ALL") or nt.get_output_node("EEVEE") or nt.get_output_node("CYCLES")
-    if out is None or not out.inputs["Surface"].is_linked:
+    surface = _source(out.inputs["Surface"]) if out is not None else None
+    if out is None or surface is None:
         raise VegetationInputError(f"Material {mat.name!r} has no shader linked to a Material Output's Surface: "
                                    f"connect its BSDF to the output first")
-    surface = out.inputs["Surface"].links[0].from_socket
-    seen, queue = set(), [surface.node]
+    seen: set[str] = set()
+    queue = [surface.node]
     while queue:  # upstream from the surface: the first node with a base colour (a Principled inside a Mix)
         node = queue.pop(0)
-        if node.name in seen:
+        if node is None or node.name in seen:  # (the API types a socket's and a link's node as optional)
             continue
         seen.add(node.name)
         base = node.inputs.get("Base Color") if node.type != "GROUP" else None
@@ -82,7 +101,7 @@ def find_target(mat) -> Target:
             base = node.inputs.get("Color")
         if base is not None:
             return Target(out, surface, node, base, node.inputs.get("Normal"))
-        queue += [link.from_node for sock in node.inputs for link in sock.links]
+        queue += [link.from_node for sock in node.inputs for link in sock.links or ()]
     raise VegetationInputError(f"Material {mat.name!r} has no Principled or Diffuse BSDF feeding its output: the "
                                f"vegetation groups colour a BSDF's Base Color")
 
@@ -96,11 +115,13 @@ def _our_nodes(mat) -> list:
                                                                  vegetation_nodes.SURFACE_NAME)]
 
 
-def has_colorize(mat) -> bool:
+def has_colorize(mat: bpy.types.Material) -> bool:
+    """Whether ``mat`` has the "EnvFX Colorize" group in it."""
     return any(n.node_tree.name == colorize_nodes.GROUP_NAME for n in _our_nodes(mat))
 
 
-def has_vegetation(mat) -> bool:
+def has_vegetation(mat: bpy.types.Material) -> bool:
+    """Whether ``mat`` has the "EnvFX Vegetation" group in it."""
     return any(n.node_tree.name == vegetation_nodes.GROUP_NAME for n in _our_nodes(mat))
 
 
@@ -124,23 +145,24 @@ def _materials(objects, result) -> dict:
 
 def _is_vegetation(obj) -> bool:
     """An object the vegetation look belongs on: its mesh carries baked wind data."""
-    return obj.type == "MESH" and obj.data is not None and obj.data.attributes.get(WIND_ATTR) is not None
+    return obj.type == "MESH" and obj.data is not None and mesh_of(obj).attributes.get(WIND_ATTR) is not None
 
 
-def shared_with(mats: dict, asset) -> dict:
+def shared_with(mats: Collection[bpy.types.Material], asset: Iterable[bpy.types.Object]) -> dict[str, list[str]]:
     """{material name: [names of other objects using it that are not vegetation]}."""
-    asset = set(asset)
-    users = {}
+    ours = set(asset)
+    users: dict[str, list[str]] = {}
     for obj in bpy.data.objects:
-        if obj in asset or _is_vegetation(obj):
+        if obj in ours or _is_vegetation(obj):
             continue
         for slot in getattr(obj, "material_slots", ()):
-            if slot.material in mats:
+            if slot.material is not None and slot.material in mats:
                 users.setdefault(slot.material.name, []).append(obj.name)
     return users
 
 
-def make_single_user(mats: dict) -> dict:
+def make_single_user(mats: Mapping[bpy.types.Material, Sequence[bpy.types.Object]]
+                     ) -> dict[bpy.types.Material, Sequence[bpy.types.Object]]:
     """Give the asset objects their own copy of each shared material (in the slots that held it). Returns the new
     {material: objects}."""
     out = {}
@@ -168,9 +190,9 @@ def _check_shared(mats, objects, single_user):
             **make_single_user({m: o for m, o in mats.items() if m.name in shared})}
 
 
-def check_colorize_inputs(scene):
+def check_colorize_inputs(scene: bpy.types.Scene) -> None:
     """The scene's colorize set and world data exist and the world data is square."""
-    s = scene.envfx.vegetation
+    s = bridge.envfx_settings(scene).vegetation
     if s.colorize_set is None:
         raise VegetationInputError("No colorize set: make one (New Set, from colours or an image) or pick an image "
                                    "as Colorize Set")
@@ -269,7 +291,7 @@ def _restore_images(mat):
     del mat[NEUTRAL_KEY]
 
 
-def strip(mat, names) -> bool:
+def strip(mat: bpy.types.Material, names: Collection[str]) -> bool:
     """Take the nodes of groups ``names`` out of ``mat`` (and swap a neutralised albedo back once none is left).
     Returns whether anything changed."""
     nodes = [n for n in _our_nodes(mat) if n.node_tree.name in names]
@@ -283,7 +305,8 @@ def strip(mat, names) -> bool:
 
 # --- the plain functions ---------------------------------------------------------------------------------
 
-def add_colorize(scene, objects, single_user: bool = False) -> VegetationResult:
+def add_colorize(scene: bpy.types.Scene, objects: Sequence[bpy.types.Object],
+                 single_user: bool = False) -> VegetationResult:
     """Put "EnvFX Colorize" in front of the base colour of every material of ``objects``."""
     result = VegetationResult()
     check_colorize_inputs(scene)
@@ -306,7 +329,8 @@ def add_colorize(scene, objects, single_user: bool = False) -> VegetationResult:
     return result
 
 
-def remove_colorize(objects) -> VegetationResult:
+def remove_colorize(objects: Iterable[bpy.types.Object]) -> VegetationResult:
+    """Take "EnvFX Colorize" out of the materials of ``objects`` (they are as they were)."""
     result = VegetationResult()
     mats = _materials(objects, result)
     for mat, users in mats.items():
@@ -316,13 +340,15 @@ def remove_colorize(objects) -> VegetationResult:
     return result
 
 
-def apply_vegetation(scene, objects, single_user: bool = False) -> VegetationResult:
+def apply_vegetation(scene: bpy.types.Scene, objects: Sequence[bpy.types.Object],
+                     single_user: bool = False) -> VegetationResult:
     """Put the vegetation groups into the materials of ``objects`` (an asset whose wind data is baked). Objects
     of the Grass wind category are colorized per vertex and get the grass normals (when on)."""
     result = VegetationResult()
-    if scene.envfx.vegetation.colorize:
+    settings = bridge.envfx_settings(scene).vegetation
+    if settings.colorize:
         check_colorize_inputs(scene)
-    if scene.envfx.vegetation.leaf_split == "TEXTURE" and scene.envfx.vegetation.leaf_texture is None:
+    if settings.leaf_split == "TEXTURE" and settings.leaf_texture is None:
         raise VegetationInputError("Leaf / Bark is Texture but no Leaf Texture is picked: pick one, or use Wind Data")
     meshes = [o for o in objects if o.type == "MESH"]
     unbaked = [o.name for o in meshes if not _is_vegetation(o)]
@@ -344,15 +370,17 @@ def apply_vegetation(scene, objects, single_user: bool = False) -> VegetationRes
         done.update(o.name for o in users)
     for users in mats.values():
         for obj in users:
-            grass = obj.envfx.wind.category == "GRASS"
-            if obj.envfx.colorize_per_vertex != grass:
-                obj.envfx.colorize_per_vertex = grass
+            own = bridge.envfx_settings(obj)
+            grass = own.wind.category == "GRASS"
+            if own.colorize_per_vertex != grass:
+                own.colorize_per_vertex = grass
     result.changed = sorted(done)
     result.unchanged = sorted({o.name for users in mats.values() for o in users} - done)
     return result
 
 
-def remove_vegetation(objects) -> VegetationResult:
+def remove_vegetation(objects: Iterable[bpy.types.Object]) -> VegetationResult:
+    """Take the vegetation groups (and the colorize) out of the materials of ``objects`` (they are as they were)."""
     result = VegetationResult()
     mats = _materials(objects, result)
     names = (vegetation_nodes.GROUP_NAME, vegetation_nodes.SURFACE_NAME, colorize_nodes.GROUP_NAME)
@@ -363,15 +391,15 @@ def remove_vegetation(objects) -> VegetationResult:
     return result
 
 
-def new_colorize_set(scene, image=None) -> bpy.types.Image:
+def new_colorize_set(scene: bpy.types.Scene, image: bpy.types.Image | None = None) -> bpy.types.Image:
     """A colorize set image from the scene's picked colours (or from ``image``), packed into the file, made the
     scene's Colorize Set. An existing set of that name is replaced in place (materials keep it)."""
-    s = scene.envfx.vegetation
+    s = bridge.envfx_settings(scene).vegetation
     try:
         if image is not None:
             if image.size[0] <= 0 or image.size[1] <= 0:
                 raise VegetationInputError(f"Image {image.name!r} has no pixels (missing file?): load it first")
-            srgb = not image.is_float and image.colorspace_settings.name.lower().startswith("srgb")
+            srgb = not image.is_float and colour_space_name(image).lower().startswith("srgb")
             pixels = core_colorize.set_from_image(bridge.image_pixels(image)[::-1], s.set_count, srgb=srgb)
         else:
             colours = np.array([s.colour_1, s.colour_2, s.colour_3, s.colour_4], np.float64)
@@ -385,7 +413,7 @@ def new_colorize_set(scene, image=None) -> bpy.types.Image:
         img = None
     if img is None:
         img = bpy.data.images.new(SET_NAME, w, h, alpha=True, float_buffer=True)
-    img.colorspace_settings.name = "Non-Color"  # the colours are linear values, used as they are
+    set_colour_space(img, "Non-Color")  # the colours are linear values, used as they are
     bridge.set_image_pixels(img, pixels)
     img.file_format = "OPEN_EXR"  # packed as a float image, not 8 bits
     img.pack()
@@ -393,22 +421,22 @@ def new_colorize_set(scene, image=None) -> bpy.types.Image:
     return img
 
 
-def neutralise_albedo(mat) -> bpy.types.Image:
+def neutralise_albedo(mat: bpy.types.Material) -> bpy.types.Image:
     """A mid-grey copy of the albedo image feeding ``mat``'s base colour (through the colorize or vegetation
     group when present), swapped into its image node; the original image is untouched, and Remove swaps it back."""
     target = find_target(mat)
     sock = target.base
-    if sock.is_linked and sock.links[0].from_node.bl_idname == "ShaderNodeGroup" and \
-            sock.links[0].from_node in _our_nodes(mat):
-        sock = sock.links[0].from_node.inputs["Albedo"]
-    node = sock.links[0].from_node if sock.is_linked else None
-    if node is None or node.bl_idname != "ShaderNodeTexImage" or node.image is None:
+    group = _feeder(sock)
+    if group is not None and group.bl_idname == "ShaderNodeGroup" and group in _our_nodes(mat):
+        sock = group.inputs["Albedo"]
+    node = _feeder(sock)
+    if not isinstance(node, bpy.types.ShaderNodeTexImage) or node.image is None:
         raise VegetationInputError(f"Material {mat.name!r}: its base colour does not come from an Image Texture: "
                                    f"nothing to neutralise (an albedo colour can be set to mid-grey by hand)")
     image = node.image
     if image.size[0] <= 0 or image.size[1] <= 0:
         raise VegetationInputError(f"Image {image.name!r} has no pixels (missing file?): load it first")
-    srgb = not image.is_float and image.colorspace_settings.name.lower().startswith("srgb")
+    srgb = not image.is_float and colour_space_name(image).lower().startswith("srgb")
     px = bridge.image_pixels(image)
     if px.shape[2] == 3:
         px = np.concatenate([px, np.ones(px.shape[:2] + (1,), np.float32)], axis=2)
@@ -420,7 +448,7 @@ def neutralise_albedo(mat) -> bpy.types.Image:
     new.pack()
     # the original, by pointer: the material's ID property is a user of it, so it is saved with the file while no
     # node shows it
-    saved = dict(mat.get(NEUTRAL_KEY, {}))
+    saved = dict(mat.get(NEUTRAL_KEY) or {})
     saved.setdefault(node.name, image)
     mat[NEUTRAL_KEY] = saved
     node.image = new
@@ -453,11 +481,21 @@ _SINGLE_USER = BoolProperty(
 
 
 class _Selection:
+    """Shared shape of the operators that act on the selected assets' materials."""
+
+    verb = ""
+
+    if TYPE_CHECKING:  # what the operator class it is mixed into has (not declared here: Blender reads annotations)
+        def report(self, type: set[WmReportItems] | None, message: str) -> None: ...  # noqa: A002 - bpy's name
+
     @classmethod
-    def poll(cls, context):
+    def poll(cls, context: bpy.types.Context) -> bool:
         return _poll_selection(cls, context)
 
-    def execute(self, context):
+    def run(self, context: bpy.types.Context) -> VegetationResult:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def execute(self, context: bpy.types.Context) -> set[OperatorReturnItems]:
         try:
             result = self.run(context)
         except VegetationInputError as exc:
@@ -476,8 +514,8 @@ class ENVFX_OT_vegetation_colorize_add(_Selection, bpy.types.Operator):
     verb = "Colorized"
     single_user: _SINGLE_USER
 
-    def run(self, context):
-        return add_colorize(context.scene, _selected(context), self.single_user)
+    def run(self, context: bpy.types.Context) -> VegetationResult:
+        return add_colorize(bridge.context_scene(context), _selected(context), self.single_user)
 
 
 class ENVFX_OT_vegetation_colorize_remove(_Selection, bpy.types.Operator):
@@ -488,7 +526,7 @@ class ENVFX_OT_vegetation_colorize_remove(_Selection, bpy.types.Operator):
     bl_options = {"REGISTER", "UNDO"}
     verb = "Removed the colorize from"
 
-    def run(self, context):
+    def run(self, context: bpy.types.Context) -> VegetationResult:
         return remove_colorize(_selected(context))
 
 
@@ -502,8 +540,8 @@ class ENVFX_OT_vegetation_apply(_Selection, bpy.types.Operator):
     verb = "Vegetation shading on"
     single_user: _SINGLE_USER
 
-    def run(self, context):
-        return apply_vegetation(context.scene, _selected(context), self.single_user)
+    def run(self, context: bpy.types.Context) -> VegetationResult:
+        return apply_vegetation(bridge.context_scene(context), _selected(context), self.single_user)
 
 
 class ENVFX_OT_vegetation_remove(_Selection, bpy.types.Operator):
@@ -514,7 +552,7 @@ class ENVFX_OT_vegetation_remove(_Selection, bpy.types.Operator):
     bl_options = {"REGISTER", "UNDO"}
     verb = "Removed the vegetation shading from"
 
-    def run(self, context):
+    def run(self, context: bpy.types.Context) -> VegetationResult:
         return remove_vegetation(_selected(context))
 
 
@@ -531,20 +569,20 @@ class ENVFX_OT_vegetation_new_set(bpy.types.Operator):
     image: StringProperty(name="Image", description="The image to make the set from (From: Image)")
 
     @classmethod
-    def poll(cls, context):
+    def poll(cls, context: bpy.types.Context) -> bool:
         if context.scene is None or not hasattr(context.scene, "envfx"):
             cls.poll_message_set("Needs a scene")
             return False
         return True
 
-    def execute(self, context):
+    def execute(self, context: bpy.types.Context) -> set[OperatorReturnItems]:
         try:
             image = None
             if self.source == "IMAGE":
                 image = bpy.data.images.get(self.image)
                 if image is None:
                     raise VegetationInputError(f"No image {self.image!r}: open one first")
-            img = new_colorize_set(context.scene, image)
+            img = new_colorize_set(bridge.context_scene(context), image)
         except VegetationInputError as exc:
             self.report({"ERROR"}, str(exc))
             return {"CANCELLED"}
@@ -561,15 +599,19 @@ class ENVFX_OT_vegetation_neutralise(bpy.types.Operator):
     bl_options = {"REGISTER", "UNDO"}
 
     @classmethod
-    def poll(cls, context):
+    def poll(cls, context: bpy.types.Context) -> bool:
         obj = context.active_object
         if obj is None or not any(s.material for s in getattr(obj, "material_slots", ())):
             cls.poll_message_set("Needs an active object with a material")
             return False
         return True
 
-    def execute(self, context):
-        mats = [s.material for s in context.active_object.material_slots if s.material is not None]
+    def execute(self, context: bpy.types.Context) -> set[OperatorReturnItems]:
+        obj = context.active_object
+        if obj is None:  # (poll: never from the UI)
+            self.report({"ERROR"}, "No active object: make an object with a material active")
+            return {"CANCELLED"}
+        mats = [s.material for s in obj.material_slots if s.material is not None]
         done, errors = [], []
         for mat in dict.fromkeys(mats):
             try:
