@@ -87,7 +87,7 @@ def run(args) -> int:
 
 def _lightmap_file(args, path: str, out: str, changes: dict) -> int:
     batch.open_blend(path, quiet=True)
-    scene = batch.named(bpy.data.scenes, args.scene, "scene", " (--scene)") if args.scene else bpy.context.scene
+    scene = batch.named(bpy.data.scenes, args.scene, "scene", " (--scene)") if args.scene else batch.current_scene()
     try:
         job = lightmap_ops.bake_lightmap_job(scene, (), dict(changes, output_dir=out))
         with batch.sigterm_cancels() as cancelled:

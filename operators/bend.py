@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Protocol, cast
 
 import bpy
 import numpy as np
@@ -38,12 +38,23 @@ class BendInputError(ValueError):
     """Nothing could be done; the scene is unchanged."""
 
 
-def gather_targets(context: bpy.types.Context, collection_name: str = "") -> list[bpy.types.Object]:
+class TargetsContext(Protocol):
+    """What ``gather_targets`` reads of a context: ``bpy.context``, or the command line's ``batch.SceneContext``
+    (a scene and the objects to act on, built without a UI)."""
+
+    @property
+    def scene(self) -> bpy.types.Scene | None: ...
+
+
+def gather_targets(context: TargetsContext, collection_name: str = "") -> list[bpy.types.Object]:
     """The objects an operator acts on: the named collection's (recursively), else the selection. The collection
     must be in the context's scene: its objects take that scene's bend."""
     if collection_name:
         coll = bpy.data.collections.get(collection_name)
-        scene = bridge.context_scene(context)
+        scene = context.scene
+        if scene is None:
+            raise BendInputError(f"No scene to find collection {collection_name!r} in: run it in a window with a "
+                                 f"scene")
         in_scene = scene.collection.children_recursive
         if coll is None or coll not in in_scene:
             names = ", ".join(sorted(c.name for c in in_scene)) or "none"
@@ -54,7 +65,7 @@ def gather_targets(context: bpy.types.Context, collection_name: str = "") -> lis
         if not objects:
             raise BendInputError(f"Collection {collection_name!r} has no objects: add objects to it first")
         return objects
-    objects = list(context.selected_objects) if hasattr(context, "selected_objects") else []
+    objects = list(getattr(context, "selected_objects", None) or [])
     if not objects:
         raise BendInputError("Nothing selected: select the objects to bend, or pass collection=\"Name\"")
     return objects
