@@ -11,18 +11,26 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections.abc import Generator, Sequence
+from typing import TYPE_CHECKING, Any
 
 import bpy
 import numpy as np
+import numpy.typing as npt
 
 from .. import bridge, progress
 from ..core import colour
 from ..core import gasgiant as core_gasgiant
 from ..shader_nodes import gasgiant as gasgiant_nodes
 from . import common as ops_common
-from .common import NeedsScene, path_in_file
+from .common import NeedsScene, colour_space, colour_space_name, mesh_of, path_in_file, set_colour_space
+
+if TYPE_CHECKING:  # the stubs' name for an operator's result literals (no such module at run time)
+    from bpy.stub_internal.rna_enums import OperatorReturnItems
 
 MATERIAL_PREFIX = "EnvFX Gas Giant"
+# the job generator of a bake: yields progress fractions, returns core.gasgiant's BakeResult
+GasGiantJob = Generator[float, None, core_gasgiant.BakeResult]
 
 
 class GasGiantInputError(ValueError):
@@ -34,7 +42,7 @@ def output_folder(path: str) -> str:
                                     "panel", GasGiantInputError)
 
 
-def load_palette(path: str) -> np.ndarray:
+def load_palette(path: str) -> npt.NDArray[np.float32]:
     """(h, w, 3) float32 sRGB-encoded colours of an image file, row 0 at the top, the same for the same colours
     whatever the file's bit depth; the temporary image data-block is removed.
 
@@ -57,7 +65,7 @@ def load_palette(path: str) -> np.ndarray:
         if w == 0 or h == 0 or channels == 0:
             raise GasGiantInputError(f"Palette image {full!r} cannot be read (no pixels): use a PNG or JPEG")
         buf = bridge.image_pixels(image).ravel()
-        is_float, is_data = image.is_float, image.colorspace_settings.is_data
+        is_float, is_data = image.is_float, colour_space(image).is_data
     finally:
         bpy.data.images.remove(image)
     pix = buf.reshape(h, w, channels)[::-1]
@@ -97,7 +105,7 @@ def cube_folder_layout(full: str) -> str:
     return layout
 
 
-def load_palette_cube(folder: str) -> np.ndarray:
+def load_palette_cube(folder: str) -> npt.NDArray[np.float32]:
     """(6, h, w, 3) float32 Blender faces (``core.gasgiant.FACES`` order) from the bake in ``folder``: its
     gasgiant_{px,nx,py,ny,pz,nz}.png, or, for a bake in an engine cube layout (gasgiant.json says which), its
     gasgiant_{posx,...,negz}.png turned back into the Blender faces exactly."""
@@ -121,13 +129,13 @@ def load_palette_cube(folder: str) -> np.ndarray:
     if len(sizes) != 1:
         raise GasGiantInputError(f"The cube map faces in {full!r} have different sizes {sorted(sizes)}: use six "
                                  f"images of one size")
-    faces = [None] * len(entries)
-    for entry, image in zip(entries, images, strict=True):
-        faces[entry["face"]] = core_gasgiant.blender_face_image(image, entry)
-    return np.stack(faces)
+    faces = {entry["face"]: core_gasgiant.blender_face_image(image, entry)
+             for entry, image in zip(entries, images, strict=True)}
+    return np.stack([faces[i] for i in range(len(entries))])
 
 
-def params_from_settings(s, palette=None, palette_cube=None) -> core_gasgiant.GasGiantParams:
+def params_from_settings(s: Any, palette: npt.NDArray[np.float32] | None = None,
+                         palette_cube: npt.NDArray[np.float32] | None = None) -> core_gasgiant.GasGiantParams:
     """The core parameters of the settings ``s`` (Scene.envfx.gasgiant): every setting of ``core.gasgiant.SETTINGS``
     that is both a property and a parameter, plus the ones made from other properties (the colour ramp from its five
     colours, the field file paths made absolute) and the palette images the caller read."""
@@ -151,9 +159,10 @@ def _field_path(path: str, label: str) -> str:
     return os.path.normpath(bpy.path.abspath(path))
 
 
-def prepare(scene, settings=None):
-    """Everything checked, nothing changed: (params, folder, the fields of the velocity field file to load)."""
-    s = settings or scene.envfx.gasgiant
+def prepare(scene: bpy.types.Scene, settings: Any = None) -> tuple[core_gasgiant.GasGiantParams, str, dict]:
+    """Everything checked, nothing changed: (params, folder, the fields of the velocity field file to load).
+    ``settings``: the gas giant settings to read (default: the scene's, ``scene.envfx.gasgiant``)."""
+    s = settings or bridge.envfx_settings(scene).gasgiant
     palette = load_palette(s.palette_path) if s.color_source == "PALETTE" else None
     cube = load_palette_cube(s.palette_cube_dir) if s.color_source == "CUBEMAP" else None
     params = params_from_settings(s, palette, cube)
@@ -172,13 +181,13 @@ def prepare(scene, settings=None):
     return params, folder, fields
 
 
-def bake_job(scene, settings=None):
+def bake_job(scene: bpy.types.Scene, settings: Any = None) -> GasGiantJob:
     """Validate now (raises ``GasGiantInputError``), return the job generator (its result: ``BakeResult``)."""
-    s = settings or scene.envfx.gasgiant
+    s = settings or bridge.envfx_settings(scene).gasgiant
     params, folder, fields = prepare(scene, s)
     make, planet_name = s.make_planet, s.planet_name
 
-    def job():
+    def job() -> GasGiantJob:
         result = yield from core_gasgiant.bake(params, folder, fields=fields)
         if make:
             make_planet(scene, planet_name, result.equirect, frames=params.frames, clouds=params.cloud_mode)
@@ -187,14 +196,14 @@ def bake_job(scene, settings=None):
     return job()
 
 
-def bake(scene, settings=None, label: str = "Gas giant bake"):
+def bake(scene: bpy.types.Scene, settings: Any = None, label: str = "Gas giant bake") -> core_gasgiant.BakeResult:
     """Bake with the scene's settings, reporting progress; returns ``core.gasgiant.BakeResult``."""
     return progress.run(bake_job(scene, settings), label)
 
 
 # --- the planet -------------------------------------------------------------------------------------------
 
-def sphere_mesh(name: str, segments: int = 128, rings: int = 64):
+def sphere_mesh(name: str, segments: int = 128, rings: int = 64) -> bpy.types.Mesh:
     """A UV sphere whose UVs are exactly the equirectangular mapping of the bake (u = longitude from -180,
     v = latitude, north up), with a UV seam at the back, triangle fans at the poles and true sphere normals."""
     nlon, nlat = segments, rings
@@ -230,7 +239,7 @@ def sphere_mesh(name: str, segments: int = 128, rings: int = 64):
     uv_layer = mesh.uv_layers.new(name="UVMap")
     bridge.set_corner_uvs(uv_layer, vuv[loops])
     bridge.set_smooth(mesh, np.ones(len(sizes), dtype=bool))
-    mesh.normals_split_custom_set_from_vertices([tuple(v) for v in verts])
+    mesh.normals_split_custom_set_from_vertices(verts.tolist())
     mesh.update()
     return mesh
 
@@ -240,12 +249,13 @@ def file_colour_space(path: str) -> str:
     configuration's roles: sRGB for an 8-bit PNG, scene linear for a float EXR)."""
     probe = bpy.data.images.load(path, check_existing=False)
     try:
-        return probe.colorspace_settings.name
+        return colour_space_name(probe)
     finally:
         bpy.data.images.remove(probe)
 
 
-def make_planet(scene, name: str, equirect_files: list, frames: int = 1, radius: float = 1.0, clouds: bool = False):
+def make_planet(scene: bpy.types.Scene, name: str, equirect_files: Sequence[str], frames: int = 1, radius: float = 1.0,
+                clouds: bool = False) -> bpy.types.Object:
     """Add the planet object ``name`` (or update it) with a material showing the bake; returns the object."""
     if not equirect_files:
         raise GasGiantInputError("No equirectangular image was baked: choose an Equirect Width")
@@ -263,7 +273,7 @@ def make_planet(scene, name: str, equirect_files: list, frames: int = 1, radius:
     image.filepath = path_in_file(first)
     image.source = "SEQUENCE" if frames > 1 else "FILE"
     # a reused image keeps the colour space of the file it showed before (an 8-bit PNG: sRGB, a float EXR: linear)
-    image.colorspace_settings.name = file_colour_space(first)
+    set_colour_space(image, file_colour_space(first))
     # the PNG holds straight alpha, the EXR premultiplied colour (as OpenEXR defines it)
     image.alpha_mode = "PREMUL" if first.lower().endswith(".exr") else "STRAIGHT"
     image.reload()
@@ -277,10 +287,11 @@ def make_planet(scene, name: str, equirect_files: list, frames: int = 1, radius:
         scene.collection.objects.link(obj)
     elif obj.name not in scene.objects:
         scene.collection.objects.link(obj)
-    if not obj.data.materials:
-        obj.data.materials.append(mat)
+    mesh = mesh_of(obj)  # (a mesh object: the one found, or a new sphere)
+    if not mesh.materials:
+        mesh.materials.append(mat)
     else:
-        obj.data.materials[0] = mat
+        mesh.materials[0] = mat
     obj.visible_shadow = not clouds  # a cloud shell's stochastic transparent shadow would speckle the planet
     obj["envfx_gasgiant"] = {"frames": frames, "files": len(equirect_files)}
     return obj
@@ -298,14 +309,14 @@ class ENVFX_OT_gasgiant_bake(NeedsScene, progress.ModalJobOperator, bpy.types.Op
     job_label = "Gas giant bake"
 
 
-    def make_job(self, context):
+    def make_job(self, context: bpy.types.Context) -> GasGiantJob | None:
         try:
-            return bake_job(context.scene)
+            return bake_job(bridge.context_scene(context))
         except GasGiantInputError as exc:
             self.report({"ERROR"}, str(exc))
             return None
 
-    def finish(self, context, result):
+    def finish(self, context: bpy.types.Context, result: core_gasgiant.BakeResult) -> set[OperatorReturnItems]:
         note = result.removed_note()
         self.report({"WARNING"} if result.not_removed else {"INFO"},
                     f"Baked {len(result.files)} image(s) and gasgiant.json into {result.folder} in "
@@ -325,8 +336,8 @@ class ENVFX_OT_gasgiant_preset(bpy.types.Operator):
         items=(("JUPITER", "Jupiter-like", ""), ("NEPTUNE", "Neptune-like", ""), ("STORMY", "Stormy", "")),
     )
 
-    def execute(self, context):
-        settings = context.scene.envfx.gasgiant
+    def execute(self, context: bpy.types.Context) -> set[OperatorReturnItems]:
+        settings = bridge.envfx_settings(bridge.context_scene(context)).gasgiant
         settings.preset = self.preset
         for key, value in core_gasgiant.preset_values(self.preset).items():  # also when it was already chosen
             setattr(settings, key, value)
@@ -341,8 +352,8 @@ class ENVFX_OT_gasgiant_randomize(bpy.types.Operator):
     bl_label = "Random Look"
     bl_options = {"REGISTER", "UNDO"}
 
-    def execute(self, context):
-        s = context.scene.envfx.gasgiant
+    def execute(self, context: bpy.types.Context) -> set[OperatorReturnItems]:
+        s = bridge.envfx_settings(bridge.context_scene(context)).gasgiant
         for key, value in core_gasgiant.random_look(s.seed).items():
             setattr(s, key, value)
         s.preset = "CUSTOM"
