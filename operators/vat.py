@@ -12,8 +12,10 @@ import json
 import os
 import time
 from collections import deque
+from collections.abc import Generator, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, cast
 
 import bpy
 import numpy as np
@@ -23,7 +25,10 @@ from ..core import outputs
 from ..core import vat as core_vat
 from ..core import vat_engines
 from ..shader_nodes import vat as vat_nodes
-from .common import NeedsScene, edit_mode_text, in_edit_mode, output_folder
+from .common import NeedsScene, edit_mode_text, in_edit_mode, mesh_of, output_folder, set_colour_space
+
+if TYPE_CHECKING:  # the stubs' name for an operator's result literals (no such module at run time)
+    from bpy.stub_internal.rna_enums import OperatorReturnItems
 
 PROXY_SUFFIX = "_VAT"
 PROXY_TAG = "envfx_vat_source"   # object custom property: the object a proxy plays back
@@ -37,13 +42,17 @@ class VatInputError(ValueError):
 
 @dataclass
 class VatResult:
-    files: list = field(default_factory=list)       # paths written
-    proxies: list = field(default_factory=list)     # names of the proxy objects made
-    meta: dict = field(default_factory=dict)        # object name -> the JSON written
-    warnings: list = field(default_factory=list)
-    skipped: dict = field(default_factory=dict)     # object name -> why
-    timings: dict = field(default_factory=dict)     # seconds, see _bake
-    removed: list = field(default_factory=list)     # files an earlier bake wrote that this one does not
+    files: list[str] = field(default_factory=list)            # paths written
+    proxies: list[str] = field(default_factory=list)          # names of the proxy objects made
+    meta: dict[str, dict[str, Any]] = field(default_factory=dict)  # object name -> the JSON written
+    warnings: list[str] = field(default_factory=list)
+    skipped: dict[str, str] = field(default_factory=dict)     # object name -> why
+    timings: dict[str, float] = field(default_factory=dict)   # seconds, see _bake
+    removed: list[str] = field(default_factory=list)          # files an earlier bake wrote that this one does not
+
+
+# the job generator of a bake: yields progress fractions, returns the VatResult
+VatJob = Generator[float, None, VatResult]
 
 
 @dataclass
@@ -55,7 +64,7 @@ class VatOptions:
     encoding: str = "EXR32"
     normals: str = "TEXTURE"
     engine: str = "BLENDER"
-    attributes: tuple = ()            # extra point attributes to bake (the wind colour "EnvFX_Wind", ...)
+    attributes: tuple[str, ...] = ()  # extra point attributes to bake (the wind colour "EnvFX_Wind", ...)
     max_size: int = core_vat.MAX_TEXTURE_SIZE
     export_mesh: bool = True          # glTF (Godot) or FBX (Unity, Unreal) of the proxy
     compress: bool = False            # deflate the textures: smaller files, much slower encoding
@@ -64,15 +73,17 @@ class VatOptions:
 
 # --- settings ---------------------------------------------------------------------------------------------
 
-def options_from_scene(scene) -> VatOptions:
-    s = scene.envfx.vat
+def options_from_scene(scene: bpy.types.Scene) -> VatOptions:
+    """The bake options of the scene's VAT settings (``scene.envfx.vat``)."""
+    s = bridge.envfx_settings(scene).vat
     return VatOptions(frame_start=s.frame_start, frame_end=s.frame_end, step=s.step,
                       loop_frames=s.loop_frames if s.loop else 0, encoding=s.encoding, normals=s.normals,
                       engine=s.engine, attributes=parse_attributes(s.attributes), max_size=s.max_size,
                       export_mesh=s.export_mesh, compress=s.compress)
 
 
-def parse_attributes(text: str) -> tuple:
+def parse_attributes(text: str) -> tuple[str, ...]:
+    """The attribute names of a comma-separated list, each once, in order."""
     return tuple(dict.fromkeys(t.strip() for t in str(text).split(",") if t.strip()))
 
 
@@ -83,7 +94,7 @@ def resolve_output_dir(path: str) -> str:
 
 # --- checks before any work --------------------------------------------------------------------------------
 
-def mesh_objects(objects, result: VatResult) -> list:
+def mesh_objects(objects: Iterable[bpy.types.Object], result: VatResult) -> list[bpy.types.Object]:
     """The objects that can be baked, each once; the others are booked in ``result.skipped`` with why."""
     ok = []
     for obj in dict.fromkeys(objects):
@@ -97,7 +108,7 @@ def mesh_objects(objects, result: VatResult) -> list:
     return ok
 
 
-def check_proxy_names(scene, objects):
+def check_proxy_names(scene: bpy.types.Scene, objects: Iterable[bpy.types.Object]) -> None:
     """Refuse a bake whose proxy name is taken by an object EnvFX did not make."""
     for obj in objects:
         name = obj.name + PROXY_SUFFIX
@@ -107,7 +118,8 @@ def check_proxy_names(scene, objects):
                                 f"{obj.name} can add its proxy under that name")
 
 
-def validate(scene, objects, out_dir: str, opts: VatOptions) -> tuple:
+def validate(scene: bpy.types.Scene, objects: Sequence[bpy.types.Object], out_dir: str, opts: VatOptions
+             ) -> tuple[list[int], core_vat.VatSettings, list[bpy.types.Object], VatResult]:
     """Everything that can be checked before a frame is evaluated; returns (frames, settings, meshes, result)."""
     result = VatResult()
     try:
@@ -135,8 +147,8 @@ def validate(scene, objects, out_dir: str, opts: VatOptions) -> tuple:
                          empty="No output folder: set the Output Folder in the EnvFX VAT panel")
     for obj in meshes:
         for attr in opts.attributes:
-            if obj.data.attributes.get(attr) is None and obj.evaluated_get(
-                    bpy.context.evaluated_depsgraph_get()).data.attributes.get(attr) is None:
+            if mesh_of(obj).attributes.get(attr) is None and mesh_of(obj.evaluated_get(
+                    bpy.context.evaluated_depsgraph_get())).attributes.get(attr) is None:
                 raise VatInputError(f"{obj.name} has no attribute {attr!r}: check the name in Extra Attributes "
                                     f"(the mesh's Attributes and Color Attributes list them)")
     return frames, settings, meshes, result
@@ -150,7 +162,9 @@ def result_skipped_text(result: VatResult) -> str:
 
 def _depsgraph(scene):
     context = bpy.context
-    layer = context.view_layer if getattr(context, "scene", None) == scene else scene.view_layers[0]
+    layer = context.view_layer if getattr(context, "scene", None) == scene else None
+    if layer is None:  # another scene's, or a context without a view layer: the scene's first one
+        layer = scene.view_layers[0]
     return layer.depsgraph if layer.depsgraph is not None else context.evaluated_depsgraph_get()
 
 
@@ -171,6 +185,7 @@ class _EncoderThread:
         self.busy = {}
         self.waited = 0.0
         self.waited_for = {}
+        self.kinds: dict[Future, str] = {}  # the kind of each task queued on the thread (for ``waited_for``)
 
     def _run(self, kind, fn, args):
         t, cpu = time.perf_counter(), time.thread_time()
@@ -195,7 +210,7 @@ class _EncoderThread:
         while self.pending and (self.pending[0].done() or len(self.pending) >= self.ahead):
             self.result(self.pending[0])
         future = self.pool.submit(self._run, kind, fn, args)
-        future.kind = kind
+        self.kinds[future] = kind
         self.pending.append(future)
         return future
 
@@ -209,7 +224,7 @@ class _EncoderThread:
         try:
             return future.result()
         finally:
-            self._waited(getattr(future, "kind", "encode"), time.perf_counter() - t)
+            self._waited(self.kinds.get(future, "encode"), time.perf_counter() - t)
             if future in self.pending and future.done():
                 self.pending.remove(future)
 
@@ -217,6 +232,7 @@ class _EncoderThread:
         if self.pool is not None:
             self.pool.shutdown(wait=True, cancel_futures=True)
         self.pending.clear()
+        self.kinds.clear()
 
 
 def _named(name, fn, *args):
@@ -315,7 +331,7 @@ def _make_proxy(scene, obj, mesh, rest, layout):
     (collections[0] if collections else scene.collection).objects.link(proxy)
     proxy.matrix_world = obj.matrix_world.copy()
     proxy[PROXY_TAG] = obj.name
-    mod = proxy.modifiers.new(MODIFIER_NAME, "NODES")
+    mod = cast(bpy.types.NodesModifier, proxy.modifiers.new(MODIFIER_NAME, "NODES"))
     mod.node_group = vat_nodes.ensure_vat_player()
     return proxy, old, uv_index
 
@@ -323,7 +339,9 @@ def _make_proxy(scene, obj, mesh, rest, layout):
 def _export_proxy(scene, proxy, path: str, kind: str):
     """Write the proxy (its mesh without the player: the rest pose and its UV maps) with Blender's own glTF or FBX
     exporter (an operator: Blender has no data-API exporter), selecting only the proxy while it runs."""
-    view_layer = bpy.context.view_layer if bpy.context.scene == scene else scene.view_layers[0]
+    view_layer = bpy.context.view_layer if bpy.context.scene == scene else None
+    if view_layer is None:  # another scene's, or a context without a view layer: the scene's first one
+        view_layer = scene.view_layers[0]
     selected = [o for o in view_layer.objects if o.select_get(view_layer=view_layer)]
     active = view_layer.objects.active
     try:
@@ -354,10 +372,10 @@ def _export_proxy(scene, proxy, path: str, kind: str):
                             f"system console")
 
 
-def _load_image(path: str):
+def _load_image(path: str) -> bpy.types.Image:
     image = bpy.data.images.load(path, check_existing=True)
     image.reload()
-    image.colorspace_settings.name = "Non-Color"
+    set_colour_space(image, "Non-Color")
     image.alpha_mode = "CHANNEL_PACKED"
     return image
 
@@ -377,7 +395,8 @@ def _previous_files(out_dir: str, stem: str) -> list:
 
 # --- the bake -----------------------------------------------------------------------------------------------
 
-def bake_vat_job(scene, objects, out_dir: str, opts: VatOptions | None = None):
+def bake_vat_job(scene: bpy.types.Scene, objects: Sequence[bpy.types.Object], out_dir: str,
+                 opts: VatOptions | None = None) -> VatJob:
     """Validate (raises VatInputError at once), then return a job generator that bakes ``objects`` into
     ``out_dir`` and returns a VatResult. On an error or a cancel nothing is written and the scene is as it was."""
     opts = opts or VatOptions()
@@ -494,7 +513,7 @@ def _write_object(scene, name, sampler, frames, opts, settings, loop_after, afte
     # the encoder's last pass (PNG16 offsets: quantised now that their range is known), then the textures staged
     finished = thread.submit("encode", _named, name, encoder.finish)
     staged = thread.submit("write", _stage_textures, finished, staging.path)
-    proxy = None
+    proxy, uv_index = None, 0
     if opts.add_proxy or opts.export_mesh:
         proxy, old, uv_index = _make_proxy(scene, obj, sampler.proxy_mesh, rest, encoder.layout)
         sampler.proxy_mesh = None  # the proxy owns it now
@@ -574,7 +593,7 @@ def _undo(scene, old_frame, old_sub, staging, made, renamed, samplers, had_playe
     for name in made:
         proxy = bpy.data.objects.get(name)
         if proxy is not None:
-            mesh = proxy.data
+            mesh = mesh_of(proxy)
             bpy.data.objects.remove(proxy)
             if mesh.users == 0:
                 bpy.data.meshes.remove(mesh)
@@ -597,37 +616,38 @@ def _show_proxies(opts, out_dir, made, renamed, result):
         if old is not None:
             mesh = old.data
             bpy.data.objects.remove(old)
-            if mesh is not None and mesh.users == 0:
+            if isinstance(mesh, bpy.types.Mesh) and mesh.users == 0:  # (a proxy's data is a mesh)
                 bpy.data.meshes.remove(mesh)
     for name, meta in result.meta.items():
         proxy = bpy.data.objects.get(name + PROXY_SUFFIX)
         if proxy is None or not opts.add_proxy:
             continue
-        proxy.data.name = proxy.name  # the earlier proxy's mesh, which held the name, is gone
+        mesh_of(proxy).name = proxy.name  # the earlier proxy's mesh, which held the name, is gone
         folder = out_dir
         positions = _load_image(os.path.join(folder, meta["textures"]["position"]["file"]))
         normals = _load_image(os.path.join(folder, meta["textures"]["normal"]["file"])) \
             if meta["normals"] == "TEXTURE" else None
         vat_nodes.set_player_inputs(proxy.modifiers[MODIFIER_NAME], meta, positions, normals)
-        proxy.data.update()
+        mesh_of(proxy).update()
         result.proxies.append(proxy.name)
     if not opts.add_proxy:
         for name in made:
             proxy = bpy.data.objects.get(name)
             if proxy is not None:
-                mesh = proxy.data
+                mesh = mesh_of(proxy)
                 bpy.data.objects.remove(proxy)
                 bpy.data.meshes.remove(mesh)
 
 
-def bake_vat(scene, objects, out_dir: str, opts: VatOptions | None = None) -> VatResult:
+def bake_vat(scene: bpy.types.Scene, objects: Sequence[bpy.types.Object], out_dir: str,
+             opts: VatOptions | None = None) -> VatResult:
     """Bake and return the VatResult (progress lines in background mode)."""
     return progress.run(bake_vat_job(scene, objects, out_dir, opts), "VAT")
 
 
-def bake_file(blend_path: str, object_names, out_dir: str, frames: tuple | None = None, step: int = 1,
-              encoding: str = "EXR32", engine: str = "BLENDER", normals: str = "TEXTURE", loop_frames: int = 0,
-              attributes=(), save: bool = False) -> VatResult:
+def bake_file(blend_path: str, object_names: Iterable[str], out_dir: str, frames: tuple[int, int] | None = None,
+              step: int = 1, encoding: str = "EXR32", engine: str = "BLENDER", normals: str = "TEXTURE",
+              loop_frames: int = 0, attributes: Iterable[str] = (), save: bool = False) -> VatResult:
     """What ``blender -c envfx vat FILE.blend --objects NAMES --out DIR`` does per file: open ``blend_path``,
     find the objects by name in its scene, bake them (``frames`` (first, last), default the scene's range) into
     ``out_dir`` with the JSON and the proxy mesh; ``save``: save the file with the proxies added. Raises
@@ -635,7 +655,7 @@ def bake_file(blend_path: str, object_names, out_dir: str, frames: tuple | None 
     if not os.path.isfile(blend_path):
         raise VatInputError(f"No such .blend file {blend_path!r}: check the path")
     bpy.ops.wm.open_mainfile(filepath=os.path.abspath(blend_path), load_ui=False)
-    scene = bpy.context.scene
+    scene = bridge.context_scene(bpy.context)
     names = list(dict.fromkeys(object_names))
     missing = [n for n in names if scene.collection.all_objects.get(n) is None]
     if missing:
@@ -664,7 +684,7 @@ class ENVFX_OT_vat_bake(NeedsScene, progress.ModalJobOperator, bpy.types.Operato
     job_label = "VAT"
 
     @classmethod
-    def poll(cls, context):
+    def poll(cls, context: bpy.types.Context) -> bool:
         if not super().poll(context):
             return False
         editing = getattr(context, "edit_object", None)
@@ -673,11 +693,11 @@ class ENVFX_OT_vat_bake(NeedsScene, progress.ModalJobOperator, bpy.types.Operato
             return False
         return True
 
-    def make_job(self, context):
-        scene = context.scene
+    def make_job(self, context: bpy.types.Context) -> VatJob | None:
+        scene = bridge.context_scene(context)
         try:
             opts = options_from_scene(scene)
-            out = resolve_output_dir(scene.envfx.vat.output_dir)
+            out = resolve_output_dir(bridge.envfx_settings(scene).vat.output_dir)
             objects = list(getattr(context, "selected_objects", None) or ())
             job = bake_vat_job(scene, objects, out, opts)
         except VatInputError as exc:
@@ -685,7 +705,7 @@ class ENVFX_OT_vat_bake(NeedsScene, progress.ModalJobOperator, bpy.types.Operato
             return None
         return job
 
-    def finish(self, context, result):
+    def finish(self, context: bpy.types.Context, result: VatResult) -> set[OperatorReturnItems]:
         for warning in result.warnings:
             self.report({"WARNING"}, warning)
         if result.skipped:
