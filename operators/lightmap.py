@@ -37,6 +37,10 @@ SETTING_NAMES = ("resolution", "penumbra_samples", "falloff", "smoothing", "smoo
                  "occlusion_strength", "light_circles", "vertex_colours", "apply_to_ground")
 
 
+# the map's region of the world: (x min, y min, x max, y max)
+Region = tuple[float, float, float, float]
+
+
 class LightmapInputError(ValueError):
     """Nothing could be baked; nothing was written and the scene is unchanged."""
 
@@ -45,7 +49,7 @@ class LightmapInputError(ValueError):
 class Inputs:
     """Everything a bake needs, read from the scene (names, never Blender objects: they survive undo)."""
     ground: str
-    region: tuple[float, ...]
+    region: Region
     ground_z: float
     triangles: npt.NDArray[np.float32]
     obstacles: list[str]
@@ -59,7 +63,7 @@ class Inputs:
 @dataclass
 class LightmapResult:
     files: list[str]
-    region: tuple[float, ...]
+    region: Region
     resolution: tuple[int, int]
     lights: list[str]
     materials: list[str] = field(default_factory=list)
@@ -162,7 +166,7 @@ def gather(scene: bpy.types.Scene, selected: Iterable[bpy.types.Object] = (),
     if len(ground_tris) == 0:
         raise LightmapInputError(f"Ground {ground.name!r} has no surface: use a mesh (a plane) for the ground")
     lo, hi = ground_tris.reshape(-1, 3).min(0), ground_tris.reshape(-1, 3).max(0)
-    region = tuple(float(v) for v in (lo[0], lo[1], hi[0], hi[1]))
+    region = (float(lo[0]), float(lo[1]), float(hi[0]), float(hi[1]))
     if not (hi[0] - lo[0] > 1e-6 and hi[1] - lo[1] > 1e-6):
         raise LightmapInputError(f"Ground {ground.name!r} has no area seen from above ({hi[0] - lo[0]:g} x "
                                  f"{hi[1] - lo[1]:g}): use a ground lying flat (a plane facing up) with a size")
@@ -286,7 +290,7 @@ def _load_image(name: str, path: str, data: bool = False) -> bpy.types.Image:
     return image
 
 
-def show_on_ground(scene: bpy.types.Scene, ground_name: str, exr_path: str, region: tuple[float, ...],
+def show_on_ground(scene: bpy.types.Scene, ground_name: str, exr_path: str, region: Region,
                    scale: float) -> list[str]:
     """Load (or reload) the EXR as image IMAGE_NAME and put the light-map group on the ground's materials."""
     image = _load_image(IMAGE_NAME, exr_path)
