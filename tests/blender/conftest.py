@@ -17,6 +17,8 @@ import pytest
 import bpy  # noqa: E402  (Blender as a Python module)
 import addon_utils  # noqa: E402
 
+from tests.blender import api
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 REPO_MODULE = "envfx_dev"
 ADDON_MODULE = f"bl_ext.{REPO_MODULE}.envfx"
@@ -26,7 +28,7 @@ os.symlink(ROOT, os.path.join(_repo_dir, "envfx"))
 
 
 def _ensure_repo():
-    repos = bpy.context.preferences.extensions.repos
+    repos = api.preferences().extensions.repos
     for repo in repos:
         if repo.module == REPO_MODULE:
             return repo
@@ -36,12 +38,12 @@ def _ensure_repo():
 
 def enable_addon():
     _ensure_repo()
-    addon_utils.enable(ADDON_MODULE, default_set=True, handle_error=_raise)
+    addon_utils.enable(ADDON_MODULE, default_set=True, handle_error=_raise)  # pyright: ignore[reportArgumentType] -- the stubs type handle_error without its exception argument
     return importlib.import_module(ADDON_MODULE)
 
 
 def disable_addon():
-    addon_utils.disable(ADDON_MODULE, default_set=True, handle_error=_raise)
+    addon_utils.disable(ADDON_MODULE, default_set=True, handle_error=_raise)  # pyright: ignore[reportArgumentType] -- as enable
 
 
 def _raise(exc):
@@ -53,7 +55,7 @@ def envfx():
     """The enabled add-on's package (``bl_ext.envfx_dev.envfx``)."""
     module = enable_addon()
     yield module
-    if ADDON_MODULE in bpy.context.preferences.addons:
+    if ADDON_MODULE in api.preferences().addons:
         disable_addon()
     shutil.rmtree(_repo_dir, ignore_errors=True)
 
@@ -64,6 +66,7 @@ def load_helper():
     "fbx_reader.py"``), loaded from its file (the test folders are not packages)."""
     def load(name, *parts):
         spec = importlib.util.spec_from_file_location(name, os.path.join(ROOT, *parts))
+        assert spec is not None and spec.loader is not None
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
         return module

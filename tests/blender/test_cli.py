@@ -15,6 +15,8 @@ import bpy
 import numpy as np
 import pytest
 
+from tests.blender import api
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 # `blender -c envfx ARGS` in a fresh process: the add-on loaded as in conftest.py, argv[1] the checkout
@@ -23,6 +25,7 @@ import atexit, importlib, os, shutil, sys, tempfile
 import bpy
 import numpy as np
 import addon_utils
+
 repo = tempfile.mkdtemp(prefix="envfx-repo-")
 atexit.register(shutil.rmtree, repo, True)
 os.symlink(sys.argv[1], os.path.join(repo, "envfx"))
@@ -70,13 +73,13 @@ def truncated_copy(src, dst, size=3000):
 def snow_file(path):
     """A file with terrain "Ground" and the actor collection "Walkers" (a sphere walking over it)."""
     bpy.ops.wm.read_homefile(app_template="", use_empty=True)
-    scene = bpy.context.scene
+    scene = api.scene()
     bpy.ops.mesh.primitive_grid_add(x_subdivisions=6, y_subdivisions=6, size=6)
-    bpy.context.object.name = "Ground"
+    api.active().name = "Ground"
     walkers = bpy.data.collections.new("Walkers")
     scene.collection.children.link(walkers)
     bpy.ops.mesh.primitive_uv_sphere_add(radius=0.5, location=(-2, 0, 0.5))
-    walker = bpy.context.object
+    walker = api.active()
     walker.name = "Walker"
     for coll in walker.users_collection:
         coll.objects.unlink(walker)
@@ -96,7 +99,7 @@ def tree_file(envfx, path):
     mesh = bpy.data.meshes.new("Tree")
     mesh.from_pydata([tuple(map(float, p)) for p in tree["positions"]], [tuple(map(int, e)) for e in tree["edges"]],
                      [tuple(map(int, f)) for f in tree["faces"]])
-    bpy.context.scene.collection.objects.link(bpy.data.objects.new("Tree", mesh))
+    api.scene().collection.objects.link(bpy.data.objects.new("Tree", mesh))
     bpy.ops.wm.save_as_mainfile(filepath=str(path))
     return str(path)
 
@@ -107,7 +110,7 @@ def scene_file(tmp_path):
     cube = bpy.data.objects["Cube"]
     cube.location = (0.0, 12.0, 0.0)
     player = bpy.data.objects.new("Player", None)
-    bpy.context.scene.collection.objects.link(player)
+    api.scene().collection.objects.link(player)
     path = str(tmp_path / "scene.blend")
     bpy.ops.wm.save_as_mainfile(filepath=path)
     return path
@@ -160,7 +163,7 @@ def test_info_describes_each_scene_of_each_file_and_changes_nothing(envfx, scene
 def test_info_json_is_strict_json_when_a_script_left_a_setting_at_nan(envfx, scene_file, capsys):
     """A file can hold NaN in a setting (saved before the settings refused it, or written straight into the ID
     property by a script); JSON has no NaN (strict parsers reject the line): it is null."""
-    bpy.context.scene.envfx.bend["horizon_offset"] = float("nan")
+    api.envfx(api.scene()).bend["horizon_offset"] = float("nan")
     bpy.ops.wm.save_as_mainfile(filepath=scene_file)
     capsys.readouterr()
     assert envfx.cli.main(["info", scene_file, "--json"]) == 0
@@ -179,15 +182,15 @@ def test_bend_adds_the_bend_and_saves(envfx, scene_file, tmp_path, capsys):
     assert code == 0, capsys.readouterr()
     assert "skipped" in capsys.readouterr().out  # the light and the camera are named
     bpy.ops.wm.open_mainfile(filepath=out)
-    s = bpy.context.scene.envfx.bend
+    s = api.envfx(api.scene()).bend
     assert (s.mode, s.pivot.name, round(s.strength, 6), s.spread) == ("PLANET", "Player", 0.05, 1.0)
     cube = bpy.data.objects["Cube"]
-    assert [m.node_group.name for m in cube.modifiers] == ["EnvFX Bend"]
+    assert [api.modifier_group(cube, m.name).name for m in cube.modifiers] == ["EnvFX Bend"]
     dg = bpy.context.evaluated_depsgraph_get()
     got = envfx.bridge.evaluated_positions(cube, dg)
     want = envfx.core.bend.forward_local(envfx.bridge.get_positions(cube.data),
                                          envfx.bridge.matrix_to_numpy(cube.matrix_world),
-                                         envfx.shader_nodes.bend.params_from_scene(bpy.context.scene))
+                                         envfx.shader_nodes.bend.params_from_scene(api.scene()))
     assert abs(got - want).max() < 1e-4
 
 
@@ -275,7 +278,7 @@ def test_bad_input_exits_2_with_a_clear_message_and_leaves_files_alone(envfx, sc
 def test_bend_scene_bends_that_scene_only(envfx, scene_file, tmp_path, capsys, scene_depsgraph):
     """--scene picks one scene of a file with several; the others keep their objects and settings."""
     level = bpy.data.scenes.new("Level 2")
-    rock = bpy.data.objects.new("Rock", bpy.data.objects["Cube"].data.copy())
+    rock = bpy.data.objects.new("Rock", api.mesh(bpy.data.objects["Cube"]).copy())
     level.collection.objects.link(rock)
     rock.location = (4.0, -6.0, 0.0)
     bpy.ops.wm.save_as_mainfile(filepath=scene_file)
@@ -286,8 +289,9 @@ def test_bend_scene_bends_that_scene_only(envfx, scene_file, tmp_path, capsys, s
     bpy.ops.wm.open_mainfile(filepath=out)
     level, first = bpy.data.scenes["Level 2"], bpy.data.scenes["Scene"]
     rock = bpy.data.objects["Rock"]
-    assert level.envfx.bend.mode == "PLANET" and first.envfx.bend.mode == "RUNNER"
-    assert [m.node_group for m in rock.modifiers] == [envfx.shader_nodes.bend.group_for(level)]
+    assert api.envfx(level).bend.mode == "PLANET" and api.envfx(first).bend.mode == "RUNNER"
+    groups = [api.nodes_modifier(rock, m.name).node_group for m in rock.modifiers]
+    assert groups == [envfx.shader_nodes.bend.group_for(level)]
     assert envfx.shader_nodes.bend.group_for(first) is None and not bpy.data.objects["Cube"].modifiers
     dg = scene_depsgraph(level)
     want = envfx.core.bend.forward_local(envfx.bridge.get_positions(rock.data),
@@ -301,7 +305,7 @@ def test_bend_scene_refuses_a_collection_of_another_scene(envfx, scene_file, cap
     """--collection names a collection of the --scene: one of another scene would give that scene's objects this
     scene's bend (its group, mode and axis) while its own settings say otherwise."""
     world = bpy.data.collections.new("World")
-    bpy.context.scene.collection.children.link(world)
+    api.scene().collection.children.link(world)
     world.objects.link(bpy.data.objects["Cube"])
     bpy.data.scenes.new("Level 2")
     bpy.ops.wm.save_as_mainfile(filepath=scene_file)
@@ -320,15 +324,15 @@ def test_bend_scene_refuses_a_collection_of_another_scene(envfx, scene_file, cap
 def test_bend_apply_leaves_objects_it_cannot_bake_as_they_were(envfx, scene_file, capsys):
     """--apply adds the bend only to bake it: an object the bake skips (a curve, a zero scale, an excluded object)
     is named and keeps the state it had, with no live bend added; one that was bent before keeps its bend."""
-    scene = bpy.context.scene
+    scene = api.scene()
     road = bpy.data.objects.new("Road", bpy.data.curves.new("Road", "CURVE"))
-    flat = bpy.data.objects.new("Decal", bpy.data.objects["Cube"].data.copy())
+    flat = bpy.data.objects.new("Decal", api.mesh(bpy.data.objects["Cube"]).copy())
     flat.scale = (1.0, 1.0, 0.0)
-    kept = bpy.data.objects.new("Kept", bpy.data.objects["Cube"].data.copy())
+    kept = bpy.data.objects.new("Kept", api.mesh(bpy.data.objects["Cube"]).copy())
     for obj in (road, flat, kept):
         scene.collection.objects.link(obj)
     envfx.operators.bend.add_bend(scene, [kept])
-    kept.envfx.bend_exclude = True
+    api.envfx(kept).bend_exclude = True
     bpy.ops.wm.save_as_mainfile(filepath=scene_file)
     code = envfx.cli.main(["bend", scene_file, "--objects", "Cube,Road,Decal,Kept", "--pivot", "Player", "--apply"])
     out = capsys.readouterr().out
@@ -338,7 +342,7 @@ def test_bend_apply_leaves_objects_it_cannot_bake_as_they_were(envfx, scene_file
     bend_modifiers = envfx.operators.bend.bend_modifiers
     assert not bend_modifiers(bpy.data.objects["Road"]) and not bend_modifiers(bpy.data.objects["Decal"])
     assert bend_modifiers(bpy.data.objects["Kept"])  # bent (excluded) before the run: kept as it was
-    assert not bend_modifiers(bpy.data.objects["Cube"]) and bpy.data.objects["Cube"].data.get("envfx_bend_applied")
+    assert not bend_modifiers(bpy.data.objects["Cube"]) and api.mesh(bpy.data.objects["Cube"]).get("envfx_bend_applied")
 
 
 def test_bend_several_files_does_the_good_ones_and_names_the_bad_one(envfx, scene_file, tmp_path, capsys):
@@ -368,7 +372,7 @@ def test_bend_several_files_does_the_good_ones_and_names_the_bad_one(envfx, scen
     for path in (scene_file, level2):
         bpy.ops.wm.open_mainfile(filepath=path)
         assert envfx.operators.bend.bend_modifiers(bpy.data.objects["Cube"]), path
-        assert bpy.context.scene.envfx.bend.strength == pytest.approx(0.03)
+        assert api.envfx(api.scene()).bend.strength == pytest.approx(0.03)
     # engine files per input file
     out = tmp_path / "engines"
     assert envfx.cli.main(["bend", scene_file, level2, "--export-engines", str(out)]) == 0
@@ -388,7 +392,7 @@ def test_bend_remove(envfx, scene_file):
 
 def test_bend_export_engines_writes_the_files_and_leaves_the_blend_alone(envfx, scene_file, tmp_path, capsys):
     bpy.ops.wm.open_mainfile(filepath=scene_file)
-    bpy.context.scene.unit_settings.scale_length = 0.01  # a centimetre scene: Unity and Unreal get it from the FBX
+    api.scene().unit_settings.scale_length = 0.01  # a centimetre scene: Unity and Unreal get it from the FBX
     bpy.ops.wm.save_as_mainfile(filepath=scene_file)
     with open(scene_file, "rb") as fh:
         before = fh.read()
@@ -562,7 +566,7 @@ def test_snow_generate_twice_regenerates_the_cover_in_place(envfx, tmp_path, cap
 
     def covers():
         bpy.ops.wm.open_mainfile(filepath=path)
-        snow = envfx.operators.snow.snow_objects(bpy.context.scene)
+        snow = envfx.operators.snow.snow_objects(api.scene())
         return ({o.name: (len(o.data.vertices), bool(envfx.operators.snow.trails_modifiers(o))) for o in snow},
                 sorted(m.name for m in bpy.data.meshes))
 
@@ -613,7 +617,7 @@ def test_wind_batch_names_the_bad_file_and_does_the_others(envfx, scene_file, tm
     assert digest(scene_file) == before
     for path in (first, last):
         bpy.ops.wm.open_mainfile(filepath=path)
-        assert "EnvFX_Wind" in bpy.data.objects["Tree"].data.attributes, path
+        assert "EnvFX_Wind" in api.mesh(bpy.data.objects["Tree"]).attributes, path
 
 
 def test_bend_export_engines_refuses_two_files_of_one_name(envfx, scene_file, tmp_path, capsys):
@@ -681,16 +685,16 @@ def test_a_file_saved_in_edit_mode_is_worked_on_with_its_edits(envfx, scene_file
     in_edit, in_object = str(tmp_path / "in_edit.blend"), str(tmp_path / "in_object.blend")
     bpy.ops.wm.open_mainfile(filepath=scene_file, load_ui=False)
     cube = bpy.data.objects["Cube"]
-    cube.data.vertices[0].co.z += 5.0
+    api.mesh(cube).vertices[0].co.z += 5.0
     bpy.ops.wm.save_as_mainfile(filepath=in_object)
     bpy.ops.wm.open_mainfile(filepath=scene_file, load_ui=False)
     cube = bpy.data.objects["Cube"]
-    bpy.context.view_layer.objects.active = cube
+    api.view_layer().objects.active = cube
     bpy.ops.object.mode_set(mode="EDIT")
-    bm = bmesh.from_edit_mesh(cube.data)
+    bm = bmesh.from_edit_mesh(api.mesh(cube))
     bm.verts.ensure_lookup_table()
     bm.verts[0].co.z += 5.0
-    bmesh.update_edit_mesh(cube.data)
+    bmesh.update_edit_mesh(api.mesh(cube))
     bpy.ops.wm.save_as_mainfile(filepath=in_edit)  # saved without leaving Edit Mode
     bpy.ops.wm.open_mainfile(filepath=in_edit, load_ui=False)
     assert bpy.data.objects["Cube"].mode == "EDIT"  # what Blender does: the file opens in Edit Mode
@@ -704,14 +708,14 @@ def test_a_file_saved_in_edit_mode_is_worked_on_with_its_edits(envfx, scene_file
     if command[0] == "bend":
         assert not np.allclose(edited, _mesh_positions(scene_file, "Cube"))  # and was baked
     else:
-        assert "EnvFX_Height_UV" in bpy.data.objects["Cube"].data.uv_layers  # the wind data was baked
+        assert "EnvFX_Height_UV" in api.mesh(bpy.data.objects["Cube"]).uv_layers  # the wind data was baked
 
 
 def test_bend_export_engines_needs_no_mesh(envfx, tmp_path, capsys):
     """The export writes the scene's bend settings as shader code: a file without a mesh (a level's settings
     file) exports, and is left as it was."""
     bpy.ops.wm.read_homefile(app_template="", use_empty=True)
-    bpy.context.scene.collection.objects.link(bpy.data.objects.new("Player", None))
+    api.scene().collection.objects.link(bpy.data.objects.new("Player", None))
     path = str(tmp_path / "settings.blend")
     bpy.ops.wm.save_as_mainfile(filepath=path)
     before = digest(path)
@@ -838,6 +842,7 @@ def test_bend_names_a_coarse_mesh_and_subdivide_puts_a_subdivision_before_the_be
     cube = bpy.data.objects["Cube"]
     assert [(m.type, m.name) for m in cube.modifiers] == [("SUBSURF", "EnvFX Bend Subdivision"),
                                                           ("NODES", "EnvFX Bend")]
-    assert (cube.modifiers[0].subdivision_type, cube.modifiers[0].levels, len(cube.data.vertices)) == ("SIMPLE", 2, 8)
+    subdivision = api.of(bpy.types.SubsurfModifier, cube.modifiers[0])
+    assert (subdivision.subdivision_type, subdivision.levels, len(api.mesh(cube).vertices)) == ("SIMPLE", 2, 8)
     assert envfx.cli.main(["bend", scene_file, "--tolerance", "0"]) == 2
     assert "--tolerance 0.0: use a distance above 0" in capsys.readouterr().err

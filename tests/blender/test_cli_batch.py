@@ -11,8 +11,11 @@ import uuid
 import bpy
 import pytest
 
+from tests.blender import api
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 _spec = importlib.util.spec_from_file_location("cli_tests", os.path.join(ROOT, "tests", "blender", "test_cli.py"))
+assert _spec is not None and _spec.loader is not None
 cli_tests = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(cli_tests)
 digest, snow_file, tree_file, run_cli = cli_tests.digest, cli_tests.snow_file, cli_tests.tree_file, cli_tests.run_cli
@@ -25,7 +28,7 @@ def scene_file(tmp_path):
     """levels/scene.blend: the startup scene (Cube, Camera, Light) and an empty "Player"."""
     bpy.ops.wm.read_homefile(app_template="")
     bpy.data.objects["Cube"].location = (0.0, 12.0, 0.0)
-    bpy.context.scene.collection.objects.link(bpy.data.objects.new("Player", None))
+    api.scene().collection.objects.link(bpy.data.objects.new("Player", None))
     (tmp_path / "levels").mkdir()
     path = str(tmp_path / "levels" / "scene.blend")
     bpy.ops.wm.save_as_mainfile(filepath=path)
@@ -72,7 +75,7 @@ def test_snow_out_dir_slash_slash_dot_dot_is_the_folder_above_the_file(envfx, tm
                            "16", "--frames", "1:2"]) == 0, capsys.readouterr().err
     assert os.listdir(tmp_path / "buffer") and not os.path.exists(tmp_path / "levels" / "buffer")
     bpy.ops.wm.open_mainfile(filepath=str(tmp_path / "levels" / "s.blend"))
-    assert bpy.context.scene.envfx.snow.output_dir == "//../buffer"  # kept relative to the file, as Blender does
+    assert api.envfx(api.scene()).snow.output_dir == "//../buffer"  # kept relative to the file, as Blender does
 
 
 def test_snow_out_dir_slash_slash_with_output_elsewhere_still_names_the_bake(envfx, tmp_path, monkeypatch, capsys):
@@ -86,8 +89,8 @@ def test_snow_out_dir_slash_slash_with_output_elsewhere_still_names_the_bake(env
                            "--trails", "--actors", "Walkers", "--bake", "--out-dir", "//buffer", "--resolution", "16",
                            "--frames", "1:2", "-o", "renders/shot.blend"]) == 0, capsys.readouterr().err
     bpy.ops.wm.open_mainfile(filepath=str(tmp_path / "renders" / "shot.blend"))
-    assert bpy.context.scene.envfx.snow.output_dir == "//../levels/buffer"
-    assert bpy.ops.envfx.snow_drive_from_bake() == {"FINISHED"}
+    assert api.envfx(api.scene()).snow.output_dir == "//../levels/buffer"
+    assert api.ops.snow_drive_from_bake() == {"FINISHED"}
 
 
 def test_gas_giant_slash_slash_is_the_folder_of_the_saved_blend(envfx, tmp_path, monkeypatch, capsys, at_root):
@@ -162,9 +165,9 @@ def test_wind_each_names_the_flat_asset_before_any_bake(envfx, tmp_path, capsys)
     bpy.ops.wm.read_homefile(app_template="", use_empty=True)
     for i in range(3):
         bpy.ops.mesh.primitive_cone_add(location=(3 * i, 0, 1))
-        bpy.context.object.name = f"Clump{i}"
+        api.active().name = f"Clump{i}"
     bpy.ops.mesh.primitive_plane_add(size=4, location=(0, 5, 0))
-    bpy.context.object.name = "GroundDecal"
+    api.active().name = "GroundDecal"
     path = str(tmp_path / "grass.blend")
     bpy.ops.wm.save_as_mainfile(filepath=path)
     before = digest(path)
@@ -178,14 +181,14 @@ def test_wind_each_names_the_flat_asset_before_any_bake(envfx, tmp_path, capsys)
 
 def test_wind_collection_of_another_scene_is_refused(envfx, tmp_path, capsys):
     bpy.ops.wm.read_homefile(app_template="", use_empty=True)
-    level1 = bpy.context.scene
+    level1 = api.scene()
     level1.name = "Level 1"
     bpy.ops.mesh.primitive_cone_add()
-    bpy.context.object.name = "Rock1"
+    api.active().name = "Rock1"
     level2 = bpy.data.scenes.new("Level 2")
     plants = bpy.data.collections.new("Plants2")
     level2.collection.children.link(plants)
-    plants.objects.link(bpy.data.objects.new("Tree2", bpy.data.objects["Rock1"].data.copy()))
+    plants.objects.link(bpy.data.objects.new("Tree2", api.mesh(bpy.data.objects["Rock1"]).copy()))
     path = str(tmp_path / "levels.blend")
     bpy.ops.wm.save_as_mainfile(filepath=path)
     before = digest(path)
@@ -310,7 +313,7 @@ def test_a_second_ctrl_c_stops_at_once_and_counts_the_file_by_whether_it_was_sav
 
     def work(path):
         cli.open_blend(path)
-        bpy.context.scene.frame_current = 7
+        api.scene().frame_current = 7
         if path == str(paths[1]) and not saved:
             ctrl_c_twice()
         cli.save_blend(path)

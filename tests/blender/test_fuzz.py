@@ -15,6 +15,7 @@ SCENES = int(os.environ.get("ENVFX_FUZZ_SCENES", "8"))
 
 def _fuzz_module():
     spec = importlib.util.spec_from_file_location("envfx_fuzz_tool", os.path.join(ROOT, "tools", "fuzz.py"))
+    assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

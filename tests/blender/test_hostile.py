@@ -8,36 +8,38 @@ import bpy
 import numpy as np
 import pytest
 
+from tests.blender import api
+
 
 def _plane(name, size=10.0, cuts=8):
     bpy.ops.mesh.primitive_grid_add(x_subdivisions=cuts, y_subdivisions=cuts, size=size)
-    obj = bpy.context.active_object
+    obj = api.active()
     obj.name = name
     return obj
 
 
 def _run(op, objects, **kwargs):
     with bpy.context.temp_override(selected_objects=objects, active_object=objects[0], object=objects[0]):
-        return getattr(bpy.ops.envfx, op)(**kwargs)
+        return getattr(api.ops, op)(**kwargs)
 
 
 @pytest.fixture
 def player_on_bent_snow(envfx):
     """A plane, a cube in an "Actors" collection, the cube the bend's pivot and a snow actor: Add Bend on the
     plane and the cube, Generate Snow, Add Trails (the issue's everyday scene)."""
-    scene = bpy.context.scene
+    scene = api.scene()
     plane = _plane("Ground")
     bpy.ops.mesh.primitive_cube_add(size=0.5, location=(0, 0, 0.25))
-    cube = bpy.context.active_object
+    cube = api.active()
     cube.name = "Player"
     actors = bpy.data.collections.new("Actors")
     scene.collection.children.link(actors)
     for coll in list(cube.users_collection):
         coll.objects.unlink(cube)
     actors.objects.link(cube)
-    scene.envfx.bend.pivot = cube
-    scene.envfx.snow.actors = actors
-    scene.envfx.snow.spacing = 0.5
+    api.envfx(scene).bend.pivot = cube
+    api.envfx(scene).snow.actors = actors
+    api.envfx(scene).snow.spacing = 0.5
     assert _run("bend_add", [plane, cube]) == {"FINISHED"}
     assert _run("snow_generate", [plane]) == {"FINISHED"}
     assert _run("snow_trails_add", list(scene.objects)) == {"FINISHED"}
@@ -96,20 +98,20 @@ def test_a_full_copy_scene_gets_its_own_stand_in(player_on_bent_snow, envfx):
     scene, plane, cube = player_on_bent_snow
     common = envfx.shader_nodes.common
     bpy.ops.scene.new(type="FULL_COPY")
-    copy = bpy.context.scene
+    copy = api.scene()
     copy.frame_set(2)
     envfx.shader_nodes.bend.follow_own_pivot(copy)
     mine = envfx.shader_nodes.bend.group_for(scene).nodes["Pivot"].inputs["Object"].default_value
     theirs = envfx.shader_nodes.bend.group_for(copy).nodes["Pivot"].inputs["Object"].default_value
     assert common.proxy_target(mine) == cube
-    assert common.proxy_target(theirs) == copy.envfx.bend.pivot and copy.envfx.bend.pivot != cube
+    assert common.proxy_target(theirs) == api.envfx(copy).bend.pivot and api.envfx(copy).bend.pivot != cube
 
 
 def test_a_nearly_singular_world_matrix_is_left_unbent_not_nan(envfx):
     """Parent scale (1, 0, 1), child scale 1e-6, both turned 90 degrees: the determinant is about 1e-40 and the
     group's inverted matrix was NaN (every vertex NaN). Such an object has no object-space "down": it stays as it
     is, as core.bend.live_local says; a healthy object of the same scene still bends."""
-    scene = bpy.context.scene
+    scene = api.scene()
     parent = bpy.data.objects.new("Parent", None)
     scene.collection.objects.link(parent)
     parent.scale = (1.0, 0.0, 1.0)
@@ -121,7 +123,7 @@ def test_a_nearly_singular_world_matrix_is_left_unbent_not_nan(envfx):
     child.location = (0.0, 30.0, 0.0)
     healthy = _plane("Healthy", size=4.0, cuts=4)
     healthy.location = (0.0, 30.0, 0.0)
-    scene.envfx.bend.strength = 0.05
+    api.envfx(scene).bend.strength = 0.05
     assert _run("bend_add", [child, healthy]) == {"FINISHED"}
     depsgraph = bpy.context.evaluated_depsgraph_get()
     depsgraph.update()
@@ -153,7 +155,7 @@ def test_a_number_that_cannot_be_used_never_reaches_the_settings(envfx, owner, n
     callback puts the last good value back and says so. An inf clamped to a limit the setting has (wind strength
     100) is that limit, a value the setting takes."""
     obj = _plane("Thing", size=2.0, cuts=2)
-    group = {"scene": bpy.context.scene.envfx, "object": obj.envfx}[owner.split(".")[0]]
+    group = {"scene": api.envfx(api.scene()), "object": api.envfx(obj)}[owner.split(".")[0]]
     group = getattr(group, owner.split(".")[1])
     prop = group.bl_rna.properties[name]
     good = min(max(0.5, prop.hard_min), prop.hard_max)
@@ -168,14 +170,14 @@ def test_a_number_that_cannot_be_used_never_reaches_the_settings(envfx, owner, n
 
 
 def test_unusable_numbers_set_before_add_wind_never_make_nan_vertices(envfx):
-    scene = bpy.context.scene
+    scene = api.scene()
     card = _plane("Card", size=2.0, cuts=4)
     card.rotation_euler = (1.5707963, 0.0, 0.0)
     assert _run("wind_bake_data", [card]) == {"FINISHED"}
     for name in ("strength", "gust_strength", "ambient", "direction"):
-        setattr(scene.envfx.wind, name, float("nan"))
-    card.envfx.wind.lift = float("nan")
-    card.envfx.wind.asset_height = float("inf")
+        setattr(api.envfx(scene).wind, name, float("nan"))
+    api.envfx(card).wind.lift = float("nan")
+    api.envfx(card).wind.asset_height = float("inf")
     assert _run("wind_add", [card]) == {"FINISHED"}
     for frame in (1, 7, 30):
         scene.frame_set(frame)
@@ -203,13 +205,13 @@ def test_a_hair_actor_that_is_also_an_occluder_bakes_without_a_crash_or_a_cycle(
 def test_actors_in_the_occluders_make_no_cycle_and_the_rest_still_hold_the_snow(capfd, envfx):
     """Occluders = the actors' collection plus a crate: the player (an actor) is left out of what the trails read
     as occluders, the crate is read."""
-    scene = bpy.context.scene
+    scene = api.scene()
     plane = _plane("Ground")
     bpy.ops.mesh.primitive_cube_add(size=0.5, location=(0, 0, 0.25))
-    player = bpy.context.active_object
+    player = api.active()
     player.name = "Player"
     bpy.ops.mesh.primitive_cube_add(size=0.5, location=(2, 2, 0.25))
-    crate = bpy.context.active_object
+    crate = api.active()
     crate.name = "Crate"
     actors = bpy.data.collections.new("Actors")
     scene.collection.children.link(actors)
@@ -221,10 +223,10 @@ def test_actors_in_the_occluders_make_no_cycle_and_the_rest_still_hold_the_snow(
     scene.collection.children.link(occluders)
     occluders.children.link(actors)
     occluders.objects.link(crate)
-    scene.envfx.bend.pivot = player
-    scene.envfx.snow.actors = actors
-    scene.envfx.snow.occluders = occluders
-    scene.envfx.snow.spacing = 0.5
+    api.envfx(scene).bend.pivot = player
+    api.envfx(scene).snow.actors = actors
+    api.envfx(scene).snow.occluders = occluders
+    api.envfx(scene).snow.spacing = 0.5
     assert _run("bend_add", [plane, player]) == {"FINISHED"}
     assert _run("snow_generate", [plane]) == {"FINISHED"}
     assert _run("snow_trails_add", list(scene.objects)) == {"FINISHED"}
@@ -237,7 +239,7 @@ def test_actors_in_the_occluders_make_no_cycle_and_the_rest_still_hold_the_snow(
     assert _cycles(printed.out + printed.err) == 0, printed.out + printed.err
     # a new object in the occluders is read too; the actor stays left out
     bpy.ops.mesh.primitive_cube_add(size=0.5, location=(-2, 2, 0.25))
-    barrel = bpy.context.active_object
+    barrel = api.active()
     for coll in list(barrel.users_collection):
         coll.objects.unlink(barrel)
     occluders.objects.link(barrel)
@@ -250,24 +252,24 @@ def test_actors_in_the_occluders_make_no_cycle_and_the_rest_still_hold_the_snow(
 def test_an_unusable_bend_saved_in_a_file_is_refused_with_a_sentence_by_the_snow(envfx, tmp_path, op):
     """A bend number an older EnvFX let through (stored straight into the file, past the settings' checks) made
     Add Trails and Bake Interaction Buffer raise BendError as a traceback: they refuse, saying what is wrong."""
-    scene = bpy.context.scene
+    scene = api.scene()
     plane = _plane("Ground")
     bpy.ops.mesh.primitive_cube_add(size=0.5, location=(0, 0, 0.25))
-    cube = bpy.context.active_object
+    cube = api.active()
     actors = bpy.data.collections.new("Actors")
     scene.collection.children.link(actors)
     for coll in list(cube.users_collection):
         coll.objects.unlink(cube)
     actors.objects.link(cube)
-    scene.envfx.snow.actors = actors
-    scene.envfx.snow.spacing = 0.5
+    api.envfx(scene).snow.actors = actors
+    api.envfx(scene).snow.spacing = 0.5
     assert _run("bend_add", [plane, cube]) == {"FINISHED"}
     assert _run("snow_generate", [plane]) == {"FINISHED"}
     if op == "snow_bake_buffer":
         assert _run("snow_trails_add", list(scene.objects)) == {"FINISHED"}
-        s = scene.envfx.snow
+        s = api.envfx(scene).snow
         s.frame_start, s.frame_end, s.buffer_resolution, s.output_dir = 1, 2, 8, str(tmp_path / "out")
-    scene.envfx.bend["horizon_offset"] = 1e30  # as a file saved before the checks holds it
+    api.envfx(scene).bend["horizon_offset"] = 1e30  # as a file saved before the checks holds it
     with pytest.raises(RuntimeError) as err:
         _run(op, list(scene.objects))
     message = str(err.value)
@@ -278,12 +280,12 @@ def test_an_unusable_bend_saved_in_a_file_is_refused_with_a_sentence_by_the_snow
 def test_export_for_game_engines_leaves_out_a_bent_curve_with_nothing_to_draw(envfx, tmp_path):
     """A bent curve (or text) that evaluates to no mesh made Export for Game Engines raise an AttributeError
     traceback (the fuzzer found it): it is left out of the culling bounds, the rest is exported."""
-    scene = bpy.context.scene
+    scene = api.scene()
     plane = _plane("Ground")
     curve = bpy.data.objects.new("EmptyCurve", bpy.data.curves.new("EmptyCurve", "CURVE"))
     scene.collection.objects.link(curve)
     assert _run("bend_add", [plane, curve]) == {"FINISHED"}
     assert envfx.bridge.evaluated_positions(curve, bpy.context.evaluated_depsgraph_get()).shape == (0, 3)
-    assert bpy.ops.envfx.bend_export_engines(directory=str(tmp_path / "eng")) == {"FINISHED"}
+    assert api.ops.bend_export_engines(directory=str(tmp_path / "eng")) == {"FINISHED"}
     meta = json.loads((tmp_path / "eng" / "envfx_bend.json").read_text())
     assert [o["name"] for o in meta["blender"]["culling"]["objects"]] == ["Ground"]

@@ -13,9 +13,12 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from tests.blender import api
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 _spec = importlib.util.spec_from_file_location("mips_dds_reader", os.path.join(ROOT, "tests", "core",
                                                                                 "mips_dds_reader.py"))
+assert _spec is not None and _spec.loader is not None
 dds_reader = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(dds_reader)
 
@@ -54,11 +57,11 @@ def state():
 
 
 def bake_scene_image(image, out):
-    s = bpy.context.scene.envfx.mips
+    s = api.envfx(api.scene()).mips
     s.source = "ACTIVE"
     s.image = image
     s.output_dir = str(out)
-    return bpy.ops.envfx.mips_bake()
+    return api.ops.mips_bake()
 
 
 def test_operator_bakes_the_active_image(core, tmp_path):
@@ -140,7 +143,7 @@ def test_packed_and_generated_images(core, ops, tmp_path):
     packed.pack()
     os.remove(path)  # only the packed copy is left
     gen = bpy.data.images.new("Generated Leaf", 48, 48, alpha=True)
-    gen.pixels.foreach_set((src[::-1].astype(np.float32) / 255.0).ravel())
+    api.pixels(gen).foreach_set((src[::-1].astype(np.float32) / 255.0).ravel())
     before = state()
     result = ops.bake_mips([ops.input_from_image(packed), ops.input_from_image(gen)], str(tmp_path / "out"))
     assert state() == before
@@ -159,8 +162,8 @@ def write_exr(core, path, src):
     px = np.concatenate([lin * a, a], axis=-1)[::-1]
     h, w = src.shape[:2]
     image = bpy.data.images.new("exr out", w, h, alpha=True, float_buffer=True)
-    image.pixels.foreach_set(np.ascontiguousarray(px, np.float32).ravel())
-    settings = bpy.context.scene.render.image_settings
+    api.pixels(image).foreach_set(np.ascontiguousarray(px, np.float32).ravel())
+    settings = api.scene().render.image_settings
     settings.file_format, settings.color_depth, settings.color_mode = "OPEN_EXR", "32", "RGBA"
     image.save_render(str(path))
     bpy.data.images.remove(image)
@@ -196,7 +199,7 @@ def test_srgb_checker_in_blender_mips_to_the_linear_average(core, ops, tmp_path)
     levels = dds_reader.read_dds((tmp_path / "out" / "checker.dds").read_bytes())["levels"]
     assert np.all(np.abs(levels[1][..., :3].astype(int) - 188) <= 1)
     image = bpy.data.images.load(path)
-    image.colorspace_settings.name = "Non-Color"  # data: filtered as plain numbers
+    api.set_colorspace(image, "Non-Color")  # data: filtered as plain numbers
     ops.bake_mips([ops.input_from_image(image)], str(tmp_path / "out2"), formats="dds", compare=False)
     levels = dds_reader.read_dds((tmp_path / "out2" / "checker.dds").read_bytes())["levels"]
     assert np.all(np.abs(levels[1][..., :3].astype(int) - 128) <= 1)
@@ -207,26 +210,26 @@ def test_selected_objects_material_images_and_folder_source(core, tmp_path):
     mat = bpy.data.materials.new("Leaves")
     if bpy.app.version < (5, 0, 0):  # always on (and deprecated) from 5.0
         mat.use_nodes = True
-    tex = mat.node_tree.nodes.new("ShaderNodeTexImage")
+    tex = api.of(bpy.types.ShaderNodeTexImage, api.node_tree(mat).nodes.new("ShaderNodeTexImage"))
     tex.image = bpy.data.images.load(paths[0])
-    group = bpy.data.node_groups.new("Inner", "ShaderNodeTree")
-    gtex = group.nodes.new("ShaderNodeTexImage")
+    group = api.new_tree("Inner", bpy.types.ShaderNodeTree)
+    gtex = api.of(bpy.types.ShaderNodeTexImage, group.nodes.new("ShaderNodeTexImage"))
     gtex.image = bpy.data.images.load(paths[1])
-    gnode = mat.node_tree.nodes.new("ShaderNodeGroup")
+    gnode = api.of(bpy.types.ShaderNodeGroup, api.node_tree(mat).nodes.new("ShaderNodeGroup"))
     gnode.node_tree = group
     cube = bpy.data.objects["Cube"]
-    cube.data.materials.append(mat)
+    api.mesh(cube).materials.append(mat)
     bpy.ops.object.select_all(action="DESELECT")
     cube.select_set(True)
-    s = bpy.context.scene.envfx.mips
+    s = api.envfx(api.scene()).mips
     s.source = "SELECTED"
     s.output_dir = str(tmp_path / "sel")
-    assert bpy.ops.envfx.mips_bake() == {"FINISHED"}
+    assert api.ops.mips_bake() == {"FINISHED"}
     assert sorted(f for f in os.listdir(tmp_path / "sel") if f.endswith(".dds")) == ["leaf0.dds", "leaf1.dds"]
     s.source = "FOLDER"
     s.folder = str(tmp_path)
     s.output_dir = str(tmp_path / "fold")
-    assert bpy.ops.envfx.mips_bake() == {"FINISHED"}
+    assert api.ops.mips_bake() == {"FINISHED"}
     assert sorted(f for f in os.listdir(tmp_path / "fold") if f.endswith(".dds")) == [
         "leaf0.dds", "leaf1.dds", "leaf2.dds"]
 
@@ -278,43 +281,43 @@ def test_output_folder_that_cannot_be_written(core, ops, tmp_path):
 
 def test_memory_estimate_refuses_before_reading(core, ops, tmp_path):
     image = bpy.data.images.new("Big", 2048, 2048, alpha=True)
-    bpy.context.scene.envfx.mips.max_memory_gb = 0.1
+    api.envfx(api.scene()).mips.max_memory_gb = 0.1
     before = state()
     out = str(tmp_path / "out")
     _expect_error(None, lambda: bake_scene_image(image, out), r"2048x2048 image needs about .* GB", out, before)
 
 
 def test_nothing_to_bake_messages(core, tmp_path):
-    s = bpy.context.scene.envfx.mips
+    s = api.envfx(api.scene()).mips
     s.output_dir = str(tmp_path / "out")
     s.source = "ACTIVE"
     with pytest.raises(RuntimeError, match="No active image"):
-        bpy.ops.envfx.mips_bake()
+        api.ops.mips_bake()
     s.source = "SELECTED"
     bpy.ops.object.select_all(action="DESELECT")
     with pytest.raises(RuntimeError, match="Nothing selected"):
-        bpy.ops.envfx.mips_bake()
+        api.ops.mips_bake()
     bpy.data.objects["Cube"].select_set(True)
     with pytest.raises(RuntimeError, match="use no image textures"):
-        bpy.ops.envfx.mips_bake()
+        api.ops.mips_bake()
     s.source = "FOLDER"
     s.folder = str(tmp_path / "nope")
     with pytest.raises(RuntimeError, match="No such file or folder|does not exist"):
-        bpy.ops.envfx.mips_bake()
+        api.ops.mips_bake()
     s.source = "ACTIVE"
     s.image = bpy.data.images.new("G", 8, 8)
     s.formats = set()
     with pytest.raises(RuntimeError, match="No output format"):
-        bpy.ops.envfx.mips_bake()
+        api.ops.mips_bake()
     assert not os.path.exists(tmp_path / "out")
 
 
 def test_unsaved_blend_relative_output(core):
-    s = bpy.context.scene.envfx.mips
+    s = api.envfx(api.scene()).mips
     s.image = bpy.data.images.new("G", 8, 8)
     s.output_dir = "//mips"
     with pytest.raises(RuntimeError, match="not saved yet"):
-        bpy.ops.envfx.mips_bake()
+        api.ops.mips_bake()
 
 
 # --- CLI ---------------------------------------------------------------------------------------------------
@@ -416,7 +419,7 @@ def test_cli_missing_input(envfx, tmp_path, capsys):
 
 def test_panels_and_operator_registered(envfx):
     assert hasattr(bpy.types, "IMAGE_PT_envfx_mips") and hasattr(bpy.types, "VIEW3D_PT_envfx_mips")
-    assert bpy.types.IMAGE_PT_envfx_mips.bl_space_type == "IMAGE_EDITOR"
+    assert bpy.types.IMAGE_PT_envfx_mips.bl_space_type == "IMAGE_EDITOR"  # pyright: ignore[reportAttributeAccessIssue] -- registered by the add-on
     assert "mips" in envfx.FEATURES
 
 
@@ -445,12 +448,12 @@ def test_1x1_and_1xn_images(core, ops, tmp_path, shape):
 def test_image_editor_active_image_and_cancel(core, ops, tmp_path):
     src = leaf(core, 64)
     image = bpy.data.images.load(write_png(core, tmp_path / "shown.png", src))
-    s = bpy.context.scene.envfx.mips
+    s = api.envfx(api.scene()).mips
     s.source = "ACTIVE"
     s.image = None
     s.output_dir = str(tmp_path / "out")
     with bpy.context.temp_override(edit_image=image):  # what the Image Editor gives the operator
-        assert bpy.ops.envfx.mips_bake() == {"FINISHED"}
+        assert api.ops.mips_bake() == {"FINISHED"}
     assert (tmp_path / "out" / "shown.dds").is_file()
     # cancelling half-way (Esc in the UI, Ctrl-C in the CLI) leaves no file and no temporary image behind
     before = state()
@@ -463,7 +466,7 @@ def test_image_editor_active_image_and_cancel(core, ops, tmp_path):
 
 @pytest.mark.parametrize("source", ["ACTIVE", "SELECTED", "FOLDER"])
 def test_panel_draws_every_setting(envfx, recording_layout, source):
-    bpy.context.scene.envfx.mips.source = source
+    api.envfx(api.scene()).mips.source = source
     log = []
     envfx.panels.mips.draw_mips(recording_layout(log), bpy.context, in_image_editor=False)
     assert "envfx.mips_bake" in log and "ref" in log and "output_dir" in log
@@ -488,12 +491,12 @@ def test_operator_image_argument_and_name_clashes(core, ops, tmp_path):
     src = leaf(core, 32)
     a = write_png(core, tmp_path / "twig.png", src)
     Image.fromarray(src).save(tmp_path / "twig.tga")
-    s = bpy.context.scene.envfx.mips
+    s = api.envfx(api.scene()).mips
     s.output_dir = str(tmp_path / "out")
     with pytest.raises(RuntimeError, match="No image named 'Nope'"):
-        bpy.ops.envfx.mips_bake(image="Nope")
+        api.ops.mips_bake(image="Nope")
     bpy.data.images.load(a)
-    assert bpy.ops.envfx.mips_bake(image="twig.png") == {"FINISHED"}
+    assert api.ops.mips_bake(image="twig.png") == {"FINISHED"}
     assert (tmp_path / "out" / "twig.dds").is_file()
     inputs = ops.inputs_from_paths([str(tmp_path)])
     assert [i.stem for i in inputs] == ["twig", "twig_2"]
@@ -573,7 +576,7 @@ def test_blender_loads_the_dds_and_reads_level_0_as_the_png(core, ops, tmp_path,
         image = bpy.data.images.load(str(out / name))
         assert tuple(image.size) == (80, 48) and image.channels == 4
         px = np.empty(80 * 48 * 4, np.float32)
-        image.pixels.foreach_get(px)
+        api.pixels(image).foreach_get(px)
         pictures.append(np.round(px.reshape(48, 80, 4)[::-1] * 255.0).astype(np.uint8))  # Blender: bottom row first
     np.testing.assert_array_equal(pictures[0], pictures[1])
     np.testing.assert_array_equal(pictures[0], back["levels"][0])

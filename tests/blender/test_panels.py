@@ -5,14 +5,17 @@ must name a real property of ``data`` and each ``operator(idname)`` a registered
 """
 
 import types
+from typing import Any
 
 import bpy
 import pytest
 
+from tests.blender import api
+
 
 class FakeContext:
     def __init__(self, active_object):
-        self.scene = bpy.context.scene
+        self.scene = api.scene()
         self.active_object = active_object
         self.object = active_object
         self.selected_objects = [active_object] if active_object else []
@@ -37,11 +40,11 @@ def test_there_is_a_panel_per_feature(envfx):
 @pytest.mark.parametrize("with_active", [False, True])
 def test_every_panel_draws_real_properties_and_operators(envfx, recording_layout, with_active):
     active = bpy.data.objects["Cube"] if with_active else None
-    context = FakeContext(active)
+    context: Any = FakeContext(active)  # stands in for a bpy.types.Context
     drawn = 0
     for cls in envfx_panels():
         # Panels cannot be instantiated outside a UI; draw() is a plain function of (self, context)
-        panel = types.SimpleNamespace(layout=recording_layout(), bl_label=cls.bl_label)
+        panel: Any = types.SimpleNamespace(layout=recording_layout(), bl_label=cls.bl_label)  # a Panel's stand-in
         if hasattr(cls, "poll") and not cls.poll(context):
             continue
         if hasattr(cls, "draw_header"):
@@ -67,7 +70,7 @@ def test_status_says_what_the_scene_does_and_whose_effect_an_object_has(envfx, f
     empty, counted, other = STATUS[feature]
     status = getattr(envfx.panels, feature).status
     add = getattr(getattr(envfx.operators, feature), f"add_{feature}")  # operators.bend.add_bend, ...
-    scene = bpy.context.scene
+    scene = api.scene()
     cube = bpy.data.objects["Cube"]
     assert status(scene, cube) == [(empty, False)]
     add(scene, [cube])
@@ -87,15 +90,16 @@ def test_status_of_a_linked_object_with_its_library_effect_says_to_override_it(e
     override (which joins the scene's effect by itself)."""
     add = getattr(getattr(envfx.operators, feature), f"add_{feature}")
     cube = bpy.data.objects["Cube"]
-    add(bpy.context.scene, [cube])
+    add(api.scene(), [cube])
     lib = str(tmp_path / "lib.blend")
     bpy.data.libraries.write(lib, {cube})
     bpy.ops.wm.read_homefile(app_template="", use_empty=True)
-    with bpy.data.libraries.load(lib, link=True) as (_src, dst):
+    with bpy.data.libraries.load(lib, link=True) as (_src, dst):  # pyright: ignore[reportGeneralTypeIssues] -- a context manager, typed None
         dst.objects = ["Cube"]
-    scene = bpy.context.scene
-    scene.collection.objects.link(dst.objects[0])
-    text, alert = getattr(envfx.panels, feature).status(scene, dst.objects[0])[-1]
+    scene = api.scene()
+    linked = api.of(bpy.types.Object, dst.objects[0])  # the names listed become the linked objects
+    scene.collection.objects.link(linked)
+    text, alert = getattr(envfx.panels, feature).status(scene, linked)[-1]
     assert alert and text.startswith(f"Cube has the {feature} of ")
     assert text.endswith("it is linked; make a library override of it (Object > Library Override > Make) to give "
                          "it this scene's")
@@ -104,7 +108,7 @@ def test_status_of_a_linked_object_with_its_library_effect_says_to_override_it(e
 def test_a_context_without_a_scene_or_a_panel_without_a_layout_is_named(envfx):
     """The API types ``context.scene`` and ``panel.layout`` as optional; the helpers the panels and operators read
     them through refuse None with a message rather than "'NoneType' object has no attribute"."""
-    scene = bpy.context.scene
+    scene = api.scene()
     assert envfx.bridge.context_scene(types.SimpleNamespace(scene=scene)) == scene
     with pytest.raises(RuntimeError, match="needs a scene here and the context has none"):
         envfx.bridge.context_scene(types.SimpleNamespace(scene=None))

@@ -134,7 +134,9 @@ def test_the_passed_events_are_blender_event_types(progress):
     """A misspelt name would never match, and that event would be held back."""
     import bpy
 
-    types = {item.identifier for item in bpy.types.Event.bl_rna.properties["type"].enum_items}
+    prop = bpy.types.Event.bl_rna.properties["type"]
+    assert isinstance(prop, bpy.types.EnumProperty)
+    types = {item.identifier for item in prop.enum_items}
     assert progress.NAVIGATION_EVENTS | progress.WHEEL_EVENTS | progress.SYSTEM_TIMERS <= types
     assert {t for t in types if t.startswith("TIMER")} == progress.SYSTEM_TIMERS | {"TIMER"}  # none left out
     assert {e.type for e in EDITING + NAVIGATION} <= types

@@ -9,6 +9,8 @@ test in test_gasgiant.py.)
 import bpy
 import pytest
 
+from tests.blender import api
+
 # option (without the dashes) -> the scene setting it sets, where the two names differ. Every entry says why.
 RENAMED = {
     "snow": {
@@ -35,7 +37,7 @@ def numeric_options(envfx, command: str) -> dict:
 def test_every_numeric_option_names_a_scene_setting(envfx, feature):
     options = numeric_options(envfx, feature)
     assert options, f"envfx {feature} has no numeric options: the parser was not read"
-    settings = getattr(bpy.context.scene.envfx, feature).bl_rna.properties
+    settings = getattr(api.envfx(api.scene()), feature).bl_rna.properties
     renamed = RENAMED.get(feature, {})
     for name, (flag, kind) in options.items():
         prop = renamed.get(name, name)
@@ -60,7 +62,7 @@ def test_the_check_reads_numbers_only(envfx):
 def test_each_feature_keeps_its_settings_in_its_own_module(envfx):
     """``scene.envfx.<feature>`` is defined in ``props/<feature>.py`` (and ``object.envfx.<feature>`` too), the name
     the feature has in every other layer."""
-    scene, obj = bpy.context.scene.envfx, bpy.data.objects.new("P", None).envfx
+    scene, obj = api.envfx(api.scene()), api.envfx(bpy.data.objects.new("P", None))
     groups = [p.identifier for p in scene.bl_rna.properties if p.type == "POINTER" and p.identifier != "rna_type"]
     assert {"bend", "wind", "snow", "gasgiant", "mips", "lightmap", "vat"} <= set(groups)
     for owner, names in ((scene, groups), (obj, ["wind", "snow"])):
@@ -104,7 +106,7 @@ def test_every_field_of_the_core_settings_is_the_setting_of_the_same_name(envfx,
     fields = [f.name for f in dataclasses.fields(getattr(importlib.import_module(f"{envfx.__name__}.{module}"), cls))]
     holder, group = owner.split(".")
     obj = bpy.data.objects.new("Twin", None)
-    settings = getattr((bpy.context.scene if holder == "scene" else obj).envfx, group).bl_rna.properties
+    settings = getattr(api.envfx((api.scene() if holder == "scene" else obj)), group).bl_rna.properties
     for name in fields:
         if name in renamed:
             assert renamed[name] is None or renamed[name] in settings, (twin, name)

@@ -13,17 +13,26 @@ import inspect
 import json
 import os
 import re
+from typing import Any
 
 import bpy
 import pytest
 
 from tests import readme_doc as doc  # tests/conftest.py puts the repository root on sys.path
+from tests.blender import api
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 README = doc.text()
 DOCS = doc.all_text()  # the README and every page of docs/
 PROSE = doc.prose(DOCS)
+
+
+def found(pattern: str, text: str) -> re.Match[str]:
+    """``re.search`` that fails the test, naming the pattern, when the manual has no match."""
+    match = re.search(pattern, text)
+    assert match, f"the manual has nothing that matches {pattern!r}"
+    return match
 
 
 def flat(text: str) -> str:
@@ -33,7 +42,7 @@ def flat(text: str) -> str:
 def group_of(owner: str, path):
     """The settings (a PropertyGroup instance) at ``scene.envfx.<path>`` or ``object.envfx.<path>`` of a fresh
     file (the default cube for objects)."""
-    root = bpy.context.scene.envfx if owner == "Scene" else bpy.data.objects["Cube"].envfx
+    root = api.envfx(api.scene()) if owner == "Scene" else api.envfx(bpy.data.objects["Cube"])
     for part in path:
         assert part in root.bl_rna.properties, f"{owner}.envfx has no {'.'.join(path)}"
         root = getattr(root, part)
@@ -65,7 +74,7 @@ def test_operator_refs_are_read():
 @pytest.mark.parametrize("op", OPS, ids=lambda op: op.where)
 def test_documented_operator_exists_with_its_keywords(envfx, op):
     assert hasattr(bpy.types, f"ENVFX_OT_{op.name}"), f"the manual names envfx.{op.name}, which is not registered"
-    rna = getattr(bpy.ops.envfx, op.name).get_rna_type()
+    rna = getattr(api.ops, op.name).get_rna_type()
     for key, values in op.kwargs.items():
         assert key in rna.properties, f"envfx.{op.name} has no keyword {key!r} ({op.where})"
         prop = rna.properties[key]
@@ -84,7 +93,7 @@ def test_operator_keywords_in_comments(envfx):
         for key in re.findall(r"(?<![\w.])([a-z_]+)=(?!=)", re.sub(r"bpy\.ops\.envfx\.\w+\([^)]*\)", "",
                                                                    line.comment)):
             assert line.ops, line.source
-            rna = getattr(bpy.ops.envfx, line.ops[-1]).get_rna_type()
+            rna = getattr(api.ops, line.ops[-1]).get_rna_type()
             assert key in rna.properties, f"envfx.{line.ops[-1]} has no keyword {key!r}: {line.source}"
             seen += 1
     assert seen >= 1
@@ -223,8 +232,8 @@ def feature_texts():
 def test_settings_named_in_each_feature_section(envfx):
     named = {}
     for feature, where, body in feature_texts():
-        obj = bpy.data.objects["Cube"].envfx
-        settings = set(getattr(bpy.context.scene.envfx, feature).bl_rna.properties.keys()) | \
+        obj = api.envfx(bpy.data.objects["Cube"])
+        settings = set(getattr(api.envfx(api.scene()), feature).bl_rna.properties.keys()) | \
             set(obj.bl_rna.properties.keys())
         if feature in ("wind", "snow"):
             settings |= set(getattr(obj, feature).bl_rna.properties.keys())
@@ -241,9 +250,9 @@ def test_settings_named_in_each_feature_section(envfx):
 
 def test_enum_values_written_as_assignments_in_prose(envfx):
     """``category='GRASS'``, ``color_source = 'CUBEMAP'``, ``file_format`` = ``EXR`` or ``PNG_EXR``."""
-    scene_groups = [getattr(bpy.context.scene.envfx, p.identifier) for p in bpy.context.scene.envfx.bl_rna.properties
+    scene_groups = [getattr(api.envfx(api.scene()), p.identifier) for p in api.envfx(api.scene()).bl_rna.properties
                     if p.type == "POINTER" and p.identifier != "rna_type"]
-    object_groups = [bpy.data.objects["Cube"].envfx.wind, bpy.data.objects["Cube"].envfx.snow]
+    object_groups = [api.envfx(bpy.data.objects["Cube"]).wind, api.envfx(bpy.data.objects["Cube"]).snow]
     pairs = [(n, [v]) for n, v in re.findall(r"`(\w+) ?= ?'([A-Z_0-9]+)'`", PROSE)
              if not re.search(rf"export with `{n}", flat(PROSE))]  # the exporters' options: the test below
     pairs += [(n, re.findall(r"`([A-Z_0-9]+)`", rest))
@@ -266,7 +275,8 @@ def test_exporter_options_the_wind_section_gives():
     spans = re.findall(r"\*\*(glTF|FBX)\*\* \([^)]*\): export with `([^`]+)`", flat(PROSE))
     assert [fmt for fmt, _ in spans] == ["glTF", "FBX"]
     for fmt, span in spans:
-        rna = (bpy.ops.export_scene.gltf if fmt == "glTF" else bpy.ops.export_scene.fbx).get_rna_type().properties
+        exporter: Any = bpy.ops.export_scene.gltf if fmt == "glTF" else bpy.ops.export_scene.fbx  # (an operator,
+        rna = exporter.get_rna_type().properties                                   # typed as a plain function)
         for key, value in re.findall(r"(\w+)=([^,]+)", span):
             assert key in rna, f"the {fmt} exporter has no option {key}"
             value = eval(value)  # a literal: 'ACTIVE', True
@@ -277,13 +287,14 @@ def test_exporter_options_the_wind_section_gives():
 
 
 def test_wind_custom_sources_and_layouts(envfx):
-    w = bpy.context.scene.envfx.wind
-    listed = re.search(r"\(`custom_r/g/b/a` from `([A-Z_, ]+)`\)", flat(PROSE)).group(1)
+    w = api.envfx(api.scene()).wind
+    listed = found(r"\(`custom_r/g/b/a` from `([A-Z_, ]+)`\)", flat(PROSE)).group(1)
     for channel in "rgba":
         assert [s.strip() for s in listed.split(",")] == [i.identifier for i in
                                                           w.bl_rna.properties[f"custom_{channel}"].enum_items]
-    categories = re.search(r"Spring response per category \(([^)]*)\)", flat(PROSE)).group(1)
-    assert set(re.findall(r"`([A-Z]+)`", categories)) == enum_items(bpy.data.objects["Cube"].envfx.wind, "category")
+    categories = found(r"Spring response per category \(([^)]*)\)", flat(PROSE)).group(1)
+    cube_wind = api.envfx(bpy.data.objects["Cube"]).wind
+    assert set(re.findall(r"`([A-Z]+)`", categories)) == enum_items(cube_wind, "category")
 
 
 # --- defaults and limits the README quotes ----------------------------------------------------------------
@@ -295,14 +306,14 @@ def default(owner_path, name):
 
 def test_quoted_defaults(envfx):
     f = flat(PROSE)
-    assert default(["snow"], "coverage_melt_time") == float(re.search(
+    assert default(["snow"], "coverage_melt_time") == float(found(
         r"`coverage_melt_time` seconds \(default (\d+)", f).group(1))
     assert default(["snow"], "puffs") is False and "(`puffs`, off by default" in f
-    assert default(["gasgiant"], "vortex_band_threshold") == pytest.approx(float(re.search(
+    assert default(["gasgiant"], "vortex_band_threshold") == pytest.approx(float(found(
         r"\(`--vortex-band-threshold`, default ([\d.]+)\)", f).group(1)))
-    assert default(["gasgiant"], "field_interval") == int(re.search(r"`field_interval` frames \(default (\d+)\)",
+    assert default(["gasgiant"], "field_interval") == int(found(r"`field_interval` frames \(default (\d+)\)",
                                                                     f).group(1))
-    assert default(["gasgiant"], "opacity_start") == float(re.search(
+    assert default(["gasgiant"], "opacity_start") == float(found(
         r"`opacity_start` above `opacity` does the same \(default (\d+)", f).group(1))
     assert "when that is 0 (the default)" in f and default(["gasgiant"], "flow_scale") == 0.0
     assert "`BLENDER` (default)" in f and group_of("Scene", ["gasgiant"]).bl_rna.properties["cube_layout"] \
@@ -332,9 +343,9 @@ def test_operator_module_functions(envfx):
         shape = doc.call_shape(ref.call)
         if shape:
             positional, keywords, _ = shape
+            sig = inspect.signature(target)
             try:
-                sig = inspect.signature(target)
-                sig.bind(*([None] * positional), **{k: None for k in keywords})
+                sig.bind(*([None] * positional), **{k: None for k in keywords if k is not None})  # (None: **mapping)
             except TypeError as exc:
                 pytest.fail(f"the manual's {ref.call!r} does not fit {ref.module}.{ref.name}{sig}: {exc}")
             if keywords and not any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values()):
@@ -348,7 +359,7 @@ def test_operator_module_functions(envfx):
 
 def test_edit_mode_message(envfx):
     common = importlib.import_module(f"{envfx.__name__}.operators.common")
-    quoted = re.search(r'\("(Trunk, Leaf are in Edit Mode[^"]*)"\)', flat(PROSE)).group(1)
+    quoted = found(r'\("(Trunk, Leaf are in Edit Mode[^"]*)"\)', flat(PROSE)).group(1)
     assert common.edit_mode_text(["Trunk", "Leaf"]) == quoted
 
 
@@ -498,7 +509,7 @@ def test_cli_refusals_the_readme_lists(envfx, argv, tmp_path, monkeypatch, capsy
 def test_cli_exit_codes_and_gas_giant_message(envfx, tmp_path, capsys):
     assert "Exit codes: 0 done, 1 the work failed, 2 bad arguments or input" in PROSE
     assert "0 done, 1 the work failed, 2 bad arguments or input" in envfx.cli.__doc__
-    message = re.search(r"e\.g\. `(--turbulence inf: [^`]+)`", flat(PROSE)).group(1)
+    message = found(r"e\.g\. `(--turbulence inf: [^`]+)`", flat(PROSE)).group(1)
     assert envfx.cli.main(["gas-giant", "--out", str(tmp_path / "gg"), "--turbulence", "inf"]) == 2
     assert message in capsys.readouterr().err
 
@@ -520,11 +531,11 @@ def test_info_json_prints_one_object_per_scene(envfx, tmp_path, capfd):
 def test_bend_cli_choices_are_the_settings_enums(envfx):
     """`--mode PLANET` and the like: the command line takes the same values as scene.envfx.bend."""
     bend = options_of(doc_parser(envfx, "bend"))
-    b = bpy.context.scene.envfx.bend
+    b = api.envfx(api.scene()).bend
     assert set(bend["--mode"].choices) == enum_items(b, "mode")
     assert set(bend["--axis"].choices) == enum_items(b, "axis")
     wind = options_of(doc_parser(envfx, "wind"))
-    assert set(wind["--layout"].choices) == enum_items(bpy.context.scene.envfx.wind, "channel_layout")
-    preset = bpy.ops.envfx.wind_preset.get_rna_type().properties["preset"]
+    assert set(wind["--layout"].choices) == enum_items(api.envfx(api.scene()).wind, "channel_layout")
+    preset = api.ops.wind_preset.get_rna_type().properties["preset"]
     assert set(wind["--preset"].choices) == {i.identifier for i in preset.enum_items}
     assert isinstance(wind["--height-uv"], argparse.BooleanOptionalAction)  # --no-height-uv

@@ -1,6 +1,11 @@
 """register -> unregister -> register leaves nothing behind and works again."""
 
+import importlib
+from typing import Any
+
 import bpy
+
+from tests.blender import api
 
 
 HANDLER_LISTS = ("load_post", "load_pre", "save_pre", "frame_change_pre", "frame_change_post",
@@ -11,7 +16,7 @@ def _envfx_state():
     return {
         "scene_prop": hasattr(bpy.types.Scene, "envfx"),
         "object_prop": hasattr(bpy.types.Object, "envfx"),
-        "operators": sorted(name for name in dir(bpy.ops.envfx)),
+        "operators": sorted(name for name in dir(api.ops)),
         "panels": sorted(name for name in dir(bpy.types) if name.startswith("VIEW3D_PT_envfx")),
         "types": sorted(name for name in dir(bpy.types) if name.startswith(("ENVFX_", "EnvFX"))),
         "handlers": sorted(f"{name}:{h.__module__}" for name in HANDLER_LISTS
@@ -41,24 +46,24 @@ def test_unregister_removes_everything_and_register_restores_it(envfx, addon_swi
     assert module._cli_handle is not None
     # and it still works
     bpy.ops.wm.read_homefile(app_template="")
-    assert bpy.ops.envfx.bend_add() == {"FINISHED"}
+    assert api.ops.bend_add() == {"FINISHED"}
 
 
 def test_a_group_whose_last_object_was_deleted_by_hand_is_not_saved(envfx, tmp_path):
     """Remove Bend and Remove Wind let go of a scene's group with its last object; an object deleted by hand does
     not pass through them, so the save lets go of the group: the file keeps no group that moves nothing. A group
     that still moves an object stays, and Add builds a released group again."""
-    scene = bpy.context.scene
-    scene.envfx.wind.ao_samples = 0
+    scene = api.scene()
+    api.envfx(scene).wind.ao_samples = 0
     cube = bpy.data.objects["Cube"]
     bpy.ops.mesh.primitive_cube_add(size=1, location=(3, 0, 0))
-    plane = bpy.context.active_object
+    plane = api.active()
     envfx.operators.wind.bake(scene, [cube])
     envfx.operators.wind.bake(scene, [plane])
     for obj in (cube, plane):
         envfx.operators.bend.add_bend(scene, [obj])
         envfx.operators.wind.add_wind(scene, [obj])
-    groups = {m.node_group.name for m in cube.modifiers}
+    groups = {api.modifier_group(cube, m.name).name for m in cube.modifiers}
     assert len(groups) == 2
     path = str(tmp_path / "kept.blend")
     bpy.data.objects.remove(cube)
@@ -69,16 +74,16 @@ def test_a_group_whose_last_object_was_deleted_by_hand_is_not_saved(envfx, tmp_p
     path = str(tmp_path / "released.blend")
     bpy.ops.wm.save_as_mainfile(filepath=path)
     assert not groups & set(bpy.data.node_groups.keys())
-    assert not [key for key in scene.keys() if key.startswith("envfx_group_")]
+    assert not [key for key in api.id_keys(scene) if key.startswith("envfx_group_")]
     bpy.ops.wm.open_mainfile(filepath=path)
     assert not groups & set(bpy.data.node_groups.keys())
 
     bpy.ops.mesh.primitive_cube_add(size=1)
-    plane = bpy.context.active_object
-    envfx.operators.wind.bake(bpy.context.scene, [plane])
-    envfx.operators.bend.add_bend(bpy.context.scene, [plane])
-    envfx.operators.wind.add_wind(bpy.context.scene, [plane])
-    assert {m.node_group.name for m in plane.modifiers} == groups
+    plane = api.active()
+    envfx.operators.wind.bake(api.scene(), [plane])
+    envfx.operators.bend.add_bend(api.scene(), [plane])
+    envfx.operators.wind.add_wind(api.scene(), [plane])
+    assert {api.modifier_group(plane, m.name).name for m in plane.modifiers} == groups
 
 
 # --- EnvFX enabled while a file with its effects is open ---
@@ -88,31 +93,31 @@ def _effects_file(envfx, path):
     the snow coverage) at frame 1."""
     import bmesh
 
-    scene = bpy.context.scene
+    scene = api.scene()
     scene.frame_set(1)
     cube = bpy.data.objects["Cube"]
     cube.location = (0.0, 12.0, 0.0)
-    scene.envfx.bend.strength = 0.05
-    scene.envfx.wind.ao_samples = 0
-    scene.envfx.wind.strength = 1.0
+    api.envfx(scene).bend.strength = 0.05
+    api.envfx(scene).wind.ao_samples = 0
+    api.envfx(scene).wind.strength = 1.0
     envfx.operators.wind.bake(scene, [cube])
     envfx.operators.wind.add_wind(scene, [cube])
     envfx.operators.bend.add_bend(scene, [cube])
     bm = bmesh.new()
     bmesh.ops.create_grid(bm, x_segments=8, y_segments=8, size=2.0)
     ground = bpy.data.objects.new("Ground", bpy.data.meshes.new("Ground"))
-    bm.to_mesh(ground.data)
+    bm.to_mesh(api.mesh(ground))
     bm.free()
     scene.collection.objects.link(ground)
-    scene.envfx.snow.spacing = 0.2
+    api.envfx(scene).snow.spacing = 0.2
     snow = envfx.operators.snow.generate_snow(scene, [ground], bpy.context.evaluated_depsgraph_get())[0]
     actors = bpy.data.collections.new("Actors")
     scene.collection.children.link(actors)
-    scene.envfx.snow.actors = actors
+    api.envfx(scene).snow.actors = actors
     bm = bmesh.new()
     bmesh.ops.create_uvsphere(bm, u_segments=8, v_segments=6, radius=0.5)
     actor = bpy.data.objects.new("Actor", bpy.data.meshes.new("Actor"))
-    bm.to_mesh(actor.data)
+    bm.to_mesh(api.mesh(actor))
     bm.free()
     actor.location = (0.0, 0.0, 0.45)
     actors.objects.link(actor)
@@ -129,7 +134,7 @@ def _evaluated():
     for obj in bpy.data.objects:
         if obj.type == "MESH":
             ev = obj.evaluated_get(dg)
-            out[obj.name] = np.array([tuple(ev.matrix_world @ v.co) for v in ev.data.vertices])
+            out[obj.name] = np.array([(ev.matrix_world @ v.co).to_tuple() for v in api.mesh(ev).vertices])
     return out
 
 
@@ -137,14 +142,14 @@ def _dead_drivers():
     """(id name, data path) of the drivers of EnvFX's node groups that Blender gave up on."""
     return sorted((tree.name, fc.data_path) for tree in bpy.data.node_groups
                   if tree.get("envfx_kind") and tree.animation_data
-                  for fc in tree.animation_data.drivers if not (fc.driver.is_valid and fc.is_valid))
+                  for fc in tree.animation_data.drivers if not (fc.driver and fc.driver.is_valid and fc.is_valid))
 
 
 def _open_while_disabled(path, disable_addon):
     """Disable EnvFX, open ``path`` and evaluate it (Blender gives up on the drivers that read EnvFX settings)."""
     disable_addon()
     bpy.ops.wm.open_mainfile(filepath=path)
-    bpy.context.scene.frame_set(1)
+    api.scene().frame_set(1)
     bpy.context.evaluated_depsgraph_get()
     dead = _dead_drivers()
     assert {name for name, _ in dead} >= {"EnvFX Bend", "EnvFX Wind", "EnvFX Snow Trails", "EnvFX Snow Coverage"}
@@ -160,9 +165,9 @@ def _assert_effects_like(reference):
 
 
 def _assert_bend_follows_settings(envfx):
-    scene = bpy.context.scene
+    scene = api.scene()
     before = _evaluated()["Cube"][:, 2].min()
-    scene.envfx.bend.strength = 0.06
+    api.envfx(scene).bend.strength = 0.06
     scene.frame_set(1)
     assert _evaluated()["Cube"][:, 2].min() < before - 0.5   # a bigger drop (-7.05 -> -8.26 without the wind)
 
@@ -173,7 +178,7 @@ def _effects_file_opened(envfx, tmp_path):
     path = str(tmp_path / "effects.blend")
     _effects_file(envfx, path)
     bpy.ops.wm.open_mainfile(filepath=path)
-    bpy.context.scene.frame_set(1)
+    api.scene().frame_set(1)
     return path, _evaluated()
 
 
@@ -204,7 +209,7 @@ def test_add_bend_wind_and_trails_repair_drivers_blender_gave_up_on(envfx, addon
     finally:
         module = enable_addon()
     assert _dead_drivers()
-    scene = bpy.context.scene
+    scene = api.scene()
     cube, snow = bpy.data.objects["Cube"], next(o for o in scene.objects if module.operators.snow.is_snow_object(o))
     module.operators.bend.add_bend(scene, [cube])
     module.operators.wind.add_wind(scene, [cube])
@@ -219,10 +224,11 @@ def test_enabling_while_blender_hides_its_data_waits_and_leaves_no_timer(envfx, 
     """Blender registers add-ons at start-up and on Reload Scripts with ``bpy.data`` hidden: enabling then does
     not touch the file (a file load follows at start-up), and in background mode, which runs no timers (and
     where Blender 4.2 crashes at exit with one still registered), it leaves no timer behind."""
+    # Blender's own module (typed Any: the stubs know one name of it per version, and not as a context manager)
     try:
-        import _bpy_restrict_state as restrict
+        restrict: Any = importlib.import_module("_bpy_restrict_state")
     except ImportError:  # Blender 4.2
-        import bpy_restrict_state as restrict
+        restrict = importlib.import_module("bpy_restrict_state")
     enable_addon, disable_addon = addon_switch
     disable_addon()
     try:
@@ -235,4 +241,4 @@ def test_enabling_while_blender_hides_its_data_waits_and_leaves_no_timer(envfx, 
             module = enable_addon()
     assert "EnvFX:" not in capsys.readouterr().out
     assert not bpy.app.timers.is_registered(module.handlers._revive_later)
-    assert bpy.ops.envfx.bend_add() == {"FINISHED"}
+    assert api.ops.bend_add() == {"FINISHED"}

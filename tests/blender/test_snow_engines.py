@@ -11,8 +11,11 @@ import bpy
 import numpy as np
 import pytest
 
+from tests.blender import api
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 _spec = importlib.util.spec_from_file_location("envfx_test_snow_helpers", os.path.join(HERE, "test_snow.py"))
+assert _spec is not None and _spec.loader is not None
 _helpers = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_helpers)
 
@@ -40,6 +43,7 @@ def test_the_godot_include_displaces_the_snow_as_the_blender_preview_of_the_bake
     numbers = json.loads((engines / "envfx_snow.json").read_text())
     assert numbers["resolution"] == meta["resolution"][0] and numbers["world_size"] == meta["world_size"]
     spec = importlib.util.spec_from_file_location("engine_gpu", os.path.join(HERE, "..", "core", "engine_gpu.py"))
+    assert spec is not None and spec.loader is not None
     gpu_mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(gpu_mod)
     gpu = gpu_mod.Gpu()
@@ -80,11 +84,11 @@ def test_the_operator_and_the_command_export_the_snow_for_engines(envfx, tmp_pat
     assert not (tmp_path / "a").exists()
     s.framing = "FOLLOW"
     s.buffer_size, s.buffer_resolution = 12.0, 96
-    assert bpy.ops.envfx.snow_export_engines(directory=str(tmp_path / "b")) == {"FINISHED"}
+    assert api.ops.snow_export_engines(directory=str(tmp_path / "b")) == {"FINISHED"}
     numbers = json.loads((tmp_path / "b" / "envfx_snow.json").read_text())
     assert numbers["framing"] == "FOLLOW" and numbers["resolution"] == 96 and numbers["world_size"] == 12.0
     with pytest.raises(RuntimeError, match="No folder: choose the folder"):  # the operator's error report
-        bpy.ops.envfx.snow_export_engines(directory="")
+        api.ops.snow_export_engines(directory="")
     path = str(tmp_path / "level.blend")
     bpy.ops.wm.save_as_mainfile(filepath=path)
     before = os.path.getmtime(path)

@@ -9,6 +9,8 @@ import bpy
 import numpy as np
 import pytest
 
+from tests.blender import api
+
 
 @pytest.fixture(scope="module")
 def snow_tests(load_helper):
@@ -22,7 +24,7 @@ def slab_mesh(name, size=(4.0, 4.0, 0.2)):
     me = bpy.data.meshes.new(name)
     bm = bmesh.new()
     bmesh.ops.create_cube(bm, size=1.0)
-    bmesh.ops.scale(bm, vec=size, verts=bm.verts)
+    bmesh.ops.scale(bm, vec=size, verts=list(bm.verts))
     bm.to_mesh(me)
     bm.free()
     return me
@@ -35,17 +37,18 @@ def instance_on_points(name, points, source, location=(0.0, 0.0, 0.0), coll=None
     pts.from_pydata([tuple(p) for p in points], [], [])
     obj = bpy.data.objects.new(name, pts)
     obj.location = location
-    (coll or bpy.context.scene.collection).objects.link(obj)
-    ng = bpy.data.node_groups.new(name, "GeometryNodeTree")
+    (coll or api.scene().collection).objects.link(obj)
+    ng = api.new_tree(name, bpy.types.GeometryNodeTree)
+    assert ng.interface is not None
     ng.interface.new_socket("Geometry", in_out="INPUT", socket_type="NodeSocketGeometry")
     ng.interface.new_socket("Geometry", in_out="OUTPUT", socket_type="NodeSocketGeometry")
     gi, go = ng.nodes.new("NodeGroupInput"), ng.nodes.new("NodeGroupOutput")
     iop, info = ng.nodes.new("GeometryNodeInstanceOnPoints"), ng.nodes.new("GeometryNodeObjectInfo")
-    info.inputs["Object"].default_value = source
+    api.socket(info.inputs["Object"]).default_value = source
     ng.links.new(gi.outputs[0], iop.inputs["Points"])
     ng.links.new(info.outputs["Geometry"], iop.inputs["Instance"])
     ng.links.new(iop.outputs[0], go.inputs[0])
-    obj.modifiers.new(name, "NODES").node_group = ng
+    api.of(bpy.types.NodesModifier, obj.modifiers.new(name, "NODES")).node_group = ng
     return obj
 
 
@@ -54,7 +57,7 @@ def collection_instance(name, coll, location):
     inst = bpy.data.objects.new(name, None)
     inst.instance_type, inst.instance_collection = "COLLECTION", coll
     inst.location = location
-    bpy.context.scene.collection.objects.link(inst)
+    api.scene().collection.objects.link(inst)
     return inst
 
 
@@ -68,9 +71,9 @@ def source_collection(name, *objects):
 
 def generate(snow_tests, envfx, *terrain):
     snow_tests.select_only(*terrain)
-    bpy.context.view_layer.update()
-    assert bpy.ops.envfx.snow_generate() == {"FINISHED"}
-    snow = [o for o in bpy.context.scene.objects if o.get("envfx_snow") == 0]
+    api.view_layer().update()
+    assert api.ops.snow_generate() == {"FINISHED"}
+    snow = [o for o in api.scene().objects if o.get("envfx_snow") == 0]
     assert len(snow) == 1
     return snow[0]
 
@@ -85,7 +88,7 @@ def snow_near(envfx, snow, x, y, r=1.5):
 
 def snowfield(snow_tests, spacing=0.25):
     snow_tests.clear_scene()
-    s = bpy.context.scene.envfx.snow
+    s = api.envfx(api.scene()).snow
     s.spacing, s.noise, s.drift, s.border_width = spacing, 0.0, 0.0, 0.0
     return snow_tests.grid_object("Terrain", size=20.0, segments=4)
 
@@ -99,7 +102,7 @@ def test_instanced_rocks_keep_snow_from_under_them(envfx, snow_tests):
     rock = bpy.data.objects.new("RockSrc", slab_mesh("Rock"))
     rocks = source_collection("Rocks", rock)                     # the source is not in the scene
     plain = bpy.data.objects.new("PlainRock", rock.data)
-    bpy.context.scene.collection.objects.link(plain)
+    api.scene().collection.objects.link(plain)
     plain.location = (5, -5, 2)
     collection_instance("RockInstance", rocks, (-5, -5, 2))
     instance_on_points("RockScatter", [(0, 0, 0)], rock, location=(5, 5, 2))
@@ -141,7 +144,7 @@ def test_instanced_rocks_keep_the_snow_off_in_the_bake_as_in_the_live_trails(env
     crate = bpy.data.meshes.new("Crate")
     bm = bmesh.new()
     bmesh.ops.create_cube(bm, size=1.0)
-    bmesh.ops.translate(bm, vec=(0, 0, 0.5), verts=bm.verts)
+    bmesh.ops.translate(bm, vec=(0, 0, 0.5), verts=list(bm.verts))
     bm.to_mesh(crate)
     bm.free()
     plain = bpy.data.objects.new("CratePlain", crate)
@@ -160,11 +163,11 @@ def test_instanced_rocks_keep_the_snow_off_in_the_bake_as_in_the_live_trails(env
     s.output_dir = str(tmp_path)
     scene.frame_set(1)
     snow_tests.select_only(snow)
-    assert bpy.ops.envfx.snow_trails_add() == {"FINISHED"}
+    assert api.ops.snow_trails_add() == {"FINISHED"}
     for f in range(1, 4):
         scene.frame_set(f)
     rest, live = snow_tests.evaluated_offset(envfx, snow)
-    assert bpy.ops.envfx.snow_bake_buffer() == {"FINISHED"}
+    assert api.ops.snow_bake_buffer() == {"FINISHED"}
     core = envfx.core.snow
     meta = json.loads((tmp_path / "snow_buffer.json").read_text())
     buf = core.read_exr(str(tmp_path / "snow_buffer.exr"))
@@ -184,7 +187,7 @@ def test_unrendered_and_wire_helpers_do_not_keep_snow_off(envfx, snow_tests):
     """Objects never rendered or drawn only as Wire/Bounds (trigger volumes, nav blockers, collision helpers) are
     not the rocks and bridges that keep snow off; rendered solid geometry still does."""
     terrain = snowfield(snow_tests)
-    scene = bpy.context.scene
+    scene = api.scene()
     slab = slab_mesh("Slab", (2.0, 2.0, 0.2))
 
     def helper(name, x, y, coll=None):
@@ -241,8 +244,8 @@ def test_collection_instance_and_geometry_nodes_tiles_are_covered(envfx, snow_te
     """Terrain drawn by a collection instance (mirrored: its faces still look up) or by a geometry-nodes modifier
     instancing tiles is covered where its instances are; the cover takes trails and is regenerated in place."""
     snow_tests.clear_scene()
-    scene = bpy.context.scene
-    s = scene.envfx.snow
+    scene = api.scene()
+    s = api.envfx(scene).snow
     s.spacing, s.noise, s.drift, s.border_width = 0.25, 0.0, 0.0, 0.0
     tile = tile_object("TileSrc")
     inst = collection_instance("TileInstance", source_collection("TileLib", tile), (0, 20, 0))
@@ -257,7 +260,7 @@ def test_collection_instance_and_geometry_nodes_tiles_are_covered(envfx, snow_te
 
     modular = instance_on_points("ModularTerrain", [(x * 4.0, y * 4.0, 0) for x in range(3) for y in range(3)], tile)
     snow_tests.select_only(modular)
-    assert bpy.ops.envfx.snow_generate() == {"FINISHED"}
+    assert api.ops.snow_generate() == {"FINISHED"}
     snow = bpy.data.objects["ModularTerrain Snow"]
     xy = snow_xy(envfx, snow)
     np.testing.assert_allclose([xy[:, 0].min(), xy[:, 0].max(), xy[:, 1].min(), xy[:, 1].max()],
@@ -269,10 +272,10 @@ def test_collection_instance_and_geometry_nodes_tiles_are_covered(envfx, snow_te
     s.actors = actors
     actors.objects.link(bpy.data.objects.new("Walker", None))
     snow_tests.select_only(snow)
-    assert bpy.ops.envfx.snow_trails_add() == {"FINISHED"}
+    assert api.ops.snow_trails_add() == {"FINISHED"}
     s.spacing = 0.5
     made = envfx.operators.snow.generate_snow(scene, [modular], bpy.context.evaluated_depsgraph_get(), replace=True)
-    assert list(made) == [snow] and len(snow.data.vertices) == 25 * 25
+    assert list(made) == [snow] and len(api.mesh(snow).vertices) == 25 * 25
     assert envfx.operators.snow.trails_modifiers(snow)
     assert sorted(o.name for o in envfx.operators.snow.snow_objects(scene)) == ["ModularTerrain Snow",
                                                                                 "TileInstance Snow"]
@@ -282,12 +285,12 @@ def test_density_texture_on_instanced_tiles(envfx, snow_tests):
     """The density texture is read at each instance's own UVs: a mask white on the left half of the UV square
     leaves snow on the left half of every tile."""
     snow_tests.clear_scene()
-    s = bpy.context.scene.envfx.snow
+    s = api.envfx(api.scene()).snow
     s.spacing, s.noise, s.drift, s.border_width = 0.1, 0.0, 0.0, 0.0
     img = bpy.data.images.new("Mask", 16, 16, float_buffer=True)
     px = np.zeros((16, 16, 4), dtype=np.float32)
     px[:, :8, :] = 1.0
-    img.pixels.foreach_set(px.ravel())
+    api.pixels(img).foreach_set(px.ravel())
     s.density_texture = img
     tiles = instance_on_points("Tiles", [(0, 0, 0), (8, 0, 0)], tile_object("TileSrc"))
     snow = generate(snow_tests, envfx, tiles)
@@ -301,16 +304,16 @@ def test_terrain_blender_does_not_evaluate_is_refused(envfx):
     """A terrain disabled in viewports (its collection's monitor icon) keeps the place and mesh of its last
     evaluation: moved since, the snow was made where it had been (100 m away). It is refused, named with what to
     do, and nothing is made."""
-    scene = bpy.context.scene
+    scene = api.scene()
     coll = bpy.data.collections.new("Level")
     scene.collection.children.link(coll)
     mesh = bpy.data.meshes.new("Ground")
     mesh.from_pydata([(-2, -2, 0), (2, -2, 0), (2, 2, 0), (-2, 2, 0)], [], [(0, 1, 2, 3)])
     ground = bpy.data.objects.new("Ground", mesh)
     coll.objects.link(ground)
-    bpy.context.view_layer.update()
+    api.view_layer().update()
     coll.hide_viewport = True
-    bpy.context.view_layer.update()
+    api.view_layer().update()
     ground.location.x = 100.0
     objects = set(bpy.data.objects.keys())
     with pytest.raises(envfx.operators.snow.SnowInputError,
@@ -324,7 +327,7 @@ def test_helpers_inside_an_instanced_tile_are_not_terrain(envfx, snow_tests):
     snow covers the tile's ground under it, not the helper (before: a slab of snow floated on the invisible box
     and the ground under it was bare), as when the tile's ground is selected itself."""
     ground = snowfield(snow_tests)
-    bpy.context.scene.collection.objects.unlink(ground)
+    api.scene().collection.objects.unlink(ground)
     trigger = bpy.data.objects.new("TriggerVolume", slab_mesh("TriggerVolume", (4.0, 4.0, 3.0)))
     trigger.location = (0.0, 0.0, 1.5)
     trigger.display_type, trigger.hide_render = "WIRE", True

@@ -6,6 +6,8 @@ import bpy
 import numpy as np
 import pytest
 
+from tests.blender import api
+
 SEEN = {}  # object name -> world positions in the last render's depsgraph
 
 
@@ -36,13 +38,13 @@ def probe():
     bpy.utils.register_class(ProbeEngine)
     yield render_probe
     for scene in bpy.data.scenes:  # 4.2 crashes at exit with a Python engine still in use
-        scene.render.engine = "CYCLES"
+        api.set_engine(scene, "CYCLES")
     bpy.utils.unregister_class(ProbeEngine)
 
 
 def render_probe(scene, name):
     """The world positions of mesh ``name`` in a render of the scene's current frame."""
-    scene.render.engine = ProbeEngine.bl_idname
+    api.set_engine(scene, ProbeEngine.bl_idname)
     scene.render.resolution_x = scene.render.resolution_y = 8
     if scene.camera is None:
         cam = bpy.data.objects.new("Camera", bpy.data.cameras.new("Camera"))
@@ -71,7 +73,7 @@ def _walker_file(envfx, load_helper, tmp_path):
     path, name = str(tmp_path / "walk.blend"), snow.name
     bpy.ops.wm.save_as_mainfile(filepath=path)
     bpy.ops.wm.open_mainfile(filepath=path)
-    scene = bpy.context.scene
+    scene = api.scene()
     snow = bpy.data.objects[name]
     rest = np.array([snow.matrix_world @ v.co for v in snow.data.vertices])
     return scene, name, rest
@@ -91,7 +93,7 @@ def test_simulate_trails_makes_a_render_of_a_fresh_file_show_them(envfx, load_he
     assert "simulated up to frame 1:" in err and "snow_trails_simulate" in err
 
     scene.frame_set(4)
-    assert bpy.ops.envfx.snow_trails_simulate() == {"FINISHED"}
+    assert api.ops.snow_trails_simulate() == {"FINISHED"}
     assert scene.frame_current == 10  # left on the last frame: on the start frame a change restarts the trails
     scene.render.filepath = str(tmp_path / "shot_")  # a change before rendering, as a render script makes
     obj = bpy.data.objects[name]
@@ -104,10 +106,10 @@ def test_simulate_trails_makes_a_render_of_a_fresh_file_show_them(envfx, load_he
 
 
 def test_simulate_trails_without_trails_is_refused_and_changes_nothing(envfx):
-    scene = bpy.context.scene
+    scene = api.scene()
     scene.frame_set(7)
     with pytest.raises(RuntimeError, match="no snow with live trails"):
-        bpy.ops.envfx.snow_trails_simulate()
+        api.ops.snow_trails_simulate()
     assert scene.frame_current == 7
 
 
@@ -118,7 +120,7 @@ def test_snow_from_bake_stores_the_buffer_relative_to_the_saved_file(envfx, load
     ts = load_helper("snow_helpers", "tests", "blender", "test_snow.py")
     ts.play_and_bake(envfx, tmp_path, sequence=False)
     bpy.ops.wm.save_as_mainfile(filepath=str(tmp_path / "level.blend"))
-    assert bpy.ops.envfx.snow_drive_from_bake() == {"FINISHED"}
+    assert api.ops.snow_drive_from_bake() == {"FINISHED"}
     (image,) = [i for i in bpy.data.images if i.filepath.endswith(".exr")]
     assert image.filepath.startswith("//") and image.size[0] > 0
 
@@ -134,7 +136,7 @@ def test_the_render_warning_follows_what_blender_simulated(envfx, load_helper, t
     assert "EnvFX warning" not in capfd.readouterr().err
     scene.frame_set(1)
     scene.render.filepath = str(tmp_path / "shot_")
-    bpy.context.view_layer.update()
+    api.view_layer().update()
     scene.frame_current = 10
     render_probe(scene, name)
     assert "simulated up to frame 1:" in capfd.readouterr().err
@@ -149,11 +151,12 @@ def test_an_empty_on_the_root_bone_carves_a_root_motion_walk(envfx, load_helper)
     arm = bpy.data.armatures.new("Rig")
     rig = bpy.data.objects.new("Rig", arm)
     scene.collection.objects.link(rig)
-    bpy.context.view_layer.objects.active = rig
+    api.view_layer().objects.active = rig
     bpy.ops.object.mode_set(mode="EDIT")
     bone = arm.edit_bones.new("Root")
     bone.head, bone.tail = (0.0, 0.0, 0.0), (0.0, 0.5, 0.0)
     bpy.ops.object.mode_set(mode="OBJECT")
+    assert rig.pose is not None
     pose_bone = rig.pose.bones["Root"]
     for frame, y in ((1, -3.0), (10, 3.0)):
         pose_bone.location = (0.0, y, 0.0)  # bone space: the bone points along +Y, so local Y is world Y
@@ -183,7 +186,7 @@ def test_the_render_warning_is_not_fooled(envfx, load_helper, tmp_path, probe, c
     Simulate Trails refuses them, saying what to do."""
     scene, name, rest = _walker_file(envfx, load_helper, tmp_path)
     sr = importlib.import_module(envfx.__name__ + ".operators.snow.render")
-    assert bpy.ops.envfx.snow_trails_simulate() == {"FINISHED"}
+    assert api.ops.snow_trails_simulate() == {"FINISHED"}
     scene.frame_set(scene.frame_start)
     scene.name = "Shot010"
     assert sr.simulated_up_to(scene) == 10
@@ -192,18 +195,18 @@ def test_the_render_warning_is_not_fooled(envfx, load_helper, tmp_path, probe, c
     render_probe(scene, name)
     assert "EnvFX warning" not in capfd.readouterr().err
     scene.frame_set(10)
-    s = scene.envfx.snow
+    s = api.envfx(scene).snow
     s.frame_start, s.frame_end, s.output_dir, s.buffer_resolution = 1, 10, str(tmp_path / "buffer"), 32
-    assert bpy.ops.envfx.snow_bake_buffer() == {"FINISHED"}
+    assert api.ops.snow_bake_buffer() == {"FINISHED"}
     assert sr.simulated_up_to(scene) is None  # the trails were off while it stepped, and start over
-    assert bpy.ops.envfx.snow_trails_simulate() == {"FINISHED"}
+    assert api.ops.snow_trails_simulate() == {"FINISHED"}
     bpy.ops.wm.open_mainfile(filepath=bpy.data.filepath)
-    assert sr.simulated_up_to(bpy.context.scene) is None
-    scene = bpy.context.scene
+    assert sr.simulated_up_to(api.scene()) is None
+    scene = api.scene()
     (mod,) = envfx.operators.snow.trails_modifiers(bpy.data.objects[name])
     mod.show_viewport = False
     with pytest.raises(RuntimeError, match="off in the viewport .on for renders.*monitor icon"):
-        bpy.ops.envfx.snow_trails_simulate()
+        api.ops.snow_trails_simulate()
     for frame in range(1, 11):
         scene.frame_set(frame)
     capfd.readouterr()

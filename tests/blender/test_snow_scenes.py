@@ -7,6 +7,8 @@ import bpy
 import numpy as np
 import pytest
 
+from tests.blender import api
+
 
 @pytest.fixture
 def snow_helpers(load_helper):
@@ -26,12 +28,12 @@ def _generate(scene, terrain):
     """Generate Snow in ``scene`` over ``terrain``, as the button does there."""
     scene.envfx.snow.spacing = 0.5
     with bpy.context.temp_override(scene=scene, view_layer=scene.view_layers[0], selected_objects=[terrain]):
-        assert bpy.ops.envfx.snow_generate() == {"FINISHED"}
+        assert api.ops.snow_generate() == {"FINISHED"}
 
 
 def _two_levels():
     """Scene "Level 1" with Ground1, scene "Level 2" with Ground2 at x = 100, snow generated in each."""
-    s1 = bpy.context.scene
+    s1 = api.scene()
     s1.name = "Level 1"
     for o in list(s1.objects):
         bpy.data.objects.remove(o)
@@ -87,9 +89,9 @@ def test_snow_generated_in_one_scene_stays_in_it(envfx):
         sc.collection.children.link(actors)
         walker = bpy.data.objects.new(f"Walker {sc.name}", None)
         actors.objects.link(walker)
-        sc.envfx.snow.actors = actors
+        api.envfx(sc).snow.actors = actors
     with bpy.context.temp_override(scene=s1, view_layer=s1.view_layers[0], selected_objects=[]):
-        assert bpy.ops.envfx.snow_trails_add() == {"FINISHED"}
+        assert api.ops.snow_trails_add() == {"FINISHED"}
     assert snow_ops.trails_modifiers(bpy.data.objects["Ground1 Snow"])
     assert not bpy.data.objects["Ground2 Snow"].modifiers
     # generating again in Level 2 regenerates Level 2's cover in place, in its own collection
@@ -102,7 +104,7 @@ def test_snow_generated_in_one_scene_stays_in_it(envfx):
 def test_copy_settings_scene_gets_its_own_snow_collection(envfx):
     """A scene made with Copy Settings copies the pointer at the first scene's collection, which is not in it: its
     snow goes into a collection of its own."""
-    s1 = bpy.context.scene
+    s1 = api.scene()
     for o in list(s1.objects):
         bpy.data.objects.remove(o)
     _generate(s1, _plane("Ground1", s1))
@@ -138,7 +140,7 @@ def test_linked_copy_shares_its_snow(envfx, save_and_reopen):
     """A Linked Copy of a scene shares its collections, the snow's too: snow whose terrain is in both scenes stays
     in both, also when the file is opened as one saved with the shared collection (no scene points at it)."""
     snow_ops = envfx.operators.snow
-    s1 = bpy.context.scene
+    s1 = api.scene()
     for o in list(s1.objects):
         bpy.data.objects.remove(o)
     _generate(s1, _plane("Ground1", s1))
@@ -168,8 +170,8 @@ def _walk_and_bake(h, envfx, tmp_path, first=5, last=15, sequence=True):
     s.buffer_resolution, s.output_dir, s.sequence, s.framing = 64, str(tmp_path), sequence, "AREA"
     scene.frame_set(1)
     h.select_only(snow)
-    assert bpy.ops.envfx.snow_trails_add() == {"FINISHED"}
-    assert bpy.ops.envfx.snow_bake_buffer() == {"FINISHED"}
+    assert api.ops.snow_trails_add() == {"FINISHED"}
+    assert api.ops.snow_bake_buffer() == {"FINISHED"}
     return scene, snow
 
 
@@ -181,7 +183,7 @@ def test_snow_driven_by_the_bake_holds_its_last_frame_after_the_range(envfx, tmp
     scene, snow = _walk_and_bake(h, envfx, tmp_path)
     warning = "The bake covers frames 5-15, not the scene's 1-30: after frame 15 the snow holds frame 15's trails"
     assert warning in capsys.readouterr().out
-    assert bpy.ops.envfx.snow_drive_from_bake() == {"FINISHED"}
+    assert api.ops.snow_drive_from_bake() == {"FINISHED"}
     assert warning in capsys.readouterr().out
     offsets = {}
     for f in (3, 4, 5, 7, 15, 16, 25, 30):
@@ -203,7 +205,7 @@ def test_final_state_bake_shows_at_every_frame(envfx, tmp_path, snow_helpers, ca
     scene, snow = _walk_and_bake(h, envfx, tmp_path, sequence=False)
     out = capsys.readouterr().out
     assert "after frame 15 the snow holds" in out and "untouched" not in out
-    assert bpy.ops.envfx.snow_drive_from_bake() == {"FINISHED"}
+    assert api.ops.snow_drive_from_bake() == {"FINISHED"}
     scene.frame_set(2)
     early = h.evaluated_offset(envfx, snow)[1]
     scene.frame_set(30)
@@ -248,7 +250,7 @@ def _growing_actor(h, envfx, tmp_path):
     s.buffer_resolution, s.output_dir, s.framing = 128, str(tmp_path), "AREA"
     scene.frame_set(1)
     h.select_only(snow)
-    assert bpy.ops.envfx.snow_trails_add() == {"FINISHED"}
+    assert api.ops.snow_trails_add() == {"FINISHED"}
     return scene, snow
 
 
@@ -267,13 +269,13 @@ def test_bake_measures_each_actor_at_each_frame(envfx, tmp_path, snow_helpers):
     radii = {}
     for start_at in (1, 12):
         scene.frame_set(start_at)
-        assert bpy.ops.envfx.snow_bake_buffer() == {"FINISHED"}
-        assert bpy.ops.envfx.snow_drive_from_bake() == {"FINISHED"}
+        assert api.ops.snow_bake_buffer() == {"FINISHED"}
+        assert api.ops.snow_drive_from_bake() == {"FINISHED"}
         scene.frame_set(12)
         radii[start_at] = _carved_radius(h, envfx, snow)
         scene.frame_set(9)
         radii[start_at, 9] = _carved_radius(h, envfx, snow)
-        assert bpy.ops.envfx.snow_drive_from_bake(use_bake=False) == {"FINISHED"}
+        assert api.ops.snow_drive_from_bake(use_bake=False) == {"FINISHED"}
     assert radii[1] == radii[12] and radii[1, 9] == radii[12, 9]
     assert radii[12] > 0.75 and radii[12, 9] < 0.5  # frame 12 carved by the big actor, frame 9 by the small one
 
@@ -296,22 +298,22 @@ def test_a_bake_again_is_what_the_driven_snow_shows(envfx, tmp_path, snow_helper
     from Bake group of an older EnvFX (without the frame range) is brought up to date when it is opened."""
     h = snow_helpers
     scene, snow = _walk_and_bake(h, envfx, tmp_path, first=5, last=15)
-    assert bpy.ops.envfx.snow_drive_from_bake() == {"FINISHED"}
+    assert api.ops.snow_drive_from_bake() == {"FINISHED"}
     (tree,) = [t for t in bpy.data.node_groups if envfx.shader_nodes.snow.is_buffer_group(t)]
-    assert tree.nodes["Last Frame"].outputs[0].default_value == 15
+    assert api.socket(tree.nodes["Last Frame"].outputs[0]).default_value == 15
     scene.envfx.snow.frame_end = 7
-    assert bpy.ops.envfx.snow_bake_buffer() == {"FINISHED"}
-    assert tree.nodes["Last Frame"].outputs[0].default_value == 7
+    assert api.ops.snow_bake_buffer() == {"FINISHED"}
+    assert api.socket(tree.nodes["Last Frame"].outputs[0]).default_value == 7
     scene.frame_set(7)
     at7 = h.evaluated_offset(envfx, snow)[1]
     scene.frame_set(12)
     np.testing.assert_array_equal(h.evaluated_offset(envfx, snow)[1], at7)  # holds the new last frame
     tree["envfx_stamp"] = "1"  # as an older EnvFX saved it
-    tree.nodes["Last Frame"].outputs[0].default_value = 1.0
+    api.socket(tree.nodes["Last Frame"].outputs[0]).default_value = 1.0
     save_and_reopen("driven.blend")
     (tree,) = [t for t in bpy.data.node_groups if envfx.shader_nodes.snow.is_buffer_group(t)]
     assert tree["envfx_stamp"] == str(envfx.shader_nodes.snow.BUFFER_VERSION)
-    assert tree.nodes["Last Frame"].outputs[0].default_value == 7
+    assert api.socket(tree.nodes["Last Frame"].outputs[0]).default_value == 7
 
 
 def test_split_gives_moved_snow_its_own_scenes_trails(envfx, save_and_reopen):
@@ -345,9 +347,9 @@ def test_stale_snow_surfaces_are_synced_on_load_and_switching_scenes_is_safe(env
     save_and_reopen("stale_surfaces.blend")
     s2 = bpy.data.scenes["Level 2"]
     assert _names(envfx.shader_nodes.snow.surfaces_for(s2).objects) == ["Ground2 Snow"]
-    bpy.context.window.scene = s2
+    api.window().scene = s2
     s2.frame_set(2)
-    assert bpy.context.scene == s2
+    assert api.scene() == s2
 
 
 def test_bake_takes_an_actor_that_has_no_size_at_the_playheads_frame(envfx, tmp_path, snow_helpers):
@@ -366,10 +368,10 @@ def test_bake_takes_an_actor_that_has_no_size_at_the_playheads_frame(envfx, tmp_
     s.frame_start, s.frame_end = 1, 10
     s.buffer_resolution, s.output_dir, s.framing = 32, str(tmp_path / "a"), "AREA"
     scene.frame_set(1)
-    assert bpy.ops.envfx.snow_bake_buffer() == {"FINISHED"}
+    assert api.ops.snow_bake_buffer() == {"FINISHED"}
     s.frame_end, s.output_dir = 1, str(tmp_path / "b")
     with pytest.raises(RuntimeError, match="No actor of 'Actors' has a size at any frame of the bake .1-1."):
-        bpy.ops.envfx.snow_bake_buffer()
+        api.ops.snow_bake_buffer()
     assert not (tmp_path / "b").exists() or not os.listdir(tmp_path / "b")
 
 
@@ -379,9 +381,9 @@ def test_regenerating_a_full_copys_snow_renews_its_cover(envfx):
     original scene's alone."""
     snow_ops = envfx.operators.snow
     s1, _s2 = _two_levels()
-    bpy.context.window.scene = s1
+    api.window().scene = s1
     bpy.ops.scene.new(type="FULL_COPY")
-    copy = bpy.context.scene
+    copy = api.scene()
     assert copy != s1
     ground = next(o for o in copy.objects if o.name.startswith("Ground1."))
     before = _names(snow_ops.snow_objects(copy))

@@ -9,13 +9,15 @@ import bpy
 import numpy as np
 import pytest
 
+from tests.blender import api
+
 
 def _water(size=6.0, cuts=40):
     bpy.ops.mesh.primitive_grid_add(x_subdivisions=cuts, y_subdivisions=cuts, size=size, location=(0.3, -0.2, 1.0))
-    water = bpy.context.active_object
+    water = api.active()
     water.name = "Water"
     water.rotation_euler = (0.0, 0.0, 0.4)
-    bpy.context.view_layer.update()
+    api.view_layer().update()
     return water
 
 
@@ -36,13 +38,13 @@ def _z(envfx, obj):
 
 def test_water_ripples_follow_the_bake_s_b_channel(envfx, tmp_path):
     snow = importlib.import_module(envfx.__name__ + ".core.snow")
-    scene = bpy.context.scene
+    scene = api.scene()
     water = _water()
     result = _bake(envfx, tmp_path)
-    scene.envfx.snow.output_dir = str(tmp_path)
+    api.envfx(scene).snow.output_dir = str(tmp_path)
     for o in scene.objects:
         o.select_set(o == water)
-    assert bpy.ops.envfx.snow_water_ripples(scale=2.0) == {"FINISHED"}
+    assert api.ops.snow_water_ripples(scale=2.0) == {"FINISHED"}
     assert [m.name for m in water.modifiers] == ["EnvFX Water Ripples"]
     rest = envfx.bridge.get_positions(water.data).astype(np.float64)
     m = np.array(water.matrix_world)
@@ -60,22 +62,22 @@ def test_water_ripples_follow_the_bake_s_b_channel(envfx, tmp_path):
     assert moved > 0.02
     assert result.final[..., 2].min() < -0.01
     # a second call with another scale replaces the scale, never stacks a second modifier
-    assert bpy.ops.envfx.snow_water_ripples(scale=0.0) == {"FINISHED"}
+    assert api.ops.snow_water_ripples(scale=0.0) == {"FINISHED"}
     assert [m.name for m in water.modifiers] == ["EnvFX Water Ripples"]
     scene.frame_set(15)
     np.testing.assert_allclose(_z(envfx, water), rest, atol=1e-6)
 
 
 def test_water_ripples_without_a_bake_change_nothing(envfx, tmp_path):
-    scene = bpy.context.scene
+    scene = api.scene()
     water = _water(cuts=4)
-    scene.envfx.snow.output_dir = str(tmp_path)
+    api.envfx(scene).snow.output_dir = str(tmp_path)
     for o in scene.objects:
         o.select_set(o == water)
     groups, images = len(bpy.data.node_groups), len(bpy.data.images)
     with pytest.raises(RuntimeError, match="No baked buffer in .*: bake the interaction buffer first"):
-        bpy.ops.envfx.snow_water_ripples()
+        api.ops.snow_water_ripples()
     assert water.modifiers[:] == [] and len(bpy.data.node_groups) == groups and len(bpy.data.images) == images
     for o in scene.objects:
         o.select_set(False)
-    assert not bpy.ops.envfx.snow_water_ripples.poll()
+    assert not api.ops.snow_water_ripples.poll()

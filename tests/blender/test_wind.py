@@ -2,6 +2,7 @@
 bad inputs leave the scene unchanged, the glTF round trip carries the channels."""
 
 import math
+from typing import Any
 import os
 import importlib
 
@@ -10,6 +11,8 @@ import numpy as np
 import pytest
 from mathutils import Matrix, Vector
 
+from tests.blender import api
+
 
 def _mesh_object(name, positions, faces, matrix=None, edges=()):
     mesh = bpy.data.meshes.new(name)
@@ -17,7 +20,7 @@ def _mesh_object(name, positions, faces, matrix=None, edges=()):
                      [tuple(map(int, f)) for f in faces])
     mesh.update()
     obj = bpy.data.objects.new(name, mesh)
-    bpy.context.scene.collection.objects.link(obj)
+    api.scene().collection.objects.link(obj)
     if matrix is not None:
         obj.matrix_world = matrix
     return obj
@@ -51,11 +54,11 @@ def _read(mesh, name, width):
 
 
 def _select(objects):
-    for o in bpy.context.view_layer.objects:
+    for o in api.view_layer().objects:
         o.select_set(False)
     for o in objects:
         o.select_set(True)
-    bpy.context.view_layer.objects.active = objects[0]
+    api.view_layer().objects.active = objects[0]
 
 
 def test_bake_writes_attributes_matching_core(mods):
@@ -63,7 +66,7 @@ def test_bake_writes_attributes_matching_core(mods):
         (2.0, 2.0, 2.0, 1.0))
     tree, (obj,) = _tree(mods, matrix=rot, welded=True)
     _select([obj])
-    assert bpy.ops.envfx.wind_bake_data() == {"FINISHED"}
+    assert api.ops.wind_bake_data() == {"FINISHED"}
     ref = mods.core.bake_wind_data(tree["positions"], tree["edges"])
     h = _read(obj.data, "EnvFX_Height", 1)
     rgba = _read(obj.data, "EnvFX_Wind", 4)
@@ -71,20 +74,20 @@ def test_bake_writes_attributes_matching_core(mods):
     np.testing.assert_allclose(h, ref.height, atol=1e-4)
     np.testing.assert_allclose(rgba[:, 2], ref.branch, atol=2e-3)
     np.testing.assert_allclose(rgba[:, 0], ref.leaf, atol=2e-3)
-    assert obj.envfx.wind.asset_height == pytest.approx(ref.asset_height, rel=1e-4)
-    assert obj.data.color_attributes.default_color_name == "EnvFX_Wind"
+    assert api.envfx(obj).wind.asset_height == pytest.approx(ref.asset_height, rel=1e-4)
+    assert api.mesh(obj).color_attributes.default_color_name == "EnvFX_Wind"
     # an instance sharing the mesh gets the asset height too, at its own size (scale 1 against the tree's 2)
     twin = bpy.data.objects.new("Tree Instance", obj.data)
-    bpy.context.scene.collection.objects.link(twin)
-    result = mods.ops.bake(bpy.context.scene, [obj, twin], ao_samples=0)
+    api.scene().collection.objects.link(twin)
+    result = mods.ops.bake(api.scene(), [obj, twin], ao_samples=0)
     assert result.changed == ["Tree"] and "shares its mesh with Tree" in result.skipped["Tree Instance"]
-    assert twin.envfx.wind.asset_height == pytest.approx(ref.asset_height / 2, rel=1e-4)
+    assert api.envfx(twin).wind.asset_height == pytest.approx(ref.asset_height / 2, rel=1e-4)
 
 
 def test_multi_object_asset_bakes_together(mods):
     tree, objects = _tree(mods, split=True)
     _select(objects)
-    assert bpy.ops.envfx.wind_bake_data() == {"FINISHED"}
+    assert api.ops.wind_bake_data() == {"FINISHED"}
     trunk, branches, leaves = objects
     # height over the whole asset: the trunk's base is 0, the top of everything is 1
     hs = [_read(o.data, "EnvFX_Height", 1) for o in objects]
@@ -98,7 +101,7 @@ def test_multi_object_asset_bakes_together(mods):
 
 
 def _gn_vs_core(mods, obj, frames, terrain_z=None):
-    scene = bpy.context.scene
+    scene = api.scene()
     tree = bpy.data.node_groups["EnvFX Wind"]
     mesh = obj.data
     rest = mods.bridge.get_positions(mesh).astype(np.float64)
@@ -123,8 +126,8 @@ def _gn_vs_core(mods, obj, frames, terrain_z=None):
 
 @pytest.mark.parametrize("case", ["tree", "bush_loop", "grass_source"])
 def test_geometry_nodes_wind_matches_core(mods, case):
-    scene = bpy.context.scene
-    w = scene.envfx.wind
+    scene = api.scene()
+    w = api.envfx(scene).wind
     matrix = Matrix.Translation((3.0, 1.0, 0.0)) @ Matrix.Rotation(0.4, 4, "Z")
     tree, (obj,) = _tree(mods, matrix=matrix, n_branches=4, leaves_per_branch=3)
     _select([obj])
@@ -133,12 +136,12 @@ def test_geometry_nodes_wind_matches_core(mods, case):
     if case == "bush_loop":
         mods.ops.apply_preset([obj], "BUSH")
         w.loop_frames = 48
-        obj.envfx.wind.ramp = 2.5
+        api.envfx(obj).wind.ramp = 2.5
     elif case == "grass_source":
         mods.ops.apply_preset([obj], "GRASS")
         bpy.ops.object.effector_add(type="WIND", location=(0, 0, 0), rotation=(math.radians(90), 0, 0.6))
-        field = bpy.context.active_object
-        field.field.strength = 2.2
+        field = api.active()
+        api.field(field).strength = 2.2
         w.source_object = field
         _select([obj])
     mods.ops.add_wind(scene, [obj])
@@ -178,8 +181,8 @@ def test_evaluated_wind_bends_without_stretching_at_any_strength(mods, name, pre
     """#26 in the evaluated geometry: at strengths 0.5, 1, 3 and 10 (beyond the slider) every vertex keeps its
     distance from its base (card, trunk, stem) or its branch's attach point to within 2%, and the group still
     equals its numpy twin (a rotated, moved object)."""
-    scene = bpy.context.scene
-    w = scene.envfx.wind
+    scene = api.scene()
+    w = api.envfx(scene).wind
     matrix = Matrix.Translation((2.0, -1.0, 0.3)) @ Matrix.Rotation(0.7, 4, "Z")
     obj, pairs = _length_asset(mods, name, matrix)
     _select([obj])
@@ -188,7 +191,7 @@ def test_evaluated_wind_bends_without_stretching_at_any_strength(mods, name, pre
     w.direction, w.loop_frames = math.radians(35), 96
     mods.ops.add_wind(scene, [obj])
     rest = mods.bridge.get_positions(obj.data).astype(np.float64)
-    height = obj.envfx.wind.asset_height
+    height = api.envfx(obj).wind.asset_height
     worst = moved = 0.0
     for strength in (0.5, 1.0, 3.0, 10.0):
         w.strength = strength
@@ -208,11 +211,11 @@ def test_evaluated_wind_bends_without_stretching_at_any_strength(mods, name, pre
 
 def test_a_plant_saved_by_blender_42_sways_the_same_in_50(mods, open_saved_by_blender_42):
     open_saved_by_blender_42("wind")
-    scene = bpy.context.scene
+    scene = api.scene()
     obj = bpy.data.objects["Tree"]
-    assert mods.ops.wind_modifiers(obj) and scene.envfx.wind.loop_frames == 48
+    assert mods.ops.wind_modifiers(obj) and api.envfx(scene).wind.loop_frames == 48
     assert _gn_vs_core(mods, obj, (1, 17, 60)) < 1e-4
-    scene.envfx.wind.strength = 2.0  # the scene's settings still reach the saved group
+    api.envfx(scene).wind.strength = 2.0  # the scene's settings still reach the saved group
     assert _gn_vs_core(mods, obj, (23,)) < 1e-4
     scene.frame_set(30)
     moved = mods.bridge.evaluated_positions(obj, bpy.context.evaluated_depsgraph_get())
@@ -222,13 +225,13 @@ def test_a_plant_saved_by_blender_42_sways_the_same_in_50(mods, open_saved_by_bl
 def test_live_data_follows_rebake_and_leaves_with_the_wind(mods):
     """The hidden per-vertex attributes the live wind reads are written by Add Wind, refreshed by a re-bake (the
     wind still equals the twin computed from the new EnvFX_Wind) and removed with the wind."""
-    scene = bpy.context.scene
-    scene.envfx.wind.strength, scene.envfx.wind.gust_strength = 1.4, 0.5
+    scene = api.scene()
+    api.envfx(scene).wind.strength, api.envfx(scene).wind.gust_strength = 1.4, 0.5
     tree, (obj,) = _tree(mods, n_branches=3, leaves_per_branch=2)
     mods.ops.bake(scene, [obj], ao_samples=0)
-    assert not any(name in obj.data.attributes for name in mods.core.LIVE_ATTRS)  # a bake alone adds nothing
+    assert not any(name in api.mesh(obj).attributes for name in mods.core.LIVE_ATTRS)  # a bake alone adds nothing
     mods.ops.add_wind(scene, [obj])
-    assert all(name in obj.data.attributes for name in mods.core.LIVE_ATTRS)
+    assert all(name in api.mesh(obj).attributes for name in mods.core.LIVE_ATTRS)
     before = _read(obj.data, mods.core.LIVE_ATTRS[1], 3).copy()  # Leaf: (Rc, Rs, H^2)
     group = obj.vertex_groups.new(name="EnvFX_Branch")  # a leaf marked as a branch: other R
     group.add([int(i) for i in np.nonzero(tree["leaf_id"] == 0)[0]], 1.0, "REPLACE")
@@ -236,8 +239,8 @@ def test_live_data_follows_rebake_and_leaves_with_the_wind(mods):
     assert np.abs(_read(obj.data, mods.core.LIVE_ATTRS[1], 3) - before).max() > 1e-3
     assert _gn_vs_core(mods, obj, (9, 70)) < 1e-4
     mods.ops.remove_wind([obj])
-    assert not any(name in obj.data.attributes for name in mods.core.LIVE_ATTRS)
-    assert "EnvFX_Wind" in obj.data.attributes and "EnvFX_Height" in obj.data.attributes
+    assert not any(name in api.mesh(obj).attributes for name in mods.core.LIVE_ATTRS)
+    assert "EnvFX_Wind" in api.mesh(obj).attributes and "EnvFX_Height" in api.mesh(obj).attributes
 
 
 def test_vertices_without_faces_neither_make_the_trunk_nor_break_the_live_wind(mods):
@@ -245,7 +248,7 @@ def test_vertices_without_faces_neither_make_the_trunk_nor_break_the_live_wind(m
     edge floating beside the trunk: the faced vertices get exactly the data of the clean tree (the real trunk stays
     the trunk, B = 0 on it), the face-less ones the data (AO too) of their nearest vertex with faces, a warning
     names the object, and the live wind moves them as its numpy twin says."""
-    scene = bpy.context.scene
+    scene = api.scene()
     for o in list(bpy.data.objects):
         bpy.data.objects.remove(o)
     tree = mods.shapes.make_tree(n_branches=3, leaves_per_branch=2)
@@ -273,12 +276,12 @@ def test_vertices_without_faces_neither_make_the_trunk_nor_break_the_live_wind(m
     np.testing.assert_array_equal(rgba[n:], rgba[nearest])
     np.testing.assert_array_equal(h[n:], h[nearest])
     # AO: Cycles bakes none off the faces, so a face-less vertex takes its nearest faced vertex's too
-    bpy.context.view_layer.update()
+    api.view_layer().update()
     mods.ops.bake(scene, [obj], ao_samples=2)
     ao = _read(obj.data, "EnvFX_Wind", 4)[:, 3]
     np.testing.assert_array_equal(ao[n:], ao[nearest])
     # the live wind, loose vertices included, is its numpy twin's; the stray vertex at the base does not move
-    scene.envfx.wind.strength, scene.envfx.wind.gust_strength = 1.5, 0.6
+    api.envfx(scene).wind.strength, api.envfx(scene).wind.gust_strength = 1.5, 0.6
     mods.ops.add_wind(scene, [obj])
     assert _gn_vs_core(mods, obj, (7, 41)) < 1e-4
     mods.ops.apply_preset([obj], "GRASS")
@@ -292,8 +295,8 @@ def test_vertices_without_faces_neither_make_the_trunk_nor_break_the_live_wind(m
 
 
 def test_zero_wind_rest_pose_base_still_and_loop(mods):
-    scene = bpy.context.scene
-    w = scene.envfx.wind
+    scene = api.scene()
+    w = api.envfx(scene).wind
     tree, (obj,) = _tree(mods, n_branches=3, leaves_per_branch=2)
     mods.ops.bake(scene, [obj], ao_samples=0)
     mods.ops.add_wind(scene, [obj])
@@ -328,10 +331,10 @@ def test_grass_ambient_motion_follows_the_wind_and_still_air_leaves_grass_still(
     """The grass's ambient motion (figure-eight and wobble) is driven by the wind at the clump (the write-up:
     "driven by the length of the force field"): the live wind equals its twin at a light, the default and a
     strong wind, and in still air (gusts or not) the grass, ambient on, stands exactly at rest."""
-    scene = bpy.context.scene
-    w = scene.envfx.wind
+    scene = api.scene()
+    w = api.envfx(scene).wind
     obj = _grass_clump(mods, scene)
-    bpy.data.objects.remove(scene.camera)  # no camera: no tilt, no fade
+    bpy.data.objects.remove(api.camera(scene))  # no camera: no tilt, no fade
     mods.ops.add_wind(scene, [obj])
     w.ambient, w.loop_frames = 1.0, 96
     rest = mods.bridge.get_positions(obj.data)
@@ -355,26 +358,26 @@ def test_grass_ambient_motion_follows_the_wind_and_still_air_leaves_grass_still(
 def test_add_remove_and_settings_reach_modifier(mods):
     tree, (obj,) = _tree(mods, n_branches=2, leaves_per_branch=1)
     _select([obj])
-    assert bpy.ops.envfx.wind_bake_data() == {"FINISHED"}
-    assert bpy.ops.envfx.wind_add() == {"FINISHED"}
-    assert bpy.ops.envfx.wind_add() == {"FINISHED"}  # idempotent: still one modifier
+    assert api.ops.wind_bake_data() == {"FINISHED"}
+    assert api.ops.wind_add() == {"FINISHED"}
+    assert api.ops.wind_add() == {"FINISHED"}  # idempotent: still one modifier
     assert len(mods.ops.wind_modifiers(obj)) == 1
-    obj.envfx.wind.rigidity = 4.0
+    api.envfx(obj).wind.rigidity = 4.0
     mod = mods.ops.wind_modifiers(obj)[0]
     tree_ng = mod.node_group
     ident = next(i.identifier for i in tree_ng.interface.items_tree
                  if getattr(i, "in_out", "") == "INPUT" and i.name == "Rigidity")
     assert mod[ident] == pytest.approx(4.0)
-    assert bpy.ops.envfx.wind_preset(preset="BANNER") == {"FINISHED"}
-    assert obj.envfx.wind.category == "SPECIAL"
-    assert bpy.ops.envfx.wind_remove() == {"FINISHED"}
+    assert api.ops.wind_preset(preset="BANNER") == {"FINISHED"}
+    assert api.envfx(obj).wind.category == "SPECIAL"
+    assert api.ops.wind_remove() == {"FINISHED"}
     assert not mods.ops.wind_modifiers(obj)
 
 
 def test_objects_that_are_not_meshes_are_skipped_by_add_wind_as_by_the_bake(mods):
     """A curve (or text) holds no wind data, so it can never move: Add Wind names it with why, as the bake does,
     and gives it nothing."""
-    scene = bpy.context.scene
+    scene = api.scene()
     curve = bpy.data.objects.new("Vine", bpy.data.curves.new("Vine", "CURVE"))
     scene.collection.objects.link(curve)
     why = r"Vine \(curve object, not a mesh: wind data is baked on meshes only; convert it first"
@@ -389,14 +392,14 @@ def test_objects_that_are_not_meshes_are_skipped_by_add_wind_as_by_the_bake(mods
     assert result.changed == ["Tree"] and list(result.skipped) == ["Vine"] and not curve.modifiers
     _select([curve])
     with pytest.raises(RuntimeError, match=why):
-        bpy.ops.envfx.wind_add()
+        api.ops.wind_add()
 
 
 def test_the_last_object_out_of_the_wind_takes_the_group_with_it_and_add_wind_builds_it_again(mods, save_and_reopen):
     """The scene's pointer alone does not keep the group (with its drivers) in the file; the scene's settings
     stay."""
-    scene = bpy.context.scene
-    scene.envfx.wind.strength = 7.0
+    scene = api.scene()
+    api.envfx(scene).wind.strength = 7.0
     tree, (obj,) = _tree(mods, n_branches=2, leaves_per_branch=1)
     mods.ops.bake(scene, [obj], ao_samples=0)
     twin = obj.copy()
@@ -409,9 +412,9 @@ def test_the_last_object_out_of_the_wind_takes_the_group_with_it_and_add_wind_bu
     assert mods.nodes.group_for(scene) is None and "envfx_group_wind" not in scene
     assert not [g for g in bpy.data.node_groups if mods.nodes.is_wind_group(g)]
     save_and_reopen("out.blend")
-    scene, obj = bpy.context.scene, bpy.data.objects["Tree"]
+    scene, obj = api.scene(), bpy.data.objects["Tree"]
     assert not [g.name for g in bpy.data.node_groups if "Wind" in g.name]
-    assert scene.envfx.wind.strength == pytest.approx(7.0)
+    assert api.envfx(scene).wind.strength == pytest.approx(7.0)
     mods.ops.add_wind(scene, [obj])
     group = mods.nodes.group_for(scene)
     assert group.name == "EnvFX Wind" and mods.ops.wind_modifiers(obj)[0].node_group == group
@@ -421,24 +424,24 @@ def test_the_last_object_out_of_the_wind_takes_the_group_with_it_and_add_wind_bu
 def test_wind_stays_before_bend(mods):
     tree, (obj,) = _tree(mods, n_branches=2, leaves_per_branch=1)
     _select([obj])
-    assert bpy.ops.envfx.bend_add() == {"FINISHED"}
-    assert bpy.ops.envfx.wind_add() == {"FINISHED"}
+    assert api.ops.bend_add() == {"FINISHED"}
+    assert api.ops.wind_add() == {"FINISHED"}
     assert [m.name for m in obj.modifiers] == ["EnvFX Wind", "EnvFX Bend"]
 
 
 def test_apply_bend_on_a_plant_in_the_wind_keeps_the_live_wind_equal_to_its_twin(mods):
     """Apply Bend writes new rest positions; the live wind's hidden per-vertex data is made from them (leaf
     flutter phases), so it is made again: afterwards the plant still sways as its numpy twin of the baked mesh."""
-    scene = bpy.context.scene
+    scene = api.scene()
     tree, (obj,) = _tree(mods, n_branches=3, leaves_per_branch=2)
     obj.location = (0.0, 25.0, 0.0)  # far ahead of the pivot: the bend changes the mesh a lot
     mods.ops.bake(scene, [obj], ao_samples=0)
-    scene.envfx.wind.strength = 1.5
+    api.envfx(scene).wind.strength = 1.5
     _select([obj])
-    assert bpy.ops.envfx.wind_add() == {"FINISHED"}
-    assert bpy.ops.envfx.bend_add() == {"FINISHED"}
+    assert api.ops.wind_add() == {"FINISHED"}
+    assert api.ops.bend_add() == {"FINISHED"}
     scene.frame_set(7)
-    assert bpy.ops.envfx.bend_apply() == {"FINISHED"}
+    assert api.ops.bend_apply() == {"FINISHED"}
     assert [m.name for m in obj.modifiers] == ["EnvFX Wind"]
     assert _gn_vs_core(mods, obj, (7, 20)) < 1e-4
 
@@ -446,7 +449,7 @@ def test_apply_bend_on_a_plant_in_the_wind_keeps_the_live_wind_equal_to_its_twin
 def _snapshot():
     out = {}
     for o in bpy.data.objects:
-        attrs = sorted(a.name for a in o.data.attributes) if o.type == "MESH" else []
+        attrs = sorted(a.name for a in api.mesh(o).attributes) if o.type == "MESH" else []
         out[o.name] = (tuple(m.name for m in o.modifiers), tuple(attrs))
     return out, len(bpy.data.node_groups)
 
@@ -459,40 +462,40 @@ def _expect_error(op, match, **kw):
 
 
 def test_bad_inputs_leave_scene_unchanged(mods):
-    scene = bpy.context.scene
+    scene = api.scene()
     for o in list(bpy.data.objects):
         bpy.data.objects.remove(o)
     # nothing selected
     with pytest.raises(RuntimeError, match="poll"):
-        bpy.ops.envfx.wind_bake_data()
+        api.ops.wind_bake_data()
     # non-mesh objects only
     cam = bpy.data.objects.new("Cam", bpy.data.cameras.new("Cam"))
     scene.collection.objects.link(cam)
     _select([cam])
-    _expect_error(bpy.ops.envfx.wind_bake_data, "camera object, not a mesh")
+    _expect_error(api.ops.wind_bake_data, "camera object, not a mesh")
     # points only / loose edges only
     pts = _mesh_object("Points", [(0, 0, 0), (0, 0, 1)], [])
     _select([pts])
-    _expect_error(bpy.ops.envfx.wind_bake_data, "no faces \\(points only\\)")
+    _expect_error(api.ops.wind_bake_data, "no faces \\(points only\\)")
     edge_mesh = bpy.data.meshes.new("Edges")
     edge_mesh.from_pydata([(0, 0, 0), (0, 0, 1)], [(0, 1)], [])
     edges = bpy.data.objects.new("Edges", edge_mesh)
     scene.collection.objects.link(edges)
     _select([edges])
-    _expect_error(bpy.ops.envfx.wind_bake_data, "no faces \\(loose edges only\\)")
+    _expect_error(api.ops.wind_bake_data, "no faces \\(loose edges only\\)")
     # flat asset
     flat = _mesh_object("Flat", [(0, 0, 0), (1, 0, 0), (0, 1, 0)], [(0, 1, 2)])
     _select([flat])
-    _expect_error(bpy.ops.envfx.wind_bake_data, "flat")
+    _expect_error(api.ops.wind_bake_data, "flat")
     # a bad custom layout
     tree, (obj,) = _tree(mods, n_branches=2, leaves_per_branch=1)
     _select([obj, cam])
-    scene.envfx.wind.channel_layout = "CUSTOM"
+    api.envfx(scene).wind.channel_layout = "CUSTOM"
     before = _snapshot()
     with pytest.raises(ValueError, match="four of"):
         mods.ops.bake(scene, [obj], custom=("LEAF",))
     assert _snapshot() == before
-    scene.envfx.wind.channel_layout = "HZD"
+    api.envfx(scene).wind.channel_layout = "HZD"
     before = _snapshot()
     # AO samples out of range are refused before the structure bake, not by Cycles in the AO step after it
     for samples in (-1, mods.core.MAX_AO_SAMPLES + 1, 3_000_000_000):
@@ -507,21 +510,21 @@ def test_bad_inputs_leave_scene_unchanged(mods):
     assert result.changed == ["Tree"] and not result.skipped and not any("shares" in w for w in result.warnings)
     # a deleted wind object
     bpy.ops.object.effector_add(type="WIND")
-    field = bpy.context.active_object
-    scene.envfx.wind.source_object = field
+    field = api.active()
+    api.envfx(scene).wind.source_object = field
     for coll in field.users_collection:
         coll.objects.unlink(field)
     _select([obj])
-    _expect_error(bpy.ops.envfx.wind_add, "was deleted or is not in this scene")
+    _expect_error(api.ops.wind_add, "was deleted or is not in this scene")
 
 
 def test_single_island_and_vertex_count_modifier_warn(mods):
-    scene = bpy.context.scene
+    scene = api.scene()
     bpy.ops.mesh.primitive_cylinder_add(depth=4.0, location=(0, 0, 2))
-    obj = bpy.context.active_object
-    sub = obj.modifiers.new("Sub", "SUBSURF")
+    obj = api.active()
+    sub = api.of(bpy.types.SubsurfModifier, obj.modifiers.new("Sub", "SUBSURF"))
     sub.levels = 1
-    bpy.context.view_layer.update()
+    api.view_layer().update()
     result = mods.ops.bake(scene, [obj], bpy.context.evaluated_depsgraph_get(), ao_samples=0)
     text = " ".join(result.warnings)
     assert "single island" in text
@@ -529,18 +532,18 @@ def test_single_island_and_vertex_count_modifier_warn(mods):
 
 
 def test_ao_bake_and_cancel_leaves_nothing(mods):
-    scene = bpy.context.scene
+    scene = api.scene()
     for o in list(bpy.data.objects):  # the factory cube would enclose ours
         bpy.data.objects.remove(o)
     bpy.ops.mesh.primitive_plane_add(size=6.0)
     bpy.ops.mesh.primitive_cube_add(size=1.0, location=(0, 0, 0.5))
-    cube = bpy.context.active_object
+    cube = api.active()
     bpy.ops.object.transform_apply(location=True)
     job = mods.ops.bake_job(scene, [cube], ao_samples=4)
     next(job)
     next(job)
     job.close()  # cancelled half way: nothing written
-    assert "EnvFX_Wind" not in cube.data.attributes and "EnvFX_AO_tmp" not in cube.data.attributes
+    assert "EnvFX_Wind" not in api.mesh(cube).attributes and "EnvFX_AO_tmp" not in api.mesh(cube).attributes
     engine = scene.render.engine
     result = mods.ops.bake(scene, [cube], ao_samples=4)
     assert result.changed == [cube.name]
@@ -548,13 +551,13 @@ def test_ao_bake_and_cancel_leaves_nothing(mods):
     z = mods.bridge.get_positions(cube.data)[:, 2]
     # vertices on the ground are occluded by the plane, the top ones are open to the sky
     assert ao[z < 0.01].mean() < ao[z > 0.99].mean() - 0.1
-    assert "EnvFX_AO_tmp" not in cube.data.attributes
+    assert "EnvFX_AO_tmp" not in api.mesh(cube).attributes
     assert scene.render.engine == engine
 
 
 @pytest.mark.parametrize("layout", ["HZD", "CRYENGINE"])
 def test_export_layout_and_gltf_round_trip(mods, tmp_path, layout):
-    scene = bpy.context.scene
+    scene = api.scene()
     tree, (obj,) = _tree(mods, n_branches=3, leaves_per_branch=2)
     result = mods.ops.bake(scene, [obj], ao_samples=0, layout="CRYENGINE")
     assert result.changed == ["Tree"]
@@ -564,7 +567,7 @@ def test_export_layout_and_gltf_round_trip(mods, tmp_path, layout):
     np.testing.assert_allclose(exported[:, 0], ref.leaf, atol=1e-6)
     if layout == "HZD":
         mods.ops.bake(scene, [obj], ao_samples=0)  # back to HZD: the export attribute goes away
-        assert "EnvFX_Wind_Export" not in obj.data.attributes
+        assert "EnvFX_Wind_Export" not in api.mesh(obj).attributes
         baked = _read(obj.data, "EnvFX_Wind", 4)
     else:
         baked = exported
@@ -598,13 +601,13 @@ def test_fbx_export_with_linear_colours_carries_the_bake(mods, tmp_path, load_he
     height gradient as the UV map EnvFX_Height_UV; its default (sRGB, modifiers applied) changes the numbers and
     writes the swayed plant of the current frame, as the README warns."""
     fbx = load_helper("fbx_reader", "tests", "blender", "fbx_reader.py")
-    scene = bpy.context.scene
+    scene = api.scene()
     _tree_data, (obj,) = _tree(mods, n_branches=3, leaves_per_branch=2)
-    obj.data.uv_layers.new(name="Texture")
+    api.mesh(obj).uv_layers.new(name="Texture")
     mods.ops.bake(scene, [obj], ao_samples=0, layout="CRYENGINE")
     mods.ops.add_wind(scene, [obj])
     scene.frame_set(40)
-    mesh = obj.data
+    mesh = api.mesh(obj)
     export, hzd = _read(mesh, "EnvFX_Wind_Export", 4), _read(mesh, "EnvFX_Wind", 4)
     height = _read(mesh, "EnvFX_Height", 1)
     _select([obj])
@@ -652,9 +655,9 @@ def test_height_uv_map_carries_the_height_and_keeps_the_mesh_uv_maps(mods):
     """FBX and glTF export UV maps, not float attributes: the bake also writes the height gradient into the U of
     the UV map EnvFX_Height_UV (V 0), leaving the mesh's active and render UV maps as they were; switched off, a
     bake removes it; a mesh at Blender's limit of 8 UV maps gets none, with a warning."""
-    scene = bpy.context.scene
+    scene = api.scene()
     _tree_data, (obj,) = _tree(mods, n_branches=3, leaves_per_branch=2)
-    mesh = obj.data
+    mesh = api.mesh(obj)
     mesh.uv_layers.new(name="Texture")
     mesh.uv_layers.new(name="Lightmap")
     mesh.uv_layers.active = mesh.uv_layers["Lightmap"]
@@ -670,18 +673,18 @@ def test_height_uv_map_carries_the_height_and_keeps_the_mesh_uv_maps(mods):
     assert [u.name for u in mesh.uv_layers] == ["Texture", "Lightmap", "EnvFX_Height_UV"]
     mods.ops.bake(scene, [obj], ao_samples=0)  # again: the same map, rewritten
     assert [u.name for u in mesh.uv_layers] == ["Texture", "Lightmap", "EnvFX_Height_UV"]
-    scene.envfx.wind.height_uv = False
+    api.envfx(scene).wind.height_uv = False
     mods.ops.bake(scene, [obj], ao_samples=0)
     assert [u.name for u in mesh.uv_layers] == ["Texture", "Lightmap"]
     assert "EnvFX_Height" in mesh.attributes  # the live wind's height stays
 
     _tree_data, (full,) = _tree(mods, n_branches=2, leaves_per_branch=1)
     for i in range(8):
-        full.data.uv_layers.new(name=f"UV{i}")
+        api.mesh(full).uv_layers.new(name=f"UV{i}")
     result = mods.ops.bake(scene, [full], ao_samples=0, height_uv=True)
     assert len(result.warnings) == 1 and "already has 8 UV maps" in result.warnings[0]
     assert "switch Height UV Map off" in result.warnings[0]
-    assert "EnvFX_Height_UV" not in full.data.uv_layers and "EnvFX_Wind" in full.data.attributes
+    assert "EnvFX_Height_UV" not in api.mesh(full).uv_layers and "EnvFX_Wind" in api.mesh(full).attributes
 
 
 def _export_gltf(blend, path):
@@ -738,7 +741,7 @@ def _read_glb(path):
 def test_cli_batch_bake(mods, tmp_path, capsys):
     tree, (obj,) = _tree(mods, n_branches=2, leaves_per_branch=2)
     cam = bpy.data.objects.new("Cam", bpy.data.cameras.new("Cam"))
-    bpy.context.scene.collection.objects.link(cam)
+    api.scene().collection.objects.link(cam)
     for o in list(bpy.data.objects):
         if o.type == "MESH" and o is not obj:
             bpy.data.objects.remove(o)
@@ -758,23 +761,23 @@ def test_cli_batch_bake(mods, tmp_path, capsys):
     assert mods.cli.main(["wind", path, "--ao-samples", "0", "--preset", "BUSH", "--add", "-o", out]) == 0
     bpy.ops.wm.open_mainfile(filepath=out)
     obj = bpy.data.objects["Tree"]
-    assert "EnvFX_Wind" in obj.data.attributes and "EnvFX_Height" in obj.data.attributes
-    assert obj.envfx.wind.category == "PLANT" and mods.ops.wind_modifiers(obj)
+    assert "EnvFX_Wind" in api.mesh(obj).attributes and "EnvFX_Height" in api.mesh(obj).attributes
+    assert api.envfx(obj).wind.category == "PLANT" and mods.ops.wind_modifiers(obj)
 
 
 def test_overrides_from_vertex_groups_and_materials(mods):
-    scene = bpy.context.scene
+    scene = api.scene()
     tree, (obj,) = _tree(mods, n_branches=3, leaves_per_branch=2)
     branch0 = np.nonzero((tree["branch_id"] == 0) & (tree["kind"] == 2))[0]
     vg = obj.vertex_groups.new(name="EnvFX_Leaf")
     vg.add([int(i) for i in branch0], 1.0, "REPLACE")
     # a leaf card put in a "Branch" material is no longer a leaf
     leaf0 = np.nonzero(tree["leaf_id"] == 0)[0]
-    obj.data.materials.append(bpy.data.materials.new("Plain"))
-    obj.data.materials.append(bpy.data.materials.new("Oak Branch"))
-    index = np.zeros(len(obj.data.polygons), np.int32)
+    api.mesh(obj).materials.append(bpy.data.materials.new("Plain"))
+    api.mesh(obj).materials.append(bpy.data.materials.new("Oak Branch"))
+    index = np.zeros(len(api.mesh(obj).polygons), np.int32)
     index[np.isin(tree["faces"], leaf0).all(1)] = 1
-    obj.data.polygons.foreach_set("material_index", index)
+    api.mesh(obj).polygons.foreach_set("material_index", index)
     n_objects, n_groups = len(bpy.data.objects), len(bpy.data.node_groups)
     mods.ops.bake(scene, [obj], ao_samples=0)
     rgba = _read(obj.data, "EnvFX_Wind", 4)
@@ -784,7 +787,7 @@ def test_overrides_from_vertex_groups_and_materials(mods):
 
 
 def test_negative_scale_warns_and_bakes(mods):
-    scene = bpy.context.scene
+    scene = api.scene()
     tree, (obj,) = _tree(mods, matrix=Matrix.Diagonal((-1.0, 1.0, 1.0, 1.0)), n_branches=2, leaves_per_branch=2)
     result = mods.ops.bake(scene, [obj], ao_samples=0)
     assert any("negative scale" in w for w in result.warnings)
@@ -793,7 +796,7 @@ def test_negative_scale_warns_and_bakes(mods):
 
 
 def test_large_bake_progress_and_cancel(mods, capsys):
-    scene = bpy.context.scene
+    scene = api.scene()
     progress = importlib.import_module(mods.ops.__name__.rsplit(".", 2)[0] + ".progress")
     tree, (obj,) = _tree(mods, n_branches=30, leaves_per_branch=10, leaf_grid=8)
     steps = []
@@ -804,27 +807,27 @@ def test_large_bake_progress_and_cancel(mods, capsys):
 
     with pytest.raises(progress.Cancelled):
         progress.run(mods.ops.bake_job(scene, [obj], ao_samples=0), "Wind bake", should_cancel=cancel_after_three)
-    assert "EnvFX_Wind" not in obj.data.attributes and "EnvFX_Height" not in obj.data.attributes
+    assert "EnvFX_Wind" not in api.mesh(obj).attributes and "EnvFX_Height" not in api.mesh(obj).attributes
     mods.ops.bake(scene, [obj], ao_samples=0)
     out = capsys.readouterr().out
     assert "EnvFX Wind bake:   0%" in out and "EnvFX Wind bake: 100%" in out
-    assert "EnvFX_Wind" in obj.data.attributes
+    assert "EnvFX_Wind" in api.mesh(obj).attributes
 
 
 @pytest.mark.parametrize("with_camera", [True, False])
 def test_grass_tilt_fade_terrain_match_core(mods, with_camera):
-    scene = bpy.context.scene
-    w = scene.envfx.wind
+    scene = api.scene()
+    w = api.envfx(scene).wind
     obj = _grass_clump(mods, scene)
     # a tilted terrain plane: z = 0.2 x - 0.1 y + 0.3
     bpy.ops.mesh.primitive_plane_add(size=400.0, location=(0.0, 0.0, 0.3))
-    terrain = bpy.context.active_object
+    terrain = api.active()
     terrain.rotation_euler = (math.atan(-0.1), -math.atan(0.2), 0.0)
-    bpy.context.view_layer.update()
+    api.view_layer().update()
     nrm = np.array(terrain.matrix_world.to_3x3().col[2])
     w.terrain_object = terrain
     w.grass_tilt, w.grass_fade_start, w.grass_fade_end = 0.8, 4.0, 30.0
-    cam = scene.camera
+    cam = api.camera(scene)
     if with_camera:
         cam.location = (2.0, -8.0, 9.0)
         cam.rotation_euler = (math.radians(35), 0.0, 0.0)
@@ -857,18 +860,18 @@ def test_terrain_rays_are_cast_in_the_terrain_space_onto_its_mesh_as_it_is(mods)
     whose BVH tree Blender keeps (a RELATIVE Object Info made a new mesh, and tree, per clump and frame). The rays
     are the same world segments as before: a scaled, rotated terrain far below a scaled clump is hit where the
     twin says, and only within the rays' reach (``TERRAIN_RAY`` object units of the clump above and below)."""
-    scene = bpy.context.scene
-    w = scene.envfx.wind
+    scene = api.scene()
+    w = api.envfx(scene).wind
     g = mods.shapes.make_grass(blades=8, height=0.8, seed=3)
     obj = _mesh_object("Grass", g["positions"], g["faces"], Matrix.Translation((2.0, 3.0, 0.0))
                        @ Matrix.Rotation(0.7, 4, "Z") @ Matrix.Diagonal((1.5, 2.5, 2.0, 1.0)))
     mods.ops.bake(scene, [obj], ao_samples=0)
     mods.ops.apply_preset([obj], "GRASS")
     bpy.ops.mesh.primitive_plane_add(size=4000.0, location=(5.0, -3.0, -150.0))
-    terrain = bpy.context.active_object
+    terrain = api.active()
     terrain.rotation_euler = (0.15, -0.2, 0.9)
     terrain.scale = (0.1, 0.05, 3.0)
-    bpy.context.view_layer.update()
+    api.view_layer().update()
     w.terrain_object = terrain
     w.grass_fade_end = 0.0
     mods.ops.add_wind(scene, [obj])
@@ -889,7 +892,7 @@ def test_terrain_rays_are_cast_in_the_terrain_space_onto_its_mesh_as_it_is(mods)
     worst = _gn_vs_core(mods, obj, (1, 23), terrain_z=tz)
     assert worst < 1e-4, worst
     obj.scale.z = 1.0  # the rays reach 100 m down now: they miss the terrain, the grass does not follow it
-    bpy.context.view_layer.update()
+    api.view_layer().update()
     worst = _gn_vs_core(mods, obj, (5,), terrain_z=np.full(len(tz), np.nan))
     assert worst < 1e-4, worst
 
@@ -898,8 +901,8 @@ def _bent_grass_on_terrain(mods, envfx):
     """Grass in the wind 25 m ahead of the pivot following a tilted terrain plane (physical z = 0.2 x - 0.1 y +
     0.3), both bent by the scene's bend (Runner along +Y, strength 0.01, spread 2). Returns (scene, grass,
     terrain, physical terrain z under each grass vertex)."""
-    scene = bpy.context.scene
-    w = scene.envfx.wind
+    scene = api.scene()
+    w = api.envfx(scene).wind
     g = mods.shapes.make_grass(blades=10, height=0.8, seed=2)
     obj = _mesh_object("Grass", g["positions"], g["faces"],
                        Matrix.Translation((2.0, 25.0, 0.4)) @ Matrix.Rotation(0.7, 4, "Z"))
@@ -907,15 +910,15 @@ def _bent_grass_on_terrain(mods, envfx):
     mods.ops.apply_preset([obj], "GRASS")
     # a grid: the bend moves vertices, so a bent terrain needs them (0.5 m apart)
     bpy.ops.mesh.primitive_grid_add(x_subdivisions=120, y_subdivisions=120, size=60.0, location=(0.0, 0.0, 0.3))
-    terrain = bpy.context.active_object
+    terrain = api.active()
     terrain.rotation_euler = (math.atan(-0.1), -math.atan(0.2), 0.0)
-    bpy.context.view_layer.update()
+    api.view_layer().update()
     nrm = np.array(terrain.matrix_world.to_3x3().col[2])
     w.terrain_object = terrain
     w.strength, w.gust_strength = 1.2, 0.5
     pivot = bpy.data.objects.new("Player", None)
     scene.collection.objects.link(pivot)
-    b = scene.envfx.bend
+    b = api.envfx(scene).bend
     b.mode, b.axis, b.pivot, b.strength, b.spread = "RUNNER", "POS_Y", pivot, 0.01, 2.0
     mods.ops.add_wind(scene, [obj])
     envfx.operators.bend.add_bend(scene, [terrain, obj])
@@ -952,7 +955,7 @@ def _physical_terrain_z(mods, envfx, terrain, obj):
     m = mods.bridge.matrix_to_numpy(obj.matrix_world)
     world = mods.bridge.get_positions(obj.data).astype(np.float64) @ m[:3, :3].T + m[:3, 3]
     flat = np.column_stack([world[:, :2], np.zeros(len(world))])
-    drop = -envfx.core.bend.forward(flat, envfx.shader_nodes.bend.params_from_scene(bpy.context.scene))[:, 2]
+    drop = -envfx.core.bend.forward(flat, envfx.shader_nodes.bend.params_from_scene(api.scene()))[:, 2]
     return drawn + drop
 
 
@@ -960,9 +963,9 @@ def _bent_gn_vs_core(mods, envfx, obj, frames, terrain_z=None):
     """Largest difference between the evaluated (windy, then bent) grass and the twins: the bend of the rest
     pose plus the wind's offsets with ``terrain_z`` the terrain's physical height (default: read from the scene's
     terrain object, ``_physical_terrain_z``)."""
-    scene = bpy.context.scene
-    if terrain_z is None and scene.envfx.wind.terrain_object is not None:
-        terrain_z = _physical_terrain_z(mods, envfx, scene.envfx.wind.terrain_object, obj)
+    scene = api.scene()
+    if terrain_z is None and api.envfx(scene).wind.terrain_object is not None:
+        terrain_z = _physical_terrain_z(mods, envfx, api.envfx(scene).wind.terrain_object, obj)
     mesh = obj.data
     rest = mods.bridge.get_positions(mesh).astype(np.float64)
     h, rgba = _read(mesh, "EnvFX_Height", 1), _read(mesh, "EnvFX_Wind", 4)
@@ -995,7 +998,7 @@ def test_grass_on_bent_terrain_stands_on_it_bent_once(mods, envfx):
     np.testing.assert_allclose(physical, tz, atol=0.01)  # the plane, up to the bent grid's interpolation
     assert _bent_gn_vs_core(mods, envfx, obj, (1, 23)) < 1e-4
     # still air: the grass's base is drawn on the bent terrain
-    w = scene.envfx.wind
+    w = api.envfx(scene).wind
     w.strength, w.ambient = 0.0, 0.0
     scene.frame_set(5)
     m = mods.bridge.matrix_to_numpy(obj.matrix_world)
@@ -1005,11 +1008,11 @@ def test_grass_on_bent_terrain_stands_on_it_bent_once(mods, envfx):
     assert drawn[base].max() < tz[base].min() - 4.0  # the bend drops the ground there by metres
     np.testing.assert_allclose(got[base, 2], drawn[base], atol=1e-4)
     w.strength, w.ambient = 1.2, 1.0
-    scene.envfx.bend.mode = "PLANET"  # the bend group is rebuilt in place: the terrain follow reads it still
+    api.envfx(scene).bend.mode = "PLANET"  # the bend group is rebuilt in place: the terrain follow reads it still
     assert _bent_gn_vs_core(mods, envfx, obj, (7,)) < 1e-4
-    terrain.envfx.bend_exclude = True  # the terrain is drawn flat: its physical surface is what the ray hits
+    api.envfx(terrain).bend_exclude = True  # the terrain is drawn flat: its physical surface is what the ray hits
     assert _bent_gn_vs_core(mods, envfx, obj, (9,), tz) < 1e-4
-    terrain.envfx.bend_exclude = False
+    api.envfx(terrain).bend_exclude = False
     assert _bent_gn_vs_core(mods, envfx, obj, (10,)) < 1e-4
     envfx.operators.bend.remove_bend([terrain])
     envfx.operators.bend.sync_readers(scene)
@@ -1021,22 +1024,22 @@ def test_grass_on_bent_terrain_after_save_and_reopen_and_in_a_full_copy(mods, en
     of the level that gets its own bend (another mode) reads its own terrain's bend, the original its own."""
     _bent_grass_on_terrain(mods, envfx)
     save_and_reopen("bent_grass.blend")
-    scene, common, bend = bpy.context.scene, envfx.shader_nodes.common, envfx.shader_nodes.bend
+    scene, common, bend = api.scene(), envfx.shader_nodes.common, envfx.shader_nodes.bend
     obj = bpy.data.objects["Grass"]
     assert mods.nodes.group_for(scene).nodes[common.BEND_READER].node_tree == bend.group_for(scene)
     assert _bent_gn_vs_core(mods, envfx, obj, (3,)) < 1e-4
     original = scene
     assert bpy.ops.scene.new(type="FULL_COPY") == {"FINISHED"}
-    copy = bpy.context.scene
+    copy = api.scene()
     assert copy != original
-    copy.envfx.bend.mode = "PLANET"
-    copy.envfx.bend.strength = 0.005
-    bpy.context.view_layer.update()  # the handlers give the copy its own wind group at the next update
+    api.envfx(copy).bend.mode = "PLANET"
+    api.envfx(copy).bend.strength = 0.005
+    api.view_layer().update()  # the handlers give the copy its own wind group at the next update
     assert bend.group_for(copy) != bend.group_for(original)
     for s in (original, copy):
         assert mods.nodes.group_for(s).nodes[common.BEND_READER].node_tree == bend.group_for(s)
     grass_copy = next(o for o in copy.objects if o.name.startswith("Grass") and o != obj)
-    assert copy.envfx.wind.terrain_object != original.envfx.wind.terrain_object
+    assert api.envfx(copy).wind.terrain_object != api.envfx(original).wind.terrain_object
     assert _bent_gn_vs_core(mods, envfx, grass_copy, (4,)) < 1e-4
 
 
@@ -1059,7 +1062,7 @@ def test_bend_group_goes_with_its_last_object_though_the_terrain_follow_read_it(
     else:
         bpy.data.objects.remove(terrain)
         save_and_reopen("deleted.blend")
-        scene, wind = bpy.context.scene, mods.nodes.group_for(bpy.context.scene)
+        scene, wind = api.scene(), mods.nodes.group_for(api.scene())
     assert nodes.group_for(scene) is None and "envfx_group_bend" not in scene
     assert not [g.name for g in bpy.data.node_groups if nodes.is_bend_group(g) or "Bend" in g.name]
     assert wind.nodes[common.BEND_READER].node_tree is None
@@ -1073,23 +1076,24 @@ def test_bend_group_goes_with_its_last_object_though_the_terrain_follow_read_it(
 def test_wind_animates_in_renders(mods, tmp_path, engine):
     from PIL import Image
 
-    scene = bpy.context.scene
+    scene = api.scene()
     for o in list(bpy.data.objects):
         if o.type == "MESH":
             bpy.data.objects.remove(o)
     tree, (obj,) = _tree(mods, n_branches=6, leaves_per_branch=4)
     mods.ops.bake(scene, [obj], ao_samples=0)
-    scene.envfx.wind.strength = 2.0
+    api.envfx(scene).wind.strength = 2.0
     mods.ops.add_wind(scene, [obj])
-    cam = scene.camera
+    cam = api.camera(scene)
     cam.location, cam.rotation_euler = (0.0, -16.0, 4.0), (math.radians(90), 0.0, 0.0)
     if engine == "EEVEE":
-        scene.render.engine = "BLENDER_EEVEE_NEXT" if bpy.app.version < (5, 0, 0) else "BLENDER_EEVEE"
-        scene.eevee.taa_render_samples = 1
+        api.set_engine(scene, api.eevee_engine())
+        api.of(bpy.types.SceneEEVEE, scene.eevee).taa_render_samples = 1
     else:
-        scene.render.engine = "CYCLES"
-        scene.cycles.samples = 1
-        scene.cycles.use_denoising = False
+        api.set_engine(scene, "CYCLES")
+        cycles: Any = scene.cycles  # Cycles' own settings (an add-on's PropertyGroup, unknown to the stubs)
+        cycles.samples = 1
+        cycles.use_denoising = False
     scene.render.resolution_x, scene.render.resolution_y, scene.render.resolution_percentage = 64, 48, 100
     images = []
     for frame in (1, 31):
@@ -1103,29 +1107,31 @@ def test_wind_animates_in_renders(mods, tmp_path, engine):
 
 
 def test_deleted_wind_object_falls_back_to_scene_settings(mods):
-    scene = bpy.context.scene
-    w = scene.envfx.wind
+    scene = api.scene()
+    w = api.envfx(scene).wind
     tree, (obj,) = _tree(mods, n_branches=3, leaves_per_branch=2)
     mods.ops.bake(scene, [obj], ao_samples=0)
     bpy.ops.object.effector_add(type="WIND", rotation=(math.radians(90), 0.0, 1.2))
-    field = bpy.context.active_object
-    field.field.strength = 3.0
+    field = api.active()
+    api.field(field).strength = 3.0
     w.source_object = field
     w.direction, w.strength = math.radians(200), 0.8
     mods.ops.add_wind(scene, [obj])
     assert _gn_vs_core(mods, obj, (7, 40)) < 1e-4
     strength_path = 'nodes["Source Strength"].outputs[0].default_value'
     group = bpy.data.node_groups["EnvFX Wind"]
-    assert group.animation_data.drivers.find(strength_path).driver.variables[0].targets[0].id == field
+    assert group.animation_data is not None
+    driver = group.animation_data.drivers.find(strength_path).driver
+    assert driver is not None and driver.variables[0].targets[0].id == field
     bpy.data.objects.remove(field)  # deleted: the pointer clears, the group follows the scene settings
-    bpy.context.view_layer.update()
+    api.view_layer().update()
     assert mods.nodes.params_from_scene(scene).strength == pytest.approx(0.8)
     assert group.animation_data.drivers.find(strength_path) is None  # no driver left reading a deleted object
     assert _gn_vs_core(mods, obj, (7, 40)) < 1e-4
 
 
 def test_outdated_group_is_rebuilt_after_load(mods, as_saved_by_old_envfx, save_and_reopen):
-    scene = bpy.context.scene
+    scene = api.scene()
     tree, (obj,) = _tree(mods, n_branches=2, leaves_per_branch=2)
     mods.ops.bake(scene, [obj], ao_samples=0)
     mods.ops.add_wind(scene, [obj])
@@ -1146,16 +1152,16 @@ def test_outdated_group_is_rebuilt_after_load(mods, as_saved_by_old_envfx, save_
 
 @pytest.mark.parametrize("layout", ["HZD", "CUSTOM"])
 def test_panel_draws_every_setting(envfx, recording_layout, layout):
-    scene = bpy.context.scene
-    scene.envfx.wind.channel_layout = layout
+    scene = api.scene()
+    api.envfx(scene).wind.channel_layout = layout
     bpy.ops.object.effector_add(type="WIND")
-    field = bpy.context.active_object
-    scene.envfx.wind.source_object = field
+    field = api.active()
+    api.envfx(scene).wind.source_object = field
     for coll in field.users_collection:
         coll.objects.unlink(field)  # a wind object that left the scene is called out
     log = []
     panel = type("P", (), {"layout": recording_layout(log)})()
-    bpy.context.view_layer.objects.active = bpy.data.objects["Cube"]
+    api.view_layer().objects.active = bpy.data.objects["Cube"]
     envfx.panels.wind.VIEW3D_PT_envfx_wind.draw(panel, bpy.context)
     for name in ("source_object", "direction", "strength", "gust_strength", "gust_frequency", "loop_frames",
                  "ambient", "grass_tilt", "grass_fade_start", "grass_fade_end", "terrain_object", "ao_samples",
@@ -1170,18 +1176,18 @@ def test_each_scene_of_a_file_has_its_own_wind(mods, scene_depsgraph):
     """Two scenes with different winds (levels of one file): each sways its plants with its own settings, and
     evaluating one scene does not take the other's wind over (the depsgraph handler keeps each group to its
     scene)."""
-    scene_a = bpy.context.scene
+    scene_a = api.scene()
     tree, (obj_a,) = _tree(mods, n_branches=3, leaves_per_branch=2)
     mods.ops.bake(scene_a, [obj_a], ao_samples=0)
-    w = scene_a.envfx.wind
+    w = api.envfx(scene_a).wind
     w.strength, w.direction = 1.3, math.radians(35)
     mods.ops.add_wind(scene_a, [obj_a])
     scene_b = bpy.data.scenes.new("Windy")
     scene_b.render.fps = 30  # the live wind follows each scene's own frame rate too
-    obj_b = bpy.data.objects.new("Tree B", obj_a.data.copy())
+    obj_b = bpy.data.objects.new("Tree B", api.mesh(obj_a).copy())
     scene_b.collection.objects.link(obj_b)
     obj_b.location = (4.0, -2.0, 0.0)
-    wb = scene_b.envfx.wind
+    wb = api.envfx(scene_b).wind
     wb.strength, wb.direction, wb.gust_strength = 0.5, math.radians(140), 0.9
     mods.ops.add_wind(scene_b, [obj_b])
     group_a, group_b = mods.nodes.group_for(scene_a), mods.nodes.group_for(scene_b)
@@ -1221,25 +1227,24 @@ def test_each_scene_of_a_file_has_its_own_wind(mods, scene_depsgraph):
 def test_appending_a_plant_in_the_wind_brings_no_scene_and_it_sways_with_the_scene_it_lands_in(mods, tmp_path):
     """A plant appended from an asset file keeps its live wind but does not bring the asset file's scene along:
     it sways with the wind of the scene it is appended into."""
-    scene = bpy.context.scene
+    scene = api.scene()
     tree, (obj,) = _tree(mods, n_branches=2, leaves_per_branch=2)
     mods.ops.bake(scene, [obj], ao_samples=0)
     bpy.ops.object.effector_add(type="WIND", location=(0, 0, 0), rotation=(math.radians(90), 0, 2.0))
-    scene.envfx.wind.source_object = bpy.context.active_object  # the asset file's own wind, left behind
+    api.envfx(scene).wind.source_object = api.active()  # the asset file's own wind, left behind
     mods.ops.add_wind(scene, [obj])
     path = str(tmp_path / "plants.blend")
     bpy.ops.wm.save_as_mainfile(filepath=path)
     bpy.ops.wm.read_homefile(app_template="", use_empty=True)
-    scene = bpy.context.scene
-    scene.envfx.wind.strength, scene.envfx.wind.direction = 1.7, math.radians(200)
-    with bpy.data.libraries.load(path, link=False) as (_src, dst):
-        dst.objects = ["Tree"]
-    obj = dst.objects[0]
+    scene = api.scene()
+    api.envfx(scene).wind.strength, api.envfx(scene).wind.direction = 1.7, math.radians(200)
+    (obj,) = api.load_objects(path, ["Tree"], link=False)
     scene.collection.objects.link(obj)
-    bpy.context.view_layer.update()  # what the UI does after an append
+    api.view_layer().update()  # what the UI does after an append
     assert [s.name for s in bpy.data.scenes] == [scene.name]
     assert _gn_vs_core(mods, obj, (5, 30)) < 1e-4  # the scene's wind, not the asset file's wind object
-    assert mods.nodes.group_for(scene) == obj.modifiers[0].node_group  # it joined the scene's wind
+    # it joined the scene's wind
+    assert mods.nodes.group_for(scene) == api.of(bpy.types.NodesModifier, obj.modifiers[0]).node_group
     assert mods.ops.add_wind(scene, [obj]).unchanged == ["Tree"]
 
 
@@ -1247,17 +1252,16 @@ def _linked_plant(mods, tmp_path, in_wind: bool):
     """A plant "Tree" with baked wind data (and in the wind, with ``in_wind``) written to a library file, then
     linked into a new file: (scene, the linked plant)."""
     tree, (obj,) = _tree(mods, n_branches=2, leaves_per_branch=2)
-    mods.ops.bake(bpy.context.scene, [obj], ao_samples=0)
+    mods.ops.bake(api.scene(), [obj], ao_samples=0)
     if in_wind:
-        mods.ops.add_wind(bpy.context.scene, [obj])
+        mods.ops.add_wind(api.scene(), [obj])
     lib = str(tmp_path / "plants.blend")
     bpy.data.libraries.write(lib, {obj})
     bpy.ops.wm.read_homefile(app_template="")
-    scene = bpy.context.scene
-    with bpy.data.libraries.load(lib, link=True) as (_src, dst):
-        dst.objects = ["Tree"]
-    scene.collection.objects.link(dst.objects[0])
-    return scene, dst.objects[0]
+    scene = api.scene()
+    (linked,) = api.load_objects(lib, ["Tree"], link=True)
+    scene.collection.objects.link(linked)
+    return scene, linked
 
 
 @pytest.mark.parametrize("wind_in_library", [False, True])
@@ -1277,7 +1281,7 @@ def test_a_linked_plant_is_named_and_its_library_override_takes_the_wind(mods, t
         assert not override.modifiers and mods.nodes.group_for(scene) is None
         return
     result = mods.ops.add_wind(scene, [override, cube])
-    assert sorted(result.changed) == sorted([override.name, "Cube"]) and override.data.library is not None
+    assert sorted(result.changed) == sorted([override.name, "Cube"]) and api.mesh(override).library is not None
     assert [m.node_group for m in mods.ops.wind_modifiers(override)] == [mods.nodes.group_for(scene)]
     assert _gn_vs_core(mods, override, (5, 30)) < 1e-4
 
@@ -1286,9 +1290,9 @@ def test_an_override_of_a_windy_plant_joins_the_scene_wind_by_itself(mods, tmp_p
     """Like an appended plant, a library override of a plant in the wind in its library file joins the wind of
     the scene it lands in at the next update, without Add Wind, and sways with that scene's wind."""
     scene, linked = _linked_plant(mods, tmp_path, in_wind=True)
-    scene.envfx.wind.strength, scene.envfx.wind.direction = 1.7, math.radians(200)
+    api.envfx(scene).wind.strength, api.envfx(scene).wind.direction = 1.7, math.radians(200)
     override = linked.override_create(remap_local_usages=True)
-    bpy.context.view_layer.update()  # what the UI does after making the override
+    api.view_layer().update()  # what the UI does after making the override
     assert [m.node_group for m in mods.ops.wind_modifiers(override)] == [mods.nodes.group_for(scene)]
     assert _gn_vs_core(mods, override, (5, 30)) < 1e-4
 
@@ -1302,9 +1306,9 @@ def test_linked_plants_are_left_alone_and_an_override_keeps_its_library_wind_and
     for result in (mods.ops.remove_wind([linked]), mods.ops.apply_preset([linked], "GRASS")):
         assert result.changed == [] and "Tree" in result.skipped
         assert "linked from library" in result.skipped["Tree"] and "make it local first" in result.skipped["Tree"]
-    assert len(mods.ops.wind_modifiers(linked)) == 1 and linked.envfx.wind.category == "TREE"
+    assert len(mods.ops.wind_modifiers(linked)) == 1 and api.envfx(linked).wind.category == "TREE"
     override = linked.override_create(remap_local_usages=True)
-    bpy.context.view_layer.update()
+    api.view_layer().update()
     result = mods.ops.remove_wind([override])
     assert result.changed == [] and len(mods.ops.wind_modifiers(override)) == 1
     assert "its wind came from library" in result.skipped["Tree"]
@@ -1312,8 +1316,8 @@ def test_linked_plants_are_left_alone_and_an_override_keeps_its_library_wind_and
     assert mods.ops.apply_preset([override], "GRASS").changed == ["Tree"]
     save_and_reopen("level.blend")
     override = next(o for o in bpy.data.objects if o.override_library is not None)
-    assert override.envfx.wind.category == "GRASS"
-    assert [m.node_group for m in mods.ops.wind_modifiers(override)] == [mods.nodes.group_for(bpy.context.scene)]
+    assert api.envfx(override).wind.category == "GRASS"
+    assert [m.node_group for m in mods.ops.wind_modifiers(override)] == [mods.nodes.group_for(api.scene())]
     assert _gn_vs_core(mods, override, (5, 30)) < 1e-4
 
 
@@ -1330,7 +1334,7 @@ def _grass_field(blades: int, seed: int = 3):
     mesh = bpy.data.meshes.new("Field")
     mesh.from_pydata(verts, [], faces)
     obj = bpy.data.objects.new("Field", mesh)
-    bpy.context.scene.collection.objects.link(obj)
+    api.scene().collection.objects.link(obj)
     return obj
 
 
@@ -1339,15 +1343,15 @@ def test_a_grass_field_baked_with_defaults_is_named_as_blades_and_the_grass_cate
     with no trunk and recommends the Grass category; set to Grass, no recommendation; a bush of 4 stems gets none."""
     field = _grass_field(300)
     _select([field])
-    assert bpy.ops.envfx.wind_bake_data() == {"FINISHED"}
+    assert api.ops.wind_bake_data() == {"FINISHED"}
     out = capsys.readouterr().out
     assert "no trunk, 300 stems" in out and "Category to Grass" in out, out
-    field.envfx.wind.category = "GRASS"
-    assert bpy.ops.envfx.wind_bake_data() == {"FINISHED"}
+    api.envfx(field).wind.category = "GRASS"
+    assert api.ops.wind_bake_data() == {"FINISHED"}
     assert "Category to Grass" not in capsys.readouterr().out
     bush = _grass_field(4, seed=5)
     _select([bush])
-    assert bpy.ops.envfx.wind_bake_data() == {"FINISHED"}
+    assert api.ops.wind_bake_data() == {"FINISHED"}
     assert "Category to Grass" not in capsys.readouterr().out
 
 
@@ -1356,12 +1360,12 @@ def test_a_grass_field_in_one_object_sways_blade_by_blade(mods):
     and set to Grass as the bake recommends, in the default wind: the tips lean differently (the spread across the
     blades at least a third of the mean at every sampled frame; one gust per object gave a fifth), the node group
     equals its twin, and with a loop length the loop stays seamless."""
-    scene = bpy.context.scene
+    scene = api.scene()
     field = _grass_field(300)
     field.matrix_world = Matrix.Translation((9.0, -4.0, 0.0)) @ Matrix.Rotation(0.7, 4, "Z")
     _select([field])
-    assert bpy.ops.envfx.wind_bake_data() == {"FINISHED"}
-    field.envfx.wind.category = "GRASS"
+    assert api.ops.wind_bake_data() == {"FINISHED"}
+    api.envfx(field).wind.category = "GRASS"
     mods.ops.add_wind(scene, [field])
     rest = mods.bridge.get_positions(field.data).astype(np.float64)
     m3 = np.array(field.matrix_world.to_3x3())
@@ -1372,7 +1376,7 @@ def test_a_grass_field_in_one_object_sways_blade_by_blade(mods):
         lean = np.linalg.norm(tips, axis=1)
         assert lean.mean() > 0.02 and lean.std() >= lean.mean() / 3, (frame, lean.mean(), lean.std())
     assert _gn_vs_core(mods, field, (1, 20, 47, 90)) < 1e-4
-    scene.envfx.wind.loop_frames = 48
+    api.envfx(scene).wind.loop_frames = 48
     ends = []
     for frame in (5, 53):
         scene.frame_set(frame)

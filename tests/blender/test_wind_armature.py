@@ -9,6 +9,8 @@ import bpy
 import numpy as np
 import pytest
 
+from tests.blender import api
+
 # bone name -> (head, tail, parent, connected)
 BONES = {
     "Trunk": ((0, 0, 0), (0, 0, 2.0), None, False),
@@ -60,15 +62,15 @@ def _tree_mesh():
     mesh.from_pydata([tuple(p) for p in verts], [], faces)
     mesh.update()
     obj = bpy.data.objects.new("Tree", mesh)
-    bpy.context.scene.collection.objects.link(obj)
+    api.scene().collection.objects.link(obj)
     return obj, np.array(owner)
 
 
 def _armature():
     data = bpy.data.armatures.new("TreeRig")
     arm = bpy.data.objects.new("TreeRig", data)
-    bpy.context.scene.collection.objects.link(arm)
-    bpy.context.view_layer.objects.active = arm
+    api.scene().collection.objects.link(arm)
+    api.view_layer().objects.active = arm
     bpy.ops.object.mode_set(mode="EDIT")
     for name, (head, tail, parent, connected) in BONES.items():
         eb = data.edit_bones.new(name)
@@ -86,7 +88,7 @@ def _skin(obj, arm, how):
     bpy.ops.object.select_all(action="DESELECT")
     obj.select_set(True)
     arm.select_set(True)
-    bpy.context.view_layer.objects.active = arm
+    api.view_layer().objects.active = arm
     assert bpy.ops.object.parent_set(type=how) == {"FINISHED"}
 
 
@@ -153,7 +155,7 @@ def arm_ops(envfx):
 @pytest.mark.parametrize("how", ["ARMATURE_ENVELOPE", "ARMATURE_AUTO"])
 def test_a_skinned_tree_bakes_from_its_bones(mods, arm_ops, how):
     _clear_scene()
-    scene = bpy.context.scene
+    scene = api.scene()
     obj, _owner = _tree_mesh()
     arm = _armature()
     _skin(obj, arm, how)
@@ -182,26 +184,26 @@ def test_a_skinned_tree_bakes_from_its_bones(mods, arm_ops, how):
 
 def test_an_armature_weighting_nothing_is_refused(mods):
     _clear_scene()
-    scene = bpy.context.scene
+    scene = api.scene()
     obj, _owner = _tree_mesh()
     arm = _armature()
-    mod = obj.modifiers.new("Armature", "ARMATURE")
+    mod = api.of(bpy.types.ArmatureModifier, obj.modifiers.new("Armature", "ARMATURE"))
     mod.object = arm
     with pytest.raises(mods.ops.WindInputError, match="No vertex of Tree is weighted"):
         mods.ops.bake(scene, [obj])
-    assert obj.data.attributes.get("EnvFX_Wind") is None
+    assert api.mesh(obj).attributes.get("EnvFX_Wind") is None
     for name in BONES:  # groups named after the bones, all empty
         obj.vertex_groups.new(name=name)
     with pytest.raises(mods.ops.WindInputError, match="weight the mesh"):
         mods.ops.bake(scene, [obj])
-    assert obj.data.attributes.get("EnvFX_Wind") is None
+    assert api.mesh(obj).attributes.get("EnvFX_Wind") is None
 
 
 def test_a_skinned_tree_through_gltf(mods, arm_ops, tmp_path):
     """Exported by Blender's glTF exporter with its skin and imported again (the importer makes the armature,
     the Armature modifier and the vertex groups): the bake reads the imported bones."""
     _clear_scene()
-    scene = bpy.context.scene
+    scene = api.scene()
     obj, _owner = _tree_mesh()
     arm = _armature()
     _skin(obj, arm, "ARMATURE_ENVELOPE")
@@ -210,9 +212,10 @@ def test_a_skinned_tree_through_gltf(mods, arm_ops, tmp_path):
     assert bpy.ops.export_scene.gltf(filepath=path, export_format="GLB", use_selection=True,
                                      export_skins=True, export_animations=False) == {"FINISHED"}
     _clear_scene()
-    for block in (bpy.data.meshes, bpy.data.armatures):
-        for item in list(block):
-            block.remove(item)
+    for mesh in list(bpy.data.meshes):
+        bpy.data.meshes.remove(mesh)
+    for armature in list(bpy.data.armatures):
+        bpy.data.armatures.remove(armature)
     assert bpy.ops.import_scene.gltf(filepath=path) == {"FINISHED"}
     # (the importer also makes an icosphere as the bones' display shape)
     meshes = [o for o in scene.objects if o.type == "MESH" and any(m.type == "ARMATURE" for m in o.modifiers)]

@@ -13,6 +13,8 @@ import numpy as np
 import pytest
 from mathutils import Matrix
 
+from tests.blender import api
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MANIFEST = json.load(open(os.path.join(ROOT, "tools", "assets", "manifest.json")))
 AWAY = (25.0, -12.0, 3.0)
@@ -35,8 +37,8 @@ def _import(path):
         "FINISHED"}
     objects = sorted((o for o in bpy.data.objects if o not in before and o.type == "MESH"), key=lambda o: o.name)
     for o in objects:
-        o.location = [a + b for a, b in zip(o.location, AWAY)]
-    bpy.context.view_layer.update()
+        o.location = [a + b for a, b in zip(o.location.to_tuple(), AWAY)]
+    api.view_layer().update()
     return objects
 
 
@@ -113,7 +115,7 @@ def test_corpus_asset(mods, corpus, name):
     objects = _import(paths[name])
     assert any(abs(o.matrix_world.to_euler().x) > 1.0 for o in objects)  # Y-up import: a turned object
     assert all(abs(o.scale.x - 0.01) < 1e-9 for o in objects)  # centimetres, scale unapplied
-    result = mods.ops.bake(bpy.context.scene, objects, ao_samples=16)
+    result = mods.ops.bake(api.scene(), objects, ao_samples=16)
     p, edges, rgba = _gather(mods, objects)
     isl = _islands(mods, p, edges)
     if name == "grass":  # a clump of blades standing on the ground: no trunk, every blade a stem with its root
@@ -152,10 +154,10 @@ def test_synthetic_construction(mods, card, place):
         mesh.materials.append(mat)  # a bark shared by trunk and branches, a leaf material by two objects
         obj = bpy.data.objects.new(name, mesh)
         obj.matrix_world = m
-        bpy.context.scene.collection.objects.link(obj)
+        api.scene().collection.objects.link(obj)
         objects.append((obj, keep))
-    bpy.context.view_layer.update()
-    result = mods.ops.bake(bpy.context.scene, [o for o, _ in objects], ao_samples=16)
+    api.view_layer().update()
+    result = mods.ops.bake(api.scene(), [o for o, _ in objects], ao_samples=16)
     assert result.stats["levels"] == [5, 15]
     assert "trunk, 5 level-1 branches, 15 level-2 branches" in result.stats["structure"]
     p, edges, rgba = _gather(mods, [o for o, _ in objects])
@@ -181,8 +183,8 @@ def test_corpus_asset_in_wind_bakes_into_a_vat_that_plays_it_back(mods, envfx, c
     for o in list(bpy.data.objects):
         bpy.data.objects.remove(o)
     objects = _import(paths[name])
-    scene = bpy.context.scene
-    scene.envfx.wind.strength = 3.0
+    scene = api.scene()
+    api.envfx(scene).wind.strength = 3.0
     mods.ops.bake(scene, objects, ao_samples=0)
     mods.ops.add_wind(scene, objects)
     vat_ops = importlib.import_module(envfx.__name__ + ".operators.vat")

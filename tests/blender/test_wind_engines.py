@@ -16,8 +16,11 @@ import bpy
 import numpy as np
 import pytest
 
+from tests.blender import api
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 _spec = importlib.util.spec_from_file_location("envfx_test_vat_helpers", os.path.join(HERE, "test_vat.py"))
+assert _spec is not None and _spec.loader is not None
 _helpers = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_helpers)
 
@@ -70,30 +73,30 @@ def mods(envfx):
 def plant(envfx, name="Plant", uv_maps=("UVMap",)):
     """A wind asset: an upright subdivided sheet with the UV maps ``uv_maps``, baked, in the live wind, rotated,
     scaled and moved."""
-    scene = bpy.context.scene
-    scene.envfx.wind.ao_samples = 0
-    scene.envfx.wind.strength = 2.0
+    scene = api.scene()
+    api.envfx(scene).wind.ao_samples = 0
+    api.envfx(scene).wind.strength = 2.0
     bpy.ops.mesh.primitive_grid_add(x_subdivisions=12, y_subdivisions=12, size=2.0)
-    obj = bpy.context.active_object
+    obj = api.active()
     obj.name = name
     obj.rotation_euler = (1.4, 0, 0)
     bpy.ops.object.transform_apply(rotation=True)
-    for layer in list(obj.data.uv_layers):
-        obj.data.uv_layers.remove(layer)
+    for layer in list(api.mesh(obj).uv_layers):
+        api.mesh(obj).uv_layers.remove(layer)
     for uv_name in uv_maps:
-        obj.data.uv_layers.new(name=uv_name)
+        api.mesh(obj).uv_layers.new(name=uv_name)
     envfx.operators.wind.bake(scene, [obj])
     envfx.operators.wind.add_wind(scene, [obj])
     obj.location = (3.0, -2.0, 0.5)
     obj.rotation_euler = (0.0, 0.0, 0.7)
     obj.scale = (1.3, 1.3, 1.3)
-    bpy.context.view_layer.update()
+    api.view_layer().update()
     return obj
 
 
 def preview_offsets(mods, obj, frames):
     """{frame: (N, 3) object-space offsets of the live wind (the Blender preview)}."""
-    scene = bpy.context.scene
+    scene = api.scene()
     rest = mods.bridge.get_positions(obj.data).astype(np.float64)
     out = {}
     for frame in frames:
@@ -110,6 +113,7 @@ def preview_offsets(mods, obj, frames):
 
 def gpu_helpers():
     spec = importlib.util.spec_from_file_location("engine_gpu", os.path.join(HERE, "..", "core", "engine_gpu.py"))
+    assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -121,12 +125,13 @@ def godot_import(prim, accessor, n):
     (k = 0..2, stopping at the first k with neither); a missing input reads zeros."""
     a = prim["attributes"]
 
-    def get(i):
+    def get(i) -> np.ndarray | None:
         key = f"TEXCOORD_{i}"
         return accessor(a[key]).astype(np.float64) if key in a else None
 
     zero = np.zeros((n, 2))
-    out = {"UV": get(0) if get(0) is not None else zero, "UV2": get(1) if get(1) is not None else zero}
+    uv, uv2 = get(0), get(1)
+    out: dict[str, np.ndarray] = {"UV": uv if uv is not None else zero, "UV2": uv2 if uv2 is not None else zero}
     for k in range(3):
         first, second = get(2 + 2 * k), get(3 + 2 * k)
         if first is None and second is None:
@@ -166,23 +171,23 @@ def run(gpu_mod, gpu, tmp_path, engine, include, main, attributes, matrix, frame
 @pytest.mark.parametrize("uv_maps", [("UVMap",), (), ("UVMap", "Lightmap")])
 def test_export_writes_the_channels_and_the_exported_gltf_and_fbx_play_the_preview(envfx, mods, tmp_path, uv_maps):
     obj = plant(envfx, uv_maps=uv_maps)
-    scene = bpy.context.scene
-    active = obj.data.uv_layers.active.name
+    scene = api.scene()
+    active = api.of(bpy.types.MeshUVLoopLayer, api.mesh(obj).uv_layers.active).name
     paths, result = mods.ops.export_engines(scene, [obj], str(tmp_path / "engines"))
     assert result.changed == ["Plant"]
     names = sorted(os.path.basename(p) for p in paths)
     assert names == sorted(["envfx_wind_Plant.gdshaderinc", "EnvFXWind_Plant.hlsl", "EnvFXWind_Plant.ush",
                             "envfx_wind.json"])
     meta = json.loads((tmp_path / "engines" / "envfx_wind.json").read_text())
-    assert meta["assets"]["Plant"]["category"] == obj.envfx.wind.category
+    assert meta["assets"]["Plant"]["category"] == api.envfx(obj).wind.category
     channels = [name for name, _ in mods.core.CHANNELS]
-    uv_names = [uv.name for uv in obj.data.uv_layers]
+    uv_names = [uv.name for uv in api.mesh(obj).uv_layers]
     assert uv_names[:len(uv_maps)] == list(uv_maps) and uv_names[-5:] == channels  # appended after the others
-    assert obj.data.uv_layers.active.name == active
+    assert api.of(bpy.types.MeshUVLoopLayer, api.mesh(obj).uv_layers.active).name == active
     # the exporters, Apply Modifiers off
     for o in scene.objects:
         o.select_set(o == obj)
-    bpy.context.view_layer.objects.active = obj
+    api.view_layer().objects.active = obj
     glb, fbx = str(tmp_path / "plant.glb"), str(tmp_path / "plant.fbx")
     assert bpy.ops.export_scene.gltf(filepath=glb, export_format="GLB", use_selection=True, export_apply=False,
                                      export_animations=False, export_texcoords=True, export_normals=True) == \
@@ -227,7 +232,7 @@ def test_export_writes_the_channels_and_the_exported_gltf_and_fbx_play_the_previ
     before = set(bpy.data.objects)
     assert bpy.ops.import_scene.fbx(filepath=fbx) == {"FINISHED"}
     imported = next(o for o in bpy.data.objects if o not in before and o.type == "MESH")
-    imp_mesh = imported.data
+    imp_mesh = api.mesh(imported)
     world_imp = mods.bridge.get_positions(imp_mesh).astype(np.float64) @ np.asarray(imported.matrix_world)[:3, :3].T \
         + np.asarray(imported.matrix_world)[:3, 3]
     m = np.asarray(obj.matrix_world)
@@ -250,7 +255,7 @@ def test_export_writes_the_channels_and_the_exported_gltf_and_fbx_play_the_previ
     gpu_mod = gpu_helpers()
     gpu = gpu_mod.Gpu()
     params = envfx.shader_nodes.wind.params_from_scene(scene)
-    worst = 0.0
+    worst, want = 0.0, None
     for engine, main, attributes, verts in (
             ("GODOT", GODOT_MAIN, [pos_g, accessor(prim["attributes"]["NORMAL"])]
              + [godot[k] for k in ("UV", "UV2", "CUSTOM0", "CUSTOM1", "CUSTOM2")], vert),
@@ -266,23 +271,23 @@ def test_export_writes_the_channels_and_the_exported_gltf_and_fbx_play_the_previ
             got = run(gpu_mod, gpu, tmp_path, engine, include, main, attributes, matrix, frame, uniforms)
             want = k * preview[frame][verts] @ a.T
             worst = max(worst, float(np.abs(got - want).max()))
-        assert np.abs(want).max() > 0.01 * size
+        assert want is not None and np.abs(want).max() > 0.01 * size
     assert worst <= 1e-4 * size, (worst, size)
 
 
 def test_export_refuses_what_it_cannot_export(envfx, mods, tmp_path):
     bpy.ops.mesh.primitive_cube_add()
-    cube = bpy.context.active_object
+    cube = api.active()
     with pytest.raises(mods.ops.WindEngineError, match="No wind asset to export .*no wind data: bake it first"):
-        mods.ops.export_engines(bpy.context.scene, [cube], str(tmp_path / "x"))
+        mods.ops.export_engines(api.scene(), [cube], str(tmp_path / "x"))
     with pytest.raises(mods.ops.WindEngineError, match="No folder"):
-        mods.ops.export_engines(bpy.context.scene, [cube], "")
+        mods.ops.export_engines(api.scene(), [cube], "")
     assert not (tmp_path / "x").exists()
     obj = plant(envfx)
-    for i in range(8 - len(obj.data.uv_layers)):
-        obj.data.uv_layers.new(name=f"extra{i}")
+    for i in range(8 - len(api.mesh(obj).uv_layers)):
+        api.mesh(obj).uv_layers.new(name=f"extra{i}")
     with pytest.raises(mods.ops.WindEngineError, match="beyond Blender's 8"):
-        mods.ops.export_engines(bpy.context.scene, [obj], str(tmp_path / "y"))
+        mods.ops.export_engines(api.scene(), [obj], str(tmp_path / "y"))
     assert not (tmp_path / "y").exists()
 
 
@@ -297,21 +302,21 @@ def test_the_command_exports_the_baked_assets(envfx, tmp_path, capsys):
     assert "wrote 4 files for game engines" in out.out
     assert (tmp_path / "out" / "EnvFXWind_Plant.ush").is_file()
     bpy.ops.wm.open_mainfile(filepath=path)
-    assert bpy.data.objects["Plant"].data.uv_layers.get("EnvFX_Wind_PivotZ") is not None  # saved with the file
+    assert api.mesh(bpy.data.objects["Plant"]).uv_layers.get("EnvFX_Wind_PivotZ") is not None  # saved with the file
 
 
 def grass_field(envfx, name="Grass", blades=12, width=8.0):
     """A grass object: ``blades`` upright blades (subdivided strips) across a ``width`` m field, baked as Grass, in
     the live wind, rotated, scaled and moved."""
-    scene = bpy.context.scene
-    scene.envfx.wind.ao_samples = 0
-    scene.envfx.wind.strength = 1.5
-    scene.envfx.wind.gust_strength = 0.9
+    scene = api.scene()
+    api.envfx(scene).wind.ao_samples = 0
+    api.envfx(scene).wind.strength = 1.5
+    api.envfx(scene).wind.gust_strength = 0.9
     rng = np.random.default_rng(4)
     parts = []
     for _blade in range(blades):
         bpy.ops.mesh.primitive_grid_add(x_subdivisions=2, y_subdivisions=8, size=1.0)
-        blade = bpy.context.active_object
+        blade = api.active()
         blade.scale = (0.06, 0.5, 1.0)
         blade.rotation_euler = (math.pi / 2, 0.0, rng.uniform(0.0, math.pi))
         x, y = rng.uniform(-width / 2, width / 2, 2)
@@ -320,20 +325,20 @@ def grass_field(envfx, name="Grass", blades=12, width=8.0):
     bpy.ops.object.select_all(action="DESELECT")
     for blade in parts:
         blade.select_set(True)
-    bpy.context.view_layer.objects.active = parts[0]
+    api.view_layer().objects.active = parts[0]
     bpy.ops.object.transform_apply(location=True, rotation=True, scale=True)
     bpy.ops.object.join()
-    obj = bpy.context.active_object
+    obj = api.active()
     obj.name = name
-    for layer in list(obj.data.uv_layers):
-        obj.data.uv_layers.remove(layer)
-    obj.envfx.wind.category = "GRASS"
+    for layer in list(api.mesh(obj).uv_layers):
+        api.mesh(obj).uv_layers.remove(layer)
+    api.envfx(obj).wind.category = "GRASS"
     envfx.operators.wind.bake(scene, [obj])
     envfx.operators.wind.add_wind(scene, [obj])
     obj.location = (2.0, -1.0, 0.3)
     obj.rotation_euler = (0.0, 0.0, 0.4)
     obj.scale = (1.2, 1.2, 1.2)
-    bpy.context.view_layer.update()
+    api.view_layer().update()
     return obj
 
 
@@ -343,21 +348,21 @@ def test_exported_grass_plays_the_preview_blade_by_blade(envfx, mods, tmp_path):
     moves every vertex where the preview draws it; the blades' winds differ, and an include that takes them at the
     object's origin is caught."""
     obj = grass_field(envfx)
-    scene = bpy.context.scene
+    scene = api.scene()
     cam_data = bpy.data.cameras.new("Cam")
     cam = bpy.data.objects.new("Cam", cam_data)
     scene.collection.objects.link(cam)
     cam.location = (-6.0, -5.0, 5.0)
     cam.rotation_euler = (0.9, 0.0, -0.8)
     scene.camera = cam
-    bpy.context.view_layer.update()
+    api.view_layer().update()
     paths, result = mods.ops.export_engines(scene, [obj], str(tmp_path / "engines"))
     assert result.changed == ["Grass"]
     meta = json.loads((tmp_path / "engines" / "envfx_wind.json").read_text())
     assert meta["assets"]["Grass"]["category"] == "GRASS"
     for o in scene.objects:
         o.select_set(o == obj)
-    bpy.context.view_layer.objects.active = obj
+    api.view_layer().objects.active = obj
     glb = str(tmp_path / "grass.glb")
     assert bpy.ops.export_scene.gltf(filepath=glb, export_format="GLB", use_selection=True, export_apply=False,
                                      export_animations=False, export_texcoords=True, export_normals=True) == \
@@ -420,24 +425,24 @@ def test_a_corpus_tree_exported_with_gltf_plays_the_preview_in_godot(envfx, mods
     the live wind, exported for Godot and with Blender's glTF exporter (Apply Modifiers off): read back as Godot's
     import reads the glb, every mesh's vertices run through its Godot include on llvmpipe move where the Blender
     preview draws them, to 1e-4 of the tree's size, at several frames."""
-    scene = bpy.context.scene
+    scene = api.scene()
     for o in list(bpy.data.objects):
         bpy.data.objects.remove(o)
-    scene.envfx.wind.ao_samples = 0
-    scene.envfx.wind.strength = 2.0
-    scene.envfx.wind.gust_strength = 0.7
+    api.envfx(scene).wind.ao_samples = 0
+    api.envfx(scene).wind.strength = 2.0
+    api.envfx(scene).wind.gust_strength = 0.7
     objects = corpus_asset(CORPUS_TREE)
     assert len(objects) >= 2 and all(abs(o.scale.x - 0.01) < 1e-9 for o in objects)
     envfx.operators.wind.bake(scene, objects)
     envfx.operators.wind.add_wind(scene, objects)
-    bpy.context.view_layer.update()
+    api.view_layer().update()
     paths, result = mods.ops.export_engines(scene, objects, str(tmp_path / "engines"))
     assert sorted(result.changed) == sorted(o.name for o in objects)
     meta = json.loads((tmp_path / "engines" / "envfx_wind.json").read_text())
     bpy.ops.object.select_all(action="DESELECT")
     for o in objects:
         o.select_set(True)
-    bpy.context.view_layer.objects.active = objects[0]
+    api.view_layer().objects.active = objects[0]
     glb = str(tmp_path / "tree.glb")
     assert bpy.ops.export_scene.gltf(filepath=glb, export_format="GLB", use_selection=True, export_apply=False,
                                      export_animations=False, export_texcoords=True, export_normals=True) == \

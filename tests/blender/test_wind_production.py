@@ -7,6 +7,8 @@ import bpy
 import numpy as np
 import pytest
 
+from tests.blender import api
+
 
 @pytest.fixture
 def helpers(load_helper):
@@ -23,7 +25,7 @@ def _clump(mods, name, mesh=None):
                          [(0, 1, 2, 3), (4, 5, 6, 7)])
         mesh.update()
     obj = bpy.data.objects.new(name, mesh)
-    bpy.context.scene.collection.objects.link(obj)
+    api.scene().collection.objects.link(obj)
     return obj
 
 
@@ -31,11 +33,11 @@ def test_remove_wind_is_linear_in_the_number_of_objects(mods, monkeypatch):
     """Remove Wind looked for other users of each removed object's mesh among all of the file's objects, asking
     the sharers already taken out again and again: N^2 calls of ``wind_modifiers`` for N linked duplicates. Now
     one pass after the loop."""
-    scene = bpy.context.scene
+    scene = api.scene()
     plants = [_clump(mods, "Plant 0")]
     mods.ops.bake(scene, plants, ao_samples=0)
     plants += [_clump(mods, f"Plant {i}", plants[0].data) for i in range(1, 60)]  # linked duplicates
-    own = [_clump(mods, f"Own {i}", plants[0].data.copy()) for i in range(20)]  # each its own baked mesh
+    own = [_clump(mods, f"Own {i}", api.mesh(plants[0]).copy()) for i in range(20)]  # each its own baked mesh
     keep = _clump(mods, "Keeps Wind", own[0].data)  # stays in the wind: that mesh keeps its live data
     mods.ops.add_wind(scene, plants + own + [keep])
     calls = []
@@ -46,8 +48,8 @@ def test_remove_wind_is_linear_in_the_number_of_objects(mods, monkeypatch):
     assert len(result.changed) == n
     assert len(calls) <= 4 * n, len(calls)
     live = mods.core.LIVE_ATTRS[0]
-    assert own[0].data.attributes.get(live) is not None
-    assert all(o.data.attributes.get(live) is None for o in plants + own[1:])
+    assert api.mesh(own[0]).attributes.get(live) is not None
+    assert all(api.mesh(o).attributes.get(live) is None for o in plants + own[1:])
     assert mods.ops.wind_modifiers(keep)
 
 
@@ -57,8 +59,8 @@ def _y_up_tree(name, collection):
     mesh = bpy.data.meshes.new(name)
     bm = bmesh.new()
     bmesh.ops.create_cube(bm, size=1.0)
-    bmesh.ops.scale(bm, vec=(0.2, 3.0, 0.2), verts=bm.verts)
-    bmesh.ops.translate(bm, vec=(0, 1.5, 0), verts=bm.verts)
+    bmesh.ops.scale(bm, vec=(0.2, 3.0, 0.2), verts=list(bm.verts))
+    bmesh.ops.translate(bm, vec=(0, 1.5, 0), verts=list(bm.verts))
     for k in range(4):
         c = (0.15, 2.0 + 0.2 * k, 0.0)
         bm.faces.new([bm.verts.new((c[0] + dx, c[1] + dy, 0.0)) for dx, dy in ((0, 0), (0.3, 0), (0.3, 0.3), (0, 0.3))])
@@ -74,8 +76,8 @@ def test_bake_skips_objects_blender_does_not_evaluate_instead_of_baking_their_st
     the matrix_world of its last evaluation: the bake read a Y-up tree stood up since then as lying down (asset
     height 0.20, the trunk's thickness) and said nothing. It is skipped and named now, its mesh untouched; an
     object only hidden (the eye) is evaluated and bakes right."""
-    scene = bpy.context.scene
-    view_layer = bpy.context.view_layer
+    scene = api.scene()
+    view_layer = api.view_layer()
     disabled, excluded = bpy.data.collections.new("Disabled"), bpy.data.collections.new("Excluded")
     scene.collection.children.link(disabled)
     scene.collection.children.link(excluded)
@@ -92,23 +94,23 @@ def test_bake_skips_objects_blender_does_not_evaluate_instead_of_baking_their_st
     view_layer.update()
     for name in ("Visible", "Hidden"):
         mods.ops.bake(scene, [trees[name]], ao_samples=0)
-        assert trees[name].envfx.wind.asset_height == pytest.approx(3.0, abs=1e-3)
+        assert api.envfx(trees[name]).wind.asset_height == pytest.approx(3.0, abs=1e-3)
     expect = {"Monitor": "disabled in viewports", "InDisabled": "collection 'Disabled' is disabled in viewports",
               "InExcluded": "not in view layer"}
     for name, why in expect.items():
         with pytest.raises(mods.ops.WindInputError, match=why):
             mods.ops.bake(scene, [trees[name]], ao_samples=0)
-        assert trees[name].data.attributes.get("EnvFX_Height") is None
-        assert trees[name].envfx.wind.asset_height == 1.0
+        assert api.mesh(trees[name]).attributes.get("EnvFX_Height") is None
+        assert api.envfx(trees[name]).wind.asset_height == 1.0
     result = mods.ops.bake(scene, list(trees.values()), ao_samples=0)  # one asset: the stale ones left out, named
     assert set(result.skipped) == set(expect)
     assert all("enable it in the viewport and bake again" in r for r in result.skipped.values())
     assert sorted(result.changed) == ["Hidden", "Visible"]
-    assert all(trees[name].data.attributes.get("EnvFX_Height") is None for name in expect)
+    assert all(api.mesh(trees[name]).attributes.get("EnvFX_Height") is None for name in expect)
 
 
 def _world_sway(mods, obj, frame):
-    bpy.context.scene.frame_set(frame)
+    api.scene().frame_set(frame)
     got = mods.bridge.evaluated_positions(obj, bpy.context.evaluated_depsgraph_get())
     rest = mods.bridge.get_positions(obj.data).astype(np.float64)
     m = mods.bridge.matrix_to_numpy(obj.matrix_world)
@@ -119,16 +121,16 @@ def test_scaled_linked_duplicates_sway_like_scaled_copies(mods, helpers):
     """Linked duplicates of a plant at different scales all got the baked object's Asset Height, so a 2x clump
     swayed as far as a 1x one (and which size was right depended on which duplicate was baked). Each object now
     gets the baked height times its world Z scale over the baked object's, from the bake and from Add Wind."""
-    scene = bpy.context.scene
-    w = scene.envfx.wind
+    scene = api.scene()
+    w = api.envfx(scene).wind
     w.gust_strength = 0.0
     s1 = _clump(mods, "ClumpS1")
     s2 = _clump(mods, "ClumpS2", s1.data)
     s2.scale = (2.0, 2.0, 2.0)
-    bpy.context.view_layer.update()
+    api.view_layer().update()
     mods.ops.bake(scene, [s1], ao_samples=0)
-    assert s1.envfx.wind.asset_height == pytest.approx(0.5, rel=1e-5)
-    assert s2.envfx.wind.asset_height == pytest.approx(1.0, rel=1e-5)
+    assert api.envfx(s1).wind.asset_height == pytest.approx(0.5, rel=1e-5)
+    assert api.envfx(s2).wind.asset_height == pytest.approx(1.0, rel=1e-5)
     mods.ops.apply_preset([s1, s2], "BUSH")
     mods.ops.add_wind(scene, [s1, s2])
     sway1, sway2 = _world_sway(mods, s1, 17), _world_sway(mods, s2, 17)
@@ -137,17 +139,17 @@ def test_scaled_linked_duplicates_sway_like_scaled_copies(mods, helpers):
     assert helpers._gn_vs_core(mods, s2, (17, 40)) < 1e-4  # the live wind and its twin read the same height
     # baking the 2x duplicate instead gives the same sizes
     mods.ops.bake(scene, [s2], ao_samples=0)
-    assert (s1.envfx.wind.asset_height, s2.envfx.wind.asset_height) == (pytest.approx(0.5, rel=1e-5),
+    assert (api.envfx(s1).wind.asset_height, api.envfx(s2).wind.asset_height) == (pytest.approx(0.5, rel=1e-5),
                                                                          pytest.approx(1.0, rel=1e-5))
     # a duplicate made after the bake (Add Wind sets its height), and one rescaled while in the wind (Add Wind
     # again brings its height to its new size, and counts it as changed)
     s3 = _clump(mods, "ClumpS3", s1.data)
     s3.scale = (3.0, 3.0, 3.0)
     s2.scale = (4.0, 4.0, 4.0)
-    bpy.context.view_layer.update()
+    api.view_layer().update()
     result = mods.ops.add_wind(scene, [s1, s2, s3])
-    assert s3.envfx.wind.asset_height == pytest.approx(1.5, rel=1e-5)
-    assert s2.envfx.wind.asset_height == pytest.approx(2.0, rel=1e-5)
+    assert api.envfx(s3).wind.asset_height == pytest.approx(1.5, rel=1e-5)
+    assert api.envfx(s2).wind.asset_height == pytest.approx(2.0, rel=1e-5)
     assert sorted(result.changed) == ["ClumpS2", "ClumpS3"] and result.unchanged == ["ClumpS1"]
     mods.ops.apply_preset([s3], "BUSH")
     assert _world_sway(mods, s3, 17) == pytest.approx(3.0 * _world_sway(mods, s1, 17), rel=1e-3)
@@ -158,7 +160,7 @@ def test_duplicates_in_another_scene_or_scaled_to_nothing(mods):
     """A duplicate in another level of the file is evaluated by its own scene, so the bake gives it its height at
     its size (before: kept its old height, named as disabled in viewports); one scaled to nothing now (a keyed
     grow-in at its first frame) keeps its height and is named with what to do (before: got 0 and never swayed)."""
-    scene = bpy.context.scene
+    scene = api.scene()
     s1 = _clump(mods, "PlantA")
     level2 = bpy.data.scenes.new("Level2")
     far = bpy.data.objects.new("PlantB", s1.data)
@@ -166,11 +168,11 @@ def test_duplicates_in_another_scene_or_scaled_to_nothing(mods):
     far.scale = (3.0, 3.0, 3.0)
     grow = _clump(mods, "PlantC", s1.data)
     grow.scale = (0.0, 0.0, 0.0)
-    bpy.context.view_layer.update()
+    api.view_layer().update()
     level2.view_layers[0].update()  # Level 2 shown once (as in a saved file): its world matrices are its own
     result = mods.ops.bake(scene, [s1], ao_samples=0)
-    assert far.envfx.wind.asset_height == pytest.approx(1.5, rel=1e-4)
-    assert grow.envfx.wind.asset_height == 1.0
+    assert api.envfx(far).wind.asset_height == pytest.approx(1.5, rel=1e-4)
+    assert api.envfx(grow).wind.asset_height == 1.0
     (warning,) = [w for w in result.warnings if "PlantC" in w]
     assert "scaled to nothing" in warning and "Add Wind again" in warning
     assert not any("PlantB" in w for w in result.warnings)
@@ -179,7 +181,7 @@ def test_duplicates_in_another_scene_or_scaled_to_nothing(mods):
 def test_a_stood_up_y_up_duplicate_takes_its_height_from_its_up_scale(mods):
     """World Z scale is the Z row of the world matrix: a Y-up asset stood up by a 90 degree X rotation grows with
     its Y scale, not its Z scale; a duplicate Blender does not evaluate keeps its height, named."""
-    scene = bpy.context.scene
+    scene = api.scene()
     a = _y_up_tree("TreeA", scene.collection)
     b = bpy.data.objects.new("TreeB", a.data)
     c = bpy.data.objects.new("TreeC", a.data)
@@ -188,28 +190,28 @@ def test_a_stood_up_y_up_duplicate_takes_its_height_from_its_up_scale(mods):
     for obj in (a, b, c):
         obj.rotation_euler = (math.pi / 2, 0.0, 0.0)
     b.scale = (1.0, 1.5, 5.0)
-    bpy.context.view_layer.update()
+    api.view_layer().update()
     c.hide_viewport = True
     c.scale = (2.0, 2.0, 2.0)
     result = mods.ops.bake(scene, [a], ao_samples=0)
-    assert a.envfx.wind.asset_height == pytest.approx(3.0, rel=1e-4)
-    assert b.envfx.wind.asset_height == pytest.approx(4.5, rel=1e-4)
-    assert c.envfx.wind.asset_height == 1.0
+    assert api.envfx(a).wind.asset_height == pytest.approx(3.0, rel=1e-4)
+    assert api.envfx(b).wind.asset_height == pytest.approx(4.5, rel=1e-4)
+    assert api.envfx(c).wind.asset_height == 1.0
     assert any(w_.startswith("TreeC shares a baked mesh but Blender does not evaluate it") for w_ in result.warnings)
 
 
 def _windy_tree(mods, helpers):
-    scene = bpy.context.scene
+    scene = api.scene()
     _tree, (obj,) = helpers._tree(mods, n_branches=3, leaves_per_branch=2)
     mods.ops.bake(scene, [obj], ao_samples=0)
     mods.ops.add_wind(scene, [obj])
-    w = scene.envfx.wind
+    w = api.envfx(scene).wind
     w.strength, w.gust_strength = 1.5, 0.5
     return obj
 
 
 def _at(mods, obj, frame):
-    bpy.context.scene.frame_set(frame)
+    api.scene().frame_set(frame)
     return mods.bridge.evaluated_positions(obj, bpy.context.evaluated_depsgraph_get())
 
 
@@ -217,7 +219,7 @@ def test_a_loop_closes_and_matches_the_twin_at_large_frame_numbers(mods, helpers
     """The group's float32 time was absolute: at frame 100001 a 96-frame loop missed by 4.8e-4 m and the twin by
     6.8e-4 (3.6e-3 at 1000001). The frame is wrapped into the loop first now."""
     obj = _windy_tree(mods, helpers)
-    bpy.context.scene.envfx.wind.loop_frames = 96
+    api.envfx(api.scene()).wind.loop_frames = 96
     for start in (100001, 1000001, -50001):
         assert np.abs(_at(mods, obj, start) - _at(mods, obj, start + 96)).max() < 1e-5
         assert np.abs(_at(mods, obj, start) - _at(mods, obj, start % 96)).max() < 1e-5
@@ -231,12 +233,13 @@ def test_a_wind_object_deleted_by_a_script_hands_over_at_the_next_frame(mods, he
     """A script that deletes (or unlinks) the wind object and steps frames fires no depsgraph update in background
     mode: the group kept "Use Source" with an empty Source node, 1.6 m off the scene's wind, until some other
     change. The frame handler hands over to the scene's direction and strength at the next frame_set."""
-    scene = bpy.context.scene
+    scene = api.scene()
     obj = _windy_tree(mods, helpers)
     bpy.ops.object.effector_add(type="WIND", rotation=(math.pi / 2, 0.0, 1.2))
-    field = bpy.context.active_object
+    field = api.active()
+    assert field.field is not None
     field.field.strength = 3.0
-    scene.envfx.wind.source_object = field
+    api.envfx(scene).wind.source_object = field
     scene.frame_set(20)
     with_source = _at(mods, obj, 20)
     tree = mods.nodes.group_for(scene)
@@ -256,7 +259,7 @@ def test_the_same_warning_for_many_objects_is_one_report(envfx, capfd):
     """Add Wind on a level's props that were never baked: one warning line naming a few and counting the rest, not
     one per object (a thousand props printed a thousand lines); a warning about fewer objects stays one per
     object, and other warnings are kept as they are."""
-    scene = bpy.context.scene
+    scene = api.scene()
     props = []
     for i in range(6):
         mesh = bpy.data.meshes.new(f"Prop{i}")
@@ -267,7 +270,7 @@ def test_the_same_warning_for_many_objects_is_one_report(envfx, capfd):
     for obj in scene.objects:
         obj.select_set(obj in props)
     capfd.readouterr()
-    assert bpy.ops.envfx.wind_add() == {"FINISHED"}
+    assert api.ops.wind_add() == {"FINISHED"}
     out = capfd.readouterr().out
     assert out.count("no baked wind data") == 1
     assert "Prop0, Prop1, Prop2 and 3 more: no baked wind data, so it will not move" in out

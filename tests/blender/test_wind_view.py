@@ -5,6 +5,8 @@ import bpy
 import numpy as np
 import pytest
 
+from tests.blender import api
+
 
 def _objects(mods):
     t = mods.shapes.make_vegetation("quad", "touch", n_branches=3, twigs=2, leaves_per_twig=2)
@@ -20,7 +22,7 @@ def _objects(mods):
         for m in mats:
             mesh.materials.append(m)
         obj = bpy.data.objects.new(name, mesh)
-        bpy.context.scene.collection.objects.link(obj)
+        api.scene().collection.objects.link(obj)
         out.append(obj)
     return out
 
@@ -34,18 +36,18 @@ def test_view_each_channel_and_off_restores(mods):
     for o in list(bpy.data.objects):
         bpy.data.objects.remove(o)
     wood, leaves, bare = _objects(mods)
-    mods.ops.bake(bpy.context.scene, [wood, leaves], ao_samples=0)
+    mods.ops.bake(api.scene(), [wood, leaves], ao_samples=0)
     before = _state([wood, leaves, bare])
     for channel in ("R", "G", "B", "A", "HEIGHT"):
-        assert bpy.ops.envfx.wind_view(channel=channel) == {"FINISHED"}
+        assert api.ops.wind_view(channel=channel) == {"FINISHED"}
         mat = bpy.data.materials["EnvFX Wind View " + channel]
         for obj in (wood, leaves):
             assert obj.material_slots and all(s.link == "OBJECT" and s.material == mat for s in obj.material_slots)
-        attr = next(n for n in mat.node_tree.nodes if n.type == "ATTRIBUTE")
+        attr = api.of(bpy.types.ShaderNodeAttribute, next(n for n in api.node_tree(mat).nodes if n.type == "ATTRIBUTE"))
         assert attr.attribute_name == ("EnvFX_Height" if channel == "HEIGHT" else "EnvFX_Wind")
         assert not bare.material_slots  # not baked: left alone
         assert [m.name for m in leaves.data.materials] == ["Leaf", "Bark"]  # the mesh's own materials stay
-    assert bpy.ops.envfx.wind_view(channel="OFF") == {"FINISHED"}
+    assert api.ops.wind_view(channel="OFF") == {"FINISHED"}
     assert _state([wood, leaves, bare]) == before
     assert not any(m.name.startswith("EnvFX Wind View") for m in bpy.data.materials)
 
@@ -56,4 +58,4 @@ def test_view_without_baked_data_says_so(mods):
     _objects(mods)
     with pytest.raises(mods.ops.WindInputError, match="Bake Wind Data first"):
         __import__(mods.ops.__name__.rsplit(".", 1)[0] + ".wind_view", fromlist=["x"]).show_channel(
-            bpy.context.scene, "B")
+            api.scene(), "B")

@@ -65,7 +65,7 @@ class Gpu:
     def __init__(self):
         try:
             import moderngl
-            self.ctx = moderngl.create_standalone_context(backend="egl")
+            self.ctx = moderngl.create_standalone_context(backend="egl")  # pyright: ignore[reportArgumentType] -- moderngl's stub types **settings as Dict[str, Any] per keyword; backend is a str
             from OpenGL import GL
             from OpenGL.GL.ARB.gl_spirv import glSpecializeShaderARB
         except Exception as exc:  # noqa: BLE001 - any failure here means the same: no driver to run shaders on

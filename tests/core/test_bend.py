@@ -1,5 +1,7 @@
 """World bend math (core.bend), no Blender."""
 
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -9,7 +11,7 @@ MODES = cb.MODES
 
 
 def params(**kw):
-    base = dict(mode="RUNNER", axis="POS_Y", pivot=(1.0, -2.0, 0.5), horizon_offset=1.5, strength=0.05,
+    base: dict[str, Any] = dict(mode="RUNNER", axis="POS_Y", pivot=(1.0, -2.0, 0.5), horizon_offset=1.5, strength=0.05,
                 spread=2.0, side_strength=0.03, side_spread=1.0)
     base.update(kw)
     return cb.BendParams(**base)
@@ -306,11 +308,12 @@ def test_normal_of_a_road_dropping_at_30_degrees():
     """The issue's road: where the ground slopes down at 30 degrees ahead, its up normal tilts 30 degrees forward."""
     p = cb.BendParams(mode="RUNNER", axis="POS_Y", pivot=(0.0, 0.0, 0.0), strength=0.01, spread=2.0)
     y = 2.0 + np.tan(np.radians(30.0)) / (2 * 0.01)  # slope 2 a (y - s) = tan 30
-    n = cb.forward_normals([[0.0, y, 0.0]], [[0.0, 0.0, 1.0]], p)[0]
+    n = cb.forward_normals(np.array([[0.0, y, 0.0]]), np.array([[0.0, 0.0, 1.0]]), p)[0]
     np.testing.assert_allclose(n, [0.0, np.sin(np.radians(30.0)), np.cos(np.radians(30.0))], atol=1e-12)
-    t = cb.forward_tangents([[0.0, y, 0.0]], [[0.0, 1.0, 0.0]], p)[0]
+    t = cb.forward_tangents(np.array([[0.0, y, 0.0]]), np.array([[0.0, 1.0, 0.0]]), p)[0]
     np.testing.assert_allclose(t, [0.0, np.cos(np.radians(30.0)), -np.sin(np.radians(30.0))], atol=1e-12)
-    np.testing.assert_allclose(cb.forward_normals([[0.0, 1.0, 0.0]], [[0.0, 0.0, 1.0]], p), [[0, 0, 1]])  # flat
+    flat = cb.forward_normals(np.array([[0.0, 1.0, 0.0]]), np.array([[0.0, 0.0, 1.0]]), p)
+    np.testing.assert_allclose(flat, [[0, 0, 1]])  # flat
 
 
 def test_disabled_bend_keeps_normals_and_empty_input():
@@ -349,7 +352,8 @@ def test_view_margin_numbers_and_refusals():
     assert cb.view_margin(two, 10.0) == pytest.approx((1.0, 1.0))
     assert cb.view_margin(cb.BendParams(enabled=False), 100.0) == (0.0, 0.0)
     lo, hi = cb.bent_bounds([0, 0, 0], [1, 1, 1], p, 100.0)
-    np.testing.assert_allclose(lo, [0, 0, -0.01 * 101.0 ** 2]) and np.testing.assert_allclose(hi, [1, 1, 1])
+    np.testing.assert_allclose(lo, [0, 0, -0.01 * 101.0 ** 2])
+    np.testing.assert_allclose(hi, [1, 1, 1])
     for bad in (-1.0, float("nan"), float("inf")):
         with pytest.raises(cb.BendError, match="View distance"):
             cb.view_margin(p, bad)

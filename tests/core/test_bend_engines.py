@@ -4,6 +4,7 @@ line and must bend the engine's points exactly where ``core.bend`` bends Blender
 import importlib.util
 import json
 import os
+from typing import Any
 
 import numpy as np
 import pytest
@@ -13,6 +14,7 @@ from core import bend_engines as be
 
 _spec = importlib.util.spec_from_file_location("bend_shader_numpy", os.path.join(os.path.dirname(__file__),
                                                                                   "bend_shader_numpy.py"))
+assert _spec is not None and _spec.loader is not None
 _helper = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_helper)
 _run_shader = _helper.run_shader
@@ -161,7 +163,8 @@ def test_export_never_writes_a_number_a_shader_float_cannot_hold(tmp_path, monke
     with pytest.raises(core_bend.BendError, match="pivot .* more than a shader's float holds"):
         be.export_files(core_bend.BendParams(pivot=(0.0, 1e37, 0.0)), str(tmp_path / "a"))
     monkeypatch.setattr(core_bend, "MAX_DISTANCE", float("inf"))
-    for kw in (dict(spread=3.4e38), dict(horizon_offset=-3.4e38), dict(side_spread=3.4e38)):
+    kws: tuple[dict[str, Any], ...] = (dict(spread=3.4e38), dict(horizon_offset=-3.4e38), dict(side_spread=3.4e38))
+    for kw in kws:
         with pytest.raises(core_bend.BendError, match="in UNREAL's units, more than a shader's float holds"):
             be.export_files(core_bend.BendParams(**kw), str(tmp_path / "a"))
     assert not (tmp_path / "a").exists()

@@ -112,6 +112,7 @@ def test_the_fields_are_found_from_the_files_own_sdna(fmt, pointer, e):
     assert (lay.pointer, lay.endian) == (pointer, e)
     assert [b.code for b in lay.blocks] == [b"GLOB", b"OB\0\0", b"ID\0\0", b"DATA", b"DATA", b"DNA1"]
     uid = lay.field("ID", "session_uid")
+    assert uid is not None
     assert (uid.offset, uid.size) == (pointer + 8, 4)
     spans = blendfile.runtime_spans(data)
     ob, raw = lay.blocks[1], lay.blocks[2]

@@ -44,6 +44,7 @@ def _jobs(tmp_path):
 
 @pytest.mark.skipif(OPENJD is None, reason="openjd-cli is not installed (tools/venv.sh installs it in the 5.0 venv)")
 def test_openjd_check_accepts_the_template_of_every_command(tmp_path):
+    assert OPENJD is not None  # (the skipif)
     for command, job in _jobs(tmp_path).items():
         template, _params = farm.write_job(job)
         run = subprocess.run([OPENJD, "check", template], capture_output=True, text=True)

@@ -313,6 +313,7 @@ def test_cancel_halfway_leaves_no_files(tmp_path):
     out.mkdir()
     (out / "keep.txt").write_text("mine")
     job = gg.bake(gg.GasGiantParams(**{**SMALL, "iterations": 200}), str(out))
+    fraction = 0.0
     for _ in range(5):
         fraction = next(job)
     assert 0 < fraction < 0.9
@@ -599,11 +600,11 @@ def test_cloud_mode_exr_holds_premultiplied_colour_and_the_png_straight(tmp_path
         back, _ = exr.read_exr(str(tmp_path / "c" / f"{name}.exr"))
         rgba = back[..., ::-1]
         alpha = rgba[..., 3:]
-        np.testing.assert_array_equal(png[..., :3], np.broadcast_to(np.float32(cloud), png[..., :3].shape))
+        np.testing.assert_array_equal(png[..., :3], np.broadcast_to(np.asarray(cloud, np.float32), png[..., :3].shape))
         np.testing.assert_allclose(alpha, png[..., 3:], atol=0.5 / 255 + 1e-6)
         assert ((alpha > 0.05) & (alpha < 0.5)).sum() > 100  # partly covered texels
-        np.testing.assert_allclose(rgba[..., :3], colour.srgb_to_linear(np.float32(cloud)) * alpha, rtol=1e-6,
-                                   atol=1e-9)
+        np.testing.assert_allclose(rgba[..., :3], colour.srgb_to_linear(np.asarray(cloud, np.float32)) * alpha,
+                                   rtol=1e-6, atol=1e-9)
     meta = json.loads((tmp_path / "c" / "gasgiant.json").read_text())
     alphas = {i["file"].rsplit(".", 1)[1]: set() for i in meta["images"]}
     for item in meta["images"]:
@@ -1245,5 +1246,6 @@ def test_typed_fields_match_the_settings_table():
     tree = ast.parse(inspect.getsource(gg_params))
     cls = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "_GasGiantParamsMethods")
     block = next(n for n in cls.body if isinstance(n, ast.If) and ast.unparse(n.test) == "TYPE_CHECKING")
-    typed = [(n.target.id, ast.unparse(n.annotation)) for n in block.body if isinstance(n, ast.AnnAssign)]
+    typed = [(n.target.id, ast.unparse(n.annotation)) for n in block.body
+             if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name)]
     assert typed == [(s.name, s.type) for s in gg_settings.PARAM_SETTINGS]

@@ -2,6 +2,7 @@
 shadow quads, and the refusals of bad input."""
 
 import math
+from typing import Any
 
 import numpy as np
 import pytest
@@ -304,7 +305,9 @@ def test_bad_lights_and_obstacles_are_refused(lights, boxes, message):
 
 
 def test_bad_settings_are_refused():
-    for kw, message in ((dict(penumbra_samples=0), "Penumbra samples"), (dict(falloff="LINEAR"), "falloff"),
-                        (dict(smoothing="X"), "smoothing"), (dict(occlusion_strength=2), "strength")):
+    cases: list[tuple[dict[str, Any], str]] = [(dict(penumbra_samples=0), "Penumbra samples"),
+                                               (dict(falloff="LINEAR"), "falloff"), (dict(smoothing="X"), "smoothing"),
+                                               (dict(occlusion_strength=2), "strength")]
+    for kw, message in cases:
         with pytest.raises(lm.LightmapError, match=message):
             lm.Settings(**kw).validate()

@@ -13,6 +13,7 @@ from core import mips
 
 _spec = importlib.util.spec_from_file_location("mips_dds_reader", os.path.join(os.path.dirname(__file__),
                                                                                 "mips_dds_reader.py"))
+assert _spec is not None and _spec.loader is not None
 dds_reader = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(dds_reader)
 

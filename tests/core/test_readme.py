@@ -90,8 +90,9 @@ def test_demo_command_writes_where_the_readme_says():
     quoted(r"writes the bakes into `demo_out/`, and saves `demo_out/demo\.blend`")
     # every feature the extension has is a demo part
     init = read("core", "features.py")
-    features = re.search(r"FEATURES = \(([^)]*)\)", init).group(1)
-    parts = re.search(r"PARTS = \(([^)]*)\)", demo_py).group(1)
+    found_features, found_parts = re.search(r"FEATURES = \(([^)]*)\)", init), re.search(r"PARTS = \(([^)]*)\)", demo_py)
+    assert found_features and found_parts, "core/features.py has no FEATURES = (...) or tools/demo.py no PARTS = (...)"
+    features, parts = found_features.group(1), found_parts.group(1)
     assert features == parts
     for part in re.findall(r'"(\w+)"', parts):
         assert os.path.isfile(os.path.join(ROOT, "tools", "demo_parts", f"{part}.py"))
@@ -247,12 +248,13 @@ def check_call(target, call: str, module=None):
     if params and params[0].name == "self" and inspect.isfunction(target):
         positional += 1  # a method named after its class: the instance is the first argument
     try:
-        sig.bind(*([None] * positional), **{k: None for k in keywords})
+        sig.bind(*([None] * positional), **{k: None for k in keywords if k is not None})  # (None: a **mapping)
     except TypeError as exc:
         pytest.fail(f"the manual's {call!r} does not fit {target.__qualname__}{sig}: {exc}")
     for inner in nested:  # MipSettings(ref=0.5) inside build_chain(...)
         inner_target = getattr(module, inner.split("(")[0], None) if module else None
-        assert inner_target is not None, f"the manual's {call!r}: {inner.split('(')[0]} is not in {module.__name__}"
+        assert module is not None and inner_target is not None, \
+            f"the manual's {call!r}: {inner.split('(')[0]} is not in {module.__name__ if module else 'a module'}"
         check_call(inner_target, inner)
 
 
@@ -426,7 +428,7 @@ def test_snow_bake_files_and_json(tmp_path):
     for key in ("u_from_world", "v_from_world", "frames", "uv_offset", "units_per_blender_unit", "up", "resolution"):
         assert key in keys, f"snow_buffer.json has no key {key!r}"
     assert set(meta["frames"][0]["uv_offset"]) == set(bend_engines.ENGINES)
-    assert result.metadata_path.endswith("snow_buffer.json")
+    assert result.metadata_path is not None and result.metadata_path.endswith("snow_buffer.json")
     # the size estimate the README quotes
     quoted(r"takes 16 bytes a texel \(a 512 buffer 4 MB a frame, 1:100000 frames 391 GB\)")
     assert round(snow.bake_output_bytes(512, 1) / 2**20) == 4

@@ -462,6 +462,7 @@ def test_cover_border_tapers_to_zero_and_spacing():
     cover = snow.generate_cover(tris, snow.CoverParams(spacing=0.2, thickness=0.3, border_width=1.0))
     m = cover.lods[0]
     covered = cover.covered
+    assert covered is not None
     # border cells (next to an uncovered cell or the grid edge) have zero thickness
     pad = np.pad(covered, 1)
     edge = covered & ~(pad[:-2, 1:-1] & pad[2:, 1:-1] & pad[1:-1, :-2] & pad[1:-1, 2:])
@@ -612,7 +613,7 @@ def test_camera_fade_lays_the_snow_flat_far_from_the_camera():
     rim = np.array([0.0, 0.05, 0.0, 0.0, 0.0])
     thick = np.full(5, 0.3)
     keep = snow.GROUND_KEEP
-    got = snow.shown_offset(down, rim, thick, fade)
+    got = snow.shown_offset(down, rim, thick, fade)  # pyright: ignore[reportArgumentType] -- a per-vertex fade; the unannotated fade=1.0 reads as float
     trail = np.maximum(rim - down, -keep * thick)                         # near: what the trails alone show
     assert got[0] == pytest.approx(trail[0]) and trail[2] == pytest.approx(-keep * 0.3)
     assert got[-1] == pytest.approx(-keep * 0.3)                          # far: flat on the ground
@@ -620,7 +621,7 @@ def test_camera_fade_lays_the_snow_flat_far_from_the_camera():
     assert np.all(got >= -keep * thick - 1e-12)                            # never below the sliver
     assert 0.3 + got[-1] == pytest.approx(0.3 * (1 - keep)) and 0 < 1 - keep < 0.05       # a sliver
     # no snow_thickness (trails on any mesh): nothing to lay flat, the trail fades as before
-    np.testing.assert_allclose(snow.shown_offset(down, rim, None, fade), fade * (rim - down))
+    np.testing.assert_allclose(snow.shown_offset(down, rim, None, fade), fade * (rim - down))  # pyright: ignore[reportArgumentType] -- as above
 
 
 # --- puffs ------------------------------------------------------------------------------------------------
@@ -677,6 +678,7 @@ def test_ripples_are_a_height_in_scene_units_independent_of_resolution():
 def _written_metadata(tmp_path):
     buf = snow.BufferParams(resolution=8, size=4.0, origin=(-2.0, -2.0))
     result = snow.bake(walk(3, (-1, 0), (1, 0)), [0.4], [0.1], snow.StampParams(), buf, out_dir=str(tmp_path))
+    assert result.metadata_path is not None
     return result.metadata_path
 
 

@@ -16,6 +16,7 @@ from core import snow as core_snow
 from core import snow_engines as se
 
 _spec = importlib.util.spec_from_file_location("engine_gpu", os.path.join(os.path.dirname(__file__), "engine_gpu.py"))
+assert _spec is not None and _spec.loader is not None
 engine_gpu = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(engine_gpu)
 

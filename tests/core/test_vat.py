@@ -155,6 +155,7 @@ def test_extra_attributes_get_their_own_texture():
 def test_topology_change_names_the_first_frame():
     counts = [(8, 12, 6, 24)] * 3 + [(10, 15, 7, 28)] * 2
     msg = vat.topology_change(counts, [1, 2, 3, 4, 5])
+    assert msg is not None
     assert "frame 4" in msg and "vertices 8 -> 10" in msg and "since frame 1" in msg
     assert vat.topology_change([(8, 12, 6, 24)] * 3, [1, 2, 3]) is None
 

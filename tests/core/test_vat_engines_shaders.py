@@ -14,6 +14,7 @@ from core import vat as core_vat
 from core import vat_engines as ve
 
 _spec = importlib.util.spec_from_file_location("engine_gpu", os.path.join(os.path.dirname(__file__), "engine_gpu.py"))
+assert _spec is not None and _spec.loader is not None
 engine_gpu = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(engine_gpu)
 

@@ -1,12 +1,16 @@
 """Wind core: the bake on constructed trees with known structure, and the live-wind reference's guarantees."""
 
 import math
+from typing import Any
 
 import numpy as np
 import pytest
 
 from core import wind
 from core import wind_shapes
+
+# the presets as AssetWind's keywords (core types their values as the union of floats, strings and bools)
+PRESETS: dict[str, dict[str, Any]] = wind.PRESETS
 
 
 def _bake(tree, **kw):
@@ -118,6 +122,7 @@ def test_vertices_without_faces_do_not_make_the_structure():
     edges = np.concatenate([tree["edges"] + 1, [(tip + 1, n + 1), (n + 1, n + 2), (n + 2, n + 3)]])
     faced = np.r_[False, np.ones(n, bool), np.zeros(3, bool)]
     res = wind.bake_wind_data(positions, edges, faced=faced)
+    assert res.faceless is not None and res.source is not None  # a bake with stray vertices says where they went
     for name in ("height", "branch", "leaf", "phase", "leaf_phase", "kind"):
         np.testing.assert_array_equal(getattr(res, name)[1:n + 1], getattr(clean, name), err_msg=name)
     assert (res.asset_height, res.base_z, res.n_islands, res.n_branches, res.n_leaves) == (
@@ -131,6 +136,7 @@ def test_vertices_without_faces_do_not_make_the_structure():
         np.testing.assert_array_equal(getattr(res, name)[loose], getattr(res, name)[nearest], err_msg=name)
     # without ``faced``, a vertex on no edge is a lone point, face-less too
     res = wind.bake_wind_data(positions[:n + 1], tree["edges"] + 1)
+    assert res.faceless is not None and res.source is not None
     assert res.faceless[0] and res.source[0] == nearest[0] and res.branch[0] == 0.0
     np.testing.assert_array_equal(res.branch[1:], clean.branch)
     # points and loose edges only: nothing to bake
@@ -372,7 +378,7 @@ def test_grass_ambient_motion_is_driven_by_the_wind_and_is_most_of_it():
     col = wind.pack_channels(res)
     normals = np.random.default_rng(5).normal(size=g["positions"].shape)
     normals /= np.linalg.norm(normals, axis=1, keepdims=True)
-    asset = wind.AssetWind(**wind.PRESETS["GRASS"], asset_height=res.asset_height)
+    asset = wind.AssetWind(**PRESETS["GRASS"], asset_height=res.asset_height)
     m = np.eye(4)
     m[:3, 3] = (3.0, -2.0, 0.5)
 
@@ -473,7 +479,7 @@ def test_wind_bends_without_stretching_at_any_strength(shape_name, what, which):
     p = shape["positions"].astype(np.float64)
     normals = np.zeros_like(p)
     normals[:, 1] = 1.0  # the card's normal; on the others a wobble sideways
-    kw = wind.PRESETS[which] if what == "preset" else dict(category=which)
+    kw = PRESETS[which] if what == "preset" else dict(category=which)
     asset = wind.AssetWind(asset_height=res.asset_height, **kw)
     live = wind.live_attributes(p, res.height, col)
     pairs = _pivots(shape_name, shape)
@@ -531,7 +537,7 @@ def test_motion_at_strength_one_looks_as_large_as_before(shape_name, preset):
         top = int(np.argmax(p[:, 2]))
     normals = np.zeros_like(p)
     normals[:, 1] = 1.0  # the card's
-    asset = wind.AssetWind(asset_height=res.asset_height, **wind.PRESETS[preset])
+    asset = wind.AssetWind(asset_height=res.asset_height, **PRESETS[preset])
     scene = wind.SceneWind(direction=(0.6, 0.8, 0.0), loop_frames=120)
     base = p[_pivots(shape_name, shape)[0][1]].mean(0) if shape_name != "bush" else None
     if base is None:  # the bush's highest vertex is on a stem: its root
@@ -579,7 +585,7 @@ def test_a_grass_field_sways_blade_by_blade_in_waves_along_the_wind():
     m[:3, 3] = (12.0, -5.0, 0.0)
     base = (p[0::4] + p[1::4]) / 2  # the middle of each blade's lower edge
     for cat, spread in (("GRASS", 1 / 3), ("TREE", None)):
-        preset = {k: v for k, v in wind.PRESETS["GRASS" if cat == "GRASS" else "TREE"].items() if k != "category"}
+        preset = {k: v for k, v in PRESETS["GRASS" if cat == "GRASS" else "TREE"].items() if k != "category"}
         asset = wind.AssetWind(category=cat, asset_height=res.asset_height, **preset)
         for scene in (wind.SceneWind(), wind.SceneWind(direction=(0.2, 1.0, 0.0), loop_frames=48)):
             live = wind.live_attributes(p, res.height, col)

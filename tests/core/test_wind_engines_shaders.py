@@ -7,6 +7,7 @@ the offsets of core.wind.live.wind_offsets (the twin of the Blender preview) in 
 import importlib.util
 import math
 import os
+from typing import Any
 
 import numpy as np
 import pytest
@@ -16,6 +17,7 @@ from core import wind_engines as we
 from core.wind import live as core_live
 
 _spec = importlib.util.spec_from_file_location("engine_gpu", os.path.join(os.path.dirname(__file__), "engine_gpu.py"))
+assert _spec is not None and _spec.loader is not None
 engine_gpu = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(engine_gpu)
 
@@ -150,8 +152,9 @@ def test_the_wind_include_moves_every_vertex_as_the_core_on_a_gpu_driver(gpu, tm
                                                                         unit_scale):
     seed = len(category) * 10 + list(we.ENGINES).index(engine)
     p, normals, h, colour, height = asset_mesh(category, seed)
-    preset = {"TREE": dict(rigidity=1.0, bend=1.0, sway=1.0, lift=0.5, micro=1.0, ramp=0.0, main_bend=True),
-              "GRASS": dict(rigidity=1.0, bend=1.5, sway=0.5, lift=0.2, micro=0.5, ramp=2.0, main_bend=True)}
+    preset: dict[str, dict[str, Any]] = {
+        "TREE": dict(rigidity=1.0, bend=1.0, sway=1.0, lift=0.5, micro=1.0, ramp=0.0, main_bend=True),
+        "GRASS": dict(rigidity=1.0, bend=1.5, sway=0.5, lift=0.2, micro=0.5, ramp=2.0, main_bend=True)}
     asset = core_live.AssetWind(category=category, asset_height=height, **preset[category])
     scene = core_live.SceneWind(direction=(0.6, -0.8, 0.3), strength=1.4, gust_strength=0.7, gust_frequency=0.23,
                                 loop_frames=loop, fps=24.0, ambient=1.0, grass_tilt=0.5, fade_start=10.0,

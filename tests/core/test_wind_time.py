@@ -1,5 +1,7 @@
 """Wind core: time at large frame numbers (the frame is wrapped into the loop first, as the node group does)."""
 
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -17,7 +19,8 @@ def test_a_loop_is_wrapped_before_the_angles_so_far_frames_equal_their_loop_fram
     normals = np.zeros_like(tree["positions"])
     normals[:, 2] = 1.0
     scene = wind.SceneWind(strength=1.5, gust_strength=0.5, loop_frames=96, fps=30 / 1.001)
-    asset = wind.AssetWind(**wind.PRESETS[category], asset_height=res.asset_height)
+    preset: dict[str, Any] = wind.PRESETS[category]  # AssetWind's keywords
+    asset = wind.AssetWind(**preset, asset_height=res.asset_height)
     cam = np.eye(4)
     cam[:3, 3] = (3.0, -4.0, 10.0)
 
