@@ -181,11 +181,14 @@ def test_bent_mesh_round_trip(vat, envfx, tmp_path):
     assert_round_trip(vat, ground, result, range(1, 9))
 
 
-@pytest.mark.parametrize("encoding, normals", [("EXR32", "TEXTURE"), ("PNG16", "PACKED")])
-def test_a_corpus_tree_in_the_wind_round_trips(vat, envfx, tmp_path, corpus_asset, encoding, normals):
+@pytest.mark.parametrize("encoding, normals, engine", [("EXR32", "TEXTURE", "GODOT"), ("PNG16", "PACKED", "GODOT"),
+                                                       ("EXR16", "TEXTURE", "UNITY")])
+def test_a_corpus_tree_in_the_wind_round_trips(vat, envfx, tmp_path, corpus_asset, load_helper, encoding, normals,
+                                               engine):
     """A real tree of the corpus (several objects, unwelded pieces, an unapplied centimetre scale) in the live wind,
-    baked over a seamless wind loop for Godot: every object's proxy plays what the wind draws at every baked
-    frame, and its glb holds the rest pose."""
+    baked over a seamless wind loop for Godot or Unity: every object's proxy plays what the wind draws at every
+    baked frame, and its glb or FBX, read back, holds the rest pose (and the FBX the UV map that addresses each
+    vertex's texel)."""
     scene = bpy.context.scene
     for o in list(bpy.data.objects):
         bpy.data.objects.remove(o)
@@ -196,26 +199,30 @@ def test_a_corpus_tree_in_the_wind_round_trips(vat, envfx, tmp_path, corpus_asse
     envfx.operators.wind.bake(scene, objects)
     envfx.operators.wind.add_wind(scene, objects)
     opts = vat.ops.VatOptions(frame_start=1, step=3, loop_frames=24, encoding=encoding, normals=normals,
-                              engine="GODOT")
+                              engine=engine)
     result = vat.ops.bake_vat(scene, objects, str(tmp_path), opts)
     assert sorted(result.meta) == sorted(o.name for o in objects) and not result.skipped
     assert not [w for w in result.warnings if "jumps" in w or "static" in w], result.warnings
     for obj in objects:
         meta = result.meta[obj.name]
         assert meta["frames"] == 8 and meta["loop"] and meta["vertex_count"] == len(obj.data.vertices)
-        size = float(np.ptp(vat.bridge.get_positions(obj.data), axis=0).max())
+        rest = vat.bridge.get_positions(obj.data).astype(np.float64)
+        size = float(np.ptp(rest, axis=0).max())
         # the player adds the offset to the rest position in float32: at this tree's 39 m in centimetres a float32
         # step is 0.00024, several of which add to the encoding's own error
-        slack = 4 * float(np.spacing(np.float32(np.abs(vat.bridge.get_positions(obj.data)).max())))
+        slack = 4 * float(np.spacing(np.float32(np.abs(rest).max())))
         assert_round_trip(vat, obj, result, range(1, 24, 3), normal_limit=1.5 if normals == "PACKED" else 0.15,
                           slack=slack)
         assert meta["bounds"]["max_offset"] > 0.01 * size  # the wind moves it (the object's units: centimetres)
-        doc, accessor = read_glb(tmp_path / meta["mesh"])  # the proxy's glb: the rest pose in Godot's axes
-        pos = np.concatenate([accessor(p["attributes"]["POSITION"]) for p in doc["meshes"][0]["primitives"]])
-        a_g = np.asarray(envfx.core.bend_engines.ENGINES["GODOT"][0], np.float64)
-        rest = {tuple(p) for p in np.round(vat.bridge.get_positions(obj.data).astype(np.float64) @ a_g.T, 2)}
-        assert len(pos) >= len(obj.data.vertices)
-        assert all(tuple(p) in rest for p in np.round(pos.astype(np.float64), 2))
+        if engine == "GODOT":
+            doc, accessor = read_glb(tmp_path / meta["mesh"])  # the proxy's glb: the rest pose in Godot's axes
+            pos = np.concatenate([accessor(p["attributes"]["POSITION"]) for p in doc["meshes"][0]["primitives"]])
+            a_g = np.asarray(envfx.core.bend_engines.ENGINES["GODOT"][0], np.float64)
+            rest_g = {tuple(p) for p in np.round(rest @ a_g.T, 2)}
+            assert len(pos) >= len(obj.data.vertices)
+            assert all(tuple(p) in rest_g for p in np.round(pos.astype(np.float64), 2))
+        else:
+            assert_fbx_proxy(load_helper, tmp_path / meta["mesh"], rest, meta, atol=1e-6 * size)
 
 
 def test_operator_bakes_the_selection_with_the_scene_settings(vat, tmp_path):
@@ -410,18 +417,26 @@ def test_fbx_proxy_holds_the_rest_pose_and_the_vat_uvs(vat, tmp_path, load_helpe
     """The Unity/Unreal proxy: Blender's FBX exporter writes the rest pose (not the player's pose at the current
     frame) with Apply Transform, in the axes its GlobalSettings name, and the UV map EnvFX_VAT addresses each
     corner's vertex texel (V from the bottom, as FBX counts it)."""
-    fbx = load_helper("fbx_reader", "tests", "blender", "fbx_reader.py")
     obj = armature_mesh()
     bpy.context.scene.frame_set(7)
     result = vat.ops.bake_vat(bpy.context.scene, [obj], str(tmp_path),
                               vat.ops.VatOptions(frame_start=1, frame_end=10, engine="UNITY"))
-    meta = result.meta["Arm"]
-    root = fbx.read(str(tmp_path / meta["mesh"]))
+    assert_fbx_proxy(load_helper, tmp_path / result.meta["Arm"]["mesh"],
+                     vat.bridge.get_positions(obj.data).astype(np.float64), result.meta["Arm"], atol=1e-4)
+
+
+def assert_fbx_proxy(load_helper, path, rest, meta, atol):
+    """The proxy's FBX, read back: its one mesh holds ``rest`` (in the axes its GlobalSettings name, at the
+    exporter's unit scale, 1 or 100) within ``atol``, and its UV map EnvFX_VAT, at the index the JSON gives, addresses
+    each corner's vertex texel (V from the bottom, as FBX counts it)."""
+    fbx = load_helper("fbx_reader", "tests", "blender", "fbx_reader.py")
+    root = fbx.read(str(path))
     (geometry,) = fbx.objects(root, "Geometry").values()
-    rest = vat.bridge.get_positions(obj.data).astype(np.float64)
     in_file = fbx.vertices(geometry) @ fbx.to_z_up(root).T
-    scale = np.abs(in_file).max() / np.abs(rest).max()  # the exporter's unit scale (1 or 100)
-    np.testing.assert_allclose(in_file / scale, rest, atol=1e-4)
+    scale = np.abs(in_file).max() / np.abs(rest).max()
+    assert min(abs(scale - 1.0), abs(scale - 100.0)) < 1e-3 * scale, scale
+    scale = 1.0 if scale < 10 else 100.0
+    np.testing.assert_allclose(in_file / scale, rest, rtol=0, atol=atol)
     corners = fbx.corner_vertices(geometry)
     uvs = fbx.layers(geometry, "LayerElementUV", "UV", "UVIndex", 2)
     assert list(uvs)[meta["uv"]["index"]] == "EnvFX_VAT"
