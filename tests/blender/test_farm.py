@@ -316,8 +316,21 @@ def test_a_task_killed_halfway_and_run_again_leaves_the_outputs_of_an_uninterrup
     (["mips", "{tmp}/tex", "--out", "{tmp}/o", "--chunk", "0"], "--chunk 0: give the number of input files per task"),
     (["mips", "tex", "--out", "{tmp}/o"], "INPUT 'tex' is relative to the current folder, which a farm cannot map"),
     (["wind", "{tmp}/a.blend", "--output", "out.blend"], "--output 'out.blend' is relative to the current folder"),
-    (["snow", "{tmp}/a.blend", "--chunk", "2"], "--chunk 2: snow runs as one task (snow works on one .blend, and "
-     "its interaction buffer is one simulation"),
+    (["snow", "{tmp}/a.blend", "--chunk", "2"], "--chunk 2 with snow splits the bake of the interaction buffer "
+     "(--bake) into parts of 2 frames, and there is no --bake: add it, or drop --chunk"),
+    (["snow", "{tmp}/a.blend", "--bake", "--out-dir", "{tmp}/o", "--chunk", "4"], "--chunk 4 with snow splits the "
+     "bake's frames into parts, which are planned before a worker opens the file: give the frames with --frames "
+     "START:END"),
+    (["snow", "{tmp}/a.blend", "--bake", "--out-dir", "{tmp}/o", "--frames", "1:4", "--chunk", "4"], "--chunk 4: "
+     "the bake has 4 frames (1-4), which would be one part: give fewer frames per part (at most 3), or drop --chunk"),
+    (["snow", "{tmp}/a.blend", "--bake", "--out-dir", "{tmp}/o", "--frames", "8:1", "--chunk", "4"], "--frames 8:1: "
+     "the range is reversed, use START <= END"),
+    (["snow", "{tmp}/a.blend", "--bake", "--out-dir", "{tmp}/o", "--frames", "1:8", "--final-only", "--chunk", "4"],
+     "--chunk 4: --final-only cannot be split into parts of the bake (the parts share one .blend file"),
+    (["snow", "{tmp}/a.blend", "--bake", "--out-dir", "{tmp}/o", "--frames", "1:8", "--generate", "--objects", "A",
+      "--chunk", "4"], "--chunk 4: --generate cannot be split into parts of the bake"),
+    (["snow", "{tmp}/a.blend", "--bake", "--out-dir", "{tmp}/o", "--frames", "1:8", "--part", "1-4", "--chunk", "4"],
+     "--part and --state-dir are the farm's to give"),
     (["gas-giant", "--out", "{tmp}/o", "--frames", "1", "--chunk", "2"], "--chunk 2: gas-giant bakes one frame "
      "here, which cannot be split: drop --chunk, or bake a sequence (--frames N)"),
     (["gas-giant", "--out", "{tmp}/o", "--frames", "4", "--part", "1-2", "--chunk", "2"], "--part and --state-dir "
@@ -486,3 +499,77 @@ def test_a_task_told_to_stop_cancels_its_bake_and_leaves_its_files_not_done(envf
     assert [f["status"] for f in summary["files"]] == ["not done", "not done"] and summary["code"] == 1
     lines, code = envfx.core.farm.gather(json.loads(data), params)
     assert code == 1 and f"not done: {paths[0]}, {paths[1]}" in lines[0]
+
+
+def _snow_walk_file(envfx, folder) -> str:
+    """A ground with a snow cover and live trails, and two walkers crossing it over 12 frames: the file a snow bake
+    in parts opens."""
+    bpy.ops.mesh.primitive_grid_add(x_subdivisions=8, y_subdivisions=8, size=6)
+    bpy.context.active_object.name = "Ground"
+    walkers = bpy.data.collections.new("Walkers")
+    bpy.context.scene.collection.children.link(walkers)
+    for name, keys in (("Walker", [(1, (-2.5, -0.5, 0.5)), (12, (2.5, 0.8, 0.5))]),
+                       ("Dog", [(1, (1.5, -2.0, 0.3)), (7, (-1.0, 1.0, 0.3)), (12, (0.5, 2.0, 0.3))])):
+        bpy.ops.mesh.primitive_uv_sphere_add(radius=0.5 if name == "Walker" else 0.3, segments=8, ring_count=6)
+        obj = bpy.context.active_object
+        obj.name = name
+        for coll in list(obj.users_collection):
+            coll.objects.unlink(obj)
+        walkers.objects.link(obj)
+        for frame, loc in keys:
+            obj.location = loc
+            obj.keyframe_insert("location", frame=frame)
+    path = os.path.join(str(folder), "snow.blend")
+    bpy.ops.wm.save_as_mainfile(filepath=path)
+    assert envfx.cli.main(["snow", path, "--generate", "--objects", "Ground", "--spacing", "0.25", "--trails",
+                           "--actors", "Walkers"]) == 0
+    return path
+
+
+@needs_openjd
+def test_snow_bake_in_parts_on_two_workers_equals_the_one_machine_bake(envfx, tmp_path, launcher, capsys):
+    """12 frames of a buffer that follows a walker, in parts of 5 (1-5, 6-10, 11-12), on two workers at once: each
+    part steps the buffer from the first frame and writes its own frames, the last part the JSON; the files are
+    the one-machine bake's, byte for byte, and a part run again (a retry) writes the same files."""
+    path = _snow_walk_file(envfx, tmp_path)
+    args = ["--bake", "--resolution", "32", "--frames", "1:12", "--framing", "FOLLOW", "--pivot", "Walker", "--size",
+            "4"]
+    blend = _tree(str(tmp_path))["snow.blend"]
+    assert envfx.cli.main(["farm", "snow", path, *args, "--out-dir", str(tmp_path / "farm-out"), "--out",
+                           str(tmp_path / "job"), "--chunk", "5", "--blender", launcher]) == 0
+    assert "snow over 12 frames in 3 parts, each on its own (at once on several workers)" in capsys.readouterr().out
+    check = subprocess.run([OPENJD, "check", str(tmp_path / "job" / "template.yaml")], capture_output=True, text=True)
+    assert check.returncode == 0, check.stdout + check.stderr
+    codes, log, run_codes, gather_code = run_job(str(tmp_path / "job"))
+    assert codes == ["0"] * 3 and run_codes == [0, 0] and gather_code == 0, log
+    assert "envfx farm: snow: 3 of 3 part(s) of the 12 frames done" in log
+    assert envfx.cli.main(["snow", path, *args, "--out-dir", str(tmp_path / "one")]) == 0
+    one = _tree(str(tmp_path / "one"))
+    assert len(one) == 12 + 1 and _tree(str(tmp_path / "farm-out")) == one
+    assert _tree(str(tmp_path))["snow.blend"] == blend  # the parts leave the file as it is
+    for name in ("snow_buffer_0006.exr", "snow_buffer_0009.exr"):
+        os.remove(tmp_path / "farm-out" / name)
+    again = openjd_run(str(tmp_path / "job"), "--step", "Snow", "-tp", "Task=2")
+    log = again.communicate()[0]
+    assert again.returncode == 0 and "--part 6-10" in log and "--part 1-5" not in log, log
+    assert _tree(str(tmp_path / "farm-out")) == one
+
+
+@pytest.mark.parametrize("part, message", [
+    ("9-14", "Frames 9-14 are not a part of the bake's frames 1-12: give FIRST-LAST with 1 <= FIRST <= LAST <= 12 "
+             "(the bake's frames: --frames, else the file's Snow bake Start and End)"),
+    ("6-4", "--part 6-4: the range is reversed, use FIRST <= LAST"),
+    ("six", "--part 'six': give the frames to bake as FIRST-LAST (e.g. 17-32), or one frame"),
+])
+def test_a_snow_part_outside_the_bakes_frames_says_what_to_do_and_writes_nothing(envfx, tmp_path, capsys, part,
+                                                                                 message):
+    path = _snow_walk_file(envfx, tmp_path)
+    bpy.ops.wm.open_mainfile(filepath=path)
+    bpy.context.scene.envfx.snow.frame_start, bpy.context.scene.envfx.snow.frame_end = 1, 12
+    bpy.ops.wm.save_mainfile()
+    blend = _tree(str(tmp_path))
+    capsys.readouterr()
+    assert envfx.cli.main(["snow", path, "--bake", "--out-dir", str(tmp_path / "o"), "--resolution", "16",
+                           "--part", part]) == 2
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "o").exists() and _tree(str(tmp_path)) == blend
