@@ -62,8 +62,8 @@ def add_parser(sub):
                    "and envfx_snow.json into DIR (after --bake when given: that bake's window; else the scene's "
                    "bake in its output folder, or its follow window; default: no engine files)")
     p.set_defaults(func=run)
-    # a frame range that starts below 0 (--frames -3:-1, --part -3--1) is a value, not an unknown option (argparse takes only
-    # plain negative numbers for values)
+    # a frame range that starts below 0 (--frames -3:-1, --part -3--1) is a value, not an unknown option (argparse
+    # takes only plain negative numbers for values)
     p._negative_number_matcher = re.compile(r"^-\d+$|^-\d*\.\d+$|^-\d+:-?\d+$|^-\d+--?\d+$")
 
 
@@ -241,7 +241,8 @@ def _snow_file(args, path: str, frames, saves: bool, part=None) -> int:
         s.sequence = False
     try:
         if args.bake and (args.generate or args.trails or part is not None):
-            snow_ops.bake_inputs(scene, part)  # the bake's own checks (folder, disk space, pivot, actors) before the cover
+            # the bake's own checks (folder, disk space, pivot, actors, the part's frames) before the cover
+            snow_ops.bake_inputs(scene, part)
         if args.generate:
             batch.current_view_layer().update()
             old = [o.name for o in snow_ops.covers_of(scene, objects)]
