@@ -142,16 +142,15 @@ def test_wind_job_of_6_files_on_two_workers_equals_the_one_machine_batch(envfx, 
     assert codes == ["0"] * 3 and gather_code == 0, log
     assert "envfx farm: wind: 6 of 6 file(s) done by 3 task(s)" in log
     # the one-machine batch, in a process of its own as the tasks (six files in one session, the job's two per
-    # session): the saved files are normalised (core.blendfile: the numbers a session counts are zeroed), so on
-    # Blender 5.0 they are the same bytes; Blender 4.2 writes each block's memory address into the file (5.0 writes
-    # stable numbers), which differ from session to session, so there they are compared by what they hold: every
-    # object, its modifiers and wind settings, every mesh attribute and UV map, bit for bit; and by their size
+    # session): the saved files are normalised (core.blendfile: the numbers a session counts are zeroed, and the
+    # memory addresses Blender 4.2 writes as block identifiers renumbered in file order), so they are the same
+    # bytes on both versions; a task run again is compared by what the files hold: every object, its modifiers and
+    # wind settings, every mesh attribute and UV map, bit for bit; and by their size
     files = [str(tmp_path / "one" / os.path.basename(p)) for p in plants]
     subprocess.run([launcher, "-b", "-c", "envfx", "wind", *files, "--ao-samples", "0"], check=True,
                    capture_output=True)
     one, farm = _tree(str(tmp_path / "one")), _tree(str(tmp_path / "plants"))
-    if bpy.app.version >= (5, 0, 0):
-        assert [name for name in before if farm[name] != one[name]] == []
+    assert [name for name in before if farm[name] != one[name]] == []
     # a task run again (a farm's retry after the files were saved) bakes the baked files: the same content
     again = openjd_run(str(tmp_path / "job"), "--step", "Wind", "-tp", "Task=2")
     assert again.wait() == 0, again.communicate()[0]
@@ -185,6 +184,97 @@ def test_a_saved_blend_is_normalised_and_opens_as_the_scene_it_was(envfx, tmp_pa
     bpy.ops.wm.open_mainfile(filepath=str(tmp_path / "saved.blend"), load_ui=False)
     uids = [id_.session_uid for id_ in [*bpy.data.objects, *bpy.data.meshes, *bpy.data.scenes, *bpy.data.screens]]
     assert 0 not in uids and len(set(uids)) == len(uids)
+    bpy.ops.wm.read_homefile(app_template="")
+
+
+SAVE_AGAIN = """
+import sys
+import bpy
+bpy.ops.wm.open_mainfile(filepath=sys.argv[-2])
+bpy.ops.wm.save_as_mainfile(filepath=sys.argv[-1], compress=False)
+"""
+
+
+def _rich_file(path):
+    """A scene with what a .blend's pointers name: materials in a mesh's slots (a pointer array), a node tree with
+    links and a group with interface panels (an array of pointers to items), a modifier naming that group, parents,
+    vertex groups, shape keys, custom properties naming datablocks, an action."""
+    bpy.ops.wm.read_homefile(app_template="")
+    bpy.ops.mesh.primitive_cylinder_add(vertices=8, location=(0, 0, 1))
+    trunk = bpy.context.active_object
+    bpy.ops.mesh.primitive_ico_sphere_add(radius=0.5, location=(0, 0, 2.2), subdivisions=1)
+    crown = bpy.context.active_object
+    crown.parent = trunk
+    for name, color in (("Bark", (0.3, 0.2, 0.1, 1)), ("Leaf", (0.1, 0.5, 0.1, 1))):
+        mat = bpy.data.materials.new(name)
+        mat.use_nodes = True
+        mat.node_tree.nodes["Principled BSDF"].inputs["Base Color"].default_value = color
+        mix = mat.node_tree.nodes.new("ShaderNodeMixRGB")
+        mat.node_tree.links.new(mix.outputs[0], mat.node_tree.nodes["Principled BSDF"].inputs["Emission Color"])
+        trunk.data.materials.append(mat)
+    group = bpy.data.node_groups.new("Sway", "GeometryNodeTree")
+    panel = group.interface.new_panel("Wind")
+    group.interface.new_socket("Geometry", in_out="INPUT", socket_type="NodeSocketGeometry")
+    group.interface.new_socket("Strength", in_out="INPUT", socket_type="NodeSocketFloat", parent=panel)
+    group.interface.new_socket("Geometry", in_out="OUTPUT", socket_type="NodeSocketGeometry")
+    inp, out = group.nodes.new("NodeGroupInput"), group.nodes.new("NodeGroupOutput")
+    group.links.new(inp.outputs["Geometry"], out.inputs["Geometry"])
+    crown.modifiers.new("Sway", "NODES").node_group = group
+    crown.vertex_groups.new(name="Tips").add([0, 1, 2], 0.5, "REPLACE")
+    crown.shape_key_add(name="Basis")
+    crown.shape_key_add(name="Bent").data[0].co = (0, 0, 3)
+    trunk["envfx_note"] = {"material": bpy.data.materials["Leaf"], "weights": [0.5, 0.25]}
+    trunk.keyframe_insert("location", frame=1)
+    trunk.location.x = 1
+    trunk.keyframe_insert("location", frame=10)
+    bpy.ops.wm.save_as_mainfile(filepath=path, compress=False)
+    bpy.ops.wm.read_homefile(app_template="")
+
+
+def _node_trees(path) -> dict:
+    """Every node tree of the file (materials' too): its nodes, links and interface items, by name."""
+    bpy.ops.wm.open_mainfile(filepath=path, load_ui=False)
+    trees = [*bpy.data.node_groups, *(m.node_tree for m in bpy.data.materials if m.node_tree)]
+    out = {}
+    for tree in trees:
+        out[tree.name] = {
+            "nodes": sorted((n.name, n.bl_idname, [s.identifier for s in n.inputs]) for n in tree.nodes),
+            "links": sorted((k.from_node.name, k.from_socket.identifier, k.to_node.name, k.to_socket.identifier)
+                            for k in tree.links),
+            "interface": [(i.item_type, i.name, getattr(getattr(i, "parent", None), "name", None))
+                          for i in tree.interface.items_tree]}
+    out["slots"] = {o.name: [s.material.name if s.material else None for s in o.material_slots]
+                    for o in bpy.data.objects}
+    out["parents"] = {o.name: getattr(o.parent, "name", None) for o in bpy.data.objects}
+    out["keys"] = {k.user.name: [(b.name, tuple(b.data[0].co)) for b in k.key_blocks] for k in bpy.data.shape_keys}
+    out["props"] = {o.name: {k: repr(v.to_dict() if hasattr(v, "to_dict") else v) for k, v in o.items()}
+                    for o in bpy.data.objects}
+    out["actions"] = {a.name: sorted(len(getattr(a, "fcurves", None) or []) for _ in [0]) for a in bpy.data.actions}
+    bpy.ops.wm.read_homefile(app_template="")
+    return out
+
+
+def test_two_sessions_saves_of_one_scene_are_the_same_bytes_once_normalised(envfx, tmp_path):
+    """Two Blender sessions open one file and save it: normalised (core.blendfile), the saves are the same bytes on
+    both versions (on 4.2 the memory addresses that identify blocks are renumbered in file order, every pointer
+    with them), and the normalised file opens as the scene it was."""
+    _rich_file(str(tmp_path / "rich.blend"))
+    for name in ("a", "b"):
+        subprocess.run([sys.executable, "-c", SAVE_AGAIN, str(tmp_path / "rich.blend"),
+                        str(tmp_path / f"{name}.blend")], check=True, capture_output=True)
+    saves = [(tmp_path / f"{name}.blend").read_bytes() for name in ("a", "b")]
+    assert saves[0] != saves[1]  # (4.2: the addresses; 5.0: the session numbers)
+    normal = [envfx.core.blendfile.normalised(data) for data in saves]
+    assert normal[0] == normal[1]
+    (tmp_path / "n.blend").write_bytes(normal[0])
+    assert envfx.core.blendfile.normalised(normal[0]) == normal[0]
+    trees = _node_trees(str(tmp_path / "a.blend"))
+    assert ("SOCKET", "Strength", "Wind") in trees["Sway"]["interface"]  # (what is compared holds the pointers
+    assert trees["slots"]["Cylinder"] == ["Bark", "Leaf"]  # named above)
+    assert _node_trees(str(tmp_path / "n.blend")) == trees
+    assert _blend_content(str(tmp_path / "n.blend")) == _blend_content(str(tmp_path / "a.blend"))
+    bpy.ops.wm.open_mainfile(filepath=str(tmp_path / "n.blend"))  # (with its screens)
+    assert {s.name for s in bpy.data.screens} and bpy.context.window_manager is not None
     bpy.ops.wm.read_homefile(app_template="")
 
 
