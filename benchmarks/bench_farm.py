@@ -1,6 +1,7 @@
 """Benchmark: farm jobs (`blender -c envfx farm`) run by `openjd run` on this machine vs the one-machine batch over
-the same inputs: the 12-texture mips job and a 24-frame gas-giant sequence (small settings), as one task and in
-three parts (--chunk 8: one step each, in turn). Wall time of the batch
+the same inputs: the 12-texture mips job, a 24-frame gas-giant sequence (small settings), as one task and in
+three parts (--chunk 8: one step each, in turn), and a 48-frame snow buffer bake (1024 texels) in three parts
+(--chunk 16: one step, its parts at once). Wall time of the batch
 (one Blender process), of the job on one worker (one openjd session running every task, then Gather) and on two
 workers (two sessions at once, each half of the tasks, then Gather); the job format's overhead per task. Rounds are
 interleaved (batch, one worker, two workers, batch, ...); prints JSON lines with the median, min and max of each and
@@ -10,6 +11,7 @@ The Blender the tasks run is Blender as a Python module (this Python, through te
 each task starts it anew, as a farm worker starts Blender. openjd comes from this Python's folder or the 5.0 venv.
 
 Run: .venvs/blender-5.0/bin/python benchmarks/bench_farm.py [--textures 12] [--size 256] [--frames 24] [--rounds 3]
+    [--only mips,gas-giant,snow] [--snow-frames 48] [--snow-resolution 1024]
 """
 
 from __future__ import annotations
@@ -105,6 +107,38 @@ def run_parts(openjd, job, parts) -> tuple:
     return t1 - t0, time.perf_counter() - t1
 
 
+SNOW_SCENE = """
+import bpy, sys
+for o in list(bpy.data.objects):
+    bpy.data.objects.remove(o)
+bpy.ops.mesh.primitive_grid_add(x_subdivisions=16, y_subdivisions=16, size=12)
+bpy.context.active_object.name = "Ground"
+walkers = bpy.data.collections.new("Walkers")
+bpy.context.scene.collection.children.link(walkers)
+frames = int(sys.argv[-1])
+for i in range(4):
+    bpy.ops.mesh.primitive_uv_sphere_add(radius=0.4, segments=8, ring_count=6)
+    obj = bpy.context.active_object
+    obj.name = f"Walker{i}"
+    for coll in list(obj.users_collection):
+        coll.objects.unlink(obj)
+    walkers.objects.link(obj)
+    for frame, x in ((1, -5.0), (frames, 5.0)):
+        obj.location = (x if i % 2 else -x, -4.5 + 3 * i, 0.4)
+        obj.keyframe_insert("location", frame=frame)
+bpy.ops.wm.save_as_mainfile(filepath=sys.argv[-2])
+"""
+
+
+def write_snow_scene(blender, folder, frames) -> str:
+    """A 12 m ground with a snow cover and live trails, and 4 walkers crossing it over ``frames`` frames."""
+    path = os.path.join(folder, "snow.blend")
+    subprocess.run([sys.executable, "-c", SNOW_SCENE, path, str(frames)], check=True, stdout=subprocess.DEVNULL)
+    run([blender, "-b", "-c", "envfx", "snow", path, "--generate", "--objects", "Ground", "--spacing", "0.1",
+         "--trails", "--actors", "Walkers"])
+    return path
+
+
 def spread(values):
     return {"median": round(statistics.median(values), 3), "min": round(min(values), 3),
             "max": round(max(values), 3)}
@@ -151,6 +185,9 @@ def main(args=None):
     parser.add_argument("--size", type=int, default=256, help="texture size in pixels")
     parser.add_argument("--frames", type=int, default=24, help="frames of the gas-giant sequence")
     parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds")
+    parser.add_argument("--only", default="mips,gas-giant,snow", help="the jobs to run (comma-separated)")
+    parser.add_argument("--snow-frames", type=int, default=48, help="frames of the snow buffer bake")
+    parser.add_argument("--snow-resolution", type=int, default=1024, help="texels of the snow buffer")
     args = parser.parse_args(args)
     openjd = find_openjd()
     if openjd is None:
@@ -159,22 +196,35 @@ def main(args=None):
     work = tempfile.mkdtemp(prefix="envfx-bench-farm-")
     try:
         blender = write_launcher(work)
-        tex = os.path.join(work, "tex")
-        write_textures(tex, args.textures, args.size)
-        rows = bench("mips", blender, openjd, work, lambda out: ["mips", tex, "--out", out], args.textures, "Mips",
-                     args.rounds, (1, 2))
-        gas = ["--frames", str(args.frames), "--particles", "20000", "--iterations", "20", "--field", "16",
-               "--cubemap", "64", "--equirect", "128"]
-        # a gas giant sequence is one task (each frame moves on the particles of the one before): two workers
-        # would run the same one task
-        rows += bench("gas-giant", blender, openjd, work, lambda out: ["gas-giant", "--out", out, *gas], 1,
-                      "GasGiant", args.rounds, (1,))
-        # the same sequence in parts of a third of its frames (--chunk): the parts run one after the other, each
-        # from the state the one before saved, so the cost is a Blender start and a state per part
-        chunk = max(1, -(-args.frames // 3))
-        parts = -(-args.frames // chunk)
-        rows += bench("gas-giant-parts", blender, openjd, work, lambda out: ["gas-giant", "--out", out, *gas],
-                      parts, None, args.rounds, (1,), farm_args=("--chunk", str(chunk)))
+        only = set(args.only.split(","))
+        rows = []
+        if "mips" in only:
+            tex = os.path.join(work, "tex")
+            write_textures(tex, args.textures, args.size)
+            rows += bench("mips", blender, openjd, work, lambda out: ["mips", tex, "--out", out], args.textures,
+                          "Mips", args.rounds, (1, 2))
+        if "snow" in only:
+            # the snow buffer in three parts: each part reads the tracks of every frame and steps the buffer from
+            # the first frame, and writes only its own frames' images; the parts run at once
+            blend = write_snow_scene(blender, work, args.snow_frames)
+            snow = ["--bake", "--resolution", str(args.snow_resolution), "--frames", f"1:{args.snow_frames}"]
+            chunk = max(1, -(-args.snow_frames // 3))
+            rows += bench("snow-parts", blender, openjd, work,
+                          lambda out: ["snow", blend, *snow, "--out-dir", out], -(-args.snow_frames // chunk),
+                          "Snow", args.rounds, (1, 2), farm_args=("--chunk", str(chunk)))
+        if "gas-giant" in only:
+            gas = ["--frames", str(args.frames), "--particles", "20000", "--iterations", "20", "--field", "16",
+                   "--cubemap", "64", "--equirect", "128"]
+            # a gas giant sequence is one task (each frame moves on the particles of the one before): two workers
+            # would run the same one task
+            rows += bench("gas-giant", blender, openjd, work, lambda out: ["gas-giant", "--out", out, *gas], 1,
+                          "GasGiant", args.rounds, (1,))
+            # the same sequence in parts of a third of its frames (--chunk): the parts run one after the other, each
+            # from the state the one before saved, so the cost is a Blender start and a state per part
+            chunk = max(1, -(-args.frames // 3))
+            parts = -(-args.frames // chunk)
+            rows += bench("gas-giant-parts", blender, openjd, work, lambda out: ["gas-giant", "--out", out, *gas],
+                          parts, None, args.rounds, (1,), farm_args=("--chunk", str(chunk)))
         for row in rows:
             row["machine"] = "2 cores shared with other jobs: ratios within one run, not absolute times"
             print(json.dumps(row))

@@ -20,6 +20,7 @@ import traceback
 from ..core import farm as core_farm
 from ..operators import mips as mips_ops
 from . import batch
+from . import snow as snow_cli
 from .batch import CliError
 
 FARM_OPTIONS = ("--out", "--chunk", "--blender")  # the farm's own options, after the command's arguments
@@ -66,7 +67,9 @@ def run(args) -> int:
     files = sum(len(s) for s in job.shares)
     what = f"{files} file(s) in {len(job.shares)} task(s)" if files else "one task"
     if job.parts:
-        what = f"{job.parts[-1][1]} frames in {len(job.parts)} parts, one after the other"
+        how = "one after the other" if core_farm.COMMANDS[job.command].frame_parts == "chain" else \
+            "each on its own (at once on several workers)"
+        what = f"{core_farm.parts_text(job.parts)} in {len(job.parts)} parts, {how}"
     print(f"envfx farm: wrote {paths[0]} and {paths[1]}: {job.command} over {what}, then Gather")
     print(f"envfx farm: run it here: openjd run {shlex.quote(paths[0])} -p file://{shlex.quote(paths[1])}")
     return 0
@@ -197,10 +200,30 @@ def plan(tokens: list, command_parser, before: dict | None = None) -> core_farm.
         for option, path in [a for a in args if isinstance(a, tuple) and a[0] in spec.per_file_out]:
             batch.output_folders(inputs, path, option)
     frames = None  # a sequence split into parts of --chunk N frames (without --chunk: one task)
-    if spec.frame_parts and "--chunk" in options:
+    if spec.frame_parts and "--chunk" in options and command == "snow":
+        frames = snow_frames(namespace, chunk)
+    elif spec.frame_parts and "--chunk" in options:
         frames = 1 if getattr(namespace, "preview", False) else int(getattr(namespace, "frames", None) or 1)
     return core_farm.plan_job(command, inputs, args, core_farm.absolute(options["--out"], "--out"), chunk=chunk,
                               blender=options.get("--blender", "blender"), frames=frames)
+
+
+def snow_frames(namespace, chunk: int) -> tuple:
+    """(first, last) frames of a snow bake that ``--chunk`` splits into parts; CliError when the command is not a
+    bake alone over a --frames range."""
+    if not namespace.bake:
+        raise CliError(f"--chunk {chunk} with snow splits the bake of the interaction buffer (--bake) into parts of "
+                       f"{chunk} frames, and there is no --bake: add it, or drop --chunk (the cover and the trails "
+                       f"run as one task)")
+    alone = snow_cli._snow_options(namespace, snow_cli.SNOW_NOT_WITH_PART)
+    if alone:
+        raise CliError(f"--chunk {chunk}: {alone} cannot be split into parts of the bake ({snow_cli.part_reason()}): "
+                       f"run {alone} in a job or run of its own (without --chunk), then the bake in parts")
+    if not namespace.frames:
+        raise CliError(f"--chunk {chunk} with snow splits the bake's frames into parts, which are planned before a "
+                       f"worker opens the file: give the frames with --frames START:END (e.g. the scene's frame "
+                       f"range, 1:250)")
+    return snow_cli.parse_frames(namespace.frames)
 
 
 # --- the job's tasks -----------------------------------------------------------------------------------------

@@ -52,19 +52,26 @@ def add_parser(sub):
                    help=f"the buffer's window: the snow's area, or one that follows --pivot{F}")
     p.add_argument("--pivot", help=f"object the FOLLOW window follows{F}")
     p.add_argument("--final-only", action="store_true", help="write only the final frame's image")
+    p.add_argument("--part", metavar="FIRST-LAST",
+                   help="write only the images of frames FIRST to LAST of the bake (a farm task's share: "
+                   "blender -c envfx farm snow ... --chunk N): the buffer is still stepped from the bake's first "
+                   "frame, so the parts write the files of one bake of every frame, in any order or at once; the "
+                   "part with the last frame writes snow_buffer.json (default: every frame)")
     p.add_argument("--export-engines", metavar="DIR",
                    help="write the snow's displacement from the buffer as shader code for Godot, Unity and Unreal "
                    "and envfx_snow.json into DIR (after --bake when given: that bake's window; else the scene's "
                    "bake in its output folder, or its follow window; default: no engine files)")
     p.set_defaults(func=run)
-    # a frame range that starts below 0 (--frames -3:-1) is a value, not an unknown option (argparse takes only
-    # plain negative numbers for values)
-    p._negative_number_matcher = re.compile(r"^-\d+$|^-\d*\.\d+$|^-\d+:-?\d+$")
+    # a frame range that starts below 0 (--frames -3:-1, --part -3--1) is a value, not an unknown option (argparse
+    # takes only plain negative numbers for values)
+    p._negative_number_matcher = re.compile(r"^-\d+$|^-\d*\.\d+$|^-\d+:-?\d+$|^-\d+--?\d+$")
 
 
 # options used only by one part of `envfx snow`: given without that part they would be ignored, so they are refused
 SNOW_GENERATE_ONLY = ("objects", "spacing", "max_slope", "lods", "budget")
-SNOW_BAKE_ONLY = ("out_dir", "resolution", "size", "frames", "framing", "pivot", "final_only")
+SNOW_BAKE_ONLY = ("out_dir", "resolution", "size", "frames", "framing", "pivot", "final_only", "part")
+# what a part of the bake (--part) leaves to a run of its own: the parts share the file and do not save it
+SNOW_NOT_WITH_PART = ("generate", "trails", "output", "final_only", "export_engines")
 SNOW_FOLLOW_ONLY = ("pivot", "size")
 
 
@@ -153,25 +160,50 @@ def run(args) -> int:
         if value is not None and not (math.isfinite(value) and value > 0 or (name == "thickness" and value == 0)):
             raise CliError(f"--{name} {value} must be a positive number")
     _check_snow_ranges(args)
-    frames = None
-    if args.frames:
-        try:
-            start, end = (int(x) for x in args.frames.split(":"))
-        except ValueError:
-            raise CliError(f"--frames {args.frames!r}: use START:END, e.g. 1:250 or -3:-1") from None
-        if end < start:
-            raise CliError(f"--frames {args.frames}: the range is reversed, use START <= END")
-        lo, hi = _snow_frame_limits()
-        if not (lo <= start and end <= hi):
-            raise CliError(f"--frames {args.frames}: Blender's frames run from {lo} to {hi}: use a range within "
-                           f"them")
-        frames = (start, end)
+    frames = parse_frames(args.frames) if args.frames else None
+    part = parse_part(args.part) if args.part is not None else None
+    if part is not None and _snow_options(args, SNOW_NOT_WITH_PART):
+        raise CliError(f"{_snow_options(args, SNOW_NOT_WITH_PART)} with --part: a part bakes its share of the "
+                       f"buffer's frames and leaves the file as it is ({part_reason()}): run "
+                       f"{_snow_options(args, SNOW_NOT_WITH_PART)} without --part, or drop it")
     saves = bool(args.generate or args.trails or args.output)
     args.output = batch.check_blends([args.blend], args.output)
-    return batch.run_files("snow", [args.blend], lambda path: _snow_file(args, path, frames, saves))
+    return batch.run_files("snow", [args.blend], lambda path: _snow_file(args, path, frames, saves, part))
 
 
-def _snow_file(args, path: str, frames, saves: bool) -> int:
+def parse_frames(text: str) -> tuple:
+    """(start, end) of ``--frames START:END``; CliError when it is not that, reversed, or beyond Blender's frames."""
+    try:
+        start, end = (int(x) for x in text.split(":"))
+    except ValueError:
+        raise CliError(f"--frames {text!r}: use START:END, e.g. 1:250 or -3:-1") from None
+    if end < start:
+        raise CliError(f"--frames {text}: the range is reversed, use START <= END")
+    lo, hi = _snow_frame_limits()
+    if not (lo <= start and end <= hi):
+        raise CliError(f"--frames {text}: Blender's frames run from {lo} to {hi}: use a range within them")
+    return start, end
+
+
+def parse_part(text: str) -> tuple:
+    """(first, last) of ``--part FIRST-LAST`` (or one frame N; negative frames as -5--3); CliError if not that."""
+    m = re.fullmatch(r"\s*(-?\d+)\s*(?:-\s*(-?\d+)\s*)?", text)
+    if m is None:
+        raise CliError(f"--part {text!r}: give the frames to bake as FIRST-LAST (e.g. 17-32), or one frame")
+    first = int(m.group(1))
+    last = int(m.group(2)) if m.group(2) is not None else first
+    if last < first:
+        raise CliError(f"--part {text}: the range is reversed, use FIRST <= LAST")
+    return first, last
+
+
+def part_reason() -> str:
+    """Why a part of a snow bake does only the bake (the farm's message says it too)."""
+    return ("the parts share one .blend file and none saves it; --final-only writes only the last frame, which the "
+            "last part would bake alone; the engine files follow the whole bake")
+
+
+def _snow_file(args, path: str, frames, saves: bool, part=None) -> int:
     batch.check_blend(path)
     if saves and not args.output:
         batch.check_writable_in_place(path)
@@ -208,8 +240,9 @@ def _snow_file(args, path: str, frames, saves: bool) -> int:
     if args.final_only:
         s.sequence = False
     try:
-        if args.bake and (args.generate or args.trails):
-            snow_ops.bake_inputs(scene)  # the bake's own checks (folder, disk space, pivot, actors) before the cover
+        if args.bake and (args.generate or args.trails or part is not None):
+            # the bake's own checks (folder, disk space, pivot, actors, the part's frames) before the cover
+            snow_ops.bake_inputs(scene, part)
         if args.generate:
             batch.current_view_layer().update()
             old = [o.name for o in snow_ops.covers_of(scene, objects)]
@@ -225,16 +258,18 @@ def _snow_file(args, path: str, frames, saves: bool) -> int:
                 print(f"envfx snow: {path}: warning: skipped {name} ({why})")
             print(f"envfx snow: {path}: trails on {len(changed)} snow mesh(es)")
         if args.bake:
-            out_dir = snow_ops.bake_inputs(scene)[0]
-            images, frame_count = snow_ops.bake_counts(scene)
+            out_dir = snow_ops.bake_inputs(scene, part)[0]
+            images, frame_count = snow_ops.bake_counts(scene, part)
             size = core_snow.bake_output_bytes(s.buffer_resolution, images, frame_count)
-            print(f"envfx snow: {path}: baking {images} image(s) of {s.buffer_resolution}x{s.buffer_resolution} "
-                  f"into {out_dir} (up to {size / 2**20:,.1f} MB)")
+            what = f" (frames {part[0]}-{part[1]} of {s.frame_start}-{s.frame_end})" if part is not None else ""
+            print(f"envfx snow: {path}: baking {images} image(s){what} of {s.buffer_resolution}x"
+                  f"{s.buffer_resolution} into {out_dir} (up to {size / 2**20:,.1f} MB)")
             with batch.sigterm_cancels() as cancelled:
-                result = progress.run(snow_ops.bake_job(scene), "Snow buffer bake", should_cancel=cancelled)
+                result = progress.run(snow_ops.bake_job(scene, part), "Snow buffer bake", should_cancel=cancelled)
             for name in result.stale_removed:
                 print(f"envfx snow: {path}: removed {name}, the temporary folder of an earlier bake that was killed")
-            print(f"envfx snow: {path}: wrote {len(result.files)} image(s) and {result.metadata_path}")
+            json_text = result.metadata_path or f"no JSON (the part with frame {s.frame_end} writes it)"
+            print(f"envfx snow: {path}: wrote {len(result.files)} image(s) and {json_text}")
             warning = snow_ops.range_warning(scene, s.frame_start, s.frame_end, s.sequence)
             if warning is not None:
                 print(f"envfx snow: {path}: warning: {warning}")

@@ -17,6 +17,10 @@ for byte, Blender 4.2 and 5.0): a number counted up for each datablock created i
 and set anew on load (readfile's ``BKE_lib_libblock_session_uid_renew`` for every ID read), so the value in the file
 is never read. ``normalise_file`` zeroes it in every ID of the file, so the same scene saved by any session is the
 same bytes. Compressed files (zstd, gzip) are left alone: ``is_compressed`` tells.
+
+Blender up to 4.x also writes each block's memory address as its identifier and every pointer as an address:
+``renumber_addresses`` numbers the blocks in file order and every pointer with them (``normalised`` does it), so a
+4.2 file is the same bytes whichever session saved it.
 """
 
 from __future__ import annotations
@@ -26,8 +30,11 @@ import struct
 import tempfile
 from dataclasses import dataclass
 
+import numpy as np
+
 # (struct, field): fields of saved datablocks that hold one session's counters and are set anew when a file is read
-RUNTIME_FIELDS = (("ID", "session_uid"),)
+# (the window manager's timers: a runtime list, which one session has and another not; reading a file clears it)
+RUNTIME_FIELDS = (("ID", "session_uid"), ("wmWindowManager", "timers"))
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 GZIP_MAGIC = b"\x1f\x8b"
 
@@ -66,6 +73,8 @@ class Layout:
     pointer: int                 # 4 or 8
     blocks: list                 # [Block]
     structs: list                # [(type name, size, [Field])], by SDNA index
+    fmt: int = 0                 # header format: 0 (Blender up to 4.x), 1 (5.0 on)
+    bhead_size: int = 0          # bytes of a block header
 
     def struct_index(self, name: str) -> int | None:
         for i, (type_name, _size, _fields) in enumerate(self.structs):
@@ -203,7 +212,8 @@ def layout(data: bytes) -> Layout:
         pos = start + values["len"]
     if dna is None:
         raise BlendFileError("the file has no DNA1 block (its struct layouts): it is damaged")
-    return Layout(endian, pointer, blocks, _sdna(data, dna.start, dna.start + dna.length, endian, pointer))
+    return Layout(endian, pointer, blocks, _sdna(data, dna.start, dna.start + dna.length, endian, pointer), fmt,
+                  bhead.size)
 
 
 def _struct_elements(lay: Layout, struct_name: str):
@@ -270,15 +280,190 @@ def _edge_swaps(data: bytes, lay: Layout) -> list:
     return swaps
 
 
+# --- old addresses (Blender up to 4.x) ----------------------------------------------------------------------
+
+# the numbers old addresses become: blocks' in file order from BLOCK_BASE; an address of no block in the file
+# (memory that was not written: runtime data, or what a pointer left from an earlier file named) becomes
+# OTHER_ADDRESS, apart from them, so that it finds no block, as before
+BLOCK_BASE = 0x100000000000
+OTHER_ADDRESS = 0x700000000000
+ADDRESS_STEP = 16
+
+
+class UnsafeRenumbering(BlendFileError):
+    """A block of the file may hold addresses that the renumbering does not know to be pointers."""
+
+
+def _pointer_offsets(lay: Layout, index: int, memo: dict) -> tuple:
+    """(offsets of every pointer, offsets of the pointers to arrays of pointers: ``**`` fields, offsets of the
+    pointers to strings: ``char *`` fields) in one element of the SDNA struct ``index``, with the structs it embeds
+    (by value) flattened."""
+    if index in memo:
+        return memo[index]
+    if "names" not in memo:
+        memo["names"] = {name: i for i, (name, _s, _f) in enumerate(lay.structs)}
+    by_name = memo["names"]
+    pointers, arrays, strings = [], [], []
+    for f in lay.structs[index][2]:
+        count = 1
+        for part in f.name.split("[")[1:]:
+            count *= int(part.split("]", 1)[0])
+        if f.name.startswith("*") or f.name.startswith("(*"):
+            at = [f.offset + k * lay.pointer for k in range(count)]
+            pointers += at
+            if f.name.startswith("**"):
+                arrays += at
+            elif f.type == "char" and f.name.startswith("*"):
+                strings += at
+        elif f.type in by_name and count and f.size:
+            inner = _pointer_offsets(lay, by_name[f.type], memo)
+            step = f.size // count
+            for k in range(count):
+                for mine, theirs in zip((pointers, arrays, strings), inner):
+                    mine += [f.offset + k * step + o for o in theirs]
+    memo[index] = (pointers, arrays, strings)
+    return memo[index]
+
+
+def _string_tails(data: bytes, lay: Layout) -> list:
+    """[(offset, size)] of the bytes after the end of each string that a ``char *`` field names (a raw block):
+    Blender writes a string's whole allocation, which can be a few bytes longer than the string and its NUL, and
+    those bytes are whatever was in memory (a mesh's colour attribute names). Only a NUL within the block's last 8
+    bytes counts (an allocation's rounding), so a buffer that is not a string is left alone."""
+    raw = {b.old: b for b in lay.blocks if b.sdna == 0 and b.code == b"DATA"}
+    fmt = lay.endian + ("Q" if lay.pointer == 8 else "I")
+    memo: dict = {}
+    spans, done = [], set()
+    for b in lay.blocks:
+        if b.code == b"DNA1" or b.sdna == 0:
+            continue
+        strings = _pointer_offsets(lay, b.sdna, memo)[2]
+        if not strings:
+            continue
+        size = lay.structs[b.sdna][1]
+        for k in range(min(b.nr, b.length // size) if size else 0):
+            for o in strings:
+                (target,) = struct.unpack_from(fmt, data, b.start + k * size + o)
+                found = raw.get(target) if target else None
+                if found is None or target in done:
+                    continue
+                done.add(target)
+                end = data.find(b"\0", found.start, found.start + found.length)
+                if end != -1 and found.start + found.length - end <= 8:
+                    spans.append((end, found.start + found.length - end))
+    return spans
+
+
+def _words(buf: np.ndarray, positions: np.ndarray, endian: str) -> np.ndarray:
+    """The 64-bit words at byte ``positions`` of ``buf`` (uint8), aligned or not."""
+    if not positions.size:
+        return np.zeros(0, np.uint64)
+    raw = buf[positions[:, None] + np.arange(8)]
+    return np.ascontiguousarray(raw).view(endian + "u8").reshape(-1).astype(np.uint64)
+
+
+def renumber_addresses(data: bytes, lay: Layout | None = None) -> bytes:
+    """``data`` (a .blend file of Blender up to 4.x, 64-bit) with its memory addresses replaced by numbers that do
+    not depend on the session: each block's ``old`` address (the one a pointer to it holds) becomes its place in
+    the file, and every pointer to it that number, so two sessions' saves of one scene are the same bytes.
+
+    Blender up to 4.x writes each block's address in memory as its identifier, and every pointer as the address it
+    holds; reading a file maps these old addresses to the new blocks by equality only (the loader's old-to-new
+    map), so any numbering that keeps which pointers name which block reads back the same. The pointers are found
+    from the file's SDNA: every pointer field of every struct element of every block (with the structs embedded in
+    it), and the elements of the raw arrays of pointers that a ``**`` field names (``Mesh.mat``, a node panel's
+    items). A pointer to an address that is no block of the file (runtime data that was not written, which the
+    reader makes NULL or replaces) becomes one number apart from the blocks' (still not NULL, still naming no
+    block): its value depends on what the session allocated before, files it opened included.
+
+    Raises UnsafeRenumbering when a raw block the SDNA does not type holds a word equal to a block's address (a
+    pointer array the renumbering would miss): the caller keeps the file as it is. Files of format 1 (5.0 on, which
+    writes stable identifiers) and 32-bit files are returned as they are."""
+    lay = lay or layout(data)
+    if lay.fmt != 0 or lay.pointer != 8:
+        return data
+    buf = np.frombuffer(data, np.uint8)
+    blocks = lay.blocks
+    old_at = 8  # a format 0 block header: code (4), len (4), old
+    headers = np.array([b.start - lay.bhead_size + old_at for b in blocks], np.int64)
+    olds = _words(buf, headers, lay.endian)
+    # each old address's number: its first block's place in the file
+    uniq, first = np.unique(olds, return_index=True)
+    keep = uniq != 0
+    uniq, first = uniq[keep], first[keep]
+    block_new = BLOCK_BASE + ADDRESS_STEP * np.argsort(np.argsort(first)).astype(np.uint64)
+    # every pointer: struct elements' fields, then the raw pointer arrays those ``**`` fields name
+    memo: dict = {}
+    positions, array_targets = [], []
+    raw = {}
+    for b in blocks:
+        if b.code == b"DNA1":  # (the struct layouts: names and numbers, no pointers)
+            continue
+        if b.sdna == 0:  # raw data (no struct): typed only by the field that points to it
+            raw[b.old] = b
+            continue
+        size = lay.structs[b.sdna][1]
+        pointers, arrays, _strings = _pointer_offsets(lay, b.sdna, memo)
+        if size * b.nr > b.length:
+            raise BlendFileError(f"a {b.code!r} block is shorter than its structs: the file is damaged")
+        if not pointers:
+            continue
+        starts = b.start + size * np.arange(b.nr, dtype=np.int64)[:, None]
+        positions.append((starts + np.array(pointers, np.int64)[None, :]).ravel())
+        if arrays:
+            array_targets.append((starts + np.array(arrays, np.int64)[None, :]).ravel())
+    targets = _words(buf, np.concatenate(array_targets), lay.endian) if array_targets else np.zeros(0, np.uint64)
+    arrays_done = set()
+    for target in dict.fromkeys(int(t) for t in targets if t):
+        b = raw.get(target)
+        if b is None or target in arrays_done:
+            continue
+        arrays_done.add(target)
+        positions.append(b.start + 8 * np.arange(b.length // 8, dtype=np.int64))
+    # a raw block that no ``**`` field names, holding a block's address: a pointer array not known: refuse
+    for old, b in raw.items():
+        if old in arrays_done or b.length < 8:
+            continue
+        for shift in range(0, 8, 4):  # (raw arrays of 4-byte values may put a pointer at any 4-byte offset)
+            n = (b.length - shift) // 8
+            words = np.frombuffer(data, lay.endian + "u8", n, b.start + shift)
+            hits = np.isin(words, uniq)
+            if hits.any():
+                raise UnsafeRenumbering(f"a raw {b.code!r} block holds the address of a block "
+                                        f"({int(words[hits][0]):#x}) that no pointer field names: kept as saved")
+    positions = np.concatenate(positions) if positions else np.zeros(0, np.int64)
+    values = _words(buf, positions, lay.endian)
+    new = np.zeros(len(values), np.uint64)
+    where = np.searchsorted(uniq, values)
+    where_c = np.minimum(where, max(len(uniq) - 1, 0))
+    in_file = (values != 0) & (len(uniq) > 0) & (uniq[where_c] == values if len(uniq) else False)
+    new[in_file] = block_new[where_c[in_file]]
+    new[(values != 0) & ~in_file] = OTHER_ADDRESS
+    out = np.frombuffer(bytearray(data), np.uint8).copy()
+    head_new = np.zeros(len(olds), np.uint64)
+    nz = olds != 0
+    head_new[nz] = block_new[np.searchsorted(uniq, olds[nz])]
+    for at, value in ((headers, head_new), (positions, new)):
+        if at.size:
+            out[at[:, None] + np.arange(8)] = value.astype(lay.endian + "u8").view(np.uint8).reshape(-1, 8)
+    return out.tobytes()
+
+
 def normalised(data: bytes, fields=RUNTIME_FIELDS) -> bytes:
     """``data`` (an uncompressed .blend file's bytes) as the same scene saved by any session: every runtime-only
-    field zeroed (``fields``), ``FileGlobal``'s leftover bytes zeroed, screen edges' vertices in ascending order.
+    field zeroed (``fields``), ``FileGlobal``'s leftover bytes zeroed, memory addresses renumbered (Blender up to
+    4.x: ``renumber_addresses``; kept as saved where that is not safe), screen edges' vertices in ascending order.
     Compressed files are returned as they are."""
     if is_compressed(data):
         return data
     lay = layout(data)
+    spans = runtime_spans(data, fields, lay) + _global_spans(data, lay) + _string_tails(data, lay)
+    try:
+        data = renumber_addresses(data, lay)
+    except UnsafeRenumbering:
+        pass
     out = bytearray(data)
-    for offset, size in runtime_spans(data, fields, lay) + _global_spans(data, lay):
+    for offset, size in spans:
         out[offset:offset + size] = bytes(size)
     for a, b, size in _edge_swaps(data, lay):
         out[a:a + size], out[b:b + size] = data[b:b + size], data[a:a + size]

@@ -50,7 +50,10 @@ class Command:
     per_file_out: tuple = ()     # options whose folder is <folder>/<file name> when the batch has several files
     paths: dict = field(default_factory=dict)  # option -> (objectType FILE/DIRECTORY, dataFlow IN/OUT/INOUT)
     split: str = ""              # why the command is one task ('' when its input files split)
-    frame_parts: bool = False    # a sequence that --chunk N splits into parts of N frames, each from the last's state
+    # a sequence that --chunk N splits into parts of N frames: "chain" (each part starts from the state the part
+    # before saved: one step each, in turn) or "apart" (each part steps the simulation from the first frame itself
+    # and writes only its frames: one step, its parts at once)
+    frame_parts: str = ""
     changes: bool = True         # a failed file is "left unchanged" (the batch's wording)
 
 
@@ -63,13 +66,11 @@ COMMANDS = {
     "vat": Command("blend", per_file_out=("--out",), paths={"--out": ("DIRECTORY", "OUT")}, changes=False),
     "mips": Command("image", paths={"--out": ("DIRECTORY", "OUT")}, changes=False),
     "snow": Command("blend", in_place=True, paths={"--output": ("FILE", "OUT"), "--out-dir": ("DIRECTORY", "OUT")},
-                    split="snow works on one .blend, and its interaction buffer is one simulation: each frame "
-                    "carries the trails and the grass wobble of the frame before, so its frames cannot be baked "
-                    "apart"),
+                    frame_parts="apart"),
     "gas-giant": Command("", paths={"--out": ("DIRECTORY", "OUT"), "--palette": ("FILE", "IN"),
                                     "--cubemap-palette": ("DIRECTORY", "IN"), "--save": ("FILE", "INOUT"),
                                     "--save-field": ("FILE", "OUT"), "--load-field": ("FILE", "IN")},
-                         frame_parts=True),
+                         frame_parts="chain"),
 }
 UNSPLITTABLE = {
     "info": "info only prints what .blend files hold and writes nothing: there is nothing for a farm to bake; "
@@ -172,11 +173,11 @@ def _param_name(option: str) -> str:
 # --- planning --------------------------------------------------------------------------------------------
 
 def plan_job(command: str, inputs: list, args: list, job_folder: str, chunk: int = 1, blender: str = "blender",
-             frames: int | None = None) -> Job:
+             frames: int | tuple | None = None) -> Job:
     """The job for ``command`` over ``inputs`` (absolute file paths, in order), with ``args`` the command's other
     arguments: plain tokens, and ``(option, path)`` pairs for its path options (absolute paths). ``frames``: the
-    length of a sequence that ``chunk`` splits into parts of ``chunk`` frames (None: one task). Raises FarmError
-    for bad input; nothing is written."""
+    sequence that ``chunk`` splits into parts of ``chunk`` frames, as its length (frames 1 to N) or its (first,
+    last) frames (None: one task). Raises FarmError for bad input; nothing is written."""
     spec = command_of(command)
     check_chunk(chunk, command)
     if spec.inputs and not inputs:
@@ -210,8 +211,9 @@ def plan_job(command: str, inputs: list, args: list, job_folder: str, chunk: int
         counts[os.path.dirname(path)] = counts.get(os.path.dirname(path), 0) + 1
     folders = {}
     shares_files = []
-    flow = "INOUT" if spec.in_place else "IN"
-    saved = " (saved in place)" if spec.in_place else ""
+    in_place = spec.in_place and not (spec.frame_parts == "apart" and frames is not None)  # (parts only read it)
+    flow = "INOUT" if in_place else "IN"
+    saved = " (saved in place)" if in_place else ""
     for path in inputs:
         folder = os.path.dirname(path)
         if counts[folder] == 1:
@@ -253,11 +255,16 @@ def plan_job(command: str, inputs: list, args: list, job_folder: str, chunk: int
         raise FarmError("--part and --state-dir are the farm's to give: drop them, and give the frames per task "
                         "with --chunk N")
     if spec.frame_parts and frames is not None:
-        if frames < 2:
+        first, last = (1, frames) if isinstance(frames, int) else frames
+        if last <= first:
             raise FarmError(f"--chunk {chunk}: {command} bakes one frame here, which cannot be split: drop --chunk, "
-                            f"or bake a sequence (--frames N)")
-        parts = [(a, min(a + chunk - 1, frames)) for a in range(1, frames + 1, chunk)]
+                            f"or bake a sequence (--frames {'START:END' if spec.frame_parts == 'apart' else 'N'})")
+        if spec.frame_parts == "apart" and chunk > last - first:
+            raise FarmError(f"--chunk {chunk}: the bake has {last - first + 1} frames ({first}-{last}), which would "
+                            f"be one part: give fewer frames per part (at most {last - first}), or drop --chunk")
+        parts = [(a, min(a + chunk - 1, last)) for a in range(first, last + 1, chunk)]
         shares = [[] for _ in parts]
+        tokens = [*shares_files, *tokens]  # (snow: every part bakes from the one .blend file)
     return Job(command, job_folder, params, shares, tokens, per_file, blender, several, parts)
 
 
@@ -285,8 +292,9 @@ def template(job: Job) -> dict:
     run = step_name(job.command)
     files = sum(len(s) for s in job.shares)
     what = f"{files} file(s) in {len(job.shares)} task(s)" if files else "one task"
+    chained = COMMANDS[job.command].frame_parts == "chain"
     if job.parts:
-        what = f"{job.parts[-1][1]} frames in {len(job.parts)} parts"
+        what = f"{parts_text(job.parts)} in {len(job.parts)} parts"
 
     def task_script(number):
         return {"embeddedFiles": embedded, "actions": {"onRun": {
@@ -294,7 +302,7 @@ def template(job: Job) -> dict:
             "args": ["-b", "-c", "envfx", "farm", "task", "{{Task.File.Job}}", number, *path_args],
             "cancelation": cancel}}}
 
-    if job.parts:  # one step per part, each after the one before: it starts from the state that one saved
+    if job.parts and chained:  # one step per part, each after the one before: it starts from the state that one saved
         steps = []
         for i, (first, last) in enumerate(job.parts, 1):
             step = {"name": part_step_name(job.command, i),
@@ -307,9 +315,13 @@ def template(job: Job) -> dict:
             steps.append(step)
         last_step = steps[-1]["name"]
     else:
+        per = "share of input files" if files else "bake"
+        if job.parts:
+            per = (f"part of the frames (--part FIRST-LAST: each steps the simulation from the first frame and "
+                   f"writes only its own frames, so the parts run at once or in any order)")
         steps = [{"name": run,
-                  "description": f"one task per {'share of input files' if files else 'bake'}: blender -c envfx "
-                                 f"{job.command} on it, staged and moved into place (a task can run again)",
+                  "description": f"one task per {per}: blender -c envfx {job.command} on it, staged and moved into "
+                                 f"place (a task can run again)",
                   "parameterSpace": {"taskParameterDefinitions": [
                       {"name": "Task", "type": "INT", "range": f"1-{len(job.shares)}"}]},
                   "script": task_script("{{Task.Param.Task}}")}]
@@ -340,6 +352,11 @@ def template(job: Job) -> dict:
 
 def part_step_name(command: str, part: int) -> str:
     return f"{step_name(command)}{part}"
+
+
+def parts_text(parts: list) -> str:
+    """The frames of a sequence in parts: "24 frames" (from frame 1), else "frames 101-148"."""
+    return f"{parts[-1][1]} frames" if parts[0][0] == 1 else f"frames {parts[0][0]}-{parts[-1][1]}"
 
 
 def parameter_values(job: Job) -> dict:
@@ -440,11 +457,12 @@ def share_commands(desc: dict, task: int, paths: dict) -> list:
         raise FarmError(f"Task {task}: the job has tasks 1 to {len(shares)}")
     args = [resolve(a, paths) if isinstance(a, dict) else a for a in desc["args"]]
     parts = desc.get("parts") or []
-    if parts:  # a part of a sequence: its frames, and the folder of the states between parts
+    if parts:  # a part of a sequence: its frames (chained: and the folder of the states between parts)
         first, last = parts[task - 1]
-        states = os.path.join(resolve({"param": "JobFolder", "name": ""}, paths), STATES)
-        return [(part_label(first, last), [desc["command"], *args, "--part", f"{first}-{last}", "--state-dir",
-                                           states])]
+        argv = [desc["command"], *args, "--part", f"{first}-{last}"]
+        if COMMANDS[desc["command"]].frame_parts == "chain":
+            argv += ["--state-dir", os.path.join(resolve({"param": "JobFolder", "name": ""}, paths), STATES)]
+        return [(part_label(first, last), argv)]
     out = []
     for item in shares[task - 1] or [None]:
         argv = [desc["command"]]
@@ -532,7 +550,8 @@ def gather(desc: dict, paths: dict) -> tuple:
         code = max(code, 1)
     what = f"{total} file(s)" if total else "the bake"
     if parts:
-        lines.append(f"envfx farm: {command}: {len(done)} of {len(parts)} part(s) of the {parts[-1][1]} frames "
+        of = parts_text(parts)
+        lines.append(f"envfx farm: {command}: {len(done)} of {len(parts)} part(s) of {'the ' * (of[0] != 'f')}{of} "
                      f"done")
         return lines, code
     lines.append(f"envfx farm: {command}: {len(done)} of {total} file(s) done by {len(desc['shares'])} task(s)"

@@ -163,9 +163,26 @@ class _Fields:
         return out
 
 
+def check_part(part, frame_start: int, n_frames: int, sequence: bool = True) -> tuple:
+    """(first, last) frame numbers of ``part`` (None: every frame) within the bake's ``frame_start`` ..
+    ``frame_start + n_frames - 1``; SnowError (what to do) for a part outside them, or a part of a bake that writes
+    only its final frame."""
+    last_frame = frame_start + n_frames - 1
+    if part is None:
+        return frame_start, last_frame
+    first, last = int(part[0]), int(part[1])
+    if not frame_start <= first <= last <= last_frame:
+        raise SnowError(f"Frames {first}-{last} are not a part of the bake's frames {frame_start}-{last_frame}: give "
+                        f"FIRST-LAST with {frame_start} <= FIRST <= LAST <= {last_frame}")
+    if not sequence and (first, last) != (frame_start, last_frame):
+        raise SnowError(f"Frames {first}-{last}: this bake writes only its final frame (Image Sequence off), which "
+                        f"a part of the frames does not reach: bake every frame in one run")
+    return first, last
+
+
 def bake_job(tracks, radius, depth, stamp: StampParams, buf: BufferParams, frame_start=1, pivot_track=None,
              surface: HeightField | None = None, occluder_tris=None, out_dir=None, sequence=True,
-             basename="snow_buffer", unit_scale=1.0):
+             basename="snow_buffer", unit_scale=1.0, part=None):
     """Generator: bake the interaction buffer over ``tracks`` (F, A, 3 actor bottom points, one row per frame).
     ``radius`` and ``depth``: one value per actor (A,), or one row per frame (F, A) for actors measured at each
     frame (a radius of 0 stamps nothing at that frame).
@@ -175,11 +192,20 @@ def bake_job(tracks, radius, depth, stamp: StampParams, buf: BufferParams, frame
     written to a temporary folder inside ``out_dir`` and moved into place at the end, so cancelling (closing
     the generator) leaves nothing behind. ``unit_scale``: the scene's metres per Blender unit as its FBX export
     reads it (the JSON's engine sampling, ``engine_sampling``).
+
+    ``part`` (FIRST, LAST frame numbers; default every frame): a share of a sequence's frames, for a farm task. The
+    fields are stepped from the first frame as in the whole bake (each frame carries the one before; stepping
+    without writing costs about a tenth of a written frame), and only the images of FIRST..LAST are written; the
+    part with the last frame writes the JSON, which names every frame's image. So the parts, in any order or at
+    once, write the files of one bake of every frame, byte for byte.
     """
     stamp.validate()
     buf.validate()
     tracks, radius, depth, unit_scale = _checked_tracks(tracks, radius, depth, buf, pivot_track, unit_scale)
     n_frames, n_actors = tracks.shape[:2]
+    first, last = check_part(part, int(frame_start), n_frames, sequence)
+    f_first, f_last = first - frame_start, last - frame_start  # (indices into the frames)
+    final_part = f_last == n_frames - 1
     res = int(buf.resolution)
     texel = buf.texel
     if out_dir is not None:
@@ -187,7 +213,7 @@ def bake_job(tracks, radius, depth, stamp: StampParams, buf: BufferParams, frame
     # a killed bake's temporary folder may hold the space this bake needs: removed before the space is checked
     stale = remove_stale_temp(out_dir) if out_dir is not None else []
     if out_dir is not None:
-        check_disk_space(out_dir, res, n_frames if sequence else 1, n_frames, basename)
+        check_disk_space(out_dir, res, (f_last - f_first + 1) if sequence else 1, n_frames, basename)
     tmp = tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}{os.getpid()}-", dir=out_dir) if out_dir is not None else None
     try:
         fields = _Fields(res)
@@ -209,7 +235,7 @@ def bake_job(tracks, radius, depth, stamp: StampParams, buf: BufferParams, frame
         final = None
         occ_tris = None if occluder_tris is None or len(occluder_tris) == 0 else np.asarray(occluder_tris)
         occ_idx, occ_origin = None, None
-        for f in range(n_frames):
+        for f in range(f_last + 1):
             if buf.framing == "FOLLOW":
                 assert pivot_track is not None  # _checked_tracks refuses FOLLOW without a pivot
                 new_origin = snap_origin(pivot_track[f], buf.size, texel)
@@ -234,7 +260,7 @@ def bake_job(tracks, radius, depth, stamp: StampParams, buf: BufferParams, frame
                 fields.rim[occ_idx] = 0.0
             nudge = fields.grass(idx, cw, grass_keep, osc, nudge_gain)
             fields.water(idx, nudge, dep, substeps, c2, wave_keep)
-            write = tmp is not None and (sequence or f == n_frames - 1)
+            write = tmp is not None and (f >= f_first if sequence else f == n_frames - 1)
             if write or f == n_frames - 1:
                 final = out = fields.image(fade)
                 if write:
@@ -244,20 +270,26 @@ def bake_job(tracks, radius, depth, stamp: StampParams, buf: BufferParams, frame
                     write_exr(os.path.join(tmp, name), out)
                     files.append(name)
                     frames.append(frame)
-            yield (f + 1) / (n_frames + 1)
+            yield (f + 1) / (f_last + 2)
         meta_path = None
         paths = []
         if tmp is not None:
             assert out_dir is not None  # tmp is made inside out_dir
-            meta = buffer_metadata(buf, stamp, frame_start, origins, frames, files, sequence, unit_scale)
-            with open(os.path.join(tmp, basename + ".json"), "w") as fh:
-                json.dump(meta, fh, indent=1)
-            for name in files + [basename + ".json"]:
+            moved = list(files)
+            if final_part:  # the JSON names every frame's image (the parts before wrote theirs)
+                every = list(range(frame_start, frame_start + n_frames)) if sequence else frames
+                names = [f"{basename}_{frame:04d}.exr" for frame in every] if sequence else files
+                meta = buffer_metadata(buf, stamp, frame_start, origins, every, names, sequence, unit_scale)
+                with open(os.path.join(tmp, basename + ".json"), "w") as fh:
+                    json.dump(meta, fh, indent=1)
+                moved.append(basename + ".json")
+                meta_path = os.path.join(out_dir, basename + ".json")
+            for name in moved:
                 os.replace(os.path.join(tmp, name), os.path.join(out_dir, name))
             paths = [os.path.join(out_dir, n) for n in files]
-            meta_path = os.path.join(out_dir, basename + ".json")
         yield 1.0
-        assert final is not None  # made at the last frame; _checked_tracks refuses an empty frame range
+        # the fields after the part's last frame (the final frame's in a whole bake)
+        final = final if final is not None else fields.image(fade)
         return BakeResult(frames=frames, files=paths, metadata_path=meta_path, origins=origins, final=final,
                           stale_removed=stale)
     finally:

@@ -53,9 +53,10 @@ def _check_output_dir(path: str) -> str:
     return path
 
 
-def bake_inputs(scene):
+def bake_inputs(scene, part=None):
     """Validate the bake settings (raises SnowInputError / core_snow.SnowError; nothing changes). The snow meshes'
-    data is read, so none may be in Edit Mode."""
+    data is read, so none may be in Edit Mode. ``part``: (first, last) frames of a share of the bake (a farm
+    task's), within the bake's frames."""
     refuse_edit_mode(snow_objects(scene), SnowInputError)
     s = scene.envfx.snow
     if s.frame_end < s.frame_start:
@@ -69,13 +70,20 @@ def bake_inputs(scene):
                              cli=f"The file's frame range {s.frame_start}-{s.frame_end} goes beyond Blender's frames "
                              f"({frame.hard_min} to {frame.hard_max}): pass --frames START:END within them")
     core_snow.BufferParams(resolution=int(s.buffer_resolution), size=float(s.buffer_size)).validate()
+    if part is not None:
+        try:
+            core_snow.check_part(part, s.frame_start, s.frame_end - s.frame_start + 1, s.sequence)
+        except core_snow.SnowError as exc:
+            raise SnowInputError(f"{exc} (the Snow bake's Start and End)",
+                                 cli=f"{exc} (the bake's frames: --frames, else the file's Snow bake Start and "
+                                 f"End)") from None
     if s.framing == "FOLLOW" and s.pivot is None:
         raise SnowInputError("Follow-pivot framing needs a pivot: choose the player or camera to follow",
                              cli="--framing FOLLOW needs a pivot: pass --pivot OBJECT (the player or camera to "
                              "follow)")
     out = _check_output_dir(s.output_dir)
     # before the frames are stepped through: a bake that cannot fit on the disk is refused at once
-    core_snow.check_disk_space(out, int(s.buffer_resolution), *bake_counts(scene))
+    core_snow.check_disk_space(out, int(s.buffer_resolution), *bake_counts(scene, part))
     specs, skipped = actor_specs(scene, sizeless=True)  # sizes are measured at each baked frame
     return out, specs, skipped
 
@@ -97,10 +105,13 @@ def range_warning(scene, first: int, last: int, sequence: bool = True) -> str | 
             "Start and End)")
 
 
-def bake_counts(scene) -> tuple[int, int]:
-    """(the images the buffer bake writes, the frames it steps through): every frame, or the last only."""
+def bake_counts(scene, part=None) -> tuple[int, int]:
+    """(the images the buffer bake writes, the frames it steps through): every frame, or the last only; of a
+    ``part`` (first, last frames): its frames."""
     s = scene.envfx.snow
     frames = s.frame_end - s.frame_start + 1
+    if part is not None and s.sequence:
+        return part[1] - part[0] + 1, frames
     return (frames if s.sequence else 1), frames
 
 
@@ -128,10 +139,12 @@ def _remove_track_probe(name):
         bpy.data.objects.remove(probe)
 
 
-def bake_job(scene):
+def bake_job(scene, part=None):
     """Generator: gather the actors' paths over the frame range, bake the buffer into the output folder.
-    Yields progress; returns a ``core.snow.BakeResult``. The scene's frame and modifiers are restored."""
-    out, specs, _ = bake_inputs(scene)
+    Yields progress; returns a ``core.snow.BakeResult``. The scene's frame and modifiers are restored. ``part``
+    (first, last frames): write only those frames' images (a farm task's share; ``core.snow.bake_job``): the
+    actors' paths are gathered over every frame all the same (the window covers them all)."""
+    out, specs, _ = bake_inputs(scene, part)
     s = scene.envfx.snow
     frames = list(range(s.frame_start, s.frame_end + 1))
     # every actor is measured at each frame (its size may be animated, and one without a size at the current
@@ -206,7 +219,7 @@ def bake_job(scene):
             surface = core_snow.HeightField(lo_all, texel, z)
     job = core_snow.bake_job(tracks, radii, depths, stamp_params(scene), buf, frame_start=s.frame_start,
                              pivot_track=pivot_track, surface=surface, occluder_tris=occ_tris, out_dir=out,
-                             sequence=s.sequence, unit_scale=bend_ops.unit_scale(scene))
+                             sequence=s.sequence, unit_scale=bend_ops.unit_scale(scene), part=part)
     try:
         while True:
             yield 0.3 + 0.7 * next(job)

@@ -44,7 +44,8 @@ SMOKE = {
                           {("bench", "lightmap"): 5}),
     "bench_vat.py": (["--verts", "400", "--frames", "3", "--encodings", "EXR32,PNG16"],
                      {("bench", "vat_bake"): 10, ("bench", "vat_bake_summary"): 2}),
-    "bench_farm.py": (["--textures", "2", "--size", "16", "--frames", "2", "--rounds", "1"], {("bench", "farm"): 11}),
+    "bench_farm.py": (["--textures", "2", "--size", "16", "--frames", "2", "--rounds", "1", "--snow-frames", "4",
+                       "--snow-resolution", "16"], {("bench", "farm"): 16}),
 }
 
 

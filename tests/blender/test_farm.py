@@ -142,16 +142,15 @@ def test_wind_job_of_6_files_on_two_workers_equals_the_one_machine_batch(envfx, 
     assert codes == ["0"] * 3 and gather_code == 0, log
     assert "envfx farm: wind: 6 of 6 file(s) done by 3 task(s)" in log
     # the one-machine batch, in a process of its own as the tasks (six files in one session, the job's two per
-    # session): the saved files are normalised (core.blendfile: the numbers a session counts are zeroed), so on
-    # Blender 5.0 they are the same bytes; Blender 4.2 writes each block's memory address into the file (5.0 writes
-    # stable numbers), which differ from session to session, so there they are compared by what they hold: every
-    # object, its modifiers and wind settings, every mesh attribute and UV map, bit for bit; and by their size
+    # session): the saved files are normalised (core.blendfile: the numbers a session counts are zeroed, and the
+    # memory addresses Blender 4.2 writes as block identifiers renumbered in file order), so they are the same
+    # bytes on both versions; a task run again is compared by what the files hold: every object, its modifiers and
+    # wind settings, every mesh attribute and UV map, bit for bit; and by their size
     files = [str(tmp_path / "one" / os.path.basename(p)) for p in plants]
     subprocess.run([launcher, "-b", "-c", "envfx", "wind", *files, "--ao-samples", "0"], check=True,
                    capture_output=True)
     one, farm = _tree(str(tmp_path / "one")), _tree(str(tmp_path / "plants"))
-    if bpy.app.version >= (5, 0, 0):
-        assert [name for name in before if farm[name] != one[name]] == []
+    assert [name for name in before if farm[name] != one[name]] == []
     # a task run again (a farm's retry after the files were saved) bakes the baked files: the same content
     again = openjd_run(str(tmp_path / "job"), "--step", "Wind", "-tp", "Task=2")
     assert again.wait() == 0, again.communicate()[0]
@@ -185,6 +184,97 @@ def test_a_saved_blend_is_normalised_and_opens_as_the_scene_it_was(envfx, tmp_pa
     bpy.ops.wm.open_mainfile(filepath=str(tmp_path / "saved.blend"), load_ui=False)
     uids = [id_.session_uid for id_ in [*bpy.data.objects, *bpy.data.meshes, *bpy.data.scenes, *bpy.data.screens]]
     assert 0 not in uids and len(set(uids)) == len(uids)
+    bpy.ops.wm.read_homefile(app_template="")
+
+
+SAVE_AGAIN = """
+import sys
+import bpy
+bpy.ops.wm.open_mainfile(filepath=sys.argv[-2])
+bpy.ops.wm.save_as_mainfile(filepath=sys.argv[-1], compress=False)
+"""
+
+
+def _rich_file(path):
+    """A scene with what a .blend's pointers name: materials in a mesh's slots (a pointer array), a node tree with
+    links and a group with interface panels (an array of pointers to items), a modifier naming that group, parents,
+    vertex groups, shape keys, custom properties naming datablocks, an action."""
+    bpy.ops.wm.read_homefile(app_template="")
+    bpy.ops.mesh.primitive_cylinder_add(vertices=8, location=(0, 0, 1))
+    trunk = bpy.context.active_object
+    bpy.ops.mesh.primitive_ico_sphere_add(radius=0.5, location=(0, 0, 2.2), subdivisions=1)
+    crown = bpy.context.active_object
+    crown.parent = trunk
+    for name, color in (("Bark", (0.3, 0.2, 0.1, 1)), ("Leaf", (0.1, 0.5, 0.1, 1))):
+        mat = bpy.data.materials.new(name)
+        mat.use_nodes = True
+        mat.node_tree.nodes["Principled BSDF"].inputs["Base Color"].default_value = color
+        mix = mat.node_tree.nodes.new("ShaderNodeMixRGB")
+        mat.node_tree.links.new(mix.outputs[0], mat.node_tree.nodes["Principled BSDF"].inputs["Emission Color"])
+        trunk.data.materials.append(mat)
+    group = bpy.data.node_groups.new("Sway", "GeometryNodeTree")
+    panel = group.interface.new_panel("Wind")
+    group.interface.new_socket("Geometry", in_out="INPUT", socket_type="NodeSocketGeometry")
+    group.interface.new_socket("Strength", in_out="INPUT", socket_type="NodeSocketFloat", parent=panel)
+    group.interface.new_socket("Geometry", in_out="OUTPUT", socket_type="NodeSocketGeometry")
+    inp, out = group.nodes.new("NodeGroupInput"), group.nodes.new("NodeGroupOutput")
+    group.links.new(inp.outputs["Geometry"], out.inputs["Geometry"])
+    crown.modifiers.new("Sway", "NODES").node_group = group
+    crown.vertex_groups.new(name="Tips").add([0, 1, 2], 0.5, "REPLACE")
+    crown.shape_key_add(name="Basis")
+    crown.shape_key_add(name="Bent").data[0].co = (0, 0, 3)
+    trunk["envfx_note"] = {"material": bpy.data.materials["Leaf"], "weights": [0.5, 0.25]}
+    trunk.keyframe_insert("location", frame=1)
+    trunk.location.x = 1
+    trunk.keyframe_insert("location", frame=10)
+    bpy.ops.wm.save_as_mainfile(filepath=path, compress=False)
+    bpy.ops.wm.read_homefile(app_template="")
+
+
+def _node_trees(path) -> dict:
+    """Every node tree of the file (materials' too): its nodes, links and interface items, by name."""
+    bpy.ops.wm.open_mainfile(filepath=path, load_ui=False)
+    trees = [*bpy.data.node_groups, *(m.node_tree for m in bpy.data.materials if m.node_tree)]
+    out = {}
+    for tree in trees:
+        out[tree.name] = {
+            "nodes": sorted((n.name, n.bl_idname, [s.identifier for s in n.inputs]) for n in tree.nodes),
+            "links": sorted((k.from_node.name, k.from_socket.identifier, k.to_node.name, k.to_socket.identifier)
+                            for k in tree.links),
+            "interface": [(i.item_type, i.name, getattr(getattr(i, "parent", None), "name", None))
+                          for i in tree.interface.items_tree]}
+    out["slots"] = {o.name: [s.material.name if s.material else None for s in o.material_slots]
+                    for o in bpy.data.objects}
+    out["parents"] = {o.name: getattr(o.parent, "name", None) for o in bpy.data.objects}
+    out["keys"] = {k.user.name: [(b.name, tuple(b.data[0].co)) for b in k.key_blocks] for k in bpy.data.shape_keys}
+    out["props"] = {o.name: {k: repr(v.to_dict() if hasattr(v, "to_dict") else v) for k, v in o.items()}
+                    for o in bpy.data.objects}
+    out["actions"] = {a.name: sorted(len(getattr(a, "fcurves", None) or []) for _ in [0]) for a in bpy.data.actions}
+    bpy.ops.wm.read_homefile(app_template="")
+    return out
+
+
+def test_two_sessions_saves_of_one_scene_are_the_same_bytes_once_normalised(envfx, tmp_path):
+    """Two Blender sessions open one file and save it: normalised (core.blendfile), the saves are the same bytes on
+    both versions (on 4.2 the memory addresses that identify blocks are renumbered in file order, every pointer
+    with them), and the normalised file opens as the scene it was."""
+    _rich_file(str(tmp_path / "rich.blend"))
+    for name in ("a", "b"):
+        subprocess.run([sys.executable, "-c", SAVE_AGAIN, str(tmp_path / "rich.blend"),
+                        str(tmp_path / f"{name}.blend")], check=True, capture_output=True)
+    saves = [(tmp_path / f"{name}.blend").read_bytes() for name in ("a", "b")]
+    assert saves[0] != saves[1]  # (4.2: the addresses; 5.0: the session numbers)
+    normal = [envfx.core.blendfile.normalised(data) for data in saves]
+    assert normal[0] == normal[1]
+    (tmp_path / "n.blend").write_bytes(normal[0])
+    assert envfx.core.blendfile.normalised(normal[0]) == normal[0]
+    trees = _node_trees(str(tmp_path / "a.blend"))
+    assert ("SOCKET", "Strength", "Wind") in trees["Sway"]["interface"]  # (what is compared holds the pointers
+    assert trees["slots"]["Cylinder"] == ["Bark", "Leaf"]  # named above)
+    assert _node_trees(str(tmp_path / "n.blend")) == trees
+    assert _blend_content(str(tmp_path / "n.blend")) == _blend_content(str(tmp_path / "a.blend"))
+    bpy.ops.wm.open_mainfile(filepath=str(tmp_path / "n.blend"))  # (with its screens)
+    assert {s.name for s in bpy.data.screens} and bpy.context.window_manager is not None
     bpy.ops.wm.read_homefile(app_template="")
 
 
@@ -316,8 +406,21 @@ def test_a_task_killed_halfway_and_run_again_leaves_the_outputs_of_an_uninterrup
     (["mips", "{tmp}/tex", "--out", "{tmp}/o", "--chunk", "0"], "--chunk 0: give the number of input files per task"),
     (["mips", "tex", "--out", "{tmp}/o"], "INPUT 'tex' is relative to the current folder, which a farm cannot map"),
     (["wind", "{tmp}/a.blend", "--output", "out.blend"], "--output 'out.blend' is relative to the current folder"),
-    (["snow", "{tmp}/a.blend", "--chunk", "2"], "--chunk 2: snow runs as one task (snow works on one .blend, and "
-     "its interaction buffer is one simulation"),
+    (["snow", "{tmp}/a.blend", "--chunk", "2"], "--chunk 2 with snow splits the bake of the interaction buffer "
+     "(--bake) into parts of 2 frames, and there is no --bake: add it, or drop --chunk"),
+    (["snow", "{tmp}/a.blend", "--bake", "--out-dir", "{tmp}/o", "--chunk", "4"], "--chunk 4 with snow splits the "
+     "bake's frames into parts, which are planned before a worker opens the file: give the frames with --frames "
+     "START:END"),
+    (["snow", "{tmp}/a.blend", "--bake", "--out-dir", "{tmp}/o", "--frames", "1:4", "--chunk", "4"], "--chunk 4: "
+     "the bake has 4 frames (1-4), which would be one part: give fewer frames per part (at most 3), or drop --chunk"),
+    (["snow", "{tmp}/a.blend", "--bake", "--out-dir", "{tmp}/o", "--frames", "8:1", "--chunk", "4"], "--frames 8:1: "
+     "the range is reversed, use START <= END"),
+    (["snow", "{tmp}/a.blend", "--bake", "--out-dir", "{tmp}/o", "--frames", "1:8", "--final-only", "--chunk", "4"],
+     "--chunk 4: --final-only cannot be split into parts of the bake (the parts share one .blend file"),
+    (["snow", "{tmp}/a.blend", "--bake", "--out-dir", "{tmp}/o", "--frames", "1:8", "--generate", "--objects", "A",
+      "--chunk", "4"], "--chunk 4: --generate cannot be split into parts of the bake"),
+    (["snow", "{tmp}/a.blend", "--bake", "--out-dir", "{tmp}/o", "--frames", "1:8", "--part", "1-4", "--chunk", "4"],
+     "--part and --state-dir are the farm's to give"),
     (["gas-giant", "--out", "{tmp}/o", "--frames", "1", "--chunk", "2"], "--chunk 2: gas-giant bakes one frame "
      "here, which cannot be split: drop --chunk, or bake a sequence (--frames N)"),
     (["gas-giant", "--out", "{tmp}/o", "--frames", "4", "--part", "1-2", "--chunk", "2"], "--part and --state-dir "
@@ -486,3 +589,77 @@ def test_a_task_told_to_stop_cancels_its_bake_and_leaves_its_files_not_done(envf
     assert [f["status"] for f in summary["files"]] == ["not done", "not done"] and summary["code"] == 1
     lines, code = envfx.core.farm.gather(json.loads(data), params)
     assert code == 1 and f"not done: {paths[0]}, {paths[1]}" in lines[0]
+
+
+def _snow_walk_file(envfx, folder) -> str:
+    """A ground with a snow cover and live trails, and two walkers crossing it over 12 frames: the file a snow bake
+    in parts opens."""
+    bpy.ops.mesh.primitive_grid_add(x_subdivisions=8, y_subdivisions=8, size=6)
+    bpy.context.active_object.name = "Ground"
+    walkers = bpy.data.collections.new("Walkers")
+    bpy.context.scene.collection.children.link(walkers)
+    for name, keys in (("Walker", [(1, (-2.5, -0.5, 0.5)), (12, (2.5, 0.8, 0.5))]),
+                       ("Dog", [(1, (1.5, -2.0, 0.3)), (7, (-1.0, 1.0, 0.3)), (12, (0.5, 2.0, 0.3))])):
+        bpy.ops.mesh.primitive_uv_sphere_add(radius=0.5 if name == "Walker" else 0.3, segments=8, ring_count=6)
+        obj = bpy.context.active_object
+        obj.name = name
+        for coll in list(obj.users_collection):
+            coll.objects.unlink(obj)
+        walkers.objects.link(obj)
+        for frame, loc in keys:
+            obj.location = loc
+            obj.keyframe_insert("location", frame=frame)
+    path = os.path.join(str(folder), "snow.blend")
+    bpy.ops.wm.save_as_mainfile(filepath=path)
+    assert envfx.cli.main(["snow", path, "--generate", "--objects", "Ground", "--spacing", "0.25", "--trails",
+                           "--actors", "Walkers"]) == 0
+    return path
+
+
+@needs_openjd
+def test_snow_bake_in_parts_on_two_workers_equals_the_one_machine_bake(envfx, tmp_path, launcher, capsys):
+    """12 frames of a buffer that follows a walker, in parts of 5 (1-5, 6-10, 11-12), on two workers at once: each
+    part steps the buffer from the first frame and writes its own frames, the last part the JSON; the files are
+    the one-machine bake's, byte for byte, and a part run again (a retry) writes the same files."""
+    path = _snow_walk_file(envfx, tmp_path)
+    args = ["--bake", "--resolution", "32", "--frames", "1:12", "--framing", "FOLLOW", "--pivot", "Walker", "--size",
+            "4"]
+    blend = _tree(str(tmp_path))["snow.blend"]
+    assert envfx.cli.main(["farm", "snow", path, *args, "--out-dir", str(tmp_path / "farm-out"), "--out",
+                           str(tmp_path / "job"), "--chunk", "5", "--blender", launcher]) == 0
+    assert "snow over 12 frames in 3 parts, each on its own (at once on several workers)" in capsys.readouterr().out
+    check = subprocess.run([OPENJD, "check", str(tmp_path / "job" / "template.yaml")], capture_output=True, text=True)
+    assert check.returncode == 0, check.stdout + check.stderr
+    codes, log, run_codes, gather_code = run_job(str(tmp_path / "job"))
+    assert codes == ["0"] * 3 and run_codes == [0, 0] and gather_code == 0, log
+    assert "envfx farm: snow: 3 of 3 part(s) of the 12 frames done" in log
+    assert envfx.cli.main(["snow", path, *args, "--out-dir", str(tmp_path / "one")]) == 0
+    one = _tree(str(tmp_path / "one"))
+    assert len(one) == 12 + 1 and _tree(str(tmp_path / "farm-out")) == one
+    assert _tree(str(tmp_path))["snow.blend"] == blend  # the parts leave the file as it is
+    for name in ("snow_buffer_0006.exr", "snow_buffer_0009.exr"):
+        os.remove(tmp_path / "farm-out" / name)
+    again = openjd_run(str(tmp_path / "job"), "--step", "Snow", "-tp", "Task=2")
+    log = again.communicate()[0]
+    assert again.returncode == 0 and "--part 6-10" in log and "--part 1-5" not in log, log
+    assert _tree(str(tmp_path / "farm-out")) == one
+
+
+@pytest.mark.parametrize("part, message", [
+    ("9-14", "Frames 9-14 are not a part of the bake's frames 1-12: give FIRST-LAST with 1 <= FIRST <= LAST <= 12 "
+             "(the bake's frames: --frames, else the file's Snow bake Start and End)"),
+    ("6-4", "--part 6-4: the range is reversed, use FIRST <= LAST"),
+    ("six", "--part 'six': give the frames to bake as FIRST-LAST (e.g. 17-32), or one frame"),
+])
+def test_a_snow_part_outside_the_bakes_frames_says_what_to_do_and_writes_nothing(envfx, tmp_path, capsys, part,
+                                                                                 message):
+    path = _snow_walk_file(envfx, tmp_path)
+    bpy.ops.wm.open_mainfile(filepath=path)
+    bpy.context.scene.envfx.snow.frame_start, bpy.context.scene.envfx.snow.frame_end = 1, 12
+    bpy.ops.wm.save_mainfile()
+    blend = _tree(str(tmp_path))
+    capsys.readouterr()
+    assert envfx.cli.main(["snow", path, "--bake", "--out-dir", str(tmp_path / "o"), "--resolution", "16",
+                           "--part", part]) == 2
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "o").exists() and _tree(str(tmp_path)) == blend

@@ -146,14 +146,18 @@ def test_gather_names_the_file_of_an_error_that_did_not(tmp_path):
     ("mips", ["tex/a.png", "tex/b.png"], [("--out", "tex/mips")], 1, "The output --out .* is inside the input folder"),
     ("lightmap", ["in/a.blend", "in/b.blend"], [("--out", "in/maps")], 1, "inside the input folder"),
     ("mips", ["tex/a.png"], [("--out", "out")], 0, "--chunk 0: give the number of input files per task, 1 or more"),
-    ("snow", ["in/a.blend"], [], 4, "--chunk 4: snow runs as one task .snow works on one .blend, and its "
-     "interaction buffer is one simulation"),
+    ("snow", ["in/a.blend"], [("--out-dir", "o")], (4, (1, 4)), "--chunk 4: the bake has 4 frames .1-4., which "
+     "would be one part: give fewer frames per part .at most 3., or drop --chunk"),
+    ("snow", ["in/a.blend"], [("--out-dir", "o")], (2, (7, 7)), "--chunk 2: snow bakes one frame here, which "
+     "cannot be split: drop --chunk, or bake a sequence .--frames START:END."),
+    ("snow", ["in/a.blend"], [("--out-dir", "o")], (0, (1, 8)), "--chunk 0: give the number of frames per task"),
 ])
 def test_bad_input_is_refused_and_nothing_is_written(tmp_path, command, inputs, args, chunk, message):
     inputs = [str(tmp_path / p) for p in inputs]
     args = [(o, str(tmp_path / p)) for o, p in args]
+    chunk, frames = chunk if isinstance(chunk, tuple) else (chunk, None)
     with pytest.raises(farm.FarmError, match=message):
-        job = farm.plan_job(command, inputs, args, str(tmp_path / "job"), chunk=chunk)
+        job = farm.plan_job(command, inputs, args, str(tmp_path / "job"), chunk=chunk, frames=frames)
         farm.write_job(job)
     assert not os.path.exists(tmp_path / "job")
 
@@ -222,3 +226,34 @@ def test_a_sequence_in_parts_is_one_step_per_part_each_after_the_one_before(tmp_
         farm.plan_job("gas-giant", [], [("--out", out), "--part", "1-2"], job_dir, chunk=2, frames=4)
     with pytest.raises(farm.FarmError, match="bakes one frame here, which cannot be split"):
         farm.plan_job("gas-giant", [], [("--out", out)], job_dir, chunk=2, frames=1)
+
+
+def test_a_snow_bake_in_parts_is_one_step_whose_parts_run_at_once(tmp_path):
+    """The snow buffer's parts step the buffer from the first frame themselves (no state between them): one step,
+    a task per part (a farm runs them at once), each baking the one .blend file, which it only reads."""
+    blend, out, job_dir = str(tmp_path / "in" / "a.blend"), str(tmp_path / "out"), str(tmp_path / "job")
+    job = farm.plan_job("snow", [blend], ["--bake", ("--out-dir", out), "--frames", "101:148"], job_dir, chunk=20,
+                        frames=(101, 148))
+    assert job.parts == [(101, 120), (121, 140), (141, 148)]
+    doc = farm.template(job)
+    assert [s["name"] for s in doc["steps"]] == ["Snow", "Gather"]
+    assert doc["steps"][0]["parameterSpace"]["taskParameterDefinitions"][0]["range"] == "1-3"
+    assert doc["name"] == "EnvFX snow (frames 101-148 in 3 parts)"
+    assert [(p["name"], p["dataFlow"]) for p in doc["parameterDefinitions"][1:]] == [
+        ("JobFolder", "INOUT"), ("Input1", "IN"), ("OutDir", "OUT")]
+    paths = {"JobFolder": "/farm/job", "Input1": "/farm/a.blend", "OutDir": "/farm/out"}
+    assert farm.share_commands(job.description(), 3, paths) == [
+        ("frames 141-148", ["snow", "/farm/a.blend", "--bake", "--out-dir", "/farm/out", "--frames", "101:148",
+                            "--part", "141-148"])]
+    farm.write_job(job)
+    if OPENJD:
+        check = subprocess.run([OPENJD, "check", os.path.join(job_dir, "template.yaml")], capture_output=True,
+                               text=True)
+        assert check.returncode == 0, check.stdout + check.stderr
+    entry = {"label": "frames 101-120", "status": "done", "code": 0, "errors": [], "output": []}
+    farm.write_summary(job_dir, 1, [entry], 0)
+    farm.write_summary(job_dir, 3, [{**entry, "label": "frames 141-148"}], 0)
+    lines, code = farm.gather(job.description(), paths | {"JobFolder": job_dir})
+    assert code == 1 and lines[0].startswith("envfx snow: done frames 101-120, frames 141-148; not done (left as "
+                                             "they were): frames 121-140; task(s) 2 left no summary")
+    assert lines[-1] == "envfx farm: snow: 2 of 3 part(s) of frames 101-148 done"
