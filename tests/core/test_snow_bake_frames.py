@@ -1,6 +1,7 @@
 """core.snow.bake_job with the actors' radius and depth measured at each frame (an actor that grows)."""
 
 import re
+from typing import Any
 
 import numpy as np
 import pytest
@@ -72,7 +73,8 @@ def _parts_inputs(frames=9):
     surface = snow.HeightField(np.array([-5.0, -5.0]), 0.25, z)
     occ = np.array([[[0.5, -0.5, 1.0], [1.5, -0.5, 1.0], [0.5, 0.5, 1.0]]])
     buf = snow.BufferParams(resolution=32, size=6.0, framing="FOLLOW", edge_fade=0.1)
-    kw = dict(frame_start=11, pivot_track=t[:, 0] + (0.3, 0.0, 0.0), surface=surface, occluder_tris=occ)
+    kw: dict[str, Any] = dict(frame_start=11, pivot_track=t[:, 0] + (0.3, 0.0, 0.0), surface=surface,
+                              occluder_tris=occ)
     return t, buf, kw
 
 
