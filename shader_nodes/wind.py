@@ -40,7 +40,7 @@ from .snow import buffer as snow_buffer
 GROUP_NAME = "EnvFX Wind"
 KIND = "wind"  # one group per scene (common.ensure_scene_group)
 VERSION = 18  # 16: grass that actors push (the interaction buffer's G and A at each blade's root); 17: once per face;
-# 18: every blade term (wind, lean, push) once per face, the grass carry in its own Set Position
+# 18: the push at the blade roots stored per face, two sines for the figure-eight
 
 # Value nodes driven from the scene: label -> data path on the scene
 DRIVEN = {
@@ -378,9 +378,7 @@ def _blade_wind(b, inp, val, t, d, hs, self_info, invert, rel, position, strengt
 def _grass_motion(b, gi, inp, val, hs, self_info, invert, inv_m, d, d_loc, main_k, rel, position, swing_unit, grass,
                   use_terrain):
     """Grass: the swing per unit of wind times the blade's wind, the blade's figure-eight and the camera tilt
-    (times H), the wobble; kept lengths, faded and on the terrain (a Set Position of every vertex), then carried (a
-    second Set Position of only the carried vertices: a blade has no carry, and skips its normalise). Returns the
-    moved geometry.
+    (times H), the wobble; kept lengths, carried, faded and on the terrain. Returns the moved geometry.
 
     The blade's wind and figure-eight are the same on all the vertices of a blade, but they stay per vertex: a few
     math nodes per vertex cost less than evaluating them once per face and reading that back per vertex (measured
@@ -436,25 +434,19 @@ def _grass_motion(b, gi, inp, val, hs, self_info, invert, inv_m, d, d_loc, main_
     swing = b.vmath("ADD", b.vmath("ADD", b.vmath("SCALE", swing_unit, scale=eff),
                                    b.vmath("SCALE", lean_swing, scale=hg)),
                     b.vmath("SCALE", normal, scale=wamp), label="Grass Swing")
-    faded = b.vmath("ADD", b.vmath("SCALE", _turn(b, rel, swing, "Grass"), scale=fade),
-                    b.vmath("SCALE", position, scale=b.m("SUBTRACT", fade, 1.0)), label="Grass Faded")
-    set_grass = b.node("GeometryNodeSetPosition", "Set Position Grass", location=(2800, -300))
-    b.link(geo, set_grass.inputs["Geometry"])
-    b.link(_terrain(b, gi, self_info, invert, position, use_terrain, faded), set_grass.inputs["Offset"])
-    # the carry (faded too) of only the carried vertices: a grass blade has none, and skips its normalise. It reads
-    # no position, so it may follow the first Set Position
     carry_h = b.attr(core_wind.LIVE_ATTRS[4])
     up_l = b.transform_dir(inv_m, b.vector("Grass Up", (0.0, 0.0, 1.0)), "Grass Up Local")
     inv_hs = b.m("DIVIDE", 1.0, hs)
     lean = b.vmath("ADD", b.vmath("ADD", up_l, b.vmath("SCALE", lean_local, scale=inv_hs)),
                    b.vmath("SCALE", d_loc, scale=b.mul(carry_h, eff, main_k, inv_hs)), label="Grass Axis")
-    set_carry = b.node("GeometryNodeSetPosition", "Set Position Grass Carry", location=(3000, -300))
-    b.link(set_grass.outputs[0], set_carry.inputs["Geometry"])
-    b.link(b.compare("GREATER_THAN", carry_h, 0.0, data_type="FLOAT", label="Grass Carried"),
-           set_carry.inputs["Selection"])
-    b.link(b.vmath("SCALE", _carry(b, carry_h, lean, up_l, hs, "Grass Carry"), scale=fade, label="Grass Carry Faded"),
-           set_carry.inputs["Offset"])
-    return set_carry.outputs[0]
+    local = b.vmath("ADD", _turn(b, rel, swing, "Grass"), _carry(b, carry_h, lean, up_l, hs, "Grass Carry"),
+                    label="Grass Offset")
+    faded = b.vmath("ADD", b.vmath("SCALE", local, scale=fade),
+                    b.vmath("SCALE", position, scale=b.m("SUBTRACT", fade, 1.0)), label="Grass Faded")
+    set_grass = b.node("GeometryNodeSetPosition", "Set Position Grass", location=(2800, -300))
+    b.link(geo, set_grass.inputs["Geometry"])
+    b.link(_terrain(b, gi, self_info, invert, position, use_terrain, faded), set_grass.inputs["Offset"])
+    return set_grass.outputs[0]
 
 
 def _push(b, val, self_info, inv_m):
