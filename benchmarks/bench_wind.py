@@ -771,9 +771,9 @@ def _push_frame_changes(bpy, envfx, ops, args):
                         push_on=framebench.summary(got), push_off=framebench.summary(off),
                         pushed_vertices=int((np.abs(on_co - off_co).reshape(-1, 3).max(1) > 1e-3).sum()),
                         **({"before": args.before, "push_before": framebench.summary(runs["before"]),
-                            "after_over_before": framebench.spread([statistics.median(a[2:]) / statistics.median(b[2:])
-                                                                    for a, b in zip(got["effect"],
-                                                                                    runs["before"]["effect"])])}
+                            "after_over_before": framebench.spread(
+                                [statistics.median(a[2:] or a) / statistics.median(b[2:] or b)
+                                 for a, b in zip(got["effect"], runs["before"]["effect"])])}
                            if args.before else {}))
     finally:
         shutil.rmtree(folder, ignore_errors=True)
