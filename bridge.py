@@ -486,18 +486,19 @@ def point_attribute(mesh, name: str) -> np.ndarray:
     return (total / np.maximum(count, 1)).astype(np.float32)
 
 
-def write_point_attribute(mesh, name: str, data_type: str, values):
+def write_point_attribute(mesh, name: str, data_type: str, values, domain: str = "POINT"):
     """Write per-vertex ``values`` (N or (N, C) numbers) to the point attribute ``name`` of type ``data_type``
     ("FLOAT", "FLOAT_VECTOR", "FLOAT_COLOR"...), made if missing and remade when its domain or type differ;
-    ``values`` None removes the attribute. Returns the attribute (None when removed)."""
+    ``values`` None removes the attribute. Returns the attribute (None when removed). ``domain``: another domain
+    ("FACE": one value per face)."""
     attrs = mesh.attributes
     attr = attrs.get(name)
-    if attr is not None and (attr.domain != "POINT" or attr.data_type != data_type or values is None):
+    if attr is not None and (attr.domain != domain or attr.data_type != data_type or values is None):
         attrs.remove(attr)
         attr = None
     if values is None:
         return None
-    attr = attr or attrs.new(name, data_type, "POINT")
+    attr = attr or attrs.new(name, data_type, domain)
     attr.data.foreach_set(_ATTR_KINDS[data_type][0], np.ascontiguousarray(values, np.float32).reshape(-1))
     return attr
 
@@ -508,6 +509,14 @@ def corner_vertices(mesh) -> np.ndarray:
     if loops.size and not _read_internal(mesh, ".corner_vert", loops):
         mesh.loops.foreach_get("vertex_index", loops)
     return loops
+
+
+def face_starts(mesh) -> np.ndarray:
+    """(faces,) int32 first corner (loop) of every face of a mesh."""
+    starts = np.empty(len(mesh.polygons), dtype=np.int32)
+    if starts.size:
+        mesh.polygons.foreach_get("loop_start", starts)
+    return starts
 
 
 def face_materials(mesh) -> tuple[np.ndarray, np.ndarray]:

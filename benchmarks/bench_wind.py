@@ -32,7 +32,9 @@
    250000 blades, 1M vertices) in the wind, pushed by ``--push-actors`` walkers through a baked interaction buffer
    (an image sequence), against a bare Set Position on a copy of the field, by frame changes (framebench.py,
    interleaved rounds: median ratio and its spread); beside it the same field in the wind with push off against the
-   same reference, so the push's own share shows. Target: at most 3.5x. ``--push-only``: that line alone.
+   same reference, so the push's own share shows. Target: at most 3.5x. ``--push-only``: that line alone. With
+   ``--before REV`` that revision's group pushes a third copy of the field in the same rounds (``push_before``, and
+   ``after_over_before``: this group's seconds per frame over that one's, per round).
 5. Remove Wind (``--remove-plants N``, off by default): N plant objects, each with its own baked mesh, taken out
    of the wind at once, and N / 2 of them, so the time per object shows whether it stays flat (it is linear:
    the meshes still in the wind are found in one pass over the file's objects after the loop).
@@ -45,6 +47,7 @@ import io
 import json
 import math
 import os
+import statistics
 import sys
 import time
 
@@ -730,10 +733,31 @@ def _push_frame_changes(bpy, envfx, ops, args):
         twin.envfx.wind.category = "GRASS"
         ops.add_wind(still, [twin])
         reference = framebench.reference_scene(pushed, [mesh.copy()])
-        for scene in (pushed, still, reference):
+        pairs = {"on": pushed, "off": still}
+        if args.before:  # that revision's group on the same field, pushed by the same buffer, in a scene of its own
+            common = importlib.import_module(envfx.__name__ + ".shader_nodes.common")
+            module, group = _group_of_revision(bpy, envfx, common, args.before)
+            before = framebench.new_scene("Push Before", pushed)
+            before.envfx.wind.grass_push, before.envfx.wind.push_buffer = True, image
+            old = bpy.data.objects.new("Field Push Before", mesh)
+            before.collection.objects.link(old)
+            mod = old.modifiers.new("Before", "NODES")
+            mod.node_group = group
+            for key, value in module.asset_input_values(field).items():
+                mod[common.input_identifier(group, key)] = float(value)
+            module._wire(before, group)
+            pairs["before"] = before
+        for scene in (*pairs.values(), reference):
             scene.frame_start, scene.frame_end = 1, 60
-        got = framebench.frame_change(pushed, reference, range(10, 11 + args.push_frames), args.push_rounds)
-        off = framebench.frame_change(still, reference, range(10, 11 + args.push_frames), args.push_rounds)
+        # the pairs take turns round by round (a slow spell of the shared machine touches them alike)
+        runs = {k: {"effect": [], "reference": [], "frames": []} for k in pairs}
+        for _ in range(args.push_rounds):
+            for key, scene in pairs.items():
+                one = framebench.frame_change(scene, reference, range(10, 11 + args.push_frames), 1)
+                for part in ("effect", "reference"):
+                    runs[key][part] += one[part]
+                runs[key]["frames"] = one["frames"]
+        got, off = runs["on"], runs["off"]
         # the push really ran: the pushed field differs from the one with push off
         dg_on, dg_off = pushed.view_layers[0].depsgraph, still.view_layers[0].depsgraph
         pushed.frame_set(30)
@@ -745,7 +769,12 @@ def _push_frame_changes(bpy, envfx, ops, args):
         framebench.emit(bench="wind_push_frame_change", vertices=4 * n, blades=n, actors=args.push_actors,
                         buffer_resolution=256, target_ratio=3.5, wind_bake_s=round(bake_s, 2),
                         push_on=framebench.summary(got), push_off=framebench.summary(off),
-                        pushed_vertices=int((np.abs(on_co - off_co).reshape(-1, 3).max(1) > 1e-3).sum()))
+                        pushed_vertices=int((np.abs(on_co - off_co).reshape(-1, 3).max(1) > 1e-3).sum()),
+                        **({"before": args.before, "push_before": framebench.summary(runs["before"]),
+                            "after_over_before": framebench.spread(
+                                [statistics.median(a[2:] or a) / statistics.median(b[2:] or b)
+                                 for a, b in zip(got["effect"], runs["before"]["effect"])])}
+                           if args.before else {}))
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 

@@ -39,7 +39,8 @@ from .snow import buffer as snow_buffer
 
 GROUP_NAME = "EnvFX Wind"
 KIND = "wind"  # one group per scene (common.ensure_scene_group)
-VERSION = 17  # 16: grass that actors push (the interaction buffer's G and A at each blade's root); 17: once per face
+VERSION = 18  # 16: grass that actors push (the interaction buffer's G and A at each blade's root); 17: once per face;
+# 18: the push at the blade roots stored per face, two sines for the figure-eight
 
 # Value nodes driven from the scene: label -> data path on the scene
 DRIVEN = {
@@ -125,14 +126,6 @@ class _Builder(common.Builder):
         self.link(vec, node.inputs[0])
         return node.outputs["X"], node.outputs["Y"], node.outputs["Z"]
 
-    def per_face(self, field, label, data_type="FLOAT_VECTOR"):
-        """``field`` evaluated once per face and read back per vertex (the mean of its faces' values): for a term
-        that is the same on all the vertices of a blade, as it is on all the faces of the blade, a quarter of the
-        work on a blade of 4 vertices and one face. A vertex in no face reads 0."""
-        node = self.node("GeometryNodeFieldOnDomain", label, domain="FACE", data_type=data_type)
-        self.link(field, node.inputs[0])
-        return node.outputs[0]
-
     def attr(self, name, data_type="FLOAT"):
         node = self.node("GeometryNodeInputNamedAttribute", name, data_type=data_type)
         node.inputs["Name"].default_value = name
@@ -151,13 +144,10 @@ def _build(tree):
     is_grass = b.compare("GREATER_THAN", inp["Grass"], 0.5, data_type="FLOAT", label="Is Grass")
     tree_geo = _tree_motion(b, gi, inp, rel, swing_unit, inv_m, hs, d_loc, main_k)
     grass = _blade_wind(b, inp, val, t, d, hs, self_info, invert, rel, position, strength, gust_parts)
-    local_grass = _grass_motion(b, gi, inp, val, hs, self_info, invert, inv_m, d, d_loc, main_k, rel, position,
-                                swing_unit, grass, use_terrain)
-    set_grass = b.node("GeometryNodeSetPosition", "Set Position Grass", location=(2800, -300))
-    b.link(gi.outputs["Geometry"], set_grass.inputs["Geometry"])
-    b.link(local_grass, set_grass.inputs["Offset"])
+    grass_geo = _grass_motion(b, gi, inp, val, hs, self_info, invert, inv_m, d, d_loc, main_k, rel, position,
+                              swing_unit, grass, use_terrain)
     # a switch on a single value evaluates only the side it chooses: a tree never computes the grass terms
-    geo = b.switch("Grass Switch", is_grass, set_grass.outputs[0], tree_geo, "GEOMETRY")
+    geo = b.switch("Grass Switch", is_grass, grass_geo, tree_geo, "GEOMETRY")
     b.link(geo, go.inputs["Geometry"])
 
 
@@ -358,11 +348,10 @@ def _blade_wind(b, inp, val, t, d, hs, self_info, invert, rel, position, strengt
     """Grass, per vertex: the wind of the vertex's blade at its attach point ``X = M A`` (``A = p - Pivot``;
     ``core.wind.blade_wind``): the gust and the figure-eight of the world origin at ``tau = t - X.d / U``. Their
     angles ``2 pi f tau`` are the per-asset ``2 pi f t`` less ``2 pi f / U`` times ``X.d = A.(M^T d) + o.d``: one
-    dot product per vertex (no matrix per vertex). Returns (effective wind, the sines of the figure-eight's angles,
-    the grass frequencies)."""
+    dot product per vertex (no matrix per vertex). Returns (effective wind, the sines of the figure-eight's two
+    angles, the grass frequencies)."""
     f3, gains, lag3 = gust_parts
     a = b.vmath("SUBTRACT", position, rel, label="Blade Root")
-    b.blade_root = a
     mt = b.node("FunctionNodeTransposeMatrix", "Transpose")
     b.link(self_info.outputs["Transform"], mt.inputs[0])
     d_obj = b.transform_dir(mt.outputs[0], d, "Wind Dir Transposed")
@@ -378,16 +367,23 @@ def _blade_wind(b, inp, val, t, d, hs, self_info, invert, rel, position, strengt
     eff = b.math("DIVIDE", b.mul(w, b.add(k, 1.0)), b.math("MULTIPLY_ADD", k, w, 1.0), label="Blade Wind")
     # the figure-eight's angles 2 pi fa tau, 2 pi fa2 tau (the third, the wobble's frequency, is not used here)
     grass_hz = b.quant3((core_wind.AMBIENT_HZ, 2.0 * core_wind.AMBIENT_HZ, core_wind.WOBBLE_HZ), "Grass Hz")
-    arg8 = b.vmath("SUBTRACT", b.angles3(grass_hz, (0.0, 0.0, 0.0), "Grass Angles"),
-                   b.vmath("SCALE", b.vmath("SCALE", grass_hz, scale=travel), scale=along))
-    eight = b.vmath("SINE", arg8, label="Figure Eight")
+    # per vertex two multiply-adds and two sines (a vector's three would compute the unused third)
+    g1, g2, _g3 = b.sep3(b.angles3(grass_hz, (0.0, 0.0, 0.0), "Grass Angles"), "Grass Angles XYZ")
+    k1, k2, _k3 = b.sep3(b.vmath("SCALE", grass_hz, scale=-travel), "Grass Travel XYZ")
+    eight = (b.math("SINE", b.math("MULTIPLY_ADD", along, k1, g1), label="Figure Eight X"),
+             b.math("SINE", b.math("MULTIPLY_ADD", along, k2, g2), label="Figure Eight Y"))
     return eff, eight, grass_hz
 
 
 def _grass_motion(b, gi, inp, val, hs, self_info, invert, inv_m, d, d_loc, main_k, rel, position, swing_unit, grass,
                   use_terrain):
     """Grass: the swing per unit of wind times the blade's wind, the blade's figure-eight and the camera tilt
-    (times H), the wobble; kept lengths, carried, faded and on the terrain: the offset of a grass vertex."""
+    (times H), the wobble; kept lengths, carried, faded and on the terrain. Returns the moved geometry.
+
+    The blade's wind and figure-eight are the same on all the vertices of a blade, but they stay per vertex: a few
+    math nodes per vertex cost less than evaluating them once per face and reading that back per vertex (measured
+    with ``benchmarks/bench_wind.py --push-only``). Only the push, whose samples of the buffer cost most, is
+    computed once per face (``_push``)."""
     eff, eight, grass_hz = grass
     hg = b.attr(core_wind.LIVE_ATTRS[2])
     t = b.t
@@ -397,7 +393,7 @@ def _grass_motion(b, gi, inp, val, hs, self_info, invert, inv_m, d, d_loc, main_
     across = b.vmath("CROSS_PRODUCT", (0.0, 0.0, 1.0), d, label="Across Wind")
     c0 = b.transform_dir(inv_m, b.vmath("SCALE", d, scale=grass_amp), "Eight Along Local")
     c1 = b.transform_dir(inv_m, b.vmath("SCALE", across, scale=b.mul(grass_amp, 0.5)), "Eight Across Local")
-    e1, e2, _e3 = b.sep3(eight, "Figure Eight XYZ")
+    e1, e2 = eight
     e8 = b.vmath("ADD", b.vmath("SCALE", c0, scale=e1), b.vmath("SCALE", c1, scale=e2))
     # tilt away from a camera that looks down, distance fade (the active camera; none: no tilt, no fade)
     cam = b.node("GeometryNodeInputActiveCamera", "Active Camera")
@@ -419,18 +415,25 @@ def _grass_motion(b, gi, inp, val, hs, self_info, invert, inv_m, d, d_loc, main_
     fade = b.m("SUBTRACT", 1.0, b.mul(fade_on, b.m("SUBTRACT", 1.0, fade_raw)))
     lean_local = b.vmath("ADD", b.vmath("SCALE", e8, scale=eff), b.transform_dir(inv_m, tilt, "Tilt Local"),
                          label="Grass Lean")
+    # actors push the blades (a switch on a single value: without a baked buffer nothing of it is evaluated). The
+    # push is the blade's (read at its root), and its three samples of the buffer cost most: once per face
+    blade = b.node("GeometryNodeCaptureAttribute", "Per Blade", domain="FACE")
+    b.link(gi.outputs["Geometry"], blade.inputs["Geometry"])
+    blade.capture_items.new("VECTOR", "Blade Push")
+    b.link(_push(b, val, self_info, inv_m), blade.inputs["Blade Push"])
+    push_on = b.compare("GREATER_THAN", val["Push On"], 0.5, data_type="FLOAT", label="Push Is On")
+    geo = b.switch("Push Geometry", push_on, blade.outputs["Geometry"], gi.outputs["Geometry"], "GEOMETRY")
+    pushed = b.vmath("ADD", lean_local, blade.outputs["Blade Push"], label="Grass Lean Pushed")
+    lean_swing = b.switch("Push Switch", push_on, pushed, lean_local, "VECTOR")
+    # per vertex: the wobble along the normal, eff ambient WOBBLE_SCALE H wave(p . WOBBLE_WAVE / 2 pi + fw t)
     normal = b.node("GeometryNodeInputNormal", "Normal").outputs[0]
     wdot = b.vmath("DOT_PRODUCT", position, b.vector("Wobble Wave", tuple(v / TWO_PI for v in core_wind.WOBBLE_WAVE)))
     ww = b.m("WRAP", b.add(wdot, b.mul(b.sep3(grass_hz, "Wobble Hz XYZ")[2], t)), 0.5, -0.5)
-    wamp = b.mul(b.mul(hg, eff, ambient, core_wind.WOBBLE_SCALE * 8.0),
+    wamp = b.mul(b.mul(hg, eff), b.mul(ambient, core_wind.WOBBLE_SCALE * 8.0),
                  b.mul(ww, b.m("MULTIPLY_ADD", b.m("ABSOLUTE", ww), -2.0, 1.0)))
     swing = b.vmath("ADD", b.vmath("ADD", b.vmath("SCALE", swing_unit, scale=eff),
-                                   b.vmath("SCALE", lean_local, scale=hg)),
+                                   b.vmath("SCALE", lean_swing, scale=hg)),
                     b.vmath("SCALE", normal, scale=wamp), label="Grass Swing")
-    # actors push the blades (a switch on a single value: without a baked buffer nothing of it is evaluated)
-    pushed = b.vmath("ADD", swing, _push(b, val, self_info, inv_m, hg), label="Grass Swing Pushed")
-    swing = b.switch("Push Switch", b.compare("GREATER_THAN", val["Push On"], 0.5, data_type="FLOAT",
-                                              label="Push Is On"), pushed, swing, "VECTOR")
     carry_h = b.attr(core_wind.LIVE_ATTRS[4])
     up_l = b.transform_dir(inv_m, b.vector("Grass Up", (0.0, 0.0, 1.0)), "Grass Up Local")
     inv_hs = b.m("DIVIDE", 1.0, hs)
@@ -440,18 +443,21 @@ def _grass_motion(b, gi, inp, val, hs, self_info, invert, inv_m, d, d_loc, main_
                     label="Grass Offset")
     faded = b.vmath("ADD", b.vmath("SCALE", local, scale=fade),
                     b.vmath("SCALE", position, scale=b.m("SUBTRACT", fade, 1.0)), label="Grass Faded")
-    return _terrain(b, gi, self_info, invert, position, use_terrain, faded)
+    set_grass = b.node("GeometryNodeSetPosition", "Set Position Grass", location=(2800, -300))
+    b.link(geo, set_grass.inputs["Geometry"])
+    b.link(_terrain(b, gi, self_info, invert, position, use_terrain, faded), set_grass.inputs["Offset"])
+    return set_grass.outputs[0]
 
 
-def _push(b, val, self_info, inv_m, hg):
+def _push(b, val, self_info, inv_m):
     """The lean actors give a blade through the baked interaction buffer (``core.wind.push_lean``), in object space
-    times H (so the turn about the root keeps the blade's length). The buffer's window maps a world point to
-    ``uv = (X - origin) / size``: one matrix per asset (the window's times the object's) takes each blade's root
-    there; three samples of the buffer give G and A at the root and A one texel to +x and +y (the slope of A
-    points away from the actor's path). Every vertex of a blade has the same root, so the lean per unit of H is
-    computed once per face (``per_face``; a blade of 4 vertices and one face: a quarter of the samples, about a
-    quarter less time per frame on the 1M-vertex field of ``benchmarks/bench_wind.py``), read back per vertex
-    as the mean of its faces (all the blade's): a vertex in no face is not pushed."""
+    per unit of H (the swing takes it times H, so the turn about the root keeps the blade's length). The buffer's
+    window maps a world point to ``uv = (X - origin) / size``: one matrix per asset (the window's times the
+    object's) takes each blade's root there; three samples of the buffer give G and A at the root and A one texel to
+    +x and +y (the slope of A points away from the actor's path). Every vertex of a blade has the same root, so the
+    lean is captured once per face (a Capture Attribute on the faces) at the root the mesh stores per face
+    (``core.wind.LIVE_ROOT``: mean positions and Pivots of the faces cost the push half its time), and read back
+    per vertex as the mean of its faces (all the blade's): a vertex in no face is not pushed."""
     size = val["Push Size"]
     inv_s = b.m("DIVIDE", 1.0, size)
     window = b.node("FunctionNodeCombineMatrix", "Push Window")
@@ -464,7 +470,7 @@ def _push(b, val, self_info, inv_m, hg):
     b.link(window.outputs[0], to_uv.inputs[0])
     b.link(self_info.outputs["Transform"], to_uv.inputs[1])
     uv = b.node("FunctionNodeTransformPoint", "Push Root UV")
-    b.link(b.blade_root, uv.inputs["Vector"])
+    b.link(b.attr(core_wind.LIVE_ROOT, "FLOAT_VECTOR"), uv.inputs["Vector"])  # (read on the faces)
     b.link(to_uv.outputs[0], uv.inputs["Transform"])
     image = b.node("GeometryNodeInputImage", "Push Image")
     info = b.node("GeometryNodeImageInfo", "Push Image Info")
@@ -494,9 +500,7 @@ def _push(b, val, self_info, inv_m, hg):
     amp = b.math("MULTIPLY_ADD", a0, b.mul(val["Push Strength"], neg), b.mul(g0, b.mul(val["Push Sway"], neg)))
     den = b.m("SQRT", b.math("MULTIPLY_ADD", gx, gx, b.math("MULTIPLY_ADD", gy, gy, core_wind.PUSH_EPS ** 2)))
     slope = b.transform_dir(inv_m, b.combine_xyz(gx, gy, 0.0, label="Push Slope"), "Push Slope Local")
-    # all of it is the blade's (read at its root): once per face, not per vertex (the samples cost most)
-    lean = b.per_face(b.vmath("SCALE", slope, scale=b.m("DIVIDE", amp, den)), "Push Per Blade")
-    return b.vmath("SCALE", lean, scale=hg, label="Grass Push")
+    return b.vmath("SCALE", slope, scale=b.m("DIVIDE", amp, den), label="Grass Push")
 
 
 def _terrain(b, gi, self_info, invert, position, use_terrain, faded):
@@ -594,7 +598,7 @@ def write_live_attributes(mesh):
     ok = (col is not None and col.domain == "POINT" and col.data_type == "FLOAT_COLOR" and height is not None
           and height.domain == "POINT" and height.data_type == "FLOAT")
     if not ok:
-        for name in core_wind.LIVE_ATTRS + core_wind.LIVE_ATTRS_OLD:
+        for name in core_wind.LIVE_ATTRS + core_wind.LIVE_ATTRS_OLD + (core_wind.LIVE_ROOT,):
             if attrs.get(name) is not None:
                 attrs.remove(attrs[name])
         return False
@@ -603,10 +607,13 @@ def write_live_attributes(mesh):
             attrs.remove(attrs[name])
     rgba = bridge.point_attribute(mesh, "EnvFX_Wind").reshape(n, 4)
     h = bridge.point_attribute(mesh, "EnvFX_Height").reshape(n)
-    live = core_wind.live_attributes(bridge.get_positions(mesh), h, rgba)
+    positions = bridge.get_positions(mesh)
+    live = core_wind.live_attributes(positions, h, rgba)
     for name, values in live.items():
         kind = "FLOAT_VECTOR" if name in core_wind.LIVE_VECTORS else "FLOAT"
         bridge.write_point_attribute(mesh, name, kind, values)
+    roots = core_wind.blade_roots(positions, live, bridge.corner_vertices(mesh), bridge.face_starts(mesh))
+    bridge.write_point_attribute(mesh, core_wind.LIVE_ROOT, "FLOAT_VECTOR", roots, domain="FACE")
     mesh.update()
     return True
 
@@ -616,7 +623,7 @@ def remove_live_attributes(mesh):
     cannot be changed here)."""
     if mesh.library is not None:
         return
-    for name in core_wind.LIVE_ATTRS + core_wind.LIVE_ATTRS_OLD:
+    for name in core_wind.LIVE_ATTRS + core_wind.LIVE_ATTRS_OLD + (core_wind.LIVE_ROOT,):
         attr = mesh.attributes.get(name)
         if attr is not None:
             mesh.attributes.remove(attr)

@@ -201,6 +201,21 @@ def live_attributes(positions, height, wind_color) -> dict:
     return {name: v.astype(np.float32) for name, v in zip(LIVE_ATTRS, values)}
 
 
+def blade_roots(positions, live, corner_vertices, face_starts) -> np.ndarray:
+    """(F, 3) float32 object-space root of each face's blade (the hidden face attribute ``LIVE_ROOT``): the mean
+    over the face's corners of the vertex's attach point ``p - Pivot`` (``live``: ``live_attributes``), the same
+    point for every vertex of a blade. ``corner_vertices`` (C,) the vertex of every face corner, ``face_starts``
+    (F,) each face's first corner, in order."""
+    p = np.asarray(positions, np.float64).reshape(-1, 3)
+    root = p - np.asarray(live[LIVE_ATTRS[3]], np.float64).reshape(-1, 3)
+    corners = np.asarray(corner_vertices, np.int64).reshape(-1)
+    starts = np.asarray(face_starts, np.int64).reshape(-1)
+    if len(starts) == 0:
+        return np.zeros((0, 3), np.float32)
+    count = np.diff(np.append(starts, len(corners)))
+    return (np.add.reduceat(root[corners], starts, axis=0) / count[:, None]).astype(np.float32)
+
+
 @dataclass(frozen=True)
 class LiveTerms:
     """The per-asset single values of one frame of the live wind (what the node group computes once per object).
@@ -317,7 +332,8 @@ def blade_wind(positions, live, matrix_world, frame: float, scene: SceneWind, as
 
 
 def wind_offsets(positions, height, wind_color, normals, matrix_world, frame: float, scene: SceneWind,
-                 asset: AssetWind, camera_matrix=None, terrain_z=None, live=None, push: GrassPush | None = None) -> np.ndarray:
+                 asset: AssetWind, camera_matrix=None, terrain_z=None, live=None,
+                 push: GrassPush | None = None) -> np.ndarray:
     """(N, 3) object-space offsets of the live wind at ``frame`` (the twin of the "EnvFX Wind" node group).
 
     The swing (``wind_swing``: the talk's bend, sway, lift, flutter, whole-asset bend and grass motion as offsets)

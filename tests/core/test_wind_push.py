@@ -69,3 +69,20 @@ def test_pushed_blades_keep_their_lengths():
         np.testing.assert_allclose(np.linalg.norm(g["positions"] + moved - root, axis=1),
                                    np.linalg.norm(rel, axis=1), atol=1e-5)
     assert math.isfinite(float(np.abs(on).max()))
+
+
+def test_blade_roots_are_each_face_s_blade_root():
+    """The face attribute the grass reads the push at (``blade_roots``): every face's value is the root ``p - Pivot``
+    of each of its vertices (a blade's faces all stand on its root), in the corner order of the mesh."""
+    g = wind_shapes.make_grass(blades=9, height=0.7, seed=2)
+    res = wind.bake_wind_data(g["positions"], g["edges"])
+    rgba = np.c_[res.leaf, res.phase, res.branch, np.ones(len(res.leaf))]
+    live = wind.live_attributes(g["positions"], res.height, rgba)
+    faces = g["faces"]
+    roots = wind.blade_roots(g["positions"], live, faces.reshape(-1), np.arange(0, faces.size, faces.shape[1]))
+    assert roots.shape == (len(faces), 3) and roots.dtype == np.float32
+    per_vertex = g["positions"] - live[wind.LIVE_ATTRS[3]].astype(np.float64)
+    for k in range(faces.shape[1]):
+        np.testing.assert_allclose(roots, per_vertex[faces[:, k]], atol=1e-5)
+    assert np.ptp(roots[:, :2], axis=0).min() > 0.05  # (the blades stand apart: not one point for all)
+    assert wind.blade_roots(g["positions"], live, [], []).shape == (0, 3)
