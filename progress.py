@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING
 
 import bpy
 
-if TYPE_CHECKING:  # the stubs' name for the report kinds' literals (no such module at run time)
-    from bpy.stub_internal.rna_enums import WmReportItems
+if TYPE_CHECKING:  # the stubs' names for report kinds and an operator's results (no such module at run time)
+    from bpy.stub_internal.rna_enums import OperatorReturnItems, WmReportItems
 
 
 class Cancelled(Exception):
@@ -154,10 +154,10 @@ class ModalJobOperator:
     def make_job(self, context):  # pragma: no cover - interface
         raise NotImplementedError
 
-    def finish(self, context, result):  # pragma: no cover - interface
+    def finish(self, context, result) -> set[OperatorReturnItems]:  # pragma: no cover - interface
         return {"FINISHED"}
 
-    def execute(self, context):
+    def execute(self, context) -> set[OperatorReturnItems]:
         job = self.make_job(context)
         if job is None:
             return {"CANCELLED"}
@@ -171,7 +171,7 @@ class ModalJobOperator:
             return {"CANCELLED"}
         return self.finish(context, result)
 
-    def invoke(self, context, event):
+    def invoke(self, context, event) -> set[OperatorReturnItems]:
         if bpy.app.background or context.window is None:
             return self.execute(context)
         job = self.make_job(context)
@@ -196,7 +196,7 @@ class ModalJobOperator:
         self._job = None
         _running.discard(self)
 
-    def modal(self, context, event):
+    def modal(self, context, event) -> set[OperatorReturnItems]:
         job = self._job
         if job is None:  # not started by invoke() (or already ended): nothing to drive
             self._end(context)
