@@ -182,8 +182,10 @@ def bake_job(scene: bpy.types.Scene) -> Generator[float, None, core_snow.BakeRes
     snow_tris = [bridge.rest_triangles(o) for o in snow if o.get(SNOW_TAG) == 0 and o.type == "MESH"]
     snow_tris = np.concatenate(snow_tris) if snow_tris else np.zeros((0, 3, 3))
     occ_tris = None
-    if s.occluders is not None:  # as the live trails read them (an actor among them only as an actor)
-        occ_tris = collection_triangles(scene, snow_nodes.occluders_read(scene, {n for n, *_ in specs}))
+    # as the live trails read them (an actor among them only as an actor); None without an Occluders setting
+    occluders = snow_nodes.occluders_read(scene, {n for n, *_ in specs})
+    if occluders is not None:
+        occ_tris = collection_triangles(scene, occluders)
         if not occ_tris.shape[0]:
             occ_tris = None
     if s.framing == "AREA":
