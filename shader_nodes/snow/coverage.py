@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 import bpy
 
 from .. import bend as bend_nodes
@@ -113,7 +115,7 @@ def ensure_coverage(scene) -> bpy.types.NodeTree:
     per scene, like the trails; scenes that share their snow (``shares_snow``) share it and its surfaces."""
     keep = shares_snow(scene)
     tree = _scene_group(scene, COVERAGE_KIND, COVERAGE_GROUP, str(COVERAGE_VERSION), _build_coverage, keep)
-    surfaces = tree.nodes[SURFACES_NODE].inputs["Collection"]
+    surfaces = cast(bpy.types.NodeSocketCollection, tree.nodes[SURFACES_NODE].inputs["Collection"])
     coll = ensure_surfaces_collection(scene, surfaces.default_value, keep)
     if surfaces.default_value != coll:
         surfaces.default_value = coll

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import hashlib
 
+from typing import cast
+
 import bpy
 
 from .. import common
@@ -195,7 +197,7 @@ def ensure_trails(scene, specs) -> bpy.types.NodeTree:
     _drive(scene, tree)
     for obj in bpy.data.objects:
         for mod in obj.modifiers:
-            if mod.type == "NODES" and mod.node_group == tree:
+            if mod.type == "NODES" and cast(bpy.types.NodesModifier, mod).node_group == tree:
                 drive_modifier(obj, mod, specs)
     return tree
 
@@ -223,10 +225,10 @@ def drive_modifier(obj, mod, specs):
     drivers = _modifier_drivers(obj, mod)
     wanted = set()
     for i, (name, *_) in enumerate(specs):
-        actor = bpy.data.objects.get(name)
+        actor = cast(bpy.types.Object, bpy.data.objects.get(name))  # one of specs: measured in the scene
         ident = common.input_identifier(tree, actor_input(i))
         path = f'modifiers["{mod.name}"]["{ident}"]'
-        mod[ident] = tuple(actor.matrix_world.translation)
+        mod[ident] = actor.matrix_world.translation.to_tuple()
         for k, axis in enumerate("XYZ"):
             wanted.add((path, k))
             fcurve = drivers.get((path, k))
