@@ -105,7 +105,7 @@ def is_trails_group(tree) -> bool:
     return common.is_scene_group(tree, KIND, GROUP_NAME)
 
 
-def group_for(scene):
+def group_for(scene: bpy.types.Scene) -> bpy.types.NodeTree | None:
     """The live-trails group of ``scene``, or None when none of its snow has trails yet."""
     return common.scene_group(scene, KIND, GROUP_NAME)
 
@@ -210,14 +210,14 @@ def _modifier_drivers(obj, mod):
             if fc.data_path.startswith(prefix)}
 
 
-def undrive_modifier(obj, mod):
+def undrive_modifier(obj, mod) -> None:
     """Remove the actor drivers of a trails modifier, before the modifier goes (Blender 4.2 keeps drivers of a
     removed modifier)."""
     for fc in _modifier_drivers(obj, mod).values():
         obj.animation_data.drivers.remove(fc)
 
 
-def drive_modifier(obj, mod, specs):
+def drive_modifier(obj, mod, specs: list) -> None:
     """Drive a trails modifier's actor inputs with the actors' world locations (transform channels, no
     Python); drivers of inputs the group no longer has are removed."""
     tree = mod.node_group
