@@ -2,11 +2,12 @@
 
 import bpy
 
+from .. import bridge
 from ..shader_nodes import wind as wind_nodes
 from .main import EnvFXSubPanel, draw_status, group_status
 
 
-def status(scene, obj) -> list:
+def status(scene: bpy.types.Scene, obj: bpy.types.Object | None) -> list[tuple[str, bool]]:
     """(text, is_alert) lines: what the scene's live wind moves now, and whose wind the active object has."""
     return group_status(scene, obj, wind_nodes.group_for(scene), wind_nodes.is_wind_group,
                         "Nothing in the wind in this scene yet", "Moves {n} object(s) of this scene (group {group})",
@@ -17,14 +18,15 @@ class VIEW3D_PT_envfx_wind(EnvFXSubPanel, bpy.types.Panel):
     bl_label = "Wind"
 
     def draw(self, context):
-        layout = self.layout
+        layout = bridge.panel_layout(self)
         layout.use_property_split = True
         layout.use_property_decorate = True
-        s = context.scene.envfx.wind
+        scene = bridge.context_scene(context)
+        s = bridge.envfx_settings(scene).wind
         col = layout.column()
         col.prop(s, "source_object")
         source = s.source_object
-        if source is not None and context.scene.objects.get(source.name) is not source:
+        if source is not None and scene.objects.get(source.name) is not source:
             col.label(text=f"{source.name} is not in this scene: scene settings are used", icon="ERROR")
         sub = col.column()
         sub.active = source is None
@@ -40,7 +42,7 @@ class VIEW3D_PT_envfx_wind(EnvFXSubPanel, bpy.types.Panel):
         grass.prop(s, "grass_fade_end")
         grass.prop(s, "terrain_object")
         push = layout.column(heading="Push")
-        image, _tree = wind_nodes.push_source(context.scene)
+        image, _tree = wind_nodes.push_source(scene)
         if s.grass_push:
             push.prop(s, "push_buffer")
             push.prop(s, "push_strength")
@@ -67,7 +69,7 @@ class VIEW3D_PT_envfx_wind(EnvFXSubPanel, bpy.types.Panel):
         for channel, text in (("R", "R"), ("G", "G"), ("B", "B"), ("A", "A"), ("HEIGHT", "H"), ("OFF", "Off")):
             row.operator("envfx.wind_view", text=text).channel = channel
 
-        draw_status(layout, status(context.scene, context.active_object))
+        draw_status(layout, status(scene, context.active_object))
         row = layout.row(align=True)
         row.operator("envfx.wind_add", icon="ADD")
         row.operator("envfx.wind_remove", icon="REMOVE", text="Remove")
@@ -75,7 +77,7 @@ class VIEW3D_PT_envfx_wind(EnvFXSubPanel, bpy.types.Panel):
 
         obj = context.active_object
         if obj is not None and hasattr(obj, "envfx"):
-            w = obj.envfx.wind
+            w = bridge.envfx_settings(obj).wind
             box = layout.box()
             box.label(text=obj.name, icon="OUTLINER_OB_MESH")
             box.operator_menu_enum("envfx.wind_preset", "preset", text="Preset")

@@ -31,6 +31,10 @@ def _poll_wind_field(self, obj):
     return obj.field is not None and obj.field.type == "WIND"
 
 
+def _poll_terrain(self, obj):  # a function: the stubs type a lambda's object as an ID, which has no type
+    return obj.type == "MESH"
+
+
 def _poll_push_buffer(self, image):
     return wind_nodes.is_buffer_image(image)
 
@@ -99,7 +103,7 @@ class EnvFXWindSettings(PropertyGroup):
         name="Terrain",
         description="Grass follows this mesh's surface (vertical rays from above each grass vertex)",
         type=bpy.types.Object,
-        poll=lambda self, obj: obj.type == "MESH",
+        poll=_poll_terrain,
         update=_wind_scene_changed,
     )
     # grass that actors push (the baked interaction buffer's G and A)

@@ -18,6 +18,7 @@ of scalar operations: ``offset = U * a * max(0, |A.p + c0| - s)^2``. Mode and ax
 from __future__ import annotations
 
 import dataclasses
+from typing import cast
 
 import bpy
 
@@ -238,23 +239,23 @@ def _planet_radius_axis_aligned(b, matrix, invert, centre, position):
     return aligned, radius, radius_sq
 
 
-def is_bend_group(tree) -> bool:
+def is_bend_group(tree: bpy.types.NodeTree | None) -> bool:
     """Whether ``tree`` is a scene's bend group."""
     return common.is_scene_group(tree, KIND, GROUP_NAME)
 
 
-def group_for(scene):
+def group_for(scene: bpy.types.Scene) -> bpy.types.NodeTree | None:
     """The bend group of ``scene``, or None when the scene bends nothing yet."""
     return common.scene_group(scene, KIND, GROUP_NAME)
 
 
-def claim_appended(scene) -> list:
+def claim_appended(scene: bpy.types.Scene) -> list[bpy.types.Object]:
     """Bent objects appended into ``scene`` from another file join the scene's bend (its mode, axis and pivot;
     the values already came from the scene). Returns the objects that joined."""
     return common.claim_orphans(scene, KIND, ensure_bend)
 
 
-def follow_own_pivot(scene):
+def follow_own_pivot(scene) -> None:
     """A scene whose group's pivot is not its own (a Full Copy: Blender points the copy's settings at the copied
     player, but its objects share the original's group) gets its own group, following its own pivot. A group
     two scenes share with one pivot (a Linked Copy) stays shared. A group that reads the pivot itself (saved by
@@ -263,7 +264,7 @@ def follow_own_pivot(scene):
     node = tree.nodes.get("Pivot") if tree is not None else None
     if node is None:
         return
-    read = node.inputs["Object"].default_value
+    read = cast(bpy.types.NodeSocketObject, node.inputs["Object"]).default_value
     # a group saved by an older EnvFX reads the pivot itself (geometry too): it gets a stand-in
     old_reader = read is not None and not common.is_transform_proxy(read)
     if old_reader or common.proxy_target(read) != scene.envfx.bend.pivot:
@@ -285,7 +286,7 @@ def ensure_bend(scene) -> bpy.types.NodeTree:
     return tree
 
 
-def sync(scene, tree=None):
+def sync(scene, tree: bpy.types.NodeTree | None = None) -> bpy.types.NodeTree | None:
     """Wire the scene's group to ``scene``: its pivot node to the scene's pivot object, its values to the scene
     being evaluated (a scene without a bend group is left alone; a group shared with a copied scene is split)."""
     tree = tree or group_for(scene)
@@ -334,7 +335,7 @@ def params_shown_in(scene, owner) -> core_bend.BendParams:
     return dataclasses.replace(params_from_scene(scene), mode=own.mode, axis=own.axis, pivot=own.pivot)
 
 
-def refresh_after_load():
+def refresh_after_load() -> None:
     """Rebuild outdated bend groups (saved by an older EnvFX) in place for their scenes and rewire them (a
     group that a scene shares with its copy stays shared)."""
     for scene, tree in common.adopt_after_load(KIND, GROUP_NAME):
@@ -344,7 +345,7 @@ def refresh_after_load():
         _wire(scene, tree)
 
 
-def shown_group(obj):
+def shown_group(obj) -> bpy.types.NodeTree | None:
     """The bend group of ``obj``'s first bend modifier it shows (switched on in the viewport: not excluded), or
     None: what a group that reads ``obj``'s evaluated geometry must undo (``common.point_bend_reader``)."""
     if obj is None:
@@ -355,7 +356,7 @@ def shown_group(obj):
     return None
 
 
-def add_modifier_before_bend(obj, name: str, node_group):
+def add_modifier_before_bend(obj, name: str, node_group: bpy.types.NodeTree) -> bpy.types.NodesModifier:
     """Add a geometry-nodes modifier using ``node_group`` to ``obj``, placed before the world bend (the bend
     is always the last deformation, as in the write-up's vertex shader). Returns the modifier."""
     mod = obj.modifiers.new(name, "NODES")

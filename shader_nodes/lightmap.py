@@ -4,6 +4,8 @@ puts the group in front of the ground material's base colour. Built by ``ensure_
 
 from __future__ import annotations
 
+from typing import cast
+
 import bpy
 
 from .. import bridge
@@ -71,29 +73,31 @@ def _build(tree):
     links.new(scale.outputs["Result"], gout.inputs["Light"])
 
 
-def ensure_lightmap_group(ground_name: str, image, region, scale: float):
+def ensure_lightmap_group(ground_name: str, image: bpy.types.Image | None,
+                          region: tuple[float, float, float, float], scale: float) -> bpy.types.ShaderNodeTree:
     """The group for ground ``ground_name`` showing ``image`` over ``region`` (x_min, y_min, x_max, y_max), its light
     multiplied by ``scale`` (1 / the PNG's white)."""
-    tree = common.ensure_tree(group_name(ground_name), "ShaderNodeTree", GROUP_STAMP, _build)
-    tree.nodes["Light Map"].image = image
+    tree = cast(bpy.types.ShaderNodeTree, common.ensure_tree(group_name(ground_name), "ShaderNodeTree", GROUP_STAMP,
+                                                             _build))
+    cast(bpy.types.ShaderNodeTexImage, tree.nodes["Light Map"]).image = image
     x0, y0, x1, y1 = region
     for axis, lo, hi in (("X", x0, x1), ("Y", y0, y1)):
         rng = tree.nodes[f"Region {axis}"]
-        rng.inputs["From Min"].default_value = lo
-        rng.inputs["From Max"].default_value = hi
-    tree.nodes["Scale"].inputs["B"].default_value = (scale, scale, scale, 1.0)
+        cast(bpy.types.NodeSocketFloat, rng.inputs["From Min"]).default_value = lo
+        cast(bpy.types.NodeSocketFloat, rng.inputs["From Max"]).default_value = hi
+    cast(bpy.types.NodeSocketColor, tree.nodes["Scale"].inputs["B"]).default_value = (scale, scale, scale, 1.0)
     return tree
 
 
-def _colour_input(node):
+def _colour_input(node: bpy.types.Node) -> bpy.types.NodeSocketColor | None:
     for name in ("Base Color", "Color"):
         sock = node.inputs.get(name)
         if sock is not None:
-            return sock
+            return cast(bpy.types.NodeSocketColor, sock)  # a BSDF's (base) colour
     return None
 
 
-def apply_to_material(mat, tree) -> bool:
+def apply_to_material(mat: bpy.types.Material, tree: bpy.types.ShaderNodeTree) -> bool:
     """Put a node of group ``tree`` in front of the base colour of ``mat``'s BSDFs (once); True when it is there."""
     if not bridge.BLENDER_5 and not mat.use_nodes:
         mat.use_nodes = True
@@ -101,35 +105,37 @@ def apply_to_material(mat, tree) -> bool:
     if nt is None:
         return False
     for node in nt.nodes:
-        if node.type == "GROUP" and node.node_tree is not None and node.node_tree.name.startswith(GROUP_PREFIX):
-            node.node_tree = tree
+        group = cast(bpy.types.ShaderNodeGroup, node)  # when its type is GROUP
+        if node.type == "GROUP" and group.node_tree is not None and group.node_tree.name.startswith(GROUP_PREFIX):
+            group.node_tree = tree
             return True
-    targets = [n for n in nt.nodes if n.type in {"BSDF_PRINCIPLED", "BSDF_DIFFUSE"} and _colour_input(n)]
+    inputs = [(n, _colour_input(n)) for n in nt.nodes if n.type in {"BSDF_PRINCIPLED", "BSDF_DIFFUSE"}]
+    targets = [(n, sock) for n, sock in inputs if sock]
     if not targets:
         return False
-    for bsdf in targets:
-        sock = _colour_input(bsdf)
-        group = nt.nodes.new("ShaderNodeGroup")
+    for bsdf, sock in targets:
+        group = cast(bpy.types.ShaderNodeGroup, nt.nodes.new("ShaderNodeGroup"))
         group.node_tree = tree
         group.name = group.label = NODE_NAME
         group.location = (bsdf.location.x - 250, bsdf.location.y)
         if sock.links:
-            nt.links.new(sock.links[0].from_socket, group.inputs["Color"])
+            nt.links.new(cast(bpy.types.NodeSocket, sock.links[0].from_socket), group.inputs["Color"])
         else:
-            group.inputs["Color"].default_value = tuple(sock.default_value)
+            cast(bpy.types.NodeSocketColor, group.inputs["Color"]).default_value = tuple(sock.default_value)
         nt.links.new(group.outputs["Color"], sock)
     return True
 
 
-def apply_to_ground(ground, tree) -> list:
+def apply_to_ground(ground: bpy.types.Object, tree: bpy.types.ShaderNodeTree) -> list[str]:
     """Show the light map on ``ground``: every material of its slots gets the group; a ground with none gets a
     plain material. Returns the names of the materials that show it."""
     mats = [slot.material for slot in ground.material_slots if slot.material is not None]
-    if not mats and getattr(ground.data, "materials", None) is not None:
+    materials = getattr(ground.data, "materials", None)  # (geometry that takes materials)
+    if not mats and materials is not None:
         mat = bpy.data.materials.get(GROUND_MATERIAL) or bpy.data.materials.new(GROUND_MATERIAL)
         if not bridge.BLENDER_5:
             mat.use_nodes = True
-        ground.data.materials.append(mat)
+        materials.append(mat)
         mats = [mat]
     return [m.name for m in mats if m.library is None and apply_to_material(m, tree)]
 
@@ -359,11 +365,11 @@ def _build_shadow(tree):
     tree.links.new(mat.outputs["Geometry"], gout.inputs["Geometry"])
 
 
-def ensure_shadow_group():
+def ensure_shadow_group() -> bpy.types.NodeTree:
     return common.ensure_tree(SHADOW_GROUP, "GeometryNodeTree", SHADOW_STAMP, _build_shadow)
 
 
-def ensure_shadow_material():
+def ensure_shadow_material() -> bpy.types.Material:
     """Black, its alpha the sprites' alpha times the fade along their length (the write-up's gradient sprite)."""
     mat = bpy.data.materials.get(SHADOW_MATERIAL)
     if mat is not None and mat.get(common.STAMP_KEY) == SHADOW_STAMP:
@@ -373,16 +379,18 @@ def ensure_shadow_material():
     if not bridge.BLENDER_5 or mat.node_tree is None:
         mat.use_nodes = True
     nt = mat.node_tree
+    if nt is None:  # (use_nodes made it: the checker still sees the None tested above)
+        raise RuntimeError(f"The material {mat.name!r} has no node tree to build the actor shadows' in")
     nt.nodes.clear()
     out = nt.nodes.new("ShaderNodeOutputMaterial")
     bsdf = nt.nodes.new("ShaderNodeBsdfPrincipled")
-    bsdf.inputs["Base Color"].default_value = (0.0, 0.0, 0.0, 1.0)
-    bsdf.inputs["Roughness"].default_value = 1.0
-    a = nt.nodes.new("ShaderNodeAttribute")
+    cast(bpy.types.NodeSocketColor, bsdf.inputs["Base Color"]).default_value = (0.0, 0.0, 0.0, 1.0)
+    cast(bpy.types.NodeSocketFloat, bsdf.inputs["Roughness"]).default_value = 1.0
+    a = cast(bpy.types.ShaderNodeAttribute, nt.nodes.new("ShaderNodeAttribute"))
     a.attribute_name = ALPHA_ATTRIBUTE
-    f = nt.nodes.new("ShaderNodeAttribute")
+    f = cast(bpy.types.ShaderNodeAttribute, nt.nodes.new("ShaderNodeAttribute"))
     f.attribute_name = FADE_ATTRIBUTE
-    mul = nt.nodes.new("ShaderNodeMath")
+    mul = cast(bpy.types.ShaderNodeMath, nt.nodes.new("ShaderNodeMath"))
     mul.operation = "MULTIPLY"
     nt.links.new(a.outputs["Fac"], mul.inputs[0])
     nt.links.new(f.outputs["Fac"], mul.inputs[1])
@@ -405,12 +413,12 @@ LENS_STAMP = "dirty-lens-1"
 NEW_COMPOSITOR = bridge.BLENDER_5
 
 
-def scene_compositor(scene):
+def scene_compositor(scene: bpy.types.Scene) -> bpy.types.NodeTree | None:
     """The scene's compositor node tree, or None."""
     return scene.compositing_node_group if bridge.BLENDER_5 else (scene.node_tree if scene.use_nodes else None)
 
 
-def is_own_compositor(tree) -> bool:
+def is_own_compositor(tree: bpy.types.NodeTree | None) -> bool:
     return tree is not None and tree.get(common.STAMP_KEY) == LENS_STAMP
 
 
@@ -494,8 +502,8 @@ def _build_lens(tree, dirt_image, strength: float, threshold: float, softness: f
     tree[common.STAMP_KEY] = LENS_STAMP
 
 
-def ensure_dirty_lens(scene, dirt_image, strength: float = 0.8, threshold: float = 0.6, softness: float = 0.4,
-                      blur_px: int = 24):
+def ensure_dirty_lens(scene: bpy.types.Scene, dirt_image: bpy.types.Image | None, strength: float = 0.8,
+                      threshold: float = 0.6, softness: float = 0.4, blur_px: int = 24) -> bpy.types.NodeTree:
     """Give ``scene`` the dirty-lens compositor set-up (made again on a second call). A compositor set-up of the
     user's is not replaced: ValueError saying so."""
     tree = scene_compositor(scene)
@@ -510,6 +518,8 @@ def ensure_dirty_lens(scene, dirt_image, strength: float = 0.8, threshold: float
     else:
         scene.use_nodes = True
         tree = scene.node_tree
+        if tree is None:  # (use_nodes made it; the API types it optional)
+            raise RuntimeError(f"Scene {scene.name!r} has no compositor tree to build the dirty lens in")
         tree.nodes.clear()
     _build_lens(tree, dirt_image, strength, threshold, softness, blur_px)
     return tree

@@ -25,6 +25,7 @@ below).
 from __future__ import annotations
 
 import math
+from typing import cast
 
 import bpy
 
@@ -87,6 +88,13 @@ class _Builder(common.Builder):
     """``common.Builder`` with the wind graph's shorthands: chains of scalar math, the loop quantisation and
     angles of three frequencies at once (after ``_time`` set the loop's sockets), direction transforms,
     separations and attribute reads."""
+
+    # the loop's sockets, set by ``_time`` (a plain class: not Blender properties)
+    looped: bpy.types.NodeSocket
+    period: bpy.types.NodeSocket
+    period3: bpy.types.NodeSocket
+    t2pi: bpy.types.NodeSocket
+    t: bpy.types.NodeSocket
 
     def m(self, op, x, y=None, z=None):
         return self.math(op, x, y, z)
@@ -548,17 +556,17 @@ def _terrain(b, gi, self_info, invert, position, use_terrain, faded):
     return local_grass
 
 
-def is_wind_group(tree) -> bool:
+def is_wind_group(tree: bpy.types.NodeTree | None) -> bool:
     """Whether ``tree`` is a scene's live-wind group."""
     return common.is_scene_group(tree, KIND, GROUP_NAME)
 
 
-def group_for(scene):
+def group_for(scene: bpy.types.Scene) -> bpy.types.NodeTree | None:
     """The live-wind group of ``scene``, or None when nothing of the scene is in the wind yet."""
     return common.scene_group(scene, KIND, GROUP_NAME)
 
 
-def claim_appended(scene) -> list:
+def claim_appended(scene: bpy.types.Scene) -> list[bpy.types.Object]:
     """Plants in the wind appended into ``scene`` from another file join the scene's wind (its source and
     terrain objects; the values already came from the scene). Returns the objects that joined."""
     moved = common.claim_orphans(scene, KIND, ensure_wind)
@@ -567,7 +575,7 @@ def claim_appended(scene) -> list:
     return moved
 
 
-def ensure_wind(scene) -> bpy.types.NodeTree:
+def ensure_wind(scene: bpy.types.Scene) -> bpy.types.NodeTree:
     """The scene's live-wind group, wired to its wind settings and source object (each scene of a file has its
     own: the first one made is "EnvFX Wind", others are named after their scene)."""
     tree, rebuilt = common.ensure_scene_group(scene, KIND, GROUP_NAME, str(VERSION), _build)
@@ -585,7 +593,7 @@ def _restore_inputs(tree):
             write_live_attributes(obj.data)
 
 
-def write_live_attributes(mesh):
+def write_live_attributes(mesh: bpy.types.ID | None) -> bool:
     """(Re)write the hidden per-vertex attributes the live wind reads (``core.wind.live_attributes``) from the
     mesh's ``EnvFX_Wind``, ``EnvFX_Height`` and rest positions; without baked wind data they are removed (the
     wind then reads zeros: no motion). Returns True when written."""
@@ -618,7 +626,7 @@ def write_live_attributes(mesh):
     return True
 
 
-def remove_live_attributes(mesh):
+def remove_live_attributes(mesh: bpy.types.Mesh) -> None:
     """Remove the live wind's per-vertex attributes from ``mesh`` (not from a mesh linked from a library, which
     cannot be changed here)."""
     if mesh.library is not None:
@@ -629,7 +637,7 @@ def remove_live_attributes(mesh):
             mesh.attributes.remove(attr)
 
 
-def refresh_after_load():
+def refresh_after_load() -> None:
     """For a load_post handler: live-wind groups saved with an older EnvFX are rebuilt in place (modifiers keep
     pointing at them) and rewired for their scenes (a group that a scene shares with its copy stays shared)."""
     for scene, tree in common.adopt_after_load(KIND, GROUP_NAME):
@@ -638,7 +646,7 @@ def refresh_after_load():
         _wire(scene, tree)
 
 
-def sync(scene, tree=None):
+def sync(scene: bpy.types.Scene, tree: bpy.types.NodeTree | None = None) -> bpy.types.NodeTree | None:
     """Point the scene's group's drivers at ``scene`` and its Source node at the scene's wind object (a scene
     without a wind group is left alone)."""
     tree = tree or group_for(scene)
@@ -691,7 +699,7 @@ def _wire_push(scene, tree):
                 tree.driver_remove(common.value_path(label))
 
 
-def is_buffer_image(image) -> bool:
+def is_buffer_image(image: bpy.types.Image | None) -> bool:
     """Whether ``image`` is a baked interaction buffer that a bake's group in this file reads."""
     return buffer_group_of(image) is not None
 
@@ -700,15 +708,15 @@ def _bake_group(tree) -> bool:
     return snow_buffer.is_buffer_group(tree) or snow_buffer.is_ripples_group(tree)
 
 
-def buffer_group_of(image):
+def buffer_group_of(image: bpy.types.Image | None) -> bpy.types.NodeTree | None:
     """The bake's group ("EnvFX Snow Buffer", or "EnvFX Water Ripples") that reads ``image``, or None."""
     if image is None:
         return None
     return next((t for t in bpy.data.node_groups if _bake_group(t) and "Buffer" in t.nodes
-                 and t.nodes["Buffer"].inputs["Image"].default_value == image), None)
+                 and cast(bpy.types.NodeSocketImage, t.nodes["Buffer"].inputs["Image"]).default_value == image), None)
 
 
-def push_source(scene):
+def push_source(scene) -> tuple[bpy.types.Image, bpy.types.NodeTree] | tuple[None, None]:
     """(image, its bake's group) the scene's grass push reads, or (None, None) when push is off or has no buffer."""
     s = scene.envfx.wind
     if not s.grass_push:
@@ -717,15 +725,16 @@ def push_source(scene):
     return (s.push_buffer, tree) if tree is not None else (None, None)
 
 
-def push_params(scene, frame: int):
+def push_params(scene, frame: int) -> core_wind.GrassPush | None:
     """The scene's grass push at ``frame`` as the numpy twin reads it (``core.wind.GrassPush``: the bake's frame
     read from its EXR file, the window of the bake's group), or None when push is off. Call after
     ``scene.frame_set(frame)`` (a follow window's origin is keyframed)."""
     image, tree = push_source(scene)
-    if image is None:
+    if image is None or tree is None:  # (both None, or neither)
         return None
     s = scene.envfx.wind
-    first, last = (tree.nodes[k].outputs[0].default_value for k in ("First Frame", "Last Frame"))
+    first, last = (cast(bpy.types.NodeSocketFloat, tree.nodes[k].outputs[0]).default_value
+                   for k in ("First Frame", "Last Frame"))
     path = bpy.path.abspath(image.filepath)
     if image.source == "SEQUENCE":
         meta = core_snow.read_buffer_metadata(os.path.join(os.path.dirname(path), "snow_buffer.json"))
@@ -733,9 +742,10 @@ def push_params(scene, frame: int):
         entry = next(f for f in meta["frames"] if f["frame"] == round(baked))
         path = os.path.join(os.path.dirname(path), entry["file"])
     return core_wind.GrassPush(
-        buffer=core_snow.read_exr(path), origin=tuple(tree.nodes[k].outputs[0].default_value
-                                                      for k in ("Origin X", "Origin Y")),
-        size=tree.nodes["Size"].outputs[0].default_value, strength=s.push_strength, sway=s.push_sway,
+        buffer=core_snow.read_exr(path), origin=tuple(cast(bpy.types.NodeSocketFloat, tree.nodes[k].outputs[0])
+                                                      .default_value for k in ("Origin X", "Origin Y")),
+        size=cast(bpy.types.NodeSocketFloat, tree.nodes["Size"].outputs[0]).default_value, strength=s.push_strength,
+        sway=s.push_sway,
         started=frame + 0.5 > first)
 
 
@@ -752,7 +762,7 @@ def _out_of_sync(scene, tree) -> bool:
             or tree.nodes.get("Push Image") is None or tree.nodes["Push Image"].image != push_source(scene)[0])
 
 
-def keep_in_sync(scene, depsgraph=None):
+def keep_in_sync(scene: bpy.types.Scene, depsgraph: bpy.types.Depsgraph | None = None) -> None:
     """(depsgraph_update_post, handlers.py) When the wind object was deleted or unlinked (or a terrain object), point
     the scene's group back at its own settings, so the live wind and ``params_from_scene`` agree."""
     tree = group_for(scene)
@@ -762,7 +772,7 @@ def keep_in_sync(scene, depsgraph=None):
         sync(scene, tree)
 
 
-def keep_in_sync_on_frame(scene, *_args):
+def keep_in_sync_on_frame(scene: bpy.types.Scene, *_args) -> None:
     """(frame_change_pre, handlers.py) The same, before the frame is evaluated. A script that deletes the wind object
     and steps frames (``frame_set``) fires no depsgraph update in background mode, so the dead source moved the
     plants until some unrelated change. Only re-wires the scene's own, current group here (a group to rebuild or
@@ -775,7 +785,7 @@ def keep_in_sync_on_frame(scene, *_args):
         _wire(scene, tree)
 
 
-def sync_terrain_bend(scene) -> bool:
+def sync_terrain_bend(scene: bpy.types.Scene) -> bool:
     """Point the terrain follow of ``scene``'s wind group at the bend its terrain object shows (or at none):
     the grass stands on the terrain's physical surface, and its own bend draws it on the bent one. Returns
     whether anything changed."""
@@ -786,7 +796,7 @@ def sync_terrain_bend(scene) -> bool:
     return common.point_bend_reader(tree, bend_nodes.shown_group(terrain))
 
 
-def source_object(scene):
+def source_object(scene) -> bpy.types.Object | None:
     """The scene's wind object when it is set, still in the scene and a Wind force field; else None."""
     obj = scene.envfx.wind.source_object
     if obj is None or scene.objects.get(obj.name) is not obj:
@@ -802,7 +812,8 @@ def params_from_scene(scene) -> core_wind.SceneWind:
     source = source_object(scene)
     if source is not None:
         z_axis = source.matrix_world.to_3x3().col[2]
-        direction, strength = (z_axis[0], z_axis[1], 0.0), source.field.strength
+        field = cast(bpy.types.FieldSettings, source.field)  # a Wind force field (source_object)
+        direction, strength = (z_axis[0], z_axis[1], 0.0), field.strength
     else:
         direction, strength = (math.cos(s.direction), math.sin(s.direction), 0.0), s.strength
     return core_wind.SceneWind(
@@ -818,7 +829,7 @@ def asset_params(obj) -> core_wind.AssetWind:
         ramp=w.ramp, main_bend=w.main_bend, asset_height=w.asset_height)
 
 
-def asset_input_values(obj) -> dict:
+def asset_input_values(obj) -> dict[str, float]:
     """Modifier input values for ``obj`` from ``object.envfx.wind``."""
     w = obj.envfx.wind
     return {
@@ -829,7 +840,7 @@ def asset_input_values(obj) -> dict:
     }
 
 
-def sync_object(obj):
+def sync_object(obj) -> None:
     """Copy ``object.envfx.wind`` into the object's wind modifier inputs."""
     mods = [m for m in obj.modifiers if m.type == "NODES" and is_wind_group(m.node_group)]
     for mod in mods:

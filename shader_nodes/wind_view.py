@@ -2,6 +2,8 @@
 showing the value as a colour (dark blue 0, green 0.5, yellow 1), unlit, so an artist checks the data by eye in
 Material Preview or Rendered shading."""
 
+from typing import cast
+
 import bpy
 
 CHANNELS = ("R", "G", "B", "A", "HEIGHT")
@@ -14,11 +16,11 @@ def material_name(channel: str) -> str:
     return PREFIX + channel
 
 
-def is_view_material(mat) -> bool:
+def is_view_material(mat: bpy.types.Material | None) -> bool:
     return mat is not None and mat.name.startswith(PREFIX) and mat.get("envfx_wind_view") is not None
 
 
-def ensure_view_material(channel: str, wind_attr: str, height_attr: str):
+def ensure_view_material(channel: str, wind_attr: str, height_attr: str) -> bpy.types.Material:
     """The view material of ``channel`` (built, or rebuilt when its version stamp is older)."""
     if channel not in CHANNELS:
         raise ValueError(f"Unknown wind channel {channel!r}: use one of {', '.join(CHANNELS)}")
@@ -30,12 +32,14 @@ def ensure_view_material(channel: str, wind_attr: str, height_attr: str):
         mat = bpy.data.materials.new(name)
     mat.use_nodes = True
     tree = mat.node_tree
+    if tree is None:  # (use_nodes made it; the API types it optional)
+        raise RuntimeError(f"The material {mat.name!r} has no node tree to build the wind view in")
     tree.nodes.clear()
-    attr = tree.nodes.new("ShaderNodeAttribute")
+    attr = cast(bpy.types.ShaderNodeAttribute, tree.nodes.new("ShaderNodeAttribute"))
     attr.attribute_type = "GEOMETRY"
     attr.attribute_name = height_attr if channel == "HEIGHT" else wind_attr
-    ramp = tree.nodes.new("ShaderNodeValToRGB")
-    elements = ramp.color_ramp.elements
+    ramp = cast(bpy.types.ShaderNodeValToRGB, tree.nodes.new("ShaderNodeValToRGB"))
+    elements = cast(bpy.types.ColorRamp, ramp.color_ramp).elements  # a Color Ramp node has its ramp
     while len(elements) < len(RAMP):
         elements.new(0.5)
     for element, (pos, color) in zip(elements, RAMP):

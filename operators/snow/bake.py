@@ -5,6 +5,8 @@ the live trails."""
 from __future__ import annotations
 
 import os
+from collections.abc import Generator, Iterable
+from typing import TYPE_CHECKING, cast
 
 import bpy
 import numpy as np
@@ -22,11 +24,14 @@ from . import render
 from .actors import ACTOR_TYPES, actor_specs, measure_actor
 from .collection import SNOW_TAG, SnowInputError, is_snow_object, snow_objects
 from .terrain import collection_triangles
-from .trails import SWITCH_OFF_INSTEAD, trails_modifiers
+from .trails import SWITCH_OFF_INSTEAD, nodes_modifiers, trails_modifiers
+
+if TYPE_CHECKING:  # the stubs' name for an operator's result literals (no such module at run time)
+    from bpy.stub_internal.rna_enums import OperatorReturnItems
 
 
-def stamp_params(scene) -> core_snow.StampParams:
-    s = scene.envfx.snow
+def stamp_params(scene: bpy.types.Scene) -> core_snow.StampParams:
+    s = bridge.envfx_settings(scene).snow
     fps = scene.render.fps / scene.render.fps_base
     return core_snow.StampParams(rim_height=s.rim_height, rim_width=s.rim_width, fade_height=s.fade_height,
                                  refill_rate=s.refill_rate, fps=fps)
@@ -53,17 +58,17 @@ def _check_output_dir(path: str) -> str:
     return path
 
 
-def bake_inputs(scene, part=None):
+def bake_inputs(scene: bpy.types.Scene, part: tuple[int, int] | None = None) -> tuple[str, list, dict]:
     """Validate the bake settings (raises SnowInputError / core_snow.SnowError; nothing changes). The snow meshes'
     data is read, so none may be in Edit Mode. ``part``: (first, last) frames of a share of the bake (a farm
     task's), within the bake's frames."""
     refuse_edit_mode(snow_objects(scene), SnowInputError)
-    s = scene.envfx.snow
+    s = bridge.envfx_settings(scene).snow
     if s.frame_end < s.frame_start:
         raise SnowInputError(f"The frame range {s.frame_start}-{s.frame_end} is reversed: set End >= Start",
                              cli=f"The file's frame range {s.frame_start}-{s.frame_end} is reversed: pass --frames "
                              "START:END")
-    frame = bpy.types.Scene.bl_rna.properties["frame_current"]
+    frame = cast(bpy.types.IntProperty, bpy.types.Scene.bl_rna.properties["frame_current"])
     if s.frame_start < frame.hard_min or s.frame_end > frame.hard_max:  # a frame change would stop at the limit
         raise SnowInputError(f"The frame range {s.frame_start}-{s.frame_end} goes beyond Blender's frames "
                              f"({frame.hard_min} to {frame.hard_max}): set Start and End within them",
@@ -88,7 +93,7 @@ def bake_inputs(scene, part=None):
     return out, specs, skipped
 
 
-def range_warning(scene, first: int, last: int, sequence: bool = True) -> str | None:
+def range_warning(scene: bpy.types.Scene, first: int, last: int, sequence: bool = True) -> str | None:
     """What a bake of frames ``first``..``last`` misses of ``scene``'s frame range, or None. Snow driven by a
     sequence holds the last baked frame after them and is untouched before them; by the final state only, it
     shows that state at every frame."""
@@ -105,10 +110,10 @@ def range_warning(scene, first: int, last: int, sequence: bool = True) -> str | 
             "Start and End)")
 
 
-def bake_counts(scene, part=None) -> tuple[int, int]:
+def bake_counts(scene: bpy.types.Scene, part: tuple[int, int] | None = None) -> tuple[int, int]:
     """(the images the buffer bake writes, the frames it steps through): every frame, or the last only; of a
     ``part`` (first, last frames): its frames."""
-    s = scene.envfx.snow
+    s = bridge.envfx_settings(scene).snow
     frames = s.frame_end - s.frame_start + 1
     if part is not None and s.sequence:
         return part[1] - part[0] + 1, frames
@@ -118,7 +123,7 @@ def bake_counts(scene, part=None) -> tuple[int, int]:
 TRACK_PROBE = "EnvFX Snow Bake Probe"
 
 
-def _add_track_probe(scene, names):
+def _add_track_probe(scene: bpy.types.Scene, names: list[str]) -> str:
     """A temporary empty in the scene that depends on the objects ``names`` (a Copy Transforms constraint each),
     so stepping the frames evaluates them wherever they are: an actor in a collection disabled in viewports,
     excluded from the view layer or hidden itself is not in the scene's evaluation, and its ``matrix_world``
@@ -127,25 +132,26 @@ def _add_track_probe(scene, names):
     probe = bpy.data.objects.new(TRACK_PROBE, None)
     probe.hide_render = True
     for n in dict.fromkeys(names):
-        con = probe.constraints.new("COPY_TRANSFORMS")
+        con = cast(bpy.types.CopyTransformsConstraint, probe.constraints.new("COPY_TRANSFORMS"))
         con.target = bpy.data.objects[n]
     scene.collection.objects.link(probe)
     return probe.name
 
 
-def _remove_track_probe(name):
+def _remove_track_probe(name: str) -> None:
     probe = bpy.data.objects.get(name)
     if probe is not None:
         bpy.data.objects.remove(probe)
 
 
-def bake_job(scene, part=None):
+def bake_job(scene: bpy.types.Scene, part: tuple[int, int] | None = None
+             ) -> Generator[float, None, core_snow.BakeResult]:
     """Generator: gather the actors' paths over the frame range, bake the buffer into the output folder.
     Yields progress; returns a ``core.snow.BakeResult``. The scene's frame and modifiers are restored. ``part``
     (first, last frames): write only those frames' images (a farm task's share; ``core.snow.bake_job``): the
     actors' paths are gathered over every frame all the same (the window covers them all)."""
     out, specs, _ = bake_inputs(scene, part)
-    s = scene.envfx.snow
+    s = bridge.envfx_settings(scene).snow
     frames = list(range(s.frame_start, s.frame_end + 1))
     # every actor is measured at each frame (its size may be animated, and one without a size at the current
     # frame may have one at another), so the bake does not depend on the frame it was started at
@@ -190,8 +196,10 @@ def bake_job(scene, part=None):
     snow_tris = [bridge.rest_triangles(o) for o in snow if o.get(SNOW_TAG) == 0 and o.type == "MESH"]
     snow_tris = np.concatenate(snow_tris) if snow_tris else np.zeros((0, 3, 3))
     occ_tris = None
-    if s.occluders is not None:  # as the live trails read them (an actor among them only as an actor)
-        occ_tris = collection_triangles(scene, snow_nodes.occluders_read(scene, {n for n, *_ in specs}))
+    # as the live trails read them (an actor among them only as an actor); None without an Occluders setting
+    occluders = snow_nodes.occluders_read(scene, {n for n, *_ in specs})
+    if occluders is not None:
+        occ_tris = collection_triangles(scene, occluders)
         if not occ_tris.shape[0]:
             occ_tris = None
     if s.framing == "AREA":
@@ -230,7 +238,7 @@ def bake_job(scene, part=None):
         job.close()
 
 
-def refresh_buffer_groups(folder: str | None = None) -> list:
+def refresh_buffer_groups(folder: str | None = None) -> list[bpy.types.NodeTree]:
     """Bring the Snow from Bake (and Water Ripples from Bake) groups up to date with the bakes they show: a group
     saved by an older EnvFX is rebuilt in place, and every group takes its bake's frame range and window from the
     ``snow_buffer.json`` beside its images as it is now (a bake again into the same folder, over another range, is
@@ -268,11 +276,11 @@ def refresh_buffer_groups(folder: str | None = None) -> list:
 BUFFER_MODIFIER = "EnvFX Snow Buffer"
 
 
-def load_bake(scene, out_dir: str, result: ObjectsResult):
+def load_bake(scene: bpy.types.Scene, out_dir: str, result: ObjectsResult) -> tuple[bpy.types.Image, dict]:
     """(image, metadata) of the baked buffer in ``out_dir`` (default: the scene's output folder), checked and loaded
     (the image or the sequence, read as data); a warning about its frame range goes to ``result``. Raises
     SnowInputError saying what is wrong and what to do."""
-    out_dir = _output_folder(out_dir or scene.envfx.snow.output_dir)
+    out_dir = _output_folder(out_dir or bridge.envfx_settings(scene).snow.output_dir)
     meta_path = os.path.join(out_dir, "snow_buffer.json")
     if not os.path.isfile(meta_path):
         raise SnowInputError(f"No baked buffer in {out_dir!r}: bake the interaction buffer first")
@@ -295,12 +303,13 @@ def load_bake(scene, out_dir: str, result: ObjectsResult):
     image.filepath = path_in_file(os.path.join(out_dir, files[0]))
     image.reload()
     image.source = "SEQUENCE" if meta["sequence"] else "FILE"
-    image.colorspace_settings.name = "Non-Color"
+    colorspace = cast(bpy.types.ColorManagedInputColorspaceSettings, image.colorspace_settings)  # an image has one
+    colorspace.name = "Non-Color"  # pyright: ignore[reportAttributeAccessIssue] -- the stubs know only "NONE" (names come from the OCIO config)
     image.alpha_mode = "CHANNEL_PACKED"
     return image, meta
 
 
-def drive_from_bake(scene, objects, out_dir: str = "") -> ObjectsResult:
+def drive_from_bake(scene: bpy.types.Scene, objects: Iterable[bpy.types.Object], out_dir: str = "") -> ObjectsResult:
     """Offset ``objects`` (snow meshes) by the baked buffer in ``out_dir`` (default: the scene's output
     folder) instead of the live trails, which are switched off (linked objects are skipped). An empty folder
     setting, or one relative to a .blend file never saved, is refused as Bake Interaction Buffer refuses it."""
@@ -323,7 +332,8 @@ def drive_from_bake(scene, objects, out_dir: str = "") -> ObjectsResult:
 RIPPLES_MODIFIER = "EnvFX Water Ripples"
 
 
-def _use_group(obj, mods, name: str, tree) -> None:
+def _use_group(obj: bpy.types.Object, mods: list[bpy.types.NodesModifier], name: str,
+               tree: bpy.types.NodeTree) -> None:
     """Drive ``obj`` by ``tree`` through one modifier: the first of ``mods`` (its modifiers from another bake
     before) takes the new group and the others go (never two buffers on one mesh); without one, a modifier
     ``name`` is added before the bend."""
@@ -335,7 +345,8 @@ def _use_group(obj, mods, name: str, tree) -> None:
         bend_nodes.add_modifier_before_bend(obj, name, tree)
 
 
-def water_ripples(scene, objects, out_dir: str = "", scale: float = 1.0) -> ObjectsResult:
+def water_ripples(scene: bpy.types.Scene, objects: Iterable[bpy.types.Object], out_dir: str = "",
+                  scale: float = 1.0) -> ObjectsResult:
     """The buffer's fourth channel: raise and lower ``objects`` (water surfaces: any mesh) by the baked buffer's B
     (the water ripples, in scene units) times ``scale`` along world up, in the viewport and in renders; the
     normals follow the rippled surface. Each bake has its own group ("EnvFX Water Ripples"); a mesh rippled by
@@ -355,17 +366,17 @@ def water_ripples(scene, objects, out_dir: str = "", scale: float = 1.0) -> Obje
     return result
 
 
-def ripples_modifiers(obj):
+def ripples_modifiers(obj: bpy.types.Object) -> list[bpy.types.NodesModifier]:
     """The object's modifiers that ripple it by a baked buffer's B (of any bake)."""
-    return [m for m in obj.modifiers if m.type == "NODES" and snow_nodes.is_ripples_group(m.node_group)]
+    return [m for m in nodes_modifiers(obj) if snow_nodes.is_ripples_group(m.node_group)]
 
 
-def buffer_modifiers(obj):
+def buffer_modifiers(obj: bpy.types.Object) -> list[bpy.types.NodesModifier]:
     """The object's modifiers that offset it by a baked buffer (of any bake)."""
-    return [m for m in obj.modifiers if m.type == "NODES" and snow_nodes.is_buffer_group(m.node_group)]
+    return [m for m in nodes_modifiers(obj) if snow_nodes.is_buffer_group(m.node_group)]
 
 
-def drive_from_trails(objects) -> ObjectsResult:
+def drive_from_trails(objects: Iterable[bpy.types.Object]) -> ObjectsResult:
     """Back to the live trails: remove the buffer modifiers, switch the trails on again."""
     result = ObjectsResult()
     for obj in changeable(objects, result):
@@ -401,16 +412,18 @@ class ENVFX_OT_snow_bake_buffer(progress.ModalJobOperator, bpy.types.Operator):
         return not names
 
     def make_job(self, context):
+        scene = bridge.context_scene(context)
         try:
-            bake_inputs(context.scene)
+            bake_inputs(scene)
         except (SnowInputError, core_snow.SnowError, core_bend.BendError) as exc:  # (a bent actor is measured)
             self.report({"ERROR"}, str(exc))
             return None
-        return bake_job(context.scene)
+        return bake_job(scene)
 
-    def finish(self, context, result):
-        s = context.scene.envfx.snow
-        warning = range_warning(context.scene, s.frame_start, s.frame_end, s.sequence)
+    def finish(self, context, result) -> set[OperatorReturnItems]:
+        scene = bridge.context_scene(context)
+        s = bridge.envfx_settings(scene).snow
+        warning = range_warning(scene, s.frame_start, s.frame_end, s.sequence)
         if warning is not None:
             self.report({"WARNING"}, warning)
         self.report({"INFO"}, f"Wrote {len(result.files)} image(s) and {os.path.basename(result.metadata_path)}")
@@ -435,9 +448,9 @@ class ENVFX_OT_snow_water_ripples(bpy.types.Operator):
             return False
         return True
 
-    def execute(self, context):
+    def execute(self, context) -> set[OperatorReturnItems]:
         try:
-            result = water_ripples(context.scene, list(context.selected_objects), scale=self.scale)
+            result = water_ripples(bridge.context_scene(context), list(context.selected_objects), scale=self.scale)
         except (SnowInputError, OSError, RuntimeError) as exc:
             self.report({"ERROR"}, str(exc))
             return {"CANCELLED"}
@@ -456,14 +469,15 @@ class ENVFX_OT_snow_drive_from_bake(bpy.types.Operator):
     use_bake: BoolProperty(name="Use Bake", description="On: the bake drives the snow; off: the live trails",
                            default=True)
 
-    def execute(self, context):
+    def execute(self, context) -> set[OperatorReturnItems]:
+        scene = bridge.context_scene(context)
         selected = [o for o in getattr(context, "selected_objects", []) or [] if is_snow_object(o)]
-        objects = selected or snow_objects(context.scene)
+        objects = selected or snow_objects(scene)
         if not self.use_bake:
             report_result(self, drive_from_trails(objects), "The live trails drive")
             return {"FINISHED"}
         try:
-            result = drive_from_bake(context.scene, objects)
+            result = drive_from_bake(scene, objects)
         except (SnowInputError, OSError, RuntimeError) as exc:
             self.report({"ERROR"}, str(exc))
             return {"CANCELLED"}

@@ -26,6 +26,15 @@ class SnowInputError(ValueError):
         self.cli = cli
 
 
+def update_view_layer() -> None:
+    """Evaluate the context's view layer (``bpy.context.view_layer``, which the API types as optional): a temporary
+    modifier's result is read from the depsgraph after it."""
+    view_layer = bpy.context.view_layer
+    if view_layer is None:
+        raise RuntimeError("EnvFX needs a view layer here and the context has none: run it with a scene open")
+    view_layer.update()
+
+
 def is_snow_object(obj) -> bool:
     return obj.get(SNOW_TAG) is not None
 

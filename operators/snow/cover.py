@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, cast
 
 import bpy
 import numpy as np
@@ -16,12 +18,16 @@ from ...shader_nodes import bend as bend_nodes
 from ...shader_nodes import snow as snow_nodes
 from .. import bend as bend_ops
 from ..common import NeedsScene, evaluated_check
-from .collection import SNOW_TAG, TERRAIN_TAG, SnowInputError, ensure_snow_collection, is_snow_object, snow_objects
+from .collection import (SNOW_TAG, TERRAIN_TAG, SnowInputError, ensure_snow_collection, is_snow_object, snow_objects,
+                         update_view_layer)
 from .terrain import image_and_uvs, instance_rendered, occluder_objects, terrain_triangles
 
+if TYPE_CHECKING:  # the stubs' name for an operator's result literals (no such module at run time)
+    from bpy.stub_internal.rna_enums import OperatorReturnItems
 
-def cover_params(scene) -> core_snow.CoverParams:
-    s = scene.envfx.snow
+
+def cover_params(scene: bpy.types.Scene) -> core_snow.CoverParams:
+    s = bridge.envfx_settings(scene).snow
     return core_snow.CoverParams(
         spacing=s.spacing, thickness=s.thickness, max_slope=s.max_slope, border_width=s.border_width,
         drift_direction=(math.cos(s.drift_direction), math.sin(s.drift_direction)), drift=s.drift,
@@ -33,7 +39,7 @@ class _Unbent:
     """Context manager: the world bend switched off (in the viewport) on ``objects`` while they are evaluated,
     so they are read where they physically are; each bend modifier's switch is restored exactly."""
 
-    def __init__(self, objects):
+    def __init__(self, objects: Iterable[bpy.types.Object]):
         self.muted = [(o.name, m.name) for o in objects for m in bend_ops.bend_modifiers(o)
                       if m.show_viewport and o.library is None]
 
@@ -41,7 +47,7 @@ class _Unbent:
         for on, mn in self.muted:
             bpy.data.objects[on].modifiers[mn].show_viewport = False
         if self.muted:
-            bpy.context.view_layer.update()
+            update_view_layer()
         return self
 
     def __exit__(self, *_exc):
@@ -50,14 +56,14 @@ class _Unbent:
             if obj is not None and mn in obj.modifiers:
                 obj.modifiers[mn].show_viewport = True
         if self.muted:
-            bpy.context.view_layer.update()
+            update_view_layer()
 
 
 def _cover_base_name(terrain) -> str:
     return terrain[0].name if len(terrain) == 1 else "Terrain"
 
 
-def covers_of(scene, terrain) -> list:
+def covers_of(scene: bpy.types.Scene, terrain: Iterable[bpy.types.Object]) -> list[bpy.types.Object]:
     """The snow objects of ``scene`` generated over exactly the objects ``terrain`` (those of them snow can cover,
     ``snow_terrain``, as ``generate_snow`` tags them; by TERRAIN_TAG; snow made before the tag existed: by its
     name, "<terrain> Snow" or "<terrain> Snow LOD<n>"), coarsest level last."""
@@ -108,7 +114,7 @@ class GeneratedSnow(list):
 TERRAIN_TYPES = {"MESH", "CURVE", "SURFACE", "META", "FONT"}
 
 
-def snow_terrain(objects) -> list:
+def snow_terrain(objects: Iterable[bpy.types.Object]) -> list[bpy.types.Object]:
     """The objects of ``objects`` snow can be generated over (what ``generate_snow`` covers and ``covers_of``
     looks up): geometry and collection instances (their instances are covered, as geometry-nodes instances of a
     mesh are); other empties, cameras, lights... are left out."""
@@ -124,7 +130,8 @@ def _check_bend_settings(scene):
                              f"refused: {exc}") from None
 
 
-def generate_snow(scene, objects, depsgraph, mask_group: str = "", mask_image=None,
+def generate_snow(scene: bpy.types.Scene, objects: Iterable[bpy.types.Object], depsgraph: bpy.types.Depsgraph,
+                  mask_group: str = "", mask_image: bpy.types.Image | None = None,
                   replace: bool = False) -> GeneratedSnow:
     """Generate snow cover meshes over ``objects`` (their evaluated geometry, world space, without the world
     bend: the snow lies on the physical ground). Returns the new objects (finest level first); when the terrain
@@ -173,7 +180,8 @@ def generate_snow(scene, objects, depsgraph, mask_group: str = "", mask_image=No
         mesh.materials.append(material)
         obj = old.pop(level, None)
         if obj is not None:  # regenerate in place: the object stays, its mesh is the new one
-            previous, obj.data = obj.data, mesh
+            previous = cast(bpy.types.Mesh, obj.data)  # a level of a cover: a mesh object (made below)
+            obj.data = mesh
             if previous.users == 0:
                 mesh_name = previous.name
                 bpy.data.meshes.remove(previous)
@@ -189,10 +197,10 @@ def generate_snow(scene, objects, depsgraph, mask_group: str = "", mask_image=No
         obj["envfx_surface_spacing"] = [v * 2 ** level for v in cover.surface_spacing]
         made.append(obj)
     for obj in old.values():  # levels of detail the new cover does not have
-        mesh = obj.data
+        previous = cast("bpy.types.Mesh | None", obj.data)  # a level of a cover: a mesh object
         bpy.data.objects.remove(obj)
-        if mesh is not None and mesh.users == 0:
-            bpy.data.meshes.remove(mesh)
+        if previous is not None and previous.users == 0:
+            bpy.data.meshes.remove(previous)
     if bent:  # the snow belongs to the bent level like its terrain
         bend_ops.add_bend(scene, made)
     else:  # regenerated over terrain that is no longer bent: the snow lies on it unbent
@@ -207,7 +215,7 @@ def generate_snow(scene, objects, depsgraph, mask_group: str = "", mask_image=No
     return made
 
 
-def mesh_from_cover(name: str, lod: core_snow.CoverMesh):
+def mesh_from_cover(name: str, lod: core_snow.CoverMesh) -> bpy.types.Mesh:
     return bridge.quad_mesh(name, lod.vertices, lod.faces, {"snow_thickness": lod.thickness})
 
 
@@ -219,12 +227,13 @@ class ENVFX_OT_snow_generate(NeedsScene, bpy.types.Operator):
     bl_label = "Generate Snow"
     bl_options = {"REGISTER", "UNDO"}
 
-    def execute(self, context):
+    def execute(self, context) -> set[OperatorReturnItems]:
+        scene = bridge.context_scene(context)
         objects = [o for o in getattr(context, "selected_objects", []) or [] if not is_snow_object(o)]
         try:
-            context.view_layer.update()
-            s = context.scene.envfx.snow
-            made = generate_snow(context.scene, objects, context.evaluated_depsgraph_get(), s.density_mask,
+            update_view_layer()
+            s = bridge.envfx_settings(scene).snow
+            made = generate_snow(scene, objects, context.evaluated_depsgraph_get(), s.density_mask,
                                  s.density_texture)
         except (SnowInputError, core_snow.SnowError, core_bend.BendError) as exc:
             self.report({"ERROR"}, str(exc))

@@ -11,11 +11,16 @@ from __future__ import annotations
 
 import contextlib
 import sys
+from collections.abc import Generator, Iterator
+from typing import TYPE_CHECKING
 
 import bpy
 
-from ... import progress
+from ... import bridge, progress
 from .trails import trails_modifiers
+
+if TYPE_CHECKING:  # the stubs' name for an operator's result literals (no such module at run time)
+    from bpy.stub_internal.rna_enums import OperatorReturnItems
 
 # scene (its pointer: renaming keeps it) -> the last frame Blender simulated the scene's trails to, one frame at a
 # time from its start frame, in this session (as far as EnvFX can tell: frame changes seen one by one from the start
@@ -29,19 +34,19 @@ class SimulateInputError(ValueError):
     """Bad input for Simulate Trails (nothing changed)."""
 
 
-def live_trailed(scene) -> list:
+def live_trailed(scene: bpy.types.Scene) -> list[bpy.types.Object]:
     """The scene's objects whose live trails a render shows (a trails modifier on for renders)."""
     return [obj for obj in scene.objects if any(m.show_render for m in trails_modifiers(obj))]
 
 
-def hidden_in_viewport(scene) -> list:
+def hidden_in_viewport(scene: bpy.types.Scene) -> list[bpy.types.Object]:
     """The scene's objects with live trails on for renders but off in the viewport: Blender simulates only what the
     viewport evaluates, so frames stepped there simulate nothing of them."""
     return [obj for obj in scene.objects
             if any(m.show_render and not m.show_viewport for m in trails_modifiers(obj))]
 
 
-def simulate_job(scene, end: int | None = None):
+def simulate_job(scene: bpy.types.Scene, end: int | None = None) -> Generator[float, None, int]:
     """A job generator that steps ``scene`` from its start frame to ``end`` (default: its end frame) one frame at
     a time, as playback does, so Blender simulates and keeps every frame of the trails; the playhead stays on the
     last frame (on the start frame, any change of the scene, an output path, makes Blender restart the simulation,
@@ -63,14 +68,14 @@ def simulate_job(scene, end: int | None = None):
     return _steps(scene, start, end)
 
 
-def _steps(scene, start: int, end: int):
+def _steps(scene: bpy.types.Scene, start: int, end: int) -> Generator[float, None, int]:
     for frame in range(start, end + 1):
         scene.frame_set(frame)
         yield (frame - start + 1) / (end - start + 1)
     return end - start + 1
 
 
-def note_frame(scene):
+def note_frame(scene: bpy.types.Scene) -> None:
     """frame_change_post: a frame reached one by one from the scene's start frame extends what Blender simulated
     (a jump ahead does not: Blender steps once across the gap; going back is reading what was simulated)."""
     if _paused:
@@ -83,14 +88,14 @@ def note_frame(scene):
         _simulated[scene.as_pointer()] = frame
 
 
-def note_update(scene):
+def note_update(scene: bpy.types.Scene) -> None:
     """depsgraph_update_post: a change of the scene on its start frame makes Blender restart the simulation
     there (the trails read the scene: its camera, its settings), dropping what was simulated."""
     if scene.as_pointer() in _simulated and scene.frame_current == scene.frame_start:
         _simulated[scene.as_pointer()] = scene.frame_start
 
 
-def forget(scene=None):
+def forget(scene: bpy.types.Scene | None = None) -> None:
     """Nothing is simulated any more: in ``scene`` (its trails switched off and on: Blender starts them again), or
     in every scene (another file opened)."""
     if scene is None:
@@ -100,7 +105,7 @@ def forget(scene=None):
 
 
 @contextlib.contextmanager
-def not_simulating(scene):
+def not_simulating(scene: bpy.types.Scene) -> Iterator[None]:
     """While the block runs, frame changes are not taken for simulation (the buffer bake steps the frames with the
     trails switched off); afterwards ``scene``'s trails count as not simulated (switched on again, Blender starts
     them from scratch)."""
@@ -112,12 +117,12 @@ def not_simulating(scene):
         forget(scene)
 
 
-def simulated_up_to(scene) -> int | None:
+def simulated_up_to(scene: bpy.types.Scene) -> int | None:
     """The last frame Blender simulated ``scene`` to from its start frame in this session, or None."""
     return _simulated.get(scene.as_pointer())
 
 
-def warn_unsimulated_render(scene):
+def warn_unsimulated_render(scene: bpy.types.Scene) -> None:
     """At render_init: a render in background mode (``blender -b file.blend -a`` / ``-f N``) of a scene with live
     trails that were not simulated in this process warns on stderr, with what to do: the render shows the snow as
     last simulated, in a fresh process untouched."""
@@ -150,12 +155,12 @@ class ENVFX_OT_snow_trails_simulate(progress.ModalJobOperator, bpy.types.Operato
 
     def make_job(self, context):
         try:
-            return simulate_job(context.scene)
+            return simulate_job(bridge.context_scene(context))
         except SimulateInputError as exc:
             self.report({"ERROR"}, str(exc))
             return None
 
-    def finish(self, context, result):
+    def finish(self, context, result) -> set[OperatorReturnItems]:
         self.report({"INFO"}, f"Simulated {result} frame(s) of the snow trails: renders of them show the trails (the "
                               f"playhead stays on the last one: on the start frame, a change of the scene restarts "
                               f"the simulation)")

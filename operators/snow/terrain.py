@@ -4,6 +4,9 @@ occluder collection as the live trails read it)."""
 
 from __future__ import annotations
 
+from collections.abc import Collection, Sequence
+from typing import cast
+
 import bpy
 import numpy as np
 
@@ -11,7 +14,7 @@ from ... import bridge
 from ...bridge import evaluated_parts, instances_collection, objects_triangles, world_triangles
 from ...shader_nodes import common
 from ...shader_nodes import snow as snow_nodes
-from .collection import SnowInputError, is_snow_object
+from .collection import SnowInputError, is_snow_object, update_view_layer
 
 OCCLUDER_TYPES = bridge.GEOMETRY_OBJECT_TYPES  # what keeps snow from under it: what draws a surface
 
@@ -33,19 +36,19 @@ def _rendered_objects(scene) -> set:
     return found
 
 
-def instance_rendered(instancer, source) -> bool:
+def instance_rendered(instancer: bpy.types.Object, source: bpy.types.Object) -> bool:
     """Whether an instance of ``source`` made by ``instancer`` is rendered and drawn as a surface: each object of a
     collection instance by its own settings (geometry-nodes, particle and vertex instances are drawn whatever
     their source is set to: scatter sources are usually hidden)."""
     return not instances_collection(instancer) or _drawn_as_rendered(source)
 
 
-def occluder_objects(scene, exclude):
+def occluder_objects(scene: bpy.types.Scene, exclude: Collection[str]) -> list[bpy.types.Object]:
     """The objects of ``scene`` that keep snow from under them while it is generated: the rendered geometry (its
     instances included, ``instance_rendered``) shown in the viewport, but not ``exclude`` (names), the snow or
     the actors."""
     actors = set()
-    coll = scene.envfx.snow.actors
+    coll = bridge.envfx_settings(scene).snow.actors
     if coll is not None:
         actors = {o.name for o in coll.all_objects}
     rendered = _rendered_objects(scene)
@@ -58,10 +61,11 @@ def occluder_objects(scene, exclude):
 MASK_ATTRIBUTE = "envfx_snow_mask"
 
 
-def _mask_reader(group_name: str):
+def _mask_reader(group_name: str) -> bpy.types.NodeTree:
     """A throw-away node group copying vertex group ``group_name`` into the point attribute MASK_ATTRIBUTE
     (vertex groups have no bulk accessor; attributes do)."""
-    tree = bpy.data.node_groups.new("EnvFX Snow Mask Reader", "GeometryNodeTree")
+    tree = bpy.data.node_groups.new(
+        "EnvFX Snow Mask Reader", "GeometryNodeTree")  # pyright: ignore[reportArgumentType] -- the 4.2 stubs list only "DUMMY" for the tree type
     common.socket(tree, "Geometry", "INPUT", "NodeSocketGeometry")
     common.socket(tree, "Geometry", "OUTPUT", "NodeSocketGeometry")
     b = snow_nodes.SnowBuilder(tree)
@@ -75,12 +79,13 @@ def _mask_reader(group_name: str):
 OCCLUDER_READER = "EnvFX Snow Occluder Reader"
 
 
-def collection_triangles(scene, coll) -> np.ndarray:
+def collection_triangles(scene: bpy.types.Scene, coll: bpy.types.Collection) -> np.ndarray:
     """(T, 3, 3) world triangles of everything the collection ``coll`` draws, its instances realized, read the way
     the live trails read their occluders (Collection Info in Original space, Realize Instances): an object of the
     collection hidden in the viewport counts, and so do the instances it makes. A temporary object of ``scene``
     evaluates it and is removed again, with its mesh and node group."""
-    tree = bpy.data.node_groups.new(OCCLUDER_READER, "GeometryNodeTree")
+    tree = bpy.data.node_groups.new(
+        OCCLUDER_READER, "GeometryNodeTree")  # pyright: ignore[reportArgumentType] -- the 4.2 stubs list only "DUMMY" for the tree type
     mesh = obj = None
     try:
         common.socket(tree, "Geometry", "INPUT", "NodeSocketGeometry")
@@ -97,9 +102,9 @@ def collection_triangles(scene, coll) -> np.ndarray:
         mesh = bpy.data.meshes.new(OCCLUDER_READER)
         obj = bpy.data.objects.new(OCCLUDER_READER, mesh)
         obj.hide_render = True
-        obj.modifiers.new(OCCLUDER_READER, "NODES").node_group = tree
+        cast(bpy.types.NodesModifier, obj.modifiers.new(OCCLUDER_READER, "NODES")).node_group = tree
         scene.collection.objects.link(obj)
-        bpy.context.view_layer.update()
+        update_view_layer()
         return world_triangles(obj, bpy.context.evaluated_depsgraph_get())[0]
     finally:
         if obj is not None:
@@ -107,10 +112,11 @@ def collection_triangles(scene, coll) -> np.ndarray:
         if mesh is not None:
             bpy.data.meshes.remove(mesh)
         bpy.data.node_groups.remove(tree)
-        bpy.context.view_layer.update()
+        update_view_layer()
 
 
-def terrain_triangles(objects, depsgraph, mask_group: str = ""):
+def terrain_triangles(objects: Sequence[bpy.types.Object], depsgraph: bpy.types.Depsgraph,
+                      mask_group: str = "") -> tuple[np.ndarray, np.ndarray | None]:
     """World triangles of all ``objects`` (their instances too, but not the helpers inside a collection instance
     that are never rendered or drawn only as an outline: ``instance_rendered``) and, with ``mask_group``,
     per-corner weights of that vertex group (objects without the group count as weight 1). Temporary modifiers
@@ -125,10 +131,10 @@ def terrain_triangles(objects, depsgraph, mask_group: str = ""):
     added = []
     try:
         for obj in with_group:
-            mod = obj.modifiers.new("EnvFX Snow Mask Reader", "NODES")
+            mod = cast(bpy.types.NodesModifier, obj.modifiers.new("EnvFX Snow Mask Reader", "NODES"))
             mod.node_group = tree
             added.append((obj, mod))
-        bpy.context.view_layer.update()
+        update_view_layer()
         depsgraph = bpy.context.evaluated_depsgraph_get()
         tris, weights = [], []
         for obj, (t, w) in zip(objects, objects_triangles(objects, depsgraph, MASK_ATTRIBUTE, instance_rendered)):
@@ -139,10 +145,11 @@ def terrain_triangles(objects, depsgraph, mask_group: str = ""):
         for obj, mod in added:
             obj.modifiers.remove(mod)
         bpy.data.node_groups.remove(tree)
-        bpy.context.view_layer.update()
+        update_view_layer()
 
 
-def image_and_uvs(objects, depsgraph, image):
+def image_and_uvs(objects: Sequence[bpy.types.Object], depsgraph: bpy.types.Depsgraph,
+                  image: bpy.types.Image) -> tuple[np.ndarray, np.ndarray]:
     """(pixels (H, W, C), UVs (T, 3, 2) of every triangle of ``objects``, corner for corner with
     ``terrain_triangles``) for a density texture."""
     w, h = image.size

@@ -4,8 +4,12 @@ behind when trails go by hand is cleaned up."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, cast
+
 import bpy
 
+from ... import bridge
 from ...shader_nodes import bend as bend_nodes
 from ...core import bend as core_bend
 from ...core import snow as core_snow
@@ -16,14 +20,22 @@ from .actors import ACTOR_TYPES, actor_specs, bent_actors
 from .collection import (COLLECTION_KEY, COLLECTION_NAME, SnowInputError, ensure_snow_collection, in_scene_tree,
                          is_snow_object, snow_objects, terrain_scenes)
 
+if TYPE_CHECKING:  # the stubs' name for an operator's result literals (no such module at run time)
+    from bpy.stub_internal.rna_enums import OperatorReturnItems
+
 MODIFIER_NAME = "EnvFX Snow Trails"
 COVERAGE_MODIFIER = "EnvFX Snow Coverage"
 COVERAGE_TYPES = {"MESH", "CURVES", "POINTCLOUD"}
 
 
-def trails_modifiers(obj):
+def nodes_modifiers(obj: bpy.types.Object) -> list[bpy.types.NodesModifier]:
+    """The object's geometry-nodes modifiers (typed as such: the API types ``obj.modifiers`` by their base)."""
+    return [cast(bpy.types.NodesModifier, m) for m in obj.modifiers if m.type == "NODES"]
+
+
+def trails_modifiers(obj: bpy.types.Object) -> list[bpy.types.NodesModifier]:
     """The object's live-trails modifiers (of any scene's trails group)."""
-    return [m for m in obj.modifiers if m.type == "NODES" and snow_nodes.is_trails_group(m.node_group)]
+    return [m for m in nodes_modifiers(obj) if snow_nodes.is_trails_group(m.node_group)]
 
 
 def _cannot_carry_snow_reason(obj) -> str | None:
@@ -32,7 +44,7 @@ def _cannot_carry_snow_reason(obj) -> str | None:
     return linked_reason(obj)
 
 
-def add_trails(scene, objects) -> tuple[list, dict]:
+def add_trails(scene: bpy.types.Scene, objects: Sequence[bpy.types.Object]) -> tuple[list[str], dict[str, str]]:
     """Give ``objects`` (snow meshes) the live trails; returns (changed names, skipped {name: why}). Snow with
     the trails of another scene of the file (linked into both) takes this scene's trails and actors."""
     specs, skipped = actor_specs(scene)
@@ -57,7 +69,7 @@ def add_trails(scene, objects) -> tuple[list, dict]:
     return [o.name for o in targets], skipped
 
 
-def claim_appended(scene) -> list:
+def claim_appended(scene: bpy.types.Scene) -> list[str]:
     """Snow with live trails appended into ``scene`` from another file, or a library override of such snow,
     takes the scene's trails and actors (when the scene has usable actors; else it keeps its own). Returns the
     names that joined."""
@@ -98,7 +110,7 @@ _clean_later: set = set()  # names of scenes follow_actors found left-overs in (
 _surface_users: dict = {}  # scene name -> the user counts of its surfaces' snow at surfaces_left_scene's last look
 
 
-def forget_followed(scene=None):
+def forget_followed(scene: bpy.types.Scene | None = None) -> None:
     """After loading a file, or when an actor's Snow Radius / Snow Depth changes: check every scene again (or
     ``scene``). After loading, nothing is left to clean up either."""
     if scene is not None:
@@ -109,7 +121,7 @@ def forget_followed(scene=None):
     _surface_users.clear()
 
 
-def surfaces_left_scene(scene) -> bool:
+def surfaces_left_scene(scene: bpy.types.Scene) -> bool:
     """Whether an object of ``scene``'s snow surfaces collection is in none of the scenes that read it any more
     (unlinked or moved out, not deleted). For the dependency-graph handler when collections changed (edits, not
     frames). It looks again only when a snow mesh's user count or the scene's object count changed since the last
@@ -144,7 +156,7 @@ def _signature(scene, tree):
     return (coll.name, tuple(objs.keys()), scales, tree.get(snow_nodes.ACTORS_KEY), own)
 
 
-def trails_users(scene, tree=None) -> list:
+def trails_users(scene: bpy.types.Scene, tree: bpy.types.NodeTree | None = None) -> list[bpy.types.Object]:
     """The objects of ``scene`` that carry the scene's live trails."""
     tree = tree or snow_nodes.group_for(scene)
     if tree is None:
@@ -152,13 +164,13 @@ def trails_users(scene, tree=None) -> list:
     return common.users_in(scene, tree)
 
 
-def scene_has_trails(scene, tree=None) -> bool:
+def scene_has_trails(scene: bpy.types.Scene, tree: bpy.types.NodeTree | None = None) -> bool:
     """Whether an object of ``scene`` carries the scene's live trails (a scene without them leaves its group
     alone: no rebuild for its actors)."""
     return bool(trails_users(scene, tree))
 
 
-def sync_surfaces(scene, tree=None) -> bool:
+def sync_surfaces(scene: bpy.types.Scene, tree: bpy.types.NodeTree | None = None) -> bool:
     """The scene's snow surfaces collection (what its actors' coverage reads) holds exactly the objects of the
     scene that carry the scene's trails: copies made with Shift-D join, deleted snow and snow whose trails were
     removed leave. A collection other scenes share (scenes that share their snow, a Linked Copy) holds those of
@@ -182,7 +194,7 @@ def sync_surfaces(scene, tree=None) -> bool:
     return changed
 
 
-def claim_legacy_surfaces(scenes=None) -> list:
+def claim_legacy_surfaces(scenes: Iterable[bpy.types.Scene] | None = None) -> list[str]:
     """A file saved before each scene had its own snow surfaces collection (one "EnvFX Snow Surfaces" that every
     scene's coverage group read): each scene whose coverage group reads a collection but that has none of its own
     gets one (the first takes the old one over) and it is brought up to date, so syncing one scene no longer takes
@@ -209,7 +221,7 @@ def claim_legacy_surfaces(scenes=None) -> list:
 _SCENE_KEYS = (common.scene_key(snow_nodes.KIND), common.scene_key(snow_nodes.COVERAGE_KIND), snow_nodes.SURFACES_KEY)
 
 
-def drop_copied_pointers(scenes) -> list:
+def drop_copied_pointers(scenes: Iterable[bpy.types.Scene]) -> list[str]:
     """Scenes of ``scenes`` that point at the snow groups or surfaces collection of another scene (Scene > New >
     Copy Settings and Linked Copy copy the scene's properties) but have no snow carrying those trails let go of
     them, so the scene that uses them keeps its surfaces in sync and Remove Trails can remove them. Returns the
@@ -234,7 +246,7 @@ def _shares_groups(scene, tree) -> bool:
     return coverage is not None and any(s != scene for s in common.scenes_using(coverage, snow_nodes.COVERAGE_KIND))
 
 
-def follow_actors(scene, may_split: bool = True) -> bool | None:
+def follow_actors(scene: bpy.types.Scene, may_split: bool = True) -> bool | None:
     """Bring the live trails up to date with ``scene``'s actor collection; True when they changed. Only the
     actor part of the trails group is rebuilt: the trails already carved stay. An empty collection (or one
     without usable actors) leaves the trails as they are, with no actor stamping. The scene's snow surfaces
@@ -309,12 +321,12 @@ def _stale_trails_drivers(obj) -> list:
     return stale
 
 
-def remove_trails(objects, scene=None) -> ObjectsResult:
+def remove_trails(objects: Iterable[bpy.types.Object], scene: bpy.types.Scene | None = None) -> ObjectsResult:
     """Remove the live trails from ``objects`` (snow meshes), with their actor drivers, and the drivers a trails
     modifier removed by hand left behind. When no snow of ``scene`` (default: the context's) carries its trails
     any more, its actors lose their snow coverage, and its trails and coverage groups (unless something else uses
     them) and its snow surfaces collection go too."""
-    scene = scene or bpy.context.scene
+    scene = scene or bridge.context_scene(bpy.context)
     result = ObjectsResult()
     for obj in changeable(objects, result):
         mods = trails_modifiers(obj)
@@ -329,8 +341,10 @@ def remove_trails(objects, scene=None) -> ObjectsResult:
         for mod in mods:
             snow_nodes.undrive_modifier(obj, mod)
             obj.modifiers.remove(mod)
-        for fc in _stale_trails_drivers(obj):
-            obj.animation_data.drivers.remove(fc)
+        anim = obj.animation_data
+        if anim is not None:
+            for fc in _stale_trails_drivers(obj):
+                anim.drivers.remove(fc)
         result.changed.append(obj.name)
     tree = snow_nodes.group_for(scene)
     claim_legacy_surfaces([scene])  # a file saved before scenes had their own (and not loaded since)
@@ -356,7 +370,7 @@ def pending_clean_up() -> bool:
     return bool(_clean_later)
 
 
-def clean_up_dropped_trails(scene) -> ObjectsResult | None:
+def clean_up_dropped_trails(scene: bpy.types.Scene) -> ObjectsResult | None:
     """What Remove Trails does for trails that went by other means: the drivers a trails modifier removed by hand
     left on ``scene``'s snow go, and when no snow of the scene carries its trails any more, its actors' coverage
     modifiers, its trails and coverage groups (unless something else uses them) and its surfaces collection go.
@@ -369,7 +383,7 @@ def clean_up_dropped_trails(scene) -> ObjectsResult | None:
     return remove_trails(stale, scene)
 
 
-def clean_up_pending(scenes=None) -> list:
+def clean_up_pending(scenes: Iterable[bpy.types.Scene] | None = None) -> list[str]:
     """Clean up (``clean_up_dropped_trails``) the scenes follow_actors booked, or ``scenes``. Not from a frame or
     dependency-graph handler (see above). Returns the names of the scenes cleaned up."""
     if scenes is None:
@@ -379,7 +393,7 @@ def clean_up_pending(scenes=None) -> list:
 
 
 def _used_by_modifiers(tree) -> bool:
-    return any(m.type == "NODES" and m.node_group == tree for o in bpy.data.objects for m in o.modifiers)
+    return any(m.node_group == tree for o in bpy.data.objects for m in nodes_modifiers(o))
 
 
 def _remove_scene_snow_groups(scene, tree):
@@ -416,7 +430,7 @@ def _remove_scene_snow_groups(scene, tree):
 
 # --- a file saved when all scenes' snow went into one collection ---------------------------------------------
 
-def split_shared_snow() -> list:
+def split_shared_snow() -> list[str]:
     """A file saved when every scene's snow went into one "EnvFX Snow" collection, linked into each scene that
     generated snow (so each scene showed, rendered and trailed the others' snow): the snow whose terrain is in only
     some of those scenes moves to their own snow collection (the first scene keeps "EnvFX Snow"), and the shared
@@ -466,11 +480,12 @@ class ENVFX_OT_snow_trails_add(bpy.types.Operator):
     bl_label = "Add Trails"
     bl_options = {"REGISTER", "UNDO"}
 
-    def execute(self, context):
+    def execute(self, context) -> set[OperatorReturnItems]:
+        scene = bridge.context_scene(context)
         selected = [o for o in getattr(context, "selected_objects", []) or [] if is_snow_object(o)]
-        objects = selected or snow_objects(context.scene)
+        objects = selected or snow_objects(scene)
         try:
-            changed, skipped = add_trails(context.scene, objects)
+            changed, skipped = add_trails(scene, objects)
         except (SnowInputError, core_snow.SnowError, core_bend.BendError) as exc:  # (a bent actor is measured)
             self.report({"ERROR"}, str(exc))
             return {"CANCELLED"}
@@ -487,8 +502,9 @@ class ENVFX_OT_snow_trails_remove(bpy.types.Operator):
     bl_label = "Remove Trails"
     bl_options = {"REGISTER", "UNDO"}
 
-    def execute(self, context):
+    def execute(self, context) -> set[OperatorReturnItems]:
+        scene = bridge.context_scene(context)
         selected = [o for o in getattr(context, "selected_objects", []) or [] if is_snow_object(o)]
-        report_result(self, remove_trails(selected or snow_objects(context.scene), context.scene),
+        report_result(self, remove_trails(selected or snow_objects(scene), scene),
                       "Removed the trails from")
         return {"FINISHED"}

@@ -3,6 +3,8 @@ trails instead of the live ones."""
 
 from __future__ import annotations
 
+from typing import cast
+
 import bpy
 
 from ... import bridge
@@ -114,24 +116,26 @@ def ensure_buffer_group(image, meta: dict) -> bpy.types.NodeTree:
 
 def _ensure_bake_group(image, meta, name, kind, version, build, is_kind, values=None):
     tree = next((t for t in bpy.data.node_groups if is_kind(t) and t.library is None
-                 and "Buffer" in t.nodes and t.nodes["Buffer"].inputs["Image"].default_value == image), None)
+                 and "Buffer" in t.nodes and _image_socket(t).default_value == image), None)
     if tree is None:
         taken = bpy.data.node_groups.get(name) is not None
-        tree = bpy.data.node_groups.new(f"{name} ({image.name})" if taken else name, "GeometryNodeTree")
+        tree = bpy.data.node_groups.new(
+            f"{name} ({image.name})" if taken else name,
+            "GeometryNodeTree")  # pyright: ignore[reportArgumentType] -- the 4.2 stubs list only "DUMMY" for the tree type
     tree[common.KIND_KEY] = kind
     common.rebuild_if_outdated(tree, str(version), build)
-    tree.nodes["Buffer"].inputs["Image"].default_value = image
+    _image_socket(tree).default_value = image
     for label, value in (values or {}).items():
-        tree.nodes[label].outputs[0].default_value = float(value)
-    tree.nodes["Size"].outputs[0].default_value = float(meta["world_size"])
+        _value_socket(tree, label).default_value = float(value)
+    _value_socket(tree, "Size").default_value = float(meta["world_size"])
     frames = meta["frames"]
-    tree.nodes["First Frame"].outputs[0].default_value = float(frames[0]["frame"]) if meta["sequence"] else NO_START
-    tree.nodes["Last Frame"].outputs[0].default_value = float(frames[-1]["frame"])
+    _value_socket(tree, "First Frame").default_value = float(frames[0]["frame"]) if meta["sequence"] else NO_START
+    _value_socket(tree, "Last Frame").default_value = float(frames[-1]["frame"])
     if tree.animation_data is not None:
         tree.animation_data_clear()
     origins = {tuple(f["origin"]) for f in frames}
     for k, label in enumerate(("Origin X", "Origin Y")):
-        sock = tree.nodes[label].outputs[0]
+        sock = _value_socket(tree, label)
         sock.default_value = float(frames[-1]["origin"][k])
         if len(origins) > 1:
             for f in frames:
@@ -141,6 +145,16 @@ def _ensure_bake_group(image, meta, name, kind, version, build, is_kind, values=
                 for kp in fc.keyframe_points:
                     kp.interpolation = "CONSTANT"
     return tree
+
+
+def _image_socket(tree: bpy.types.NodeTree) -> bpy.types.NodeSocketImage:
+    """The image socket of a bake group's "Buffer" node."""
+    return cast(bpy.types.NodeSocketImage, tree.nodes["Buffer"].inputs["Image"])
+
+
+def _value_socket(tree: bpy.types.NodeTree, label: str) -> bpy.types.NodeSocketFloat:
+    """The output of a bake group's Value node ``label``."""
+    return cast(bpy.types.NodeSocketFloat, tree.nodes[label].outputs[0])
 
 
 def _fcurves(id_data):

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 import bpy
 
 from .. import bend as bend_nodes
@@ -21,19 +23,20 @@ SURFACES_KEY = "envfx_snow_surfaces"  # the scene's ID property pointing at its 
 SURFACES_NODE = "Snow Surfaces"  # the coverage group's Collection Info node
 
 
-def surfaces_for(scene):
+def surfaces_for(scene: bpy.types.Scene) -> bpy.types.Collection | None:
     """The scene's snow surfaces collection, or None."""
     coll = scene.get(SURFACES_KEY)
     return coll if isinstance(coll, bpy.types.Collection) else None
 
 
-def surfaces_shared(scene, coll) -> bool:
+def surfaces_shared(scene: bpy.types.Scene, coll: bpy.types.Collection) -> bool:
     """Whether another scene's surfaces collection is ``coll`` too (a scene copied from another, until it gets
     its own)."""
     return any(s != scene and s.get(SURFACES_KEY) == coll for s in bpy.data.scenes)
 
 
-def ensure_surfaces_collection(scene, current=None, keep_shared: bool = False):
+def ensure_surfaces_collection(scene: bpy.types.Scene, current: bpy.types.Collection | None = None,
+                               keep_shared: bool = False) -> bpy.types.Collection:
     """The hidden collection of the snow meshes ``scene``'s actors sink into: one per scene, like the groups
     ("EnvFX Snow Surfaces", later ones "EnvFX Snow Surfaces (scene name)"). A scene without one takes ``current``
     (what its coverage group reads, in a file saved before scenes had their own) unless another scene has it; a
@@ -113,7 +116,7 @@ def ensure_coverage(scene) -> bpy.types.NodeTree:
     per scene, like the trails; scenes that share their snow (``shares_snow``) share it and its surfaces."""
     keep = shares_snow(scene)
     tree = _scene_group(scene, COVERAGE_KIND, COVERAGE_GROUP, str(COVERAGE_VERSION), _build_coverage, keep)
-    surfaces = tree.nodes[SURFACES_NODE].inputs["Collection"]
+    surfaces = cast(bpy.types.NodeSocketCollection, tree.nodes[SURFACES_NODE].inputs["Collection"])
     coll = ensure_surfaces_collection(scene, surfaces.default_value, keep)
     if surfaces.default_value != coll:
         surfaces.default_value = coll
@@ -122,7 +125,7 @@ def ensure_coverage(scene) -> bpy.types.NodeTree:
     return tree
 
 
-def surfaces_bend(coll):
+def surfaces_bend(coll: bpy.types.Collection | None) -> bpy.types.NodeTree | None:
     """The bend the snow of the surfaces collection ``coll`` shows (the first one shown among its objects), or
     None. The coverage reads the snow as that bend draws it; all the scene's snow is taken to share one bend (a
     bent level bends its snow with its terrain): snow left unbent beside bent snow reads as if bent."""

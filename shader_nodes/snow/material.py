@@ -22,6 +22,8 @@ def ensure_material() -> bpy.types.Material:
     if not bridge.BLENDER_5 or mat.node_tree is None:  # Blender 5 materials always have nodes
         mat.use_nodes = True
     nt = mat.node_tree
+    if nt is None:  # (use_nodes made it: the checker still sees the None tested above)
+        raise RuntimeError(f"The material {mat.name!r} has no node tree to build the snow's in")
     nt.nodes.clear()
     b = common.Builder(nt)
     out = b.node("ShaderNodeOutputMaterial", "Output", location=(900, 0))

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import hashlib
 
+from typing import cast
+
 import bpy
 
 from .. import common
@@ -103,7 +105,7 @@ def is_trails_group(tree) -> bool:
     return common.is_scene_group(tree, KIND, GROUP_NAME)
 
 
-def group_for(scene):
+def group_for(scene: bpy.types.Scene) -> bpy.types.NodeTree | None:
     """The live-trails group of ``scene``, or None when none of its snow has trails yet."""
     return common.scene_group(scene, KIND, GROUP_NAME)
 
@@ -195,7 +197,7 @@ def ensure_trails(scene, specs) -> bpy.types.NodeTree:
     _drive(scene, tree)
     for obj in bpy.data.objects:
         for mod in obj.modifiers:
-            if mod.type == "NODES" and mod.node_group == tree:
+            if mod.type == "NODES" and cast(bpy.types.NodesModifier, mod).node_group == tree:
                 drive_modifier(obj, mod, specs)
     return tree
 
@@ -208,14 +210,14 @@ def _modifier_drivers(obj, mod):
             if fc.data_path.startswith(prefix)}
 
 
-def undrive_modifier(obj, mod):
+def undrive_modifier(obj, mod) -> None:
     """Remove the actor drivers of a trails modifier, before the modifier goes (Blender 4.2 keeps drivers of a
     removed modifier)."""
     for fc in _modifier_drivers(obj, mod).values():
         obj.animation_data.drivers.remove(fc)
 
 
-def drive_modifier(obj, mod, specs):
+def drive_modifier(obj, mod, specs: list) -> None:
     """Drive a trails modifier's actor inputs with the actors' world locations (transform channels, no
     Python); drivers of inputs the group no longer has are removed."""
     tree = mod.node_group
@@ -223,10 +225,10 @@ def drive_modifier(obj, mod, specs):
     drivers = _modifier_drivers(obj, mod)
     wanted = set()
     for i, (name, *_) in enumerate(specs):
-        actor = bpy.data.objects.get(name)
+        actor = cast(bpy.types.Object, bpy.data.objects.get(name))  # one of specs: measured in the scene
         ident = common.input_identifier(tree, actor_input(i))
         path = f'modifiers["{mod.name}"]["{ident}"]'
-        mod[ident] = tuple(actor.matrix_world.translation)
+        mod[ident] = actor.matrix_world.translation.to_tuple()
         for k, axis in enumerate("XYZ"):
             wanted.add((path, k))
             fcurve = drivers.get((path, k))
