@@ -147,10 +147,11 @@ class TrailState:
     this frame (the others only refill), with checkpoints so that an earlier frame is recomputed exactly.
 
     The points are bucketed once into a ``cells`` x ``cells`` table over their XY bounds; a frame's stamp runs on
-    the points of the cells within ``reach`` of a path (``stamp_points`` over all the actors, so the nearest path
-    is chosen among all of them), which gives the same numbers as stamping every point: beyond the reach a stamp
-    is 0 and ``trail_update`` only refills. A frame's cost is the points near this frame's paths (plus one
-    multiply of the whole state when trails refill), not the trail history.
+    the points of the cells within the largest actor reach of a path, each point taking the nearest of the paths
+    whose cells it is in (``stamp_near``), which gives the same numbers as ``stamp_points`` at every point: beyond
+    the reach a stamp is 0 and ``trail_update`` only refills. A frame's cost is the points near this frame's paths
+    (plus one multiply of the whole state when trails refill), not the trail history; ``changed`` lists the points
+    the last step changed (None: every point, when trails refill or after a seek).
 
     ``step(frame, keys, cur, radius, depth)`` takes the actors' bottom points at ``frame``; an actor's previous
     point is its point (by key) at the frame stepped before, and a new actor starts where it is (as the live
@@ -273,4 +274,5 @@ class TrailState:
         self.down, self.rim, self.last, self.frame = down.copy(), rim.copy(), dict(last), base
         for f in sorted(f for f in self.record if base < f <= frame):
             self._advance(f, *self.record[f])
+        self.changed = None
         return True

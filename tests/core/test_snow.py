@@ -103,14 +103,20 @@ def test_trail_state_steps_seeks_back_and_equals_the_full_simulation(refill):
     radius, depth = [0.5, 0.3, 0.8], [0.2, 0.1, 0.25]
     state = snow.TrailState(pts, params, cells=16, checkpoint_every=7)
     for f in range(40):
+        before = state.down.copy(), state.rim.copy()
         state.step(f + 1, ["a", "b", "c"], tracks[f], radius, depth)
+        if refill == 0.0:  # only the points listed in changed changed
+            moved = np.flatnonzero((state.down != before[0]) | (state.rim != before[1]))
+            assert np.isin(moved, state.changed).all() and state.changed.size < pts.shape[0] // 2
+        else:
+            assert state.changed is None
         if f in (0, 17, 39):
             d, r = snow.simulate_points(pts, tracks[:f + 1], radius, depth, params)
             np.testing.assert_array_equal(state.down, d)
             np.testing.assert_array_equal(state.rim, r)
     assert (state.down > 0).sum() > 100  # the walk carved
     for back in (23, 8, 1, 36):  # scrubbing back (and forth among stepped frames) is exact
-        assert state.seek(back)
+        assert state.seek(back) and state.changed is None
         d, r = snow.simulate_points(pts, tracks[:back], radius, depth, params)
         np.testing.assert_array_equal(state.down, d)
         np.testing.assert_array_equal(state.rim, r)
