@@ -9,6 +9,11 @@ against a reference scene holding the same mesh with a bare time-dependent Set P
 frames stepped alternately, each round from a fresh simulation; one line per span of frames (the cost against the
 frame number: it grows as the trails spread) and one for the whole shot.
 
+``--only shot_parts`` splits the shot's frame changes into the simulation's step and the display (a frame shown
+again from the simulation's cache); ``--only handler_shot`` runs the shot with the trail state held in numpy
+(``core.snow.TrailState`` advanced by a frame handler, one float attribute written per frame): the cost of that
+design, not of the add-on's trails.
+
 ``--only numpy_floor`` measures the floor of moving the snow from a numpy frame handler instead (writing every
 vertex's position with ``foreach_set``, nothing computed) by the same frame changes.
 
@@ -183,6 +188,188 @@ def bench_numpy_floor(n_side, frames, rounds):
     finally:
         bpy.app.handlers.frame_change_pre.remove(write)
     emit(bench="trails_numpy_handler_floor", vertices=n_side * n_side, **framebench.summary(got))
+    bpy.data.scenes.remove(ref)
+
+
+def bench_shot_parts(n_side, n_actors, frames, rounds, bins):
+    """What grows in the shot of ``bench_shot``: per span of frames, a frame change that steps the simulation
+    (``step_ms``: the state grown and stamped, then shown) against a change to the same, already simulated frame
+    shown from the simulation's cache (``cached_ms``: the display part alone, the held vertices gathering their
+    state), each beside the reference scene's frame change (``reference_ms``). Each round plays the shot afresh,
+    then goes back over its frames."""
+    import bpy
+    import conftest
+    import framebench
+
+    envfx = conftest.enable_addon()
+    bpy.ops.wm.read_homefile(app_template="", use_empty=True)
+    scene = bpy.context.scene
+    size = 100.0
+    mesh = grid_mesh(bpy, "Snow", n_side, size)
+    snow = bpy.data.objects.new("Snow", mesh)
+    scene.collection.objects.link(snow)
+    actors = bpy.data.collections.new("Actors")
+    scene.collection.children.link(actors)
+    walk_across(bpy, actors, n_actors, frames, size)
+    scene.envfx.snow.actors = actors
+    scene.frame_start, scene.frame_end = 1, frames + 1
+    scene.frame_set(1)
+    ref = framebench.reference_scene(scene, [mesh])
+    framebench.ensure_depsgraph(scene)
+    framebench.ensure_depsgraph(ref)
+    timed = list(range(2, frames + 2))
+    step, cached, ref_step, ref_cached = [], [], [], []
+
+    def timed_set(sc, f):
+        t0 = time.perf_counter()
+        sc.frame_set(f)
+        return time.perf_counter() - t0
+
+    for _round in range(rounds):
+        scene.frame_set(1)
+        envfx.operators.snow.remove_trails([snow], scene)
+        envfx.operators.snow.add_trails(scene, [snow])
+        bpy.context.view_layer.update()
+        scene.frame_set(1)
+        ref.frame_set(1)
+        s_row, r_row = [], []
+        for f in timed:
+            s_row.append(timed_set(scene, f))
+            r_row.append(timed_set(ref, f))
+        c_row, rc_row = [0.0] * len(timed), [0.0] * len(timed)
+        for i in reversed(range(len(timed))):  # back over the simulated frames: shown from the cache
+            c_row[i] = timed_set(scene, timed[i])
+            rc_row[i] = timed_set(ref, timed[i])
+        step.append(s_row)
+        ref_step.append(r_row)
+        cached.append(c_row)
+        ref_cached.append(rc_row)
+    eff, ref_a = np.asarray(step), np.asarray(ref_step)
+    cac, ref_c = np.asarray(cached), np.asarray(ref_cached)
+    for chunk in np.array_split(np.arange(len(timed)), min(bins, len(timed))):
+        emit(bench="trails_shot_parts", vertices=n_side * n_side, actors=n_actors, rounds=rounds,
+             frames=[timed[chunk[0]], timed[chunk[-1]]],
+             step_ms=round(float(np.median(eff[:, chunk])) * 1e3, 2),
+             cached_ms=round(float(np.median(cac[:, chunk])) * 1e3, 2),
+             reference_ms=round(float(np.median(np.concatenate([ref_a[:, chunk], ref_c[:, chunk]]))) * 1e3, 2),
+             step_ratio=round(float(np.median(eff[:, chunk] / ref_a[:, chunk])), 3),
+             cached_ratio=round(float(np.median(cac[:, chunk] / ref_c[:, chunk])), 3))
+    bpy.data.scenes.remove(ref)
+
+
+def bench_handler_shot(n_side, n_actors, frames, rounds, bins):
+    """The shot of ``bench_shot`` with the trail state held in numpy instead of a simulation zone (the lead for a
+    per-frame cost flat in the frame number): a frame_change_post handler advances ``core.snow.TrailState`` by
+    one frame (only the vertices near this frame's paths are stamped; scrubbing back would seek to a checkpoint)
+    and writes the shown trail (rim - down, never below the ground) into a float attribute of the snow mesh,
+    which a group of one Set Position reads. Not the add-on's trails (no camera fade, puffs or occluders); the
+    handler's numpy and write milliseconds are split out, and the state at the shot's end is compared with
+    ``core.snow.simulate_points`` of the same tracks (``max_error_m``)."""
+    import bpy
+    import conftest
+    import framebench
+    from core import snow as core_snow
+
+    envfx = conftest.enable_addon()
+    bpy.ops.wm.read_homefile(app_template="", use_empty=True)
+    scene = bpy.context.scene
+    size = 100.0
+    mesh = grid_mesh(bpy, "Snow", n_side, size)
+    snow = bpy.data.objects.new("Snow", mesh)
+    scene.collection.objects.link(snow)
+    actors = bpy.data.collections.new("Actors")
+    scene.collection.children.link(actors)
+    walk_across(bpy, actors, n_actors, frames, size)
+    scene.envfx.snow.actors = actors
+    scene.frame_start, scene.frame_end = 1, frames + 1
+    scene.frame_set(1)
+    ref = framebench.reference_scene(scene, [mesh])
+    specs, _ = envfx.operators.snow.actor_specs(scene)
+    names = [n for n, *_ in specs]
+    radius = np.array([r for _, r, _, _ in specs])
+    depth = np.array([d for _, _, d, _ in specs])
+    lift = np.array([[0.0, 0.0, o] for *_, o in specs])
+    n = len(mesh.vertices)
+    rest = np.empty(3 * n, np.float32)
+    mesh.attributes["position"].data.foreach_get("vector", rest)
+    thick = np.empty(n, np.float32)
+    mesh.attributes["snow_thickness"].data.foreach_get("value", thick)
+    floor = -core_snow.GROUND_KEEP * thick
+    s = scene.envfx.snow
+    params = core_snow.StampParams(rim_height=s.rim_height, rim_width=s.rim_width, fade_height=s.fade_height,
+                                   refill_rate=s.refill_rate, fps=scene.render.fps / scene.render.fps_base)
+    t0 = time.perf_counter()
+    state = core_snow.TrailState(rest.reshape(-1, 3), params)
+    setup_s = time.perf_counter() - t0
+    attr = mesh.attributes.new("snow_trail", "FLOAT", "POINT")
+    tree, gin, gout = _bare_tree(bpy, "Trail From Attribute")
+    read = tree.nodes.new("GeometryNodeInputNamedAttribute")
+    read.data_type = "FLOAT"
+    read.inputs["Name"].default_value = "snow_trail"
+    offset = tree.nodes.new("ShaderNodeCombineXYZ")
+    tree.links.new(read.outputs["Attribute"], offset.inputs["Z"])
+    sp = tree.nodes.new("GeometryNodeSetPosition")
+    tree.links.new(gin.outputs[0], sp.inputs["Geometry"])
+    tree.links.new(offset.outputs[0], sp.inputs["Offset"])
+    tree.links.new(sp.outputs[0], gout.inputs[0])
+    _use(snow, tree)
+    objects = [bpy.data.objects[name] for name in names]
+    split, tracks = [], {}
+    shown = np.zeros(n, np.float32)
+
+    def on_frame(sc, *_args):
+        if sc != scene:
+            return
+        t0 = time.perf_counter()
+        f = sc.frame_current
+        changed = None
+        if not state.seek(f):
+            if state.frame is not None and f < state.frame:
+                state.reset()
+            cur = np.array([o.matrix_world.translation for o in objects]) - lift
+            state.step(f, names, cur, radius, depth)
+            tracks[f] = cur
+            changed = state.changed
+        if changed is None:  # sought, or refilling: every vertex
+            shown[:] = np.maximum(state.rim - state.down, floor)
+        else:  # only the vertices near this frame's paths changed
+            shown[changed] = np.maximum(state.rim[changed] - state.down[changed], floor[changed])
+        t1 = time.perf_counter()
+        attr.data.foreach_set("value", shown)
+        mesh.update_tag()
+        split.append((t1 - t0, time.perf_counter() - t1))
+
+    def restart(_round):
+        state.reset()
+        tracks.clear()
+        split.clear()
+        shown[:] = 0.0
+
+    bpy.app.handlers.frame_change_post.append(on_frame)
+    try:
+        got = framebench.frame_change(scene, ref, range(1, frames + 2), rounds, before_round=restart)
+        last = max(tracks)
+        seek_ms = []
+        for back in (last // 2, 1, last):  # scrubbing back and forth: checkpoint + replay
+            t0 = time.perf_counter()
+            scene.frame_set(back)
+            seek_ms.append(round((time.perf_counter() - t0) * 1e3, 1))
+    finally:
+        bpy.app.handlers.frame_change_post.remove(on_frame)
+    track = np.stack([tracks[f] for f in sorted(tracks)])
+    d, r = core_snow.simulate_points(rest.reshape(-1, 3), track, radius, depth, params)
+    state.seek(last)
+    err = float(max(np.abs(state.down - d).max(), np.abs(state.rim - r).max()))
+    spans = framebench.per_frame(got, bins)
+    for span in spans:
+        emit(bench="trails_handler_shot_per_frame", method="frame_change", quoted=False, vertices=n,
+             actors=n_actors, shot_frames=frames, rounds=rounds, **span, target_ratio=3.0)
+    summary = dict(framebench.summary(got), quoted=False)  # a measurement of a design, not of the add-on
+    emit(bench="trails_handler_shot", vertices=n, actors=n_actors, shot_frames=frames, **summary,
+         worst_span_ratio=max(sp["ratio_median"] for sp in spans), target_ratio=3.0,
+         handler_numpy_ms=round(float(np.median([a for a, _ in split])) * 1e3, 2),
+         handler_write_ms=round(float(np.median([b for _, b in split])) * 1e3, 2),
+         setup_s=round(setup_s, 3), seek_back_ms=seek_ms, max_error_m=float(f"{err:.2e}"))
     bpy.data.scenes.remove(ref)
 
 
@@ -447,6 +634,12 @@ def main():
     if "shot" in only:
         bench_shot(100 if args.quick else 1000, 32, 10 if args.quick else args.shot_frames,
                    2 if args.quick else args.shot_rounds, args.shot_bins)
+    if "shot_parts" in only:
+        bench_shot_parts(100 if args.quick else 1000, 32, 10 if args.quick else args.shot_frames,
+                         1 if args.quick else args.shot_rounds, args.shot_bins)
+    if "handler_shot" in only:
+        bench_handler_shot(100 if args.quick else 1000, 32, 10 if args.quick else args.shot_frames,
+                           2 if args.quick else args.shot_rounds, args.shot_bins)
     if "numpy_floor" in only:
         bench_numpy_floor(100 if args.quick else 1000, 5 if args.quick else args.frames, 2 if args.quick else 5)
     if "trails" in only:

@@ -49,7 +49,8 @@ from . import base, baking, buffer, cover, files, stamp, trails
 from .base import CHANNELS, FRAMINGS, MAX_RESOLUTION, DEFAULT_VERTEX_BUDGET, SnowError
 from .files import (TEMP_PREFIX, bake_output_bytes, check_disk_space, remove_stale_temp, stale_temp_folders, write_exr,
                     read_exr)
-from .stamp import StampParams, stamp_profile, reach, vertical_fade, stamp_points, trail_update, simulate_points
+from .stamp import (StampParams, stamp_profile, reach, vertical_fade, stamp_points, trail_update, simulate_points,
+                    TrailState)
 from .trails import (GROUND_KEEP, camera_fade, shown_offset, PUFF_MIN_PUSH, PUFF_SIDEWAYS, PuffParams,
                      puff_launch_bounds, puff_step, puff_radius, actor_size)
 from .buffer import (BufferParams, snap_origin, edge_fade_mask, wobble_peak, HeightField, rasterize_top, sample_buffer,
@@ -63,7 +64,8 @@ __all__ = (
     "base", "files", "stamp", "trails", "buffer", "baking", "cover", "CHANNELS", "FRAMINGS", "MAX_RESOLUTION",
     "DEFAULT_VERTEX_BUDGET", "SnowError", "TEMP_PREFIX", "bake_output_bytes", "check_disk_space", "remove_stale_temp",
     "stale_temp_folders", "write_exr", "read_exr", "StampParams", "stamp_profile", "reach", "vertical_fade",
-    "stamp_points", "trail_update", "simulate_points", "GROUND_KEEP", "camera_fade", "shown_offset", "PUFF_MIN_PUSH",
+    "stamp_points", "trail_update", "simulate_points", "TrailState", "GROUND_KEEP", "camera_fade", "shown_offset",
+    "PUFF_MIN_PUSH",
     "PUFF_SIDEWAYS", "PuffParams", "puff_launch_bounds", "puff_step", "puff_radius", "actor_size", "BufferParams",
     "snap_origin", "edge_fade_mask", "wobble_peak", "HeightField", "rasterize_top", "sample_buffer", "engine_sampling",
     "engine_uv_offset", "BUFFER_FORMAT", "BUFFER_VERSION", "read_buffer_metadata", "buffer_metadata", "BakeResult",

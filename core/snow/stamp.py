@@ -138,3 +138,141 @@ def simulate_points(points, tracks, radius, depth, params: StampParams, occluded
         ds, rs, cw, dep = stamp_points(p, prev, tracks[f], radius, depth, params)
         down, rim = trail_update(down, rim, ds, rs, cw, dep, params.keep, occluded, occluder_depth)
     return down, rim
+
+
+# --- incremental trail state ----------------------------------------------------------------------------
+
+class TrailState:
+    """``simulate_points`` advanced one frame at a time at fixed points, touching only the points a path can reach
+    this frame (the others only refill), with checkpoints so that an earlier frame is recomputed exactly.
+
+    The points are bucketed once into a ``cells`` x ``cells`` table over their XY bounds; a frame's stamp runs on
+    the points of the cells within the largest actor reach of a path, each point taking the nearest of the paths
+    whose cells it is in (``stamp_near``), which gives the same numbers as ``stamp_points`` at every point: beyond
+    the reach a stamp is 0 and ``trail_update`` only refills. A frame's cost is the points near this frame's paths
+    (plus one multiply of the whole state when trails refill), not the trail history; ``changed`` lists the points
+    the last step changed (None: every point, when trails refill or after a seek).
+
+    ``step(frame, keys, cur, radius, depth)`` takes the actors' bottom points at ``frame``; an actor's previous
+    point is its point (by key) at the frame stepped before, and a new actor starts where it is (as the live
+    trails' simulation matches actors by key). The first step stamps with prev = cur. ``seek(frame)`` goes back
+    to a frame stepped before: the state of the nearest checkpoint at or before it, and the recorded actors of
+    the frames after it replayed. Stepping a frame that is not the next one drops what was recorded after it.
+    """
+
+    def __init__(self, points, params: StampParams, cells: int = 128, checkpoint_every: int = 25):
+        params.validate()
+        p = np.asarray(points, dtype=np.float64).reshape(-1, 3)
+        if checkpoint_every < 1 or cells < 1:
+            raise SnowError("TrailState needs cells and checkpoint_every of 1 or more")
+        self.points, self.params, self.cells, self.every = p, params, int(cells), int(checkpoint_every)
+        self.lo = p[:, :2].min(0) if p.shape[0] else np.zeros(2)
+        ext = (p[:, :2].max(0) - self.lo) if p.shape[0] else np.zeros(2)
+        self.size = max(float(ext.max()) / self.cells, 1e-9)
+        cell = self._cell_xy(p[:, 0], p[:, 1])
+        cell = cell[1] * self.cells + cell[0]
+        self.order = np.argsort(cell, kind="stable")
+        self.starts = np.searchsorted(cell[self.order], np.arange(self.cells * self.cells + 1))
+        self.reset()
+
+    def _cell_xy(self, x, y):
+        cx = np.clip(np.floor((np.asarray(x) - self.lo[0]) / self.size), 0, self.cells - 1).astype(np.int64)
+        cy = np.clip(np.floor((np.asarray(y) - self.lo[1]) / self.size), 0, self.cells - 1).astype(np.int64)
+        return cx, cy
+
+    def reset(self):
+        """Back to no trail (before the first step)."""
+        n = self.points.shape[0]
+        self.down, self.rim = np.zeros(n), np.zeros(n)
+        self.frame = None
+        self.changed = None  # the points whose state the last step changed (None: all of them)
+        self.last = {}      # key -> bottom point at self.frame
+        self.record = {}    # frame -> (keys, cur, radius, depth) of every frame stepped since the start
+        self.saved = {}     # frame -> (down, rim, last) checkpoints
+
+    def near(self, a, b, reach: float):
+        """(point indices, segment of each) of the points of the cells that the XY box of each segment
+        a[i] -> b[i] (arrays (S, 3)), grown by ``reach``, overlaps: a superset of the points within ``reach`` of
+        each segment, a point listed once per segment."""
+        x0, y0 = self._cell_xy(np.minimum(a[:, 0], b[:, 0]) - reach, np.minimum(a[:, 1], b[:, 1]) - reach)
+        x1, y1 = self._cell_xy(np.maximum(a[:, 0], b[:, 0]) + reach, np.maximum(a[:, 1], b[:, 1]) + reach)
+        rows = y1 - y0 + 1
+        seg = np.repeat(np.arange(a.shape[0]), rows)                    # one entry per (segment, row of cells)
+        row = y0[seg] + np.arange(seg.size) - np.repeat(np.cumsum(rows) - rows, rows)
+        lo, hi = self.starts[row * self.cells + x0[seg]], self.starts[row * self.cells + x1[seg] + 1]
+        n = hi - lo
+        first = np.repeat(lo - (np.cumsum(n) - n), n)
+        return self.order[first + np.arange(int(n.sum()))], np.repeat(seg, n)
+
+    def stamp_near(self, prev, cur, radius, depth):
+        """``stamp_points`` at the points near a path: (indices, down_s, rim_s, coverw, dep). Each actor's
+        distance is measured only at the points within the largest reach of its path; a point farther than that
+        from every path is stamped by none, so the nearest path, and the stamp, are those of ``stamp_points``."""
+        if radius.size == 0:
+            idx = np.zeros(0, dtype=np.int64)
+            return (idx, *(np.zeros(0) for _ in range(4)))
+        j, seg = self.near(prev, cur, float(reach(radius, self.params.rim_width).max()))
+        # the distances of every (point, segment) pair, as _segment_closest measures them
+        a, b = prev[seg, :2], cur[seg, :2]
+        ab0, ab1 = b[:, 0] - a[:, 0], b[:, 1] - a[:, 1]
+        ap0, ap1 = self.points[j, 0] - a[:, 0], self.points[j, 1] - a[:, 1]
+        den = ab0 * ab0 + ab1 * ab1
+        moved = den > 1e-20
+        t = np.where(moved, np.clip((ap0 * ab0 + ap1 * ab1) / np.where(moved, den, 1.0), 0.0, 1.0), 0.0)
+        dx, dy = ap0 - t * ab0, ap1 - t * ab1
+        d = np.sqrt(dx * dx + dy * dy)
+        # per point its nearest segment, the first of equal distances in actor order (as stamp_points)
+        by_d = np.argsort(d, kind="stable")  # pairs come segment after segment: equal distances keep that order
+        order = by_d[np.argsort(j[by_d], kind="stable")]
+        first = np.ones(order.size, dtype=bool)
+        first[1:] = j[order[1:]] != j[order[:-1]]
+        pick = order[first]
+        idx = j[pick]
+        return (idx, *_stamp_from_nearest(self.points[idx, 2], seg[pick], t[pick], d[pick], prev, cur, radius, depth,
+                                          self.params))
+
+    def step(self, frame: int, keys, cur, radius, depth):
+        """Advance to ``frame`` with the actors ``keys`` at bottom points ``cur`` (A, 3), radii and depths (A,)."""
+        if self.frame is not None and frame <= self.frame:
+            raise SnowError(f"TrailState is at frame {self.frame}: seek back before stepping frame {frame}")
+        for book in (self.record, self.saved):  # what was recorded after the current frame is another history
+            for f in [f for f in book if self.frame is None or f > self.frame]:
+                del book[f]
+        cur = np.asarray(cur, dtype=np.float64).reshape(-1, 3)
+        radius = np.asarray(radius, dtype=np.float64).reshape(-1)
+        depth = np.asarray(depth, dtype=np.float64).reshape(-1)
+        keys = list(keys)
+        self._advance(frame, keys, cur, radius, depth)
+        self.record[frame] = (keys, cur, radius, depth)
+        if len(self.record) % self.every == 1 or self.every == 1:
+            self.saved[frame] = (self.down.copy(), self.rim.copy(), dict(self.last))
+
+    def _advance(self, frame, keys, cur, radius, depth):
+        prev = np.array([self.last.get(k, c) for k, c in zip(keys, cur)], dtype=np.float64).reshape(-1, 3)
+        idx, ds, rs, cw, dep = self.stamp_near(prev, cur, radius, depth)
+        keep = self.params.keep
+        if idx.size:
+            nd, nr = trail_update(self.down[idx], self.rim[idx], ds, rs, cw, dep, keep)
+        if keep < 1.0:
+            self.down *= keep
+            self.rim *= keep
+        if idx.size:
+            self.down[idx], self.rim[idx] = nd, nr
+        self.changed = idx if keep == 1.0 else None  # the points whose state changed (None: all of them)
+        self.frame = frame
+        self.last = dict(zip(keys, cur))
+
+    def seek(self, frame: int) -> bool:
+        """Go back to ``frame`` (a frame stepped since the start): the latest checkpoint at or before it, then the
+        recorded frames up to it replayed. Returns False (nothing changed) when ``frame`` was never stepped."""
+        if frame not in self.record:
+            return False
+        if frame == self.frame:
+            return True
+        base = max(f for f in self.saved if f <= frame)
+        down, rim, last = self.saved[base]
+        self.down, self.rim, self.last, self.frame = down.copy(), rim.copy(), dict(last), base
+        for f in sorted(f for f in self.record if base < f <= frame):
+            self._advance(f, *self.record[f])
+        self.changed = None
+        return True

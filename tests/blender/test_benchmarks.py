@@ -12,7 +12,8 @@ import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-# script, smallest arguments, the lines it prints: (key, value) -> how many
+# script (":name" runs it a second time with other arguments), smallest arguments, the lines it prints:
+# (key, value) -> how many
 SMOKE = {
     "bench_bend.py": (["--verts", "2500", "--repeats", "1", "--rounds", "1", "--objects", "3", "--frames", "2",
                        "--frame-rounds", "1", "--props", "6", "--props-frames", "2", "--props-rounds", "1"],
@@ -34,6 +35,9 @@ SMOKE = {
                       {("bench", "cover_generation"): 1, ("bench", "buffer_bake"): 1,
                        ("bench", "trails_per_frame"): 2, ("bench", "trails_shot_per_frame"): 10,
                        ("bench", "trails_shot"): 1, ("bench", "coverage_per_frame"): 2}),
+    "bench_snow.py:parts": (["--quick", "--only", "shot_parts,handler_shot"],
+                            {("bench", "trails_shot_parts"): 10, ("bench", "trails_handler_shot_per_frame"): 10,
+                             ("bench", "trails_handler_shot"): 1}),
     "bench_mips.py": (["--size", "64", "--repeat", "1"], {("bench", "mips"): 6}),
     "bench_node_costs.py": (["--verts", "400", "--objects", "2", "--chain", "2", "--frames", "1", "--rounds", "1"],
                             {("bench", "node_cost_per_vertex"): 16, ("bench", "node_cost_swing"): 7, ("bench", "node_cost_per_object"): 2}),
@@ -66,8 +70,9 @@ def _numbers(value):
 def test_benchmark_runs_at_its_smallest_size(script, tmp_path):
     args, expected = SMOKE[script]
     env = dict(os.environ, HOME=str(tmp_path))
-    run = subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", script), *args], cwd=tmp_path, env=env,
-                         capture_output=True, text=True, timeout=300)
+    path = os.path.join(ROOT, "benchmarks", script.split(":")[0])
+    run = subprocess.run([sys.executable, path, *args], cwd=tmp_path, env=env, capture_output=True, text=True,
+                         timeout=300)
     assert run.returncode == 0, run.stderr[-3000:]
     rows = [json.loads(line) for line in run.stdout.splitlines() if line.startswith("{")]
     got = {}
@@ -81,6 +86,9 @@ def test_benchmark_runs_at_its_smallest_size(script, tmp_path):
         alternatives = next(r for r in rows if r["bench"] == "wind_frame_change_alternatives")
         assert alternatives["handler_max_error_m"] < 1e-4
         assert all(alternatives[name][2] > 0 for name in ("handler", "shape_keys", "simple_deform", "armature"))
+    if script == "bench_snow.py:parts":  # the numpy-held trail state equals the twin of every frame
+        handler = next(r for r in rows if r["bench"] == "trails_handler_shot")
+        assert handler["max_error_m"] < 1e-9 and handler["handler_numpy_ms"] > 0
     if script == "bench_bend.py":
         floor = next(r for r in rows if r["bench"] == "per_vertex_sqrt_cost")
         assert floor["offset_floor_ratio"] > 0

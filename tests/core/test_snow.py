@@ -88,6 +88,64 @@ def test_occluder_holds_snow_down_and_flattens_rim():
     assert d.tolist() == [0.3, 0.0]
 
 
+def _wander(rng, frames, actors, size=8.0):
+    steps = rng.normal(0.0, 0.4, (frames, actors, 3)) * [1.0, 1.0, 0.05]
+    tracks = rng.uniform(-size / 2, size / 2, (1, actors, 3)) * [1.0, 1.0, 0.0] + np.cumsum(steps, axis=0)
+    return tracks
+
+
+@pytest.mark.parametrize("refill", [0.0, 0.7])
+def test_trail_state_steps_seeks_back_and_equals_the_full_simulation(refill):
+    rng = np.random.default_rng(3)
+    params = snow.StampParams(refill_rate=refill)
+    pts = rng.uniform(-6, 6, (3000, 3)) * [1.0, 1.0, 0.02]
+    tracks = _wander(rng, 40, 3)
+    radius, depth = [0.5, 0.3, 0.8], [0.2, 0.1, 0.25]
+    state = snow.TrailState(pts, params, cells=16, checkpoint_every=7)
+    for f in range(40):
+        before = state.down.copy(), state.rim.copy()
+        state.step(f + 1, ["a", "b", "c"], tracks[f], radius, depth)
+        if refill == 0.0:  # only the points listed in changed changed
+            moved = np.flatnonzero((state.down != before[0]) | (state.rim != before[1]))
+            assert np.isin(moved, state.changed).all() and state.changed.size < pts.shape[0] // 2
+        else:
+            assert state.changed is None
+        if f in (0, 17, 39):
+            d, r = snow.simulate_points(pts, tracks[:f + 1], radius, depth, params)
+            np.testing.assert_array_equal(state.down, d)
+            np.testing.assert_array_equal(state.rim, r)
+    assert (state.down > 0).sum() > 100  # the walk carved
+    for back in (23, 8, 1, 36):  # scrubbing back (and forth among stepped frames) is exact
+        assert state.seek(back) and state.changed is None
+        d, r = snow.simulate_points(pts, tracks[:back], radius, depth, params)
+        np.testing.assert_array_equal(state.down, d)
+        np.testing.assert_array_equal(state.rim, r)
+    assert not state.seek(41)  # never stepped: nothing changes
+    assert state.frame == 36
+    # stepping on from a frame sought back to replaces the frames recorded after it
+    state.seek(10)
+    other = tracks[10] + [1.0, 0.0, 0.0]
+    state.step(11, ["a", "b", "c"], other, radius, depth)
+    d, r = snow.simulate_points(pts, np.concatenate([tracks[:10], other[None]]), radius, depth, params)
+    np.testing.assert_array_equal(state.down, d)
+    assert not state.seek(12)
+    with pytest.raises(snow.SnowError, match="seek back"):
+        state.step(5, ["a"], tracks[4][:1], radius[:1], depth[:1])
+
+
+def test_trail_state_matches_actors_by_key():
+    params = snow.StampParams()
+    pts = np.stack([np.linspace(-4, 4, 81), np.zeros(81), np.zeros(81)], 1)
+    state = snow.TrailState(pts, params, cells=8)
+    state.step(1, ["a"], [[-3.0, 0.0, 0.0]], [0.3], [0.2])
+    # "b" comes in (starts where it is), "a" moves on: a keeps its path whatever the order
+    state.step(2, ["b", "a"], [[3.0, 0.0, 0.0], [0.0, 0.0, 0.0]], [0.3, 0.3], [0.2, 0.2])
+    tracks = np.array([[[-3.0, 0, 0], [3.0, 0, 0]], [[0.0, 0, 0], [3.0, 0, 0]]])
+    d, r = snow.simulate_points(pts, tracks, [0.3, 0.3], [0.2, 0.2], params)
+    np.testing.assert_allclose(state.down, d)
+    assert state.down[np.argmin(np.abs(pts[:, 0] + 1.5))] == pytest.approx(0.2)  # the path between -3 and 0
+
+
 def test_actor_size_from_dimensions_or_settings():
     assert snow.actor_size((1.0, 2.0, 3.0)) == (1.0, 0.5)
     assert snow.actor_size((1.0, 2.0, 3.0), radius_setting=0.4, depth_setting=0.1) == (0.4, 0.1)
