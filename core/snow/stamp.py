@@ -251,13 +251,12 @@ class TrailState:
         prev = np.array([self.last.get(k, c) for k, c in zip(keys, cur)], dtype=np.float64).reshape(-1, 3)
         idx, ds, rs, cw, dep = self.stamp_near(prev, cur, radius, depth)
         keep = self.params.keep
-        if idx.size:
-            nd, nr = trail_update(self.down[idx], self.rim[idx], ds, rs, cw, dep, keep)
+        update = trail_update(self.down[idx], self.rim[idx], ds, rs, cw, dep, keep) if idx.size else None
         if keep < 1.0:
             self.down *= keep
             self.rim *= keep
-        if idx.size:
-            self.down[idx], self.rim[idx] = nd, nr
+        if update is not None:
+            self.down[idx], self.rim[idx] = update
         self.changed = idx if keep == 1.0 else None  # the points whose state changed (None: all of them)
         self.frame = frame
         self.last = dict(zip(keys, cur))

@@ -107,7 +107,9 @@ def test_trail_state_steps_seeks_back_and_equals_the_full_simulation(refill):
         state.step(f + 1, ["a", "b", "c"], tracks[f], radius, depth)
         if refill == 0.0:  # only the points listed in changed changed
             moved = np.flatnonzero((state.down != before[0]) | (state.rim != before[1]))
-            assert np.isin(moved, state.changed).all() and state.changed.size < pts.shape[0] // 2
+            changed = state.changed
+            assert changed is not None
+            assert np.isin(moved, changed).all() and changed.size < pts.shape[0] // 2
         else:
             assert state.changed is None
         if f in (0, 17, 39):
