@@ -18,13 +18,13 @@ from ...core import snow as core_snow
 from ...shader_nodes import bend as bend_nodes
 from ...shader_nodes import snow as snow_nodes
 from .. import bend as bend_ops
-from ..common import (ObjectsResult, changeable, edit_mode_text, in_edit_mode, kept_by_override_reason,
+from ..common import (ObjectsResult, changeable, edit_mode_text, in_edit_mode, kept_by_override_reason, nodes_modifiers,
                       output_folder, path_in_file, refuse_edit_mode, report_result)
 from . import render
 from .actors import ACTOR_TYPES, actor_specs, measure_actor
 from .collection import SNOW_TAG, SnowInputError, is_snow_object, snow_objects
 from .terrain import collection_triangles
-from .trails import SWITCH_OFF_INSTEAD, nodes_modifiers, trails_modifiers
+from .trails import SWITCH_OFF_INSTEAD, trails_modifiers
 
 if TYPE_CHECKING:  # the stubs' name for an operator's result literals (no such module at run time)
     from bpy.stub_internal.rna_enums import OperatorReturnItems

@@ -5,7 +5,7 @@ behind when trails go by hand is cleaned up."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 import bpy
 
@@ -15,7 +15,8 @@ from ...core import bend as core_bend
 from ...core import snow as core_snow
 from ...shader_nodes import common
 from ...shader_nodes import snow as snow_nodes
-from ..common import ObjectsResult, changeable, kept_by_override_reason, linked_reason, report_result
+from ..common import (ObjectsResult, changeable, kept_by_override_reason, linked_reason, nodes_modifiers,
+                      report_result)
 from .actors import ACTOR_TYPES, actor_specs, bent_actors
 from .collection import (COLLECTION_KEY, COLLECTION_NAME, SnowInputError, ensure_snow_collection, in_scene_tree,
                          is_snow_object, snow_objects, terrain_scenes)
@@ -26,11 +27,6 @@ if TYPE_CHECKING:  # the stubs' name for an operator's result literals (no such 
 MODIFIER_NAME = "EnvFX Snow Trails"
 COVERAGE_MODIFIER = "EnvFX Snow Coverage"
 COVERAGE_TYPES = {"MESH", "CURVES", "POINTCLOUD"}
-
-
-def nodes_modifiers(obj: bpy.types.Object) -> list[bpy.types.NodesModifier]:
-    """The object's geometry-nodes modifiers (typed as such: the API types ``obj.modifiers`` by their base)."""
-    return [cast(bpy.types.NodesModifier, m) for m in obj.modifiers if m.type == "NODES"]
 
 
 def trails_modifiers(obj: bpy.types.Object) -> list[bpy.types.NodesModifier]:
