@@ -36,6 +36,7 @@ import time
 import bpy
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)  # tests/blender/conftest.py imports tests.blender.api
 sys.path.insert(0, os.path.join(ROOT, "tests", "blender"))
 sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 

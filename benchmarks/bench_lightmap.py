@@ -34,6 +34,7 @@ import tracemalloc
 import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)  # tests/blender/conftest.py imports tests.blender.api
 sys.path.insert(0, os.path.join(ROOT, "tests", "blender"))
 
 import bpy  # noqa: E402

@@ -52,6 +52,7 @@ import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)  # tests/blender/conftest.py imports tests.blender.api
 sys.path.insert(0, os.path.join(ROOT, "tests", "blender"))
 sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 
