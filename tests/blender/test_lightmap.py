@@ -4,10 +4,13 @@ material, vertex colours, and the refusals of bad input (scene unchanged, nothin
 import importlib
 import json
 import os
+from typing import Any
 
 import bpy
 import numpy as np
 import pytest
+
+from tests.blender import api
 
 RES = 64
 
@@ -28,7 +31,7 @@ def level(lights=(((-2.0, -1.5, 2.0), 600.0), ((3.5, 3.0, 2.5), 500.0)), radius=
     """A top-down level: a 12 x 12 ground plane, blocks (taller than the lights) in collection Walls, point lights
     in collection Lights."""
     bpy.ops.wm.read_homefile(app_template="", use_empty=True)
-    scene = bpy.context.scene
+    scene = api.scene()
     mesh = bpy.data.meshes.new("Ground")
     mesh.from_pydata([(-6, -6, 0), (6, -6, 0), (6, 6, 0), (-6, 6, 0)], [], [(0, 1, 2, 3)])
     uv = mesh.uv_layers.new(name="UVMap")
@@ -40,7 +43,7 @@ def level(lights=(((-2.0, -1.5, 2.0), 600.0), ((3.5, 3.0, 2.5), 500.0)), radius=
     scene.collection.children.link(coll)
     for k, (x, y, sx, sy) in enumerate(walls or ((1.0, -1.0, 0.8, 5.0), (-3.0, 2.0, 4.0, 0.8), (3.0, -4.0, 1.5, 1.5))):
         bpy.ops.mesh.primitive_cube_add(size=1, location=(x, y, 2.5))
-        wall = bpy.context.active_object
+        wall = api.active()
         wall.name = f"Wall{k}"
         wall.scale = (sx, sy, 5.0)
         for c in list(wall.users_collection):
@@ -49,21 +52,21 @@ def level(lights=(((-2.0, -1.5, 2.0), 600.0), ((3.5, 3.0, 2.5), 500.0)), radius=
     lcoll = bpy.data.collections.new("Lights")
     scene.collection.children.link(lcoll)
     for k, (loc, power) in enumerate(lights):
-        data = bpy.data.lights.new(f"Lamp{k}", "POINT")
+        data = api.of(bpy.types.PointLight, bpy.data.lights.new(f"Lamp{k}", "POINT"))
         data.energy = power
         data.shadow_soft_size = radius
         obj = bpy.data.objects.new(f"Lamp{k}", data)
         obj.location = loc
         lcoll.objects.link(obj)
-    bpy.context.view_layer.update()
-    s = scene.envfx.lightmap
+    api.view_layer().update()
+    s = api.envfx(scene).lightmap
     s.ground, s.obstacles, s.lights, s.resolution, s.penumbra_samples = ground, coll, lcoll, RES, 16
     return scene, ground, coll
 
 
 def cycles_bake(scene, ground, samples=64):
     """Cycles CPU bake of the direct diffuse light on the ground (no colour): (RES, RES) array, row 0 at y max."""
-    scene.render.engine = "CYCLES"
+    api.set_engine(scene, "CYCLES")
     scene.cycles.device = "CPU"
     scene.cycles.samples = samples
     scene.cycles.use_denoising = False
@@ -75,19 +78,20 @@ def cycles_bake(scene, ground, samples=64):
     mat = bpy.data.materials.get("BakeGround") or bpy.data.materials.new("BakeGround")
     if bpy.app.version < (5, 0, 0):
         mat.use_nodes = True
-    node = mat.node_tree.nodes.get("BakeTarget") or mat.node_tree.nodes.new("ShaderNodeTexImage")
+    nodes = api.node_tree(mat).nodes
+    node = api.of(bpy.types.ShaderNodeTexImage, nodes.get("BakeTarget") or nodes.new("ShaderNodeTexImage"))
     node.name = "BakeTarget"
     node.image = img
-    mat.node_tree.nodes.active = node
+    nodes.active = node
     if not ground.data.materials:
         ground.data.materials.append(mat)
     for obj in scene.objects:
         obj.select_set(obj == ground)
-    bpy.context.view_layer.objects.active = ground
+    api.view_layer().objects.active = ground
     scene.render.bake.margin = 0
     bpy.ops.object.bake(type="DIFFUSE", pass_filter={"DIRECT"}, use_clear=True)
     px = np.empty(RES * RES * 4, dtype=np.float32)
-    img.pixels.foreach_get(px)
+    api.pixels(img).foreach_get(px)
     return px.reshape(RES, RES, 4)[::-1, :, 0].copy()
 
 
@@ -129,7 +133,7 @@ def cycles_level(envfx):
 
 def our_level_maps(envfx, falloff):
     scene, _, _ = level()
-    scene.envfx.lightmap.falloff = falloff
+    api.envfx(scene).lightmap.falloff = falloff
     maps = {}
     nothing = bpy.data.collections.new("Nothing")
     for key in ["all", "Lamp0", "Lamp1"]:
@@ -172,13 +176,13 @@ def test_the_map_agrees_with_a_cycles_bake(envfx, cycles_level, falloff):
 def test_bake_writes_the_files_and_shows_the_map_on_the_ground(envfx, tmp_path):
     scene, ground, _ = level()
     bpy.data.objects["Lamp1"].hide_render = True  # (left out, as Cycles leaves it out)
-    s = scene.envfx.lightmap
+    s = api.envfx(scene).lightmap
     s.output_dir = str(tmp_path / "out")
     s.occlusion_distance = 0.5
     s.smoothing = "MIPS"
     s.vertex_colours = True
     s.light_circles = True
-    assert bpy.ops.envfx.lightmap_bake() == {"FINISHED"}
+    assert api.ops.lightmap_bake() == {"FINISHED"}
     out = tmp_path / "out"
     assert sorted(os.listdir(out)) == ["lightmap.exr", "lightmap.json", "lightmap.png", "lightmap_circles.exr",
                                        "lightmap_distance.exr"]
@@ -198,19 +202,21 @@ def test_bake_writes_the_files_and_shows_the_map_on_the_ground(envfx, tmp_path):
     assert px[k, m, 0] == 0 and px[i, j, 0] > 0
     # the ground shows it: its material multiplies the base colour by the group
     mat = ground.material_slots[0].material
-    node = mat.node_tree.nodes["EnvFX Light Map"]
-    assert node.node_tree.nodes["Light Map"].image.name == "EnvFX Light Map"
-    bsdf = next(n for n in mat.node_tree.nodes if n.type == "BSDF_PRINCIPLED")
-    assert bsdf.inputs["Base Color"].links[0].from_node == node
+    node = api.node_tree(mat).nodes["EnvFX Light Map"]
+    lm_image = api.of(bpy.types.ShaderNodeTexImage, api.node_tree(node).nodes["Light Map"]).image
+    assert lm_image is not None and lm_image.name == "EnvFX Light Map"
+    bsdf = next(n for n in api.node_tree(mat).nodes if n.type == "BSDF_PRINCIPLED")
+    links = bsdf.inputs["Base Color"].links
+    assert links is not None and links[0].from_node == node
     # the walls got vertex colours: the face towards the lamp is lit, the one away from it dark
     wall = bpy.data.objects["Wall0"]
-    attr = wall.data.color_attributes["EnvFX Light"]
-    cols = np.array([c.color[0] for c in attr.data])
-    xs = np.array([(wall.matrix_world @ v.co).x for v in wall.data.vertices])
+    attr = api.mesh(wall).color_attributes["EnvFX Light"]
+    cols = np.array([c.color[0] for c in api.of(bpy.types.FloatColorAttribute, attr).data])
+    xs = np.array([(wall.matrix_world @ v.co).x for v in api.mesh(wall).vertices])
     assert cols[xs < 1.0].max() > 0 and cols[xs > 1.0].max() == 0
     # a second bake replaces the files and keeps one group node
-    assert bpy.ops.envfx.lightmap_bake() == {"FINISHED"}
-    assert sum(1 for n in mat.node_tree.nodes if n.type == "GROUP") == 1
+    assert api.ops.lightmap_bake() == {"FINISHED"}
+    assert sum(1 for n in api.node_tree(mat).nodes if n.type == "GROUP") == 1
 
 
 def scene_state():
@@ -231,7 +237,7 @@ def scene_state():
 ])
 def test_bad_input_is_refused_with_what_to_do(envfx, tmp_path, case, message):
     scene, ground, walls = level()
-    s = scene.envfx.lightmap
+    s = api.envfx(scene).lightmap
     s.output_dir = str(tmp_path / "out")
     overrides = {}
     if case == "no_lights":
@@ -243,7 +249,7 @@ def test_bad_input_is_refused_with_what_to_do(envfx, tmp_path, case, message):
         bpy.data.objects["Lamp1"].location = (1.0, -1.0, 2.0)
     elif case == "covered":
         bpy.ops.mesh.primitive_cube_add(size=14, location=(0, 0, 0))
-        cover = bpy.context.active_object
+        cover = api.active()
         walls.objects.link(cover)
         bpy.data.objects["Lamp0"].location.z = 9
         bpy.data.objects["Lamp1"].location.z = 9
@@ -259,7 +265,7 @@ def test_bad_input_is_refused_with_what_to_do(envfx, tmp_path, case, message):
         s.output_dir = str(blocker / "out")
     elif case == "no_ground":
         s.ground = None
-    bpy.context.view_layer.update()
+    api.view_layer().update()
     before = scene_state()
     with pytest.raises(lm_ops(envfx).LightmapInputError, match=message):
         lm_ops(envfx).bake_lightmap(scene, (), overrides)
@@ -267,7 +273,7 @@ def test_bad_input_is_refused_with_what_to_do(envfx, tmp_path, case, message):
     assert not (tmp_path / "out").exists() or not os.listdir(tmp_path / "out")
     if not overrides:  # the operator says the same and cancels (an error report raises in background mode)
         with pytest.raises(RuntimeError, match=message):
-            bpy.ops.envfx.lightmap_bake()
+            api.ops.lightmap_bake()
         assert scene_state() == before
 
 
@@ -278,7 +284,7 @@ def test_a_read_only_folder_is_refused_even_for_root(envfx, tmp_path):
     ro.mkdir()
     os.chmod(ro, 0o500)
     try:
-        scene.envfx.lightmap.output_dir = str(ro / "out")
+        api.envfx(scene).lightmap.output_dir = str(ro / "out")
         if os.geteuid() == 0:
             pytest.skip("root can write into a read-only folder; the probe file is what decides")
         with pytest.raises(lm_ops(envfx).LightmapInputError, match="cannot be written"):
@@ -289,8 +295,8 @@ def test_a_read_only_folder_is_refused_even_for_root(envfx, tmp_path):
 
 def test_no_obstacles_bakes_the_plain_falloff(envfx, tmp_path):
     scene, _, _ = level()
-    scene.envfx.lightmap.obstacles = None  # and nothing selected
-    scene.envfx.lightmap.output_dir = str(tmp_path)
+    api.envfx(scene).lightmap.obstacles = None  # and nothing selected
+    api.envfx(scene).lightmap.output_dir = str(tmp_path)
     result = lm_ops(envfx).bake_lightmap(scene, ())
     px, _ = exr(envfx).read_exr(result.files[0])
     assert (px[..., 0] > 0).all()
@@ -331,10 +337,10 @@ def shadow_sprites(obj):
 
 def actor_level(envfx, tmp_path, lamp_at=(-4.0, -1.0, 2.0)):
     scene, ground, walls = level(lights=((lamp_at, 600.0), ((4.0, 4.5, 2.5), 500.0)))
-    scene.envfx.lightmap.output_dir = str(tmp_path)
+    api.envfx(scene).lightmap.output_dir = str(tmp_path)
     lm_ops(envfx).bake_lightmap(scene)
     bpy.ops.mesh.primitive_cube_add(size=1, location=(-1.0, -1.0, 0.5))
-    actor = bpy.context.active_object
+    actor = api.active()
     actor.name = "Actor"
     actor.scale = (0.6, 0.4, 1.0)
     names = lm_ops(envfx).add_actor_shadows(scene, [actor])
@@ -366,14 +372,15 @@ def test_actor_shadow_points_away_from_the_nearest_light_and_matches_its_numpy_t
 def test_actor_shadow_never_reaches_into_a_wall(envfx, tmp_path):
     scene, actor, shadow = actor_level(envfx, tmp_path)
     lm = core(envfx)
-    s = scene.envfx.lightmap
+    s = api.envfx(scene).lightmap
     grid = lm.make_grid(tuple(s.baked_region), 256)
     walls = np.concatenate([np.asarray(lm_ops(envfx).bridge.triangle_corners(o, bpy.context.evaluated_depsgraph_get()))
                             for o in bpy.data.collections["Walls"].objects])
     occ = lm.rasterise(grid, walls)
+    sprites: list[Any] = []  # the last position's, checked after the walk
     for x in np.linspace(-0.9, 0.2, 6):  # the actor walks up to the wall Wall0 (x 0.6 .. 1.4)
         actor.location.x = x
-        bpy.context.view_layer.update()
+        api.view_layer().update()
         sprites, _ = shadow_sprites(shadow)
         for corners, alpha, _ in sprites:
             if alpha <= 0:
@@ -394,7 +401,7 @@ def test_actor_shadow_fades_when_the_light_is_too_close_and_cross_fades_between_
     alphas = []
     for gap in (3.0, 1.2, 0.9, 0.6):
         lamp.location.x = actor.location.x - gap
-        bpy.context.view_layer.update()
+        api.view_layer().update()
         sprites, _ = shadow_sprites(shadow)
         alphas.append(sum(a for _, a, _ in sprites))
     assert alphas[0] > 0.5 and alphas[-1] == pytest.approx(0.0, abs=1e-6)
@@ -406,7 +413,7 @@ def test_actor_shadow_fades_when_the_light_is_too_close_and_cross_fades_between_
     weights = []
     for x in (-1.6, -1.2, -1.0, -0.8, -0.4):
         actor.location = (x, -1.0, 0.5)
-        bpy.context.view_layer.update()
+        api.view_layer().update()
         sprites, _ = shadow_sprites(shadow)
         towards_plus = sum(a for c, a, f in sprites if (c[f < 0.5].mean(0) - c[f > 0.5].mean(0))[0] > 0)
         towards_minus = sum(a for c, a, f in sprites if (c[f < 0.5].mean(0) - c[f > 0.5].mean(0))[0] < 0)
@@ -419,10 +426,10 @@ def test_actor_shadow_fades_when_the_light_is_too_close_and_cross_fades_between_
 def test_actor_shadows_need_a_bake_and_a_lights_collection(envfx, tmp_path):
     scene, _, _ = level()
     bpy.ops.mesh.primitive_cube_add(size=1)
-    actor = bpy.context.active_object
+    actor = api.active()
     with pytest.raises(lm_ops(envfx).LightmapInputError, match="Bake the light map first"):
         lm_ops(envfx).add_actor_shadows(scene, [actor])
-    scene.envfx.lightmap.lights = None
+    api.envfx(scene).lightmap.lights = None
     with pytest.raises(lm_ops(envfx).LightmapInputError, match="Lights collection"):
         lm_ops(envfx).add_actor_shadows(scene, [actor])
 
@@ -436,20 +443,22 @@ def render_exr(scene, path):
     img = bpy.data.images.load(path, check_existing=False)
     w, h = img.size
     px = np.empty(w * h * 4, dtype=np.float32)
-    img.pixels.foreach_get(px)
+    api.pixels(img).foreach_get(px)
     bpy.data.images.remove(img)
     return px.reshape(h, w, 4)[::-1, :, :3]
 
 
 def test_dirty_lens_lights_the_dirt_over_bright_parts_only(envfx, tmp_path):
     bpy.ops.wm.read_homefile(app_template="", use_empty=True)
-    scene = bpy.context.scene
-    scene.render.engine = "CYCLES"
-    scene.cycles.samples = 1
-    scene.cycles.use_denoising = False
+    scene = api.scene()
+    api.set_engine(scene, "CYCLES")
+    cycles: Any = scene.cycles  # Cycles' own settings (an add-on's PropertyGroup, unknown to the stubs)
+    cycles.samples = 1
+    cycles.use_denoising = False
     scene.render.resolution_x = scene.render.resolution_y = 32
     scene.render.resolution_percentage = 100
-    scene.view_settings.view_transform = "Standard"
+    view: Any = scene.view_settings  # its view transforms are the colour config's, the stubs list another config's
+    view.view_transform = "Standard"
     world = bpy.data.worlds.new("Black")
     world.color = (0, 0, 0)
     scene.world = world
@@ -457,17 +466,18 @@ def test_dirty_lens_lights_the_dirt_over_bright_parts_only(envfx, tmp_path):
     mat = bpy.data.materials.new("Glow")
     if bpy.app.version < (5, 0, 0):
         mat.use_nodes = True
-    nt = mat.node_tree
+    nt = api.node_tree(mat)
     nt.nodes.clear()
     em = nt.nodes.new("ShaderNodeEmission")
-    em.inputs["Strength"].default_value = 4.0
+    api.socket(em.inputs["Strength"]).default_value = 4.0
     out = nt.nodes.new("ShaderNodeOutputMaterial")
     nt.links.new(em.outputs["Emission"], out.inputs["Surface"])
     bpy.ops.mesh.primitive_plane_add(size=1.0, location=(-0.6, 0, 0))
-    bpy.context.active_object.data.materials.append(mat)
-    cam = bpy.data.objects.new("Cam", bpy.data.cameras.new("Cam"))
-    cam.data.type = "ORTHO"
-    cam.data.ortho_scale = 2.5
+    api.mesh(api.active()).materials.append(mat)
+    cam_data = bpy.data.cameras.new("Cam")
+    cam_data.type = "ORTHO"
+    cam_data.ortho_scale = 2.5
+    cam = bpy.data.objects.new("Cam", cam_data)
     cam.location = (0, 0, 5)
     scene.collection.objects.link(cam)
     scene.camera = cam
@@ -488,8 +498,8 @@ def test_dirty_lens_lights_the_dirt_over_bright_parts_only(envfx, tmp_path):
     assert np.abs(dirty[dark] - plain[dark]).max() < 1e-3
     # a second call rebuilds it in place; a compositor set-up of the user's is left alone, refused
     assert lm_ops(envfx).setup_dirty_lens(scene, dirt) == tree
-    if bpy.app.version >= (5, 0, 0):
-        scene.compositing_node_group = bpy.data.node_groups.new("Mine", "CompositorNodeTree")
+    if api.BLENDER_5:
+        scene.compositing_node_group = api.new_tree("Mine", bpy.types.CompositorNodeTree)
     else:
         tree.nodes.clear()
         tree.nodes.new("CompositorNodeBlur")

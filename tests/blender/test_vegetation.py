@@ -5,10 +5,13 @@ nothing changed."""
 
 import importlib
 import math
+from typing import Any
 
 import bpy
 import numpy as np
 import pytest
+
+from tests.blender import api
 
 
 @pytest.fixture
@@ -28,13 +31,15 @@ def eevee_engine():
 def _empty_scene():
     for obj in list(bpy.data.objects):
         bpy.data.objects.remove(obj)
-    scene = bpy.context.scene
+    scene = api.scene()
     world = scene.world
+    assert world is not None, "the factory scene has a world"
     if bpy.app.version < (5, 0, 0):  # always on (and deprecated) from 5.0
         world.use_nodes = True
-    world.node_tree.nodes["Background"].inputs["Strength"].default_value = 0.0
-    scene.view_settings.view_transform = "Standard"
-    scene.view_settings.look = "None"
+    api.socket(api.node_tree(world).nodes["Background"].inputs["Strength"]).default_value = 0.0
+    view: Any = scene.view_settings  # its transforms and looks are the colour config's, the stubs list another's
+    view.view_transform = "Standard"
+    view.look = "None"
     return scene
 
 
@@ -42,30 +47,30 @@ def _material(name, base=(0.5, 0.5, 0.5, 1.0)):
     mat = bpy.data.materials.new(name)
     if bpy.app.version < (5, 0, 0):  # always on (and deprecated) from 5.0
         mat.use_nodes = True
-    bsdf = mat.node_tree.nodes["Principled BSDF"]
-    bsdf.inputs["Base Color"].default_value = base
+    bsdf = api.node_tree(mat).nodes["Principled BSDF"]
+    api.socket(bsdf.inputs["Base Color"]).default_value = base
     return mat
 
 
 def _plane(name, location, size, mat, cuts=0):
     bpy.ops.mesh.primitive_plane_add(size=size, location=location)
-    obj = bpy.context.active_object
+    obj = api.active()
     obj.name = name
     if cuts:
         bpy.ops.object.mode_set(mode="EDIT")
         bpy.ops.mesh.subdivide(number_cuts=cuts)
         bpy.ops.object.mode_set(mode="OBJECT")
-    obj.data.materials.append(mat)
+    api.mesh(obj).materials.append(mat)
     return obj
 
 
 def _float_image(name, pixels_bottom_first):
     h, w = pixels_bottom_first.shape[:2]
     img = bpy.data.images.new(name, w, h, alpha=True, float_buffer=True)
-    img.colorspace_settings.name = "Non-Color"
+    api.set_colorspace(img, "Non-Color")
     px = np.ones((h, w, 4), np.float32)
     px[..., :3] = pixels_bottom_first[..., None] if pixels_bottom_first.ndim == 2 else pixels_bottom_first
-    img.pixels.foreach_set(px.reshape(-1))
+    api.pixels(img).foreach_set(px.reshape(-1))
     img.pack()
     return img
 
@@ -92,7 +97,7 @@ def _setup_colorize(veg, scene):
 
 
 def _render(scene, path, engine, res=64):
-    scene.render.engine = engine
+    api.set_engine(scene, engine)
     if engine == "CYCLES":
         scene.cycles.samples = 1
         scene.cycles.use_denoising = False
@@ -108,7 +113,7 @@ def _render(scene, path, engine, res=64):
     bpy.ops.render.render(write_still=True)
     img = bpy.data.images.load(path)
     px = np.empty(res * res * 4, np.float32)
-    img.pixels.foreach_get(px)
+    api.pixels(img).foreach_get(px)
     bpy.data.images.remove(img)
     return px.reshape(res, res, 4)  # bottom row first
 
@@ -125,11 +130,11 @@ def _top_camera(scene, size):
 
 def _emit_colorize(mat):
     """Show the colorize group's colour as it is (an emission of strength 1), so the render reads it."""
-    nt = mat.node_tree
+    nt = api.node_tree(mat)
     group = next(n for n in nt.nodes if n.name == "EnvFX Colorize")
     em = nt.nodes.new("ShaderNodeEmission")
     nt.links.new(group.outputs["Color"], em.inputs["Color"])
-    out = nt.get_output_node("ALL")
+    out = api.of(bpy.types.ShaderNodeOutputMaterial, api.of(bpy.types.ShaderNodeTree, nt).get_output_node("ALL"))
     nt.links.new(em.outputs["Emission"], out.inputs["Surface"])
 
 
@@ -150,16 +155,17 @@ def test_colorize_render_matches_the_numpy_reference(veg, tmp_path, engine):
     # four bushes (one colour each, at their origin) in different places and bands; one with a half mask
     for k, (x, y, band) in enumerate([(-6, -6, 0), (6, -6, 3), (-6, 6, 7), (6, 6, 5)]):
         obj = _plane(f"Bush{k}", (x, y, 0), 4.0, mat_half if k == 3 else mat)
-        obj.envfx.colorize_band = band
+        api.envfx(obj).colorize_band = band
         objs.append(obj)
     grass = _plane("Grass", (0, 0, 0), 6.0, mat, cuts=8)
-    grass.envfx.colorize_band = 2
-    grass.envfx.colorize_per_vertex = True
+    api.envfx(grass).colorize_band = 2
+    api.envfx(grass).colorize_per_vertex = True
     for obj in bpy.data.objects:
         obj.select_set(obj.type == "MESH")
     result = veg.ops.add_colorize(scene, [o for o in bpy.data.objects if o.type == "MESH"])
     assert sorted(result.changed) == sorted(o.name for o in objs + [grass])
-    next(n for n in mat_half.node_tree.nodes if n.name == "EnvFX Colorize").inputs["Mask"].default_value = 0.5
+    group = next(n for n in api.node_tree(mat_half).nodes if n.name == "EnvFX Colorize")
+    api.socket(group.inputs["Mask"]).default_value = 0.5
     _emit_colorize(mat)
     _emit_colorize(mat_half)
     _top_camera(scene, size)
@@ -172,7 +178,7 @@ def test_colorize_render_matches_the_numpy_reference(veg, tmp_path, engine):
         j1, i1 = int((x + size / 2 + 1.5) / size * res), int((y + size / 2 + 1.5) / size * res)
         patch = px[i0:i1, j0:j1, :3].reshape(-1, 3)
         base = mat_half if k == 3 else mat
-        a = np.array(base.node_tree.nodes["Principled BSDF"].inputs["Base Color"].default_value[:3])
+        a = np.array(api.socket(api.node_tree(base).nodes["Principled BSDF"].inputs["Base Color"]).default_value[:3])
         expect = veg.core.colorize(np.array([[x, y, 0.0]]), a[None], atlas, world, region,
                                    band=obj.envfx.colorize_band, mask=0.5 if k == 3 else 1.0, ecotope=1)[0]
         assert np.abs(patch - expect).max() <= 2 / 255, (obj.name, patch.min(0), patch.max(0), expect)
@@ -195,16 +201,17 @@ def test_colorize_render_matches_the_numpy_reference(veg, tmp_path, engine):
 
 def _material_state(mat):
     """Everything a user sees of a material's nodes: nodes with their values, and the links."""
-    nt = mat.node_tree
+    nt = api.node_tree(mat)
     nodes = {}
     for n in nt.nodes:
         values = []
         for s in n.inputs:
             v = getattr(s, "default_value", None)
-            values.append((s.identifier, tuple(v) if hasattr(v, "__len__") else v, s.is_linked))
-        nodes[n.name] = (n.bl_idname, n.label, tuple(n.location), tuple(values),
+            values.append((s.identifier, tuple(v) if v is not None and hasattr(v, "__len__") else v, s.is_linked))
+        nodes[n.name] = (n.bl_idname, n.label, (n.location.x, n.location.y), tuple(values),
                          getattr(getattr(n, "image", None), "name", None))
-    links = sorted((lk.from_node.name, lk.from_socket.identifier, lk.to_node.name, lk.to_socket.identifier)
+    links = sorted((api.of(bpy.types.Node, lk.from_node).name, api.of(bpy.types.NodeSocket, lk.from_socket).identifier,
+                    api.of(bpy.types.Node, lk.to_node).name, api.of(bpy.types.NodeSocket, lk.to_socket).identifier)
                    for lk in nt.links)
     return nodes, links
 
@@ -212,20 +219,20 @@ def _material_state(mat):
 def _textured_material(name):
     """A leaf material as packs make them: an albedo image, a normal map, an alpha-clip mix."""
     mat = _material(name)
-    nt = mat.node_tree
+    nt = api.node_tree(mat)
     bsdf = nt.nodes["Principled BSDF"]
     img = bpy.data.images.new(name + " albedo", 8, 8)
     px = np.random.default_rng(3).random((8, 8, 4)).astype(np.float32)
     px[..., 3] = 1.0
-    img.pixels.foreach_set(px.reshape(-1))
-    tex = nt.nodes.new("ShaderNodeTexImage")
+    api.pixels(img).foreach_set(px.reshape(-1))
+    tex = api.of(bpy.types.ShaderNodeTexImage, nt.nodes.new("ShaderNodeTexImage"))
     tex.image = img
     nt.links.new(tex.outputs["Color"], bsdf.inputs["Base Color"])
     nmap = nt.nodes.new("ShaderNodeNormalMap")
     nt.links.new(nmap.outputs["Normal"], bsdf.inputs["Normal"])
     mix = nt.nodes.new("ShaderNodeMixShader")
     tr = nt.nodes.new("ShaderNodeBsdfTransparent")
-    out = nt.get_output_node("ALL")
+    out = api.of(bpy.types.ShaderNodeOutputMaterial, api.of(bpy.types.ShaderNodeTree, nt).get_output_node("ALL"))
     nt.links.new(tex.outputs["Alpha"], mix.inputs["Fac"])
     nt.links.new(tr.outputs[0], mix.inputs[1])
     nt.links.new(bsdf.outputs[0], mix.inputs[2])
@@ -233,12 +240,17 @@ def _textured_material(name):
     return mat
 
 
+def image_node(mat):
+    """The material's image node "Image Texture"."""
+    return api.of(bpy.types.ShaderNodeTexImage, api.node_tree(mat).nodes["Image Texture"])
+
+
 def _wind_plane(veg, name, location, mat, a=1.0, r=0.5, category="TREE"):
     obj = _plane(name, location, 2.0, mat)
-    n = len(obj.data.vertices)
+    n = len(api.mesh(obj).vertices)
     rgba = np.tile(np.array([r, 0.3, 0.5, a], np.float32), (n, 1))
     veg.bridge.write_point_attribute(obj.data, "EnvFX_Wind", "FLOAT_COLOR", rgba)
-    obj.envfx.wind.category = category
+    api.envfx(obj).wind.category = category
     return obj
 
 
@@ -248,28 +260,30 @@ def test_adding_and_removing_restores_the_material_exactly(veg):
     mat = _textured_material("Leaf")
     before = _material_state(mat)
     obj = _wind_plane(veg, "Tree", (0, 0, 0), mat)
-    original_image = mat.node_tree.nodes["Image Texture"].image
-    original_pixels = np.array(original_image.pixels[:])
+    original_image = image_node(mat).image
+    assert original_image is not None
+    original_pixels = np.array(api.pixels(original_image)[:])
 
     r = veg.ops.add_colorize(scene, [obj])
     assert r.changed == ["Tree"]
     assert _material_state(mat) != before
     neutral = veg.ops.neutralise_albedo(mat)
-    assert mat.node_tree.nodes["Image Texture"].image == neutral
-    assert np.array_equal(np.array(original_image.pixels[:]), original_pixels), "the original image changed"
+    assert image_node(mat).image == neutral
+    assert np.array_equal(np.array(api.pixels(original_image)[:]), original_pixels), "the original image changed"
     got = np.array(neutral.pixels[:]).reshape(-1, 4)[:, :3].mean(0)
     assert np.allclose(got, 0.5, atol=2e-3)
     veg.ops.remove_colorize([obj])
     assert _material_state(mat) == before
-    assert mat.node_tree.nodes["Image Texture"].image == original_image
+    assert image_node(mat).image == original_image
 
     r = veg.ops.apply_vegetation(scene, [obj])
     assert r.changed == ["Tree"]
-    names = {n.name for n in mat.node_tree.nodes}
+    names = {n.name for n in api.node_tree(mat).nodes}
     assert {"EnvFX Vegetation", "EnvFX Vegetation Surface"} <= names
     # the normal map still reaches the BSDF, through the group
-    veg_node = mat.node_tree.nodes["EnvFX Vegetation"]
-    assert veg_node.inputs["Normal"].links[0].from_node.bl_idname == "ShaderNodeNormalMap"
+    veg_node = api.node_tree(mat).nodes["EnvFX Vegetation"]
+    links = veg_node.inputs["Normal"].links
+    assert links is not None and api.of(bpy.types.Node, links[0].from_node).bl_idname == "ShaderNodeNormalMap"
     assert veg.ops.apply_vegetation(scene, [obj]).changed == []  # again: nothing more
     veg.ops.remove_vegetation([obj])
     assert _material_state(mat) == before
@@ -277,17 +291,18 @@ def test_adding_and_removing_restores_the_material_exactly(veg):
 
 def test_vegetation_ao_halves_the_diffuse_in_a_render(veg, tmp_path):
     scene = _empty_scene()
-    s = scene.envfx.vegetation
+    s = api.envfx(scene).vegetation
     s.colorize = False
     s.translucency = 0.0
     mat = _material("Bark", (0.8, 0.8, 0.8, 1.0))
-    bsdf = mat.node_tree.nodes["Principled BSDF"]
-    bsdf.inputs["Specular IOR Level"].default_value = 0.0
-    bsdf.inputs["Roughness"].default_value = 1.0
+    bsdf = api.node_tree(mat).nodes["Principled BSDF"]
+    api.socket(bsdf.inputs["Specular IOR Level"]).default_value = 0.0
+    api.socket(bsdf.inputs["Roughness"]).default_value = 1.0
     lit = _wind_plane(veg, "Lit", (-3, 0, 0), mat, a=1.0)
     half = _wind_plane(veg, "Half", (3, 0, 0), mat, a=0.5)
-    sun = bpy.data.objects.new("Sun", bpy.data.lights.new("Sun", "SUN"))
-    sun.data.energy = 2.0
+    sun_data = api.of(bpy.types.SunLight, bpy.data.lights.new("Sun", "SUN"))
+    sun_data.energy = 2.0
+    sun = bpy.data.objects.new("Sun", sun_data)
     scene.collection.objects.link(sun)
     _top_camera(scene, 10.0)
     res = 40
@@ -312,16 +327,16 @@ def test_grass_normals_face_the_camera(veg, tmp_path):
     """A blade whose normals point away from the camera (custom normals, as the talk's transferred isosurface
     normals can) goes dark; with Grass Normals its view-space Z is turned to face the camera and it is lit."""
     scene = _empty_scene()
-    s = scene.envfx.vegetation
+    s = api.envfx(scene).vegetation
     s.colorize = False
     s.translucency = 0.0
     s.grass_normal = True
     mat = _material("Grass", (0.8, 0.8, 0.8, 1.0))
-    mat.node_tree.nodes["Principled BSDF"].inputs["Specular IOR Level"].default_value = 0.0
+    api.socket(api.node_tree(mat).nodes["Principled BSDF"].inputs["Specular IOR Level"]).default_value = 0.0
     front = _wind_plane(veg, "Front", (-3, 0, 0), mat, category="GRASS")
     away = _wind_plane(veg, "Away", (3, 0, 0), mat, category="GRASS")
     tilt = np.array([0.3, 0.0, -0.954])
-    away.data.normals_split_custom_set_from_vertices([tuple(tilt)] * len(away.data.vertices))
+    api.mesh(away).normals_split_custom_set_from_vertices([tilt.tolist()] * len(api.mesh(away).vertices))
     sun = bpy.data.objects.new("Sun", bpy.data.lights.new("Sun", "SUN"))
     scene.collection.objects.link(sun)
     _top_camera(scene, 10.0)
@@ -331,7 +346,7 @@ def test_grass_normals_face_the_camera(veg, tmp_path):
     f0, b0 = plain[c, int(2 / 10 * res), :3], plain[c, int(8 / 10 * res), :3]
     assert f0.min() > 0.1 and b0.max() < 0.2 * f0.min(), (f0, b0)
     veg.ops.apply_vegetation(scene, [front, away])
-    assert front.envfx.colorize_per_vertex and away.envfx.colorize_per_vertex
+    assert api.envfx(front).colorize_per_vertex and api.envfx(away).colorize_per_vertex
     img = _render(scene, str(tmp_path / "grass.exr"), eevee_engine(), res)
     f, b = img[c, int(2 / 10 * res), :3], img[c, int(8 / 10 * res), :3]
     assert np.allclose(f, f0, rtol=0.02)
@@ -351,12 +366,12 @@ def test_a_material_without_nodes_is_refused(veg):
     if bpy.app.version < (5, 0, 0):  # always on (and deprecated) from 5.0
         mat.use_nodes = False
     else:
-        mat.node_tree.nodes.clear()
+        api.node_tree(mat).nodes.clear()
     with pytest.raises(veg.ops.VegetationInputError, match="Plain"):
         veg.ops.apply_vegetation(scene, [obj])
     with pytest.raises(veg.ops.VegetationInputError, match="Plain"):
         veg.ops.add_colorize(scene, [obj])
-    assert not any(n.name.startswith("EnvFX") for n in mat.node_tree.nodes)
+    assert not any(n.name.startswith("EnvFX") for n in api.node_tree(mat).nodes)
 
 
 def test_a_material_shared_with_other_objects_is_refused_or_copied(veg):
@@ -371,10 +386,10 @@ def test_a_material_shared_with_other_objects_is_refused_or_copied(veg):
     assert _material_state(mat) == before and tree.material_slots[0].material == mat
     for obj in bpy.data.objects:
         obj.select_set(obj.name == "Tree")
-    bpy.context.view_layer.objects.active = tree
+    api.view_layer().objects.active = tree
     with pytest.raises(RuntimeError, match="Rock"):  # the operator's error report, in background mode
-        bpy.ops.envfx.vegetation_apply()
-    assert bpy.ops.envfx.vegetation_apply(single_user=True) == {"FINISHED"}
+        api.ops.vegetation_apply()
+    assert api.ops.vegetation_apply(single_user=True) == {"FINISHED"}
     assert tree.material_slots[0].material != mat
     assert bpy.data.objects["Rock"].material_slots[0].material == mat
     assert _material_state(mat) == before
@@ -384,7 +399,7 @@ def test_a_material_shared_with_other_objects_is_refused_or_copied(veg):
 def test_bad_world_data_is_refused(veg, problem):
     scene = _empty_scene()
     _setup_colorize(veg, scene)
-    s = scene.envfx.vegetation
+    s = api.envfx(scene).vegetation
     if problem == "missing":
         s.world_data = None
         match = "world-data"
@@ -412,13 +427,13 @@ def test_bad_world_data_is_refused(veg, problem):
 
 def test_unbaked_assets_are_refused(veg):
     scene = _empty_scene()
-    scene.envfx.vegetation.colorize = False
+    api.envfx(scene).vegetation.colorize = False
     mat = _material("Leaf")
     obj = _plane("Bare", (0, 0, 0), 1.0, mat)
     with pytest.raises(veg.ops.VegetationInputError, match="Bake Wind Data"):
         veg.ops.apply_vegetation(scene, [obj])
     assert _material_state(mat) == _material_state(mat) and not any(n.name.startswith("EnvFX")
-                                                                    for n in mat.node_tree.nodes)
+                                                                    for n in api.node_tree(mat).nodes)
 
 
 @pytest.mark.parametrize("bad", [float("nan"), float("inf")])
@@ -426,7 +441,7 @@ def test_an_unusable_region_corner_is_put_back_to_its_default(veg, envfx, monkey
     """The region corner is a pair of numbers: an unusable one set before any good value was seen is put back to
     the pair's default (it stayed NaN, with an error in the console, when the scalar default 0.0 was assigned)."""
     monkeypatch.setattr(importlib.import_module(envfx.__name__ + ".operators.common"), "_last_good", {})
-    s = _empty_scene().envfx.vegetation
+    s = api.envfx(_empty_scene()).vegetation
     s.region_min = (bad, 3.0)
     default = tuple(s.bl_rna.properties["region_min"].default_array)
     assert tuple(s.region_min) == pytest.approx(default) and default == pytest.approx((-50.0, -50.0))
@@ -435,46 +450,46 @@ def test_an_unusable_region_corner_is_put_back_to_its_default(veg, envfx, monkey
 
 def test_new_colorize_set_from_colours_and_from_an_image(veg):
     scene = _empty_scene()
-    s = scene.envfx.vegetation
+    s = api.envfx(scene).vegetation
     s.set_count = 3
-    assert bpy.ops.envfx.vegetation_new_set() == {"FINISHED"}
+    assert api.ops.vegetation_new_set() == {"FINISHED"}
     img = s.colorize_set
     assert tuple(img.size) == (128, 24) and img.packed_file is not None
     px = veg.bridge.image_pixels(img)[::-1]
     expect = veg.core.set_from_colours(np.array([s.colour_1, s.colour_2, s.colour_3, s.colour_4]), 3, s.band_spread)
     assert np.allclose(px, expect, atol=1e-6)
     src = bpy.data.images.new("Painted", 256, 16, float_buffer=True)
-    src.pixels.foreach_set(np.random.default_rng(0).random(256 * 16 * 4).astype(np.float32))
+    api.pixels(src).foreach_set(np.random.default_rng(0).random(256 * 16 * 4).astype(np.float32))
     s.set_count = 1
-    assert bpy.ops.envfx.vegetation_new_set(source="IMAGE", image="Painted") == {"FINISHED"}
+    assert api.ops.vegetation_new_set(source="IMAGE", image="Painted") == {"FINISHED"}
     assert tuple(s.colorize_set.size) == (128, 8)
     with pytest.raises(RuntimeError, match="Nope"):
-        bpy.ops.envfx.vegetation_new_set(source="IMAGE", image="Nope")
+        api.ops.vegetation_new_set(source="IMAGE", image="Nope")
 
 
 def test_the_colorize_set_and_materials_survive_save_and_reopen(veg, save_and_reopen):
     scene = _empty_scene()
     _setup_colorize(veg, scene)
-    assert bpy.ops.envfx.vegetation_new_set() == {"FINISHED"}
-    want = veg.bridge.image_pixels(scene.envfx.vegetation.colorize_set).copy()
+    assert api.ops.vegetation_new_set() == {"FINISHED"}
+    want = veg.bridge.image_pixels(api.envfx(scene).vegetation.colorize_set).copy()
     mat = _textured_material("Leaf")
     before = _material_state(mat)
     obj = _wind_plane(veg, "Tree", (0, 0, 0), mat)
     for o in bpy.data.objects:
         o.select_set(o == obj)
-    bpy.context.view_layer.objects.active = obj
-    assert bpy.ops.envfx.vegetation_apply() == {"FINISHED"}
-    assert bpy.ops.envfx.vegetation_neutralise() == {"FINISHED"}
+    api.view_layer().objects.active = obj
+    assert api.ops.vegetation_apply() == {"FINISHED"}
+    assert api.ops.vegetation_neutralise() == {"FINISHED"}
     save_and_reopen()
-    scene = bpy.context.scene
-    img = scene.envfx.vegetation.colorize_set
+    scene = api.scene()
+    img = api.envfx(scene).vegetation.colorize_set
     assert img is not None and img.is_float and tuple(img.size) == (128, 16)
     assert np.allclose(veg.bridge.image_pixels(img), want, atol=1e-6)
     obj = bpy.data.objects["Tree"]
     for o in bpy.data.objects:
         o.select_set(o == obj)
-    bpy.context.view_layer.objects.active = obj
-    assert bpy.ops.envfx.vegetation_remove() == {"FINISHED"}
+    api.view_layer().objects.active = obj
+    assert api.ops.vegetation_remove() == {"FINISHED"}
     assert _material_state(bpy.data.materials["Leaf"]) == before  # the original albedo was kept in the file
 
 
@@ -519,9 +534,9 @@ def test_real_assets_take_the_vegetation_look_and_give_it_back(veg, mods, corpus
     plain = _render(scene, str(tmp_path / "plain.exr"), eevee_engine(), 48)
     result = veg.ops.apply_vegetation(scene, objects)
     assert sorted(result.changed) == sorted(o.name for o in objects)
-    assert all(o.envfx.colorize_per_vertex == (category == "GRASS") for o in objects)
+    assert all(api.envfx(o).colorize_per_vertex == (category == "GRASS") for o in objects)
     for m in mats:
-        assert {"EnvFX Vegetation", "EnvFX Vegetation Surface"} <= {n.name for n in m.node_tree.nodes}, m.name
+        assert {"EnvFX Vegetation", "EnvFX Vegetation Surface"} <= {n.name for n in api.node_tree(m).nodes}, m.name
     px = _render(scene, str(tmp_path / "asset.exr"), eevee_engine(), 48)
     # the asset shows and is lit (colorized: another colour, about as bright)
     assert plain[..., :3].sum() > 0 and np.isfinite(px).all()
