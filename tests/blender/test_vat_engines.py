@@ -12,8 +12,11 @@ import bpy
 import numpy as np
 import pytest
 
+from tests.blender import api
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 _spec = importlib.util.spec_from_file_location("envfx_test_vat_helpers", os.path.join(HERE, "test_vat.py"))
+assert _spec is not None and _spec.loader is not None
 _helpers = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_helpers)
 armature_mesh, evaluated, read_glb = _helpers.armature_mesh, _helpers.evaluated, _helpers.read_glb
@@ -32,6 +35,7 @@ def vat(envfx):
 
 def gpu_helpers():
     spec = importlib.util.spec_from_file_location("engine_gpu", os.path.join(HERE, "..", "core", "engine_gpu.py"))
+    assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -40,7 +44,7 @@ def gpu_helpers():
 @pytest.mark.parametrize("engine", ["GODOT", "UNITY", "UNREAL"])
 def test_an_engine_bake_writes_its_player_and_its_numbers(vat, tmp_path, engine):
     obj = armature_mesh()
-    result = vat.ops.bake_vat(bpy.context.scene, [obj], str(tmp_path),
+    result = vat.ops.bake_vat(api.scene(), [obj], str(tmp_path),
                               vat.ops.VatOptions(frame_start=1, frame_end=10, step=3, engine=engine,
                                                  encoding="PNG16", normals="PACKED"))
     meta = json.loads((tmp_path / "Arm_vat.json").read_text())
@@ -66,7 +70,7 @@ def test_the_godot_material_reads_the_vat_uv_where_godots_import_puts_it(vat, tm
     obj = armature_mesh()
     for name in extra_uv_maps:
         obj.data.uv_layers.new(name=name)
-    vat.ops.bake_vat(bpy.context.scene, [obj], str(tmp_path), vat.ops.VatOptions(1, 4, engine="GODOT"))
+    vat.ops.bake_vat(api.scene(), [obj], str(tmp_path), vat.ops.VatOptions(1, 4, engine="GODOT"))
     meta = json.loads((tmp_path / "Arm_vat.json").read_text())
     index = meta["uv"]["index"]
     assert index == 1 + len(extra_uv_maps)
@@ -79,7 +83,7 @@ def test_the_godot_material_reads_the_vat_uv_where_godots_import_puts_it(vat, tm
 
 def test_the_blender_bake_writes_no_engine_files(vat, tmp_path):
     obj = armature_mesh()
-    vat.ops.bake_vat(bpy.context.scene, [obj], str(tmp_path), vat.ops.VatOptions(frame_start=1, frame_end=4))
+    vat.ops.bake_vat(api.scene(), [obj], str(tmp_path), vat.ops.VatOptions(frame_start=1, frame_end=4))
     assert "engine_shader" not in json.loads((tmp_path / "Arm_vat.json").read_text())
     assert not [n for n in os.listdir(tmp_path) if n.endswith((".gdshaderinc", ".hlsl", ".ush", ".gdshader"))]
 
@@ -110,7 +114,7 @@ def test_the_godot_player_on_the_exported_gltf_plays_the_blender_preview(vat, tm
     axes, at every baked frame and between them."""
     gpu_mod = gpu_helpers()
     obj = armature_mesh()
-    scene = bpy.context.scene
+    scene = api.scene()
     out = tmp_path / "out"
     result = vat.ops.bake_vat(scene, [obj], str(out), vat.ops.VatOptions(frame_start=1, frame_end=10, step=3,
                                                                           engine="GODOT", encoding="EXR32"))
