@@ -8,6 +8,8 @@ import bpy
 import numpy as np
 import pytest
 
+from tests.blender import api
+
 
 @pytest.fixture
 def fb(load_helper):
@@ -23,7 +25,7 @@ def _evaluated_z(scene, obj):
 
 
 def test_reference_scene_moves_every_vertex_at_every_frame_change(fb):
-    effect = bpy.context.scene
+    effect = api.scene()
     effect.frame_start, effect.frame_end = 1, 11
     mesh = fb.grid_mesh("Grid", 5, size=2.0)
     ref = fb.reference_scene(effect, [mesh])
@@ -38,7 +40,7 @@ def test_reference_scene_moves_every_vertex_at_every_frame_change(fb):
 
 
 def test_frame_change_steps_both_scenes_through_the_same_frames(fb):
-    effect = bpy.context.scene
+    effect = api.scene()
     mesh = fb.grid_mesh("Grid", 3, size=1.0)
     ref = fb.reference_scene(effect, [mesh])
     seen = []
@@ -85,7 +87,7 @@ def test_every_scene_is_timed_with_an_active_dependency_graph(fb):
     effect.frame_start, effect.frame_end = 1, 11
     mesh = fb.grid_mesh("Grid", 3, size=2.0)
     obj = bpy.data.objects.new("Effect Grid", mesh)
-    obj.modifiers.new("Reference", "NODES").node_group = fb.reference_group()
+    api.of(bpy.types.NodesModifier, obj.modifiers.new("Reference", "NODES")).node_group = fb.reference_group()
     effect.collection.objects.link(obj)
     ref = fb.reference_scene(effect, [mesh])
     fb.frame_change(effect, ref, range(1, 4), 1)
