@@ -12,6 +12,8 @@ import numpy as np
 import pytest
 from mathutils import Matrix
 
+from tests.blender import api
+
 WALK = ((1, (-4.0, -0.3, 0.0)), (25, (4.0, 0.3, 0.0)))  # the walker's bottom point, frames 1 to 25
 
 
@@ -35,13 +37,13 @@ def _field(blades=300, seed=3, quads=1):
     mesh = bpy.data.meshes.new("Field")
     mesh.from_pydata(verts, [], faces)
     obj = bpy.data.objects.new("Field", mesh)
-    bpy.context.scene.collection.objects.link(obj)
+    api.scene().collection.objects.link(obj)
     obj.matrix_world = Matrix.Translation((0.5, -0.2, 0.1)) @ Matrix.Rotation(0.3, 4, "Z")
-    for o in bpy.context.view_layer.objects:
+    for o in api.view_layer().objects:
         o.select_set(o == obj)
-    bpy.context.view_layer.objects.active = obj
-    assert bpy.ops.envfx.wind_bake_data() == {"FINISHED"}
-    obj.envfx.wind.category = "GRASS"
+    api.view_layer().objects.active = obj
+    assert api.ops.wind_bake_data() == {"FINISHED"}
+    api.envfx(obj).wind.category = "GRASS"
     return obj
 
 
@@ -61,7 +63,7 @@ def _baked_buffer(envfx, folder, sequence=True):
     image = bpy.data.images.load(result.files[0], check_existing=True)
     image.reload()
     image.source = "SEQUENCE" if sequence else "FILE"
-    image.colorspace_settings.name = "Non-Color"
+    api.set_colorspace(image, "Non-Color")
     image.alpha_mode = "CHANNEL_PACKED"
     nodes.ensure_buffer_group(image, meta)
     return image
@@ -79,8 +81,8 @@ def _read(mesh, name, width):
 
 
 def _twin(mods, obj, frame, push=True):
-    scene = bpy.context.scene
-    mesh = obj.data
+    scene = api.scene()
+    mesh = api.mesh(obj)
     normals = np.empty(len(mesh.vertices) * 3, np.float32)
     mesh.vertex_normals.foreach_get("vector", normals)
     rest = _rest(mods, obj)
@@ -93,14 +95,14 @@ def _twin(mods, obj, frame, push=True):
 
 
 def _evaluated(mods, obj, frame):
-    bpy.context.scene.frame_set(frame)
+    api.scene().frame_set(frame)
     return mods.bridge.evaluated_positions(obj, bpy.context.evaluated_depsgraph_get())
 
 
 @pytest.mark.parametrize("sequence", [True, False])
 def test_pushed_grass_equals_its_twin(mods, envfx, tmp_path, sequence):
-    scene = bpy.context.scene
-    scene.envfx.wind.strength = 0.7
+    scene = api.scene()
+    api.envfx(scene).wind.strength = 0.7
     # a strip of 3 quads a blade with the sequence: the push is computed per face and read back per vertex
     obj = _field(quads=3 if sequence else 1)
     mods.ops.add_wind(scene, [obj])
@@ -122,8 +124,8 @@ def test_blades_near_the_walker_are_pushed_down_and_away_and_sway_back(mods, env
     keeps its length); far blades do not move; after the walker has passed they stand up again as A recovers (at
     frame 100 their tips are higher than at 13). The wobble alone (push strength 0: only G leans them) leans them
     away at 13 and then back past upright, towards the path (the buffer's +G / -G wave)."""
-    scene = bpy.context.scene
-    scene.envfx.wind.strength = scene.envfx.wind.grass_tilt = 0.0
+    scene = api.scene()
+    api.envfx(scene).wind.strength = api.envfx(scene).wind.grass_tilt = 0.0
     obj = _field(blades=900)
     mods.ops.add_wind(scene, [obj])
     _baked_buffer(envfx, tmp_path)
@@ -160,51 +162,52 @@ def test_blades_near_the_walker_are_pushed_down_and_away_and_sway_back(mods, env
     late = tips(100) - tips_rest
     assert (late[near, 2] > moved[near, 2] + 0.02).all()
     # the wobble alone: away from the path at 13, then back past upright at some frame after
-    scene.envfx.wind.push_strength = 0.0
+    api.envfx(scene).wind.push_strength = 0.0
     lean = [np.median(np.sign(side[near]) * ((tips(f) - tips_rest)[near, :2] @ normal)) for f in range(13, 40)]
     assert lean[0] > 0.01 and min(lean[1:]) < -0.005, lean
 
 
 def _state(obj):
-    s = bpy.context.scene.envfx.wind
+    s = api.envfx().wind
     return (s.grass_push, s.push_buffer, len(bpy.data.images), tuple(m.name for m in obj.modifiers))
 
 
 def test_push_without_a_buffer_changes_nothing_and_says_what_to_do(mods, envfx, tmp_path):
-    scene = bpy.context.scene
+    scene = api.scene()
     obj = _field(blades=20)
     mods.ops.add_wind(scene, [obj])
     before = _state(obj)
     rest = _evaluated(mods, obj, 7)
     with pytest.raises(RuntimeError, match="No trails or baked buffer in scene 'Scene' to push the grass.*Bake "
                                            "Interaction Buffer"):
-        bpy.ops.envfx.wind_grass_push()
+        api.ops.wind_grass_push()
     assert _state(obj) == before
     np.testing.assert_array_equal(_evaluated(mods, obj, 7), rest)
     # push turned on by hand without a buffer: the group's push stays off (the panel says why)
-    scene.envfx.wind.grass_push = True
+    api.envfx(scene).wind.grass_push = True
     np.testing.assert_array_equal(_evaluated(mods, obj, 7), rest)
-    assert bpy.data.node_groups["EnvFX Wind"].nodes["Push On"].outputs[0].default_value == 0.0
+    assert api.socket(bpy.data.node_groups["EnvFX Wind"].nodes["Push On"].outputs[0]).default_value == 0.0
 
 
 def test_push_on_and_off_and_the_group_skips_it_when_off(mods, envfx, tmp_path):
-    scene = bpy.context.scene
+    scene = api.scene()
     obj = _field(blades=50)
     mods.ops.add_wind(scene, [obj])
     plain = _evaluated(mods, obj, 13)
     image = _baked_buffer(envfx, tmp_path)
-    assert bpy.ops.envfx.wind_grass_push() == {"FINISHED"}
+    assert api.ops.wind_grass_push() == {"FINISHED"}
     tree = bpy.data.node_groups["EnvFX Wind"]
-    assert scene.envfx.wind.push_buffer == image and tree.nodes["Push Image"].image == image
+    push_image = api.of(bpy.types.GeometryNodeInputImage, tree.nodes["Push Image"])
+    assert api.envfx(scene).wind.push_buffer == image and push_image.image == image
     assert np.abs(_evaluated(mods, obj, 13) - plain).max() > 0.05
-    assert bpy.ops.envfx.wind_grass_push(on=False) == {"FINISHED"}
-    assert tree.nodes["Push On"].outputs[0].default_value == 0.0 and tree.nodes["Push Image"].image is None
+    assert api.ops.wind_grass_push(on=False) == {"FINISHED"}
+    assert api.socket(tree.nodes["Push On"].outputs[0]).default_value == 0.0 and push_image.image is None
     np.testing.assert_array_equal(_evaluated(mods, obj, 13), plain)
     # the image of another bake: refused, nothing changed
     other = bpy.data.images.new("Not A Buffer", 4, 4)
     with pytest.raises(Exception, match="no baked interaction buffer"):
         mods.ops.grass_push(scene, image=other)
-    assert not scene.envfx.wind.grass_push
+    assert not api.envfx(scene).wind.grass_push
     assert os.path.isfile(bpy.path.abspath(image.filepath))
 
 
@@ -213,25 +216,25 @@ def test_push_grass_loads_the_bake_of_the_snow_panel_s_walkers(mods, envfx, tmp_
     """The user's path with no snow and no water: a walker in the Snow panel's Actors, Bake Interaction Buffer into
     the Output Folder, Push Grass (which loads that bake): the grass around the walker is pushed, equal to the
     twin."""
-    scene = bpy.context.scene
+    scene = api.scene()
     obj = _field(blades=300)
     mods.ops.add_wind(scene, [obj])
     walkers = bpy.data.collections.new("Walkers")
     scene.collection.children.link(walkers)
     bpy.ops.mesh.primitive_uv_sphere_add(radius=0.5, location=(-4.0, 0.0, 0.45))
-    walker = bpy.context.active_object
+    walker = api.active()
     for coll in list(walker.users_collection):
         coll.objects.unlink(walker)
     walkers.objects.link(walker)
     walker.keyframe_insert("location", frame=1)
     walker.location = (4.0, 0.0, 0.45)
     walker.keyframe_insert("location", frame=25)
-    s = scene.envfx.snow
+    s = api.envfx(scene).snow
     s.actors, s.frame_start, s.frame_end, s.buffer_resolution = walkers, 1, 30, 96
     s.output_dir, s.sequence = str(tmp_path), True
-    assert bpy.ops.envfx.snow_bake_buffer() == {"FINISHED"}
-    assert bpy.ops.envfx.wind_grass_push() == {"FINISHED"}
-    assert scene.envfx.wind.push_buffer is not None
+    assert api.ops.snow_bake_buffer() == {"FINISHED"}
+    assert api.ops.wind_grass_push() == {"FINISHED"}
+    assert api.envfx(scene).wind.push_buffer is not None
     got = _evaluated(mods, obj, 13)
     assert np.abs(got - _twin(mods, obj, 13)).max() < 1e-4
     assert np.abs(got - _twin(mods, obj, 13, push=False)).max() > 0.1
@@ -244,7 +247,7 @@ def test_a_real_grass_clump_is_pushed_and_equals_its_twin(mods, envfx, corpus_as
     for o in list(bpy.data.objects):
         if o.type == "MESH":
             bpy.data.objects.remove(o)
-    scene = bpy.context.scene
+    scene = api.scene()
     objects = corpus_asset("grass")
     mods.ops.bake(scene, objects, ao_samples=0)
     for o in objects:
@@ -265,7 +268,7 @@ def test_a_real_grass_clump_is_pushed_and_equals_its_twin(mods, envfx, corpus_as
                        sequence=True)
     image = bpy.data.images.load(result.files[0], check_existing=True)
     image.source = "SEQUENCE"
-    image.colorspace_settings.name = "Non-Color"
+    api.set_colorspace(image, "Non-Color")
     image.alpha_mode = "CHANNEL_PACKED"
     nodes.ensure_buffer_group(image, snow.read_buffer_metadata(result.metadata_path))
     assert "pushed by the baked buffer" in mods.ops.grass_push(scene)
