@@ -11,11 +11,14 @@ import signal
 import subprocess
 import sys
 import time
+from typing import Any
 
 import numpy as np
 import pytest
 
 import bpy
+
+from tests.blender import api
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -28,6 +31,12 @@ def _openjd():
 
 OPENJD = _openjd()
 needs_openjd = pytest.mark.skipif(OPENJD is None, reason="openjd-cli is not installed (tools/venv.sh 5.0 installs it)")
+
+
+def openjd() -> str:
+    """The openjd command (the tests that run it are skipped without it: needs_openjd)."""
+    assert OPENJD is not None, "openjd-cli is not installed"
+    return OPENJD
 
 
 def write_launcher(folder) -> str:
@@ -47,7 +56,7 @@ def launcher(tmp_path):
 
 
 def openjd_run(job_dir, *args, **kw):
-    return subprocess.Popen([OPENJD, "run", os.path.join(job_dir, "template.yaml"), "-p",
+    return subprocess.Popen([openjd(), "run", os.path.join(job_dir, "template.yaml"), "-p",
                              "file://" + os.path.join(job_dir, "parameters.json"), *args],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **kw)
 
@@ -79,7 +88,7 @@ def _textures(folder, count, size=16, seed=1):
     paths = []
     for i in range(count):
         img = bpy.data.images.new(f"t{i}", size, size, alpha=True)
-        img.pixels.foreach_set(rng.random((size, size, 4)).astype(np.float32).ravel())
+        api.pixels(img).foreach_set(rng.random((size, size, 4)).astype(np.float32).ravel())
         img.filepath_raw = os.path.join(folder, f"leaf{i:02d}.png")
         img.file_format = "PNG"
         img.save()
@@ -120,7 +129,7 @@ def test_mips_job_of_12_textures_on_two_workers_equals_the_one_machine_batch(env
     assert envfx.cli.main(["farm", "mips", str(tmp_path / "tex"), "--out", str(tmp_path / "farm-out"),
                            "--out", str(tmp_path / "job"), "--blender", launcher]) == 0
     assert "mips over 12 file(s) in 12 task(s)" in capsys.readouterr().out
-    check = subprocess.run([OPENJD, "check", str(tmp_path / "job" / "template.yaml")], capture_output=True, text=True)
+    check = subprocess.run([openjd(), "check", str(tmp_path / "job" / "template.yaml")], capture_output=True, text=True)
     assert check.returncode == 0, check.stdout + check.stderr
     codes, log, run_codes, gather_code = run_job(str(tmp_path / "job"))
     assert codes == ["0"] * 12 and run_codes == [0, 0], log
@@ -201,28 +210,31 @@ def _rich_file(path):
     vertex groups, shape keys, custom properties naming datablocks, an action."""
     bpy.ops.wm.read_homefile(app_template="")
     bpy.ops.mesh.primitive_cylinder_add(vertices=8, location=(0, 0, 1))
-    trunk = bpy.context.active_object
+    trunk = api.active()
     bpy.ops.mesh.primitive_ico_sphere_add(radius=0.5, location=(0, 0, 2.2), subdivisions=1)
-    crown = bpy.context.active_object
+    crown = api.active()
     crown.parent = trunk
     for name, color in (("Bark", (0.3, 0.2, 0.1, 1)), ("Leaf", (0.1, 0.5, 0.1, 1))):
         mat = bpy.data.materials.new(name)
         mat.use_nodes = True
-        mat.node_tree.nodes["Principled BSDF"].inputs["Base Color"].default_value = color
-        mix = mat.node_tree.nodes.new("ShaderNodeMixRGB")
-        mat.node_tree.links.new(mix.outputs[0], mat.node_tree.nodes["Principled BSDF"].inputs["Emission Color"])
-        trunk.data.materials.append(mat)
-    group = bpy.data.node_groups.new("Sway", "GeometryNodeTree")
-    panel = group.interface.new_panel("Wind")
-    group.interface.new_socket("Geometry", in_out="INPUT", socket_type="NodeSocketGeometry")
-    group.interface.new_socket("Strength", in_out="INPUT", socket_type="NodeSocketFloat", parent=panel)
-    group.interface.new_socket("Geometry", in_out="OUTPUT", socket_type="NodeSocketGeometry")
+        tree = api.node_tree(mat)
+        api.socket(tree.nodes["Principled BSDF"].inputs["Base Color"]).default_value = color
+        mix = tree.nodes.new("ShaderNodeMixRGB")
+        tree.links.new(mix.outputs[0], tree.nodes["Principled BSDF"].inputs["Emission Color"])
+        api.mesh(trunk).materials.append(mat)
+    group = api.new_tree("Sway", bpy.types.GeometryNodeTree)
+    interface = group.interface
+    assert interface is not None
+    panel = interface.new_panel("Wind")
+    interface.new_socket("Geometry", in_out="INPUT", socket_type="NodeSocketGeometry")
+    interface.new_socket("Strength", in_out="INPUT", socket_type="NodeSocketFloat", parent=panel)
+    interface.new_socket("Geometry", in_out="OUTPUT", socket_type="NodeSocketGeometry")
     inp, out = group.nodes.new("NodeGroupInput"), group.nodes.new("NodeGroupOutput")
     group.links.new(inp.outputs["Geometry"], out.inputs["Geometry"])
-    crown.modifiers.new("Sway", "NODES").node_group = group
+    api.of(bpy.types.NodesModifier, crown.modifiers.new("Sway", "NODES")).node_group = group
     crown.vertex_groups.new(name="Tips").add([0, 1, 2], 0.5, "REPLACE")
     crown.shape_key_add(name="Basis")
-    crown.shape_key_add(name="Bent").data[0].co = (0, 0, 3)
+    api.of(bpy.types.ShapeKeyPoint, crown.shape_key_add(name="Bent").data[0]).co = (0, 0, 3)
     trunk["envfx_note"] = {"material": bpy.data.materials["Leaf"], "weights": [0.5, 0.25]}
     trunk.keyframe_insert("location", frame=1)
     trunk.location.x = 1
@@ -246,8 +258,9 @@ def _node_trees(path) -> dict:
     out["slots"] = {o.name: [s.material.name if s.material else None for s in o.material_slots]
                     for o in bpy.data.objects}
     out["parents"] = {o.name: getattr(o.parent, "name", None) for o in bpy.data.objects}
-    out["keys"] = {k.user.name: [(b.name, tuple(b.data[0].co)) for b in k.key_blocks] for k in bpy.data.shape_keys}
-    out["props"] = {o.name: {k: repr(v.to_dict() if hasattr(v, "to_dict") else v) for k, v in o.items()}
+    out["keys"] = {k.user.name: [(b.name, api.of(bpy.types.ShapeKeyPoint, b.data[0]).co.to_tuple())
+                                 for b in k.key_blocks] for k in bpy.data.shape_keys}
+    out["props"] = {o.name: {k: repr(o[k].to_dict() if hasattr(o[k], "to_dict") else o[k]) for k in api.id_keys(o)}
                     for o in bpy.data.objects}
     out["actions"] = {a.name: sorted(len(getattr(a, "fcurves", None) or []) for _ in [0]) for a in bpy.data.actions}
     bpy.ops.wm.read_homefile(app_template="")
@@ -308,19 +321,21 @@ def _blend_content(path) -> dict:
     bpy.ops.wm.open_mainfile(filepath=path, load_ui=False)
     content = {}
     for obj in bpy.data.objects:
-        item = {"type": obj.type, "matrix": [tuple(r) for r in obj.matrix_world],
+        item = {"type": obj.type, "matrix": [r.to_tuple() for r in obj.matrix_world],
                 "modifiers": [(m.type, m.name, getattr(getattr(m, "node_group", None), "name", None))
-                              for m in obj.modifiers], "envfx": _rna_values(obj.envfx)}
+                              for m in obj.modifiers], "envfx": _rna_values(api.envfx(obj))}
         if obj.type == "MESH":
-            mesh = obj.data
+            mesh = api.mesh(obj)
             for attr in mesh.attributes:
+                held: Any = attr  # (each data type's subclass of Attribute has its own .data)
+                data = held.data
                 field, width, dtype = ATTRIBUTE_DATA[attr.data_type]
-                buf = np.zeros(len(attr.data) * width, dtype)
-                attr.data.foreach_get(field, buf)
+                buf = np.zeros(len(data) * width, dtype)
+                data.foreach_get(field, buf)
                 item[f"attribute {attr.name} {attr.domain} {attr.data_type}"] = buf.tobytes()
             item["uv"] = [uv.name for uv in mesh.uv_layers]
         content[obj.name] = item
-    content["scene envfx"] = _rna_values(bpy.context.scene.envfx)
+    content["scene envfx"] = _rna_values(api.envfx())
     bpy.ops.wm.read_homefile(app_template="")
     return content
 
@@ -444,18 +459,19 @@ def test_bad_input_says_what_to_do_and_writes_nothing(envfx, tmp_path, capsys, m
 def test_write_farm_job_writes_the_scenes_bakes_and_the_jobs_run(envfx, tmp_path, launcher):
     _textures(str(tmp_path / "tex"), 2)
     bpy.ops.mesh.primitive_plane_add(size=4)
-    scene = bpy.context.scene
-    scene.envfx.lightmap.ground = bpy.context.active_object
-    scene.envfx.mips.source = "FOLDER"
-    scene.envfx.mips.folder = str(tmp_path / "tex")
-    scene.envfx.mips.output_dir = "//mips"
+    scene = api.scene()
+    settings = api.envfx(scene)
+    settings.lightmap.ground = api.active()
+    settings.mips.source = "FOLDER"
+    settings.mips.folder = str(tmp_path / "tex")
+    settings.mips.output_dir = "//mips"
     bpy.ops.wm.save_as_mainfile(filepath=str(tmp_path / "level.blend"))
     jobs = envfx.operators.farm.farm_jobs(scene, [], str(tmp_path / "jobs"), blender=launcher)
     assert [(job.command, len(job.shares)) for job in jobs] == [("lightmap", 1), ("mips", 2)]
-    assert bpy.ops.envfx.farm_write(directory=str(tmp_path / "jobs")) == {"FINISHED"}
+    assert api.ops.farm_write(directory=str(tmp_path / "jobs")) == {"FINISHED"}
     for command in ("lightmap", "mips"):
         template = tmp_path / "jobs" / command / "template.yaml"
-        check = subprocess.run([OPENJD, "check", str(template)], capture_output=True, text=True)
+        check = subprocess.run([openjd(), "check", str(template)], capture_output=True, text=True)
         assert check.returncode == 0, check.stdout + check.stderr
     # the running Blender is the one the job names; here (Blender as a module) the launcher stands in for it
     envfx.operators.farm.write_farm_jobs(jobs)
@@ -467,14 +483,14 @@ def test_write_farm_job_writes_the_scenes_bakes_and_the_jobs_run(envfx, tmp_path
 
 def test_write_farm_job_of_an_unsaved_file_says_to_save_it_and_writes_nothing(envfx, tmp_path):
     bpy.ops.mesh.primitive_plane_add()
-    bpy.context.scene.envfx.lightmap.ground = bpy.context.active_object
+    api.envfx().lightmap.ground = api.active()
     with pytest.raises(RuntimeError, match="The file is not saved: save it first"):
-        bpy.ops.envfx.farm_write(directory=str(tmp_path / "jobs"))
+        api.ops.farm_write(directory=str(tmp_path / "jobs"))
     bpy.ops.wm.save_as_mainfile(filepath=str(tmp_path / "level.blend"))
-    bpy.context.scene.envfx.lightmap.ground = None
+    api.envfx().lightmap.ground = None
     bpy.ops.wm.save_mainfile()
     with pytest.raises(RuntimeError, match="The scene has no bake set up for a farm"):
-        bpy.ops.envfx.farm_write(directory=str(tmp_path / "jobs"))
+        api.ops.farm_write(directory=str(tmp_path / "jobs"))
     assert not (tmp_path / "jobs").exists()
 
 
@@ -507,7 +523,7 @@ def test_gas_giant_sequence_in_parts_on_openjd_equals_the_one_machine_bake(envfx
     assert envfx.cli.main(["farm", "gas-giant", "--out", str(tmp_path / "farm-out"), *args, "--out",
                            str(tmp_path / "job"), "--chunk", "8", "--blender", launcher]) == 0
     assert "gas-giant over 24 frames in 3 parts, one after the other" in capsys.readouterr().out
-    check = subprocess.run([OPENJD, "check", str(tmp_path / "job" / "template.yaml")], capture_output=True, text=True)
+    check = subprocess.run([openjd(), "check", str(tmp_path / "job" / "template.yaml")], capture_output=True, text=True)
     assert check.returncode == 0, check.stdout + check.stderr
     run = openjd_run(str(tmp_path / "job"))  # every step in the order of its dependencies, then Gather
     log = run.communicate()[0]
@@ -595,13 +611,13 @@ def _snow_walk_file(envfx, folder) -> str:
     """A ground with a snow cover and live trails, and two walkers crossing it over 12 frames: the file a snow bake
     in parts opens."""
     bpy.ops.mesh.primitive_grid_add(x_subdivisions=8, y_subdivisions=8, size=6)
-    bpy.context.active_object.name = "Ground"
+    api.active().name = "Ground"
     walkers = bpy.data.collections.new("Walkers")
-    bpy.context.scene.collection.children.link(walkers)
+    api.scene().collection.children.link(walkers)
     for name, keys in (("Walker", [(1, (-2.5, -0.5, 0.5)), (12, (2.5, 0.8, 0.5))]),
                        ("Dog", [(1, (1.5, -2.0, 0.3)), (7, (-1.0, 1.0, 0.3)), (12, (0.5, 2.0, 0.3))])):
         bpy.ops.mesh.primitive_uv_sphere_add(radius=0.5 if name == "Walker" else 0.3, segments=8, ring_count=6)
-        obj = bpy.context.active_object
+        obj = api.active()
         obj.name = name
         for coll in list(obj.users_collection):
             coll.objects.unlink(obj)
@@ -628,7 +644,7 @@ def test_snow_bake_in_parts_on_two_workers_equals_the_one_machine_bake(envfx, tm
     assert envfx.cli.main(["farm", "snow", path, *args, "--out-dir", str(tmp_path / "farm-out"), "--out",
                            str(tmp_path / "job"), "--chunk", "5", "--blender", launcher]) == 0
     assert "snow over 12 frames in 3 parts, each on its own (at once on several workers)" in capsys.readouterr().out
-    check = subprocess.run([OPENJD, "check", str(tmp_path / "job" / "template.yaml")], capture_output=True, text=True)
+    check = subprocess.run([openjd(), "check", str(tmp_path / "job" / "template.yaml")], capture_output=True, text=True)
     assert check.returncode == 0, check.stdout + check.stderr
     codes, log, run_codes, gather_code = run_job(str(tmp_path / "job"))
     assert codes == ["0"] * 3 and run_codes == [0, 0] and gather_code == 0, log
@@ -655,7 +671,8 @@ def test_a_snow_part_outside_the_bakes_frames_says_what_to_do_and_writes_nothing
                                                                                  message):
     path = _snow_walk_file(envfx, tmp_path)
     bpy.ops.wm.open_mainfile(filepath=path)
-    bpy.context.scene.envfx.snow.frame_start, bpy.context.scene.envfx.snow.frame_end = 1, 12
+    snow = api.envfx().snow
+    snow.frame_start, snow.frame_end = 1, 12
     bpy.ops.wm.save_mainfile()
     blend = _tree(str(tmp_path))
     capsys.readouterr()

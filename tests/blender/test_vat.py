@@ -13,6 +13,8 @@ import bpy
 import numpy as np
 import pytest
 
+from tests.blender import api
+
 
 @pytest.fixture
 def vat(envfx):
@@ -27,22 +29,23 @@ def vat(envfx):
 def armature_mesh(name="Arm", frames=10):
     """A small cylinder bent by a one-bone armature that rotates from frame 1 to ``frames``."""
     bpy.ops.mesh.primitive_cylinder_add(vertices=8, depth=2.0, location=(0, 0, 1))
-    obj = bpy.context.active_object
+    obj = api.active()
     obj.name = name
     bpy.ops.object.transform_apply(location=True)
     arm_data = bpy.data.armatures.new(name + "Rig")
     rig = bpy.data.objects.new(name + "Rig", arm_data)
-    bpy.context.scene.collection.objects.link(rig)
-    bpy.context.view_layer.objects.active = rig
+    api.scene().collection.objects.link(rig)
+    api.view_layer().objects.active = rig
     bpy.ops.object.mode_set(mode="EDIT")
     bone = arm_data.edit_bones.new("Bone")
     bone.head, bone.tail = (0, 0, 0), (0, 0, 2)
     bpy.ops.object.mode_set(mode="OBJECT")
     group = obj.vertex_groups.new(name="Bone")
-    for v in obj.data.vertices:
+    for v in api.mesh(obj).vertices:
         group.add([v.index], min(1.0, max(0.0, v.co.z / 2.0)), "REPLACE")
-    mod = obj.modifiers.new("Armature", "ARMATURE")
+    mod = api.of(bpy.types.ArmatureModifier, obj.modifiers.new("Armature", "ARMATURE"))
     mod.object = rig
+    assert rig.pose is not None
     pb = rig.pose.bones["Bone"]
     pb.rotation_mode = "XYZ"
     pb.rotation_euler = (0, 0, 0)
@@ -75,7 +78,7 @@ def assert_round_trip(vat, obj, result, frames, normal_limit=1.0, slack=1e-6):
     """At every baked frame the proxy's positions equal the original's within the encoding's precision (and
     ``slack``: float32 arithmetic), and its played normals are within ``normal_limit`` degrees of the
     original's."""
-    scene = bpy.context.scene
+    scene = api.scene()
     meta = result.meta[obj.name]
     proxy = bpy.data.objects[obj.name + "_VAT"]
     tol = meta["precision"] / meta["coordinate_system"]["units_per_blender_unit"]
@@ -101,7 +104,7 @@ def assert_round_trip(vat, obj, result, frames, normal_limit=1.0, slack=1e-6):
     ("PNG16", "UNREAL", "TEXTURE"), ("PNG16", "BLENDER", "PACKED")])
 def test_armature_round_trip(vat, tmp_path, encoding, engine, normals):
     obj = armature_mesh()
-    scene = bpy.context.scene
+    scene = api.scene()
     scene.frame_set(4)
     opts = vat.ops.VatOptions(frame_start=1, frame_end=10, step=3, encoding=encoding, engine=engine, normals=normals)
     result = vat.ops.bake_vat(scene, [obj], str(tmp_path), opts)
@@ -115,8 +118,8 @@ def test_armature_round_trip(vat, tmp_path, encoding, engine, normals):
     on_disk = json.loads((tmp_path / "Arm_vat.json").read_text())
     assert on_disk["layout"] == meta["layout"] and set(on_disk["files"]) <= set(os.listdir(tmp_path))
     assert (tmp_path / on_disk["textures"]["position"]["file"]).is_file()
-    tree = bpy.data.objects["Arm_VAT"].modifiers["EnvFX VAT"].node_group
-    tex = tree.nodes["Position Texture"]
+    tree = api.modifier_group(bpy.data.objects["Arm_VAT"], "EnvFX VAT")
+    tex = api.of(bpy.types.GeometryNodeImageTexture, tree.nodes["Position Texture"])
     assert tex.interpolation == "Closest"
 
 
@@ -125,7 +128,7 @@ def test_a_compressed_bake_round_trips(vat, tmp_path, encoding):
     """Compress on: the textures are encoded after the last frame and written by the bake (not streamed)."""
     obj = armature_mesh()
     opts = vat.ops.VatOptions(frame_start=1, frame_end=10, step=3, encoding=encoding, compress=True)
-    result = vat.ops.bake_vat(bpy.context.scene, [obj], str(tmp_path), opts)
+    result = vat.ops.bake_vat(api.scene(), [obj], str(tmp_path), opts)
     assert_round_trip(vat, obj, result, [1, 4, 7, 10], normal_limit={"EXR32": 0.15, "PNG16": 1.0}[encoding])
     data = (tmp_path / result.meta["Arm"]["textures"]["position"]["file"]).read_bytes()
     if encoding == "EXR32":
@@ -135,11 +138,12 @@ def test_a_compressed_bake_round_trips(vat, tmp_path, encoding):
 
 
 def test_wind_asset_loops_seamlessly_and_bakes_its_colour(vat, envfx, tmp_path):
-    scene = bpy.context.scene
-    scene.envfx.wind.ao_samples = 0
-    scene.envfx.wind.loop_frames = 24
+    scene = api.scene()
+    wind = api.envfx(scene).wind
+    wind.ao_samples = 0
+    wind.loop_frames = 24
     bpy.ops.mesh.primitive_grid_add(x_subdivisions=4, y_subdivisions=4, size=1.0)
-    plant = bpy.context.active_object
+    plant = api.active()
     plant.name = "Plant"
     plant.rotation_euler = (1.2, 0, 0)
     bpy.ops.object.transform_apply(rotation=True)
@@ -162,8 +166,8 @@ def test_wind_asset_loops_seamlessly_and_bakes_its_colour(vat, envfx, tmp_path):
 
 
 def test_bent_mesh_round_trip(vat, envfx, tmp_path):
-    scene = bpy.context.scene
-    s = scene.envfx.bend
+    scene = api.scene()
+    s = api.envfx(scene).bend
     pivot = bpy.data.objects.new("Player", None)
     scene.collection.objects.link(pivot)
     s.pivot = pivot
@@ -173,7 +177,7 @@ def test_bent_mesh_round_trip(vat, envfx, tmp_path):
     pivot.location = (0, 6, 0)
     pivot.keyframe_insert("location", frame=8)
     bpy.ops.mesh.primitive_grid_add(x_subdivisions=6, y_subdivisions=6, size=6.0)
-    ground = bpy.context.active_object
+    ground = api.active()
     ground.name = "Ground"
     envfx.operators.bend.add_bend(scene, [ground])
     result = vat.ops.bake_vat(scene, [ground], str(tmp_path), vat.ops.VatOptions(frame_start=1, frame_end=8))
@@ -189,12 +193,13 @@ def test_a_corpus_tree_in_the_wind_round_trips(vat, envfx, tmp_path, corpus_asse
     baked over a seamless wind loop for Godot or Unity: every object's proxy plays what the wind draws at every
     baked frame, and its glb or FBX, read back, holds the rest pose (and the FBX the UV map that addresses each
     vertex's texel)."""
-    scene = bpy.context.scene
+    scene = api.scene()
     for o in list(bpy.data.objects):
         bpy.data.objects.remove(o)
-    scene.envfx.wind.ao_samples = 0
-    scene.envfx.wind.strength = 1.5
-    scene.envfx.wind.loop_frames = 24
+    wind = api.envfx(scene).wind
+    wind.ao_samples = 0
+    wind.strength = 1.5
+    wind.loop_frames = 24
     objects = corpus_asset("ez_aspen_small_single")
     envfx.operators.wind.bake(scene, objects)
     envfx.operators.wind.add_wind(scene, objects)
@@ -205,8 +210,8 @@ def test_a_corpus_tree_in_the_wind_round_trips(vat, envfx, tmp_path, corpus_asse
     assert not [w for w in result.warnings if "jumps" in w or "static" in w], result.warnings
     for obj in objects:
         meta = result.meta[obj.name]
-        assert meta["frames"] == 8 and meta["loop"] and meta["vertex_count"] == len(obj.data.vertices)
-        rest = vat.bridge.get_positions(obj.data).astype(np.float64)
+        assert meta["frames"] == 8 and meta["loop"] and meta["vertex_count"] == len(api.mesh(obj).vertices)
+        rest = vat.bridge.get_positions(api.mesh(obj)).astype(np.float64)
         size = float(np.ptp(rest, axis=0).max())
         # the player adds the offset to the rest position in float32: at this tree's 39 m in centimetres a float32
         # step is 0.00024, several of which add to the encoding's own error
@@ -219,7 +224,7 @@ def test_a_corpus_tree_in_the_wind_round_trips(vat, envfx, tmp_path, corpus_asse
             pos = np.concatenate([accessor(p["attributes"]["POSITION"]) for p in doc["meshes"][0]["primitives"]])
             a_g = np.asarray(envfx.core.bend_engines.ENGINES["GODOT"][0], np.float64)
             rest_g = {tuple(p) for p in np.round(rest @ a_g.T, 2)}
-            assert len(pos) >= len(obj.data.vertices)
+            assert len(pos) >= len(api.mesh(obj).vertices)
             assert all(tuple(p) in rest_g for p in np.round(pos.astype(np.float64), 2))
         else:
             assert_fbx_proxy(load_helper, tmp_path / meta["mesh"], rest, meta, atol=1e-6 * size)
@@ -227,19 +232,19 @@ def test_a_corpus_tree_in_the_wind_round_trips(vat, envfx, tmp_path, corpus_asse
 
 def test_operator_bakes_the_selection_with_the_scene_settings(vat, tmp_path):
     obj = armature_mesh()
-    s = bpy.context.scene.envfx.vat
+    s = api.envfx().vat
     s.frame_start, s.frame_end, s.step = 1, 10, 1
     s.encoding = "PNG16"
     s.engine = "GODOT"
     s.output_dir = str(tmp_path)
-    for o in bpy.context.view_layer.objects:
+    for o in api.view_layer().objects:
         o.select_set(o == obj)
-    assert bpy.ops.envfx.vat_bake() == {"FINISHED"}
+    assert api.ops.vat_bake() == {"FINISHED"}
     assert sorted(os.listdir(tmp_path)) == ["Arm_vat.gdshader", "Arm_vat.glb", "Arm_vat.json", "Arm_vat_nrm.png",
                                             "Arm_vat_pos.png", "envfx_vat.gdshaderinc"]
     # a second bake replaces the proxy (one object, not Arm_VAT.001) and the files of the first
     s.encoding = "EXR32"
-    assert bpy.ops.envfx.vat_bake() == {"FINISHED"}
+    assert api.ops.vat_bake() == {"FINISHED"}
     assert sorted(os.listdir(tmp_path)) == ["Arm_vat.gdshader", "Arm_vat.glb", "Arm_vat.json", "Arm_vat_nrm.exr",
                                             "Arm_vat_pos.exr", "envfx_vat.gdshaderinc"]
     assert [o.name for o in bpy.data.objects if o.name.startswith("Arm_VAT")] == ["Arm_VAT"]
@@ -263,7 +268,7 @@ def read_glb(path):
 
 def test_gltf_proxy_holds_the_rest_pose_in_godot_axes_and_the_vat_uvs(vat, tmp_path):
     obj = armature_mesh()
-    result = vat.ops.bake_vat(bpy.context.scene, [obj], str(tmp_path),
+    result = vat.ops.bake_vat(api.scene(), [obj], str(tmp_path),
                               vat.ops.VatOptions(frame_start=1, frame_end=10, engine="GODOT"))
     meta = result.meta["Arm"]
     doc, accessor = read_glb(tmp_path / meta["mesh"])
@@ -272,7 +277,7 @@ def test_gltf_proxy_holds_the_rest_pose_in_godot_axes_and_the_vat_uvs(vat, tmp_p
     assert uv_key in prim["attributes"], prim["attributes"]
     pos = accessor(prim["attributes"]["POSITION"])
     uv = accessor(prim["attributes"][uv_key])
-    rest = vat.bridge.get_positions(obj.data)
+    rest = vat.bridge.get_positions(api.mesh(obj))
     lay = meta["layout"]
     # glTF's v runs from the top: the vertex's texel of frame 0 is (u * width, v * height) from the top-left
     x = np.floor(uv[:, 0] * lay["width"]).astype(int)
@@ -285,7 +290,7 @@ def test_gltf_proxy_holds_the_rest_pose_in_godot_axes_and_the_vat_uvs(vat, tmp_p
 
 def unchanged(tmp_path, names_before, frame=1):
     assert sorted(o.name for o in bpy.data.objects) == names_before
-    assert bpy.context.scene.frame_current == frame
+    assert api.scene().frame_current == frame
     assert not tmp_path.exists() or os.listdir(tmp_path) == []
 
 
@@ -299,20 +304,20 @@ def test_an_error_in_the_encoder_leaves_nothing_behind(vat, tmp_path, on_thread,
     exported; or on the main thread) refuses, and the bake is undone: no files, no proxy, no thread left."""
     monkeypatch.setattr(vat.ops, "ENCODE_ON_THREAD", on_thread)
     bpy.ops.mesh.primitive_grid_add(x_subdivisions=4, y_subdivisions=4)
-    obj = bpy.context.active_object
+    obj = api.active()
     obj.name = "Far"
     obj.shape_key_add(name="Basis")
     far = obj.shape_key_add(name="Far")
     for point in far.data:
-        point.co.z = 1e5
+        api.of(bpy.types.ShapeKeyPoint, point).co.z = 1e5
     for frame, value in ((1, 0.0), (6, 1.0)):
         far.value = value
         far.keyframe_insert("value", frame=frame)
-    bpy.context.scene.frame_set(2)
+    api.scene().frame_set(2)
     before = sorted(o.name for o in bpy.data.objects)
     meshes = len(bpy.data.meshes)
     with pytest.raises(vat.ops.VatInputError, match=r"^Far: A value of .* beyond what a half float holds .* EXR32"):
-        vat.ops.bake_vat(bpy.context.scene, [obj], str(tmp_path / "out"),
+        vat.ops.bake_vat(api.scene(), [obj], str(tmp_path / "out"),
                          vat.ops.VatOptions(1, 6, encoding="EXR16", engine="GODOT"))
     unchanged(tmp_path / "out", before, frame=2)
     assert len(bpy.data.meshes) == meshes
@@ -321,13 +326,13 @@ def test_an_error_in_the_encoder_leaves_nothing_behind(vat, tmp_path, on_thread,
 
 def test_topology_change_is_refused_naming_the_frame(vat, tmp_path):
     bpy.ops.mesh.primitive_ico_sphere_add(subdivisions=1)
-    obj = bpy.context.active_object
-    build = obj.modifiers.new("Build", "BUILD")
+    obj = api.active()
+    build = api.of(bpy.types.BuildModifier, obj.modifiers.new("Build", "BUILD"))
     build.frame_start, build.frame_duration = 1, 10
-    bpy.context.scene.frame_set(2)
+    api.scene().frame_set(2)
     before = sorted(o.name for o in bpy.data.objects)
     with pytest.raises(vat.ops.VatInputError, match=r"topology changes at frame 5 .*faces .* since frame 3"):
-        vat.ops.bake_vat(bpy.context.scene, [obj], str(tmp_path / "out"), vat.ops.VatOptions(3, 12, step=2))
+        vat.ops.bake_vat(api.scene(), [obj], str(tmp_path / "out"), vat.ops.VatOptions(3, 12, step=2))
     unchanged(tmp_path / "out", before, frame=2)
     assert vat.nodes.GROUP_NAME not in bpy.data.node_groups
     assert len(bpy.data.meshes) == len({o.data for o in bpy.data.objects if o.type == "MESH"})
@@ -342,42 +347,42 @@ def test_bad_settings_are_refused_before_any_work(vat, tmp_path, opts, words):
     obj = armature_mesh()
     before = sorted(o.name for o in bpy.data.objects)
     with pytest.raises(vat.ops.VatInputError, match=words):
-        vat.ops.bake_vat(bpy.context.scene, [obj], str(tmp_path / "out"), vat.ops.VatOptions(**opts))
+        vat.ops.bake_vat(api.scene(), [obj], str(tmp_path / "out"), vat.ops.VatOptions(**opts))
     unchanged(tmp_path / "out", before)
 
 
 def test_static_mesh_is_baked_with_a_warning_and_non_meshes_are_skipped(vat, tmp_path):
     cube, camera = bpy.data.objects["Cube"], bpy.data.objects["Camera"]
-    result = vat.ops.bake_vat(bpy.context.scene, [cube, camera], str(tmp_path), vat.ops.VatOptions(1, 5))
+    result = vat.ops.bake_vat(api.scene(), [cube, camera], str(tmp_path), vat.ops.VatOptions(1, 5))
     assert any("static" in w for w in result.warnings)
     assert "not a mesh" in result.skipped["Camera"]
     with pytest.raises(vat.ops.VatInputError, match="camera object, not a mesh"):
-        vat.ops.bake_vat(bpy.context.scene, [camera], str(tmp_path), vat.ops.VatOptions(1, 5))
+        vat.ops.bake_vat(api.scene(), [camera], str(tmp_path), vat.ops.VatOptions(1, 5))
 
 
 def test_unwritable_folder_is_refused(vat):
     obj = armature_mesh()
     before = sorted(o.name for o in bpy.data.objects)
     with pytest.raises(vat.ops.VatInputError, match="cannot be written|cannot be made|choose"):
-        vat.ops.bake_vat(bpy.context.scene, [obj], "/proc/envfx-vat", vat.ops.VatOptions(1, 10))
+        vat.ops.bake_vat(api.scene(), [obj], "/proc/envfx-vat", vat.ops.VatOptions(1, 10))
     assert sorted(o.name for o in bpy.data.objects) == before
 
 
 def test_names_file_systems_reject_are_sanitised(vat, tmp_path):
     obj = armature_mesh(name='Tree: "big"/01*')
-    result = vat.ops.bake_vat(bpy.context.scene, [obj], str(tmp_path), vat.ops.VatOptions(1, 10))
+    result = vat.ops.bake_vat(api.scene(), [obj], str(tmp_path), vat.ops.VatOptions(1, 10))
     assert sorted(os.listdir(tmp_path)) == ["Tree_big_01_vat.json", "Tree_big_01_vat_nrm.exr",
                                             "Tree_big_01_vat_pos.exr"]
     assert result.proxies == ['Tree: "big"/01*_VAT']
 
 
 def test_operator_reports_bad_input_and_cancels(vat, tmp_path):
-    s = bpy.context.scene.envfx.vat
+    s = api.envfx().vat
     s.output_dir = str(tmp_path)
-    for o in bpy.context.view_layer.objects:
+    for o in api.view_layer().objects:
         o.select_set(o.name == "Camera")
     with pytest.raises(RuntimeError, match="not a mesh"):
-        bpy.ops.envfx.vat_bake()
+        api.ops.vat_bake()
     assert os.listdir(tmp_path) == []
 
 
@@ -400,10 +405,10 @@ def test_bake_file_opens_a_blend_and_bakes_its_objects_by_name(vat, tmp_path):
 @pytest.mark.parametrize("steps", [3, 11])  # while evaluating frames; after the proxy was made
 def test_cancel_leaves_nothing_behind(vat, tmp_path, steps):
     obj = armature_mesh()
-    bpy.context.scene.frame_set(2)
+    api.scene().frame_set(2)
     before = sorted(o.name for o in bpy.data.objects)
     meshes = len(bpy.data.meshes)
-    job = vat.ops.bake_vat_job(bpy.context.scene, [obj], str(tmp_path / "out"), vat.ops.VatOptions(1, 10))
+    job = vat.ops.bake_vat_job(api.scene(), [obj], str(tmp_path / "out"), vat.ops.VatOptions(1, 10))
     for _ in range(steps):
         next(job)
     job.close()
@@ -418,11 +423,11 @@ def test_fbx_proxy_holds_the_rest_pose_and_the_vat_uvs(vat, tmp_path, load_helpe
     frame) with Apply Transform, in the axes its GlobalSettings name, and the UV map EnvFX_VAT addresses each
     corner's vertex texel (V from the bottom, as FBX counts it)."""
     obj = armature_mesh()
-    bpy.context.scene.frame_set(7)
-    result = vat.ops.bake_vat(bpy.context.scene, [obj], str(tmp_path),
+    api.scene().frame_set(7)
+    result = vat.ops.bake_vat(api.scene(), [obj], str(tmp_path),
                               vat.ops.VatOptions(frame_start=1, frame_end=10, engine="UNITY"))
     assert_fbx_proxy(load_helper, tmp_path / result.meta["Arm"]["mesh"],
-                     vat.bridge.get_positions(obj.data).astype(np.float64), result.meta["Arm"], atol=1e-4)
+                     vat.bridge.get_positions(api.mesh(obj)).astype(np.float64), result.meta["Arm"], atol=1e-4)
 
 
 def assert_fbx_proxy(load_helper, path, rest, meta, atol):
