@@ -117,6 +117,27 @@ def walk_across(bpy, collection, n_actors, frames, size, seed=0):
         a.keyframe_insert("location", frame=frames + 1)
 
 
+def shot_scene(bpy, n_side, n_actors, frames):
+    """The shot's scene, made the file's only scene: a 100 m snow grid of ``n_side`` x ``n_side`` vertices,
+    ``n_actors`` walking across it over ``frames`` frames (the scene's actors), at frame 1; and its reference scene
+    (``framebench``). Returns (scene, snow mesh, snow object, reference scene)."""
+    import framebench
+
+    bpy.ops.wm.read_homefile(app_template="", use_empty=True)
+    scene = bpy.context.scene
+    size = 100.0
+    mesh = grid_mesh(bpy, "Snow", n_side, size)
+    snow = bpy.data.objects.new("Snow", mesh)
+    scene.collection.objects.link(snow)
+    actors = bpy.data.collections.new("Actors")
+    scene.collection.children.link(actors)
+    walk_across(bpy, actors, n_actors, frames, size)
+    scene.envfx.snow.actors = actors
+    scene.frame_start, scene.frame_end = 1, frames + 1
+    scene.frame_set(1)
+    return scene, mesh, snow, framebench.reference_scene(scene, [mesh])
+
+
 def bench_shot(n_side, n_actors, frames, rounds, bins):
     """The trails over a shot of ``frames`` frames (32 actors walking across the whole snow) by frame changes,
     against the reference scene (``framebench``); every round restarts the simulation (the trails removed and
@@ -126,20 +147,8 @@ def bench_shot(n_side, n_actors, frames, rounds, bins):
     import framebench
 
     envfx = conftest.enable_addon()
-    bpy.ops.wm.read_homefile(app_template="", use_empty=True)
-    scene = bpy.context.scene
-    size = 100.0
-    mesh = grid_mesh(bpy, "Snow", n_side, size)
-    snow = bpy.data.objects.new("Snow", mesh)
+    scene, mesh, snow, ref = shot_scene(bpy, n_side, n_actors, frames)
     snow["envfx_snow"] = 0
-    scene.collection.objects.link(snow)
-    actors = bpy.data.collections.new("Actors")
-    scene.collection.children.link(actors)
-    walk_across(bpy, actors, n_actors, frames, size)
-    scene.envfx.snow.actors = actors
-    scene.frame_start, scene.frame_end = 1, frames + 1
-    scene.frame_set(1)
-    ref = framebench.reference_scene(scene, [mesh])
 
     def restart(_round):
         scene.frame_set(1)
@@ -202,19 +211,7 @@ def bench_shot_parts(n_side, n_actors, frames, rounds, bins):
     import framebench
 
     envfx = conftest.enable_addon()
-    bpy.ops.wm.read_homefile(app_template="", use_empty=True)
-    scene = bpy.context.scene
-    size = 100.0
-    mesh = grid_mesh(bpy, "Snow", n_side, size)
-    snow = bpy.data.objects.new("Snow", mesh)
-    scene.collection.objects.link(snow)
-    actors = bpy.data.collections.new("Actors")
-    scene.collection.children.link(actors)
-    walk_across(bpy, actors, n_actors, frames, size)
-    scene.envfx.snow.actors = actors
-    scene.frame_start, scene.frame_end = 1, frames + 1
-    scene.frame_set(1)
-    ref = framebench.reference_scene(scene, [mesh])
+    scene, mesh, snow, ref = shot_scene(bpy, n_side, n_actors, frames)
     framebench.ensure_depsgraph(scene)
     framebench.ensure_depsgraph(ref)
     timed = list(range(2, frames + 2))
@@ -271,19 +268,7 @@ def bench_handler_shot(n_side, n_actors, frames, rounds, bins):
     from core import snow as core_snow
 
     envfx = conftest.enable_addon()
-    bpy.ops.wm.read_homefile(app_template="", use_empty=True)
-    scene = bpy.context.scene
-    size = 100.0
-    mesh = grid_mesh(bpy, "Snow", n_side, size)
-    snow = bpy.data.objects.new("Snow", mesh)
-    scene.collection.objects.link(snow)
-    actors = bpy.data.collections.new("Actors")
-    scene.collection.children.link(actors)
-    walk_across(bpy, actors, n_actors, frames, size)
-    scene.envfx.snow.actors = actors
-    scene.frame_start, scene.frame_end = 1, frames + 1
-    scene.frame_set(1)
-    ref = framebench.reference_scene(scene, [mesh])
+    scene, mesh, snow, ref = shot_scene(bpy, n_side, n_actors, frames)
     specs, _ = envfx.operators.snow.actor_specs(scene)
     names = [n for n, *_ in specs]
     radius = np.array([r for _, r, _, _ in specs])
