@@ -42,14 +42,19 @@ def _jobs(tmp_path):
     }
 
 
+def _write_checked(job, what):
+    """``farm.write_job(job)``; where openjd-cli is installed, ``openjd check`` accepts the template written."""
+    template, _params = farm.write_job(job)
+    if OPENJD:
+        run = subprocess.run([OPENJD, "check", template], capture_output=True, text=True)
+        assert run.returncode == 0 and "passes validation" in run.stdout, (what, run.stdout, run.stderr)
+
+
 @pytest.mark.skipif(OPENJD is None, reason="openjd-cli is not installed (tools/venv.sh installs it in the 5.0 venv)")
 def test_openjd_check_accepts_the_template_of_every_command(tmp_path):
     assert OPENJD is not None  # (the skipif)
     for command, job in _jobs(tmp_path).items():
-        template, _params = farm.write_job(job)
-        run = subprocess.run([OPENJD, "check", template], capture_output=True, text=True)
-        assert run.returncode == 0, (command, run.stdout, run.stderr)
-        assert "passes validation" in run.stdout
+        _write_checked(job, command)
 
 
 def test_the_yaml_is_the_template():
@@ -206,11 +211,7 @@ def test_a_sequence_in_parts_is_one_step_per_part_each_after_the_one_before(tmp_
     assert farm.share_commands(desc, 2, paths) == [
         ("frames 9-16", ["gas-giant", "--out", "/farm/out", "--frames", "20", "--part", "9-16", "--state-dir",
                          os.path.join("/farm/job", "states")])]
-    farm.write_job(job)
-    if OPENJD:
-        check = subprocess.run([OPENJD, "check", os.path.join(job_dir, "template.yaml")], capture_output=True,
-                               text=True)
-        assert check.returncode == 0, check.stdout + check.stderr
+    _write_checked(job, doc["name"])
     entry = {"label": "frames 1-8", "status": "done", "code": 0, "errors": [], "output": []}
     farm.write_summary(job_dir, 1, [entry], 0)
     failed = {**entry, "label": "frames 9-16", "status": "failed", "code": 1,
@@ -245,11 +246,7 @@ def test_a_snow_bake_in_parts_is_one_step_whose_parts_run_at_once(tmp_path):
     assert farm.share_commands(job.description(), 3, paths) == [
         ("frames 141-148", ["snow", "/farm/a.blend", "--bake", "--out-dir", "/farm/out", "--frames", "101:148",
                             "--part", "141-148"])]
-    farm.write_job(job)
-    if OPENJD:
-        check = subprocess.run([OPENJD, "check", os.path.join(job_dir, "template.yaml")], capture_output=True,
-                               text=True)
-        assert check.returncode == 0, check.stdout + check.stderr
+    _write_checked(job, doc["name"])
     entry = {"label": "frames 101-120", "status": "done", "code": 0, "errors": [], "output": []}
     farm.write_summary(job_dir, 1, [entry], 0)
     farm.write_summary(job_dir, 3, [{**entry, "label": "frames 141-148"}], 0)
