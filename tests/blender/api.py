@@ -10,6 +10,7 @@ type checker reads the rest of the test against the real API.
 from typing import Any, Protocol, TypeVar, cast
 
 import bpy
+from mathutils import Vector
 
 T = TypeVar("T")
 
@@ -146,3 +147,19 @@ def socket(sock: bpy.types.NodeSocket | bpy.types.NodeTreeInterfaceSocket) -> Va
     """``sock`` as a socket with a ``default_value`` (asserted), whatever its data type."""
     assert hasattr(sock, "default_value"), f"the socket {sock.name!r} holds no value"
     return cast(Valued, sock)
+
+
+def load_collections(path: str, names: list[str], link: bool) -> list[bpy.types.Collection]:
+    """The collections ``names`` of the .blend file at ``path``, appended or linked (``bpy.data.libraries.load``)."""
+    with bpy.data.libraries.load(path, link=link) as (_src, dst):  # pyright: ignore[reportGeneralTypeIssues] -- a context manager, typed None
+        dst.collections = names
+    return [of(bpy.types.Collection, coll) for coll in dst.collections]
+
+
+def ray_cast(scene: bpy.types.Scene, depsgraph: bpy.types.Depsgraph, origin: Vector,
+             direction: Vector) -> tuple[bool, Vector, Vector, int]:
+    """``scene.ray_cast(depsgraph, origin, direction)``: (hit, location, normal, face index) of the first face the
+    ray meets (the object and matrix it also returns are left off). The 4.2 stubs type its result as None."""
+    result: Any = scene.ray_cast(depsgraph, origin, direction)  # (a tuple; typed as returning None by the 4.2 stubs)
+    hit, location, normal, index = result[:4]
+    return bool(hit), of(Vector, location), of(Vector, normal), int(index)
