@@ -14,29 +14,31 @@ import tempfile
 import bpy
 import addon_utils
 
+import api  # tests/blender/api.py: this script's folder is the first entry of sys.path (python runs it as a file)
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-def run(op, objects):
+def run(op: str, objects: list[bpy.types.Object]) -> None:
     with bpy.context.temp_override(selected_objects=objects, active_object=objects[0], object=objects[0]):
-        result = getattr(bpy.ops.envfx, op)()
+        result = getattr(api.ops, op)()
     assert result == {"FINISHED"}, (op, result)
 
 
-def round_trip(out_dir):
+def round_trip(out_dir: str) -> None:
     bpy.ops.wm.read_homefile(app_template="", use_empty=True)
-    scene = bpy.context.scene
+    scene = api.scene()
     bpy.ops.mesh.primitive_plane_add(size=10)
-    plane = bpy.context.active_object
+    plane = api.active()
     bpy.ops.mesh.primitive_cube_add(size=0.5, location=(0, 0, 0.25))
-    cube = bpy.context.active_object
+    cube = api.active()
     cube.modifiers.new("Hair", "PARTICLE_SYSTEM")
-    cube.particle_systems[0].settings.type = "HAIR"
+    api.of(bpy.types.ParticleSettings, cube.particle_systems[0].settings).type = "HAIR"
     actors = bpy.data.collections.new("Actors")
     scene.collection.children.link(actors)
     scene.collection.objects.unlink(cube)
     actors.objects.link(cube)
-    s = scene.envfx.snow
+    s = api.envfx(scene).snow
     s.actors = actors
     s.occluders = actors
     run("bend_add", [plane, cube])
@@ -50,8 +52,8 @@ def round_trip(out_dir):
 if __name__ == "__main__":
     repo_dir = tempfile.mkdtemp(prefix="envfx-sub-")
     os.symlink(ROOT, os.path.join(repo_dir, "envfx"))
-    bpy.context.preferences.extensions.repos.new(name="EnvFX Sub", module="envfx_sub", custom_directory=repo_dir,
-                                                 source="USER")
+    api.preferences().extensions.repos.new(name="EnvFX Sub", module="envfx_sub", custom_directory=repo_dir,
+                                           source="USER")
     addon_utils.enable("bl_ext.envfx_sub.envfx", default_set=True)
     for i in range(int(sys.argv[2]) if len(sys.argv) > 2 else 3):
         round_trip(os.path.join(sys.argv[1], str(i)))
