@@ -280,3 +280,31 @@ def test_a_real_grass_clump_is_pushed_and_equals_its_twin(mods, envfx, corpus_as
             assert np.abs((got - _twin(mods, o, frame)) @ scale.T).max() < 1e-4, (o.name, frame)
             moved = max(moved, float(np.abs((got - _twin(mods, o, frame, push=False)) @ scale.T).max()))
     assert moved > 0.02 * height, (moved, height)
+
+
+def test_a_push_from_a_bake_no_snow_reads_survives_save_and_reload(mods, envfx, tmp_path, save_and_reopen):
+    """Push Grass loading the Snow bake's Output Folder (no snow in the file reads that bake): saved and opened
+    again, the grass is still pushed, as its twin says (the bake's group, whose only reader is the push, is kept)."""
+    scene = api.scene()
+    obj = _field(blades=120)
+    mods.ops.add_wind(scene, [obj])
+    api.envfx(scene).snow.output_dir = _bake_on_disk(envfx, tmp_path / "bake")
+    assert "pushed by the baked buffer" in mods.ops.grass_push(scene)
+    save_and_reopen("meadow.blend")
+    scene, obj = api.scene(), bpy.data.objects["Field"]
+    assert mods.nodes.push_source(scene)[1] is not None
+    got = _evaluated(mods, obj, 13)
+    assert np.abs(got - _twin(mods, obj, 13)).max() < 1e-4
+    assert np.abs(got - _twin(mods, obj, 13, push=False)).max() > 0.1
+
+
+
+def _bake_on_disk(envfx, folder):
+    """The walker's buffer (WALK, frames 1-100) baked into ``folder`` as `envfx snow --bake` writes it."""
+    snow = importlib.import_module(envfx.__name__ + ".core.snow")
+    (f0, p0), (f1, p1) = WALK
+    s = np.clip((np.arange(1, 101) - f0) / (f1 - f0), 0.0, 1.0)[:, None]
+    tracks = (np.array(p0) + s * (np.array(p1) - np.array(p0)))[:, None, :]
+    snow.bake(tracks, [0.6], [0.2], snow.StampParams(fps=24.0),
+              snow.BufferParams(resolution=96, size=10.0, origin=(-5.0, -5.0)), frame_start=1, out_dir=str(folder))
+    return str(folder)
