@@ -76,7 +76,7 @@ PUSH_MAX = 100.0  # the Push Strength and Push Sway settings' maximum (props/win
 PUSH_OPTIONS = ("push_grass", "push_buffer", "push_strength", "push_sway")
 
 
-def check_push(args) -> None:
+def check_push(args: argparse.Namespace) -> None:
     """The push options, before any file is opened: a buffer only with --push-grass, numbers in range, a buffer
     folder (not starting with //: that one is checked per file) that holds a bake."""
     for name in ("push_strength", "push_sway"):
@@ -103,7 +103,7 @@ def push_folder(path: str, blend: str | None = None) -> str:
     return folder
 
 
-def apply_push(args, scene: bpy.types.Scene, path: str) -> str | None:
+def apply_push(args: argparse.Namespace, scene: bpy.types.Scene, path: str) -> str | None:
     """The push options on ``scene`` (the file ``path``); returns what was done, or None when none was given.
     Raises CliError (nothing on the scene changed) when push is asked for and there is no buffer to read."""
     if all(getattr(args, name) is None for name in PUSH_OPTIONS):

@@ -34,6 +34,7 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -91,8 +92,8 @@ def scene_uniforms(scene: core_live.SceneWind, engine: str, unit_scale: float = 
                       float(scene.fade_end) * k]}
 
 
-def push_uniforms(origin, size: float, strength: float, sway: float, first_frame: float, engine: str,
-                  unit_scale: float = 1.0, on: bool = True) -> dict:
+def push_uniforms(origin: Sequence[float] | np.ndarray, size: float, strength: float, sway: float,
+                  first_frame: float, engine: str, unit_scale: float = 1.0, on: bool = True) -> dict:
     """The grass push's uniforms of one baked frame in the engine's axes and units: ``push_window`` = (the window's
     lower-left corner, Blender world ``(origin x, origin y, 0)``, as an engine world point; its size in engine
     units), ``push`` = (strength, sway, the bake's first frame, 1 on / 0 off) (``core.wind.push.GrassPush``)."""

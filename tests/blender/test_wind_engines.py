@@ -557,6 +557,7 @@ def test_exported_pushed_grass_plays_the_preview_with_the_bakes_frames(envfx, mo
     a, k = mods.core.axes("GODOT")
     matrix = mods.core.engine_matrix_world(np.asarray(obj.matrix_world), "GODOT")
     uniforms = meta["scene"]["GODOT"]
+    assert scene.camera is not None  # (the start-up file's: it tilts and fades the grass)
     cm = np.asarray(scene.camera.matrix_world)
     camera = (k * (a @ cm[:3, 3]), a @ cm[:3, 2])
     attributes = [pos_g, accessor(prim["attributes"]["NORMAL"])] + [godot[key] for key in
