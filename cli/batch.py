@@ -135,7 +135,7 @@ EMPTY_OPTION_NEEDS = {
     "out_dir": "a folder", "cubemap_palette": "the folder of an earlier bake", "palette": "an image path",
     "save_field": "an .npz path", "load_field": "an .npz path", "objects": "comma-separated object names",
     "custom": "four comma-separated channel sources", "frames": "a frame range START:END",
-    "format": "comma-separated formats",
+    "format": "comma-separated formats", "push_buffer": "the folder of a baked interaction buffer",
 }
 
 

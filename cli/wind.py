@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 
@@ -11,8 +12,11 @@ import bpy
 from .. import bridge, progress
 from ..core import wind as core_wind
 from ..operators import bend as bend_ops
+from ..operators import snow as snow_ops
 from ..operators import wind as wind_ops
 from ..operators import wind_engines as wind_engine_ops
+from ..operators.common import ObjectsResult
+from ..shader_nodes.snow import buffer as snow_buffer_nodes
 from . import batch
 from .batch import CliError
 
@@ -54,7 +58,74 @@ def add_parser(sub):
                    help="after the bake: write each asset's live wind as shader code for Godot, Unity and Unreal and "
                    "envfx_wind.json into DIR (with several files: DIR/<file name>/), and the UV maps the shaders "
                    "read onto the meshes (saved with the file); default: no engine files")
+    p.add_argument("--push-grass", action=argparse.BooleanOptionalAction,
+                   help="actors push the grass in wind (the scene's Grass Push): on, it reads --push-buffer, else the "
+                   "baked buffer the file already has (or the Snow bake's Output Folder); --no-push-grass turns it "
+                   "off (default: as the file has it)")
+    p.add_argument("--push-buffer", metavar="DIR",
+                   help="with --push-grass: the folder of a baked interaction buffer (its snow_buffer.json; // is the "
+                   ".blend file's folder) the grass reads (default: the file's)")
+    p.add_argument("--push-strength", type=float,
+                   help=f"lean of a full push-down per unit of blade height, 0 to {PUSH_MAX:g}{F}")
+    p.add_argument("--push-sway", type=float,
+                   help=f"lean of the wobble after a nudge per unit of blade height, 0 to {PUSH_MAX:g}{F}")
     p.set_defaults(func=run)
+
+
+PUSH_MAX = 100.0  # the Push Strength and Push Sway settings' maximum (props/wind.py)
+PUSH_OPTIONS = ("push_grass", "push_buffer", "push_strength", "push_sway")
+
+
+def check_push(args: argparse.Namespace) -> None:
+    """The push options, before any file is opened: a buffer only with --push-grass, numbers in range, a buffer
+    folder (not starting with //: that one is checked per file) that holds a bake."""
+    for name in ("push_strength", "push_sway"):
+        value = getattr(args, name)
+        if value is not None and not (math.isfinite(value) and 0.0 <= value <= PUSH_MAX):
+            raise CliError(f"--{name.replace('_', '-')} {value}: use a number from 0 to {PUSH_MAX:g}")
+    if args.push_buffer is not None and not args.push_grass:
+        raise CliError(f"--push-buffer is read by --push-grass: add --push-grass, or drop --push-buffer"
+                       f"{' (--no-push-grass turns the push off)' if args.push_grass is False else ''}")
+    if args.push_buffer is not None and not args.push_buffer.startswith("//"):
+        push_folder(args.push_buffer)
+
+
+def push_folder(path: str, blend: str | None = None) -> str:
+    """The folder of the baked buffer ``--push-buffer`` names (the folder, or its snow_buffer.json), absolute;
+    CliError when it holds no bake."""
+    folder = batch.cli_path(path, "--push-buffer", blend=blend)
+    if os.path.basename(folder) == "snow_buffer.json" and os.path.isfile(folder):
+        folder = os.path.dirname(folder)
+    if not os.path.isfile(os.path.join(folder, "snow_buffer.json")):
+        raise CliError(f"--push-buffer {path!r} holds no baked interaction buffer (no snow_buffer.json in "
+                       f"{folder!r}): give the folder a snow bake wrote (envfx snow --bake --out-dir, or the Snow "
+                       f"panel's Bake Interaction Buffer)")
+    return folder
+
+
+def apply_push(args: argparse.Namespace, scene: bpy.types.Scene, path: str) -> str | None:
+    """The push options on ``scene`` (the file ``path``); returns what was done, or None when none was given.
+    Raises CliError (nothing on the scene changed) when push is asked for and there is no buffer to read."""
+    if all(getattr(args, name) is None for name in PUSH_OPTIONS):
+        return None
+    image = None
+    if args.push_grass and args.push_buffer is not None:
+        folder = push_folder(args.push_buffer, blend=path)
+        try:
+            image, meta = snow_ops.load_bake(scene, folder, ObjectsResult())
+        except snow_ops.SnowInputError as exc:
+            raise CliError(f"--push-buffer: {exc}") from None
+        snow_buffer_nodes.ensure_buffer_group(image, meta)
+    done = wind_ops.grass_push(scene, True, image) if args.push_grass else (
+        wind_ops.grass_push(scene, False) if args.push_grass is False else None)
+    s = bridge.envfx_settings(scene).wind
+    numbers = []
+    for name in ("push_strength", "push_sway"):
+        value = getattr(args, name)
+        if value is not None:
+            setattr(s, name, value)
+            numbers.append(f"{name.replace('_', ' ')} {value:g}")
+    return "; ".join(([done] if done else []) + numbers)
 
 
 def run(args) -> int:
@@ -65,7 +136,8 @@ def run(args) -> int:
                                                        "custom", "height_uv")}
         given["add"] = given["add"] or None  # a store_true flag is False when not given
         given["export_engines"] = args.export_engines
-        ignored = [("--no-height-uv" if value is False else f"--{name.replace('_', '-')}")
+        given.update({name: getattr(args, name) for name in PUSH_OPTIONS})
+        ignored = [(f"--no-{name.replace('_', '-')}" if value is False else f"--{name.replace('_', '-')}")
                    for name, value in given.items() if value is not None]  # (--ao-samples 0 is given too)
         if ignored:
             raise CliError(f"--remove only removes the live wind (no bake): drop {', '.join(ignored)}, or run the "
@@ -83,6 +155,7 @@ def run(args) -> int:
             raise CliError("--custom sets the channels of --layout CUSTOM: add --layout CUSTOM, or drop --custom")
     if args.layout == "CUSTOM" and custom is None:
         raise CliError("--layout CUSTOM needs --custom R,G,B,A")
+    check_push(args)
     if args.export_engines is not None and not args.export_engines.strip():
         raise CliError("--export-engines is empty: give the folder the engine files are written to")
     engines = {path: args.export_engines for path in args.blend}
@@ -123,6 +196,9 @@ def _wind_file(args, path: str, custom, export_engines=None):
             baked = []
             for asset in assets:  # validate every asset before changing anything
                 wind_ops.validate(scene, asset, args.layout or bridge.envfx_settings(scene).wind.channel_layout, custom)
+            pushed = apply_push(args, scene, path)  # (before the bake: a push without a buffer costs no bake)
+            if pushed:
+                print(f"envfx wind: {path}: {pushed}")
             for asset in assets:
                 if args.preset:
                     wind_ops.apply_preset(asset, args.preset)

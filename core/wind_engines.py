@@ -19,6 +19,14 @@ Unity FBX ``(-x, z, -y)``, Unreal FBX ``100 * (x, -y, z)``, times the FBX unit s
 (``A^T v / k``) first, runs the Blender formulas as they are, and turns the offset back (``k A off``); the
 Pivot attribute is a length (engine units), the other attributes are plain numbers. Matches ``core/wind/live.py``
 as of this module's ``LIVE_VERSION``.
+
+Grass that actors push (``core.wind.push``): a grass include also has ``*_push`` variants of its functions, which
+read the baked interaction buffer's frame as a texture (G sway and A push-down at the blade's root, the slope of A
+one texel to +x and +y, texel by texel as the preview's bilinear read with the edge texels extended) and add
+``push_lean`` times H to the swing. The blade's root is the one the gusts already take, ``M (p - Pivot)``: the
+Pivot channels carry it, so the push needs no channel of its own (Blender keeps the same point per face,
+``.EnvFX_Wind_Root``, only to save the geometry nodes the per-vertex reads). The buffer's window, frames, strength
+and sway come as two uniforms (``push_uniforms``; ``envfx_wind.json``'s ``push``, per baked frame).
 """
 
 from __future__ import annotations
@@ -26,6 +34,8 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -36,10 +46,14 @@ from .wind import live as core_live
 from .wind.params import (AMBIENT_HZ, AMBIENT_SCALE, BRANCH_HZ, BRANCH_MULTS, BRANCH_PHASES, BRANCH_SCALE, GUST_AMPS,
                           GUST_MULTS, GUST_PHASES, GUST_SPEED, GUST_WAVES, LIVE_ATTRS, MAIN_SCALE, MICRO_HZ,
                           MICRO_PHASES, MICRO_SCALE, SPRING_HZ, TILT_SCALE, WOBBLE_HZ, WOBBLE_SCALE, WOBBLE_WAVE)
+from .wind.push import PUSH_EPS
 
 ENGINES = tuple(bend_engines.ENGINES)
 INCLUDE = {"GODOT": "envfx_wind.gdshaderinc", "UNITY": "EnvFXWind.hlsl", "UNREAL": "EnvFXWind.ush"}
 JSON_NAME = "envfx_wind.json"
+# a grass include's functions with the grass push, per engine (Unity: the Shader Graph Custom Function's name)
+PUSH_FUNCTIONS = {"GODOT": "envfx_wind_offset_godot_push", "UNITY": "EnvFXWindPush",
+                  "UNREAL": "envfx_wind_offset_uv_push"}
 # the UV maps Export for Game Engines writes: (name, the two live attributes (index in LIVE_ATTRS, component)):
 # B, Bc, Bs = Branch, Rc, Rs = Leaf.xy, H, Pivot, Carry (the Leaf's third, H^2, is H * H in the shader)
 CHANNELS = (("EnvFX_Wind_BH", ((0, 0), (2, None))), ("EnvFX_Wind_Bcs", ((0, 1), (0, 2))),
@@ -76,6 +90,63 @@ def scene_uniforms(scene: core_live.SceneWind, engine: str, unit_scale: float = 
                       float(scene.fps)],
             "grass": [float(scene.ambient), float(scene.grass_tilt), float(scene.fade_start) * k,
                       float(scene.fade_end) * k]}
+
+
+def push_uniforms(origin: Sequence[float] | np.ndarray, size: float, strength: float, sway: float,
+                  first_frame: float, engine: str, unit_scale: float = 1.0, on: bool = True) -> dict:
+    """The grass push's uniforms of one baked frame in the engine's axes and units: ``push_window`` = (the window's
+    lower-left corner, Blender world ``(origin x, origin y, 0)``, as an engine world point; its size in engine
+    units), ``push`` = (strength, sway, the bake's first frame, 1 on / 0 off) (``core.wind.push.GrassPush``)."""
+    a, k = axes(engine, unit_scale)
+    corner = k * (a @ np.array([float(origin[0]), float(origin[1]), 0.0]))
+    return {"push_window": [*corner.tolist(), float(size) * k],
+            "push": [float(strength), float(sway), float(first_frame), 1.0 if on else 0.0]}
+
+
+@dataclass(frozen=True)
+class PushBake:
+    """The baked interaction buffer the scene's grass push reads (``core.wind.push.GrassPush`` per frame), as
+    ``envfx_wind.json`` describes it: the window's ``size`` (Blender units), the push's ``strength`` and ``sway``,
+    the bake's ``first`` and ``last`` frames, its ``resolution`` (width, height texels), ``frames``: one (frame,
+    (window origin x, y: its min-x, min-y corner, Blender world), file name) per baked image (one, for every frame,
+    when ``sequence`` is False), and the ``folder`` they are in."""
+    size: float
+    strength: float
+    sway: float
+    first: int
+    last: int
+    resolution: tuple[int, int]
+    frames: tuple[tuple[int, tuple[float, float], str], ...]
+    sequence: bool = True
+    folder: str = ""
+
+
+def push_meta(push: PushBake | None, unit_scale: float = 1.0) -> dict:
+    """``envfx_wind.json``'s ``push``: the grass push's numbers in each engine's axes and units (``push_uniforms``
+    per baked frame), or, with push off (None), the uniforms that switch the include's push variant off."""
+    if push is None:
+        return {"on": False, "uniforms": {e: push_uniforms((0.0, 0.0), 1.0, 0.0, 0.0, 0.0, e, unit_scale, on=False)
+                                          for e in ENGINES}}
+    first_origin = push.frames[0][1] if push.frames else (0.0, 0.0)
+    return {
+        "on": True, "folder": push.folder, "sequence": bool(push.sequence),
+        "resolution": [int(push.resolution[0]), int(push.resolution[1])],
+        "first_frame": int(push.first), "last_frame": int(push.last),
+        "strength": float(push.strength), "sway": float(push.sway), "world_size": float(push.size),
+        "texel_rows": {e: "bottom row first (min y)" if e == "UNITY" else "top row first (max y, the EXR's order)"
+                       for e in ENGINES},
+        "bind": "the frames entry of round(clamp(frame, first_frame, last_frame)) (one entry: every frame), its file "
+                "as push_buffer (linear, no compression, no mipmaps) and its uniforms",
+        "uniforms": {e: push_uniforms(first_origin, push.size, push.strength, push.sway, push.first, e, unit_scale)
+                     for e in ENGINES},
+        "frames": [{"frame": int(frame), "file": name,
+                    "uniforms": {e: push_uniforms(origin, push.size, push.strength, push.sway, push.first, e,
+                                                  unit_scale) for e in ENGINES}}
+                   for frame, origin, name in push.frames],
+        "blade_root": "object_to_world applied to the rest position minus the Pivot channel (EnvFX_Wind_PivotXY, "
+                      "EnvFX_Wind_PivotZ): the point every vertex of a blade shares (Blender's per-face "
+                      ".EnvFX_Wind_Root)",
+    }
 
 
 def engine_matrix_world(matrix_world, engine: str, unit_scale: float = 1.0) -> np.ndarray:
@@ -142,6 +213,69 @@ def engine_uvs(uvs: dict, engine: str) -> dict:
 def _quantized(freq: float) -> str:
     """GLSL/HLSL expression: ``freq`` rounded to whole cycles per loop (``core.wind.live.quantize``)."""
     return f"envfx_wind_quantize({_num(freq)}, gusts)"
+
+
+def _push_lean_source(engine: str) -> list:
+    """Lines of ``envfx_wind_push_lean``: ``core.wind.push.push_lean`` of one blade root (Blender world) from the
+    baked buffer's frame, read texel by texel (bilinear between texel centres, the edge texels extended: the GPU's
+    own filtering keeps only 8 bits of the weights on many GPUs), the slope of A by the same differences one texel
+    to +x and +y, with the same weights."""
+    glsl = engine == "GODOT"
+    v2, v3, v4, i2 = ("vec2", "vec3", "vec4", "ivec2") if glsl else ("float2", "float3", "float4", "int2")
+    tex = "sampler2D" if glsl else "Texture2D"
+    row = "j" if engine == "UNITY" else "size.y - 1 - j"  # Godot and Unreal: the EXR's top row (max y) first
+    fetch = (f"texelFetch(buf, ivec2(i, {row}), 0)" if glsl else f"buf.Load(int3(i, {row}, 0))")
+    lines = [
+        "",
+        "// a texel of the grass push's buffer by Blender's column i and row j (0 at the window's min y), the edge",
+        f"// texels extended beyond it (texel rows as the engine imports the EXR: {'bottom' if row == 'j' else 'top'}"
+        " row first)",
+        f"{v4} envfx_wind_push_texel({tex} buf, {i2} size, int i, int j) {{",
+        "    i = clamp(i, 0, size.x - 1);",
+        "    j = clamp(j, 0, size.y - 1);",
+        f"    return {fetch};",
+        "}",
+        "",
+        "// the lean (Blender world, per unit of height) actors give the blade whose root is `root` (Blender world):",
+        "// core.wind.push.push_lean. push_window = (the window's min-x, min-y corner as an engine world point, its",
+        "// size in engine units); push = (strength, sway, the bake's first frame, on (1) or off (0)); push_buffer:",
+        "// the bake's frame clamp(frame, first, last) (envfx_wind.json's push.frames)",
+        f"{v3} envfx_wind_push_lean({v3} root, float frame, {v4} push_window, {v4} push, {tex} buf) {{",
+        "    if (push.w < 0.5 || frame + 0.5 <= push.z) {",
+        f"        return {v3}(0.0, 0.0, 0.0);",
+        "    }",
+    ]
+    if glsl:
+        lines.append("    ivec2 size = textureSize(buf, 0);")
+    else:
+        lines += ["    uint width, height;", "    buf.GetDimensions(width, height);",
+                  "    int2 size = int2(width, height);"]
+    lines += [
+        f"    {v3} corner = envfx_wind_to_blender(push_window.xyz) / ENVFX_WIND_K;",
+        "    float window = push_window.w / ENVFX_WIND_K;",
+        f"    {v2} f = (root.xy - corner.xy) / window * {v2}(size) - 0.5;",
+        f"    {v2} c = floor(f);",
+        f"    {v2} t = f - c;",
+        "    int i = int(c.x);",
+        "    int j = int(c.y);",
+        f"    {v4} p00 = envfx_wind_push_texel(buf, size, i, j);",
+        f"    {v4} p10 = envfx_wind_push_texel(buf, size, i + 1, j);",
+        f"    {v4} p01 = envfx_wind_push_texel(buf, size, i, j + 1);",
+        f"    {v4} p11 = envfx_wind_push_texel(buf, size, i + 1, j + 1);",
+        "    float a20 = envfx_wind_push_texel(buf, size, i + 2, j).a;",
+        "    float a21 = envfx_wind_push_texel(buf, size, i + 2, j + 1).a;",
+        "    float a02 = envfx_wind_push_texel(buf, size, i, j + 2).a;",
+        "    float a12 = envfx_wind_push_texel(buf, size, i + 1, j + 2).a;",
+        f"    {v4} here = (p00 * (1.0 - t.x) + p10 * t.x) * (1.0 - t.y) + (p01 * (1.0 - t.x) + p11 * t.x) * t.y;",
+        "    float gx = (p10.a * (1.0 - t.x) + a20 * t.x) * (1.0 - t.y) + (p11.a * (1.0 - t.x) + a21 * t.x) * t.y"
+        " - here.a;",
+        "    float gy = (p01.a * (1.0 - t.x) + p11.a * t.x) * (1.0 - t.y) + (a02 * (1.0 - t.x) + a12 * t.x) * t.y"
+        " - here.a;",
+        f"    float k = (push.x * here.a + push.y * here.g) / sqrt(gx * gx + gy * gy + {_num(PUSH_EPS * PUSH_EPS)});",
+        f"    return {v3}(-gx * k, -gy * k, 0.0);",
+        "}",
+    ]
+    return lines
 
 
 def shader_source(engine: str, asset: core_live.AssetWind, unit_scale: float = 1.0, source: str = "",
@@ -257,14 +391,19 @@ def shader_source(engine: str, asset: core_live.AssetWind, unit_scale: float = 1
         "    float w = max(0.0, wind.w * (1.0 + gusts.x * total));",
         "    return w * (1.0 + ENVFX_WIND_RAMP) / (1.0 + ENVFX_WIND_RAMP * w);",
         "}",
+    ]
+    if grass:
+        lines += _push_lean_source(engine)
+    lines += [
         "",
         "// the object-space offset (engine axes and units) of a vertex at frame `frame` (the scene's frame number;",
         "// a game: seconds * fps). object_to_world: the object's world matrix; camera_pos / camera_z: the camera's",
         "// world position and its +Z (backwards) axis (grass only; any values elsewhere)",
         f"{v3} envfx_wind_offset({v3} rest_pos, {v3} normal, float b, float bc, float bs, float rc, float rs,",
         f"                       float h, {v3} pivot, float carry, {m4} object_to_world, float frame,",
-        f"                       {v4} wind, {v4} gusts, {v4} grass, {v3} camera_pos, {v3} camera_z) {{",
+        f"                       {v4} wind, {v4} gusts, {v4} grass, {v3} camera_pos, {v3} camera_z@PUSH_ARGS@) {{",
     ]
+    body_start = len(lines) - 3  # the push variant (grass) repeats the function from its signature on
     if glsl:
         lines += [
             "    mat3 m3e = mat3(object_to_world);",
@@ -375,6 +514,7 @@ def shader_source(engine: str, asset: core_live.AssetWind, unit_scale: float = 1
             f"    float wamp = blade * ambient * {_num(WOBBLE_SCALE)} * h * envfx_wind_wave(dot(p, {vec(ww)})"
             " + fw * t);",
             "    swing = blade * swing + h * extra_o + wamp * n;",
+            "@PUSH@",
             "    main_amp = blade * main_amp; // the carry's lean: the blade's",
         ]
     lines += [
@@ -399,6 +539,16 @@ def shader_source(engine: str, asset: core_live.AssetWind, unit_scale: float = 1
         "    return ENVFX_WIND_K * envfx_wind_to_engine(local);",
         "}",
     ]
+    tex = "sampler2D" if glsl else "Texture2D"
+    body = lines[body_start:]
+    lines = lines[:body_start] + [line.replace("@PUSH_ARGS@", "") for line in body if line != "@PUSH@"]
+    if grass:  # the same with actors pushing the blades: the lean of the buffer at the blade's root, times H
+        lines += ["", "// the same, with the grass push: envfx_wind_push_lean at the blade's root, times h (turned",
+                  "// about the root with the rest of the swing, so the blade keeps its length)"]
+        extra = f",\n                            {v4} push_window, {v4} push, {tex} push_buffer"
+        lean = mul("inv3", "envfx_wind_push_lean(root, frame, push_window, push, push_buffer)")
+        lines += [line.replace("envfx_wind_offset(", "envfx_wind_offset_push(").replace("@PUSH_ARGS@", extra)
+                  if line != "@PUSH@" else f"    swing += h * {lean};" for line in body]
     flip = "1.0 - " if V_FLIP[engine] else ""
     lines += [
         "",
@@ -413,6 +563,20 @@ def shader_source(engine: str, asset: core_live.AssetWind, unit_scale: float = 1
         "                             object_to_world, frame, wind, gusts, grass, camera_pos, camera_z);",
         "}",
     ]
+    if grass:
+        lines += [
+            "",
+            "// and with the grass push (push_window, push: envfx_wind.json's push; push_buffer: the baked frame)",
+            f"{v3} envfx_wind_offset_uv_push({v3} rest_pos, {v3} normal, {v2} uv_bh, {v2} uv_bcs, {v2} uv_rcs,",
+            f"                               {v2} uv_pxy, {v2} uv_pz, {m4} object_to_world, float frame, {v4} wind,",
+            f"                               {v4} gusts, {v4} grass, {v3} camera_pos, {v3} camera_z,",
+            f"                               {v4} push_window, {v4} push, {tex} push_buffer) {{",
+            f"    return envfx_wind_offset_push(rest_pos, normal, uv_bh.x, uv_bcs.x, {flip}uv_bcs.y, uv_rcs.x,",
+            f"                                  {flip}uv_rcs.y, {flip}uv_bh.y, {v3}(uv_pxy.x, {flip}uv_pxy.y,",
+            f"                                  uv_pz.x), {flip}uv_pz.y, object_to_world, frame, wind, gusts, grass,",
+            "                                  camera_pos, camera_z, push_window, push, push_buffer);",
+            "}",
+        ]
     if engine == "GODOT":
         where = godot_inputs(uv_order(uv_maps or ()))
         args = {name: where[name].lower() for name, _parts in CHANNELS}
@@ -430,6 +594,22 @@ def shader_source(engine: str, asset: core_live.AssetWind, unit_scale: float = 1
             "                                object_to_world, frame, wind, gusts, grass, camera_pos, camera_z);",
             "}",
         ]
+        if grass:
+            lines += [
+                "",
+                "// and with the grass push: VERTEX += envfx_wind_offset_godot_push(..., camera_z, push_window, push,",
+                "//     push_buffer); (uniform sampler2D push_buffer : filter_nearest, repeat_disable: the baked",
+                "//     frame)",
+                "vec3 envfx_wind_offset_godot_push(vec3 rest_pos, vec3 normal, vec2 uv, vec2 uv2, vec4 custom0,",
+                "                                  vec4 custom1, vec4 custom2, mat4 object_to_world, float frame,",
+                "                                  vec4 wind, vec4 gusts, vec4 grass, vec3 camera_pos, vec3 camera_z,",
+                "                                  vec4 push_window, vec4 push, sampler2D push_buffer) {",
+                "    return envfx_wind_offset_uv_push(rest_pos, normal, "
+                + ", ".join(args[n] for n, _p in CHANNELS) + ",",
+                "                                     object_to_world, frame, wind, gusts, grass, camera_pos,",
+                "                                     camera_z, push_window, push, push_buffer);",
+                "}",
+            ]
     if engine == "UNITY":
         lines += [
             "",
@@ -442,16 +622,36 @@ def shader_source(engine: str, asset: core_live.AssetWind, unit_scale: float = 1
             "                                  ObjectToWorld, Frame, Wind, Gusts, Grass, CameraPos, CameraZ);",
             "}",
         ]
+        if grass:
+            lines += [
+                "",
+                "#ifndef ENVFX_WIND_TEXTURE",
+                "#define ENVFX_WIND_TEXTURE(t) (t).tex",
+                "#endif",
+                "// Shader Graph Custom Function \"EnvFXWindPush\": the same with the grass push (PushWindow, Push:",
+                "// envfx_wind.json's push; PushBuffer: the baked frame's EXR, imported linear, no compression, no",
+                "// mipmaps)",
+                "void EnvFXWindPush_float(float3 RestPos, float3 Normal, float2 UvBH, float2 UvBcs, float2 UvRcs,",
+                "                         float2 UvPivotXY, float2 UvPivotZ, float4x4 ObjectToWorld, float Frame,",
+                "                         float4 Wind, float4 Gusts, float4 Grass, float3 CameraPos, float3 CameraZ,",
+                "                         float4 PushWindow, float4 Push, UnityTexture2D PushBuffer,",
+                "                         out float3 Offset) {",
+                "    Offset = envfx_wind_offset_uv_push(RestPos, Normal, UvBH, UvBcs, UvRcs, UvPivotXY, UvPivotZ,",
+                "                                       ObjectToWorld, Frame, Wind, Gusts, Grass, CameraPos, CameraZ,",
+                "                                       PushWindow, Push, ENVFX_WIND_TEXTURE(PushBuffer));",
+                "}",
+            ]
     lines.append("#endif")
     return "\n".join(lines) + "\n"
 
 
 def export_files(folder: str, assets: dict, scene: core_live.SceneWind, unit_scale: float = 1.0,
-                 source: str = "", uv_maps=None) -> list:
+                 source: str = "", uv_maps=None, push: PushBake | None = None) -> list:
     """Write, per asset (``{name: AssetWind}``) and engine, the wind include, and ``envfx_wind.json`` (the scene's
     wind as each engine's uniforms, each asset's settings and files, and where its channels arrive: the glTF
-    TEXCOORD set and the Godot vertex input) into ``folder``; ``uv_maps``: {asset name: its mesh's UV map names in
-    order} (default: the channels alone). A failure leaves the folder as it was. Returns the paths written."""
+    TEXCOORD set and the Godot vertex input; the grass push's buffer, ``push_meta``) into ``folder``; ``uv_maps``:
+    {asset name: its mesh's UV map names in order} (default: the channels alone). A failure leaves the folder as it
+    was. Returns the paths written."""
     texts, entries = {}, {}
     uv_maps = uv_maps or {}
     for stem, (name, asset) in zip(unique_stems(list(assets)), assets.items()):
@@ -469,9 +669,12 @@ def export_files(folder: str, assets: dict, scene: core_live.SceneWind, unit_sca
                          "ramp": asset.ramp, "main_bend": asset.main_bend, "asset_height": asset.asset_height,
                          "channels": {n: {"uv_map": order.index(n), "gltf": f"TEXCOORD_{order.index(n)}",
                                           "godot": godot[n]} for n, _parts in CHANNELS}}
+        if asset.category == "GRASS":  # the include's variants that read the grass push's buffer
+            entries[name]["push_functions"] = dict(PUSH_FUNCTIONS)
     meta = {"format": "envfx-wind-engines", "version": 1, "source": source, "live": LIVE_VERSION,
             "unit_scale": float(unit_scale),
             "scene": {e: scene_uniforms(scene, e, unit_scale) for e in ENGINES},
+            "push": push_meta(push, unit_scale),
             "assets": entries,
             "attributes": attribute_sources()}
     texts[JSON_NAME] = json.dumps(meta, indent=2) + "\n"

@@ -1,17 +1,18 @@
 """Export for Game Engines (wind): each selected wind asset's live wind as shader includes for Godot, Unity and
-Unreal and ``envfx_wind.json`` (``core.wind_engines``), and the five UV maps the shaders read (the live wind's
-per-vertex attributes, ``core.wind_engines.CHANNELS``), written onto the meshes so that Blender's glTF and FBX
-exporters (Apply Modifiers off) carry them to the game."""
+Unreal and ``envfx_wind.json`` (``core.wind_engines``; with Grass Push on, its baked buffer's frames and numbers),
+and the five UV maps the shaders read (the live wind's per-vertex attributes, ``core.wind_engines.CHANNELS``),
+written onto the meshes so that Blender's glTF and FBX exporters (Apply Modifiers off) carry them to the game."""
 
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import bpy
 from bpy.props import StringProperty
 
 from .. import bridge
+from ..core import snow as core_snow
 from ..core import wind as core_wind
 from ..core import wind_engines
 from ..shader_nodes import wind as wind_nodes
@@ -67,6 +68,41 @@ def write_channels(obj) -> dict:
     return uvs
 
 
+def push_bake(scene: bpy.types.Scene) -> wind_engines.PushBake | None:
+    """The baked buffer the scene's grass push reads, as ``envfx_wind.json`` describes it (its frames and their
+    windows from the bake's snow_buffer.json; a single image: the window of its bake's group), or None when push is
+    off. Raises WindEngineError when a sequence's snow_buffer.json cannot be read."""
+    image, tree = wind_nodes.push_source(scene)
+    if image is None or tree is None:
+        return None
+    s = bridge.envfx_settings(scene).wind
+
+    def value(label: str) -> float:
+        return cast(bpy.types.NodeSocketFloat, tree.nodes[label].outputs[0]).default_value
+
+    path = bpy.path.abspath(image.filepath)
+    folder = os.path.dirname(path)
+    first, last = round(value("First Frame")), round(value("Last Frame"))
+    if image.source == "SEQUENCE":
+        meta_path = os.path.join(folder, "snow_buffer.json")
+        try:
+            meta = core_snow.read_buffer_metadata(meta_path)
+        except (OSError, core_snow.SnowError) as exc:
+            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            raise WindEngineError(f"Cannot read the grass push's bake {meta_path!r} ({why}): bake the interaction "
+                                  f"buffer again, or turn Grass Push off") from None
+        frames = tuple((int(f["frame"]), (float(f["origin"][0]), float(f["origin"][1])), str(f["file"]))
+                       for f in meta["frames"] if "file" in f)
+        res = meta.get("resolution")
+        width, height = (int(res[0]), int(res[1])) if isinstance(res, list) and len(res) == 2 else image.size
+    else:  # one image for every frame
+        frames = ((last, (value("Origin X"), value("Origin Y")), os.path.basename(path)),)
+        width, height = image.size
+    return wind_engines.PushBake(size=value("Size"), strength=s.push_strength, sway=s.push_sway, first=first,
+                                 last=last, resolution=(int(width), int(height)), frames=frames,
+                                 sequence=image.source == "SEQUENCE", folder=folder)
+
+
 def export_engines(scene, objects, folder: str) -> tuple:
     """Export the wind assets among ``objects`` for game engines into ``folder``: their UV channels onto their
     meshes, one include per asset and engine, ``envfx_wind.json``. Returns (paths written, ObjectsResult: the
@@ -90,10 +126,12 @@ def export_engines(scene, objects, folder: str) -> tuple:
         raise WindEngineError(edit_mode_text(names))
     source = f"{bpy.path.basename(bpy.data.filepath) or 'unsaved file'}, scene {scene.name}"
     params = {obj.name: wind_nodes.asset_params(obj) for obj in assets}
+    push = push_bake(scene)
     try:
         paths = wind_engines.export_files(path, params, wind_nodes.params_from_scene(scene),
                                           bend_ops.unit_scale(scene), source,
-                                          {obj.name: [uv.name for uv in obj.data.uv_layers] for obj in assets})
+                                          {obj.name: [uv.name for uv in obj.data.uv_layers] for obj in assets},
+                                          push)
     except OSError as exc:
         raise WindEngineError(f"Cannot write the engine files into {path!r} ({exc.strerror or exc}): choose a "
                               f"writable folder") from None

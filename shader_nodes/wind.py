@@ -691,6 +691,10 @@ def _wire_push(scene, tree):
     if on.default_value != (1.0 if image is not None else 0.0):
         on.default_value = 1.0 if image is not None else 0.0
     if buffer_tree is not None:
+        # the bake's group may have no user but these drivers (a bake loaded for the push alone, no snow reading
+        # it): a fake user keeps it in the saved file, else the push lost its window and frames on reload
+        if not buffer_tree.use_fake_user:
+            buffer_tree.use_fake_user = True
         driven = {label: common.value_path(src) for label, src in PUSH_FROM_BUFFER.items()}
         common.drive_values(tree, buffer_tree, driven, id_type="NODETREE")
     elif tree.animation_data is not None:

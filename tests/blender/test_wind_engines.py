@@ -496,3 +496,117 @@ def test_a_corpus_tree_exported_with_gltf_plays_the_preview_in_godot(envfx, mods
     assert checked > 1000
     assert moved > 0.01 * size, (moved, size)
     assert worst <= 1e-4 * size, (worst, size)
+
+
+# --- grass that actors push (#23 part 4) -------------------------------------------------------------------------
+
+_spec_push = importlib.util.spec_from_file_location("envfx_test_wind_push_helpers", os.path.join(HERE,
+                                                                                                  "test_wind_push.py"))
+assert _spec_push is not None and _spec_push.loader is not None
+_push = importlib.util.module_from_spec(_spec_push)
+_spec_push.loader.exec_module(_push)
+
+GODOT_PUSH_MAIN = GODOT_MAIN.replace(
+    "layout(location = 0) out vec4 result;",
+    "layout(location = 0) out vec4 result;\nlayout(binding = 0) uniform sampler2D push_buffer;").replace(
+    "envfx_wind_offset_godot(", "envfx_wind_offset_godot_push(").replace(
+    "vec3(@CAMERA_Z@));", "vec3(@CAMERA_Z@), vec4(@PUSH_WINDOW@), vec4(@PUSH@), push_buffer);")
+
+
+def test_exported_pushed_grass_plays_the_preview_with_the_bakes_frames(envfx, mods, tmp_path):
+    """Grass in wind that a walker pushes (Push Grass on a baked sequence): Export for Game Engines writes the
+    push's frames (each file of the bake, its window) and numbers into envfx_wind.json; the Godot include's push
+    variant, run on the exported glb as Godot imports it with each frame's EXR (as the JSON names it) and uniforms,
+    moves every vertex where the preview draws it (before the walker comes, while it crosses, after it has passed,
+    after the bake's last frame), to 1e-4 of the blades' height; the push moves the blades by much more."""
+    scene = api.scene()
+    api.envfx(scene).wind.strength = 0.7
+    obj = _push._field(blades=120, quads=3)
+    mods.wind.add_wind(scene, [obj])
+    _push._baked_buffer(envfx, tmp_path / "bake")
+    assert "pushed by the baked buffer" in mods.wind.grass_push(scene)
+    api.envfx(scene).wind.push_strength = 3.0
+    _paths, result = mods.ops.export_engines(scene, [obj], str(tmp_path / "engines"))
+    assert result.changed == ["Field"]
+    meta = json.loads((tmp_path / "engines" / "envfx_wind.json").read_text())
+    push = meta["push"]
+    assert push["on"] and push["sequence"] and (push["first_frame"], push["last_frame"]) == (1, 100)
+    assert push["strength"] == pytest.approx(3.0) and push["resolution"] == [96, 96] and len(push["frames"]) == 100
+    assert meta["assets"]["Field"]["push_functions"]["GODOT"] == "envfx_wind_offset_godot_push"
+    snow = importlib.import_module(envfx.__name__ + ".core.snow")
+    snow_engines = importlib.import_module(envfx.__name__ + ".core.snow_engines")
+    for o in scene.objects:
+        o.select_set(o == obj)
+    api.view_layer().objects.active = obj
+    glb = str(tmp_path / "grass.glb")
+    assert bpy.ops.export_scene.gltf(filepath=glb, export_format="GLB", use_selection=True, export_apply=False,
+                                     export_animations=False, export_texcoords=True, export_normals=True) == \
+        {"FINISHED"}
+    frames = (0, 9, 13, 30, 120)
+    rest, preview = preview_offsets(mods, obj, frames)
+    doc, accessor = _helpers.read_glb(glb)
+    prim = doc["meshes"][0]["primitives"][0]
+    pos_g = accessor(prim["attributes"]["POSITION"]).astype(np.float64)
+    a_g = np.asarray(envfx.core.bend_engines.ENGINES["GODOT"][0], np.float64)
+    index = {tuple(np.round(p, 4)): i for i, p in enumerate(rest @ a_g.T)}
+    vert = np.array([index[tuple(np.round(p, 4))] for p in pos_g])
+    godot = godot_import(prim, accessor, len(pos_g))
+    gpu_mod = gpu_helpers()
+    gpu = gpu_mod.Gpu()
+    include = (tmp_path / "engines" / meta["assets"]["Field"]["files"]["GODOT"]).read_text()
+    a, k = mods.core.axes("GODOT")
+    matrix = mods.core.engine_matrix_world(np.asarray(obj.matrix_world), "GODOT")
+    uniforms = meta["scene"]["GODOT"]
+    assert scene.camera is not None  # (the start-up file's: it tilts and fades the grass)
+    cm = np.asarray(scene.camera.matrix_world)
+    camera = (k * (a @ cm[:3, 3]), a @ cm[:3, 2])
+    attributes = [pos_g, accessor(prim["attributes"]["NORMAL"])] + [godot[key] for key in
+                                                                    ("UV", "UV2", "CUSTOM0", "CUSTOM1", "CUSTOM2")]
+    by_frame = {f["frame"]: f for f in push["frames"]}
+    worst, pushed = 0.0, 0.0
+    for frame in frames:
+        entry = by_frame[round(min(max(frame, push["first_frame"]), push["last_frame"]))]
+        texture = gpu.texture(snow_engines.engine_rows(snow.read_exr(os.path.join(push["folder"], entry["file"])),
+                                                       "GODOT"))
+        main = GODOT_PUSH_MAIN
+        for key, value in entry["uniforms"]["GODOT"].items():
+            main = main.replace(f"@{key.upper()}@", ", ".join(repr(float(v)) for v in value))
+        vert_src = gpu_mod.spirv("#version 450\n" + include + _subst(main, matrix, frame, uniforms, camera), "vert",
+                                 False, tmp_path)
+        frag = gpu_mod.spirv(gpu_mod.GLSL_FRAG, "frag", False, tmp_path)
+        got = gpu.run(vert_src, frag, attributes, [texture])[:, :3]
+        texture.release()
+        want = k * preview[frame][vert] @ a.T
+        worst = max(worst, float(np.abs(got - want).max()))
+        plain = run(gpu_mod, gpu, tmp_path, "GODOT", include, GODOT_MAIN, attributes, matrix, frame, uniforms, camera)
+        pushed = max(pushed, float(np.abs(want - plain).max()))
+    height = float(np.ptp(rest[:, 2]))  # the blades' height (the field is neither scaled nor tilted)
+    assert pushed > 0.1 * height, (pushed, height)
+    assert worst <= 1e-4 * height, (worst, height)
+
+
+def _subst(main, matrix, frame, uniforms, camera):
+    subst = {"MATRIX": ", ".join(repr(float(v)) for v in matrix.T.reshape(-1)), "FRAME": repr(float(frame)),
+             "CAMERA_POS": ", ".join(repr(float(v)) for v in camera[0]),
+             "CAMERA_Z": ", ".join(repr(float(v)) for v in camera[1])}
+    for key in ("wind", "gusts", "grass"):
+        subst[key.upper()] = ", ".join(repr(float(v)) for v in uniforms[key])
+    for key, value in subst.items():
+        main = main.replace(f"@{key}@", value)
+    return main
+
+
+def test_export_with_push_on_refuses_a_bake_it_cannot_read(envfx, mods, tmp_path):
+    """Push on, its sequence's snow_buffer.json gone: Export for Game Engines says so and what to do, and writes
+    nothing (no engine files, no UV maps)."""
+    scene = api.scene()
+    obj = _push._field(blades=20)
+    mods.wind.add_wind(scene, [obj])
+    _push._baked_buffer(envfx, tmp_path / "bake")
+    mods.wind.grass_push(scene)
+    os.remove(tmp_path / "bake" / "snow_buffer.json")
+    with pytest.raises(mods.ops.WindEngineError, match="Cannot read the grass push's bake .*snow_buffer.json.*bake "
+                                                       "the interaction buffer again, or turn Grass Push off"):
+        mods.ops.export_engines(scene, [obj], str(tmp_path / "engines"))
+    assert not (tmp_path / "engines").exists()
+    assert api.mesh(obj).uv_layers.get("EnvFX_Wind_BH") is None

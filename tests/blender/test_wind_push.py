@@ -4,8 +4,10 @@ away from it and down and wobble back after it passes, lengths are kept, push of
 and asking for push without a buffer changes nothing and says what to do."""
 
 import importlib
+import json
 import math
 import os
+import shutil
 
 import bpy
 import numpy as np
@@ -280,3 +282,128 @@ def test_a_real_grass_clump_is_pushed_and_equals_its_twin(mods, envfx, corpus_as
             assert np.abs((got - _twin(mods, o, frame)) @ scale.T).max() < 1e-4, (o.name, frame)
             moved = max(moved, float(np.abs((got - _twin(mods, o, frame, push=False)) @ scale.T).max()))
     assert moved > 0.02 * height, (moved, height)
+
+
+def test_a_push_from_a_bake_no_snow_reads_survives_save_and_reload(mods, envfx, tmp_path, save_and_reopen):
+    """Push Grass loading the Snow bake's Output Folder (no snow in the file reads that bake): saved and opened
+    again, the grass is still pushed, as its twin says (the bake's group, whose only reader is the push, is kept)."""
+    scene = api.scene()
+    obj = _field(blades=120)
+    mods.ops.add_wind(scene, [obj])
+    api.envfx(scene).snow.output_dir = _bake_on_disk(envfx, tmp_path / "bake")
+    assert "pushed by the baked buffer" in mods.ops.grass_push(scene)
+    save_and_reopen("meadow.blend")
+    scene, obj = api.scene(), bpy.data.objects["Field"]
+    assert mods.nodes.push_source(scene)[1] is not None
+    got = _evaluated(mods, obj, 13)
+    assert np.abs(got - _twin(mods, obj, 13)).max() < 1e-4
+    assert np.abs(got - _twin(mods, obj, 13, push=False)).max() > 0.1
+
+
+# --- `blender -c envfx wind FILE --push-grass` --------------------------------------------------------------------
+
+def _bake_on_disk(envfx, folder):
+    """The walker's buffer (WALK, frames 1-100) baked into ``folder`` as `envfx snow --bake` writes it."""
+    snow = importlib.import_module(envfx.__name__ + ".core.snow")
+    (f0, p0), (f1, p1) = WALK
+    s = np.clip((np.arange(1, 101) - f0) / (f1 - f0), 0.0, 1.0)[:, None]
+    tracks = (np.array(p0) + s * (np.array(p1) - np.array(p0)))[:, None, :]
+    snow.bake(tracks, [0.6], [0.2], snow.StampParams(fps=24.0),
+              snow.BufferParams(resolution=96, size=10.0, origin=(-5.0, -5.0)), frame_start=1, out_dir=str(folder))
+    return str(folder)
+
+
+def _field_file(path, blades=120):
+    """A file whose scene has the grass field "Field" (baked as Grass, in the wind) and no bake."""
+    bpy.ops.wm.read_homefile(app_template="")
+    obj = _field(blades=blades)
+    api.envfx().wind.strength = 0.7
+    bpy.ops.wm.save_as_mainfile(filepath=str(path))
+    return str(path), obj.name
+
+
+def _digest(path):
+    with open(path, "rb") as fh:
+        return hash(fh.read())
+
+
+def test_cli_push_grass_reads_the_buffer_given_and_saves_it_with_the_file(mods, envfx, tmp_path, capsys):
+    """`wind FILE --push-grass --push-buffer DIR --push-strength X --push-sway Y --add`: the file is saved with
+    the push on that bake (its strength and sway), and its grass, opened again, is pushed as the twin says;
+    `--export-engines` writes the push's frames into envfx_wind.json; `--no-push-grass` turns it off again, and
+    `//` is the file's folder."""
+    path, name = _field_file(tmp_path / "meadow.blend")
+    bake = _bake_on_disk(envfx, tmp_path / "bake")
+    code = envfx.cli.main(["wind", path, "--objects", name, "--ao-samples", "0", "--add", "--push-grass",
+                           "--push-buffer", "//bake", "--push-strength", "3.5", "--push-sway", "0.4",
+                           "--export-engines", str(tmp_path / "engines")])
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    assert f"envfx wind: {path}: Grass pushed by the baked buffer" in out.out
+    assert "push strength 3.5; push sway 0.4" in out.out
+    meta = json.loads((tmp_path / "engines" / "envfx_wind.json").read_text())
+    assert meta["push"]["on"] and meta["push"]["strength"] == 3.5 and meta["push"]["folder"] == bake
+    assert len(meta["push"]["frames"]) == 100
+    bpy.ops.wm.open_mainfile(filepath=path)
+    scene = api.scene()
+    s = api.envfx(scene).wind
+    assert s.grass_push and s.push_buffer is not None and (s.push_strength, s.push_sway) == (3.5, pytest.approx(0.4))
+    assert os.path.dirname(bpy.path.abspath(s.push_buffer.filepath)) == bake
+    obj = bpy.data.objects[name]
+    got = _evaluated(mods, obj, 13)
+    assert np.abs(got - _twin(mods, obj, 13)).max() < 1e-4
+    assert np.abs(got - _twin(mods, obj, 13, push=False)).max() > 0.1
+    assert envfx.cli.main(["wind", path, "--objects", name, "--ao-samples", "0", "--no-push-grass"]) == 0
+    assert "Grass push off" in capsys.readouterr().out
+    bpy.ops.wm.open_mainfile(filepath=path)
+    assert not api.envfx().wind.grass_push
+
+
+def test_cli_push_grass_without_a_buffer_exits_2_and_leaves_the_file(mods, envfx, tmp_path, capsys):
+    """No bake in the file, none given: a clear message, exit 2, the file as it was; in a batch the other file
+    (given its buffer) is done."""
+    path, name = _field_file(tmp_path / "meadow.blend", blades=20)
+    before = _digest(path)
+    assert envfx.cli.main(["wind", path, "--objects", name, "--ao-samples", "0", "--push-grass"]) == 2
+    err = capsys.readouterr().err
+    assert (f"envfx wind: {path}: error: No trails or baked buffer in scene 'Scene' to push the grass: grass push "
+            f"reads the interaction buffer's grass channels") in err
+    assert "Bake Interaction Buffer, then Push Grass" in err
+    assert _digest(path) == before
+    # a batch: the file with its bake beside it is done, the one without is named and left alone
+    other = tmp_path / "b"
+    other.mkdir()
+    shutil.copy(path, other / "meadow2.blend")
+    _bake_on_disk(envfx, other / "bake")
+    code = envfx.cli.main(["wind", path, str(other / "meadow2.blend"), "--objects", name, "--ao-samples", "0",
+                           "--push-grass", "--push-buffer", "//bake"])
+    err = capsys.readouterr().err
+    assert code == 2 and f"1 of 2 files failed and were left unchanged: {path}" in err
+    assert "--push-buffer '//bake' holds no baked interaction buffer" in err
+    assert _digest(path) == before
+    bpy.ops.wm.open_mainfile(filepath=str(other / "meadow2.blend"))
+    assert api.envfx().wind.grass_push
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--push-buffer", "BAKE"], "--push-buffer is read by --push-grass: add --push-grass, or drop --push-buffer"),
+    (["--no-push-grass", "--push-buffer", "BAKE"], "(--no-push-grass turns the push off)"),
+    (["--push-grass", "--push-strength", "-1"], "--push-strength -1.0: use a number from 0 to 100"),
+    (["--push-grass", "--push-sway", "nan"], "--push-sway nan: use a number from 0 to 100"),
+    (["--push-grass", "--push-buffer", "EMPTY"], "holds no baked interaction buffer (no snow_buffer.json in"),
+    (["--remove", "--push-grass", "--push-strength", "2"], "--remove only removes the live wind (no bake): drop "
+                                                           "--push-grass, --push-strength"),
+    (["--remove", "--no-push-grass"], "drop --no-push-grass"),
+    (["--push-grass", "--push-buffer", ""], "--push-buffer is empty: give the folder of a baked interaction buffer"),
+])
+def test_cli_push_options_it_cannot_use_are_refused_before_the_file_is_opened(mods, envfx, tmp_path, capsys, args,
+                                                                              message):
+    path, name = _field_file(tmp_path / "meadow.blend", blades=10)
+    (tmp_path / "empty").mkdir()
+    before, stamp = _digest(path), os.stat(path).st_mtime_ns
+    folders = {"BAKE": str(tmp_path / "bake"), "EMPTY": str(tmp_path / "empty")}
+    args = [folders.get(a, a) for a in args]
+    assert envfx.cli.main(["wind", path, "--objects", name, *args]) == 2
+    err = capsys.readouterr().err
+    assert message in err, err
+    assert (_digest(path), os.stat(path).st_mtime_ns) == (before, stamp)
