@@ -3,19 +3,24 @@
 import json
 import math
 import os
+from pathlib import Path
+from typing import Any, Callable
 
 import bmesh
 import bpy
 import numpy as np
 import pytest
 
+from tests.blender import api
 
-def clear_scene():
-    for o in list(bpy.context.scene.objects):
+
+def clear_scene() -> None:
+    for o in list(api.scene().objects):
         bpy.data.objects.remove(o)
 
 
-def grid_object(name, size=10.0, segments=10, location=(0, 0, 0), tilt=0.0):
+def grid_object(name: str, size: float = 10.0, segments: int = 10,
+                location: tuple[float, float, float] = (0, 0, 0), tilt: float = 0.0) -> bpy.types.Object:
     me = bpy.data.meshes.new(name)
     bm = bmesh.new()
     bmesh.ops.create_grid(bm, x_segments=segments, y_segments=segments, size=size / 2)
@@ -26,41 +31,43 @@ def grid_object(name, size=10.0, segments=10, location=(0, 0, 0), tilt=0.0):
     bm.free()
     obj = bpy.data.objects.new(name, me)
     obj.location = location
-    bpy.context.scene.collection.objects.link(obj)
+    api.scene().collection.objects.link(obj)
     return obj
 
 
-def sphere_object(name, radius=0.5, coll=None):
+def sphere_object(name: str, radius: float = 0.5, coll: bpy.types.Collection | None = None) -> bpy.types.Object:
     me = bpy.data.meshes.new(name)
     bm = bmesh.new()
     bmesh.ops.create_uvsphere(bm, u_segments=8, v_segments=6, radius=radius)
     bm.to_mesh(me)
     bm.free()
     obj = bpy.data.objects.new(name, me)
-    (coll or bpy.context.scene.collection).objects.link(obj)
+    (coll or api.scene().collection).objects.link(obj)
     return obj
 
 
-def select_only(*objs):
-    for o in bpy.context.scene.objects:
+def select_only(*objs: bpy.types.Object) -> None:
+    for o in api.scene().objects:
         o.select_set(False)
     for o in objs:
         o.select_set(True)
-    bpy.context.view_layer.objects.active = objs[0] if objs else None
+    api.view_layer().objects.active = objs[0] if objs else None
 
 
-def snow_scene(envfx, spacing=0.1, size=8.0, thickness=0.3, border=0.3, segments=8, before_snow=None):
+def snow_scene(envfx, spacing: float = 0.1, size: float = 8.0, thickness: float = 0.3, border: float = 0.3,
+               segments: int = 8, before_snow: Callable[[bpy.types.Object], None] | None = None,
+               ) -> tuple[bpy.types.Scene, bpy.types.Object, bpy.types.Collection]:
     """A ground grid covered with snow and an empty actor collection: (scene, snow, actors). ``before_snow(ground)``
     runs before the snow is made (to bend the ground, for example)."""
-    scene = bpy.context.scene
+    scene = api.scene()
     clear_scene()
     ground = grid_object("Ground", size=size, segments=segments)
     if before_snow is not None:
         before_snow(ground)
-    s = scene.envfx.snow
+    s = api.envfx(scene).snow
     s.spacing, s.thickness, s.border_width = spacing, thickness, border
     select_only(ground)
-    assert bpy.ops.envfx.snow_generate() == {"FINISHED"}
+    assert api.ops.snow_generate() == {"FINISHED"}
     snow = [o for o in scene.objects if o.get("envfx_snow") == 0][0]
     actors = bpy.data.collections.new("Actors")
     scene.collection.children.link(actors)
@@ -68,29 +75,32 @@ def snow_scene(envfx, spacing=0.1, size=8.0, thickness=0.3, border=0.3, segments
     return scene, snow, actors
 
 
-def animate(obj, keys):
+def animate(obj: bpy.types.Object, keys: list[tuple[int, tuple[float, float, float]]]) -> None:
     for frame, loc in keys:
         obj.location = loc
         obj.keyframe_insert("location", frame=frame)
 
 
-def _fcurves(obj):
+def _fcurves(obj: bpy.types.Object) -> list[bpy.types.FCurve]:
     """The F-curves of ``obj``'s action (Blender 5: of its layered action's channel bags)."""
-    action = obj.animation_data.action
-    fcurves = getattr(action, "fcurves", None)
-    if fcurves is None:  # Blender 5: layered actions
-        fcurves = [fc for layer in action.layers for strip in layer.strips for bag in strip.channelbags
-                   for fc in bag.fcurves]
-    return fcurves
+    anim = obj.animation_data
+    assert anim is not None and anim.action is not None, f"{obj.name} has no action"
+    action = anim.action
+    if not api.BLENDER_5:
+        return list(action.fcurves)
+    # Blender 5: layered actions (the keyframe strips' channel bags)
+    return [fc for layer in action.layers for strip in layer.strips
+            for bag in api.of(bpy.types.ActionKeyframeStrip, strip).channelbags for fc in bag.fcurves]
 
 
-def _linear(obj):
+def _linear(obj: bpy.types.Object) -> None:
     for fc in _fcurves(obj):
         for kp in fc.keyframe_points:
             kp.interpolation = "LINEAR"
 
 
-def run_frames(scene, start, end, actor_names, offsets):
+def run_frames(scene: bpy.types.Scene, start: int, end: int, actor_names: list[str],
+               offsets: list[float]) -> np.ndarray:
     """Step the scene frame by frame (the simulation needs every frame) and record the actors' bottoms."""
     tracks = []
     for f in range(start, end + 1):
@@ -100,7 +110,8 @@ def run_frames(scene, start, end, actor_names, offsets):
     return np.array(tracks)
 
 
-def evaluated_offset(envfx, obj, depsgraph=None):
+def evaluated_offset(envfx, obj: bpy.types.Object,
+                     depsgraph: bpy.types.Depsgraph | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(rest positions, evaluated z offset) of ``obj`` in ``depsgraph`` (default: the current scene's)."""
     dg = depsgraph or bpy.context.evaluated_depsgraph_get()
     ev = obj.evaluated_get(dg)
@@ -109,19 +120,22 @@ def evaluated_offset(envfx, obj, depsgraph=None):
         p = envfx.bridge.get_positions(mesh).astype(np.float64)
     finally:
         ev.to_mesh_clear()
-    rest = envfx.bridge.get_positions(obj.data).astype(np.float64)
+    rest = envfx.bridge.get_positions(api.mesh(obj)).astype(np.float64)
     return rest, p[:, 2] - rest[:, 2]
 
 
-def thickness_of(obj):
-    buf = np.empty(len(obj.data.vertices), dtype=np.float32)
-    obj.data.attributes["snow_thickness"].data.foreach_get("value", buf)
+def thickness_of(obj: bpy.types.Object) -> np.ndarray:
+    """The snow thickness the generation stored per vertex of the snow mesh ``obj``."""
+    mesh = api.mesh(obj)
+    buf = np.empty(len(mesh.vertices), dtype=np.float32)
+    api.of(bpy.types.FloatAttribute, mesh.attributes["snow_thickness"]).data.foreach_get("value", buf)
     return buf.astype(np.float64)
 
 
-def core_expected(envfx, scene, snow, tracks, specs, occluded=None):
+def core_expected(envfx, scene: bpy.types.Scene, snow: bpy.types.Object, tracks: np.ndarray, specs: list,
+                  occluded: np.ndarray | None = None) -> np.ndarray:
     core = envfx.core.snow
-    rest = envfx.bridge.get_positions(snow.data).astype(np.float64)
+    rest = envfx.bridge.get_positions(api.mesh(snow)).astype(np.float64)
     params = envfx.operators.snow.stamp_params(scene)
     thick = thickness_of(snow)
     down, rim = core.simulate_points(rest, tracks, [r for _, r, _, _ in specs], [d for _, _, d, _ in specs],
@@ -135,14 +149,14 @@ def test_trails_match_core_stamp_and_persistence(envfx):
     scene, snow, actors = snow_scene(envfx)
     a = sphere_object("A", 0.5, actors)
     b = sphere_object("B", 0.35, actors)
-    b.envfx.snow.depth = 0.12
+    api.envfx(b).snow.depth = 0.12
     animate(a, [(1, (-3, -1, 0.5)), (8, (2.5, 0.5, 0.45))])
     animate(b, [(1, (0, 3, 0.38)), (8, (0.3, -3, 0.3))])
     _linear(a)
     _linear(b)
     scene.frame_set(1)
-    scene.envfx.snow.refill_rate = 0.3
-    assert bpy.ops.envfx.snow_trails_add() == {"FINISHED"}
+    api.envfx(scene).snow.refill_rate = 0.3
+    assert api.ops.snow_trails_add() == {"FINISHED"}
     specs, _ = envfx.operators.snow.actor_specs(scene)
     tracks = run_frames(scene, 1, 8, [n for n, *_ in specs], [o for *_, o in specs])
     rest, got = evaluated_offset(envfx, snow)
@@ -156,7 +170,7 @@ def test_single_stamp_profile_matches_core(envfx):
     a = sphere_object("A", 0.6, actors)
     a.location = (0.13, -0.07, 0.6)
     scene.frame_set(1)
-    assert bpy.ops.envfx.snow_trails_add() == {"FINISHED"}
+    assert api.ops.snow_trails_add() == {"FINISHED"}
     specs, _ = envfx.operators.snow.actor_specs(scene)
     run_frames(scene, 1, 1, ["A"], [specs[0][3]])
     rest, got = evaluated_offset(envfx, snow)
@@ -175,7 +189,7 @@ def test_fast_straight_trail_is_continuous(envfx):
     animate(a, [(1, (-3.5, 0.0, 0.3)), (6, (3.5, 0.0, 0.3))])  # 1.4 per frame = 4.7 radii
     _linear(a)
     scene.frame_set(1)
-    assert bpy.ops.envfx.snow_trails_add() == {"FINISHED"}
+    assert api.ops.snow_trails_add() == {"FINISHED"}
     for f in range(1, 7):
         scene.frame_set(f)
     rest, got = evaluated_offset(envfx, snow)
@@ -195,9 +209,9 @@ def test_occluders_hold_snow_down_and_vertical_fade(envfx):
     quad = grid_object("Quad", size=1.0, segments=1, location=(-2, -2, 0.1))
     scene.collection.objects.unlink(quad)
     occ_coll.objects.link(quad)
-    scene.envfx.snow.occluders = occ_coll
+    api.envfx(scene).snow.occluders = occ_coll
     scene.frame_set(1)
-    assert bpy.ops.envfx.snow_trails_add() == {"FINISHED"}
+    assert api.ops.snow_trails_add() == {"FINISHED"}
     for f in range(1, 3):
         scene.frame_set(f)
     rest, got = evaluated_offset(envfx, snow)
@@ -209,7 +223,8 @@ def test_occluders_hold_snow_down_and_vertical_fade(envfx):
     assert np.abs(got[near_high]).max() == 0.0
 
 
-def play_and_bake(envfx, tmp_path, lift=0.0, linear=False, sequence=False):
+def play_and_bake(envfx, tmp_path: Path, lift: float = 0.0, linear: bool = False, sequence: bool = False,
+                  ) -> tuple[bpy.types.Scene, bpy.types.Object, np.ndarray, np.ndarray]:
     """One sphere actor crossing an 8 m snow patch over frames 1..10 (``lift`` higher; linear keys or the
     default ease): the live trails are played, then the buffer is baked into ``tmp_path``.
     Returns (scene, snow, rest positions, live offsets at frame 10)."""
@@ -218,17 +233,17 @@ def play_and_bake(envfx, tmp_path, lift=0.0, linear=False, sequence=False):
     animate(a, [(1, (-2.5, -1.0, 0.55 + lift)), (10, (2.0, 1.5, 0.5 + lift))])
     if linear:
         _linear(a)
-    s = scene.envfx.snow
+    s = api.envfx(scene).snow
     s.frame_start, s.frame_end = 1, 10
     s.buffer_resolution = 128
     s.output_dir = str(tmp_path)
     s.sequence = sequence
     scene.frame_set(1)
-    assert bpy.ops.envfx.snow_trails_add() == {"FINISHED"}
+    assert api.ops.snow_trails_add() == {"FINISHED"}
     for f in range(1, 11):
         scene.frame_set(f)
     rest, live = evaluated_offset(envfx, snow)
-    assert bpy.ops.envfx.snow_bake_buffer() == {"FINISHED"}
+    assert api.ops.snow_bake_buffer() == {"FINISHED"}
     return scene, snow, rest, live
 
 
@@ -236,7 +251,7 @@ def play_and_bake(envfx, tmp_path, lift=0.0, linear=False, sequence=False):
 def test_buffer_json_gives_engines_the_scene_unit_scale(envfx, tmp_path, system, scale_length, metres):
     """The buffer JSON's engine sampling uses the metres per Blender unit of the scene's FBX export (its unit
     scale; 1 m with the unit system None, as the bend's engine export)."""
-    units = bpy.context.scene.unit_settings
+    units = api.scene().unit_settings
     units.system, units.scale_length = system, scale_length
     play_and_bake(envfx, tmp_path, linear=True)
     meta = json.loads((tmp_path / "snow_buffer.json").read_text())
@@ -272,17 +287,17 @@ def test_bake_writes_exr_blender_reads_back(envfx, tmp_path):
     scene, snow, actors = snow_scene(envfx, spacing=0.2)
     a = sphere_object("A", 0.5, actors)
     animate(a, [(1, (-2, 0, 0.5)), (5, (2, 0, 0.5))])
-    s = scene.envfx.snow
+    s = api.envfx(scene).snow
     s.frame_start, s.frame_end = 1, 5
     s.buffer_resolution = 64
     s.output_dir = str(tmp_path / "out")
-    assert bpy.ops.envfx.snow_bake_buffer() == {"FINISHED"}
+    assert api.ops.snow_bake_buffer() == {"FINISHED"}
     names = sorted(os.listdir(tmp_path / "out"))
     assert names == ["snow_buffer.json"] + [f"snow_buffer_{f:04d}.exr" for f in range(1, 6)]
     img = bpy.data.images.load(str(tmp_path / "out" / "snow_buffer_0005.exr"))
     assert tuple(img.size) == (64, 64) and img.is_float
     px = np.empty(64 * 64 * 4, dtype=np.float32)
-    img.pixels.foreach_get(px)
+    api.pixels(img).foreach_get(px)
     px = px.reshape(64, 64, 4)                       # Blender rows start at the bottom (min world y)
     ours = envfx.core.snow.read_exr(str(tmp_path / "out" / "snow_buffer_0005.exr"))
     np.testing.assert_allclose(px, ours, atol=1e-6)
@@ -294,14 +309,14 @@ def test_follow_pivot_bake(envfx, tmp_path):
     scene, snow, actors = snow_scene(envfx, spacing=0.2)
     a = sphere_object("A", 0.5, actors)
     animate(a, [(1, (-2, 0, 0.5)), (6, (2, 0, 0.5))])
-    s = scene.envfx.snow
+    s = api.envfx(scene).snow
     s.framing = "FOLLOW"
     s.pivot = a
     s.buffer_size = 6.0
     s.buffer_resolution = 48
     s.frame_start, s.frame_end = 1, 6
     s.output_dir = str(tmp_path)
-    assert bpy.ops.envfx.snow_bake_buffer() == {"FINISHED"}
+    assert api.ops.snow_bake_buffer() == {"FINISHED"}
     meta = json.loads((tmp_path / "snow_buffer.json").read_text())
     t = meta["texel_size"]
     for fr in meta["frames"]:
@@ -323,33 +338,33 @@ def test_bake_bad_input(envfx, tmp_path, change, msg, capsys):
     scene, snow, actors = snow_scene(envfx, spacing=0.2)
     sphere_object("A", 0.5, actors)
     (tmp_path / "file.txt").write_text("x")
-    s = scene.envfx.snow
+    s = api.envfx(scene).snow
     s.frame_start, s.frame_end, s.output_dir = 1, 3, str(tmp_path)
     change(s, tmp_path)
     with pytest.raises(RuntimeError, match=msg):
-        bpy.ops.envfx.snow_bake_buffer()
+        api.ops.snow_bake_buffer()
     assert sorted(os.listdir(tmp_path)) == ["file.txt"]
 
 
 # --- cover generation -------------------------------------------------------------------------------------
 
 def test_generate_slope_occlusion_taper_spacing(envfx):
-    scene = bpy.context.scene
+    scene = api.scene()
     clear_scene()
     flat = grid_object("Flat", size=6.0, segments=6, tilt=0.3)      # ~17 deg
     steep = grid_object("Steep", size=3.0, segments=3, location=(10, 0, 0), tilt=3.0)  # ~72 deg
     box = bpy.data.objects.new("Rock", bpy.data.meshes.new("Rock"))
     bm = bmesh.new()
     bmesh.ops.create_cube(bm, size=1.0)
-    bm.to_mesh(box.data)
+    bm.to_mesh(api.mesh(box))
     bm.free()
     box.location = (0.5, 0.5, 1.5)                  # floats above the slope
     scene.collection.objects.link(box)
-    s = scene.envfx.snow
+    s = api.envfx(scene).snow
     s.spacing, s.thickness, s.border_width = 0.1, 0.25, 0.4
     select_only(flat, steep)
-    bpy.context.view_layer.update()
-    assert bpy.ops.envfx.snow_generate() == {"FINISHED"}
+    api.view_layer().update()
+    assert api.ops.snow_generate() == {"FINISHED"}
     snow = [o for o in scene.objects if o.get("envfx_snow") == 0]
     assert len(snow) == 1
     v = envfx.bridge.get_positions(snow[0].data)
@@ -359,23 +374,23 @@ def test_generate_slope_occlusion_taper_spacing(envfx):
     on_edge = (np.abs(np.abs(v[:, 0]) - 3.0) < 1e-4) | (np.abs(np.abs(v[:, 1]) - 3.0) < 1e-4)
     assert on_edge.any() and np.abs(thick[on_edge]).max() == 0.0
     assert thick.max() == pytest.approx(0.25, rel=1e-5)
-    me = snow[0].data
+    me = api.mesh(snow[0])
     e = np.empty(len(me.edges) * 2, dtype=np.int32)
     me.edges.foreach_get("vertices", e)
     e = e.reshape(-1, 2)
     length = np.linalg.norm(v[e[:, 0]] - v[e[:, 1]], axis=1)
     assert abs(np.median(length) / 0.1 - 1.0) < 0.2
-    assert snow[0].data.materials[0].name == "EnvFX Snow"
+    assert api.of(bpy.types.Material, me.materials[0]).name == "EnvFX Snow"
 
 
 def test_generate_lods(envfx):
     clear_scene()
     ground = grid_object("Ground", size=4.0, segments=4)
-    bpy.context.scene.envfx.snow.lods = 3
-    bpy.context.scene.envfx.snow.spacing = 0.1
+    api.envfx().snow.lods = 3
+    api.envfx().snow.spacing = 0.1
     select_only(ground)
-    assert bpy.ops.envfx.snow_generate() == {"FINISHED"}
-    levels = sorted((o["envfx_snow"], len(o.data.vertices)) for o in bpy.context.scene.objects
+    assert api.ops.snow_generate() == {"FINISHED"}
+    levels = sorted((o["envfx_snow"], len(api.mesh(o).vertices)) for o in api.scene().objects
                     if o.get("envfx_snow") is not None)
     assert [lv for lv, _ in levels] == [0, 1, 2]
     assert levels[0][1] > levels[1][1] > levels[2][1]
@@ -383,40 +398,40 @@ def test_generate_lods(envfx):
 
 @pytest.mark.parametrize("scale_length", [0.01, 1000.0])
 def test_generate_any_unit_scale(envfx, scale_length):
-    scene = bpy.context.scene
+    scene = api.scene()
     scene.unit_settings.scale_length = scale_length
     clear_scene()
     ground = grid_object("Ground", size=4.0, segments=4)
-    scene.envfx.snow.spacing = 0.1
+    api.envfx(scene).snow.spacing = 0.1
     select_only(ground)
-    assert bpy.ops.envfx.snow_generate() == {"FINISHED"}
+    assert api.ops.snow_generate() == {"FINISHED"}
     snow = [o for o in scene.objects if o.get("envfx_snow") == 0][0]
-    assert len(snow.data.vertices) == 41 * 41
+    assert len(api.mesh(snow).vertices) == 41 * 41
 
 
-def _state():
+def _state() -> tuple[list[str], list[str], list[str]]:
     return (sorted(o.name for o in bpy.data.objects), sorted(m.name for m in bpy.data.meshes),
             sorted(c.name for c in bpy.data.collections))
 
 
 def test_generate_bad_input_leaves_scene(envfx):
-    scene = bpy.context.scene
+    scene = api.scene()
     wall = grid_object("Wall", size=2.0, segments=2, tilt=20.0)
     select_only(wall)
     before = _state()
     with pytest.raises(RuntimeError, match="No face of the selection looks up"):
-        bpy.ops.envfx.snow_generate()
+        api.ops.snow_generate()
     assert _state() == before
     big = grid_object("Big", size=1000.0, segments=2)
     select_only(big)
-    scene.envfx.snow.spacing = 0.001
+    api.envfx(scene).snow.spacing = 0.001
     before = _state()
     with pytest.raises(RuntimeError, match=r"about [0-9,]+ vertices, over the budget"):
-        bpy.ops.envfx.snow_generate()
+        api.ops.snow_generate()
     assert _state() == before
     select_only()
     with pytest.raises(RuntimeError, match="select the terrain"):
-        bpy.ops.envfx.snow_generate()
+        api.ops.snow_generate()
     assert _state() == before
 
 
@@ -426,14 +441,14 @@ def test_trails_bad_actors(envfx):
     scene, snow, actors = snow_scene(envfx, spacing=0.2)
     before = [m.name for m in snow.modifiers]
     with pytest.raises(RuntimeError, match="has no usable actors"):  # empty collection
-        bpy.ops.envfx.snow_trails_add()
+        api.ops.snow_trails_add()
     lamp = bpy.data.objects.new("Lamp", bpy.data.lights.new("Lamp", "POINT"))
     actors.objects.link(lamp)
     with pytest.raises(RuntimeError, match=r"Lamp \(light objects do not touch snow\)"):
-        bpy.ops.envfx.snow_trails_add()
-    scene.envfx.snow.actors = None
+        api.ops.snow_trails_add()
+    api.envfx(scene).snow.actors = None
     with pytest.raises(RuntimeError, match="No actor collection"):
-        bpy.ops.envfx.snow_trails_add()
+        api.ops.snow_trails_add()
     assert [m.name for m in snow.modifiers] == before
     assert bpy.data.node_groups.get("EnvFX Snow Trails") is None
 
@@ -442,15 +457,15 @@ def test_empty_actor_uses_its_radius_setting_and_lights_skipped(envfx):
     scene, snow, actors = snow_scene(envfx, spacing=0.2)
     empty = bpy.data.objects.new("Marker", None)
     actors.objects.link(empty)
-    empty.envfx.snow.radius = 0.8
-    empty.envfx.snow.depth = 0.1
+    api.envfx(empty).snow.radius = 0.8
+    api.envfx(empty).snow.depth = 0.1
     actors.objects.link(bpy.data.objects.new("Lamp", bpy.data.lights.new("Lamp", "POINT")))
     specs, skipped = envfx.operators.snow.actor_specs(scene)
     assert [(n, round(r, 5), round(d, 5), o) for n, r, d, o in specs] == [("Marker", 0.8, 0.1, 0.0)]
     assert "Lamp" in skipped
-    assert bpy.ops.envfx.snow_trails_add() == {"FINISHED"}
+    assert api.ops.snow_trails_add() == {"FINISHED"}
     assert envfx.operators.snow.trails_modifiers(snow)
-    assert bpy.ops.envfx.snow_trails_remove() == {"FINISHED"}
+    assert api.ops.snow_trails_remove() == {"FINISHED"}
     assert not envfx.operators.snow.trails_modifiers(snow)
 
 
@@ -462,23 +477,40 @@ def test_new_actor_after_add_trails_stamps_and_remove_leaves_no_drivers(envfx):
     a = sphere_object("A", 0.5, actors)
     a.location = (-2.0, 0.0, 0.5)
     scene.frame_set(1)
-    assert bpy.ops.envfx.snow_trails_add() == {"FINISHED"}
+    assert api.ops.snow_trails_add() == {"FINISHED"}
     b = sphere_object("B", 0.5, actors)
     animate(b, [(1, (2.0, -1.0, 0.5)), (3, (2.0, 1.0, 0.5))])
     _linear(b)
-    assert bpy.ops.envfx.snow_trails_add() == {"FINISHED"}
+    assert api.ops.snow_trails_add() == {"FINISHED"}
     specs, _ = envfx.operators.snow.actor_specs(scene)
     tracks = run_frames(scene, 1, 3, [n for n, *_ in specs], [o for *_, o in specs])
     rest, got = evaluated_offset(envfx, snow)
     np.testing.assert_allclose(got, core_expected(envfx, scene, snow, tracks, specs), atol=1e-4)
     assert got[np.hypot(rest[:, 0] - 2.0, rest[:, 1]) < 0.2].max() < -0.1      # B's trail is there
-    targets = {var.targets[0].id.name for fc in snow.animation_data.drivers for var in fc.driver.variables}
+    targets = _driver_targets(snow)
     assert targets == {"A", "B"}
-    assert bpy.ops.envfx.snow_trails_remove() == {"FINISHED"}
-    assert snow.animation_data is None or len(snow.animation_data.drivers) == 0
+    assert api.ops.snow_trails_remove() == {"FINISHED"}
+    assert snow.animation_data is None or len(_drivers(snow)) == 0
 
 
-def _walker(name, x, actors, radius=0.5):
+def _drivers(data: bpy.types.Object | bpy.types.NodeTree) -> list[bpy.types.FCurve]:
+    """The drivers on ``data`` (a snow mesh, a trails group), which must have animation data."""
+    anim = data.animation_data
+    assert anim is not None, f"{data.name} has no animation data"
+    return list(anim.drivers)
+
+
+def _driver_variables(data: bpy.types.Object | bpy.types.NodeTree) -> list[bpy.types.DriverVariable]:
+    """The variables of the drivers on ``data``."""
+    return [var for fc in _drivers(data) for var in api.of(bpy.types.Driver, fc.driver).variables]
+
+
+def _driver_targets(obj: bpy.types.Object) -> set[str]:
+    """The names of the IDs that the variables of the drivers on ``obj`` read (the actors, for the trails)."""
+    return {api.of(bpy.types.ID, var.targets[0].id).name for var in _driver_variables(obj)}
+
+
+def _walker(name: str, x: float, actors: bpy.types.Collection, radius: float = 0.5) -> bpy.types.Object:
     """A sphere walking along y = -2 .. 2 at x over frames 1 .. 9 (0.5 per frame), its bottom in the snow."""
     obj = sphere_object(name, radius, actors)
     animate(obj, [(1, (x, -2.0, radius)), (9, (x, 2.0, radius))])
@@ -486,23 +518,26 @@ def _walker(name, x, actors, radius=0.5):
     return obj
 
 
-def _walker_y(frame):
+def _walker_y(frame: int) -> float:
     return -2.0 + 0.5 * (frame - 1)
 
 
-def _depth_near(envfx, snow, x, y, r=0.15, depsgraph=None):
+def _depth_near(envfx, snow: bpy.types.Object, x: float, y: float, r: float = 0.15,
+                depsgraph: bpy.types.Depsgraph | None = None) -> float:
+    """The lowest evaluated offset of the snow within ``r`` of (x, y)."""
     rest, got = evaluated_offset(envfx, snow, depsgraph)
     near = np.hypot(rest[:, 0] - x, rest[:, 1] - y) < r
     assert near.any()
-    return got[near].min()
+    return float(got[near].min())
 
 
-def _start_trails(envfx, scene, snow):
+def _start_trails(envfx, scene: bpy.types.Scene, snow: bpy.types.Object,
+                  ) -> tuple[bpy.types.NodeTree, Callable[[], bool]]:
     """Add the live trails at frame 1: (their group, a check that its simulation zone, and so the trail state,
     is still the one built now)."""
     scene.frame_set(1)
-    assert bpy.ops.envfx.snow_trails_add() == {"FINISHED"}
-    tree = snow.modifiers[snow_nodes_name(envfx)].node_group
+    assert api.ops.snow_trails_add() == {"FINISHED"}
+    tree = api.modifier_group(snow, snow_nodes_name(envfx))
     zone = tree.nodes["Sim Out"].as_pointer()
     return tree, lambda: tree.nodes["Sim Out"].as_pointer() == zone
 
@@ -527,26 +562,28 @@ def test_trails_follow_actors_added_removed_and_resized_without_add_trails(envfx
     assert _depth_near(envfx, snow, 2.0, _walker_y(2)) > -1e-6           # ... and not where it was before
     rest, got = evaluated_offset(envfx, snow)
     assert got[np.abs(rest[:, 0]) < 1.0].min() > -1e-6                    # no path jumped between the actors
-    targets = {var.targets[0].id.name for fc in snow.animation_data.drivers for var in fc.driver.variables}
+    targets = _driver_targets(snow)
     assert targets == {"A", "B"}
     assert envfx.shader_nodes.common.modifier_for(c, envfx.shader_nodes.snow.ensure_coverage(scene)) is not None
     # B leaves the collection: it stops stamping, its trail stays
     actors.objects.unlink(a)
-    c.envfx.snow.radius = 1.0                                             # A gets wider
+    api.envfx(c).snow.radius = 1.0                                        # A gets wider
     for f in range(8, 10):
         scene.frame_set(f)
     assert _depth_near(envfx, snow, -2.0, _walker_y(9)) > -1e-6          # B (no actor any more) left no trail
     assert _depth_near(envfx, snow, -2.0, _walker_y(3)) < -0.1
     assert _depth_near(envfx, snow, 2.8, _walker_y(9), r=0.08) < -0.02   # A's new radius (0.8 off its path)
     assert _depth_near(envfx, snow, 2.8, _walker_y(6), r=0.08) > -1e-6   # (not with its old radius 0.5)
-    targets = {var.targets[0].id.name for fc in snow.animation_data.drivers for var in fc.driver.variables}
+    targets = _driver_targets(snow)
     assert targets == {"A"}
-    assert [i.name for i in tree.interface.items_tree if i.item_type == "SOCKET" and i.name.startswith("Actor ")] \
-        == ["Actor 0"]
+    items = api.of(bpy.types.NodeTreeInterface, tree.interface).items_tree
+    assert [i.name for i in items if isinstance(i, bpy.types.NodeTreeInterfaceSocket)
+            and i.name.startswith("Actor ")] == ["Actor 0"]
     assert envfx.operators.snow.follow_actors(scene) is False             # nothing changed: nothing done
 
 
-def snow_nodes_name(envfx):
+def snow_nodes_name(envfx) -> str:
+    """The name of the live trails' modifier on a snow mesh."""
     return envfx.operators.snow.MODIFIER_NAME
 
 
@@ -554,13 +591,13 @@ def test_trails_follow_actors_after_save_and_load(envfx, tmp_path):
     scene, snow, actors = snow_scene(envfx)
     _walker("B", -2.0, actors)
     scene.frame_set(1)
-    assert bpy.ops.envfx.snow_trails_add() == {"FINISHED"}
+    assert api.ops.snow_trails_add() == {"FINISHED"}
     path, name = str(tmp_path / "trails.blend"), snow.name
     bpy.ops.wm.save_as_mainfile(filepath=path)
     bpy.ops.wm.open_mainfile(filepath=path)
-    scene = bpy.context.scene
+    scene = api.scene()
     snow = bpy.data.objects[name]
-    actors = scene.envfx.snow.actors
+    actors = api.envfx(scene).snow.actors
     _walker("C", 2.0, actors)
     for f in range(1, 5):
         scene.frame_set(f)
@@ -577,9 +614,9 @@ def test_trails_follow_actors_after_save_and_load(envfx, tmp_path):
 
 def test_snow_saved_by_blender_42_takes_trails_in_50(envfx, open_saved_by_blender_42):
     open_saved_by_blender_42("snow")
-    scene = bpy.context.scene
+    scene = api.scene()
     snow = next(o for o in scene.objects if o.get("envfx_snow") == 0)
-    actors = scene.envfx.snow.actors
+    actors = api.envfx(scene).snow.actors
     assert [o.name for o in actors.objects] == ["Walker"]
     _walker("Second", 2.0, actors)  # one added in 5.0: the saved trails follow the actors as they are now
     for f in range(1, 6):
@@ -592,7 +629,7 @@ def test_snow_saved_by_blender_42_takes_trails_in_50(envfx, open_saved_by_blende
 def test_panel_tells_the_trails_follow_the_actors(envfx, recording_layout):
     scene, snow, actors = snow_scene(envfx)
     _walker("B", -2.0, actors)
-    assert bpy.ops.envfx.snow_trails_add() == {"FINISHED"}
+    assert api.ops.snow_trails_add() == {"FINISHED"}
     log = []
     panel = type("P", (), {"layout": recording_layout(log)})()
     envfx.panels.snow.VIEW3D_PT_envfx_snow.draw(panel, bpy.context)
@@ -607,8 +644,8 @@ def test_panel_tells_the_trails_follow_the_actors(envfx, recording_layout):
 
 # --- CLI --------------------------------------------------------------------------------------------------
 
-def _cli_file(envfx, tmp_path):
-    scene = bpy.context.scene
+def _cli_file(envfx, tmp_path: Path) -> str:
+    scene = api.scene()
     clear_scene()
     grid_object("Ground", size=6.0, segments=6)
     actors = bpy.data.collections.new("Walkers")
@@ -625,16 +662,16 @@ def test_cli_generate_uses_the_file_density_mask(envfx, tmp_path, capsys):
     has set, so the unweighted half of the ground gets none."""
     clear_scene()
     ground = grid_object("Ground", size=4.0, segments=8)
-    ground.vertex_groups.new(name="Snowy").add([v.index for v in ground.data.vertices if v.co.x > 0.01], 1.0,
+    ground.vertex_groups.new(name="Snowy").add([v.index for v in api.mesh(ground).vertices if v.co.x > 0.01], 1.0,
                                                "REPLACE")
-    s = bpy.context.scene.envfx.snow
+    s = api.envfx().snow
     s.border_width, s.density_mask = 0.0, "Snowy"
     path = str(tmp_path / "masked.blend")
     bpy.ops.wm.save_as_mainfile(filepath=path)
     assert envfx.cli.main(["snow", path, "--generate", "--objects", "Ground", "--spacing", "0.1"]) == 0, \
         capsys.readouterr()
     bpy.ops.wm.open_mainfile(filepath=path)
-    snow = [o for o in bpy.context.scene.objects if o.get("envfx_snow") == 0][0]
+    snow = [o for o in api.scene().objects if o.get("envfx_snow") == 0][0]
     assert envfx.bridge.get_positions(snow.data)[:, 0].min() > -1e-6
 
 
@@ -647,7 +684,7 @@ def test_cli_generate_trails_bake(envfx, tmp_path, capsys):
     assert code == 0, capsys.readouterr()
     assert sorted(os.listdir(out)) == ["snow_buffer.exr", "snow_buffer.json"]
     bpy.ops.wm.open_mainfile(filepath=path)
-    snow = [o for o in bpy.context.scene.objects if o.get("envfx_snow") == 0]
+    snow = [o for o in api.scene().objects if o.get("envfx_snow") == 0]
     assert snow and envfx.operators.snow.trails_modifiers(snow[0])
     assert envfx.core.snow.read_exr(str(out / "snow_buffer.exr"))[..., 0].min() < -0.1
 
@@ -745,9 +782,9 @@ def test_bake_cancel_leaves_nothing_and_restores_scene(envfx, tmp_path):
     scene, snow, actors = snow_scene(envfx, spacing=0.2)
     a = sphere_object("A", 0.5, actors)
     animate(a, [(1, (-2, 0, 0.5)), (20, (2, 0, 0.5))])
-    s = scene.envfx.snow
+    s = api.envfx(scene).snow
     s.frame_start, s.frame_end, s.buffer_resolution, s.output_dir = 1, 20, 32, str(tmp_path)
-    assert bpy.ops.envfx.snow_trails_add() == {"FINISHED"}
+    assert api.ops.snow_trails_add() == {"FINISHED"}
     scene.frame_set(3)
     job = envfx.operators.snow.bake_job(scene)
     for _ in range(25):  # past the path gathering, into the bake
@@ -758,14 +795,14 @@ def test_bake_cancel_leaves_nothing_and_restores_scene(envfx, tmp_path):
     assert all(m.show_viewport for m in envfx.operators.snow.trails_modifiers(snow))
 
 
-def coverage_and_z(envfx, obj):
+def coverage_and_z(envfx, obj: bpy.types.Object) -> tuple[np.ndarray, np.ndarray]:
     """The evaluated actor's ``snow_coverage`` per vertex and its vertices' world z."""
     dg = bpy.context.evaluated_depsgraph_get()
     ev = obj.evaluated_get(dg)
     mesh = ev.to_mesh()
     try:
         cov = np.empty(len(mesh.vertices), dtype=np.float32)
-        mesh.attributes["snow_coverage"].data.foreach_get("value", cov)
+        api.of(bpy.types.FloatAttribute, mesh.attributes["snow_coverage"]).data.foreach_get("value", cov)
         z = envfx.bridge.get_positions(mesh)[:, 2] + obj.location.z
     finally:
         ev.to_mesh_clear()
@@ -777,7 +814,7 @@ def test_actor_gets_snow_coverage_where_immersed(envfx):
     a = sphere_object("A", 0.5, actors)
     a.location = (0.0, 0.0, 0.45)            # bottom at -0.05, snow top at 0.3, trail pushes it to ~0.05
     scene.frame_set(1)
-    assert bpy.ops.envfx.snow_trails_add() == {"FINISHED"}
+    assert api.ops.snow_trails_add() == {"FINISHED"}
     scene.frame_set(1)
     cov, z = coverage_and_z(envfx, a)
     rest, off = evaluated_offset(envfx, snow)
@@ -800,7 +837,7 @@ def test_actor_far_from_the_camera_is_covered_by_the_snow_as_shown(envfx):
     cam.location = (0.0, -1000.0, 2.0)
     scene.camera = cam
     scene.frame_set(1)
-    assert bpy.ops.envfx.snow_trails_add() == {"FINISHED"}
+    assert api.ops.snow_trails_add() == {"FINISHED"}
     scene.frame_set(1)
     cov, z = coverage_and_z(envfx, a)
     rest, off = evaluated_offset(envfx, snow)
@@ -814,18 +851,17 @@ def test_actor_snow_layer_melts_over_the_melt_time_after_leaving_the_snow(envfx)
     scene, snow, actors = snow_scene(envfx, spacing=0.1, thickness=0.3)
     a = sphere_object("A", 0.5, actors)
     scene.render.fps, scene.render.fps_base = 24, 1.0
-    scene.envfx.snow.coverage_melt_time = 1.0  # seconds: 1/24 per frame
+    api.envfx(scene).snow.coverage_melt_time = 1.0  # seconds: 1/24 per frame
     a.location = (0.0, 0.0, 0.45)
     a.keyframe_insert("location", frame=1)
     a.keyframe_insert("location", frame=3)
     a.location = (0.0, 0.0, 5.0)  # far above the snow from frame 4 on
     a.keyframe_insert("location", frame=4)
-    for fc in a.animation_data.action.fcurves if bpy.app.version < (5, 0, 0) else \
-            a.animation_data.action.layers[0].strips[0].channelbag(a.animation_data.action_slot).fcurves:
+    for fc in _fcurves(a):
         for kp in fc.keyframe_points:
             kp.interpolation = "CONSTANT"
     scene.frame_set(1)
-    assert bpy.ops.envfx.snow_trails_add() == {"FINISHED"}
+    assert api.ops.snow_trails_add() == {"FINISHED"}
     for f in range(1, 4):
         scene.frame_set(f)
     covered = coverage_and_z(envfx, a)[0] == 1.0
@@ -839,7 +875,7 @@ def test_actor_snow_layer_melts_over_the_melt_time_after_leaving_the_snow(envfx)
         scene.frame_set(f)
     assert np.all(coverage_and_z(envfx, a)[0] == 0.0)  # melted away after a second
     # melt time 0: the layer is there only while in the snow
-    scene.envfx.snow.coverage_melt_time = 0.0
+    api.envfx(scene).snow.coverage_melt_time = 0.0
     for f in range(1, 5):
         scene.frame_set(f)
     assert np.all(coverage_and_z(envfx, a)[0] == 0.0)
@@ -849,14 +885,14 @@ def test_density_mask_vertex_group(envfx):
     clear_scene()
     ground = grid_object("Ground", size=4.0, segments=8)
     group = ground.vertex_groups.new(name="Snowy")
-    right = [v.index for v in ground.data.vertices if v.co.x > 0.01]
+    right = [v.index for v in api.mesh(ground).vertices if v.co.x > 0.01]
     group.add(right, 1.0, "REPLACE")
-    s = bpy.context.scene.envfx.snow
+    s = api.envfx().snow
     s.spacing, s.border_width = 0.1, 0.0
     s.density_mask = "Snowy"
     select_only(ground)
-    assert bpy.ops.envfx.snow_generate() == {"FINISHED"}
-    snow = [o for o in bpy.context.scene.objects if o.get("envfx_snow") == 0][0]
+    assert api.ops.snow_generate() == {"FINISHED"}
+    snow = [o for o in api.scene().objects if o.get("envfx_snow") == 0][0]
     v = envfx.bridge.get_positions(snow.data)
     assert v[:, 0].min() > -1e-6                            # the unweighted half has no snow
     assert [m.name for m in ground.modifiers] == []          # the temporary reader is gone
@@ -864,14 +900,14 @@ def test_density_mask_vertex_group(envfx):
     s.density_mask = "Nope"
     before = _state()
     with pytest.raises(RuntimeError, match="No vertex group named 'Nope'"):
-        bpy.ops.envfx.snow_generate()
+        api.ops.snow_generate()
     assert _state() == before
 
 
 @pytest.mark.parametrize("sequence", [False, True])
 def test_bake_drives_the_snow_like_the_live_trails(envfx, tmp_path, sequence):
     scene, snow, rest, live = play_and_bake(envfx, tmp_path, sequence=sequence)
-    assert bpy.ops.envfx.snow_drive_from_bake() == {"FINISHED"}
+    assert api.ops.snow_drive_from_bake() == {"FINISHED"}
     scene.frame_set(10)
     _, baked = evaluated_offset(envfx, snow)
     specs, _ = envfx.operators.snow.actor_specs(scene)
@@ -883,7 +919,7 @@ def test_bake_drives_the_snow_like_the_live_trails(envfx, tmp_path, sequence):
         scene.frame_set(4)
         _, early = evaluated_offset(envfx, snow)
         assert early.min() < -0.2 and np.abs(early - baked).max() > 0.1
-    assert bpy.ops.envfx.snow_drive_from_bake(use_bake=False) == {"FINISHED"}
+    assert api.ops.snow_drive_from_bake(use_bake=False) == {"FINISHED"}
     assert all(m.show_viewport for m in envfx.operators.snow.trails_modifiers(snow))
     assert "EnvFX Snow Buffer" not in [m.name for m in snow.modifiers]
 
@@ -897,9 +933,9 @@ def test_bake_drives_the_snow_like_the_live_trails(envfx, tmp_path, sequence):
 ])
 def test_drive_from_bake_without_bake(envfx, tmp_path, folder, msg):
     scene, snow, actors = snow_scene(envfx, spacing=0.2)
-    scene.envfx.snow.output_dir = folder.format(tmp=tmp_path)
+    api.envfx(scene).snow.output_dir = folder.format(tmp=tmp_path)
     with pytest.raises(RuntimeError, match=msg):
-        bpy.ops.envfx.snow_drive_from_bake()
+        api.ops.snow_drive_from_bake()
     assert [m.name for m in snow.modifiers] == []
 
 
@@ -913,11 +949,11 @@ def test_drive_from_bake_refuses_a_damaged_or_foreign_json(envfx, tmp_path, cont
     scene, snow, actors = snow_scene(envfx, spacing=0.2)
     (tmp_path / "snow_buffer.json").write_text(content)
     (tmp_path / "snow_buffer_0001.exr").write_bytes(b"")
-    scene.envfx.snow.output_dir = str(tmp_path)
+    api.envfx(scene).snow.output_dir = str(tmp_path)
     images, groups = sorted(bpy.data.images.keys()), sorted(bpy.data.node_groups.keys())
     with pytest.raises(RuntimeError, match=r"snow_buffer\.json is damaged or not an EnvFX bake: .*Bake the "
                                            r"interaction buffer again"):
-        bpy.ops.envfx.snow_drive_from_bake()
+        api.ops.snow_drive_from_bake()
     assert [m.name for m in snow.modifiers] == []
     assert sorted(bpy.data.images.keys()) == images and sorted(bpy.data.node_groups.keys()) == groups
 
@@ -930,11 +966,11 @@ def test_drive_from_bake_refuses_an_image_sequence_below_frame_0(envfx, tmp_path
     buf = core.BufferParams(resolution=8, size=8.0, origin=(-4.0, -4.0))
     tracks = np.zeros((3, 1, 3))
     core.bake(tracks, [0.5], [0.2], core.StampParams(), buf, frame_start=-3, out_dir=str(tmp_path))
-    scene.envfx.snow.output_dir = str(tmp_path)
+    api.envfx(scene).snow.output_dir = str(tmp_path)
     images = sorted(bpy.data.images.keys())
     with pytest.raises(RuntimeError, match=r"snow_buffer_-003\.exr\), and Blender's image sequences cannot read "
                                            r"frames below 0: bake from frame 0 or later"):
-        bpy.ops.envfx.snow_drive_from_bake()
+        api.ops.snow_drive_from_bake()
     assert [m.name for m in snow.modifiers] == [] and sorted(bpy.data.images.keys()) == images
 
 
@@ -952,10 +988,10 @@ def test_snow_lies_flat_far_from_the_camera(envfx):
     scene.collection.objects.link(cam)
     cam.location = (-3.0, 0.0, 2.0)
     scene.camera = cam
-    s = scene.envfx.snow
+    s = api.envfx(scene).snow
     s.camera_fade_start, s.camera_fade_end = 3.0, 5.0
     scene.frame_set(1)
-    assert bpy.ops.envfx.snow_trails_add() == {"FINISHED"}
+    assert api.ops.snow_trails_add() == {"FINISHED"}
     specs, _ = envfx.operators.snow.actor_specs(scene)
     tracks = run_frames(scene, 1, 1, [n for n, *_ in specs], [o for *_, o in specs])
     rest, got = evaluated_offset(envfx, snow)
@@ -996,27 +1032,27 @@ def test_snow_material_renders_trails_in_eevee(envfx, tmp_path):
     animate(a, [(1, (-1.5, 0.0, 0.5)), (4, (1.5, 0.0, 0.5))])
     a.hide_render = True
     scene.frame_set(1)
-    assert bpy.ops.envfx.snow_trails_add() == {"FINISHED"}
+    assert api.ops.snow_trails_add() == {"FINISHED"}
     for f in range(1, 5):
         scene.frame_set(f)
     sun = bpy.data.objects.new("Sun", bpy.data.lights.new("Sun", "SUN"))
-    sun.data.energy = 4.0
+    api.of(bpy.types.SunLight, sun.data).energy = 4.0
     sun.rotation_euler = (math.radians(60), 0.0, 0.0)   # light across the trail: its walls shade differently
     scene.collection.objects.link(sun)
     cam = bpy.data.objects.new("Cam", bpy.data.cameras.new("Cam"))
-    cam.data.type = "ORTHO"
-    cam.data.ortho_scale = 4.0
+    lens = api.of(bpy.types.Camera, cam.data)
+    lens.type, lens.ortho_scale = "ORTHO", 4.0
     cam.location = (0.0, 0.0, 5.0)
     scene.collection.objects.link(cam)
     scene.camera = cam
-    scene.render.engine = "BLENDER_EEVEE_NEXT" if bpy.app.version < (5, 0, 0) else "BLENDER_EEVEE"
-    scene.eevee.taa_render_samples = 1
+    api.set_engine(scene, api.eevee_engine())
+    api.of(bpy.types.SceneEEVEE, scene.eevee).taa_render_samples = 1
     scene.render.resolution_x = scene.render.resolution_y = 80
     scene.render.filepath = str(tmp_path / "snow.png")
     bpy.ops.render.render(write_still=True)
     img = bpy.data.images.load(str(tmp_path / "snow.png"))
     px = np.empty(80 * 80 * 4, dtype=np.float32)
-    img.pixels.foreach_get(px)
+    api.pixels(img).foreach_get(px)
     lum = px.reshape(80, 80, 4)[..., :3].mean(-1)
     rows = slice(36, 44)                       # the trail runs along the middle row (world y = 0)
     trail = lum[rows, 20:60]
@@ -1035,7 +1071,7 @@ def test_trails_on_a_moved_rotated_scaled_snow_object(envfx):
     animate(a, [(1, (-3, -1, 0.9)), (6, (3.5, 1.0, 0.85))])
     _linear(a)
     scene.frame_set(1)
-    assert bpy.ops.envfx.snow_trails_add() == {"FINISHED"}
+    assert api.ops.snow_trails_add() == {"FINISHED"}
     specs, _ = envfx.operators.snow.actor_specs(scene)
     tracks = run_frames(scene, 1, 6, ["A"], [specs[0][3]])
     m = np.array(snow.matrix_world)
@@ -1058,19 +1094,20 @@ def test_trails_on_a_moved_rotated_scaled_snow_object(envfx):
     assert got.min() < -0.2
 
 
-def _planar_uvs_and_mask(envfx, ground, white_columns):
+def _planar_uvs_and_mask(envfx, ground: bpy.types.Object, white_columns: int) -> bpy.types.Image:
     """Planar UVs from x, y on the 4 m ``ground`` (a new UV map), and a 16 x 16 mask image whose first
     ``white_columns`` columns are white (snow)."""
-    ground.data.uv_layers.new(name="UVMap")
-    uv = ground.data.uv_layers.active.uv
-    vidx = np.empty(len(ground.data.loops), dtype=np.int32)
-    ground.data.loops.foreach_get("vertex_index", vidx)
-    co = envfx.bridge.get_positions(ground.data)[vidx]
+    mesh = api.mesh(ground)
+    mesh.uv_layers.new(name="UVMap")
+    uv = api.of(bpy.types.MeshUVLoopLayer, mesh.uv_layers.active).uv
+    vidx = np.empty(len(mesh.loops), dtype=np.int32)
+    mesh.loops.foreach_get("vertex_index", vidx)
+    co = envfx.bridge.get_positions(mesh)[vidx]
     uv.foreach_set("vector", ((co[:, :2] + 2.0) / 4.0).astype(np.float32).ravel())
     img = bpy.data.images.new("Mask", 16, 16, float_buffer=True)
     px = np.zeros((16, 16, 4), dtype=np.float32)
     px[:, :white_columns, :] = 1.0
-    img.pixels.foreach_set(px.ravel())
+    api.pixels(img).foreach_set(px.ravel())
     return img
 
 
@@ -1078,18 +1115,19 @@ def test_density_mask_texture(envfx):
     clear_scene()
     ground = grid_object("Ground", size=4.0, segments=8)
     img = _planar_uvs_and_mask(envfx, ground, white_columns=8)  # left half white = snow
-    s = bpy.context.scene.envfx.snow
+    s = api.envfx().snow
     s.spacing, s.border_width, s.density_texture = 0.1, 0.0, img
     select_only(ground)
-    assert bpy.ops.envfx.snow_generate() == {"FINISHED"}
-    snow = [o for o in bpy.context.scene.objects if o.get("envfx_snow") == 0][0]
+    assert api.ops.snow_generate() == {"FINISHED"}
+    snow = [o for o in api.scene().objects if o.get("envfx_snow") == 0][0]
     v = envfx.bridge.get_positions(snow.data)
     assert v[:, 0].max() < 0.125 and v[:, 0].min() < -1.8    # bilinear: black from the texel centre u = 0.53
-    ground.data.uv_layers.remove(ground.data.uv_layers[0])
-    ground.data.update()
+    ground_mesh = api.mesh(ground)
+    ground_mesh.uv_layers.remove(ground_mesh.uv_layers[0])
+    ground_mesh.update()
     before = _state()
     with pytest.raises(RuntimeError, match="no UV map"):
-        bpy.ops.envfx.snow_generate()
+        api.ops.snow_generate()
     assert _state() == before
 
 
@@ -1097,16 +1135,16 @@ def test_generated_snow_keeps_its_spacing_along_slopes(envfx):
     clear_scene()
     ground = grid_object("Hill", size=6.0, segments=6)
     ground.rotation_euler = (0.0, math.radians(40.0), 0.0)  # a 40 deg slope
-    bpy.context.view_layer.update()
-    s = bpy.context.scene.envfx.snow
+    api.view_layer().update()
+    s = api.envfx().snow
     s.spacing, s.thickness, s.border_width, s.max_slope = 0.2, 0.1, 0.0, math.radians(50.0)
     select_only(ground)
-    assert bpy.ops.envfx.snow_generate() == {"FINISHED"}
-    snow = [o for o in bpy.context.scene.objects if o.get("envfx_snow") == 0][0]
-    mesh = snow.data
+    assert api.ops.snow_generate() == {"FINISHED"}
+    snow = [o for o in api.scene().objects if o.get("envfx_snow") == 0][0]
+    mesh = api.mesh(snow)
     co = envfx.bridge.get_positions(mesh).copy()
     thickness = np.empty(len(mesh.vertices), dtype=np.float32)
-    mesh.attributes["snow_thickness"].data.foreach_get("value", thickness)
+    api.of(bpy.types.FloatAttribute, mesh.attributes["snow_thickness"]).data.foreach_get("value", thickness)
     co[:, 2] -= thickness  # the surface under the snow (the top also follows the border taper)
     edges = np.empty(len(mesh.edges) * 2, dtype=np.int32)
     mesh.edges.foreach_get("vertices", edges)
@@ -1127,14 +1165,14 @@ def test_actor_size_does_not_change_when_it_turns(envfx):
     box = bpy.data.objects.new("Box", bpy.data.meshes.new("Box"))
     bm = bmesh.new()
     bmesh.ops.create_cube(bm, size=1.0)
-    bmesh.ops.scale(bm, vec=(2.0, 1.0, 0.5), verts=bm.verts)
-    bm.to_mesh(box.data)
+    bmesh.ops.scale(bm, vec=(2.0, 1.0, 0.5), verts=list(bm.verts))
+    bm.to_mesh(api.mesh(box))
     bm.free()
     actors.objects.link(box)
     box.location = (0.0, 0.0, 1.0)
 
-    def spec():
-        bpy.context.view_layer.update()
+    def spec() -> tuple[float, float, float]:
+        api.view_layer().update()
         (name, radius, depth, offset), = envfx.operators.snow.actor_specs(scene)[0]
         return radius, depth, offset
 
@@ -1182,7 +1220,7 @@ def test_another_occluder_collection_keeps_the_trails(envfx):
         scene.collection.objects.unlink(quad)
         coll.objects.link(quad)
         colls.append(coll)
-    scene.envfx.snow.occluders = colls[0]
+    api.envfx(scene).snow.occluders = colls[0]
     _tree, same_zone = _start_trails(envfx, scene, snow)
     for f in range(1, 5):
         scene.frame_set(f)
@@ -1190,12 +1228,12 @@ def test_another_occluder_collection_keeps_the_trails(envfx):
     thick = thickness_of(snow)
     keep = envfx.shader_nodes.snow.GROUND_KEEP
 
-    def under(y):
+    def under(y: float) -> np.ndarray:
         return (np.abs(rest[:, 0] + 2) < 0.45) & (np.abs(rest[:, 1] - y) < 0.45)
 
     np.testing.assert_allclose(got[under(-2.0)], -keep * thick[under(-2.0)], atol=1e-5)
     assert np.abs(got[under(2.0)]).max() == 0.0
-    scene.envfx.snow.occluders = colls[1]
+    api.envfx(scene).snow.occluders = colls[1]
     for f in range(5, 8):
         scene.frame_set(f)
     assert same_zone()                                                    # the zone (and its state) stayed
@@ -1211,24 +1249,24 @@ def test_generated_snow_is_laid_out_in_the_cells_of_the_trails(envfx):
     scene, snow, actors = snow_scene(envfx)
     sphere_object("A", 0.5, actors).location = (0.0, 0.0, 0.5)
     scene.frame_set(1)
-    assert bpy.ops.envfx.snow_trails_add() == {"FINISHED"}
+    assert api.ops.snow_trails_add() == {"FINISHED"}
     scene.frame_set(2)
-    ev = snow.evaluated_get(bpy.context.evaluated_depsgraph_get())
-    group_cells = np.empty(len(ev.data.vertices), np.int32)
-    ev.data.attributes["snow_cell"].data.foreach_get("value", group_cells)
+    ev = api.mesh(snow.evaluated_get(bpy.context.evaluated_depsgraph_get()))
+    group_cells = np.empty(len(ev.vertices), np.int32)
+    api.of(bpy.types.IntAttribute, ev.attributes["snow_cell"]).data.foreach_get("value", group_cells)
     core_cells = envfx.core.snow.trail_cells(envfx.bridge.get_positions(snow.data))
     assert np.mean(group_cells == core_cells) > 0.999                  # float32 vs float64 at cell borders
     assert np.all(np.diff(core_cells) >= 0)
 
 
-def _puffs(snow):
+def _puffs(snow: bpy.types.Object) -> tuple[np.ndarray, np.ndarray]:
     """(positions, radii) of the snow object's puff instances, in point order."""
     dg = bpy.context.evaluated_depsgraph_get()
     found = []
     for inst in dg.object_instances:
         if inst.is_instance and inst.parent is not None and inst.parent.original == snow:
             m = inst.matrix_world
-            found.append((tuple(inst.persistent_id), tuple(m.translation), m.to_scale()[0]))
+            found.append((tuple(inst.persistent_id), m.translation.to_tuple(), m.to_scale()[0]))
     found.sort()
     return (np.array([f[1] for f in found]).reshape(-1, 3), np.array([f[2] for f in found]))
 
@@ -1239,12 +1277,12 @@ def test_snow_puffs_fly_from_pushed_snow_and_vanish(envfx):
     actor stopped; off, there are none."""
     scene, snow, actors = snow_scene(envfx)
     _walker("A", 0.0, actors)                                   # y = -2 .. 2 over frames 1 .. 9, radius 0.5
-    s = scene.envfx.snow
+    s = api.envfx(scene).snow
     s.puffs, s.puff_rate, s.puff_lifetime, s.puff_speed, s.puff_size = True, 0.5, 0.5, 2.0, 0.05
     params = envfx.core.snow.PuffParams(rate=0.5, speed=2.0, lifetime=0.5, size=0.05, gravity=9.81)
     dt = 1.0 / (scene.render.fps / scene.render.fps_base)
     scene.frame_set(1)
-    assert bpy.ops.envfx.snow_trails_add() == {"FINISHED"}
+    assert api.ops.snow_trails_add() == {"FINISHED"}
     scene.frame_set(1)
     assert len(_puffs(snow)[0]) == 0
     frames = {}
@@ -1294,10 +1332,10 @@ def test_puffs_start_on_the_snow_laid_flat_far_from_the_camera(envfx):
     scene.collection.objects.link(cam)
     cam.location = (0.0, -1000.0, 2.0)
     scene.camera = cam
-    s = scene.envfx.snow
+    s = api.envfx(scene).snow
     s.puffs, s.puff_rate, s.puff_lifetime, s.puff_speed, s.puff_size = True, 0.5, 0.5, 2.0, 0.05
     scene.frame_set(1)
-    assert bpy.ops.envfx.snow_trails_add() == {"FINISHED"}
+    assert api.ops.snow_trails_add() == {"FINISHED"}
     for f in range(1, 5):
         scene.frame_set(f)
     pos, _radius = _puffs(snow)
@@ -1313,20 +1351,20 @@ def test_another_scene_without_trails_leaves_the_trails_alone(envfx):
     scene, snow, actors = snow_scene(envfx)
     _walker("A", 0.0, actors)
     scene.frame_set(1)
-    assert bpy.ops.envfx.snow_trails_add() == {"FINISHED"}
-    tree = snow.modifiers[snow_nodes_name(envfx)].node_group
+    assert api.ops.snow_trails_add() == {"FINISHED"}
+    tree = api.modifier_group(snow, snow_nodes_name(envfx))
     stamp = tree[envfx.shader_nodes.snow.ACTORS_KEY]
     other = bpy.data.scenes.new("Other")
     others = bpy.data.collections.new("Other Actors")
     other.collection.children.link(others)
     sphere_object("B", 0.5, others)
-    other.envfx.snow.actors = others                        # its update must not rebuild the trails for B
-    other.envfx.snow.rim_height = 1.5
+    api.envfx(other).snow.actors = others                   # its update must not rebuild the trails for B
+    api.envfx(other).snow.rim_height = 1.5
     for f in range(1, 4):
         other.frame_set(f)                                  # the frame handler runs for "Other"
     assert tree[envfx.shader_nodes.snow.ACTORS_KEY] == stamp
     # its drivers read the scene being evaluated (no scene pointer for "Other" to take over)
-    assert {var.type for fc in tree.animation_data.drivers for var in fc.driver.variables} == {"CONTEXT_PROP"}
+    assert {var.type for var in _driver_variables(tree)} == {"CONTEXT_PROP"}
     assert envfx.shader_nodes.snow.group_for(other) is None
     for f in range(1, 5):
         scene.frame_set(f)
@@ -1340,22 +1378,22 @@ def test_two_scenes_with_trails_carve_each_with_its_own_actors(envfx, scene_deps
     _walker("A", -1.5, actors)
     tree_a, same_zone = _start_trails(envfx, scene, snow)
     level = bpy.data.scenes.new("Level 2")
-    snow_b = bpy.data.objects.new("Snow B", snow.data.copy())
+    snow_b = bpy.data.objects.new("Snow B", api.mesh(snow).copy())
     snow_b["envfx_snow"] = snow["envfx_snow"]
     level.collection.objects.link(snow_b)
     actors_b = bpy.data.collections.new("Actors B")
     level.collection.children.link(actors_b)
     _walker("B", 1.5, actors_b)
-    level.envfx.snow.actors = actors_b
-    level.envfx.snow.thickness = scene.envfx.snow.thickness
+    api.envfx(level).snow.actors = actors_b
+    api.envfx(level).snow.thickness = api.envfx(scene).snow.thickness
     level.frame_set(1)
     envfx.operators.snow.add_trails(level, [snow_b])
     tree_b = envfx.shader_nodes.snow.group_for(level)
     assert tree_b not in (None, tree_a) and tree_b.name == "EnvFX Snow Trails (Level 2)"
-    assert snow.modifiers[snow_nodes_name(envfx)].node_group == tree_a
+    assert api.nodes_modifier(snow, snow_nodes_name(envfx)).node_group == tree_a
     scene_depsgraph(level)  # the level's own graph (as a window showing it has): frame_set steps existing graphs
 
-    def depth(scn, obj, x, y):
+    def depth(scn: bpy.types.Scene, obj: bpy.types.Object, x: float, y: float) -> float:
         return _depth_near(envfx, obj, x, y, depsgraph=scene_depsgraph(scn))
 
     for f in range(1, 6):
@@ -1378,8 +1416,8 @@ def test_two_snow_meshes_follow_two_bakes(envfx, tmp_path):
     actor = bpy.data.objects["A"]
     actor.animation_data_clear()
     animate(actor, [(1, (-2.0, 2.0, 0.55)), (10, (2.0, -2.0, 0.5))])  # another path for the second bake
-    scene.envfx.snow.output_dir = str(tmp_path / "b")
-    assert bpy.ops.envfx.snow_bake_buffer() == {"FINISHED"}
+    api.envfx(scene).snow.output_dir = str(tmp_path / "b")
+    assert api.ops.snow_bake_buffer() == {"FINISHED"}
     snow_b = snow.copy()
     scene.collection.objects.link(snow_b)
     ops = envfx.operators.snow
@@ -1407,7 +1445,8 @@ def test_two_snow_meshes_follow_two_bakes(envfx, tmp_path):
     np.testing.assert_allclose(again, offsets["b"], atol=1e-5)
 
 
-def _snowfield_in_a_new_file(envfx, tmp_path, link: bool, actors_later: bool = False):
+def _snowfield_in_a_new_file(envfx, tmp_path: Path, link: bool, actors_later: bool = False,
+                             ) -> tuple[bpy.types.Scene, bpy.types.Object]:
     """A snow field with live trails carved by "Old Walker", saved; then a new file whose scene has its own
     actor "Walker" and the snow field appended (or linked, with ``link``): (scene, the snow object). With
     ``actors_later`` the scene's actor collection is not chosen yet (the caller sets ``My Actors``)."""
@@ -1418,16 +1457,15 @@ def _snowfield_in_a_new_file(envfx, tmp_path, link: bool, actors_later: bool = F
     path = str(tmp_path / "snowfield.blend")
     bpy.ops.wm.save_as_mainfile(filepath=path)
     bpy.ops.wm.read_homefile(app_template="", use_empty=True)
-    scene = bpy.context.scene
+    scene = api.scene()
     mine = bpy.data.collections.new("My Actors")
     scene.collection.children.link(mine)
     _walker("Walker", 1.5, mine)
     if not actors_later:
-        scene.envfx.snow.actors = mine
-    with bpy.data.libraries.load(path, link=link) as (_src, dst):
-        dst.objects = [snow_name]
-    scene.collection.objects.link(dst.objects[0])
-    return scene, dst.objects[0]
+        api.envfx(scene).snow.actors = mine
+    snow, = api.load_objects(path, [snow_name], link)
+    scene.collection.objects.link(snow)
+    return scene, snow
 
 
 def test_appended_snow_joins_the_scene_trails_and_actors(envfx, tmp_path):
@@ -1435,12 +1473,11 @@ def test_appended_snow_joins_the_scene_trails_and_actors(envfx, tmp_path):
     the trails and actors of the scene it lands in."""
     scene, snow = _snowfield_in_a_new_file(envfx, tmp_path, link=False)
     scene.frame_set(1)
-    bpy.context.view_layer.update()  # what the UI does after an append
+    api.view_layer().update()  # what the UI does after an append
     assert [s.name for s in bpy.data.scenes] == [scene.name]
     tree = envfx.shader_nodes.snow.group_for(scene)
-    assert tree is not None and snow.modifiers[snow_nodes_name(envfx)].node_group == tree
-    targets = {v.targets[0].id.name for fc in snow.animation_data.drivers for v in fc.driver.variables}
-    assert targets == {"Walker"}
+    assert tree is not None and api.nodes_modifier(snow, snow_nodes_name(envfx)).node_group == tree
+    assert _driver_targets(snow) == {"Walker"}
     for f in range(1, 6):
         scene.frame_set(f)
     y = _walker_y(2)
@@ -1462,9 +1499,9 @@ def test_an_override_of_snow_with_trails_joins_the_scene_trails_and_actors(envfx
     assert len(ops.trails_modifiers(linked)) == 1
     snow = linked.override_create(remap_local_usages=True)
     scene.frame_set(1)
-    bpy.context.view_layer.update()  # what the UI does after making the override
+    api.view_layer().update()  # what the UI does after making the override
     tree = envfx.shader_nodes.snow.group_for(scene)
-    assert tree is not None and snow.modifiers[snow_nodes_name(envfx)].node_group == tree
+    assert tree is not None and api.nodes_modifier(snow, snow_nodes_name(envfx)).node_group == tree
     result = ops.remove_trails([snow])
     assert result.changed == [] and len(ops.trails_modifiers(snow)) == 1
     assert "its live trails came from library" in result.skipped[snow_name]
@@ -1472,9 +1509,9 @@ def test_an_override_of_snow_with_trails_joins_the_scene_trails_and_actors(envfx
     level = str(tmp_path / "level.blend")
     bpy.ops.wm.save_as_mainfile(filepath=level)
     bpy.ops.wm.open_mainfile(filepath=level)
-    scene = bpy.context.scene
+    scene = api.scene()
     snow = next(o for o in bpy.data.objects if o.override_library is not None)
-    assert snow.modifiers[snow_nodes_name(envfx)].node_group == envfx.shader_nodes.snow.group_for(scene)
+    assert api.nodes_modifier(snow, snow_nodes_name(envfx)).node_group == envfx.shader_nodes.snow.group_for(scene)
     for f in range(1, 6):
         scene.frame_set(f)
     y = _walker_y(2)
@@ -1487,11 +1524,11 @@ def test_an_override_made_before_the_scene_has_actors_joins_them_once_they_are_c
     scene, linked = _snowfield_in_a_new_file(envfx, tmp_path, link=True, actors_later=True)
     snow = linked.override_create(remap_local_usages=True)
     scene.frame_set(1)
-    bpy.context.view_layer.update()
-    scene.envfx.snow.actors = bpy.data.collections["My Actors"]
-    bpy.context.view_layer.update()
+    api.view_layer().update()
+    api.envfx(scene).snow.actors = bpy.data.collections["My Actors"]
+    api.view_layer().update()
     tree = envfx.shader_nodes.snow.group_for(scene)
-    assert tree is not None and snow.modifiers[snow_nodes_name(envfx)].node_group == tree
+    assert tree is not None and api.nodes_modifier(snow, snow_nodes_name(envfx)).node_group == tree
     for f in range(1, 6):
         scene.frame_set(f)
     y = _walker_y(2)
@@ -1571,7 +1608,7 @@ os._exit(0)
 '''
 
 
-def _full_copy_in_subprocess(tmp_path):
+def _full_copy_in_subprocess(tmp_path: Path) -> tuple[int, str, dict[str, Any] | None]:
     """Scene > New > Full Copy of a scene whose snow has live trails, in a separate Blender process (Blender
     4.2 crashed in the copy, which would take the test run down); the copy's objects moved 20 m along x and
     its walker stepped through its snow. Returns (exit code, stderr, the copy's results)."""
@@ -1582,7 +1619,7 @@ def _full_copy_in_subprocess(tmp_path):
     out = str(tmp_path / "copy.json")
     done = subprocess.run([sys.executable, "-c", _FULL_COPY_SCRIPT, root, out], capture_output=True, text=True,
                           timeout=600, env=dict(os.environ, HOME=str(tmp_path)))
-    result = None
+    result: dict[str, Any] | None = None
     if os.path.exists(out):
         with open(out) as fh:
             result = json.load(fh)
@@ -1594,7 +1631,7 @@ def test_full_copy_of_a_scene_with_snow_trails_gets_its_own_trails(tmp_path):
     copy's own trails group was made inside the frame change of the new scene) and the copy's snow is carved by
     the copy's walker, through its own trails group."""
     code, err, result = _full_copy_in_subprocess(tmp_path)
-    assert code == 0, err
+    assert code == 0 and result is not None, err
     assert result["trails"] == [result["own_trails"]] and result["own_trails"] != result["first_trails"]
     assert result["depth"] < -0.1
 
@@ -1602,12 +1639,13 @@ def test_full_copy_of_a_scene_with_snow_trails_gets_its_own_trails(tmp_path):
 def test_full_copy_actors_get_snow_coverage_from_the_copy_snow(tmp_path):
     """The copy's actors read the copy's snow for their snow coverage (not the first level's, 20 m away)."""
     code, err, result = _full_copy_in_subprocess(tmp_path)
-    assert code == 0, err
+    assert code == 0 and result is not None, err
     assert result["surfaces"] == ["Grid Snow.001"] and result["first_surfaces"] == ["Grid Snow"]
     assert result["coverage"] == 1.0
 
 
-def _shift_d_copy_with_actor(snow, actors):
+def _shift_d_copy_with_actor(snow: bpy.types.Object, actors: bpy.types.Collection,
+                             ) -> tuple[bpy.types.Object, bpy.types.Object]:
     """(copy, actor): a Shift-D copy of ``snow`` 20 units along X, and an actor "InCopy" standing on it."""
     select_only(snow)
     bpy.ops.object.duplicate_move(TRANSFORM_OT_translate={"value": (20.0, 0.0, 0.0)})
@@ -1624,7 +1662,7 @@ def test_shift_d_copy_of_snow_gives_its_actors_snow_coverage(envfx):
     a = sphere_object("InOriginal", 0.3, actors)
     a.location = (0.0, 0.0, 0.2)
     scene.frame_set(1)
-    assert bpy.ops.envfx.snow_trails_add() == {"FINISHED"}
+    assert api.ops.snow_trails_add() == {"FINISHED"}
     copy, b = _shift_d_copy_with_actor(snow, actors)
     for f in range(1, 4):
         scene.frame_set(f)
@@ -1640,17 +1678,17 @@ def test_shift_d_copy_of_snow_gives_its_actors_snow_coverage(envfx):
 def test_generate_on_bent_terrain_lies_on_the_physical_ground_and_takes_the_bend(envfx):
     """Snow generated over terrain that the world bend already bends lies on the physical (unbent) ground and
     takes the scene's bend like its terrain: it is drawn on the bent terrain, not bent twice."""
-    scene = bpy.context.scene
+    scene = api.scene()
     clear_scene()
-    b = scene.envfx.bend
+    b = api.envfx(scene).bend
     b.mode, b.strength, b.spread = "PLANET", 0.05, 0.0
     ground = grid_object("Ground", size=10.0, segments=10)
     select_only(ground)
-    assert bpy.ops.envfx.bend_add() == {"FINISHED"}
+    assert api.ops.bend_add() == {"FINISHED"}
     bend_mod = envfx.operators.bend.bend_modifiers(ground)[0]
-    s = scene.envfx.snow
+    s = api.envfx(scene).snow
     s.spacing, s.thickness, s.border_width, s.noise, s.drift = 0.25, 0.1, 0.0, 0.0, 0.0
-    assert bpy.ops.envfx.snow_generate() == {"FINISHED"}
+    assert api.ops.snow_generate() == {"FINISHED"}
     snow = next(o for o in scene.objects if o.get("envfx_snow") == 0)
     rest = envfx.bridge.get_positions(snow.data).astype(np.float64)
     assert rest[:, 2].min() > -1e-4 and rest[:, 2].max() < 0.1 + 1e-4     # on the ground (z = 0), not below it
@@ -1661,23 +1699,24 @@ def test_generate_on_bent_terrain_lies_on_the_physical_ground_and_takes_the_bend
     np.testing.assert_allclose(off, -0.05 * r2, atol=1e-3)                  # bent once, like the terrain
 
 
-def _bent_level_with_walkers(envfx, bend_walkers=True):
+def _bent_level_with_walkers(envfx, bend_walkers: bool = True) -> tuple[
+        bpy.types.Scene, bpy.types.Object, bpy.types.Object, bpy.types.Object, bpy.types.Object]:
     """Bent terrain (Runner along +Y from a pivot at the origin, strength 0.01, spread 2), snow generated over it
     (so bent like it) with live trails, and two walkers (spheres, their bottoms 0.5 m down in the 0.4 m snow):
     "Near" at the pivot, "Far" 10 m ahead, where the bend drops the snow by 0.64 m. Returns (scene, terrain,
     snow, near, far)."""
-    scene = bpy.context.scene
+    scene = api.scene()
     clear_scene()
     pivot = bpy.data.objects.new("Player", None)
     scene.collection.objects.link(pivot)
-    b = scene.envfx.bend
+    b = api.envfx(scene).bend
     b.mode, b.axis, b.pivot, b.strength, b.spread = "RUNNER", "POS_Y", pivot, 0.01, 2.0
     terrain = grid_object("Ground", size=24.0, segments=24)
     select_only(terrain)
-    assert bpy.ops.envfx.bend_add() == {"FINISHED"}
-    s = scene.envfx.snow
+    assert api.ops.bend_add() == {"FINISHED"}
+    s = api.envfx(scene).snow
     s.spacing, s.thickness, s.border_width, s.noise, s.drift, s.lods = 0.25, 0.4, 0.3, 0.0, 0.0, 0
-    assert bpy.ops.envfx.snow_generate() == {"FINISHED"}
+    assert api.ops.snow_generate() == {"FINISHED"}
     snow = next(o for o in scene.objects if o.get("envfx_snow") == 0)
     actors = bpy.data.collections.new("Actors")
     scene.collection.children.link(actors)
@@ -1685,9 +1724,10 @@ def _bent_level_with_walkers(envfx, bend_walkers=True):
     near, far = sphere_object("Near", 0.5, actors), sphere_object("Far", 0.5, actors)
     near.location, far.location = (0.0, 0.0, 0.4), (0.0, 10.0, 0.4)
     for a in (near, far):
-        a.envfx.snow.radius, a.envfx.snow.depth = 0.5, 0.05  # a light step: the snow stays around the legs
+        settings = api.envfx(a).snow
+        settings.radius, settings.depth = 0.5, 0.05  # a light step: the snow stays around the legs
     select_only(snow)
-    assert bpy.ops.envfx.snow_trails_add() == {"FINISHED"}
+    assert api.ops.snow_trails_add() == {"FINISHED"}
     if bend_walkers:
         envfx.operators.bend.add_bend(scene, [near, far])
     envfx.operators.bend.sync_readers(scene)  # what operators.bend will call itself
@@ -1696,7 +1736,7 @@ def _bent_level_with_walkers(envfx, bend_walkers=True):
     return scene, terrain, snow, near, far
 
 
-def _coverage_by_height(envfx, actor):
+def _coverage_by_height(envfx, actor: bpy.types.Object) -> tuple[np.ndarray, np.ndarray]:
     """(coverage of the actor's vertices 0.25 m or more below the snow top, of those above the snow + band)."""
     cov = coverage_and_z(envfx, actor)[0]
     z = envfx.bridge.get_positions(actor.data)[:, 2] + actor.location.z  # physical (unbent) world z
@@ -1743,11 +1783,11 @@ def test_remove_trails_from_all_snow_removes_coverage_groups_and_surfaces(envfx)
     from one of two snow meshes keeps them."""
     scene, snow, actors = snow_scene(envfx)
     a = _walker("A", 0.0, actors)
-    other = bpy.data.objects.new("Other Snow", snow.data.copy())
+    other = bpy.data.objects.new("Other Snow", api.mesh(snow).copy())
     other["envfx_snow"] = 0
     scene.collection.objects.link(other)
     scene.frame_set(1)
-    assert bpy.ops.envfx.snow_trails_add() == {"FINISHED"}
+    assert api.ops.snow_trails_add() == {"FINISHED"}
     nodes = envfx.shader_nodes.snow
     surfaces = nodes.surfaces_for(scene)
     assert set(surfaces.objects.keys()) == {snow.name, other.name}
@@ -1755,12 +1795,12 @@ def test_remove_trails_from_all_snow_removes_coverage_groups_and_surfaces(envfx)
     assert set(surfaces.objects.keys()) == {snow.name}
     assert nodes.group_for(scene) is not None and [m.name for m in a.modifiers] == ["EnvFX Snow Coverage"]
     select_only()
-    assert bpy.ops.envfx.snow_trails_remove() == {"FINISHED"}
+    assert api.ops.snow_trails_remove() == {"FINISHED"}
     assert [m.name for m in a.modifiers] == []
     assert nodes.group_for(scene) is None
     assert [g.name for g in bpy.data.node_groups if "EnvFX Snow" in g.name] == []
     assert [c.name for c in bpy.data.collections if c.name.startswith(nodes.SURFACES_COLLECTION)] == []
-    assert bpy.ops.envfx.snow_trails_add() == {"FINISHED"}                 # and they come back
+    assert api.ops.snow_trails_add() == {"FINISHED"}                       # and they come back
     for f in range(1, 4):
         scene.frame_set(f)
     assert _depth_near(envfx, snow, 0.0, _walker_y(2)) < -0.1
@@ -1773,26 +1813,26 @@ def test_remove_trails_after_the_modifier_was_removed_by_hand_removes_its_driver
     scene, snow, actors = snow_scene(envfx)
     _walker("A", 0.0, actors)
     scene.frame_set(1)
-    assert bpy.ops.envfx.snow_trails_add() == {"FINISHED"}
-    assert len(snow.animation_data.drivers) == 3
+    assert api.ops.snow_trails_add() == {"FINISHED"}
+    assert len(_drivers(snow)) == 3
     select_only(snow)
     getattr(bpy.ops.object, how)(modifier=snow_nodes_name(envfx))
     assert envfx.operators.snow.trails_modifiers(snow) == []
     scene.frame_set(2)
-    if len(snow.animation_data.drivers) == 0:  # Blender 5.0 removes them itself when the modifier is removed
+    if len(_drivers(snow)) == 0:  # Blender 5.0 removes them itself when the modifier is removed
         assert how == "modifier_remove" and bpy.app.version >= (5, 0, 0)
-    assert bpy.ops.envfx.snow_trails_remove() == {"FINISHED"}
-    assert len(snow.animation_data.drivers) == 0
+    assert api.ops.snow_trails_remove() == {"FINISHED"}
+    assert len(_drivers(snow)) == 0
 
 
-def _bent_ground(envfx):
-    scene = bpy.context.scene
+def _bent_ground(envfx) -> tuple[bpy.types.Scene, bpy.types.Object]:
+    scene = api.scene()
     clear_scene()
-    b = scene.envfx.bend
+    b = api.envfx(scene).bend
     b.mode, b.strength, b.spread = "PLANET", 0.05, 0.0
     ground = grid_object("Ground", size=6.0, segments=6)
     envfx.operators.bend.add_bend(scene, [ground])
-    s = scene.envfx.snow
+    s = api.envfx(scene).snow
     s.spacing, s.thickness, s.border_width, s.noise, s.drift = 0.25, 0.3, 0.0, 0.0, 0.0
     return scene, ground
 
@@ -1806,7 +1846,7 @@ def test_regenerated_snow_follows_its_terrain_in_and_out_of_the_bend(envfx):
     snow = ops.generate_snow(scene, [ground], bpy.context.evaluated_depsgraph_get(), replace=True)[0]
     actors = bpy.data.collections.new("Actors")
     scene.collection.children.link(actors)
-    scene.envfx.snow.actors = actors
+    api.envfx(scene).snow.actors = actors
     sphere_object("A", 0.3, actors).location = (0.0, 0.0, 0.2)
     scene.frame_set(1)
     ops.add_trails(scene, [snow])
@@ -1828,11 +1868,11 @@ def test_generate_on_bent_terrain_with_refused_bend_settings_changes_nothing(env
     """Bent terrain with bend settings the bend refuses (a Spread of 2e6 m): Generate Snow reports why and
     builds nothing (it raised the bend's error after making the snow); the terrain's bend is shown again."""
     scene, ground = _bent_ground(envfx)
-    scene.envfx.bend["spread"] = 2e6  # as a file saved before the settings refused it holds it
+    api.envfx(scene).bend["spread"] = 2e6  # as a file saved before the settings refused it holds it
     select_only(ground)
     before = _state()
     with pytest.raises(RuntimeError, match=r"bend settings are refused: Bend spread .* is enormous"):
-        bpy.ops.envfx.snow_generate()
+        api.ops.snow_generate()
     assert _state() == before
     assert [m.show_viewport for m in envfx.operators.bend.bend_modifiers(ground)] == [True]
     with pytest.raises(envfx.operators.snow.SnowInputError, match="enormous"):
@@ -1843,40 +1883,40 @@ def test_generate_on_bent_terrain_with_refused_bend_settings_changes_nothing(env
 def test_covers_of_looks_up_the_terrain_generate_snow_covers(envfx):
     """Objects snow cannot cover (an empty) among the terrain do not hide the cover made over the rest, so
     `envfx snow --generate --objects Terrain,Marker` run twice says it regenerated the cover."""
-    scene = bpy.context.scene
+    scene = api.scene()
     clear_scene()
     ground = grid_object("Ground", size=4.0, segments=4)
     marker = bpy.data.objects.new("Marker", None)
     scene.collection.objects.link(marker)
-    scene.envfx.snow.spacing = 0.5
+    api.envfx(scene).snow.spacing = 0.5
     ops = envfx.operators.snow
     made = ops.generate_snow(scene, [ground, marker], bpy.context.evaluated_depsgraph_get(), replace=True)
     assert ops.covers_of(scene, [ground, marker]) == list(made) == ops.covers_of(scene, [ground])
     assert ops.covers_of(scene, [marker]) == []
 
 
-def _old_two_level_file(envfx, path):
+def _old_two_level_file(envfx, path: Path) -> tuple[bpy.types.Scene, bpy.types.Scene]:
     """Save a file as EnvFX saved it before each scene had its own snow surfaces collection: two levels with
     snow trails and actors ("Scene": Ground Snow and Other Snow, actor A; "Level 2": Snow B, actor B), both
     coverage groups reading one "EnvFX Snow Surfaces" that holds every snow mesh, no scene pointing at it."""
     nodes = envfx.shader_nodes.snow
     scene, snow, actors = snow_scene(envfx, spacing=0.2, size=6.0, thickness=0.5)
     sphere_object("A", 0.3, actors).location = (0.0, 0.0, 0.2)
-    other = bpy.data.objects.new("Other Snow", snow.data.copy())
+    other = bpy.data.objects.new("Other Snow", api.mesh(snow).copy())
     other["envfx_snow"] = 0
     other.location.x = 10.0
     scene.collection.objects.link(other)
     scene.frame_set(1)
     envfx.operators.snow.add_trails(scene, [snow, other])
     level = bpy.data.scenes.new("Level 2")
-    snow_b = bpy.data.objects.new("Snow B", snow.data.copy())
+    snow_b = bpy.data.objects.new("Snow B", api.mesh(snow).copy())
     snow_b["envfx_snow"] = 0
     level.collection.objects.link(snow_b)
     actors_b = bpy.data.collections.new("Actors B")
     level.collection.children.link(actors_b)
     sphere_object("B", 0.3, actors_b).location = (0.0, 0.0, 0.2)
-    level.envfx.snow.actors = actors_b
-    level.envfx.snow.thickness = 0.5
+    api.envfx(level).snow.actors = actors_b
+    api.envfx(level).snow.thickness = 0.5
     level.frame_set(1)
     envfx.operators.snow.add_trails(level, [snow_b])
     legacy = bpy.data.collections.new("Legacy")
@@ -1895,7 +1935,7 @@ def _old_two_level_file(envfx, path):
     return bpy.data.scenes["Scene"], bpy.data.scenes["Level 2"]
 
 
-def _surfaces_read(envfx, scene):
+def _surfaces_read(envfx, scene: bpy.types.Scene) -> list[str]:
     nodes = envfx.shader_nodes.snow
     coverage = envfx.shader_nodes.common.scene_group(scene, nodes.COVERAGE_KIND, nodes.COVERAGE_GROUP)
     coll = coverage.nodes[nodes.SURFACES_NODE].inputs["Collection"].default_value
@@ -1935,10 +1975,10 @@ def test_scene_copy_settings_does_not_keep_the_snow_groups(envfx, copy):
     a.location = (0.0, 0.0, 0.2)
     scene.frame_set(1)
     select_only(snow)
-    assert bpy.ops.envfx.snow_trails_add() == {"FINISHED"}
+    assert api.ops.snow_trails_add() == {"FINISHED"}
     nodes = envfx.shader_nodes.snow
     bpy.ops.scene.new(type=copy)
-    bpy.context.window.scene = scene
+    api.window().scene = scene
     scene.frame_set(2)
     if copy == "EMPTY":
         select_only(snow)
@@ -1962,17 +2002,19 @@ def test_linked_copy_shares_the_snow_trails_coverage_and_surfaces(envfx):
     a.location = (-1.5, 0.0, 0.2)
     scene.frame_set(1)
     select_only(snow)
-    assert bpy.ops.envfx.snow_trails_add() == {"FINISHED"}
+    assert api.ops.snow_trails_add() == {"FINISHED"}
     nodes = envfx.shader_nodes.snow
     bpy.ops.scene.new(type="LINK_COPY")
-    linked = bpy.context.scene
+    linked = api.scene()
     assert linked != scene and snow.name in linked.objects and a.name in linked.objects
-    bpy.context.window.scene = scene
+    api.window().scene = scene
     for f in range(1, 3):
         scene.frame_set(f)
-    seen = {}
+    seen: dict[int, float] = {}
 
-    def evaluated(scn, depsgraph):  # runs before EnvFX's own frame_change_post: the frame as Blender drew it
+    # runs before EnvFX's own frame_change_post: the frame as Blender drew it (Blender passes the depsgraph; the
+    # API stubs type the handlers as taking the scene alone, hence its default)
+    def evaluated(scn: bpy.types.Scene, depsgraph: bpy.types.Depsgraph | None = None) -> None:
         if scn == scene:
             seen[scn.frame_current] = _depth_near(envfx, snow, 1.5, 0.0, r=0.25, depsgraph=depsgraph)
 
@@ -1985,7 +2027,7 @@ def test_linked_copy_shares_the_snow_trails_coverage_and_surfaces(envfx):
         bpy.app.handlers.frame_change_post.remove(evaluated)
     assert seen[3] < -0.1                                     # C carves in the frame it joined
     tree = nodes.group_for(scene)
-    assert tree == nodes.group_for(linked) == snow.modifiers[snow_nodes_name(envfx)].node_group
+    assert tree == nodes.group_for(linked) == api.nodes_modifier(snow, snow_nodes_name(envfx)).node_group
     copy, b = _shift_d_copy_with_actor(snow, actors)
     for f in range(4, 6):
         scene.frame_set(f)
@@ -1998,21 +2040,22 @@ def test_linked_copy_shares_the_snow_trails_coverage_and_surfaces(envfx):
         "EnvFX Snow Coverage", "EnvFX Snow Trails"]
 
 
-def _trails_with_walker(envfx, melt=3.0):
+def _trails_with_walker(envfx, melt: float = 3.0) -> tuple[bpy.types.Scene, bpy.types.Object, bpy.types.Object]:
     scene, snow, actors = snow_scene(envfx, spacing=0.2, size=6.0, thickness=0.5)
-    scene.envfx.snow.coverage_melt_time = melt
+    api.envfx(scene).snow.coverage_melt_time = melt
     a = sphere_object("A", 0.3, actors)
     a.location = (0.0, 0.0, 0.2)
     scene.frame_set(1)
     select_only(snow)
-    assert bpy.ops.envfx.snow_trails_add() == {"FINISHED"}
+    assert api.ops.snow_trails_add() == {"FINISHED"}
     scene.frame_set(2)
     assert coverage_and_z(envfx, a)[0].max() == 1.0
     return scene, snow, a
 
 
-def _snow_left_overs(envfx, snow, actor):
-    drivers = len(snow.animation_data.drivers) if snow.animation_data is not None else 0
+def _snow_left_overs(envfx, snow: bpy.types.Object, actor: bpy.types.Object,
+                     ) -> tuple[int, list[str], list[str], list[str]]:
+    drivers = len(_drivers(snow)) if snow.animation_data is not None else 0
     return (drivers, [m.name for m in actor.modifiers], sorted(g.name for g in bpy.data.node_groups
                                                                 if "EnvFX Snow" in g.name),
             sorted(c.name for c in bpy.data.collections if c.name.startswith("EnvFX Snow Surfaces")))
@@ -2028,7 +2071,7 @@ def test_trails_removed_by_hand_leave_nothing_behind(envfx, how, monkeypatch):
     monkeypatch.setattr(envfx.handlers, "timers_run", lambda: True)  # as in the UI (background runs no timers)
     select_only(snow)
     getattr(bpy.ops.object, how)(modifier=snow_nodes_name(envfx))
-    bpy.context.view_layer.update()                           # what the UI does after the click
+    api.view_layer().update()                                 # what the UI does after the click
     registered = bpy.app.timers.is_registered(envfx.handlers.snow_clean_up)
     if registered:  # never run here: Blender 4.2 crashes at exit with a timer still registered
         bpy.app.timers.unregister(envfx.handlers.snow_clean_up)
@@ -2040,7 +2083,7 @@ def test_trails_removed_by_hand_leave_nothing_behind(envfx, how, monkeypatch):
     monkeypatch.setattr(envfx.progress, "_running", set())
     assert envfx.handlers.snow_clean_up() is None             # what the timer runs, once the bake has ended
     assert _snow_left_overs(envfx, snow, a) == (0, [], [], [])
-    assert bpy.ops.envfx.snow_trails_add() == {"FINISHED"}
+    assert api.ops.snow_trails_add() == {"FINISHED"}
     assert [m.name for m in a.modifiers] == ["EnvFX Snow Coverage"]
 
 
@@ -2049,16 +2092,16 @@ def test_trails_removed_by_hand_from_one_snow_mesh_lose_their_drivers_and_are_no
     5.0): the clean-up removes that mesh's drivers and keeps the other's trails and the actor's coverage. A
     background script that saves runs no timer: the save itself cleans up first, so the file gets no left-overs."""
     scene, snow, a = _trails_with_walker(envfx)
-    other = bpy.data.objects.new("Other Snow", snow.data.copy())
+    other = bpy.data.objects.new("Other Snow", api.mesh(snow).copy())
     other["envfx_snow"] = 0
     scene.collection.objects.link(other)
     envfx.operators.snow.add_trails(scene, [other])
     select_only(other)
     bpy.ops.object.modifier_apply(modifier=snow_nodes_name(envfx))
     scene.frame_set(3)
-    assert len(other.animation_data.drivers) == 3
+    assert len(_drivers(other)) == 3
     envfx.handlers.snow_clean_up()
-    assert len(other.animation_data.drivers) == 0 and len(snow.animation_data.drivers) == 3
+    assert len(_drivers(other)) == 0 and len(_drivers(snow)) == 3
     assert [m.name for m in a.modifiers] == ["EnvFX Snow Coverage"]
     assert sorted(envfx.shader_nodes.snow.surfaces_for(scene).objects.keys()) == [snow.name]
     select_only(snow)
@@ -2078,7 +2121,7 @@ def test_snow_unlinked_from_the_scene_leaves_the_actors_coverage_at_once(envfx, 
     with no snow left carrying the trails, the actor's coverage goes at the clean-up, and the group stays with
     the snow that still carries it."""
     scene, snow, a = _trails_with_walker(envfx, melt=0.0)
-    other = bpy.data.objects.new("Other Snow", snow.data.copy())
+    other = bpy.data.objects.new("Other Snow", api.mesh(snow).copy())
     other["envfx_snow"] = 0
     other.location.x = 10.0
     scene.collection.objects.link(other)
@@ -2094,12 +2137,12 @@ def test_snow_unlinked_from_the_scene_leaves_the_actors_coverage_at_once(envfx, 
     for coll in snow.users_collection:
         if coll not in kept:
             coll.objects.unlink(snow)
-    bpy.context.view_layer.update()                           # what the UI does after the unlink
+    api.view_layer().update()                                 # what the UI does after the unlink
     assert sorted(surfaces.objects.keys()) == [other.name]
     assert coverage_and_z(envfx, a)[0].max() == 0.0           # A stands where the unlinked snow was
     assert [m.name for m in a.modifiers] == ["EnvFX Snow Coverage"]
     scene.collection.objects.unlink(other)
-    bpy.context.view_layer.update()
+    api.view_layer().update()
     assert list(surfaces.objects.keys()) == []
     envfx.handlers.snow_clean_up()
     assert [m.name for m in a.modifiers] == []
@@ -2114,11 +2157,11 @@ def test_the_save_clean_up_keeps_a_trails_group_the_user_keeps(envfx, tmp_path, 
     it); it stays the scene's, so Add Trails uses it again. The actor's coverage still goes."""
     scene, snow, a = _trails_with_walker(envfx)
     tree = envfx.shader_nodes.snow.group_for(scene)
-    mine = bpy.data.node_groups.new("My Snow Tools", "GeometryNodeTree")
+    mine = api.new_tree("My Snow Tools", bpy.types.GeometryNodeTree)
     if keep == "fake_user":
         tree.use_fake_user = True
     else:
-        mine.nodes.new("GeometryNodeGroup").node_tree = tree
+        api.of(bpy.types.GeometryNodeGroup, mine.nodes.new("GeometryNodeGroup")).node_tree = tree
         mine.use_fake_user = True
     select_only(snow)
     bpy.ops.object.modifier_remove(modifier=snow_nodes_name(envfx))
@@ -2127,25 +2170,28 @@ def test_the_save_clean_up_keeps_a_trails_group_the_user_keeps(envfx, tmp_path, 
     assert [m.name for m in a.modifiers] == []
     bpy.ops.wm.open_mainfile(filepath=path)
     tree = bpy.data.node_groups.get("EnvFX Snow Trails")
-    assert tree is not None and envfx.shader_nodes.snow.group_for(bpy.context.scene) == tree
+    assert tree is not None and envfx.shader_nodes.snow.group_for(api.scene()) == tree
     if keep == "nested":
-        assert [n.node_tree for n in bpy.data.node_groups["My Snow Tools"].nodes] == [tree]
+        nesting = bpy.data.node_groups["My Snow Tools"].nodes
+        assert [api.of(bpy.types.GeometryNodeGroup, n).node_tree for n in nesting] == [tree]
     select_only(bpy.data.objects[name])
-    assert bpy.ops.envfx.snow_trails_add() == {"FINISHED"}
-    assert bpy.data.objects[name].modifiers[snow_nodes_name(envfx)].node_group == tree
+    assert api.ops.snow_trails_add() == {"FINISHED"}
+    assert api.nodes_modifier(bpy.data.objects[name], snow_nodes_name(envfx)).node_group == tree
 
 
 # --- mirrored terrain, empty actors' world size ------------------------------------------------------------
 
-def _snow_x_range(scene):
+def _snow_x_range(scene: bpy.types.Scene) -> tuple[float, float]:
     snow = [o for o in scene.objects if o.get("envfx_snow") == 0]
     xs = np.concatenate([envfx_positions(o)[:, 0] for o in snow])
     return xs.min(), xs.max()
 
 
-def envfx_positions(obj):
-    buf = np.empty(len(obj.data.vertices) * 3, dtype=np.float32)
-    obj.data.vertices.foreach_get("co", buf)
+def envfx_positions(obj: bpy.types.Object) -> np.ndarray:
+    """The world positions of the vertices of the mesh object ``obj``."""
+    mesh = api.mesh(obj)
+    buf = np.empty(len(mesh.vertices) * 3, dtype=np.float32)
+    mesh.vertices.foreach_get("co", buf)
     m = np.array(obj.matrix_world)
     return buf.reshape(-1, 3) @ m[:3, :3].T + m[:3, 3]
 
@@ -2154,9 +2200,9 @@ def envfx_positions(obj):
 def test_generate_covers_a_mirrored_terrain_tile(envfx, mirror, by_parent):
     """A tile mirrored by a negative scale (its own or its parent's; det < 0, its faces still look up as Blender
     draws them) gets snow alone and next to an unmirrored tile."""
-    scene = bpy.context.scene
+    scene = api.scene()
     clear_scene()
-    s = scene.envfx.snow
+    s = api.envfx(scene).snow
     s.spacing, s.border_width = 0.2, 0.0
     tile = grid_object("Tile", size=4.0, segments=4)
     flipped = grid_object("TileMirrored", size=4.0, segments=4, location=(4, 0, 0))
@@ -2168,16 +2214,16 @@ def test_generate_covers_a_mirrored_terrain_tile(envfx, mirror, by_parent):
         flipped.location = (4 * mirror[0], 0, 0)
     else:
         flipped.scale = mirror
-    bpy.context.view_layer.update()
+    api.view_layer().update()
     assert flipped.matrix_world.determinant() < 0
     select_only(flipped)
-    assert bpy.ops.envfx.snow_generate() == {"FINISHED"}
+    assert api.ops.snow_generate() == {"FINISHED"}
     lo, hi = _snow_x_range(scene)
     assert lo == pytest.approx(2.0, abs=0.25) and hi == pytest.approx(6.0, abs=0.25)
     for o in [o for o in scene.objects if o.get("envfx_snow") is not None]:
         bpy.data.objects.remove(o)
     select_only(tile, flipped)
-    assert bpy.ops.envfx.snow_generate() == {"FINISHED"}
+    assert api.ops.snow_generate() == {"FINISHED"}
     lo, hi = _snow_x_range(scene)
     assert lo == pytest.approx(-2.0, abs=0.25) and hi == pytest.approx(6.0, abs=0.25)
 
@@ -2189,11 +2235,11 @@ def test_density_texture_on_a_mirrored_tile_follows_its_uvs(envfx):
     ground = grid_object("Ground", size=4.0, segments=1)      # two big triangles: swapped UVs would show
     ground.scale = (-1, 1, 1)
     img = _planar_uvs_and_mask(envfx, ground, white_columns=4)  # the image's left quarter white = snow
-    s = bpy.context.scene.envfx.snow
+    s = api.envfx().snow
     s.spacing, s.border_width, s.density_texture = 0.1, 0.0, img
     select_only(ground)
-    assert bpy.ops.envfx.snow_generate() == {"FINISHED"}
-    snow = [o for o in bpy.context.scene.objects if o.get("envfx_snow") == 0][0]
+    assert api.ops.snow_generate() == {"FINISHED"}
+    snow = [o for o in api.scene().objects if o.get("envfx_snow") == 0][0]
     v = envfx_positions(snow)
     # local x < -1 (u < 0.25) is world x > 1, over the whole height of the tile
     assert v[:, 0].min() > 0.85 and v[:, 0].max() > 1.8
@@ -2216,7 +2262,7 @@ def test_empty_actor_radius_is_its_display_size_in_world_units(envfx):
     cube = bpy.data.objects.new("FootCube", bpy.data.meshes.new("FootCube"))
     bm = bmesh.new()
     bmesh.ops.create_cube(bm, size=2.0)
-    bm.to_mesh(cube.data)
+    bm.to_mesh(api.mesh(cube))
     bm.free()
     cube.parent = rig
     actors.objects.link(cube)
@@ -2228,7 +2274,7 @@ def test_empty_actor_radius_is_its_display_size_in_world_units(envfx):
     flat.empty_display_size = 0.5
     flat.scale = (-2.0, 1.0, 1.0)
     actors.objects.link(flat)
-    bpy.context.view_layer.update()
+    api.view_layer().update()
     specs, skipped = envfx.operators.snow.actor_specs(scene)
     radius = {n: r for n, r, _, _ in specs}
     assert skipped == {}
@@ -2237,12 +2283,15 @@ def test_empty_actor_radius_is_its_display_size_in_world_units(envfx):
     assert radius["FlatEmpty"] == pytest.approx(1.0)
 
 
-def _layer_collection(name):
-    def find(lc):
+def _layer_collection(name: str) -> bpy.types.LayerCollection:
+    """The view layer's layer collection of the collection ``name``."""
+    def find(lc: bpy.types.LayerCollection) -> bpy.types.LayerCollection | None:
         if lc.name == name:
             return lc
         return next((r for c in lc.children if (r := find(c)) is not None), None)
-    return find(bpy.context.view_layer.layer_collection)
+    found = find(api.view_layer().layer_collection)
+    assert found is not None, f"no layer collection {name!r} in the view layer"
+    return found
 
 
 @pytest.mark.parametrize("hide", ["collection", "parent_collection", "object", "exclude"])
@@ -2257,10 +2306,10 @@ def test_bake_follows_actors_hidden_from_the_viewport(envfx, tmp_path, hide):
     group.children.link(actors)
     a = sphere_object("A", 0.4, actors)
     animate(a, [(1, (-2.5, 0.0, 0.4)), (8, (2.5, 0.5, 0.4))])
-    s = scene.envfx.snow
+    s = api.envfx(scene).snow
     s.frame_start, s.frame_end, s.buffer_resolution, s.sequence = 1, 8, 64, False
     s.output_dir = str(tmp_path / "shown")
-    assert bpy.ops.envfx.snow_bake_buffer() == {"FINISHED"}
+    assert api.ops.snow_bake_buffer() == {"FINISHED"}
     shown = envfx.core.snow.read_exr(str(tmp_path / "shown" / "snow_buffer.exr"))
     assert shown[..., 0].min() < -0.1
     if hide == "collection":
@@ -2271,12 +2320,12 @@ def test_bake_follows_actors_hidden_from_the_viewport(envfx, tmp_path, hide):
         a.hide_viewport = True
     else:
         _layer_collection("Actors").exclude = True
-    bpy.context.view_layer.update()
+    api.view_layer().update()
     scene.frame_set(3)
     scene.frame_set(1)
     objects = sorted(bpy.data.objects.keys())
     s.output_dir = str(tmp_path / "hidden")
-    assert bpy.ops.envfx.snow_bake_buffer() == {"FINISHED"}
+    assert api.ops.snow_bake_buffer() == {"FINISHED"}
     hidden = envfx.core.snow.read_exr(str(tmp_path / "hidden" / "snow_buffer.exr"))
     np.testing.assert_allclose(hidden, shown, atol=1e-5)
     assert sorted(bpy.data.objects.keys()) == objects
@@ -2290,33 +2339,34 @@ def test_a_bent_actor_away_from_the_player_carves_and_bakes_as_an_unbent_one(env
     player (where the bend drops it ~1 m) was measured with its feet ~1 m low: it sank below the snow and carved
     nothing, live or in the buffer bake. It is measured as before its bend: the same bottom, trail and buffer as an
     unbent actor there."""
-    def bend_ground(ground):
-        scene = bpy.context.scene
+    def bend_ground(ground: bpy.types.Object) -> None:
+        scene = api.scene()
         player = bpy.data.objects.new("Player", None)
         scene.collection.objects.link(player)
-        b = scene.envfx.bend
+        b = api.envfx(scene).bend
         b.mode, b.axis, b.pivot, b.strength, b.spread = "RUNNER", "POS_Y", player, 0.01, 2.0
         select_only(ground)
-        assert bpy.ops.envfx.bend_add() == {"FINISHED"}
-        scene.envfx.snow.lods = 0
+        assert api.ops.bend_add() == {"FINISHED"}
+        api.envfx(scene).snow.lods = 0
 
     scene, snow, actors = snow_scene(envfx, spacing=0.25, size=40.0, thickness=0.4, segments=40,
                                      before_snow=bend_ground)
-    s = scene.envfx.snow
+    s = api.envfx(scene).snow
     walker = sphere_object("Walker", 0.5, actors)
-    walker.envfx.snow.radius, walker.envfx.snow.depth = 0.5, 0.2
+    settings = api.envfx(walker).snow
+    settings.radius, settings.depth = 0.5, 0.2
     animate(walker, [(1, (0.0, 12.0, 0.3)), (10, (3.0, 12.0, 0.3))])
     _linear(walker)
     scene.frame_set(1)
     unbent = envfx.operators.snow.actor_specs(scene)[0]
     select_only(walker)
-    assert bpy.ops.envfx.bend_add() == {"FINISHED"}
-    bpy.context.view_layer.update()
+    assert api.ops.bend_add() == {"FINISHED"}
+    api.view_layer().update()
     assert min(c[2] for c in walker.bound_box) < -1.0  # Blender's box of the walker includes the bend
     bent = envfx.operators.snow.actor_specs(scene)[0]
     assert bent[0][0] == "Walker" and np.allclose(bent[0][1:], unbent[0][1:], atol=1e-5), (bent, unbent)
     select_only(snow)
-    assert bpy.ops.envfx.snow_trails_add() == {"FINISHED"}
+    assert api.ops.snow_trails_add() == {"FINISHED"}
     for f in range(1, 11):
         scene.frame_set(f)
     params = envfx.shader_nodes.bend.params_from_scene(scene)
@@ -2326,7 +2376,7 @@ def test_a_bent_actor_away_from_the_player_carves_and_bakes_as_an_unbent_one(env
     assert (shown - flat)[:, 2].min() == pytest.approx(-0.2, abs=0.02)  # the walker carved its full depth
     s.output_dir, s.frame_start, s.frame_end, s.sequence, s.framing = str(tmp_path), 1, 10, False, "AREA"
     s.buffer_resolution = 128
-    assert bpy.ops.envfx.snow_bake_buffer() == {"FINISHED"}
+    assert api.ops.snow_bake_buffer() == {"FINISHED"}
     assert envfx.core.snow.read_exr(str(tmp_path / "snow_buffer.exr"))[..., 0].min() == pytest.approx(-0.2, abs=0.02)
 
 
@@ -2336,7 +2386,7 @@ def test_a_bent_actor_that_grows_during_playback_is_measured_after_the_frame_cha
     scene, snow, actors = snow_scene(envfx, spacing=0.25)
     player = bpy.data.objects.new("Player", None)
     scene.collection.objects.link(player)
-    b = scene.envfx.bend
+    b = api.envfx(scene).bend
     b.mode, b.axis, b.pivot, b.strength, b.spread = "RUNNER", "POS_Y", player, 0.01, 0.5
     walker = sphere_object("Walker", 0.5, actors)
     walker.location = (0.0, 3.0, 0.3)
@@ -2344,10 +2394,10 @@ def test_a_bent_actor_that_grows_during_playback_is_measured_after_the_frame_cha
         walker.scale = (size, size, size)
         walker.keyframe_insert("scale", frame=frame)
     select_only(snow, walker)
-    assert bpy.ops.envfx.bend_add() == {"FINISHED"}
+    assert api.ops.bend_add() == {"FINISHED"}
     select_only(snow)
     scene.frame_set(1)
-    assert bpy.ops.envfx.snow_trails_add() == {"FINISHED"}
+    assert api.ops.snow_trails_add() == {"FINISHED"}
     tree = envfx.shader_nodes.snow.group_for(scene)
     for f in range(1, 6):
         scene.frame_set(f)
