@@ -179,7 +179,8 @@ def api_refs(doc: str | None = None) -> list[ApiRef]:
                     continue
                 if module and _CALLISH.match(token) and _parses(token):
                     name = token.split("(")[0]
-                    refs.append(ApiRef(module, name, token, sentence, klass if not name[0].isupper() else ""))
+                    owner = (klass or "") if not name[0].isupper() else ""
+                    refs.append(ApiRef(module, name, token, sentence, owner))
                     if name[0].isupper() and "(" in token:
                         klass = name
     return refs
