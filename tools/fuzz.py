@@ -171,7 +171,7 @@ def run(seeds: list[int], steps: int, per_process: int, timeout: float, log=None
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--scenes", type=int, default=40)
     parser.add_argument("--seed", type=int, default=0, help="first seed (scenes use seed, seed+1, ...)")
     parser.add_argument("--steps", type=int, default=25, help="random steps per scene")
