@@ -32,6 +32,7 @@ import statistics
 import sys
 import tempfile
 import time
+from typing import TYPE_CHECKING
 
 import bpy
 
@@ -41,6 +42,10 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "blender"))
 sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 
 import framebench  # noqa: E402  (benchmarks/ is on the path from here)
+from tests.blender import api  # noqa: E402  (typed handles on the API that check at run time; ROOT is on the path)
+
+if TYPE_CHECKING:  # the stubs' names for a Math node's operations (no such module at run time)
+    from bpy.stub_internal.rna_enums import NodeMathItems
 
 # (mode, spread, enabled): PLANET twice, with the default flat spread (a square root per vertex) and without one;
 # last the bend switched off (scene.envfx.bend.enabled): the geometry should pass through
@@ -55,8 +60,8 @@ def enable():
 
     repo_dir = tempfile.mkdtemp(prefix="envfx-bench-")
     os.symlink(ROOT, os.path.join(repo_dir, "envfx"))
-    bpy.context.preferences.extensions.repos.new(name="EnvFX Bench", module="envfx_bench",
-                                                 custom_directory=repo_dir, source="USER")
+    api.preferences().extensions.repos.new(name="EnvFX Bench", module="envfx_bench",
+                                           custom_directory=repo_dir, source="USER")
     addon_utils.enable("bl_ext.envfx_bench.envfx", default_set=True)
     return importlib.import_module("bl_ext.envfx_bench.envfx")
 
@@ -80,18 +85,19 @@ def grid(name, side):
     mesh.polygons.foreach_set("loop_start", np.arange(0, 4 * n_faces, 4, dtype=np.int32))
     mesh.update(calc_edges=True)
     obj = bpy.data.objects.new(name, mesh)
-    bpy.context.scene.collection.objects.link(obj)
+    api.scene().collection.objects.link(obj)
     return obj
 
 
 def bare_group():
-    tree = bpy.data.node_groups.new("Bare Set Position", "GeometryNodeTree")
-    tree.interface.new_socket(name="Geometry", in_out="INPUT", socket_type="NodeSocketGeometry")
-    tree.interface.new_socket(name="Geometry", in_out="OUTPUT", socket_type="NodeSocketGeometry")
+    tree = api.new_tree("Bare Set Position", bpy.types.GeometryNodeTree)
+    interface = api.of(bpy.types.NodeTreeInterface, tree.interface)
+    interface.new_socket(name="Geometry", in_out="INPUT", socket_type="NodeSocketGeometry")
+    interface.new_socket(name="Geometry", in_out="OUTPUT", socket_type="NodeSocketGeometry")
     gin = tree.nodes.new("NodeGroupInput")
     gout = tree.nodes.new("NodeGroupOutput")
     sp = tree.nodes.new("GeometryNodeSetPosition")
-    sp.inputs["Offset"].default_value = (0.0, 0.0, 0.001)
+    api.socket(sp.inputs["Offset"]).default_value = (0.0, 0.0, 0.001)
     tree.links.new(gin.outputs[0], sp.inputs["Geometry"])
     tree.links.new(sp.outputs[0], gout.inputs[0])
     return tree
@@ -105,16 +111,16 @@ def root_group(name, operation):
     tree.name = name
     sp = next(n for n in tree.nodes if n.bl_idname == "GeometryNodeSetPosition")
     pos = tree.nodes.new("GeometryNodeInputPosition")
-    dot = tree.nodes.new("ShaderNodeVectorMath")
+    dot = api.of(bpy.types.ShaderNodeVectorMath, tree.nodes.new("ShaderNodeVectorMath"))
     dot.operation = "DOT_PRODUCT"
-    dot.inputs[1].default_value = (1.0, 1.0, 0.0)
-    absolute = tree.nodes.new("ShaderNodeMath")
+    api.socket(dot.inputs[1]).default_value = (1.0, 1.0, 0.0)
+    absolute = api.of(bpy.types.ShaderNodeMath, tree.nodes.new("ShaderNodeMath"))
     absolute.operation = "ABSOLUTE"
-    op = tree.nodes.new("ShaderNodeMath")
+    op = api.of(bpy.types.ShaderNodeMath, tree.nodes.new("ShaderNodeMath"))
     op.operation = operation
-    scale = tree.nodes.new("ShaderNodeVectorMath")
+    scale = api.of(bpy.types.ShaderNodeVectorMath, tree.nodes.new("ShaderNodeVectorMath"))
     scale.operation = "SCALE"
-    scale.inputs[0].default_value = (0.0, 0.0, 1e-3)
+    api.socket(scale.inputs[0]).default_value = (0.0, 0.0, 1e-3)
     tree.links.new(pos.outputs[0], dot.inputs[0])
     tree.links.new(dot.outputs["Value"], absolute.inputs[0])
     tree.links.new(absolute.outputs[0], op.inputs[0])
@@ -146,7 +152,8 @@ def root_cost(side, repeats, rounds):
     objs = []
     for name, operation in (("Root Bare", None), ("Root Abs", "ABSOLUTE"), ("Root Sqrt", "SQRT")):
         obj = grid(name, side)
-        obj.modifiers.new(name, "NODES").node_group = bare_group() if operation is None else root_group(name, operation)
+        api.of(bpy.types.NodesModifier, obj.modifiers.new(name, "NODES")).node_group = (
+            bare_group() if operation is None else root_group(name, operation))
         objs.append(obj)
     bare, with_abs, with_sqrt = time_objects(objs, repeats, rounds)
     for obj in objs:
@@ -166,10 +173,10 @@ def pivot_group(pivot):
     tree.name = "Pivot Set Position"
     sp = next(n for n in tree.nodes if n.bl_idname == "GeometryNodeSetPosition")
     info = tree.nodes.new("GeometryNodeObjectInfo")
-    info.inputs["Object"].default_value = pivot
-    scale = tree.nodes.new("ShaderNodeVectorMath")
+    api.socket(info.inputs["Object"]).default_value = pivot
+    scale = api.of(bpy.types.ShaderNodeVectorMath, tree.nodes.new("ShaderNodeVectorMath"))
     scale.operation = "SCALE"
-    scale.inputs["Scale"].default_value = 1e-3
+    api.socket(scale.inputs["Scale"]).default_value = 1e-3
     tree.links.new(info.outputs["Location"], scale.inputs[0])
     tree.links.new(scale.outputs["Vector"], sp.inputs["Offset"])
     return tree
@@ -178,8 +185,8 @@ def pivot_group(pivot):
 def many_objects(envfx, count, repeats, rounds):
     """One JSON line per mode: ``count`` 4-vertex objects bent, against the same objects with a minimal modifier
     that follows the pivot; the two sets take turns (the other set hidden), the pivot moves every frame."""
-    scene = bpy.context.scene
-    pivot = scene.envfx.bend.pivot
+    scene = api.scene()
+    pivot = api.envfx(scene).bend.pivot
     follow = pivot_group(pivot)
     plain, bent = [], []
     for i in range(count):
@@ -187,7 +194,7 @@ def many_objects(envfx, count, repeats, rounds):
             obj = grid(f"{name} {i}", 2)
             obj.location = (i % 40, i // 40, 0.0)
             group.append(obj)
-        plain[-1].modifiers.new("Follow", "NODES").node_group = follow
+        api.of(bpy.types.NodesModifier, plain[-1].modifiers.new("Follow", "NODES")).node_group = follow
     envfx.operators.bend.add_bend(scene, bent)
     dg = bpy.context.evaluated_depsgraph_get()
 
@@ -206,7 +213,7 @@ def many_objects(envfx, count, repeats, rounds):
         return statistics.median(times[2:])
 
     for mode in ("RUNNER", "RUNNER_2AXIS", "PLANET", "CYLINDER"):
-        scene.envfx.bend.mode = mode
+        api.envfx(scene).bend.mode = mode
         got = {"plain": [], "bend": []}
         for _round in range(rounds):
             got["plain"].append(frame_time(plain, bent))
@@ -251,33 +258,35 @@ def _floor_group(kind):
     seconds = next(n for n in nodes if n.bl_idname == "GeometryNodeInputSceneTime").outputs["Seconds"]
     pos = nodes.new("GeometryNodeInputPosition").outputs[0]
     if kind == "one_op":
-        v = nodes.new("ShaderNodeVectorMath")
+        v = api.of(bpy.types.ShaderNodeVectorMath, nodes.new("ShaderNodeVectorMath"))
         v.operation = "SCALE"
         links.new(pos, v.inputs[0])
         links.new(seconds, v.inputs["Scale"])
         links.new(v.outputs["Vector"], sp.inputs["Offset"])
         return tree
-    d = nodes.new("ShaderNodeVectorMath")
+    d = api.of(bpy.types.ShaderNodeVectorMath, nodes.new("ShaderNodeVectorMath"))
     d.operation = "DOT_PRODUCT"
-    d.inputs[1].default_value = (0.0, 1.0, 0.0)
+    api.socket(d.inputs[1]).default_value = (0.0, 1.0, 0.0)
     links.new(pos, d.inputs[0])
     prev = d.outputs["Value"]
-    for op, value in (("ADD", None), ("ABSOLUTE", None), ("SUBTRACT", 2.0), ("MAXIMUM", 0.0)):
-        m = nodes.new("ShaderNodeMath")
+    steps: "tuple[tuple[NodeMathItems, float | None], ...]" = (
+        ("ADD", None), ("ABSOLUTE", None), ("SUBTRACT", 2.0), ("MAXIMUM", 0.0))
+    for op, value in steps:
+        m = api.of(bpy.types.ShaderNodeMath, nodes.new("ShaderNodeMath"))
         m.operation = op
         links.new(prev, m.inputs[0])
         if op == "ADD":
             links.new(seconds, m.inputs[1])
         elif value is not None:
-            m.inputs[1].default_value = value
+            api.socket(m.inputs[1]).default_value = value
         prev = m.outputs[0]
-    sq = nodes.new("ShaderNodeMath")
+    sq = api.of(bpy.types.ShaderNodeMath, nodes.new("ShaderNodeMath"))
     sq.operation = "MULTIPLY"
     links.new(prev, sq.inputs[0])
     links.new(prev, sq.inputs[1])
-    v = nodes.new("ShaderNodeVectorMath")
+    v = api.of(bpy.types.ShaderNodeVectorMath, nodes.new("ShaderNodeVectorMath"))
     v.operation = "SCALE"
-    v.inputs[0].default_value = (0.0, 0.0, -1e-3)
+    api.socket(v.inputs[0]).default_value = (0.0, 0.0, -1e-3)
     links.new(sq.outputs[0], v.inputs["Scale"])
     links.new(v.outputs["Vector"], sp.inputs["Offset"])
     return tree
@@ -293,8 +302,8 @@ def _displace_scene(like, mesh, frames):
     img = bpy.data.images.new("Drop", 4096, 1, float_buffer=True)
     u = np.linspace(-100.0, 100.0, 4096, dtype=np.float32)
     drop = 0.002 * np.maximum(np.abs(u) - 2.0, 0.0) ** 2
-    img.pixels.foreach_set(np.repeat(drop, 4).astype(np.float32))
-    tex = bpy.data.textures.new("Drop", "IMAGE")
+    api.pixels(img).foreach_set(np.repeat(drop, 4).astype(np.float32))
+    tex = api.of(bpy.types.ImageTexture, bpy.data.textures.new("Drop", "IMAGE"))
     tex.image = img
     tex.extension = "EXTEND"
     empty = bpy.data.objects.new("Displace Pivot", None)
@@ -305,7 +314,7 @@ def _displace_scene(like, mesh, frames):
     empty.location = (0.05 * frames, 0.05 * frames, 0.0)
     empty.keyframe_insert("location", frame=frames + 1)
     obj = bpy.data.objects.new("Displaced", mesh)
-    mod = obj.modifiers.new("Displace", "DISPLACE")
+    mod = api.of(bpy.types.DisplaceModifier, obj.modifiers.new("Displace", "DISPLACE"))
     mod.texture, mod.texture_coords, mod.texture_coords_object = tex, "OBJECT", empty
     mod.direction, mod.space, mod.strength, mod.mid_level = "Z", "GLOBAL", -1.0, 0.0
     scene.collection.objects.link(obj)
@@ -319,7 +328,7 @@ def floor_scenes(like, mesh, frames):
     for kind in ("one_op", "runner_ops"):
         scene = framebench.new_scene(f"Floor {kind}", like)
         obj = bpy.data.objects.new(f"Floor {kind}", mesh)
-        obj.modifiers.new(kind, "NODES").node_group = _floor_group(kind)
+        api.of(bpy.types.NodesModifier, obj.modifiers.new(kind, "NODES")).node_group = _floor_group(kind)
         scene.collection.objects.link(obj)
         out[f"floor_{kind}"] = scene
     out["displace_image"] = _displace_scene(like, mesh, frames)
@@ -330,7 +339,7 @@ def frame_change_grid(envfx, side, frames, rounds):
     """One JSON line per case of CASES: the bent grid's frame changes against the reference scene's
     (``framebench``); the cases take turns round after round."""
     bpy.ops.wm.read_homefile(app_template="", use_empty=True)
-    scene = bpy.context.scene
+    scene = api.scene()
     scene.frame_start, scene.frame_end = 1, frames + 1
     mesh = framebench.grid_mesh("Grid", side)
     bent = bpy.data.objects.new("Bent", mesh)
@@ -349,7 +358,7 @@ def frame_change_grid(envfx, side, frames, rounds):
     for fc in envfx.shader_nodes.bend.group_for(muted).animation_data.drivers:
         fc.mute = True
     floors["runner_drivers_muted"] = muted
-    s = scene.envfx.bend
+    s = api.envfx(scene).bend
     got = {case: {"effect": [], "reference": []} for case in (*CASES, *floors)}
     for _round in range(rounds):
         for case in (*CASES, *floors):
@@ -377,7 +386,7 @@ def frame_change_props(envfx, count, frames, rounds):
     a game level) bent, against the same props with the reference modifier, by frame changes; and one per floor
     (``bend_props_floor``: follow_pivot, one_op, runner_ops)."""
     bpy.ops.wm.read_homefile(app_template="", use_empty=True)
-    scene = bpy.context.scene
+    scene = api.scene()
     scene.frame_start, scene.frame_end = 1, frames + 1
     mesh = framebench.grid_mesh("Prop", 2, size=1.0)
     cols = int(count ** 0.5) + 1
@@ -397,7 +406,7 @@ def frame_change_props(envfx, count, frames, rounds):
     # the Runner's per-vertex operations and constant per-object values (what the bend computes per vertex)
     floors = {"follow_pivot": framebench.new_scene("Follow Pivot", scene)}
     floor_pivot = keyed_empty(floors["follow_pivot"], frames, "Floor Pivot")
-    groups = {"follow_pivot": pivot_group(floor_pivot)}
+    groups: dict[str, bpy.types.NodeTree] = {"follow_pivot": pivot_group(floor_pivot)}
     for kind in ("one_op", "runner_ops"):
         floors[kind] = framebench.new_scene(f"Props Floor {kind}", scene)
         groups[kind] = _floor_group(kind)
@@ -405,9 +414,9 @@ def frame_change_props(envfx, count, frames, rounds):
         for i, loc in enumerate(locations):
             obj = bpy.data.objects.new(f"{kind} {i}", mesh)
             obj.location = loc
-            obj.modifiers.new(kind, "NODES").node_group = groups[kind]
+            api.of(bpy.types.NodesModifier, obj.modifiers.new(kind, "NODES")).node_group = groups[kind]
             floor.collection.objects.link(obj)
-    s = scene.envfx.bend
+    s = api.envfx(scene).bend
     modes = ("RUNNER", "RUNNER_2AXIS", "PLANET", "CYLINDER", *floors)
     got = {mode: {"effect": [], "reference": []} for mode in modes}
     for _round in range(rounds):
@@ -455,14 +464,14 @@ def main(argv):
         return 0
     bpy.ops.wm.read_homefile(app_template="", use_empty=True)
     root_cost(side, args.repeats, args.rounds)
-    scene = bpy.context.scene
+    scene = api.scene()
     bare = grid("Bare", side)
-    mod = bare.modifiers.new("Bare", "NODES")
+    mod = api.of(bpy.types.NodesModifier, bare.modifiers.new("Bare", "NODES"))
     mod.node_group = bare_group()
     bent = grid("Bent", side)
     pivot = bpy.data.objects.new("Pivot", None)
     scene.collection.objects.link(pivot)
-    s = scene.envfx.bend
+    s = api.envfx(scene).bend
     s.pivot = pivot
     envfx.operators.bend.add_bend(scene, [bent])
     dg = bpy.context.evaluated_depsgraph_get()

@@ -180,7 +180,7 @@ def bench(name, blender, openjd, work, command, tasks, step, rounds, worker_coun
 
 
 def main(args=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--textures", type=int, default=12, help="textures of the mips job")
     parser.add_argument("--size", type=int, default=256, help="texture size in pixels")
     parser.add_argument("--frames", type=int, default=24, help="frames of the gas-giant sequence")

@@ -34,12 +34,12 @@ import tracemalloc
 import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)  # tests/blender/conftest.py imports tests.blender.api
-sys.path.insert(0, os.path.join(ROOT, "tests", "blender"))
+sys.path.insert(0, ROOT)  # tests.blender.conftest and tests.blender.api (which the conftest imports too)
 
 import bpy  # noqa: E402
 
-import conftest  # noqa: E402  (enables the add-on the way the tests do)
+from tests.blender import api  # noqa: E402  (typed handles on the API that check at run time)
+from tests.blender import conftest  # noqa: E402  (enables the add-on the way the tests do)
 
 
 def build_level(bpy, n_lights: int, seed: int = 3):
@@ -219,7 +219,7 @@ def main(argv=None):
     ops = importlib.import_module(envfx.__name__ + ".operators.lightmap")
     core = importlib.import_module(envfx.__name__ + ".core.lightmap2d")
     scene, ground, walls, lights = build_level(bpy, args.lights)
-    s = scene.envfx.lightmap
+    s = api.envfx(scene).lightmap
     s.ground, s.obstacles, s.lights = ground, walls, lights
     s.resolution, s.penumbra_samples, s.apply_to_ground = args.size, args.samples, False
     s.output_dir = tempfile.mkdtemp(prefix="envfx-bench-lightmap-")
@@ -269,7 +269,8 @@ def main(argv=None):
         if full != match:  # the time per sample: a 1-sample bake too
             t_one, _ = cycles_bake(bpy, scene, ground, args.size, 1, "CyclesOne", threads)
             one_times.append(t_one)
-        t_match = t_cyc if full == match or match is None else t_one + (t_cyc - t_one) * (match - 1) / (full - 1)
+        # (t_one is None when full == match)
+        t_match = t_cyc if t_one is None or match is None else t_one + (t_cyc - t_one) * (match - 1) / (full - 1)
         ratios.append(t_match / t_ours)
         iou, corr, _ = compare(cyc.sum(2), open_map / np.pi, ours_map, open_map, occ)
         print(json.dumps({**common, "what": "round", "round": k, "seconds_ours": round(t_ours, 3),

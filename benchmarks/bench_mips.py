@@ -9,11 +9,14 @@ import json
 import os
 import sys
 import time
+from typing import Callable, TypeVar
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 from core import mips  # noqa: E402
+
+T = TypeVar("T")
 
 
 def blender_version():
@@ -25,9 +28,12 @@ def blender_version():
         return None
 
 
-def timed(fn, repeat):
-    best, out = float("inf"), None
-    for _ in range(repeat):
+def timed(fn: Callable[[], T], repeat: int) -> tuple[float, T]:
+    """The best time of ``repeat`` runs of ``fn`` (at least one), in seconds, and its last result."""
+    t0 = time.perf_counter()
+    out = fn()
+    best = time.perf_counter() - t0
+    for _ in range(repeat - 1):
         t0 = time.perf_counter()
         out = fn()
         best = min(best, time.perf_counter() - t0)
@@ -39,6 +45,8 @@ def main(argv=None):
     parser.add_argument("--size", type=int, default=4096)
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args(argv)
+    if args.repeat < 1:
+        parser.error(f"--repeat {args.repeat}: give at least 1 (the runs of each chain whose best time is kept)")
     version = blender_version()
     n = args.size
     t0 = time.perf_counter()
@@ -52,11 +60,13 @@ def main(argv=None):
     # naive and preserving runs alternate, best of each, so a load spike from the other users of this machine
     # does not land on one side only
     t_naive = t_keep = float("inf")
+    naive = kept = None
     for _ in range(args.repeat):
         t, naive = timed(lambda: mips.build_chain(img, mips.MipSettings(preserve=False)), 1)
         t_naive = min(t_naive, t)
         t, kept = timed(lambda: mips.build_chain(img), 1)
         t_keep = min(t_keep, t)
+    assert naive is not None and kept is not None  # (--repeat is at least 1)
     print(json.dumps({**common, "what": "naive_chain", "seconds": round(t_naive, 4),
                       "worst_level_coverage": round(min(r.coverage for r in naive.reports), 4),
                       "target_coverage": round(naive.target, 4)}), flush=True)

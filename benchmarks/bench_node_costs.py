@@ -33,6 +33,7 @@ import time
 import bpy
 
 import bench_bend  # this folder: the grid and the bare Set Position the bend is measured against
+from tests.blender import api  # typed handles on the API that check at run time (bench_bend put ROOT on the path)
 
 # kind -> (node type, operation, whether it works on vectors)
 KINDS = {
@@ -69,15 +70,16 @@ class Tree:
     def link(self, a, b):
         self.tree.links.new(a, b)
 
-    def node(self, kind, operation=None):
+    def node(self, kind: str, operation: str | None = None) -> bpy.types.Node:
         node = self.tree.nodes.new(kind)
         if operation:
-            node.operation = operation
+            assert isinstance(node, (bpy.types.ShaderNodeMath, bpy.types.ShaderNodeVectorMath)), kind
+            node.operation = operation  # pyright: ignore[reportAttributeAccessIssue] -- KINDS and the builders name operations as plain strings (an unknown one raises here)
         return node
 
     def scalar_to_offset(self, value):
         scale = self.node("ShaderNodeVectorMath", "SCALE")
-        scale.inputs[0].default_value = (0.0, 0.0, 1e-6)
+        api.socket(scale.inputs[0]).default_value = (0.0, 0.0, 1e-6)
         self.link(value, scale.inputs["Scale"])
         self.link(scale.outputs["Vector"], self.set_pos.inputs["Offset"])
 
@@ -96,21 +98,21 @@ class Tree:
             if node_type == "FunctionNodeTransformDirection":
                 matrix = self.node("FunctionNodeCombineMatrix")
                 for i, sock in enumerate(matrix.inputs):
-                    sock.default_value = 0.5 + 0.1 * ((i * 7) % 5)
+                    api.socket(sock).default_value = 0.5 + 0.1 * ((i * 7) % 5)
                 self.link(out, node.inputs["Direction"])
                 self.link(matrix.outputs[0], node.inputs["Transform"])
             else:
                 self.link(out, node.inputs[0])
                 for sock in list(node.inputs)[1:]:
                     if sock.enabled and not sock.is_linked:
-                        sock.default_value = (1.0001, 0.9999, 0.5) if sock.type == "VECTOR" else 1.0001
+                        api.socket(sock).default_value = (1.0001, 0.9999, 0.5) if sock.type == "VECTOR" else 1.0001
             out = node.outputs[0]
         return self.dot(out) if on_vectors else out
 
     def special_step(self, kind, out, i):
         if kind == "vector_dot":  # a dot product (float), scaled back onto a vector: the scale is a cheap step
             scale = self.node("ShaderNodeVectorMath", "SCALE")
-            scale.inputs[0].default_value = (1.0001, 0.9999, 0.5)
+            api.socket(scale.inputs[0]).default_value = (1.0001, 0.9999, 0.5)
             self.link(self.dot(out), scale.inputs["Scale"])
             return scale.outputs["Vector"]
         if kind == "separate_combine":
@@ -120,9 +122,9 @@ class Tree:
             for a, b in zip(sep.outputs, comb.inputs):
                 self.link(a, b)
             return comb.outputs[0]
-        read = self.node("GeometryNodeInputNamedAttribute")
+        read = api.of(bpy.types.GeometryNodeInputNamedAttribute, self.node("GeometryNodeInputNamedAttribute"))
         read.data_type = "FLOAT_VECTOR"
-        read.inputs["Name"].default_value = ATTR.format(i)
+        api.socket(read.inputs["Name"]).default_value = ATTR.format(i)
         add = self.node("ShaderNodeVectorMath", "ADD")
         self.link(out, add.inputs[0])
         self.link(read.outputs["Attribute"], add.inputs[1])
@@ -130,7 +132,7 @@ class Tree:
 
     def dot(self, vector):
         node = self.node("ShaderNodeVectorMath", "DOT_PRODUCT")
-        node.inputs[1].default_value = (1.0, 1.0, 0.0)
+        api.socket(node.inputs[1]).default_value = (1.0, 1.0, 0.0)
         self.link(vector, node.inputs[0])
         return node.outputs["Value"]
 
@@ -146,7 +148,7 @@ class Tree:
         for _i in range(count):
             node = self.node("ShaderNodeMath", "ADD")
             self.link(out, node.inputs[0])
-            node.inputs[1].default_value = 1.0
+            api.socket(node.inputs[1]).default_value = 1.0
             out = node.outputs[0]
         return out
 
@@ -184,11 +186,12 @@ def per_vertex(args, env):
             rng = np.random.default_rng(0)
             for i in range(args.chain):
                 values = rng.normal(size=3 * side * side).astype(np.float32)
-                obj.data.attributes.new(ATTR.format(i), "FLOAT_VECTOR", "POINT").data.foreach_set("vector", values)
+                attr = api.mesh(obj).attributes.new(ATTR.format(i), "FLOAT_VECTOR", "POINT")
+                api.of(bpy.types.FloatVectorAttribute, attr).data.foreach_set("vector", values)
         t = Tree(f"PV {name}")
         if spec is not None:
             t.scalar_to_offset(t.chain(*spec))
-        obj.modifiers.new("Nodes", "NODES").node_group = t.tree
+        api.of(bpy.types.NodesModifier, obj.modifiers.new("Nodes", "NODES")).node_group = t.tree
         objects[name] = [obj]
     got = interleaved(objects, args.frames, args.rounds)
     ratios = {name: [t / b for t, b in zip(got[name], got["bare"])] for name in objects}
@@ -222,9 +225,9 @@ def swing_group(kind):
     b = t.tree.nodes.new
 
     def attr(name):
-        node = b("GeometryNodeInputNamedAttribute")
+        node = api.of(bpy.types.GeometryNodeInputNamedAttribute, b("GeometryNodeInputNamedAttribute"))
         node.data_type = "FLOAT_VECTOR"
-        node.inputs["Name"].default_value = name
+        api.socket(node.inputs["Name"]).default_value = name
         return node.outputs["Attribute"]
 
     def op(kind_, operation, *inputs, scale=None):
@@ -233,7 +236,7 @@ def swing_group(kind):
             if isinstance(value, bpy.types.NodeSocket):
                 t.link(value, sock)
             else:
-                sock.default_value = value
+                api.socket(sock).default_value = value
         if scale is not None:
             t.link(scale, node.inputs["Scale"])
         return node.outputs["Value" if operation in ("DOT_PRODUCT", "LENGTH") else 0]
@@ -266,7 +269,7 @@ def swing_group(kind):
             matrix = t.node("FunctionNodeCombineMatrix")
             for c, col in enumerate(cols):
                 for r, x in enumerate(col):
-                    matrix.inputs[4 * c + r].default_value = x
+                    api.socket(matrix.inputs[4 * c + r]).default_value = x
             node = t.node("FunctionNodeTransformDirection")
             t.link(vec, node.inputs["Direction"])
             t.link(matrix.outputs[0], node.inputs["Transform"])
@@ -310,12 +313,13 @@ def per_swing(args, env):
         obj = bench_bend.grid(f"SW {kind}", side)
         for i in range(2):
             values = rng.normal(size=3 * side * side).astype(np.float32)
-            obj.data.attributes.new(ATTR.format(i), "FLOAT_VECTOR", "POINT").data.foreach_set("vector", values)
+            attr = api.mesh(obj).attributes.new(ATTR.format(i), "FLOAT_VECTOR", "POINT")
+            api.of(bpy.types.FloatVectorAttribute, attr).data.foreach_set("vector", values)
         if kind == "bare":
             tree = Tree("SW bare").tree
         else:
             tree = swing_group(kind)
-        obj.modifiers.new("Nodes", "NODES").node_group = tree
+        api.of(bpy.types.NodesModifier, obj.modifiers.new("Nodes", "NODES")).node_group = tree
         objects[kind] = [obj]
     got = interleaved(objects, args.frames, args.rounds)
     for kind in SWINGS:
@@ -345,7 +349,7 @@ def per_object(args, env):
         objs = []
         for i in range(args.objects):
             obj = bench_bend.grid(f"PO {name} {i}", 4)
-            obj.modifiers.new("Nodes", "NODES").node_group = t.tree
+            api.of(bpy.types.NodesModifier, obj.modifiers.new("Nodes", "NODES")).node_group = t.tree
             objs.append(obj)
         objects[name] = objs
     got = interleaved(objects, args.frames, args.rounds)

@@ -48,19 +48,27 @@ import os
 import sys
 import tempfile
 import time
+from typing import Any
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
+# one bake (``bake``): its wall seconds, result.timings, its object's result.meta, the bytes of its files
+Run = tuple[float, dict[str, float], dict[str, Any], int]
 
-def enable_addon():
-    """The add-on as Blender loads a development extension (a repository folder with a link named envfx)."""
+
+def enable_addon() -> Any:
+    """The add-on as Blender loads a development extension (a repository folder with a link named envfx); returns
+    its operators.vat module (imported under the extension's name at run time, so typed Any: this script sets
+    its ENCODE_ON_THREAD)."""
     import addon_utils
     import bpy
 
     repo = tempfile.mkdtemp(prefix="envfx-bench-repo-")
     os.symlink(ROOT, os.path.join(repo, "envfx"))
-    bpy.context.preferences.extensions.repos.new(name="EnvFX Bench", module="envfx_bench", custom_directory=repo,
-                                                 source="USER")
+    preferences = bpy.context.preferences
+    assert preferences is not None  # (optional in the API stubs; Blender as a module has them)
+    preferences.extensions.repos.new(name="EnvFX Bench", module="envfx_bench", custom_directory=repo,
+                                     source="USER")
     addon_utils.enable("bl_ext.envfx_bench.envfx", default_set=True)
     import importlib
 
@@ -109,7 +117,7 @@ class skipped_encoding:
         return False
 
 
-def bake(ops, scene, obj, encoding, frames, compress):
+def bake(ops, scene, obj, encoding, frames, compress) -> Run:
     import bpy
 
     out = tempfile.mkdtemp(prefix="envfx-bench-vat-")
@@ -153,7 +161,9 @@ def main(argv=None):
     side = max(2, int(math.sqrt(args.verts)))
     bpy.ops.mesh.primitive_grid_add(x_subdivisions=side - 1, y_subdivisions=side - 1, size=10.0)
     obj = bpy.context.active_object
+    assert obj is not None and isinstance(obj.data, bpy.types.Mesh)  # the grid just added
     wave = obj.modifiers.new("Wave", "WAVE")
+    assert isinstance(wave, bpy.types.WaveModifier)  # (the stubs type a new modifier as any Modifier)
     wave.height, wave.width, wave.speed = 0.3, 1.5, 0.1
     n = len(obj.data.vertices)
     frames = list(range(1, args.frames + 1))
@@ -163,7 +173,7 @@ def main(argv=None):
     for r in range(args.rounds):
         for encoding in encodings[r % len(encodings):] + encodings[:r % len(encodings)]:
             order = ["skipped"] + modes if r % 2 == 0 else modes[::-1] + ["skipped"]
-            runs = {}
+            runs: dict[str, Run] = {}
             for mode in order:
                 ops.ENCODE_ON_THREAD = mode != "inline"
                 try:

@@ -50,10 +50,10 @@ import os
 import statistics
 import sys
 import time
+from typing import Any
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)  # tests/blender/conftest.py imports tests.blender.api
-sys.path.insert(0, os.path.join(ROOT, "tests", "blender"))
+sys.path.insert(0, ROOT)  # tests.blender.conftest and tests.blender.api (which the conftest imports too)
 sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 
 
@@ -103,7 +103,8 @@ def main(argv):
     import bpy
     import numpy as np
 
-    import conftest  # enables the add-on from this checkout the way the tests do
+    from tests.blender import api  # (imports bpy, so not at the top of this bpy-free module)
+    from tests.blender import conftest  # enables the add-on from this checkout the way the tests do
 
     envfx = conftest.enable_addon()
     core = importlib.import_module(envfx.__name__ + ".core.wind")
@@ -131,7 +132,7 @@ def main(argv):
          seconds=round(t_core, 3), target_seconds=5.0, load_avg=load)
 
     bpy.ops.wm.read_homefile(app_template="", use_empty=True)
-    scene = bpy.context.scene
+    scene = api.scene()
     mesh = bpy.data.meshes.new("Bench Tree")
     faces = tree["faces"]
     mesh.vertices.add(n)
@@ -144,7 +145,7 @@ def main(argv):
     mesh.update(calc_edges=True)
     obj = bpy.data.objects.new("Bench Tree", mesh)
     scene.collection.objects.link(obj)
-    bpy.context.view_layer.update()
+    api.view_layer().update()
     t0 = time.perf_counter()
     ops.bake(scene, [obj], ao_samples=0)
     t_full = time.perf_counter() - t0
@@ -303,12 +304,13 @@ def _group_of_revision(bpy, envfx, common, rev):
 
     source = subprocess.run(["git", "-C", ROOT, "show", f"{rev}:shader_nodes/wind.py"], check=True,
                             capture_output=True, text=True).stdout
-    module = types.ModuleType(envfx.__name__ + ".shader_nodes._wind_before")
+    # (modules made here from a revision's source: what names they hold is known at run time only)
+    module: Any = types.ModuleType(envfx.__name__ + ".shader_nodes._wind_before")
     module.__package__ = envfx.__name__ + ".shader_nodes"
     exec(compile(source, f"{rev}:shader_nodes/wind.py", "exec"), module.__dict__)
     if module.VERSION < 15:  # its attribute names: five floats where Branch and Leaf are now, then H, Pivot, Carry
         core = module.core_wind
-        shim = types.ModuleType(core.__name__ + "_before")
+        shim: Any = types.ModuleType(core.__name__ + "_before")
         shim.__dict__.update(core.__dict__)
         shim.LIVE_ATTRS = core.LIVE_ATTRS_OLD + core.LIVE_ATTRS[2:]
         shim.OBJECT_PHASE = (0.37, 0.59)  # (its grass figure-eight's phase per metre of the origin)
@@ -675,6 +677,7 @@ def _push_frame_changes(bpy, envfx, ops, args):
     import numpy as np
 
     import framebench
+    from tests.blender import api  # (imports bpy, so not at the top of this bpy-free module)
 
     snow = importlib.import_module(envfx.__name__ + ".core.snow")
     snow_nodes = importlib.import_module(envfx.__name__ + ".shader_nodes.snow")
@@ -739,7 +742,8 @@ def _push_frame_changes(bpy, envfx, ops, args):
             common = importlib.import_module(envfx.__name__ + ".shader_nodes.common")
             module, group = _group_of_revision(bpy, envfx, common, args.before)
             before = framebench.new_scene("Push Before", pushed)
-            before.envfx.wind.grass_push, before.envfx.wind.push_buffer = True, image
+            before_wind = api.envfx(before).wind
+            before_wind.grass_push, before_wind.push_buffer = True, image
             old = bpy.data.objects.new("Field Push Before", mesh)
             before.collection.objects.link(old)
             mod = old.modifiers.new("Before", "NODES")
@@ -869,6 +873,8 @@ def _blender_asset(positions, faces, name):
     import bpy
     import numpy as np
 
+    from tests.blender import api  # (imports bpy, so not at the top of this bpy-free module)
+
     mesh = bpy.data.meshes.new(name)
     mesh.vertices.add(len(positions))
     mesh.vertices.foreach_set("co", np.asarray(positions, np.float32).ravel())
@@ -879,8 +885,8 @@ def _blender_asset(positions, faces, name):
     mesh.polygons.foreach_set("loop_total", np.full(len(faces), 3, np.int32))
     mesh.update(calc_edges=True)
     obj = bpy.data.objects.new(name, mesh)
-    bpy.context.scene.collection.objects.link(obj)
-    bpy.context.view_layer.update()
+    api.scene().collection.objects.link(obj)
+    api.view_layer().update()
     return obj
 
 
@@ -893,6 +899,8 @@ def _bake_times(envfx, positions, faces, rounds, name, ao=True):
 
     import bpy
     import numpy as np
+
+    from tests.blender import api  # (imports bpy, so not at the top of this bpy-free module)
 
     core = importlib.import_module(envfx.__name__ + ".core.wind")
     hier = importlib.import_module(envfx.__name__ + ".core.wind_hierarchy")
@@ -912,7 +920,7 @@ def _bake_times(envfx, positions, faces, rounds, name, ao=True):
             ops.bake(bpy.context.scene, [obj], ao_samples=0)
         got["operator"].append(time.perf_counter() - t0)
         got["operator_cpu"].append(time.process_time() - c0)
-    mesh = obj.data
+    mesh = api.mesh(obj)
     bpy.data.objects.remove(obj)
     bpy.data.meshes.remove(mesh)
     t_ao = None
@@ -924,7 +932,8 @@ def _bake_times(envfx, positions, faces, rounds, name, ao=True):
     core.bake_wind_data(positions, edges)
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
-    out = {f"{key}_seconds": _spread(values) for key, values in got.items()}
+    assert res is not None  # (rounds: at least one)
+    out: dict[str, Any] = {f"{key}_seconds": _spread(values) for key, values in got.items()}
     out.update(ao_seconds=t_ao, core_peak_mb=round(peak / 2 ** 20, 1), rounds=max(1, rounds))
     return res, out
 

@@ -56,22 +56,28 @@ def grid_mesh(name: str, side: int, size: float = 100.0):
     return mesh
 
 
-def reference_group():
+def reference_group() -> bpy.types.NodeTree:
     """A bare time-dependent Set Position: every vertex moves by (0, 0, 1e-4 * scene seconds), so a frame change
     re-evaluates it, and it does as little per vertex as any modifier that moves vertices can."""
     tree = bpy.data.node_groups.get(REFERENCE_GROUP)
     if tree is not None:
         return tree
-    tree = bpy.data.node_groups.new(REFERENCE_GROUP, "GeometryNodeTree")
-    tree.interface.new_socket(name="Geometry", in_out="INPUT", socket_type="NodeSocketGeometry")
-    tree.interface.new_socket(name="Geometry", in_out="OUTPUT", socket_type="NodeSocketGeometry")
+    tree = bpy.data.node_groups.new(
+        REFERENCE_GROUP, "GeometryNodeTree")  # pyright: ignore[reportArgumentType] -- the 4.2 stubs list only "DUMMY" for the tree type
+    interface = tree.interface  # (optional in the API stubs; a new group always has one)
+    assert interface is not None
+    interface.new_socket(name="Geometry", in_out="INPUT", socket_type="NodeSocketGeometry")
+    interface.new_socket(name="Geometry", in_out="OUTPUT", socket_type="NodeSocketGeometry")
     gin = tree.nodes.new("NodeGroupInput")
     gout = tree.nodes.new("NodeGroupOutput")
     sp = tree.nodes.new("GeometryNodeSetPosition")
     time_node = tree.nodes.new("GeometryNodeInputSceneTime")
     scale = tree.nodes.new("ShaderNodeMath")
+    assert isinstance(scale, bpy.types.ShaderNodeMath)  # (the stubs type a new node as any Node)
     scale.operation = "MULTIPLY"
-    scale.inputs[1].default_value = 1e-4
+    factor = scale.inputs[1]
+    assert isinstance(factor, bpy.types.NodeSocketFloat)  # (and its sockets as NodeSocket, without a value)
+    factor.default_value = 1e-4
     offset = tree.nodes.new("ShaderNodeCombineXYZ")
     tree.links.new(time_node.outputs["Seconds"], scale.inputs[0])
     tree.links.new(scale.outputs[0], offset.inputs["Z"])
@@ -112,7 +118,9 @@ def reference_scene(like, meshes, name: str = "Reference", locations=None) -> bp
         obj = bpy.data.objects.new(f"{name} {i}", mesh)
         if locations is not None:
             obj.location = locations[i]
-        obj.modifiers.new("Reference", "NODES").node_group = tree
+        mod = obj.modifiers.new("Reference", "NODES")
+        assert isinstance(mod, bpy.types.NodesModifier)  # (the stubs type a new modifier as any Modifier)
+        mod.node_group = tree
         scene.collection.objects.link(obj)
     return scene
 

