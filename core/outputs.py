@@ -250,7 +250,7 @@ def owner(pid: int | None = None) -> dict:
     return {**machine(), "pid": pid, "start": process_start(pid)}
 
 
-def write_owner(path: str, pid: int | None = None):
+def write_owner(path: str, pid: int | None = None) -> None:
     """Write the owner file of the staging folder ``path`` (made by process ``pid``, default this one)."""
     with open(os.path.join(path, OWNER_NAME), "w", encoding="utf-8") as fh:
         json.dump(owner(pid), fh)
@@ -351,7 +351,7 @@ def stale_folders(folder: str, prefixes: tuple | None = None) -> list:
 _REPORTED: set = set()
 
 
-def report_kept(path: str, why: str):
+def report_kept(path: str, why: str) -> None:
     """Say once per process on stderr that the staging folder ``path`` is kept, and why (a farm task's log)."""
     if path not in _REPORTED:
         _REPORTED.add(path)

@@ -151,7 +151,8 @@ def test_a_staging_folder_of_another_machine_is_kept_and_reported_until_it_is_ol
     path = tmp_path / f".envfx-staging-mips-{dead}-other-host"
     _aged(str(path), outputs.FOREIGN_MAX_AGE + 3600)
     (path / "new.bin").write_bytes(b"1")
-    os.utime(path, (outputs._STARTED - outputs.FOREIGN_MAX_AGE - 3600,) * 2)
+    when = outputs._STARTED - outputs.FOREIGN_MAX_AGE - 3600
+    os.utime(path, (when, when))
     assert outputs.remove_stale(str(tmp_path), report=None) == []
     os.remove(path / "new.bin")
     _aged(str(path), outputs.FOREIGN_MAX_AGE + 3600)
