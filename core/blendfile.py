@@ -21,6 +21,9 @@ same bytes. Compressed files (zstd, gzip) are left alone: ``is_compressed`` tell
 Blender up to 4.x also writes each block's memory address as its identifier and every pointer as an address:
 ``renumber_addresses`` numbers the blocks in file order and every pointer with them (``normalised`` does it), so a
 4.2 file is the same bytes whichever session saved it.
+
+Node identifiers and nested node reference ids are drawn from a clock-seeded generator when a node is made:
+``renumber_nodes`` numbers them in file order with every field that names them (docs/farm.md lists the fields).
 """
 
 from __future__ import annotations
