@@ -289,7 +289,7 @@ def quad_mesh(name: str, vertices, faces, point_floats=None):
     mesh.polygons.add(nf)
     mesh.polygons.foreach_set("loop_start", np.arange(0, nf * 4, 4, dtype=np.int32))
     mesh.loops.foreach_set("vertex_index", faces.astype(np.int32).ravel())
-    mesh.update(calc_edges=True)
+    calc_edges(mesh)
     mesh.validate(clean_customdata=False)
     for attr_name, values in (point_floats or {}).items():
         attr = cast(bpy.types.FloatAttribute, mesh.attributes.new(attr_name, "FLOAT", "POINT"))
@@ -297,6 +297,24 @@ def quad_mesh(name: str, vertices, faces, point_floats=None):
     mesh.polygons.foreach_set("use_smooth", np.ones(nf, dtype=bool))
     mesh.update()
     return mesh
+
+
+def calc_edges(mesh: bpy.types.Mesh) -> None:
+    """``mesh.update(calc_edges=True)``, with the edges' selection as a boolean layer. Blender 5.0 makes
+    ``.select_edge`` an INT32_2D attribute and fills only its first byte per edge (the booleans it meant), so 7 of
+    every 8 bytes saved are whatever was in memory: the booleans are read back from those first bytes and the layer
+    made again as BOOLEAN (as Blender 4.2 makes it)."""
+    mesh.update(calc_edges=True)
+    attr = mesh.attributes.get(".select_edge")
+    if attr is None or attr.data_type == "BOOLEAN":
+        return
+    count = len(mesh.edges)
+    words = np.zeros(2 * count, np.int32)
+    cast(bpy.types.Int2Attribute, attr).data.foreach_get("value", words)
+    selected = words.view(np.uint8)[:count] != 0
+    mesh.attributes.remove(attr)
+    cast(bpy.types.BoolAttribute, mesh.attributes.new(".select_edge", "BOOLEAN", "EDGE")).data.foreach_set(
+        "value", selected)
 
 
 # --- meshes, images and attributes made or read by the bakes ------------------------------------------------

@@ -16,6 +16,7 @@ import shlex
 import signal
 import sys
 import traceback
+from collections.abc import Callable
 
 from ..core import farm as core_farm
 from ..operators import mips as mips_ops
@@ -26,7 +27,7 @@ from .batch import CliError
 FARM_OPTIONS = ("--out", "--chunk", "--blender")  # the farm's own options, after the command's arguments
 
 
-def add_parser(sub):
+def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "farm",
         help="Write a batch command as an Open Job Description job (template + parameters) for a render farm",
@@ -50,7 +51,7 @@ def add_parser(sub):
     p.set_defaults(func=run)
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     rest = list(args.rest)
     if rest and rest[0] == "task":
         return run_task(rest[1:], args.cli_main)
@@ -75,7 +76,7 @@ def run(args) -> int:
     return 0
 
 
-def split_farm_options(tokens: list, taken=()) -> tuple:
+def split_farm_options(tokens: list, taken: tuple = ()) -> tuple:
     """(command tokens, {option: value}): the farm's options are the last ones, each at most once (so a command's
     own --out stays the command's when the job's --out follows it); those in ``taken`` (given before the command)
     are the command's."""
@@ -125,7 +126,8 @@ def _classify(parser: argparse.ArgumentParser, tokens: list) -> tuple:
     return positional, rest
 
 
-def plan(tokens: list, command_parser, before: dict | None = None) -> core_farm.Job:
+def plan(tokens: list, command_parser: Callable[[str], argparse.ArgumentParser],
+         before: dict | None = None) -> core_farm.Job:
     """The job for ``blender -c envfx farm`` ``tokens``; CliError / FarmError for bad input (nothing written).
     ``command_parser(name)``: the argument parser of the command ``name``; ``before``: the farm's options given
     before the command."""
@@ -208,7 +210,7 @@ def plan(tokens: list, command_parser, before: dict | None = None) -> core_farm.
                               blender=options.get("--blender", "blender"), frames=frames)
 
 
-def snow_frames(namespace, chunk: int) -> tuple:
+def snow_frames(namespace: argparse.Namespace, chunk: int) -> tuple:
     """(first, last) frames of a snow bake that ``--chunk`` splits into parts; CliError when the command is not a
     bake alone over a --frames range."""
     if not namespace.bake:
@@ -272,7 +274,7 @@ def _task_args(tokens: list, name: str) -> tuple:
     return desc, getattr(args, "task", None), paths
 
 
-def run_task(tokens: list, main) -> int:
+def run_task(tokens: list, main: Callable[[list], int]) -> int:
     """One task: the command on each file of its share in turn (``main(argv)``: the command line's entry point),
     then the share's summary. SIGTERM or Ctrl-C (a farm cancelling the task) stops it after the file in progress
     (the command cancels a bake in progress)."""

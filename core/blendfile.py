@@ -21,6 +21,9 @@ same bytes. Compressed files (zstd, gzip) are left alone: ``is_compressed`` tell
 Blender up to 4.x also writes each block's memory address as its identifier and every pointer as an address:
 ``renumber_addresses`` numbers the blocks in file order and every pointer with them (``normalised`` does it), so a
 4.2 file is the same bytes whichever session saved it.
+
+Node identifiers and nested node reference ids are drawn from a clock-seeded generator when a node is made:
+``renumber_nodes`` numbers them in file order with every field that names them (docs/farm.md lists the fields).
 """
 
 from __future__ import annotations
@@ -35,6 +38,9 @@ import numpy as np
 # (struct, field): fields of saved datablocks that hold one session's counters and are set anew when a file is read
 # (the window manager's timers: a runtime list, which one session has and another not; reading a file clears it)
 RUNTIME_FIELDS = (("ID", "session_uid"), ("wmWindowManager", "timers"))
+# fields Blender seeds from the clock when it makes the datablock, read back as they are: zeroed (a mesh's face-set
+# colour seed, which only picks the colours the face sets are shown in)
+CLOCK_FIELDS = (("Mesh", "face_sets_color_seed"),)
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 GZIP_MAGIC = b"\x1f\x8b"
 
@@ -230,7 +236,7 @@ def _struct_elements(lay: Layout, struct_name: str):
             yield block.start + k * size + owners[block.sdna]
 
 
-def runtime_spans(data: bytes, fields=RUNTIME_FIELDS, lay: Layout | None = None) -> list:
+def runtime_spans(data: bytes, fields: tuple = RUNTIME_FIELDS, lay: Layout | None = None) -> list:
     """[(offset, size)] of every runtime-only field (``fields``: (struct, field) pairs) in the file's blocks, in every
     element of every block of that struct or of a struct that starts with it."""
     lay = lay or layout(data)
@@ -368,17 +374,21 @@ def renumber_addresses(data: bytes, lay: Layout | None = None) -> bytes:
     the file, and every pointer to it that number, so two sessions' saves of one scene are the same bytes.
 
     Blender up to 4.x writes each block's address in memory as its identifier, and every pointer as the address it
-    holds; reading a file maps these old addresses to the new blocks by equality only (the loader's old-to-new
-    map), so any numbering that keeps which pointers name which block reads back the same. The pointers are found
-    from the file's SDNA: every pointer field of every struct element of every block (with the structs embedded in
-    it), and the elements of the raw arrays of pointers that a ``**`` field names (``Mesh.mat``, a node panel's
-    items). A pointer to an address that is no block of the file (runtime data that was not written, which the
-    reader makes NULL or replaces) becomes one number apart from the blocks' (still not NULL, still naming no
-    block): its value depends on what the session allocated before, files it opened included.
+    holds; reading a file maps these old addresses to the new blocks by equality only, so any numbering that keeps
+    which pointers name which block reads back the same. The reader looks a data pointer up among the blocks of its
+    own datablock (an ID block and the DATA blocks after it: readfile's data map, cleared after each ID) and an ID
+    pointer among the ID blocks; two blocks of one file can have one address (memory freed and used again while the
+    file was written, in two datablocks), so a pointer names the block of its address in its own datablock, else the
+    ID block of that address, else the one DATA block of the file with it. The pointers are found from the file's
+    SDNA: every pointer field of every struct element of every block (with the structs embedded in it), and the
+    elements of the raw arrays of pointers that a ``**`` field names (``Mesh.mat``, a node panel's items). A pointer
+    to an address that is no block of the file (runtime data that was not written, which the reader makes NULL or
+    replaces) becomes one number apart from the blocks' (still not NULL, still naming no block).
 
     Raises UnsafeRenumbering when a raw block the SDNA does not type holds a word equal to a block's address (a
-    pointer array the renumbering would miss): the caller keeps the file as it is. Files of format 1 (5.0 on, which
-    writes stable identifiers) and 32-bit files are returned as they are."""
+    pointer array the renumbering would miss), or a pointer's block is ambiguous (two blocks of its address in one
+    datablock, or in two others): the caller keeps the file as it is. Files of format 1 (5.0 on, which writes stable
+    identifiers) and 32-bit files are returned as they are."""
     lay = lay or layout(data)
     if lay.fmt != 0 or lay.pointer != 8:
         return data
@@ -387,20 +397,38 @@ def renumber_addresses(data: bytes, lay: Layout | None = None) -> bytes:
     old_at = 8  # a format 0 block header: code (4), len (4), old
     headers = np.array([b.start - lay.bhead_size + old_at for b in blocks], np.int64)
     olds = _words(buf, headers, lay.endian)
-    # each old address's number: its first block's place in the file
-    uniq, first = np.unique(olds, return_index=True)
-    keep = uniq != 0
-    uniq, first = uniq[keep], first[keep]
-    block_new = BLOCK_BASE + ADDRESS_STEP * np.argsort(np.argsort(first)).astype(np.uint64)
+    # each block's own number (its place in the file), the datablock it belongs to (its ID block: the last block
+    # before it that is no DATA block), and where a pointer's address finds its block
+    head_new = np.zeros(len(blocks), np.uint64)
+    scope = np.zeros(len(blocks), np.int64)
+    in_scope: dict = {}      # (scope, address) -> block index (None: two in one datablock)
+    ids: dict = {}           # address -> ID block index (None: two)
+    anywhere: dict = {}      # address -> DATA block index (None: two)
+    current, number = -1, 0
+    for i, (b, old) in enumerate(zip(blocks, olds.tolist())):
+        if b.code != b"DATA":
+            current = i
+        scope[i] = current
+        if not old:
+            continue
+        head_new[i] = BLOCK_BASE + ADDRESS_STEP * number
+        number += 1
+        if b.code == b"DATA":
+            in_scope[(current, old)] = None if (current, old) in in_scope else i
+            anywhere[old] = None if old in anywhere else i
+        else:
+            ids[old] = None if old in ids else i
+    addresses = np.array(sorted(set(olds.tolist()) - {0}), np.uint64)
     # every pointer: struct elements' fields, then the raw pointer arrays those ``**`` fields name
     memo: dict = {}
-    positions, array_targets = [], []
+    positions, owners, array_targets, array_owners = [], [], [], []
     raw = {}
-    for b in blocks:
+    for i, b in enumerate(blocks):
         if b.code == b"DNA1":  # (the struct layouts: names and numbers, no pointers)
             continue
         if b.sdna == 0:  # raw data (no struct): typed only by the field that points to it
-            raw[b.old] = b
+            raw.setdefault((int(scope[i]), b.old), b)
+            raw.setdefault((-2, b.old), b)
             continue
         size = lay.structs[b.sdna][1]
         pointers, arrays, _strings = _pointer_offsets(lay, b.sdna, memo)
@@ -409,55 +437,390 @@ def renumber_addresses(data: bytes, lay: Layout | None = None) -> bytes:
         if not pointers:
             continue
         starts = b.start + size * np.arange(b.nr, dtype=np.int64)[:, None]
-        positions.append((starts + np.array(pointers, np.int64)[None, :]).ravel())
+        at = (starts + np.array(pointers, np.int64)[None, :]).ravel()
+        positions.append(at)
+        owners.append(np.full(len(at), scope[i], np.int64))
         if arrays:
-            array_targets.append((starts + np.array(arrays, np.int64)[None, :]).ravel())
+            at = (starts + np.array(arrays, np.int64)[None, :]).ravel()
+            array_targets.append(at)
+            array_owners.append(np.full(len(at), scope[i], np.int64))
     targets = _words(buf, np.concatenate(array_targets), lay.endian) if array_targets else np.zeros(0, np.uint64)
+    target_scopes = np.concatenate(array_owners) if array_owners else np.zeros(0, np.int64)
     arrays_done = set()
-    for target in dict.fromkeys(int(t) for t in targets if t):
-        b = raw.get(target)
-        if b is None or target in arrays_done:
+    for target, where in dict.fromkeys(zip(targets.tolist(), target_scopes.tolist())):
+        b = raw.get((where, target)) or raw.get((-2, target)) if target else None
+        if b is None or b.start in arrays_done:
             continue
-        arrays_done.add(target)
-        positions.append(b.start + 8 * np.arange(b.length // 8, dtype=np.int64))
+        arrays_done.add(b.start)
+        at = b.start + 8 * np.arange(b.length // 8, dtype=np.int64)
+        positions.append(at)
+        owners.append(np.full(len(at), where, np.int64))
     # a raw block that no ``**`` field names, holding a block's address: a pointer array not known: refuse
-    for old, b in raw.items():
-        if old in arrays_done or b.length < 8:
+    for b in {id(b): b for b in raw.values()}.values():
+        if b.start in arrays_done or b.length < 8:
             continue
         for shift in range(0, 8, 4):  # (raw arrays of 4-byte values may put a pointer at any 4-byte offset)
             n = (b.length - shift) // 8
             words = np.frombuffer(data, lay.endian + "u8", n, b.start + shift)
-            hits = np.isin(words, uniq)
+            hits = np.isin(words, addresses)
             if hits.any():
                 raise UnsafeRenumbering(f"a raw {b.code!r} block holds the address of a block "
                                         f"({int(words[hits][0]):#x}) that no pointer field names: kept as saved")
     positions = np.concatenate(positions) if positions else np.zeros(0, np.int64)
+    owner_scopes = np.concatenate(owners) if owners else np.zeros(0, np.int64)
     values = _words(buf, positions, lay.endian)
     new = np.zeros(len(values), np.uint64)
-    where = np.searchsorted(uniq, values)
-    where_c = np.minimum(where, max(len(uniq) - 1, 0))
-    in_file = (values != 0) & (len(uniq) > 0) & (uniq[where_c] == values if len(uniq) else False)
-    new[in_file] = block_new[where_c[in_file]]
-    new[(values != 0) & ~in_file] = OTHER_ADDRESS
+    found: dict = {}
+    for k, (value, where) in enumerate(zip(values.tolist(), owner_scopes.tolist())):
+        if not value:
+            continue
+        key = (where, value)
+        if key not in found:
+            index = in_scope.get(key, -1)
+            if index == -1:
+                index = ids.get(value, -1)
+            if index == -1:
+                index = anywhere.get(value, -1)
+            if index is None:
+                raise UnsafeRenumbering(f"a pointer names address {value:#x}, which two blocks have: kept as saved")
+            found[key] = OTHER_ADDRESS if index == -1 else int(head_new[index])
+        new[k] = found[key]
     out = np.frombuffer(bytearray(data), np.uint8).copy()
-    head_new = np.zeros(len(olds), np.uint64)
-    nz = olds != 0
-    head_new[nz] = block_new[np.searchsorted(uniq, olds[nz])]
     for at, value in ((headers, head_new), (positions, new)):
         if at.size:
             out[at[:, None] + np.arange(8)] = value.astype(lay.endian + "u8").view(np.uint8).reshape(-1, 8)
     return out.tobytes()
 
 
-def normalised(data: bytes, fields=RUNTIME_FIELDS) -> bytes:
+# a mesh's layers (Blender up to 4.x: CustomData) of one byte an element: CD_PROP_INT8, CD_PROP_BOOL
+ONE_BYTE_LAYERS = (45, 50)
+# (CustomData field of Mesh, its element count field), as named by Blender up to 4.2 and after
+MESH_LAYERS = (("vdata", "totvert"), ("edata", "totedge"), ("pdata", "totpoly"), ("ldata", "totloop"),
+               ("fdata", "totface"), ("vert_data", "verts_num"), ("edge_data", "edges_num"),
+               ("face_data", "faces_num"), ("corner_data", "corners_num"))
+
+
+def _layer_tails(data: bytes, lay: Layout) -> list:
+    """[(offset, size)] of the bytes after the end of a mesh's one-byte layers (booleans: selection, sharp faces):
+    Blender 4.2 writes a boolean array rounded up to 4 bytes, and the bytes past its last element are whatever was
+    in memory. The element count is the mesh's (its vertices, edges, faces, corners)."""
+    r = _Reader(data, lay)
+    mesh, layer = r.names.get("Mesh"), r.names.get("CustomDataLayer")
+    if mesh is None or layer is None:
+        return []
+    f_type, f_data = r.field("CustomDataLayer", "type"), r.field("CustomDataLayer", "data")
+    layer_size = lay.structs[layer][1]
+    spans = []
+    for b in lay.blocks:
+        if b.sdna != mesh:
+            continue
+        for data_name, count_name in MESH_LAYERS:
+            f_layers, f_count = r.field("Mesh", f"{data_name}.layers"), r.field("Mesh", count_name)
+            f_total = r.field("Mesh", f"{data_name}.totlayer")
+            if f_layers is None or f_count is None:
+                continue
+            count = r.int(b.start, f_count)
+            lb = r.block(r.pointer(b.start, f_layers), "CustomDataLayer")
+            if lb is None:
+                continue
+            for k in range(min(r.int(b.start, f_total, lb.nr), lb.nr)):
+                at = lb.start + k * layer_size
+                if r.int(at, f_type) not in ONE_BYTE_LAYERS:
+                    continue
+                raw = r.block(r.pointer(at, f_data))
+                if raw is not None and raw.sdna == 0 and 0 < raw.length - count < 4:
+                    spans.append((raw.start + count, raw.length - count))
+    return spans
+
+
+IDP_STRING = 0  # an ID property's type: a string, ``len`` bytes with its NUL
+
+
+def _idprop_string_tails(data: bytes, lay: Layout) -> list:
+    """[(offset, size)] of the bytes after the end of each string ID property (``len`` bytes with its NUL; a raw
+    block that Blender 4.2 rounds up to 4 bytes, the rest being whatever was in memory)."""
+    r = _Reader(data, lay)
+    index = r.names.get("IDProperty")
+    f_type, f_len, f_data = (r.field("IDProperty", name) for name in ("type", "len", "data.pointer"))
+    if index is None or f_type is None or f_len is None or f_data is None:
+        return []
+    size = lay.structs[index][1]
+    spans = []
+    for b in lay.blocks:
+        if b.sdna != index:
+            continue
+        for k in range(min(b.nr, b.length // size) if size else 0):
+            at = b.start + k * size
+            if r.int(at, f_type) != IDP_STRING:
+                continue
+            raw = r.block(r.pointer(at, f_data))
+            length = r.int(at, f_len)
+            if raw is not None and raw.sdna == 0 and 0 < raw.length - length < 4 and length > 0:
+                spans.append((raw.start + length, raw.length - length))
+    return spans
+
+
+# --- node identifiers ----------------------------------------------------------------------------------------
+
+# a nodes modifier's bake target (DNA: NodesModifierBakeTarget): a bake on disk lies in a folder named by its id
+BAKE_TARGET_INHERIT, BAKE_TARGET_DISK = 0, 2
+# fields holding a node's identifier, found by name in the SDNA: a node storage's ``output_node_id`` (the zones' input
+# nodes: simulation, repeat, for-each element, closure), a nested reference's ``path.node_id``, and those of structs
+# the renumbering does not map (the viewer paths' elements): a file holding one keeps its node identifiers as saved
+NODE_ID_SUFFIX = "node_id"
+
+
+class _Reader:
+    """Typed reads of one file's bytes through its layout: fields by name (embedded structs flattened with dots),
+    pointers, the blocks by their old address."""
+
+    def __init__(self, data: bytes, lay: Layout):
+        self.data, self.lay = data, lay
+        self.ptr = lay.endian + ("Q" if lay.pointer == 8 else "I")
+        self.by_old: dict[int, Block] = {}
+        for b in lay.blocks:
+            if b.code != b"DNA1" and b.old:
+                self.by_old.setdefault(b.old, b)
+        self.names = {name: i for i, (name, _s, _f) in enumerate(lay.structs)}
+        self._flat: dict[int, dict[str, Field]] = {}
+
+    def flat(self, index: int) -> dict[str, Field]:
+        """{dotted field name: Field at its offset in the struct} of SDNA struct ``index``, embedded structs (not
+        arrays of them) flattened."""
+        if index not in self._flat:
+            out: dict[str, Field] = {}
+            for f in self.lay.structs[index][2]:
+                inner = self.names.get(f.type)
+                if inner is not None and not f.name.startswith(("*", "(*")) and "[" not in f.name:
+                    for name, g in self.flat(inner).items():
+                        out[f"{f.bare}.{name}"] = Field(g.type, g.name, f.offset + g.offset, g.size)
+                else:
+                    out[f.bare] = f
+            self._flat[index] = out
+        return self._flat[index]
+
+    def field(self, struct_name: str, name: str) -> Field | None:
+        index = self.names.get(struct_name)
+        return None if index is None else self.flat(index).get(name)
+
+    def int(self, at: int, f: Field | None, default: int = 0) -> int:
+        if f is None:
+            return default
+        fmt = {1: "b", 2: "h", 4: "i", 8: "q"}[f.size]
+        return struct.unpack_from(self.lay.endian + fmt, self.data, at + f.offset)[0]
+
+    def pointer(self, at: int, f: Field | None) -> int:
+        return 0 if f is None else struct.unpack_from(self.ptr, self.data, at + f.offset)[0]
+
+    def block(self, old: int, struct_name: str | None = None) -> Block | None:
+        """The block ``old`` names (of SDNA struct ``struct_name`` when given), or None."""
+        b = self.by_old.get(old) if old else None
+        if b is None or (struct_name is not None and b.sdna != self.names.get(struct_name)):
+            return None
+        return b
+
+    def string(self, at: int, f: Field | None) -> bytes:
+        b = self.block(self.pointer(at, f))
+        return b"" if b is None else self.data[b.start:b.start + b.length].split(b"\0", 1)[0]
+
+
+def _node_id_writes(data: bytes, lay: Layout) -> list:
+    """[(offset, new int32)]: every node's identifier renumbered 1, 2, ... in the order of its tree's node list, and
+    every field that names a node by it with it; every nested node reference's id (``bNodeTree.nested_node_refs``,
+    which a modifier's bakes and the group nodes of the trees that use the tree name) renumbered 1, 2, ... in its
+    array's order, with the bakes and the group nodes' references that name it.
+
+    Blender draws a new node's identifier, and a new nested reference's id, from a random generator seeded by the
+    clock; they only have to be unique in their tree (readfile keeps them, and the zones, the nested references and
+    the bakes find nodes by them), so numbers in the file's order read back the same. A bake that may lie on disk
+    (a disk target and a bake folder set) keeps its id, which names its folder there, and the others are numbered
+    around it. Raises UnsafeRenumbering (the caller keeps the identifiers as saved) when a node id is found where the
+    renumbering does not map it: a struct of the file with a ``*node_id`` field it does not know (a viewer path's
+    elements), a reference to a node or nested reference that the tree does not have, or identifiers that repeat
+    in one tree."""
+    r = _Reader(data, lay)
+    tree_index = r.names.get("bNodeTree")
+    node_index = r.names.get("bNode")
+    if tree_index is None or node_index is None:
+        return []
+    f_nodes, f_next = r.field("bNodeTree", "nodes.first"), r.field("bNode", "next")
+    f_ident, f_storage, f_id = r.field("bNode", "identifier"), r.field("bNode", "storage"), r.field("bNode", "id")
+    f_refs, f_refs_num = r.field("bNodeTree", "nested_node_refs"), r.field("bNodeTree", "nested_node_refs_num")
+    f_ref_id, f_path_node = r.field("bNestedNodeRef", "id"), r.field("bNestedNodeRef", "path.node_id")
+    f_path_in = r.field("bNestedNodeRef", "path.id_in_node")
+    if f_ident is None or f_ident.size != 4 or f_nodes is None or f_next is None:
+        return []
+    writes: list = []
+    handled: set = set()  # blocks whose node id fields are mapped
+    trees: dict[int, dict] = {}  # tree's old address -> {"nodes": {old id: new}, "groups": {new node id: child tree}}
+    for b in lay.blocks:
+        if b.sdna != tree_index or b.code == b"DNA1":
+            continue
+        nodes, groups, seen = {}, {}, set()
+        p = r.pointer(b.start, f_nodes)
+        storages = []
+        while p:
+            nb = r.block(p, "bNode")
+            if nb is None or p in seen:
+                raise UnsafeRenumbering("a node list names a block that is no node: node identifiers kept as saved")
+            seen.add(p)
+            old = r.int(nb.start, f_ident)
+            if old in nodes:
+                raise UnsafeRenumbering(f"node identifier {old} repeats in one tree: node identifiers kept as saved")
+            nodes[old] = len(nodes) + 1
+            writes.append((nb.start + f_ident.offset, nodes[old]))
+            child = r.pointer(nb.start, f_id)
+            if r.block(child, "bNodeTree") is not None:
+                groups[nodes[old]] = child
+            storages.append(r.pointer(nb.start, f_storage))
+            p = r.pointer(nb.start, f_next)
+        for sp in storages:  # a zone's input node names its output node
+            sb = r.block(sp)
+            if sb is None or sb.sdna == 0:
+                continue
+            handled.add(sb.start)
+            size = lay.structs[sb.sdna][1]
+            for name, f in r.flat(sb.sdna).items():
+                if not name.endswith(NODE_ID_SUFFIX) or f.size != 4:
+                    continue
+                for k in range(sb.nr if size else 0):
+                    at = sb.start + k * size
+                    value = r.int(at, f)
+                    if value == 0:  # (no node: Blender's identifiers are positive)
+                        continue
+                    if value not in nodes:
+                        raise UnsafeRenumbering(f"a node's {name} names node {value}, which its tree does not have: "
+                                                f"node identifiers kept as saved")
+                    writes.append((at + f.offset, nodes[value]))
+        trees[b.old] = {"nodes": nodes, "groups": groups, "at": b.start}
+    # bakes that may lie on disk, in a folder named by their id: (tree, id) kept
+    pinned: set = set()
+    bakes: list = []  # (offset of the id, tree)
+    mod_index, bake_index = r.names.get("NodesModifierData"), r.names.get("NodesModifierBake")
+    if mod_index is not None and bake_index is not None:
+        f_group, f_bakes = r.field("NodesModifierData", "node_group"), r.field("NodesModifierData", "bakes")
+        f_bakes_num, f_mod_target = r.field("NodesModifierData", "bakes_num"), r.field("NodesModifierData",
+                                                                                      "bake_target")
+        f_dir = r.field("NodesModifierData", "simulation_bake_directory") or r.field("NodesModifierData",
+                                                                                   "bake_directory")
+        f_bake_id, f_bake_target = r.field("NodesModifierBake", "id"), r.field("NodesModifierBake", "bake_target")
+        f_bake_dir = r.field("NodesModifierBake", "directory")
+        bake_size = lay.structs[bake_index][1]
+        for b in lay.blocks:
+            if b.sdna != mod_index:
+                continue
+            tree = r.pointer(b.start, f_group)
+            bb = r.block(r.pointer(b.start, f_bakes), "NodesModifierBake")
+            if bb is None or f_bake_id is None:
+                continue
+            handled.add(bb.start)
+            folder = r.string(b.start, f_dir)
+            for k in range(min(r.int(b.start, f_bakes_num), bb.nr)):
+                at = bb.start + k * bake_size
+                target = r.int(at, f_bake_target) or r.int(b.start, f_mod_target, BAKE_TARGET_DISK)
+                if target == BAKE_TARGET_DISK and (folder or r.string(at, f_bake_dir)):
+                    pinned.add((tree, r.int(at, f_bake_id)))
+                bakes.append((at + f_bake_id.offset, tree))
+    # nested references, a tree's after those of the trees its group nodes use
+    ref_maps: dict[int, dict] = {}
+    ref_size = lay.structs[r.names["bNestedNodeRef"]][1] if "bNestedNodeRef" in r.names else 0
+
+    def refs_of(tree: int, stack: tuple = ()) -> dict:
+        if tree in ref_maps:
+            return ref_maps[tree]
+        if tree in stack:
+            raise UnsafeRenumbering("node groups that use each other: node identifiers kept as saved")
+        info = trees[tree]
+        mapping: dict = {}
+        rb = r.block(r.pointer(info["at"], f_refs), "bNestedNodeRef")
+        if rb is not None and f_ref_id is not None and f_path_node is not None:
+            handled.add(rb.start)
+            count = min(r.int(info["at"], f_refs_num), rb.nr)
+            elements = [rb.start + k * ref_size for k in range(count)]
+            olds = [r.int(at, f_ref_id) for at in elements]
+            if len(set(olds)) != len(olds):
+                raise UnsafeRenumbering("a nested node reference id repeats in one tree: node identifiers kept as "
+                                        "saved")
+            kept = {old for old in olds if (tree, old) in pinned}
+            number = 0
+            for at, old in zip(elements, olds):
+                if old in kept:
+                    mapping[old] = old
+                else:
+                    number += 1
+                    while number in kept:
+                        number += 1
+                    mapping[old] = number
+                writes.append((at + f_ref_id.offset, mapping[old]))
+                node = r.int(at, f_path_node)
+                if node not in info["nodes"]:
+                    raise UnsafeRenumbering(f"a nested node reference names node {node}, which its tree does not "
+                                            f"have: node identifiers kept as saved")
+                new_node = info["nodes"][node]
+                writes.append((at + f_path_node.offset, new_node))
+                child = info["groups"].get(new_node)
+                if child is not None and f_path_in is not None:  # a group node: the id of the group's reference
+                    inner = r.int(at, f_path_in)
+                    child_refs = refs_of(child, (*stack, tree))
+                    if inner not in child_refs:
+                        raise UnsafeRenumbering(f"a nested node reference names reference {inner} of a group that "
+                                                f"does not have it: node identifiers kept as saved")
+                    writes.append((at + f_path_in.offset, child_refs[inner]))
+        ref_maps[tree] = mapping
+        return mapping
+
+    for tree in trees:
+        refs_of(tree)
+    for at, tree in bakes:
+        if tree not in trees:  # a linked group (not in this file): its references are its library's
+            continue
+        old = struct.unpack_from(lay.endian + "i", data, at)[0]
+        if old not in ref_maps[tree]:
+            raise UnsafeRenumbering(f"a modifier's bake names nested node reference {old}, which its node group "
+                                    f"does not have: node identifiers kept as saved")
+        writes.append((at, ref_maps[tree][old]))
+    # any other struct of the file that names a node by its identifier: not mapped, so nothing is renumbered
+    for b in lay.blocks:
+        if b.code == b"DNA1" or b.sdna == 0 or b.start in handled or b.sdna in (tree_index, node_index):
+            continue
+        names = [n for n in r.flat(b.sdna) if n.endswith(NODE_ID_SUFFIX)]
+        if names:
+            raise UnsafeRenumbering(f"a {lay.structs[b.sdna][0]} block names nodes by identifier ({names[0]}), "
+                                    f"which the renumbering does not map: node identifiers kept as saved")
+    return writes
+
+
+def renumber_nodes(data: bytes, lay: Layout | None = None) -> bytes:
+    """``data`` with its node identifiers and nested node reference ids renumbered in file order
+    (``_node_id_writes``); raises UnsafeRenumbering where that is not safe."""
+    lay = lay or layout(data)
+    writes = _node_id_writes(data, lay)
+    if not writes:
+        return data
+    out = bytearray(data)
+    pack = struct.Struct(lay.endian + "i")
+    for at, value in writes:
+        pack.pack_into(out, at, value)
+    return bytes(out)
+
+
+def normalised(data: bytes, fields: tuple = RUNTIME_FIELDS) -> bytes:
     """``data`` (an uncompressed .blend file's bytes) as the same scene saved by any session: every runtime-only
-    field zeroed (``fields``), ``FileGlobal``'s leftover bytes zeroed, memory addresses renumbered (Blender up to
-    4.x: ``renumber_addresses``; kept as saved where that is not safe), screen edges' vertices in ascending order.
-    Compressed files are returned as they are."""
+    field zeroed (``fields``) and the clock-seeded ones (``CLOCK_FIELDS``), ``FileGlobal``'s leftover bytes and the
+    bytes past strings' and boolean layers' ends zeroed, node identifiers and nested node reference ids renumbered
+    in file order (``renumber_nodes``), memory addresses renumbered (Blender up to 4.x: ``renumber_addresses``),
+    screen edges' vertices in ascending order; each renumbering kept as saved where it is not safe. Compressed
+    files are returned as they are."""
     if is_compressed(data):
         return data
     lay = layout(data)
-    spans = runtime_spans(data, fields, lay) + _global_spans(data, lay) + _string_tails(data, lay)
+    spans = (runtime_spans(data, tuple(fields) + CLOCK_FIELDS, lay) + _global_spans(data, lay)
+             + _string_tails(data, lay) + _layer_tails(data, lay)
+             + _idprop_string_tails(data, lay))
+    try:
+        data = renumber_nodes(data, lay)
+    except UnsafeRenumbering:
+        pass
     try:
         data = renumber_addresses(data, lay)
     except UnsafeRenumbering:
@@ -470,7 +833,7 @@ def normalised(data: bytes, fields=RUNTIME_FIELDS) -> bytes:
     return bytes(out)
 
 
-def normalise_file(path: str, fields=RUNTIME_FIELDS) -> bool:
+def normalise_file(path: str, fields: tuple = RUNTIME_FIELDS) -> bool:
     """Zero the runtime-only fields of the .blend file ``path`` in place, whole or not at all (a temporary file
     beside it, renamed over it, keeping its permissions). Returns whether the file changed (False for a file already
     normalised or compressed)."""

@@ -85,7 +85,7 @@ class PathArg:
     param: str
     name: str = ""
 
-    def to_json(self):
+    def to_json(self) -> dict:
         return {"param": self.param, "name": self.name}
 
 
@@ -130,7 +130,7 @@ def command_of(name: str) -> Command:
     return COMMANDS[name]
 
 
-def check_chunk(chunk: int, command: str):
+def check_chunk(chunk: int, command: str) -> None:
     if chunk < 1:
         what = "frames" if COMMANDS[command].frame_parts else "input files"
         raise FarmError(f"--chunk {chunk}: give the number of {what} per task, 1 or more")
@@ -367,7 +367,7 @@ def parameter_values(job: Job) -> dict:
 _PLAIN = re.compile(r"^[A-Za-z][A-Za-z0-9_-]*$")
 
 
-def to_yaml(value, indent: int = 0) -> str:
+def to_yaml(value: object, indent: int = 0) -> str:
     """``value`` (dicts, lists, strings, numbers) as block-style YAML; every string is double-quoted the JSON way
     (a valid YAML double-quoted scalar), keys are plain."""
     pad = "  " * indent
@@ -391,7 +391,7 @@ def to_yaml(value, indent: int = 0) -> str:
     return pad + _scalar(value)
 
 
-def _scalar(value) -> str:
+def _scalar(value: object) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, (int, float)):
@@ -401,7 +401,7 @@ def _scalar(value) -> str:
     return json.dumps(str(value), ensure_ascii=False)
 
 
-def write_text(path: str, text: str):
+def write_text(path: str, text: str) -> None:
     """Write ``path`` whole or not at all (a temporary file next to it, renamed over it)."""
     fd, tmp = tempfile.mkstemp(prefix=".envfx-", suffix=".tmp", dir=os.path.dirname(path))
     try:
@@ -487,7 +487,7 @@ def summary_path(job_folder: str, task: int) -> str:
     return os.path.join(job_folder, SUMMARIES, f"task-{task:05d}.json")
 
 
-def write_summary(job_folder: str, task: int, files: list, code: int):
+def write_summary(job_folder: str, task: int, files: list, code: int) -> str:
     """The summary of one task (``files``: [{label, status, code, errors, output}]), written whole or not at all;
     a task run again replaces it."""
     path = summary_path(job_folder, task)

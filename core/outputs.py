@@ -9,8 +9,13 @@ Every bake (gas giant, mips, snow buffer, light map, ...) writes the same way:
    the ``with`` block without committing (an error, a cancel) removes the folder and any output folder the bake
    created, so the folder is as it was.
 3. A bake killed before it could clean up leaves its staging folder behind; the next bake into the same folder
-   removes it (``remove_stale``) when the process that made it is gone. Folders named by older EnvFX versions
-   (``LEGACY_PREFIXES``) are recognised too.
+   removes it (``remove_stale``) when it is sure the process that made it is gone. The folder's owner file
+   (``OWNER_NAME``: host name, boot id and process-id namespace of the machine, process id and start time) tells:
+   a folder made on this machine (same host, boot and namespace) is stale when its process is gone, or when the
+   process id now names another process (another start time); a folder of another machine (shared farm storage:
+   its process ids are not this machine's), or with no owner file (an older EnvFX, or a bake killed before it wrote
+   it), is kept and reported, and removed only when nothing in it has changed for ``FOREIGN_MAX_AGE`` (7 days).
+   Folders named by older EnvFX versions (``LEGACY_PREFIXES``) are recognised too.
 4. ``check_disk_space(folder, need)`` refuses a bake whose files would not fit, counting stale staging folders as
    free space (they are removed first).
 
@@ -20,15 +25,22 @@ type); the messages say what is wrong and what to do.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
+import socket
+import sys
 import tempfile
 import time
+from collections.abc import Callable
 
 STAGING_PREFIX = ".envfx-staging-"
 # staging folders of earlier EnvFX versions: the pid follows the prefix
 LEGACY_PREFIXES = (".envfx_snow_", ".envfx_gasgiant_", ".envfx-mips-")
 _STARTED = time.time()  # no staging folder of this process is older than this
+OWNER_NAME = ".envfx-owner.json"  # in a staging folder: who made it (``owner``)
+# a staging folder of another machine, or of unknown origin, is removed once nothing in it changed for this long
+FOREIGN_MAX_AGE = 7 * 24 * 3600.0
 
 
 class OutputError(ValueError):
@@ -199,35 +211,163 @@ def _staging_pid(name: str) -> str | None:
     return None
 
 
-def stale_folders(folder: str, prefixes: tuple | None = None) -> list:
-    """The paths of the staging folders a killed bake left in ``folder``: named by EnvFX, older than this
-    process, and not of a process still running. ``prefixes`` limits them to those names (default: all)."""
-    stale = []
+def _read_text(path: str) -> str:
+    try:
+        with open(path, encoding="ascii", errors="replace") as fh:
+            return fh.read().strip()
+    except OSError:
+        return ""
+
+
+def machine() -> dict:
+    """This machine as a staging folder's owner file records it: its host name, its boot id (Linux: a new one at
+    each boot, so a process id of an earlier boot is not compared with this one's) and its process-id namespace
+    (Linux: containers on one host with one host name count as machines of their own)."""
+    namespace = ""
+    try:
+        namespace = os.readlink("/proc/self/ns/pid")
+    except (OSError, AttributeError):
+        pass
+    return {"host": socket.gethostname(), "boot": _read_text("/proc/sys/kernel/random/boot_id"),
+            "namespace": namespace}
+
+
+def process_start(pid: int) -> str:
+    """When process ``pid`` started, as this machine counts (Linux: clock ticks since boot, /proc/PID/stat); '' where
+    it cannot be told."""
+    if os.name == "nt":
+        return ""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            return fh.read().rsplit(b")", 1)[1].split()[19].decode()
+    except (OSError, IndexError):
+        return ""
+
+
+def owner(pid: int | None = None) -> dict:
+    """The owner file's record of process ``pid`` (default: this one) on this machine."""
+    pid = os.getpid() if pid is None else pid
+    return {**machine(), "pid": pid, "start": process_start(pid)}
+
+
+def write_owner(path: str, pid: int | None = None) -> None:
+    """Write the owner file of the staging folder ``path`` (made by process ``pid``, default this one)."""
+    with open(os.path.join(path, OWNER_NAME), "w", encoding="utf-8") as fh:
+        json.dump(owner(pid), fh)
+
+
+def make_staging(folder: str, kind: str) -> str:
+    """A new staging folder in ``folder`` (``.envfx-staging-<kind>-<pid>-<random>``) with its owner file; OSError when
+    it cannot be made (nothing left behind)."""
+    path = tempfile.mkdtemp(prefix=f"{STAGING_PREFIX}{kind}-{os.getpid()}-", dir=folder)
+    try:
+        write_owner(path)
+    except OSError:
+        shutil.rmtree(path, ignore_errors=True)
+        raise
+    return path
+
+
+def _newest_change(path: str) -> float:
+    """The newest modification time of ``path`` and of everything in it."""
+    newest = os.lstat(path).st_mtime
+    for root, dirs, names in os.walk(path):
+        for name in dirs + names:
+            try:
+                newest = max(newest, os.lstat(os.path.join(root, name)).st_mtime)
+            except OSError:
+                pass
+    return newest
+
+
+def judge(path: str, pid: str) -> tuple:
+    """(stale, why kept) of the staging folder ``path`` whose name holds ``pid``: stale when made on this machine by
+    a process that is gone (or whose id now names a process started at another time), or when of another machine or
+    of unknown origin and unchanged for ``FOREIGN_MAX_AGE``; else why it is kept ('' for a live process here)."""
+    try:
+        with open(os.path.join(path, OWNER_NAME), encoding="utf-8") as fh:
+            made = json.load(fh)
+        if not isinstance(made, dict):
+            raise ValueError("not a record")
+    except (OSError, ValueError):
+        made = None
+    if made is not None and all(made.get(k) == v for k, v in machine().items()):
+        try:
+            number = int(made.get("pid", -1))
+        except (TypeError, ValueError):
+            number = -1
+        if number == os.getpid():
+            return False, ""
+        if number < 0 or not pid_running(number):
+            return True, ""
+        start = process_start(number)
+        return (bool(start and made.get("start") and start != made.get("start"))), ""
+    try:
+        age = time.time() - _newest_change(path)
+    except OSError:
+        return False, ""
+    if age > FOREIGN_MAX_AGE:
+        return True, ""
+    if made is None:
+        why = "no owner file (made by an older EnvFX, or its bake was killed at its start)"
+    else:
+        why = f"made on another machine ({made.get('host', '?')}, process {made.get('pid', pid or '?')})"
+    return False, (f"{why}, last changed {age / 3600:.1f} h ago: its task may still be running there; it is removed "
+                   f"once unchanged for {FOREIGN_MAX_AGE / 86400:g} days, or remove it by hand once that task ended")
+
+
+def staging_folders(folder: str, prefixes: tuple | None = None) -> list:
+    """[(path, stale, why kept)] of the staging folders in ``folder`` that are not this process's own (``judge``),
+    older than this process. ``prefixes`` limits them to those names (default: all)."""
+    found = []
     try:
         entries = list(os.scandir(folder))
     except OSError:
-        return stale
+        return found
     for entry in entries:
         if prefixes is not None and not entry.name.startswith(tuple(prefixes)):
             continue
         pid = _staging_pid(entry.name)
         if pid is None or not entry.is_dir(follow_symlinks=False):
             continue
-        if pid.isdigit() and (int(pid) == os.getpid() or pid_running(int(pid))):
-            continue
         try:
             if entry.stat(follow_symlinks=False).st_mtime >= _STARTED:
                 continue
         except OSError:
             continue
-        stale.append(entry.path)
-    return stale
+        stale, why = judge(entry.path, pid)
+        if stale or why:
+            found.append((entry.path, stale, why))
+    return found
 
 
-def remove_stale(folder: str, prefixes: tuple | None = None) -> list:
-    """Remove the staging folders a killed bake left in ``folder`` (``stale_folders``); returns their names."""
+def stale_folders(folder: str, prefixes: tuple | None = None) -> list:
+    """The paths of the staging folders a killed bake left in ``folder`` (``staging_folders``: made here by a process
+    that is gone, or of another machine and unchanged for ``FOREIGN_MAX_AGE``). ``prefixes`` limits them to those
+    names (default: all)."""
+    return [path for path, stale, _why in staging_folders(folder, prefixes) if stale]
+
+
+_REPORTED: set = set()
+
+
+def report_kept(path: str, why: str) -> None:
+    """Say once per process on stderr that the staging folder ``path`` is kept, and why (a farm task's log)."""
+    if path not in _REPORTED:
+        _REPORTED.add(path)
+        print(f"envfx: note: staging folder {path!r} kept: {why}", file=sys.stderr)
+
+
+def remove_stale(folder: str, prefixes: tuple | None = None,
+                 report: Callable[[str, str], None] | None = report_kept) -> list:
+    """Remove the staging folders a killed bake left in ``folder`` (``stale_folders``); returns their names. Those
+    kept that may be another machine's are passed to ``report(path, why)`` (default: a note on stderr)."""
     removed = []
-    for path in stale_folders(folder, prefixes):
+    for path, stale, why in staging_folders(folder, prefixes):
+        if not stale:
+            if report is not None:
+                report(path, why)
+            continue
         try:
             shutil.rmtree(path)
         except OSError:
@@ -282,7 +422,7 @@ class Staging:
         self.made = make_folder(self.folder, what, error)
         self.removed_stale = remove_stale(self.folder)
         try:
-            self.path = tempfile.mkdtemp(prefix=f"{STAGING_PREFIX}{kind}-{os.getpid()}-", dir=self.folder)
+            self.path = make_staging(self.folder, kind)
         except OSError as exc:
             remove_made(self.made)
             raise error(f"{what} {self.folder!r} cannot be written ({exc.strerror or exc}): choose another "
@@ -296,11 +436,12 @@ class Staging:
         return path
 
     def commit(self, names=None) -> list:
-        """Move the staged files (``names``, or every file staged) into the output folder, replacing files of
-        the same name; returns their final paths."""
+        """Move the staged files (``names``, or every file staged; never the owner file) into the output folder,
+        replacing files of the same name; returns their final paths."""
         if names is None:
             names = sorted(os.path.relpath(os.path.join(root, n), self.path)
                            for root, _dirs, files in os.walk(self.path) for n in files)
+        names = [n for n in names if n != OWNER_NAME]  # (the staging folder's, not the bake's)
         final = []
         for name in names:
             target = os.path.join(self.folder, name)

@@ -9,11 +9,13 @@ command line (``farm_jobs``), in ``<job folder>/<command>``.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 import bpy
 from bpy.props import IntProperty, StringProperty
 
+from .. import bridge
 from ..core import farm as core_farm
 from . import mips as mips_ops
 from .common import NeedsScene
@@ -33,7 +35,8 @@ def _folder(path: str, what: str) -> str:
     return os.path.normpath(bpy.path.abspath(path))
 
 
-def farm_jobs(scene, selected, job_folder: str, chunk: int = 1, blender: str = "") -> list:
+def farm_jobs(scene: bpy.types.Scene, selected: Iterable[bpy.types.Object], job_folder: str, chunk: int = 1,
+              blender: str = "") -> list[core_farm.Job]:
     """The farm jobs (``core.farm.Job``) of ``scene``'s bakes, one per bake it is set up for, in
     ``job_folder/<command>``. Raises FarmInputError or core.farm.FarmError; nothing is written."""
     blend = bpy.data.filepath
@@ -44,18 +47,19 @@ def farm_jobs(scene, selected, job_folder: str, chunk: int = 1, blender: str = "
     blender = blender or bpy.app.binary_path or "blender"
     job_folder = os.path.normpath(bpy.path.abspath(job_folder))
     plans = []
-    if scene.envfx.lightmap.ground is not None:
+    settings = bridge.envfx_settings(scene)
+    if settings.lightmap.ground is not None:
         plans.append(("lightmap", [blend], ["--scene", scene.name,
-                                            ("--out", _folder(scene.envfx.lightmap.output_dir, "light map"))]))
+                                            ("--out", _folder(settings.lightmap.output_dir, "light map"))]))
     if snow_objects(scene):
-        plans.append(("snow", [blend], ["--bake", ("--out-dir", _folder(scene.envfx.snow.output_dir, "snow"))]))
+        plans.append(("snow", [blend], ["--bake", ("--out-dir", _folder(settings.snow.output_dir, "snow"))]))
     animated = [o.name for o in selected if o.type == "MESH" and (o.animation_data is not None or any(
         m.type in {"ARMATURE", "MESH_CACHE", "NODES", "CLOTH", "SOFT_BODY"} for m in o.modifiers))]
     if animated:
         plans.append(("vat", [blend], ["--objects", ",".join(animated), "--frames",
                                        f"{scene.frame_start}:{scene.frame_end}",
-                                       ("--out", _folder(scene.envfx.vat.output_dir, "VAT bake"))]))
-    mips = scene.envfx.mips
+                                       ("--out", _folder(settings.vat.output_dir, "VAT bake"))]))
+    mips = settings.mips
     if mips.source == "FOLDER" and mips.folder:
         try:
             images = mips_ops.folder_files(mips.folder)
@@ -70,7 +74,7 @@ def farm_jobs(scene, selected, job_folder: str, chunk: int = 1, blender: str = "
             for command, inputs, args in plans]
 
 
-def write_farm_jobs(jobs) -> list:
+def write_farm_jobs(jobs: Iterable[core_farm.Job]) -> list[str]:
     """Write every job (their folders made); returns the templates' paths."""
     return [core_farm.write_job(job)[0] for job in jobs]
 
@@ -87,16 +91,16 @@ class ENVFX_OT_farm_write(NeedsScene, bpy.types.Operator):
                               subtype="DIR_PATH", default="//farm")
     chunk: IntProperty(name="Images per Task", description="Mips: input images per farm task", default=1, min=1)
 
-    def invoke(self, context, event) -> set[OperatorReturnItems]:
+    def invoke(self, context: bpy.types.Context, event: bpy.types.Event) -> set[OperatorReturnItems]:
         if context.window_manager is None:  # no window to pick the folder in: the folder set
             return self.execute(context)
         context.window_manager.fileselect_add(self)
         return {"RUNNING_MODAL"}
 
-    def execute(self, context) -> set[OperatorReturnItems]:
+    def execute(self, context: bpy.types.Context) -> set[OperatorReturnItems]:
         try:
-            jobs = farm_jobs(context.scene, list(getattr(context, "selected_objects", None) or ()), self.directory,
-                             self.chunk)
+            jobs = farm_jobs(bridge.context_scene(context), list(getattr(context, "selected_objects", None) or ()),
+                             self.directory, self.chunk)
             paths = write_farm_jobs(jobs)
         except (FarmInputError, core_farm.FarmError) as exc:
             self.report({"ERROR"}, str(exc))

@@ -234,7 +234,7 @@ def sphere_mesh(name: str, segments: int = 128, rings: int = 64) -> bpy.types.Me
     loops = np.concatenate([top.ravel(), quads.ravel(), bottom.ravel()]).astype(np.int32)
     starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int32)
     bridge.fill_mesh(mesh, verts, loops, starts)
-    mesh.update(calc_edges=True)
+    bridge.calc_edges(mesh)
     mesh.validate(clean_customdata=False)
     uv_layer = mesh.uv_layers.new(name="UVMap")
     bridge.set_corner_uvs(uv_layer, vuv[loops])

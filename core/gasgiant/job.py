@@ -161,7 +161,7 @@ def bake(params: GasGiantParams, folder: str, check_memory: bool = True, fields:
         if last < params.frames:  # the next part starts from here (saved before this part's frames are moved in)
             assert state_dir, "check_part refuses a part of a sequence without the folder of the states"
             save_state(state_path(state_dir, last), params, last, sim, flow_stats)
-        new = sorted(os.listdir(tmp))
+        new = sorted(n for n in os.listdir(tmp) if n != outputs.OWNER_NAME)
         stale = []
         if last == params.frames:
             _write_json(os.path.join(tmp, METADATA_NAME), bake_metadata(params, flow_stats))

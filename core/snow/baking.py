@@ -7,15 +7,15 @@ import json
 import math
 import os
 import shutil
-import tempfile
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from .. import outputs
 from .base import SnowError
 from .buffer import (BufferParams, HeightField, _oscillator_matrix, _shift, buffer_metadata, edge_fade_mask,
                      rasterize_top, snap_origin, wobble_peak)
-from .files import TEMP_PREFIX, check_disk_space, remove_stale_temp, write_exr
+from .files import check_disk_space, remove_stale_temp, write_exr
 from .stamp import StampParams, _segment_closest, _stamp_from_nearest, reach
 
 
@@ -214,7 +214,7 @@ def bake_job(tracks, radius, depth, stamp: StampParams, buf: BufferParams, frame
     stale = remove_stale_temp(out_dir) if out_dir is not None else []
     if out_dir is not None:
         check_disk_space(out_dir, res, (f_last - f_first + 1) if sequence else 1, n_frames, basename)
-    tmp = tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}{os.getpid()}-", dir=out_dir) if out_dir is not None else None
+    tmp = outputs.make_staging(out_dir, "snow") if out_dir is not None else None  # (files.TEMP_PREFIX)
     try:
         fields = _Fields(res)
         dt = 1.0 / stamp.fps

@@ -607,9 +607,9 @@ def test_a_task_told_to_stop_cancels_its_bake_and_leaves_its_files_not_done(envf
     assert code == 1 and f"not done: {paths[0]}, {paths[1]}" in lines[0]
 
 
-def _snow_walk_file(envfx, folder) -> str:
+def _snow_walk_file(envfx, folder, generate: bool = True) -> str:
     """A ground with a snow cover and live trails, and two walkers crossing it over 12 frames: the file a snow bake
-    in parts opens."""
+    in parts opens (``generate`` False: without the snow, the file `snow --generate --trails` opens)."""
     bpy.ops.mesh.primitive_grid_add(x_subdivisions=8, y_subdivisions=8, size=6)
     api.active().name = "Ground"
     walkers = bpy.data.collections.new("Walkers")
@@ -626,10 +626,115 @@ def _snow_walk_file(envfx, folder) -> str:
             obj.location = loc
             obj.keyframe_insert("location", frame=frame)
     path = os.path.join(str(folder), "snow.blend")
-    bpy.ops.wm.save_as_mainfile(filepath=path)
-    assert envfx.cli.main(["snow", path, "--generate", "--objects", "Ground", "--spacing", "0.25", "--trails",
-                           "--actors", "Walkers"]) == 0
+    bpy.ops.wm.save_as_mainfile(filepath=path, compress=False)
+    if generate:
+        assert envfx.cli.main(["snow", path, *SNOW_GENERATE]) == 0
     return path
+
+
+SNOW_GENERATE = ["--generate", "--objects", "Ground", "--spacing", "0.25", "--trails", "--actors", "Walkers"]
+
+
+def _level_file(path):
+    """A ground, a wall in collection Walls and a lamp in collection Lights: the file `lightmap --save` opens."""
+    bpy.ops.wm.read_homefile(app_template="", use_empty=True)
+    scene = api.scene()
+    bpy.ops.mesh.primitive_plane_add(size=12)
+    api.active().name = "Ground"
+    for name, make in (("Walls", lambda: bpy.ops.mesh.primitive_cube_add(size=1, location=(1, -1, 2.5))),
+                       ("Lights", lambda: bpy.ops.object.light_add(type="POINT", location=(-2, -1.5, 2)))):
+        coll = bpy.data.collections.new(name)
+        scene.collection.children.link(coll)
+        make()
+        obj = api.active()
+        for other in list(obj.users_collection):
+            other.objects.unlink(obj)
+        coll.objects.link(obj)
+    bpy.ops.wm.save_as_mainfile(filepath=path, compress=False)
+    bpy.ops.wm.read_homefile(app_template="")
+
+
+# the commands that build EnvFX's node groups into the file they save, on the files of _farm_inputs
+NODE_COMMANDS = {
+    "plant0.blend": ["bend"],
+    "snow.blend": ["snow", *SNOW_GENERATE],
+    "level.blend": ["lightmap", "--ground", "Ground", "--obstacles", "Walls", "--lights", "Lights", "--resolution",
+                    "16", "--samples", "2", "--save", "--out", "{maps}"],  # (one folder: the file names it)
+}
+
+
+def test_bend_snow_and_lightmap_saves_of_two_processes_are_the_same_bytes(envfx, tmp_path, launcher):
+    """The commands that add node groups save files whose nodes Blender gave clock-seeded identifiers (and a
+    simulation zone's nested references, a modifier's bakes, a mesh's face-set colour seed): normalised
+    (core.blendfile renumbers them in file order), two processes' saves of one command are the same bytes."""
+    inputs = tmp_path / "in"
+    _tree_files(str(inputs), 1)
+    _snow_walk_file(envfx, inputs, generate=False)
+    _level_file(str(inputs / "level.blend"))
+    saves = {}
+    for run in ("a", "b"):
+        folder = tmp_path / run
+        shutil.copytree(inputs, folder)
+        for name, command in NODE_COMMANDS.items():
+            args = [a.format(maps=tmp_path / "maps") for a in command]
+            done = subprocess.run([launcher, "-b", "-c", "envfx", args[0], str(folder / name), *args[1:]],
+                                  capture_output=True, text=True)
+            assert done.returncode == 0, done.stdout + done.stderr
+        saves[run] = {name: (folder / name).read_bytes() for name in NODE_COMMANDS}
+    for name in NODE_COMMANDS:
+        assert saves["a"][name] != (inputs / name).read_bytes()  # (saved with the command's node groups)
+        assert saves["a"][name] == saves["b"][name], name
+
+
+def _working(path) -> dict:
+    """What a file's node groups do: each zone's paired output, each nodes modifier's bakes by node, and every
+    mesh's float and vector attributes as evaluated at the first frame and after stepping 12 (the simulations run)."""
+    bpy.ops.wm.open_mainfile(filepath=path, load_ui=False)
+    out: dict = {}
+    for tree in bpy.data.node_groups:
+        for node in tree.nodes:
+            if node.bl_idname in ("GeometryNodeSimulationInput", "GeometryNodeRepeatInput"):
+                out[(tree.name, node.name)] = getattr(getattr(node, "paired_output", None), "name", None)
+    for obj in bpy.data.objects:
+        for mod in obj.modifiers:
+            if isinstance(mod, bpy.types.NodesModifier):
+                out[(obj.name, mod.name)] = [getattr(bake.node, "name", None) for bake in mod.bakes]
+    scene = api.scene()
+    for frame in range(scene.frame_start, scene.frame_start + 12):
+        scene.frame_set(frame)
+        if frame in (scene.frame_start, scene.frame_start + 11):
+            depsgraph = bpy.context.evaluated_depsgraph_get()
+            for obj in [o for o in bpy.data.objects if o.type == "MESH"]:
+                mesh = obj.evaluated_get(depsgraph).to_mesh()
+                for attr in mesh.attributes:
+                    if attr.data_type in ("FLOAT", "FLOAT_VECTOR"):
+                        field, width, _dtype = ATTRIBUTE_DATA[attr.data_type]
+                        held: Any = attr  # (each data type's subclass of Attribute has its own .data)
+                        buf = np.zeros(len(held.data) * width, np.float32)
+                        held.data.foreach_get(field, buf)
+                        out[(frame, obj.name, attr.name)] = buf.tobytes()
+                obj.evaluated_get(depsgraph).to_mesh_clear()
+    bpy.ops.wm.read_homefile(app_template="")
+    return out
+
+
+def test_a_file_with_renumbered_node_identifiers_opens_and_its_zones_and_bakes_work(envfx, tmp_path, monkeypatch):
+    """The snow file as Blender saved it (clock-seeded node identifiers) and normalised (renumbered, with the zones'
+    pairing, the nested references and the modifiers' bakes): both open with every zone paired, every bake naming
+    its simulation, and evaluate to the same snow over 12 frames of the walkers."""
+    monkeypatch.setattr(envfx.core.blendfile, "normalise_file", lambda path, *args: False)  # (Blender's own save)
+    path = _snow_walk_file(envfx, tmp_path)
+    monkeypatch.undo()
+    saved = (tmp_path / "snow.blend").read_bytes()
+    assert envfx.core.blendfile.renumber_nodes(saved) != saved  # (Blender's identifiers are not 1, 2, ...)
+    (tmp_path / "normal.blend").write_bytes(envfx.core.blendfile.normalised(saved))
+    before, after = _working(path), _working(str(tmp_path / "normal.blend"))
+    assert before["EnvFX Snow Trails", "Sim In"] == "Sim Out"
+    assert before["Ground Snow", "EnvFX Snow Trails"] == ["Sim Out"]
+    start = api.scene().frame_start
+    assert before[start + 11, "Ground Snow", "position"] != before[start, "Ground Snow", "position"]  # (trodden)
+    assert before[start + 11, "Walker", "snow_coverage"] != before[start, "Walker", "snow_coverage"]
+    assert after == before
 
 
 @needs_openjd

@@ -747,7 +747,8 @@ def test_cli_bake_killed_with_sigterm_removes_its_temporary_files(envfx, tmp_pat
 
 def test_cli_bake_removes_the_temporary_folders_a_killed_bake_left(envfx, tmp_path, capsys):
     """The next bake into the folder removes what a killed one left (SIGKILL, power loss): only folders named
-    .envfx_snow_*, older than this process and not of a process still running (pid 1, this one)."""
+    .envfx_snow_*, older than this process and not of a process still running (pid 1, this one) on this machine
+    (their owner file says so), or with no owner file and unchanged for core.outputs.FOREIGN_MAX_AGE."""
     path = _cli_file(envfx, tmp_path)
     out = tmp_path / "buffer"
     out.mkdir()
@@ -757,7 +758,14 @@ def test_cli_bake_removes_the_temporary_folders_a_killed_bake_left(envfx, tmp_pa
                  ".envfx_snow_1_init", "keep_me", f".envfx_snow_{dead}_new"):
         (out / name).mkdir()
         (out / name / "snow_buffer_0001.exr").write_bytes(b"x" * 1000)
-        if not name.endswith("_new"):
+        pid = envfx.core.outputs._staging_pid(name)
+        if pid and pid.isdigit():  # made on this machine by that process
+            envfx.core.outputs.write_owner(str(out / name), int(pid))
+        if "x7qz" in name:  # no owner file: removed once unchanged for the age limit
+            gone = envfx.core.outputs._STARTED - envfx.core.outputs.FOREIGN_MAX_AGE - 60.0
+            os.utime(out / name / "snow_buffer_0001.exr", (gone, gone))
+            os.utime(out / name, (gone, gone))
+        elif not name.endswith("_new"):
             os.utime(out / name, (old, old))
     assert envfx.cli.main(["snow", path, "--bake", "--actors", "Walkers", "--out-dir", str(out), "--resolution",
                            "16", "--frames", "1:2"]) == 0

@@ -226,3 +226,167 @@ def test_a_raw_block_holding_an_address_no_pointer_field_names_keeps_the_file_as
     assert blendfile.normalised(a) == a
     assert blendfile.renumber_addresses(_scene(1)) == _scene(1)  # 5.0 files: stable numbers already
     assert blendfile.renumber_addresses(_scene(0, 4)) == _scene(0, 4)  # (32-bit files: left as they are)
+
+
+def _scoped(a1, a2, b1, b2, e="<"):
+    """Two datablocks (materials), each with two nodes in a list after it: Blender reads a data pointer among the
+    blocks of its own datablock, so two blocks of one address in two datablocks (memory used again while the file
+    was written) are no conflict."""
+    def node(nxt, prv):
+        return struct.pack(e + "5Q2i", nxt, prv, 0, 0, 0, 2, 0) + struct.pack(e + "Q2i", 0, 1, 2) * 2
+    return _file(0, 8, e, [(b"MA\0\0", 2, 0x100, [struct.pack(e + "2i", 1, 2)]),
+                           (b"DATA", 3, a1, [node(a2, 0)]), (b"DATA", 3, a2, [node(0, a1)]),
+                           (b"MA\0\0", 2, 0x200, [struct.pack(e + "2i", 3, 4)]),
+                           (b"DATA", 3, b1, [node(b2, 0)]), (b"DATA", 3, b2, [node(0, b1)])], ADDRESS_STRUCTS)
+
+
+def test_an_address_of_blocks_in_two_datablocks_is_renumbered_by_block_and_named_in_its_own():
+    """Each block gets a number of its own; a pointer names the block of its address in its own datablock. Two
+    blocks of one address in one datablock cannot be told apart: the file is kept as saved."""
+    apart = _scoped(0x5001, 0x5002, 0x5003, 0x5004)
+    shared = _scoped(0x5001, 0x5002, 0x5001, 0x5004)  # (the second material's first node where the first's was)
+    assert blendfile.renumber_addresses(apart) == blendfile.renumber_addresses(shared)
+    base, step = blendfile.BLOCK_BASE, blendfile.ADDRESS_STEP
+    n = [base + step * k for k in range(6)]
+    out = blendfile.renumber_addresses(shared)
+    lay = blendfile.layout(out)
+    assert [b.old for b in lay.blocks] == [*n, 0]
+    links = [struct.unpack_from("<2Q", out, b.start) for b in lay.blocks if b.code == b"DATA"]
+    assert links == [(n[2], 0), (0, n[1]), (n[5], 0), (0, n[4])]  # (next, prev): each in its own material
+    same = _scoped(0x5001, 0x5002, 0x5003, 0x5003)
+    with pytest.raises(blendfile.UnsafeRenumbering, match="which two blocks have"):
+        blendfile.renumber_addresses(same)
+
+
+# --- node identifiers --------------------------------------------------------------------------------------------
+
+NODE_STRUCTS = [
+    ("Raw", [("char", "byte")]),  # (index 0: raw data's)
+    ("ID", [("void", "*next"), ("char", "name[8]"), ("int", "session_uid"), ("int", "us")]),
+    ("ListBase", [("void", "*first"), ("void", "*last")]),
+    ("bNestedNodePath", [("int", "node_id"), ("int", "id_in_node")]),
+    ("bNestedNodeRef", [("int", "id"), ("int", "_pad"), ("bNestedNodePath", "path")]),
+    ("bNodeTree", [("ID", "id"), ("ListBase", "nodes"), ("bNestedNodeRef", "*nested_node_refs"),
+                   ("int", "nested_node_refs_num"), ("int", "_pad")]),
+    ("bNode", [("bNode", "*next"), ("bNode", "*prev"), ("int", "identifier"), ("int", "flag"), ("ID", "*id"),
+               ("void", "*storage")]),
+    ("NodeGeometrySimulationInput", [("int", "output_node_id"), ("int", "_pad")]),
+    ("NodesModifierBake", [("int", "id"), ("int", "flag"), ("uchar", "bake_mode"), ("int8_t", "bake_target"),
+                           ("char", "_pad[6]"), ("char", "*directory")]),
+    ("NodesModifierData", [("bNodeTree", "*node_group"), ("char", "*simulation_bake_directory"),
+                           ("int8_t", "flag"), ("int8_t", "bake_target"), ("char", "_pad[2]"), ("int", "bakes_num"),
+                           ("NodesModifierBake", "*bakes")]),
+    ("ViewerNodeViewerPathElem", [("int", "node_id"), ("int", "_pad")]),
+]
+NODE_BASIC = {"uchar": 1, "int8_t": 1}
+
+
+def _node_file(fmt, ids, refs, bake, target=1, folder=b"", sim_output=None, viewer=False, e="<"):
+    """A group ``Group`` (a simulation zone: input node ``ids[1]`` names output ``ids[0]``; its nested reference
+    ``refs[0]`` names the output) used by a group node ``ids[2]`` in ``Main`` (nested reference ``refs[1]``: the group
+    node, the group's reference), and a nodes modifier on ``Main`` whose bake ``bake`` names ``refs[1]``."""
+    structs = NODE_STRUCTS
+    index = {name: i for i, (name, _f) in enumerate(structs)}
+    q = e + "Q"
+
+    def tree(name, first, last, refs_at, count):
+        return [struct.pack(q, 0) + name.ljust(8, b"\0") + struct.pack(e + "2i", 0, 1)
+                + struct.pack(e + "3Q2i", first, last, refs_at, count, 0)]
+
+    def node(nxt, prv, ident, id_at=0, storage=0):
+        return struct.pack(e + "2Q2i2Q", nxt, prv, ident, 0, id_at, storage)
+
+    def ref(ident, node_id, in_node):
+        return struct.pack(e + "4i", ident, 0, node_id, in_node)
+
+    bake_struct = struct.pack(e + "2iBb6sQ", bake, 0, 0, 0, b"", 0)
+    modifier = struct.pack(e + "2Q2b2si", 0x2000, 0x3200 if folder else 0, 0, target, b"", 1) + struct.pack(q, 0x3100)
+    blocks = [(b"NT\0\0", index["bNodeTree"], 0x1000, tree(b"NTGroup", 0x1100, 0x1200, 0x1400, 1)),
+              (b"DATA", index["bNode"], 0x1100, [node(0x1200, 0, ids[0])]),
+              (b"DATA", index["bNode"], 0x1200, [node(0, 0x1100, ids[1], storage=0x1300)]),
+              (b"DATA", index["NodeGeometrySimulationInput"], 0x1300,
+               [struct.pack(e + "2i", ids[0] if sim_output is None else sim_output, 0)]),
+              (b"DATA", index["bNestedNodeRef"], 0x1400, [ref(refs[0], ids[0], -1)]),
+              (b"NT\0\0", index["bNodeTree"], 0x2000, tree(b"NTMain", 0x2100, 0x2100, 0x2400, 1)),
+              (b"DATA", index["bNode"], 0x2100, [node(0, 0, ids[2], id_at=0x1000)]),
+              (b"DATA", index["bNestedNodeRef"], 0x2400, [ref(refs[1], ids[2], refs[0])]),
+              (b"OB\0\0", index["ID"], 0x2800, [struct.pack(q, 0) + b"OBplane\0" + struct.pack(e + "2i", 0, 1)]),
+              (b"DATA", index["NodesModifierData"], 0x3000, [modifier]),
+              (b"DATA", index["NodesModifierBake"], 0x3100, [bake_struct])]
+    if folder:
+        blocks.append((b"DATA", 0, 0x3200, [folder.ljust(8, b"\0")]))
+    if viewer:
+        blocks.append((b"DATA", index["ViewerNodeViewerPathElem"], 0x3300, [struct.pack(e + "2i", ids[2], 0)]))
+    BASIC.update(NODE_BASIC)
+    try:
+        return _file(fmt, 8, e, blocks, structs)
+    finally:
+        for key in NODE_BASIC:
+            del BASIC[key]
+
+
+@pytest.mark.parametrize("fmt", [1, 0])
+def test_node_identifiers_and_nested_references_are_renumbered_in_file_order_with_what_names_them(fmt):
+    """Blender draws node identifiers and nested reference ids from a clock-seeded generator: two saves of one scene
+    differ there. Renumbered in file order (1, 2, ... in each tree), with the zone's pairing, the nested references'
+    paths (a group node's into the group's references) and the modifier's bake: the same bytes."""
+    a = _node_file(fmt, ids=(1_700_001, 2_100_000_000, 5), refs=(640_000, 91), bake=91)
+    b = _node_file(fmt, ids=(33, 1_234_567, 2_000_000_001), refs=(7, 123_456), bake=123_456)
+    assert a != b
+    assert blendfile.normalised(a) == blendfile.normalised(b)
+    want = _node_file(fmt, ids=(1, 2, 1), refs=(1, 1), bake=1)
+    assert blendfile.renumber_nodes(a) == blendfile.renumber_nodes(b) == want
+    assert blendfile.renumber_nodes(want) == want  # idempotent
+
+
+def test_a_bake_that_may_lie_on_disk_keeps_its_id_and_unknown_node_references_keep_the_file():
+    """A disk bake with a bake folder lies in a folder named by its id: that id is kept (the others are numbered
+    around it). A struct naming nodes that the renumbering does not map (a viewer path), or a zone naming a node its
+    tree does not have, keeps every node identifier as saved."""
+    a = _node_file(1, ids=(1_700_001, 2_100_000_000, 5), refs=(640_000, 1), bake=1, target=2, folder=b"//bake")
+    assert blendfile.renumber_nodes(a) == _node_file(1, ids=(1, 2, 1), refs=(1, 1), bake=1, target=2,
+                                                     folder=b"//bake")
+    b = _node_file(1, ids=(1_700_001, 2_100_000_000, 5), refs=(640_000, 91), bake=91, target=2, folder=b"//bake")
+    assert blendfile.renumber_nodes(b) == _node_file(1, ids=(1, 2, 1), refs=(1, 91), bake=91, target=2,
+                                                     folder=b"//bake")
+    packed = _node_file(1, ids=(1_700_001, 2_100_000_000, 5), refs=(640_000, 91), bake=91, target=1, folder=b"//x")
+    assert blendfile.renumber_nodes(packed) == _node_file(1, ids=(1, 2, 1), refs=(1, 1), bake=1, target=1,
+                                                          folder=b"//x")
+    viewer = _node_file(1, ids=(1_700_001, 2_100_000_000, 5), refs=(640_000, 91), bake=91, viewer=True)
+    with pytest.raises(blendfile.UnsafeRenumbering, match="ViewerNodeViewerPathElem block names nodes"):
+        blendfile.renumber_nodes(viewer)
+    assert blendfile.normalised(viewer) == viewer
+    dangling = _node_file(1, ids=(1_700_001, 2_100_000_000, 5), refs=(640_000, 91), bake=91, sim_output=12)
+    with pytest.raises(blendfile.UnsafeRenumbering, match="names node 12, which its tree does not have"):
+        blendfile.renumber_nodes(dangling)
+
+
+def test_the_bytes_past_a_string_property_and_a_boolean_layer_are_zeroed():
+    """Blender 4.2 rounds a raw block up to 4 bytes: the bytes past a string ID property's ``len`` and past a mesh's
+    boolean layer (one byte per vertex) are whatever was in memory."""
+    structs = [
+        ("Raw", [("char", "byte")]),  # (index 0: raw data's)
+        ("ID", [("void", "*next"), ("char", "name[8]"), ("int", "session_uid"), ("int", "us")]),
+        ("IDPropertyData", [("void", "*pointer"), ("int", "val"), ("int", "val2")]),
+        ("IDProperty", [("IDProperty", "*next"), ("char", "type"), ("char", "_pad[3]"), ("IDPropertyData", "data"),
+                        ("int", "len"), ("int", "totallen")]),
+        ("CustomDataLayer", [("int", "type"), ("int", "_pad"), ("void", "*data")]),
+        ("CustomData", [("CustomDataLayer", "*layers"), ("int", "totlayer"), ("int", "_pad")]),
+        ("Mesh", [("ID", "id"), ("int", "totvert"), ("int", "_pad"), ("CustomData", "vdata")]),
+    ]
+
+    def scene(garbage):
+        prop = struct.pack("<Q4sQ2i2i", 0, b"\0\0\0\0", 0x500, 0, 0, 6, 6)  # a string of 5 and its NUL
+        layers = struct.pack("<2iQ", 50, 0, 0x700) + struct.pack("<2iQ", 11, 0, 0x800)  # booleans, ints
+        mesh = struct.pack("<Q", 0) + b"MEgrid\0\0" + struct.pack("<2i", 0, 1) + struct.pack("<2i", 5, 0) \
+            + struct.pack("<Q2i", 0x600, 2, 0)
+        return _file(0, 8, "<", [(b"DATA", 3, 0x400, [prop]), (b"DATA", 0, 0x500, [b"stamp\0" + garbage[:2]]),
+                                 (b"ME\0\0", 6, 0x900, [mesh]), (b"DATA", 4, 0x600, [layers]),
+                                 (b"DATA", 0, 0x700, [b"\1\0\1\1\0" + garbage]),
+                                 (b"DATA", 0, 0x800, [struct.pack("<5i", 1, 2, 3, 4, 5)])], structs)
+
+    out = blendfile.normalised(scene(b"\x7f\x13\x99"))
+    assert out == blendfile.normalised(scene(b"\0\0\0"))
+    blocks = [out[b.start:b.start + b.length] for b in blendfile.layout(out).blocks]
+    assert blocks[1] == b"stamp\0\0\0" and blocks[4] == b"\1\0\1\1\0\0\0\0"  # (the values kept)
+    assert blocks[5] == struct.pack("<5i", 1, 2, 3, 4, 5)  # (a layer of ints: no tail)

@@ -1,5 +1,6 @@
 """core/outputs.py: the output-folder rules every bake shares."""
 
+import json
 import os
 import subprocess
 import sys
@@ -86,6 +87,9 @@ def test_stale_folders_of_dead_processes_are_removed_live_ones_kept(tmp_path, mo
     for name in names:
         (tmp_path / name).mkdir()
         (tmp_path / name / "f.bin").write_bytes(b"0" * 100)
+        pid = outputs._staging_pid(name)
+        if pid:  # made on this machine by that process
+            outputs.write_owner(str(tmp_path / name), int(pid))
     (tmp_path / f".envfx-staging-mips-{dead}-file").write_text("a file, not a folder")
     monkeypatch.setattr(outputs, "_STARTED", os.path.getmtime(tmp_path) + 10)
     assert outputs.free_bytes(str(tmp_path)) >= 300
@@ -97,7 +101,72 @@ def test_stale_folders_of_dead_processes_are_removed_live_ones_kept(tmp_path, mo
 def test_stale_folders_younger_than_this_process_are_kept(tmp_path):
     dead = _dead_pid()
     (tmp_path / f".envfx-staging-mips-{dead}-abc").mkdir()
+    outputs.write_owner(str(tmp_path / f".envfx-staging-mips-{dead}-abc"), dead)
     assert outputs.remove_stale(str(tmp_path)) == []  # made after this process started: maybe a sibling's
+
+
+def _aged(path, seconds):
+    """Set the modification time of ``path`` and of everything in it ``seconds`` into the past."""
+    when = outputs._STARTED - seconds
+    for root, dirs, names in os.walk(path):
+        for name in dirs + names:
+            os.utime(os.path.join(root, name), (when, when))
+    os.utime(path, (when, when))
+
+
+def test_a_staging_folder_of_another_machine_is_kept_and_reported_until_it_is_old(tmp_path, monkeypatch):
+    """On shared farm storage a process id names a process of the machine that made the folder: a folder made on
+    another machine (another host, boot or process-id namespace) or with no owner file is kept and reported, whatever
+    this machine's processes, and removed once nothing in it changed for FOREIGN_MAX_AGE; a folder of this machine
+    whose process id now names a process started later (the id used again) is stale."""
+    dead = _dead_pid()
+    here = outputs.owner(dead)
+    records = {
+        "other-host": {**here, "host": here["host"] + "-render-07", "pid": os.getpid()},  # a live id here, not there
+        "other-boot": {**here, "boot": "not-this-boot"},  # (one host name, another machine: or this one rebooted)
+        "other-namespace": {**here, "namespace": "pid:[1]"},
+        "no-owner": None,
+        "other-host-old": {**here, "host": "render-07"},
+        "reused-id": {**here, "pid": os.getppid(), "start": "1"},  # a running process, started at another time
+        "here-dead": here,
+    }
+    for name, record in records.items():
+        path = tmp_path / f".envfx-staging-mips-{dead}-{name}"
+        path.mkdir()
+        (path / "f.bin").write_bytes(b"0" * 100)
+        if record is not None:
+            (path / outputs.OWNER_NAME).write_text(json.dumps(record))
+        _aged(str(path), outputs.FOREIGN_MAX_AGE + 3600 if name.endswith("-old") else 3600)
+    reports = []
+    removed = outputs.remove_stale(str(tmp_path), report=lambda path, why: reports.append((os.path.basename(path),
+                                                                                          why)))
+    gone = {"other-host-old", "reused-id", "here-dead"}
+    assert sorted(removed) == sorted(f".envfx-staging-mips-{dead}-{n}" for n in gone)
+    kept = {name.split(f"{dead}-", 1)[1]: why for name, why in reports}
+    assert sorted(kept) == ["no-owner", "other-boot", "other-host", "other-namespace"]
+    assert "made on another machine" in kept["other-host"] and "removed once unchanged for 7 days" in kept["other-host"]
+    assert "no owner file" in kept["no-owner"]
+    assert outputs.free_bytes(str(tmp_path)) == outputs.shutil.disk_usage(str(tmp_path)).free  # kept: not free
+    # a file written into it lately (the task is alive there) keeps even an old folder of another machine
+    path = tmp_path / f".envfx-staging-mips-{dead}-other-host"
+    _aged(str(path), outputs.FOREIGN_MAX_AGE + 3600)
+    (path / "new.bin").write_bytes(b"1")
+    when = outputs._STARTED - outputs.FOREIGN_MAX_AGE - 3600
+    os.utime(path, (when, when))
+    assert outputs.remove_stale(str(tmp_path), report=None) == []
+    os.remove(path / "new.bin")
+    _aged(str(path), outputs.FOREIGN_MAX_AGE + 3600)
+    assert outputs.remove_stale(str(tmp_path), report=None) == [path.name]
+
+
+def test_staging_writes_its_owner_file_and_commits_only_the_bakes_files(tmp_path):
+    with outputs.Staging(str(tmp_path), "test") as staged:
+        with open(os.path.join(staged.path, outputs.OWNER_NAME)) as fh:
+            assert json.load(fh) == outputs.owner()
+        with open(staged.file("a.txt"), "w") as fh:
+            fh.write("a")
+        assert [os.path.basename(p) for p in staged.commit()] == ["a.txt"]
+    assert os.listdir(tmp_path) == ["a.txt"]
 
 
 def test_disk_space_refusal_says_what_to_do(tmp_path):

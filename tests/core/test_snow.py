@@ -390,6 +390,7 @@ def test_a_killed_bakes_folder_does_not_keep_later_bakes_off_the_disk(tmp_path, 
     out = tmp_path / "out"
     stale = out / ".envfx_snow_999999999_abc"  # no such process
     stale.mkdir(parents=True)
+    outputs.write_owner(str(stale), 999999999)  # made on this machine
     (stale / "snow_buffer_0001.exr").write_bytes(b"\0" * 2_000_000)
     old = outputs._STARTED - 3600.0
     os.utime(stale, (old, old))
@@ -411,14 +412,21 @@ def test_remove_stale_temp_only_removes_dead_runs_folders(tmp_path):
     ended = subprocess.Popen(["true"])
     ended.wait()
     old = outputs._STARTED - 60.0
-    names = {f".envfx_snow_{ended.pid}_a1b2": True, ".envfx_snow_q8x_z2k4": True,  # dead pid; made before pids
+    names = {f".envfx_snow_{ended.pid}_a1b2": True, ".envfx_snow_q8x_z2k4": True,  # dead pid; no owner file, old
              f".envfx_snow_{os.getpid()}_c3": False, ".envfx_snow_1_d4": False,  # running processes
              f".envfx_snow_{ended.pid}_new": False,  # newer than this process
              ".envfx_other": False, "envfx_snow_x": False}  # not EnvFX's temporary folders
     for name in names:
         (tmp_path / name).mkdir()
         (tmp_path / name / "f.exr").write_bytes(b"x")
-        if not name.endswith("_new"):
+        pid = outputs._staging_pid(name)
+        if pid and pid.isdigit():  # made on this machine by that process
+            outputs.write_owner(str(tmp_path / name), int(pid))
+        if "q8x" in name:  # with no owner file, a folder is stale once unchanged for FOREIGN_MAX_AGE
+            gone = outputs._STARTED - outputs.FOREIGN_MAX_AGE - 60.0
+            os.utime(tmp_path / name / "f.exr", (gone, gone))
+            os.utime(tmp_path / name, (gone, gone))
+        elif not name.endswith("_new"):
             os.utime(tmp_path / name, (old, old))
     (tmp_path / ".envfx_snow_file").write_bytes(b"a file")
     os.utime(tmp_path / ".envfx_snow_file", (old, old))
@@ -465,6 +473,7 @@ def test_pid_probe_on_windows_opens_the_process_and_never_signals(tmp_path, monk
     old = outputs._STARTED - 60.0
     for pid in (4242, 4343, 4545):
         (tmp_path / f".envfx_snow_{pid}_x").mkdir()
+        outputs.write_owner(str(tmp_path / f".envfx_snow_{pid}_x"), pid)  # made on this machine
         os.utime(tmp_path / f".envfx_snow_{pid}_x", (old, old))
     monkeypatch.setattr(outputs.os, "name", "nt")
     try:  # os.name is back before anything can fail (pytest's own paths depend on it)
