@@ -249,7 +249,8 @@ def view_margin(params: BendParams, view_distance: float) -> tuple[float, float]
     return float(down), float(up)
 
 
-def bent_bounds(bmin: npt.ArrayLike, bmax: npt.ArrayLike, params: BendParams, view_distance: float) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+def bent_bounds(bmin: npt.ArrayLike, bmax: npt.ArrayLike, params: BendParams, view_distance: float
+               ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
     """A world-space box (min, max corners) grown by ``view_margin``: it holds the bent object wherever the pivot
     is, for every point of the object within ``view_distance`` of the pivot."""
     down, up = view_margin(params, view_distance)

@@ -223,7 +223,8 @@ def ecotope_index(value: npt.ArrayLike, count: int) -> npt.NDArray[np.int_]:
     return np.clip(np.floor(v * (count - 1) + 0.5), 0, count - 1).astype(int)
 
 
-def sample_set(atlas: npt.ArrayLike, ecotope: npt.ArrayLike, band: npt.ArrayLike, value: npt.ArrayLike) -> npt.NDArray[np.float64]:
+def sample_set(atlas: npt.ArrayLike, ecotope: npt.ArrayLike, band: npt.ArrayLike, value: npt.ArrayLike
+              ) -> npt.NDArray[np.float64]:
     """(N, 3) colours of a colorize set (``count * BANDS``, ``TEX_W``, 4), row 0 at the top, for ecotope, band
     (0..7, clamped) and world-data value (0..1) per sample: the row's centre, linear along the row, clamped."""
     a = np.asarray(atlas, dtype=np.float64)
@@ -241,8 +242,9 @@ def sample_set(atlas: npt.ArrayLike, ecotope: npt.ArrayLike, band: npt.ArrayLike
     return a[row, x0, :3] * (1 - t) + a[row, x1, :3] * t
 
 
-def colorize(positions: npt.ArrayLike, albedo: npt.ArrayLike, atlas: npt.ArrayLike, world: npt.ArrayLike, region: Region, band: npt.ArrayLike, mask: npt.ArrayLike = 1.0,
-             ecotope: npt.ArrayLike = 0, ecotope_map: npt.ArrayLike | None = None) -> npt.NDArray[np.float64]:
+def colorize(positions: npt.ArrayLike, albedo: npt.ArrayLike, atlas: npt.ArrayLike, world: npt.ArrayLike,
+             region: Region, band: npt.ArrayLike, mask: npt.ArrayLike = 1.0, ecotope: npt.ArrayLike = 0,
+             ecotope_map: npt.ArrayLike | None = None) -> npt.NDArray[np.float64]:
     """The whole chain for ``positions`` (N, 3) world space (an object's origin, or each vertex of grass):
     the world-data value at the position (``world`` (H, W) grey-scale, bottom row first, bilinear), the ecotope
     (from ``ecotope_map`` (H, W) sampled closest at the same place when given, else ``ecotope``), the set's colour

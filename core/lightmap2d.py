@@ -125,7 +125,8 @@ class Grid:
     def texel_of(self, x: float, y: float) -> tuple[np.int64, np.int64]: ...
 
     @overload
-    def texel_of(self, x: npt.ArrayLike, y: npt.ArrayLike) -> tuple[np.int64 | npt.NDArray[np.int64], np.int64 | npt.NDArray[np.int64]]: ...
+    def texel_of(self, x: npt.ArrayLike, y: npt.ArrayLike
+                ) -> tuple[np.int64 | npt.NDArray[np.int64], np.int64 | npt.NDArray[np.int64]]: ...
 
     def texel_of(self, x: npt.ArrayLike, y: npt.ArrayLike) -> tuple[Any, Any]:
         """(row, column) of the texels holding world points (clipped to the grid)."""
@@ -250,8 +251,8 @@ def influence_radius(light: Light, height: float, falloff: str) -> float:
     return float(math.sqrt(max(d * d - height * height, 0.0)))
 
 
-def falloff_values(light: Light, dx: npt.NDArray[np.float32], dy: npt.NDArray[np.float32], height: float, falloff: str, radius: float, gain: float = 1.0
-                   ) -> np.ndarray:
+def falloff_values(light: Light, dx: npt.NDArray[np.float32], dy: npt.NDArray[np.float32], height: float, falloff: str,
+                   radius: float, gain: float = 1.0) -> np.ndarray:
     """Irradiance on the ground (before colour and shadows) at ground offsets (dx, dy) from the light's foot.
     PHYSICAL: I cos(theta) / d^2, with the spot cone or the area light's own cosine as Cycles has them; SMOOTH: the
     write-up's gradient circle, its peak the physical value at the light's foot, falling as (1 - r/R)^2 to 0 at R.
@@ -397,8 +398,8 @@ def _tile_bounds(gx, gy, px, py, scale, nbins):
     return near2, far2, first, count
 
 
-def visibility(xs: npt.ArrayLike, ys: npt.ArrayLike, occ_boundary_xy: tuple[npt.ArrayLike, npt.ArrayLike], half: float, lx: float, ly: float,
-               offsets: npt.ArrayLike, nbins: int, tile: int | None = None) -> np.ndarray:
+def visibility(xs: npt.ArrayLike, ys: npt.ArrayLike, occ_boundary_xy: tuple[npt.ArrayLike, npt.ArrayLike], half: float,
+               lx: float, ly: float, offsets: npt.ArrayLike, nbins: int, tile: int | None = None) -> np.ndarray:
     """(len(ys), len(xs)) float32: the share of the light positions (lx, ly) + ``offsets`` that each texel centre
     sees. ``occ_boundary_xy`` = (bx, by) centres of the blocking texels (``boundary``) of half-size ``half``.
 
@@ -460,8 +461,9 @@ def _visibility_counts(xs, ys, occ_boundary_xy, half: float, lx: float, ly: floa
     return out[:h, :w]
 
 
-def visibility_reference(xs: npt.ArrayLike, ys: npt.ArrayLike, occ_boundary_xy: tuple[npt.ArrayLike, npt.ArrayLike], half: float, lx: float, ly: float,
-                         offsets: npt.ArrayLike, nbins: int) -> npt.NDArray[np.float32]:
+def visibility_reference(xs: npt.ArrayLike, ys: npt.ArrayLike, occ_boundary_xy: tuple[npt.ArrayLike, npt.ArrayLike],
+                         half: float, lx: float, ly: float, offsets: npt.ArrayLike, nbins: int
+                        ) -> npt.NDArray[np.float32]:
     """``visibility`` the plain way: every light position tested on every texel (what the tests pin it to)."""
     bx, by = occ_boundary_xy
     offsets = np.asarray(offsets, dtype=np.float64).reshape(-1, 2)
@@ -774,7 +776,8 @@ def light_circles(grid: Grid, lights: Iterable[Light], ground_z: float, scale: f
     return out
 
 
-def vertex_light(points: npt.ArrayLike, normals: npt.ArrayLike, lights: Iterable[Light], grid: Grid, occ: np.ndarray) -> npt.NDArray[np.float32]:
+def vertex_light(points: npt.ArrayLike, normals: npt.ArrayLike, lights: Iterable[Light], grid: Grid, occ: np.ndarray
+                ) -> npt.NDArray[np.float32]:
     """Day 1: (N, 3) float32 light at the vertices of static 3D geometry (the walls themselves): each light's
     intensity times the cosine at the vertex normal over the squared distance, where the light sees the vertex from
     above (the shadow test of the map, with a texel and a half of slack so a wall's own face does not shadow it)."""

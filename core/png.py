@@ -76,7 +76,8 @@ def decode_png(data: bytes) -> np.ndarray:
     return out.reshape(h, w, c)
 
 
-def encode_png16_from_float(image: npt.NDArray[np.float32], lo: npt.ArrayLike, scale: npt.ArrayLike, level: int = 0, chunk_rows: int = 256) -> bytes:
+def encode_png16_from_float(image: npt.NDArray[np.float32], lo: npt.ArrayLike, scale: npt.ArrayLike, level: int = 0,
+                            chunk_rows: int = 256) -> bytes:
     """16-bit PNG of an (H, W, C) float32 ``image`` quantised on the way in, ``texel = round((value - lo) *
     scale)`` clamped to 0..65535 per channel, a block of rows at a time straight into the file's row buffer (no
     full-size temporary copies: a 300 MB bake is quantised in one pass). Filter none; ``level`` 0 stores the rows

@@ -178,7 +178,8 @@ def engine_matrix(engine: str, unit_scale: float = 1.0) -> tuple:
     return np.asarray(bend_engines.ENGINES[engine][0], dtype=np.float64), float(scale)
 
 
-def to_engine(vectors: npt.ArrayLike, engine: str, unit_scale: float = 1.0, normal: bool = False) -> npt.NDArray[np.float32]:
+def to_engine(vectors: npt.ArrayLike, engine: str, unit_scale: float = 1.0, normal: bool = False
+             ) -> npt.NDArray[np.float32]:
     """(..., 3) Blender object-space offsets (scaled to engine units) or normals (only turned) in the engine's
     axes, float32."""
     m, scale = engine_matrix(engine, unit_scale)
@@ -261,7 +262,8 @@ def check_settings(encoding: str, normals: str, engine: str) -> None:
                        "another encoding, or Normals: Texture")
 
 
-def remap_range(values: npt.ArrayLike, fixed: tuple[float, float] | None = None) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+def remap_range(values: npt.ArrayLike, fixed: tuple[float, float] | None = None
+               ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
     """(min, max) per channel of (..., C) values for PNG16; a channel that never changes gets a span of 1 (its
     texels are all 0)."""
     if fixed is not None:
@@ -597,9 +599,9 @@ class VatEncoder:
     of the compressed ones, encoded at the end), else kept in memory (``finish`` returns them all); ``close()``
     after a failure closes the files (the caller removes them)."""
 
-    def __init__(self, stem: str, rest: npt.ArrayLike, frames: Iterable[int], settings: VatSettings, normals: bool = True,
-                 extras: Mapping[str, int] | None = None,
-                 fps: float = 24.0, loop: bool = False, source: str = "", folder: str | None = None):
+    def __init__(self, stem: str, rest: npt.ArrayLike, frames: Iterable[int], settings: VatSettings,
+                 normals: bool = True, extras: Mapping[str, int] | None = None, fps: float = 24.0, loop: bool = False,
+                 source: str = "", folder: str | None = None):
         self.settings = settings.validate()
         self.stem, self.frames, self.fps, self.loop, self.source = stem, list(frames), fps, loop, source
         self.rest = np.asarray(rest, dtype=np.float32)

@@ -35,7 +35,8 @@ def bounds(p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
             np.array([p[:, i].max() for i in range(p.shape[1])]))
 
 
-def segment_argext(values: np.ndarray, inv: np.ndarray, k: int, largest: bool = False, order: np.ndarray | None = None) -> npt.NDArray[np.int64]:
+def segment_argext(values: np.ndarray, inv: np.ndarray, k: int, largest: bool = False, order: np.ndarray | None = None
+                  ) -> npt.NDArray[np.int64]:
     """Per segment (``inv`` in 0..k-1): the index of its smallest (or largest) value, ties to the lowest index;
     -1 for an empty segment. ``order``: ``np.argsort(inv, kind="stable")`` when the caller has it."""
     v = -values if largest else values
@@ -158,8 +159,8 @@ def canonical_frame(p: np.ndarray) -> npt.NDArray[np.floating]:
     return out
 
 
-def attach_islands(p: np.ndarray, edges: np.ndarray, inv: np.ndarray, k: int, rank_size: np.ndarray, tol: float, seed: int = 0,
-                   order: np.ndarray | None = None) -> dict[str, np.ndarray]:
+def attach_islands(p: np.ndarray, edges: np.ndarray, inv: np.ndarray, k: int, rank_size: np.ndarray, tol: float,
+                   seed: int = 0, order: np.ndarray | None = None) -> dict[str, np.ndarray]:
     """The parent of every island. ``rank_size`` (k,): the island's size for the "bigger" test (the trunk's is
     inf, so it can be anyone's parent); an island only hangs from one at least ``BIGGER`` times its size (crossed
     quads and double-sided twins never hang from each other; ``order``: ``np.argsort(inv, kind="stable")`` when the
@@ -482,8 +483,8 @@ def fibonacci_sphere(count: int) -> npt.NDArray[np.float64]:
     return np.stack([r * np.cos(a), r * np.sin(a), z], 1)
 
 
-def ambient_occlusion(p: npt.ArrayLike, triangles: npt.ArrayLike, directions: int = 32, resolution: int = 40, seed: int = 0,
-                      max_samples: int = 3_000_000, density: float = 0.15) -> npt.NDArray[np.float32]:
+def ambient_occlusion(p: npt.ArrayLike, triangles: npt.ArrayLike, directions: int = 32, resolution: int = 40,
+                      seed: int = 0, max_samples: int = 3_000_000, density: float = 0.15) -> npt.NDArray[np.float32]:
     """(N,) float32 AO in 0..1 (1 open) of every vertex, from the asset alone: rays in ``directions`` directions
     (sky ones weigh more, so foliage on top is brighter than under it) march an opacity grid of ``resolution``
     voxels along the asset's largest extent, skipping the point's own voxel (its card's back face, its twin);

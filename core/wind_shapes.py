@@ -44,10 +44,10 @@ def faces_to_edges(faces: np.ndarray) -> np.ndarray:
     return np.unique(e, axis=0)
 
 
-def make_tree(height: float = 8.0, n_branches: int = 6, leaves_per_branch: int = 5,
-              lean: Sequence[float] = (0.0, 0.0), origin: npt.ArrayLike = (0.0, 0.0, 0.0), welded: bool = False, seed: int = 0,
-              trunk_sides: int = 12, trunk_rings: int = 24, branch_sides: int = 5, leaf_size: float | None = None,
-              leaf_grid: int = 2) -> dict[str, np.ndarray]:
+def make_tree(height: float = 8.0, n_branches: int = 6, leaves_per_branch: int = 5, lean: Sequence[float] = (0.0, 0.0),
+              origin: npt.ArrayLike = (0.0, 0.0, 0.0), welded: bool = False, seed: int = 0, trunk_sides: int = 12,
+              trunk_rings: int = 24, branch_sides: int = 5, leaf_size: float | None = None, leaf_grid: int = 2
+             ) -> dict[str, np.ndarray]:
     rng = np.random.default_rng(seed)
     origin = np.asarray(origin, float)
     top = origin + np.array([lean[0], lean[1], height])
@@ -125,7 +125,8 @@ def make_tree(height: float = 8.0, n_branches: int = 6, leaves_per_branch: int =
     }
 
 
-def make_grass(blades: int = 12, height: float = 0.6, seed: int = 0, origin: npt.ArrayLike = (0.0, 0.0, 0.0)) -> dict[str, np.ndarray]:
+def make_grass(blades: int = 12, height: float = 0.6, seed: int = 0, origin: npt.ArrayLike = (0.0, 0.0, 0.0)
+              ) -> dict[str, np.ndarray]:
     """A grass clump: ``blades`` thin triangle strips (3 segments each) standing on the ground."""
     rng = np.random.default_rng(seed)
     verts, faces = [], []
@@ -250,7 +251,8 @@ def _card(kind, base, direction, side, size):
 
 
 def make_vegetation(card: str = "quad", place: str = "touch", height: float = 6.0, n_branches: int = 5, twigs: int = 3,
-                    leaves_per_twig: int = 4, seed: int = 0, origin: npt.ArrayLike = (0.0, 0.0, 0.0), sides: int = 8) -> dict[str, np.ndarray]:
+                    leaves_per_twig: int = 4, seed: int = 0, origin: npt.ArrayLike = (0.0, 0.0, 0.0), sides: int = 8
+                   ) -> dict[str, np.ndarray]:
     """A tree of separate, unwelded pieces, as tree generators and asset libraries build them: a closed trunk
     tube; first-level branch tubes starting inside the trunk; twig tubes starting on their branch's surface; leaf
     cards of construction ``card`` (``LEAF_CARDS``) along each twig, ``place`` (``LEAF_PLACES``): touching it,

@@ -80,8 +80,9 @@ class BakeResult:
     parent: np.ndarray | None = None # (islands,) the island each hangs from (-1: trunk or stem)
 
 
-def bake_wind_data(positions: npt.ArrayLike, edges: npt.ArrayLike, labels: npt.ArrayLike | None = None, leaf_fraction: float = 0.2,
-                   slices: int = 24, max_samples: int = 8192, seed: int = 0, faced: npt.ArrayLike | None = None) -> BakeResult:
+def bake_wind_data(positions: npt.ArrayLike, edges: npt.ArrayLike, labels: npt.ArrayLike | None = None,
+                   leaf_fraction: float = 0.2, slices: int = 24, max_samples: int = 8192, seed: int = 0,
+                   faced: npt.ArrayLike | None = None) -> BakeResult:
     """Wind data of one asset. ``positions`` (N, 3) world space, ``edges`` (E, 2) vertex indices (the mesh's
     edges), ``labels`` optional (N,) overrides (0 auto, 1 trunk, 2 branch, 3 leaf), ``faced`` optional (N,) bool:
     the vertices that belong to a face (None: every vertex on an edge). Vertices without a face (loose points,
@@ -94,9 +95,9 @@ def bake_wind_data(positions: npt.ArrayLike, edges: npt.ArrayLike, labels: npt.A
             return stop.value
 
 
-def bake_steps(positions: npt.ArrayLike, edges: npt.ArrayLike, labels: npt.ArrayLike | None = None, leaf_fraction: float = 0.2, slices: int = 24,
-               max_samples: int = 8192, seed: int = 0, faced: npt.ArrayLike | None = None
-               ) -> Generator[float, None, BakeResult]:
+def bake_steps(positions: npt.ArrayLike, edges: npt.ArrayLike, labels: npt.ArrayLike | None = None,
+               leaf_fraction: float = 0.2, slices: int = 24, max_samples: int = 8192, seed: int = 0,
+               faced: npt.ArrayLike | None = None) -> Generator[float, None, BakeResult]:
     """``bake_wind_data`` as a job generator: yields progress fractions, returns the ``BakeResult``.
 
     Only the vertices with a face (``faced``) make the structure: the base, the height, the islands (through the
