@@ -23,9 +23,11 @@ distance of the pivot moves by at most ``view_margin`` (what an engine's culling
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
 MODES = ("RUNNER", "RUNNER_2AXIS", "PLANET", "CYLINDER")
 AXES = ("POS_X", "NEG_X", "POS_Y", "NEG_Y")
@@ -247,7 +249,8 @@ def view_margin(params: BendParams, view_distance: float) -> tuple[float, float]
     return float(down), float(up)
 
 
-def bent_bounds(bmin, bmax, params: BendParams, view_distance: float) -> tuple[np.ndarray, np.ndarray]:
+def bent_bounds(bmin: npt.ArrayLike, bmax: npt.ArrayLike, params: BendParams, view_distance: float
+               ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
     """A world-space box (min, max corners) grown by ``view_margin``: it holds the bent object wherever the pivot
     is, for every point of the object within ``view_distance`` of the pivot."""
     down, up = view_margin(params, view_distance)
@@ -326,7 +329,7 @@ def pick(
     params: BendParams,
     ground_z: float = 0.0,
     max_distance: float = 1.0e4,
-):
+) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.float64], npt.NDArray[np.float64], npt.NDArray[np.float64]]:
     """Where camera rays meet the bent ground, and which physical point that is.
 
     The ground is the physical plane ``z = ground_z``; it is drawn at ``ground_z - drop(x, y)``.
@@ -426,7 +429,8 @@ def _quadratic_pieces(o, d, params: BendParams, t_hi, height):
     return pieces
 
 
-def max_drop_over_box(bmin, bmax, params: BendParams) -> float:
+def max_drop_over_box(bmin: Sequence[float] | np.ndarray, bmax: Sequence[float] | np.ndarray,
+                      params: BendParams) -> float:
     """Largest absolute drop over the corners and mid-edges of a world-space bounding box (warning helper)."""
     xs = np.linspace(bmin[0], bmax[0], 5)
     ys = np.linspace(bmin[1], bmax[1], 5)

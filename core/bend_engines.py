@@ -27,8 +27,10 @@ horizon offset) scale by ``k`` and the strengths divide by it. The drop is along
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 
 import numpy as np
+import numpy.typing as npt
 
 from . import bend as core_bend
 from .outputs import write_text_files
@@ -79,7 +81,7 @@ def engine_scale(engine: str, unit_scale: float = 1.0) -> float:
     return ENGINES[engine][1] * metres
 
 
-def to_engine(points, engine: str, unit_scale: float = 1.0) -> np.ndarray:
+def to_engine(points: npt.ArrayLike, engine: str, unit_scale: float = 1.0) -> npt.NDArray[np.float64]:
     """Blender world points (N, 3) -> the engine's world points, for a scene whose ``scale_length`` is
     ``unit_scale``."""
     scale = engine_scale(engine, unit_scale)
@@ -460,8 +462,8 @@ def _corners(bmin, bmax) -> np.ndarray:
     return np.array([[(lo, hi)[i >> k & 1][k] for k in range(3)] for i in range(8)])
 
 
-def culling(params: core_bend.BendParams, objects=(), view_distance: float = DEFAULT_VIEW_DISTANCE,
-            engine: str | None = None, unit_scale: float = 1.0) -> dict:
+def culling(params: core_bend.BendParams, objects: Iterable[tuple[str, npt.ArrayLike, npt.ArrayLike]] = (),
+            view_distance: float = DEFAULT_VIEW_DISTANCE, engine: str | None = None, unit_scale: float = 1.0) -> dict:
     """What culling needs so that no bent object pops: the view margin (``core.bend.view_margin``) for
     ``view_distance`` (Blender units) and, per object of ``objects`` (``(name, flat_min, flat_max)``, world-space
     bounds of the physical, unbent object in Blender), its flat and bent bounds. In Blender's space and units
@@ -507,7 +509,8 @@ def culling(params: core_bend.BendParams, objects=(), view_distance: float = DEF
 
 
 def export_files(params: core_bend.BendParams, folder: str, source: str = "", unit_scale: float = 1.0,
-                 objects=(), view_distance: float = DEFAULT_VIEW_DISTANCE) -> list[str]:
+                 objects: Iterable[tuple[str, npt.ArrayLike, npt.ArrayLike]] = (),
+                 view_distance: float = DEFAULT_VIEW_DISTANCE) -> list[str]:
     """Write every engine's shader include, its examples (``EXAMPLE_FILES``: a material using the include and the
     game code that sets the pivot every frame) and ``envfx_bend.json`` into ``folder`` (created if missing), for a
     scene whose ``scale_length`` is ``unit_scale``; returns the paths written. ``objects`` (``(name, flat_min,

@@ -22,6 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
 from .colour import srgb_to_linear
 
@@ -44,7 +45,8 @@ def _check_count(count: int) -> int:
     return count
 
 
-def set_from_colours(colours, count: int = 1, band_spread: float = 0.35, ecotope_shift: float = 0.0) -> np.ndarray:
+def set_from_colours(colours: npt.ArrayLike, count: int = 1, band_spread: float = 0.35,
+                     ecotope_shift: float = 0.0) -> npt.NDArray[np.float32]:
     """A colorize set (``count * BANDS``, ``TEX_W``, 4) float32 from a few picked colours.
 
     ``colours``: (k, 3) linear RGB, k >= 1, laid along the 128 texels as a piecewise-linear gradient (world-data
@@ -77,7 +79,7 @@ def set_from_colours(colours, count: int = 1, band_spread: float = 0.35, ecotope
     return out
 
 
-def set_from_image(pixels, count: int = 1, srgb: bool = False) -> np.ndarray:
+def set_from_image(pixels: npt.ArrayLike, count: int = 1, srgb: bool = False) -> npt.NDArray[np.float32]:
     """A colorize set (``count * BANDS``, ``TEX_W``, 4) float32 from an image (H, W, 3 or 4), row 0 at the top:
     the image is resampled (box-averaged where it is bigger, linear where smaller) to ``count * BANDS`` rows of
     ``TEX_W`` texels, so a painted 128 x 8 strip per ecotope, stacked, comes through texel for texel. ``srgb``:
@@ -119,7 +121,7 @@ def _resample_axis(a: np.ndarray, n: int, axis: int) -> np.ndarray:
 
 # --- albedo ----------------------------------------------------------------------------------------------
 
-def neutralise(pixels, srgb: bool = False, alpha_cut: float = 0.5) -> np.ndarray:
+def neutralise(pixels: npt.ArrayLike, srgb: bool = False, alpha_cut: float = 0.5) -> npt.NDArray[np.float32]:
     """An albedo texture averaged to mid-grey: each colour channel scaled so its mean over the opaque texels
     (alpha >= ``alpha_cut``; all texels when none is) is ``MID_GREY`` after clipping to 0..1 (a texture with
     bright specks gets a little more gain so that the clipped mean is still mid-grey). The detail (the ratio of
@@ -150,7 +152,7 @@ def neutralise(pixels, srgb: bool = False, alpha_cut: float = 0.5) -> np.ndarray
 
 # --- the blend -------------------------------------------------------------------------------------------
 
-def overlay(base, blend) -> np.ndarray:
+def overlay(base: npt.ArrayLike, blend: npt.ArrayLike) -> npt.NDArray[np.float64]:
     """The overlay blend (Blender's Mix > Overlay at factor 1): ``2ab`` where the base is below 0.5, else
     ``1 - 2(1-a)(1-b)``. Over a mid-grey base the result is the blend colour."""
     a = np.asarray(base, dtype=np.float64)
@@ -158,7 +160,7 @@ def overlay(base, blend) -> np.ndarray:
     return np.where(a < 0.5, 2.0 * a * b, 1.0 - 2.0 * (1.0 - a) * (1.0 - b))
 
 
-def blend(albedo, colour, mask=1.0) -> np.ndarray:
+def blend(albedo: npt.ArrayLike, colour: npt.ArrayLike, mask: npt.ArrayLike = 1.0) -> npt.NDArray[np.float64]:
     """The colour laid over the (neutralised) albedo through the mask: ``albedo + mask * (overlay - albedo)``
     (Blender's Mix > Overlay with the mask as its factor)."""
     a = np.asarray(albedo, dtype=np.float64)
@@ -178,14 +180,14 @@ class Region:
     min_y: float = -50.0
     size: float = 100.0
 
-    def uv(self, positions) -> np.ndarray:
+    def uv(self, positions: npt.ArrayLike) -> npt.NDArray[np.float64]:
         p = np.asarray(positions, dtype=np.float64).reshape(-1, np.shape(positions)[-1])
         if not self.size > 0.0:
             raise ColorizeError(f"The world-data region needs a size above 0, not {self.size}")
         return np.stack([(p[:, 0] - self.min_x) / self.size, (p[:, 1] - self.min_y) / self.size], axis=1)
 
 
-def sample_linear(image, uv) -> np.ndarray:
+def sample_linear(image: npt.ArrayLike, uv: npt.ArrayLike) -> npt.NDArray[np.float64]:
     """Bilinear lookup of ``image`` (H, W[, C]) stored bottom row first (as Blender stores it) at ``uv`` (N, 2),
     texel centres at (i + 0.5) / W, clamped at the borders: Blender's Image Texture node with Linear
     interpolation and Extend extension."""
@@ -204,7 +206,7 @@ def sample_linear(image, uv) -> np.ndarray:
     return top * (1 - ty) + bot * ty
 
 
-def sample_closest(image, uv) -> np.ndarray:
+def sample_closest(image: npt.ArrayLike, uv: npt.ArrayLike) -> np.ndarray:
     """Nearest-texel lookup (Blender's Closest interpolation, Extend), ``image`` bottom row first."""
     img = np.asarray(image)
     h, w = img.shape[:2]
@@ -214,14 +216,15 @@ def sample_closest(image, uv) -> np.ndarray:
     return img[y, x]
 
 
-def ecotope_index(value, count: int) -> np.ndarray:
+def ecotope_index(value: npt.ArrayLike, count: int) -> npt.NDArray[np.int_]:
     """The ecotope an ecotope-map value 0..1 picks: ``round(value * (count - 1))`` clamped (value ``e / (count-1)``
     picks ecotope ``e``)."""
     v = np.clip(np.asarray(value, dtype=np.float64), 0.0, 1.0)
     return np.clip(np.floor(v * (count - 1) + 0.5), 0, count - 1).astype(int)
 
 
-def sample_set(atlas, ecotope, band, value) -> np.ndarray:
+def sample_set(atlas: npt.ArrayLike, ecotope: npt.ArrayLike, band: npt.ArrayLike, value: npt.ArrayLike
+              ) -> npt.NDArray[np.float64]:
     """(N, 3) colours of a colorize set (``count * BANDS``, ``TEX_W``, 4), row 0 at the top, for ecotope, band
     (0..7, clamped) and world-data value (0..1) per sample: the row's centre, linear along the row, clamped."""
     a = np.asarray(atlas, dtype=np.float64)
@@ -239,7 +242,9 @@ def sample_set(atlas, ecotope, band, value) -> np.ndarray:
     return a[row, x0, :3] * (1 - t) + a[row, x1, :3] * t
 
 
-def colorize(positions, albedo, atlas, world, region: Region, band, mask=1.0, ecotope=0, ecotope_map=None):
+def colorize(positions: npt.ArrayLike, albedo: npt.ArrayLike, atlas: npt.ArrayLike, world: npt.ArrayLike,
+             region: Region, band: npt.ArrayLike, mask: npt.ArrayLike = 1.0, ecotope: npt.ArrayLike = 0,
+             ecotope_map: npt.ArrayLike | None = None) -> npt.NDArray[np.float64]:
     """The whole chain for ``positions`` (N, 3) world space (an object's origin, or each vertex of grass):
     the world-data value at the position (``world`` (H, W) grey-scale, bottom row first, bilinear), the ecotope
     (from ``ecotope_map`` (H, W) sampled closest at the same place when given, else ``ecotope``), the set's colour
@@ -253,7 +258,7 @@ def colorize(positions, albedo, atlas, world, region: Region, band, mask=1.0, ec
     return blend(np.asarray(albedo, dtype=np.float64).reshape(-1, 3), colour, mask)
 
 
-def check_world_data(width: int, height: int, name: str = "the world-data texture"):
+def check_world_data(width: int, height: int, name: str = "the world-data texture") -> None:
     """A world-data texture must exist and be square (it is mapped over a square region of the world)."""
     if width <= 0 or height <= 0:
         raise ColorizeError(f"{name} has no pixels (missing file?): pick or load a grey-scale image")

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import struct
+from collections.abc import Sequence
 
 import numpy as np
+import numpy.typing as npt
 
 DDSD_CAPS, DDSD_HEIGHT, DDSD_WIDTH, DDSD_PITCH = 0x1, 0x2, 0x4, 0x8
 DDSD_PIXELFORMAT, DDSD_MIPMAPCOUNT = 0x1000, 0x20000
@@ -26,7 +28,7 @@ def dds_format(srgb: bool) -> dict:
             "alpha_mode": "straight"}
 
 
-def encode_dds(levels, *, srgb: bool) -> bytes:
+def encode_dds(levels: Sequence[npt.NDArray[np.uint8]], *, srgb: bool) -> bytes:
     """Uncompressed 32-bit RGBA DDS (byte order R, G, B, A, straight alpha) holding every level given.
 
     ``srgb``: the colour channels are sRGB-encoded (the mips' ``MipSettings.srgb``). Then the file has the DX10

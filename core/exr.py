@@ -14,9 +14,11 @@ that would not get smaller is stored raw (readers tell by its size).
 from __future__ import annotations
 
 import struct
+from typing import BinaryIO
 import zlib
 
 import numpy as np
+import numpy.typing as npt
 
 MAGIC = 20000630
 NO_COMPRESSION, ZIP_COMPRESSION = 0, 3
@@ -109,7 +111,7 @@ class RowWriter:
     reused from one call to the next, zero at first); ``write()`` appends them; ``close()`` checks that every
     scanline came."""
 
-    def __init__(self, fh, height: int, width: int, channels: str, half: bool = False):
+    def __init__(self, fh: BinaryIO, height: int, width: int, channels: str, half: bool = False):
         c = len(channels)
         order, header = _header(height, width, channels, NO_COMPRESSION, half)
         self.block = np.dtype([("y", "<i4"), ("size", "<i4"), ("data", _DTYPES[HALF if half else FLOAT], (c, width))])
@@ -128,21 +130,21 @@ class RowWriter:
         self._blocks["y"] = self.y + np.arange(count)
         return self._blocks["data"]
 
-    def write(self):
-        if self._blocks is None:
+    def write(self) -> None:
+        if self._blocks is None or self._raw is None:  # set together by rows()
             raise ValueError("RowWriter.write() before rows(): there are no scanlines to write")
         count = len(self._blocks)
         if self.y + count > self.height:
             raise ValueError(f"{self.y + count} scanlines written into an EXR of {self.height}")
-        self.fh.write(self._raw)
+        self.fh.write(self._raw.data)  # a memoryview: numpy is not typed a buffer
         self.y += count
 
-    def close(self):
+    def close(self) -> None:
         if self.y != self.height:
             raise ValueError(f"{self.y} of the EXR's {self.height} scanlines were written")
 
 
-def encode_exr_array(pixels, channels: str | None = None, half: bool = False) -> np.ndarray:
+def encode_exr_array(pixels: npt.ArrayLike, channels: str | None = None, half: bool = False) -> np.ndarray:
     """``encode_exr`` without compression, as a uint8 array (``uncompressed_file`` filled from ``pixels``)."""
     arr, _order, _header = _prepare(pixels, channels, NO_COMPRESSION, half)
     h, w, c = arr.shape
@@ -153,7 +155,7 @@ def encode_exr_array(pixels, channels: str | None = None, half: bool = False) ->
     return buf
 
 
-def encode_exr(pixels, channels: str | None = None, compression: int = ZIP_COMPRESSION, level: int = 6,
+def encode_exr(pixels: npt.ArrayLike, channels: str | None = None, compression: int = ZIP_COMPRESSION, level: int = 6,
                half: bool = False) -> bytes:
     """EXR bytes of an (H, W, C) float image, row 0 at the top; ``channels`` names C channels (default "Y",
     "RGB" or "RGBA" by C); pixels are stored as 32-bit floats, or as 16-bit halves with ``half`` (values beyond
@@ -182,21 +184,21 @@ def encode_exr(pixels, channels: str | None = None, compression: int = ZIP_COMPR
     return header + struct.pack(f"<{nblocks}Q", *offsets) + b"".join(blocks)
 
 
-def write_exr(path: str, pixels, channels: str | None = None, compression: int = ZIP_COMPRESSION,
-              half: bool = False):
+def write_exr(path: str, pixels: npt.ArrayLike, channels: str | None = None, compression: int = ZIP_COMPRESSION,
+              half: bool = False) -> None:
     data = encode_exr(pixels, channels, compression, half=half)
     with open(path, "wb") as fh:
         fh.write(data)
 
 
-def read_exr(path: str):
+def read_exr(path: str) -> tuple[npt.NDArray[np.float32], list[str]]:
     """(pixels (H, W, C) float32 in the file's channel order sorted by name, channel names) of an EXR written by
     ``write_exr`` (scanline, FLOAT or HALF channels, all of one type, no or ZIP compression)."""
     with open(path, "rb") as fh:
         return decode_exr(fh.read())
 
 
-def decode_exr(data: bytes):
+def decode_exr(data: bytes) -> tuple[npt.NDArray[np.float32], list[str]]:
     """``read_exr`` of the file's bytes."""
     magic, version = struct.unpack_from("<ii", data, 0)
     if magic != MAGIC:

@@ -20,10 +20,13 @@ import math
 import os
 import shutil
 import tempfile
+from collections.abc import Generator, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import Any, overload
 
 import numpy as np
+import numpy.typing as npt
 
 from . import exr, png
 from .colour import linear_to_srgb
@@ -118,7 +121,14 @@ class Grid:
         """(H,) y of the texel centres (row 0 is y_max)."""
         return (self.region[3] - (np.arange(self.height, dtype=np.float64) + 0.5) * self.ty).astype(np.float32)
 
-    def texel_of(self, x, y):
+    @overload
+    def texel_of(self, x: float, y: float) -> tuple[np.int64, np.int64]: ...
+
+    @overload
+    def texel_of(self, x: npt.ArrayLike, y: npt.ArrayLike
+                ) -> tuple[np.int64 | npt.NDArray[np.int64], np.int64 | npt.NDArray[np.int64]]: ...
+
+    def texel_of(self, x: npt.ArrayLike, y: npt.ArrayLike) -> tuple[Any, Any]:
         """(row, column) of the texels holding world points (clipped to the grid)."""
         j = np.clip(np.floor((np.asarray(x, np.float64) - self.region[0]) / self.tx), 0, self.width - 1)
         i = np.clip(np.floor((self.region[3] - np.asarray(y, np.float64)) / self.ty), 0, self.height - 1)
@@ -134,7 +144,7 @@ class Result:
     warnings: list = field(default_factory=list)
 
 
-def make_grid(region, resolution: int) -> Grid:
+def make_grid(region: Iterable[float], resolution: int) -> Grid:
     """The grid over ``region`` with ``resolution`` texels along its longest side (near-square texels)."""
     x0, y0, x1, y1 = (float(v) for v in region)
     w, h = x1 - x0, y1 - y0
@@ -151,7 +161,7 @@ def make_grid(region, resolution: int) -> Grid:
 
 # --- occupancy ---------------------------------------------------------------------------------------------
 
-def rasterise(grid: Grid, triangles, chunk: int = 4_000_000) -> np.ndarray:
+def rasterise(grid: Grid, triangles: npt.ArrayLike, chunk: int = 4_000_000) -> np.ndarray:
     """(H, W) bool: texels whose centre lies in a triangle seen from above, plus texels that a triangle's edges
     pass through (so walls made of vertical faces only, edge-on from above, still block). ``triangles`` is
     (T, 3, 2 or 3) world coordinates. Vectorised over (triangle, texel-of-its-box) pairs, ``chunk`` at a time."""
@@ -241,8 +251,8 @@ def influence_radius(light: Light, height: float, falloff: str) -> float:
     return float(math.sqrt(max(d * d - height * height, 0.0)))
 
 
-def falloff_values(light: Light, dx, dy, height: float, falloff: str, radius: float, gain: float = 1.0
-                   ) -> np.ndarray:
+def falloff_values(light: Light, dx: npt.NDArray[np.float32], dy: npt.NDArray[np.float32], height: float, falloff: str,
+                   radius: float, gain: float = 1.0) -> np.ndarray:
     """Irradiance on the ground (before colour and shadows) at ground offsets (dx, dy) from the light's foot.
     PHYSICAL: I cos(theta) / d^2, with the spot cone or the area light's own cosine as Cycles has them; SMOOTH: the
     write-up's gradient circle, its peak the physical value at the light's foot, falling as (1 - r/R)^2 to 0 at R.
@@ -388,8 +398,8 @@ def _tile_bounds(gx, gy, px, py, scale, nbins):
     return near2, far2, first, count
 
 
-def visibility(xs, ys, occ_boundary_xy, half: float, lx: float, ly: float, offsets, nbins: int,
-               tile: int | None = None) -> np.ndarray:
+def visibility(xs: npt.ArrayLike, ys: npt.ArrayLike, occ_boundary_xy: tuple[npt.ArrayLike, npt.ArrayLike], half: float,
+               lx: float, ly: float, offsets: npt.ArrayLike, nbins: int, tile: int | None = None) -> np.ndarray:
     """(len(ys), len(xs)) float32: the share of the light positions (lx, ly) + ``offsets`` that each texel centre
     sees. ``occ_boundary_xy`` = (bx, by) centres of the blocking texels (``boundary``) of half-size ``half``.
 
@@ -451,8 +461,9 @@ def _visibility_counts(xs, ys, occ_boundary_xy, half: float, lx: float, ly: floa
     return out[:h, :w]
 
 
-def visibility_reference(xs, ys, occ_boundary_xy, half: float, lx: float, ly: float, offsets,
-                         nbins: int) -> np.ndarray:
+def visibility_reference(xs: npt.ArrayLike, ys: npt.ArrayLike, occ_boundary_xy: tuple[npt.ArrayLike, npt.ArrayLike],
+                         half: float, lx: float, ly: float, offsets: npt.ArrayLike, nbins: int
+                        ) -> npt.NDArray[np.float32]:
     """``visibility`` the plain way: every light position tested on every texel (what the tests pin it to)."""
     bx, by = occ_boundary_xy
     offsets = np.asarray(offsets, dtype=np.float64).reshape(-1, 2)
@@ -467,7 +478,7 @@ def visibility_reference(xs, ys, occ_boundary_xy, half: float, lx: float, ly: fl
     return acc * np.float32(1.0 / len(offsets))
 
 
-def check_lights(grid: Grid, occ: np.ndarray, lights, ground_z: float):
+def check_lights(grid: Grid, occ: np.ndarray, lights: Sequence[Light], ground_z: float) -> None:
     """Refuse lights the map cannot use: none, below the ground, outside the region, inside an obstacle."""
     if not lights:
         raise LightmapError("No lights: add point, spot or area lights to the scene (or to the Lights collection)")
@@ -662,7 +673,8 @@ def bake_threads() -> int:
     return max(1, min(n, 4))
 
 
-def bake_job(grid: Grid, occ: np.ndarray, lights, ground_z: float, settings: Settings, threads: int | None = None):
+def bake_job(grid: Grid, occ: np.ndarray, lights: Sequence[Light], ground_z: float, settings: Settings,
+             threads: int | None = None) -> Generator[float, None, Result]:
     """Job generator (see progress.py): yields fractions, returns a Result. Lights are blended additively, each
     rendered over its area of influence only, ``threads`` of them at once (None: ``bake_threads()``); the sum is the
     same whatever the number of threads (lights are added in their order)."""
@@ -722,8 +734,8 @@ def bake_job(grid: Grid, occ: np.ndarray, lights, ground_z: float, settings: Set
     return Result(rgb=rgb, occupancy=occ, occlusion=occl, grid=grid, warnings=warnings)
 
 
-def bake(grid: Grid, occ: np.ndarray, lights, ground_z: float, settings: Settings, threads: int | None = None
-         ) -> Result:
+def bake(grid: Grid, occ: np.ndarray, lights: Sequence[Light], ground_z: float, settings: Settings,
+         threads: int | None = None) -> Result:
     """``bake_job`` run to its end."""
     job = bake_job(grid, occ, lights, ground_z, settings, threads)
     while True:
@@ -750,7 +762,7 @@ def distance_image(grid: Grid, occ: np.ndarray, longest: int = 256) -> tuple:
     return np.maximum(d - np.float32(cell * math.sqrt(2.0)), 0.0).astype(np.float32), cell
 
 
-def light_circles(grid: Grid, lights, ground_z: float, scale: float = 0.5) -> np.ndarray:
+def light_circles(grid: Grid, lights: Iterable[Light], ground_z: float, scale: float = 0.5) -> npt.NDArray[np.float32]:
     """Day 6, Solution 3: the pre-rendered buffer of every light's circle, smaller than its reach and without
     shadows ((H, W, 3) float32, peak 1 per light times its colour), which a game lays over its lens-dirt texture."""
     h, w = grid.height, grid.width
@@ -764,7 +776,8 @@ def light_circles(grid: Grid, lights, ground_z: float, scale: float = 0.5) -> np
     return out
 
 
-def vertex_light(points, normals, lights, grid: Grid, occ: np.ndarray) -> np.ndarray:
+def vertex_light(points: npt.ArrayLike, normals: npt.ArrayLike, lights: Iterable[Light], grid: Grid, occ: np.ndarray
+                ) -> npt.NDArray[np.float32]:
     """Day 1: (N, 3) float32 light at the vertices of static 3D geometry (the walls themselves): each light's
     intensity times the cosine at the vertex normal over the squared distance, where the light sees the vertex from
     above (the shadow test of the map, with a texel and a half of slack so a wall's own face does not shadow it)."""
@@ -806,8 +819,8 @@ class ShadowQuad:
     alpha: float
 
 
-def shadow_quad(actor_xy, half_size, light_xy, wall_distance: float, wall_size: float, length: float = 2.0,
-                max_angle: float = 0.6, fade: float = 0.2) -> ShadowQuad:
+def shadow_quad(actor_xy: Iterable[float], half_size: Iterable[float], light_xy: Iterable[float], wall_distance: float,
+                wall_size: float, length: float = 2.0, max_angle: float = 0.6, fade: float = 0.2) -> ShadowQuad:
     """The write-up's 1-2 sprite shadow for a rectangular actor (``half_size`` = (hx, hy), axis-aligned) lit by a
     light at ``light_xy``: cast away from the light, as wide as the actor seen across the beam, so short that no
     corner of it is farther from the actor's centre than the nearest wall + the wall size (so it does not show
@@ -830,7 +843,7 @@ def shadow_quad(actor_xy, half_size, light_xy, wall_distance: float, wall_size: 
                       spread, alpha)
 
 
-def nearest_light(points_xy, lights_xy) -> np.ndarray:
+def nearest_light(points_xy: npt.ArrayLike, lights_xy: npt.ArrayLike) -> npt.NDArray[np.intp]:
     """(N,) index of the nearest light of each point (the cache the write-up prepares once per level)."""
     p = np.asarray(points_xy, dtype=np.float64).reshape(-1, 2)
     q = np.asarray(lights_xy, dtype=np.float64).reshape(-1, 2)

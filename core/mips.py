@@ -30,9 +30,11 @@ import json
 import math
 import os
 import re
+from collections.abc import Container, Generator, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
+import numpy.typing as npt
 
 from . import dds, outputs
 from .colour import linear_to_srgb, srgb_to_linear
@@ -107,7 +109,7 @@ class MipChain:
 _SRGB_LUT = srgb_to_linear(np.arange(256, dtype=np.float32) / 255.0)
 
 
-def to_u8(x) -> np.ndarray:
+def to_u8(x: npt.ArrayLike) -> npt.NDArray[np.uint8]:
     """Float in [0, 1] to uint8 (round half up, clamped)."""
     return np.floor(np.clip(x, 0.0, 1.0) * 255.0 + 0.5).astype(np.uint8)
 
@@ -128,7 +130,7 @@ def memory_estimate(height: int, width: int) -> int:
     return int(height) * int(width) * BYTES_PER_PIXEL
 
 
-def check_size(height: int, width: int, settings: MipSettings = MipSettings()):
+def check_size(height: int, width: int, settings: MipSettings = MipSettings()) -> None:
     if height < 1 or width < 1:
         raise MipsError(f"Image is {width}x{height}: it has no pixels")
     need = memory_estimate(height, width)
@@ -143,7 +145,7 @@ def check_size(height: int, width: int, settings: MipSettings = MipSettings()):
 
 # --- input ------------------------------------------------------------------------------------------------
 
-def normalize(pixels) -> tuple:
+def normalize(pixels: npt.ArrayLike) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.uint8] | None, bool, list[str]]:
     """(H, W, C) or (H, W) array -> (float32 RGBA in [0, 1], uint8 RGBA or None, has_alpha, warnings).
 
     The uint8 copy is kept for 8-bit input so level 0 is written back bit-exactly."""
@@ -155,8 +157,8 @@ def normalize(pixels) -> tuple:
     h, w, c = arr.shape
     if h < 1 or w < 1:
         raise MipsError(f"Image is {w}x{h}: it has no pixels")
-    warnings = []
-    u8 = None
+    warnings: list[str] = []
+    u8: npt.NDArray[np.uint8] | None = None
     if arr.dtype == np.uint8:
         u8 = arr
     elif arr.dtype == np.uint16:
@@ -179,7 +181,7 @@ def normalize(pixels) -> tuple:
     if not has_alpha:
         fill = np.full((h, w, 1), 255 if u8 is not None else 1.0, dtype=arr.dtype)
         arr = np.concatenate([arr, fill], axis=2)
-        u8 = np.concatenate([u8, fill], axis=2) if u8 is not None else None
+        u8 = np.concatenate([u8, fill], axis=2, dtype=np.uint8) if u8 is not None else None  # fill is uint8 then
     if u8 is not None:
         u8 = np.ascontiguousarray(u8)
         rgba = u8.astype(np.float32) * np.float32(1.0 / 255.0)
@@ -308,7 +310,7 @@ class _Field:
         self.mx = self.mx[pos]
 
 
-def coverage(alpha, ref: float = 0.5, supersample: int = 4) -> float:
+def coverage(alpha: npt.ArrayLike, ref: float = 0.5, supersample: int = 4) -> float:
     """Share of bilinear sub-samples (``supersample``^2 per texel, clamped edges) with alpha >= ref.
 
     ``alpha``: (h, w) array, uint8 (read as /255) or float in [0, 1]."""
@@ -333,7 +335,7 @@ def _quantiser(k: float):
     return f
 
 
-def solve_scale(a: np.ndarray, target: float, ref: float, supersample: int):
+def solve_scale(a: np.ndarray, target: float, ref: float, supersample: int) -> tuple[float, float, float, float]:
     """Scale k for float alpha ``a`` whose 8-bit quantised result has coverage closest to ``target``.
 
     Returns (k, coverage at k, naive coverage at k = 1, step: coverage gap of the final bracket). The search
@@ -407,7 +409,7 @@ def solve_scale(a: np.ndarray, target: float, ref: float, supersample: int):
 
 # --- the chain --------------------------------------------------------------------------------------------
 
-def build_chain_job(pixels, settings: MipSettings = MipSettings()):
+def build_chain_job(pixels: npt.ArrayLike, settings: MipSettings = MipSettings()) -> Generator[float, None, MipChain]:
     """Job generator (yields progress fractions, returns a MipChain); see ``build_chain``."""
     settings = settings.validate()
     arr = np.asarray(pixels)
@@ -463,7 +465,7 @@ def build_chain_job(pixels, settings: MipSettings = MipSettings()):
     return MipChain(levels, naive_alpha, reports, float(target), settings, has_alpha, warnings)
 
 
-def build_chain(pixels, settings: MipSettings = MipSettings()) -> MipChain:
+def build_chain(pixels: npt.ArrayLike, settings: MipSettings = MipSettings()) -> MipChain:
     """The numpy entry point: (H, W, C) pixels (top row first) -> MipChain (uint8 RGBA levels + report)."""
     job = build_chain_job(pixels, settings)
     while True:
@@ -479,7 +481,7 @@ DDS_ALPHA_MODE_STRAIGHT = dds.DDS_ALPHA_MODE_STRAIGHT
 dds_format = dds.dds_format
 
 
-def encode_dds(levels, *, srgb: bool) -> bytes:
+def encode_dds(levels: Sequence[npt.NDArray[np.uint8]], *, srgb: bool) -> bytes:
     """``core.dds.encode_dds`` (uncompressed RGBA8 DDS of every level given), refusing with ``MipsError``."""
     try:
         return dds.encode_dds(levels, srgb=srgb)
@@ -542,7 +544,7 @@ def compare_picture(chain: MipChain, tile: int = 128, max_levels: int = 10) -> n
 
 # --- report and files -------------------------------------------------------------------------------------
 
-def report_dict(chain: MipChain, source: str = "", dds: bool = True, files=None) -> dict:
+def report_dict(chain: MipChain, source: str = "", dds: bool = True, files: Iterable[str] | None = None) -> dict:
     """The ``<name>_mips.json`` report; ``dds``: a DDS file is written (its format is then named in the report);
     ``files``: the names of the files written for this image (``output_names``), which the next run into the same
     folder removes if it does not write them again."""
@@ -566,7 +568,7 @@ def report_dict(chain: MipChain, source: str = "", dds: bool = True, files=None)
     }
 
 
-def parse_formats(text) -> tuple:
+def parse_formats(text: str | Iterable[str]) -> tuple[str, ...]:
     items = [t.strip().lower() for t in (text.split(",") if isinstance(text, str) else text) if t.strip()]
     bad = [t for t in items if t not in FORMATS]
     if bad or not items:
@@ -574,12 +576,12 @@ def parse_formats(text) -> tuple:
     return tuple(dict.fromkeys(items))
 
 
-def check_output_dir(out_dir: str):
+def check_output_dir(out_dir: str) -> None:
     outputs.check_folder(out_dir, error=MipsError,
                          empty="No output folder: choose the folder the mip chains are written to")
 
 
-def output_names(stem: str, n_levels: int, formats, compare: bool = True) -> list:
+def output_names(stem: str, n_levels: int, formats: Container[str], compare: bool = True) -> list:
     names = []
     if "dds" in formats:
         names.append(f"{stem}.dds")
@@ -657,7 +659,8 @@ class StagedOutput:
     image's chain, a DDS or comparison picture no longer asked for), except the paths in ``keep`` (the inputs).
     ``removed`` lists the paths removed, ``not_removed`` the ones that could not be, with the reason."""
 
-    def __init__(self, out_dir: str, formats=FORMATS, compare: bool = True, keep=()):
+    def __init__(self, out_dir: str, formats: str | Iterable[str] = FORMATS, compare: bool = True,
+                 keep: Iterable[str] = ()):
         self.formats = parse_formats(formats)
         self.compare = compare
         check_output_dir(out_dir)
@@ -738,7 +741,7 @@ class StagedOutput:
                 self.not_removed.append(f"{path} ({exc.strerror or exc})")
         return moved
 
-    def abort(self):
+    def abort(self) -> None:
         if self.done:
             return
         self.staging.abort()
@@ -753,7 +756,8 @@ class StagedOutput:
         return False
 
 
-def write_outputs_job(items, out_dir: str, formats=FORMATS, compare: bool = True):
+def write_outputs_job(items: Sequence[tuple[str, str, MipChain]], out_dir: str, formats: str | Iterable[str] = FORMATS,
+                      compare: bool = True) -> Generator[float, None, list]:
     """Write every (stem, source, MipChain) of ``items`` into ``out_dir``; job generator returning the paths.
     Nothing appears in ``out_dir`` unless every file was written (see StagedOutput)."""
     with StagedOutput(out_dir, formats, compare) as staged:
@@ -763,7 +767,8 @@ def write_outputs_job(items, out_dir: str, formats=FORMATS, compare: bool = True
         return staged.commit()
 
 
-def write_outputs(items, out_dir: str, formats=FORMATS, compare: bool = True) -> list:
+def write_outputs(items: Sequence[tuple[str, str, MipChain]], out_dir: str, formats: str | Iterable[str] = FORMATS,
+                  compare: bool = True) -> list:
     job = write_outputs_job(items, out_dir, formats, compare)
     while True:
         try:

@@ -32,7 +32,7 @@ import socket
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 STAGING_PREFIX = ".envfx-staging-"
 # staging folders of earlier EnvFX versions: the pid follows the prefix
@@ -133,7 +133,7 @@ def write_text_files(folder: str, texts: dict) -> list:
     return written
 
 
-def remove_made(made: list):
+def remove_made(made: list) -> None:
     """Remove the folders ``make_folder`` made, as long as they are empty."""
     for path in made:
         try:
@@ -435,7 +435,7 @@ class Staging:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         return path
 
-    def commit(self, names=None) -> list:
+    def commit(self, names: Iterable[str] | None = None) -> list:
         """Move the staged files (``names``, or every file staged; never the owner file) into the output folder,
         replacing files of the same name; returns their final paths."""
         if names is None:
@@ -452,7 +452,7 @@ class Staging:
         self.done = True
         return final
 
-    def abort(self):
+    def abort(self) -> None:
         if not self.done:
             shutil.rmtree(self.path, ignore_errors=True)
             remove_made(self.made)

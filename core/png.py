@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import struct
 import zlib
+from typing import BinaryIO
 
 import numpy as np
+import numpy.typing as npt
 
 
 def _chunk(kind: bytes, data: bytes) -> bytes:
@@ -13,7 +15,7 @@ def _chunk(kind: bytes, data: bytes) -> bytes:
     return b"".join((struct.pack(">I", len(data)), kind, data, struct.pack(">I", crc)))
 
 
-def encode_png(pixels, level: int = 6) -> bytes:
+def encode_png(pixels: npt.ArrayLike, level: int = 6) -> bytes:
     """PNG of an (H, W, C) uint8 or uint16 array, C = 1 grey, 2 grey+alpha, 3 RGB, 4 RGBA (filter 'up'; none
     at level 0, which stores the rows without deflating them). Row 0 is the top of the picture."""
     arr = np.asarray(pixels)
@@ -74,7 +76,8 @@ def decode_png(data: bytes) -> np.ndarray:
     return out.reshape(h, w, c)
 
 
-def encode_png16_from_float(image, lo, scale, level: int = 0, chunk_rows: int = 256) -> bytes:
+def encode_png16_from_float(image: npt.NDArray[np.float32], lo: npt.ArrayLike, scale: npt.ArrayLike, level: int = 0,
+                            chunk_rows: int = 256) -> bytes:
     """16-bit PNG of an (H, W, C) float32 ``image`` quantised on the way in, ``texel = round((value - lo) *
     scale)`` clamped to 0..65535 per channel, a block of rows at a time straight into the file's row buffer (no
     full-size temporary copies: a 300 MB bake is quantised in one pass). Filter none; ``level`` 0 stores the rows
@@ -95,7 +98,7 @@ def encode_png16_from_float(image, lo, scale, level: int = 0, chunk_rows: int = 
             + _chunk(b"IEND", b""))
 
 
-def to_uint8(img) -> np.ndarray:
+def to_uint8(img: npt.ArrayLike) -> npt.NDArray[np.uint8]:
     """Float 0..1 (clipped) or uint8 pixels as uint8."""
     arr = np.asarray(img)
     if arr.dtype == np.uint8:
@@ -103,7 +106,7 @@ def to_uint8(img) -> np.ndarray:
     return (np.clip(arr, 0.0, 1.0) * 255.0 + 0.5).astype(np.uint8)
 
 
-def write_png(path: str, img, level: int = 4):
+def write_png(path: str, img: npt.ArrayLike, level: int = 4) -> None:
     """Write an (H, W, C) float image in 0..1 (or uint8) as an 8-bit PNG."""
     data = encode_png(to_uint8(img), level)
     with open(path, "wb") as fh:
@@ -129,7 +132,7 @@ class StoredPng16Writer:
     one call to the next); ``write()`` appends them; ``close()`` (after the last row) writes the checksums and
     the end of the file."""
 
-    def __init__(self, fh, height: int, width: int, channels: int):
+    def __init__(self, fh: BinaryIO, height: int, width: int, channels: int):
         if not stored_row_fits(width, channels):
             raise ValueError(f"A row of {width} pixels of {channels} 16-bit channels does not fit one stored block")
         self.fh, self.height, self.width, self.c = fh, height, width, channels
@@ -149,7 +152,7 @@ class StoredPng16Writer:
             self._blocks[:, 1:5] = np.frombuffer(struct.pack("<2H", self.row, self.row ^ 0xFFFF), np.uint8)  # LEN, NLEN
         return self._blocks[:, 6:].view(">u2").reshape(count, self.width, self.c)  # after each row's filter byte
 
-    def write(self):
+    def write(self) -> None:
         blocks = self._blocks
         if blocks is None:
             raise ValueError("StoredPng16Writer.write() before rows(): there are no rows to write")
@@ -162,10 +165,10 @@ class StoredPng16Writer:
         for r in range(count):  # the checksum of the stream's data: each row's filter byte and texels
             self.adler = zlib.adler32(blocks[r, 5:].data, self.adler)  # memoryviews: numpy is not typed a buffer
         self.crc = zlib.crc32(blocks.data, self.crc)
-        self.fh.write(blocks)
+        self.fh.write(blocks.data)
         self.y += count
 
-    def close(self):
+    def close(self) -> None:
         if self.y != self.height:
             raise ValueError(f"{self.y} of the PNG's {self.height} rows were written")
         tail = struct.pack(">I", self.adler)

@@ -27,8 +27,10 @@ preview's twin (``preview_displacement``).
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 
 import numpy as np
+import numpy.typing as npt
 
 from . import bend_engines
 from .outputs import write_text_files
@@ -56,7 +58,7 @@ def engine_constants(resolution: int, world_size: float, engine: str, unit_scale
             "axes": bend_engines.ENGINES[engine][4], "units": bend_engines.units_note(engine, unit_scale)}
 
 
-def follow_uv_offset(pivot, c: dict) -> np.ndarray:
+def follow_uv_offset(pivot: npt.ArrayLike, c: dict) -> npt.NDArray[np.float64]:
     """(N, 2) the follow window's ``uv_offset`` for engine-space pivots (N, 3), snapped to whole texels: what the
     shader's ``envfx_snow_follow_offset`` computes, and ``engine_uv_offset(snap_origin(...))`` in Blender terms."""
     p = np.asarray(pivot, np.float64).reshape(-1, 3)
@@ -71,7 +73,7 @@ def follow_uv_offset(pivot, c: dict) -> np.ndarray:
     return np.stack([ou, ov], axis=1)
 
 
-def sample(buffer_rows, uv, resolution: int) -> np.ndarray:
+def sample(buffer_rows: npt.ArrayLike, uv: npt.ArrayLike, resolution: int) -> npt.NDArray[np.float64]:
     """(N, 4) bilinear samples of the buffer as the engine holds it (``buffer_rows``: (res, res, 4), row 0 at the
     engine's texture-coordinate origin) at (N, 2) texture coordinates, as the shader reads it."""
     b = np.asarray(buffer_rows, np.float64)
@@ -86,14 +88,15 @@ def sample(buffer_rows, uv, resolution: int) -> np.ndarray:
     return top * (1 - ty) + bottom * ty
 
 
-def engine_rows(buffer, engine: str) -> np.ndarray:
+def engine_rows(buffer: npt.ArrayLike, engine: str) -> np.ndarray:
     """A buffer as ``core.snow`` holds it (row 0 = min world y) in the engine's texel order (Godot and Unreal: the
     EXR's own, top row first; Unity: bottom row first)."""
     arr = np.asarray(buffer)
     return arr if engine == "UNITY" else arr[::-1]
 
 
-def displacement(points, thickness, buffer_rows, uv_offset, c: dict) -> np.ndarray:
+def displacement(points: npt.ArrayLike, thickness: npt.ArrayLike, buffer_rows: npt.ArrayLike, uv_offset: npt.ArrayLike,
+                 c: dict) -> np.ndarray:
     """(N, 3) world displacement of engine-space snow vertices (N, 3) with ``thickness`` (N,) in engine units
     (0 or less: no floor): the shader's ``envfx_snow_offset`` in numpy."""
     p = np.asarray(points, np.float64).reshape(-1, 3)
@@ -104,7 +107,8 @@ def displacement(points, thickness, buffer_rows, uv_offset, c: dict) -> np.ndarr
     return d[:, None] * np.asarray(c["up"])[None, :]
 
 
-def preview_displacement(points_blender, thickness_blender, buffer, origin, texel) -> np.ndarray:
+def preview_displacement(points_blender: npt.ArrayLike, thickness_blender: npt.ArrayLike | None, buffer: npt.ArrayLike,
+                         origin: Sequence[float] | np.ndarray, texel: float) -> np.ndarray:
     """(N,) the Blender preview's world-Z displacement of snow vertices at Blender world points (the "EnvFX Snow
     Buffer" group: R sampled bilinearly, floored at ``-GROUND_KEEP * thickness``; thickness None: no floor)."""
     p = np.asarray(points_blender, np.float64).reshape(-1, 3)
@@ -210,7 +214,8 @@ def shader_source(engine: str, resolution: int, world_size: float, unit_scale: f
     return "\n".join(lines) + "\n"
 
 
-def export_files(folder: str, resolution: int, world_size: float, framing: str = "AREA", origin=(0.0, 0.0),
+def export_files(folder: str, resolution: int, world_size: float, framing: str = "AREA",
+                 origin: Sequence[float] | np.ndarray = (0.0, 0.0),
                  unit_scale: float = 1.0, source: str = "") -> list:
     """Write every engine's snow include and ``envfx_snow.json`` (the numbers in each engine's axes and units;
     for a fixed window its ``uv_offset``) into ``folder`` (made if missing); a failure leaves the folder as it was.

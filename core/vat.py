@@ -33,10 +33,12 @@ import os
 import re
 import time
 import unicodedata
+from collections.abc import Container, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
-from typing import BinaryIO
+from typing import BinaryIO, TypeAlias
 
 import numpy as np
+import numpy.typing as npt
 
 from . import bend_engines, exr, png
 
@@ -138,7 +140,11 @@ def plan_layout(vertices: int, frames: int, max_size: int = MAX_TEXTURE_SIZE) ->
     return Layout(vertices, frames, width, rows)
 
 
-def pack_frames(values, layout: Layout) -> np.ndarray:
+# a PNG16 texture's remap: the (min, max) per channel that the texels 0 and 65535 stand for
+Remap: TypeAlias = "tuple[npt.NDArray[np.floating] | Sequence[float], npt.NDArray[np.floating] | Sequence[float]]"
+
+
+def pack_frames(values: npt.ArrayLike, layout: Layout) -> npt.NDArray[np.float32]:
     """(F, N, C) per-frame values -> (H, W, C) image (row 0 = top); the unused texels at the end of each frame's
     last row are 0."""
     arr = np.asarray(values, dtype=np.float32)
@@ -150,7 +156,7 @@ def pack_frames(values, layout: Layout) -> np.ndarray:
     return out.reshape(layout.height, layout.width, c)
 
 
-def unpack_frames(image, layout: Layout) -> np.ndarray:
+def unpack_frames(image: npt.ArrayLike, layout: Layout) -> np.ndarray:
     """(H, W, C) image (row 0 = top) -> (F, N, C) per-frame values."""
     arr = np.asarray(image)
     c = arr.shape[2]
@@ -172,7 +178,8 @@ def engine_matrix(engine: str, unit_scale: float = 1.0) -> tuple:
     return np.asarray(bend_engines.ENGINES[engine][0], dtype=np.float64), float(scale)
 
 
-def to_engine(vectors, engine: str, unit_scale: float = 1.0, normal: bool = False) -> np.ndarray:
+def to_engine(vectors: npt.ArrayLike, engine: str, unit_scale: float = 1.0, normal: bool = False
+             ) -> npt.NDArray[np.float32]:
     """(..., 3) Blender object-space offsets (scaled to engine units) or normals (only turned) in the engine's
     axes, float32."""
     m, scale = engine_matrix(engine, unit_scale)
@@ -195,7 +202,7 @@ def from_engine_axes(engine: str, unit_scale: float = 1.0) -> np.ndarray:
 
 # --- normals -----------------------------------------------------------------------------------------------
 
-def octahedral_encode(normals) -> np.ndarray:
+def octahedral_encode(normals: npt.ArrayLike) -> npt.NDArray[np.float64]:
     """(N, 3) unit vectors -> (N, 2) in [-1, 1] (octahedral map)."""
     n = np.asarray(normals, dtype=np.float64)
     n = n / np.maximum(np.abs(n).sum(axis=1, keepdims=True), 1e-30)
@@ -206,7 +213,7 @@ def octahedral_encode(normals) -> np.ndarray:
     return xy
 
 
-def octahedral_decode(xy) -> np.ndarray:
+def octahedral_decode(xy: npt.ArrayLike) -> npt.NDArray[np.float64]:
     """(N, 2) in [-1, 1] -> (N, 3) unit vectors (what a shader does)."""
     xy = np.asarray(xy, dtype=np.float64)
     z = 1.0 - np.abs(xy).sum(axis=1)
@@ -217,7 +224,7 @@ def octahedral_decode(xy) -> np.ndarray:
     return out / np.linalg.norm(out, axis=1, keepdims=True)
 
 
-def pack_normals(normals, bits: int) -> np.ndarray:
+def pack_normals(normals: npt.ArrayLike, bits: int) -> npt.NDArray[np.float64]:
     """(..., 3) unit normals -> (...) integers ``a * 2**bits + b`` (as float64): the octahedral coordinates
     quantised to ``bits`` bits each."""
     n = np.asarray(normals, dtype=np.float64)
@@ -228,7 +235,7 @@ def pack_normals(normals, bits: int) -> np.ndarray:
     return (q[:, 0] * 2 ** bits + q[:, 1]).reshape(shape)
 
 
-def unpack_normals(packed, bits: int) -> np.ndarray:
+def unpack_normals(packed: npt.ArrayLike, bits: int) -> npt.NDArray[np.float64]:
     p = np.floor(np.asarray(packed, dtype=np.float64) + 0.5)
     shape = p.shape
     a = np.floor(p / 2 ** bits)
@@ -243,7 +250,7 @@ def file_extension(encoding: str) -> str:
     return ".png" if encoding == "PNG16" else ".exr"
 
 
-def check_settings(encoding: str, normals: str, engine: str):
+def check_settings(encoding: str, normals: str, engine: str) -> None:
     if encoding not in ENCODINGS:
         raise VatError(f"Unknown encoding {encoding!r}: use one of {', '.join(ENCODINGS)}")
     if normals not in NORMAL_MODES:
@@ -255,7 +262,8 @@ def check_settings(encoding: str, normals: str, engine: str):
                        "another encoding, or Normals: Texture")
 
 
-def remap_range(values, fixed=None) -> tuple:
+def remap_range(values: npt.ArrayLike, fixed: tuple[float, float] | None = None
+               ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
     """(min, max) per channel of (..., C) values for PNG16; a channel that never changes gets a span of 1 (its
     texels are all 0)."""
     if fixed is not None:
@@ -268,7 +276,8 @@ def remap_range(values, fixed=None) -> tuple:
     return lo, hi
 
 
-def encode_texture(image, encoding: str, remap=None, raw_channels=(), level: int = 0):
+def encode_texture(image: npt.ArrayLike, encoding: str, remap: Remap | None = None, raw_channels: Iterable[int] = (),
+                   level: int = 0) -> bytes | npt.NDArray[np.uint8]:
     """File bytes of an (H, W, C) float image (row 0 at the top). PNG16: the channels are remapped through
     ``remap`` = (min, max) per channel, except the channels in ``raw_channels``, which hold integers already (packed
     normals) and are stored as they are. EXR: stored as they are (``EXR16`` as half floats; VatError beyond their
@@ -294,7 +303,8 @@ def encode_texture(image, encoding: str, remap=None, raw_channels=(), level: int
     return exr.encode_exr(arr, channels, exr.ZIP_COMPRESSION, level=level, half=encoding == "EXR16")
 
 
-def decode_texture(data: bytes, encoding: str, remap=None, raw_channels=()) -> np.ndarray:
+def decode_texture(data: bytes, encoding: str, remap: Remap | None = None,
+                   raw_channels: Container[int] = ()) -> npt.NDArray[np.float64]:
     """(H, W, C) float64 values of a texture ``encode_texture`` wrote, decoded as a shader does."""
     if encoding == "PNG16":
         lo, hi = _png16_remap(remap)
@@ -315,7 +325,7 @@ def _png16_remap(remap):
     return remap
 
 
-def precision(encoding: str, remap=None, bounds_size: float = 1.0, max_abs: float = 1.0) -> float:
+def precision(encoding: str, remap: Remap | None = None, bounds_size: float = 1.0, max_abs: float = 1.0) -> float:
     """The largest position error the encoding allows: PNG16 the widest remap span / 65535, EXR16 half a half
     float's step at ``max_abs``, EXR32 1e-5 of the bounds' size."""
     if encoding == "PNG16":
@@ -328,7 +338,7 @@ def precision(encoding: str, remap=None, bounds_size: float = 1.0, max_abs: floa
 
 # --- the bake's arrays -------------------------------------------------------------------------------------
 
-def topology_change(counts, frames) -> str | None:
+def topology_change(counts: Sequence[Sequence[int]], frames: Sequence[int]) -> str | None:
     """The message for the first baked frame whose (vertices, edges, faces, corners) differ from the first's, or
     None: a VAT addresses each vertex by its index, so topology must not change."""
     first = tuple(counts[0])
@@ -343,7 +353,7 @@ def topology_change(counts, frames) -> str | None:
     return None
 
 
-def is_static(offsets, normals=None, tolerance: float = 1e-6) -> bool:
+def is_static(offsets: npt.ArrayLike, normals: npt.ArrayLike | None = None, tolerance: float = 1e-6) -> bool:
     """Whether every frame equals the first (nothing moves over the baked range)."""
     arr = np.asarray(offsets)
     if arr.shape[0] < 2:
@@ -356,7 +366,7 @@ def is_static(offsets, normals=None, tolerance: float = 1e-6) -> bool:
     return True
 
 
-def loop_gap(first, after_last) -> float:
+def loop_gap(first: npt.ArrayLike, after_last: npt.ArrayLike) -> float:
     """How far (largest vertex distance) the frame after a loop's last is from its first: 0 for a seamless loop."""
     return float(np.linalg.norm(np.asarray(after_last, np.float64) - np.asarray(first, np.float64), axis=1).max())
 
@@ -376,7 +386,7 @@ def file_stem(name: str) -> str:
     return base
 
 
-def unique_stems(names) -> list:
+def unique_stems(names: Iterable[str]) -> list[str]:
     """``file_stem`` of each name, made unique ignoring case (``Tree`` and ``tree`` -> ``Tree``, ``tree_2``)."""
     out, given = [], set()
     for name in names:
@@ -391,7 +401,7 @@ def unique_stems(names) -> list:
     return out
 
 
-def output_names(stem: str, encoding: str, normals: str, extras=(), export: str | None = None) -> dict:
+def output_names(stem: str, encoding: str, normals: str, extras: Iterable[str] = (), export: str | None = None) -> dict:
     """{role: file name} a bake of ``stem`` writes: position, normal (with Normals: Texture), one per extra
     attribute, the JSON, and the proxy mesh (``export`` GLTF: .glb, FBX: .fbx)."""
     ext = file_extension(encoding)
@@ -589,8 +599,9 @@ class VatEncoder:
     of the compressed ones, encoded at the end), else kept in memory (``finish`` returns them all); ``close()``
     after a failure closes the files (the caller removes them)."""
 
-    def __init__(self, stem: str, rest, frames, settings: VatSettings, normals: bool = True, extras=None,
-                 fps: float = 24.0, loop: bool = False, source: str = "", folder: str | None = None):
+    def __init__(self, stem: str, rest: npt.ArrayLike, frames: Iterable[int], settings: VatSettings,
+                 normals: bool = True, extras: Mapping[str, int] | None = None, fps: float = 24.0, loop: bool = False,
+                 source: str = "", folder: str | None = None):
         self.settings = settings.validate()
         self.stem, self.frames, self.fps, self.loop, self.source = stem, list(frames), fps, loop, source
         self.rest = np.asarray(rest, dtype=np.float32)
@@ -629,7 +640,8 @@ class VatEncoder:
         self.first_normals = None
         self.change = 0.0
 
-    def add(self, f: int, positions, normals=None, extras=None):
+    def add(self, f: int, positions: npt.ArrayLike, normals: npt.ArrayLike | None = None,
+            extras: Mapping[str, npt.ArrayLike] | None = None) -> None:
         st = self.settings
         positions = np.asarray(positions, dtype=np.float32)
         moving = self.change > 1e-6  # once something moved, frames need not be compared with the first any more
@@ -686,7 +698,7 @@ class VatEncoder:
         files: the system's share of the encoding."""
         return sum(tex.write_cpu for tex in (self.pos, self.nrm, *self.attr.values()) if tex is not None)
 
-    def close(self):
+    def close(self) -> None:
         for tex in (self.pos, self.nrm, *self.attr.values()):
             if tex is not None:
                 tex.close()
@@ -773,8 +785,10 @@ class VatEncoder:
         return Encoded({k: v for k, v in files.items() if v is not None}, meta, lay)
 
 
-def encode_bake(stem: str, rest, offsets, normals, frames, settings: VatSettings, fps: float = 24.0,
-                loop: bool = False, extras=None, source: str = "") -> Encoded:
+def encode_bake(stem: str, rest: npt.ArrayLike, offsets: npt.ArrayLike,
+                normals: np.ndarray | Sequence[npt.ArrayLike] | None, frames: Sequence[int], settings: VatSettings,
+                fps: float = 24.0, loop: bool = False, extras: Mapping[str, npt.ArrayLike] | None = None,
+                source: str = "") -> Encoded:
     """Encode one object's bake: ``rest`` (N, 3) rest positions, ``offsets`` (F, N, 3) offsets from the rest
     pose, ``normals`` (F, N, 3) or None, in Blender's object space; ``extras`` {attribute name: (F, N, C)}.
     (``VatEncoder`` does the same frame by frame.)"""
@@ -801,7 +815,7 @@ def settings_dict(settings: VatSettings) -> dict:
     return asdict(settings)
 
 
-def decode_positions(files: dict, meta: dict, rest) -> np.ndarray:
+def decode_positions(files: dict, meta: dict, rest: npt.ArrayLike) -> npt.NDArray[np.float64]:
     """(F, N, 3) Blender object-space positions back from a bake's files and JSON (what a shader computes, then
     turned back to Blender's axes and units): the round trip the tests check."""
     layout = Layout(meta["vertex_count"], meta["frames"], meta["layout"]["width"], meta["layout"]["rows_per_frame"])
@@ -840,7 +854,7 @@ def _unit_scale(meta) -> float:
         else 1.0
 
 
-def angle_degrees(a, b) -> np.ndarray:
+def angle_degrees(a: npt.ArrayLike, b: npt.ArrayLike) -> npt.NDArray[np.float64]:
     """Angles (degrees) between (..., 3) vectors."""
     a = np.asarray(a, np.float64)
     b = np.asarray(b, np.float64)

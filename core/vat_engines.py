@@ -23,6 +23,8 @@ centre with a point sampler (its V = 0 is the bottom, as in Blender and FBX).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from . import bend_engines
 from .wind_engines import GODOT_INPUTS
 
@@ -365,7 +367,7 @@ def engine_files(meta: dict, stem: str) -> dict:
     return files
 
 
-def engine_meta(meta: dict, files) -> dict:
+def engine_meta(meta: dict, files: Iterable[str]) -> dict:
     """The JSON's ``engine_shader`` entry: which include, the parameters, the files."""
     engine = meta["coordinate_system"]["engine"]
     return {"include": INCLUDE[engine], "function": "envfx_vat", "parameters": shader_parameters(meta),

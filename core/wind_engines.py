@@ -34,10 +34,11 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
 from . import bend_engines
 from .outputs import write_text_files
@@ -149,7 +150,7 @@ def push_meta(push: PushBake | None, unit_scale: float = 1.0) -> dict:
     }
 
 
-def engine_matrix_world(matrix_world, engine: str, unit_scale: float = 1.0) -> np.ndarray:
+def engine_matrix_world(matrix_world: npt.ArrayLike, engine: str, unit_scale: float = 1.0) -> npt.NDArray[np.float64]:
     """A Blender 4x4 world matrix as the engine has the object's (``A M A^T``, translation times ``k``)."""
     a, k = axes(engine, unit_scale)
     m = np.asarray(matrix_world, np.float64).reshape(4, 4)
@@ -179,14 +180,14 @@ def channel_uvs(live: dict) -> dict:
     return out
 
 
-def uv_order(existing) -> list:
+def uv_order(existing: Iterable[str]) -> list[str]:
     """The mesh's UV map names once the channels are written: ``existing`` in order, then the channels it lacks
     (Blender appends a new UV map)."""
     existing = list(existing)
     return existing + [name for name, _parts in CHANNELS if name not in existing]
 
 
-def godot_inputs(order) -> dict:
+def godot_inputs(order: Iterable[str]) -> dict:
     """{channel: the Godot vertex input that holds it (``GODOT_INPUTS``)} for a mesh whose UV maps are ``order``
     when it is exported to glTF (TEXCOORD_n = the n-th UV map); ValueError when one is beyond TEXCOORD_7."""
     order = list(order)
@@ -279,7 +280,7 @@ def _push_lean_source(engine: str) -> list:
 
 
 def shader_source(engine: str, asset: core_live.AssetWind, unit_scale: float = 1.0, source: str = "",
-                  uv_maps=None) -> str:
+                  uv_maps: Iterable[str] | None = None) -> str:
     """The engine's wind include for one asset (its settings are constants; the scene's wind are parameters).
     ``uv_maps``: the asset mesh's UV map names in order (default: the channels alone), from which the Godot
     include's ``envfx_wind_offset_godot`` reads each channel where Godot's glTF import puts it."""
@@ -645,8 +646,9 @@ def shader_source(engine: str, asset: core_live.AssetWind, unit_scale: float = 1
     return "\n".join(lines) + "\n"
 
 
-def export_files(folder: str, assets: dict, scene: core_live.SceneWind, unit_scale: float = 1.0,
-                 source: str = "", uv_maps=None, push: PushBake | None = None) -> list:
+def export_files(folder: str, assets: Mapping[str, core_live.AssetWind], scene: core_live.SceneWind,
+                 unit_scale: float = 1.0, source: str = "", uv_maps: Mapping[str, Iterable[str]] | None = None,
+                 push: PushBake | None = None) -> list:
     """Write, per asset (``{name: AssetWind}``) and engine, the wind include, and ``envfx_wind.json`` (the scene's
     wind as each engine's uniforms, each asset's settings and files, and where its channels arrive: the glTF
     TEXCOORD set and the Godot vertex input; the grass push's buffer, ``push_meta``) into ``folder``; ``uv_maps``:

@@ -17,6 +17,7 @@ No Python loop runs over vertices: loops run over query chunks (memory bound), h
 from __future__ import annotations
 
 import numpy as np
+import numpy.typing as npt
 
 BIGGER = 1.15            # a parent is at least this much bigger (bounding-box diagonal) than its child
 TOLERANCE = 0.03         # attach distance, as a fraction of the asset's largest extent
@@ -27,14 +28,15 @@ QUERIES = 6              # vertices per island that look for a parent
 FAR_SAMPLES = 4096       # candidate points for the islands with nothing within reach
 
 
-def bounds(p):
+def bounds(p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(lowest, highest) coordinate per axis of (N, 3) ``p``, N > 0: a column at a time (numpy reduces the long
     axis of a row-major (N, 3) array many times slower)."""
     return (np.array([p[:, i].min() for i in range(p.shape[1])]),
             np.array([p[:, i].max() for i in range(p.shape[1])]))
 
 
-def segment_argext(values, inv, k, largest=False, order=None):
+def segment_argext(values: np.ndarray, inv: np.ndarray, k: int, largest: bool = False, order: np.ndarray | None = None
+                  ) -> npt.NDArray[np.int64]:
     """Per segment (``inv`` in 0..k-1): the index of its smallest (or largest) value, ties to the lowest index;
     -1 for an empty segment. ``order``: ``np.argsort(inv, kind="stable")`` when the caller has it."""
     v = -values if largest else values
@@ -57,7 +59,8 @@ def segment_argext(values, inv, k, largest=False, order=None):
     return out
 
 
-def query_vertices(p, inv, k, per_island=QUERIES, order=None):
+def query_vertices(p: np.ndarray, inv: np.ndarray, k: int, per_island: int = QUERIES,
+                   order: np.ndarray | None = None) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
     """(M,) vertex indices that look for a parent: per island up to ``per_island`` vertices spread through its
     vertex order (first and last included: a tube's two end rings, a card's corners), plus its two extremes along
     its longest bounding-box axis (where a branch starts and ends); and those ends alone."""
@@ -104,12 +107,12 @@ def _edge_points(p, edges, step, limit=4_000_000, keep=None):
     return idx, t, [np.repeat(xa[i], n_in) + t * np.repeat(d[i], n_in) for i in range(3)]
 
 
-def coincident_pairs(p, rel=1e-6):
+def coincident_pairs(p: np.ndarray, rel: float = 1e-6) -> npt.NDArray[np.int64]:
     """(E, 2) pairs of vertices at one position (to within ``rel`` of the asset's extent): sort-based."""
     return position_groups(p, rel)[0]
 
 
-def position_groups(p, rel=1e-6):
+def position_groups(p: np.ndarray, rel: float = 1e-6) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
     """Vertices at one position (to within ``rel`` of the asset's extent): (E, 2) pairs of them (each with the
     next at its position) and (N,) the rank of each vertex's position among the distinct positions (one number
     per position)."""
@@ -128,7 +131,7 @@ def position_groups(p, rel=1e-6):
     return np.stack([order[:-1][same], order[1:][same]], 1), gid
 
 
-def stable_argsort(values):
+def stable_argsort(values: np.ndarray) -> npt.NDArray[np.intp]:
     """``np.argsort(values, kind="stable")`` of non-negative ints, as 16-bit ones when they fit (numpy sorts
     those by radix, several times faster)."""
     if len(values) and values.dtype.kind in "iu" and values.min() >= 0 and values.max() < 65536:
@@ -136,7 +139,7 @@ def stable_argsort(values):
     return np.argsort(values, kind="stable")
 
 
-def canonical_frame(p):
+def canonical_frame(p: np.ndarray) -> npt.NDArray[np.floating]:
     """``p`` about its centroid, turned about Z onto the principal axes of its horizontal spread (each axis
     pointing to the side with the longer tail): the same for the asset moved or turned about Z."""
     c = p - p.mean(axis=0)
@@ -156,7 +159,8 @@ def canonical_frame(p):
     return out
 
 
-def attach_islands(p, edges, inv, k, rank_size, tol, seed=0, order=None):
+def attach_islands(p: np.ndarray, edges: np.ndarray, inv: np.ndarray, k: int, rank_size: np.ndarray, tol: float,
+                   seed: int = 0, order: np.ndarray | None = None) -> dict[str, np.ndarray]:
     """The parent of every island. ``rank_size`` (k,): the island's size for the "bigger" test (the trunk's is
     inf, so it can be anyone's parent); an island only hangs from one at least ``BIGGER`` times its size (crossed
     quads and double-sided twins never hang from each other; ``order``: ``np.argsort(inv, kind="stable")`` when the
@@ -406,7 +410,8 @@ def _attachments(inv, k, cand, best, near):
     return dict(parent=parent, vertex=vtx, pa=ra, pb=rb, pt=rt, gap=best_d, near=near)
 
 
-def along_card(p, lv, li, anchor, cen, k, groups=None):
+def along_card(p: np.ndarray, lv: np.ndarray, li: np.ndarray, anchor: np.ndarray, cen: np.ndarray, k: int,
+               groups: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Distance of each leaf vertex ``lv`` (island ``li``) from the end of its leaf that is nearer ``anchor``
     (k, 3: the point of the parent it hangs from), measured along that of the leaf's two main axes that is closer
     to the way from the anchor to the leaf's centre: a card's whole attached edge is 0, its far end the largest,
@@ -453,7 +458,7 @@ def _seg_min(values, seg, k):
     return np.where(np.isfinite(out), out, 0.0)
 
 
-def depths(parent):
+def depths(parent: np.ndarray) -> npt.NDArray[np.int_]:
     """Depth of each island in the parent forest (roots 0), one level per pass (a loop over levels)."""
     k = len(parent)
     # a level sweep (levels are few): depth[c] = depth[parent[c]] + 1
@@ -470,7 +475,7 @@ def depths(parent):
     return depth
 
 
-def fibonacci_sphere(count):
+def fibonacci_sphere(count: int) -> npt.NDArray[np.float64]:
     i = np.arange(count) + 0.5
     z = 1.0 - 2.0 * i / count
     r = np.sqrt(np.maximum(0.0, 1.0 - z * z))
@@ -478,7 +483,8 @@ def fibonacci_sphere(count):
     return np.stack([r * np.cos(a), r * np.sin(a), z], 1)
 
 
-def ambient_occlusion(p, triangles, directions=32, resolution=40, seed=0, max_samples=3_000_000, density=0.15):
+def ambient_occlusion(p: npt.ArrayLike, triangles: npt.ArrayLike, directions: int = 32, resolution: int = 40,
+                      seed: int = 0, max_samples: int = 3_000_000, density: float = 0.15) -> npt.NDArray[np.float32]:
     """(N,) float32 AO in 0..1 (1 open) of every vertex, from the asset alone: rays in ``directions`` directions
     (sky ones weigh more, so foliage on top is brighter than under it) march an opacity grid of ``resolution``
     voxels along the asset's largest extent, skipping the point's own voxel (its card's back face, its twin);

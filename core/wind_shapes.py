@@ -8,7 +8,10 @@ attachment vertex).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
+import numpy.typing as npt
 
 
 def _tube(p0, p1, radius, sides, rings):
@@ -41,9 +44,10 @@ def faces_to_edges(faces: np.ndarray) -> np.ndarray:
     return np.unique(e, axis=0)
 
 
-def make_tree(height=8.0, n_branches=6, leaves_per_branch=5, lean=(0.0, 0.0), origin=(0.0, 0.0, 0.0),
-              welded=False, seed=0, trunk_sides=12, trunk_rings=24, branch_sides=5, leaf_size=None,
-              leaf_grid=2):
+def make_tree(height: float = 8.0, n_branches: int = 6, leaves_per_branch: int = 5, lean: Sequence[float] = (0.0, 0.0),
+              origin: npt.ArrayLike = (0.0, 0.0, 0.0), welded: bool = False, seed: int = 0, trunk_sides: int = 12,
+              trunk_rings: int = 24, branch_sides: int = 5, leaf_size: float | None = None, leaf_grid: int = 2
+             ) -> dict[str, np.ndarray]:
     rng = np.random.default_rng(seed)
     origin = np.asarray(origin, float)
     top = origin + np.array([lean[0], lean[1], height])
@@ -121,7 +125,8 @@ def make_tree(height=8.0, n_branches=6, leaves_per_branch=5, lean=(0.0, 0.0), or
     }
 
 
-def make_grass(blades=12, height=0.6, seed=0, origin=(0.0, 0.0, 0.0)):
+def make_grass(blades: int = 12, height: float = 0.6, seed: int = 0, origin: npt.ArrayLike = (0.0, 0.0, 0.0)
+              ) -> dict[str, np.ndarray]:
     """A grass clump: ``blades`` thin triangle strips (3 segments each) standing on the ground."""
     rng = np.random.default_rng(seed)
     verts, faces = [], []
@@ -146,7 +151,8 @@ def make_grass(blades=12, height=0.6, seed=0, origin=(0.0, 0.0, 0.0)):
     return {"positions": positions, "faces": faces, "edges": faces_to_edges(faces)}
 
 
-def make_bush(stems=4, height=1.5, leaves_per_stem=6, seed=0, origin=(0.0, 0.0, 0.0)):
+def make_bush(stems: int = 4, height: float = 1.5, leaves_per_stem: int = 6, seed: int = 0,
+              origin: npt.ArrayLike = (0.0, 0.0, 0.0)) -> dict[str, np.ndarray]:
     """A multi-stem bush: ``stems`` separate tubes rising from the ground, leaning out, each with leaf cards.
     Ground truth like ``make_tree`` (``branch_id`` = stem index, ``along`` = distance from the stem's root)."""
     rng = np.random.default_rng(seed)
@@ -244,8 +250,9 @@ def _card(kind, base, direction, side, size):
     return v, tris, np.array([1, 0, 0, 0, 0, 0], bool), np.array([0, 1, 0, 0, 0, 0], bool)
 
 
-def make_vegetation(card="quad", place="touch", height=6.0, n_branches=5, twigs=3, leaves_per_twig=4, seed=0,
-                    origin=(0.0, 0.0, 0.0), sides=8):
+def make_vegetation(card: str = "quad", place: str = "touch", height: float = 6.0, n_branches: int = 5, twigs: int = 3,
+                    leaves_per_twig: int = 4, seed: int = 0, origin: npt.ArrayLike = (0.0, 0.0, 0.0), sides: int = 8
+                   ) -> dict[str, np.ndarray]:
     """A tree of separate, unwelded pieces, as tree generators and asset libraries build them: a closed trunk
     tube; first-level branch tubes starting inside the trunk; twig tubes starting on their branch's surface; leaf
     cards of construction ``card`` (``LEAF_CARDS``) along each twig, ``place`` (``LEAF_PLACES``): touching it,

@@ -3,7 +3,10 @@ faces (so bilinear lookups never cross a face and there is no seam), lookups, an
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
+import numpy.typing as npt
 
 
 FACES = ("px", "nx", "py", "ny", "pz", "nz")
@@ -13,7 +16,8 @@ _FACE_A = np.array([[0, 1, 0], [0, -1, 0], [-1, 0, 0], [1, 0, 0], [0, 1, 0], [0,
 _FACE_B = np.array([[0, 0, -1], [0, 0, -1], [0, 0, -1], [0, 0, -1], [1, 0, 0], [-1, 0, 0]], dtype=np.float64)
 
 
-def face_directions(size: int, pad: int = 0, faces=slice(None), rows=slice(None)) -> np.ndarray:
+def face_directions(size: int, pad: int = 0, faces: slice | Sequence[int] | np.ndarray = slice(None),
+                    rows: slice | Sequence[int] | np.ndarray = slice(None)) -> npt.NDArray[np.float64]:
     """(6, size+2pad, size+2pad, 3) unit directions of texel centres (rows along the face's down axis);
     ``faces`` selects some faces only, ``rows`` some rows (of the padded face) only."""
     j = np.arange(-pad, size + pad, dtype=np.float64)
@@ -36,7 +40,7 @@ def face_directions(size: int, pad: int = 0, faces=slice(None), rows=slice(None)
     return out
 
 
-def dir_to_face_uv(d: np.ndarray):
+def dir_to_face_uv(d: np.ndarray) -> tuple[npt.NDArray[np.int32], np.ndarray, np.ndarray]:
     """Directions (..., 3) -> (face int, u, v) with |u|, |v| <= 1 on the face of the largest component."""
     a = np.abs(d)
     ax = np.argmax(a, axis=-1)
@@ -48,7 +52,7 @@ def dir_to_face_uv(d: np.ndarray):
     return face.astype(np.int32), u, v
 
 
-def face_uv_to_dir(face, u, v) -> np.ndarray:
+def face_uv_to_dir(face: np.ndarray, u: np.ndarray, v: np.ndarray) -> np.ndarray:
     d = _FACE_N[face] + u[..., None] * _FACE_A[face] + v[..., None] * _FACE_B[face]
     return d / np.linalg.norm(d, axis=-1, keepdims=True)
 
@@ -104,7 +108,7 @@ def sample_cube(padded: np.ndarray, d: np.ndarray) -> np.ndarray:
     return top * (1 - fy) + bot * fy
 
 
-def equirect_directions(width: int, rows=slice(None)) -> np.ndarray:
+def equirect_directions(width: int, rows: slice | Sequence[int] | np.ndarray = slice(None)) -> np.ndarray:
     """(width/2, width, 3) directions of an equirectangular image: row 0 = north, column 0 = longitude -180;
     ``rows`` selects some rows only."""
     h = width // 2

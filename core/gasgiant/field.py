@@ -4,10 +4,12 @@ noise and Gaussian vortices), evaluated on a padded cube map and stored in each 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Generator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
 from .cube import _FACE_A, _FACE_B, _FACE_N, face_directions, sample_cube
 from .noise import _perm, simplex4_grad
@@ -32,7 +34,7 @@ def band_latitude(p: np.ndarray, params: GasGiantParams) -> np.ndarray:
     return np.arcsin(np.clip(to_band_frame(np.asarray(p, dtype=np.float64), params)[..., 2], -1.0, 1.0))
 
 
-def band_profile(lat, params: GasGiantParams) -> np.ndarray:
+def band_profile(lat: npt.ArrayLike, params: GasGiantParams) -> npt.NDArray[np.float64]:
     """Eastward band speed (relative units) at latitude ``lat`` (radians)."""
     lat = np.asarray(lat, dtype=np.float64)
     c = np.cos(lat * params.bands)
@@ -42,7 +44,7 @@ def band_profile(lat, params: GasGiantParams) -> np.ndarray:
     return speed * (3 * taper ** 2 - 2 * taper ** 3)
 
 
-def vortex_set(params: GasGiantParams):
+def vortex_set(params: GasGiantParams) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(centres (V, 3), radii (V,), signed strengths (V,)) of the vortices: at random places (uniform over the
     sphere up to 75 degrees of band latitude) where the relative band speed |band(lat)| / max |band| is at most
     ``vortex_band_threshold`` (gaseous-giganticus --vortex-band-threshold: between the bands, not in their
@@ -196,7 +198,8 @@ def _pair_up(fld: Field):
     pairs[-1, 1] = 0.0
 
 
-def build_field_steps(params: GasGiantParams, time: float = 0.0, noise_norm: float | None = None):
+def build_field_steps(params: GasGiantParams, time: float = 0.0, noise_norm: float | None = None
+                      ) -> Generator[float, None, Field]:
     """``build_field`` as a job: yields its progress (0..1) between blocks, returns the ``Field``. Each block of
     texels is evaluated, stored as float32 and turned into chart velocities on its own (numpy releases the GIL:
     blocks run on threads), so the memory is the field's own plus a few blocks."""
@@ -264,7 +267,7 @@ def lerp_field(a: Field, b: Field, t: float, out: Field | None = None) -> Field:
     return out
 
 
-def surface_divergence(fn, p: np.ndarray, h: float = 1e-3) -> np.ndarray:
+def surface_divergence(fn: Callable[[np.ndarray], np.ndarray], p: np.ndarray, h: float = 1e-3) -> np.ndarray:
     """Numerical surface divergence of a tangent field ``fn(points) -> vectors`` at unit points p (n, 3):
     the outward flux through a small circle of angular radius h, over its area (16-point rule)."""
     p = np.asarray(p, dtype=np.float64)

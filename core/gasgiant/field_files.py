@@ -29,7 +29,7 @@ def field_settings(params: GasGiantParams) -> dict:
             for k, v in ((k, getattr(params, k)) for k in FIELD_KEYS)}
 
 
-def save_fields(path: str, params: GasGiantParams, fields: dict):
+def save_fields(path: str, params: GasGiantParams, fields: dict) -> None:
     """Write velocity fields ``{time: Field}`` to ``path`` (.npz): format name, version, the field settings
     (JSON), the noise times, the noise normalisation and the float32 3D velocities (K, 6, n+2, n+2, 3).
     Written to a temporary file next to ``path`` and moved into place, so a failure leaves no partial file."""
@@ -50,7 +50,7 @@ def save_fields(path: str, params: GasGiantParams, fields: dict):
         raise
 
 
-def check_field_save_path(path: str):
+def check_field_save_path(path: str) -> None:
     if not path.lower().endswith(".npz"):
         raise GasGiantError(f"Save velocity field {path!r}: use a file name ending in .npz")
     full = os.path.abspath(path)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Generator
 
 from .. import outputs
 from .field import _scaled_progress, build_field_steps, lerp_field
@@ -19,7 +20,7 @@ from .simulation import Simulation
 from .state import check_state, load_state, restore, save_state, state_path
 
 
-def check_output_folder(folder: str):
+def check_output_folder(folder: str) -> None:
     outputs.check_folder(folder, error=GasGiantError, empty="No output folder: choose where the textures go")
 
 
@@ -46,7 +47,7 @@ def check_part(params: GasGiantParams, part: tuple | None, state_dir: str | None
 
 
 def bake(params: GasGiantParams, folder: str, check_memory: bool = True, fields: dict | None = None,
-         part: tuple | None = None, state_dir: str | None = None):
+         part: tuple | None = None, state_dir: str | None = None) -> Generator[float, None, BakeResult]:
     """The whole bake as a job generator (yields progress 0..1, returns a ``BakeResult``).
 
     Validates everything first (settings, memory, output folder, the velocity field file to load or the place to

@@ -23,7 +23,8 @@ def _perm(seed: int) -> np.ndarray:
 _GX, _GY, _GZ, _GW = (np.ascontiguousarray(_GRAD4[:, k]) for k in range(4))
 
 
-def simplex4_grad(x, y, z, w, perm):
+def simplex4_grad(x: np.ndarray, y: np.ndarray, z: np.ndarray, w: np.ndarray, perm: np.ndarray
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """4D simplex noise value and its (x, y, z) gradient, vectorised (float64 arrays of one shape)."""
     s = (x + y + z + w) * _F4
     i = np.floor(x + s)

@@ -46,7 +46,7 @@ def _name_list(names: list, limit: int = 12) -> str:
     return shown if len(names) <= limit else f"{shown} and {len(names) - limit} more"
 
 
-def output_names(params: GasGiantParams, frame: int | None):
+def output_names(params: GasGiantParams, frame: int | None) -> dict[str, str]:
     """{output key: file name} of one frame; with ``PNG_EXR`` the EXR keys end in ``_exr``."""
     sfx = "" if frame is None else f"_{frame:04d}"
     exts = {"PNG": ("png",), "EXR": ("exr",), "PNG_EXR": ("png", "exr")}[params.file_format]

@@ -4,6 +4,7 @@ random look, the memory estimate and the key frames of an animated bake."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 import os
 from dataclasses import dataclass, field, make_dataclass, replace
 from dataclasses import fields as dataclass_fields
@@ -222,7 +223,7 @@ PRESETS: dict[str, dict[str, Any]] = {
 }
 
 
-def preset(name: str, **overrides) -> GasGiantParams:
+def preset(name: str, **overrides: Any) -> GasGiantParams:
     key = name.upper()
     if key not in PRESETS:
         raise GasGiantError(f"Unknown preset {name!r}: use one of {', '.join(PRESETS)}")
@@ -297,7 +298,7 @@ def key_frame_count(params: GasGiantParams) -> int:
     return last // k + 1 + (1 if last % k else 0)
 
 
-def field_times(params: GasGiantParams):
+def field_times(params: GasGiantParams) -> tuple[list[int], Callable[[int], tuple[int, int, float]]]:
     """(key frames whose fields are built, in order) and a function frame -> (key a, key b, mix) for an animated
     bake: fields are built every ``field_interval`` frames and at the last frame and interpolated in between;
     all frames share frame 0's field when the field does not change with time (no time step or turbulence)."""

@@ -14,7 +14,9 @@ the panel).
 
 from __future__ import annotations
 
+import argparse
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,7 +36,7 @@ PREVIEW_CAPS = {"particles": 100_000, "iterations": 100, "field_size": 64, "cube
                 "equirect_width": 512, "frames": 1}
 
 
-def symmetric_ramp(colors) -> tuple:
+def symmetric_ramp(colors: Sequence[Sequence[float]]) -> tuple:
     """A latitude colour ramp from five colours (pole, high, middle, tropic, equator), mirrored at the equator."""
     pole, high, mid, tropic, equator = (tuple(float(x) for x in c[:3]) for c in colors)
     return ((0.0, pole), (0.12, high), (0.28, mid), (0.4, tropic), (0.5, equator), (0.6, tropic), (0.72, mid),
@@ -72,7 +74,7 @@ class Setting:
     cli: str | None = None  # the command-line option, without "--" (None: none)
     cli_help: str | None = None
 
-    def from_ui(self, value):
+    def from_ui(self, value: Any) -> Any:
         """The GasGiantParams value of this setting's Blender property value."""
         if self.ui == "SIZE":
             return int(value)
@@ -298,7 +300,7 @@ class CliOption:
     field: str  # the GasGiantParams field: "noise_speed"
     kwargs: dict
 
-    def param_value(self, value):
+    def param_value(self, value: Any) -> Any:
         """The GasGiantParams value of the parsed ``value``; None when the option was not given."""
         setting = BY_NAME[self.field]
         if value is None or (setting.type == "str" and not value):
@@ -349,7 +351,7 @@ def cli_options() -> list:
     return [CliOption(f"--{s.cli}", s.cli.replace("-", "_"), s.name, _cli_kwargs(s)) for s in SETTINGS if s.cli]
 
 
-def cli_changes(args) -> dict:
+def cli_changes(args: argparse.Namespace) -> dict:
     """{GasGiantParams field: value} of the options given on the command line (``args``: argparse's namespace)."""
     changes = {}
     for option in cli_options():

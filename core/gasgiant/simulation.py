@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from typing import TypeVar
 
 import numpy as np
+import numpy.typing as npt
 
 from ..png import to_uint8
 from .cube import (_border_index, _ring, dir_to_face_uv, equirect_directions, equirect_from_cube, face_directions,
@@ -14,6 +17,8 @@ from .flow import encode_flow, flow_scale
 from .noise import _perm, simplex4_grad
 from .palette import colors_at
 from .params import CHUNK, WAVE, GasGiantParams
+
+_T = TypeVar("_T")
 
 
 HOT_PINK = (1.0, 0.07843, 0.57647)  # gaseous-giganticus -h: unpainted texels fade to this, showing divergences
@@ -103,7 +108,7 @@ class Simulation:
             if self.base is not None:
                 self.base[sl] = self.image[sl, :3]
 
-    def close(self):
+    def close(self) -> None:
         if self._pool is not None:
             self._pool.shutdown(wait=True)
             self._pool = None
@@ -173,7 +178,7 @@ class Simulation:
             a = min(a, (1.0 - x) / p.fade_out)
         return self.opacity_now() * max(0.0, min(1.0, a))
 
-    def set_time(self, time: float, field: Field | None = None):
+    def set_time(self, time: float, field: Field | None = None) -> None:
         """Move the noise's 4th dimension and rebuild the field (keeps the noise normalisation); ``field``:
         one already built with ``build_field_steps(params, time, sim.field.noise_norm)``."""
         self.time = time
@@ -287,7 +292,7 @@ class Simulation:
 
         run(reorder, [self.uv, self.face, col])
 
-    def map(self, fn, items):
+    def map(self, fn: Callable[[_T], object], items: Sequence[_T]) -> None:
         """Run ``fn`` on every item on the worker threads (in order on this thread with one thread); waits for all."""
         if self._pool is not None and len(items) > 1:
             list(self._pool.map(fn, items))
@@ -295,7 +300,7 @@ class Simulation:
             for item in items:
                 fn(item)
 
-    def step(self, count: int = 1):
+    def step(self, count: int = 1) -> None:
         p = self.params
         for _ in range(count):
             if p.lifetime > 0 and self.iteration > 0:
@@ -317,7 +322,7 @@ class Simulation:
             if p.blur_interval and self.iteration % p.blur_interval == 0:
                 self.blur_and_fade()
 
-    def blur_and_fade(self):
+    def blur_and_fade(self) -> None:
         """Blend toward a 3x3 binomial blur (across face edges) by ``blur``, then fade toward the centre colour
         (or each texel's start colour) by ``fade_rate``, in place: each face in bands of ``BLUR_ROWS`` rows (bounded
         memory, on the worker threads) that read the rows around them as they were before the pass."""
@@ -385,7 +390,7 @@ class Simulation:
 
         self.map(band, bands)
 
-    def texels(self, sl=slice(None)) -> np.ndarray:
+    def texels(self, sl: slice | np.ndarray = slice(None)) -> npt.NDArray[np.float32]:
         """float32 RGBA in 0..1 of the texture's texels ``sl`` (flat texel index)."""
         out = self.image[sl].astype(np.float32)
         out *= np.float32(1.0 / TEXEL_MAX)

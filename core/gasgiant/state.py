@@ -17,10 +17,15 @@ import hashlib
 import json
 import os
 import tempfile
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .params import GasGiantError, GasGiantParams
+
+if TYPE_CHECKING:  # annotations only (simulation and metadata do not need this module)
+    from .metadata import _FlowStats
+    from .simulation import Simulation
 
 STATE_VERSION = 1
 # settings that do not change what a bake computes: the threads (the bake is the same on any number), and the paths
@@ -46,7 +51,7 @@ def _settings(params: GasGiantParams) -> str:
     return json.dumps(values, sort_keys=True, default=repr)
 
 
-def save_state(path: str, params: GasGiantParams, frame: int, sim, stats):
+def save_state(path: str, params: GasGiantParams, frame: int, sim: Simulation, stats: _FlowStats) -> None:
     """Write the state of ``sim`` after ``frame`` whole or not at all (a temporary file beside ``path``, renamed)."""
     folder = os.path.dirname(os.path.abspath(path))
     try:
@@ -68,7 +73,7 @@ def save_state(path: str, params: GasGiantParams, frame: int, sim, stats):
         raise
 
 
-def check_state(path: str, params: GasGiantParams, frame: int):
+def check_state(path: str, params: GasGiantParams, frame: int) -> None:
     """Refuse (GasGiantError, what to do) a state that is missing, damaged, of another frame or of other settings;
     reads only its small entries."""
     _read(path, params, frame, ("version", "frame", "settings"))
@@ -106,7 +111,7 @@ def _read(path: str, params: GasGiantParams, frame: int, keys) -> dict:
     return state
 
 
-def restore(sim, stats, state: dict):
+def restore(sim: Simulation, stats: _FlowStats, state: dict) -> None:
     """Put a loaded ``state`` into a new ``Simulation`` and flow statistics (in place)."""
     sim.uv[:] = state["uv"]
     sim.face[:] = state["face"]

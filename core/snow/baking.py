@@ -7,9 +7,11 @@ import json
 import math
 import os
 import shutil
+from collections.abc import Generator, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+import numpy.typing as npt
 
 from .. import outputs
 from .base import SnowError
@@ -163,7 +165,7 @@ class _Fields:
         return out
 
 
-def check_part(part, frame_start: int, n_frames: int, sequence: bool = True) -> tuple:
+def check_part(part: Sequence[int] | None, frame_start: int, n_frames: int, sequence: bool = True) -> tuple[int, int]:
     """(first, last) frame numbers of ``part`` (None: every frame) within the bake's ``frame_start`` ..
     ``frame_start + n_frames - 1``; SnowError (what to do) for a part outside them, or a part of a bake that writes
     only its final frame."""
@@ -180,9 +182,11 @@ def check_part(part, frame_start: int, n_frames: int, sequence: bool = True) -> 
     return first, last
 
 
-def bake_job(tracks, radius, depth, stamp: StampParams, buf: BufferParams, frame_start=1, pivot_track=None,
-             surface: HeightField | None = None, occluder_tris=None, out_dir=None, sequence=True,
-             basename="snow_buffer", unit_scale=1.0, part=None):
+def bake_job(tracks: npt.ArrayLike, radius: npt.ArrayLike, depth: npt.ArrayLike, stamp: StampParams, buf: BufferParams,
+             frame_start: int = 1, pivot_track: np.ndarray | Sequence[npt.ArrayLike] | None = None,
+             surface: HeightField | None = None, occluder_tris: np.ndarray | Sequence[npt.ArrayLike] | None = None,
+             out_dir: str | None = None, sequence: bool = True, basename: str = "snow_buffer", unit_scale: float = 1.0,
+             part: Sequence[int] | None = None) -> Generator[float, None, BakeResult]:
     """Generator: bake the interaction buffer over ``tracks`` (F, A, 3 actor bottom points, one row per frame).
     ``radius`` and ``depth``: one value per actor (A,), or one row per frame (F, A) for actors measured at each
     frame (a radius of 0 stamps nothing at that frame).
@@ -297,9 +301,14 @@ def bake_job(tracks, radius, depth, stamp: StampParams, buf: BufferParams, frame
             shutil.rmtree(tmp, ignore_errors=True)
 
 
-def bake(*args, **kwargs) -> BakeResult:
+def bake(tracks: npt.ArrayLike, radius: npt.ArrayLike, depth: npt.ArrayLike, stamp: StampParams, buf: BufferParams,
+         frame_start: int = 1, pivot_track: np.ndarray | Sequence[npt.ArrayLike] | None = None,
+         surface: HeightField | None = None, occluder_tris: np.ndarray | Sequence[npt.ArrayLike] | None = None,
+         out_dir: str | None = None, sequence: bool = True, basename: str = "snow_buffer", unit_scale: float = 1.0,
+         part: Sequence[int] | None = None) -> BakeResult:
     """Run ``bake_job`` to the end (no progress)."""
-    job = bake_job(*args, **kwargs)
+    job = bake_job(tracks, radius, depth, stamp, buf, frame_start, pivot_track, surface, occluder_tris, out_dir,
+                   sequence, basename, unit_scale, part)
     while True:
         try:
             next(job)

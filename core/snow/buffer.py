@@ -6,9 +6,11 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
 from .. import bend_engines
 from .base import FRAMINGS, MAX_RESOLUTION, SnowError
@@ -54,13 +56,13 @@ class BufferParams:
         return self.size / self.resolution
 
 
-def snap_origin(pivot_xy, size, texel):
+def snap_origin(pivot_xy: npt.ArrayLike, size: float, texel: float) -> npt.NDArray[np.float64]:
     """Lower-left corner of a window centred on the pivot, snapped to whole texels (no jitter)."""
     p = np.asarray(pivot_xy, dtype=np.float64)[:2]
     return np.floor((p - 0.5 * size) / texel) * texel
 
 
-def edge_fade_mask(resolution, edge_fade):
+def edge_fade_mask(resolution: int, edge_fade: float) -> npt.NDArray[np.float32]:
     """(res, res) weights falling to 0 at the window edge over ``edge_fade`` of its size."""
     if edge_fade <= 0:
         return np.ones((resolution, resolution), dtype=np.float32)
@@ -126,12 +128,12 @@ def _oscillator_matrix(freq, zeta, dt):
 class HeightField:
     """A top-down height map (e.g. the snow surface at rest) sampled at any XY (nearest texel, NaN outside)."""
 
-    def __init__(self, origin, texel, heights):
+    def __init__(self, origin: npt.ArrayLike, texel: float, heights: npt.ArrayLike):
         self.origin = np.asarray(origin, dtype=np.float64)[:2]
         self.texel = float(texel)
         self.heights = np.asarray(heights, dtype=np.float64)
 
-    def sample(self, x, y):
+    def sample(self, x: npt.ArrayLike, y: npt.ArrayLike) -> npt.NDArray[np.float64]:
         h, w = self.heights.shape
         ix = np.floor((np.asarray(x) - self.origin[0]) / self.texel).astype(np.int64)
         iy = np.floor((np.asarray(y) - self.origin[1]) / self.texel).astype(np.int64)
@@ -141,7 +143,9 @@ class HeightField:
         return out
 
 
-def rasterize_top(tris, origin, texel, shape, values=None):
+def rasterize_top(tris: npt.ArrayLike, origin: Sequence[float] | np.ndarray, texel: float, shape: tuple[int, int],
+                  values: npt.ArrayLike | None = None
+                 ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.int64], npt.NDArray[np.float64]]:
     """Top-down rasterisation of triangles (T, 3, 3) on a grid of texel centres.
 
     Returns (z, index, bary): the highest z of any triangle over each texel centre (NaN where none), the
@@ -216,7 +220,8 @@ def rasterize_top(tris, origin, texel, shape, values=None):
     return zout, ibuf.reshape(h, w), bary_out.reshape(h, w, 3)
 
 
-def sample_buffer(buffer, origin, texel, xy, channel=0):
+def sample_buffer(buffer: npt.ArrayLike, origin: Sequence[float] | np.ndarray, texel: float, xy: npt.ArrayLike,
+                  channel: int = 0) -> np.ndarray:
     """Bilinear sample of a buffer (res, res, 4) at world points (N, 2); texel centres at origin + (i+0.5)t."""
     b = np.asarray(buffer)[..., channel]
     h, w = b.shape
@@ -259,7 +264,7 @@ def engine_sampling(world_size: float, unit_scale: float = 1.0) -> dict:
     return out
 
 
-def engine_uv_offset(engine: str, origin, world_size: float) -> list:
+def engine_uv_offset(engine: str, origin: Sequence[float] | np.ndarray, world_size: float) -> list[float]:
     """The frame's ``uv_offset`` for ``engine_sampling``: u = (x - origin x) / size, and v = (y - origin y) /
     size from the bottom row (Unity) or (origin y + size - y) / size from the top row (Godot, Unreal)."""
     u0 = -float(origin[0]) / world_size
@@ -312,8 +317,8 @@ def read_buffer_metadata(path: str) -> dict:
     return meta
 
 
-def buffer_metadata(buf: BufferParams, stamp: StampParams, frame_start, origins, frames, files, sequence,
-                    unit_scale: float = 1.0) -> dict:
+def buffer_metadata(buf: BufferParams, stamp: StampParams, frame_start: int, origins: npt.ArrayLike,
+                    frames: Sequence[int], files: Sequence[str], sequence: bool, unit_scale: float = 1.0) -> dict:
     """What a game needs to sample the buffer: world size, texel size, origin per frame, channel meaning, and
     for Godot, Unity and Unreal how to sample it with their own world positions (``engine_sampling``)."""
     origins = np.asarray(origins)

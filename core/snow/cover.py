@@ -4,9 +4,11 @@ occluders, with tapered borders, drift and noise."""
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+import numpy.typing as npt
 
 from .base import DEFAULT_VERTEX_BUDGET, SnowError
 from .buffer import rasterize_top
@@ -65,20 +67,20 @@ class SnowCover:
     surface_spacing: tuple = (0.0, 0.0)        # shortest and longest grid edge along the surface (flat, steepest)
 
 
-def triangle_normals(tris):
+def triangle_normals(tris: npt.ArrayLike) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
     t = np.asarray(tris, dtype=np.float64)
     n = np.cross(t[:, 1] - t[:, 0], t[:, 2] - t[:, 0])
     length = np.linalg.norm(n, axis=1)
     return n / np.maximum(length, 1e-300)[:, None], length
 
 
-def up_facing(tris, max_slope) -> np.ndarray:
+def up_facing(tris: npt.ArrayLike, max_slope: float) -> npt.NDArray[np.bool_]:
     """Bool mask of triangles whose normal is within ``max_slope`` (radians) of +Z."""
     n, area2 = triangle_normals(tris)
     return (n[:, 2] >= math.cos(max_slope) - 1e-9) & (area2 > 0)
 
 
-def grid_factor(kept_tris) -> tuple[float, float]:
+def grid_factor(kept_tris: npt.ArrayLike) -> tuple[float, float]:
     """(factor, stretch): the top-down grid step is ``spacing * factor``. A grid edge running down a slope of
     angle a is ``1 / cos(a)`` longer on the surface than seen from above, one running across it is not, so the
     step is shrunk to centre the surface spacing on the requested one: with the steepest kept face at a*,
@@ -92,7 +94,7 @@ def grid_factor(kept_tris) -> tuple[float, float]:
     return factor, factor / cos_a
 
 
-def estimate_vertices(tris, keep, spacing) -> int:
+def estimate_vertices(tris: npt.ArrayLike, keep: np.ndarray, spacing: float) -> int:
     """Vertices a spacing would make: the kept faces' top-down area divided by the spacing squared."""
     t = np.asarray(tris, dtype=np.float64)[keep]
     if t.shape[0] == 0:
@@ -103,7 +105,7 @@ def estimate_vertices(tris, keep, spacing) -> int:
     return int(math.ceil(area / (spacing * spacing)))
 
 
-def value_noise(x, y, scale, seed):
+def value_noise(x: npt.ArrayLike, y: npt.ArrayLike, scale: float, seed: int) -> npt.NDArray[np.float64]:
     """Smooth value noise in [-1, 1] at world points, two octaves, deterministic in ``seed``."""
     rng = np.random.default_rng(seed)
     table = rng.uniform(-1.0, 1.0, 4096).astype(np.float64)
@@ -130,7 +132,7 @@ def value_noise(x, y, scale, seed):
     return total / norm
 
 
-def sample_image(pixels, uv) -> np.ndarray:
+def sample_image(pixels: npt.ArrayLike, uv: npt.ArrayLike) -> np.ndarray:
     """Bilinear sample of an image's brightness (mean of R, G, B) at UVs (N, 2), clamped at the edges.
 
     ``pixels`` is (H, W, C) with row 0 at the bottom (as Blender stores images); texel centres sit at
@@ -172,8 +174,10 @@ def _border_distance(covered, spacing, limit):
     return pad[1:-1, 1:-1]
 
 
-def generate_cover(tris, params: CoverParams, occluder_tris=None, mask_weights=None, mask_uvs=None,
-                   mask_pixels=None) -> SnowCover:
+def generate_cover(tris: npt.ArrayLike, params: CoverParams,
+                   occluder_tris: np.ndarray | Sequence[npt.ArrayLike] | None = None,
+                   mask_weights: npt.ArrayLike | None = None, mask_uvs: npt.ArrayLike | None = None,
+                   mask_pixels: npt.ArrayLike | None = None) -> SnowCover:
     """Snow cover over terrain triangles (T, 3, 3, world space).
 
     - only faces within ``max_slope`` of up get snow;
@@ -282,7 +286,7 @@ def generate_cover(tris, params: CoverParams, occluder_tris=None, mask_weights=N
 TRAIL_CELLS = 128
 
 
-def trail_cells(vertices) -> np.ndarray:
+def trail_cells(vertices: npt.ArrayLike) -> npt.NDArray[np.int64]:
     """The trails' table cell (row * TRAIL_CELLS + column) of each vertex, as the node group computes it."""
     v = np.asarray(vertices, dtype=np.float64).reshape(-1, 3)
     if v.shape[0] == 0:

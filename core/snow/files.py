@@ -7,6 +7,7 @@ import json
 import struct
 
 import numpy as np
+import numpy.typing as npt
 
 from .. import bend_engines, exr, outputs
 from .base import SnowError
@@ -62,7 +63,7 @@ def stale_temp_folders(out_dir: str) -> list:
     return outputs.stale_folders(out_dir)
 
 
-def write_exr(path: str, rgba) -> None:
+def write_exr(path: str, rgba: npt.ArrayLike) -> None:
     """Write a (H, W, 4) float32 array (row 0 = min world y) as an uncompressed 32-bit float RGBA OpenEXR
     (top row of the image = max world y, as seen from above)."""
     data = np.asarray(rgba, dtype=np.float32)

@@ -27,6 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 import numpy as np
+import numpy.typing as npt
 
 from .bake import BakeResult
 from .params import GOLDEN, LABEL_LEAF, LABEL_TRUNK, WindError
@@ -90,7 +91,7 @@ def _order(par) -> tuple[np.ndarray, np.ndarray]:
     return np.argsort(depth, kind="stable"), depth
 
 
-def bone_tree(heads, tails, parents) -> BoneTree:
+def bone_tree(heads: npt.ArrayLike, tails: npt.ArrayLike, parents: npt.ArrayLike) -> BoneTree:
     """The trunk, the branch levels, the phases and B along the chains, from the bones alone."""
     h, t, par = _check(heads, tails, parents)
     nb = len(h)
@@ -149,7 +150,8 @@ def _nearest_bone(positions, h, t, chunk=4096) -> np.ndarray:
     return out
 
 
-def top_influences(weights, k: int = MAX_INFLUENCES):
+def top_influences(weights: npt.ArrayLike, k: int = MAX_INFLUENCES
+                  ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
     """The ``k`` largest weights of each vertex of a dense (N, bones) weight array: (bone indices (N, k) int64,
     weights (N, k) float32), the unused slots weight 0."""
     w = np.asarray(weights, dtype=np.float32)
@@ -161,7 +163,8 @@ def top_influences(weights, k: int = MAX_INFLUENCES):
     return idx.astype(np.int64), np.take_along_axis(w, idx, axis=1)
 
 
-def merge_influences(idx, w, more_idx, more_w, k: int = MAX_INFLUENCES):
+def merge_influences(idx: npt.ArrayLike, w: npt.ArrayLike, more_idx: npt.ArrayLike, more_w: npt.ArrayLike,
+                     k: int = MAX_INFLUENCES) -> tuple[np.ndarray, npt.NDArray[np.float32]]:
     """Keep the ``k`` largest of two sets of influences per vertex (reading the weights in batches of bones)."""
     all_idx = np.concatenate([idx, more_idx], axis=1)
     all_w = np.concatenate([w, more_w], axis=1).astype(np.float32)
@@ -171,7 +174,8 @@ def merge_influences(idx, w, more_idx, more_w, k: int = MAX_INFLUENCES):
     return np.take_along_axis(all_idx, keep, axis=1), np.take_along_axis(all_w, keep, axis=1)
 
 
-def armature_wind(positions, heads, tails, parents, weights=None, influences=None,
+def armature_wind(positions: npt.ArrayLike, heads: npt.ArrayLike, tails: npt.ArrayLike, parents: npt.ArrayLike,
+                  weights: npt.ArrayLike | None = None, influences: tuple[npt.ArrayLike, npt.ArrayLike] | None = None,
                   chunk: int = 65536) -> ArmatureWind:
     """B and G per vertex from the bones. ``positions`` (N, 3) and the bones in one space; the skinning as
     ``weights`` (N, bones) dense (columns in bone order; a bone without a vertex group is a column of zeros) or as

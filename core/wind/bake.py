@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Generator
 from dataclasses import dataclass, field
 
 import numpy as np
+import numpy.typing as npt
 
 from .. import wind_hierarchy
 from .params import (FLAT_HEIGHT, GOLDEN, LABEL_BRANCH, LABEL_LEAF, LABEL_TRUNK, TRUNK_STANDOUT, VERTEX_GROUP_NAMES,
@@ -78,8 +80,9 @@ class BakeResult:
     parent: np.ndarray | None = None # (islands,) the island each hangs from (-1: trunk or stem)
 
 
-def bake_wind_data(positions, edges, labels=None, leaf_fraction: float = 0.2, slices: int = 24,
-                   max_samples: int = 8192, seed: int = 0, faced=None) -> BakeResult:
+def bake_wind_data(positions: npt.ArrayLike, edges: npt.ArrayLike, labels: npt.ArrayLike | None = None,
+                   leaf_fraction: float = 0.2, slices: int = 24, max_samples: int = 8192, seed: int = 0,
+                   faced: npt.ArrayLike | None = None) -> BakeResult:
     """Wind data of one asset. ``positions`` (N, 3) world space, ``edges`` (E, 2) vertex indices (the mesh's
     edges), ``labels`` optional (N,) overrides (0 auto, 1 trunk, 2 branch, 3 leaf), ``faced`` optional (N,) bool:
     the vertices that belong to a face (None: every vertex on an edge). Vertices without a face (loose points,
@@ -92,8 +95,9 @@ def bake_wind_data(positions, edges, labels=None, leaf_fraction: float = 0.2, sl
             return stop.value
 
 
-def bake_steps(positions, edges, labels=None, leaf_fraction: float = 0.2, slices: int = 24,
-               max_samples: int = 8192, seed: int = 0, faced=None):
+def bake_steps(positions: npt.ArrayLike, edges: npt.ArrayLike, labels: npt.ArrayLike | None = None,
+               leaf_fraction: float = 0.2, slices: int = 24, max_samples: int = 8192, seed: int = 0,
+               faced: npt.ArrayLike | None = None) -> Generator[float, None, BakeResult]:
     """``bake_wind_data`` as a job generator: yields progress fractions, returns the ``BakeResult``.
 
     Only the vertices with a face (``faced``) make the structure: the base, the height, the islands (through the

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
+import numpy.typing as npt
 
 from .bake import BakeResult
 from .params import WindError
@@ -13,7 +16,8 @@ HZD_LAYOUT = ("LEAF", "BRANCH_PHASE", "BRANCH", "AO")
 CRYENGINE_LAYOUT = ("LEAF", "LEAF_PHASE", "BRANCH", "AO")
 
 
-def pack_channels(result: BakeResult, ao=None, layout: str = "HZD", custom=None) -> np.ndarray:
+def pack_channels(result: BakeResult, ao: npt.ArrayLike | None = None, layout: str = "HZD",
+                  custom: Sequence[str] | None = None) -> npt.NDArray[np.float32]:
     """(N, 4) float32 RGBA in an export layout: HZD (R leaf, G branch phase, B branch, A AO), CRYENGINE
     (R edge stiffness = leaf, G per-leaf phase, B overall stiffness = branch, A AO) or CUSTOM (four names
     from ``SOURCES``)."""

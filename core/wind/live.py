@@ -4,9 +4,12 @@ gusts, the per-vertex attributes and the offsets of a frame."""
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import overload
 
 import numpy as np
+import numpy.typing as npt
 
 from .params import (SPRING_HZ, BRANCH_HZ, GUST_AMPS, GUST_MULTS, GUST_PHASES, GUST_WAVES, MAIN_SCALE, BRANCH_SCALE,
     MICRO_SCALE, MICRO_HZ, MICRO_PHASES, MICRO_WAVES, LIVE_ATTRS, PIVOT_B, PIVOT_H, PIVOT_BASE,
@@ -44,7 +47,15 @@ class AssetWind:
     asset_height: float = 1.0
 
 
-def quantize(freq, loop_frames: int, fps: float):
+@overload
+def quantize(freq: float, loop_frames: int, fps: float) -> float: ...
+
+
+@overload
+def quantize(freq: npt.NDArray[np.floating], loop_frames: int, fps: float) -> npt.NDArray[np.floating]: ...
+
+
+def quantize(freq: float | npt.NDArray[np.floating], loop_frames: int, fps: float) -> float | npt.NDArray[np.floating]:
     """Frequency (Hz) rounded to a whole number (at least 1) of cycles per loop, when a loop is set."""
     if loop_frames <= 0:
         return freq
@@ -62,7 +73,15 @@ def loop_time(frame: float, scene: SceneWind) -> float:
     return frame / scene.fps
 
 
-def wave(turns):
+@overload
+def wave(turns: float) -> float: ...
+
+
+@overload
+def wave(turns: np.ndarray) -> npt.NDArray[np.float64]: ...
+
+
+def wave(turns: float | np.ndarray) -> float | npt.NDArray[np.float64]:
     """A parabolic sine (period 1, peaks +-1 at 1/4 and 3/4, C1-continuous), ``8 w (1 - 2|w|)`` with
     ``w = turns - floor(turns + 0.5)``: the grass wobble's per-vertex wave (cheaper than a true sine per vertex)."""
     x = np.asarray(turns, np.float64)
@@ -70,13 +89,14 @@ def wave(turns):
     return 8.0 * w * (1.0 - 2.0 * np.abs(w))
 
 
-def horizontal_dir(direction) -> np.ndarray:
+def horizontal_dir(direction: Sequence[float] | np.ndarray) -> npt.NDArray[np.float64]:
     d = np.array([direction[0], direction[1], 0.0], np.float64)
     length = np.linalg.norm(d)
     return d / length if length > 1e-12 else np.zeros(3)
 
 
-def gust(t: float, origin, scene: SceneWind, category: str, travel: bool = False):
+def gust(t: float, origin: npt.ArrayLike, scene: SceneWind, category: str, travel: bool = False
+        ) -> float | npt.NDArray[np.float64]:
     """Spring-filtered gust signal at time ``t`` (s) at world ``origin`` (a point, or (N, 3) points: one value
     each): ``sum_i amp_i gain_i sin(2 pi f_i t + W_i . origin_xy + ph_i - lag_i)`` over the three waves, with
     ``f_i`` the quantised ``gust_frequency * GUST_MULTS[i]``, ``gain_i = f0^2 / (f0^2 + f_i^2)`` and
@@ -102,12 +122,21 @@ def gust(t: float, origin, scene: SceneWind, category: str, travel: bool = False
     return float(total) if pts.ndim == 1 else total
 
 
-def ramp_wind(w, ramp: float):
+@overload
+def ramp_wind(w: float, ramp: float) -> float: ...
+
+
+@overload
+def ramp_wind(w: np.ndarray, ramp: float) -> np.ndarray: ...
+
+
+def ramp_wind(w: float | np.ndarray, ramp: float) -> float | np.ndarray:
     """The asset's ramp of the wind ``w`` (>= 0): ``w (1 + k) / (1 + k w)``."""
     return w * (1.0 + ramp) / (1.0 + ramp * w)
 
 
-def effective_wind(t: float, origin, scene: SceneWind, asset: AssetWind, travel: bool = False):
+def effective_wind(t: float, origin: npt.ArrayLike, scene: SceneWind, asset: AssetWind, travel: bool = False
+                   ) -> float | np.ndarray:
     """``ramp(max(0, strength (1 + gust_strength gust)))`` at ``origin`` (a point or (N, 3) points)."""
     w = np.maximum(0.0, scene.strength * (1.0 + scene.gust_strength * gust(t, origin, scene, asset.category,
                                                                           travel)))
@@ -115,7 +144,7 @@ def effective_wind(t: float, origin, scene: SceneWind, asset: AssetWind, travel:
     return float(out) if np.ndim(out) == 0 else out
 
 
-def grass_fade(camera_matrix, origin, scene: SceneWind) -> float:
+def grass_fade(camera_matrix: npt.ArrayLike | None, origin: npt.ArrayLike, scene: SceneWind) -> float:
     """1 near the camera, falling to 0 between ``fade_start`` and ``fade_end`` (always 1 without a camera or
     with ``fade_end <= fade_start``)."""
     if camera_matrix is None or scene.fade_end <= scene.fade_start:
@@ -124,7 +153,8 @@ def grass_fade(camera_matrix, origin, scene: SceneWind) -> float:
     return float(np.clip((scene.fade_end - dist) / (scene.fade_end - scene.fade_start), 0.0, 1.0))
 
 
-def live_attributes(positions, height, wind_color) -> dict:
+def live_attributes(positions: npt.ArrayLike, height: npt.ArrayLike, wind_color: npt.ArrayLike
+                   ) -> dict[str, npt.NDArray[np.float32]]:
     """The static per-vertex part of the live wind, float32 arrays keyed by ``LIVE_ATTRS`` ((N, 3) for
     ``LIVE_VECTORS``, (N,) for the others), from the object space rest ``positions``, ``EnvFX_Height`` and
     ``EnvFX_Wind`` RGBA.
@@ -201,7 +231,8 @@ def live_attributes(positions, height, wind_color) -> dict:
     return {name: v.astype(np.float32) for name, v in zip(LIVE_ATTRS, values)}
 
 
-def blade_roots(positions, live, corner_vertices, face_starts) -> np.ndarray:
+def blade_roots(positions: npt.ArrayLike, live: Mapping[str, npt.ArrayLike], corner_vertices: npt.ArrayLike,
+                face_starts: npt.ArrayLike) -> npt.NDArray[np.float32]:
     """(F, 3) float32 object-space root of each face's blade (the hidden face attribute ``LIVE_ROOT``): the mean
     over the face's corners of the vertex's attach point ``p - Pivot`` (``live``: ``live_attributes``), the same
     point for every vertex of a blade. ``corner_vertices`` (C,) the vertex of every face corner, ``face_starts``
@@ -239,7 +270,8 @@ class LiveTerms:
     ambient: float
 
 
-def live_terms(matrix_world, frame: float, scene: SceneWind, asset: AssetWind, camera_matrix=None) -> LiveTerms:
+def live_terms(matrix_world: npt.ArrayLike, frame: float, scene: SceneWind, asset: AssetWind,
+               camera_matrix: npt.ArrayLike | None = None) -> LiveTerms:
     m = np.asarray(matrix_world, np.float64).reshape(4, 4)
     origin = m[:3, 3]
     t = loop_time(frame, scene)
@@ -295,8 +327,8 @@ class BladeWind:
     extra: np.ndarray
 
 
-def blade_wind(positions, live, matrix_world, frame: float, scene: SceneWind, asset: AssetWind,
-               lt: LiveTerms) -> BladeWind:
+def blade_wind(positions: npt.ArrayLike, live: Mapping[str, npt.ArrayLike], matrix_world: npt.ArrayLike, frame: float,
+               scene: SceneWind, asset: AssetWind, lt: LiveTerms) -> BladeWind:
     """The wind of each grass blade. A blade is the piece a vertex hangs from: its place ``X`` is its attach point
     in world space, ``X = M (p - Pivot)`` (the same for all its vertices: the blade's root). With ``d`` the wind
     direction, ``U`` = ``GUST_SPEED`` and ``t`` the loop time:
@@ -331,9 +363,11 @@ def blade_wind(positions, live, matrix_world, frame: float, scene: SceneWind, as
     return BladeWind(eff=eff, extra=extra + lt.world_extra[None, :])
 
 
-def wind_offsets(positions, height, wind_color, normals, matrix_world, frame: float, scene: SceneWind,
-                 asset: AssetWind, camera_matrix=None, terrain_z=None, live=None,
-                 push: GrassPush | None = None) -> np.ndarray:
+def wind_offsets(positions: npt.ArrayLike, height: npt.ArrayLike, wind_color: npt.ArrayLike,
+                 normals: npt.ArrayLike | None, matrix_world: npt.ArrayLike, frame: float, scene: SceneWind,
+                 asset: AssetWind, camera_matrix: npt.ArrayLike | None = None, terrain_z: npt.ArrayLike | None = None,
+                 live: Mapping[str, npt.ArrayLike] | None = None, push: GrassPush | None = None
+                ) -> npt.NDArray[np.float32]:
     """(N, 3) object-space offsets of the live wind at ``frame`` (the twin of the "EnvFX Wind" node group).
 
     The swing (``wind_swing``: the talk's bend, sway, lift, flutter, whole-asset bend and grass motion as offsets)
@@ -371,9 +405,9 @@ def wind_offsets(positions, height, wind_color, normals, matrix_world, frame: fl
     return local.astype(np.float32)
 
 
-def wind_swing(positions, normals, matrix_world, frame: float, scene: SceneWind, asset: AssetWind, live,
-               lt: LiveTerms | None = None, blades: BladeWind | None = None,
-               push: GrassPush | None = None) -> np.ndarray:
+def wind_swing(positions: npt.ArrayLike, normals: npt.ArrayLike | None, matrix_world: npt.ArrayLike, frame: float,
+               scene: SceneWind, asset: AssetWind, live: Mapping[str, npt.ArrayLike], lt: LiveTerms | None = None,
+               blades: BladeWind | None = None, push: GrassPush | None = None) -> np.ndarray:
     """(N, 3) object-space swing: where the wind pushes each vertex, as an offset, before ``keep_lengths`` turns it
     into motion along arcs. ``(Ba bend + H^2 main) dir + Bac vc + Bas vs + Rc mc + Rs ms`` (``LiveTerms``,
     ``live_attributes``: Branch = (Ba, Bac, Bas), Leaf = (Rc, Rs, H^2)). Grass: that sum times the blade's wind
@@ -407,8 +441,8 @@ def wind_swing(positions, normals, matrix_world, frame: float, scene: SceneWind,
     return blades.eff[:, None] * swing + hh[:, None] * (lean @ inv3.T) + wamp[:, None] * nrm
 
 
-def keep_lengths(swing, live, matrix_world, asset: AssetWind, lt: LiveTerms,
-                 blades: BladeWind | None = None) -> np.ndarray:
+def keep_lengths(swing: np.ndarray, live: Mapping[str, npt.ArrayLike], matrix_world: npt.ArrayLike, asset: AssetWind,
+                 lt: LiveTerms, blades: BladeWind | None = None) -> np.ndarray:
     """(N, 3) object-space offsets that move each vertex along arcs towards its ``swing``:
 
     1. about its attach point ``A`` (``p - A`` = Pivot): ``q = p - A + swing`` rescaled to ``|p - A|``, so the

@@ -3,6 +3,9 @@ error."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 # --- constants shared with shader_nodes/wind.py ----------------------------------------------------------
 
 CATEGORIES = ("TREE", "PLANT", "GRASS", "SPECIAL")
@@ -57,8 +60,8 @@ TERRAIN_RAY = 100.0    # terrain rays start this far above each vertex (object u
 MAX_AO_SAMPLES = 4096  # Cycles AO samples of a bake (scene.envfx.wind.ao_samples, the CLI's --ao-samples): 0 = no AO
 
 
-# per-asset presets for common asset types (object.envfx.wind values)
-PRESETS = {
+# per-asset presets for common asset types (object.envfx.wind values; AssetWind's keywords but asset_height)
+PRESETS: dict[str, dict[str, Any]] = {
     "TREE": dict(category="TREE", rigidity=1.0, bend=1.0, sway=1.0, lift=0.5, micro=1.0, ramp=0.0, main_bend=True),
     "BUSH": dict(category="PLANT", rigidity=1.5, bend=1.2, sway=1.0, lift=0.6, micro=1.2, ramp=1.0, main_bend=False),
     "GRASS": dict(category="GRASS", rigidity=1.0, bend=1.5, sway=0.5, lift=0.2, micro=0.5, ramp=2.0, main_bend=True),
@@ -79,7 +82,7 @@ TRUNK_STANDOUT = 1.5  # the largest island on the ground is the trunk only when 
                       # box diagonal) than the next stem-sized one; else they are all stems (a multi-stem bush)
 
 
-def flat_error(names=()) -> WindError:
+def flat_error(names: Sequence[str] = ()) -> WindError:
     """The refusal of a flat asset; ``names``: its objects, so that the one to fix is found in a batch."""
     what = f"The asset {', '.join(names)}" if names else "The asset"
     return WindError(f"{what} is flat (no height along world Z): wind data needs an upright asset; if it was "

@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
 PUSH_EPS = 0.02  # A change per texel under which the push direction fades (a soft normalisation)
 
@@ -38,7 +39,7 @@ class GrassPush:
     started: bool = True
 
 
-def sample_uv(buffer, u, v):
+def sample_uv(buffer: npt.ArrayLike, u: npt.ArrayLike, v: npt.ArrayLike) -> npt.NDArray[np.float64]:
     """(N, C) bilinear samples of ``buffer`` (H, W, C; row 0 at v = 0) at texture coordinates ``u``, ``v`` (N,),
     texel centres at (i + 0.5) / W, the edge texels extended beyond the image (the Image Texture node's Linear
     interpolation with EXTEND)."""
@@ -58,7 +59,7 @@ def sample_uv(buffer, u, v):
             + (img[yb, xa] * (1 - tx) + img[yb, xb] * tx) * ty)
 
 
-def push_lean(roots, push: GrassPush) -> np.ndarray:
+def push_lean(roots: npt.ArrayLike, push: GrassPush) -> npt.NDArray[np.float64]:
     """(N, 3) world lean per unit of height of the blades whose roots are at world ``roots`` (N, 3): see the
     module's docstring."""
     x = np.asarray(roots, np.float64).reshape(-1, 3)

@@ -19,7 +19,7 @@ def test_overlay_over_mid_grey_is_the_colour_and_follows_the_base_elsewhere():
 def test_blend_mask_keeps_the_albedo_where_zero():
     albedo = np.array([[0.5, 0.5, 0.5], [0.3, 0.4, 0.6]])
     colour = np.array([[0.1, 0.8, 0.2], [0.1, 0.8, 0.2]])
-    out = cz.blend(albedo, colour, np.array([0.0, 1.0]))  # pyright: ignore[reportArgumentType] -- blend() takes a per-texel mask, but its unannotated mask=1.0 reads as float
+    out = cz.blend(albedo, colour, np.array([0.0, 1.0]))
     assert np.allclose(out[0], albedo[0])
     assert np.allclose(out[1], cz.overlay(albedo[1], colour[1]))
     half = cz.blend(albedo, colour, 0.5)
