@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any, cast
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, cast
 
 import bpy
+import mathutils
 import numpy as np
+import numpy.typing as npt
+
+if TYPE_CHECKING:  # the stubs' names for attribute types and domains (no such module at run time)
+    from bpy.stub_internal.rna_enums import AttributeDomainItems, AttributeTypeItems
 
 # Blender 5.0 or newer (else 4.2 LTS). Code that differs between the two branches on this name: the type check
 # (tools/types.sh) defines it per stub set, so each branch is checked against its own version's API only.
@@ -16,12 +22,12 @@ BLENDER_5 = bpy.app.version >= (5, 0, 0)
 GEOMETRY_TYPES = {"MESH", "CURVE", "FONT", "CURVES", "POINTCLOUD"}
 
 
-def matrix_to_numpy(matrix) -> np.ndarray:
+def matrix_to_numpy(matrix: mathutils.Matrix) -> npt.NDArray[np.float64]:
     """A mathutils 4x4 matrix as a float64 numpy array (row-major, like mathutils)."""
-    return np.array([list(row) for row in matrix], dtype=np.float64)
+    return np.array([row[:] for row in matrix], dtype=np.float64)
 
 
-def get_positions(mesh) -> np.ndarray:
+def get_positions(mesh: bpy.types.Mesh) -> npt.NDArray[np.float32]:
     """(N, 3) float32 vertex positions of a mesh, through the position attribute (fast path; a mesh in Edit Mode
     has no attributes until it leaves it: its vertices are read then)."""
     n = len(mesh.vertices)
@@ -29,37 +35,43 @@ def get_positions(mesh) -> np.ndarray:
     if n:
         attr = mesh.attributes.get("position")
         if attr is not None:
-            attr.data.foreach_get("vector", buf)
+            _values(attr).foreach_get("vector", buf)
         else:
             mesh.vertices.foreach_get("co", buf)
     return buf.reshape(n, 3)
 
 
-def set_positions(mesh, positions: np.ndarray):
+def set_positions(mesh: bpy.types.Mesh, positions: npt.ArrayLike) -> None:
     """Write (N, 3) positions back; the count must match the mesh."""
     n = len(mesh.vertices)
     arr = np.ascontiguousarray(positions, dtype=np.float32).reshape(-1)
     if arr.size != n * 3:
         raise ValueError(f"mesh {mesh.name!r} has {n} vertices, got {arr.size // 3} positions")
     if n:
-        mesh.attributes["position"].data.foreach_set("vector", arr)
+        _values(mesh.attributes["position"]).foreach_set("vector", arr)
     mesh.update()
 
 
-def _read_internal(mesh, name: str, buf) -> bool:
+def _values(attr: bpy.types.Attribute) -> bpy.types.bpy_prop_collection[Any]:
+    """``attr.data``, the values of an attribute: every attribute type (FloatAttribute, IntAttribute...) has them,
+    the API stubs' base class Attribute does not declare them."""
+    return attr.data  # pyright: ignore[reportAttributeAccessIssue] -- declared by each attribute type only
+
+
+def _read_internal(mesh: bpy.types.Mesh, name: str, buf: npt.NDArray[np.int32]) -> bool:
     """Fill ``buf`` from the mesh's internal int attribute ``name`` (".edge_verts" two per edge, ".corner_vert"
     one per corner): a plain copy, about a hundred times faster than the same numbers through ``mesh.edges`` /
     ``mesh.loops``. False when the mesh has no such attribute that fills ``buf`` (in Edit Mode), for the caller to
     read them the slow way."""
     attr = mesh.attributes.get(name)
     per = 2 if name == ".edge_verts" else 1
-    if attr is None or len(attr.data) * per != buf.size:
+    if attr is None or len(_values(attr)) * per != buf.size:
         return False
-    attr.data.foreach_get("value", buf)
+    _values(attr).foreach_get("value", buf)
     return True
 
 
-def get_edges(mesh) -> np.ndarray:
+def get_edges(mesh: bpy.types.Mesh) -> npt.NDArray[np.int32]:
     """(E, 2) int32 vertex indices of a mesh's edges."""
     buf = np.empty(len(mesh.edges) * 2, dtype=np.int32)
     if buf.size and not _read_internal(mesh, ".edge_verts", buf):
@@ -67,13 +79,13 @@ def get_edges(mesh) -> np.ndarray:
     return buf.reshape(-1, 2)
 
 
-def world_positions(obj) -> np.ndarray:
+def world_positions(obj: bpy.types.Object) -> npt.NDArray[np.float64]:
     """(N, 3) float64 world positions of the vertices of a mesh object's own mesh (no modifiers)."""
     m = matrix_to_numpy(obj.matrix_world)
-    return get_positions(obj.data).astype(np.float64) @ m[:3, :3].T + m[:3, 3]
+    return get_positions(cast(bpy.types.Mesh, obj.data)).astype(np.float64) @ m[:3, :3].T + m[:3, 3]
 
 
-def evaluated_positions(obj, depsgraph) -> np.ndarray:
+def evaluated_positions(obj: bpy.types.Object, depsgraph: bpy.types.Depsgraph) -> npt.NDArray[np.float32]:
     """(N, 3) object-space vertex positions of the evaluated object (all modifiers applied); none for an object
     that evaluates to no mesh (a curve or text with nothing to draw)."""
     ev = obj.evaluated_get(depsgraph)
@@ -86,7 +98,7 @@ def evaluated_positions(obj, depsgraph) -> np.ndarray:
         ev.to_mesh_clear()
 
 
-def get_shape_key_positions(key_block) -> np.ndarray:
+def get_shape_key_positions(key_block: bpy.types.ShapeKey) -> npt.NDArray[np.float32]:
     n = len(key_block.data)
     buf = np.empty(n * 3, dtype=np.float32)
     if n:
@@ -94,7 +106,7 @@ def get_shape_key_positions(key_block) -> np.ndarray:
     return buf.reshape(n, 3)
 
 
-def set_shape_key_positions(key_block, positions: np.ndarray):
+def set_shape_key_positions(key_block: bpy.types.ShapeKey, positions: npt.ArrayLike) -> None:
     arr = np.ascontiguousarray(positions, dtype=np.float32).reshape(-1)
     if arr.size:
         key_block.data.foreach_set("co", arr)
@@ -107,7 +119,7 @@ def set_shape_key_positions(key_block, positions: np.ndarray):
 # ``object_instances``, in one pass for all the objects asked about.
 
 
-def instances_collection(obj) -> bool:
+def instances_collection(obj: bpy.types.Object) -> bool:
     """Whether ``obj`` is a collection instance (an Empty showing a collection)."""
     return obj.instance_type == "COLLECTION" and obj.instance_collection is not None
 
@@ -127,6 +139,13 @@ def _shows_itself(obj) -> bool:
 
 
 GEOMETRY_OBJECT_TYPES = GEOMETRY_TYPES | {"SURFACE", "META"}  # object types whose geometry can be read
+
+# One part of the geometry an object draws: (world triangles (T, 3, 3), weights (T, 3) or None, UVs (T, 3, 2) or
+# None), see ``evaluated_parts``; an object's triangles and weights, its parts joined (``objects_triangles``); and
+# the filter ``counts(instancer, source)`` of the instances that count.
+Part = tuple[npt.NDArray[np.float64], npt.NDArray[np.float64] | None, npt.NDArray[np.float32] | None]
+Triangles = tuple[npt.NDArray[np.float64], npt.NDArray[np.float64] | None]
+Counts = Callable[[bpy.types.Object, bpy.types.Object], bool]
 
 
 def _local_mesh(ev, with_weights: str = "", with_uvs: bool = False):
@@ -177,7 +196,14 @@ def _placed(local, m):
     return pos[idx], weights, uvs
 
 
-def evaluated_parts(objects, depsgraph, with_weights: str = "", with_uvs: bool = False, counts=None) -> list:
+def _original(ev: bpy.types.Object | None) -> bpy.types.Object:
+    """The original object of an evaluated one of the depsgraph (an instance's parent or object, which are always
+    there for an instance: the API types them and the original optional)."""
+    return cast(bpy.types.Object, cast(bpy.types.Object, ev).original)
+
+
+def evaluated_parts(objects: Iterable[bpy.types.Object], depsgraph: bpy.types.Depsgraph, with_weights: str = "",
+                    with_uvs: bool = False, counts: Counts | None = None) -> list[list[Part]]:
     """For each of ``objects``, the list of the parts of the geometry it draws, each (world triangles (T, 3, 3),
     weights (T, 3) or None, UVs (T, 3, 2) or None; see ``_local_mesh``): its own evaluated mesh (unless it hides
     itself, ``_shows_itself``) and its instances. ``counts(instancer, source)`` (original objects; default: all)
@@ -199,11 +225,11 @@ def evaluated_parts(objects, depsgraph, with_weights: str = "", with_uvs: bool =
     for inst in depsgraph.object_instances:  # an instance's objects are valid only during its step
         if not inst.is_instance:
             continue
-        i = instancers.get(inst.parent.original.as_pointer())
+        i = instancers.get(_original(inst.parent).as_pointer())
         if i is None:
             continue
-        ev = inst.object
-        if counts is not None and not counts(objects[i], ev.original):
+        ev = cast(bpy.types.Object, inst.object)  # (always there for an instance; the API types it optional)
+        if counts is not None and not counts(objects[i], _original(ev)):
             continue
         key = ev.data.as_pointer() if ev.type == "MESH" and ev.data is not None else None
         local = meshes.get(key) if key is not None else None
@@ -217,7 +243,7 @@ def evaluated_parts(objects, depsgraph, with_weights: str = "", with_uvs: bool =
     return parts
 
 
-def _joined(parts) -> tuple[np.ndarray, np.ndarray | None]:
+def _joined(parts: Sequence[Part]) -> Triangles:
     """(triangles, weights) of the parts of one object, joined; parts without weights count as weight 1 (None
     when no part has any)."""
     if not parts:
@@ -228,7 +254,8 @@ def _joined(parts) -> tuple[np.ndarray, np.ndarray | None]:
     return tris, np.concatenate([np.ones((t.shape[0], 3)) if w is None else w for t, w, _uv in parts])
 
 
-def objects_triangles(objects, depsgraph, with_weights: str = "", counts=None) -> list:
+def objects_triangles(objects: Iterable[bpy.types.Object], depsgraph: bpy.types.Depsgraph, with_weights: str = "",
+                      counts: Counts | None = None) -> list[Triangles]:
     """[(world triangles, weights)] of each of ``objects`` (``world_triangles`` for many objects at once, one
     walk through the instances; ``counts`` as in ``evaluated_parts``)."""
     return [_joined(p) for p in evaluated_parts(objects, depsgraph, with_weights, counts=counts)]
@@ -244,7 +271,7 @@ def _world_winding(idx, m):
     return idx
 
 
-def world_triangles(obj, depsgraph, with_weights: str = "") -> tuple[np.ndarray, np.ndarray | None]:
+def world_triangles(obj: bpy.types.Object, depsgraph: bpy.types.Depsgraph, with_weights: str = "") -> Triangles:
     """(T, 3, 3) world-space triangles of the geometry the evaluated object draws, its instances included
     (``evaluated_parts``; wound so that their normals are Blender's world normals, mirrored objects included),
     and (T, 3) weights of the point attribute ``with_weights`` of the evaluated meshes (None when no part has
@@ -252,9 +279,9 @@ def world_triangles(obj, depsgraph, with_weights: str = "") -> tuple[np.ndarray,
     return objects_triangles([obj], depsgraph, with_weights)[0]
 
 
-def rest_triangles(obj) -> np.ndarray:
+def rest_triangles(obj: bpy.types.Object) -> npt.NDArray[np.float64]:
     """(T, 3, 3) world-space triangles of a mesh object's own data (no modifiers)."""
-    mesh = obj.data
+    mesh = cast(bpy.types.Mesh, obj.data)
     mesh.calc_loop_triangles()
     nt = len(mesh.loop_triangles)
     idx = np.empty(nt * 3, dtype=np.int32)
@@ -266,17 +293,23 @@ def rest_triangles(obj) -> np.ndarray:
     return pos[_world_winding(idx.reshape(nt, 3), m)]
 
 
-def image_pixels(image) -> np.ndarray:
+def _pixels(image: bpy.types.Image) -> bpy.types.bpy_prop_array[float]:
+    """``image.pixels``, the flat RGBA array, which the API stubs type as one float."""
+    return cast("bpy.types.bpy_prop_array[float]", image.pixels)
+
+
+def image_pixels(image: bpy.types.Image) -> npt.NDArray[np.float32]:
     """(H, W, C) float32 pixels of a Blender image as Blender stores them: bottom row first, C = its channels."""
     w, h = image.size
     c = image.channels
     buf = np.empty(w * h * c, dtype=np.float32)
     if buf.size:
-        image.pixels.foreach_get(buf)
+        _pixels(image).foreach_get(buf)
     return buf.reshape(h, w, c)
 
 
-def quad_mesh(name: str, vertices, faces, point_floats=None):
+def quad_mesh(name: str, vertices: npt.NDArray[np.floating], faces: npt.NDArray[np.integer],
+              point_floats: Mapping[str, npt.NDArray[np.floating]] | None = None) -> bpy.types.Mesh:
     """A new mesh ``name`` of ``vertices`` (N, 3) and quads ``faces`` (F, 4), shaded smooth, with a float point
     attribute for each {name: (N,) values} of ``point_floats``."""
     mesh = bpy.data.meshes.new(name)
@@ -319,7 +352,8 @@ def calc_edges(mesh: bpy.types.Mesh) -> None:
 
 # --- meshes, images and attributes made or read by the bakes ------------------------------------------------
 
-def fill_mesh(mesh, positions: np.ndarray, loop_vertices: np.ndarray, loop_starts: np.ndarray):
+def fill_mesh(mesh: bpy.types.Mesh, positions: npt.NDArray[np.floating], loop_vertices: npt.NDArray[np.integer],
+              loop_starts: npt.NDArray[np.integer]) -> None:
     """Add vertices at ``positions`` (N, 3) and polygons to an empty mesh: polygon k has the corners
     ``loop_vertices[loop_starts[k]:loop_starts[k + 1]]``. The caller then makes the edges (``mesh.update``)."""
     mesh.vertices.add(len(positions))
@@ -330,17 +364,17 @@ def fill_mesh(mesh, positions: np.ndarray, loop_vertices: np.ndarray, loop_start
     mesh.polygons.foreach_set("loop_start", np.ascontiguousarray(loop_starts, dtype=np.int32))
 
 
-def set_corner_uvs(uv_layer, uvs: np.ndarray):
+def set_corner_uvs(uv_layer: bpy.types.MeshUVLoopLayer, uvs: npt.ArrayLike) -> None:
     """Write (corners, 2) UVs into a UV map."""
     uv_layer.data.foreach_set("uv", np.ascontiguousarray(uvs, dtype=np.float32).ravel())
 
 
-def set_smooth(mesh, smooth: np.ndarray):
+def set_smooth(mesh: bpy.types.Mesh, smooth: npt.ArrayLike) -> None:
     """Shade each polygon smooth (True) or flat."""
     mesh.polygons.foreach_set("use_smooth", np.ascontiguousarray(smooth, dtype=bool))
 
 
-def triangle_corners(obj, depsgraph) -> np.ndarray:
+def triangle_corners(obj: bpy.types.Object, depsgraph: bpy.types.Depsgraph) -> npt.NDArray[np.float32]:
     """(T, 3, 3) float32 world-space corners of the evaluated object's triangles (modifiers applied); empty for an
     object with no surface."""
     ev = obj.evaluated_get(depsgraph)
@@ -364,7 +398,8 @@ def triangle_corners(obj, depsgraph) -> np.ndarray:
         ev.to_mesh_clear()
 
 
-def world_points_and_normals(obj, depsgraph) -> tuple:
+def world_points_and_normals(obj: bpy.types.Object, depsgraph: bpy.types.Depsgraph
+                             ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]]:
     """((N, 3) world positions, (N, 3) unit world normals) of the evaluated mesh's vertices (for vertex colours:
     the counts match ``obj.data`` when no modifier changes the topology)."""
     ev = obj.evaluated_get(depsgraph)
@@ -385,14 +420,15 @@ def world_points_and_normals(obj, depsgraph) -> tuple:
         ev.to_mesh_clear()
 
 
-def set_point_colours(mesh, name: str, colours: np.ndarray):
+def set_point_colours(mesh: bpy.types.Mesh, name: str, colours: npt.ArrayLike) -> bpy.types.FloatColorAttribute:
     """Write (N, 4) float colours to the mesh's per-vertex colour attribute ``name`` (made if missing)."""
-    attr = mesh.color_attributes.get(name)
+    # (a float colour point attribute once made or kept here; the API types attributes by their base class)
+    attr = cast("bpy.types.FloatColorAttribute | None", mesh.color_attributes.get(name))
     if attr is not None and (attr.domain != "POINT" or attr.data_type != "FLOAT_COLOR"):
         mesh.color_attributes.remove(attr)
         attr = None
     if attr is None:
-        attr = mesh.color_attributes.new(name, "FLOAT_COLOR", "POINT")
+        attr = cast(bpy.types.FloatColorAttribute, mesh.color_attributes.new(name, "FLOAT_COLOR", "POINT"))
     arr = np.ascontiguousarray(colours, dtype=np.float32).reshape(-1)
     if arr.size != len(mesh.vertices) * 4:
         raise ValueError(f"mesh {mesh.name!r} has {len(mesh.vertices)} vertices, got {arr.size // 4} colours")
@@ -401,23 +437,23 @@ def set_point_colours(mesh, name: str, colours: np.ndarray):
     return attr
 
 
-def set_image_pixels(image, pixels: np.ndarray):
+def set_image_pixels(image: bpy.types.Image, pixels: npt.ArrayLike) -> None:
     """Write (H, W, 4) float pixels, row 0 at the top, into a Blender image of that size (Blender stores the bottom
     row first)."""
     w, h = image.size
     arr = np.ascontiguousarray(np.asarray(pixels, dtype=np.float32)[::-1]).reshape(-1)
     if arr.size != w * h * 4:
         raise ValueError(f"image {image.name!r} is {w} x {h}, got {arr.size // 4} pixels")
-    image.pixels.foreach_set(arr)
+    _pixels(image).foreach_set(arr)
     image.update()
 
 
-def mesh_counts(mesh) -> tuple:
+def mesh_counts(mesh: bpy.types.Mesh) -> tuple[int, int, int, int]:
     """(vertices, edges, faces, corners): what must not change over a vertex animation."""
     return len(mesh.vertices), len(mesh.edges), len(mesh.polygons), len(mesh.loops)
 
 
-def vertex_normals(mesh) -> np.ndarray:
+def vertex_normals(mesh: bpy.types.Mesh) -> npt.NDArray[np.float32]:
     """(N, 3) float32 vertex normals (object space) of a mesh."""
     n = len(mesh.vertices)
     buf = np.empty(n * 3, dtype=np.float32)
@@ -430,11 +466,12 @@ _ATTR_KINDS = {"FLOAT": ("value", 1), "INT": ("value", 1), "FLOAT2": ("vector", 
                "FLOAT_COLOR": ("color", 4), "BYTE_COLOR": ("color", 4)}
 
 
-def vertex_group_weights(obj, names, scene) -> np.ndarray:
+def vertex_group_weights(obj: bpy.types.Object, names: Sequence[str], scene: bpy.types.Scene
+                         ) -> npt.NDArray[np.float32]:
     """(vertices, len(names)) float32 weights of ``obj``'s vertex groups ``names`` (0 where a vertex is not in a
     group), read in bulk: a throw-away object sharing the mesh gets a geometry-nodes modifier that stores each group
     as a float attribute, the evaluated mesh is read (``point_attribute``), and everything temporary is removed."""
-    n = len(obj.data.vertices)
+    n = len(cast(bpy.types.Mesh, obj.data).vertices)
     out = np.zeros((n, len(names)), np.float32)
     if n == 0 or not names:
         return out
@@ -480,7 +517,7 @@ def vertex_group_weights(obj, names, scene) -> np.ndarray:
     return out
 
 
-def point_attribute(mesh, name: str) -> np.ndarray:
+def point_attribute(mesh: bpy.types.Mesh, name: str) -> npt.NDArray[np.float32]:
     """(N, C) float32 values per vertex of the attribute ``name`` (point domain; a corner attribute is averaged
     over each vertex's corners). KeyError when the mesh has no such attribute, TypeError for a type that is not
     numbers (bool, string, quaternion...)."""
@@ -489,9 +526,9 @@ def point_attribute(mesh, name: str) -> np.ndarray:
         raise TypeError(f"attribute {name!r} is {attr.data_type.lower()} on the {attr.domain.lower()} domain: only "
                         f"numbers and colours on points or face corners can be baked")
     key, c = _ATTR_KINDS[attr.data_type]
-    buf = np.empty(len(attr.data) * c, dtype=np.float32)
+    buf = np.empty(len(_values(attr)) * c, dtype=np.float32)
     if buf.size:
-        attr.data.foreach_get(key, buf)
+        _values(attr).foreach_get(key, buf)
     values = buf.reshape(-1, c)
     if attr.domain == "POINT":
         return values
@@ -504,7 +541,8 @@ def point_attribute(mesh, name: str) -> np.ndarray:
     return (total / np.maximum(count, 1)).astype(np.float32)
 
 
-def write_point_attribute(mesh, name: str, data_type: str, values, domain: str = "POINT"):
+def write_point_attribute(mesh: bpy.types.Mesh, name: str, data_type: str, values: npt.ArrayLike | None,
+                          domain: str = "POINT") -> bpy.types.Attribute | None:
     """Write per-vertex ``values`` (N or (N, C) numbers) to the point attribute ``name`` of type ``data_type``
     ("FLOAT", "FLOAT_VECTOR", "FLOAT_COLOR"...), made if missing and remade when its domain or type differ;
     ``values`` None removes the attribute. Returns the attribute (None when removed). ``domain``: another domain
@@ -516,12 +554,13 @@ def write_point_attribute(mesh, name: str, data_type: str, values, domain: str =
         attr = None
     if values is None:
         return None
-    attr = attr or attrs.new(name, data_type, domain)
-    attr.data.foreach_set(_ATTR_KINDS[data_type][0], np.ascontiguousarray(values, np.float32).reshape(-1))
+    # (an unknown data_type is a KeyError below, an unknown domain Blender's TypeError, as before the cast)
+    attr = attr or attrs.new(name, cast("AttributeTypeItems", data_type), cast("AttributeDomainItems", domain))
+    _values(attr).foreach_set(_ATTR_KINDS[data_type][0], np.ascontiguousarray(values, np.float32).reshape(-1))
     return attr
 
 
-def corner_vertices(mesh) -> np.ndarray:
+def corner_vertices(mesh: bpy.types.Mesh) -> npt.NDArray[np.int32]:
     """(corners,) int32 vertex index of every face corner (loop) of a mesh."""
     loops = np.empty(len(mesh.loops), dtype=np.int32)
     if loops.size and not _read_internal(mesh, ".corner_vert", loops):
@@ -529,7 +568,7 @@ def corner_vertices(mesh) -> np.ndarray:
     return loops
 
 
-def face_starts(mesh) -> np.ndarray:
+def face_starts(mesh: bpy.types.Mesh) -> npt.NDArray[np.int32]:
     """(faces,) int32 first corner (loop) of every face of a mesh."""
     starts = np.empty(len(mesh.polygons), dtype=np.int32)
     if starts.size:
@@ -537,7 +576,7 @@ def face_starts(mesh) -> np.ndarray:
     return starts
 
 
-def face_materials(mesh) -> tuple[np.ndarray, np.ndarray]:
+def face_materials(mesh: bpy.types.Mesh) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.int32]]:
     """(material slot index, corner count) per face of a mesh, int32 each."""
     nf = len(mesh.polygons)
     mat = np.empty(nf, np.int32)
@@ -547,7 +586,7 @@ def face_materials(mesh) -> tuple[np.ndarray, np.ndarray]:
     return mat, totals
 
 
-def loop_triangle_vertices(mesh) -> np.ndarray:
+def loop_triangle_vertices(mesh: bpy.types.Mesh) -> npt.NDArray[np.int32]:
     """(T, 3) int32 vertex indices of a mesh's loop triangles as they are (not recalculated here)."""
     tris = mesh.loop_triangles
     buf = np.empty(len(tris) * 3, np.int32)
@@ -555,7 +594,7 @@ def loop_triangle_vertices(mesh) -> np.ndarray:
     return buf.reshape(-1, 3)
 
 
-def set_vertex_uv(mesh, name: str, uv_per_vertex: np.ndarray):
+def set_vertex_uv(mesh: bpy.types.Mesh, name: str, uv_per_vertex: npt.ArrayLike) -> bpy.types.MeshUVLoopLayer:
     """Add (or replace) the UV map ``name`` whose every corner gets the UV of its vertex ((N, 2) array)."""
     old = mesh.uv_layers.get(name)
     if old is not None:

@@ -62,6 +62,6 @@ def main(argv: list[str]) -> int:
         return 1
 
 
-def cli_command(argv):
+def cli_command(argv: list[str]) -> int:
     """Handler registered with bpy.utils.register_cli_command."""
     return main(argv)

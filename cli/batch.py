@@ -10,11 +10,15 @@ import ctypes
 import os
 import signal
 import sys
+from collections.abc import Callable, Iterator, Sequence
+from typing import TypeVar
 
 import bpy
 
 from ..core import blendfile
-from ..operators.common import grouped_warnings
+from ..operators.common import ObjectsResult, grouped_warnings
+
+IdT = TypeVar("IdT", bound=bpy.types.ID)  # the kind of data-block a collection of bpy.data holds (``named``)
 
 
 class CliError(Exception):
@@ -58,14 +62,14 @@ def current_view_layer() -> bpy.types.ViewLayer:
         raise CliError("the file's scene has no view layer: open it in Blender, add one and save it")
     return view_layer
 
-def check_blend(path: str):
+def check_blend(path: str) -> None:
     if not path.lower().endswith(".blend"):
         raise CliError(f"{path!r} is not a .blend file: pass the .blend to work on")
     if not os.path.isfile(path):
         raise CliError(f"No such file {path!r}: check the path")
 
 
-def check_blends(paths, output=None):
+def check_blends(paths: Sequence[str], output: str | None = None) -> str | None:
     """Before any file is opened: every input is an existing .blend, and --output goes with one input only.
     Returns --output as the path to save to (``//`` is the input file's folder), or None."""
     if output and len(paths) > 1:
@@ -91,7 +95,7 @@ def cli_path(path: str, option: str, blend: str | None = None, no_blend: str = "
     return os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(blend)), path[2:]))
 
 
-def named(ids, name: str, what: str, option: str = ""):
+def named(ids: bpy.types.bpy_prop_collection[IdT], name: str, what: str, option: str = "") -> IdT:
     """``ids[name]`` (scenes, collections), or CliError naming what the file has instead."""
     found = ids.get(name)
     if found is None:
@@ -100,7 +104,7 @@ def named(ids, name: str, what: str, option: str = ""):
     return found
 
 
-def output_folders(blends, out: str, option: str = "--out") -> dict:
+def output_folders(blends: Sequence[str], out: str, option: str = "--out") -> dict[str, str]:
     """{.blend path: the folder its outputs go to}, checked before any file is opened: every input is a .blend
     that exists; ``out`` itself for one file (``//`` is its folder), ``out/<file name>`` for each of several
     (refused when two inputs have the same file name)."""
@@ -116,7 +120,7 @@ def output_folders(blends, out: str, option: str = "--out") -> dict:
     return folders
 
 
-def check_names(args, *names):
+def check_names(args: argparse.Namespace, *names: str) -> None:
     """An option given as an empty string (an empty pipeline variable) is refused, not read as "not given"."""
     for name in names:
         value = getattr(args, name, None)
@@ -146,7 +150,7 @@ def text_options(parser: argparse.ArgumentParser) -> list:
             and action.choices is None and action.const is None and not isinstance(action, argparse._HelpAction)]
 
 
-def check_text_options(parser: argparse.ArgumentParser, args):
+def check_text_options(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     """Before any file is opened: a text option given as an empty or blank string (an empty pipeline variable) is
     refused, never read as "not given" (``--output ""`` would save over the input, ``--export-engines ""`` would
     bend and save instead of exporting)."""
@@ -161,7 +165,7 @@ def _split_names(names: str) -> list:
     return [n.strip() for n in names.split(",") if n.strip()]
 
 
-def check_output(path: str):
+def check_output(path: str) -> None:
     """--output: a .blend in an existing, writable folder, not a read-only file (checked before any work)."""
     if not path.lower().endswith(".blend"):
         raise CliError(f"--output {path!r} is not a .blend path: give the .blend to write")
@@ -176,7 +180,7 @@ def check_output(path: str):
         raise CliError(f"--output {path!r} is a read-only file: make it writable or choose another --output")
 
 
-def check_writable_in_place(path: str):
+def check_writable_in_place(path: str) -> None:
     """Saving ``path`` over itself will work (checked before any work): the file and its folder are writable
     (Blender writes a temporary file next to it, then renames it)."""
     folder = os.path.dirname(os.path.abspath(path))
@@ -189,7 +193,7 @@ def check_writable_in_place(path: str):
 # --- opening and saving a .blend file ---------------------------------------------------------------------
 
 @contextlib.contextmanager
-def blender_stdout_to_stderr(active: bool = True):
+def blender_stdout_to_stderr(active: bool = True) -> Iterator[None]:
     """While active, whatever is written to file descriptor 1 (Blender's own "Read blend: ..." lines) goes to
     file descriptor 2, so stdout carries only what the command prints (``info --json | jq`` works)."""
     if not active:
@@ -215,7 +219,7 @@ def _flush_c_stdio():
         pass
 
 
-def open_blend(path: str, quiet: bool = False):
+def open_blend(path: str, quiet: bool = False) -> None:
     """Open ``path``; a file Blender cannot read raises CliError saying why and what to do. With ``quiet``,
     Blender's own output while loading goes to stderr."""
     check_blend(path)
@@ -234,7 +238,7 @@ def open_blend(path: str, quiet: bool = False):
     leave_edit_mode()
 
 
-def leave_edit_mode():
+def leave_edit_mode() -> None:
     """A file saved in Edit Mode opens in Edit Mode, and the commands that read or write mesh data refuse objects in
     Edit Mode ("switch to Object Mode (Tab) first"): a batch has no Tab, so the file is switched to Object Mode as
     it is opened. The edits are kept: leaving Edit Mode writes the edit mesh into the mesh, as Tab does."""
@@ -247,7 +251,7 @@ def leave_edit_mode():
         bpy.ops.object.mode_set(mode="OBJECT")  # no data-API twin; leaves every object's Edit Mode at once
 
 
-def save_blend(path: str):
+def save_blend(path: str) -> None:
     path = os.path.abspath(path)
     folder = os.path.dirname(path)
     if not os.path.isdir(folder):
@@ -272,7 +276,7 @@ def save_blend(path: str):
 
 # --- the batch: one file after another; Ctrl-C and SIGTERM ------------------------------------------------
 
-def run_files(command: str, paths, work, changes: bool = True) -> int:
+def run_files(command: str, paths: list[str], work: Callable[[str], int | None], changes: bool = True) -> int:
     """The one batch rule of every command that takes .blend files: ``work(path)`` runs for each file in turn;
     a file it refuses (CliError: unreadable, read-only, or its scene does not fit the arguments) is named with the
     reason and left unchanged, the others are done, and the exit code is 2 (with a summary for several files).
@@ -336,7 +340,7 @@ def batch_stopped() -> bool:
 
 
 @contextlib.contextmanager
-def ctrl_c_noted(command: str):
+def ctrl_c_noted(command: str) -> Iterator[None]:
     """While a batch runs, Ctrl-C (SIGINT) only sets a flag, which the batch checks between files and the bakes
     between their steps (``sigterm_cancels``): a KeyboardInterrupt raised at any point lands where Blender calls
     Python while it loads a file (its and EnvFX's load handlers), where it is printed and swallowed, and the batch
@@ -359,7 +363,7 @@ def ctrl_c_noted(command: str):
 
 
 @contextlib.contextmanager
-def sigterm_cancels():
+def sigterm_cancels() -> Iterator[Callable[[], bool]]:
     """While a bake runs, SIGTERM (a farm pre-empting the job, ``timeout``) cancels it like Ctrl-C: the bake's
     cleanup runs (its temporary files are removed) and the command exits with 1, instead of the process dying
     with its half-written files left behind. Yields the ``should_cancel`` for ``progress.run``: the handler only
@@ -396,12 +400,12 @@ def _signal_handler(signum, handler, default):
 class SceneContext:
     """What the operator functions need from bpy.context, built without a UI."""
 
-    def __init__(self, scene, selected):
+    def __init__(self, scene: bpy.types.Scene, selected: list[bpy.types.Object]) -> None:
         self.scene = scene
         self.selected_objects = selected
 
 
-def resolve_objects(scene, names: str):
+def resolve_objects(scene: bpy.types.Scene, names: str) -> list[bpy.types.Object]:
     """The scene's objects named in ``--objects``, in order; a name given twice (a generated list) counts once."""
     found, missing = [], []
     for name in dict.fromkeys(_split_names(names)):
@@ -420,14 +424,14 @@ def _objects_text(scene) -> str:
     return shown or "no objects"
 
 
-def check_pivot(scene, name):
+def check_pivot(scene: bpy.types.Scene, name: str | None) -> None:
     """--pivot names an object of ``scene``, or CliError listing the scene's objects."""
     if name is not None and scene.objects.get(name) is None:
         raise CliError(f"No pivot object named {name!r} in scene {scene.name!r}: names are case-sensitive; the "
                        f"scene has {_objects_text(scene)}")
 
 
-def print_warnings(command: str, path: str, result):
+def print_warnings(command: str, path: str, result: ObjectsResult) -> None:
     """The warnings and skipped objects of an operators.common.ObjectsResult, one line each, starting with the
     file's path like every message about a file; the same warning about many objects is one line naming them all
     (``operators.common.grouped_warnings``)."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import math
 import os
 
@@ -14,7 +15,7 @@ from . import batch
 from .batch import CliError
 
 
-def add_parser(sub):
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "bend",
         help="Open .blend files, add (or remove, or bake) the world bend, save; or export it for game engines",
@@ -67,7 +68,7 @@ def add_parser(sub):
 BEND_NUMBERS = ("strength", "spread", "side_strength", "side_spread", "horizon_offset")
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     if args.export_engines is not None:
         ignored = [option for option, value in (("--output", args.output), ("--objects", args.objects),
                                                 ("--collection", args.collection)) if value is not None]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 from dataclasses import replace
@@ -15,7 +16,7 @@ from . import batch
 from .batch import CliError
 
 
-def add_parser(sub):
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "gas-giant",
         help="Bake a gas giant texture (6 cube faces, equirectangular image, flow map) into a folder",
@@ -62,7 +63,7 @@ def add_parser(sub):
 PLANET_NAME = "Gas Giant"  # the planet --save adds when --planet is not given
 
 
-def gasgiant_params(args):
+def gasgiant_params(args: argparse.Namespace) -> core_gasgiant.GasGiantParams:
     """The core parameters from the command line (raises CliError for bad input)."""
     if args.planet is not None and args.save is None:
         raise CliError("--planet names the planet that --save adds to a .blend, and --save is not given: add --save "
@@ -126,7 +127,7 @@ def parse_part(text: str | None) -> tuple | None:
         raise CliError(f"--part {text!r}: give the frames to bake as FIRST-LAST (e.g. 7-12), or one frame") from None
 
 
-def estimate_text(params) -> str:
+def estimate_text(params: core_gasgiant.GasGiantParams) -> str:
     """The bake's size and estimated time, printed before it starts."""
     seconds = core_gasgiant.estimate_seconds(params)
     when = f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.0f} min"
@@ -137,7 +138,7 @@ def estimate_text(params) -> str:
             f"look in seconds)")
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     params = gasgiant_params(args)
     try:
         fields = core_gasgiant.check_field_files(params)  # read once, handed to the bake

@@ -3,13 +3,16 @@ changed or saved)."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 import os
 import tomllib
+from typing import Any
 
 import bpy
 
+from .. import bridge
 from ..core.features import FEATURES
 from ..operators import bend as bend_ops
 from ..operators import snow as snow_ops
@@ -23,7 +26,7 @@ def manifest() -> dict:
         return tomllib.load(fh)
 
 
-def add_parser(sub):
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "info", help="Print the EnvFX version and the features it has; with .blend files, what EnvFX does in each",
         description="Without files: the EnvFX version and its features. With .blend files: per scene, the world "
@@ -34,9 +37,10 @@ def add_parser(sub):
     p.set_defaults(func=run)
 
 
-def scene_report(scene) -> dict:
+def scene_report(scene: bpy.types.Scene) -> dict[str, Any]:
     """What EnvFX does in ``scene``: plain data (names and numbers) for ``envfx info``."""
-    b, w, sn = scene.envfx.bend, scene.envfx.wind, scene.envfx.snow
+    settings = bridge.envfx_settings(scene)
+    b, w, sn = settings.bend, settings.wind, settings.snow
     objects = list(scene.objects)
     snow = snow_ops.snow_objects(scene)
     return {
@@ -60,7 +64,7 @@ def scene_report(scene) -> dict:
     }
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     m = manifest()
     if not args.blend:
         print(f"EnvFX {m['version']} (extension id {m['id']}) on Blender {bpy.app.version_string}")

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import argparse
 import math
 import sys
+from typing import Any
 
 import bpy
 
@@ -18,7 +20,7 @@ NUMBERS = {"resolution": ("resolution", 1, 16384), "samples": ("penumbra_samples
            "occlusion_strength": ("occlusion_strength", 0.0, 1.0)}
 
 
-def add_parser(sub):
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "lightmap",
         help="Bake the 2D light map of .blend files (soft-shadowed top-down lighting on the ground)",
@@ -55,7 +57,7 @@ def add_parser(sub):
     p.set_defaults(func=run)
 
 
-def overrides(args) -> dict:
+def overrides(args: argparse.Namespace) -> dict[str, Any]:
     """The scene settings the options change, by setting name (names of objects and collections as strings)."""
     out = {}
     for option, (setting, lo, hi) in NUMBERS.items():
@@ -77,7 +79,7 @@ def overrides(args) -> dict:
     return out
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     batch.check_names(args, "scene", "ground", "obstacles", "lights")
     changes = overrides(args)
     folders = batch.output_folders(args.blend, args.out)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import sys
 
 from .. import progress
@@ -11,7 +12,7 @@ from . import batch
 from .batch import CliError
 
 
-def add_parser(sub):
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "mips",
         help="Write alpha-coverage preserving mip chains (DDS, PNG levels, JSON report, comparison picture)",
@@ -33,7 +34,7 @@ def add_parser(sub):
     p.set_defaults(func=run)
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     settings = core_mips.MipSettings(ref=args.ref, alpha_channel=args.alpha_channel,
                                      preserve=not args.no_preserve, supersample=args.supersample,
                                      max_memory_gb=args.max_memory_gb)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import math
 import os
 import re
@@ -20,7 +21,7 @@ from .batch import CliError
 F = " (default: as the file has it)"  # what an option left out keeps: the file's setting
 
 
-def add_parser(sub):
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "snow",
         help="Open a .blend, generate snow cover, add live trails and/or bake the interaction buffer, save",
@@ -144,7 +145,7 @@ def _check_snow_ranges(args):
             raise CliError(f"--max-slope {args.max_slope} must be between 0 and {hi:.2f} degrees")
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     batch.check_names(args, "objects", "actors", "occluders", "pivot")
     if not (args.generate or args.trails or args.bake or args.export_engines is not None):
         raise CliError("Nothing to do: pass --generate, --trails, --bake and/or --export-engines")

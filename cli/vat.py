@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import re
 import sys
 
@@ -11,7 +12,7 @@ from . import batch
 from .batch import CliError
 
 
-def add_parser(sub):
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "vat",
         help="Bake animated meshes into vertex animation textures (positions, normals), a JSON file and a proxy "
@@ -53,7 +54,7 @@ def frame_range(text: str | None) -> tuple | None:
     return first, last
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     batch.check_names(args, "objects")
     names = [n.strip() for n in args.objects.split(",") if n.strip()]
     if not names:

@@ -24,7 +24,7 @@ from .batch import CliError
 F = " (default: as the file has it)"  # what an option left out keeps: the file's setting
 
 
-def add_parser(sub):
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "wind",
         help="Open .blend files, bake vegetation wind data (and add the live wind), save",
@@ -128,7 +128,7 @@ def apply_push(args: argparse.Namespace, scene: bpy.types.Scene, path: str) -> s
     return "; ".join(([done] if done else []) + numbers)
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     args.output = batch.check_blends(args.blend, args.output)
     batch.check_names(args, "objects", "collection")
     if args.remove:

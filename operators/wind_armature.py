@@ -10,13 +10,29 @@ mesh's own vertices are."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any, Protocol, cast
+
+import bpy
 import numpy as np
+import numpy.typing as npt
 
 from .. import bridge
 from ..core.wind import WindError
 from ..core.wind import armature as core_armature
+from ..core.wind.bake import BakeResult
+from .common import mesh_of
 
 FROM_GEOMETRY = "the geometry (no armature)"
+
+
+class BakeReport(Protocol):
+    """What ``from_armature`` writes into: the wind bake's ``operators.wind.WindResult`` (that module imports this
+    one, so it is named by what it has)."""
+
+    stats: dict[str, Any]
+    skipped: dict[str, str]
+    warnings: list[str]
 
 
 def _armature_candidates(obj, objects) -> list:
@@ -31,7 +47,8 @@ def _armature_candidates(obj, objects) -> list:
     return out
 
 
-def find_armature(meshes, objects):
+def find_armature(meshes: Sequence[bpy.types.Object], objects: Sequence[bpy.types.Object]
+                  ) -> tuple[bpy.types.Object, str] | tuple[None, None]:
     """The asset's armature object and how it was found, or (None, None). Vertex groups must name its bones (an
     Armature modifier counts even with none: its weights are then missing, which the bake refuses)."""
     for obj in meshes:
@@ -42,9 +59,10 @@ def find_armature(meshes, objects):
     return None, None
 
 
-def bone_arrays(arm):
+def bone_arrays(arm: bpy.types.Object) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], npt.NDArray[np.int64],
+                                              list[str]]:
     """World-space rest heads and tails (B, 3) and parent indices (B,) of ``arm``'s bones, and their names."""
-    bones = arm.data.bones
+    bones = cast(bpy.types.Armature, arm.data).bones  # (an armature object's data)
     nb = len(bones)
     heads = np.empty(nb * 3, np.float32)
     tails = np.empty(nb * 3, np.float32)
@@ -63,11 +81,12 @@ def bone_arrays(arm):
 BATCH = 32  # vertex groups read per evaluation (memory: vertices x BATCH floats at a time)
 
 
-def read_influences(obj, bone_names, scene, k: int = core_armature.MAX_INFLUENCES):
+def read_influences(obj: bpy.types.Object, bone_names: Sequence[str], scene: bpy.types.Scene,
+                    k: int = core_armature.MAX_INFLUENCES) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
     """The skinning of ``obj`` as each vertex's ``k`` heaviest bones: (bone indices (N, k), weights (N, k)), the
     bones numbered as in ``bone_names`` (its vertex groups of those names). Read in bulk, ``BATCH`` groups at a
     time (``bridge.vertex_group_weights``)."""
-    n = len(obj.data.vertices)
+    n = len(mesh_of(obj).vertices)
     idx = np.zeros((n, 0), np.int64)
     w = np.zeros((n, 0), np.float32)
     present = [(i, name) for i, name in enumerate(bone_names) if obj.vertex_groups.get(name) is not None]
@@ -78,7 +97,9 @@ def read_influences(obj, bone_names, scene, k: int = core_armature.MAX_INFLUENCE
     return idx, w
 
 
-def from_armature(scene, meshes, objects, positions, counts, res, result):
+def from_armature(scene: bpy.types.Scene, meshes: Sequence[bpy.types.Object], objects: Sequence[bpy.types.Object],
+                  positions: npt.NDArray[np.float64], counts: Sequence[int], res: BakeResult, result: BakeReport
+                  ) -> BakeResult:
     """The bake ``res`` with B and G from the asset's armature when it has one (else unchanged); names the source
     in ``result.stats["from"]`` and drops the armature from the objects the bake skipped (it was used). Raises
     ``WindError`` (nothing changed yet) for an armature whose bones weight no vertex."""

@@ -6,9 +6,12 @@ written onto the meshes so that Blender's glTF and FBX exporters (Apply Modifier
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, cast
 
 import bpy
+import numpy as np
+import numpy.typing as npt
 from bpy.props import StringProperty
 
 from .. import bridge
@@ -17,7 +20,7 @@ from ..core import wind as core_wind
 from ..core import wind_engines
 from ..shader_nodes import wind as wind_nodes
 from . import bend as bend_ops
-from .common import PATH_OPTIONS, ObjectsResult, edit_mode_text, in_edit_mode, output_folder, report_result
+from .common import PATH_OPTIONS, ObjectsResult, edit_mode_text, in_edit_mode, mesh_of, output_folder, report_result
 
 if TYPE_CHECKING:  # the stubs' name for an operator's result literals (no such module at run time)
     from bpy.stub_internal.rna_enums import OperatorReturnItems
@@ -47,10 +50,10 @@ def _skip_reason(obj) -> str | None:
     return None
 
 
-def write_channels(obj) -> dict:
+def write_channels(obj: bpy.types.Object) -> dict[str, npt.NDArray[np.float32]]:
     """Write the wind's UV maps onto ``obj``'s mesh (replacing earlier ones; the active and render UV maps stay);
     returns {UV map name: (N, 2)} as written."""
-    mesh = obj.data
+    mesh = mesh_of(obj)
     n = len(mesh.vertices)
     rgba = bridge.point_attribute(mesh, "EnvFX_Wind").reshape(n, 4)
     h = bridge.point_attribute(mesh, "EnvFX_Height").reshape(n)
@@ -103,7 +106,8 @@ def push_bake(scene: bpy.types.Scene) -> wind_engines.PushBake | None:
                                  sequence=image.source == "SEQUENCE", folder=folder)
 
 
-def export_engines(scene, objects, folder: str) -> tuple:
+def export_engines(scene: bpy.types.Scene, objects: Iterable[bpy.types.Object], folder: str
+                   ) -> tuple[list[str], ObjectsResult]:
     """Export the wind assets among ``objects`` for game engines into ``folder``: their UV channels onto their
     meshes, one include per asset and engine, ``envfx_wind.json``. Returns (paths written, ObjectsResult: the
     assets changed and the objects skipped with why). Raises WindEngineError, with nothing changed, for a blank or
@@ -130,7 +134,7 @@ def export_engines(scene, objects, folder: str) -> tuple:
     try:
         paths = wind_engines.export_files(path, params, wind_nodes.params_from_scene(scene),
                                           bend_ops.unit_scale(scene), source,
-                                          {obj.name: [uv.name for uv in obj.data.uv_layers] for obj in assets},
+                                          {obj.name: [uv.name for uv in mesh_of(obj).uv_layers] for obj in assets},
                                           push)
     except OSError as exc:
         raise WindEngineError(f"Cannot write the engine files into {path!r} ({exc.strerror or exc}): choose a "
@@ -154,21 +158,25 @@ class ENVFX_OT_wind_export_engines(bpy.types.Operator):
                               "file's folder)", default="", subtype="DIR_PATH", options=PATH_OPTIONS)
 
     @classmethod
-    def poll(cls, context):
+    def poll(cls, context: bpy.types.Context) -> bool:
+        if context.scene is None:  # (a context without one: temp_override(scene=None), a script's own context)
+            cls.poll_message_set("Needs a scene")
+            return False
         if not getattr(context, "selected_objects", None):
             cls.poll_message_set("Select the wind assets to export")
             return False
         return True
 
-    def invoke(self, context, event) -> set[OperatorReturnItems]:
+    def invoke(self, context: bpy.types.Context, event: bpy.types.Event) -> set[OperatorReturnItems]:
         if context.window_manager is None:  # no window to pick the folder in: the folder set
             return self.execute(context)
         context.window_manager.fileselect_add(self)
         return {"RUNNING_MODAL"}
 
-    def execute(self, context) -> set[OperatorReturnItems]:
+    def execute(self, context: bpy.types.Context) -> set[OperatorReturnItems]:
         try:
-            paths, result = export_engines(context.scene, list(context.selected_objects), self.directory)
+            paths, result = export_engines(bridge.context_scene(context), list(context.selected_objects),
+                                           self.directory)
         except WindEngineError as exc:
             self.report({"ERROR"}, str(exc))
             return {"CANCELLED"}

@@ -10,7 +10,9 @@ from typing import TYPE_CHECKING
 import bpy
 from bpy.props import EnumProperty
 
+from .. import bridge
 from ..shader_nodes import wind_view as view_nodes
+from .common import mesh_of
 from .wind import HEIGHT_ATTR, WIND_ATTR, WindInputError
 
 if TYPE_CHECKING:  # the stubs' name for an operator's result literals (no such module at run time)
@@ -24,7 +26,7 @@ def _viewable(obj) -> bool:
         and obj.library is None
 
 
-def show_channel(scene, channel: str) -> list:
+def show_channel(scene: bpy.types.Scene, channel: str) -> list[str]:
     """Show ``channel`` (R, G, B, A, HEIGHT) on every baked object of ``scene``; returns their names."""
     if channel not in view_nodes.CHANNELS:
         raise WindInputError(f"Unknown channel {channel!r}: use one of {', '.join(view_nodes.CHANNELS)}")
@@ -36,7 +38,7 @@ def show_channel(scene, channel: str) -> list:
         if STATE_KEY not in obj:
             added = len(obj.material_slots) == 0
             if added:
-                obj.data.materials.append(None)
+                mesh_of(obj).materials.append(None)
             obj[STATE_KEY] = json.dumps(dict(links=[s.link for s in obj.material_slots], added=added))
         for slot in obj.material_slots:
             slot.link = "OBJECT"
@@ -44,7 +46,7 @@ def show_channel(scene, channel: str) -> list:
     return [o.name for o in objects]
 
 
-def hide_channels(scene) -> list:
+def hide_channels(scene: bpy.types.Scene) -> list[str]:
     """Put back every viewed object's material slots; the view materials go when nothing uses them."""
     names = []
     for obj in scene.objects:
@@ -56,8 +58,8 @@ def hide_channels(scene) -> list:
             slot.link = "OBJECT"
             slot.material = None
             slot.link = link
-        if state["added"] and len(obj.data.materials):
-            obj.data.materials.pop()
+        if state["added"] and len(mesh_of(obj).materials):  # (a viewed object is a mesh: _viewable)
+            mesh_of(obj).materials.pop()
         del obj[STATE_KEY]
         names.append(obj.name)
     for channel in view_nodes.CHANNELS:
@@ -96,19 +98,19 @@ class ENVFX_OT_wind_view(bpy.types.Operator):
     )
 
     @classmethod
-    def poll(cls, context):
+    def poll(cls, context: bpy.types.Context) -> bool:
         if context.scene is None:
             cls.poll_message_set("Needs a scene")
             return False
         return True
 
-    def execute(self, context) -> set[OperatorReturnItems]:
+    def execute(self, context: bpy.types.Context) -> set[OperatorReturnItems]:
         try:
             if self.channel == "OFF":
-                names = hide_channels(context.scene)
+                names = hide_channels(bridge.context_scene(context))
                 self.report({"INFO"}, f"Wind data view off: materials of {len(names)} object(s) put back")
             else:
-                names = show_channel(context.scene, self.channel)
+                names = show_channel(bridge.context_scene(context), self.channel)
                 _show_in_viewports(context)
                 self.report({"INFO"}, f"Showing {self.channel} of the wind data on {len(names)} object(s)")
         except WindInputError as exc:

@@ -39,9 +39,9 @@ def _actor_extent(obj, corners=None):
     return dims, float(-rel[:, 2].min())
 
 
-def bent_actors(scene) -> list:
+def bent_actors(scene: bpy.types.Scene) -> list[bpy.types.Object]:
     """The actors of ``scene`` that show a bend (their measure needs their evaluated mesh, ``_unbent_box``)."""
-    coll = scene.envfx.snow.actors
+    coll = bridge.envfx_settings(scene).snow.actors
     return [o for o in coll.all_objects if bend_nodes.shown_group(o) is not None] if coll is not None else []
 
 
@@ -75,14 +75,15 @@ def _box_corners(lo, hi) -> np.ndarray:
                     dtype=np.float64)
 
 
-def measure_actor(obj, scene, depsgraph=None):
+def measure_actor(obj: bpy.types.Object, scene: bpy.types.Scene, depsgraph: bpy.types.Depsgraph | None = None
+                  ) -> tuple[float, float, float] | str:
     """(radius, depth, bottom offset) of the actor ``obj`` as it is now, or why it does not touch snow (a str).
     With ``depsgraph``, as evaluated there (the buffer bake measures each actor at each frame it bakes: an actor
     whose size is animated, or a hidden one the context's evaluation leaves at an old frame)."""
     if obj.type not in ACTOR_TYPES:
         return f"{obj.type.lower()} objects do not touch snow"
-    s = scene.envfx.snow
-    o = obj.envfx.snow
+    s = bridge.envfx_settings(scene).snow
+    o = bridge.envfx_settings(obj).snow
     ev = obj.evaluated_get(depsgraph) if depsgraph is not None else obj
     if obj.type == "EMPTY":
         # its display size in world units (parents' and negative scale included, as for meshes); its origin is its
@@ -101,12 +102,13 @@ def measure_actor(obj, scene, depsgraph=None):
 NO_SIZE = "has no size: set its Snow Radius"  # measure_actor's reason for an actor of size 0 (now)
 
 
-def actor_specs(scene, sizeless: bool = False):
+def actor_specs(scene: bpy.types.Scene, sizeless: bool = False
+                ) -> tuple[list[tuple[str, float, float, float]], dict[str, str]]:
     """([(name, radius, depth, bottom offset)], {name: why skipped}) for the scene's actor collection. A bent
     actor is measured as before its bend (``_unbent_box``), so it carves where it physically stands. With
     ``sizeless``, an actor of size 0 now (a keyed grow-in: the buffer bake measures it at each frame) counts, as
     radius 0, instead of being skipped."""
-    s = scene.envfx.snow
+    s = bridge.envfx_settings(scene).snow
     coll = s.actors
     if coll is None:
         raise SnowInputError("No actor collection: choose the collection of snow actors in the Snow panel "

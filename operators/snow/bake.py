@@ -405,13 +405,16 @@ class ENVFX_OT_snow_bake_buffer(progress.ModalJobOperator, bpy.types.Operator):
     job_label = "Snow buffer bake"
 
     @classmethod
-    def poll(cls, context):
+    def poll(cls, context: bpy.types.Context) -> bool:
+        if context.scene is None:  # (a context without one: temp_override(scene=None), a script's own context)
+            cls.poll_message_set("Needs a scene")
+            return False
         names = in_edit_mode(snow_objects(context.scene))  # the bake reads the snow meshes' data
         if names:
             cls.poll_message_set(edit_mode_text(names))
         return not names
 
-    def make_job(self, context):
+    def make_job(self, context: bpy.types.Context) -> Generator[float, None, core_snow.BakeResult] | None:
         scene = bridge.context_scene(context)
         try:
             bake_inputs(scene)
@@ -420,12 +423,13 @@ class ENVFX_OT_snow_bake_buffer(progress.ModalJobOperator, bpy.types.Operator):
             return None
         return bake_job(scene)
 
-    def finish(self, context, result) -> set[OperatorReturnItems]:
+    def finish(self, context: bpy.types.Context, result: core_snow.BakeResult) -> set[OperatorReturnItems]:
         scene = bridge.context_scene(context)
         s = bridge.envfx_settings(scene).snow
         warning = range_warning(scene, s.frame_start, s.frame_end, s.sequence)
         if warning is not None:
             self.report({"WARNING"}, warning)
+        assert result.metadata_path is not None  # a whole bake (not a part) into the Output Folder writes its JSON
         self.report({"INFO"}, f"Wrote {len(result.files)} image(s) and {os.path.basename(result.metadata_path)}")
         return {"FINISHED"}
 
@@ -442,13 +446,16 @@ class ENVFX_OT_snow_water_ripples(bpy.types.Operator):
                                    "times this", default=1.0, min=0.0, soft_max=10.0)
 
     @classmethod
-    def poll(cls, context):
+    def poll(cls, context: bpy.types.Context) -> bool:
+        if context.scene is None:  # (a context without one: temp_override(scene=None), a script's own context)
+            cls.poll_message_set("Needs a scene")
+            return False
         if not any(o.type == "MESH" for o in getattr(context, "selected_objects", []) or []):
             cls.poll_message_set("Select the water surface (a mesh)")
             return False
         return True
 
-    def execute(self, context) -> set[OperatorReturnItems]:
+    def execute(self, context: bpy.types.Context) -> set[OperatorReturnItems]:
         try:
             result = water_ripples(bridge.context_scene(context), list(context.selected_objects), scale=self.scale)
         except (SnowInputError, OSError, RuntimeError) as exc:
@@ -469,7 +476,7 @@ class ENVFX_OT_snow_drive_from_bake(bpy.types.Operator):
     use_bake: BoolProperty(name="Use Bake", description="On: the bake drives the snow; off: the live trails",
                            default=True)
 
-    def execute(self, context) -> set[OperatorReturnItems]:
+    def execute(self, context: bpy.types.Context) -> set[OperatorReturnItems]:
         scene = bridge.context_scene(context)
         selected = [o for o in getattr(context, "selected_objects", []) or [] if is_snow_object(o)]
         objects = selected or snow_objects(scene)

@@ -6,6 +6,7 @@ Submodules of ``operators.snow`` import this one; it imports none of them.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 
 import bpy
 
@@ -35,19 +36,19 @@ def update_view_layer() -> None:
     view_layer.update()
 
 
-def is_snow_object(obj) -> bool:
+def is_snow_object(obj: bpy.types.Object) -> bool:
     return obj.get(SNOW_TAG) is not None
 
 
-def snow_objects(scene):
+def snow_objects(scene: bpy.types.Scene) -> list[bpy.types.Object]:
     return [o for o in scene.objects if is_snow_object(o)]
 
 
-def in_scene_tree(coll, scene) -> bool:
+def in_scene_tree(coll: bpy.types.Collection, scene: bpy.types.Scene) -> bool:
     return coll == scene.collection or coll in scene.collection.children_recursive
 
 
-def snow_collection(scene):
+def snow_collection(scene: bpy.types.Scene) -> bpy.types.Collection | None:
     """The collection ``scene``'s new snow goes into, or None: one per scene, like the groups ("EnvFX Snow", later
     ones "EnvFX Snow (scene name)"), so snow generated in one scene of a file is in no other. The scene points at
     it; a file saved before scenes had their own has one "EnvFX Snow" (``split_shared_snow`` shares it out after
@@ -63,7 +64,7 @@ def snow_collection(scene):
     return None
 
 
-def ensure_snow_collection(scene):
+def ensure_snow_collection(scene: bpy.types.Scene) -> bpy.types.Collection:
     """``scene``'s snow collection (``snow_collection``), made and linked into the scene when it has none."""
     coll = snow_collection(scene)
     if coll is None:
@@ -75,7 +76,7 @@ def ensure_snow_collection(scene):
     return coll
 
 
-def terrain_scenes(obj, scenes):
+def terrain_scenes(obj: bpy.types.Object, scenes: Iterable[bpy.types.Scene]) -> list[bpy.types.Scene] | None:
     """The scenes of ``scenes`` that hold the terrain snow object ``obj`` was generated over (TERRAIN_TAG), or
     None when that is not known (no tag, or a terrain object no longer in the file)."""
     try:

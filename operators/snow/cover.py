@@ -106,7 +106,7 @@ class GeneratedSnow(list):
     """The snow objects ``generate_snow`` made or regenerated (finest level first), with ``warnings``: what it
     changed besides the meshes, for the operator and the command line to report."""
 
-    def __init__(self, objects=(), warnings=()):
+    def __init__(self, objects: Iterable[bpy.types.Object] = (), warnings: Iterable[str] = ()) -> None:
         super().__init__(objects)
         self.warnings = list(warnings)
 
@@ -227,7 +227,7 @@ class ENVFX_OT_snow_generate(NeedsScene, bpy.types.Operator):
     bl_label = "Generate Snow"
     bl_options = {"REGISTER", "UNDO"}
 
-    def execute(self, context) -> set[OperatorReturnItems]:
+    def execute(self, context: bpy.types.Context) -> set[OperatorReturnItems]:
         scene = bridge.context_scene(context)
         objects = [o for o in getattr(context, "selected_objects", []) or [] if not is_snow_object(o)]
         try:

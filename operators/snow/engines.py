@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 import bpy
 from bpy.props import StringProperty
 
+from ... import bridge
 from ...core import snow as core_snow
 from ...core import snow_engines
 from .. import bend as bend_ops
@@ -34,14 +35,14 @@ def _baked(scene):
         return None
 
 
-def export_engines(scene, folder: str) -> list[str]:
+def export_engines(scene: bpy.types.Scene, folder: str) -> list[str]:
     """Write the snow's engine includes and ``envfx_snow.json`` into ``folder``; returns the paths. The buffer's
     window is the bake's in the Output Folder when there is one, else the Follow window of the settings; an Area
     window is the snow's extent, known once baked: refused (SnowInputError, saying what to do) without a bake,
     as are a blank or unwritable folder; nothing is written then."""
     path = output_folder(folder, "The folder", "No folder: choose the folder the engine files are written to",
                          SnowInputError)
-    s = scene.envfx.snow
+    s = bridge.envfx_settings(scene).snow
     meta = _baked(scene)
     source = f"{bpy.path.basename(bpy.data.filepath) or 'unsaved file'}, scene {scene.name}"
     if meta is not None:
@@ -73,15 +74,15 @@ class ENVFX_OT_snow_export_engines(NeedsScene, bpy.types.Operator):
     directory: StringProperty(name="Folder", description="Folder the engine files are written to (// is the .blend "
                               "file's folder)", default="", subtype="DIR_PATH", options=PATH_OPTIONS)
 
-    def invoke(self, context, event) -> set[OperatorReturnItems]:
+    def invoke(self, context: bpy.types.Context, event: bpy.types.Event) -> set[OperatorReturnItems]:
         if context.window_manager is None:  # no window to pick the folder in: the folder set
             return self.execute(context)
         context.window_manager.fileselect_add(self)
         return {"RUNNING_MODAL"}
 
-    def execute(self, context) -> set[OperatorReturnItems]:
+    def execute(self, context: bpy.types.Context) -> set[OperatorReturnItems]:
         try:
-            paths = export_engines(context.scene, self.directory)
+            paths = export_engines(bridge.context_scene(context), self.directory)
         except SnowInputError as exc:
             self.report({"ERROR"}, str(exc))
             return {"CANCELLED"}

@@ -153,14 +153,14 @@ class ENVFX_OT_snow_trails_simulate(progress.ModalJobOperator, bpy.types.Operato
     bl_options = {"REGISTER"}
     job_label = "Simulate trails"
 
-    def make_job(self, context):
+    def make_job(self, context: bpy.types.Context) -> Generator[float, None, int] | None:
         try:
             return simulate_job(bridge.context_scene(context))
         except SimulateInputError as exc:
             self.report({"ERROR"}, str(exc))
             return None
 
-    def finish(self, context, result) -> set[OperatorReturnItems]:
+    def finish(self, context: bpy.types.Context, result: int) -> set[OperatorReturnItems]:
         self.report({"INFO"}, f"Simulated {result} frame(s) of the snow trails: renders of them show the trails (the "
                               f"playhead stays on the last one: on the start frame, a change of the scene restarts "
                               f"the simulation)")

@@ -289,3 +289,23 @@ def test_export_for_game_engines_leaves_out_a_bent_curve_with_nothing_to_draw(en
     assert api.ops.bend_export_engines(directory=str(tmp_path / "eng")) == {"FINISHED"}
     meta = json.loads((tmp_path / "eng" / "envfx_bend.json").read_text())
     assert [o["name"] for o in meta["blender"]["culling"]["objects"]] == ["Ground"]
+
+
+def test_every_operator_is_greyed_out_without_a_scene_and_its_poll_never_fails(envfx):
+    """A context without a scene (``temp_override(scene=None)``, a script's own context; the API types
+    ``context.scene`` as optional): every EnvFX operator's poll answers False, with the selection given, rather than
+    raise ("'NoneType' object has no attribute 'objects'": the buffer bake's) or let the operator run into it (Export
+    for Game Engines of the wind only looked at the selection)."""
+    bpy.ops.mesh.primitive_cube_add()
+    cube = api.active()
+    polled, enabled = [], []
+    with bpy.context.temp_override(scene=None, selected_objects=[cube], active_object=cube, object=cube):
+        assert bpy.context.scene is None
+        for cls in envfx.operators.classes:
+            if not hasattr(cls, "poll"):
+                continue  # no poll: nothing to check here
+            if cls.poll(bpy.context) is not False:  # an exception fails the test here, naming the operator
+                enabled.append(cls.bl_idname)
+            polled.append(cls.bl_idname)
+    assert not enabled, f"runnable without a scene: {enabled}"
+    assert {"envfx.snow_bake_buffer", "envfx.wind_export_engines", "envfx.wind_view"} <= set(polled)
