@@ -260,6 +260,16 @@ def on_snow_numpy_load_post(*_args):
 
 
 @persistent
+def on_snow_numpy_undo(scene, *_args):
+    """undo_post and redo_post: the snow meshes came back with another step's snow_trail; written again now."""
+    try:
+        numpy_trails.write_again()
+        numpy_trails.show(scene)
+    except Exception as exc:  # a handler must never break undo
+        print(f"EnvFX: the numpy snow trails could not be shown again after undo: {exc}")
+
+
+@persistent
 def on_snow_numpy_save_pre(*_args):
     """The Numpy engine's tracks go into the file, so a reopened file (or a render of it) plays them again."""
     try:
@@ -272,14 +282,19 @@ SNOW_HANDLERS = (("frame_change_pre", on_snow_follow_actors_pre), ("frame_change
                  ("depsgraph_update_post", on_snow_follow_actors), ("load_post", on_snow_load_post),
                  ("save_pre", on_snow_save_pre), ("load_pre", on_snow_load_pre),
                  ("frame_change_post", on_snow_numpy_trails), ("depsgraph_update_post", on_snow_numpy_trails),
-                 ("load_post", on_snow_numpy_load_post), ("save_pre", on_snow_numpy_save_pre))
+                 ("load_post", on_snow_numpy_load_post), ("save_pre", on_snow_numpy_save_pre),
+                 ("undo_post", on_snow_numpy_undo), ("redo_post", on_snow_numpy_undo))
 CLAIM_HANDLERS = (("depsgraph_update_post", on_claim_appended), ("frame_change_pre", on_claim_appended),
                   ("depsgraph_update_post", on_follow_own_pivot), ("frame_change_post", on_follow_own_pivot),
                   ("load_post", on_claim_load_post))
 @persistent
 def on_render_init_trails(scene, *_args):
     """render_init: a background render of live snow trails not simulated in this process warns (the render shows
-    the snow as last simulated: untouched in a fresh process)."""
+    the snow as last simulated: untouched in a fresh process); with the Numpy engine, one of frames its track
+    lacks."""
+    if numpy_trails.uses_numpy(scene):  # recomputed from the saved track: warns only of frames it lacks
+        numpy_trails.warn_untracked_render(scene)
+        return
     snow_render.warn_unsimulated_render(scene)
 
 

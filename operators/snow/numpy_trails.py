@@ -17,6 +17,7 @@ simulation zone's only (``trails.numpy_unsupported`` says so)."""
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -56,6 +57,13 @@ def forget() -> None:
     _tracks.clear()
     _snow.clear()
     _versions.clear()
+
+
+def write_again() -> None:
+    """After an undo or redo: the meshes hold the attribute of that step; every state is written again at the
+    next update (the states and tracks stay)."""
+    for held in _snow.values():
+        held.written = None
 
 
 def uses_numpy(scene: bpy.types.Scene) -> bool:
@@ -218,3 +226,24 @@ def show(scene: bpy.types.Scene, depsgraph: bpy.types.Depsgraph | None = None) -
         held.written = token
         written.append(obj.name)
     return written
+
+
+def untracked_frames(scene: bpy.types.Scene) -> list[int]:
+    """The frames of ``scene``'s range that its Numpy trails' track lacks (never played with the Numpy engine in
+    this file, or played before a change of the actors' path): a render of a later frame steps across them."""
+    got = track(scene)
+    return [f for f in range(scene.frame_start, scene.frame_end + 1) if f not in got]
+
+
+def warn_untracked_render(scene: bpy.types.Scene) -> None:
+    """At render_init, for a Numpy-engine scene: a background render whose frame range the track does not cover
+    warns on stderr, with what to do (a render recomputes the trails from the track, so a covered range renders
+    as playing through showed, in any process)."""
+    if not bpy.app.background or not numpy_snow(scene):
+        return
+    missing = untracked_frames(scene)
+    if missing:
+        print(f"EnvFX warning: the numpy snow trails of scene {scene.name!r} have no actors' track for {len(missing)} "
+              f"frame(s) of its range (the first: {missing[0]}): a render steps across them from the last frame "
+              f"played. Run bpy.ops.envfx.snow_trails_simulate() and save the file before rendering",
+              file=sys.stderr, flush=True)
