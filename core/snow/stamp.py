@@ -178,6 +178,7 @@ class TrailState:
         if checkpoint_every < 1 or cells < 1:
             raise SnowError("TrailState needs cells and checkpoint_every of 1 or more")
         self.points, self.params, self.cells, self.every = p, params, int(cells), int(checkpoint_every)
+        self._best, self._best_seg = np.zeros(0), np.zeros(0, dtype=np.int64)  # stamp_near's scratch, per point
         self.lo = p[:, :2].min(0) if p.shape[0] else np.zeros(2)
         ext = (p[:, :2].max(0) - self.lo) if p.shape[0] else np.zeros(2)
         self.size = max(float(ext.max()) / self.cells, 1e-9)
@@ -235,13 +236,23 @@ class TrailState:
         t = np.where(moved, np.clip((ap0 * ab0 + ap1 * ab1) / np.where(moved, den, 1.0), 0.0, 1.0), 0.0)
         dx, dy = ap0 - t * ab0, ap1 - t * ab1
         d = np.sqrt(dx * dx + dy * dy)
-        # per point its nearest segment, the first of equal distances in actor order (as stamp_points)
-        by_d = np.argsort(d, kind="stable")  # pairs come segment after segment: equal distances keep that order
-        order = by_d[np.argsort(j[by_d], kind="stable")]
-        first = np.ones(order.size, dtype=bool)
-        first[1:] = j[order[1:]] != j[order[:-1]]
-        pick = order[first]
+        # per point its nearest segment, the first of equal distances in actor order (as stamp_points): the
+        # pairs come segment after segment, each point once per segment, so the segments are taken in turn
+        # (no sort), each replacing the nearest so far where it is strictly nearer
+        n = self.points.shape[0]
+        if self._best.shape[0] != n:
+            self._best, self._best_seg = np.full(n, np.inf), np.full(n, -1, dtype=np.int64)
+        best, best_seg = self._best, self._best_seg
+        bounds = np.searchsorted(seg, np.arange(prev.shape[0] + 1))
+        for i in range(prev.shape[0]):
+            js, ds = j[bounds[i]:bounds[i + 1]], d[bounds[i]:bounds[i + 1]]
+            nearer = ds < best[js]
+            best[js[nearer]] = ds[nearer]
+            best_seg[js[nearer]] = i
+        pick = np.flatnonzero(best_seg[j] == seg)  # one pair a point: (point, segment) pairs are unique
         idx = j[pick]
+        best[idx] = np.inf  # ready for the next frame
+        best_seg[idx] = -1
         down_s, rim_s, coverw, dep = _stamp_from_nearest(self.points[idx, 2], seg[pick], t[pick], d[pick], prev, cur,
                                                          radius, depth, self.params)
         return idx, down_s, rim_s, coverw, dep
