@@ -6,6 +6,7 @@ from bpy.app.handlers import persistent
 from . import bridge, progress
 from .operators import bend as bend_ops
 from .operators.snow import bake as snow_bake
+from .operators.snow import numpy_trails
 from .operators.snow import render as snow_render
 from .operators.snow import trails as snow_trails
 from .shader_nodes import bend as bend_nodes
@@ -236,16 +237,64 @@ def on_bend_readers(scene, *_args):
         print(f"EnvFX: the wind's terrain follow and the snow coverage could not follow the bend: {exc}")
 
 
+# --- snow: the Numpy trails engine ---
+# A scene whose Trails Engine is Numpy keeps its trails in numpy (operators.snow.numpy_trails): after the frame is
+# evaluated (the actors' world locations are this frame's) its state is brought to the frame and written into the
+# snow mesh, which Blender evaluates again before the frame is shown (a handler's change is picked up in the same
+# frame change); after a dependency-graph update (an actor moved by hand, a setting changed) the same, cheap when
+# nothing changed. Registered after the handlers that follow the actors (the group's actors are this frame's).
+
+@persistent
+def on_snow_numpy_trails(scene, depsgraph=None, *_args):
+    """frame_change_post and depsgraph_update_post: the Numpy engine's trails of ``scene`` at its frame."""
+    try:
+        numpy_trails.show(scene, depsgraph)
+    except Exception as exc:  # a handler must never break playback
+        print(f"EnvFX: the numpy snow trails could not be brought to frame {scene.frame_current}: {exc}")
+
+
+@persistent
+def on_snow_numpy_load_post(*_args):
+    """The states belonged to the file closed; the new file's tracks are read from its scenes."""
+    numpy_trails.forget()
+
+
+@persistent
+def on_snow_numpy_undo(scene, *_args):
+    """undo_post and redo_post: the snow meshes came back with another step's snow_trail; written again now."""
+    try:
+        numpy_trails.write_again()
+        numpy_trails.show(scene)
+    except Exception as exc:  # a handler must never break undo
+        print(f"EnvFX: the numpy snow trails could not be shown again after undo: {exc}")
+
+
+@persistent
+def on_snow_numpy_save_pre(*_args):
+    """The Numpy engine's tracks go into the file, so a reopened file (or a render of it) plays them again."""
+    try:
+        numpy_trails.save_tracks()
+    except Exception as exc:  # a handler must never stop a save
+        print(f"EnvFX: the numpy snow trails' track could not be saved (play the shot again after loading): {exc}")
+
+
 SNOW_HANDLERS = (("frame_change_pre", on_snow_follow_actors_pre), ("frame_change_post", on_snow_follow_actors_post),
                  ("depsgraph_update_post", on_snow_follow_actors), ("load_post", on_snow_load_post),
-                 ("save_pre", on_snow_save_pre), ("load_pre", on_snow_load_pre))
+                 ("save_pre", on_snow_save_pre), ("load_pre", on_snow_load_pre),
+                 ("frame_change_post", on_snow_numpy_trails), ("depsgraph_update_post", on_snow_numpy_trails),
+                 ("load_post", on_snow_numpy_load_post), ("save_pre", on_snow_numpy_save_pre),
+                 ("undo_post", on_snow_numpy_undo), ("redo_post", on_snow_numpy_undo))
 CLAIM_HANDLERS = (("depsgraph_update_post", on_claim_appended), ("frame_change_pre", on_claim_appended),
                   ("depsgraph_update_post", on_follow_own_pivot), ("frame_change_post", on_follow_own_pivot),
                   ("load_post", on_claim_load_post))
 @persistent
 def on_render_init_trails(scene, *_args):
     """render_init: a background render of live snow trails not simulated in this process warns (the render shows
-    the snow as last simulated: untouched in a fresh process)."""
+    the snow as last simulated: untouched in a fresh process); with the Numpy engine, one of frames its track
+    lacks."""
+    if numpy_trails.uses_numpy(scene):  # recomputed from the saved track: warns only of frames it lacks
+        numpy_trails.warn_untracked_render(scene)
+        return
     snow_render.warn_unsimulated_render(scene)
 
 

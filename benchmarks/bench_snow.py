@@ -14,6 +14,9 @@ again from the simulation's cache); ``--only handler_shot`` runs the shot with t
 (``core.snow.TrailState`` advanced by a frame handler, one float attribute written per frame): the cost of that
 design, not of the add-on's trails.
 
+``--only numpy_shot`` runs the same shot with the add-on's Numpy trails engine (Trails Engine: Numpy, then Add
+Trails), by the same frame changes: the quoted measure of that engine (lines "engine": "numpy").
+
 ``--only numpy_floor`` measures the floor of moving the snow from a numpy frame handler instead (writing every
 vertex's position with ``foreach_set``, nothing computed) by the same frame changes.
 
@@ -593,6 +596,73 @@ def bench_coverage(n_side, n_actors, frames, rounds=3):
              coverage_ms=round(ms[(bent, True)] - ms[(bent, False)], 2), frames=frames, rounds=rounds)
 
 
+def bench_numpy_shot(n_side, n_actors, frames, rounds, bins):
+    """The shot of ``bench_shot`` with the add-on's Numpy trails engine (``scene.envfx.snow.trails_engine``), set up
+    as a user does (Trails Engine Numpy, then Add Trails: ``operators.snow.add_trails``): the frame handler of
+    ``operators.snow.numpy_trails`` steps the numpy state and writes ``snow_trail``, the trails group shows it. By
+    frame changes against the reference scene, the cost against the frame number (the quoted measure of the
+    add-on's numpy path); each round starts from no trail (the state and track forgotten, untimed). Also: going
+    back over the shot (``seek_back_ms``: checkpoints and replays), the handler's own milliseconds, and the
+    shown trail at the shot's end against ``core.snow.simulate_points`` of the same tracks (``max_error_m``)."""
+    import bpy
+    import conftest
+    import framebench
+    from core import snow as core_snow
+
+    envfx = conftest.enable_addon()
+    numpy_trails = envfx.operators.snow.numpy_trails
+    scene, mesh, snow, ref = shot_scene(bpy, n_side, n_actors, frames)
+    snow["envfx_snow"] = 0
+    scene.envfx.snow.trails_engine = "NUMPY"
+    envfx.operators.snow.add_trails(scene, [snow])
+    handler_ms = []
+    show = numpy_trails.show
+
+    def timed_show(sc, depsgraph=None):
+        t0 = time.perf_counter()
+        written = show(sc, depsgraph)
+        if written:
+            handler_ms.append((time.perf_counter() - t0) * 1e3)
+        return written
+
+    numpy_trails.show = timed_show  # (the handler looks the function up in its module at each call)
+
+    def restart(_round):
+        numpy_trails.forget()
+        scene.frame_set(1)
+        handler_ms.clear()
+
+    try:
+        got = framebench.frame_change(scene, ref, range(1, frames + 2), rounds, before_round=restart)
+        seek_ms = []
+        for back in ((frames + 1) // 2, 1, frames + 1):  # scrubbing back and forth
+            t0 = time.perf_counter()
+            scene.frame_set(back)
+            seek_ms.append(round((time.perf_counter() - t0) * 1e3, 1))
+    finally:
+        numpy_trails.show = show
+    specs, _ = envfx.operators.snow.actor_specs(scene)
+    track = numpy_trails.track(scene)
+    tracks = np.stack([track[f][1] for f in sorted(track)])
+    rest = envfx.bridge.get_positions(mesh).astype(np.float64)
+    d, r = core_snow.simulate_points(rest, tracks, [x for _, x, _, _ in specs], [x for _, _, x, _ in specs],
+                                     envfx.operators.snow.stamp_params(scene))
+    thick = np.empty(len(mesh.vertices), np.float32)
+    mesh.attributes["snow_thickness"].data.foreach_get("value", thick)
+    shown = np.empty(len(mesh.vertices), np.float32)
+    mesh.attributes["snow_trail"].data.foreach_get("value", shown)
+    err = float(np.abs(shown - np.maximum(r - d, -core_snow.GROUND_KEEP * thick)).max())
+    spans = framebench.per_frame(got, bins)
+    for span in spans:
+        emit(bench="trails_numpy_shot_per_frame", method="frame_change", quoted=True, engine="numpy",
+             vertices=n_side * n_side, actors=n_actors, shot_frames=frames, rounds=rounds, **span, target_ratio=3.0)
+    emit(bench="trails_numpy_shot", engine="numpy", vertices=n_side * n_side, actors=n_actors, shot_frames=frames,
+         **framebench.summary(got), worst_span_ratio=max(sp["ratio_median"] for sp in spans), target_ratio=3.0,
+         handler_ms=round(float(np.median(handler_ms)), 2) if handler_ms else None, seek_back_ms=seek_ms,
+         max_error_m=float(f"{err:.2e}"))
+    bpy.data.scenes.remove(ref)
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--quick", action="store_true", help="small sizes (a smoke run)")
@@ -625,6 +695,9 @@ def main():
     if "handler_shot" in only:
         bench_handler_shot(100 if args.quick else 1000, 32, 10 if args.quick else args.shot_frames,
                            2 if args.quick else args.shot_rounds, args.shot_bins)
+    if "numpy_shot" in only:
+        bench_numpy_shot(100 if args.quick else 1000, 32, 10 if args.quick else args.shot_frames,
+                         2 if args.quick else args.shot_rounds, args.shot_bins)
     if "numpy_floor" in only:
         bench_numpy_floor(100 if args.quick else 1000, 5 if args.quick else args.frames, 2 if args.quick else 5)
     if "trails" in only:

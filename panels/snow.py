@@ -3,6 +3,7 @@
 import bpy
 
 from .. import bridge
+from ..operators.snow import trails as snow_trails
 from ..shader_nodes import snow as snow_nodes
 from .main import EnvFXSubPanel
 
@@ -33,6 +34,7 @@ class VIEW3D_PT_envfx_snow(EnvFXSubPanel, bpy.types.Panel):
         box = layout.box()
         box.label(text="Live Trails", icon="MOD_DISPLACE")
         col = box.column()
+        col.prop(s, "trails_engine")
         col.prop(s, "actors")
         col.prop(s, "occluders")
         for prop in ("rim_height", "rim_width", "fade_height", "refill_rate", "camera_fade_start",
@@ -78,7 +80,11 @@ class VIEW3D_PT_envfx_snow(EnvFXSubPanel, bpy.types.Panel):
 
 
 def _trails_status(layout, s):
-    """What the live trails do now: they follow the actor collection by themselves (handlers.py)."""
+    """What the live trails do now: they follow the actor collection by themselves (handlers.py); settings the
+    Numpy engine cannot run."""
+    unsupported = snow_trails.numpy_unsupported(s.id_data)
+    if unsupported is not None:
+        layout.label(text=unsupported, icon="ERROR")
     tree = snow_nodes.group_for(s.id_data)
     if tree is None or tree.users == 0:
         return

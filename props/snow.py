@@ -37,6 +37,13 @@ def _snow_trails_changed(self, context):
             pass
 
 
+def _snow_engine_changed(self, context):
+    # the trails group shows the chosen engine's display (a value set, not driven: see snow_nodes.set_engine)
+    scene = self.id_data
+    if snow_nodes.set_engine(scene):
+        scene.update_tag()
+
+
 class EnvFXSnowSettings(PropertyGroup):
     actors: PointerProperty(
         name="Actors",
@@ -50,6 +57,17 @@ class EnvFXSnowSettings(PropertyGroup):
         "(the write-up's snow-occlusion quads around nests, patches, teleporters)",
         type=bpy.types.Collection,
         update=_snow_trails_changed,
+    )
+    trails_engine: EnumProperty(
+        name="Trails Engine",
+        description="What keeps the live trails' state from frame to frame",
+        items=(("SIMULATION", "Simulation Zone", "A geometry-nodes simulation zone (every feature: puffs and "
+                "occluders too); its per-frame cost grows as the trails spread over the shot"),
+               ("NUMPY", "Numpy", "A frame handler holds the trails in numpy and writes them into the snow mesh "
+                "(attribute snow_trail): a frame costs about the same all through the shot; scrubbing back, a "
+                "reopened file or a render of any frame give what playing through gave. No puffs or occluders")),
+        default="SIMULATION",
+        update=_snow_engine_changed,
     )
     spacing: FloatProperty(
         name="Spacing", description="Distance between snow vertices (the detail the trails need)",

@@ -4,9 +4,11 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from .base import SnowError
 
@@ -35,7 +37,12 @@ class StampParams:
         return float(np.clip(1.0 - self.refill_rate / self.fps, 0.0, 1.0))
 
 
-def stamp_profile(u, depth: float | np.ndarray = 1.0, rim_height=0.35, rim_width=0.5):
+Floats = NDArray[np.float64]
+Actors = tuple[Sequence[Hashable], ArrayLike, ArrayLike, ArrayLike]  # (keys, bottom points (A, 3), radii, depths)
+
+
+def stamp_profile(u: ArrayLike, depth: float | np.ndarray = 1.0, rim_height: float = 0.35,
+                  rim_width: float = 0.5) -> tuple[Floats, Floats, Floats]:
     """(down, rim, cover) of a stamp at normalised distance ``u = d / radius`` (no vertical fade)."""
     u = np.asarray(u, dtype=np.float64)
     cover = np.maximum(0.0, 1.0 - u * u)
@@ -44,7 +51,7 @@ def stamp_profile(u, depth: float | np.ndarray = 1.0, rim_height=0.35, rim_width
     return depth * cover, rim, cover
 
 
-def reach(radius, rim_width) -> np.ndarray:
+def reach(radius: ArrayLike, rim_width: float) -> Floats:
     """Distance from the path beyond which a stamp does nothing."""
     return np.asarray(radius, dtype=np.float64) * (1.0 + rim_width)
 
@@ -64,14 +71,15 @@ def _segment_closest(pxy, a, b):
     return t, np.sqrt(dx * dx + dy * dy)
 
 
-def vertical_fade(h, radius, fade_height):
+def vertical_fade(h: ArrayLike, radius: ArrayLike, fade_height: float) -> Floats:
     """Weight of a stamp whose actor bottom is ``h`` above the snow surface (negative: inside the snow)."""
     h = np.asarray(h, dtype=np.float64)
-    beyond = np.maximum(np.maximum(h, -h - 2.0 * radius), 0.0)
+    beyond = np.maximum(np.maximum(h, -h - 2.0 * np.asarray(radius, dtype=np.float64)), 0.0)
     return np.clip(1.0 - beyond / fade_height, 0.0, 1.0)
 
 
-def stamp_points(points, prev, cur, radius, depth, params: StampParams):
+def stamp_points(points: ArrayLike, prev: ArrayLike, cur: ArrayLike, radius: ArrayLike, depth: ArrayLike,
+                 params: StampParams) -> tuple[Floats, Floats, Floats, Floats]:
     """One frame's stamp at arbitrary points (N, 3) (their z = the snow surface at rest).
 
     prev, cur: (A, 3) actor bottom points at the previous and this frame; radius, depth: (A,).
@@ -113,8 +121,11 @@ def _stamp_from_nearest(surface_z, idx, t, d, prev, cur, radius, depth, params):
     return down * w, rim * w, cover * w, np.where(valid, dep, 0.0)
 
 
-def trail_update(down, rim, down_s, rim_s, coverw, dep, keep, occluded=None, occluder_depth=0.0):
+def trail_update(down: ArrayLike, rim: ArrayLike, down_s: ArrayLike, rim_s: ArrayLike, coverw: ArrayLike,
+                 dep: ArrayLike, keep: float, occluded: ArrayLike | None = None,
+                 occluder_depth: ArrayLike = 0.0) -> tuple[Floats, Floats]:
     """Persistence: one frame of the trail state. Returns (down', rim')."""
+    down, rim, rim_s, coverw = (np.asarray(v, dtype=np.float64) for v in (down, rim, rim_s, coverw))
     kept_down = keep * down
     new_down = np.maximum(kept_down, down_s)
     inside = np.clip(1.0 - kept_down / np.maximum(dep, 1e-12), 0.0, 1.0)
@@ -125,7 +136,8 @@ def trail_update(down, rim, down_s, rim_s, coverw, dep, keep, occluded=None, occ
     return new_down, new_rim
 
 
-def simulate_points(points, tracks, radius, depth, params: StampParams, occluded=None, occluder_depth=0.0):
+def simulate_points(points: ArrayLike, tracks: ArrayLike, radius: ArrayLike, depth: ArrayLike, params: StampParams,
+                    occluded: ArrayLike | None = None, occluder_depth: ArrayLike = 0.0) -> tuple[Floats, Floats]:
     """Trail state at points after every frame of ``tracks`` (F, A, 3): what the live trails show at the last
     frame. The first frame stamps with prev = cur (the simulation's first step). Returns (down, rim)."""
     params.validate()
@@ -160,12 +172,13 @@ class TrailState:
     the frames after it replayed. Stepping a frame that is not the next one drops what was recorded after it.
     """
 
-    def __init__(self, points, params: StampParams, cells: int = 128, checkpoint_every: int = 25):
+    def __init__(self, points: ArrayLike, params: StampParams, cells: int = 128, checkpoint_every: int = 25) -> None:
         params.validate()
         p = np.asarray(points, dtype=np.float64).reshape(-1, 3)
         if checkpoint_every < 1 or cells < 1:
             raise SnowError("TrailState needs cells and checkpoint_every of 1 or more")
         self.points, self.params, self.cells, self.every = p, params, int(cells), int(checkpoint_every)
+        self._best, self._best_seg = np.zeros(0), np.zeros(0, dtype=np.int64)  # stamp_near's scratch, per point
         self.lo = p[:, :2].min(0) if p.shape[0] else np.zeros(2)
         ext = (p[:, :2].max(0) - self.lo) if p.shape[0] else np.zeros(2)
         self.size = max(float(ext.max()) / self.cells, 1e-9)
@@ -180,17 +193,18 @@ class TrailState:
         cy = np.clip(np.floor((np.asarray(y) - self.lo[1]) / self.size), 0, self.cells - 1).astype(np.int64)
         return cx, cy
 
-    def reset(self):
+    def reset(self) -> None:
         """Back to no trail (before the first step)."""
         n = self.points.shape[0]
         self.down, self.rim = np.zeros(n), np.zeros(n)
         self.frame = None
         self.changed = None  # the points whose state the last step changed (None: all of them)
-        self.last = {}      # key -> bottom point at self.frame
-        self.record = {}    # frame -> (keys, cur, radius, depth) of every frame stepped since the start
-        self.saved = {}     # frame -> (down, rim, last) checkpoints
+        self.last: dict = {}      # key -> bottom point at self.frame
+        self.record: dict = {}    # frame -> (keys, cur, radius, depth) of every frame stepped since the start
+        self.saved: dict = {}     # frame -> (down, rim, last) checkpoints
+        self.source: dict = {}    # frame -> the actors ``play`` stepped it with (the very object)
 
-    def near(self, a, b, reach: float):
+    def near(self, a: Floats, b: Floats, reach: float) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
         """(point indices, segment of each) of the points of the cells that the XY box of each segment
         a[i] -> b[i] (arrays (S, 3)), grown by ``reach``, overlaps: a superset of the points within ``reach`` of
         each segment, a point listed once per segment."""
@@ -204,13 +218,14 @@ class TrailState:
         first = np.repeat(lo - (np.cumsum(n) - n), n)
         return self.order[first + np.arange(int(n.sum()))], np.repeat(seg, n)
 
-    def stamp_near(self, prev, cur, radius, depth):
+    def stamp_near(self, prev: Floats, cur: Floats, radius: Floats, depth: Floats
+                   ) -> tuple[NDArray[np.int64], Floats, Floats, Floats, Floats]:
         """``stamp_points`` at the points near a path: (indices, down_s, rim_s, coverw, dep). Each actor's
         distance is measured only at the points within the largest reach of its path; a point farther than that
         from every path is stamped by none, so the nearest path, and the stamp, are those of ``stamp_points``."""
         if radius.size == 0:
             idx = np.zeros(0, dtype=np.int64)
-            return (idx, *(np.zeros(0) for _ in range(4)))
+            return idx, np.zeros(0), np.zeros(0), np.zeros(0), np.zeros(0)
         j, seg = self.near(prev, cur, float(reach(radius, self.params.rim_width).max()))
         # the distances of every (point, segment) pair, as _segment_closest measures them
         a, b = prev[seg, :2], cur[seg, :2]
@@ -221,17 +236,29 @@ class TrailState:
         t = np.where(moved, np.clip((ap0 * ab0 + ap1 * ab1) / np.where(moved, den, 1.0), 0.0, 1.0), 0.0)
         dx, dy = ap0 - t * ab0, ap1 - t * ab1
         d = np.sqrt(dx * dx + dy * dy)
-        # per point its nearest segment, the first of equal distances in actor order (as stamp_points)
-        by_d = np.argsort(d, kind="stable")  # pairs come segment after segment: equal distances keep that order
-        order = by_d[np.argsort(j[by_d], kind="stable")]
-        first = np.ones(order.size, dtype=bool)
-        first[1:] = j[order[1:]] != j[order[:-1]]
-        pick = order[first]
+        # per point its nearest segment, the first of equal distances in actor order (as stamp_points): the
+        # pairs come segment after segment, each point once per segment, so the segments are taken in turn
+        # (no sort), each replacing the nearest so far where it is strictly nearer
+        n = self.points.shape[0]
+        if self._best.shape[0] != n:
+            self._best, self._best_seg = np.full(n, np.inf), np.full(n, -1, dtype=np.int64)
+        best, best_seg = self._best, self._best_seg
+        bounds = np.searchsorted(seg, np.arange(prev.shape[0] + 1))
+        for i in range(prev.shape[0]):
+            js, ds = j[bounds[i]:bounds[i + 1]], d[bounds[i]:bounds[i + 1]]
+            nearer = ds < best[js]
+            best[js[nearer]] = ds[nearer]
+            best_seg[js[nearer]] = i
+        pick = np.flatnonzero(best_seg[j] == seg)  # one pair a point: (point, segment) pairs are unique
         idx = j[pick]
-        return (idx, *_stamp_from_nearest(self.points[idx, 2], seg[pick], t[pick], d[pick], prev, cur, radius, depth,
-                                          self.params))
+        best[idx] = np.inf  # ready for the next frame
+        best_seg[idx] = -1
+        down_s, rim_s, coverw, dep = _stamp_from_nearest(self.points[idx, 2], seg[pick], t[pick], d[pick], prev, cur,
+                                                         radius, depth, self.params)
+        return idx, down_s, rim_s, coverw, dep
 
-    def step(self, frame: int, keys, cur, radius, depth):
+    def step(self, frame: int, keys: Iterable[Hashable], cur: ArrayLike, radius: ArrayLike,
+             depth: ArrayLike) -> None:
         """Advance to ``frame`` with the actors ``keys`` at bottom points ``cur`` (A, 3), radii and depths (A,)."""
         if self.frame is not None and frame <= self.frame:
             raise SnowError(f"TrailState is at frame {self.frame}: seek back before stepping frame {frame}")
@@ -275,3 +302,37 @@ class TrailState:
             self._advance(f, *self.record[f])
         self.changed = None
         return True
+
+    def play(self, frames: Sequence[int], actors: Mapping[int, Actors]) -> None:
+        """Bring the state to the last of ``frames`` (increasing) as stepping each of them in turn, from no trail,
+        with ``actors[frame]`` = (keys, bottom points, radii, depths) would: the longest run of ``frames`` that an
+        earlier ``play`` stepped with the very same ``actors`` objects is sought to (``seek``: a checkpoint and a
+        replay), only the rest is stepped. Frames stepped after the last of ``frames`` stay recorded (scrubbing
+        back and forth seeks) unless one of them must be stepped again. ``frames`` empty: no trail.
+
+        ``changed`` then lists the points that changed since before the call: none (an empty array) when the
+        state was at that frame already, the step's when one frame was stepped from where it was, else None (all
+        of them)."""
+        rec = sorted(self.record)
+        k = 0
+        while (k < len(rec) and k < len(frames) and rec[k] == frames[k]
+               and self.source.get(rec[k]) is actors[frames[k]]):
+            k += 1
+        if k == 0:
+            moved = self.frame is not None
+            self.reset()
+        elif frames[k - 1] == self.frame:
+            moved = False
+        else:
+            moved = True
+            if not self.seek(frames[k - 1]):  # (recorded: cannot fail)
+                raise SnowError(f"TrailState could not go back to frame {frames[k - 1]}")
+        for f in frames[k:]:
+            self.step(f, *actors[f])
+            self.source = {g: a for g, a in self.source.items() if g in self.record}
+            self.source[f] = actors[f]
+        stepped = len(frames) - k
+        if moved or stepped > 1:
+            self.changed = None
+        elif stepped == 0:
+            self.changed = np.zeros(0, dtype=np.int64)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from .base import SnowError
 
@@ -20,7 +21,7 @@ from .base import SnowError
 GROUND_KEEP = 0.98  # the shown snow top never goes lower than this fraction of its thickness below its rest top
 
 
-def camera_fade(points, camera, start, end):
+def camera_fade(points: ArrayLike, camera: ArrayLike | None, start: float, end: float) -> NDArray[np.float64]:
     """Weight (N,) of the snow's own height at world points (N, 3): 1 up to ``start`` from the ``camera`` (its
     world location), falling linearly to 0 at ``end`` (``end`` at or below ``start``: a step at ``start``).
     ``camera`` None (the scene has no active camera): 1 everywhere, no fade."""
@@ -32,7 +33,8 @@ def camera_fade(points, camera, start, end):
     return np.clip(1.0 - (d - float(start)) / span, 0.0, 1.0)
 
 
-def shown_offset(down, rim, thickness=None, fade=1.0, keep=GROUND_KEEP):
+def shown_offset(down: ArrayLike, rim: ArrayLike, thickness: ArrayLike | None = None, fade: ArrayLike = 1.0,
+                 keep: float = GROUND_KEEP) -> NDArray[np.float64]:
     """World-Z offset of the shown snow top from its rest top: ``fade`` (``camera_fade``) blends the trail
     (rim - down, never lower than ``keep`` x thickness) into the snow lying flat on the ground (-``keep`` x
     thickness). ``thickness`` None (trails on a mesh that is no generated snow, without ``snow_thickness``): no
@@ -74,12 +76,13 @@ class PuffParams:
         return self
 
 
-def puff_launch_bounds(speed):
+def puff_launch_bounds(speed: float) -> tuple[float, float, float]:
     """(largest horizontal launch speed, smallest and largest upward launch speed) of a new puff."""
     return PUFF_SIDEWAYS * speed, 0.5 * speed, speed
 
 
-def puff_step(position, velocity, age, dt, params: PuffParams):
+def puff_step(position: ArrayLike, velocity: ArrayLike, age: ArrayLike, dt: float, params: PuffParams
+              ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64], NDArray[np.bool_]]:
     """One frame of the puffs (semi-implicit Euler, Z up): the velocity gains gravity, the position moves by the
     new velocity, the age grows; returns (position, velocity, age, alive) with alive = age < lifetime. Puffs
     launched this frame take their first step the next frame."""
@@ -90,14 +93,15 @@ def puff_step(position, velocity, age, dt, params: PuffParams):
     return p, v, a, a < params.lifetime
 
 
-def puff_radius(age, params: PuffParams):
+def puff_radius(age: ArrayLike, params: PuffParams) -> NDArray[np.float64]:
     """A puff's radius: params.size at launch, shrinking linearly to 0 at the end of its life."""
     return params.size * np.clip(1.0 - np.asarray(age, dtype=np.float64) / params.lifetime, 0.0, 1.0)
 
 
 # --- actors -----------------------------------------------------------------------------------------------
 
-def actor_size(dimensions, radius_setting=0.0, depth_setting=0.0, snow_thickness=None):
+def actor_size(dimensions: ArrayLike, radius_setting: float = 0.0, depth_setting: float = 0.0,
+               snow_thickness: float | None = None) -> tuple[float, float]:
     """(radius, depth) of an actor: the settings when > 0, else from its world size (dimensions x, y, z):
     radius = half the larger horizontal size, depth = half the radius (at most the snow thickness)."""
     dims = np.asarray(dimensions, dtype=np.float64)

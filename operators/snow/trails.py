@@ -40,9 +40,26 @@ def _cannot_carry_snow_reason(obj) -> str | None:
     return linked_reason(obj)
 
 
+def numpy_unsupported(scene: bpy.types.Scene) -> str | None:
+    """Why ``scene``'s trails settings need the Simulation Zone engine when its Trails Engine is Numpy (puffs and
+    occluders are not ported to numpy), or None."""
+    s = bridge.envfx_settings(scene).snow
+    if s.trails_engine != "NUMPY":
+        return None
+    wanted = [name for name, on in (("Snow Puffs", s.puffs), ("Occluders", s.occluders is not None)) if on]
+    if not wanted:
+        return None
+    return (f"The Numpy trails engine has no {' or '.join(wanted)}: switch "
+            f"{'them' if len(wanted) > 1 else 'it'} off, or set Trails Engine to Simulation Zone")
+
+
 def add_trails(scene: bpy.types.Scene, objects: Sequence[bpy.types.Object]) -> tuple[list[str], dict[str, str]]:
     """Give ``objects`` (snow meshes) the live trails; returns (changed names, skipped {name: why}). Snow with
-    the trails of another scene of the file (linked into both) takes this scene's trails and actors."""
+    the trails of another scene of the file (linked into both) takes this scene's trails and actors. With the
+    Numpy engine, settings it cannot run (``numpy_unsupported``) are refused, nothing changed."""
+    unsupported = numpy_unsupported(scene)
+    if unsupported is not None:
+        raise SnowInputError(unsupported)
     specs, skipped = actor_specs(scene)
     candidates = changeable(objects, ObjectsResult(skipped=skipped), _cannot_carry_snow_reason)
     if not candidates and not any(trails_modifiers(o) for o in objects):

@@ -43,7 +43,8 @@ from __future__ import annotations
 import types
 
 from .. import common
-from .base import ACTORS_KEY, ACTORS_NODE, CELLS, COARSE, DRIVEN, GRAVITY, GROUND_KEEP, SnowBuilder
+from .base import (ACTORS_KEY, ACTORS_NODE, CELLS, COARSE, DRIVEN, GRAVITY, GROUND_KEEP, NUMPY_ENGINE, TRAIL_ATTRIBUTE,
+                   SnowBuilder)
 from .puffs import puffs_shown, puffs_step
 
 class _Shared(types.SimpleNamespace):
@@ -87,6 +88,7 @@ def _build(tree, occluders: bool):
     _grow_state(b, s, occluders)
     _stamp_state(b, s, occluders)
     _puffs_and_display(b, s)
+    _numpy_display(b, s)
 
 
 def _inputs(b, tree, s):
@@ -714,7 +716,48 @@ def _puffs_and_display(b, s):
     joined = b.node("GeometryNodeJoinGeometry", "Snow And Puffs")
     b.link(puffs_shown(b, sim_out.outputs["Puffs"], invert, values, puffs_on), joined.inputs[0])
     b.link(snow_shown, joined.inputs[0])  # join order: the last link comes first
-    b.link(joined.outputs[0], group_out.inputs[0])
+    s.put(sim_shown=joined.outputs[0], cam_info=cam_info, has_cam=has_cam, fade_offset=fade_offset, span=span,
+          local_up=local_up, cam_local=cam_local, unit=unit)
+
+
+def _numpy_display(b, s):
+    """The Numpy trails engine's display (``operators.snow.numpy_trails``): the trail state is held in numpy by a
+    frame handler, which writes each vertex's shown trail (``max(rim - down, -GROUND_KEEP x thickness)``, 0 where
+    no path reached) into the mesh attribute ``snow_trail``; here each vertex moves by it along world Z, with the
+    camera fade of the simulation's display (the same formula: ``trail + g x (flat - trail)``, g = 1 - fade).
+    The "Numpy Engine" value (1: this display) picks it over the simulation's, per object: geometry nodes then
+    evaluate only the chosen branch, so the simulation zone does not run."""
+    (values, group_in, group_out, sim_shown, cam_info, has_cam, fade_offset, span, local_up, cam_local,
+     unit) = s.get("values group_in group_out sim_shown cam_info has_cam fade_offset span local_up cam_local unit")
+    numpy_on = b.compare("GREATER_THAN", b.value(NUMPY_ENGINE, 0.0), 0.5, data_type="FLOAT", label="Numpy Wanted")
+    geometry = group_in.outputs["Geometry"]
+    trail = b.named(TRAIL_ATTRIBUTE, label="Read Numpy Trail").outputs["Attribute"]
+    thick = b.named("snow_thickness", label="Read Numpy Thickness").outputs["Attribute"]
+    flat = b.math("MULTIPLY", thick, -GROUND_KEEP, label="Numpy Flat On Ground")
+    pos = b.node("GeometryNodeInputPosition", "Numpy Display Pos").outputs[0]
+    per_unit = b.math("DIVIDE", unit, span, label="Numpy Per Object Unit")
+    g = b.math("MULTIPLY_ADD", b.vmath("DISTANCE", pos, cam_local.outputs[0], label="Numpy Camera Distance"),
+               per_unit, b.math("MULTIPLY", fade_offset, -1.0), label="Numpy Laid Flat", use_clamp=True)
+    shown = b.math("MULTIPLY_ADD", g, b.math("SUBTRACT", flat, trail), trail, label="Numpy Shown")
+    # per object: the farthest corner of the snow's bounds from the camera (within Camera Fade Start, or no
+    # camera: nothing is laid flat, the trail alone moves the vertices, one read and one set a vertex)
+    box = b.node("GeometryNodeBoundBox", "Numpy Bounds")
+    b.link(geometry, box.inputs[0])
+    corner = b.vmath("MAXIMUM", b.vmath("ABSOLUTE", b.vmath("SUBTRACT", cam_local.outputs[0], box.outputs["Min"])),
+                     b.vmath("ABSOLUTE", b.vmath("SUBTRACT", box.outputs["Max"], cam_local.outputs[0])),
+                     label="Numpy Farthest Corner")
+    farthest = b.math("MULTIPLY", b.vmath("LENGTH", corner), unit, label="Numpy Farthest Distance")
+    laying_flat = b.boolean("AND", has_cam, b.compare("GREATER_THAN", farthest, values["Camera Fade Start"],
+                                                      data_type="FLOAT", label="Numpy Beyond Fade Start"),
+                            label="Numpy Laying Flat")
+    near = b.node("GeometryNodeSetPosition", "Numpy Set Position")
+    b.link(geometry, near.inputs["Geometry"])
+    b.link(b.vmath("SCALE", local_up.outputs[0], scale=trail, label="Numpy Offset"), near.inputs["Offset"])
+    faded = b.node("GeometryNodeSetPosition", "Numpy Set Position Faded")
+    b.link(geometry, faded.inputs["Geometry"])
+    b.link(b.vmath("SCALE", local_up.outputs[0], scale=shown, label="Numpy Faded Offset"), faded.inputs["Offset"])
+    numpy_shown = b.switch("Numpy Lay Flat", laying_flat, faded.outputs[0], near.outputs[0], "GEOMETRY")
+    b.link(b.switch("Engine", numpy_on, numpy_shown, sim_shown, "GEOMETRY"), group_out.inputs[0])
 
 
 def _occluder_stores(b, geo, occ_flat, P, thick_node, occ_here):

@@ -9,15 +9,17 @@ from typing import cast
 
 import bpy
 
+from ... import bridge
 from .. import common
-from .base import ACTORS_KEY, ACTORS_NODE, DRIVEN, GRAVITY, SnowBuilder
+from .base import ACTORS_KEY, ACTORS_NODE, DRIVEN, GRAVITY, NUMPY_ENGINE, SnowBuilder
 from .graph import _build
 
 GROUP_NAME = "EnvFX Snow Trails"
 KIND = "snow_trails"  # one group per scene (common.ensure_scene_group)
-VERSION = 29
+VERSION = 30
 SLOT = "Slot "  # name prefix of the per-actor nodes (rebuilt in place by _build_actors)
 KEYS_KEY = "envfx_snow_keys"  # the group's custom property: {actor name: key}
+SPECS_KEY = "envfx_snow_specs"  # the group's custom property: the actors it was built for, their sizes and keys
 
 
 def _stamp(has_occluders: bool) -> str:
@@ -63,6 +65,11 @@ def _build_actors(tree, specs):
             keys[name] = next_key
             next_key += 1
     tree[KEYS_KEY] = {name: keys[name] for name, *_ in specs}
+    # what the Numpy engine's frame handler stamps with (operators.snow.numpy_trails): the same actors, sizes and
+    # keys as the group's points
+    tree[SPECS_KEY] = {"names": [n for n, *_ in specs], "keys": [keys[n] for n, *_ in specs],
+                       "radius": [float(r) for _, r, _, _ in specs], "depth": [float(d) for _, _, d, _ in specs],
+                       "offset": [float(o) for *_, o in specs]}
     group_in, joined = tree.nodes["Group Input"], tree.nodes[ACTORS_NODE]
     if specs:
         # one point cloud of N points whose values are picked by index (Index Switch nodes): a handful of nodes
@@ -195,11 +202,28 @@ def ensure_trails(scene, specs) -> bpy.types.NodeTree:
     if tree.get(ACTORS_KEY) != _actor_stamp(specs):
         _build_actors(tree, specs)
     _drive(scene, tree)
+    set_engine(scene, tree)
     for obj in bpy.data.objects:
         for mod in obj.modifiers:
             if mod.type == "NODES" and cast(bpy.types.NodesModifier, mod).node_group == tree:
                 drive_modifier(obj, mod, specs)
     return tree
+
+
+def set_engine(scene: bpy.types.Scene, tree: bpy.types.NodeTree | None = None) -> bool:
+    """Point the scene's trails group at the display of its Trails Engine (the "Numpy Engine" value: 1 shows the
+    trail the Numpy engine's handler writes, 0 the simulation zone's); True when it changed. A value set, not a
+    driver: an enum cannot drive a Value node."""
+    tree = tree or group_for(scene)
+    node = tree.nodes.get(NUMPY_ENGINE) if tree is not None else None
+    if node is None:
+        return False
+    want = 1.0 if bridge.envfx_settings(scene).snow.trails_engine == "NUMPY" else 0.0
+    socket = cast(bpy.types.NodeSocketFloat, node.outputs[0])
+    if socket.default_value == want:
+        return False
+    socket.default_value = want
+    return True
 
 
 def _modifier_drivers(obj, mod):
