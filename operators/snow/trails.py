@@ -493,7 +493,7 @@ class ENVFX_OT_snow_trails_add(bpy.types.Operator):
     bl_label = "Add Trails"
     bl_options = {"REGISTER", "UNDO"}
 
-    def execute(self, context) -> set[OperatorReturnItems]:
+    def execute(self, context: bpy.types.Context) -> set[OperatorReturnItems]:
         scene = bridge.context_scene(context)
         selected = [o for o in getattr(context, "selected_objects", []) or [] if is_snow_object(o)]
         objects = selected or snow_objects(scene)
@@ -515,7 +515,7 @@ class ENVFX_OT_snow_trails_remove(bpy.types.Operator):
     bl_label = "Remove Trails"
     bl_options = {"REGISTER", "UNDO"}
 
-    def execute(self, context) -> set[OperatorReturnItems]:
+    def execute(self, context: bpy.types.Context) -> set[OperatorReturnItems]:
         scene = bridge.context_scene(context)
         selected = [o for o in getattr(context, "selected_objects", []) or [] if is_snow_object(o)]
         report_result(self, remove_trails(selected or snow_objects(scene), scene),

@@ -11,8 +11,6 @@ import ast
 import os
 import textwrap
 
-import pytest
-
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 AREAS = ("core", "bridge.py", "cli", "operators")
 
@@ -76,7 +74,6 @@ def test_the_scan_finds_what_lacks_a_type() -> None:
                                (10, "poll", ["context"]), (12, "helper", ["v"])]
 
 
-@pytest.mark.xfail(strict=True, reason="#25: the public functions are being typed (core/, bridge.py, cli/, operators/)")
 def test_every_public_function_is_typed() -> None:
     lines = []
     for area in AREAS:
