@@ -342,6 +342,20 @@ def grass_field(envfx, name="Grass", blades=12, width=8.0):
     return obj
 
 
+def _godot_glb(envfx, glb: str, rest: np.ndarray) -> tuple[np.ndarray, list]:
+    """A glb's first primitive as Godot imports it: (the Blender vertex of each glTF vertex, found by its rest
+    position in Godot's axes; the vertex inputs the Godot shader reads: positions, normals, UV, UV2, CUSTOM0-2)."""
+    doc, accessor = _helpers.read_glb(glb)
+    prim = doc["meshes"][0]["primitives"][0]
+    pos_g = accessor(prim["attributes"]["POSITION"]).astype(np.float64)
+    a_g = np.asarray(envfx.core.bend_engines.ENGINES["GODOT"][0], np.float64)
+    index = {tuple(np.round(p, 4)): i for i, p in enumerate(rest @ a_g.T)}
+    vert = np.array([index[tuple(np.round(p, 4))] for p in pos_g])
+    godot = godot_import(prim, accessor, len(pos_g))
+    return vert, [pos_g, accessor(prim["attributes"]["NORMAL"])] + [godot[key] for key in
+                                                                    ("UV", "UV2", "CUSTOM0", "CUSTOM1", "CUSTOM2")]
+
+
 def test_exported_grass_plays_the_preview_blade_by_blade(envfx, mods, tmp_path):
     """A grass field's blades each take the gust and the figure-eight at their own root (travelling waves): the
     Godot include run on the exported glb as Godot imports it, with the scene's camera looking down (tilt and fade),
@@ -381,13 +395,7 @@ def test_exported_grass_plays_the_preview_blade_by_blade(envfx, mods, tmp_path):
              for f in frames]
     assert max(float(np.ptp(w)) for w in winds) > 0.2, [float(np.ptp(w)) for w in winds]
 
-    doc, accessor = _helpers.read_glb(glb)
-    prim = doc["meshes"][0]["primitives"][0]
-    pos_g = accessor(prim["attributes"]["POSITION"]).astype(np.float64)
-    a_g = np.asarray(envfx.core.bend_engines.ENGINES["GODOT"][0], np.float64)
-    index = {tuple(np.round(p, 4)): i for i, p in enumerate(rest @ a_g.T)}
-    vert = np.array([index[tuple(np.round(p, 4))] for p in pos_g])
-    godot = godot_import(prim, accessor, len(pos_g))
+    vert, attributes = _godot_glb(envfx, glb, rest)
     gpu_mod = gpu_helpers()
     gpu = gpu_mod.Gpu()
     include = (tmp_path / "engines" / meta["assets"]["Grass"]["files"]["GODOT"]).read_text()
@@ -400,8 +408,6 @@ def test_exported_grass_plays_the_preview_blade_by_blade(envfx, mods, tmp_path):
     uniforms = mods.core.scene_uniforms(params, "GODOT")
     cm = np.asarray(cam.matrix_world)
     camera = (k * (a @ cm[:3, 3]), a @ cm[:3, 2])
-    attributes = [pos_g, accessor(prim["attributes"]["NORMAL"])] + [godot[key] for key in
-                                                                    ("UV", "UV2", "CUSTOM0", "CUSTOM1", "CUSTOM2")]
     worst, caught, moved = 0.0, 0.0, 0.0
     for frame in frames:
         want = k * preview[frame][vert] @ a.T
@@ -544,13 +550,7 @@ def test_exported_pushed_grass_plays_the_preview_with_the_bakes_frames(envfx, mo
         {"FINISHED"}
     frames = (0, 9, 13, 30, 120)
     rest, preview = preview_offsets(mods, obj, frames)
-    doc, accessor = _helpers.read_glb(glb)
-    prim = doc["meshes"][0]["primitives"][0]
-    pos_g = accessor(prim["attributes"]["POSITION"]).astype(np.float64)
-    a_g = np.asarray(envfx.core.bend_engines.ENGINES["GODOT"][0], np.float64)
-    index = {tuple(np.round(p, 4)): i for i, p in enumerate(rest @ a_g.T)}
-    vert = np.array([index[tuple(np.round(p, 4))] for p in pos_g])
-    godot = godot_import(prim, accessor, len(pos_g))
+    vert, attributes = _godot_glb(envfx, glb, rest)
     gpu_mod = gpu_helpers()
     gpu = gpu_mod.Gpu()
     include = (tmp_path / "engines" / meta["assets"]["Field"]["files"]["GODOT"]).read_text()
@@ -560,8 +560,6 @@ def test_exported_pushed_grass_plays_the_preview_with_the_bakes_frames(envfx, mo
     assert scene.camera is not None  # (the start-up file's: it tilts and fades the grass)
     cm = np.asarray(scene.camera.matrix_world)
     camera = (k * (a @ cm[:3, 3]), a @ cm[:3, 2])
-    attributes = [pos_g, accessor(prim["attributes"]["NORMAL"])] + [godot[key] for key in
-                                                                    ("UV", "UV2", "CUSTOM0", "CUSTOM1", "CUSTOM2")]
     by_frame = {f["frame"]: f for f in push["frames"]}
     worst, pushed = 0.0, 0.0
     for frame in frames:
