@@ -27,7 +27,9 @@ their files as the frames come. Each JSON line has:
   machine whose host hands back the memory it lends, taking fresh memory for the file cache costs ten times what
   it does on a desktop;
 - ``encode_share_exposed``: the main thread's time held up by the encoder thread over ``total``;
-- ``encode_share_thread``: the encoder thread's wall time in the encoder over ``total``.
+- ``encode_share_thread``: the encoder thread's wall time in the encoder over ``total``;
+- ``page_faults`` and ``skipped_page_faults``: the process's minor page faults (memory touched for the first time)
+  in the bake and in the skipped one.
 
 ``--modes thread,inline`` also bakes with the encoder on the main thread (``operators.vat.ENCODE_ON_THREAD``
 off: each frame encoded before the next is evaluated), in the same round against the same skipped bake:
@@ -45,6 +47,7 @@ import argparse
 import json
 import math
 import os
+import resource
 import sys
 import tempfile
 import time
@@ -93,7 +96,7 @@ class skipped_encoding:
             def put(self, f, values):
                 pass
 
-            def put_planes(self, f, planes):
+            def put_planes(self, f, planes, factors=None):
                 pass
 
             def close(self):
@@ -123,10 +126,12 @@ def bake(ops, scene, obj, encoding, frames, compress) -> Run:
     out = tempfile.mkdtemp(prefix="envfx-bench-vat-")
     opts = ops.VatOptions(frame_start=frames[0], frame_end=frames[-1], encoding=encoding, engine="GODOT",
                           export_mesh=True, compress=compress, add_proxy=False)
+    faults0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
     t0, cpu0 = time.perf_counter(), time.process_time()
     result = ops.bake_vat(scene, [obj], out, opts)
     wall = time.perf_counter() - t0
     result.timings["process_cpu"] = time.process_time() - cpu0  # every thread of the process: Blender's too
+    result.timings["page_faults"] = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults0
     meta = result.meta[obj.name]
     size = sum(os.path.getsize(p) for p in result.files)
     for path in result.files:
@@ -184,7 +189,7 @@ def main(argv=None):
                         runs[mode] = bake(ops, scene, obj, encoding, frames, args.compress)
                 finally:
                     ops.ENCODE_ON_THREAD = True
-            skipped = runs["skipped"][0], runs["skipped"][1]["process_cpu"]
+            skipped = runs["skipped"][0], runs["skipped"][1]["process_cpu"], runs["skipped"][1]["page_faults"]
             for mode in modes:
                 rows[encoding, mode].append(report(bpy, r, encoding, mode, args, n, *runs[mode], *skipped))
             if "thread" in runs and "inline" in runs:
@@ -199,7 +204,7 @@ def main(argv=None):
         keys = ["encode_share", "encode_share_cpu", "encode_share_cpu_no_write", "encode_cpu_s", "encode_write_cpu_s",
                 "write_ms_per_mb", "encode_cpu_share",
                 "encode_share_exposed", "encode_share_thread", "total_s", "skipped_s", "cpu_s", "skipped_cpu_s",
-                "load_avg_1min"] + (
+                "page_faults", "skipped_page_faults", "load_avg_1min"] + (
             ["total_over_inline"] if got and "total_over_inline" in got[0] else [])
         for key in keys:
             values = [row[key] for row in got]
@@ -209,7 +214,7 @@ def main(argv=None):
     return 0
 
 
-def report(bpy, r, encoding, mode, args, n, wall, t, meta, size, skipped, skipped_cpu):
+def report(bpy, r, encoding, mode, args, n, wall, t, meta, size, skipped, skipped_cpu, skipped_faults):
     row = {
         "bench": "vat_bake", "blender": bpy.app.version_string, "round": r, "encoding": encoding,
         "mode": mode, "compress": args.compress, "vertices": n, "frames": args.frames,
@@ -227,7 +232,8 @@ def report(bpy, r, encoding, mode, args, n, wall, t, meta, size, skipped, skippe
         "evaluate_s": round(t["evaluate"], 3), "encode_wait_s": round(t["encode_wait"], 3),
         "write_s": round(t["write"], 3), "write_wait_s": round(t["write_wait"], 3),
         "encode_thread_s": round(t["encode"], 3), "write_files_thread_s": round(t["write_files"], 3),
-        "bytes_written": size, "load_avg_1min": os.getloadavg()[0], "cpus": os.cpu_count()}
+        "page_faults": t["page_faults"], "skipped_page_faults": skipped_faults, "bytes_written": size,
+        "load_avg_1min": os.getloadavg()[0], "cpus": os.cpu_count()}
     print(json.dumps(row), flush=True)
     return row
 

@@ -489,6 +489,8 @@ class _Texture:
                 self.planes_f = np.zeros((self.c, h, w), np.float32)
         if self.mode == "image":
             self.image = np.zeros((h, w, self.c), np.float32)
+        self._work: np.ndarray | None = None  # scratch buffers of one frame (_scratch)
+        self._texels = np.empty((0, 0), np.uint16)
         self.max_abs = 0.0
         self.write_cpu = 0.0  # seconds of this thread's CPU time spent handing the file's bytes to the system
 
@@ -505,39 +507,62 @@ class _Texture:
         """Write frame ``f``'s (N, C) values into its rows."""
         self.put_planes(f, np.ascontiguousarray(np.asarray(values, np.float32).T))
 
-    def put_planes(self, f: int, planes):
-        """Write frame ``f`` (frames in order): texture channel k is ``planes[k]`` ((C, N) float32, each row
-        contiguous)."""
+    def put_planes(self, f: int, planes, factors=None):
+        """Write frame ``f`` (frames in order): texture channel k is ``planes[k] * factors[k]`` (``planes``: C rows
+        of N float32 values, any strides; ``factors``: C floats, default 1), multiplied on the way into the file's
+        rows (no other copy of the frame), a frame's full rows in one call and its last, shorter row in another."""
         lay = self.layout
-        n = planes.shape[1]
-        w, first = lay.width, f * lay.rows_per_frame
-        exr_rows = png_rows = None  # the frame's rows in the file streamed into (EXR: (R, C, W), PNG16: (R, W, C))
-        exr_planes: list[int] = []
-        if self.exr_writer is not None:
+        c, n = self.c, len(planes[0])
+        first = f * lay.rows_per_frame
+        one = np.float32(1.0)
+        fac = [one] * c if factors is None else [np.float32(v) for v in factors]
+        if self.exr_writer is not None:  # straight into the file's rows (EXR16: converted to half floats there)
             assert self.exr_writer.y == first, (f, self.exr_writer.y)
-            exr_rows, exr_planes = self.exr_writer.rows(lay.rows_per_frame), self.exr_writer.planes
-        elif self.png_writer is not None:  # quantised as they come (fixed)
-            assert self.png_writer.y == first, (f, self.png_writer.y)
-            png_rows = self.png_writer.rows(lay.rows_per_frame)
-        if self.fixed is not None:  # the whole frame quantised at once, then copied row by row as integers
-            planes = _quantise(planes, *self.fixed).astype(np.uint16)
-        with np.errstate(over="ignore"):  # beyond a half float: refused by encode(), from the bounds
-            for r in range(lay.rows_per_frame):  # a frame's few rows (13 for 100,000 vertices), vectorised within
-                a, b = r * w, min(n, (r + 1) * w)
-                if a >= n:
-                    break
-                y = first + r
-                for k in range(self.c):
-                    if exr_rows is not None:
-                        exr_rows[r, exr_planes[k], :b - a] = planes[k, a:b]
-                    elif png_rows is not None:
-                        png_rows[r, :b - a, k] = planes[k, a:b]
-                    elif self.mode == "png":
-                        self.planes_f[k, y, :b - a] = planes[k, a:b]
-                    else:
-                        self.image[y, :b - a, k] = planes[k, a:b]
-        if exr_rows is not None or png_rows is not None:
+            rows = self.exr_writer.rows(lay.rows_per_frame)
+            with np.errstate(over="ignore"):  # beyond a half float: refused by encode(), from the bounds
+                for k in range(c):
+                    dst = rows[:, self.exr_writer.planes[k]]
+                    for r, m, src in self._row_blocks(planes[k], n):
+                        _scaled(src, fac[k], dst[r:r + m, :src.shape[1]])
             self._write()
+            return
+        if self.mode == "image" or (self.mode == "png" and self.fixed is None):  # float32 kept until the end
+            for k in range(c):
+                for r, m, src in self._row_blocks(planes[k], n):
+                    dst = self.image[first + r:first + r + m, :src.shape[1], k] if self.mode == "image" else \
+                        self.planes_f[k, first + r:first + r + m, :src.shape[1]]
+                    _scaled(src, fac[k], dst)
+            return
+        # PNG16 normals, range known: the whole frame quantised at once in a scratch buffer, then copied into the rows
+        assert self.png_writer is not None and self.fixed is not None  # (mode "png" with fixed)
+        assert self.png_writer.y == first, (f, self.png_writer.y)
+        work = self._scratch(n)
+        for k in range(c):
+            _scaled(planes[k], fac[k], work[k])
+        texels = _texels(_quantise(work, *self.fixed), self._texels)
+        rows = self.png_writer.rows(lay.rows_per_frame).view(np.uint16)  # (big-endian texels as native integers)
+        for k in range(c):
+            for r, m, src in self._row_blocks(texels[k], n):
+                rows[r:r + m, :src.shape[1], k] = src
+        self._write()
+
+    def _row_blocks(self, values, n):
+        """(first row in the frame, row count, (rows, texels) view of ``values``) of a frame's full rows and of its
+        last, shorter row."""
+        w = self.layout.width
+        full = n // w
+        blocks = [(0, full, values[:full * w].reshape(full, w))] if full else []
+        if n > full * w:
+            blocks.append((full, 1, values[full * w:n].reshape(1, n - full * w)))
+        return blocks
+
+    def _scratch(self, n):
+        """The (C, N) float32 buffer a frame is quantised in, and the (C, N) uint16 one of its texels: made once,
+        reused by every frame."""
+        if self._work is None or self._work.shape[1] != n:
+            self._work = np.empty((self.c, n), np.float32)
+            self._texels = np.empty((self.c, n), np.uint16)
+        return self._work
 
     def _write(self, close=False):
         writer = self.exr_writer if self.exr_writer is not None else self.png_writer
@@ -568,10 +593,15 @@ class _Texture:
             h = self.layout.height
             self.png_writer = writer = png.StoredPng16Writer(self._open(), h, self.layout.width, self.c)
             step = max(1, (1 << 18) // max(1, self.layout.width))  # blocks of rows that stay in the cache
+            texels = np.empty((self.c, min(step, h), self.layout.width), np.uint16)
+            lo_c, scale_c = lo[:, None, None], scale[:, None, None]
             for a in range(0, h, step):
-                rows = writer.rows(min(step, h - a))
+                m = min(step, h - a)
+                rows = writer.rows(m).view(np.uint16)  # (the big-endian texels' bytes as native integers)
+                block = self.planes_f[:, a:a + m]  # quantised in place: the floats are not needed any more
+                got = _texels(_quantise(block, lo_c, scale_c), texels[:, :m])
                 for k in range(self.c):
-                    rows[:, :, k] = _quantise(self.planes_f[k, a:a + step], lo[k], scale[k])
+                    rows[:, :, k] = got[k]
                 self._write()
             del self.planes_f
         self._write(close=True)
@@ -582,12 +612,33 @@ class _Texture:
         return None
 
 
+def _scaled(values, factor, out):
+    """``out[...] = values * factor``; a copy or a negation for the engines' factors of 1 and -1 (numpy's multiply by
+    a number into a strided row costs two to three times as much)."""
+    if factor == 1.0:
+        np.copyto(out, values)
+    elif factor == -1.0:
+        np.negative(values, out=out)
+    else:
+        np.multiply(values, factor, out=out)
+
+
 def _quantise(values, lo, scale):
-    """``round((values - lo) * scale)`` clamped to 0..65535, float32 (the texels of PNG16)."""
-    t = values - lo
-    t *= scale
-    t += np.float32(0.5)
-    return np.clip(t, 0.0, 65535.0, out=t)
+    """``round((values - lo) * scale)`` clamped to 0..65535, float32 (the texels of PNG16), in place in
+    ``values``."""
+    values -= lo
+    values *= scale
+    values += np.float32(0.5)
+    np.minimum(values, np.float32(65535.0), out=values)
+    return np.maximum(values, np.float32(0.0), out=values)
+
+
+def _texels(quantised, out):
+    """The uint16 texels of ``quantised`` values (``_quantise``: truncated) as big-endian bytes (PNG's order), in
+    ``out`` (native uint16, same shape): one cast and one byte swap, where a cast into a big-endian array is two
+    to three times slower."""
+    np.copyto(out, quantised, casting="unsafe")
+    return out.byteswap(inplace=True)
 
 
 class VatEncoder:
@@ -631,6 +682,8 @@ class VatEncoder:
         self.factors = self.turn * scale
         self.factors32, self.turn32 = self.factors.astype(np.float32), self.turn.astype(np.float32)
         self.rest_t = np.ascontiguousarray(self.rest.T[self.columns])  # (3, N) in the engine's axis order
+        self._frame: np.ndarray | None = None  # (3, N) float32: a frame's positions, then offsets (add)
+        self._square = np.empty(0, np.float32)
         self.lo = np.full(3, np.inf)
         self.hi = np.full(3, -np.inf)
         self.moved_lo = np.full(3, np.inf)
@@ -649,9 +702,15 @@ class VatEncoder:
             self.first = positions.copy()
         elif not moving:
             self.change = max(self.change, float(np.abs(positions - self.first).max()))
-        # one gather into (3, N) rows in the engine's axis order (still Blender's units and signs), then every
-        # per-frame pass runs over contiguous rows: bounds, the offsets, the texture's channel rows
-        pos_t = positions.T[self.columns]
+        # one gather into (3, N) rows in the engine's axis order (still Blender's units and signs), in a buffer made
+        # once; then every per-frame pass runs over its contiguous rows: bounds, the offsets, their lengths; the
+        # engine's signs and units are applied on the way into the texture's rows
+        pos_t = self._frame
+        if pos_t is None or pos_t.shape[1] != positions.shape[0]:
+            pos_t = self._frame = np.empty((3, positions.shape[0]), np.float32)
+            self._square = np.empty(positions.shape[0], np.float32)
+        for k in range(3):
+            pos_t[k] = positions[:, self.columns[k]]
         lo, hi = pos_t.min(axis=1), pos_t.max(axis=1)
         self.moved_lo[self.columns] = np.minimum(self.moved_lo[self.columns], lo)
         self.moved_hi[self.columns] = np.maximum(self.moved_hi[self.columns], hi)
@@ -659,11 +718,9 @@ class VatEncoder:
         lo, hi = off_t.min(axis=1), off_t.max(axis=1)
         self.lo[self.columns] = np.minimum(self.lo[self.columns], lo)
         self.hi[self.columns] = np.maximum(self.hi[self.columns], hi)
-        square = off_t[0] * off_t[0]
-        square += off_t[1] * off_t[1]
-        square += off_t[2] * off_t[2]
+        square = np.einsum("ij,ij->j", off_t, off_t, out=self._square)
         self.max_offset = max(self.max_offset, float(square.max()))
-        off_t *= self.factors32[:, None]  # the engine's signs and units
+        planes, factors = list(off_t), list(self.factors32)
         if self.normals != "NONE" and normals is not None:
             nrm = np.asarray(normals, dtype=np.float32)
             if self.first_normals is None:
@@ -672,13 +729,13 @@ class VatEncoder:
                 self.change = max(self.change, float(np.abs(nrm - self.first_normals).max()))
             if self.normals == "PACKED":
                 packed = pack_normals(to_engine(nrm, st.engine, st.unit_scale, normal=True), self.bits)
-                off_t = np.concatenate([off_t, packed.astype(np.float32)[None]])
+                planes.append(packed.astype(np.float32))
+                factors.append(np.float32(1.0))
             else:
                 assert self.nrm is not None  # made for TEXTURE normals
-                nrm_t = nrm.T[self.columns]
-                nrm_t *= self.turn32[:, None]
-                self.nrm.put_planes(f, nrm_t)
-        self.pos.put_planes(f, off_t)
+                # the normals' columns in the engine's order, turned on the way into the rows
+                self.nrm.put_planes(f, [nrm[:, col] for col in self.columns], self.turn32)
+        self.pos.put_planes(f, planes, factors)
         for name, values in (extras or {}).items():
             values = np.asarray(values, dtype=np.float32).reshape(positions.shape[0], -1)
             lo, hi = self.attr_range[name]
