@@ -35,6 +35,10 @@
    same reference, so the push's own share shows. Target: at most 3.5x. ``--push-only``: that line alone. With
    ``--before REV`` that revision's group pushes a third copy of the field in the same rounds (``push_before``, and
    ``after_over_before``: this group's seconds per frame over that one's, per round).
+9. ``--parts``: the lines 7 and 8 also time this checkout's group with one part taken out (``PARTS``: the swing's
+   dot products, the carry's second Set Position; two of the push's three buffer samples, the whole push, each
+   blade's own wind), each on its own copy of the grid or field in the same rounds (``no_*`` keys: what the
+   group costs without that part, so the difference is the part's cost).
 5. Remove Wind (``--remove-plants N``, off by default): N plant objects, each with its own baked mesh, taken out
    of the wind at once, and N / 2 of them, so the time per object shows whether it stays flat (it is linear:
    the meshes still in the wind are found in one pass over the file's objects after the loop).
@@ -98,6 +102,9 @@ def main(argv):
     parser.add_argument("--push-rounds", type=int, default=9, help="interleaved rounds of the grass-push line")
     parser.add_argument("--push-frames", type=int, default=8, help="frame changes per scene and round (push line)")
     parser.add_argument("--push-only", action="store_true", help="only the grass-push line")
+    parser.add_argument("--parts", action="store_true",
+                        help="the frame-change and grass-push lines also time the wind group with parts of it taken "
+                             "out (PARTS), each in a scene of its own in the same rounds: what each part costs")
     args = parser.parse_args(argv)
 
     import bpy
@@ -320,6 +327,44 @@ def _group_of_revision(bpy, envfx, common, rev):
     return module, group
 
 
+# --parts: the wind group with one part taken out, name -> (the line it belongs to, the nodes whose outputs are
+# replaced by a constant, the constant). What the group then costs less is what that part costs (the motion is no
+# longer the wind's; only its time is of interest).
+PARTS = {
+    "no_swing": ("tree", ("Tree Swing",), 0.0),  # the six dot products (and the Branch read) of the swing
+    "no_carry_pass": ("tree", ("Set Position Carry",), None),  # the second Set Position (the carry)
+    "no_push_slope": ("push", ("Push +X", "Push +Y"), 0.0),  # two of the push's three samples of the buffer
+    "no_push": ("push", ("Grass Push",), 0.0),  # the push's samples and math (the capture and read-back stay)
+    "no_blade_wind": ("push", ("Blade Wind", "Figure Eight X", "Figure Eight Y"), 0.5),  # each blade's own wind
+}
+
+
+def _part_group(bpy, wind_nodes, name):
+    """A new wind group (this checkout's) with the part ``name`` of ``PARTS`` taken out: every link from an output
+    of the part's nodes comes from a constant instead (a Set Position is bypassed: its geometry passes through)."""
+    group = bpy.data.node_groups.new(f"Wind Part {name}", "GeometryNodeTree")
+    wind_nodes._build(group)
+    _line, nodes, value = PARTS[name]
+    for node_name in nodes:
+        node = group.nodes[node_name]
+        for out in node.outputs:
+            for link in list(out.links):
+                to = link.to_socket
+                if value is None:
+                    src = node.inputs["Geometry"].links[0].from_socket
+                elif to.type == "VECTOR":
+                    const = group.nodes.new("FunctionNodeInputVector")
+                    const.vector = (value, value, value)
+                    src = const.outputs[0]
+                else:
+                    const = group.nodes.new("ShaderNodeValue")
+                    const.outputs[0].default_value = value
+                    src = const.outputs[0]
+                group.links.remove(link)
+                group.links.new(src, to)
+    return group
+
+
 def _frame_changes(bpy, envfx, ops, common, args, version):
     """The live wind as playback pays it (#30): a grid of ``--grid-side`` squared vertices stood up (baked, wind at
     ``--fc-strength``) in one scene, an identical grid (a copy of the baked mesh) under a bare time-dependent Set
@@ -388,6 +433,13 @@ def _frame_changes(bpy, envfx, ops, common, args, version):
         scene.envfx.wind.strength = args.fc_strength
         module._wire(scene, group)
         scenes["before"] = scene
+    wind_nodes = importlib.import_module(envfx.__name__ + ".shader_nodes.wind")
+    for part in (p for p, (line_, _n, _v) in PARTS.items() if args.parts and line_ == "tree"):
+        group = _part_group(bpy, wind_nodes, part)
+        scene = copy_scene(part, group, wind_nodes.asset_input_values(obj))
+        scene.envfx.wind.strength = args.fc_strength
+        wind_nodes._wire(scene, group)
+        scenes[part] = scene
     alt = _Alternatives(bpy, envfx, obj, wind_scene, copy_scene) if args.alternatives else None
     if alt is not None:
         scenes.update(alt.scenes)
@@ -436,6 +488,10 @@ def _frame_changes(bpy, envfx, ops, common, args, version):
         f_ratio, f_lo, f_hi = ratios(name)
         line.update({f"{name}_ms": ms[name], f"{name}_ratio": f_ratio, f"{name}_ratio_min": f_lo,
                      f"{name}_ratio_max": f_hi})
+    for part in (p for p in PARTS if p in scenes):
+        p_ratio, p_lo, p_hi = ratios(part)
+        line.update({f"{part}_ms": ms[part], f"{part}_ratio": p_ratio, f"{part}_ratio_min": p_lo,
+                     f"{part}_ratio_max": p_hi})
     if args.before:
         b_ratio, b_lo, b_hi = ratios("before")
         line.update(before=args.before, before_ms=ms["before"], before_ratio=b_ratio, before_ratio_min=b_lo,
@@ -752,6 +808,21 @@ def _push_frame_changes(bpy, envfx, ops, args):
                 mod[common.input_identifier(group, key)] = float(value)
             module._wire(before, group)
             pairs["before"] = before
+        wind_nodes = importlib.import_module(envfx.__name__ + ".shader_nodes.wind")
+        common = importlib.import_module(envfx.__name__ + ".shader_nodes.common")
+        for part in (p for p, (line_, _n, _v) in PARTS.items() if args.parts and line_ == "push"):
+            group = _part_group(bpy, wind_nodes, part)
+            scene = framebench.new_scene(part, pushed)
+            part_wind = api.envfx(scene).wind
+            part_wind.grass_push, part_wind.push_buffer = True, image
+            part_obj = bpy.data.objects.new(f"Field {part}", mesh)
+            scene.collection.objects.link(part_obj)
+            mod = part_obj.modifiers.new(part, "NODES")
+            mod.node_group = group
+            for key, value in wind_nodes.asset_input_values(field).items():
+                mod[common.input_identifier(group, key)] = float(value)
+            wind_nodes._wire(scene, group)
+            pairs[part] = scene
         for scene in (*pairs.values(), reference):
             scene.frame_start, scene.frame_end = 1, 60
         # the pairs take turns round by round (a slow spell of the shared machine touches them alike)
@@ -775,6 +846,7 @@ def _push_frame_changes(bpy, envfx, ops, args):
                         buffer_resolution=256, target_ratio=3.5, wind_bake_s=round(bake_s, 2),
                         push_on=framebench.summary(got), push_off=framebench.summary(off),
                         pushed_vertices=int((np.abs(on_co - off_co).reshape(-1, 3).max(1) > 1e-3).sum()),
+                        **{part: framebench.summary(runs[part]) for part in PARTS if part in runs},
                         **({"before": args.before, "push_before": framebench.summary(runs["before"]),
                             "after_over_before": framebench.spread(
                                 [statistics.median(a[2:] or a) / statistics.median(b[2:] or b)
