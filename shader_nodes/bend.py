@@ -388,7 +388,8 @@ def _computes(fcurve, expr: str, names: list[str]) -> bool:
     if expr in PROPS:
         var = driver.variables[0] if len(driver.variables) == 1 else None
         return (driver.type == "AVERAGE" and var is not None and var.type == "CONTEXT_PROP"
-                and var.targets[0].context_property == "ACTIVE_SCENE" and var.targets[0].data_path == f"envfx.bend.{expr}")
+                and var.targets[0].context_property == "ACTIVE_SCENE"
+                and var.targets[0].data_path == f"envfx.bend.{expr}")
     found = {v.name: v for v in driver.variables}
     return (driver.type == "SCRIPTED" and driver.expression == expr and sorted(found) == sorted(names)
             and all(v.type == "CONTEXT_PROP" and v.targets[0].context_property == "ACTIVE_SCENE"
