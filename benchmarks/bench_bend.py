@@ -10,7 +10,9 @@ grid with a bare time-dependent Set Position, their frames stepped alternately (
 drivers, frame handlers, the dependency graph, as playback pays them), the modes taking turns round after round;
 then a level of --props small bent props (4 vertices each) against the same props with the reference modifier, and
 its floors (``bend_props_floor``): the props with a minimal modifier following the pivot (one offset per object),
-with one per-vertex operation, and with the Runner's per-vertex operations on constant per-object values.
+with one per-vertex operation, with the Runner's per-vertex operations on constant per-object values, and with
+the cheapest Runner bend that follows a moving pivot (``pivot_runner_group``: exact for props neither rotated nor
+scaled).
 
 The forced-update lines ("method": "forced_update", "quoted": false) are the older measure, kept beside it:
 one JSON line per mode (PLANET with and without a flat spread): median seconds per evaluation of the
@@ -292,6 +294,50 @@ def _floor_group(kind):
     return tree
 
 
+def pivot_runner_group(pivot):
+    """The cheapest modifier that bends a prop the Runner's way and follows a moving pivot: for a prop neither
+    rotated nor scaled (object axes = world axes), the pivot's location in the prop's space read by one Object
+    Info node (Relative) and projected once per object, then the Runner's per-vertex operations (dot, subtract,
+    absolute, subtract, maximum, square, scale). What a bend of many props costs at the least in geometry nodes."""
+    tree = bare_group()
+    tree.name = "Pivot Runner"
+    nodes, links = tree.nodes, tree.links
+    sp = next(n for n in nodes if n.bl_idname == "GeometryNodeSetPosition")
+    info = api.of(bpy.types.GeometryNodeObjectInfo, nodes.new("GeometryNodeObjectInfo"))
+    info.transform_space = "RELATIVE"
+    api.socket(info.inputs["Object"]).default_value = pivot
+    c = api.of(bpy.types.ShaderNodeVectorMath, nodes.new("ShaderNodeVectorMath"))
+    c.operation = "DOT_PRODUCT"
+    api.socket(c.inputs[1]).default_value = (0.0, 1.0, 0.0)
+    links.new(info.outputs["Location"], c.inputs[0])
+    d = api.of(bpy.types.ShaderNodeVectorMath, nodes.new("ShaderNodeVectorMath"))
+    d.operation = "DOT_PRODUCT"
+    api.socket(d.inputs[1]).default_value = (0.0, 1.0, 0.0)
+    links.new(nodes.new("GeometryNodeInputPosition").outputs[0], d.inputs[0])
+    prev = d.outputs["Value"]
+    steps: "tuple[tuple[NodeMathItems, float | None], ...]" = (
+        ("SUBTRACT", None), ("ABSOLUTE", None), ("SUBTRACT", 2.0), ("MAXIMUM", 0.0))
+    for op, value in steps:
+        m = api.of(bpy.types.ShaderNodeMath, nodes.new("ShaderNodeMath"))
+        m.operation = op
+        links.new(prev, m.inputs[0])
+        if value is None and op == "SUBTRACT":
+            links.new(c.outputs["Value"], m.inputs[1])
+        elif value is not None:
+            api.socket(m.inputs[1]).default_value = value
+        prev = m.outputs[0]
+    sq = api.of(bpy.types.ShaderNodeMath, nodes.new("ShaderNodeMath"))
+    sq.operation = "MULTIPLY"
+    links.new(prev, sq.inputs[0])
+    links.new(prev, sq.inputs[1])
+    v = api.of(bpy.types.ShaderNodeVectorMath, nodes.new("ShaderNodeVectorMath"))
+    v.operation = "SCALE"
+    api.socket(v.inputs[0]).default_value = (0.0, 0.0, -1e-3)
+    links.new(sq.outputs[0], v.inputs["Scale"])
+    links.new(v.outputs["Vector"], sp.inputs["Offset"])
+    return tree
+
+
 def _displace_scene(like, mesh, frames):
     """Another way Blender moves vertices per frame: a Displace modifier sampling a static 1D float image of the
     Runner's drop (a max(0, |u| - s)^2) at the vertex seen from a keyed Empty (texture coordinates Object), so
@@ -384,7 +430,7 @@ def frame_change_grid(envfx, side, frames, rounds):
 def frame_change_props(envfx, count, frames, rounds):
     """One JSON line per mode: a level of ``count`` small props (4 vertices, one shared mesh, the common case of
     a game level) bent, against the same props with the reference modifier, by frame changes; and one per floor
-    (``bend_props_floor``: follow_pivot, one_op, runner_ops)."""
+    (``bend_props_floor``: follow_pivot, pivot_runner, one_op, runner_ops)."""
     bpy.ops.wm.read_homefile(app_template="", use_empty=True)
     scene = api.scene()
     scene.frame_start, scene.frame_end = 1, frames + 1
@@ -407,6 +453,8 @@ def frame_change_props(envfx, count, frames, rounds):
     floors = {"follow_pivot": framebench.new_scene("Follow Pivot", scene)}
     floor_pivot = keyed_empty(floors["follow_pivot"], frames, "Floor Pivot")
     groups: dict[str, bpy.types.NodeTree] = {"follow_pivot": pivot_group(floor_pivot)}
+    floors["pivot_runner"] = framebench.new_scene("Pivot Runner", scene)
+    groups["pivot_runner"] = pivot_runner_group(keyed_empty(floors["pivot_runner"], frames, "Runner Floor Pivot"))
     for kind in ("one_op", "runner_ops"):
         floors[kind] = framebench.new_scene(f"Props Floor {kind}", scene)
         groups[kind] = _floor_group(kind)

@@ -282,15 +282,15 @@ def is_flattened(matrix_world: np.ndarray) -> bool:
 
 def has_down(matrix_world: np.ndarray) -> bool:
     """Whether the live bend moves an object with ``matrix_world`` (4x4): its object-space "down" ``L^-1 (0, 0, -1)``
-    is finite and its length times the largest column length of ``L`` is below ``1 / FLAT_RATIO``. An object scaled
-    to nothing (its own scale or a parent's) has none, and the live bend leaves it as it is."""
+    is finite and its length times the length of ``L`` (the root of its squared entries) is below ``1 / FLAT_RATIO``.
+    An object scaled to nothing (its own scale or a parent's) has none, and the live bend leaves it as it is."""
     lin = np.asarray(matrix_world, dtype=np.float64)[:3, :3]
     with np.errstate(all="ignore"):
         try:
             down = np.linalg.solve(lin, np.array([0.0, 0.0, -1.0]))
         except np.linalg.LinAlgError:
             return False
-        reach = np.linalg.norm(down) * np.linalg.norm(lin, axis=0).max()
+        reach = np.linalg.norm(down) * np.linalg.norm(lin)
     return bool(np.isfinite(reach) and reach < 1.0 / FLAT_RATIO)
 
 

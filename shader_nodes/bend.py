@@ -1,9 +1,11 @@
 """Geometry-nodes group "EnvFX Bend": the world bend of ``core.bend`` evaluated per frame.
 
 One group per scene is shared by every object it bends, so the scene's settings change them all at once:
-strength, spreads, horizon offset and the on/off switch are Value nodes driven by ``scene.envfx.bend`` of the
-scene being evaluated (plain context-property drivers, so they follow keyframes during playback and need no
-pointer to the scene), the pivot is an Object Info node pointing at a stand-in Empty that copies the pivot's
+strength, spreads, horizon offset and the on/off switch reach the nodes' input sockets through drivers that read
+``scene.envfx.bend`` of the scene being evaluated (context-property drivers, so they follow keyframes during
+playback and need no pointer to the scene; what depends on the settings alone, such as the two-axes bend's
+folded strengths, is a driver's simple expression: computed once per frame, not once per object by a node, and
+evaluated without Python), the pivot is an Object Info node pointing at a stand-in Empty that copies the pivot's
 transform (``common.point_at_transform``: moving or animating the pivot re-evaluates the bend at once, and the
 bend does not depend on the pivot's geometry, which may itself read the bent world). Switched off, the geometry
 passes through untouched.
@@ -18,6 +20,8 @@ of scalar operations: ``offset = U * a * max(0, |A.p + c0| - s)^2``. Mode and ax
 from __future__ import annotations
 
 import dataclasses
+import math
+import re
 from typing import cast
 
 import bpy
@@ -27,29 +31,50 @@ from . import common
 
 GROUP_NAME = "EnvFX Bend"
 KIND = "bend"  # one group per scene (common.ensure_scene_group)
-VERSION = 12
+VERSION = 13
 
-# Value nodes driven from scene.envfx.bend.<prop>
-DRIVEN = {
-    "Strength": "strength",
-    "Spread": "spread",
-    "Side Strength": "side_strength",
-    "Side Spread": "side_spread",
-    "Horizon Offset": "horizon_offset",
-    "Enabled": "enabled",
-}
+# Scene settings the group reads (scene.envfx.bend.<prop>), by the name its drivers' expressions give them
+PROPS = ("strength", "spread", "side_strength", "side_spread", "horizon_offset", "enabled")
+DRIVES_KEY = "envfx_bend_drives"  # the group's property: {"<index>|<socket value path>": expression}
 
 
-def _bendable(b, scale, down):
-    """Per object: whether its matrix has a usable object-space "down" (``core.bend.has_down``): the length of
-    ``down`` (L^-1 (0, 0, -1)) times the largest column length of L is finite and below 1 / FLAT_RATIO. False
-    (NaN and inf compare false) for a matrix scaled to nothing, whose inverse is huge or not a number."""
-    xyz = b.node("ShaderNodeSeparateXYZ", "Scale XYZ")
-    b.link(scale, xyz.inputs[0])
-    largest = b.math("MAXIMUM", b.math("MAXIMUM", xyz.outputs[0], xyz.outputs[1], label="Scale Max XY"),
-                     xyz.outputs[2], label="Scale Max")
-    reach = b.math("MULTIPLY", b.vmath("LENGTH", down, label="Down Length"), largest, label="Down Reach")
-    return b.compare("LESS_THAN", reach, 1.0 / core_bend.FLAT_RATIO, data_type="FLOAT", label="Has Down")
+def _sign(name: str) -> str:
+    return f"(1.0 if {name} > 0 else (-1.0 if {name} < 0 else 0.0))"
+
+
+# The per-object constants of the two-axes bend that depend on the scene's settings only (``_two_axes``): computed
+# once per frame by the drivers, not once per object by nodes
+_FOLD = {"strength": "sqrt(abs(strength))", "side_strength": "sqrt(abs(side_strength))"}
+_SIGN_G = (f"({_sign('strength')} if strength != 0 else {_sign('side_strength')})")
+_RHO = f"({_sign('side_strength')} * {_SIGN_G})"
+
+
+class _Drives:
+    """The sockets of a group being built that its drivers set (``_wire``): an unlinked input socket takes the
+    value of an expression of the scene's settings (a bare setting, or a driver's simple expression, which
+    Blender evaluates without Python). A node evaluates once per object, a driver once per frame, so whatever
+    depends only on the scene's settings is computed by a driver."""
+
+    def __init__(self):
+        self.items: dict[str, str] = {}
+
+    def drive(self, sock, expr: str, index: int = -1):
+        self.items[f"{index}|{sock.path_from_id()}.default_value"] = expr
+
+
+def _bendable(b, drives, scale, down):
+    """Per object: whether the bend moves it, i.e. it is switched on and the object's matrix has a usable
+    object-space "down" (``core.bend.has_down``): the length of ``down`` (L^-1 (0, 0, -1)) times the length of L
+    (the length of its column lengths ``scale``) is finite and below 1 / FLAT_RATIO. False (NaN and inf compare
+    false) for a matrix scaled to nothing, whose inverse is huge or not a number. One comparison of lengths,
+    |down * |L|| < |(limit, 0, 0)|, with the limit 0 while the bend is switched off (set by a driver)."""
+    reach = b.vmath("SCALE", down, scale=b.vmath("LENGTH", scale, label="Matrix Length"), label="Down Reach")
+    node = b.node("FunctionNodeCompare", "Bends", data_type="VECTOR", mode="LENGTH", operation="LESS_THAN")
+    sockets = [s for s in node.inputs if s.enabled]
+    b.link(reach, sockets[0])
+    sockets[1].default_value = (0.0, 0.0, 0.0)
+    drives.drive(sockets[1], f"{1.0 / core_bend.FLAT_RATIO!r} if enabled else 0.0", 0)
+    return node.outputs[0]
 
 
 def _stamp(mode: str, axis: str) -> str:
@@ -58,14 +83,11 @@ def _stamp(mode: str, axis: str) -> str:
 
 def _build(tree, mode: str, axis: str):
     b = common.Builder(tree)
+    drives = _Drives()
     common.socket(tree, "Geometry", "INPUT", "NodeSocketGeometry")
     common.socket(tree, "Geometry", "OUTPUT", "NodeSocketGeometry")
     group_in = b.node("NodeGroupInput", "Group Input", location=(-1400, 0))
     group_out = b.node("NodeGroupOutput", "Group Output", location=(1800, 0))
-
-    values = {label: b.value(label, 0.0) for label in DRIVEN}
-    for i, label in enumerate(DRIVEN):
-        values[label].node.location = (-1400, -200 - 90 * i)
 
     self_obj = b.node("GeometryNodeSelfObject", "Self", location=(-1200, 300))
     self_info = b.node("GeometryNodeObjectInfo", "Self Info", location=(-1000, 300), transform_space="ORIGINAL")
@@ -83,7 +105,7 @@ def _build(tree, mode: str, axis: str):
         node = b.node("FunctionNodeTransformDirection", label)
         b.link(transpose.outputs[0], node.inputs["Transform"])
         b.feed(node.inputs["Direction"], vec)
-        return node.outputs[0]
+        return node
 
     origin = self_info.outputs["Location"]  # the matrix's translation
     down = b.node("FunctionNodeTransformDirection", "Down Local")
@@ -93,48 +115,56 @@ def _build(tree, mode: str, axis: str):
     f_vec, side_vec = core_bend.axis_vectors(axis)
     f_vec = tuple(float(v) for v in f_vec)
     side_vec = tuple(float(v) for v in side_vec)
-    # centre = pivot + offset * forward; rel_origin = object origin - centre (world) = (origin - pivot) + offset *
-    # (-forward): one multiply-add (the offset, a single value, is read as (offset, offset, offset)). Every node
-    # here is evaluated once per object, and in a level of many small props that is what the bend costs
-    rel = b.node("ShaderNodeVectorMath", "Origin Rel", operation="MULTIPLY_ADD")
-    rel.inputs[0].default_value = tuple(-v for v in f_vec)
-    b.link(values["Horizon Offset"], rel.inputs[1])
-    b.link(b.vmath("SUBTRACT", origin, pivot_loc, label="Origin From Pivot"), rel.inputs[2])
+    # centre = pivot + offset * forward; rel_origin = object origin - centre (world) = (origin - pivot) - offset *
+    # forward: the second term is a vector the drivers set (forward is a world axis: one component is +-offset).
+    # Every node here is evaluated once per object, and in a level of many small props that is what the bend costs
+    rel = b.node("ShaderNodeVectorMath", "Origin Rel", operation="ADD")
+    b.link(b.vmath("SUBTRACT", origin, pivot_loc, label="Origin From Pivot"), rel.inputs[0])
+    rel.inputs[1].default_value = (0.0, 0.0, 0.0)
+    i_f = next(i for i, v in enumerate(f_vec) if v != 0.0)
+    drives.drive(rel.inputs[1], f"{-f_vec[i_f]} * horizon_offset", i_f)
     rel_origin = rel.outputs["Vector"]
 
-    # switched off, the group passes the geometry through (the switch below): the strengths need no factor
-    strength = values["Strength"]
-    side_strength = values["Side Strength"]
     position = b.node("GeometryNodeInputPosition", "Position").outputs[0]
 
-    def axis_falloff(vec, spread, tag, k=None):
-        """max(0, |dot(world - centre, vec)| - spread) per vertex, with the object-space axis; with a per-object
-        factor ``k`` >= 0 it is k times that (axis and spread scaled by k once per object)."""
-        axis = vec  # a constant: the sockets' own value, no node
-        if k is not None:
-            axis = b.vmath("SCALE", axis, scale=k, label=f"{tag} Axis Scaled")
-            spread = b.math("MULTIPLY", spread, k, label=f"{tag} Spread Scaled")
-        a_local = to_local_direction(axis, f"{tag} Axis Local")
-        c0 = b.vmath("DOT_PRODUCT", rel_origin, axis, label=f"{tag} C0")
-        coord = b.math("ADD", b.vmath("DOT_PRODUCT", position, a_local, label=f"{tag} Dot"), c0, label=f"{tag} Coord")
-        return b.math("MAXIMUM", b.math("SUBTRACT", b.math("ABSOLUTE", coord), spread), 0.0, label=f"{tag} Beyond")
+    def axis_falloff(vec, spread: str, tag, fold: str | None = None):
+        """max(0, |dot(world - centre, vec)| - spread) per vertex, with the object-space axis; with a factor
+        ``fold`` (an expression of the settings, >= 0) it is fold times that (axis and spread scaled by it, by the
+        drivers). ``spread`` is the setting's name."""
+        local = to_local_direction(vec, f"{tag} Axis Local")
+        c0 = b.vmath("DOT_PRODUCT", rel_origin, vec, label=f"{tag} C0")
+        if fold is not None:  # the axis is a world axis: one component is +-1
+            i = next(i for i, v in enumerate(vec) if v != 0.0)
+            drives.drive(local.inputs["Direction"], f"{vec[i]} * {fold}", i)
+            drives.drive(c0.node.inputs[1], f"{vec[i]} * {fold}", i)
+            spread = f"{spread} * {fold}"
+        coord = b.math("ADD", b.vmath("DOT_PRODUCT", position, local.outputs[0], label=f"{tag} Dot"), c0,
+                       label=f"{tag} Coord")
+        beyond = b.math("SUBTRACT", b.math("ABSOLUTE", coord), 0.0, label=f"{tag} Beyond Spread")
+        drives.drive(beyond.node.inputs[1], spread)
+        return b.math("MAXIMUM", beyond, 0.0, label=f"{tag} Beyond")
 
     def squared(d, tag):
         return b.math("MULTIPLY", d, d, label=f"{tag} Sq")
 
+    def down_by(expr: str, label: str = "Down Scaled"):
+        out = b.vmath("SCALE", down.outputs[0], scale=0.0, label=label)
+        drives.drive(out.node.inputs["Scale"], expr)
+        return out
+
     if mode == "RUNNER":
-        amount = squared(axis_falloff(f_vec, values["Spread"], "Fwd"), "Fwd")
-        down_scaled = b.vmath("SCALE", down.outputs[0], scale=strength, label="Down Scaled")
+        amount = squared(axis_falloff(f_vec, "spread", "Fwd"), "Fwd")
+        down_scaled = down_by("strength")
     elif mode == "CYLINDER":
-        amount = squared(axis_falloff(side_vec, values["Spread"], "Side"), "Side")
-        down_scaled = b.vmath("SCALE", down.outputs[0], scale=strength, label="Down Scaled")
+        amount = squared(axis_falloff(side_vec, "spread", "Side"), "Side")
+        down_scaled = down_by("strength")
     elif mode == "RUNNER_2AXIS":
-        amount, down_scaled = _two_axes(b, axis_falloff, squared, f_vec, side_vec, values, strength, side_strength,
-                                        down.outputs[0])
+        amount = _two_axes(b, drives, axis_falloff, squared, f_vec, side_vec)
+        down_scaled = down_by(_SIGN_G, "Down Signed")
     elif mode == "PLANET":
         centre = b.vmath("SUBTRACT", origin, rel_origin, label="Centre")
-        amount = _planet_amount(b, to_local_direction, rel_origin, position, matrix, invert, centre, values["Spread"])
-        down_scaled = b.vmath("SCALE", down.outputs[0], scale=strength, label="Down Scaled")
+        amount = _planet_amount(b, drives, to_local_direction, rel_origin, position, matrix, invert, centre)
+        down_scaled = down_by("strength")
     else:
         raise core_bend.BendError(f"Unknown bend mode {mode!r}")
 
@@ -144,38 +174,31 @@ def _build(tree, mode: str, axis: str):
     b.link(offset, set_pos.inputs["Offset"])
     # switched off (scene.envfx.bend.enabled), the geometry passes through: no vertex is computed at all; so does
     # an object whose matrix has no object-space "down" (scaled to nothing on an axis, its own or a parent's)
-    bends = b.node("FunctionNodeBooleanMath", "Enabled And Bendable", operation="AND")
-    b.link(values["Enabled"], bends.inputs[0])  # 0 or 1, read as a boolean (> 0)
-    b.link(_bendable(b, self_info.outputs["Scale"], down.outputs[0]), bends.inputs[1])
-    b.link(b.switch("On Off", bends.outputs[0], set_pos.outputs[0], group_in.outputs[0], "GEOMETRY"),
-           group_out.inputs[0])
+    bends = _bendable(b, drives, self_info.outputs["Scale"], down.outputs[0])
+    b.link(b.switch("On Off", bends, set_pos.outputs[0], group_in.outputs[0], "GEOMETRY"), group_out.inputs[0])
+    tree[DRIVES_KEY] = drives.items
 
 
-def _two_axes(b, axis_falloff, squared, f_vec, side_vec, values, strength, side_strength, down):
-    """(amount, down vector) of the two-axes bend: a_f d_f^2 + a_s d_s^2 along ``down``.
+def _two_axes(b, drives, axis_falloff, squared, f_vec, side_vec):
+    """The amount of the two-axes bend along ``down`` times g (the sign below): a_f d_f^2 + a_s d_s^2.
 
-    The strengths are folded into the axes once per object: with k = sqrt(|a|), k d is the dead-zone distance
-    along the axis scaled by k (axis and spread scaled by k), so a vertex needs one multiply-add instead of
-    two multiplies and a multiply-add (two scalar chains measure faster than one chain of vector operations).
-    With g the sign of the forward strength (of the side strength when the forward one is zero) folded into
-    the down vector, amount = (k_f d_f)^2 + rho (k_s d_s)^2 with rho = sign(a_s) g; rho is 1 or 0 unless the
-    strengths have opposite signs, and only then does a vertex pay one more multiply (a per-object switch)."""
-    k_f = b.math("SQRT", b.math("ABSOLUTE", strength), label="Fwd Fold")
-    k_s = b.math("SQRT", b.math("ABSOLUTE", side_strength), label="Side Fold")
-    sign_f = b.math("SIGN", strength, label="Fwd Sign")
-    sign_s = b.math("SIGN", side_strength, label="Side Sign")
-    # g = sign_f, or sign_s when the forward strength is zero
-    g = b.math("MULTIPLY_ADD", sign_s, b.math("SUBTRACT", 1.0, b.math("ABSOLUTE", sign_f)), sign_f, label="Sign")
-    rho = b.math("MULTIPLY", sign_s, g, label="Side Sign Rel")
-    opposite = b.compare("LESS_THAN", rho, 0.0, data_type="FLOAT", label="Opposite Signs")
-    fwd = squared(axis_falloff(f_vec, values["Spread"], "Fwd", k_f), "Fwd")
-    side = axis_falloff(side_vec, values["Side Spread"], "Side", k_s)
-    side_signed = b.switch("Side Signed", opposite, b.math("MULTIPLY", side, rho, label="Side Negated"), side)
-    amount = b.math("MULTIPLY_ADD", side_signed, side, fwd, label="Sum")
-    return amount, b.vmath("SCALE", down, scale=g, label="Down Signed")
+    The strengths are folded into the axes: with k = sqrt(|a|), k d is the dead-zone distance along the axis
+    scaled by k (axis and spread scaled by k), so a vertex needs one multiply-add instead of two multiplies and a
+    multiply-add (two scalar chains measure faster than one chain of vector operations). With g the sign of the
+    forward strength (of the side strength when the forward one is zero) folded into the down vector, amount =
+    (k_f d_f)^2 + rho (k_s d_s)^2 with rho = sign(a_s) g; rho is 1 or 0 unless the strengths have opposite signs,
+    and only then does a vertex pay one more multiply. k, g and rho depend on the settings only: the drivers
+    compute them (``_FOLD``, ``_SIGN_G``, ``_RHO``)."""
+    fwd = squared(axis_falloff(f_vec, "spread", "Fwd", _FOLD["strength"]), "Fwd")
+    side = axis_falloff(side_vec, "side_spread", "Side", _FOLD["side_strength"])
+    negated = b.math("MULTIPLY", side, 0.0, label="Side Negated")
+    drives.drive(negated.node.inputs[1], _RHO)
+    side_signed = b.switch("Side Signed", False, negated, side)
+    drives.drive(side_signed.node.inputs["Switch"], f"{_RHO} < 0")
+    return b.math("MULTIPLY_ADD", side_signed, side, fwd, label="Sum")
 
 
-def _planet_amount(b, to_local_direction, rel_origin, position, matrix, invert, centre, spread):
+def _planet_amount(b, drives, to_local_direction, rel_origin, position, matrix, invert, centre):
     """max(0, r - s)^2 per vertex, r the horizontal world distance from the centre.
 
     The square root is the most expensive per-vertex operation of the bend (about 0.2 of a bare Set Position
@@ -185,17 +208,20 @@ def _planet_amount(b, to_local_direction, rel_origin, position, matrix, invert, 
     sq_general = _planet_radius_sq_general(b, to_local_direction, rel_origin, position)
     axis_aligned, r_fast, sq_fast = _planet_radius_axis_aligned(b, matrix, invert, centre, position)
     r = b.switch("Radius", axis_aligned, r_fast, b.math("SQRT", sq_general, label="Radius General"))
-    d = b.math("MAXIMUM", b.math("SUBTRACT", r, spread), 0.0, label="Beyond")
-    no_spread = b.compare("LESS_EQUAL", spread, 0.0, data_type="FLOAT", label="No Spread")
+    beyond = b.math("SUBTRACT", r, 0.0, label="Beyond Spread")
+    drives.drive(beyond.node.inputs[1], "spread")
+    d = b.math("MAXIMUM", beyond, 0.0, label="Beyond")
     radius_sq = b.switch("Radius Sq", axis_aligned, sq_fast, sq_general)
-    return b.switch("Amount", no_spread, radius_sq, b.math("MULTIPLY", d, d, label="Sq"))
+    amount = b.switch("Amount", False, radius_sq, b.math("MULTIPLY", d, d, label="Sq"))
+    drives.drive(amount.node.inputs["Switch"], "spread <= 0")  # no flat spread: no vertex takes a root
+    return amount
 
 
 def _planet_radius_sq_general(b, to_local_direction, rel_origin, position):
     """Squared horizontal world distance from the centre for any object transform: two dot products (a
     per-vertex matrix product measures ~4x slower than a dot product in geometry nodes)."""
     def horizontal(vec, tag):
-        a_local = to_local_direction(vec, f"{tag} Axis Local")
+        a_local = to_local_direction(vec, f"{tag} Axis Local").outputs[0]
         c0 = b.vmath("DOT_PRODUCT", rel_origin, vec, label=f"{tag} C0")
         return b.math("ADD", b.vmath("DOT_PRODUCT", position, a_local, label=f"{tag} Dot"), c0, label=tag)
 
@@ -302,8 +328,72 @@ def _wire(scene, tree):
     node = tree.nodes.get("Pivot")
     if node is not None:  # the pivot's transform only (a pivot that is a snow actor would make a cycle)
         common.point_at_transform(node.inputs["Object"], scene.envfx.bend.pivot, f"EnvFX Pivot ({tree.name})")
-    common.drive_values(tree, scene, {label: f"envfx.bend.{prop}" for label, prop in DRIVEN.items()})
+    _drive(tree, scene)
     return tree
+
+
+def _evaluate(expr: str, settings) -> float:
+    """``expr`` (one of the group's driver expressions) with ``settings``' values, as its driver computes it."""
+    names = {prop: float(getattr(settings, prop)) for prop in PROPS}
+    return float(eval(expr, {"__builtins__": {}, "sqrt": math.sqrt, "abs": abs}, names))  # our own strings
+
+
+def _drive(tree, scene) -> None:
+    """Drive every socket of the group's DRIVES_KEY by its expression of the settings of the scene being
+    evaluated, unless a driver already computes exactly that; a socket that gets its driver now also gets the
+    expression's current value (the driver itself runs at the next evaluation). A bare setting is a plain driver
+    (as ``common.drive_values`` makes), any other expression a simple expression (no Python: it works with
+    auto-run scripts disabled). A driver Blender gave up on is revived (``common.revive``)."""
+    drives = tree.get(DRIVES_KEY)
+    if drives is None:
+        return
+    anim = tree.animation_data
+    have = {(fc.data_path, fc.array_index): fc for fc in anim.drivers} if anim is not None else {}
+    for key, expr in drives.items():
+        index, path = key.split("|", 1)
+        index = int(index)
+        names = [prop for prop in PROPS if re.search(rf"\b{prop}\b", expr)]
+        fcurve = have.get((path, max(index, 0)))
+        if fcurve is not None and _computes(fcurve, expr, names):
+            if common.is_dead(fcurve):
+                common.revive(fcurve)
+            continue
+        if fcurve is not None:
+            tree.driver_remove(path, index)
+        holder = tree.path_resolve(path.rsplit(".", 1)[0])
+        value = _evaluate(expr, scene.envfx.bend)
+        if index >= 0:
+            holder.default_value[index] = value
+        else:
+            holder.default_value = value if not isinstance(holder.default_value, bool) else bool(value)
+        fcurve = tree.driver_add(path, index)
+        if expr in PROPS:
+            target = common.new_variable(fcurve, "v", "CONTEXT_PROP").targets[0]
+            target.context_property = "ACTIVE_SCENE"
+            target.data_path = f"envfx.bend.{expr}"
+            continue
+        common.new_variable(fcurve, "v", "CONTEXT_PROP")
+        fcurve.driver.variables.remove(fcurve.driver.variables[0])
+        fcurve.driver.type = "SCRIPTED"
+        for prop in names:
+            var = fcurve.driver.variables.new()
+            var.name, var.type = prop, "CONTEXT_PROP"
+            var.targets[0].context_property = "ACTIVE_SCENE"
+            var.targets[0].data_path = f"envfx.bend.{prop}"
+        fcurve.driver.expression = expr
+
+
+def _computes(fcurve, expr: str, names: list[str]) -> bool:
+    driver = fcurve.driver
+    if expr in PROPS:
+        var = driver.variables[0] if len(driver.variables) == 1 else None
+        return (driver.type == "AVERAGE" and var is not None and var.type == "CONTEXT_PROP"
+                and var.targets[0].context_property == "ACTIVE_SCENE"
+                and var.targets[0].data_path == f"envfx.bend.{expr}")
+    found = {v.name: v for v in driver.variables}
+    return (driver.type == "SCRIPTED" and driver.expression == expr and sorted(found) == sorted(names)
+            and all(v.type == "CONTEXT_PROP" and v.targets[0].context_property == "ACTIVE_SCENE"
+                    and v.targets[0].data_path == f"envfx.bend.{name}" for name, v in found.items()))
 
 
 def params_from_scene(scene) -> core_bend.BendParams:

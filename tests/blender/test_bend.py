@@ -1227,6 +1227,52 @@ def test_a_tiny_strength_bends_a_centimetre_level(envfx, strength):
     np.testing.assert_allclose(got, want, atol=1e-4 * drop)
 
 
+@pytest.mark.parametrize("mode", MODES)
+def test_the_groups_drivers_need_no_python_and_follow_keyframed_settings(envfx, mode):
+    """The settings reach the group through drivers only: a bare setting by a plain driver, and what depends on
+    the settings alone (the two-axes bend's folded strengths and signs, a planet without a flat spread, the on/off
+    limit) by a simple expression, which Blender evaluates without Python (so it works with auto-run scripts
+    disabled). Keyframed settings are followed frame by frame (signs that flip, zero strengths and spreads,
+    switched off) and the group equals core.bend."""
+    scene = api.scene()
+    ground = random_mesh("Ground", np.random.default_rng(11), 90)
+    ground.scale = (8.0, 8.0, 1.0)
+    ground.rotation_euler = (0.0, 0.0, 0.4)
+    s = scene_setup(mode, "NEG_X", pivot_empty("Player", (1.0, 2.0, 0.0)))
+    keys = [  # strength, side strength, spread, side spread, horizon offset, enabled
+        (0.04, 0.03, 1.5, 1.0, 1.25, True),
+        (-0.02, 0.05, 0.0, 0.5, -2.0, True),
+        (0.0, -0.04, 2.0, 0.0, 0.0, True),
+        (0.03, -0.01, 0.5, 1.0, 0.5, True),
+        (0.03, 0.01, 0.5, 1.0, 0.5, False),
+    ]
+    names = ("strength", "side_strength", "spread", "side_spread", "horizon_offset", "enabled")
+    for frame, values in enumerate(keys, start=1):
+        for name, value in zip(names, values):
+            setattr(s, name, value)
+            scene.keyframe_insert(f"envfx.bend.{name}", frame=frame)
+    scene.frame_set(1)
+    assert envfx.operators.bend.add_bend(scene, [ground]).changed == ["Ground"]
+    tree = envfx.shader_nodes.bend.group_for(scene)
+    drivers = list(api.of(bpy.types.AnimData, tree.animation_data).drivers)
+    assert drivers
+    for fcurve in drivers:
+        driver = api.of(bpy.types.Driver, fcurve.driver)
+        assert driver.is_valid, fcurve.data_path
+        assert driver.type == "AVERAGE" or (driver.type == "SCRIPTED" and driver.is_simple_expression), (
+            fcurve.data_path, driver.expression)
+    base = envfx.bridge.get_positions(api.of(bpy.types.Mesh, ground.data))
+    for frame, values in enumerate(keys, start=1):
+        scene.frame_set(frame)
+        params = envfx.shader_nodes.bend.params_from_scene(scene)
+        assert (params.strength, params.enabled) == (pytest.approx(values[0]), values[5])
+        want = envfx.core.bend.live_local(base, envfx.bridge.matrix_to_numpy(ground.matrix_world), params)
+        got = evaluated_local(envfx, ground)
+        np.testing.assert_allclose(got, want, atol=1e-4 * max(1.0, np.abs(want).max()), err_msg=f"frame {frame}")
+        if frame in (1, len(keys)):  # bent at the first frame, switched off at the last
+            assert (np.abs(got - base).max() > 0.01) == values[5], frame
+
+
 def test_drivers_saved_with_blender_50_default_keyframes_pass_values_through_after_opening(envfx, save_and_reopen):
     """Files saved before the drivers were straightened (Blender 5.0 gave each new driver the keyframes (0, 0) and
     (1, 1)) are straightened when opened: the bend's strength of 5e-5 is no longer read as 0."""
