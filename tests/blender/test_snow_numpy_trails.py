@@ -338,3 +338,31 @@ def test_a_frame_change_evaluates_the_snow_once(engine, tmp_path):
     assert got["counts"][1:] == [1] * 5, got
     if engine == "NUMPY":
         assert got["deepest"] < -0.05  # the walkers' trails were written
+
+
+def test_the_numpy_states_of_deleted_scenes_and_snow_go(envfx):
+    """The states of a deleted scene, and of deleted snow, are dropped at the next update."""
+    scene, snow = _walk(envfx)
+    numpy_trails = envfx.operators.snow.numpy_trails
+    level = bpy.data.scenes.new("Level 2")
+    snow_b = bpy.data.objects.new("Snow B", snow.data.copy())
+    snow_b["envfx_snow"] = snow["envfx_snow"]
+    level.collection.objects.link(snow_b)
+    actors_b = bpy.data.collections.new("Actors B")
+    level.collection.children.link(actors_b)
+    _helpers._walker("W", 1.5, actors_b)
+    api.envfx(level).snow.actors = actors_b
+    for each in (scene, level):
+        each.frame_set(1)
+        api.envfx(each).snow.trails_engine = "NUMPY"
+    envfx.operators.snow.add_trails(level, [snow_b])
+    for f in (1, 2, 3):
+        scene.frame_set(f)
+        level.frame_set(f)
+    assert numpy_trails.held() == sorted([(scene.name, snow.name), ("Level 2", "Snow B")])
+    bpy.data.scenes.remove(level)
+    scene.frame_set(4)
+    assert numpy_trails.held() == [(scene.name, snow.name)] and "Level 2" not in numpy_trails._tracks
+    bpy.data.objects.remove(snow)
+    scene.frame_set(5)
+    assert numpy_trails.held() == []
