@@ -125,9 +125,10 @@ def shot_scene(bpy, n_side, n_actors, frames):
     ``n_actors`` walking across it over ``frames`` frames (the scene's actors), at frame 1; and its reference scene
     (``framebench``). Returns (scene, snow mesh, snow object, reference scene)."""
     import framebench
+    from tests.blender import api  # (imports bpy: not at the top of this module)
 
     bpy.ops.wm.read_homefile(app_template="", use_empty=True)
-    scene = bpy.context.scene
+    scene = api.scene()
     size = 100.0
     mesh = grid_mesh(bpy, "Snow", n_side, size)
     snow = bpy.data.objects.new("Snow", mesh)
@@ -135,7 +136,7 @@ def shot_scene(bpy, n_side, n_actors, frames):
     actors = bpy.data.collections.new("Actors")
     scene.collection.children.link(actors)
     walk_across(bpy, actors, n_actors, frames, size)
-    scene.envfx.snow.actors = actors
+    api.envfx(scene).snow.actors = actors
     scene.frame_start, scene.frame_end = 1, frames + 1
     scene.frame_set(1)
     return scene, mesh, snow, framebench.reference_scene(scene, [mesh])
@@ -146,7 +147,7 @@ def bench_shot(n_side, n_actors, frames, rounds, bins):
     against the reference scene (``framebench``); every round restarts the simulation (the trails removed and
     given again, untimed), so each computes the shot afresh."""
     import bpy
-    import conftest
+    from tests.blender import api, conftest  # (import bpy: not at the top of this module)
     import framebench
 
     envfx = conftest.enable_addon()
@@ -157,7 +158,7 @@ def bench_shot(n_side, n_actors, frames, rounds, bins):
         scene.frame_set(1)
         envfx.operators.snow.remove_trails([snow], scene)
         envfx.operators.snow.add_trails(scene, [snow])
-        bpy.context.view_layer.update()
+        api.view_layer().update()
 
     got = framebench.frame_change(scene, ref, range(1, frames + 2), rounds, before_round=restart)
     spans = framebench.per_frame(got, bins)
@@ -175,23 +176,25 @@ def bench_numpy_floor(n_side, frames, rounds):
     one numpy add) with ``foreach_set`` and tags the mesh, nothing computed, against the reference scene."""
     import bpy
     import framebench
+    from tests.blender import api  # (imports bpy: not at the top of this module)
 
     bpy.ops.wm.read_homefile(app_template="", use_empty=True)
-    scene = bpy.context.scene
+    scene = api.scene()
     scene.frame_start, scene.frame_end = 1, frames + 1
     mesh = framebench.grid_mesh("Snow", n_side)
     ref = framebench.reference_scene(scene, [mesh.copy()])
     obj = bpy.data.objects.new("Written", mesh)
     scene.collection.objects.link(obj)
     rest = np.empty(3 * len(mesh.vertices), np.float32)
-    mesh.attributes["position"].data.foreach_get("vector", rest)
+    positions = api.of(bpy.types.FloatVectorAttribute, mesh.attributes["position"]).data
+    positions.foreach_get("vector", rest)
     lift = np.zeros_like(rest)
     lift[2::3] = 1.0
 
     def write(sc, *_args):
         if sc != scene:
             return
-        mesh.attributes["position"].data.foreach_set("vector", rest + np.float32(1e-4 * sc.frame_current) * lift)
+        positions.foreach_set("vector", rest + np.float32(1e-4 * sc.frame_current) * lift)
         mesh.update_tag()
 
     bpy.app.handlers.frame_change_pre.append(write)
@@ -210,7 +213,7 @@ def bench_shot_parts(n_side, n_actors, frames, rounds, bins):
     state), each beside the reference scene's frame change (``reference_ms``). Each round plays the shot afresh,
     then goes back over its frames."""
     import bpy
-    import conftest
+    from tests.blender import api, conftest  # (import bpy: not at the top of this module)
     import framebench
 
     envfx = conftest.enable_addon()
@@ -229,7 +232,7 @@ def bench_shot_parts(n_side, n_actors, frames, rounds, bins):
         scene.frame_set(1)
         envfx.operators.snow.remove_trails([snow], scene)
         envfx.operators.snow.add_trails(scene, [snow])
-        bpy.context.view_layer.update()
+        api.view_layer().update()
         scene.frame_set(1)
         ref.frame_set(1)
         s_row, r_row = [], []
@@ -266,7 +269,7 @@ def bench_handler_shot(n_side, n_actors, frames, rounds, bins):
     handler's numpy and write milliseconds are split out, and the state at the shot's end is compared with
     ``core.snow.simulate_points`` of the same tracks (``max_error_m``)."""
     import bpy
-    import conftest
+    from tests.blender import api, conftest  # (import bpy: not at the top of this module)
     import framebench
     from core import snow as core_snow
 
@@ -279,21 +282,21 @@ def bench_handler_shot(n_side, n_actors, frames, rounds, bins):
     lift = np.array([[0.0, 0.0, o] for *_, o in specs])
     n = len(mesh.vertices)
     rest = np.empty(3 * n, np.float32)
-    mesh.attributes["position"].data.foreach_get("vector", rest)
+    api.of(bpy.types.FloatVectorAttribute, mesh.attributes["position"]).data.foreach_get("vector", rest)
     thick = np.empty(n, np.float32)
-    mesh.attributes["snow_thickness"].data.foreach_get("value", thick)
+    api.of(bpy.types.FloatAttribute, mesh.attributes["snow_thickness"]).data.foreach_get("value", thick)
     floor = -core_snow.GROUND_KEEP * thick
-    s = scene.envfx.snow
+    s = api.envfx(scene).snow
     params = core_snow.StampParams(rim_height=s.rim_height, rim_width=s.rim_width, fade_height=s.fade_height,
                                    refill_rate=s.refill_rate, fps=scene.render.fps / scene.render.fps_base)
     t0 = time.perf_counter()
     state = core_snow.TrailState(rest.reshape(-1, 3), params)
     setup_s = time.perf_counter() - t0
-    attr = mesh.attributes.new("snow_trail", "FLOAT", "POINT")
+    attr = api.of(bpy.types.FloatAttribute, mesh.attributes.new("snow_trail", "FLOAT", "POINT"))
     tree, gin, gout = _bare_tree(bpy, "Trail From Attribute")
-    read = tree.nodes.new("GeometryNodeInputNamedAttribute")
+    read = api.of(bpy.types.GeometryNodeInputNamedAttribute, tree.nodes.new("GeometryNodeInputNamedAttribute"))
     read.data_type = "FLOAT"
-    read.inputs["Name"].default_value = "snow_trail"
+    api.socket(read.inputs["Name"]).default_value = "snow_trail"
     offset = tree.nodes.new("ShaderNodeCombineXYZ")
     tree.links.new(read.outputs["Attribute"], offset.inputs["Z"])
     sp = tree.nodes.new("GeometryNodeSetPosition")
@@ -363,11 +366,11 @@ def bench_handler_shot(n_side, n_actors, frames, rounds, bins):
 
 def bench_trails(n_side, n_actors, frames, rounds=3, layout="cells", puffs=False, camera="none"):
     import bpy
-    import conftest
+    from tests.blender import api, conftest  # (import bpy: not at the top of this module)
 
     envfx = conftest.enable_addon()
     bpy.ops.wm.read_homefile(app_template="", use_empty=True)
-    scene = bpy.context.scene
+    scene = api.scene()
     size = 100.0
     mesh = grid_mesh(bpy, "Snow", n_side, size, layout)
     snow = bpy.data.objects.new("Snow", mesh)
@@ -386,14 +389,14 @@ def bench_trails(n_side, n_actors, frames, rounds=3, layout="cells", puffs=False
         a.keyframe_insert("location", frame=1)
         a.location = (*end, 0.3)
         a.keyframe_insert("location", frame=frames + 1)
-    scene.envfx.snow.actors = actors
-    scene.envfx.snow.puffs = puffs
+    api.envfx(scene).snow.actors = actors
+    api.envfx(scene).snow.puffs = puffs
     if camera != "none":
         cam = bpy.data.objects.new("Camera", bpy.data.cameras.new("Camera"))
         scene.collection.objects.link(cam)
         scene.camera = cam
         cam.location = (0.0, 0.0, 2.0)
-        s = scene.envfx.snow
+        s = api.envfx(scene).snow
         s.camera_fade_start, s.camera_fade_end = (200.0, 400.0) if camera == "near" else (20.0, 40.0)
     scene.frame_start, scene.frame_end = 1, frames + 1
     scene.frame_set(1)
@@ -440,7 +443,7 @@ def bench_trails(n_side, n_actors, frames, rounds=3, layout="cells", puffs=False
     _use(snow, tree)
     # a Set Position whose offset is a per-vertex field (what any real deformation pays)
     pos = tree.nodes.new("GeometryNodeInputPosition")
-    mul = tree.nodes.new("ShaderNodeVectorMath")
+    mul = api.of(bpy.types.ShaderNodeVectorMath, tree.nodes.new("ShaderNodeVectorMath"))
     mul.operation = "SCALE"
     tree.links.new(pos.outputs[0], mul.inputs[0])
     tree.links.new(st.outputs["Seconds"], mul.inputs["Scale"])
@@ -449,7 +452,8 @@ def bench_trails(n_side, n_actors, frames, rounds=3, layout="cells", puffs=False
 
     # a bare simulation zone passing the mesh through (the zone's own bookkeeping)
     tree, gi, go = _bare_tree(bpy, "Bare Simulation")
-    si, so = tree.nodes.new("GeometryNodeSimulationInput"), tree.nodes.new("GeometryNodeSimulationOutput")
+    si = api.of(bpy.types.GeometryNodeSimulationInput, tree.nodes.new("GeometryNodeSimulationInput"))
+    so = api.of(bpy.types.GeometryNodeSimulationOutput, tree.nodes.new("GeometryNodeSimulationOutput"))
     si.pair_with_output(so)
     tree.links.new(gi.outputs[0], si.inputs["Geometry"])
     tree.links.new(si.outputs["Geometry"], so.inputs["Geometry"])
@@ -459,30 +463,30 @@ def bench_trails(n_side, n_actors, frames, rounds=3, layout="cells", puffs=False
     # the floor of any per-vertex trail state: the zone stores one float per vertex on the share of vertices the
     # trails touched (spread over the frames; the store copies the cached array), then a Set Position offsets
     # the mesh by it
-    store = tree.nodes.new("GeometryNodeStoreNamedAttribute")
+    store = api.of(bpy.types.GeometryNodeStoreNamedAttribute, tree.nodes.new("GeometryNodeStoreNamedAttribute"))
     store.data_type = "FLOAT"
-    store.inputs["Name"].default_value = "state"
+    api.socket(store.inputs["Name"]).default_value = "state"
     every = max(1, round(frames / max(touched, 1e-6)))
     frame = tree.nodes.new("GeometryNodeInputSceneTime").outputs["Frame"]
     shifted = tree.nodes.new("ShaderNodeMath")
     tree.links.new(tree.nodes.new("GeometryNodeInputIndex").outputs[0], shifted.inputs[0])
     tree.links.new(frame, shifted.inputs[1])
-    mod_n = tree.nodes.new("ShaderNodeMath")
+    mod_n = api.of(bpy.types.ShaderNodeMath, tree.nodes.new("ShaderNodeMath"))
     mod_n.operation = "FLOORED_MODULO"
     tree.links.new(shifted.outputs[0], mod_n.inputs[0])
-    mod_n.inputs[1].default_value = float(every)
-    pick = tree.nodes.new("ShaderNodeMath")
+    api.socket(mod_n.inputs[1]).default_value = float(every)
+    pick = api.of(bpy.types.ShaderNodeMath, tree.nodes.new("ShaderNodeMath"))
     pick.operation = "LESS_THAN"
     tree.links.new(mod_n.outputs[0], pick.inputs[0])
-    pick.inputs[1].default_value = 1.0
+    api.socket(pick.inputs[1]).default_value = 1.0
     tree.links.new(pick.outputs[0], store.inputs["Selection"])
-    store.inputs["Value"].default_value = 0.01
+    api.socket(store.inputs["Value"]).default_value = 0.01
     tree.links.new(si.outputs["Geometry"], store.inputs["Geometry"])
     tree.links.new(store.outputs[0], so.inputs["Geometry"])
     sp = tree.nodes.new("GeometryNodeSetPosition")
-    read = tree.nodes.new("GeometryNodeInputNamedAttribute")
+    read = api.of(bpy.types.GeometryNodeInputNamedAttribute, tree.nodes.new("GeometryNodeInputNamedAttribute"))
     read.data_type = "FLOAT"
-    read.inputs["Name"].default_value = "state"
+    api.socket(read.inputs["Name"]).default_value = "state"
     offset = tree.nodes.new("ShaderNodeCombineXYZ")
     tree.links.new(read.outputs["Attribute"], offset.inputs["Z"])
     tree.links.new(offset.outputs[0], sp.inputs["Offset"])
@@ -544,13 +548,13 @@ def bench_coverage(n_side, n_actors, frames, rounds=3):
     reads the snow's bend back at each actor vertex: ``common.build_bend_drop``). The snow's own bend is on in
     both halves of the bent case, so the difference is the coverage's cost."""
     import bpy
-    import conftest
+    from tests.blender import api, conftest  # (import bpy: not at the top of this module)
 
     envfx = conftest.enable_addon()
     import bmesh  # (bpy as a module imports bmesh with it)
 
     bpy.ops.wm.read_homefile(app_template="", use_empty=True)
-    scene = bpy.context.scene
+    scene = api.scene()
     snow = bpy.data.objects.new("Snow", grid_mesh(bpy, "Snow", n_side, 100.0))
     snow["envfx_snow"] = 0
     scene.collection.objects.link(snow)
@@ -570,11 +574,11 @@ def bench_coverage(n_side, n_actors, frames, rounds=3):
         a.keyframe_insert("location", frame=1)
         a.location = (*(start + rng.uniform(-10, 10, 2)), 0.3)
         a.keyframe_insert("location", frame=frames + 1)
-    scene.envfx.snow.actors = actors
+    api.envfx(scene).snow.actors = actors
     scene.frame_start, scene.frame_end = 1, frames + 1
     scene.frame_set(1)
     envfx.operators.snow.add_trails(scene, [snow])
-    b = scene.envfx.bend
+    b = api.envfx(scene).bend
     b.mode, b.axis, b.strength, b.spread = "RUNNER", "POS_Y", 0.002, 2.0
     envfx.operators.bend.add_bend(scene, [snow])
     bend_mod = envfx.operators.bend.bend_modifiers(snow)[0]
@@ -586,7 +590,7 @@ def bench_coverage(n_side, n_actors, frames, rounds=3):
             for m in coverage:
                 m.show_viewport = on
             envfx.operators.bend.sync_readers(scene)
-            bpy.context.view_layer.update()
+            api.view_layer().update()
             got[(bent, on)].append(_time_frames(scene, frames)[0])
     ms = {k: float(np.median(v)) * 1e3 for k, v in got.items()}
     for bent in (False, True):
@@ -605,7 +609,7 @@ def bench_numpy_shot(n_side, n_actors, frames, rounds, bins):
     back over the shot (``seek_back_ms``: checkpoints and replays), the handler's own milliseconds, and the
     shown trail at the shot's end against ``core.snow.simulate_points`` of the same tracks (``max_error_m``)."""
     import bpy
-    import conftest
+    from tests.blender import api, conftest  # (import bpy: not at the top of this module)
     import framebench
     from core import snow as core_snow
 
@@ -613,7 +617,7 @@ def bench_numpy_shot(n_side, n_actors, frames, rounds, bins):
     numpy_trails = envfx.operators.snow.numpy_trails
     scene, mesh, snow, ref = shot_scene(bpy, n_side, n_actors, frames)
     snow["envfx_snow"] = 0
-    scene.envfx.snow.trails_engine = "NUMPY"
+    api.envfx(scene).snow.trails_engine = "NUMPY"
     envfx.operators.snow.add_trails(scene, [snow])
     handler_ms = []
     show = numpy_trails.show
@@ -648,9 +652,9 @@ def bench_numpy_shot(n_side, n_actors, frames, rounds, bins):
     d, r = core_snow.simulate_points(rest, tracks, [x for _, x, _, _ in specs], [x for _, _, x, _ in specs],
                                      envfx.operators.snow.stamp_params(scene))
     thick = np.empty(len(mesh.vertices), np.float32)
-    mesh.attributes["snow_thickness"].data.foreach_get("value", thick)
+    api.of(bpy.types.FloatAttribute, mesh.attributes["snow_thickness"]).data.foreach_get("value", thick)
     shown = np.empty(len(mesh.vertices), np.float32)
-    mesh.attributes["snow_trail"].data.foreach_get("value", shown)
+    api.of(bpy.types.FloatAttribute, mesh.attributes["snow_trail"]).data.foreach_get("value", shown)
     err = float(np.abs(shown - np.maximum(r - d, -core_snow.GROUND_KEEP * thick)).max())
     spans = framebench.per_frame(got, bins)
     for span in spans:

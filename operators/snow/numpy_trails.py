@@ -66,6 +66,25 @@ def write_again() -> None:
         held.written = None
 
 
+def held() -> list[tuple[str, str]]:
+    """(scene name, object name) of every snow mesh whose state the engine holds."""
+    return sorted(_snow)
+
+
+def drop_stale() -> list[tuple[str, str]]:
+    """The states and tracks of scenes deleted since, and the states of snow objects deleted since, go (a 1M-vertex
+    state holds tens of MB); returns the (scene, object) names of the states dropped. Cheap (a name lookup per
+    state): ``show`` calls it at every update."""
+    scenes, objects = bpy.data.scenes, bpy.data.objects
+    gone = [key for key in _snow if scenes.get(key[0]) is None or objects.get(key[1]) is None]
+    for key in gone:
+        del _snow[key]
+    for name in [n for n in set(_tracks) | set(_versions) if scenes.get(n) is None]:
+        _tracks.pop(name, None)
+        _versions.pop(name, None)
+    return gone
+
+
 def uses_numpy(scene: bpy.types.Scene) -> bool:
     """Whether ``scene``'s Trails Engine is Numpy."""
     return bridge.envfx_settings(scene).snow.trails_engine == "NUMPY"
@@ -196,7 +215,10 @@ def numpy_snow(scene: bpy.types.Scene, tree: bpy.types.NodeTree | None = None) -
 def show(scene: bpy.types.Scene, depsgraph: bpy.types.Depsgraph | None = None) -> list[str]:
     """Bring the Numpy engine's trails of ``scene`` to its current frame (see the module docstring); returns the
     names of the snow meshes whose ``snow_trail`` was written (none when nothing changed, or the scene runs the
-    simulation zone). Before the scene's start frame there is no trail."""
+    simulation zone). Before the scene's start frame there is no trail. The states of deleted scenes and snow
+    go (``drop_stale``)."""
+    if _snow or _tracks:
+        drop_stale()
     if not uses_numpy(scene):
         return []
     tree = snow_nodes.group_for(scene)

@@ -15,7 +15,7 @@ This package re-exports the names the operators, panels, props and tests use (``
 """
 
 from . import base, buffer, coverage, graph, material, puffs, trails
-from .base import ACTORS_KEY, CELLS, DRIVEN, GROUND_KEEP, NUMPY_ENGINE, STATE, TRAIL_ATTRIBUTE, SnowBuilder
+from .base import ACTORS_KEY, CELLS, DRIVEN, GROUND_KEEP, STATE, TRAIL_ATTRIBUTE, SnowBuilder
 from .buffer import (BUFFER_GROUP, BUFFER_KIND, BUFFER_VERSION, RIPPLES_GROUP, ensure_buffer_group,
                      ensure_ripples_group, is_buffer_group, is_ripples_group)
 from .coverage import (COVERAGE_GROUP, COVERAGE_KIND, COVERAGE_VERSION, SURFACES_COLLECTION, SURFACES_KEY,
@@ -23,12 +23,12 @@ from .coverage import (COVERAGE_GROUP, COVERAGE_KIND, COVERAGE_VERSION, SURFACES
                        surfaces_shared, sync_coverage_bend)
 from .material import MATERIAL_NAME, MATERIAL_VERSION, ensure_material
 from .trails import (GROUP_NAME, KEYS_KEY, KIND, SPECS_KEY, VERSION, _actor_stamp, actor_input, drive_modifier,
-                     ensure_trails, group_for, is_trails_group, occluders_read, set_engine, shares_snow, sync_occluders,
-                     undrive_modifier)
+                     ensure_trails, group_for, is_numpy_build, is_trails_group, occluders_read, set_engine, shares_snow,
+                     sync_occluders, undrive_modifier)
 
 __all__ = (
     "base", "buffer", "coverage", "graph", "material", "puffs", "trails",
-    "ACTORS_KEY", "CELLS", "DRIVEN", "GROUND_KEEP", "NUMPY_ENGINE", "STATE", "TRAIL_ATTRIBUTE", "SnowBuilder",
+    "ACTORS_KEY", "CELLS", "DRIVEN", "GROUND_KEEP", "STATE", "TRAIL_ATTRIBUTE", "SnowBuilder",
     "BUFFER_GROUP", "BUFFER_KIND", "BUFFER_VERSION", "ensure_buffer_group", "is_buffer_group",
     "RIPPLES_GROUP", "ensure_ripples_group", "is_ripples_group",
     "COVERAGE_GROUP", "COVERAGE_KIND", "COVERAGE_VERSION", "SURFACES_COLLECTION", "SURFACES_KEY", "SURFACES_NODE",
@@ -37,5 +37,5 @@ __all__ = (
     "MATERIAL_NAME", "MATERIAL_VERSION", "ensure_material",
     "GROUP_NAME", "KEYS_KEY", "KIND", "VERSION", "_actor_stamp", "actor_input", "drive_modifier", "ensure_trails",
     "occluders_read", "sync_occluders", "SPECS_KEY", "set_engine",
-    "group_for", "is_trails_group", "shares_snow", "undrive_modifier",
+    "group_for", "is_numpy_build", "is_trails_group", "shares_snow", "undrive_modifier",
 )

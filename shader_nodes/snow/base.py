@@ -19,7 +19,6 @@ COARSE = 4  # cells per side of a block of the coarse table that limits the cell
 # the displayed snow never goes below this fraction of its thickness (a thin layer stays on the ground, so the
 # snow and the terrain under it never fight for the same depth): core.snow's, which its twin shown_offset uses
 GROUND_KEEP = core_snow.GROUND_KEEP
-NUMPY_ENGINE = "Numpy Engine"  # Value node: 1 when the scene's Trails Engine is Numpy (set by set_engine, not driven)
 TRAIL_ATTRIBUTE = "snow_trail"  # the Numpy engine's shown trail per vertex (a float mesh attribute)
 GRAVITY = "Gravity Z"  # Value node driven by the scene's gravity (z), for the puffs
 

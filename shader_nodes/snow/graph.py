@@ -43,8 +43,7 @@ from __future__ import annotations
 import types
 
 from .. import common
-from .base import (ACTORS_KEY, ACTORS_NODE, CELLS, COARSE, DRIVEN, GRAVITY, GROUND_KEEP, NUMPY_ENGINE, TRAIL_ATTRIBUTE,
-                   SnowBuilder)
+from .base import ACTORS_KEY, ACTORS_NODE, CELLS, COARSE, DRIVEN, GRAVITY, GROUND_KEEP, TRAIL_ATTRIBUTE, SnowBuilder
 from .puffs import puffs_shown, puffs_step
 
 class _Shared(types.SimpleNamespace):
@@ -75,12 +74,16 @@ def _ival(b, geometry, name, idx, label):
                           "INT", label=label)
 
 
-def _build(tree, occluders: bool):
+def _build(tree, occluders: bool, numpy: bool = False):
     """The live trails group: its stages, in the order they make their nodes (names, locations and the join
-    orders depend on it)."""
+    orders depend on it). With ``numpy`` (the scene's Trails Engine is Numpy) the group is the Numpy engine's
+    display alone (``_numpy_display``): no simulation zone, so nothing in it depends on the frame."""
     b = SnowBuilder(tree)
     s = _Shared()
     _inputs(b, tree, s)
+    if numpy:
+        _numpy_display(b, s)
+        return
     _zone_and_paths(b, s)
     _stamp_fields(b, s)
     _cell_sort(b, tree, s)
@@ -88,7 +91,7 @@ def _build(tree, occluders: bool):
     _grow_state(b, s, occluders)
     _stamp_state(b, s, occluders)
     _puffs_and_display(b, s)
-    _numpy_display(b, s)
+    b.link(s.sim_shown, s.group_out.inputs[0])
 
 
 def _inputs(b, tree, s):
@@ -716,21 +719,45 @@ def _puffs_and_display(b, s):
     joined = b.node("GeometryNodeJoinGeometry", "Snow And Puffs")
     b.link(puffs_shown(b, sim_out.outputs["Puffs"], invert, values, puffs_on), joined.inputs[0])
     b.link(snow_shown, joined.inputs[0])  # join order: the last link comes first
-    s.put(sim_shown=joined.outputs[0], cam_info=cam_info, has_cam=has_cam, fade_offset=fade_offset, span=span,
-          local_up=local_up, cam_local=cam_local, unit=unit)
+    s.put(sim_shown=joined.outputs[0])
 
 
 def _numpy_display(b, s):
-    """The Numpy trails engine's display (``operators.snow.numpy_trails``): the trail state is held in numpy by a
-    frame handler, which writes each vertex's shown trail (``max(rim - down, -GROUND_KEEP x thickness)``, 0 where
-    no path reached) into the mesh attribute ``snow_trail``; here each vertex moves by it along world Z, with the
-    camera fade of the simulation's display (the same formula: ``trail + g x (flat - trail)``, g = 1 - fade).
-    The "Numpy Engine" value (1: this display) picks it over the simulation's, per object: geometry nodes then
-    evaluate only the chosen branch, so the simulation zone does not run."""
-    (values, group_in, group_out, sim_shown, cam_info, has_cam, fade_offset, span, local_up, cam_local,
-     unit) = s.get("values group_in group_out sim_shown cam_info has_cam fade_offset span local_up cam_local unit")
-    numpy_on = b.compare("GREATER_THAN", b.value(NUMPY_ENGINE, 0.0), 0.5, data_type="FLOAT", label="Numpy Wanted")
-    geometry = group_in.outputs["Geometry"]
+    """The Numpy trails engine's display, the whole group when the scene's Trails Engine is Numpy
+    (``operators.snow.numpy_trails``): the trail state is held in numpy by a frame handler, which writes each
+    vertex's shown trail (``max(rim - down, -GROUND_KEEP x thickness)``, 0 where no path reached) into the mesh
+    attribute ``snow_trail``; here each vertex moves by it along world Z, with the camera fade of the simulation's
+    display (the same formula: ``trail + g x (flat - trail)``, g = 1 - fade). Nothing here follows the frame (no
+    simulation zone, no scene time; the actors are read by the handler, so the modifier's actor inputs are not
+    driven): a frame change evaluates the snow once, after the handler wrote the attribute (unless the camera
+    moves: the fade reads it)."""
+    values, group_out, matrix = s.get("values group_out matrix")
+    geometry = s.group_in.outputs["Geometry"]
+    # the active camera (world location; none: Object Info gives scale 0, and nothing is laid flat)
+    cam = b.node("GeometryNodeInputActiveCamera", "Camera")
+    cam_info = b.node("GeometryNodeObjectInfo", "Camera Info", transform_space="ORIGINAL")
+    b.link(cam.outputs[0], cam_info.inputs["Object"])
+    has_cam = b.compare("GREATER_THAN", b.vmath("LENGTH", cam_info.outputs["Scale"]), 0.0, data_type="FLOAT",
+                        label="Has Camera")
+    span = b.math("MAXIMUM", b.math("SUBTRACT", values["Camera Fade End"], values["Camera Fade Start"]), 1e-6,
+                  label="Camera Fade Span")
+    fade_offset = b.math("DIVIDE", values["Camera Fade Start"], span, label="Camera Fade Offset")
+    # in object space, as the simulation's display (exact for uniform scale)
+    cam_inv = b.node("FunctionNodeInvertMatrix", "Invert For Camera")
+    b.link(matrix, cam_inv.inputs[0])
+    cam_local = b.node("FunctionNodeTransformPoint", "Camera Local")
+    b.link(cam_info.outputs["Location"], cam_local.inputs["Vector"])
+    b.link(cam_inv.outputs[0], cam_local.inputs["Transform"])
+    scale_x = b.node("FunctionNodeTransformDirection", "Scale X")
+    b.link(matrix, scale_x.inputs["Transform"])
+    scale_x.inputs["Direction"].default_value = (1.0, 0.0, 0.0)
+    unit = b.vmath("LENGTH", scale_x.outputs[0], label="Object Scale")
+    invert = b.node("FunctionNodeInvertMatrix", "Invert")
+    b.link(matrix, invert.inputs[0])
+    local_up = b.node("FunctionNodeTransformDirection", "Up Local")  # one value per object
+    b.link(invert.outputs[0], local_up.inputs["Transform"])
+    local_up.inputs["Direction"].default_value = (0.0, 0.0, 1.0)
+
     trail = b.named(TRAIL_ATTRIBUTE, label="Read Numpy Trail").outputs["Attribute"]
     thick = b.named("snow_thickness", label="Read Numpy Thickness").outputs["Attribute"]
     flat = b.math("MULTIPLY", thick, -GROUND_KEEP, label="Numpy Flat On Ground")
@@ -756,8 +783,8 @@ def _numpy_display(b, s):
     faded = b.node("GeometryNodeSetPosition", "Numpy Set Position Faded")
     b.link(geometry, faded.inputs["Geometry"])
     b.link(b.vmath("SCALE", local_up.outputs[0], scale=shown, label="Numpy Faded Offset"), faded.inputs["Offset"])
-    numpy_shown = b.switch("Numpy Lay Flat", laying_flat, faded.outputs[0], near.outputs[0], "GEOMETRY")
-    b.link(b.switch("Engine", numpy_on, numpy_shown, sim_shown, "GEOMETRY"), group_out.inputs[0])
+    b.link(b.switch("Numpy Lay Flat", laying_flat, faded.outputs[0], near.outputs[0], "GEOMETRY"),
+           group_out.inputs[0])
 
 
 def _occluder_stores(b, geo, occ_flat, P, thick_node, occ_here):

@@ -11,21 +11,45 @@ import bpy
 
 from ... import bridge
 from .. import common
-from .base import ACTORS_KEY, ACTORS_NODE, DRIVEN, GRAVITY, NUMPY_ENGINE, SnowBuilder
+from .base import ACTORS_KEY, ACTORS_NODE, DRIVEN, GRAVITY, SnowBuilder
 from .graph import _build
 
 GROUP_NAME = "EnvFX Snow Trails"
 KIND = "snow_trails"  # one group per scene (common.ensure_scene_group)
-VERSION = 30
+VERSION = 31
 SLOT = "Slot "  # name prefix of the per-actor nodes (rebuilt in place by _build_actors)
 KEYS_KEY = "envfx_snow_keys"  # the group's custom property: {actor name: key}
 SPECS_KEY = "envfx_snow_specs"  # the group's custom property: the actors it was built for, their sizes and keys
 
 
-def _stamp(has_occluders: bool) -> str:
-    """What the group's structure was built for: the version and whether there are occluders (which collection
-    is a value of its "Occluders" node, so choosing another one keeps the running trails)."""
-    return f"{VERSION}:{'occluders' if has_occluders else 'open'}"
+NUMPY_STAMP = ":numpy"  # the end of the stamp of a group built for the Numpy engine (its display only)
+
+
+def _stamp(has_occluders: bool, numpy: bool = False) -> str:
+    """What the group's structure was built for: the version, whether there are occluders (which collection
+    is a value of its "Occluders" node, so choosing another one keeps the running trails) and, for the Numpy
+    engine, that it is that engine's display only."""
+    return f"{VERSION}:{'occluders' if has_occluders else 'open'}{NUMPY_STAMP if numpy else ''}"
+
+
+def is_numpy_build(tree: bpy.types.NodeTree | None) -> bool:
+    """Whether the trails group ``tree`` is built for the Numpy engine (the display of the attribute the engine's
+    frame handler writes: no simulation zone, its modifiers' actor inputs not driven)."""
+    return tree is not None and str(tree.get(common.STAMP_KEY, "")).endswith(NUMPY_STAMP)
+
+
+def _wants_numpy(scene) -> bool:
+    return bridge.envfx_settings(scene).snow.trails_engine == "NUMPY"
+
+
+def _specs_of(tree) -> list:
+    """The actors the group ``tree`` was built for, as ``ensure_trails`` takes them (those still in the file)."""
+    specs = tree.get(SPECS_KEY)
+    if specs is None:
+        return []
+    return [(n, float(r), float(d), float(o)) for n, r, d, o in zip(specs["names"], specs["radius"],
+                                                                   specs["depth"], specs["offset"])
+            if bpy.data.objects.get(n) is not None]
 
 
 def _actor_stamp(specs) -> str:
@@ -196,13 +220,13 @@ def ensure_trails(scene, specs) -> bpy.types.NodeTree:
     actors as ``operators.snow.actor_specs`` measures them ([(object name, radius, depth, bottom offset)]; lights
     are skipped)."""
     occ = scene.envfx.snow.occluders
-    tree = _scene_group(scene, KIND, GROUP_NAME, _stamp(occ is not None), lambda t: _build(t, occ is not None),
-                        shares_snow(scene))
+    numpy = _wants_numpy(scene)
+    tree = _scene_group(scene, KIND, GROUP_NAME, _stamp(occ is not None, numpy),
+                        lambda t: _build(t, occ is not None, numpy), shares_snow(scene))
     sync_occluders(scene, tree, specs)
     if tree.get(ACTORS_KEY) != _actor_stamp(specs):
         _build_actors(tree, specs)
     _drive(scene, tree)
-    set_engine(scene, tree)
     for obj in bpy.data.objects:
         for mod in obj.modifiers:
             if mod.type == "NODES" and cast(bpy.types.NodesModifier, mod).node_group == tree:
@@ -211,18 +235,13 @@ def ensure_trails(scene, specs) -> bpy.types.NodeTree:
 
 
 def set_engine(scene: bpy.types.Scene, tree: bpy.types.NodeTree | None = None) -> bool:
-    """Point the scene's trails group at the display of its Trails Engine (the "Numpy Engine" value: 1 shows the
-    trail the Numpy engine's handler writes, 0 the simulation zone's); True when it changed. A value set, not a
-    driver: an enum cannot drive a Value node."""
+    """Build the scene's trails group for its Trails Engine (in place, for the actors it was built for: the
+    simulation zone's graph, its modifiers' actor inputs driven by the actors; or the Numpy engine's display,
+    nothing driven); True when it changed. Switching to the simulation zone starts its simulation afresh."""
     tree = tree or group_for(scene)
-    node = tree.nodes.get(NUMPY_ENGINE) if tree is not None else None
-    if node is None:
+    if tree is None or tree.library is not None or is_numpy_build(tree) == _wants_numpy(scene):
         return False
-    want = 1.0 if bridge.envfx_settings(scene).snow.trails_engine == "NUMPY" else 0.0
-    socket = cast(bpy.types.NodeSocketFloat, node.outputs[0])
-    if socket.default_value == want:
-        return False
-    socket.default_value = want
+    ensure_trails(scene, _specs_of(tree))
     return True
 
 
@@ -243,12 +262,15 @@ def undrive_modifier(obj, mod) -> None:
 
 def drive_modifier(obj, mod, specs: list) -> None:
     """Drive a trails modifier's actor inputs with the actors' world locations (transform channels, no
-    Python); drivers of inputs the group no longer has are removed."""
+    Python); drivers of inputs the group no longer has are removed, and all of them when the group is built for
+    the Numpy engine (``is_numpy_build``)."""
     tree = mod.node_group
     mod.node_group = tree  # make sure the modifier has the group's current inputs
     drivers = _modifier_drivers(obj, mod)
     wanted = set()
-    for i, (name, *_) in enumerate(specs):
+    # the Numpy engine's handler reads the actors itself: a driven input would make the snow follow the actors'
+    # animation, and every frame change would evaluate it before the handler wrote its trail
+    for i, (name, *_) in enumerate([] if is_numpy_build(tree) else specs):
         actor = cast(bpy.types.Object, bpy.data.objects.get(name))  # one of specs: measured in the scene
         ident = common.input_identifier(tree, actor_input(i))
         path = f'modifiers["{mod.name}"]["{ident}"]'

@@ -238,3 +238,131 @@ def test_after_an_undo_the_numpy_trails_are_written_again(envfx):
     assert _trail_attribute(envfx, snow).min() == 0.0  # nothing changed as far as the handler knows
     envfx.handlers.on_snow_numpy_undo(scene)
     np.testing.assert_array_equal(_trail_attribute(envfx, snow), shown)
+
+
+def _modifier_drivers(snow):
+    anim = snow.animation_data
+    return [fc for fc in anim.drivers if fc.data_path.startswith("modifiers[")] if anim is not None else []
+
+
+def _frame_nodes(tree):
+    """The nodes of ``tree`` that make a group depend on the frame (Blender evaluates its modifiers at every frame
+    change then)."""
+    return [n for n in tree.nodes if n.bl_idname in ("GeometryNodeSimulationOutput", "GeometryNodeInputSceneTime")]
+
+
+def test_the_numpy_engine_group_follows_no_frame_and_switching_back_restores_the_simulation(envfx):
+    """With the Numpy engine the scene's trails group is that engine's display only: no simulation zone or scene
+    time, its modifiers' actor inputs not driven (the handler reads the actors). Switching back gives the
+    simulation zone and the drivers again, and its trails are those of a fresh simulation."""
+    scene, snow = _walk(envfx)
+    snow_nodes = envfx.shader_nodes.snow
+    tree = snow_nodes.group_for(scene)
+    assert _frame_nodes(tree) and len(_modifier_drivers(snow)) == 6 and not snow_nodes.is_numpy_build(tree)
+    expected = _simulated(envfx, scene, snow)
+    for _ in range(2):  # back and forth twice
+        scene.frame_set(1)
+        api.envfx(scene).snow.trails_engine = "NUMPY"
+        assert snow_nodes.group_for(scene) == tree and snow_nodes.is_numpy_build(tree)
+        assert not _frame_nodes(tree) and not _modifier_drivers(snow)
+        assert [m.node_group for m in envfx.operators.snow.trails_modifiers(snow)] == [tree]
+        for f in range(1, 7):  # (in order: a frame the track skips is one step, as a simulation steps)
+            scene.frame_set(f)
+            np.testing.assert_allclose(_offset(envfx, snow), expected[f], atol=1e-4, err_msg=f"numpy frame {f}")
+        scene.frame_set(1)
+        api.envfx(scene).snow.trails_engine = "SIMULATION"
+        assert snow_nodes.group_for(scene) == tree and not snow_nodes.is_numpy_build(tree)
+        assert _frame_nodes(tree) and len(_modifier_drivers(snow)) == 6
+        assert _simulated(envfx, scene, snow, range(1, 7))[6] == pytest.approx(expected[6], abs=1e-4)
+    # an actor added while the Numpy engine runs: still nothing driven
+    scene.frame_set(1)
+    api.envfx(scene).snow.trails_engine = "NUMPY"
+    _helpers._walker("C", 1.0, api.envfx(scene).snow.actors)
+    scene.frame_set(2)
+    assert len(tree[snow_nodes.SPECS_KEY]["names"]) == 3 and not _modifier_drivers(snow)
+
+
+# Run in a process of its own: a dependency graph takes Blender's debug flags when it is made, so the flag that
+# prints each evaluation must be on before the scene is evaluated (this test process's scenes were). Blender's C
+# code prints to the process's standard output (file descriptor 1), read back here.
+_COUNT_SCRIPT = """
+import ctypes, json, os, sys, tempfile
+root, engine, out_path = sys.argv[1:4]
+sys.path[:0] = [root, os.path.join(root, "benchmarks")]
+import bpy
+import bench_snow
+from tests.blender import conftest
+envfx = conftest.enable_addon()
+bpy.app.debug_depsgraph_eval = True
+scene, mesh, snow, ref = bench_snow.shot_scene(bpy, 40, 3, 10)  # (a fresh file: graphs made from now on)
+snow["envfx_snow"] = 0
+scene.envfx.snow.trails_engine = engine
+envfx.operators.snow.add_trails(scene, [snow])
+libc = ctypes.CDLL(None)
+counts = []
+for f in range(1, 7):
+    with tempfile.TemporaryFile(mode="w+") as out:
+        libc.fflush(None)
+        saved = os.dup(1)
+        os.dup2(out.fileno(), 1)
+        try:
+            scene.frame_set(f)
+        finally:
+            libc.fflush(None)
+            os.dup2(saved, 1)
+            os.close(saved)
+        out.seek(0)
+        counts.append(out.read().count("BKE_object_handle_data_update on OB" + snow.name + " "))
+trail = [v.value for v in mesh.attributes["snow_trail"].data] if "snow_trail" in mesh.attributes else []
+with open(out_path, "w") as fh:
+    json.dump({"counts": counts, "deepest": min(trail, default=0.0)}, fh)
+"""
+
+
+@pytest.mark.parametrize("engine", ["SIMULATION", "NUMPY"])
+def test_a_frame_change_evaluates_the_snow_once(engine, tmp_path):
+    """A frame change evaluates the snow once with either engine: the Numpy engine's after its frame handler
+    wrote the trail (its group follows no frame, its inputs are not driven), the simulation zone's by the frame
+    change itself."""
+    import json
+    import subprocess
+    import sys
+
+    root = os.path.dirname(os.path.dirname(HERE))
+    script, out = tmp_path / "count.py", tmp_path / "count.json"
+    script.write_text(_COUNT_SCRIPT)
+    run = subprocess.run([sys.executable, str(script), root, engine, str(out)], capture_output=True, text=True,
+                         timeout=600, env={**os.environ, "PYTHONPATH": ""})
+    assert run.returncode == 0, run.stderr[-3000:]
+    got = json.loads(out.read_text())
+    assert got["counts"][1:] == [1] * 5, got
+    if engine == "NUMPY":
+        assert got["deepest"] < -0.05  # the walkers' trails were written
+
+
+def test_the_numpy_states_of_deleted_scenes_and_snow_go(envfx):
+    """The states of a deleted scene, and of deleted snow, are dropped at the next update."""
+    scene, snow = _walk(envfx)
+    numpy_trails = envfx.operators.snow.numpy_trails
+    level = bpy.data.scenes.new("Level 2")
+    snow_b = bpy.data.objects.new("Snow B", snow.data.copy())
+    snow_b["envfx_snow"] = snow["envfx_snow"]
+    level.collection.objects.link(snow_b)
+    actors_b = bpy.data.collections.new("Actors B")
+    level.collection.children.link(actors_b)
+    _helpers._walker("W", 1.5, actors_b)
+    api.envfx(level).snow.actors = actors_b
+    for each in (scene, level):
+        each.frame_set(1)
+        api.envfx(each).snow.trails_engine = "NUMPY"
+    envfx.operators.snow.add_trails(level, [snow_b])
+    for f in (1, 2, 3):
+        scene.frame_set(f)
+        level.frame_set(f)
+    assert numpy_trails.held() == sorted([(scene.name, snow.name), ("Level 2", "Snow B")])
+    bpy.data.scenes.remove(level)
+    scene.frame_set(4)
+    assert numpy_trails.held() == [(scene.name, snow.name)] and "Level 2" not in numpy_trails._tracks
+    bpy.data.objects.remove(snow)
+    scene.frame_set(5)
+    assert numpy_trails.held() == []
