@@ -43,6 +43,9 @@ CUTOFF_SHARE = 1e-5
 SMOOTH_CUTOFF_SHARE = 1e-3
 # texels along a tile's side in the shadow test (tiles lit or dark as a whole skip the per-texel test)
 TILE = 16
+# an obstacle triangle whose corners all lie below this share of the lowest light's height above the ground is the
+# floor (a level modelled as one mesh holds its floor), not a wall
+FLOOR_SHARE = 0.05
 
 
 class LightmapError(ValueError):
@@ -218,6 +221,23 @@ def rasterise(grid: Grid, triangles: npt.ArrayLike, chunk: int = 4_000_000) -> n
         occ[row[inside], col[inside]] = True
         start_t = stop_t
     return occ
+
+
+def wall_triangles(triangles: npt.ArrayLike, ground_z: float, light_z: Iterable[float]) -> np.ndarray:
+    """The obstacle triangles (T, 3, 3) that can stand between a light and the ground: without the floor (every
+    corner below ``FLOOR_SHARE`` of the lowest light's height above ``ground_z``) and without the ceilings (turned
+    down and above every light: they are seen from below only). A level modelled as one closed room keeps its
+    walls; blocks standing on the ground keep their tops."""
+    tri = np.asarray(triangles, dtype=np.float64).reshape(-1, 3, 3)
+    heights = np.asarray(list(light_z), dtype=np.float64)
+    if len(tri) == 0 or len(heights) == 0:
+        return tri
+    floor = ground_z + FLOOR_SHARE * max(float(heights.min()) - ground_z, 0.0)
+    on_floor = tri[:, :, 2].max(axis=1) <= floor
+    normal_z = ((tri[:, 1, 0] - tri[:, 0, 0]) * (tri[:, 2, 1] - tri[:, 0, 1])
+                - (tri[:, 1, 1] - tri[:, 0, 1]) * (tri[:, 2, 0] - tri[:, 0, 0]))
+    ceiling = (tri[:, :, 2].min(axis=1) >= heights.max()) & (normal_z < 0)
+    return tri[~(on_floor | ceiling)]
 
 
 def boundary(occ: np.ndarray) -> np.ndarray:

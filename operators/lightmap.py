@@ -187,6 +187,7 @@ def gather(scene: bpy.types.Scene, selected: Iterable[bpy.types.Object] = (),
         where = f"collection {lights_coll.name!r}" if lights_coll is not None else f"scene {scene.name!r}"
         raise LightmapInputError(f"No lights: {where} has no point, spot or area light (visible in renders); add one "
                                  "or choose another Lights collection")
+    triangles = core_lm.wall_triangles(triangles, ground_z, [lt.z for lt in lights])
     folder = output_folder(out, "Output folder", "No output folder: set the Output Folder of the light map",
                            LightmapInputError)
     try:

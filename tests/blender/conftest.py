@@ -91,6 +91,23 @@ def corpus_asset(load_helper):
     return load
 
 
+@pytest.fixture(scope="session")
+def corpus_content(load_helper):
+    """A function: the path of a real-content corpus file by name (the manifest's ``content``: leaf textures, a
+    terrain, an actor, a level; tools/fetch_assets.py, fetched once into the cache); skips the test, saying why,
+    when it could not be fetched."""
+    fetch = load_helper("fetch_assets", "tools", "fetch_assets.py")
+    index = fetch.fetch(fetch.cache_dir(), quiet=True)
+    paths = {c["name"]: c["path"] for c in index.get("content", ())}
+
+    def path(name):
+        if name not in paths:
+            pytest.skip(f"the corpus file {name} could not be fetched: "
+                        f"{index['skipped'].get(name) or index['skipped'] or 'not in the index'}")
+        return paths[name]
+    return path
+
+
 @pytest.fixture
 def mods(envfx):
     """The wind's modules of the enabled add-on, by short name (the wind tests' shared handle)."""

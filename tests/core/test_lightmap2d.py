@@ -311,3 +311,33 @@ def test_bad_settings_are_refused():
     for kw, message in cases:
         with pytest.raises(lm.LightmapError, match=message):
             lm.Settings(**kw).validate()
+
+
+def test_a_room_modelled_with_its_floor_and_ceiling_keeps_only_its_walls():
+    """A level modelled as one closed room (floor, walls, a ceiling seen from inside): the floor and the ceiling
+    would cover the whole map from above; only the walls are obstacles, and the lights inside the room light it."""
+    x0, y0, x1, y1, h = -3.93, -2.97, 3.93, 2.97, 2.5   # (walls off the texel lines)
+    floor = [[(x0, y0, 0.01), (x1, y0, 0.0), (x1, y1, 0.02)], [(x0, y0, 0.01), (x1, y1, 0.02), (x0, y1, 0.0)]]
+    # the ceiling turned down (into the room), above the lights
+    ceiling = [[(x0, y0, h), (x1, y1, h), (x1, y0, h)], [(x0, y0, h), (x0, y1, h), (x1, y1, h)]]
+    walls = box(x0, y0, x1, y1, z=h)[2:]
+    crate = box(1.0, 1.0, 2.0, 2.0, z=3.0)  # a block standing in the room, taller than the room: its top stays
+    tris = np.concatenate([np.array(floor + ceiling), walls, crate])
+    kept = lm.wall_triangles(tris, 0.0, [1.5, 2.0])
+    assert len(kept) == len(walls) + len(crate)
+    grid = lm.make_grid((-5.0, -4.0, 5.0, 4.0), 50)
+    occ = lm.rasterise(grid, kept)
+    i, j = grid.texel_of(-2.0, 0.0)
+    assert not occ[i, j] and lm.rasterise(grid, tris)[i, j]        # the floor and ceiling no longer cover it
+    assert occ[grid.texel_of(1.5, 1.5)]                             # the crate is solid from above
+    lm.check_lights(grid, occ, [lm.Light(-2.0, 0.0, 1.5)], 0.0)    # not inside an obstacle any more
+    result = lm.bake(grid, occ, [lm.Light(-2.0, 0.0, 1.5, power=500.0)], 0.0, lm.Settings(resolution=50))
+    inside = result.rgb[grid.texel_of(-1.0, -1.0)].sum()
+    outside = result.rgb[grid.texel_of(-4.6, 0.0)].sum()
+    assert inside > 0 and outside == 0
+
+
+def test_wall_triangles_keeps_everything_without_lights_or_triangles():
+    tris = box(0, 0, 1, 1)
+    assert len(lm.wall_triangles(tris, 0.0, [])) == len(tris)
+    assert lm.wall_triangles(np.zeros((0, 3, 3)), 0.0, [1.0]).shape == (0, 3, 3)

@@ -1,0 +1,282 @@
+"""The features without vegetation on real third-party content (the manifest's ``content``, fetched by
+tools/fetch_assets.py): mip chains of ez-tree's alpha-tested leaf textures, snow cover over a Terragen terrain with
+Irrlicht's Sydney walking through it (live trails and the interaction buffer bake), and the 2D light map of
+Irrlicht's cellar level. The meshes come in as OBJ with Y up and an unapplied centimetre scale, away from the
+origin, as the vegetation corpus does. Each test skips, saying why, only when its file could not be fetched."""
+
+import json
+
+import bmesh
+import bpy
+import numpy as np
+import pytest
+from mathutils import Vector
+from mathutils.bvhtree import BVHTree
+from PIL import Image
+
+from tests.blender import api
+
+LEAVES = ["leaves_oak", "leaves_ash", "leaves_aspen", "leaves_pine"]
+
+
+@pytest.fixture(scope="module")
+def helpers(load_helper):
+    """The wind corpus's OBJ import and the snow tests' helpers, loaded from their files."""
+    class H:
+        assets = load_helper("envfx_test_wind_assets_rc", "tests", "blender", "test_wind_assets.py")
+        snow = load_helper("envfx_test_snow_rc", "tests", "blender", "test_snow.py")
+    return H
+
+
+def _clear() -> None:
+    for o in list(bpy.data.objects):
+        bpy.data.objects.remove(o)
+
+
+def _world_vertices(obj: bpy.types.Object) -> np.ndarray:
+    mesh = api.mesh(obj)
+    co = np.empty(len(mesh.vertices) * 3, np.float32)
+    mesh.vertices.foreach_get("co", co)
+    m = np.array(obj.matrix_world)
+    return co.reshape(-1, 3).astype(np.float64) @ m[:3, :3].T + m[:3, 3]
+
+
+# --- mips: coverage of real alpha-tested leaf textures ------------------------------------------------------
+
+@pytest.mark.parametrize("name", LEAVES)
+def test_mips_keep_the_coverage_of_real_leaf_textures(envfx, corpus_content, tmp_path, name):
+    """ez-tree's leaf cards (1024 x 1024 palette PNGs with transparency): level 0 is the file's pixels, every level
+    keeps level 0's alpha-test coverage within the stated tolerance (1%, or one texel on the smallest levels), where
+    the plain chain loses much of it at 4 x 4."""
+    path = corpus_content(name)
+    ops = envfx.operators.mips
+    result = ops.bake_mips(ops.inputs_from_paths([path]), str(tmp_path), formats=("PNG",))
+    rep = result.reports[name]
+    with Image.open(path) as im:
+        src = np.asarray(im.convert("RGBA"))
+    with Image.open(tmp_path / f"{name}_mip00.png") as im:
+        np.testing.assert_array_equal(np.asarray(im.convert("RGBA")), src)      # the palette and tRNS read right
+    assert 0.05 < rep["target_coverage"] < 0.95                                  # a real cut-out card
+    assert rep["target_coverage"] == pytest.approx(envfx.core.mips.coverage(src[..., 3] / 255.0), abs=1e-6)
+    assert rep["levels"] == 11
+    for entry in rep["per_level"]:
+        tol = max(0.01, 1.0 / (entry["width"] * entry["height"])) + 1e-9
+        assert abs(entry["coverage"] - rep["target_coverage"]) <= tol, entry
+    # what the plain chain loses: the leaves thin out by 4 x 4 (measured: 0.63 of the coverage or less)
+    (four,) = [e for e in rep["per_level"] if e["width"] == 4]
+    assert four["coverage_naive"] < 0.7 * rep["target_coverage"] <= four["coverage"]
+
+
+# --- snow: cover over a real terrain, a real actor's trails, the buffer bake --------------------------------
+
+PATCH = 60.0        # metres of terrain cut out around the terrain's middle (two of its 30 m cells)
+SPACING = 0.25
+THICKNESS = 0.3
+
+
+def _terrain_patch(helpers, path: str) -> bpy.types.Object:
+    """The Terragen terrain imported as an asset library gives it, cut to PATCH around its middle (its
+    world-space vertices on the grid's lines are kept, so the patch is whole cells of the real height field)."""
+    (terrain,) = helpers.assets._import(path)
+    world = _world_vertices(terrain)
+    centre = 0.5 * (world.min(0) + world.max(0))
+    keep = np.all(np.abs(world[:, :2] - centre[:2]) <= PATCH / 2 + 1e-3, axis=1)
+    mesh = api.mesh(terrain)
+    bm = bmesh.new()
+    bm.from_mesh(mesh)
+    bm.verts.ensure_lookup_table()
+    bmesh.ops.delete(bm, geom=[v for v in bm.verts if not keep[v.index]], context="VERTS")
+    bm.to_mesh(mesh)
+    bm.free()
+    api.view_layer().update()
+    return terrain
+
+
+def _ground_height(terrain: bpy.types.Object):
+    """A function (N, 2) world xy -> the terrain's world z there (a ray straight down)."""
+    mesh = api.mesh(terrain)
+    world = _world_vertices(terrain)
+    polys = [tuple(p.vertices) for p in mesh.polygons]
+    tree = BVHTree.FromPolygons([tuple(p) for p in world.tolist()], polys)
+    assert tree is not None
+    top = float(world[:, 2].max()) + 10.0
+
+    def height(xy):
+        out = np.full(len(xy), np.nan)
+        for k, (x, y) in enumerate(np.asarray(xy, np.float64)):
+            hit = tree.ray_cast(Vector((x, y, top)), Vector((0.0, 0.0, -1.0)))
+            if hit[0] is not None:
+                out[k] = hit[0].z
+        return out
+    return height
+
+
+def _snow_on_real_terrain(envfx, helpers, corpus_content):
+    terrain = _terrain_patch(helpers, corpus_content("terragen_terrain"))
+    scene = api.scene()
+    s = api.envfx(scene).snow
+    s.spacing, s.thickness, s.border_width = SPACING, THICKNESS, 1.0
+    helpers.snow.select_only(terrain)
+    assert api.ops.snow_generate() == {"FINISHED"}
+    snow = [o for o in scene.objects if o.get("envfx_snow") == 0][0]
+    return scene, terrain, snow
+
+
+def test_snow_cover_lies_on_the_real_terrain(envfx, helpers, corpus_content):
+    """Over a 60 m patch of a real Terragen height field (more than 5 m of relief; an unapplied centimetre scale and
+    a Y-up rotation on the object): the snow's underside follows the terrain's height to 1 cm, the snow is the set
+    thickness away from the border, and it covers the patch."""
+    _clear()
+    scene, terrain, snow = _snow_on_real_terrain(envfx, helpers, corpus_content)
+    height = _ground_height(terrain)
+    v = _world_vertices(snow)
+    thick = helpers.snow.thickness_of(snow)
+    ground = height(v[:, :2])
+    assert np.isfinite(ground).all()                                       # every snow vertex is over the terrain
+    relief = np.ptp(_world_vertices(terrain)[:, 2])
+    assert relief > 5.0                                                    # a real relief, not a flat patch
+    np.testing.assert_allclose(v[:, 2] - thick, ground, atol=0.01)         # the snow's underside is the ground
+    full = thick > 0.99 * THICKNESS
+    assert full.mean() > 0.8                                               # full depth away from the border
+    world = _world_vertices(terrain)
+    lo, hi = world[:, :2].min(0), world[:, :2].max(0)
+    assert np.all(v[:, :2].min(0) <= lo + SPACING) and np.all(v[:, :2].max(0) >= hi - SPACING)
+
+
+def _actor(helpers, corpus_content, actors: bpy.types.Collection) -> tuple[bpy.types.Object, float]:
+    """Sydney (a Quake II model, Y-up OBJ with an unapplied centimetre scale) in the actor collection: (object,
+    height of her origin above her feet)."""
+    (actor,) = helpers.assets._import(corpus_content("sydney"))
+    for c in list(actor.users_collection):
+        c.objects.unlink(actor)
+    actors.objects.link(actor)
+    api.view_layer().update()
+    feet = _world_vertices(actor)[:, 2].min()
+    return actor, float(actor.matrix_world.translation.z - feet)
+
+
+def _walk(actor: bpy.types.Object, lift: float, height, start, end, frames: int) -> np.ndarray:
+    """Key ``actor`` walking from ``start`` to ``end`` (world xy) over frames 1..frames, her feet on the terrain at
+    every frame; returns the (frames, 2) path of her origin."""
+    path = np.linspace(start, end, frames)
+    z = height(path)
+    for f, ((x, y), gz) in enumerate(zip(path, z), start=1):
+        actor.location = (x, y, gz + lift)
+        actor.keyframe_insert("location", frame=f)
+    return path
+
+
+def test_a_real_actor_carves_trails_in_snow_on_a_real_terrain_and_the_bake_holds_them(envfx, helpers,
+                                                                                         corpus_content, tmp_path):
+    """Sydney walks 8 m across the snow on the real terrain, her feet on the slope at every frame: she is measured
+    from her own mesh (a person's radius; the trail's depth half of it), the live trails sink the snow along her
+    path by that depth (never below the ground) and leave it untouched 2 m away, and the interaction buffer baked
+    over the same frames holds the trail where she walked."""
+    _clear()
+    scene, terrain, snow = _snow_on_real_terrain(envfx, helpers, corpus_content)
+    height = _ground_height(terrain)
+    actors = bpy.data.collections.new("Actors")
+    scene.collection.children.link(actors)
+    api.envfx(scene).snow.actors = actors
+    actor, lift = _actor(helpers, corpus_content, actors)
+    centre = _world_vertices(terrain)[:, :2].mean(0)
+    frames = 9
+    path = _walk(actor, lift, height, centre + (-4.0, 1.0), centre + (4.0, -1.0), frames)
+    scene.frame_set(1)
+    assert api.ops.snow_trails_add() == {"FINISHED"}
+    for f in range(1, frames + 1):
+        scene.frame_set(f)
+    measured = envfx.operators.snow.actors.measure_actor(actor, scene)
+    assert not isinstance(measured, str), measured
+    radius, depth, _bottom = measured
+    assert 0.15 < radius < 0.5 and depth == pytest.approx(0.5 * radius)   # a person's size, from her own mesh
+    rest, offset = helpers.snow.evaluated_offset(envfx, snow)
+    thick = helpers.snow.thickness_of(snow)
+    seg = path[-1] - path[0]
+    t = np.clip((rest[:, :2] - path[0]) @ seg / (seg @ seg), 0, 1)
+    dist = np.linalg.norm(rest[:, :2] - (path[0] + t[:, None] * seg), axis=1)
+    under = (dist < 0.3 * radius) & (t > 0.1) & (t < 0.9)
+    away = dist > 2.0
+    assert under.sum() > 20 and away.sum() > 1000
+    assert np.median(offset[under]) < -0.7 * depth                         # trodden down under her feet
+    assert offset.min() >= -thick.max() - 1e-4                             # never below the real ground
+    assert np.abs(offset[away]).max() < 1e-4                               # untouched away from her path
+
+    s = api.envfx(scene).snow
+    s.frame_start, s.frame_end = 1, frames
+    s.buffer_resolution = 256
+    s.output_dir = str(tmp_path / "buffer")
+    assert api.ops.snow_bake_buffer() == {"FINISHED"}
+    core = envfx.core.snow
+    meta = core.read_buffer_metadata(str(tmp_path / "buffer" / "snow_buffer.json"))
+    last = meta["frames"][-1]
+    buf = core.read_exr(str(tmp_path / "buffer" / last["file"]))
+    texel = meta["world_size"] / buf.shape[0]
+    on_path = path[1:-1]
+    off_path = on_path + np.array([-seg[1], seg[0]]) / np.linalg.norm(seg) * 2.5
+    depth_on = core.sample_buffer(buf, last["origin"], texel, on_path)
+    depth_off = core.sample_buffer(buf, last["origin"], texel, off_path)
+    assert np.all(depth_on < -0.7 * depth), depth_on
+    assert np.abs(depth_off).max() < 1e-4, depth_off
+
+
+# --- 2D light map: a real level -----------------------------------------------------------------------------
+
+def test_light_map_of_a_real_level_shadows_where_its_walls_are(envfx, helpers, corpus_content, tmp_path):
+    """Irrlicht's cellar, a level modelled as one closed mesh (floor, ceiling, walls, arches): with a ground plane
+    under it and two lamps inside, the map lights the room, keeps the walls' footprint thin (the floor and the
+    ceiling are not obstacles: seen from above they would cover the whole room), no light gets out through the
+    outer walls, and the ground under each lamp is lit."""
+    _clear()
+    (level,) = helpers.assets._import(corpus_content("irrlicht_cellar"))
+    world = _world_vertices(level)
+    lo, hi = world.min(0), world.max(0)
+    floor = float(lo[2])
+    scene = api.scene()
+    margin = 1.0
+    mesh = bpy.data.meshes.new("Ground")
+    mesh.from_pydata([(lo[0] - margin, lo[1] - margin, floor), (hi[0] + margin, lo[1] - margin, floor),
+                      (hi[0] + margin, hi[1] + margin, floor), (lo[0] - margin, hi[1] + margin, floor)], [],
+                     [(0, 1, 2, 3)])
+    ground = bpy.data.objects.new("Ground", mesh)
+    scene.collection.objects.link(ground)
+    walls = bpy.data.collections.new("Walls")
+    scene.collection.children.link(walls)
+    for c in list(level.users_collection):
+        c.objects.unlink(level)
+    walls.objects.link(level)
+    lamps = bpy.data.collections.new("Lights")
+    scene.collection.children.link(lamps)
+    mid = 0.5 * (lo + hi)
+    for k, (dx, dy, dz) in enumerate(((0.5, 0.8, 1.6), (2.0, -0.6, 1.3))):
+        data = api.of(bpy.types.PointLight, bpy.data.lights.new(f"Lamp{k}", "POINT"))
+        data.energy, data.shadow_soft_size = 300.0, 0.05
+        lamp = bpy.data.objects.new(f"Lamp{k}", data)
+        lamp.location = (mid[0] + dx, mid[1] + dy, floor + dz)
+        lamps.objects.link(lamp)
+    s = api.envfx(scene).lightmap
+    s.ground, s.obstacles, s.lights = ground, walls, lamps
+    s.resolution = 128
+    s.output_dir = str(tmp_path)
+    api.view_layer().update()
+    lm = envfx.operators.lightmap
+    result = lm.bake_lightmap(scene)
+    core = envfx.core.lightmap2d
+    doc = json.loads((tmp_path / "lightmap.json").read_text())
+    assert doc["obstacles"] == [level.name] and doc["orientation"] == core.ORIENTATION
+    px, names = envfx.core.exr.read_exr(str(tmp_path / "lightmap.exr"))
+    light = px[..., [names.index(c) for c in "RGB"]].sum(axis=2)           # row 0 is y_max
+    grid = core.make_grid(doc["region"], s.resolution)
+    assert light.shape == (grid.height, grid.width) and result.resolution == (grid.width, grid.height)
+    occ = core.rasterise(grid, lm.gather(scene).triangles)
+    everything = core.rasterise(grid, envfx.bridge.triangle_corners(level, bpy.context.evaluated_depsgraph_get()))
+    X, Y = np.meshgrid(grid.xs(), grid.ys())
+    outside = (X < lo[0] - 0.3) | (X > hi[0] + 0.3) | (Y < lo[1] - 0.3) | (Y > hi[1] + 0.3)
+    assert everything[~outside].mean() > 0.8                               # the whole level from above: a lid
+    assert occ.mean() < 0.3, occ.mean()                                    # its walls: not the floor nor the ceiling
+    assert outside.sum() > 100 and light[outside].max() == 0.0             # nothing gets out through the walls
+    inside = ~occ & ~outside
+    assert (light[inside] > 0).mean() > 0.5                                # the room is lit
+    for k in range(2):
+        lamp = bpy.data.objects[f"Lamp{k}"].matrix_world.translation
+        assert light[grid.texel_of(lamp.x, lamp.y)] > 0                   # under each lamp
