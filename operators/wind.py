@@ -21,13 +21,12 @@ from ..shader_nodes import bend as bend_nodes
 from ..shader_nodes import common as nodes_common
 from ..shader_nodes import wind as wind_nodes
 from ..shader_nodes.snow import buffer as snow_buffer_nodes
-from ..shader_nodes.snow import trails as snow_trails_nodes
 from . import snow as snow_ops
-from .snow import live_push
 from . import wind_armature
 from .common import (ObjectsResult, changeable, evaluated_check, join_scene_group, kept_by_override_reason,
                      linked_reason, mesh_of, no_modifier_reason, nodes_modifiers, poll_not_in_edit_mode,
                      refuse_edit_mode, report_result)
+from .snow import live_push
 
 if TYPE_CHECKING:  # the stubs' name for an operator's result literals (no such module at run time)
     from bpy.stub_internal.rna_enums import OperatorReturnItems
@@ -584,7 +583,7 @@ def grass_push(scene: bpy.types.Scene, on: bool = True, image: bpy.types.Image |
     """Turn the scene's grass push on or off. On, it reads ``image``, else the scene's Push Buffer, else the baked
     buffer the scene shows (Snow from Bake, Water Ripples from Bake), else the file's only one, else the bake in the
     Snow bake's Output Folder (loaded as Snow from Bake loads it); with no bake at all, the live interaction buffer
-    (``operators.snow.live_push``: the snow actors' paths over the scene's frames, stepped as the bake steps them,
+    (``operators.snow.live_push``: the snow actors' paths over the Snow bake's frames, stepped as the bake steps them,
     while the timeline plays and in renders). Returns what it did. Off, the live buffer (its image and group) goes.
     Raises ``WindInputError`` and changes nothing when there is neither a bake nor usable snow actors, or a push
     setting is not a number."""
@@ -611,14 +610,15 @@ def grass_push(scene: bpy.types.Scene, on: bool = True, image: bpy.types.Image |
     try:
         image = live_push.start(scene)
     except snow_ops.SnowInputError as exc:
-        raise WindInputError(f"No baked buffer in scene {scene.name!r}, and the grass cannot be pushed live: {exc}. "
-                             f"Live push reads the Snow panel's Actors as they move (or bake the interaction "
-                             f"buffer: Snow > Bake Interaction Buffer)") from None
+        raise WindInputError(f"No baked buffer in scene {scene.name!r} to push the grass, and it cannot be pushed "
+                             f"live: {exc}. Live push reads the Snow panel's Actors as they move; or bake the "
+                             f"interaction buffer (Snow > Bake Interaction Buffer), then Push Grass") from None
     s.push_buffer = image
     s.grass_push = True
     snow = bridge.envfx_settings(scene).snow
     return (f"Grass pushed live by the snow actors of {snow.actors.name!r} (no baked buffer: the live buffer "
-            f"{image.name!r}, {image.size[0]} x {image.size[1]} texels, frames {scene.frame_start}-{scene.frame_end})")
+            f"{image.name!r}, {image.size[0]} x {image.size[1]} texels, the Snow bake's frames {snow.frame_start}-"
+            f"{snow.frame_end})")
 
 
 def _load_output_folder_bake(scene):

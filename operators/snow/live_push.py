@@ -1,5 +1,6 @@
 """The live interaction buffer: grass push with no bake. The snow actors' paths over the scene's frame range are
-read from their animation (``bake.gather_tracks``: the frames stepped as the buffer bake steps them), the bake's
+read from their animation over the Snow bake's Start to End frames (``bake.gather_tracks``: the frames stepped
+as the buffer bake steps them), the bake's
 fields are stepped to the frame shown (``core.snow.LiveBuffer``: the same stepping as the bake, with checkpoints,
 so scrubbing back replays from the last one) and written into a float image, "EnvFX Live Buffer", read through a
 Snow-from-Bake group of its own (``shader_nodes.snow.ensure_buffer_group``) exactly as the grass push reads a
@@ -47,16 +48,19 @@ class _Live:
 
 _live: dict[str, _Live] = {}  # scene name -> its live buffer
 _busy: list[bool] = [False]   # reading the paths: the frame changes it makes are not handled
+_refused: dict[str, tuple] = {}  # scene name -> the settings its paths could not be read with (said once)
 
 
 def forget() -> None:
     """After a file load: the held buffers were the other file's (read again when first shown)."""
     _live.clear()
+    _refused.clear()
 
 
 def changed() -> None:
     """After an undo or redo: the actors' animation may be another; the paths are read again when next shown."""
     _live.clear()
+    _refused.clear()
 
 
 def is_live_image(image: bpy.types.Image | None) -> bool:
@@ -77,7 +81,7 @@ def uses_live(scene: bpy.types.Scene) -> bool:
 
 def _signature(scene: bpy.types.Scene) -> tuple:
     s = bridge.envfx_settings(scene).snow
-    return (scene.frame_start, scene.frame_end, scene.render.fps, scene.render.fps_base, stamp_params(scene),
+    return (s.frame_start, s.frame_end, scene.render.fps, scene.render.fps_base, stamp_params(scene),
             int(s.buffer_resolution), float(s.buffer_size), s.framing, s.pivot.name if s.pivot else None,
             s.actors.name if s.actors else None, float(s.thickness),
             tuple(sorted(o.name for o in s.actors.all_objects)) if s.actors else ())
@@ -109,7 +113,11 @@ def check(scene: bpy.types.Scene) -> list:
 def _build(scene: bpy.types.Scene) -> _Live:
     """Read the actors' paths over the scene's frames and make its live buffer (SnowInputError; nothing kept)."""
     specs = check(scene)
-    frames = list(range(scene.frame_start, scene.frame_end + 1))
+    s = bridge.envfx_settings(scene).snow
+    if s.frame_end < s.frame_start:
+        raise SnowInputError(f"The Snow bake's frame range {s.frame_start}-{s.frame_end} is reversed: set End >= "
+                             f"Start (live grass push steps those frames)")
+    frames = list(range(s.frame_start, s.frame_end + 1))
     _busy[0] = True
     try:
         gather = gather_tracks(scene, frames)
@@ -122,7 +130,7 @@ def _build(scene: bpy.types.Scene) -> _Live:
     finally:
         _busy[0] = False
     buf, surface, occ_tris = buffer_window(scene, specs, tracks, radii)
-    live = core_snow.LiveBuffer(tracks, radii, depths, stamp_params(scene), buf, frame_start=scene.frame_start,
+    live = core_snow.LiveBuffer(tracks, radii, depths, stamp_params(scene), buf, frame_start=s.frame_start,
                                 pivot_track=pivot_track, surface=surface, occluder_tris=occ_tris)
     return _Live(live, names, tracks, _signature(scene))
 
@@ -135,7 +143,17 @@ def _held(scene: bpy.types.Scene) -> _Live | None:
         return held
     if _busy[0] or bpy.app.is_job_running("RENDER"):
         return held
-    held = _live[scene.name] = _build(scene)
+    signature = _signature(scene)
+    if _refused.get(scene.name) == signature:  # said once already; the grass is not pushed until it changes
+        return None
+    try:
+        held = _live[scene.name] = _build(scene)
+    except SnowInputError as exc:
+        _live.pop(scene.name, None)
+        _refused[scene.name] = signature
+        print(f"EnvFX: the live grass push of scene {scene.name!r} is stopped: {exc}")
+        return None
+    _refused.pop(scene.name, None)
     return held
 
 
@@ -242,10 +260,10 @@ def start(scene: bpy.types.Scene) -> bpy.types.Image:
         image[SCENE_KEY] = scene.name
     bridge_colorspace(image)
     image.alpha_mode = "CHANNEL_PACKED"
-    origin = live.origin(scene.frame_start)
+    origin = live.origin(live.frame_start)
     meta: dict[str, Any] = {"world_size": float(live.buf.size), "sequence": True,
-                            "frames": [{"frame": scene.frame_start, "origin": list(origin)},
-                                       {"frame": scene.frame_end, "origin": list(origin)}]}
+                            "frames": [{"frame": live.frame_start, "origin": list(origin)},
+                                       {"frame": live.frame_end, "origin": list(origin)}]}
     snow_nodes.ensure_buffer_group(image, meta)
     _live[scene.name] = held
     _write(scene, held, image)

@@ -126,3 +126,231 @@ def test_live_buffer_equals_the_bake_and_the_grass_its_twin(mods, envfx, live, t
     assert worst_buf <= 1e-5, worst_buf
     assert worst_grass < 1e-4, worst_grass
     assert np.abs(baked[13][0][..., 3]).max() > 0.5  # the walker does push the grass down at frame 13
+
+
+def test_blades_near_the_walker_are_pushed_live_and_sway_back(mods, live):
+    """Still air: the grass moves only by the push. At frame 13 the walker is at about (0, 0): blades within its
+    radius and off its path lean away from the path with lower tips, far blades do not move; by frame 40 the near
+    ones have stood up again (A recovers)."""
+    scene, _walker = _walker_scene()
+    api.envfx(scene).wind.grass_tilt = 0.0
+    obj = _pushed_field(mods, scene, blades=900)
+    api.envfx(scene).wind.strength = 0.0
+    mods.ops.grass_push(scene)
+    m = np.array(obj.matrix_world)
+    world = lambda p: p @ m[:3, :3].T + m[:3, 3]  # noqa: E731
+    rest_w = world(_rest(mods, obj)).reshape(-1, 4, 3)
+    roots, tips_rest = rest_w[:, :2].mean(1), rest_w[:, 2:].mean(1)
+    path_dir = np.array([8.0, 0.6]) / np.hypot(8.0, 0.6)
+    normal = np.array([-path_dir[1], path_dir[0]])
+    side = roots[:, :2] @ normal
+    along = roots[:, :2] @ path_dir
+    near = (np.linalg.norm(roots[:, :2], axis=1) < 0.55) & (np.abs(side) > 0.15) & (along < 0.1)
+    far = np.linalg.norm(roots[:, :2] - np.array([0.0, 2.5]), axis=1) < 0.3
+
+    def tips(frame):
+        return world(_evaluated(mods, obj, frame)).reshape(-1, 4, 3)[:, 2:].mean(1)
+
+    assert near.sum() >= 5 and far.sum() >= 1, (near.sum(), far.sum())
+    before = tips(3) - tips_rest  # the walker is still far away
+    assert np.abs(before[near]).max() < 1e-6
+    moved = tips(13) - tips_rest
+    away = np.sign(side[near]) * (moved[near, :2] @ normal)
+    assert (away > 0.05).all(), away
+    assert (moved[near, 2] < -0.05).all(), moved[near, 2]
+    assert np.abs(moved[far]).max() < 1e-6
+    late = tips(40) - tips_rest
+    assert (late[near, 2] > moved[near, 2] + 0.02).all()
+    # the wobble alone (push strength 0: only G leans them): away at 13, then back past upright
+    api.envfx(scene).wind.push_strength = 0.0
+    lean = [np.median(np.sign(side[near]) * ((tips(f) - tips_rest)[near, :2] @ normal)) for f in range(13, 40)]
+    assert lean[0] > 0.01 and min(lean[1:]) < -0.005, lean
+
+
+def test_scrubbing_back_and_forth_shows_each_frame_as_the_bake(mods, envfx, live, tmp_path):
+    scene, _walker = _walker_scene(resolution=64)
+    obj = _pushed_field(mods, scene, blades=60)
+    mods.ops.grass_push(scene)
+    image = api.envfx(scene).wind.push_buffer
+    baked = _baked_frames(envfx, scene, tmp_path / "bake")
+    held = live._live[scene.name]
+    for frame in list(range(1, 21)) + [8, 9, 2, 33, 17, 16, 40, 41, 0, 13]:
+        got = _evaluated(mods, obj, frame)
+        want = baked[min(max(frame, 1), 40)][0] if frame >= 1 else np.zeros_like(baked[1][0])
+        assert np.abs(_image_pixels(image) - want).max() <= 1e-5, frame
+        assert np.abs(got - _twin(mods, live, obj, frame)).max() < 1e-4, frame
+    assert live._live[scene.name] is held  # scrubbing replays from checkpoints: the paths were not read again
+    assert held.buffer.steps < 40 * 4
+
+
+def test_a_reopened_file_shows_the_push_of_its_frame(mods, envfx, live, tmp_path, save_and_reopen):
+    scene, _walker = _walker_scene(resolution=64)
+    obj = _pushed_field(mods, scene, blades=60)
+    mods.ops.grass_push(scene)
+    baked = _baked_frames(envfx, scene, tmp_path / "bake")
+    api.scene().frame_set(14)
+    save_and_reopen()
+    scene = api.scene()
+    obj = bpy.data.objects["Field"]
+    image = api.envfx(scene).wind.push_buffer
+    assert image is not None and live.is_live_image(image)
+    # the frame the file was saved at, shown at once (load_post), then any other
+    assert np.abs(_image_pixels(image) - baked[14][0]).max() <= 1e-5
+    for frame in (14, 6, 20):
+        got = _evaluated(mods, obj, frame)
+        assert np.abs(_image_pixels(image) - baked[frame][0]).max() <= 1e-5, frame
+        assert np.abs(got - _twin(mods, live, obj, frame)).max() < 1e-4, frame
+
+
+RENDER_SCRIPT = """
+import sys, importlib, os, tempfile
+import bpy, addon_utils, numpy as np
+sys.path.insert(0, {tests!r})
+import api
+repo = tempfile.mkdtemp(prefix="envfx-live-")
+os.symlink({root!r}, os.path.join(repo, "envfx"))
+api.preferences().extensions.repos.new(name="EnvFX Live", module="envfx_live", custom_directory=repo, source="USER")
+addon_utils.enable("bl_ext.envfx_live.envfx", default_set=True)
+bpy.ops.wm.open_mainfile(filepath={blend!r})
+out = {{}}
+
+def grab(scene, *_args):
+    image = bpy.data.images["EnvFX Live Buffer"]
+    w, h = image.size
+    px = np.empty(w * h * 4, np.float32)
+    image.pixels.foreach_get(px)
+    out["pixels"] = px.reshape(h, w, 4)
+    out["frame"] = scene.frame_current
+
+bpy.app.handlers.render_post.append(grab)
+scene = bpy.context.scene
+scene.render.engine = "BLENDER_WORKBENCH"
+scene.render.resolution_x = scene.render.resolution_y = 16
+scene.render.filepath = {frames!r}
+scene.frame_start = scene.frame_end = {frame}
+bpy.ops.render.render(animation=True)
+np.save({npy!r}, out["pixels"])
+print("RENDERED", out["frame"])
+"""
+
+
+def test_a_render_of_any_frame_in_a_fresh_process_shows_that_frame(mods, envfx, live, tmp_path):
+    """The file saved at frame 1; a fresh process renders frame 13 (render animation of that one frame): the buffer
+    it renders with is the bake's frame 13, recomputed from the walker's animation."""
+    scene, _walker = _walker_scene(resolution=48)
+    _pushed_field(mods, scene, blades=20)
+    mods.ops.grass_push(scene)
+    baked = _baked_frames(envfx, scene, tmp_path / "bake")
+    scene.frame_set(1)
+    blend = str(tmp_path / "walk.blend")
+    bpy.ops.wm.save_as_mainfile(filepath=blend)
+    script = tmp_path / "render.py"
+    npy = str(tmp_path / "pixels.npy")
+    script.write_text(RENDER_SCRIPT.format(tests=os.path.join(ROOT, "tests", "blender"), root=ROOT, blend=blend,
+                                           frames=str(tmp_path / "frame_"), frame=13, npy=npy))
+    run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
+    assert "RENDERED 13" in run.stdout, run.stdout[-2000:] + run.stderr[-2000:]
+    got = np.load(npy)
+    assert np.abs(got - baked[13][0]).max() <= 1e-5
+    assert np.abs(baked[13][0][..., 3]).max() > 0.5
+
+
+def test_an_edited_walk_is_read_again_and_undo_brings_the_old_one_back(mods, live):
+    scene, walker = _walker_scene(resolution=48)
+    _pushed_field(mods, scene, blades=20)
+    mods.ops.grass_push(scene)
+    image = api.envfx(scene).wind.push_buffer
+    scene.frame_set(13)
+    first = _image_pixels(image).copy()
+    bpy.ops.ed.undo_push(message="pushed")
+    for fc in _fcurves(walker):  # the walk's end moved 1.5 m along y
+        if fc.data_path == "location" and fc.array_index == 1:
+            for kp in fc.keyframe_points:
+                if kp.co.x > 20:
+                    kp.co.y += 1.5
+                    kp.handle_left.y += 1.5
+                    kp.handle_right.y += 1.5
+        fc.update()
+    walker.animation_data.action.update_tag()
+    bpy.ops.ed.undo_push(message="walk moved")
+    scene.frame_set(12)
+    scene.frame_set(13)
+    moved = _image_pixels(api.envfx(scene).wind.push_buffer)
+    assert np.abs(moved - first).max() > 0.5  # read again: the push is where the walker is now
+    assert np.allclose(live._live[scene.name].tracks[12, 0, :2], (0.0, 0.75), atol=1e-6)
+    bpy.ops.ed.undo()
+    scene = api.scene()
+    image = api.envfx(scene).wind.push_buffer
+    assert image is not None and live.is_live_image(image)
+    scene.frame_set(13)
+    assert np.abs(_image_pixels(image) - first).max() <= 1e-6
+
+
+def _snapshot(obj):
+    s = api.envfx().wind
+    return (s.grass_push, s.push_buffer, sorted(i.name for i in bpy.data.images),
+            sorted(t.name for t in bpy.data.node_groups), tuple(m.name for m in obj.modifiers),
+            api.scene().frame_current)
+
+
+@pytest.mark.parametrize("damage, says", [
+    ("no collection", "No actor collection"),
+    ("empty collection", "has no usable actors"),
+    ("nan size", "Buffer Size is nan"),
+    ("nan thickness", "Thickness is nan"),
+    ("follow without pivot", "needs a pivot"),
+])
+def test_bad_input_changes_nothing_and_says_what_to_do(mods, live, damage, says):
+    scene, walker = _walker_scene(resolution=32)
+    obj = _pushed_field(mods, scene, blades=20)
+    s = api.envfx(scene)
+    if damage == "no collection":
+        s.snow.actors = None
+    elif damage == "empty collection":
+        bpy.data.collections["Walkers"].objects.unlink(walker)
+    elif damage == "nan size":
+        s.snow.buffer_size = float("nan")
+    elif damage == "nan thickness":
+        s.snow.thickness = float("nan")
+    else:
+        s.snow.framing = "FOLLOW"
+    scene.frame_set(7)
+    before = _snapshot(obj)
+    rest = _evaluated(mods, obj, 7)
+    with pytest.raises(mods.ops.WindInputError, match=says) as err:
+        mods.ops.grass_push(scene)
+    assert "No baked buffer" in str(err.value)
+    assert _snapshot(obj) == before
+    assert np.array_equal(_evaluated(mods, obj, 7), rest)
+    with pytest.raises(RuntimeError, match=says):
+        api.ops.wind_grass_push()
+    assert _snapshot(obj) == before
+
+
+def test_switching_push_off_leaves_the_scene_as_before(mods, live):
+    scene, _walker = _walker_scene(resolution=32)
+    obj = _pushed_field(mods, scene, blades=40)
+    scene.frame_set(13)
+    before = _snapshot(obj)
+    rest = _evaluated(mods, obj, 13)
+    assert api.ops.wind_grass_push() == {"FINISHED"}
+    assert not np.array_equal(_evaluated(mods, obj, 13), rest)  # pushed
+    assert api.ops.wind_grass_push(on=False) == {"FINISHED"}
+    assert _snapshot(obj) == before
+    assert live.live_image(scene) is None and scene.name not in live._live
+    assert np.array_equal(_evaluated(mods, obj, 13), rest)
+    for frame in (14, 13):  # and the handler writes nothing any more
+        assert not live.show(scene)
+        scene.frame_set(frame)
+    assert _snapshot(obj) == before
+
+
+def test_the_command_line_pushes_live_without_a_buffer(mods, live, tmp_path):
+    scene, _walker = _walker_scene(resolution=32)
+    obj = _pushed_field(mods, scene, blades=20)
+    path = str(tmp_path / "walk.blend")
+    bpy.ops.wm.save_as_mainfile(filepath=path)
+    assert mods.cli.main(["wind", path, "--push-grass"]) == 0
+    bpy.ops.wm.open_mainfile(filepath=path)
+    s = api.envfx().wind
+    assert s.grass_push and live.is_live_image(s.push_buffer)
