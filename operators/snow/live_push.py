@@ -26,6 +26,8 @@ from ... import bridge
 from ...core import snow as core_snow
 from ...core import wind as core_wind
 from ...shader_nodes import snow as snow_nodes
+from ...shader_nodes import wind as wind_nodes
+from ..common import colour_space
 from .actors import actor_specs, measure_actor
 from .bake import buffer_window, gather_tracks, stamp_params
 from .collection import SnowInputError
@@ -118,7 +120,15 @@ def _build(scene: bpy.types.Scene) -> _Live:
         raise SnowInputError(f"The Snow bake's frame range {s.frame_start}-{s.frame_end} is reversed: set End >= "
                              f"Start (live grass push steps those frames)")
     frames = list(range(s.frame_start, s.frame_end + 1))
+    # the wind moves no actor: its modifiers are switched off while the frames are stepped (a 1M-vertex field in the
+    # wind would be evaluated at every frame for nothing), and on again afterwards
+    actors = {o.name for o in s.actors.all_objects} if s.actors is not None else set()
+    muted = [(o.name, m.name) for o in scene.objects if o.name not in actors for m in o.modifiers
+             if m.type == "NODES" and m.show_viewport and wind_nodes.is_wind_group(cast(bpy.types.NodesModifier,
+                                                                                         m).node_group)]
     _busy[0] = True
+    for on, mn in muted:
+        bpy.data.objects[on].modifiers[mn].show_viewport = False
     try:
         gather = gather_tracks(scene, frames)
         while True:
@@ -129,6 +139,8 @@ def _build(scene: bpy.types.Scene) -> _Live:
                 break
     finally:
         _busy[0] = False
+        for on, mn in muted:
+            bpy.data.objects[on].modifiers[mn].show_viewport = True
     buf, surface, occ_tris = buffer_window(scene, specs, tracks, radii)
     live = core_snow.LiveBuffer(tracks, radii, depths, stamp_params(scene), buf, frame_start=s.frame_start,
                                 pivot_track=pivot_track, surface=surface, occluder_tris=occ_tris)
@@ -136,13 +148,13 @@ def _build(scene: bpy.types.Scene) -> _Live:
 
 
 def _held(scene: bpy.types.Scene) -> _Live | None:
-    """The scene's live buffer, read again when its settings changed or it is not held (None while rendering or
-    while the paths are read: no frames can be stepped then)."""
+    """The scene's live buffer, read again when its settings changed or it is not held (None while rendering, while
+    the paths are read, or for a scene other than the context's: no frames can be stepped then)."""
     held = _live.get(scene.name)
     if held is not None and held.signature == _signature(scene):
         return held
-    if _busy[0] or bpy.app.is_job_running("RENDER"):
-        return held
+    if _busy[0] or bpy.app.is_job_running("RENDER") or scene != bpy.context.scene:
+        return held  # (the paths are read by stepping the context's scene, as the bake does)
     signature = _signature(scene)
     if _refused.get(scene.name) == signature:  # said once already; the grass is not pushed until it changes
         return None
@@ -175,7 +187,7 @@ def _write(scene: bpy.types.Scene, held: _Live, image: bpy.types.Image) -> bool:
     pixels = live.at(frame)
     if pixels is None:
         pixels = np.zeros((res, res, 4), np.float32)
-    image.pixels.foreach_set(pixels.ravel())
+    cast("bpy.types.bpy_prop_array[float]", image.pixels).foreach_set(pixels.ravel())  # (typed as one float)
     image.update()
     tree = _image_group(image)
     if tree is not None:
@@ -272,8 +284,9 @@ def start(scene: bpy.types.Scene) -> bpy.types.Image:
 
 def bridge_colorspace(image: bpy.types.Image) -> None:
     """The image holds data, not colour (no view transform between the fields and the grass)."""
-    if image.colorspace_settings.name != "Non-Color":
-        image.colorspace_settings.name = "Non-Color"
+    settings = colour_space(image)
+    if settings.name != "Non-Color":
+        settings.name = "Non-Color"  # pyright: ignore[reportAttributeAccessIssue] -- the stubs know only "NONE" (names come from the OCIO config)
 
 
 def stop(scene: bpy.types.Scene) -> bool:

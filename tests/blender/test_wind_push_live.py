@@ -271,7 +271,7 @@ def test_an_edited_walk_is_read_again_and_undo_brings_the_old_one_back(mods, liv
                     kp.handle_left.y += 1.5
                     kp.handle_right.y += 1.5
         fc.update()
-    walker.animation_data.action.update_tag()
+    api.of(bpy.types.Action, api.of(bpy.types.AnimData, walker.animation_data).action).update_tag()
     bpy.ops.ed.undo_push(message="walk moved")
     scene.frame_set(12)
     scene.frame_set(13)
@@ -284,6 +284,21 @@ def test_an_edited_walk_is_read_again_and_undo_brings_the_old_one_back(mods, liv
     assert image is not None and live.is_live_image(image)
     scene.frame_set(13)
     assert np.abs(_image_pixels(image) - first).max() <= 1e-6
+
+
+def test_a_changed_snow_setting_is_read_again_at_the_next_frame(mods, envfx, live, tmp_path):
+    scene, _walker = _walker_scene(resolution=32)
+    _pushed_field(mods, scene, blades=20)
+    mods.ops.grass_push(scene)
+    scene.frame_set(13)
+    image = api.envfx(scene).wind.push_buffer
+    assert tuple(image.size) == (32, 32)
+    api.envfx(scene).snow.buffer_resolution = 40
+    scene.frame_set(14)
+    assert tuple(image.size) == (40, 40)
+    baked = _baked_frames(envfx, scene, tmp_path / "bake")
+    scene.frame_set(14)
+    assert np.abs(_image_pixels(image) - baked[14][0]).max() <= 1e-5
 
 
 def _snapshot(obj):

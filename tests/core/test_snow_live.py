@@ -3,6 +3,7 @@ forwards, scrubbed back (from a checkpoint), jumped ahead, before and after the 
 follow window, and refuses what the bake refuses."""
 
 import math
+from typing import Any
 
 import numpy as np
 import pytest
@@ -31,6 +32,7 @@ def test_live_buffer_equals_the_bake_at_every_frame_in_any_order(framing):
                                  np.broadcast_to(np.asarray(depth, float), (40, 2)), stamp, buf, pivot)
     for i in range(40):
         stepper.step()
+        assert stepper.origin is not None
         baked[5 + i] = (stepper.image(), tuple(stepper.origin))
     result = snow.bake(tracks, radius, depth, stamp, buf, frame_start=5, pivot_track=pivot)
     job.close()
@@ -70,8 +72,8 @@ def test_scrubbing_back_replays_from_a_checkpoint_not_from_the_start():
     (dict(buf=snow.BufferParams(resolution=16, framing="FOLLOW")), "pivot"),
 ])
 def test_bad_input_is_refused_as_the_bake_refuses_it(bad, what):
-    args = dict(tracks=_walk(n=5, actors=1), radius=[0.5], depth=[0.2], stamp=snow.StampParams(fps=24.0),
-                buf=snow.BufferParams(resolution=16, size=10.0))
+    args: dict[str, Any] = dict(tracks=_walk(n=5, actors=1), radius=[0.5], depth=[0.2],
+                                stamp=snow.StampParams(fps=24.0), buf=snow.BufferParams(resolution=16, size=10.0))
     args.update(bad)
     with pytest.raises(snow.SnowError, match=what):
         snow.LiveBuffer(**args)
