@@ -6,6 +6,7 @@ from bpy.app.handlers import persistent
 from . import bridge, progress
 from .operators import bend as bend_ops
 from .operators.snow import bake as snow_bake
+from .operators.snow import live_push
 from .operators.snow import numpy_trails
 from .operators.snow import render as snow_render
 from .operators.snow import trails as snow_trails
@@ -278,6 +279,57 @@ def on_snow_numpy_save_pre(*_args):
         print(f"EnvFX: the numpy snow trails' track could not be saved (play the shot again after loading): {exc}")
 
 
+# --- grass push with no bake: the live interaction buffer ---
+# A scene whose grass push reads its live buffer (operators.snow.live_push): before the frame is evaluated the
+# buffer of that frame is written into its image (the grass reads it in the same evaluation); after it, the
+# actors as evaluated are checked against the paths read from their animation (an animation edited since is read
+# again). A file opened, or an undo, drops the paths held: they are read again from the animation when first shown.
+
+@persistent
+def on_live_push_frame(scene, *_args):
+    """frame_change_pre: the live buffer of ``scene``'s frame into its image."""
+    try:
+        live_push.show(scene)
+    except Exception as exc:  # a handler must never break playback
+        print(f"EnvFX: the live grass push could not be brought to frame {scene.frame_current}: {exc}")
+
+
+@persistent
+def on_live_push_verify(scene, depsgraph=None, *_args):
+    """frame_change_post: an actor whose evaluated position is not its path's makes the paths be read again."""
+    try:
+        live_push.verify(scene, depsgraph)
+    except Exception as exc:  # a handler must never break playback
+        print(f"EnvFX: the live grass push could not check the actors at frame {scene.frame_current}: {exc}")
+
+
+@persistent
+def on_live_push_load_post(*_args):
+    """The held paths belonged to the file closed; each scene with live push shows its current frame again (read
+    from the actors' animation: the image of a generated buffer is blank in a file just opened)."""
+    live_push.forget()
+    for scene in bpy.data.scenes:
+        try:
+            live_push.show(scene)
+        except Exception as exc:  # a handler must never break loading
+            print(f"EnvFX: the live grass push of scene {scene.name!r} could not be shown (Push Grass again): {exc}")
+
+
+@persistent
+def on_live_push_undo(scene, *_args):
+    """undo_post and redo_post: the actors' animation may be another step's; read again and shown."""
+    try:
+        live_push.changed()
+        live_push.show(scene)
+    except Exception as exc:  # a handler must never break undo
+        print(f"EnvFX: the live grass push could not be shown again after undo: {exc}")
+
+
+LIVE_PUSH_HANDLERS = (("frame_change_pre", on_live_push_frame), ("frame_change_post", on_live_push_verify),
+                      ("load_post", on_live_push_load_post), ("undo_post", on_live_push_undo),
+                      ("redo_post", on_live_push_undo))
+
+
 SNOW_HANDLERS = (("frame_change_pre", on_snow_follow_actors_pre), ("frame_change_post", on_snow_follow_actors_post),
                  ("depsgraph_update_post", on_snow_follow_actors), ("load_post", on_snow_load_post),
                  ("save_pre", on_snow_save_pre), ("load_pre", on_snow_load_pre),
@@ -366,7 +418,8 @@ def _revive_later():
 
 def register():
     bpy.app.handlers.load_post.append(on_load_post)
-    for name, fn in SNOW_HANDLERS + CLAIM_HANDLERS + SAVE_HANDLERS + READER_HANDLERS + RENDER_HANDLERS + WIND_HANDLERS:
+    for name, fn in (SNOW_HANDLERS + CLAIM_HANDLERS + SAVE_HANDLERS + READER_HANDLERS + RENDER_HANDLERS + WIND_HANDLERS
+                     + LIVE_PUSH_HANDLERS):
         getattr(bpy.app.handlers, name).append(fn)
     # Enabled by hand (Preferences, addon_utils.enable, installing the zip): the open file is there to revive.
     # Registered at start-up or by Reload Scripts, bpy.data is hidden: at start-up a file load (and load_post)
@@ -385,6 +438,7 @@ def unregister():
         bpy.app.timers.unregister(snow_clean_up)
     if on_load_post in bpy.app.handlers.load_post:
         bpy.app.handlers.load_post.remove(on_load_post)
-    for name, fn in SNOW_HANDLERS + CLAIM_HANDLERS + SAVE_HANDLERS + READER_HANDLERS + RENDER_HANDLERS + WIND_HANDLERS:
+    for name, fn in (SNOW_HANDLERS + CLAIM_HANDLERS + SAVE_HANDLERS + READER_HANDLERS + RENDER_HANDLERS + WIND_HANDLERS
+                     + LIVE_PUSH_HANDLERS):
         if fn in getattr(bpy.app.handlers, name):
             getattr(bpy.app.handlers, name).remove(fn)

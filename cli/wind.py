@@ -60,8 +60,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
                    "read onto the meshes (saved with the file); default: no engine files")
     p.add_argument("--push-grass", action=argparse.BooleanOptionalAction,
                    help="actors push the grass in wind (the scene's Grass Push): on, it reads --push-buffer, else the "
-                   "baked buffer the file already has (or the Snow bake's Output Folder); --no-push-grass turns it "
-                   "off (default: as the file has it)")
+                   "baked buffer the file already has (or the Snow bake's Output Folder), else it pushes live from "
+                   "the Snow actors' animation (no bake); --no-push-grass turns it off (default: as the file has it)")
     p.add_argument("--push-buffer", metavar="DIR",
                    help="with --push-grass: the folder of a baked interaction buffer (its snow_buffer.json; // is the "
                    ".blend file's folder) the grass reads (default: the file's)")
@@ -105,7 +105,8 @@ def push_folder(path: str, blend: str | None = None) -> str:
 
 def apply_push(args: argparse.Namespace, scene: bpy.types.Scene, path: str) -> str | None:
     """The push options on ``scene`` (the file ``path``); returns what was done, or None when none was given.
-    Raises CliError (nothing on the scene changed) when push is asked for and there is no buffer to read."""
+    Raises CliError (nothing on the scene changed) when push is asked for and there is neither a buffer to read
+    nor snow actors to push live."""
     if all(getattr(args, name) is None for name in PUSH_OPTIONS):
         return None
     image = None

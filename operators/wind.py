@@ -21,12 +21,12 @@ from ..shader_nodes import bend as bend_nodes
 from ..shader_nodes import common as nodes_common
 from ..shader_nodes import wind as wind_nodes
 from ..shader_nodes.snow import buffer as snow_buffer_nodes
-from ..shader_nodes.snow import trails as snow_trails_nodes
 from . import snow as snow_ops
 from . import wind_armature
 from .common import (ObjectsResult, changeable, evaluated_check, join_scene_group, kept_by_override_reason,
                      linked_reason, mesh_of, no_modifier_reason, nodes_modifiers, poll_not_in_edit_mode,
                      refuse_edit_mode, report_result)
+from .snow import live_push
 
 if TYPE_CHECKING:  # the stubs' name for an operator's result literals (no such module at run time)
     from bpy.stub_internal.rna_enums import OperatorReturnItems
@@ -537,10 +537,12 @@ def apply_preset(objects: Iterable[bpy.types.Object], preset: str) -> WindResult
 
 
 def _image_of(tree):
-    """The image a bake's group reads (Snow from Bake, Water Ripples from Bake), else None."""
+    """The image a bake's group reads (Snow from Bake, Water Ripples from Bake), else None; a live buffer's group
+    (``live_push``) reads no bake: None."""
     node = tree.nodes.get("Buffer") if tree.bl_idname == "GeometryNodeTree" else None
-    return node.inputs["Image"].default_value if node is not None and node.bl_idname == "GeometryNodeImageTexture" \
+    image = node.inputs["Image"].default_value if node is not None and node.bl_idname == "GeometryNodeImageTexture" \
         else None
+    return None if live_push.is_live_image(image) else image
 
 
 def _scene_buffers(scene) -> list:
@@ -556,20 +558,10 @@ def _scene_buffers(scene) -> list:
     return images
 
 
-def grass_push(scene: bpy.types.Scene, on: bool = True, image: bpy.types.Image | None = None) -> str:
-    """Turn the scene's grass push on or off. On, it reads ``image``, else the scene's Push Buffer, else the baked
-    buffer the scene shows (Snow from Bake, Water Ripples from Bake), else the file's only one, else the bake in the
-    Snow bake's Output Folder (loaded as Snow from Bake loads it). Returns what it did. Without a baked buffer to
-    read it raises ``WindInputError`` and changes nothing (the live trails carry the snow's R only: the grass
-    channels are made by the buffer bake)."""
+def _baked_buffer(scene, image):
+    """The baked buffer grass push reads (see ``grass_push``), or None when the scene and file have none."""
     s = bridge.envfx_settings(scene).wind
-    if not on:
-        s.grass_push = False
-        return "Grass push off"
-    if image is not None and not wind_nodes.is_buffer_image(image):
-        raise WindInputError(f"Image {image.name!r} is no baked interaction buffer: bake one (Snow > Bake "
-                             f"Interaction Buffer), then Push Grass")
-    if image is None and wind_nodes.is_buffer_image(s.push_buffer):
+    if image is None and wind_nodes.is_buffer_image(s.push_buffer) and not live_push.is_live_image(s.push_buffer):
         image = s.push_buffer
     if image is None:
         shown = _scene_buffers(scene)
@@ -584,17 +576,49 @@ def grass_push(scene: bpy.types.Scene, on: bool = True, image: bpy.types.Image |
                                  f"the Push Buffer, then Push Grass")
     if image is None:
         image = _load_output_folder_bake(scene)
-    if image is None:
-        trails = any(mod.node_group is not None and snow_trails_nodes.is_trails_group(mod.node_group)
-                     for obj in scene.objects for mod in nodes_modifiers(obj))
-        what = ("No baked buffer in scene {!r} to push the grass (its live trails carry only the snow's height, R)"
-                if trails else "No trails or baked buffer in scene {!r} to push the grass").format(scene.name)
-        raise WindInputError(f"{what}: grass push reads the interaction buffer's grass channels (G sway, A "
-                             f"push-down). Put the walkers in the Snow panel's Actors and Bake Interaction Buffer, "
-                             f"then Push Grass")
+    return image
+
+
+def grass_push(scene: bpy.types.Scene, on: bool = True, image: bpy.types.Image | None = None) -> str:
+    """Turn the scene's grass push on or off. On, it reads ``image``, else the scene's Push Buffer, else the baked
+    buffer the scene shows (Snow from Bake, Water Ripples from Bake), else the file's only one, else the bake in the
+    Snow bake's Output Folder (loaded as Snow from Bake loads it); with no bake at all, the live interaction buffer
+    (``operators.snow.live_push``: the snow actors' paths over the Snow bake's frames, stepped as the bake steps them,
+    while the timeline plays and in renders). Returns what it did. Off, the live buffer (its image and group) goes.
+    Raises ``WindInputError`` and changes nothing when there is neither a bake nor usable snow actors, or a push
+    setting is not a number."""
+    s = bridge.envfx_settings(scene).wind
+    if not on:
+        was_live = live_push.is_live_image(s.push_buffer)
+        s.grass_push = False
+        if was_live:
+            s.push_buffer = None
+        live_push.stop(scene)
+        return "Grass push off"
+    for label, value in (("Push Strength", s.push_strength), ("Push Sway", s.push_sway)):
+        if not math.isfinite(value):
+            raise WindInputError(f"{label} is {value}: set it to a number of 0 or more, then Push Grass")
+    if image is not None and (live_push.is_live_image(image) or not wind_nodes.is_buffer_image(image)):
+        raise WindInputError(f"Image {image.name!r} is no baked interaction buffer: bake one (Snow > Bake "
+                             f"Interaction Buffer), then Push Grass")
+    image = _baked_buffer(scene, image)
+    if image is not None:
+        live_push.stop(scene)
+        s.push_buffer = image
+        s.grass_push = True
+        return f"Grass pushed by the baked buffer {image.name}"
+    try:
+        image = live_push.start(scene)
+    except snow_ops.SnowInputError as exc:
+        raise WindInputError(f"No baked buffer in scene {scene.name!r} to push the grass, and it cannot be pushed "
+                             f"live: {exc}. Live push reads the Snow panel's Actors as they move; or bake the "
+                             f"interaction buffer (Snow > Bake Interaction Buffer), then Push Grass") from None
     s.push_buffer = image
     s.grass_push = True
-    return f"Grass pushed by the baked buffer {image.name}"
+    snow = bridge.envfx_settings(scene).snow
+    return (f"Grass pushed live by the snow actors of {snow.actors.name!r} (no baked buffer: the live buffer "
+            f"{image.name!r}, {image.size[0]} x {image.size[1]} texels, the Snow bake's frames {snow.frame_start}-"
+            f"{snow.frame_end})")
 
 
 def _load_output_folder_bake(scene):

@@ -21,6 +21,7 @@ from ..core import wind_engines
 from ..shader_nodes import wind as wind_nodes
 from . import bend as bend_ops
 from .common import PATH_OPTIONS, ObjectsResult, edit_mode_text, in_edit_mode, mesh_of, output_folder, report_result
+from .snow import live_push
 
 if TYPE_CHECKING:  # the stubs' name for an operator's result literals (no such module at run time)
     from bpy.stub_internal.rna_enums import OperatorReturnItems
@@ -78,6 +79,9 @@ def push_bake(scene: bpy.types.Scene) -> wind_engines.PushBake | None:
     image, tree = wind_nodes.push_source(scene)
     if image is None or tree is None:
         return None
+    if live_push.is_live_image(image):
+        raise WindEngineError("The grass push is live (no bake): a game reads baked frames. Bake the interaction "
+                              "buffer (Snow > Bake Interaction Buffer) and Push Grass again, or turn Grass Push off")
     s = bridge.envfx_settings(scene).wind
 
     def value(label: str) -> float:

@@ -3,6 +3,7 @@
 import bpy
 
 from .. import bridge
+from ..operators.snow import live_push
 from ..shader_nodes import wind as wind_nodes
 from .main import EnvFXSubPanel, draw_status, group_status
 
@@ -44,7 +45,14 @@ class VIEW3D_PT_envfx_wind(EnvFXSubPanel, bpy.types.Panel):
         push = layout.column(heading="Push")
         image, _tree = wind_nodes.push_source(scene)
         if s.grass_push:
-            push.prop(s, "push_buffer")
+            if live_push.uses_live(scene):
+                snow = bridge.envfx_settings(scene).snow
+                push.label(text=f"Live from {snow.actors.name if snow.actors else 'no actors'} (no bake)",
+                           icon="PLAY")
+                push.label(text=f"Frames {snow.frame_start}-{snow.frame_end}, {snow.buffer_resolution} px "
+                           f"(the Snow bake's)")
+            else:
+                push.prop(s, "push_buffer")
             push.prop(s, "push_strength")
             push.prop(s, "push_sway")
             if image is None:

@@ -41,11 +41,12 @@ scene (a scene ten times larger, ripple speed included, has ten times taller rip
 
 The modules, each importing only those before it: ``base`` (SnowError, the limits), ``files`` (the bake's disk
 space, temporary folders and EXR images), ``stamp``, ``trails`` (what the live trails show, puffs, actor size),
-``buffer`` (the buffer's window, fields and JSON), ``baking`` (the bake) and ``cover``. This package re-exports
+``buffer`` (the buffer's window, fields and JSON), ``baking`` (the bake), ``live`` (the bake's buffer at any
+frame, for a frame handler) and ``cover``. This package re-exports
 their public names: ``core.snow.bake(...)`` as before the split.
 """
 
-from . import base, baking, buffer, cover, files, stamp, trails
+from . import base, baking, buffer, cover, files, live, stamp, trails
 from .base import CHANNELS, FRAMINGS, MAX_RESOLUTION, DEFAULT_VERTEX_BUDGET, SnowError
 from .files import (TEMP_PREFIX, bake_output_bytes, check_disk_space, remove_stale_temp, stale_temp_folders, write_exr,
                     read_exr)
@@ -56,7 +57,8 @@ from .trails import (GROUND_KEEP, camera_fade, shown_offset, PUFF_MIN_PUSH, PUFF
 from .buffer import (BufferParams, snap_origin, edge_fade_mask, wobble_peak, HeightField, rasterize_top, sample_buffer,
                      engine_sampling, engine_uv_offset, BUFFER_FORMAT, BUFFER_VERSION, read_buffer_metadata,
                      buffer_metadata)
-from .baking import BakeResult, bake_job, bake, check_part
+from .baking import BakeResult, BufferStepper, bake_job, bake, check_part
+from .live import LiveBuffer
 from .cover import (CoverParams, CoverMesh, SnowCover, triangle_normals, up_facing, grid_factor, estimate_vertices,
                     value_noise, sample_image, generate_cover, TRAIL_CELLS, trail_cells, by_trail_cells)
 
@@ -69,7 +71,7 @@ __all__ = (
     "PUFF_SIDEWAYS", "PuffParams", "puff_launch_bounds", "puff_step", "puff_radius", "actor_size", "BufferParams",
     "snap_origin", "edge_fade_mask", "wobble_peak", "HeightField", "rasterize_top", "sample_buffer", "engine_sampling",
     "engine_uv_offset", "BUFFER_FORMAT", "BUFFER_VERSION", "read_buffer_metadata", "buffer_metadata", "BakeResult",
-    "bake_job", "bake", "check_part", "CoverParams", "CoverMesh", "SnowCover", "triangle_normals", "up_facing", "grid_factor",
+    "bake_job", "bake", "check_part", "BufferStepper", "live", "LiveBuffer", "CoverParams", "CoverMesh", "SnowCover", "triangle_normals", "up_facing", "grid_factor",
     "estimate_vertices", "value_noise", "sample_image", "generate_cover", "TRAIL_CELLS", "trail_cells",
     "by_trail_cells",
 )

@@ -165,6 +165,94 @@ class _Fields:
         return out
 
 
+class BufferStepper:
+    """The bake's fields stepped one frame at a time over checked ``tracks`` (F, A, 3), ``radius`` and ``depth``
+    (F, A) (``_checked_tracks``): ``step()`` advances to the next frame (``index``: the frame stepped last, -1
+    before the first), ``image()`` is the buffer now, ``origin`` the window's lower-left world XY now. The bake and
+    the live buffer (``core.snow.live``) step with this one class, so they give the same buffer.
+    ``snapshot()`` / ``restore()`` copy the state (a checkpoint to replay from)."""
+
+    def __init__(self, tracks: np.ndarray, radius: np.ndarray, depth: np.ndarray, stamp: StampParams,
+                 buf: BufferParams, pivot_track: np.ndarray | Sequence[npt.ArrayLike] | None = None,
+                 surface: HeightField | None = None,
+                 occluder_tris: np.ndarray | Sequence[npt.ArrayLike] | None = None):
+        self.tracks, self.radius, self.depth = tracks, radius, depth
+        self.stamp, self.buf, self.pivot_track, self.surface = stamp, buf, pivot_track, surface
+        n_frames, n_actors = tracks.shape[:2]
+        res = self.res = int(buf.resolution)
+        self.texel = buf.texel
+        self.fields = _Fields(res)
+        dt = 1.0 / stamp.fps
+        self.osc = _oscillator_matrix(buf.grass_frequency, buf.grass_damping, dt)
+        omega = 2.0 * math.pi * buf.grass_frequency
+        self.nudge_gain = np.float32(omega / wobble_peak(buf.grass_damping))
+        self.grass_keep = np.float32(np.clip(1.0 - buf.grass_recover * dt, 0.0, 1.0))
+        self.keep = np.float32(stamp.keep)
+        # ripple substeps keep the wave equation stable (Courant number <= 0.6; the limit is 0.707)
+        self.substeps = (max(1, int(math.ceil(buf.ripple_speed * dt / (0.6 * self.texel))))
+                         if buf.ripple_speed > 0 else 1)
+        self.c2 = np.float32((buf.ripple_speed * dt / self.substeps / self.texel) ** 2)
+        self.wave_keep = np.float32(math.exp(-buf.ripple_damping * dt / self.substeps))
+        self.fade = edge_fade_mask(res, buf.edge_fade) if buf.framing == "FOLLOW" else None
+        self.reach_max = (reach(radius, stamp.rim_width).max(axis=1) if n_actors
+                          else np.zeros(n_frames))  # per frame
+        self.occ_tris = None if occluder_tris is None or len(occluder_tris) == 0 else np.asarray(occluder_tris)
+        self.occ_idx, self.occ_origin = None, None
+        self.origin: np.ndarray | None = None
+        self.index = -1
+
+    def step(self) -> None:
+        """Step the fields to the next frame."""
+        f = self.index + 1
+        buf, texel, fields = self.buf, self.texel, self.fields
+        if buf.framing == "FOLLOW":
+            assert self.pivot_track is not None  # _checked_tracks refuses FOLLOW without a pivot
+            new_origin = snap_origin(self.pivot_track[f], buf.size, texel)
+        else:
+            new_origin = np.asarray(buf.origin, dtype=np.float64)[:2]
+        if self.origin is not None and buf.framing == "FOLLOW":
+            dx, dy = np.rint((new_origin - self.origin) / texel).astype(int)
+            if dx or dy:
+                fields.shift(dx, dy)
+        origin = self.origin = new_origin
+        prev = self.tracks[max(f - 1, 0)]
+        cur = self.tracks[f]
+        idx, ds, rs, cw, dep = _stamp_sparse(origin, texel, self.res, prev, cur, self.radius[f], self.depth[f],
+                                             self.stamp, self.surface, float(self.reach_max[f]))
+        fields.trails(idx, ds, rs, cw, dep, self.keep)
+        if self.occ_tris is not None:
+            if self.occ_idx is None or self.occ_origin is None or not np.array_equal(origin, self.occ_origin):
+                zocc, _, _ = rasterize_top(self.occ_tris, origin, texel, (self.res, self.res))
+                self.occ_idx, self.occ_origin = np.flatnonzero(np.isfinite(zocc)), origin.copy()
+            fields.down[self.occ_idx] = np.maximum(fields.down[self.occ_idx], np.float32(buf.occluder_depth))
+            fields.rim[self.occ_idx] = 0.0
+        nudge = fields.grass(idx, cw, self.grass_keep, self.osc, self.nudge_gain)
+        fields.water(idx, nudge, dep, self.substeps, self.c2, self.wave_keep)
+        self.index = f
+
+    def image(self) -> np.ndarray:
+        """(res, res, 4) float32 RGBA of the buffer now (row 0 = min world y)."""
+        return self.fields.image(self.fade)
+
+    def snapshot(self) -> tuple:
+        """A copy of the state (the frame stepped last, the window's origin and the fields)."""
+        f = self.fields
+        return (self.index, None if self.origin is None else self.origin.copy(),
+                tuple(a.copy() for a in (f.down, f.rim, f.push, f.sway_x, f.sway_v, f.wave, f.wave_old)))
+
+    def restore(self, snapshot: tuple) -> None:
+        """Go back to a ``snapshot()``."""
+        index, origin, arrays = snapshot
+        self.index, self.origin = index, None if origin is None else origin.copy()
+        f = self.fields
+        f.down, f.rim, f.push, f.sway_x, f.sway_v, f.wave, f.wave_old = (a.copy() for a in arrays)
+
+    def reset(self) -> None:
+        """Back to before the first frame."""
+        self.fields = _Fields(self.res)
+        self.origin, self.index = None, -1
+
+
 def check_part(part: Sequence[int] | None, frame_start: int, n_frames: int, sequence: bool = True) -> tuple[int, int]:
     """(first, last) frame numbers of ``part`` (None: every frame) within the bake's ``frame_start`` ..
     ``frame_start + n_frames - 1``; SnowError (what to do) for a part outside them, or a part of a bake that writes
@@ -211,7 +299,6 @@ def bake_job(tracks: npt.ArrayLike, radius: npt.ArrayLike, depth: npt.ArrayLike,
     f_first, f_last = first - frame_start, last - frame_start  # (indices into the frames)
     final_part = f_last == n_frames - 1
     res = int(buf.resolution)
-    texel = buf.texel
     if out_dir is not None:
         _writable_out_dir(out_dir)
     # a killed bake's temporary folder may hold the space this bake needs: removed before the space is checked
@@ -220,53 +307,16 @@ def bake_job(tracks: npt.ArrayLike, radius: npt.ArrayLike, depth: npt.ArrayLike,
         check_disk_space(out_dir, res, (f_last - f_first + 1) if sequence else 1, n_frames, basename)
     tmp = outputs.make_staging(out_dir, "snow") if out_dir is not None else None  # (files.TEMP_PREFIX)
     try:
-        fields = _Fields(res)
-        dt = 1.0 / stamp.fps
-        osc = _oscillator_matrix(buf.grass_frequency, buf.grass_damping, dt)
-        omega = 2.0 * math.pi * buf.grass_frequency
-        nudge_gain = np.float32(omega / wobble_peak(buf.grass_damping))
-        grass_keep = np.float32(np.clip(1.0 - buf.grass_recover * dt, 0.0, 1.0))
-        keep = np.float32(stamp.keep)
-        # ripple substeps keep the wave equation stable (Courant number <= 0.6; the limit is 0.707)
-        substeps = max(1, int(math.ceil(buf.ripple_speed * dt / (0.6 * texel)))) if buf.ripple_speed > 0 else 1
-        c2 = np.float32((buf.ripple_speed * dt / substeps / texel) ** 2)
-        wave_keep = np.float32(math.exp(-buf.ripple_damping * dt / substeps))
-        fade = edge_fade_mask(res, buf.edge_fade) if buf.framing == "FOLLOW" else None
-        reach_max = reach(radius, stamp.rim_width).max(axis=1) if n_actors else np.zeros(n_frames)  # per frame
+        stepper = BufferStepper(tracks, radius, depth, stamp, buf, pivot_track, surface, occluder_tris)
         origins = np.zeros((n_frames, 2))
         files, frames = [], []
-        origin = None
         final = None
-        occ_tris = None if occluder_tris is None or len(occluder_tris) == 0 else np.asarray(occluder_tris)
-        occ_idx, occ_origin = None, None
         for f in range(f_last + 1):
-            if buf.framing == "FOLLOW":
-                assert pivot_track is not None  # _checked_tracks refuses FOLLOW without a pivot
-                new_origin = snap_origin(pivot_track[f], buf.size, texel)
-            else:
-                new_origin = np.asarray(buf.origin, dtype=np.float64)[:2]
-            if origin is not None and buf.framing == "FOLLOW":
-                dx, dy = np.rint((new_origin - origin) / texel).astype(int)
-                if dx or dy:
-                    fields.shift(dx, dy)
-            origin = new_origin
-            origins[f] = origin
-            prev = tracks[max(f - 1, 0)]
-            cur = tracks[f]
-            idx, ds, rs, cw, dep = _stamp_sparse(origin, texel, res, prev, cur, radius[f], depth[f], stamp, surface,
-                                                 float(reach_max[f]))
-            fields.trails(idx, ds, rs, cw, dep, keep)
-            if occ_tris is not None:
-                if occ_idx is None or occ_origin is None or not np.array_equal(origin, occ_origin):
-                    zocc, _, _ = rasterize_top(occ_tris, origin, texel, (res, res))
-                    occ_idx, occ_origin = np.flatnonzero(np.isfinite(zocc)), origin.copy()
-                fields.down[occ_idx] = np.maximum(fields.down[occ_idx], np.float32(buf.occluder_depth))
-                fields.rim[occ_idx] = 0.0
-            nudge = fields.grass(idx, cw, grass_keep, osc, nudge_gain)
-            fields.water(idx, nudge, dep, substeps, c2, wave_keep)
+            stepper.step()
+            origins[f] = stepper.origin
             write = tmp is not None and (f >= f_first if sequence else f == n_frames - 1)
             if write or f == n_frames - 1:
-                final = out = fields.image(fade)
+                final = out = stepper.image()
                 if write:
                     assert tmp is not None  # write implies tmp
                     frame = frame_start + f
@@ -293,7 +343,7 @@ def bake_job(tracks: npt.ArrayLike, radius: npt.ArrayLike, depth: npt.ArrayLike,
             paths = [os.path.join(out_dir, n) for n in files]
         yield 1.0
         # the fields after the part's last frame (the final frame's in a whole bake)
-        final = final if final is not None else fields.image(fade)
+        final = final if final is not None else stepper.image()
         return BakeResult(frames=frames, files=paths, metadata_path=meta_path, origins=origins, final=final,
                           stale_removed=stale)
     finally:

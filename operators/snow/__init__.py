@@ -13,11 +13,12 @@ importing only those before it:
     bake        Bake Interaction Buffer, Snow from Bake
     engines     Export for Game Engines (the snow's displacement from the buffer as shader code)
     numpy_trails  the Numpy trails engine: the trails' state held in numpy by a frame handler
+    live_push   the live interaction buffer (the bake's fields at the frame shown) that grass push reads
 
 This package re-exports the names scripts, the CLI and the tests use (``operators.snow.add_trails``).
 """
 
-from . import actors, bake, collection, cover, engines, numpy_trails, render, terrain, trails
+from . import actors, bake, collection, cover, engines, live_push, numpy_trails, render, terrain, trails
 from .actors import actor_specs
 from .bake import (bake_counts, bake_inputs, bake_job, buffer_modifiers, drive_from_bake, drive_from_trails,
                    load_bake, range_warning, ripples_modifiers, stamp_params, water_ripples)
@@ -28,7 +29,7 @@ from .trails import (MODIFIER_NAME, add_trails, follow_actors, pending_clean_up,
                      trails_modifiers)
 
 __all__ = (
-    "actors", "bake", "collection", "cover", "engines", "numpy_trails", "render", "terrain", "trails",
+    "actors", "bake", "collection", "cover", "engines", "live_push", "numpy_trails", "render", "terrain", "trails",
     "COLLECTION_KEY", "MODIFIER_NAME", "OCCLUDER_READER", "SnowInputError",
     "actor_specs", "add_trails", "bake_counts", "bake_inputs", "bake_job", "buffer_modifiers", "covers_of",
     "drive_from_bake", "drive_from_trails", "follow_actors", "generate_snow", "is_snow_object", "mesh_from_cover",

@@ -144,15 +144,14 @@ def _remove_track_probe(name: str) -> None:
         bpy.data.objects.remove(probe)
 
 
-def bake_job(scene: bpy.types.Scene, part: tuple[int, int] | None = None
-             ) -> Generator[float, None, core_snow.BakeResult]:
-    """Generator: gather the actors' paths over the frame range, bake the buffer into the output folder.
-    Yields progress; returns a ``core.snow.BakeResult``. The scene's frame and modifiers are restored. ``part``
-    (first, last frames): write only those frames' images (a farm task's share; ``core.snow.bake_job``): the
-    actors' paths are gathered over every frame all the same (the window covers them all)."""
-    out, specs, _ = bake_inputs(scene, part)
+def gather_tracks(scene: bpy.types.Scene, frames: list[int]
+                  ) -> Generator[float, None, tuple[list[str], np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]]:
+    """Generator: step ``scene`` through ``frames`` and read the snow actors' bottom points, radii and depths (and
+    the follow window's pivot) at each, as the bake reads them; yields progress, returns (the actors' names,
+    tracks (F, A, 3), radii and depths (F, A), pivot track (F, 3) or None) of the actors with a size at some
+    frame. The scene's frame and
+    modifiers are restored. Raises SnowInputError when no actor has a size at any frame."""
     s = bridge.envfx_settings(scene).snow
-    frames = list(range(s.frame_start, s.frame_end + 1))
     # every actor is measured at each frame (its size may be animated, and one without a size at the current
     # frame may have one at another), so the bake does not depend on the frame it was started at
     names = sorted(o.name for o in s.actors.all_objects if o.type in ACTOR_TYPES)
@@ -179,7 +178,7 @@ def bake_job(scene: bpy.types.Scene, part: tuple[int, int] | None = None
                     tracks[i, j] = np.array(obj.evaluated_get(depsgraph).matrix_world.translation) - (0.0, 0.0, offset)
                 if pivot_track is not None:
                     pivot_track[i] = tuple(s.pivot.evaluated_get(depsgraph).matrix_world.translation)
-                yield 0.3 * (i + 1) / len(frames)
+                yield (i + 1) / len(frames)
         finally:
             _remove_track_probe(probe)
             scene.frame_set(old_frame)
@@ -188,9 +187,18 @@ def bake_job(scene: bpy.types.Scene, part: tuple[int, int] | None = None
     sized = radii.max(axis=0) > 0  # an actor without a size at any baked frame is left out
     if not sized.any():
         raise SnowInputError(f"No actor of {s.actors.name!r} has a size at any frame of the bake "
-                             f"({s.frame_start}-{s.frame_end}): set their Snow Radius, or scale them up within "
+                             f"({frames[0]}-{frames[-1]}): set their Snow Radius, or scale them up within "
                              f"the frames")
-    tracks, radii, depths = tracks[:, sized], radii[:, sized], depths[:, sized]
+    kept = [n for n, keep in zip(names, sized) if keep]
+    return kept, tracks[:, sized], radii[:, sized], depths[:, sized], pivot_track
+
+
+def buffer_window(scene: bpy.types.Scene, specs: list, tracks: np.ndarray, radii: np.ndarray
+                  ) -> tuple[core_snow.BufferParams, core_snow.HeightField | None, np.ndarray | None]:
+    """(buffer parameters, the snow's rest surface, the occluders' triangles) of a bake of ``tracks`` (the
+    actors' ``specs``; ``radii`` per frame and actor): the window over the snow (or the tracks) with Whole Area
+    framing, the follow window's size otherwise."""
+    s = bridge.envfx_settings(scene).snow
     snow = snow_objects(scene)
     # the snow at rest (its mesh data, no trails or bend), as the live trails' vertical fade sees it
     snow_tris = [bridge.rest_triangles(o) for o in snow if o.get(SNOW_TAG) == 0 and o.type == "MESH"]
@@ -225,6 +233,29 @@ def bake_job(scene: bpy.types.Scene, part: tuple[int, int] | None = None
         if shape[0] * shape[1] <= 64_000_000:
             z, _, _ = core_snow.rasterize_top(snow_tris, lo_all, texel, shape)
             surface = core_snow.HeightField(lo_all, texel, z)
+    return buf, surface, occ_tris
+
+
+def bake_job(scene: bpy.types.Scene, part: tuple[int, int] | None = None
+             ) -> Generator[float, None, core_snow.BakeResult]:
+    """Generator: gather the actors' paths over the frame range, bake the buffer into the output folder.
+    Yields progress; returns a ``core.snow.BakeResult``. The scene's frame and modifiers are restored. ``part``
+    (first, last frames): write only those frames' images (a farm task's share; ``core.snow.bake_job``): the
+    actors' paths are gathered over every frame all the same (the window covers them all)."""
+    out, specs, _ = bake_inputs(scene, part)
+    s = bridge.envfx_settings(scene).snow
+    gather = gather_tracks(scene, list(range(s.frame_start, s.frame_end + 1)))
+    try:
+        while True:
+            try:
+                done = next(gather)
+            except StopIteration as stop:
+                _names, tracks, radii, depths, pivot_track = stop.value
+                break
+            yield 0.3 * done
+    finally:
+        gather.close()  # (cancelled while stepping: the frame, modifiers and probe restored now)
+    buf, surface, occ_tris = buffer_window(scene, specs, tracks, radii)
     job = core_snow.bake_job(tracks, radii, depths, stamp_params(scene), buf, frame_start=s.frame_start,
                              pivot_track=pivot_track, surface=surface, occluder_tris=occ_tris, out_dir=out,
                              sequence=s.sequence, unit_scale=bend_ops.unit_scale(scene), part=part)

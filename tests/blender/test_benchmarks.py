@@ -31,6 +31,8 @@ SMOKE = {
                        ("bench", "wind_bake_vegetation"): 1,
                        ("bench", "wind_many_plants"): 2,
                        ("bench", "wind_terrain_follow"): 1}),
+    "bench_live_push.py": (["--blades", "50", "--actors", "2", "--resolution", "16", "--frames", "2", "--rounds", "1"],
+                           {("bench", "live_push_frame_change"): 1}),
     "bench_snow.py": (["--quick"],
                       {("bench", "cover_generation"): 1, ("bench", "buffer_bake"): 1,
                        ("bench", "trails_per_frame"): 2, ("bench", "trails_shot_per_frame"): 10,

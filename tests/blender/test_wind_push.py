@@ -180,8 +180,8 @@ def test_push_without_a_buffer_changes_nothing_and_says_what_to_do(mods, envfx, 
     mods.ops.add_wind(scene, [obj])
     before = _state(obj)
     rest = _evaluated(mods, obj, 7)
-    with pytest.raises(RuntimeError, match="No trails or baked buffer in scene 'Scene' to push the grass.*Bake "
-                                           "Interaction Buffer"):
+    with pytest.raises(RuntimeError, match="No baked buffer in scene 'Scene' to push the grass, and it cannot be "
+                                           "pushed live: No actor collection.*Bake Interaction Buffer"):
         api.ops.wind_grass_push()
     assert _state(obj) == before
     np.testing.assert_array_equal(_evaluated(mods, obj, 7), rest)
@@ -366,9 +366,9 @@ def test_cli_push_grass_without_a_buffer_exits_2_and_leaves_the_file(mods, envfx
     before = _digest(path)
     assert envfx.cli.main(["wind", path, "--objects", name, "--ao-samples", "0", "--push-grass"]) == 2
     err = capsys.readouterr().err
-    assert (f"envfx wind: {path}: error: No trails or baked buffer in scene 'Scene' to push the grass: grass push "
-            f"reads the interaction buffer's grass channels") in err
-    assert "Bake Interaction Buffer, then Push Grass" in err
+    assert (f"envfx wind: {path}: error: No baked buffer in scene 'Scene' to push the grass, and it cannot be "
+            f"pushed live: No actor collection") in err
+    assert "Bake Interaction Buffer), then Push Grass" in err
     assert _digest(path) == before
     # a batch: the file with its bake beside it is done, the one without is named and left alone
     other = tmp_path / "b"
