@@ -92,11 +92,7 @@ def main(argv):
             xy = start[i] + (frame - 1) * 1.4 / 24.0 * np.array([math.cos(heading[i]), math.sin(heading[i])])
             walker.location = (float(xy[0]), float(xy[1]), 0.0)
             walker.keyframe_insert("location", frame=frame)
-            for fc in (walker.animation_data.action.fcurves if not api.BLENDER_5 else
-                       [fc for layer in walker.animation_data.action.layers for strip in layer.strips
-                        for bag in strip.channelbags for fc in bag.fcurves]):
-                for kp in fc.keyframe_points:
-                    kp.interpolation = "LINEAR"
+        api.linear(walker)
     snow = api.envfx(live).snow
     snow.actors = walkers
     snow.buffer_resolution = args.resolution
@@ -122,7 +118,7 @@ def main(argv):
             handler_s.append(time.perf_counter() - t)
         return wrote
 
-    live_push.show = timed
+    setattr(live_push, "show", timed)
     pairs = {"live": live, "off": still}
     runs = {k: {"effect": [], "reference": [], "frames": []} for k in pairs}
     try:
@@ -133,14 +129,16 @@ def main(argv):
                     runs[key][part] += one[part]
                 runs[key]["frames"] = one["frames"]
     finally:
-        live_push.show = shown
+        setattr(live_push, "show", shown)
     # the push really ran: the pushed field differs from the one with push off
     live.frame_set(30)
     still.frame_set(30)
     on_co = np.empty(12 * n, np.float32)
     off_co = np.empty(12 * n, np.float32)
-    field.evaluated_get(live.view_layers[0].depsgraph).data.vertices.foreach_get("co", on_co)
-    twin.evaluated_get(still.view_layers[0].depsgraph).data.vertices.foreach_get("co", off_co)
+    for obj, scene, out in ((field, live, on_co), (twin, still, off_co)):
+        depsgraph = scene.view_layers[0].depsgraph
+        assert depsgraph is not None
+        api.mesh(obj.evaluated_get(depsgraph)).vertices.foreach_get("co", out)
     ms = [1000.0 * s for s in handler_s]
     framebench.emit(bench="live_push_frame_change", vertices=4 * n, blades=n, actors=args.actors,
                     buffer_resolution=args.resolution, target_ratio=3.5, live=framebench.summary(runs["live"]),

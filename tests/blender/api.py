@@ -28,6 +28,24 @@ def of(kind: type[T], value: object) -> T:
     return value
 
 
+def fcurves(obj: bpy.types.Object) -> list[bpy.types.FCurve]:
+    """The F-curves of ``obj``'s action (Blender 5: of its layered action's channel bags)."""
+    anim = obj.animation_data
+    assert anim is not None and anim.action is not None, f"{obj.name} has no action"
+    action = anim.action
+    if not BLENDER_5:
+        return list(action.fcurves)
+    return [fc for layer in action.layers for strip in layer.strips
+            for bag in of(bpy.types.ActionKeyframeStrip, strip).channelbags for fc in bag.fcurves]
+
+
+def linear(obj: bpy.types.Object) -> None:
+    """Every keyframe of ``obj``'s action interpolated linearly (a walker at constant speed)."""
+    for fc in fcurves(obj):
+        for kp in fc.keyframe_points:
+            kp.interpolation = "LINEAR"
+
+
 def scene() -> bpy.types.Scene:
     """``bpy.context.scene`` (optional in the API; the tests always run with one)."""
     return of(bpy.types.Scene, bpy.context.scene)

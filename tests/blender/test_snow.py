@@ -81,24 +81,6 @@ def animate(obj: bpy.types.Object, keys: list[tuple[int, tuple[float, float, flo
         obj.keyframe_insert("location", frame=frame)
 
 
-def _fcurves(obj: bpy.types.Object) -> list[bpy.types.FCurve]:
-    """The F-curves of ``obj``'s action (Blender 5: of its layered action's channel bags)."""
-    anim = obj.animation_data
-    assert anim is not None and anim.action is not None, f"{obj.name} has no action"
-    action = anim.action
-    if not api.BLENDER_5:
-        return list(action.fcurves)
-    # Blender 5: layered actions (the keyframe strips' channel bags)
-    return [fc for layer in action.layers for strip in layer.strips
-            for bag in api.of(bpy.types.ActionKeyframeStrip, strip).channelbags for fc in bag.fcurves]
-
-
-def _linear(obj: bpy.types.Object) -> None:
-    for fc in _fcurves(obj):
-        for kp in fc.keyframe_points:
-            kp.interpolation = "LINEAR"
-
-
 def run_frames(scene: bpy.types.Scene, start: int, end: int, actor_names: list[str],
                offsets: list[float]) -> np.ndarray:
     """Step the scene frame by frame (the simulation needs every frame) and record the actors' bottoms."""
@@ -152,8 +134,8 @@ def test_trails_match_core_stamp_and_persistence(envfx):
     api.envfx(b).snow.depth = 0.12
     animate(a, [(1, (-3, -1, 0.5)), (8, (2.5, 0.5, 0.45))])
     animate(b, [(1, (0, 3, 0.38)), (8, (0.3, -3, 0.3))])
-    _linear(a)
-    _linear(b)
+    api.linear(a)
+    api.linear(b)
     scene.frame_set(1)
     api.envfx(scene).snow.refill_rate = 0.3
     assert api.ops.snow_trails_add() == {"FINISHED"}
@@ -187,7 +169,7 @@ def test_fast_straight_trail_is_continuous(envfx):
     scene, snow, actors = snow_scene(envfx, spacing=0.05, size=8.0, thickness=0.5)
     a = sphere_object("A", 0.3, actors)
     animate(a, [(1, (-3.5, 0.0, 0.3)), (6, (3.5, 0.0, 0.3))])  # 1.4 per frame = 4.7 radii
-    _linear(a)
+    api.linear(a)
     scene.frame_set(1)
     assert api.ops.snow_trails_add() == {"FINISHED"}
     for f in range(1, 7):
@@ -232,7 +214,7 @@ def play_and_bake(envfx, tmp_path: Path, lift: float = 0.0, linear: bool = False
     a = sphere_object("A", 0.6, actors)
     animate(a, [(1, (-2.5, -1.0, 0.55 + lift)), (10, (2.0, 1.5, 0.5 + lift))])
     if linear:
-        _linear(a)
+        api.linear(a)
     s = api.envfx(scene).snow
     s.frame_start, s.frame_end = 1, 10
     s.buffer_resolution = 128
@@ -480,7 +462,7 @@ def test_new_actor_after_add_trails_stamps_and_remove_leaves_no_drivers(envfx):
     assert api.ops.snow_trails_add() == {"FINISHED"}
     b = sphere_object("B", 0.5, actors)
     animate(b, [(1, (2.0, -1.0, 0.5)), (3, (2.0, 1.0, 0.5))])
-    _linear(b)
+    api.linear(b)
     assert api.ops.snow_trails_add() == {"FINISHED"}
     specs, _ = envfx.operators.snow.actor_specs(scene)
     tracks = run_frames(scene, 1, 3, [n for n, *_ in specs], [o for *_, o in specs])
@@ -514,7 +496,7 @@ def _walker(name: str, x: float, actors: bpy.types.Collection, radius: float = 0
     """A sphere walking along y = -2 .. 2 at x over frames 1 .. 9 (0.5 per frame), its bottom in the snow."""
     obj = sphere_object(name, radius, actors)
     animate(obj, [(1, (x, -2.0, radius)), (9, (x, 2.0, radius))])
-    _linear(obj)
+    api.linear(obj)
     return obj
 
 
@@ -865,7 +847,7 @@ def test_actor_snow_layer_melts_over_the_melt_time_after_leaving_the_snow(envfx)
     a.keyframe_insert("location", frame=3)
     a.location = (0.0, 0.0, 5.0)  # far above the snow from frame 4 on
     a.keyframe_insert("location", frame=4)
-    for fc in _fcurves(a):
+    for fc in api.fcurves(a):
         for kp in fc.keyframe_points:
             kp.interpolation = "CONSTANT"
     scene.frame_set(1)
@@ -1077,7 +1059,7 @@ def test_trails_on_a_moved_rotated_scaled_snow_object(envfx):
     snow.scale = (1.5, 1.5, 1.5)
     a = sphere_object("A", 0.5, actors)
     animate(a, [(1, (-3, -1, 0.9)), (6, (3.5, 1.0, 0.85))])
-    _linear(a)
+    api.linear(a)
     scene.frame_set(1)
     assert api.ops.snow_trails_add() == {"FINISHED"}
     specs, _ = envfx.operators.snow.actor_specs(scene)
@@ -1202,7 +1184,7 @@ def test_trails_follow_an_actor_that_grows(envfx):
     a.keyframe_insert("scale", frame=4)
     a.scale = (2.0, 2.0, 2.0)
     a.keyframe_insert("scale", frame=5)
-    _linear(a)
+    api.linear(a)
     _tree, same_zone = _start_trails(envfx, scene, snow)
     for f in range(1, 10):
         scene.frame_set(f)
@@ -2364,7 +2346,7 @@ def test_a_bent_actor_away_from_the_player_carves_and_bakes_as_an_unbent_one(env
     settings = api.envfx(walker).snow
     settings.radius, settings.depth = 0.5, 0.2
     animate(walker, [(1, (0.0, 12.0, 0.3)), (10, (3.0, 12.0, 0.3))])
-    _linear(walker)
+    api.linear(walker)
     scene.frame_set(1)
     unbent = envfx.operators.snow.actor_specs(scene)[0]
     select_only(walker)

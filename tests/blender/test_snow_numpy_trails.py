@@ -29,8 +29,8 @@ def _walk(envfx, refill=0.0):
     api.envfx(b).snow.depth = 0.12
     _helpers.animate(a, [(1, (-3, -1, 0.5)), (10, (2.5, 0.5, 0.45))])
     _helpers.animate(b, [(1, (0, 3, 0.38)), (10, (0.3, -3, 0.3))])
-    _helpers._linear(a)
-    _helpers._linear(b)
+    api.linear(a)
+    api.linear(b)
     api.envfx(scene).snow.refill_rate = refill
     scene.frame_set(1)
     assert api.ops.snow_trails_add() == {"FINISHED"}

@@ -40,7 +40,7 @@ def _walker_scene(resolution=96):
     for frame, loc in WALK:
         walker.location = loc
         walker.keyframe_insert("location", frame=frame)
-    for fc in _fcurves(walker):
+    for fc in api.fcurves(walker):
         for kp in fc.keyframe_points:
             kp.interpolation = "LINEAR"
     s = api.envfx(scene).snow
@@ -49,14 +49,6 @@ def _walker_scene(resolution=96):
     s.frame_start, s.frame_end = 1, 40
     scene.frame_set(1)
     return scene, walker
-
-
-def _fcurves(obj):
-    action = obj.animation_data.action
-    if not api.BLENDER_5:
-        return list(action.fcurves)
-    return [fc for layer in action.layers for strip in layer.strips for bag in strip.channelbags
-            for fc in bag.fcurves]
 
 
 def _pushed_field(mods, scene, blades=300, quads=1):
@@ -263,7 +255,7 @@ def test_an_edited_walk_is_read_again_and_undo_brings_the_old_one_back(mods, liv
     scene.frame_set(13)
     first = _image_pixels(image).copy()
     bpy.ops.ed.undo_push(message="pushed")
-    for fc in _fcurves(walker):  # the walk's end moved 1.5 m along y
+    for fc in api.fcurves(walker):  # the walk's end moved 1.5 m along y
         if fc.data_path == "location" and fc.array_index == 1:
             for kp in fc.keyframe_points:
                 if kp.co.x > 20:
