@@ -176,6 +176,8 @@ def rasterise(grid: Grid, triangles: npt.ArrayLike, chunk: int = 4_000_000) -> n
     # to texel space: u = column + 0.5 at the centre, v = row + 0.5
     u = (tri[..., 0] - grid.region[0]) / grid.tx
     v = (grid.region[3] - tri[..., 1]) / grid.ty
+    border_u: list[np.ndarray] = []
+    border_v: list[np.ndarray] = []
     # edges: points every half texel along each edge
     for a, b in ((0, 1), (1, 2), (2, 0)):
         du, dv = u[:, b] - u[:, a], v[:, b] - v[:, a]
@@ -188,11 +190,13 @@ def rasterise(grid: Grid, triangles: npt.ArrayLike, chunk: int = 4_000_000) -> n
             t = (np.arange(len(idx)) - first) / np.maximum(np.repeat(s, s) - 1, 1)
             pu = u[idx, a] + t * du[idx]
             pv = v[idx, a] + t * dv[idx]
-            # a point on a texel's border (a box's side face on a texel line) marks neither side: the box's top
-            # face rasterises it; only edges through a texel mark it
-            ok = ((pu >= 0) & (pu < grid.width) & (pv >= 0) & (pv < grid.height)
-                  & (np.abs(pu - np.round(pu)) > 1e-6) & (np.abs(pv - np.round(pv)) > 1e-6))
+            inside = (pu >= 0) & (pu <= grid.width) & (pv >= 0) & (pv <= grid.height)
+            on_line = (np.abs(pu - np.round(pu)) <= 1e-6) | (np.abs(pv - np.round(pv)) <= 1e-6)
+            ok = inside & ~on_line & (pu < grid.width) & (pv < grid.height)
             occ[pv[ok].astype(np.int64), pu[ok].astype(np.int64)] = True
+            # a point on a texel's border is decided once the interiors are in (below)
+            border_u.append(pu[inside & on_line])
+            border_v.append(pv[inside & on_line])
     # interiors: texel centres inside the triangle
     umin = np.clip(np.floor(u.min(1) - 0.5), 0, grid.width).astype(np.int64)
     umax = np.clip(np.ceil(u.max(1) - 0.5), -1, grid.width - 1).astype(np.int64)
@@ -220,7 +224,35 @@ def rasterise(grid: Grid, triangles: npt.ArrayLike, chunk: int = 4_000_000) -> n
             inside &= e * sign >= 0
         occ[row[inside], col[inside]] = True
         start_t = stop_t
+    _mark_borders(occ, np.concatenate(border_u), np.concatenate(border_v))
     return occ
+
+
+def _mark_borders(occ: np.ndarray, pu: np.ndarray, pv: np.ndarray) -> None:
+    """Edge points lying on texel borders (texel space, ``pu`` or ``pv`` on an integer): a box's side face on a
+    texel line is already blocked by the box's top on one side, and marking the other side would grow the box by a
+    texel, so such a point marks nothing when a texel it touches is occupied; a lone edge-on wall on a texel line
+    touches none, and marks the texel on its higher-index side (on the grid's last line, the lower), so it blocks
+    as a wall off the lines does."""
+    if len(pu) == 0:
+        return
+    h, w = occ.shape
+    ru, rv = np.round(pu), np.round(pv)
+    on_u = np.abs(pu - ru) <= 1e-6
+    on_v = np.abs(pv - rv) <= 1e-6
+    # the columns and rows each point touches: both sides of a line it lies on, else the one it is in
+    c_hi = np.where(on_u, ru, np.floor(pu)).astype(np.int64)
+    c_lo = np.where(on_u, ru - 1, c_hi).astype(np.int64)
+    r_hi = np.where(on_v, rv, np.floor(pv)).astype(np.int64)
+    r_lo = np.where(on_v, rv - 1, r_hi).astype(np.int64)
+    c_hi, c_lo = np.clip(c_hi, 0, w - 1), np.clip(c_lo, 0, w - 1)
+    r_hi, r_lo = np.clip(r_hi, 0, h - 1), np.clip(r_lo, 0, h - 1)
+    # points on one line first, then points on texel corners (a wall's ends): a corner next to a texel its wall
+    # marked marks nothing more
+    for part in (on_u != on_v, on_u & on_v):
+        a, b, c, d = r_lo[part], r_hi[part], c_lo[part], c_hi[part]
+        free = ~(occ[a, c] | occ[a, d] | occ[b, c] | occ[b, d])
+        occ[b[free], d[free]] = True
 
 
 def wall_triangles(triangles: npt.ArrayLike, ground_z: float, light_z: Iterable[float]) -> np.ndarray:

@@ -63,6 +63,36 @@ def test_a_wall_made_of_one_vertical_face_still_blocks():
     assert occ[:, 90].sum() == 60 and occ.sum() == 60
 
 
+def test_a_wall_of_one_vertical_face_on_a_texel_line_blocks_and_a_box_on_the_lines_does_not_grow():
+    """An edge-on wall lying exactly on a texel line touches two columns and has no top to fill either: it marks
+    one of them (and its light does not leak between); a box's sides on the lines leave the box its own texels."""
+    grid = lm.make_grid((0, 0, 20, 10), 200)
+    for x in (9.0, 0.0, 20.0):  # inside, and on the region's two borders
+        plane = np.array([[(x, 2, 0), (x, 8, 0), (x, 8, 3)], [(x, 2, 0), (x, 8, 3), (x, 2, 3)]])
+        occ = lm.rasterise(grid, plane)
+        column = min(int(round(x * 10)), 199)
+        assert occ[20:80, column].all() and occ.sum() == 60, x
+    # a horizontal one along y = 5 (row 50 from the top), and one diagonal through texel corners
+    plane = np.array([[(4, 5, 0), (12, 5, 0), (12, 5, 3)], [(4, 5, 0), (12, 5, 3), (4, 5, 3)]])
+    occ = lm.rasterise(grid, plane)
+    assert occ[50, 40:120].all() and occ.sum() == 80
+    diagonal = np.array([[(2, 2, 0), (6, 6, 0), (6, 6, 3)], [(2, 2, 0), (6, 6, 3), (2, 2, 3)]])
+    occ = lm.rasterise(grid, diagonal)
+    light = lm.Light(2.0, 5.0, 1.0, radius=0.0, power=100.0)
+    result = lm.bake(grid, occ, [light], 0.0, lm.Settings(resolution=200, smoothing="NONE"))
+    assert result.rgb[grid.texel_of(5.0, 3.0)].sum() == 0          # behind the diagonal wall: dark
+    assert result.rgb[grid.texel_of(3.0, 5.0)].sum() > 0
+    # the lone wall on a line shadows the ground behind it
+    plane = np.array([[(9.0, 2, 0), (9.0, 8, 0), (9.0, 8, 3)], [(9.0, 2, 0), (9.0, 8, 3), (9.0, 2, 3)]])
+    occ = lm.rasterise(grid, plane)
+    result = lm.bake(grid, occ, [lm.Light(7.0, 5.0, 1.0, radius=0.0, power=100.0)], 0.0,
+                     lm.Settings(resolution=200, smoothing="NONE"))
+    assert result.rgb[grid.texel_of(11.0, 5.0)].sum() == 0 and result.rgb[grid.texel_of(8.0, 5.0)].sum() > 0
+    # boxes with every side on a texel line keep exactly their texels (the top decides)
+    occ = lm.rasterise(grid, np.concatenate([box(9, 3, 10, 7), box(0, 0, 1, 1), box(19, 9, 20, 10)]))
+    assert occ.sum() == 400 + 100 + 100
+
+
 # --- shadows -----------------------------------------------------------------------------------------------
 
 def test_a_light_of_no_size_gives_hard_shadows_one_texel_step():
