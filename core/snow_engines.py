@@ -16,7 +16,8 @@ centres at the window's origin + (i + 0.5) texels, clamped at the edges), ``thic
 - ``envfx_snow_sample(buffer, uv)``: the four channels, bilinear from four exact texel reads (the GPU's own
   filtering keeps only 8 bits of the weights on many GPUs);
 - ``envfx_snow_offset(world_pos, thickness, uv_offset, buffer)``: the world displacement, along the engine's up,
-  in its units (``thickness`` in engine units; 0 or less: no floor).
+  in its units (``thickness`` in engine units, 0 where the cover has no snow; negative: no floor, for a mesh
+  without ``snow_thickness``, as the preview reads a missing attribute).
 
 Texels are read by integer index from the engine's texture-coordinate origin: the top-left in Godot and Unreal
 (row 0 = the image's top row, max Blender y, as ``core.snow.write_exr`` stores it), the bottom-left in Unity.
@@ -98,12 +99,12 @@ def engine_rows(buffer: npt.ArrayLike, engine: str) -> np.ndarray:
 def displacement(points: npt.ArrayLike, thickness: npt.ArrayLike, buffer_rows: npt.ArrayLike, uv_offset: npt.ArrayLike,
                  c: dict) -> np.ndarray:
     """(N, 3) world displacement of engine-space snow vertices (N, 3) with ``thickness`` (N,) in engine units
-    (0 or less: no floor): the shader's ``envfx_snow_offset`` in numpy."""
+    (0: floored at the ground, no snow there; negative: no floor): the shader's ``envfx_snow_offset`` in numpy."""
     p = np.asarray(points, np.float64).reshape(-1, 3)
     uv = np.stack([p @ np.asarray(c["u_from_world"]), p @ np.asarray(c["v_from_world"])], 1) + np.asarray(uv_offset)
     r = sample(buffer_rows, uv, c["resolution"])[:, 0] * c["units_per_blender_unit"]
     th = np.asarray(thickness, np.float64).reshape(-1)
-    d = np.where(th > 0.0, np.maximum(r, -c["ground_keep"] * th), r)
+    d = np.where(th >= 0.0, np.maximum(r, -c["ground_keep"] * th), r)
     return d[:, None] * np.asarray(c["up"])[None, :]
 
 
@@ -186,10 +187,10 @@ def shader_source(engine: str, resolution: int, world_size: float, unit_scale: f
         "}",
         "",
         "// the snow vertex's world displacement (engine units, along up): the height offset R, floored a sliver",
-        "// above the ground (thickness: the snow's, engine units; 0 or less: no floor)",
+        "// above the ground (thickness: the snow's, engine units, 0 where there is none; negative: no floor)",
         f"{v3} envfx_snow_offset({v3} world_pos, float thickness, {v2} uv_offset, {tex} snow_buffer) {{",
         "    float r = envfx_snow_sample(snow_buffer, envfx_snow_uv(world_pos, uv_offset)).r * ENVFX_SNOW_UNITS;",
-        "    float d = thickness > 0.0 ? max(r, -ENVFX_SNOW_GROUND_KEEP * thickness) : r;",
+        "    float d = thickness >= 0.0 ? max(r, -ENVFX_SNOW_GROUND_KEEP * thickness) : r;",
         "    return d * ENVFX_SNOW_UP;",
         "}",
     ]
@@ -231,7 +232,8 @@ def export_files(folder: str, resolution: int, world_size: float, framing: str =
     meta = {"format": "envfx-snow-engines", "version": 1, "source": source, "resolution": int(resolution),
             "world_size": float(world_size), "framing": framing, "unit_scale": float(unit_scale),
             "origin": [float(v) for v in origin] if framing == "AREA" else None,
-            "displacement": "max(R * units, -ground_keep * thickness) along up, R bilinear at uv = "
+            "displacement": "max(R * units, -ground_keep * thickness) along up (R * units for a negative "
+                            "thickness: no floor), R bilinear at uv = "
                             "(dot(P, u_from_world), dot(P, v_from_world)) + uv_offset",
             "follow": "uv_offset from envfx_snow_follow_offset(pivot): the window's origin = floor((pivot - size / 2) "
                       "/ texel) * texel in Blender's x and y",

@@ -166,12 +166,9 @@ def _walk(actor: bpy.types.Object, lift: float, height, start, end, frames: int)
     return path
 
 
-def test_a_real_actor_carves_trails_in_snow_on_a_real_terrain_and_the_bake_holds_them(envfx, helpers,
-                                                                                         corpus_content, tmp_path):
-    """Sydney walks 8 m across the snow on the real terrain, her feet on the slope at every frame: she is measured
-    from her own mesh (a person's radius; the trail's depth half of it), the live trails sink the snow along her
-    path by that depth (never below the ground) and leave it untouched 2 m away, and the interaction buffer baked
-    over the same frames holds the trail where she walked."""
+def _sydney_walks(envfx, helpers, corpus_content, frames: int):
+    """Snow on the real terrain and Sydney keyed to walk 8 m across it over ``frames`` frames: (scene, terrain,
+    snow, Sydney, her (frames, 2) path)."""
     _clear()
     scene, terrain, snow = _snow_on_real_terrain(envfx, helpers, corpus_content)
     height = _ground_height(terrain)
@@ -180,8 +177,18 @@ def test_a_real_actor_carves_trails_in_snow_on_a_real_terrain_and_the_bake_holds
     api.envfx(scene).snow.actors = actors
     actor, lift = _actor(helpers, corpus_content, actors)
     centre = _world_vertices(terrain)[:, :2].mean(0)
-    frames = 9
     path = _walk(actor, lift, height, centre + (-4.0, 1.0), centre + (4.0, -1.0), frames)
+    return scene, terrain, snow, actor, path
+
+
+def test_a_real_actor_carves_trails_in_snow_on_a_real_terrain_and_the_bake_holds_them(envfx, helpers,
+                                                                                         corpus_content, tmp_path):
+    """Sydney walks 8 m across the snow on the real terrain, her feet on the slope at every frame: she is measured
+    from her own mesh (a person's radius; the trail's depth half of it), the live trails sink the snow along her
+    path by that depth (never below the ground) and leave it untouched 2 m away, and the interaction buffer baked
+    over the same frames holds the trail where she walked."""
+    frames = 9
+    scene, terrain, snow, actor, path = _sydney_walks(envfx, helpers, corpus_content, frames)
     scene.frame_set(1)
     assert api.ops.snow_trails_add() == {"FINISHED"}
     for f in range(1, frames + 1):
@@ -218,6 +225,68 @@ def test_a_real_actor_carves_trails_in_snow_on_a_real_terrain_and_the_bake_holds
     depth_off = core.sample_buffer(buf, last["origin"], texel, off_path)
     assert np.all(depth_on < -0.7 * depth), depth_on
     assert np.abs(depth_off).max() < 1e-4, depth_off
+
+
+GODOT_SNOW = """
+layout(location = 0) in vec2 pixel;
+layout(location = 1) in vec3 position;
+layout(location = 2) in float thickness;
+layout(location = 0) out vec4 result;
+layout(binding = 0) uniform sampler2D snow_tex;
+void main() {
+    gl_Position = vec4(pixel, 0.0, 1.0);
+    result = vec4(envfx_snow_offset(position, thickness, vec2(UV_OFFSET), snow_tex), 1.0);
+}
+"""
+
+
+def test_the_engine_include_displaces_real_snow_as_the_blender_preview_of_its_bake(envfx, helpers, corpus_content,
+                                                                                   tmp_path, load_helper):
+    """The snow on the real terrain, Sydney's walk baked into the interaction buffer and played back from the bake
+    (Snow from Bake), exported for game engines: the Godot include, compiled with glslang and run on llvmpipe over
+    the snow's own vertices (their thickness following the terrain's relief), displaces them as Blender's preview
+    does, to 1e-4 of the buffer's world size, at frames along the walk."""
+    frames = 9
+    scene, _terrain, snow, _actor, _path = _sydney_walks(envfx, helpers, corpus_content, frames)
+    s = api.envfx(scene).snow
+    s.frame_start, s.frame_end = 1, frames
+    s.buffer_resolution = 256
+    bake = tmp_path / "buffer"
+    s.output_dir = str(bake)
+    assert api.ops.snow_bake_buffer() == {"FINISHED"}
+    envfx.operators.snow.drive_from_bake(scene, [snow], str(bake))
+    engines = tmp_path / "engines"
+    envfx.operators.snow.engines.export_engines(scene, str(engines))
+    meta = json.loads((bake / "snow_buffer.json").read_text())
+    gpu_mod = load_helper("engine_gpu_rc", "tests", "core", "engine_gpu.py")
+    gpu = gpu_mod.Gpu()
+    core = envfx.core.snow
+    se = __import__(envfx.__name__ + ".core.snow_engines", fromlist=["x"])
+    be = envfx.core.bend_engines
+    include = (engines / "envfx_snow.gdshaderinc").read_text()
+    frag = gpu_mod.spirv(gpu_mod.GLSL_FRAG, "frag", False, tmp_path)
+    rest, _offset = helpers.snow.evaluated_offset(envfx, snow)
+    m = np.asarray(snow.matrix_world)
+    world = rest @ m[:3, :3].T + m[:3, 3]
+    thick = helpers.snow.thickness_of(snow)
+    assert np.ptp(world[:, 2]) > 5.0                                       # the real relief
+    worst, moved = 0.0, 0.0
+    for entry in meta["frames"][3::2]:
+        scene.frame_set(entry["frame"])
+        _rest, preview = helpers.snow.evaluated_offset(envfx, snow)
+        image = core.read_exr(str(bake / entry["file"]))
+        tex = gpu.texture(se.engine_rows(image, "GODOT"), "f4")
+        offset = ", ".join(repr(float(v)) for v in entry["uv_offset"]["GODOT"])
+        vert = gpu_mod.spirv("#version 450\n" + include + GODOT_SNOW.replace("UV_OFFSET", offset), "vert", False,
+                             tmp_path)
+        got = gpu.run(vert, frag, [be.to_engine(world, "GODOT"), thick], [tex])[:, :3]
+        tex.release()
+        want = np.zeros_like(got)
+        want[:, 1] = preview  # Godot's up is Blender's Z
+        worst = max(worst, float(np.abs(got - want).max()))
+        moved = max(moved, float(np.abs(preview).max()))
+    assert moved > 0.05                                                    # her trail is in the preview
+    assert worst <= 1e-4 * meta["world_size"], worst
 
 
 # --- 2D light map: a real level -----------------------------------------------------------------------------

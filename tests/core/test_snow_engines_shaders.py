@@ -114,8 +114,9 @@ def test_the_snow_include_displaces_like_the_blender_preview_on_a_gpu_driver(gpu
     for i, (entry, image) in enumerate(zip(meta["frames"], images)):
         origin = np.asarray(entry["origin"])
         pts = np.column_stack([origin + rng.uniform(-1.0, buf.size + 1.0, (n, 2)), rng.uniform(-0.5, 0.5, n)])
-        thick = rng.choice([0.0, 0.1, 0.5], n)  # 0: a mesh without snow_thickness (no floor)
-        want_b = se.preview_displacement(pts, np.where(thick > 0, thick, 1e6), image, origin, meta["texel_size"])
+        # 0: no snow at the vertex (floored at the ground); -1: a mesh without snow_thickness (no floor)
+        thick = rng.choice([-1.0, 0.0, 0.1, 0.5], n)
+        want_b = se.preview_displacement(pts, np.where(thick >= 0, thick, 1e6), image, origin, meta["texel_size"])
         want = want_b[:, None] * k * up[None, :]
         pts_e = bend_engines.to_engine(pts, engine, unit_scale)
         uv_offset = entry["uv_offset"][engine]
