@@ -42,9 +42,11 @@ def output_folder(path: str) -> str:
                                     "panel", GasGiantInputError)
 
 
-def load_palette(path: str) -> npt.NDArray[np.float32]:
+def load_palette(path: str, fill: bool = True) -> npt.NDArray[np.float32]:
     """(h, w, 3) float32 sRGB-encoded colours of an image file, row 0 at the top, the same for the same colours
-    whatever the file's bit depth; the temporary image data-block is removed.
+    whatever the file's bit depth; the temporary image data-block is removed. With ``fill``, the pixels of an
+    image with alpha that are less than half opaque take the colour of the opaque ones around them
+    (``core.colour.fill_transparent``: a planet photographed on a transparent card paints no black from the card).
 
     ``image.pixels`` of an 8-bit image are its stored (sRGB-encoded) values; those of a float image (16-bit PNG,
     TIFF16, EXR) are scene linear, so they are encoded to sRGB again (unless the image is non-colour data). Colour
@@ -77,6 +79,12 @@ def load_palette(path: str) -> npt.NDArray[np.float32]:
             a = pix[..., 3:4]
             rgb = np.where(a > 0, rgb / np.maximum(a, 1e-8), 0.0).astype(np.float32)
         rgb = np.clip(rgb, 0.0, 1.0) if is_data else colour.linear_to_srgb(rgb)
+    if fill and channels == 4:
+        try:
+            rgb = colour.fill_transparent(rgb, pix[..., 3])
+        except ValueError:
+            raise GasGiantInputError(f"Palette image {full!r} is transparent everywhere (no pixel is half opaque): "
+                                     f"use an image with visible colours") from None
     return rgb
 
 
@@ -124,7 +132,8 @@ def load_palette_cube(folder: str) -> npt.NDArray[np.float32]:
         raise GasGiantInputError(
             f"Cube map folder {full!r} holds {missing[0]}.exr but not {missing[0]}.png: the cube-map palette reads "
             f"PNG faces; bake that folder again with --format png or png_exr (File Format PNG or PNG + OpenEXR)")
-    images = [load_palette(os.path.join(full, f"gasgiant_{e['name']}.png")) for e in entries]
+    # (a face's transparent parts are kept as they are: filling each face on its own would break the seams)
+    images = [load_palette(os.path.join(full, f"gasgiant_{e['name']}.png"), fill=False) for e in entries]
     sizes = {f.shape[:2] for f in images}
     if len(sizes) != 1:
         raise GasGiantInputError(f"The cube map faces in {full!r} have different sizes {sorted(sizes)}: use six "

@@ -233,6 +233,10 @@ def test_bad_input_missing_or_unreadable_palette(envfx, tmp_path):
     _expect_error(tmp_path, tmp_path / "p", "Palette image .* cannot be read")
     s.palette_path = ""
     _expect_error(tmp_path, tmp_path / "p", "No palette image")
+    clear = tmp_path / "clear.png"  # a picture on a card with nothing on it
+    clear.write_bytes(envfx.core.png.encode_png(np.full((8, 8, 4), (255, 0, 0, 100), np.uint8)))
+    s.palette_path = str(clear)
+    _expect_error(tmp_path, tmp_path / "p", "Palette image .* is transparent everywhere .*visible colours")
 
 
 def test_palette_image_colours_the_planet(envfx, tmp_path):
@@ -276,10 +280,12 @@ def test_float_palettes_give_the_colours_of_the_8_bit_palette(envfx, tmp_path):
                                                           -1))  # OpenEXR: premultiplied, linear
     (tmp_path / "rgb16.png").write_bytes(png.encode_png(pal8[..., :3].astype(np.uint16) * 257))
     _save_tiff16(str(tmp_path / "rgb16.png"), str(tmp_path / "p16.tif"))
-    ref = ops.load_palette(str(tmp_path / "p8.png"))
+    # (fill=False: the random alphas' colour itself, not the transparent pixels filled from the opaque ones)
+    ref = ops.load_palette(str(tmp_path / "p8.png"), fill=False)
     np.testing.assert_allclose(ref, straight[..., :3], atol=1e-6)  # the stored values, straight colour
     for name in ("p16.png", "p.exr", "p16.tif"):
-        np.testing.assert_allclose(ops.load_palette(str(tmp_path / name)), ref, atol=0.05 / 255, err_msg=name)
+        np.testing.assert_allclose(ops.load_palette(str(tmp_path / name), fill=False), ref, atol=0.05 / 255,
+                                   err_msg=name)
     # the cube-map palette: 16-bit copies of a bake's faces read as the faces themselves
     gg = envfx.core.gasgiant
     gg.run_bake(gg.GasGiantParams(particles=3000, iterations=3, field_size=16, cubemap_size=64, equirect_width=0,

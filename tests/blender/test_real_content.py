@@ -349,3 +349,36 @@ def test_light_map_of_a_real_level_shadows_where_its_walls_are(envfx, helpers, c
     for k in range(2):
         lamp = bpy.data.objects[f"Lamp{k}"].matrix_world.translation
         assert light[grid.texel_of(lamp.x, lamp.y)] > 0                   # under each lamp
+
+
+# --- gas giant: a real planet's picture as the palette --------------------------------------------------------
+
+def _luma(rgb: np.ndarray) -> np.ndarray:
+    return rgb[..., :3] @ np.array([0.2126, 0.7152, 0.0722])
+
+
+def test_a_gas_giant_painted_from_a_real_picture_of_jupiter_wears_its_colours(envfx, corpus_content, tmp_path):
+    """KStars' Jupiter is a disc on a transparent card (23% of the picture transparent black). Read as the palette
+    image, the card takes the colours of the disc around it (none darker than the disc's darkest pixel); a
+    planet painted with the Plain mapping (the whole picture laid over the sphere, card included) has no more
+    near-black texels than the disc itself and the disc's mean colour (before: 13% black, twice the disc's 6%)."""
+    path = corpus_content("jupiter")
+    picture = np.asarray(Image.open(path)).astype(np.float64) / 255.0
+    opaque = picture[..., 3] >= 0.5
+    assert 0.15 < (picture[..., 3] == 0).mean() < 0.4                     # a real card around the disc
+    disc = picture[opaque][:, :3]
+    palette = envfx.operators.gasgiant.load_palette(path)
+    np.testing.assert_allclose(palette[opaque], picture[opaque][:, :3], atol=1e-6)  # the disc as it is
+    card = _luma(palette[~opaque])
+    assert card.min() >= _luma(disc).min() - 1e-6 and card.mean() > 0.25 * _luma(disc).mean()  # the disc's colours
+    s = api.envfx(api.scene()).gasgiant
+    values = dict(color_source="PALETTE", palette_path=path, mapping="PLAIN", particles=60_000, iterations=30,
+                  field_size="64", cubemap_size="128", equirect_width="256", threads=1, output_dir=str(tmp_path),
+                  seed=3, make_planet=False, file_format="PNG")
+    for k, v in values.items():
+        setattr(s, k, v)
+    assert api.ops.gasgiant_bake() == {"FINISHED"}
+    planet = np.asarray(Image.open(tmp_path / "gasgiant_equirect.png")).astype(np.float64) / 255.0
+    dark = float((_luma(planet) < 0.1).mean())
+    assert dark <= (_luma(disc) < 0.1).mean() + 0.02, dark                 # no black painted from the card
+    np.testing.assert_allclose(planet[..., :3].reshape(-1, 3).mean(0), disc.mean(0), atol=0.08)

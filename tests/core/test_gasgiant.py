@@ -1249,3 +1249,30 @@ def test_typed_fields_match_the_settings_table():
     typed = [(n.target.id, ast.unparse(n.annotation)) for n in block.body
              if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name)]
     assert typed == [(s.name, s.type) for s in gg_settings.PARAM_SETTINGS]
+
+
+def test_fill_transparent_gives_the_card_the_colours_of_the_picture_on_it():
+    """A picture on a transparent card (a planet's disc): the opaque pixels keep their colour exactly, every pixel
+    less than half opaque takes an average of opaque ones (never the card's own colour), the nearer ones first, at
+    any size (odd ones too); a card with nothing on it is refused."""
+    rng = np.random.default_rng(1)
+    for h, w in ((128, 128), (37, 53), (1, 9)):
+        rgb = np.zeros((h, w, 3), np.float32)          # the card: black
+        alpha = np.zeros((h, w), np.float32)
+        left = rng.uniform(0.6, 0.7, 3).astype(np.float32)
+        right = rng.uniform(0.2, 0.3, 3).astype(np.float32)
+        rgb[:, : w // 4], alpha[:, : w // 4] = left, 1.0
+        rgb[:, -(w // 4):], alpha[:, -(w // 4):] = right, 0.8
+        alpha[0, 0] = 0.49  # less than half opaque: card
+        out = colour.fill_transparent(rgb, alpha)
+        keep = alpha >= 0.5
+        np.testing.assert_array_equal(out[keep], rgb[keep])
+        card = out[~keep]
+        assert card.min() >= min(left.min(), right.min()) - 1e-6 and card.max() <= max(left.max(), right.max()) + 1e-6
+        # the card next to each side wears mostly that side's colour
+        assert np.abs(out[:, w // 4] - left).max() < np.abs(out[:, w // 4] - right).max()
+        assert np.abs(out[:, -(w // 4) - 1] - right).max() < np.abs(out[:, -(w // 4) - 1] - left).max()
+    opaque = np.ones((4, 4), np.float32)
+    np.testing.assert_array_equal(colour.fill_transparent(np.full((4, 4, 3), 0.3, np.float32), opaque), 0.3)
+    with pytest.raises(ValueError, match="no pixel is opaque"):
+        colour.fill_transparent(np.zeros((4, 4, 3)), np.full((4, 4), 0.2))
