@@ -227,19 +227,6 @@ def test_a_real_actor_carves_trails_in_snow_on_a_real_terrain_and_the_bake_holds
     assert np.abs(depth_off).max() < 1e-4, depth_off
 
 
-GODOT_SNOW = """
-layout(location = 0) in vec2 pixel;
-layout(location = 1) in vec3 position;
-layout(location = 2) in float thickness;
-layout(location = 0) out vec4 result;
-layout(binding = 0) uniform sampler2D snow_tex;
-void main() {
-    gl_Position = vec4(pixel, 0.0, 1.0);
-    result = vec4(envfx_snow_offset(position, thickness, vec2(UV_OFFSET), snow_tex), 1.0);
-}
-"""
-
-
 def test_the_engine_include_displaces_real_snow_as_the_blender_preview_of_its_bake(envfx, helpers, corpus_content,
                                                                                    tmp_path, load_helper):
     """The snow on the real terrain, Sydney's walk baked into the interaction buffer and played back from the bake
@@ -258,33 +245,11 @@ def test_the_engine_include_displaces_real_snow_as_the_blender_preview_of_its_ba
     engines = tmp_path / "engines"
     envfx.operators.snow.engines.export_engines(scene, str(engines))
     meta = json.loads((bake / "snow_buffer.json").read_text())
-    gpu_mod = load_helper("engine_gpu_rc", "tests", "core", "engine_gpu.py")
-    gpu = gpu_mod.Gpu()
-    core = envfx.core.snow
-    se = __import__(envfx.__name__ + ".core.snow_engines", fromlist=["x"])
-    be = envfx.core.bend_engines
-    include = (engines / "envfx_snow.gdshaderinc").read_text()
-    frag = gpu_mod.spirv(gpu_mod.GLSL_FRAG, "frag", False, tmp_path)
     rest, _offset = helpers.snow.evaluated_offset(envfx, snow)
-    m = np.asarray(snow.matrix_world)
-    world = rest @ m[:3, :3].T + m[:3, 3]
-    thick = helpers.snow.thickness_of(snow)
-    assert np.ptp(world[:, 2]) > 5.0                                       # the real relief
-    worst, moved = 0.0, 0.0
-    for entry in meta["frames"][3::2]:
-        scene.frame_set(entry["frame"])
-        _rest, preview = helpers.snow.evaluated_offset(envfx, snow)
-        image = core.read_exr(str(bake / entry["file"]))
-        tex = gpu.texture(se.engine_rows(image, "GODOT"), "f4")
-        offset = ", ".join(repr(float(v)) for v in entry["uv_offset"]["GODOT"])
-        vert = gpu_mod.spirv("#version 450\n" + include + GODOT_SNOW.replace("UV_OFFSET", offset), "vert", False,
-                             tmp_path)
-        got = gpu.run(vert, frag, [be.to_engine(world, "GODOT"), thick], [tex])[:, :3]
-        tex.release()
-        want = np.zeros_like(got)
-        want[:, 1] = preview  # Godot's up is Blender's Z
-        worst = max(worst, float(np.abs(got - want).max()))
-        moved = max(moved, float(np.abs(preview).max()))
+    assert np.ptp(rest[:, 2]) > 5.0                                        # the real relief
+    engine_test = load_helper("envfx_test_snow_engines_rc", "tests", "blender", "test_snow_engines.py")
+    worst, moved = engine_test.godot_against_preview(envfx, scene, snow, bake, engines, meta["frames"][3::2],
+                                                     tmp_path)
     assert moved > 0.05                                                    # her trail is in the preview
     assert worst <= 1e-4 * meta["world_size"], worst
 
