@@ -55,24 +55,8 @@ def main(argv):
     live.name = "Live Push"
     live.frame_start, live.frame_end = 1, 60
     n = args.blades
-    side = 50.0 * math.sqrt(n / 250000.0)  # 250000 blades over 50 x 50 m: 100 blades a square metre
     rng = np.random.default_rng(7)
-    root = rng.uniform(-side / 2, side / 2, (n, 2)).astype(np.float32)
-    h = rng.uniform(0.3, 0.5, n).astype(np.float32)
-    a = rng.uniform(0.0, math.pi, n).astype(np.float32)
-    w = np.stack([0.01 * np.cos(a), 0.01 * np.sin(a)], 1)
-    co = np.zeros((n, 4, 3), np.float32)
-    for k, (sign, up) in enumerate(((-1, 0), (1, 0), (1, 1), (-1, 1))):
-        co[:, k, :2] = root + sign * w
-        co[:, k, 2] = up * h
-    mesh = bpy.data.meshes.new("Field")
-    mesh.vertices.add(4 * n)
-    mesh.vertices.foreach_set("co", co.ravel())
-    mesh.loops.add(4 * n)
-    mesh.loops.foreach_set("vertex_index", np.arange(4 * n, dtype=np.int32))
-    mesh.polygons.add(n)
-    mesh.polygons.foreach_set("loop_start", np.arange(0, 4 * n, 4, dtype=np.int32))
-    mesh.update(calc_edges=True)
+    mesh, side = framebench.grass_mesh("Field", n, rng)
     field = bpy.data.objects.new("Field", mesh)
     live.collection.objects.link(field)
     api.view_layer().update()

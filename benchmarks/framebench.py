@@ -56,6 +56,30 @@ def grid_mesh(name: str, side: int, size: float = 100.0):
     return mesh
 
 
+
+def grass_mesh(name: str, blades: int, rng: np.random.Generator) -> tuple[bpy.types.Mesh, float]:
+    """A field of ``blades`` grass blades, each a quad 2 cm wide and 0.3-0.5 m tall turned at random (drawn from
+    ``rng``), scattered at 100 blades a square metre (250000 blades over 50 x 50 m): (the mesh, the field's side in
+    metres)."""
+    side = 50.0 * float(np.sqrt(blades / 250000.0))
+    root = rng.uniform(-side / 2, side / 2, (blades, 2)).astype(np.float32)
+    h = rng.uniform(0.3, 0.5, blades).astype(np.float32)
+    a = rng.uniform(0.0, np.pi, blades).astype(np.float32)
+    w = np.stack([0.01 * np.cos(a), 0.01 * np.sin(a)], 1)
+    co = np.zeros((blades, 4, 3), np.float32)
+    for k, (sign, up) in enumerate(((-1, 0), (1, 0), (1, 1), (-1, 1))):
+        co[:, k, :2] = root + sign * w
+        co[:, k, 2] = up * h
+    mesh = bpy.data.meshes.new(name)
+    mesh.vertices.add(4 * blades)
+    mesh.vertices.foreach_set("co", co.ravel())
+    mesh.loops.add(4 * blades)
+    mesh.loops.foreach_set("vertex_index", np.arange(4 * blades, dtype=np.int32))
+    mesh.polygons.add(blades)
+    mesh.polygons.foreach_set("loop_start", np.arange(0, 4 * blades, 4, dtype=np.int32))
+    mesh.update(calc_edges=True)
+    return mesh, side
+
 def reference_group() -> bpy.types.NodeTree:
     """A bare time-dependent Set Position: every vertex moves by (0, 0, 1e-4 * scene seconds), so a frame change
     re-evaluates it, and it does as little per vertex as any modifier that moves vertices can."""
