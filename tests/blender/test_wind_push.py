@@ -83,7 +83,10 @@ def _read(mesh, name, width):
 
 
 def _twin(mods, obj, frame, push=True):
+    """The numpy twin of ``obj`` in the wind at ``frame``; ``push``: the scene's baked push (True), none (False),
+    or a function ``(scene, frame) -> GrassPush`` (the live push's)."""
     scene = api.scene()
+    push_of = mods.nodes.push_params if push is True else push or None
     mesh = api.mesh(obj)
     normals = np.empty(len(mesh.vertices) * 3, np.float32)
     mesh.vertex_normals.foreach_get("vector", normals)
@@ -93,7 +96,7 @@ def _twin(mods, obj, frame, push=True):
         rest, _read(mesh, "EnvFX_Height", 1), _read(mesh, "EnvFX_Wind", 4), normals.reshape(-1, 3),
         mods.bridge.matrix_to_numpy(obj.matrix_world), frame, mods.nodes.params_from_scene(scene),
         mods.nodes.asset_params(obj), camera_matrix=cam,
-        push=mods.nodes.push_params(scene, frame) if push else None)
+        push=push_of(scene, frame) if push_of is not None else None)
 
 
 def _evaluated(mods, obj, frame):

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from tests.blender import api
-from tests.blender.test_wind_push import _field, _read, _rest
+from tests.blender.test_wind_push import _evaluated, _field, _rest, _twin
 
 WALK = ((1, (-4.0, -0.3, 0.0)), (25, (4.0, 0.3, 0.0)))  # the walker's bottom point, frames 1 to 25
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -65,24 +65,6 @@ def _image_pixels(image):
     return buf.reshape(h, w, 4)
 
 
-def _twin(mods, live, obj, frame):
-    scene = api.scene()
-    mesh = api.mesh(obj)
-    normals = np.empty(len(mesh.vertices) * 3, np.float32)
-    mesh.vertex_normals.foreach_get("vector", normals)
-    rest = _rest(mods, obj)
-    cam = mods.bridge.matrix_to_numpy(scene.camera.matrix_world) if scene.camera else None
-    return rest + mods.core.wind_offsets(
-        rest, _read(mesh, "EnvFX_Height", 1), _read(mesh, "EnvFX_Wind", 4), normals.reshape(-1, 3),
-        mods.bridge.matrix_to_numpy(obj.matrix_world), frame, mods.nodes.params_from_scene(scene),
-        mods.nodes.asset_params(obj), camera_matrix=cam, push=live.push_params(scene, frame))
-
-
-def _evaluated(mods, obj, frame):
-    api.scene().frame_set(frame)
-    return mods.bridge.evaluated_positions(obj, bpy.context.evaluated_depsgraph_get())
-
-
 def _baked_frames(envfx, scene, folder):
     """The buffer bake of the same scene (Snow > Bake Interaction Buffer's function): frame -> (image, origin)."""
     snow_ops = importlib.import_module(envfx.__name__ + ".operators.snow")
@@ -114,7 +96,7 @@ def test_live_buffer_equals_the_bake_and_the_grass_its_twin(mods, envfx, live, t
         want_img, origin = baked[frame]
         worst_buf = max(worst_buf, float(np.abs(_image_pixels(image) - want_img).max()))
         assert live.push_params(scene, frame).origin == pytest.approx(origin)
-        worst_grass = max(worst_grass, float(np.abs(got - _twin(mods, live, obj, frame)).max()))
+        worst_grass = max(worst_grass, float(np.abs(got - _twin(mods, obj, frame, live.push_params)).max()))
     assert worst_buf <= 1e-5, worst_buf
     assert worst_grass < 1e-4, worst_grass
     assert np.abs(baked[13][0][..., 3]).max() > 0.5  # the walker does push the grass down at frame 13
@@ -170,7 +152,7 @@ def test_scrubbing_back_and_forth_shows_each_frame_as_the_bake(mods, envfx, live
         got = _evaluated(mods, obj, frame)
         want = baked[min(max(frame, 1), 40)][0] if frame >= 1 else np.zeros_like(baked[1][0])
         assert np.abs(_image_pixels(image) - want).max() <= 1e-5, frame
-        assert np.abs(got - _twin(mods, live, obj, frame)).max() < 1e-4, frame
+        assert np.abs(got - _twin(mods, obj, frame, live.push_params)).max() < 1e-4, frame
     assert live._live[scene.name] is held  # scrubbing replays from checkpoints: the paths were not read again
     assert held.buffer.steps < 40 * 4
 
@@ -191,7 +173,7 @@ def test_a_reopened_file_shows_the_push_of_its_frame(mods, envfx, live, tmp_path
     for frame in (14, 6, 20):
         got = _evaluated(mods, obj, frame)
         assert np.abs(_image_pixels(image) - baked[frame][0]).max() <= 1e-5, frame
-        assert np.abs(got - _twin(mods, live, obj, frame)).max() < 1e-4, frame
+        assert np.abs(got - _twin(mods, obj, frame, live.push_params)).max() < 1e-4, frame
 
 
 RENDER_SCRIPT = """
