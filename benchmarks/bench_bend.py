@@ -270,16 +270,24 @@ def _floor_group(kind):
     d.operation = "DOT_PRODUCT"
     api.socket(d.inputs[1]).default_value = (0.0, 1.0, 0.0)
     links.new(pos, d.inputs[0])
-    prev = d.outputs["Value"]
+    _runner_drop(tree, sp, d.outputs["Value"], "ADD", seconds)
+    return tree
+
+
+def _runner_drop(tree, sp, along, first: "NodeMathItems", shift) -> None:
+    """The Runner's per-vertex drop from the distance ``along`` the bend axis, into ``sp``'s offset: ``along``
+    ``first`` (ADD or SUBTRACT) ``shift``, absolute, less 2, at least 0, squared, times (0, 0, -1e-3)."""
+    nodes, links = tree.nodes, tree.links
+    prev = along
     steps: "tuple[tuple[NodeMathItems, float | None], ...]" = (
-        ("ADD", None), ("ABSOLUTE", None), ("SUBTRACT", 2.0), ("MAXIMUM", 0.0))
+        (first, None), ("ABSOLUTE", None), ("SUBTRACT", 2.0), ("MAXIMUM", 0.0))
     for op, value in steps:
         m = api.of(bpy.types.ShaderNodeMath, nodes.new("ShaderNodeMath"))
         m.operation = op
         links.new(prev, m.inputs[0])
-        if op == "ADD":
-            links.new(seconds, m.inputs[1])
-        elif value is not None:
+        if value is None:
+            links.new(shift, m.inputs[1])
+        else:
             api.socket(m.inputs[1]).default_value = value
         prev = m.outputs[0]
     sq = api.of(bpy.types.ShaderNodeMath, nodes.new("ShaderNodeMath"))
@@ -291,7 +299,6 @@ def _floor_group(kind):
     api.socket(v.inputs[0]).default_value = (0.0, 0.0, -1e-3)
     links.new(sq.outputs[0], v.inputs["Scale"])
     links.new(v.outputs["Vector"], sp.inputs["Offset"])
-    return tree
 
 
 def pivot_runner_group(pivot):
@@ -314,27 +321,7 @@ def pivot_runner_group(pivot):
     d.operation = "DOT_PRODUCT"
     api.socket(d.inputs[1]).default_value = (0.0, 1.0, 0.0)
     links.new(nodes.new("GeometryNodeInputPosition").outputs[0], d.inputs[0])
-    prev = d.outputs["Value"]
-    steps: "tuple[tuple[NodeMathItems, float | None], ...]" = (
-        ("SUBTRACT", None), ("ABSOLUTE", None), ("SUBTRACT", 2.0), ("MAXIMUM", 0.0))
-    for op, value in steps:
-        m = api.of(bpy.types.ShaderNodeMath, nodes.new("ShaderNodeMath"))
-        m.operation = op
-        links.new(prev, m.inputs[0])
-        if value is None and op == "SUBTRACT":
-            links.new(c.outputs["Value"], m.inputs[1])
-        elif value is not None:
-            api.socket(m.inputs[1]).default_value = value
-        prev = m.outputs[0]
-    sq = api.of(bpy.types.ShaderNodeMath, nodes.new("ShaderNodeMath"))
-    sq.operation = "MULTIPLY"
-    links.new(prev, sq.inputs[0])
-    links.new(prev, sq.inputs[1])
-    v = api.of(bpy.types.ShaderNodeVectorMath, nodes.new("ShaderNodeVectorMath"))
-    v.operation = "SCALE"
-    api.socket(v.inputs[0]).default_value = (0.0, 0.0, -1e-3)
-    links.new(sq.outputs[0], v.inputs["Scale"])
-    links.new(v.outputs["Vector"], sp.inputs["Offset"])
+    _runner_drop(tree, sp, d.outputs["Value"], "SUBTRACT", c.outputs["Value"])
     return tree
 
 
