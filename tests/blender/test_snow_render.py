@@ -66,7 +66,7 @@ def _walker_file(envfx, load_helper, tmp_path):
     walker.empty_display_size = 0.5
     actors.objects.link(walker)
     ts.animate(walker, [(1, (-3.0, -3.0, 0.3)), (5, (3.0, -3.0, 0.3)), (10, (3.0, 3.0, 0.3))])  # an L
-    ts._linear(walker)
+    api.linear(walker)
     scene.frame_start, scene.frame_end = 1, 10
     scene.frame_set(1)
     envfx.operators.snow.add_trails(scene, [snow])

@@ -241,7 +241,7 @@ def _growing_actor(h, envfx, tmp_path):
     a.keyframe_insert("scale", frame=1)
     a.scale = (2, 2, 2)
     a.keyframe_insert("scale", frame=10)
-    for fc in h._fcurves(a):
+    for fc in api.fcurves(a):
         for kp in fc.keyframe_points:
             kp.interpolation = "CONSTANT"
     scene.frame_start, scene.frame_end = 1, 12
