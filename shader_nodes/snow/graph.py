@@ -663,17 +663,7 @@ def _puffs_and_display(b, s):
     disp = b.math("MAXIMUM", b.math("SUBTRACT", vertex_state.outputs["Y"], vertex_state.outputs["X"]),
                   b.math("MULTIPLY", vertex_thickness, -GROUND_KEEP), label="Displacement")
     flat = b.math("MULTIPLY", thick_v.outputs["Attribute"], -GROUND_KEEP, label="Flat On Ground")
-    # in object space (the camera moved there once per object, not every vertex to world space); exact for
-    # uniform scale, an approximation for non-uniform scale
-    cam_inv = b.node("FunctionNodeInvertMatrix", "Invert For Camera")
-    b.link(matrix, cam_inv.inputs[0])
-    cam_local = b.node("FunctionNodeTransformPoint", "Camera Local")
-    b.link(cam_info.outputs["Location"], cam_local.inputs["Vector"])
-    b.link(cam_inv.outputs[0], cam_local.inputs["Transform"])
-    scale_x = b.node("FunctionNodeTransformDirection", "Scale X")
-    b.link(matrix, scale_x.inputs["Transform"])
-    scale_x.inputs["Direction"].default_value = (1.0, 0.0, 0.0)
-    unit = b.vmath("LENGTH", scale_x.outputs[0], label="Object Scale")
+    cam_local, unit = _camera_local(b, matrix, cam_info)  # (in object space)
     # the object's scale and the fade's span folded into one factor per object (a vertex pays a distance and
     # one multiply-add for its share laid flat, g = 1 - fade)
     per_unit = b.math("DIVIDE", unit, span, label="Per Object Unit")
@@ -722,6 +712,20 @@ def _puffs_and_display(b, s):
     s.put(sim_shown=joined.outputs[0])
 
 
+def _camera_local(b, matrix, cam_info):
+    """The active camera's location in the snow object's space (moved there once per object, not every vertex to
+    world space: exact for uniform scale, an approximation for non-uniform scale) and the object's scale along its
+    X axis: (the Transform Point node, the scale's socket)."""
+    cam_inv = b.node("FunctionNodeInvertMatrix", "Invert For Camera")
+    b.link(matrix, cam_inv.inputs[0])
+    cam_local = b.node("FunctionNodeTransformPoint", "Camera Local")
+    b.link(cam_info.outputs["Location"], cam_local.inputs["Vector"])
+    b.link(cam_inv.outputs[0], cam_local.inputs["Transform"])
+    scale_x = b.node("FunctionNodeTransformDirection", "Scale X")
+    b.link(matrix, scale_x.inputs["Transform"])
+    scale_x.inputs["Direction"].default_value = (1.0, 0.0, 0.0)
+    return cam_local, b.vmath("LENGTH", scale_x.outputs[0], label="Object Scale")
+
 def _numpy_display(b, s):
     """The Numpy trails engine's display, the whole group when the scene's Trails Engine is Numpy
     (``operators.snow.numpy_trails``): the trail state is held in numpy by a frame handler, which writes each
@@ -742,16 +746,7 @@ def _numpy_display(b, s):
     span = b.math("MAXIMUM", b.math("SUBTRACT", values["Camera Fade End"], values["Camera Fade Start"]), 1e-6,
                   label="Camera Fade Span")
     fade_offset = b.math("DIVIDE", values["Camera Fade Start"], span, label="Camera Fade Offset")
-    # in object space, as the simulation's display (exact for uniform scale)
-    cam_inv = b.node("FunctionNodeInvertMatrix", "Invert For Camera")
-    b.link(matrix, cam_inv.inputs[0])
-    cam_local = b.node("FunctionNodeTransformPoint", "Camera Local")
-    b.link(cam_info.outputs["Location"], cam_local.inputs["Vector"])
-    b.link(cam_inv.outputs[0], cam_local.inputs["Transform"])
-    scale_x = b.node("FunctionNodeTransformDirection", "Scale X")
-    b.link(matrix, scale_x.inputs["Transform"])
-    scale_x.inputs["Direction"].default_value = (1.0, 0.0, 0.0)
-    unit = b.vmath("LENGTH", scale_x.outputs[0], label="Object Scale")
+    cam_local, unit = _camera_local(b, matrix, cam_info)  # (in object space, as the simulation's display)
     invert = b.node("FunctionNodeInvertMatrix", "Invert")
     b.link(matrix, invert.inputs[0])
     local_up = b.node("FunctionNodeTransformDirection", "Up Local")  # one value per object

@@ -106,19 +106,25 @@ def test_numpy_trails_are_recomputed_in_a_reopened_file_and_out_of_order(envfx, 
     assert got[near_new].min() < -0.1 and expected[7][near_new].min() > -1e-6
 
 
+def _second_level(snow: bpy.types.Object, walker: str) -> tuple[bpy.types.Scene, bpy.types.Object]:
+    """A scene "Level 2" with a copy of ``snow`` ("Snow B") and its own actor collection holding one walker named
+    ``walker``, 1.5 m to the side: (the scene, its snow)."""
+    level = bpy.data.scenes.new("Level 2")
+    snow_b = bpy.data.objects.new("Snow B", api.mesh(snow).copy())
+    snow_b["envfx_snow"] = snow["envfx_snow"]
+    level.collection.objects.link(snow_b)
+    actors_b = bpy.data.collections.new("Actors B")
+    level.collection.children.link(actors_b)
+    _helpers._walker(walker, 1.5, actors_b)
+    api.envfx(level).snow.actors = actors_b
+    return level, snow_b
+
 def test_numpy_trails_of_two_scenes_each_their_own(envfx, scene_depsgraph):
     scene, snow, actors = _helpers.snow_scene(envfx)
     _helpers._walker("A", -1.5, actors)
     scene.frame_set(1)
     assert api.ops.snow_trails_add() == {"FINISHED"}
-    level = bpy.data.scenes.new("Level 2")
-    snow_b = bpy.data.objects.new("Snow B", snow.data.copy())
-    snow_b["envfx_snow"] = snow["envfx_snow"]
-    level.collection.objects.link(snow_b)
-    actors_b = bpy.data.collections.new("Actors B")
-    level.collection.children.link(actors_b)
-    _helpers._walker("B", 1.5, actors_b)
-    api.envfx(level).snow.actors = actors_b
+    level, snow_b = _second_level(snow, "B")
     api.envfx(level).snow.thickness = api.envfx(scene).snow.thickness
     level.frame_set(1)
     envfx.operators.snow.add_trails(level, [snow_b])
@@ -344,14 +350,7 @@ def test_the_numpy_states_of_deleted_scenes_and_snow_go(envfx):
     """The states of a deleted scene, and of deleted snow, are dropped at the next update."""
     scene, snow = _walk(envfx)
     numpy_trails = envfx.operators.snow.numpy_trails
-    level = bpy.data.scenes.new("Level 2")
-    snow_b = bpy.data.objects.new("Snow B", snow.data.copy())
-    snow_b["envfx_snow"] = snow["envfx_snow"]
-    level.collection.objects.link(snow_b)
-    actors_b = bpy.data.collections.new("Actors B")
-    level.collection.children.link(actors_b)
-    _helpers._walker("W", 1.5, actors_b)
-    api.envfx(level).snow.actors = actors_b
+    level, snow_b = _second_level(snow, "W")
     for each in (scene, level):
         each.frame_set(1)
         api.envfx(each).snow.trails_engine = "NUMPY"
