@@ -254,6 +254,82 @@ def test_the_engine_include_displaces_real_snow_as_the_blender_preview_of_its_ba
     assert worst <= 1e-4 * meta["world_size"], worst
 
 
+
+# --- world bend: a real terrain, a real tree and a real actor ---------------------------------------------------
+
+@pytest.mark.parametrize("mode", ["RUNNER", "RUNNER_2AXIS", "PLANET", "CYLINDER"])
+def test_the_bend_of_a_real_scene_equals_its_formula_and_names_the_coarse_terrain(envfx, helpers, corpus_content,
+                                                                                   corpus_asset, mode):
+    """A patch of the real terrain (Y-up, an unapplied centimetre scale, kilometres from the origin), ez-tree's oak
+    (trunk and leaves in two objects) standing on it and Sydney beside it, the player (the pivot) at the tree, bent
+    with the scene's default settings in each mode: every object's evaluated vertices are core.bend's formula for
+    its own transform, to 1 mm within 100 m of the player; what is too coarse to follow the curve is named by Add
+    Bend (the terrain's 30 m cells; the oak, 52 m tall at this import's scale, with its 6 m leaf cards; not Sydney),
+    and with Subdivide Coarse Meshes nothing is, and the subdivided terrain bends by the formula. Remove Bend gives
+    every mesh back as it was."""
+    _clear()
+    terrain = _terrain_patch(helpers, corpus_content("terragen_terrain"))
+    height = _ground_height(terrain)
+    centre = _world_vertices(terrain).mean(0)
+    tree = corpus_asset("ez_oak_medium")
+    ground = float(height(centre[None, :2])[0])
+    ax, ay, az = helpers.assets.AWAY
+    for o in tree:  # the imported tree (Y-up, centimetres, away from the origin) moved onto the terrain's middle
+        o.location = (o.location.x - ax + centre[0], o.location.y - ay + centre[1], o.location.z - az + ground)
+    actors = bpy.data.collections.new("Actors")
+    api.scene().collection.children.link(actors)
+    sydney, _lift = _actor(helpers, corpus_content, actors)
+    sydney.location = (centre[0] + 3.0, centre[1], ground + _lift)
+    api.view_layer().update()
+    objects = [terrain, *tree, sydney]
+    before = {o.name: envfx.bridge.get_positions(api.mesh(o)).copy() for o in objects}
+    s = api.envfx().bend
+    s.mode = mode
+    player = bpy.data.objects.new("Player", None)
+    api.scene().collection.objects.link(player)
+    player.location = (centre[0], centre[1], ground)
+    s.pivot = player
+    api.view_layer().update()
+    result = envfx.operators.bend.add_bend(api.scene(), objects)
+    assert sorted(result.changed) == sorted(o.name for o in objects)
+    coarse = [w for w in result.warnings if "Too coarse for the bend" in w]
+    # the terrain's 30 m cells, and at this import's scale (a 52 m oak) its 6 m leaf cards and 7 m branch segments
+    assert len(coarse) == 1 and all(f"{o.name} (" in coarse[0] for o in (terrain, *tree)), result.warnings
+    assert f"{sydney.name} (" not in coarse[0]
+    params = envfx.shader_nodes.bend.params_from_scene(api.scene())
+    moved = 0.0
+    for o in objects:
+        got = envfx.bridge.evaluated_positions(o, bpy.context.evaluated_depsgraph_get())
+        want = envfx.core.bend.forward_local(before[o.name], envfx.bridge.matrix_to_numpy(o.matrix_world), params)
+        m = np.asarray(o.matrix_world)
+        near = np.linalg.norm(before[o.name] @ m[:3, :3].T + m[:3, 3] - np.asarray(player.location), axis=1) < 100
+        assert near.any(), o.name
+        scale = np.linalg.norm(m[:3, :3], axis=0)  # local offsets in metres: times the object's scale
+        err = np.abs(got - want)[near] * scale
+        assert err.max() < 1e-3, (o.name, float(err.max()))
+        moved = max(moved, float((np.abs(got - before[o.name]) * scale).max()))
+    assert moved > 0.05  # the scene really bends
+    # Subdivide Coarse Meshes: nothing is named any more, and the subdivided terrain's vertices (many more, each
+    # on the formula's curve) bend as the formula says
+    s.subdivide = True
+    result = envfx.operators.bend.add_bend(api.scene(), objects)
+    assert not any("Too coarse" in w for w in result.warnings), result.warnings
+    assert envfx.panels.bend.coarse_status(api.scene()) == []
+    bend = terrain.modifiers["EnvFX Bend"]
+    bend.show_viewport = False
+    rest = envfx.bridge.evaluated_positions(terrain, bpy.context.evaluated_depsgraph_get()).copy()
+    bend.show_viewport = True
+    got = envfx.bridge.evaluated_positions(terrain, bpy.context.evaluated_depsgraph_get())
+    assert len(got) > 4 * len(before[terrain.name])
+    want = envfx.core.bend.forward_local(rest, envfx.bridge.matrix_to_numpy(terrain.matrix_world), params)
+    assert (np.abs(got - want).max(1) * 0.01 < 1e-3).all()
+    # Remove Bend: every mesh as it was
+    envfx.operators.bend.remove_bend(objects)
+    for o in objects:
+        assert not any(m.name.startswith("EnvFX Bend") for m in o.modifiers), o.name
+        np.testing.assert_array_equal(envfx.bridge.evaluated_positions(o, bpy.context.evaluated_depsgraph_get()),
+                                      before[o.name])
+
 # --- 2D light map: a real level -----------------------------------------------------------------------------
 
 def test_light_map_of_a_real_level_shadows_where_its_walls_are(envfx, helpers, corpus_content, tmp_path):
