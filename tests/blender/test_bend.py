@@ -911,40 +911,62 @@ def test_engine_includes_bend_the_exported_fbx_mesh_like_the_viewport(envfx, tmp
     meta = json.loads((tmp_path / "eng" / "envfx_bend.json").read_text())
     assert meta["blender"]["unit_scale"] == pytest.approx(fbx_metres)
     select_only([ground, pivot])
-    path = str(tmp_path / "level.fbx")  # the physical mesh: the game bends it in its vertex shader
-    assert bpy.ops.export_scene.fbx(filepath=path, use_selection=True, use_mesh_modifiers=False) == {"FINISHED"}
+    checked = engines_bend_fbx_like_viewport(envfx, load_helper, tmp_path, [ground], pivot, meta, fbx_metres,
+                                             bends=0.05)  # (a lot)
+    assert checked == {"UNREAL": 1, "UNITY": 1}
 
+
+# from right-handed Z up (front -Y) to the engine: Unreal mirrors Y, Unity is Y up mirrored and in metres
+FBX_ENGINES = {"UNREAL": (np.diag([1.0, -1.0, 1.0]), 1.0),
+               "UNITY": (np.array([[-1.0, 0, 0], [0, 0, 1.0], [0, -1.0, 0]]), 0.01)}  # "Convert Units": cm -> m
+
+
+def engines_bend_fbx_like_viewport(envfx, load_helper, tmp_path, objects: list[bpy.types.Object],
+                                   pivot: bpy.types.Object, meta: dict, fbx_metres: float,
+                                   atol: float = 2e-5, bends: float = 1e-3) -> dict:
+    """Export ``objects`` and ``pivot`` (selected) with Blender's FBX exporter, Apply Modifiers off (the physical
+    mesh: a game bends it in its vertex shader), read the file back and, for Unreal and Unity, take each object's
+    vertices through its model transform and the file's unit into the engine's axes and unit: the bend's include
+    (run in numpy, ``bend_shader_numpy``) takes them to where the viewport draws them (the evaluated bent
+    vertices, taken the same way), to ``atol`` of the largest coordinate, and some vertex moves by ``bends`` of it;
+    the file holds ``fbx_metres`` metres a Blender unit and envfx_bend.json's pivot is the pivot's place in it.
+    Returns engine -> objects checked."""
+    fbx = load_helper("fbx_reader", "tests", "blender", "fbx_reader.py")
+    run_shader = load_helper("bend_shader_numpy", "tests", "core", "bend_shader_numpy.py").run_shader
+    path = str(tmp_path / "level.fbx")
+    assert bpy.ops.export_scene.fbx(filepath=path, use_selection=True, use_mesh_modifiers=False) == {"FINISHED"}
     root = fbx.read(path)
     cm_per_file_unit = fbx.global_settings(root)["UnitScaleFactor"]
     models, geometry = fbx.objects(root, "Model"), fbx.objects(root, "Geometry")
-    local = fbx.vertices(geometry["Ground"])
-    np.testing.assert_allclose(local, envfx.bridge.get_positions(ground.data), atol=1e-4)  # unbent, in order
     to_z_up = fbx.to_z_up(root)
-    engines = {  # from right-handed Z up (front -Y) to the engine: Unreal mirrors Y, Unity is Y up mirrored
-        "UNREAL": (np.diag([1.0, -1.0, 1.0]), 1.0),
-        "UNITY": (np.array([[-1.0, 0, 0], [0, 0, 1.0], [0, -1.0, 0]]), 0.01),  # "Convert Units": cm -> m
-    }
 
     def in_engine(points, model, axes, unit_per_cm):
         matrix = fbx.model_matrix(models[model])
         in_file = np.asarray(points, dtype=np.float64) @ matrix[:3, :3].T + matrix[:3, 3]
         return cm_per_file_unit * unit_per_cm * in_file @ to_z_up.T @ axes.T
 
-    for engine, how in engines.items():
-        physical = in_engine(local, "Ground", *how)
-        viewport = in_engine(evaluated_local(envfx, ground), "Ground", *how)
-        pivot_at = in_engine([[0.0, 0.0, 0.0]], "Player", *how)[0]
-        # the file holds fbx_metres metres per Blender unit
-        world = envfx.bridge.get_positions(ground.data) @ np.asarray(ground.matrix_world)[:3, :3].T
-        per_metre = 100.0 * how[1]
-        np.testing.assert_allclose(np.linalg.norm(physical[1:] - physical[0], axis=1),
-                                   per_metre * fbx_metres * np.linalg.norm(world[1:] - world[0], axis=1), rtol=1e-5)
+    checked, most = {}, 0.0
+    for engine, how in FBX_ENGINES.items():
+        pivot_at = in_engine([[0.0, 0.0, 0.0]], pivot.name, *how)[0]
         np.testing.assert_allclose(meta["engines"][engine]["pivot"], pivot_at, rtol=1e-6, atol=1e-6)
         include = (tmp_path / "eng" / meta["engines"][engine]["file"]).read_text()
-        bent = run_shader(include)(physical, pivot_at)
-        size = np.abs(viewport).max()
-        np.testing.assert_allclose(bent, viewport, rtol=0, atol=2e-5 * size, err_msg=engine)
-        assert np.abs(viewport - physical).max() > 0.05 * size  # the viewport bends it, a lot
+        for obj in objects:
+            local = fbx.vertices(geometry[api.mesh(obj).name])
+            np.testing.assert_allclose(local, envfx.bridge.get_positions(obj.data), atol=1e-4)  # unbent, in order
+            physical = in_engine(local, obj.name, *how)
+            viewport = in_engine(evaluated_local(envfx, obj), obj.name, *how)
+            world = envfx.bridge.get_positions(obj.data) @ np.asarray(obj.matrix_world)[:3, :3].T
+            per_metre = 100.0 * how[1]
+            np.testing.assert_allclose(np.linalg.norm(physical[1:] - physical[0], axis=1),
+                                       per_metre * fbx_metres * np.linalg.norm(world[1:] - world[0], axis=1),
+                                       rtol=1e-5)
+            bent = run_shader(include)(physical, pivot_at)
+            size = np.abs(viewport).max()
+            np.testing.assert_allclose(bent, viewport, rtol=0, atol=atol * size, err_msg=f"{engine} {obj.name}")
+            most = max(most, float(np.abs(viewport - physical).max() / size))
+            checked[engine] = checked.get(engine, 0) + 1
+    assert most > bends  # the viewport bends them
+    return checked
 
 
 def _expected_in(envfx, scene, obj):

@@ -259,11 +259,13 @@ def test_the_engine_include_displaces_real_snow_as_the_blender_preview_of_its_ba
 
 @pytest.mark.parametrize("mode", ["RUNNER", "RUNNER_2AXIS", "PLANET", "CYLINDER"])
 def test_the_bend_of_a_real_scene_equals_its_formula_and_names_the_coarse_terrain(envfx, helpers, corpus_content,
-                                                                                   corpus_asset, mode):
+                                                                                   corpus_asset, load_helper,
+                                                                                   tmp_path, mode):
     """A patch of the real terrain (Y-up, an unapplied centimetre scale, kilometres from the origin), ez-tree's oak
     (trunk and leaves in two objects) standing on it and Sydney beside it, the player (the pivot) at the tree, bent
     with the scene's default settings in each mode: every object's evaluated vertices are core.bend's formula for
-    its own transform, to 1 mm within 100 m of the player; what is too coarse to follow the curve is named by Add
+    its own transform, to 1 mm within 100 m of the player, and exported with Blender's FBX exporter the bend's
+    Unreal and Unity includes bend each object's file vertices as the viewport does; what is too coarse to follow the curve is named by Add
     Bend (the terrain's 30 m cells; the oak, 52 m tall at this import's scale, with its 6 m leaf cards; not Sydney),
     and with Subdivide Coarse Meshes nothing is, and the subdivided terrain bends by the formula. Remove Bend gives
     every mesh back as it was."""
@@ -309,6 +311,14 @@ def test_the_bend_of_a_real_scene_equals_its_formula_and_names_the_coarse_terrai
         assert err.max() < 1e-3, (o.name, float(err.max()))
         moved = max(moved, float((np.abs(got - before[o.name]) * scale).max()))
     assert moved > 0.05  # the scene really bends
+    # a game bends the exported meshes in its vertex shader as the viewport does (FBX, Unreal and Unity)
+    assert api.ops.bend_export_engines(directory=str(tmp_path / "eng")) == {"FINISHED"}
+    meta = json.loads((tmp_path / "eng" / "envfx_bend.json").read_text())
+    for o in api.scene().objects:
+        o.select_set(o in objects or o == player)
+    bend_test = load_helper("envfx_test_bend_rc", "tests", "blender", "test_bend.py")
+    checked = bend_test.engines_bend_fbx_like_viewport(envfx, load_helper, tmp_path, objects, player, meta, 1.0)
+    assert checked == {"UNREAL": len(objects), "UNITY": len(objects)}
     # Subdivide Coarse Meshes: nothing is named any more, and the subdivided terrain's vertices (many more, each
     # on the formula's curve) bend as the formula says
     s.subdivide = True
