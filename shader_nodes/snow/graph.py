@@ -601,15 +601,7 @@ def _puffs_and_display(b, s):
         "group_out")
     puffs_on = b.compare("GREATER_THAN", values["Puffs"], 0.5, data_type="FLOAT", label="Puffs Wanted")
     # the active camera (world location; none: Object Info gives scale 0, and the snow is shown as near it)
-    cam = b.node("GeometryNodeInputActiveCamera", "Camera")
-    cam_info = b.node("GeometryNodeObjectInfo", "Camera Info", transform_space="ORIGINAL")
-    b.link(cam.outputs[0], cam_info.inputs["Object"])
-    has_cam = b.compare("GREATER_THAN", b.vmath("LENGTH", cam_info.outputs["Scale"]), 0.0, data_type="FLOAT",
-                        label="Has Camera")
-    span = b.math("MAXIMUM", b.math("SUBTRACT", values["Camera Fade End"], values["Camera Fade Start"]), 1e-6,
-                  label="Camera Fade Span")
-
-    fade_offset = b.math("DIVIDE", values["Camera Fade Start"], span, label="Camera Fade Offset")
+    cam_info, has_cam, span, fade_offset = _camera_fade(b, values)
 
     def flat_share(dist, per_metre, label):
         """1 - core.snow.camera_fade: how far the snow is laid flat at ``dist`` (``per_metre``: 1 / the fade's span
@@ -712,6 +704,18 @@ def _puffs_and_display(b, s):
     s.put(sim_shown=joined.outputs[0])
 
 
+def _camera_fade(b, values):
+    """The active camera's Object Info node, whether there is one (none: Object Info gives scale 0), and the camera
+    fade's span (End - Start, at least 1e-6) and offset (Start / span): (info, has camera, span, offset)."""
+    cam = b.node("GeometryNodeInputActiveCamera", "Camera")
+    cam_info = b.node("GeometryNodeObjectInfo", "Camera Info", transform_space="ORIGINAL")
+    b.link(cam.outputs[0], cam_info.inputs["Object"])
+    has_cam = b.compare("GREATER_THAN", b.vmath("LENGTH", cam_info.outputs["Scale"]), 0.0, data_type="FLOAT",
+                        label="Has Camera")
+    span = b.math("MAXIMUM", b.math("SUBTRACT", values["Camera Fade End"], values["Camera Fade Start"]), 1e-6,
+                  label="Camera Fade Span")
+    return cam_info, has_cam, span, b.math("DIVIDE", values["Camera Fade Start"], span, label="Camera Fade Offset")
+
 def _camera_local(b, matrix, cam_info):
     """The active camera's location in the snow object's space (moved there once per object, not every vertex to
     world space: exact for uniform scale, an approximation for non-uniform scale) and the object's scale along its
@@ -738,14 +742,7 @@ def _numpy_display(b, s):
     values, group_out, matrix = s.get("values group_out matrix")
     geometry = s.group_in.outputs["Geometry"]
     # the active camera (world location; none: Object Info gives scale 0, and nothing is laid flat)
-    cam = b.node("GeometryNodeInputActiveCamera", "Camera")
-    cam_info = b.node("GeometryNodeObjectInfo", "Camera Info", transform_space="ORIGINAL")
-    b.link(cam.outputs[0], cam_info.inputs["Object"])
-    has_cam = b.compare("GREATER_THAN", b.vmath("LENGTH", cam_info.outputs["Scale"]), 0.0, data_type="FLOAT",
-                        label="Has Camera")
-    span = b.math("MAXIMUM", b.math("SUBTRACT", values["Camera Fade End"], values["Camera Fade Start"]), 1e-6,
-                  label="Camera Fade Span")
-    fade_offset = b.math("DIVIDE", values["Camera Fade Start"], span, label="Camera Fade Offset")
+    cam_info, has_cam, span, fade_offset = _camera_fade(b, values)
     cam_local, unit = _camera_local(b, matrix, cam_info)  # (in object space, as the simulation's display)
     invert = b.node("FunctionNodeInvertMatrix", "Invert")
     b.link(matrix, invert.inputs[0])
