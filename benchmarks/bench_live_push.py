@@ -104,14 +104,8 @@ def main(argv):
 
     setattr(live_push, "show", timed)
     pairs = {"live": live, "off": still}
-    runs = {k: {"effect": [], "reference": [], "frames": []} for k in pairs}
     try:
-        for _ in range(args.rounds):
-            for key, scene in pairs.items():
-                one = framebench.frame_change(scene, reference, range(10, 11 + args.frames), 1)
-                for part in ("effect", "reference"):
-                    runs[key][part] += one[part]
-                runs[key]["frames"] = one["frames"]
+        runs = framebench.interleaved(pairs, reference, range(10, 11 + args.frames), args.rounds)
     finally:
         setattr(live_push, "show", shown)
     # the push really ran: the pushed field differs from the one with push off

@@ -809,14 +809,7 @@ def _push_frame_changes(bpy, envfx, ops, args):
             pairs[part] = scene
         for scene in (*pairs.values(), reference):
             scene.frame_start, scene.frame_end = 1, 60
-        # the pairs take turns round by round (a slow spell of the shared machine touches them alike)
-        runs = {k: {"effect": [], "reference": [], "frames": []} for k in pairs}
-        for _ in range(args.push_rounds):
-            for key, scene in pairs.items():
-                one = framebench.frame_change(scene, reference, range(10, 11 + args.push_frames), 1)
-                for part in ("effect", "reference"):
-                    runs[key][part] += one[part]
-                runs[key]["frames"] = one["frames"]
+        runs = framebench.interleaved(pairs, reference, range(10, 11 + args.push_frames), args.push_rounds)
         got, off = runs["on"], runs["off"]
         # the push really ran: the pushed field differs from the one with push off
         dg_on, dg_off = pushed.view_layers[0].depsgraph, still.view_layers[0].depsgraph

@@ -177,6 +177,19 @@ def frame_change(effect, reference, frames, rounds: int, before_round=None) -> d
     return got
 
 
+def interleaved(pairs: dict, reference, frames, rounds: int) -> dict:
+    """``frame_change`` of each scene of ``pairs`` (key -> scene) against ``reference``, the pairs taking turns
+    round by round (a slow spell of a shared machine touches them alike): key -> {"effect", "reference",
+    "frames"} with every round's lists, as ``summary`` reads them."""
+    runs = {k: {"effect": [], "reference": [], "frames": []} for k in pairs}
+    for _ in range(rounds):
+        for key, scene in pairs.items():
+            one = frame_change(scene, reference, frames, 1)
+            for part in ("effect", "reference"):
+                runs[key][part] += one[part]
+            runs[key]["frames"] = one["frames"]
+    return runs
+
 def spread(values) -> dict:
     """median, min, first and third quartile, max of ``values`` (rounded)."""
     v = np.asarray(values, float)
