@@ -19,7 +19,7 @@ from ..shader_nodes import bend as bend_nodes
 from ..shader_nodes import common
 from ..shader_nodes import snow as snow_nodes
 from ..shader_nodes import wind as wind_nodes
-from .common import (PATH_OPTIONS, NeedsScene, ObjectsResult, changeable, evaluated_check, instancers_of,
+from .common import (PATH_OPTIONS, NeedsScene, ObjectsResult, PicksFolder, changeable, evaluated_check, instancers_of,
                      join_scene_group, kept_by_override_reason, linked_reason, mesh_of, no_modifier_reason,
                      nodes_modifiers, output_folder, poll_not_in_edit_mode, refuse_edit_mode, report_result)
 
@@ -659,7 +659,7 @@ def export_engines(scene: bpy.types.Scene, folder: str, view_distance: float | N
                              "choose a writable folder") from None
 
 
-class ENVFX_OT_bend_export_engines(NeedsScene, bpy.types.Operator):
+class ENVFX_OT_bend_export_engines(NeedsScene, PicksFolder, bpy.types.Operator):
     """Write the scene's bend for game engines: shader includes for Godot, Unity (Shader Graph Custom Function)
     and Unreal with ready-to-use examples (a material and the game code that sets the pivot every frame), and
     envfx_bend.json with every number in each engine's axes and units"""
@@ -669,12 +669,6 @@ class ENVFX_OT_bend_export_engines(NeedsScene, bpy.types.Operator):
 
     directory: StringProperty(name="Folder", description="Folder the engine files are written to (// is the .blend "
                               "file's folder)", default="", subtype="DIR_PATH", options=PATH_OPTIONS)
-
-    def invoke(self, context: bpy.types.Context, event: bpy.types.Event) -> set[OperatorReturnItems]:
-        if context.window_manager is None:  # no window to pick the folder in: the folder set
-            return self.execute(context)
-        context.window_manager.fileselect_add(self)
-        return {"RUNNING_MODAL"}
 
     def draw(self, context: bpy.types.Context) -> None:
         if self.layout is None:  # (Blender sets it for draw())

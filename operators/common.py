@@ -15,7 +15,7 @@ from .. import bridge
 from ..shader_nodes import common as nodes_common
 
 if TYPE_CHECKING:  # the stubs' names for the flags' and reports' literals (no such module at run time)
-    from bpy.stub_internal.rna_enums import PropertyFlagItems, WmReportItems
+    from bpy.stub_internal.rna_enums import OperatorReturnItems, PropertyFlagItems, WmReportItems
 
 # Blender 5.0 warns about "//" paths unless a path property says it supports them; 4.2 has no such option. (Here,
 # not in props, so that the operators' own path properties need not import the layer above them.)
@@ -311,6 +311,20 @@ class NeedsScene:
             cls.poll_message_set("Needs a scene")
             return False
         return True
+
+
+class PicksFolder:
+    """Operator mixin: invoked from the interface, the operator first asks for its ``directory`` in the file
+    browser; with no window to pick it in (a script, a background job) it runs on the folder set."""
+
+    if TYPE_CHECKING:  # what the operator class it is mixed into has
+        def execute(self, context: bpy.types.Context) -> set[OperatorReturnItems]: ...
+
+    def invoke(self, context: bpy.types.Context, event: bpy.types.Event) -> set[OperatorReturnItems]:
+        if context.window_manager is None:  # no window to pick the folder in: the folder set
+            return self.execute(context)
+        context.window_manager.fileselect_add(cast(bpy.types.Operator, self))  # (mixed into an Operator)
+        return {"RUNNING_MODAL"}
 
 
 # --- numbers that cannot be used ---------------------------------------------------------------------------

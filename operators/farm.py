@@ -18,7 +18,7 @@ from bpy.props import IntProperty, StringProperty
 from .. import bridge
 from ..core import farm as core_farm
 from . import mips as mips_ops
-from .common import NeedsScene
+from .common import NeedsScene, PicksFolder
 from .snow import snow_objects
 
 if TYPE_CHECKING:  # the stubs' name for an operator's result literals (no such module at run time)
@@ -79,7 +79,7 @@ def write_farm_jobs(jobs: Iterable[core_farm.Job]) -> list[str]:
     return [core_farm.write_job(job)[0] for job in jobs]
 
 
-class ENVFX_OT_farm_write(NeedsScene, bpy.types.Operator):
+class ENVFX_OT_farm_write(NeedsScene, PicksFolder, bpy.types.Operator):
     """Write the scene's bakes (light map, snow buffer, VAT of the selected meshes, mips of a folder) as Open Job
     Description jobs for a render farm, one folder each; the file must be saved"""
 
@@ -90,12 +90,6 @@ class ENVFX_OT_farm_write(NeedsScene, bpy.types.Operator):
     directory: StringProperty(name="Job Folder", description="Where the jobs are written, one folder per bake",
                               subtype="DIR_PATH", default="//farm")
     chunk: IntProperty(name="Images per Task", description="Mips: input images per farm task", default=1, min=1)
-
-    def invoke(self, context: bpy.types.Context, event: bpy.types.Event) -> set[OperatorReturnItems]:
-        if context.window_manager is None:  # no window to pick the folder in: the folder set
-            return self.execute(context)
-        context.window_manager.fileselect_add(self)
-        return {"RUNNING_MODAL"}
 
     def execute(self, context: bpy.types.Context) -> set[OperatorReturnItems]:
         try:

@@ -20,7 +20,8 @@ from ..core import wind as core_wind
 from ..core import wind_engines
 from ..shader_nodes import wind as wind_nodes
 from . import bend as bend_ops
-from .common import PATH_OPTIONS, ObjectsResult, edit_mode_text, in_edit_mode, mesh_of, output_folder, report_result
+from .common import (PATH_OPTIONS, ObjectsResult, PicksFolder, edit_mode_text, in_edit_mode, mesh_of, output_folder,
+                     report_result)
 from .snow import live_push
 
 if TYPE_CHECKING:  # the stubs' name for an operator's result literals (no such module at run time)
@@ -149,7 +150,7 @@ def export_engines(scene: bpy.types.Scene, objects: Iterable[bpy.types.Object], 
     return paths, result
 
 
-class ENVFX_OT_wind_export_engines(bpy.types.Operator):
+class ENVFX_OT_wind_export_engines(PicksFolder, bpy.types.Operator):
     """Write the selected wind assets' live wind for game engines: shader includes for Godot, Unity (Shader Graph
     Custom Function) and Unreal, envfx_wind.json with the scene's wind in each engine's axes and units, and the
     UV maps the shaders read onto the meshes (export them with glTF or FBX, Apply Modifiers off)"""
@@ -170,12 +171,6 @@ class ENVFX_OT_wind_export_engines(bpy.types.Operator):
             cls.poll_message_set("Select the wind assets to export")
             return False
         return True
-
-    def invoke(self, context: bpy.types.Context, event: bpy.types.Event) -> set[OperatorReturnItems]:
-        if context.window_manager is None:  # no window to pick the folder in: the folder set
-            return self.execute(context)
-        context.window_manager.fileselect_add(self)
-        return {"RUNNING_MODAL"}
 
     def execute(self, context: bpy.types.Context) -> set[OperatorReturnItems]:
         try:

@@ -14,7 +14,7 @@ from ... import bridge
 from ...core import snow as core_snow
 from ...core import snow_engines
 from .. import bend as bend_ops
-from ..common import PATH_OPTIONS, NeedsScene, output_folder
+from ..common import PATH_OPTIONS, NeedsScene, PicksFolder, output_folder
 from .collection import SnowInputError
 
 if TYPE_CHECKING:  # the stubs' name for an operator's result literals (no such module at run time)
@@ -63,7 +63,7 @@ def export_engines(scene: bpy.types.Scene, folder: str) -> list[str]:
                              f"writable folder") from None
 
 
-class ENVFX_OT_snow_export_engines(NeedsScene, bpy.types.Operator):
+class ENVFX_OT_snow_export_engines(NeedsScene, PicksFolder, bpy.types.Operator):
     """Write the snow's displacement from the interaction buffer for game engines: shader includes for Godot,
     Unity (Shader Graph Custom Function) and Unreal, and envfx_snow.json with the numbers in each engine's axes
     and units"""
@@ -73,12 +73,6 @@ class ENVFX_OT_snow_export_engines(NeedsScene, bpy.types.Operator):
 
     directory: StringProperty(name="Folder", description="Folder the engine files are written to (// is the .blend "
                               "file's folder)", default="", subtype="DIR_PATH", options=PATH_OPTIONS)
-
-    def invoke(self, context: bpy.types.Context, event: bpy.types.Event) -> set[OperatorReturnItems]:
-        if context.window_manager is None:  # no window to pick the folder in: the folder set
-            return self.execute(context)
-        context.window_manager.fileselect_add(self)
-        return {"RUNNING_MODAL"}
 
     def execute(self, context: bpy.types.Context) -> set[OperatorReturnItems]:
         try:

@@ -854,6 +854,9 @@ def test_export_for_game_engines_operator(envfx, tmp_path):
     with pytest.raises(RuntimeError, match="choose a writable folder"):
         api.ops.bend_export_engines(directory=str(tmp_path / "file" / "sub"))
     assert sorted(p.name for p in tmp_path.iterdir()) == ["eng", "file"]
+    # invoked as a button is (a script or a background job: no file browser to show), it writes into the folder set
+    assert api.ops.bend_export_engines("INVOKE_DEFAULT", directory=str(tmp_path / "invoked")) == {"FINISHED"}
+    assert (tmp_path / "invoked" / "envfx_bend.json").is_file()
 
 
 def test_export_for_game_engines_blend_relative_and_blank_folders(envfx, tmp_path, monkeypatch, capfd):
