@@ -10,7 +10,8 @@ grid with a bare time-dependent Set Position, their frames stepped alternately (
 drivers, frame handlers, the dependency graph, as playback pays them), the modes taking turns round after round;
 then a level of --props small bent props (4 vertices each) against the same props with the reference modifier, and
 its floors (``bend_props_floor``): the props with a minimal modifier following the pivot (one offset per object),
-with one per-vertex operation, with the Runner's per-vertex operations on constant per-object values, and with
+with one per-vertex operation, with the Runner's per-vertex operations on constant per-object values (and with 15 more
+single-value nodes: what a node costs a prop), and with
 the cheapest Runner bend that follows a moving pivot (``pivot_runner_group``: exact for props neither rotated nor
 scaled).
 
@@ -252,7 +253,8 @@ def keyed_pivot(scene, frames: int):
 def _floor_group(kind):
     """A time-dependent Set Position doing the least per vertex: ``one_op``, one vector operation on the position
     (the offset is the position scaled by the scene time); ``runner_ops``, the Runner's per-vertex operations
-    with constant per-object values (dot, add, absolute, subtract, maximum, square, scale)."""
+    with constant per-object values (dot, add, absolute, subtract, maximum, square, scale); ``runner_ops_15``, the
+    same with 15 more single-value nodes before them (what a node costs each object, whatever it computes)."""
     tree = framebench.reference_group().copy()
     tree.name = f"Floor {kind}"
     nodes, links = tree.nodes, tree.links
@@ -271,6 +273,18 @@ def _floor_group(kind):
     api.socket(d.inputs[1]).default_value = (0.0, 1.0, 0.0)
     links.new(pos, d.inputs[0])
     _runner_drop(tree, sp, d.outputs["Value"], "ADD", seconds)
+    if kind == "runner_ops_15":  # 15 more single-value nodes (the scene time plus zero, 15 times) into the shift
+        first = next(link.to_socket for link in links if link.from_socket == seconds and
+                     getattr(link.to_node, "operation", "") == "ADD")  # (the drop's first step)
+        assert first is not None  # (optional in the stubs: a link has both ends)
+        shift = seconds
+        for _ in range(15):
+            m = api.of(bpy.types.ShaderNodeMath, nodes.new("ShaderNodeMath"))
+            m.operation = "ADD"
+            links.new(shift, m.inputs[0])
+            api.socket(m.inputs[1]).default_value = 0.0
+            shift = m.outputs[0]
+        links.new(shift, first)
     return tree
 
 
@@ -417,7 +431,7 @@ def frame_change_grid(envfx, side, frames, rounds):
 def frame_change_props(envfx, count, frames, rounds):
     """One JSON line per mode: a level of ``count`` small props (4 vertices, one shared mesh, the common case of
     a game level) bent, against the same props with the reference modifier, by frame changes; and one per floor
-    (``bend_props_floor``: follow_pivot, pivot_runner, one_op, runner_ops)."""
+    (``bend_props_floor``: follow_pivot, pivot_runner, one_op, runner_ops, runner_ops_15)."""
     bpy.ops.wm.read_homefile(app_template="", use_empty=True)
     scene = api.scene()
     scene.frame_start, scene.frame_end = 1, frames + 1
@@ -442,7 +456,7 @@ def frame_change_props(envfx, count, frames, rounds):
     groups: dict[str, bpy.types.NodeTree] = {"follow_pivot": pivot_group(floor_pivot)}
     floors["pivot_runner"] = framebench.new_scene("Pivot Runner", scene)
     groups["pivot_runner"] = pivot_runner_group(keyed_empty(floors["pivot_runner"], frames, "Runner Floor Pivot"))
-    for kind in ("one_op", "runner_ops"):
+    for kind in ("one_op", "runner_ops", "runner_ops_15"):
         floors[kind] = framebench.new_scene(f"Props Floor {kind}", scene)
         groups[kind] = _floor_group(kind)
     for kind, floor in floors.items():

@@ -39,6 +39,13 @@
    dot products, the carry's second Set Position; two of the push's three buffer samples, the whole push, each
    blade's own wind), each on its own copy of the grid or field in the same rounds (``no_*`` keys: what the
    group costs without that part, so the difference is the part's cost).
+10. Props (``wind_props_per_frame``, #30): a level of ``--props`` (5,000) small swaying props, linked copies of one
+   baked mesh (a small bush with the TREE preset, then a small grass clump with GRASS), against the same props with
+   the reference modifier of ``framebench`` (a bare time-dependent Set Position), by frame changes: median ratio
+   over ``--props-rounds`` and its spread, the wind's extra time per object and the nodes of its group
+   (``group_nodes``, nested groups counted by their nodes; a part switched off is not evaluated). Target: at most
+   1.5x.
+   ``--props-only``: that line alone.
 5. Remove Wind (``--remove-plants N``, off by default): N plant objects, each with its own baked mesh, taken out
    of the wind at once, and N / 2 of them, so the time per object shows whether it stays flat (it is linear:
    the meshes still in the wind are found in one pass over the file's objects after the loop).
@@ -102,6 +109,11 @@ def main(argv):
     parser.add_argument("--push-rounds", type=int, default=9, help="interleaved rounds of the grass-push line")
     parser.add_argument("--push-frames", type=int, default=8, help="frame changes per scene and round (push line)")
     parser.add_argument("--push-only", action="store_true", help="only the grass-push line")
+    parser.add_argument("--props", type=int, default=5000,
+                        help="swaying props of the props line (a small bush, a small grass clump; 0: skip it)")
+    parser.add_argument("--props-frames", type=int, default=6, help="frame changes per round of the props line")
+    parser.add_argument("--props-rounds", type=int, default=3, help="rounds of the props line")
+    parser.add_argument("--props-only", action="store_true", help="only the props line")
     parser.add_argument("--parts", action="store_true",
                         help="the frame-change and grass-push lines also time the wind group with parts of it taken "
                              "out (PARTS), each in a scene of its own in the same rounds: what each part costs")
@@ -120,6 +132,10 @@ def main(argv):
     common = importlib.import_module(envfx.__name__ + ".shader_nodes.common")
     version = bpy.app.version_string
     load = os.getloadavg()[0]
+    if args.props > 0 and not (args.bake_only or args.live_only or args.push_only):
+        _props_frame_changes(bpy, ops, shapes, args)
+    if args.props_only:
+        return 0
     if args.push_blades > 0 and not (args.bake_only or args.live_only):
         _push_frame_changes(bpy, envfx, ops, args)
     if args.push_only:
@@ -893,6 +909,43 @@ def _terrain_follow(bpy, envfx, scene, plants, time_frames, args, version):
     scene.envfx.wind.terrain_object = None
     envfx.operators.bend.remove_bend([terrain])
     bpy.data.objects.remove(terrain)
+
+
+def _props_frame_changes(bpy, ops, shapes, args):
+    """Line 10 (#30): a level of ``--props`` small swaying props, linked copies of one baked mesh on a grid (a small
+    bush with the TREE preset, a small grass clump with GRASS), against the same props with the reference modifier
+    (``framebench.reference_group``: a bare time-dependent Set Position), by frame changes (``framebench``): the
+    wind's cost per frame in a level, where each object's part counts, not its vertices."""
+    import framebench
+
+    for kind, shape in (("TREE", shapes.make_tree(height=1.5, n_branches=2, leaves_per_branch=2, trunk_sides=6,
+                                                  trunk_rings=4, branch_sides=4, leaf_grid=1)),
+                        ("GRASS", shapes.make_grass(blades=6, height=0.5, seed=1))):
+        bpy.ops.wm.read_homefile(app_template="", use_empty=True)
+        scene = bpy.context.scene
+        scene.frame_start, scene.frame_end = 1, args.props_frames + 1
+        plants = _plants(bpy, scene, ops, kind, shape, args.props)
+        ref = framebench.reference_scene(scene, [plants[0].data] * len(plants),
+                                         locations=[tuple(p.location) for p in plants])
+        out = framebench.summary(framebench.frame_change(scene, ref, range(1, args.props_frames + 2),
+                                                         args.props_rounds))
+        framebench.emit(bench="wind_props_per_frame", kind=kind, objects=len(plants),
+                        vertices_each=len(plants[0].data.vertices),
+                        group_nodes=_node_count(ops.wind_modifiers(plants[0])[0].node_group), **out,
+                        extra_per_object_us=round((out["effect_s"] - out["reference_s"]) / len(plants) * 1e6, 2),
+                        target_ratio=1.5)
+        bpy.data.scenes.remove(ref)
+
+
+def _node_count(tree) -> int:
+    """The nodes of a group: its own and those of the groups nested in it (frames and reroutes left out)."""
+    count = 0
+    for node in tree.nodes:
+        if node.bl_idname in ("NodeFrame", "NodeReroute"):
+            continue
+        group = getattr(node, "node_group", None)
+        count += _node_count(group) if group is not None else 1
+    return count
 
 
 def _plants(bpy, scene, ops, kind, shape, count):
