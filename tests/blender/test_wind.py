@@ -374,6 +374,27 @@ def test_add_remove_and_settings_reach_modifier(mods):
     assert not mods.ops.wind_modifiers(obj)
 
 
+def test_add_wind_says_what_many_separate_objects_cost(mods, monkeypatch):
+    """A level's worth of separate plants in one scene's wind (MANY_OBJECTS, lowered here): Add Wind warns that each
+    pays the per-object part every frame and says what plays faster; one object fewer, no such warning. The
+    objects are put in the wind either way."""
+    monkeypatch.setattr(mods.ops, "MANY_OBJECTS", 4)
+    scene = api.scene()
+    g = mods.shapes.make_grass(blades=3, height=0.5, seed=1)
+    plants = [_mesh_object(f"Clump {i}", g["positions"], g["faces"], Matrix.Translation((i, 0.0, 0.0)))
+              for i in range(4)]
+    for plant in plants:  # (one mesh per clump, each its own asset)
+        mods.ops.bake(scene, [plant], ao_samples=0)
+    result = mods.ops.add_wind(scene, plants[:3])
+    assert not any("separate objects" in w for w in result.warnings), result.warnings
+    result = mods.ops.add_wind(scene, plants[3:])
+    (warning,) = [w for w in result.warnings if "separate objects" in w]
+    assert warning.startswith("4 separate objects are in this scene's wind") and "join grass clumps" in warning
+    assert all(mods.ops.wind_modifiers(p) for p in plants)
+    _select(plants)
+    assert api.ops.wind_add() == {"FINISHED"}  # reported as a warning, not refused
+
+
 def test_objects_that_are_not_meshes_are_skipped_by_add_wind_as_by_the_bake(mods):
     """A curve (or text) holds no wind data, so it can never move: Add Wind names it with why, as the bake does,
     and gives it nothing."""
