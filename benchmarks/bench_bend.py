@@ -10,10 +10,9 @@ grid with a bare time-dependent Set Position, their frames stepped alternately (
 drivers, frame handlers, the dependency graph, as playback pays them), the modes taking turns round after round;
 then a level of --props small bent props (4 vertices each) against the same props with the reference modifier, and
 its floors (``bend_props_floor``): the props with a minimal modifier following the pivot (one offset per object),
-with one per-vertex operation, with the Runner's per-vertex operations on constant per-object values (and with 15 more
-single-value nodes: what a node costs a prop), and with
-the cheapest Runner bend that follows a moving pivot (``pivot_runner_group``: exact for props neither rotated nor
-scaled).
+with one per-vertex operation, with the Runner's per-vertex operations on constant per-object values (and with 15
+more single-value nodes: what a node costs a prop), and with the cheapest Runner bend that follows a moving pivot
+(``pivot_runner_group``: exact for props neither rotated nor scaled).
 
 The forced-update lines ("method": "forced_update", "quoted": false) are the older measure, kept beside it:
 one JSON line per mode (PLANET with and without a flat spread): median seconds per evaluation of the

@@ -190,6 +190,7 @@ def interleaved(pairs: dict, reference, frames, rounds: int) -> dict:
             runs[key]["frames"] = one["frames"]
     return runs
 
+
 def spread(values) -> dict:
     """median, min, first and third quartile, max of ``values`` (rounded)."""
     v = np.asarray(values, float)
