@@ -40,8 +40,9 @@
    blade's own wind), each on its own copy of the grid or field in the same rounds (``no_*`` keys: what the
    group costs without that part, so the difference is the part's cost).
 10. Props (``wind_props_per_frame``, #30): a level of ``--props`` (5,000) small swaying props, linked copies of one
-   baked mesh (a small bush with the TREE preset, then a small grass clump with GRASS), against the same props with
-   the reference modifier of ``framebench`` (a bare time-dependent Set Position), by frame changes: median ratio
+   baked mesh (a small bush with the TREE preset, a small grass clump with GRASS; and, when the corpus is in the
+   cache and not ``--no-corpus``, ez-tree's flower with BUSH and its grass tuft with GRASS), against the same props
+   with the reference modifier of ``framebench`` (a bare time-dependent Set Position), by frame changes: median ratio
    over ``--props-rounds`` and its spread, the wind's extra time per object and the nodes of its group
    (``group_nodes``, nested groups counted by their nodes; a part switched off is not evaluated). Target: at most
    1.5x.
@@ -918,9 +919,15 @@ def _props_frame_changes(bpy, ops, shapes, args):
     wind's cost per frame in a level, where each object's part counts, not its vertices."""
     import framebench
 
-    for kind, shape in (("TREE", shapes.make_tree(height=1.5, n_branches=2, leaves_per_branch=2, trunk_sides=6,
-                                                  trunk_rings=4, branch_sides=4, leaf_grid=1)),
-                        ("GRASS", shapes.make_grass(blades=6, height=0.5, seed=1))):
+    kinds = [("TREE", "bush", shapes.make_tree(height=1.5, n_branches=2, leaves_per_branch=2, trunk_sides=6,
+                                               trunk_rings=4, branch_sides=4, leaf_grid=1)),
+             ("GRASS", "grass clump", shapes.make_grass(blades=6, height=0.5, seed=1))]
+    for asset in _corpus(args, "wind_props_per_frame"):  # real small plants: the corpus's flower and grass tuft
+        if asset["name"] in ("flower_blue", "grass"):
+            positions, faces = _read_obj(asset["obj"])
+            kinds.append(("GRASS" if asset["name"] == "grass" else "BUSH", asset["name"],
+                          {"positions": positions, "faces": faces}))
+    for kind, name, shape in kinds:
         bpy.ops.wm.read_homefile(app_template="", use_empty=True)
         scene = bpy.context.scene
         scene.frame_start, scene.frame_end = 1, args.props_frames + 1
@@ -929,7 +936,7 @@ def _props_frame_changes(bpy, ops, shapes, args):
                                          locations=[tuple(p.location) for p in plants])
         out = framebench.summary(framebench.frame_change(scene, ref, range(1, args.props_frames + 2),
                                                          args.props_rounds))
-        framebench.emit(bench="wind_props_per_frame", kind=kind, objects=len(plants),
+        framebench.emit(bench="wind_props_per_frame", kind=kind, asset=name, objects=len(plants),
                         vertices_each=len(plants[0].data.vertices),
                         group_nodes=_node_count(ops.wind_modifiers(plants[0])[0].node_group), **out,
                         extra_per_object_us=round((out["effect_s"] - out["reference_s"]) / len(plants) * 1e6, 2),
@@ -1040,6 +1047,20 @@ def _bake_times(envfx, positions, faces, rounds, name, ao=True):
     return res, out
 
 
+def _corpus(args, bench: str) -> list:
+    """The real-vegetation corpus's assets already in the cache (tools/fetch_assets.py: each a dict with "name" and
+    "obj"); none with ``--no-corpus``, or (saying so in a line of ``bench``) when the cache holds no corpus."""
+    if args.no_corpus:
+        return []
+    index = os.path.join(os.environ.get("ENVFX_ASSET_CACHE") or os.path.join(ROOT, ".cache", "assets"),
+                         "index.json")
+    if not os.path.exists(index):
+        emit(bench=bench, skipped="no corpus in the cache: run tools/fetch_assets.py")
+        return []
+    with open(index) as fh:
+        return json.load(fh)["assets"]
+
+
 def _read_obj(path):
     """Positions (Z up, metres: the corpus is Y-up centimetres) and triangles of an OBJ the fetch script wrote."""
     import numpy as np
@@ -1072,15 +1093,7 @@ def _vegetation(envfx, args, version):
          islands=res.n_islands, structure=core.levels_text(res), seconds=got["core_seconds"]["median"],
          target_seconds=5.0, **got, max_rss_mb=round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
          openblas=blas, load_avg=load, load_avg_end=os.getloadavg()[0])
-    if args.no_corpus:
-        return
-    index = os.path.join(os.environ.get("ENVFX_ASSET_CACHE") or os.path.join(ROOT, ".cache", "assets"),
-                         "index.json")
-    if not os.path.exists(index):
-        emit(bench="wind_bake_corpus", skipped="no corpus in the cache: run tools/fetch_assets.py")
-        return
-    with open(index) as fh:
-        assets = json.load(fh)["assets"]
+    assets = _corpus(args, "wind_bake_corpus")
     for asset in assets:
         positions, faces = _read_obj(asset["obj"])
         load = os.getloadavg()[0]
