@@ -49,8 +49,8 @@ SMOKE = {
                            "--match-size", "16", "--windows", "1", "--match-samples", "1,2",
                            "--max-full-samples", "2"],
                           {("bench", "lightmap"): 5}),
-    "bench_vat.py": (["--verts", "400", "--frames", "3", "--encodings", "EXR32,PNG16"],
-                     {("bench", "vat_bake"): 10, ("bench", "vat_bake_summary"): 2}),
+    "bench_vat.py": (["--verts", "400", "--frames", "3", "--encodings", "EXR32,EXR16,PNG16"],
+                     {("bench", "vat_bake"): 15, ("bench", "vat_bake_summary"): 3}),
     "bench_farm.py": (["--textures", "2", "--size", "16", "--frames", "2", "--rounds", "1", "--snow-frames", "4",
                        "--snow-resolution", "16"], {("bench", "farm"): 16}),
 }

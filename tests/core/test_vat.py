@@ -6,7 +6,7 @@ import json
 import numpy as np
 import pytest
 
-from core import bend_engines, vat
+from core import bend_engines, png, vat
 
 
 def animated(n=50, frames=6, seed=0, scale=1.0):
@@ -264,6 +264,55 @@ def test_an_encoder_with_a_folder_streams_the_same_files_as_in_memory(tmp_path, 
         assert streamed.files == {}
         for name, data in memory.files.items():
             assert (tmp_path / name).read_bytes() == bytes(data)
+
+
+def test_streamed_half_floats_are_numpys_cast_of_the_offsets_in_engine_units(tmp_path):
+    """EXR16 rows are converted by exr.to_half (numpy's rounding, faster), the engine's axes and centimetres
+    applied on the way: the file holds exactly what numpy's cast of the scaled offsets gives."""
+    rest, offsets, normals = animated(n=70, frames=5)
+    settings = vat.VatSettings(encoding="EXR16", engine="UNREAL", max_size=32)  # 3 rows a frame, 2 texels unused
+    enc = vat.VatEncoder("a", rest, list(range(1, 6)), settings, folder=str(tmp_path))
+    for f in range(5):
+        enc.add(f, enc.rest + offsets[f], normals[f])
+    enc.finish()
+    moved = (enc.rest[None] + offsets).astype(np.float32) - enc.rest[None]  # the offsets as the encoder sees them
+    engine = np.stack([vat.to_engine(m, "UNREAL") for m in moved]).astype(np.float32)
+    want = vat.pack_frames(engine, enc.layout).astype(np.float16)
+    got = vat.decode_texture((tmp_path / "a_vat_pos.exr").read_bytes(), "EXR16")
+    assert np.array_equal(got.astype(np.float16).view(np.uint16), want.view(np.uint16))
+    nrm = vat.decode_texture((tmp_path / "a_vat_nrm.exr").read_bytes(), "EXR16")
+    turned = np.stack([vat.to_engine(n, "UNREAL", normal=True) for n in normals.astype(np.float32)])
+    assert np.array_equal(nrm.astype(np.float16), vat.pack_frames(turned, enc.layout).astype(np.float16))
+
+
+def test_png16_unused_texels_are_zero_offsets_whatever_memory_held(tmp_path, monkeypatch):
+    """The PNG16 offsets wait in an uninitialised buffer (huge pages, no page faults): the texels no vertex uses
+    (the end of each frame's last row) must still be written as offset 0, as pack_frames and the compressed files
+    have them, whatever the memory held."""
+    real_empty = np.empty
+
+    def dirty_empty(shape, dtype=float, *args, **kwargs):
+        out = real_empty(shape, dtype, *args, **kwargs)
+        out.fill(7)
+        return out
+
+    monkeypatch.setattr(np, "empty", dirty_empty)
+    rest, offsets, normals = animated(n=70, frames=5)
+    files = {}
+    for level in (0, 1):
+        settings = vat.VatSettings(encoding="PNG16", max_size=32, level=level)  # 3 rows a frame, 22 texels in the last
+        folder = tmp_path / str(level)
+        folder.mkdir()
+        enc = vat.VatEncoder("a", rest, list(range(1, 6)), settings, folder=str(folder))
+        for f in range(5):
+            enc.add(f, enc.rest + offsets[f], normals[f])
+        done = enc.finish()
+        files[level] = done.files.get("a_vat_pos.png") or (folder / "a_vat_pos.png").read_bytes()
+    assert enc.layout.rows_per_frame == 3 and enc.layout.width == 24
+    assert files[0] == files[1] or np.array_equal(png.decode_png(files[0]), png.decode_png(files[1]))
+    rm = done.meta["textures"]["position"]["remap"]
+    image = vat.decode_texture(files[0], "PNG16", (rm["min"], rm["max"]))
+    assert np.abs(image[2::3, 22:]).max() <= done.meta["precision"]
 
 
 def test_png16_without_remap_says_what_is_missing():

@@ -1,0 +1,88 @@
+"""core.exr.to_half: float32 to half floats as numpy converts them (the VAT bake's EXR16 textures)."""
+
+import numpy as np
+import pytest
+
+from core import exr
+
+SMALLEST_NORMAL = 2.0 ** -14  # a half float's smallest normal number
+
+
+def numpy_half(values, scale=1.0):
+    with np.errstate(over="ignore", invalid="ignore"):
+        return (np.asarray(values, np.float32) * np.float32(scale)).astype(np.float16).view(np.uint16)
+
+
+def fast_half(values, scale=1.0, limit=None):
+    values = np.asarray(values, np.float32)
+    out = np.full(values.shape, 0xABCD, np.uint16)
+    assert exr.to_half(values, out, scale, limit=limit) is out
+    return out
+
+
+def float32_sample(step=256, seed=0):
+    """Every ``step``-th float32 bit pattern (a random one of each run): every exponent, both signs."""
+    rng = np.random.default_rng(seed)
+    bits = np.arange(0, 2 ** 32, step, dtype=np.uint64) + rng.integers(0, step, 2 ** 32 // step)
+    return bits.astype(np.uint32).view(np.float32)
+
+
+def test_every_normal_half_is_numpys_and_subnormals_are_within_one_step():
+    v = float32_sample()
+    v = v[np.isfinite(v) & (np.abs(v) < 65520.0)]  # (the rest: numpy's own path, below)
+    got, want = fast_half(v), numpy_half(v)
+    normal = np.abs(v) >= SMALLEST_NORMAL
+    assert normal.sum() > 1_000_000 and (~normal).sum() > 1_000_000
+    assert np.array_equal(got[normal], want[normal])
+    step = np.abs(got[~normal].astype(np.int64) - want[~normal])
+    assert step.max() <= 1 and np.count_nonzero(step) < 1e-4 * step.size
+
+
+def test_ties_round_to_even_and_zeros_keep_their_sign():
+    halves = np.arange(0, 0x7BFF, dtype=np.uint16).view(np.float16).astype(np.float32)  # every finite half >= 0
+    ties = (halves[:-1].astype(np.float64) + halves[1:]) / 2  # exactly halfway: float32 holds them
+    values = np.concatenate([halves, ties, [65504.0, 65519.0, 65520.0, -0.0, 0.0]]).astype(np.float32)
+    values = np.concatenate([values, -values])
+    assert np.array_equal(fast_half(values), numpy_half(values))
+    assert fast_half([-0.0])[0] == 0x8000 and fast_half([65520.0])[0] == 0x7C00  # the first value rounded to inf
+
+
+@pytest.mark.parametrize("scale", [1.0, -1.0, 100.0, 0.3048])
+def test_a_scale_is_applied_as_numpy_multiplies_then_converts(scale):
+    rng = np.random.default_rng(1)
+    v = (rng.standard_normal(20000) * 10.0 ** rng.uniform(-3, 2, 20000)).astype(np.float32)
+    got, want = fast_half(v, scale), numpy_half(v, scale)
+    big = np.abs(v.astype(np.float64) * scale) >= SMALLEST_NORMAL * 1.01
+    assert np.array_equal(got[big], want[big])
+
+
+def test_infinite_nan_and_out_of_range_values_are_numpys():
+    v = np.array([np.inf, -np.inf, np.nan, 70000.0, -1e30, 1.5, -2.25, 3e-6], np.float32)
+    assert np.array_equal(fast_half(v), numpy_half(v))  # inf, -inf, NaN, inf, -inf, then the same values
+    assert np.array_equal(fast_half(v[-3:], 1e6), numpy_half(v[-3:], 1e6))  # out of range once scaled
+
+
+def test_a_known_limit_skips_the_check_and_gives_the_same_bits():
+    rng = np.random.default_rng(2)
+    v = rng.uniform(-3.0, 3.0, 5000).astype(np.float32)
+    assert np.array_equal(fast_half(v, -1.0, limit=float(np.abs(v).max())), numpy_half(v, -1.0))
+    big = np.array([1.0, 70000.0], np.float32)  # a limit beyond the half range: checked, so numpy's inf
+    assert np.array_equal(fast_half(big, limit=70000.0), numpy_half(big))
+
+
+def test_strided_destination_and_reused_work_buffer():
+    """As the VAT bake writes a frame: a block of rows into one channel plane of an EXR's scanlines."""
+    rng = np.random.default_rng(3)
+    rows = np.zeros((40, 3, 64), np.float16)  # (scanlines, channel planes, width)
+    work = np.empty((2, 40, 60), np.uint32)
+    for k in range(3):
+        src = rng.standard_normal((40, 60)).astype(np.float32)
+        exr.to_half(src, rows[:, k, :60], 1.0, work)
+        assert np.array_equal(rows[:, k, :60].view(np.uint16), numpy_half(src))
+    assert not rows[:, :, 60:].any()  # nothing written beyond the block
+
+
+def test_a_thread_flushing_subnormals_gets_numpys_conversion(monkeypatch):
+    v = np.array([1e-6, -3e-7, 0.5, 2.0 ** -20], np.float32)
+    monkeypatch.setattr(exr, "_keeps_subnormals", lambda: False)
+    assert np.array_equal(fast_half(v), numpy_half(v))
