@@ -43,10 +43,11 @@ def to_half(values: npt.NDArray[np.float32], out: np.ndarray, scale: float = 1.0
     (the scale moves the half range onto float32's normal numbers and the half's subnormals onto float32's): the
     13 low bits are rounded off (to even) in integers, then the sign moved down. The same bits as numpy for every
     value a half holds as a normal number (magnitude 6.1e-5 and more); below, where the multiply itself rounds,
-    a value within 2**-37 of a rounding tie can land one subnormal step (6e-8) off, about one in 300,000 of them.
-    Infinite, NaN and out-of-range values (beyond 65504) are converted by numpy, as is all of it on a thread that
-    flushes subnormal floats to zero. ``limit``: the largest magnitude of ``values * scale`` when the caller knows
-    it (finite), which saves the check; ``work``: a (2, *values.shape) uint32 buffer to reuse."""
+    a value within 2**-37 of a rounding tie (one in a few thousand of those between 3e-8 and 6.1e-5) can land one
+    subnormal step (6e-8) off. Infinite, NaN and out-of-range values (beyond 65504) are converted by numpy, as is
+    all of it on a thread that flushes subnormal floats to zero. ``limit``: the largest magnitude of
+    ``values * scale`` when the caller knows it (finite), which saves the check; ``work``: a (2, *values.shape)
+    uint32 buffer to reuse."""
     shape = values.shape
     if work is None or work.shape[1:] != shape:
         work = np.empty((2, *shape), np.uint32)
