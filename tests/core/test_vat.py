@@ -309,7 +309,7 @@ def test_png16_unused_texels_are_zero_offsets_whatever_memory_held(tmp_path, mon
         done = enc.finish()
         files[level] = done.files.get("a_vat_pos.png") or (folder / "a_vat_pos.png").read_bytes()
     assert enc.layout.rows_per_frame == 3 and enc.layout.width == 24
-    assert files[0] == files[1] or np.array_equal(png.decode_png(files[0]), png.decode_png(files[1]))
+    assert np.array_equal(png.decode_png(files[0]), png.decode_png(files[1]))  # streamed = compressed texels
     rm = done.meta["textures"]["position"]["remap"]
     image = vat.decode_texture(files[0], "PNG16", (rm["min"], rm["max"]))
     assert np.abs(image[2::3, 22:]).max() <= done.meta["precision"]
