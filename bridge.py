@@ -556,7 +556,8 @@ def write_point_attribute(mesh: bpy.types.Mesh, name: str, data_type: str, value
         return None
     # (an unknown data_type is a KeyError below, an unknown domain Blender's TypeError, as before the cast)
     attr = attr or attrs.new(name, cast("AttributeTypeItems", data_type), cast("AttributeDomainItems", domain))
-    _values(attr).foreach_set(_ATTR_KINDS[data_type][0], np.ascontiguousarray(values, np.float32).reshape(-1))
+    kind = np.int32 if data_type == "INT" else np.float32
+    _values(attr).foreach_set(_ATTR_KINDS[data_type][0], np.ascontiguousarray(values, kind).reshape(-1))
     return attr
 
 

@@ -351,7 +351,7 @@ PARTS = {
     "no_swing": ("tree", ("Tree Swing",), 0.0),  # the six dot products (and the Branch read) of the swing
     "no_carry_pass": ("tree", ("Set Position Carry",), None),  # the second Set Position (the carry)
     "no_push_slope": ("push", ("Push +X", "Push +Y"), 0.0),  # two of the push's three samples of the buffer
-    "no_push": ("push", ("Grass Push",), 0.0),  # the push's samples and math (the capture and read-back stay)
+    "no_push": ("push", ("Grass Push",), 0.0),  # the push's samples and math (its gather per vertex stays)
     "no_blade_wind": ("push", ("Blade Wind", "Figure Eight X", "Figure Eight Y"), 0.5),  # each blade's own wind
 }
 

@@ -40,8 +40,9 @@ from .snow import buffer as snow_buffer
 
 GROUP_NAME = "EnvFX Wind"
 KIND = "wind"  # one group per scene (common.ensure_scene_group)
-VERSION = 18  # 16: grass that actors push (the interaction buffer's G and A at each blade's root); 17: once per face;
-# 18: the push at the blade roots stored per face, two sines for the figure-eight
+VERSION = 19  # 16: grass that actors push (the interaction buffer's G and A at each blade's root); 17: once per face;
+# 18: the push at the blade roots stored per face, two sines for the figure-eight; 19: the blade's wind and push
+# computed per face and gathered per vertex (Sample Index at .EnvFX_Wind_Face)
 
 # Value nodes driven from the scene: label -> data path on the scene
 DRIVEN = {
@@ -144,14 +145,14 @@ def _build(tree):
     """The group's graph, stage by stage in the order the nodes are made (their names and links follow it)."""
     b = _Builder(tree)
     gi, go, inp, val, use_source, use_terrain, source_strength = _interface(tree, b)
-    t = _time(b, val)
+    _time(b, val)  # (the loop time: b.t)
     self_info, ox, oy, invert, d, sep_d, strength = _origin_and_direction(b, val, use_source, source_strength)
     eff, hs, ceh, gust_parts = _gust(b, inp, val, ox, oy, strength)
     inv_m, d_loc, main_k, bend_k, vc, vs, mc, ms = _asset_motion(b, inp, invert, d, sep_d, ceh)
     swing_unit, rel, position = _tree_swing(b, main_k, bend_k, d_loc, vc, vs, mc, ms)
     is_grass = b.compare("GREATER_THAN", inp["Grass"], 0.5, data_type="FLOAT", label="Is Grass")
     tree_geo = _tree_motion(b, gi, inp, rel, swing_unit, inv_m, hs, d_loc, main_k)
-    grass = _blade_wind(b, inp, val, t, d, hs, self_info, invert, rel, position, strength, gust_parts)
+    grass = _blade_wind(b, gi.outputs["Geometry"], inp, val, d, self_info, strength, gust_parts)
     grass_geo = _grass_motion(b, gi, inp, val, hs, self_info, invert, inv_m, d, d_loc, main_k, rel, position,
                               swing_unit, grass, use_terrain)
     # a switch on a single value evaluates only the side it chooses: a tree never computes the grass terms
@@ -352,14 +353,15 @@ def _tree_motion(b, gi, inp, rel, swing, inv_m, hs, d_loc, main_k):
     return set_carry.outputs[0]
 
 
-def _blade_wind(b, inp, val, t, d, hs, self_info, invert, rel, position, strength, gust_parts):
+def _blade_wind(b, geometry, inp, val, d, self_info, strength, gust_parts):
     """Grass, per vertex: the wind of the vertex's blade at its attach point ``X = M A`` (``A = p - Pivot``;
     ``core.wind.blade_wind``): the gust and the figure-eight of the world origin at ``tau = t - X.d / U``. Their
     angles ``2 pi f tau`` are the per-asset ``2 pi f t`` less ``2 pi f / U`` times ``X.d = A.(M^T d) + o.d``: one
-    dot product per vertex (no matrix per vertex). Returns (effective wind, the sines of the figure-eight's two
-    angles, the grass frequencies)."""
+    dot product (no matrix). Computed once per face at the blade's root ``A`` (``core.wind.LIVE_ROOT``) and
+    gathered per vertex from its face (``core.wind.LIVE_FACE``; a vertex in no face takes no wind). Returns
+    (effective wind, the sines of the figure-eight's two angles, the grass frequencies)."""
     f3, gains, lag3 = gust_parts
-    a = b.vmath("SUBTRACT", position, rel, label="Blade Root")
+    a = b.attr(core_wind.LIVE_ROOT, "FLOAT_VECTOR")  # (read on the faces: the blade's root)
     mt = b.node("FunctionNodeTransposeMatrix", "Transpose")
     b.link(self_info.outputs["Transform"], mt.inputs[0])
     d_obj = b.transform_dir(mt.outputs[0], d, "Wind Dir Transposed")
@@ -380,7 +382,12 @@ def _blade_wind(b, inp, val, t, d, hs, self_info, invert, rel, position, strengt
     k1, k2, _k3 = b.sep3(b.vmath("SCALE", grass_hz, scale=-travel), "Grass Travel XYZ")
     eight = (b.math("SINE", b.math("MULTIPLY_ADD", along, k1, g1), label="Figure Eight X"),
              b.math("SINE", b.math("MULTIPLY_ADD", along, k2, g2), label="Figure Eight Y"))
-    return eff, eight, grass_hz
+    per_blade = b.node("GeometryNodeSampleIndex", "Blade Wind Per Face", data_type="FLOAT_VECTOR", domain="FACE")
+    b.link(geometry, per_blade.inputs["Geometry"])
+    b.link(b.combine_xyz(eff, eight[0], eight[1], label="Blade Wind Packed"), per_blade.inputs["Value"])
+    b.link(b.attr(core_wind.LIVE_FACE, "INT"), per_blade.inputs["Index"])
+    eff, e1, e2 = b.sep3(per_blade.outputs[0], "Blade Wind XYZ")
+    return eff, (e1, e2), grass_hz
 
 
 def _grass_motion(b, gi, inp, val, hs, self_info, invert, inv_m, d, d_loc, main_k, rel, position, swing_unit, grass,
@@ -388,10 +395,11 @@ def _grass_motion(b, gi, inp, val, hs, self_info, invert, inv_m, d, d_loc, main_
     """Grass: the swing per unit of wind times the blade's wind, the blade's figure-eight and the camera tilt
     (times H), the wobble; kept lengths, carried, faded and on the terrain. Returns the moved geometry.
 
-    The blade's wind and figure-eight are the same on all the vertices of a blade, but they stay per vertex: a few
-    math nodes per vertex cost less than evaluating them once per face and reading that back per vertex (measured
-    with ``benchmarks/bench_wind.py --push-only``). Only the push, whose samples of the buffer cost most, is
-    computed once per face (``_push``)."""
+    The blade's wind, figure-eight (``_blade_wind``) and push (``_push``) are the same on all the vertices of a
+    blade: they are computed once per face, at the blade's root, and gathered per vertex from one of its faces by
+    a Sample Index (``core.wind.LIVE_FACE``). A gather costs about one math node per vertex; reading a face value
+    on the points (a Capture Attribute on the faces) averages over each vertex's faces and cost more than the
+    math it saved (measured with ``benchmarks/bench_wind.py --push-only``)."""
     eff, eight, grass_hz = grass
     hg = b.attr(core_wind.LIVE_ATTRS[2])
     t = b.t
@@ -424,14 +432,15 @@ def _grass_motion(b, gi, inp, val, hs, self_info, invert, inv_m, d, d_loc, main_
     lean_local = b.vmath("ADD", b.vmath("SCALE", e8, scale=eff), b.transform_dir(inv_m, tilt, "Tilt Local"),
                          label="Grass Lean")
     # actors push the blades (a switch on a single value: without a baked buffer nothing of it is evaluated). The
-    # push is the blade's (read at its root), and its three samples of the buffer cost most: once per face
-    blade = b.node("GeometryNodeCaptureAttribute", "Per Blade", domain="FACE")
+    # push is the blade's (read at its root), and its three samples of the buffer cost most: once per face,
+    # gathered per vertex from its face
+    blade = b.node("GeometryNodeSampleIndex", "Per Blade", data_type="FLOAT_VECTOR", domain="FACE")
     b.link(gi.outputs["Geometry"], blade.inputs["Geometry"])
-    blade.capture_items.new("VECTOR", "Blade Push")
-    b.link(_push(b, val, self_info, inv_m), blade.inputs["Blade Push"])
+    b.link(_push(b, val, self_info, inv_m), blade.inputs["Value"])
+    b.link(b.attr(core_wind.LIVE_FACE, "INT"), blade.inputs["Index"])
     push_on = b.compare("GREATER_THAN", val["Push On"], 0.5, data_type="FLOAT", label="Push Is On")
-    geo = b.switch("Push Geometry", push_on, blade.outputs["Geometry"], gi.outputs["Geometry"], "GEOMETRY")
-    pushed = b.vmath("ADD", lean_local, blade.outputs["Blade Push"], label="Grass Lean Pushed")
+    geo = gi.outputs["Geometry"]
+    pushed = b.vmath("ADD", lean_local, blade.outputs[0], label="Grass Lean Pushed")
     lean_swing = b.switch("Push Switch", push_on, pushed, lean_local, "VECTOR")
     # per vertex: the wobble along the normal, eff ambient WOBBLE_SCALE H wave(p . WOBBLE_WAVE / 2 pi + fw t)
     normal = b.node("GeometryNodeInputNormal", "Normal").outputs[0]
@@ -463,9 +472,9 @@ def _push(b, val, self_info, inv_m):
     window maps a world point to ``uv = (X - origin) / size``: one matrix per asset (the window's times the
     object's) takes each blade's root there; three samples of the buffer give G and A at the root and A one texel to
     +x and +y (the slope of A points away from the actor's path). Every vertex of a blade has the same root, so the
-    lean is captured once per face (a Capture Attribute on the faces) at the root the mesh stores per face
-    (``core.wind.LIVE_ROOT``: mean positions and Pivots of the faces cost the push half its time), and read back
-    per vertex as the mean of its faces (all the blade's): a vertex in no face is not pushed."""
+    lean is computed once per face (a field the caller reads on the faces) at the root the mesh stores per face
+    (``core.wind.LIVE_ROOT``: mean positions and Pivots of the faces cost the push half its time); the caller
+    gathers it per vertex from one of the vertex's faces: a vertex in no face is not pushed."""
     size = val["Push Size"]
     inv_s = b.m("DIVIDE", 1.0, size)
     window = b.node("FunctionNodeCombineMatrix", "Push Window")
@@ -606,7 +615,7 @@ def write_live_attributes(mesh: bpy.types.ID | None) -> bool:
     ok = (col is not None and col.domain == "POINT" and col.data_type == "FLOAT_COLOR" and height is not None
           and height.domain == "POINT" and height.data_type == "FLOAT")
     if not ok:
-        for name in core_wind.LIVE_ATTRS + core_wind.LIVE_ATTRS_OLD + (core_wind.LIVE_ROOT,):
+        for name in core_wind.LIVE_ATTRS + core_wind.LIVE_ATTRS_OLD + (core_wind.LIVE_ROOT, core_wind.LIVE_FACE):
             if attrs.get(name) is not None:
                 attrs.remove(attrs[name])
         return False
@@ -622,6 +631,8 @@ def write_live_attributes(mesh: bpy.types.ID | None) -> bool:
         bridge.write_point_attribute(mesh, name, kind, values)
     roots = core_wind.blade_roots(positions, live, bridge.corner_vertices(mesh), bridge.face_starts(mesh))
     bridge.write_point_attribute(mesh, core_wind.LIVE_ROOT, "FLOAT_VECTOR", roots, domain="FACE")
+    faces = core_wind.vertex_faces(n, bridge.corner_vertices(mesh), bridge.face_starts(mesh))
+    bridge.write_point_attribute(mesh, core_wind.LIVE_FACE, "INT", faces)
     mesh.update()
     return True
 
@@ -631,7 +642,7 @@ def remove_live_attributes(mesh: bpy.types.Mesh) -> None:
     cannot be changed here)."""
     if mesh.library is not None:
         return
-    for name in core_wind.LIVE_ATTRS + core_wind.LIVE_ATTRS_OLD + (core_wind.LIVE_ROOT,):
+    for name in core_wind.LIVE_ATTRS + core_wind.LIVE_ATTRS_OLD + (core_wind.LIVE_ROOT, core_wind.LIVE_FACE):
         attr = mesh.attributes.get(name)
         if attr is not None:
             mesh.attributes.remove(attr)

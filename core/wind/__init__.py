@@ -39,6 +39,7 @@ from __future__ import annotations
 from .params import (CATEGORIES, SPRING_HZ, BRANCH_HZ, GUST_AMPS, GUST_MULTS, GUST_PHASES, GUST_WAVES, MAIN_SCALE,
     BRANCH_SCALE, MICRO_SCALE, MICRO_HZ, MICRO_PHASES, MICRO_WAVES, LIVE_ATTRS, LIVE_VECTORS, LIVE_ATTRS_OLD,
     LIVE_ROOT,
+    LIVE_FACE,
     PIVOT_B, PIVOT_H, PIVOT_BASE, BRANCH_MULTS, BRANCH_PHASES, AMBIENT_HZ, AMBIENT_SCALE, WOBBLE_HZ, WOBBLE_SCALE,
     WOBBLE_WAVE, GUST_SPEED, TILT_SCALE, TERRAIN_RAY, MAX_AO_SAMPLES, PRESETS, LABEL_AUTO, LABEL_TRUNK,
     LABEL_BRANCH, LABEL_LEAF, GOLDEN, WindError, FLAT_HEIGHT, TRUNK_STANDOUT, flat_error, VERTEX_GROUP_NAMES)
@@ -46,19 +47,21 @@ from .bake import (BakeResult, bake_wind_data, bake_steps, connected_components,
 from .channels import (LAYOUTS, SOURCES, HZD_LAYOUT, CRYENGINE_LAYOUT, pack_channels)
 from .push import PUSH_EPS, GrassPush, sample_uv, push_lean
 from .live import (SceneWind, AssetWind, quantize, loop_time, wave, horizontal_dir, gust, effective_wind, grass_fade,
-    live_attributes, blade_roots, LiveTerms, live_terms, BladeWind, blade_wind, wind_offsets, wind_swing, keep_lengths)
+    live_attributes, blade_roots, vertex_faces, LiveTerms, live_terms, BladeWind, blade_wind, wind_offsets, wind_swing,
+    keep_lengths)
 
 __all__ = [
     "CATEGORIES", "SPRING_HZ", "BRANCH_HZ", "GUST_AMPS", "GUST_MULTS", "GUST_PHASES", "GUST_WAVES", "MAIN_SCALE",
     "BRANCH_SCALE", "MICRO_SCALE", "MICRO_HZ", "MICRO_PHASES", "MICRO_WAVES", "LIVE_ATTRS", "LIVE_VECTORS",
-    "LIVE_ATTRS_OLD", "LIVE_ROOT", "PIVOT_B", "PIVOT_H", "PIVOT_BASE", "BRANCH_MULTS", "BRANCH_PHASES", "AMBIENT_HZ",
+    "LIVE_ATTRS_OLD", "LIVE_ROOT", "LIVE_FACE", "PIVOT_B", "PIVOT_H", "PIVOT_BASE", "BRANCH_MULTS", "BRANCH_PHASES",
+    "AMBIENT_HZ",
     "AMBIENT_SCALE", "WOBBLE_HZ", "WOBBLE_SCALE", "WOBBLE_WAVE", "GUST_SPEED", "TILT_SCALE",
     "TERRAIN_RAY", "MAX_AO_SAMPLES", "PRESETS",
     "LABEL_AUTO", "LABEL_TRUNK", "LABEL_BRANCH", "LABEL_LEAF", "GOLDEN", "WindError", "FLAT_HEIGHT", "TRUNK_STANDOUT",
     "flat_error", "VERTEX_GROUP_NAMES", "BakeResult", "bake_wind_data", "bake_steps", "connected_components",
     "levels_text", "LAYOUTS", "SOURCES", "HZD_LAYOUT", "CRYENGINE_LAYOUT", "pack_channels", "SceneWind", "AssetWind",
     "quantize", "loop_time", "wave", "horizontal_dir", "gust", "effective_wind", "grass_fade", "live_attributes",
-    "blade_roots",
+    "blade_roots", "vertex_faces",
     "LiveTerms", "live_terms", "BladeWind", "blade_wind", "wind_offsets", "wind_swing", "keep_lengths",
     "PUSH_EPS", "GrassPush", "sample_uv", "push_lean",
 ]

@@ -247,6 +247,22 @@ def blade_roots(positions: npt.ArrayLike, live: Mapping[str, npt.ArrayLike], cor
     return (np.add.reduceat(root[corners], starts, axis=0) / count[:, None]).astype(np.float32)
 
 
+def vertex_faces(vertices: int, corner_vertices: npt.ArrayLike, face_starts: npt.ArrayLike) -> npt.NDArray[np.int32]:
+    """(vertices,) int32 a face of each vertex (the hidden point attribute ``LIVE_FACE``; -1 for a vertex in no
+    face): grass computes what is the same on a whole blade once per face, at the face's ``blade_roots`` (all the
+    faces of a blade have the same), and reads it back per vertex from this face. ``corner_vertices`` (C,) the
+    vertex of every face corner, ``face_starts`` (F,) each face's first corner, in order."""
+    corners = np.asarray(corner_vertices, np.int64).reshape(-1)
+    starts = np.asarray(face_starts, np.int64).reshape(-1)
+    out = np.full(int(vertices), -1, np.int32)
+    if len(starts) == 0:
+        return out
+    count = np.diff(np.append(starts, len(corners)))
+    face = np.repeat(np.arange(len(starts), dtype=np.int32), count)
+    out[corners] = face
+    return out
+
+
 @dataclass(frozen=True)
 class LiveTerms:
     """The per-asset single values of one frame of the live wind (what the node group computes once per object).
@@ -322,13 +338,15 @@ class BladeWind:
     """Grass, per vertex: the wind each blade takes at its own place (#29: a field in one object does not sway as
     one). ``eff`` (N,): the effective wind at the vertex's blade, which scales every ``LiveTerms`` term (per unit
     of wind for grass); ``extra`` (N, 3): the world lean per unit height, the blade's figure-eight plus the camera
-    tilt (``LiveTerms.world_extra``)."""
+    tilt (``LiveTerms.world_extra``); ``in_face`` (N,) bool: the vertices in a face of their blade (None: all), the
+    only ones the blade's wind and the actors' push move (a vertex in no face is drawn by no engine)."""
     eff: np.ndarray
     extra: np.ndarray
+    in_face: np.ndarray | None = None
 
 
 def blade_wind(positions: npt.ArrayLike, live: Mapping[str, npt.ArrayLike], matrix_world: npt.ArrayLike, frame: float,
-               scene: SceneWind, asset: AssetWind, lt: LiveTerms) -> BladeWind:
+               scene: SceneWind, asset: AssetWind, lt: LiveTerms, faces: npt.ArrayLike | None = None) -> BladeWind:
     """The wind of each grass blade. A blade is the piece a vertex hangs from: its place ``X`` is its attach point
     in world space, ``X = M (p - Pivot)`` (the same for all its vertices: the blade's root). With ``d`` the wind
     direction, ``U`` = ``GUST_SPEED`` and ``t`` the loop time:
@@ -344,7 +362,11 @@ def blade_wind(positions: npt.ArrayLike, live: Mapping[str, npt.ArrayLike], matr
 
     Per-object grass before (#29) took both at the object's origin ``o``, with the phases ``W_i . o`` and
     ``OBJECT_PHASE . o`` and the figure-eight along world X and Y. ``X.d / U`` is a phase fixed in time, so a loop
-    stays seamless."""
+    stays seamless.
+
+    ``faces`` (N,): a face of each vertex (``vertex_faces``: -1 for a vertex in no face), or None (every vertex in
+    a face). The node group computes a blade's wind once per face and reads it back per vertex from its face: a
+    vertex in no face takes no wind (``eff`` 0, so no figure-eight either; the camera tilt stays)."""
     p = np.asarray(positions, np.float64).reshape(-1, 3)
     m = np.asarray(matrix_world, np.float64).reshape(4, 4)
     rel = np.asarray(live[LIVE_ATTRS[3]], np.float64).reshape(-1, 3)
@@ -360,14 +382,18 @@ def blade_wind(positions: npt.ArrayLike, live: Mapping[str, npt.ArrayLike], matr
     across = np.array([-d[1], d[0], 0.0])
     extra = ((aamp * np.sin(two_pi * fa * (t - delay)))[:, None] * d[None, :]
              + (aamp * 0.5 * np.sin(two_pi * fa2 * (t - delay)))[:, None] * across[None, :])
-    return BladeWind(eff=eff, extra=extra + lt.world_extra[None, :])
+    in_face = None
+    if faces is not None:
+        in_face = np.asarray(faces).reshape(-1) >= 0
+        eff, extra = np.where(in_face, eff, 0.0), np.where(in_face[:, None], extra, 0.0)
+    return BladeWind(eff=eff, extra=extra + lt.world_extra[None, :], in_face=in_face)
 
 
 def wind_offsets(positions: npt.ArrayLike, height: npt.ArrayLike, wind_color: npt.ArrayLike,
                  normals: npt.ArrayLike | None, matrix_world: npt.ArrayLike, frame: float, scene: SceneWind,
                  asset: AssetWind, camera_matrix: npt.ArrayLike | None = None, terrain_z: npt.ArrayLike | None = None,
-                 live: Mapping[str, npt.ArrayLike] | None = None, push: GrassPush | None = None
-                ) -> npt.NDArray[np.float32]:
+                 live: Mapping[str, npt.ArrayLike] | None = None, push: GrassPush | None = None,
+                 faces: npt.ArrayLike | None = None) -> npt.NDArray[np.float32]:
     """(N, 3) object-space offsets of the live wind at ``frame`` (the twin of the "EnvFX Wind" node group).
 
     The swing (``wind_swing``: the talk's bend, sway, lift, flutter, whole-asset bend and grass motion as offsets)
@@ -382,14 +408,16 @@ def wind_offsets(positions: npt.ArrayLike, height: npt.ArrayLike, wind_color: np
     each rest vertex (NaN where there is none), or None: its physical (unbent) height, as on a bent level the wind
     works before the bend (the live wind reads the terrain as drawn plus the drop its bend gives the vertex's x, y).
     ``live``: ``live_attributes(positions, height, wind_color)`` when already computed. ``push`` (grass only, or
-    None): the interaction buffer the blades read (``push.GrassPush``: actors push them down and away)."""
+    None): the interaction buffer the blades read (``push.GrassPush``: actors push them down and away). ``faces``
+    (grass only): a face of each vertex (``vertex_faces``), or None when every vertex is in a face: a vertex in
+    none takes neither the blade's wind nor the push (``blade_wind``)."""
     p = np.asarray(positions, np.float64).reshape(-1, 3)
     h = np.asarray(height, np.float64).reshape(-1)
     live = live_attributes(p, h, wind_color) if live is None else live
     m = np.asarray(matrix_world, np.float64).reshape(4, 4)
     origin = m[:3, 3]
     lt = live_terms(m, frame, scene, asset, camera_matrix)
-    blades = blade_wind(p, live, m, frame, scene, asset, lt) if asset.category == "GRASS" else None
+    blades = blade_wind(p, live, m, frame, scene, asset, lt, faces) if asset.category == "GRASS" else None
     swing = wind_swing(p, normals, m, frame, scene, asset, live, lt, blades, push)
     local = keep_lengths(swing, live, m, asset, lt, blades)
     if asset.category != "GRASS":
@@ -414,7 +442,7 @@ def wind_swing(positions: npt.ArrayLike, normals: npt.ArrayLike | None, matrix_w
     ``eff`` (``blade_wind``), plus its lean (figure-eight and camera tilt, ``BladeWind.extra``) times ``H`` and its
     wobble along the normal, ``eff ambient WOBBLE_SCALE H wave(p . WOBBLE_WAVE / 2 pi + fw t)`` (inside the swing,
     so they keep lengths too); with ``push``, the lean actors give the blade (``push.push_lean`` at its root) times
-    ``H`` too, so it turns about its root."""
+    ``H`` too, so it turns about its root (not a vertex in no face: ``BladeWind.in_face``)."""
     p = np.asarray(positions, np.float64).reshape(-1, 3)
     m = np.asarray(matrix_world, np.float64).reshape(4, 4)
     lt = live_terms(m, frame, scene, asset) if lt is None else lt
@@ -437,7 +465,8 @@ def wind_swing(positions: npt.ArrayLike, normals: npt.ArrayLike | None, matrix_w
     lean = blades.extra
     if push is not None:
         rel = np.asarray(live[LIVE_ATTRS[3]], np.float64).reshape(-1, 3)
-        lean = lean + push_lean((p - rel) @ m[:3, :3].T + m[:3, 3], push)
+        pushed = push_lean((p - rel) @ m[:3, :3].T + m[:3, 3], push)
+        lean = lean + (pushed if blades.in_face is None else np.where(blades.in_face[:, None], pushed, 0.0))
     return blades.eff[:, None] * swing + hh[:, None] * (lean @ inv3.T) + wamp[:, None] * nrm
 
 

@@ -34,6 +34,9 @@ LIVE_VECTORS = (".EnvFX_Wind_Branch", ".EnvFX_Wind_Leaf", ".EnvFX_Wind_Pivot")
 # and per face: the root of the face's blade (``blade_roots``, object space), which grass reads the push at. Read on
 # the faces, it costs the push nothing per vertex (mean positions and Pivots of the faces cost it half its time)
 LIVE_ROOT = ".EnvFX_Wind_Root"
+# and per vertex: a face of the vertex's blade (-1: in no face), where grass reads back what it
+# computes once per blade (a Sample Index of the faces: a gather, where reading a face value on the points averages)
+LIVE_FACE = ".EnvFX_Wind_Face"
 # the hidden attributes of EnvFX before 0.15 of the group (five floats in place of Branch and Leaf): removed when
 # the live attributes are rewritten
 LIVE_ATTRS_OLD = (".EnvFX_Wind_B", ".EnvFX_Wind_Bc", ".EnvFX_Wind_Bs", ".EnvFX_Wind_Rc", ".EnvFX_Wind_Rs")

@@ -53,6 +53,11 @@ def _read(mesh, name, width):
     return buf.reshape(-1, width) if width > 1 else buf
 
 
+def _faces(mods, mesh):
+    """A face of each vertex of ``mesh`` (-1: in none), as the twin takes it for grass (``core.wind.vertex_faces``)."""
+    return mods.core.vertex_faces(len(mesh.vertices), mods.bridge.corner_vertices(mesh), mods.bridge.face_starts(mesh))
+
+
 def _select(objects):
     for o in api.view_layer().objects:
         o.select_set(False)
@@ -118,7 +123,7 @@ def _gn_vs_core(mods, obj, frames, terrain_z=None):
         expect = rest + mods.core.wind_offsets(rest, h, rgba, normals.reshape(-1, 3),
                                                mods.bridge.matrix_to_numpy(obj.matrix_world), frame,
                                                mods.nodes.params_from_scene(scene), mods.nodes.asset_params(obj),
-                                               camera_matrix=cam, terrain_z=terrain_z)
+                                               camera_matrix=cam, terrain_z=terrain_z, faces=_faces(mods, mesh))
         worst = max(worst, float(np.abs(got - expect).max()))
     assert tree is not None
     return worst
@@ -1000,7 +1005,7 @@ def _bent_gn_vs_core(mods, envfx, obj, frames, terrain_z=None):
         cam = mods.bridge.matrix_to_numpy(scene.camera.matrix_world) if scene.camera else None
         unbent = rest + mods.core.wind_offsets(rest, h, rgba, normals.reshape(-1, 3), m, frame,
                                                mods.nodes.params_from_scene(scene), mods.nodes.asset_params(obj),
-                                               camera_matrix=cam, terrain_z=terrain_z)
+                                               camera_matrix=cam, terrain_z=terrain_z, faces=_faces(mods, mesh))
         bend = envfx.shader_nodes.bend.params_from_scene(scene)
         expect = envfx.core.bend.forward_local(unbent, m, bend) if envfx.operators.bend.bend_modifiers(obj) \
             else unbent

@@ -19,9 +19,10 @@ from tests.blender import api
 WALK = ((1, (-4.0, -0.3, 0.0)), (25, (4.0, 0.3, 0.0)))  # the walker's bottom point, frames 1 to 25
 
 
-def _field(blades=300, seed=3, quads=1):
+def _field(blades=300, seed=3, quads=1, loose=0):
     """One mesh of ``blades`` thin vertical quads (0.4-0.6 m tall) over 6 x 6 m, baked as Grass and in the wind;
-    ``quads`` > 1: each blade a strip of that many quads (sharing their edges) instead."""
+    ``quads`` > 1: each blade a strip of that many quads (sharing their edges) instead; ``loose``: that many loose
+    vertices, and as many loose vertical edges, among the blades (last in the mesh)."""
     rng = np.random.default_rng(seed)
     verts, faces = [], []
     for i in range(blades):
@@ -36,8 +37,16 @@ def _field(blades=300, seed=3, quads=1):
         for k in range(quads + 1):
             verts += [(x - dx, y - dy, h * k / quads), (x + dx, y + dy, h * k / quads)]
         faces += [(first + 2 * k, first + 2 * k + 1, first + 2 * k + 3, first + 2 * k + 2) for k in range(quads)]
+    edges = []
+    for _ in range(loose):
+        x, y = rng.uniform(-3, 3, 2)
+        verts.append((x, y, rng.uniform(0.0, 0.5)))
+    for _ in range(loose):
+        x, y = rng.uniform(-3, 3, 2)
+        edges.append((len(verts), len(verts) + 1))
+        verts += [(x, y, 0.0), (x, y, 0.5)]
     mesh = bpy.data.meshes.new("Field")
-    mesh.from_pydata(verts, [], faces)
+    mesh.from_pydata(verts, edges, faces)
     obj = bpy.data.objects.new("Field", mesh)
     api.scene().collection.objects.link(obj)
     obj.matrix_world = Matrix.Translation((0.5, -0.2, 0.1)) @ Matrix.Rotation(0.3, 4, "Z")
@@ -96,7 +105,9 @@ def _twin(mods, obj, frame, push=True):
         rest, _read(mesh, "EnvFX_Height", 1), _read(mesh, "EnvFX_Wind", 4), normals.reshape(-1, 3),
         mods.bridge.matrix_to_numpy(obj.matrix_world), frame, mods.nodes.params_from_scene(scene),
         mods.nodes.asset_params(obj), camera_matrix=cam,
-        push=push_of(scene, frame) if push_of is not None else None)
+        push=push_of(scene, frame) if push_of is not None else None,
+        faces=mods.core.vertex_faces(len(mesh.vertices), mods.bridge.corner_vertices(mesh),
+                                     mods.bridge.face_starts(mesh)))
 
 
 def _evaluated(mods, obj, frame):
@@ -121,6 +132,38 @@ def test_pushed_grass_equals_its_twin(mods, envfx, tmp_path, sequence):
     # the push does move the grass (against the same wind without it; the final frame only: the walk's end has
     # had 3 s to recover by then)
     assert np.abs(_evaluated(mods, obj, 13) - _twin(mods, obj, 13, push=False)).max() > (0.1 if sequence else 0.03)
+
+
+def test_vertices_in_no_face_take_neither_the_blades_wind_nor_the_push(mods, envfx, tmp_path):
+    # grass computes a blade's wind and push once per face and reads them back per vertex from one of its faces:
+    # loose vertices and edges (real assets have them; no engine draws them) have none, and the twin says so
+    scene = api.scene()
+    api.envfx(scene).wind.strength = 0.7
+    obj = _field(blades=200, loose=12)
+    mods.ops.add_wind(scene, [obj])
+    _baked_buffer(envfx, tmp_path)
+    assert "pushed by the baked buffer" in mods.ops.grass_push(scene)
+    mesh = api.mesh(obj)
+    faces = mods.core.vertex_faces(len(mesh.vertices), mods.bridge.corner_vertices(mesh),
+                                   mods.bridge.face_starts(mesh))
+    loose = faces < 0
+    assert loose.sum() == 36 and not loose[:800].any()
+    rest = _rest(mods, obj)
+    cam = mods.bridge.matrix_to_numpy(scene.camera.matrix_world) if scene.camera else None
+    for frame in (9, 13, 30):
+        got = _evaluated(mods, obj, frame)
+        assert np.abs(got - _twin(mods, obj, frame)).max() < 1e-4, frame
+        # nor the push: the loose vertices move as without it (the camera's tilt alone)
+        assert np.abs(got[loose] - _twin(mods, obj, frame, push=False)[loose]).max() < 1e-6, frame
+        # a twin that took them for blades moves them otherwise, and the blades as the group does
+        normals = np.empty(len(mesh.vertices) * 3, np.float32)
+        mesh.vertex_normals.foreach_get("vector", normals)
+        as_blades = rest + mods.core.wind_offsets(
+            rest, _read(mesh, "EnvFX_Height", 1), _read(mesh, "EnvFX_Wind", 4), normals.reshape(-1, 3),
+            mods.bridge.matrix_to_numpy(obj.matrix_world), frame, mods.nodes.params_from_scene(scene),
+            mods.nodes.asset_params(obj), camera_matrix=cam, push=mods.nodes.push_params(scene, frame))
+        assert np.abs(as_blades[loose] - got[loose]).max() > 1e-3, frame
+        assert np.abs(as_blades[~loose] - got[~loose]).max() < 1e-4, frame
 
 
 def test_blades_near_the_walker_are_pushed_down_and_away_and_sway_back(mods, envfx, tmp_path):

@@ -455,5 +455,6 @@ def test_snow_and_wind_names_in_the_code():
         assert f'"{group}' in source, f"the manual names {group!r}, which the code does not make"
     hidden = [s for s in SPANS if s.startswith(".EnvFX_Wind_")]
     from core import wind as core_wind
-    # the wind page lists them (and the face attribute of the blades' roots); the engines page maps channels
-    assert set(hidden) == set(core_wind.LIVE_ATTRS) | {core_wind.LIVE_ROOT}
+    # the wind page lists them (and the blades' roots per face, and a face per vertex); the engines page maps
+    # channels
+    assert set(hidden) == set(core_wind.LIVE_ATTRS) | {core_wind.LIVE_ROOT, core_wind.LIVE_FACE}

@@ -86,3 +86,40 @@ def test_blade_roots_are_each_face_s_blade_root():
         np.testing.assert_allclose(roots, per_vertex[faces[:, k]], atol=1e-5)
     assert np.ptp(roots[:, :2], axis=0).min() > 0.05  # (the blades stand apart: not one point for all)
     assert wind.blade_roots(g["positions"], live, [], []).shape == (0, 3)
+
+
+def test_vertex_faces_names_a_face_of_each_vertex_and_minus_one_for_loose_ones():
+    """The point attribute grass gathers a blade's wind and push from (``vertex_faces``): a face that holds the
+    vertex, whatever the faces' sizes, and -1 for a vertex in no face."""
+    # a triangle, a quad sharing an edge with it, a pentagon apart, and two loose vertices (9 and 10)
+    corners = [0, 1, 2, 1, 3, 4, 2, 5, 6, 7, 8, 11]
+    starts = [0, 3, 7]
+    got = wind.vertex_faces(12, corners, starts)
+    assert got.dtype == np.int32 and got.shape == (12,)
+    for v in range(12):
+        holding = [f for f, (a, b) in enumerate(zip(starts, starts[1:] + [len(corners)])) if v in corners[a:b]]
+        assert (got[v] in holding) if holding else got[v] == -1, (v, got[v], holding)
+    np.testing.assert_array_equal(wind.vertex_faces(3, [], []), [-1, -1, -1])
+
+
+def test_grass_vertices_in_no_face_take_no_blade_wind_and_no_push():
+    """The twin of the group's gather: with ``faces``, a vertex in no face takes neither the blade's wind (its
+    gust, figure-eight and wobble) nor the push; the others move exactly as without ``faces``."""
+    g = wind_shapes.make_grass(blades=12, height=0.8, seed=4)
+    res = wind.bake_wind_data(g["positions"], g["edges"])
+    rgba = np.c_[res.leaf, res.phase, res.branch, np.ones(len(res.leaf))]
+    live = wind.live_attributes(g["positions"], res.height, rgba)
+    normals = np.tile([0.0, 1.0, 0.0], (len(g["positions"]), 1))
+    images, buf = _walker_buffer()
+    push = wind.GrassPush(buffer=images[10], origin=buf.origin, size=buf.size, strength=4.0)
+    scene, asset = wind.SceneWind(strength=1.5), wind.AssetWind(category="GRASS", asset_height=0.8)
+    faces = np.arange(len(g["positions"]), dtype=np.int32) // 4
+    loose = np.zeros(len(faces), bool)
+    loose[[3, 17, 30]] = True
+    faces[loose] = -1
+    args = (g["positions"], res.height, rgba, normals, np.eye(4), 11, scene, asset)
+    every = wind.wind_offsets(*args, live=live, push=push)
+    some = wind.wind_offsets(*args, live=live, push=push, faces=faces)
+    np.testing.assert_array_equal(some[~loose], every[~loose])
+    np.testing.assert_allclose(some[loose], 0.0, atol=1e-7)  # (still air but the wind's own: no camera, no tilt)
+    assert np.abs(every[loose]).max() > 1e-3
