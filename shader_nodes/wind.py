@@ -96,6 +96,7 @@ class _Builder(common.Builder):
     period3: bpy.types.NodeSocket
     t2pi: bpy.types.NodeSocket
     t: bpy.types.NodeSocket
+    face_index: bpy.types.NodeSocket | None = None  # (``per_blade``'s read of core.wind.LIVE_FACE, made once)
 
     def m(self, op, x, y=None, z=None):
         return self.math(op, x, y, z)
@@ -139,6 +140,18 @@ class _Builder(common.Builder):
         node = self.node("GeometryNodeInputNamedAttribute", name, data_type=data_type)
         node.inputs["Name"].default_value = name
         return node.outputs["Attribute"]
+
+    def per_blade(self, geometry, value, label):
+        """``value``, a vector field read on the faces of ``geometry`` (at each blade's root), gathered per vertex
+        from the face ``core.wind.LIVE_FACE`` names (zero for a vertex in no face): one Named Attribute node of
+        it serves every gather."""
+        node = self.node("GeometryNodeSampleIndex", label, data_type="FLOAT_VECTOR", domain="FACE")
+        self.link(geometry, node.inputs["Geometry"])
+        self.link(value, node.inputs["Value"])
+        if self.face_index is None:
+            self.face_index = self.attr(core_wind.LIVE_FACE, "INT")
+        self.link(self.face_index, node.inputs["Index"])
+        return node.outputs[0]
 
 
 def _build(tree):
@@ -382,11 +395,8 @@ def _blade_wind(b, geometry, inp, val, d, self_info, strength, gust_parts):
     k1, k2, _k3 = b.sep3(b.vmath("SCALE", grass_hz, scale=-travel), "Grass Travel XYZ")
     eight = (b.math("SINE", b.math("MULTIPLY_ADD", along, k1, g1), label="Figure Eight X"),
              b.math("SINE", b.math("MULTIPLY_ADD", along, k2, g2), label="Figure Eight Y"))
-    per_blade = b.node("GeometryNodeSampleIndex", "Blade Wind Per Face", data_type="FLOAT_VECTOR", domain="FACE")
-    b.link(geometry, per_blade.inputs["Geometry"])
-    b.link(b.combine_xyz(eff, eight[0], eight[1], label="Blade Wind Packed"), per_blade.inputs["Value"])
-    b.link(b.attr(core_wind.LIVE_FACE, "INT"), per_blade.inputs["Index"])
-    eff, e1, e2 = b.sep3(per_blade.outputs[0], "Blade Wind XYZ")
+    packed = b.combine_xyz(eff, eight[0], eight[1], label="Blade Wind Packed")
+    eff, e1, e2 = b.sep3(b.per_blade(geometry, packed, "Blade Wind Per Face"), "Blade Wind XYZ")
     return eff, (e1, e2), grass_hz
 
 
@@ -434,13 +444,9 @@ def _grass_motion(b, gi, inp, val, hs, self_info, invert, inv_m, d, d_loc, main_
     # actors push the blades (a switch on a single value: without a baked buffer nothing of it is evaluated). The
     # push is the blade's (read at its root), and its three samples of the buffer cost most: once per face,
     # gathered per vertex from its face
-    blade = b.node("GeometryNodeSampleIndex", "Per Blade", data_type="FLOAT_VECTOR", domain="FACE")
-    b.link(gi.outputs["Geometry"], blade.inputs["Geometry"])
-    b.link(_push(b, val, self_info, inv_m), blade.inputs["Value"])
-    b.link(b.attr(core_wind.LIVE_FACE, "INT"), blade.inputs["Index"])
+    blade_push = b.per_blade(gi.outputs["Geometry"], _push(b, val, self_info, inv_m), "Per Blade")
     push_on = b.compare("GREATER_THAN", val["Push On"], 0.5, data_type="FLOAT", label="Push Is On")
-    geo = gi.outputs["Geometry"]
-    pushed = b.vmath("ADD", lean_local, blade.outputs[0], label="Grass Lean Pushed")
+    pushed = b.vmath("ADD", lean_local, blade_push, label="Grass Lean Pushed")
     lean_swing = b.switch("Push Switch", push_on, pushed, lean_local, "VECTOR")
     # per vertex: the wobble along the normal, eff ambient WOBBLE_SCALE H wave(p . WOBBLE_WAVE / 2 pi + fw t)
     normal = b.node("GeometryNodeInputNormal", "Normal").outputs[0]
@@ -461,7 +467,7 @@ def _grass_motion(b, gi, inp, val, hs, self_info, invert, inv_m, d, d_loc, main_
     faded = b.vmath("ADD", b.vmath("SCALE", local, scale=fade),
                     b.vmath("SCALE", position, scale=b.m("SUBTRACT", fade, 1.0)), label="Grass Faded")
     set_grass = b.node("GeometryNodeSetPosition", "Set Position Grass", location=(2800, -300))
-    b.link(geo, set_grass.inputs["Geometry"])
+    b.link(gi.outputs["Geometry"], set_grass.inputs["Geometry"])
     b.link(_terrain(b, gi, self_info, invert, position, use_terrain, faded), set_grass.inputs["Offset"])
     return set_grass.outputs[0]
 

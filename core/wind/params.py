@@ -31,8 +31,9 @@ MICRO_WAVES = ((3.1, 1.3, 0.7), (-1.1, 2.9, 1.7), (0.9, -2.3, 3.3))  # rad per m
 # (the grass terms read it), Pivot (a vector: from the vertex's attach point to it), Carry.
 LIVE_ATTRS = (".EnvFX_Wind_Branch", ".EnvFX_Wind_Leaf", ".EnvFX_Wind_H", ".EnvFX_Wind_Pivot", ".EnvFX_Wind_Carry")
 LIVE_VECTORS = (".EnvFX_Wind_Branch", ".EnvFX_Wind_Leaf", ".EnvFX_Wind_Pivot")
-# and per face: the root of the face's blade (``blade_roots``, object space), which grass reads the push at. Read on
-# the faces, it costs the push nothing per vertex (mean positions and Pivots of the faces cost it half its time)
+# and per face: the root of the face's blade (``blade_roots``, object space), where grass computes the blade's wind
+# and push. Read on the faces, it costs nothing per vertex (mean positions and Pivots of the faces cost the push half
+# its time)
 LIVE_ROOT = ".EnvFX_Wind_Root"
 # and per vertex: a face of the vertex's blade (-1: in no face), where grass reads back what it
 # computes once per blade (a Sample Index of the faces: a gather, where reading a face value on the points averages)
