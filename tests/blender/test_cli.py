@@ -155,7 +155,7 @@ def test_info_describes_each_scene_of_each_file_and_changes_nothing(envfx, scene
     out = capsys.readouterr().out
     assert "bend: CYLINDER POS_Y, pivot Player" in out and "1 object(s) bent" in out and "'Level 2'" in out
     with open(scene_file, "rb") as fh:
-        assert fh.read() == before
+        assert not (d := envfx.core.blendfile.differences(fh.read(), before)), d
     assert envfx.cli.main(["info", str(tmp_path / "nope.blend")]) == 2
     assert "No such file" in capsys.readouterr().err
 
@@ -271,7 +271,7 @@ def test_bad_input_exits_2_with_a_clear_message_and_leaves_files_alone(envfx, sc
     assert message.format(scene=scene_file) in err
     assert "panel" not in err.lower() and "select" not in err.lower()
     with open(scene_file, "rb") as fh:
-        assert fh.read() == before
+        assert not (d := envfx.core.blendfile.differences(fh.read(), before)), d
     assert sorted(os.listdir(tmp_path)) == ["scene.blend"]
 
 
@@ -414,7 +414,7 @@ def test_bend_export_engines_writes_the_files_and_leaves_the_blend_alone(envfx, 
     assert "ENVFX_BEND_SIDE_STRENGTH" in (out / "envfx_bend.gdshaderinc").read_text()
     assert (out / "EnvFXBend.hlsl").exists() and (out / "EnvFXBend.ush").exists()
     with open(scene_file, "rb") as fh:
-        assert fh.read() == before                                         # nothing saved
+        assert not (d := envfx.core.blendfile.differences(fh.read(), before)), d  # nothing saved
 
 
 def test_bend_export_engines_relative_folders(envfx, scene_file, tmp_path, monkeypatch, capsys):

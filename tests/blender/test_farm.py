@@ -188,7 +188,7 @@ def test_a_saved_blend_is_normalised_and_opens_as_the_scene_it_was(envfx, tmp_pa
         data = fh.read()
     spans = envfx.core.blendfile.runtime_spans(data)
     assert len(spans) > 10 and all(data[a:a + n] == bytes(n) for a, n in spans)
-    assert envfx.core.blendfile.normalised(data) == data
+    assert not (d := envfx.core.blendfile.differences(envfx.core.blendfile.normalised(data), data)), d
     assert _blend_content(str(tmp_path / "saved.blend")) == before
     bpy.ops.wm.open_mainfile(filepath=str(tmp_path / "saved.blend"), load_ui=False)
     uids = [id_.session_uid for id_ in [*bpy.data.objects, *bpy.data.meshes, *bpy.data.scenes, *bpy.data.screens]]
@@ -278,9 +278,9 @@ def test_two_sessions_saves_of_one_scene_are_the_same_bytes_once_normalised(envf
     saves = [(tmp_path / f"{name}.blend").read_bytes() for name in ("a", "b")]
     assert saves[0] != saves[1]  # (4.2: the addresses; 5.0: the session numbers)
     normal = [envfx.core.blendfile.normalised(data) for data in saves]
-    assert normal[0] == normal[1]
+    assert not (d := envfx.core.blendfile.differences(normal[0], normal[1])), d
     (tmp_path / "n.blend").write_bytes(normal[0])
-    assert envfx.core.blendfile.normalised(normal[0]) == normal[0]
+    assert not (d := envfx.core.blendfile.differences(envfx.core.blendfile.normalised(normal[0]), normal[0])), d
     trees = _node_trees(str(tmp_path / "a.blend"))
     assert ("SOCKET", "Strength", "Wind") in trees["Sway"]["interface"]  # (what is compared holds the pointers
     assert trees["slots"]["Cylinder"] == ["Bark", "Leaf"]  # named above)
@@ -683,7 +683,7 @@ def test_bend_snow_and_lightmap_saves_of_two_processes_are_the_same_bytes(envfx,
         saves[run] = {name: (folder / name).read_bytes() for name in NODE_COMMANDS}
     for name in NODE_COMMANDS:
         assert saves["a"][name] != (inputs / name).read_bytes()  # (saved with the command's node groups)
-        assert saves["a"][name] == saves["b"][name], name
+        assert not (d := envfx.core.blendfile.differences(saves["a"][name], saves["b"][name])), (name, d)
 
 
 def _working(path) -> dict:

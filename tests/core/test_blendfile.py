@@ -390,3 +390,18 @@ def test_the_bytes_past_a_string_property_and_a_boolean_layer_are_zeroed():
     blocks = [out[b.start:b.start + b.length] for b in blendfile.layout(out).blocks]
     assert blocks[1] == b"stamp\0\0\0" and blocks[4] == b"\1\0\1\1\0\0\0\0"  # (the values kept)
     assert blocks[5] == struct.pack("<5i", 1, 2, 3, 4, 5)  # (a layer of ints: no tail)
+
+
+@pytest.mark.parametrize("fmt, pointer, e", FORMATS)
+def test_differences_name_the_block_struct_and_field_that_differ(fmt, pointer, e):
+    a = _scene(fmt, pointer, e, uids=(7, 8, 9), garbage=b"")
+    assert blendfile.differences(a, a) == []
+    b = _scene(fmt, pointer, e, uids=(7, 99, 9), garbage=b"")  # the second object's session number
+    assert blendfile.differences(a, b) == ["OB block 1, Object +" + str(pointer + 8) + " (id.session_uid)"]
+    c = _scene(fmt, pointer, e, uids=(7, 8, 10), edge=(0x20, 0x30), garbage=b"")  # a raw block, a struct array
+    raw = f"ID block 2 (raw, {pointer + 16} bytes) +{pointer + 8 + (3 if e == '>' else 0)}"  # (its first byte)
+    assert blendfile.differences(a, c) == [raw, f"DATA block 3, ScrEdge +{pointer} (*v1)"]
+    assert blendfile.differences(a, c, limit=1) == [raw]
+    assert blendfile.differences(a, a + b"\0")[0] == f"{len(a)} bytes against {len(a) + 1}"
+    assert blendfile.differences(b"not a blend file", b"not a blend filE") == [
+        "first difference at byte 15 (not a .blend file this reader parses)"]
