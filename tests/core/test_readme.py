@@ -66,12 +66,16 @@ def test_setup_commands_are_the_scripts_ci_runs():
 
 
 def test_test_command_runs_what_the_readme_says():
-    """tests/core, then tests/blender on 5.0.1 and 4.2, pytest arguments passed on, one summary line last."""
+    """tests/core, and tests/blender on 5.0.1 and 4.2 (5.0 beside core then 4.2), pytest arguments passed on, one
+    summary line last."""
     test_sh, venv_sh = read("tools", "test.sh"), read("tools", "venv.sh")
-    quoted(r"bash tools/test.sh # the tests: tests/core, then tests/blender on Blender 5\.0\.1 and 4\.2 LTS", README)
-    runs = re.findall(r'^run (\S+) "\$(\w+)" (\S+) "\$@"', test_sh, re.M)
-    assert runs == [("core", "PY50", "tests/core"), ("blender-5.0", "PY50", "tests/blender"),
-                    ("blender-4.2", "PY42", "tests/blender")]
+    quoted(r"bash tools/test.sh # the tests: tests/core, and tests/blender on Blender 5\.0\.1 and 4\.2 LTS", README)
+    runs = re.findall(r'^\(? *run (\S+) "\$(\w+)" (\S+) "\$@"', test_sh, re.M)
+    assert runs == [("core", "PY50", "tests/core"), ("blender-4.2", "PY42", "tests/blender"),
+                    ("blender-5.0", "PY50", "tests/blender")]
+    assert re.search(r"^\( run core .*\n.*run blender-4\.2 .*\n.*\) &\n", test_sh, re.M)  # (in the background)
+    assert re.search(r"^wait \$other \|\| status=1$", test_sh, re.M)
+    quoted(r"The 5\.0 run goes beside the other two \(core, then 4\.2\)", read("docs", "CONTRIBUTING.md"))
     assert 'BPY="bpy==5.0.1"' in venv_sh and 'BPY="bpy==4.2.*"' in venv_sh
     assert "(3, 11)" in venv_sh and ":-$ROOT/.venvs}" in venv_sh
     quoted(r"virtual environments \(Python 3\.11 and `pip install bpy`, Blender as a Python module\) under `\.venvs/`")
