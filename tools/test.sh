@@ -22,11 +22,22 @@ run() {
     --basetemp="$OUT/tmp-$name" "$@" >> "$OUT/$name.log" 2>&1 || {
     rc=$?; [ $rc -eq 5 ] || return 1; }
 }
-# the two Blender versions' suites run at once (each is mostly one busy thread, and CI has two cores): 4.2's after
-# the core tests, 5.0's beside them; each run's output is printed whole when it ends
-( run core "$PY50" tests/core "$@"; a=$?; cat "$OUT/core.log"
+# the real-vegetation corpus of the wind tests: fetched once into .cache/assets (its tests skip, saying why, if not)
+"$PY50" tools/fetch_assets.py >/dev/null || echo "fetching the vegetation corpus failed: its tests will skip"
+# the two Blender versions' suites run at once (each is mostly one busy thread, and CI has two cores): beside 5.0's,
+# the static types, the core tests and 4.2's, one after the other; each run's output is printed whole when it ends
+(
+  # static types: pyright over the add-on and its tests against the Blender 4.2 and 5.0 API stubs (tools/types.sh);
+  # each run is one test case of the summary, its findings printed
+  t=0
+  for v in 4.2 5.0; do
+    "$ROOT/tools/types.sh" "$v" "$OUT/types-$v.xml" > "$OUT/types-$v.txt" 2>&1 || t=1
+    echo "=== types-$v (pyright, fake-bpy-module-$v)"
+    grep -E ' - error|^types-|failed' "$OUT/types-$v.txt"
+  done
+  run core "$PY50" tests/core "$@"; a=$?; cat "$OUT/core.log"
   run blender-4.2 "$PY42" tests/blender "$@"; b=$?; cat "$OUT/blender-4.2.log"
-  [ $a -eq 0 ] && [ $b -eq 0 ] ) &
+  [ $t -eq 0 ] && [ $a -eq 0 ] && [ $b -eq 0 ] ) &
 other=$!
 run blender-5.0 "$PY50" tests/blender "$@" || status=1
 wait $other || status=1

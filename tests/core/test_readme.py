@@ -73,9 +73,15 @@ def test_test_command_runs_what_the_readme_says():
     runs = re.findall(r'^\(? *run (\S+) "\$(\w+)" (\S+) "\$@"', test_sh, re.M)
     assert runs == [("core", "PY50", "tests/core"), ("blender-4.2", "PY42", "tests/blender"),
                     ("blender-5.0", "PY50", "tests/blender")]
-    assert re.search(r"^\( run core .*\n.*run blender-4\.2 .*\n.*\) &\n", test_sh, re.M)  # (in the background)
+    # the corpus fetched before any run; types, core and 4.2 in the background, one after the other
+    assert test_sh.index("tools/fetch_assets.py") < test_sh.index("\n(\n")
+    chain = test_sh[test_sh.index("\n(\n"):test_sh.index(") &\n")]
+    assert re.search(r'for v in 4\.2 5\.0; do\n +"\$ROOT/tools/types\.sh" "\$v"', chain)
+    assert chain.index("types.sh") < chain.index("run core") < chain.index("run blender-4.2")
+    assert "run blender-5.0" not in chain
     assert re.search(r"^wait \$other \|\| status=1$", test_sh, re.M)
-    quoted(r"The 5\.0 run goes beside the other two \(core, then 4\.2\)", read("docs", "CONTRIBUTING.md"))
+    quoted(r"The 5\.0 run goes beside the others \(the static types, core, then 4\.2\)",
+           read("docs", "CONTRIBUTING.md"))
     assert 'BPY="bpy==5.0.1"' in venv_sh and 'BPY="bpy==4.2.*"' in venv_sh
     assert "(3, 11)" in venv_sh and ":-$ROOT/.venvs}" in venv_sh
     quoted(r"virtual environments \(Python 3\.11 and `pip install bpy`, Blender as a Python module\) under `\.venvs/`")
