@@ -39,6 +39,8 @@ run() {
   run blender-4.2 "$PY42" tests/blender "$@"; b=$?; cat "$OUT/blender-4.2.log"
   [ $t -eq 0 ] && [ $a -eq 0 ] && [ $b -eq 0 ] ) &
 other=$!
+# a background job of a script ignores Ctrl-C: an interrupted run stops the whole chain too, not only the 5.0 suite
+trap 'trap - INT TERM; rm -rf "$OUT"; kill 0' INT TERM
 run blender-5.0 "$PY50" tests/blender "$@" || status=1
 wait $other || status=1
 cat "$OUT/blender-5.0.log"

@@ -66,8 +66,8 @@ def test_setup_commands_are_the_scripts_ci_runs():
 
 
 def test_test_command_runs_what_the_readme_says():
-    """tests/core, and tests/blender on 5.0.1 and 4.2 (5.0 beside core then 4.2), pytest arguments passed on, one
-    summary line last."""
+    """tests/core, and tests/blender on 5.0.1 and 4.2 (5.0 beside the types, core, then 4.2), pytest arguments passed
+    on, one summary line last."""
     test_sh, venv_sh = read("tools", "test.sh"), read("tools", "venv.sh")
     quoted(r"bash tools/test.sh # the tests: tests/core, and tests/blender on Blender 5\.0\.1 and 4\.2 LTS", README)
     runs = re.findall(r'^\(? *run (\S+) "\$(\w+)" (\S+) "\$@"', test_sh, re.M)
