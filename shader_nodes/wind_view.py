@@ -6,6 +6,8 @@ from typing import cast
 
 import bpy
 
+from .. import bridge
+
 CHANNELS = ("R", "G", "B", "A", "HEIGHT")
 PREFIX = "EnvFX Wind View "
 VERSION = 1
@@ -30,7 +32,8 @@ def ensure_view_material(channel: str, wind_attr: str, height_attr: str) -> bpy.
         return mat
     if mat is None:
         mat = bpy.data.materials.new(name)
-    mat.use_nodes = True
+    if not bridge.BLENDER_5 or mat.node_tree is None:  # Blender 5 materials always have nodes
+        mat.use_nodes = True
     tree = mat.node_tree
     if tree is None:  # (use_nodes made it; the API types it optional)
         raise RuntimeError(f"The material {mat.name!r} has no node tree to build the wind view in")
