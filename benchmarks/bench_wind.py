@@ -33,12 +33,13 @@
    (an image sequence), against a bare Set Position on a copy of the field, by frame changes (framebench.py,
    interleaved rounds: median ratio and its spread); beside it the same field in the wind with push off against the
    same reference, so the push's own share shows. Target: at most 3.5x. ``--push-only``: that line alone. With
-   ``--before REV`` that revision's group pushes a third copy of the field in the same rounds (``push_before``, and
-   ``after_over_before``: this group's seconds per frame over that one's, per round).
+   ``--before REV`` that revision's group moves two more copies of the field in the same rounds, pushed and with
+   push off (``push_before``, ``push_off_before``; ``after_over_before``, ``off_after_over_before``: this group's
+   seconds per frame over that one's, per round).
 9. ``--parts``: the lines 7 and 8 also time this checkout's group with one part taken out (``PARTS``: the swing's
    dot products, the carry's second Set Position; two of the push's three buffer samples, the whole push, each
-   blade's own wind), each on its own copy of the grid or field in the same rounds (``no_*`` keys: what the
-   group costs without that part, so the difference is the part's cost).
+   blade's own wind, the grass's carry), each on its own copy of the grid or field in the same rounds (``no_*``
+   keys: what the group costs without that part, so the difference is the part's cost).
 10. Props (``wind_props_per_frame``, #30): a level of ``--props`` (5,000) small swaying props, linked copies of one
    baked mesh (a small bush with the TREE preset, a small grass clump with GRASS; and, when the corpus is in the
    cache and not ``--no-corpus``, ez-tree's flower with BUSH and its grass tuft with GRASS), against the same props
@@ -353,6 +354,7 @@ PARTS = {
     "no_push_slope": ("push", ("Push +X", "Push +Y"), 0.0),  # two of the push's three samples of the buffer
     "no_push": ("push", ("Grass Push",), 0.0),  # the push's samples and math (its gather per vertex stays)
     "no_blade_wind": ("push", ("Blade Wind", "Figure Eight X", "Figure Eight Y"), 0.5),  # each blade's own wind
+    "no_grass_carry_pass": ("push", ("Set Position Grass Carry",), None),  # the grass's carry (its Set Position)
 }
 
 
@@ -795,20 +797,22 @@ def _push_frame_changes(bpy, envfx, ops, args):
         ops.add_wind(still, [twin])
         reference = framebench.reference_scene(pushed, [mesh.copy()])
         pairs = {"on": pushed, "off": still}
-        if args.before:  # that revision's group on the same field, pushed by the same buffer, in a scene of its own
+        if args.before:  # that revision's group on the same field, pushed by the same buffer and with push off, in
+            # scenes of their own (one group each: the wiring sets the group's push values)
             common = importlib.import_module(envfx.__name__ + ".shader_nodes.common")
-            module, group = _group_of_revision(bpy, envfx, common, args.before)
-            before = framebench.new_scene("Push Before", pushed)
-            before_wind = api.envfx(before).wind
-            before_wind.grass_push, before_wind.push_buffer = True, image
-            old = bpy.data.objects.new("Field Push Before", mesh)
-            before.collection.objects.link(old)
-            mod = old.modifiers.new("Before", "NODES")
-            mod.node_group = group
-            for key, value in module.asset_input_values(field).items():
-                mod[common.input_identifier(group, key)] = float(value)
-            module._wire(before, group)
-            pairs["before"] = before
+            for key, push in (("before", True), ("off_before", False)):
+                module, group = _group_of_revision(bpy, envfx, common, args.before)
+                before = framebench.new_scene(f"Push {key}", pushed)
+                before_wind = api.envfx(before).wind
+                before_wind.grass_push, before_wind.push_buffer = push, image
+                old = bpy.data.objects.new(f"Field Push {key}", mesh)
+                before.collection.objects.link(old)
+                mod = old.modifiers.new("Before", "NODES")
+                mod.node_group = group
+                for name, value in module.asset_input_values(field).items():
+                    mod[common.input_identifier(group, name)] = float(value)
+                module._wire(before, group)
+                pairs[key] = before
         wind_nodes = importlib.import_module(envfx.__name__ + ".shader_nodes.wind")
         common = importlib.import_module(envfx.__name__ + ".shader_nodes.common")
         for part in (p for p, (line_, _n, _v) in PARTS.items() if args.parts and line_ == "push"):
@@ -842,12 +846,20 @@ def _push_frame_changes(bpy, envfx, ops, args):
                         pushed_vertices=int((np.abs(on_co - off_co).reshape(-1, 3).max(1) > 1e-3).sum()),
                         **{part: framebench.summary(runs[part]) for part in PARTS if part in runs},
                         **({"before": args.before, "push_before": framebench.summary(runs["before"]),
-                            "after_over_before": framebench.spread(
-                                [statistics.median(a[2:] or a) / statistics.median(b[2:] or b)
-                                 for a, b in zip(got["effect"], runs["before"]["effect"])])}
+                            "push_off_before": framebench.summary(runs["off_before"]),
+                            "after_over_before": _over(got, runs["before"]),
+                            "off_after_over_before": _over(off, runs["off_before"])}
                            if args.before else {}))
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def _over(after, before):
+    """The spread over rounds of one scene's seconds per frame over another's (medians of each round's frames after
+    its first two)."""
+    import framebench  # (imports bpy: not at the top of this bpy-free module)
+    return framebench.spread([statistics.median(a[2:] or a) / statistics.median(b[2:] or b)
+                              for a, b in zip(after["effect"], before["effect"])])
 
 
 def _remove_wind(bpy, scene, ops, shape, count, version):

@@ -40,9 +40,10 @@ from .snow import buffer as snow_buffer
 
 GROUP_NAME = "EnvFX Wind"
 KIND = "wind"  # one group per scene (common.ensure_scene_group)
-VERSION = 19  # 16: grass that actors push (the interaction buffer's G and A at each blade's root); 17: once per face;
+VERSION = 20  # 16: grass that actors push (the interaction buffer's G and A at each blade's root); 17: once per face;
 # 18: the push at the blade roots stored per face, two sines for the figure-eight; 19: the blade's wind and push
-# computed per face and gathered per vertex (Sample Index at .EnvFX_Wind_Face)
+# computed per face and gathered per vertex (Sample Index at .EnvFX_Wind_Face); 20: the blade's lean gathered
+# whole, the grass's carry only where there is one, its fade only below 1
 
 # Value nodes driven from the scene: label -> data path on the scene
 DRIVEN = {
@@ -141,11 +142,11 @@ class _Builder(common.Builder):
         node.inputs["Name"].default_value = name
         return node.outputs["Attribute"]
 
-    def per_blade(self, geometry, value, label):
-        """``value``, a vector field read on the faces of ``geometry`` (at each blade's root), gathered per vertex
-        from the face ``core.wind.LIVE_FACE`` names (zero for a vertex in no face): one Named Attribute node of
-        it serves every gather."""
-        node = self.node("GeometryNodeSampleIndex", label, data_type="FLOAT_VECTOR", domain="FACE")
+    def per_blade(self, geometry, value, label, data_type="FLOAT_VECTOR"):
+        """``value``, a field read on the faces of ``geometry`` (at each blade's root), gathered per vertex from the
+        face ``core.wind.LIVE_FACE`` names (zero for a vertex in no face): one Named Attribute node of it serves
+        every gather."""
+        node = self.node("GeometryNodeSampleIndex", label, data_type=data_type, domain="FACE")
         self.link(geometry, node.inputs["Geometry"])
         self.link(value, node.inputs["Value"])
         if self.face_index is None:
@@ -165,7 +166,7 @@ def _build(tree):
     swing_unit, rel, position = _tree_swing(b, main_k, bend_k, d_loc, vc, vs, mc, ms)
     is_grass = b.compare("GREATER_THAN", inp["Grass"], 0.5, data_type="FLOAT", label="Is Grass")
     tree_geo = _tree_motion(b, gi, inp, rel, swing_unit, inv_m, hs, d_loc, main_k)
-    grass = _blade_wind(b, gi.outputs["Geometry"], inp, val, d, self_info, strength, gust_parts)
+    grass = _blade_wind(b, inp, val, d, self_info, strength, gust_parts)
     grass_geo = _grass_motion(b, gi, inp, val, hs, self_info, invert, inv_m, d, d_loc, main_k, rel, position,
                               swing_unit, grass, use_terrain)
     # a switch on a single value evaluates only the side it chooses: a tree never computes the grass terms
@@ -366,13 +367,13 @@ def _tree_motion(b, gi, inp, rel, swing, inv_m, hs, d_loc, main_k):
     return set_carry.outputs[0]
 
 
-def _blade_wind(b, geometry, inp, val, d, self_info, strength, gust_parts):
-    """Grass, per vertex: the wind of the vertex's blade at its attach point ``X = M A`` (``A = p - Pivot``;
+def _blade_wind(b, inp, val, d, self_info, strength, gust_parts):
+    """Grass, per blade: the wind of a blade at its attach point ``X = M A`` (``A = p - Pivot``;
     ``core.wind.blade_wind``): the gust and the figure-eight of the world origin at ``tau = t - X.d / U``. Their
     angles ``2 pi f tau`` are the per-asset ``2 pi f t`` less ``2 pi f / U`` times ``X.d = A.(M^T d) + o.d``: one
-    dot product (no matrix). Computed once per face at the blade's root ``A`` (``core.wind.LIVE_ROOT``) and
-    gathered per vertex from its face (``core.wind.LIVE_FACE``; a vertex in no face takes no wind). Returns
-    (effective wind, the sines of the figure-eight's two angles, the grass frequencies)."""
+    dot product (no matrix). Fields read on the faces, at the blade's root ``A`` (``core.wind.LIVE_ROOT``): the
+    caller gathers what it makes of them per vertex (``_grass_motion``). Returns (effective wind, the sines of the
+    figure-eight's two angles, the grass frequencies)."""
     f3, gains, lag3 = gust_parts
     a = b.attr(core_wind.LIVE_ROOT, "FLOAT_VECTOR")  # (read on the faces: the blade's root)
     mt = b.node("FunctionNodeTransposeMatrix", "Transpose")
@@ -395,9 +396,7 @@ def _blade_wind(b, geometry, inp, val, d, self_info, strength, gust_parts):
     k1, k2, _k3 = b.sep3(b.vmath("SCALE", grass_hz, scale=-travel), "Grass Travel XYZ")
     eight = (b.math("SINE", b.math("MULTIPLY_ADD", along, k1, g1), label="Figure Eight X"),
              b.math("SINE", b.math("MULTIPLY_ADD", along, k2, g2), label="Figure Eight Y"))
-    packed = b.combine_xyz(eff, eight[0], eight[1], label="Blade Wind Packed")
-    eff, e1, e2 = b.sep3(b.per_blade(geometry, packed, "Blade Wind Per Face"), "Blade Wind XYZ")
-    return eff, (e1, e2), grass_hz
+    return eff, eight, grass_hz
 
 
 def _grass_motion(b, gi, inp, val, hs, self_info, invert, inv_m, d, d_loc, main_k, rel, position, swing_unit, grass,
@@ -405,12 +404,16 @@ def _grass_motion(b, gi, inp, val, hs, self_info, invert, inv_m, d, d_loc, main_
     """Grass: the swing per unit of wind times the blade's wind, the blade's figure-eight and the camera tilt
     (times H), the wobble; kept lengths, carried, faded and on the terrain. Returns the moved geometry.
 
-    The blade's wind, figure-eight (``_blade_wind``) and push (``_push``) are the same on all the vertices of a
-    blade: they are computed once per face, at the blade's root, and gathered per vertex from one of its faces by
-    a Sample Index (``core.wind.LIVE_FACE``). A gather costs about one math node per vertex; reading a face value
-    on the points (a Capture Attribute on the faces) averages over each vertex's faces and cost more than the
-    math it saved (measured with ``benchmarks/bench_wind.py --push-only``)."""
-    eff, eight, grass_hz = grass
+    What is the same on all the vertices of a blade is computed once per face, at the blade's root: its wind
+    (``_blade_wind``) and its lean (the figure-eight and the push, ``_push``), all in one Capture Attribute on the
+    faces, and gathered per vertex from one of its faces by a Sample Index (``core.wind.LIVE_FACE``): the wind and
+    the lean, two gathers, each costing about one math node per vertex. (Reading a face value on the points instead
+    averages over each vertex's faces and cost more than the math it saved, measured with
+    ``benchmarks/bench_wind.py --push-only``.) The camera's tilt is added per vertex. The carry (pieces hanging above
+    the ground; a blade has none) is a second Set Position of only the vertices with a Carry, as the trees'
+    (``_tree_motion``), and the distance fade is computed only when it is below 1."""
+    eff_face, eight, grass_hz = grass
+    geometry = gi.outputs["Geometry"]
     hg = b.attr(core_wind.LIVE_ATTRS[2])
     t = b.t
     ambient = b.mul(val["Ambient"], hs)  # per unit of wind
@@ -439,15 +442,25 @@ def _grass_motion(b, gi, inp, val, hs, self_info, invert, inv_m, d, d_loc, main_
                                                                         val["Fade Start"]), use_clamp=True)
     fade_on = b.mul(b.m("GREATER_THAN", val["Fade End"], val["Fade Start"]), has_cam)
     fade = b.m("SUBTRACT", 1.0, b.mul(fade_on, b.m("SUBTRACT", 1.0, fade_raw)))
-    lean_local = b.vmath("ADD", b.vmath("SCALE", e8, scale=eff), b.transform_dir(inv_m, tilt, "Tilt Local"),
-                         label="Grass Lean")
+    # the blade's lean, per face: its figure-eight times its wind; per vertex the camera's tilt (which a vertex in
+    # no face takes too)
+    lean_face = b.vmath("SCALE", e8, scale=eff_face, label="Grass Lean")
+    tilt_local = b.transform_dir(inv_m, tilt, "Tilt Local")
     # actors push the blades (a switch on a single value: without a baked buffer nothing of it is evaluated). The
-    # push is the blade's (read at its root), and its three samples of the buffer cost most: once per face,
-    # gathered per vertex from its face
-    blade_push = b.per_blade(gi.outputs["Geometry"], _push(b, val, self_info, inv_m), "Per Blade")
+    # push is the blade's (read at its root), and its three samples of the buffer cost most: once per face
     push_on = b.compare("GREATER_THAN", val["Push On"], 0.5, data_type="FLOAT", label="Push Is On")
-    pushed = b.vmath("ADD", lean_local, blade_push, label="Grass Lean Pushed")
-    lean_swing = b.switch("Push Switch", push_on, pushed, lean_local, "VECTOR")
+    pushed = b.vmath("ADD", lean_face, _push(b, val, self_info, inv_m), label="Grass Lean Pushed")
+    # the blade's wind and leans evaluated once on the faces (one Capture Attribute), gathered per vertex
+    capture = b.node("GeometryNodeCaptureAttribute", "Per Face", domain="FACE")
+    b.link(geometry, capture.inputs["Geometry"])
+    for name, kind, value in (("Wind", "FLOAT", eff_face), ("Lean", "VECTOR", lean_face),
+                              ("Lean Pushed", "VECTOR", b.switch("Push Switch", push_on, pushed, lean_face, "VECTOR"))):
+        capture.capture_items.new(kind, name)
+        b.link(value, capture.inputs[name])
+    faces = capture.outputs["Geometry"]
+    lean_swing = b.vmath("ADD", b.per_blade(faces, capture.outputs["Lean Pushed"], "Per Blade"), tilt_local,
+                         label="Grass Lean Tilted")
+    eff = b.per_blade(faces, capture.outputs["Wind"], "Blade Wind Per Face", "FLOAT")
     # per vertex: the wobble along the normal, eff ambient WOBBLE_SCALE H wave(p . WOBBLE_WAVE / 2 pi + fw t)
     normal = b.node("GeometryNodeInputNormal", "Normal").outputs[0]
     wdot = b.vmath("DOT_PRODUCT", position, b.vector("Wobble Wave", tuple(v / TWO_PI for v in core_wind.WOBBLE_WAVE)))
@@ -457,19 +470,30 @@ def _grass_motion(b, gi, inp, val, hs, self_info, invert, inv_m, d, d_loc, main_
     swing = b.vmath("ADD", b.vmath("ADD", b.vmath("SCALE", swing_unit, scale=eff),
                                    b.vmath("SCALE", lean_swing, scale=hg)),
                     b.vmath("SCALE", normal, scale=wamp), label="Grass Swing")
+    turned = _turn(b, rel, swing, "Grass")
+    # scaled down with the distance (a switch on a single value: at 1 no vertex computes it)
+    faded = b.switch("Fade Switch", b.compare("LESS_THAN", fade, 1.0, data_type="FLOAT", label="Fading"),
+                     b.vmath("ADD", b.vmath("SCALE", turned, scale=fade),
+                             b.vmath("SCALE", position, scale=b.m("SUBTRACT", fade, 1.0)), label="Grass Faded"),
+                     turned, "VECTOR")
+    set_grass = b.node("GeometryNodeSetPosition", "Set Position Grass", location=(2800, -300))
+    b.link(geometry, set_grass.inputs["Geometry"])
+    b.link(_terrain(b, gi, self_info, invert, position, use_terrain, faded), set_grass.inputs["Offset"])
+    # the carry, faded too, of the vertices with a Carry only: the axis's direction at hA over H is up + (the
+    # blade's lean without the push + hA eff main dir) / H
     carry_h = b.attr(core_wind.LIVE_ATTRS[4])
     up_l = b.transform_dir(inv_m, b.vector("Grass Up", (0.0, 0.0, 1.0)), "Grass Up Local")
     inv_hs = b.m("DIVIDE", 1.0, hs)
+    lean_local = b.vmath("ADD", b.per_blade(faces, capture.outputs["Lean"], "Per Blade Lean"), tilt_local)
     lean = b.vmath("ADD", b.vmath("ADD", up_l, b.vmath("SCALE", lean_local, scale=inv_hs)),
                    b.vmath("SCALE", d_loc, scale=b.mul(carry_h, eff, main_k, inv_hs)), label="Grass Axis")
-    local = b.vmath("ADD", _turn(b, rel, swing, "Grass"), _carry(b, carry_h, lean, up_l, hs, "Grass Carry"),
-                    label="Grass Offset")
-    faded = b.vmath("ADD", b.vmath("SCALE", local, scale=fade),
-                    b.vmath("SCALE", position, scale=b.m("SUBTRACT", fade, 1.0)), label="Grass Faded")
-    set_grass = b.node("GeometryNodeSetPosition", "Set Position Grass", location=(2800, -300))
-    b.link(gi.outputs["Geometry"], set_grass.inputs["Geometry"])
-    b.link(_terrain(b, gi, self_info, invert, position, use_terrain, faded), set_grass.inputs["Offset"])
-    return set_grass.outputs[0]
+    set_carry = b.node("GeometryNodeSetPosition", "Set Position Grass Carry", location=(3000, -300))
+    b.link(set_grass.outputs[0], set_carry.inputs["Geometry"])
+    b.link(b.compare("GREATER_THAN", carry_h, 0.0, data_type="FLOAT", label="Grass Carried"),
+           set_carry.inputs["Selection"])
+    b.link(b.vmath("SCALE", _carry(b, carry_h, lean, up_l, hs, "Grass Carry"), scale=fade, label="Grass Carry Faded"),
+           set_carry.inputs["Offset"])
+    return set_carry.outputs[0]
 
 
 def _push(b, val, self_info, inv_m):
