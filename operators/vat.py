@@ -169,10 +169,17 @@ def _depsgraph(scene):
 
 
 class _EncoderThread:
-    """The bake's encoder thread: the frames are encoded (numpy, which lets go of Python's lock while it works) while
-    Blender evaluates the next frame, and the textures are finished and written while the proxy is exported. Tasks
+    """The bake's encoder thread: each frame is encoded (numpy, which lets go of Python's lock while it works) while
+    Blender evaluates the next frame, and the textures are finished and written while the proxy is made. Tasks
     run one at a time in the order given; at most ``ahead`` wait, so a slow encoder holds the evaluation back
     instead of piling up frames. An error in a task is raised in the caller at its next ``submit`` or ``result``.
+
+    Blender's Python API is not thread-safe, and Blender lets other Python threads run in the middle of some of its
+    own work (a frame change, but also a scene switch, as the glTF exporter does: Blender 4.2 crashed there, about
+    once in a few thousand exports, while this thread wrote a file). So the thread runs only while the main thread
+    is in a frame change, reads data or runs plain Python: a frame's encoding is ``defer``-red until the next frame
+    change (``release`` before it), and the bake ``drain``s before anything else of Blender's runs (the exporter)
+    and before a job step hands control back to Blender (the modal operator's event loop).
     ``busy``: seconds the thread spent in tasks, per kind (``<kind>_cpu``: of them on a core); ``waited``: seconds
     the caller was held up by it (in all, and per kind of the task waited for: ``waited_for``).
     ``close()`` drops the tasks not started and waits for the one running: after it, nothing writes any more.
@@ -186,6 +193,7 @@ class _EncoderThread:
         self.waited = 0.0
         self.waited_for = {}
         self.kinds: dict[Future, str] = {}  # the kind of each task queued on the thread (for ``waited_for``)
+        self.deferred = []  # tasks (kind, fn, args) held back until ``release``
 
     def _run(self, kind, fn, args):
         t, cpu = time.perf_counter(), time.thread_time()
@@ -214,6 +222,21 @@ class _EncoderThread:
         self.pending.append(future)
         return future
 
+    def defer(self, kind: str, fn, *args):
+        """Hold ``fn(*args)`` back until ``release`` (the next frame change) submits it."""
+        self.deferred.append((kind, fn, args))
+
+    def release(self):
+        """Submit the tasks held back by ``defer``, in order."""
+        deferred, self.deferred = self.deferred, []
+        for kind, fn, args in deferred:
+            self.submit(kind, fn, *args)
+
+    def drain(self):
+        """Wait for every task submitted (raising the first error): the thread is idle after it."""
+        while self.pending:
+            self.result(self.pending[0])
+
     def _waited(self, kind, seconds):
         self.waited += seconds
         self.waited_for[kind] = self.waited_for.get(kind, 0.0) + seconds
@@ -233,6 +256,7 @@ class _EncoderThread:
             self.pool.shutdown(wait=True, cancel_futures=True)
         self.pending.clear()
         self.kinds.clear()
+        self.deferred.clear()
 
 
 def _named(name, fn, *args):
@@ -288,7 +312,8 @@ class _Sampler:
             self.proxy_mesh.name = self.name + PROXY_SUFFIX
 
     def encode(self, thread, i, obj, positions, normals, extras):
-        """Frame ``i`` into the textures, on the encoder ``thread`` (the encoder is made at the first frame)."""
+        """Frame ``i`` into the textures, on the encoder ``thread`` during the next frame change (the encoder is
+        made at the first frame)."""
         if self.encoder is None:
             self.rest = self._rest(obj, positions)
             try:
@@ -298,7 +323,7 @@ class _Sampler:
                     folder=self.folder)
             except core_vat.VatError as exc:
                 raise VatInputError(f"{self.name}: {exc}") from None
-        thread.submit("encode", _named, self.name, self.encoder.add, i, positions, normals, extras)
+        thread.defer("encode", _named, self.name, self.encoder.add, i, positions, normals, extras)
 
     def _rest(self, obj, positions) -> np.ndarray:
         """The rest pose: the mesh's own positions when the modifiers keep its vertices, else the first frame."""
@@ -434,9 +459,11 @@ def _bake(scene, names, out_dir, opts, frames, settings, result):
         for sampler in samplers.values():
             sampler.folder = staging.path
         loop_after, after = yield from _evaluate_frames(scene, frames, opts, samplers, timings, thread)
+        thread.release()  # the last frame's encoding, beside the frame change back
         scene.frame_set(old_frame, subframe=old_sub)
+        thread.drain()
 
-        # 2. finish and stage the textures (encoder thread) while the proxies are made and exported, stage the
+        # 2. finish and stage the textures (encoder thread) while the proxies are made, export them, stage the
         # rest, then move everything in
         t = time.perf_counter()
         waited = thread.waited
@@ -469,15 +496,17 @@ def _bake(scene, names, out_dir, opts, frames, settings, result):
 
 
 def _evaluate_frames(scene, frames, opts, samplers, timings, thread):
-    """Job generator: every frame read by the samplers, which queue it on the encoder ``thread`` (and, for a loop,
-    the frame after the last, which must be the first again). Yields progress up to 0.8, returns (that frame or
-    None, its positions per object)."""
+    """Job generator: every frame read by the samplers, which hand it to the encoder ``thread`` to encode during
+    the next frame change (and, for a loop, the frame after the last, which must be the first again); the thread
+    is idle whenever the job yields. Yields progress up to 0.8, returns (that frame or None, its positions per
+    object); the last frame's encoding is still held back (``thread.release``)."""
     loop_after = frames[0] + opts.loop_frames if opts.loop_frames else None
     after = {}
     steps = len(frames) + (1 if loop_after is not None else 0)
     for i, frame in enumerate(frames + ([loop_after] if loop_after is not None else [])):
         t = time.perf_counter()
         waited = thread.waited
+        thread.release()  # the previous frame's encoding runs while Blender evaluates this one and it is read
         scene.frame_set(frame)
         depsgraph = _depsgraph(scene)
         for name, sampler in samplers.items():
@@ -486,6 +515,7 @@ def _evaluate_frames(scene, frames, opts, samplers, timings, thread):
                 sampler.read(i, obj, depsgraph, thread)
             else:
                 after[name] = bridge.evaluated_positions(obj, depsgraph)
+        thread.drain()
         timings["evaluate"] += time.perf_counter() - t - (thread.waited - waited)
         yield 0.8 * (i + 1) / steps
     return loop_after, after
@@ -504,9 +534,9 @@ def _stage_textures(finished, folder):
 
 def _write_object(scene, name, sampler, frames, opts, settings, loop_after, after, staging, made, renamed, result,
                   thread):
-    """One object's textures (finished and written on the encoder ``thread`` while the proxy is made and
-    exported), proxy (recorded in ``made`` / ``renamed``), exported mesh and JSON in the staging folder, with its
-    warnings. Returns (its stem, the files it wrote)."""
+    """One object's textures (finished and written on the encoder ``thread`` while the proxy is made), proxy
+    (recorded in ``made`` / ``renamed``), exported mesh and JSON in the staging folder, with its warnings. Returns
+    (its stem, the files it wrote)."""
     obj = bpy.data.objects[name]
     stem, rest, encoder = sampler.stem, sampler.rest, sampler.encoder
     result.warnings.extend(sampler.warnings)
@@ -520,13 +550,13 @@ def _write_object(scene, name, sampler, frames, opts, settings, loop_after, afte
         made.append(proxy.name)
         if old is not None:
             renamed.append((old.name, proxy.name))
+    thread.result(finished)  # (waiting for the encoder, then for the writing: booked apart)
+    enc = thread.result(staged)  # the thread idle before the exporter runs (see _EncoderThread)
     kind = core_vat.EXPORT_FORMAT[settings.engine] if opts.export_mesh else None
     mesh_name = None
     if kind is not None:
         mesh_name = f"{stem}_vat.{'glb' if kind == 'GLTF' else 'fbx'}"
         _export_proxy(scene, proxy, staging.file(mesh_name), kind)
-    thread.result(finished)  # (waiting for the encoder, then for the writing: booked apart)
-    enc = thread.result(staged)
     sampler.write_cpu = encoder.write_cpu
     sampler.encoder = None
     if encoder.static():

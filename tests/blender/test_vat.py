@@ -8,6 +8,7 @@ import json
 import os
 import struct
 import threading
+import time
 
 import bpy
 import numpy as np
@@ -300,8 +301,8 @@ def encoder_threads():
 
 @pytest.mark.parametrize("on_thread", [True, False])
 def test_an_error_in_the_encoder_leaves_nothing_behind(vat, tmp_path, on_thread, monkeypatch):
-    """A half-float texture cannot hold offsets beyond 65504: the encoder (on its thread, while the proxy is
-    exported; or on the main thread) refuses, and the bake is undone: no files, no proxy, no thread left."""
+    """A half-float texture cannot hold offsets beyond 65504: the encoder (on its thread, while the proxy is made;
+    or on the main thread) refuses, and the bake is undone: no files, no proxy, no thread left."""
     monkeypatch.setattr(vat.ops, "ENCODE_ON_THREAD", on_thread)
     bpy.ops.mesh.primitive_grid_add(x_subdivisions=4, y_subdivisions=4)
     obj = api.active()
@@ -322,6 +323,62 @@ def test_an_error_in_the_encoder_leaves_nothing_behind(vat, tmp_path, on_thread,
     unchanged(tmp_path / "out", before, frame=2)
     assert len(bpy.data.meshes) == meshes
     assert encoder_threads() == []
+
+
+@pytest.mark.parametrize("engine", ["GODOT", "UNITY"])  # glTF, FBX
+def test_the_encoder_thread_is_idle_whenever_blender_runs_more_than_a_frame_change(vat, tmp_path, monkeypatch,
+                                                                                   engine):
+    """Blender's Python API is not thread-safe, and Blender lets other Python threads run in the middle of a scene
+    switch (the glTF exporter's; 4.2 crashed there now and then while the encoder thread wrote a file): the encoder
+    works only beside a frame change. At every step the job hands back to Blender (the modal operator's event loop)
+    and while the exporter runs, no encoder task is running or waiting; every frame was still encoded, each during
+    the next frame change (a slowed encoder makes a task left running show)."""
+    running = []
+    add = vat.core.VatEncoder.add
+
+    def slow_add(encoder, *args, **kwargs):
+        running.append(1)
+        try:
+            time.sleep(0.005)
+            return add(encoder, *args, **kwargs)
+        finally:
+            running.pop()
+
+    monkeypatch.setattr(vat.core.VatEncoder, "add", slow_add)
+    threads = []
+
+    class Recording(vat.ops._EncoderThread):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            threads.append(self)
+
+    monkeypatch.setattr(vat.ops, "_EncoderThread", Recording)
+
+    def idle():
+        (thread,) = threads
+        return not running and all(f.done() for f in thread.pending)  # (held back: not on the thread yet)
+
+    exports = []
+    export = vat.ops._export_proxy
+
+    def checked_export(*args):
+        exports.append(idle())
+        return export(*args)
+
+    monkeypatch.setattr(vat.ops, "_export_proxy", checked_export)
+    obj = armature_mesh()
+    job = vat.ops.bake_vat_job(api.scene(), [obj], str(tmp_path / "out"),
+                               vat.ops.VatOptions(1, 10, engine=engine, loop_frames=9))
+    at_yields = []
+    with pytest.raises(StopIteration) as stop:
+        while True:
+            next(job)
+            at_yields.append(idle())
+    result = stop.value.value
+    assert len(at_yields) == 9 + 1 + 1 and all(at_yields)  # nine frames, the loop's frame after, one object
+    assert exports == [True]
+    assert threads[0].busy["encode"] > 0.005 * 9
+    assert_round_trip(vat, obj, result, range(1, 10))
 
 
 def test_topology_change_is_refused_naming_the_frame(vat, tmp_path):
