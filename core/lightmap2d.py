@@ -763,15 +763,15 @@ def bake_job(grid: Grid, occ: np.ndarray, lights: Sequence[Light], ground_z: flo
     else:
         pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="envfx-lightmap")
         try:
-            pending = {}
-            for n in range(len(lights)):
-                # a few lights ahead of the one being added (bounded memory), added in order
-                for m in range(n, min(n + threads + 1, len(lights))):
-                    if m not in pending:
-                        pending[m] = pool.submit(_render_light, grid, occ, blockers, lights[m], m, ground_z,
-                                                 settings)
-                add(n, pending.pop(n).result())
-                yield (n + 1) / (len(lights) + 1)
+            # as many lights at once as threads (bounded memory), added in order; all done before the job yields:
+            # no thread runs while it hands control back to Blender (Blender's Python API is not thread-safe, and
+            # a modal bake runs Blender's event loop between steps)
+            for n in range(0, len(lights), threads):
+                batch = [pool.submit(_render_light, grid, occ, blockers, lights[m], m, ground_z, settings)
+                         for m in range(n, min(n + threads, len(lights)))]
+                for k, future in enumerate(batch):
+                    add(n + k, future.result())
+                yield (n + len(batch)) / (len(lights) + 1)
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
     planes[:, occ] = 0.0  # under the walls

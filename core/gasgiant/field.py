@@ -221,9 +221,14 @@ def build_field_steps(params: GasGiantParams, time: float = 0.0, noise_norm: flo
         pairs[(f * w + a) * w:(f * w + b) * w, 0] = _chart_block(vel, d, f)
 
     if params.threads > 1:
+        # a batch of blocks per step, all done before it yields: no thread runs while the job hands control back
+        # to Blender (Blender's Python API is not thread-safe, and a modal bake runs Blender's event loop between
+        # steps)
         with ThreadPoolExecutor(params.threads) as pool:
-            for k, _ in enumerate(pool.map(block, blocks)):
-                yield (k + 1) / len(blocks)
+            for k in range(0, len(blocks), params.threads):
+                batch = blocks[k:k + params.threads]
+                list(pool.map(block, batch))
+                yield (k + len(batch)) / len(blocks)
     else:
         for k, item in enumerate(blocks):
             block(item)

@@ -9,6 +9,7 @@ import math
 import os
 import re
 import stat
+import time
 import tracemalloc
 
 import numpy as np
@@ -462,6 +463,34 @@ def test_field_build_does_not_depend_on_the_thread_count():
     a = gg.build_field(gg.GasGiantParams(field_size=128, threads=1, vortices=2))
     b = gg.build_field(gg.GasGiantParams(field_size=128, threads=2, vortices=2))
     np.testing.assert_array_equal(a.chart, b.chart)
+
+
+def test_no_field_block_is_built_while_the_job_hands_control_back(monkeypatch):
+    """Blender's Python API is not thread-safe and a modal bake runs Blender's event loop between the job's steps:
+    at every step the field's job yields, no block is being built on a thread (a slowed block makes one left
+    running show); the field is the same as built on one thread."""
+    params = gg.GasGiantParams(field_size=128, threads=2, vortices=2)
+    one = gg.build_field(dataclasses.replace(params, threads=1))
+    running = []
+    chart = gg.field._chart_block
+
+    def slow_chart(*args):
+        running.append(1)
+        try:
+            time.sleep(0.002)
+            return chart(*args)
+        finally:
+            running.pop()
+
+    monkeypatch.setattr(gg.field, "_chart_block", slow_chart)
+    job = gg.build_field_steps(params)
+    at_yields = []
+    with pytest.raises(StopIteration) as stop:
+        while True:
+            next(job)
+            at_yields.append(len(running))
+    assert at_yields == [0] * len(at_yields) and len(at_yields) >= 3
+    np.testing.assert_array_equal(stop.value.value.chart, one.chart)
 
 
 # --- vertical bands -------------------------------------------------------------------------------------------

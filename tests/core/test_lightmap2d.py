@@ -2,6 +2,7 @@
 shadow quads, and the refusals of bad input."""
 
 import math
+import time
 from typing import Any
 
 import numpy as np
@@ -174,6 +175,40 @@ def test_lights_rendered_on_several_threads_add_up_to_the_same_map():
     for threads in (1, 2, 3):
         many = lm.bake(grid, occ, lights, 0.0, lm.Settings(resolution=200, penumbra_samples=8), threads=threads)
         assert np.array_equal(many.rgb, one.rgb)
+
+
+def test_no_light_is_rendered_while_the_job_hands_control_back(monkeypatch):
+    """Blender's Python API is not thread-safe and a modal bake runs Blender's event loop between the job's steps:
+    at every step the job yields, no light is being rendered on a thread (a slowed render makes one left running
+    show); every light is still rendered, the map the same as on one thread."""
+    walls = [(9, 3, 10, 20), (20, 0, 21, 6)]
+    lights = [lm.Light(x, 5, 1.5, radius=0.3) for x in (5, 12, 18, 25, 33)]
+    grid = lm.make_grid((0, 0, 40, 20), 100)
+    occ = lm.rasterise(grid, np.concatenate([box(*b) for b in walls]))
+    settings = lm.Settings(resolution=100, penumbra_samples=4)
+    one = lm.bake(grid, occ, lights, 0.0, settings, threads=1)
+    running, rendered = [], []
+    render = lm._render_light
+
+    def slow_render(*args):
+        running.append(1)
+        try:
+            time.sleep(0.02)
+            return render(*args)
+        finally:
+            rendered.append(args[4])
+            running.pop()
+
+    monkeypatch.setattr(lm, "_render_light", slow_render)
+    job = lm.bake_job(grid, occ, lights, 0.0, settings, 2)
+    at_yields = []
+    with pytest.raises(StopIteration) as stop:
+        while True:
+            next(job)
+            at_yields.append(len(running))
+    assert at_yields == [0] * len(at_yields) and len(at_yields) >= 3
+    assert sorted(rendered) == list(range(len(lights)))
+    assert np.array_equal(stop.value.value.rgb, one.rgb)
 
 
 def test_no_obstacles_gives_the_plain_physical_falloff():
