@@ -8,13 +8,13 @@ import json
 import os
 import struct
 import threading
-import time
 
 import bpy
 import numpy as np
 import pytest
 
 from tests.blender import api
+from tests.job_steps import Slowed, step
 
 
 @pytest.fixture
@@ -333,18 +333,7 @@ def test_the_encoder_thread_is_idle_whenever_blender_runs_more_than_a_frame_chan
     works only beside a frame change. At every step the job hands back to Blender (the modal operator's event loop)
     and while the exporter runs, no encoder task is running or waiting; every frame was still encoded, each during
     the next frame change (a slowed encoder makes a task left running show)."""
-    running = []
-    add = vat.core.VatEncoder.add
-
-    def slow_add(encoder, *args, **kwargs):
-        running.append(1)
-        try:
-            time.sleep(0.005)
-            return add(encoder, *args, **kwargs)
-        finally:
-            running.pop()
-
-    monkeypatch.setattr(vat.core.VatEncoder, "add", slow_add)
+    add = Slowed(monkeypatch, vat.core.VatEncoder, "add", 0.005)
     threads = []
 
     class Recording(vat.ops._EncoderThread):
@@ -354,30 +343,25 @@ def test_the_encoder_thread_is_idle_whenever_blender_runs_more_than_a_frame_chan
 
     monkeypatch.setattr(vat.ops, "_EncoderThread", Recording)
 
-    def idle():
+    def busy():
         (thread,) = threads
-        return not running and all(f.done() for f in thread.pending)  # (held back: not on the thread yet)
+        # (a frame held back for the next frame change is not on the thread yet)
+        return add.running > 0 or not all(f.done() for f in thread.pending)
 
     exports = []
     export = vat.ops._export_proxy
 
     def checked_export(*args):
-        exports.append(idle())
+        exports.append(busy())
         return export(*args)
 
     monkeypatch.setattr(vat.ops, "_export_proxy", checked_export)
     obj = armature_mesh()
-    job = vat.ops.bake_vat_job(api.scene(), [obj], str(tmp_path / "out"),
-                               vat.ops.VatOptions(1, 10, engine=engine, loop_frames=9))
-    at_yields = []
-    with pytest.raises(StopIteration) as stop:
-        while True:
-            next(job)
-            at_yields.append(idle())
-    result = stop.value.value
-    assert len(at_yields) == 9 + 1 + 1 and all(at_yields)  # nine frames, the loop's frame after, one object
-    assert exports == [True]
-    assert threads[0].busy["encode"] > 0.005 * 9
+    at_yields, result = step(vat.ops.bake_vat_job(api.scene(), [obj], str(tmp_path / "out"),
+                                                  vat.ops.VatOptions(1, 10, engine=engine, loop_frames=9)), busy)
+    assert at_yields == [False] * (9 + 1 + 1)  # nine frames, the loop's frame after, one object
+    assert exports == [False]
+    assert len(add.calls) == 9 and threads[0].busy["encode"] > 0.005 * 9
     assert_round_trip(vat, obj, result, range(1, 10))
 
 

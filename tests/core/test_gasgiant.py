@@ -9,7 +9,6 @@ import math
 import os
 import re
 import stat
-import time
 import tracemalloc
 
 import numpy as np
@@ -20,6 +19,7 @@ from core.png import to_uint8
 from core import gasgiant as gg
 from core.gasgiant import params as gg_params
 from core.gasgiant import settings as gg_settings
+from tests.job_steps import Slowed, step
 
 SMALL = dict(particles=60_000, iterations=40, field_size=64, cubemap_size=128, equirect_width=256, threads=1)
 
@@ -471,26 +471,10 @@ def test_no_field_block_is_built_while_the_job_hands_control_back(monkeypatch):
     running show); the field is the same as built on one thread."""
     params = gg.GasGiantParams(field_size=128, threads=2, vortices=2)
     one = gg.build_field(dataclasses.replace(params, threads=1))
-    running = []
-    chart = gg.field._chart_block
-
-    def slow_chart(*args):
-        running.append(1)
-        try:
-            time.sleep(0.002)
-            return chart(*args)
-        finally:
-            running.pop()
-
-    monkeypatch.setattr(gg.field, "_chart_block", slow_chart)
-    job = gg.build_field_steps(params)
-    at_yields = []
-    with pytest.raises(StopIteration) as stop:
-        while True:
-            next(job)
-            at_yields.append(len(running))
-    assert at_yields == [0] * len(at_yields) and len(at_yields) >= 3
-    np.testing.assert_array_equal(stop.value.value.chart, one.chart)
+    chart = Slowed(monkeypatch, gg.field, "_chart_block", 0.002)
+    busy, field = step(gg.build_field_steps(params), lambda: chart.running > 0)
+    assert busy == [False] * len(busy) and len(busy) >= 3
+    np.testing.assert_array_equal(field.chart, one.chart)
 
 
 # --- vertical bands -------------------------------------------------------------------------------------------

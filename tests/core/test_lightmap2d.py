@@ -2,13 +2,13 @@
 shadow quads, and the refusals of bad input."""
 
 import math
-import time
 from typing import Any
 
 import numpy as np
 import pytest
 
 from core import lightmap2d as lm
+from tests.job_steps import Slowed, step
 
 
 def box(x0, y0, x1, y1, z=3.0):
@@ -187,28 +187,11 @@ def test_no_light_is_rendered_while_the_job_hands_control_back(monkeypatch):
     occ = lm.rasterise(grid, np.concatenate([box(*b) for b in walls]))
     settings = lm.Settings(resolution=100, penumbra_samples=4)
     one = lm.bake(grid, occ, lights, 0.0, settings, threads=1)
-    running, rendered = [], []
-    render = lm._render_light
-
-    def slow_render(*args):
-        running.append(1)
-        try:
-            time.sleep(0.02)
-            return render(*args)
-        finally:
-            rendered.append(args[4])
-            running.pop()
-
-    monkeypatch.setattr(lm, "_render_light", slow_render)
-    job = lm.bake_job(grid, occ, lights, 0.0, settings, 2)
-    at_yields = []
-    with pytest.raises(StopIteration) as stop:
-        while True:
-            next(job)
-            at_yields.append(len(running))
-    assert at_yields == [0] * len(at_yields) and len(at_yields) >= 3
-    assert sorted(rendered) == list(range(len(lights)))
-    assert np.array_equal(stop.value.value.rgb, one.rgb)
+    render = Slowed(monkeypatch, lm, "_render_light", 0.02)
+    busy, result = step(lm.bake_job(grid, occ, lights, 0.0, settings, 2), lambda: render.running > 0)
+    assert busy == [False] * len(busy) and len(busy) >= 3
+    assert sorted(args[4] for args in render.calls) == list(range(len(lights)))
+    assert np.array_equal(result.rgb, one.rgb)
 
 
 def test_no_obstacles_gives_the_plain_physical_falloff():
