@@ -635,8 +635,9 @@ def _restore_inputs(tree):
 def write_live_attributes(mesh: bpy.types.ID | None) -> bool:
     """(Re)write the hidden per-vertex attributes the live wind reads (``core.wind.live_attributes``) from the
     mesh's ``EnvFX_Wind``, ``EnvFX_Height`` and rest positions; without baked wind data they are removed (the
-    wind then reads zeros: no motion). Returns True when written."""
-    if not isinstance(mesh, bpy.types.Mesh) or mesh.library is not None:
+    wind then reads zeros: no motion). Returns True when written. A mesh in Edit Mode is left as it is (its
+    attributes are then Edit Mode's own, which carry the live data along with the vertices)."""
+    if not isinstance(mesh, bpy.types.Mesh) or mesh.library is not None or mesh.is_editmode:
         return False
     attrs = mesh.attributes
     col = attrs.get("EnvFX_Wind")

@@ -1069,6 +1069,30 @@ def test_grass_on_bent_terrain_after_save_and_reopen_and_in_a_full_copy(mods, en
     assert _bent_gn_vs_core(mods, envfx, grass_copy, (4,)) < 1e-4
 
 
+def test_a_full_copy_with_a_plant_in_edit_mode_takes_its_first_wind_setting(mods, capfd):
+    """A Full Copy of the level gets its own wind group at its first wind setting, which writes the live data of
+    its plants again; a plant in Edit Mode then (its attributes are Edit Mode's own, not the mesh's) is left as it
+    is, with no error, and sways by the copy's wind, as the twin says, once it is back in Object Mode."""
+    _tree_data, (obj,) = _tree(mods)
+    scene = api.scene()
+    mods.ops.bake(scene, [obj], ao_samples=0)
+    mods.ops.add_wind(scene, [obj])
+    assert bpy.ops.scene.new(type="FULL_COPY") == {"FINISHED"}
+    copy = api.scene()
+    plant = next(o for o in copy.objects if o.name.startswith("Tree") and o != obj)
+    _select([plant])
+    assert bpy.ops.object.mode_set(mode="EDIT") == {"FINISHED"}
+    capfd.readouterr()
+    api.envfx(copy).wind.strength = 3.0  # the copy's first wind setting: its own group
+    assert "Traceback" not in "".join(capfd.readouterr())
+    assert bpy.ops.object.mode_set(mode="OBJECT") == {"FINISHED"}
+    assert mods.nodes.group_for(copy) not in (None, mods.nodes.group_for(scene))
+    assert api.nodes_modifier(plant).node_group == mods.nodes.group_for(copy)
+    assert _gn_vs_core(mods, plant, (7, 30)) < 1e-4
+    moved = mods.bridge.evaluated_positions(plant, bpy.context.evaluated_depsgraph_get())
+    assert np.abs(moved - mods.bridge.get_positions(api.mesh(plant))).max() > 1e-3
+
+
 @pytest.mark.parametrize("leave", ["remove", "apply", "delete"])
 def test_bend_group_goes_with_its_last_object_though_the_terrain_follow_read_it(mods, envfx, leave, save_and_reopen):
     """The wind's terrain follow nests the bend group of a bent terrain, but that does not keep the group: when
