@@ -130,7 +130,8 @@ class StoredPng16Writer:
 
     ``rows(count)``: the (count, W, C) big-endian uint16 texels of the next ``count`` rows (a buffer reused from
     one call to the next); ``write()`` appends them; ``close()`` (after the last row) writes the checksums and
-    the end of the file."""
+    the end of the file. ``slot`` (0 or 1) picks one of two buffers, so the next rows can be filled (on another
+    thread) while the last ones are written: ``write(slot)`` appends that buffer's rows."""
 
     def __init__(self, fh: BinaryIO, height: int, width: int, channels: int):
         if not stored_row_fits(width, channels):
@@ -144,16 +145,18 @@ class StoredPng16Writer:
         self.crc = zlib.crc32(idat)  # the chunk's CRC covers its type and data
         self.adler = 1
         self.y = 0
-        self._blocks: np.ndarray | None = None  # (count, 5 + row) uint8: each row's stored block header and row
+        # per slot, (count, 5 + row) uint8: each row's stored block header and row
+        self._blocks: list[np.ndarray | None] = [None, None]
 
-    def rows(self, count: int) -> np.ndarray:
-        if self._blocks is None or len(self._blocks) != count:
-            self._blocks = np.zeros((count, 5 + self.row), dtype=np.uint8)
-            self._blocks[:, 1:5] = np.frombuffer(struct.pack("<2H", self.row, self.row ^ 0xFFFF), np.uint8)  # LEN, NLEN
-        return self._blocks[:, 6:].view(">u2").reshape(count, self.width, self.c)  # after each row's filter byte
+    def rows(self, count: int, slot: int = 0) -> np.ndarray:
+        blocks = self._blocks[slot]
+        if blocks is None or len(blocks) != count:
+            blocks = self._blocks[slot] = np.zeros((count, 5 + self.row), dtype=np.uint8)
+            blocks[:, 1:5] = np.frombuffer(struct.pack("<2H", self.row, self.row ^ 0xFFFF), np.uint8)  # LEN, NLEN
+        return blocks[:, 6:].view(">u2").reshape(count, self.width, self.c)  # after each row's filter byte
 
-    def write(self) -> None:
-        blocks = self._blocks
+    def write(self, slot: int = 0) -> None:
+        blocks = self._blocks[slot]
         if blocks is None:
             raise ValueError("StoredPng16Writer.write() before rows(): there are no rows to write")
         count = len(blocks)

@@ -34,6 +34,7 @@ import re
 import time
 import unicodedata
 from collections.abc import Container, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from typing import BinaryIO, TypeAlias
 
@@ -588,12 +589,14 @@ class _Texture:
             self._texels = np.empty((self.c, n), np.uint16)
         return self._work
 
-    def _write(self, close=False):
+    def _write(self, close=False, slot=0):
         writer = self.exr_writer if self.exr_writer is not None else self.png_writer
         assert writer is not None, "only the streamed textures (EXR, PNG16) write rows"
         t = time.thread_time()
         if close:
             writer.close()
+        elif isinstance(writer, png.StoredPng16Writer):
+            writer.write(slot)
         else:
             writer.write()
         self.write_cpu += time.thread_time() - t
@@ -619,16 +622,28 @@ class _Texture:
             h = self.layout.height
             self.png_writer = writer = png.StoredPng16Writer(self._open(), h, self.layout.width, self.c)
             step = max(1, (1 << 18) // max(1, self.layout.width))  # blocks of rows that stay in the cache
-            texels = np.empty((self.c, min(step, h), self.layout.width), np.uint16)
+            texels = np.empty((2, self.c, min(step, h), self.layout.width), np.uint16)
             lo_c, scale_c = lo[:, None, None], scale[:, None, None]
-            for a in range(0, h, step):
-                m = min(step, h - a)
-                rows = writer.rows(m).view(np.uint16)  # (the big-endian texels' bytes as native integers)
+            blocks = [(a, min(step, h - a)) for a in range(0, h, step)]
+
+            def fill(i):
+                """Block ``i`` quantised into the writer's rows of slot ``i % 2`` (numpy: on the helper thread)."""
+                a, m = blocks[i]
+                rows = writer.rows(m, i % 2).view(np.uint16)  # (the big-endian texels' bytes as native integers)
                 block = self.planes_f[:, a:a + m]  # quantised in place: the floats are not needed any more
-                got = _texels(_quantise(block, lo_c, scale_c), texels[:, :m])
+                got = _texels(_quantise(block, lo_c, scale_c), texels[i % 2, :, :m])
                 for k in range(self.c):
                     rows[:, :, k] = got[k]
-                self._write()
+
+            # two stages at once: a helper thread quantises the next block while this one checksums and writes the
+            # last (zlib and the file let go of Python's lock too): the end of a bake waits half as long for it
+            with ThreadPoolExecutor(1, thread_name_prefix="envfx-vat-png") as helper:
+                filled = helper.submit(fill, 0)
+                for i in range(len(blocks)):
+                    filled.result()
+                    if i + 1 < len(blocks):
+                        filled = helper.submit(fill, i + 1)
+                    self._write(slot=i % 2)
             del self.planes_f
         self._write(close=True)
         if isinstance(self.sink, io.BytesIO):  # path None: the bytes in memory
@@ -655,8 +670,7 @@ def _quantise(values, lo, scale):
     values -= lo
     values *= scale
     values += np.float32(0.5)
-    np.minimum(values, np.float32(65535.0), out=values)
-    return np.maximum(values, np.float32(0.0), out=values)
+    return np.clip(values, np.float32(0.0), np.float32(65535.0), out=values)  # (one pass: minimum and maximum)
 
 
 def _texels(quantised, out):

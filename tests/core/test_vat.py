@@ -231,6 +231,45 @@ def test_the_streamed_png16_decodes_to_its_texels_with_valid_checksums():
         png.StoredPng16Writer(io.BytesIO(), 2, 9000, 4)
 
 
+def test_the_writers_two_slots_write_the_rows_of_the_slot_named():
+    """Rows filled into slot 1 while slot 0's are written (the PNG16 offsets' finish fills the next block on a
+    helper thread) come out in the order written, whatever the slots' sizes."""
+    from core import png
+
+    texels = np.random.default_rng(4).integers(0, 65536, size=(9, 13, 3)).astype(np.uint16)
+    fh = io.BytesIO()
+    writer = png.StoredPng16Writer(fh, 9, 13, 3)
+    writer.rows(4, 0)[:] = texels[0:4]
+    writer.rows(4, 1)[:] = texels[4:8]
+    writer.write(0)
+    writer.rows(1, 0)[:] = texels[8:9]  # (the last block shorter: slot 0 made again)
+    writer.write(1)
+    writer.write(0)
+    writer.close()
+    np.testing.assert_array_equal(png.decode_png(fh.getvalue()), texels)
+
+
+def test_png16_offsets_of_many_blocks_round_trip_within_their_precision(tmp_path):
+    """A PNG16 position texture taller than two blocks of rows (about 2^18 texels a block; the last block
+    shorter), finished a block ahead on a helper thread, decodes to the offsets within the remap's step and equals
+    the in-memory encoding byte for byte."""
+    n, frames = 2 * 8192 + 100, 40
+    rest, offsets, normals = animated(n=n, frames=frames, seed=5)
+    settings = vat.VatSettings(encoding="PNG16", engine="GODOT")
+    enc = vat.VatEncoder("a", rest, list(range(frames)), settings, folder=str(tmp_path))
+    step = (1 << 18) // enc.layout.width
+    assert enc.layout.height > 2 * step and enc.layout.height % step
+    for f in range(frames):
+        enc.add(f, enc.rest + offsets[f], normals[f])
+    streamed = enc.finish()
+    files = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    back = vat.decode_positions(files, streamed.meta, rest)
+    assert np.abs(back - (rest + offsets)).max() <= streamed.meta["precision"] + 1e-6
+    memory = vat.encode_bake("a", rest, offsets, normals, list(range(frames)), settings)
+    assert memory.files[streamed.meta["textures"]["position"]["file"]] == \
+        files[streamed.meta["textures"]["position"]["file"]]
+
+
 @pytest.mark.parametrize("kind", ["exr", "png"])
 def test_a_streamed_write_before_any_rows_says_so_and_writes_nothing(kind):
     """(Before, a TypeError about None's length.)"""
