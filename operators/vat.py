@@ -171,8 +171,8 @@ def _depsgraph(scene):
 class _EncoderThread:
     """The bake's encoder thread: each frame is encoded (numpy, which lets go of Python's lock while it works) while
     Blender evaluates the next frame, and the textures are finished and written while the proxy is made. Tasks
-    run one at a time in the order given; at most ``ahead`` wait, so a slow encoder holds the evaluation back
-    instead of piling up frames. An error in a task is raised in the caller at its next ``submit`` or ``result``.
+    run one at a time in the order given. An error in a task is raised in the caller at its next ``submit``,
+    ``result`` or ``drain``.
 
     Blender's Python API is not thread-safe, and Blender lets other Python threads run in the middle of some of its
     own work (a frame change, but also a scene switch, as the glTF exporter does: Blender 4.2 crashed there, about
@@ -185,9 +185,8 @@ class _EncoderThread:
     ``close()`` drops the tasks not started and waits for the one running: after it, nothing writes any more.
     ``inline``: run each task at once on the caller's thread instead (the time it takes is then all waited)."""
 
-    def __init__(self, ahead: int = 8, inline: bool = False):
+    def __init__(self, inline: bool = False):
         self.pool = None if inline else ThreadPoolExecutor(max_workers=1, thread_name_prefix="envfx-vat-encoder")
-        self.ahead = ahead
         self.pending = deque()
         self.busy = {}
         self.waited = 0.0
@@ -215,7 +214,7 @@ class _EncoderThread:
             self._waited(kind, time.perf_counter() - t)
             future.result()  # raises its error now
             return future
-        while self.pending and (self.pending[0].done() or len(self.pending) >= self.ahead):
+        while self.pending and self.pending[0].done():  # (the ones done: their errors now, their results freed)
             self.result(self.pending[0])
         future = self.pool.submit(self._run, kind, fn, args)
         self.kinds[future] = kind
