@@ -175,11 +175,11 @@ class _EncoderThread:
     ``result`` or ``drain``.
 
     Blender's Python API is not thread-safe, and Blender lets other Python threads run in the middle of some of its
-    own work (a frame change, but also a scene switch, as the glTF exporter does: Blender 4.2 crashed there, about
-    once in a few thousand exports, while this thread wrote a file). So the thread runs only while the main thread
-    is in a frame change, reads data or runs plain Python: a frame's encoding is ``defer``-red until the next frame
-    change (``release`` before it), and the bake ``drain``s before anything else of Blender's runs (the exporter)
-    and before a job step hands control back to Blender (the modal operator's event loop).
+    own work (a frame change, but also a scene switch, as the glTF exporter does: Blender 4.2 crashed there now and
+    then while this thread wrote a file). So the thread runs only while the main thread is in a frame change,
+    reads data or runs plain Python: a frame's encoding is ``defer``-red until the next frame change (``release``
+    before it), and the bake ``drain``s before anything else of Blender's runs (the exporter) and before a job step
+    hands control back to Blender (the modal operator's event loop).
     ``busy``: seconds the thread spent in tasks, per kind (``<kind>_cpu``: of them on a core); ``waited``: seconds
     the caller was held up by it (in all, and per kind of the task waited for: ``waited_for``).
     ``close()`` drops the tasks not started and waits for the one running: after it, nothing writes any more.
