@@ -40,10 +40,10 @@ from .snow import buffer as snow_buffer
 
 GROUP_NAME = "EnvFX Wind"
 KIND = "wind"  # one group per scene (common.ensure_scene_group)
-VERSION = 20  # 16: grass that actors push (the interaction buffer's G and A at each blade's root); 17: once per face;
+VERSION = 21  # 16: grass that actors push (the interaction buffer's G and A at each blade's root); 17: once per face;
 # 18: the push at the blade roots stored per face, two sines for the figure-eight; 19: the blade's wind and push
 # computed per face and gathered per vertex (Sample Index at .EnvFX_Wind_Face); 20: the blade's lean gathered
-# whole, the grass's carry only where there is one, its fade only below 1
+# whole, the grass's carry only where there is one, its fade only below 1; 21: a push field read in one sample
 
 # Value nodes driven from the scene: label -> data path on the scene
 DRIVEN = {
@@ -62,7 +62,8 @@ DRIVEN = {
     "Push Sway": "envfx.wind.push_sway",
 }
 # Value nodes of the grass push set by ``_wire`` (On) or driven from the baked buffer's group (the window and frames)
-PUSH_VALUES = ("Push On", "Push Origin X", "Push Origin Y", "Push Size", "Push First", "Push Last")
+PUSH_VALUES = ("Push On", "Push Origin X", "Push Origin Y", "Push Size", "Push First", "Push Last", "Push Field")
+FIELD_KEY = "envfx_push_field"  # on an image: it holds core.wind.push_field of its buffer (the live buffer's does)
 PUSH_FROM_BUFFER = {"Push Origin X": "Origin X", "Push Origin Y": "Origin Y", "Push Size": "Size",
                     "Push First": "First Frame", "Push Last": "Last Frame"}
 
@@ -516,12 +517,24 @@ def _push(b, val, self_info, inv_m):
     to_uv = b.node("FunctionNodeMatrixMultiply", "Push Object To UV")
     b.link(window.outputs[0], to_uv.inputs[0])
     b.link(self_info.outputs["Transform"], to_uv.inputs[1])
-    uv = b.node("FunctionNodeTransformPoint", "Push Root UV")
-    b.link(b.attr(core_wind.LIVE_ROOT, "FLOAT_VECTOR"), uv.inputs["Vector"])  # (read on the faces)
-    b.link(to_uv.outputs[0], uv.inputs["Transform"])
     image = b.node("GeometryNodeInputImage", "Push Image")
     info = b.node("GeometryNodeImageInfo", "Push Image Info")
     b.link(image.outputs[0], info.inputs["Image"])
+    # a push field (``core.wind.push_field``: the live buffer's image) is read one texel on, in an image one texel
+    # wider and taller: uv' = (u W + 1) / (W + 1) = u (1 - 1 / W') + 1 / W', folded into the asset's matrix
+    field_on = b.compare("GREATER_THAN", val["Push Field"], 0.5, data_type="FLOAT", label="Push Is Field")
+    inv_w, inv_h = b.m("DIVIDE", 1.0, info.outputs["Width"]), b.m("DIVIDE", 1.0, info.outputs["Height"])
+    shift = b.node("FunctionNodeCombineMatrix", "Push Field Shift")
+    columns = ((b.m("SUBTRACT", 1.0, inv_w), 0.0, 0.0, 0.0), (0.0, b.m("SUBTRACT", 1.0, inv_h), 0.0, 0.0),
+               (0.0, 0.0, 1.0, 0.0), (inv_w, inv_h, 0.0, 1.0))
+    for sock, value in zip(shift.inputs, (v for col in columns for v in col)):
+        b.feed(sock, value)
+    to_field = b.node("FunctionNodeMatrixMultiply", "Push Object To Field")
+    b.link(shift.outputs[0], to_field.inputs[0])
+    b.link(to_uv.outputs[0], to_field.inputs[1])
+    uv = b.node("FunctionNodeTransformPoint", "Push Root UV")
+    b.link(b.attr(core_wind.LIVE_ROOT, "FLOAT_VECTOR"), uv.inputs["Vector"])  # (read on the faces)
+    b.link(b.switch("Push Read", field_on, to_field.outputs[0], to_uv.outputs[0], "MATRIX"), uv.inputs["Transform"])
     # the baked frames are first..last: after them the last one holds, before them nothing pushes
     frame = b.node("GeometryNodeInputSceneTime", "Push Time").outputs["Frame"]
     baked = b.m("MAXIMUM", b.m("MINIMUM", frame, val["Push Last"]), val["Push First"])
@@ -536,12 +549,15 @@ def _push(b, val, self_info, inv_m):
         return tex
 
     here = sample(uv.outputs[0], "Push Here")
-    step_x = b.combine_xyz(b.m("DIVIDE", 1.0, info.outputs["Width"]), 0.0, 0.0, label="Push Texel X")
-    step_y = b.combine_xyz(0.0, b.m("DIVIDE", 1.0, info.outputs["Height"]), 0.0, label="Push Texel Y")
+    step_x = b.combine_xyz(inv_w, 0.0, 0.0, label="Push Texel X")
+    step_y = b.combine_xyz(0.0, inv_h, 0.0, label="Push Texel Y")
     a0 = here.outputs["Alpha"]
-    gx = b.m("SUBTRACT", sample(b.vmath("ADD", uv.outputs[0], step_x), "Push +X").outputs["Alpha"], a0)
-    gy = b.m("SUBTRACT", sample(b.vmath("ADD", uv.outputs[0], step_y), "Push +Y").outputs["Alpha"], a0)
-    _r, g0, _b = b.sep3(here.outputs["Color"], "Push Here RGB")
+    field_gx, g0, field_gy = b.sep3(here.outputs["Color"], "Push Here RGB")
+    # a field holds the slopes (R, B); a buffer's are read from two more samples, which a field leaves unevaluated
+    gx = b.switch("Push Gx", field_on, field_gx,
+                  b.m("SUBTRACT", sample(b.vmath("ADD", uv.outputs[0], step_x), "Push +X").outputs["Alpha"], a0))
+    gy = b.switch("Push Gy", field_on, field_gy,
+                  b.m("SUBTRACT", sample(b.vmath("ADD", uv.outputs[0], step_y), "Push +Y").outputs["Alpha"], a0))
     # (strength A + sway G) / sqrt(gx^2 + gy^2 + eps^2), with the sign and the start folded into the two gains
     neg = b.m("MULTIPLY", started, -1.0)
     amp = b.math("MULTIPLY_ADD", a0, b.mul(val["Push Strength"], neg), b.mul(g0, b.mul(val["Push Sway"], neg)))
@@ -732,6 +748,10 @@ def _wire_push(scene, tree):
     on = tree.nodes["Push On"].outputs[0]
     if on.default_value != (1.0 if image is not None else 0.0):
         on.default_value = 1.0 if image is not None else 0.0
+    is_field = 1.0 if image is not None and image.get(FIELD_KEY) else 0.0
+    field = tree.nodes["Push Field"].outputs[0]
+    if field.default_value != is_field:
+        field.default_value = is_field
     if buffer_tree is not None:
         # the bake's group may have no user but these drivers (a bake loaded for the push alone, no snow reading
         # it): a fake user keeps it in the saved file, else the push lost its window and frames on reload

@@ -45,7 +45,7 @@ from .params import (CATEGORIES, SPRING_HZ, BRANCH_HZ, GUST_AMPS, GUST_MULTS, GU
     LABEL_BRANCH, LABEL_LEAF, GOLDEN, WindError, FLAT_HEIGHT, TRUNK_STANDOUT, flat_error, VERTEX_GROUP_NAMES)
 from .bake import (BakeResult, bake_wind_data, bake_steps, connected_components, levels_text)
 from .channels import (LAYOUTS, SOURCES, HZD_LAYOUT, CRYENGINE_LAYOUT, pack_channels)
-from .push import PUSH_EPS, GrassPush, sample_uv, push_lean
+from .push import PUSH_EPS, GrassPush, field_uv, push_field, push_lean, sample_uv
 from .live import (SceneWind, AssetWind, quantize, loop_time, wave, horizontal_dir, gust, effective_wind, grass_fade,
     live_attributes, blade_roots, vertex_faces, LiveTerms, live_terms, BladeWind, blade_wind, wind_offsets, wind_swing,
     keep_lengths)
@@ -63,5 +63,5 @@ __all__ = [
     "quantize", "loop_time", "wave", "horizontal_dir", "gust", "effective_wind", "grass_fade", "live_attributes",
     "blade_roots", "vertex_faces",
     "LiveTerms", "live_terms", "BladeWind", "blade_wind", "wind_offsets", "wind_swing", "keep_lengths",
-    "PUSH_EPS", "GrassPush", "sample_uv", "push_lean",
+    "PUSH_EPS", "GrassPush", "sample_uv", "push_lean", "push_field", "field_uv",
 ]

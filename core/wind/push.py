@@ -59,6 +59,35 @@ def sample_uv(buffer: npt.ArrayLike, u: npt.ArrayLike, v: npt.ArrayLike) -> npt.
             + (img[yb, xa] * (1 - tx) + img[yb, xb] * tx) * ty)
 
 
+def push_field(buffer: npt.ArrayLike) -> npt.NDArray[np.float32]:
+    """(H + 1, W + 1, 4) float32: the push's one-sample field of an interaction buffer (H, W, 4): R the A one texel
+    to +x minus A, G the sway G, B the A one texel to +y minus A, A the push-down A, each moved by one texel (row
+    and column 0 repeat the buffer's first, where a difference across the edge is 0). One bilinear sample of it
+    (EXTEND) at ``field_uv(u, v, W, H)`` gives exactly the (gx, G, gy, A) that ``push_lean``'s three samples of the
+    buffer at (u, v) give: a bilinear sample is linear in the texels, so the difference of two samples one texel
+    apart is the sample of the texels' differences, and the edge texels extended beyond the buffer make every
+    difference beyond it 0, as this field's extended edges are."""
+    buf = np.asarray(buffer, np.float32)
+    h, w = buf.shape[:2]
+    rows = np.clip(np.arange(h + 1) - 1, 0, h - 1)  # field row r: the buffer's row r - 1 (clamped)
+    cols = np.clip(np.arange(w + 1) - 1, 0, w - 1)
+    a = buf[..., 3]
+    here = a[rows][:, cols]
+    out = np.empty((h + 1, w + 1, 4), np.float32)
+    out[..., 0] = a[rows][:, np.minimum(np.arange(w + 1), w - 1)] - here
+    out[..., 1] = buf[..., 1][rows][:, cols]
+    out[..., 2] = a[np.minimum(np.arange(h + 1), h - 1)][:, cols] - here
+    out[..., 3] = here
+    return out
+
+
+def field_uv(u: npt.ArrayLike, v: npt.ArrayLike, width: int, height: int) -> tuple[np.ndarray, np.ndarray]:
+    """Where ``push_field``'s image of a ``width`` x ``height`` buffer is sampled for the buffer's (u, v): one
+    texel on, in a texture one texel wider and taller, ``(u W + 1) / (W + 1)``."""
+    return ((np.asarray(u, np.float64) * width + 1.0) / (width + 1.0),
+            (np.asarray(v, np.float64) * height + 1.0) / (height + 1.0))
+
+
 def push_lean(roots: npt.ArrayLike, push: GrassPush) -> npt.NDArray[np.float64]:
     """(N, 3) world lean per unit of height of the blades whose roots are at world ``roots`` (N, 3): see the
     module's docstring."""

@@ -2,9 +2,10 @@
 read from their animation over the Snow bake's Start to End frames (``bake.gather_tracks``: the frames stepped
 as the buffer bake steps them), the bake's
 fields are stepped to the frame shown (``core.snow.LiveBuffer``: the same stepping as the bake, with checkpoints,
-so scrubbing back replays from the last one) and written into a float image, "EnvFX Live Buffer", read through a
-Snow-from-Bake group of its own (``shader_nodes.snow.ensure_buffer_group``) exactly as the grass push reads a
-baked frame.
+so scrubbing back replays from the last one) and written, as the buffer's push field (``core.wind.push_field``:
+the slopes the grass reads beside G and A, one sample instead of a baked frame's three), into a float image,
+"EnvFX Live Buffer", whose window a Snow-from-Bake group of its own (``shader_nodes.snow.ensure_buffer_group``)
+gives the grass as a baked buffer's group does.
 
 A frame handler (``show``, frame_change_pre: before the frame is evaluated, so the grass reads this frame's buffer
 in the same evaluation) writes the image; frame_change_post checks the actors' evaluated positions against the
@@ -182,13 +183,16 @@ def _write(scene: bpy.types.Scene, held: _Live, image: bpy.types.Image) -> bool:
     if held.shown == (i, image.name):
         return False
     res = int(live.buf.resolution)
-    if tuple(image.size) != (res, res):
-        image.scale(res, res)
+    if tuple(image.size) != (res + 1, res + 1):
+        image.scale(res + 1, res + 1)
     pixels = live.at(frame)
-    if pixels is None:
-        pixels = np.zeros((res, res, 4), np.float32)
-    cast("bpy.types.bpy_prop_array[float]", image.pixels).foreach_set(pixels.ravel())  # (typed as one float)
+    # the buffer's push field (core.wind.push_field: the grass reads it in one sample instead of three)
+    field = core_wind.push_field(pixels) if pixels is not None else np.zeros((res + 1, res + 1, 4), np.float32)
+    cast("bpy.types.bpy_prop_array[float]", image.pixels).foreach_set(field.ravel())  # (typed as one float)
     image.update()
+    if not image.get(wind_nodes.FIELD_KEY):  # a live image of an EnvFX before the field: the grass reads it so
+        image[wind_nodes.FIELD_KEY] = 1
+        wind_nodes.sync(scene)
     tree = _image_group(image)
     if tree is not None:
         origin = live.origin(frame)
@@ -267,9 +271,10 @@ def start(scene: bpy.types.Scene) -> bpy.types.Image:
     live = held.buffer
     res = int(live.buf.resolution)
     image = live_image(scene)
-    if image is None:
-        image = bpy.data.images.new(LIVE_IMAGE, res, res, alpha=True, float_buffer=True, is_data=True)
+    if image is None:  # (the push field of a buffer: one texel wider and taller, core.wind.push_field)
+        image = bpy.data.images.new(LIVE_IMAGE, res + 1, res + 1, alpha=True, float_buffer=True, is_data=True)
         image[SCENE_KEY] = scene.name
+    image[wind_nodes.FIELD_KEY] = 1
     bridge_colorspace(image)
     image.alpha_mode = "CHANNEL_PACKED"
     origin = live.origin(live.frame_start)

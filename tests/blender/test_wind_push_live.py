@@ -65,6 +65,11 @@ def _image_pixels(image):
     return buf.reshape(h, w, 4)
 
 
+def _shown(mods, buffer):
+    """What the live image shows of a buffer: its push field (core.wind.push_field), one texel wider and taller."""
+    return mods.core.push_field(buffer)
+
+
 def _baked_frames(envfx, scene, folder):
     """The buffer bake of the same scene (Snow > Bake Interaction Buffer's function): frame -> (image, origin)."""
     snow_ops = importlib.import_module(envfx.__name__ + ".operators.snow")
@@ -94,12 +99,32 @@ def test_live_buffer_equals_the_bake_and_the_grass_its_twin(mods, envfx, live, t
     for frame in (1, 9, 13, 14, 30, 12, 40):
         got = _evaluated(mods, obj, frame)
         want_img, origin = baked[frame]
-        worst_buf = max(worst_buf, float(np.abs(_image_pixels(image) - want_img).max()))
+        worst_buf = max(worst_buf, float(np.abs(_image_pixels(image) - _shown(mods, want_img)).max()))
         assert live.push_params(scene, frame).origin == pytest.approx(origin)
         worst_grass = max(worst_grass, float(np.abs(got - _twin(mods, obj, frame, live.push_params)).max()))
     assert worst_buf <= 1e-5, worst_buf
     assert worst_grass < 1e-4, worst_grass
     assert np.abs(baked[13][0][..., 3]).max() > 0.5  # the walker does push the grass down at frame 13
+
+
+def test_the_live_image_holds_the_push_field_and_one_of_an_earlier_envfx_becomes_one(mods, live):
+    """The grass reads the live image as a push field (one sample); a live image an EnvFX before it left in a file
+    (the buffer itself: as many texels as the buffer, not marked) is written as the field at the next frame, and
+    the grass reads it so, equal to its twin."""
+    scene, _walker = _walker_scene(resolution=32)
+    obj = _pushed_field(mods, scene, quads=3)
+    mods.ops.grass_push(scene)
+    image = api.envfx(scene).wind.push_buffer
+    tree = mods.nodes.group_for(scene)
+    field = api.socket(tree.nodes["Push Field"].outputs[0])
+    assert image.get(mods.nodes.FIELD_KEY) and field.default_value == 1.0 and tuple(image.size) == (33, 33)
+    del image[mods.nodes.FIELD_KEY]  # as an earlier EnvFX left it
+    image.scale(32, 32)
+    field.default_value = 0.0
+    got = _evaluated(mods, obj, 13)
+    assert image.get(mods.nodes.FIELD_KEY) and field.default_value == 1.0 and tuple(image.size) == (33, 33)
+    assert np.abs(got - _twin(mods, obj, 13, live.push_params)).max() < 1e-4
+    assert np.abs(got - _rest(mods, obj)).max() > 1e-3
 
 
 def test_blades_near_the_walker_are_pushed_live_and_sway_back(mods, live):
@@ -151,7 +176,7 @@ def test_scrubbing_back_and_forth_shows_each_frame_as_the_bake(mods, envfx, live
     for frame in list(range(1, 21)) + [8, 9, 2, 33, 17, 16, 40, 41, 0, 13]:
         got = _evaluated(mods, obj, frame)
         want = baked[min(max(frame, 1), 40)][0] if frame >= 1 else np.zeros_like(baked[1][0])
-        assert np.abs(_image_pixels(image) - want).max() <= 1e-5, frame
+        assert np.abs(_image_pixels(image) - _shown(mods, want)).max() <= 1e-5, frame
         assert np.abs(got - _twin(mods, obj, frame, live.push_params)).max() < 1e-4, frame
     assert live._live[scene.name] is held  # scrubbing replays from checkpoints: the paths were not read again
     assert held.buffer.steps < 40 * 4
@@ -169,10 +194,10 @@ def test_a_reopened_file_shows_the_push_of_its_frame(mods, envfx, live, tmp_path
     image = api.envfx(scene).wind.push_buffer
     assert image is not None and live.is_live_image(image)
     # the frame the file was saved at, shown at once (load_post), then any other
-    assert np.abs(_image_pixels(image) - baked[14][0]).max() <= 1e-5
+    assert np.abs(_image_pixels(image) - _shown(mods, baked[14][0])).max() <= 1e-5
     for frame in (14, 6, 20):
         got = _evaluated(mods, obj, frame)
-        assert np.abs(_image_pixels(image) - baked[frame][0]).max() <= 1e-5, frame
+        assert np.abs(_image_pixels(image) - _shown(mods, baked[frame][0])).max() <= 1e-5, frame
         assert np.abs(got - _twin(mods, obj, frame, live.push_params)).max() < 1e-4, frame
 
 
@@ -225,7 +250,7 @@ def test_a_render_of_any_frame_in_a_fresh_process_shows_that_frame(mods, envfx, 
     run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
     assert "RENDERED 13" in run.stdout, run.stdout[-2000:] + run.stderr[-2000:]
     got = np.load(npy)
-    assert np.abs(got - baked[13][0]).max() <= 1e-5
+    assert np.abs(got - _shown(mods, baked[13][0])).max() <= 1e-5
     assert np.abs(baked[13][0][..., 3]).max() > 0.5
 
 
@@ -266,13 +291,13 @@ def test_a_changed_snow_setting_is_read_again_at_the_next_frame(mods, envfx, liv
     mods.ops.grass_push(scene)
     scene.frame_set(13)
     image = api.envfx(scene).wind.push_buffer
-    assert tuple(image.size) == (32, 32)
+    assert tuple(image.size) == (33, 33)  # (the push field: one texel more)
     api.envfx(scene).snow.buffer_resolution = 40
     scene.frame_set(14)
-    assert tuple(image.size) == (40, 40)
+    assert tuple(image.size) == (41, 41)
     baked = _baked_frames(envfx, scene, tmp_path / "bake")
     scene.frame_set(14)
-    assert np.abs(_image_pixels(image) - baked[14][0]).max() <= 1e-5
+    assert np.abs(_image_pixels(image) - _shown(mods, baked[14][0])).max() <= 1e-5
 
 
 def _snapshot(obj):

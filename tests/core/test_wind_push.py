@@ -30,6 +30,29 @@ def test_sample_uv_is_the_buffer_s_bilinear_read():
         np.testing.assert_allclose(got[:, c], snow.sample_buffer(img, origin, size / 16, xy, c), atol=1e-6)
 
 
+def test_one_sample_of_the_push_field_is_the_three_samples_of_the_buffer():
+    """push_field's single bilinear read at field_uv equals, for gx, G, gy and A, what push_lean's three reads of
+    the buffer give, inside the window, on its edges and beyond them (extended edges), on square and oblong
+    buffers and on a baked walk."""
+    rng = np.random.default_rng(7)
+    images, _buf = _walker_buffer(frames=14, res=24)
+    for img in (rng.normal(size=(16, 16, 4)).astype(np.float32), rng.normal(size=(9, 13, 4)).astype(np.float32),
+                images[-1]):
+        h, w = img.shape[:2]
+        u, v = rng.uniform(-0.3, 1.3, (2, 500))
+        u[:4], v[:4] = (0.0, 1.0, 0.5 / w, 1.0 - 0.5 / w), (0.0, 1.0, 0.5 / h, 1.0 - 0.5 / h)  # edges, edge centres
+        field = wind.push_field(img)
+        assert field.shape == (h + 1, w + 1, 4) and field.dtype == np.float32
+        got = wind.sample_uv(field, *wind.field_uv(u, v, w, h))
+        here = wind.sample_uv(img, u, v)
+        a_x = wind.sample_uv(img[..., 3:], u + 1.0 / w, v)[:, 0]
+        a_y = wind.sample_uv(img[..., 3:], u, v + 1.0 / h)[:, 0]
+        np.testing.assert_allclose(got[:, 0], a_x - here[:, 3], atol=2e-5)
+        np.testing.assert_allclose(got[:, 1], here[:, 1], atol=2e-5)
+        np.testing.assert_allclose(got[:, 2], a_y - here[:, 3], atol=2e-5)
+        np.testing.assert_allclose(got[:, 3], here[:, 3], atol=2e-5)
+
+
 def test_push_leans_away_from_the_path_and_wobbles_back():
     images, buf = _walker_buffer()
     push = lambda k, **kw: wind.GrassPush(buffer=images[k - 1], origin=buf.origin, size=buf.size, **kw)  # noqa: E731
