@@ -4,6 +4,7 @@ not thread-safe. Shared by tests/core and tests/blender."""
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Generator
 from typing import Any
@@ -17,16 +18,19 @@ class Slowed:
     def __init__(self, monkeypatch: Any, owner: Any, name: str, seconds: float):
         self.running = 0
         self.calls: list[tuple] = []
+        lock = threading.Lock()  # (the job's threads count at once: += is no atomic step)
         real = getattr(owner, name)
 
         def slow(*args, **kwargs):
-            self.running += 1
+            with lock:
+                self.running += 1
             try:
                 time.sleep(seconds)
                 return real(*args, **kwargs)
             finally:
-                self.calls.append(args)
-                self.running -= 1
+                with lock:
+                    self.calls.append(args)
+                    self.running -= 1
 
         monkeypatch.setattr(owner, name, slow)
 
