@@ -27,9 +27,9 @@ def live(envfx):
     return importlib.import_module(envfx.__name__ + ".operators.snow.live_push")
 
 
-def _walker_scene(resolution=96):
-    """Frames 1-40, an empty (display size 0.6: its snow radius) walking WALK in the collection "Walkers", which
-    is the scene's snow actors; the buffer's resolution ``resolution``."""
+def _walker_scene(resolution=96, walk=WALK):
+    """Frames 1-40, an empty (display size 0.6: its snow radius) walking ``walk`` ((frame, bottom point) keys) in
+    the collection "Walkers", which is the scene's snow actors; the buffer's resolution ``resolution``."""
     scene = api.scene()
     scene.frame_start, scene.frame_end = 1, 40
     walkers = bpy.data.collections.new("Walkers")
@@ -37,7 +37,7 @@ def _walker_scene(resolution=96):
     walker = bpy.data.objects.new("Walker", None)
     walker.empty_display_size = 0.6
     walkers.objects.link(walker)
-    for frame, loc in WALK:
+    for frame, loc in walk:
         walker.location = loc
         walker.keyframe_insert("location", frame=frame)
     for fc in api.fcurves(walker):
@@ -125,6 +125,38 @@ def test_the_live_image_holds_the_push_field_and_one_of_an_earlier_envfx_becomes
     assert image.get(mods.nodes.FIELD_KEY) and field.default_value == 1.0 and tuple(image.size) == (33, 33)
     assert np.abs(got - _twin(mods, obj, 13, live.push_params)).max() < 1e-4
     assert np.abs(got - _rest(mods, obj)).max() > 1e-3
+
+
+def test_a_real_grass_clump_is_pushed_live_and_equals_its_twin(mods, live, corpus_asset):
+    """The corpus grass clump (a third-party OBJ: imported Y up with an unapplied centimetre scale, away from the
+    origin) baked as Grass, in the wind, pushed live (no bake) by a walker crossing it: the grass reads the live
+    push field, each of its objects equals its twin to 1e-4, and the walker moves the blades."""
+    for o in list(bpy.data.objects):
+        if o.type == "MESH":
+            bpy.data.objects.remove(o)
+    scene = api.scene()
+    objects = corpus_asset("grass")
+    mods.ops.bake(scene, objects, ao_samples=0)
+    for o in objects:
+        api.envfx(o).wind.category = "GRASS"
+    mods.ops.add_wind(scene, objects)
+    corners = np.array([o.matrix_world @ v.co for o in objects for v in api.mesh(o).vertices])
+    lo, hi = corners.min(0), corners.max(0)
+    centre, height = 0.5 * (lo + hi), float(hi[2] - lo[2])
+    start, end = centre + np.array([-2.0, -0.1, 0.0]), centre + np.array([2.0, 0.1, 0.0])
+    start[2] = end[2] = lo[2]
+    scene, _walker = _walker_scene(resolution=64, walk=((1, tuple(start)), (25, tuple(end))))
+    assert "pushed live" in mods.ops.grass_push(scene)
+    tree = mods.nodes.group_for(scene)
+    assert api.socket(tree.nodes["Push Field"].outputs[0]).default_value == 1.0
+    moved = 0.0
+    for frame in (9, 13, 30):
+        for o in objects:
+            got = _evaluated(mods, o, frame)
+            scale = np.array(o.matrix_world.to_3x3())  # object space is in centimetres: compared in metres
+            assert np.abs((got - _twin(mods, o, frame, live.push_params)) @ scale.T).max() < 1e-4, (o.name, frame)
+            moved = max(moved, float(np.abs((got - _twin(mods, o, frame, push=False)) @ scale.T).max()))
+    assert moved > 0.02 * height, (moved, height)
 
 
 def test_blades_near_the_walker_are_pushed_live_and_sway_back(mods, live):
