@@ -502,21 +502,32 @@ def _push(b, val, self_info, inv_m):
     per unit of H (the swing takes it times H, so the turn about the root keeps the blade's length). The buffer's
     window maps a world point to ``uv = (X - origin) / size``: one matrix per asset (the window's times the
     object's) takes each blade's root there; three samples of the buffer give G and A at the root and A one texel to
-    +x and +y (the slope of A points away from the actor's path). Every vertex of a blade has the same root, so the
-    lean is computed once per face (a field the caller reads on the faces) at the root the mesh stores per face
-    (``core.wind.LIVE_ROOT``: mean positions and Pivots of the faces cost the push half its time); the caller
-    gathers it per vertex from one of the vertex's faces: a vertex in no face is not pushed."""
-    size = val["Push Size"]
-    inv_s = b.m("DIVIDE", 1.0, size)
-    window = b.node("FunctionNodeCombineMatrix", "Push Window")
-    columns = ((inv_s, 0.0, 0.0, 0.0), (0.0, inv_s, 0.0, 0.0), (0.0, 0.0, 1.0, 0.0),
-               (b.mul(val["Push Origin X"], b.m("MULTIPLY", inv_s, -1.0)),
-                b.mul(val["Push Origin Y"], b.m("MULTIPLY", inv_s, -1.0)), 0.0, 1.0))
-    for sock, value in zip(window.inputs, (v for col in columns for v in col)):
-        b.feed(sock, value)
-    to_uv = b.node("FunctionNodeMatrixMultiply", "Push Object To UV")
-    b.link(window.outputs[0], to_uv.inputs[0])
-    b.link(self_info.outputs["Transform"], to_uv.inputs[1])
+    +x and +y (the slope of A points away from the actor's path), or one sample of a push field (the live buffer's
+    image: ``core.wind.push_field``) gives them all. Every vertex of a blade has the same root, so the lean is
+    computed once per face (a field the caller reads on the faces) at the root the mesh stores per face
+    (``core.wind.LIVE_ROOT``: mean positions and Pivots of the faces cost the push half its time); the caller gathers
+    it per vertex from one of the vertex's faces: a vertex in no face is not pushed."""
+
+    def plane_map(label, scale_x, scale_y, move_x, move_y):
+        """A matrix taking (x, y, z) to (scale_x x + move_x, scale_y y + move_y, z)."""
+        node = b.node("FunctionNodeCombineMatrix", label)
+        columns = ((scale_x, 0.0, 0.0, 0.0), (0.0, scale_y, 0.0, 0.0), (0.0, 0.0, 1.0, 0.0),
+                   (move_x, move_y, 0.0, 1.0))
+        for sock, value in zip(node.inputs, (v for col in columns for v in col)):
+            b.feed(sock, value)
+        return node.outputs[0]
+
+    def product(label, left, right):
+        node = b.node("FunctionNodeMatrixMultiply", label)
+        b.link(left, node.inputs[0])
+        b.link(right, node.inputs[1])
+        return node.outputs[0]
+
+    inv_s = b.m("DIVIDE", 1.0, val["Push Size"])
+    minus_inv_s = b.m("MULTIPLY", inv_s, -1.0)
+    window = plane_map("Push Window", inv_s, inv_s, b.mul(val["Push Origin X"], minus_inv_s),
+                       b.mul(val["Push Origin Y"], minus_inv_s))
+    to_uv = product("Push Object To UV", window, self_info.outputs["Transform"])
     image = b.node("GeometryNodeInputImage", "Push Image")
     info = b.node("GeometryNodeImageInfo", "Push Image Info")
     b.link(image.outputs[0], info.inputs["Image"])
@@ -524,17 +535,11 @@ def _push(b, val, self_info, inv_m):
     # wider and taller: uv' = (u W + 1) / (W + 1) = u (1 - 1 / W') + 1 / W', folded into the asset's matrix
     field_on = b.compare("GREATER_THAN", val["Push Field"], 0.5, data_type="FLOAT", label="Push Is Field")
     inv_w, inv_h = b.m("DIVIDE", 1.0, info.outputs["Width"]), b.m("DIVIDE", 1.0, info.outputs["Height"])
-    shift = b.node("FunctionNodeCombineMatrix", "Push Field Shift")
-    columns = ((b.m("SUBTRACT", 1.0, inv_w), 0.0, 0.0, 0.0), (0.0, b.m("SUBTRACT", 1.0, inv_h), 0.0, 0.0),
-               (0.0, 0.0, 1.0, 0.0), (inv_w, inv_h, 0.0, 1.0))
-    for sock, value in zip(shift.inputs, (v for col in columns for v in col)):
-        b.feed(sock, value)
-    to_field = b.node("FunctionNodeMatrixMultiply", "Push Object To Field")
-    b.link(shift.outputs[0], to_field.inputs[0])
-    b.link(to_uv.outputs[0], to_field.inputs[1])
+    shift = plane_map("Push Field Shift", b.m("SUBTRACT", 1.0, inv_w), b.m("SUBTRACT", 1.0, inv_h), inv_w, inv_h)
+    to_field = product("Push Object To Field", shift, to_uv)
     uv = b.node("FunctionNodeTransformPoint", "Push Root UV")
     b.link(b.attr(core_wind.LIVE_ROOT, "FLOAT_VECTOR"), uv.inputs["Vector"])  # (read on the faces)
-    b.link(b.switch("Push Read", field_on, to_field.outputs[0], to_uv.outputs[0], "MATRIX"), uv.inputs["Transform"])
+    b.link(b.switch("Push Read", field_on, to_field, to_uv, "MATRIX"), uv.inputs["Transform"])
     # the baked frames are first..last: after them the last one holds, before them nothing pushes
     frame = b.node("GeometryNodeInputSceneTime", "Push Time").outputs["Frame"]
     baked = b.m("MAXIMUM", b.m("MINIMUM", frame, val["Push Last"]), val["Push First"])
