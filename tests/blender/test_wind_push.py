@@ -288,10 +288,10 @@ def test_push_grass_loads_the_bake_of_the_snow_panel_s_walkers(mods, envfx, tmp_
     assert np.abs(got - _twin(mods, obj, 13, push=False)).max() > 0.1
 
 
-def test_a_real_grass_clump_is_pushed_and_equals_its_twin(mods, envfx, corpus_asset, tmp_path):
+def real_grass_in_wind(mods, corpus_asset):
     """The corpus grass clump (a third-party OBJ: imported Y up with an unapplied centimetre scale, away from the
-    origin) baked as Grass, in the wind, and pushed by a walker crossing it: each of its objects equals
-    its twin to 1e-4 with push on, and the walker moves the blades (against the same wind without push)."""
+    origin) alone in the scene, baked as Grass and in the wind. Returns (its objects, the start and end bottom
+    points of a walk across it along +x, its height)."""
     for o in list(bpy.data.objects):
         if o.type == "MESH":
             bpy.data.objects.remove(o)
@@ -299,17 +299,38 @@ def test_a_real_grass_clump_is_pushed_and_equals_its_twin(mods, envfx, corpus_as
     objects = corpus_asset("grass")
     mods.ops.bake(scene, objects, ao_samples=0)
     for o in objects:
-        o.envfx.wind.category = "GRASS"
+        api.envfx(o).wind.category = "GRASS"
     mods.ops.add_wind(scene, objects)
-    corners = np.array([o.matrix_world @ v.co for o in objects for v in o.data.vertices])
+    corners = np.array([o.matrix_world @ v.co for o in objects for v in api.mesh(o).vertices])
     lo, hi = corners.min(0), corners.max(0)
-    centre, height = 0.5 * (lo + hi), float(hi[2] - lo[2])
+    centre = 0.5 * (lo + hi)
+    start, end = centre + np.array([-2.0, -0.1, 0.0]), centre + np.array([2.0, 0.1, 0.0])
+    start[2] = end[2] = lo[2]
+    return objects, start, end, float(hi[2] - lo[2])
+
+
+def assert_pushed_as_twin(mods, objects, height, push=True):
+    """At frames 9, 13 and 30 each object equals its twin with the push (``push``, as ``_twin`` takes it) to 1e-4 m,
+    and the walker moves the blades (against the same wind without push) by more than 2% of the clump's height."""
+    moved = 0.0
+    for frame in (9, 13, 30):
+        for o in objects:
+            got = _evaluated(mods, o, frame)
+            scale = np.array(o.matrix_world.to_3x3())  # object space is in centimetres: compared in metres
+            assert np.abs((got - _twin(mods, o, frame, push)) @ scale.T).max() < 1e-4, (o.name, frame)
+            moved = max(moved, float(np.abs((got - _twin(mods, o, frame, push=False)) @ scale.T).max()))
+    assert moved > 0.02 * height, (moved, height)
+
+
+def test_a_real_grass_clump_is_pushed_and_equals_its_twin(mods, envfx, corpus_asset, tmp_path):
+    """The corpus grass clump baked as Grass, in the wind, and pushed by a walker crossing it through a baked
+    buffer: each of its objects equals its twin to 1e-4 with push on, and the walker moves the blades."""
+    objects, start, end, height = real_grass_in_wind(mods, corpus_asset)
+    centre = 0.5 * (start + end)
     snow = importlib.import_module(envfx.__name__ + ".core.snow")
     nodes = importlib.import_module(envfx.__name__ + ".shader_nodes.snow")
     frames = np.arange(1, 61)
     s = np.clip((frames - 1) / 24.0, 0.0, 1.0)[:, None]
-    start, end = centre + np.array([-2.0, -0.1, 0.0]), centre + np.array([2.0, 0.1, 0.0])
-    start[2] = end[2] = lo[2]
     tracks = (start + s * (end - start))[:, None, :]
     buf = snow.BufferParams(resolution=96, size=10.0, origin=(float(centre[0]) - 5.0, float(centre[1]) - 5.0))
     result = snow.bake(tracks, [0.6], [0.2], snow.StampParams(fps=24.0), buf, frame_start=1, out_dir=str(tmp_path),
@@ -319,15 +340,8 @@ def test_a_real_grass_clump_is_pushed_and_equals_its_twin(mods, envfx, corpus_as
     api.set_colorspace(image, "Non-Color")
     image.alpha_mode = "CHANNEL_PACKED"
     nodes.ensure_buffer_group(image, snow.read_buffer_metadata(result.metadata_path))
-    assert "pushed by the baked buffer" in mods.ops.grass_push(scene)
-    moved = 0.0
-    for frame in (9, 13, 30):
-        for o in objects:
-            got = _evaluated(mods, o, frame)
-            scale = np.array(o.matrix_world.to_3x3())  # object space is in centimetres: compared in metres
-            assert np.abs((got - _twin(mods, o, frame)) @ scale.T).max() < 1e-4, (o.name, frame)
-            moved = max(moved, float(np.abs((got - _twin(mods, o, frame, push=False)) @ scale.T).max()))
-    assert moved > 0.02 * height, (moved, height)
+    assert "pushed by the baked buffer" in mods.ops.grass_push(api.scene())
+    assert_pushed_as_twin(mods, objects, height)
 
 
 def test_a_push_from_a_bake_no_snow_reads_survives_save_and_reload(mods, envfx, tmp_path, save_and_reopen):
