@@ -110,8 +110,7 @@ class Field:
 
     size: int
     velocity: np.ndarray  # (6, size+2, size+2, 3) float32, radians per iteration, tangent
-    chart: np.ndarray  # (6 * (size+2)^2,) complex128: each item packs two complex64 du + i dv (per iteration,
-    #                    face-chart units): the texel and its right neighbour, so one gather reads both
+    chart: np.ndarray  # (6 * (size+2)^2,) complex64 du + i dv (per iteration, face-chart units) of each texel
     noise_norm: float  # scale that brought the noise part to unit RMS (kept across frames)
 
 
@@ -188,14 +187,7 @@ def _new_field(n: int, noise_norm: float, vel: np.ndarray | None = None) -> Fiel
     w = n + 2
     if vel is None:
         vel = np.empty((6, w, w, 3), dtype=np.float32)
-    return Field(n, vel, np.empty(6 * w * w, dtype=np.complex128), noise_norm)
-
-
-def _pair_up(fld: Field):
-    """Each chart item: the texel (filled in by the blocks) and its right neighbour (zero after the last)."""
-    pairs = fld.chart.view(np.complex64).reshape(-1, 2)
-    pairs[:-1, 1] = pairs[1:, 0]
-    pairs[-1, 1] = 0.0
+    return Field(n, vel, np.empty(6 * w * w, dtype=np.complex64), noise_norm)
 
 
 def build_field_steps(params: GasGiantParams, time: float = 0.0, noise_norm: float | None = None
@@ -210,7 +202,7 @@ def build_field_steps(params: GasGiantParams, time: float = 0.0, noise_norm: flo
         noise_norm = _noise_norm(params, perm, vort)
     fld = _new_field(n, noise_norm)
     w = n + 2
-    pairs = fld.chart.view(np.complex64).reshape(-1, 2)
+    chart = fld.chart
     blocks = _field_blocks(n)
 
     def block(item):
@@ -218,7 +210,7 @@ def build_field_steps(params: GasGiantParams, time: float = 0.0, noise_norm: flo
         d = face_directions(n, pad=1, faces=slice(f, f + 1), rows=slice(a, b)).reshape(-1, 3)
         vel = fld.velocity[f, a:b].reshape(-1, 3)
         vel[:] = _scaled_velocity(d, params, time, perm, vort, noise_norm)
-        pairs[(f * w + a) * w:(f * w + b) * w, 0] = _chart_block(vel, d, f)
+        chart[(f * w + a) * w:(f * w + b) * w] = _chart_block(vel, d, f)
 
     if params.threads > 1:
         # a batch of blocks per step, all done before it yields: no thread runs while the job hands control back
@@ -233,7 +225,6 @@ def build_field_steps(params: GasGiantParams, time: float = 0.0, noise_norm: flo
         for k, item in enumerate(blocks):
             block(item)
             yield (k + 1) / len(blocks)
-    _pair_up(fld)
     return fld
 
 
@@ -243,12 +234,10 @@ def field_from_velocity(vel: np.ndarray, noise_norm: float, d: np.ndarray | None
     n = vel.shape[1] - 2
     w = n + 2
     fld = _new_field(n, noise_norm, np.ascontiguousarray(vel, dtype=np.float32))
-    pairs = fld.chart.view(np.complex64).reshape(-1, 2)
     for f, a, b in _field_blocks(n):
         db = (face_directions(n, pad=1, faces=slice(f, f + 1), rows=slice(a, b)) if d is None
               else d[f:f + 1, a:b]).reshape(-1, 3)
-        pairs[(f * w + a) * w:(f * w + b) * w, 0] = _chart_block(fld.velocity[f, a:b].reshape(-1, 3), db, f)
-    _pair_up(fld)
+        fld.chart[(f * w + a) * w:(f * w + b) * w] = _chart_block(fld.velocity[f, a:b].reshape(-1, 3), db, f)
     return fld
 
 

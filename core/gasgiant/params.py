@@ -19,6 +19,16 @@ from .settings import (ABOVE_LOWEST, CUBE_LAYOUTS, CUBEMAP_SIZES, EQUIRECT_WIDTH
 
 CHUNK = 1 << 15  # particles per work item (fixed: results do not depend on the thread count)
 WAVE = 16  # chunks that read the texture before it is written back (fixed, like CHUNK)
+# chunks a thread moves in one call (a work item): few and large items, as each numpy call of a thread waits for
+# Python's lock while another thread holds it between its calls; two items per thread and wave keep the threads
+# evenly busy, and at most four chunks bound the scratch (about 72 bytes a particle of an item)
+ITEMS_PER_THREAD = 2
+ITEM_CHUNKS = 4
+
+
+def item_chunks(threads: int) -> int:
+    """Chunks in a work item of the move on ``threads`` threads."""
+    return max(1, min(ITEM_CHUNKS, WAVE // (ITEMS_PER_THREAD * threads)))
 
 # bytes per particle: uv 8 + face 1 + colour 8 (uint16 RGBA)
 BYTES_PER_PARTICLE = 17
@@ -263,15 +273,15 @@ def estimate_memory(params: GasGiantParams) -> int:
     per-step scratch and a fixed baseline (Python, numpy, field building)."""
     n, f, r = params.particles, params.field_size, params.cubemap_size
     particles = n * BYTES_PER_PARTICLE
-    fld = 6 * (f + 2) ** 2 * (16 + 12)
+    fld = 6 * (f + 2) ** 2 * (8 + 12)
     keys = key_frame_count(params)
     if keys > 1:
         fld *= 3  # two key fields and the mix between them
     if params.save_field:
-        fld += (keys - 1) * 6 * (f + 2) ** 2 * (16 + 12)  # every key field is kept until it is saved
+        fld += (keys - 1) * 6 * (f + 2) ** 2 * (8 + 12)  # every key field is kept until it is saved
     tex = 6 * r * r * 8 + (6 * r * r * 6 if params.fade_to_palette else 0)  # uint16 RGBA (+ RGB start colours)
     transient = 6 * (r + 2) ** 2 * 12 + r * r * 36 if params.equirect_width else r * r * 36
-    scratch = min(n, CHUNK * WAVE) * 16 + min(n, CHUNK) * params.threads * 160
+    scratch = min(n, CHUNK * WAVE) * 16 + min(n, CHUNK * item_chunks(params.threads)) * params.threads * 80
     return int(particles + fld + tex + transient + scratch + 150 * 2**20)
 
 

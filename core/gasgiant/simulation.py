@@ -16,7 +16,7 @@ from .field import Field, build_field
 from .flow import encode_flow, flow_scale
 from .noise import _perm, simplex4_grad
 from .palette import colors_at
-from .params import CHUNK, WAVE, GasGiantParams
+from .params import CHUNK, WAVE, GasGiantParams, item_chunks
 
 _T = TypeVar("_T")
 
@@ -26,6 +26,17 @@ SORT_INTERVAL = 32  # steps between sorting particles by cube cell (fixed: part 
 SORT_CELLS = 64  # cells per cube face side for that sort (6 * 64 * 64 < 2**16)
 TEXEL_MAX = 65535  # the texture's uint16 value for 1.0
 BLUR_ROWS = 64  # rows of a face per work item of the blur and fade pass
+
+
+def _merge_chunks(chunks: list, most: int) -> list:
+    """``(batch, start, end)`` ranges of up to ``most`` consecutive ``chunks`` of one batch each."""
+    out: list = []
+    for b, s, e in chunks:
+        if out and out[-1][0] == b and out[-1][3] < most and out[-1][2] == s:
+            out[-1] = (b, out[-1][1], e, out[-1][3] + 1)
+        else:
+            out.append((b, s, e, 1))
+    return [(b, s, e) for b, s, e, _ in out]
 
 
 class Simulation:
@@ -77,6 +88,9 @@ class Simulation:
         self.chunks = self._chunk_ranges()
         # waves: fixed groups of chunks that read the texture, then write it back in order
         self.waves = [self.chunks[i:i + WAVE] for i in range(0, len(self.chunks), WAVE)]
+        # what a thread moves in one call: consecutive chunks of a wave and a batch (the same result as chunk by
+        # chunk: a wave reads the texture before it writes it back)
+        self.items = [_merge_chunks(w, item_chunks(p.threads)) for w in self.waves]
         wave_n = max(w[-1][2] - w[0][1] for w in self.waves)
         self._pidx = np.empty(wave_n, dtype=np.intp)
         self._vals = np.empty(wave_n, dtype=np.uint64)  # one texel (4 x uint16) per particle
@@ -203,25 +217,34 @@ class Simulation:
         fy += fx  # row * w + column: whole numbers below 2**24, exact in float32
         b = np.multiply(face, w * w, dtype=np.intp)
         b += fy.astype(np.intp)
-        top = self.field.chart.take(b).view(np.complex64)  # (c00, c01) interleaved
+        chart = self.field.chart
+        c00 = chart.take(b)
+        b += 1
+        c01 = chart.take(b)
         b += w
-        bot = self.field.chart.take(b).view(np.complex64)  # (c10, c11)
-        c00, c01 = top[0::2], top[1::2]
-        c10, c11 = bot[0::2], bot[1::2]
-        d = c01 - c00
-        d *= x
+        c11 = chart.take(b)
+        b -= 1
+        c10 = chart.take(b)
+        xc = x.astype(np.complex64)  # complex times complex on contiguous arrays: faster than times float32
+        yc = y.astype(np.complex64)
+        d = c01
+        d -= c00
+        d *= xc
         d += c00  # top row
-        g = c11 - c10
-        g *= x
+        g = c11
+        g -= c10
+        g *= xc
         g += c10  # bottom row
         g -= d
-        g *= y
+        g *= yc
         d += g
         uv += d
+        del x, y, fx, fy, b, c00, c01, c10, c11, xc, yc, d, g  # a work item's scratch: only what is still needed
         # particles that left their face: re-project onto the face they are over now
         m = np.abs(uv.view(np.float32))
         m = m > np.float32(1.0)  # u and v of each particle side by side: any of the two is a non-zero 16-bit pair
         out = np.flatnonzero(m.view(np.uint16))
+        del m
         if out.size:
             u = uv.real
             v = uv.imag
@@ -243,23 +266,23 @@ class Simulation:
         vals += np.float32(0.5)  # rounds: every value is >= 0
         np.copyto(texels, vals, casting="unsafe")
 
-    def _texel_index(self, uv, face, out=None):
-        """Flat texel index in the output cube of particles at ``uv`` on ``face``."""
+    def _texel_index(self, uv, face, out):
+        """Flat texel index (into ``out``, int64) in the output cube of particles at ``uv`` (all within -1..1) on
+        ``face``. The cube's size is a power of two: both texel coordinates are made at once as the two int32
+        halves of an int64 (column + row * 2**32: little-endian, as every platform Blender runs on), whose row is
+        brought to row * size by one shift."""
         r = self.res
         hr = np.float32(0.5 * r)
-        idx = np.multiply(face, r * r, out=out, dtype=np.int64) if out is not None else face.astype(np.int64) * (r * r)
-        p = uv.imag * hr
+        p = uv.view(np.float32) * hr
         p += hr
-        q = p.astype(np.int64)
-        np.minimum(q, r - 1, out=q)
-        q *= r
-        idx += q
-        p = uv.real * hr
-        p += hr
-        q = p.astype(np.int64)
-        np.minimum(q, r - 1, out=q)
-        idx += q
-        return idx
+        np.minimum(p, np.float32(r - 1), out=p)  # u = 1 or v = 1 lands on the last texel
+        q = p.astype(np.int32).view(np.int64)  # truncation is the floor: every value is >= 0
+        np.right_shift(q, 32 - (r.bit_length() - 1), out=out)  # row * r: the column's bits shift out
+        q &= r - 1
+        out += q
+        q = np.multiply(face, r * r, dtype=np.int64)
+        out += q
+        return out
 
     def _sort_batch(self, s, e, threaded=False):
         """Order a batch's particles by coarse cube cell (16-bit keys: a linear-time radix sort), so each chunk
@@ -313,9 +336,9 @@ class Simulation:
                 else:
                     self.map(lambda b: self._sort_batch(*b), self.batches)
             alphas = [self.batch_alpha(b) for b in range(len(self.batches))]
-            for wave in self.waves:
+            for wave, items in zip(self.waves, self.items, strict=True):
                 o, end = wave[0][1], wave[-1][2]
-                self.map(lambda c, o=o, alphas=alphas: self._move_chunk(c[1], c[2], o, alphas[c[0]]), wave)
+                self.map(lambda c, o=o, alphas=alphas: self._move_chunk(c[1], c[2], o, alphas[c[0]]), items)
                 # write back in particle order: the last particle on a texel wins (deterministic)
                 self._image64[self._pidx[:end - o]] = self._vals[:end - o]
             self.iteration += 1
