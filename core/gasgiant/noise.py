@@ -73,18 +73,18 @@ def simplex4_grad(x: np.ndarray, y: np.ndarray, z: np.ndarray, w: np.ndarray, pe
         dz += off
         dw = w0 - ol
         dw += off
-        h = perm.take(ll + ol)
+        h = perm.take(ll + ol, mode="clip")  # "clip": every index is in range (no check needed)
         h += kk
         h += ok
-        h = perm.take(h)
+        h = perm.take(h, mode="clip")
         h += jj
         h += oj
-        h = perm.take(h)
+        h = perm.take(h, mode="clip")
         h += ii
         h += oi
-        h = perm.take(h)
+        h = perm.take(h, mode="clip")
         h &= 31
-        ga, gb, gc, gd = _GX.take(h), _GY.take(h), _GZ.take(h), _GW.take(h)
+        ga, gb, gc, gd = (g.take(h, mode="clip") for g in (_GX, _GY, _GZ, _GW))
         tt = dx * dx
         tt += dy * dy
         tt += dz * dz

@@ -149,14 +149,17 @@ class Simulation:
 
     def _spawn(self, batch, s, e, generation):
         """Place particles s..e (of ``batch``) at random and give them their colours: in blocks of ``CHUNK``, each
-        with its own random stream (seed, batch, generation, block), on the worker threads."""
+        with its own random stream (seed, batch, generation, block), a few blocks per call on the worker threads."""
         if self.params.cloud_mode and self._coarse is None:
             self.cloud_mask_at(np.array([[0.0, 0.0, 1.0]]))  # built once, before the threads read it
-        self.map(lambda s0: self._spawn_block(batch, s, s0, min(e, s0 + CHUNK), generation), list(range(s, e, CHUNK)))
+        step = CHUNK * item_chunks(self.params.threads)  # a few blocks per call (as the move's work items)
+        self.map(lambda s0: self._spawn_block(batch, s, s0, min(e, s0 + step), generation), list(range(s, e, step)))
 
     def _spawn_block(self, batch, s, s0, e0, generation):
-        rng = np.random.default_rng([self.params.seed & 0xFFFFFFFF, batch, generation, (s0 - s) // CHUNK])
-        d = rng.standard_normal((e0 - s0, 3))
+        d = np.empty((e0 - s0, 3))
+        for a in range(s0, e0, CHUNK):
+            rng = np.random.default_rng([self.params.seed & 0xFFFFFFFF, batch, generation, (a - s) // CHUNK])
+            rng.standard_normal((min(e0, a + CHUNK) - a, 3), out=d[a - s0:min(e0, a + CHUNK) - s0])
         d /= np.linalg.norm(d, axis=-1, keepdims=True)
         face, u, v = dir_to_face_uv(d)
         self.uv[s0:e0] = (u + 1j * v).astype(np.complex64)
@@ -217,14 +220,14 @@ class Simulation:
         fy += fx  # row * w + column: whole numbers below 2**24, exact in float32
         b = np.multiply(face, w * w, dtype=np.intp)
         b += fy.astype(np.intp)
-        chart = self.field.chart
-        c00 = chart.take(b)
+        chart = self.field.chart  # "clip" below: every index is in range (cheaper than numpy's check and copy)
+        c00 = chart.take(b, mode="clip")
         b += 1
-        c01 = chart.take(b)
+        c01 = chart.take(b, mode="clip")
         b += w
-        c11 = chart.take(b)
+        c11 = chart.take(b, mode="clip")
         b -= 1
-        c10 = chart.take(b)
+        c10 = chart.take(b, mode="clip")
         xc = x.astype(np.complex64)  # complex times complex on contiguous arrays: faster than times float32
         yc = y.astype(np.complex64)
         d = c01
@@ -256,7 +259,7 @@ class Simulation:
         idx = self._pidx[s - o:e - o]
         self._texel_index(uv, face, out=idx)
         raw = self._vals[s - o:e - o]
-        self._image64.take(idx, out=raw)
+        self._image64.take(idx, out=raw, mode="clip")
         texels = raw.view(np.uint16).reshape(-1, 4)
         vals = texels.astype(np.float32)
         tmp = np.subtract(self.col[s:e], vals)
