@@ -47,7 +47,14 @@
    over ``--props-rounds`` and its spread, the wind's extra time per object and the nodes of its group
    (``group_nodes``, nested groups counted by their nodes; a part switched off is not evaluated). Target: at most
    1.5x.
-   ``--props-only``: that line alone.
+   ``--props-only``: that line alone. ``--props-alternatives``: a second line (``wind_props_alternatives``) times,
+   on the same bush props in the same rounds against the same reference, what else could move a level of props
+   per frame (``_PropsAlternatives``): the wind; a lean group that leaves each prop's per-object part to one numpy
+   frame handler for all props (their rows written into one shared state mesh, each prop reading its six rows by
+   its index) and keeps the wind's per-vertex part (three static vectors read, six dot products, the
+   length-keeping rescale); the same state read alone into an offset (no per-vertex work: the least a group that
+   reads a per-object state costs); a frame handler rotating every prop (a rigid sway, Python per frame); and two
+   simple-expression drivers per prop on its delta rotation (a rigid sway with no Python).
 5. Remove Wind (``--remove-plants N``, off by default): N plant objects, each with its own baked mesh, taken out
    of the wind at once, and N / 2 of them, so the time per object shows whether it stays flat (it is linear:
    the meshes still in the wind are found in one pass over the file's objects after the loop).
@@ -116,6 +123,9 @@ def main(argv):
     parser.add_argument("--props-frames", type=int, default=6, help="frame changes per round of the props line")
     parser.add_argument("--props-rounds", type=int, default=3, help="rounds of the props line")
     parser.add_argument("--props-only", action="store_true", help="only the props line")
+    parser.add_argument("--props-alternatives", action="store_true",
+                        help="the props line also times other ways to move a level of props per frame (a lean "
+                             "group reading a per-object state, a rotating handler, drivers on delta rotations)")
     parser.add_argument("--parts", action="store_true",
                         help="the frame-change and grass-push lines also time the wind group with parts of it taken "
                              "out (PARTS), each in a scene of its own in the same rounds: what each part costs")
@@ -135,7 +145,7 @@ def main(argv):
     version = bpy.app.version_string
     load = os.getloadavg()[0]
     if args.props > 0 and not (args.bake_only or args.live_only or args.push_only):
-        _props_frame_changes(bpy, ops, shapes, args)
+        _props_frame_changes(bpy, np, ops, core, shapes, args)
     if args.props_only:
         return 0
     if args.push_blades > 0 and not (args.bake_only or args.live_only):
@@ -924,7 +934,7 @@ def _terrain_follow(bpy, envfx, scene, plants, time_frames, args, version):
     bpy.data.objects.remove(terrain)
 
 
-def _props_frame_changes(bpy, ops, shapes, args):
+def _props_frame_changes(bpy, np, ops, core, shapes, args):
     """Line 10 (#30): a level of ``--props`` small swaying props, linked copies of one baked mesh on a grid (a small
     bush with the TREE preset, a small grass clump with GRASS), against the same props with the reference modifier
     (``framebench.reference_group``: a bare time-dependent Set Position), by frame changes (``framebench``): the
@@ -953,7 +963,202 @@ def _props_frame_changes(bpy, ops, shapes, args):
                         group_nodes=_node_count(ops.wind_modifiers(plants[0])[0].node_group), **out,
                         extra_per_object_us=round((out["effect_s"] - out["reference_s"]) / len(plants) * 1e6, 2),
                         target_ratio=1.5)
+        if args.props_alternatives and kind == "TREE":
+            _props_alternatives(bpy, np, ops, core, plants, ref, args)
         bpy.data.scenes.remove(ref)
+
+
+class _PropsAlternatives:
+    """Scenes of the props-alternatives line (``--props-alternatives``): each holds ``count`` linked copies of
+    ``mesh`` (a plant mesh in the wind: it has the wind's static vectors) at ``locations``, moved per frame another
+    way than by the wind group (see the module's line 10). One shared state mesh holds the per-object rows the
+    lean groups read; a ``frame_change_pre`` handler rewrites it (and one rotates the handler scene's props),
+    each acting only on its own scene's frame changes."""
+
+    ROWS = 6
+
+    def __init__(self, bpy, np, mesh, locations, vectors):
+        self.bpy, self.np = bpy, np
+        self.mesh, self.locations, self.vectors = mesh, locations, vectors
+        n = len(locations)
+        rng = np.random.default_rng(7)
+        self.phase = rng.uniform(0.0, 2 * math.pi, (n, self.ROWS, 3)).astype(np.float32)
+        self.freq = rng.uniform(0.5, 2.0, (n, self.ROWS, 3)).astype(np.float32)
+        self.handler_s: dict = {}  # key -> seconds of each of its handler's calls
+        self.handlers: list = []
+        self.scenes: dict = {}
+
+    def _scene(self, name, like):
+        import framebench
+
+        scene = framebench.new_scene(name, like)
+        props = []
+        for i, loc in enumerate(self.locations):
+            obj = self.bpy.data.objects.new(f"{name} {i}", self.mesh)
+            obj.location = loc
+            scene.collection.objects.link(obj)
+            props.append(obj)
+        return scene, props
+
+    def _state_group(self, name, swing):
+        """Object Info of the state, six Sample Index of its rows at the prop's index; ``swing``: the wind's
+        per-vertex part on them (three vectors read, six dot products, the length-keeping rescale about the
+        pivot vector), else the first row as the offset."""
+        bpy = self.bpy
+        tree = bpy.data.node_groups.new(name, "GeometryNodeTree")
+        for sock, io_, kind in (("Geometry", "INPUT", "Geometry"), ("Index", "INPUT", "Int"),
+                                ("State", "INPUT", "Object"), ("Geometry", "OUTPUT", "Geometry")):
+            tree.interface.new_socket(name=sock, in_out=io_, socket_type=f"NodeSocket{kind}")
+        new, link = tree.nodes.new, tree.links.new
+        gin, gout = new("NodeGroupInput"), new("NodeGroupOutput")
+        info = new("GeometryNodeObjectInfo")
+        link(gin.outputs["State"], info.inputs["Object"])
+
+        def named(attr):
+            node = new("GeometryNodeInputNamedAttribute")
+            node.data_type = "FLOAT_VECTOR"
+            node.inputs["Name"].default_value = attr
+            return node.outputs["Attribute"]
+
+        def vmath(op, a, b, out: int | str = 0):
+            node = new("ShaderNodeVectorMath")
+            node.operation = op
+            link(a, node.inputs[0])
+            link(b, node.inputs[1 if op != "SCALE" else "Scale"])
+            return node.outputs[out]
+
+        rows = []
+        for k in range(self.ROWS if swing else 1):
+            sample = new("GeometryNodeSampleIndex")
+            sample.data_type, sample.domain = "FLOAT_VECTOR", "POINT"
+            link(info.outputs["Geometry"], sample.inputs["Geometry"])
+            link(named(f"row{k}"), sample.inputs["Value"])
+            link(gin.outputs["Index"], sample.inputs["Index"])
+            rows.append(sample.outputs[0])
+        offset = rows[0]
+        if swing:
+            branch, leaf, pivot = (named(v) for v in self.vectors)
+            combine = new("ShaderNodeCombineXYZ")
+            for axis in range(3):
+                add = new("ShaderNodeMath")
+                add.operation = "ADD"
+                link(vmath("DOT_PRODUCT", branch, rows[axis], "Value"), add.inputs[0])
+                link(vmath("DOT_PRODUCT", leaf, rows[3 + axis], "Value"), add.inputs[1])
+                link(add.outputs[0], combine.inputs[axis])
+            moved = vmath("ADD", pivot, combine.outputs[0])
+            ratio = new("ShaderNodeMath")
+            ratio.operation = "DIVIDE"
+            link(vmath("DOT_PRODUCT", pivot, pivot, "Value"), ratio.inputs[0])
+            link(vmath("DOT_PRODUCT", moved, moved, "Value"), ratio.inputs[1])
+            root = new("ShaderNodeMath")
+            root.operation = "SQRT"
+            link(ratio.outputs[0], root.inputs[0])
+            offset = vmath("SUBTRACT", vmath("SCALE", moved, root.outputs[0]), pivot)
+        setpos = new("GeometryNodeSetPosition")
+        link(gin.outputs["Geometry"], setpos.inputs["Geometry"])
+        link(offset, setpos.inputs["Offset"])
+        link(setpos.outputs[0], gout.inputs[0])
+        return tree
+
+    def build(self, like) -> dict:
+        """key -> scene: ``state_swing``, ``state_offset``, ``handler_rotation``, ``driver_rotation``."""
+        bpy, np = self.bpy, self.np
+        state_mesh = bpy.data.meshes.new("Props State")
+        state_mesh.vertices.add(len(self.locations))
+        for k in range(self.ROWS):
+            state_mesh.attributes.new(f"row{k}", "FLOAT_VECTOR", "POINT")
+        for key, swing in (("state_swing", True), ("state_offset", False)):
+            scene, props = self._scene(key, like)
+            state = bpy.data.objects.new(f"{key} state", state_mesh)
+            scene.collection.objects.link(state)
+            tree = self._state_group(f"Bench {key}", swing)
+            ident = {i.name: i.identifier for i in tree.interface.items_tree if i.in_out == "INPUT"}
+            for i, obj in enumerate(props):
+                mod = obj.modifiers.new(key, "NODES")
+                mod.node_group = tree
+                mod[ident["Index"]], mod[ident["State"]] = i, state
+            self._handler(key, scene, lambda sc, mesh=state_mesh: self._write_rows(sc, mesh))
+            self.scenes[key] = scene
+        scene, props = self._scene("handler_rotation", like)
+        self._handler("handler_rotation", scene, lambda sc, props=props: self._rotate(sc, props))
+        self.scenes["handler_rotation"] = scene
+        scene, props = self._scene("driver_rotation", like)
+        for i, obj in enumerate(props):
+            for axis in (0, 1):
+                curve = obj.driver_add("delta_rotation_euler", axis)
+                curve.driver.type = "SCRIPTED"
+                curve.driver.expression = (f"0.1*sin(frame*{self.freq[i, 0, axis] / 24:.5f}"
+                                           f"+{self.phase[i, 0, axis]:.4f})")
+        self.driver_simple = all(c.driver.is_simple_expression for c in props[0].animation_data.drivers)
+        self.scenes["driver_rotation"] = scene
+        return self.scenes
+
+    def _handler(self, key, scene, fn):
+        times = self.handler_s.setdefault(key, [])
+
+        def handler(sc, *_args):
+            if sc == scene:
+                t0 = time.perf_counter()
+                fn(sc)
+                times.append(time.perf_counter() - t0)
+
+        self.bpy.app.handlers.frame_change_pre.append(handler)
+        self.handlers.append(handler)
+
+    def _write_rows(self, scene, mesh):
+        """Every prop's six rows at this frame, computed at once (the per-object part of all props together)."""
+        np = self.np
+        t = np.float32(scene.frame_current / 24.0)
+        rows = np.sin(self.freq * t + self.phase) * np.float32(0.05)
+        for k in range(self.ROWS):
+            mesh.attributes[f"row{k}"].data.foreach_set("vector", np.ascontiguousarray(rows[:, k]).ravel())
+        mesh.update()
+
+    def _rotate(self, scene, props):
+        np = self.np
+        t = scene.frame_current / 24.0
+        rx, ry = (0.1 * np.sin(self.freq[:, 0, k] * t + self.phase[:, 0, k]) for k in (0, 1))
+        for obj, a, b in zip(props, rx.tolist(), ry.tolist(), strict=True):
+            obj.rotation_euler = (a, b, 0.0)
+
+    def close(self):
+        for handler in self.handlers:
+            self.bpy.app.handlers.frame_change_pre.remove(handler)
+        for scene in self.scenes.values():
+            self.bpy.data.scenes.remove(scene)
+
+
+def _props_alternatives(bpy, np, ops, core, plants, ref, args):
+    """The ``wind_props_alternatives`` line: the wind props ``plants`` and each ``_PropsAlternatives`` scene against
+    the reference scene ``ref``, in interleaved rounds (framebench.interleaved)."""
+    import framebench
+
+    alt = _PropsAlternatives(bpy, np, plants[0].data, [tuple(p.location) for p in plants], core.LIVE_VECTORS)
+    try:
+        pairs = {"wind": plants[0].users_scene[0], **alt.build(plants[0].users_scene[0])}
+        runs = framebench.interleaved(pairs, ref, range(1, args.props_frames + 2), args.props_rounds)
+        out = {key: framebench.summary(run) for key, run in runs.items()}
+        moved = {}
+        for key, scene in pairs.items():  # each way moves its props (a frame apart: not where they were)
+            obj = next(o for o in scene.objects if o.type == "MESH" and not o.name.endswith("state"))
+            got = []
+            for f in (2, 3):
+                scene.frame_set(f)
+                dg = framebench.ensure_depsgraph(scene)
+                ev = obj.evaluated_get(dg)
+                co = np.array([ev.matrix_world @ v.co for v in ev.to_mesh().vertices])
+                ev.to_mesh_clear()
+                got.append(co)
+            moved[key] = round(float(np.abs(got[1] - got[0]).max()), 6)
+        framebench.emit(bench="wind_props_alternatives", objects=len(plants),
+                        vertices_each=len(plants[0].data.vertices),
+                        ratio={key: o["ratio"] for key, o in out.items()},
+                        seconds={key: o["effect_s"] for key, o in out.items()},
+                        reference_s=out["wind"]["reference_s"], rounds=args.props_rounds,
+                        handler_ms={key: round(float(np.median(t)) * 1e3, 3) for key, t in alt.handler_s.items()},
+                        moved_m=moved, drivers_simple=alt.driver_simple, target_ratio=1.5)
+    finally:
+        alt.close()
 
 
 def _node_count(tree) -> int:

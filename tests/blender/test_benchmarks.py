@@ -25,10 +25,11 @@ SMOKE = {
                        "--veg-leaves", "2", "--veg-sides", "8", "--no-corpus", "--grid-side", "20", "--fc-rounds", "2",
                        "--fc-frames", "1", "--before", "HEAD", "--alternatives", "--push-blades", "50",
                        "--push-actors", "2", "--push-rounds", "1", "--push-frames", "1", "--props", "3",
-                       "--props-frames", "2", "--props-rounds", "1"],
+                       "--props-frames", "2", "--props-rounds", "1", "--props-alternatives"],
                       {("bench", "wind_bake_core"): 1, ("bench", "wind_bake_blender"): 1, ("bench", "wind_frame"): 1,
                        ("bench", "wind_frame_change"): 1, ("bench", "wind_frame_change_alternatives"): 1,
                        ("bench", "wind_push_frame_change"): 1, ("bench", "wind_props_per_frame"): 2,
+                       ("bench", "wind_props_alternatives"): 1,
                        ("bench", "wind_bake_vegetation"): 1,
                        ("bench", "wind_many_plants"): 2,
                        ("bench", "wind_terrain_follow"): 1}),
@@ -89,6 +90,9 @@ def test_benchmark_runs_at_its_smallest_size(script, tmp_path):
         alternatives = next(r for r in rows if r["bench"] == "wind_frame_change_alternatives")
         assert alternatives["handler_max_error_m"] < 1e-4
         assert all(alternatives[name][2] > 0 for name in ("handler", "shape_keys", "simple_deform", "armature"))
+        props = next(r for r in rows if r["bench"] == "wind_props_alternatives")  # every way moves its props
+        assert set(props["moved_m"]) == {"wind", "state_swing", "state_offset", "handler_rotation", "driver_rotation"}
+        assert all(m > 1e-4 for m in props["moved_m"].values()) and props["drivers_simple"], props
     if script == "bench_snow.py:parts":  # the numpy-held trail state equals the twin of every frame
         handler = next(r for r in rows if r["bench"] == "trails_handler_shot")
         assert handler["max_error_m"] < 1e-9 and handler["handler_numpy_ms"] > 0
