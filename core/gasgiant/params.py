@@ -327,9 +327,10 @@ def field_times(params: GasGiantParams) -> tuple[list[int], Callable[[int], tupl
 
 
 # --- time estimate and preview -----------------------------------------------------------------------------
-# Particle-steps per second per thread (painting included), measured here: 8M particles x 1000 iterations took
-# 256 s on 2 threads (issue #29). A busy machine is slower; the estimate says so.
-STEPS_PER_SECOND_PER_THREAD = 15.6e6
+# Particle-steps per second per thread (painting included), measured here: a whole bake of 8M particles x 300
+# iterations with the default settings took 46.7 s on 2 threads of a 2-core machine. A busy machine is slower; the
+# estimate says so.
+STEPS_PER_SECOND_PER_THREAD = 25.7e6
 
 
 def particle_steps(params: GasGiantParams) -> int:
