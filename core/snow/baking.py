@@ -21,6 +21,25 @@ from .files import check_disk_space, remove_stale_temp, write_exr
 from .stamp import StampParams, _segment_closest, _stamp_from_nearest, reach
 
 
+MAX_RIPPLE_STEPS = 256  # steps of the ripples' wave equation in one frame, at most
+
+
+def ripple_steps(buf: BufferParams, fps: float) -> int:
+    """Steps of the ripples' wave equation per frame that keep it stable (Courant number <= 0.6; the limit is
+    0.707): more the faster the ripples and the finer the texels. SnowError when that is more than
+    ``MAX_RIPPLE_STEPS``: a window of a few micrometres (a Whole Area window around one still actor of a tiny
+    radius and no snow) would take billions, a frame that never ends."""
+    if buf.ripple_speed <= 0:
+        return 1
+    steps = buf.ripple_speed * (1.0 / fps) / (0.6 * buf.texel)  # (1 / fps: a frame's time step)
+    if not steps <= MAX_RIPPLE_STEPS:
+        raise SnowError(f"The interaction buffer's texels are {buf.texel:.3g} wide (a window of {buf.size:.3g} over "
+                        f"{buf.resolution} texels): its ripples would take {steps:.3g} steps a frame (at most "
+                        f"{MAX_RIPPLE_STEPS}). Make the window larger (Whole Area: snow over more ground or actors "
+                        f"with a larger Snow Radius; Follow Pivot: Buffer Size) or lower the Resolution")
+    return max(1, int(math.ceil(steps)))
+
+
 @dataclass
 class BakeResult:
     frames: list                     # frame numbers written (or the final one)
@@ -188,9 +207,7 @@ class BufferStepper:
         self.nudge_gain = np.float32(omega / wobble_peak(buf.grass_damping))
         self.grass_keep = np.float32(np.clip(1.0 - buf.grass_recover * dt, 0.0, 1.0))
         self.keep = np.float32(stamp.keep)
-        # ripple substeps keep the wave equation stable (Courant number <= 0.6; the limit is 0.707)
-        self.substeps = (max(1, int(math.ceil(buf.ripple_speed * dt / (0.6 * self.texel))))
-                         if buf.ripple_speed > 0 else 1)
+        self.substeps = ripple_steps(buf, stamp.fps)
         self.c2 = np.float32((buf.ripple_speed * dt / self.substeps / self.texel) ** 2)
         self.wave_keep = np.float32(math.exp(-buf.ripple_damping * dt / self.substeps))
         self.fade = edge_fade_mask(res, buf.edge_fade) if buf.framing == "FOLLOW" else None
@@ -293,6 +310,7 @@ def bake_job(tracks: npt.ArrayLike, radius: npt.ArrayLike, depth: npt.ArrayLike,
     """
     stamp.validate()
     buf.validate()
+    ripple_steps(buf, stamp.fps)  # (before anything is written)
     tracks, radius, depth, unit_scale = _checked_tracks(tracks, radius, depth, buf, pivot_track, unit_scale)
     n_frames, n_actors = tracks.shape[:2]
     first, last = check_part(part, int(frame_start), n_frames, sequence)

@@ -143,8 +143,11 @@ def _build(scene: bpy.types.Scene) -> _Live:
         for on, mn in muted:
             bpy.data.objects[on].modifiers[mn].show_viewport = True
     buf, surface, occ_tris = buffer_window(scene, specs, tracks, radii)
-    live = core_snow.LiveBuffer(tracks, radii, depths, stamp_params(scene), buf, frame_start=s.frame_start,
-                                pivot_track=pivot_track, surface=surface, occluder_tris=occ_tris)
+    try:
+        live = core_snow.LiveBuffer(tracks, radii, depths, stamp_params(scene), buf, frame_start=s.frame_start,
+                                    pivot_track=pivot_track, surface=surface, occluder_tris=occ_tris)
+    except core_snow.SnowError as exc:  # the window the actors' paths and the settings make
+        raise SnowInputError(f"{exc} (live grass push steps this buffer)") from None
     return _Live(live, names, tracks, _signature(scene))
 
 

@@ -315,6 +315,9 @@ def test_follow_pivot_bake(envfx, tmp_path):
     (lambda s, tmp: setattr(s, "actors", None), "No actor collection"),
     # a frame change stops at Blender's last frame: the bake would repeat it
     (lambda s, tmp: setattr(s, "frame_end", 2_000_000), "goes beyond Blender's frames"),
+    # a follow window of a micrometre: its ripples would take millions of steps a frame
+    (lambda s, tmp: (setattr(s, "framing", "FOLLOW"), setattr(s, "pivot", bpy.data.objects["A"]),
+                     setattr(s, "buffer_size", 1e-6)), r"steps a frame \(at most 256\)\. Make the window larger"),
 ])
 def test_bake_bad_input(envfx, tmp_path, change, msg, capsys):
     scene, snow, actors = snow_scene(envfx, spacing=0.2)
@@ -326,6 +329,33 @@ def test_bake_bad_input(envfx, tmp_path, change, msg, capsys):
     with pytest.raises(RuntimeError, match=msg):
         api.ops.snow_bake_buffer()
     assert sorted(os.listdir(tmp_path)) == ["file.txt"]
+
+
+def test_a_tiny_still_actor_without_snow_is_refused_not_baked_for_ever(envfx, tmp_path, capsys):
+    """Whole Area framing with no snow spans the actors' paths and twice their radius around them: one actor standing
+    still with a Snow Radius of 1e-30 makes a window of 4e-30, whose ripples would take 2.8e29 steps a frame. The
+    bake says so and writes nothing; the live grass push says so once and stops, with no traceback."""
+    from importlib import import_module
+
+    scene = api.scene()
+    clear_scene()
+    actors = bpy.data.collections.new("Actors")
+    scene.collection.children.link(actors)
+    actor = sphere_object("A", 0.5, actors)
+    api.envfx(actor).snow.radius = 1e-30
+    s = api.envfx(scene).snow
+    s.actors, s.framing, s.buffer_resolution = actors, "AREA", 16
+    s.frame_start, s.frame_end, s.output_dir = 1, 3, str(tmp_path)
+    with pytest.raises(RuntimeError, match=r"a window of 4e-30 over 16 texels\): its ripples would take 2\.78e\+29 "
+                                           r"steps a frame \(at most 256\)\. Make the window larger \(Whole Area: "
+                                           r"snow over more ground or actors with a larger Snow Radius"):
+        api.ops.snow_bake_buffer()
+    assert os.listdir(tmp_path) == []
+    live_push = import_module(envfx.__name__ + ".operators.snow.live_push")
+    with pytest.raises(live_push.SnowInputError, match=r"Make the window larger .*\(live grass push steps this "
+                                                      r"buffer\)"):
+        live_push._build(scene)
+    assert scene.frame_current == 1 and "Traceback" not in capsys.readouterr().err
 
 
 # --- cover generation -------------------------------------------------------------------------------------

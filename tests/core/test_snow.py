@@ -4,6 +4,7 @@ import json
 import os
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -333,6 +334,34 @@ def test_a_bad_unit_scale_is_refused_before_anything_is_written(tmp_path, unit_s
     with pytest.raises(snow.SnowError, match="pass the scene's unit_settings.scale_length"):
         snow.bake(walk(3), [0.4], [0.1], snow.StampParams(), buf, out_dir=str(tmp_path), unit_scale=unit_scale)
     assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.parametrize("size, resolution", [(4e-30, 16), (1e-6, 512), (1.0, 8192)])
+def test_a_window_too_fine_for_the_ripples_is_refused_before_anything_is_written(tmp_path, size, resolution):
+    # a Whole Area window around one still actor of radius 1e-30 and no snow is 4e-30 wide: its ripples would take
+    # 2.8e29 steps a frame, a bake (or a live push) that never ends
+    buf = snow.BufferParams(resolution=resolution, size=size, origin=(0.0, 0.0))
+    steps = buf.ripple_speed / 24.0 / (0.6 * buf.texel)
+    with pytest.raises(snow.SnowError, match=re.escape(f"texels are {buf.texel:.3g} wide (a window of {size:.3g} "
+                                                       f"over {resolution} texels): its ripples would take "
+                                                       f"{steps:.3g} steps a frame (at most 256). Make the window "
+                                                       f"larger")):
+        snow.bake(walk(3), [0.4], [0.1], snow.StampParams(fps=24.0), buf, out_dir=str(tmp_path))
+    assert os.listdir(tmp_path) == []
+    with pytest.raises(snow.SnowError, match="Make the window larger"):
+        snow.LiveBuffer(walk(3), [0.4], [0.1], snow.StampParams(fps=24.0), buf)
+
+
+def test_ripple_steps_keep_the_wave_stable_up_to_their_limit():
+    from core.snow import baking
+
+    assert baking.ripple_steps(snow.BufferParams(resolution=8192, size=1e-6, ripple_speed=0.0), 24.0) == 1
+    fine = snow.BufferParams(resolution=4096, size=2.0)  # 0.49 mm texels: 143 steps
+    assert baking.ripple_steps(fine, 24.0) == math.ceil(1.0 / 24.0 / (0.6 * 2.0 / 4096)) == 143
+    size = 1.0 / 24.0 / (0.6 * baking.MAX_RIPPLE_STEPS) * 64  # exactly the limit at 64 texels
+    assert baking.ripple_steps(snow.BufferParams(resolution=64, size=size * 1.001), 24.0) == baking.MAX_RIPPLE_STEPS
+    with pytest.raises(snow.SnowError):
+        baking.ripple_steps(snow.BufferParams(resolution=64, size=size * 0.99), 24.0)
 
 
 def test_cancel_leaves_nothing(tmp_path):
