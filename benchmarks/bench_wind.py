@@ -1062,7 +1062,7 @@ class _PropsAlternatives:
 
     def build(self, like) -> dict:
         """key -> scene: ``state_swing``, ``state_offset``, ``handler_rotation``, ``driver_rotation``."""
-        bpy, np = self.bpy, self.np
+        bpy = self.bpy
         state_mesh = bpy.data.meshes.new("Props State")
         state_mesh.vertices.add(len(self.locations))
         for k in range(self.ROWS):

@@ -317,8 +317,8 @@ def template(job: Job) -> dict:
     else:
         per = "share of input files" if files else "bake"
         if job.parts:
-            per = (f"part of the frames (--part FIRST-LAST: each steps the simulation from the first frame and "
-                   f"writes only its own frames, so the parts run at once or in any order)")
+            per = ("part of the frames (--part FIRST-LAST: each steps the simulation from the first frame and "
+                   "writes only its own frames, so the parts run at once or in any order)")
         steps = [{"name": run,
                   "description": f"one task per {per}: blender -c envfx {job.command} on it, staged and moved into "
                                  f"place (a task can run again)",

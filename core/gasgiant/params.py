@@ -30,6 +30,7 @@ def item_chunks(threads: int) -> int:
     """Chunks in a work item of the move on ``threads`` threads."""
     return max(1, min(ITEM_CHUNKS, WAVE // (ITEMS_PER_THREAD * threads)))
 
+
 # bytes per particle: uv 8 + face 1 + colour 8 (uint16 RGBA)
 BYTES_PER_PARTICLE = 17
 

@@ -71,7 +71,8 @@ __all__ = (
     "PUFF_SIDEWAYS", "PuffParams", "puff_launch_bounds", "puff_step", "puff_radius", "actor_size", "BufferParams",
     "snap_origin", "edge_fade_mask", "wobble_peak", "HeightField", "rasterize_top", "sample_buffer", "engine_sampling",
     "engine_uv_offset", "BUFFER_FORMAT", "BUFFER_VERSION", "read_buffer_metadata", "buffer_metadata", "BakeResult",
-    "bake_job", "bake", "check_part", "BufferStepper", "live", "LiveBuffer", "CoverParams", "CoverMesh", "SnowCover", "triangle_normals", "up_facing", "grid_factor",
+    "bake_job", "bake", "check_part", "BufferStepper", "live", "LiveBuffer", "CoverParams", "CoverMesh", "SnowCover",
+    "triangle_normals", "up_facing", "grid_factor",
     "estimate_vertices", "value_noise", "sample_image", "generate_cover", "TRAIL_CELLS", "trail_cells",
     "by_trail_cells",
 )

@@ -895,8 +895,6 @@ def test_engine_includes_bend_the_exported_fbx_mesh_like_the_viewport(envfx, tmp
     envfx_bend.json is the pivot object's place in the same file."""
     import json
 
-    fbx = load_helper("fbx_reader", "tests", "blender", "fbx_reader.py")
-    run_shader = load_helper("bend_shader_numpy", "tests", "core", "bend_shader_numpy.py").run_shader
     scene = api.scene()
     scene.unit_settings.system = system
     scene.unit_settings.scale_length = scale_length

@@ -265,10 +265,10 @@ def test_the_bend_of_a_real_scene_equals_its_formula_and_names_the_coarse_terrai
     (trunk and leaves in two objects) standing on it and Sydney beside it, the player (the pivot) at the tree, bent
     with the scene's default settings in each mode: every object's evaluated vertices are core.bend's formula for
     its own transform, to 1 mm within 100 m of the player, and exported with Blender's FBX exporter the bend's
-    Unreal and Unity includes bend each object's file vertices as the viewport does; what is too coarse to follow the curve is named by Add
-    Bend (the terrain's 30 m cells; the oak, 52 m tall at this import's scale, with its 6 m leaf cards; not Sydney),
-    and with Subdivide Coarse Meshes nothing is, and the subdivided terrain bends by the formula. Remove Bend gives
-    every mesh back as it was."""
+    Unreal and Unity includes bend each object's file vertices as the viewport does; what is too coarse to follow
+    the curve is named by Add Bend (the terrain's 30 m cells; the oak, 52 m tall at this import's scale, with its 6 m
+    leaf cards; not Sydney), and with Subdivide Coarse Meshes nothing is, and the subdivided terrain bends by the
+    formula. Remove Bend gives every mesh back as it was."""
     _clear()
     terrain = _terrain_patch(helpers, corpus_content("terragen_terrain"))
     height = _ground_height(terrain)

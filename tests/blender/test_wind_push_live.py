@@ -6,7 +6,6 @@ a reopened file, a render in a fresh process and undo give the same, bad input c
 and switching push off leaves the scene as it was."""
 
 import importlib
-import json
 import os
 import subprocess
 import sys
@@ -373,7 +372,7 @@ def test_switching_push_off_leaves_the_scene_as_before(mods, live):
 
 def test_the_command_line_pushes_live_without_a_buffer(mods, live, tmp_path):
     scene, _walker = _walker_scene(resolution=32)
-    obj = _pushed_field(mods, scene, blades=20)
+    _pushed_field(mods, scene, blades=20)
     path = str(tmp_path / "walk.blend")
     bpy.ops.wm.save_as_mainfile(filepath=path)
     assert mods.cli.main(["wind", path, "--push-grass"]) == 0

@@ -149,7 +149,7 @@ def test_work_items_join_chunks_of_one_batch_and_move_as_chunk_by_chunk():
     for s in (joined, single):
         s.close()
     assert len(joined.waves) == 1 and len(joined.waves[0]) == 12  # batches of 100,000: 3 chunks and a short one
-    for wave, items in zip(joined.waves, joined.items, strict=True):
+    for items in joined.items:
         assert [s for _, s, _ in items] == [0, 100_000, 200_000]  # four chunks at most, one batch each
         assert [e for _, _, e in items] == [100_000, 200_000, 300_000]
         assert [b for b, _, _ in items] == [0, 1, 2]
