@@ -30,6 +30,10 @@ run() {
   # static types: pyright over the add-on and its tests against the Blender 4.2 and 5.0 API stubs (tools/types.sh);
   # each run is one test case of the summary, its findings printed
   t=0
+  # lint: ruff over the repository (tools/lint.sh), one test case of the summary, its findings printed
+  "$ROOT/tools/lint.sh" "$OUT/lint.xml" > "$OUT/lint.txt" 2>&1 || t=1
+  echo "=== lint (ruff)"
+  grep -vE '^(Installing|WARNING: Location)' "$OUT/lint.txt"
   for v in 4.2 5.0; do
     "$ROOT/tools/types.sh" "$v" "$OUT/types-$v.xml" > "$OUT/types-$v.txt" 2>&1 || t=1
     echo "=== types-$v (pyright, fake-bpy-module-$v)"
