@@ -964,7 +964,7 @@ def _props_frame_changes(bpy, np, ops, core, shapes, args):
                         extra_per_object_us=round((out["effect_s"] - out["reference_s"]) / len(plants) * 1e6, 2),
                         target_ratio=1.5)
         if args.props_alternatives and kind == "TREE":
-            _props_alternatives(bpy, np, ops, core, plants, ref, args)
+            _props_alternatives(bpy, np, core, plants, ref, args)
         bpy.data.scenes.remove(ref)
 
 
@@ -987,18 +987,12 @@ class _PropsAlternatives:
         self.handler_s: dict = {}  # key -> seconds of each of its handler's calls
         self.handlers: list = []
         self.scenes: dict = {}
+        self.driver_simple = False  # (build: whether the drivers are simple expressions, evaluated without Python)
 
     def _scene(self, name, like):
         import framebench
 
-        scene = framebench.new_scene(name, like)
-        props = []
-        for i, loc in enumerate(self.locations):
-            obj = self.bpy.data.objects.new(f"{name} {i}", self.mesh)
-            obj.location = loc
-            scene.collection.objects.link(obj)
-            props.append(obj)
-        return scene, props
+        return framebench.objects_scene(like, [self.mesh] * len(self.locations), name, self.locations)
 
     def _state_group(self, name, swing):
         """Object Info of the state, six Sample Index of its rows at the prop's index; ``swing``: the wind's
@@ -1062,7 +1056,7 @@ class _PropsAlternatives:
 
     def build(self, like) -> dict:
         """key -> scene: ``state_swing``, ``state_offset``, ``handler_rotation``, ``driver_rotation``."""
-        bpy = self.bpy
+        import bpy  # (typed: the checker follows the API here)
         state_mesh = bpy.data.meshes.new("Props State")
         state_mesh.vertices.add(len(self.locations))
         for k in range(self.ROWS):
@@ -1075,6 +1069,7 @@ class _PropsAlternatives:
             ident = {i.name: i.identifier for i in tree.interface.items_tree if i.in_out == "INPUT"}
             for i, obj in enumerate(props):
                 mod = obj.modifiers.new(key, "NODES")
+                assert isinstance(mod, bpy.types.NodesModifier)  # (the stubs type a new modifier as any Modifier)
                 mod.node_group = tree
                 mod[ident["Index"]], mod[ident["State"]] = i, state
             self._handler(key, scene, lambda sc, mesh=state_mesh: self._write_rows(sc, mesh))
@@ -1085,13 +1080,19 @@ class _PropsAlternatives:
         scene, props = self._scene("driver_rotation", like)
         for i, obj in enumerate(props):
             for axis in (0, 1):
-                curve = obj.driver_add("delta_rotation_euler", axis)
-                curve.driver.type = "SCRIPTED"
-                curve.driver.expression = (f"0.1*sin(frame*{self.freq[i, 0, axis] / 24:.5f}"
-                                           f"+{self.phase[i, 0, axis]:.4f})")
-        self.driver_simple = all(c.driver.is_simple_expression for c in props[0].animation_data.drivers)
+                driver = self._driver(obj.driver_add("delta_rotation_euler", axis))
+                driver.type = "SCRIPTED"
+                driver.expression = f"0.1*sin(frame*{self.freq[i, 0, axis] / 24:.5f}+{self.phase[i, 0, axis]:.4f})"
+        animation = props[0].animation_data
+        assert animation is not None  # (driver_add made it)
+        self.driver_simple = all(self._driver(c).is_simple_expression for c in animation.drivers)
         self.scenes["driver_rotation"] = scene
         return self.scenes
+
+    def _driver(self, curve):
+        """The driver of an F-curve of ``driver_add`` (one property index: one curve, typed as a list too)."""
+        assert isinstance(curve, self.bpy.types.FCurve) and curve.driver is not None
+        return curve.driver
 
     def _handler(self, key, scene, fn):
         times = self.handler_s.setdefault(key, [])
@@ -1128,7 +1129,7 @@ class _PropsAlternatives:
             self.bpy.data.scenes.remove(scene)
 
 
-def _props_alternatives(bpy, np, ops, core, plants, ref, args):
+def _props_alternatives(bpy, np, core, plants, ref, args):
     """The ``wind_props_alternatives`` line: the wind props ``plants`` and each ``_PropsAlternatives`` scene against
     the reference scene ``ref``, in interleaved rounds (framebench.interleaved)."""
     import framebench

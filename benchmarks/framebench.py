@@ -133,19 +133,28 @@ def ensure_depsgraph(scene):
         return bpy.context.evaluated_depsgraph_get()
 
 
-def reference_scene(like, meshes, name: str = "Reference", locations=None) -> bpy.types.Scene:
-    """A scene holding one object per mesh of ``meshes`` (the same mesh data as the effect's objects, or copies
-    of it), each with the reference modifier (``reference_group``), with ``like``'s frame range."""
+def objects_scene(like, meshes, name: str, locations=None) -> tuple[bpy.types.Scene, list[bpy.types.Object]]:
+    """A scene (``new_scene``) holding one object per mesh of ``meshes`` (the same mesh data as the effect's
+    objects, or copies of it), named ``name`` and its number, at ``locations`` when given; and those objects."""
     scene = new_scene(name, like)
-    tree = reference_group()
+    objects = []
     for i, mesh in enumerate(meshes):
         obj = bpy.data.objects.new(f"{name} {i}", mesh)
         if locations is not None:
             obj.location = locations[i]
+        scene.collection.objects.link(obj)
+        objects.append(obj)
+    return scene, objects
+
+
+def reference_scene(like, meshes, name: str = "Reference", locations=None) -> bpy.types.Scene:
+    """``objects_scene`` with the reference modifier (``reference_group``) on each object."""
+    scene, objects = objects_scene(like, meshes, name, locations)
+    tree = reference_group()
+    for obj in objects:
         mod = obj.modifiers.new("Reference", "NODES")
         assert isinstance(mod, bpy.types.NodesModifier)  # (the stubs type a new modifier as any Modifier)
         mod.node_group = tree
-        scene.collection.objects.link(obj)
     return scene
 
 

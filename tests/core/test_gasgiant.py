@@ -158,7 +158,7 @@ def test_work_items_join_chunks_of_one_batch_and_move_as_chunk_by_chunk():
     one_batch.close()
     assert [len(w) for w in one_batch.waves] == [16, 3]
     assert [[e - s for _, s, e in items] for items in one_batch.items] == [[4 * 32_768] * 4, [600_000 - 16 * 32_768]]
-    single.items = [[c for c in wave] for wave in single.waves]
+    single.items = [list(wave) for wave in single.waves]  # one chunk per call
     joined.step(params.iterations)
     single.step(params.iterations)
     np.testing.assert_array_equal(joined.image, single.image)
