@@ -14,6 +14,7 @@ from .shader_nodes import bend as bend_nodes
 from .shader_nodes import common
 from .shader_nodes import vat as vat_nodes
 from .shader_nodes import wind as wind_nodes
+from .shader_nodes import wind_rigid
 
 
 @persistent
@@ -372,6 +373,7 @@ READER_HANDLERS = (("depsgraph_update_post", on_bend_readers),)
 def on_wind_sync(scene, depsgraph=None):
     """depsgraph_update_post: a deleted or unlinked wind object (or terrain) lets go of the scene's wind group."""
     wind_nodes.keep_in_sync(scene, depsgraph)
+    wind_rigid.keep_in_sync(scene)
 
 
 @persistent
@@ -379,6 +381,7 @@ def on_wind_sync_frame(scene, *_args):
     """frame_change_pre: the same before the frame is evaluated (a script stepping frames fires no depsgraph
     update in background mode)."""
     wind_nodes.keep_in_sync_on_frame(scene)
+    wind_rigid.keep_in_sync(scene)
 
 
 WIND_HANDLERS = (("depsgraph_update_post", on_wind_sync), ("frame_change_pre", on_wind_sync_frame))

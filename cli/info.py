@@ -17,6 +17,7 @@ from ..core.features import FEATURES
 from ..operators import bend as bend_ops
 from ..operators import snow as snow_ops
 from ..operators import wind as wind_ops
+from ..shader_nodes import wind_rigid
 from . import batch
 
 
@@ -54,6 +55,7 @@ def scene_report(scene: bpy.types.Scene) -> dict[str, Any]:
         "wind": {
             "strength": round(w.strength, 6), "source_object": w.source_object.name if w.source_object else None,
             "objects": sorted(o.name for o in objects if wind_ops.wind_modifiers(o)),
+            "rigid": sorted(o.name for o in objects if wind_rigid.is_rigid(o)),
         },
         "snow": {
             "meshes": sorted(o.name for o in snow),
@@ -98,6 +100,6 @@ def _info_file(args, path: str):
         print(f"  bend: {b['mode']} {b['axis']}{'' if b['enabled'] else ' (off)'}, pivot {b['pivot']}, "
               f"strength {b['strength']:g}, spread {b['spread']:g}; {len(b['objects'])} object(s) bent")
         print(f"  wind: strength {w['strength']:g}, source {w['source_object']}; {len(w['objects'])} object(s) "
-              f"in the wind")
+              f"in the wind, {len(w['rigid'])} in rigid sway")
         print(f"  snow: {len(sn['meshes'])} mesh(es), {len(sn['trails'])} with trails, {len(sn['from_bake'])} "
               f"from a bake; actors {sn['actors']}")

@@ -54,6 +54,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
                    help="per-asset wind preset to set (default: none, the assets keep theirs)")
     p.add_argument("--add", action="store_true", help="also put the baked objects in the live wind")
     p.add_argument("--remove", action="store_true", help="only remove the live wind (no bake)")
+    p.add_argument("--rigid", action="store_true",
+                   help="put the objects in the wind as rigid props instead (no bake): Rigid Sway on, each sways whole "
+                   "by drivers on its delta rotation, any object type (default: every object of the scene that can)")
     p.add_argument("--export-engines", metavar="DIR",
                    help="after the bake: write each asset's live wind as shader code for Godot, Unity and Unreal and "
                    "envfx_wind.json into DIR (with several files: DIR/<file name>/), and the UV maps the shaders "
@@ -132,17 +135,25 @@ def apply_push(args: argparse.Namespace, scene: bpy.types.Scene, path: str) -> s
 def run(args: argparse.Namespace) -> int:
     args.output = batch.check_blends(args.blend, args.output)
     batch.check_names(args, "objects", "collection")
-    if args.remove:
-        given = {name: getattr(args, name) for name in ("add", "preset", "ao_samples", "leaf_size", "layout",
-                                                       "custom", "height_uv")}
+    if args.remove or args.rigid:
+        given = {name: getattr(args, name) for name in ("add", "ao_samples", "leaf_size", "layout", "custom",
+                                                       "height_uv")}
         given["add"] = given["add"] or None  # a store_true flag is False when not given
         given["export_engines"] = args.export_engines
         given.update({name: getattr(args, name) for name in PUSH_OPTIONS})
+        if args.remove:
+            given["preset"] = args.preset
+            given["rigid"] = args.rigid or None
+        else:
+            given["each"] = args.each or None
         ignored = [(f"--no-{name.replace('_', '-')}" if value is False else f"--{name.replace('_', '-')}")
                    for name, value in given.items() if value is not None]  # (--ao-samples 0 is given too)
-        if ignored:
+        if ignored and args.remove:
             raise CliError(f"--remove only removes the live wind (no bake): drop {', '.join(ignored)}, or run the "
                            f"bake without --remove")
+        if ignored:
+            raise CliError(f"--rigid puts objects in the wind as rigid props, with no bake: drop "
+                           f"{', '.join(ignored)}, or run the bake without --rigid")
     if args.ao_samples is not None and not 0 <= args.ao_samples <= core_wind.MAX_AO_SAMPLES:
         raise CliError(f"--ao-samples {args.ao_samples}: use 0 (no AO) to {core_wind.MAX_AO_SAMPLES}")
     if args.leaf_size is not None and not 0.0 < args.leaf_size < 1.0:
@@ -179,13 +190,28 @@ def _wind_file(args, path: str, custom, export_engines=None):
             raise CliError(str(exc)) from None
     elif args.objects is not None:
         assets = [batch.resolve_objects(scene, args.objects)]
+    elif args.rigid:  # any object type sways whole; cameras and lights of the shot are not props
+        assets = [[o for o in scene.objects if o.type not in ("CAMERA", "LIGHT", "LIGHT_PROBE", "SPEAKER")
+                   and not (o.field is not None and o.field.type != "NONE")]]
+        if not assets[0]:
+            raise CliError(f"Scene {scene.name!r} has no objects to sway")
     else:
         meshes = [o for o in scene.objects if o.type == "MESH"]
         if not meshes:
             raise CliError(f"Scene {scene.name!r} has no mesh objects to bake")
         assets = [[o] for o in meshes] if args.each else [meshes]
     try:
-        if args.remove:
+        if args.rigid:
+            objects = [o for a in assets for o in a]
+            if args.preset:
+                wind_ops.apply_preset(objects, args.preset)
+            for obj in objects:
+                bridge.envfx_settings(obj).wind.rigid = True
+            result = wind_ops.add_wind(scene, objects)
+            batch.print_warnings("wind", path, result)
+            print(f"envfx wind: {path}: {len(result.changed)} object(s) sway whole (rigid), "
+                  f"{len(result.unchanged)} already did")
+        elif args.remove:
             result = wind_ops.remove_wind([o for a in assets for o in a])
             batch.print_warnings("wind", path, result)
             done = f"envfx wind: {path}: removed the wind from {len(result.changed)} object(s)"

@@ -648,20 +648,27 @@ def shader_source(engine: str, asset: core_live.AssetWind, unit_scale: float = 1
 
 def export_files(folder: str, assets: Mapping[str, core_live.AssetWind], scene: core_live.SceneWind,
                  unit_scale: float = 1.0, source: str = "", uv_maps: Mapping[str, Iterable[str]] | None = None,
-                 push: PushBake | None = None) -> list:
+                 push: PushBake | None = None,
+                 rigid: Mapping[str, tuple[core_live.AssetWind, str]] | None = None) -> list:
     """Write, per asset (``{name: AssetWind}``) and engine, the wind include, and ``envfx_wind.json`` (the scene's
     wind as each engine's uniforms, each asset's settings and files, and where its channels arrive: the glTF
     TEXCOORD set and the Godot vertex input; the grass push's buffer, ``push_meta``) into ``folder``; ``uv_maps``:
-    {asset name: its mesh's UV map names in order} (default: the channels alone). A failure leaves the folder as it
-    was. Returns the paths written."""
+    {asset name: its mesh's UV map names in order} (default: the channels alone). ``rigid``: {prop name: (its
+    AssetWind, its Euler rotation order)} of props in rigid sway, each with its rigid-sway include
+    (``core.wind_rigid_engines``) and an entry marked ``"rigid": true``. A failure leaves the folder as it was.
+    Returns the paths written."""
+    from . import wind_rigid_engines  # (it imports this module)
+
     texts, entries = {}, {}
     uv_maps = uv_maps or {}
-    for stem, (name, asset) in zip(unique_stems(list(assets)), assets.items()):
+    rigid = rigid or {}
+    stems = dict(zip(list(assets) + list(rigid), unique_stems(list(assets) + list(rigid))))
+    for name, asset in assets.items():
         files = {}
         order = uv_order(uv_maps.get(name, ()))
         for engine in ENGINES:
             base, ext = os.path.splitext(INCLUDE[engine])
-            file_name = f"{base}_{stem}{ext}"
+            file_name = f"{base}_{stems[name]}{ext}"
             texts[file_name] = shader_source(engine, asset, unit_scale, f"{source}, {name}" if source else name,
                                              order)
             files[engine] = file_name
@@ -673,6 +680,18 @@ def export_files(folder: str, assets: Mapping[str, core_live.AssetWind], scene: 
                                           "godot": godot[n]} for n, _parts in CHANNELS}}
         if asset.category == "GRASS":  # the include's variants that read the grass push's buffer
             entries[name]["push_functions"] = dict(PUSH_FUNCTIONS)
+    for name, (asset, rotation_order) in rigid.items():
+        files = {}
+        for engine in ENGINES:
+            base, ext = os.path.splitext(wind_rigid_engines.INCLUDE[engine])
+            file_name = f"{base}_{stems[name]}{ext}"
+            texts[file_name] = wind_rigid_engines.shader_source(
+                engine, asset, rotation_order, unit_scale, f"{source}, {name}" if source else name)
+            files[engine] = file_name
+        entries[name] = {"files": files, "rigid": True, "functions": dict(wind_rigid_engines.FUNCTIONS),
+                         "category": asset.category, "rigidity": asset.rigidity, "bend": asset.bend,
+                         "sway": asset.sway, "ramp": asset.ramp, "main_bend": asset.main_bend,
+                         "rotation_order": rotation_order}
     meta = {"format": "envfx-wind-engines", "version": 1, "source": source, "live": LIVE_VERSION,
             "unit_scale": float(unit_scale),
             "scene": {e: scene_uniforms(scene, e, unit_scale) for e in ENGINES},

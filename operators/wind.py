@@ -20,6 +20,7 @@ from ..core import wind_hierarchy
 from ..shader_nodes import bend as bend_nodes
 from ..shader_nodes import common as nodes_common
 from ..shader_nodes import wind as wind_nodes
+from ..shader_nodes import wind_rigid
 from ..shader_nodes.snow import buffer as snow_buffer_nodes
 from . import snow as snow_ops
 from . import wind_armature
@@ -458,18 +459,35 @@ def _linked_mesh_reason(obj) -> str | None:
             f"Data)")
 
 
+def _rigid_reason(obj) -> str | None:
+    return linked_reason(obj) or wind_rigid.foreign_rotation_reason(obj)
+
+
 def add_wind(scene: bpy.types.Scene, objects: Iterable[bpy.types.Object]) -> WindResult:
     """Put the live wind on ``objects`` (objects already in this scene's wind are left alone; an object in the
-    wind of another scene of the file, linked into both, follows this scene's wind from now on). Objects that are
-    not meshes are skipped, with why: they cannot hold wind data, so they would never move. Nothing is changed
-    when one of the meshes it would change is in Edit Mode (``WindInputError``)."""
+    wind of another scene of the file, linked into both, follows this scene's wind from now on). Objects with
+    Rigid Sway on (``object.envfx.wind.rigid``) sway whole, by drivers (``shader_nodes.wind_rigid``); the others
+    get the wind's modifier, and those that are not meshes are skipped, with why: they cannot hold wind data, so
+    they would never move. An object in the wind the other way switches. Nothing is changed when one of the
+    meshes it would change is in Edit Mode (``WindInputError``)."""
     check_source(scene)
     result = WindResult()
-    candidates = changeable(objects, result,
+    objects = list(dict.fromkeys(objects))
+    rigid_ones = [o for o in objects if bridge.envfx_settings(o).wind.rigid]
+    rigid = changeable(rigid_ones, result, _rigid_reason)
+    candidates = changeable([o for o in objects if not bridge.envfx_settings(o).wind.rigid], result,
                             lambda o: no_modifier_reason(o) or _not_mesh_reason(o) or _linked_mesh_reason(o))
-    refuse_edit_mode(candidates, WindInputError)
-    if not candidates:
+    refuse_edit_mode(candidates + [o for o in rigid if wind_modifiers(o)], WindInputError)
+    if not candidates and not rigid:
         raise WindInputError(f"Nothing to put in wind: {result.skipped_text() or 'select objects'}")
+    if rigid:
+        _add_rigid(scene, rigid, result)
+    if not candidates:
+        return result
+    for obj in candidates:  # (switching from rigid sway: its drivers go first)
+        if wind_rigid.is_rigid(obj):
+            wind_rigid.remove_prop(obj)
+    wind_rigid.release_unused_clocks()
     tree = wind_nodes.ensure_wind(scene)
     for obj in candidates:
         joined = join_scene_group(result, obj, wind_modifiers(obj), tree,
@@ -494,8 +512,27 @@ def add_wind(scene: bpy.types.Scene, objects: Iterable[bpy.types.Object]) -> Win
         result.warnings.append(
             f"{in_wind} separate objects are in this scene's wind: each pays the wind's work per object at every "
             f"frame, whatever its size (about half a millisecond or more each: playback may be slow). Grass sways "
-            f"blade by blade in one object: join grass clumps into a few fields and bake them again to play faster")
+            f"blade by blade in one object: join grass clumps into a few fields and bake them again to play faster; "
+            f"small props can sway whole for far less (Rigid Sway in the object's wind settings)")
     return result
+
+
+def _add_rigid(scene: bpy.types.Scene, objects: Sequence[bpy.types.Object], result: WindResult) -> None:
+    """Rigid sway on ``objects`` (checked by ``_rigid_reason``): a modifier of the wind they had goes (and their
+    meshes' live data, unless another object in the wind shares it); a prop already swaying is refreshed (where
+    it stands, its settings) and follows ``scene``'s wind."""
+    switching = [o for o in objects if wind_modifiers(o)]
+    if switching:
+        remove_wind(switching)
+    clock = wind_rigid.ensure_clock(scene)
+    for obj in objects:
+        was = wind_rigid.prop_clock(obj)
+        wind_rigid.add_prop(clock, obj)
+        if was != clock or obj in switching:
+            result.changed.append(obj.name)
+        else:
+            result.unchanged.append(obj.name)
+    wind_rigid.release_unused_clocks()
 
 
 def remove_wind(objects: Sequence[bpy.types.Object]) -> WindResult:
@@ -507,8 +544,15 @@ def remove_wind(objects: Sequence[bpy.types.Object]) -> WindResult:
     groups: set[bpy.types.NodeTree | None] = set()
     # the meshes of the objects taken out, by pointer: their live data goes unless still in the wind
     left: dict[int, bpy.types.Mesh] = {}
+    rigid = False
     for obj in changeable(objects, result):
         mods = wind_modifiers(obj)
+        if wind_rigid.is_rigid(obj):
+            wind_rigid.remove_prop(obj)
+            rigid = True
+            if not mods:
+                result.changed.append(obj.name)
+                continue
         if not mods:
             result.unchanged.append(obj.name)
             continue
@@ -531,6 +575,8 @@ def remove_wind(objects: Sequence[bpy.types.Object]) -> WindResult:
             wind_nodes.remove_live_attributes(mesh)
     for tree in groups:
         nodes_common.release_if_unused(tree, wind_nodes.KIND)
+    if rigid:
+        wind_rigid.release_unused_clocks()
     return result
 
 

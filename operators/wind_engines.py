@@ -19,6 +19,7 @@ from ..core import snow as core_snow
 from ..core import wind as core_wind
 from ..core import wind_engines
 from ..shader_nodes import wind as wind_nodes
+from ..shader_nodes import wind_rigid
 from . import bend as bend_ops
 from .common import (PATH_OPTIONS, ObjectsResult, PicksFolder, edit_mode_text, in_edit_mode, mesh_of, output_folder,
                      report_result)
@@ -114,22 +115,27 @@ def push_bake(scene: bpy.types.Scene) -> wind_engines.PushBake | None:
 def export_engines(scene: bpy.types.Scene, objects: Iterable[bpy.types.Object], folder: str
                    ) -> tuple[list[str], ObjectsResult]:
     """Export the wind assets among ``objects`` for game engines into ``folder``: their UV channels onto their
-    meshes, one include per asset and engine, ``envfx_wind.json``. Returns (paths written, ObjectsResult: the
+    meshes, one include per asset and engine, ``envfx_wind.json``; props in rigid sway get their rigid-sway
+    include (no channels). Returns (paths written, ObjectsResult: the
     assets changed and the objects skipped with why). Raises WindEngineError, with nothing changed, for a blank or
     unwritable folder, no wind asset among ``objects``, or a mesh in Edit Mode."""
     path = output_folder(folder, "The folder", "No folder: choose the folder the engine files are written to",
                          WindEngineError)
     result = ObjectsResult()
-    assets = []
+    assets, rigid = [], []
     for obj in objects:
+        if wind_rigid.is_rigid(obj):  # a prop in rigid sway: its include needs no channels
+            rigid.append(obj)
+            continue
         why = _skip_reason(obj)
         if why:
             result.skipped[obj.name] = why
         else:
             assets.append(obj)
-    if not assets:
+    if not assets and not rigid:
         why = f" ({result.skipped_text()})" if result.skipped else ""
-        raise WindEngineError(f"No wind asset to export{why}: bake wind data on the selected meshes first")
+        raise WindEngineError(f"No wind asset to export{why}: bake wind data on the selected meshes first, or put "
+                              f"props in the wind with Rigid Sway")
     names = in_edit_mode(assets)
     if names:
         raise WindEngineError(edit_mode_text(names))
@@ -140,13 +146,15 @@ def export_engines(scene: bpy.types.Scene, objects: Iterable[bpy.types.Object], 
         paths = wind_engines.export_files(path, params, wind_nodes.params_from_scene(scene),
                                           bend_ops.unit_scale(scene), source,
                                           {obj.name: [uv.name for uv in mesh_of(obj).uv_layers] for obj in assets},
-                                          push)
+                                          push, {obj.name: (wind_nodes.asset_params(obj), obj.rotation_mode)
+                                                 for obj in rigid})
     except OSError as exc:
         raise WindEngineError(f"Cannot write the engine files into {path!r} ({exc.strerror or exc}): choose a "
                               f"writable folder") from None
     for obj in assets:
         write_channels(obj)
         result.changed.append(obj.name)
+    result.changed += [obj.name for obj in rigid]
     return paths, result
 
 

@@ -5,6 +5,7 @@ import bpy
 from .. import bridge
 from ..operators.snow import live_push
 from ..shader_nodes import wind as wind_nodes
+from ..shader_nodes import wind_rigid
 from .main import EnvFXSubPanel, draw_status, group_status
 
 
@@ -13,6 +14,20 @@ def status(scene: bpy.types.Scene, obj: bpy.types.Object | None) -> list[tuple[s
     return group_status(scene, obj, wind_nodes.group_for(scene), wind_nodes.is_wind_group,
                         "Nothing in the wind in this scene yet", "Moves {n} object(s) of this scene (group {group})",
                         "wind", "Add Wind to give it this scene's")
+
+
+def rigid_status(obj: bpy.types.Object) -> list[tuple[str, bool]]:
+    """(text, is_alert) lines: whether the object sways whole, and when Add Wind would switch it."""
+    rigid, wanted = wind_rigid.is_rigid(obj), bridge.envfx_settings(obj).wind.rigid
+    in_modifier = any(isinstance(m, bpy.types.NodesModifier) and wind_nodes.is_wind_group(m.node_group)
+                      for m in obj.modifiers)
+    if rigid and wanted:
+        return [("Sways whole (drivers on its delta rotation)", False)]
+    if wanted and in_modifier:
+        return [("In the wind by its modifier: Add Wind switches it to rigid sway", True)]
+    if rigid:
+        return [("Sways whole: Add Wind switches it to the wind's modifier", True)]
+    return []
 
 
 class VIEW3D_PT_envfx_wind(EnvFXSubPanel, bpy.types.Panel):
@@ -89,9 +104,16 @@ class VIEW3D_PT_envfx_wind(EnvFXSubPanel, bpy.types.Panel):
             box = layout.box()
             box.label(text=obj.name, icon="OUTLINER_OB_MESH")
             box.operator_menu_enum("envfx.wind_preset", "preset", text="Preset")
+            box.prop(w, "rigid")
+            for text, alert in rigid_status(obj):
+                row = box.row()
+                row.alert = alert
+                row.label(text=text, icon="ERROR" if alert else "INFO")
             for name in ("category", "rigidity", "bend", "sway", "lift", "micro", "ramp", "main_bend",
                          "asset_height"):
-                box.prop(w, name)
+                row = box.row()
+                row.active = not (w.rigid and name in ("lift", "micro", "asset_height"))  # (no rigid form)
+                row.prop(w, name)
 
 
 classes = (VIEW3D_PT_envfx_wind,)

@@ -7,6 +7,7 @@ from bpy.props import (
     BoolProperty,
     EnumProperty,
     FloatProperty,
+    FloatVectorProperty,
     IntProperty,
     PointerProperty,
 )
@@ -14,17 +15,20 @@ from bpy.types import PropertyGroup
 
 from ..core import wind as core_wind
 from ..shader_nodes import wind as wind_nodes
+from ..shader_nodes import wind_rigid
 from .common import OVERRIDABLE, _numbers_checked
 
 
 @_numbers_checked
 def _wind_scene_changed(self, context):
     wind_nodes.sync(self.id_data)  # a scene with nothing in the wind has no group to change
+    wind_rigid.keep_in_sync(self.id_data)  # (its wind object)
 
 
 @_numbers_checked
 def _wind_object_changed(self, context):
     wind_nodes.sync_object(self.id_data)
+    wind_rigid.sync_prop(self.id_data)
 
 
 def _poll_wind_field(self, obj):
@@ -201,3 +205,18 @@ class EnvFXObjectWindSettings(PropertyGroup):
     asset_height: FloatProperty(name="Asset Height", description="Height of the asset, set by the wind-data bake "
                                 "(scales every motion)", default=1.0, min=0.0, subtype="DISTANCE",
                                 update=_wind_object_changed, override=OVERRIDABLE)
+    rigid: BoolProperty(
+        name="Rigid Sway",
+        description="Sway the whole object about its origin (drivers on its delta rotation X and Y, no modifier): "
+        "for many small props, whose wind then costs a level far less per frame. No bend, branch or leaf motion; "
+        "any object type; needs no wind-data bake. Add Wind puts the object in the wind this way (and switches an "
+        "object already in the wind)",
+        default=False, override=OVERRIDABLE)
+    # (rigid sway's record, set by Add Wind: the world XY the prop stood at, its delta rotation before, and for a
+    # prop under a turned parent the matrix that takes a world turn to its delta rotation's axes)
+    rigid_origin: FloatVectorProperty(size=2, default=(0.0, 0.0), options={"HIDDEN"}, override=OVERRIDABLE)
+    rigid_base: FloatVectorProperty(size=3, default=(0.0, 0.0, 0.0), subtype="EULER", options={"HIDDEN"},
+                                    override=OVERRIDABLE)
+    rigid_framed: BoolProperty(default=False, options={"HIDDEN"}, override=OVERRIDABLE)
+    rigid_frame: FloatVectorProperty(size=9, default=(1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0),
+                                     options={"HIDDEN"}, override=OVERRIDABLE)

@@ -464,6 +464,18 @@ def straighten_drivers() -> int:
     return count
 
 
+def action_fcurves(id_data) -> list:
+    """The F-curves of ``id_data``'s action (none without one): the action's own on 4.2, its layers' channel bags
+    on 5.0 (where an action has no F-curves of its own)."""
+    action = id_data.animation_data.action if id_data.animation_data else None
+    if action is None:
+        return []
+    if hasattr(action, "fcurves") and bpy.app.version < (5, 0, 0):
+        return list(action.fcurves)
+    return [fc for layer in action.layers for strip in layer.strips for bag in strip.channelbags
+            for fc in bag.fcurves]
+
+
 def new_variable(fcurve, name: str, var_type: str):
     """Make ``fcurve`` a plain driver (no Python, so it also works with auto-run scripts disabled) with one
     fresh variable, which is returned for its targets to be set; the F-curve passes the value through unchanged

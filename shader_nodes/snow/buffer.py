@@ -7,7 +7,6 @@ from typing import cast
 
 import bpy
 
-from ... import bridge
 from .. import common
 from .base import GROUND_KEEP, SnowBuilder
 
@@ -141,7 +140,7 @@ def _ensure_bake_group(image, meta, name, kind, version, build, is_kind, values=
             for f in frames:
                 sock.default_value = float(f["origin"][k])
                 sock.keyframe_insert("default_value", frame=f["frame"])
-            for fc in _fcurves(tree):
+            for fc in common.action_fcurves(tree):
                 for kp in fc.keyframe_points:
                     kp.interpolation = "CONSTANT"
     return tree
@@ -155,13 +154,3 @@ def _image_socket(tree: bpy.types.NodeTree) -> bpy.types.NodeSocketImage:
 def _value_socket(tree: bpy.types.NodeTree, label: str) -> bpy.types.NodeSocketFloat:
     """The output of a bake group's Value node ``label``."""
     return cast(bpy.types.NodeSocketFloat, tree.nodes[label].outputs[0])
-
-
-def _fcurves(id_data):
-    action = id_data.animation_data.action if id_data.animation_data else None
-    if action is None:
-        return []
-    if hasattr(action, "fcurves") and not bridge.BLENDER_5:
-        return list(action.fcurves)
-    return [fc for layer in action.layers for strip in layer.strips for bag in strip.channelbags
-            for fc in bag.fcurves]

@@ -226,6 +226,9 @@ def test_bend_apply_bakes_into_the_mesh_in_place(envfx, scene_file):
         (["snow", "{scene}", "--generate", "--objects", ""], "--objects is empty: give comma-separated object names"),
         # options that would be ignored are refused
         (["wind", "{scene}", "--remove", "--add"], "--remove only removes the live wind (no bake): drop --add"),
+        (["wind", "{scene}", "--remove", "--rigid"], "--remove only removes the live wind (no bake): drop --rigid"),
+        (["wind", "{scene}", "--rigid", "--ao-samples", "4", "--each"],
+         "--rigid puts objects in the wind as rigid props, with no bake: drop --ao-samples, --each"),
         (["wind", "{scene}", "--remove", "--no-height-uv"], "--remove only removes the live wind (no bake): drop "
          "--no-height-uv"),
         (["wind", "{scene}", "--custom", "LEAF,LEAF_PHASE,BRANCH,AO"], "add --layout CUSTOM, or drop --custom"),
@@ -606,6 +609,32 @@ def test_remove_with_nothing_to_remove_does_not_rewrite_the_file(envfx, scene_fi
 
 
 # --- batches ----------------------------------------------------------------------------------------------
+
+def test_wind_rigid_sways_the_objects_whole_and_refuses_what_cannot(envfx, scene_file, tmp_path, capsys):
+    """--rigid: Rigid Sway on and the objects in the wind by drivers, saved; an object that cannot (a quaternion
+    rotation) is named and the file left as it was."""
+    out = str(tmp_path / "rigid.blend")
+    assert envfx.cli.main(["wind", scene_file, "--rigid", "--objects", "Cube", "--preset", "BUSH", "-o", out]) == 0
+    assert "1 object(s) sway whole (rigid)" in capsys.readouterr().out
+    assert envfx.cli.main(["info", out, "--json"]) == 0
+    report = json.loads(capsys.readouterr().out.splitlines()[0])
+    assert report["wind"]["rigid"] == ["Cube"] and report["wind"]["objects"] == []
+    bpy.ops.wm.open_mainfile(filepath=out)
+    cube = bpy.data.objects["Cube"]
+    assert api.envfx(cube).wind.rigid and api.envfx(cube).wind.category == "PLANT" and not cube.modifiers
+    assert envfx.shader_nodes.wind_rigid.is_rigid(cube)
+    api.scene().frame_set(12)
+    assert abs(cube.delta_rotation_euler[0]) + abs(cube.delta_rotation_euler[1]) > 1e-4
+    bpy.ops.wm.open_mainfile(filepath=scene_file)
+    bpy.data.objects["Cube"].rotation_mode = "QUATERNION"
+    bpy.ops.wm.save_as_mainfile(filepath=scene_file)
+    with open(scene_file, "rb") as fh:
+        before = fh.read()
+    assert envfx.cli.main(["wind", scene_file, "--rigid", "--objects", "Cube"]) == 2
+    assert "Cube (its rotation mode is Quaternion" in capsys.readouterr().err
+    with open(scene_file, "rb") as fh:
+        assert not envfx.core.blendfile.differences(fh.read(), before)
+
 
 def test_wind_batch_names_the_bad_file_and_does_the_others(envfx, scene_file, tmp_path, capsys):
     first, last = tree_file(envfx, tmp_path / "a.blend"), tree_file(envfx, tmp_path / "c.blend")
