@@ -46,8 +46,9 @@
    with the reference modifier of ``framebench`` (a bare time-dependent Set Position), by frame changes: median ratio
    over ``--props-rounds`` and its spread, the wind's extra time per object and the nodes of its group
    (``group_nodes``, nested groups counted by their nodes; a part switched off is not evaluated). Target: at most
-   1.5x.
-   ``--props-only``: that line alone. ``--props-alternatives``: a second line (``wind_props_alternatives``) times,
+   1.5x. In the same rounds, ``wind_props_rigid_per_frame``: the same props in rigid sway (Rigid Sway on, Add Wind:
+   drivers on each prop's delta rotation, a clock of the scene's wind; ``add_wind_s`` what Add Wind took).
+   ``--props-only``: those lines alone. ``--props-alternatives``: a second line (``wind_props_alternatives``) times,
    on the same bush props in the same rounds against the same reference, what else could move a level of props
    per frame (``_PropsAlternatives``): the wind; a lean group that leaves each prop's per-object part to one numpy
    frame handler for all props (their rows written into one shared state mesh, each prop reading its six rows by
@@ -956,16 +957,47 @@ def _props_frame_changes(bpy, np, ops, core, shapes, args):
         plants = _plants(bpy, scene, ops, kind, shape, args.props)
         ref = framebench.reference_scene(scene, [plants[0].data] * len(plants),
                                          locations=[tuple(p.location) for p in plants])
-        out = framebench.summary(framebench.frame_change(scene, ref, range(1, args.props_frames + 2),
-                                                         args.props_rounds))
+        rigid, setup_s = _rigid_props(bpy, ops, scene, plants)
+        runs = framebench.interleaved({"wind": scene, "rigid": rigid}, ref, range(1, args.props_frames + 2),
+                                      args.props_rounds)
+        out = framebench.summary(runs["wind"])
         framebench.emit(bench="wind_props_per_frame", kind=kind, asset=name, objects=len(plants),
                         vertices_each=len(plants[0].data.vertices),
                         group_nodes=_node_count(ops.wind_modifiers(plants[0])[0].node_group), **out,
                         extra_per_object_us=round((out["effect_s"] - out["reference_s"]) / len(plants) * 1e6, 2),
                         target_ratio=1.5)
+        out = framebench.summary(runs["rigid"])
+        framebench.emit(bench="wind_props_rigid_per_frame", kind=kind, asset=name, objects=len(plants),
+                        vertices_each=len(plants[0].data.vertices), **out, add_wind_s=round(setup_s, 3),
+                        extra_per_object_us=round((out["effect_s"] - out["reference_s"]) / len(plants) * 1e6, 2),
+                        target_ratio=1.5)
+        bpy.data.scenes.remove(rigid)
         if args.props_alternatives and kind == "TREE":
             _props_alternatives(bpy, np, core, plants, ref, args)
         bpy.data.scenes.remove(ref)
+
+
+def _rigid_props(bpy, ops, like, plants):
+    """A scene of the same props (linked copies of the same mesh at the same places, the same wind settings) in
+    rigid sway, set up as a user does (Rigid Sway on, then Add Wind on all of them); and the seconds Add Wind
+    took."""
+    import framebench
+
+    scene, props = framebench.objects_scene(like, [plants[0].data] * len(plants), "Rigid",
+                                            [tuple(p.location) for p in plants])
+    scene_wind, settings = ops.bridge.envfx_settings(scene).wind, ops.bridge.envfx_settings(plants[0]).wind
+    for key in ("direction", "strength", "gust_strength", "gust_frequency", "loop_frames"):
+        setattr(scene_wind, key, getattr(ops.bridge.envfx_settings(like).wind, key))
+    for obj in props:
+        wind = ops.bridge.envfx_settings(obj).wind
+        for key in ("category", "rigidity", "bend", "sway", "ramp", "main_bend"):
+            setattr(wind, key, getattr(settings, key))
+        wind.rigid = True
+    t0 = time.perf_counter()
+    result = ops.add_wind(scene, props)
+    setup_s = time.perf_counter() - t0
+    assert len(result.changed) == len(props), result.skipped
+    return scene, setup_s
 
 
 class _PropsAlternatives:

@@ -378,6 +378,13 @@ class Worker:
         bent = [ground, plant] + ([player] if rng.random() < 0.5 else [])
         # (operator, the objects it is called on; None: every object of the scene)
         plan: list[tuple[str, list | None]] = [("bend_add", bent), ("wind_bake_data", [plant]), ("wind_add", [plant])]
+        if rng.random() < 0.5:  # a small prop swaying whole (rigid sway: drivers on its delta rotation)
+            lamp = self.obj("Lamp", self.mesh("Lamp", "card"), scene.collection)
+            lamp.location, lamp.scale, lamp.rotation_euler = (-1, 1, 0), (0.3, 0.3, 1), (0, 0, 0.5)
+            lamp.envfx.wind.rigid = True  # pyright: ignore[reportAttributeAccessIssue] -- registered at run time
+            plan.append(("wind_add", [lamp]))
+            if rng.random() < 0.5:
+                bent.append(lamp)
         rng.shuffle(plan)
         # snow first or last, its trails right after it (on every object: the snow cover is the one they take)
         plan.insert(rng.choice([0, len(plan)]), ("snow_generate", [ground]))
@@ -509,7 +516,7 @@ class Worker:
         bpy, rng = self.bpy, self.rng
         scene = bpy.context.scene
         choice = rng.choice(["delete_pivot", "delete_actors", "edit_mode", "full_copy", "damage_outputs",
-                             "delete_random"])
+                             "delete_random", "delete_clock"])
         emit(event="edit", what=choice)
         try:
             if choice == "delete_pivot" and scene.envfx.bend.pivot is not None:
@@ -518,6 +525,9 @@ class Worker:
                 bpy.data.collections.remove(scene.envfx.snow.actors)
             elif choice == "delete_random" and scene.objects:
                 bpy.data.objects.remove(rng.choice(list(scene.objects)))
+            elif choice == "delete_clock":  # rigid sway's hidden clock (shader_nodes/wind_rigid.py)
+                for tree in [t for t in bpy.data.node_groups if t.get("envfx_kind") == "wind_clock"]:
+                    bpy.data.node_groups.remove(tree)
             elif choice == "edit_mode":
                 meshes = [o for o in scene.objects if o.type == "MESH" and o.name in bpy.context.view_layer.objects]
                 if meshes:
@@ -542,6 +552,7 @@ class Worker:
         path = os.path.join(self.out, "cli.blend")
         bpy.ops.wm.save_as_mainfile(filepath=path, copy=True)
         cmd = rng.choice([["info", path], ["bend", path, "--strength", "0.02"], ["wind", path, "--add"],
+                          ["wind", path, "--rigid"],
                           ["bend", path, "--strength", "nan"], ["bend", path, "--horizon-offset", "inf"],
                           ["wind", path, "--leaf-size", "-1"], ["bend", path, "--apply"], ["snow", path],
                           ["info", path + ".missing"]])
@@ -576,6 +587,10 @@ class Worker:
         scene = bpy.context.scene
         assert scene is not None  # (optional in the API stubs; a worker's file always has one)
         for ob in scene.objects:
+            # every object's place (rigid sway turns it by drivers), and the vertices of those with a modifier
+            if not all(math.isfinite(v) for row in ob.evaluated_get(depsgraph).matrix_world for v in row):
+                bad.append(ob.name)
+                continue
             if ob.type != "MESH" or not any(m.type == "NODES" for m in ob.modifiers):
                 continue
             try:

@@ -198,7 +198,7 @@ def test_documented_scene_settings_in_prose(envfx):
 NOT_SETTINGS = {
     "bend": {"envfx_bend", "scale_length", "world_vertex_coords", "envfx_pivot"},
     "wind": {"bark", "branch", "frond", "leaf", "leaves", "needle", "trunk", "s", "terrain_z", "foreach_set",
-             "frame_change_pre", "node_cost_swing"},
+             "frame_change_pre", "node_cost_swing", "envfx_wind", "rigid_euler", "wind_props_rigid_per_frame"},
     "snow": {"bake", "bake_job", "camera_fade", "down", "envfx_snow_specs", "envfx_trail_track", "generate_cover",
              "read_exr", "resolution", "rim", "shown_offset", "simulate_points", "snow_coverage", "snow_thickness",
              "snow_trail", "stamp_points", "stamp_profile", "timeout", "u", "units_per_blender_unit", "up",

@@ -141,6 +141,23 @@ def build(ctx):
     _select(bpy, grass)
     assert bpy.ops.envfx.wind_preset(preset="GRASS") == {"FINISHED"}
 
+    b = shapes.make_tree(height=1.1, n_branches=3, leaves_per_branch=3, seed=7, leaf_size=0.5)
+    bush_mesh = _mesh(bpy, "Wind Bush", b["positions"], b["faces"],
+                      (b["kind"][b["faces"][:, 0]] == 3).astype(np.int32),
+                      (_material(bpy, "Wind Bush Bark", (0.3, 0.2, 0.1)), _material(bpy, "Wind Bush Leaf",
+                                                                                     (0.2, 0.45, 0.12))))
+    props = []
+    for i in range(14):  # small props in rigid sway: each turns whole about its base, by drivers, no bake
+        obj = bpy.data.objects.new(f"Wind Bush {i}", bush_mesh)
+        obj.location = (X0 - 7.0 + 14.0 * i / 13 + rng.uniform(-0.3, 0.3), -3.0 + rng.uniform(-0.6, 0.6), 0.0)
+        obj.rotation_euler = (0.0, 0.0, rng.uniform(0, 2 * math.pi))
+        coll.objects.link(obj)
+        props.append(obj)
+    _select(bpy, props)
+    assert bpy.ops.envfx.wind_preset(preset="BUSH") == {"FINISHED"}
+    for obj in props:
+        obj.envfx.wind.rigid = True
+
     field = bpy.data.objects.new("Wind Field", None)
     coll.objects.link(field)
     field.location = (X0 - 10.0, 0.0, 3.0)
@@ -154,7 +171,7 @@ def build(ctx):
     w.gust_strength = 0.7
     w.gust_frequency = 0.25
     w.loop_frames = 96
-    _select(bpy, trees + grass)
+    _select(bpy, trees + grass + props)
     assert bpy.ops.envfx.wind_add() == {"FINISHED"}
     _colorize(bpy, scene, trees, grass, rng)
 
