@@ -25,6 +25,7 @@ from ..core import outputs
 from ..core import vat as core_vat
 from ..core import vat_engines
 from ..shader_nodes import vat as vat_nodes
+from ..shader_nodes import wind_rigid
 from .common import NeedsScene, edit_mode_text, in_edit_mode, mesh_of, output_folder, set_colour_space
 
 if TYPE_CHECKING:  # the stubs' name for an operator's result literals (no such module at run time)
@@ -558,7 +559,11 @@ def _write_object(scene, name, sampler, frames, opts, settings, loop_after, afte
         _export_proxy(scene, proxy, staging.file(mesh_name), kind)
     sampler.write_cpu = encoder.write_cpu
     sampler.encoder = None
-    if encoder.static():
+    if encoder.static() and wind_rigid.is_rigid(obj):  # (it moves, by its transform: not what a VAT holds)
+        result.warnings.append(f"{name}: its mesh does not move over frames {frames[0]} to {frames[-1]}: it sways "
+                               f"whole by its transform (Rigid Sway), which a VAT of its mesh does not hold; give "
+                               f"a game its rigid-sway include (Wind > Export for Game Engines) instead")
+    elif encoder.static():
         result.warnings.append(f"{name}: nothing moves over frames {frames[0]} to {frames[-1]} (static): the "
                                f"VAT holds one pose; check the frame range, or that the animation, armature "
                                f"or EnvFX effect is on")

@@ -401,6 +401,16 @@ def test_static_mesh_is_baked_with_a_warning_and_non_meshes_are_skipped(vat, tmp
         vat.ops.bake_vat(api.scene(), [camera], str(tmp_path), vat.ops.VatOptions(1, 5))
 
 
+def test_a_prop_in_rigid_sway_is_named_as_moving_by_its_transform(vat, envfx, tmp_path):
+    """A prop in rigid sway moves by its delta rotation, not its mesh: the VAT of its mesh holds one pose and the
+    warning says why and what a game takes instead."""
+    cube = bpy.data.objects["Cube"]
+    api.envfx(cube).wind.rigid = True
+    envfx.operators.wind.add_wind(api.scene(), [cube])
+    result = vat.ops.bake_vat(api.scene(), [cube], str(tmp_path), vat.ops.VatOptions(1, 5))
+    assert any("Rigid Sway" in w and "Export for Game Engines" in w for w in result.warnings), result.warnings
+
+
 def test_unwritable_folder_is_refused(vat):
     obj = armature_mesh()
     before = sorted(o.name for o in bpy.data.objects)
