@@ -211,6 +211,31 @@ def engine_uvs(uvs: dict, engine: str) -> dict:
     return out
 
 
+def axes_source(engine: str, a: np.ndarray) -> tuple:
+    """Shader source helpers for the engine's language: ``vec(values)`` (a vector literal), ``A^T`` and ``A`` (the
+    axes matrix ``a``, Blender -> engine) as matrix literals, and ``mul(m, v)`` (``m v``). GLSL matrices are
+    column-major, ``mat3(c0, c1, c2)``; HLSL's ``float3x3(r0, r1, r2)`` row-major."""
+    glsl = engine == "GODOT"
+    v3 = "vec3" if glsl else "float3"
+
+    def vec(values):
+        return f"{v3}({', '.join(_num(v) for v in values)})"
+
+    if glsl:
+        a_t = f"mat3({', '.join(vec(a[i]) for i in range(3))})"   # columns = rows of A -> A^T
+        a_m = f"mat3({', '.join(vec(a[:, j]) for j in range(3))})"  # columns of A -> A
+
+        def mul(m, v):
+            return f"({m} * {v})"
+    else:
+        a_t = f"float3x3({', '.join(vec(a[:, j]) for j in range(3))})"  # rows = columns of A -> A^T
+        a_m = f"float3x3({', '.join(vec(a[i]) for i in range(3))})"
+
+        def mul(m, v):
+            return f"mul({m}, {v})"
+    return vec, a_t, a_m, mul
+
+
 def _quantized(freq: float) -> str:
     """GLSL/HLSL expression: ``freq`` rounded to whole cycles per loop (``core.wind.live.quantize``)."""
     return f"envfx_wind_quantize({_num(freq)}, gusts)"
@@ -293,23 +318,7 @@ def shader_source(engine: str, asset: core_live.AssetWind, unit_scale: float = 1
     grass = cat == "GRASS"
     source = " ".join(str(source).split())
 
-    def vec(values):
-        return f"{v3}({', '.join(_num(v) for v in values)})"
-
-    # GLSL matrices are column-major: mat3(c0, c1, c2); HLSL float3x3(r0, r1, r2) is row-major. ``mul3(M, v)`` is
-    # M v in both; Blender from engine: A^T
-    if glsl:
-        a_t = f"mat3({', '.join(vec(a[i]) for i in range(3))})"   # columns = rows of A -> A^T
-        a_m = f"mat3({', '.join(vec(a[:, j]) for j in range(3))})"  # columns of A -> A
-
-        def mul(m, v):
-            return f"({m} * {v})"
-    else:
-        a_t = f"float3x3({', '.join(vec(a[:, j]) for j in range(3))})"  # rows = columns of A -> A^T
-        a_m = f"float3x3({', '.join(vec(a[i]) for i in range(3))})"
-
-        def mul(m, v):
-            return f"mul({m}, {v})"
+    vec, a_t, a_m, mul = axes_source(engine, a)
 
     gust_terms = []
     for amp, mult, ph, wave in zip(GUST_AMPS, GUST_MULTS, GUST_PHASES, GUST_WAVES):

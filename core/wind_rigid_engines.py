@@ -21,7 +21,7 @@ from .wind import live as core_live
 from .wind.params import (BRANCH_HZ, BRANCH_MULTS, BRANCH_PHASES, BRANCH_SCALE, GUST_AMPS, GUST_MULTS, GUST_PHASES,
                           GUST_WAVES, MAIN_SCALE, SPRING_HZ)
 from .wind.rigid import PHASE_WAVE
-from .wind_engines import _num, axes
+from .wind_engines import _num, axes, axes_source
 
 INCLUDE = {"GODOT": "envfx_wind_rigid.gdshaderinc", "UNITY": "EnvFXWindRigid.hlsl", "UNREAL": "EnvFXWindRigid.ush"}
 # the function a game calls, per engine (Unity: the Shader Graph Custom Function's name)
@@ -41,27 +41,10 @@ def shader_source(engine: str, asset: core_live.AssetWind, rotation_order: str =
     cat = asset.category
     source = " ".join(str(source).split())
 
-    def vec(values):
-        return f"{v3}({', '.join(_num(v) for v in values)})"
+    _vec, a_t, a_m, mul = axes_source(engine, a)
 
-    if glsl:
-        a_t = f"mat3({', '.join(vec(a[i]) for i in range(3))})"   # columns = rows of A -> A^T
-        a_m = f"mat3({', '.join(vec(a[:, j]) for j in range(3))})"  # columns of A -> A
-
-        def mul(m, v):
-            return f"({m} * {v})"
-
-        def matrix_rows(r0, r1, r2):  # GLSL's constructor takes columns
-            return f"transpose(mat3({r0}, {r1}, {r2}))"
-    else:
-        a_t = f"float3x3({', '.join(vec(a[:, j]) for j in range(3))})"  # rows = columns of A -> A^T
-        a_m = f"float3x3({', '.join(vec(a[i]) for i in range(3))})"
-
-        def mul(m, v):
-            return f"mul({m}, {v})"
-
-        def matrix_rows(r0, r1, r2):
-            return f"float3x3({r0}, {r1}, {r2})"
+    def matrix_rows(r0, r1, r2):  # (GLSL's constructor takes columns)
+        return f"transpose(mat3({r0}, {r1}, {r2}))" if glsl else f"float3x3({r0}, {r1}, {r2})"
 
     y_first = rotation_order in Y_FIRST_ORDERS
     lines = [
