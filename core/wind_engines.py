@@ -40,7 +40,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from . import bend_engines
+from . import bend_engines, wind_rigid_engines
 from .outputs import write_text_files
 from .vat import unique_stems
 from .wind import live as core_live
@@ -48,6 +48,8 @@ from .wind.params import (AMBIENT_HZ, AMBIENT_SCALE, BRANCH_HZ, BRANCH_MULTS, BR
                           GUST_MULTS, GUST_PHASES, GUST_SPEED, GUST_WAVES, LIVE_ATTRS, MAIN_SCALE, MICRO_HZ,
                           MICRO_PHASES, MICRO_SCALE, SPRING_HZ, TILT_SCALE, WOBBLE_HZ, WOBBLE_SCALE, WOBBLE_WAVE)
 from .wind.push import PUSH_EPS
+from .wind_shader_text import axes, axes_source
+from .wind_shader_text import num as _num
 
 ENGINES = tuple(bend_engines.ENGINES)
 INCLUDE = {"GODOT": "envfx_wind.gdshaderinc", "UNITY": "EnvFXWind.hlsl", "UNREAL": "EnvFXWind.ush"}
@@ -68,16 +70,6 @@ V_FLIP = {"GODOT": True, "UNITY": False, "UNREAL": True}
 GODOT_INPUTS = ("UV", "UV2", "CUSTOM0.xy", "CUSTOM0.zw", "CUSTOM1.xy", "CUSTOM1.zw", "CUSTOM2.xy", "CUSTOM2.zw")
 LIVE_VERSION = ("core/wind/live.py of main at 470e54b (the live attributes as Branch, Leaf, H, Pivot, Carry; grass "
                 "blade by blade: gusts and the figure-eight travel along the wind at GUST_SPEED)")
-
-
-def _num(value) -> str:
-    text = f"{float(value):.9g}"
-    return text if any(c in text for c in ".eEn") else text + ".0"
-
-
-def axes(engine: str, unit_scale: float = 1.0) -> tuple:
-    """(3x3 matrix Blender -> engine, engine units per Blender unit)."""
-    return np.asarray(bend_engines.ENGINES[engine][0], np.float64), bend_engines.engine_scale(engine, unit_scale)
 
 
 def scene_uniforms(scene: core_live.SceneWind, engine: str, unit_scale: float = 1.0) -> dict:
@@ -209,31 +201,6 @@ def engine_uvs(uvs: dict, engine: str) -> dict:
             uv[:, 1] = 1.0 - uv[:, 1]
         out[name] = uv
     return out
-
-
-def axes_source(engine: str, a: np.ndarray) -> tuple:
-    """Shader source helpers for the engine's language: ``vec(values)`` (a vector literal), ``A^T`` and ``A`` (the
-    axes matrix ``a``, Blender -> engine) as matrix literals, and ``mul(m, v)`` (``m v``). GLSL matrices are
-    column-major, ``mat3(c0, c1, c2)``; HLSL's ``float3x3(r0, r1, r2)`` row-major."""
-    glsl = engine == "GODOT"
-    v3 = "vec3" if glsl else "float3"
-
-    def vec(values):
-        return f"{v3}({', '.join(_num(v) for v in values)})"
-
-    if glsl:
-        a_t = f"mat3({', '.join(vec(a[i]) for i in range(3))})"   # columns = rows of A -> A^T
-        a_m = f"mat3({', '.join(vec(a[:, j]) for j in range(3))})"  # columns of A -> A
-
-        def mul(m, v):
-            return f"({m} * {v})"
-    else:
-        a_t = f"float3x3({', '.join(vec(a[:, j]) for j in range(3))})"  # rows = columns of A -> A^T
-        a_m = f"float3x3({', '.join(vec(a[i]) for i in range(3))})"
-
-        def mul(m, v):
-            return f"mul({m}, {v})"
-    return vec, a_t, a_m, mul
 
 
 def _quantized(freq: float) -> str:
@@ -666,8 +633,6 @@ def export_files(folder: str, assets: Mapping[str, core_live.AssetWind], scene: 
     AssetWind, its Euler rotation order)} of props in rigid sway, each with its rigid-sway include
     (``core.wind_rigid_engines``) and an entry marked ``"rigid": true``. A failure leaves the folder as it was.
     Returns the paths written."""
-    from . import wind_rigid_engines  # (it imports this module)
-
     texts, entries = {}, {}
     uv_maps = uv_maps or {}
     rigid = rigid or {}

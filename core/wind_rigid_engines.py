@@ -21,7 +21,8 @@ from .wind import live as core_live
 from .wind.params import (BRANCH_HZ, BRANCH_MULTS, BRANCH_PHASES, BRANCH_SCALE, GUST_AMPS, GUST_MULTS, GUST_PHASES,
                           GUST_WAVES, MAIN_SCALE, SPRING_HZ)
 from .wind.rigid import PHASE_WAVE
-from .wind_engines import _num, axes, axes_source
+from .wind_shader_text import axes, axes_source
+from .wind_shader_text import num as _num
 
 INCLUDE = {"GODOT": "envfx_wind_rigid.gdshaderinc", "UNITY": "EnvFXWindRigid.hlsl", "UNREAL": "EnvFXWindRigid.ush"}
 # the function a game calls, per engine (Unity: the Shader Graph Custom Function's name)
