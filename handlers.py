@@ -15,6 +15,7 @@ from .shader_nodes import common
 from .shader_nodes import vat as vat_nodes
 from .shader_nodes import wind as wind_nodes
 from .shader_nodes import wind_rigid
+from .shader_nodes import bend_gpu
 
 
 @persistent
@@ -50,6 +51,16 @@ def on_follow_own_pivot(scene, *_args):
         bend_nodes.follow_own_pivot(scene)
     except Exception as exc:  # a handler must never break playback
         print(f"EnvFX: the copied scene's bend could not follow its own pivot: {exc}")
+
+
+@persistent
+def on_bend_gpu_sync(scene, *_args):
+    """depsgraph_update_post and frame_change_pre: a scene's pivot set, cleared, deleted or unlinked reaches the
+    materials bent on the GPU (shader_nodes/bend_gpu.py: the pivot they read)."""
+    try:
+        bend_gpu.sync_scene(scene)
+    except Exception as exc:  # a handler must never break playback
+        print(f"EnvFX: the GPU bend could not follow the scene's pivot: {exc}")
 
 
 @persistent
@@ -339,7 +350,8 @@ SNOW_HANDLERS = (("frame_change_pre", on_snow_follow_actors_pre), ("frame_change
                  ("undo_post", on_snow_numpy_undo), ("redo_post", on_snow_numpy_undo))
 CLAIM_HANDLERS = (("depsgraph_update_post", on_claim_appended), ("frame_change_pre", on_claim_appended),
                   ("depsgraph_update_post", on_follow_own_pivot), ("frame_change_post", on_follow_own_pivot),
-                  ("load_post", on_claim_load_post))
+                  ("load_post", on_claim_load_post), ("depsgraph_update_post", on_bend_gpu_sync),
+                  ("frame_change_pre", on_bend_gpu_sync))
 @persistent
 def on_render_init_trails(scene, *_args):
     """render_init: a background render of live snow trails not simulated in this process warns (the render shows

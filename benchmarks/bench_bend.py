@@ -12,7 +12,10 @@ then a level of --props small bent props (4 vertices each) against the same prop
 its floors (``bend_props_floor``): the props with a minimal modifier following the pivot (one offset per object),
 with one per-vertex operation, with the Runner's per-vertex operations on constant per-object values (and with 15
 more single-value nodes: what a node costs a prop), and with the cheapest Runner bend that follows a moving pivot
-(``pivot_runner_group``: exact for props neither rotated nor scaled).
+(``pivot_runner_group``: exact for props neither rotated nor scaled). In the same rounds, the grid and the props
+bent on the GPU (Bend on GPU, set up as a user does: in their material, no modifier; ``bend_gpu_per_frame``,
+``bend_props_gpu_per_frame``): what a frame change costs the CPU then (the drawing's vertex displacement runs on the
+GPU and is not in it).
 
 The forced-update lines ("method": "forced_update", "quoted": false) are the older measure, kept beside it:
 one JSON line per mode (PLANET with and without a flat spread): median seconds per evaluation of the
@@ -381,6 +384,14 @@ def floor_scenes(like, mesh, frames):
     return out
 
 
+def _node_material(name):
+    """A material with nodes (Blender 4.2 makes one without; Bend on GPU works in the node tree)."""
+    mat = bpy.data.materials.new(name)
+    if bpy.app.version < (5, 0, 0):  # always on (and deprecated) from 5.0
+        mat.use_nodes = True
+    return mat
+
+
 def frame_change_grid(envfx, side, frames, rounds):
     """One JSON line per case of CASES: the bent grid's frame changes against the reference scene's
     (``framebench``); the cases take turns round after round."""
@@ -404,6 +415,15 @@ def frame_change_grid(envfx, side, frames, rounds):
     for fc in envfx.shader_nodes.bend.group_for(muted).animation_data.drivers:
         fc.mute = True
     floors["runner_drivers_muted"] = muted
+    # the same grid bent on the GPU (Bend on GPU: in its material, no modifier), as a user sets it up
+    gpu = framebench.new_scene("Grid on GPU", scene)
+    gpu_grid = bpy.data.objects.new("Bent on GPU", mesh.copy())
+    api.mesh(gpu_grid).materials.append(_node_material("Grid"))
+    gpu.collection.objects.link(gpu_grid)
+    keyed_pivot(gpu, frames)
+    api.envfx(gpu_grid).bend_gpu = True
+    envfx.operators.bend.add_bend(gpu, [gpu_grid])
+    floors["gpu"] = gpu
     s = api.envfx(scene).bend
     got = {case: {"effect": [], "reference": []} for case in (*CASES, *floors)}
     for _round in range(rounds):
@@ -417,9 +437,12 @@ def frame_change_grid(envfx, side, frames, rounds):
             for key in ("effect", "reference"):
                 got[case][key] += res[key]
             got[case]["frames"] = res["frames"]
+    framebench.emit(bench="bend_gpu_per_frame", mode="RUNNER", vertices=side * side,
+                    **framebench.summary(got.pop("gpu")), target_ratio=TARGETS["RUNNER"])
     for name in floors:
-        framebench.emit(bench="bend_floor_per_frame", floor=name, vertices=side * side,
-                        **framebench.summary(got.pop(name)))
+        if name != "gpu":
+            framebench.emit(bench="bend_floor_per_frame", floor=name, vertices=side * side,
+                            **framebench.summary(got.pop(name)))
     for (mode, spread, enabled), res in got.items():
         framebench.emit(bench="bend_per_frame", mode=mode, spread=spread, enabled=enabled, vertices=side * side,
                         **framebench.summary(res), target_ratio=TARGETS[mode] if enabled else None)
@@ -464,6 +487,19 @@ def frame_change_props(envfx, count, frames, rounds):
             obj.location = loc
             api.of(bpy.types.NodesModifier, obj.modifiers.new(kind, "NODES")).node_group = groups[kind]
             floor.collection.objects.link(obj)
+    # the same props bent on the GPU (Bend on GPU: in their material, no modifier), as a user sets it up
+    mesh.materials.append(_node_material("Prop"))
+    floors["gpu"] = framebench.new_scene("Props on GPU", scene)
+    keyed_pivot(floors["gpu"], frames)
+    gpu_props = []
+    for i, loc in enumerate(locations):
+        obj = bpy.data.objects.new(f"gpu {i}", mesh)
+        obj.location = loc
+        floors["gpu"].collection.objects.link(obj)
+        api.envfx(obj).bend_gpu = True
+        gpu_props.append(obj)
+    added = envfx.operators.bend.add_bend(floors["gpu"], gpu_props)
+    assert len(added.changed) == count, added.skipped
     s = api.envfx(scene).bend
     modes = ("RUNNER", "RUNNER_2AXIS", "PLANET", "CYLINDER", *floors)
     got = {mode: {"effect": [], "reference": []} for mode in modes}
@@ -478,7 +514,8 @@ def frame_change_props(envfx, count, frames, rounds):
             got[mode]["frames"] = res["frames"]
     for mode, res in got.items():
         out = framebench.summary(res)
-        bench = "bend_props_floor" if mode in floors else "bend_props_per_frame"
+        bench = ("bend_props_gpu_per_frame" if mode == "gpu" else
+                 "bend_props_floor" if mode in floors else "bend_props_per_frame")
         framebench.emit(bench=bench, mode=mode, objects=count, vertices_each=4, **out,
                         extra_per_object_us=round((out["effect_s"] - out["reference_s"]) / count * 1e6, 2),
                         target_ratio=1.5)

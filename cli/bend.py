@@ -50,6 +50,10 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--tolerance", type=float, metavar="M",
                    help="how far a straight edge may be from the bent curve before a mesh counts as too coarse "
                    f"(default: the scene's Tolerance, {core_bend.DEFAULT_TOLERANCE:g} m unless set)")
+    p.add_argument("--gpu", action="store_true",
+                   help="bend the objects on the GPU, in their materials (Bend on GPU: no modifier, no work per frame "
+                   "on the CPU; drawn by Eevee and Cycles), instead of by the modifier (default: as each object has "
+                   "it set)")
     action = p.add_mutually_exclusive_group()
     action.add_argument("--apply", action="store_true", help="bake the bend into the meshes")
     action.add_argument("--remove", action="store_true", help="remove the bend instead of adding it")
@@ -76,6 +80,10 @@ def run(args: argparse.Namespace) -> int:
             raise CliError(f"--export-engines only writes the scene's bend for game engines (no object is changed "
                            f"and no .blend is saved): drop {', '.join(ignored)}, or run the bend without "
                            f"--export-engines")
+    if args.gpu and (args.apply or args.remove or args.export_engines is not None):
+        what = "--apply" if args.apply else ("--remove" if args.remove else "--export-engines")
+        raise CliError(f"--gpu bends objects in their materials: drop it with {what} (Apply Bend bakes the "
+                       f"modifier's bend; Remove Bend and the engine export need no choice)")
     if args.view_distance is not None:
         if args.export_engines is None:
             raise CliError("--view-distance is for the culling bounds of --export-engines: add --export-engines DIR "
@@ -175,8 +183,11 @@ def _bend_file(args, path: str, export_engines):
             result, baked = bend_ops.bend_and_apply(scene, objects)
             verb = "baked the bend into"
         else:
+            if args.gpu:
+                for obj in objects:
+                    bridge.envfx_settings(obj).bend_gpu = True
             result = bend_ops.add_bend(scene, objects)
-            verb = "bent"
+            verb = "bent on the GPU" if args.gpu else "bent"
     except (bend_ops.BendInputError, core_bend.BendError) as exc:
         raise CliError(str(exc)) from None
     batch.print_warnings("bend", path, result)

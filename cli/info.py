@@ -17,7 +17,7 @@ from ..core.features import FEATURES
 from ..operators import bend as bend_ops
 from ..operators import snow as snow_ops
 from ..operators import wind as wind_ops
-from ..shader_nodes import wind_rigid
+from ..shader_nodes import bend_gpu, wind_rigid
 from . import batch
 
 
@@ -51,6 +51,7 @@ def scene_report(scene: bpy.types.Scene) -> dict[str, Any]:
             "strength": round(b.strength, 6), "spread": round(b.spread, 6), "side_strength": round(b.side_strength, 6),
             "side_spread": round(b.side_spread, 6), "horizon_offset": round(b.horizon_offset, 6),
             "objects": sorted(o.name for o in objects if bend_ops.bend_modifiers(o)),
+            "gpu": sorted(o.name for o in objects if bend_gpu.is_gpu_bent(o)),
         },
         "wind": {
             "strength": round(w.strength, 6), "source_object": w.source_object.name if w.source_object else None,
@@ -98,7 +99,8 @@ def _info_file(args, path: str):
         b, w, sn = report["bend"], report["wind"], report["snow"]
         print(f"{path}, scene {scene.name!r}:")
         print(f"  bend: {b['mode']} {b['axis']}{'' if b['enabled'] else ' (off)'}, pivot {b['pivot']}, "
-              f"strength {b['strength']:g}, spread {b['spread']:g}; {len(b['objects'])} object(s) bent")
+              f"strength {b['strength']:g}, spread {b['spread']:g}; {len(b['objects'])} object(s) bent"
+              + (f", {len(b['gpu'])} on the GPU" if b["gpu"] else ""))
         print(f"  wind: strength {w['strength']:g}, source {w['source_object']}; {len(w['objects'])} object(s) "
               f"in the wind, {len(w['rigid'])} in rigid sway")
         print(f"  snow: {len(sn['meshes'])} mesh(es), {len(sn['trails'])} with trails, {len(sn['from_bake'])} "

@@ -16,6 +16,7 @@ from ..core import bend as core_bend
 from ..core import bend_engines
 from ..core import wind as core_wind
 from ..shader_nodes import bend as bend_nodes
+from ..shader_nodes import bend_gpu
 from ..shader_nodes import common
 from ..shader_nodes import snow as snow_nodes
 from ..shader_nodes import wind as wind_nodes
@@ -93,16 +94,45 @@ def _cannot_bend_reason(obj) -> str | None:
     return reason
 
 
+def _cannot_bend_gpu_reason(obj) -> str | None:
+    """Why ``obj`` cannot be bent on the GPU (in its materials), with what to do; None when it can."""
+    reason = linked_reason(obj)
+    if reason is None and bridge.envfx_settings(obj).bend_exclude:
+        return "excluded from the bend (object.envfx.bend_exclude)"
+    if reason is None and not obj.material_slots:
+        return ("it has no material: Bend on GPU bends an object in its materials; give it one, or switch Bend on "
+                "GPU off to bend it with the modifier")
+    for mat in bend_gpu.materials_of(obj) if reason is None else ():
+        reason = bend_gpu.material_reason(mat)
+        if reason is not None:
+            break
+    return reason
+
+
 def add_bend(scene: bpy.types.Scene, objects: Iterable[bpy.types.Object]) -> BendResult:
     """Bend ``objects`` with the scene's shared bend. Objects already bent by this scene are left alone (never
     two bends); an object bent by another scene of the file (linked into both) follows this scene's bend from
-    now on; excluded objects, non-geometry objects and linked objects are skipped and named."""
+    now on; excluded objects, non-geometry objects and linked objects are skipped and named. Objects with Bend on
+    GPU (``object.envfx.bend_gpu``) are bent in their materials instead (``shader_nodes.bend_gpu``); an object bent
+    the other way switches."""
     result = BendResult()
-    candidates = changeable(objects, result, _cannot_bend_reason)
-    if not candidates:
+    objects = list(dict.fromkeys(objects))
+    on_gpu = changeable([o for o in objects if bridge.envfx_settings(o).bend_gpu], result, _cannot_bend_gpu_reason)
+    candidates = changeable([o for o in objects if not bridge.envfx_settings(o).bend_gpu], result,
+                            _cannot_bend_reason)
+    if not candidates and not on_gpu:
         raise BendInputError(f"Nothing to bend: {result.skipped_text()}")
     core_params = bend_nodes.params_from_scene(scene)
     core_params.validate()
+    if on_gpu:
+        _add_gpu(scene, on_gpu, core_params, result)
+    switched = [o for o in candidates if bend_gpu.is_gpu_bent(o)]
+    for obj in switched:  # (from the GPU: its materials let go once nothing else bends in them)
+        del obj[bend_gpu.GATE]
+    if switched:
+        bend_gpu.release()
+    if not candidates:
+        return result
 
     tree = bend_nodes.ensure_bend(scene)
     for obj in candidates:
@@ -149,6 +179,34 @@ def add_bend(scene: bpy.types.Scene, objects: Iterable[bpy.types.Object]) -> Ben
         )
     sync_readers(scene)  # a terrain or snow bent now: what reads its geometry undoes its bend
     return result
+
+
+def _add_gpu(scene: bpy.types.Scene, objects: Sequence[bpy.types.Object], params: core_bend.BendParams,
+             result: BendResult) -> None:
+    """Bend ``objects`` (checked by ``_cannot_bend_gpu_reason``) in their materials: a bend modifier they had goes;
+    their materials get the file's GPU bend group (``shader_nodes.bend_gpu.apply``) and they carry its gate."""
+    groups = set()
+    for obj in objects:
+        mods = bend_modifiers(obj)
+        groups.update(m.node_group for m in mods)
+        for mod in [*mods, *bend_subdivisions(obj)]:
+            obj.modifiers.remove(mod)
+    _release(groups)
+    tree = bend_gpu.ensure_group()
+    bend_gpu.sync_scene(scene)
+    extent, _worst = _scene_extent_and_drop(list(scene.objects), params)
+    # how far the bend may move a vertex anywhere in the scene, wherever the pivot goes in it (Blender 5.0 grows
+    # each bent object's drawing bounds by it, so what the bend moves into view is drawn)
+    reach = min(core_bend.MAX_DISTANCE, (abs(params.strength) + abs(params.side_strength)) * extent * extent + 1.0)
+    for obj in objects:
+        for mat in bend_gpu.materials_of(obj):
+            bend_gpu.apply(mat, tree, reach)
+        if obj.get(bend_gpu.GATE) == 1.0 and not groups:
+            result.unchanged.append(obj.name)
+        else:
+            obj[bend_gpu.GATE] = 1.0
+            result.changed.append(obj.name)
+        obj.update_tag()
 
 
 def bend_subdivisions(obj: bpy.types.Object) -> list[bpy.types.SubsurfModifier]:
@@ -304,8 +362,16 @@ def remove_bend(objects: Iterable[bpy.types.Object]) -> BendResult:
     scene's settings stay; Add Bend builds it again)."""
     result = BendResult()
     groups: set[bpy.types.NodeTree | None] = set()
+    on_gpu = False
     for obj in changeable(objects, result):
         mods = bend_modifiers(obj)
+        if bend_gpu.is_gpu_bent(obj):
+            del obj[bend_gpu.GATE]
+            obj.update_tag()
+            on_gpu = True
+            if not mods:
+                result.changed.append(obj.name)
+                continue
         if not mods:
             result.unchanged.append(obj.name)
             continue
@@ -319,6 +385,8 @@ def remove_bend(objects: Iterable[bpy.types.Object]) -> BendResult:
             obj.modifiers.remove(mod)
         result.changed.append(obj.name)
     _release(groups)
+    if on_gpu:
+        bend_gpu.release()
     sync_readers()  # what read these objects' bent geometry (terrain follow, snow coverage) lets go
     return result
 
@@ -373,6 +441,10 @@ def apply_bend(scene: bpy.types.Scene, objects: Iterable[bpy.types.Object]) -> B
     stale = None
     for obj in dict.fromkeys(objects):  # each once: a script may pass one twice
         mods = bend_modifiers(obj)
+        if not mods and bend_gpu.is_gpu_bent(obj):
+            result.skipped[obj.name] = ("bent on the GPU, in its materials, which Apply Bend cannot bake: switch "
+                                        "Bend on GPU off and Add Bend, then Apply Bend")
+            continue
         if not mods:
             result.unchanged.append(obj.name)
             continue

@@ -5,6 +5,7 @@ import bpy
 from .. import bridge
 from ..operators import bend as bend_ops
 from ..shader_nodes import bend as bend_nodes
+from ..shader_nodes import bend_gpu
 from .main import EnvFXSubPanel, draw_status, group_status
 
 
@@ -25,6 +26,18 @@ def coarse_status(scene) -> list:
     fix = ("Add Bend again to subdivide them" if scene.envfx.bend.subdivide
            else "Switch on Subdivide Coarse and Add Bend again, or add vertices along the bend")
     return [(f"Too coarse for the bend: {names}{more}", True), (fix, True)]
+
+
+def gpu_status(obj) -> list:
+    """(text, is_alert) lines: whether the object is bent on the GPU, and when Add Bend would switch it."""
+    on_gpu, wanted = bend_gpu.is_gpu_bent(obj), bridge.envfx_settings(obj).bend_gpu
+    if on_gpu and wanted:
+        return [("Bent in its materials: Material Preview or Rendered shows it", False)]
+    if wanted and bend_ops.bend_modifiers(obj):
+        return [("Bent by its modifier: Add Bend switches it to the GPU", True)]
+    if on_gpu:
+        return [("Bent on the GPU: Add Bend switches it to the modifier", True)]
+    return []
 
 
 class VIEW3D_PT_envfx_bend(EnvFXSubPanel, bpy.types.Panel):
@@ -69,6 +82,11 @@ class VIEW3D_PT_envfx_bend(EnvFXSubPanel, bpy.types.Panel):
             box = layout.box()
             box.label(text=obj.name, icon="OBJECT_DATA")
             box.prop(bridge.envfx_settings(obj), "bend_exclude")
+            box.prop(bridge.envfx_settings(obj), "bend_gpu")
+            for text, alert in gpu_status(obj):
+                row = box.row()
+                row.alert = alert
+                row.label(text=text, icon="ERROR" if alert else "INFO")
 
 
 classes = (VIEW3D_PT_envfx_bend,)

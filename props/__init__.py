@@ -62,6 +62,15 @@ class EnvFXObjectSettings(PropertyGroup):
         update=_bend_exclude_changed,
         override=OVERRIDABLE,
     )
+    bend_gpu: BoolProperty(
+        name="Bend on GPU",
+        description="Add Bend bends this object in its materials (vertex displacement drawn by Eevee and Cycles, as "
+        "a game's vertex shader bends its world) instead of by a modifier: no work per frame on the CPU, however "
+        "many objects. Shown in Material Preview and Rendered viewports and in renders, not in Solid mode; nothing "
+        "reads the bent shape (picking, Apply Bend, other effects). Add Bend switches an object already bent",
+        default=False,
+        override=OVERRIDABLE,
+    )
     wind: PointerProperty(type=EnvFXObjectWindSettings, override=OVERRIDABLE)
     snow: PointerProperty(type=EnvFXSnowObjectSettings, override=OVERRIDABLE)
     # the vegetation's per-object settings sit here, not in a sub-group: the colorize shader reads them as Object

@@ -14,6 +14,7 @@ from bpy.types import PropertyGroup
 from ..core import bend as core_bend
 from ..operators import bend as bend_ops
 from ..shader_nodes import bend as bend_nodes
+from ..shader_nodes import bend_gpu
 from .common import _numbers_checked
 
 
@@ -27,6 +28,7 @@ def _bend_value_changed(self, context):
 def _bend_structure_changed(self, context):
     # mode, axis and pivot change the group's nodes; numbers reach it through drivers
     bend_nodes.sync(self.id_data)  # a scene that bends nothing yet has no group to change
+    bend_gpu.sync_scene(self.id_data)  # (the pivot the GPU bend reads)
 
 
 def _strength(name, description):
@@ -134,3 +136,6 @@ def _bend_exclude_changed(self, context):
             mod.show_viewport = not self.bend_exclude
             mod.show_render = not self.bend_exclude
     bend_ops.sync_readers()  # what reads this object's geometry (terrain follow, snow coverage) follows
+    if bend_gpu.is_gpu_bent(obj):
+        obj[bend_gpu.GATE] = 0.0 if self.bend_exclude else 1.0
+        obj.update_tag()

@@ -376,6 +376,9 @@ class Worker:
             s.snow.occluders = actors
         s.snow.spacing = 0.5
         bent = [ground, plant] + ([player] if rng.random() < 0.5 else [])
+        for obj in (plant, player):  # bent on the GPU, in its materials (or refused without one)
+            if rng.random() < 0.3:
+                obj.envfx.bend_gpu = True  # pyright: ignore[reportAttributeAccessIssue] -- registered at run time
         # (operator, the objects it is called on; None: every object of the scene)
         plan: list[tuple[str, list | None]] = [("bend_add", bent), ("wind_bake_data", [plant]), ("wind_add", [plant])]
         if rng.random() < 0.5:  # a small prop swaying whole (rigid sway: drivers on its delta rotation)
@@ -483,7 +486,7 @@ class Worker:
         objs = [o for o in scene.objects]
         if objs:
             o = rng.choice(objs)
-            owners += [(o.envfx.wind, f"{o.name}.wind"), (o.envfx.snow, f"{o.name}.snow")]
+            owners += [(o.envfx.wind, f"{o.name}.wind"), (o.envfx.snow, f"{o.name}.snow"), (o.envfx, o.name)]
         owner, where = rng.choice(owners)
         props = [p for p in owner.bl_rna.properties if p.identifier not in ("rna_type", "name")
                  and p.identifier not in _NEVER and not p.is_readonly]

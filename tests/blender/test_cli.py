@@ -220,6 +220,7 @@ def test_bend_apply_bakes_into_the_mesh_in_place(envfx, scene_file):
         # an empty pipeline variable is not "everything"
         (["bend", "{scene}", "--objects", ""], "--objects is empty: give comma-separated object names"),
         (["bend", "{scene}", "--objects", ",,"], "--objects is empty: give comma-separated object names"),
+        (["bend", "{scene}", "--gpu", "--apply"], "--gpu bends objects in their materials: drop it with --apply"),
         (["bend", "{scene}", "--collection", "", "--remove"], "--collection is empty: give a name"),
         (["wind", "{scene}", "--objects", ""], "--objects is empty: give comma-separated object names"),
         (["wind", "{scene}", "--collection", " ", "--remove"], "--collection is empty: give a name"),
@@ -609,6 +610,27 @@ def test_remove_with_nothing_to_remove_does_not_rewrite_the_file(envfx, scene_fi
 
 
 # --- batches ----------------------------------------------------------------------------------------------
+
+def test_bend_gpu_bends_in_the_materials_and_names_what_it_cannot(envfx, scene_file, tmp_path, capsys):
+    """--gpu: Bend on GPU on and the objects bent in their materials, saved; info lists them."""
+    bpy.ops.wm.open_mainfile(filepath=scene_file)
+    if not api.mesh(bpy.data.objects["Cube"]).materials:
+        api.mesh(bpy.data.objects["Cube"]).materials.append(bpy.data.materials.new("Cube"))
+    bpy.ops.wm.save_as_mainfile(filepath=scene_file)
+    out = str(tmp_path / "gpu.blend")
+    assert envfx.cli.main(["bend", scene_file, "--gpu", "--objects", "Cube", "-o", out]) == 0
+    assert "bent on the GPU 1 object(s)" in capsys.readouterr().out
+    assert envfx.cli.main(["info", out, "--json"]) == 0
+    report = json.loads(capsys.readouterr().out.splitlines()[0])
+    assert report["bend"]["gpu"] == ["Cube"] and report["bend"]["objects"] == []
+    bpy.ops.wm.open_mainfile(filepath=out)
+    cube = bpy.data.objects["Cube"]
+    assert envfx.shader_nodes.bend_gpu.is_gpu_bent(cube) and not cube.modifiers
+    api.mesh(cube).materials.clear()
+    bpy.ops.wm.save_as_mainfile(filepath=out)
+    assert envfx.cli.main(["bend", out, "--gpu", "--objects", "Cube"]) == 2
+    assert "Cube (it has no material" in capsys.readouterr().err
+
 
 def test_wind_rigid_sways_the_objects_whole_and_refuses_what_cannot(envfx, scene_file, tmp_path, capsys):
     """--rigid: Rigid Sway on and the objects in the wind by drivers, saved; an object that cannot (a quaternion

@@ -196,7 +196,8 @@ def test_documented_scene_settings_in_prose(envfx):
 # to the code by tests/core/test_readme.py), material keywords, shader and Blender names. Any other lower-case
 # name there must be a setting of the feature (scene.envfx.<feature>, object.envfx.<feature>) or of object.envfx.
 NOT_SETTINGS = {
-    "bend": {"envfx_bend", "scale_length", "world_vertex_coords", "envfx_pivot"},
+    "bend": {"envfx_bend", "scale_length", "world_vertex_coords", "envfx_pivot", "envfx_bend_gpu", "bend_gpu_per_frame",
+             "bend_props_gpu_per_frame"},
     "wind": {"bark", "branch", "frond", "leaf", "leaves", "needle", "trunk", "s", "terrain_z", "foreach_set",
              "frame_change_pre", "node_cost_swing", "envfx_wind", "rigid_euler", "wind_props_rigid_per_frame"},
     "snow": {"bake", "bake_job", "camera_fade", "down", "envfx_snow_specs", "envfx_trail_track", "generate_cover",

@@ -61,6 +61,9 @@ def build(ctx):
                 crown = _add(bpy, coll, bpy.ops.mesh.primitive_ico_sphere_add, leaf, subdivisions=2,
                              radius=rng.uniform(1.2, 1.8), location=(x, y, 2.8))
                 trunk.name, crown.name = f"Trunk {i} {side}", f"Crown {i} {side}"
+    for obj in coll.objects:  # the houses and trees bend on the GPU, in their materials (no modifier, no CPU work
+        if obj not in (ground, path):  # per frame); the ground and the road keep the modifier
+            obj.envfx.bend_gpu = True
 
     player = _add(bpy, coll, bpy.ops.mesh.primitive_uv_sphere_add, hero, radius=0.6, location=(origin_x, 0.0, 0.6))
     player.name = "Player"

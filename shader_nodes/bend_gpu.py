@@ -1,0 +1,270 @@
+"""Bend on the GPU: the world bend of ``core.bend.drop`` as vertex displacement in an object's materials.
+
+Games bend their world in the vertex shader; Eevee and Cycles can too: a material whose Displacement output is
+linked (method Displacement Only, or Displacement and Bump) moves its vertices on the GPU as it draws them. An
+object with Bend on GPU (``object.envfx.bend_gpu``) has no bend modifier: its materials get the shader group "EnvFX
+Bend GPU", which computes the drop of the undisplaced world position and hands it to the Material Output as a
+world-space vector displacement. So a frame change computes nothing for it on the CPU, however many objects and
+vertices; what draws it (the viewport's Material Preview and Rendered modes, Eevee and Cycles renders) bends it.
+
+One group serves the file. Its numbers come from the scene being drawn (context-property drivers of the scene's
+``envfx.bend``; the mode and axis are numbers too, so the group's nodes never change): the strength, spreads and
+horizon offset, and the pivot's world position through the scene's ``PIVOT_KEY`` (the pivot, or a hidden empty at
+the origin without one; ``sync_scene`` keeps it so). Only objects carrying ``GATE`` (an object property the group
+reads) bend, so a material may be shared with objects that are not bent this way. Each material keeps what it
+was (``MATERIAL_KEY``: its displacement method, its Displacement links, on Blender 5.0 its maximum vertex
+displacement) and gets it back exactly when no object bent on the GPU uses it any more (``release``).
+"""
+
+from __future__ import annotations
+
+import json
+
+import bpy
+
+from ..core import bend as core_bend
+from . import common
+
+GROUP_NAME = "EnvFX Bend GPU"
+KIND = "bend_gpu"
+VERSION = "1"
+GATE = "envfx_bend_gpu"  # object property: 1 bends the object in its materials (0 or missing: not)
+PIVOT_KEY = "envfx_bend_gpu_pivot"  # scene property: the object whose world position the group takes as pivot
+ORIGIN_NAME = ".EnvFX Bend GPU Origin"  # that object for a scene without a pivot: an empty at the origin
+MATERIAL_KEY = "envfx_bend_gpu"  # material property: its state before (JSON)
+NODE_NAME = "EnvFX Bend GPU"
+ADD_NAME = "EnvFX Bend GPU Add"
+
+# the context-property variables of the group's drivers: name -> path on the scene being drawn
+_VARIABLES = {
+    "st": "envfx.bend.strength", "sst": "envfx.bend.side_strength", "sp": "envfx.bend.spread",
+    "sd": "envfx.bend.side_spread", "ho": "envfx.bend.horizon_offset", "en": "envfx.bend.enabled",
+    "md": "envfx.bend.mode", "ax": "envfx.bend.axis",
+    "px": f'["{PIVOT_KEY}"].matrix_world[3][0]', "py": f'["{PIVOT_KEY}"].matrix_world[3][1]',
+}
+_MODE = {m: i for i, m in enumerate(core_bend.MODES)}  # the enum's order in props/bend.py
+_AXIS = {a: i for i, a in enumerate(core_bend.AXES)}
+_FX = f"(1 if ax == {_AXIS['POS_X']} else (-1 if ax == {_AXIS['NEG_X']} else 0))"
+_FY = f"(1 if ax == {_AXIS['POS_Y']} else (-1 if ax == {_AXIS['NEG_Y']} else 0))"
+# the group's Value nodes: label -> the expression their driver computes once a frame
+DRIVEN = {
+    "Fx": _FX, "Fy": _FY, "Gx": f"-{_FY}", "Gy": _FX,
+    "Cx": f"px + ho * {_FX}", "Cy": f"py + ho * {_FY}",
+    "Spread": "sp",
+    "Side Spread": f"sp if md == {_MODE['CYLINDER']} else sd",
+    "A Along": f"st if en and md in ({_MODE['RUNNER']}, {_MODE['RUNNER_2AXIS']}) else 0",
+    "A Across": f"(st if md == {_MODE['CYLINDER']} else (sst if md == {_MODE['RUNNER_2AXIS']} else 0)) if en else 0",
+    "A Radius": f"st if en and md == {_MODE['PLANET']} else 0",
+}
+
+
+def group() -> bpy.types.ShaderNodeTree | None:
+    """The file's group, or None."""
+    for tree in bpy.data.node_groups:
+        if tree.bl_idname == "ShaderNodeTree" and tree.get(common.KIND_KEY) == KIND and tree.library is None:
+            return tree  # pyright: ignore[reportReturnType] -- a ShaderNodeTree by its bl_idname
+    return None
+
+
+def ensure_group() -> bpy.types.ShaderNodeTree:
+    """The file's group, built when missing or outdated."""
+    tree = group()
+    if tree is None:
+        tree = bpy.data.node_groups.new(GROUP_NAME, "ShaderNodeTree")  # pyright: ignore[reportArgumentType]
+        tree[common.KIND_KEY] = KIND
+    if tree.get(common.STAMP_KEY) != VERSION:
+        common.clear_tree(tree)
+        _build(tree)
+        tree[common.STAMP_KEY] = VERSION
+    return tree  # pyright: ignore[reportReturnType] -- made as a ShaderNodeTree
+
+
+def _build(tree) -> None:
+    b = common.Builder(tree)
+    common.socket(tree, "Displacement", "OUTPUT", "NodeSocketVector")
+    out = b.node("NodeGroupOutput", "Group Output", location=(1400, 0))
+    value = {label: b.value(label, 0.0) for label in DRIVEN}
+    for i, label in enumerate(DRIVEN):
+        tree.nodes[label].location = (-1200, -120 * i)
+        fcurve = tree.driver_add(common.value_path(label))
+        common.straighten(fcurve)
+        driver = fcurve.driver
+        driver.type = "SCRIPTED"
+        for name, path in _VARIABLES.items():
+            var = driver.variables.new()
+            var.name = name
+            var.type = "CONTEXT_PROP"
+            var.targets[0].context_property = "ACTIVE_SCENE"
+            var.targets[0].data_path = path
+        driver.expression = DRIVEN[label]
+    geometry = b.node("ShaderNodeNewGeometry", "Geometry", location=(-1000, 300))
+    sep = b.node("ShaderNodeSeparateXYZ", "Position XYZ")
+    b.link(geometry.outputs["Position"], sep.inputs[0])  # world space, as drawn before any displacement
+    rx = b.math("SUBTRACT", sep.outputs["X"], value["Cx"], label="Rel X")
+    ry = b.math("SUBTRACT", sep.outputs["Y"], value["Cy"], label="Rel Y")
+
+    def dot2(ux, uy, label):
+        return b.math("MULTIPLY_ADD", rx, ux, b.math("MULTIPLY", ry, uy), label=label)
+
+    def falloff(coord, spread, label):  # max(|coord| - spread, 0)^2
+        d = b.math("MAXIMUM", b.math("SUBTRACT", b.math("ABSOLUTE", coord), spread), 0.0, label=f"{label} Beyond")
+        return b.math("MULTIPLY", d, d, label=f"{label} Sq")
+
+    along = falloff(dot2(value["Fx"], value["Fy"], "Along"), value["Spread"], "Along")
+    across = falloff(dot2(value["Gx"], value["Gy"], "Across"), value["Side Spread"], "Across")
+    radius = b.math("SQRT", dot2(rx, ry, "Radius Sq"), label="Radius")
+    radial = falloff(radius, value["Spread"], "Radius")
+    drop = b.math("MULTIPLY_ADD", along, value["A Along"],
+                  b.math("MULTIPLY_ADD", across, value["A Across"], b.math("MULTIPLY", radial, value["A Radius"])),
+                  label="Drop")
+    gate = b.node("ShaderNodeAttribute", "Gate", attribute_type="OBJECT", attribute_name=GATE)
+    down = b.math("MULTIPLY", b.math("MULTIPLY", drop, gate.outputs["Fac"]), -1.0, label="Down")
+    vector = b.node("ShaderNodeVectorDisplacement", "World Displacement", space="WORLD")
+    b.link(b.combine_xyz(0.0, 0.0, down, label="Offset"), vector.inputs["Vector"])
+    vector.inputs["Midlevel"].default_value = 0.0
+    vector.inputs["Scale"].default_value = 1.0  # (Blender 5.0's default is 0.01)
+    b.link(vector.outputs[0], out.inputs[0])
+
+
+def origin_object() -> bpy.types.Object:
+    """The hidden empty at the origin a scene without a pivot points at (made once, in no scene)."""
+    obj = bpy.data.objects.get(ORIGIN_NAME)
+    if obj is None or obj.type != "EMPTY" or obj.library is not None:
+        obj = bpy.data.objects.new(ORIGIN_NAME, None)
+    return obj
+
+
+def sync_scene(scene: bpy.types.Scene) -> bool:
+    """Point the scene's ``PIVOT_KEY`` at its pivot (the origin's empty without one, or when the pivot was deleted
+    or is not in the scene) and give the group's drivers a fresh chance when it changed. Only for a file with the
+    group; returns whether anything changed."""
+    tree = group()
+    if tree is None:
+        return False
+    pivot = scene.envfx.bend.pivot  # pyright: ignore[reportAttributeAccessIssue] -- registered at run time
+    if pivot is None or scene.objects.get(pivot.name) is not pivot:
+        pivot = origin_object()
+    if scene.get(PIVOT_KEY) == pivot:
+        return False
+    scene[PIVOT_KEY] = pivot
+    if tree.animation_data is not None:
+        for fcurve in tree.animation_data.drivers:
+            common.revive(fcurve)
+    tree.update_tag()
+    return True
+
+
+# --- materials --------------------------------------------------------------------------------------------------
+
+def _outputs(mat: bpy.types.Material) -> list:
+    tree = mat.node_tree
+    return [] if tree is None else [n for n in tree.nodes if n.bl_idname == "ShaderNodeOutputMaterial"]
+
+
+def material_reason(mat: bpy.types.Material | None) -> str | None:
+    """Why ``mat`` cannot bend on the GPU, with what to do; None when it can (or already does)."""
+    if mat is None:
+        return "it has an empty material slot: give every slot a material (the bend works in them)"
+    if mat.library is not None:
+        return f"its material {mat.name!r} is linked from {mat.library.filepath!r}: make it local first"
+    if MATERIAL_KEY in mat:
+        return None
+    if mat.node_tree is None or not _outputs(mat):
+        return f"its material {mat.name!r} has no Material Output node: turn on Use Nodes for it"
+    linked = any(out.inputs["Displacement"].is_linked for out in _outputs(mat))
+    if linked and mat.displacement_method == "BUMP":
+        return (f"its material {mat.name!r} uses its displacement as bump mapping only; bending on the GPU needs "
+                f"true displacement, which would turn that bump into geometry: set the material's Displacement to "
+                f"Displacement and Bump yourself, or bend the object with the modifier (Bend on GPU off)")
+    return None
+
+
+def apply(mat: bpy.types.Material, tree: bpy.types.ShaderNodeTree, reach: float) -> None:
+    """Bend ``mat``'s objects that carry ``GATE`` on the GPU (``material_reason`` first): the group's vector
+    displacement into every Material Output, added to a displacement already linked; true displacement on; on
+    Blender 5.0 a maximum vertex displacement of at least ``reach`` (metres: how far the bend moves a vertex), so
+    Eevee draws what the bend moves into view."""
+    if MATERIAL_KEY in mat:
+        if hasattr(mat, "max_vertex_displacement"):
+            mat.max_vertex_displacement = max(mat.max_vertex_displacement, reach)
+        return
+    nt = mat.node_tree
+    assert nt is not None  # (material_reason)
+    state: dict = {"method": mat.displacement_method, "links": {}}
+    if hasattr(mat, "max_vertex_displacement"):
+        state["max"] = mat.max_vertex_displacement
+    for out in _outputs(mat):
+        node = nt.nodes.new("ShaderNodeGroup")
+        node.name = node.label = f"{NODE_NAME} {out.name}"
+        node.node_tree = tree  # pyright: ignore[reportAttributeAccessIssue] -- a ShaderNodeGroup
+        node.location = (out.location[0] - 200, out.location[1] - 250)
+        socket = out.inputs["Displacement"]
+        if socket.is_linked:
+            link = socket.links[0]
+            state["links"][out.name] = [link.from_node.name, link.from_socket.identifier]
+            add = nt.nodes.new("ShaderNodeVectorMath")
+            add.name = add.label = f"{ADD_NAME} {out.name}"
+            add.operation = "ADD"  # pyright: ignore[reportAttributeAccessIssue] -- a ShaderNodeVectorMath
+            add.location = (out.location[0] - 100, out.location[1] - 150)
+            nt.links.new(link.from_socket, add.inputs[0])
+            nt.links.new(node.outputs[0], add.inputs[1])
+            nt.links.new(add.outputs[0], socket)
+        else:
+            nt.links.new(node.outputs[0], socket)
+    if mat.displacement_method == "BUMP":
+        mat.displacement_method = "DISPLACEMENT"
+    if hasattr(mat, "max_vertex_displacement"):
+        mat.max_vertex_displacement = max(mat.max_vertex_displacement, reach)
+    mat[MATERIAL_KEY] = json.dumps(state)
+
+
+def restore(mat: bpy.types.Material) -> None:
+    """``mat`` as it was before ``apply``."""
+    if MATERIAL_KEY not in mat:
+        return
+    state = json.loads(str(mat[MATERIAL_KEY]))
+    nt = mat.node_tree
+    if nt is not None:
+        for out in _outputs(mat):
+            for name in (f"{NODE_NAME} {out.name}", f"{ADD_NAME} {out.name}"):
+                node = nt.nodes.get(name)
+                if node is not None:
+                    nt.nodes.remove(node)
+            source = state["links"].get(out.name)
+            if source is not None and nt.nodes.get(source[0]) is not None:
+                from_node = nt.nodes[source[0]]
+                sock = next((s for s in from_node.outputs if s.identifier == source[1]), None)
+                if sock is not None:
+                    nt.links.new(sock, out.inputs["Displacement"])
+    mat.displacement_method = state["method"]
+    if "max" in state and hasattr(mat, "max_vertex_displacement"):
+        mat.max_vertex_displacement = state["max"]
+    del mat[MATERIAL_KEY]
+
+
+def is_gpu_bent(obj: bpy.types.Object) -> bool:
+    return GATE in obj
+
+
+def materials_of(obj: bpy.types.Object) -> list:
+    """The materials of ``obj``'s slots (None for an empty slot), each once, in slot order."""
+    return list(dict.fromkeys(slot.material for slot in obj.material_slots))
+
+
+def release() -> None:
+    """Give back every material no object bent on the GPU uses any more (and remove the group, and the origin's
+    empty, when nothing is bent on the GPU)."""
+    used = {m for o in bpy.data.objects if is_gpu_bent(o) for m in materials_of(o)}
+    for mat in bpy.data.materials:
+        if MATERIAL_KEY in mat and mat not in used and mat.library is None:
+            restore(mat)
+    if not any(is_gpu_bent(o) for o in bpy.data.objects):
+        tree = group()
+        if tree is not None and not tree.use_fake_user:
+            bpy.data.node_groups.remove(tree)
+        for scene in bpy.data.scenes:
+            if PIVOT_KEY in scene:
+                del scene[PIVOT_KEY]
+        origin = bpy.data.objects.get(ORIGIN_NAME)
+        if origin is not None and origin.users == 0:
+            bpy.data.objects.remove(origin)

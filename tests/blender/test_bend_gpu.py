@@ -1,0 +1,236 @@
+"""Bend on GPU (shader_nodes/bend_gpu.py): an object bent in its materials renders as the same object bent by the
+modifier (Eevee in every mode, and Cycles), on both Blender versions; its materials come back exactly; a material
+shared with an object not bent that way leaves that object flat; the pivot's deletion, switching, Apply Bend,
+exclusion and bad input behave as documented; a real asset bends the same both ways."""
+
+import importlib
+import json
+
+import bpy
+import numpy as np
+import pytest
+
+from tests.blender import api
+
+MODES = ("RUNNER", "RUNNER_2AXIS", "PLANET", "CYLINDER")
+
+
+@pytest.fixture
+def gpu(envfx):
+    class G:
+        ops = importlib.import_module(envfx.__name__ + ".operators.bend")
+        nodes = importlib.import_module(envfx.__name__ + ".shader_nodes.bend_gpu")
+    return G
+
+
+def _material(name, colour=(0.8, 0.8, 0.8, 1.0)):
+    mat = bpy.data.materials.new(name)
+    if bpy.app.version < (5, 0, 0):  # always on (and deprecated) from 5.0
+        mat.use_nodes = True
+    api.socket(api.node_tree(mat).nodes["Principled BSDF"].inputs["Base Color"]).default_value = colour
+    return mat
+
+
+def _grid(name, location=(0.0, 0.0, 0.0), mat=None):
+    bpy.ops.mesh.primitive_grid_add(x_subdivisions=40, y_subdivisions=40, size=20, location=location)
+    obj = api.active()
+    obj.name = name
+    api.mesh(obj).materials.append(mat or _material(name))
+    return obj
+
+
+def _stage(engine="EEVEE"):
+    """A scene with a camera looking over the ground ahead, a sun and the bend's settings (pivot keyed)."""
+    scene = api.scene()
+    for obj in list(bpy.data.objects):
+        bpy.data.objects.remove(obj)
+    api.set_engine(scene, api.eevee_engine() if engine == "EEVEE" else "CYCLES")
+    api.of(bpy.types.SceneEEVEE, scene.eevee).taa_render_samples = 1
+    scene.cycles.samples = 1  # pyright: ignore[reportOptionalMemberAccess] -- Cycles' settings, registered by it
+    scene.render.resolution_x, scene.render.resolution_y = 160, 90
+    cam = bpy.data.objects.new("Camera", bpy.data.cameras.new("Camera"))
+    scene.collection.objects.link(cam)
+    scene.camera = cam
+    cam.location, cam.rotation_euler = (0.0, -14.0, 6.0), (1.2, 0.0, 0.0)
+    sun = bpy.data.objects.new("Sun", bpy.data.lights.new("Sun", "SUN"))
+    scene.collection.objects.link(sun)
+    sun.rotation_euler = (0.5, 0.2, 0.0)
+    b = api.envfx(scene).bend
+    b.strength, b.side_strength, b.spread, b.side_spread, b.horizon_offset = 0.02, 0.03, 2.0, 1.0, 1.0
+    pivot = bpy.data.objects.new("Pivot", None)
+    scene.collection.objects.link(pivot)
+    pivot.location = (0.5, -3.0, 0.0)
+    b.pivot = pivot
+    return scene
+
+
+def _render(path):
+    scene = api.scene()
+    scene.render.filepath = str(path)
+    bpy.ops.render.render(write_still=True)
+    img = bpy.data.images.load(str(path))
+    width, height = img.size
+    px = np.empty(width * height * 4, dtype=np.float32)
+    api.pixels(img).foreach_get(px)
+    bpy.data.images.remove(img)
+    return px.reshape(height, width, 4)[:, :, :3]
+
+
+def _links(tree) -> list:
+    """(from node, to node) of every link of ``tree``, sorted."""
+    return sorted((api.of(bpy.types.Node, lk.from_node).name, api.of(bpy.types.Node, lk.to_node).name)
+                  for lk in tree.links)
+
+
+def _differ(a, b):
+    """The share of pixels that differ by more than 0.05 in a channel."""
+    return float(np.mean(np.abs(a - b).max(axis=2) > 0.05))
+
+
+@pytest.mark.parametrize("engine", ["EEVEE", "CYCLES"])
+def test_bent_on_the_gpu_renders_as_bent_by_the_modifier(gpu, tmp_path, engine):
+    scene = _stage(engine)
+    ground = _grid("Ground")
+    modes = MODES if engine == "EEVEE" else ("PLANET",)
+    flat = _render(tmp_path / "flat.png")
+    for mode in modes:
+        api.envfx(scene).bend.mode = mode
+        api.envfx(ground).bend_gpu = False
+        gpu.ops.add_bend(scene, [ground])
+        assert gpu.ops.bend_modifiers(ground)
+        by_modifier = _render(tmp_path / f"{mode}_modifier.png")
+        api.envfx(ground).bend_gpu = True
+        result = gpu.ops.add_bend(scene, [ground])
+        assert result.changed == ["Ground"] and not ground.modifiers
+        on_gpu = _render(tmp_path / f"{mode}_gpu.png")
+        assert _differ(by_modifier, flat) > 0.01, mode  # the bend shows
+        assert _differ(on_gpu, by_modifier) < 0.002, mode  # (a few silhouette pixels at one sample)
+        gpu.ops.remove_bend([ground])
+        assert gpu.nodes.group() is None and not gpu.nodes.is_gpu_bent(ground)
+
+
+def test_materials_come_back_exactly_and_shared_ones_bend_only_their_gpu_objects(gpu, tmp_path):
+    scene = _stage()
+    shared = _material("Shared", (0.2, 0.6, 0.2, 1.0))
+    nt = api.node_tree(shared)
+    noise = nt.nodes.new("ShaderNodeTexNoise")
+    disp = nt.nodes.new("ShaderNodeDisplacement")
+    api.socket(disp.inputs["Scale"]).default_value = 0.001
+    nt.links.new(noise.outputs["Fac"], disp.inputs["Height"])
+    output = nt.nodes["Material Output"]
+    nt.links.new(disp.outputs[0], output.inputs["Displacement"])
+    shared.displacement_method = "BOTH"
+    before = (sorted(n.name for n in nt.nodes), _links(nt), shared.displacement_method,
+              getattr(shared, "max_vertex_displacement", None))
+    bent = _grid("Bent", (-11.0, 0.0, 0.0), shared)
+    _grid("Other", (11.0, 0.0, 0.0), shared)
+    flat = _render(tmp_path / "flat.png")
+    api.envfx(bent).bend_gpu = True
+    gpu.ops.add_bend(scene, [bent])
+    assert _links(nt).count(("EnvFX Bend GPU Add Material Output", "Material Output")) == 1
+    shown = _render(tmp_path / "bent.png")
+    width = shown.shape[1]
+    assert _differ(shown[:, : width // 2], flat[:, : width // 2]) > 0.01  # the bent one (left) drops
+    assert _differ(shown[:, width // 2 + 10:], flat[:, width // 2 + 10:]) < 0.002  # the other stays as it was
+    gpu.ops.remove_bend([bent])
+    after = (sorted(n.name for n in nt.nodes), _links(nt), shared.displacement_method,
+             getattr(shared, "max_vertex_displacement", None))
+    assert after == before and gpu.nodes.MATERIAL_KEY not in shared
+    assert _differ(_render(tmp_path / "after.png"), flat) < 0.002
+
+
+def test_pivot_switching_apply_and_exclude(gpu, tmp_path):
+    scene = _stage()
+    ground = _grid("Ground")
+    api.envfx(ground).bend_gpu = True
+    gpu.ops.add_bend(scene, [ground])
+    tree = gpu.nodes.group()
+    assert tree is not None
+    value = {label: api.socket(tree.nodes[label].outputs[0]) for label in gpu.nodes.DRIVEN}
+    scene.frame_set(2)
+    assert value["Cy"].default_value == pytest.approx(-3.0 + 1.0)  # the pivot's y plus the horizon offset
+    pivot = bpy.data.objects["Pivot"]
+    pivot.location.y = 4.0
+    scene.frame_set(3)
+    assert value["Cy"].default_value == pytest.approx(5.0)
+    bpy.data.objects.remove(pivot)  # deleted: the world origin, as the modifier's bend
+    scene.frame_set(4)
+    scene.frame_set(5)
+    assert value["Cy"].default_value == pytest.approx(1.0)
+    assert tree.animation_data is not None and all(api.of(bpy.types.Driver, fc.driver).is_valid
+                                                   for fc in tree.animation_data.drivers)
+    with pytest.raises(gpu.ops.BendInputError, match="Apply Bend cannot bake"):
+        gpu.ops.apply_bend(scene, [ground])
+    api.envfx(ground).bend_exclude = True
+    assert ground[gpu.nodes.GATE] == 0.0
+    api.envfx(ground).bend_exclude = False
+    assert ground[gpu.nodes.GATE] == 1.0
+    api.envfx(ground).bend_gpu = False  # back to the modifier: the material lets go
+    mat = api.mesh(ground).materials[0]
+    gpu.ops.add_bend(scene, [ground])
+    assert gpu.ops.bend_modifiers(ground) and gpu.nodes.MATERIAL_KEY not in mat and gpu.nodes.group() is None
+
+
+def test_objects_it_cannot_bend_are_named_and_left_alone(gpu):
+    scene = _stage()
+    bare = _grid("Bare")
+    api.mesh(bare).materials.clear()
+    bump = _grid("Bump")
+    nt = api.node_tree(api.mesh(bump).materials[0])
+    disp = nt.nodes.new("ShaderNodeDisplacement")
+    nt.links.new(disp.outputs[0], nt.nodes["Material Output"].inputs["Displacement"])
+    empty_slot = _grid("Empty Slot")
+    api.mesh(empty_slot).materials.append(None)
+    good = _grid("Good", (0.0, 30.0, 0.0))
+    for obj in (bare, bump, empty_slot, good):
+        api.envfx(obj).bend_gpu = True
+    result = gpu.ops.add_bend(scene, [bare, bump, empty_slot, good])
+    assert result.changed == ["Good"]
+    assert "no material" in result.skipped["Bare"]
+    assert "bump mapping only" in result.skipped["Bump"] and "Displacement and Bump" in result.skipped["Bump"]
+    assert "empty material slot" in result.skipped["Empty Slot"]
+    assert gpu.nodes.MATERIAL_KEY not in api.mesh(bump).materials[0] and not gpu.nodes.is_gpu_bent(bump)
+    with pytest.raises(gpu.ops.BendInputError, match="Nothing to bend.*no material"):
+        gpu.ops.add_bend(scene, [bare])
+
+
+def test_a_gpu_bend_survives_save_and_reload(gpu, tmp_path, save_and_reopen):
+    scene = _stage()
+    ground = _grid("Ground")
+    api.envfx(ground).bend_gpu = True
+    gpu.ops.add_bend(scene, [ground])
+    before = _render(tmp_path / "before.png")
+    save_and_reopen()
+    scene = api.scene()
+    mat = api.of(bpy.types.Material, api.mesh(bpy.data.objects["Ground"]).materials[0])
+    state = json.loads(str(mat[gpu.nodes.MATERIAL_KEY]))
+    assert state["method"] == "BUMP"
+    bpy.data.objects["Pivot"].location.y = -3.0  # (the same place: the drivers follow after the reload)
+    scene.frame_set(1)
+    assert _differ(_render(tmp_path / "after.png"), before) < 0.002
+
+
+def test_real_vegetation_bends_the_same_on_the_gpu(gpu, corpus_asset, tmp_path):
+    """The corpus flower (OBJ, Y up, an unapplied centimetre scale, away from the origin; several materials)."""
+    scene = _stage()
+    objects = corpus_asset("flower_blue")
+    for obj in objects:
+        if not obj.material_slots:
+            api.mesh(obj).materials.append(_material(obj.name))
+    cam = api.camera(scene)
+    centre = np.mean([np.array(o.matrix_world.translation) for o in objects], axis=0)
+    cam.location = (centre[0], centre[1] - 6.0, centre[2] + 3.0)
+    api.envfx(scene).bend.pivot.location = (centre[0], centre[1] - 8.0, 0.0)
+    api.envfx(scene).bend.strength = 0.05
+    api.envfx(scene).bend.spread = 0.5
+    gpu.ops.add_bend(scene, objects)
+    by_modifier = _render(tmp_path / "modifier.png")
+    for obj in objects:
+        api.envfx(obj).bend_gpu = True
+    result = gpu.ops.add_bend(scene, objects)
+    assert sorted(result.changed) == sorted(o.name for o in objects), result.skipped
+    on_gpu = _render(tmp_path / "gpu.png")
+    gpu.ops.remove_bend(objects)
+    flat = _render(tmp_path / "flat.png")
+    assert _differ(by_modifier, flat) > 0.005
+    assert _differ(on_gpu, by_modifier) < 0.002
