@@ -138,8 +138,8 @@ def sync_scene(scene: bpy.types.Scene) -> bool:
     """Point the scene's ``PIVOT_KEY`` at its pivot (the origin's empty without one, or when the pivot was deleted
     or is not in the scene) and give the group's drivers a fresh chance when it changed. Only for a file with the
     group; returns whether anything changed."""
-    tree = group()
-    if tree is None:
+    trees = [t for t in bpy.data.node_groups if t.bl_idname == "ShaderNodeTree" and t.get(common.KIND_KEY) == KIND]
+    if not trees:
         return False
     pivot = scene.envfx.bend.pivot  # pyright: ignore[reportAttributeAccessIssue] -- registered at run time
     if pivot is None or scene.objects.get(pivot.name) is not pivot:
@@ -147,10 +147,11 @@ def sync_scene(scene: bpy.types.Scene) -> bool:
     if scene.get(PIVOT_KEY) == pivot:
         return False
     scene[PIVOT_KEY] = pivot
-    if tree.animation_data is not None:
-        for fcurve in tree.animation_data.drivers:
-            common.revive(fcurve)
-    tree.update_tag()
+    for tree in trees:  # (a group appended with a bent object from another file reads the scene too)
+        if tree.animation_data is not None and tree.library is None:
+            for fcurve in tree.animation_data.drivers:
+                common.revive(fcurve)
+        tree.update_tag()
     return True
 
 

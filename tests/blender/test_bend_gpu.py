@@ -234,3 +234,25 @@ def test_real_vegetation_bends_the_same_on_the_gpu(gpu, corpus_asset, tmp_path):
     flat = _render(tmp_path / "flat.png")
     assert _differ(by_modifier, flat) > 0.005
     assert _differ(on_gpu, by_modifier) < 0.002
+
+
+def test_an_appended_object_bent_on_the_gpu_follows_its_new_scene(gpu, tmp_path):
+    """Appended into another file (its material and the group come along, the new scene has no pivot yet): the
+    group's drivers read the new scene, its settings and the origin."""
+    scene = _stage()
+    ground = _grid("Ground")
+    api.envfx(ground).bend_gpu = True
+    gpu.ops.add_bend(scene, [ground])
+    path = str(tmp_path / "library.blend")
+    bpy.ops.wm.save_as_mainfile(filepath=path)
+    bpy.ops.wm.read_homefile(app_template="", use_empty=True)
+    scene = api.scene()
+    api.envfx(scene).bend.horizon_offset = 2.5
+    for obj in api.load_objects(path, ["Ground"], link=False):
+        scene.collection.objects.link(obj)
+    scene.frame_set(1)
+    scene.frame_set(2)
+    tree = gpu.nodes.group()
+    assert tree is not None and tree.animation_data is not None
+    assert all(api.of(bpy.types.Driver, fc.driver).is_valid for fc in tree.animation_data.drivers)
+    assert api.socket(tree.nodes["Cy"].outputs[0]).default_value == pytest.approx(2.5)  # the origin, offset ahead
