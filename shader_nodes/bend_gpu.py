@@ -61,8 +61,8 @@ DRIVEN = {
 def group() -> bpy.types.ShaderNodeTree | None:
     """The file's group, or None."""
     for tree in bpy.data.node_groups:
-        if tree.bl_idname == "ShaderNodeTree" and tree.get(common.KIND_KEY) == KIND and tree.library is None:
-            return tree  # pyright: ignore[reportReturnType] -- a ShaderNodeTree by its bl_idname
+        if isinstance(tree, bpy.types.ShaderNodeTree) and tree.get(common.KIND_KEY) == KIND and tree.library is None:
+            return tree
     return None
 
 
@@ -138,7 +138,8 @@ def sync_scene(scene: bpy.types.Scene) -> bool:
     """Point the scene's ``PIVOT_KEY`` at its pivot (the origin's empty without one, or when the pivot was deleted
     or is not in the scene) and give the group's drivers a fresh chance when it changed. Only for a file with the
     group; returns whether anything changed."""
-    trees = [t for t in bpy.data.node_groups if t.bl_idname == "ShaderNodeTree" and t.get(common.KIND_KEY) == KIND]
+    trees = [t for t in bpy.data.node_groups
+             if isinstance(t, bpy.types.ShaderNodeTree) and t.get(common.KIND_KEY) == KIND]
     if not trees:
         return False
     pivot = scene.envfx.bend.pivot  # pyright: ignore[reportAttributeAccessIssue] -- registered at run time
@@ -148,8 +149,9 @@ def sync_scene(scene: bpy.types.Scene) -> bool:
         return False
     scene[PIVOT_KEY] = pivot
     for tree in trees:  # (a group appended with a bent object from another file reads the scene too)
-        if tree.animation_data is not None and tree.library is None:
-            for fcurve in tree.animation_data.drivers:
+        anim = tree.animation_data
+        if anim is not None and tree.library is None:
+            for fcurve in anim.drivers:
                 common.revive(fcurve)
         tree.update_tag()
     return True
