@@ -256,3 +256,31 @@ def test_an_appended_object_bent_on_the_gpu_follows_its_new_scene(gpu, tmp_path)
     assert tree is not None and tree.animation_data is not None
     assert all(api.of(bpy.types.Driver, fc.driver).is_valid for fc in tree.animation_data.drivers)
     assert api.socket(tree.nodes["Cy"].outputs[0]).default_value == pytest.approx(2.5)  # the origin, offset ahead
+
+
+def test_rigid_sway_and_the_gpu_bend_on_one_prop(gpu, envfx, tmp_path):
+    """A prop swaying whole (wind, rigid sway) and bent on the GPU: the sway turns its transform, the bend its drawn
+    vertices after it, each as on its own; Remove Wind and Remove Bend each take back only their part."""
+    scene = _stage()
+    ground = _grid("Ground")
+    bpy.ops.mesh.primitive_cone_add(radius1=0.5, depth=2.0, location=(1.0, 8.0, 1.0))
+    prop = api.active()
+    api.mesh(prop).materials.append(_material("Prop", (0.9, 0.2, 0.2, 1.0)))
+    for obj in (ground, prop):
+        api.envfx(obj).bend_gpu = True
+    api.envfx(prop).wind.rigid = True
+    api.envfx(scene).wind.strength = 4.0
+    wind = importlib.import_module(envfx.__name__ + ".operators.wind")
+    rigid = importlib.import_module(envfx.__name__ + ".shader_nodes.wind_rigid")
+    gpu.ops.add_bend(scene, [ground, prop])
+    wind.add_wind(scene, [prop])
+    scene.frame_set(9)
+    assert rigid.is_rigid(prop) and gpu.nodes.is_gpu_bent(prop)
+    both = _render(tmp_path / "both.png")
+    wind.remove_wind([prop])
+    assert gpu.nodes.is_gpu_bent(prop) and not rigid.is_rigid(prop)
+    scene.frame_set(9)
+    bent_only = _render(tmp_path / "bent.png")
+    assert _differ(both, bent_only) > 0.0005  # the sway shows on the bent prop
+    gpu.ops.remove_bend([ground, prop])
+    assert not gpu.nodes.is_gpu_bent(prop) and tuple(prop.delta_rotation_euler[i] for i in range(3)) == (0, 0, 0)
