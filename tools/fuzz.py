@@ -379,6 +379,10 @@ class Worker:
         for obj in (plant, player):  # bent on the GPU, in its materials (or refused without one)
             if rng.random() < 0.3:
                 obj.envfx.bend_gpu = True  # pyright: ignore[reportAttributeAccessIssue] -- registered at run time
+                if rng.random() < 0.7:
+                    mat = bpy.data.materials.new(f"{obj.name} Material")
+                    mat.use_nodes = True  # (4.2 makes one without nodes, which the GPU bend refuses)
+                    obj.data.materials.append(mat)
         # (operator, the objects it is called on; None: every object of the scene)
         plan: list[tuple[str, list | None]] = [("bend_add", bent), ("wind_bake_data", [plant]), ("wind_add", [plant])]
         if rng.random() < 0.5:  # a small prop swaying whole (rigid sway: drivers on its delta rotation)
