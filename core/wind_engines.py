@@ -48,7 +48,7 @@ from .wind.params import (AMBIENT_HZ, AMBIENT_SCALE, BRANCH_HZ, BRANCH_MULTS, BR
                           GUST_MULTS, GUST_PHASES, GUST_SPEED, GUST_WAVES, LIVE_ATTRS, MAIN_SCALE, MICRO_HZ,
                           MICRO_PHASES, MICRO_SCALE, SPRING_HZ, TILT_SCALE, WOBBLE_HZ, WOBBLE_SCALE, WOBBLE_WAVE)
 from .wind.push import PUSH_EPS
-from .wind_shader_text import axes, axes_source
+from .wind_shader_text import axes, axes_source, quantize_source
 from .wind_shader_text import num as _num
 
 ENGINES = tuple(bend_engines.ENGINES)
@@ -318,14 +318,7 @@ def shader_source(engine: str, asset: core_live.AssetWind, unit_scale: float = 1
         f"{v3} envfx_wind_to_blender({v3} v) {{ return {mul(a_t, 'v')}; }}",
         f"{v3} envfx_wind_to_engine({v3} v) {{ return {mul(a_m, 'v')}; }}",
         "",
-        "// a frequency rounded to whole cycles per loop (at least one), when a loop is set",
-        f"float envfx_wind_quantize(float f, {v4} gusts) {{",
-        "    if (gusts.z <= 0.0) {",
-        "        return f;",
-        "    }",
-        "    float period = gusts.z / gusts.w;",
-        "    return max(floor(f * period + 0.5), 1.0) / period;",
-        "}",
+        *quantize_source("envfx_wind_quantize", v4),
         "",
         "// seconds of a frame (wrapped into the loop first)",
         f"float envfx_wind_time(float frame, {v4} gusts) {{",

@@ -21,7 +21,7 @@ from .wind import live as core_live
 from .wind.params import (BRANCH_HZ, BRANCH_MULTS, BRANCH_PHASES, BRANCH_SCALE, GUST_AMPS, GUST_MULTS, GUST_PHASES,
                           GUST_WAVES, MAIN_SCALE, SPRING_HZ)
 from .wind.rigid import PHASE_WAVE
-from .wind_shader_text import axes, axes_source
+from .wind_shader_text import axes, axes_source, quantize_source
 from .wind_shader_text import num as _num
 
 INCLUDE = {"GODOT": "envfx_wind_rigid.gdshaderinc", "UNITY": "EnvFXWindRigid.hlsl", "UNREAL": "EnvFXWindRigid.ush"}
@@ -68,14 +68,7 @@ def shader_source(engine: str, asset: core_live.AssetWind, rotation_order: str =
         f"{const} float ENVFX_WIND_RIGID_RAMP = {_num(asset.ramp)};",
         f"{const} float ENVFX_WIND_RIGID_MAIN_BEND = {_num(1.0 if asset.main_bend else 0.0)};",
         "",
-        "// a frequency rounded to whole cycles per loop (at least one), when a loop is set",
-        f"float envfx_wind_rigid_quantize(float f, {v4} gusts) {{",
-        "    if (gusts.z <= 0.0) {",
-        "        return f;",
-        "    }",
-        "    float period = gusts.z / gusts.w;",
-        "    return max(floor(f * period + 0.5), 1.0) / period;",
-        "}",
+        *quantize_source("envfx_wind_rigid_quantize", v4),
         "",
         "// the object-space offset (engine axes and units) of a vertex at frame `frame` (the scene's frame number; a",
         "// game: seconds * fps); object_to_world: the object's world matrix",

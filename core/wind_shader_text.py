@@ -42,3 +42,19 @@ def axes_source(engine: str, a: np.ndarray) -> tuple:
         def mul(m, v):
             return f"mul({m}, {v})"
     return vec, a_t, a_m, mul
+
+
+def quantize_source(name: str, v4: str) -> list[str]:
+    """Lines of the shader function ``name(f, gusts)``: a frequency rounded to whole cycles per loop (at least one)
+    when a loop is set (``gusts.z`` loop frames, ``gusts.w`` fps; ``core.wind.live.quantize``); ``v4`` the
+    language's 4-vector type."""
+    return [
+        "// a frequency rounded to whole cycles per loop (at least one), when a loop is set",
+        f"float {name}(float f, {v4} gusts) {{",
+        "    if (gusts.z <= 0.0) {",
+        "        return f;",
+        "    }",
+        "    float period = gusts.z / gusts.w;",
+        "    return max(floor(f * period + 0.5), 1.0) / period;",
+        "}",
+    ]

@@ -207,6 +207,7 @@ def _add_gpu(scene: bpy.types.Scene, objects: Sequence[bpy.types.Object], params
             obj[bend_gpu.GATE] = 1.0
             result.changed.append(obj.name)
         obj.update_tag()
+    _check_coarse(scene, objects, params, result)  # (the GPU bend moves vertices only, as the modifier does)
 
 
 def bend_subdivisions(obj: bpy.types.Object) -> list[bpy.types.SubsurfModifier]:
@@ -252,8 +253,13 @@ def _subdivide_before_bend(obj, levels: int):
     mod.uv_smooth = "NONE"  # straight in UV too: the subdivision only adds vertices for the bend to move
     mod.levels = mod.render_levels = levels
     mod.show_viewport = mod.show_render = True
-    first_bend = list(obj.modifiers).index(bend_modifiers(obj)[0])
+    bends = bend_modifiers(obj)
     index = list(obj.modifiers).index(mod)
+    if not bends:  # (bent on the GPU: the materials bend what the last modifier makes)
+        if index != len(obj.modifiers) - 1:
+            obj.modifiers.move(index, len(obj.modifiers) - 1)
+        return
+    first_bend = list(obj.modifiers).index(bends[0])
     if index != first_bend - 1:
         obj.modifiers.move(index, first_bend if index > first_bend else first_bend - 1)
 
@@ -262,7 +268,7 @@ def _check_coarse(scene, objects, params, result: BendResult):
     """Warn about the meshes too coarse for the bend, or (the scene's Subdivide Coarse Meshes) subdivide them."""
     settings = scene.envfx.bend
     tolerance = settings.tolerance
-    coarse = coarse_meshes([o for o in objects if bend_modifiers(o)], params, tolerance)
+    coarse = coarse_meshes([o for o in objects if bend_modifiers(o) or bend_gpu.is_gpu_bent(o)], params, tolerance)
     if not coarse:
         return
     if not settings.subdivide:
@@ -304,12 +310,13 @@ def coarse_in_scene(scene: bpy.types.Scene) -> list[tuple[str, float, int]]:
     """``coarse_meshes`` of every mesh ``scene`` bends, for the Bend panel: computed again only when the bend, the
     tolerance, or an object's mesh, place or subdivision levels change (cheap to call on every redraw)."""
     tree = bend_nodes.group_for(scene)
-    if tree is None:
-        return []
     settings = bridge.envfx_settings(scene).bend
     objects = [o for o in scene.objects if o.type == "MESH" and o.data is not None
                and not bridge.envfx_settings(o).bend_exclude
-               and any(m.node_group == tree and m.show_viewport for m in bend_modifiers(o))]
+               and (any(m.node_group == tree and m.show_viewport for m in bend_modifiers(o))
+                    or bend_gpu.is_gpu_bent(o))]
+    if not objects:
+        return []
     params = bend_nodes.params_from_scene(scene)
     try:
         params.validate()
@@ -370,6 +377,8 @@ def remove_bend(objects: Iterable[bpy.types.Object]) -> BendResult:
             obj.update_tag()
             on_gpu = True
             if not mods:
+                for mod in bend_subdivisions(obj):
+                    obj.modifiers.remove(mod)
                 result.changed.append(obj.name)
                 continue
         if not mods:

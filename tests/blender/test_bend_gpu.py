@@ -284,3 +284,23 @@ def test_rigid_sway_and_the_gpu_bend_on_one_prop(gpu, envfx, tmp_path):
     assert _differ(both, bent_only) > 0.0005  # the sway shows on the bent prop
     gpu.ops.remove_bend([ground, prop])
     assert not gpu.nodes.is_gpu_bent(prop) and tuple(prop.delta_rotation_euler[i] for i in range(3)) == (0, 0, 0)
+
+
+def test_a_coarse_mesh_bent_on_the_gpu_is_named_or_subdivided(gpu):
+    """The GPU bend moves vertices only, as the modifier does: a mesh too coarse for it is named, or (Subdivide
+    Coarse Meshes) gets the Simple subdivision as its last modifier, which Remove Bend takes away again."""
+    scene = _stage()
+    bpy.ops.mesh.primitive_plane_add(size=40.0, location=(0.0, 20.0, 0.0))
+    wall = api.active()
+    api.mesh(wall).materials.append(_material("Wall"))
+    api.envfx(wall).bend_gpu = True
+    result = gpu.ops.add_bend(scene, [wall])
+    assert any("Too coarse for the bend" in w and wall.name in w for w in result.warnings), result.warnings
+    assert [r[0] for r in gpu.ops.coarse_in_scene(scene)] == [wall.name]
+    api.envfx(scene).bend.subdivide = True
+    result = gpu.ops.add_bend(scene, [wall])
+    subdivisions = gpu.ops.bend_subdivisions(wall)
+    assert len(subdivisions) == 1 and list(wall.modifiers)[-1] == subdivisions[0] and subdivisions[0].levels >= 1
+    assert gpu.ops.coarse_in_scene(scene) == [] or all(r[0] != wall.name for r in gpu.ops.coarse_in_scene(scene))
+    gpu.ops.remove_bend([wall])
+    assert not wall.modifiers
