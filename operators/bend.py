@@ -186,8 +186,11 @@ def _add_gpu(scene: bpy.types.Scene, objects: Sequence[bpy.types.Object], params
     """Bend ``objects`` (checked by ``_cannot_bend_gpu_reason``) in their materials: a bend modifier they had goes;
     their materials get the file's GPU bend group (``shader_nodes.bend_gpu.apply``) and they carry its gate."""
     groups = set()
+    switched = set()  # (the objects that had the modifier's bend)
     for obj in objects:
         mods = bend_modifiers(obj)
+        if mods:
+            switched.add(obj.name)
         groups.update(m.node_group for m in mods)
         for mod in [*mods, *bend_subdivisions(obj)]:
             obj.modifiers.remove(mod)
@@ -201,7 +204,7 @@ def _add_gpu(scene: bpy.types.Scene, objects: Sequence[bpy.types.Object], params
     for obj in objects:
         for mat in bend_gpu.materials_of(obj):
             bend_gpu.apply(mat, tree, reach)
-        if obj.get(bend_gpu.GATE) == 1.0 and not groups:
+        if obj.get(bend_gpu.GATE) == 1.0 and obj.name not in switched:
             result.unchanged.append(obj.name)
         else:
             obj[bend_gpu.GATE] = 1.0
