@@ -18,12 +18,10 @@ displacement) and gets it back exactly when no object bent on the GPU uses it an
 
 from __future__ import annotations
 
-import json
-
 import bpy
 
 from ..core import bend as core_bend
-from . import common
+from . import common, gpu_displace
 
 GROUP_NAME = "EnvFX Bend GPU"
 KIND = "bend_gpu"
@@ -31,7 +29,7 @@ VERSION = "1"
 GATE = "envfx_bend_gpu"  # object property: 1 bends the object in its materials (0 or missing: not)
 PIVOT_KEY = "envfx_bend_gpu_pivot"  # scene property: the object whose world position the group takes as pivot
 ORIGIN_NAME = ".EnvFX Bend GPU Origin"  # that object for a scene without a pivot: an empty at the origin
-MATERIAL_KEY = "envfx_bend_gpu"  # material property: its state before (JSON)
+MATERIAL_KEY = gpu_displace.KEYS[0]  # material property: its state before (JSON)
 NODE_NAME = "EnvFX Bend GPU"
 ADD_NAME = "EnvFX Bend GPU Add"
 
@@ -159,90 +157,21 @@ def sync_scene(scene: bpy.types.Scene) -> bool:
 
 # --- materials --------------------------------------------------------------------------------------------------
 
-def _outputs(mat: bpy.types.Material) -> list:
-    tree = mat.node_tree
-    return [] if tree is None else [n for n in tree.nodes if n.bl_idname == "ShaderNodeOutputMaterial"]
-
-
 def material_reason(mat: bpy.types.Material | None) -> str | None:
     """Why ``mat`` cannot bend on the GPU, with what to do; None when it can (or already does)."""
-    if mat is None:
-        return "it has an empty material slot: give every slot a material (the bend works in them)"
-    if mat.library is not None:
-        return f"its material {mat.name!r} is linked from {mat.library.filepath!r}: make it local first"
-    if MATERIAL_KEY in mat:
-        return None
-    if mat.node_tree is None or not _outputs(mat):
-        return f"its material {mat.name!r} has no Material Output node: turn on Use Nodes for it"
-    linked = any(out.inputs["Displacement"].is_linked for out in _outputs(mat))
-    if linked and mat.displacement_method == "BUMP":
-        return (f"its material {mat.name!r} uses its displacement as bump mapping only; bending on the GPU needs "
-                f"true displacement, which would turn that bump into geometry: set the material's Displacement to "
-                f"Displacement and Bump yourself, or bend the object with the modifier (Bend on GPU off)")
-    return None
+    return gpu_displace.material_reason(mat, MATERIAL_KEY, "bending", "Bend on GPU")
 
 
 def apply(mat: bpy.types.Material, tree: bpy.types.ShaderNodeTree, reach: float) -> None:
     """Bend ``mat``'s objects that carry ``GATE`` on the GPU (``material_reason`` first): the group's vector
-    displacement into every Material Output, added to a displacement already linked; true displacement on; on
-    Blender 5.0 a maximum vertex displacement of at least ``reach`` (metres: how far the bend moves a vertex), so
-    Eevee draws what the bend moves into view."""
-    if MATERIAL_KEY in mat:
-        if hasattr(mat, "max_vertex_displacement"):
-            mat.max_vertex_displacement = max(mat.max_vertex_displacement, reach)
-        return
-    nt = mat.node_tree
-    assert nt is not None  # (material_reason)
-    state: dict = {"method": mat.displacement_method, "links": {}}
-    if hasattr(mat, "max_vertex_displacement"):
-        state["max"] = mat.max_vertex_displacement
-    for out in _outputs(mat):
-        node = nt.nodes.new("ShaderNodeGroup")
-        node.name = node.label = f"{NODE_NAME} {out.name}"
-        node.node_tree = tree  # pyright: ignore[reportAttributeAccessIssue] -- a ShaderNodeGroup
-        node.location = (out.location[0] - 200, out.location[1] - 250)
-        socket = out.inputs["Displacement"]
-        if socket.is_linked:
-            link = socket.links[0]
-            state["links"][out.name] = [link.from_node.name, link.from_socket.identifier]
-            add = nt.nodes.new("ShaderNodeVectorMath")
-            add.name = add.label = f"{ADD_NAME} {out.name}"
-            add.operation = "ADD"  # pyright: ignore[reportAttributeAccessIssue] -- a ShaderNodeVectorMath
-            add.location = (out.location[0] - 100, out.location[1] - 150)
-            nt.links.new(link.from_socket, add.inputs[0])
-            nt.links.new(node.outputs[0], add.inputs[1])
-            nt.links.new(add.outputs[0], socket)
-        else:
-            nt.links.new(node.outputs[0], socket)
-    if mat.displacement_method == "BUMP":
-        mat.displacement_method = "DISPLACEMENT"
-    if hasattr(mat, "max_vertex_displacement"):
-        mat.max_vertex_displacement = max(mat.max_vertex_displacement, reach)
-    mat[MATERIAL_KEY] = json.dumps(state)
+    displacement into every Material Output, added to a displacement already linked (``gpu_displace.apply``);
+    ``reach``: how far the bend moves a vertex (metres)."""
+    gpu_displace.apply(mat, tree, reach, MATERIAL_KEY, NODE_NAME, ADD_NAME)
 
 
 def restore(mat: bpy.types.Material) -> None:
-    """``mat`` as it was before ``apply``."""
-    if MATERIAL_KEY not in mat:
-        return
-    state = json.loads(str(mat[MATERIAL_KEY]))
-    nt = mat.node_tree
-    if nt is not None:
-        for out in _outputs(mat):
-            for name in (f"{NODE_NAME} {out.name}", f"{ADD_NAME} {out.name}"):
-                node = nt.nodes.get(name)
-                if node is not None:
-                    nt.nodes.remove(node)
-            source = state["links"].get(out.name)
-            if source is not None and nt.nodes.get(source[0]) is not None:
-                from_node = nt.nodes[source[0]]
-                sock = next((s for s in from_node.outputs if s.identifier == source[1]), None)
-                if sock is not None:
-                    nt.links.new(sock, out.inputs["Displacement"])
-    mat.displacement_method = state["method"]
-    if "max" in state and hasattr(mat, "max_vertex_displacement"):
-        mat.max_vertex_displacement = state["max"]
-    del mat[MATERIAL_KEY]
+    """``mat`` without the GPU bend (as it was before ``apply``, when no other effect is on the GPU in it)."""
+    gpu_displace.restore(mat, MATERIAL_KEY, NODE_NAME, ADD_NAME)
 
 
 def is_gpu_bent(obj: bpy.types.Object) -> bool:
