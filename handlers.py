@@ -14,7 +14,7 @@ from .shader_nodes import bend as bend_nodes
 from .shader_nodes import common
 from .shader_nodes import vat as vat_nodes
 from .shader_nodes import wind as wind_nodes
-from .shader_nodes import wind_rigid
+from .shader_nodes import wind_gpu, wind_rigid
 from .shader_nodes import bend_gpu
 
 
@@ -383,9 +383,14 @@ READER_HANDLERS = (("depsgraph_update_post", on_bend_readers),)
 
 @persistent
 def on_wind_sync(scene, depsgraph=None):
-    """depsgraph_update_post: a deleted or unlinked wind object (or terrain) lets go of the scene's wind group."""
+    """depsgraph_update_post: a deleted or unlinked wind object (or terrain) lets go of the scene's wind group; a
+    scene showing objects in the wind on the GPU has a clock."""
     wind_nodes.keep_in_sync(scene, depsgraph)
     wind_rigid.keep_in_sync(scene)
+    try:
+        wind_gpu.keep_clock(scene)
+    except Exception as exc:  # a handler must never break playback
+        print(f"EnvFX: the wind on the GPU could not get its scene's clock: {exc}")
 
 
 @persistent

@@ -17,7 +17,7 @@ from ..core.features import FEATURES
 from ..operators import bend as bend_ops
 from ..operators import snow as snow_ops
 from ..operators import wind as wind_ops
-from ..shader_nodes import bend_gpu, wind_rigid
+from ..shader_nodes import bend_gpu, wind_gpu, wind_rigid
 from . import batch
 
 
@@ -57,6 +57,7 @@ def scene_report(scene: bpy.types.Scene) -> dict[str, Any]:
             "strength": round(w.strength, 6), "source_object": w.source_object.name if w.source_object else None,
             "objects": sorted(o.name for o in objects if wind_ops.wind_modifiers(o)),
             "rigid": sorted(o.name for o in objects if wind_rigid.is_rigid(o)),
+            "gpu": sorted(o.name for o in objects if wind_gpu.is_gpu_wind(o)),
         },
         "snow": {
             "meshes": sorted(o.name for o in snow),
@@ -102,6 +103,6 @@ def _info_file(args, path: str):
               f"strength {b['strength']:g}, spread {b['spread']:g}; {len(b['objects'])} object(s) bent"
               + (f", {len(b['gpu'])} on the GPU" if b["gpu"] else ""))
         print(f"  wind: strength {w['strength']:g}, source {w['source_object']}; {len(w['objects'])} object(s) "
-              f"in the wind, {len(w['rigid'])} in rigid sway")
+              f"in the wind, {len(w['rigid'])} in rigid sway" + (f", {len(w['gpu'])} on the GPU" if w["gpu"] else ""))
         print(f"  snow: {len(sn['meshes'])} mesh(es), {len(sn['trails'])} with trails, {len(sn['from_bake'])} "
               f"from a bake; actors {sn['actors']}")

@@ -57,6 +57,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--rigid", action="store_true",
                    help="put the objects in the wind as rigid props instead (no bake): Rigid Sway on, each sways whole "
                    "by drivers on its delta rotation, any object type (default: every object of the scene that can)")
+    p.add_argument("--gpu", action="store_true",
+                   help="with --add: the baked objects move in their materials (Wind on GPU on: vertex displacement "
+                   "drawn by Eevee and Cycles, no modifier; not grass, and every object needs a material)")
     p.add_argument("--export-engines", metavar="DIR",
                    help="after the bake: write each asset's live wind as shader code for Godot, Unity and Unreal and "
                    "envfx_wind.json into DIR (with several files: DIR/<file name>/), and the UV maps the shaders "
@@ -135,6 +138,9 @@ def apply_push(args: argparse.Namespace, scene: bpy.types.Scene, path: str) -> s
 def run(args: argparse.Namespace) -> int:
     args.output = batch.check_blends(args.blend, args.output)
     batch.check_names(args, "objects", "collection")
+    if args.gpu and (args.remove or args.rigid or not args.add):
+        raise CliError("--gpu puts the baked objects in the wind on the GPU: use it with --add (and without "
+                       "--remove or --rigid)")
     if args.remove or args.rigid:
         given = {name: getattr(args, name) for name in ("add", "ao_samples", "leaf_size", "layout", "custom",
                                                        "height_uv")}
@@ -241,7 +247,10 @@ def _wind_file(args, path: str, custom, export_engines=None):
                       f"{st['branches']} branches, {st['leaves']} leaves, height {st['height']:.3g} m; B and G from "
                       f"{st.get('from', 'the geometry')}")
                 if args.add:
-                    wind_ops.add_wind(scene, [bpy.data.objects[n] for n in result.changed])
+                    added = [bpy.data.objects[n] for n in result.changed]
+                    for obj in added if args.gpu else ():
+                        bridge.envfx_settings(obj).wind.gpu = True
+                    batch.print_warnings("wind", path, wind_ops.add_wind(scene, added))
                 baked += result.changed
             if export_engines:  # every asset of the file at once: one envfx_wind.json
                 folder = export_engines if export_engines.startswith("//") else os.path.abspath(export_engines)

@@ -25,7 +25,7 @@ from ..core import outputs
 from ..core import vat as core_vat
 from ..core import vat_engines
 from ..shader_nodes import vat as vat_nodes
-from ..shader_nodes import wind_rigid
+from ..shader_nodes import wind_gpu, wind_rigid
 from .common import NeedsScene, edit_mode_text, in_edit_mode, mesh_of, output_folder, set_colour_space
 
 if TYPE_CHECKING:  # the stubs' name for an operator's result literals (no such module at run time)
@@ -563,6 +563,11 @@ def _write_object(scene, name, sampler, frames, opts, settings, loop_after, afte
         result.warnings.append(f"{name}: its mesh does not move over frames {frames[0]} to {frames[-1]}: it sways "
                                f"whole by its transform (Rigid Sway), which a VAT of its mesh does not hold; give "
                                f"a game its rigid-sway include (Wind > Export for Game Engines) instead")
+    elif encoder.static() and wind_gpu.is_gpu_wind(obj):  # (it moves where it is drawn, not in its mesh)
+        result.warnings.append(f"{name}: its mesh does not move over frames {frames[0]} to {frames[-1]}: it moves "
+                               f"in its materials (Wind on GPU), which a VAT of its mesh does not hold; switch Wind "
+                               f"on GPU off and Add Wind again to bake its wind, or give a game the wind's include "
+                               f"(Wind > Export for Game Engines)")
     elif encoder.static():
         result.warnings.append(f"{name}: nothing moves over frames {frames[0]} to {frames[-1]} (static): the "
                                f"VAT holds one pose; check the frame range, or that the animation, armature "

@@ -20,7 +20,7 @@ from ..core import wind_hierarchy
 from ..shader_nodes import bend as bend_nodes
 from ..shader_nodes import common as nodes_common
 from ..shader_nodes import wind as wind_nodes
-from ..shader_nodes import wind_rigid
+from ..shader_nodes import wind_gpu, wind_rigid
 from ..shader_nodes.snow import buffer as snow_buffer_nodes
 from . import snow as snow_ops
 from . import wind_armature
@@ -475,19 +475,29 @@ def add_wind(scene: bpy.types.Scene, objects: Iterable[bpy.types.Object]) -> Win
     objects = list(dict.fromkeys(objects))
     rigid_ones = [o for o in objects if bridge.envfx_settings(o).wind.rigid]
     rigid = changeable(rigid_ones, result, _rigid_reason)
-    candidates = changeable([o for o in objects if not bridge.envfx_settings(o).wind.rigid], result,
+    gpu_ones = [o for o in objects if _mode(o) == "GPU"]
+    on_gpu = changeable(gpu_ones, result, lambda o: linked_reason(o) or _not_mesh_reason(o)
+                        or _linked_mesh_reason(o) or wind_gpu.reason(o))
+    candidates = changeable([o for o in objects if _mode(o) == "MODIFIER"], result,
                             lambda o: no_modifier_reason(o) or _not_mesh_reason(o) or _linked_mesh_reason(o))
-    refuse_edit_mode(candidates + [o for o in rigid if wind_modifiers(o)], WindInputError)
-    if not candidates and not rigid:
+    refuse_edit_mode(candidates + on_gpu + [o for o in rigid if wind_modifiers(o)], WindInputError)
+    if not candidates and not rigid and not on_gpu:
         raise WindInputError(f"Nothing to put in wind: {result.skipped_text() or 'select objects'}")
     if rigid:
         _add_rigid(scene, rigid, result)
+    if on_gpu:
+        _add_gpu(scene, on_gpu, result)
     if not candidates:
         return result
-    for obj in candidates:  # (switching from rigid sway: its drivers go first)
+    for obj in candidates:  # (switching from rigid sway or the GPU: its drivers or properties go first)
         if wind_rigid.is_rigid(obj):
             wind_rigid.remove_prop(obj)
-    wind_rigid.release_unused_clocks()
+    switched = [o for o in candidates if wind_gpu.is_gpu_wind(o)]
+    for obj in switched:
+        wind_gpu.remove(obj)
+    if switched:
+        wind_gpu.release()
+    wind_rigid.release_unused_clocks(wind_gpu.is_gpu_wind)
     tree = wind_nodes.ensure_wind(scene)
     for obj in candidates:
         joined = join_scene_group(result, obj, wind_modifiers(obj), tree,
@@ -517,11 +527,42 @@ def add_wind(scene: bpy.types.Scene, objects: Iterable[bpy.types.Object]) -> Win
     return result
 
 
+def _mode(obj: bpy.types.Object) -> str:
+    """How Add Wind puts ``obj`` in the wind: ``RIGID`` (Rigid Sway on), ``GPU`` (Wind on GPU on) or
+    ``MODIFIER``."""
+    w = bridge.envfx_settings(obj).wind
+    return "RIGID" if w.rigid else ("GPU" if w.gpu else "MODIFIER")
+
+
+def _add_gpu(scene: bpy.types.Scene, objects: Sequence[bpy.types.Object], result: WindResult) -> None:
+    """The wind on the GPU for ``objects`` (checked by ``wind_gpu.reason``): a modifier of the wind or a rigid sway
+    they had goes; their meshes get the live data, their materials the file's group (``shader_nodes.wind_gpu``),
+    which reads the scene's clock; each takes its own size, as with the modifier."""
+    switching = [o for o in objects if wind_modifiers(o) or wind_rigid.is_rigid(o)]
+    if switching:
+        remove_wind(switching)
+    wind_rigid.ensure_clock(scene)
+    tree = wind_gpu.ensure_group()
+    wind_gpu.revive()
+    for obj in objects:
+        mesh = mesh_of(obj)
+        wind_nodes.write_live_attributes(mesh)
+        if mesh.attributes.get(HEIGHT_ATTR) is None:
+            result.warnings.append(f"{obj.name}: no baked wind data, so it will not move until you bake it "
+                                   f"(Bake Wind Data)")
+    assign_heights(objects, result)
+    for obj in objects:
+        was = wind_gpu.is_gpu_wind(obj)
+        wind_gpu.add(obj, tree)
+        (result.unchanged if was and obj not in switching else result.changed).append(obj.name)
+    wind_rigid.release_unused_clocks(wind_gpu.is_gpu_wind)
+
+
 def _add_rigid(scene: bpy.types.Scene, objects: Sequence[bpy.types.Object], result: WindResult) -> None:
     """Rigid sway on ``objects`` (checked by ``_rigid_reason``): a modifier of the wind they had goes (and their
     meshes' live data, unless another object in the wind shares it); a prop already swaying is refreshed (where
     it stands, its settings) and follows ``scene``'s wind."""
-    switching = [o for o in objects if wind_modifiers(o)]
+    switching = [o for o in objects if wind_modifiers(o) or wind_gpu.is_gpu_wind(o)]
     if switching:
         remove_wind(switching)
     clock = wind_rigid.ensure_clock(scene)
@@ -532,24 +573,30 @@ def _add_rigid(scene: bpy.types.Scene, objects: Sequence[bpy.types.Object], resu
             result.changed.append(obj.name)
         else:
             result.unchanged.append(obj.name)
-    wind_rigid.release_unused_clocks()
+    wind_rigid.release_unused_clocks(wind_gpu.is_gpu_wind)
 
 
 def remove_wind(objects: Sequence[bpy.types.Object]) -> WindResult:
     """Take ``objects`` out of the live wind (and their meshes' live-wind data, unless another object in the wind
     shares the mesh). When the last object leaves a scene's wind, its group goes too (the scene's settings stay;
     Add Wind builds it again)."""
-    refuse_edit_mode([obj for obj in objects if wind_modifiers(obj)], WindInputError)
+    refuse_edit_mode([obj for obj in objects if wind_modifiers(obj) or wind_gpu.is_gpu_wind(obj)], WindInputError)
     result = WindResult()
     groups: set[bpy.types.NodeTree | None] = set()
     # the meshes of the objects taken out, by pointer: their live data goes unless still in the wind
     left: dict[int, bpy.types.Mesh] = {}
-    rigid = False
+    rigid = on_gpu = False
     for obj in changeable(objects, result):
         mods = wind_modifiers(obj)
-        if wind_rigid.is_rigid(obj):
-            wind_rigid.remove_prop(obj)
-            rigid = True
+        if wind_rigid.is_rigid(obj) or wind_gpu.is_gpu_wind(obj):
+            if wind_rigid.is_rigid(obj):
+                wind_rigid.remove_prop(obj)
+                rigid = True
+            else:
+                wind_gpu.remove(obj)
+                on_gpu = True
+                if obj.type == "MESH":
+                    left[mesh_of(obj).as_pointer()] = mesh_of(obj)
             if not mods:
                 result.changed.append(obj.name)
                 continue
@@ -569,14 +616,16 @@ def remove_wind(objects: Sequence[bpy.types.Object]) -> WindResult:
     if left:  # one pass over the file's objects, after the loop: linear in the number of objects, not quadratic
         for o in bpy.data.objects:
             key = o.data.as_pointer() if o.type == "MESH" and o.data is not None else None
-            if key in left and wind_modifiers(o):
+            if key in left and (wind_modifiers(o) or wind_gpu.is_gpu_wind(o)):
                 del left[key]
         for mesh in left.values():
             wind_nodes.remove_live_attributes(mesh)
     for tree in groups:
         nodes_common.release_if_unused(tree, wind_nodes.KIND)
-    if rigid:
-        wind_rigid.release_unused_clocks()
+    if on_gpu:
+        wind_gpu.release()
+    if rigid or on_gpu:
+        wind_rigid.release_unused_clocks(wind_gpu.is_gpu_wind)
     return result
 
 

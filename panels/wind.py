@@ -5,7 +5,7 @@ import bpy
 from .. import bridge
 from ..operators.snow import live_push
 from ..shader_nodes import wind as wind_nodes
-from ..shader_nodes import wind_rigid
+from ..shader_nodes import wind_gpu, wind_rigid
 from .main import EnvFXSubPanel, draw_status, group_status
 
 
@@ -27,6 +27,21 @@ def rigid_status(obj: bpy.types.Object) -> list[tuple[str, bool]]:
         return [("In the wind by its modifier: Add Wind switches it to rigid sway", True)]
     if rigid:
         return [("Sways whole: Add Wind switches it to the wind's modifier", True)]
+    return []
+
+
+def gpu_status(obj: bpy.types.Object) -> list[tuple[str, bool]]:
+    """(text, is_alert) lines: whether the object moves in its materials, and when Add Wind would switch it."""
+    w = bridge.envfx_settings(obj).wind
+    on_gpu, wanted = wind_gpu.is_gpu_wind(obj), w.gpu and not w.rigid
+    in_modifier = any(isinstance(m, bpy.types.NodesModifier) and wind_nodes.is_wind_group(m.node_group)
+                      for m in obj.modifiers)
+    if on_gpu and wanted:
+        return [("Moves in its materials: Material Preview or Rendered shows it", False)]
+    if wanted and (in_modifier or wind_rigid.is_rigid(obj)):
+        return [("In the wind another way: Add Wind switches it to the GPU", True)]
+    if on_gpu:
+        return [("Moves on the GPU: Add Wind switches it " + ("to rigid sway" if w.rigid else "to the modifier"), True)]
     return []
 
 
@@ -105,7 +120,10 @@ class VIEW3D_PT_envfx_wind(EnvFXSubPanel, bpy.types.Panel):
             box.label(text=obj.name, icon="OUTLINER_OB_MESH")
             box.operator_menu_enum("envfx.wind_preset", "preset", text="Preset")
             box.prop(w, "rigid")
-            for text, alert in rigid_status(obj):
+            row = box.row()
+            row.active = not w.rigid  # (rigid sway comes first)
+            row.prop(w, "gpu")
+            for text, alert in rigid_status(obj) + gpu_status(obj):
                 row = box.row()
                 row.alert = alert
                 row.label(text=text, icon="ERROR" if alert else "INFO")

@@ -15,7 +15,7 @@ from bpy.types import PropertyGroup
 
 from ..core import wind as core_wind
 from ..shader_nodes import wind as wind_nodes
-from ..shader_nodes import wind_rigid
+from ..shader_nodes import wind_gpu, wind_rigid
 from .common import OVERRIDABLE, _numbers_checked
 
 
@@ -29,6 +29,7 @@ def _wind_scene_changed(self, context):
 def _wind_object_changed(self, context):
     wind_nodes.sync_object(self.id_data)
     wind_rigid.sync_prop(self.id_data)
+    wind_gpu.sync_object(self.id_data)
 
 
 def _poll_wind_field(self, obj):
@@ -210,6 +211,14 @@ class EnvFXObjectWindSettings(PropertyGroup):
         description="Sway the whole object about its origin (drivers on its delta rotation X and Y, no modifier): "
         "for many small props, whose wind then costs a level far less per frame. No bend, branch or leaf motion; "
         "any object type; needs no wind-data bake. Add Wind puts the object in the wind this way (and switches an "
+        "object already in the wind)",
+        default=False, override=OVERRIDABLE)
+    gpu: BoolProperty(
+        name="Wind on GPU",
+        description="Move the object in its materials (vertex displacement that Eevee and Cycles draw, as a game's "
+        "vertex shader does) instead of by a modifier: a frame change then costs the CPU almost nothing, however "
+        "many vertices. Needs baked wind data and materials; not for grass. The Solid viewport and anything that "
+        "reads the geometry see the object still. Add Wind puts the object in the wind this way (and switches an "
         "object already in the wind)",
         default=False, override=OVERRIDABLE)
     # (rigid sway's record, set by Add Wind: the world XY the prop stood at, its delta rotation before, and for a

@@ -11,6 +11,7 @@ wind, a custom property of the object (``PROP_WIND``), and its delta rotation X 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 import bpy
 
@@ -261,12 +262,15 @@ def remove_prop(obj: bpy.types.Object) -> None:
     w.rigid_framed = False
 
 
-def release_unused_clocks() -> None:
-    """Remove the clocks no prop reads any more (and the scenes' pointers at them)."""
+def release_unused_clocks(keep: Callable[[bpy.types.Object], bool] | None = None) -> None:
+    """Remove the clocks no prop reads any more (and the scenes' pointers at them); with ``keep``, also not the
+    clock of a scene holding an object for which ``keep`` is true (Wind on GPU reads its scene's clock)."""
     clocks = [t for t in bpy.data.node_groups if is_clock(t) and t.library is None]
     if not clocks:
         return
     used = {prop_clock(o) for o in bpy.data.objects}
+    if keep is not None:
+        used |= {clock_of(s) for s in bpy.data.scenes if any(keep(o) for o in s.objects)}
     for tree in clocks:
         if tree in used or tree.use_fake_user:
             continue

@@ -383,6 +383,12 @@ class Worker:
                     mat = bpy.data.materials.new(f"{obj.name} Material")
                     mat.use_nodes = True  # (4.2 makes one without nodes, which the GPU bend refuses)
                     obj.data.materials.append(mat)
+        if rng.random() < 0.3:  # the plant in the wind on the GPU, in its materials (or refused without one)
+            plant.envfx.wind.gpu = True  # pyright: ignore[reportAttributeAccessIssue] -- registered at run time
+            if not plant.data.materials and rng.random() < 0.7:
+                mat = bpy.data.materials.new("Plant Wind Material")
+                mat.use_nodes = True
+                plant.data.materials.append(mat)
         # (operator, the objects it is called on; None: every object of the scene)
         plan: list[tuple[str, list | None]] = [("bend_add", bent), ("wind_bake_data", [plant]), ("wind_add", [plant])]
         if rng.random() < 0.5:  # a small prop swaying whole (rigid sway: drivers on its delta rotation)
@@ -532,7 +538,7 @@ class Worker:
                 bpy.data.collections.remove(scene.envfx.snow.actors)
             elif choice == "delete_random" and scene.objects:
                 bpy.data.objects.remove(rng.choice(list(scene.objects)))
-            elif choice == "delete_clock":  # rigid sway's hidden clock (shader_nodes/wind_rigid.py)
+            elif choice == "delete_clock":  # the wind's hidden clock (rigid sway and Wind on GPU read it)
                 for tree in [t for t in bpy.data.node_groups if t.get("envfx_kind") == "wind_clock"]:
                     bpy.data.node_groups.remove(tree)
             elif choice == "edit_mode":
@@ -559,7 +565,7 @@ class Worker:
         path = os.path.join(self.out, "cli.blend")
         bpy.ops.wm.save_as_mainfile(filepath=path, copy=True)
         cmd = rng.choice([["info", path], ["bend", path, "--strength", "0.02"], ["wind", path, "--add"],
-                          ["wind", path, "--rigid"],
+                          ["wind", path, "--rigid"], ["wind", path, "--add", "--gpu"],
                           ["bend", path, "--strength", "nan"], ["bend", path, "--horizon-offset", "inf"],
                           ["wind", path, "--leaf-size", "-1"], ["bend", path, "--apply"], ["snow", path],
                           ["info", path + ".missing"]])
@@ -616,6 +622,12 @@ class Worker:
                     bad.append(ob.name)
             finally:
                 ev.to_mesh_clear()
+        for tree in bpy.data.node_groups:  # the numbers the GPU's groups (bend, wind) draw with, set by drivers
+            if tree.get("envfx_kind") in ("bend_gpu", "wind_gpu"):
+                values = [getattr(n.outputs[0], "default_value", 0.0) for n in tree.nodes
+                          if n.bl_idname == "ShaderNodeValue"]
+                if not all(math.isfinite(v) for v in values):
+                    bad.append(tree.name)
         if bad:
             emit(event="nan", objects=bad)
 

@@ -632,6 +632,35 @@ def test_bend_gpu_bends_in_the_materials_and_names_what_it_cannot(envfx, scene_f
     assert "Cube (it has no material" in capsys.readouterr().err
 
 
+def test_wind_add_gpu_moves_the_baked_objects_in_their_materials(envfx, scene_file, tmp_path, capsys):
+    """--add --gpu: baked, Wind on GPU on and the objects in the wind in their materials, saved; info lists them; an
+    object without a material is named and the file left as it was; --gpu without --add is refused."""
+    bpy.ops.wm.open_mainfile(filepath=scene_file)
+    if not api.mesh(bpy.data.objects["Cube"]).materials:
+        api.mesh(bpy.data.objects["Cube"]).materials.append(bpy.data.materials.new("Cube"))
+    bpy.ops.wm.save_as_mainfile(filepath=scene_file)
+    out = str(tmp_path / "gpu.blend")
+    assert envfx.cli.main(["wind", scene_file, "--objects", "Cube", "--add", "--gpu", "--ao-samples", "0",
+                           "-o", out]) == 0
+    assert envfx.cli.main(["info", out, "--json"]) == 0
+    report = json.loads(capsys.readouterr().out.splitlines()[-1])
+    assert report["wind"]["gpu"] == ["Cube"] and report["wind"]["objects"] == []
+    bpy.ops.wm.open_mainfile(filepath=out)
+    cube = bpy.data.objects["Cube"]
+    assert api.envfx(cube).wind.gpu and envfx.shader_nodes.wind_gpu.is_gpu_wind(cube) and not cube.modifiers
+    assert envfx.cli.main(["wind", scene_file, "--objects", "Cube", "--gpu"]) == 2
+    assert "use it with --add" in capsys.readouterr().err
+    bpy.ops.wm.open_mainfile(filepath=scene_file)
+    api.mesh(bpy.data.objects["Cube"]).materials.clear()
+    bpy.ops.wm.save_as_mainfile(filepath=scene_file)
+    with open(scene_file, "rb") as fh:
+        before = fh.read()
+    assert envfx.cli.main(["wind", scene_file, "--objects", "Cube", "--add", "--gpu", "--ao-samples", "0"]) == 2
+    assert "Cube (it has no material" in capsys.readouterr().err
+    with open(scene_file, "rb") as fh:
+        assert not envfx.core.blendfile.differences(fh.read(), before)
+
+
 def test_wind_rigid_sways_the_objects_whole_and_refuses_what_cannot(envfx, scene_file, tmp_path, capsys):
     """--rigid: Rigid Sway on and the objects in the wind by drivers, saved; an object that cannot (a quaternion
     rotation) is named and the file left as it was."""

@@ -411,6 +411,19 @@ def test_a_prop_in_rigid_sway_is_named_as_moving_by_its_transform(vat, envfx, tm
     assert any("Rigid Sway" in w and "Export for Game Engines" in w for w in result.warnings), result.warnings
 
 
+def test_an_object_in_the_wind_on_the_gpu_is_named_as_moving_in_its_materials(vat, envfx, tmp_path):
+    """Wind on GPU moves the object where it is drawn, not its mesh: the VAT of its mesh holds one pose and the
+    warning says why and how to bake its wind."""
+    cube = bpy.data.objects["Cube"]
+    if not api.mesh(cube).materials:
+        api.mesh(cube).materials.append(bpy.data.materials.new("Cube"))
+    api.envfx(cube).wind.gpu = True
+    envfx.operators.wind.bake(api.scene(), [cube])
+    envfx.operators.wind.add_wind(api.scene(), [cube])
+    result = vat.ops.bake_vat(api.scene(), [cube], str(tmp_path), vat.ops.VatOptions(1, 5))
+    assert any("Wind on GPU" in w and "Add Wind again" in w for w in result.warnings), result.warnings
+
+
 def test_unwritable_folder_is_refused(vat):
     obj = armature_mesh()
     before = sorted(o.name for o in bpy.data.objects)
