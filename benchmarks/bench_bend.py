@@ -13,7 +13,7 @@ its floors (``bend_props_floor``): the props with a minimal modifier following t
 with one per-vertex operation, with the Runner's per-vertex operations on constant per-object values (and with 15
 more single-value nodes: what a node costs a prop), and with the cheapest Runner bend that follows a moving pivot
 (``pivot_runner_group``: exact for props neither rotated nor scaled). In the same rounds, the grid and the props
-bent on the GPU (Bend on GPU, set up as a user does: in their material, no modifier; ``bend_gpu_per_frame``,
+bent on the GPU (Bend on GPU, set up as a user does: in their material, no modifier; ``bend_gpu_per_frame`` per mode,
 ``bend_props_gpu_per_frame``): what a frame change costs the CPU then (the drawing's vertex displacement runs on the
 GPU and is not in it).
 
@@ -57,6 +57,7 @@ if TYPE_CHECKING:  # the stubs' names for a Math node's operations (no such modu
 CASES = (("RUNNER", 2.0, True), ("RUNNER_2AXIS", 2.0, True), ("PLANET", 2.0, True), ("PLANET", 0.0, True),
          ("CYLINDER", 2.0, True), ("RUNNER", 2.0, False))
 TARGETS = {"RUNNER": 1.25, "CYLINDER": 1.25, "RUNNER_2AXIS": 1.35, "PLANET": 1.35}
+GPU_MODES = ("RUNNER", "RUNNER_2AXIS", "PLANET", "CYLINDER")  # (Bend on GPU: a scene each, linked copies of one grid)
 
 
 def enable():
@@ -415,15 +416,19 @@ def frame_change_grid(envfx, side, frames, rounds):
     for fc in envfx.shader_nodes.bend.group_for(muted).animation_data.drivers:
         fc.mute = True
     floors["runner_drivers_muted"] = muted
-    # the same grid bent on the GPU (Bend on GPU: in its material, no modifier), as a user sets it up
-    gpu = framebench.new_scene("Grid on GPU", scene)
-    gpu_grid = bpy.data.objects.new("Bent on GPU", mesh.copy())
-    api.mesh(gpu_grid).materials.append(_node_material("Grid"))
-    gpu.collection.objects.link(gpu_grid)
-    keyed_pivot(gpu, frames)
-    api.envfx(gpu_grid).bend_gpu = True
-    envfx.operators.bend.add_bend(gpu, [gpu_grid])
-    floors["gpu"] = gpu
+    # the same grid bent on the GPU (Bend on GPU: in its material, no modifier), as a user sets it up, in each mode
+    gpu_mesh = mesh.copy()
+    for mode in GPU_MODES:
+        gpu = framebench.new_scene(f"Grid on GPU {mode}", scene)
+        gpu_grid = bpy.data.objects.new(f"Bent on GPU {mode}", gpu_mesh)
+        if not gpu_mesh.materials:
+            gpu_mesh.materials.append(_node_material("Grid"))
+        gpu.collection.objects.link(gpu_grid)
+        keyed_pivot(gpu, frames)
+        api.envfx(gpu).bend.mode = mode
+        api.envfx(gpu_grid).bend_gpu = True
+        envfx.operators.bend.add_bend(gpu, [gpu_grid])
+        floors[f"gpu {mode}"] = gpu
     s = api.envfx(scene).bend
     got = {case: {"effect": [], "reference": []} for case in (*CASES, *floors)}
     for _round in range(rounds):
@@ -437,10 +442,11 @@ def frame_change_grid(envfx, side, frames, rounds):
             for key in ("effect", "reference"):
                 got[case][key] += res[key]
             got[case]["frames"] = res["frames"]
-    framebench.emit(bench="bend_gpu_per_frame", mode="RUNNER", vertices=side * side,
-                    **framebench.summary(got.pop("gpu")), target_ratio=TARGETS["RUNNER"])
+    for mode in GPU_MODES:
+        framebench.emit(bench="bend_gpu_per_frame", mode=mode, vertices=side * side,
+                        **framebench.summary(got.pop(f"gpu {mode}")), target_ratio=TARGETS[mode])
     for name in floors:
-        if name != "gpu":
+        if not name.startswith("gpu "):
             framebench.emit(bench="bend_floor_per_frame", floor=name, vertices=side * side,
                             **framebench.summary(got.pop(name)))
     for (mode, spread, enabled), res in got.items():

@@ -19,7 +19,9 @@
 7. Frame changes (``wind_frame_change``, the quoted per-frame number, #30): a 1M-vertex grid stood up in the wind
    (strength 5) in one scene, an identical grid under a bare time-dependent Set Position in a second scene, both
    stepped by ``scene.frame_set`` in turn for many interleaved rounds (median ratio over rounds, min and max).
-   Target: at most 2x on Blender 5.0. ``--before REV`` times that revision's wind group beside it, in the same
+   Target: at most 2x on Blender 5.0. In the same rounds ``gpu_*``: a copy of the grid in the wind on the GPU (Wind on
+   GPU: what a frame change costs the CPU; the vertex displacement is paid by the GPU when drawing, not measured
+   here). ``--before REV`` times that revision's wind group beside it, in the same
    run. Two more scenes give the floor: ``reads`` only reads the three static vectors the wind reads per vertex
    (Pivot, Branch, Leaf) into a time-scaled offset; ``floor`` reads two of them and keeps the length with one
    square root per vertex (the least a length-keeping motion computes). Line 2 (a forced update of the modifiers
@@ -127,6 +129,10 @@ def main(argv):
     parser.add_argument("--props-alternatives", action="store_true",
                         help="the props line also times other ways to move a level of props per frame (a lean "
                              "group reading a per-object state, a rotating handler, drivers on delta rotations)")
+    parser.add_argument("--gpu-draw", type=int, default=0, metavar="ROUNDS",
+                        help="the frame-change line's grid also rendered by Eevee (one sample, 320 x 240) in the "
+                             "wind's modifier, on the GPU and under the bare Set Position, ROUNDS alternating rounds "
+                             "(wind_render_gpu; 0: not)")
     parser.add_argument("--parts", action="store_true",
                         help="the frame-change and grass-push lines also time the wind group with parts of it taken "
                              "out (PARTS), each in a scene of its own in the same rounds: what each part costs")
@@ -447,6 +453,7 @@ def _frame_changes(bpy, envfx, ops, common, args, version):
     core = importlib.import_module(envfx.__name__ + ".core.wind")
     for name, turn in (("reads", False), ("floor", True)):
         scenes[name] = copy_scene(name.title(), _floor_group(common, core, f"Bench Wind {name.title()}", turn))
+    scenes["gpu"] = _gpu_scene(bpy, ops, mesh, args)
     if args.before:
         module, group = _group_of_revision(bpy, envfx, common, args.before)
         scene = copy_scene("Before", group, module.asset_input_values(obj))
@@ -514,7 +521,7 @@ def _frame_changes(bpy, envfx, ops, common, args, version):
                 ratio_q3=q3, ratio_max=hi, target_ratio=2.0,
                 quoted="ratio (median over rounds of the per-round ratio of frame-change medians)",
                 frames=args.fc_frames, rounds=args.fc_rounds, load_avg=load, load_avg_end=os.getloadavg()[0])
-    for name in ("reads", "floor"):
+    for name in ("reads", "floor", "gpu"):
         f_ratio, f_lo, f_hi = ratios(name)
         line.update({f"{name}_ms": ms[name], f"{name}_ratio": f_ratio, f"{name}_ratio_min": f_lo,
                      f"{name}_ratio_max": f_hi})
@@ -530,6 +537,9 @@ def _frame_changes(bpy, envfx, ops, common, args, version):
     dg = wind_scene.view_layers[0].depsgraph
     moved = obj.evaluated_get(dg).data.vertices[side * side - 1].co[0] - obj.data.vertices[side * side - 1].co[0]
     line["top_corner_dx"] = round(float(moved), 4)
+    # and the GPU's group really had its numbers set by its drivers at the last frame (the loop time)
+    gpu_group = next(t for t in bpy.data.node_groups if t.get("envfx_kind") == "wind_gpu")
+    line["gpu_group_time_s"] = round(float(gpu_group.nodes["T"].outputs[0].default_value), 4)
     emit(**line)
     if alt is not None:
         alt.close()
@@ -543,10 +553,64 @@ def _frame_changes(bpy, envfx, ops, common, args, version):
             out[f"{name}_ms"] = ms[name]
         out.update(alt.facts)
         emit(**out)
+    if args.gpu_draw:
+        _render_rounds(bpy, np, {k: scenes[k] for k in ("wind", "gpu", "bare")}, args, version)
     for scene in list(scenes.values())[1:]:
         for o in list(scene.collection.objects):
             bpy.data.objects.remove(o)
         bpy.data.scenes.remove(scene)
+
+
+def _render_rounds(bpy, np, scenes, args, version):
+    """``wind_render_gpu``: each scene's grid rendered by Eevee (one sample, 320 x 240, a camera looking at it) at
+    the same frames, the scenes in turn, ``--gpu-draw`` rounds: what a render pays for the wind by its modifier
+    (evaluated for the render, then drawn) and on the GPU (displaced while drawn). Eevee draws here on the CPU
+    (Mesa's llvmpipe), so the GPU's share is a software rasteriser's, not a graphics card's."""
+    engine = "BLENDER_EEVEE_NEXT" if bpy.app.version < (5, 0, 0) else "BLENDER_EEVEE"
+    for name, scene in scenes.items():
+        cam = bpy.data.objects.new(f"Camera {name}", bpy.data.cameras.new(f"Camera {name}"))
+        scene.collection.objects.link(cam)
+        scene.camera = cam
+        cam.location, cam.rotation_euler = (0.0, -5.0, 1.0), (math.radians(90), 0.0, 0.0)
+        scene.render.engine = engine
+        scene.eevee.taa_render_samples = 1
+        scene.render.resolution_x, scene.render.resolution_y = 320, 240
+    window = bpy.context.window
+    times = {name: [] for name in scenes}
+    for rnd in range(args.gpu_draw):
+        order = list(scenes) if rnd % 2 == 0 else list(scenes)[::-1]
+        for name in order:
+            scene = scenes[name]
+            scene.frame_set(10 + rnd)
+            t0 = time.perf_counter()
+            with bpy.context.temp_override(window=window, scene=scene):
+                bpy.ops.render.render(scene=scene.name)
+            times[name].append(time.perf_counter() - t0)
+    ratio = {name: [t / b for t, b in zip(times[name], times["bare"])] for name in scenes}
+    emit(bench="wind_render_gpu", blender=version, vertices=len(scenes["wind"].objects[0].data.vertices),
+         reference="an Eevee render of the same grid under the bare time-dependent Set Position",
+         quoted="per mode: median ratio over rounds [min, max]",
+         modifier=[round(float(np.median(ratio["wind"])), 2), round(min(ratio["wind"]), 2),
+                   round(max(ratio["wind"]), 2)],
+         gpu=[round(float(np.median(ratio["gpu"])), 2), round(min(ratio["gpu"]), 2), round(max(ratio["gpu"]), 2)],
+         bare_s=round(float(np.median(times["bare"])), 3), rounds=args.gpu_draw, load_avg=os.getloadavg()[0])
+
+
+def _gpu_scene(bpy, ops, mesh, args):
+    """A scene with a copy of the baked grid in the wind on the GPU (Wind on GPU: its material's displacement moves
+    it when drawn; a frame change computes the group's drivers and the scene's clock on the CPU, nothing per
+    vertex)."""
+    scene = bpy.data.scenes.new("GPU")
+    twin = bpy.data.objects.new("Grid GPU", mesh.copy())
+    scene.collection.objects.link(twin)
+    mat = bpy.data.materials.new("Grid GPU")
+    if bpy.app.version < (5, 0, 0):
+        mat.use_nodes = True
+    twin.data.materials.append(mat)
+    twin.envfx.wind.gpu = True
+    scene.envfx.wind.strength = args.fc_strength
+    ops.add_wind(scene, [twin])
+    return scene
 
 
 class _Alternatives:

@@ -20,7 +20,7 @@ SMOKE = {
                       {("bench", "per_vertex_sqrt_cost"): 1, ("bench", "bend_per_frame"): 12,
                        ("bench", "bend_floor_per_frame"): 4, ("bench", "bend_props_per_frame"): 4,
                        ("bench", "bend_props_floor"): 5, ("bench", "bend_many_objects"): 4,
-                       ("bench", "bend_gpu_per_frame"): 1, ("bench", "bend_props_gpu_per_frame"): 1}),
+                       ("bench", "bend_gpu_per_frame"): 4, ("bench", "bend_props_gpu_per_frame"): 1}),
     "bench_wind.py": (["--frames", "1", "--rounds", "1", "--branches", "4", "--leaves-per-branch", "2",
                        "--leaf-grid", "2", "--plants", "3", "--veg-branches", "3", "--veg-twigs", "2",
                        "--veg-leaves", "2", "--veg-sides", "8", "--no-corpus", "--grid-side", "20", "--fc-rounds", "2",
