@@ -64,6 +64,16 @@ def on_bend_gpu_sync(scene, *_args):
 
 
 @persistent
+def on_wind_gpu_sync(scene, *_args):
+    """depsgraph_update_post and frame_change_pre: a scene's camera or grass push set, cleared, deleted or switched
+    reaches the materials in the wind on the GPU (shader_nodes/wind_gpu.py: the camera and buffer they read)."""
+    try:
+        wind_gpu.sync_scene(scene)
+    except Exception as exc:  # a handler must never break playback
+        print(f"EnvFX: the wind on the GPU could not follow the scene's camera or grass push: {exc}")
+
+
+@persistent
 def on_claim_appended(scene, *_args):
     actors = scene.envfx.snow.actors
     counts = (len(bpy.data.node_groups), len(bpy.data.objects), len(bpy.data.scenes),
@@ -351,7 +361,8 @@ SNOW_HANDLERS = (("frame_change_pre", on_snow_follow_actors_pre), ("frame_change
 CLAIM_HANDLERS = (("depsgraph_update_post", on_claim_appended), ("frame_change_pre", on_claim_appended),
                   ("depsgraph_update_post", on_follow_own_pivot), ("frame_change_post", on_follow_own_pivot),
                   ("load_post", on_claim_load_post), ("depsgraph_update_post", on_bend_gpu_sync),
-                  ("frame_change_pre", on_bend_gpu_sync))
+                  ("frame_change_pre", on_bend_gpu_sync), ("depsgraph_update_post", on_wind_gpu_sync),
+                  ("frame_change_pre", on_wind_gpu_sync))
 @persistent
 def on_render_init_trails(scene, *_args):
     """render_init: a background render of live snow trails not simulated in this process warns (the render shows

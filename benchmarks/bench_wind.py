@@ -34,7 +34,9 @@
    250000 blades, 1M vertices) in the wind, pushed by ``--push-actors`` walkers through a baked interaction buffer
    (an image sequence), against a bare Set Position on a copy of the field, by frame changes (framebench.py,
    interleaved rounds: median ratio and its spread); beside it the same field in the wind with push off against the
-   same reference, so the push's own share shows. Target: at most 3.5x. ``--push-only``: that line alone. With
+   same reference, so the push's own share shows, and a copy of the field pushed in the wind on the GPU
+   (``push_on_gpu``: what a frame change costs the CPU; the displacement is paid by the GPU when drawing). Target: at
+   most 3.5x. ``--push-only``: that line alone. With
    ``--before REV`` that revision's group moves two more copies of the field in the same rounds, pushed and with
    push off (``push_before``, ``push_off_before``; ``after_over_before``, ``off_after_over_before``: this group's
    seconds per frame over that one's, per round).
@@ -871,7 +873,19 @@ def _push_frame_changes(bpy, envfx, ops, args):
         twin.envfx.wind.category = "GRASS"
         ops.add_wind(still, [twin])
         reference = framebench.reference_scene(pushed, [mesh.copy()])
-        pairs = {"on": pushed, "off": still}
+        # and a copy of the field pushed in the wind on the GPU (Wind on GPU, its material displaces it when drawn)
+        on_gpu = framebench.new_scene("Push On GPU", pushed)
+        gpu_field = bpy.data.objects.new("Field On GPU", mesh.copy())
+        on_gpu.collection.objects.link(gpu_field)
+        mat = bpy.data.materials.new("Field On GPU")
+        if bpy.app.version < (5, 0, 0):
+            mat.use_nodes = True
+        gpu_field.data.materials.append(mat)
+        gpu_field.envfx.wind.category = "GRASS"
+        gpu_field.envfx.wind.gpu = True
+        ops.add_wind(on_gpu, [gpu_field])
+        ops.grass_push(on_gpu, image=image)
+        pairs = {"on": pushed, "off": still, "on_gpu": on_gpu}
         if args.before:  # that revision's group on the same field, pushed by the same buffer and with push off, in
             # scenes of their own (one group each: the wiring sets the group's push values)
             common = importlib.import_module(envfx.__name__ + ".shader_nodes.common")
@@ -918,6 +932,7 @@ def _push_frame_changes(bpy, envfx, ops, args):
         framebench.emit(bench="wind_push_frame_change", vertices=4 * n, blades=n, actors=args.push_actors,
                         buffer_resolution=256, target_ratio=3.5, wind_bake_s=round(bake_s, 2),
                         push_on=framebench.summary(got), push_off=framebench.summary(off),
+                        push_on_gpu=framebench.summary(runs["on_gpu"]),
                         pushed_vertices=int((np.abs(on_co - off_co).reshape(-1, 3).max(1) > 1e-3).sum()),
                         **{part: framebench.summary(runs[part]) for part in PARTS if part in runs},
                         **({"before": args.before, "push_before": framebench.summary(runs["before"]),

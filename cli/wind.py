@@ -59,7 +59,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
                    "by drivers on its delta rotation, any object type (default: every object of the scene that can)")
     p.add_argument("--gpu", action="store_true",
                    help="with --add: the baked objects move in their materials (Wind on GPU on: vertex displacement "
-                   "drawn by Eevee and Cycles, no modifier; not grass, and every object needs a material)")
+                   "drawn by Eevee and Cycles, no modifier; every object needs a material)")
     p.add_argument("--export-engines", metavar="DIR",
                    help="after the bake: write each asset's live wind as shader code for Godot, Unity and Unreal and "
                    "envfx_wind.json into DIR (with several files: DIR/<file name>/), and the UV maps the shaders "

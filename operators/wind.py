@@ -477,7 +477,7 @@ def add_wind(scene: bpy.types.Scene, objects: Iterable[bpy.types.Object]) -> Win
     rigid = changeable(rigid_ones, result, _rigid_reason)
     gpu_ones = [o for o in objects if _mode(o) == "GPU"]
     on_gpu = changeable(gpu_ones, result, lambda o: linked_reason(o) or _not_mesh_reason(o)
-                        or _linked_mesh_reason(o) or wind_gpu.reason(o))
+                        or _linked_mesh_reason(o) or wind_gpu.reason(o, scene))
     candidates = changeable([o for o in objects if _mode(o) == "MODIFIER"], result,
                             lambda o: no_modifier_reason(o) or _not_mesh_reason(o) or _linked_mesh_reason(o))
     refuse_edit_mode(candidates + on_gpu + [o for o in rigid if wind_modifiers(o)], WindInputError)
@@ -543,6 +543,7 @@ def _add_gpu(scene: bpy.types.Scene, objects: Sequence[bpy.types.Object], result
         remove_wind(switching)
     wind_rigid.ensure_clock(scene)
     tree = wind_gpu.ensure_group()
+    wind_gpu.sync_scene(scene)
     wind_gpu.revive()
     for obj in objects:
         mesh = mesh_of(obj)

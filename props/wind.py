@@ -23,6 +23,7 @@ from .common import OVERRIDABLE, _numbers_checked
 def _wind_scene_changed(self, context):
     wind_nodes.sync(self.id_data)  # a scene with nothing in the wind has no group to change
     wind_rigid.keep_in_sync(self.id_data)  # (its wind object)
+    wind_gpu.sync_scene(self.id_data)  # (its grass push)
 
 
 @_numbers_checked
@@ -217,9 +218,9 @@ class EnvFXObjectWindSettings(PropertyGroup):
         name="Wind on GPU",
         description="Move the object in its materials (vertex displacement that Eevee and Cycles draw, as a game's "
         "vertex shader does) instead of by a modifier: a frame change then costs the CPU almost nothing, however "
-        "many vertices. Needs baked wind data and materials; not for grass. The Solid viewport and anything that "
-        "reads the geometry see the object still. Add Wind puts the object in the wind this way (and switches an "
-        "object already in the wind)",
+        "many vertices. Needs baked wind data and materials; not for grass that follows a terrain object. The Solid "
+        "viewport and anything that reads the geometry see the object still. Add Wind puts the object in the wind "
+        "this way (and switches an object already in the wind)",
         default=False, override=OVERRIDABLE)
     # (rigid sway's record, set by Add Wind: the world XY the prop stood at, its delta rotation before, and for a
     # prop under a turned parent the matrix that takes a world turn to its delta rotation's axes)

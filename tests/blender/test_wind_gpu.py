@@ -1,7 +1,8 @@
 """Wind on GPU (shader_nodes/wind_gpu.py): an object in the wind in its materials renders as the same object moved
 by the wind's modifier (Eevee at several frames, with a loop, a ramp and a wind object; Cycles once), on both
-Blender versions; its materials come back exactly, also beside Bend on GPU in the same material; switching
-between the modifier, rigid sway and the GPU; bad input is refused, saying why, with nothing changed; save and
+Blender versions; its materials come back exactly, also beside Bend on GPU in the same material; grass,
+pushed by a walker through a baked buffer, tilted and faded by the camera, moves as the modifier moves it;
+switching between the modifier, rigid sway and the GPU; bad input is refused, saying why, with nothing changed; save and
 reload; real imported vegetation moves the same both ways."""
 
 import importlib
@@ -252,6 +253,8 @@ def test_objects_it_cannot_move_are_named_and_left_alone(gpu):
     api.mesh(empty_slot).materials.append(None)
     grass = _tree(gpu, "Grass")
     api.envfx(grass).wind.category = "GRASS"
+    terrain = _tree(gpu, "Terrain", (0.0, -30.0, 0.0))
+    api.envfx(scene).wind.terrain_object = terrain
     curve = bpy.data.objects.new("Curve", bpy.data.curves.new("Curve", "CURVE"))
     scene.collection.objects.link(curve)
     good = _tree(gpu, "Good", (0.0, 30.0, 0.0))
@@ -264,7 +267,7 @@ def test_objects_it_cannot_move_are_named_and_left_alone(gpu):
     assert "no material" in result.skipped["Bare"]
     assert "bump mapping only" in result.skipped["Bump"] and "Displacement and Bump" in result.skipped["Bump"]
     assert "empty material slot" in result.skipped["Empty Slot"]
-    assert "grass" in result.skipped["Grass"] and "Wind on GPU off" in result.skipped["Grass"]
+    assert "terrain object 'Terrain'" in result.skipped["Grass"] and "Wind on GPU off" in result.skipped["Grass"]
     assert "not a mesh" in result.skipped["Curve"]
     assert _state(api.mesh(bump).materials[0]) == bump_before
     for obj in (bare, bump, empty_slot, grass):
@@ -294,21 +297,18 @@ def test_the_wind_on_the_gpu_survives_save_and_reload(gpu, tmp_path, save_and_re
     assert "method" in record
 
 
-def test_real_vegetation_moves_the_same_on_the_gpu(gpu, corpus_asset, tmp_path):
-    """The corpus flower (OBJ, Y up, an unapplied centimetre scale, away from the origin; several materials; separate
-    petal cards) as a plant: every vertex goes where the modifier moves it."""
+@pytest.mark.parametrize("asset, category", [("flower_blue", "PLANT"), ("grass", "GRASS")])
+def test_real_vegetation_moves_the_same_on_the_gpu(gpu, corpus_asset, tmp_path, asset, category):
+    """The corpus flower and grass tuft (OBJ, Y up, an unapplied centimetre scale, away from the origin; several
+    materials; separate petal cards, blades): every vertex goes where the modifier moves it."""
     scene = _stage()
-    objects = corpus_asset("flower_blue")
+    objects = corpus_asset(asset)
     for obj in objects:
         if not obj.material_slots:
             api.mesh(obj).materials.append(_material(obj.name))
-        api.envfx(obj).wind.category = "PLANT"
+        api.envfx(obj).wind.category = category
     for mat in {slot.material for obj in objects for slot in obj.material_slots}:
-        # unlit: Eevee draws a vertex moved on the GPU with its still normal, so the fluttering petals' shading
-        # differs from the modifier's (docs/wind.md); what is compared here is where every vertex goes
-        nt = api.node_tree(mat)
-        emission = nt.nodes.new("ShaderNodeEmission")
-        nt.links.new(emission.outputs[0], nt.nodes["Material Output"].inputs["Surface"])
+        _unlit(mat)  # (the fluttering petals' shading differs: their normals stay)
     cam = api.camera(scene)
     lo = np.min([np.min([obj.matrix_world @ v.co for v in api.mesh(obj).vertices], axis=0) for obj in objects], 0)
     hi = np.max([np.max([obj.matrix_world @ v.co for v in api.mesh(obj).vertices], axis=0) for obj in objects], 0)
@@ -316,6 +316,8 @@ def test_real_vegetation_moves_the_same_on_the_gpu(gpu, corpus_asset, tmp_path):
     cam.location = (centre[0], centre[1] - 2.2 * size, centre[2])
     cam.rotation_euler = (1.5708, 0.0, 0.0)
     gpu.ops.bake(scene, objects)
+    for obj in objects:
+        api.envfx(obj).wind.category = category
     still = _render(tmp_path / "still.png")
     by_modifier, on_gpu = _both_ways(gpu, scene, objects, (9,), tmp_path)
     assert _differ(by_modifier[0], still) > 0.005
@@ -371,3 +373,75 @@ def test_an_appended_tree_a_copied_scene_and_a_deleted_clock_get_a_clock(gpu, tm
     copy.frame_set(4)
     assert gpu.rigid.clock_of(copy) not in (None, gpu.rigid.clock_of(scene))
     assert api.socket(group.nodes["S"].outputs[0]).default_value == pytest.approx(4.0)
+
+
+def _blades(count=160, seed=5):
+    """A field of wide vertical blades (quads of two triangles each way, 0.5-0.8 m tall) over 5 x 5 m."""
+    rng = np.random.default_rng(seed)
+    verts, faces = [], []
+    for i in range(count):
+        x, y = rng.uniform(-2.5, 2.5, 2)
+        h, w, a = rng.uniform(0.5, 0.8), 0.08, rng.uniform(0, np.pi)
+        dx, dy = w * np.cos(a), w * np.sin(a)
+        verts += [(x - dx, y - dy, 0.0), (x + dx, y + dy, 0.0), (x + dx, y + dy, h / 2), (x - dx, y - dy, h / 2),
+                  (x + dx * 0.5, y + dy * 0.5, h), (x - dx * 0.5, y - dy * 0.5, h)]
+        faces += [(6 * i, 6 * i + 1, 6 * i + 2, 6 * i + 3), (6 * i + 3, 6 * i + 2, 6 * i + 4, 6 * i + 5)]
+    mesh = bpy.data.meshes.new("Field")
+    mesh.from_pydata(verts, [], faces)
+    obj = bpy.data.objects.new("Field", mesh)
+    api.scene().collection.objects.link(obj)
+    obj.location, obj.rotation_euler = (0.4, -0.3, 0.1), (0.0, 0.0, 0.3)
+    mat = _material("Field", (0.3, 0.6, 0.2, 1.0))
+    _unlit(mat)  # (the blades turn: compared unlit, where every vertex goes)
+    mesh.materials.append(mat)
+    return obj
+
+
+def _unlit(mat):
+    """``mat`` drawn by an Emission shader: Eevee draws a vertex moved on the GPU with its rest normal, so a leaf or
+    blade that turns is shaded as it stood (docs/wind.md); unlit, a render shows where every vertex goes."""
+    nt = api.node_tree(mat)
+    emission = nt.nodes.new("ShaderNodeEmission")
+    nt.links.new(emission.outputs[0], nt.nodes["Material Output"].inputs["Surface"])
+
+
+@pytest.mark.parametrize("push", ["none", "sequence", "image", "live"])
+def test_grass_on_the_gpu_moves_as_the_modifier_moves_it(gpu, envfx, tmp_path, push):
+    """Blade by blade (each its own gust and figure-eight), tilted by a camera that looks down and faded with its
+    distance, pushed down and away by a walker through a baked buffer (a sequence, or one image), on both
+    versions."""
+    scene = _stage()
+    cam = api.camera(scene)
+    cam.location, cam.rotation_euler = (0.0, -5.5, 3.5), (0.95, 0.0, 0.0)
+    w = api.envfx(scene).wind
+    w.strength, w.grass_tilt, w.grass_fade_start, w.grass_fade_end = 1.5, 0.8, 4.0, 9.0
+    field = _blades()
+    api.envfx(field).wind.category = "GRASS"
+    gpu.ops.bake(scene, [field])
+    api.envfx(field).wind.category = "GRASS"
+    frames = (5, 13)
+    if push == "live":  # no bake: the live buffer stepped from the snow actors, a push field in one image
+        from tests.blender.test_wind_push_live import _walker_scene
+        _walker_scene()
+        gpu.ops.add_wind(scene, [field])
+        assert "pushed live" in gpu.ops.grass_push(scene)
+        frames = (9, 13, 30)
+    elif push != "none":
+        from tests.blender.test_wind_push import _baked_buffer
+        _baked_buffer(envfx, tmp_path / "buffer", sequence=push == "sequence")
+        gpu.ops.add_wind(scene, [field])
+        assert "pushed by the baked buffer" in gpu.ops.grass_push(scene)
+        frames = (9, 13, 40)
+    still = _render(tmp_path / "still.png")
+    by_modifier, on_gpu = _both_ways(gpu, scene, [field], frames, tmp_path)
+    for frame, a, b in zip(frames, by_modifier, on_gpu):
+        assert _differ(a, still) > 0.01, frame
+        assert _differ(b, a) < 0.003, frame
+    assert api.mesh(field).attributes.get(gpu.nodes.NORMAL_ATTR) is not None
+    if push != "none":  # the push shows on the GPU: off, the same frame is drawn otherwise
+        gpu.ops.grass_push(scene, on=False)
+        scene.frame_set(13)
+        # (one baked image pushes less: the walk's first frame)
+        assert _differ(_render(tmp_path / "unpushed.png"), on_gpu[1]) > (0.0003 if push == "image" else 0.005)
+    gpu.ops.remove_wind([field])
+    assert api.mesh(field).attributes.get(gpu.nodes.NORMAL_ATTR) is None
