@@ -8,13 +8,15 @@ change computes nothing for it on the CPU beyond the group's few drivers, howeve
 
 One group serves the file. Its scene numbers come from the scene being drawn (context-property drivers): the loop
 time, the quantised gust frequencies, the wind's direction and strength from the scene's wind clock
-(``wind_rigid``: the clock follows the scene's settings or its wind object), the gust strength and the loop from
-the scene's settings. Per object it reads the asset's settings from object properties (``GATE`` and ``PARAMS``,
+(``wind_rigid``: the clock follows the scene's settings or its wind object), the gust strength, loop and grass
+settings from the scene's settings, its camera and the window of its grass push through scene properties that
+``sync_scene`` keeps. Per object it reads the asset's settings from object properties (``GATE`` and ``PARAMS``,
 kept by ``sync_object``), its origin and matrix from the object being drawn, so it computes the gust at the asset's
 origin, the effective wind and every oscillator as the modifier's group does, then per vertex the swing and the
-motion that keeps lengths (``core.wind.keep_lengths``). Objects without ``GATE`` do not move, so a material may be
-shared with objects that are not in the wind this way. Grass is not drawn this way: each blade takes its own wind
-(``core.wind.blade_wind``) from face data, which the modifier computes.
+motion that keeps lengths (``core.wind.keep_lengths``). Grass computes each blade's wind at its root from every
+vertex of the blade (``core.wind.blade_wind``: the same numbers on each), the camera's tilt and fade, the wobble
+along the rest normal (``NORMAL_ATTR``) and the actors' push from the buffer's texels (``core.wind.push_lean``).
+Objects without ``GATE`` do not move, so a material may be shared with objects that are not in the wind this way.
 """
 
 from __future__ import annotations
