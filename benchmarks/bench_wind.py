@@ -598,6 +598,14 @@ def _render_rounds(bpy, np, scenes, args, version):
          bare_s=round(float(np.median(times["bare"])), 3), rounds=args.gpu_draw, load_avg=os.getloadavg()[0])
 
 
+def _node_material(bpy, name):
+    """A material with nodes (Blender 4.2 makes one without; Wind on GPU works in the node tree)."""
+    mat = bpy.data.materials.new(name)
+    if bpy.app.version < (5, 0, 0):
+        mat.use_nodes = True
+    return mat
+
+
 def _gpu_scene(bpy, ops, mesh, args):
     """A scene with a copy of the baked grid in the wind on the GPU (Wind on GPU: its material's displacement moves
     it when drawn; a frame change computes the group's drivers and the scene's clock on the CPU, nothing per
@@ -605,10 +613,7 @@ def _gpu_scene(bpy, ops, mesh, args):
     scene = bpy.data.scenes.new("GPU")
     twin = bpy.data.objects.new("Grid GPU", mesh.copy())
     scene.collection.objects.link(twin)
-    mat = bpy.data.materials.new("Grid GPU")
-    if bpy.app.version < (5, 0, 0):
-        mat.use_nodes = True
-    twin.data.materials.append(mat)
+    twin.data.materials.append(_node_material(bpy, "Grid GPU"))
     twin.envfx.wind.gpu = True
     scene.envfx.wind.strength = args.fc_strength
     ops.add_wind(scene, [twin])
@@ -877,10 +882,7 @@ def _push_frame_changes(bpy, envfx, ops, args):
         on_gpu = framebench.new_scene("Push On GPU", pushed)
         gpu_field = bpy.data.objects.new("Field On GPU", mesh.copy())
         on_gpu.collection.objects.link(gpu_field)
-        mat = bpy.data.materials.new("Field On GPU")
-        if bpy.app.version < (5, 0, 0):
-            mat.use_nodes = True
-        gpu_field.data.materials.append(mat)
+        gpu_field.data.materials.append(_node_material(bpy, "Field On GPU"))
         gpu_field.envfx.wind.category = "GRASS"
         gpu_field.envfx.wind.gpu = True
         ops.add_wind(on_gpu, [gpu_field])

@@ -12,11 +12,36 @@ and maximum exactly.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 import bpy
 
+from . import common
+
 KEYS = ("envfx_bend_gpu", "envfx_wind_gpu")  # the records of every effect on the GPU (bend, wind)
+
+
+def file_group(kind: str) -> bpy.types.ShaderNodeTree | None:
+    """The file's own shader group of ``kind`` (an effect's, marked by ``common.KIND_KEY``), or None."""
+    for tree in bpy.data.node_groups:
+        if isinstance(tree, bpy.types.ShaderNodeTree) and tree.get(common.KIND_KEY) == kind and tree.library is None:
+            return tree
+    return None
+
+
+def ensure_file_group(kind: str, name: str, version: str, build: Callable) -> bpy.types.ShaderNodeTree:
+    """The file's shader group of ``kind``, made as ``name`` when missing and built again by ``build(tree)`` when
+    its stamp is not ``version``."""
+    tree = file_group(kind)
+    if tree is None:
+        tree = bpy.data.node_groups.new(name, "ShaderNodeTree")  # pyright: ignore[reportArgumentType]
+        tree[common.KIND_KEY] = kind
+    if tree.get(common.STAMP_KEY) != version:
+        common.clear_tree(tree)
+        build(tree)
+        tree[common.STAMP_KEY] = version
+    return tree  # pyright: ignore[reportReturnType] -- made as a ShaderNodeTree
 
 
 def outputs(mat: bpy.types.Material) -> list:

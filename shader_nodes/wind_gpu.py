@@ -100,23 +100,12 @@ SET_VALUES = ("Push W", "Push H", "Push Field")
 
 def group() -> bpy.types.ShaderNodeTree | None:
     """The file's group, or None."""
-    for tree in bpy.data.node_groups:
-        if isinstance(tree, bpy.types.ShaderNodeTree) and tree.get(common.KIND_KEY) == KIND and tree.library is None:
-            return tree
-    return None
+    return gpu_displace.file_group(KIND)
 
 
 def ensure_group() -> bpy.types.ShaderNodeTree:
     """The file's group, built when missing or outdated."""
-    tree = group()
-    if tree is None:
-        tree = bpy.data.node_groups.new(GROUP_NAME, "ShaderNodeTree")  # pyright: ignore[reportArgumentType]
-        tree[common.KIND_KEY] = KIND
-    if tree.get(common.STAMP_KEY) != VERSION:
-        common.clear_tree(tree)
-        _build(tree)
-        tree[common.STAMP_KEY] = VERSION
-    return tree  # pyright: ignore[reportReturnType] -- made as a ShaderNodeTree
+    return gpu_displace.ensure_file_group(KIND, GROUP_NAME, VERSION, _build)
 
 
 def _drive(tree, label: str, expression: str) -> None:

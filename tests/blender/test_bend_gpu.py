@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from tests.blender import api
+from tests.blender.gpu_render import appended_into_a_new_file, differ, drivers_valid, links, material, render, stage
 
 MODES = ("RUNNER", "RUNNER_2AXIS", "PLANET", "CYLINDER")
 
@@ -23,38 +24,17 @@ def gpu(envfx):
     return G
 
 
-def _material(name, colour=(0.8, 0.8, 0.8, 1.0)):
-    mat = bpy.data.materials.new(name)
-    if bpy.app.version < (5, 0, 0):  # always on (and deprecated) from 5.0
-        mat.use_nodes = True
-    api.socket(api.node_tree(mat).nodes["Principled BSDF"].inputs["Base Color"]).default_value = colour
-    return mat
-
-
 def _grid(name, location=(0.0, 0.0, 0.0), mat=None):
     bpy.ops.mesh.primitive_grid_add(x_subdivisions=40, y_subdivisions=40, size=20, location=location)
     obj = api.active()
     obj.name = name
-    api.mesh(obj).materials.append(mat or _material(name))
+    api.mesh(obj).materials.append(mat or material(name))
     return obj
 
 
 def _stage(engine="EEVEE"):
     """A scene with a camera looking over the ground ahead, a sun and the bend's settings (pivot keyed)."""
-    scene = api.scene()
-    for obj in list(bpy.data.objects):
-        bpy.data.objects.remove(obj)
-    api.set_engine(scene, api.eevee_engine() if engine == "EEVEE" else "CYCLES")
-    api.of(bpy.types.SceneEEVEE, scene.eevee).taa_render_samples = 1
-    scene.cycles.samples = 1  # pyright: ignore[reportOptionalMemberAccess] -- Cycles' settings, registered by it
-    scene.render.resolution_x, scene.render.resolution_y = 160, 90
-    cam = bpy.data.objects.new("Camera", bpy.data.cameras.new("Camera"))
-    scene.collection.objects.link(cam)
-    scene.camera = cam
-    cam.location, cam.rotation_euler = (0.0, -14.0, 6.0), (1.2, 0.0, 0.0)
-    sun = bpy.data.objects.new("Sun", bpy.data.lights.new("Sun", "SUN"))
-    scene.collection.objects.link(sun)
-    sun.rotation_euler = (0.5, 0.2, 0.0)
+    scene = stage(engine, 160, 90, (0.0, -14.0, 6.0), (1.2, 0.0, 0.0))
     b = api.envfx(scene).bend
     b.strength, b.side_strength, b.spread, b.side_spread, b.horizon_offset = 0.02, 0.03, 2.0, 1.0, 1.0
     pivot = bpy.data.objects.new("Pivot", None)
@@ -64,55 +44,32 @@ def _stage(engine="EEVEE"):
     return scene
 
 
-def _render(path):
-    scene = api.scene()
-    scene.render.filepath = str(path)
-    bpy.ops.render.render(write_still=True)
-    img = bpy.data.images.load(str(path))
-    width, height = img.size
-    px = np.empty(width * height * 4, dtype=np.float32)
-    api.pixels(img).foreach_get(px)
-    bpy.data.images.remove(img)
-    return px.reshape(height, width, 4)[:, :, :3]
-
-
-def _links(tree) -> list:
-    """(from node, to node) of every link of ``tree``, sorted."""
-    return sorted((api.of(bpy.types.Node, lk.from_node).name, api.of(bpy.types.Node, lk.to_node).name)
-                  for lk in tree.links)
-
-
-def _differ(a, b):
-    """The share of pixels that differ by more than 0.05 in a channel."""
-    return float(np.mean(np.abs(a - b).max(axis=2) > 0.05))
-
-
 @pytest.mark.parametrize("engine", ["EEVEE", "CYCLES"])
 def test_bent_on_the_gpu_renders_as_bent_by_the_modifier(gpu, tmp_path, engine):
     scene = _stage(engine)
     ground = _grid("Ground")
     modes = MODES if engine == "EEVEE" else ("PLANET",)
-    flat = _render(tmp_path / "flat.png")
+    flat = render(tmp_path / "flat.png")
     for mode in modes:
         api.envfx(scene).bend.mode = mode
         api.envfx(ground).bend_gpu = False
         gpu.ops.add_bend(scene, [ground])
         assert gpu.ops.bend_modifiers(ground)
-        by_modifier = _render(tmp_path / f"{mode}_modifier.png")
+        by_modifier = render(tmp_path / f"{mode}_modifier.png")
         api.envfx(ground).bend_gpu = True
         result = gpu.ops.add_bend(scene, [ground])
         assert result.changed == ["Ground"] and not ground.modifiers  # (switched from the modifier)
         assert gpu.ops.add_bend(scene, [ground]).unchanged == ["Ground"]  # (already bent on the GPU)
-        on_gpu = _render(tmp_path / f"{mode}_gpu.png")
-        assert _differ(by_modifier, flat) > 0.01, mode  # the bend shows
-        assert _differ(on_gpu, by_modifier) < 0.002, mode  # (a few silhouette pixels at one sample)
+        on_gpu = render(tmp_path / f"{mode}_gpu.png")
+        assert differ(by_modifier, flat) > 0.01, mode  # the bend shows
+        assert differ(on_gpu, by_modifier) < 0.002, mode  # (a few silhouette pixels at one sample)
         gpu.ops.remove_bend([ground])
         assert gpu.nodes.group() is None and not gpu.nodes.is_gpu_bent(ground)
 
 
 def test_materials_come_back_exactly_and_shared_ones_bend_only_their_gpu_objects(gpu, tmp_path):
     scene = _stage()
-    shared = _material("Shared", (0.2, 0.6, 0.2, 1.0))
+    shared = material("Shared", (0.2, 0.6, 0.2, 1.0))
     nt = api.node_tree(shared)
     noise = nt.nodes.new("ShaderNodeTexNoise")
     disp = nt.nodes.new("ShaderNodeDisplacement")
@@ -121,23 +78,23 @@ def test_materials_come_back_exactly_and_shared_ones_bend_only_their_gpu_objects
     output = nt.nodes["Material Output"]
     nt.links.new(disp.outputs[0], output.inputs["Displacement"])
     shared.displacement_method = "BOTH"
-    before = (sorted(n.name for n in nt.nodes), _links(nt), shared.displacement_method,
+    before = (sorted(n.name for n in nt.nodes), links(nt), shared.displacement_method,
               getattr(shared, "max_vertex_displacement", None))
     bent = _grid("Bent", (-11.0, 0.0, 0.0), shared)
     _grid("Other", (11.0, 0.0, 0.0), shared)
-    flat = _render(tmp_path / "flat.png")
+    flat = render(tmp_path / "flat.png")
     api.envfx(bent).bend_gpu = True
     gpu.ops.add_bend(scene, [bent])
-    assert _links(nt).count(("EnvFX Bend GPU Add Material Output", "Material Output")) == 1
-    shown = _render(tmp_path / "bent.png")
+    assert links(nt).count(("EnvFX Bend GPU Add Material Output", "Material Output")) == 1
+    shown = render(tmp_path / "bent.png")
     width = shown.shape[1]
-    assert _differ(shown[:, : width // 2], flat[:, : width // 2]) > 0.01  # the bent one (left) drops
-    assert _differ(shown[:, width // 2 + 10:], flat[:, width // 2 + 10:]) < 0.002  # the other stays as it was
+    assert differ(shown[:, : width // 2], flat[:, : width // 2]) > 0.01  # the bent one (left) drops
+    assert differ(shown[:, width // 2 + 10:], flat[:, width // 2 + 10:]) < 0.002  # the other stays as it was
     gpu.ops.remove_bend([bent])
-    after = (sorted(n.name for n in nt.nodes), _links(nt), shared.displacement_method,
+    after = (sorted(n.name for n in nt.nodes), links(nt), shared.displacement_method,
              getattr(shared, "max_vertex_displacement", None))
     assert after == before and gpu.nodes.MATERIAL_KEY not in shared
-    assert _differ(_render(tmp_path / "after.png"), flat) < 0.002
+    assert differ(render(tmp_path / "after.png"), flat) < 0.002
 
 
 def test_pivot_switching_apply_and_exclude(gpu, tmp_path):
@@ -158,8 +115,7 @@ def test_pivot_switching_apply_and_exclude(gpu, tmp_path):
     scene.frame_set(4)
     scene.frame_set(5)
     assert value["Cy"].default_value == pytest.approx(1.0)
-    assert tree.animation_data is not None and all(api.of(bpy.types.Driver, fc.driver).is_valid
-                                                   for fc in tree.animation_data.drivers)
+    assert drivers_valid(tree)
     with pytest.raises(gpu.ops.BendInputError, match="Apply Bend cannot bake"):
         gpu.ops.apply_bend(scene, [ground])
     api.envfx(ground).bend_exclude = True
@@ -200,7 +156,7 @@ def test_a_gpu_bend_survives_save_and_reload(gpu, tmp_path, save_and_reopen):
     ground = _grid("Ground")
     api.envfx(ground).bend_gpu = True
     gpu.ops.add_bend(scene, [ground])
-    before = _render(tmp_path / "before.png")
+    before = render(tmp_path / "before.png")
     save_and_reopen()
     scene = api.scene()
     mat = api.of(bpy.types.Material, api.mesh(bpy.data.objects["Ground"]).materials[0])
@@ -208,7 +164,7 @@ def test_a_gpu_bend_survives_save_and_reload(gpu, tmp_path, save_and_reopen):
     assert state["method"] == "BUMP"
     bpy.data.objects["Pivot"].location.y = -3.0  # (the same place: the drivers follow after the reload)
     scene.frame_set(1)
-    assert _differ(_render(tmp_path / "after.png"), before) < 0.002
+    assert differ(render(tmp_path / "after.png"), before) < 0.002
 
 
 def test_real_vegetation_bends_the_same_on_the_gpu(gpu, corpus_asset, tmp_path):
@@ -217,7 +173,7 @@ def test_real_vegetation_bends_the_same_on_the_gpu(gpu, corpus_asset, tmp_path):
     objects = corpus_asset("flower_blue")
     for obj in objects:
         if not obj.material_slots:
-            api.mesh(obj).materials.append(_material(obj.name))
+            api.mesh(obj).materials.append(material(obj.name))
     cam = api.camera(scene)
     centre = np.mean([np.array(o.matrix_world.translation) for o in objects], axis=0)
     cam.location = (centre[0], centre[1] - 6.0, centre[2] + 3.0)
@@ -225,16 +181,16 @@ def test_real_vegetation_bends_the_same_on_the_gpu(gpu, corpus_asset, tmp_path):
     api.envfx(scene).bend.strength = 0.05
     api.envfx(scene).bend.spread = 0.5
     gpu.ops.add_bend(scene, objects)
-    by_modifier = _render(tmp_path / "modifier.png")
+    by_modifier = render(tmp_path / "modifier.png")
     for obj in objects:
         api.envfx(obj).bend_gpu = True
     result = gpu.ops.add_bend(scene, objects)
     assert sorted(result.changed) == sorted(o.name for o in objects), result.skipped
-    on_gpu = _render(tmp_path / "gpu.png")
+    on_gpu = render(tmp_path / "gpu.png")
     gpu.ops.remove_bend(objects)
-    flat = _render(tmp_path / "flat.png")
-    assert _differ(by_modifier, flat) > 0.005
-    assert _differ(on_gpu, by_modifier) < 0.002
+    flat = render(tmp_path / "flat.png")
+    assert differ(by_modifier, flat) > 0.005
+    assert differ(on_gpu, by_modifier) < 0.002
 
 
 def test_an_appended_object_bent_on_the_gpu_follows_its_new_scene(gpu, tmp_path):
@@ -244,18 +200,12 @@ def test_an_appended_object_bent_on_the_gpu_follows_its_new_scene(gpu, tmp_path)
     ground = _grid("Ground")
     api.envfx(ground).bend_gpu = True
     gpu.ops.add_bend(scene, [ground])
-    path = str(tmp_path / "library.blend")
-    bpy.ops.wm.save_as_mainfile(filepath=path)
-    bpy.ops.wm.read_homefile(app_template="", use_empty=True)
-    scene = api.scene()
+    scene = appended_into_a_new_file(tmp_path, ["Ground"])
     api.envfx(scene).bend.horizon_offset = 2.5
-    for obj in api.load_objects(path, ["Ground"], link=False):
-        scene.collection.objects.link(obj)
     scene.frame_set(1)
     scene.frame_set(2)
     tree = gpu.nodes.group()
-    assert tree is not None and tree.animation_data is not None
-    assert all(api.of(bpy.types.Driver, fc.driver).is_valid for fc in tree.animation_data.drivers)
+    assert tree is not None and drivers_valid(tree)
     assert api.socket(tree.nodes["Cy"].outputs[0]).default_value == pytest.approx(2.5)  # the origin, offset ahead
 
 
@@ -266,7 +216,7 @@ def test_rigid_sway_and_the_gpu_bend_on_one_prop(gpu, envfx, tmp_path):
     ground = _grid("Ground")
     bpy.ops.mesh.primitive_cone_add(radius1=0.5, depth=2.0, location=(1.0, 8.0, 1.0))
     prop = api.active()
-    api.mesh(prop).materials.append(_material("Prop", (0.9, 0.2, 0.2, 1.0)))
+    api.mesh(prop).materials.append(material("Prop", (0.9, 0.2, 0.2, 1.0)))
     for obj in (ground, prop):
         api.envfx(obj).bend_gpu = True
     api.envfx(prop).wind.rigid = True
@@ -277,12 +227,12 @@ def test_rigid_sway_and_the_gpu_bend_on_one_prop(gpu, envfx, tmp_path):
     wind.add_wind(scene, [prop])
     scene.frame_set(9)
     assert rigid.is_rigid(prop) and gpu.nodes.is_gpu_bent(prop)
-    both = _render(tmp_path / "both.png")
+    both = render(tmp_path / "both.png")
     wind.remove_wind([prop])
     assert gpu.nodes.is_gpu_bent(prop) and not rigid.is_rigid(prop)
     scene.frame_set(9)
-    bent_only = _render(tmp_path / "bent.png")
-    assert _differ(both, bent_only) > 0.0005  # the sway shows on the bent prop
+    bent_only = render(tmp_path / "bent.png")
+    assert differ(both, bent_only) > 0.0005  # the sway shows on the bent prop
     gpu.ops.remove_bend([ground, prop])
     assert not gpu.nodes.is_gpu_bent(prop) and tuple(prop.delta_rotation_euler[i] for i in range(3)) == (0, 0, 0)
 
@@ -293,7 +243,7 @@ def test_a_coarse_mesh_bent_on_the_gpu_is_named_or_subdivided(gpu):
     scene = _stage()
     bpy.ops.mesh.primitive_plane_add(size=40.0, location=(0.0, 20.0, 0.0))
     wall = api.active()
-    api.mesh(wall).materials.append(_material("Wall"))
+    api.mesh(wall).materials.append(material("Wall"))
     api.envfx(wall).bend_gpu = True
     result = gpu.ops.add_bend(scene, [wall])
     assert any("Too coarse for the bend" in w and wall.name in w for w in result.warnings), result.warnings

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from tests.blender import api
+from tests.blender.gpu_render import appended_into_a_new_file, differ, drivers_valid, links, material, render, stage
 
 
 @pytest.fixture
@@ -27,30 +28,9 @@ def gpu(envfx):
     return G
 
 
-def _material(name, colour=(0.8, 0.8, 0.8, 1.0)):
-    mat = bpy.data.materials.new(name)
-    if bpy.app.version < (5, 0, 0):  # always on (and deprecated) from 5.0
-        mat.use_nodes = True
-    api.socket(api.node_tree(mat).nodes["Principled BSDF"].inputs["Base Color"]).default_value = colour
-    return mat
-
-
 def _stage(engine="EEVEE"):
     """A scene with a camera looking at a tree's place from the side, a sun, a strong wind along +X."""
-    scene = api.scene()
-    for obj in list(bpy.data.objects):
-        bpy.data.objects.remove(obj)
-    api.set_engine(scene, api.eevee_engine() if engine == "EEVEE" else "CYCLES")
-    api.of(bpy.types.SceneEEVEE, scene.eevee).taa_render_samples = 1
-    scene.cycles.samples = 1  # pyright: ignore[reportOptionalMemberAccess] -- Cycles' settings, registered by it
-    scene.render.resolution_x, scene.render.resolution_y = 160, 120
-    cam = bpy.data.objects.new("Camera", bpy.data.cameras.new("Camera"))
-    scene.collection.objects.link(cam)
-    scene.camera = cam
-    cam.location, cam.rotation_euler = (1.0, -14.0, 3.0), (1.5, 0.0, 0.0)
-    sun = bpy.data.objects.new("Sun", bpy.data.lights.new("Sun", "SUN"))
-    scene.collection.objects.link(sun)
-    sun.rotation_euler = (0.5, 0.2, 0.0)
+    scene = stage(engine, 160, 120, (1.0, -14.0, 3.0), (1.5, 0.0, 0.0))
     w = api.envfx(scene).wind
     w.strength, w.gust_strength, w.direction = 5.0, 0.6, 0.3
     return scene
@@ -63,25 +43,8 @@ def _tree(gpu, name="Tree", location=(0.0, 0.0, 0.0), mat=None):
     obj = bpy.data.objects.new(name, mesh)
     api.scene().collection.objects.link(obj)
     obj.location = location
-    mesh.materials.append(mat or _material(name))
+    mesh.materials.append(mat or material(name))
     return obj
-
-
-def _render(path):
-    scene = api.scene()
-    scene.render.filepath = str(path)
-    bpy.ops.render.render(write_still=True)
-    img = bpy.data.images.load(str(path))
-    width, height = img.size
-    px = np.empty(width * height * 4, dtype=np.float32)
-    api.pixels(img).foreach_get(px)
-    bpy.data.images.remove(img)
-    return px.reshape(height, width, 4)[:, :, :3]
-
-
-def _differ(a, b):
-    """The share of pixels that differ by more than 0.05 in a channel."""
-    return float(np.mean(np.abs(a - b).max(axis=2) > 0.05))
 
 
 def _both_ways(gpu, scene, objects, frames, tmp_path, tag=""):
@@ -92,7 +55,7 @@ def _both_ways(gpu, scene, objects, frames, tmp_path, tag=""):
     by_modifier = []
     for frame in frames:
         scene.frame_set(frame)
-        by_modifier.append(_render(tmp_path / f"{tag}modifier_{frame}.png"))
+        by_modifier.append(render(tmp_path / f"{tag}modifier_{frame}.png"))
     for obj in objects:
         api.envfx(obj).wind.gpu = True
     result = gpu.ops.add_wind(scene, objects)
@@ -101,7 +64,7 @@ def _both_ways(gpu, scene, objects, frames, tmp_path, tag=""):
     on_gpu = []
     for frame in frames:
         scene.frame_set(frame)
-        on_gpu.append(_render(tmp_path / f"{tag}gpu_{frame}.png"))
+        on_gpu.append(render(tmp_path / f"{tag}gpu_{frame}.png"))
     return by_modifier, on_gpu
 
 
@@ -110,17 +73,17 @@ def test_in_the_wind_on_the_gpu_renders_as_moved_by_the_modifier(gpu, tmp_path, 
     scene = _stage(engine)
     tree = _tree(gpu)
     gpu.ops.bake(scene, [tree])
-    still = _render(tmp_path / "still.png")
+    still = render(tmp_path / "still.png")
     frames = (7, 31) if engine == "EEVEE" else (19,)
     by_modifier, on_gpu = _both_ways(gpu, scene, [tree], frames, tmp_path)
     for frame, a, b in zip(frames, by_modifier, on_gpu):
-        assert _differ(a, still) > 0.01, frame  # the wind shows
-        assert _differ(b, a) < 0.002, frame  # (a few silhouette pixels at one sample)
+        assert differ(a, still) > 0.01, frame  # the wind shows
+        assert differ(b, a) < 0.002, frame  # (a few silhouette pixels at one sample)
     assert gpu.ops.add_wind(scene, [tree]).unchanged == ["Tree"]  # (already on the GPU)
     gpu.ops.remove_wind([tree])
     assert gpu.nodes.group() is None and not gpu.nodes.is_gpu_wind(tree)
     assert gpu.rigid.clock_of(scene) is None
-    assert _differ(_render(tmp_path / "after.png"), still) < 0.002
+    assert differ(render(tmp_path / "after.png"), still) < 0.002
 
 
 def test_a_loop_a_ramp_a_wind_object_and_a_turned_scaled_tree(gpu, tmp_path):
@@ -142,27 +105,22 @@ def test_a_loop_a_ramp_a_wind_object_and_a_turned_scaled_tree(gpu, tmp_path):
     source.rotation_euler = (1.5, 0.0, 1.2)
     source.keyframe_insert("rotation_euler", frame=60)
     api.envfx(scene).wind.source_object = source
-    still = _render(tmp_path / "still.png")
+    still = render(tmp_path / "still.png")
     frames = (5, 53)  # (53: past the loop)
     by_modifier, on_gpu = _both_ways(gpu, scene, [tree], frames, tmp_path)
     for frame, a, b in zip(frames, by_modifier, on_gpu):
-        assert _differ(a, still) > 0.005, frame
-        assert _differ(b, a) < 0.002, frame
+        assert differ(a, still) > 0.005, frame
+        assert differ(b, a) < 0.002, frame
     w.rigidity = 3.0  # the settings reach the GPU's wind too
     assert tuple(tree[gpu.nodes.PARAMS[0]])[0] == pytest.approx(3.0)
     scene.frame_set(5)
-    softer = _render(tmp_path / "softer.png")
-    assert _differ(softer, on_gpu[0]) > 0.002
-
-
-def _links(tree) -> list:
-    return sorted((api.of(bpy.types.Node, lk.from_node).name, api.of(bpy.types.Node, lk.to_node).name)
-                  for lk in tree.links)
+    softer = render(tmp_path / "softer.png")
+    assert differ(softer, on_gpu[0]) > 0.002
 
 
 def _state(mat):
     nt = api.node_tree(mat)
-    return (sorted(n.name for n in nt.nodes), _links(nt), mat.displacement_method,
+    return (sorted(n.name for n in nt.nodes), links(nt), mat.displacement_method,
             getattr(mat, "max_vertex_displacement", None))
 
 
@@ -170,7 +128,7 @@ def _state(mat):
 def test_materials_come_back_exactly_beside_the_gpu_bend_and_shared_ones_move_only_their_objects(gpu, tmp_path,
                                                                                                 order):
     scene = _stage()
-    shared = _material("Shared", (0.2, 0.6, 0.2, 1.0))
+    shared = material("Shared", (0.2, 0.6, 0.2, 1.0))
     nt = api.node_tree(shared)
     noise = nt.nodes.new("ShaderNodeTexNoise")
     disp = nt.nodes.new("ShaderNodeDisplacement")
@@ -182,14 +140,14 @@ def test_materials_come_back_exactly_beside_the_gpu_bend_and_shared_ones_move_on
     moved = _tree(gpu, "Moved", (-3.0, 0.0, 0.0), shared)
     other = _tree(gpu, "Other", (4.0, 0.0, 0.0), shared)
     gpu.ops.bake(scene, [moved, other])
-    still = _render(tmp_path / "still.png")
+    still = render(tmp_path / "still.png")
     api.envfx(moved).wind.gpu = True
     gpu.ops.add_wind(scene, [moved])
     scene.frame_set(12)
-    shown = _render(tmp_path / "moved.png")
+    shown = render(tmp_path / "moved.png")
     width = shown.shape[1]
-    assert _differ(shown[:, : width // 2], still[:, : width // 2]) > 0.005  # the one on the GPU (left) moves
-    assert _differ(shown[:, width // 2 + 10:], still[:, width // 2 + 10:]) < 0.002  # the other stays still
+    assert differ(shown[:, : width // 2], still[:, : width // 2]) > 0.005  # the one on the GPU (left) moves
+    assert differ(shown[:, width // 2 + 10:], still[:, width // 2 + 10:]) < 0.002  # the other stays still
     api.envfx(moved).bend_gpu = True
     api.envfx(scene).bend.strength = 0.01
     gpu.bend_ops.add_bend(scene, [moved])
@@ -197,18 +155,18 @@ def test_materials_come_back_exactly_beside_the_gpu_bend_and_shared_ones_move_on
     if order == "wind first out":
         gpu.ops.remove_wind([moved])
         assert gpu.bend_gpu.MATERIAL_KEY in shared and shared.displacement_method == "BOTH"
-        assert _links(nt).count(("EnvFX Bend GPU Add Material Output", "Material Output")) == 1
+        assert links(nt).count(("EnvFX Bend GPU Add Material Output", "Material Output")) == 1
         gpu.bend_ops.remove_bend([moved])
     else:
         gpu.bend_ops.remove_bend([moved])
         assert gpu.nodes.MATERIAL_KEY in shared and shared.displacement_method == "BOTH"
-        assert _links(nt).count(("EnvFX Wind GPU Add Material Output", "Material Output")) == 1
+        assert links(nt).count(("EnvFX Wind GPU Add Material Output", "Material Output")) == 1
         scene.frame_set(12)
-        assert _differ(_render(tmp_path / "wind_only.png"), shown) < 0.002
+        assert differ(render(tmp_path / "wind_only.png"), shown) < 0.002
         gpu.ops.remove_wind([moved])
     assert _state(shared) == before
     assert gpu.nodes.MATERIAL_KEY not in shared and gpu.bend_gpu.MATERIAL_KEY not in shared
-    assert _differ(_render(tmp_path / "after.png"), still) < 0.002
+    assert differ(render(tmp_path / "after.png"), still) < 0.002
 
 
 def test_switching_between_the_modifier_rigid_sway_and_the_gpu(gpu):
@@ -285,14 +243,14 @@ def test_the_wind_on_the_gpu_survives_save_and_reload(gpu, tmp_path, save_and_re
     api.envfx(tree).wind.gpu = True
     gpu.ops.add_wind(scene, [tree])
     scene.frame_set(14)
-    before = _render(tmp_path / "before.png")
+    before = render(tmp_path / "before.png")
     save_and_reopen("wind_gpu.blend")
     scene = api.scene()
     tree = bpy.data.objects["Tree"]
     assert gpu.nodes.is_gpu_wind(tree) and gpu.nodes.group() is not None
     scene.frame_set(1)
     scene.frame_set(14)
-    assert _differ(_render(tmp_path / "after.png"), before) < 0.002
+    assert differ(render(tmp_path / "after.png"), before) < 0.002
     record = json.loads(str(api.of(bpy.types.Material, api.mesh(tree).materials[0])[gpu.nodes.MATERIAL_KEY]))
     assert "method" in record
 
@@ -305,7 +263,7 @@ def test_real_vegetation_moves_the_same_on_the_gpu(gpu, corpus_asset, tmp_path, 
     objects = corpus_asset(asset)
     for obj in objects:
         if not obj.material_slots:
-            api.mesh(obj).materials.append(_material(obj.name))
+            api.mesh(obj).materials.append(material(obj.name))
         api.envfx(obj).wind.category = category
     for mat in {slot.material for obj in objects for slot in obj.material_slots}:
         _unlit(mat)  # (the fluttering petals' shading differs: their normals stay)
@@ -318,10 +276,10 @@ def test_real_vegetation_moves_the_same_on_the_gpu(gpu, corpus_asset, tmp_path, 
     gpu.ops.bake(scene, objects)
     for obj in objects:
         api.envfx(obj).wind.category = category
-    still = _render(tmp_path / "still.png")
+    still = render(tmp_path / "still.png")
     by_modifier, on_gpu = _both_ways(gpu, scene, objects, (9,), tmp_path)
-    assert _differ(by_modifier[0], still) > 0.005
-    assert _differ(on_gpu[0], by_modifier[0]) < 0.002
+    assert differ(by_modifier[0], still) > 0.005
+    assert differ(on_gpu[0], by_modifier[0]) < 0.002
 
 
 def test_the_panel_says_how_the_object_is_in_the_wind(gpu, envfx):
@@ -347,19 +305,13 @@ def test_an_appended_tree_a_copied_scene_and_a_deleted_clock_get_a_clock(gpu, tm
     gpu.ops.bake(scene, [tree])
     api.envfx(tree).wind.gpu = True
     gpu.ops.add_wind(scene, [tree])
-    path = str(tmp_path / "library.blend")
-    bpy.ops.wm.save_as_mainfile(filepath=path)
-    bpy.ops.wm.read_homefile(app_template="", use_empty=True)
-    scene = api.scene()
+    scene = appended_into_a_new_file(tmp_path, ["Tree"])
     api.envfx(scene).wind.strength = 2.5
-    for obj in api.load_objects(path, ["Tree"], link=False):
-        scene.collection.objects.link(obj)
     api.view_layer().update()
     assert gpu.rigid.clock_of(scene) is not None
     scene.frame_set(3)
     group = gpu.nodes.group()
-    assert group is not None and group.animation_data is not None
-    assert all(api.of(bpy.types.Driver, fc.driver).is_valid for fc in group.animation_data.drivers)
+    assert group is not None and drivers_valid(group)
     assert api.socket(group.nodes["S"].outputs[0]).default_value == pytest.approx(2.5)
     for tree_ in [t for t in bpy.data.node_groups if gpu.rigid.is_clock(t)]:
         bpy.data.node_groups.remove(tree_)
@@ -391,7 +343,7 @@ def _blades(count=160, seed=5):
     obj = bpy.data.objects.new("Field", mesh)
     api.scene().collection.objects.link(obj)
     obj.location, obj.rotation_euler = (0.4, -0.3, 0.1), (0.0, 0.0, 0.3)
-    mat = _material("Field", (0.3, 0.6, 0.2, 1.0))
+    mat = material("Field", (0.3, 0.6, 0.2, 1.0))
     _unlit(mat)  # (the blades turn: compared unlit, where every vertex goes)
     mesh.materials.append(mat)
     return obj
@@ -432,16 +384,16 @@ def test_grass_on_the_gpu_moves_as_the_modifier_moves_it(gpu, envfx, tmp_path, p
         gpu.ops.add_wind(scene, [field])
         assert "pushed by the baked buffer" in gpu.ops.grass_push(scene)
         frames = (9, 13, 40)
-    still = _render(tmp_path / "still.png")
+    still = render(tmp_path / "still.png")
     by_modifier, on_gpu = _both_ways(gpu, scene, [field], frames, tmp_path)
     for frame, a, b in zip(frames, by_modifier, on_gpu):
-        assert _differ(a, still) > 0.01, frame
-        assert _differ(b, a) < 0.003, frame
+        assert differ(a, still) > 0.01, frame
+        assert differ(b, a) < 0.003, frame
     assert api.mesh(field).attributes.get(gpu.nodes.NORMAL_ATTR) is not None
     if push != "none":  # the push shows on the GPU: off, the same frame is drawn otherwise
         gpu.ops.grass_push(scene, on=False)
         scene.frame_set(13)
         # (one baked image pushes less: the walk's first frame)
-        assert _differ(_render(tmp_path / "unpushed.png"), on_gpu[1]) > (0.0003 if push == "image" else 0.005)
+        assert differ(render(tmp_path / "unpushed.png"), on_gpu[1]) > (0.0003 if push == "image" else 0.005)
     gpu.ops.remove_wind([field])
     assert api.mesh(field).attributes.get(gpu.nodes.NORMAL_ATTR) is None
