@@ -36,6 +36,11 @@ def gpu_status(obj: bpy.types.Object) -> list[tuple[str, bool]]:
     on_gpu, wanted = wind_gpu.is_gpu_wind(obj), w.gpu and not w.rigid
     in_modifier = any(isinstance(m, bpy.types.NodesModifier) and wind_nodes.is_wind_group(m.node_group)
                       for m in obj.modifiers)
+    terrain = next((bridge.envfx_settings(sc).wind.terrain_object for sc in obj.users_scene
+                    if bridge.envfx_settings(sc).wind.terrain_object is not None), None)
+    if on_gpu and w.category == "GRASS" and terrain is not None:
+        return [(f"Grass on the GPU does not follow the terrain object {terrain.name}: switch Wind on GPU off "
+                 f"and Add Wind again", True)]
     if on_gpu and wanted:
         return [("Moves in its materials: Material Preview or Rendered shows it", False)]
     if wanted and (in_modifier or wind_rigid.is_rigid(obj)):

@@ -295,6 +295,11 @@ def test_the_panel_says_how_the_object_is_in_the_wind(gpu, envfx):
     assert panel.gpu_status(tree) == [("Moves in its materials: Material Preview or Rendered shows it", False)]
     api.envfx(tree).wind.gpu = False
     assert "switches it to the modifier" in panel.gpu_status(tree)[0][0]
+    api.envfx(tree).wind.gpu = True
+    api.envfx(tree).wind.category = "GRASS"  # (grass on the GPU, then a terrain object set for the scene's wind)
+    api.envfx(scene).wind.terrain_object = _tree(gpu, "Terrain", (0.0, 30.0, 0.0))
+    (text, alert), = panel.gpu_status(tree)
+    assert alert and "does not follow the terrain object Terrain" in text
 
 
 def test_an_appended_tree_a_copied_scene_and_a_deleted_clock_get_a_clock(gpu, tmp_path):
