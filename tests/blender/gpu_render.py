@@ -16,6 +16,28 @@ def material(name, colour=(0.8, 0.8, 0.8, 1.0)):
     return mat
 
 
+def displaced_material(name, colour=(0.2, 0.6, 0.2, 1.0)):
+    """A material with a displacement of its own (a faint noise, Displacement and Bump), as a user's may have: an
+    effect on the GPU adds to it and gives it back exactly."""
+    mat = material(name, colour)
+    nt = api.node_tree(mat)
+    noise = nt.nodes.new("ShaderNodeTexNoise")
+    disp = nt.nodes.new("ShaderNodeDisplacement")
+    api.socket(disp.inputs["Scale"]).default_value = 0.001
+    nt.links.new(noise.outputs["Fac"], disp.inputs["Height"])
+    nt.links.new(disp.outputs[0], nt.nodes["Material Output"].inputs["Displacement"])
+    mat.displacement_method = "BOTH"
+    return mat
+
+
+def material_state(mat) -> tuple:
+    """What an effect on the GPU must give back: ``mat``'s node names, links, displacement method and (5.0) maximum
+    vertex displacement."""
+    nt = api.node_tree(mat)
+    return (sorted(n.name for n in nt.nodes), links(nt), mat.displacement_method,
+            getattr(mat, "max_vertex_displacement", None))
+
+
 def stage(engine, width, height, camera_at, camera_turn):
     """The current scene emptied, rendering with ``engine`` ("EEVEE" or "CYCLES") at one sample, ``width`` x
     ``height``, from a camera at ``camera_at`` turned ``camera_turn`` (Euler), lit by a sun."""

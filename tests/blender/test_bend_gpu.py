@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from tests.blender import api
-from tests.blender.gpu_render import appended_into_a_new_file, differ, drivers_valid, links, material, render, stage
+from tests.blender.gpu_render import (appended_into_a_new_file, differ, displaced_material, drivers_valid, links,
+                                      material, material_state, render, stage)
 
 MODES = ("RUNNER", "RUNNER_2AXIS", "PLANET", "CYLINDER")
 
@@ -69,17 +70,9 @@ def test_bent_on_the_gpu_renders_as_bent_by_the_modifier(gpu, tmp_path, engine):
 
 def test_materials_come_back_exactly_and_shared_ones_bend_only_their_gpu_objects(gpu, tmp_path):
     scene = _stage()
-    shared = material("Shared", (0.2, 0.6, 0.2, 1.0))
+    shared = displaced_material("Shared")
     nt = api.node_tree(shared)
-    noise = nt.nodes.new("ShaderNodeTexNoise")
-    disp = nt.nodes.new("ShaderNodeDisplacement")
-    api.socket(disp.inputs["Scale"]).default_value = 0.001
-    nt.links.new(noise.outputs["Fac"], disp.inputs["Height"])
-    output = nt.nodes["Material Output"]
-    nt.links.new(disp.outputs[0], output.inputs["Displacement"])
-    shared.displacement_method = "BOTH"
-    before = (sorted(n.name for n in nt.nodes), links(nt), shared.displacement_method,
-              getattr(shared, "max_vertex_displacement", None))
+    before = material_state(shared)
     bent = _grid("Bent", (-11.0, 0.0, 0.0), shared)
     _grid("Other", (11.0, 0.0, 0.0), shared)
     flat = render(tmp_path / "flat.png")
@@ -91,9 +84,7 @@ def test_materials_come_back_exactly_and_shared_ones_bend_only_their_gpu_objects
     assert differ(shown[:, : width // 2], flat[:, : width // 2]) > 0.01  # the bent one (left) drops
     assert differ(shown[:, width // 2 + 10:], flat[:, width // 2 + 10:]) < 0.002  # the other stays as it was
     gpu.ops.remove_bend([bent])
-    after = (sorted(n.name for n in nt.nodes), links(nt), shared.displacement_method,
-             getattr(shared, "max_vertex_displacement", None))
-    assert after == before and gpu.nodes.MATERIAL_KEY not in shared
+    assert material_state(shared) == before and gpu.nodes.MATERIAL_KEY not in shared
     assert differ(render(tmp_path / "after.png"), flat) < 0.002
 
 

@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 from tests.blender import api
-from tests.blender.gpu_render import appended_into_a_new_file, differ, drivers_valid, links, material, render, stage
+from tests.blender.gpu_render import (appended_into_a_new_file, differ, displaced_material, drivers_valid, links,
+                                      material, material_state, render, stage)
 
 
 @pytest.fixture
@@ -118,25 +119,13 @@ def test_a_loop_a_ramp_a_wind_object_and_a_turned_scaled_tree(gpu, tmp_path):
     assert differ(softer, on_gpu[0]) > 0.002
 
 
-def _state(mat):
-    nt = api.node_tree(mat)
-    return (sorted(n.name for n in nt.nodes), links(nt), mat.displacement_method,
-            getattr(mat, "max_vertex_displacement", None))
-
-
 @pytest.mark.parametrize("order", ["wind first out", "bend first out"])
 def test_materials_come_back_exactly_beside_the_gpu_bend_and_shared_ones_move_only_their_objects(gpu, tmp_path,
                                                                                                 order):
     scene = _stage()
-    shared = material("Shared", (0.2, 0.6, 0.2, 1.0))
+    shared = displaced_material("Shared")
     nt = api.node_tree(shared)
-    noise = nt.nodes.new("ShaderNodeTexNoise")
-    disp = nt.nodes.new("ShaderNodeDisplacement")
-    api.socket(disp.inputs["Scale"]).default_value = 0.001
-    nt.links.new(noise.outputs["Fac"], disp.inputs["Height"])
-    nt.links.new(disp.outputs[0], nt.nodes["Material Output"].inputs["Displacement"])
-    shared.displacement_method = "BOTH"
-    before = _state(shared)
+    before = material_state(shared)
     moved = _tree(gpu, "Moved", (-3.0, 0.0, 0.0), shared)
     other = _tree(gpu, "Other", (4.0, 0.0, 0.0), shared)
     gpu.ops.bake(scene, [moved, other])
@@ -164,7 +153,7 @@ def test_materials_come_back_exactly_beside_the_gpu_bend_and_shared_ones_move_on
         scene.frame_set(12)
         assert differ(render(tmp_path / "wind_only.png"), shown) < 0.002
         gpu.ops.remove_wind([moved])
-    assert _state(shared) == before
+    assert material_state(shared) == before
     assert gpu.nodes.MATERIAL_KEY not in shared and gpu.bend_gpu.MATERIAL_KEY not in shared
     assert differ(render(tmp_path / "after.png"), still) < 0.002
 
@@ -219,7 +208,7 @@ def test_objects_it_cannot_move_are_named_and_left_alone(gpu):
     objects = [bare, bump, empty_slot, grass, curve, good]
     for obj in objects:
         api.envfx(obj).wind.gpu = True
-    bump_before = _state(api.mesh(bump).materials[0])
+    bump_before = material_state(api.mesh(bump).materials[0])
     result = gpu.ops.add_wind(scene, objects)
     assert result.changed == ["Good"]
     assert "no material" in result.skipped["Bare"]
@@ -227,7 +216,7 @@ def test_objects_it_cannot_move_are_named_and_left_alone(gpu):
     assert "empty material slot" in result.skipped["Empty Slot"]
     assert "terrain object 'Terrain'" in result.skipped["Grass"] and "Wind on GPU off" in result.skipped["Grass"]
     assert "not a mesh" in result.skipped["Curve"]
-    assert _state(api.mesh(bump).materials[0]) == bump_before
+    assert material_state(api.mesh(bump).materials[0]) == bump_before
     for obj in (bare, bump, empty_slot, grass):
         assert not gpu.nodes.is_gpu_wind(obj) and not gpu.ops.wind_modifiers(obj)
         assert api.mesh(obj).attributes.get(gpu.nodes.core_wind.LIVE_ATTRS[0]) is None
