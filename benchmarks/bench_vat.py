@@ -41,6 +41,8 @@ Run (on an idle machine for the numbers quoted; numpy's OPENBLAS_* variables do 
     /work/main/.venvs/blender-5.0/bin/python benchmarks/bench_vat.py --rounds 7
     /work/main/.venvs/blender-4.2/bin/python benchmarks/bench_vat.py --rounds 7
 options: [--verts 100000] [--frames 250] [--encodings EXR32,EXR16,PNG16] [--modes thread,inline] [--compress]
+[--pages plain,huge] (the large buffers in plain 4 KB pages, as the bake makes them, or numpy's huge pages)
+[--scene wave|wind] (the grid under a Wave modifier, or stood up in EnvFX's wind: what a wind VAT bakes)
 """
 
 import argparse
@@ -141,6 +143,30 @@ def bake(ops, scene, obj, encoding, frames, compress) -> Run:
     return wall, result.timings, meta, size
 
 
+def animated_grid(bpy, scene, side: int, kind: str) -> Any:
+    """A grid of ``side`` squared vertices, 10 m across: flat under a Wave modifier (``wave``, about the cheapest
+    animation there is), or stood up 10 m tall in EnvFX's wind at strength 5 (``wind``: baked and added as the
+    sidebar does, the wind's modifier: what a wind VAT bakes)."""
+    import importlib
+
+    bpy.ops.mesh.primitive_grid_add(x_subdivisions=side - 1, y_subdivisions=side - 1, size=10.0)
+    obj = bpy.context.active_object
+    assert obj is not None and isinstance(obj.data, bpy.types.Mesh)  # the grid just added
+    if kind == "wave":
+        wave = obj.modifiers.new("Wave", "WAVE")
+        assert isinstance(wave, bpy.types.WaveModifier)  # (the stubs type a new modifier as any Modifier)
+        wave.height, wave.width, wave.speed = 0.3, 1.5, 0.1
+        return obj
+    obj.rotation_euler = (math.pi / 2, 0.0, 0.0)
+    obj.location.z = 5.0
+    bpy.ops.object.transform_apply(location=True, rotation=True, scale=True)
+    wind = importlib.import_module("bl_ext.envfx_bench.envfx.operators.wind")
+    wind.bake(scene, [obj], ao_samples=0)
+    scene.envfx.wind.strength = 5.0
+    wind.add_wind(scene, [obj])
+    return obj
+
+
 def median(values):
     v = sorted(values)
     n = len(v)
@@ -155,51 +181,61 @@ def main(argv=None):
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--modes", default="thread", help="thread, inline or both (comma-separated)")
     parser.add_argument("--compress", action="store_true", help="deflate the textures (the Compress setting)")
+    parser.add_argument("--pages", default="plain",
+                        help="plain, huge or both: the memory pages of the bake's large buffers (core.vat.plain_pages)")
+    parser.add_argument("--scene", default="wave", choices=("wave", "wind"),
+                        help="wave: a grid under a Wave modifier; wind: the grid stood up in EnvFX wind (strength 5)")
     args = parser.parse_args(argv)
     modes = [m.strip().lower() for m in args.modes.split(",") if m.strip()]
+    pages = [p.strip().lower() for p in args.pages.split(",") if p.strip()]
+    if not modes or not set(modes) <= {"thread", "inline"} or not pages or not set(pages) <= {"plain", "huge"}:
+        parser.error("--modes takes thread and inline, --pages plain and huge (comma-separated)")
+    variants = [(m, p) for m in modes for p in pages]
 
     import bpy
 
     ops = enable_addon()
     bpy.ops.wm.read_homefile(app_template="", use_empty=True)
     scene = bpy.context.scene
-    side = max(2, int(math.sqrt(args.verts)))
-    bpy.ops.mesh.primitive_grid_add(x_subdivisions=side - 1, y_subdivisions=side - 1, size=10.0)
-    obj = bpy.context.active_object
-    assert obj is not None and isinstance(obj.data, bpy.types.Mesh)  # the grid just added
-    wave = obj.modifiers.new("Wave", "WAVE")
-    assert isinstance(wave, bpy.types.WaveModifier)  # (the stubs type a new modifier as any Modifier)
-    wave.height, wave.width, wave.speed = 0.3, 1.5, 0.1
+    obj = animated_grid(bpy, scene, max(2, int(math.sqrt(args.verts))), args.scene)
+    assert isinstance(obj.data, bpy.types.Mesh)
     n = len(obj.data.vertices)
     frames = list(range(1, args.frames + 1))
     encodings = [e.strip().upper() for e in args.encodings.split(",") if e.strip()]
-    rows = {(e, m): [] for e in encodings for m in modes}
+    rows: dict[tuple[str, str, str], list] = {(e, m, p): [] for e in encodings for m, p in variants}
     bake(ops, scene, obj, encodings[0], frames[:10], args.compress)  # warm up (node groups, exporter, caches)
     for r in range(args.rounds):
         for encoding in encodings[r % len(encodings):] + encodings[:r % len(encodings)]:
-            order = ["skipped"] + modes if r % 2 == 0 else modes[::-1] + ["skipped"]
-            runs: dict[str, Run] = {}
-            for mode in order:
+            order = [("skipped", "")] + variants if r % 2 == 0 else variants[::-1] + [("skipped", "")]
+            runs: dict[tuple[str, str], Run] = {}
+            plain_from = ops.core_vat.PLAIN_PAGES_FROM
+            for mode, page in order:
                 ops.ENCODE_ON_THREAD = mode != "inline"
+                ops.core_vat.PLAIN_PAGES_FROM = 1 << 62 if page == "huge" else plain_from  # huge: numpy's np.empty
                 try:
                     if mode == "skipped":
                         with skipped_encoding(ops):
-                            runs[mode] = bake(ops, scene, obj, encoding, frames, args.compress)
+                            runs[mode, page] = bake(ops, scene, obj, encoding, frames, args.compress)
                     else:
-                        runs[mode] = bake(ops, scene, obj, encoding, frames, args.compress)
+                        runs[mode, page] = bake(ops, scene, obj, encoding, frames, args.compress)
                 finally:
                     ops.ENCODE_ON_THREAD = True
-            skipped = runs["skipped"][0], runs["skipped"][1]["process_cpu"], runs["skipped"][1]["page_faults"]
-            for mode in modes:
-                rows[encoding, mode].append(report(bpy, r, encoding, mode, args, n, *runs[mode], *skipped))
-            if "thread" in runs and "inline" in runs:
-                ratio = round(runs["thread"][0] / runs["inline"][0], 4)
-                rows[encoding, "thread"][-1]["total_over_inline"] = ratio
-                print(json.dumps({"bench": "vat_bake_pair", "round": r, "encoding": encoding,
-                                  "total_over_inline": ratio}), flush=True)
-    for (encoding, mode), got in rows.items():
+                    ops.core_vat.PLAIN_PAGES_FROM = plain_from
+            done = runs["skipped", ""]
+            skipped = done[0], done[1]["process_cpu"], done[1]["page_faults"]
+            for mode, page in variants:
+                rows[encoding, mode, page].append(report(bpy, r, encoding, (mode, page), args, n, *runs[mode, page],
+                                                         *skipped))
+            for page in pages:
+                if ("thread", page) in runs and ("inline", page) in runs:
+                    ratio = round(runs["thread", page][0] / runs["inline", page][0], 4)
+                    rows[encoding, "thread", page][-1]["total_over_inline"] = ratio
+                    print(json.dumps({"bench": "vat_bake_pair", "round": r, "encoding": encoding, "pages": page,
+                                      "total_over_inline": ratio}), flush=True)
+    for (encoding, mode, page), got in rows.items():
         summary = {"bench": "vat_bake_summary", "blender": bpy.app.version_string, "encoding": encoding,
-                   "mode": mode, "rounds": len(got), "vertices": n, "frames": args.frames,
+                   "mode": mode, "pages": page, "scene": args.scene, "rounds": len(got), "vertices": n,
+                   "frames": args.frames,
                    "load": "idle" if max(row["load_avg_1min"] for row in got) < 1.5 else "loaded"}
         keys = ["encode_share", "encode_share_cpu", "encode_share_cpu_no_write", "encode_cpu_s", "encode_write_cpu_s",
                 "write_ms_per_mb", "encode_cpu_share",
@@ -214,10 +250,11 @@ def main(argv=None):
     return 0
 
 
-def report(bpy, r, encoding, mode, args, n, wall, t, meta, size, skipped, skipped_cpu, skipped_faults):
+def report(bpy, r, encoding, variant, args, n, wall, t, meta, size, skipped, skipped_cpu, skipped_faults):
     row = {
         "bench": "vat_bake", "blender": bpy.app.version_string, "round": r, "encoding": encoding,
-        "mode": mode, "compress": args.compress, "vertices": n, "frames": args.frames,
+        "mode": variant[0], "pages": variant[1], "scene": args.scene, "compress": args.compress, "vertices": n,
+        "frames": args.frames,
         "texture": [meta["layout"]["width"], meta["layout"]["height"]],
         "total_s": round(wall, 3), "skipped_s": round(skipped, 3),
         "encode_share": round((wall - skipped) / wall, 4),

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import io
 import math
+import mmap
 import os
 import re
 import time
@@ -47,6 +48,7 @@ ENCODINGS = ("EXR16", "EXR32", "PNG16")
 NORMAL_MODES = ("NONE", "TEXTURE", "PACKED")
 ENGINES = ("BLENDER",) + tuple(bend_engines.ENGINES)
 MAX_TEXTURE_SIZE = 8192
+PLAIN_PAGES_FROM = 64 << 20  # bytes: plain_pages' smallest mapped buffer
 HALF_MAX = 65504.0
 PACK_BITS = {"EXR32": 11, "PNG16": 8}
 UV_NAME = "EnvFX_VAT"
@@ -488,10 +490,8 @@ class _Texture:
                 self.png_writer = png.StoredPng16Writer(self._open(), h, w, self.c)
             else:
                 # every frame's texels are written (encode checks that every frame came) but the unused ones of its
-                # last row, zeroed here as pack_frames leaves them; np.empty, not np.zeros: numpy asks the system
-                # for huge pages (np.zeros' pages fault in 4 KB at a time: 75,000 faults in a 100k-vertex bake of
-                # 250 frames, a tenth of the PNG16 encoder's time)
-                self.planes_f = np.empty((self.c, h, w), np.float32)
+                # last row, zeroed here as pack_frames leaves them
+                self.planes_f = plain_pages((self.c, h, w), np.float32)
                 used = layout.vertices - (layout.rows_per_frame - 1) * w
                 self.planes_f[:, layout.rows_per_frame - 1::layout.rows_per_frame, used:] = 0.0
                 self.frames_put = 0
@@ -651,6 +651,32 @@ class _Texture:
         assert self.sink is not None, "the streamed textures opened their file (__init__ or above)"
         self.sink.close()
         return None
+
+
+def plain_pages(shape: tuple, dtype: npt.DTypeLike) -> np.ndarray:
+    """An uninitialised array (as ``np.empty``) whose memory the system hands out in plain 4 KB pages, not huge
+    ones: for the large buffers a bake fills once (a PNG16's offsets: 300 MB for 100k vertices over 250 frames).
+    numpy asks for huge pages for anything over 4 MB; where the system lends memory a virtual machine's host takes
+    back when it is free, each fresh 2 MB page costs the host's work too: 300 MB of them took 0.6 s of CPU to
+    touch after a few idle seconds here, against 0.13 s in 4 KB pages (0.03 s in huge pages used just before,
+    which a one-off bake does not have). Small arrays, and systems without anonymous memory maps, get
+    ``np.empty``."""
+    dtype = np.dtype(dtype)
+    size = int(np.prod(shape)) * dtype.itemsize
+    if size < PLAIN_PAGES_FROM:
+        return np.empty(shape, dtype)
+    try:
+        # anonymous and private (a shared map's pages cost half as much again to touch): zero pages as they are
+        # first touched, unmapped with the array (Windows: the system's paging file)
+        buf = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE) if hasattr(mmap, "MAP_PRIVATE") else mmap.mmap(-1, size)
+    except (OSError, ValueError, OverflowError):
+        return np.empty(shape, dtype)
+    if hasattr(mmap, "MADV_NOHUGEPAGE"):  # (Linux; when huge pages are on for every map, not only asked-for ones)
+        try:
+            buf.madvise(mmap.MADV_NOHUGEPAGE)
+        except OSError:
+            pass
+    return np.frombuffer(buf, dtype).reshape(shape)
 
 
 def _scaled(values, factor, out):

@@ -55,6 +55,9 @@ SMOKE = {
                           {("bench", "lightmap"): 5}),
     "bench_vat.py": (["--verts", "400", "--frames", "3", "--encodings", "EXR32,EXR16,PNG16"],
                      {("bench", "vat_bake"): 15, ("bench", "vat_bake_summary"): 3}),
+    "bench_vat.py:wind": (["--verts", "400", "--frames", "3", "--encodings", "PNG16", "--rounds", "2", "--pages",
+                           "plain,huge", "--scene", "wind"],
+                          {("bench", "vat_bake"): 4, ("bench", "vat_bake_summary"): 2}),
     "bench_farm.py": (["--textures", "2", "--size", "16", "--frames", "2", "--rounds", "1", "--snow-frames", "4",
                        "--snow-resolution", "16"], {("bench", "farm"): 16}),
 }
@@ -99,6 +102,10 @@ def test_benchmark_runs_at_its_smallest_size(script, tmp_path):
     if script == "bench_snow.py:parts":  # the numpy-held trail state equals the twin of every frame
         handler = next(r for r in rows if r["bench"] == "trails_handler_shot")
         assert handler["max_error_m"] < 1e-9 and handler["handler_numpy_ms"] > 0
+    if script == "bench_vat.py:wind":  # both kinds of pages, the grid moving in the wind
+        assert {(r["pages"], r["scene"]) for r in rows if r["bench"] == "vat_bake"} == {("plain", "wind"),
+                                                                                        ("huge", "wind")}
+        assert all(r["cpu_s"] > 0 and r["bytes_written"] > 0 for r in rows if r["bench"] == "vat_bake")
     if script == "bench_bend.py":
         floor = next(r for r in rows if r["bench"] == "per_vertex_sqrt_cost")
         assert floor["offset_floor_ratio"] > 0

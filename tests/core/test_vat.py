@@ -249,10 +249,14 @@ def test_the_writers_two_slots_write_the_rows_of_the_slot_named():
     np.testing.assert_array_equal(png.decode_png(fh.getvalue()), texels)
 
 
-def test_png16_offsets_of_many_blocks_round_trip_within_their_precision(tmp_path):
+@pytest.mark.parametrize("mapped", [False, True])
+def test_png16_offsets_of_many_blocks_round_trip_within_their_precision(tmp_path, monkeypatch, mapped):
     """A PNG16 position texture taller than two blocks of rows (about 2^18 texels a block; the last block
     shorter), finished a block ahead on a helper thread, decodes to the offsets within the remap's step and equals
-    the in-memory encoding byte for byte."""
+    the in-memory encoding byte for byte; also with its offsets waiting in a memory map (``mapped``: as a large
+    bake's do, vat.plain_pages)."""
+    if mapped:
+        monkeypatch.setattr(vat, "PLAIN_PAGES_FROM", 0)
     n, frames = 2 * 8192 + 100, 40
     rest, offsets, normals = animated(n=n, frames=frames, seed=5)
     settings = vat.VatSettings(encoding="PNG16", engine="GODOT")
@@ -261,6 +265,7 @@ def test_png16_offsets_of_many_blocks_round_trip_within_their_precision(tmp_path
     assert enc.layout.height > 2 * step and enc.layout.height % step
     for f in range(frames):
         enc.add(f, enc.rest + offsets[f], normals[f])
+    assert isinstance(enc.pos.planes_f.base, np.ndarray) == mapped  # (np.frombuffer's array of the map)
     streamed = enc.finish()
     files = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
     back = vat.decode_positions(files, streamed.meta, rest)
@@ -268,6 +273,30 @@ def test_png16_offsets_of_many_blocks_round_trip_within_their_precision(tmp_path
     memory = vat.encode_bake("a", rest, offsets, normals, list(range(frames)), settings)
     assert memory.files[streamed.meta["textures"]["position"]["file"]] == \
         files[streamed.meta["textures"]["position"]["file"]]
+
+
+def test_plain_pages_are_writable_arrays_of_the_shape_asked_for(monkeypatch):
+    """Large buffers come from an anonymous private memory map (4 KB pages), small ones from np.empty; both are
+    writable arrays of the shape and type asked for, and the map goes with its array."""
+    import gc
+    import mmap
+    import weakref
+
+    small = vat.plain_pages((3, 4), np.float32)
+    assert small.shape == (3, 4) and small.dtype == np.float32 and small.base is None
+    monkeypatch.setattr(vat, "PLAIN_PAGES_FROM", 1 << 10)
+    big = vat.plain_pages((3, 100, 7), np.float32)
+    assert big.shape == (3, 100, 7) and big.dtype == np.float32 and big.flags.writeable and big.flags.c_contiguous
+    big[:] = np.arange(2100, dtype=np.float32).reshape(3, 100, 7)
+    assert big.sum() == np.arange(2100).sum()
+    holder: object = big.base
+    while not isinstance(holder, mmap.mmap):  # ndarray -> memoryview -> the map
+        assert isinstance(holder, (np.ndarray, memoryview)), type(holder)
+        holder = holder.obj if isinstance(holder, memoryview) else holder.base
+    gone = weakref.finalize(holder, lambda: None)
+    del big, holder
+    gc.collect()
+    assert not gone.alive
 
 
 @pytest.mark.parametrize("kind", ["exr", "png"])
@@ -325,9 +354,9 @@ def test_streamed_half_floats_are_numpys_cast_of_the_offsets_in_engine_units(tmp
 
 
 def test_png16_unused_texels_are_zero_offsets_whatever_memory_held(tmp_path, monkeypatch):
-    """The PNG16 offsets wait in an uninitialised buffer (huge pages, no page faults): the texels no vertex uses
-    (the end of each frame's last row) must still be written as offset 0, as pack_frames and the compressed files
-    have them, whatever the memory held."""
+    """The PNG16 offsets wait in an uninitialised buffer (vat.plain_pages: np.empty when small): the texels no
+    vertex uses (the end of each frame's last row) must still be written as offset 0, as pack_frames and the
+    compressed files have them, whatever the memory held."""
     real_empty = np.empty
 
     def dirty_empty(shape, dtype=float, *args, **kwargs):
