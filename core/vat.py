@@ -656,11 +656,10 @@ class _Texture:
 def plain_pages(shape: tuple, dtype: npt.DTypeLike) -> np.ndarray:
     """An uninitialised array (as ``np.empty``) whose memory the system hands out in plain 4 KB pages, not huge
     ones: for the large buffers a bake fills once (a PNG16's offsets: 300 MB for 100k vertices over 250 frames).
-    numpy asks for huge pages for anything over 4 MB; where the system lends memory a virtual machine's host takes
-    back when it is free, each fresh 2 MB page costs the host's work too: 300 MB of them took 0.6 s of CPU to
-    touch after a few idle seconds here, against 0.13 s in 4 KB pages (0.03 s in huge pages used just before,
-    which a one-off bake does not have). Small arrays, and systems without anonymous memory maps, get
-    ``np.empty``."""
+    numpy asks for huge pages for anything over 4 MB; on a virtual machine whose host takes back the memory its
+    guest frees, each fresh 2 MB page costs the host's work too: 300 MB of them took 0.6 s of CPU to touch after a
+    few idle seconds here, against 0.13 s in 4 KB pages (0.03 s in huge pages freed just before, which a one-off
+    bake does not have). Small arrays, and systems without anonymous memory maps, get ``np.empty``."""
     dtype = np.dtype(dtype)
     size = int(np.prod(shape)) * dtype.itemsize
     if size < PLAIN_PAGES_FROM:
