@@ -43,6 +43,8 @@ Run (on an idle machine for the numbers quoted; numpy's OPENBLAS_* variables do 
 options: [--verts 100000] [--frames 250] [--encodings EXR32,EXR16,PNG16] [--modes thread,inline] [--compress]
 [--pages plain,huge] (the large buffers in plain 4 KB pages, as the bake makes them, or numpy's huge pages)
 [--scene wave|wind] (the grid under a Wave modifier, or stood up in EnvFX's wind: what a wind VAT bakes)
+[--cold N [--idle 10]] (one-off bakes, each in a fresh process after idle seconds; with --pages plain,huge the
+ratios of plain's times over huge's, pair by pair)
 """
 
 import argparse
@@ -167,6 +169,44 @@ def animated_grid(bpy, scene, side: int, kind: str) -> Any:
     return obj
 
 
+def cold_bakes(args, pages) -> int:
+    """``--cold N``: one-off bakes, as a farm job or an artist's single bake pays them. Each bake of each encoding
+    runs in a fresh process (this script, one round) after ``--idle`` seconds with nothing running, the kinds of
+    ``--pages`` alternating, ``N`` of each; one ``vat_bake_cold`` line per bake (its ``vat_bake`` line), then per
+    encoding, with two kinds of pages, the ratios of the first kind's total wall and CPU time over the second's,
+    pair by pair (``vat_bake_cold_summary``: median, min, max)."""
+    import subprocess
+
+    got: dict[tuple[str, str], list] = {}
+    encodings = [e.strip().upper() for e in args.encodings.split(",") if e.strip()]
+    for _ in range(args.cold):
+        for encoding in encodings:
+            for page in pages:
+                time.sleep(args.idle)
+                run = subprocess.run([sys.executable, os.path.abspath(__file__), "--rounds", "1", "--encodings",
+                                      encoding, "--pages", page, "--scene", args.scene, "--verts", str(args.verts),
+                                      "--frames", str(args.frames), "--modes", "thread"]
+                                     + (["--compress"] if args.compress else []),
+                                     capture_output=True, text=True, check=False)
+                rows = [json.loads(line) for line in run.stdout.splitlines() if line.startswith('{"bench": "vat_bake"')]
+                if run.returncode or len(rows) != 1:
+                    raise SystemExit(f"a cold bake failed ({run.returncode}): {run.stderr[-2000:]}")
+                row = dict(rows[0], bench="vat_bake_cold", idle_s=args.idle)
+                print(json.dumps(row), flush=True)
+                got.setdefault((encoding, page), []).append(row)
+    if len(pages) == 2:
+        for encoding in encodings:
+            a, b = got[encoding, pages[0]], got[encoding, pages[1]]
+            summary: dict[str, Any] = {"bench": "vat_bake_cold_summary", "encoding": encoding, "scene": args.scene,
+                                       "pairs": len(a), "over": f"{pages[0]} / {pages[1]}", "idle_s": args.idle}
+            for key in ("total_s", "cpu_s"):
+                ratios = [x[key] / y[key] for x, y in zip(a, b)]
+                summary[f"{key}_ratio"] = {"median": round(median(ratios), 4), "min": round(min(ratios), 4),
+                                           "max": round(max(ratios), 4)}
+            print(json.dumps(summary), flush=True)
+    return 0
+
+
 def median(values):
     v = sorted(values)
     n = len(v)
@@ -185,12 +225,17 @@ def main(argv=None):
                         help="plain, huge or both: the memory pages of the bake's large buffers (core.vat.plain_pages)")
     parser.add_argument("--scene", default="wave", choices=("wave", "wind"),
                         help="wave: a grid under a Wave modifier; wind: the grid stood up in EnvFX wind (strength 5)")
+    parser.add_argument("--cold", type=int, default=0,
+                        help="N: one-off bakes instead, each in a fresh process after --idle seconds, N per --pages")
+    parser.add_argument("--idle", type=float, default=10.0, help="seconds idle before each --cold bake")
     args = parser.parse_args(argv)
     modes = [m.strip().lower() for m in args.modes.split(",") if m.strip()]
     pages = [p.strip().lower() for p in args.pages.split(",") if p.strip()]
     if not modes or not set(modes) <= {"thread", "inline"} or not pages or not set(pages) <= {"plain", "huge"}:
         parser.error("--modes takes thread and inline, --pages plain and huge (comma-separated)")
     variants = [(m, p) for m in modes for p in pages]
+    if args.cold:
+        return cold_bakes(args, pages)
 
     import bpy
 

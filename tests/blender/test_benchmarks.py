@@ -58,6 +58,9 @@ SMOKE = {
     "bench_vat.py:wind": (["--verts", "400", "--frames", "3", "--encodings", "PNG16", "--rounds", "2", "--pages",
                            "plain,huge", "--scene", "wind"],
                           {("bench", "vat_bake"): 4, ("bench", "vat_bake_summary"): 2}),
+    "bench_vat.py:cold": (["--verts", "400", "--frames", "3", "--encodings", "PNG16", "--cold", "1", "--idle", "0",
+                           "--pages", "plain,huge"],
+                          {("bench", "vat_bake_cold"): 2, ("bench", "vat_bake_cold_summary"): 1}),
     "bench_farm.py": (["--textures", "2", "--size", "16", "--frames", "2", "--rounds", "1", "--snow-frames", "4",
                        "--snow-resolution", "16"], {("bench", "farm"): 16}),
 }
