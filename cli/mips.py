@@ -23,6 +23,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--out", "-o", required=True, help="output folder (created if missing)")
     p.add_argument("--ref", type=float, default=0.5, help="alpha-test reference of the engine (default 0.5)")
     p.add_argument("--format", default="dds,png", help="comma-separated: dds, png (default dds,png)")
+    p.add_argument("--dds", default="RGBA8", type=str.upper, choices=core_mips.DDS_COMPRESSIONS,
+                   help="the DDS file's texels: RGBA8 (uncompressed), BC1 (DXT1: alpha 0 or 1, cut at --ref) or BC3 "
+                   "(DXT5: 8-bit alpha); BC1 and BC3 need sizes that are multiples of 4 (default RGBA8)")
     p.add_argument("--alpha-channel", default="A", choices=("R", "G", "B", "A"),
                    help="channel holding the alpha-tested value (default A)")
     p.add_argument("--colour", default="AUTO", choices=("AUTO", "SRGB", "LINEAR"),
@@ -37,7 +40,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 def run(args: argparse.Namespace) -> int:
     settings = core_mips.MipSettings(ref=args.ref, alpha_channel=args.alpha_channel,
                                      preserve=not args.no_preserve, supersample=args.supersample,
-                                     max_memory_gb=args.max_memory_gb)
+                                     max_memory_gb=args.max_memory_gb, dds=args.dds)
     out = batch.cli_path(args.out, "--out")  # (no .blend: a // folder is refused)
     for path in args.inputs:
         if path.startswith("//"):
@@ -56,7 +59,9 @@ def run(args: argparse.Namespace) -> int:
     for warning in result.warnings:
         print(f"warning: {warning}")
     for stem, rep in result.reports.items():
-        cov = " ".join(f"{lv['coverage_naive']:.3f}->{lv['coverage']:.3f}" for lv in rep["per_level"])
+        cov = " ".join(f"{lv['coverage_naive']:.3f}->{lv['coverage']:.3f}"
+                       + (f" ({rep['dds_format']['compression']} {lv['coverage_dds']:.3f})" if "coverage_dds" in lv
+                          else "") for lv in rep["per_level"])
         print(f"{stem}: {rep['width']}x{rep['height']}, {rep['levels']} levels, coverage {rep['target_coverage']:.3f}; "
               f"per level naive->kept: {cov}")
     print(f"envfx mips: wrote {len(result.files)} file(s) for {len(result.reports)} image(s) into {args.out}")

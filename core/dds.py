@@ -1,4 +1,6 @@
-"""Uncompressed RGBA8 DDS with a mip chain, in pure numpy + struct (what the mips bake writes for engines)."""
+"""DDS files with a mip chain, in pure numpy + struct (what the mips bake writes for engines): uncompressed RGBA8,
+or block-compressed BC1 (DXT1, one bit of alpha) and BC3 (DXT5, 8-bit alpha) through ``core.bc``; and the reader
+of what it writes."""
 
 from __future__ import annotations
 
@@ -8,32 +10,50 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
+from . import bc
+
 DDSD_CAPS, DDSD_HEIGHT, DDSD_WIDTH, DDSD_PITCH = 0x1, 0x2, 0x4, 0x8
-DDSD_PIXELFORMAT, DDSD_MIPMAPCOUNT = 0x1000, 0x20000
+DDSD_PIXELFORMAT, DDSD_MIPMAPCOUNT, DDSD_LINEARSIZE = 0x1000, 0x20000, 0x80000
 DDPF_ALPHAPIXELS, DDPF_FOURCC, DDPF_RGB = 0x1, 0x4, 0x40
 DDSCAPS_COMPLEX, DDSCAPS_TEXTURE, DDSCAPS_MIPMAP = 0x8, 0x1000, 0x400000
 DXGI_FORMAT_R8G8B8A8_UNORM, DXGI_FORMAT_R8G8B8A8_UNORM_SRGB = 28, 29
+# per compression: (legacy FourCC, DXGI format, DXGI sRGB format); RGBA8's legacy header has no FourCC
+COMPRESSIONS = {"RGBA8": (b"", 28, 29), "BC1": (b"DXT1", 71, 72), "BC3": (b"DXT5", 77, 78)}
+DXGI_NAMES = {28: "R8G8B8A8_UNORM", 29: "R8G8B8A8_UNORM_SRGB", 71: "BC1_UNORM", 72: "BC1_UNORM_SRGB",
+              77: "BC3_UNORM", 78: "BC3_UNORM_SRGB"}
 DDS_DIMENSION_TEXTURE2D = 3
 DDS_ALPHA_MODE_STRAIGHT = 1  # not premultiplied (what the chain holds)
 
 
-def dds_format(srgb: bool) -> dict:
+def dds_format(srgb: bool, compression: str = "RGBA8") -> dict:
     """How ``encode_dds`` describes a chain: sRGB colour needs the DX10 header (no legacy pixel format means
-    R8G8B8A8_UNORM_SRGB); data stays in the legacy RGBA8 header, which every DDS reader takes as R8G8B8A8_UNORM
-    (DirectXTex writes both formats the same way by default)."""
-    if srgb:
-        return {"dxgi_format": DXGI_FORMAT_R8G8B8A8_UNORM_SRGB, "name": "R8G8B8A8_UNORM_SRGB", "header": "DX10",
-                "alpha_mode": "straight"}
-    return {"dxgi_format": DXGI_FORMAT_R8G8B8A8_UNORM, "name": "R8G8B8A8_UNORM", "header": "legacy",
-            "alpha_mode": "straight"}
+    ``_SRGB``); data stays in the legacy header, which every DDS reader takes as the plain format: RGBA8 as
+    R8G8B8A8_UNORM, BC1 and BC3 by their FourCC DXT1 and DXT5 (DirectXTex writes these formats the same way by
+    default)."""
+    legacy, plain, srgb_format = _compression(compression)
+    dxgi = srgb_format if srgb else plain
+    return {"dxgi_format": dxgi, "name": DXGI_NAMES[dxgi], "header": "DX10" if srgb else "legacy",
+            "alpha_mode": "straight", "compression": compression}
 
 
-def encode_dds(levels: Sequence[npt.NDArray[np.uint8]], *, srgb: bool) -> bytes:
-    """Uncompressed 32-bit RGBA DDS (byte order R, G, B, A, straight alpha) holding every level given.
+def _compression(compression: str) -> tuple:
+    if compression not in COMPRESSIONS:
+        raise ValueError(f"Unknown DDS compression {compression!r}: use one of {', '.join(COMPRESSIONS)}")
+    return COMPRESSIONS[compression]
 
-    ``srgb``: the colour channels are sRGB-encoded (the mips' ``MipSettings.srgb``). Then the file has the DX10
-    header with DXGI_FORMAT_R8G8B8A8_UNORM_SRGB, so engines decode the colour to linear when they sample; otherwise the
-    legacy header (R8G8B8A8_UNORM). See ``dds_format``."""
+
+def encode_dds(levels: Sequence[npt.NDArray[np.uint8]], *, srgb: bool, compression: str = "RGBA8",
+               alpha_ref: float | None = None) -> bytes:
+    """A DDS (straight alpha) holding every level given: RGBA8 levels, level 0 first, each half the one before
+    (floor, at least 1).
+
+    ``compression``: ``RGBA8`` (32 bits a texel, byte order R, G, B, A), ``BC1`` (4 bits a texel: colour, and
+    alpha 0 or 255: texels whose alpha is below ``alpha_ref``, 0..1, are transparent; ``alpha_ref`` None: opaque)
+    or ``BC3`` (8 bits a texel: colour and 8-bit alpha); the block-compressed ones need a level 0 whose width and
+    height are multiples of 4. ``srgb``: the colour channels are sRGB-encoded (the mips' ``MipSettings.srgb``).
+    Then the file has the DX10 header with the ``_SRGB`` format, so engines decode the colour to linear when they
+    sample; otherwise the legacy header. See ``dds_format``."""
+    legacy, plain, srgb_format = _compression(compression)
     if not levels:
         raise ValueError("No levels to write")
     h, w = levels[0].shape[:2]
@@ -41,21 +61,78 @@ def encode_dds(levels: Sequence[npt.NDArray[np.uint8]], *, srgb: bool) -> bytes:
     for lv, (eh, ew) in zip(levels, expect):
         if lv.shape != (eh, ew, 4) or lv.dtype != np.uint8:
             raise ValueError(f"Level of shape {lv.shape} {lv.dtype} does not fit a {w}x{h} RGBA8 chain")
-    flags = DDSD_CAPS | DDSD_HEIGHT | DDSD_WIDTH | DDSD_PITCH | DDSD_PIXELFORMAT
+    if compression != "RGBA8" and (w % 4 or h % 4):
+        raise ValueError(f"{compression} needs a width and height that are multiples of 4 (engines refuse other "
+                         f"block-compressed textures); this image is {w}x{h}: resize it, or write RGBA8")
+    flags = DDSD_CAPS | DDSD_HEIGHT | DDSD_WIDTH | DDSD_PIXELFORMAT
     caps = DDSCAPS_TEXTURE
     if len(levels) > 1:
         flags |= DDSD_MIPMAPCOUNT
         caps |= DDSCAPS_COMPLEX | DDSCAPS_MIPMAP
+    if compression == "RGBA8":
+        flags |= DDSD_PITCH
+        pitch = w * 4
+        body = [np.ascontiguousarray(lv).tobytes() for lv in levels]
+    else:
+        flags |= DDSD_LINEARSIZE
+        pitch = bc.block_bytes(compression, h, w)  # the top level's size
+        body = [bc.encode_bc1(lv, alpha_ref) if compression == "BC1" else bc.encode_bc3(lv) for lv in levels]
     if srgb:
         pixel_format = struct.pack("<2I4s5I", 32, DDPF_FOURCC, b"DX10", 0, 0, 0, 0, 0)
         # DDS_HEADER_DXT10: dxgiFormat, resourceDimension, miscFlag, arraySize, miscFlags2 (alpha mode)
-        extra = struct.pack("<5I", DXGI_FORMAT_R8G8B8A8_UNORM_SRGB, DDS_DIMENSION_TEXTURE2D, 0, 1,
-                            DDS_ALPHA_MODE_STRAIGHT)
-    else:
+        extra = struct.pack("<5I", srgb_format, DDS_DIMENSION_TEXTURE2D, 0, 1, DDS_ALPHA_MODE_STRAIGHT)
+    elif compression == "RGBA8":
         pixel_format = struct.pack("<2I4s5I", 32, DDPF_RGB | DDPF_ALPHAPIXELS, b"\0\0\0\0", 32,
                                    0x000000FF, 0x0000FF00, 0x00FF0000, 0xFF000000)
         extra = b""
-    header = struct.pack("<7I", 124, flags, h, w, w * 4, 0, len(levels)) + b"\0" * 44 + pixel_format
+    else:
+        pixel_format = struct.pack("<2I4s5I", 32, DDPF_FOURCC, legacy, 0, 0, 0, 0, 0)
+        extra = b""
+    header = struct.pack("<7I", 124, flags, h, w, pitch, 0, len(levels)) + b"\0" * 44 + pixel_format
     header += struct.pack("<5I", caps, 0, 0, 0, 0)
     assert len(header) == 124
-    return b"DDS " + header + extra + b"".join(np.ascontiguousarray(lv).tobytes() for lv in levels)
+    return b"DDS " + header + extra + b"".join(body)
+
+
+def decode_dds(data: bytes) -> tuple[list[npt.NDArray[np.uint8]], dict]:
+    """The levels ((h, w, 4) uint8 RGBA, level 0 first) and format (``dds_format``'s dict) of a DDS that
+    ``encode_dds`` wrote (RGBA8, BC1 or BC3, legacy or DX10 header); other DDS files are refused."""
+    if len(data) < 128 or data[:4] != b"DDS ":
+        raise ValueError("Not a DDS file (no 'DDS ' magic)")
+    h, w = struct.unpack_from("<2I", data, 12)
+    count = struct.unpack_from("<I", data, 28)[0]
+    pf_flags, fourcc, bits = struct.unpack_from("<I4sI", data, 4 + 72 + 4)
+    offset = 128
+    srgb = False
+    if pf_flags & DDPF_FOURCC and fourcc == b"DX10":
+        dxgi = struct.unpack_from("<I", data, 128)[0]
+        offset += 20
+        matches = [name for name, (_, fmt, fmt_srgb) in COMPRESSIONS.items() if dxgi in (fmt, fmt_srgb)]
+        if not matches:
+            raise ValueError(f"DXGI format {dxgi} is not one EnvFX writes")
+        compression = matches[0]
+        srgb = dxgi == COMPRESSIONS[compression][2]
+    elif pf_flags & DDPF_FOURCC:
+        names = [name for name, (cc, _, _) in COMPRESSIONS.items() if cc and cc == fourcc]
+        if not names:
+            raise ValueError(f"FourCC {fourcc!r} is not one EnvFX writes")
+        compression = names[0]
+    elif pf_flags & DDPF_RGB and bits == 32:
+        compression = "RGBA8"
+    else:
+        raise ValueError("Pixel format is not one EnvFX writes")
+    levels = []
+    for i in range(max(1, count)):
+        lh, lw = max(1, h >> i), max(1, w >> i)
+        n = lh * lw * 4 if compression == "RGBA8" else bc.block_bytes(compression, lh, lw)
+        chunk = data[offset:offset + n]
+        if len(chunk) != n:
+            raise ValueError(f"The DDS ends inside level {i} ({len(chunk)} of its {n} bytes)")
+        if compression == "RGBA8":
+            levels.append(np.frombuffer(chunk, np.uint8).reshape(lh, lw, 4).copy())
+        elif compression == "BC1":
+            levels.append(bc.decode_bc1(chunk, lh, lw))
+        else:
+            levels.append(bc.decode_bc3(chunk, lh, lw))
+        offset += n
+    return levels, dds_format(srgb, compression)

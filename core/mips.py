@@ -42,6 +42,7 @@ from .png import encode_png
 
 CHANNELS = ("R", "G", "B", "A")
 FORMATS = ("dds", "png")
+DDS_COMPRESSIONS = tuple(dds.COMPRESSIONS)  # RGBA8, BC1, BC3
 # bytes of working memory per source pixel (float32 RGBA level 0 + the chain + outputs + temporaries)
 BYTES_PER_PIXEL = 48
 DEFAULT_MAX_MEMORY_GB = 8.0
@@ -62,6 +63,7 @@ class MipSettings:
     preserve: bool = True            # scale alpha per level to keep mip-0 coverage (False: naive chain)
     supersample: int = 4             # sub-samples per texel and axis when measuring coverage
     max_memory_gb: float = DEFAULT_MAX_MEMORY_GB
+    dds: str = "RGBA8"               # the DDS file's texels: RGBA8, or block-compressed BC1 or BC3
 
     def validate(self) -> "MipSettings":
         if not (0.0 < float(self.ref) < 1.0):
@@ -73,6 +75,12 @@ class MipSettings:
             raise MipsError(f"Supersample {self.supersample} must be 1 to {MAX_SUPERSAMPLE}")
         if not self.max_memory_gb > 0:
             raise MipsError("The memory limit must be positive")
+        if self.dds not in DDS_COMPRESSIONS:
+            raise MipsError(f"Unknown DDS compression {self.dds!r}: use one of {', '.join(DDS_COMPRESSIONS)}")
+        if self.dds != "RGBA8" and self.alpha_channel != "A":
+            raise MipsError(f"{self.dds} keeps alpha only in A (R, G and B get 5 or 6 bits), so the coverage in "
+                            f"{self.alpha_channel} would not be kept: write the DDS as RGBA8, or put the coverage "
+                            "in A")
         return self
 
 
@@ -131,8 +139,14 @@ def memory_estimate(height: int, width: int) -> int:
 
 
 def check_size(height: int, width: int, settings: MipSettings = MipSettings()) -> None:
+    """Refuse an image the settings cannot bake: no pixels, over the memory limit, or a block-compressed DDS
+    (``settings.dds``) of a size that is not a multiple of 4."""
     if height < 1 or width < 1:
         raise MipsError(f"Image is {width}x{height}: it has no pixels")
+    if settings.dds != "RGBA8" and (height % 4 or width % 4):
+        raise MipsError(f"The image is {width}x{height}: a {settings.dds} DDS needs a width and height that are "
+                        "multiples of 4 (engines refuse other block-compressed textures): resize it, or write the "
+                        "DDS as RGBA8")
     need = memory_estimate(height, width)
     limit = settings.max_memory_gb * 1024 ** 3
     if need > limit:
@@ -481,12 +495,25 @@ DDS_ALPHA_MODE_STRAIGHT = dds.DDS_ALPHA_MODE_STRAIGHT
 dds_format = dds.dds_format
 
 
-def encode_dds(levels: Sequence[npt.NDArray[np.uint8]], *, srgb: bool) -> bytes:
-    """``core.dds.encode_dds`` (uncompressed RGBA8 DDS of every level given), refusing with ``MipsError``."""
+def encode_dds(levels: Sequence[npt.NDArray[np.uint8]], *, srgb: bool, compression: str = "RGBA8",
+               alpha_ref: float | None = None) -> bytes:
+    """``core.dds.encode_dds`` (a DDS of every level given: RGBA8, BC1 or BC3), refusing with ``MipsError``."""
     try:
-        return dds.encode_dds(levels, srgb=srgb)
+        return dds.encode_dds(levels, srgb=srgb, compression=compression, alpha_ref=alpha_ref)
     except ValueError as exc:
         raise MipsError(str(exc)) from None
+
+
+def chain_dds(chain: MipChain) -> tuple[bytes, list[float] | None]:
+    """The chain's DDS file, and for a block-compressed one the coverage of each level as the engine samples it
+    (decoded from the file: BC1's alpha is 0 or 1, cut at the reference; BC3's alpha is quantised per block of
+    4 x 4 texels), measured as the chain measures its levels; None for RGBA8, whose levels are the chain's."""
+    s = chain.settings
+    data = encode_dds(chain.levels, srgb=s.srgb, compression=s.dds, alpha_ref=s.ref)
+    if s.dds == "RGBA8":
+        return data, None
+    levels, _ = dds.decode_dds(data)
+    return data, [coverage(lv[..., 3], s.ref, s.supersample) for lv in levels]
 
 
 # --- comparison picture -----------------------------------------------------------------------------------
@@ -544,11 +571,17 @@ def compare_picture(chain: MipChain, tile: int = 128, max_levels: int = 10) -> n
 
 # --- report and files -------------------------------------------------------------------------------------
 
-def report_dict(chain: MipChain, source: str = "", dds: bool = True, files: Iterable[str] | None = None) -> dict:
+def report_dict(chain: MipChain, source: str = "", dds: bool = True, files: Iterable[str] | None = None,
+                dds_coverage: Sequence[float] | None = None) -> dict:
     """The ``<name>_mips.json`` report; ``dds``: a DDS file is written (its format is then named in the report);
     ``files``: the names of the files written for this image (``output_names``), which the next run into the same
-    folder removes if it does not write them again."""
+    folder removes if it does not write them again; ``dds_coverage``: each level's coverage in a block-compressed
+    DDS (``chain_dds``), reported per level as ``coverage_dds``."""
     h, w = chain.levels[0].shape[:2]
+    per_level = [asdict(r) for r in chain.reports]
+    if dds_coverage is not None:
+        for row, cov in zip(per_level, dds_coverage):
+            row["coverage_dds"] = cov
     return {
         "source": source,
         "width": w,
@@ -561,8 +594,8 @@ def report_dict(chain: MipChain, source: str = "", dds: bool = True, files: Iter
         "supersample": chain.settings.supersample,
         "has_alpha": chain.has_alpha,
         "target_coverage": chain.target,
-        "per_level": [asdict(r) for r in chain.reports],
-        "dds_format": dds_format(chain.settings.srgb) if dds else None,
+        "per_level": per_level,
+        "dds_format": dds_format(chain.settings.srgb, chain.settings.dds) if dds else None,
         "files": None if files is None else list(files),
         "warnings": list(chain.warnings),
     }
@@ -672,6 +705,7 @@ class StagedOutput:
         self.keep = {os.path.realpath(p) for p in keep}
         self.removed = []
         self.not_removed = []
+        self.reports: dict[str, dict] = {}  # stem -> the report written (add)
         self.done = False
 
     def add(self, stem: str, source: str, chain: MipChain) -> list:
@@ -682,12 +716,13 @@ class StagedOutput:
             raise MipsError(f"Two inputs are both named {stem!r}: rename one")
         try:
             files = {}
+            dds_coverage = None
             if "dds" in self.formats:
-                files[f"{stem}.dds"] = encode_dds(chain.levels, srgb=chain.settings.srgb)
+                files[f"{stem}.dds"], dds_coverage = chain_dds(chain)
             if "png" in self.formats:
                 for i, lv in enumerate(chain.levels):
                     files[f"{stem}_mip{i:02d}.png"] = encode_png(lv)
-            report = report_dict(chain, source, "dds" in self.formats, names)
+            report = self.reports[stem] = report_dict(chain, source, "dds" in self.formats, names, dds_coverage)
             files[f"{stem}_mips.json"] = json.dumps(report, indent=2).encode()
             if self.compare:
                 files[f"{stem}_compare.png"] = encode_png(compare_picture(chain))

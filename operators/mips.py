@@ -64,10 +64,11 @@ MipsJob = Generator[float, None, MipsResult]
 def settings_from_scene(scene: bpy.types.Scene) -> tuple[core_mips.MipSettings, tuple[str, ...], bool, str, str]:
     """(MipSettings, formats, compare, colour mode, output folder) from ``scene.envfx.mips``."""
     s = bridge.envfx_settings(scene).mips
+    formats = tuple(sorted(f.lower() for f in s.formats))
     settings = core_mips.MipSettings(ref=round(float(s.ref), 6), alpha_channel=s.alpha_channel,
                                      preserve=s.preserve, supersample=int(s.supersample),
-                                     max_memory_gb=float(s.max_memory_gb))
-    formats = tuple(sorted(f.lower() for f in s.formats))
+                                     max_memory_gb=float(s.max_memory_gb),
+                                     dds=s.dds if "dds" in formats else "RGBA8")
     return settings, formats, s.compare, s.colour, s.output_dir
 
 
@@ -371,8 +372,10 @@ def validate(inputs: Sequence[MipsInput], out_dir: str, settings: core_mips.MipS
              colour: str = "AUTO") -> tuple[core_mips.MipSettings, tuple[str, ...]]:
     """Check everything before any work; returns (settings, formats)."""
     try:
-        settings = settings.validate()
         formats = core_mips.parse_formats(formats)
+        if "dds" not in formats:  # (no DDS: its compression does not matter, nor the sizes it needs)
+            settings = dataclasses.replace(settings, dds="RGBA8")
+        settings = settings.validate()
         core_mips.check_output_dir(out_dir)
     except core_mips.MipsError as exc:
         raise MipsInputError(str(exc)) from None
@@ -439,8 +442,8 @@ def _bake(inputs: list[MipsInput], out_dir: str, settings: core_mips.MipSettings
                     break
                 yield (i + 0.9 * fraction) / n
             chain.warnings = warnings + [f"{inp.stem}: {w}" for w in chain.warnings]
-            names = staged.add(inp.stem, inp.label, chain)
-            result.reports[inp.stem] = core_mips.report_dict(chain, inp.label, "dds" in staged.formats, names)
+            staged.add(inp.stem, inp.label, chain)
+            result.reports[inp.stem] = staged.reports[inp.stem]
             result.warnings.extend(chain.warnings)
             del chain
             yield (i + 1.0) / n

@@ -31,6 +31,9 @@ def draw_mips(layout, context, in_image_editor: bool):
     col.prop(s, "colour")
     row = col.row(heading="Formats", align=True)
     row.prop(s, "formats")
+    sub = col.column()
+    sub.active = "DDS" in s.formats
+    sub.prop(s, "dds")
     col.prop(s, "compare")
     col.prop(s, "supersample")
     col.prop(s, "max_memory_gb")

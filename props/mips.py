@@ -81,11 +81,23 @@ class EnvFXMipsSettings(PropertyGroup):
         name="Formats",
         description="Files to write per image (a JSON coverage report is always written)",
         items=(
-            ("DDS", "DDS", "One uncompressed RGBA8 DDS with the full chain"),
+            ("DDS", "DDS", "One DDS with the full chain (RGBA8, BC1 or BC3: DDS Texels)"),
             ("PNG", "PNG", "One PNG per mip level"),
         ),
         options={"ENUM_FLAG"},
         default={"DDS", "PNG"},
+    )
+    dds: EnumProperty(
+        name="DDS Texels",
+        description="How the DDS file stores its texels",
+        items=(
+            ("RGBA8", "RGBA8", "Uncompressed: 4 bytes a texel, exactly the chain's levels"),
+            ("BC1", "BC1 (DXT1)", "Block-compressed, half a byte a texel: colour in 5:6:5 bits per 4 x 4 block, alpha "
+             "0 or 1, cut at the Alpha Reference (alpha-tested foliage); width and height multiples of 4"),
+            ("BC3", "BC3 (DXT5)", "Block-compressed, 1 byte a texel: colour as BC1, alpha in 8 steps per 4 x 4 block; "
+             "width and height multiples of 4"),
+        ),
+        default="RGBA8",
     )
     compare: BoolProperty(
         name="Comparison Picture",

@@ -399,6 +399,89 @@ def test_a_file_no_mips_run_wrote_is_not_written_over(envfx, core, tmp_path, cap
     assert envfx.cli.main(["mips", str(src), "--out", str(tmp_path)]) == 0  # its own files: replaced
 
 
+def test_cli_block_compressed_dds_prints_its_coverage(envfx, core, tmp_path, capsys):
+    """--dds BC1: the DDS is BC1 (FourCC DXT1 for a data chain), the report names it and gives each level's
+    coverage in the file, which the command prints after the chain's."""
+    path = write_png(core, tmp_path / "card.png", leaf(core, 64))
+    out = tmp_path / "cli"
+    assert envfx.cli.main(["mips", path, "--out", str(out), "--dds", "bc1", "--colour", "LINEAR", "--no-compare"]) == 0
+    printed = capsys.readouterr().out
+    assert (out / "card.dds").read_bytes()[84:88] == b"DXT1"
+    rep = json.loads((out / "card_mips.json").read_text())
+    assert rep["dds_format"] == {"dxgi_format": 71, "name": "BC1_UNORM", "header": "legacy", "alpha_mode": "straight",
+                                 "compression": "BC1"}
+    check_report(rep)
+    first = rep["per_level"][0]
+    assert f"{first['coverage_naive']:.3f}->{first['coverage']:.3f} (BC1 {first['coverage_dds']:.3f})" in printed
+    assert abs(first["coverage_dds"] - rep["target_coverage"]) < 0.02
+
+
+@pytest.mark.parametrize("args,msg", [
+    (["--dds", "BC3", "--alpha-channel", "G"], "BC3 keeps alpha only in A"),
+    (["--dds", "BC7"], "invalid choice: 'BC7'"),
+])
+def test_cli_bad_dds_arguments(envfx, core, tmp_path, capsys, args, msg):
+    path = write_png(core, tmp_path / "x.png", leaf(core, 16))
+    out = tmp_path / "cli"
+    assert envfx.cli.main(["mips", path, "--out", str(out), *args]) == 2
+    assert msg in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_block_compression_of_an_odd_size_is_refused_only_when_a_dds_is_written(envfx, core, ops, tmp_path, capsys):
+    """A 30 x 20 image: --dds BC3 is refused before any work (nothing written, the message says what to do); with
+    PNG levels only the DDS setting does not matter and the bake runs; the sidebar's setting likewise."""
+    path = write_png(core, tmp_path / "odd.png", leaf(core, 20)[:, :20].repeat(2, axis=1)[:, :30])
+    out = tmp_path / "cli"
+    assert envfx.cli.main(["mips", path, "--out", str(out), "--dds", "BC3"]) == 2
+    err = capsys.readouterr().err
+    assert "The image is 30x20: a BC3 DDS needs a width and height that are multiples of 4" in err, err
+    assert "write the DDS as RGBA8" in err and not out.exists()
+    assert envfx.cli.main(["mips", path, "--out", str(out), "--dds", "BC3", "--format", "png"]) == 0
+    assert not (out / "odd.dds").exists() and (out / "odd_mip00.png").is_file()
+    s = api.envfx(api.scene()).mips
+    s.dds, s.formats = "BC1", {"PNG"}
+    settings, formats, *_ = ops.settings_from_scene(api.scene())
+    assert formats == ("png",) and settings.dds == "RGBA8"
+    s.formats = {"DDS", "PNG"}
+    assert ops.settings_from_scene(api.scene())[0].dds == "BC1"
+    s.dds, s.formats = "RGBA8", {"DDS", "PNG"}
+
+
+@pytest.mark.parametrize("compression", ["BC1", "BC3"])
+@pytest.mark.parametrize("colour", ["SRGB", "LINEAR"])
+def test_blender_loads_block_compressed_dds_as_envfx_decodes_it(envfx, core, ops, tmp_path, colour, compression):
+    """The sidebar's DDS Texels: Blender's own loader (OpenImageIO's BC decoder, independent of EnvFX's) reads
+    the BC1 or BC3 file of a chain as core.dds decodes it, within a level of rounding; BC1's alpha is 0 or 1, cut
+    at the reference."""
+    src = core.make_leaf_card(48, 80, seed=5)
+    path = write_png(core, tmp_path / "card.png", src)
+    image = bpy.data.images.load(path)
+    s = api.envfx(api.scene()).mips
+    s.dds, s.colour = compression, colour
+    try:
+        assert bake_scene_image(image, tmp_path / "out") == {"FINISHED"}
+    finally:
+        s.dds, s.colour = "RGBA8", "AUTO"
+        bpy.data.images.remove(image)
+    data = (tmp_path / "out" / "card.dds").read_bytes()
+    levels, fmt = envfx.core.dds.decode_dds(data)
+    assert fmt["compression"] == compression and (fmt["header"] == "DX10") == (colour == "SRGB")
+    loaded = bpy.data.images.load(str(tmp_path / "out" / "card.dds"))
+    try:
+        assert tuple(loaded.size) == (80, 48)
+        px = np.empty(80 * 48 * 4, np.float32)
+        api.pixels(loaded).foreach_get(px)
+    finally:
+        bpy.data.images.remove(loaded)
+    blender = np.round(px.reshape(48, 80, 4)[::-1] * 255.0).astype(int)
+    assert np.abs(blender - levels[0]).max() <= 1
+    if compression == "BC1":
+        assert set(np.unique(blender[..., 3])) <= {0, 255}
+    drawn = src[..., 3] >= 128 if compression == "BC1" else np.ones(src.shape[:2], bool)  # (cut texels: black)
+    assert np.sqrt(np.mean((levels[0][..., :3].astype(float) - src[..., :3])[drawn] ** 2)) < 8.0
+
+
 @pytest.mark.parametrize("args,msg", [
     (["--format", "dds,bmp"], "Unknown output format"),
     (["--ref", "1.2"], "outside"),
@@ -469,7 +552,7 @@ def test_panel_draws_every_setting(envfx, recording_layout, source):
     api.envfx(api.scene()).mips.source = source
     log = []
     envfx.panels.mips.draw_mips(recording_layout(log), bpy.context, in_image_editor=False)
-    assert "envfx.mips_bake" in log and "ref" in log and "output_dir" in log
+    assert "envfx.mips_bake" in log and "ref" in log and "output_dir" in log and "dds" in log
     assert ("folder" in log) == (source == "FOLDER") and ("image" in log) == (source == "ACTIVE")
 
 

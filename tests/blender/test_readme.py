@@ -211,7 +211,7 @@ NOT_SETTINGS = {
                  "gasgiant_pz", "images", "iterations_per_frame", "layout", "max_speed_baked", "noise_norm", "normal",
                  "nz", "outputs", "pz", "read_exr", "right", "scale", "settings", "slot", "slot_index", "still_exr",
                  "still_png", "times", "unit", "up", "velocity", "version", "write_exr"},
-    "mips": {"dds_format", "files", "null"},
+    "mips": {"dds_format", "files", "null", "coverage", "coverage_dds"},
     "lightmap": set(),
     "vat": {"bounds", "coordinate_system", "fps", "frame_v_step", "frames", "height", "index", "layout", "mesh",
             "name", "null", "playback_fps", "precision", "remap", "rows_per_frame", "textures", "uv",

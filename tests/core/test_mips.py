@@ -4,6 +4,7 @@ import importlib.util
 import io
 import json
 import os
+import struct
 
 import numpy as np
 import pytest
@@ -312,11 +313,101 @@ def test_dds_levels_equal_the_png_levels_and_the_report_names_the_format(tmp_pat
             np.testing.assert_array_equal(lv, np.asarray(im))
     report = json.loads((tmp_path / "leaf_mips.json").read_text())
     assert report["srgb"] == srgb
-    want = ({"dxgi_format": 29, "name": "R8G8B8A8_UNORM_SRGB", "header": "DX10", "alpha_mode": "straight"} if srgb
-            else {"dxgi_format": 28, "name": "R8G8B8A8_UNORM", "header": "legacy", "alpha_mode": "straight"})
+    want = ({"dxgi_format": 29, "name": "R8G8B8A8_UNORM_SRGB", "header": "DX10", "alpha_mode": "straight",
+             "compression": "RGBA8"} if srgb
+            else {"dxgi_format": 28, "name": "R8G8B8A8_UNORM", "header": "legacy", "alpha_mode": "straight",
+                  "compression": "RGBA8"})
     assert report["dds_format"] == want
     mips.write_outputs([("png_only", "", chain)], str(tmp_path / "png"), formats="png", compare=False)
     assert json.loads((tmp_path / "png" / "png_only_mips.json").read_text())["dds_format"] is None
+
+
+# --- block-compressed DDS (BC1, BC3) ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("srgb", [True, False])
+@pytest.mark.parametrize("compression", ["BC1", "BC3"])
+def test_block_compressed_dds_headers_sizes_and_pillows_reading(srgb, compression):
+    """BC1 and BC3 chains: the legacy FourCC (DXT1, DXT5) for data, the DX10 header with the _SRGB format for
+    sRGB colour; the top level's size in bytes as the linear size; every level's blocks, down to 1x1 (one block);
+    Pillow (an independent decoder) reads level 0 as core.dds decodes it."""
+    from core import bc, dds
+
+    chain = mips.build_chain(mips.make_leaf_card(64, 96, seed=3), mips.MipSettings(srgb=srgb, dds=compression))
+    data = mips.encode_dds(chain.levels, srgb=srgb, compression=compression, alpha_ref=0.5)
+    flags, h, w, linear = struct.unpack_from("<4I", data, 8)
+    assert (h, w) == (64, 96) and flags & 0x80000 and not flags & 0x8  # DDSD_LINEARSIZE, not DDSD_PITCH
+    assert linear == bc.block_bytes(compression, 64, 96) == (16 * 24) * (8 if compression == "BC1" else 16)
+    fourcc = data[84:88]
+    header = 148 if srgb else 128
+    if srgb:
+        assert fourcc == b"DX10" and struct.unpack_from("<I", data, 128)[0] == (72 if compression == "BC1" else 78)
+    else:
+        assert fourcc == (b"DXT1" if compression == "BC1" else b"DXT5")
+    sizes = mips.level_sizes(64, 96)
+    assert len(data) == header + sum(bc.block_bytes(compression, lh, lw) for lh, lw in sizes)
+    levels, fmt = dds.decode_dds(data)
+    assert fmt == mips.dds_format(srgb, compression) and fmt["compression"] == compression
+    assert fmt["name"] == {("BC1", True): "BC1_UNORM_SRGB", ("BC1", False): "BC1_UNORM",
+                           ("BC3", True): "BC3_UNORM_SRGB", ("BC3", False): "BC3_UNORM"}[compression, srgb]
+    assert [lv.shape[:2] for lv in levels] == sizes
+    readable = data  # Pillow 13 reads BC1/BC3 DX10 headers but not their _SRGB formats: the same blocks, as UNORM
+    if srgb:
+        readable = data[:128] + struct.pack("<I", struct.unpack_from("<I", data, 128)[0] - 1) + data[132:]
+    with Image.open(io.BytesIO(readable)) as im:
+        assert im.size == (96, 64)
+        pillow = np.asarray(im.convert("RGBA")).astype(int)
+    assert np.abs(pillow - levels[0]).max() <= 1  # (decoders may round the interpolated colours either way)
+    drawn = chain.levels[0][..., 3] / 255.0 >= 0.5 if compression == "BC1" else np.ones((64, 96), bool)
+    diff = levels[0][..., :3].astype(float) - chain.levels[0][..., :3]  # (BC1's cut texels are black: not drawn)
+    colour_error = np.sqrt(np.mean(diff[drawn] ** 2))
+    assert colour_error < 8.0, colour_error
+    alpha = levels[0][..., 3]
+    if compression == "BC1":  # alpha cut at the reference: 0 below it, 255 at or above it
+        np.testing.assert_array_equal(alpha, np.where(chain.levels[0][..., 3] / 255.0 < 0.5, 0, 255))
+    else:
+        assert np.abs(alpha.astype(int) - chain.levels[0][..., 3]).max() <= 20
+
+
+@pytest.mark.parametrize("compression", ["BC1", "BC3"])
+def test_block_compressed_chain_reports_the_coverage_an_engine_samples(tmp_path, compression):
+    """The report gives each level's coverage as decoded from the BC file (coverage_dds), measured as the chain
+    measures its own; a leaf card keeps its coverage through the compression within a few percent."""
+    settings = mips.MipSettings(dds=compression)
+    chain = mips.build_chain(mips.make_leaf_card(128, seed=4), settings)
+    mips.write_outputs([("leaf", "leaf.png", chain)], str(tmp_path), compare=False)
+    report = json.loads((tmp_path / "leaf_mips.json").read_text())
+    assert report["dds_format"]["compression"] == compression
+    from core import dds
+
+    levels, _ = dds.decode_dds((tmp_path / "leaf.dds").read_bytes())
+    for row, lv in zip(report["per_level"], levels):
+        assert row["coverage_dds"] == pytest.approx(mips.coverage(lv[..., 3], 0.5, 4))
+        if lv.shape[0] >= 16:
+            assert abs(row["coverage_dds"] - report["target_coverage"]) < 0.05, row
+    rgba = json.loads((tmp_path / "leaf_mips.json").read_text())
+    mips.write_outputs([("plain", "plain.png", mips.build_chain(mips.make_leaf_card(128, seed=4)))], str(tmp_path),
+                       compare=False)
+    plain = json.loads((tmp_path / "plain_mips.json").read_text())
+    assert "coverage_dds" not in plain["per_level"][0] and "coverage_dds" in rgba["per_level"][0]
+
+
+@pytest.mark.parametrize("settings,msg", [
+    (mips.MipSettings(dds="BC7"), "Unknown DDS compression 'BC7': use one of RGBA8, BC1, BC3"),
+    (mips.MipSettings(dds="BC1", alpha_channel="R"), "BC1 keeps alpha only in A .* put the coverage in A"),
+])
+def test_bad_dds_settings_say_what_to_do(settings, msg):
+    with pytest.raises(mips.MipsError, match=msg):
+        settings.validate()
+
+
+def test_block_compression_of_a_size_not_a_multiple_of_4_is_refused_before_any_work(tmp_path):
+    settings = mips.MipSettings(dds="BC3")
+    with pytest.raises(mips.MipsError, match=r"The image is 30x20: a BC3 DDS needs a width and height that are "
+                                             r"multiples of 4 .* resize it, or write the DDS as RGBA8"):
+        mips.build_chain(blobs(20, 30), settings)
+    with pytest.raises(mips.MipsError, match="multiples of 4"):
+        mips.encode_dds(mips.build_chain(blobs(20, 30)).levels, srgb=True, compression="BC1")
+    mips.check_size(20, 30, mips.MipSettings())  # RGBA8: any size
 
 
 @pytest.mark.parametrize("field,value,msg", [(0, 87, "DXGI format 87"), (1, 4, "dimension"), (2, 4, "miscFlag"),
