@@ -1,7 +1,7 @@
 """Demo part: alpha-coverage mip chains. A procedural leaf-card texture gets its chain baked with the operator
-(DDS, PNG levels, JSON report into demo_out/mips/); the comparison picture -- every level alpha-tested, naive chain
-above the coverage-preserving one -- is copied to demo_out/mips.png. A card using the texture is added to the
-scene so demo.blend holds the packed image."""
+(DDS, PNG levels, JSON report into demo_out/mips/), and again as a BC1 DDS (demo_out/mips_bc1/); the comparison
+picture -- every level alpha-tested, naive chain above the coverage-preserving one -- is copied to
+demo_out/mips.png. A card using the texture is added to the scene so demo.blend holds the packed image."""
 
 import importlib
 import json
@@ -78,5 +78,16 @@ def build(ctx):
         print(f"demo: mips level {level['level']} {level['width']}x{level['height']}: coverage naive "
               f"{level['coverage_naive']:.3f} kept {level['coverage']:.3f} (level 0: {report['target_coverage']:.3f}, "
               f"alpha x{level['alpha_scale']:.2f})", flush=True)
+    # the same chain block-compressed, as an engine ships an alpha-tested card: BC1, its alpha cut at the reference
+    bc1_dir = os.path.join(ctx.out_dir, "mips_bc1")
+    s.output_dir, s.dds, s.formats, s.compare = bc1_dir, "BC1", {"DDS"}, False
+    result = bpy.ops.envfx.mips_bake()
+    assert result == {"FINISHED"}, result
+    with open(os.path.join(bc1_dir, "Leaf_Card_mips.json")) as fh:
+        bc1 = json.load(fh)
+    worst = max(abs(lv["coverage_dds"] - bc1["target_coverage"]) for lv in bc1["per_level"] if lv["width"] >= 16)
+    print(f"demo: mips BC1 DDS ({bc1['dds_format']['name']}): coverage as decoded within {worst:.4f} of level 0's "
+          "on every level of 16 x 16 or more", flush=True)
+    s.output_dir, s.dds, s.formats, s.compare = out_dir, "RGBA8", {"DDS", "PNG"}, True
     files = sorted(os.path.join(out_dir, f) for f in os.listdir(out_dir))
-    return [picture] + files
+    return [picture] + files + sorted(os.path.join(bc1_dir, f) for f in os.listdir(bc1_dir))
