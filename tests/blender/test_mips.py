@@ -416,18 +416,6 @@ def test_cli_block_compressed_dds_prints_its_coverage(envfx, core, tmp_path, cap
     assert abs(first["coverage_dds"] - rep["target_coverage"]) < 0.02
 
 
-@pytest.mark.parametrize("args,msg", [
-    (["--dds", "BC3", "--alpha-channel", "G"], "BC3 keeps alpha only in A"),
-    (["--dds", "BC7"], "invalid choice: 'BC7'"),
-])
-def test_cli_bad_dds_arguments(envfx, core, tmp_path, capsys, args, msg):
-    path = write_png(core, tmp_path / "x.png", leaf(core, 16))
-    out = tmp_path / "cli"
-    assert envfx.cli.main(["mips", path, "--out", str(out), *args]) == 2
-    assert msg in capsys.readouterr().err
-    assert not out.exists()
-
-
 def test_block_compression_of_an_odd_size_is_refused_only_when_a_dds_is_written(envfx, core, ops, tmp_path, capsys):
     """A 30 x 20 image: --dds BC3 is refused before any work (nothing written, the message says what to do); with
     PNG levels only the DDS setting does not matter and the bake runs; the sidebar's setting likewise."""
@@ -486,6 +474,8 @@ def test_blender_loads_block_compressed_dds_as_envfx_decodes_it(envfx, core, ops
     (["--format", "dds,bmp"], "Unknown output format"),
     (["--ref", "1.2"], "outside"),
     (["--supersample", "0"], "Supersample"),
+    (["--dds", "BC3", "--alpha-channel", "G"], "BC3 keeps alpha only in A"),
+    (["--dds", "BC7"], "invalid choice: 'BC7'"),
 ])
 def test_cli_bad_arguments(envfx, core, tmp_path, capsys, args, msg):
     path = write_png(core, tmp_path / "x.png", leaf(core, 16))
