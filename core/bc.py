@@ -43,6 +43,7 @@ FORMATS = {"BC1": 8, "BC3": 16}  # bytes per 4x4 block
 REFINE_STEPS = 2
 POWER_ITERATIONS = 8
 CHUNK_BLOCKS = 32768  # blocks encoded at once: bounds the temporaries to some tens of MB
+TRANSPARENT_BC1 = np.uint64(0xFFFFFFFF_00000000)  # a BC1 block of 16 transparent texels: c0 = c1 = 0, indices 3
 _SHIFT2 = (2 * np.arange(16)).astype(np.uint64)
 _SHIFT3 = (3 * np.arange(16)).astype(np.uint64)
 # weight of endpoint 0 for each index in the least-squares fit: 4-colour and 3-colour palettes
@@ -205,7 +206,22 @@ def _fit_colours(x: npt.NDArray[np.float32], w: npt.NDArray[np.float32], four: b
 
 def _colour_words(x: npt.NDArray[np.float32], w: npt.NDArray[np.float32], four: bool) -> npt.NDArray[np.uint64]:
     """64-bit colour blocks in the asked mode: 4 colours (``c0 > c1``) or 3 colours and transparent black
-    (``c0 <= c1``; texels of weight 0 get index 3)."""
+    (``c0 <= c1``; texels of weight 0 get index 3). 4-colour blocks of one colour (a card's filled background)
+    are written straight away: both endpoints its 565 colour, every index 0, as the fit would write them."""
+    if not four:
+        return _fitted_words(x, w, four)
+    same = (x == x[:, :1]).all(axis=(1, 2))
+    if not same.any():
+        return _fitted_words(x, w, four)
+    out = np.empty(len(x), dtype=np.uint64)
+    c = _quantise565(x[same, 0])
+    out[same] = c | (c << np.uint64(16))
+    out[~same] = _fitted_words(x[~same], w[~same], four)
+    return out
+
+
+def _fitted_words(x: npt.NDArray[np.float32], w: npt.NDArray[np.float32], four: bool) -> npt.NDArray[np.uint64]:
+    """``_colour_words`` by the fit (range fit on the main axis, least-squares refinements)."""
     c0, c1, idx = _fit_colours(x, w, four)
     if four:
         swap = c0 < c1  # 4-colour mode needs c0 > c1: swap the endpoints, and indices 0<->1, 2<->3
@@ -270,9 +286,12 @@ def encode_bc1(rgba: npt.NDArray[np.uint8], alpha_ref: float | None = None) -> b
         opaque = chunk[..., 3].astype(np.float64) / 255.0 >= alpha_ref
         w = opaque.astype(np.float32)
         cut = ~opaque.all(axis=1)
+        gone = ~opaque.any(axis=1)  # nothing drawn: endpoints 0, every index 3 (most of a cut-out card's blocks)
+        part = cut & ~gone
         out = np.empty(len(chunk), dtype=np.uint64)
         out[~cut] = _colour_words(x[~cut], w[~cut], True)
-        out[cut] = _colour_words(x[cut], w[cut], False)
+        out[part] = _colour_words(x[part], w[part], False)
+        out[gone] = TRANSPARENT_BC1
         words[start:start + len(chunk)] = out
     return words.astype("<u8").tobytes()
 

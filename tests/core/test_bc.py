@@ -290,3 +290,19 @@ def test_decoders_refuse_data_of_the_wrong_length_saying_how_many_bytes_they_exp
         bc.decode_bc1(bytes(8), 0, 4)
     with pytest.raises(ValueError, match="unknown block format"):
         bc.block_bytes("BC7", 4, 4)
+
+
+def test_the_shortcuts_for_one_colour_and_fully_transparent_blocks_write_what_the_fit_writes(monkeypatch):
+    """Blocks of one colour (4-colour mode) and BC1 blocks with nothing drawn skip the fit (most blocks of a
+    cut-out card); their bytes are the fit's, with any colour under the transparent texels."""
+    rng = np.random.default_rng(7)
+    img = rng.integers(0, 256, (16, 16, 4), dtype=np.uint8)
+    img[:8, :8, :3] = (37, 201, 99)  # four blocks of one colour
+    img[8:, 8:, 3] = 0  # four blocks with nothing drawn, random colour underneath
+    fast = bc.encode_bc1(img), bc.encode_bc1(img, alpha_ref=0.5), bc.encode_bc3(img)
+    colours = rng.uniform(0, 255, (5, 16, 3)).astype(np.float32)
+    assert (bc._fitted_words(colours, np.zeros((5, 16), np.float32), False) == bc.TRANSPARENT_BC1).all()
+    monkeypatch.setattr(bc, "_colour_words", bc._fitted_words)  # every block through the fit
+    assert (bc.encode_bc1(img), bc.encode_bc1(img, alpha_ref=0.5), bc.encode_bc3(img)) == fast
+    cut, opaque = (np.frombuffer(data, "<u8").reshape(4, 4) for data in (fast[1], fast[0]))
+    assert (cut[2:, 2:] == bc.TRANSPARENT_BC1).all() and (opaque[:2, :2] >> np.uint64(32) == 0).all()  # indices 0
