@@ -16,11 +16,9 @@ DDSD_CAPS, DDSD_HEIGHT, DDSD_WIDTH, DDSD_PITCH = 0x1, 0x2, 0x4, 0x8
 DDSD_PIXELFORMAT, DDSD_MIPMAPCOUNT, DDSD_LINEARSIZE = 0x1000, 0x20000, 0x80000
 DDPF_ALPHAPIXELS, DDPF_FOURCC, DDPF_RGB = 0x1, 0x4, 0x40
 DDSCAPS_COMPLEX, DDSCAPS_TEXTURE, DDSCAPS_MIPMAP = 0x8, 0x1000, 0x400000
-DXGI_FORMAT_R8G8B8A8_UNORM, DXGI_FORMAT_R8G8B8A8_UNORM_SRGB = 28, 29
-# per compression: (legacy FourCC, DXGI format, DXGI sRGB format); RGBA8's legacy header has no FourCC
-COMPRESSIONS = {"RGBA8": (b"", 28, 29), "BC1": (b"DXT1", 71, 72), "BC3": (b"DXT5", 77, 78)}
-DXGI_NAMES = {28: "R8G8B8A8_UNORM", 29: "R8G8B8A8_UNORM_SRGB", 71: "BC1_UNORM", 72: "BC1_UNORM_SRGB",
-              77: "BC3_UNORM", 78: "BC3_UNORM_SRGB"}
+# per compression: (DXGI name stem, legacy FourCC, DXGI format of <stem>_UNORM); <stem>_UNORM_SRGB is the next
+# format; RGBA8's legacy header has no FourCC (bit masks instead)
+COMPRESSIONS = {"RGBA8": ("R8G8B8A8", b"", 28), "BC1": ("BC1", b"DXT1", 71), "BC3": ("BC3", b"DXT5", 77)}
 DDS_DIMENSION_TEXTURE2D = 3
 DDS_ALPHA_MODE_STRAIGHT = 1  # not premultiplied (what the chain holds)
 
@@ -30,10 +28,9 @@ def dds_format(srgb: bool, compression: str = "RGBA8") -> dict:
     ``_SRGB``); data stays in the legacy header, which every DDS reader takes as the plain format: RGBA8 as
     R8G8B8A8_UNORM, BC1 and BC3 by their FourCC DXT1 and DXT5 (DirectXTex writes these formats the same way by
     default)."""
-    legacy, plain, srgb_format = _compression(compression)
-    dxgi = srgb_format if srgb else plain
-    return {"dxgi_format": dxgi, "name": DXGI_NAMES[dxgi], "header": "DX10" if srgb else "legacy",
-            "alpha_mode": "straight", "compression": compression}
+    stem, _, unorm = _compression(compression)
+    return {"dxgi_format": unorm + 1 if srgb else unorm, "name": f"{stem}_UNORM_SRGB" if srgb else f"{stem}_UNORM",
+            "header": "DX10" if srgb else "legacy", "alpha_mode": "straight", "compression": compression}
 
 
 def _compression(compression: str) -> tuple:
@@ -53,7 +50,7 @@ def encode_dds(levels: Sequence[npt.NDArray[np.uint8]], *, srgb: bool, compressi
     height are multiples of 4. ``srgb``: the colour channels are sRGB-encoded (the mips' ``MipSettings.srgb``).
     Then the file has the DX10 header with the ``_SRGB`` format, so engines decode the colour to linear when they
     sample; otherwise the legacy header. See ``dds_format``."""
-    legacy, plain, srgb_format = _compression(compression)
+    _, legacy, unorm = _compression(compression)
     if not levels:
         raise ValueError("No levels to write")
     h, w = levels[0].shape[:2]
@@ -80,7 +77,7 @@ def encode_dds(levels: Sequence[npt.NDArray[np.uint8]], *, srgb: bool, compressi
     if srgb:
         pixel_format = struct.pack("<2I4s5I", 32, DDPF_FOURCC, b"DX10", 0, 0, 0, 0, 0)
         # DDS_HEADER_DXT10: dxgiFormat, resourceDimension, miscFlag, arraySize, miscFlags2 (alpha mode)
-        extra = struct.pack("<5I", srgb_format, DDS_DIMENSION_TEXTURE2D, 0, 1, DDS_ALPHA_MODE_STRAIGHT)
+        extra = struct.pack("<5I", unorm + 1, DDS_DIMENSION_TEXTURE2D, 0, 1, DDS_ALPHA_MODE_STRAIGHT)
     elif compression == "RGBA8":
         pixel_format = struct.pack("<2I4s5I", 32, DDPF_RGB | DDPF_ALPHAPIXELS, b"\0\0\0\0", 32,
                                    0x000000FF, 0x0000FF00, 0x00FF0000, 0xFF000000)
@@ -107,13 +104,13 @@ def decode_dds(data: bytes) -> tuple[list[npt.NDArray[np.uint8]], dict]:
     if pf_flags & DDPF_FOURCC and fourcc == b"DX10":
         dxgi = struct.unpack_from("<I", data, 128)[0]
         offset += 20
-        matches = [name for name, (_, fmt, fmt_srgb) in COMPRESSIONS.items() if dxgi in (fmt, fmt_srgb)]
+        matches = [name for name, (_, _, unorm) in COMPRESSIONS.items() if dxgi in (unorm, unorm + 1)]
         if not matches:
             raise ValueError(f"DXGI format {dxgi} is not one EnvFX writes")
         compression = matches[0]
-        srgb = dxgi == COMPRESSIONS[compression][2]
+        srgb = dxgi == COMPRESSIONS[compression][2] + 1
     elif pf_flags & DDPF_FOURCC:
-        names = [name for name, (cc, _, _) in COMPRESSIONS.items() if cc and cc == fourcc]
+        names = [name for name, (_, cc, _) in COMPRESSIONS.items() if cc and cc == fourcc]
         if not names:
             raise ValueError(f"FourCC {fourcc!r} is not one EnvFX writes")
         compression = names[0]
