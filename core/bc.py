@@ -38,7 +38,7 @@ import numbers
 import numpy as np
 import numpy.typing as npt
 
-FORMATS = {"BC1": 8, "BC3": 16}  # bytes per 4x4 block
+FORMATS = {"BC1": 8, "BC3": 16, "BC7": 16}  # bytes per 4x4 block (BC7: core.bc7)
 # least-squares refinements of the colour endpoints after the range fit (0: range fit only; tests compare the two)
 REFINE_STEPS = 2
 POWER_ITERATIONS = 8
@@ -54,8 +54,9 @@ _WEIGHT3 = np.array([1.0, 0.0, 0.5, 0.0], dtype=np.float32)
 # --- sizes and validation ------------------------------------------------------------------------------------
 
 def block_bytes(fmt: str, height: int, width: int) -> int:
-    """Bytes of a ``height`` x ``width`` image in ``fmt`` ("BC1": 8 bytes a block, "BC3": 16): ``ceil(height / 4)``
-    by ``ceil(width / 4)`` blocks, at least one each way (the DDS rule, so a size of 0 still counts one block)."""
+    """Bytes of a ``height`` x ``width`` image in ``fmt`` ("BC1": 8 bytes a block, "BC3" and "BC7": 16):
+    ``ceil(height / 4)`` by ``ceil(width / 4)`` blocks, at least one each way (the DDS rule, so a size of 0 still
+    counts one block)."""
     if fmt not in FORMATS:
         raise ValueError(f"unknown block format {fmt!r}: use one of {', '.join(FORMATS)}")
     if height < 0 or width < 0:
@@ -72,7 +73,7 @@ def _check_image(rgba: npt.NDArray[np.uint8]) -> None:
                          f"got shape {rgba.shape}")
 
 
-def _check_data(data: bytes, fmt: str, height: int, width: int) -> None:
+def _check_data(data: bytes | bytearray | memoryview, fmt: str, height: int, width: int) -> None:
     if height < 1 or width < 1:
         raise ValueError(f"image size {height}x{width}: height and width must be at least 1")
     expected = block_bytes(fmt, height, width)
