@@ -1311,6 +1311,7 @@ def test_fill_transparent_gives_the_card_the_colours_of_the_picture_on_it():
         assert np.abs(out[:, w // 4] - left).max() < np.abs(out[:, w // 4] - right).max()
         assert np.abs(out[:, -(w // 4) - 1] - right).max() < np.abs(out[:, -(w // 4) - 1] - left).max()
     opaque = np.ones((4, 4), np.float32)
-    np.testing.assert_array_equal(colour.fill_transparent(np.full((4, 4, 3), 0.3, np.float32), opaque), 0.3)
+    np.testing.assert_array_equal(colour.fill_transparent(np.full((4, 4, 3), 0.3, np.float32), opaque),
+                                  np.float32(0.3))  # (numpy 2 compares a float32 with a Python float as float64)
     with pytest.raises(ValueError, match="no pixel is opaque"):
         colour.fill_transparent(np.zeros((4, 4, 3)), np.full((4, 4), 0.2))
