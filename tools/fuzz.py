@@ -460,7 +460,7 @@ class Worker:
         elif op == "mips_bake":
             s.mips.output_dir = os.path.join(self.out, "mips")
             if rng.random() < 0.7:  # an image to bake (the Image Editor is never open here): sizes of 1 to 40,
-                # some not multiples of 4 (BC1/BC3 refuse those), random texels with holes of alpha 0
+                # some not multiples of 4 (the BC DDS refuse those), random texels with holes of alpha 0
                 w, h = rng.randint(1, 40), rng.randint(1, 40)
                 image = self.bpy.data.images.new(f"Fuzz Card {w}x{h}", w, h, alpha=True)
                 texels = [rng.random() if i % 4 != 3 else rng.choice([0.0, 0.2, 0.5, 1.0]) for i in range(w * h * 4)]

@@ -416,6 +416,31 @@ def test_cli_block_compressed_dds_prints_its_coverage(envfx, core, tmp_path, cap
     assert abs(first["coverage_dds"] - rep["target_coverage"]) < 0.02
 
 
+def test_cli_bc7_keeps_coverage_held_in_a_colour_channel(envfx, core, tmp_path, capsys):
+    """A mask texture with the alpha-tested value in R (--alpha-channel R), which BC1 and BC3 refuse: --dds BC7
+    writes it (DX10 header, BC7_UNORM for data), the report's coverage as decoded from the file is read in R and
+    stays within 2% of level 0's on every level of 16 x 16 or more."""
+    card = leaf(core, 64)
+    mask = card.copy()
+    mask[..., 0], mask[..., 3] = card[..., 3], 255
+    path = write_png(core, tmp_path / "mask.png", mask)
+    out = tmp_path / "cli"
+    assert envfx.cli.main(["mips", path, "--out", str(out), "--dds", "BC7", "--alpha-channel", "R", "--colour",
+                           "LINEAR", "--no-compare"]) == 0
+    printed = capsys.readouterr().out
+    data = (out / "mask.dds").read_bytes()
+    assert data[84:88] == b"DX10" and int.from_bytes(data[128:132], "little") == 98
+    rep = json.loads((out / "mask_mips.json").read_text())
+    assert rep["dds_format"]["name"] == "BC7_UNORM" and rep["alpha_channel"] == "R"
+    check_report(rep)
+    levels, _ = envfx.core.dds.decode_dds(data)
+    for entry, lv in zip(rep["per_level"], levels):
+        assert entry["coverage_dds"] == pytest.approx(core.coverage(lv[..., 0], 0.5, 4))
+        if entry["width"] >= 16:
+            assert abs(entry["coverage_dds"] - rep["target_coverage"]) < 0.02, entry
+    assert f"(BC7 {rep['per_level'][0]['coverage_dds']:.3f})" in printed
+
+
 def test_block_compression_of_an_odd_size_is_refused_only_when_a_dds_is_written(envfx, core, ops, tmp_path, capsys):
     """A 30 x 20 image: --dds BC3 is refused before any work (nothing written, the message says what to do); with
     PNG levels only the DDS setting does not matter and the bake runs; the sidebar's setting likewise."""
@@ -436,12 +461,12 @@ def test_block_compression_of_an_odd_size_is_refused_only_when_a_dds_is_written(
     s.dds, s.formats = "RGBA8", {"DDS", "PNG"}
 
 
-@pytest.mark.parametrize("compression", ["BC1", "BC3"])
+@pytest.mark.parametrize("compression", ["BC1", "BC3", "BC7"])
 @pytest.mark.parametrize("colour", ["SRGB", "LINEAR"])
 def test_blender_loads_block_compressed_dds_as_envfx_decodes_it(envfx, core, ops, tmp_path, colour, compression):
     """The sidebar's DDS Texels: Blender's own loader (OpenImageIO's BC decoder, independent of EnvFX's) reads
-    the BC1 or BC3 file of a chain as core.dds decodes it, within a level of rounding; BC1's alpha is 0 or 1, cut
-    at the reference."""
+    the BC1, BC3 or BC7 file of a chain as core.dds decodes it, within a level of rounding; BC1's alpha is 0 or 1,
+    cut at the reference."""
     src = core.make_leaf_card(48, 80, seed=5)
     path = write_png(core, tmp_path / "card.png", src)
     image = bpy.data.images.load(path)
@@ -454,7 +479,8 @@ def test_blender_loads_block_compressed_dds_as_envfx_decodes_it(envfx, core, ops
         bpy.data.images.remove(image)
     data = (tmp_path / "out" / "card.dds").read_bytes()
     levels, fmt = envfx.core.dds.decode_dds(data)
-    assert fmt["compression"] == compression and (fmt["header"] == "DX10") == (colour == "SRGB")
+    assert fmt["compression"] == compression
+    assert (fmt["header"] == "DX10") == (colour == "SRGB" or compression == "BC7")
     loaded = bpy.data.images.load(str(tmp_path / "out" / "card.dds"))
     try:
         assert tuple(loaded.size) == (80, 48)
@@ -475,7 +501,8 @@ def test_blender_loads_block_compressed_dds_as_envfx_decodes_it(envfx, core, ops
     (["--ref", "1.2"], "outside"),
     (["--supersample", "0"], "Supersample"),
     (["--dds", "BC3", "--alpha-channel", "G"], "BC3 keeps alpha only in A"),
-    (["--dds", "BC7"], "invalid choice: 'BC7'"),
+    (["--dds", "BC5"], "invalid choice: 'BC5'"),
+    (["--dds", "BC1", "--alpha-channel", "R"], "write the DDS as BC7 or RGBA8"),
 ])
 def test_cli_bad_arguments(envfx, core, tmp_path, capsys, args, msg):
     path = write_png(core, tmp_path / "x.png", leaf(core, 16))

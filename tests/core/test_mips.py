@@ -322,14 +322,15 @@ def test_dds_levels_equal_the_png_levels_and_the_report_names_the_format(tmp_pat
     assert json.loads((tmp_path / "png" / "png_only_mips.json").read_text())["dds_format"] is None
 
 
-# --- block-compressed DDS (BC1, BC3) ------------------------------------------------------------------------
+# --- block-compressed DDS (BC1, BC3, BC7) -------------------------------------------------------------------
 
 @pytest.mark.parametrize("srgb", [True, False])
-@pytest.mark.parametrize("compression", ["BC1", "BC3"])
+@pytest.mark.parametrize("compression", ["BC1", "BC3", "BC7"])
 def test_block_compressed_dds_headers_sizes_and_pillows_reading(srgb, compression):
     """BC1 and BC3 chains: the legacy FourCC (DXT1, DXT5) for data, the DX10 header with the _SRGB format for
-    sRGB colour; the top level's size in bytes as the linear size; every level's blocks, down to 1x1 (one block);
-    Pillow (an independent decoder) reads level 0 as core.dds decodes it."""
+    sRGB colour; BC7 (no FourCC) always the DX10 header, BC7_UNORM or BC7_UNORM_SRGB; the top level's size in bytes
+    as the linear size; every level's blocks, down to 1x1 (one block); Pillow (an independent decoder) reads level
+    0 as core.dds decodes it."""
     from core import bc, dds
 
     chain = mips.build_chain(mips.make_leaf_card(64, 96, seed=3), mips.MipSettings(srgb=srgb, dds=compression))
@@ -338,9 +339,11 @@ def test_block_compressed_dds_headers_sizes_and_pillows_reading(srgb, compressio
     assert (h, w) == (64, 96) and flags & 0x80000 and not flags & 0x8  # DDSD_LINEARSIZE, not DDSD_PITCH
     assert linear == bc.block_bytes(compression, 64, 96) == (16 * 24) * (8 if compression == "BC1" else 16)
     fourcc = data[84:88]
-    header = 148 if srgb else 128
-    if srgb:
-        assert fourcc == b"DX10" and struct.unpack_from("<I", data, 128)[0] == (72 if compression == "BC1" else 78)
+    dx10 = srgb or compression == "BC7"
+    header = 148 if dx10 else 128
+    if dx10:
+        dxgi = {"BC1": 71, "BC3": 77, "BC7": 98}[compression] + srgb
+        assert fourcc == b"DX10" and struct.unpack_from("<5I", data, 128) == (dxgi, 3, 0, 1, 1)
     else:
         assert fourcc == (b"DXT1" if compression == "BC1" else b"DXT5")
     sizes = mips.level_sizes(64, 96)
@@ -348,10 +351,12 @@ def test_block_compressed_dds_headers_sizes_and_pillows_reading(srgb, compressio
     levels, fmt = dds.decode_dds(data)
     assert fmt == mips.dds_format(srgb, compression) and fmt["compression"] == compression
     assert fmt["name"] == {("BC1", True): "BC1_UNORM_SRGB", ("BC1", False): "BC1_UNORM",
-                           ("BC3", True): "BC3_UNORM_SRGB", ("BC3", False): "BC3_UNORM"}[compression, srgb]
+                           ("BC3", True): "BC3_UNORM_SRGB", ("BC3", False): "BC3_UNORM",
+                           ("BC7", True): "BC7_UNORM_SRGB", ("BC7", False): "BC7_UNORM"}[compression, srgb]
+    assert fmt["header"] == ("DX10" if dx10 else "legacy")
     assert [lv.shape[:2] for lv in levels] == sizes
     readable = data  # Pillow 13 reads BC1/BC3 DX10 headers but not their _SRGB formats: the same blocks, as UNORM
-    if srgb:
+    if srgb and compression != "BC7":  # (it reads BC7_UNORM_SRGB)
         readable = data[:128] + struct.pack("<I", struct.unpack_from("<I", data, 128)[0] - 1) + data[132:]
     with Image.open(io.BytesIO(readable)) as im:
         assert im.size == (96, 64)
@@ -360,7 +365,7 @@ def test_block_compressed_dds_headers_sizes_and_pillows_reading(srgb, compressio
     drawn = chain.levels[0][..., 3] / 255.0 >= 0.5 if compression == "BC1" else np.ones((64, 96), bool)
     diff = levels[0][..., :3].astype(float) - chain.levels[0][..., :3]  # (BC1's cut texels are black: not drawn)
     colour_error = np.sqrt(np.mean(diff[drawn] ** 2))
-    assert colour_error < 8.0, colour_error
+    assert colour_error < (4.0 if compression == "BC7" else 8.0), colour_error
     alpha = levels[0][..., 3]
     if compression == "BC1":  # alpha cut at the reference: 0 below it, 255 at or above it
         np.testing.assert_array_equal(alpha, np.where(chain.levels[0][..., 3] / 255.0 < 0.5, 0, 255))
@@ -368,7 +373,7 @@ def test_block_compressed_dds_headers_sizes_and_pillows_reading(srgb, compressio
         assert np.abs(alpha.astype(int) - chain.levels[0][..., 3]).max() <= 20
 
 
-@pytest.mark.parametrize("compression", ["BC1", "BC3"])
+@pytest.mark.parametrize("compression", ["BC1", "BC3", "BC7"])
 def test_block_compressed_chain_reports_the_coverage_an_engine_samples(tmp_path, compression):
     """The report gives each level's coverage as decoded from the BC file (coverage_dds), measured as the chain
     measures its own; a leaf card keeps its coverage through the compression within a few percent."""
@@ -392,8 +397,10 @@ def test_block_compressed_chain_reports_the_coverage_an_engine_samples(tmp_path,
 
 
 @pytest.mark.parametrize("settings,msg", [
-    (mips.MipSettings(dds="BC7"), "Unknown DDS compression 'BC7': use one of RGBA8, BC1, BC3"),
-    (mips.MipSettings(dds="BC1", alpha_channel="R"), "BC1 keeps alpha only in A .* put the coverage in A"),
+    (mips.MipSettings(dds="BC5"), "Unknown DDS compression 'BC5': use one of RGBA8, BC1, BC3, BC7"),
+    (mips.MipSettings(dds="BC1", alpha_channel="R"), "BC1 keeps alpha only in A .* write the DDS as BC7 or RGBA8, "
+                                                      "or put the coverage in A"),
+    (mips.MipSettings(dds="BC3", alpha_channel="B"), "BC3 keeps alpha only in A"),
 ])
 def test_bad_dds_settings_say_what_to_do(settings, msg):
     with pytest.raises(mips.MipsError, match=msg):
