@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from core import bc
+from tests.core.bc_images import gradient, rmse  # (tests/conftest.py puts the repository root on sys.path)
 
 RED, BLUE, GREEN = 0xF800, 0x001F, 0x07E0
 
@@ -26,17 +27,6 @@ def alpha_block(a0, a1, indices):
 def expand565(c):
     r, g, b = c >> 11, (c >> 5) & 63, c & 31
     return (r << 3 | r >> 2, g << 2 | g >> 4, b << 3 | b >> 2)
-
-
-def rmse(a, b):
-    return float(np.sqrt(((a.astype(np.float64) - b.astype(np.float64)) ** 2).mean()))
-
-
-def gradient(h=128, w=128):
-    """A smooth RGBA image: red and green ramps of 2 levels a texel, blue 1; alpha a smooth wave (up to 18 a texel)."""
-    y, x = np.mgrid[0:h, 0:w].astype(np.float64)
-    img = np.stack([x * 2, y * 2, x + y, 128 + 127 * np.sin(x / 7) * np.cos(y / 11)], axis=-1)
-    return np.clip(img, 0, 255).astype(np.uint8)
 
 
 def natural(h=64, w=64, seed=0):

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from core import bc, bc7, mips
+from tests.core.bc_images import gradient, rmse  # (tests/conftest.py puts the repository root on sys.path)
 
 # the spec's interpolation weights (Khronos Data Format spec, "BPTC interpolation factors")
 W2 = [0, 21, 43, 64]
@@ -56,17 +57,6 @@ def interp(e0, e1, w):
 
 def decode_one(block):
     return bc7.decode_bc7(block, 4, 4).reshape(16, 4).tolist()
-
-
-def rmse(a, b):
-    return float(np.sqrt(((a.astype(np.float64) - b.astype(np.float64)) ** 2).mean()))
-
-
-def gradient(h=128, w=128):
-    """Smooth RGBA: red and green ramps of 2 levels a texel, blue 1; alpha a smooth wave."""
-    y, x = np.mgrid[0:h, 0:w].astype(np.float64)
-    img = np.stack([x * 2, y * 2, x + y, 128 + 127 * np.sin(x / 7) * np.cos(y / 11)], axis=-1)
-    return np.clip(img, 0, 255).astype(np.uint8)
 
 
 def natural(h=64, w=64, seed=0, sigma=8.0):
