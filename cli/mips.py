@@ -25,8 +25,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--format", default="dds,png", help="comma-separated: dds, png (default dds,png)")
     p.add_argument("--dds", default="RGBA8", type=str.upper, choices=core_mips.DDS_COMPRESSIONS,
                    help="the DDS file's texels: RGBA8 (uncompressed), BC1 (DXT1: alpha 0 or 1, cut at --ref), BC3 "
-                   "(DXT5: 8-bit alpha) or BC7 (finer colour and alpha); BC1, BC3 and BC7 need sizes that are "
-                   "multiples of 4 (default RGBA8)")
+                   "(DXT5: 8-bit alpha), BC4 (the --alpha-channel alone, a mask) or BC7 (finer colour and alpha); "
+                   "the block-compressed ones need sizes that are multiples of 4 (default RGBA8)")
     p.add_argument("--alpha-channel", default="A", choices=("R", "G", "B", "A"),
                    help="channel holding the alpha-tested value (default A)")
     p.add_argument("--colour", default="AUTO", choices=("AUTO", "SRGB", "LINEAR"),

@@ -1,4 +1,5 @@
-"""Block compression BC1 (DXT1) and BC3 (DXT5), pure numpy: the encoder and decoder behind DDS textures.
+"""Block compression BC1 (DXT1), BC3 (DXT5) and BC4 (one channel), pure numpy: the encoder and decoder behind DDS
+textures (BC7: ``core.bc7``).
 
 Layout (the Direct3D block-compression spec): the image is cut into 4x4-texel blocks, stored row by row over the
 blocks (top-left block first, as DDS files hold them). A block that runs past the right or bottom edge is padded by
@@ -9,6 +10,8 @@ back to the image's size. Every block is one little-endian 64-bit word per 8 byt
   indices (texel 0, the block's top-left, in bits 32-33, row by row). ``c0 > c1`` (as integers): four colours
   ``c0, c1, (2 c0 + c1) / 3, (c0 + 2 c1) / 3``. ``c0 <= c1``: three colours ``c0, c1, (c0 + c1) / 2`` and index 3 is
   transparent black (RGBA 0, 0, 0, 0).
+- BC4 block (8 bytes): one channel, stored as BC3's alpha block; GPUs sample it as red (R, 0, 0, 1), and so does
+  ``decode_bc4``.
 - BC3 block (16 bytes): an alpha block then a BC1-style colour block, which BC3 always decodes with four colours
   (whatever the endpoint order). Alpha block: ``a0`` (bits 0-7), ``a1`` (bits 8-15), sixteen 3-bit indices (texel 0
   in bits 16-18). ``a0 > a1``: eight values ``a0, a1`` and ``((7 - k) a0 + k a1) / 7`` for k = 1..6; ``a0 <= a1``:
@@ -38,7 +41,7 @@ import numbers
 import numpy as np
 import numpy.typing as npt
 
-FORMATS = {"BC1": 8, "BC3": 16, "BC7": 16}  # bytes per 4x4 block (BC7: core.bc7)
+FORMATS = {"BC1": 8, "BC3": 16, "BC4": 8, "BC7": 16}  # bytes per 4x4 block (BC7: core.bc7)
 # least-squares refinements of the colour endpoints after the range fit (0: range fit only; tests compare the two)
 REFINE_STEPS = 2
 POWER_ITERATIONS = 8
@@ -54,7 +57,7 @@ _WEIGHT3 = np.array([1.0, 0.0, 0.5, 0.0], dtype=np.float32)
 # --- sizes and validation ------------------------------------------------------------------------------------
 
 def block_bytes(fmt: str, height: int, width: int) -> int:
-    """Bytes of a ``height`` x ``width`` image in ``fmt`` ("BC1": 8 bytes a block, "BC3" and "BC7": 16):
+    """Bytes of a ``height`` x ``width`` image in ``fmt`` ("BC1" and "BC4": 8 bytes a block, "BC3" and "BC7": 16):
     ``ceil(height / 4)`` by ``ceil(width / 4)`` blocks, at least one each way (the DDS rule, so a size of 0 still
     counts one block)."""
     if fmt not in FORMATS:
@@ -311,6 +314,28 @@ def encode_bc3(rgba: npt.NDArray[np.uint8]) -> bytes:
     return words.astype("<u8").tobytes()
 
 
+def encode_bc4(rgba: npt.NDArray[np.uint8], channel: int = 3) -> bytes:
+    """BC4 (BC4_UNORM) blocks of channel ``channel`` (0..3: R, G, B, A) of an (H, W, 4) uint8 image: BC3's alpha
+    block (the better of its 8-value and 6-value modes) for that channel alone; the others are not stored."""
+    _check_image(rgba)
+    if channel not in (0, 1, 2, 3):
+        raise ValueError(f"channel must be 0, 1, 2 or 3 (R, G, B or A), got {channel!r}")
+    blocks = _to_blocks(rgba)
+    words = np.empty(len(blocks), dtype=np.uint64)
+    for start in range(0, len(blocks), CHUNK_BLOCKS):
+        chunk = blocks[start:start + CHUNK_BLOCKS]
+        words[start:start + len(chunk)] = _alpha_words(chunk[..., channel].astype(np.int32))
+    return words.astype("<u8").tobytes()
+
+
+def _decode_alpha(words: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint8]:
+    """(n, 16) values of 64-bit alpha (BC3) or BC4 blocks."""
+    palette = _alpha_palette((words & np.uint64(0xFF)).astype(np.int32),
+                             ((words >> np.uint64(8)) & np.uint64(0xFF)).astype(np.int32))
+    idx = ((words >> np.uint64(16))[:, None] >> _SHIFT3) & np.uint64(7)
+    return np.take_along_axis(palette, idx.astype(np.intp), axis=1).astype(np.uint8)
+
+
 def _decode_colour(words: npt.NDArray[np.uint64], always_four: bool) -> npt.NDArray[np.uint8]:
     """(n, 16, 4) RGBA texels of 64-bit colour blocks."""
     c0 = words & np.uint64(0xFFFF)
@@ -336,9 +361,15 @@ def decode_bc3(data: bytes, height: int, width: int) -> npt.NDArray[np.uint8]:
     _check_data(data, "BC3", height, width)
     words = np.frombuffer(data, dtype="<u8").astype(np.uint64).reshape(-1, 2)
     texels = _decode_colour(words[:, 1], True)
-    a = words[:, 0]
-    palette = _alpha_palette((a & np.uint64(0xFF)).astype(np.int32), ((a >> np.uint64(8)) & np.uint64(0xFF)
-                                                                     ).astype(np.int32))
-    idx = ((a >> np.uint64(16))[:, None] >> _SHIFT3) & np.uint64(7)
-    texels[..., 3] = np.take_along_axis(palette, idx.astype(np.intp), axis=1)
+    texels[..., 3] = _decode_alpha(words[:, 0])
+    return _from_blocks(texels, height, width)
+
+
+def decode_bc4(data: bytes, height: int, width: int) -> npt.NDArray[np.uint8]:
+    """(height, width, 4) uint8 of BC4 data as GPUs sample it: the channel in R, G and B 0, A 255."""
+    _check_data(data, "BC4", height, width)
+    words = np.frombuffer(data, dtype="<u8").astype(np.uint64)
+    texels = np.zeros((len(words), 16, 4), dtype=np.uint8)
+    texels[..., 0] = _decode_alpha(words)
+    texels[..., 3] = 255
     return _from_blocks(texels, height, width)

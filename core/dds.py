@@ -1,6 +1,6 @@
 """DDS files with a mip chain, in pure numpy + struct (what the mips bake writes for engines): uncompressed RGBA8,
-or block-compressed BC1 (DXT1, one bit of alpha) and BC3 (DXT5, 8-bit alpha) through ``core.bc``, and BC7 (8 bits a
-texel, finer colour) through ``core.bc7``; and the reader of what it writes."""
+or block-compressed BC1 (DXT1, one bit of alpha), BC3 (DXT5, 8-bit alpha) and BC4 (one channel) through ``core.bc``,
+and BC7 (8 bits a texel, finer colour) through ``core.bc7``; and the reader of what it writes."""
 
 from __future__ import annotations
 
@@ -17,9 +17,11 @@ DDSD_PIXELFORMAT, DDSD_MIPMAPCOUNT, DDSD_LINEARSIZE = 0x1000, 0x20000, 0x80000
 DDPF_ALPHAPIXELS, DDPF_FOURCC, DDPF_RGB = 0x1, 0x4, 0x40
 DDSCAPS_COMPLEX, DDSCAPS_TEXTURE, DDSCAPS_MIPMAP = 0x8, 0x1000, 0x400000
 # per compression: (DXGI name stem, legacy FourCC, DXGI format of <stem>_UNORM); <stem>_UNORM_SRGB is the next
-# format; RGBA8's legacy header has no FourCC (bit masks instead); BC7 has no legacy header (always DX10)
+# format (but for NO_SRGB); RGBA8's legacy header has no FourCC (bit masks instead); BC7 has no legacy header
+# (always DX10)
 COMPRESSIONS = {"RGBA8": ("R8G8B8A8", b"", 28), "BC1": ("BC1", b"DXT1", 71), "BC3": ("BC3", b"DXT5", 77),
-                "BC7": ("BC7", b"", 98)}
+                "BC4": ("BC4", b"BC4U", 80), "BC7": ("BC7", b"", 98)}
+NO_SRGB = ("BC4",)  # one channel of data (the format after BC4_UNORM is BC4_SNORM): always written as _UNORM
 DDS_DIMENSION_TEXTURE2D = 3
 DDS_ALPHA_MODE_STRAIGHT = 1  # not premultiplied (what the chain holds)
 
@@ -28,8 +30,10 @@ def dds_format(srgb: bool, compression: str = "RGBA8") -> dict:
     """How ``encode_dds`` describes a chain: sRGB colour needs the DX10 header (no legacy pixel format means
     ``_SRGB``); data stays in the legacy header, which every DDS reader takes as the plain format: RGBA8 as
     R8G8B8A8_UNORM, BC1 and BC3 by their FourCC DXT1 and DXT5 (DirectXTex writes these formats the same way by
-    default). BC7 has no legacy pixel format: always the DX10 header, BC7_UNORM or BC7_UNORM_SRGB."""
+    default). BC7 has no legacy pixel format: always the DX10 header, BC7_UNORM or BC7_UNORM_SRGB. BC4 holds one
+    channel of data (the coverage), never sRGB: always BC4_UNORM, by its FourCC BC4U."""
     stem, _, unorm = _compression(compression)
+    srgb = srgb and compression not in NO_SRGB
     return {"dxgi_format": unorm + 1 if srgb else unorm, "name": f"{stem}_UNORM_SRGB" if srgb else f"{stem}_UNORM",
             "header": "DX10" if srgb or not _has_legacy(compression) else "legacy", "alpha_mode": "straight",
             "compression": compression}
@@ -47,18 +51,20 @@ def _compression(compression: str) -> tuple:
 
 
 def encode_dds(levels: Sequence[npt.NDArray[np.uint8]], *, srgb: bool, compression: str = "RGBA8",
-               alpha_ref: float | None = None) -> bytes:
+               alpha_ref: float | None = None, channel: int = 3) -> bytes:
     """A DDS (straight alpha) holding every level given: RGBA8 levels, level 0 first, each half the one before
     (floor, at least 1).
 
     ``compression``: ``RGBA8`` (32 bits a texel, byte order R, G, B, A), ``BC1`` (4 bits a texel: colour, and
     alpha 0 or 255: texels whose alpha is below ``alpha_ref``, 0..1, are transparent; ``alpha_ref`` None: opaque),
-    ``BC3`` (8 bits a texel: colour and 8-bit alpha) or ``BC7`` (8 bits a texel: finer colour and alpha, per block
-    the best of the modes ``core.bc7`` writes); the block-compressed ones need a level 0 whose width and height are
-    multiples of 4. ``srgb``: the colour channels are sRGB-encoded (the mips' ``MipSettings.srgb``). Then the file
-    has the DX10 header with the ``_SRGB`` format, so engines decode the colour to linear when they sample;
-    otherwise the legacy header (BC7: the DX10 header with ``BC7_UNORM``). See ``dds_format``."""
+    ``BC3`` (8 bits a texel: colour and 8-bit alpha), ``BC4`` (4 bits a texel: channel ``channel``, 0..3, alone, as
+    BC3's alpha; never sRGB) or ``BC7`` (8 bits a texel: finer colour and alpha, per block the best of the modes
+    ``core.bc7`` writes); the block-compressed ones need a level 0 whose width and height are multiples of 4.
+    ``srgb``: the colour channels are sRGB-encoded (the mips' ``MipSettings.srgb``). Then the file has the DX10
+    header with the ``_SRGB`` format, so engines decode the colour to linear when they sample; otherwise the legacy
+    header (BC7: the DX10 header with ``BC7_UNORM``). See ``dds_format``."""
     _, legacy, unorm = _compression(compression)
+    srgb = srgb and compression not in NO_SRGB
     if not levels:
         raise ValueError("No levels to write")
     h, w = levels[0].shape[:2]
@@ -81,7 +87,8 @@ def encode_dds(levels: Sequence[npt.NDArray[np.uint8]], *, srgb: bool, compressi
     else:
         flags |= DDSD_LINEARSIZE
         pitch = bc.block_bytes(compression, h, w)  # the top level's size
-        encode = {"BC1": lambda lv: bc.encode_bc1(lv, alpha_ref), "BC3": bc.encode_bc3, "BC7": bc7.encode_bc7}
+        encode = {"BC1": lambda lv: bc.encode_bc1(lv, alpha_ref), "BC3": bc.encode_bc3,
+                  "BC4": lambda lv: bc.encode_bc4(lv, channel), "BC7": bc7.encode_bc7}
         body = [encode[compression](lv) for lv in levels]
     if srgb or not _has_legacy(compression):
         pixel_format = struct.pack("<2I4s5I", 32, DDPF_FOURCC, b"DX10", 0, 0, 0, 0, 0)
@@ -103,7 +110,8 @@ def encode_dds(levels: Sequence[npt.NDArray[np.uint8]], *, srgb: bool, compressi
 
 def decode_dds(data: bytes) -> tuple[list[npt.NDArray[np.uint8]], dict]:
     """The levels ((h, w, 4) uint8 RGBA, level 0 first) and format (``dds_format``'s dict) of a DDS that
-    ``encode_dds`` wrote (RGBA8, BC1, BC3 or BC7, legacy or DX10 header); other DDS files are refused."""
+    ``encode_dds`` wrote (RGBA8, BC1, BC3, BC4 or BC7, legacy or DX10 header; BC4 as GPUs sample it: the channel in
+    R, G and B 0, A 255); other DDS files are refused."""
     if len(data) < 128 or data[:4] != b"DDS ":
         raise ValueError("Not a DDS file (no 'DDS ' magic)")
     h, w = struct.unpack_from("<2I", data, 12)
@@ -114,7 +122,8 @@ def decode_dds(data: bytes) -> tuple[list[npt.NDArray[np.uint8]], dict]:
     if pf_flags & DDPF_FOURCC and fourcc == b"DX10":
         dxgi = struct.unpack_from("<I", data, 128)[0]
         offset += 20
-        matches = [name for name, (_, _, unorm) in COMPRESSIONS.items() if dxgi in (unorm, unorm + 1)]
+        matches = [name for name, (_, _, unorm) in COMPRESSIONS.items()
+                   if dxgi == unorm or (dxgi == unorm + 1 and name not in NO_SRGB)]
         if not matches:
             raise ValueError(f"DXGI format {dxgi} is not one EnvFX writes")
         compression = matches[0]
@@ -138,7 +147,8 @@ def decode_dds(data: bytes) -> tuple[list[npt.NDArray[np.uint8]], dict]:
         if compression == "RGBA8":
             levels.append(np.frombuffer(chunk, np.uint8).reshape(lh, lw, 4).copy())
         else:
-            decode = {"BC1": bc.decode_bc1, "BC3": bc.decode_bc3, "BC7": bc7.decode_bc7}[compression]
+            decode = {"BC1": bc.decode_bc1, "BC3": bc.decode_bc3, "BC4": bc.decode_bc4,
+                      "BC7": bc7.decode_bc7}[compression]
             levels.append(decode(chunk, lh, lw))
         offset += n
     return levels, dds_format(srgb, compression)

@@ -42,7 +42,7 @@ from .png import encode_png
 
 CHANNELS = ("R", "G", "B", "A")
 FORMATS = ("dds", "png")
-DDS_COMPRESSIONS = tuple(dds.COMPRESSIONS)  # RGBA8, BC1, BC3, BC7
+DDS_COMPRESSIONS = tuple(dds.COMPRESSIONS)  # RGBA8, BC1, BC3, BC4, BC7
 # bytes of working memory per source pixel (float32 RGBA level 0 + the chain + outputs + temporaries)
 BYTES_PER_PIXEL = 48
 DEFAULT_MAX_MEMORY_GB = 8.0
@@ -63,7 +63,7 @@ class MipSettings:
     preserve: bool = True            # scale alpha per level to keep mip-0 coverage (False: naive chain)
     supersample: int = 4             # sub-samples per texel and axis when measuring coverage
     max_memory_gb: float = DEFAULT_MAX_MEMORY_GB
-    dds: str = "RGBA8"               # the DDS file's texels: RGBA8, or block-compressed BC1, BC3 or BC7
+    dds: str = "RGBA8"               # the DDS file's texels: RGBA8, or block-compressed BC1, BC3, BC4 or BC7
 
     def validate(self) -> "MipSettings":
         if not (0.0 < float(self.ref) < 1.0):
@@ -79,8 +79,8 @@ class MipSettings:
             raise MipsError(f"Unknown DDS compression {self.dds!r}: use one of {', '.join(DDS_COMPRESSIONS)}")
         if self.dds in ("BC1", "BC3") and self.alpha_channel != "A":
             raise MipsError(f"{self.dds} keeps alpha only in A (R, G and B get 5 or 6 bits), so the coverage in "
-                            f"{self.alpha_channel} would not be kept: write the DDS as BC7 or RGBA8, or put the "
-                            "coverage in A")
+                            f"{self.alpha_channel} would not be kept: write the DDS as BC7, BC4 (the coverage "
+                            "alone) or RGBA8, or put the coverage in A")
         return self
 
 
@@ -496,26 +496,28 @@ dds_format = dds.dds_format
 
 
 def encode_dds(levels: Sequence[npt.NDArray[np.uint8]], *, srgb: bool, compression: str = "RGBA8",
-               alpha_ref: float | None = None) -> bytes:
-    """``core.dds.encode_dds`` (a DDS of every level given: RGBA8, BC1, BC3 or BC7), refusing with ``MipsError``."""
+               alpha_ref: float | None = None, channel: int = 3) -> bytes:
+    """``core.dds.encode_dds`` (a DDS of every level given: RGBA8, BC1, BC3, BC4 of ``channel`` or BC7), refusing
+    with ``MipsError``."""
     try:
-        return dds.encode_dds(levels, srgb=srgb, compression=compression, alpha_ref=alpha_ref)
+        return dds.encode_dds(levels, srgb=srgb, compression=compression, alpha_ref=alpha_ref, channel=channel)
     except ValueError as exc:
         raise MipsError(str(exc)) from None
 
 
 def chain_dds(chain: MipChain) -> tuple[bytes, list[float] | None]:
     """The chain's DDS file, and for a block-compressed one the coverage of each level as the engine samples it
-    (decoded from the file: BC1's alpha is 0 or 1, cut at the reference; BC3's and BC7's are quantised per block
-    of 4 x 4 texels), measured in the coverage channel as the chain measures its levels; None for RGBA8, whose
-    levels are the chain's."""
+    (decoded from the file: BC1's alpha is 0 or 1, cut at the reference; BC3's, BC4's and BC7's are quantised per
+    block of 4 x 4 texels), measured in the coverage channel as the chain measures its levels; None for RGBA8,
+    whose levels are the chain's. BC4 holds the coverage channel alone (read back in R, as GPUs sample it)."""
     s = chain.settings
-    data = encode_dds(chain.levels, srgb=s.srgb, compression=s.dds, alpha_ref=s.ref)
+    ach = CHANNELS.index(s.alpha_channel)
+    data = encode_dds(chain.levels, srgb=s.srgb, compression=s.dds, alpha_ref=s.ref, channel=ach)
     if s.dds == "RGBA8":
         return data, None
     levels, _ = dds.decode_dds(data)
-    ach = CHANNELS.index(s.alpha_channel)
-    return data, [coverage(lv[..., ach], s.ref, s.supersample) for lv in levels]
+    read = 0 if s.dds == "BC4" else ach
+    return data, [coverage(lv[..., read], s.ref, s.supersample) for lv in levels]
 
 
 # --- comparison picture -----------------------------------------------------------------------------------

@@ -81,7 +81,7 @@ class EnvFXMipsSettings(PropertyGroup):
         name="Formats",
         description="Files to write per image (a JSON coverage report is always written)",
         items=(
-            ("DDS", "DDS", "One DDS with the full chain (RGBA8, BC1, BC3 or BC7: DDS Texels)"),
+            ("DDS", "DDS", "One DDS with the full chain (RGBA8, BC1, BC3, BC4 or BC7: DDS Texels)"),
             ("PNG", "PNG", "One PNG per mip level"),
         ),
         options={"ENUM_FLAG"},
@@ -96,6 +96,8 @@ class EnvFXMipsSettings(PropertyGroup):
              "0 or 1, cut at the Alpha Reference (alpha-tested foliage); width and height multiples of 4"),
             ("BC3", "BC3 (DXT5)", "Block-compressed, 1 byte a texel: colour as BC1, alpha in 8 steps per 4 x 4 block; "
              "width and height multiples of 4"),
+            ("BC4", "BC4", "Block-compressed, half a byte a texel: the coverage channel alone (a mask), 8 steps per "
+             "4 x 4 block, read as red; width and height multiples of 4"),
             ("BC7", "BC7", "Block-compressed, 1 byte a texel: finer colour and alpha than BC3 (per 4 x 4 block the "
              "best of three BC7 modes), the coverage in any channel; width and height multiples of 4"),
         ),

@@ -441,6 +441,35 @@ def test_cli_bc7_keeps_coverage_held_in_a_colour_channel(envfx, core, tmp_path, 
     assert f"(BC7 {rep['per_level'][0]['coverage_dds']:.3f})" in printed
 
 
+def test_cli_bc4_writes_the_coverage_channel_alone_and_blender_reads_it(envfx, core, tmp_path, capsys):
+    """--dds BC4 --alpha-channel R: the DDS holds R alone (FourCC BC4U, BC4_UNORM even for an sRGB image), the report
+    says so and gives each level's coverage as decoded; Blender's own loader (OpenImageIO) reads it as a grey image
+    within a level of core.dds's decode."""
+    card = leaf(core, 64)
+    mask = card.copy()
+    mask[..., 0], mask[..., 3] = card[..., 3], 255
+    path = write_png(core, tmp_path / "mask.png", mask)
+    out = tmp_path / "cli"
+    assert envfx.cli.main(["mips", path, "--out", str(out), "--dds", "BC4", "--alpha-channel", "R",
+                           "--no-compare"]) == 0
+    printed = capsys.readouterr().out
+    rep = json.loads((out / "mask_mips.json").read_text())
+    assert rep["dds_format"]["name"] == "BC4_UNORM" and rep["dds_format"]["header"] == "legacy"
+    check_report(rep)
+    levels, _ = envfx.core.dds.decode_dds((out / "mask.dds").read_bytes())
+    assert all(abs(e["coverage_dds"] - rep["target_coverage"]) < 0.02 for e in rep["per_level"] if e["width"] >= 16)
+    assert f"(BC4 {rep['per_level'][0]['coverage_dds']:.3f})" in printed
+    loaded = bpy.data.images.load(str(out / "mask.dds"))
+    try:
+        assert tuple(loaded.size) == (64, 64)
+        px = np.empty(64 * 64 * 4, np.float32)
+        api.pixels(loaded).foreach_get(px)
+    finally:
+        bpy.data.images.remove(loaded)
+    blender = np.round(px.reshape(64, 64, 4)[::-1] * 255.0).astype(int)
+    assert np.abs(blender[..., 0] - levels[0][..., 0]).max() <= 1
+
+
 def test_block_compression_of_an_odd_size_is_refused_only_when_a_dds_is_written(envfx, core, ops, tmp_path, capsys):
     """A 30 x 20 image: --dds BC3 is refused before any work (nothing written, the message says what to do); with
     PNG levels only the DDS setting does not matter and the bake runs; the sidebar's setting likewise."""
@@ -502,7 +531,7 @@ def test_blender_loads_block_compressed_dds_as_envfx_decodes_it(envfx, core, ops
     (["--supersample", "0"], "Supersample"),
     (["--dds", "BC3", "--alpha-channel", "G"], "BC3 keeps alpha only in A"),
     (["--dds", "BC5"], "invalid choice: 'BC5'"),
-    (["--dds", "BC1", "--alpha-channel", "R"], "write the DDS as BC7 or RGBA8"),
+    (["--dds", "BC1", "--alpha-channel", "R"], "write the DDS as BC7, BC4 (the coverage alone) or RGBA8"),
 ])
 def test_cli_bad_arguments(envfx, core, tmp_path, capsys, args, msg):
     path = write_png(core, tmp_path / "x.png", leaf(core, 16))

@@ -67,26 +67,30 @@ def test_mips_keep_the_coverage_of_real_leaf_textures(envfx, corpus_content, tmp
     assert four["coverage_naive"] < 0.7 * rep["target_coverage"] <= four["coverage"]
 
 
-@pytest.mark.parametrize("compression", ["BC1", "BC3", "BC7"])
+@pytest.mark.parametrize("compression", ["BC1", "BC3", "BC4", "BC7"])
 @pytest.mark.parametrize("name", ["leaves_oak", "leaves_pine"])
 def test_block_compressed_mips_of_real_leaf_textures_keep_their_coverage(envfx, corpus_content, tmp_path, name,
                                                                           compression):
-    """ez-tree's oak and pine cards written as BC1, BC3 and BC7 DDS chains: every level of 16 x 16 or more keeps
-    level 0's coverage within 2% as decoded from the file (measured: 1.1% at most with BC1, whose one bit of alpha
-    is cut at the reference; 0.3% with BC3 and BC7), and the drawn texels' colour stays within 8 levels RMS
-    (measured 3 to 6; BC7 2.4 and 3.5)."""
+    """ez-tree's oak and pine cards written as BC1, BC3, BC4 and BC7 DDS chains: every level of 16 x 16 or more
+    keeps level 0's coverage within 2% as decoded from the file (measured: 1.1% at most with BC1, whose one bit of
+    alpha is cut at the reference; 0.3% with BC3, BC4 and BC7), and the drawn texels' colour stays within 8 levels
+    RMS (measured 3 to 6; BC7 2.4 and 3.5; BC4 holds the alpha alone)."""
     path = corpus_content(name)
     ops = envfx.operators.mips
     settings = envfx.core.mips.MipSettings(dds=compression)
     result = ops.bake_mips(ops.inputs_from_paths([path]), str(tmp_path), settings, formats=("DDS",), compare=False)
     rep = result.reports[name]
-    assert rep["dds_format"]["compression"] == compression and rep["dds_format"]["header"] == "DX10"  # sRGB colour
+    assert rep["dds_format"]["compression"] == compression  # (sRGB colour: DX10; BC4, one channel of data: legacy)
+    assert rep["dds_format"]["header"] == ("legacy" if compression == "BC4" else "DX10")
     for entry in rep["per_level"]:
         if entry["width"] >= 16:
             assert abs(entry["coverage_dds"] - rep["target_coverage"]) < 0.02, entry
     levels, _ = envfx.core.dds.decode_dds((tmp_path / f"{name}.dds").read_bytes())
     with Image.open(path) as im:
         src = np.asarray(im.convert("RGBA"))
+    if compression == "BC4":  # the alpha alone, in R
+        assert np.sqrt(np.mean((levels[0][..., 0].astype(float) - src[..., 3]) ** 2)) < 4.0
+        return
     drawn = src[..., 3] >= 128 if compression == "BC1" else np.ones(src.shape[:2], bool)
     assert np.sqrt(np.mean((levels[0][..., :3].astype(float) - src[..., :3])[drawn] ** 2)) < 8.0
 

@@ -296,3 +296,22 @@ def test_the_shortcuts_for_one_colour_and_fully_transparent_blocks_write_what_th
     assert (bc.encode_bc1(img), bc.encode_bc1(img, alpha_ref=0.5), bc.encode_bc3(img)) == fast
     cut, opaque = (np.frombuffer(data, "<u8").reshape(4, 4) for data in (fast[1], fast[0]))
     assert (cut[2:, 2:] == bc.TRANSPARENT_BC1).all() and (opaque[:2, :2] >> np.uint64(32) == 0).all()  # indices 0
+
+
+@pytest.mark.parametrize("channel", [0, 1, 2, 3])
+def test_bc4_stores_one_channel_as_bc3_stores_alpha(channel):
+    """A BC4 block is BC3's alpha block of the chosen channel: the same 8 bytes, decoded as GPUs sample BC4 (the
+    channel in R, G and B 0, A 255); odd sizes crop as the other formats; wrong lengths are refused."""
+    rng = np.random.default_rng(channel)
+    img = rng.integers(0, 256, (10, 7, 4), dtype=np.uint8)
+    data = bc.encode_bc4(img, channel)
+    assert len(data) == bc.block_bytes("BC4", 10, 7) == 8 * 3 * 2
+    moved = img.copy()
+    moved[..., 3] = img[..., channel]
+    bc3 = np.frombuffer(bc.encode_bc3(moved), "<u8").reshape(-1, 2)[:, 0]
+    np.testing.assert_array_equal(np.frombuffer(data, "<u8"), bc3)
+    out = bc.decode_bc4(data, 10, 7)
+    np.testing.assert_array_equal(out[..., 0], bc.decode_bc3(bc.encode_bc3(moved), 10, 7)[..., 3])
+    assert out.shape == (10, 7, 4) and not out[..., 1:3].any() and (out[..., 3] == 255).all()
+    with pytest.raises(ValueError, match="is 48 bytes, got 40"):
+        bc.decode_bc4(data[:40], 10, 7)

@@ -373,7 +373,40 @@ def test_block_compressed_dds_headers_sizes_and_pillows_reading(srgb, compressio
         assert np.abs(alpha.astype(int) - chain.levels[0][..., 3]).max() <= 20
 
 
-@pytest.mark.parametrize("compression", ["BC1", "BC3", "BC7"])
+@pytest.mark.parametrize("srgb", [True, False])
+@pytest.mark.parametrize("channel", ["A", "R"])
+def test_bc4_holds_the_coverage_channel_alone_as_data(srgb, channel):
+    """BC4: the coverage channel alone (A, or R of a mask texture), half a byte a texel, always BC4_UNORM by its
+    FourCC BC4U (one channel of data: no sRGB format, whatever the colour); decoded as GPUs sample it (the channel
+    in R, G and B 0, A 255) within BC3-alpha's error of the chain's channel; Pillow (an independent decoder) reads
+    it as a grey image within a level; coverage_dds is read from it and stays within 2% of level 0's."""
+    from core import bc, dds
+
+    card = mips.make_leaf_card(64, 96, seed=3)
+    if channel == "R":
+        card[..., 0], card[..., 3] = card[..., 3], 255
+    settings = mips.MipSettings(srgb=srgb, dds="BC4", alpha_channel=channel)
+    chain = mips.build_chain(card, settings)
+    data, cov = mips.chain_dds(chain)
+    assert data[84:88] == b"BC4U" and len(data) == 128 + sum(bc.block_bytes("BC4", lh, lw)
+                                                            for lh, lw in mips.level_sizes(64, 96))
+    levels, fmt = dds.decode_dds(data)
+    assert fmt == mips.dds_format(srgb, "BC4") == {"dxgi_format": 80, "name": "BC4_UNORM", "header": "legacy",
+                                                   "alpha_mode": "straight", "compression": "BC4"}
+    k = mips.CHANNELS.index(channel)
+    for lv, want in zip(levels, chain.levels):
+        assert np.abs(lv[..., 0].astype(int) - want[..., k]).max() <= 26  # (half the step of a 6-value block)
+        assert not lv[..., 1:3].any() and (lv[..., 3] == 255).all()
+    with Image.open(io.BytesIO(data)) as im:
+        assert im.mode == "L" and im.size == (96, 64)
+        assert np.abs(np.asarray(im).astype(int) - levels[0][..., 0]).max() <= 1
+    assert cov is not None and cov == [pytest.approx(mips.coverage(lv[..., 0], 0.5, 4)) for lv in levels]
+    assert all(abs(c - chain.target) < 0.02 for c, r in zip(cov, chain.reports) if r.width >= 16)
+    with pytest.raises(ValueError, match="channel must be 0, 1, 2 or 3"):
+        bc.encode_bc4(card, 4)
+
+
+@pytest.mark.parametrize("compression", ["BC1", "BC3", "BC4", "BC7"])
 def test_block_compressed_chain_reports_the_coverage_an_engine_samples(tmp_path, compression):
     """The report gives each level's coverage as decoded from the BC file (coverage_dds), measured as the chain
     measures its own; a leaf card keeps its coverage through the compression within a few percent."""
@@ -386,7 +419,7 @@ def test_block_compressed_chain_reports_the_coverage_an_engine_samples(tmp_path,
 
     levels, _ = dds.decode_dds((tmp_path / "leaf.dds").read_bytes())
     for row, lv in zip(report["per_level"], levels):
-        assert row["coverage_dds"] == pytest.approx(mips.coverage(lv[..., 3], 0.5, 4))
+        assert row["coverage_dds"] == pytest.approx(mips.coverage(lv[..., 0 if compression == "BC4" else 3], 0.5, 4))
         if lv.shape[0] >= 16:
             assert abs(row["coverage_dds"] - report["target_coverage"]) < 0.05, row
     rgba = json.loads((tmp_path / "leaf_mips.json").read_text())
@@ -397,9 +430,9 @@ def test_block_compressed_chain_reports_the_coverage_an_engine_samples(tmp_path,
 
 
 @pytest.mark.parametrize("settings,msg", [
-    (mips.MipSettings(dds="BC5"), "Unknown DDS compression 'BC5': use one of RGBA8, BC1, BC3, BC7"),
-    (mips.MipSettings(dds="BC1", alpha_channel="R"), "BC1 keeps alpha only in A .* write the DDS as BC7 or RGBA8, "
-                                                      "or put the coverage in A"),
+    (mips.MipSettings(dds="BC5"), "Unknown DDS compression 'BC5': use one of RGBA8, BC1, BC3, BC4, BC7"),
+    (mips.MipSettings(dds="BC1", alpha_channel="R"), r"BC1 keeps alpha only in A .* write the DDS as BC7, BC4 \(the "
+                                                      r"coverage alone\) or RGBA8, or put the coverage in A"),
     (mips.MipSettings(dds="BC3", alpha_channel="B"), "BC3 keeps alpha only in A"),
 ])
 def test_bad_dds_settings_say_what_to_do(settings, msg):
