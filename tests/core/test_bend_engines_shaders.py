@@ -214,11 +214,11 @@ def spirv(source: str, stage: str, hlsl: bool, tmp_path) -> bytes:
 def run_include(gpu, tmp_path, include: str, call: str, pivot, points) -> np.ndarray:
     """The include (as written for the engine ``call`` names) run on the GPU for ``points`` and ``pivot``, both
     in the engine's axes and units."""
+    pivot_text = "%r, %r, %r" % tuple(float(v) for v in pivot)  # (numpy 2's repr of a float64 is no shader number)
     if call == "GODOT":
-        vert = "#version 450\n" + include + GLSL_RUN_VERT.replace("PIVOT", "vec3(%r, %r, %r)" % tuple(pivot))
+        vert = "#version 450\n" + include + GLSL_RUN_VERT.replace("PIVOT", f"vec3({pivot_text})")
         return gpu.run(spirv(vert, "vert", False, tmp_path), spirv(GLSL_RUN_FRAG, "frag", False, tmp_path), points)
-    vert = include + HLSL_RUN_VERT.replace("BEND_CALL", CALLS[call]).replace(
-        "PIVOT", "float3(%r, %r, %r)" % tuple(pivot))
+    vert = include + HLSL_RUN_VERT.replace("BEND_CALL", CALLS[call]).replace("PIVOT", f"float3({pivot_text})")
     return gpu.run(spirv(vert, "vert", True, tmp_path), spirv(HLSL_RUN_FRAG, "frag", True, tmp_path), points)
 
 
