@@ -52,6 +52,19 @@ def check_report(rep):
         assert abs(entry["coverage"] - rep["target_coverage"]) <= tol(entry), entry
 
 
+def blender_texels(path, width, height):
+    """The (height, width, 4) 8-bit texels of level 0 of an image file as Blender's own loader reads it, top row
+    first; the image is removed again."""
+    loaded = bpy.data.images.load(str(path))
+    try:
+        assert tuple(loaded.size) == (width, height)
+        px = np.empty(width * height * 4, np.float32)
+        api.pixels(loaded).foreach_get(px)
+    finally:
+        bpy.data.images.remove(loaded)
+    return np.round(px.reshape(height, width, 4)[::-1] * 255.0).astype(int)
+
+
 def state():
     return sorted(im.name for im in bpy.data.images), sorted(o.name for o in bpy.data.objects)
 
@@ -459,14 +472,7 @@ def test_cli_bc4_writes_the_coverage_channel_alone_and_blender_reads_it(envfx, c
     levels, _ = envfx.core.dds.decode_dds((out / "mask.dds").read_bytes())
     assert all(abs(e["coverage_dds"] - rep["target_coverage"]) < 0.02 for e in rep["per_level"] if e["width"] >= 16)
     assert f"(BC4 {rep['per_level'][0]['coverage_dds']:.3f})" in printed
-    loaded = bpy.data.images.load(str(out / "mask.dds"))
-    try:
-        assert tuple(loaded.size) == (64, 64)
-        px = np.empty(64 * 64 * 4, np.float32)
-        api.pixels(loaded).foreach_get(px)
-    finally:
-        bpy.data.images.remove(loaded)
-    blender = np.round(px.reshape(64, 64, 4)[::-1] * 255.0).astype(int)
+    blender = blender_texels(out / "mask.dds", 64, 64)
     assert np.abs(blender[..., 0] - levels[0][..., 0]).max() <= 1
 
 
@@ -510,14 +516,7 @@ def test_blender_loads_block_compressed_dds_as_envfx_decodes_it(envfx, core, ops
     levels, fmt = envfx.core.dds.decode_dds(data)
     assert fmt["compression"] == compression
     assert (fmt["header"] == "DX10") == (colour == "SRGB" or compression == "BC7")
-    loaded = bpy.data.images.load(str(tmp_path / "out" / "card.dds"))
-    try:
-        assert tuple(loaded.size) == (80, 48)
-        px = np.empty(80 * 48 * 4, np.float32)
-        api.pixels(loaded).foreach_get(px)
-    finally:
-        bpy.data.images.remove(loaded)
-    blender = np.round(px.reshape(48, 80, 4)[::-1] * 255.0).astype(int)
+    blender = blender_texels(tmp_path / "out" / "card.dds", 80, 48)
     assert np.abs(blender - levels[0]).max() <= 1
     if compression == "BC1":
         assert set(np.unique(blender[..., 3])) <= {0, 255}
