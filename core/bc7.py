@@ -536,17 +536,16 @@ def _rotate(x: npt.NDArray[np.float32], cov: npt.NDArray[np.float32], weight: np
                     np.stack(axes, axis=1)[np.arange(len(x)), rotation], weight[order])
 
 
-def _fit_mode5(rot: _Rotated, texels: npt.NDArray[np.uint8]) -> tuple[_Fit, _Fit]:
-    """Mode 5 of the rotated blocks (``texels`` the (n, 16, 4) uint8 RGBA): the colour fit of the three channels in
-    the colour slot and the 1-D fit of the channel in the alpha slot, the errors weighted. Blocks whose colour slot
-    holds one colour get that colour's exact endpoints (index 1)."""
+def _fit_mode5(rot: _Rotated) -> tuple[_Fit, _Fit]:
+    """Mode 5 of the rotated blocks: the colour fit of the three channels in the colour slot and the 1-D fit of the
+    channel in the alpha slot, the errors weighted. Blocks whose colour slot holds one colour get that colour's
+    exact endpoints (index 1)."""
     colour = _fit(rot.x[..., :3], 2, _quantise7, rot.axis, rot.weight[:, :3])
-    order = np.array(ROTATION_ORDERS)[rot.rotation][:, None, :3]
-    rgb = np.take_along_axis(texels, order, axis=2)
+    rgb = rot.x[..., :3]  # (the texels' 8-bit values, as floats)
     flat = (rgb == rgb[:, :1]).all(axis=(1, 2))
     if flat.any():
         code = colour.code.copy()
-        code[flat] = _one_colour_table()[rgb[flat, 0]].transpose(0, 2, 1)
+        code[flat] = _one_colour_table()[rgb[flat, 0].astype(np.intp)].transpose(0, 2, 1)
         colour = _Fit(code, np.where(flat[:, None], 1, colour.idx).astype(np.uint8), np.where(flat, 0, colour.err))
     return _anchor_rule(colour, 2), _anchor_rule(_fit(rot.x[..., 3:], 2, _quantise8, None, rot.weight[:, 3:]), 2)
 
@@ -664,7 +663,7 @@ def _encode_blocks(blocks: npt.NDArray[np.uint8]) -> npt.NDArray[np.uint8]:
     if 5 in ENCODER_MODES or 4 in ENCODER_MODES:
         rot = _rotate(x, cov, weight)
         if 5 in ENCODER_MODES:
-            colour, alpha = _fit_mode5(rot, texels)
+            colour, alpha = _fit_mode5(rot)
             errors.append(colour.err + alpha.err)
             writers.append(functools.partial(_write_mode5, colour, alpha, rot.rotation))
         if 4 in ENCODER_MODES:
