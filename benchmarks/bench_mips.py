@@ -80,7 +80,7 @@ def main(argv=None):
                       "worst_coverage_error_levels_ge_100_texels": round(worst, 5)}), flush=True)
     t_dds, data = timed(lambda: mips.encode_dds(kept.levels, srgb=kept.settings.srgb), args.repeat)
     print(json.dumps({**common, "what": "encode_dds", "seconds": round(t_dds, 4), "bytes": len(data)}), flush=True)
-    for compression in ("BC1", "BC3", "BC4", "BC7"):  # the block-compressed DDS and its coverage check (mips.chain_dds)
+    for compression in mips.DDS_COMPRESSIONS[1:]:  # every block compression (after RGBA8): DDS and coverage check
         chain = dataclasses.replace(kept, settings=dataclasses.replace(kept.settings, dds=compression))
         t_bc, (data, cov) = timed(lambda chain=chain: mips.chain_dds(chain), args.repeat)
         assert cov is not None  # (measured for every block compression)
