@@ -4,6 +4,7 @@ import importlib.util
 import io
 import json
 import os
+import re
 import struct
 
 import numpy as np
@@ -681,3 +682,26 @@ def test_leaf_cards_of_odd_sizes_keep_coverage(h, w, seed, slender):
     for rep, lv in zip(chain.reports, chain.levels):
         assert abs(mips.coverage(lv[..., 3]) - chain.target) <= tolerance(rep), rep
     assert max(chain.target - r.coverage_naive for r in chain.reports) > 0.02
+
+
+@pytest.mark.parametrize("dxgi,fourcc", [(81, b"DX10"), (99, b"DX10"), (97, b"DX10"), (None, b"BC4S"),
+                                         (None, b"DXT3")])
+def test_the_dds_reader_refuses_formats_envfx_does_not_write(dxgi, fourcc):
+    """core.dds.decode_dds reads what EnvFX writes and refuses the rest by name: BC4_SNORM (81, after BC4_UNORM,
+    which has no sRGB twin), BC7_UNORM_SRGB's neighbour BC7_TYPELESS (97), other FourCCs; BC7_UNORM_SRGB (99)
+    is read."""
+    from core import dds
+
+    chain = mips.build_chain(mips.make_leaf_card(8, seed=1))
+    data = bytearray(mips.encode_dds(chain.levels, srgb=True, compression="BC7"))
+    if dxgi is not None:
+        data[128:132] = dxgi.to_bytes(4, "little")
+    else:
+        data = data[:128] + data[148:]  # a legacy header: no DX10 block
+        data[84:88] = fourcc
+    if dxgi == 99:
+        assert dds.decode_dds(bytes(data))[1]["name"] == "BC7_UNORM_SRGB"
+        return
+    what = f"DXGI format {dxgi}" if dxgi is not None else f"FourCC {bytes(fourcc)!r}"
+    with pytest.raises(ValueError, match=re.escape(f"{what} is not one EnvFX writes")):
+        dds.decode_dds(bytes(data))
