@@ -1,4 +1,4 @@
-"""Block compression BC7 (BPTC), pure numpy: a decoder of all eight modes and an encoder that writes modes 6, 5, 4.
+"""Block compression BC7 (BPTC), pure numpy: a decoder and an encoder of all eight modes.
 
 Spec: the Khronos Data Format Specification (1.1 and later), chapter "BPTC Compressed Texture Image Formats", BC7
 (the text of OpenGL 4.5 and ARB_texture_compression_bptc), the same format as Direct3D 11's "BC7 Format" and "BC7
@@ -53,7 +53,22 @@ Blocks of one colour are written as mode 5 straight away and decode exactly: eve
 ``(43 u0 + 21 u1 + 32) >> 6`` for some pair of 7-bit levels (colour index 1), alpha has both endpoints equal; a
 block whose colour slot alone holds one colour gets the same exact colour endpoints in mode 5.
 
-Choices, measured on 256 x 256 images, four of each set of the table below (RMS error per channel):
+Partitioned modes: the blocks whose best error in modes 6, 5 and 4 is above ``PARTITION_FROM`` (48: on average
+more than one level of each colour channel off) are fitted in modes 7 (two subsets, RGBA, 5-bit endpoints and a
+p-bit each, 2-bit indices), 1 (two subsets, RGB, 6-bit endpoints and a p-bit per subset, 3-bit indices), 3 (two
+subsets, RGB, 7-bit endpoints and a p-bit each, 2-bit indices), 2 (three subsets, RGB, 5-bit endpoints, 2-bit
+indices) and 0 (three subsets among the first 16 partitions, RGB, 4-bit endpoints and a p-bit each, 3-bit
+indices); modes 0 to 3 decode alpha 255, so they take opaque blocks only. Each block is fitted in one partition per
+subset count: the one whose subsets lie nearest a line each (``_partition_scatter``: per subset, the scatter of the
+weighted texels off its principal axis, from the subsets' sums of texels and of their products, all 64 partitions
+in one matrix product). Each subset is fitted as a block is (``_fit`` over the subset's texels); a p-bit is the one
+whose levels lie nearer the endpoint (``_pbit_quantiser``); the anchor rule applies to each subset at its own
+anchor texel. The block keeps the partitioned mode where its weighted error is the lowest, unless that flips more
+texels of the alpha test (``encode_bc7``'s ``alpha_ref`` on its ``channel``, default alpha at 0.5) than the best of
+modes 6, 5 and 4: both candidates of such blocks are decoded and their tests compared.
+
+Choices (the first three measured before the partitioned modes, on 256 x 256 images, four of each set of the
+measured table of that time, RMS error per channel):
 
 - Mode 6's p-bit: per endpoint the one whose rounded endpoint lies nearer. Trying the four p-bit pairs for the
   final endpoints lowered the error by 0.75 % at most (gradients 0.883 -> 0.877) for 52 % more time: not done
@@ -85,34 +100,72 @@ Choices, measured on 256 x 256 images, four of each set of the table below (RMS 
   on 32 x 32 leaf cards (2.80 against BC3's 2.55). Weight 4 also keeps the weighted errors exact integers in
   float32 (the channels are scaled by its square root, 2).
 
+- Partitioned modes (RMS over the four channels of 512 x 512 crops; time of the whole encoder, 5.0, one run):
+  modes 6, 5, 4 alone against all eight.
+
+  ========================================  =============  ===============  ========
+  image                                     modes 6, 5, 4  all eight modes  time
+  ========================================  =============  ===============  ========
+  ez-tree oak bark colour (opaque photo)    1.09           1.05 (-4 %)      x3.3
+  ez-tree oak bark normal map               2.09           1.66 (-21 %)     x3.9
+  ez-tree grass photo                       1.85           1.78 (-4 %)      x4.5
+  ez-tree dirt photo                        1.22           1.18 (-3 %)      x3.8
+  corpus oak leaf card (cut-out)            2.32           2.22 (-4 %)      x2.0
+  corpus Jupiter map                        2.31           2.06 (-11 %)     x2.7
+  ========================================  =============  ===============  ========
+
+  The choices below were measured with every block fitted in the partitioned modes (``PARTITION_FROM`` 0) and
+  without the alpha-test guard, as how much lower the RMS came out than with modes 6, 5, 4 alone (bark colour,
+  bark normal map, Jupiter, leaf card, and a web page picture). The partition each block is fitted in: the summed
+  scatter off each subset's principal axis, its largest eigenvalue estimated by one power step: 4.2, 21.0, 10.8,
+  5.4, 15.1 % (on an opaque noisy 32 x 32 image, 0.5 to 3 % more error than the best of all partitions fitted one
+  by one, modes 1, 3, 2, 0). Cheaper estimates chose worse: the scatter about each subset's mean alone (k-means'
+  measure) 3.4, 11.7, 9.3, 3.4, 7.7 %; the scatter off the block's own axis 2.7, 13.7, 7.2, 1.0, 10.3 %.
+  ``PARTITION_FROM``: 0 (every block), 16, 48, 100 and 200 gave 4.2/4.2/4.2/3.9/2.4 % on the bark colour and
+  21.0/20.9/20.8/20.2/18.1 % on the normal map, at 4.0, 3.6, 2.6, 1.5 and 1.0 times the time on the bark (on the
+  normal map: 4.1, 4.1, 3.5, 3.2, 2.4). Every partitioned mode adds something: without mode 1 the bark colour
+  gains 0.7 % and the normal map 14.8 %, without mode 7 the leaf card 0.2 %, without 0, 2 or 3 up to 2.5 points
+  less. One least-squares refinement instead of two lost 0.1 to 0.2 points for about 10 % of the time: the encoder
+  keeps ``REFINE_STEPS`` for every mode.
+- The alpha test kept: mode 7 trades alpha for colour in the weighted error, and on ez-tree's leaf cards (1024 x
+  1024, level 0 of their chains) that flipped the alpha test at 0.5 on up to 4 times the texels of modes 6, 5 and 4
+  (pine 1462 against 1445, aspen 537 against 222, ash 238 against 65, oak 335 against 261). With the guard: 1399,
+  132, 39 and 222, fewer than modes 6, 5 and 4 on all four (a block takes a partitioned mode only where it flips
+  no more texels), colour RMS 3.44, 2.77, 2.25 and 2.23 against 3.53, 3.40, 2.56 and 2.35, alpha RMS within 0.2.
+
 Measured against ``core.bc.encode_bc3`` (RMS per channel R, G, B, A | all channels, four 256 x 256 images each;
-flips: texels whose alpha test at 128 (alpha >= 128 or not) the codec changes, over the four images):
+flips: texels whose alpha test at 128 (alpha >= 128 or not) the codec changes, over the four images; the last
+column: all channels with modes 6, 5 and 4 alone):
 
-=======================================  ===========================  ===========================  ===========
-images                                   BC7                          BC3                          flips 7 | 3
-=======================================  ===========================  ===========================  ===========
-smooth gradients                         0.86 1.21 1.03 0.58 | 0.95   2.06 1.29 1.80 0.68 | 1.55     695 | 932
-noise of sigma 12 on smooth fields       9.03 8.78 9.17 2.40 | 7.88   9.33 9.03 9.46 1.90 | 8.09   4773 | 4090
-the same, sigma 8 (tests' ``natural``)   6.80 6.68 7.27 2.28 | 6.10   7.47 7.42 7.54 1.30 | 6.51   3826 | 2317
-blob cards (soft-edged ellipses), black  2.37 2.32 2.41 1.64 | 2.21   2.99 2.76 3.03 1.80 | 2.69    181 | 300
-where alpha is 0
-the same, colour kept under alpha 0      2.51 2.42 2.58 0.98 | 2.22   3.71 3.21 3.77 1.80 | 3.22    129 | 300
-leaf cards (``mips.make_leaf_card``)     0.46 0.93 0.41 0.70 | 0.66   2.84 1.20 2.88 0.92 | 2.16     23 | 88
-the same, black where alpha is 0         0.45 0.78 0.52 1.10 | 0.76   0.83 0.92 0.99 0.92 | 0.92     24 | 88
-=======================================  ===========================  ===========================  ===========
+=======================================  ===========================  ===========================  ===========  =====
+images                                   BC7                          BC3                          flips 7 | 3  6,5,4
+=======================================  ===========================  ===========================  ===========  =====
+smooth gradients (turned 0 to 3 times)   0.99 1.13 0.84 0.77 | 0.94   1.28 1.04 1.12 1.48 | 1.24   1200 | 2376  0.94
+noise of sigma 12 on smooth fields       9.22 9.08 9.76 2.75 | 8.22   9.82 9.64 10.21 1.80 | 8.61  3776 | 2922  8.30
+the same, sigma 8 (tests' ``natural``)   6.72 6.64 7.10 2.38 | 6.03   7.47 7.42 7.54 1.30 | 6.51   3572 | 2317  6.10
+the same, opaque                         4.22 4.00 4.74 0.00 | 3.75   7.47 7.42 7.54 0.00 | 6.48      0 | 0     4.01
+blob cards (``test_mips.blobs``: noisy   4.68 2.86 2.47 2.39 | 3.24   7.79 4.64 4.52 1.31 | 5.11    377 | 361   3.56
+red), black where alpha is 0
+the same, colour kept under alpha 0      5.23 1.03 1.35 1.74 | 2.88   16.78 1.00 2.50 1.31 | 8.52   371 | 361   2.88
+leaf cards (``mips.make_leaf_card``)     0.45 0.90 0.40 0.69 | 0.64   2.84 1.20 2.88 0.92 | 2.16     22 | 88    0.66
+the same, black where alpha is 0         0.45 0.76 0.49 1.05 | 0.73   0.83 0.92 0.99 0.92 | 0.92     18 | 88    0.76
+=======================================  ===========================  ===========================  ===========  =====
 
-Alpha: better than BC3's on the gradients and on the cards but one, worse on noise (modes 4-6 give alpha 8 levels of
-its own at most, 4 in mode 5, or a share of 16 with the colour; BC3 8 of its own with 8-bit endpoints) and on leaf
-cards with black under their transparent texels, whose edge blocks hold alpha 0, 255 and values between: BC3's
-6-value alpha mode keeps 0 and 255 exact and spends 6 levels on the values between, mode 4 has 8 even levels from 0
-to 255 (exhaustive 6-bit endpoints would lower that alpha error by 6 % only). Yet the alpha test at 128 flips 1.7 to
-3.8 times fewer texels than BC3's on every set of cards, these too (mode 4's levels 108 and 147, between which the
-test falls, have their midpoint at 127.5). On such black-under leaf cards of 32 x 32 and 64 x 64 the total loses to
-BC3 too (2.74 and 1.88 against 2.61 and 1.84, 8 cards each; at 128 x 128 1.17 against 1.25).
+Alpha: better than BC3's on the gradients and the leaf cards, worse on noise and on the blob cards (modes 4-7 give
+alpha 8 levels of its own at most, 4 in modes 5 and 7, or a share of 16 with the colour; BC3 8 of its own with 8-bit
+endpoints); on leaf cards with black under their transparent texels BC3's alpha was nearer with modes 6, 5, 4
+alone (1.10 against 0.92: edge blocks hold alpha 0, 255 and values between, BC3's 6-value alpha mode keeps 0 and
+255 exact, mode 4 has 8 even levels), and the subsets of mode 7 bring it to 1.05. The alpha test at 128 flips 4 to
+5 times fewer texels than BC3's on leaf cards, half on the gradients, about as many on the blob cards, more on
+noise. On black-under leaf cards of 32 x 32 and 64 x 64 the total lost to BC3 with modes 6, 5 and 4 (2.74 and 1.88
+against 2.61 and 1.84, 8 cards each; at 128 x 128 1.17 against 1.25).
 
-Speed (median of 5 interleaved rounds, runs on numpy 1.26 and 2.4): 3.0 to 3.9 times ``encode_bc3``'s time on a
-noisy 1024 x 1024 image (modes 6 and 5 alone: 2.4), 1.8 to 2.1 on a leaf card (its blocks of one colour skip the
-fit); peak memory below BC3's (35 and 13 MiB against 51).
+Speed (one run, 5.0): 3.3 to 4.5 times modes 6, 5 and 4's time on opaque photos (table above), 2.0 to 2.7 on cards
+and maps with alpha, 1.6 on smooth gradients (few blocks above ``PARTITION_FROM``); a 2048 x 2048 leaf card's chain
+as BC7 in ``benchmarks/bench_mips.py`` took the same time with or without the partitioned modes (two alternating
+runs: 11.2 and 12.1 times the chain's build without, 11.6 and 11.6 with). Modes 6, 5 and 4 alone took 3.0 to 3.9
+times ``encode_bc3``'s time on a noisy 1024 x 1024 image, 1.8 to 2.1 on a leaf card (median of 5 interleaved rounds,
+numpy 1.26 and 2.4); peak memory below BC3's (35 and 13 MiB against 51).
 """
 
 from __future__ import annotations
@@ -131,11 +184,16 @@ from .bc import _check_image, _from_blocks, _principal_axis, _to_blocks
 BLOCK_BYTES = bc.FORMATS["BC7"]  # bytes per 4x4 block
 # the modes the encoder fits (tests fit one at a time), and the weight of alpha's squared error against a colour
 # channel's in the fits and in the choice of mode (see the module's docstring)
-ENCODER_MODES = (6, 5, 4)
+ENCODER_MODES = (6, 5, 4, 7, 1, 3, 2, 0)
 ALPHA_WEIGHT = 4.0
 # least-squares refinements of the endpoints after the range fit (0: range fit only; tests compare the two)
 REFINE_STEPS = 2
 CHUNK_BLOCKS = 16384  # blocks encoded or decoded at once: bounds the temporaries to some tens of MB
+# the partitioned modes (those of ENCODER_MODES with 2 or 3 subsets) are fitted to the blocks whose best error in
+# the other modes is above this (weighted squared error of the block), each in the partition whose subsets lie
+# nearest a line each (_partition_scatter)
+PARTITION_FROM = 48.0
+PARTITION_SCORE_BLOCKS = 2048  # blocks whose partitions are scored at once (temporaries: some tens of MB)
 
 
 class _Mode(NamedTuple):
@@ -362,6 +420,38 @@ def _replicating(bits: int) -> Callable:
 _quantise5, _quantise6, _quantise7 = _replicating(5), _replicating(6), _replicating(7)
 
 
+def _pbit_quantiser(bits: int, shared: bool) -> Callable:
+    """The quantiser of ``bits``-bit endpoints with p-bits (modes 0, 1, 3 and 7): each channel's stored value ``v``
+    and the p-bit make the ``bits + 1``-bit value ``(v << 1) | p``, widened to 8 bits by bit replication. Per
+    endpoint (``shared``: per pair of endpoints, mode 1's p-bit of a subset) the p-bit whose nearest levels lie
+    nearer (squared distance over the channels; ties: 0). Returns stored (n, 2, c + 1) = the values and the
+    p-bit, and the 8-bit endpoints (n, 2, c)."""
+    total = bits + 1
+    levels = _unquantise(np.arange(1 << total, dtype=np.int32), total)
+    halves = np.arange(511, dtype=np.float64) / 2.0 + 0.25
+    tables = []
+    for p in (0, 1):
+        by_v = levels[p::2]  # the 8-bit level of stored value v with this p-bit
+        tables.append((np.abs(by_v[None, :] - halves[:, None]).argmin(axis=1).astype(np.int32), by_v))
+
+    def quantise(ends: npt.NDArray[np.float32]) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.int32]]:
+        e = np.clip(ends, 0.0, 255.0)
+        h = (e * 2.0).astype(np.intp)
+        (v0, v1) = (tables[0][0][h], tables[1][0][h])
+        (u0, u1) = (tables[0][1][v0], tables[1][1][v1])
+        d0, d1 = ((e - u0) ** 2).sum(axis=2), ((e - u1) ** 2).sum(axis=2)  # (n, 2)
+        if shared:
+            d0, d1 = np.repeat(d0.sum(axis=1, keepdims=True), 2, axis=1), np.repeat(d1.sum(axis=1, keepdims=True),
+                                                                                   2, axis=1)
+        p = (d1 < d0)[..., None]
+        return (np.concatenate([np.where(p, v1, v0), p.astype(np.int32)], axis=2), np.where(p, u1, u0))
+    return quantise
+
+
+_quantise4p, _quantise6s, _quantise7p, _quantise5p = (_pbit_quantiser(4, False), _pbit_quantiser(6, True),
+                                                      _pbit_quantiser(7, False), _pbit_quantiser(5, False))
+
+
 def _quantise8(ends: npt.NDArray[np.float32]) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.int32]]:
     """8-bit endpoints (mode 5's alpha): rounded."""
     v = np.clip(np.rint(ends), 0, 255).astype(np.int32)
@@ -371,19 +461,20 @@ def _quantise8(ends: npt.NDArray[np.float32]) -> tuple[npt.NDArray[np.int32], np
 # --- encoder: fits -------------------------------------------------------------------------------------------
 
 def _nearest(xt: npt.NDArray[np.float32], u: npt.NDArray[np.int32], weights: npt.NDArray[np.int32],
-             root: npt.NDArray[np.float32] | None) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.float32]]:
+             root: npt.NDArray[np.float32] | None, mask: npt.NDArray[np.float32] | None = None
+             ) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.float32]]:
     """Index of the nearest palette entry (weighted squared error over the channels; ties: the lower index) of
-    every texel, and each block's weighted squared error. ``xt`` (c, n, 16) texels channel by channel, each
-    times ``root`` (c, n), the square root of its weight in each block (None: 1); ``u`` (n, 2, c) 8-bit
-    endpoints. The palette is the decoder's, so the error is the decoded block's (exact: integers in float32 for
-    weights 1 and 4)."""
+    every texel, and each block's weighted squared error (over the texels of ``mask`` (n, 16), 1 or 0, when
+    given). ``xt`` (c, n, 16) texels channel by channel, each times ``root`` (c, n), the square root of its weight
+    in each block (None: 1); ``u`` (n, 2, c) 8-bit endpoints. The palette is the decoder's, so the error is the
+    decoded block's (exact: integers in float32 for weights 1 and 4)."""
     w = weights[None, :, None]
     palette = ((64 - w) * u[:, :1] + w * u[:, 1:] + 32) >> 6  # (n, K, c)
     palette = np.ascontiguousarray(palette.transpose(2, 1, 0), dtype=np.float32)  # (c, K, n)
     if root is not None:
         palette *= root[:, None, :]
     if len(xt) == 1:
-        return _nearest_1d(xt[0], palette[0])
+        return _nearest_1d(xt[0], palette[0], mask)
     idx = np.zeros(xt.shape[1:], dtype=np.uint8)
     best = np.full(xt.shape[1:], np.inf, dtype=np.float32)
     d = np.empty_like(best)
@@ -399,11 +490,13 @@ def _nearest(xt: npt.NDArray[np.float32], u: npt.NDArray[np.int32], weights: npt
         np.less(d, best, out=nearer)
         np.putmask(idx, nearer, k)
         np.minimum(best, d, out=best)
+    if mask is not None:
+        best *= mask
     return idx, best.sum(axis=1)
 
 
-def _nearest_1d(x: npt.NDArray[np.float32], palette: npt.NDArray[np.float32]
-                ) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.float32]]:
+def _nearest_1d(x: npt.NDArray[np.float32], palette: npt.NDArray[np.float32],
+                mask: npt.NDArray[np.float32] | None = None) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.float32]]:
     """``_nearest`` of one channel, (n, 16) values and a (K, n) palette: the palette runs one way (the weights
     rise), so a value's index is the number of midpoints between neighbouring entries that it has passed (strictly:
     ties take the lower index)."""
@@ -415,18 +508,22 @@ def _nearest_1d(x: npt.NDArray[np.float32], palette: npt.NDArray[np.float32]
         idx += xs > mid[:, None]
     d = x - np.take_along_axis(palette.T, idx.astype(np.intp), axis=1)
     d *= d
+    if mask is not None:
+        d *= mask
     return idx, d.sum(axis=1)
 
 
-def _least_squares(x: npt.NDArray[np.float32], f: npt.NDArray[np.float32]
+def _least_squares(x: npt.NDArray[np.float32], f: npt.NDArray[np.float32],
+                   mask: npt.NDArray[np.float32] | None = None
                    ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.bool_]]:
     """(n, 2, c) endpoints minimising the squared error of ``(1 - f) e0 + f e1`` against ``x`` (n, 16, c) (channel
-    by channel, so whatever the channels' weights), and whether the indices use both endpoints (else the solution
-    is not unique: the block keeps what it has)."""
+    by channel, so whatever the channels' weights; over the texels of ``mask`` (n, 16), 1 or 0, when given), and
+    whether the indices use both endpoints (else the solution is not unique: the block keeps what it has)."""
     a = 1.0 - f
-    aa, ab, bb = (a * a).sum(axis=1), (a * f).sum(axis=1), (f * f).sum(axis=1)
-    ax = np.matmul(a[:, None, :], x)[:, 0]
-    bx = np.matmul(f[:, None, :], x)[:, 0]
+    am, fm = (a, f) if mask is None else (a * mask, f * mask)
+    aa, ab, bb = (am * a).sum(axis=1), (am * f).sum(axis=1), (fm * f).sum(axis=1)
+    ax = np.matmul(am[:, None, :], x)[:, 0]
+    bx = np.matmul(fm[:, None, :], x)[:, 0]
     det = aa * bb - ab * ab
     ok = det > 1e-6 * np.maximum(aa * bb, 1e-30)
     safe = np.where(ok, det, 1.0)[:, None]
@@ -448,30 +545,45 @@ def _covariance(x: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
 
 
 def _fit(x: npt.NDArray[np.float32], bits: int, quantise: Callable, axis: npt.NDArray[np.float32] | None = None,
-         weight: npt.NDArray[np.float32] | None = None) -> _Fit:
+         weight: npt.NDArray[np.float32] | None = None, mask: npt.NDArray[np.float32] | None = None) -> _Fit:
     """Endpoints and ``bits``-bit indices of (n, 16, c) texels whose channels weigh ``weight`` (n, c) in the
     squared error (None: 1 each): range fit on the principal axis of the weighted texels (``axis``, (n, c), when
     the caller has it; it is the axis of ``x * sqrt(weight)``), then ``REFINE_STEPS`` least-squares refinements;
-    each block keeps its best."""
+    each block keeps its best. ``mask`` (n, 16), 1 or 0 (at least one 1 a block): fit the texels of one subset
+    only (the other texels' indices are of no use; the error counts the subset's)."""
     weights = WEIGHTS[bits]
-    mean = x.mean(axis=1)
+    if mask is None:
+        mean = x.mean(axis=1)
+    else:
+        mean = np.matmul(mask[:, None, :], x)[:, 0] / mask.sum(axis=1)[:, None]
     d = x - mean[:, None, :]
+    root = np.ones((len(x), x.shape[2]), dtype=np.float32) if weight is None else np.sqrt(weight)
     if axis is None:
-        axis = np.ones((len(x), 1), dtype=np.float32) if x.shape[2] == 1 else _principal_axis(_covariance(x))
-    root = np.ones_like(axis) if weight is None else np.sqrt(weight)
+        if x.shape[2] == 1:
+            axis = np.ones((len(x), 1), dtype=np.float32)
+        elif mask is None:
+            axis = _principal_axis(_covariance(x))
+        else:  # the axis of the subset's weighted texels
+            dw = d * root[:, None, :]
+            axis = _principal_axis(np.matmul((dw * mask[..., None]).transpose(0, 2, 1), dw))
     # the line through the mean along the weighted axis a, in the texels' units: direction a / root, and a texel's
     # place on it is its weighted projection d . (a root)
     t = np.matmul(d, (axis * root)[:, :, None])[..., 0]
-    ends = mean[:, None, :] + np.stack([t.min(axis=1), t.max(axis=1)], axis=1)[..., None] * (axis / root)[:, None]
+    if mask is None:
+        lo, hi = t.min(axis=1), t.max(axis=1)
+    else:
+        used = mask > 0
+        lo, hi = np.where(used, t, np.inf).min(axis=1), np.where(used, t, -np.inf).max(axis=1)
+    ends = mean[:, None, :] + np.stack([lo, hi], axis=1)[..., None] * (axis / root)[:, None]
     rt = None if weight is None else np.ascontiguousarray(root.T)
     xt = np.ascontiguousarray(x.transpose(2, 0, 1)) if rt is None else x.transpose(2, 0, 1) * rt[:, :, None]
     code, u = quantise(ends)
-    idx, err = _nearest(xt, u, weights, rt)
+    idx, err = _nearest(xt, u, weights, rt, mask)
     fraction = weights.astype(np.float32) / 64.0
     for _ in range(REFINE_STEPS):
-        ends, ok = _least_squares(x, fraction[idx])
+        ends, ok = _least_squares(x, fraction[idx], mask)
         r_code, r_u = quantise(ends)
-        r_idx, r_err = _nearest(xt, r_u, weights, rt)
+        r_idx, r_err = _nearest(xt, r_u, weights, rt, mask)
         better = ok & (r_err < err)
         code = np.where(better[:, None, None], r_code, code)
         idx = np.where(better[:, None], r_idx, idx)
@@ -564,11 +676,113 @@ def _fit_mode4(rot: _Rotated) -> tuple[_Fit, _Fit, npt.NDArray[np.bool_]]:
     return _pick(selector, c1, c0), _pick(selector, a1, a0), selector
 
 
+# --- encoder: partitioned modes ------------------------------------------------------------------------------
+
+class _Parted(NamedTuple):
+    """A partitioned mode's fit of n blocks."""
+    partition: npt.NDArray[np.intp]  # (n,)
+    code: npt.NDArray[np.int32]  # (n, subsets, 2, k) stored endpoint values (then the p-bit, in modes with them)
+    idx: npt.NDArray[np.uint8]  # (n, 16), the anchor rule applied per subset
+    err: npt.NDArray[np.float32]  # (n,) weighted squared error of the decoded block
+
+
+# per partitioned mode: the quantiser of its endpoints (p-bits: ``_pbit_quantiser``)
+_PARTITION_QUANTISERS = {0: _quantise4p, 1: _quantise6s, 2: _quantise5, 3: _quantise7p, 7: _quantise5p}
+
+
+def _partition_scatter(xw: npt.NDArray[np.float32], subsets: int, count: int) -> npt.NDArray[np.float32]:
+    """(n, count) estimated weighted squared error of a line fit to each subset, summed over the subsets, of (n, 16,
+    c) weighted texels in each of the first ``count`` partitions of ``subsets`` subsets: per subset, the scatter off
+    its principal axis, its scatter matrix's trace less its largest eigenvalue (estimated by the Rayleigh quotient
+    one power step from the matrix's largest-variance column). Each subset's scatter matrix comes from its sums of
+    the texels and of their products, all partitions in one matrix product (subset 0's: the block's less the other
+    subsets'); blocks go ``PARTITION_SCORE_BLOCKS`` at a time to bound memory."""
+    n, _, c = xw.shape
+    table = SUBSETS[subsets][:count]
+    masks = (table[:, None, :] == np.arange(1, subsets)[None, :, None]).reshape(-1, 16).astype(np.float32)
+    counts = np.stack([(table == k).sum(axis=1) for k in range(subsets)], axis=1).astype(np.float32)[..., None]
+    pairs = [(i, j) for i in range(c) for j in range(i, c)]
+    scatter = np.empty((n, count), dtype=np.float32)
+    for start in range(0, n, PARTITION_SCORE_BLOCKS):
+        x = xw[start:start + PARTITION_SCORE_BLOCKS].transpose(1, 2, 0)  # (16, c, b)
+        b = x.shape[2]
+        features = np.concatenate([x, np.stack([x[:, i] * x[:, j] for i, j in pairs], axis=1)], axis=1)
+        sums = np.empty((count, subsets, len(features[0]), b), dtype=np.float32)  # (partition, subset, feature, b)
+        sums[:, 1:] = np.matmul(masks, features.reshape(16, -1)).reshape(count, subsets - 1, -1, b)
+        np.subtract(features.sum(axis=0), sums[:, 1:].sum(axis=1), out=sums[:, 0])
+        mean = sums[:, :, :c] / counts[..., None]
+        m: list[list] = [[None] * c for _ in range(c)]  # the scatter matrices' entries, (partition, subset, b)
+        for k, (i, j) in enumerate(pairs):
+            m[i][j] = m[j][i] = sums[:, :, c + k] - sums[:, :, i] * mean[:, :, j]
+        largest = np.argmax(np.stack([m[i][i] for i in range(c)]), axis=0)
+        which = [largest == j for j in range(1, c)]
+        v = []  # the largest-variance column
+        for i in range(c):
+            v.append(m[i][0])
+            for j in range(1, c):
+                v[i] = np.where(which[j - 1], m[i][j], v[i])
+        vv = sum(v[i] * v[i] for i in range(c))
+        vcv = sum(v[i] * sum(m[i][j] * v[j] for j in range(c)) for i in range(c))
+        top = np.where(vv > 1e-12, vcv / np.maximum(vv, 1e-30), 0.0)
+        residual = sum(m[i][i] for i in range(c)) - top  # (partition, subset, b)
+        scatter[start:start + b] = residual.sum(axis=1).T
+    return scatter
+
+
+def _fit_partitioned(x: npt.NDArray[np.float32], weight: npt.NDArray[np.float32], partition: npt.NDArray[np.intp],
+                     m: int) -> _Parted:
+    """Mode ``m`` (0, 1, 2, 3 or 7) of (n, 16, 4) texels in the given partitions: each subset fitted on its own
+    (``_fit`` with the subset's mask: its principal axis, range fit, refinements) with its channels weighing
+    ``weight`` (4,); modes without alpha fit R, G, B (they decode alpha 255). The anchor rule per subset: a subset
+    whose anchor's index has its top bit set is inverted and its endpoints swapped."""
+    mode = MODES[m]
+    n, s, bits = len(x), mode.subsets, mode.index_bits
+    ch = 4 if mode.alpha_bits else 3
+    sub = SUBSETS[s][partition]  # (n, 16)
+    mask = (sub[:, None, :] == np.arange(s)[None, :, None]).reshape(n * s, 16)
+    fit = _fit(np.repeat(x[..., :ch], s, axis=0), bits, _PARTITION_QUANTISERS[m], None,
+               np.broadcast_to(weight[:ch], (n * s, ch)), mask.astype(np.float32))
+    top = (1 << bits) - 1
+    flip = fit.idx[np.arange(n * s), ANCHORS[s][partition].reshape(-1)] > top // 2
+    code = np.where(flip[:, None, None], fit.code[:, ::-1], fit.code)
+    idx = np.where(flip[:, None], top - fit.idx, fit.idx) * mask
+    return _Parted(partition, code.reshape(n, s, 2, -1), idx.reshape(n, s, 16).sum(axis=1).astype(np.uint8),
+                   fit.err.reshape(n, s).sum(axis=1))
+
+
+def _partitioned_blocks(m: int, fit: _Parted) -> npt.NDArray[np.uint8]:
+    """Blocks of partitioned mode ``m``: mode bits, partition, the endpoints channel by channel (per channel: subset
+    0's endpoints 0 and 1, then subset 1's, ...), the p-bits (per endpoint, or per subset in mode 1), the indices
+    (each subset's anchor texel with one bit less)."""
+    mode = MODES[m]
+    n, s, bits = len(fit.idx), mode.subsets, mode.index_bits
+    ch = 4 if mode.alpha_bits else 3
+    fields: list[tuple[npt.ArrayLike, int]] = [(1 << m, m + 1), (fit.partition, mode.partition_bits),
+                                              (fit.code[..., :ch].transpose(0, 3, 1, 2), mode.colour_bits)]
+    if mode.endpoint_pbits:
+        fields.append((fit.code[..., ch], 1))
+    elif mode.subset_pbits:
+        fields.append((fit.code[:, :, 0, ch], 1))
+    anchor = (np.arange(16)[None, None, :] == ANCHORS[s][fit.partition][:, :, None]).any(axis=1)  # (n, 16)
+    every = ((fit.idx[..., None].astype(np.int32) >> np.arange(bits)) & 1).astype(np.uint8)  # (n, 16, bits)
+    stored = np.arange(bits)[None, None, :] < (bits - anchor)[..., None]
+    return _pack(fields, n, every[stored].reshape(n, 16 * bits - s))
+
+
+def _write_partitioned(m: int, fit: _Parted, fitted: npt.NDArray[np.intp], these: npt.NDArray[np.bool_]
+                       ) -> npt.NDArray[np.uint8]:
+    """The blocks of ``these`` (all fitted: ``fitted`` lists the blocks of ``fit``) in mode ``m``."""
+    pick = these[fitted]
+    return _partitioned_blocks(m, _Parted(fit.partition[pick], fit.code[pick], fit.idx[pick], fit.err[pick]))
+
+
 # --- encoder: blocks -----------------------------------------------------------------------------------------
 
-def _pack(fields: list[tuple[npt.ArrayLike, int]], n: int) -> npt.NDArray[np.uint8]:
+def _pack(fields: list[tuple[npt.ArrayLike, int]], n: int, tail: npt.NDArray[np.uint8] | None = None
+          ) -> npt.NDArray[np.uint8]:
     """(n, 16) bytes of blocks made of ``fields`` in order from bit 0: (values, bits each), the values (n, ...)
-    per block or one number for every block."""
+    per block or one number for every block; then the (n, k) bits of ``tail`` (a partitioned mode's indices, whose
+    anchors, and so field widths, differ from block to block)."""
     if n == 0:
         return np.empty((0, BLOCK_BYTES), dtype=np.uint8)
     parts = []
@@ -576,6 +790,8 @@ def _pack(fields: list[tuple[npt.ArrayLike, int]], n: int) -> npt.NDArray[np.uin
         v = np.asarray(values, dtype=np.int64)
         v = v.reshape(n, -1) if v.ndim else np.full((n, 1), v, dtype=np.int64)
         parts.append(((v[..., None] >> np.arange(width)) & 1).reshape(n, -1).astype(np.uint8))
+    if tail is not None:
+        parts.append(tail)
     bits = np.concatenate(parts, axis=1)
     assert bits.shape[1] == 128
     return np.packbits(bits, axis=1, bitorder="little")
@@ -639,9 +855,25 @@ def _write_mode4(colour: _Fit, alpha: _Fit, rotation: npt.NDArray[np.intp], sele
     return _mode4_blocks(_select(colour, these), _select(alpha, these), rotation[these], selector[these])
 
 
-def _encode_blocks(blocks: npt.NDArray[np.uint8]) -> npt.NDArray[np.uint8]:
+def _assemble(writers: list[Callable[[npt.NDArray[np.bool_]], npt.NDArray[np.uint8]]], choice: npt.NDArray[np.intp],
+              these: npt.NDArray[np.bool_]) -> npt.NDArray[np.uint8]:
+    """(count, 16) bytes of the blocks of ``these``, in order, each written by its ``writers[choice]``."""
+    out = np.empty((int(these.sum()), BLOCK_BYTES), dtype=np.uint8)
+    picked = choice[these]
+    for k, write in enumerate(writers):
+        mine = these & (choice == k)
+        if mine.any():
+            out[picked == k] = write(mine)
+    return out
+
+
+def _encode_blocks(blocks: npt.NDArray[np.uint8], alpha_ref: float | None = None, channel: int = 3
+                   ) -> npt.NDArray[np.uint8]:
     """(n, 16) bytes of BC7 blocks of (n, 16, 4) RGBA texels: the modes of ``ENCODER_MODES`` fitted, each block
-    written in the one with the lowest weighted error (ties: mode 6, then 5, then 4); blocks of one colour exactly."""
+    written in the one with the lowest weighted error (ties: mode 6, then 5, then 4, then the partitioned modes in
+    ``ENCODER_MODES``' order); blocks of one colour exactly. With ``alpha_ref``, a block keeps a partitioned mode
+    only if it flips no more texels of the alpha test (``channel`` / 255 >= ``alpha_ref``) than the best of modes
+    6, 5 and 4."""
     out = np.empty((len(blocks), BLOCK_BYTES), dtype=np.uint8)
     same = (blocks == blocks[:, :1]).all(axis=(1, 2))
     if same.any():
@@ -670,23 +902,69 @@ def _encode_blocks(blocks: npt.NDArray[np.uint8]) -> npt.NDArray[np.uint8]:
             colour, alpha, selector = _fit_mode4(rot)
             errors.append(colour.err + alpha.err)
             writers.append(functools.partial(_write_mode4, colour, alpha, rot.rotation, selector))
+    partitioned = [m for m in ENCODER_MODES if MODES[m].subsets > 1]
+    singles = len(errors)
+    if partitioned:
+        # the blocks a single-subset mode leaves an error above PARTITION_FROM (all if none was fitted)
+        worst = np.min(np.stack(errors), axis=0) if errors else np.full(n, np.inf, dtype=np.float32)
+        candidates = worst > PARTITION_FROM
+        # modes without alpha (0-3) decode alpha 255: fitted to opaque blocks only, unless no mode with alpha is
+        # fitted (a test's choice of modes), when they take every block and their error counts alpha's
+        alpha_modes = any(MODES[m].alpha_bits for m in ENCODER_MODES)
+        no_alpha = candidates & (texels[..., 3] == 255).all(axis=1) if alpha_modes else candidates
+        alpha_error = ((255.0 - x[..., 3]) ** 2).sum(axis=1) * weight[3]
+        xw = x * root
+        scatters: dict[int, npt.NDArray[np.float32]] = {}  # per subset count: _partition_scatter's estimates
+        for m in partitioned:
+            mode = MODES[m]
+            fitted = np.flatnonzero(candidates if mode.alpha_bits else no_alpha)
+            err = np.full(n, np.inf, dtype=np.float32)
+            if len(fitted):
+                if mode.subsets not in scatters:  # (mode 0 takes the first 16 of mode 2's 64 partitions)
+                    # 3 subsets: modes 0 and 2, no alpha (in their blocks alpha is 255: the scatter of R, G, B)
+                    scored = candidates if mode.subsets == 2 else no_alpha
+                    scatters[mode.subsets] = np.zeros((n, 64), dtype=np.float32)
+                    scatters[mode.subsets][scored] = _partition_scatter(
+                        xw[scored] if mode.subsets == 2 else xw[scored, :, :3], mode.subsets, 64)
+                chosen = scatters[mode.subsets][fitted, :1 << mode.partition_bits].argmin(axis=1)
+                fit = _fit_partitioned(x[fitted], weight, chosen, m)
+                err[fitted] = fit.err if mode.alpha_bits else fit.err + alpha_error[fitted]
+                writers.append(functools.partial(_write_partitioned, m, fit, fitted))
+            else:  # (never chosen: its errors are infinite)
+                writers.append(lambda these: np.empty((0, BLOCK_BYTES), dtype=np.uint8))
+            errors.append(err)
     choice = np.argmin(np.stack(errors), axis=0)
-    rest = np.empty((n, BLOCK_BYTES), dtype=np.uint8)
-    for k, write in enumerate(writers):
-        these = choice == k
-        rest[these] = write(these)
-    out[~same] = rest
+    if alpha_ref is not None and singles and len(errors) > singles:
+        # the blocks in a partitioned mode whose test channel it may move (modes without alpha decode alpha 255,
+        # exactly what they were given): decoded both ways, the alpha tests compared
+        has_alpha = np.array([False] * singles + [bool(MODES[m].alpha_bits) for m in partitioned])
+        check = (choice >= singles) & (has_alpha[choice] if channel == 3 else True)
+        if check.any():
+            single = np.argmin(np.stack(errors[:singles]), axis=0)
+            given = texels[check, :, channel] >= alpha_ref * 255.0
+            flips = [((_decode_blocks(_assemble(writers, c, check))[..., channel] >= alpha_ref * 255.0) != given
+                      ).sum(axis=1) for c in (choice, single)]
+            worse = np.flatnonzero(check)[flips[0] > flips[1]]
+            choice[worse] = single[worse]
+    out[~same] = _assemble(writers, choice, np.ones(n, dtype=np.bool_))
     return out
 
 
-def encode_bc7(rgba: npt.NDArray[np.uint8]) -> bytes:
-    """BC7 blocks of an (H, W, 4) uint8 straight-alpha RGBA image: each block in mode 6, 5 or 4 (with the rotation
-    that suits it), whichever decodes nearest the image (squared error, alpha's weighing ``ALPHA_WEIGHT``); blocks
-    of one colour exactly. ``core.bc.block_bytes("BC7", H, W)`` bytes, blocks row by row (see the module's
-    docstring)."""
+def encode_bc7(rgba: npt.NDArray[np.uint8], alpha_ref: float | None = 0.5, channel: int = 3) -> bytes:
+    """BC7 blocks of an (H, W, 4) uint8 straight-alpha RGBA image: each block in whichever mode decodes nearest the
+    image (squared error, alpha's weighing ``ALPHA_WEIGHT``; modes 5 and 4 with the rotation that suits the block,
+    the partitioned modes in the partition that suits it, for blocks modes 6, 5 and 4 leave above
+    ``PARTITION_FROM``); blocks of one colour exactly. The alpha test at ``alpha_ref`` (in (0, 1]; None: none) on
+    ``channel`` (0..3: R, G, B or A, where an alpha-tested texture keeps its coverage) is kept: a block takes a
+    partitioned mode only if that flips no more texels of the test than modes 6, 5 and 4 do.
+    ``core.bc.block_bytes("BC7", H, W)`` bytes, blocks row by row (see the module's docstring)."""
     _check_image(rgba)
+    if alpha_ref is not None and not (isinstance(alpha_ref, numbers.Real) and 0.0 < alpha_ref <= 1.0):
+        raise ValueError(f"alpha_ref must be in (0, 1] (or None: no alpha test to keep), got {alpha_ref!r}")
+    if channel not in (0, 1, 2, 3):
+        raise ValueError(f"channel must be 0, 1, 2 or 3 (R, G, B or A), got {channel!r}")
     blocks = _to_blocks(rgba)
     out = np.empty((len(blocks), BLOCK_BYTES), dtype=np.uint8)
     for start in range(0, len(blocks), CHUNK_BLOCKS):
-        out[start:start + CHUNK_BLOCKS] = _encode_blocks(blocks[start:start + CHUNK_BLOCKS])
+        out[start:start + CHUNK_BLOCKS] = _encode_blocks(blocks[start:start + CHUNK_BLOCKS], alpha_ref, channel)
     return out.tobytes()

@@ -59,7 +59,8 @@ def encode_dds(levels: Sequence[npt.NDArray[np.uint8]], *, srgb: bool, compressi
     alpha 0 or 255: texels whose alpha is below ``alpha_ref``, 0..1, are transparent; ``alpha_ref`` None: opaque),
     ``BC3`` (8 bits a texel: colour and 8-bit alpha), ``BC4`` (4 bits a texel: channel ``channel``, 0..3, alone, as
     BC3's alpha; never sRGB) or ``BC7`` (8 bits a texel: finer colour and alpha, per block the best of the modes
-    ``core.bc7`` writes); the block-compressed ones need a level 0 whose width and height are multiples of 4.
+    ``core.bc7`` writes, keeping the alpha test at ``alpha_ref``, 0.5 when None, on channel ``channel``); the
+    block-compressed ones need a level 0 whose width and height are multiples of 4.
     ``srgb``: the colour channels are sRGB-encoded (the mips' ``MipSettings.srgb``). Then the file has the DX10
     header with the ``_SRGB`` format, so engines decode the colour to linear when they sample; otherwise the legacy
     header (BC7: the DX10 header with ``BC7_UNORM``). See ``dds_format``."""
@@ -87,8 +88,9 @@ def encode_dds(levels: Sequence[npt.NDArray[np.uint8]], *, srgb: bool, compressi
     else:
         flags |= DDSD_LINEARSIZE
         pitch = bc.block_bytes(compression, h, w)  # the top level's size
+        test = 0.5 if alpha_ref is None else alpha_ref  # (BC7 keeps the alpha test there)
         encode = {"BC1": lambda lv: bc.encode_bc1(lv, alpha_ref), "BC3": bc.encode_bc3,
-                  "BC4": lambda lv: bc.encode_bc4(lv, channel), "BC7": bc7.encode_bc7}
+                  "BC4": lambda lv: bc.encode_bc4(lv, channel), "BC7": lambda lv: bc7.encode_bc7(lv, test, channel)}
         body = [encode[compression](lv) for lv in levels]
     if srgb or not _has_legacy(compression):
         pixel_format = struct.pack("<2I4s5I", 32, DDPF_FOURCC, b"DX10", 0, 0, 0, 0, 0)

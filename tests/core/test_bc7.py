@@ -68,6 +68,13 @@ def natural(h=64, w=64, seed=0, sigma=8.0):
     return np.clip(img + rng.normal(0, sigma, img.shape), 0, 255).astype(np.uint8)
 
 
+def opaque(img):
+    """``img`` with alpha 255 everywhere: the blocks modes 0 to 3 (no alpha) can take."""
+    img = img.copy()
+    img[..., 3] = 255
+    return img
+
+
 def black_card(size=96, seed=0):
     """A cut-out card with black under its transparent texels: the leaf card's alpha and shading, colour 0
     wherever alpha is 0 (a painted card without colour bleeding)."""
@@ -281,13 +288,14 @@ def test_random_blocks_of_every_mode_decode_as_pillow_decodes_them(mode):
 def test_encoder_output_decodes_as_pillow_decodes_it_odd_sizes_too():
     written = set()
     for img in (natural(), gradient(64, 64), mips.make_leaf_card(64, seed=2), black_card(), natural(7, 9, seed=3),
-                natural(1, 1, seed=4), natural(3, 5, seed=5)):
+                natural(1, 1, seed=4), natural(3, 5, seed=5), opaque(natural(seed=6)), opaque(natural(9, 11, seed=7))):
         h, w = img.shape[:2]
         data = bc7.encode_bc7(img)
         assert (pillow_decode(data, h, w) == bc7.decode_bc7(data, h, w)).all()
         written |= headers(data)
-    # mode 6, mode 5 in every rotation, mode 4 in every rotation with both index selections
-    assert {(m, r) for m, r, _ in written} == {(6, 0)} | {(m, r) for m in (4, 5) for r in range(4)}
+    # every mode: mode 5 in every rotation, mode 4 in every rotation with both index selections
+    assert {(m, r) for m, r, _ in written} == {(m, 0) for m in (0, 1, 2, 3, 6, 7)} | {(m, r) for m in (4, 5)
+                                                                                     for r in range(4)}
     assert {s for m, _, s in written if m == 4} == {0, 1}
 
 
@@ -465,20 +473,234 @@ def test_encoded_anchors_have_top_bit_0_and_every_texel_takes_its_nearest_palett
         assert {m for m, _, _ in written} <= {4, 5}  # 5: blocks of one colour
 
 
-@pytest.mark.parametrize("make", [natural, lambda: gradient(64, 64), lambda: mips.make_leaf_card(64, seed=5),
-                                  black_card, lambda: natural(seed=2, sigma=20.0)])
-def test_each_block_takes_the_mode_that_decodes_nearest(make, monkeypatch):
-    """Encoded in one mode at a time (``ENCODER_MODES``), no block decodes nearer, by the weighted error, than in
-    the choice of modes 6, 5 and 4; and over the image the choice beats every mode alone."""
+@pytest.mark.parametrize("make, channel, ref", [(black_card, 3, 0.5), (lambda: mips.make_leaf_card(96, seed=4), 3, 0.5),
+                                                (natural, 3, 0.3), (lambda: coverage_in_red(black_card()), 0, 0.5)])
+def test_partitioned_modes_never_flip_more_texels_of_the_alpha_test_than_modes_6_5_and_4(make, channel, ref,
+                                                                                         monkeypatch):
+    """Mode 7 trades alpha for colour in the weighted error; where the alpha test (``channel`` / 255 >= ``ref``)
+    is what the texture is for, a block keeps the partitioned mode only if its test flips no more texels than the
+    best of modes 6, 5 and 4: block by block, then over the image (where that guard turned some blocks back,
+    measured with the test off). Coverage in red: modes without alpha (0-3) may move it too."""
     img = make()
     h, w = img.shape[:2]
 
+    def block_flips(data):
+        out = bc7.decode_bc7(data, h, w)
+        f = ((out[..., channel] >= ref * 255) != (img[..., channel] >= ref * 255)).astype(int)
+        return f.reshape(h // 4, 4, w // 4, 4).sum(axis=(1, 3))
+
+    kept = block_flips(bc7.encode_bc7(img, ref, channel))
+    unguarded = block_flips(bc7.encode_bc7(img, None, channel))
+    monkeypatch.setattr(bc7, "ENCODER_MODES", (6, 5, 4))
+    single = block_flips(bc7.encode_bc7(img, ref, channel))
+    assert (kept <= single).all()
+    assert kept.sum() <= unguarded.sum() and kept.sum() < single.sum() + 1
+
+
+def coverage_in_red(img):
+    """A packed mask: the coverage (alpha) in R, alpha 255."""
+    out = img.copy()
+    out[..., 0], out[..., 3] = img[..., 3], 255
+    return out
+
+
+# partitioned modes as the spec lays them out: subsets, partition bits, colour bits, alpha bits, p-bits, index bits
+PARTITIONED = {0: (3, 4, 4, 0, "endpoint", 3), 1: (2, 6, 6, 0, "subset", 3), 2: (3, 6, 5, 0, None, 2),
+               3: (2, 6, 7, 0, "endpoint", 2), 7: (2, 6, 5, 5, "endpoint", 2)}
+
+
+def parse_partitioned(block):
+    """(mode, partition, endpoints (subsets, 2, channels) widened to 8 bits, subset of each texel, 16 indices) of a
+    block of mode 0, 1, 2, 3 or 7, read here from the spec's layout (channels: R, G, B, and A in mode 7)."""
+    mode = header(block)[0]
+    subsets, partition_bits, colour_bits, alpha_bits, pbits, index_bits = PARTITIONED[mode]
+    pos = mode + 1
+    partition = read_bits(block, pos, partition_bits)
+    pos += partition_bits
+    ends = np.zeros((2 * subsets, 4 if alpha_bits else 3), dtype=np.int64)
+    for c, width in enumerate([colour_bits] * 3 + ([alpha_bits] if alpha_bits else [])):
+        for e in range(2 * subsets):
+            ends[e, c] = read_bits(block, pos, width)
+            pos += width
+    bits = colour_bits
+    if pbits:
+        count = 2 * subsets if pbits == "endpoint" else subsets
+        p = [read_bits(block, pos + k, 1) for k in range(count)]
+        pos += count
+        ends = (ends << 1) | np.repeat(p, 2 * subsets // count)[:, None]
+        bits += 1
+    ends = np.vectorize(lambda v: widen(int(v), bits))(ends)
+    subset = bc7.SUBSETS[subsets][partition]
+    anchors = set(bc7.ANCHORS[subsets][partition].tolist())
+    idx = []
+    for k in range(16):
+        idx.append(read_bits(block, pos, index_bits - (k in anchors)))
+        pos += index_bits - (k in anchors)
+    assert pos == 128
+    return mode, partition, ends.reshape(subsets, 2, -1), subset, idx
+
+
+@pytest.mark.parametrize("make, modes", [(lambda: opaque(natural()), (0,)), (lambda: opaque(natural()), (1,)),
+                                         (lambda: opaque(natural()), (2,)), (lambda: opaque(natural()), (3,)),
+                                         (natural, (7,)), (black_card, (7,)), (lambda: opaque(natural(seed=3)), None),
+                                         (lambda: opaque(black_card(64, seed=5)), None)])
+def test_partitioned_blocks_keep_each_anchors_top_bit_0_and_take_the_nearest_entry_of_their_subsets_palette(
+        make, modes, monkeypatch):
+    """Each subset's anchor stores its index with one bit less: had the encoder left its top bit set, the texel
+    would read as another index. Parsed here, every texel's index is the nearest entry of its subset's palette (the
+    weighted error; modes without alpha: R, G, B) and every subset holds the texels of the spec's partition. None:
+    the encoder's own choice of modes."""
+    if modes is not None:
+        monkeypatch.setattr(bc7, "ENCODER_MODES", modes)
+    img = make()
+    weight = encoder_weight()
+    blocks = bc._to_blocks(img).astype(np.int64)
+    data = bc7.encode_bc7(img)
+    written = set()
+    for n, texels in enumerate(blocks):
+        block = data[16 * n:16 * n + 16]
+        if header(block)[0] not in PARTITIONED:
+            continue
+        mode, partition, ends, subset, idx = parse_partitioned(block)
+        written.add(mode)
+        channels = list(range(ends.shape[2]))
+        weights = np.array({2: W2, 3: W3}[PARTITIONED[mode][5]])
+        for k in range(16):
+            e0, e1 = ends[subset[k]]
+            palette = np.array([[interp(a, b, w) for a, b in zip(e0, e1)] for w in weights])
+            d = ((texels[k, channels] - palette) ** 2 * weight[channels]).sum(axis=1)
+            assert d[idx[k]] == d.min(), (n, mode, partition, k)
+    assert written == set(modes) if modes is not None else len(written) >= 2
+
+
+def test_three_flat_colours_in_a_3_subset_partition_round_trip_exactly_in_a_partitioned_mode():
+    """Three colours not on a line: no single-subset mode holds them; 5-bit levels laid out as a 3-subset
+    partition decode exactly in mode 2 (or in any partition whose subsets hold at most two of the colours each:
+    the scatter estimate is 0 there too, and a 2-subset mode whose levels hold the colours also does)."""
+    levels = [widen(v, 5) for v in range(32)]
+    rng = np.random.default_rng(11)
+    written = set()
+    for partition in (0, 8, 21, 47, 63):
+        colours = np.array([[levels[v] for v in rng.integers(0, 32, 3)] + [255] for _ in range(3)], np.uint8)
+        rgb = colours[:, :3].astype(float)
+        assert np.linalg.matrix_rank(rgb[1:] - rgb[0]) == 2  # not on a line
+        img = colours[bc7.SUBSETS[3][partition]].reshape(4, 4, 4)
+        data = bc7.encode_bc7(img)
+        assert (bc7.decode_bc7(data, 4, 4) == img).all()
+        mode, found, _, subset, _ = parse_partitioned(data)
+        for s in range(PARTITIONED[mode][0]):  # each subset holds at most two of the colours
+            assert len({tuple(t) for t in img.reshape(16, 4)[subset == s]}) <= 2
+        written.add(mode)
+    assert 2 in written
+
+
+def test_two_subsets_of_two_colours_each_round_trip_exactly_in_mode_3():
+    """Four colours, two to a subset of a 2-subset partition, of even values from 128 (mode 3's 7-bit endpoints with
+    p-bit 0 hold them; 7-bit levels widened by replication, modes 1 and 5's, are odd from 129)."""
+    rng = np.random.default_rng(12)
+    for partition in (3, 13, 34, 60):
+        colours = rng.integers(64, 128, (2, 2, 3)) * 2
+        img = np.full((16, 4), 255, np.uint8)
+        for s in (0, 1):
+            texels = np.flatnonzero(bc7.SUBSETS[2][partition] == s)
+            img[texels, :3] = colours[s, (np.arange(len(texels)) % 2)]
+        img = img.reshape(4, 4, 4)
+        data = bc7.encode_bc7(img)
+        assert (bc7.decode_bc7(data, 4, 4) == img).all()
+        mode, _, _, subset, _ = parse_partitioned(data)
+        assert mode == 3  # (in this partition or another whose subsets hold two of the colours each)
+        assert all(len({tuple(t) for t in img.reshape(16, 4)[subset == s]}) <= 2 for s in (0, 1))
+
+
+@pytest.mark.parametrize("bits, shared", [(4, False), (5, False), (6, True), (7, False)])
+def test_p_bit_endpoints_take_the_p_bit_whose_levels_lie_nearer(bits, shared):
+    """Every endpoint (mode 1: both endpoints of a subset) gets the p-bit, and the levels under it, nearest its
+    values, against all 2 ** (bits + 1) levels of each channel worked out here."""
+    rng = np.random.default_rng(bits)
+    ends = rng.uniform(0, 255, (500, 2, 3)).astype(np.float32)
+    stored, widened = bc7._pbit_quantiser(bits, shared)(ends)
+    p = stored[..., 3]
+    assert ((stored[..., :3] >= 0) & (stored[..., :3] < 1 << bits)).all()
+    level = np.vectorize(lambda v, q: widen(int(v) << 1 | int(q), bits + 1))
+    assert (widened == level(stored[..., :3], p[..., None])).all()
+    best = []
+    for q in (0, 1):
+        options = np.array([widen(v << 1 | q, bits + 1) for v in range(1 << bits)])
+        best.append((np.abs(ends[..., None] - options).min(axis=-1) ** 2).sum(axis=-1))  # (500, 2)
+    if shared:
+        assert (p[:, 0] == p[:, 1]).all()
+        best = [b.sum(axis=1, keepdims=True) for b in best]
+    got = np.where(p == 1, best[1], best[0])
+    assert np.allclose(got, np.minimum(best[0], best[1]))
+
+
+def test_the_partition_scatter_estimate_is_the_scatter_off_each_subsets_principal_axis():
+    """Against numpy's eigenvalues: the estimate is at least the exact residual (the Rayleigh quotient is at most
+    the largest eigenvalue) and within 6 % of it summed over the blocks of a noisy image (texel noise scatters
+    evenly: one power step's worst case; measured 4.8 %); it is 0 where every subset is on a line."""
+    x = bc._to_blocks(natural(32, 32, seed=9)).astype(np.float32)
+    for subsets, c in ((2, 4), (3, 3)):
+        got = bc7._partition_scatter(x[..., :c], subsets, 64)
+        exact = np.zeros_like(got, dtype=np.float64)
+        for p in range(64):
+            for s in range(subsets):
+                t = x[:, bc7.SUBSETS[subsets][p] == s, :c].astype(np.float64)
+                d = t - t.mean(axis=1, keepdims=True)
+                exact[:, p] += np.trace(d.transpose(0, 2, 1) @ d, axis1=1, axis2=2) - np.linalg.eigvalsh(
+                    d.transpose(0, 2, 1) @ d)[:, -1]
+        assert (got >= exact - 1e-2 * np.maximum(exact, 1.0)).all()
+        assert got.sum() <= 1.06 * exact.sum()
+    # four colours not in a plane, two to each subset of partition 17 (alternating): each subset is on a line there,
+    # most other partitions mix three or four colours in a subset
+    colours = np.array([[10, 200, 30, 255], [250, 5, 99, 255], [40, 40, 220, 255], [200, 230, 10, 255]], np.float32)
+    layout = 2 * bc7.SUBSETS[2][17] + np.arange(16) % 2
+    scatter = bc7._partition_scatter(colours[layout][None], 2, 64)[0]
+    assert abs(scatter[17]) < 0.1 and np.median(scatter) > 1000
+
+
+def test_partitioned_modes_fit_only_the_blocks_the_other_modes_leave_above_partition_from(monkeypatch):
+    """Blocks whose best single-subset error is at most ``PARTITION_FROM`` keep that mode; with the threshold at
+    0, every block may take a partitioned mode and none comes out farther; at infinity none does. The image: a
+    smooth gradient (left half: single-subset errors within the threshold) beside noise (right half: above it)."""
+    img = opaque(natural(seed=4))
+    img[:, :32] = opaque(gradient(64, 32))
+    weight = encoder_weight()
+    chosen = bc7.encode_bc7(img)
+    monkeypatch.setattr(bc7, "ENCODER_MODES", (6, 5, 4))
+    single = bc7.encode_bc7(img)
+    single_errors = block_errors(img, bc7.decode_bc7(single, 64, 64), weight).reshape(-1)
+    modes = [header(chosen[k:k + 16])[0] for k in range(0, len(chosen), 16)]
+    for n in range(len(modes)):
+        if single_errors[n] <= bc7.PARTITION_FROM:
+            assert chosen[16 * n:16 * n + 16] == single[16 * n:16 * n + 16]
+    assert (single_errors <= bc7.PARTITION_FROM).any() and {0, 1, 2} <= set(modes)
+    monkeypatch.setattr(bc7, "ENCODER_MODES", (6, 5, 4, 7, 1, 3, 2, 0))
+    monkeypatch.setattr(bc7, "PARTITION_FROM", 0.0)
+    everywhere = block_errors(img, bc7.decode_bc7(bc7.encode_bc7(img), 64, 64), weight)
+    partly = block_errors(img, bc7.decode_bc7(chosen, 64, 64), weight)
+    assert (everywhere <= partly).all()
+    monkeypatch.setattr(bc7, "PARTITION_FROM", np.inf)
+    assert bc7.encode_bc7(img) == single
+
+
+@pytest.mark.parametrize("make", [natural, lambda: gradient(64, 64), lambda: mips.make_leaf_card(64, seed=5),
+                                  black_card, lambda: natural(seed=2, sigma=20.0), lambda: opaque(natural(seed=8)),
+                                  lambda: opaque(black_card(64, seed=2))])
+def test_each_block_takes_the_mode_that_decodes_nearest(make, monkeypatch):
+    """Encoded in one mode at a time (``ENCODER_MODES``), no block decodes nearer, by the weighted error, than in
+    the choice of all eight (partitioned modes fitted to every block: ``PARTITION_FROM`` 0; modes 0-3, which
+    decode alpha 255, on opaque images; no alpha test kept: ``alpha_ref`` None); and over the image the choice
+    beats every mode alone."""
+    img = make()
+    h, w = img.shape[:2]
+    monkeypatch.setattr(bc7, "PARTITION_FROM", 0.0)
+
     def errors(modes):
         monkeypatch.setattr(bc7, "ENCODER_MODES", modes)
-        return block_errors(img, bc7.decode_bc7(bc7.encode_bc7(img), h, w), encoder_weight())
+        return block_errors(img, bc7.decode_bc7(bc7.encode_bc7(img, None), h, w), encoder_weight())
 
-    chosen = errors((6, 5, 4))
-    for mode in (6, 5, 4):
+    chosen = errors((6, 5, 4, 7, 1, 3, 2, 0))
+    for mode in (6, 5, 4, 7) + ((1, 3, 2, 0) if (img[..., 3] == 255).all() else ()):
         alone = errors((mode,))
         assert (chosen <= alone).all(), mode
         assert chosen.sum() < alone.sum(), mode
@@ -494,13 +716,16 @@ def test_blocks_of_one_rgb_colour_get_its_exact_endpoints_and_a_fitted_alpha():
 
 
 def test_least_squares_refinement_is_never_worse_than_the_range_fit_and_often_better(monkeypatch):
+    """Block by block, in every mode (partitioned ones fitted everywhere: ``PARTITION_FROM`` 0, which the other
+    modes' errors would move; no alpha test kept, which trades error for the test); opaque images for modes 0-3."""
     images = [np.random.default_rng(7).integers(0, 256, (64, 64, 4), dtype=np.uint8), natural(seed=5),
-              gradient(64, 64)]
+              gradient(64, 64), opaque(natural(seed=6))]
+    monkeypatch.setattr(bc7, "PARTITION_FROM", 0.0)
     for img in images:
-        refined = bc7.decode_bc7(bc7.encode_bc7(img), 64, 64)
+        refined = bc7.decode_bc7(bc7.encode_bc7(img, None), 64, 64)
         with monkeypatch.context() as m:
             m.setattr(bc7, "REFINE_STEPS", 0)
-            range_fit = bc7.decode_bc7(bc7.encode_bc7(img), 64, 64)
+            range_fit = bc7.decode_bc7(bc7.encode_bc7(img, None), 64, 64)
         better = block_errors(img, refined, encoder_weight())
         plain = block_errors(img, range_fit, encoder_weight())
         assert (better <= plain).all()
@@ -526,6 +751,16 @@ def test_bc7_data_is_16_bytes_a_block_at_least_one_block_each_way():
 def test_bad_images_are_refused_saying_what_is_expected(img, words):
     with pytest.raises(ValueError, match=words):
         bc7.encode_bc7(img)
+
+
+@pytest.mark.parametrize("kwargs, words", [({"alpha_ref": 0.0}, r"alpha_ref must be in \(0, 1\]"),
+                                           ({"alpha_ref": 1.5}, "alpha_ref must be in"),
+                                           ({"alpha_ref": "0.5"}, "got '0.5'"),
+                                           ({"channel": 4}, "channel must be 0, 1, 2 or 3"),
+                                           ({"channel": -1}, "channel must be")])
+def test_a_bad_alpha_test_is_refused_saying_what_is_expected(kwargs, words):
+    with pytest.raises(ValueError, match=words):
+        bc7.encode_bc7(natural(8, 8), **kwargs)
 
 
 @pytest.mark.parametrize("data, height, width, words", [
