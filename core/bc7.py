@@ -53,19 +53,20 @@ Blocks of one colour are written as mode 5 straight away and decode exactly: eve
 ``(43 u0 + 21 u1 + 32) >> 6`` for some pair of 7-bit levels (colour index 1), alpha has both endpoints equal; a
 block whose colour slot alone holds one colour gets the same exact colour endpoints in mode 5.
 
-Partitioned modes: the blocks whose best error in modes 6, 5 and 4 is above ``PARTITION_FROM`` (48: on average
-more than one level of each colour channel off) are fitted in modes 7 (two subsets, RGBA, 5-bit endpoints and a
-p-bit each, 2-bit indices), 1 (two subsets, RGB, 6-bit endpoints and a p-bit per subset, 3-bit indices), 3 (two
-subsets, RGB, 7-bit endpoints and a p-bit each, 2-bit indices), 2 (three subsets, RGB, 5-bit endpoints, 2-bit
-indices) and 0 (three subsets among the first 16 partitions, RGB, 4-bit endpoints and a p-bit each, 3-bit
-indices); modes 0 to 3 decode alpha 255, so they take opaque blocks only. Each block is fitted in one partition per
-subset count: the one whose subsets lie nearest a line each (``_partition_scatter``: per subset, the scatter of the
-weighted texels off its principal axis, from the subsets' sums of texels and of their products, all 64 partitions
-in one matrix product). Each subset is fitted as a block is (``_fit`` over the subset's texels); a p-bit is the one
-whose levels lie nearer the endpoint (``_pbit_quantiser``); the anchor rule applies to each subset at its own
-anchor texel. The block keeps the partitioned mode where its weighted error is the lowest, unless that flips more
-texels of the alpha test (``encode_bc7``'s ``alpha_ref`` on its ``channel``, default alpha at 0.5) than the best of
-modes 6, 5 and 4: both candidates of such blocks are decoded and their tests compared.
+Partitioned modes: the blocks whose best error in modes 6, 5 and 4 is above ``PARTITION_FROM`` (48: on average more
+than one level of each colour channel off) are fitted in modes 7 (two subsets, RGBA, 5-bit endpoints and a p-bit
+each, 2-bit indices), 1 (two subsets, RGB, 6-bit endpoints and a p-bit per subset, 3-bit indices), 3 (two subsets,
+RGB, 7-bit endpoints and a p-bit each, 2-bit indices), 2 (three subsets, RGB, 5-bit endpoints, 2-bit indices) and 0
+(three subsets among the first 16 partitions, RGB, 4-bit endpoints and a p-bit each, 3-bit indices); modes 0 to 3
+decode alpha 255, so they take opaque blocks only, and mode 7 takes the others (on opaque blocks mode 3's 8-bit
+endpoints do better: mode 7 won none of the bark normal map's 65k). Each block is fitted in one partition per subset
+count: the one whose subsets lie nearest a line each (``_partition_scatter``: per subset, the scatter of the
+weighted texels off its principal axis, from the subsets' sums of texels and of their products, all 64 partitions in
+one matrix product; R, G, B for opaque blocks). Each subset is fitted as a block is (``_fit`` over the subset's
+texels); a p-bit is the one whose levels lie nearer the endpoint (``_pbit_quantiser``); the anchor rule applies to
+each subset at its own anchor texel. The block keeps the partitioned mode where its weighted error is the lowest,
+unless that flips more texels of the alpha test (``encode_bc7``'s ``alpha_ref`` on its ``channel``, default alpha at
+0.5) than the best of modes 6, 5 and 4: both candidates of such blocks are decoded and their tests compared.
 
 Choices (the first three measured before the partitioned modes, on 256 x 256 images, four of each set of the
 measured table of that time, RMS error per channel):
@@ -106,12 +107,12 @@ measured table of that time, RMS error per channel):
   ========================================  =============  ===============  ========
   image                                     modes 6, 5, 4  all eight modes  time
   ========================================  =============  ===============  ========
-  ez-tree oak bark colour (opaque photo)    1.09           1.05 (-4 %)      x3.3
-  ez-tree oak bark normal map               2.09           1.66 (-21 %)     x3.9
-  ez-tree grass photo                       1.85           1.78 (-4 %)      x4.5
-  ez-tree dirt photo                        1.22           1.18 (-3 %)      x3.8
+  ez-tree oak bark colour (opaque photo)    1.09           1.05 (-4 %)      x3.1
+  ez-tree oak bark normal map               2.09           1.66 (-21 %)     x3.5
+  ez-tree grass photo                       1.85           1.78 (-4 %)      x4.2
+  ez-tree dirt photo                        1.22           1.18 (-3 %)      x3.5
   corpus oak leaf card (cut-out)            2.32           2.22 (-4 %)      x2.0
-  corpus Jupiter map                        2.31           2.06 (-11 %)     x2.7
+  corpus Jupiter map                        2.31           2.06 (-11 %)     x2.8
   ========================================  =============  ===============  ========
 
   The choices below were measured with every block fitted in the partitioned modes (``PARTITION_FROM`` 0) and
@@ -160,7 +161,7 @@ alone (1.10 against 0.92: edge blocks hold alpha 0, 255 and values between, BC3'
 noise. On black-under leaf cards of 32 x 32 and 64 x 64 the total lost to BC3 with modes 6, 5 and 4 (2.74 and 1.88
 against 2.61 and 1.84, 8 cards each; at 128 x 128 1.17 against 1.25).
 
-Speed (one run, 5.0): 3.3 to 4.5 times modes 6, 5 and 4's time on opaque photos (table above), 2.0 to 2.7 on cards
+Speed (one run, 5.0): 3.1 to 4.2 times modes 6, 5 and 4's time on opaque photos (table above), 2.0 to 2.8 on cards
 and maps with alpha, 1.6 on smooth gradients (few blocks above ``PARTITION_FROM``); a 2048 x 2048 leaf card's chain
 as BC7 in ``benchmarks/bench_mips.py`` took the same time with or without the partitioned modes (two alternating
 runs: 11.2 and 12.1 times the chain's build without, 11.6 and 11.6 with). Modes 6, 5 and 4 alone took 3.0 to 3.9
@@ -917,15 +918,22 @@ def _encode_blocks(blocks: npt.NDArray[np.uint8], alpha_ref: float | None = None
         scatters: dict[int, npt.NDArray[np.float32]] = {}  # per subset count: _partition_scatter's estimates
         for m in partitioned:
             mode = MODES[m]
-            fitted = np.flatnonzero(candidates if mode.alpha_bits else no_alpha)
+            if not mode.alpha_bits:
+                fitted = np.flatnonzero(no_alpha)
+            elif 3 in partitioned:  # mode 7 on blocks with alpha (on opaque ones mode 3's 8-bit endpoints win)
+                fitted = np.flatnonzero(candidates & ~no_alpha)
+            else:
+                fitted = np.flatnonzero(candidates)
             err = np.full(n, np.inf, dtype=np.float32)
             if len(fitted):
                 if mode.subsets not in scatters:  # (mode 0 takes the first 16 of mode 2's 64 partitions)
-                    # 3 subsets: modes 0 and 2, no alpha (in their blocks alpha is 255: the scatter of R, G, B)
-                    scored = candidates if mode.subsets == 2 else no_alpha
-                    scatters[mode.subsets] = np.zeros((n, 64), dtype=np.float32)
-                    scatters[mode.subsets][scored] = _partition_scatter(
-                        xw[scored] if mode.subsets == 2 else xw[scored, :, :3], mode.subsets, 64)
+                    # the blocks modes 0-3 take (alpha 255) by the scatter of R, G, B; the others' (mode 7's,
+                    # 2 subsets) of R, G, B, A
+                    scatter = scatters[mode.subsets] = np.zeros((n, 64), dtype=np.float32)
+                    scatter[no_alpha] = _partition_scatter(xw[no_alpha, :, :3], mode.subsets, 64)
+                    if mode.subsets == 2:
+                        rgba = candidates & ~no_alpha
+                        scatter[rgba] = _partition_scatter(xw[rgba], 2, 64)
                 chosen = scatters[mode.subsets][fitted, :1 << mode.partition_bits].argmin(axis=1)
                 fit = _fit_partitioned(x[fitted], weight, chosen, m)
                 err[fitted] = fit.err if mode.alpha_bits else fit.err + alpha_error[fitted]
