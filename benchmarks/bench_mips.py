@@ -1,11 +1,13 @@
 """Benchmark: a 4096x4096 RGBA leaf card, full mip chain with coverage preservation vs the naive chain made by
 the same code (core.mips.build_chain with preserve=False); the chain's DDS uncompressed and block-compressed (BC1,
-BC3, BC4, BC7: their time over the chain's, their coverage as decoded). Prints JSON lines.
+BC3, BC4, BC7: their time over the chain's, their coverage as decoded, their speed-up on the threads core.bc
+encodes on over one thread, and the BC7 DDS's peak memory on both). Prints JSON lines.
 
 Run: /work/venvs/blender-5.0/bin/python benchmarks/bench_mips.py [--size 4096] [--repeat 3]
 """
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import os
@@ -16,7 +18,7 @@ from typing import Callable, TypeVar
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from core import mips  # noqa: E402
+from core import bc, mips  # noqa: E402
 
 T = TypeVar("T")
 
@@ -40,6 +42,17 @@ def timed(fn: Callable[[], T], repeat: int) -> tuple[float, T]:
         out = fn()
         best = min(best, time.perf_counter() - t0)
     return best, out
+
+
+@contextlib.contextmanager
+def one_thread():
+    """Within the block core.bc encodes on one thread (``MAX_THREADS`` 1)."""
+    saved = bc.MAX_THREADS
+    bc.MAX_THREADS = 1
+    try:
+        yield
+    finally:
+        bc.MAX_THREADS = saved
 
 
 def main(argv=None):
@@ -80,13 +93,25 @@ def main(argv=None):
                       "worst_coverage_error_levels_ge_100_texels": round(worst, 5)}), flush=True)
     t_dds, data = timed(lambda: mips.encode_dds(kept.levels, srgb=kept.settings.srgb), args.repeat)
     print(json.dumps({**common, "what": "encode_dds", "seconds": round(t_dds, 4), "bytes": len(data)}), flush=True)
-    for compression in mips.DDS_COMPRESSIONS[1:]:  # every block compression (after RGBA8): DDS and coverage check
+    # every block compression (after RGBA8): DDS and coverage check, on the threads core.bc.in_chunks uses and on
+    # one thread alternately (best of each): the threads' speed-up
+    threads = bc.encode_threads()
+    for compression in mips.DDS_COMPRESSIONS[1:]:
         chain = dataclasses.replace(kept, settings=dataclasses.replace(kept.settings, dds=compression))
-        t_bc, (data, cov) = timed(lambda chain=chain: mips.chain_dds(chain), args.repeat)
+        t_bc = t_one = float("inf")
+        data, cov = b"", None
+        for _ in range(args.repeat):
+            t, (data, cov) = timed(lambda chain=chain: mips.chain_dds(chain), 1)
+            t_bc = min(t_bc, t)
+            with one_thread():
+                t, (data_one, _) = timed(lambda chain=chain: mips.chain_dds(chain), 1)
+            t_one = min(t_one, t)
+            assert data_one == data, f"{compression}: other bytes on one thread than on {threads}"
         assert cov is not None  # (measured for every block compression)
         worst = max(abs(c - kept.target) for c, r in zip(cov, kept.reports) if r.width * r.height >= 100)
         print(json.dumps({**common, "what": f"encode_dds_{compression.lower()}", "seconds": round(t_bc, 4),
-                          "ratio_vs_chain": round(t_bc / t_keep, 3), "bytes": len(data),
+                          "ratio_vs_chain": round(t_bc / t_keep, 3), "bytes": len(data), "threads": threads,
+                          "one_thread_seconds": round(t_one, 4), "thread_speedup": round(t_one / t_bc, 3),
                           "worst_coverage_error_levels_ge_100_texels": round(worst, 5)}), flush=True)
     import tracemalloc
 
@@ -97,6 +122,21 @@ def main(argv=None):
     print(json.dumps({**common, "what": "memory", "estimate_bytes": mips.memory_estimate(n, n),
                       "measured_peak_bytes": peak, "estimate_over_peak": round(mips.memory_estimate(n, n) / peak, 3)}),
           flush=True)
+    # the BC7 DDS of the chain (the slowest compression): the threads' temporaries over one thread's
+    bc7_chain = dataclasses.replace(kept, settings=dataclasses.replace(kept.settings, dds="BC7"))
+    peaks = {}
+    for label in ("one_thread", "threads"):
+        tracemalloc.start()
+        if label == "one_thread":
+            with one_thread():
+                mips.chain_dds(bc7_chain)
+        else:
+            mips.chain_dds(bc7_chain)
+        peaks[label] = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+    print(json.dumps({**common, "what": "memory_dds_bc7", "threads": threads,
+                      "peak_bytes_one_thread": peaks["one_thread"], "peak_bytes_threads": peaks["threads"],
+                      "threads_over_one_thread": round(peaks["threads"] / peaks["one_thread"], 3)}), flush=True)
     # worst case: uniform noise alpha, every texel sits on an alpha edge, so every texel is supersampled
     import numpy as np
 

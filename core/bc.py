@@ -23,20 +23,24 @@ integer blends rounded to nearest: ``(2 a + b + 1) // 3``, ``(a + b + 1) // 2`` 
 ``(m a0 + (7 - m) a1 + 3) // 7`` and ``(m a0 + (5 - m) a1 + 2) // 5``. GPUs round these blends their own way and
 can differ by one level.
 
-Encoder: vectorised over all blocks (in chunks, to bound memory). Colour: the principal axis of each block's colours
-(covariance matrix, power iterations), the extreme projections on it as endpoints (range fit), then least-squares
-refinement of the two endpoints for the chosen indices; endpoints are rounded to 565 and every texel takes the
-nearest colour (squared RGB distance) of the decoded, quantised palette. Of the range-fit and refined endpoints each
-block keeps the one with the lower error. Alpha (BC3): both modes are tried, the 8-value mode on the block's
-min/max and the 6-value mode on the min/max of the texels that are neither 0 nor 255, and the block keeps the mode
-with the lower squared error. BC1 with ``alpha_ref``: a texel whose ``alpha / 255 < alpha_ref`` is transparent; a
-block holding one uses the 3-colour mode with those texels at index 3 and endpoints fitted to its other texels.
+Encoder: vectorised over all blocks (in chunks, to bound memory; several chunks at once on threads, ``in_chunks``).
+Colour: the principal axis of each block's colours (covariance matrix, power iterations), the extreme projections on
+it as endpoints (range fit), then least-squares refinement of the two endpoints for the chosen indices; endpoints
+are rounded to 565 and every texel takes the nearest colour (squared RGB distance) of the decoded, quantised
+palette. Of the range-fit and refined endpoints each block keeps the one with the lower error. Alpha (BC3): both
+modes are tried, the 8-value mode on the block's min/max and the 6-value mode on the min/max of the texels that are
+neither 0 nor 255, and the block keeps the mode with the lower squared error. BC1 with ``alpha_ref``: a texel whose
+``alpha / 255 < alpha_ref`` is transparent; a block holding one uses the 3-colour mode with those texels at index 3
+and endpoints fitted to its other texels.
 """
 
 from __future__ import annotations
 
 import math
 import numbers
+import os
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import numpy.typing as npt
@@ -46,12 +50,43 @@ FORMATS = {"BC1": 8, "BC3": 16, "BC4": 8, "BC7": 16}  # bytes per 4x4 block (BC7
 REFINE_STEPS = 2
 POWER_ITERATIONS = 8
 CHUNK_BLOCKS = 32768  # blocks encoded at once: bounds the temporaries to some tens of MB
+MAX_THREADS = 4  # chunks encoded at once at most (each holds its temporaries)
+SPLIT_FROM = 2048  # blocks: an image of fewer than twice this is encoded in one chunk
 TRANSPARENT_BC1 = np.uint64(0xFFFFFFFF_00000000)  # a BC1 block of 16 transparent texels: c0 = c1 = 0, indices 3
 _SHIFT2 = (2 * np.arange(16)).astype(np.uint64)
 _SHIFT3 = (3 * np.arange(16)).astype(np.uint64)
 # weight of endpoint 0 for each index in the least-squares fit: 4-colour and 3-colour palettes
 _WEIGHT4 = np.array([1.0, 0.0, 2.0 / 3.0, 1.0 / 3.0], dtype=np.float32)
 _WEIGHT3 = np.array([1.0, 0.0, 0.5, 0.0], dtype=np.float32)
+
+
+# --- threads ----------------------------------------------------------------------------------------------------
+
+def encode_threads() -> int:
+    """Chunks of blocks encoded at once (numpy lets go of Python's lock in its loops): the CPUs this process may
+    use, at most ``MAX_THREADS``."""
+    try:
+        n = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        n = os.cpu_count() or 1
+    return max(1, min(n, MAX_THREADS))
+
+
+def in_chunks(count: int, chunk: int, work: Callable[[int, int], None]) -> None:
+    """``work(start, stop)`` over the blocks ``[0, count)`` in spans of at most ``chunk`` blocks, split further
+    (down to ``SPLIT_FROM`` blocks) so that every thread of ``encode_threads()`` gets one, that many at once. Each
+    span writes its own rows of the output, so the bytes are the same whatever the threads; the first error is
+    raised after every span has stopped."""
+    threads = encode_threads()
+    size = max(1, min(chunk, max(SPLIT_FROM, -(-count // threads))))
+    spans = [(start, min(start + size, count)) for start in range(0, count, size)]
+    if threads == 1 or len(spans) == 1:
+        for start, stop in spans:
+            work(start, stop)
+        return
+    with ThreadPoolExecutor(max_workers=min(threads, len(spans)), thread_name_prefix="envfx-bc") as pool:
+        for done in [pool.submit(work, start, stop) for start, stop in spans]:
+            done.result()
 
 
 # --- sizes and validation ------------------------------------------------------------------------------------
@@ -281,12 +316,13 @@ def encode_bc1(rgba: npt.NDArray[np.uint8], alpha_ref: float | None = None) -> b
         raise ValueError(f"alpha_ref must be in (0, 1] (or None for an opaque texture), got {alpha_ref!r}")
     blocks = _to_blocks(rgba)
     words = np.empty(len(blocks), dtype=np.uint64)
-    for start in range(0, len(blocks), CHUNK_BLOCKS):
-        chunk = blocks[start:start + CHUNK_BLOCKS]
+
+    def encode(start, stop):
+        chunk = blocks[start:stop]
         x = chunk[..., :3].astype(np.float32)
         if alpha_ref is None:
-            words[start:start + len(chunk)] = _colour_words(x, np.ones(chunk.shape[:2], np.float32), True)
-            continue
+            words[start:stop] = _colour_words(x, np.ones(chunk.shape[:2], np.float32), True)
+            return
         opaque = chunk[..., 3].astype(np.float64) / 255.0 >= alpha_ref
         w = opaque.astype(np.float32)
         cut = ~opaque.all(axis=1)
@@ -296,7 +332,9 @@ def encode_bc1(rgba: npt.NDArray[np.uint8], alpha_ref: float | None = None) -> b
         out[~cut] = _colour_words(x[~cut], w[~cut], True)
         out[part] = _colour_words(x[part], w[part], False)
         out[gone] = TRANSPARENT_BC1
-        words[start:start + len(chunk)] = out
+        words[start:stop] = out
+
+    in_chunks(len(blocks), CHUNK_BLOCKS, encode)
     return words.astype("<u8").tobytes()
 
 
@@ -306,11 +344,14 @@ def encode_bc3(rgba: npt.NDArray[np.uint8]) -> bytes:
     _check_image(rgba)
     blocks = _to_blocks(rgba)
     words = np.empty((len(blocks), 2), dtype=np.uint64)
-    for start in range(0, len(blocks), CHUNK_BLOCKS):
-        chunk = blocks[start:start + CHUNK_BLOCKS]
-        words[start:start + len(chunk), 0] = _alpha_words(chunk[..., 3].astype(np.int32))
-        x = chunk[..., :3].astype(np.float32)
-        words[start:start + len(chunk), 1] = _colour_words(x, np.ones(chunk.shape[:2], np.float32), True)
+
+    def encode(start, stop):
+        chunk = blocks[start:stop]
+        words[start:stop, 0] = _alpha_words(chunk[..., 3].astype(np.int32))
+        words[start:stop, 1] = _colour_words(chunk[..., :3].astype(np.float32), np.ones(chunk.shape[:2], np.float32),
+                                             True)
+
+    in_chunks(len(blocks), CHUNK_BLOCKS, encode)
     return words.astype("<u8").tobytes()
 
 
@@ -322,9 +363,11 @@ def encode_bc4(rgba: npt.NDArray[np.uint8], channel: int = 3) -> bytes:
         raise ValueError(f"channel must be 0, 1, 2 or 3 (R, G, B or A), got {channel!r}")
     blocks = _to_blocks(rgba)
     words = np.empty(len(blocks), dtype=np.uint64)
-    for start in range(0, len(blocks), CHUNK_BLOCKS):
-        chunk = blocks[start:start + CHUNK_BLOCKS]
-        words[start:start + len(chunk)] = _alpha_words(chunk[..., channel].astype(np.int32))
+
+    def encode(start, stop):
+        words[start:stop] = _alpha_words(blocks[start:stop, :, channel].astype(np.int32))
+
+    in_chunks(len(blocks), CHUNK_BLOCKS, encode)
     return words.astype("<u8").tobytes()
 
 

@@ -35,23 +35,23 @@ with one bit less, the top bit being 0. Interpolation, per channel: ``((64 - w) 
 selector bit set: colour takes the 3-bit set, alpha the 2-bit set); the rotation then swaps alpha with red (1),
 green (2) or blue (3).
 
-Encoder (vectorised over blocks, in chunks of ``CHUNK_BLOCKS``): every block is fitted in mode 6 (RGBA endpoints
-of 7 bits and a p-bit, 4-bit indices), mode 5 (a colour slot of three channels with 7-bit endpoints and 2-bit
-indices, an alpha slot of one channel with 8-bit endpoints and its own 2-bit indices) and mode 4 (colour slot 5-bit
-endpoints, alpha slot 6-bit, one of them 2-bit indices and the other 3-bit: both index selections are fitted) and
-keeps the mode, and in mode 4 the selection, with the lowest weighted squared error of its decode (ties: mode 6,
-then 5, then 4; selection 0). The weight: alpha's squared error counts ``ALPHA_WEIGHT`` (4) times a colour
-channel's, in that choice and in the fits (the principal axes are those of the weighted texels, the palette search
-weighs the channels; the least-squares endpoints need no weight, they solve channel by channel). A fit: the
-principal axis of the block's values (4-D for mode 6, 3-D for the colour slot, 1-D for the alpha slot), the extreme
-projections on it as endpoints (range fit), then ``REFINE_STEPS`` least-squares solutions for the endpoints given
-the indices; the endpoints are quantised, every texel takes the nearest entry of the decoded palette (exhaustive
-search, so the block errors compared are the decoder's), and each block keeps its best candidate. The anchor rule:
-an index set whose anchor index has its top bit set is inverted (``top - i``) and its endpoints swapped, which
-decodes the same (``w[top - i] = 64 - w[i]`` in every table); modes 4 and 5 apply it to each index set on its own.
-Blocks of one colour are written as mode 5 straight away and decode exactly: every 8-bit value is
-``(43 u0 + 21 u1 + 32) >> 6`` for some pair of 7-bit levels (colour index 1), alpha has both endpoints equal; a
-block whose colour slot alone holds one colour gets the same exact colour endpoints in mode 5.
+Encoder (vectorised over blocks, in chunks of ``CHUNK_BLOCKS``, several at once on threads: ``core.bc.in_chunks``):
+every block is fitted in mode 6 (RGBA endpoints of 7 bits and a p-bit, 4-bit indices), mode 5 (a colour slot of
+three channels with 7-bit endpoints and 2-bit indices, an alpha slot of one channel with 8-bit endpoints and its own
+2-bit indices) and mode 4 (colour slot 5-bit endpoints, alpha slot 6-bit, one of them 2-bit indices and the other
+3-bit: both index selections are fitted) and keeps the mode, and in mode 4 the selection, with the lowest weighted
+squared error of its decode (ties: mode 6, then 5, then 4; selection 0). The weight: alpha's squared error counts
+``ALPHA_WEIGHT`` (4) times a colour channel's, in that choice and in the fits (the principal axes are those of the
+weighted texels, the palette search weighs the channels; the least-squares endpoints need no weight, they solve
+channel by channel). A fit: the principal axis of the block's values (4-D for mode 6, 3-D for the colour slot, 1-D
+for the alpha slot), the extreme projections on it as endpoints (range fit), then ``REFINE_STEPS`` least-squares
+solutions for the endpoints given the indices; the endpoints are quantised, every texel takes the nearest entry of
+the decoded palette (exhaustive search, so the block errors compared are the decoder's), and each block keeps its
+best candidate. The anchor rule: an index set whose anchor index has its top bit set is inverted (``top - i``) and
+its endpoints swapped, which decodes the same (``w[top - i] = 64 - w[i]`` in every table); modes 4 and 5 apply it to
+each index set on its own. Blocks of one colour are written as mode 5 straight away and decode exactly: every 8-bit
+value is ``(43 u0 + 21 u1 + 32) >> 6`` for some pair of 7-bit levels (colour index 1), alpha has both endpoints
+equal; a block whose colour slot alone holds one colour gets the same exact colour endpoints in mode 5.
 
 Partitioned modes: the blocks whose best error in modes 6, 5 and 4 is above ``PARTITION_FROM`` (48: on average more
 than one level of each colour channel off) are fitted in modes 7 (two subsets, RGBA, 5-bit endpoints and a p-bit
@@ -384,8 +384,11 @@ def decode_bc7(data: bytes | bytearray | memoryview, height: int, width: int) ->
     _check_data(data, height, width)
     raw = np.frombuffer(data, dtype=np.uint8).reshape(-1, BLOCK_BYTES)
     texels = np.empty((len(raw), 16, 4), dtype=np.uint8)
-    for start in range(0, len(raw), CHUNK_BLOCKS):
-        texels[start:start + CHUNK_BLOCKS] = _decode_blocks(raw[start:start + CHUNK_BLOCKS])
+
+    def decode(start, stop):
+        texels[start:stop] = _decode_blocks(raw[start:stop])
+
+    bc.in_chunks(len(raw), CHUNK_BLOCKS, decode)
     return _from_blocks(texels, height, width)
 
 
@@ -973,6 +976,9 @@ def encode_bc7(rgba: npt.NDArray[np.uint8], alpha_ref: float | None = 0.5, chann
         raise ValueError(f"channel must be 0, 1, 2 or 3 (R, G, B or A), got {channel!r}")
     blocks = _to_blocks(rgba)
     out = np.empty((len(blocks), BLOCK_BYTES), dtype=np.uint8)
-    for start in range(0, len(blocks), CHUNK_BLOCKS):
-        out[start:start + CHUNK_BLOCKS] = _encode_blocks(blocks[start:start + CHUNK_BLOCKS], alpha_ref, channel)
+
+    def encode(start, stop):
+        out[start:stop] = _encode_blocks(blocks[start:stop], alpha_ref, channel)
+
+    bc.in_chunks(len(blocks), CHUNK_BLOCKS, encode)
     return out.tobytes()

@@ -44,7 +44,7 @@ SMOKE = {
     "bench_snow.py:parts": (["--quick", "--only", "shot_parts,handler_shot"],
                             {("bench", "trails_shot_parts"): 10, ("bench", "trails_handler_shot_per_frame"): 10,
                              ("bench", "trails_handler_shot"): 1}),
-    "bench_mips.py": (["--size", "64", "--repeat", "1"], {("bench", "mips"): 10}),
+    "bench_mips.py": (["--size", "64", "--repeat", "1"], {("bench", "mips"): 11}),
     "bench_node_costs.py": (["--verts", "400", "--objects", "2", "--chain", "2", "--frames", "1", "--rounds", "1"],
                             {("bench", "node_cost_per_vertex"): 16, ("bench", "node_cost_swing"): 7,
                              ("bench", "node_cost_per_object"): 2}),

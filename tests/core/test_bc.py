@@ -315,3 +315,65 @@ def test_bc4_stores_one_channel_as_bc3_stores_alpha(channel):
     assert out.shape == (10, 7, 4) and not out[..., 1:3].any() and (out[..., 3] == 255).all()
     with pytest.raises(ValueError, match="is 48 bytes, got 40"):
         bc.decode_bc4(data[:40], 10, 7)
+
+
+def test_chunks_on_several_threads_write_the_same_bytes_as_one_chunk_on_one(monkeypatch):
+    """The encoders split the blocks into spans, several threads at once (``encode_threads``, at most
+    ``MAX_THREADS``); each span writes its own rows, so the bytes are those of one chunk on one thread, for every
+    format, whatever the split (spans of one block up to all of them); BC7's decoder too."""
+    from core import bc7
+
+    rng = np.random.default_rng(11)
+    img = rng.integers(0, 256, (36, 44, 4), dtype=np.uint8)  # 99 blocks
+    img[:12, :, 3] = 255
+    encoders = (bc.encode_bc1, lambda i: bc.encode_bc1(i, alpha_ref=0.5), bc.encode_bc3,
+                lambda i: bc.encode_bc4(i, 1), bc7.encode_bc7)
+    monkeypatch.setattr(bc, "encode_threads", lambda: 1)
+    one = [encode(img) for encode in encoders]
+    decoded = bc7.decode_bc7(one[-1], 36, 44)
+    spans = []
+    real_in_chunks = bc.in_chunks
+
+    def counted(count, chunk, work):
+        def span(a: int, b: int) -> None:
+            spans.append((a, b))
+            work(a, b)
+
+        real_in_chunks(count, chunk, span)
+
+    monkeypatch.setattr(bc, "in_chunks", counted)
+    monkeypatch.setattr(bc, "SPLIT_FROM", 1)
+    for threads, chunk in ((4, 32768), (3, 7), (2, 1)):
+        monkeypatch.setattr(bc, "encode_threads", lambda threads=threads: threads)
+        monkeypatch.setattr(bc, "CHUNK_BLOCKS", chunk)
+        monkeypatch.setattr(bc7, "CHUNK_BLOCKS", chunk)
+        spans.clear()
+        assert [encode(img) for encode in encoders] == one, (threads, chunk)
+        assert (bc7.decode_bc7(one[-1], 36, 44) == decoded).all()
+        runs = len(encoders) + 1  # (and the decoder's)
+        for fmt in range(runs):  # every run's spans cover the 99 blocks once, in at least `threads`
+            mine = sorted(spans[fmt * len(spans) // runs:(fmt + 1) * len(spans) // runs])
+            assert mine[0][0] == 0 and mine[-1][1] == 99 and len(mine) >= threads
+            assert all(a[1] == b[0] for a, b in zip(mine, mine[1:]))
+
+
+def test_an_error_in_one_span_is_raised_after_the_others_stop(monkeypatch):
+    monkeypatch.setattr(bc, "encode_threads", lambda: 2)
+    monkeypatch.setattr(bc, "SPLIT_FROM", 1)
+    finished = []
+
+    def work(start, stop):
+        if start == 0:
+            raise ValueError("span 0 failed")
+        finished.append(start)
+
+    with pytest.raises(ValueError, match="span 0 failed"):
+        bc.in_chunks(10, 3, work)
+    assert sorted(finished) == [3, 6, 9]
+
+
+def test_encode_threads_are_the_cpus_this_process_may_use_at_most_max_threads(monkeypatch):
+    monkeypatch.setattr(bc.os, "sched_getaffinity", lambda pid: set(range(16)), raising=False)
+    assert bc.encode_threads() == bc.MAX_THREADS
+    monkeypatch.setattr(bc.os, "sched_getaffinity", lambda pid: {0}, raising=False)
+    assert bc.encode_threads() == 1
