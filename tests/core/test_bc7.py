@@ -444,6 +444,15 @@ def parse_encoded(block):
     return 4, rotation, selector, [(colour, ci, slots[:3], cw), (alpha, ai, slots[3:], aw)]
 
 
+def encoded_for_parsing(make, modes, monkeypatch):
+    """The encoder's squared-error weights, the (blocks, 16, 4) texels of ``make()`` and their BC7 bytes written
+    with ``ENCODER_MODES`` set to ``modes`` (None: the encoder's own)."""
+    if modes is not None:
+        monkeypatch.setattr(bc7, "ENCODER_MODES", modes)
+    img = make()
+    return encoder_weight(), bc._to_blocks(img).astype(np.int64), bc7.encode_bc7(img)
+
+
 @pytest.mark.parametrize("make, modes", [(gradient, (6, 5, 4)), (natural, (6, 5, 4)), (natural, (4,)),
                                          (lambda: mips.make_leaf_card(64, seed=5), (6, 5, 4)),
                                          (black_card, (6, 5, 4)), (black_card, (4,))])
@@ -452,11 +461,7 @@ def test_encoded_anchors_have_top_bit_0_and_every_texel_takes_its_nearest_palett
     3-bit one), texel 0 would decode to an entry far from its value. Parsed here, every index (anchors included) is
     the nearest entry of its palette by the squared error the encoder weighs (alpha ``ALPHA_WEIGHT`` times a colour
     channel; a set of one channel needs no weight). Mode 4 alone: both index sets of every block."""
-    monkeypatch.setattr(bc7, "ENCODER_MODES", modes)
-    img = make()
-    weight = encoder_weight()
-    blocks = bc._to_blocks(img).astype(np.int64)
-    data = bc7.encode_bc7(img)
+    weight, blocks, data = encoded_for_parsing(make, modes, monkeypatch)
     written = set()
     for n, texels in enumerate(blocks):
         mode, rotation, selector, sets = parse_encoded(data[16 * n:16 * n + 16])
@@ -550,12 +555,7 @@ def test_partitioned_blocks_keep_each_anchors_top_bit_0_and_take_the_nearest_ent
     would read as another index. Parsed here, every texel's index is the nearest entry of its subset's palette (the
     weighted error; modes without alpha: R, G, B) and every subset holds the texels of the spec's partition. None:
     the encoder's own choice of modes."""
-    if modes is not None:
-        monkeypatch.setattr(bc7, "ENCODER_MODES", modes)
-    img = make()
-    weight = encoder_weight()
-    blocks = bc._to_blocks(img).astype(np.int64)
-    data = bc7.encode_bc7(img)
+    weight, blocks, data = encoded_for_parsing(make, modes, monkeypatch)
     written = set()
     for n, texels in enumerate(blocks):
         block = data[16 * n:16 * n + 16]
