@@ -38,12 +38,13 @@ from __future__ import annotations
 
 import math
 import numbers
-import os
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import numpy.typing as npt
+
+from . import cpus
 
 FORMATS = {"BC1": 8, "BC3": 16, "BC4": 8, "BC7": 16}  # bytes per 4x4 block (BC7: core.bc7)
 # least-squares refinements of the colour endpoints after the range fit (0: range fit only; tests compare the two)
@@ -65,11 +66,7 @@ _WEIGHT3 = np.array([1.0, 0.0, 0.5, 0.0], dtype=np.float32)
 def encode_threads() -> int:
     """Chunks of blocks encoded at once (numpy lets go of Python's lock in its loops): the CPUs this process may
     use, at most ``MAX_THREADS``."""
-    try:
-        n = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        n = os.cpu_count() or 1
-    return max(1, min(n, MAX_THREADS))
+    return cpus.usable_cpus(MAX_THREADS)
 
 
 def in_chunks(count: int, chunk: int, work: Callable[[int, int], None]) -> None:

@@ -28,7 +28,7 @@ from typing import Any, overload
 import numpy as np
 import numpy.typing as npt
 
-from . import exr, png
+from . import cpus, exr, png
 from .colour import linear_to_srgb
 
 FALLOFFS = ("PHYSICAL", "SMOOTH")
@@ -36,6 +36,7 @@ SMOOTHINGS = ("NONE", "MIPS", "BLUR")
 LIGHT_KINDS = ("POINT", "SPOT", "AREA")
 MAX_RESOLUTION = 16384
 MAX_SAMPLES = 256
+MAX_THREADS = 4  # lights rendered at once at most
 # A light's area of influence ends where its PHYSICAL irradiance is this share of its peak (at its foot): PHYSICAL
 # keeps the faint tails (many far lights add up in a level's dim corners, as Cycles shows); SMOOTH's gradient circle
 # ends much sooner, at the write-up's visible circle
@@ -716,13 +717,9 @@ def _render_light(grid: Grid, occ: np.ndarray, blockers, light: Light, index: in
 
 
 def bake_threads() -> int:
-    """Lights rendered at once (numpy lets go of the GIL in its loops): the CPUs this process may use, at most 4
-    (each light in flight holds a few copies of its crop)."""
-    try:
-        n = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        n = os.cpu_count() or 1
-    return max(1, min(n, 4))
+    """Lights rendered at once (numpy lets go of the GIL in its loops): the CPUs this process may use, at most
+    ``MAX_THREADS`` (each light in flight holds a few copies of its crop)."""
+    return cpus.usable_cpus(MAX_THREADS)
 
 
 def bake_job(grid: Grid, occ: np.ndarray, lights: Sequence[Light], ground_z: float, settings: Settings,

@@ -6,7 +6,7 @@ import struct
 import numpy as np
 import pytest
 
-from core import bc
+from core import bc, cpus, lightmap2d
 from tests.core.bc_images import gradient, rmse  # (tests/conftest.py puts the repository root on sys.path)
 
 RED, BLUE, GREEN = 0xF800, 0x001F, 0x07E0
@@ -373,7 +373,15 @@ def test_an_error_in_one_span_is_raised_after_the_others_stop(monkeypatch):
 
 
 def test_encode_threads_are_the_cpus_this_process_may_use_at_most_max_threads(monkeypatch):
-    monkeypatch.setattr(bc.os, "sched_getaffinity", lambda pid: set(range(16)), raising=False)
+    """The process's affinity (a farm worker pinned to one core encodes on one thread), capped; without affinity
+    (macOS, Windows) the machine's CPU count. The light map's bake counts its threads the same way."""
+    monkeypatch.setattr(cpus.os, "sched_getaffinity", lambda pid: set(range(16)), raising=False)
     assert bc.encode_threads() == bc.MAX_THREADS
-    monkeypatch.setattr(bc.os, "sched_getaffinity", lambda pid: {0}, raising=False)
+    assert lightmap2d.bake_threads() == lightmap2d.MAX_THREADS
+    monkeypatch.setattr(cpus.os, "sched_getaffinity", lambda pid: {0}, raising=False)
+    assert bc.encode_threads() == 1 == lightmap2d.bake_threads()
+    monkeypatch.delattr(cpus.os, "sched_getaffinity", raising=False)
+    monkeypatch.setattr(cpus.os, "cpu_count", lambda: 3)
+    assert bc.encode_threads() == 3
+    monkeypatch.setattr(cpus.os, "cpu_count", lambda: None)
     assert bc.encode_threads() == 1
