@@ -296,16 +296,35 @@ def _fields(bits: npt.NDArray[np.uint8], pos: int, count: int, width: int) -> np
     return chunk @ (1 << np.arange(width, dtype=np.int32))
 
 
-def _read_indices(bits: npt.NDArray[np.uint8], pos: int, width: int, anchor: npt.NDArray[np.bool_]
-                  ) -> npt.NDArray[np.int32]:
-    """(n, 16) indices of ``width`` bits from bit ``pos``; ``anchor`` (n, 16) texels store one bit less."""
-    widths = width - np.broadcast_to(anchor, (len(bits), 16)).astype(np.int32)
-    starts = pos + np.cumsum(widths, axis=1) - widths
-    bit = np.arange(width, dtype=np.int32)
-    where = np.minimum(starts[..., None] + bit, 127).reshape(len(bits), -1)
-    got = np.take_along_axis(bits, where, axis=1).reshape(len(bits), 16, width).astype(np.int32)
-    got *= bit < widths[..., None]
-    return got @ (1 << bit)
+@functools.lru_cache(maxsize=None)
+def _index_layout(subsets: int, width: int, pos: int) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.uint8]]:
+    """Where the indices of ``width`` bits from bit ``pos`` lie, per partition of ``subsets`` subsets (each
+    subset's anchor texel stores one bit less): (partitions, 16 * width) bit numbers, texel by texel, bit by bit (a
+    missing top bit reads the last bit of the block), and (partitions, 16 * width) 1 for a stored bit, 0 for a
+    missing top bit."""
+    anchors = ANCHORS[subsets]
+    anchor = (np.arange(16)[None, None, :] == anchors[:, :, None]).any(axis=1)  # (partitions, 16)
+    widths = width - anchor.astype(np.intp)
+    starts = np.cumsum(widths, axis=1) - widths
+    bit = np.arange(width)
+    offsets = np.minimum(pos + starts[..., None] + bit, 127).reshape(len(anchors), -1)
+    stored = (bit < widths[..., None]).astype(np.uint8).reshape(len(anchors), -1)
+    offsets.flags.writeable = stored.flags.writeable = False
+    return offsets, stored
+
+
+def _read_indices(bits: npt.NDArray[np.uint8], pos: int, width: int, subsets: int,
+                  partition: npt.NDArray[np.integer]) -> npt.NDArray[np.uint8]:
+    """(n, 16) indices of ``width`` bits from bit ``pos``, laid out for each block's partition of ``subsets``
+    subsets (``_index_layout``)."""
+    offsets, stored = _index_layout(subsets, width, pos)
+    got = bc.take_rows(bits, offsets[partition])
+    got *= stored[partition]
+    got = got.reshape(len(bits), 16, width)
+    idx = got[..., 0].copy()
+    for b in range(1, width):
+        idx |= got[..., b] << b
+    return idx
 
 
 def _unquantise(v: npt.NDArray[np.int32], bits: int) -> npt.NDArray[np.int32]:
@@ -343,17 +362,16 @@ def _decode_mode(bits: npt.NDArray[np.uint8], m: int) -> npt.NDArray[np.uint8]:
         e[:, :, 3] = _unquantise(e[:, :, 3], alpha_bits)
 
     subset = SUBSETS[mode.subsets][partition]
-    anchor = (np.arange(16)[None, None, :] == ANCHORS[mode.subsets][partition][:, :, None]).any(axis=1)
-    idx = _read_indices(bits, pos, mode.index_bits, anchor)
+    idx = _read_indices(bits, pos, mode.index_bits, mode.subsets, partition)
     colour_w = alpha_w = WEIGHTS[mode.index_bits][idx]
     if mode.index2_bits:
         pos += 16 * mode.index_bits - 1
-        idx2 = _read_indices(bits, pos, mode.index2_bits, np.arange(16)[None, :] == 0)
+        idx2 = _read_indices(bits, pos, mode.index2_bits, 1, np.zeros(len(bits), np.intp))
         second = WEIGHTS[mode.index2_bits][idx2]
         sel = selector[:, None]
         colour_w, alpha_w = np.where(sel, second, colour_w), np.where(sel, colour_w, second)
-    e0 = np.take_along_axis(e, (2 * subset)[..., None], axis=1)
-    e1 = np.take_along_axis(e, (2 * subset + 1)[..., None], axis=1)
+    e0 = bc.take_rows(e, 2 * subset)
+    e1 = bc.take_rows(e, 2 * subset + 1)
     w = np.concatenate([np.repeat(colour_w[..., None], 3, axis=2), alpha_w[..., None]], axis=2)
     texels = ((64 - w) * e0 + w * e1 + 32) >> 6
     for r in (1, 2, 3):

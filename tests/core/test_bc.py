@@ -385,3 +385,17 @@ def test_encode_threads_are_the_cpus_this_process_may_use_at_most_max_threads(mo
     assert bc.encode_threads() == 3
     monkeypatch.setattr(cpus.os, "cpu_count", lambda: None)
     assert bc.encode_threads() == 1
+
+
+@pytest.mark.parametrize("dtype, tail", [(np.uint8, ()), (np.uint8, (4,)), (np.int32, ()), (np.int32, (4,)),
+                                         (np.uint64, ()), (np.uint16, (3,)), (np.float32, (2, 2))])
+def test_take_rows_is_take_along_axis_one(dtype, tail):
+    """The decoders' gather: rows of 1, 2, 4 and 8 bytes read as one integer, others (12, 16 bytes) row by row."""
+    rng = np.random.default_rng(3)
+    a = rng.integers(0, 200, (37, 9, *tail)).astype(dtype)
+    idx = rng.integers(0, 9, (37, 16)).astype(np.int32)
+    want = np.take_along_axis(a, idx.astype(np.intp).reshape(37, 16, *(1,) * len(tail)), axis=1)
+    got = bc.take_rows(a, idx)
+    assert got.dtype == a.dtype and got.shape == (37, 16, *tail) and (got == want).all()
+    assert (bc.take_rows(a[:, ::2], idx // 2) == np.take_along_axis(
+        a[:, ::2], (idx // 2).astype(np.intp).reshape(37, 16, *(1,) * len(tail)), axis=1)).all()  # (a view)
