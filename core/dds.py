@@ -5,12 +5,12 @@ and BC7 (8 bits a texel, finer colour) through ``core.bc7``; and the reader of w
 from __future__ import annotations
 
 import struct
-from collections.abc import Sequence
+from collections.abc import Generator, Sequence
 
 import numpy as np
 import numpy.typing as npt
 
-from . import bc, bc7
+from . import bc, bc7, jobs
 
 DDSD_CAPS, DDSD_HEIGHT, DDSD_WIDTH, DDSD_PITCH = 0x1, 0x2, 0x4, 0x8
 DDSD_PIXELFORMAT, DDSD_MIPMAPCOUNT, DDSD_LINEARSIZE = 0x1000, 0x20000, 0x80000
@@ -52,6 +52,20 @@ def _compression(compression: str) -> tuple:
 
 def encode_dds(levels: Sequence[npt.NDArray[np.uint8]], *, srgb: bool, compression: str = "RGBA8",
                alpha_ref: float | None = None, channel: int = 3) -> bytes:
+    """``encode_dds_job`` run to its end."""
+    return jobs.finish(encode_dds_job(levels, srgb=srgb, compression=compression, alpha_ref=alpha_ref,
+                                      channel=channel))
+
+
+def band_rows(width: int) -> int:
+    """Texel rows (a multiple of 4) block-compressed in one step of ``encode_dds_job``: about ``CHUNK_BLOCKS`` blocks
+    for each thread of ``core.bc.encode_threads``, so every thread has a chunk and a step takes under a second."""
+    blocks = bc.CHUNK_BLOCKS * bc.encode_threads()
+    return 4 * max(1, blocks // max(1, -(-width // 4)))
+
+
+def encode_dds_job(levels: Sequence[npt.NDArray[np.uint8]], *, srgb: bool, compression: str = "RGBA8",
+                   alpha_ref: float | None = None, channel: int = 3) -> Generator[float, None, bytes]:
     """A DDS (straight alpha) holding every level given: RGBA8 levels, level 0 first, each half the one before
     (floor, at least 1).
 
@@ -63,7 +77,10 @@ def encode_dds(levels: Sequence[npt.NDArray[np.uint8]], *, srgb: bool, compressi
     block-compressed ones need a level 0 whose width and height are multiples of 4.
     ``srgb``: the colour channels are sRGB-encoded (the mips' ``MipSettings.srgb``). Then the file has the DX10
     header with the ``_SRGB`` format, so engines decode the colour to linear when they sample; otherwise the legacy
-    header (BC7: the DX10 header with ``BC7_UNORM``). See ``dds_format``."""
+    header (BC7: the DX10 header with ``BC7_UNORM``). See ``dds_format``.
+
+    Job generator (progress.py): yields the fraction of the texels encoded, after each band of ``band_rows`` rows
+    of a level; returns the file's bytes."""
     _, legacy, unorm = _compression(compression)
     srgb = srgb and compression not in NO_SRGB
     if not levels:
@@ -85,13 +102,25 @@ def encode_dds(levels: Sequence[npt.NDArray[np.uint8]], *, srgb: bool, compressi
         flags |= DDSD_PITCH
         pitch = w * 4
         body = [np.ascontiguousarray(lv).tobytes() for lv in levels]
+        yield 1.0
     else:
         flags |= DDSD_LINEARSIZE
         pitch = bc.block_bytes(compression, h, w)  # the top level's size
         test = 0.5 if alpha_ref is None else alpha_ref  # (BC7 keeps the alpha test there)
         encode = {"BC1": lambda lv: bc.encode_bc1(lv, alpha_ref), "BC3": bc.encode_bc3,
                   "BC4": lambda lv: bc.encode_bc4(lv, channel), "BC7": lambda lv: bc7.encode_bc7(lv, test, channel)}
-        body = [encode[compression](lv) for lv in levels]
+        # each level in bands of whole block rows (blocks are encoded on their own and stored row by row, so the
+        # bands' bytes put together are the level's), a step each: progress, and a cancel, between bands
+        body = []
+        total = sum(lv.shape[0] * lv.shape[1] for lv in levels)
+        done = 0
+        for lv in levels:
+            step = band_rows(lv.shape[1])
+            for top in range(0, lv.shape[0], step):
+                band = lv[top:top + step]
+                body.append(encode[compression](band))
+                done += band.shape[0] * band.shape[1]
+                yield done / total
     if srgb or not _has_legacy(compression):
         pixel_format = struct.pack("<2I4s5I", 32, DDPF_FOURCC, b"DX10", 0, 0, 0, 0, 0)
         # DDS_HEADER_DXT10: dxgiFormat, resourceDimension, miscFlag, arraySize, miscFlags2 (alpha mode)

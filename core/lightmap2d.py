@@ -28,7 +28,7 @@ from typing import Any, overload
 import numpy as np
 import numpy.typing as npt
 
-from . import cpus, exr, png
+from . import cpus, exr, jobs, png
 from .colour import linear_to_srgb
 
 FALLOFFS = ("PHYSICAL", "SMOOTH")
@@ -787,11 +787,7 @@ def bake(grid: Grid, occ: np.ndarray, lights: Sequence[Light], ground_z: float, 
          threads: int | None = None) -> Result:
     """``bake_job`` run to its end."""
     job = bake_job(grid, occ, lights, ground_z, settings, threads)
-    while True:
-        try:
-            next(job)
-        except StopIteration as stop:
-            return stop.value
+    return jobs.finish(job)
 
 
 def distance_image(grid: Grid, occ: np.ndarray, longest: int = 256) -> tuple:

@@ -36,13 +36,20 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from . import dds, outputs
+from . import dds, jobs, outputs
 from .colour import linear_to_srgb, srgb_to_linear
 from .png import encode_png
 
 CHANNELS = ("R", "G", "B", "A")
 FORMATS = ("dds", "png")
 DDS_COMPRESSIONS = tuple(dds.COMPRESSIONS)  # RGBA8, BC1, BC3, BC4, BC7
+# estimated times, for progress only: over the chain's build (a 2048 x 2048 leaf card on 2 cores), the DDS's per
+# compression (encoding and coverage check), the PNG levels' and the comparison picture's; of the DDS's, the encoding's
+# share (then the check)
+DDS_COST = {"RGBA8": 0.1, "BC1": 1.5, "BC3": 3.0, "BC4": 2.0, "BC7": 4.5}
+PNG_COST = 0.5
+COMPARE_COST = 0.4
+DDS_ENCODE_SHARE = 0.75
 # bytes of working memory per source pixel (float32 RGBA level 0 + the chain + outputs + temporaries)
 BYTES_PER_PIXEL = 48
 DEFAULT_MAX_MEMORY_GB = 8.0
@@ -482,11 +489,7 @@ def build_chain_job(pixels: npt.ArrayLike, settings: MipSettings = MipSettings()
 def build_chain(pixels: npt.ArrayLike, settings: MipSettings = MipSettings()) -> MipChain:
     """The numpy entry point: (H, W, C) pixels (top row first) -> MipChain (uint8 RGBA levels + report)."""
     job = build_chain_job(pixels, settings)
-    while True:
-        try:
-            next(job)
-        except StopIteration as stop:
-            return stop.value
+    return jobs.finish(job)
 
 
 # --- encoders ---------------------------------------------------------------------------------------------
@@ -499,10 +502,27 @@ def encode_dds(levels: Sequence[npt.NDArray[np.uint8]], *, srgb: bool, compressi
                alpha_ref: float | None = None, channel: int = 3) -> bytes:
     """``core.dds.encode_dds`` (a DDS of every level given: RGBA8, BC1, BC3, BC4 of ``channel`` or BC7), refusing
     with ``MipsError``."""
+    return jobs.finish(encode_dds_job(levels, srgb=srgb, compression=compression, alpha_ref=alpha_ref,
+                                      channel=channel))
+
+
+def encode_dds_job(levels: Sequence[npt.NDArray[np.uint8]], *, srgb: bool, compression: str = "RGBA8",
+                   alpha_ref: float | None = None, channel: int = 3) -> Generator[float, None, bytes]:
+    """``encode_dds`` as a job generator (``core.dds.encode_dds_job``: progress between bands of block rows)."""
     try:
-        return dds.encode_dds(levels, srgb=srgb, compression=compression, alpha_ref=alpha_ref, channel=channel)
+        return (yield from dds.encode_dds_job(levels, srgb=srgb, compression=compression, alpha_ref=alpha_ref,
+                                              channel=channel))
     except ValueError as exc:
         raise MipsError(str(exc)) from None
+
+
+def write_cost(compression: str, formats: Iterable[str], compare: bool) -> float:
+    """The estimated time of writing a chain's files (the DDS of ``compression``, the PNG levels, the comparison
+    picture, as ``formats`` and ``compare`` ask) over the chain's build: how a bake's progress bar splits its
+    time."""
+    formats = parse_formats(formats)
+    return ((DDS_COST[compression] if "dds" in formats else 0.0) + (PNG_COST if "png" in formats else 0.0)
+            + (COMPARE_COST if compare else 0.0))
 
 
 def chain_dds(chain: MipChain) -> tuple[bytes, list[float] | None]:
@@ -510,17 +530,22 @@ def chain_dds(chain: MipChain) -> tuple[bytes, list[float] | None]:
     (decoded from the file: BC1's alpha is 0 or 1, cut at the reference; BC3's, BC4's and BC7's are quantised per
     block of 4 x 4 texels), measured in the coverage channel as the chain measures its levels; None for RGBA8,
     whose levels are the chain's. BC4 holds the coverage channel alone (read back in R, as GPUs sample it)."""
+    return jobs.finish(chain_dds_job(chain))
+
+
+def chain_dds_job(chain: MipChain) -> Generator[float, None, tuple[bytes, list[float] | None]]:
+    """``chain_dds`` as a job generator: progress while the levels are encoded (``DDS_ENCODE_SHARE`` of it), then
+    the coverage check."""
     s = chain.settings
     ach = CHANNELS.index(s.alpha_channel)
-    data = encode_dds(chain.levels, srgb=s.srgb, compression=s.dds, alpha_ref=s.ref, channel=ach)
+    data = yield from jobs.within(encode_dds_job(chain.levels, srgb=s.srgb, compression=s.dds, alpha_ref=s.ref,
+                                                 channel=ach), 0.0, DDS_ENCODE_SHARE)
     if s.dds == "RGBA8":
         return data, None
     levels, _ = dds.decode_dds(data)
     read = 0 if s.dds == "BC4" else ach
     return data, [coverage(lv[..., read], s.ref, s.supersample) for lv in levels]
 
-
-# --- comparison picture -----------------------------------------------------------------------------------
 
 def _resize_bilinear(img: np.ndarray, oh: int, ow: int) -> np.ndarray:
     """Bilinear (texel-centre aligned, clamped) resample of an (h, w, c) float array."""
@@ -714,18 +739,30 @@ class StagedOutput:
 
     def add(self, stem: str, source: str, chain: MipChain) -> list:
         """Encode and stage one chain's files; returns their names."""
+        return jobs.finish(self.add_job(stem, source, chain))
+
+    def add_job(self, stem: str, source: str, chain: MipChain) -> Generator[float, None, list]:
+        """``add`` as a job generator: progress through the DDS's bands and the PNG levels, in proportion to their
+        estimated time (``write_cost``)."""
         names = output_names(stem, len(chain.levels), self.formats, self.compare)
         clash = [n for n in names if n in self.names]
         if clash:
             raise MipsError(f"Two inputs are both named {stem!r}: rename one")
+        total = write_cost(chain.settings.dds, self.formats, self.compare)
         try:
             files = {}
             dds_coverage = None
+            done = 0.0
             if "dds" in self.formats:
-                files[f"{stem}.dds"], dds_coverage = chain_dds(chain)
+                part = DDS_COST[chain.settings.dds] / total
+                files[f"{stem}.dds"], dds_coverage = yield from jobs.within(chain_dds_job(chain), 0.0, part)
+                done = part
             if "png" in self.formats:
+                pixels = sum(lv.shape[0] * lv.shape[1] for lv in chain.levels)
                 for i, lv in enumerate(chain.levels):
                     files[f"{stem}_mip{i:02d}.png"] = encode_png(lv)
+                    done += PNG_COST / total * lv.shape[0] * lv.shape[1] / pixels
+                    yield done
             report = self.reports[stem] = report_dict(chain, source, "dds" in self.formats, names, dds_coverage)
             files[f"{stem}_mips.json"] = json.dumps(report, indent=2).encode()
             if self.compare:
@@ -801,19 +838,14 @@ def write_outputs_job(items: Sequence[tuple[str, str, MipChain]], out_dir: str, 
     Nothing appears in ``out_dir`` unless every file was written (see StagedOutput)."""
     with StagedOutput(out_dir, formats, compare) as staged:
         for n, (stem, source, chain) in enumerate(items):
-            staged.add(stem, source, chain)
-            yield (n + 1) / len(items)
+            yield from jobs.within(staged.add_job(stem, source, chain), n / len(items), 1.0 / len(items))
         return staged.commit()
 
 
 def write_outputs(items: Sequence[tuple[str, str, MipChain]], out_dir: str, formats: str | Iterable[str] = FORMATS,
                   compare: bool = True) -> list:
     job = write_outputs_job(items, out_dir, formats, compare)
-    while True:
-        try:
-            next(job)
-        except StopIteration as stop:
-            return stop.value
+    return jobs.finish(job)
 
 
 # --- a test card ------------------------------------------------------------------------------------------

@@ -20,6 +20,7 @@ import numpy.typing as npt
 from mathutils import Vector
 
 from .. import bridge, progress
+from ..core import jobs
 from ..core import lightmap2d as core_lm
 from ..shader_nodes import common as nodes_common
 from ..shader_nodes import lightmap as lightmap_nodes
@@ -237,13 +238,7 @@ def _bake(scene_name: str, inputs: Inputs) -> LightmapJob:
     occ = core_lm.rasterise(grid, inputs.triangles)
     yield 0.05
     job = core_lm.bake_job(grid, occ, inputs.lights, inputs.ground_z, inputs.settings)
-    while True:
-        try:
-            fraction = next(job)
-        except StopIteration as stop:
-            result = stop.value
-            break
-        yield 0.05 + 0.85 * fraction
+    result = yield from jobs.within(job, 0.05, 0.85)
     circles = core_lm.light_circles(grid, inputs.lights, inputs.ground_z) if inputs.options["light_circles"] else None
     distance, _ = core_lm.distance_image(grid, occ)
     white = core_lm.white_point(result.rgb, result.occupancy)

@@ -20,6 +20,7 @@ import numpy.typing as npt
 from bpy.props import StringProperty
 
 from .. import bridge, progress
+from ..core import jobs
 from ..core import mips as core_mips
 from .common import NeedsScene, colour_space, colour_space_name, output_folder, set_colour_space
 
@@ -434,15 +435,11 @@ def _bake(inputs: list[MipsInput], out_dir: str, settings: core_mips.MipSettings
             arr, srgb, warnings = read_input(inp, colour, settings)
             job = core_mips.build_chain_job(arr, dataclasses.replace(settings, srgb=srgb))
             del arr
-            while True:
-                try:
-                    fraction = next(job)
-                except StopIteration as stop:
-                    chain = stop.value
-                    break
-                yield (i + 0.9 * fraction) / n
+            # the bar split between the chain's build and its files' writing by their estimated times
+            build = 1.0 / (1.0 + core_mips.write_cost(settings.dds, formats, compare))
+            chain = yield from jobs.within(job, i / n, build / n)
             chain.warnings = warnings + [f"{inp.stem}: {w}" for w in chain.warnings]
-            staged.add(inp.stem, inp.label, chain)
+            yield from jobs.within(staged.add_job(inp.stem, inp.label, chain), (i + build) / n, (1.0 - build) / n)
             result.reports[inp.stem] = staged.reports[inp.stem]
             result.warnings.extend(chain.warnings)
             del chain

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from .. import jobs
 from .cube import _FACE_A, _FACE_B, _FACE_N, face_directions, sample_cube
 from .noise import _perm, simplex4_grad
 from .params import GasGiantParams
@@ -140,25 +141,7 @@ def _scaled_velocity(p, params, time, perm, vort, norm):
 
 def build_field(params: GasGiantParams, time: float = 0.0, noise_norm: float | None = None) -> Field:
     """The velocity field at noise time ``time`` on a padded cube map of ``params.field_size``."""
-    return _drive_to_end(build_field_steps(params, time, noise_norm))
-
-
-def _drive_to_end(job):
-    while True:
-        try:
-            next(job)
-        except StopIteration as stop:
-            return stop.value
-
-
-def _scaled_progress(job, lo: float, hi: float):
-    """Run a sub-job, re-yielding its progress mapped into [lo, hi]; returns its result."""
-    while True:
-        try:
-            f = next(job)
-        except StopIteration as stop:
-            return stop.value
-        yield lo + (hi - lo) * f
+    return jobs.finish(build_field_steps(params, time, noise_norm))
 
 
 def _field_blocks(n: int):

@@ -7,8 +7,8 @@ import os
 import time
 from collections.abc import Generator
 
-from .. import outputs
-from .field import _scaled_progress, build_field_steps, lerp_field
+from .. import jobs, outputs
+from .field import build_field_steps, lerp_field
 from .field_files import check_field_files, save_fields
 from .flow import encode_flow, flow_scale
 from .layouts import cube_layout_faces, layout_face_image
@@ -93,7 +93,7 @@ def bake(params: GasGiantParams, folder: str, check_memory: bool = True, fields:
                 if t in loaded:
                     built[k] = loaded[t]
                 else:
-                    built[k] = yield from _scaled_progress(build_field_steps(params, t, norm), lo, hi)
+                    built[k] = yield from jobs.within(build_field_steps(params, t, norm), lo, hi - lo)
                 norm = built[k].noise_norm
             return built[k]
 
@@ -194,8 +194,4 @@ def run_bake(params: GasGiantParams, folder: str, check_memory: bool = True, par
              state_dir: str | None = None) -> BakeResult:
     """Drive ``bake`` to the end without progress output (scripts and tests)."""
     job = bake(params, folder, check_memory=check_memory, part=part, state_dir=state_dir)
-    while True:
-        try:
-            next(job)
-        except StopIteration as stop:
-            return stop.value
+    return jobs.finish(job)

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from .. import outputs
+from .. import jobs, outputs
 from .base import SnowError
 from .buffer import (BufferParams, HeightField, _oscillator_matrix, _shift, buffer_metadata, edge_fade_mask,
                      rasterize_top, snap_origin, wobble_peak)
@@ -377,11 +377,7 @@ def bake(tracks: npt.ArrayLike, radius: npt.ArrayLike, depth: npt.ArrayLike, sta
     """Run ``bake_job`` to the end (no progress)."""
     job = bake_job(tracks, radius, depth, stamp, buf, frame_start, pivot_track, surface, occluder_tris, out_dir,
                    sequence, basename, unit_scale, part)
-    while True:
-        try:
-            next(job)
-        except StopIteration as stop:
-            return stop.value
+    return jobs.finish(job)
 
 
 def _stamp_sparse(origin, texel, res, prev, cur, radius, depth, stamp, surface, reach_max):

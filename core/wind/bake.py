@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from .. import wind_hierarchy
+from .. import jobs, wind_hierarchy
 from .params import (FLAT_HEIGHT, GOLDEN, LABEL_BRANCH, LABEL_LEAF, LABEL_TRUNK, TRUNK_STANDOUT, VERTEX_GROUP_NAMES,
                      WindError, flat_error)
 
@@ -88,11 +88,7 @@ def bake_wind_data(positions: npt.ArrayLike, edges: npt.ArrayLike, labels: npt.A
     the vertices that belong to a face (None: every vertex on an edge). Vertices without a face (loose points,
     loose-edge strands) do not take part in the structure: see ``bake_steps``."""
     job = bake_steps(positions, edges, labels, leaf_fraction, slices, max_samples, seed, faced)
-    while True:
-        try:
-            next(job)
-        except StopIteration as stop:
-            return stop.value
+    return jobs.finish(job)
 
 
 def bake_steps(positions: npt.ArrayLike, edges: npt.ArrayLike, labels: npt.ArrayLike | None = None,
@@ -135,13 +131,7 @@ def bake_steps(positions: npt.ArrayLike, edges: npt.ArrayLike, labels: npt.Array
     remap[idx] = np.arange(len(idx))
     keep = faced[edges[:, 0]] & faced[edges[:, 1]]
     job = _structure_steps(p[idx], remap[edges[keep]], labels[idx], leaf_fraction, slices, max_samples, seed)
-    while True:
-        try:
-            f = next(job)
-        except StopIteration as stop:
-            sub = stop.value
-            break
-        yield 0.95 * f
+    sub = yield from jobs.within(job, 0.0, 0.95)
     loose = np.nonzero(~faced)[0]
     source = np.arange(n, dtype=np.int64)
     source[loose] = idx[_nearest(p[idx], p[loose], max_samples, seed)]

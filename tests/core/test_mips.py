@@ -546,6 +546,61 @@ def test_cancelled_write_leaves_nothing(tmp_path):
     assert os.listdir(tmp_path) == []
 
 
+@pytest.mark.parametrize("compression", mips.DDS_COMPRESSIONS)
+def test_dds_is_encoded_in_bands_of_block_rows_with_the_bytes_of_whole_levels(compression, monkeypatch):
+    """The DDS job encodes each level in bands of whole block rows, a progress step each (a cancel can come
+    between them): the bytes are those of each level encoded whole, also for levels whose height is no multiple
+    of 4 (padded as a whole level is); the fractions rise to 1."""
+    from core import dds
+
+    chain = mips.build_chain(mips.make_leaf_card(52, 40, seed=4), mips.MipSettings(dds=compression))  # 52, 26, 13
+    whole = mips.encode_dds(chain.levels, srgb=True, compression=compression, alpha_ref=0.5)
+    monkeypatch.setattr(dds, "band_rows", lambda width: 8)
+    job = mips.encode_dds_job(chain.levels, srgb=True, compression=compression, alpha_ref=0.5)
+    fractions = []
+    while True:
+        try:
+            fractions.append(next(job))
+        except StopIteration as stop:
+            banded = stop.value
+            break
+    assert banded == whole
+    if compression != "RGBA8":
+        assert len(fractions) == sum(-(-lv.shape[0] // 8) for lv in chain.levels)  # 7 + 4 + 2 + 1 + ... bands
+    assert fractions == sorted(fractions) and fractions[-1] == 1.0
+
+
+def test_dds_bands_give_each_thread_a_chunk_of_blocks(monkeypatch):
+    from core import bc, dds
+
+    monkeypatch.setattr(bc, "encode_threads", lambda: 2)
+    rows = dds.band_rows(4096)  # 1024 blocks a row
+    assert rows % 4 == 0 and rows // 4 * 1024 == 2 * bc.CHUNK_BLOCKS
+    assert dds.band_rows(1 << 20) == 4  # at least a row of blocks
+
+
+def test_a_bake_cancelled_while_its_dds_is_encoded_leaves_nothing(tmp_path, monkeypatch):
+    """The progress reaches into the DDS's encoding (a 2048 BC7 level takes seconds): the job can be closed
+    there, and nothing is written."""
+    from core import dds
+
+    monkeypatch.setattr(dds, "band_rows", lambda width: 4)
+    chain = mips.build_chain(mips.make_leaf_card(32, 32, seed=1), mips.MipSettings(dds="BC7"))
+    job = mips.write_outputs_job([("a", "", chain)], str(tmp_path / "new"))
+    steps = [next(job) for _ in range(3)]
+    assert 0.0 < steps[0] < steps[1] < steps[2] < mips.DDS_COST["BC7"] / mips.write_cost("BC7", "dds,png", True)
+    job.close()
+    assert os.listdir(tmp_path) == []
+
+
+def test_write_cost_splits_the_progress_by_the_files_asked_for():
+    assert mips.write_cost("BC7", "dds,png", True) == pytest.approx(
+        mips.DDS_COST["BC7"] + mips.PNG_COST + mips.COMPARE_COST)
+    assert mips.write_cost("BC7", "png", False) == mips.PNG_COST
+    assert mips.write_cost("RGBA8", "dds", False) < mips.write_cost("BC1", "dds", False) < mips.write_cost(
+        "BC7", "dds", False)
+
+
 # --- a second run into the same folder --------------------------------------------------------------------
 
 def bake_into(out, size, formats="dds,png", compare=True, keep=(), stem="leaf"):
