@@ -162,9 +162,10 @@ noise. On black-under leaf cards of 32 x 32 and 64 x 64 the total lost to BC3 wi
 against 2.61 and 1.84, 8 cards each; at 128 x 128 1.17 against 1.25).
 
 Speed (one run, 5.0): 3.1 to 4.2 times modes 6, 5 and 4's time on opaque photos (table above), 2.0 to 2.8 on cards
-and maps with alpha, 1.6 on smooth gradients (few blocks above ``PARTITION_FROM``); a 2048 x 2048 leaf card's chain
-as BC7 in ``benchmarks/bench_mips.py`` took the same time with or without the partitioned modes (two alternating
-runs: 11.2 and 12.1 times the chain's build without, 11.6 and 11.6 with). Modes 6, 5 and 4 alone took 3.0 to 3.9
+and maps with alpha, 1.6 on smooth gradients (few blocks above ``PARTITION_FROM``); the DDS of a 2048 x 2048 leaf
+card's chain (``benchmarks/bench_mips.py``'s card, drawn at full size; with its coverage check, on 2 threads) took 1.14
+to 1.40 times as long with the partitioned modes as without (4 alternating rounds: 6.6 to 7.2 times the chain's
+build with them, 4.9 to 6.0 without). Modes 6, 5 and 4 alone took 3.0 to 3.9
 times ``encode_bc3``'s time on a noisy 1024 x 1024 image, 1.8 to 2.1 on a leaf card (median of 5 interleaved rounds,
 numpy 1.26 and 2.4); peak memory below BC3's (35 and 13 MiB against 51).
 """

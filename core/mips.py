@@ -46,10 +46,10 @@ DDS_COMPRESSIONS = tuple(dds.COMPRESSIONS)  # RGBA8, BC1, BC3, BC4, BC7
 # estimated times, for progress only: over the chain's build (a 2048 x 2048 leaf card on 2 cores), the DDS's per
 # compression (encoding and coverage check), the PNG levels' and the comparison picture's; of the DDS's, the encoding's
 # share (then the check)
-DDS_COST = {"RGBA8": 0.1, "BC1": 1.5, "BC3": 3.0, "BC4": 2.0, "BC7": 4.5}
-PNG_COST = 0.5
-COMPARE_COST = 0.4
-DDS_ENCODE_SHARE = 0.75
+DDS_COST = {"RGBA8": 0.05, "BC1": 1.7, "BC3": 3.5, "BC4": 2.4, "BC7": 7.5}
+PNG_COST = 0.55
+COMPARE_COST = 0.35
+DDS_ENCODE_SHARE = 0.7
 # bytes of working memory per source pixel (float32 RGBA level 0 + the chain + outputs + temporaries)
 BYTES_PER_PIXEL = 48
 DEFAULT_MAX_MEMORY_GB = 8.0
