@@ -143,9 +143,10 @@ def take_rows(a: npt.NDArray, idx: npt.NDArray) -> npt.NDArray:
 
 
 def _from_blocks(blocks: npt.NDArray[np.uint8], height: int, width: int) -> npt.NDArray[np.uint8]:
-    """(blocks, 16, 4) -> (height, width, 4), the padding cropped off."""
+    """(blocks, 16, c) -> (height, width, c), the padding cropped off."""
     bh, bw = -(-height // 4), -(-width // 4)
-    image = blocks.reshape(bh, bw, 4, 4, 4).transpose(0, 2, 1, 3, 4).reshape(4 * bh, 4 * bw, 4)
+    c = blocks.shape[2]
+    image = blocks.reshape(bh, bw, 4, 4, c).transpose(0, 2, 1, 3, 4).reshape(4 * bh, 4 * bw, c)
     return np.ascontiguousarray(image[:height, :width])
 
 
@@ -419,6 +420,23 @@ def decode_bc3(data: bytes, height: int, width: int) -> npt.NDArray[np.uint8]:
     texels = _decode_colour(words[:, 1], True)
     texels[..., 3] = _decode_alpha(words[:, 0])
     return _from_blocks(texels, height, width)
+
+
+def decode_alpha(data: bytes, fmt: str, height: int, width: int) -> npt.NDArray[np.uint8]:
+    """(height, width) uint8: the alpha of BC1 data (255, or 0 where a 3-colour block's index is 3) or BC3 data, or
+    BC4's one channel, as ``decode_bc1``, ``decode_bc3`` and ``decode_bc4`` give it, without decoding the colour
+    (the coverage check reads this channel alone)."""
+    if fmt not in ("BC1", "BC3", "BC4"):
+        raise ValueError(f"decode_alpha reads BC1, BC3 or BC4, not {fmt!r}")
+    _check_data(data, fmt, height, width)
+    words = np.frombuffer(data, dtype="<u8").astype(np.uint64)
+    if fmt == "BC1":
+        three = (words & np.uint64(0xFFFF)) <= ((words >> np.uint64(16)) & np.uint64(0xFFFF))
+        idx = ((words >> np.uint64(32))[:, None] >> _SHIFT2) & np.uint64(3)
+        alpha = np.where(three[:, None] & (idx == 3), 0, 255).astype(np.uint8)
+    else:
+        alpha = _decode_alpha(words[::2] if fmt == "BC3" else words)
+    return _from_blocks(alpha[..., None], height, width)[..., 0]
 
 
 def decode_bc4(data: bytes, height: int, width: int) -> npt.NDArray[np.uint8]:

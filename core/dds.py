@@ -139,10 +139,13 @@ def encode_dds_job(levels: Sequence[npt.NDArray[np.uint8]], *, srgb: bool, compr
     return b"DDS " + header + extra + b"".join(body)
 
 
-def decode_dds(data: bytes) -> tuple[list[npt.NDArray[np.uint8]], dict]:
+def decode_dds(data: bytes, channel: int | None = None) -> tuple[list[npt.NDArray[np.uint8]], dict]:
     """The levels ((h, w, 4) uint8 RGBA, level 0 first) and format (``dds_format``'s dict) of a DDS that
     ``encode_dds`` wrote (RGBA8, BC1, BC3, BC4 or BC7, legacy or DX10 header; BC4 as GPUs sample it: the channel in
-    R, G and B 0, A 255); other DDS files are refused."""
+    R, G and B 0, A 255); other DDS files are refused. ``channel`` (0..3): each level's (h, w) values of that
+    channel alone (BC1's and BC3's alpha and BC4's channel read without decoding the rest)."""
+    if channel not in (None, 0, 1, 2, 3):
+        raise ValueError(f"channel must be None or 0, 1, 2 or 3 (R, G, B or A), got {channel!r}")
     if len(data) < 128 or data[:4] != b"DDS ":
         raise ValueError("Not a DDS file (no 'DDS ' magic)")
     h, w = struct.unpack_from("<2I", data, 12)
@@ -175,11 +178,15 @@ def decode_dds(data: bytes) -> tuple[list[npt.NDArray[np.uint8]], dict]:
         chunk = data[offset:offset + n]
         if len(chunk) != n:
             raise ValueError(f"The DDS ends inside level {i} ({len(chunk)} of its {n} bytes)")
-        if compression == "RGBA8":
-            levels.append(np.frombuffer(chunk, np.uint8).reshape(lh, lw, 4).copy())
+        if (compression, channel) in (("BC1", 3), ("BC3", 3), ("BC4", 0)):
+            levels.append(bc.decode_alpha(chunk, compression, lh, lw))
         else:
-            decode = {"BC1": bc.decode_bc1, "BC3": bc.decode_bc3, "BC4": bc.decode_bc4,
-                      "BC7": bc7.decode_bc7}[compression]
-            levels.append(decode(chunk, lh, lw))
+            if compression == "RGBA8":
+                level = np.frombuffer(chunk, np.uint8).reshape(lh, lw, 4).copy()
+            else:
+                decode = {"BC1": bc.decode_bc1, "BC3": bc.decode_bc3, "BC4": bc.decode_bc4,
+                          "BC7": bc7.decode_bc7}[compression]
+                level = decode(chunk, lh, lw)
+            levels.append(level if channel is None else np.ascontiguousarray(level[..., channel]))
         offset += n
     return levels, dds_format(srgb, compression)

@@ -542,9 +542,8 @@ def chain_dds_job(chain: MipChain) -> Generator[float, None, tuple[bytes, list[f
                                                  channel=ach), 0.0, DDS_ENCODE_SHARE)
     if s.dds == "RGBA8":
         return data, None
-    levels, _ = dds.decode_dds(data)
-    read = 0 if s.dds == "BC4" else ach
-    return data, [coverage(lv[..., read], s.ref, s.supersample) for lv in levels]
+    levels, _ = dds.decode_dds(data, channel=0 if s.dds == "BC4" else ach)
+    return data, [coverage(lv, s.ref, s.supersample) for lv in levels]
 
 
 def _resize_bilinear(img: np.ndarray, oh: int, ow: int) -> np.ndarray:

@@ -570,6 +570,24 @@ def test_dds_is_encoded_in_bands_of_block_rows_with_the_bytes_of_whole_levels(co
     assert fractions == sorted(fractions) and fractions[-1] == 1.0
 
 
+@pytest.mark.parametrize("compression", mips.DDS_COMPRESSIONS)
+def test_dds_decoded_one_channel_is_that_channel_of_the_full_decode(compression):
+    """decode_dds(channel=k): the coverage check's levels, each (h, w), equal channel k of the full decode for
+    every compression and channel (the BC1, BC3 and BC4 shortcuts and the plain path); a bad channel is refused."""
+    from core import dds
+
+    chain = mips.build_chain(mips.make_leaf_card(52, 40, seed=4), mips.MipSettings(dds=compression))
+    data = mips.encode_dds(chain.levels, srgb=True, compression=compression, alpha_ref=0.5)
+    full, fmt = dds.decode_dds(data)
+    for k in range(4):
+        levels, fmt_k = dds.decode_dds(data, channel=k)
+        assert fmt_k == fmt and len(levels) == len(full)
+        for one, lv in zip(levels, full):
+            assert one.shape == lv.shape[:2] and (one == lv[..., k]).all()
+    with pytest.raises(ValueError, match="channel must be"):
+        dds.decode_dds(data, channel=4)
+
+
 def test_dds_bands_give_each_thread_a_chunk_of_blocks(monkeypatch):
     from core import bc, dds
 
