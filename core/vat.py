@@ -356,6 +356,30 @@ def topology_change(counts: Sequence[Sequence[int]], frames: Sequence[int]) -> s
     return None
 
 
+def not_finite(values: npt.ArrayLike, what: str, frame: int | None = None) -> str:
+    """The message for ``values`` ((N, C) per vertex) that hold NaN or infinity: which vertex first, how many, and
+    what to do. ``what``: "position", "rest position", "normal" or "attribute 'name'"; ``frame``: the baked frame
+    (None: the rest pose)."""
+    arr = np.asarray(values)
+    bad = ~np.isfinite(arr.reshape(len(arr), -1)).all(axis=1)
+    count = int(bad.sum())
+    first = int(np.argmax(bad)) if count else 0
+    value = arr.reshape(len(arr), -1)[first]
+    kind = "not a number (NaN)" if np.isnan(value).any() else "infinite"
+    others = f" (and {count - 1} more {'vertex' if count == 2 else 'vertices'})" if count > 1 else ""
+    if frame is None:
+        return (f"the {what} of vertex {first}{others} is {kind}: a vertex animation texture stores offsets from the "
+                f"rest pose; fix the mesh (Mesh > Clean Up, or delete the vertex) and bake again")
+    if what == "normal":
+        return (f"the normal of vertex {first}{others} is {kind} at frame {frame}: the faces around it have no "
+                f"direction (vertices far beyond the scene); fix what moves them, or bake with Normals None")
+    if what.startswith("attribute"):
+        return (f"the {what} of vertex {first}{others} is {kind} at frame {frame}: fix what writes it, or leave it "
+                f"out of Extra Attributes")
+    return (f"the {what} of vertex {first}{others} is {kind} at frame {frame}: fix the mesh or what moves it (a "
+            f"simulation that blew up, a modifier or driver that divides by zero), or bake a frame range before it")
+
+
 def is_static(offsets: npt.ArrayLike, normals: npt.ArrayLike | None = None, tolerance: float = 1e-6) -> bool:
     """Whether every frame equals the first (nothing moves over the baked range)."""
     arr = np.asarray(offsets)
@@ -721,6 +745,8 @@ class VatEncoder:
         self.settings = settings.validate()
         self.stem, self.frames, self.fps, self.loop, self.source = stem, list(frames), fps, loop, source
         self.rest = np.asarray(rest, dtype=np.float32)
+        if not np.isfinite(self.rest).all():
+            raise VatError(not_finite(self.rest, "rest position"))
         n = self.rest.shape[0]
         self.layout = plan_layout(n, len(self.frames), settings.max_size)
         enc = settings.encoding
@@ -777,6 +803,8 @@ class VatEncoder:
         for k in range(3):
             pos_t[k] = positions[:, self.columns[k]]
         lo, hi = pos_t.min(axis=1), pos_t.max(axis=1)
+        if not (np.isfinite(lo).all() and np.isfinite(hi).all()):  # (NaN and infinity reach the bounds)
+            raise VatError(not_finite(positions, "position", self.frames[f]))
         self.moved_lo[self.columns] = np.minimum(self.moved_lo[self.columns], lo)
         self.moved_hi[self.columns] = np.maximum(self.moved_hi[self.columns], hi)
         off_t = np.subtract(pos_t, self.rest_t, out=pos_t)
@@ -791,6 +819,8 @@ class VatEncoder:
             limits = list(np.maximum(np.abs(lo), np.abs(hi)) * np.abs(self.factors))
         if self.normals != "NONE" and normals is not None:
             nrm = np.asarray(normals, dtype=np.float32)
+            if not math.isfinite(float(nrm.sum())):  # (unit vectors: a sum over them is finite unless one is not)
+                raise VatError(not_finite(nrm, "normal", self.frames[f]))
             if self.first_normals is None:
                 self.first_normals = nrm.copy()
             elif not moving:
@@ -811,6 +841,8 @@ class VatEncoder:
             values = np.asarray(values, dtype=np.float32).reshape(positions.shape[0], -1)
             lo, hi = self.attr_range[name]
             vlo, vhi = _column_bounds(values)
+            if not (np.isfinite(vlo).all() and np.isfinite(vhi).all()):
+                raise VatError(not_finite(values, f"attribute {name!r}", self.frames[f]))
             self.attr_range[name] = (np.minimum(lo, vlo), np.maximum(hi, vhi))
             self.attr[name].put(f, values)
 

@@ -440,6 +440,34 @@ def test_names_file_systems_reject_are_sanitised(vat, tmp_path):
     assert result.proxies == ['Tree: "big"/01*_VAT']
 
 
+def test_a_vertex_that_is_not_a_number_is_refused_naming_the_object_vertex_and_frame(vat, tmp_path):
+    """A shape key that puts a vertex at NaN from frame 4 (a broken import, a simulation that blew up): the bake
+    stops there with a sentence naming the object, the vertex and the frame; a NaN in the mesh itself is named as
+    the rest pose's. Nothing is written (a JSON holding NaN is no JSON), the scene is as it was."""
+    bpy.ops.mesh.primitive_grid_add(x_subdivisions=4, y_subdivisions=4)
+    obj = api.active()
+    obj.name = "Broken"
+    obj.modifiers.new("Wave", "WAVE")
+    obj.shape_key_add(name="Basis")
+    key = obj.shape_key_add(name="Blown")
+    api.of(bpy.types.ShapeKeyPoint, key.data[6]).co.z = float("nan")
+    key.value = 0.0
+    key.keyframe_insert("value", frame=3)
+    key.value = 1.0
+    key.keyframe_insert("value", frame=4)
+    api.scene().frame_set(1)
+    before = sorted(o.name for o in bpy.data.objects)
+    with pytest.raises(vat.ops.VatInputError, match=r"Broken: the position of vertex 6 is not a number \(NaN\) at "
+                                                    r"frame 4: fix the mesh or what moves it"):
+        vat.ops.bake_vat(api.scene(), [obj], str(tmp_path / "out"), vat.ops.VatOptions(1, 8))
+    unchanged(tmp_path / "out", before)
+    obj.shape_key_clear()
+    api.mesh(obj).vertices[2].co.x = float("nan")
+    with pytest.raises(vat.ops.VatInputError, match=r"Broken: the rest position of vertex 2 is not a number"):
+        vat.ops.bake_vat(api.scene(), [obj], str(tmp_path / "out"), vat.ops.VatOptions(1, 8, encoding="PNG16"))
+    unchanged(tmp_path / "out", before)
+
+
 def test_operator_reports_bad_input_and_cancels(vat, tmp_path):
     s = api.envfx().vat
     s.output_dir = str(tmp_path)

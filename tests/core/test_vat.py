@@ -391,3 +391,45 @@ def test_png16_without_remap_says_what_is_missing():
                  lambda: vat.precision("PNG16")):
         with pytest.raises(ValueError, match="PNG16 needs remap"):
             call()
+
+
+@pytest.mark.parametrize("encoding", ["EXR32", "EXR16", "PNG16"])
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), -float("inf")])
+def test_numbers_that_are_not_numbers_are_refused_naming_vertex_frame_and_what_to_do(tmp_path, encoding, bad):
+    """NaN or infinity in a frame's positions, normals or attributes, or in the rest pose, would reach the remap
+    range, the bounds and the JSON (NaN is no JSON: engines' parsers refuse the file) and every texel of a PNG16's
+    channel: refused, naming the first vertex, how many more, the frame and what to do; nothing is left in the
+    folder but what the caller removes (the encoder closes its files)."""
+    rest, offsets, normals = animated(n=30, frames=4)
+    kind = r"not a number \(NaN\)" if bad != bad else "infinite"
+    frames = [10, 11, 12, 13]
+
+    def bake(rest=rest, offsets=offsets, normals=normals, extras=None):
+        enc = vat.VatEncoder("t", rest, frames, vat.VatSettings(encoding=encoding),
+                             extras=None if extras is None else {"w": 2}, folder=str(tmp_path))
+        try:
+            for f in range(4):
+                enc.add(f, rest + offsets[f], normals[f], None if extras is None else {"w": extras[f]})
+            return enc.finish()
+        finally:
+            enc.close()
+
+    moved = offsets.copy()
+    moved[2, 7, 1] = moved[2, 9, 0] = bad
+    with pytest.raises(vat.VatError, match=rf"position of vertex 7 \(and 1 more vertex\) is {kind} at frame 12: "
+                                           r"fix the mesh or what moves it"):
+        bake(offsets=moved)
+    turned = normals.copy()
+    turned[3, 4] = bad
+    with pytest.raises(vat.VatError, match=rf"normal of vertex 4 is {kind} at frame 13: .*Normals None"):
+        bake(normals=turned)
+    attr = np.zeros((4, 30, 2), np.float32)
+    attr[1, 29, 1] = bad
+    with pytest.raises(vat.VatError, match=rf"attribute 'w' of vertex 29 is {kind} at frame 11: .*Extra Attributes"):
+        bake(extras=attr)
+    broken = rest.copy()
+    broken[0, 2] = bad
+    with pytest.raises(vat.VatError, match=rf"rest position of vertex 0 is {kind}: .*fix the mesh"):
+        bake(rest=broken)
+    meta = bake(extras=np.zeros_like(attr)).meta  # the same arrays without the bad number bake, into real JSON
+    json.loads(json.dumps(meta, allow_nan=False))
