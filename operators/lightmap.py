@@ -166,6 +166,7 @@ def gather(scene: bpy.types.Scene, selected: Iterable[bpy.types.Object] = (),
     ground_tris = bridge.triangle_corners(ground, depsgraph)
     if len(ground_tris) == 0:
         raise LightmapInputError(f"Ground {ground.name!r} has no surface: use a mesh (a plane) for the ground")
+    _check_finite(ground_tris, f"Ground {ground.name!r}", "choose another ground")
     lo, hi = ground_tris.reshape(-1, 3).min(0), ground_tris.reshape(-1, 3).max(0)
     region = (float(lo[0]), float(lo[1]), float(hi[0]), float(hi[1]))
     if not (hi[0] - lo[0] > 1e-6 and hi[1] - lo[1] > 1e-6):
@@ -181,6 +182,8 @@ def gather(scene: bpy.types.Scene, selected: Iterable[bpy.types.Object] = (),
     if any(o == ground for o in candidates):
         warnings.append(f"The ground {ground.name!r} is among the obstacles; it is not treated as one")
     tris = [bridge.triangle_corners(o, depsgraph) for o in obstacles]
+    for o, corners in zip(obstacles, tris):
+        _check_finite(corners, f"Obstacle {o.name!r}", "take it out of the obstacles")
     triangles = np.concatenate(tris) if tris else np.zeros((0, 3, 3), dtype=np.float32)
     objs = scene_lights(scene, lights_coll)
     lights = [lt for lt in (core_light(o, warnings) for o in objs) if lt is not None]
@@ -202,6 +205,16 @@ def gather(scene: bpy.types.Scene, selected: Iterable[bpy.types.Object] = (),
     return Inputs(ground=ground.name, region=region, ground_z=ground_z, triangles=triangles,
                   obstacles=[o.name for o in obstacles], lights=lights, settings=settings, options=options,
                   folder=folder, warnings=warnings)
+
+
+def _check_finite(corners: np.ndarray, what: str, otherwise: str) -> None:
+    """Refuse triangles (T, 3, 3) with a corner that is NaN or infinite (a broken import or a simulation that blew
+    up): they would spread over the map's region, or past the rasteriser's sizes."""
+    if corners.size and not np.isfinite(corners).all():
+        bad = int(np.count_nonzero(np.any(~np.isfinite(corners), axis=(1, 2))))
+        raise LightmapInputError(f"{what} has {bad} triangle{'s' if bad != 1 else ''} with a corner that is not a "
+                                 f"number (NaN or infinite): fix the mesh (Mesh > Clean Up, or delete the vertex), "
+                                 f"or {otherwise}")
 
 
 def _check_memory(grid):

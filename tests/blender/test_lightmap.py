@@ -234,6 +234,9 @@ def scene_state():
     ("flat_ground", "no area seen from above"),
     ("unwritable", "cannot be written"),
     ("no_ground", "No ground"),
+    ("nan_obstacle", r"Obstacle 'Wall.*' has [0-9]+ triangles with a corner that is not a number .*fix the mesh"),
+    ("nan_ground", r"Ground 'Ground' has 2 triangles with a corner that is not a number .*fix the mesh"),
+    ("nan_light", "Lamp1"),
 ])
 def test_bad_input_is_refused_with_what_to_do(envfx, tmp_path, case, message):
     scene, ground, walls = level()
@@ -265,6 +268,13 @@ def test_bad_input_is_refused_with_what_to_do(envfx, tmp_path, case, message):
         s.output_dir = str(blocker / "out")
     elif case == "no_ground":
         s.ground = None
+    elif case in ("nan_obstacle", "nan_ground"):  # a broken import, a simulation that blew up
+        obj = ground if case == "nan_ground" else next(iter(walls.objects))
+        mesh = api.mesh(obj)
+        corner = mesh.polygons[0].vertices[0] if case == "nan_obstacle" else 0
+        mesh.vertices[corner].co.z = float("nan")
+    elif case == "nan_light":
+        bpy.data.objects["Lamp1"].location.x = float("nan")
     api.view_layer().update()
     before = scene_state()
     with pytest.raises(lm_ops(envfx).LightmapInputError, match=message):
