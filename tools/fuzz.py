@@ -103,6 +103,8 @@ def read_worker_output(lines, tally: Tally, documented: dict) -> tuple[int | Non
                         tally.defect(seed, "unreadable refusal", rec["message"], rec)
                 else:
                     tally.defect(seed, "exception", rec["message"], rec)
+            elif kind == "broken_vertex":  # (a NaN found next names it as the last thing done)
+                last = rec
             elif kind == "nan":
                 tally.defect(seed, "NaN or inf in evaluated positions", json.dumps(rec["objects"]), last)
             elif kind == "scene_done":
@@ -536,7 +538,7 @@ class Worker:
         bpy, rng = self.bpy, self.rng
         scene = bpy.context.scene
         choice = rng.choice(["delete_pivot", "delete_actors", "edit_mode", "full_copy", "damage_outputs",
-                             "delete_random", "delete_clock"])
+                             "delete_random", "delete_clock", "broken_vertex"])
         emit(event="edit", what=choice)
         try:
             if choice == "delete_pivot" and scene.envfx.bend.pivot is not None:
@@ -556,6 +558,16 @@ class Worker:
                     self.call(rng.choice(self.OPERATORS))
                     if bpy.context.mode != "OBJECT":
                         bpy.ops.object.mode_set(mode="OBJECT")
+            elif choice == "broken_vertex":  # a broken import or a simulation that blew up: NaN or huge
+                meshes = [o for o in scene.objects if o.type == "MESH" and len(o.data.vertices)
+                          and o.data.library is None]
+                if meshes:
+                    ob = rng.choice(meshes)
+                    vertex = ob.data.vertices[rng.randrange(len(ob.data.vertices))]
+                    value = rng.choice([float("nan"), 1e30, -3e38])
+                    vertex.co[rng.randrange(3)] = value
+                    ob.data.update()
+                    emit(event="broken_vertex", object=ob.name, value=value)
             elif choice == "full_copy":
                 bpy.ops.scene.new(type="FULL_COPY")
             elif choice == "damage_outputs":
@@ -598,6 +610,17 @@ class Worker:
         self.bpy.ops.wm.save_as_mainfile(filepath=path)
         self.bpy.ops.wm.open_mainfile(filepath=path)
 
+    def sane_input(self, ob) -> bool:
+        """Whether the mesh ``ob`` holds (before its modifiers) has only finite vertex positions within 1e15 of the
+        origin (a hostile edit, ``broken_vertex``, puts NaN or 1e30 into some: any arithmetic on such a vertex, a
+        bend's square of its distance or the world matrix's scale, overflows, in Blender's own code too)."""
+        import numpy as np
+
+        mesh = ob.data
+        buf = np.empty(len(mesh.vertices) * 3, np.float32)
+        mesh.vertices.foreach_get("co", buf)
+        return bool(np.isfinite(buf).all() and (np.abs(buf) <= 1e15).all())
+
     def check_finite(self):
         import numpy as np
 
@@ -612,6 +635,8 @@ class Worker:
                 bad.append(ob.name)
                 continue
             if ob.type != "MESH" or not any(m.type == "NODES" for m in ob.modifiers):
+                continue
+            if not self.sane_input(ob):  # NaN in, NaN out: what other objects make of it is checked
                 continue
             try:
                 ev = ob.evaluated_get(depsgraph)

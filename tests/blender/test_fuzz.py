@@ -43,6 +43,7 @@ def test_the_fuzzer_tells_a_refusal_from_a_defect():
              "00:01.0  depsgraph | WARNING Dependency cycle detected:\n  |  OBA depends on OBB",
              'FUZZ {"event": "call", "result": "exception", "message": "KeyError: x", "op": "wind_add", '
              '"kwargs": {}, "objects": []}',
+             'FUZZ {"event": "broken_vertex", "object": "Rock", "value": 1e30}',
              'FUZZ {"event": "nan", "objects": ["Ground"]}',
              "Traceback (most recent call last):\n  File x\nValueError: y",
              'FUZZ {"event": "scene_done", "seed": 3}']
@@ -51,3 +52,5 @@ def test_the_fuzzer_tells_a_refusal_from_a_defect():
     assert kinds == ["NaN or inf in evaluated positions", "dependency cycle in a documented scene", "exception",
                      "traceback printed"]
     assert done == [3] and running is None and tally.calls == 2 and tally.ok == 1
+    nan = next(d for d in tally.defects if d["kind"].startswith("NaN"))
+    assert nan["last_call"]["event"] == "broken_vertex"  # (what made the NaN, if anything did)
