@@ -433,3 +433,39 @@ def test_numbers_that_are_not_numbers_are_refused_naming_vertex_frame_and_what_t
         bake(rest=broken)
     meta = bake(extras=np.zeros_like(attr)).meta  # the same arrays without the bad number bake, into real JSON
     json.loads(json.dumps(meta, allow_nan=False))
+
+
+@pytest.mark.parametrize("engine", ["UNREAL", "UNITY", "BLENDER"])
+def test_png16_texels_are_quantised_unclamped_only_where_every_value_is_in_range(tmp_path, engine):
+    """PNG16 offsets are quantised without a clamp: their remap is the float32 bounds of the values as written
+    (scaled to the engine's units in float32), so none falls outside it. Offsets far from the rest pose that move
+    little, in Unreal's centimetres (factors 100 and -100), are where a float64 bound would miss the float32
+    values by a rounding, which the remap's tiny span turns into thousands of texels: every texel decodes within
+    half a step, each channel spans 0 to 65535, and the bytes equal the clamped encoding's. Normals that are not
+    unit length (a caller's own) are clamped: their texels stay at the ends instead of wrapping."""
+    rng = np.random.default_rng(7)
+    n, frames = 500, 5
+    rest = np.zeros((n, 3), np.float32)
+    offsets = (np.float32(1000.0) + rng.uniform(0.0, 1e-3, (frames, n, 3))).astype(np.float32)
+    normals = rng.normal(size=(frames, n, 3)).astype(np.float32) * 3.0  # |n| up to about 10
+    settings = vat.VatSettings(encoding="PNG16", engine=engine)
+    enc = vat.VatEncoder("far", rest, list(range(frames)), settings, folder=str(tmp_path))
+    for f in range(frames):
+        enc.add(f, rest + offsets[f], normals[f])
+    done = enc.finish()
+    files = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    meta = done.meta
+    texels = png.decode_png(files[meta["textures"]["position"]["file"]])
+    lay = done.layout
+    used = vat.unpack_frames(texels.astype(np.float64), lay)  # (frames, n, 3): the texels of the vertices
+    assert (used.min(axis=(0, 1)) == 0).all() and (used.max(axis=(0, 1)) == 65535).all()
+    back = vat.decode_positions(files, meta, rest)
+    ulp = float(np.spacing(np.float32(1000.001)))  # (the offsets are float32 numbers near 1000, and so the decode)
+    step = meta["precision"] / meta["coordinate_system"]["units_per_blender_unit"]
+    assert np.abs(back - (rest + offsets)).max() <= step * 0.5 + 2 * ulp
+    clamped = vat.encode_bake("far", rest, offsets, normals, list(range(frames)), settings)  # (the image path)
+    assert clamped.files[meta["textures"]["position"]["file"]] == files[meta["textures"]["position"]["file"]]
+    nrm = png.decode_png(files[meta["textures"]["normal"]["file"]])
+    turned = vat.to_engine(normals.reshape(-1, 3), engine, normal=True).reshape(frames, n, 3)
+    want = np.clip(np.floor((turned + 1.0) * 32767.5 + 0.5), 0, 65535)
+    assert np.abs(vat.unpack_frames(nrm.astype(np.float64), lay) - want).max() <= 1
