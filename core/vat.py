@@ -265,6 +265,17 @@ def check_settings(encoding: str, normals: str, engine: str) -> None:
                        "another encoding, or Normals: Texture")
 
 
+GODOT_PNG16 = ("Godot reads 16-bit PNGs as 8 bits (its PNG import converts them), so a PNG16 VAT plays in steps of "
+               "1/255 of its range there: bake EXR32 or EXR16 for Godot")
+
+
+def settings_warning(encoding: str, engine: str) -> str | None:
+    """The warning for settings that bake but do not play right in the engine chosen (None: none)."""
+    if encoding == "PNG16" and engine == "GODOT":
+        return GODOT_PNG16
+    return None
+
+
 def remap_range(values: npt.ArrayLike, fixed: tuple[float, float] | None = None
                ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
     """(min, max) per channel of (..., C) values for PNG16; a channel that never changes gets a span of 1 (its

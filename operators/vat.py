@@ -131,6 +131,9 @@ def validate(scene: bpy.types.Scene, objects: Sequence[bpy.types.Object], out_di
         frames = core_vat.baked_frames(opts.frame_start, opts.frame_end, opts.step, opts.loop_frames)
     except core_vat.VatError as exc:
         raise VatInputError(str(exc)) from None
+    warning = core_vat.settings_warning(settings.encoding, settings.engine)
+    if warning:
+        result.warnings.append(warning)
     if not objects:
         raise VatInputError("Nothing selected: select the animated mesh objects to bake")
     meshes = mesh_objects(objects, result)

@@ -30,6 +30,8 @@ class VIEW3D_PT_envfx_vat(EnvFXSubPanel, bpy.types.Panel):
         col.prop(s, "encoding")
         col.prop(s, "normals")
         col.prop(s, "engine")
+        if s.encoding == "PNG16" and s.engine == "GODOT":  # (core.vat.settings_warning: the bake says it in full)
+            col.label(text="Godot reads 16-bit PNGs as 8 bits: bake EXR", icon="ERROR")
         col.prop(s, "attributes")
         col.prop(s, "max_size")
         col.prop(s, "compress")

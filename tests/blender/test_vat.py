@@ -8,6 +8,7 @@ import json
 import os
 import struct
 import threading
+import types
 
 import bpy
 import numpy as np
@@ -422,6 +423,28 @@ def test_an_object_in_the_wind_on_the_gpu_is_named_as_moving_in_its_materials(va
     envfx.operators.wind.add_wind(api.scene(), [cube])
     result = vat.ops.bake_vat(api.scene(), [cube], str(tmp_path), vat.ops.VatOptions(1, 5))
     assert any("Wind on GPU" in w and "Add Wind again" in w for w in result.warnings), result.warnings
+
+
+def test_png16_for_godot_bakes_with_a_warning_that_godot_reads_8_bits(vat, tmp_path, recording_layout, envfx):
+    """Godot 4's PNG import converts 16-bit PNGs to 8 bits: a PNG16 bake for Godot is written (the files are right)
+    and says so, as the panel does under the settings; EXR for Godot, or PNG16 for another engine, says nothing."""
+    obj = armature_mesh()
+    got = vat.ops.bake_vat(api.scene(), [obj], str(tmp_path / "a"), vat.ops.VatOptions(1, 5, encoding="PNG16",
+                                                                                          engine="GODOT"))
+    assert [w for w in got.warnings if "Godot" in w] == [vat.core.GODOT_PNG16]
+    assert "8 bits" in vat.core.GODOT_PNG16 and "bake EXR32 or EXR16 for Godot" in vat.core.GODOT_PNG16
+    for encoding, engine in (("EXR32", "GODOT"), ("PNG16", "UNITY")):
+        other = vat.ops.bake_vat(api.scene(), [obj], str(tmp_path / encoding), vat.ops.VatOptions(
+            1, 5, encoding=encoding, engine=engine))
+        assert not [w for w in other.warnings if "Godot" in w]
+    s = api.envfx().vat
+    for encoding, shown in (("PNG16", True), ("EXR32", False)):
+        s.encoding, s.engine = encoding, "GODOT"
+        layout = recording_layout()
+        panel = types.SimpleNamespace(layout=layout)
+        envfx.panels.vat.VIEW3D_PT_envfx_vat.draw(panel, types.SimpleNamespace(scene=api.scene(),
+                                                                              selected_objects=[obj]))
+        assert ("label:Godot reads 16-bit PNGs as 8 bits: bake EXR" in layout.log) == shown
 
 
 def test_unwritable_folder_is_refused(vat):
