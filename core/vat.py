@@ -59,6 +59,11 @@ EXPORT_FORMAT = {"BLENDER": None, "GODOT": "GLTF", "UNITY": "FBX", "UNREAL": "FB
 _RESERVED = {"CON", "PRN", "AUX", "NUL", *(f"COM{i}" for i in range(1, 10)), *(f"LPT{i}" for i in range(1, 10))}
 
 
+# positions within this of the origin have finite normals (the cross products of their edges stay below float32's
+# largest number); beyond it, an EXR32 bake checks the normals too
+SANE_COORDINATE = 1e15
+
+
 class VatError(ValueError):
     """Bad input or settings; the message says what is wrong and what to do."""
 
@@ -833,6 +838,7 @@ class VatEncoder:
         lo, hi = pos_t.min(axis=1), pos_t.max(axis=1)
         if not (np.isfinite(lo).all() and np.isfinite(hi).all()):  # (NaN and infinity reach the bounds)
             raise VatError(not_finite(positions, "position", self.frames[f]))
+        far = max(float(np.abs(lo).max()), float(np.abs(hi).max())) > SANE_COORDINATE
         self.moved_lo[self.columns] = np.minimum(self.moved_lo[self.columns], lo)
         self.moved_hi[self.columns] = np.maximum(self.moved_hi[self.columns], hi)
         off_t = np.subtract(pos_t, self.rest_t, out=pos_t)
@@ -848,10 +854,14 @@ class VatEncoder:
         if self.normals != "NONE" and normals is not None:
             nrm = np.asarray(normals, dtype=np.float32)
             # their largest magnitude: NaN or infinite when one is (refused), else it spares EXR16 its range check
-            # and PNG16 its clamp (two quick passes, fewer than either)
-            big = max(-float(nrm.min()), float(nrm.max())) if nrm.size else 0.0
-            if not math.isfinite(big):
-                raise VatError(not_finite(nrm, "normal", self.frames[f]))
+            # and PNG16 its clamp (two quick passes, fewer than either). EXR32 needs neither: it reads them only
+            # when the positions are far enough out for the normals' arithmetic to overflow (Blender's normals of
+            # finite positions nearer than that are finite: a face of no area gets a zero normal)
+            big = None
+            if st.encoding != "EXR32" or far:
+                big = max(-float(nrm.min()), float(nrm.max())) if nrm.size else 0.0
+                if not math.isfinite(big):
+                    raise VatError(not_finite(nrm, "normal", self.frames[f]))
             if self.first_normals is None:
                 self.first_normals = nrm.copy()
             elif not moving:
@@ -864,7 +874,8 @@ class VatEncoder:
                 assert self.nrm is not None  # made for TEXTURE normals
                 # the normals' columns in the engine's order, turned on the way into the rows (turns of +-1: the
                 # largest magnitude stays)
-                self.nrm.put_planes(f, [nrm[:, col] for col in self.columns], self.turn32, [big] * 3)
+                self.nrm.put_planes(f, [nrm[:, col] for col in self.columns], self.turn32,
+                                    None if big is None else [big] * 3)
         self.pos.put_planes(f, planes, factors, limits)
         for name, values in (extras or {}).items():
             values = np.asarray(values, dtype=np.float32).reshape(positions.shape[0], -1)
