@@ -425,13 +425,14 @@ class Worker:
     OPERATORS = ["bend_add", "bend_remove", "bend_apply", "bend_exclude", "bend_export_engines", "wind_bake_data",
                  "wind_add", "wind_remove", "wind_preset", "snow_generate", "snow_trails_add", "snow_trails_remove",
                  "snow_bake_buffer", "snow_drive_from_bake", "snow_trails_simulate", "gasgiant_bake",
-                 "gasgiant_preset", "gasgiant_randomize", "mips_bake"]
+                 "gasgiant_preset", "gasgiant_randomize", "mips_bake", "vat_bake", "lightmap_bake",
+                 "lightmap_actor_shadows", "wind_export_engines", "snow_export_engines"]
 
     def op_kwargs(self, op: str) -> dict:
         rng = self.rng
         if op == "bend_exclude":
             return {"exclude": rng.random() < 0.5}
-        if op == "bend_export_engines":
+        if op in ("bend_export_engines", "wind_export_engines", "snow_export_engines"):
             return {"directory": rng.choice([os.path.join(self.out, "engines"), "", "/proc/envfx/x"])}
         if op == "wind_preset":
             return {"preset": rng.choice(["TREE", "GRASS", "BANNER"])}
@@ -459,6 +460,21 @@ class Worker:
             for name in ("field_size", "cubemap_size", "equirect_width"):  # the smallest sizes
                 items = [i.identifier for i in g.bl_rna.properties[name].enum_items]
                 setattr(g, name, items[0])
+        elif op == "vat_bake":  # a few frames (the frames and the loop are random elsewhere, up to the slider's)
+            v = s.vat
+            v.output_dir = rng.choice([os.path.join(self.out, "vat"), "/proc/envfx/vat"])
+            v.frame_start = rng.randint(-1, 3)
+            v.frame_end = v.frame_start + rng.randint(0, 5)
+            v.step, v.loop_frames = rng.choice([1, 2]), rng.choice([2, 4, 6])
+            if self.bpy.app.version < (5, 0, 0):  # Blender 4.2 as a module crashes as it exits after a glTF export
+                v.export_mesh = False
+        elif op == "lightmap_bake":
+            lm = s.lightmap
+            lm.output_dir = rng.choice([os.path.join(self.out, "lightmap"), "/proc/envfx/lightmap"])
+            lm.resolution, lm.penumbra_samples = rng.choice([1, 8, 32, 64]), rng.choice([1, 2, 4])
+            meshes = [o for o in scene.objects if o.type == "MESH"]
+            if meshes and rng.random() < 0.8:
+                lm.ground = rng.choice(meshes)
         elif op == "mips_bake":
             s.mips.output_dir = os.path.join(self.out, "mips")
             if rng.random() < 0.7:  # an image to bake (the Image Editor is never open here): sizes of 1 to 40,
@@ -501,7 +517,8 @@ class Worker:
         bpy, rng = self.bpy, self.rng
         scene = bpy.context.scene
         owners = [(scene.envfx.bend, "bend"), (scene.envfx.wind, "wind"), (scene.envfx.snow, "snow"),
-                  (scene.envfx.gasgiant, "gasgiant"), (scene.envfx.mips, "mips")]
+                  (scene.envfx.gasgiant, "gasgiant"), (scene.envfx.mips, "mips"), (scene.envfx.vat, "vat"),
+                  (scene.envfx.lightmap, "lightmap")]
         objs = [o for o in scene.objects]
         if objs:
             o = rng.choice(objs)
@@ -571,8 +588,13 @@ class Worker:
             elif choice == "full_copy":
                 bpy.ops.scene.new(type="FULL_COPY")
             elif choice == "damage_outputs":
+                # (not the EXR files on Blender 4.2: its OpenEXR reader loops for ever on a file cut short in its
+                # header, the VAT player's or the light map's textures as the file reopens; 5.0 says it is damaged)
+                old_reader = bpy.app.version < (5, 0, 0)
                 for root, _dirs, files in os.walk(self.out):
                     for f in files:
+                        if old_reader and f.lower().endswith(".exr"):
+                            continue
                         if rng.random() < 0.5:
                             with open(os.path.join(root, f), "r+b") as fh:
                                 fh.truncate(max(0, os.path.getsize(os.path.join(root, f)) // 3))
