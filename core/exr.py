@@ -14,6 +14,7 @@ that would not get smaller is stored raw (readers tell by its size).
 from __future__ import annotations
 
 import math
+import os
 import struct
 import threading
 from typing import BinaryIO
@@ -302,3 +303,116 @@ def decode_exr(data: bytes) -> tuple[npt.NDArray[np.float32], list[str]]:
             blk = _zip_unpack(blk, raw_size)
         out[y - y0:y - y0 + n] = np.frombuffer(blk, dtype=dtype).reshape(n, c, w)
     return out.transpose(0, 2, 1).copy(), names
+
+
+# --- any OpenEXR file's completeness ----------------------------------------------------------------------
+
+# scanlines per chunk of each OpenEXR compression: NONE, RLE, ZIPS, ZIP, PIZ, PXR24, B44, B44A, DWAA, DWAB
+_CHUNK_LINES = {0: 1, 1: 1, 2: 1, 3: 16, 4: 32, 5: 16, 6: 32, 7: 32, 8: 32, 9: 256}
+
+
+def _levels(size: int, mode: int, rounding: int) -> int:
+    """Mip levels of a side of ``size`` texels (OpenEXR tiled files: level mode 1, or one axis of mode 2)."""
+    if mode == 0:
+        return 1
+    n = max(size, 1).bit_length() - 1 if rounding == 0 else (max(size, 1) - 1).bit_length()
+    return n + 1
+
+
+def _tile_count(w: int, h: int, tiledesc: bytes) -> int | None:
+    """Chunks of a single-part tiled file (None: a level mode this check does not count)."""
+    tw, th, mode = struct.unpack("<IIB", tiledesc[:9])
+    level_mode, rounding = mode & 0x0F, mode >> 4
+    if level_mode > 2 or tw == 0 or th == 0:
+        return None
+
+    def side(size: int, level: int) -> int:
+        return max(1, (size >> level) if rounding == 0 else -(-size // (1 << level)))
+
+    def tiles(lw: int, lh: int) -> int:
+        return -(-side(w, lw) // tw) * -(-side(h, lh) // th)
+
+    if level_mode == 0:
+        return tiles(0, 0)
+    if level_mode == 1:
+        n = _levels(max(w, h), 1, rounding)
+        return sum(tiles(level, level) for level in range(n))
+    nx, ny = _levels(w, 1, rounding), _levels(h, 1, rounding)
+    return sum(tiles(lx, ly) for lx in range(nx) for ly in range(ny))
+
+
+def is_exr(path: str) -> bool:
+    """Whether the file ``path`` starts as an OpenEXR file does (whatever its name's ending)."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(4)
+    except OSError:
+        return False
+    return len(head) == 4 and struct.unpack("<i", head)[0] == MAGIC
+
+
+def file_damage(path: str) -> str | None:
+    """Why the OpenEXR file ``path`` cannot be whole, or None: a header cut short, a table of chunk offsets that
+    ends past the file's end, a chunk that starts or ends past it (what a copy or a disk that ran out of space leaves
+    behind). Single-part scanline and tiled files are checked to their last chunk, multi-part and deep files to the
+    end of their headers. For the files Blender is about to load: Blender 4.2's OpenEXR loops for ever on a file
+    cut short in its header."""
+    size = os.path.getsize(path)
+    with open(path, "rb") as fh:
+        head = fh.read(min(size, 1 << 22))
+        if size < 8 or struct.unpack_from("<i", head, 0)[0] != MAGIC:
+            return "it is not an OpenEXR file, or is cut short before its first bytes"
+        flags = struct.unpack_from("<I", head, 4)[0]
+        tiled, deep, multipart = bool(flags & 0x200), bool(flags & 0x800), bool(flags & 0x1000)
+        pos, headers = 8, []
+        while True:  # one header, or a multi-part file's headers up to an empty one
+            attrs: dict[str, bytes] = {}
+            try:
+                while head[pos] != 0:
+                    name_end = head.index(b"\0", pos)
+                    type_end = head.index(b"\0", name_end + 1)
+                    length = struct.unpack_from("<i", head, type_end + 1)[0]
+                    if length < 0 or type_end + 5 + length > len(head):
+                        raise IndexError
+                    attrs[head[pos:name_end].decode("latin-1")] = head[type_end + 5:type_end + 5 + length]
+                    pos = type_end + 5 + length
+            except (IndexError, ValueError, struct.error):
+                return f"its header is cut short (the file has {size} bytes)"
+            pos += 1
+            if attrs:
+                headers.append(attrs)
+            if not multipart or not attrs:
+                break
+            if pos >= len(head):
+                return f"its header is cut short (the file has {size} bytes)"
+        if not headers or "dataWindow" not in headers[0] or "compression" not in headers[0]:
+            return "its header lacks the data window or the compression"
+        if multipart or deep or len(headers) != 1:
+            return None  # (the headers are whole; these chunk tables are not counted here)
+        attrs = headers[0]
+        x0, y0, x1, y1 = struct.unpack("<4i", attrs["dataWindow"][:16])
+        w, h = x1 - x0 + 1, y1 - y0 + 1
+        if w <= 0 or h <= 0:
+            return None
+        if "chunkCount" in attrs:
+            count: int | None = struct.unpack("<i", attrs["chunkCount"][:4])[0]
+        elif tiled and "tiles" in attrs:
+            count = _tile_count(w, h, attrs["tiles"])
+        else:
+            count = -(-h // _CHUNK_LINES.get(attrs["compression"][0], 256))
+        if count is None or count <= 0:
+            return None
+        table_end = pos + 8 * count
+        if table_end > size:
+            return f"its table of {count} chunks ends past the end of the file ({size} bytes)"
+        fh.seek(pos)
+        offsets = np.frombuffer(fh.read(8 * count), dtype="<u8")
+        chunk_head = 20 if tiled else 8  # (tile x, y, level x, y; or the scanline's y) and the data's size
+        last = int(offsets.max())
+        if int(offsets.min()) < table_end or last + chunk_head > size:
+            return f"a chunk starts past the end of the file ({size} bytes): it is cut short"
+        fh.seek(last + chunk_head - 4)
+        length = struct.unpack("<i", fh.read(4))[0]
+        if length < 0 or last + chunk_head + length > size:
+            return f"its last chunk ends past the end of the file ({size} bytes): it is cut short"
+    return None

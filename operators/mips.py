@@ -20,6 +20,7 @@ import numpy.typing as npt
 from bpy.props import StringProperty
 
 from .. import bridge, progress
+from ..core import exr as core_exr
 from ..core import jobs
 from ..core import mips as core_mips
 from .common import NeedsScene, colour_space, colour_space_name, output_folder, set_colour_space
@@ -254,6 +255,7 @@ def check_input(inp: MipsInput, settings: core_mips.MipSettings) -> None:
             raise MipsInputError(f"Image file {inp.path!r} is missing: check the path")
         if not os.access(inp.path, os.R_OK):
             raise MipsInputError(f"Image file {inp.path!r} cannot be read (permissions)")
+        _check_exr(inp.path, f"Image file {inp.path!r}")
         size = png_size(inp.path)
         if size is not None:  # other formats are checked once loaded, before their pixels are read
             try:
@@ -271,7 +273,16 @@ def check_input(inp: MipsInput, settings: core_mips.MipSettings) -> None:
         path = bpy.path.abspath(image.filepath, library=image.library)
         if not os.path.isfile(path):
             raise MipsInputError(f"Image {image.name!r}: its file {path!r} is missing; relink or pack it")
+        _check_exr(path, f"Image {image.name!r}: its file {path!r}")
     _check_image_size(image, settings)
+
+
+def _check_exr(path: str, what: str) -> None:
+    """An OpenEXR file that is not whole is refused before Blender reads it (Blender 4.2's reader loops for ever on
+    one cut short in its header)."""
+    why = core_exr.file_damage(path) if core_exr.is_exr(path) else None
+    if why is not None:
+        raise MipsInputError(f"{what} is damaged: {why}. Replace it with a whole copy")
 
 
 def _check_image_size(image: bpy.types.Image, settings: core_mips.MipSettings) -> None:

@@ -14,6 +14,7 @@ from bpy.props import BoolProperty
 
 from ... import bridge, progress
 from ...core import bend as core_bend
+from ...core import exr as core_exr
 from ...core import snow as core_snow
 from ...shader_nodes import bend as bend_nodes
 from ...shader_nodes import snow as snow_nodes
@@ -323,6 +324,10 @@ def load_bake(scene: bpy.types.Scene, out_dir: str, result: ObjectsResult) -> tu
     files = [f["file"] for f in meta["frames"] if "file" in f]
     if not files or not all(os.path.isfile(os.path.join(out_dir, f)) for f in files):
         raise SnowInputError(f"The bake in {out_dir!r} is incomplete (images missing): bake it again")
+    for name in files:  # before Blender reads them: Blender 4.2 loops for ever on an EXR cut short in its header
+        why = core_exr.file_damage(os.path.join(out_dir, name))
+        if why is not None:
+            raise SnowInputError(f"The bake in {out_dir!r} is damaged: {name}: {why}. Bake it again")
     if meta["sequence"] and meta["frames"][0]["frame"] < 0:
         raise SnowInputError(f"The bake in {out_dir!r} numbers its images from frame {meta['frames'][0]['frame']} "
                              f"({files[0]}), and Blender's image sequences cannot read frames below 0: bake from "

@@ -276,6 +276,41 @@ def test_unreadable_file(core, ops, tmp_path):
                   "cannot be read", out, before)
 
 
+def blender_exr(path, codec, w=64, h=40):
+    """An RGBA float image written by Blender's own OpenEXR writer with ``codec``; returns the file's bytes."""
+    image = bpy.data.images.new("exr-src", w, h, alpha=True, float_buffer=True)
+    image.pixels.foreach_set(np.random.default_rng(1).uniform(0, 1, w * h * 4).astype(np.float32))  # pyright: ignore[reportAttributeAccessIssue] -- stubs: one float
+    settings = api.scene().render.image_settings
+    settings.file_format, settings.color_depth, settings.exr_codec = "OPEN_EXR", "32", codec
+    image.save_render(str(path), scene=api.scene())
+    bpy.data.images.remove(image)
+    return path.read_bytes()
+
+
+@pytest.mark.parametrize("codec", ["NONE", "ZIP", "PIZ", "DWAA", "DWAB", "RLE", "ZIPS", "PXR24"])
+def test_an_exr_cut_short_is_refused_before_blender_reads_it(envfx, ops, tmp_path, codec):
+    """Blender 4.2's OpenEXR reader loops for ever on a file cut short in its header (5.0 says it is damaged): the
+    mips bake checks an EXR's header, chunk table and last chunk before Blender loads it, as a path or an image's
+    file. Whole files of Blender's own writer, in every codec, pass; cut ones are refused, naming the file."""
+    exr = envfx.core.exr
+    whole = tmp_path / "whole.exr"
+    data = blender_exr(whole, codec)
+    assert exr.is_exr(str(whole)) and exr.file_damage(str(whole)) is None
+    cut = tmp_path / "cut.exr"
+    for end in sorted({8, 40, len(data) // 3, len(data) // 2, len(data) - 1}):
+        cut.write_bytes(data[:end])
+        assert exr.file_damage(str(cut)) is not None, (codec, end, len(data))
+    cut.write_bytes(data[:len(data) // 3 if len(data) // 3 < 300 else 200])  # (in the header, for every codec)
+    before = state()
+    out = str(tmp_path / "out")
+    _expect_error(None, lambda: ops.bake_mips(ops.inputs_from_paths([str(cut)]), out),
+                  r"cut.exr' is damaged: .*cut short.* Replace it", out, before)
+    image = bpy.data.images.load(str(whole))  # (4.2 reads the header as it loads: the file is cut after)
+    whole.write_bytes(cut.read_bytes())
+    before = state()
+    _expect_error(None, lambda: bake_scene_image(image, out), r"its file .*whole.exr' is damaged", out, before)
+
+
 def test_output_folder_that_cannot_be_written(core, ops, tmp_path):
     good = write_png(core, tmp_path / "good.png", leaf(core, 16))
     blocker = tmp_path / "blocker"

@@ -978,6 +978,24 @@ def test_drive_from_bake_refuses_a_damaged_or_foreign_json(envfx, tmp_path, cont
     assert sorted(bpy.data.images.keys()) == images and sorted(bpy.data.node_groups.keys()) == groups
 
 
+def test_drive_from_bake_refuses_a_buffer_image_cut_short(envfx, tmp_path):
+    """A buffer frame cut short (a copy that ran out of space) is named before Blender reads it: Blender 4.2's
+    OpenEXR reader loops for ever on a file cut short in its header. Nothing changes in the scene."""
+    scene, snow, actors = snow_scene(envfx, spacing=0.2)
+    core = envfx.core.snow
+    buf = core.BufferParams(resolution=8, size=8.0, origin=(-4.0, -4.0))
+    core.bake(np.zeros((3, 1, 3)), [0.5], [0.2], core.StampParams(), buf, frame_start=1, out_dir=str(tmp_path))
+    frame = sorted(tmp_path.glob("snow_buffer_*.exr"))[1]
+    frame.write_bytes(frame.read_bytes()[:60])
+    api.envfx(scene).snow.output_dir = str(tmp_path)
+    images, groups = sorted(bpy.data.images.keys()), sorted(bpy.data.node_groups.keys())
+    with pytest.raises(RuntimeError, match=rf"The bake in .* is damaged: {frame.name}: its header is cut short .* "
+                                           r"Bake it again"):
+        api.ops.snow_drive_from_bake()
+    assert [m.name for m in snow.modifiers] == []
+    assert sorted(bpy.data.images.keys()) == images and sorted(bpy.data.node_groups.keys()) == groups
+
+
 def test_drive_from_bake_refuses_an_image_sequence_below_frame_0(envfx, tmp_path):
     """A bake of frames -3..-1 writes snow_buffer_-003.exr...: the game reads them through the JSON, but Blender's
     image sequences cannot number frames below 0 (the snow would silently stay flat): refused, nothing changes."""

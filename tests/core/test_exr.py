@@ -1,4 +1,7 @@
-"""core.exr.to_half: float32 to half floats as numpy converts them (the VAT bake's EXR16 textures)."""
+"""core.exr.to_half: float32 to half floats as numpy converts them (the VAT bake's EXR16 textures); file_damage:
+whether an OpenEXR file is whole."""
+
+import struct
 
 import numpy as np
 import pytest
@@ -86,3 +89,42 @@ def test_a_thread_flushing_subnormals_gets_numpys_conversion(monkeypatch):
     v = np.array([1e-6, -3e-7, 0.5, 2.0 ** -20], np.float32)
     monkeypatch.setattr(exr, "_keeps_subnormals", lambda: False)
     assert np.array_equal(fast_half(v), numpy_half(v))
+
+
+@pytest.mark.parametrize("compression, half", [(exr.NO_COMPRESSION, False), (exr.ZIP_COMPRESSION, True),
+                                               (exr.ZIP_COMPRESSION, False)])
+def test_a_file_cut_short_anywhere_is_named_damaged_and_a_whole_one_is_not(tmp_path, compression, half):
+    """``file_damage`` reads a file's header, its table of chunk offsets and its last chunk's size: every prefix of
+    a scanline file (cut in the header, in the table, in a chunk) is damaged, the whole file is not, nor is one
+    with bytes after its end."""
+    rng = np.random.default_rng(3)
+    path = tmp_path / "whole.exr"
+    exr.write_exr(str(path), rng.uniform(0, 1, (37, 21, 3)).astype(np.float32), compression=compression, half=half)
+    data = path.read_bytes()
+    assert exr.file_damage(str(path)) is None
+    cut = tmp_path / "cut.exr"
+    for end in range(len(data)):
+        cut.write_bytes(data[:end])
+        why = exr.file_damage(str(cut))
+        assert why is not None, end
+    header_end = data.index(b"\0\0", 8)  # (an attribute's end and the header's)
+    cut.write_bytes(data[:header_end // 2])
+    assert "header is cut short" in str(exr.file_damage(str(cut)))
+    cut.write_bytes(data + b"\0" * 7)
+    assert exr.file_damage(str(cut)) is None
+    cut.write_bytes(b"\x89PNG\r\n\x1a\n" + data[8:])
+    assert "not an OpenEXR file" in str(exr.file_damage(str(cut)))
+
+
+def test_tiled_and_mip_mapped_files_count_their_tiles():
+    """A tiled file's chunk count from its tile description: one level, mip levels rounded down or up, rip levels
+    (OpenEXR's level arithmetic), checked on sizes whose levels end odd."""
+    desc = struct.pack("<IIB", 16, 16, 0)
+    assert exr._tile_count(40, 33, desc) == 3 * 3
+    down = struct.pack("<IIB", 16, 16, 1)  # mip levels, rounding down: 40x33, 20x16, 10x8, 5x4, 2x2, 1x1
+    assert exr._tile_count(40, 33, down) == 9 + 2 + 1 + 1 + 1 + 1
+    up = struct.pack("<IIB", 16, 16, 1 | 0x10)  # rounding up: 40x33, 20x17, 10x9, 5x5, 3x3, 2x2, 1x1
+    assert exr._tile_count(40, 33, up) == 9 + 4 + 1 + 1 + 1 + 1 + 1
+    rip = struct.pack("<IIB", 16, 16, 2)  # every level of x (40, 20, 10, 5, 2, 1) with every one of y (33 .. 1)
+    assert exr._tile_count(40, 33, rip) == sum(-(-max(1, 40 >> i) // 16) * -(-max(1, 33 >> j) // 16)
+                                               for i in range(6) for j in range(6))
