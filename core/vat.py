@@ -671,6 +671,14 @@ class _Texture:
             lo[list(raw)], span[list(raw)] = 0.0, 65535.0  # integers already (packed normals)
             scale = (65535.0 / span).astype(np.float32)
             lo = lo.astype(np.float32)
+            lay = self.layout
+            used = lay.vertices - (lay.rows_per_frame - 1) * lay.width
+            if not clamp and used < lay.width:
+                # the texels no vertex uses hold offset 0, which the remap need not hold: the value the clamp would
+                # make of it (so the bytes are the clamped encoding's, and no value leaves the range)
+                ends = self.planes_f[:, lay.rows_per_frame - 1::lay.rows_per_frame, used:]
+                for k in range(self.c):
+                    ends[k] = np.float32(min(max(0.0, float(lo[k])), float(lo[k]) + float(span[k])))
             h = self.layout.height
             self.png_writer = writer = png.StoredPng16Writer(self._open(), h, self.layout.width, self.c)
             step = max(1, (1 << 18) // max(1, self.layout.width))  # blocks of rows that stay in the cache

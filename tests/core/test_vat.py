@@ -474,3 +474,34 @@ def test_png16_texels_are_quantised_unclamped_only_where_every_value_is_in_range
     turned = vat.to_engine(normals.reshape(-1, 3), engine, normal=True).reshape(frames, n, 3)
     want = np.clip(np.floor((turned + 1.0) * 32767.5 + 0.5), 0, 65535)
     assert np.abs(vat.unpack_frames(nrm.astype(np.float64), lay) - want).max() <= 1
+
+
+@pytest.mark.parametrize("shift", [0.0, 0.7, -0.7])
+def test_png16_unused_texels_stay_in_range_when_no_offset_is_0(tmp_path, shift):
+    """The texels no vertex uses hold offset 0; offsets that all lie above 0 (or below) have a remap without 0, so
+    those texels are quantised as the clamp would quantise them (texel 0 or 65535), not cast from a value outside
+    the range: the streamed file equals the compressed one byte for texel, with no warning of a bad cast."""
+    import warnings
+
+    rest, offsets, normals = animated(n=70, frames=5)
+    offsets = (offsets + np.float32(shift)).astype(np.float32)
+    got = {}
+    for level in (0, 1):
+        settings = vat.VatSettings(encoding="PNG16", max_size=32, level=level)  # 3 rows a frame, 22 texels in the last
+        folder = tmp_path / str(level)
+        folder.mkdir()
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # (numpy warns of a cast from outside uint16's range)
+            done = vat.encode_bake("a", rest, offsets, normals, list(range(1, 6)), settings) if level else None
+            if not level:
+                enc = vat.VatEncoder("a", rest, list(range(1, 6)), settings, folder=str(folder))
+                for f in range(5):
+                    enc.add(f, enc.rest + offsets[f], normals[f])
+                done = enc.finish()
+        assert done is not None
+        got[level] = done.files.get("a_vat_pos.png") or (folder / "a_vat_pos.png").read_bytes()
+    assert np.array_equal(png.decode_png(got[0]), png.decode_png(got[1]))
+    texels = png.decode_png(got[0])
+    expected = 0 if shift > 0 else (65535 if shift < 0 else None)
+    if expected is not None:
+        assert (texels[2::3, 22:] == expected).all()
