@@ -32,6 +32,7 @@ import math
 import mmap
 import os
 import re
+import sys
 import time
 import unicodedata
 from collections.abc import Container, Iterable, Mapping, Sequence
@@ -49,6 +50,9 @@ NORMAL_MODES = ("NONE", "TEXTURE", "PACKED")
 ENGINES = ("BLENDER",) + tuple(bend_engines.ENGINES)
 MAX_TEXTURE_SIZE = 8192
 PLAIN_PAGES_FROM = 64 << 20  # bytes: plain_pages' smallest mapped buffer
+# Linux 5.14+ madvise: a range's pages made present and writable in one call (fewer traps than a fault per page)
+MADV_POPULATE_WRITE = 23
+_POPULATE = [sys.platform.startswith("linux") and hasattr(mmap.mmap, "madvise")]  # [False once refused]
 HALF_MAX = 65504.0
 PACK_BITS = {"EXR32": 11, "PNG16": 8}
 UV_NAME = "EnvFX_VAT"
@@ -585,6 +589,8 @@ class _Texture:
             if self.mode == "png":
                 assert f == self.frames_put, (f, self.frames_put)  # in order, as the streamed textures
                 self.frames_put += 1
+                for k in range(c):  # the frame's fresh pages at once, before they are written
+                    populate(self.planes_f[k, first:first + lay.rows_per_frame])
             for k in range(c):
                 for r, m, src in self._row_blocks(planes[k], n):
                     dst = self.image[first + r:first + r + m, :src.shape[1], k] if self.mode == "image" else \
@@ -736,6 +742,27 @@ def plain_pages(shape: tuple, dtype: npt.DTypeLike) -> np.ndarray:
         except OSError:
             pass
     return np.frombuffer(buf, dtype).reshape(shape)
+
+
+def populate(region: np.ndarray) -> None:
+    """Ask the system for the pages of ``region`` (a contiguous part of a ``plain_pages`` array) in one call, before
+    they are first written: about two thirds of the CPU time of a page fault each (0.13 s against 0.19 s for
+    300 MB here). Nothing happens for other arrays, on other systems, or on a Linux older than 5.14, which refuses
+    the call (then it is not asked again)."""
+    if not _POPULATE[0] or not region.flags.c_contiguous or region.nbytes == 0:
+        return
+    pages = region
+    while isinstance(pages.base, np.ndarray):
+        pages = pages.base
+    view = pages.base
+    if not isinstance(view, memoryview) or not isinstance(view.obj, mmap.mmap):
+        return
+    start = region.__array_interface__["data"][0] - pages.__array_interface__["data"][0]
+    first = start - start % mmap.PAGESIZE
+    try:
+        view.obj.madvise(MADV_POPULATE_WRITE, first, start + region.nbytes - first)
+    except (OSError, ValueError):  # (an older kernel: EINVAL)
+        _POPULATE[0] = False
 
 
 def _scaled(values, factor, out):

@@ -7,6 +7,7 @@ import importlib
 import json
 import os
 import struct
+import sys
 import threading
 import types
 
@@ -445,6 +446,24 @@ def test_png16_for_godot_bakes_with_a_warning_that_godot_reads_8_bits(vat, tmp_p
         envfx.panels.vat.VIEW3D_PT_envfx_vat.draw(panel, types.SimpleNamespace(scene=api.scene(),
                                                                               selected_objects=[obj]))
         assert ("label:Godot reads 16-bit PNGs as 8 bits: bake EXR" in layout.log) == shown
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the library is found in Linux's process maps")
+def test_png16_checksums_with_blenders_libdeflate_and_writes_the_bytes_zlib_does(vat, envfx, tmp_path, monkeypatch):
+    """In Blender on Linux (4.2 and 5.0) a PNG16 bake's Adler-32 is libdeflate's, from Blender's OpenEXR library
+    (core.png.fast_adler32), and the files equal those of a bake that sums with zlib."""
+    png = importlib.import_module(envfx.__name__ + ".core.png")
+    fast = png.fast_adler32()
+    assert fast is not None, "libdeflate_adler32 was not found in Blender's libOpenEXRCore"
+    assert png._agrees_with_zlib(fast)
+    obj = armature_mesh()
+    files = {}
+    for name, used in (("fast", fast), ("zlib", None)):
+        monkeypatch.setattr(png, "_ADLER32", [used])
+        result = vat.ops.bake_vat(api.scene(), [obj], str(tmp_path / name), vat.ops.VatOptions(
+            1, 6, encoding="PNG16", engine="UNITY", export_mesh=False))
+        files[name] = {os.path.basename(p): open(p, "rb").read() for p in result.files if p.endswith(".png")}
+    assert len(files["fast"]) == 2 and files["fast"] == files["zlib"]
 
 
 def test_unwritable_folder_is_refused(vat):

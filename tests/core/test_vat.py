@@ -2,6 +2,7 @@
 
 import io
 import json
+import sys
 
 import numpy as np
 import pytest
@@ -231,6 +232,57 @@ def test_the_streamed_png16_decodes_to_its_texels_with_valid_checksums():
         png.StoredPng16Writer(io.BytesIO(), 2, 9000, 4)
 
 
+def test_the_streamed_png16_checksums_rows_by_address_as_zlib_does_over_them(monkeypatch):
+    """With a fast Adler-32 (png.fast_adler32: libdeflate's, from Blender's OpenEXR library) the writer hands it
+    each row's address after its stored block's header: the file is byte for byte the one zlib's checksum
+    writes. Here the stand-in reads the bytes at the addresses given and sums them with zlib, and blocks of
+    different sizes come from both slots."""
+    import ctypes
+    import zlib
+
+    from core import png
+
+    texels = np.random.default_rng(8).integers(0, 65536, size=(11, 17, 3)).astype(np.uint16)
+    calls = []
+
+    def by_address(adler, address, length):
+        calls.append(length)
+        return zlib.adler32(ctypes.string_at(address, length), adler)
+
+    def written(fast):
+        monkeypatch.setattr(png, "_ADLER32", [fast])
+        fh = io.BytesIO()
+        writer = png.StoredPng16Writer(fh, 11, 17, 3)
+        for slot, (a, b) in enumerate(((0, 4), (4, 10), (10, 11))):
+            writer.rows(b - a, slot % 2)[:] = texels[a:b]
+            writer.write(slot % 2)
+        writer.close()
+        return fh.getvalue()
+
+    assert written(by_address) == written(None)
+    assert calls == [1 + 17 * 3 * 2] * 11  # a call per row: its filter byte and texels
+    np.testing.assert_array_equal(png.decode_png(written(None)), texels)
+
+
+def test_a_fast_adler32_that_disagrees_with_zlib_is_not_used(monkeypatch):
+    """png.fast_adler32 trusts a library's function only when it agrees with zlib on lengths around its block
+    sizes; ENVFX_ZLIB_ADLER32=1 turns the fast one off."""
+    import ctypes
+    import zlib
+
+    from core import png
+
+    def right(adler, address, length):
+        return zlib.adler32(ctypes.string_at(address, length), adler)
+
+    assert png._agrees_with_zlib(right)
+    assert not png._agrees_with_zlib(lambda adler, address, length: right(adler, address, length) ^ 1)
+    assert not png._agrees_with_zlib(lambda adler, address, length: right(adler, address, min(length, 5552)))
+    monkeypatch.setattr(png, "_ADLER32", [])
+    monkeypatch.setenv("ENVFX_ZLIB_ADLER32", "1")
+    assert png.fast_adler32() is None
+
+
 def test_the_writers_two_slots_write_the_rows_of_the_slot_named():
     """Rows filled into slot 1 while slot 0's are written (the PNG16 offsets' finish fills the next block on a
     helper thread) come out in the order written, whatever the slots' sizes."""
@@ -273,6 +325,32 @@ def test_png16_offsets_of_many_blocks_round_trip_within_their_precision(tmp_path
     memory = vat.encode_bake("a", rest, offsets, normals, list(range(frames)), settings)
     assert memory.files[streamed.meta["textures"]["position"]["file"]] == \
         files[streamed.meta["textures"]["position"]["file"]]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="MADV_POPULATE_WRITE is Linux's")
+def test_populate_makes_a_plain_pages_region_present_before_it_is_written(monkeypatch):
+    """vat.populate asks for a region's pages in one call: writing them afterwards takes (almost) no page faults,
+    where writing fresh pages takes one each; the values written are kept, and arrays that are not memory maps
+    are left alone."""
+    import resource
+
+    monkeypatch.setattr(vat, "PLAIN_PAGES_FROM", 1 << 10)
+    pages = 2048  # 8 MB of 4 KB pages per half
+    big = vat.plain_pages((2, pages * 1024), np.float32)
+
+    def faults_writing(region):
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+        region[::1024] = 1.0  # a value in every page
+        return resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before
+
+    vat.populate(big[1, 3:])  # (from inside its first page: the page it starts in included)
+    assert vat._POPULATE[0], "the kernel refused MADV_POPULATE_WRITE (older than Linux 5.14?)"
+    assert faults_writing(big[1]) < pages // 20
+    assert faults_writing(big[0]) > pages // 2  # not populated: a fault per page
+    assert big[:, ::1024].sum() == 2 * pages and big[1, 1:1024].sum() == 0.0
+    plain = np.zeros(10, np.float32)
+    vat.populate(plain[2:])  # (not a map: nothing to do)
+    assert vat._POPULATE[0] and not plain.any()
 
 
 def test_plain_pages_are_writable_arrays_of_the_shape_asked_for(monkeypatch):
