@@ -5,6 +5,7 @@ from bpy.app.handlers import persistent
 
 from . import bridge, progress
 from .operators import bend as bend_ops
+from .operators import common as ops_common
 from .operators.snow import bake as snow_bake
 from .operators.snow import live_push
 from .operators.snow import numpy_trails
@@ -21,7 +22,13 @@ from .shader_nodes import bend_gpu
 @persistent
 def on_load_post(*_args):
     """Files saved with an older EnvFX keep working: outdated node groups are rebuilt in place, and drivers made
-    by Blender 5.0 with its default keyframes pass their values through unchanged (``common.straighten``)."""
+    by Blender 5.0 with its default keyframes pass their values through unchanged (``common.straighten``). First,
+    before anything is evaluated, EnvFX's modifiers that read a texture cut short are turned off
+    (``operators.common.guard_damaged_images``: Blender 4.2 would never finish opening the file)."""
+    try:
+        ops_common.guard_damaged_images()
+    except Exception as exc:  # a handler must never break loading
+        print(f"EnvFX: the textures of EnvFX's modifiers could not be checked: {exc}")
     common.straighten_drivers()
     bend_nodes.refresh_after_load()
     wind_nodes.refresh_after_load()

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 import bpy
 
 from .. import bridge
+from ..core import exr as core_exr
 from ..shader_nodes import common as nodes_common
 
 if TYPE_CHECKING:  # the stubs' names for the flags' and reports' literals (no such module at run time)
@@ -385,3 +386,113 @@ def check_numbers(*owners: bpy.types.bpy_struct, error: type[Exception] = ValueE
         bad = bad_numbers(owner)
         if bad:
             raise error(f"{bad_numbers_text(owner, bad)} (in {_rna(owner).name or _rna(owner).identifier})")
+
+
+# --- textures cut short: turned off before Blender reads them ---
+# Blender 4.2's OpenEXR reader loops for ever on a file cut short in its header (a copy or a disk that ran out of
+# space leaves such files), and Blender 5.0's crashed on one once: a file whose EnvFX modifier reads such a texture
+# would never finish opening, as soon as the modifier is evaluated. After a file loads (load_post, before the first
+# evaluation), the EXR images EnvFX's geometry-nodes modifiers read are checked (core.exr.file_damage: the header,
+# the table of chunk offsets and the last chunk); a modifier that reads a damaged one is turned off (viewport and
+# render), and the file opens. Nothing else changes: the image keeps its file, the modifier its settings.
+
+DAMAGED: dict[str, list[str]] = {}  # object name -> what was turned off and why, since the file was opened
+
+
+def _tree_images(tree: bpy.types.NodeTree, seen: set) -> list[bpy.types.Image]:
+    """Images the geometry-nodes ``tree`` (and the groups in it) reads from its Image Texture nodes' own inputs."""
+    if tree.name in seen:
+        return []
+    seen.add(tree.name)
+    found = []
+    for node in tree.nodes:
+        if node.bl_idname == "GeometryNodeImageTexture":
+            socket = node.inputs.get("Image")
+            image = getattr(socket, "default_value", None) if socket is not None and not socket.is_linked else None
+            if isinstance(image, bpy.types.Image):
+                found.append(image)
+        elif isinstance(node, bpy.types.GeometryNodeGroup) and node.node_tree is not None:
+            found.extend(_tree_images(node.node_tree, seen))
+    return found
+
+
+def modifier_images(mod: bpy.types.NodesModifier) -> list[bpy.types.Image]:
+    """The images a geometry-nodes modifier reads: its Image inputs' values and the Image Texture nodes' own."""
+    tree = mod.node_group
+    if tree is None:
+        return []
+    found = []
+    interface = tree.interface
+    for item in interface.items_tree if interface is not None else ():
+        if isinstance(item, bpy.types.NodeTreeInterfaceSocket) and item.in_out == "INPUT" \
+                and item.socket_type == "NodeSocketImage":
+            value = mod.get(item.identifier)
+            if isinstance(value, bpy.types.Image):
+                found.append(value)
+    found.extend(_tree_images(tree, set()))
+    return list({image.name_full: image for image in found}.values())
+
+
+def image_files(image: bpy.types.Image) -> list[str]:
+    """The files Blender reads for ``image`` (a sequence: every file of its numbered series in its folder), those
+    that exist; none for packed, generated and other images."""
+    if image.packed_file is not None or image.source not in ("FILE", "SEQUENCE") or not image.filepath:
+        return []
+    path = os.path.normpath(bpy.path.abspath(image.filepath, library=image.library))
+    if image.source == "FILE":
+        return [path] if os.path.isfile(path) else []
+    folder, name = os.path.split(path)
+    stem, ext = os.path.splitext(name)
+    head = stem.rstrip("0123456789")
+    if head == stem:  # no frame number in the name
+        return [path] if os.path.isfile(path) else []
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return []
+    return sorted(os.path.join(folder, n) for n in names
+                  if n.startswith(head) and n.endswith(ext) and n[len(head):len(n) - len(ext)].isdigit())
+
+
+def image_damage(image: bpy.types.Image, cache: dict | None = None) -> tuple[str, str] | None:
+    """(the file, why it cannot be read whole) of the first OpenEXR file of ``image`` that cannot, or None."""
+    for path in image_files(image):
+        if cache is not None and path in cache:
+            why = cache[path]
+        else:
+            try:
+                why = core_exr.file_damage(path) if core_exr.is_exr(path) else None
+            except OSError as exc:
+                why = f"it cannot be read ({exc.strerror or exc})"
+            if cache is not None:
+                cache[path] = why
+        if why is not None:
+            return path, why
+    return None
+
+
+def guard_damaged_images() -> list[str]:
+    """After a file loads: every EnvFX geometry-nodes modifier that reads an OpenEXR texture cut short is turned off
+    (see above); returns the messages, also printed and kept in ``DAMAGED`` by object."""
+    DAMAGED.clear()
+    messages, cache = [], {}
+    for obj in bpy.data.objects:
+        for mod in nodes_modifiers(obj):
+            tree = mod.node_group
+            if tree is None or tree.get(nodes_common.STAMP_KEY) is None or obj.library is not None:
+                continue
+            if not (mod.show_viewport or mod.show_render):
+                continue
+            for image in modifier_images(mod):
+                damage = image_damage(image, cache)
+                if damage is None:
+                    continue
+                mod.show_viewport = mod.show_render = False
+                text = (f"{obj.name}: its modifier {mod.name!r} is turned off so that the file opens: it reads "
+                        f"{damage[0]}, which is damaged ({damage[1]}), and Blender would hang or fail reading it. "
+                        f"Bake again, or restore the file and turn the modifier back on")
+                messages.append(text)
+                DAMAGED.setdefault(obj.name, []).append(text)
+                print(f"EnvFX: {text}")
+                break
+    return messages

@@ -3,6 +3,7 @@
 import bpy
 
 from .. import bridge
+from ..operators import common as ops_common
 from .main import EnvFXSubPanel
 
 
@@ -42,6 +43,9 @@ class VIEW3D_PT_envfx_vat(EnvFXSubPanel, bpy.types.Panel):
         selected = [o for o in (getattr(context, "selected_objects", None) or ()) if o.type == "MESH"]
         if not selected:
             layout.label(text="Select the animated meshes to bake", icon="INFO")
+        for obj in selected:  # (turned off as the file opened, still off: the console names the file and why)
+            if obj.name in ops_common.DAMAGED and not all(m.show_viewport for m in obj.modifiers):
+                layout.label(text=f"{obj.name}: a texture is damaged, its player is off: bake again", icon="ERROR")
         layout.operator("envfx.vat_bake", icon="RENDER_ANIMATION")
 
 

@@ -998,6 +998,36 @@ def test_drive_from_bake_refuses_a_buffer_image_cut_short(envfx, tmp_path):
                                     r"again")
 
 
+@pytest.mark.parametrize("sequence", [False, True])
+def test_a_file_whose_buffer_frame_was_cut_short_opens_with_the_snow_from_bake_off(envfx, tmp_path, sequence):
+    """A file whose snow reads a bake one of whose frames was cut short afterwards (Blender 4.2 never finished
+    opening it): the snow's modifier that reads the bake is turned off as the file opens, naming the frame's file;
+    the snow's other modifiers and the files on disk stay as they were."""
+    from tests.blender import fresh_open
+
+    scene, snow, actors = snow_scene(envfx, spacing=0.2)
+    core = envfx.core.snow
+    buf = core.BufferParams(resolution=8, size=8.0, origin=(-4.0, -4.0))
+    core.bake(np.zeros((3, 1, 3)), [0.5], [0.2], core.StampParams(), buf, frame_start=1, out_dir=str(tmp_path / "b"),
+              sequence=sequence)
+    api.envfx(scene).snow.output_dir = str(tmp_path / "b")
+    assert api.ops.snow_drive_from_bake() == {"FINISHED"}
+    before = [[m.name, m.show_viewport, m.show_render] for m in snow.modifiers]
+    blend = tmp_path / "snow.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(blend))
+    frames = sorted((tmp_path / "b").glob("snow_buffer*.exr"))
+    frame = frames[-1]
+    frame.write_bytes(frame.read_bytes()[:60])
+    code, state, output = fresh_open.open_in_fresh_process(blend, 2)
+    assert code == 0 and state is not None, output[-3000:]
+    got = state["modifiers"][snow.name]
+    assert [m for m in got if m[0] != "EnvFX Snow Buffer"] == [m for m in before if m[0] != "EnvFX Snow Buffer"]
+    assert ["EnvFX Snow Buffer", False, False] in got and ["EnvFX Snow Buffer", True, True] in before
+    [message] = state["damaged"][snow.name]
+    assert str(frame) in message and "header is cut short" in message and "Bake again" in message
+    assert frame.stat().st_size == 60
+
+
 def test_drive_from_bake_refuses_an_image_sequence_below_frame_0(envfx, tmp_path):
     """A bake of frames -3..-1 writes snow_buffer_-003.exr...: the game reads them through the JSON, but Blender's
     image sequences cannot number frames below 0 (the snow would silently stay flat): refused, nothing changes."""

@@ -15,8 +15,9 @@ import bpy
 import numpy as np
 import pytest
 
-from tests.blender import api
+from tests.blender import api, fresh_open
 from tests.job_steps import Slowed, step
+
 
 
 @pytest.fixture
@@ -464,6 +465,57 @@ def test_png16_checksums_with_blenders_libdeflate_and_writes_the_bytes_zlib_does
             1, 6, encoding="PNG16", engine="UNITY", export_mesh=False))
         files[name] = {os.path.basename(p): open(p, "rb").read() for p in result.files if p.endswith(".png")}
     assert len(files["fast"]) == 2 and files["fast"] == files["zlib"]
+
+
+@pytest.mark.parametrize("cut", [None, 216, "half"])
+def test_a_file_whose_vat_texture_was_cut_short_opens_with_its_player_off(vat, tmp_path, cut):
+    """A proxy's position texture cut short (in its header: Blender 4.2 never finished opening the file; in its
+    pixels) turns the proxy's player off as the file opens (operators.common.guard_damaged_images), naming the
+    proxy, the file, why and what to do; the image keeps its file, the file on disk is left as it is, the armature's
+    mesh keeps its modifiers, and baking again brings the player back. Whole textures change nothing."""
+    obj = armature_mesh()
+    vat.ops.bake_vat(api.scene(), [obj], str(tmp_path / "out"), vat.ops.VatOptions(1, 6, export_mesh=False))
+    blend = tmp_path / "scene.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(blend))
+    texture = tmp_path / "out" / "Arm_vat_pos.exr"
+    size = texture.stat().st_size
+    if cut is not None:
+        data = texture.read_bytes()
+        texture.write_bytes(data[:cut if cut != "half" else size // 2])
+    kept = texture.read_bytes()
+    code, state, output = fresh_open.open_in_fresh_process(blend, 6)
+    assert code == 0 and state is not None, output[-3000:]
+    assert texture.read_bytes() == kept  # (the file is not touched)
+    assert state["modifiers"]["Arm"] == [["Armature", True, True]]
+    assert state["images"]["Arm_vat_pos.exr"].endswith("Arm_vat_pos.exr")
+    if cut is None:
+        assert state["damaged"] == {} and state["modifiers"]["Arm_VAT"][0][1:] == [True, True]
+        assert state["top"]["Arm_VAT"] > 2.0 + 1e-3  # (the player plays: the bent cylinder, not the rest pose's 2.0)
+        return
+    assert state["modifiers"]["Arm_VAT"][0][1:] == [False, False]
+    [message] = state["damaged"]["Arm_VAT"]
+    assert str(texture) in message and "damaged" in message and "Bake again" in message
+    assert ("header is cut short" in message) == (cut == 216)
+    assert f"EnvFX: {message}" in output
+    code, state, output = fresh_open.open_in_fresh_process(blend, 6, "vat", "Arm", str(tmp_path / "out"))
+    assert code == 0 and state is not None, output[-3000:]
+    assert state["modifiers"]["Arm_VAT"][0][1:] == [True, True] and state["top"]["Arm_VAT"] > 2.0 + 1e-3
+
+
+def test_the_vat_panel_names_a_selected_proxy_whose_player_was_turned_off(vat, envfx, recording_layout,
+                                                                          monkeypatch):
+    common = importlib.import_module(envfx.__name__ + ".operators.common")
+    obj = armature_mesh()
+    monkeypatch.setattr(common, "DAMAGED", {obj.name: ["why"]})
+    obj.modifiers[0].show_viewport = False
+    for damaged, turned_on in ((True, False), (False, True), (False, False)):
+        obj.modifiers[0].show_viewport = turned_on  # (the modifier turned back on: nothing more to say)
+        if not (damaged or turned_on):
+            monkeypatch.setattr(common, "DAMAGED", {})
+        layout = recording_layout()
+        envfx.panels.vat.VIEW3D_PT_envfx_vat.draw(types.SimpleNamespace(layout=layout),
+                                                  types.SimpleNamespace(scene=api.scene(), selected_objects=[obj]))
+        assert (f"label:{obj.name}: a texture is damaged, its player is off: bake again" in layout.log) == damaged
 
 
 def test_unwritable_folder_is_refused(vat):
