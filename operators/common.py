@@ -394,25 +394,30 @@ def check_numbers(*owners: bpy.types.bpy_struct, error: type[Exception] = ValueE
 # would never finish opening, as soon as the modifier is evaluated. After a file loads (load_post, before the first
 # evaluation), the EXR images EnvFX's geometry-nodes modifiers read are checked (core.exr.file_damage: the header,
 # the table of chunk offsets and the last chunk); a modifier that reads a damaged one is turned off (viewport and
-# render), and the file opens. Nothing else changes: the image keeps its file, the modifier its settings.
+# render), and so is the node of an EnvFX shader group in a material (muted: the light map on its ground), and the
+# file opens. Nothing else changes: the image keeps its file, the modifier and the node their settings.
 
-DAMAGED: dict[str, list[str]] = {}  # object name -> what was turned off and why, since the file was opened
+DAMAGED: dict[str, list[str]] = {}  # object or material name -> what was turned off and why, since the file opened
 
 
 def _tree_images(tree: bpy.types.NodeTree, seen: set) -> list[bpy.types.Image]:
-    """Images the geometry-nodes ``tree`` (and the groups in it) reads from its Image Texture nodes' own inputs."""
+    """Images the node ``tree`` (and the groups in it) reads: geometry nodes' Image Texture nodes' own inputs,
+    shader nodes' Image Texture nodes."""
     if tree.name in seen:
         return []
     seen.add(tree.name)
     found = []
     for node in tree.nodes:
+        image = None
         if node.bl_idname == "GeometryNodeImageTexture":
             socket = node.inputs.get("Image")
             image = getattr(socket, "default_value", None) if socket is not None and not socket.is_linked else None
-            if isinstance(image, bpy.types.Image):
-                found.append(image)
-        elif isinstance(node, bpy.types.GeometryNodeGroup) and node.node_tree is not None:
+        elif isinstance(node, bpy.types.ShaderNodeTexImage):
+            image = node.image
+        elif isinstance(node, (bpy.types.GeometryNodeGroup, bpy.types.ShaderNodeGroup)) and node.node_tree is not None:
             found.extend(_tree_images(node.node_tree, seen))
+        if isinstance(image, bpy.types.Image):
+            found.append(image)
     return found
 
 
@@ -471,28 +476,46 @@ def image_damage(image: bpy.types.Image, cache: dict | None = None) -> tuple[str
     return None
 
 
+def _first_damage(images: Iterable[bpy.types.Image], cache: dict) -> tuple[str, str] | None:
+    return next((d for d in (image_damage(image, cache) for image in images) if d is not None), None)
+
+
 def guard_damaged_images() -> list[str]:
-    """After a file loads: every EnvFX geometry-nodes modifier that reads an OpenEXR texture cut short is turned off
-    (see above); returns the messages, also printed and kept in ``DAMAGED`` by object."""
+    """After a file loads: every EnvFX geometry-nodes modifier that reads an OpenEXR texture cut short is turned off,
+    every EnvFX shader group's node in a material that reads one muted (see above); returns the messages, also
+    printed and kept in ``DAMAGED`` by object or material."""
     DAMAGED.clear()
     messages, cache = [], {}
+
+    def say(owner: str, what: str, done: str, damage: tuple[str, str], undo: str) -> None:
+        text = (f"{owner}: its {what} is {done} so that the file opens: it reads {damage[0]}, which is damaged "
+                f"({damage[1]}), and Blender would hang or fail reading it. Bake again, or restore the file and "
+                f"{undo}")
+        messages.append(text)
+        DAMAGED.setdefault(owner, []).append(text)
+        print(f"EnvFX: {text}")
+
     for obj in bpy.data.objects:
         for mod in nodes_modifiers(obj):
             tree = mod.node_group
             if tree is None or tree.get(nodes_common.STAMP_KEY) is None or obj.library is not None:
                 continue
-            if not (mod.show_viewport or mod.show_render):
-                continue
-            for image in modifier_images(mod):
-                damage = image_damage(image, cache)
-                if damage is None:
-                    continue
+            damage = _first_damage(modifier_images(mod), cache) if mod.show_viewport or mod.show_render else None
+            if damage is not None:
                 mod.show_viewport = mod.show_render = False
-                text = (f"{obj.name}: its modifier {mod.name!r} is turned off so that the file opens: it reads "
-                        f"{damage[0]}, which is damaged ({damage[1]}), and Blender would hang or fail reading it. "
-                        f"Bake again, or restore the file and turn the modifier back on")
-                messages.append(text)
-                DAMAGED.setdefault(obj.name, []).append(text)
-                print(f"EnvFX: {text}")
-                break
+                say(obj.name, f"modifier {mod.name!r}", "turned off", damage, "turn the modifier back on")
+    # EnvFX's shader groups in materials (the light map on its ground): the group's node is muted, which passes its
+    # colour through, so the material shows without it and the texture is not read (drawn or rendered)
+    for mat in bpy.data.materials:
+        tree = mat.node_tree
+        if tree is None or mat.library is not None:
+            continue
+        for node in tree.nodes:
+            group = node.node_tree if isinstance(node, bpy.types.ShaderNodeGroup) else None
+            if group is None or node.mute or group.get(nodes_common.STAMP_KEY) is None:
+                continue
+            damage = _first_damage(_tree_images(group, set()), cache)
+            if damage is not None:
+                node.mute = True
+                say(mat.name, f"node {node.name!r} ({group.name})", "muted", damage, "unmute the node")
     return messages

@@ -219,6 +219,35 @@ def test_bake_writes_the_files_and_shows_the_map_on_the_ground(envfx, tmp_path):
     assert sum(1 for n in api.node_tree(mat).nodes if n.type == "GROUP") == 1
 
 
+def test_a_file_whose_light_map_was_cut_short_opens_and_renders_without_it(envfx, tmp_path):
+    """The light map's EXR cut short after the file was saved (Blender 4.2 never finished reading it): as the file
+    opens, the ground's light-map node is muted (its colour passes through: the ground shows without it), named with
+    the file and what to do, and the file renders; the file on disk is left as it is."""
+    from tests.blender import fresh_open
+
+    scene, ground, _ = level()
+    s = api.envfx(scene).lightmap
+    s.output_dir = str(tmp_path / "out")
+    assert api.ops.lightmap_bake() == {"FINISHED"}
+    mat = ground.material_slots[0].material
+    assert mat is not None
+    camera = bpy.data.objects.new("Camera", bpy.data.cameras.new("Camera"))
+    camera.location = (0.0, 0.0, 15.0)  # (looking down -z at the ground)
+    scene.collection.objects.link(camera)
+    scene.camera = camera
+    blend = tmp_path / "level.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(blend))
+    texture = tmp_path / "out" / "lightmap.exr"
+    texture.write_bytes(texture.read_bytes()[:216])  # (where 4.2 loops: not every cut does)
+    code, state, output = fresh_open.open_in_fresh_process(blend, 1, "render")
+    assert code == 0 and state is not None, output[-3000:]
+    assert state["rendered"] and state["muted"][mat.name] == ["EnvFX Light Map"]
+    assert [m for name, m in state["muted"].items() if name != mat.name and m] == []
+    [message] = state["damaged"][mat.name]
+    assert str(texture) in message and "damaged" in message and "unmute the node" in message
+    assert texture.stat().st_size == 216
+
+
 def scene_state():
     return (sorted(bpy.data.objects.keys()), sorted(bpy.data.materials.keys()), sorted(bpy.data.images.keys()),
             sorted(bpy.data.node_groups.keys()))
