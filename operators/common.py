@@ -459,16 +459,22 @@ def image_files(image: bpy.types.Image) -> list[str]:
                   if n.startswith(head) and n.endswith(ext) and n[len(head):len(n) - len(ext)].isdigit())
 
 
+def exr_damage(path: str) -> str | None:
+    """Why the file ``path``, an OpenEXR file, cannot be read whole (core.exr.file_damage), or None (whole, or not
+    an OpenEXR file): asked before Blender reads one, as Blender 4.2's reader loops for ever on some cut short."""
+    try:
+        return core_exr.file_damage(path) if core_exr.is_exr(path) else None
+    except OSError as exc:
+        return f"it cannot be read ({exc.strerror or exc})"
+
+
 def image_damage(image: bpy.types.Image, cache: dict | None = None) -> tuple[str, str] | None:
     """(the file, why it cannot be read whole) of the first OpenEXR file of ``image`` that cannot, or None."""
     for path in image_files(image):
         if cache is not None and path in cache:
             why = cache[path]
         else:
-            try:
-                why = core_exr.file_damage(path) if core_exr.is_exr(path) else None
-            except OSError as exc:
-                why = f"it cannot be read ({exc.strerror or exc})"
+            why = exr_damage(path)
             if cache is not None:
                 cache[path] = why
         if why is not None:

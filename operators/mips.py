@@ -20,10 +20,9 @@ import numpy.typing as npt
 from bpy.props import StringProperty
 
 from .. import bridge, progress
-from ..core import exr as core_exr
 from ..core import jobs
 from ..core import mips as core_mips
-from .common import NeedsScene, colour_space, colour_space_name, output_folder, set_colour_space
+from .common import NeedsScene, colour_space, colour_space_name, exr_damage, output_folder, set_colour_space
 
 if TYPE_CHECKING:  # the stubs' name for an operator's result literals (no such module at run time)
     from bpy.stub_internal.rna_enums import OperatorReturnItems
@@ -280,7 +279,7 @@ def check_input(inp: MipsInput, settings: core_mips.MipSettings) -> None:
 def _check_exr(path: str, what: str) -> None:
     """An OpenEXR file that is not whole is refused before Blender reads it (Blender 4.2's reader loops for ever on
     one cut short in its header)."""
-    why = core_exr.file_damage(path) if core_exr.is_exr(path) else None
+    why = exr_damage(path)
     if why is not None:
         raise MipsInputError(f"{what} is damaged: {why}. Replace it with a whole copy")
 
