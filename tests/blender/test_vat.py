@@ -190,7 +190,7 @@ def test_bent_mesh_round_trip(vat, envfx, tmp_path):
 
 
 @pytest.mark.parametrize("encoding, normals, engine", [("EXR32", "TEXTURE", "GODOT"), ("PNG16", "PACKED", "GODOT"),
-                                                       ("EXR16", "TEXTURE", "UNITY")])
+                                                       ("EXR16", "TEXTURE", "UNITY"), ("PNG16", "TEXTURE", "UNITY")])
 def test_a_corpus_tree_in_the_wind_round_trips(vat, envfx, tmp_path, corpus_asset, load_helper, encoding, normals,
                                                engine):
     """A real tree of the corpus (several objects, unwelded pieces, an unapplied centimetre scale) in the live wind,
@@ -500,6 +500,34 @@ def test_a_file_whose_vat_texture_was_cut_short_opens_with_its_player_off(vat, t
     code, state, output = fresh_open.open_in_fresh_process(blend, 6, "vat", "Arm", str(tmp_path / "out"))
     assert code == 0 and state is not None, output[-3000:]
     assert state["modifiers"]["Arm_VAT"][0][1:] == [True, True] and state["top"]["Arm_VAT"] > 2.0 + 1e-3
+
+
+def test_a_corpus_tree_whose_one_texture_was_cut_short_opens_with_that_player_off(vat, envfx, tmp_path,
+                                                                                  corpus_asset):
+    """A real tree of the corpus (several objects, an unapplied centimetre scale) baked in the wind, one object's
+    position texture cut short after the file was saved: as the file opens only that object's player is turned
+    off, named with its file; the other proxies play and every object keeps its wind."""
+    scene = api.scene()
+    for o in list(bpy.data.objects):
+        bpy.data.objects.remove(o)
+    api.envfx(scene).wind.ao_samples = 0
+    objects = corpus_asset("ez_aspen_small_single")
+    assert len(objects) > 1
+    envfx.operators.wind.bake(scene, objects)
+    envfx.operators.wind.add_wind(scene, objects)
+    result = vat.ops.bake_vat(scene, objects, str(tmp_path / "out"), vat.ops.VatOptions(1, 4, export_mesh=False))
+    names = sorted(o.name for o in objects)
+    blend = tmp_path / "tree.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(blend))
+    damaged = names[0]
+    texture = tmp_path / "out" / result.meta[damaged]["textures"]["position"]["file"]
+    texture.write_bytes(texture.read_bytes()[:216])
+    code, state, output = fresh_open.open_in_fresh_process(blend, 3)
+    assert code == 0 and state is not None, output[-3000:]
+    assert list(state["damaged"]) == [damaged + "_VAT"] and str(texture) in state["damaged"][damaged + "_VAT"][0]
+    for name in names:
+        assert all(on for _, on, _ in state["modifiers"][name])  # (their wind)
+        assert state["modifiers"][name + "_VAT"][0][1:] == ([False, False] if name == damaged else [True, True])
 
 
 def test_the_vat_panel_names_a_selected_proxy_whose_player_was_turned_off(vat, envfx, recording_layout,
