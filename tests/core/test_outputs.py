@@ -69,6 +69,11 @@ def test_staging_abort_leaves_the_folder_as_it_was(tmp_path):
     assert not (tmp_path / "x").exists()  # folders the bake made are removed again
 
 
+def _fixed_disk(monkeypatch, free: int) -> None:
+    """The disk's own free space, fixed: the test host's disk is shared and moves between two calls."""
+    monkeypatch.setattr(outputs.shutil, "disk_usage", lambda path: type("Usage", (), {"free": free})())
+
+
 def _dead_pid() -> int:
     proc = subprocess.Popen([sys.executable, "-c", "pass"])
     proc.wait()
@@ -92,7 +97,9 @@ def test_stale_folders_of_dead_processes_are_removed_live_ones_kept(tmp_path, mo
             outputs.write_owner(str(tmp_path / name), int(pid))
     (tmp_path / f".envfx-staging-mips-{dead}-file").write_text("a file, not a folder")
     monkeypatch.setattr(outputs, "_STARTED", os.path.getmtime(tmp_path) + 10)
-    assert outputs.free_bytes(str(tmp_path)) >= 300
+    _fixed_disk(monkeypatch, free=5000)
+    stale = sum(outputs.folder_bytes(str(tmp_path / n)) for n, gone in names.items() if gone)
+    assert stale >= 300 and outputs.free_bytes(str(tmp_path)) == 5000 + stale
     removed = outputs.remove_stale(str(tmp_path))
     assert sorted(removed) == sorted(n for n, gone in names.items() if gone)
     assert outputs.remove_stale(str(tmp_path / "missing")) == []
@@ -146,7 +153,8 @@ def test_a_staging_folder_of_another_machine_is_kept_and_reported_until_it_is_ol
     assert sorted(kept) == ["no-owner", "other-boot", "other-host", "other-namespace"]
     assert "made on another machine" in kept["other-host"] and "removed once unchanged for 7 days" in kept["other-host"]
     assert "no owner file" in kept["no-owner"]
-    assert outputs.free_bytes(str(tmp_path)) == outputs.shutil.disk_usage(str(tmp_path)).free  # kept: not free
+    _fixed_disk(monkeypatch, free=5000)
+    assert outputs.free_bytes(str(tmp_path)) == 5000  # kept: not free
     # a file written into it lately (the task is alive there) keeps even an old folder of another machine
     path = tmp_path / f".envfx-staging-mips-{dead}-other-host"
     _aged(str(path), outputs.FOREIGN_MAX_AGE + 3600)
