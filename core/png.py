@@ -14,59 +14,79 @@ import numpy as np
 import numpy.typing as npt
 
 
-# (adler, address, length) -> the Adler-32 of ``length`` bytes at ``address`` continued from ``adler``
-Adler32 = Callable[[int, int, int], int]
+# (value, address, length) -> the checksum (Adler-32 or CRC-32) of ``length`` bytes at ``address`` continued from
+# ``value``
+Checksum = Callable[[int, int, int], int]
 _ADLER32: list = []  # [the function found by fast_adler32(), or None]: looked up once per process
+_CRC32: list = []  # [the function found by fast_crc32(), or None]
+# the system's libdeflate (Linux: libtiff's dependency on the common distributions)
+_SYSTEM_LIBDEFLATE = "libdeflate.so.0"
 
 
-def fast_adler32() -> Adler32 | None:
+def fast_adler32() -> Checksum | None:
     """libdeflate's Adler-32 (vectorised: about 3.5 times zlib 1.2's here, which a stored PNG16 spends a tenth of
     its encoding on), when a library this process has loaded exports it: Blender's OpenEXR library does, on
-    Linux, in 4.2 and 5.0 (libOpenEXRCore links libdeflate in and exports its functions). None elsewhere (plain
-    Python, other systems): callers use zlib's. The function found is checked against zlib's on lengths around
-    its block sizes before it is trusted. Looked up once; ``ENVFX_ZLIB_ADLER32=1`` in the environment turns it
-    off (a check of the fallback)."""
+    Linux, in 4.2 and 5.0 (libOpenEXRCore links libdeflate in and exports its functions); else the system's
+    libdeflate (``_libraries``). None elsewhere: callers use zlib's. The function found is checked against zlib's
+    on lengths around its block sizes before it is trusted. Looked up once; ``ENVFX_ZLIB_ADLER32=1`` in the
+    environment turns it off (a check of the fallback)."""
     if not _ADLER32:
-        _ADLER32.append(None if os.environ.get("ENVFX_ZLIB_ADLER32") == "1" else _find_adler32())
+        _ADLER32.append(None if os.environ.get("ENVFX_ZLIB_ADLER32") == "1" else _find("adler32"))
     return _ADLER32[0]
 
 
-def _loaded_libraries() -> list[str]:
-    """Paths of the shared libraries mapped into this process whose name holds OpenEXRCore (Linux only: read from
-    /proc/self/maps; an empty list elsewhere)."""
+def fast_crc32() -> Checksum | None:
+    """libdeflate's CRC-32 (carry-less multiplication: about twice zlib 1.2's here), found as ``fast_adler32``
+    finds its Adler-32 (Blender's OpenEXR library does not export this one: the system's libdeflate, on Linux),
+    checked against zlib's before it is trusted. None elsewhere; ``ENVFX_ZLIB_CRC32=1`` turns it off."""
+    if not _CRC32:
+        _CRC32.append(None if os.environ.get("ENVFX_ZLIB_CRC32") == "1" else _find("crc32"))
+    return _CRC32[0]
+
+
+def _libraries() -> list[str]:
+    """The libraries to look for libdeflate's functions in, on Linux (an empty list elsewhere): the ones mapped into
+    this process whose name starts with libOpenEXRCore or libdeflate (read from /proc/self/maps), then the
+    system's libdeflate by name (the loader's own search)."""
     if not sys.platform.startswith("linux"):
         return []
     try:
         with open("/proc/self/maps", encoding="utf-8", errors="replace") as fh:
-            paths = {line.split(None, 5)[-1].strip() for line in fh if "OpenEXRCore" in line}
+            paths = {line.split(None, 5)[-1].strip() for line in fh if "OpenEXRCore" in line or "libdeflate" in line}
     except OSError:
-        return []
-    return sorted(p for p in paths if p.startswith("/") and os.path.basename(p).startswith("libOpenEXRCore"))
+        paths = set()
+    return sorted(p for p in paths if p.startswith("/") and os.path.basename(p).startswith(
+        ("libOpenEXRCore", "libdeflate"))) + [_SYSTEM_LIBDEFLATE]
 
 
-def _find_adler32() -> Adler32 | None:
-    for path in _loaded_libraries():
+def _find(kind: str) -> Checksum | None:
+    """libdeflate's ``libdeflate_<kind>`` (adler32, crc32) from the first of ``_libraries`` that exports one that
+    agrees with zlib's."""
+    for path in _libraries():
         try:
-            function = ctypes.CDLL(path).libdeflate_adler32  # (already loaded: the same library, not a second copy)
+            function = getattr(ctypes.CDLL(path), f"libdeflate_{kind}")  # (a loaded library: the same, no new copy)
         except (OSError, AttributeError):
             continue
         function.restype = ctypes.c_uint32
         function.argtypes = (ctypes.c_uint32, ctypes.c_void_p, ctypes.c_size_t)
-        if _agrees_with_zlib(function):
+        if _agrees_with_zlib(function, kind):
             return function
     return None
 
 
-def _agrees_with_zlib(function) -> bool:
-    """Whether ``function`` gives zlib's Adler-32 of pseudo-random bytes of lengths around its block sizes, from a
-    start of 1 and from a running sum."""
-    data = np.random.default_rng(7).integers(0, 256, 70000, dtype=np.uint8)
-    data[:6000] = 255  # (the largest bytes: the sums' overflow)
-    address = data.ctypes.data
-    for length in (0, 1, 15, 16, 17, 31, 32, 33, 5552, 5553, 6000, 65536, 70000):
-        for start in (1, 0x5A3C_0F71):
-            if function(start, address, length) != zlib.adler32(data[:length].data, start):
-                return False
+def _agrees_with_zlib(function, kind: str = "adler32") -> bool:
+    """Whether ``function`` gives zlib's checksum (``kind``: adler32 or crc32) of pseudo-random bytes of lengths
+    around its block sizes, at an aligned and an odd address, from the start value and from a running one."""
+    reference, first = (zlib.adler32, 1) if kind == "adler32" else (zlib.crc32, 0)
+    data = np.random.default_rng(7).integers(0, 256, 70004, dtype=np.uint8)
+    data[:6000] = 255  # (the largest bytes: the Adler sums' overflow)
+    for skew in (0, 3):
+        address = data.ctypes.data + skew
+        for length in (0, 1, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129, 255, 256, 257, 5552, 5553, 6000,
+                       8191, 8192, 8193, 65536, 70000):
+            for start in (first, 0x5A3C_0F71):
+                if function(start, address, length) != reference(data[skew:skew + length].data, start):
+                    return False
     return True
 
 
@@ -136,10 +156,39 @@ def decode_png(data: bytes) -> np.ndarray:
     return out.reshape(h, w, c)
 
 
+# 2^23: the float32 numbers from it to 2^24 are the integers, so ``v + 2^23`` for v in 0..65535.5 is ``2^23 +
+# round(v)`` (to the nearest, ties to even) and its low 16 bits are that integer
+_ROUNDER = np.float32(8388608.0)
+_LOW_HALF = 0 if sys.byteorder == "little" else 1  # of a float32's two uint16 halves, the low one
+
+
+def quantise16(values: npt.NDArray[np.float32], lo: npt.ArrayLike, scale: npt.ArrayLike,
+               clamp: bool = True) -> npt.NDArray[np.float32]:
+    """``round((values - lo) * scale)`` clamped to 0..65535 (16-bit texels), in place in ``values``, as
+    float32 numbers ``2^23 + texel`` (``texels16`` reads the texels out of them; no conversion pass). ``clamp``
+    False: the caller knows every value lies within the range (``lo`` at most the smallest, ``lo + 65535 / scale``
+    at least the largest, as float32 numbers), which keeps the scaled values in 0..65535.02 (the roundings of the
+    subtraction and the product are monotonic, each off by under 2^-24), so the clamp's pass (the slowest of these
+    in numpy 1.26) is saved. Unclamped, a scaled value must lie in -0.25..65535.5 (excluded): one below would give
+    65535 (2^23 - 0.5's low bits), 65535.5 and above 0."""
+    np.subtract(values, lo, out=values)
+    np.multiply(values, scale, out=values)
+    if clamp:
+        np.clip(values, np.float32(0.0), np.float32(65535.0), out=values)  # (one pass: minimum and maximum)
+    np.add(values, _ROUNDER, out=values)
+    return values
+
+
+def texels16(quantised: npt.NDArray[np.float32]) -> npt.NDArray[np.uint16]:
+    """The uint16 texels of ``quantised`` (``quantise16``'s float32 ``2^23 + texel``): a view of their low halves,
+    the same shape, for a copy into the file's rows (into their big-endian view: the byte swap is the copy's)."""
+    return quantised.view(np.uint16)[..., _LOW_HALF::2]
+
+
 def encode_png16_from_float(image: npt.NDArray[np.float32], lo: npt.ArrayLike, scale: npt.ArrayLike, level: int = 0,
                             chunk_rows: int = 256) -> bytes:
-    """16-bit PNG of an (H, W, C) float32 ``image`` quantised on the way in, ``texel = round((value - lo) *
-    scale)`` clamped to 0..65535 per channel, a block of rows at a time straight into the file's row buffer (no
+    """16-bit PNG of an (H, W, C) float32 ``image`` quantised on the way in (``quantise16``: ``texel = round((value
+    - lo) * scale)`` clamped to 0..65535 per channel), a block of rows at a time straight into the file's row buffer (no
     full-size temporary copies: a 300 MB bake is quantised in one pass). Filter none; ``level`` 0 stores the rows
     without deflating them."""
     h, w, c = image.shape
@@ -148,11 +197,7 @@ def encode_png16_from_float(image: npt.NDArray[np.float32], lo: npt.ArrayLike, s
     lo = np.asarray(lo, dtype=np.float32)
     scale = np.asarray(scale, dtype=np.float32)
     for a in range(0, h, chunk_rows):  # blocks of rows bound the temporary, each vectorised
-        t = image[a:a + chunk_rows] - lo
-        t *= scale
-        t += np.float32(0.5)
-        np.clip(t, 0.0, 65535.0, out=t)
-        texels[a:a + chunk_rows] = t
+        texels[a:a + chunk_rows] = texels16(quantise16(np.array(image[a:a + chunk_rows], np.float32), lo, scale))
     ihdr = struct.pack(">2I5B", w, h, 16, {1: 0, 2: 4, 3: 2, 4: 6}[c], 0, 0, 0)
     return (b"\x89PNG\r\n\x1a\n" + _chunk(b"IHDR", ihdr) + _chunk(b"IDAT", zlib.compress(rows.data, level))
             + _chunk(b"IEND", b""))
@@ -233,7 +278,11 @@ class StoredPng16Writer:
         else:
             for r in range(count):  # the checksum of the stream's data: each row's filter byte and texels
                 self.adler = zlib.adler32(blocks[r, 5:].data, self.adler)  # memoryviews: numpy is not typed a buffer
-        self.crc = zlib.crc32(blocks.data, self.crc)
+        crc = fast_crc32()
+        if crc is not None:
+            self.crc = crc(self.crc, blocks.ctypes.data, blocks.nbytes)
+        else:
+            self.crc = zlib.crc32(blocks.data, self.crc)
         self.fh.write(blocks.data)
         self.y += count
 

@@ -541,8 +541,8 @@ class _Texture:
                 self.frames_put = 0
         if self.mode == "image":
             self.image = np.zeros((h, w, self.c), np.float32)
-        self._work: np.ndarray | None = None  # scratch buffers of one frame (_scratch)
-        self._texels = np.empty((0, 0), np.uint16)
+        self._work: np.ndarray | None = None  # the scratch buffer of one frame (_scratch)
+        self._populated = -1  # the last frame whose store's pages frame_store asked for
         self._half_buffers: dict = {}  # block shape -> exr.to_half's buffer (_half_work)
         self.max_abs = 0.0
         self.write_cpu = 0.0  # seconds of this thread's CPU time spent handing the file's bytes to the system
@@ -555,6 +555,19 @@ class _Texture:
         """Close the file streamed into (a failed bake: its folder is removed next)."""
         if self.sink is not None and self.path is not None:
             self.sink.close()
+
+    def frame_store(self, f: int, n: int) -> np.ndarray | None:
+        """For a texture kept as float32 planes until its range is known (a PNG16's offsets): frame ``f``'s (C, n)
+        part of them, its pages asked for, for the caller to compute the frame in (``put_planes`` then leaves the
+        planes that already are that memory where they are: no copy). None for the other textures."""
+        if self.mode != "png" or self.fixed is not None:
+            return None
+        first = f * self.layout.rows_per_frame
+        region = self.planes_f[:, first:first + self.layout.rows_per_frame]
+        for k in range(self.c):  # the frame's fresh pages at once, before they are written
+            populate(region[k])
+        self._populated = f
+        return region.reshape(self.c, -1)[:, :n]  # (each channel's rows are contiguous: a view)
 
     def put(self, f: int, values):
         """Write frame ``f``'s (N, C) values into its rows."""
@@ -589,13 +602,18 @@ class _Texture:
             if self.mode == "png":
                 assert f == self.frames_put, (f, self.frames_put)  # in order, as the streamed textures
                 self.frames_put += 1
-                for k in range(c):  # the frame's fresh pages at once, before they are written
-                    populate(self.planes_f[k, first:first + lay.rows_per_frame])
+                if self._populated != f:
+                    for k in range(c):  # the frame's fresh pages at once, before they are written
+                        populate(self.planes_f[k, first:first + lay.rows_per_frame])
             for k in range(c):
                 for r, m, src in self._row_blocks(planes[k], n):
                     dst = self.image[first + r:first + r + m, :src.shape[1], k] if self.mode == "image" else \
                         self.planes_f[k, first + r:first + r + m, :src.shape[1]]
-                    _scaled(src, fac[k], dst)
+                    if _same_memory(src, dst):  # computed in place (frame_store): scaled there, if at all
+                        if fac[k] != one:
+                            _scaled(dst, fac[k], dst)
+                    else:
+                        _scaled(src, fac[k], dst)
             return
         # PNG16 normals, range known: the whole frame quantised at once in a scratch buffer, then copied into the rows
         assert self.png_writer is not None and self.fixed is not None  # (mode "png" with fixed)
@@ -603,20 +621,21 @@ class _Texture:
         work = self._scratch(n)
         for k in range(c):
             _scaled(planes[k], fac[k], work[k])
-        texels = _texels(_quantise(work, *self.fixed, clamp=not self._within_fixed(limits)), self._texels)
-        rows = self.png_writer.rows(lay.rows_per_frame).view(np.uint16)  # (big-endian texels as native integers)
+        got = png.texels16(png.quantise16(work, *self.fixed, clamp=not self._within_fixed(limits)))
+        rows = self.png_writer.rows(lay.rows_per_frame)
         for k in range(c):
-            for r, m, src in self._row_blocks(texels[k], n):
+            for r, m, src in self._row_blocks(got[k], n):
                 rows[r:r + m, :src.shape[1], k] = src
         self._write()
 
     def _within_fixed(self, limits) -> bool:
         """Whether values of the largest magnitudes ``limits`` (per channel, None: unknown) lie within the fixed
-        range (a quarter of a texel of slack: unit normals a rounding over 1 still map below 65535.5)."""
+        range (an eighth of a texel of slack: unit normals a rounding over 1 still map to 65535, and the scaled
+        values stay well within the -0.25..65535.5 that ``png.quantise16`` rounds without wrapping)."""
         if limits is None or self.fixed is None:
             return False
         lo, scale = self.fixed[0][:, 0].astype(np.float64), self.fixed[1][:, 0].astype(np.float64)
-        hi, slack = lo + 65535.0 / scale, 0.25 / scale
+        hi, slack = lo + 65535.0 / scale, 0.125 / scale
         big = np.asarray(limits, np.float64)
         return bool(np.all(-big >= lo - slack) and np.all(big <= hi + slack))
 
@@ -638,11 +657,9 @@ class _Texture:
         return work
 
     def _scratch(self, n):
-        """The (C, N) float32 buffer a frame is quantised in, and the (C, N) uint16 one of its texels: made once,
-        reused by every frame."""
+        """The (C, N) float32 buffer a frame is quantised in: made once, reused by every frame."""
         if self._work is None or self._work.shape[1] != n:
             self._work = np.empty((self.c, n), np.float32)
-            self._texels = np.empty((self.c, n), np.uint16)
         return self._work
 
     def _write(self, close=False, slot=0):
@@ -661,7 +678,7 @@ class _Texture:
         """Finish the file: its bytes, or None when it was streamed into ``path`` (then closed); ``max_abs``: the
         largest magnitude written (from the caller's bounds: EXR16 refuses what a half float cannot hold);
         ``clamp`` False: ``remap`` holds every value kept (the float32 bounds of what was written), so a PNG16's
-        values are quantised without the clamp (``_quantise``)."""
+        values are quantised without the clamp (``png.quantise16``)."""
         self.max_abs = max(self.max_abs, float(max_abs))
         if self.encoding == "EXR16" and self.max_abs > HALF_MAX:
             raise VatError(f"A value of {self.max_abs:g} is beyond what a half float holds ({HALF_MAX:g}): choose "
@@ -688,16 +705,15 @@ class _Texture:
             h = self.layout.height
             self.png_writer = writer = png.StoredPng16Writer(self._open(), h, self.layout.width, self.c)
             step = max(1, (1 << 18) // max(1, self.layout.width))  # blocks of rows that stay in the cache
-            texels = np.empty((2, self.c, min(step, h), self.layout.width), np.uint16)
             lo_c, scale_c = lo[:, None, None], scale[:, None, None]
             blocks = [(a, min(step, h - a)) for a in range(0, h, step)]
 
             def fill(i):
                 """Block ``i`` quantised into the writer's rows of slot ``i % 2`` (numpy: on the helper thread)."""
                 a, m = blocks[i]
-                rows = writer.rows(m, i % 2).view(np.uint16)  # (the big-endian texels' bytes as native integers)
+                rows = writer.rows(m, i % 2)
                 block = self.planes_f[:, a:a + m]  # quantised in place: the floats are not needed any more
-                got = _texels(_quantise(block, lo_c, scale_c, clamp), texels[i % 2, :, :m])
+                got = png.texels16(png.quantise16(block, lo_c, scale_c, clamp))
                 for k in range(self.c):
                     rows[:, :, k] = got[k]
 
@@ -765,6 +781,12 @@ def populate(region: np.ndarray) -> None:
         _POPULATE[0] = False
 
 
+def _same_memory(a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether two arrays are views of the same numbers (same start, shape and strides)."""
+    return (a.shape == b.shape and a.strides == b.strides
+            and a.__array_interface__["data"][0] == b.__array_interface__["data"][0])
+
+
 def _scaled(values, factor, out):
     """``out[...] = values * factor``; a copy or a negation for the engines' factors of 1 and -1 (numpy's multiply by
     a number into a strided row costs two to three times as much)."""
@@ -774,28 +796,6 @@ def _scaled(values, factor, out):
         np.negative(values, out=out)
     else:
         np.multiply(values, factor, out=out)
-
-
-def _quantise(values, lo, scale, clamp=True):
-    """``round((values - lo) * scale)`` clamped to 0..65535, float32 (the texels of PNG16), in place in
-    ``values``. ``clamp`` False: the caller knows every value lies within the range (``lo`` at most the smallest,
-    ``lo + 65535 / scale`` at least the largest, as float32 numbers), which keeps them in 0.5..65535.52 (the
-    roundings of the subtraction and the product are monotonic, each off by under 2^-24): the cast takes them as
-    they are, and the clamp's pass (the slowest of these in numpy 1.26) is saved."""
-    values -= lo
-    values *= scale
-    values += np.float32(0.5)
-    if not clamp:
-        return values
-    return np.clip(values, np.float32(0.0), np.float32(65535.0), out=values)  # (one pass: minimum and maximum)
-
-
-def _texels(quantised, out):
-    """The uint16 texels of ``quantised`` values (``_quantise``: truncated) as big-endian bytes (PNG's order), in
-    ``out`` (native uint16, same shape): one cast into its big-endian view (numpy 1.26 and 2.x: two to four times
-    faster than a native cast followed by a byte swap, which numpy does a value at a time)."""
-    np.copyto(out.view(">u2"), quantised, casting="unsafe")
-    return out
 
 
 class VatEncoder:
@@ -861,13 +861,22 @@ class VatEncoder:
             self.first = positions.copy()
         elif not moving:
             self.change = max(self.change, float(np.abs(positions - self.first).max()))
-        # one gather into (3, N) rows in the engine's axis order (still Blender's units and signs), in a buffer made
-        # once; then every per-frame pass runs over its contiguous rows: bounds, the offsets, their lengths; the
-        # engine's signs and units are applied on the way into the texture's rows
-        pos_t = self._frame
-        if pos_t is None or pos_t.shape[1] != positions.shape[0]:
-            pos_t = self._frame = np.empty((3, positions.shape[0]), np.float32)
-            self._square = np.empty(positions.shape[0], np.float32)
+        # one gather into (3, N) rows in the engine's axis order (still Blender's units), in a buffer made once;
+        # then every per-frame pass runs over its contiguous rows: bounds, the offsets, their lengths; the engine's
+        # units (and signs) are applied on the way into the texture's rows. A PNG16 keeps its offsets as floats
+        # until the bake's range is known: there the buffer is that frame's part of them, its offsets computed in
+        # place with the engine's signs (the other way round where an axis turns), so no copy is made
+        n = positions.shape[0]
+        pos_t = self.pos.frame_store(f, n)
+        stored = pos_t is not None
+        if pos_t is not None:
+            pos_t = pos_t[:3]  # (a packed normal is the fourth channel)
+        else:
+            pos_t = self._frame
+            if pos_t is None or pos_t.shape[1] != n:
+                pos_t = self._frame = np.empty((3, n), np.float32)
+        if self._square.shape[0] != n:
+            self._square = np.empty(n, np.float32)
         for k in range(3):
             pos_t[k] = positions[:, self.columns[k]]
         lo, hi = pos_t.min(axis=1), pos_t.max(axis=1)
@@ -876,13 +885,20 @@ class VatEncoder:
         far = max(float(np.abs(lo).max()), float(np.abs(hi).max())) > SANE_COORDINATE
         self.moved_lo[self.columns] = np.minimum(self.moved_lo[self.columns], lo)
         self.moved_hi[self.columns] = np.maximum(self.moved_hi[self.columns], hi)
-        off_t = np.subtract(pos_t, self.rest_t, out=pos_t)
+        turned = self.factors32 < 0 if stored else np.zeros(3, bool)  # offsets stored with the engine's sign
+        for k in range(3):  # (rest - p is exactly -(p - rest): the texture gets the same numbers)
+            if turned[k]:
+                np.subtract(self.rest_t[k], pos_t[k], out=pos_t[k])
+            else:
+                np.subtract(pos_t[k], self.rest_t[k], out=pos_t[k])
+        off_t = pos_t
         lo, hi = off_t.min(axis=1), off_t.max(axis=1)
+        lo, hi = np.where(turned, 0.0 - hi, lo), np.where(turned, 0.0 - lo, hi)  # in Blender's signs (0 - 0 is +0)
         self.lo[self.columns] = np.minimum(self.lo[self.columns], lo)
         self.hi[self.columns] = np.maximum(self.hi[self.columns], hi)
         square = np.einsum("ij,ij->j", off_t, off_t, out=self._square)
         self.max_offset = max(self.max_offset, float(square.max()))
-        planes, factors = list(off_t), list(self.factors32)
+        planes, factors = list(off_t), list(np.where(turned, -self.factors32, self.factors32))
         limits = None  # EXR16: the largest magnitude of each texture channel, when finite (saves to_half a check)
         if st.encoding == "EXR16" and np.all(np.isfinite(lo)) and np.all(np.isfinite(hi)):
             limits = list(np.maximum(np.abs(lo), np.abs(hi)) * np.abs(self.factors))
@@ -924,7 +940,8 @@ class VatEncoder:
     def _engine_bounds(self, lo, hi):
         """Blender-axis bounds (lo, hi) in the engine's axes and units, in float32 as ``put_planes`` scales the
         values it writes: a correctly rounded product keeps the order of its factors, so these are the bounds of
-        the written values exactly (a PNG16's remap then holds every value, which ``_quantise`` needs unclamped)."""
+        the written values exactly (a PNG16's remap then holds every value, which ``png.quantise16`` needs
+        unclamped)."""
         a = lo[self.columns].astype(np.float32) * self.factors32
         b = hi[self.columns].astype(np.float32) * self.factors32
         return np.minimum(a, b).astype(np.float64), np.maximum(a, b).astype(np.float64)

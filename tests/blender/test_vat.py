@@ -452,15 +452,20 @@ def test_png16_for_godot_bakes_with_a_warning_that_godot_reads_8_bits(vat, tmp_p
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the library is found in Linux's process maps")
 def test_png16_checksums_with_blenders_libdeflate_and_writes_the_bytes_zlib_does(vat, envfx, tmp_path, monkeypatch):
     """In Blender on Linux (4.2 and 5.0) a PNG16 bake's Adler-32 is libdeflate's, from Blender's OpenEXR library
-    (core.png.fast_adler32), and the files equal those of a bake that sums with zlib."""
+    (core.png.fast_adler32), its CRC-32 the system's libdeflate's where there is one (core.png.fast_crc32), and the
+    files equal those of a bake that sums with zlib."""
     png = importlib.import_module(envfx.__name__ + ".core.png")
+    monkeypatch.setattr(png, "_ADLER32", [])
     fast = png.fast_adler32()
     assert fast is not None, "libdeflate_adler32 was not found in Blender's libOpenEXRCore"
     assert png._agrees_with_zlib(fast)
+    crc = png.fast_crc32()
+    assert crc is None or png._agrees_with_zlib(crc, "crc32")
     obj = armature_mesh()
     files = {}
-    for name, used in (("fast", fast), ("zlib", None)):
-        monkeypatch.setattr(png, "_ADLER32", [used])
+    for name, used in (("fast", (fast, crc)), ("zlib", (None, None))):
+        monkeypatch.setattr(png, "_ADLER32", [used[0]])
+        monkeypatch.setattr(png, "_CRC32", [used[1]])
         result = vat.ops.bake_vat(api.scene(), [obj], str(tmp_path / name), vat.ops.VatOptions(
             1, 6, encoding="PNG16", engine="UNITY", export_mesh=False))
         files[name] = {os.path.basename(p): open(p, "rb").read() for p in result.files if p.endswith(".png")}

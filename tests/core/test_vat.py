@@ -278,9 +278,49 @@ def test_a_fast_adler32_that_disagrees_with_zlib_is_not_used(monkeypatch):
     assert png._agrees_with_zlib(right)
     assert not png._agrees_with_zlib(lambda adler, address, length: right(adler, address, length) ^ 1)
     assert not png._agrees_with_zlib(lambda adler, address, length: right(adler, address, min(length, 5552)))
+    assert not png._agrees_with_zlib(right, "crc32")
     monkeypatch.setattr(png, "_ADLER32", [])
     monkeypatch.setenv("ENVFX_ZLIB_ADLER32", "1")
     assert png.fast_adler32() is None
+
+
+def test_a_fast_crc32_that_disagrees_with_zlib_is_not_used_and_the_file_is_zlibs(monkeypatch):
+    """png.fast_crc32 (libdeflate's, the system's on Linux) is trusted only when it agrees with zlib's CRC-32 on
+    lengths around its folding sizes, at odd addresses too; the stored PNG writer hands it each block of rows by
+    address, and its file is byte for byte the one zlib's CRC writes; ENVFX_ZLIB_CRC32=1 turns it off."""
+    import ctypes
+    import zlib
+
+    from core import png
+
+    def right(crc, address, length):
+        return zlib.crc32(ctypes.string_at(address, length), crc)
+
+    assert png._agrees_with_zlib(right, "crc32")
+    assert not png._agrees_with_zlib(lambda crc, address, length: right(crc, address, length) ^ 1, "crc32")
+    assert not png._agrees_with_zlib(lambda crc, address, length: right(crc, address, min(length, 8192)), "crc32")
+    assert not png._agrees_with_zlib(right, "adler32")
+    texels = np.random.default_rng(8).integers(0, 65536, size=(11, 17, 3)).astype(np.uint16)
+
+    def written(crc):
+        monkeypatch.setattr(png, "_CRC32", [crc])
+        fh = io.BytesIO()
+        writer = png.StoredPng16Writer(fh, 11, 17, 3)
+        for slot, (a, b) in enumerate(((0, 4), (4, 10), (10, 11))):
+            writer.rows(b - a, slot % 2)[:] = texels[a:b]
+            writer.write(slot % 2)
+        writer.close()
+        return fh.getvalue()
+
+    assert written(right) == written(None)
+    np.testing.assert_array_equal(png.decode_png(written(right)), texels)
+    monkeypatch.setattr(png, "_CRC32", [])
+    found = png.fast_crc32()
+    if found is not None:  # (the system's libdeflate: on this project's machines)
+        assert png._agrees_with_zlib(found, "crc32") and written(found) == written(None)
+    monkeypatch.setattr(png, "_CRC32", [])
+    monkeypatch.setenv("ENVFX_ZLIB_CRC32", "1")
+    assert png.fast_crc32() is None
 
 
 def test_the_writers_two_slots_write_the_rows_of_the_slot_named():
@@ -552,6 +592,60 @@ def test_png16_texels_are_quantised_unclamped_only_where_every_value_is_in_range
     turned = vat.to_engine(normals.reshape(-1, 3), engine, normal=True).reshape(frames, n, 3)
     want = np.clip(np.floor((turned + 1.0) * 32767.5 + 0.5), 0, 65535)
     assert np.abs(vat.unpack_frames(nrm.astype(np.float64), lay) - want).max() <= 1
+
+
+def test_png16_unit_normals_a_rounding_beyond_one_keep_their_end_texels(tmp_path):
+    """Normals whose length is a few roundings over 1 (as a mesh's come) are quantised without the clamp (within
+    an eighth of a texel of the -1..1 range): their texels are 0 and 65535 at the ends, none wrapped round."""
+    rest, offsets, _ = animated(n=40, frames=3)
+    over = np.float32(1.0) + np.float32(4) * np.finfo(np.float32).eps
+    normals = np.zeros((3, 40, 3), np.float32)
+    normals[..., 2] = over
+    normals[:, ::2, 2] = -over
+    normals[:, 1::4] = [[0.0, over, 0.0]]
+    settings = vat.VatSettings(encoding="PNG16", engine="BLENDER")
+    enc = vat.VatEncoder("n", rest, list(range(3)), settings, folder=str(tmp_path))
+    assert enc.nrm is not None and enc.nrm._within_fixed([float(over)] * 3)  # (the unclamped path)
+    for f in range(3):
+        enc.add(f, enc.rest + offsets[f], normals[f])
+    done = enc.finish()
+    texels = vat.unpack_frames(png.decode_png((tmp_path / done.meta["textures"]["normal"]["file"]).read_bytes()),
+                               enc.layout)
+    want = np.clip(np.rint((normals.astype(np.float64) + 1.0) * 32767.5), 0, 65535)
+    assert np.array_equal(texels, want) and {0, 65535} <= set(np.unique(texels).tolist())
+
+
+@pytest.mark.parametrize("normals", ["TEXTURE", "PACKED"])
+@pytest.mark.parametrize("engine", ["GODOT", "UNITY", "UNREAL", "BLENDER"])
+def test_png16_offsets_computed_in_their_store_equal_the_compressed_bake(tmp_path, engine, normals):
+    """A streamed PNG16 computes each frame's offsets straight in the float planes it keeps until the range is
+    known (frame_store: a view, no copy), an engine's turned axis subtracted the other way round: the texels and
+    the JSON (its remap's bounds to the sign of a zero) equal those of the compressed bake, which copies every
+    frame into an image with the engine's factors as before. An axis that never moves (Blender's Y: Godot's -Z
+    and Unreal's -Y) and a vertex at rest in all frames are in it."""
+    rest, offsets, nrm = animated(n=70, frames=5, seed=2)
+    offsets[..., 1] = 0.0
+    offsets[:, 3] = 0.0
+    done, texels = {}, {}
+    for level in (0, 1):
+        folder = tmp_path / str(level)
+        folder.mkdir()
+        settings = vat.VatSettings(encoding="PNG16", engine=engine, normals=normals, max_size=32, level=level)
+        enc = vat.VatEncoder("a", rest, list(range(1, 6)), settings, folder=str(folder))
+        for f in range(5):
+            enc.add(f, enc.rest + offsets[f], nrm[f])
+            if level == 0:
+                assert np.shares_memory(enc.pos.frame_store(f, 70), enc.pos.planes_f)
+        done[level] = enc.finish()
+        name = done[level].meta["textures"]["position"]["file"]
+        texels[level] = png.decode_png(done[level].files.get(name) or (folder / name).read_bytes())
+    assert enc.pos.frame_store(0, 70) is None  # (the compressed bake's image is no store)
+    assert json.dumps(done[0].meta, sort_keys=True) == json.dumps(done[1].meta, sort_keys=True)
+    assert np.array_equal(texels[0], texels[1])
+    rm = done[0].meta["textures"]["position"]["remap"]
+    back = vat.decode_positions({p.name: p.read_bytes() for p in (tmp_path / "0").iterdir()}, done[0].meta, rest)
+    assert np.abs(back - (rest + offsets)).max() <= done[0].meta["precision"] / (100 if engine == "UNREAL" else 1) \
+        + 1e-6 and len(rm["min"]) >= 3
 
 
 @pytest.mark.parametrize("shift", [0.0, 0.7, -0.7])
