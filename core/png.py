@@ -162,16 +162,17 @@ _ROUNDER = np.float32(8388608.0)
 _LOW_HALF = 0 if sys.byteorder == "little" else 1  # of a float32's two uint16 halves, the low one
 
 
-def quantise16(values: npt.NDArray[np.float32], lo: npt.ArrayLike, scale: npt.ArrayLike,
-               clamp: bool = True) -> npt.NDArray[np.float32]:
+def quantise16(values: npt.NDArray[np.float32], lo: npt.ArrayLike, scale: npt.ArrayLike, clamp: bool = True,
+               source: npt.NDArray[np.float32] | None = None) -> npt.NDArray[np.float32]:
     """``round((values - lo) * scale)`` clamped to 0..65535 (16-bit texels), in place in ``values``, as
-    float32 numbers ``2^23 + texel`` (``texels16`` reads the texels out of them; no conversion pass). ``clamp``
+    float32 numbers ``2^23 + texel`` (``texels16`` reads the texels out of them; no conversion pass); ``source``
+    (any strides): the values to quantise into ``values`` instead (no copy first). ``clamp``
     False: the caller knows every value lies within the range (``lo`` at most the smallest, ``lo + 65535 / scale``
     at least the largest, as float32 numbers), which keeps the scaled values in 0..65535.02 (the roundings of the
     subtraction and the product are monotonic, each off by under 2^-24), so the clamp's pass (the slowest of these
     in numpy 1.26) is saved. Unclamped, a scaled value must lie in -0.25..65535.5 (excluded): one below would give
     65535 (2^23 - 0.5's low bits), 65535.5 and above 0."""
-    np.subtract(values, lo, out=values)
+    np.subtract(values if source is None else source, lo, out=values)
     np.multiply(values, scale, out=values)
     if clamp:
         np.clip(values, np.float32(0.0), np.float32(65535.0), out=values)  # (one pass: minimum and maximum)

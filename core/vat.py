@@ -619,9 +619,18 @@ class _Texture:
         assert self.png_writer is not None and self.fixed is not None  # (mode "png" with fixed)
         assert self.png_writer.y == first, (f, self.png_writer.y)
         work = self._scratch(n)
-        for k in range(c):
-            _scaled(planes[k], fac[k], work[k])
-        got = png.texels16(png.quantise16(work, *self.fixed, clamp=not self._within_fixed(limits)))
+        lo, scale = self.fixed
+        clamp = not self._within_fixed(limits)
+        if all(abs(float(v)) == 1.0 for v in fac):
+            # the turns folded into the quantiser, straight from the caller's rows: p * t - lo is exactly
+            # t * (p - t * lo) for t = +-1 (no rounding in a sign), so the texels are those of the scaled copy
+            for k in range(c):
+                png.quantise16(work[k], fac[k] * lo[k], fac[k] * scale[k], clamp, source=planes[k])
+        else:
+            for k in range(c):
+                _scaled(planes[k], fac[k], work[k])
+            png.quantise16(work, lo, scale, clamp)
+        got = png.texels16(work)
         rows = self.png_writer.rows(lay.rows_per_frame)
         for k in range(c):
             for r, m, src in self._row_blocks(got[k], n):

@@ -594,16 +594,21 @@ def test_png16_texels_are_quantised_unclamped_only_where_every_value_is_in_range
     assert np.abs(vat.unpack_frames(nrm.astype(np.float64), lay) - want).max() <= 1
 
 
-def test_png16_unit_normals_a_rounding_beyond_one_keep_their_end_texels(tmp_path):
+@pytest.mark.parametrize("engine", ["BLENDER", "GODOT", "UNREAL"])
+def test_png16_unit_normals_a_rounding_beyond_one_keep_their_end_texels(tmp_path, engine):
     """Normals whose length is a few roundings over 1 (as a mesh's come) are quantised without the clamp (within
-    an eighth of a texel of the -1..1 range): their texels are 0 and 65535 at the ends, none wrapped round."""
+    an eighth of a texel of the -1..1 range): their texels are 0 and 65535 at the ends, none wrapped round. The
+    engine's turned axes are folded into the quantiser: every texel is the float32 quantisation of the turned
+    normal, as numpy computes it."""
     rest, offsets, _ = animated(n=40, frames=3)
     over = np.float32(1.0) + np.float32(4) * np.finfo(np.float32).eps
-    normals = np.zeros((3, 40, 3), np.float32)
-    normals[..., 2] = over
-    normals[:, ::2, 2] = -over
-    normals[:, 1::4] = [[0.0, over, 0.0]]
-    settings = vat.VatSettings(encoding="PNG16", engine="BLENDER")
+    normals = np.random.default_rng(5).normal(size=(3, 40, 3)).astype(np.float32)
+    normals /= np.linalg.norm(normals, axis=2, keepdims=True)
+    normals[:, ::5] = [[0.0, 0.0, over]]
+    normals[:, 1::5] = [[0.0, 0.0, -over]]
+    normals[:, 2::5] = [[0.0, over, 0.0]]
+    normals[:, 3::5] = [[-over, 0.0, 0.0]]
+    settings = vat.VatSettings(encoding="PNG16", engine=engine)
     enc = vat.VatEncoder("n", rest, list(range(3)), settings, folder=str(tmp_path))
     assert enc.nrm is not None and enc.nrm._within_fixed([float(over)] * 3)  # (the unclamped path)
     for f in range(3):
@@ -611,7 +616,8 @@ def test_png16_unit_normals_a_rounding_beyond_one_keep_their_end_texels(tmp_path
     done = enc.finish()
     texels = vat.unpack_frames(png.decode_png((tmp_path / done.meta["textures"]["normal"]["file"]).read_bytes()),
                                enc.layout)
-    want = np.clip(np.rint((normals.astype(np.float64) + 1.0) * 32767.5), 0, 65535)
+    turned = np.stack([vat.to_engine(n, engine, normal=True) for n in normals]).astype(np.float32)
+    want = np.clip(np.rint((turned + np.float32(1.0)) * np.float32(32767.5)), 0, 65535)
     assert np.array_equal(texels, want) and {0, 65535} <= set(np.unique(texels).tolist())
 
 
