@@ -232,6 +232,19 @@ def test_the_streamed_png16_decodes_to_its_texels_with_valid_checksums():
         png.StoredPng16Writer(io.BytesIO(), 2, 9000, 4)
 
 
+def _stored_in_three_blocks(texels) -> bytes:
+    """The stored PNG of (11, 17, 3) uint16 ``texels`` written in blocks of 4, 6 and 1 rows from both slots."""
+    from core import png
+
+    fh = io.BytesIO()
+    writer = png.StoredPng16Writer(fh, 11, 17, 3)
+    for slot, (a, b) in enumerate(((0, 4), (4, 10), (10, 11))):
+        writer.rows(b - a, slot % 2)[:] = texels[a:b]
+        writer.write(slot % 2)
+    writer.close()
+    return fh.getvalue()
+
+
 def test_the_streamed_png16_checksums_rows_by_address_as_zlib_does_over_them(monkeypatch):
     """With a fast Adler-32 (png.fast_adler32: libdeflate's, from Blender's OpenEXR library) the writer hands it
     each row's address after its stored block's header: the file is byte for byte the one zlib's checksum
@@ -251,13 +264,7 @@ def test_the_streamed_png16_checksums_rows_by_address_as_zlib_does_over_them(mon
 
     def written(fast):
         monkeypatch.setattr(png, "_ADLER32", [fast])
-        fh = io.BytesIO()
-        writer = png.StoredPng16Writer(fh, 11, 17, 3)
-        for slot, (a, b) in enumerate(((0, 4), (4, 10), (10, 11))):
-            writer.rows(b - a, slot % 2)[:] = texels[a:b]
-            writer.write(slot % 2)
-        writer.close()
-        return fh.getvalue()
+        return _stored_in_three_blocks(texels)
 
     assert written(by_address) == written(None)
     assert calls == [1 + 17 * 3 * 2] * 11  # a call per row: its filter byte and texels
@@ -304,13 +311,7 @@ def test_a_fast_crc32_that_disagrees_with_zlib_is_not_used_and_the_file_is_zlibs
 
     def written(crc):
         monkeypatch.setattr(png, "_CRC32", [crc])
-        fh = io.BytesIO()
-        writer = png.StoredPng16Writer(fh, 11, 17, 3)
-        for slot, (a, b) in enumerate(((0, 4), (4, 10), (10, 11))):
-            writer.rows(b - a, slot % 2)[:] = texels[a:b]
-            writer.write(slot % 2)
-        writer.close()
-        return fh.getvalue()
+        return _stored_in_three_blocks(texels)
 
     assert written(right) == written(None)
     np.testing.assert_array_equal(png.decode_png(written(right)), texels)
