@@ -542,7 +542,6 @@ class _Texture:
         if self.mode == "image":
             self.image = np.zeros((h, w, self.c), np.float32)
         self._work: np.ndarray | None = None  # the scratch buffer of one frame (_scratch)
-        self._populated = -1  # the last frame whose store's pages frame_store asked for
         self._half_buffers: dict = {}  # block shape -> exr.to_half's buffer (_half_work)
         self.max_abs = 0.0
         self.write_cpu = 0.0  # seconds of this thread's CPU time spent handing the file's bytes to the system
@@ -555,19 +554,6 @@ class _Texture:
         """Close the file streamed into (a failed bake: its folder is removed next)."""
         if self.sink is not None and self.path is not None:
             self.sink.close()
-
-    def frame_store(self, f: int, n: int) -> np.ndarray | None:
-        """For a texture kept as float32 planes until its range is known (a PNG16's offsets): frame ``f``'s (C, n)
-        part of them, its pages asked for, for the caller to compute the frame in (``put_planes`` then leaves the
-        planes that already are that memory where they are: no copy). None for the other textures."""
-        if self.mode != "png" or self.fixed is not None:
-            return None
-        first = f * self.layout.rows_per_frame
-        region = self.planes_f[:, first:first + self.layout.rows_per_frame]
-        for k in range(self.c):  # the frame's fresh pages at once, before they are written
-            populate(region[k])
-        self._populated = f
-        return region.reshape(self.c, -1)[:, :n]  # (each channel's rows are contiguous: a view)
 
     def put(self, f: int, values):
         """Write frame ``f``'s (N, C) values into its rows."""
@@ -602,18 +588,13 @@ class _Texture:
             if self.mode == "png":
                 assert f == self.frames_put, (f, self.frames_put)  # in order, as the streamed textures
                 self.frames_put += 1
-                if self._populated != f:
-                    for k in range(c):  # the frame's fresh pages at once, before they are written
-                        populate(self.planes_f[k, first:first + lay.rows_per_frame])
+                for k in range(c):  # the frame's fresh pages at once, before they are written
+                    populate(self.planes_f[k, first:first + lay.rows_per_frame])
             for k in range(c):
                 for r, m, src in self._row_blocks(planes[k], n):
                     dst = self.image[first + r:first + r + m, :src.shape[1], k] if self.mode == "image" else \
                         self.planes_f[k, first + r:first + r + m, :src.shape[1]]
-                    if _same_memory(src, dst):  # computed in place (frame_store): scaled there, if at all
-                        if fac[k] != one:
-                            _scaled(dst, fac[k], dst)
-                    else:
-                        _scaled(src, fac[k], dst)
+                    _scaled(src, fac[k], dst)
             return
         # PNG16 normals, range known: the whole frame quantised at once in a scratch buffer, then copied into the rows
         assert self.png_writer is not None and self.fixed is not None  # (mode "png" with fixed)
@@ -790,12 +771,6 @@ def populate(region: np.ndarray) -> None:
         _POPULATE[0] = False
 
 
-def _same_memory(a: np.ndarray, b: np.ndarray) -> bool:
-    """Whether two arrays are views of the same numbers (same start, shape and strides)."""
-    return (a.shape == b.shape and a.strides == b.strides
-            and a.__array_interface__["data"][0] == b.__array_interface__["data"][0])
-
-
 def _scaled(values, factor, out):
     """``out[...] = values * factor``; a copy or a negation for the engines' factors of 1 and -1 (numpy's multiply by
     a number into a strided row costs two to three times as much)."""
@@ -870,22 +845,13 @@ class VatEncoder:
             self.first = positions.copy()
         elif not moving:
             self.change = max(self.change, float(np.abs(positions - self.first).max()))
-        # one gather into (3, N) rows in the engine's axis order (still Blender's units), in a buffer made once;
-        # then every per-frame pass runs over its contiguous rows: bounds, the offsets, their lengths; the engine's
-        # units (and signs) are applied on the way into the texture's rows. A PNG16 keeps its offsets as floats
-        # until the bake's range is known: there the buffer is that frame's part of them, its offsets computed in
-        # place with the engine's signs (the other way round where an axis turns), so no copy is made
-        n = positions.shape[0]
-        pos_t = self.pos.frame_store(f, n)
-        stored = pos_t is not None
-        if pos_t is not None:
-            pos_t = pos_t[:3]  # (a packed normal is the fourth channel)
-        else:
-            pos_t = self._frame
-            if pos_t is None or pos_t.shape[1] != n:
-                pos_t = self._frame = np.empty((3, n), np.float32)
-        if self._square.shape[0] != n:
-            self._square = np.empty(n, np.float32)
+        # one gather into (3, N) rows in the engine's axis order (still Blender's units and signs), in a buffer made
+        # once; then every per-frame pass runs over its contiguous rows: bounds, the offsets, their lengths; the
+        # engine's signs and units are applied on the way into the texture's rows
+        pos_t = self._frame
+        if pos_t is None or pos_t.shape[1] != positions.shape[0]:
+            pos_t = self._frame = np.empty((3, positions.shape[0]), np.float32)
+            self._square = np.empty(positions.shape[0], np.float32)
         for k in range(3):
             pos_t[k] = positions[:, self.columns[k]]
         lo, hi = pos_t.min(axis=1), pos_t.max(axis=1)
@@ -894,20 +860,13 @@ class VatEncoder:
         far = max(float(np.abs(lo).max()), float(np.abs(hi).max())) > SANE_COORDINATE
         self.moved_lo[self.columns] = np.minimum(self.moved_lo[self.columns], lo)
         self.moved_hi[self.columns] = np.maximum(self.moved_hi[self.columns], hi)
-        turned = self.factors32 < 0 if stored else np.zeros(3, bool)  # offsets stored with the engine's sign
-        for k in range(3):  # (rest - p is exactly -(p - rest): the texture gets the same numbers)
-            if turned[k]:
-                np.subtract(self.rest_t[k], pos_t[k], out=pos_t[k])
-            else:
-                np.subtract(pos_t[k], self.rest_t[k], out=pos_t[k])
-        off_t = pos_t
+        off_t = np.subtract(pos_t, self.rest_t, out=pos_t)
         lo, hi = off_t.min(axis=1), off_t.max(axis=1)
-        lo, hi = np.where(turned, 0.0 - hi, lo), np.where(turned, 0.0 - lo, hi)  # in Blender's signs (0 - 0 is +0)
         self.lo[self.columns] = np.minimum(self.lo[self.columns], lo)
         self.hi[self.columns] = np.maximum(self.hi[self.columns], hi)
         square = np.einsum("ij,ij->j", off_t, off_t, out=self._square)
         self.max_offset = max(self.max_offset, float(square.max()))
-        planes, factors = list(off_t), list(np.where(turned, -self.factors32, self.factors32))
+        planes, factors = list(off_t), list(self.factors32)
         limits = None  # EXR16: the largest magnitude of each texture channel, when finite (saves to_half a check)
         if st.encoding == "EXR16" and np.all(np.isfinite(lo)) and np.all(np.isfinite(hi)):
             limits = list(np.maximum(np.abs(lo), np.abs(hi)) * np.abs(self.factors))
