@@ -398,14 +398,20 @@ def check_numbers(*owners: bpy.types.bpy_struct, error: type[Exception] = ValueE
 # file opens. Nothing else changes: the image keeps its file, the modifier and the node their settings.
 
 DAMAGED: dict[str, list[str]] = {}  # object or material name -> what was turned off and why, since the file opened
+TURNED_OFF: dict[str, set[str]] = {}  # object name -> the names of its modifiers turned off (for the VAT panel)
+
+
+def turned_off_still(obj: bpy.types.Object) -> bool:
+    """Whether a modifier of ``obj`` that was turned off as the file opened (a damaged texture) is still off."""
+    return any(not mod.show_viewport for mod in obj.modifiers if mod.name in TURNED_OFF.get(obj.name, ()))
 
 
 def _tree_images(tree: bpy.types.NodeTree, seen: set) -> list[bpy.types.Image]:
     """Images the node ``tree`` (and the groups in it) reads: geometry nodes' Image Texture nodes' own inputs,
     shader nodes' Image Texture nodes."""
-    if tree.name in seen:
+    if tree.as_pointer() in seen:  # (not the name: a library's tree may share a local one's)
         return []
-    seen.add(tree.name)
+    seen.add(tree.as_pointer())
     found = []
     for node in tree.nodes:
         image = None
@@ -468,17 +474,14 @@ def exr_damage(path: str) -> str | None:
         return f"it cannot be read ({exc.strerror or exc})"
 
 
-def image_damage(image: bpy.types.Image, cache: dict | None = None) -> tuple[str, str] | None:
-    """(the file, why it cannot be read whole) of the first OpenEXR file of ``image`` that cannot, or None."""
+def image_damage(image: bpy.types.Image, cache: dict) -> tuple[str, str] | None:
+    """(the file, why it cannot be read whole) of the first OpenEXR file of ``image`` that cannot, or None; ``cache``:
+    path -> why, each file checked once."""
     for path in image_files(image):
-        if cache is not None and path in cache:
-            why = cache[path]
-        else:
-            why = exr_damage(path)
-            if cache is not None:
-                cache[path] = why
-        if why is not None:
-            return path, why
+        if path not in cache:
+            cache[path] = exr_damage(path)
+        if cache[path] is not None:
+            return path, cache[path]
     return None
 
 
@@ -491,6 +494,7 @@ def guard_damaged_images() -> list[str]:
     every EnvFX shader group's node in a material that reads one muted (see above); returns the messages, also
     printed and kept in ``DAMAGED`` by object or material."""
     DAMAGED.clear()
+    TURNED_OFF.clear()
     messages, cache = [], {}
 
     def say(owner: str, what: str, done: str, damage: tuple[str, str], undo: str) -> None:
@@ -509,6 +513,7 @@ def guard_damaged_images() -> list[str]:
             damage = _first_damage(modifier_images(mod), cache) if mod.show_viewport or mod.show_render else None
             if damage is not None:
                 mod.show_viewport = mod.show_render = False
+                TURNED_OFF.setdefault(obj.name, set()).add(mod.name)
                 say(obj.name, f"modifier {mod.name!r}", "turned off", damage, "turn the modifier back on")
     # EnvFX's shader groups in materials (the light map on its ground): the group's node is muted, which passes its
     # colour through, so the material shows without it and the texture is not read (drawn or rendered)

@@ -44,7 +44,7 @@ class VIEW3D_PT_envfx_vat(EnvFXSubPanel, bpy.types.Panel):
         if not selected:
             layout.label(text="Select the animated meshes to bake", icon="INFO")
         for obj in selected:  # (turned off as the file opened, still off: the console names the file and why)
-            if obj.name in ops_common.DAMAGED and not all(m.show_viewport for m in obj.modifiers):
+            if ops_common.turned_off_still(obj):
                 layout.label(text=f"{obj.name}: a texture is damaged, its player is off: bake again", icon="ERROR")
         layout.operator("envfx.vat_bake", icon="RENDER_ANIMATION")
 

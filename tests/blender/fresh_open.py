@@ -1,7 +1,8 @@
 """A .blend opened in a fresh process with EnvFX enabled (as tests/blender/test_cli.py loads it), for what happens as
 a file opens: ``open_in_fresh_process(path, ...)`` runs this file as a script, which prints the file's state as one
 JSON line after a frame change: every object's modifiers (name, on in the viewport, on in renders), its evaluated
-mesh's highest z, EnvFX's messages of damaged textures (operators.common.DAMAGED) and the images' paths.
+mesh's highest z, EnvFX's messages of damaged textures (operators.common.DAMAGED), the modifiers turned off for them
+(TURNED_OFF) and the images' paths.
 
 usage: <venv python> tests/blender/fresh_open.py CHECKOUT FILE.blend FRAME [vat OBJECT FOLDER | render]
 (``vat OBJECT FOLDER``: bake OBJECT's VAT into FOLDER first, frames 1 to FRAME, before the frame change; ``render``:
@@ -37,6 +38,7 @@ def main(argv):
     import bpy  # (first: Blender as a module puts addon_utils on the path)
 
     import addon_utils
+    import numpy as np
 
     root, path, frame = argv[0], argv[1], int(argv[2])
     repo = tempfile.mkdtemp(prefix="envfx-repo-")
@@ -68,17 +70,21 @@ def main(argv):
         scene.render.filepath = os.path.join(folder, "frame.png")
         bpy.ops.render.render(write_still=True)
         rendered = os.path.isfile(scene.render.filepath)
+    common = importlib.import_module(package + ".operators.common")
     depsgraph = bpy.context.evaluated_depsgraph_get()
     top = {}
     for obj in bpy.data.objects:
         mesh = obj.evaluated_get(depsgraph).data
         if isinstance(mesh, bpy.types.Mesh):
-            top[obj.name] = max((v.co.z for v in mesh.vertices), default=None)
+            co = np.empty(len(mesh.vertices) * 3, np.float32)
+            mesh.vertices.foreach_get("co", co)
+            top[obj.name] = float(co[2::3].max()) if len(co) else None
     print(json.dumps({
         "modifiers": {o.name: [[m.name, m.show_viewport, m.show_render] for m in o.modifiers]
                       for o in bpy.data.objects},
         "top": top,
-        "damaged": importlib.import_module(package + ".operators.common").DAMAGED,
+        "damaged": common.DAMAGED,
+        "turned_off": {name: sorted(mods) for name, mods in common.TURNED_OFF.items()},
         "muted": {m.name: [n.name for n in m.node_tree.nodes if n.mute] for m in bpy.data.materials if m.node_tree},
         "rendered": rendered,
         "images": {i.name: i.filepath for i in bpy.data.images}}), flush=True)

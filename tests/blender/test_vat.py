@@ -19,7 +19,6 @@ from tests.blender import api, fresh_open
 from tests.job_steps import Slowed, step
 
 
-
 @pytest.fixture
 def vat(envfx):
     class M:
@@ -494,10 +493,11 @@ def test_a_file_whose_vat_texture_was_cut_short_opens_with_its_player_off(vat, t
     assert state["modifiers"]["Arm"] == [["Armature", True, True]]
     assert state["images"]["Arm_vat_pos.exr"].endswith("Arm_vat_pos.exr")
     if cut is None:
-        assert state["damaged"] == {} and state["modifiers"]["Arm_VAT"][0][1:] == [True, True]
+        assert state["damaged"] == state["turned_off"] == {} and state["modifiers"]["Arm_VAT"][0][1:] == [True, True]
         assert state["top"]["Arm_VAT"] > 2.0 + 1e-3  # (the player plays: the bent cylinder, not the rest pose's 2.0)
         return
     assert state["modifiers"]["Arm_VAT"][0][1:] == [False, False]
+    assert state["turned_off"] == {"Arm_VAT": [state["modifiers"]["Arm_VAT"][0][0]]}
     [message] = state["damaged"]["Arm_VAT"]
     assert str(texture) in message and "damaged" in message and "Bake again" in message
     assert ("header is cut short" in message) == (cut == 216)
@@ -537,18 +537,21 @@ def test_a_corpus_tree_whose_one_texture_was_cut_short_opens_with_that_player_of
 
 def test_the_vat_panel_names_a_selected_proxy_whose_player_was_turned_off(vat, envfx, recording_layout,
                                                                           monkeypatch):
+    """The panel names a selected object while a modifier the load check turned off is still off; not once it is
+    back on (whatever other modifier of the object is off), nor for an object the check did not touch."""
     common = importlib.import_module(envfx.__name__ + ".operators.common")
     obj = armature_mesh()
-    monkeypatch.setattr(common, "DAMAGED", {obj.name: ["why"]})
-    obj.modifiers[0].show_viewport = False
-    for damaged, turned_on in ((True, False), (False, True), (False, False)):
-        obj.modifiers[0].show_viewport = turned_on  # (the modifier turned back on: nothing more to say)
-        if not (damaged or turned_on):
-            monkeypatch.setattr(common, "DAMAGED", {})
+    extra = obj.modifiers.new("Other", "SUBSURF")
+    monkeypatch.setattr(common, "TURNED_OFF", {obj.name: {obj.modifiers[0].name}})
+    for turned_off, on, other_on, named in ((True, False, True, True), (True, True, True, False),
+                                            (True, True, False, False), (False, False, False, False)):
+        if not turned_off:
+            monkeypatch.setattr(common, "TURNED_OFF", {})
+        obj.modifiers[0].show_viewport, extra.show_viewport = on, other_on
         layout = recording_layout()
         envfx.panels.vat.VIEW3D_PT_envfx_vat.draw(types.SimpleNamespace(layout=layout),
                                                   types.SimpleNamespace(scene=api.scene(), selected_objects=[obj]))
-        assert (f"label:{obj.name}: a texture is damaged, its player is off: bake again" in layout.log) == damaged
+        assert (f"label:{obj.name}: a texture is damaged, its player is off: bake again" in layout.log) == named
 
 
 def test_unwritable_folder_is_refused(vat):
