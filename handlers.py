@@ -27,6 +27,7 @@ def on_load_post(*_args):
     (``operators.common.guard_damaged_images``: Blender 4.2 would never finish opening the file)."""
     try:
         ops_common.guard_damaged_images()
+        ops_common.report_missing_images()
     except Exception as exc:  # a handler must never break loading
         print(f"EnvFX: the textures of EnvFX's modifiers could not be checked: {exc}")
     common.straighten_drivers()

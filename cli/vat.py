@@ -29,7 +29,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--frames", metavar="A:B", help="first and last frame (default: the scene's frame range)")
     p.add_argument("--step", type=int, default=1, help="bake every Nth frame")
     p.add_argument("--loop", type=int, default=0, metavar="N",
-                   help="a looping animation of N frames: bakes frames A to A+N-1, so it plays seamlessly (0: no loop)")
+                   help="a looping animation of N frames: bakes frames A to A+N-1, so it plays seamlessly "
+                        "(0: no loop); with --frames A:B, B must be A+N-1")
     p.add_argument("--encoding", default="exr32", choices=("exr16", "exr32", "png16"),
                    help="float EXR (half or full) or 16-bit PNG with a stored remap range")
     p.add_argument("--engine", default="blender", choices=("blender", "godot", "unity", "unreal"),
@@ -64,6 +65,10 @@ def run(args: argparse.Namespace) -> int:
         raise CliError(f"--step {args.step}: use 1 or more")
     if args.loop < 0:
         raise CliError(f"--loop {args.loop}: use the loop's length in frames, or 0 for no loop")
+    if args.loop and frames and frames[1] != frames[0] + args.loop - 1:
+        raise CliError(f"--frames {args.frames} with --loop {args.loop}: a loop of {args.loop} frames bakes frames "
+                       f"{frames[0]} to {frames[0] + args.loop - 1}, so the last frame would be ignored: give --frames "
+                       f"{frames[0]}:{frames[0] + args.loop - 1}, or the loop's length")
     attributes = tuple(a.strip() for a in (args.attributes or "").split(",") if a.strip())
     folders = batch.output_folders(args.blend, args.out)
     return batch.run_files("vat", args.blend,

@@ -35,7 +35,7 @@ import re
 import sys
 import time
 import unicodedata
-from collections.abc import Container, Iterable, Mapping, Sequence
+from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from typing import BinaryIO, TypeAlias
@@ -424,28 +424,42 @@ def file_stem(name: str) -> str:
     """A file-name stem for an object name that every file system takes: letters, digits and marks of any script
     kept (NFC), anything else (``/ \\ : * ? " < > |``, spaces, control characters) becomes ``_``; no leading or
     trailing dot or underscore; Windows' reserved names (CON, NUL, COM1...) get a ``_`` appended; at most 100
-    characters."""
+    bytes in UTF-8 (whole characters: two stems and the suffixes stay within the 255 bytes file systems take)."""
     base = unicodedata.normalize("NFC", str(name))
     base = "".join(c if c in "-." or unicodedata.category(c)[0] in "LNM" else "_" for c in base)
-    base = re.sub(r"_+", "_", base).strip("._")[:100].strip("._") or "mesh"
+    base = re.sub(r"_+", "_", base).strip("._")
+    base = base.encode("utf-8")[:100].decode("utf-8", "ignore").strip("._") or "mesh"
     if base.split(".")[0].upper() in _RESERVED:
         base += "_"
     return base
 
 
-def unique_stems(names: Iterable[str]) -> list[str]:
-    """``file_stem`` of each name, made unique ignoring case (``Tree`` and ``tree`` -> ``Tree``, ``tree_2``)."""
+def unique_stems(names: Iterable[str], owner: Callable[[str], str | None] | None = None) -> list[str]:
+    """``file_stem`` of each name, made unique ignoring case (``Tree`` and ``tree`` -> ``Tree``, ``tree_2``).
+    ``owner(stem)``: the object an earlier bake of ``stem`` (in the folder baked into) was of, None for none: a stem
+    whose bake is another object's is passed over too (``Tree:1`` baked there, ``Tree_1`` gets ``Tree_1_2``)."""
     out, given = [], set()
     for name in names:
-        stem = file_stem(name)
-        if stem.lower() in given:
-            n = 2
-            while f"{stem}_{n}".lower() in given:
-                n += 1
-            stem = f"{stem}_{n}"
+        base = stem = file_stem(name)
+        n = 2
+        while stem.lower() in given or (owner is not None and owner(stem) not in (None, name)):
+            stem, n = f"{base}_{n}", n + 1
         given.add(stem.lower())
         out.append(stem)
     return out
+
+
+RESERVED_ATTRIBUTES = ("position", "normal")  # the JSON's "textures" keys of the bake's own textures
+
+
+def check_attribute_names(names: Iterable[str]) -> None:
+    """VatError for an extra attribute whose name is a key of the bake's own textures in the JSON ("position",
+    "normal"): a game would read it as the offsets or the normals."""
+    for name in names:
+        if name in RESERVED_ATTRIBUTES:
+            raise VatError(f"An extra attribute named {name!r} would take the place of the bake's own {name} "
+                           f"texture in the JSON: bake a copy of it under another name (Store Named Attribute, or "
+                           f"rename it in the mesh's Attributes)")
 
 
 def output_names(stem: str, encoding: str, normals: str, extras: Iterable[str] = (), export: str | None = None) -> dict:
@@ -455,8 +469,16 @@ def output_names(stem: str, encoding: str, normals: str, extras: Iterable[str] =
     names = {"position": f"{stem}_vat_pos{ext}"}
     if normals == "TEXTURE":
         names["normal"] = f"{stem}_vat_nrm{ext}"
+    # an attribute's file never takes the bake's own textures' names, nor another attribute's (ignoring case, as
+    # Windows and macOS do): "pos" -> _vat_pos_2, "wind a" and "wind_a" -> _vat_wind_a, _vat_wind_a_2
+    taken = {"pos", "nrm"}
     for attr in extras:
-        names[f"attr:{attr}"] = f"{stem}_vat_{file_stem(attr)}{ext}"
+        base = part = file_stem(attr)
+        n = 2
+        while part.lower() in taken:
+            part, n = f"{base}_{n}", n + 1
+        taken.add(part.lower())
+        names[f"attr:{attr}"] = f"{stem}_vat_{part}{ext}"
     names["json"] = f"{stem}_vat.json"
     if export == "GLTF":
         names["mesh"] = f"{stem}_vat.glb"
@@ -804,6 +826,7 @@ class VatEncoder:
         enc = settings.encoding
         self.normals = settings.normals if normals else "NONE"
         self.extras = dict(extras or {})  # name -> channels
+        check_attribute_names(self.extras)
         self.names = output_names(stem, enc, self.normals, self.extras, EXPORT_FORMAT[settings.engine])
         self.bits = PACK_BITS.get(enc, 0)  # 0: no packed normals (check_settings refuses them with EXR16)
         packed = self.normals == "PACKED"

@@ -530,3 +530,33 @@ def guard_damaged_images() -> list[str]:
                 node.mute = True
                 say(mat.name, f"node {node.name!r} ({group.name})", "muted", damage, "unmute the node")
     return messages
+
+
+def missing_images(obj: bpy.types.Object) -> list[str]:
+    """The files of the textures ``obj``'s EnvFX geometry-nodes modifiers read (a VAT proxy's player) that are not
+    on disk: moved or deleted since the bake (Blender plays nothing from them, and says nothing)."""
+    paths = []
+    for mod in nodes_modifiers(obj):
+        tree = mod.node_group
+        if tree is None or tree.get(nodes_common.STAMP_KEY) is None:
+            continue
+        for image in modifier_images(mod):
+            if image.packed_file is None and image.source == "FILE" and image.filepath:
+                path = os.path.normpath(bpy.path.abspath(image.filepath, library=image.library))
+                if not os.path.isfile(path) and path not in paths:
+                    paths.append(path)
+    return paths
+
+
+def report_missing_images() -> list[str]:
+    """After a file loads: a message (printed, and returned) per object whose EnvFX modifiers read textures that
+    are not on disk."""
+    messages = []
+    for obj in bpy.data.objects:
+        missing = missing_images(obj) if obj.library is None else []
+        if missing:
+            verb = "is" if len(missing) == 1 else "are"
+            messages.append(f"{obj.name}: {len(missing)} of the textures it plays {verb} not on disk "
+                            f"({', '.join(missing)}): bake again, or move the files back")
+            print(f"EnvFX: {messages[-1]}")
+    return messages

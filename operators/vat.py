@@ -26,7 +26,7 @@ from ..core import vat as core_vat
 from ..core import vat_engines
 from ..shader_nodes import vat as vat_nodes
 from ..shader_nodes import wind_gpu, wind_rigid
-from .common import NeedsScene, edit_mode_text, in_edit_mode, mesh_of, output_folder, set_colour_space
+from .common import NeedsScene, edit_mode_text, in_edit_mode, mesh_of, output_folder, path_in_file, set_colour_space
 
 if TYPE_CHECKING:  # the stubs' name for an operator's result literals (no such module at run time)
     from bpy.stub_internal.rna_enums import OperatorReturnItems
@@ -99,9 +99,14 @@ def mesh_objects(objects: Iterable[bpy.types.Object], result: VatResult) -> list
     """The objects that can be baked, each once; the others are booked in ``result.skipped`` with why."""
     ok = []
     for obj in dict.fromkeys(objects):
-        if obj.type != "MESH":
-            result.skipped[obj.name] = (f"a {obj.type.lower()} object, not a mesh: convert it to a mesh "
-                                        f"(Object > Convert > Mesh) to bake it")
+        if obj.type == "EMPTY" and obj.instance_type == "COLLECTION" and obj.instance_collection is not None:
+            result.skipped[obj.name] = (f"an instance of collection {obj.instance_collection.name!r}, not a mesh: "
+                                        f"make its objects real (Object > Apply > Make Instances Real) and bake "
+                                        f"its meshes")
+        elif obj.type != "MESH":
+            kind = obj.type.lower().replace("_", " ")
+            result.skipped[obj.name] = (f"{'an' if kind[0] in 'aeiou' else 'a'} {kind} object, not a mesh: convert "
+                                        f"it to a mesh (Object > Convert > Mesh) to bake it")
         elif obj.get(PROXY_TAG) is not None:
             result.skipped[obj.name] = "a VAT proxy (it plays a bake): bake the object it plays instead"
         else:
@@ -109,10 +114,29 @@ def mesh_objects(objects: Iterable[bpy.types.Object], result: VatResult) -> list
     return ok
 
 
+def proxy_name(source: str) -> str:
+    """The name of ``source``'s proxy: ``<source>_VAT``, the source's name shortened (by whole characters) where
+    Blender's longest name (63 bytes before 5.0, 255 since) would cut the suffix off."""
+    room = (255 if bpy.app.version >= (5, 0, 0) else 63) - len(PROXY_SUFFIX)
+    raw = source.encode("utf-8")
+    if len(raw) > room:
+        source = raw[:room].decode("utf-8", "ignore")
+    return source + PROXY_SUFFIX
+
+
+def find_proxy(source: str) -> bpy.types.Object | None:
+    """The proxy playing ``source``'s bake (it names its source): the one under ``proxy_name``, else any (two
+    long names alike where Blender cuts them share a proxy name: the second proxy gets Blender's ``.001``)."""
+    obj = bpy.data.objects.get(proxy_name(source))
+    if obj is not None and obj.get(PROXY_TAG) == source:
+        return obj
+    return next((o for o in bpy.data.objects if o.library is None and o.get(PROXY_TAG) == source), None)
+
+
 def check_proxy_names(scene: bpy.types.Scene, objects: Iterable[bpy.types.Object]) -> None:
     """Refuse a bake whose proxy name is taken by an object EnvFX did not make."""
     for obj in objects:
-        name = obj.name + PROXY_SUFFIX
+        name = proxy_name(obj.name)
         other = bpy.data.objects.get(name)
         if other is not None and other.get(PROXY_TAG) is None:
             raise VatInputError(f"An object named {name!r} exists and is no VAT proxy: rename it, so the bake of "
@@ -129,6 +153,7 @@ def validate(scene: bpy.types.Scene, objects: Sequence[bpy.types.Object], out_di
                                         if scene.unit_settings.system != "NONE" else 1.0,
                                         max_size=opts.max_size, level=1 if opts.compress else 0).validate()
         frames = core_vat.baked_frames(opts.frame_start, opts.frame_end, opts.step, opts.loop_frames)
+        core_vat.check_attribute_names(opts.attributes)
     except core_vat.VatError as exc:
         raise VatInputError(str(exc)) from None
     warning = core_vat.settings_warning(settings.encoding, settings.engine)
@@ -146,6 +171,14 @@ def validate(scene: bpy.types.Scene, objects: Sequence[bpy.types.Object], out_di
     if missing:
         raise VatInputError(f"{', '.join(missing)} {'is' if len(missing) == 1 else 'are'} not in scene "
                             f"{scene.name!r}: bake in the scene that holds them")
+    layer = _view_layer(scene)
+    still = [o.name for o in meshes if not _evaluated_in(o, layer)]
+    if still:
+        raise VatInputError(f"{', '.join(still)} {'is' if len(still) == 1 else 'are'} not evaluated in view layer "
+                            f"{layer.name!r}, so nothing of {'its' if len(still) == 1 else 'their'} "
+                            f"animation would be baked: enable {'it' if len(still) == 1 else 'them'} in viewports "
+                            f"(the monitor icon of the object and of its collections in the Outliner) and include "
+                            f"its collections in the view layer (their checkbox)")
     check_proxy_names(scene, meshes)
     outputs.check_folder(out_dir, error=VatInputError,
                          empty="No output folder: set the Output Folder in the EnvFX VAT panel")
@@ -164,12 +197,38 @@ def result_skipped_text(result: VatResult) -> str:
 
 # --- evaluation ---------------------------------------------------------------------------------------------
 
-def _depsgraph(scene):
+def _view_layer(scene):
+    """The view layer a bake of ``scene`` evaluates: the window's, else (another scene's, or a context without a
+    view layer) the scene's first one."""
     context = bpy.context
     layer = context.view_layer if getattr(context, "scene", None) == scene else None
-    if layer is None:  # another scene's, or a context without a view layer: the scene's first one
-        layer = scene.view_layers[0]
-    return layer.depsgraph if layer.depsgraph is not None else context.evaluated_depsgraph_get()
+    return layer if layer is not None else scene.view_layers[0]
+
+
+def _depsgraph(scene):
+    layer = _view_layer(scene)
+    return layer.depsgraph if layer.depsgraph is not None else bpy.context.evaluated_depsgraph_get()
+
+
+def _evaluated_in(obj, layer) -> bool:
+    """Whether Blender evaluates ``obj`` (its modifiers, its armature) in view ``layer``: evaluated there (its
+    depsgraph, once the layer has one), else not disabled in viewports and in a collection of the layer that is
+    neither excluded nor disabled in viewports, nor inside one that is."""
+    depsgraph = layer.depsgraph
+    if depsgraph is not None:
+        depsgraph.update()  # (what was turned on or off since the last redraw)
+        return obj.evaluated_get(depsgraph).is_evaluated
+    if obj.hide_viewport:
+        return False
+    stack = [layer.layer_collection]
+    while stack:
+        lc = stack.pop()
+        if lc.exclude or lc.collection.hide_viewport:
+            continue
+        if lc.collection.objects.get(obj.name) == obj:
+            return True
+        stack.extend(lc.children)
+    return False
 
 
 class _EncoderThread:
@@ -312,7 +371,7 @@ class _Sampler:
         if i == 0:  # the proxy: the geometry of the first baked frame (its topology is the bake's)
             self.proxy_mesh = bpy.data.meshes.new_from_object(ev, preserve_all_data_layers=True,
                                                                depsgraph=depsgraph)
-            self.proxy_mesh.name = self.name + PROXY_SUFFIX
+            self.proxy_mesh.name = proxy_name(self.name)
 
     def encode(self, thread, i, obj, positions, normals, extras):
         """Frame ``i`` into the textures, on the encoder ``thread`` during the next frame change (the encoder is
@@ -341,18 +400,28 @@ class _Sampler:
 # --- the proxy ----------------------------------------------------------------------------------------------
 
 def _make_proxy(scene, obj, mesh, rest, layout):
-    """A new object ``<obj>_VAT`` (the name is freed first: an earlier proxy is renamed aside, returned to be
-    removed after success or renamed back on failure) with ``mesh`` at the rest pose and the UV map EnvFX_VAT."""
-    name = obj.name + PROXY_SUFFIX
-    old = bpy.data.objects.get(name)
+    """A new object ``<obj>_VAT`` (``proxy_name``; the name is freed first: an earlier proxy of ``obj`` is renamed
+    aside, returned with its name to be removed after success or renamed back on failure) with ``mesh`` at the
+    rest pose and the UV map EnvFX_VAT."""
+    name = proxy_name(obj.name)
+    old = find_proxy(obj.name)
+    old_name = None
     if old is not None:
+        old_name = old.name
         old.name = name + ".envfx-old"
     bridge.set_positions(mesh, rest)
     for attr in (vat_nodes.NORMAL_ATTR,):
         if mesh.attributes.get(attr) is not None:
             mesh.attributes.remove(mesh.attributes[attr])
-    layer = bridge.set_vertex_uv(mesh, core_vat.UV_NAME, layout.uvs())
+    uvs = layout.uvs()
+    layer = bridge.set_vertex_uv(mesh, core_vat.UV_NAME, uvs)
     uv_index = list(mesh.uv_layers).index(layer)
+    texel = mesh.attributes.get(vat_nodes.TEXEL_ATTR)
+    if texel is not None:
+        mesh.attributes.remove(texel)
+    texel = mesh.attributes.new(vat_nodes.TEXEL_ATTR, "FLOAT2", "POINT")
+    if len(uvs):
+        texel.data.foreach_set("vector", np.ascontiguousarray(uvs, np.float32).reshape(-1))
     proxy = bpy.data.objects.new(name, mesh)
     inside = scene.collection.children_recursive
     collections = [c for c in obj.users_collection if c == scene.collection or c in inside]
@@ -361,7 +430,7 @@ def _make_proxy(scene, obj, mesh, rest, layout):
     proxy[PROXY_TAG] = obj.name
     mod = cast(bpy.types.NodesModifier, proxy.modifiers.new(MODIFIER_NAME, "NODES"))
     mod.node_group = vat_nodes.ensure_vat_player()
-    return proxy, old, uv_index
+    return proxy, old, old_name, uv_index
 
 
 def _export_proxy(scene, proxy, path: str, kind: str):
@@ -401,21 +470,36 @@ def _export_proxy(scene, proxy, path: str, kind: str):
 
 
 def _load_image(path: str) -> bpy.types.Image:
+    """The texture at ``path`` as an image, its path relative to the saved .blend when Blender's preferences ask
+    for relative paths (as a file browser's Relative Path: the project's folder can move)."""
     image = bpy.data.images.load(path, check_existing=True)
+    image.filepath = path_in_file(path)
     image.reload()
     set_colour_space(image, "Non-Color")
     image.alpha_mode = "CHANNEL_PACKED"
     return image
 
 
-def _previous_files(out_dir: str, stem: str) -> list:
-    """Names an earlier bake of ``stem`` wrote into ``out_dir`` (its JSON's "files"), still there."""
+def _previous_meta(out_dir: str, stem: str) -> dict | None:
+    """The JSON of an earlier bake of ``stem`` in ``out_dir`` (None: none, or not an EnvFX VAT's)."""
     try:
         with open(os.path.join(out_dir, f"{stem}_vat.json"), encoding="utf-8") as fh:
             meta = json.load(fh)
     except (OSError, ValueError):
-        return []
-    if not isinstance(meta, dict) or meta.get("format") != "envfx-vat" or not isinstance(meta.get("files"), list):
+        return None
+    return meta if isinstance(meta, dict) and meta.get("format") == "envfx-vat" else None
+
+
+def _baked_object(out_dir: str, stem: str) -> str | None:
+    """The object an earlier bake of ``stem`` in ``out_dir`` was of (its JSON's "object"), or None."""
+    meta = _previous_meta(out_dir, stem)
+    return meta.get("object") if meta is not None and isinstance(meta.get("object"), str) else None
+
+
+def _previous_files(out_dir: str, stem: str) -> list:
+    """Names an earlier bake of ``stem`` wrote into ``out_dir`` (its JSON's "files"), still there."""
+    meta = _previous_meta(out_dir, stem)
+    if meta is None or not isinstance(meta.get("files"), list):
         return []
     return [n for n in meta["files"] if isinstance(n, str) and os.path.basename(n) == n and n.startswith(stem)
             and os.path.isfile(os.path.join(out_dir, n))]
@@ -447,7 +531,11 @@ def _bake(scene, names, out_dir, opts, frames, settings, result):
     timings = {"evaluate": 0.0, "write": 0.0, "encode_wait": 0.0, "write_wait": 0.0, "encode": 0.0,
                "write_files": 0.0}
     old_frame, old_sub = scene.frame_current, scene.frame_subframe
-    stems = core_vat.unique_stems(names)
+    stems = core_vat.unique_stems(names, lambda stem: _baked_object(out_dir, stem))
+    for name, stem in zip(names, stems):
+        if stem.lower() != core_vat.file_stem(name).lower():
+            result.warnings.append(f"{name}: its files are named {stem}_vat_* ({core_vat.file_stem(name)}_vat_* is "
+                                   f"another object's)")
     fps = scene.render.fps / scene.render.fps_base
     samplers = {n: _Sampler(bpy.data.objects[n], stem, frames, settings, opts.attributes, fps, bool(opts.loop_frames))
                 for n, stem in zip(names, stems)}
@@ -548,11 +636,11 @@ def _write_object(scene, name, sampler, frames, opts, settings, loop_after, afte
     staged = thread.submit("write", _stage_textures, finished, staging.path)
     proxy, uv_index = None, 0
     if opts.add_proxy or opts.export_mesh:
-        proxy, old, uv_index = _make_proxy(scene, obj, sampler.proxy_mesh, rest, encoder.layout)
+        proxy, old, old_name, uv_index = _make_proxy(scene, obj, sampler.proxy_mesh, rest, encoder.layout)
         sampler.proxy_mesh = None  # the proxy owns it now
         made.append(proxy.name)
         if old is not None:
-            renamed.append((old.name, proxy.name))
+            renamed.append((old.name, old_name))
     thread.result(finished)  # (waiting for the encoder, then for the writing: booked apart)
     enc = thread.result(staged)  # the thread idle before the exporter runs (see _EncoderThread)
     kind = core_vat.EXPORT_FORMAT[settings.engine] if opts.export_mesh else None
@@ -660,8 +748,13 @@ def _show_proxies(opts, out_dir, made, renamed, result):
             bpy.data.objects.remove(old)
             if isinstance(mesh, bpy.types.Mesh) and mesh.users == 0:  # (a proxy's data is a mesh)
                 bpy.data.meshes.remove(mesh)
+    proxies = {}
+    for proxy_name_made in made:
+        proxy = bpy.data.objects.get(proxy_name_made)
+        if proxy is not None:
+            proxies[proxy.get(PROXY_TAG)] = proxy
     for name, meta in result.meta.items():
-        proxy = bpy.data.objects.get(name + PROXY_SUFFIX)
+        proxy = proxies.get(name)
         if proxy is None or not opts.add_proxy:
             continue
         mesh_of(proxy).name = proxy.name  # the earlier proxy's mesh, which held the name, is gone

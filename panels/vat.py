@@ -46,6 +46,8 @@ class VIEW3D_PT_envfx_vat(EnvFXSubPanel, bpy.types.Panel):
         for obj in selected:  # (turned off as the file opened, still off: the console names the file and why)
             if ops_common.turned_off_still(obj):
                 layout.label(text=f"{obj.name}: a texture is damaged, its player is off: bake again", icon="ERROR")
+            elif ops_common.missing_images(obj):  # (the console names the files, as the file opens)
+                layout.label(text=f"{obj.name}: its textures are not on disk: bake again", icon="ERROR")
         layout.operator("envfx.vat_bake", icon="RENDER_ANIMATION")
 
 

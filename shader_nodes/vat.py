@@ -1,7 +1,8 @@
 """Geometry-nodes group "EnvFX VAT Player": plays a baked vertex animation texture on its proxy mesh, as a game's
 vertex shader does (``core.vat`` holds the format; the tests hold this group to the original animation).
 
-Per vertex: the UV map "EnvFX_VAT" (the texel of frame 0; corners of a vertex share it) moved down by
+Per vertex: the point attribute "EnvFX_VAT_texel" (the texel of frame 0, as the UV map "EnvFX_VAT", whose corners
+of a vertex share it, holds it for the engines; a proxy without it, made by an older EnvFX: the UV map) moved down by
 ``frame * Frame V Step`` addresses the vertex's texel in the baked frame the scene's frame falls in
 (``(frame - Frame Start) / Step``, floored; wrapped with Loop, else held at the first and last frame). An Image
 Texture node with Closest interpolation reads it, the stored remap decodes it (``min + texel * (max - min)``; 0
@@ -22,8 +23,9 @@ from ..core import vat as core_vat
 from . import common
 
 GROUP_NAME = "EnvFX VAT Player"
-VERSION = 1
+VERSION = 2
 NORMAL_ATTR = "EnvFX_VAT_normal"
+TEXEL_ATTR = "EnvFX_VAT_texel"  # the UV of frame 0 per vertex (a point attribute: vertices in no face have it too)
 NORMAL_MODES = {"NONE": 0, "TEXTURE": 1, "PACKED": 2}
 
 # (name, socket type, default): the modifier inputs, set per proxy by ``player_inputs``
@@ -67,11 +69,16 @@ def _build(tree):
     held = b.math("MINIMUM", b.math("MAXIMUM", index, 0.0), last, label="Hold")
     frame = b.switch("Loop?", inp["Loop"], wrapped, held, input_type="FLOAT")
 
-    # the texel: the UV of frame 0, moved down by whole frames
+    # the texel: the UV of frame 0 (the point attribute, which a vertex in no face has too; a proxy made before it
+    # existed: the UV map), moved down by whole frames
     uv = b.node("GeometryNodeInputNamedAttribute", "VAT UV", data_type="FLOAT_VECTOR")
     uv.inputs["Name"].default_value = core_vat.UV_NAME
+    texel = b.node("GeometryNodeInputNamedAttribute", "VAT Texel", data_type="FLOAT_VECTOR")
+    texel.inputs["Name"].default_value = TEXEL_ATTR
+    start = b.switch("Texel?", texel.outputs["Exists"], texel.outputs["Attribute"], uv.outputs["Attribute"],
+                     input_type="VECTOR")
     shift = b.combine_xyz(0.0, b.math("MULTIPLY", frame, inp["Frame V Step"]), 0.0, label="Frame Shift")
-    coord = b.vmath("SUBTRACT", uv.outputs["Attribute"], shift)
+    coord = b.vmath("SUBTRACT", start, shift)
 
     def sample(image, label):
         tex = b.node("GeometryNodeImageTexture", label, interpolation="Closest", extension="EXTEND")

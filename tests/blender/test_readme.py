@@ -216,7 +216,7 @@ NOT_SETTINGS = {
     "vat": {"bounds", "coordinate_system", "fps", "frame_v_step", "frames", "height", "index", "layout", "mesh",
             "name", "null", "playback_fps", "precision", "remap", "rows_per_frame", "textures", "uv",
             "vertex_count", "width", "file", "units_per_blender_unit", "matrix_from_blender", "f", "i", "t",
-            "remap_min", "remap_span", "normals"},
+            "remap_min", "remap_span", "normals", "position", "normal", "pos"},
 }
 SECTIONS = {"World Bend": "bend", "Wind": "wind", "Snow": "snow", "Gas Giant": "gasgiant", "Mip Chains": "mips",
             "2D Light Map": "lightmap", "Vertex Animation Textures": "vat"}

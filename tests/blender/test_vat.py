@@ -6,6 +6,7 @@ the scene unchanged."""
 import importlib
 import json
 import os
+import shutil
 import struct
 import sys
 import threading
@@ -83,7 +84,7 @@ def assert_round_trip(vat, obj, result, frames, normal_limit=1.0, slack=1e-6):
     original's."""
     scene = api.scene()
     meta = result.meta[obj.name]
-    proxy = bpy.data.objects[obj.name + "_VAT"]
+    proxy = vat.ops.find_proxy(obj.name)
     tol = meta["precision"] / meta["coordinate_system"]["units_per_blender_unit"]
     if meta["encoding"] == "PNG16":
         tol = tol * 0.5 + 1e-6  # rounding: half a step
@@ -401,6 +402,14 @@ def test_static_mesh_is_baked_with_a_warning_and_non_meshes_are_skipped(vat, tmp
     assert "not a mesh" in result.skipped["Camera"]
     with pytest.raises(vat.ops.VatInputError, match="camera object, not a mesh"):
         vat.ops.bake_vat(api.scene(), [camera], str(tmp_path), vat.ops.VatOptions(1, 5))
+    empty = bpy.data.objects.new("Marker", None)
+    instance = bpy.data.objects.new("Forest", None)
+    instance.instance_type = "COLLECTION"
+    instance.instance_collection = bpy.data.collections.new("Trees")
+    with pytest.raises(vat.ops.VatInputError, match=r"Marker \(an empty object, not a mesh: convert.*Forest \(an "
+                                                    r"instance of collection 'Trees', not a mesh: make its objects "
+                                                    r"real \(Object > Apply > Make Instances Real\)"):
+        vat.ops.bake_vat(api.scene(), [empty, instance], str(tmp_path), vat.ops.VatOptions(1, 5))
 
 
 def test_a_prop_in_rigid_sway_is_named_as_moving_by_its_transform(vat, envfx, tmp_path):
@@ -554,6 +563,34 @@ def test_the_vat_panel_names_a_selected_proxy_whose_player_was_turned_off(vat, e
         assert (f"label:{obj.name}: a texture is damaged, its player is off: bake again" in layout.log) == named
 
 
+def test_a_proxy_whose_textures_are_gone_is_named_on_load_and_in_the_panel(vat, envfx, recording_layout, tmp_path,
+                                                                           capfd):
+    """Textures deleted or moved after the bake: Blender plays nothing from them and says nothing. As the file
+    opens, the console names the proxy and the files; the panel names the selected proxy until it plays again."""
+    obj = armature_mesh(name="Flag")
+    out = tmp_path / "vat"
+    vat.ops.bake_vat(api.scene(), [obj], str(out), vat.ops.VatOptions(1, 10))
+    blend = tmp_path / "scene.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(blend))
+
+    def panel_log():
+        layout = recording_layout()
+        envfx.panels.vat.VIEW3D_PT_envfx_vat.draw(types.SimpleNamespace(layout=layout), types.SimpleNamespace(
+            scene=api.scene(), selected_objects=[bpy.data.objects["Flag_VAT"], bpy.data.objects["Flag"]]))
+        return layout.log
+
+    assert not any("not on disk" in line for line in panel_log())
+    shutil.move(str(out), str(tmp_path / "elsewhere"))
+    capfd.readouterr()
+    bpy.ops.wm.open_mainfile(filepath=str(blend))
+    printed = capfd.readouterr().out
+    assert f"EnvFX: Flag_VAT: 2 of the textures it plays are not on disk ({out / 'Flag_vat_pos.exr'}" in printed
+    assert [line for line in panel_log() if "not on disk" in line] == [
+        "label:Flag_VAT: its textures are not on disk: bake again"]
+    shutil.move(str(tmp_path / "elsewhere"), str(out))
+    assert not any("not on disk" in line for line in panel_log())
+
+
 def test_unwritable_folder_is_refused(vat):
     obj = armature_mesh()
     before = sorted(o.name for o in bpy.data.objects)
@@ -568,6 +605,155 @@ def test_names_file_systems_reject_are_sanitised(vat, tmp_path):
     assert sorted(os.listdir(tmp_path)) == ["Tree_big_01_vat.json", "Tree_big_01_vat_nrm.exr",
                                             "Tree_big_01_vat_pos.exr"]
     assert result.proxies == ['Tree: "big"/01*_VAT']
+
+
+def test_another_object_s_bake_under_the_same_file_name_is_not_written_over(vat, tmp_path):
+    """``Tree:1`` and ``Tree_1`` make the same file names: baked one after the other into one folder, the second
+    gets files of its own (and says so), and each proxy plays its own object's bake; baking either again writes
+    over its own files only."""
+    first = armature_mesh(name="Tree:1")
+    vat.ops.bake_vat(api.scene(), [first], str(tmp_path), vat.ops.VatOptions(1, 10))
+    second = armature_mesh(name="Tree_1")
+    second.rotation_euler.x = 0.5  # (not the same motion in the world: each proxy follows its own)
+    api.scene().frame_set(1)
+    bone = api.of(bpy.types.Pose, bpy.data.objects["Tree_1Rig"].pose).bones["Bone"]
+    bone.rotation_euler = (-0.9, 0.0, 0.0)
+    bone.keyframe_insert("rotation_euler", frame=10)
+    result = vat.ops.bake_vat(api.scene(), [second], str(tmp_path), vat.ops.VatOptions(1, 10))
+    assert result.warnings == ["Tree_1: its files are named Tree_1_2_vat_* (Tree_1_vat_* is another object's)"]
+    assert sorted(os.listdir(tmp_path)) == sorted(f"{stem}_vat{end}" for stem in ("Tree_1", "Tree_1_2")
+                                                  for end in (".json", "_nrm.exr", "_pos.exr"))
+    assert result.removed == []
+    for obj, stem in ((first, "Tree_1"), (second, "Tree_1_2")):  # each proxy plays its own object's bake
+        meta = json.loads((tmp_path / f"{stem}_vat.json").read_text())
+        assert meta["object"] == obj.name
+        assert_round_trip(vat, obj, types.SimpleNamespace(meta={obj.name: meta}), [1, 5, 10])
+    again = vat.ops.bake_vat(api.scene(), [first], str(tmp_path), vat.ops.VatOptions(1, 10))
+    assert again.warnings == [] and len(os.listdir(tmp_path)) == 6
+    assert json.loads((tmp_path / "Tree_1_vat.json").read_text())["object"] == "Tree:1"
+    assert json.loads((tmp_path / "Tree_1_2_vat.json").read_text())["object"] == "Tree_1"
+
+
+def test_a_name_too_long_for_its_proxy_s_gets_a_proxy_that_plays_and_is_replaced(vat, tmp_path):
+    """Blender cuts names at 63 bytes (255 from 5.0): an object whose name leaves no room for ``_VAT`` gets a proxy
+    named from its name shortened by whole characters, which plays its bake; baking again replaces it, and a
+    second long name alike gets a proxy of its own."""
+    room = 255 if bpy.app.version >= (5, 0, 0) else 63
+    long = "木" * ((room - 2) // 3)  # 3 bytes a character: no room for "_VAT"
+    obj = armature_mesh(name=long)
+    assert obj.name == long
+    for _ in range(2):
+        result = vat.ops.bake_vat(api.scene(), [obj], str(tmp_path), vat.ops.VatOptions(1, 10))
+        proxies = [o for o in bpy.data.objects if o.get(vat.ops.PROXY_TAG) == long]
+        assert len(proxies) == 1 and result.proxies == [proxies[0].name]
+        assert proxies[0].name.endswith("_VAT") and len(proxies[0].name.encode()) <= room
+        assert_round_trip(vat, obj, result, [1, 5, 10])
+    other = armature_mesh(name=long[:-1] + "a")  # the same proxy name once shortened
+    result = vat.ops.bake_vat(api.scene(), [other], str(tmp_path), vat.ops.VatOptions(1, 10))
+    assert vat.ops.find_proxy(other.name) not in (None, vat.ops.find_proxy(long))
+    assert_round_trip(vat, other, result, [1, 10])
+    assert vat.ops.find_proxy(long).get(vat.ops.PROXY_TAG) == long
+
+
+def test_an_object_blender_does_not_evaluate_is_refused_naming_it(vat, tmp_path):
+    """An object disabled in viewports, or in an excluded or disabled collection, is not evaluated: its
+    modifiers never run, so its bake would hold a still mesh. It is refused, saying how to turn it on; an object
+    only hidden (the eye) is evaluated and bakes."""
+    obj = armature_mesh(name="Off")
+    obj.hide_viewport = True
+    before = sorted(o.name for o in bpy.data.objects)
+    with pytest.raises(vat.ops.VatInputError, match=r"Off is not evaluated in view layer .*: enable it in viewports"):
+        vat.ops.bake_vat(api.scene(), [obj], str(tmp_path / "out"), vat.ops.VatOptions(1, 10))
+    unchanged(tmp_path / "out", before)
+    obj.hide_viewport = False
+    collection = bpy.data.collections.new("Shelf")
+    api.scene().collection.children.link(collection)
+    for c in obj.users_collection:
+        c.objects.unlink(obj)
+    collection.objects.link(obj)
+    api.view_layer().layer_collection.children["Shelf"].exclude = True
+    with pytest.raises(vat.ops.VatInputError, match=r"Off is not evaluated"):
+        vat.ops.bake_vat(api.scene(), [obj], str(tmp_path / "out"), vat.ops.VatOptions(1, 10))
+    api.view_layer().layer_collection.children["Shelf"].exclude = False
+    collection.hide_viewport = True
+    with pytest.raises(vat.ops.VatInputError, match=r"Off is not evaluated"):
+        vat.ops.bake_vat(api.scene(), [obj], str(tmp_path / "out"), vat.ops.VatOptions(1, 10))
+    unchanged(tmp_path / "out", before)
+    collection.hide_viewport = False
+    obj.hide_set(True)
+    result = vat.ops.bake_vat(api.scene(), [obj], str(tmp_path / "out"), vat.ops.VatOptions(1, 10))
+    assert result.meta["Off"]["bounds"]["max_offset"] > 0.1
+    assert_round_trip(vat, obj, result, [1, 10])
+    # another scene's object, which no window shows (its view layer not evaluated yet): the same rules
+    other = bpy.data.scenes.new("Other")
+    mesh = bpy.data.meshes.new("Grid")
+    mesh.from_pydata([(x, y, 0.0) for y in range(4) for x in range(4)], [],
+                     [(i, i + 1, i + 5, i + 4) for i in range(11) if i % 4 != 3])
+    grid = bpy.data.objects.new("Grid", mesh)
+    shelf = bpy.data.collections.new("OtherShelf")
+    other.collection.children.link(shelf)
+    shelf.objects.link(grid)
+    grid.modifiers.new("Wave", "WAVE")
+    shelf.hide_viewport = True
+    with pytest.raises(vat.ops.VatInputError, match=r"Grid is not evaluated in view layer"):
+        vat.ops.bake_vat(other, [grid], str(tmp_path / "other"), vat.ops.VatOptions(1, 10))
+    shelf.hide_viewport = False
+    result = vat.ops.bake_vat(other, [grid], str(tmp_path / "other"), vat.ops.VatOptions(1, 10))
+    assert result.meta["Grid"]["bounds"]["max_offset"] > 0.1
+
+
+@pytest.mark.parametrize("faces", [True, False])
+def test_vertices_in_no_face_are_played_too(vat, tmp_path, faces):
+    """A loose vertex and a loose edge beside faces, or a mesh of loose vertices and edges only: no face corner
+    holds their texel's UV, so the player reads it from the point attribute the proxy holds beside its UV map."""
+    verts = [(x * 0.5, y * 0.5, 0.0) for y in range(4) for x in range(4)]
+    quads = [(i, i + 1, i + 5, i + 4) for i in range(11) if i % 4 != 3] if faces else []
+    mesh = bpy.data.meshes.new("Loose")
+    mesh.from_pydata(verts + [(3.0, 0.0, 0.0), (3.0, 1.0, 0.0), (3.0, 2.0, 0.5)], [(17, 18)], quads)
+    obj = bpy.data.objects.new("Loose", mesh)
+    api.scene().collection.objects.link(obj)
+    wave = api.of(bpy.types.WaveModifier, obj.modifiers.new("Wave", "WAVE"))
+    wave.height, wave.width, wave.speed = 0.4, 0.8, 0.3
+    result = vat.ops.bake_vat(api.scene(), [obj], str(tmp_path), vat.ops.VatOptions(1, 12, normals="NONE"))
+    assert result.meta["Loose"]["vertex_count"] == 19
+    assert_round_trip(vat, obj, result, [1, 4, 9, 12])
+    # a proxy made before the point attribute existed plays through its UV map: its faces' vertices as before
+    if faces:
+        proxy = vat.ops.find_proxy("Loose")
+        api.mesh(proxy).attributes.remove(api.mesh(proxy).attributes[vat.nodes.TEXEL_ATTR])
+        api.scene().frame_set(9)
+        want, _, _ = evaluated(vat, obj)
+        got, _, _ = evaluated(vat, proxy)
+        assert np.abs(got[:16] - want[:16]).max() < 1e-5 and np.abs(got[16:] - want[16:]).max() > 1e-3
+
+
+def test_an_extra_attribute_named_as_the_bake_s_own_textures_is_refused(vat, tmp_path):
+    obj = armature_mesh(name="A")
+    api.mesh(obj).attributes.new("normal", "FLOAT_VECTOR", "POINT")
+    with pytest.raises(vat.ops.VatInputError, match=r"named 'normal' would take the place"):
+        vat.ops.bake_vat(api.scene(), [obj], str(tmp_path / "out"), vat.ops.VatOptions(1, 10, attributes=("normal",)))
+    assert not (tmp_path / "out").exists()
+
+
+def test_textures_beside_a_saved_file_are_found_by_a_relative_path(vat, tmp_path):
+    """Baked into ``//vat`` beside a saved .blend, the proxy's images have paths relative to the file (Blender's
+    Relative Paths preference, on by default): the project folder moves, and the proxy still plays."""
+    obj = armature_mesh(name="Flag")
+    project = tmp_path / "project"
+    project.mkdir()
+    bpy.ops.wm.save_as_mainfile(filepath=str(project / "scene.blend"))
+    out = vat.ops.resolve_output_dir("//vat")
+    result = vat.ops.bake_vat(api.scene(), [obj], out, vat.ops.VatOptions(1, 10))
+    images = {i.name: i.filepath for i in bpy.data.images if i.source == "FILE"}
+    assert images == {"Flag_vat_pos.exr": "//vat/Flag_vat_pos.exr", "Flag_vat_nrm.exr": "//vat/Flag_vat_nrm.exr"}
+    vat.ops.bake_vat(api.scene(), [obj], out, vat.ops.VatOptions(1, 10))  # again: the same images
+    assert {i.name: i.filepath for i in bpy.data.images if i.source == "FILE"} == images
+    bpy.ops.wm.save_mainfile()
+    moved = tmp_path / "moved"
+    shutil.move(str(project), str(moved))
+    bpy.ops.wm.open_mainfile(filepath=str(moved / "scene.blend"))
+    obj = bpy.data.objects["Flag"]
+    assert_round_trip(vat, obj, result, [1, 5, 10])
 
 
 def test_a_vertex_that_is_not_a_number_is_refused_naming_the_object_vertex_and_frame(vat, tmp_path):
@@ -692,6 +878,7 @@ def test_envfx_vat_command_bakes_each_file_and_leaves_it_unchanged(vat, envfx, t
     (["--objects", "Arm", "--frames", "10:1"], "the last frame must come after the first"),
     (["--objects", "Arm", "--frames", "x"], "give the first and last frame as A:B"),
     (["--objects", "Arm", "--step", "0"], "--step 0: use 1 or more"),
+    (["--objects", "Arm", "--frames", "1:100", "--loop", "8"], "so the last frame would be ignored: give --frames 1:8"),
     (["--objects", " , "], "--objects is empty"),
     (["--objects", "Nope"], "no object 'Nope'"),
 ])

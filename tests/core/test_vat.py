@@ -151,6 +151,31 @@ def test_extra_attributes_get_their_own_texture():
     assert enc.meta["normals"] == "NONE" and "normal" not in enc.meta["textures"]
 
 
+def test_extra_attributes_never_take_another_texture_s_file_or_key():
+    names = vat.output_names("A", "EXR32", "TEXTURE", ["pos", "nrm", "wind a", "wind_a", "Wind_A", "EnvFX_Wind"])
+    assert names["position"] == "A_vat_pos.exr" and names["normal"] == "A_vat_nrm.exr"
+    assert [names[f"attr:{a}"] for a in ("pos", "nrm", "wind a", "wind_a", "Wind_A", "EnvFX_Wind")] == [
+        "A_vat_pos_2.exr", "A_vat_nrm_2.exr", "A_vat_wind_a.exr", "A_vat_wind_a_2.exr", "A_vat_Wind_A_3.exr",
+        "A_vat_EnvFX_Wind.exr"]
+    assert len({n.lower() for n in names.values()}) == len(names)
+    # baked: each attribute in its own file, the offsets in theirs
+    rest, offsets, normals = animated(n=20, frames=3)
+    extras = {"pos": np.full((3, 20, 1), 7.0), "wind a": np.full((3, 20, 1), 1.0), "wind_a": np.full((3, 20, 1), 2.0)}
+    enc = vat.encode_bake("A", rest, offsets, normals, [1, 2, 3], vat.VatSettings(), extras=extras)
+    tex = enc.meta["textures"]
+    assert len({tex[k]["file"] for k in ("position", "normal", "pos", "wind a", "wind_a")}) == 5
+    got = vat.unpack_frames(vat.decode_texture(enc.files[tex["position"]["file"]], "EXR32"), enc.layout)
+    assert np.abs(got - offsets).max() < 1e-6
+    for name in ("pos", "wind a", "wind_a"):
+        values = vat.unpack_frames(vat.decode_texture(enc.files[tex[name]["file"]], "EXR32"), enc.layout)
+        assert np.array_equal(values[..., :1], extras[name])
+    # the JSON keys of the bake's own textures are refused, saying what to do
+    for name in ("position", "normal"):
+        with pytest.raises(vat.VatError, match=f"named '{name}'.*another name"):
+            vat.encode_bake("A", rest, offsets, normals, [1, 2, 3], vat.VatSettings(),
+                            extras={name: np.zeros((3, 20, 1))})
+
+
 # --- checks ------------------------------------------------------------------------------------------------
 
 def test_topology_change_names_the_first_frame():
@@ -177,6 +202,17 @@ def test_file_names_are_sanitised(name, stem):
 
 def test_stems_are_unique_ignoring_case():
     assert vat.unique_stems(["Tree", "tree", "a/b", "a:b"]) == ["Tree", "tree_2", "a_b", "a_b_2"]
+
+
+def test_stems_fit_file_systems_in_bytes_and_pass_over_another_object_s_bake():
+    """Linux and macOS take 255 bytes a file name: a stem is cut at 100 bytes (whole characters), so a file of
+    two stems fits; a stem an earlier bake of another object holds (``owner``) is passed over."""
+    stem = vat.file_stem("木" * 200)
+    assert stem == "木" * 33 and len(stem.encode()) == 99
+    names = vat.output_names(stem, "PNG16", "TEXTURE", ["葉" * 200])
+    assert max(len(n.encode()) for n in names.values()) <= 255
+    owners = {"Tree_1": "Tree:1", "Rock": "Rock"}
+    assert vat.unique_stems(["Tree_1", "Rock", "Tree:1"], owners.get) == ["Tree_1_2", "Rock", "Tree_1"]
 
 
 @pytest.mark.parametrize("half", [False, True])
