@@ -14,6 +14,7 @@ from ...shader_nodes import common
 
 SNOW_TAG = "envfx_snow"            # custom property on generated snow objects (value: the LOD level)
 TERRAIN_TAG = "envfx_snow_terrain"  # custom property on generated snow objects: JSON list of the terrain names
+TERRAIN_REFS = "envfx_snow_terrain_objects"  # ... and the terrain objects themselves (they follow a rename)
 COLLECTION_NAME = "EnvFX Snow"
 COLLECTION_KEY = "envfx_snow_collection"  # the scene's ID property pointing at its snow collection
 
@@ -76,14 +77,33 @@ def ensure_snow_collection(scene: bpy.types.Scene) -> bpy.types.Collection:
     return coll
 
 
-def terrain_scenes(obj: bpy.types.Object, scenes: Iterable[bpy.types.Scene]) -> list[bpy.types.Scene] | None:
-    """The scenes of ``scenes`` that hold the terrain snow object ``obj`` was generated over (TERRAIN_TAG), or
-    None when that is not known (no tag, or a terrain object no longer in the file)."""
-    try:
-        names = json.loads(obj.get(TERRAIN_TAG) or "[]")
-    except (TypeError, ValueError):
+def cover_terrain(obj: bpy.types.Object) -> list[bpy.types.Object] | None:
+    """The terrain objects the snow object ``obj`` was generated over, as they are now named (TERRAIN_REFS), or
+    None when that is not known (snow made before the references were kept, or a terrain object deleted)."""
+    refs = obj.get(TERRAIN_REFS)
+    terrain = list(refs.values()) if refs is not None and hasattr(refs, "values") else []
+    if not terrain or not all(isinstance(t, bpy.types.Object) for t in terrain):
         return None
-    terrain = [bpy.data.objects.get(n) for n in names] if isinstance(names, list) else []
+    return terrain
+
+
+def set_cover_terrain(obj: bpy.types.Object, terrain: Iterable[bpy.types.Object]) -> None:
+    """Tag the snow object ``obj`` with its terrain: their names (TERRAIN_TAG) and the objects (TERRAIN_REFS)."""
+    terrain = sorted(terrain, key=lambda o: o.name)
+    obj[TERRAIN_TAG] = json.dumps([o.name for o in terrain])
+    obj[TERRAIN_REFS] = {str(i): t for i, t in enumerate(terrain)}
+
+
+def terrain_scenes(obj: bpy.types.Object, scenes: Iterable[bpy.types.Scene]) -> list[bpy.types.Scene] | None:
+    """The scenes of ``scenes`` that hold the terrain snow object ``obj`` was generated over (TERRAIN_REFS, else
+    TERRAIN_TAG), or None when that is not known (no tag, or a terrain object no longer in the file)."""
+    terrain = cover_terrain(obj)
+    if terrain is None:
+        try:
+            names = json.loads(obj.get(TERRAIN_TAG) or "[]")
+        except (TypeError, ValueError):
+            return None
+        terrain = [bpy.data.objects.get(n) for n in names] if isinstance(names, list) else []
     if not terrain or any(t is None for t in terrain):
         return None
     return [s for s in scenes if any(common.in_scene(t, s) for t in terrain)]

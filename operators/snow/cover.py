@@ -18,8 +18,8 @@ from ...shader_nodes import bend as bend_nodes
 from ...shader_nodes import snow as snow_nodes
 from .. import bend as bend_ops
 from ..common import NeedsScene, evaluated_check
-from .collection import (SNOW_TAG, TERRAIN_TAG, SnowInputError, ensure_snow_collection, is_snow_object, snow_objects,
-                         update_view_layer)
+from .collection import (SNOW_TAG, TERRAIN_TAG, SnowInputError, cover_terrain, ensure_snow_collection,
+                         is_snow_object, set_cover_terrain, snow_objects, update_view_layer)
 from .terrain import image_and_uvs, instance_rendered, occluder_objects, terrain_triangles
 
 if TYPE_CHECKING:  # the stubs' name for an operator's result literals (no such module at run time)
@@ -65,8 +65,9 @@ def _cover_base_name(terrain) -> str:
 
 def covers_of(scene: bpy.types.Scene, terrain: Iterable[bpy.types.Object]) -> list[bpy.types.Object]:
     """The snow objects of ``scene`` generated over exactly the objects ``terrain`` (those of them snow can cover,
-    ``snow_terrain``, as ``generate_snow`` tags them; by TERRAIN_TAG; snow made before the tag existed: by its
-    name, "<terrain> Snow" or "<terrain> Snow LOD<n>"), coarsest level last."""
+    ``snow_terrain``, as ``generate_snow`` tags them; by the terrain objects it keeps, renamed or not, else by
+    TERRAIN_TAG; snow made before the tag existed: by its name, "<terrain> Snow" or "<terrain> Snow LOD<n>"),
+    coarsest level last."""
     terrain = snow_terrain(terrain)
     if not terrain:
         return []
@@ -74,6 +75,11 @@ def covers_of(scene: bpy.types.Scene, terrain: Iterable[bpy.types.Object]) -> li
     base = _cover_base_name(terrain) + " Snow"
     found = []
     for obj in snow_objects(scene):
+        kept = cover_terrain(obj)
+        if kept is not None:  # (then not by names: another object may have taken a renamed terrain's name)
+            if {t.as_pointer() for t in kept} == {t.as_pointer() for t in terrain}:
+                found.append(obj)
+            continue
         tag = obj.get(TERRAIN_TAG)
         if tag is not None and tag != names:
             tag = _tag_in_scene(tag, scene)
@@ -193,7 +199,7 @@ def generate_snow(scene: bpy.types.Scene, objects: Iterable[bpy.types.Object], d
                 obj.hide_render = True
                 obj.hide_viewport = True
         obj[SNOW_TAG] = level
-        obj[TERRAIN_TAG] = json.dumps(sorted(o.name for o in terrain))
+        set_cover_terrain(obj, terrain)
         obj["envfx_surface_spacing"] = [v * 2 ** level for v in cover.surface_spacing]
         made.append(obj)
     for obj in old.values():  # levels of detail the new cover does not have
@@ -234,7 +240,7 @@ class ENVFX_OT_snow_generate(NeedsScene, bpy.types.Operator):
             update_view_layer()
             s = bridge.envfx_settings(scene).snow
             made = generate_snow(scene, objects, context.evaluated_depsgraph_get(), s.density_mask,
-                                 s.density_texture)
+                                 s.density_texture, replace=True)  # (pressed again: the cover regenerated in place)
         except (SnowInputError, core_snow.SnowError, core_bend.BendError) as exc:
             self.report({"ERROR"}, str(exc))
             return {"CANCELLED"}

@@ -584,6 +584,20 @@ def test_snow_generate_twice_regenerates_the_cover_in_place(envfx, tmp_path, cap
     assert envfx.cli.main(["snow", path, "--generate", "--objects", "Ground", "--spacing", "0.5"]) == 0
     (name, (vertices, trails)), = covers()[0].items()
     assert name == "Ground Snow" and vertices < first[0]["Ground Snow"][0] and trails
+    # the terrain renamed (its cover keeps the terrain object, not only its name): still that cover, in place;
+    # and an object that takes the old name is another terrain, with a cover of its own
+    bpy.data.objects["Ground"].name = "Level Floor"
+    bpy.ops.wm.save_mainfile()
+    capsys.readouterr()
+    assert envfx.cli.main(["snow", path, "--generate", "--objects", "Level Floor", "--spacing", "0.25"]) == 0
+    assert "regenerated the snow cover Ground Snow in place" in capsys.readouterr().out
+    assert covers()[0] == {"Ground Snow": (first[0]["Ground Snow"][0], True)}
+    other = bpy.data.objects.new("Ground", api.mesh(bpy.data.objects["Level Floor"]).copy())
+    other.location.x = 40.0
+    api.scene().collection.objects.link(other)
+    bpy.ops.wm.save_mainfile()
+    assert envfx.cli.main(["snow", path, "--generate", "--objects", "Ground", "--spacing", "0.25"]) == 0
+    assert sorted(covers()[0]) == ["Ground Snow", "Ground Snow.001"]
 
 
 def test_a_name_given_twice_in_objects_counts_once(envfx, scene_file, tmp_path, capsys):

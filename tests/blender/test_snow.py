@@ -408,6 +408,27 @@ def test_generate_lods(envfx):
     assert levels[0][1] > levels[1][1] > levels[2][1]
 
 
+def test_generate_snow_pressed_again_regenerates_the_cover_in_place(envfx):
+    """Generate Snow pressed again over the same terrain (a spacing tweaked, or the terrain renamed meanwhile) makes
+    no second cover: the one there gets the new mesh and keeps its name, levels and trails."""
+    clear_scene()
+    ground = grid_object("Ground", size=4.0, segments=4)
+    api.envfx().snow.lods = 2
+    api.envfx().snow.spacing = 0.2
+    select_only(ground)
+    assert api.ops.snow_generate() == {"FINISHED"}
+    first = {o.name: len(api.mesh(o).vertices) for o in envfx.operators.snow.snow_objects(api.scene())}
+    assert sorted(first) == ["Ground Snow LOD0", "Ground Snow LOD1"]
+    api.envfx().snow.spacing = 0.1
+    ground.name = "Level Floor"
+    select_only(ground)
+    meshes = sorted(m.name for m in bpy.data.meshes)
+    assert api.ops.snow_generate() == {"FINISHED"}
+    again = {o.name: len(api.mesh(o).vertices) for o in envfx.operators.snow.snow_objects(api.scene())}
+    assert sorted(again) == sorted(first) and again["Ground Snow LOD0"] > first["Ground Snow LOD0"]
+    assert sorted(m.name for m in bpy.data.meshes) == meshes  # the old meshes gone, the new ones in their names
+
+
 @pytest.mark.parametrize("scale_length", [0.01, 1000.0])
 def test_generate_any_unit_scale(envfx, scale_length):
     scene = api.scene()
