@@ -202,7 +202,12 @@ def release_if_unused(tree, kind: str) -> bool:
         point_bend_reader(reader, None)
     for scene in scenes:
         del scene[scene_key(kind)]
+    stand_ins = [node.inputs["Object"].default_value for node in tree.nodes
+                 if node.bl_idname == "GeometryNodeObjectInfo" and not node.inputs["Object"].is_linked]
     bpy.data.node_groups.remove(tree)
+    for obj in stand_ins:  # (the pivot's stand-in: nothing else uses it, nor shows it)
+        if is_transform_proxy(obj) and obj.users == 0 and obj.library is None:
+            bpy.data.objects.remove(obj)
     return True
 
 

@@ -402,6 +402,20 @@ def test_apply_bakes_what_is_shown_and_skips_objects_that_show_no_bend(envfx):
         api.ops.bend_apply()
 
 
+def test_removing_the_last_bend_takes_its_pivot_stand_in_too(envfx):
+    """The bend's group follows its pivot through a hidden stand-in object; when the last object leaves the bend
+    and the group goes, so does the stand-in: add and remove cycles leave no objects behind."""
+    cube = bpy.data.objects["Cube"]
+    scene_setup("RUNNER", "POS_Y", pivot_empty("Player", (0.0, 3.0, 0.0)))
+    names = sorted(o.name for o in bpy.data.objects)
+    for _ in range(3):
+        select_only([cube])
+        assert api.ops.bend_add() == {"FINISHED"}
+        assert any(o.get("envfx_transform_of") is not None for o in bpy.data.objects)
+        assert api.ops.bend_remove() == {"FINISHED"}
+        assert sorted(o.name for o in bpy.data.objects) == names
+
+
 def test_apply_names_an_object_scaled_flat_and_bakes_the_others(envfx):
     """A scale of zero on an axis (its own or a parent's) leaves no object-space down to bake along: Apply names
     such objects with what to do and keeps their bend; Add and Remove take them without fuss."""
