@@ -221,6 +221,7 @@ def _snow_file(args, path: str, frames, saves: bool, part=None) -> int:
         raise CliError(_snow_only(_snow_options(args, SNOW_FOLLOW_ONLY), f"a FOLLOW window, and the scene's buffer "
                                   f"framing is {s.framing} (it covers every snow mesh)", "add --framing FOLLOW"))
     # all arguments checked: now change the settings
+    before = _snow_settings(s)
     for name, prop in (("spacing", "spacing"), ("thickness", "thickness"), ("lods", "lods"),
                        ("budget", "vertex_budget"), ("resolution", "buffer_resolution"), ("size", "buffer_size"),
                        ("framing", "framing")):
@@ -253,6 +254,7 @@ def _snow_file(args, path: str, frames, saves: bool, part=None) -> int:
             print(f"envfx snow: {path}: {what} {len(made)} snow mesh(es), {len(made[0].data.vertices):,} vertices")
             for warning in made.warnings:
                 print(f"envfx snow: {path}: warning: {warning}")
+        changed = []
         if args.trails:
             changed, skipped = snow_ops.add_trails(scene, snow_ops.snow_objects(scene))
             for name, why in skipped.items():
@@ -287,6 +289,9 @@ def _snow_file(args, path: str, frames, saves: bool, part=None) -> int:
     except progress.Cancelled as exc:
         print(f"envfx snow: {path}: {exc}", file=sys.stderr)
         return 1
+    if saves and not (args.generate or changed or args.bake or args.output) and _snow_settings(s) == before:
+        print(f"envfx snow: {path}: nothing changed, {path} not saved")  # (trails on every snow mesh already)
+        return 0
     if saves:
         out = args.output or path
         if out != path and s.output_dir.startswith("//"):  # saved elsewhere: still the folder it names now
@@ -294,6 +299,12 @@ def _snow_file(args, path: str, frames, saves: bool, part=None) -> int:
         batch.save_blend(out)
         print(f"envfx snow: {path}: saved {out}")
     return 0
+
+
+def _snow_settings(settings) -> dict:
+    """The values of the scene's snow settings (``scene.envfx.snow``), to tell whether a run changed them."""
+    return {p.identifier: getattr(settings, p.identifier) for p in settings.bl_rna.properties
+            if p.identifier != "rna_type" and p.type != "COLLECTION"}
 
 
 def _relative_to(folder: str, blend: str) -> str:

@@ -600,6 +600,22 @@ def test_snow_generate_twice_regenerates_the_cover_in_place(envfx, tmp_path, cap
     assert sorted(covers()[0]) == ["Ground Snow", "Ground Snow.001"]
 
 
+def test_snow_trails_already_on_every_snow_mesh_leaves_the_file_unsaved(envfx, tmp_path, capsys):
+    """`snow --trails` where every snow mesh has its trails already changes nothing: the file is not saved again
+    (as `bend --remove` with nothing bent); with the cover made again it is."""
+    path = snow_file(tmp_path / "snow.blend")
+    assert envfx.cli.main(["snow", path, "--generate", "--objects", "Ground", "--trails", "--actors", "Walkers"]) == 0
+    data = open(path, "rb").read()
+    capsys.readouterr()
+    assert envfx.cli.main(["snow", path, "--trails"]) == 0
+    assert f"nothing changed, {path} not saved" in capsys.readouterr().out
+    assert open(path, "rb").read() == data
+    assert envfx.cli.main(["snow", path, "--trails", "--actors", "Walkers"]) == 0  # the same collection
+    assert open(path, "rb").read() == data
+    assert envfx.cli.main(["snow", path, "--generate", "--objects", "Ground", "--trails"]) == 0  # a change: saved
+    assert open(path, "rb").read() != data
+
+
 def test_a_name_given_twice_in_objects_counts_once(envfx, scene_file, tmp_path, capsys):
     """``--objects Tree,Tree`` (a generated list) is the object Tree, once: not a second object sharing its mesh
     (wind), not a second bend to bake that is no longer there (bend --apply)."""
