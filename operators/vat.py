@@ -342,9 +342,17 @@ class _Sampler:
         self.proxy_mesh = None
         self.rest = None
         self.warnings = []
+        self.first_matrix = None  # the object's world matrix at the first baked frame
+        self.transform_moves = False  # whether it changes over the frames (keys, a parent, constraints, drivers)
 
     def read(self, i, obj, depsgraph, thread):
         ev = obj.evaluated_get(depsgraph)
+        matrix = ev.matrix_world
+        if self.first_matrix is None:
+            self.first_matrix = matrix.copy()
+        elif not self.transform_moves:
+            self.transform_moves = any(abs(a - b) > 1e-6 * max(1.0, abs(b)) for row, first in zip(matrix,
+                                       self.first_matrix) for a, b in zip(row, first))
         mesh = ev.to_mesh()
         try:
             counts = bridge.mesh_counts(mesh)
@@ -431,6 +439,18 @@ def _make_proxy(scene, obj, mesh, rest, layout):
     mod = cast(bpy.types.NodesModifier, proxy.modifiers.new(MODIFIER_NAME, "NODES"))
     mod.node_group = vat_nodes.ensure_vat_player()
     return proxy, old, old_name, uv_index
+
+
+FOLLOW_NAME = "EnvFX Follow"  # the proxy's Child Of constraint on the object it plays, when that object moves
+
+
+def _follow(proxy, obj) -> None:
+    """Make ``proxy`` (placed where ``obj`` is now) follow ``obj``'s transform as it changes over the frames: a
+    Child Of constraint whose inverse is ``obj``'s matrix now, so moving the proxy aside by hand still works."""
+    con = cast(bpy.types.ChildOfConstraint, proxy.constraints.new("CHILD_OF"))
+    con.name = FOLLOW_NAME
+    con.target = obj
+    con.inverse_matrix = obj.matrix_world.inverted_safe()
 
 
 def _export_proxy(scene, proxy, path: str, kind: str):
@@ -650,6 +670,10 @@ def _write_object(scene, name, sampler, frames, opts, settings, loop_after, afte
         _export_proxy(scene, proxy, staging.file(mesh_name), kind)
     sampler.write_cpu = encoder.write_cpu
     sampler.encoder = None
+    if sampler.transform_moves and proxy is not None:  # the proxy follows the object, as a game moves it
+        _follow(proxy, obj)
+    moved = (f"it moves by its transform (its keys, a parent or constraints), which a VAT of its mesh does not "
+             f"hold: the proxy follows {name}; give a game its transform animation")
     if encoder.static() and wind_rigid.is_rigid(obj):  # (it moves, by its transform: not what a VAT holds)
         result.warnings.append(f"{name}: its mesh does not move over frames {frames[0]} to {frames[-1]}: it sways "
                                f"whole by its transform (Rigid Sway), which a VAT of its mesh does not hold; give "
@@ -659,6 +683,10 @@ def _write_object(scene, name, sampler, frames, opts, settings, loop_after, afte
                                f"in its materials (Wind on GPU), which a VAT of its mesh does not hold; switch Wind "
                                f"on GPU off and Add Wind again to bake its wind, or give a game the wind's include "
                                f"(Wind > Export for Game Engines)")
+    elif encoder.static() and sampler.transform_moves:
+        result.warnings.append(f"{name}: its mesh does not move over frames {frames[0]} to {frames[-1]}: {moved}")
+    elif sampler.transform_moves:
+        result.warnings.append(f"{name}: the VAT holds its mesh's motion in object space; besides, {moved}")
     elif encoder.static():
         result.warnings.append(f"{name}: nothing moves over frames {frames[0]} to {frames[-1]} (static): the "
                                f"VAT holds one pose; check the frame range, or that the animation, armature "

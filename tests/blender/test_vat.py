@@ -727,6 +727,45 @@ def test_vertices_in_no_face_are_played_too(vat, tmp_path, faces):
         assert np.abs(got[:16] - want[:16]).max() < 1e-5 and np.abs(got[16:] - want[16:]).max() > 1e-3
 
 
+def test_the_proxy_follows_an_object_that_moves_by_its_transform(vat, tmp_path):
+    """An object carried by an animated parent (or its own keys) moves in the world by its transform, which a VAT
+    of its mesh does not hold: its proxy follows the object, so the two stay together in the world at every
+    frame, and moved aside by hand it keeps the offset; the bake says what a game needs besides."""
+    obj = armature_mesh(name="Rider")
+    cart = bpy.data.objects.new("Cart", None)
+    api.scene().collection.objects.link(cart)
+    obj.parent = cart
+    for frame, x in ((1, 0.0), (10, 5.0)):
+        cart.location.x = x
+        cart.keyframe_insert("location", frame=frame)
+    still = bpy.data.objects.new("Crate", api.mesh(bpy.data.objects["Cube"]).copy())
+    api.scene().collection.objects.link(still)
+    for frame, z in ((1, 0.0), (10, 2.0)):
+        still.location.z = z
+        still.keyframe_insert("location", frame=frame)
+    api.scene().frame_set(4)
+    result = vat.ops.bake_vat(api.scene(), [obj, still], str(tmp_path), vat.ops.VatOptions(1, 10))
+    assert "Rider: the VAT holds its mesh's motion in object space; besides, it moves by its transform" in \
+        "\n".join(result.warnings)
+    assert "Crate: its mesh does not move over frames 1 to 10: it moves by its transform (its keys, a parent or " \
+        "constraints), which a VAT of its mesh does not hold: the proxy follows Crate" in "\n".join(result.warnings)
+    proxy = vat.ops.find_proxy("Rider")
+
+    def world(o):
+        pos, _, _ = evaluated(vat, o)
+        m = np.array(o.evaluated_get(bpy.context.evaluated_depsgraph_get()).matrix_world)
+        return pos @ m[:3, :3].T + m[:3, 3]
+
+    for frame in (1, 4, 7, 10):
+        api.scene().frame_set(frame)
+        assert np.abs(world(proxy) - world(obj)).max() < 1e-5, frame
+    proxy.location.y += 3.0  # moved aside: the offset stays as the object moves
+    for frame in (1, 10):
+        api.scene().frame_set(frame)
+        offset = world(proxy) - world(obj)
+        assert np.abs(offset - offset[0]).max() < 1e-5 and abs(np.linalg.norm(offset[0]) - 3.0) < 1e-4
+
+
 def test_an_extra_attribute_named_as_the_bake_s_own_textures_is_refused(vat, tmp_path):
     obj = armature_mesh(name="A")
     api.mesh(obj).attributes.new("normal", "FLOAT_VECTOR", "POINT")
