@@ -188,6 +188,24 @@ def set_player_inputs(mod, meta: dict, positions, normals=None):
 
 
 def refresh_after_load():
-    """A file saved by an older EnvFX: its player group is rebuilt in place (the proxies keep using it)."""
-    if any(is_player(t) and t.get(common.STAMP_KEY) != f"vat-player-{VERSION}" for t in bpy.data.node_groups):
-        ensure_vat_player()
+    """A file saved by an older EnvFX: its player group is rebuilt in place, and the proxies keep playing their
+    bakes: a rebuilt group's inputs get new identifiers, which the modifiers key their values by, so each player
+    modifier's values are read by input name before and written back after."""
+    tree = bpy.data.node_groups.get(GROUP_NAME)
+    if not is_player(tree) or tree.get(common.STAMP_KEY) == f"vat-player-{VERSION}" or tree.library is not None:
+        return
+    names = [item.name for item in tree.interface.items_tree
+             if getattr(item, "item_type", "SOCKET") == "SOCKET" and item.in_out == "INPUT"
+             and item.bl_socket_idname != "NodeSocketGeometry"]
+    kept = []
+    for obj in bpy.data.objects:
+        for mod in obj.modifiers:
+            if mod.type == "NODES" and getattr(mod, "node_group", None) == tree and obj.library is None:
+                values = {n: mod.get(common.input_identifier(tree, n)) for n in names}
+                # (plain copies: a vector's value is a view of the modifier's storage, which the rebuild frees)
+                kept.append((mod, {n: tuple(v) if hasattr(v, "to_list") else v for n, v in values.items()}))
+    ensure_vat_player()
+    for mod, values in kept:
+        for name, value in values.items():
+            if value is not None and name in {n for n, _kind, _default in INPUTS}:
+                mod[common.input_identifier(tree, name)] = value

@@ -766,6 +766,25 @@ def test_the_proxy_follows_an_object_that_moves_by_its_transform(vat, tmp_path):
         assert np.abs(offset - offset[0]).max() < 1e-5 and abs(np.linalg.norm(offset[0]) - 3.0) < 1e-4
 
 
+def test_a_proxy_saved_by_an_older_envfx_plays_after_its_player_is_rebuilt(vat, tmp_path):
+    """A file saved with an older player group (stamp vat-player-1, proxies without the texel attribute): as it
+    opens the group is rebuilt in place, which gives its inputs new identifiers; each proxy's values (its images,
+    frames, remap...) are carried over by input name, so it plays as before."""
+    obj = armature_mesh(name="Old")
+    result = vat.ops.bake_vat(api.scene(), [obj], str(tmp_path / "vat"), vat.ops.VatOptions(1, 10, step=3))
+    proxy = vat.ops.find_proxy("Old")
+    api.mesh(proxy).attributes.remove(api.mesh(proxy).attributes[vat.nodes.TEXEL_ATTR])
+    group = bpy.data.node_groups[vat.nodes.GROUP_NAME]
+    group["envfx_stamp"] = "vat-player-1"
+    old_ids = [i.identifier for i in group.interface.items_tree]
+    bpy.ops.wm.save_as_mainfile(filepath=str(tmp_path / "old.blend"))
+    bpy.ops.wm.open_mainfile(filepath=str(tmp_path / "old.blend"))
+    group = bpy.data.node_groups[vat.nodes.GROUP_NAME]
+    assert group["envfx_stamp"] == f"vat-player-{vat.nodes.VERSION}"
+    assert [i.identifier for i in group.interface.items_tree] != old_ids  # (rebuilt: new identifiers)
+    assert_round_trip(vat, bpy.data.objects["Old"], result, [1, 4, 7, 10])
+
+
 def test_an_extra_attribute_named_as_the_bake_s_own_textures_is_refused(vat, tmp_path):
     obj = armature_mesh(name="A")
     api.mesh(obj).attributes.new("normal", "FLOAT_VECTOR", "POINT")
