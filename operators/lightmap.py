@@ -265,11 +265,13 @@ def _bake(scene_name: str, inputs: Inputs) -> LightmapJob:
         "units": "irradiance on the ground in W/m^2 as Cycles computes it (PHYSICAL); the EXR holds it linear",
         "png_white": white,
     }
+    yield 0.9
+    # no yield from here to the end: a cancel (taken at a yield) either comes before the files are moved in, or not
+    # at all, so "cancelled; nothing was written" holds and the scene is never left pointing at a half-finished bake
     try:
         files = core_lm.write_outputs(inputs.folder, result, meta, circles, distance)
     except (core_lm.LightmapError, OSError) as exc:
         raise LightmapInputError(f"Writing the light map failed: {exc}; nothing was written") from None
-    yield 0.95
     scene = bpy.data.scenes[scene_name]
     out = LightmapResult(files=files, region=grid.region, resolution=(grid.width, grid.height),
                          lights=[lt.name for lt in inputs.lights], warnings=inputs.warnings + result.warnings)
@@ -282,7 +284,6 @@ def _bake(scene_name: str, inputs: Inputs) -> LightmapJob:
     if inputs.options["vertex_colours"]:
         out.coloured = colour_vertices(scene, inputs, grid, occ, 1.0 / white, out.warnings)
     out.seconds = time.perf_counter() - start
-    yield 1.0
     return out
 
 

@@ -316,6 +316,38 @@ def test_bad_input_is_refused_with_what_to_do(envfx, tmp_path, case, message):
         assert scene_state() == before
 
 
+def test_a_cancel_at_any_step_leaves_the_folder_and_the_scene_as_they_were(envfx, tmp_path):
+    """Esc (or Ctrl-C) at any step of a bake, the last one included: the job says nothing was written, and the
+    folder holds the earlier bake's files, unchanged, and the scene still shows that bake's region."""
+    progress = importlib.import_module(envfx.__name__ + ".progress")
+    scene, _, _ = level()
+    s = api.envfx(scene).lightmap
+    s.output_dir = str(tmp_path / "out")
+    s.resolution, s.penumbra_samples = 16, 2
+    lm_ops(envfx).bake_lightmap(scene)
+    before = {p.name: p.read_bytes() for p in (tmp_path / "out").iterdir()}
+    s.resolution = 24  # (the next bake writes other files, over another region's texels)
+    s.baked_region = (0.0, 0.0, 1.0, 1.0)
+    steps = 0
+    while True:
+        steps += 1
+        taken = []
+
+        def cancel(taken=taken, steps=steps):
+            taken.append(True)
+            return len(taken) == steps
+        try:
+            progress.run(lm_ops(envfx).bake_lightmap_job(scene), "Light map", should_cancel=cancel)
+        except progress.Cancelled as exc:
+            assert "nothing was written" in str(exc)
+            assert {p.name: p.read_bytes() for p in (tmp_path / "out").iterdir()} == before, steps
+            assert tuple(s.baked_region) == (0.0, 0.0, 1.0, 1.0), steps
+            continue
+        break
+    assert steps > 2  # (cancelled at every step it has, then left to finish)
+    assert json.loads((tmp_path / "out" / "lightmap.json").read_text())["resolution"] == [24, 24]
+
+
 def test_a_read_only_folder_is_refused_even_for_root(envfx, tmp_path):
     """os.access says yes to root everywhere: the bake tries to write."""
     scene, _, _ = level()
