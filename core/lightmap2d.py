@@ -47,6 +47,7 @@ TILE = 16
 # an obstacle triangle whose corners all lie below this share of the lowest light's height above the ground is the
 # floor (a level modelled as one mesh holds its floor), not a wall
 FLOOR_SHARE = 0.05
+FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 
 class LightmapError(ValueError):
@@ -556,11 +557,14 @@ def check_lights(grid: Grid, occ: np.ndarray, lights: Sequence[Light], ground_z:
 
 # --- smoothing and occlusion -------------------------------------------------------------------------------
 
-def _resize_bilinear(img: np.ndarray, h: int, w: int) -> np.ndarray:
-    """Bilinear resize of (H, W, ...) to (h, w, ...), texel centres aligned (as a GPU samples a stretched texture)."""
+def _resize_bilinear(img: np.ndarray, h: int, w: int, rows: int | None = None,
+                     cols: int | None = None) -> np.ndarray:
+    """Bilinear resize of (H, W, ...) to (h, w, ...), texel centres aligned (as a GPU samples a stretched texture).
+    ``rows``, ``cols``: only the first ones of the result are computed (the top-left corner of it, no larger)."""
     sh, sw = img.shape[:2]
-    y = np.clip((np.arange(h, dtype=np.float32) + 0.5) * (sh / h) - 0.5, 0, sh - 1)
-    x = np.clip((np.arange(w, dtype=np.float32) + 0.5) * (sw / w) - 0.5, 0, sw - 1)
+    y = np.clip((np.arange(min(h, rows or h), dtype=np.float32) + 0.5) * (sh / h) - 0.5, 0, sh - 1)
+    x = np.clip((np.arange(min(w, cols or w), dtype=np.float32) + 0.5) * (sw / w) - 0.5, 0, sw - 1)
+    h, w = len(y), len(x)
     y0 = np.floor(y).astype(np.int64)
     x0 = np.floor(x).astype(np.int64)
     y1, x1 = np.minimum(y0 + 1, sh - 1), np.minimum(x0 + 1, sw - 1)
@@ -652,22 +656,26 @@ def occlusion(grid: Grid, occ: np.ndarray, distance: float, strength: float) -> 
     if distance <= 0 or strength <= 0 or not occ.any():
         return np.ones((h, w), dtype=np.float32)
     texel = max(grid.tx, grid.ty)
-    factor = max(1, int(distance / 8.0 / texel))
+    # cells of an eighth of ``distance``; past the map's size a cell holds the whole map, and the factor is the same
+    # at any size beyond (d is 0 on the one cell: 1 - strength everywhere)
+    factor = min(max(1, int(distance / 8.0 / texel)), max(h, w))
     lh, lw = -(-h // factor), -(-w // factor)
-    pad = np.zeros((lh * factor, lw * factor), dtype=bool)
-    pad[:h, :w] = occ
-    low = np.asarray(pad.reshape(lh, factor, lw, factor).any(axis=(1, 3)))  # (numpy's stubs: bool | array)
+    # a low cell is occupied when any of its texels is; the last row and column of cells reach past the map (empty
+    # there). Reduced in place: no grid of lh * factor x lw * factor texels, which a long distance makes far larger
+    # than the map (1e5 m on a 10 m level: a 6 GiB padding)
+    low = np.logical_or.reduceat(np.logical_or.reduceat(occ, np.arange(0, h, factor), axis=0),
+                                 np.arange(0, w, factor), axis=1)
     cell = factor * texel
     d = distance_map(low, cell)
     # (cells of an eighth of ``distance``: the reach is about a quarter of it)
     # a low cell marks a wall anywhere in it (up to half a cell's diagonal off its centre), and a texel reads
     # low samples up to a cell's diagonal away: shift by both, so no darkening leaks beyond ``distance``
     reach = (1.5 * math.sqrt(2.0) * cell + texel) if factor > 1 else 0.0
-    t = np.clip(d / np.float32(distance - reach), 0.0, 1.0)
+    t = np.clip(d / np.float32(min(distance - reach, FLOAT32_MAX)), 0.0, 1.0)  # (1e300: as far as float32 goes)
     low_factor = 1.0 - np.float32(strength) * (1.0 - t) ** 2
     if factor == 1:
         return low_factor.astype(np.float32)
-    full = _resize_bilinear(low_factor, lh * factor, lw * factor)[:h, :w]
+    full = _resize_bilinear(low_factor, lh * factor, lw * factor, rows=h, cols=w)
     return full.astype(np.float32)
 
 

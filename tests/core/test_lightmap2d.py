@@ -273,6 +273,31 @@ def test_occlusion_darkens_only_within_its_distance_of_walls():
     assert np.allclose(dark.rgb, plain.rgb * factor[:, :, None])
 
 
+@pytest.mark.parametrize("distance", [1e5, 1e30, 1e300])
+def test_an_occlusion_distance_far_beyond_the_map_darkens_it_evenly_within_the_maps_memory(distance):
+    """On a 10 m map every texel is at most its diagonal (14.2 m) from a wall, so at a distance of 200 m or more the
+    darkening is nearly the full strength everywhere (1 - s (1 - d / D)^2 for d <= 14.2), and the same at any longer
+    distance; working memory stays that of the map (1e5 m once asked for a 6 GiB padding, 1e30 a numpy error)."""
+    import tracemalloc
+
+    grid = lm.make_grid((0, 0, 10, 10), 64)
+    occ = lm.rasterise(grid, box(4, 4, 5, 6))
+    near = lm.occlusion(grid, occ, 200.0, 0.6)
+    assert np.all(near >= 0.4 - 1e-6) and np.all(near <= 1 - 0.6 * (1 - math.hypot(10, 10) / 200.0) ** 2)
+    tracemalloc.start()
+    try:
+        far = lm.occlusion(grid, occ, distance, 0.6)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert np.array_equal(far, near)
+    assert peak < 100 * occ.size, peak  # (a few float32 and float64 arrays of the map's size)
+    light = lm.Light(2, 2, 2.0, power=100)
+    result = lm.bake(grid, occ, [light], 0.0, lm.Settings(resolution=64, penumbra_samples=1,
+                                                          occlusion_distance=distance, occlusion_strength=0.6))
+    assert np.isfinite(result.rgb).all()
+
+
 # --- light circles and shadow quads ------------------------------------------------------------------------
 
 def test_light_circles_peak_at_each_light_without_shadows():
