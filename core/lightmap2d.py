@@ -532,10 +532,28 @@ def visibility_reference(xs: npt.ArrayLike, ys: npt.ArrayLike, occ_boundary_xy: 
     return acc * np.float32(1.0 / len(offsets))
 
 
+# a Light's numbers, by the name Blender's light panel gives them
+_LIGHT_FIELDS = (("position", ("x", "y", "z")), ("power", ("power",)), ("colour", ("colour",)),
+                 ("radius", ("radius",)), ("direction", ("direction",)), ("spot size", ("spot_size",)),
+                 ("spot blend", ("spot_blend",)), ("custom distance", ("influence",)))
+
+
+def not_finite(light: Light) -> list[str]:
+    """The names of ``light``'s values that are NaN or infinite ([] when every one is a number)."""
+    return [label for label, names in _LIGHT_FIELDS
+            if not np.isfinite(np.asarray([getattr(light, n) for n in names], dtype=np.float64)).all()]
+
+
 def check_lights(grid: Grid, occ: np.ndarray, lights: Sequence[Light], ground_z: float) -> None:
-    """Refuse lights the map cannot use: none, below the ground, outside the region, inside an obstacle."""
+    """Refuse lights the map cannot use: none, with a value that is NaN or infinite, below the ground, outside the
+    region, inside an obstacle."""
     if not lights:
         raise LightmapError("No lights: add point, spot or area lights to the scene (or to the Lights collection)")
+    broken = [f"{lt.name} ({', '.join(bad)})" for lt in lights if (bad := not_finite(lt))]
+    if broken:
+        raise LightmapError(f"Light(s) {'; '.join(broken)} have a value that is not a number (NaN or infinite), "
+                            "which would fill the map with it: set a finite value (a script or a driver may have "
+                            "set it), or leave the light out of the Lights collection")
     x0, y0, x1, y1 = grid.region
     below = [lt.name for lt in lights if lt.z <= ground_z]
     if below:
@@ -759,7 +777,8 @@ def bake_job(grid: Grid, occ: np.ndarray, lights: Sequence[Light], ground_z: flo
             if light.colour[k]:
                 assert planes is not None  # freed only after the last light
                 view = planes[k, r0:r1, c0:c1]
-                np.add(view, np.multiply(vis, np.float32(light.colour[k]), out=tmp), out=view)
+                with np.errstate(over="ignore"):  # (too strong a light: refused with its name once all are in)
+                    np.add(view, np.multiply(vis, np.float32(light.colour[k]), out=tmp), out=view)
 
     if threads == 1:
         for n, light in enumerate(lights):
@@ -780,6 +799,18 @@ def bake_job(grid: Grid, occ: np.ndarray, lights: Sequence[Light], ground_z: flo
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
     planes[:, occ] = 0.0  # under the walls
+    if not np.isfinite(planes).all():  # (a power or colour as large as float32 goes: Blender clamps inf to it)
+        def strength(lt: Light) -> float:
+            return abs(lt.power) * max(abs(c) for c in lt.colour)
+        top = max(strength(lt) for lt in lights)
+        strongest = sorted((lt for lt in lights if strength(lt) >= 0.01 * top), key=strength, reverse=True)[:3]
+        raise LightmapError("The light is too strong to store in the map (beyond float32's 3.4e38): lower the Power "
+                            "or the colour of " + ", ".join(f"{lt.name} (power {lt.power:g}, colour "
+                                                         f"{', '.join(f'{c:g}' for c in lt.colour)})"
+                                                         for lt in strongest))
+    if not (planes > 0).any():
+        warnings.append("The map is black: no light reaches the ground (every light has power 0 or a black colour, "
+                        "or faces away from it): raise a light's Power, or check its colour and direction")
     rgb = np.ascontiguousarray(planes.transpose(1, 2, 0))
     planes = None  # freed before smoothing
     rgb = smooth(rgb, settings.smoothing, int(settings.smoothing_levels))

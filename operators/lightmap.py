@@ -251,7 +251,10 @@ def _bake(scene_name: str, inputs: Inputs) -> LightmapJob:
     occ = core_lm.rasterise(grid, inputs.triangles)
     yield 0.05
     job = core_lm.bake_job(grid, occ, inputs.lights, inputs.ground_z, inputs.settings)
-    result = yield from jobs.within(job, 0.05, 0.85)
+    try:
+        result = yield from jobs.within(job, 0.05, 0.85)
+    except core_lm.LightmapError as exc:  # (found while baking: a light too strong to store)
+        raise LightmapInputError(f"{exc}; nothing was written") from None
     circles = core_lm.light_circles(grid, inputs.lights, inputs.ground_z) if inputs.options["light_circles"] else None
     distance, _ = core_lm.distance_image(grid, occ)
     white = core_lm.white_point(result.rgb, result.occupancy)

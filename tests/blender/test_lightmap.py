@@ -266,6 +266,10 @@ def scene_state():
     ("nan_obstacle", r"Obstacle 'Wall.*' has [0-9]+ triangles with a corner that is not a number .*fix the mesh"),
     ("nan_ground", r"Ground 'Ground' has 2 triangles with a corner that is not a number .*fix the mesh"),
     ("nan_light", "Lamp1"),
+    ("nan_energy", r"Lamp1 \(power\) have a value that is not a number \(NaN or infinite\).*set a finite value"),
+    ("nan_colour", r"Lamp0 \(colour\) have a value that is not a number"),
+    ("inf_colour", r"too strong to store in the map .*lower the Power or the colour of Lamp0 \(power 600, colour 1, "
+                   r"3\.40282e\+38, 1\)"),
 ])
 def test_bad_input_is_refused_with_what_to_do(envfx, tmp_path, case, message):
     scene, ground, walls = level()
@@ -304,6 +308,12 @@ def test_bad_input_is_refused_with_what_to_do(envfx, tmp_path, case, message):
         mesh.vertices[corner].co.z = float("nan")
     elif case == "nan_light":
         bpy.data.objects["Lamp1"].location.x = float("nan")
+    elif case == "nan_energy":  # (a script or a driver)
+        api.of(bpy.types.PointLight, bpy.data.lights["Lamp1"]).energy = float("nan")
+    elif case == "nan_colour":
+        bpy.data.lights["Lamp0"].color = (1.0, float("nan"), 1.0)
+    elif case == "inf_colour":  # (Blender holds it as float32's largest number)
+        bpy.data.lights["Lamp0"].color = (1.0, float("inf"), 1.0)
     api.view_layer().update()
     before = scene_state()
     with pytest.raises(lm_ops(envfx).LightmapInputError, match=message):

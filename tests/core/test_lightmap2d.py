@@ -371,10 +371,24 @@ def test_bad_grids_are_refused(region, res, message):
     ([lm.Light(5, 5, -1, name="Low")], [], "not above the ground"),
     ([lm.Light(5, 5, 2, name="Buried")], [(4, 4, 6, 6)], "Buried are inside an obstacle"),
     ([lm.Light(5, 5, 2)], [(-1, -1, 21, 11)], "cover the whole region"),
+    ([lm.Light(5, 5, 2, power=math.nan, name="Lamp")], [], r"Lamp \(power\) have a value that is not a number"),
+    ([lm.Light(5, 5, 2, power=math.inf, name="Lamp")], [], r"Lamp \(power\) have a value that is not a number"),
+    ([lm.Light(5, 5, 2, name="Ok"), lm.Light(5, 5, 2, colour=(1, math.nan, 1), radius=-math.inf, name="Lamp")], [],
+     r"Light\(s\) Lamp \(colour, radius\) have a value .*set a finite value"),
+    ([lm.Light(5, 5, 2, kind="SPOT", spot_size=math.nan, name="Spot")], [], r"Spot \(spot size\)"),
 ])
 def test_bad_lights_and_obstacles_are_refused(lights, boxes, message):
     with pytest.raises(lm.LightmapError, match=message):
         bake((0, 0, 20, 10), 50, boxes, lights)
+
+
+def test_a_map_no_light_reaches_says_so():
+    """Lights of power 0 or a black colour: the map is black, and the bake warns, naming what to raise."""
+    result, _, _ = bake((0, 0, 20, 10), 50, [], [lm.Light(5, 5, 2, power=0.0), lm.Light(9, 5, 2, colour=(0, 0, 0))])
+    assert not result.rgb.any()
+    assert [w for w in result.warnings if "The map is black" in w and "raise a light's Power" in w]
+    lit, _, _ = bake((0, 0, 20, 10), 50, [], [lm.Light(5, 5, 2, power=0.0), lm.Light(9, 5, 2)])
+    assert not [w for w in lit.warnings if "black" in w]
 
 
 def test_bad_settings_are_refused():
