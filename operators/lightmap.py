@@ -281,7 +281,10 @@ def _bake(scene_name: str, inputs: Inputs) -> LightmapJob:
     s = bridge.envfx_settings(scene).lightmap
     s.baked_region = grid.region
     s.baked_ground_z = inputs.ground_z
-    _load_image(DISTANCE_IMAGE_NAME, os.path.join(inputs.folder, core_lm.DISTANCE_FILE), data=True)
+    distance_map = _load_image(DISTANCE_IMAGE_NAME, os.path.join(inputs.folder, core_lm.DISTANCE_FILE), data=True)
+    # kept with the file: until actors' shadows use it nothing does, and Blender saves no image without a user (a
+    # reopened file would refuse Add Actor Shadows until the next bake)
+    distance_map.use_fake_user = True
     if inputs.options["apply_to_ground"]:
         out.materials = show_on_ground(scene, inputs.ground, files[0], grid.region, 1.0 / white)
     if inputs.options["vertex_colours"]:

@@ -428,6 +428,31 @@ def actor_level(envfx, tmp_path, lamp_at=(-4.0, -1.0, 2.0)):
     return scene, actor, bpy.data.objects[names[0]]
 
 
+@pytest.mark.parametrize("how", ["operator", "command"])
+def test_actor_shadows_can_be_added_after_the_file_is_saved_and_opened_again(envfx, tmp_path, how):
+    """Bake (the operator and save, or `envfx lightmap --save`), open the file again: the distance map the shadows
+    read came back with it, and Add Actor Shadows works without baking again."""
+    scene, _, _ = level()
+    bpy.ops.mesh.primitive_cube_add(size=0.5, location=(-1.0, -1.0, 0.25))
+    api.active().name = "Actor"
+    path = str(tmp_path / "level.blend")
+    bpy.ops.wm.save_as_mainfile(filepath=path)
+    if how == "operator":
+        api.envfx(scene).lightmap.output_dir = "//maps"
+        assert api.ops.lightmap_bake() == {"FINISHED"}
+        bpy.ops.wm.save_mainfile()
+    else:
+        assert envfx.cli.main(["lightmap", path, "--out", str(tmp_path / "maps"), "--resolution", "24", "--save"]) == 0
+    bpy.ops.wm.open_mainfile(filepath=path)
+    scene = api.scene()
+    names = lm_ops(envfx).add_actor_shadows(scene, [bpy.data.objects["Actor"]])
+    assert names == ["Actor Shadow"]
+    image = bpy.data.images[lm_ops(envfx).DISTANCE_IMAGE_NAME]
+    assert image.has_data or image.size[0] > 0
+    sprites, _ = shadow_sprites(bpy.data.objects["Actor Shadow"])
+    assert sum(a for _, a, _ in sprites) > 0
+
+
 def test_actor_shadow_points_away_from_the_nearest_light_and_matches_its_numpy_twin(envfx, tmp_path):
     scene, actor, shadow = actor_level(envfx, tmp_path)
     sprites, pos = shadow_sprites(shadow)
