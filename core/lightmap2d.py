@@ -942,6 +942,32 @@ DISTANCE_FILE = "lightmap_distance.exr"
 ORIENTATION = "row 0 is y_max, column 0 is x_min"
 
 
+class Written(list):
+    """The paths ``write_outputs`` wrote (a list), with the earlier bake's files it removed: ``removed`` (paths) and
+    ``not_removed`` ((path, why) of those it could not remove)."""
+
+    def __init__(self, paths: Iterable[str] = ()):
+        super().__init__(paths)
+        self.removed: list[str] = []
+        self.not_removed: list[tuple[str, str]] = []
+
+
+def previous_outputs(folder: str) -> list[str]:
+    """The names of the files the light-map bake whose ``lightmap.json`` is in ``folder`` wrote there and that are
+    still there: the names its ``files`` lists, of those a bake writes (never a path, never another file). None
+    without such a ``lightmap.json`` (no file, not JSON, not a light map's)."""
+    try:
+        with open(os.path.join(folder, "lightmap.json"), encoding="utf-8") as fh:
+            meta = json.load(fh)
+    except (OSError, ValueError):
+        return []
+    if not isinstance(meta, dict) or meta.get("orientation") != ORIENTATION or not isinstance(meta.get("files"), list):
+        return []
+    ours = (*FILES, CIRCLES_FILE, DISTANCE_FILE)
+    names = [n for n in meta["files"] if isinstance(n, str) and n in ours]
+    return [n for n in dict.fromkeys(names) if os.path.isfile(os.path.join(folder, n))]
+
+
 def check_output_folder(folder: str) -> str:
     """Make ``folder`` (and its parents) and prove it can be written by writing and removing a file there (the
     permission bits lie: root passes os.access everywhere, a read-only mount passes it too). Returns its absolute
@@ -973,12 +999,13 @@ def white_point(rgb: np.ndarray, occ: np.ndarray) -> float:
 
 
 def write_outputs(folder: str, result: Result, meta: dict, circles: np.ndarray | None = None,
-                  distance: np.ndarray | None = None) -> list:
+                  distance: np.ndarray | None = None) -> Written:
     """Write lightmap.exr (linear float RGB), lightmap.png (8-bit sRGB, ``meta['png_white']`` as white) and
     lightmap.json (``meta`` plus region, resolution and orientation), and the light circles and the distance image
     (``distance_image``: the same region, its own resolution, grey RGB) when given. All files
-    are written into a hidden folder first and moved in together: a failure leaves no half-written file. Returns the
-    paths."""
+    are written into a hidden folder first and moved in together: a failure leaves no half-written file. Then the
+    files an earlier bake into ``folder`` wrote (``previous_outputs``) and this one does not are removed. Returns
+    the paths, with what was removed (``Written``)."""
     folder = check_output_folder(folder)
     white = float(meta.get("png_white") or white_point(result.rgb, result.occupancy))
     doc = dict(meta)
@@ -997,10 +1024,18 @@ def write_outputs(folder: str, result: Result, meta: dict, circles: np.ndarray |
             exr.write_exr(os.path.join(tmp, DISTANCE_FILE), np.repeat(distance[:, :, None], 3, axis=2), "RGB")
         with open(os.path.join(tmp, "lightmap.json"), "w", encoding="utf-8") as fh:
             json.dump(doc, fh, indent=2)
-        paths = []
+        stale = [n for n in previous_outputs(folder) if n not in doc["files"]]  # (read before the JSON is replaced)
+        paths = Written()
         for name in doc["files"]:
             os.replace(os.path.join(tmp, name), os.path.join(folder, name))
             paths.append(os.path.join(folder, name))
+        for name in stale:
+            path = os.path.join(folder, name)
+            try:
+                os.remove(path)
+                paths.removed.append(path)
+            except OSError as exc:
+                paths.not_removed.append((path, exc.strerror or str(exc)))
         return paths
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

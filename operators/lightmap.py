@@ -71,6 +71,15 @@ class LightmapResult:
     coloured: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    removed: list[str] = field(default_factory=list)  # an earlier bake's files in the folder this one does not write
+
+
+def removed_text(result: LightmapResult) -> str:
+    """'' or what a bake removed, for its report line."""
+    if not result.removed:
+        return ""
+    return (f"removed {len(result.removed)} file(s) an earlier bake wrote and this one does not: "
+            + ", ".join(os.path.basename(p) for p in result.removed))
 
 
 # the job generator of a bake: yields progress fractions, returns the LightmapResult
@@ -276,8 +285,11 @@ def _bake(scene_name: str, inputs: Inputs) -> LightmapJob:
     except (core_lm.LightmapError, OSError) as exc:
         raise LightmapInputError(f"Writing the light map failed: {exc}; nothing was written") from None
     scene = bpy.data.scenes[scene_name]
-    out = LightmapResult(files=files, region=grid.region, resolution=(grid.width, grid.height),
-                         lights=[lt.name for lt in inputs.lights], warnings=inputs.warnings + result.warnings)
+    out = LightmapResult(files=list(files), region=grid.region, resolution=(grid.width, grid.height),
+                         lights=[lt.name for lt in inputs.lights], warnings=inputs.warnings + result.warnings,
+                         removed=files.removed)
+    out.warnings.extend(f"could not remove {p}, which an earlier bake wrote ({why}): remove it by hand"
+                        for p, why in files.not_removed)
     s = bridge.envfx_settings(scene).lightmap
     s.baked_region = grid.region
     s.baked_ground_z = inputs.ground_z
@@ -499,7 +511,8 @@ class ENVFX_OT_lightmap_bake(NeedsScene, progress.ModalJobOperator, bpy.types.Op
         w, h = result.resolution
         self.report({"INFO"}, f"Light map {w} x {h} of {len(result.lights)} light(s) in {result.seconds:.1f} s: "
                     f"{os.path.dirname(result.files[0])}"
-                    + (f"; shown on {', '.join(result.materials)}" if result.materials else ""))
+                    + (f"; shown on {', '.join(result.materials)}" if result.materials else "")
+                    + (f"; {removed_text(result)}" if result.removed else ""))
         return {"FINISHED"}
 
 

@@ -358,6 +358,39 @@ def test_a_cancel_at_any_step_leaves_the_folder_and_the_scene_as_they_were(envfx
     assert json.loads((tmp_path / "out" / "lightmap.json").read_text())["resolution"] == [24, 24]
 
 
+def test_a_bake_into_the_folder_of_an_earlier_one_removes_its_files_this_one_does_not_write(envfx, tmp_path, capsys):
+    """A bake with Light Circles, then one without into the same folder: the earlier bake's lightmap_circles.exr
+    (its lightmap.json lists it) is removed, and the bake says so (the operator's result, the command line). A file
+    of that name no bake's JSON lists, and any other file, stays."""
+    scene, _, _ = level()
+    s = api.envfx(scene).lightmap
+    out = tmp_path / "out"
+    s.output_dir, s.resolution, s.penumbra_samples, s.light_circles = str(out), 24, 2, True
+    lm_ops(envfx).bake_lightmap(scene)
+    (out / "notes.txt").write_text("mine")
+    assert (out / "lightmap_circles.exr").is_file()
+    s.light_circles = False
+    result = lm_ops(envfx).bake_lightmap(scene)
+    assert result.removed == [str(out / "lightmap_circles.exr")]
+    assert sorted(os.listdir(out)) == ["lightmap.exr", "lightmap.json", "lightmap.png", "lightmap_distance.exr",
+                                       "notes.txt"]
+    assert "lightmap_circles.exr" not in json.loads((out / "lightmap.json").read_text())["files"]
+    (out / "lightmap_circles.exr").write_bytes(b"a file of the same name that no bake here wrote")
+    assert lm_ops(envfx).bake_lightmap(scene).removed == []
+    assert (out / "lightmap_circles.exr").read_bytes().startswith(b"a file")
+    # the command line says what it removed
+    (out / "lightmap_circles.exr").unlink()
+    s.light_circles = True
+    lm_ops(envfx).bake_lightmap(scene)
+    s.light_circles = False
+    path = str(tmp_path / "level.blend")
+    bpy.ops.wm.save_as_mainfile(filepath=path)
+    assert envfx.cli.main(["lightmap", path, "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "removed 1 file(s) an earlier bake wrote and this one does not: lightmap_circles.exr" in printed, printed
+    assert not (out / "lightmap_circles.exr").exists()
+
+
 def test_a_read_only_folder_is_refused_even_for_root(envfx, tmp_path):
     """os.access says yes to root everywhere: the bake tries to write."""
     scene, _, _ = level()

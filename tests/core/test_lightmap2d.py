@@ -400,6 +400,24 @@ def test_bad_settings_are_refused():
             lm.Settings(**kw).validate()
 
 
+def test_previous_outputs_are_only_the_light_map_files_its_json_lists(tmp_path):
+    """What a later bake may remove: the light-map files the folder's lightmap.json lists and that are there; never
+    a path, another file, or anything when the JSON is not a light map's."""
+    import json
+
+    for name in ("lightmap.exr", "lightmap_circles.exr", "notes.txt"):
+        (tmp_path / name).write_text("x")
+    (tmp_path.parent / "outside.exr").write_text("x")
+    meta = {"orientation": lm.ORIENTATION, "files": ["lightmap.exr", "lightmap_circles.exr", "lightmap_distance.exr",
+                                                      "notes.txt", "../outside.exr", 3]}
+    (tmp_path / "lightmap.json").write_text(json.dumps(meta))
+    assert lm.previous_outputs(str(tmp_path)) == ["lightmap.exr", "lightmap_circles.exr"]
+    (tmp_path / "lightmap.json").write_text(json.dumps(dict(meta, orientation="other")))
+    assert lm.previous_outputs(str(tmp_path)) == []
+    (tmp_path / "lightmap.json").write_text("{not json")
+    assert lm.previous_outputs(str(tmp_path)) == []
+
+
 def test_a_room_modelled_with_its_floor_and_ceiling_keeps_only_its_walls():
     """A level modelled as one closed room (floor, walls, a ceiling seen from inside): the floor and the ceiling
     would cover the whole map from above; only the walls are obstacles, and the lights inside the room light it."""
