@@ -562,6 +562,27 @@ def test_actor_shadow_fades_when_the_light_is_too_close_and_cross_fades_between_
     assert weights == sorted(weights, reverse=True)
 
 
+def test_actor_shadow_is_gone_while_its_lights_collection_has_no_light(envfx, tmp_path):
+    """Every light taken out of the Lights collection: the shadow object draws nothing (no sprites of no opacity
+    left at the actor); a light put back brings the shadow back."""
+    scene, actor, shadow = actor_level(envfx, tmp_path)
+    lights = bpy.data.collections["Lights"]
+    lamps = list(lights.objects)
+    for lamp in lamps:
+        lights.objects.unlink(lamp)
+    api.view_layer().update()
+    dg = bpy.context.evaluated_depsgraph_get()
+    mesh = shadow.evaluated_get(dg).to_mesh()
+    try:
+        assert len(mesh.polygons) == 0 and len(mesh.vertices) == 0
+    finally:
+        shadow.evaluated_get(dg).to_mesh_clear()
+    lights.objects.link(lamps[0])
+    api.view_layer().update()
+    sprites, _ = shadow_sprites(shadow)
+    assert len(sprites) == 4 and sum(a for _, a, _ in sprites) > 0
+
+
 def test_actor_shadows_need_a_bake_and_a_lights_collection(envfx, tmp_path):
     scene, _, _ = level()
     bpy.ops.mesh.primitive_cube_add(size=1)
