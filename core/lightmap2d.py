@@ -573,6 +573,37 @@ def check_lights(grid: Grid, occ: np.ndarray, lights: Sequence[Light], ground_z:
                             "the walls")
 
 
+# below this resolution a refusal of the lights is checked again at it: walls fill whole texels of a coarse map
+FINE_RESOLUTION = 256
+
+
+def check_lights_at_resolution(grid: Grid, occ: np.ndarray, triangles: npt.ArrayLike, lights: Sequence[Light],
+                               ground_z: float) -> None:
+    """``check_lights``, and when it refuses a coarse map (obstacles covering the region, a light inside one), the
+    same lights and ``triangles`` (the obstacles) at FINE_RESOLUTION: clear there, the walls only fill the coarse
+    map's texels, and the refusal says to raise the Resolution instead of moving lights or walls."""
+    try:
+        check_lights(grid, occ, lights, ground_z)
+    except LightmapError as exc:
+        resolution = max(grid.width, grid.height)
+        if resolution >= FINE_RESOLUTION or not np.asarray(triangles).size:
+            raise
+        fine = make_grid(grid.region, FINE_RESOLUTION)
+        try:
+            check_lights(fine, rasterise(fine, triangles), lights, ground_z)
+        except LightmapError:
+            raise exc from None
+        if occ.all():
+            covered = "cover the whole region"
+        else:
+            i, j = grid.texel_of([lt.x for lt in lights], [lt.y for lt in lights])
+            names = [lt.name for lt, k in zip(lights, occ[i, j]) if k]
+            covered = f"cover the light(s) {', '.join(names)}"
+        raise LightmapError(f"At Resolution {resolution} a texel is {max(grid.tx, grid.ty):.3g} m across and a wall "
+                            f"fills every texel it touches, so the walls {covered}: raise the Resolution (at "
+                            f"{FINE_RESOLUTION} the lights and the ground between the walls are clear)") from None
+
+
 # --- smoothing and occlusion -------------------------------------------------------------------------------
 
 def _resize_bilinear(img: np.ndarray, h: int, w: int, rows: int | None = None,

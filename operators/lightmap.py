@@ -207,7 +207,7 @@ def gather(scene: bpy.types.Scene, selected: Iterable[bpy.types.Object] = (),
         grid = core_lm.make_grid(region, settings.resolution)
         _check_memory(grid)
         occ = core_lm.rasterise(grid, triangles)
-        core_lm.check_lights(grid, occ, lights, ground_z)
+        core_lm.check_lights_at_resolution(grid, occ, triangles, lights, ground_z)
         core_lm.check_output_folder(folder)
     except core_lm.LightmapError as exc:
         raise LightmapInputError(str(exc)) from None

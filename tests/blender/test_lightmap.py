@@ -259,6 +259,7 @@ def scene_state():
     ("light_in_wall", "inside an obstacle"),
     ("covered", "cover the whole region"),
     ("zero_resolution", "Resolution 0"),
+    ("coarse", r"At Resolution 1 a texel is 12 m across .*walls cover the whole region: raise the Resolution"),
     ("huge_resolution", "Resolution"),
     ("flat_ground", "no area seen from above"),
     ("unwritable", "cannot be written"),
@@ -291,6 +292,8 @@ def test_bad_input_is_refused_with_what_to_do(envfx, tmp_path, case, message):
         bpy.data.objects["Lamp1"].location.z = 9
     elif case == "zero_resolution":
         overrides["resolution"] = 0
+    elif case == "coarse":  # (the walls fill the one texel)
+        overrides["resolution"] = 1
     elif case == "huge_resolution":
         overrides["resolution"] = 10 ** 7
     elif case == "flat_ground":

@@ -418,6 +418,26 @@ def test_previous_outputs_are_only_the_light_map_files_its_json_lists(tmp_path):
     assert lm.previous_outputs(str(tmp_path)) == []
 
 
+@pytest.mark.parametrize("res, light, message", [
+    (2, (4.0, 4.0), r"At Resolution 2 a texel is 5 m across .* the walls cover the whole region: raise the Resolution"),
+    (4, (4.0, 4.0), r"At Resolution 4 a texel is 2.5 m across .* the walls cover the light\(s\) Lamp: raise the "),
+    (4, (5.0, 5.0), r"Lamp are inside an obstacle seen from above: move them"),   # inside at any resolution
+    (300, (5.0, 5.0), r"Lamp are inside an obstacle seen from above: move them"),
+])
+def test_walls_that_fill_a_coarse_maps_texels_ask_for_a_higher_resolution(res, light, message):
+    """A 10 m map with a 1 m wall in its middle: at Resolution 2 or 4 it fills whole texels, covering the map or
+    the light beside it; the refusal says to raise the Resolution, not to move the light (which at 256 is clear).
+    A light really inside the wall is refused as that."""
+    grid = lm.make_grid((0, 0, 10, 10), res)
+    tris = box(4.5, 4.5, 5.5, 5.5)
+    lights = [lm.Light(light[0], light[1], 1.5, name="Lamp")]
+    with pytest.raises(lm.LightmapError, match=message):
+        lm.check_lights_at_resolution(grid, lm.rasterise(grid, tris), tris, lights, 0.0)
+    fine = lm.make_grid((0, 0, 10, 10), lm.FINE_RESOLUTION)
+    if light == (4.0, 4.0):
+        lm.check_lights_at_resolution(fine, lm.rasterise(fine, tris), tris, lights, 0.0)
+
+
 def test_a_room_modelled_with_its_floor_and_ceiling_keeps_only_its_walls():
     """A level modelled as one closed room (floor, walls, a ceiling seen from inside): the floor and the ceiling
     would cover the whole map from above; only the walls are obstacles, and the lights inside the room light it."""
