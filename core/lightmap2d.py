@@ -47,6 +47,7 @@ TILE = 16
 # an obstacle triangle whose corners all lie below this share of the lowest light's height above the ground is the
 # floor (a level modelled as one mesh holds its floor), not a wall
 FLOOR_SHARE = 0.05
+FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 
 class LightmapError(ValueError):
@@ -531,10 +532,28 @@ def visibility_reference(xs: npt.ArrayLike, ys: npt.ArrayLike, occ_boundary_xy: 
     return acc * np.float32(1.0 / len(offsets))
 
 
+# a Light's numbers, by the name Blender's light panel gives them
+_LIGHT_FIELDS = (("position", ("x", "y", "z")), ("power", ("power",)), ("colour", ("colour",)),
+                 ("radius", ("radius",)), ("direction", ("direction",)), ("spot size", ("spot_size",)),
+                 ("spot blend", ("spot_blend",)), ("custom distance", ("influence",)))
+
+
+def not_finite(light: Light) -> list[str]:
+    """The names of ``light``'s values that are NaN or infinite ([] when every one is a number)."""
+    return [label for label, names in _LIGHT_FIELDS
+            if not np.isfinite(np.asarray([getattr(light, n) for n in names], dtype=np.float64)).all()]
+
+
 def check_lights(grid: Grid, occ: np.ndarray, lights: Sequence[Light], ground_z: float) -> None:
-    """Refuse lights the map cannot use: none, below the ground, outside the region, inside an obstacle."""
+    """Refuse lights the map cannot use: none, with a value that is NaN or infinite, below the ground, outside the
+    region, inside an obstacle."""
     if not lights:
         raise LightmapError("No lights: add point, spot or area lights to the scene (or to the Lights collection)")
+    broken = [f"{lt.name} ({', '.join(bad)})" for lt in lights if (bad := not_finite(lt))]
+    if broken:
+        raise LightmapError(f"Light(s) {'; '.join(broken)} have a value that is not a number (NaN or infinite), "
+                            "which would fill the map with it: set a finite value (a script or a driver may have "
+                            "set it), or leave the light out of the Lights collection")
     x0, y0, x1, y1 = grid.region
     below = [lt.name for lt in lights if lt.z <= ground_z]
     if below:
@@ -554,13 +573,47 @@ def check_lights(grid: Grid, occ: np.ndarray, lights: Sequence[Light], ground_z:
                             "the walls")
 
 
+# below this resolution a refusal of the lights is checked again at it: walls fill whole texels of a coarse map
+FINE_RESOLUTION = 256
+
+
+def check_lights_at_resolution(grid: Grid, occ: np.ndarray, triangles: npt.ArrayLike, lights: Sequence[Light],
+                               ground_z: float) -> None:
+    """``check_lights``, and when it refuses a coarse map (obstacles covering the region, a light inside one), the
+    same lights and ``triangles`` (the obstacles) at FINE_RESOLUTION: clear there, the walls only fill the coarse
+    map's texels, and the refusal says to raise the Resolution instead of moving lights or walls."""
+    try:
+        check_lights(grid, occ, lights, ground_z)
+    except LightmapError as exc:
+        resolution = max(grid.width, grid.height)
+        if resolution >= FINE_RESOLUTION or not np.asarray(triangles).size:
+            raise
+        fine = make_grid(grid.region, FINE_RESOLUTION)
+        try:
+            check_lights(fine, rasterise(fine, triangles), lights, ground_z)
+        except LightmapError:
+            raise exc from None
+        if occ.all():
+            covered = "cover the whole region"
+        else:
+            i, j = grid.texel_of([lt.x for lt in lights], [lt.y for lt in lights])
+            names = [lt.name for lt, k in zip(lights, occ[i, j]) if k]
+            covered = f"cover the light(s) {', '.join(names)}"
+        raise LightmapError(f"At Resolution {resolution} a texel is {max(grid.tx, grid.ty):.3g} m across and a wall "
+                            f"fills every texel it touches, so the walls {covered}: raise the Resolution (at "
+                            f"{FINE_RESOLUTION} the lights and the ground between the walls are clear)") from None
+
+
 # --- smoothing and occlusion -------------------------------------------------------------------------------
 
-def _resize_bilinear(img: np.ndarray, h: int, w: int) -> np.ndarray:
-    """Bilinear resize of (H, W, ...) to (h, w, ...), texel centres aligned (as a GPU samples a stretched texture)."""
+def _resize_bilinear(img: np.ndarray, h: int, w: int, rows: int | None = None,
+                     cols: int | None = None) -> np.ndarray:
+    """Bilinear resize of (H, W, ...) to (h, w, ...), texel centres aligned (as a GPU samples a stretched texture).
+    ``rows``, ``cols``: only the first ones of the result are computed (the top-left corner of it, no larger)."""
     sh, sw = img.shape[:2]
-    y = np.clip((np.arange(h, dtype=np.float32) + 0.5) * (sh / h) - 0.5, 0, sh - 1)
-    x = np.clip((np.arange(w, dtype=np.float32) + 0.5) * (sw / w) - 0.5, 0, sw - 1)
+    y = np.clip((np.arange(min(h, rows or h), dtype=np.float32) + 0.5) * (sh / h) - 0.5, 0, sh - 1)
+    x = np.clip((np.arange(min(w, cols or w), dtype=np.float32) + 0.5) * (sw / w) - 0.5, 0, sw - 1)
+    h, w = len(y), len(x)
     y0 = np.floor(y).astype(np.int64)
     x0 = np.floor(x).astype(np.int64)
     y1, x1 = np.minimum(y0 + 1, sh - 1), np.minimum(x0 + 1, sw - 1)
@@ -652,22 +705,26 @@ def occlusion(grid: Grid, occ: np.ndarray, distance: float, strength: float) -> 
     if distance <= 0 or strength <= 0 or not occ.any():
         return np.ones((h, w), dtype=np.float32)
     texel = max(grid.tx, grid.ty)
-    factor = max(1, int(distance / 8.0 / texel))
+    # cells of an eighth of ``distance``; past the map's size a cell holds the whole map, and the factor is the same
+    # at any size beyond (d is 0 on the one cell: 1 - strength everywhere)
+    factor = min(max(1, int(distance / 8.0 / texel)), max(h, w))
     lh, lw = -(-h // factor), -(-w // factor)
-    pad = np.zeros((lh * factor, lw * factor), dtype=bool)
-    pad[:h, :w] = occ
-    low = np.asarray(pad.reshape(lh, factor, lw, factor).any(axis=(1, 3)))  # (numpy's stubs: bool | array)
+    # a low cell is occupied when any of its texels is; the last row and column of cells reach past the map (empty
+    # there). Reduced in place: no grid of lh * factor x lw * factor texels, which a long distance makes far larger
+    # than the map (1e5 m on a 10 m level: a 6 GiB padding)
+    low = np.logical_or.reduceat(np.logical_or.reduceat(occ, np.arange(0, h, factor), axis=0),
+                                 np.arange(0, w, factor), axis=1)
     cell = factor * texel
     d = distance_map(low, cell)
     # (cells of an eighth of ``distance``: the reach is about a quarter of it)
     # a low cell marks a wall anywhere in it (up to half a cell's diagonal off its centre), and a texel reads
     # low samples up to a cell's diagonal away: shift by both, so no darkening leaks beyond ``distance``
     reach = (1.5 * math.sqrt(2.0) * cell + texel) if factor > 1 else 0.0
-    t = np.clip(d / np.float32(distance - reach), 0.0, 1.0)
+    t = np.clip(d / np.float32(min(distance - reach, FLOAT32_MAX)), 0.0, 1.0)  # (1e300: as far as float32 goes)
     low_factor = 1.0 - np.float32(strength) * (1.0 - t) ** 2
     if factor == 1:
         return low_factor.astype(np.float32)
-    full = _resize_bilinear(low_factor, lh * factor, lw * factor)[:h, :w]
+    full = _resize_bilinear(low_factor, lh * factor, lw * factor, rows=h, cols=w)
     return full.astype(np.float32)
 
 
@@ -751,7 +808,8 @@ def bake_job(grid: Grid, occ: np.ndarray, lights: Sequence[Light], ground_z: flo
             if light.colour[k]:
                 assert planes is not None  # freed only after the last light
                 view = planes[k, r0:r1, c0:c1]
-                np.add(view, np.multiply(vis, np.float32(light.colour[k]), out=tmp), out=view)
+                with np.errstate(over="ignore"):  # (too strong a light: refused with its name once all are in)
+                    np.add(view, np.multiply(vis, np.float32(light.colour[k]), out=tmp), out=view)
 
     if threads == 1:
         for n, light in enumerate(lights):
@@ -772,6 +830,18 @@ def bake_job(grid: Grid, occ: np.ndarray, lights: Sequence[Light], ground_z: flo
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
     planes[:, occ] = 0.0  # under the walls
+    if not np.isfinite(planes).all():  # (a power or colour as large as float32 goes: Blender clamps inf to it)
+        def strength(lt: Light) -> float:
+            return abs(lt.power) * max(abs(c) for c in lt.colour)
+        top = max(strength(lt) for lt in lights)
+        strongest = sorted((lt for lt in lights if strength(lt) >= 0.01 * top), key=strength, reverse=True)[:3]
+        raise LightmapError("The light is too strong to store in the map (beyond float32's 3.4e38): lower the Power "
+                            "or the colour of " + ", ".join(f"{lt.name} (power {lt.power:g}, colour "
+                                                         f"{', '.join(f'{c:g}' for c in lt.colour)})"
+                                                         for lt in strongest))
+    if not (planes > 0).any():
+        warnings.append("The map is black: no light reaches the ground (every light has power 0 or a black colour, "
+                        "or faces away from it): raise a light's Power, or check its colour and direction")
     rgb = np.ascontiguousarray(planes.transpose(1, 2, 0))
     planes = None  # freed before smoothing
     rgb = smooth(rgb, settings.smoothing, int(settings.smoothing_levels))
@@ -903,6 +973,32 @@ DISTANCE_FILE = "lightmap_distance.exr"
 ORIENTATION = "row 0 is y_max, column 0 is x_min"
 
 
+class Written(list):
+    """The paths ``write_outputs`` wrote (a list), with the earlier bake's files it removed: ``removed`` (paths) and
+    ``not_removed`` ((path, why) of those it could not remove)."""
+
+    def __init__(self, paths: Iterable[str] = ()):
+        super().__init__(paths)
+        self.removed: list[str] = []
+        self.not_removed: list[tuple[str, str]] = []
+
+
+def previous_outputs(folder: str) -> list[str]:
+    """The names of the files the light-map bake whose ``lightmap.json`` is in ``folder`` wrote there and that are
+    still there: the names its ``files`` lists, of those a bake writes (never a path, never another file). None
+    without such a ``lightmap.json`` (no file, not JSON, not a light map's)."""
+    try:
+        with open(os.path.join(folder, "lightmap.json"), encoding="utf-8") as fh:
+            meta = json.load(fh)
+    except (OSError, ValueError):
+        return []
+    if not isinstance(meta, dict) or meta.get("orientation") != ORIENTATION or not isinstance(meta.get("files"), list):
+        return []
+    ours = (*FILES, CIRCLES_FILE, DISTANCE_FILE)
+    names = [n for n in meta["files"] if isinstance(n, str) and n in ours]
+    return [n for n in dict.fromkeys(names) if os.path.isfile(os.path.join(folder, n))]
+
+
 def check_output_folder(folder: str) -> str:
     """Make ``folder`` (and its parents) and prove it can be written by writing and removing a file there (the
     permission bits lie: root passes os.access everywhere, a read-only mount passes it too). Returns its absolute
@@ -934,12 +1030,13 @@ def white_point(rgb: np.ndarray, occ: np.ndarray) -> float:
 
 
 def write_outputs(folder: str, result: Result, meta: dict, circles: np.ndarray | None = None,
-                  distance: np.ndarray | None = None) -> list:
+                  distance: np.ndarray | None = None) -> Written:
     """Write lightmap.exr (linear float RGB), lightmap.png (8-bit sRGB, ``meta['png_white']`` as white) and
     lightmap.json (``meta`` plus region, resolution and orientation), and the light circles and the distance image
     (``distance_image``: the same region, its own resolution, grey RGB) when given. All files
-    are written into a hidden folder first and moved in together: a failure leaves no half-written file. Returns the
-    paths."""
+    are written into a hidden folder first and moved in together: a failure leaves no half-written file. Then the
+    files an earlier bake into ``folder`` wrote (``previous_outputs``) and this one does not are removed. Returns
+    the paths, with what was removed (``Written``)."""
     folder = check_output_folder(folder)
     white = float(meta.get("png_white") or white_point(result.rgb, result.occupancy))
     doc = dict(meta)
@@ -958,10 +1055,18 @@ def write_outputs(folder: str, result: Result, meta: dict, circles: np.ndarray |
             exr.write_exr(os.path.join(tmp, DISTANCE_FILE), np.repeat(distance[:, :, None], 3, axis=2), "RGB")
         with open(os.path.join(tmp, "lightmap.json"), "w", encoding="utf-8") as fh:
             json.dump(doc, fh, indent=2)
-        paths = []
+        stale = [n for n in previous_outputs(folder) if n not in doc["files"]]  # (read before the JSON is replaced)
+        paths = Written()
         for name in doc["files"]:
             os.replace(os.path.join(tmp, name), os.path.join(folder, name))
             paths.append(os.path.join(folder, name))
+        for name in stale:
+            path = os.path.join(folder, name)
+            try:
+                os.remove(path)
+                paths.removed.append(path)
+            except OSError as exc:
+                paths.not_removed.append((path, exc.strerror or str(exc)))
         return paths
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

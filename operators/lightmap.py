@@ -71,6 +71,15 @@ class LightmapResult:
     coloured: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    removed: list[str] = field(default_factory=list)  # an earlier bake's files in the folder this one does not write
+
+
+def removed_text(result: LightmapResult) -> str:
+    """'' or what a bake removed, for its report line."""
+    if not result.removed:
+        return ""
+    return (f"removed {len(result.removed)} file(s) an earlier bake wrote and this one does not: "
+            + ", ".join(os.path.basename(p) for p in result.removed))
 
 
 # the job generator of a bake: yields progress fractions, returns the LightmapResult
@@ -198,7 +207,7 @@ def gather(scene: bpy.types.Scene, selected: Iterable[bpy.types.Object] = (),
         grid = core_lm.make_grid(region, settings.resolution)
         _check_memory(grid)
         occ = core_lm.rasterise(grid, triangles)
-        core_lm.check_lights(grid, occ, lights, ground_z)
+        core_lm.check_lights_at_resolution(grid, occ, triangles, lights, ground_z)
         core_lm.check_output_folder(folder)
     except core_lm.LightmapError as exc:
         raise LightmapInputError(str(exc)) from None
@@ -251,7 +260,10 @@ def _bake(scene_name: str, inputs: Inputs) -> LightmapJob:
     occ = core_lm.rasterise(grid, inputs.triangles)
     yield 0.05
     job = core_lm.bake_job(grid, occ, inputs.lights, inputs.ground_z, inputs.settings)
-    result = yield from jobs.within(job, 0.05, 0.85)
+    try:
+        result = yield from jobs.within(job, 0.05, 0.85)
+    except core_lm.LightmapError as exc:  # (found while baking: a light too strong to store)
+        raise LightmapInputError(f"{exc}; nothing was written") from None
     circles = core_lm.light_circles(grid, inputs.lights, inputs.ground_z) if inputs.options["light_circles"] else None
     distance, _ = core_lm.distance_image(grid, occ)
     white = core_lm.white_point(result.rgb, result.occupancy)
@@ -265,24 +277,31 @@ def _bake(scene_name: str, inputs: Inputs) -> LightmapJob:
         "units": "irradiance on the ground in W/m^2 as Cycles computes it (PHYSICAL); the EXR holds it linear",
         "png_white": white,
     }
+    yield 0.9
+    # no yield from here to the end: a cancel (taken at a yield) either comes before the files are moved in, or not
+    # at all, so "cancelled; nothing was written" holds and the scene is never left pointing at a half-finished bake
     try:
         files = core_lm.write_outputs(inputs.folder, result, meta, circles, distance)
     except (core_lm.LightmapError, OSError) as exc:
         raise LightmapInputError(f"Writing the light map failed: {exc}; nothing was written") from None
-    yield 0.95
     scene = bpy.data.scenes[scene_name]
-    out = LightmapResult(files=files, region=grid.region, resolution=(grid.width, grid.height),
-                         lights=[lt.name for lt in inputs.lights], warnings=inputs.warnings + result.warnings)
+    out = LightmapResult(files=list(files), region=grid.region, resolution=(grid.width, grid.height),
+                         lights=[lt.name for lt in inputs.lights], warnings=inputs.warnings + result.warnings,
+                         removed=files.removed)
+    out.warnings.extend(f"could not remove {p}, which an earlier bake wrote ({why}): remove it by hand"
+                        for p, why in files.not_removed)
     s = bridge.envfx_settings(scene).lightmap
     s.baked_region = grid.region
     s.baked_ground_z = inputs.ground_z
-    _load_image(DISTANCE_IMAGE_NAME, os.path.join(inputs.folder, core_lm.DISTANCE_FILE), data=True)
+    distance_map = _load_image(DISTANCE_IMAGE_NAME, os.path.join(inputs.folder, core_lm.DISTANCE_FILE), data=True)
+    # kept with the file: until actors' shadows use it nothing does, and Blender saves no image without a user (a
+    # reopened file would refuse Add Actor Shadows until the next bake)
+    distance_map.use_fake_user = True
     if inputs.options["apply_to_ground"]:
         out.materials = show_on_ground(scene, inputs.ground, files[0], grid.region, 1.0 / white)
     if inputs.options["vertex_colours"]:
         out.coloured = colour_vertices(scene, inputs, grid, occ, 1.0 / white, out.warnings)
     out.seconds = time.perf_counter() - start
-    yield 1.0
     return out
 
 
@@ -492,7 +511,8 @@ class ENVFX_OT_lightmap_bake(NeedsScene, progress.ModalJobOperator, bpy.types.Op
         w, h = result.resolution
         self.report({"INFO"}, f"Light map {w} x {h} of {len(result.lights)} light(s) in {result.seconds:.1f} s: "
                     f"{os.path.dirname(result.files[0])}"
-                    + (f"; shown on {', '.join(result.materials)}" if result.materials else ""))
+                    + (f"; shown on {', '.join(result.materials)}" if result.materials else "")
+                    + (f"; {removed_text(result)}" if result.removed else ""))
         return {"FINISHED"}
 
 

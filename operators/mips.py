@@ -403,11 +403,10 @@ def validate(inputs: Sequence[MipsInput], out_dir: str, settings: core_mips.MipS
 
 def check_foreign_outputs(inputs: Iterable[MipsInput], out_dir: str) -> None:
     """Refuse a bake that would write over files no EnvFX mips run wrote (``core_mips.foreign_outputs``), such as
-    the user's own ``rock_compare.png`` in an output folder that is also the input folder. Inputs do not count:
-    a run never writes over an input of its own stem (an input is read, then its outputs are other names)."""
-    inputs_here = {os.path.realpath(f) for f in map(_input_file, inputs) if f}
+    the user's own ``rock_compare.png`` in an output folder that is also the input folder. Being an input of the
+    same run does not make such a file ours: ``rock_compare.png`` is baked as its own image and also named like
+    ``rock``'s comparison picture, and a bake would replace it with that picture."""
     foreign = [os.path.join(out_dir, n) for inp in inputs for n in core_mips.foreign_outputs(out_dir, inp.stem)]
-    foreign = [p for p in foreign if os.path.realpath(p) not in inputs_here]
     if foreign:
         shown = ", ".join(os.path.basename(p) for p in foreign[:6]) + (" ..." if len(foreign) > 6 else "")
         raise MipsInputError(f"The bake would write over {len(foreign)} file(s) in {out_dir!r} that no EnvFX mips run "

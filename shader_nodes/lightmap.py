@@ -150,7 +150,7 @@ def apply_to_ground(ground: bpy.types.Object, tree: bpy.types.ShaderNodeTree) ->
 # its numpy twin.
 
 SHADOW_GROUP = "EnvFX Actor Shadow"
-SHADOW_STAMP = "actor-shadow-2"
+SHADOW_STAMP = "actor-shadow-3"
 SHADOW_MATERIAL = "EnvFX Actor Shadow"
 ALPHA_ATTRIBUTE = "shadow_alpha"
 FADE_ATTRIBUTE = "shadow_fade"
@@ -359,6 +359,11 @@ def _build_shadow(tree):
     tree.links.new(geometry, place.inputs["Geometry"])
     tree.links.new(b.comb(x, y, z), place.inputs["Position"])
     geometry = place.outputs["Geometry"]
+    # no light in the collection (all removed, or none chosen): no shadow at all, not sprites of no opacity
+    gone = b.node("GeometryNodeDeleteGeometry", domain="FACE")
+    tree.links.new(geometry, gone.inputs["Geometry"])
+    tree.links.new(b.math("LESS_THAN", n1, 0.5), gone.inputs["Selection"])
+    geometry = gone.outputs["Geometry"]
     mat = b.node("GeometryNodeSetMaterial")
     tree.links.new(geometry, mat.inputs["Geometry"])
     tree.links.new(gin.outputs["Material"], mat.inputs["Material"])

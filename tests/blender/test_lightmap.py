@@ -259,6 +259,7 @@ def scene_state():
     ("light_in_wall", "inside an obstacle"),
     ("covered", "cover the whole region"),
     ("zero_resolution", "Resolution 0"),
+    ("coarse", r"At Resolution 1 a texel is 12 m across .*walls cover the whole region: raise the Resolution"),
     ("huge_resolution", "Resolution"),
     ("flat_ground", "no area seen from above"),
     ("unwritable", "cannot be written"),
@@ -266,6 +267,10 @@ def scene_state():
     ("nan_obstacle", r"Obstacle 'Wall.*' has [0-9]+ triangles with a corner that is not a number .*fix the mesh"),
     ("nan_ground", r"Ground 'Ground' has 2 triangles with a corner that is not a number .*fix the mesh"),
     ("nan_light", "Lamp1"),
+    ("nan_energy", r"Lamp1 \(power\) have a value that is not a number \(NaN or infinite\).*set a finite value"),
+    ("nan_colour", r"Lamp0 \(colour\) have a value that is not a number"),
+    ("inf_colour", r"too strong to store in the map .*lower the Power or the colour of Lamp0 \(power 600, colour 1, "
+                   r"3\.40282e\+38, 1\)"),
 ])
 def test_bad_input_is_refused_with_what_to_do(envfx, tmp_path, case, message):
     scene, ground, walls = level()
@@ -287,6 +292,8 @@ def test_bad_input_is_refused_with_what_to_do(envfx, tmp_path, case, message):
         bpy.data.objects["Lamp1"].location.z = 9
     elif case == "zero_resolution":
         overrides["resolution"] = 0
+    elif case == "coarse":  # (the walls fill the one texel)
+        overrides["resolution"] = 1
     elif case == "huge_resolution":
         overrides["resolution"] = 10 ** 7
     elif case == "flat_ground":
@@ -304,6 +311,12 @@ def test_bad_input_is_refused_with_what_to_do(envfx, tmp_path, case, message):
         mesh.vertices[corner].co.z = float("nan")
     elif case == "nan_light":
         bpy.data.objects["Lamp1"].location.x = float("nan")
+    elif case == "nan_energy":  # (a script or a driver)
+        api.of(bpy.types.PointLight, bpy.data.lights["Lamp1"]).energy = float("nan")
+    elif case == "nan_colour":
+        bpy.data.lights["Lamp0"].color = (1.0, float("nan"), 1.0)
+    elif case == "inf_colour":  # (Blender holds it as float32's largest number)
+        bpy.data.lights["Lamp0"].color = (1.0, float("inf"), 1.0)
     api.view_layer().update()
     before = scene_state()
     with pytest.raises(lm_ops(envfx).LightmapInputError, match=message):
@@ -314,6 +327,71 @@ def test_bad_input_is_refused_with_what_to_do(envfx, tmp_path, case, message):
         with pytest.raises(RuntimeError, match=message):
             api.ops.lightmap_bake()
         assert scene_state() == before
+
+
+def test_a_cancel_at_any_step_leaves_the_folder_and_the_scene_as_they_were(envfx, tmp_path):
+    """Esc (or Ctrl-C) at any step of a bake, the last one included: the job says nothing was written, and the
+    folder holds the earlier bake's files, unchanged, and the scene still shows that bake's region."""
+    progress = importlib.import_module(envfx.__name__ + ".progress")
+    scene, _, _ = level()
+    s = api.envfx(scene).lightmap
+    s.output_dir = str(tmp_path / "out")
+    s.resolution, s.penumbra_samples = 16, 2
+    lm_ops(envfx).bake_lightmap(scene)
+    before = {p.name: p.read_bytes() for p in (tmp_path / "out").iterdir()}
+    s.resolution = 24  # (the next bake writes other files, over another region's texels)
+    s.baked_region = (0.0, 0.0, 1.0, 1.0)
+    steps = 0
+    while True:
+        steps += 1
+        taken = []
+
+        def cancel(taken=taken, steps=steps):
+            taken.append(True)
+            return len(taken) == steps
+        try:
+            progress.run(lm_ops(envfx).bake_lightmap_job(scene), "Light map", should_cancel=cancel)
+        except progress.Cancelled as exc:
+            assert "nothing was written" in str(exc)
+            assert {p.name: p.read_bytes() for p in (tmp_path / "out").iterdir()} == before, steps
+            assert tuple(s.baked_region) == (0.0, 0.0, 1.0, 1.0), steps
+            continue
+        break
+    assert steps > 2  # (cancelled at every step it has, then left to finish)
+    assert json.loads((tmp_path / "out" / "lightmap.json").read_text())["resolution"] == [24, 24]
+
+
+def test_a_bake_into_the_folder_of_an_earlier_one_removes_its_files_this_one_does_not_write(envfx, tmp_path, capsys):
+    """A bake with Light Circles, then one without into the same folder: the earlier bake's lightmap_circles.exr
+    (its lightmap.json lists it) is removed, and the bake says so (the operator's result, the command line). A file
+    of that name no bake's JSON lists, and any other file, stays."""
+    scene, _, _ = level()
+    s = api.envfx(scene).lightmap
+    out = tmp_path / "out"
+    s.output_dir, s.resolution, s.penumbra_samples, s.light_circles = str(out), 24, 2, True
+    lm_ops(envfx).bake_lightmap(scene)
+    (out / "notes.txt").write_text("mine")
+    assert (out / "lightmap_circles.exr").is_file()
+    s.light_circles = False
+    result = lm_ops(envfx).bake_lightmap(scene)
+    assert result.removed == [str(out / "lightmap_circles.exr")]
+    assert sorted(os.listdir(out)) == ["lightmap.exr", "lightmap.json", "lightmap.png", "lightmap_distance.exr",
+                                       "notes.txt"]
+    assert "lightmap_circles.exr" not in json.loads((out / "lightmap.json").read_text())["files"]
+    (out / "lightmap_circles.exr").write_bytes(b"a file of the same name that no bake here wrote")
+    assert lm_ops(envfx).bake_lightmap(scene).removed == []
+    assert (out / "lightmap_circles.exr").read_bytes().startswith(b"a file")
+    # the command line says what it removed
+    (out / "lightmap_circles.exr").unlink()
+    s.light_circles = True
+    lm_ops(envfx).bake_lightmap(scene)
+    s.light_circles = False
+    path = str(tmp_path / "level.blend")
+    bpy.ops.wm.save_as_mainfile(filepath=path)
+    assert envfx.cli.main(["lightmap", path, "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "removed 1 file(s) an earlier bake wrote and this one does not: lightmap_circles.exr" in printed, printed
+    assert not (out / "lightmap_circles.exr").exists()
 
 
 def test_a_read_only_folder_is_refused_even_for_root(envfx, tmp_path):
@@ -384,6 +462,31 @@ def actor_level(envfx, tmp_path, lamp_at=(-4.0, -1.0, 2.0)):
     actor.scale = (0.6, 0.4, 1.0)
     names = lm_ops(envfx).add_actor_shadows(scene, [actor])
     return scene, actor, bpy.data.objects[names[0]]
+
+
+@pytest.mark.parametrize("how", ["operator", "command"])
+def test_actor_shadows_can_be_added_after_the_file_is_saved_and_opened_again(envfx, tmp_path, how):
+    """Bake (the operator and save, or `envfx lightmap --save`), open the file again: the distance map the shadows
+    read came back with it, and Add Actor Shadows works without baking again."""
+    scene, _, _ = level()
+    bpy.ops.mesh.primitive_cube_add(size=0.5, location=(-1.0, -1.0, 0.25))
+    api.active().name = "Actor"
+    path = str(tmp_path / "level.blend")
+    bpy.ops.wm.save_as_mainfile(filepath=path)
+    if how == "operator":
+        api.envfx(scene).lightmap.output_dir = "//maps"
+        assert api.ops.lightmap_bake() == {"FINISHED"}
+        bpy.ops.wm.save_mainfile()
+    else:
+        assert envfx.cli.main(["lightmap", path, "--out", str(tmp_path / "maps"), "--resolution", "24", "--save"]) == 0
+    bpy.ops.wm.open_mainfile(filepath=path)
+    scene = api.scene()
+    names = lm_ops(envfx).add_actor_shadows(scene, [bpy.data.objects["Actor"]])
+    assert names == ["Actor Shadow"]
+    image = bpy.data.images[lm_ops(envfx).DISTANCE_IMAGE_NAME]
+    assert image.has_data or image.size[0] > 0
+    sprites, _ = shadow_sprites(bpy.data.objects["Actor Shadow"])
+    assert sum(a for _, a, _ in sprites) > 0
 
 
 def test_actor_shadow_points_away_from_the_nearest_light_and_matches_its_numpy_twin(envfx, tmp_path):
@@ -460,6 +563,27 @@ def test_actor_shadow_fades_when_the_light_is_too_close_and_cross_fades_between_
     assert weights[0] == pytest.approx(1.0) and weights[-1] == pytest.approx(0.0)
     assert weights[2] == pytest.approx(0.5, abs=0.05)
     assert weights == sorted(weights, reverse=True)
+
+
+def test_actor_shadow_is_gone_while_its_lights_collection_has_no_light(envfx, tmp_path):
+    """Every light taken out of the Lights collection: the shadow object draws nothing (no sprites of no opacity
+    left at the actor); a light put back brings the shadow back."""
+    scene, actor, shadow = actor_level(envfx, tmp_path)
+    lights = bpy.data.collections["Lights"]
+    lamps = list(lights.objects)
+    for lamp in lamps:
+        lights.objects.unlink(lamp)
+    api.view_layer().update()
+    dg = bpy.context.evaluated_depsgraph_get()
+    mesh = shadow.evaluated_get(dg).to_mesh()
+    try:
+        assert len(mesh.polygons) == 0 and len(mesh.vertices) == 0
+    finally:
+        shadow.evaluated_get(dg).to_mesh_clear()
+    lights.objects.link(lamps[0])
+    api.view_layer().update()
+    sprites, _ = shadow_sprites(shadow)
+    assert len(sprites) == 4 and sum(a for _, a, _ in sprites) > 0
 
 
 def test_actor_shadows_need_a_bake_and_a_lights_collection(envfx, tmp_path):

@@ -464,6 +464,21 @@ def test_a_file_no_mips_run_wrote_is_not_written_over(envfx, core, tmp_path, cap
     assert envfx.cli.main(["mips", str(src), "--out", str(tmp_path)]) == 0  # its own files: replaced
 
 
+@pytest.mark.parametrize("given", ["folder", "files"])
+def test_an_input_named_like_another_inputs_output_is_not_written_over(envfx, core, tmp_path, capsys, given):
+    """A folder holding rock.png and the user's own rock_compare.png (no rock_mips.json), baked into itself: both
+    are inputs, and rock's comparison picture would replace rock_compare.png. Refused before any work, naming it;
+    nothing in the folder changes."""
+    src = write_png(core, tmp_path / "rock.png", leaf(core, 16))
+    own = write_png(core, tmp_path / "rock_compare.png", leaf(core, 8))
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    inputs = [str(tmp_path)] if given == "folder" else [src, own]
+    assert envfx.cli.main(["mips", *inputs, "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert f"in {str(tmp_path)!r} that no EnvFX mips run wrote (rock_compare.png;" in err, err
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
+
+
 def test_cli_block_compressed_dds_prints_its_coverage(envfx, core, tmp_path, capsys):
     """--dds BC1: the DDS is BC1 (FourCC DXT1 for a data chain), the report names it and gives each level's
     coverage in the file, which the command prints after the chain's."""

@@ -273,6 +273,31 @@ def test_occlusion_darkens_only_within_its_distance_of_walls():
     assert np.allclose(dark.rgb, plain.rgb * factor[:, :, None])
 
 
+@pytest.mark.parametrize("distance", [1e5, 1e30, 1e300])
+def test_an_occlusion_distance_far_beyond_the_map_darkens_it_evenly_within_the_maps_memory(distance):
+    """On a 10 m map every texel is at most its diagonal (14.2 m) from a wall, so at a distance of 200 m or more the
+    darkening is nearly the full strength everywhere (1 - s (1 - d / D)^2 for d <= 14.2), and the same at any longer
+    distance; working memory stays that of the map (1e5 m once asked for a 6 GiB padding, 1e30 a numpy error)."""
+    import tracemalloc
+
+    grid = lm.make_grid((0, 0, 10, 10), 64)
+    occ = lm.rasterise(grid, box(4, 4, 5, 6))
+    near = lm.occlusion(grid, occ, 200.0, 0.6)
+    assert np.all(near >= 0.4 - 1e-6) and np.all(near <= 1 - 0.6 * (1 - math.hypot(10, 10) / 200.0) ** 2)
+    tracemalloc.start()
+    try:
+        far = lm.occlusion(grid, occ, distance, 0.6)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert np.array_equal(far, near)
+    assert peak < 100 * occ.size, peak  # (a few float32 and float64 arrays of the map's size)
+    light = lm.Light(2, 2, 2.0, power=100)
+    result = lm.bake(grid, occ, [light], 0.0, lm.Settings(resolution=64, penumbra_samples=1,
+                                                          occlusion_distance=distance, occlusion_strength=0.6))
+    assert np.isfinite(result.rgb).all()
+
+
 # --- light circles and shadow quads ------------------------------------------------------------------------
 
 def test_light_circles_peak_at_each_light_without_shadows():
@@ -346,10 +371,24 @@ def test_bad_grids_are_refused(region, res, message):
     ([lm.Light(5, 5, -1, name="Low")], [], "not above the ground"),
     ([lm.Light(5, 5, 2, name="Buried")], [(4, 4, 6, 6)], "Buried are inside an obstacle"),
     ([lm.Light(5, 5, 2)], [(-1, -1, 21, 11)], "cover the whole region"),
+    ([lm.Light(5, 5, 2, power=math.nan, name="Lamp")], [], r"Lamp \(power\) have a value that is not a number"),
+    ([lm.Light(5, 5, 2, power=math.inf, name="Lamp")], [], r"Lamp \(power\) have a value that is not a number"),
+    ([lm.Light(5, 5, 2, name="Ok"), lm.Light(5, 5, 2, colour=(1, math.nan, 1), radius=-math.inf, name="Lamp")], [],
+     r"Light\(s\) Lamp \(colour, radius\) have a value .*set a finite value"),
+    ([lm.Light(5, 5, 2, kind="SPOT", spot_size=math.nan, name="Spot")], [], r"Spot \(spot size\)"),
 ])
 def test_bad_lights_and_obstacles_are_refused(lights, boxes, message):
     with pytest.raises(lm.LightmapError, match=message):
         bake((0, 0, 20, 10), 50, boxes, lights)
+
+
+def test_a_map_no_light_reaches_says_so():
+    """Lights of power 0 or a black colour: the map is black, and the bake warns, naming what to raise."""
+    result, _, _ = bake((0, 0, 20, 10), 50, [], [lm.Light(5, 5, 2, power=0.0), lm.Light(9, 5, 2, colour=(0, 0, 0))])
+    assert not result.rgb.any()
+    assert [w for w in result.warnings if "The map is black" in w and "raise a light's Power" in w]
+    lit, _, _ = bake((0, 0, 20, 10), 50, [], [lm.Light(5, 5, 2, power=0.0), lm.Light(9, 5, 2)])
+    assert not [w for w in lit.warnings if "black" in w]
 
 
 def test_bad_settings_are_refused():
@@ -359,6 +398,44 @@ def test_bad_settings_are_refused():
     for kw, message in cases:
         with pytest.raises(lm.LightmapError, match=message):
             lm.Settings(**kw).validate()
+
+
+def test_previous_outputs_are_only_the_light_map_files_its_json_lists(tmp_path):
+    """What a later bake may remove: the light-map files the folder's lightmap.json lists and that are there; never
+    a path, another file, or anything when the JSON is not a light map's."""
+    import json
+
+    for name in ("lightmap.exr", "lightmap_circles.exr", "notes.txt"):
+        (tmp_path / name).write_text("x")
+    (tmp_path.parent / "outside.exr").write_text("x")
+    meta = {"orientation": lm.ORIENTATION, "files": ["lightmap.exr", "lightmap_circles.exr", "lightmap_distance.exr",
+                                                      "notes.txt", "../outside.exr", 3]}
+    (tmp_path / "lightmap.json").write_text(json.dumps(meta))
+    assert lm.previous_outputs(str(tmp_path)) == ["lightmap.exr", "lightmap_circles.exr"]
+    (tmp_path / "lightmap.json").write_text(json.dumps(dict(meta, orientation="other")))
+    assert lm.previous_outputs(str(tmp_path)) == []
+    (tmp_path / "lightmap.json").write_text("{not json")
+    assert lm.previous_outputs(str(tmp_path)) == []
+
+
+@pytest.mark.parametrize("res, light, message", [
+    (2, (4.0, 4.0), r"At Resolution 2 a texel is 5 m across .* the walls cover the whole region: raise the Resolution"),
+    (4, (4.0, 4.0), r"At Resolution 4 a texel is 2.5 m across .* the walls cover the light\(s\) Lamp: raise the "),
+    (4, (5.0, 5.0), r"Lamp are inside an obstacle seen from above: move them"),   # inside at any resolution
+    (300, (5.0, 5.0), r"Lamp are inside an obstacle seen from above: move them"),
+])
+def test_walls_that_fill_a_coarse_maps_texels_ask_for_a_higher_resolution(res, light, message):
+    """A 10 m map with a 1 m wall in its middle: at Resolution 2 or 4 it fills whole texels, covering the map or
+    the light beside it; the refusal says to raise the Resolution, not to move the light (which at 256 is clear).
+    A light really inside the wall is refused as that."""
+    grid = lm.make_grid((0, 0, 10, 10), res)
+    tris = box(4.5, 4.5, 5.5, 5.5)
+    lights = [lm.Light(light[0], light[1], 1.5, name="Lamp")]
+    with pytest.raises(lm.LightmapError, match=message):
+        lm.check_lights_at_resolution(grid, lm.rasterise(grid, tris), tris, lights, 0.0)
+    fine = lm.make_grid((0, 0, 10, 10), lm.FINE_RESOLUTION)
+    if light == (4.0, 4.0):
+        lm.check_lights_at_resolution(fine, lm.rasterise(fine, tris), tris, lights, 0.0)
 
 
 def test_a_room_modelled_with_its_floor_and_ceiling_keeps_only_its_walls():
