@@ -192,18 +192,21 @@ def refresh_after_load():
     bakes: a rebuilt group's inputs get new identifiers, which the modifiers key their values by, so each player
     modifier's values are read by input name before and written back after."""
     tree = bpy.data.node_groups.get(GROUP_NAME)
-    if not is_player(tree) or tree.get(common.STAMP_KEY) == f"vat-player-{VERSION}" or tree.library is not None:
+    if tree is None or not is_player(tree) or tree.get(common.STAMP_KEY) == f"vat-player-{VERSION}" \
+            or tree.library is not None:
         return
-    names = [item.name for item in tree.interface.items_tree
-             if getattr(item, "item_type", "SOCKET") == "SOCKET" and item.in_out == "INPUT"
-             and item.bl_socket_idname != "NodeSocketGeometry"]
+    interface = tree.interface
+    names = [item.name for item in (interface.items_tree if interface is not None else ())
+             if isinstance(item, bpy.types.NodeTreeInterfaceSocket) and item.in_out == "INPUT"
+             and item.socket_type != "NodeSocketGeometry"]
     kept = []
     for obj in bpy.data.objects:
         for mod in obj.modifiers:
             if mod.type == "NODES" and getattr(mod, "node_group", None) == tree and obj.library is None:
                 values = {n: mod.get(common.input_identifier(tree, n)) for n in names}
                 # (plain copies: a vector's value is a view of the modifier's storage, which the rebuild frees)
-                kept.append((mod, {n: tuple(v) if hasattr(v, "to_list") else v for n, v in values.items()}))
+                kept.append((mod, {n: tuple(v) if v is not None and hasattr(v, "to_list") else v
+                                   for n, v in values.items()}))
     ensure_vat_player()
     for mod, values in kept:
         for name, value in values.items():
