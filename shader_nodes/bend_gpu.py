@@ -25,7 +25,9 @@ from . import common, gpu_displace
 
 GROUP_NAME = "EnvFX Bend GPU"
 KIND = "bend_gpu"
-VERSION = "1"
+VERSION = "2"  # 2: the input "Moved" (the wind on the GPU before the bend)
+MOVED = "Moved"  # the group's input: the displacement before the bend (the wind on the GPU's; object space)
+WIND_NODE_NAME = "EnvFX Wind GPU"  # (shader_nodes.wind_gpu.NODE_NAME: the wind's nodes in the same materials)
 GATE = "envfx_bend_gpu"  # object property: 1 bends the object in its materials (0 or missing: not)
 PIVOT_KEY = "envfx_bend_gpu_pivot"  # scene property: the object whose world position the group takes as pivot
 ORIGIN_NAME = ".EnvFX Bend GPU Origin"  # that object for a scene without a pivot: an empty at the origin
@@ -69,7 +71,12 @@ def ensure_group() -> bpy.types.ShaderNodeTree:
 def _build(tree) -> None:
     b = common.Builder(tree)
     common.socket(tree, "Displacement", "OUTPUT", "NodeSocketVector")
+    common.socket(tree, MOVED, "INPUT", "NodeSocketVector", default=(0.0, 0.0, 0.0),
+                  description="Displacement before the bend (the wind on the GPU's, as a Material Output takes it: "
+                              "object space): the bend is taken where it moved the vertex, as the modifiers sway "
+                              "and then bend")
     out = b.node("NodeGroupOutput", "Group Output", location=(1400, 0))
+    gin = b.node("NodeGroupInput", "Group Input", location=(-1200, 500))
     value = {label: b.value(label, 0.0) for label in DRIVEN}
     for i, label in enumerate(DRIVEN):
         tree.nodes[label].location = (-1200, -120 * i)
@@ -86,7 +93,8 @@ def _build(tree) -> None:
         driver.expression = DRIVEN[label]
     geometry = b.node("ShaderNodeNewGeometry", "Geometry", location=(-1000, 300))
     sep = b.node("ShaderNodeSeparateXYZ", "Position XYZ")
-    b.link(geometry.outputs["Position"], sep.inputs[0])  # world space, as drawn before any displacement
+    moved = b.vmath("ADD", geometry.outputs["Position"], gin.outputs[MOVED], label="Moved Position")
+    b.link(moved, sep.inputs[0])  # world space, as drawn before any displacement, moved by the wind
     rx = b.math("SUBTRACT", sep.outputs["X"], value["Cx"], label="Rel X")
     ry = b.math("SUBTRACT", sep.outputs["Y"], value["Cy"], label="Rel Y")
 
@@ -156,6 +164,20 @@ def apply(mat: bpy.types.Material, tree: bpy.types.ShaderNodeTree, reach: float)
     displacement into every Material Output, added to a displacement already linked (``gpu_displace.apply``);
     ``reach``: how far the bend moves a vertex (metres)."""
     gpu_displace.apply(mat, tree, reach, MATERIAL_KEY, NODE_NAME, ADD_NAME)
+    couple(mat)
+
+
+def couple(mat: bpy.types.Material) -> None:
+    """Where ``mat`` holds the wind on the GPU and the bend on the GPU, the wind's displacement feeds the bend's
+    "Moved": the bend is taken where the wind moved the vertex (as the modifiers sway and then bend)."""
+    nt = mat.node_tree
+    if nt is None:
+        return
+    for out in gpu_displace.outputs(mat):
+        wind, bend = nt.nodes.get(f"{WIND_NODE_NAME} {out.name}"), nt.nodes.get(f"{NODE_NAME} {out.name}")
+        if wind is None or bend is None or MOVED not in bend.inputs or bend.inputs[MOVED].is_linked:
+            continue
+        nt.links.new(wind.outputs[0], bend.inputs[MOVED])
 
 
 def restore(mat: bpy.types.Material) -> None:

@@ -326,17 +326,24 @@ def adopt_after_load(kind: str, name: str):
     return out
 
 
-def clear_tree(tree):
+def clear_tree(tree, keep_interface: bool = False):
+    """Empty ``tree`` for a rebuild: its drivers, its nodes and (unless ``keep_interface``) its sockets."""
     if tree.animation_data is not None:
         tree.animation_data_clear()
     tree.nodes.clear()
-    tree.interface.clear()
+    if not keep_interface:
+        tree.interface.clear()
 
 
 def socket(tree, name: str, in_out: str, socket_type: str, default=None, min_value=None, max_value=None,
            description: str = ""):
-    """Add an interface socket; ``in_out`` is 'INPUT' or 'OUTPUT'."""
-    item = tree.interface.new_socket(name=name, in_out=in_out, socket_type=socket_type, description=description)
+    """Add an interface socket; ``in_out`` is 'INPUT' or 'OUTPUT'. A socket of that name, side and type the
+    interface has already (a group rebuilt with its interface kept: ``clear_tree(tree, keep_interface=True)``) is
+    reused, so it keeps its identifier and what is linked to it in the groups' users."""
+    item = next((i for i in tree.interface.items_tree if getattr(i, "item_type", "SOCKET") == "SOCKET"
+                 and i.name == name and i.in_out == in_out and i.socket_type == socket_type), None)
+    if item is None:
+        item = tree.interface.new_socket(name=name, in_out=in_out, socket_type=socket_type, description=description)
     if default is not None and hasattr(item, "default_value"):
         item.default_value = default
     if min_value is not None and hasattr(item, "min_value"):

@@ -38,7 +38,8 @@ def ensure_file_group(kind: str, name: str, version: str, build: Callable) -> bp
         tree = bpy.data.node_groups.new(name, "ShaderNodeTree")  # pyright: ignore[reportArgumentType]
         tree[common.KIND_KEY] = kind
     if tree.get(common.STAMP_KEY) != version:
-        common.clear_tree(tree)
+        # (its sockets kept: the materials' group nodes keep their links, which new identifiers would drop)
+        common.clear_tree(tree, keep_interface=True)
         build(tree)
         tree[common.STAMP_KEY] = version
     return tree  # pyright: ignore[reportReturnType] -- made as a ShaderNodeTree

@@ -30,7 +30,7 @@ import numpy as np
 
 from .. import bridge
 from ..core import wind as core_wind
-from . import common, gpu_displace
+from . import bend_gpu, common, gpu_displace
 from . import wind as wind_nodes
 from . import wind_rigid
 
@@ -431,6 +431,7 @@ def add(obj: bpy.types.Object, tree: bpy.types.ShaderNodeTree) -> None:
     reach = reach_of(obj)
     for mat in materials_of(obj):
         gpu_displace.apply(mat, tree, reach, MATERIAL_KEY, NODE_NAME, ADD_NAME)
+        bend_gpu.couple(mat)
     for key, value in object_values(obj).items():
         obj[key] = value
     write_normals(obj)

@@ -68,6 +68,24 @@ def test_bent_on_the_gpu_renders_as_bent_by_the_modifier(gpu, tmp_path, engine):
         assert gpu.nodes.group() is None and not gpu.nodes.is_gpu_bent(ground)
 
 
+def test_a_group_rebuilt_for_a_newer_envfx_keeps_its_links_in_the_materials(gpu, tmp_path):
+    """A file bent on the GPU by an older EnvFX: the next Add Bend rebuilds the file's group in place, keeping its
+    sockets (new identifiers would drop each material's link from the group node), so the ground still bends."""
+    scene = _stage()
+    ground = _grid("Ground")
+    api.envfx(ground).bend_gpu = True
+    gpu.ops.add_bend(scene, [ground])
+    bent = render(tmp_path / "bent.png")
+    group = gpu.nodes.group()
+    group["envfx_stamp"] = "1"
+    nt = api.node_tree(ground.active_material)
+    before = links(nt)
+    gpu.ops.add_bend(scene, [ground])  # (already bent on the GPU: the group brought up to date)
+    assert gpu.nodes.group() == group and group["envfx_stamp"] == gpu.nodes.VERSION
+    assert links(nt) == before
+    assert differ(render(tmp_path / "rebuilt.png"), bent) < 0.002
+
+
 def test_materials_come_back_exactly_and_shared_ones_bend_only_their_gpu_objects(gpu, tmp_path):
     scene = _stage()
     shared = displaced_material("Shared")
