@@ -395,13 +395,19 @@ def test_generate_slope_occlusion_taper_spacing(envfx):
     assert api.of(bpy.types.Material, me.materials[0]).name == "EnvFX Snow"
 
 
-def test_generate_lods(envfx):
+def _generated_over_a_grid(lods: int, spacing: float) -> bpy.types.Object:
+    """A fresh 4 m grid "Ground" covered by Generate Snow with ``lods`` levels ``spacing`` apart; the grid."""
     clear_scene()
     ground = grid_object("Ground", size=4.0, segments=4)
-    api.envfx().snow.lods = 3
-    api.envfx().snow.spacing = 0.1
+    api.envfx().snow.lods = lods
+    api.envfx().snow.spacing = spacing
     select_only(ground)
     assert api.ops.snow_generate() == {"FINISHED"}
+    return ground
+
+
+def test_generate_lods(envfx):
+    _generated_over_a_grid(3, 0.1)
     levels = sorted((o["envfx_snow"], len(api.mesh(o).vertices)) for o in api.scene().objects
                     if o.get("envfx_snow") is not None)
     assert [lv for lv, _ in levels] == [0, 1, 2]
@@ -410,13 +416,8 @@ def test_generate_lods(envfx):
 
 def test_generate_snow_pressed_again_regenerates_the_cover_in_place(envfx):
     """Generate Snow pressed again over the same terrain (a spacing tweaked, or the terrain renamed meanwhile) makes
-    no second cover: the one there gets the new mesh and keeps its name, levels and trails."""
-    clear_scene()
-    ground = grid_object("Ground", size=4.0, segments=4)
-    api.envfx().snow.lods = 2
-    api.envfx().snow.spacing = 0.2
-    select_only(ground)
-    assert api.ops.snow_generate() == {"FINISHED"}
+    no second cover: the one there gets the new meshes and keeps its objects' names and levels."""
+    ground = _generated_over_a_grid(2, 0.2)
     first = {o.name: len(api.mesh(o).vertices) for o in envfx.operators.snow.snow_objects(api.scene())}
     assert sorted(first) == ["Ground Snow LOD0", "Ground Snow LOD1"]
     api.envfx().snow.spacing = 0.1
