@@ -172,6 +172,8 @@ def validate(scene: bpy.types.Scene, objects: Sequence[bpy.types.Object], out_di
         raise VatInputError(f"{', '.join(missing)} {'is' if len(missing) == 1 else 'are'} not in scene "
                             f"{scene.name!r}: bake in the scene that holds them")
     layer = _view_layer(scene)
+    if layer.depsgraph is not None:
+        layer.depsgraph.update()  # (once: what was turned on or off since the last redraw)
     still = [o.name for o in meshes if not _evaluated_in(o, layer)]
     if still:
         raise VatInputError(f"{', '.join(still)} {'is' if len(still) == 1 else 'are'} not evaluated in view layer "
@@ -214,9 +216,8 @@ def _evaluated_in(obj, layer) -> bool:
     """Whether Blender evaluates ``obj`` (its modifiers, its armature) in view ``layer``: evaluated there (its
     depsgraph, once the layer has one), else not disabled in viewports and in a collection of the layer that is
     neither excluded nor disabled in viewports, nor inside one that is."""
-    depsgraph = layer.depsgraph
+    depsgraph = layer.depsgraph  # (brought up to date by the caller)
     if depsgraph is not None:
-        depsgraph.update()  # (what was turned on or off since the last redraw)
         return obj.evaluated_get(depsgraph).is_evaluated
     if obj.hide_viewport:
         return False
