@@ -72,14 +72,19 @@ class LightmapResult:
     warnings: list[str] = field(default_factory=list)
     seconds: float = 0.0
     removed: list[str] = field(default_factory=list)  # an earlier bake's files in the folder this one does not write
+    stale_removed: list[str] = field(default_factory=list)  # staging folders killed bakes left there (names)
 
 
 def removed_text(result: LightmapResult) -> str:
     """'' or what a bake removed, for its report line."""
-    if not result.removed:
-        return ""
-    return (f"removed {len(result.removed)} file(s) an earlier bake wrote and this one does not: "
-            + ", ".join(os.path.basename(p) for p in result.removed))
+    parts = []
+    if result.removed:
+        parts.append(f"removed {len(result.removed)} file(s) an earlier bake wrote and this one does not: "
+                     + ", ".join(os.path.basename(p) for p in result.removed))
+    if result.stale_removed:
+        parts.append("removed the temporary folder(s) of an earlier bake that was killed: "
+                     + ", ".join(result.stale_removed))
+    return "; ".join(parts)
 
 
 # the job generator of a bake: yields progress fractions, returns the LightmapResult
@@ -287,7 +292,7 @@ def _bake(scene_name: str, inputs: Inputs) -> LightmapJob:
     scene = bpy.data.scenes[scene_name]
     out = LightmapResult(files=list(files), region=grid.region, resolution=(grid.width, grid.height),
                          lights=[lt.name for lt in inputs.lights], warnings=inputs.warnings + result.warnings,
-                         removed=files.removed)
+                         removed=files.removed, stale_removed=files.stale_removed)
     out.warnings.extend(f"could not remove {p}, which an earlier bake wrote ({why}): remove it by hand"
                         for p, why in files.not_removed)
     s = bridge.envfx_settings(scene).lightmap
@@ -512,7 +517,7 @@ class ENVFX_OT_lightmap_bake(NeedsScene, progress.ModalJobOperator, bpy.types.Op
         self.report({"INFO"}, f"Light map {w} x {h} of {len(result.lights)} light(s) in {result.seconds:.1f} s: "
                     f"{os.path.dirname(result.files[0])}"
                     + (f"; shown on {', '.join(result.materials)}" if result.materials else "")
-                    + (f"; {removed_text(result)}" if result.removed else ""))
+                    + (f"; {removed_text(result)}" if removed_text(result) else ""))
         return {"FINISHED"}
 
 

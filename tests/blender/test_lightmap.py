@@ -394,6 +394,34 @@ def test_a_bake_into_the_folder_of_an_earlier_one_removes_its_files_this_one_doe
     assert not (out / "lightmap_circles.exr").exists()
 
 
+def test_a_killed_bakes_staging_folder_is_removed_by_the_next_bake_which_says_so(envfx, tmp_path, monkeypatch):
+    """The staging folder a killed bake left in the output folder (named and owned as every bake's, its process
+    gone) is removed by the next bake, which names it in its result and its report line; nothing else is."""
+    import subprocess
+    import sys
+
+    outputs = importlib.import_module(envfx.__name__ + ".core.outputs")
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()  # (a process id that is gone)
+    out = tmp_path / "out"
+    stale = out / f"{outputs.STAGING_PREFIX}lightmap-{proc.pid}-abc"
+    stale.mkdir(parents=True)
+    outputs.write_owner(str(stale), proc.pid)  # made on this machine by that process
+    (stale / "lightmap.exr").write_bytes(b"half an EXR")
+    (out / "notes.txt").write_text("mine")
+    monkeypatch.setattr(outputs, "_STARTED", os.path.getmtime(stale) + 1.0)  # (older than this session)
+    scene, _, _ = level()
+    s = api.envfx(scene).lightmap
+    s.output_dir, s.resolution, s.penumbra_samples = str(out), 16, 1
+    result = lm_ops(envfx).bake_lightmap(scene)
+    assert result.stale_removed == [stale.name]
+    assert "removed the temporary folder(s) of an earlier bake that was killed: " + stale.name in \
+        lm_ops(envfx).removed_text(result)
+    assert sorted(os.listdir(out)) == ["lightmap.exr", "lightmap.json", "lightmap.png", "lightmap_distance.exr",
+                                       "notes.txt"]
+    assert lm_ops(envfx).bake_lightmap(scene).stale_removed == []
+
+
 def test_a_read_only_folder_is_refused_even_for_root(envfx, tmp_path):
     """os.access says yes to root everywhere: the bake tries to write."""
     scene, _, _ = level()
