@@ -6,6 +6,7 @@ from bpy.app.handlers import persistent
 from . import bridge, progress
 from .operators import bend as bend_ops
 from .operators import common as ops_common
+from .operators import lightmap as lightmap_ops
 from .operators.snow import bake as snow_bake
 from .operators.snow import live_push
 from .operators.snow import numpy_trails
@@ -13,6 +14,7 @@ from .operators.snow import render as snow_render
 from .operators.snow import trails as snow_trails
 from .shader_nodes import bend as bend_nodes
 from .shader_nodes import common
+from .shader_nodes import lightmap as lightmap_nodes
 from .shader_nodes import vat as vat_nodes
 from .shader_nodes import wind as wind_nodes
 from .shader_nodes import wind_gpu, wind_rigid
@@ -423,6 +425,39 @@ def on_wind_sync_frame(scene, *_args):
 WIND_HANDLERS = (("depsgraph_update_post", on_wind_sync), ("frame_change_pre", on_wind_sync_frame))
 
 
+# --- light map: the actors' shadows follow the lights that light a render ---
+# Which lights there are, and the collections that hold them, is the structure of the group the shadows read
+# (operators.lightmap.sync_shadow_lights); hidden from renders, power and colour its drivers read live. After an
+# edit (a light added, deleted or moved to another collection, a collection excluded) and after a file is opened.
+
+@persistent
+def on_lightmap_shadow_lights(scene=None, depsgraph=None, *_args):
+    """depsgraph_update_post: the lights the actors' shadows follow, up to date (cheap when the file has no actor
+    shadows, or when no object, collection, light or scene changed)."""
+    if depsgraph is not None and not any(depsgraph.id_type_updated(kind)
+                                         for kind in ("OBJECT", "COLLECTION", "LIGHT", "SCENE")):
+        return
+    try:
+        lightmap_ops.sync_shadow_lights()
+    except Exception as exc:  # a handler must never break playback or loading
+        print(f"EnvFX: the actors' shadows could not follow the lights (press Add Actor Shadows again): {exc}")
+
+
+@persistent
+def on_lightmap_load_post(*_args):
+    """load_post: a file saved by an older EnvFX gets the current shadow group (its shadows keep their settings),
+    and the lights it follows are brought up to date."""
+    try:
+        if lightmap_nodes.SHADOW_GROUP in bpy.data.node_groups:
+            lightmap_nodes.ensure_shadow_group()
+        lightmap_ops.sync_shadow_lights()
+    except Exception as exc:  # a handler must never break loading
+        print(f"EnvFX: the actors' shadows could not follow the lights (press Add Actor Shadows again): {exc}")
+
+
+LIGHTMAP_HANDLERS = (("depsgraph_update_post", on_lightmap_shadow_lights), ("load_post", on_lightmap_load_post))
+
+
 # --- EnvFX enabled with a file open ---
 # While EnvFX is disabled, Blender cannot read the envfx.* properties that the bend, wind and snow drivers read,
 # marks those drivers invalid and never evaluates them again. Opening a file clears the marks (and runs the
@@ -458,7 +493,7 @@ def _revive_later():
 def register():
     bpy.app.handlers.load_post.append(on_load_post)
     for name, fn in (SNOW_HANDLERS + CLAIM_HANDLERS + SAVE_HANDLERS + READER_HANDLERS + RENDER_HANDLERS + WIND_HANDLERS
-                     + LIVE_PUSH_HANDLERS):
+                     + LIVE_PUSH_HANDLERS + LIGHTMAP_HANDLERS):
         getattr(bpy.app.handlers, name).append(fn)
     # Enabled by hand (Preferences, addon_utils.enable, installing the zip): the open file is there to revive.
     # Registered at start-up or by Reload Scripts, bpy.data is hidden: at start-up a file load (and load_post)
@@ -478,6 +513,6 @@ def unregister():
     if on_load_post in bpy.app.handlers.load_post:
         bpy.app.handlers.load_post.remove(on_load_post)
     for name, fn in (SNOW_HANDLERS + CLAIM_HANDLERS + SAVE_HANDLERS + READER_HANDLERS + RENDER_HANDLERS + WIND_HANDLERS
-                     + LIVE_PUSH_HANDLERS):
+                     + LIVE_PUSH_HANDLERS + LIGHTMAP_HANDLERS):
         if fn in getattr(bpy.app.handlers, name):
             getattr(bpy.app.handlers, name).remove(fn)

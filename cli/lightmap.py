@@ -104,7 +104,7 @@ def _lightmap_file(args, path: str, out: str, changes: dict) -> int:
     w, h = result.resolution
     print(f"envfx lightmap: {path}: wrote {len(result.files)} file(s) into {out} ({w}x{h} texels, "
           f"{len(result.lights)} light(s), {result.seconds:.1f} s)")
-    if result.removed:
+    if result.removed or result.stale_removed:
         print(f"envfx lightmap: {path}: {lightmap_ops.removed_text(result)}")
     if args.save:
         batch.save_blend(path)

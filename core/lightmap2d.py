@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import shutil
 import tempfile
 from collections.abc import Generator, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -28,7 +27,7 @@ from typing import Any, overload
 import numpy as np
 import numpy.typing as npt
 
-from . import cpus, exr, jobs, png
+from . import cpus, exr, jobs, outputs, png
 from .colour import linear_to_srgb
 
 FALLOFFS = ("PHYSICAL", "SMOOTH")
@@ -981,6 +980,7 @@ class Written(list):
         super().__init__(paths)
         self.removed: list[str] = []
         self.not_removed: list[tuple[str, str]] = []
+        self.stale_removed: list[str] = []  # the staging folders of killed bakes removed first (their names)
 
 
 def previous_outputs(folder: str) -> list[str]:
@@ -1034,9 +1034,10 @@ def write_outputs(folder: str, result: Result, meta: dict, circles: np.ndarray |
     """Write lightmap.exr (linear float RGB), lightmap.png (8-bit sRGB, ``meta['png_white']`` as white) and
     lightmap.json (``meta`` plus region, resolution and orientation), and the light circles and the distance image
     (``distance_image``: the same region, its own resolution, grey RGB) when given. All files
-    are written into a hidden folder first and moved in together: a failure leaves no half-written file. Then the
-    files an earlier bake into ``folder`` wrote (``previous_outputs``) and this one does not are removed. Returns
-    the paths, with what was removed (``Written``)."""
+    are written into the bakes' staging folder (``outputs.Staging``) first and moved in together: a failure leaves
+    no half-written file, and the staging folders killed bakes left in ``folder`` are removed first. Then the files
+    an earlier bake into ``folder`` wrote (``previous_outputs``) and this one does not are removed. Returns the
+    paths, with what was removed (``Written``)."""
     folder = check_output_folder(folder)
     white = float(meta.get("png_white") or white_point(result.rgb, result.occupancy))
     doc = dict(meta)
@@ -1045,8 +1046,10 @@ def write_outputs(folder: str, result: Result, meta: dict, circles: np.ndarray |
                texel_size=[result.grid.tx, result.grid.ty],
                files=list(FILES) + ([CIRCLES_FILE] if circles is not None else [])
                + ([DISTANCE_FILE] if distance is not None else []))
-    tmp = tempfile.mkdtemp(prefix=".envfx_lightmap_", dir=folder)
-    try:
+    # the shared staging folder of every bake (core.outputs): a bake killed here leaves it behind, and the next bake
+    # into this folder removes it once its process is gone
+    with outputs.Staging(folder, "lightmap", error=LightmapError) as staging:
+        tmp = staging.path
         exr.write_exr(os.path.join(tmp, "lightmap.exr"), result.rgb, "RGB")
         png.write_png(os.path.join(tmp, "lightmap.png"), linear_to_srgb(result.rgb / np.float32(white)))
         if circles is not None:
@@ -1056,10 +1059,8 @@ def write_outputs(folder: str, result: Result, meta: dict, circles: np.ndarray |
         with open(os.path.join(tmp, "lightmap.json"), "w", encoding="utf-8") as fh:
             json.dump(doc, fh, indent=2)
         stale = [n for n in previous_outputs(folder) if n not in doc["files"]]  # (read before the JSON is replaced)
-        paths = Written()
-        for name in doc["files"]:
-            os.replace(os.path.join(tmp, name), os.path.join(folder, name))
-            paths.append(os.path.join(folder, name))
+        paths = Written(staging.commit(doc["files"]))
+        paths.stale_removed = list(staging.removed_stale)
         for name in stale:
             path = os.path.join(folder, name)
             try:
@@ -1068,8 +1069,6 @@ def write_outputs(folder: str, result: Result, meta: dict, circles: np.ndarray |
             except OSError as exc:
                 paths.not_removed.append((path, exc.strerror or str(exc)))
         return paths
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def lens_dirt(height: int, width: int, seed: int = 0, spots: int = 60) -> np.ndarray:

@@ -36,7 +36,7 @@ from collections.abc import Callable, Iterable
 
 STAGING_PREFIX = ".envfx-staging-"
 # staging folders of earlier EnvFX versions: the pid follows the prefix
-LEGACY_PREFIXES = (".envfx_snow_", ".envfx_gasgiant_", ".envfx-mips-")
+LEGACY_PREFIXES = (".envfx_snow_", ".envfx_gasgiant_", ".envfx-mips-", ".envfx_lightmap_")
 _STARTED = time.time()  # no staging folder of this process is older than this
 OWNER_NAME = ".envfx-owner.json"  # in a staging folder: who made it (``owner``)
 # a staging folder of another machine, or of unknown origin, is removed once nothing in it changed for this long

@@ -72,14 +72,19 @@ class LightmapResult:
     warnings: list[str] = field(default_factory=list)
     seconds: float = 0.0
     removed: list[str] = field(default_factory=list)  # an earlier bake's files in the folder this one does not write
+    stale_removed: list[str] = field(default_factory=list)  # staging folders killed bakes left there (names)
 
 
 def removed_text(result: LightmapResult) -> str:
     """'' or what a bake removed, for its report line."""
-    if not result.removed:
-        return ""
-    return (f"removed {len(result.removed)} file(s) an earlier bake wrote and this one does not: "
-            + ", ".join(os.path.basename(p) for p in result.removed))
+    parts = []
+    if result.removed:
+        parts.append(f"removed {len(result.removed)} file(s) an earlier bake wrote and this one does not: "
+                     + ", ".join(os.path.basename(p) for p in result.removed))
+    if result.stale_removed:
+        parts.append("removed the temporary folder(s) of an earlier bake that was killed: "
+                     + ", ".join(result.stale_removed))
+    return "; ".join(parts)
 
 
 # the job generator of a bake: yields progress fractions, returns the LightmapResult
@@ -92,11 +97,45 @@ def _drawable(obj) -> bool:
     return obj.type in bridge.GEOMETRY_TYPES or obj.type in {"SURFACE", "META"}
 
 
-def scene_lights(scene: bpy.types.Scene, collection: bpy.types.Collection | None = None) -> list[bpy.types.Object]:
+# A light lights a render when it is not hidden from renders and some chain of collections holds it in the view
+# layer, none of them excluded from the view layer or hidden from renders (a light in the scene collection itself
+# has the empty chain). The bake and the actors' shadows both go by this rule.
+Chain = tuple  # of bpy.types.Collection, from the view layer's top collection down to the one holding the light
+
+
+def light_chains(view_layers: Iterable[bpy.types.ViewLayer]) -> dict[bpy.types.Object, list[Chain]]:
+    """{light object: [its chains of collections]} in ``view_layers``: the chains through collections not
+    excluded there (whether hidden from renders is read by ``lights_render``, or by the shadows' drivers)."""
+    found: dict[bpy.types.Object, list[Chain]] = {}
+
+    def walk(layer: bpy.types.LayerCollection, chain: Chain) -> None:
+        if layer.exclude:
+            return
+        for obj in layer.collection.objects:
+            if obj.type == "LIGHT" and chain not in found.setdefault(obj, []):
+                found[obj].append(chain)
+        for child in layer.children:
+            walk(child, chain + (child.collection,))
+
+    for view_layer in view_layers:
+        walk(view_layer.layer_collection, ())
+    return found
+
+
+def lights_render(obj: bpy.types.Object, chains: list[Chain]) -> bool:
+    """Whether light ``obj``, held by ``chains`` (``light_chains``), is in a render: not hidden from renders, and
+    in a chain of collections none of which is hidden from renders."""
+    return not obj.hide_render and any(not any(c.hide_render for c in chain) for chain in chains)
+
+
+def scene_lights(scene: bpy.types.Scene, collection: bpy.types.Collection | None = None,
+                 view_layer: bpy.types.ViewLayer | None = None) -> list[bpy.types.Object]:
     """The light objects a bake uses: the collection's (and its children's), else every light of the scene; lights
-    hidden from renders are left out, as Cycles leaves them out."""
+    that are not in a render of ``view_layer`` (default: the scene's first) are left out, as Cycles leaves them
+    out: hidden from renders, or only in collections hidden from renders or excluded from the view layer."""
     objs = collection.all_objects if collection is not None else scene.objects
-    return [o for o in objs if o.type == "LIGHT" and not o.hide_render]
+    chains = light_chains([view_layer or scene.view_layers[0]])
+    return [o for o in objs if o.type == "LIGHT" and lights_render(o, chains.get(o, []))]
 
 
 def core_light(obj: bpy.types.Object, warnings: list[str]) -> core_lm.Light | None:
@@ -194,7 +233,7 @@ def gather(scene: bpy.types.Scene, selected: Iterable[bpy.types.Object] = (),
     for o, corners in zip(obstacles, tris):
         _check_finite(corners, f"Obstacle {o.name!r}", "take it out of the obstacles")
     triangles = np.concatenate(tris) if tris else np.zeros((0, 3, 3), dtype=np.float32)
-    objs = scene_lights(scene, lights_coll)
+    objs = scene_lights(scene, lights_coll, bpy.context.view_layer if bpy.context.scene == scene else None)
     lights = [lt for lt in (core_light(o, warnings) for o in objs) if lt is not None]
     if not lights:
         where = f"collection {lights_coll.name!r}" if lights_coll is not None else f"scene {scene.name!r}"
@@ -287,7 +326,7 @@ def _bake(scene_name: str, inputs: Inputs) -> LightmapJob:
     scene = bpy.data.scenes[scene_name]
     out = LightmapResult(files=list(files), region=grid.region, resolution=(grid.width, grid.height),
                          lights=[lt.name for lt in inputs.lights], warnings=inputs.warnings + result.warnings,
-                         removed=files.removed)
+                         removed=files.removed, stale_removed=files.stale_removed)
     out.warnings.extend(f"could not remove {p}, which an earlier bake wrote ({why}): remove it by hand"
                         for p, why in files.not_removed)
     s = bridge.envfx_settings(scene).lightmap
@@ -380,6 +419,34 @@ def bake_file(path: str, out_dir: str, scene: str | None = None, overrides: Mapp
 
 # --- actors' shadows (Day 5) ------------------------------------------------------------------------------
 
+def shadow_light_specs() -> tuple[list[tuple[bpy.types.Object, list[Chain]]], str]:
+    """What the actors' shadows need to follow the lights as the bake does: ([(light, its chains of collections)]
+    over every view layer of every scene, for the lights of a kind the bake takes (suns are left out); a signature
+    of it, which changes when a light, its kind or its chains do."""
+    chains = light_chains([layer for scene in bpy.data.scenes for layer in scene.view_layers])
+    specs = sorted(((o, c) for o, c in chains.items()
+                    if cast(bpy.types.Light, o.data).type in core_lm.LIGHT_KINDS), key=lambda item: item[0].name)
+    signature = repr([(o.name, o.library.filepath if o.library else "", cast(bpy.types.Light, o.data).name,
+                       cast(bpy.types.Light, o.data).type, [[c.name for c in chain] for chain in c])
+                      for o, c in specs])
+    return specs, signature
+
+
+def sync_shadow_lights() -> bool:
+    """Bring the lights the actors' shadows follow (shader_nodes.lightmap SHADOW_LIGHTS_GROUP) up to date with the
+    file's lights: a light added or removed, moved to another collection, a collection excluded or included again.
+    Only when the file has actors' shadows; cheap when nothing changed. Returns whether the group was rebuilt.
+    (Hidden from renders, power and colour are read live by the group's drivers, animated too.)"""
+    if lightmap_nodes.SHADOW_GROUP not in bpy.data.node_groups:
+        return False
+    specs, signature = shadow_light_specs()
+    tree = bpy.data.node_groups.get(lightmap_nodes.SHADOW_LIGHTS_GROUP)
+    if tree is not None and tree.get(lightmap_nodes.SHADOW_LIGHTS_KEY) == signature:
+        return False
+    lightmap_nodes.ensure_shadow_lights(specs, signature)
+    return True
+
+
 def add_actor_shadows(scene: bpy.types.Scene, actors: Iterable[bpy.types.Object]) -> list[str]:
     """Give each actor a live shadow: an object "<actor> Shadow" at the origin whose geometry-nodes modifier
     (shader_nodes.lightmap SHADOW_GROUP) draws 1-2 soft sprites away from the nearest light of the Lights collection,
@@ -399,6 +466,7 @@ def add_actor_shadows(scene: bpy.types.Scene, actors: Iterable[bpy.types.Object]
         raise LightmapInputError("No actors: select the moving objects that should cast shadows (not lights, the "
                                  "ground or shadows)")
     tree = lightmap_nodes.ensure_shadow_group()
+    sync_shadow_lights()
     mat = lightmap_nodes.ensure_shadow_material()
     names = []
     for actor in actors:
@@ -512,7 +580,7 @@ class ENVFX_OT_lightmap_bake(NeedsScene, progress.ModalJobOperator, bpy.types.Op
         self.report({"INFO"}, f"Light map {w} x {h} of {len(result.lights)} light(s) in {result.seconds:.1f} s: "
                     f"{os.path.dirname(result.files[0])}"
                     + (f"; shown on {', '.join(result.materials)}" if result.materials else "")
-                    + (f"; {removed_text(result)}" if result.removed else ""))
+                    + (f"; {removed_text(result)}" if removed_text(result) else ""))
         return {"FINISHED"}
 
 

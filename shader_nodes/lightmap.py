@@ -150,7 +150,12 @@ def apply_to_ground(ground: bpy.types.Object, tree: bpy.types.ShaderNodeTree) ->
 # its numpy twin.
 
 SHADOW_GROUP = "EnvFX Actor Shadow"
-SHADOW_STAMP = "actor-shadow-3"
+SHADOW_STAMP = "actor-shadow-4"
+# the lights that light a render now, as points: one Points node per light of the file (of a kind the bake takes),
+# its count driven 1 or 0 by the light's visibility in renders, power and colour (``ensure_shadow_lights``); the
+# shadow group keeps only the lights of its collection that are among them
+SHADOW_LIGHTS_GROUP = "EnvFX Actor Shadow Lights"
+SHADOW_LIGHTS_KEY = "envfx_shadow_lights"  # on that group: what it was built for (``ensure_shadow_lights``)
 SHADOW_MATERIAL = "EnvFX Actor Shadow"
 ALPHA_ATTRIBUTE = "shadow_alpha"
 FADE_ATTRIBUTE = "shadow_fade"
@@ -256,9 +261,27 @@ def _build_shadow(tree):
     pts = b.node("GeometryNodeInstancesToPoints")
     tree.links.new(coll.outputs[0], pts.inputs["Instances"])
     pos = b.node("GeometryNodeInputPosition").outputs["Position"]
+    # only those that light a render now (the bake's rule): a light of the collection is kept when a lit light
+    # (SHADOW_LIGHTS_GROUP) stands where it stands
+    lit = b.node("GeometryNodeGroup")
+    lit.node_tree = shadow_lights_tree()
+    lit_points = lit.outputs["Lights"]
+    near_lit = b.node("GeometryNodeSampleNearest", domain="POINT")
+    tree.links.new(lit_points, near_lit.inputs["Geometry"])
+    tree.links.new(pos, near_lit.inputs["Sample Position"])
+    lit_at = b.node("GeometryNodeSampleIndex", data_type="FLOAT_VECTOR", domain="POINT")
+    tree.links.new(lit_points, lit_at.inputs["Geometry"])
+    tree.links.new(pos, lit_at.inputs["Value"])
+    tree.links.new(near_lit.outputs["Index"], lit_at.inputs["Index"])
+    lit_count = b.node("GeometryNodeAttributeDomainSize", component="POINTCLOUD")
+    tree.links.new(lit_points, lit_count.inputs["Geometry"])
+    unlit = b.node("GeometryNodeDeleteGeometry", domain="POINT")
+    tree.links.new(pts.outputs["Points"], unlit.inputs["Geometry"])
+    tree.links.new(b.math("MAXIMUM", b.math("GREATER_THAN", b.vec("DISTANCE", pos, lit_at.outputs["Value"]), 1e-3),
+                          b.math("LESS_THAN", lit_count.outputs["Point Count"], 0.5)), unlit.inputs["Selection"])
     px, py, _ = b.sep(pos)
     flat = b.node("GeometryNodeSetPosition")
-    tree.links.new(pts.outputs["Points"], flat.inputs["Geometry"])
+    tree.links.new(unlit.outputs["Geometry"], flat.inputs["Geometry"])
     tree.links.new(b.comb(px, py), flat.inputs["Position"])
 
     def nearest(geometry):
@@ -371,7 +394,110 @@ def _build_shadow(tree):
 
 
 def ensure_shadow_group() -> bpy.types.NodeTree:
-    return common.ensure_tree(SHADOW_GROUP, "GeometryNodeTree", SHADOW_STAMP, _build_shadow)
+    """The actor-shadow group, rebuilt in place when older than the code; the modifiers that use it keep their
+    values (a rebuilt group's inputs get new identifiers, which modifiers key their values by: read by input name
+    before and written back after)."""
+    tree = bpy.data.node_groups.get(SHADOW_GROUP)
+    kept = []
+    if tree is not None and tree.library is None and tree.get(common.STAMP_KEY) != SHADOW_STAMP:
+        names = [item.name for item in (tree.interface.items_tree if tree.interface is not None else ())
+                 if isinstance(item, bpy.types.NodeTreeInterfaceSocket) and item.in_out == "INPUT"
+                 and item.socket_type != "NodeSocketGeometry"]
+        for obj in bpy.data.objects:
+            for mod in obj.modifiers:
+                if mod.type == "NODES" and cast(bpy.types.NodesModifier, mod).node_group == tree \
+                        and obj.library is None:
+                    values = {n: mod.get(common.input_identifier(tree, n)) for n in names}
+                    # (plain copies: a vector's value is a view of the modifier's storage, which the rebuild frees)
+                    kept.append((mod, {n: tuple(v) if v is not None and hasattr(v, "to_list") else v
+                                       for n, v in values.items()}))
+    tree = common.ensure_tree(SHADOW_GROUP, "GeometryNodeTree", SHADOW_STAMP, _build_shadow)
+    for mod, values in kept:
+        for name, value in values.items():
+            if value is not None:
+                try:
+                    mod[common.input_identifier(tree, name)] = value
+                except KeyError:
+                    pass  # (an input the group no longer has)
+    return tree
+
+
+def shadow_lights_tree() -> bpy.types.NodeTree:
+    """SHADOW_LIGHTS_GROUP as it is (made, with no light, when missing)."""
+    tree = bpy.data.node_groups.get(SHADOW_LIGHTS_GROUP)
+    if tree is not None and (tree.bl_idname != "GeometryNodeTree" or tree.library is not None):
+        tree.name = SHADOW_LIGHTS_GROUP + ".user"
+        tree = None
+    if tree is None:
+        tree = bpy.data.node_groups.new(SHADOW_LIGHTS_GROUP, "GeometryNodeTree")  # pyright: ignore[reportArgumentType]
+        _build_shadow_lights(tree, [])
+    return tree
+
+
+def _light_expression(paths: list, names: dict) -> str:
+    """The driver expression of a light: 1 while it lights a render (not hidden from renders, some chain of
+    collections holding it with none hidden from renders, power times colour not 0), else 0. ``names``: the
+    variable name of each collection."""
+    chains = ["not (" + " or ".join(names[c] for c in chain) + ")" if chain else "1" for chain in paths]
+    return f"1 if not h and e * (r + g + b) != 0 and ({' or '.join(chains)}) else 0"
+
+
+def _variable(driver, name: str, id_type: str, id_data, path: str) -> None:
+    var = driver.variables.new()
+    var.name = name
+    var.type = "SINGLE_PROP"
+    target = var.targets[0]
+    target.id_type = id_type
+    target.id = id_data
+    target.data_path = path
+
+
+def _build_shadow_lights(tree, specs: list) -> None:
+    common.socket(tree, "Lights", "OUTPUT", "NodeSocketGeometry",
+                  description="A point at each light that lights a render now")
+    out = tree.nodes.new("NodeGroupOutput")
+    out.location = (600, 0)
+    join = tree.nodes.new("GeometryNodeJoinGeometry")
+    join.location = (400, 0)
+    tree.links.new(join.outputs[0], out.inputs["Lights"])
+    for k, (obj, paths) in enumerate(specs):
+        info = cast(bpy.types.GeometryNodeObjectInfo, tree.nodes.new("GeometryNodeObjectInfo"))
+        info.transform_space = "RELATIVE"
+        info.location = (0, -200 * k)
+        cast(bpy.types.NodeSocketObject, info.inputs["Object"]).default_value = obj
+        points = tree.nodes.new("GeometryNodePoints")
+        points.name = points.label = f"Light {k}"
+        points.location = (200, -200 * k)
+        tree.links.new(info.outputs["Location"], points.inputs["Position"])
+        tree.links.new(points.outputs["Points"], join.inputs[0])
+        fcurve = tree.driver_add(f'nodes["{points.name}"].inputs["Count"].default_value')
+        common.straighten(fcurve)
+        driver = fcurve.driver
+        driver.type = "SCRIPTED"
+        _variable(driver, "h", "OBJECT", obj, "hide_render")
+        _variable(driver, "e", "LIGHT", obj.data, "energy")
+        for i, channel in enumerate("rgb"):
+            _variable(driver, channel, "LIGHT", obj.data, f"color[{i}]")
+        names = {}
+        for chain in paths:
+            for c in chain:
+                if c not in names:
+                    names[c] = f"c{len(names)}"
+                    _variable(driver, names[c], "COLLECTION", c, "hide_render")
+        driver.expression = _light_expression(paths, names)
+
+
+def ensure_shadow_lights(specs: list, signature: str) -> bpy.types.NodeTree:
+    """SHADOW_LIGHTS_GROUP for ``specs``, [(light object, [chain of collections holding it, from the scene's top
+    collection down; () when it is in the scene collection itself])]: built again only when ``signature`` (what
+    ``specs`` were made from) is not what it was built for."""
+    tree = shadow_lights_tree()
+    if tree.get(SHADOW_LIGHTS_KEY) == signature:
+        return tree
+    common.clear_tree(tree, keep_interface=True)
+    _build_shadow_lights(tree, specs)
+    tree[SHADOW_LIGHTS_KEY] = signature
+    return tree
 
 
 def ensure_shadow_material() -> bpy.types.Material:

@@ -394,6 +394,34 @@ def test_a_bake_into_the_folder_of_an_earlier_one_removes_its_files_this_one_doe
     assert not (out / "lightmap_circles.exr").exists()
 
 
+def test_a_killed_bakes_staging_folder_is_removed_by_the_next_bake_which_says_so(envfx, tmp_path, monkeypatch):
+    """The staging folder a killed bake left in the output folder (named and owned as every bake's, its process
+    gone) is removed by the next bake, which names it in its result and its report line; nothing else is."""
+    import subprocess
+    import sys
+
+    outputs = importlib.import_module(envfx.__name__ + ".core.outputs")
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()  # (a process id that is gone)
+    out = tmp_path / "out"
+    stale = out / f"{outputs.STAGING_PREFIX}lightmap-{proc.pid}-abc"
+    stale.mkdir(parents=True)
+    outputs.write_owner(str(stale), proc.pid)  # made on this machine by that process
+    (stale / "lightmap.exr").write_bytes(b"half an EXR")
+    (out / "notes.txt").write_text("mine")
+    monkeypatch.setattr(outputs, "_STARTED", os.path.getmtime(stale) + 1.0)  # (older than this session)
+    scene, _, _ = level()
+    s = api.envfx(scene).lightmap
+    s.output_dir, s.resolution, s.penumbra_samples = str(out), 16, 1
+    result = lm_ops(envfx).bake_lightmap(scene)
+    assert result.stale_removed == [stale.name]
+    assert "removed the temporary folder(s) of an earlier bake that was killed: " + stale.name in \
+        lm_ops(envfx).removed_text(result)
+    assert sorted(os.listdir(out)) == ["lightmap.exr", "lightmap.json", "lightmap.png", "lightmap_distance.exr",
+                                       "notes.txt"]
+    assert lm_ops(envfx).bake_lightmap(scene).stale_removed == []
+
+
 def test_a_read_only_folder_is_refused_even_for_root(envfx, tmp_path):
     """os.access says yes to root everywhere: the bake tries to write."""
     scene, _, _ = level()
@@ -439,6 +467,8 @@ def shadow_sprites(obj):
     mesh = ev.to_mesh()
     try:
         n = len(mesh.vertices)
+        if n == 0:  # no shadow at all (no attributes either)
+            return [], np.zeros((0, 3), np.float32)
         pos = np.empty(n * 3, dtype=np.float32)
         mesh.vertices.foreach_get("co", pos)
         alpha = np.empty(n, dtype=np.float32)
@@ -584,6 +614,82 @@ def test_actor_shadow_is_gone_while_its_lights_collection_has_no_light(envfx, tm
     api.view_layer().update()
     sprites, _ = shadow_sprites(shadow)
     assert len(sprites) == 4 and sum(a for _, a, _ in sprites) > 0
+
+
+def lit_sprites(shadow) -> list:
+    """The sprites of ``shadow`` with some opacity, each with the x direction it is cast in (+1 or -1)."""
+    sprites, _ = shadow_sprites(shadow)
+    return [(a, float(np.sign((c[f < 0.5].mean(0) - c[f > 0.5].mean(0))[0]))) for c, a, f in sprites if a > 1e-6]
+
+
+def test_actor_shadows_follow_only_the_lights_that_light_a_render_as_the_bake(envfx, tmp_path):
+    """A light of the Lights collection hidden from renders, in a collection hidden from renders or excluded from
+    the view layer, of power 0 or of a black colour, or a sun, casts no actor shadow (the bake leaves it out, or it adds
+    nothing), live: turned on again, its shadow is back without pressing anything. The near lamp (-4, -1) casts the
+    actor's shadow towards +x; without it the far lamp's takes over, so the test puts that one out first."""
+    scene, actor, shadow = actor_level(envfx, tmp_path)
+    lamp, far = bpy.data.objects["Lamp0"], bpy.data.objects["Lamp1"]
+    far.hide_render = True
+    api.view_layer().update()
+    assert {d for _, d in lit_sprites(shadow)} == {1.0}
+    data = api.of(bpy.types.PointLight, lamp.data)
+    for off, on in ((lambda: setattr(lamp, "hide_render", True), lambda: setattr(lamp, "hide_render", False)),
+                    (lambda: setattr(data, "energy", 0.0), lambda: setattr(data, "energy", 600.0)),
+                    (lambda: setattr(data, "color", (0.0, 0.0, 0.0)), lambda: setattr(data, "color", (1.0, 0.5, 0.2)))):
+        off()
+        api.view_layer().update()
+        assert lit_sprites(shadow) == []
+        on()
+        api.view_layer().update()
+        assert {d for _, d in lit_sprites(shadow)} == {1.0}
+    # its collection hidden from renders, or excluded from the view layer
+    lights = bpy.data.collections["Lights"]
+    layer = api.view_layer().layer_collection.children["Lights"]
+    for off, on in ((lambda: setattr(lights, "hide_render", True), lambda: setattr(lights, "hide_render", False)),
+                    (lambda: setattr(layer, "exclude", True), lambda: setattr(layer, "exclude", False))):
+        off()
+        api.view_layer().update()
+        assert lit_sprites(shadow) == []
+        with pytest.raises(lm_ops(envfx).LightmapInputError, match="No lights"):  # the bake leaves it out too
+            lm_ops(envfx).gather(scene)
+        on()
+        api.view_layer().update()
+        assert {d for _, d in lit_sprites(shadow)} == {1.0}
+        assert [lt.name for lt in lm_ops(envfx).gather(scene).lights] == ["Lamp0"]
+    tree = bpy.data.node_groups[lm_ops(envfx).lightmap_nodes.SHADOW_LIGHTS_GROUP]
+    assert tree.animation_data is not None and len(tree.animation_data.drivers) == 2
+    assert all(fc.driver.is_simple_expression for fc in tree.animation_data.drivers)  # (no Python needed)
+    # a sun, which the bake leaves out, casts none either
+    lights.objects.unlink(far)
+    sun = bpy.data.objects.new("Sun", bpy.data.lights.new("Sun", "SUN"))
+    sun.location = (-4.0, -1.0, 2.0)
+    lights.objects.link(sun)
+    lights.objects.unlink(lamp)
+    api.view_layer().update()
+    assert lit_sprites(shadow) == []
+
+
+def test_actor_shadows_follow_a_lights_power_and_visibility_keyed_over_the_timeline(envfx, tmp_path):
+    """Power keyed 0 then up, hidden from renders keyed on then off: the shadow is gone at the frames the light
+    gives nothing and back at the others, as the frames play (and as a render steps them)."""
+    scene, actor, shadow = actor_level(envfx, tmp_path)
+    lamp, far = bpy.data.objects["Lamp0"], bpy.data.objects["Lamp1"]
+    far.hide_render = True
+    data = api.of(bpy.types.PointLight, lamp.data)
+    for frame, energy, hidden in ((1, 0.0, False), (2, 600.0, False), (3, 600.0, True), (4, 600.0, False)):
+        data.energy = energy
+        data.keyframe_insert("energy", frame=frame)
+        lamp.hide_render = hidden
+        lamp.keyframe_insert("hide_render", frame=frame)
+    light_data: Any = data  # (api.fcurves reads any ID's action)
+    for fc in api.fcurves(light_data) + api.fcurves(lamp):
+        for key in fc.keyframe_points:
+            key.interpolation = "CONSTANT"
+    shown = []
+    for frame in (1, 2, 3, 4, 1):
+        scene.frame_set(frame)
+        shown.append(bool(lit_sprites(shadow)))
+    assert shown == [False, True, False, True, False]
 
 
 def test_actor_shadows_need_a_bake_and_a_lights_collection(envfx, tmp_path):

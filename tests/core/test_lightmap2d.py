@@ -466,3 +466,57 @@ def test_wall_triangles_keeps_everything_without_lights_or_triangles():
     tris = box(0, 0, 1, 1)
     assert len(lm.wall_triangles(tris, 0.0, [])) == len(tris)
     assert lm.wall_triangles(np.zeros((0, 3, 3)), 0.0, [1.0]).shape == (0, 3, 3)
+
+
+_KILLED_BAKE = """
+import sys, time
+sys.path.insert(0, sys.argv[1])
+from core import lightmap2d as lm
+
+def stalled(path, *args, **kwargs):  # the first file half-written, then the process is killed
+    with open(path, "wb") as fh:
+        fh.write(b"half an EXR")
+    print("writing", flush=True)
+    time.sleep(120)
+
+lm.exr.write_exr = stalled
+grid = lm.make_grid((0.0, 0.0, 4.0, 4.0), 8)
+occ = lm.rasterise(grid, lm.np.zeros((0, 3, 3)))
+result = lm.bake(grid, occ, [lm.Light(2.0, 2.0, 1.0, power=100.0)], 0.0, lm.Settings(resolution=8))
+lm.write_outputs(sys.argv[2], result, {})
+"""
+
+
+def test_a_bake_killed_while_writing_leaves_a_staging_folder_the_next_bake_removes(tmp_path, monkeypatch):
+    """A bake killed (SIGKILL) while it writes leaves its staging folder in the output folder, named and owned as
+    every bake's (``core.outputs``); the next bake into that folder removes it, says so, and leaves only its files.
+    A staging folder of an older EnvFX's light map (no owner file) goes once unchanged for FOREIGN_MAX_AGE."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    from core import outputs
+
+    out = tmp_path / "out"
+    root = os.path.dirname(os.path.dirname(os.path.abspath(lm.__file__)))  # (the folder holding core/)
+    proc = subprocess.Popen([sys.executable, "-c", _KILLED_BAKE, root, str(out)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "writing"
+    finally:
+        proc.kill()
+        proc.wait()
+    left = os.listdir(out)
+    assert len(left) == 1 and left[0].startswith(f"{outputs.STAGING_PREFIX}lightmap-{proc.pid}-"), left
+    assert os.path.isfile(out / left[0] / "lightmap.exr")
+    legacy = out / ".envfx_lightmap_q8x2k"  # an older EnvFX's staging folder, unchanged for over a week
+    legacy.mkdir()
+    (legacy / "lightmap.png").write_bytes(b"old")
+    old = time.time() - outputs.FOREIGN_MAX_AGE - 3600.0
+    os.utime(legacy / "lightmap.png", (old, old))
+    os.utime(legacy, (old, old))
+    monkeypatch.setattr(outputs, "_STARTED", time.time() + 1.0)  # this is a later session than the killed one
+    result, _, _ = bake((0.0, 0.0, 4.0, 4.0), 8, [], [lm.Light(2.0, 2.0, 1.0, power=100.0)])
+    written = lm.write_outputs(str(out), result, {})
+    assert sorted(written.stale_removed) == sorted([left[0], legacy.name])
+    assert sorted(os.listdir(out)) == sorted(lm.FILES)
