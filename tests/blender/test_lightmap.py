@@ -692,6 +692,40 @@ def test_actor_shadows_follow_a_lights_power_and_visibility_keyed_over_the_timel
     assert shown == [False, True, False, True, False]
 
 
+def test_an_older_shadow_group_is_rebuilt_on_open_and_its_shadows_keep_their_settings(envfx, tmp_path,
+                                                                                        save_and_reopen):
+    """A file saved by an older EnvFX (its shadow group stamped older): opening it rebuilds the group, and each
+    shadow keeps its inputs (the actor, the lights, the region, a ground height changed by hand), so it still
+    draws its sprites where it did, and still leaves out a light hidden from renders."""
+    scene, actor, shadow = actor_level(envfx, tmp_path)
+    nodes = lm_ops(envfx).lightmap_nodes
+    tree = bpy.data.node_groups[nodes.SHADOW_GROUP]
+    mod = next(m for m in shadow.modifiers if m.type == "NODES")
+    ident = lm_ops(envfx).nodes_common.input_identifier
+    mod[ident(tree, "Ground Height")] = 0.25
+    api.view_layer().update()
+    before, pos_before = shadow_sprites(shadow)
+    assert before and pos_before[:, 2] == pytest.approx(0.26, abs=1e-4)  # (a centimetre over the ground)
+    tree[lm_ops(envfx).nodes_common.STAMP_KEY] = "actor-shadow-3"
+    name = shadow.name
+    save_and_reopen()
+    tree = bpy.data.node_groups[nodes.SHADOW_GROUP]
+    assert tree[lm_ops(envfx).nodes_common.STAMP_KEY] == nodes.SHADOW_STAMP
+    shadow = bpy.data.objects[name]
+    mod = next(m for m in shadow.modifiers if m.type == "NODES")
+    assert mod.node_group == tree
+    assert mod[ident(tree, "Actor")] == bpy.data.objects["Actor"]
+    assert mod[ident(tree, "Ground Height")] == pytest.approx(0.25)
+    after, pos = shadow_sprites(shadow)
+    assert len(after) == len(before) and pos == pytest.approx(pos_before, abs=1e-5)
+    for (c0, a0, _), (c1, a1, _) in zip(before, after):
+        assert c1 == pytest.approx(c0, abs=1e-5) and a1 == pytest.approx(a0, abs=1e-6)
+    bpy.data.objects["Lamp1"].hide_render = True
+    bpy.data.objects["Lamp0"].hide_render = True
+    api.view_layer().update()
+    assert lit_sprites(shadow) == []
+
+
 def test_actor_shadows_need_a_bake_and_a_lights_collection(envfx, tmp_path):
     scene, _, _ = level()
     bpy.ops.mesh.primitive_cube_add(size=1)
