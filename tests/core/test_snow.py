@@ -149,6 +149,27 @@ def test_trail_state_matches_actors_by_key():
     assert state.down[np.argmin(np.abs(pts[:, 0] + 1.5))] == pytest.approx(0.2)  # the path between -3 and 0
 
 
+def test_trail_state_an_actor_whose_place_is_not_a_number_is_not_there_at_that_frame():
+    """A NaN or infinite place (a broken transform at one frame) stamps nothing then, and the path starts again
+    where the actor next is, as if it had left and come back; the other actors carve on (every later frame of
+    the Numpy trails engine failed with an index out of bounds)."""
+    params = snow.StampParams()
+    pts = np.stack([np.linspace(-4, 4, 81), np.zeros(81), np.zeros(81)], 1)
+    for bad in ([np.nan, 0.0, 0.0], [np.inf, 0.0, 0.0]):
+        state, gone = snow.TrailState(pts, params, cells=8), snow.TrailState(pts, params, cells=8)
+        state.step(1, ["a", "b"], [[-3.0, 0.0, 0.0], [3.0, 0.0, 0.0]], [0.3, 0.3], [0.2, 0.2])
+        gone.step(1, ["a", "b"], [[-3.0, 0.0, 0.0], [3.0, 0.0, 0.0]], [0.3, 0.3], [0.2, 0.2])
+        state.step(2, ["a", "b"], [bad, [2.0, 0.0, 0.0]], [0.3, 0.3], [0.2, 0.2])
+        gone.step(2, ["b"], [[2.0, 0.0, 0.0]], [0.3], [0.2])
+        state.step(3, ["a", "b"], [[0.0, 0.0, 0.0], [1.0, 0.0, 0.0]], [0.3, 0.3], [0.2, 0.2])
+        gone.step(3, ["a", "b"], [[0.0, 0.0, 0.0], [1.0, 0.0, 0.0]], [0.3, 0.3], [0.2, 0.2])
+        np.testing.assert_array_equal(state.down, gone.down)
+        assert state.down[np.argmin(np.abs(pts[:, 0] - 1.5))] == pytest.approx(0.2)  # b's path
+        assert state.down[np.argmin(np.abs(pts[:, 0] + 1.5))] == 0.0  # no streak from a's last place
+    state.step(4, ["a"], [[0.0, 0.0, 0.0]], [np.nan], [0.2])  # a size that is not a number
+    assert np.isfinite(state.down).all()
+
+
 def test_actor_size_from_dimensions_or_settings():
     assert snow.actor_size((1.0, 2.0, 3.0)) == (1.0, 0.5)
     assert snow.actor_size((1.0, 2.0, 3.0), radius_setting=0.4, depth_setting=0.1) == (0.4, 0.1)
