@@ -467,6 +467,18 @@ def test_generate_bad_input_leaves_scene(envfx):
     with pytest.raises(RuntimeError, match="select the terrain"):
         api.ops.snow_generate()
     assert _state() == before
+    # a transform that is not a number (a broken import): named, not 'no face looks up'
+    lost = grid_object("Lost", size=2.0, segments=2)
+    lost.location.x = float("nan")
+    select_only(lost)
+    before = _state()
+    with pytest.raises(RuntimeError, match=r"The location, rotation or scale of Lost \(or of a parent\) is not a "
+                       r"number \(NaN or infinite\): fix the transform"):
+        api.ops.snow_generate()
+    lost.location.x, lost.scale = 0.0, (0.0, 0.0, 0.0)
+    with pytest.raises(RuntimeError, match=r"Every face of the selection has no area \(scaled to 0"):
+        api.ops.snow_generate()
+    assert _state() == before
 
 
 # --- actors -----------------------------------------------------------------------------------------------

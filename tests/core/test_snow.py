@@ -5,6 +5,7 @@ import os
 
 import math
 import re
+import warnings
 
 import numpy as np
 import pytest
@@ -634,6 +635,27 @@ def test_cover_no_up_faces():
     tris = plane_tris(4, 2, tilt=10.0)
     with pytest.raises(snow.SnowError, match="No face"):
         snow.generate_cover(tris, snow.CoverParams(spacing=0.1))
+
+
+def test_cover_leaves_out_faces_whose_corners_are_not_numbers():
+    """A terrain with a NaN or infinite vertex: its faces get no snow, are counted (the operator names them), and the
+    rest is covered as without them, with no NumPy warnings; all of them, or faces of no area, say so instead of
+    'no face looks up'."""
+    p = snow.CoverParams(spacing=0.5, thickness=0.2, border_width=0.0)
+    tris = plane_tris(size=4.0, n=4)
+    bad = tris.copy()
+    bad[0, 1, 2] = np.nan
+    bad[5, 0, 0] = np.inf
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = snow.generate_cover(bad, p, occluder_tris=bad[:1] + (0, 0, 1))
+    assert got.not_finite == 2
+    want = snow.generate_cover(np.delete(tris, [0, 5], axis=0), p)
+    np.testing.assert_array_equal(got.lods[0].vertices, want.lods[0].vertices)
+    with pytest.raises(snow.SnowError, match="Every face of the selection has a corner that is not a number"):
+        snow.generate_cover(np.full_like(tris, np.nan), p)
+    with pytest.raises(snow.SnowError, match="Every face of the selection has no area"):
+        snow.generate_cover(tris * 0.0, p)
 
 
 @pytest.mark.parametrize("scale", [0.01, 1.0, 1000.0])
