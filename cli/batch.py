@@ -65,6 +65,8 @@ def current_view_layer() -> bpy.types.ViewLayer:
 def check_blend(path: str) -> None:
     if not path.lower().endswith(".blend"):
         raise CliError(f"{path!r} is not a .blend file: pass the .blend to work on")
+    if os.path.isdir(path):
+        raise CliError(f"{path!r} is a folder, not a .blend file: pass the .blend files in it (folder/*.blend)")
     if not os.path.isfile(path):
         raise CliError(f"No such file {path!r}: check the path")
 

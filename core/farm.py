@@ -415,7 +415,9 @@ def write_text(path: str, text: str) -> None:
 
 
 def write_job(job: Job) -> list:
-    """Write the template and its parameter file into the job folder (made if missing); returns their paths."""
+    """Write the template and its parameter file into the job folder (made if missing); returns their paths.
+    A folder that holds another job (its template differs) loses that job's task summaries and report: Gather
+    would read them as this job's (a task of this job that left no summary would count as done)."""
     doc = template(job)
     try:
         os.makedirs(job.folder, exist_ok=True)
@@ -423,10 +425,30 @@ def write_job(job: Job) -> list:
         raise FarmError(f"Cannot create the job folder {job.folder!r} ({exc.strerror or exc}): choose a writable "
                         f"folder") from None
     paths = [os.path.join(job.folder, TEMPLATE_NAME), os.path.join(job.folder, PARAMETERS_NAME)]
-    write_text(paths[0], f"# EnvFX farm job: openjd run {TEMPLATE_NAME} -p file://{PARAMETERS_NAME}\n"
-               + to_yaml(doc) + "\n")
+    text = f"# EnvFX farm job: openjd run {TEMPLATE_NAME} -p file://{PARAMETERS_NAME}\n" + to_yaml(doc) + "\n"
+    try:
+        with open(paths[0], encoding="utf-8") as fh:
+            other_job = fh.read() != text
+    except (OSError, ValueError):
+        other_job = os.path.exists(os.path.join(job.folder, SUMMARIES))
+    if other_job:
+        _forget_results(job.folder)
+    write_text(paths[0], text)
     write_text(paths[1], json.dumps(parameter_values(job), indent=1, ensure_ascii=False) + "\n")
     return paths
+
+
+def _forget_results(folder: str) -> None:
+    """Remove the task summaries and the report of the job that the folder held before (FarmError if it cannot)."""
+    summaries = os.path.join(folder, SUMMARIES)
+    old = [os.path.join(summaries, n) for n in (os.listdir(summaries) if os.path.isdir(summaries) else ())
+           if re.fullmatch(r"task-\d+\.json", n)]
+    for path in old + [p for p in (os.path.join(folder, REPORT_NAME),) if os.path.isfile(p)]:
+        try:
+            os.remove(path)
+        except OSError as exc:
+            raise FarmError(f"The job folder {folder!r} holds another job, whose {os.path.basename(path)} cannot be "
+                            f"removed ({exc.strerror or exc}): choose an empty job folder") from None
 
 
 # --- tasks ---------------------------------------------------------------------------------------------------

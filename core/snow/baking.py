@@ -70,8 +70,8 @@ def _checked_tracks(tracks, radius, depth, buf: BufferParams, pivot_track, unit_
     if radius.ndim == 2 or depth.ndim == 2:  # measured at each frame (an actor that grows)
         if radius.shape != (n_frames, n_actors) or depth.shape != (n_frames, n_actors):
             raise SnowError("radius and depth measured per frame need one row per frame, one value per actor")
-        if not (np.all(radius >= 0) and np.all(depth >= 0)):  # 0: an actor scaled to nothing stamps nothing
-            raise SnowError("Every actor needs a radius >= 0 and a depth >= 0 at every frame")
+        if not (np.all(radius[np.isfinite(radius)] >= 0) and np.all(depth[np.isfinite(depth)] >= 0)):
+            raise SnowError("Every actor needs a radius >= 0 and a depth >= 0 at every frame")  # 0: stamps nothing
     else:
         radius, depth = radius.reshape(-1), depth.reshape(-1)
         if radius.shape != (n_actors,) or depth.shape != (n_actors,):
@@ -82,6 +82,12 @@ def _checked_tracks(tracks, radius, depth, buf: BufferParams, pivot_track, unit_
         depth = np.broadcast_to(depth, (n_frames, n_actors))
     if buf.framing == "FOLLOW" and pivot_track is None:
         raise SnowError("Follow-pivot framing needs a pivot: choose the player or camera to follow")
+    # an actor whose place or size is not a number at a frame (a NaN or infinite transform) is not there then: it
+    # stamps nothing at that frame, and its path starts again where it next is (as TrailState and the live trails)
+    lost = ~(np.isfinite(tracks).all(axis=2) & np.isfinite(radius) & np.isfinite(depth))
+    if lost.any():
+        tracks, radius, depth = tracks.copy(), np.array(radius), np.array(depth)
+        tracks[lost], radius[lost], depth[lost] = np.nan, 0.0, 0.0
     return tracks, radius, depth, unit_scale
 
 
@@ -388,9 +394,10 @@ def _stamp_sparse(origin, texel, res, prev, cur, radius, depth, stamp, surface, 
     coverw, dep) with float32 values.
     """
     x0, y0 = float(origin[0]), float(origin[1])
+    prev = np.where(np.isfinite(prev).all(axis=1, keepdims=True), prev, cur)  # back from nowhere: starts here
     cand_idx, cand_d, cand_t, cand_a = [], [], [], []
     for i in range(prev.shape[0]):  # loop over actors (few), vectorised over texels
-        if radius[i] <= 0:  # scaled to nothing at this frame
+        if radius[i] <= 0:  # scaled to nothing at this frame (or not there: _checked_tracks)
             continue
         a, b = prev[i], cur[i]
         lo = np.minimum(a[:2], b[:2]) - reach_max

@@ -65,6 +65,7 @@ class SnowCover:
     shape: tuple = (0, 0)
     covered: np.ndarray | None = None          # (H, W) bool grid
     surface_spacing: tuple = (0.0, 0.0)        # shortest and longest grid edge along the surface (flat, steepest)
+    not_finite: int = 0                        # faces left out: a corner that is not a number (NaN or infinite)
 
 
 def triangle_normals(tris: npt.ArrayLike) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
@@ -196,6 +197,18 @@ def generate_cover(tris: npt.ArrayLike, params: CoverParams,
     tris = np.asarray(tris, dtype=np.float64).reshape(-1, 3, 3)
     if tris.shape[0] == 0:
         raise SnowError("The selected objects have no faces: select terrain meshes with faces")
+    finite = np.isfinite(tris).all(axis=(1, 2))  # a face with a corner that is not a number gets no snow
+    not_finite = int(tris.shape[0] - finite.sum())
+    if not_finite:
+        if not finite.any():
+            raise SnowError("Every face of the selection has a corner that is not a number (NaN or infinite): fix "
+                            "the terrain's vertices or its transform")
+        tris = tris[finite]
+        mask_weights = None if mask_weights is None else np.asarray(mask_weights).reshape(-1, 3)[finite]
+        mask_uvs = None if mask_uvs is None else np.asarray(mask_uvs).reshape(-1, 3, 2)[finite]
+    if not (triangle_normals(tris)[1] > 0).any():
+        raise SnowError("Every face of the selection has no area (scaled to 0, or its corners in one line): give "
+                        "the terrain a size (its scale) or select terrain with faces")
     keep = up_facing(tris, params.max_slope)
     if not keep.any():
         raise SnowError(
@@ -223,8 +236,10 @@ def generate_cover(tris: npt.ArrayLike, params: CoverParams,
     # grid points at lo + i*s sit on texel centres of a raster whose origin is lo - s/2
     origin = lo - 0.5 * s
     z_snow, tri_idx, bary = rasterize_top(kept, origin, s, (h, w))
-    all_tris = tris if occluder_tris is None or len(occluder_tris) == 0 else np.concatenate(
-        [tris, np.asarray(occluder_tris, dtype=np.float64).reshape(-1, 3, 3)])
+    occ = np.zeros((0, 3, 3)) if occluder_tris is None else np.asarray(occluder_tris, dtype=np.float64)
+    occ = occ.reshape(-1, 3, 3)
+    occ = occ[np.isfinite(occ).all(axis=(1, 2))]  # (a face with a corner that is not a number hides nothing)
+    all_tris = np.concatenate([tris, occ]) if occ.shape[0] else tris
     z_top, _, _ = rasterize_top(all_tris, origin, s, (h, w))
     extent = float(max(hi[0] - lo[0], hi[1] - lo[1], 1e-12))
     eps = 1e-4 * s + 1e-9 * extent
@@ -271,7 +286,8 @@ def generate_cover(tris: npt.ArrayLike, params: CoverParams,
     thick = np.where(covered, thick, 0.0)
     ground = np.where(covered, z_snow, 0.0)
     cover = SnowCover(origin=(float(lo[0]), float(lo[1])), spacing=s, shape=(h, w), covered=covered,
-                      surface_spacing=(float(params.spacing) * factor, float(params.spacing) * stretch))
+                      surface_spacing=(float(params.spacing) * factor, float(params.spacing) * stretch),
+                      not_finite=not_finite)
     for level in range(int(params.lods)):
         step = 2 ** level
         cover.lods.append(_grid_mesh(covered, X, Y, ground, thick, step))

@@ -275,6 +275,11 @@ class TrailState:
             self.saved[frame] = (self.down.copy(), self.rim.copy(), dict(self.last))
 
     def _advance(self, frame, keys, cur, radius, depth):
+        # an actor whose place or size is not a number (a NaN or infinite transform) is not there at this frame:
+        # it stamps nothing, and its path starts again where it next is
+        there = np.isfinite(cur).all(axis=1) & np.isfinite(radius) & np.isfinite(depth)
+        if not there.all():
+            keys, cur, radius, depth = [k for k, t in zip(keys, there) if t], cur[there], radius[there], depth[there]
         prev = np.array([self.last.get(k, c) for k, c in zip(keys, cur)], dtype=np.float64).reshape(-1, 3)
         idx, ds, rs, cw, dep = self.stamp_near(prev, cur, radius, depth)
         keep = self.params.keep

@@ -94,12 +94,17 @@ def measure_actor(obj: bpy.types.Object, scene: bpy.types.Scene, depsgraph: bpy.
     else:
         dims, offset = _actor_extent(ev, _unbent_box(obj, scene, depsgraph))
     radius, depth = core_snow.actor_size(dims, o.radius, o.depth, s.thickness)
+    if not (np.isfinite(bridge.matrix_to_numpy(ev.matrix_world)).all() and np.isfinite([radius, depth, offset]).all()):
+        return NOT_A_NUMBER
     if radius <= 0:
         return NO_SIZE
     return radius, depth, offset
 
 
 NO_SIZE = "has no size: set its Snow Radius"  # measure_actor's reason for an actor of size 0 (now)
+# measure_actor's reason for an actor whose place or size is not a number (now): it carves nothing
+NOT_A_NUMBER = ("its location, rotation or scale (or its parent's) is not a number (NaN or infinite): "
+                "fix its transform; it carves nothing meanwhile")
 
 
 def actor_specs(scene: bpy.types.Scene, sizeless: bool = False

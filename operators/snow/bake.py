@@ -216,6 +216,7 @@ def buffer_window(scene: bpy.types.Scene, specs: list, tracks: np.ndarray, radii
             pts = snow_tris.reshape(-1, 3)
         else:
             pts = tracks.reshape(-1, 3)
+            pts = pts[np.isfinite(pts).all(axis=1)]  # (an actor is not there at a frame its place is not a number)
         lo, hi = pts[:, :2].min(0), pts[:, :2].max(0)
         margin = float(radii.max()) * 2.0
         size = float(max(hi - lo)) + 2.0 * margin

@@ -154,6 +154,10 @@ def generate_snow(scene: bpy.types.Scene, objects: Iterable[bpy.types.Object], d
         raise SnowInputError("Nothing to cover: select the terrain meshes to put snow on",
                              cli="Nothing to cover: none of --objects is a mesh, curve, surface, metaball, text or "
                              "collection instance: name the terrain objects")
+    broken = [o.name for o in terrain if not np.isfinite(bridge.matrix_to_numpy(o.matrix_world)).all()]
+    if broken:  # (its faces would all be left out, and the message would be that none looks up)
+        raise SnowInputError(f"The location, rotation or scale of {', '.join(broken)} (or of a parent) is not a "
+                             f"number (NaN or infinite): fix the transform (Object > Clear) and generate again")
     stale = evaluated_check(scene, "generate the snow again")
     not_evaluated = [f"{o.name} {stale(o)}" for o in terrain if stale(o) is not None]
     if not_evaluated:  # its stale place and mesh would put the snow where the terrain was when last shown
@@ -175,11 +179,14 @@ def generate_snow(scene: bpy.types.Scene, objects: Iterable[bpy.types.Object], d
     cover = core_snow.generate_cover(tris, cover_params(scene), occluder_tris=occ, mask_weights=mask,
                                      mask_uvs=uvs, mask_pixels=pixels)
     # all checks passed: build the meshes
+    made = GeneratedSnow()
+    if cover.not_finite:
+        made.warnings.append(f"{cover.not_finite:,} face(s) of {', '.join(o.name for o in terrain)} have a corner "
+                             f"that is not a number (NaN or infinite) and got no snow: fix those vertices")
     coll = ensure_snow_collection(scene)
     material = snow_nodes.ensure_material()
     base = _cover_base_name(terrain)
     old = {int(o[SNOW_TAG]): o for o in covers_of(scene, terrain)} if replace else {}
-    made = GeneratedSnow()
     for level, lod in enumerate(cover.lods):
         name = f"{base} Snow" + (f" LOD{level}" if len(cover.lods) > 1 else "")
         mesh = mesh_from_cover(name, lod)

@@ -362,8 +362,11 @@ def test_bend_several_files_does_the_good_ones_and_names_the_bad_one(envfx, scen
     with open(broken, "rb") as fh:
         broken_before = fh.read()
     files = [scene_file, broken, level2]
+    os.mkdir(tmp_path / "dir.blend")
     for extra, message in ((["-o", str(tmp_path / "x.blend")], "--output works with one input file"),
-                           ([str(tmp_path / "missing.blend")], "No such file")):
+                           ([str(tmp_path / "missing.blend")], "No such file"),
+                           # a folder named like a file: said so, not 'No such file'
+                           ([str(tmp_path / "dir.blend")], "dir.blend' is a folder, not a .blend file")):
         assert envfx.cli.main(["bend", *files, *extra, "--pivot", "Player"]) == 2
         assert message in capsys.readouterr().err
     assert envfx.cli.main(["bend", *files, "--pivot", "Player", "--objects", "Cube", "--strength", "0.03"]) == 2

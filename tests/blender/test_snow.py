@@ -467,6 +467,18 @@ def test_generate_bad_input_leaves_scene(envfx):
     with pytest.raises(RuntimeError, match="select the terrain"):
         api.ops.snow_generate()
     assert _state() == before
+    # a transform that is not a number (a broken import): named, not 'no face looks up'
+    lost = grid_object("Lost", size=2.0, segments=2)
+    lost.location.x = float("nan")
+    select_only(lost)
+    before = _state()
+    with pytest.raises(RuntimeError, match=r"The location, rotation or scale of Lost \(or of a parent\) is not a "
+                       r"number \(NaN or infinite\): fix the transform"):
+        api.ops.snow_generate()
+    lost.location.x, lost.scale = 0.0, (0.0, 0.0, 0.0)
+    with pytest.raises(RuntimeError, match=r"Every face of the selection has no area \(scaled to 0"):
+        api.ops.snow_generate()
+    assert _state() == before
 
 
 # --- actors -----------------------------------------------------------------------------------------------
@@ -485,6 +497,27 @@ def test_trails_bad_actors(envfx):
         api.ops.snow_trails_add()
     assert [m.name for m in snow.modifiers] == before
     assert bpy.data.node_groups.get("EnvFX Snow Trails") is None
+
+
+def test_an_actor_whose_place_is_not_a_number_is_named_and_carves_nothing(envfx, tmp_path, capsys):
+    """An actor with a NaN location (a broken import or driver): Add Trails names it, and the buffer bake is the bake
+    without it (it stopped with 'cannot convert float NaN to integer')."""
+    scene, snow, actors = snow_scene(envfx, spacing=0.2)
+    animate(sphere_object("A", 0.5, actors), [(1, (-2, 0, 0.5)), (4, (2, 0, 0.5))])
+    bad = sphere_object("Bad", 0.5, actors)
+    bad.location = (float("nan"), 0.0, 0.5)
+    assert api.ops.snow_trails_add() == {"FINISHED"}
+    assert "Skipped: Bad (its location, rotation or scale (or its parent's) is not a number" in capsys.readouterr().out
+    s = api.envfx(scene).snow
+    s.frame_start, s.frame_end, s.buffer_resolution = 1, 4, 32
+    s.output_dir = str(tmp_path / "with")
+    assert api.ops.snow_bake_buffer() == {"FINISHED"}
+    bpy.data.objects.remove(bad)
+    s.output_dir = str(tmp_path / "without")
+    assert api.ops.snow_bake_buffer() == {"FINISHED"}
+    got = envfx.core.snow.read_exr(str(tmp_path / "with" / "snow_buffer_0004.exr"))
+    np.testing.assert_array_equal(got, envfx.core.snow.read_exr(str(tmp_path / "without" / "snow_buffer_0004.exr")))
+    assert got[..., 0].min() < -0.1
 
 
 def test_empty_actor_uses_its_radius_setting_and_lights_skipped(envfx):

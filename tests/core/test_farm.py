@@ -136,6 +136,27 @@ def test_gather_words_the_report_as_the_one_machine_batch(tmp_path):
     assert farm.gather(desc, mapped)[0][0] == "envfx wind: /farm/in/d.blend: error: failed with exit code 1"
 
 
+def test_a_job_written_into_the_folder_of_another_job_does_not_gather_its_summaries(tmp_path):
+    """Job folders get reused (`--out /jobs/wind` every night): the earlier job's summaries are this job's tasks'
+    numbers, so a task of the new job that left no summary (a crash) was reported done (Gather read the old one)."""
+    old = _files(tmp_path, ["a.blend", "b.blend"], "monday")
+    job = farm.plan_job("wind", old, [], str(tmp_path / "job"))
+    farm.write_job(job)
+    _summary(job.folder, 1, (old[0], "done", 0, []))
+    _summary(job.folder, 2, (old[1], "done", 0, []))
+    farm.write_report(job.folder, ["envfx farm: wind: 2 of 2 file(s) done by 2 task(s)"])
+    farm.write_job(job)  # the same job written again keeps what its tasks did
+    assert farm.gather(job.description(), farm.parameter_values(job))[1] == 0
+    new = _files(tmp_path, ["a.blend", "b.blend"], "tuesday")
+    job = farm.plan_job("wind", new, [], str(tmp_path / "job"))
+    farm.write_job(job)
+    assert not (tmp_path / "job" / "report.txt").exists()
+    _summary(job.folder, 1, (new[0], "done", 0, []))  # task 2 crashed before its summary
+    lines, code = farm.gather(job.description(), farm.parameter_values(job))
+    assert code == 1 and lines[0].startswith(f"envfx wind: done {new[0]}; not done (left as they were): {new[1]}; "
+                                             f"task(s) 2 left no summary")
+
+
 def test_gather_names_the_file_of_an_error_that_did_not(tmp_path):
     images = _files(tmp_path, ["a.png", "b.png"], "tex")
     job = farm.plan_job("mips", images, [("--out", str(tmp_path / "out"))], str(tmp_path / "job"))

@@ -5,6 +5,7 @@ import os
 
 import math
 import re
+import warnings
 
 import numpy as np
 import pytest
@@ -147,6 +148,27 @@ def test_trail_state_matches_actors_by_key():
     d, r = snow.simulate_points(pts, tracks, [0.3, 0.3], [0.2, 0.2], params)
     np.testing.assert_allclose(state.down, d)
     assert state.down[np.argmin(np.abs(pts[:, 0] + 1.5))] == pytest.approx(0.2)  # the path between -3 and 0
+
+
+def test_trail_state_an_actor_whose_place_is_not_a_number_is_not_there_at_that_frame():
+    """A NaN or infinite place (a broken transform at one frame) stamps nothing then, and the path starts again
+    where the actor next is, as if it had left and come back; the other actors carve on (every later frame of
+    the Numpy trails engine failed with an index out of bounds)."""
+    params = snow.StampParams()
+    pts = np.stack([np.linspace(-4, 4, 81), np.zeros(81), np.zeros(81)], 1)
+    for bad in ([np.nan, 0.0, 0.0], [np.inf, 0.0, 0.0]):
+        state, gone = snow.TrailState(pts, params, cells=8), snow.TrailState(pts, params, cells=8)
+        state.step(1, ["a", "b"], [[-3.0, 0.0, 0.0], [3.0, 0.0, 0.0]], [0.3, 0.3], [0.2, 0.2])
+        gone.step(1, ["a", "b"], [[-3.0, 0.0, 0.0], [3.0, 0.0, 0.0]], [0.3, 0.3], [0.2, 0.2])
+        state.step(2, ["a", "b"], [bad, [2.0, 0.0, 0.0]], [0.3, 0.3], [0.2, 0.2])
+        gone.step(2, ["b"], [[2.0, 0.0, 0.0]], [0.3], [0.2])
+        state.step(3, ["a", "b"], [[0.0, 0.0, 0.0], [1.0, 0.0, 0.0]], [0.3, 0.3], [0.2, 0.2])
+        gone.step(3, ["a", "b"], [[0.0, 0.0, 0.0], [1.0, 0.0, 0.0]], [0.3, 0.3], [0.2, 0.2])
+        np.testing.assert_array_equal(state.down, gone.down)
+        assert state.down[np.argmin(np.abs(pts[:, 0] - 1.5))] == pytest.approx(0.2)  # b's path
+        assert state.down[np.argmin(np.abs(pts[:, 0] + 1.5))] == 0.0  # no streak from a's last place
+    state.step(4, ["a"], [[0.0, 0.0, 0.0]], [np.nan], [0.2])  # a size that is not a number
+    assert np.isfinite(state.down).all()
 
 
 def test_actor_size_from_dimensions_or_settings():
@@ -613,6 +635,27 @@ def test_cover_no_up_faces():
     tris = plane_tris(4, 2, tilt=10.0)
     with pytest.raises(snow.SnowError, match="No face"):
         snow.generate_cover(tris, snow.CoverParams(spacing=0.1))
+
+
+def test_cover_leaves_out_faces_whose_corners_are_not_numbers():
+    """A terrain with a NaN or infinite vertex: its faces get no snow, are counted (the operator names them), and the
+    rest is covered as without them, with no NumPy warnings; all of them, or faces of no area, say so instead of
+    'no face looks up'."""
+    p = snow.CoverParams(spacing=0.5, thickness=0.2, border_width=0.0)
+    tris = plane_tris(size=4.0, n=4)
+    bad = tris.copy()
+    bad[0, 1, 2] = np.nan
+    bad[5, 0, 0] = np.inf
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = snow.generate_cover(bad, p, occluder_tris=bad[:1] + (0, 0, 1))
+    assert got.not_finite == 2
+    want = snow.generate_cover(np.delete(tris, [0, 5], axis=0), p)
+    np.testing.assert_array_equal(got.lods[0].vertices, want.lods[0].vertices)
+    with pytest.raises(snow.SnowError, match="Every face of the selection has a corner that is not a number"):
+        snow.generate_cover(np.full_like(tris, np.nan), p)
+    with pytest.raises(snow.SnowError, match="Every face of the selection has no area"):
+        snow.generate_cover(tris * 0.0, p)
 
 
 @pytest.mark.parametrize("scale", [0.01, 1.0, 1000.0])

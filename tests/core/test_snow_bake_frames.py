@@ -118,3 +118,23 @@ def test_a_part_outside_the_bakes_frames_is_refused_and_nothing_is_written(tmp_p
         snow.bake(tracks, [0.6, 0.4], [0.2, 0.1], snow.StampParams(), buf, out_dir=str(tmp_path / "o"), part=part,
                   sequence=sequence, **kw)
     assert not (tmp_path / "o").exists()
+
+
+def test_an_actor_whose_place_is_not_a_number_at_a_frame_is_not_there_then():
+    """A NaN or infinite place or size (a broken transform at one frame) stamps nothing at that frame, and the
+    actor's path starts again where it next is: as a bake whose actor is scaled to nothing there and stands at its
+    next place (the bake stopped with 'cannot convert float NaN to integer')."""
+    depth = np.tile([0.2, 0.1], (6, 1))
+    for bad in (np.nan, np.inf):
+        tracks, radius = _tracks(), np.tile([0.5, 0.3], (6, 1))
+        tracks[2, 0, 0] = bad
+        got = _bake(radius, depth, tracks)
+        tracks[2, 0] = tracks[3, 0]
+        radius[2, 0] = 0.0
+        np.testing.assert_array_equal(got.final, _bake(radius, depth, tracks).final)
+        assert np.isfinite(got.final).all()
+    radius = np.tile([0.5, 0.3], (6, 1))
+    radius[2, 1] = np.nan  # a size that is not a number
+    got = _bake(radius, depth, _tracks())
+    radius[2, 1] = 0.0
+    np.testing.assert_array_equal(got.final, _bake(radius, depth, _tracks()).final)
