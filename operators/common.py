@@ -135,6 +135,22 @@ def set_colour_space(image: bpy.types.Image, name: str) -> None:
     colour_space(image).name = name  # pyright: ignore[reportAttributeAccessIssue] -- the stubs know only "NONE": the names come from the OCIO configuration
 
 
+def view_layer_of(scene: bpy.types.Scene) -> bpy.types.ViewLayer:
+    """The view layer through which ``scene``'s objects are evaluated here: the context's, else (another scene's, or
+    a context without a view layer) the scene's first one."""
+    context = bpy.context
+    view_layer = context.view_layer if getattr(context, "scene", None) == scene else None
+    return view_layer if view_layer is not None else scene.view_layers[0]
+
+
+def update_world_matrices(scene: bpy.types.Scene) -> None:
+    """Bring ``scene``'s view layer (``view_layer_of``) up to date, so the ``matrix_world`` of every object it
+    evaluates is where its location, rotation and scale put it now: Blender updates it only when it evaluates the
+    scene (a redraw, a frame change, a render), so a script that moves or scales an object and then reads its
+    world matrix reads the old one. Cheap when nothing changed; runs the depsgraph handlers."""
+    view_layer_of(scene).update()
+
+
 def evaluated_check(scene: bpy.types.Scene | None = None,
                     again: str = "bake again") -> Callable[[bpy.types.Object], str | None]:
     """A function ``obj -> reason or None``: why Blender does not evaluate ``obj`` (disabled in viewports, by its own
@@ -143,11 +159,8 @@ def evaluated_check(scene: bpy.types.Scene | None = None,
     Operations that read world transforms skip and name such objects instead of using a stale one. ``scene``
     (default: the context's) is read through its view layer (the context's; another scene's first one); ``again``
     finishes what to do ("enable it in the viewport and <again>")."""
-    context = bpy.context
-    scene = scene or bridge.context_scene(context)
-    view_layer = context.view_layer if getattr(context, "scene", None) == scene else None
-    if view_layer is None:  # another scene's, or a context without a view layer: the scene's first one
-        view_layer = scene.view_layers[0]
+    scene = scene or bridge.context_scene(bpy.context)
+    view_layer = view_layer_of(scene)
     fix = f"so Blender does not update its world transform: enable it in the viewport and {again}"
     enabled = set()
 

@@ -26,7 +26,7 @@ from . import snow as snow_ops
 from . import wind_armature
 from .common import (ObjectsResult, changeable, evaluated_check, join_scene_group, kept_by_override_reason,
                      linked_reason, mesh_of, no_modifier_reason, nodes_modifiers, poll_not_in_edit_mode,
-                     refuse_edit_mode, report_result)
+                     refuse_edit_mode, report_result, update_world_matrices)
 from .snow import live_push
 
 if TYPE_CHECKING:  # the stubs' name for an operator's result literals (no such module at run time)
@@ -246,6 +246,7 @@ def bake_job(scene: bpy.types.Scene, objects: Sequence[bpy.types.Object], depsgr
     if depsgraph is not None:
         result.warnings += _modifier_warnings(meshes, depsgraph)
 
+    update_world_matrices(scene)  # (a script may have moved or scaled the asset since the scene was evaluated)
     positions, edges, labels, faced, counts, triangles = [], [], [], [], [], []
     offset = 0
     for obj in meshes:
@@ -335,9 +336,10 @@ def assign_heights(objects: Iterable[bpy.types.Object], result: ObjectsResult) -
     """Give each of ``objects`` whose mesh was baked (it carries ``UNIT_HEIGHT_KEY``) the Asset Height of the
     baked asset at its own size: the baked height times its world Z scale over the baked object's, so a linked
     duplicate scaled 2x sways twice as far, like a scaled copy. Each object is judged in its own scene (a duplicate
-    in another level of the file is evaluated there). Objects Blender does not evaluate (their world matrix is
-    stale), and objects scaled to nothing now (a keyed grow-in at its first frame), keep theirs, named in one
-    warning each. Returns the objects whose height changed."""
+    in another level of the file is evaluated there), brought up to date first (``update_world_matrices``).
+    Objects Blender does not evaluate (their world matrix is stale), and objects scaled to nothing now (a keyed
+    grow-in at its first frame), keep theirs, named in one warning each. Returns the objects whose height
+    changed."""
     checks: dict[bpy.types.Scene, Any] = {}
     changed: list[bpy.types.Object] = []
     kept: list[str] = []
@@ -352,6 +354,7 @@ def assign_heights(objects: Iterable[bpy.types.Object], result: ObjectsResult) -
             kept.append(obj.name)
             continue
         if scene not in checks:
+            update_world_matrices(scene)  # (its size now, were it scaled by a script since the last evaluation)
             checks[scene] = evaluated_check(scene)
         if checks[scene](obj) is not None:
             kept.append(obj.name)
@@ -512,7 +515,7 @@ def add_wind(scene: bpy.types.Scene, objects: Iterable[bpy.types.Object]) -> Win
             result.warnings.append(f"{obj.name}: no baked wind data, so it will not move until you bake it "
                                    f"(Bake Wind Data)")
     # each at its own size (adding again refreshes it too; the property's update reaches the modifier). After the
-    # joins: reading the world matrices evaluates the scene, which runs the depsgraph handlers
+    # joins: bringing the scene up to date to read the world matrices runs the depsgraph handlers
     for obj in assign_heights(candidates, result):
         if obj.name in result.unchanged:
             result.unchanged.remove(obj.name)

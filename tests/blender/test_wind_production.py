@@ -200,6 +200,22 @@ def test_a_stood_up_y_up_duplicate_takes_its_height_from_its_up_scale(mods):
     assert any(w_.startswith("TreeC shares a baked mesh but Blender does not evaluate it") for w_ in result.warnings)
 
 
+def test_a_plant_scaled_by_a_script_takes_its_new_size_from_the_bake_and_add_wind(mods):
+    """Blender updates an object's world matrix only when it evaluates the scene, so a script that scaled a plant
+    and baked it or added wind at once gave it the height of its old size (and a later Add Wind, after a redraw, the
+    height of its new one: the modifiers and the GPU then swayed it differently). Both bring the scene up to date
+    first."""
+    scene = api.scene()
+    clump = _clump(mods, "Clump")  # 0.5 m tall
+    api.view_layer().update()  # (evaluated at its first size)
+    clump.scale = (2.0, 2.0, 2.0)
+    mods.ops.bake(scene, [clump], ao_samples=0)
+    assert api.envfx(clump).wind.asset_height == pytest.approx(1.0, rel=1e-5)
+    clump.scale = (0.5, 2.0, 3.0)
+    mods.ops.add_wind(scene, [clump])
+    assert api.envfx(clump).wind.asset_height == pytest.approx(1.5, rel=1e-5)
+
+
 def _windy_tree(mods, helpers):
     scene = api.scene()
     _tree, (obj,) = helpers._tree(mods, n_branches=3, leaves_per_branch=2)
