@@ -12,6 +12,7 @@ from typing import cast
 import bpy
 
 from .. import bridge, progress
+from ..core import outputs
 from ..core import snow as core_snow
 from ..operators import snow as snow_ops
 from . import batch
@@ -266,7 +267,7 @@ def _snow_file(args, path: str, frames, saves: bool, part=None) -> int:
             size = core_snow.bake_output_bytes(s.buffer_resolution, images, frame_count)
             what = f" (frames {part[0]}-{part[1]} of {s.frame_start}-{s.frame_end})" if part is not None else ""
             print(f"envfx snow: {path}: baking {images} image(s){what} of {s.buffer_resolution}x"
-                  f"{s.buffer_resolution} into {out_dir} (up to {size / 2**20:,.1f} MB)")
+                  f"{s.buffer_resolution} into {out_dir} (up to {outputs.size_text(size)})")
             with batch.sigterm_cancels() as cancelled:
                 result = progress.run(snow_ops.bake_job(scene, part), "Snow buffer bake", should_cancel=cancelled)
             for name in result.stale_removed:

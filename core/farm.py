@@ -182,6 +182,15 @@ def plan_job(command: str, inputs: list, args: list, job_folder: str, chunk: int
     check_chunk(chunk, command)
     if spec.inputs and not inputs:
         raise FarmError(f"{command} needs input files: none given")
+    seen: dict = {}
+    for path in inputs:  # (two names of one file too: a link, a folder given with and without a link)
+        key = os.path.normcase(os.path.realpath(path))
+        if key in seen:
+            first = seen[key]
+            again = f"{path!r}" if path == first else f"{path!r} (the file {first!r})"
+            raise FarmError(f"{again} is given twice: a farm would run it in two tasks at once, each saving or "
+                            f"writing it over the other's; give each file once (check overlapping patterns)")
+        seen[key] = path
     if blender != os.path.basename(blender) and not os.path.isabs(blender):
         raise FarmError(f"--blender {blender!r} is relative to the current folder, which a farm cannot map: give an "
                         f"absolute path, or the name of a program the workers find on their PATH (blender)")

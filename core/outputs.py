@@ -48,8 +48,10 @@ class OutputError(ValueError):
 
 
 def size_text(n: int) -> str:
-    """A byte count for messages: GB from 1 GiB up, MB below (a small bake is not "0.00 GB")."""
-    return f"{n / 2**30:,.2f} GB" if n >= 2**30 else f"{n / 2**20:,.1f} MB"
+    """A byte count for messages: GB from 1 GiB up, MB from 1 MiB, KB below (a small bake is not "0.0 MB")."""
+    if n >= 2**30:
+        return f"{n / 2**30:,.2f} GB"
+    return f"{n / 2**20:,.1f} MB" if n >= 2**20 else f"{n / 2**10:,.1f} KB"
 
 
 def nearest_existing(path: str) -> str:

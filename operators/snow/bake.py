@@ -15,6 +15,7 @@ from bpy.props import BoolProperty
 from ... import bridge, progress
 from ...core import bend as core_bend
 from ...core import exr as core_exr
+from ...core import outputs
 from ...core import snow as core_snow
 from ...shader_nodes import bend as bend_nodes
 from ...shader_nodes import snow as snow_nodes
@@ -50,12 +51,11 @@ def _check_output_dir(path: str) -> str:
     if os.path.exists(path) and not os.path.isdir(path):
         raise SnowInputError(f"The output folder {path!r} is a file, not a folder: choose a folder",
                              cli=f"The output folder {path!r} is a file, not a folder: pass a folder as --out-dir")
-    probe = path
-    while probe and not os.path.exists(probe):
-        probe = os.path.dirname(probe.rstrip(os.sep))
-    if not probe or not os.path.isdir(probe) or not os.access(probe, os.W_OK):
+    try:  # a file made and removed in it, or in its nearest existing parent (os.access says yes to root on /proc)
+        outputs.check_folder(path)
+    except outputs.OutputError:
         raise SnowInputError(f"The output folder {path!r} cannot be written: choose a writable folder",
-                             cli=f"The output folder {path!r} cannot be written: pass a writable --out-dir")
+                             cli=f"The output folder {path!r} cannot be written: pass a writable --out-dir") from None
     return path
 
 

@@ -765,6 +765,10 @@ def test_cli_generate_trails_bake(envfx, tmp_path, capsys):
     (["--generate", "--objects", "Ground", "--spacing", "0.0001", "--budget", "1000"], "over the budget"),
     (["--trails", "--actors", "Nope"], "No collection named 'Nope'"),
     (["--bake", "--actors", "Walkers", "--out-dir", "F/sub"], "cannot be written"),
+    # a folder the permissions allow to root but the system refuses (before: "only 0.0 MB is free" there)
+    pytest.param(["--bake", "--actors", "Walkers", "--out-dir", "/proc/envfx_buffer"],
+                 "The output folder '/proc/envfx_buffer' cannot be written: pass a writable --out-dir",
+                 marks=pytest.mark.skipif(not os.path.isdir("/proc"), reason="a Linux /proc")),
     # a petabyte: refused with the estimate before a frame is stepped through (before: no check at all)
     (["--bake", "--actors", "Walkers", "--out-dir", "X", "--frames", "1:1000000", "--resolution", "8192"],
      "The bake would write up to 1,000,122.94 GB (1000000 frame(s) of 8192x8192"),

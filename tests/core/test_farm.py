@@ -188,6 +188,19 @@ def test_bad_input_is_refused_and_nothing_is_written(tmp_path, command, inputs, 
     assert not os.path.exists(tmp_path / "job")
 
 
+def test_a_file_given_twice_is_refused(tmp_path):
+    """``farm bend a.blend a.blend`` (overlapping patterns), or one file under two names: two tasks would open and
+    save it at once on two workers, and Gather would count it twice."""
+    blends = _files(tmp_path, ["a.blend", "b.blend"])
+    with pytest.raises(farm.FarmError, match=r"'.*a\.blend' is given twice: .* give each file once"):
+        farm.plan_job("bend", [blends[0], blends[1], blends[0]], [], str(tmp_path / "job"))
+    os.symlink(blends[0], tmp_path / "link.blend")
+    with pytest.raises(farm.FarmError, match=r"link\.blend' \(the file '.*a\.blend'\) is given twice"):
+        farm.plan_job("wind", [blends[0], str(tmp_path / "link.blend")], [], str(tmp_path / "job"))
+    assert not os.path.exists(tmp_path / "job")
+    farm.plan_job("bend", blends, [], str(tmp_path / "job"))  # each once
+
+
 def test_the_job_folder_inside_an_input_folder_is_refused(tmp_path):
     blends = _files(tmp_path, ["a.blend", "b.blend"])
     with pytest.raises(farm.FarmError, match="The job folder .* is inside the input folder"):

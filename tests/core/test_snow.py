@@ -409,8 +409,8 @@ def test_bake_too_large_for_the_disk_is_refused_before_anything_is_written(tmp_p
     free = snow.bake_output_bytes(16, 5)  # room for 5 frames
     monkeypatch.setattr(outputs.shutil, "disk_usage", lambda path: type("Usage", (), {"free": free})())
     buf = snow.BufferParams(resolution=16, size=4.0, origin=(-2.0, -2.0))
-    with pytest.raises(snow.SnowError, match=r"would write up to 0\.0 MB \(6 frame\(s\) of 16x16 float EXR\) but "
-                       r"only 0\.0 MB is free in .*: bake fewer frames, a lower resolution or only the final frame"):
+    with pytest.raises(snow.SnowError, match=r"would write up to 35\.0 KB \(6 frame\(s\) of 16x16 float EXR\) but "
+                       r"only 29\.8 KB is free in .*: bake fewer frames, a lower resolution or only the final frame"):
         snow.bake(walk(6), [0.4], [0.1], snow.StampParams(), buf, out_dir=str(tmp_path / "out"))
     assert os.listdir(tmp_path / "out") == []
     snow.bake(walk(5), [0.4], [0.1], snow.StampParams(), buf, out_dir=str(tmp_path / "out"))
@@ -450,7 +450,7 @@ def test_a_killed_bakes_folder_does_not_keep_later_bakes_off_the_disk(tmp_path, 
     monkeypatch.setattr(outputs.shutil, "disk_usage", lambda path: type("Usage", (), {
         "free": need // 2 + (0 if stale.exists() else 2_000_000)})())
     assert snow.check_disk_space(str(out), 128, 1) == need       # the killed bake's files count as free
-    with pytest.raises(snow.SnowError, match=r"up to 0\.3 MB .* but only 0\.1 MB is free"):
+    with pytest.raises(snow.SnowError, match=r"up to 262\.9 KB .* but only 131\.5 KB is free"):
         snow.check_disk_space(str(tmp_path / "elsewhere"), 128, 1)
     buf = snow.BufferParams(resolution=128, size=4.0, origin=(-2.0, -2.0))
     result = snow.bake(walk(1), [0.4], [0.1], snow.StampParams(), buf, out_dir=str(out), sequence=False)
