@@ -330,18 +330,43 @@ def _bake(scene_name: str, inputs: Inputs) -> LightmapJob:
     out.warnings.extend(f"could not remove {p}, which an earlier bake wrote ({why}): remove it by hand"
                         for p, why in files.not_removed)
     s = bridge.envfx_settings(scene).lightmap
+    old_ground_z = s.baked_ground_z
     s.baked_region = grid.region
     s.baked_ground_z = inputs.ground_z
     distance_map = _load_image(DISTANCE_IMAGE_NAME, os.path.join(inputs.folder, core_lm.DISTANCE_FILE), data=True)
     # kept with the file: until actors' shadows use it nothing does, and Blender saves no image without a user (a
     # reopened file would refuse Add Actor Shadows until the next bake)
     distance_map.use_fake_user = True
+    follow_new_bake(scene, distance_map, old_ground_z)
     if inputs.options["apply_to_ground"]:
         out.materials = show_on_ground(scene, inputs.ground, files[0], grid.region, 1.0 / white)
     if inputs.options["vertex_colours"]:
         out.coloured = colour_vertices(scene, inputs, grid, occ, 1.0 / white, out.warnings)
     out.seconds = time.perf_counter() - start
     return out
+
+
+def follow_new_bake(scene: bpy.types.Scene, distance_map: bpy.types.Image, old_ground_z: float) -> None:
+    """The actors' shadows of ``scene`` that read ``distance_map`` take the region and ground height of the bake
+    that has just replaced it (else they would read the new map as if it covered the old region, and reach into
+    walls); a Ground Height changed by hand is kept."""
+    tree = bpy.data.node_groups.get(lightmap_nodes.SHADOW_GROUP)
+    if tree is None:
+        return
+    s = bridge.envfx_settings(scene).lightmap
+    ids = {name: nodes_common.input_identifier(tree, name)
+           for name in ("Distance Map", "Region Min", "Region Max", "Ground Height")}
+    for obj in scene.objects:
+        if obj.library is not None:
+            continue
+        for mod in nodes_modifiers(obj):
+            if mod.node_group != tree or mod.get(ids["Distance Map"]) != distance_map:
+                continue
+            mod[ids["Region Min"]] = (s.baked_region[0], s.baked_region[1], 0.0)
+            mod[ids["Region Max"]] = (s.baked_region[2], s.baked_region[3], 0.0)
+            if abs(mod.get(ids["Ground Height"], old_ground_z) - old_ground_z) < 1e-6:
+                mod[ids["Ground Height"]] = s.baked_ground_z
+            obj.update_tag()
 
 
 def _load_image(name: str, path: str, data: bool = False) -> bpy.types.Image:

@@ -567,6 +567,32 @@ def test_actor_shadow_never_reaches_into_a_wall(envfx, tmp_path):
     assert max(np.linalg.norm(c[0] - c[3]) + np.linalg.norm(c[0] - c[1]) for c, a, _ in sprites if a > 0) < 2.0
 
 
+def test_actor_shadows_follow_a_new_bake_of_a_larger_ground(envfx, tmp_path):
+    """The ground made larger and baked again: the shadows read the new distance map over its new region (not as
+    if it covered the old one, which let a shadow reach into the wall beside its actor)."""
+    scene, actor, shadow = actor_level(envfx, tmp_path)
+    ground = bpy.data.objects["Ground"]
+    ground.scale = (2.0, 1.5, 1.0)
+    api.view_layer().update()
+    lm_ops(envfx).bake_lightmap(scene)
+    s = api.envfx(scene).lightmap
+    assert tuple(s.baked_region) == pytest.approx((-12.0, -9.0, 12.0, 9.0))
+    lm = core(envfx)
+    grid = lm.make_grid(tuple(s.baked_region), 512)
+    dg = bpy.context.evaluated_depsgraph_get()
+    occ = lm.rasterise(grid, np.concatenate([np.asarray(lm_ops(envfx).bridge.triangle_corners(o, dg))
+                                             for o in bpy.data.collections["Walls"].objects]))
+    sprites, _ = shadow_sprites(shadow)
+    lit = [(c, a) for c, a, _ in sprites if a > 0]
+    assert lit
+    for corners, _ in lit:  # cast towards +x, up to the wall Wall0 (x 0.6 .. 1.4), never into it
+        t = np.linspace(0, 1, 15)
+        a, b_, c = corners[0], corners[1], corners[3]
+        pts = a[None, None] + t[:, None, None] * (b_ - a)[None, None] + t[None, :, None] * (c - a)[None, None]
+        i, j = grid.texel_of(pts[..., 0].ravel(), pts[..., 1].ravel())
+        assert not occ[i, j].any()
+
+
 def test_actor_shadow_fades_when_the_light_is_too_close_and_cross_fades_between_lights(envfx, tmp_path):
     scene, actor, shadow = actor_level(envfx, tmp_path)
     lamp = bpy.data.objects["Lamp0"]
