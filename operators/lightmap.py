@@ -239,6 +239,11 @@ def gather(scene: bpy.types.Scene, selected: Iterable[bpy.types.Object] = (),
         where = f"collection {lights_coll.name!r}" if lights_coll is not None else f"scene {scene.name!r}"
         raise LightmapInputError(f"No lights: {where} has no point, spot or area light (visible in renders); add one "
                                  "or choose another Lights collection")
+    under_top = [lt.name for lt in lights if lo[2] < lt.z <= ground_z]
+    if under_top:  # (a ground that is not flat, the level mesh itself say: "raise them" would lift them over it)
+        raise LightmapInputError(f"Light(s) {', '.join(under_top)} are below the top of the ground {ground.name!r}, "
+                                 f"which is not flat (z {lo[2]:g} to {ground_z:g}; the map lies at its top): choose "
+                                 f"a flat ground under the level (a plane), or raise the lights above z {ground_z:g}")
     triangles = core_lm.wall_triangles(triangles, ground_z, [lt.z for lt in lights])
     folder = output_folder(out, "Output folder", "No output folder: set the Output Folder of the light map",
                            LightmapInputError)

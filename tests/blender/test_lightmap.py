@@ -262,6 +262,8 @@ def scene_state():
     ("coarse", r"At Resolution 1 a texel is 12 m across .*walls cover the whole region: raise the Resolution"),
     ("huge_resolution", "Resolution"),
     ("flat_ground", "no area seen from above"),
+    ("ground_not_flat", r"Light\(s\) Lamp0, Lamp1 are below the top of the ground 'Ground', which is not flat \(z 0 to "
+                        r"4; the map lies at its top\): choose a flat ground under the level \(a plane\), or raise"),
     ("unwritable", "cannot be written"),
     ("no_ground", "No ground"),
     ("nan_obstacle", r"Obstacle 'Wall.*' has [0-9]+ triangles with a corner that is not a number .*fix the mesh"),
@@ -298,6 +300,8 @@ def test_bad_input_is_refused_with_what_to_do(envfx, tmp_path, case, message):
         overrides["resolution"] = 10 ** 7
     elif case == "flat_ground":
         ground.scale.y = 0.0
+    elif case == "ground_not_flat":  # (the level mesh itself chosen as the ground, say)
+        api.mesh(ground).vertices[0].co.z = 4.0
     elif case == "unwritable":
         blocker = tmp_path / "file"
         blocker.write_text("x")
