@@ -387,10 +387,17 @@ def _load_image(name: str, path: str, data: bool = False) -> bpy.types.Image:
     return image
 
 
+def image_name(ground_name: str) -> str:
+    """The image of the light map on ground ``ground_name``: one per ground, as its group (a bake of another ground,
+    into another folder, leaves this ground showing its own map)."""
+    return f"{IMAGE_NAME} ({ground_name})"
+
+
 def show_on_ground(scene: bpy.types.Scene, ground_name: str, exr_path: str, region: Region,
                    scale: float) -> list[str]:
-    """Load (or reload) the EXR as image IMAGE_NAME and put the light-map group on the ground's materials."""
-    image = _load_image(IMAGE_NAME, exr_path)
+    """Load (or reload) the EXR as the ground's image (``image_name``) and put the light-map group on the ground's
+    materials."""
+    image = _load_image(image_name(ground_name), exr_path)
     tree = lightmap_nodes.ensure_lightmap_group(ground_name, image, region, scale)
     ground = scene.objects.get(ground_name)
     return lightmap_nodes.apply_to_ground(ground, tree) if ground is not None else []

@@ -204,7 +204,7 @@ def test_bake_writes_the_files_and_shows_the_map_on_the_ground(envfx, tmp_path):
     mat = ground.material_slots[0].material
     node = api.node_tree(mat).nodes["EnvFX Light Map"]
     lm_image = api.of(bpy.types.ShaderNodeTexImage, api.node_tree(node).nodes["Light Map"]).image
-    assert lm_image is not None and lm_image.name == "EnvFX Light Map"
+    assert lm_image is not None and lm_image.name == "EnvFX Light Map (Ground)"
     bsdf = next(n for n in api.node_tree(mat).nodes if n.type == "BSDF_PRINCIPLED")
     links = bsdf.inputs["Base Color"].links
     assert links is not None and links[0].from_node == node
@@ -217,6 +217,36 @@ def test_bake_writes_the_files_and_shows_the_map_on_the_ground(envfx, tmp_path):
     # a second bake replaces the files and keeps one group node
     assert api.ops.lightmap_bake() == {"FINISHED"}
     assert sum(1 for n in api.node_tree(mat).nodes if n.type == "GROUP") == 1
+
+
+def test_two_grounds_baked_into_two_folders_each_show_their_own_map(envfx, tmp_path):
+    """Two floors of a level baked one after the other, each into its own folder: the first floor still shows its
+    own map (not the second's, stretched over its region)."""
+    scene, ground, _ = level()
+    s = api.envfx(scene).lightmap
+    s.output_dir = str(tmp_path / "a")
+    lm_ops(envfx).bake_lightmap(scene)
+    upper = ground.copy()
+    upper.data = ground.data.copy()
+    upper.data.materials.clear()  # (its own floor material; the bake gives it one)
+    upper.name = "Upper"
+    upper.location = (20.0, 0.0, 0.0)
+    scene.collection.objects.link(upper)
+    lamp = bpy.data.objects.new("UpperLamp", bpy.data.lights.new("UpperLamp", "POINT"))
+    lamp.location = (20.0, 0.0, 2.0)
+    lights = bpy.data.collections.new("UpperLights")
+    scene.collection.children.link(lights)
+    lights.objects.link(lamp)
+    api.view_layer().update()
+    s.ground, s.lights, s.output_dir = upper, lights, str(tmp_path / "b")
+    lm_ops(envfx).bake_lightmap(scene)
+    shown = {}
+    for obj in (ground, upper):
+        node = api.node_tree(obj.material_slots[0].material).nodes["EnvFX Light Map"]
+        image = api.of(bpy.types.ShaderNodeTexImage, api.node_tree(node).nodes["Light Map"]).image
+        assert image is not None
+        shown[obj.name] = os.path.normpath(bpy.path.abspath(image.filepath))
+    assert shown == {"Ground": str(tmp_path / "a" / "lightmap.exr"), "Upper": str(tmp_path / "b" / "lightmap.exr")}
 
 
 def test_a_file_whose_light_map_was_cut_short_opens_and_renders_without_it(envfx, tmp_path):
