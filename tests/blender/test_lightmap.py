@@ -729,6 +729,35 @@ def test_actor_shadows_follow_only_the_lights_that_light_a_render_as_the_bake(en
     assert lit_sprites(shadow) == []
 
 
+def test_moving_other_objects_does_not_read_the_lights_again(envfx, tmp_path, monkeypatch):
+    """With actors' shadows in the file, an update that only moves other objects (the actor, its shadow, props)
+    does not read every collection of the file again; a light moved, renamed, deleted or linked elsewhere does, and
+    the shadows follow it."""
+    scene, actor, shadow = actor_level(envfx, tmp_path)
+    api.view_layer().update()  # (the shadow's own first update: everything is new)
+    ops = lm_ops(envfx)
+    reads = []
+    specs = ops.shadow_light_specs
+    monkeypatch.setattr(ops, "shadow_light_specs", lambda: reads.append(1) or specs())
+    for x in (-1.2, -0.8):
+        actor.location.x = x
+        api.view_layer().update()
+    bpy.data.objects["Ground"].location.z = 0.0
+    api.view_layer().update()
+    assert reads == []
+    lamp, far = bpy.data.objects["Lamp0"], bpy.data.objects["Lamp1"]
+    far.hide_render = True
+    lamp.name = "Torch"
+    api.view_layer().update()
+    assert reads and {d for _, d in lit_sprites(shadow)} == {1.0}
+    copy = lamp.copy()
+    copy.location = (4.0, -1.0, 2.0)
+    bpy.data.collections["Lights"].objects.link(copy)
+    bpy.data.objects.remove(lamp)
+    api.view_layer().update()
+    assert {d for _, d in lit_sprites(shadow)} == {-1.0}  # the copy, east of the actor, casts it towards -x
+
+
 def test_actor_shadows_follow_a_lights_power_and_visibility_keyed_over_the_timeline(envfx, tmp_path):
     """Power keyed 0 then up, hidden from renders keyed on then off: the shadow is gone at the frames the light
     gives nothing and back at the others, as the frames play (and as a render steps them)."""
