@@ -369,7 +369,8 @@ def follow_new_bake(scene: bpy.types.Scene, distance_map: bpy.types.Image, old_g
                 continue
             mod[ids["Region Min"]] = (s.baked_region[0], s.baked_region[1], 0.0)
             mod[ids["Region Max"]] = (s.baked_region[2], s.baked_region[3], 0.0)
-            if abs(mod.get(ids["Ground Height"], old_ground_z) - old_ground_z) < 1e-6:
+            height = mod.get(ids["Ground Height"])
+            if height is None or abs(float(height) - old_ground_z) < 1e-6:
                 mod[ids["Ground Height"]] = s.baked_ground_z
             obj.update_tag()
 

@@ -227,8 +227,8 @@ def test_two_grounds_baked_into_two_folders_each_show_their_own_map(envfx, tmp_p
     s.output_dir = str(tmp_path / "a")
     lm_ops(envfx).bake_lightmap(scene)
     upper = ground.copy()
-    upper.data = ground.data.copy()
-    upper.data.materials.clear()  # (its own floor material; the bake gives it one)
+    upper.data = api.mesh(ground).copy()
+    api.mesh(upper).materials.clear()  # (its own floor material; the bake gives it one)
     upper.name = "Upper"
     upper.location = (20.0, 0.0, 0.0)
     scene.collection.objects.link(upper)
@@ -607,10 +607,15 @@ def test_actor_shadows_follow_a_new_bake_of_a_larger_ground(envfx, tmp_path):
     scene, actor, shadow = actor_level(envfx, tmp_path)
     ground = bpy.data.objects["Ground"]
     ground.scale = (2.0, 1.5, 1.0)
+    ground.location.z = 0.2
     api.view_layer().update()
     lm_ops(envfx).bake_lightmap(scene)
     s = api.envfx(scene).lightmap
     assert tuple(s.baked_region) == pytest.approx((-12.0, -9.0, 12.0, 9.0))
+    mod = shadow.modifiers[0]
+    tree = api.of(bpy.types.NodesModifier, mod).node_group
+    height = envfx.shader_nodes.common.input_identifier(tree, "Ground Height")
+    assert mod[height] == pytest.approx(0.2)
     lm = core(envfx)
     grid = lm.make_grid(tuple(s.baked_region), 512)
     dg = bpy.context.evaluated_depsgraph_get()
@@ -625,6 +630,11 @@ def test_actor_shadows_follow_a_new_bake_of_a_larger_ground(envfx, tmp_path):
         pts = a[None, None] + t[:, None, None] * (b_ - a)[None, None] + t[None, :, None] * (c - a)[None, None]
         i, j = grid.texel_of(pts[..., 0].ravel(), pts[..., 1].ravel())
         assert not occ[i, j].any()
+    mod[height] = 0.25  # set by hand: kept by the next bake
+    ground.location.z = 0.3
+    api.view_layer().update()
+    lm_ops(envfx).bake_lightmap(scene)
+    assert mod[height] == pytest.approx(0.25)
 
 
 def test_actor_shadow_fades_when_the_light_is_too_close_and_cross_fades_between_lights(envfx, tmp_path):
