@@ -70,6 +70,10 @@ def load_palette(path: str, fill: bool = True) -> npt.NDArray[np.float32]:
         is_float, is_data = image.is_float, colour_space(image).is_data
     finally:
         bpy.data.images.remove(image)
+    bad = int(np.count_nonzero(~np.isfinite(buf.reshape(-1, channels)).all(axis=1)))
+    if bad:  # (a broken EXR: NaN would paint black bands, infinity white ones)
+        raise GasGiantInputError(f"Palette image {full!r} has {bad} pixel(s) that are NaN or infinite: fix the image "
+                                 f"or choose another")
     pix = buf.reshape(h, w, channels)[::-1]
     if channels < 3:
         pix = np.repeat(pix[..., :1], 3, axis=-1)

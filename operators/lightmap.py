@@ -239,6 +239,11 @@ def gather(scene: bpy.types.Scene, selected: Iterable[bpy.types.Object] = (),
         where = f"collection {lights_coll.name!r}" if lights_coll is not None else f"scene {scene.name!r}"
         raise LightmapInputError(f"No lights: {where} has no point, spot or area light (visible in renders); add one "
                                  "or choose another Lights collection")
+    under_top = [lt.name for lt in lights if lo[2] < lt.z <= ground_z]
+    if under_top:  # (a ground that is not flat, the level mesh itself say: "raise them" would lift them over it)
+        raise LightmapInputError(f"Light(s) {', '.join(under_top)} are below the top of the ground {ground.name!r}, "
+                                 f"which is not flat (z {lo[2]:g} to {ground_z:g}; the map lies at its top): choose "
+                                 f"a flat ground under the level (a plane), or raise the lights above z {ground_z:g}")
     triangles = core_lm.wall_triangles(triangles, ground_z, [lt.z for lt in lights])
     folder = output_folder(out, "Output folder", "No output folder: set the Output Folder of the light map",
                            LightmapInputError)
@@ -330,18 +335,44 @@ def _bake(scene_name: str, inputs: Inputs) -> LightmapJob:
     out.warnings.extend(f"could not remove {p}, which an earlier bake wrote ({why}): remove it by hand"
                         for p, why in files.not_removed)
     s = bridge.envfx_settings(scene).lightmap
+    old_ground_z = s.baked_ground_z
     s.baked_region = grid.region
     s.baked_ground_z = inputs.ground_z
     distance_map = _load_image(DISTANCE_IMAGE_NAME, os.path.join(inputs.folder, core_lm.DISTANCE_FILE), data=True)
     # kept with the file: until actors' shadows use it nothing does, and Blender saves no image without a user (a
     # reopened file would refuse Add Actor Shadows until the next bake)
     distance_map.use_fake_user = True
+    follow_new_bake(scene, distance_map, old_ground_z)
     if inputs.options["apply_to_ground"]:
         out.materials = show_on_ground(scene, inputs.ground, files[0], grid.region, 1.0 / white)
     if inputs.options["vertex_colours"]:
         out.coloured = colour_vertices(scene, inputs, grid, occ, 1.0 / white, out.warnings)
     out.seconds = time.perf_counter() - start
     return out
+
+
+def follow_new_bake(scene: bpy.types.Scene, distance_map: bpy.types.Image, old_ground_z: float) -> None:
+    """The actors' shadows of ``scene`` that read ``distance_map`` take the region and ground height of the bake
+    that has just replaced it (else they would read the new map as if it covered the old region, and reach into
+    walls); a Ground Height changed by hand is kept."""
+    tree = bpy.data.node_groups.get(lightmap_nodes.SHADOW_GROUP)
+    if tree is None:
+        return
+    s = bridge.envfx_settings(scene).lightmap
+    ids = {name: nodes_common.input_identifier(tree, name)
+           for name in ("Distance Map", "Region Min", "Region Max", "Ground Height")}
+    for obj in scene.objects:
+        if obj.library is not None:
+            continue
+        for mod in nodes_modifiers(obj):
+            if mod.node_group != tree or mod.get(ids["Distance Map"]) != distance_map:
+                continue
+            mod[ids["Region Min"]] = (s.baked_region[0], s.baked_region[1], 0.0)
+            mod[ids["Region Max"]] = (s.baked_region[2], s.baked_region[3], 0.0)
+            height = mod.get(ids["Ground Height"])
+            if height is None or abs(float(height) - old_ground_z) < 1e-6:
+                mod[ids["Ground Height"]] = s.baked_ground_z
+            obj.update_tag()
 
 
 def _load_image(name: str, path: str, data: bool = False) -> bpy.types.Image:
@@ -357,10 +388,17 @@ def _load_image(name: str, path: str, data: bool = False) -> bpy.types.Image:
     return image
 
 
+def image_name(ground_name: str) -> str:
+    """The image of the light map on ground ``ground_name``: one per ground, as its group (a bake of another ground,
+    into another folder, leaves this ground showing its own map)."""
+    return f"{IMAGE_NAME} ({ground_name})"
+
+
 def show_on_ground(scene: bpy.types.Scene, ground_name: str, exr_path: str, region: Region,
                    scale: float) -> list[str]:
-    """Load (or reload) the EXR as image IMAGE_NAME and put the light-map group on the ground's materials."""
-    image = _load_image(IMAGE_NAME, exr_path)
+    """Load (or reload) the EXR as the ground's image (``image_name``) and put the light-map group on the ground's
+    materials."""
+    image = _load_image(image_name(ground_name), exr_path)
     tree = lightmap_nodes.ensure_lightmap_group(ground_name, image, region, scale)
     ground = scene.objects.get(ground_name)
     return lightmap_nodes.apply_to_ground(ground, tree) if ground is not None else []

@@ -507,15 +507,20 @@ class ENVFX_OT_mips_bake(NeedsScene, progress.ModalJobOperator, bpy.types.Operat
     def finish(self, context: bpy.types.Context, result: MipsResult) -> set[OperatorReturnItems]:
         for warning in result.warnings:
             self.report({"WARNING"}, warning)
-        worst = []
-        for stem, rep in result.reports.items():
-            levels = rep["per_level"]
-            worst.append(f"{stem}: coverage {rep['target_coverage']:.3f}, naive worst "
-                         f"{min(lv['coverage_naive'] for lv in levels):.3f}, kept worst "
-                         f"{min(lv['coverage'] for lv in levels):.3f}")
+        worst = [coverage_summary(stem, rep) for stem, rep in result.reports.items()]
         self.report({"INFO"}, f"Wrote {len(result.files)} file(s) for {len(result.reports)} image(s); "
                     + "; ".join(worst + ([removed_text(result)] if result.removed else [])))
         return {"FINISHED"}
+
+
+def coverage_summary(stem: str, rep: dict[str, Any]) -> str:
+    """How far the chain's levels are from the full-size coverage, and how far a plain chain's would be: over the
+    levels of more than one texel (a 1 x 1 level is covered all or nothing, whatever the chain)."""
+    target = rep["target_coverage"]
+    levels = [lv for lv in rep["per_level"] if lv["width"] * lv["height"] > 1] or rep["per_level"]
+    kept = max(abs(lv["coverage"] - target) for lv in levels)
+    naive = max(abs(lv["coverage_naive"] - target) for lv in levels)
+    return f"{stem}: coverage {target:.3f}, levels off by up to {kept:.3f} (a plain chain: {naive:.3f})"
 
 
 classes = (ENVFX_OT_mips_bake,)

@@ -128,11 +128,15 @@ def apply_to_material(mat: bpy.types.Material, tree: bpy.types.ShaderNodeTree) -
 
 def apply_to_ground(ground: bpy.types.Object, tree: bpy.types.ShaderNodeTree) -> list[str]:
     """Show the light map on ``ground``: every material of its slots gets the group; a ground with none gets a
-    plain material. Returns the names of the materials that show it."""
+    plain material of its own (another ground's would show this ground's map). Returns the names of the materials
+    that show it."""
     mats = [slot.material for slot in ground.material_slots if slot.material is not None]
     materials = getattr(ground.data, "materials", None)  # (geometry that takes materials)
     if not mats and materials is not None:
-        mat = bpy.data.materials.get(GROUND_MATERIAL) or bpy.data.materials.new(GROUND_MATERIAL)
+        name = f"{GROUND_MATERIAL} ({ground.name})"
+        mat = bpy.data.materials.get(name)
+        if mat is None or mat.library is not None:
+            mat = bpy.data.materials.new(name)
         if not bridge.BLENDER_5:
             mat.use_nodes = True
         materials.append(mat)

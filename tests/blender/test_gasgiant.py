@@ -237,6 +237,12 @@ def test_bad_input_missing_or_unreadable_palette(envfx, tmp_path):
     clear.write_bytes(envfx.core.png.encode_png(np.full((8, 8, 4), (255, 0, 0, 100), np.uint8)))
     s.palette_path = str(clear)
     _expect_error(tmp_path, tmp_path / "p", "Palette image .* is transparent everywhere .*visible colours")
+    broken = np.full((8, 16, 4), 0.5, np.float32)  # an EXR with NaN and infinite pixels (a broken render)
+    broken[2, :5] = np.nan
+    broken[5, 3] = np.inf
+    envfx.core.exr.write_exr(str(tmp_path / "broken.exr"), broken)
+    s.palette_path = str(tmp_path / "broken.exr")
+    _expect_error(tmp_path, tmp_path / "p", "Palette image .* has 6 pixel.s. that are NaN or infinite: fix the image")
 
 
 def test_palette_image_colours_the_planet(envfx, tmp_path):

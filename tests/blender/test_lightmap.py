@@ -204,7 +204,7 @@ def test_bake_writes_the_files_and_shows_the_map_on_the_ground(envfx, tmp_path):
     mat = ground.material_slots[0].material
     node = api.node_tree(mat).nodes["EnvFX Light Map"]
     lm_image = api.of(bpy.types.ShaderNodeTexImage, api.node_tree(node).nodes["Light Map"]).image
-    assert lm_image is not None and lm_image.name == "EnvFX Light Map"
+    assert lm_image is not None and lm_image.name == "EnvFX Light Map (Ground)"
     bsdf = next(n for n in api.node_tree(mat).nodes if n.type == "BSDF_PRINCIPLED")
     links = bsdf.inputs["Base Color"].links
     assert links is not None and links[0].from_node == node
@@ -217,6 +217,36 @@ def test_bake_writes_the_files_and_shows_the_map_on_the_ground(envfx, tmp_path):
     # a second bake replaces the files and keeps one group node
     assert api.ops.lightmap_bake() == {"FINISHED"}
     assert sum(1 for n in api.node_tree(mat).nodes if n.type == "GROUP") == 1
+
+
+def test_two_grounds_baked_into_two_folders_each_show_their_own_map(envfx, tmp_path):
+    """Two floors of a level baked one after the other, each into its own folder: the first floor still shows its
+    own map (not the second's, stretched over its region)."""
+    scene, ground, _ = level()
+    s = api.envfx(scene).lightmap
+    s.output_dir = str(tmp_path / "a")
+    lm_ops(envfx).bake_lightmap(scene)
+    upper = ground.copy()
+    upper.data = api.mesh(ground).copy()
+    api.mesh(upper).materials.clear()  # (its own floor material; the bake gives it one)
+    upper.name = "Upper"
+    upper.location = (20.0, 0.0, 0.0)
+    scene.collection.objects.link(upper)
+    lamp = bpy.data.objects.new("UpperLamp", bpy.data.lights.new("UpperLamp", "POINT"))
+    lamp.location = (20.0, 0.0, 2.0)
+    lights = bpy.data.collections.new("UpperLights")
+    scene.collection.children.link(lights)
+    lights.objects.link(lamp)
+    api.view_layer().update()
+    s.ground, s.lights, s.output_dir = upper, lights, str(tmp_path / "b")
+    lm_ops(envfx).bake_lightmap(scene)
+    shown = {}
+    for obj in (ground, upper):
+        node = api.node_tree(obj.material_slots[0].material).nodes["EnvFX Light Map"]
+        image = api.of(bpy.types.ShaderNodeTexImage, api.node_tree(node).nodes["Light Map"]).image
+        assert image is not None
+        shown[obj.name] = os.path.normpath(bpy.path.abspath(image.filepath))
+    assert shown == {"Ground": str(tmp_path / "a" / "lightmap.exr"), "Upper": str(tmp_path / "b" / "lightmap.exr")}
 
 
 def test_a_file_whose_light_map_was_cut_short_opens_and_renders_without_it(envfx, tmp_path):
@@ -262,6 +292,8 @@ def scene_state():
     ("coarse", r"At Resolution 1 a texel is 12 m across .*walls cover the whole region: raise the Resolution"),
     ("huge_resolution", "Resolution"),
     ("flat_ground", "no area seen from above"),
+    ("ground_not_flat", r"Light\(s\) Lamp0, Lamp1 are below the top of the ground 'Ground', which is not flat \(z 0 to "
+                        r"4; the map lies at its top\): choose a flat ground under the level \(a plane\), or raise"),
     ("unwritable", "cannot be written"),
     ("no_ground", "No ground"),
     ("nan_obstacle", r"Obstacle 'Wall.*' has [0-9]+ triangles with a corner that is not a number .*fix the mesh"),
@@ -298,6 +330,8 @@ def test_bad_input_is_refused_with_what_to_do(envfx, tmp_path, case, message):
         overrides["resolution"] = 10 ** 7
     elif case == "flat_ground":
         ground.scale.y = 0.0
+    elif case == "ground_not_flat":  # (the level mesh itself chosen as the ground, say)
+        api.mesh(ground).vertices[0].co.z = 4.0
     elif case == "unwritable":
         blocker = tmp_path / "file"
         blocker.write_text("x")
@@ -567,6 +601,42 @@ def test_actor_shadow_never_reaches_into_a_wall(envfx, tmp_path):
     assert max(np.linalg.norm(c[0] - c[3]) + np.linalg.norm(c[0] - c[1]) for c, a, _ in sprites if a > 0) < 2.0
 
 
+def test_actor_shadows_follow_a_new_bake_of_a_larger_ground(envfx, tmp_path):
+    """The ground made larger and baked again: the shadows read the new distance map over its new region (not as
+    if it covered the old one, which let a shadow reach into the wall beside its actor)."""
+    scene, actor, shadow = actor_level(envfx, tmp_path)
+    ground = bpy.data.objects["Ground"]
+    ground.scale = (2.0, 1.5, 1.0)
+    ground.location.z = 0.2
+    api.view_layer().update()
+    lm_ops(envfx).bake_lightmap(scene)
+    s = api.envfx(scene).lightmap
+    assert tuple(s.baked_region) == pytest.approx((-12.0, -9.0, 12.0, 9.0))
+    mod = shadow.modifiers[0]
+    tree = api.of(bpy.types.NodesModifier, mod).node_group
+    height = envfx.shader_nodes.common.input_identifier(tree, "Ground Height")
+    assert mod[height] == pytest.approx(0.2)
+    lm = core(envfx)
+    grid = lm.make_grid(tuple(s.baked_region), 512)
+    dg = bpy.context.evaluated_depsgraph_get()
+    occ = lm.rasterise(grid, np.concatenate([np.asarray(lm_ops(envfx).bridge.triangle_corners(o, dg))
+                                             for o in bpy.data.collections["Walls"].objects]))
+    sprites, _ = shadow_sprites(shadow)
+    lit = [(c, a) for c, a, _ in sprites if a > 0]
+    assert lit
+    for corners, _ in lit:  # cast towards +x, up to the wall Wall0 (x 0.6 .. 1.4), never into it
+        t = np.linspace(0, 1, 15)
+        a, b_, c = corners[0], corners[1], corners[3]
+        pts = a[None, None] + t[:, None, None] * (b_ - a)[None, None] + t[None, :, None] * (c - a)[None, None]
+        i, j = grid.texel_of(pts[..., 0].ravel(), pts[..., 1].ravel())
+        assert not occ[i, j].any()
+    mod[height] = 0.25  # set by hand: kept by the next bake
+    ground.location.z = 0.3
+    api.view_layer().update()
+    lm_ops(envfx).bake_lightmap(scene)
+    assert mod[height] == pytest.approx(0.25)
+
+
 def test_actor_shadow_fades_when_the_light_is_too_close_and_cross_fades_between_lights(envfx, tmp_path):
     scene, actor, shadow = actor_level(envfx, tmp_path)
     lamp = bpy.data.objects["Lamp0"]
@@ -667,6 +737,35 @@ def test_actor_shadows_follow_only_the_lights_that_light_a_render_as_the_bake(en
     lights.objects.unlink(lamp)
     api.view_layer().update()
     assert lit_sprites(shadow) == []
+
+
+def test_moving_other_objects_does_not_read_the_lights_again(envfx, tmp_path, monkeypatch):
+    """With actors' shadows in the file, an update that only moves other objects (the actor, its shadow, props)
+    does not read every collection of the file again; a light moved, renamed, deleted or linked elsewhere does, and
+    the shadows follow it."""
+    scene, actor, shadow = actor_level(envfx, tmp_path)
+    api.view_layer().update()  # (the shadow's own first update: everything is new)
+    ops = lm_ops(envfx)
+    reads = []
+    specs = ops.shadow_light_specs
+    monkeypatch.setattr(ops, "shadow_light_specs", lambda: reads.append(1) or specs())
+    for x in (-1.2, -0.8):
+        actor.location.x = x
+        api.view_layer().update()
+    bpy.data.objects["Ground"].location.z = 0.0
+    api.view_layer().update()
+    assert reads == []
+    lamp, far = bpy.data.objects["Lamp0"], bpy.data.objects["Lamp1"]
+    far.hide_render = True
+    lamp.name = "Torch"
+    api.view_layer().update()
+    assert reads and {d for _, d in lit_sprites(shadow)} == {1.0}
+    copy = lamp.copy()
+    copy.location = (4.0, -1.0, 2.0)
+    bpy.data.collections["Lights"].objects.link(copy)
+    bpy.data.objects.remove(lamp)
+    api.view_layer().update()
+    assert {d for _, d in lit_sprites(shadow)} == {-1.0}  # the copy, east of the actor, casts it towards -x
 
 
 def test_actor_shadows_follow_a_lights_power_and_visibility_keyed_over_the_timeline(envfx, tmp_path):

@@ -78,7 +78,7 @@ def bake_scene_image(image, out):
     return api.ops.mips_bake()
 
 
-def test_operator_bakes_the_active_image(core, tmp_path):
+def test_operator_bakes_the_active_image(core, tmp_path, capsys):
     src = leaf(core)
     path = write_png(core, tmp_path / "Leaf Card.png", src)
     image = bpy.data.images.load(path)
@@ -97,6 +97,12 @@ def test_operator_bakes_the_active_image(core, tmp_path):
     rep = json.loads((out / "Leaf_Card_mips.json").read_text())
     check_report(rep)
     assert min(e["coverage_naive"] for e in rep["per_level"]) < 0.5 * rep["target_coverage"]
+    # the report says how close the levels are (not the 1 x 1 level's all-or-nothing 0, which reads as a failure)
+    said = re.search(r"Leaf_Card: coverage ([\d.]+), levels off by up to ([\d.]+) \(a plain chain: ([\d.]+)\)",
+                     capsys.readouterr().out)
+    assert said is not None
+    assert float(said[1]) == pytest.approx(rep["target_coverage"], abs=1e-3)
+    assert float(said[2]) <= 0.02 and float(said[3]) > 0.5 * rep["target_coverage"]
     # the same chain as the numpy entry point
     chain = core.build_chain(src)
     for a, b in zip(levels, chain.levels):
