@@ -81,8 +81,12 @@ def resolve_output_dir(path: str) -> str:
 # --- gathering inputs -------------------------------------------------------------------------------------
 
 def _stem(name: str) -> str:
-    base = name
+    copy = re.fullmatch(r"(.+)\.(\d{3,})", name)  # Blender's name for a second image of one file: leaf.png.001
+    if copy is not None and os.path.splitext(copy.group(1))[1].lower() in IMAGE_EXTENSIONS:
+        root, ext = os.path.splitext(copy.group(1))
+        name = f"{root}_{copy.group(2)}{ext}"
     root, ext = os.path.splitext(name)
+    base = name
     if ext.lower() in IMAGE_EXTENSIONS:
         base = root
     # letters, digits and their marks of any script are kept (leaf, léaf, 葉, नमस्ते), composed (NFC: a name handed

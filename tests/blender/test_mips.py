@@ -707,6 +707,12 @@ def test_operator_image_argument_and_name_clashes(core, ops, tmp_path):
     for lv in levels:  # the TGA reads the same as the PNG (Blender's loader, straight alpha)
         np.testing.assert_array_equal(lv, src)
     assert set(result.reports) == {"twig", "twig_2"}
+    # a second image of the same file, which Blender names twig.png.001: written as twig_001, not twig.png.001.dds
+    again = bpy.data.images.load(a, check_existing=False)
+    assert again.name == "twig.png.001"
+    assert api.ops.mips_bake(image=again.name) == {"FINISHED"}
+    assert (tmp_path / "out" / "twig_001.dds").is_file()
+    assert not any(".png." in n for n in os.listdir(tmp_path / "out"))
 
 
 def test_renamed_inputs_take_names_no_other_input_has(envfx, core, ops, tmp_path, capsys):
