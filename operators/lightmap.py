@@ -375,6 +375,23 @@ def follow_new_bake(scene: bpy.types.Scene, distance_map: bpy.types.Image, old_g
             obj.update_tag()
 
 
+def follow_lights_setting(scene: bpy.types.Scene) -> None:
+    """(The Lights setting changed) ``scene``'s actor shadows read the collection it names now, as Add Actor Shadows
+    would give them; cleared, they keep theirs (shadows need a collection: Add Actor Shadows refuses none)."""
+    lights = bridge.envfx_settings(scene).lightmap.lights
+    tree = bpy.data.node_groups.get(lightmap_nodes.SHADOW_GROUP)
+    if lights is None or tree is None:
+        return
+    ident = nodes_common.input_identifier(tree, "Lights")
+    for obj in scene.objects:
+        if obj.library is not None:
+            continue
+        for mod in nodes_modifiers(obj):
+            if mod.node_group == tree and mod.get(ident) != lights:
+                mod[ident] = lights
+                obj.update_tag()
+
+
 def _load_image(name: str, path: str, data: bool = False) -> bpy.types.Image:
     """Image ``name`` showing the file at ``path`` (loaded, or pointed there and reloaded)."""
     image = bpy.data.images.get(name)

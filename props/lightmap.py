@@ -18,6 +18,12 @@ from ..core import lightmap2d as core_lightmap
 from ..operators.common import PATH_OPTIONS
 
 
+def _lights_changed(self, context):
+    from ..operators import lightmap as lightmap_ops  # (the operators import the settings' module)
+
+    lightmap_ops.follow_lights_setting(self.id_data)
+
+
 class EnvFXLightmapSettings(PropertyGroup):
     ground: PointerProperty(
         name="Ground",
@@ -32,8 +38,10 @@ class EnvFXLightmapSettings(PropertyGroup):
     )
     lights: PointerProperty(
         name="Lights",
-        description="Point, spot and area lights to bake (empty: every light of the scene)",
+        description="Point, spot and area lights to bake (empty: every light of the scene), and whose actor shadows "
+        "are cast",
         type=bpy.types.Collection,
+        update=_lights_changed,
     )
     resolution: IntProperty(
         name="Resolution",

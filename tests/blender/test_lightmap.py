@@ -825,6 +825,28 @@ def test_an_older_shadow_group_is_rebuilt_on_open_and_its_shadows_keep_their_set
     assert lit_sprites(shadow) == []
 
 
+def test_actor_shadows_follow_the_lights_setting_when_it_changes(envfx, tmp_path):
+    """Another collection chosen as Lights: the actors' shadows are cast by its lights at once (before: by the
+    collection chosen when the shadows were added, until Add Actor Shadows again); cleared, they keep theirs."""
+    scene, actor, shadow = actor_level(envfx, tmp_path)
+    bpy.data.objects["Lamp1"].hide_render = True
+    api.view_layer().update()
+    assert {d for _, d in lit_sprites(shadow)} == {1.0}  # the near lamp, at -x: cast towards +x
+    other = bpy.data.collections.new("Other Lights")
+    scene.collection.children.link(other)
+    lamp = bpy.data.objects.new("East", bpy.data.lights.new("East", "POINT"))
+    api.of(bpy.types.PointLight, lamp.data).energy = 600.0
+    lamp.location = (3.0, -1.0, 2.0)
+    other.objects.link(lamp)
+    s = api.envfx(scene).lightmap
+    s.lights = other
+    api.view_layer().update()
+    assert {d for _, d in lit_sprites(shadow)} == {-1.0}  # from +x: cast towards -x
+    s.lights = None
+    api.view_layer().update()
+    assert {d for _, d in lit_sprites(shadow)} == {-1.0}
+
+
 def test_actor_shadows_need_a_bake_and_a_lights_collection(envfx, tmp_path):
     scene, _, _ = level()
     bpy.ops.mesh.primitive_cube_add(size=1)
