@@ -21,6 +21,7 @@ from ..shader_nodes import bend as bend_nodes
 from ..shader_nodes import common as nodes_common
 from ..shader_nodes import wind as wind_nodes
 from ..shader_nodes import wind_gpu, wind_rigid
+from ..shader_nodes import wind_view as view_nodes
 from ..shader_nodes.snow import buffer as snow_buffer_nodes
 from . import snow as snow_ops
 from . import wind_armature
@@ -97,12 +98,14 @@ def _skip_reason(obj) -> str | None:
 
 
 def material_labels(obj: bpy.types.Object) -> npt.NDArray[np.int8]:
-    """Per-vertex override labels from the object's material slots (0 where no slot marks it)."""
+    """Per-vertex override labels from the object's material slots (0 where no slot marks it; its own materials
+    while it shows the wind data view)."""
     mesh = mesh_of(obj)
     nv = len(mesh.vertices)
-    slot_label = np.zeros(max(len(obj.material_slots), 1), np.int8)
-    for i, slot in enumerate(obj.material_slots):
-        name = slot.material.name.lower() if slot.material is not None else ""
+    materials = view_nodes.own_materials(obj)
+    slot_label = np.zeros(max(len(materials), 1), np.int8)
+    for i, material in enumerate(materials):
+        name = material.name.lower() if material is not None else ""
         for label, words in MATERIAL_WORDS:
             if any(w in name for w in words):
                 slot_label[i] = label
