@@ -573,6 +573,18 @@ def test_a_transform_a_script_just_set_is_baked_and_unusable_ones_are_refused_na
         setattr(obj, attr, good)
 
 
+def test_a_bake_in_a_scene_that_does_not_hold_the_asset_says_so(mods):
+    """A script baking an asset with another scene of the file is told the asset is not in that scene (not that
+    its collection is excluded from the view layer), and nothing changes."""
+    tree, (obj,) = _tree(mods, n_branches=2, leaves_per_branch=1)
+    other = bpy.data.scenes.new("Other")
+    before = _snapshot()
+    with pytest.raises(mods.ops.WindInputError, match="Tree .is not in scene 'Other', so Blender does not update its "
+                       "world transform there: link it into that scene, or bake again in a scene that holds it"):
+        mods.ops.bake(other, [obj], ao_samples=0)
+    assert _snapshot() == before
+
+
 def test_single_island_and_vertex_count_modifier_warn(mods):
     scene = api.scene()
     bpy.ops.mesh.primitive_cylinder_add(depth=4.0, location=(0, 0, 2))
