@@ -99,7 +99,7 @@ def _cannot_bend_gpu_reason(obj) -> str | None:
     reason = linked_reason(obj)
     if reason is None and bridge.envfx_settings(obj).bend_exclude:
         return "excluded from the bend (object.envfx.bend_exclude)"
-    if reason is None and not obj.material_slots:
+    if reason is None and not bend_gpu.materials_of(obj):
         return ("it has no material: Bend on GPU bends an object in its materials; give it one, or switch Bend on "
                 "GPU off to bend it with the modifier")
     for mat in bend_gpu.materials_of(obj) if reason is None else ():

@@ -177,6 +177,9 @@ def evaluated_check(scene: bpy.types.Scene | None = None,
     def reason(obj: bpy.types.Object) -> str | None:
         if obj in enabled:
             return None
+        if scene.objects.get(obj.name) is not obj:
+            return (f"is not in scene {scene.name!r}, so Blender does not update its world transform there: link it "
+                    f"into that scene, or {again} in a scene that holds it")
         if view_layer.objects.get(obj.name) is not obj:
             return (f"is not in view layer {view_layer.name!r} (its collection is excluded: the Outliner's "
                     f"checkbox), {fix}")

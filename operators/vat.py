@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import time
+import uuid
 from collections import deque
 from collections.abc import Generator, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -33,6 +34,7 @@ if TYPE_CHECKING:  # the stubs' name for an operator's result literals (no such 
 
 PROXY_SUFFIX = "_VAT"
 PROXY_TAG = "envfx_vat_source"   # object custom property: the object a proxy plays back
+PROXY_ID = "envfx_vat_id"  # on a baked object and its proxy: the same id, which stays when the object is renamed
 MODIFIER_NAME = "EnvFX VAT"
 ENCODE_ON_THREAD = True  # False: encode on the main thread, between the frames (benchmarks/bench_vat.py compares)
 
@@ -126,11 +128,26 @@ def proxy_name(source: str) -> str:
 
 def find_proxy(source: str) -> bpy.types.Object | None:
     """The proxy playing ``source``'s bake (it names its source): the one under ``proxy_name``, else any (two
-    long names alike where Blender cuts them share a proxy name: the second proxy gets Blender's ``.001``)."""
-    obj = bpy.data.objects.get(proxy_name(source))
-    if obj is not None and obj.get(PROXY_TAG) == source:
-        return obj
-    return next((o for o in bpy.data.objects if o.library is None and o.get(PROXY_TAG) == source), None)
+    long names alike where Blender cuts them share a proxy name: the second proxy gets Blender's ``.001``), else
+    the proxy of the object's bake under an earlier name (the object renamed since: they share ``PROXY_ID``; a copy
+    of the object, which shares it too, does not take the proxy of the object it was copied from)."""
+    obj = bpy.data.objects.get(source)
+    key = obj.get(PROXY_ID) if obj is not None else None
+
+    def plays(proxy):  # (a proxy of another object that was renamed to make room for this name: not this one's)
+        return proxy.get(PROXY_TAG) == source and proxy.get(PROXY_ID) in (None, key)
+    named = bpy.data.objects.get(proxy_name(source))
+    if named is not None and plays(named):
+        return named
+    found = next((o for o in bpy.data.objects if o.library is None and plays(o)), None)
+    if found is not None or key is None:
+        return found
+    for proxy in bpy.data.objects:
+        if proxy.library is None and proxy.get(PROXY_TAG) is not None and proxy.get(PROXY_ID) == key:
+            was = bpy.data.objects.get(str(proxy[PROXY_TAG]))
+            if was is None or was.get(PROXY_ID) != key:  # renamed away, not a copy that kept the id
+                return proxy
+    return None
 
 
 def check_proxy_names(scene: bpy.types.Scene, objects: Iterable[bpy.types.Object]) -> None:
@@ -437,6 +454,7 @@ def _make_proxy(scene, obj, mesh, rest, layout):
     (collections[0] if collections else scene.collection).objects.link(proxy)
     proxy.matrix_world = obj.matrix_world.copy()
     proxy[PROXY_TAG] = obj.name
+    proxy[PROXY_ID] = str(obj.get(PROXY_ID) or uuid.uuid4().hex)  # (given to the object itself after success)
     mod = cast(bpy.types.NodesModifier, proxy.modifiers.new(MODIFIER_NAME, "NODES"))
     mod.node_group = vat_nodes.ensure_vat_player()
     return proxy, old, old_name, uv_index
@@ -787,6 +805,9 @@ def _show_proxies(opts, out_dir, made, renamed, result):
         if proxy is None or not opts.add_proxy:
             continue
         mesh_of(proxy).name = proxy.name  # the earlier proxy's mesh, which held the name, is gone
+        source = bpy.data.objects.get(name)
+        if source is not None and source.get(PROXY_ID) != proxy[PROXY_ID]:
+            source[PROXY_ID] = proxy[PROXY_ID]  # (so a bake after a rename replaces this proxy: find_proxy)
         folder = out_dir
         positions = _load_image(os.path.join(folder, meta["textures"]["position"]["file"]))
         normals = _load_image(os.path.join(folder, meta["textures"]["normal"]["file"])) \

@@ -21,12 +21,13 @@ from ..shader_nodes import bend as bend_nodes
 from ..shader_nodes import common as nodes_common
 from ..shader_nodes import wind as wind_nodes
 from ..shader_nodes import wind_gpu, wind_rigid
+from ..shader_nodes import wind_view as view_nodes
 from ..shader_nodes.snow import buffer as snow_buffer_nodes
 from . import snow as snow_ops
 from . import wind_armature
-from .common import (ObjectsResult, changeable, evaluated_check, join_scene_group, kept_by_override_reason,
-                     linked_reason, mesh_of, no_modifier_reason, nodes_modifiers, poll_not_in_edit_mode,
-                     refuse_edit_mode, report_result, update_world_matrices)
+from .common import (NUMBER_LIMIT, ObjectsResult, changeable, evaluated_check, join_scene_group,
+                     kept_by_override_reason, linked_reason, mesh_of, no_modifier_reason, nodes_modifiers,
+                     poll_not_in_edit_mode, refuse_edit_mode, report_result, update_world_matrices)
 from .snow import live_push
 
 if TYPE_CHECKING:  # the stubs' name for an operator's result literals (no such module at run time)
@@ -97,12 +98,14 @@ def _skip_reason(obj) -> str | None:
 
 
 def material_labels(obj: bpy.types.Object) -> npt.NDArray[np.int8]:
-    """Per-vertex override labels from the object's material slots (0 where no slot marks it)."""
+    """Per-vertex override labels from the object's material slots (0 where no slot marks it; its own materials
+    while it shows the wind data view)."""
     mesh = mesh_of(obj)
     nv = len(mesh.vertices)
-    slot_label = np.zeros(max(len(obj.material_slots), 1), np.int8)
-    for i, slot in enumerate(obj.material_slots):
-        name = slot.material.name.lower() if slot.material is not None else ""
+    materials = view_nodes.own_materials(obj)
+    slot_label = np.zeros(max(len(materials), 1), np.int8)
+    for i, material in enumerate(materials):
+        name = material.name.lower() if material is not None else ""
         for label, words in MATERIAL_WORDS:
             if any(w in name for w in words):
                 slot_label[i] = label
@@ -210,15 +213,30 @@ def validate(scene: bpy.types.Scene, objects: Sequence[bpy.types.Object], layout
         names = tuple(custom or ())
         if len(names) != 4 or any(c not in core_wind.SOURCES for c in names):
             raise WindInputError(f"Custom channel mapping {names!r} needs four of {', '.join(core_wind.SOURCES)}")
+    update_world_matrices(scene)  # (a script may have moved, turned or scaled the asset since the scene was evaluated)
     for obj in meshes:
         m = obj.matrix_world
+        if not all(math.isfinite(v) for row in m for v in row):
+            raise WindInputError(f"{obj.name}'s location, rotation or scale is not a number (NaN or infinite): "
+                                 f"give it a finite transform and bake again")
         if m.determinant() < 0:
             warnings.append(f"{obj.name} has a negative scale (mirrored): baked as it stands in the scene")
     # a flat asset is refused here, naming it, not by the bake (after the other assets of a batch were baked)
-    z = np.concatenate([bridge.get_positions(mesh_of(o)).astype(np.float64)[_faced_vertices(mesh_of(o))]
-                        @ bridge.matrix_to_numpy(o.matrix_world)[2, :3] + o.matrix_world[2][3] for o in meshes])
-    if len(z) and np.isfinite(z).all() and z.max() - z.min() <= core_wind.FLAT_HEIGHT:
+    zs = [bridge.get_positions(mesh_of(o)).astype(np.float64)[_faced_vertices(mesh_of(o))]
+          @ bridge.matrix_to_numpy(o.matrix_world)[2, :3] + o.matrix_world[2][3] for o in meshes]
+    bad = [o.name for o, zo in zip(meshes, zs) if not np.isfinite(zo).all()]
+    if bad:
+        raise WindInputError(f"{', '.join(bad)} has vertices whose position is not a number (NaN or infinite): "
+                             f"fix or delete them (Mesh > Clean Up) and bake again")
+    z = np.concatenate(zs)
+    if len(z) and z.max() - z.min() <= core_wind.FLAT_HEIGHT:
+        if all(z_scale(o) == 0.0 for o in meshes):
+            raise WindInputError(f"The asset {', '.join(o.name for o in meshes)} is scaled to nothing at this frame "
+                                 f"(a keyed grow-in?): bake it at a frame where it has its size")
         raise WindInputError(str(core_wind.flat_error([o.name for o in meshes])))
+    if len(z) and z.max() - z.min() > NUMBER_LIMIT:
+        raise WindInputError(f"The asset {', '.join(o.name for o in meshes)} is {z.max() - z.min():.3g} units tall: "
+                             f"the wind takes assets up to {NUMBER_LIMIT:g} units; scale it down and bake again")
     return meshes, skipped, warnings
 
 
@@ -246,7 +264,6 @@ def bake_job(scene: bpy.types.Scene, objects: Sequence[bpy.types.Object], depsgr
     if depsgraph is not None:
         result.warnings += _modifier_warnings(meshes, depsgraph)
 
-    update_world_matrices(scene)  # (a script may have moved or scaled the asset since the scene was evaluated)
     positions, edges, labels, faced, counts, triangles = [], [], [], [], [], []
     offset = 0
     for obj in meshes:

@@ -18,7 +18,7 @@ from .wind import HEIGHT_ATTR, WIND_ATTR, WindInputError
 if TYPE_CHECKING:  # the stubs' name for an operator's result literals (no such module at run time)
     from bpy.stub_internal.rna_enums import OperatorReturnItems
 
-STATE_KEY = "envfx_wind_view"  # on a viewed object: JSON of its slots' links before the view, and an added slot
+STATE_KEY = view_nodes.STATE_KEY
 
 
 def _viewable(obj) -> bool:
@@ -39,7 +39,12 @@ def show_channel(scene: bpy.types.Scene, channel: str) -> list[str]:
             added = len(obj.material_slots) == 0
             if added:
                 mesh_of(obj).materials.append(None)
-            obj[STATE_KEY] = json.dumps(dict(links=[s.link for s in obj.material_slots], added=added))
+            links, own = [], []
+            for slot in obj.material_slots:  # (a slot linked to the data may hold an object's material too)
+                links.append(slot.link)
+                slot.link = "OBJECT"
+                own.append(slot.material.name if slot.material is not None else None)
+            obj[STATE_KEY] = json.dumps(dict(links=links, objects=own, added=added))
         for slot in obj.material_slots:
             slot.link = "OBJECT"
             slot.material = mat
@@ -54,9 +59,10 @@ def hide_channels(scene: bpy.types.Scene) -> list[str]:
         if state is None:
             continue
         state = json.loads(state)
-        for slot, link in zip(obj.material_slots, state["links"]):
+        own = state.get("objects") or [None] * len(state["links"])
+        for slot, link, name in zip(obj.material_slots, state["links"], own):
             slot.link = "OBJECT"
-            slot.material = None
+            slot.material = bpy.data.materials.get(name) if name else None
             slot.link = link
         if state["added"] and len(mesh_of(obj).materials):  # (a viewed object is a mesh: _viewable)
             mesh_of(obj).materials.pop()

@@ -21,7 +21,7 @@ from __future__ import annotations
 import bpy
 
 from ..core import bend as core_bend
-from . import common, gpu_displace
+from . import common, gpu_displace, wind_view
 
 GROUP_NAME = "EnvFX Bend GPU"
 KIND = "bend_gpu"
@@ -190,8 +190,9 @@ def is_gpu_bent(obj: bpy.types.Object) -> bool:
 
 
 def materials_of(obj: bpy.types.Object) -> list:
-    """The materials of ``obj``'s slots (None for an empty slot), each once, in slot order."""
-    return list(dict.fromkeys(slot.material for slot in obj.material_slots))
+    """The materials of ``obj``'s slots (None for an empty slot), each once, in slot order (its own while it shows
+    the wind data view)."""
+    return list(dict.fromkeys(wind_view.own_materials(obj)))
 
 
 def release() -> None:

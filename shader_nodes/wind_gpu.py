@@ -32,7 +32,7 @@ from .. import bridge
 from ..core import wind as core_wind
 from . import bend_gpu, common, gpu_displace
 from . import wind as wind_nodes
-from . import wind_rigid
+from . import wind_rigid, wind_view
 
 GROUP_NAME = "EnvFX Wind GPU"
 KIND = "wind_gpu"
@@ -413,8 +413,9 @@ def material_reason(mat: bpy.types.Material | None) -> str | None:
 
 
 def materials_of(obj: bpy.types.Object) -> list:
-    """The materials of ``obj``'s slots (None for an empty slot), each once, in slot order."""
-    return list(dict.fromkeys(slot.material for slot in obj.material_slots))
+    """The materials of ``obj``'s slots (None for an empty slot), each once, in slot order (its own while it shows
+    the wind data view)."""
+    return list(dict.fromkeys(wind_view.own_materials(obj)))
 
 
 def reach_of(obj: bpy.types.Object) -> float:
@@ -606,7 +607,7 @@ def reason(obj: bpy.types.Object, scene: bpy.types.Scene) -> str | None:
     if bridge.envfx_settings(obj).wind.category == "GRASS" and terrain is not None:
         return (f"it is grass and the scene's wind follows the terrain object {terrain.name!r}, which only the "
                 f"wind's modifier casts rays onto; clear the Terrain Object, or switch Wind on GPU off for it")
-    if not obj.material_slots:
+    if not materials_of(obj):
         return ("it has no material: Wind on GPU moves an object in its materials; give it one, or switch Wind on "
                 "GPU off to move it with the modifier")
     for mat in materials_of(obj):

@@ -280,9 +280,40 @@ def release_unused_clocks(keep: Callable[[bpy.types.Object], bool] | None = None
         bpy.data.node_groups.remove(tree)
 
 
+def claim_orphan_props(scene: bpy.types.Scene) -> list[bpy.types.Object]:
+    """Props of ``scene`` whose clock lost its scene (the scene ``scene`` was copied from with its objects, deleted:
+    the clock's drivers read nothing any more, so the props would stand still) sway by ``scene``'s clock: the
+    orphan becomes it when the scene has none, else their drivers move to it and the orphan goes. Returns the props
+    moved; cheap when no clock lost its scene."""
+    orphans = [t for t in bpy.data.node_groups if is_clock(t) and t.library is None and t.get(SCENE_KEY) is None]
+    if not orphans or scene.library is not None:
+        return []
+    props = [o for o in scene.objects if o.library is None and prop_clock(o) in orphans]
+    if not props:
+        return []
+    clock = clock_of(scene)
+    if clock is None:
+        clock = prop_clock(props[0])  # (one of the orphans)
+        assert clock is not None
+        clock[SCENE_KEY] = scene
+        scene[common.scene_key(KIND)] = clock
+        wire_clock(scene, clock, force=True)
+    for obj in props:
+        if prop_clock(obj) != clock:
+            _write_drivers(obj, clock)
+        for fcurve in _rigid_curves(obj, (0, 1, 2)):
+            common.revive(fcurve)
+    used = {prop_clock(o) for o in bpy.data.objects if o.users_scene}  # (not the deleted scene's own objects)
+    for tree in orphans:
+        if tree != clock and tree not in used and not tree.use_fake_user:
+            bpy.data.node_groups.remove(tree)
+    return props
+
+
 def keep_in_sync(scene: bpy.types.Scene, *_args) -> None:
     """(depsgraph_update_post and frame_change_pre) Rewire the scene's clock when its wind object was set, cleared,
-    deleted or unlinked."""
+    deleted or unlinked; props whose clock lost its scene join the scene's (``claim_orphan_props``)."""
+    claim_orphan_props(scene)
     tree = clock_of(scene)
     if tree is not None:
         wire_clock(scene, tree)

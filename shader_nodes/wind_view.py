@@ -2,6 +2,7 @@
 showing the value as a colour (dark blue 0, green 0.5, yellow 1), unlit, so an artist checks the data by eye in
 Material Preview or Rendered shading."""
 
+import json
 from typing import cast
 
 import bpy
@@ -9,6 +10,9 @@ import bpy
 from .. import bridge
 
 CHANNELS = ("R", "G", "B", "A", "HEIGHT")
+# on an object that shows the view: JSON of its slots before it (their links, "links"; the materials linked to the
+# object in them, "objects", by name) and whether the view added the only slot ("added")
+STATE_KEY = "envfx_wind_view"
 PREFIX = "EnvFX Wind View "
 VERSION = 1
 RAMP = ((0.0, (0.05, 0.03, 0.35, 1.0)), (0.5, (0.1, 0.7, 0.35, 1.0)), (1.0, (1.0, 0.95, 0.1, 1.0)))
@@ -20,6 +24,22 @@ def material_name(channel: str) -> str:
 
 def is_view_material(mat: bpy.types.Material | None) -> bool:
     return mat is not None and mat.name.startswith(PREFIX) and mat.get("envfx_wind_view") is not None
+
+
+def own_materials(obj: bpy.types.Object) -> list:
+    """The materials of ``obj``'s slots as they are without the view (which puts its material in every slot, linked
+    to the object), in slot order, None for an empty slot: what Wind on GPU, Bend on GPU and the material overrides
+    of the wind bake work with while the view shows."""
+    text = obj.get(STATE_KEY)
+    if text is None:
+        return [slot.material for slot in obj.material_slots]
+    state = json.loads(str(text))
+    if state["added"]:
+        return []
+    data = obj.data.materials if isinstance(obj.data, bpy.types.Mesh) else ()
+    names = state.get("objects") or [None] * len(state["links"])
+    return [(bpy.data.materials.get(name) if name else None) if link == "OBJECT"
+            else (data[i] if i < len(data) else None) for i, (link, name) in enumerate(zip(state["links"], names))]
 
 
 def ensure_view_material(channel: str, wind_attr: str, height_attr: str) -> bpy.types.Material:

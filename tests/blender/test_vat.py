@@ -634,6 +634,32 @@ def test_another_object_s_bake_under_the_same_file_name_is_not_written_over(vat,
     assert json.loads((tmp_path / "Tree_1_2_vat.json").read_text())["object"] == "Tree_1"
 
 
+def test_a_bake_after_the_object_was_renamed_replaces_its_proxy_and_a_copy_gets_its_own(vat, tmp_path):
+    """The proxy records its object: baking the object again after renaming it replaces its proxy (one proxy plays
+    it, under its new name), where a copy of the object (Shift D keeps its custom properties) baked gets a proxy of
+    its own and leaves the original's alone."""
+    obj = armature_mesh(name="Circle.015")
+    vat.ops.bake_vat(api.scene(), [obj], str(tmp_path), vat.ops.VatOptions(1, 10))
+    obj.name = "Flower"
+    result = vat.ops.bake_vat(api.scene(), [obj], str(tmp_path), vat.ops.VatOptions(1, 10))
+    proxies = sorted(o.name for o in bpy.data.objects if o.get(vat.ops.PROXY_TAG) is not None)
+    assert proxies == ["Flower_VAT"] and result.proxies == ["Flower_VAT"]
+    assert vat.ops.find_proxy("Flower") == bpy.data.objects["Flower_VAT"]
+    assert_round_trip(vat, obj, result, [1, 5, 10])
+    copy = obj.copy()
+    copy.name = "Flower copy"
+    api.scene().collection.objects.link(copy)
+    vat.ops.bake_vat(api.scene(), [copy], str(tmp_path), vat.ops.VatOptions(1, 10))
+    proxies = sorted(o.name for o in bpy.data.objects if o.get(vat.ops.PROXY_TAG) is not None)
+    assert proxies == ["Flower copy_VAT", "Flower_VAT"]
+    assert vat.ops.find_proxy("Flower") == bpy.data.objects["Flower_VAT"]
+    assert vat.ops.find_proxy("Flower copy") == bpy.data.objects["Flower copy_VAT"]
+    obj.name = "Rose"  # the original renamed again: its own proxy is replaced, the copy's stays
+    vat.ops.bake_vat(api.scene(), [obj], str(tmp_path), vat.ops.VatOptions(1, 10))
+    proxies = sorted(o.name for o in bpy.data.objects if o.get(vat.ops.PROXY_TAG) is not None)
+    assert proxies == ["Flower copy_VAT", "Rose_VAT"]
+
+
 def test_a_name_too_long_for_its_proxy_s_gets_a_proxy_that_plays_and_is_replaced(vat, tmp_path):
     """Blender cuts names at 63 bytes (255 from 5.0): an object whose name leaves no room for ``_VAT`` gets a proxy
     named from its name shortened by whole characters, which plays its bake; baking again replaces it, and a

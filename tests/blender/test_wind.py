@@ -544,6 +544,47 @@ def test_bad_inputs_leave_scene_unchanged(mods):
     _expect_error(api.ops.wind_add, "was deleted or is not in this scene")
 
 
+def test_a_transform_a_script_just_set_is_baked_and_unusable_ones_are_refused_naming_the_object(mods):
+    """The bake's checks read the asset as a script has just placed it (not where the scene last evaluated it), and
+    refuse a transform that is not a number, an asset too tall for the wind's Asset Height or one scaled to
+    nothing, saying what is wrong, with nothing changed."""
+    scene = api.scene()
+    tree, (obj,) = _tree(mods, n_branches=2, leaves_per_branch=1)
+    height = 2.0 * float(np.ptp(tree["positions"][:, 2]))
+    obj.scale = (0.0, 0.0, 0.0)  # a keyed grow-in at its first frame
+    api.view_layer().update()
+    before = _snapshot()
+    with pytest.raises(mods.ops.WindInputError, match="Tree is scaled to nothing at this frame"):
+        mods.ops.bake(scene, [obj], ao_samples=0)
+    assert _snapshot() == before
+    obj.scale = (2.0, 2.0, 2.0)  # a script gives it its size and bakes at once: not refused as flat
+    result = mods.ops.bake(scene, [obj], ao_samples=0)
+    assert result.changed == ["Tree"] and result.stats["height"] == pytest.approx(height, rel=1e-3)
+    assert api.envfx(obj).wind.asset_height == pytest.approx(result.stats["height"])
+    for attr, value, match in (("location", float("nan"), "Tree's location, rotation or scale is not a number"),
+                               ("rotation_euler", float("nan"), "Tree.s location, rotation or scale is not a number"),
+                               ("scale", 1e7, "Tree is .* units tall: the wind takes assets up to 1e.06 units")):
+        good = tuple(getattr(obj, attr))
+        setattr(obj, attr, (value,) * 3)
+        before = _snapshot()
+        with pytest.raises(mods.ops.WindInputError, match=match):
+            mods.ops.bake(scene, [obj], ao_samples=0)
+        assert _snapshot() == before and api.envfx(obj).wind.asset_height == pytest.approx(height, rel=1e-3)
+        setattr(obj, attr, good)
+
+
+def test_a_bake_in_a_scene_that_does_not_hold_the_asset_says_so(mods):
+    """A script baking an asset with another scene of the file is told the asset is not in that scene (not that
+    its collection is excluded from the view layer), and nothing changes."""
+    tree, (obj,) = _tree(mods, n_branches=2, leaves_per_branch=1)
+    other = bpy.data.scenes.new("Other")
+    before = _snapshot()
+    with pytest.raises(mods.ops.WindInputError, match="Tree .is not in scene 'Other', so Blender does not update its "
+                       "world transform there: link it into that scene, or bake again in a scene that holds it"):
+        mods.ops.bake(other, [obj], ao_samples=0)
+    assert _snapshot() == before
+
+
 def test_single_island_and_vertex_count_modifier_warn(mods):
     scene = api.scene()
     bpy.ops.mesh.primitive_cylinder_add(depth=4.0, location=(0, 0, 2))

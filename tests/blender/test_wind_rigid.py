@@ -231,6 +231,27 @@ def test_a_full_copy_of_the_scene_sways_with_its_own_wind(rigid):
         _check_twin(rigid, props, (6, 21))
 
 
+def test_a_full_copy_sways_with_its_own_wind_once_the_scene_it_was_copied_from_is_deleted(rigid):
+    """A scene copied with its objects, then the scene it was copied from deleted: the copy's props do not stand
+    still (their clock read the deleted scene) but sway with the copy's wind, whether the copy had no clock of its
+    own (the clock becomes its) or had one (Wind on GPU gives it one: the props move to it, the old clock goes)."""
+    scene = api.scene()
+    api.envfx(scene).wind.strength = 2.0
+    rigid.ops.add_wind(scene, [_prop("P", (2.0, 1.0, 0.0))])
+    for own_clock in (False, True):
+        bpy.ops.scene.new(type="FULL_COPY")
+        copy = api.scene()
+        copied = [o for o in copy.objects if o.name.startswith("P")]
+        if own_clock:
+            rigid.nodes.ensure_clock(copy)
+        bpy.data.scenes.remove(scene)
+        api.envfx(copy).wind.direction = 1.0 + own_clock  # its own settings
+        _check_twin(rigid, copied, (6, 21))
+        assert [rigid.nodes.prop_clock(o) for o in copied] == [rigid.nodes.clock_of(copy)]
+        assert len([t for t in bpy.data.node_groups if rigid.nodes.is_clock(t)]) == 1
+        scene = copy
+
+
 def test_a_rigid_level_survives_save_and_reload(rigid, save_and_reopen):
     scene = api.scene()
     api.envfx(scene).wind.strength = 2.5
