@@ -503,6 +503,17 @@ def new_variable(fcurve, name: str, var_type: str):
     return var
 
 
+def prop_variable(driver, name: str, id_type: str, id_data, path: str) -> None:
+    """Add to ``driver`` a variable ``name`` reading ``path`` of ``id_data`` (of ``id_type``: a single property)."""
+    var = driver.variables.new()
+    var.name = name
+    var.type = "SINGLE_PROP"
+    target = var.targets[0]
+    target.id_type = id_type
+    target.id = id_data
+    target.data_path = path
+
+
 def add_prop_driver(id_data, data_path: str, target_id, prop_path: str, index: int = -1, id_type: str = "SCENE"):
     """Drive ``id_data.<data_path>`` with ``target_id.<prop_path>`` (a single-property driver)."""
     fcurve = id_data.driver_add(data_path, index) if index >= 0 else id_data.driver_add(data_path)

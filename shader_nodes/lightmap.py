@@ -267,31 +267,11 @@ def _build_shadow(tree):
     pos = b.node("GeometryNodeInputPosition").outputs["Position"]
     # only those that light a render now (the bake's rule): a light of the collection is kept when a lit light
     # (SHADOW_LIGHTS_GROUP) stands where it stands
-    lit = b.node("GeometryNodeGroup")
-    lit.node_tree = shadow_lights_tree()
-    lit_points = lit.outputs["Lights"]
-    near_lit = b.node("GeometryNodeSampleNearest", domain="POINT")
-    tree.links.new(lit_points, near_lit.inputs["Geometry"])
-    tree.links.new(pos, near_lit.inputs["Sample Position"])
-    lit_at = b.node("GeometryNodeSampleIndex", data_type="FLOAT_VECTOR", domain="POINT")
-    tree.links.new(lit_points, lit_at.inputs["Geometry"])
-    tree.links.new(pos, lit_at.inputs["Value"])
-    tree.links.new(near_lit.outputs["Index"], lit_at.inputs["Index"])
-    lit_count = b.node("GeometryNodeAttributeDomainSize", component="POINTCLOUD")
-    tree.links.new(lit_points, lit_count.inputs["Geometry"])
-    unlit = b.node("GeometryNodeDeleteGeometry", domain="POINT")
-    tree.links.new(pts.outputs["Points"], unlit.inputs["Geometry"])
-    tree.links.new(b.math("MAXIMUM", b.math("GREATER_THAN", b.vec("DISTANCE", pos, lit_at.outputs["Value"]), 1e-3),
-                          b.math("LESS_THAN", lit_count.outputs["Point Count"], 0.5)), unlit.inputs["Selection"])
-    px, py, _ = b.sep(pos)
-    flat = b.node("GeometryNodeSetPosition")
-    tree.links.new(unlit.outputs["Geometry"], flat.inputs["Geometry"])
-    tree.links.new(b.comb(px, py), flat.inputs["Position"])
-
-    def nearest(geometry):
+    def nearest(geometry, where):
+        """The point of ``geometry`` nearest ``where``: its index, its position, and the number of points."""
         near = b.node("GeometryNodeSampleNearest", domain="POINT")
         tree.links.new(geometry, near.inputs["Geometry"])
-        tree.links.new(actor, near.inputs["Sample Position"])
+        tree.links.new(where, near.inputs["Sample Position"])
         at = b.node("GeometryNodeSampleIndex", data_type="FLOAT_VECTOR", domain="POINT")
         tree.links.new(geometry, at.inputs["Geometry"])
         tree.links.new(pos, at.inputs["Value"])
@@ -300,12 +280,24 @@ def _build_shadow(tree):
         tree.links.new(geometry, size.inputs["Geometry"])
         return near.outputs["Index"], at.outputs["Value"], size.outputs["Point Count"]
 
-    i1, l1, n1 = nearest(flat.outputs["Geometry"])
+    lit = b.node("GeometryNodeGroup")
+    lit.node_tree = shadow_lights_tree()
+    _, lit_at, lit_count = nearest(lit.outputs["Lights"], pos)
+    unlit = b.node("GeometryNodeDeleteGeometry", domain="POINT")
+    tree.links.new(pts.outputs["Points"], unlit.inputs["Geometry"])
+    tree.links.new(b.math("MAXIMUM", b.math("GREATER_THAN", b.vec("DISTANCE", pos, lit_at), 1e-3),
+                          b.math("LESS_THAN", lit_count, 0.5)), unlit.inputs["Selection"])
+    px, py, _ = b.sep(pos)
+    flat = b.node("GeometryNodeSetPosition")
+    tree.links.new(unlit.outputs["Geometry"], flat.inputs["Geometry"])
+    tree.links.new(b.comb(px, py), flat.inputs["Position"])
+
+    i1, l1, n1 = nearest(flat.outputs["Geometry"], actor)
     drop = b.node("GeometryNodeDeleteGeometry", domain="POINT")
     tree.links.new(flat.outputs["Geometry"], drop.inputs["Geometry"])
     tree.links.new(b.math("COMPARE", b.node("GeometryNodeInputIndex").outputs["Index"], i1, 0.5),
                    drop.inputs["Selection"])
-    _, l2, n2 = nearest(drop.outputs["Geometry"])
+    _, l2, n2 = nearest(drop.outputs["Geometry"], actor)
     d1 = b.vec("DISTANCE", actor, l1)
     d2 = b.vec("DISTANCE", actor, l2)
     has1 = b.math("GREATER_THAN", n1, 0.5)
@@ -446,16 +438,6 @@ def _light_expression(paths: list, names: dict) -> str:
     return f"1 if not h and e * (r + g + b) != 0 and ({' or '.join(chains)}) else 0"
 
 
-def _variable(driver, name: str, id_type: str, id_data, path: str) -> None:
-    var = driver.variables.new()
-    var.name = name
-    var.type = "SINGLE_PROP"
-    target = var.targets[0]
-    target.id_type = id_type
-    target.id = id_data
-    target.data_path = path
-
-
 def _build_shadow_lights(tree, specs: list) -> None:
     common.socket(tree, "Lights", "OUTPUT", "NodeSocketGeometry",
                   description="A point at each light that lights a render now")
@@ -478,16 +460,16 @@ def _build_shadow_lights(tree, specs: list) -> None:
         common.straighten(fcurve)
         driver = fcurve.driver
         driver.type = "SCRIPTED"
-        _variable(driver, "h", "OBJECT", obj, "hide_render")
-        _variable(driver, "e", "LIGHT", obj.data, "energy")
+        common.prop_variable(driver, "h", "OBJECT", obj, "hide_render")
+        common.prop_variable(driver, "e", "LIGHT", obj.data, "energy")
         for i, channel in enumerate("rgb"):
-            _variable(driver, channel, "LIGHT", obj.data, f"color[{i}]")
+            common.prop_variable(driver, channel, "LIGHT", obj.data, f"color[{i}]")
         names = {}
         for chain in paths:
             for c in chain:
                 if c not in names:
                     names[c] = f"c{len(names)}"
-                    _variable(driver, names[c], "COLLECTION", c, "hide_render")
+                    common.prop_variable(driver, names[c], "COLLECTION", c, "hide_render")
         driver.expression = _light_expression(paths, names)
 
 

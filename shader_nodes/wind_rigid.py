@@ -88,7 +88,7 @@ def wire_clock(scene: bpy.types.Scene, tree: bpy.types.NodeTree | None = None, f
                 _read(driver, var_name, what, path, scene, source)
         for var_name, i in time_names.items():
             if var_name in words:
-                _single(driver, var_name, "NODETREE", tree, f'["{TIME_PROP}"][{i}]')
+                common.prop_variable(driver, var_name, "NODETREE", tree, f'["{TIME_PROP}"][{i}]')
         driver.expression = expression
     tree[SOURCE_KEY] = name
     tree.update_tag()
@@ -108,19 +108,9 @@ def _read(driver, name: str, what: str, path: str, scene, source) -> None:
         target.transform_space = "WORLD_SPACE"
         target.rotation_mode = "XYZ"
     elif what == "source":
-        _single(driver, name, "OBJECT", source, path)
+        common.prop_variable(driver, name, "OBJECT", source, path)
     else:
-        _single(driver, name, "SCENE", scene, path)
-
-
-def _single(driver, name: str, id_type: str, id_data, path: str) -> None:
-    var = driver.variables.new()
-    var.name = name
-    var.type = "SINGLE_PROP"
-    target = var.targets[0]
-    target.id_type = id_type
-    target.id = id_data
-    target.data_path = path
+        common.prop_variable(driver, name, "SCENE", scene, path)
 
 
 def _scripted(fcurve) -> bpy.types.Driver:
@@ -219,7 +209,7 @@ def _write_drivers(obj: bpy.types.Object, clock: bpy.types.NodeTree) -> None:
         obj[PROP_WIND] = 0.0
     driver = _scripted(obj.driver_add(f'["{PROP_WIND}"]'))
     for name, index in core_rigid.wind_variables(asset.category).items():
-        _single(driver, name, "NODETREE", clock, f'["{CLOCK_PROP}"][{index}]')
+        common.prop_variable(driver, name, "NODETREE", clock, f'["{CLOCK_PROP}"][{index}]')
     driver.expression = core_rigid.wind_expression(asset, prop)
     if prop.frame is not None and PROP_SWAY not in obj:
         obj[PROP_SWAY] = [0.0, 0.0]
@@ -228,15 +218,15 @@ def _write_drivers(obj: bpy.types.Object, clock: bpy.types.NodeTree) -> None:
             driver = _scripted(obj.driver_add("delta_rotation_euler", axis))
         else:
             driver = _scripted(obj.driver_add(f'["{PROP_SWAY}"]', axis))
-        _single(driver, "e", "OBJECT", obj, f'["{PROP_WIND}"]')
+        common.prop_variable(driver, "e", "OBJECT", obj, f'["{PROP_WIND}"]')
         for name, index in core_rigid.rotation_variables(asset.category).items():
-            _single(driver, name, "NODETREE", clock, f'["{CLOCK_PROP}"][{index}]')
+            common.prop_variable(driver, name, "NODETREE", clock, f'["{CLOCK_PROP}"][{index}]')
         driver.expression = core_rigid.rotation_expression(axis, asset, prop)
     if prop.frame is not None:
         for axis in (0, 1, 2):
             driver = _scripted(obj.driver_add("delta_rotation_euler", axis))
-            _single(driver, "sx", "OBJECT", obj, f'["{PROP_SWAY}"][0]')
-            _single(driver, "sy", "OBJECT", obj, f'["{PROP_SWAY}"][1]')
+            common.prop_variable(driver, "sx", "OBJECT", obj, f'["{PROP_SWAY}"][0]')
+            common.prop_variable(driver, "sy", "OBJECT", obj, f'["{PROP_SWAY}"][1]')
             driver.expression = core_rigid.frame_expression(axis, prop)
 
 

@@ -158,18 +158,19 @@ def test_materials_come_back_exactly_beside_the_gpu_bend_and_shared_ones_move_on
     assert differ(render(tmp_path / "after.png"), still) < 0.002
 
 
-@pytest.mark.parametrize("first", ["wind", "bend"])
-def test_in_the_wind_and_the_bend_on_the_gpu_renders_as_swayed_then_bent_by_the_modifiers(gpu, tmp_path, first):
-    """The modifiers sway a plant, then bend it where it swayed to; on the GPU the wind's displacement feeds the
-    bend's (whichever was added first), so a tree swaying far out in a strong bend, turned, renders the same both
-    ways (without that link, the bend taken where it stands still: 3% of the pixels differ)."""
+def _swayed_and_bent_by_the_modifiers(gpu, tmp_path, scale=None):
+    """A tree turned (the wind's offset turned into the world), scaled by a script just before its bake when
+    ``scale`` is given, swaying far out in a strong bend: (scene, tree, the render of frame 23 by the modifiers),
+    the tree left with neither, set to go on the GPU."""
     scene = stage("EEVEE", 160, 120, (6.0, -14.0, 2.0), (1.5, 0.0, 0.0))
     w = api.envfx(scene).wind
     w.strength, w.gust_strength, w.direction = 5.0, 0.6, 0.3
     b = api.envfx(scene).bend
     b.mode, b.axis, b.strength, b.spread = "RUNNER", "POS_X", 0.04, 0.5
     tree = _tree(gpu, location=(6.0, 0.0, 0.0))
-    tree.rotation_euler.z = 0.7  # (the wind's offset turned into the world)
+    tree.rotation_euler.z = 0.7
+    if scale is not None:
+        tree.scale = scale
     gpu.ops.bake(scene, [tree])
     gpu.ops.add_wind(scene, [tree])
     gpu.bend_ops.add_bend(scene, [tree])
@@ -178,6 +179,15 @@ def test_in_the_wind_and_the_bend_on_the_gpu_renders_as_swayed_then_bent_by_the_
     gpu.ops.remove_wind([tree])
     gpu.bend_ops.remove_bend([tree])
     api.envfx(tree).wind.gpu = api.envfx(tree).bend_gpu = True
+    return scene, tree, by_modifiers
+
+
+@pytest.mark.parametrize("first", ["wind", "bend"])
+def test_in_the_wind_and_the_bend_on_the_gpu_renders_as_swayed_then_bent_by_the_modifiers(gpu, tmp_path, first):
+    """The modifiers sway a plant, then bend it where it swayed to; on the GPU the wind's displacement feeds the
+    bend's (whichever was added first), so a tree swaying far out in a strong bend, turned, renders the same both
+    ways (without that link, the bend taken where it stands still: 3% of the pixels differ)."""
+    scene, tree, by_modifiers = _swayed_and_bent_by_the_modifiers(gpu, tmp_path)
     for step in ((gpu.ops.add_wind, gpu.bend_ops.add_bend) if first == "wind" else
                  (gpu.bend_ops.add_bend, gpu.ops.add_wind)):
         step(scene, [tree])
@@ -201,22 +211,7 @@ def test_a_plant_scaled_by_a_script_sways_and_bends_the_same_by_the_modifiers_an
     """A script scales a plant and bakes it at once (no redraw between): the bake and Add Wind read its world matrix
     at its new size, so the modifiers and the GPU sway it as far (the bake read the matrix of its last evaluation,
     at scale 1, and the first Add Wind kept that size: 1.8% of the pixels differed at 0.8, where it sways)."""
-    scene = stage("EEVEE", 160, 120, (6.0, -14.0, 2.0), (1.5, 0.0, 0.0))
-    w = api.envfx(scene).wind
-    w.strength, w.gust_strength, w.direction = 5.0, 0.6, 0.3
-    b = api.envfx(scene).bend
-    b.mode, b.axis, b.strength, b.spread = "RUNNER", "POS_X", 0.04, 0.5
-    tree = _tree(gpu, location=(6.0, 0.0, 0.0))
-    tree.rotation_euler.z = 0.7
-    tree.scale = scale
-    gpu.ops.bake(scene, [tree])
-    gpu.ops.add_wind(scene, [tree])
-    gpu.bend_ops.add_bend(scene, [tree])
-    scene.frame_set(23)
-    by_modifiers = render(tmp_path / "modifiers.png")
-    gpu.ops.remove_wind([tree])
-    gpu.bend_ops.remove_bend([tree])
-    api.envfx(tree).wind.gpu = api.envfx(tree).bend_gpu = True
+    scene, tree, by_modifiers = _swayed_and_bent_by_the_modifiers(gpu, tmp_path, scale)
     gpu.ops.add_wind(scene, [tree])
     gpu.bend_ops.add_bend(scene, [tree])
     assert not tree.modifiers
