@@ -213,6 +213,30 @@ def test_a_deleted_clock_is_made_again_by_add_wind(rigid):
     assert _rot(props[0]) == pytest.approx((0.1, 0.2, 0.3), abs=1e-7) and not _drivers(props[0])
 
 
+def test_an_appended_prop_brings_its_scene_and_takes_its_new_scenes_wind_once_that_scene_is_deleted(rigid, tmp_path):
+    """As docs/wind.md says under Limits: a prop in rigid sway appended into another file brings the scene its wind
+    was added in (its clock reads that scene) and sways in its wind; that scene deleted, the prop sways in the wind
+    of the scene it is in."""
+    source = api.scene()
+    source.name = "Source"
+    api.envfx(source).wind.strength = 3.0
+    rigid.ops.add_wind(source, [_prop("P", (1.0, 2.0, 0.0))])
+    bpy.ops.wm.save_as_mainfile(filepath=str(tmp_path / "source.blend"))
+    bpy.ops.wm.read_homefile(app_template="", use_empty=True)
+    level = api.scene()
+    level.name = "Level"
+    with bpy.data.libraries.load(str(tmp_path / "source.blend"), link=False) as (_, into):
+        into.objects = ["P"]
+    prop = into.objects[0]
+    level.collection.objects.link(prop)
+    assert sorted(s.name for s in bpy.data.scenes) == ["Level", "Source"]
+    assert rigid.nodes.prop_clock(prop) == rigid.nodes.clock_of(bpy.data.scenes["Source"])
+    bpy.data.scenes.remove(bpy.data.scenes["Source"])
+    api.view_layer().update()
+    assert rigid.nodes.prop_clock(prop) == rigid.nodes.clock_of(level) is not None
+    _check_twin(rigid, [prop], (5, 12))
+
+
 def test_a_full_copy_of_the_scene_sways_with_its_own_wind(rigid):
     """A scene copied with its objects: Add Wind in the copy gives the copy its own clock, and each scene's props
     follow their own scene's wind."""
