@@ -225,9 +225,7 @@ def test_an_appended_prop_brings_its_scene_and_takes_its_new_scenes_wind_once_th
     bpy.ops.wm.read_homefile(app_template="", use_empty=True)
     level = api.scene()
     level.name = "Level"
-    with bpy.data.libraries.load(str(tmp_path / "source.blend"), link=False) as (_, into):
-        into.objects = ["P"]
-    prop = into.objects[0]
+    prop = api.load_objects(str(tmp_path / "source.blend"), ["P"], link=False)[0]
     level.collection.objects.link(prop)
     assert sorted(s.name for s in bpy.data.scenes) == ["Level", "Source"]
     assert rigid.nodes.prop_clock(prop) == rigid.nodes.clock_of(bpy.data.scenes["Source"])
