@@ -351,6 +351,48 @@ def is_exr(path: str) -> bool:
     return len(head) == 4 and struct.unpack("<i", head)[0] == MAGIC
 
 
+def layer_names(path: str) -> list[str]:
+    """The layers of a multi-layer OpenEXR file ``path`` (``diffuse`` of ``diffuse.R``...), when every channel of its
+    (first) header belongs to one: Blender reads such a file (a render's passes, Blender's own matcaps) as an image of
+    no pixels. An empty list for a plain image (R, G, B, A, Y, ...), and for a file that is no OpenEXR or whose
+    header cannot be read."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(1 << 20)
+        if len(head) < 8 or struct.unpack_from("<i", head, 0)[0] != MAGIC:
+            return []
+        pos = 8
+        while head[pos] != 0:
+            name_end = head.index(b"\0", pos)
+            type_end = head.index(b"\0", name_end + 1)
+            length = struct.unpack_from("<i", head, type_end + 1)[0]
+            data = head[type_end + 5:type_end + 5 + length]
+            if head[pos:name_end] == b"channels":
+                names, at = [], 0
+                while at < len(data) and data[at] != 0:  # name, then 16 bytes: type, linear, reserved, sampling
+                    end = data.index(b"\0", at)
+                    names.append(data[at:end].decode("utf-8", "replace"))
+                    at = end + 17
+                if names and all("." in n for n in names):
+                    return list(dict.fromkeys(n.rsplit(".", 1)[0] for n in names))
+                return []
+            pos = type_end + 5 + length
+    except (OSError, IndexError, ValueError, struct.error):
+        pass
+    return []
+
+
+def layers_text(path: str) -> str | None:
+    """Why Blender reads the OpenEXR file ``path`` as no image when it is a multi-layer one, with what to do; else
+    None (``layer_names``)."""
+    layers = layer_names(path)
+    if not layers:
+        return None
+    shown = ", ".join(layers[:4]) + (", ..." if len(layers) > 4 else "")
+    return (f"it is a multi-layer OpenEXR (layers {shown}), which Blender reads as no image: save the layer you "
+            f"want as an image of its own (channels R, G, B, A)")
+
+
 def file_damage(path: str) -> str | None:
     """Why the OpenEXR file ``path`` cannot be whole, or None: a header cut short, a table of chunk offsets that
     ends past the file's end, a chunk that starts or ends past it (what a copy or a disk that ran out of space leaves

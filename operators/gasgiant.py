@@ -20,6 +20,7 @@ import numpy.typing as npt
 
 from .. import bridge, progress
 from ..core import colour
+from ..core import exr as core_exr
 from ..core import gasgiant as core_gasgiant
 from ..shader_nodes import gasgiant as gasgiant_nodes
 from . import common as ops_common
@@ -65,7 +66,8 @@ def load_palette(path: str, fill: bool = True) -> npt.NDArray[np.float32]:
         w, h = image.size
         channels = image.channels
         if w == 0 or h == 0 or channels == 0:
-            raise GasGiantInputError(f"Palette image {full!r} cannot be read (no pixels): use a PNG or JPEG")
+            raise GasGiantInputError(f"Palette image {full!r} cannot be read "
+                                     f"({core_exr.layers_text(full) or 'no pixels: use a PNG or JPEG'})")
         buf = bridge.image_pixels(image).ravel()
         is_float, is_data = image.is_float, colour_space(image).is_data
     finally:

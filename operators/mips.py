@@ -21,6 +21,7 @@ from bpy.props import StringProperty
 
 from .. import bridge, progress
 from ..core import jobs
+from ..core import exr as core_exr
 from ..core import mips as core_mips
 from .common import NeedsScene, colour_space, colour_space_name, exr_damage, output_folder, set_colour_space
 
@@ -292,7 +293,10 @@ def _check_image_size(image: bpy.types.Image, settings: core_mips.MipSettings) -
     """An image Blender could not read has size 0 x 0; a size the settings refuse says why."""
     w, h = image.size
     if w == 0 or h == 0:
-        raise MipsInputError(f"Image {image.name!r} cannot be read (not an image, or damaged): fix or replace it")
+        layers = core_exr.layers_text(bpy.path.abspath(image.filepath, library=image.library)) \
+            if image.source == "FILE" and image.packed_file is None else None
+        why = layers or "not an image, or damaged: fix or replace it"
+        raise MipsInputError(f"Image {image.name!r} cannot be read ({why})")
     try:
         core_mips.check_size(h, w, settings)
     except core_mips.MipsError as exc:

@@ -181,3 +181,29 @@ def ray_cast(scene: bpy.types.Scene, depsgraph: bpy.types.Depsgraph, origin: Vec
     result: Any = scene.ray_cast(depsgraph, origin, direction)  # (a tuple; typed as returning None by the 4.2 stubs)
     hit, location, normal, index = result[:4]
     return bool(hit), of(Vector, location), of(Vector, normal), int(index)
+
+
+def multi_layer_exr(path: str) -> str:
+    """A multi-layer OpenEXR at ``path`` (a render's passes: channels ``ViewLayer.Combined.R`` ...; Blender's own
+    matcaps are such files on 5.0, plain ones on 4.2), rendered by Workbench at 8 x 8 in a scene of its own, which
+    is removed again. Blender reads it as an image of no pixels. Returns ``path``."""
+    render_scene = bpy.data.scenes.new("EnvFX multi-layer EXR")
+    camera = bpy.data.objects.new("EnvFX multi-layer EXR", bpy.data.cameras.new("EnvFX multi-layer EXR"))
+    try:
+        render_scene.collection.objects.link(camera)
+        render_scene.camera = camera
+        set_engine(render_scene, "BLENDER_WORKBENCH")
+        render_scene.render.resolution_x = render_scene.render.resolution_y = 8
+        render_scene.render.resolution_percentage = 100
+        settings = render_scene.render.image_settings
+        if hasattr(settings, "media_type"):  # (5.0: the multi-layer formats are a media type of their own)
+            settings.media_type = "MULTI_LAYER_IMAGE"  # pyright: ignore[reportAttributeAccessIssue] -- not in 4.2's stubs
+        settings.file_format = "OPEN_EXR_MULTILAYER"
+        render_scene.render.filepath = path
+        bpy.ops.render.render(write_still=True, scene=render_scene.name)
+    finally:
+        data = camera.data
+        bpy.data.objects.remove(camera)
+        bpy.data.cameras.remove(of(bpy.types.Camera, data))
+        bpy.data.scenes.remove(render_scene)
+    return path

@@ -243,6 +243,10 @@ def test_bad_input_missing_or_unreadable_palette(envfx, tmp_path):
     envfx.core.exr.write_exr(str(tmp_path / "broken.exr"), broken)
     s.palette_path = str(tmp_path / "broken.exr")
     _expect_error(tmp_path, tmp_path / "p", "Palette image .* has 6 pixel.s. that are NaN or infinite: fix the image")
+    # a multi-layer OpenEXR (a render's passes), which Blender reads as no image: its layers are named
+    s.palette_path = api.multi_layer_exr(str(tmp_path / "passes.exr"))
+    _expect_error(tmp_path, tmp_path / "p", "Palette image .*passes.exr' cannot be read .it is a multi-layer OpenEXR "
+                  ".layers ViewLayer.Combined.")
 
 
 def test_palette_image_colours_the_planet(envfx, tmp_path):

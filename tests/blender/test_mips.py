@@ -318,6 +318,23 @@ def test_an_exr_cut_short_is_refused_before_blender_reads_it(envfx, ops, tmp_pat
     _expect_error(None, lambda: bake_scene_image(image, out), r"its file .*whole.exr' is damaged", out, before)
 
 
+def test_a_multi_layer_exr_is_named_as_such_not_damaged(envfx, ops, tmp_path):
+    """A multi-layer OpenEXR (a render's passes; on 5.0 Blender's own matcaps), which Blender reads as an image of no
+    pixels: as a path and as an image of the file, the bake names its layers and says what to do (before: "not an
+    image, or damaged")."""
+    path = api.multi_layer_exr(str(tmp_path / "passes.exr"))
+    assert envfx.core.exr.layer_names(path) == ["ViewLayer.Combined"]
+    out = str(tmp_path / "out")
+    before = state()
+    _expect_error(None, lambda: ops.bake_mips(ops.inputs_from_paths([path]), out),
+                  r"passes.exr' cannot be read \(it is a multi-layer OpenEXR \(layers .*\), which Blender reads as no "
+                  r"image: save the layer you want as an image of its own", out, before)
+    image = bpy.data.images.load(path)
+    before = state()
+    _expect_error(None, lambda: bake_scene_image(image, out), r"'passes.exr' cannot be read \(it is a multi-layer",
+                  out, before)
+
+
 def test_real_exr_files_are_whole_and_every_cut_is_found(envfx, tmp_path):
     """The EXR files other tools wrote that ship with Blender (its studio lights and world HDRIs, 31 to 35 files):
     none is named damaged, and each cut short (in its header, its chunk table, a chunk, by one byte) is."""

@@ -128,3 +128,29 @@ def test_tiled_and_mip_mapped_files_count_their_tiles():
     rip = struct.pack("<IIB", 16, 16, 2)  # every level of x (40, 20, 10, 5, 2, 1) with every one of y (33 .. 1)
     assert exr._tile_count(40, 33, rip) == sum(-(-max(1, 40 >> i) // 16) * -(-max(1, 33 >> j) // 16)
                                                for i in range(6) for j in range(6))
+
+
+def _header_only(path, channel_names):
+    """An OpenEXR file holding only a header whose channel list names ``channel_names`` (what layer_names reads)."""
+    chlist = b"".join(n.encode() + b"\0" + struct.pack("<iB3xii", 1, 0, 1, 1) for n in channel_names) + b"\0"
+    attr = b"channels\0chlist\0" + struct.pack("<i", len(chlist)) + chlist
+    path.write_bytes(struct.pack("<ii", exr.MAGIC, 2) + attr + b"\0")
+    return str(path)
+
+
+def test_a_multi_layer_file_is_told_apart_from_a_plain_image(tmp_path):
+    """Blender reads a multi-layer OpenEXR (a render's passes, its own matcaps) as an image of no pixels: the bakes
+    name its layers instead of calling it damaged."""
+    layered = _header_only(tmp_path / "passes.exr", ["diffuse.A", "diffuse.B", "diffuse.G", "diffuse.R", "spec.R"])
+    assert exr.layer_names(layered) == ["diffuse", "spec"]
+    text = exr.layers_text(layered)
+    assert text is not None and "multi-layer OpenEXR (layers diffuse, spec)" in text
+    plain = tmp_path / "plain.exr"
+    exr.write_exr(str(plain), np.zeros((2, 3, 4), np.float32), "RGBA")
+    assert exr.layer_names(str(plain)) == [] and exr.layers_text(str(plain)) is None
+    assert exr.layer_names(_header_only(tmp_path / "mixed.exr", ["R", "G", "B", "depth.Z"])) == []  # a plain layer
+    (tmp_path / "not.exr").write_bytes(b"not an image")
+    assert exr.layer_names(str(tmp_path / "not.exr")) == [] and exr.layer_names(str(tmp_path / "gone.exr")) == []
+    cut = tmp_path / "cut.exr"
+    cut.write_bytes((tmp_path / "passes.exr").read_bytes()[:30])
+    assert exr.layer_names(str(cut)) == []
