@@ -21,7 +21,7 @@ from __future__ import annotations
 import bpy
 
 from ..core import bend as core_bend
-from . import common, gpu_displace, wind_view
+from . import common, gpu_displace
 
 GROUP_NAME = "EnvFX Bend GPU"
 KIND = "bend_gpu"
@@ -189,10 +189,7 @@ def is_gpu_bent(obj: bpy.types.Object) -> bool:
     return GATE in obj
 
 
-def materials_of(obj: bpy.types.Object) -> list:
-    """The materials of ``obj``'s slots (None for an empty slot), each once, in slot order (its own while it shows
-    the wind data view)."""
-    return list(dict.fromkeys(wind_view.own_materials(obj)))
+materials_of = gpu_displace.materials_of  # (the slots' materials, its own in the wind view)
 
 
 def release() -> None:

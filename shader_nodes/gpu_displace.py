@@ -17,9 +17,15 @@ from typing import Any
 
 import bpy
 
-from . import common
+from . import common, wind_view
 
 KEYS = ("envfx_bend_gpu", "envfx_wind_gpu")  # the records of every effect on the GPU (bend, wind)
+
+
+def materials_of(obj: bpy.types.Object) -> list:
+    """The materials of ``obj``'s slots (None for an empty slot), each once, in slot order (its own while it shows
+    the wind data view)."""
+    return list(dict.fromkeys(wind_view.own_materials(obj)))
 
 
 def file_group(kind: str) -> bpy.types.ShaderNodeTree | None:

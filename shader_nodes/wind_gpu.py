@@ -32,7 +32,7 @@ from .. import bridge
 from ..core import wind as core_wind
 from . import bend_gpu, common, gpu_displace
 from . import wind as wind_nodes
-from . import wind_rigid, wind_view
+from . import wind_rigid
 
 GROUP_NAME = "EnvFX Wind GPU"
 KIND = "wind_gpu"
@@ -412,10 +412,7 @@ def material_reason(mat: bpy.types.Material | None) -> str | None:
     return gpu_displace.material_reason(mat, MATERIAL_KEY, "the wind", "Wind on GPU")
 
 
-def materials_of(obj: bpy.types.Object) -> list:
-    """The materials of ``obj``'s slots (None for an empty slot), each once, in slot order (its own while it shows
-    the wind data view)."""
-    return list(dict.fromkeys(wind_view.own_materials(obj)))
+materials_of = gpu_displace.materials_of  # (the slots' materials, its own in the wind view)
 
 
 def reach_of(obj: bpy.types.Object) -> float:
